@@ -1,0 +1,502 @@
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+use specie_shard::{DtxnId, ShardRange, ShardRequest, ShardResponse, ShardTx, Vote};
+use specie_transaction::{CompactTransaction, Txid};
+
+use crate::state::{Applied, CoordinatorCommand, CoordinatorState};
+
+/// Opaque handle the driver attaches to a submission to route its outcome back.
+pub type Tag = u64;
+
+#[derive(Clone, Debug)]
+pub struct CoordinatorConfig {
+    pub shards: Vec<ShardRange>,
+    /// Hamilton capped dtxns at 2000 compact transactions.
+    pub batch_transactions_max: usize,
+    /// How long a lone transaction may wait for company. 0 = start a dtxn as soon as a slot is
+    /// free (Hamilton's policy); batches still grow naturally while earlier dtxns are in flight.
+    pub batch_wait_ms: u64,
+    pub dtxns_in_flight_max: usize,
+    /// Submissions beyond this are refused with [`SubmitError::Busy`] (backpressure).
+    pub queue_transactions_max: usize,
+    /// A shard that has not answered a phase within this time is asked again.
+    pub retry_timeout_ms: u64,
+}
+
+impl CoordinatorConfig {
+    pub fn with_shards(shards: Vec<ShardRange>) -> Self {
+        CoordinatorConfig {
+            shards,
+            batch_transactions_max: 2000,
+            batch_wait_ms: 0,
+            dtxns_in_flight_max: 4,
+            queue_transactions_max: 200_000,
+            retry_timeout_ms: 1000,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum TxResult {
+    Confirmed,
+    /// A shard refused it; the vote says why (spent input, concurrent conflict, replayed mint).
+    Rejected(Vote),
+    /// Leadership was lost before the transaction was made durable; it was never applied.
+    Dropped,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum CoordinatorOutput {
+    /// Make this durable, then pass it to [`Coordinator::apply`].
+    Propose(CoordinatorCommand),
+    Send {
+        shard: usize,
+        request: ShardRequest,
+    },
+    /// `tag` is `None` for transactions a previous leader accepted.
+    Outcome {
+        tag: Option<Tag>,
+        txid: Txid,
+        result: TxResult,
+    },
+    /// A shard refused a request: a protocol bug. The dtxn stays in flight; an operator must look.
+    ShardRefused {
+        shard: usize,
+        response: ShardResponse,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum SubmitError {
+    #[error("this coordinator is not the leader")]
+    NotLeader,
+    #[error("the coordinator queue is full ({queued} transactions); retry later")]
+    Busy { queued: usize },
+    #[error("the transaction spends and creates nothing")]
+    Empty,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    Preparing,
+    /// All votes are in and the decision is proposed but not yet durable.
+    Deciding,
+    Committing,
+    /// All commits answered; `Finish` proposed but not yet durable.
+    Finishing,
+}
+
+/// One shard's part in a dtxn.
+#[derive(Clone, Debug)]
+struct Participant {
+    shard: usize,
+    prepare: Vec<ShardTx>,
+}
+
+#[derive(Clone, Debug)]
+struct Flight {
+    phase: Phase,
+    txids: Vec<Txid>,
+    participants: Vec<Participant>,
+    /// Participants (indexes into `participants`) yet to answer the current phase.
+    waiting: BTreeSet<usize>,
+    /// Per transaction: Yes until some shard refuses it.
+    votes: Vec<Vote>,
+    tags: Option<Vec<Tag>>,
+    sent_ms: u64,
+}
+
+struct Queued {
+    tag: Tag,
+    tx: CompactTransaction,
+    enqueued_ms: u64,
+}
+
+struct Leader {
+    queue: VecDeque<Queued>,
+    /// Tags of dtxns proposed but not yet applied.
+    proposed_tags: HashMap<DtxnId, Vec<Tag>>,
+    next_proposal: DtxnId,
+    flights: BTreeMap<DtxnId, Flight>,
+}
+
+/// A coordinator replica: the replicated state, plus the engine when it leads.
+pub struct Coordinator {
+    config: CoordinatorConfig,
+    state: CoordinatorState,
+    leader: Option<Leader>,
+    outputs: VecDeque<CoordinatorOutput>,
+}
+
+impl Coordinator {
+    pub fn new(config: CoordinatorConfig, state: CoordinatorState) -> Self {
+        ShardRange::check_cover(&config.shards)
+            .expect("coordinator shard ranges must cover the id space");
+        assert!(config.batch_transactions_max > 0 && config.dtxns_in_flight_max > 0);
+        assert!(config.queue_transactions_max >= config.batch_transactions_max);
+        Coordinator {
+            config,
+            state,
+            leader: None,
+            outputs: VecDeque::new(),
+        }
+    }
+
+    pub fn state(&self) -> &CoordinatorState {
+        &self.state
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.leader.is_some()
+    }
+
+    pub fn queued(&self) -> usize {
+        self.leader.as_ref().map_or(0, |l| l.queue.len())
+    }
+
+    /// Takes the lead: every dtxn in the durable state resumes from the start of its last phase.
+    /// Call only once the state holds every command the log has committed.
+    pub fn become_leader(&mut self, now_ms: u64) {
+        let mut leader = Leader {
+            queue: VecDeque::new(),
+            proposed_tags: HashMap::new(),
+            next_proposal: self.state.next_dtxn(),
+            flights: BTreeMap::new(),
+        };
+        for (&dtxn, active) in self.state.active() {
+            let mut flight = plan_flight(&self.config.shards, &active.txs, None, now_ms);
+            match &active.outcomes {
+                None => send_phase(
+                    &mut self.outputs,
+                    dtxn,
+                    &mut flight,
+                    Phase::Preparing,
+                    now_ms,
+                ),
+                Some(outcomes) => {
+                    flight.votes = outcomes.clone();
+                    send_phase(
+                        &mut self.outputs,
+                        dtxn,
+                        &mut flight,
+                        Phase::Committing,
+                        now_ms,
+                    );
+                }
+            }
+            leader.flights.insert(dtxn, flight);
+        }
+        self.leader = Some(leader);
+    }
+
+    /// Gives up the lead: queued transactions are reported dropped (they were never durable).
+    pub fn step_down(&mut self) {
+        if let Some(leader) = self.leader.take() {
+            for queued in leader.queue {
+                self.outputs.push_back(CoordinatorOutput::Outcome {
+                    tag: Some(queued.tag),
+                    txid: queued.tx.txid,
+                    result: TxResult::Dropped,
+                });
+            }
+            // Proposed but unapplied dtxns are not reported: if the log commits them, the next
+            // leader finishes them; their clients learn the outcome by querying the UHS.
+        }
+    }
+
+    pub fn submit(
+        &mut self,
+        tag: Tag,
+        mut tx: CompactTransaction,
+        now_ms: u64,
+    ) -> Result<(), SubmitError> {
+        let Some(leader) = self.leader.as_mut() else {
+            return Err(SubmitError::NotLeader);
+        };
+        if tx.spent.is_empty() && tx.created.is_empty() {
+            return Err(SubmitError::Empty);
+        }
+        if leader.queue.len() >= self.config.queue_transactions_max {
+            return Err(SubmitError::Busy {
+                queued: leader.queue.len(),
+            });
+        }
+        tx.attestations.clear();
+        leader.queue.push_back(Queued {
+            tag,
+            tx,
+            enqueued_ms: now_ms,
+        });
+        self.cut_batches(now_ms);
+        Ok(())
+    }
+
+    /// Cuts due batches and re-sends phases to shards that have been silent too long.
+    pub fn tick(&mut self, now_ms: u64) {
+        self.cut_batches(now_ms);
+        let Some(leader) = self.leader.as_mut() else {
+            return;
+        };
+        for (&dtxn, flight) in leader.flights.iter_mut() {
+            let resend = matches!(flight.phase, Phase::Preparing | Phase::Committing)
+                && !flight.waiting.is_empty()
+                && now_ms.saturating_sub(flight.sent_ms) >= self.config.retry_timeout_ms;
+            if resend {
+                for &participant in &flight.waiting {
+                    let request = phase_request(dtxn, flight, participant);
+                    self.outputs.push_back(CoordinatorOutput::Send {
+                        shard: flight.participants[participant].shard,
+                        request,
+                    });
+                }
+                flight.sent_ms = now_ms;
+            }
+        }
+    }
+
+    fn cut_batches(&mut self, now_ms: u64) {
+        let Some(leader) = self.leader.as_mut() else {
+            return;
+        };
+        loop {
+            let unapplied = (leader.next_proposal - self.state.next_dtxn()) as usize;
+            let in_flight = self.state.active().len() + unapplied;
+            let Some(oldest) = leader.queue.front() else {
+                break;
+            };
+            let full = leader.queue.len() >= self.config.batch_transactions_max;
+            let waited = now_ms.saturating_sub(oldest.enqueued_ms) >= self.config.batch_wait_ms;
+            if in_flight >= self.config.dtxns_in_flight_max || !(full || waited) {
+                break;
+            }
+            let take = leader.queue.len().min(self.config.batch_transactions_max);
+            let mut txs = Vec::with_capacity(take);
+            let mut tags = Vec::with_capacity(take);
+            for queued in leader.queue.drain(..take) {
+                txs.push(queued.tx);
+                tags.push(queued.tag);
+            }
+            let dtxn = leader.next_proposal;
+            leader.next_proposal += 1;
+            leader.proposed_tags.insert(dtxn, tags);
+            self.outputs
+                .push_back(CoordinatorOutput::Propose(CoordinatorCommand::Prepare {
+                    dtxn,
+                    txs,
+                }));
+        }
+    }
+
+    /// Applies a durable command; on the leader, starts the phase it records.
+    pub fn apply(&mut self, command: &CoordinatorCommand, now_ms: u64) {
+        let applied = self.state.apply(command);
+        let Some(leader) = self.leader.as_mut() else {
+            return;
+        };
+        if applied == Applied::Ignored {
+            return;
+        }
+        match command {
+            CoordinatorCommand::Prepare { dtxn, txs } => {
+                let tags = leader.proposed_tags.remove(dtxn);
+                let mut flight = plan_flight(&self.config.shards, txs, tags, now_ms);
+                send_phase(
+                    &mut self.outputs,
+                    *dtxn,
+                    &mut flight,
+                    Phase::Preparing,
+                    now_ms,
+                );
+                leader.flights.insert(*dtxn, flight);
+            }
+            CoordinatorCommand::Commit { dtxn, outcomes } => {
+                if let Some(flight) = leader.flights.get_mut(dtxn) {
+                    flight.votes = outcomes.clone();
+                    send_phase(&mut self.outputs, *dtxn, flight, Phase::Committing, now_ms);
+                }
+            }
+            CoordinatorCommand::Finish { dtxns } => {
+                let finished_below = self.state.finished_below();
+                for dtxn in dtxns {
+                    if let Some(flight) = leader.flights.remove(dtxn) {
+                        for participant in &flight.participants {
+                            let request = ShardRequest::Discard {
+                                dtxn: *dtxn,
+                                finished_below,
+                            };
+                            self.outputs.push_back(CoordinatorOutput::Send {
+                                shard: participant.shard,
+                                request,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        self.cut_batches(now_ms);
+    }
+
+    pub fn on_shard_response(&mut self, shard: usize, response: ShardResponse, now_ms: u64) {
+        let Some(leader) = self.leader.as_mut() else {
+            return;
+        };
+        let dtxn = match &response {
+            ShardResponse::Prepared { dtxn, .. }
+            | ShardResponse::Committed { dtxn }
+            | ShardResponse::Discarded { dtxn }
+            | ShardResponse::Stale { dtxn }
+            | ShardResponse::Refused { dtxn, .. } => *dtxn,
+        };
+        let Some(flight) = leader.flights.get_mut(&dtxn) else {
+            return;
+        };
+        let Some(participant) = flight.participants.iter().position(|p| p.shard == shard) else {
+            return;
+        };
+        match (&response, flight.phase) {
+            (ShardResponse::Prepared { votes, .. }, Phase::Preparing) => {
+                let prepared = &flight.participants[participant].prepare;
+                if votes.len() != prepared.len() || !flight.waiting.remove(&participant) {
+                    return; // A duplicate, or garbled: the retry will ask again.
+                }
+                for (tx, vote) in prepared.iter().zip(votes) {
+                    let decided = &mut flight.votes[tx.index as usize];
+                    if *decided == Vote::Yes {
+                        *decided = *vote;
+                    }
+                }
+                if flight.waiting.is_empty() {
+                    flight.phase = Phase::Deciding;
+                    let outcomes = flight.votes.clone();
+                    self.outputs.push_back(CoordinatorOutput::Propose(
+                        CoordinatorCommand::Commit { dtxn, outcomes },
+                    ));
+                }
+            }
+            // Stale while committing: the shard committed and was already told to discard.
+            (ShardResponse::Committed { .. } | ShardResponse::Stale { .. }, Phase::Committing) => {
+                if !flight.waiting.remove(&participant) || !flight.waiting.is_empty() {
+                    return;
+                }
+                flight.phase = Phase::Finishing;
+                let tags = flight.tags.take();
+                for (i, (txid, vote)) in flight.txids.iter().zip(&flight.votes).enumerate() {
+                    let result = if *vote == Vote::Yes {
+                        TxResult::Confirmed
+                    } else {
+                        TxResult::Rejected(*vote)
+                    };
+                    let tag = tags.as_ref().map(|t| t[i]);
+                    self.outputs.push_back(CoordinatorOutput::Outcome {
+                        tag,
+                        txid: *txid,
+                        result,
+                    });
+                }
+                self.outputs
+                    .push_back(CoordinatorOutput::Propose(CoordinatorCommand::Finish {
+                        dtxns: vec![dtxn],
+                    }));
+            }
+            (ShardResponse::Refused { .. }, _) => {
+                self.outputs
+                    .push_back(CoordinatorOutput::ShardRefused { shard, response });
+            }
+            _ => {} // Late answer to an earlier phase.
+        }
+        self.cut_batches(now_ms);
+    }
+
+    pub fn poll(&mut self) -> Option<CoordinatorOutput> {
+        self.outputs.pop_front()
+    }
+}
+
+/// Splits each transaction's ids by owning shard.
+fn plan_flight(
+    shards: &[ShardRange],
+    txs: &[CompactTransaction],
+    tags: Option<Vec<Tag>>,
+    now_ms: u64,
+) -> Flight {
+    let mut by_shard: BTreeMap<usize, Vec<ShardTx>> = BTreeMap::new();
+    for (index, tx) in txs.iter().enumerate() {
+        let mut touched: BTreeMap<usize, ShardTx> = BTreeMap::new();
+        let empty = || ShardTx {
+            index: index as u32,
+            spent: vec![],
+            created: vec![],
+        };
+        for id in &tx.spent {
+            touched
+                .entry(ShardRange::owner(shards, id))
+                .or_insert_with(empty)
+                .spent
+                .push(*id);
+        }
+        for id in &tx.created {
+            touched
+                .entry(ShardRange::owner(shards, id))
+                .or_insert_with(empty)
+                .created
+                .push(*id);
+        }
+        for (shard, shard_tx) in touched {
+            by_shard.entry(shard).or_default().push(shard_tx);
+        }
+    }
+    if let Some(tags) = &tags {
+        assert_eq!(tags.len(), txs.len());
+    }
+    Flight {
+        phase: Phase::Preparing,
+        txids: txs.iter().map(|tx| tx.txid).collect(),
+        participants: by_shard
+            .into_iter()
+            .map(|(shard, prepare)| Participant { shard, prepare })
+            .collect(),
+        waiting: BTreeSet::new(),
+        votes: vec![Vote::Yes; txs.len()],
+        tags,
+        sent_ms: now_ms,
+    }
+}
+
+fn phase_request(dtxn: DtxnId, flight: &Flight, participant: usize) -> ShardRequest {
+    let prepare = &flight.participants[participant].prepare;
+    match flight.phase {
+        Phase::Preparing => ShardRequest::Prepare {
+            dtxn,
+            txs: prepare.clone(),
+        },
+        Phase::Committing => ShardRequest::Commit {
+            dtxn,
+            complete: prepare
+                .iter()
+                .map(|tx| flight.votes[tx.index as usize] == Vote::Yes)
+                .collect(),
+        },
+        Phase::Deciding | Phase::Finishing => {
+            unreachable!("no request is sent while a proposal is pending")
+        }
+    }
+}
+
+fn send_phase(
+    outputs: &mut VecDeque<CoordinatorOutput>,
+    dtxn: DtxnId,
+    flight: &mut Flight,
+    phase: Phase,
+    now_ms: u64,
+) {
+    flight.phase = phase;
+    flight.sent_ms = now_ms;
+    flight.waiting = (0..flight.participants.len()).collect();
+    for participant in 0..flight.participants.len() {
+        let request = phase_request(dtxn, flight, participant);
+        outputs.push_back(CoordinatorOutput::Send {
+            shard: flight.participants[participant].shard,
+            request,
+        });
+    }
+}

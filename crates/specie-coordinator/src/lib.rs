@@ -1,0 +1,20 @@
+//! The transaction coordinator of Hamilton's two-phase commit (§4.1, §4.2), as pure state.
+//!
+//! Two parts, as in the paper's Raft-replicated coordinator:
+//! - [`CoordinatorState`] is what every replica holds: the dtxns in flight and their last phase.
+//!   It changes only through [`CoordinatorCommand`]s that the driver has made durable.
+//! - [`Coordinator`] wraps the state and, on the leader, the engine that batches incoming
+//!   compact transactions, proposes commands, fans requests out to shards, collects votes,
+//!   retries silent shards and reports each transaction's outcome. A new leader resumes every
+//!   dtxn from the start of its last durable phase; shards answer re-sent phases from memory.
+//!
+//! The driver loop: feed inputs (`submit`, `on_shard_response`, `tick`), drain [`Coordinator::poll`],
+//! make every [`CoordinatorOutput::Propose`] durable and hand it back to [`Coordinator::apply`],
+//! deliver every `Send`, report every `Outcome`.
+
+mod engine;
+mod state;
+
+pub use engine::{Coordinator, CoordinatorConfig, CoordinatorOutput, SubmitError, Tag, TxResult};
+pub use specie_shard::DtxnId;
+pub use state::{ActiveDtxn, CoordinatorCommand, CoordinatorState};

@@ -1,0 +1,187 @@
+use std::collections::BTreeMap;
+
+use specie_shard::{DtxnId, Vote};
+use specie_transaction::CompactTransaction;
+
+/// The durable inputs of each 2PC phase (Hamilton §4.2: "the coordinator replicates the inputs
+/// to both the prepare and commit requests").
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum CoordinatorCommand {
+    /// Start dtxn `dtxn` with these transactions (attestations stripped: shards never see them).
+    Prepare {
+        dtxn: DtxnId,
+        txs: Vec<CompactTransaction>,
+    },
+    /// The decision for every transaction of `dtxn`: `Vote::Yes` completes it, anything else
+    /// is the first reason a shard gave for refusing it.
+    Commit { dtxn: DtxnId, outcomes: Vec<Vote> },
+    /// Every participant has committed these dtxns: forget them.
+    Finish { dtxns: Vec<DtxnId> },
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ActiveDtxn {
+    pub txs: Vec<CompactTransaction>,
+    /// `None` while preparing; the durable decision once committing.
+    pub outcomes: Option<Vec<Vote>>,
+}
+
+/// What every coordinator replica holds.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct CoordinatorState {
+    next_dtxn: DtxnId,
+    active: BTreeMap<DtxnId, ActiveDtxn>,
+}
+
+/// Whether a command changed the state. A command that does not fit (a deposed leader's
+/// proposal racing its successor's) is ignored identically on every replica.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Applied {
+    Changed,
+    Ignored,
+}
+
+impl CoordinatorState {
+    pub fn from_parts(next_dtxn: DtxnId, active: BTreeMap<DtxnId, ActiveDtxn>) -> Self {
+        assert!(
+            active.keys().all(|d| *d < next_dtxn),
+            "active dtxns precede next_dtxn"
+        );
+        CoordinatorState { next_dtxn, active }
+    }
+
+    pub fn next_dtxn(&self) -> DtxnId {
+        self.next_dtxn
+    }
+
+    pub fn active(&self) -> &BTreeMap<DtxnId, ActiveDtxn> {
+        &self.active
+    }
+
+    /// Every dtxn below this id is finished; shards may forget them.
+    pub fn finished_below(&self) -> DtxnId {
+        self.active.keys().next().copied().unwrap_or(self.next_dtxn)
+    }
+
+    pub fn apply(&mut self, command: &CoordinatorCommand) -> Applied {
+        match command {
+            CoordinatorCommand::Prepare { dtxn, txs } => {
+                if *dtxn != self.next_dtxn || txs.is_empty() {
+                    return Applied::Ignored;
+                }
+                self.next_dtxn += 1;
+                self.active.insert(
+                    *dtxn,
+                    ActiveDtxn {
+                        txs: txs.clone(),
+                        outcomes: None,
+                    },
+                );
+                Applied::Changed
+            }
+            CoordinatorCommand::Commit { dtxn, outcomes } => match self.active.get_mut(dtxn) {
+                // Phases advance in order: only a preparing dtxn takes a decision, exactly once.
+                Some(active) if active.outcomes.is_none() && active.txs.len() == outcomes.len() => {
+                    active.outcomes = Some(outcomes.clone());
+                    Applied::Changed
+                }
+                _ => Applied::Ignored,
+            },
+            CoordinatorCommand::Finish { dtxns } => {
+                let mut changed = Applied::Ignored;
+                for dtxn in dtxns {
+                    if self.active.get(dtxn).is_some_and(|a| a.outcomes.is_some()) {
+                        self.active.remove(dtxn);
+                        changed = Applied::Changed;
+                    }
+                }
+                changed
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use specie_transaction::{Txid, UhsId};
+
+    fn tx(n: u8) -> CompactTransaction {
+        CompactTransaction {
+            txid: Txid([n; 32]),
+            spent: vec![UhsId([n; 32])],
+            created: vec![UhsId([n + 1; 32])],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn phases_advance_only_in_order() {
+        let mut state = CoordinatorState::default();
+        let commit = CoordinatorCommand::Commit {
+            dtxn: 0,
+            outcomes: vec![Vote::Yes],
+        };
+        let finish = CoordinatorCommand::Finish { dtxns: vec![0] };
+        assert_eq!(
+            state.apply(&commit),
+            Applied::Ignored,
+            "commit before prepare"
+        );
+        assert_eq!(
+            state.apply(&finish),
+            Applied::Ignored,
+            "finish before prepare"
+        );
+        let prepare = CoordinatorCommand::Prepare {
+            dtxn: 0,
+            txs: vec![tx(1)],
+        };
+        assert_eq!(state.apply(&prepare), Applied::Changed);
+        assert_eq!(
+            state.apply(&prepare),
+            Applied::Ignored,
+            "same dtxn id twice"
+        );
+        assert_eq!(
+            state.apply(&finish),
+            Applied::Ignored,
+            "finish before commit"
+        );
+        let wrong_len = CoordinatorCommand::Commit {
+            dtxn: 0,
+            outcomes: vec![Vote::Yes, Vote::Yes],
+        };
+        assert_eq!(state.apply(&wrong_len), Applied::Ignored);
+        assert_eq!(state.apply(&commit), Applied::Changed);
+        let other = CoordinatorCommand::Commit {
+            dtxn: 0,
+            outcomes: vec![Vote::InputMissing],
+        };
+        assert_eq!(
+            state.apply(&other),
+            Applied::Ignored,
+            "a decision is taken once"
+        );
+        assert_eq!(state.finished_below(), 0);
+        assert_eq!(state.apply(&finish), Applied::Changed);
+        assert_eq!(state.finished_below(), 1);
+        assert!(state.active().is_empty());
+    }
+
+    #[test]
+    fn prepare_ids_must_be_consecutive() {
+        let mut state = CoordinatorState::default();
+        let skip = CoordinatorCommand::Prepare {
+            dtxn: 1,
+            txs: vec![tx(1)],
+        };
+        assert_eq!(state.apply(&skip), Applied::Ignored);
+        let empty = CoordinatorCommand::Prepare {
+            dtxn: 0,
+            txs: vec![],
+        };
+        assert_eq!(state.apply(&empty), Applied::Ignored);
+        assert_eq!(state.next_dtxn(), 0);
+    }
+}

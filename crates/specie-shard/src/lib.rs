@@ -1,0 +1,18 @@
+//! The locking shard of Hamilton's two-phase commit (§4.1), as a deterministic state machine.
+//!
+//! A shard owns a range of the UHS id space. Everything that changes its state is a
+//! [`ShardRequest`] from a coordinator; the driver makes each request durable (local log or Raft)
+//! before it calls [`ShardState::apply`], so every replica that applies the same requests in the
+//! same order holds the same UHS and answers the same way. No I/O, clocks or randomness in here.
+
+mod range;
+mod state;
+mod wire;
+
+pub use range::{ShardRange, ShardRangeError};
+pub use state::{ShardState, ShardStats};
+pub use wire::{Refusal, ShardRequest, ShardResponse, ShardTx, ShardWireLimits, Vote};
+
+/// Identifier of a distributed transaction (a batch of compact transactions committed by one
+/// 2PC run). Assigned by the coordinator in strictly increasing order.
+pub type DtxnId = u64;
