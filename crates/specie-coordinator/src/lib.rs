@@ -12,9 +12,11 @@
 //! make every [`CoordinatorOutput::Propose`] durable and hand it back to [`Coordinator::apply`],
 //! deliver every `Send`, report every `Outcome`.
 
+mod codec;
 mod engine;
 mod state;
 
 pub use engine::{Coordinator, CoordinatorConfig, CoordinatorOutput, SubmitError, Tag, TxResult};
 pub use specie_shard::DtxnId;
-pub use state::{ActiveDtxn, CoordinatorCommand, CoordinatorState};
+pub use codec::CommandLimits;
+pub use state::{ActiveDtxn, Applied, CoordinatorCommand, CoordinatorState};

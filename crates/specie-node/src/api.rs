@@ -1,0 +1,179 @@
+//! The node's HTTP/JSON API, as documented in `docs/api.md`.
+
+use std::time::Duration;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use specie_transaction::codec::Decode;
+use specie_transaction::{SpecieTransaction, UhsId};
+
+use crate::node::{NodeHandle, TxStatus};
+
+pub const BODY_BYTES_MAX: usize = 4 * 1024 * 1024;
+pub const SUBMIT_TRANSACTIONS_MAX: usize = 1000;
+pub const QUERY_IDS_MAX: usize = 10_000;
+pub const TIMEOUT_MS_DEFAULT: u64 = 30_000;
+pub const TIMEOUT_MS_MAX: u64 = 120_000;
+
+pub fn router(node: NodeHandle) -> Router {
+    Router::new()
+        .route("/v1/info", get(info))
+        .route("/v1/transactions", post(submit))
+        .route("/v1/uhs/query", post(query))
+        .route("/v1/uhs/{id}", get(query_one))
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
+        .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
+        .with_state(node)
+}
+
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError { status, code, message: message.into() }
+    }
+
+    fn from_json(rejection: JsonRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", format!("request body exceeds {BODY_BYTES_MAX} bytes"));
+        }
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_json", rejection.body_text())
+    }
+
+    fn stopping() -> Self {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the node is stopping")
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(json!({"error": {"code": self.code, "message": self.message}}))).into_response()
+    }
+}
+
+async fn info(State(node): State<NodeHandle>) -> Result<Json<serde_json::Value>, ApiError> {
+    let info = tokio::task::spawn_blocking(move || node.info()).await.map_err(|_| ApiError::stopping())?.map_err(|_| ApiError::stopping())?;
+    Ok(Json(serde_json::to_value(info).expect("info serializes")))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubmitRequest {
+    transactions: Vec<String>,
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Serialize, Clone)]
+struct SubmitResult {
+    txid: Option<String>,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+}
+
+impl SubmitResult {
+    fn from_status(txid: String, status: &TxStatus) -> Self {
+        let (name, message, index) = match status {
+            TxStatus::Confirmed => ("confirmed", None, None),
+            TxStatus::Invalid(error) => ("invalid", Some(error.to_string()), error.index()),
+            TxStatus::Rejected(vote) => ("rejected", Some(format!("the shards refused it: {}", vote.code().replace('_', " "))), None),
+            TxStatus::Busy => ("busy", Some("the node is overloaded; nothing was applied; retry later".to_string()), None),
+            TxStatus::Dropped => ("dropped", Some("abandoned before it was durable; nothing was applied; retry".to_string()), None),
+        };
+        let code = (!matches!(status, TxStatus::Confirmed)).then(|| status.code().to_string());
+        SubmitResult { txid: Some(txid), status: name, code, index, message }
+    }
+}
+
+async fn submit(State(node): State<NodeHandle>, body: Result<Json<SubmitRequest>, JsonRejection>) -> Result<Json<serde_json::Value>, ApiError> {
+    let Json(request) = body.map_err(ApiError::from_json)?;
+    if request.transactions.len() > SUBMIT_TRANSACTIONS_MAX {
+        let message = format!("{} transactions in one request; the limit is {SUBMIT_TRANSACTIONS_MAX}", request.transactions.len());
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "too_many", message));
+    }
+    let timeout_ms = request.timeout_ms.unwrap_or(TIMEOUT_MS_DEFAULT).min(TIMEOUT_MS_MAX);
+    let mut results: Vec<Option<SubmitResult>> = vec![None; request.transactions.len()];
+    let mut decoded = vec![];
+    for (position, text) in request.transactions.iter().enumerate() {
+        let parsed = hex::decode(text.trim())
+            .map_err(|e| ("bad_hex", format!("transaction {position} is not hex: {e}")))
+            .and_then(|bytes| SpecieTransaction::decode_exact(&bytes).map_err(|e| ("decode_error", format!("transaction {position}: {e}"))));
+        match parsed {
+            Ok(tx) => decoded.push((position as u64, tx)),
+            Err((code, message)) => {
+                results[position] = Some(SubmitResult { txid: None, status: "malformed", code: Some(code.into()), index: None, message: Some(message) })
+            }
+        }
+    }
+    let txids: Vec<(usize, String)> = decoded.iter().map(|(p, tx)| (*p as usize, hex::encode(tx.txid().0))).collect();
+    let expected = decoded.len();
+    let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel();
+    let submitter = node.clone();
+    tokio::task::spawn_blocking(move || submitter.submit(decoded, &reply)).await.map_err(|_| ApiError::stopping())?;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
+    let mut received = 0;
+    while received < expected {
+        match tokio::time::timeout_at(deadline, completions.recv()).await {
+            Ok(Some(completion)) => {
+                let position = completion.client_ref as usize;
+                results[position] = Some(SubmitResult::from_status(hex::encode(completion.txid.0), &completion.status));
+                received += 1;
+            }
+            Ok(None) => return Err(ApiError::stopping()),
+            Err(_) => break,
+        }
+    }
+    for (position, txid) in txids {
+        if results[position].is_none() {
+            let message = format!("not final after {timeout_ms} ms; query its outputs with /v1/uhs/query");
+            results[position] =
+                Some(SubmitResult { txid: Some(txid), status: "pending", code: Some("timeout".into()), index: None, message: Some(message) });
+        }
+    }
+    Ok(Json(json!({"results": results})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueryRequest {
+    ids: Vec<String>,
+}
+
+fn parse_id(text: &str, what: &str) -> Result<UhsId, ApiError> {
+    let bytes = hex::decode(text.trim()).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_hex", format!("{what} is not hex: {e}")))?;
+    let array: [u8; 32] = bytes
+        .try_into()
+        .map_err(|b: Vec<u8>| ApiError::new(StatusCode::BAD_REQUEST, "bad_hex", format!("{what} is {} bytes; a UHS id is 32", b.len())))?;
+    Ok(UhsId(array))
+}
+
+async fn query(State(node): State<NodeHandle>, body: Result<Json<QueryRequest>, JsonRejection>) -> Result<Json<serde_json::Value>, ApiError> {
+    let Json(request) = body.map_err(ApiError::from_json)?;
+    if request.ids.len() > QUERY_IDS_MAX {
+        let message = format!("{} ids in one query; the limit is {QUERY_IDS_MAX}", request.ids.len());
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "too_many", message));
+    }
+    let ids = request.ids.iter().enumerate().map(|(i, text)| parse_id(text, &format!("id {i}"))).collect::<Result<Vec<_>, _>>()?;
+    let present = tokio::task::spawn_blocking(move || node.query_uhs(&ids)).await.map_err(|_| ApiError::stopping())?.map_err(|_| ApiError::stopping())?;
+    Ok(Json(json!({"present": present})))
+}
+
+async fn query_one(State(node): State<NodeHandle>, Path(id): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+    let uhs_id = parse_id(&id, "the id")?;
+    let present = tokio::task::spawn_blocking(move || node.query_uhs(&[uhs_id])).await.map_err(|_| ApiError::stopping())?.map_err(|_| ApiError::stopping())?;
+    Ok(Json(json!({"id": hex::encode(uhs_id.0), "present": present[0]})))
+}

@@ -1,0 +1,291 @@
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use anyhow::Context;
+use crossbeam_channel::{bounded, unbounded, Sender};
+use specie_coordinator::CoordinatorConfig;
+use specie_sentinel::{IssuerKeys, ValidationError};
+use specie_shard::{ShardRange, Vote};
+use specie_transaction::{CompactTransaction, SpecieTransaction, Txid, UhsId};
+
+use crate::coordinator_driver::{self, CoordinatorInbox, Submission};
+use crate::manifest::NodeManifest;
+use crate::shard_driver::{self, ShardInbox};
+
+/// How a node is started. Shard count and address prefix apply only when the data directory is
+/// new; afterwards its manifest (`node.toml`) is authoritative.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    pub data_dir: PathBuf,
+    pub shards: Option<usize>,
+    pub hrp: Option<String>,
+    /// Issuer x-only public keys (hex) to trust in addition to those in the manifest.
+    pub issuers: Vec<String>,
+    pub batch_transactions_max: usize,
+    pub dtxns_in_flight_max: usize,
+    /// Submissions waiting for a dtxn beyond this are answered `Busy`.
+    pub queue_transactions_max: usize,
+    /// A role snapshots its state and drops its old log once the log grows past this.
+    pub snapshot_log_bytes: u64,
+    /// Off only for benchmarks that measure everything but the disk.
+    pub fsync: bool,
+}
+
+impl NodeOptions {
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        NodeOptions {
+            data_dir: data_dir.into(),
+            shards: None,
+            hrp: None,
+            issuers: vec![],
+            batch_transactions_max: 2000,
+            dtxns_in_flight_max: 4,
+            queue_transactions_max: 200_000,
+            snapshot_log_bytes: 256 * 1024 * 1024,
+            fsync: true,
+        }
+    }
+}
+
+/// The final status of one submitted transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TxStatus {
+    /// Durably applied: its inputs are gone from the UHS and its outputs are in it.
+    Confirmed,
+    /// Failed the sentinel's transaction-local checks; never reached the shards.
+    Invalid(ValidationError),
+    /// Valid, but the shards refused it (spent input, concurrent conflict, replayed mint).
+    Rejected(Vote),
+    /// Not accepted (queue full); nothing was applied; safe to resubmit.
+    Busy,
+    /// Accepted but abandoned before it was durable; nothing was applied.
+    Dropped,
+}
+
+impl TxStatus {
+    /// Stable machine-readable name.
+    pub fn code(&self) -> &'static str {
+        match self {
+            TxStatus::Confirmed => "confirmed",
+            TxStatus::Invalid(error) => error.code(),
+            TxStatus::Rejected(vote) => vote.code(),
+            TxStatus::Busy => "busy",
+            TxStatus::Dropped => "dropped",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Completion {
+    /// The caller's own reference, echoed back.
+    pub client_ref: u64,
+    pub txid: Txid,
+    pub status: TxStatus,
+}
+
+/// Where completions are delivered. Unbounded, so driver threads never block on a slow client;
+/// the number outstanding is bounded by the coordinator's queue limit.
+pub type CompletionSender = tokio::sync::mpsc::UnboundedSender<Completion>;
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct NodeInfo {
+    pub version: &'static str,
+    pub hrp: String,
+    pub shards: usize,
+    pub issuers: Vec<String>,
+    pub uhs_ids: u64,
+}
+
+struct Shared {
+    manifest: NodeManifest,
+    issuers: IssuerKeys,
+    ranges: Vec<ShardRange>,
+    submissions: Sender<CoordinatorInbox>,
+    shards: Vec<Sender<ShardInbox>>,
+    epoch: Instant,
+}
+
+/// A cheap, cloneable way in: submit transactions, query the UHS.
+#[derive(Clone)]
+pub struct NodeHandle {
+    shared: Arc<Shared>,
+}
+
+/// A running embedded node. Dropping it stops its threads (after they finish the batch at hand).
+pub struct EmbeddedNode {
+    handle: NodeHandle,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl EmbeddedNode {
+    /// Opens (or creates) the data directory, recovers every role from its snapshot and log, and
+    /// starts the drivers. The coordinator resumes any dtxn that was in flight at the last stop.
+    pub fn open(options: NodeOptions) -> anyhow::Result<EmbeddedNode> {
+        std::fs::create_dir_all(&options.data_dir)
+            .with_context(|| format!("cannot create data directory {}", options.data_dir.display()))?;
+        let manifest = NodeManifest::load_or_create(&options.data_dir, options.shards, options.hrp.as_deref(), &options.issuers)?;
+        let issuers = IssuerKeys::from_hex(&manifest.issuers).context("node.toml lists an invalid issuer key")?;
+        let ranges = ShardRange::partition(manifest.shards)?;
+        let epoch = Instant::now();
+        let log_options = specie_log::LogOptions {
+            record_bytes_max: 256 * 1024 * 1024,
+            sync: if options.fsync { specie_log::SyncMode::Fsync } else { specie_log::SyncMode::None },
+            ..specie_log::LogOptions::default()
+        };
+
+        let (responses_tx, responses_rx) = unbounded();
+        let mut threads = vec![];
+        let mut shard_inboxes = vec![];
+        for (index, range) in ranges.iter().enumerate() {
+            let dir = options.data_dir.join(format!("shard-{index}"));
+            let driver = shard_driver::ShardDriver::recover(index, *range, &dir, log_options.clone(), options.snapshot_log_bytes)?;
+            let (inbox_tx, inbox_rx) = unbounded();
+            let responses = responses_tx.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("shard-{index}"))
+                    .spawn(move || driver.run(inbox_rx, responses))?,
+            );
+            shard_inboxes.push(inbox_tx);
+        }
+
+        let mut config = CoordinatorConfig::with_shards(ranges.clone());
+        config.batch_transactions_max = options.batch_transactions_max;
+        config.dtxns_in_flight_max = options.dtxns_in_flight_max;
+        config.queue_transactions_max = options.queue_transactions_max.max(options.batch_transactions_max);
+        let dir = options.data_dir.join("coordinator");
+        let driver = coordinator_driver::CoordinatorDriver::recover(config, &dir, log_options, options.snapshot_log_bytes, epoch)?;
+        // Bounded: when the coordinator falls behind, submitters wait here (backpressure).
+        let (submissions_tx, submissions_rx) = bounded(1024);
+        let to_shards = shard_inboxes.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("coordinator".into())
+                .spawn(move || driver.run(submissions_rx, responses_rx, to_shards))?,
+        );
+
+        let shared = Shared { manifest, issuers, ranges, submissions: submissions_tx, shards: shard_inboxes, epoch };
+        Ok(EmbeddedNode { handle: NodeHandle { shared: Arc::new(shared) }, threads })
+    }
+
+    pub fn handle(&self) -> NodeHandle {
+        self.handle.clone()
+    }
+
+    /// Stops the drivers and waits for them. Everything reported confirmed is already durable.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let _ = self.handle.shared.submissions.send(CoordinatorInbox::Stop);
+        for shard in &self.handle.shared.shards {
+            let _ = shard.send(ShardInbox::Stop);
+        }
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for EmbeddedNode {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl NodeHandle {
+    pub fn manifest(&self) -> &NodeManifest {
+        &self.shared.manifest
+    }
+
+    /// Validates `txs` in parallel on all cores (the sentinel), answers invalid ones at once, and
+    /// hands the valid ones to the coordinator. Each gets exactly one [`Completion`] on `reply`.
+    /// Blocks while the coordinator's inbox is full.
+    pub fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender) {
+        if txs.is_empty() {
+            return;
+        }
+        let (refs, txs): (Vec<u64>, Vec<SpecieTransaction>) = txs.into_iter().unzip();
+        let verdicts = specie_sentinel::validate_batch(&txs, &self.shared.issuers);
+        let mut accepted = Vec::with_capacity(txs.len());
+        for ((client_ref, tx), verdict) in refs.into_iter().zip(&txs).zip(verdicts) {
+            match verdict {
+                Ok(compact) => accepted.push(Submission { client_ref, compact, reply: reply.clone() }),
+                Err(error) => {
+                    let _ = reply.send(Completion { client_ref, txid: tx.txid(), status: TxStatus::Invalid(error) });
+                }
+            }
+        }
+        self.forward(accepted);
+    }
+
+    /// Hands compact transactions straight to the coordinator, skipping the sentinel. Only for
+    /// benchmarks of the 2PC engine (Hamilton §6.1 measured swap without sentinels) and trusted
+    /// tooling: nothing here checks signatures or balances.
+    pub fn submit_compact(&self, txs: Vec<(u64, CompactTransaction)>, reply: &CompletionSender) {
+        let accepted = txs.into_iter().map(|(client_ref, compact)| Submission { client_ref, compact, reply: reply.clone() }).collect();
+        self.forward(accepted);
+    }
+
+    fn forward(&self, accepted: Vec<Submission>) {
+        if accepted.is_empty() {
+            return;
+        }
+        if let Err(crossbeam_channel::SendError(CoordinatorInbox::Submit(lost))) = self.shared.submissions.send(CoordinatorInbox::Submit(accepted)) {
+            for submission in lost {
+                let completion = Completion { client_ref: submission.client_ref, txid: submission.compact.txid, status: TxStatus::Dropped };
+                let _ = submission.reply.send(completion);
+            }
+        }
+    }
+
+    /// Whether each id is in the UHS now. Answered by the owning shards after every request they
+    /// have already received, so a transaction reported confirmed is visible here.
+    pub fn query_uhs(&self, ids: &[UhsId]) -> anyhow::Result<Vec<bool>> {
+        let ranges = &self.shared.ranges;
+        let mut by_shard: Vec<Vec<(usize, UhsId)>> = vec![vec![]; ranges.len()];
+        for (position, id) in ids.iter().enumerate() {
+            by_shard[ShardRange::owner(ranges, id)].push((position, *id));
+        }
+        let mut present = vec![false; ids.len()];
+        let mut waiting = vec![];
+        for (shard, asked) in by_shard.into_iter().enumerate().filter(|(_, asked)| !asked.is_empty()) {
+            let (tx, rx) = bounded(1);
+            let (positions, shard_ids): (Vec<usize>, Vec<UhsId>) = asked.into_iter().unzip();
+            self.shared.shards[shard].send(ShardInbox::Query { ids: shard_ids, reply: tx }).context("the node is stopping")?;
+            waiting.push((positions, rx));
+        }
+        for (positions, rx) in waiting {
+            let answers = rx.recv().context("the node is stopping")?;
+            for (position, answer) in positions.into_iter().zip(answers) {
+                present[position] = answer;
+            }
+        }
+        Ok(present)
+    }
+
+    pub fn info(&self) -> anyhow::Result<NodeInfo> {
+        let mut uhs_ids = 0;
+        for shard in &self.shared.shards {
+            let (tx, rx) = bounded(1);
+            shard.send(ShardInbox::Stats { reply: tx }).context("the node is stopping")?;
+            uhs_ids += rx.recv().context("the node is stopping")?.uhs_ids;
+        }
+        let manifest = &self.shared.manifest;
+        Ok(NodeInfo {
+            version: env!("CARGO_PKG_VERSION"),
+            hrp: manifest.hrp.clone(),
+            shards: manifest.shards,
+            issuers: manifest.issuers.clone(),
+            uhs_ids,
+        })
+    }
+
+    /// Milliseconds since the node started: the clock every driver uses.
+    pub fn now_ms(&self) -> u64 {
+        self.shared.epoch.elapsed().as_millis() as u64
+    }
+}

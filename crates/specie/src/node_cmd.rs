@@ -1,0 +1,69 @@
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use specie_node::{EmbeddedNode, NodeOptions};
+
+/// Run every role (sentinel, coordinator, shards) in one process with a durable data directory,
+/// serving the HTTP/JSON API of docs/api.md.
+///
+/// A transaction reported confirmed is on disk: it survives `kill -9` and a restart.
+/// Example, with an issuer wallet made by `specie wallet --wallet issuer.json create --issuer`:
+///   specie node --data-dir ./node-data --issuer <ISSUER-PUBLIC-KEY>
+#[derive(Args, Debug)]
+pub struct NodeArgs {
+    /// Data directory (created if missing). Holds node.toml and one log per role.
+    #[arg(long, default_value = "./specie-data")]
+    pub data_dir: PathBuf,
+    /// Address to serve the API on. Keep it on loopback unless a proxy adds TLS and auth.
+    #[arg(long, default_value = "127.0.0.1:8470")]
+    pub listen: SocketAddr,
+    /// Number of shards the UHS is split into. Only for a new data directory.
+    #[arg(long)]
+    pub shards: Option<usize>,
+    /// Issuer x-only public key (hex) allowed to mint and redeem; repeat for several. Remembered
+    /// in node.toml.
+    #[arg(long = "issuer", value_name = "HEX")]
+    pub issuers: Vec<String>,
+    /// Bech32 address prefix. Only for a new data directory.
+    #[arg(long)]
+    pub hrp: Option<String>,
+    /// Most compact transactions per dtxn (Hamilton used 2000).
+    #[arg(long, default_value_t = 2000)]
+    pub batch_transactions_max: usize,
+}
+
+pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
+    let mut options = NodeOptions::new(&args.data_dir);
+    options.shards = args.shards;
+    options.hrp = args.hrp;
+    options.issuers = args.issuers;
+    options.batch_transactions_max = args.batch_transactions_max;
+    let node = EmbeddedNode::open(options).with_context(|| format!("cannot start a node on {}", args.data_dir.display()))?;
+    let handle = node.handle();
+    let manifest = handle.manifest().clone();
+    if manifest.issuers.is_empty() {
+        eprintln!("warning: no issuer key configured, so nothing can be minted; restart with --issuer <HEX>");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
+        eprintln!(
+            "specie node: {} shards, data in {}, API on http://{} (Ctrl-C to stop)",
+            manifest.shards,
+            args.data_dir.display(),
+            listener.local_addr()?
+        );
+        axum::serve(listener, specie_node::api::router(handle))
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .context("the API server failed")
+    })?;
+    node.shutdown();
+    eprintln!("specie node: stopped");
+    Ok(ExitCode::SUCCESS)
+}
