@@ -26,6 +26,7 @@ pub fn router(node: NodeHandle) -> Router {
         .route("/v1/info", get(info))
         .route("/v1/transactions", post(submit))
         .route("/v1/uhs/query", post(query))
+        .route("/v1/uhs/digest", get(digest))
         .route("/v1/uhs/{id}", get(query_one))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
@@ -40,12 +41,20 @@ pub struct ApiError {
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into() }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
     }
 
     fn from_json(rejection: JsonRejection) -> Self {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", format!("request body exceeds {BODY_BYTES_MAX} bytes"));
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("request body exceeds {BODY_BYTES_MAX} bytes"),
+            );
         }
         ApiError::new(StatusCode::BAD_REQUEST, "bad_json", rejection.body_text())
     }
@@ -57,12 +66,19 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(json!({"error": {"code": self.code, "message": self.message}}))).into_response()
+        (
+            self.status,
+            Json(json!({"error": {"code": self.code, "message": self.message}})),
+        )
+            .into_response()
     }
 }
 
 async fn info(State(node): State<NodeHandle>) -> Result<Json<serde_json::Value>, ApiError> {
-    let info = tokio::task::spawn_blocking(move || node.info()).await.map_err(|_| ApiError::stopping())?.map_err(|_| ApiError::stopping())?;
+    let info = tokio::task::spawn_blocking(move || node.info())
+        .await
+        .map_err(|_| ApiError::stopping())?
+        .map_err(|_| ApiError::stopping())?;
     Ok(Json(serde_json::to_value(info).expect("info serializes")))
 }
 
@@ -90,19 +106,43 @@ impl SubmitResult {
         let (name, message, index) = match status {
             TxStatus::Confirmed => ("confirmed", None, None),
             TxStatus::Invalid(error) => ("invalid", Some(error.to_string()), error.index()),
-            TxStatus::Rejected(vote) => ("rejected", Some(format!("the shards refused it: {}", vote.code().replace('_', " "))), None),
-            TxStatus::Busy => ("busy", Some("the node is overloaded; nothing was applied; retry later".to_string()), None),
-            TxStatus::Dropped => ("dropped", Some("abandoned before it was durable; nothing was applied; retry".to_string()), None),
+            TxStatus::Rejected(vote) => (
+                "rejected",
+                Some(format!("the shards refused it: {}", vote.code().replace('_', " "))),
+                None,
+            ),
+            TxStatus::Busy => (
+                "busy",
+                Some("the node is overloaded; nothing was applied; retry later".to_string()),
+                None,
+            ),
+            TxStatus::Dropped => (
+                "dropped",
+                Some("abandoned before it was durable; nothing was applied; retry".to_string()),
+                None,
+            ),
         };
         let code = (!matches!(status, TxStatus::Confirmed)).then(|| status.code().to_string());
-        SubmitResult { txid: Some(txid), status: name, code, index, message }
+        SubmitResult {
+            txid: Some(txid),
+            status: name,
+            code,
+            index,
+            message,
+        }
     }
 }
 
-async fn submit(State(node): State<NodeHandle>, body: Result<Json<SubmitRequest>, JsonRejection>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn submit(
+    State(node): State<NodeHandle>,
+    body: Result<Json<SubmitRequest>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let Json(request) = body.map_err(ApiError::from_json)?;
     if request.transactions.len() > SUBMIT_TRANSACTIONS_MAX {
-        let message = format!("{} transactions in one request; the limit is {SUBMIT_TRANSACTIONS_MAX}", request.transactions.len());
+        let message = format!(
+            "{} transactions in one request; the limit is {SUBMIT_TRANSACTIONS_MAX}",
+            request.transactions.len()
+        );
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "too_many", message));
     }
     let timeout_ms = request.timeout_ms.unwrap_or(TIMEOUT_MS_DEFAULT).min(TIMEOUT_MS_MAX);
@@ -111,26 +151,43 @@ async fn submit(State(node): State<NodeHandle>, body: Result<Json<SubmitRequest>
     for (position, text) in request.transactions.iter().enumerate() {
         let parsed = hex::decode(text.trim())
             .map_err(|e| ("bad_hex", format!("transaction {position} is not hex: {e}")))
-            .and_then(|bytes| SpecieTransaction::decode_exact(&bytes).map_err(|e| ("decode_error", format!("transaction {position}: {e}"))));
+            .and_then(|bytes| {
+                SpecieTransaction::decode_exact(&bytes)
+                    .map_err(|e| ("decode_error", format!("transaction {position}: {e}")))
+            });
         match parsed {
             Ok(tx) => decoded.push((position as u64, tx)),
             Err((code, message)) => {
-                results[position] = Some(SubmitResult { txid: None, status: "malformed", code: Some(code.into()), index: None, message: Some(message) })
+                results[position] = Some(SubmitResult {
+                    txid: None,
+                    status: "malformed",
+                    code: Some(code.into()),
+                    index: None,
+                    message: Some(message),
+                })
             }
         }
     }
-    let txids: Vec<(usize, String)> = decoded.iter().map(|(p, tx)| (*p as usize, hex::encode(tx.txid().0))).collect();
+    let txids: Vec<(usize, String)> = decoded
+        .iter()
+        .map(|(p, tx)| (*p as usize, hex::encode(tx.txid().0)))
+        .collect();
     let expected = decoded.len();
     let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel();
     let submitter = node.clone();
-    tokio::task::spawn_blocking(move || submitter.submit(decoded, &reply)).await.map_err(|_| ApiError::stopping())?;
+    tokio::task::spawn_blocking(move || submitter.submit(decoded, &reply))
+        .await
+        .map_err(|_| ApiError::stopping())?;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
     let mut received = 0;
     while received < expected {
         match tokio::time::timeout_at(deadline, completions.recv()).await {
             Ok(Some(completion)) => {
                 let position = completion.client_ref as usize;
-                results[position] = Some(SubmitResult::from_status(hex::encode(completion.txid.0), &completion.status));
+                results[position] = Some(SubmitResult::from_status(
+                    hex::encode(completion.txid.0),
+                    &completion.status,
+                ));
                 received += 1;
             }
             Ok(None) => return Err(ApiError::stopping()),
@@ -140,8 +197,13 @@ async fn submit(State(node): State<NodeHandle>, body: Result<Json<SubmitRequest>
     for (position, txid) in txids {
         if results[position].is_none() {
             let message = format!("not final after {timeout_ms} ms; query its outputs with /v1/uhs/query");
-            results[position] =
-                Some(SubmitResult { txid: Some(txid), status: "pending", code: Some("timeout".into()), index: None, message: Some(message) });
+            results[position] = Some(SubmitResult {
+                txid: Some(txid),
+                status: "pending",
+                code: Some("timeout".into()),
+                index: None,
+                message: Some(message),
+            });
         }
     }
     Ok(Json(json!({"results": results})))
@@ -154,26 +216,56 @@ struct QueryRequest {
 }
 
 fn parse_id(text: &str, what: &str) -> Result<UhsId, ApiError> {
-    let bytes = hex::decode(text.trim()).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_hex", format!("{what} is not hex: {e}")))?;
-    let array: [u8; 32] = bytes
-        .try_into()
-        .map_err(|b: Vec<u8>| ApiError::new(StatusCode::BAD_REQUEST, "bad_hex", format!("{what} is {} bytes; a UHS id is 32", b.len())))?;
+    let bytes = hex::decode(text.trim())
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_hex", format!("{what} is not hex: {e}")))?;
+    let array: [u8; 32] = bytes.try_into().map_err(|b: Vec<u8>| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_hex",
+            format!("{what} is {} bytes; a UHS id is 32", b.len()),
+        )
+    })?;
     Ok(UhsId(array))
 }
 
-async fn query(State(node): State<NodeHandle>, body: Result<Json<QueryRequest>, JsonRejection>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn query(
+    State(node): State<NodeHandle>,
+    body: Result<Json<QueryRequest>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let Json(request) = body.map_err(ApiError::from_json)?;
     if request.ids.len() > QUERY_IDS_MAX {
         let message = format!("{} ids in one query; the limit is {QUERY_IDS_MAX}", request.ids.len());
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "too_many", message));
     }
-    let ids = request.ids.iter().enumerate().map(|(i, text)| parse_id(text, &format!("id {i}"))).collect::<Result<Vec<_>, _>>()?;
-    let present = tokio::task::spawn_blocking(move || node.query_uhs(&ids)).await.map_err(|_| ApiError::stopping())?.map_err(|_| ApiError::stopping())?;
+    let ids = request
+        .ids
+        .iter()
+        .enumerate()
+        .map(|(i, text)| parse_id(text, &format!("id {i}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let present = tokio::task::spawn_blocking(move || node.query_uhs(&ids))
+        .await
+        .map_err(|_| ApiError::stopping())?
+        .map_err(|_| ApiError::stopping())?;
     Ok(Json(json!({"present": present})))
 }
 
-async fn query_one(State(node): State<NodeHandle>, Path(id): Path<String>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn query_one(
+    State(node): State<NodeHandle>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let uhs_id = parse_id(&id, "the id")?;
-    let present = tokio::task::spawn_blocking(move || node.query_uhs(&[uhs_id])).await.map_err(|_| ApiError::stopping())?.map_err(|_| ApiError::stopping())?;
+    let present = tokio::task::spawn_blocking(move || node.query_uhs(&[uhs_id]))
+        .await
+        .map_err(|_| ApiError::stopping())?
+        .map_err(|_| ApiError::stopping())?;
     Ok(Json(json!({"id": hex::encode(uhs_id.0), "present": present[0]})))
+}
+
+async fn digest(State(node): State<NodeHandle>) -> Result<Json<serde_json::Value>, ApiError> {
+    let (ids, sha256) = tokio::task::spawn_blocking(move || node.uhs_digest())
+        .await
+        .map_err(|_| ApiError::stopping())?
+        .map_err(|_| ApiError::stopping())?;
+    Ok(Json(json!({"ids": ids, "sha256_sorted": hex::encode(sha256)})))
 }

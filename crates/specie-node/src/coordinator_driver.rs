@@ -4,7 +4,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use crossbeam_channel::{select, Receiver, Sender};
-use specie_coordinator::{CommandLimits, Coordinator, CoordinatorCommand, CoordinatorConfig, CoordinatorOutput, CoordinatorState, Tag, TxResult};
+use specie_coordinator::{
+    CommandLimits, Coordinator, CoordinatorCommand, CoordinatorConfig, CoordinatorOutput, CoordinatorState, Tag,
+    TxResult,
+};
 use specie_shard::{ShardRequest, ShardResponse};
 use specie_transaction::codec::{Decode, Encode};
 use specie_transaction::CompactTransaction;
@@ -46,11 +49,19 @@ pub struct CoordinatorDriver {
 }
 
 impl CoordinatorDriver {
-    pub fn recover(config: CoordinatorConfig, dir: &Path, options: specie_log::LogOptions, snapshot_log_bytes: u64, epoch: Instant) -> anyhow::Result<Self> {
+    pub fn recover(
+        config: CoordinatorConfig,
+        dir: &Path,
+        options: specie_log::LogOptions,
+        snapshot_log_bytes: u64,
+        epoch: Instant,
+    ) -> anyhow::Result<Self> {
         let (log, recovered) = specie_log::Log::open(dir, options).context("cannot open the coordinator log")?;
         let limits = CommandLimits::default();
         let mut state = match &recovered.snapshot {
-            Some(snapshot) => CoordinatorState::decode_snapshot(&snapshot.bytes, &limits).context("corrupt coordinator snapshot")?,
+            Some(snapshot) => {
+                CoordinatorState::decode_snapshot(&snapshot.bytes, &limits).context("corrupt coordinator snapshot")?
+            }
             None => CoordinatorState::default(),
         };
         for (index, bytes) in &recovered.records {
@@ -63,14 +74,26 @@ impl CoordinatorDriver {
         }
         let mut coordinator = Coordinator::new(config, state);
         coordinator.become_leader(epoch.elapsed().as_millis() as u64);
-        Ok(CoordinatorDriver { coordinator, log, snapshot_log_bytes, tickets: HashMap::new(), next_tag: 0, epoch })
+        Ok(CoordinatorDriver {
+            coordinator,
+            log,
+            snapshot_log_bytes,
+            tickets: HashMap::new(),
+            next_tag: 0,
+            epoch,
+        })
     }
 
     fn now_ms(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    pub fn run(mut self, submissions: Receiver<CoordinatorInbox>, responses: Receiver<(usize, Vec<ShardResponse>)>, shards: Vec<Sender<ShardInbox>>) {
+    pub fn run(
+        mut self,
+        submissions: Receiver<CoordinatorInbox>,
+        responses: Receiver<(usize, Vec<ShardResponse>)>,
+        shards: Vec<Sender<ShardInbox>>,
+    ) {
         let tick = Duration::from_millis(TICK_MS);
         // Re-sent phases of resumed dtxns.
         self.drain(&shards);
@@ -117,11 +140,21 @@ impl CoordinatorDriver {
             let txid = submission.compact.txid;
             match self.coordinator.submit(tag, submission.compact, now) {
                 Ok(()) => {
-                    self.tickets.insert(tag, Ticket { client_ref: submission.client_ref, reply: submission.reply });
+                    self.tickets.insert(
+                        tag,
+                        Ticket {
+                            client_ref: submission.client_ref,
+                            reply: submission.reply,
+                        },
+                    );
                 }
                 Err(error) => {
                     tracing::debug!(%error, "submission refused");
-                    let _ = submission.reply.send(Completion { client_ref: submission.client_ref, txid, status: TxStatus::Busy });
+                    let _ = submission.reply.send(Completion {
+                        client_ref: submission.client_ref,
+                        txid,
+                        status: TxStatus::Busy,
+                    });
                 }
             }
         }
@@ -159,7 +192,10 @@ impl CoordinatorDriver {
             }
             if self.log.bytes_since_snapshot() > self.snapshot_log_bytes {
                 let last_index = self.log.last_index();
-                if let Err(error) = self.log.install_snapshot(last_index, &self.coordinator.state().encode_snapshot()) {
+                if let Err(error) = self
+                    .log
+                    .install_snapshot(last_index, &self.coordinator.state().encode_snapshot())
+                {
                     fatal(&format!("coordinator: cannot write snapshot: {error}"));
                 }
             }
@@ -175,6 +211,10 @@ impl CoordinatorDriver {
             TxResult::Rejected(vote) => TxStatus::Rejected(vote),
             TxResult::Dropped => TxStatus::Dropped,
         };
-        let _ = ticket.reply.send(Completion { client_ref: ticket.client_ref, txid, status });
+        let _ = ticket.reply.send(Completion {
+            client_ref: ticket.client_ref,
+            txid,
+            status,
+        });
     }
 }

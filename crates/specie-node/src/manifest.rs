@@ -22,9 +22,17 @@ pub enum NodeManifestError {
     #[error("{path} is not a valid node manifest: {reason}")]
     Invalid { path: String, reason: String },
     #[error("{path} was created with {existing} shards; it cannot be reopened with {requested} (the UHS is partitioned by shard count)")]
-    ShardsChanged { path: String, existing: usize, requested: usize },
+    ShardsChanged {
+        path: String,
+        existing: usize,
+        requested: usize,
+    },
     #[error("{path} was created with address prefix '{existing}'; it cannot be reopened with '{requested}'")]
-    HrpChanged { path: String, existing: String, requested: String },
+    HrpChanged {
+        path: String,
+        existing: String,
+        requested: String,
+    },
 }
 
 pub const MANIFEST_FILE: &str = "node.toml";
@@ -33,22 +41,40 @@ const FORMAT_VERSION: u32 = 1;
 impl NodeManifest {
     /// Loads the manifest of `dir`, or creates it from the request if the directory is new.
     /// Issuers named in the request are added to those already trusted.
-    pub fn load_or_create(dir: &Path, shards: Option<usize>, hrp: Option<&str>, issuers: &[String]) -> Result<NodeManifest, NodeManifestError> {
+    pub fn load_or_create(
+        dir: &Path,
+        shards: Option<usize>,
+        hrp: Option<&str>,
+        issuers: &[String],
+    ) -> Result<NodeManifest, NodeManifestError> {
         let path = dir.join(MANIFEST_FILE);
         let shown = path.display().to_string();
         let mut manifest = match std::fs::read_to_string(&path) {
             Ok(text) => {
-                let manifest: NodeManifest =
-                    toml::from_str(&text).map_err(|e| NodeManifestError::Invalid { path: shown.clone(), reason: e.to_string() })?;
+                let manifest: NodeManifest = toml::from_str(&text).map_err(|e| NodeManifestError::Invalid {
+                    path: shown.clone(),
+                    reason: e.to_string(),
+                })?;
                 if manifest.format_version != FORMAT_VERSION {
-                    let reason = format!("format_version {} is not supported (expected {FORMAT_VERSION})", manifest.format_version);
+                    let reason = format!(
+                        "format_version {} is not supported (expected {FORMAT_VERSION})",
+                        manifest.format_version
+                    );
                     return Err(NodeManifestError::Invalid { path: shown, reason });
                 }
                 if let Some(requested) = shards.filter(|s| *s != manifest.shards) {
-                    return Err(NodeManifestError::ShardsChanged { path: shown, existing: manifest.shards, requested });
+                    return Err(NodeManifestError::ShardsChanged {
+                        path: shown,
+                        existing: manifest.shards,
+                        requested,
+                    });
                 }
                 if let Some(requested) = hrp.filter(|h| *h != manifest.hrp) {
-                    return Err(NodeManifestError::HrpChanged { path: shown, existing: manifest.hrp, requested: requested.to_string() });
+                    return Err(NodeManifestError::HrpChanged {
+                        path: shown,
+                        existing: manifest.hrp,
+                        requested: requested.to_string(),
+                    });
                 }
                 manifest
             }
@@ -75,7 +101,10 @@ impl NodeManifest {
 
     fn store(&self, dir: &Path) -> Result<(), NodeManifestError> {
         let path = dir.join(MANIFEST_FILE);
-        let write = |source| NodeManifestError::Write { path: path.display().to_string(), source };
+        let write = |source| NodeManifestError::Write {
+            path: path.display().to_string(),
+            source,
+        };
         std::fs::create_dir_all(dir).map_err(write)?;
         let text = toml::to_string_pretty(self).expect("manifest serializes");
         let tmp = dir.join(format!("{MANIFEST_FILE}.tmp"));

@@ -125,13 +125,22 @@ impl EmbeddedNode {
     pub fn open(options: NodeOptions) -> anyhow::Result<EmbeddedNode> {
         std::fs::create_dir_all(&options.data_dir)
             .with_context(|| format!("cannot create data directory {}", options.data_dir.display()))?;
-        let manifest = NodeManifest::load_or_create(&options.data_dir, options.shards, options.hrp.as_deref(), &options.issuers)?;
+        let manifest = NodeManifest::load_or_create(
+            &options.data_dir,
+            options.shards,
+            options.hrp.as_deref(),
+            &options.issuers,
+        )?;
         let issuers = IssuerKeys::from_hex(&manifest.issuers).context("node.toml lists an invalid issuer key")?;
         let ranges = ShardRange::partition(manifest.shards)?;
         let epoch = Instant::now();
         let log_options = specie_log::LogOptions {
             record_bytes_max: 256 * 1024 * 1024,
-            sync: if options.fsync { specie_log::SyncMode::Fsync } else { specie_log::SyncMode::None },
+            sync: if options.fsync {
+                specie_log::SyncMode::Fsync
+            } else {
+                specie_log::SyncMode::None
+            },
             ..specie_log::LogOptions::default()
         };
 
@@ -140,7 +149,13 @@ impl EmbeddedNode {
         let mut shard_inboxes = vec![];
         for (index, range) in ranges.iter().enumerate() {
             let dir = options.data_dir.join(format!("shard-{index}"));
-            let driver = shard_driver::ShardDriver::recover(index, *range, &dir, log_options.clone(), options.snapshot_log_bytes)?;
+            let driver = shard_driver::ShardDriver::recover(
+                index,
+                *range,
+                &dir,
+                log_options.clone(),
+                options.snapshot_log_bytes,
+            )?;
             let (inbox_tx, inbox_rx) = unbounded();
             let responses = responses_tx.clone();
             threads.push(
@@ -156,7 +171,13 @@ impl EmbeddedNode {
         config.dtxns_in_flight_max = options.dtxns_in_flight_max;
         config.queue_transactions_max = options.queue_transactions_max.max(options.batch_transactions_max);
         let dir = options.data_dir.join("coordinator");
-        let driver = coordinator_driver::CoordinatorDriver::recover(config, &dir, log_options, options.snapshot_log_bytes, epoch)?;
+        let driver = coordinator_driver::CoordinatorDriver::recover(
+            config,
+            &dir,
+            log_options,
+            options.snapshot_log_bytes,
+            epoch,
+        )?;
         // Bounded: when the coordinator falls behind, submitters wait here (backpressure).
         let (submissions_tx, submissions_rx) = bounded(1024);
         let to_shards = shard_inboxes.clone();
@@ -166,8 +187,20 @@ impl EmbeddedNode {
                 .spawn(move || driver.run(submissions_rx, responses_rx, to_shards))?,
         );
 
-        let shared = Shared { manifest, issuers, ranges, submissions: submissions_tx, shards: shard_inboxes, epoch };
-        Ok(EmbeddedNode { handle: NodeHandle { shared: Arc::new(shared) }, threads })
+        let shared = Shared {
+            manifest,
+            issuers,
+            ranges,
+            submissions: submissions_tx,
+            shards: shard_inboxes,
+            epoch,
+        };
+        Ok(EmbeddedNode {
+            handle: NodeHandle {
+                shared: Arc::new(shared),
+            },
+            threads,
+        })
     }
 
     pub fn handle(&self) -> NodeHandle {
@@ -213,9 +246,17 @@ impl NodeHandle {
         let mut accepted = Vec::with_capacity(txs.len());
         for ((client_ref, tx), verdict) in refs.into_iter().zip(&txs).zip(verdicts) {
             match verdict {
-                Ok(compact) => accepted.push(Submission { client_ref, compact, reply: reply.clone() }),
+                Ok(compact) => accepted.push(Submission {
+                    client_ref,
+                    compact,
+                    reply: reply.clone(),
+                }),
                 Err(error) => {
-                    let _ = reply.send(Completion { client_ref, txid: tx.txid(), status: TxStatus::Invalid(error) });
+                    let _ = reply.send(Completion {
+                        client_ref,
+                        txid: tx.txid(),
+                        status: TxStatus::Invalid(error),
+                    });
                 }
             }
         }
@@ -226,7 +267,14 @@ impl NodeHandle {
     /// benchmarks of the 2PC engine (Hamilton §6.1 measured swap without sentinels) and trusted
     /// tooling: nothing here checks signatures or balances.
     pub fn submit_compact(&self, txs: Vec<(u64, CompactTransaction)>, reply: &CompletionSender) {
-        let accepted = txs.into_iter().map(|(client_ref, compact)| Submission { client_ref, compact, reply: reply.clone() }).collect();
+        let accepted = txs
+            .into_iter()
+            .map(|(client_ref, compact)| Submission {
+                client_ref,
+                compact,
+                reply: reply.clone(),
+            })
+            .collect();
         self.forward(accepted);
     }
 
@@ -234,9 +282,15 @@ impl NodeHandle {
         if accepted.is_empty() {
             return;
         }
-        if let Err(crossbeam_channel::SendError(CoordinatorInbox::Submit(lost))) = self.shared.submissions.send(CoordinatorInbox::Submit(accepted)) {
+        if let Err(crossbeam_channel::SendError(CoordinatorInbox::Submit(lost))) =
+            self.shared.submissions.send(CoordinatorInbox::Submit(accepted))
+        {
             for submission in lost {
-                let completion = Completion { client_ref: submission.client_ref, txid: submission.compact.txid, status: TxStatus::Dropped };
+                let completion = Completion {
+                    client_ref: submission.client_ref,
+                    txid: submission.compact.txid,
+                    status: TxStatus::Dropped,
+                };
                 let _ = submission.reply.send(completion);
             }
         }
@@ -255,7 +309,12 @@ impl NodeHandle {
         for (shard, asked) in by_shard.into_iter().enumerate().filter(|(_, asked)| !asked.is_empty()) {
             let (tx, rx) = bounded(1);
             let (positions, shard_ids): (Vec<usize>, Vec<UhsId>) = asked.into_iter().unzip();
-            self.shared.shards[shard].send(ShardInbox::Query { ids: shard_ids, reply: tx }).context("the node is stopping")?;
+            self.shared.shards[shard]
+                .send(ShardInbox::Query {
+                    ids: shard_ids,
+                    reply: tx,
+                })
+                .context("the node is stopping")?;
             waiting.push((positions, rx));
         }
         for (positions, rx) in waiting {
@@ -271,7 +330,9 @@ impl NodeHandle {
         let mut uhs_ids = 0;
         for shard in &self.shared.shards {
             let (tx, rx) = bounded(1);
-            shard.send(ShardInbox::Stats { reply: tx }).context("the node is stopping")?;
+            shard
+                .send(ShardInbox::Stats { reply: tx })
+                .context("the node is stopping")?;
             uhs_ids += rx.recv().context("the node is stopping")?.uhs_ids;
         }
         let manifest = &self.shared.manifest;
@@ -282,6 +343,25 @@ impl NodeHandle {
             issuers: manifest.issuers.clone(),
             uhs_ids,
         })
+    }
+
+    /// SHA-256 over every UHS id in ascending order, and their count: equal digests mean equal
+    /// sets, so replicas and restarts can be compared without shipping the set.
+    pub fn uhs_digest(&self) -> anyhow::Result<(u64, [u8; 32])> {
+        let mut hasher = specie_transaction::hash::Sha256Writer::new();
+        let mut count = 0u64;
+        // Shards own ascending ranges, so concatenating their sorted ids is globally sorted.
+        for shard in &self.shared.shards {
+            let (tx, rx) = bounded(1);
+            shard
+                .send(ShardInbox::SortedIds { reply: tx })
+                .context("the node is stopping")?;
+            for id in rx.recv().context("the node is stopping")? {
+                hasher.update(&id.0);
+                count += 1;
+            }
+        }
+        Ok((count, hasher.finish()))
     }
 
     /// Milliseconds since the node started: the clock every driver uses.

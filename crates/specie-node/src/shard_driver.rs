@@ -15,6 +15,7 @@ pub enum ShardInbox {
     Requests(Vec<ShardRequest>),
     Query { ids: Vec<UhsId>, reply: Sender<Vec<bool>> },
     Stats { reply: Sender<ShardStats> },
+    SortedIds { reply: Sender<Vec<UhsId>> },
     Stop,
 }
 
@@ -28,24 +29,47 @@ pub struct ShardDriver {
 }
 
 impl ShardDriver {
-    pub fn recover(index: usize, range: ShardRange, dir: &Path, options: specie_log::LogOptions, snapshot_log_bytes: u64) -> anyhow::Result<ShardDriver> {
-        let (log, recovered) = specie_log::Log::open(dir, options).with_context(|| format!("cannot open the log of shard {index}"))?;
+    pub fn recover(
+        index: usize,
+        range: ShardRange,
+        dir: &Path,
+        options: specie_log::LogOptions,
+        snapshot_log_bytes: u64,
+    ) -> anyhow::Result<ShardDriver> {
+        let (log, recovered) =
+            specie_log::Log::open(dir, options).with_context(|| format!("cannot open the log of shard {index}"))?;
         let mut state = match &recovered.snapshot {
-            Some(snapshot) => ShardState::decode_snapshot(&snapshot.bytes).with_context(|| format!("shard {index}: corrupt snapshot"))?,
+            Some(snapshot) => ShardState::decode_snapshot(&snapshot.bytes)
+                .with_context(|| format!("shard {index}: corrupt snapshot"))?,
             None => ShardState::new(range),
         };
-        anyhow::ensure!(state.range() == range, "shard {index}: snapshot covers {:?}, expected {range:?}", state.range());
+        anyhow::ensure!(
+            state.range() == range,
+            "shard {index}: snapshot covers {:?}, expected {range:?}",
+            state.range()
+        );
         let limits = ShardWireLimits::default();
         for (log_index, bytes) in &recovered.records {
             let request = ShardRequest::decode_exact_with(bytes, &limits)
                 .with_context(|| format!("shard {index}: log record {log_index} does not decode"))?;
             state.apply(&request);
         }
-        state.check_invariants().map_err(|e| anyhow::anyhow!("shard {index}: recovered state is inconsistent: {e}"))?;
+        state
+            .check_invariants()
+            .map_err(|e| anyhow::anyhow!("shard {index}: recovered state is inconsistent: {e}"))?;
         if recovered.truncated_tail_bytes > 0 {
-            tracing::warn!(shard = index, bytes = recovered.truncated_tail_bytes, "dropped a torn, unacknowledged log tail");
+            tracing::warn!(
+                shard = index,
+                bytes = recovered.truncated_tail_bytes,
+                "dropped a torn, unacknowledged log tail"
+            );
         }
-        Ok(ShardDriver { index, state, log, snapshot_log_bytes })
+        Ok(ShardDriver {
+            index,
+            state,
+            log,
+            snapshot_log_bytes,
+        })
     }
 
     pub fn run(mut self, inbox: Receiver<ShardInbox>, coordinator: Sender<CoordinatorResponses>) {
@@ -63,8 +87,10 @@ impl ShardDriver {
             if !requests.is_empty() {
                 let responses = self.apply_durably(&requests);
                 // Discarded needs no answer: the coordinator has already moved on.
-                let responses: Vec<ShardResponse> =
-                    responses.into_iter().filter(|r| !matches!(r, ShardResponse::Discarded { .. })).collect();
+                let responses: Vec<ShardResponse> = responses
+                    .into_iter()
+                    .filter(|r| !matches!(r, ShardResponse::Discarded { .. }))
+                    .collect();
                 if !responses.is_empty() && coordinator.send((self.index, responses)).is_err() {
                     return; // The coordinator is gone: the node is stopping.
                 }
@@ -76,6 +102,9 @@ impl ShardDriver {
                     }
                     ShardInbox::Stats { reply } => {
                         let _ = reply.send(self.state.stats());
+                    }
+                    ShardInbox::SortedIds { reply } => {
+                        let _ = reply.send(self.state.sorted_ids());
                     }
                     ShardInbox::Requests(_) | ShardInbox::Stop => unreachable!("sorted above"),
                 }

@@ -319,6 +319,13 @@ impl ShardState {
         Ok(())
     }
 
+    /// The UHS ids in ascending order: for digests and audits, O(n log n).
+    pub fn sorted_ids(&self) -> Vec<UhsId> {
+        let mut ids: Vec<UhsId> = self.uhs.iter().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
     /// Adds ids straight to the UHS, bypassing 2PC: only for building a benchmark's initial set.
     pub fn seed_for_benchmark(&mut self, ids: impl IntoIterator<Item = UhsId>) {
         assert!(

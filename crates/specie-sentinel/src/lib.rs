@@ -1,0 +1,160 @@
+//! The sentinel: Hamilton's transaction-local validation (§3.5: syntax, balance, authorization),
+//! compaction, and attestation. Stateless: spent or unknown inputs are the shards' business.
+//!
+//! Transfers are checked exactly as the reference implementation checks them
+//! (mit-dci/opencbdc-tx `src/uhs/transaction/validation.cpp`, `check_tx`), in the same order,
+//! first failure wins, with the reference's error names ([`error`]). specie's issuer-signed mint
+//! and redeem add their own checks after the reference's (see `docs/transaction-format.md` §6).
+//!
+//! Batches are validated in parallel on rayon's pool; signature verification dominates (tens of
+//! microseconds per input), so work is cut into chunks of many transactions to make the
+//! per-task cost of the pool negligible.
+
+pub mod error;
+pub mod issuer;
+mod validate;
+
+use rayon::prelude::*;
+use secp256k1::Keypair;
+use specie_transaction::signing::xonly_bytes;
+use specie_transaction::{CompactTransaction, NonceMode, SpecieTransaction, Transaction};
+
+pub use error::{
+    InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError,
+    WitnessErrorCode,
+};
+pub use issuer::{IssuerKeys, IssuerKeysError};
+
+/// Transactions per parallel task at least: small enough to spread a batch of a few hundred over
+/// the cores, large enough that the pool's per-task overhead (around a microsecond) is noise
+/// next to the signature checks (tens of microseconds each).
+pub const BATCH_CHUNK_TRANSACTIONS_MIN: usize = 16;
+/// Chunks per worker thread, so that uneven chunks (many-input transactions) balance out.
+pub const BATCH_CHUNKS_PER_THREAD: usize = 4;
+
+/// Validates a reference transfer: the reference's `check_tx`.
+pub fn validate_transfer(tx: &Transaction) -> Result<(), ValidationError> {
+    validate::check_transfer(tx, &tx.txid())
+}
+
+/// Validates any specie transaction; mints and redeems must be signed by a key in `issuers`.
+pub fn validate(tx: &SpecieTransaction, issuers: &IssuerKeys) -> Result<(), ValidationError> {
+    validate::check(tx, &tx.txid(), issuers)
+}
+
+/// Validates, then compacts (no attestations).
+pub fn validate_and_compact(
+    tx: &SpecieTransaction,
+    issuers: &IssuerKeys,
+) -> Result<CompactTransaction, ValidationError> {
+    validate(tx, issuers)?;
+    Ok(tx.compact())
+}
+
+/// The number of transactions per parallel task for a batch of `transactions` on `threads`.
+pub fn batch_chunk_transactions(transactions: usize, threads: usize) -> usize {
+    let chunks = threads.max(1) * BATCH_CHUNKS_PER_THREAD;
+    transactions
+        .div_ceil(chunks)
+        .max(BATCH_CHUNK_TRANSACTIONS_MIN)
+}
+
+/// Validates and compacts every transaction of `txs` in parallel on all cores. The result has
+/// one entry per transaction, in order; equal to mapping [`validate_and_compact`] sequentially.
+pub fn validate_batch(
+    txs: &[SpecieTransaction],
+    issuers: &IssuerKeys,
+) -> Vec<Result<CompactTransaction, ValidationError>> {
+    let chunk = batch_chunk_transactions(txs.len(), rayon::current_num_threads());
+    let results: Vec<_> = txs
+        .par_chunks(chunk)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .map(|tx| validate_and_compact(tx, issuers))
+                .collect::<Vec<_>>()
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flatten()
+        .collect();
+    assert_eq!(results.len(), txs.len(), "one verdict per transaction");
+    results
+}
+
+/// A sentinel: the issuer keys it accepts and, optionally, a key to attest what it validates.
+#[derive(Clone, Debug)]
+pub struct Sentinel {
+    issuers: IssuerKeys,
+    attestation_keypair: Option<Keypair>,
+}
+
+impl Sentinel {
+    pub fn new(issuers: IssuerKeys, attestation_keypair: Option<Keypair>) -> Self {
+        Sentinel {
+            issuers,
+            attestation_keypair,
+        }
+    }
+
+    pub fn issuers(&self) -> &IssuerKeys {
+        &self.issuers
+    }
+
+    /// The x-only key attestations are made with, if this sentinel attests.
+    pub fn attestation_pubkey(&self) -> Option<[u8; 32]> {
+        self.attestation_keypair.as_ref().map(xonly_bytes)
+    }
+
+    /// Adds this sentinel's attestation (randomized BIP-340 nonce). Returns false, changing
+    /// nothing, if the sentinel has no attestation key.
+    pub fn attest(&self, tx: &mut CompactTransaction) -> bool {
+        match &self.attestation_keypair {
+            Some(keypair) => {
+                tx.attest(keypair, NonceMode::Randomized);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Validates, compacts and (if configured) attests one transaction.
+    pub fn process(&self, tx: &SpecieTransaction) -> Result<CompactTransaction, ValidationError> {
+        let mut compact = validate_and_compact(tx, &self.issuers)?;
+        self.attest(&mut compact);
+        Ok(compact)
+    }
+
+    /// [`validate_batch`], then attests the valid ones (in parallel as well).
+    pub fn process_batch(
+        &self,
+        txs: &[SpecieTransaction],
+    ) -> Vec<Result<CompactTransaction, ValidationError>> {
+        let mut results = validate_batch(txs, &self.issuers);
+        if self.attestation_keypair.is_some() {
+            let chunk = batch_chunk_transactions(results.len(), rayon::current_num_threads());
+            results.par_chunks_mut(chunk).for_each(|chunk| {
+                for compact in chunk.iter_mut().flatten() {
+                    self.attest(compact);
+                }
+            });
+        }
+        results
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunking_is_bounded_below_and_spreads_large_batches() {
+        assert_eq!(batch_chunk_transactions(0, 2), BATCH_CHUNK_TRANSACTIONS_MIN);
+        assert_eq!(
+            batch_chunk_transactions(10, 2),
+            BATCH_CHUNK_TRANSACTIONS_MIN
+        );
+        assert_eq!(batch_chunk_transactions(8000, 2), 1000);
+        assert_eq!(batch_chunk_transactions(8000, 0), 2000);
+    }
+}

@@ -1,0 +1,228 @@
+//! The checks, one function per reference check, composed in the reference's order.
+//!
+//! Reference: mit-dci/opencbdc-tx `src/uhs/transaction/validation.cpp`. `check_tx` runs
+//! `check_tx_structure` (`check_input_count`, `check_output_count`, `check_witness_count`,
+//! `check_input_set`), then `check_input_structure` per input, `check_output_value` per output,
+//! `check_in_out_set`, and `check_witness` per witness (`check_p2pk_witness_len`,
+//! `check_p2pk_witness_commitment`, `check_p2pk_witness_signature`). The first failure wins.
+
+use std::collections::BTreeSet;
+
+use secp256k1::XOnlyPublicKey;
+use specie_transaction::signing::{parse_xonly, schnorr_verify};
+use specie_transaction::{
+    Input, MintTransaction, OutPoint, Output, P2pkParseError, P2pkWitness, RedeemTransaction,
+    SpecieTransaction, Transaction, Txid, Witness,
+};
+
+use crate::error::{
+    InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError,
+    WitnessErrorCode,
+};
+use crate::issuer::IssuerKeys;
+
+type Check = Result<(), ValidationError>;
+
+/// `check_input_count`.
+fn check_input_count(inputs: &[Input]) -> Check {
+    if inputs.is_empty() {
+        return Err(ValidationError::Transaction(TxErrorCode::NoInputs));
+    }
+    Ok(())
+}
+
+/// `check_output_count`.
+fn check_output_count(outputs: &[Output]) -> Check {
+    if outputs.is_empty() {
+        return Err(ValidationError::Transaction(TxErrorCode::NoOutputs));
+    }
+    Ok(())
+}
+
+/// `check_witness_count`: exactly one witness per input (more witnesses is the same error).
+fn check_witness_count(inputs: &[Input], witnesses: &[Witness]) -> Check {
+    if inputs.len() != witnesses.len() {
+        return Err(ValidationError::Transaction(TxErrorCode::MissingWitness));
+    }
+    Ok(())
+}
+
+/// `check_input_set`: the second input naming an outpoint is reported, with its index.
+fn check_input_set(inputs: &[Input]) -> Check {
+    let mut seen: BTreeSet<&OutPoint> = BTreeSet::new();
+    for (index, input) in inputs.iter().enumerate() {
+        if !seen.insert(&input.prevout) {
+            return Err(ValidationError::Input {
+                index: index as u64,
+                code: InputErrorCode::Duplicate,
+                data_error: None,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `check_output_value`.
+fn check_output_value(output: &Output) -> Result<(), OutputErrorCode> {
+    if output.value < 1 {
+        return Err(OutputErrorCode::ZeroValue);
+    }
+    Ok(())
+}
+
+/// `check_input_structure` for every input.
+fn check_inputs_structure(inputs: &[Input]) -> Check {
+    for (index, input) in inputs.iter().enumerate() {
+        if let Err(data_error) = check_output_value(&input.data) {
+            return Err(ValidationError::Input {
+                index: index as u64,
+                code: InputErrorCode::DataError,
+                data_error: Some(data_error),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `check_output_value` for every output.
+fn check_outputs_value(outputs: &[Output]) -> Check {
+    for (index, output) in outputs.iter().enumerate() {
+        if let Err(code) = check_output_value(output) {
+            return Err(ValidationError::Output {
+                index: index as u64,
+                code,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn overflow() -> ValidationError {
+    ValidationError::Transaction(TxErrorCode::ValueOverflow)
+}
+
+/// Sums values as `check_in_out_set` does: overflow is an error, not a wrap.
+fn total(mut values: impl Iterator<Item = u64>) -> Result<u64, ValidationError> {
+    values.try_fold(0u64, |sum, value| {
+        sum.checked_add(value).ok_or_else(overflow)
+    })
+}
+
+/// `check_in_out_set`, generalised with the amount a redeem takes out of circulation (0 for a
+/// transfer): inputs are summed first, then outputs plus amount, then compared.
+fn check_in_out_set(inputs: &[Input], outputs: &[Output], redeemed: u64) -> Check {
+    let input_total = total(inputs.iter().map(|input| input.data.value))?;
+    let output_total = total(outputs.iter().map(|output| output.value).chain([redeemed]))?;
+    if input_total != output_total {
+        return Err(ValidationError::Transaction(TxErrorCode::AsymmetricValues));
+    }
+    Ok(())
+}
+
+/// `check_witness` → `check_p2pk_witness` for witness `index`, over `txid`.
+fn check_witness(input: &Input, witness: &Witness, txid: &Txid) -> Result<(), WitnessErrorCode> {
+    let p2pk = P2pkWitness::parse(witness).map_err(|error| match error {
+        P2pkParseError::MissingProgramType => WitnessErrorCode::MissingWitnessProgramType,
+        P2pkParseError::UnknownProgramType(_) => WitnessErrorCode::UnknownWitnessProgramType,
+        P2pkParseError::WrongLength(_) => WitnessErrorCode::Malformed,
+    })?;
+    // check_p2pk_witness_commitment
+    if p2pk.program_commitment() != input.data.witness_program_commitment {
+        return Err(WitnessErrorCode::ProgramMismatch);
+    }
+    // check_p2pk_witness_signature
+    let pubkey = parse_xonly(&p2pk.pubkey).ok_or(WitnessErrorCode::InvalidPublicKey)?;
+    if !schnorr_verify(&pubkey, &txid.0, &p2pk.signature) {
+        return Err(WitnessErrorCode::InvalidSignature);
+    }
+    Ok(())
+}
+
+fn check_witnesses(inputs: &[Input], witnesses: &[Witness], txid: &Txid) -> Check {
+    // check_witness_count ran first, so the lists pair up exactly.
+    assert_eq!(
+        inputs.len(),
+        witnesses.len(),
+        "witness count checked before witnesses"
+    );
+    for (index, (input, witness)) in inputs.iter().zip(witnesses).enumerate() {
+        check_witness(input, witness, txid).map_err(|code| ValidationError::Witness {
+            index: index as u64,
+            code,
+        })?;
+    }
+    Ok(())
+}
+
+/// The issuer checks shared by mint and redeem: configured key, then signature over the txid.
+fn check_issuer(
+    issuers: &IssuerKeys,
+    pubkey: &[u8; 32],
+    signature: &[u8; 64],
+    txid: &Txid,
+) -> Check {
+    let key: &XOnlyPublicKey = issuers
+        .get(pubkey)
+        .ok_or(ValidationError::Specie(SpecieErrorCode::UnknownIssuer))?;
+    if !schnorr_verify(key, &txid.0, signature) {
+        return Err(ValidationError::Specie(
+            SpecieErrorCode::InvalidIssuerSignature,
+        ));
+    }
+    Ok(())
+}
+
+/// The reference's `check_tx`, for a transfer whose txid is already known.
+pub(crate) fn check_transfer(tx: &Transaction, txid: &Txid) -> Check {
+    debug_assert_eq!(*txid, tx.txid());
+    // check_tx_structure
+    check_input_count(&tx.inputs)?;
+    check_output_count(&tx.outputs)?;
+    check_witness_count(&tx.inputs, &tx.witnesses)?;
+    check_input_set(&tx.inputs)?;
+    // check_input_structure, check_output_value, check_in_out_set, check_witness
+    check_inputs_structure(&tx.inputs)?;
+    check_outputs_value(&tx.outputs)?;
+    check_in_out_set(&tx.inputs, &tx.outputs, 0)?;
+    check_witnesses(&tx.inputs, &tx.witnesses, txid)
+}
+
+/// Mint: `no_outputs`, output `zero_value`, `value_overflow`, `unknown_issuer`,
+/// `invalid_issuer_signature`. No inputs, no witnesses, nothing to balance.
+pub(crate) fn check_mint(mint: &MintTransaction, txid: &Txid, issuers: &IssuerKeys) -> Check {
+    check_output_count(&mint.outputs)?;
+    check_outputs_value(&mint.outputs)?;
+    total(mint.outputs.iter().map(|output| output.value))?;
+    check_issuer(issuers, &mint.issuer_pubkey, &mint.issuer_signature, txid)
+}
+
+/// Redeem: the transfer checks in the reference's order, with `no_outputs` dropped (change may
+/// be empty), `zero_redeem_amount` after the output values, and the balance including the
+/// amount; then, as specie's additions always come after the reference's checks, the issuer.
+pub(crate) fn check_redeem(redeem: &RedeemTransaction, txid: &Txid, issuers: &IssuerKeys) -> Check {
+    check_input_count(&redeem.inputs)?;
+    check_witness_count(&redeem.inputs, &redeem.witnesses)?;
+    check_input_set(&redeem.inputs)?;
+    check_inputs_structure(&redeem.inputs)?;
+    check_outputs_value(&redeem.outputs)?;
+    if redeem.amount < 1 {
+        return Err(ValidationError::Specie(SpecieErrorCode::ZeroRedeemAmount));
+    }
+    check_in_out_set(&redeem.inputs, &redeem.outputs, redeem.amount)?;
+    check_witnesses(&redeem.inputs, &redeem.witnesses, txid)?;
+    check_issuer(
+        issuers,
+        &redeem.issuer_pubkey,
+        &redeem.issuer_signature,
+        txid,
+    )
+}
+
+/// Validates any transaction whose txid is already known.
+pub(crate) fn check(tx: &SpecieTransaction, txid: &Txid, issuers: &IssuerKeys) -> Check {
+    match tx {
+        SpecieTransaction::Transfer(transfer) => check_transfer(transfer, txid),
+        SpecieTransaction::Mint(mint) => check_mint(mint, txid, issuers),
+        SpecieTransaction::Redeem(redeem) => check_redeem(redeem, txid, issuers),
+    }
+}

@@ -1,0 +1,42 @@
+//! specie's wallet: what a person (or the central bank, for an issuer wallet) runs to hold and
+//! move money on the online core.
+//!
+//! In Hamilton's UHS model (§3.4–3.7 of the paper) the ledger stores only 32-byte hashes of
+//! unspent outputs, so *the wallet is the only place the spendable data lives*: every output's
+//! preimage (outpoint, commitment, value) and the key that signs for it. Losing the wallet file
+//! loses the money; a payment the recipient never hears about is money destroyed. Hence:
+//!
+//! * [`Wallet`] is pure bookkeeping: keys, coins and pending transactions, no I/O, no clock
+//!   beyond stamping a creation time. It builds and signs transfers ([`Wallet::build_payment`]),
+//!   issuer mints and redeems, and applies outcomes ([`Wallet::on_confirmed`],
+//!   [`Wallet::on_rejected`]).
+//! * [`WalletFile`] persists it as JSON, atomically (temp file, fsync, rename), mode 0600, and
+//!   never overwrites an existing wallet on create.
+//! * [`PaymentString`] (`specie-pay1…`) carries the output preimages from sender to recipient
+//!   (§3.7: the recipient cannot discover them from the ledger).
+//! * [`NodeClient`] speaks the node's HTTP API (`docs/api.md`); [`sync()`] resolves pending
+//!   transactions by asking which UHS ids exist, resubmitting where that is safe.
+
+mod client;
+mod error;
+mod file;
+mod payment;
+mod select;
+mod sync;
+mod wallet;
+
+#[cfg(test)]
+mod scenario_tests;
+#[cfg(test)]
+mod testkit;
+
+pub use client::{ClientError, Ledger, NodeClient, NodeInfo, SubmitResult, SubmitStatus};
+pub use error::WalletError;
+pub use file::{FileError, WalletFile, WALLET_FORMAT, WALLET_FORMAT_VERSION};
+pub use payment::{PaidOutput, PaymentString, PaymentStringError, PAYMENT_STRING_PREFIX};
+pub use select::{select_coins, Selection, SelectionError};
+pub use sync::{settle, sync, Outcome, SyncError, SyncReport};
+pub use wallet::{
+    Balance, Coin, CoinState, Imported, Minted, Payment, PendingKind, PendingTx, Redeemed, Settled, Wallet,
+    DEFAULT_NODE_URL, PENDING_TRANSACTIONS_MAX,
+};

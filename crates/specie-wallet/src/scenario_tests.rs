@@ -1,0 +1,309 @@
+//! Whole-wallet scenarios against the in-memory ledger: mint, pay, import, lost answers,
+//! resubmission, conflicts, and a property test that no operation sequence creates or loses
+//! money.
+
+use proptest::prelude::*;
+use specie_transaction::SpecieTransaction;
+
+use crate::client::{Ledger, SubmitStatus};
+use crate::payment::PaymentString;
+use crate::sync::{settle, sync, Outcome};
+use crate::testkit::{rng, MemoryLedger, Mode};
+use crate::wallet::{CoinState, Wallet};
+
+/// An issuer, a ledger that trusts it, and `alice` holding `amount` confirmed minted money.
+fn world(amount: u64, seed: u64) -> (Wallet, MemoryLedger, Wallet, rand::rngs::StdRng) {
+    let mut rng = rng(seed);
+    let mut issuer = Wallet::new("usd", true, &mut rng).unwrap();
+    let ledger = MemoryLedger::new(vec![issuer.issuer_pubkey().unwrap().serialize()]);
+    let mut alice = Wallet::new("usd", false, &mut rng).unwrap();
+    let (mint, minted) = issuer
+        .build_mint(&[(alice.latest_address().unwrap(), amount)], &mut rng)
+        .unwrap();
+    assert_eq!(submit_one(&ledger, &mint), SubmitStatus::Confirmed);
+    issuer.on_confirmed(&minted.txid).unwrap();
+    let payment = minted.payment_string.unwrap();
+    receive(&mut alice, &ledger, &payment);
+    assert_eq!(alice.balance().spendable, amount);
+    (issuer, ledger, alice, rng)
+}
+
+fn submit_one(ledger: &MemoryLedger, tx: &SpecieTransaction) -> SubmitStatus {
+    ledger.submit(std::slice::from_ref(tx), 1000).unwrap().remove(0).status
+}
+
+/// What `specie wallet import` does: ask the node, then import.
+fn receive(wallet: &mut Wallet, ledger: &MemoryLedger, payment: &PaymentString) {
+    let ours = wallet.receivable_outputs(payment).unwrap();
+    let ids: Vec<_> = ours.iter().map(|created| created.uhs_id).collect();
+    let present = ledger.query_uhs(&ids).unwrap();
+    let confirmed: Vec<_> = ids.iter().zip(present).filter(|(_, p)| *p).map(|(id, _)| *id).collect();
+    wallet.import_payment(payment, &confirmed).unwrap();
+}
+
+fn ledger_total(ledger: &MemoryLedger, wallets: &[&Wallet]) -> u64 {
+    // Sum of the coins whose ids the ledger holds: the money the wallets can prove they have.
+    let uhs = ledger.uhs.borrow();
+    wallets
+        .iter()
+        .flat_map(|wallet| wallet.coins())
+        .filter(|coin| uhs.contains(&coin.uhs_id()))
+        .map(|coin| coin.value())
+        .sum()
+}
+
+#[test]
+fn mint_pay_import_and_pay_back() {
+    let (_issuer, ledger, mut alice, mut rng) = world(1000, 30);
+    let mut bob = Wallet::new("usd", false, &mut rng).unwrap();
+    let (tx, payment) = alice
+        .build_payment(&bob.latest_address().unwrap(), 150, &mut rng)
+        .unwrap();
+    let status = submit_one(&ledger, &tx);
+    assert!(matches!(
+        settle(&mut alice, &ledger, &payment.txid, &status).unwrap(),
+        Outcome::Confirmed(_)
+    ));
+    assert_eq!(alice.balance().spendable, 850);
+    // Bob receives the payment string as text.
+    let text = payment.payment_string.encode();
+    receive(&mut bob, &ledger, &PaymentString::parse(&text).unwrap());
+    assert_eq!(bob.balance().spendable, 150);
+    let (back, back_payment) = bob
+        .build_payment(&alice.latest_address().unwrap(), 100, &mut rng)
+        .unwrap();
+    assert_eq!(submit_one(&ledger, &back), SubmitStatus::Confirmed);
+    bob.on_confirmed(&back_payment.txid).unwrap();
+    receive(&mut alice, &ledger, &back_payment.payment_string);
+    assert_eq!((alice.balance().spendable, bob.balance().spendable), (950, 50));
+    assert_eq!(ledger_total(&ledger, &[&alice, &bob]), 1000);
+}
+
+#[test]
+fn resubmission_is_never_applied_twice() {
+    let (_issuer, ledger, mut alice, mut rng) = world(100, 31);
+    let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+    let (tx, payment) = alice.build_payment(&to, 100, &mut rng).unwrap();
+    assert_eq!(submit_one(&ledger, &tx), SubmitStatus::Confirmed);
+    // The same bytes again: refused, and the ledger is unchanged.
+    let before = ledger.uhs.borrow().clone();
+    assert!(matches!(submit_one(&ledger, &tx), SubmitStatus::Rejected { .. }));
+    assert_eq!(*ledger.uhs.borrow(), before);
+    // If the wallet only heard the refusal, the double check finds the outputs: confirmed,
+    // not rolled back.
+    let refused = SubmitStatus::Rejected {
+        code: "input_spent_or_unknown".into(),
+        message: "spent".into(),
+    };
+    let outcome = settle(&mut alice, &ledger, &payment.txid, &refused).unwrap();
+    assert!(matches!(outcome, Outcome::Confirmed(_)), "{outcome:?}");
+    assert_eq!(alice.balance().spendable, 0);
+}
+
+#[test]
+fn sync_confirms_a_payment_whose_answer_was_late() {
+    let (_issuer, ledger, mut alice, mut rng) = world(100, 32);
+    let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+    let (tx, payment) = alice.build_payment(&to, 30, &mut rng).unwrap();
+    ledger.mode.set(Mode::ApplyButTimeOut);
+    let status = submit_one(&ledger, &tx);
+    assert!(matches!(
+        settle(&mut alice, &ledger, &payment.txid, &status).unwrap(),
+        Outcome::StillPending { .. }
+    ));
+    assert_eq!(alice.balance().pending_out, 100);
+    ledger.mode.set(Mode::Normal);
+    let submissions = ledger.submissions.get();
+    let report = sync(&mut alice, &ledger).unwrap();
+    assert_eq!(
+        ledger.submissions.get(),
+        submissions,
+        "outputs present: no resubmission"
+    );
+    assert!(matches!(report.outcomes[..], [(txid, Outcome::Confirmed(_))] if txid == payment.txid));
+    assert_eq!(alice.balance().spendable, 70);
+    assert!(alice.pending().next().is_none());
+}
+
+#[test]
+fn sync_resubmits_a_lost_payment_once() {
+    let (_issuer, ledger, mut alice, mut rng) = world(100, 33);
+    let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+    let (tx, payment) = alice.build_payment(&to, 30, &mut rng).unwrap();
+    ledger.mode.set(Mode::LoseAndTimeOut);
+    submit_one(&ledger, &tx);
+    // Still lost on the first sync: stays pending, resubmitted exactly once.
+    let submissions = ledger.submissions.get();
+    let report = sync(&mut alice, &ledger).unwrap();
+    assert_eq!(ledger.submissions.get(), submissions + 1);
+    assert!(matches!(report.outcomes[..], [(_, Outcome::StillPending { .. })]));
+    // A busy node: nothing applied, the payment stays pending rather than being rolled back
+    // (an earlier attempt might still be in flight).
+    ledger.mode.set(Mode::Busy);
+    let report = sync(&mut alice, &ledger).unwrap();
+    assert!(matches!(report.outcomes[..], [(_, Outcome::StillPending { .. })]));
+    assert_eq!(alice.balance().pending_out, 100);
+    // The node is healthy again.
+    ledger.mode.set(Mode::Normal);
+    let report = sync(&mut alice, &ledger).unwrap();
+    assert!(matches!(report.outcomes[..], [(txid, Outcome::Confirmed(_))] if txid == payment.txid));
+    assert_eq!(alice.balance().spendable, 70);
+    // A further sync has nothing to do and changes nothing.
+    assert!(sync(&mut alice, &ledger).unwrap().is_empty());
+}
+
+#[test]
+fn sync_sees_inputs_spent_by_a_copy_of_the_wallet() {
+    let (_issuer, ledger, mut alice, mut rng) = world(100, 34);
+    let mut copy = alice.clone();
+    let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+    // Alice's payment is lost; the copy spends the same coin and wins.
+    let (lost, _) = alice.build_payment(&to, 40, &mut rng).unwrap();
+    ledger.mode.set(Mode::LoseAndTimeOut);
+    submit_one(&ledger, &lost);
+    ledger.mode.set(Mode::Normal);
+    let (winner, won) = copy.build_payment(&to, 100, &mut rng).unwrap();
+    assert_eq!(submit_one(&ledger, &winner), SubmitStatus::Confirmed);
+    copy.on_confirmed(&won.txid).unwrap();
+    let report = sync(&mut alice, &ledger).unwrap();
+    assert!(matches!(report.outcomes[..], [(_, Outcome::Conflicted { settled })] if settled.spent == 100));
+    assert_eq!(alice.balance(), Default::default());
+    assert!(alice.coins().next().is_none());
+}
+
+#[test]
+fn sync_forgets_spendable_coins_that_vanished_and_confirms_imports() {
+    let (_issuer, ledger, mut alice, mut rng) = world(100, 35);
+    let mut copy = alice.clone();
+    let mut bob = Wallet::new("usd", false, &mut rng).unwrap();
+    let (tx, payment) = copy
+        .build_payment(&bob.latest_address().unwrap(), 100, &mut rng)
+        .unwrap();
+    // Bob imports before the payment is confirmed: pending.
+    bob.import_payment(&payment.payment_string, &[]).unwrap();
+    assert_eq!(bob.balance().pending_in, 100);
+    assert_eq!(submit_one(&ledger, &tx), SubmitStatus::Confirmed);
+    let report = sync(&mut alice, &ledger).unwrap();
+    assert_eq!(report.coins_vanished.len(), 1);
+    assert_eq!(alice.balance().spendable, 0);
+    let report = sync(&mut bob, &ledger).unwrap();
+    assert_eq!(report.imports_confirmed, 100);
+    assert_eq!(bob.balance().spendable, 100);
+}
+
+#[test]
+fn rejected_invalid_and_busy_answers() {
+    let (_issuer, ledger, mut alice, mut rng) = world(100, 36);
+    let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+    let (_, payment) = alice.build_payment(&to, 30, &mut rng).unwrap();
+    let busy = SubmitStatus::Busy {
+        message: "overloaded".into(),
+    };
+    assert!(matches!(
+        settle(&mut alice, &ledger, &payment.txid, &busy).unwrap(),
+        Outcome::StillPending { .. }
+    ));
+    let invalid = SubmitStatus::Invalid {
+        code: "invalid_signature".into(),
+        index: Some(0),
+        message: "input 0: bad signature".into(),
+    };
+    let outcome = settle(&mut alice, &ledger, &payment.txid, &invalid).unwrap();
+    assert!(
+        matches!(&outcome, Outcome::Rejected { reason, settled } if reason.contains("invalid_signature") && settled.released == 100),
+        "{outcome:?}"
+    );
+    assert_eq!(alice.balance().spendable, 100);
+    assert!(alice.coins().all(|coin| coin.state == CoinState::Spendable));
+}
+
+#[test]
+fn lost_mint_is_resubmitted_and_its_replay_refused() {
+    let mut rng = rng(37);
+    let mut issuer = Wallet::new("usd", true, &mut rng).unwrap();
+    let ledger = MemoryLedger::new(vec![issuer.issuer_pubkey().unwrap().serialize()]);
+    let own = issuer.latest_address().unwrap();
+    let (mint, minted) = issuer.build_mint(&[(own, 500)], &mut rng).unwrap();
+    ledger.mode.set(Mode::LoseAndTimeOut);
+    submit_one(&ledger, &mint);
+    ledger.mode.set(Mode::Normal);
+    let report = sync(&mut issuer, &ledger).unwrap();
+    assert!(matches!(report.outcomes[..], [(txid, Outcome::Confirmed(_))] if txid == minted.txid));
+    assert_eq!(issuer.balance().spendable, 500);
+    assert!(matches!(submit_one(&ledger, &mint), SubmitStatus::Rejected { .. }));
+    // Redeem it all: the money leaves circulation.
+    let (redeem, redeemed) = issuer.build_redeem(500, &mut rng).unwrap();
+    assert_eq!(submit_one(&ledger, &redeem), SubmitStatus::Confirmed);
+    issuer.on_confirmed(&redeemed.txid).unwrap();
+    assert_eq!(issuer.balance(), Default::default());
+    assert_eq!(ledger.uhs.borrow().len(), 1, "only the mint marker remains");
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    /// Wallet `from` (0 = alice, 1 = bob) pays the other `amount`.
+    Pay { from: usize, amount: u64 },
+    /// The `k`-th (mod count) pending payment is applied by the ledger.
+    Confirm { k: usize },
+    /// The `k`-th (mod count) pending payment is refused.
+    Reject { k: usize },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        (0usize..2, 1u64..400).prop_map(|(from, amount)| Step::Pay { from, amount }),
+        any::<usize>().prop_map(|k| Step::Confirm { k }),
+        any::<usize>().prop_map(|k| Step::Reject { k }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Across any sequence of payments, confirmations and rejections between two wallets:
+    /// the ledger accepts every confirmed payment (no wallet ever double-spends), and the
+    /// money the wallets hold or have locked always equals what was minted.
+    #[test]
+    fn balance_is_conserved(seed in any::<u64>(), steps in proptest::collection::vec(step(), 1..40)) {
+        let (_issuer, ledger, alice, mut rng) = world(1000, seed);
+        let bob = Wallet::new("usd", false, &mut rng).unwrap();
+        let mut wallets = [alice, bob];
+        // (sender, txid, transaction, payment string for the other wallet)
+        let mut in_flight: Vec<(usize, specie_transaction::Txid, SpecieTransaction, PaymentString)> = Vec::new();
+        for step in steps {
+            match step {
+                Step::Pay { from, amount } => {
+                    let to = wallets[1 - from].latest_address().unwrap();
+                    if let Ok((tx, payment)) = wallets[from].build_payment(&to, amount, &mut rng) {
+                        in_flight.push((from, payment.txid, tx, payment.payment_string));
+                    }
+                }
+                Step::Confirm { k } if !in_flight.is_empty() => {
+                    let (from, txid, tx, payment) = in_flight.remove(k % in_flight.len());
+                    prop_assert_eq!(submit_one(&ledger, &tx), SubmitStatus::Confirmed);
+                    wallets[from].on_confirmed(&txid).unwrap();
+                    receive(&mut wallets[1 - from], &ledger, &payment);
+                }
+                Step::Reject { k } if !in_flight.is_empty() => {
+                    let (from, txid, _, _) = in_flight.remove(k % in_flight.len());
+                    wallets[from].on_rejected(&txid).unwrap();
+                }
+                _ => {}
+            }
+            let held: u64 = wallets
+                .iter()
+                .map(|wallet| wallet.balance().spendable + wallet.balance().pending_out)
+                .sum();
+            prop_assert_eq!(held, 1000);
+        }
+        // Settle the rest by rejection; everything is then spendable and backed by the ledger.
+        for (from, txid, _, _) in in_flight {
+            wallets[from].on_rejected(&txid).unwrap();
+        }
+        let total: u64 = wallets.iter().map(|wallet| wallet.balance().spendable).sum();
+        prop_assert_eq!(total, 1000);
+        prop_assert_eq!(wallets.iter().map(|w| w.balance().pending_in).sum::<u64>(), 0);
+        prop_assert_eq!(ledger_total(&ledger, &[&wallets[0], &wallets[1]]), 1000);
+        prop_assert_eq!(ledger.uhs.borrow().len(), wallets[0].coins().count() + wallets[1].coins().count() + 1);
+    }
+}

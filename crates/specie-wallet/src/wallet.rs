@@ -1,0 +1,1100 @@
+//! The wallet's bookkeeping: keys, coins, pending transactions. No I/O happens here; the CLI
+//! reads and writes the file ([`crate::WalletFile`]) and talks to the node ([`crate::NodeClient`]).
+//!
+//! Coin life cycle (Hamilton §3.5: a transfer either happens completely or not at all):
+//!
+//! ```text
+//!   build_* ──▶ inputs: Spendable → PendingSpend{txid}    outputs we own: new PendingReceive{txid}
+//!   on_confirmed(txid) ──▶ PendingSpend coins removed       PendingReceive → Spendable
+//!   on_rejected(txid)  ──▶ PendingSpend → Spendable         PendingReceive coins removed
+//! ```
+//!
+//! A coin in `PendingSpend` is never selected again, so the wallet cannot double-spend itself;
+//! a coin in `PendingReceive` is not spendable yet because the node may still refuse the
+//! transaction that creates it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rand::{CryptoRng, Rng, RngCore};
+use secp256k1::{Keypair, XOnlyPublicKey};
+use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
+use specie_transaction::{
+    mint_marker, Address, CreatedOutput, DecodeLimits, Hash32, Input, MintTransaction, NonceMode, OutPoint, Output,
+    RedeemTransaction, SpecieTransaction, Transaction, Txid, UhsId,
+};
+
+use crate::error::WalletError;
+use crate::payment::{PaidOutput, PaymentString};
+use crate::select::{select_coins, SelectionError};
+
+/// Where `specie node` listens unless told otherwise.
+pub const DEFAULT_NODE_URL: &str = "http://127.0.0.1:8470";
+/// Transactions that may wait for the node at once. Each pins its inputs; past this many the
+/// wallet asks for a `sync` rather than pin ever more coins behind unanswered transactions.
+pub const PENDING_TRANSACTIONS_MAX: usize = 1000;
+/// Inputs one payment or redeem may spend: the sentinel's decoding limit.
+pub const INPUTS_MAX: usize = DecodeLimits::INPUTS_MAX_DEFAULT as usize;
+/// Outputs one mint may create: the sentinel's decoding limit.
+pub const OUTPUTS_MAX: usize = DecodeLimits::OUTPUTS_MAX_DEFAULT as usize;
+/// Attempts at drawing a valid secret key. A random 32-byte string is invalid with probability
+/// about 2^-128, so needing more than a few means the RNG is broken (e.g. returns zeros).
+const KEY_DRAW_ATTEMPTS: usize = 8;
+
+/// One signing key and the address it receives at.
+#[derive(Clone)]
+pub(crate) struct WalletKey {
+    pub(crate) secret: [u8; 32],
+    pub(crate) keypair: Keypair,
+    pub(crate) pubkey: XOnlyPublicKey,
+    pub(crate) commitment: Hash32,
+}
+
+impl WalletKey {
+    pub(crate) fn from_secret(secret: [u8; 32]) -> Option<Self> {
+        let keypair = keypair_from_secret(&secret)?;
+        let pubkey = keypair.x_only_public_key().0;
+        Some(WalletKey {
+            secret,
+            keypair,
+            pubkey,
+            commitment: Address::from_pubkey(pubkey).witness_program_commitment(),
+        })
+    }
+
+    fn random(rng: &mut (impl RngCore + CryptoRng)) -> Result<Self, WalletError> {
+        for _ in 0..KEY_DRAW_ATTEMPTS {
+            let mut secret = [0u8; 32];
+            rng.fill_bytes(&mut secret);
+            if let Some(key) = WalletKey::from_secret(secret) {
+                return Ok(key);
+            }
+        }
+        Err(WalletError::BrokenRng {
+            attempts: KEY_DRAW_ATTEMPTS,
+        })
+    }
+}
+
+impl fmt::Debug for WalletKey {
+    /// Never prints the secret: wallets end up in logs and bug reports.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WalletKey")
+            .field("pubkey", &hex::encode(self.pubkey.serialize()))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a coin is in its life cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoinState {
+    /// In the UHS as far as this wallet knows; may be selected for a payment.
+    Spendable,
+    /// An input of pending transaction `txid`; not selectable until that is resolved.
+    PendingSpend { txid: Txid },
+    /// Created by transaction `txid`, which the node has not confirmed yet.
+    PendingReceive { txid: Txid },
+}
+
+/// An output this wallet can spend (or will, once confirmed): its full preimage and its owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Coin {
+    pub outpoint: OutPoint,
+    pub output: Output,
+    /// The x-only key whose commitment the output carries.
+    pub owner: XOnlyPublicKey,
+    pub state: CoinState,
+}
+
+impl Coin {
+    pub fn uhs_id(&self) -> UhsId {
+        self.to_input().uhs_id()
+    }
+
+    pub fn to_input(&self) -> Input {
+        Input {
+            prevout: self.outpoint,
+            data: self.output,
+        }
+    }
+
+    pub fn value(&self) -> u64 {
+        self.output.value
+    }
+}
+
+/// What a pending transaction was for, for reports and `list-coins`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PendingKind {
+    Payment { to: Address, amount: u64 },
+    Mint { total: u64 },
+    Redeem { amount: u64 },
+}
+
+/// A transaction this wallet built and has not seen resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingTx {
+    pub txid: Txid,
+    /// Kept whole so that `sync` can resubmit exactly the same bytes (same txid, so the node
+    /// applies it at most once).
+    pub tx: SpecieTransaction,
+    /// Seconds since the Unix epoch when the wallet built it; informational only.
+    pub created_at_unix_s: u64,
+    pub kind: PendingKind,
+}
+
+impl PendingTx {
+    /// The inputs it spends (all of them this wallet's coins).
+    pub fn spends(&self) -> &[Input] {
+        self.tx.inputs()
+    }
+
+    /// The outputs it creates, with UHS ids.
+    pub fn creates(&self) -> Vec<CreatedOutput> {
+        self.tx.created_outputs()
+    }
+
+    /// UHS ids whose presence proves the transaction was applied: its outputs, and for a mint
+    /// also the mint marker (which stays even after every output has been spent).
+    pub fn proof_ids(&self) -> Vec<UhsId> {
+        let mut ids: Vec<UhsId> = self.creates().iter().map(|created| created.uhs_id).collect();
+        if let SpecieTransaction::Mint(_) = self.tx {
+            ids.push(mint_marker(&self.txid));
+        }
+        ids
+    }
+}
+
+/// Sums over the coins by state, in the currency's smallest unit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Balance {
+    /// Coins that can pay right now.
+    pub spendable: u64,
+    /// Coins waiting for the node to confirm the transaction creating them (incoming payments,
+    /// change, minted money).
+    pub pending_in: u64,
+    /// Coins locked as inputs of transactions waiting for the node.
+    pub pending_out: u64,
+}
+
+/// A payment built by [`Wallet::build_payment`], ready to submit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Payment {
+    pub txid: Txid,
+    pub to: Address,
+    pub amount: u64,
+    /// Value returned to a fresh address of this wallet; 0 when the coins matched exactly.
+    pub change: u64,
+    pub inputs: usize,
+    /// What the recipient needs (Hamilton §3.7); hand it over once the payment is confirmed.
+    pub payment_string: PaymentString,
+}
+
+/// A mint built by [`Wallet::build_mint`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Minted {
+    pub txid: Txid,
+    pub total: u64,
+    /// Value minted to this wallet's own addresses.
+    pub to_self: u64,
+    /// The outputs paid to other wallets, if any; they need this to find their money.
+    pub payment_string: Option<PaymentString>,
+}
+
+/// A redeem built by [`Wallet::build_redeem`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redeemed {
+    pub txid: Txid,
+    pub amount: u64,
+    pub change: u64,
+    pub inputs: usize,
+}
+
+/// What resolving one pending transaction did to the wallet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Settled {
+    /// Value of this wallet's coins that left (confirmed) or were found gone.
+    pub spent: u64,
+    /// Value of this wallet's coins that became spendable.
+    pub received: u64,
+    /// Value of this wallet's coins released back to spendable (rejected).
+    pub released: u64,
+    /// Value of expected coins dropped because their transaction will not happen.
+    pub dropped: u64,
+}
+
+/// What [`Wallet::import_payment`] added.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Imported {
+    /// Value added as spendable (the caller confirmed the outputs exist).
+    pub spendable: u64,
+    /// Value added as pending until a `sync` sees the outputs.
+    pub pending: u64,
+    /// Outputs this wallet already had.
+    pub already_known: usize,
+    /// Outputs in the payment string that pay other wallets.
+    pub not_ours: usize,
+}
+
+/// An in-memory wallet. See the module docs for the coin life cycle.
+#[derive(Clone, Debug)]
+pub struct Wallet {
+    pub(crate) hrp: String,
+    pub(crate) node_url: String,
+    pub(crate) keys: Vec<WalletKey>,
+    pub(crate) key_by_commitment: HashMap<Hash32, usize>,
+    pub(crate) issuer: Option<WalletKey>,
+    pub(crate) coins: BTreeMap<OutPoint, Coin>,
+    pub(crate) pending: BTreeMap<Txid, PendingTx>,
+}
+
+fn unix_now_s() -> u64 {
+    // A clock before 1970 only makes the informational timestamp 0.
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_secs())
+        .unwrap_or(0)
+}
+
+impl Wallet {
+    /// A new wallet for currency `hrp` with one receiving key, and an issuer key if `issuer`.
+    pub fn new(hrp: &str, issuer: bool, rng: &mut (impl RngCore + CryptoRng)) -> Result<Self, WalletError> {
+        let hrp = hrp.to_ascii_lowercase();
+        let mut wallet = Wallet::empty(&hrp)?;
+        wallet.new_address(rng)?;
+        if issuer {
+            wallet.issuer = Some(WalletKey::random(rng)?);
+        }
+        Ok(wallet)
+    }
+
+    /// A wallet with no keys, used by the file loader before it adds the stored ones.
+    pub(crate) fn empty(hrp: &str) -> Result<Self, WalletError> {
+        // Encoding any key checks that the HRP is usable for addresses.
+        let probe = Address::from_pubkey(
+            WalletKey::from_secret([1; 32])
+                .map(|key| key.pubkey)
+                .expect("[1; 32] is a valid secret key"),
+        );
+        probe.encode(hrp).map_err(|source| WalletError::InvalidHrp {
+            hrp: hrp.to_owned(),
+            source,
+        })?;
+        Ok(Wallet {
+            hrp: hrp.to_owned(),
+            node_url: DEFAULT_NODE_URL.to_owned(),
+            keys: Vec::new(),
+            key_by_commitment: HashMap::new(),
+            issuer: None,
+            coins: BTreeMap::new(),
+            pending: BTreeMap::new(),
+        })
+    }
+
+    pub(crate) fn add_key(&mut self, key: WalletKey) {
+        self.key_by_commitment.insert(key.commitment, self.keys.len());
+        self.keys.push(key);
+    }
+
+    /// The currency's human-readable part (`usd`), used in addresses and as the unit in messages.
+    pub fn hrp(&self) -> &str {
+        &self.hrp
+    }
+
+    pub fn node_url(&self) -> &str {
+        &self.node_url
+    }
+
+    pub fn set_node_url(&mut self, url: &str) {
+        url.clone_into(&mut self.node_url);
+    }
+
+    pub fn is_issuer(&self) -> bool {
+        self.issuer.is_some()
+    }
+
+    /// The issuer's x-only public key: what `specie node --issuer` must be given.
+    pub fn issuer_pubkey(&self) -> Option<XOnlyPublicKey> {
+        self.issuer.as_ref().map(|key| key.pubkey)
+    }
+
+    /// Every address of this wallet, oldest first.
+    pub fn addresses(&self) -> Vec<Address> {
+        self.keys.iter().map(|key| Address::from_pubkey(key.pubkey)).collect()
+    }
+
+    /// The most recently created address (the one `create` printed, until `address` is run).
+    pub fn latest_address(&self) -> Option<Address> {
+        self.keys.last().map(|key| Address::from_pubkey(key.pubkey))
+    }
+
+    /// Generates a key and returns its address. Each address is used for one payment ideally,
+    /// so that payments to this wallet cannot be linked by their commitment.
+    pub fn new_address(&mut self, rng: &mut (impl RngCore + CryptoRng)) -> Result<Address, WalletError> {
+        let key = WalletKey::random(rng)?;
+        let address = Address::from_pubkey(key.pubkey);
+        self.add_key(key);
+        Ok(address)
+    }
+
+    /// `address` as text in this wallet's currency.
+    pub fn format_address(&self, address: &Address) -> String {
+        // The HRP was checked when the wallet was made, so encoding cannot fail; fall back to
+        // the key's hex rather than panic.
+        address
+            .encode(&self.hrp)
+            .unwrap_or_else(|_| hex::encode(address.pubkey().serialize()))
+    }
+
+    /// Parses an address of this wallet's currency.
+    pub fn parse_address(&self, text: &str) -> Result<Address, WalletError> {
+        Address::parse(text.trim(), &self.hrp).map_err(|error| WalletError::BadAddress(text.to_owned(), error))
+    }
+
+    /// True if outputs with this commitment belong to this wallet.
+    pub fn owns(&self, commitment: &Hash32) -> bool {
+        self.key_by_commitment.contains_key(commitment)
+    }
+
+    pub fn coins(&self) -> impl Iterator<Item = &Coin> {
+        self.coins.values()
+    }
+
+    pub fn pending(&self) -> impl Iterator<Item = &PendingTx> {
+        self.pending.values()
+    }
+
+    pub fn pending_tx(&self, txid: &Txid) -> Option<&PendingTx> {
+        self.pending.get(txid)
+    }
+
+    pub fn balance(&self) -> Balance {
+        let mut balance = Balance::default();
+        for coin in self.coins.values() {
+            let bucket = match coin.state {
+                CoinState::Spendable => &mut balance.spendable,
+                CoinState::PendingSpend { .. } => &mut balance.pending_out,
+                CoinState::PendingReceive { .. } => &mut balance.pending_in,
+            };
+            // Saturating: an unconfirmed import may claim any value; confirmed coins cannot
+            // exceed the money supply, which fits in u64.
+            *bucket = bucket.saturating_add(coin.value());
+        }
+        balance
+    }
+
+    fn key_for(&self, owner: &XOnlyPublicKey) -> Option<&WalletKey> {
+        let commitment = Address::from_pubkey(*owner).witness_program_commitment();
+        self.key_by_commitment.get(&commitment).map(|&index| &self.keys[index])
+    }
+
+    fn check_pending_room(&self) -> Result<(), WalletError> {
+        if self.pending.len() >= PENDING_TRANSACTIONS_MAX {
+            return Err(WalletError::TooManyPending {
+                pending: self.pending.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Picks spendable coins worth at least `amount`, with errors phrased for a person.
+    fn select(&self, amount: u64) -> Result<(Vec<Coin>, u64), WalletError> {
+        if amount == 0 {
+            return Err(WalletError::ZeroAmount);
+        }
+        let candidates: Vec<Coin> = self
+            .coins
+            .values()
+            .filter(|coin| coin.state == CoinState::Spendable)
+            .copied()
+            .collect();
+        let values: Vec<u64> = candidates.iter().map(Coin::value).collect();
+        let unit = self.hrp.clone();
+        let selection = select_coins(&values, amount, INPUTS_MAX).map_err(|error| match error {
+            SelectionError::Insufficient { .. } => {
+                let balance = self.balance();
+                WalletError::InsufficientFunds {
+                    spendable: balance.spendable,
+                    pending_in: balance.pending_in,
+                    needed: amount,
+                    unit,
+                }
+            }
+            SelectionError::TooManyInputs {
+                needed,
+                inputs_needed,
+                inputs_max,
+            } => WalletError::TooManyInputs {
+                needed,
+                inputs_needed,
+                inputs_max,
+                unit,
+            },
+            SelectionError::ValueOverflow { needed } => WalletError::ValueOverflow { needed, unit },
+        })?;
+        let chosen = selection.chosen.iter().map(|&index| candidates[index]).collect();
+        Ok((chosen, selection.total))
+    }
+
+    fn keypairs_for(&self, coins: &[Coin]) -> Result<Vec<Keypair>, WalletError> {
+        coins
+            .iter()
+            .enumerate()
+            .map(|(index, coin)| {
+                self.key_for(&coin.owner)
+                    .map(|key| key.keypair)
+                    .ok_or(WalletError::Sign(specie_transaction::SignError::KeyMismatch { index }))
+            })
+            .collect()
+    }
+
+    /// Records a built transaction: its inputs become `PendingSpend`, its outputs that pay this
+    /// wallet become `PendingReceive`, and it joins the pending list.
+    fn record(&mut self, tx: SpecieTransaction, kind: PendingKind) -> Txid {
+        let txid = tx.txid();
+        for input in tx.inputs() {
+            if let Some(coin) = self.coins.get_mut(&input.prevout) {
+                debug_assert_eq!(coin.state, CoinState::Spendable, "only spendable coins are selected");
+                coin.state = CoinState::PendingSpend { txid };
+            }
+        }
+        for created in tx.created_outputs() {
+            if let Some(&key_index) = self.key_by_commitment.get(&created.output.witness_program_commitment) {
+                self.coins.insert(
+                    created.outpoint,
+                    Coin {
+                        outpoint: created.outpoint,
+                        output: created.output,
+                        owner: self.keys[key_index].pubkey,
+                        state: CoinState::PendingReceive { txid },
+                    },
+                );
+            }
+        }
+        self.pending.insert(
+            txid,
+            PendingTx {
+                txid,
+                tx,
+                created_at_unix_s: unix_now_s(),
+                kind,
+            },
+        );
+        txid
+    }
+
+    /// Builds and signs a transfer of `amount` to `to`, choosing the fewest coins and sending
+    /// any excess to a fresh address of this wallet. The inputs become `PendingSpend` and the
+    /// change `PendingReceive` until [`Wallet::on_confirmed`] or [`Wallet::on_rejected`].
+    ///
+    /// `rng` draws the change key and the position of the change output (so an observer of the
+    /// transaction cannot tell payment from change by position).
+    pub fn build_payment(
+        &mut self,
+        to: &Address,
+        amount: u64,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(SpecieTransaction, Payment), WalletError> {
+        self.check_pending_room()?;
+        let (coins, total) = self.select(amount)?;
+        let change = total - amount;
+        let keypairs = self.keypairs_for(&coins)?;
+        let payee = Output {
+            witness_program_commitment: to.witness_program_commitment(),
+            value: amount,
+        };
+        let mut outputs = vec![payee];
+        let mut change_key = None;
+        if change > 0 {
+            let key = WalletKey::random(rng)?;
+            outputs.push(Output {
+                witness_program_commitment: key.commitment,
+                value: change,
+            });
+            if rng.gen_bool(0.5) {
+                outputs.swap(0, 1);
+            }
+            change_key = Some(key);
+        }
+        let payee_index = if outputs[0] == payee { 0 } else { 1 };
+        let mut tx = Transaction {
+            inputs: coins.iter().map(Coin::to_input).collect(),
+            outputs,
+            witnesses: Vec::new(),
+        };
+        tx.sign(&keypairs, NonceMode::Randomized)?;
+        // Conservation of value protects money: checked in release builds too.
+        assert_eq!(
+            tx.input_value_total(),
+            tx.output_value_total(),
+            "a payment must spend exactly what it creates"
+        );
+        if let Some(key) = change_key {
+            self.add_key(key);
+        }
+        let inputs = tx.inputs.len();
+        let tx = SpecieTransaction::Transfer(tx);
+        let txid = self.record(tx.clone(), PendingKind::Payment { to: *to, amount });
+        let payment_string = PaymentString::new(
+            txid,
+            vec![PaidOutput {
+                index: payee_index,
+                output: payee,
+            }],
+        );
+        Ok((
+            tx,
+            Payment {
+                txid,
+                to: *to,
+                amount,
+                change,
+                inputs,
+                payment_string,
+            },
+        ))
+    }
+
+    /// Builds and signs a mint (issuer wallets only): new money for each `(address, amount)`,
+    /// with a random 32-byte nonce so that the txid, and so every output's serial number, is
+    /// unique (Hamilton §3.4). Outputs to this wallet become `PendingReceive` coins.
+    pub fn build_mint(
+        &mut self,
+        outputs: &[(Address, u64)],
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(SpecieTransaction, Minted), WalletError> {
+        let issuer = self.issuer.as_ref().ok_or(WalletError::NotIssuer)?.keypair;
+        self.check_pending_room()?;
+        if outputs.is_empty() {
+            return Err(WalletError::NoOutputs);
+        }
+        if outputs.len() > OUTPUTS_MAX {
+            return Err(WalletError::TooManyOutputs {
+                outputs: outputs.len(),
+                outputs_max: OUTPUTS_MAX,
+            });
+        }
+        if outputs.iter().any(|(_, amount)| *amount == 0) {
+            return Err(WalletError::ZeroAmount);
+        }
+        let total = outputs
+            .iter()
+            .try_fold(0u64, |total, (_, amount)| total.checked_add(*amount))
+            .ok_or(WalletError::AmountsOverflow)?;
+        let outputs: Vec<Output> = outputs
+            .iter()
+            .map(|(address, value)| Output {
+                witness_program_commitment: address.witness_program_commitment(),
+                value: *value,
+            })
+            .collect();
+        let mut nonce = [0u8; 32];
+        rng.fill_bytes(&mut nonce);
+        let mint = MintTransaction::new_signed(nonce, outputs, &issuer, NonceMode::Randomized);
+        let tx = SpecieTransaction::Mint(mint);
+        let txid = self.record(tx.clone(), PendingKind::Mint { total });
+        let mut to_self = 0u64;
+        let mut others = Vec::new();
+        for created in tx.created_outputs() {
+            if self.owns(&created.output.witness_program_commitment) {
+                to_self += created.output.value;
+            } else {
+                others.push(PaidOutput {
+                    index: created.outpoint.index,
+                    output: created.output,
+                });
+            }
+        }
+        let payment_string = (!others.is_empty()).then(|| PaymentString::new(txid, others));
+        Ok((
+            tx,
+            Minted {
+                txid,
+                total,
+                to_self,
+                payment_string,
+            },
+        ))
+    }
+
+    /// Builds a redeem (issuer wallets only): `amount` of this wallet's own coins leaves
+    /// circulation, any excess returns as change to a fresh address. Signed by each input's
+    /// owner key and by the issuer key.
+    pub fn build_redeem(
+        &mut self,
+        amount: u64,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(SpecieTransaction, Redeemed), WalletError> {
+        let issuer = self.issuer.as_ref().ok_or(WalletError::NotIssuer)?.keypair;
+        self.check_pending_room()?;
+        let (coins, total) = self.select(amount)?;
+        let change = total - amount;
+        let owners = self.keypairs_for(&coins)?;
+        let mut outputs = Vec::new();
+        let mut change_key = None;
+        if change > 0 {
+            let key = WalletKey::random(rng)?;
+            outputs.push(Output {
+                witness_program_commitment: key.commitment,
+                value: change,
+            });
+            change_key = Some(key);
+        }
+        let inputs: Vec<Input> = coins.iter().map(Coin::to_input).collect();
+        let redeem = RedeemTransaction::new_signed(amount, inputs, outputs, &owners, &issuer, NonceMode::Randomized)?;
+        assert_eq!(
+            redeem
+                .inputs
+                .iter()
+                .map(|input| u128::from(input.data.value))
+                .sum::<u128>(),
+            u128::from(amount)
+                + redeem
+                    .outputs
+                    .iter()
+                    .map(|output| u128::from(output.value))
+                    .sum::<u128>(),
+            "a redeem must spend exactly its amount plus its change"
+        );
+        if let Some(key) = change_key {
+            self.add_key(key);
+        }
+        let input_count = redeem.inputs.len();
+        let tx = SpecieTransaction::Redeem(redeem);
+        let txid = self.record(tx.clone(), PendingKind::Redeem { amount });
+        Ok((
+            tx,
+            Redeemed {
+                txid,
+                amount,
+                change,
+                inputs: input_count,
+            },
+        ))
+    }
+
+    /// The node applied `txid`: its inputs are gone for good and its outputs exist.
+    pub fn on_confirmed(&mut self, txid: &Txid) -> Result<Settled, WalletError> {
+        self.pending
+            .remove(txid)
+            .ok_or(WalletError::UnknownTransaction(*txid))?;
+        let mut settled = Settled::default();
+        self.coins.retain(|_, coin| match coin.state {
+            CoinState::PendingSpend { txid: spender } if spender == *txid => {
+                settled.spent += coin.value();
+                false
+            }
+            CoinState::PendingReceive { txid: creator } if creator == *txid => {
+                coin.state = CoinState::Spendable;
+                settled.received += coin.value();
+                true
+            }
+            _ => true,
+        });
+        Ok(settled)
+    }
+
+    /// The node refused `txid` and never will apply it: its inputs are spendable again and the
+    /// outputs it would have created are forgotten.
+    pub fn on_rejected(&mut self, txid: &Txid) -> Result<Settled, WalletError> {
+        self.pending
+            .remove(txid)
+            .ok_or(WalletError::UnknownTransaction(*txid))?;
+        let mut settled = Settled::default();
+        self.coins.retain(|_, coin| match coin.state {
+            CoinState::PendingSpend { txid: spender } if spender == *txid => {
+                coin.state = CoinState::Spendable;
+                settled.released += coin.value();
+                true
+            }
+            CoinState::PendingReceive { txid: creator } if creator == *txid => {
+                settled.dropped += coin.value();
+                false
+            }
+            _ => true,
+        });
+        Ok(settled)
+    }
+
+    /// `txid` can never be applied because some of its inputs were spent by another
+    /// transaction (for instance from a copy of this wallet): those inputs are gone, the others
+    /// are spendable again, and its outputs are forgotten.
+    pub fn on_conflicted(&mut self, txid: &Txid, spent_elsewhere: &[OutPoint]) -> Result<Settled, WalletError> {
+        let mut settled = self.on_rejected(txid)?;
+        let gone = self.forget_coins(spent_elsewhere);
+        settled.released -= gone;
+        settled.spent += gone;
+        Ok(settled)
+    }
+
+    /// Removes spendable coins that the node no longer holds (spent by another copy of this
+    /// wallet, or by a transaction the wallet lost track of). Returns the value removed.
+    pub fn forget_coins(&mut self, outpoints: &[OutPoint]) -> u64 {
+        let mut removed = 0u64;
+        for outpoint in outpoints {
+            if let Some(coin) = self.coins.get(outpoint) {
+                if coin.state == CoinState::Spendable {
+                    removed += coin.value();
+                    self.coins.remove(outpoint);
+                }
+            }
+        }
+        removed
+    }
+
+    /// Coins received by import that no pending transaction of this wallet will confirm: their
+    /// outpoints and UHS ids, for `sync` to look up.
+    pub fn unconfirmed_imports(&self) -> Vec<(OutPoint, UhsId)> {
+        self.coins
+            .values()
+            .filter(|coin| match coin.state {
+                CoinState::PendingReceive { txid } => !self.pending.contains_key(&txid),
+                _ => false,
+            })
+            .map(|coin| (coin.outpoint, coin.uhs_id()))
+            .collect()
+    }
+
+    /// Marks imported coins spendable once the node has shown their UHS ids exist. Coins that
+    /// belong to a pending transaction of this wallet are left to [`Wallet::on_confirmed`].
+    pub fn confirm_imported(&mut self, outpoints: &[OutPoint]) -> u64 {
+        let mut confirmed = 0u64;
+        for outpoint in outpoints {
+            if let Some(coin) = self.coins.get_mut(outpoint) {
+                if let CoinState::PendingReceive { txid } = coin.state {
+                    if !self.pending.contains_key(&txid) {
+                        coin.state = CoinState::Spendable;
+                        confirmed = confirmed.saturating_add(coin.output.value);
+                    }
+                }
+            }
+        }
+        confirmed
+    }
+
+    /// The outputs of `payment` that pay this wallet; an error if there are none.
+    pub fn receivable_outputs(&self, payment: &PaymentString) -> Result<Vec<CreatedOutput>, WalletError> {
+        let ours: Vec<CreatedOutput> = payment
+            .created_outputs()
+            .into_iter()
+            .filter(|created| self.owns(&created.output.witness_program_commitment))
+            .collect();
+        if ours.is_empty() {
+            return Err(WalletError::NotAddressedToThisWallet {
+                outputs: payment.outputs.len(),
+                addresses: self.keys.len(),
+            });
+        }
+        Ok(ours)
+    }
+
+    /// Adds the outputs of `payment` that pay this wallet. Those whose UHS id is in
+    /// `confirmed` (the caller asked the node) become spendable; the rest wait as
+    /// `PendingReceive` until a `sync` sees them. Importing twice changes nothing.
+    pub fn import_payment(&mut self, payment: &PaymentString, confirmed: &[UhsId]) -> Result<Imported, WalletError> {
+        let ours = self.receivable_outputs(payment)?;
+        let confirmed: BTreeSet<UhsId> = confirmed.iter().copied().collect();
+        let mut imported = Imported {
+            not_ours: payment.outputs.len() - ours.len(),
+            ..Imported::default()
+        };
+        for created in ours {
+            if self.coins.contains_key(&created.outpoint) {
+                imported.already_known += 1;
+                continue;
+            }
+            let key_index = self.key_by_commitment[&created.output.witness_program_commitment];
+            let state = if confirmed.contains(&created.uhs_id) {
+                imported.spendable = imported.spendable.saturating_add(created.output.value);
+                CoinState::Spendable
+            } else {
+                imported.pending = imported.pending.saturating_add(created.output.value);
+                CoinState::PendingReceive { txid: payment.txid }
+            };
+            self.coins.insert(
+                created.outpoint,
+                Coin {
+                    outpoint: created.outpoint,
+                    output: created.output,
+                    owner: self.keys[key_index].pubkey,
+                    state,
+                },
+            );
+        }
+        Ok(imported)
+    }
+
+    /// The secret of the issuer key, for the file.
+    pub(crate) fn issuer_secret(&self) -> Option<[u8; 32]> {
+        self.issuer.as_ref().map(|key| key.secret)
+    }
+
+    /// The x-only bytes of the issuer key, as the node's `/v1/info` lists issuers.
+    pub fn issuer_pubkey_hex(&self) -> Option<String> {
+        self.issuer.as_ref().map(|key| hex::encode(xonly_bytes(&key.keypair)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{check_valid, funded_wallet, rng};
+
+    #[test]
+    fn exact_payment_has_no_change() {
+        let mut rng = rng(1);
+        let mut alice = funded_wallet(&[100, 50], &mut rng);
+        let bob = Wallet::new("usd", false, &mut rng).unwrap();
+        let to = bob.latest_address().unwrap();
+        let (tx, payment) = alice.build_payment(&to, 50, &mut rng).unwrap();
+        assert_eq!(payment.change, 0);
+        assert_eq!(payment.inputs, 1);
+        assert_eq!(tx.outputs().len(), 1);
+        check_valid(&tx, &[]).unwrap();
+        assert_eq!(
+            alice.balance(),
+            Balance {
+                spendable: 100,
+                pending_in: 0,
+                pending_out: 50
+            }
+        );
+    }
+
+    #[test]
+    fn payment_with_change_goes_to_a_fresh_address() {
+        let mut rng = rng(2);
+        let mut alice = funded_wallet(&[100, 50], &mut rng);
+        let keys_before = alice.addresses().len();
+        let bob = Wallet::new("usd", false, &mut rng).unwrap();
+        let (tx, payment) = alice
+            .build_payment(&bob.latest_address().unwrap(), 120, &mut rng)
+            .unwrap();
+        check_valid(&tx, &[]).unwrap();
+        assert_eq!(payment.change, 30);
+        assert_eq!(payment.inputs, 2);
+        assert_eq!(alice.addresses().len(), keys_before + 1, "change uses a new key");
+        let change_address = alice.latest_address().unwrap();
+        let change_output = tx
+            .outputs()
+            .iter()
+            .find(|output| output.witness_program_commitment == change_address.witness_program_commitment())
+            .unwrap();
+        assert_eq!(change_output.value, 30);
+        assert_eq!(
+            alice.balance(),
+            Balance {
+                spendable: 0,
+                pending_in: 30,
+                pending_out: 150
+            }
+        );
+        // The payment string names the payee's output, not the change.
+        assert_eq!(payment.payment_string.outputs.len(), 1);
+        assert_eq!(payment.payment_string.outputs[0].output.value, 120);
+        let settled = alice.on_confirmed(&payment.txid).unwrap();
+        assert_eq!((settled.spent, settled.received), (150, 30));
+        assert_eq!(alice.balance().spendable, 30);
+    }
+
+    #[test]
+    fn insufficient_funds_is_a_sentence_and_changes_nothing() {
+        let mut rng = rng(3);
+        let mut alice = funded_wallet(&[100, 20], &mut rng);
+        let to = alice.latest_address().unwrap();
+        let error = alice.build_payment(&to, 150, &mut rng).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "this wallet holds 120 usd spendable but the payment needs 150 usd"
+        );
+        assert_eq!(alice.balance().spendable, 120);
+        assert!(alice.pending().next().is_none());
+        assert!(matches!(
+            alice.build_payment(&to, 0, &mut rng),
+            Err(WalletError::ZeroAmount)
+        ));
+    }
+
+    #[test]
+    fn many_small_coins_pay_a_large_amount() {
+        let mut rng = rng(4);
+        let mut alice = funded_wallet(&[1; 300], &mut rng);
+        let bob = Wallet::new("usd", false, &mut rng).unwrap();
+        let (tx, payment) = alice
+            .build_payment(&bob.latest_address().unwrap(), 250, &mut rng)
+            .unwrap();
+        assert_eq!(payment.inputs, 250);
+        assert_eq!(payment.change, 0);
+        check_valid(&tx, &[]).unwrap();
+    }
+
+    #[test]
+    fn pending_coins_are_not_spent_twice() {
+        let mut rng = rng(5);
+        let mut alice = funded_wallet(&[100], &mut rng);
+        let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+        alice.build_payment(&to, 60, &mut rng).unwrap();
+        let error = alice.build_payment(&to, 30, &mut rng).unwrap_err();
+        // The 40 change is pending: the message points at sync.
+        assert!(error.to_string().starts_with("this wallet holds 0 usd spendable"));
+        assert!(error.to_string().contains("40 usd more is waiting"));
+    }
+
+    #[test]
+    fn rejected_payment_rolls_back() {
+        let mut rng = rng(6);
+        let mut alice = funded_wallet(&[70, 50], &mut rng);
+        let before = alice.balance();
+        let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+        let (_, payment) = alice.build_payment(&to, 100, &mut rng).unwrap();
+        let settled = alice.on_rejected(&payment.txid).unwrap();
+        assert_eq!((settled.released, settled.dropped), (120, 20));
+        assert_eq!(alice.balance(), before);
+        assert!(alice.coins().all(|coin| coin.state == CoinState::Spendable));
+        assert!(matches!(
+            alice.on_rejected(&payment.txid),
+            Err(WalletError::UnknownTransaction(_))
+        ));
+        // The coins can pay again.
+        alice.build_payment(&to, 100, &mut rng).unwrap();
+    }
+
+    #[test]
+    fn conflicted_payment_forgets_the_spent_inputs() {
+        let mut rng = rng(7);
+        let mut alice = funded_wallet(&[70, 50], &mut rng);
+        let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+        let (tx, payment) = alice.build_payment(&to, 100, &mut rng).unwrap();
+        let gone = tx.inputs()[0].prevout;
+        let gone_value = tx.inputs()[0].data.value;
+        let settled = alice.on_conflicted(&payment.txid, &[gone]).unwrap();
+        assert_eq!(settled.spent, gone_value);
+        assert_eq!(alice.balance().spendable, 120 - gone_value);
+    }
+
+    #[test]
+    fn issuer_mint_and_redeem_are_valid() {
+        let mut rng = rng(8);
+        let mut issuer = Wallet::new("usd", true, &mut rng).unwrap();
+        let issuer_key = issuer.issuer_pubkey().unwrap().serialize();
+        let own = issuer.latest_address().unwrap();
+        let bob = Wallet::new("usd", false, &mut rng).unwrap();
+        let (mint, minted) = issuer
+            .build_mint(&[(own, 500), (bob.latest_address().unwrap(), 70)], &mut rng)
+            .unwrap();
+        check_valid(&mint, &[issuer_key]).unwrap();
+        assert_eq!((minted.total, minted.to_self), (570, 500));
+        let payment_string = minted.payment_string.clone().unwrap();
+        assert_eq!(payment_string.outputs.len(), 1);
+        assert_eq!(payment_string.outputs[0].output.value, 70);
+        assert_eq!(issuer.balance().pending_in, 500);
+        issuer.on_confirmed(&minted.txid).unwrap();
+        assert_eq!(issuer.balance().spendable, 500);
+
+        let (redeem, redeemed) = issuer.build_redeem(120, &mut rng).unwrap();
+        check_valid(&redeem, &[issuer_key]).unwrap();
+        assert_eq!((redeemed.amount, redeemed.change), (120, 380));
+        assert_eq!(
+            issuer.balance(),
+            Balance {
+                spendable: 0,
+                pending_in: 380,
+                pending_out: 500
+            }
+        );
+        issuer.on_confirmed(&redeemed.txid).unwrap();
+        assert_eq!(issuer.balance().spendable, 380);
+        // Mints get distinct txids even for identical outputs: the nonce.
+        let (a, _) = issuer.build_mint(&[(own, 1)], &mut rng).unwrap();
+        let (b, _) = issuer.build_mint(&[(own, 1)], &mut rng).unwrap();
+        assert_ne!(a.txid(), b.txid());
+    }
+
+    #[test]
+    fn plain_wallets_cannot_mint_or_redeem() {
+        let mut rng = rng(9);
+        let mut alice = funded_wallet(&[10], &mut rng);
+        let own = alice.latest_address().unwrap();
+        assert!(matches!(
+            alice.build_mint(&[(own, 5)], &mut rng),
+            Err(WalletError::NotIssuer)
+        ));
+        assert!(matches!(alice.build_redeem(5, &mut rng), Err(WalletError::NotIssuer)));
+        let mut issuer = Wallet::new("usd", true, &mut rng).unwrap();
+        assert!(matches!(issuer.build_mint(&[], &mut rng), Err(WalletError::NoOutputs)));
+        assert!(matches!(
+            issuer.build_mint(&[(own, u64::MAX), (own, 1)], &mut rng),
+            Err(WalletError::AmountsOverflow)
+        ));
+    }
+
+    #[test]
+    fn import_checks_the_recipient() {
+        let mut rng = rng(10);
+        let mut alice = funded_wallet(&[100], &mut rng);
+        let mut bob = Wallet::new("usd", false, &mut rng).unwrap();
+        let mut carol = Wallet::new("usd", false, &mut rng).unwrap();
+        let (_, payment) = alice
+            .build_payment(&bob.latest_address().unwrap(), 40, &mut rng)
+            .unwrap();
+        let error = carol.import_payment(&payment.payment_string, &[]).unwrap_err();
+        assert!(error
+            .to_string()
+            .starts_with("this payment is not addressed to this wallet"));
+        // Unconfirmed first, then confirmed by a later look-up.
+        let imported = bob.import_payment(&payment.payment_string, &[]).unwrap();
+        assert_eq!((imported.spendable, imported.pending), (0, 40));
+        assert_eq!(bob.balance().pending_in, 40);
+        let waiting = bob.unconfirmed_imports();
+        assert_eq!(waiting.len(), 1);
+        assert_eq!(waiting[0].1, payment.payment_string.uhs_ids()[0]);
+        assert_eq!(bob.confirm_imported(&[waiting[0].0]), 40);
+        assert_eq!(bob.balance().spendable, 40);
+        // Importing again is harmless.
+        let again = bob
+            .import_payment(&payment.payment_string, &payment.payment_string.uhs_ids())
+            .unwrap();
+        assert_eq!(again.already_known, 1);
+        assert_eq!(bob.balance().spendable, 40);
+    }
+
+    #[test]
+    fn confirmed_import_is_spendable_at_once() {
+        let mut rng = rng(11);
+        let mut alice = funded_wallet(&[100], &mut rng);
+        let mut bob = Wallet::new("usd", false, &mut rng).unwrap();
+        let (_, payment) = alice
+            .build_payment(&bob.latest_address().unwrap(), 40, &mut rng)
+            .unwrap();
+        let imported = bob
+            .import_payment(&payment.payment_string, &payment.payment_string.uhs_ids())
+            .unwrap();
+        assert_eq!(imported.spendable, 40);
+        let (tx, _) = bob
+            .build_payment(&alice.latest_address().unwrap(), 40, &mut rng)
+            .unwrap();
+        check_valid(&tx, &[]).unwrap();
+    }
+
+    #[test]
+    fn invalid_hrp_is_refused() {
+        let mut rng = rng(12);
+        assert!(matches!(
+            Wallet::new("", false, &mut rng),
+            Err(WalletError::InvalidHrp { .. })
+        ));
+        let eur = Wallet::new("eur", false, &mut rng).unwrap();
+        let usd_address = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+        let text = usd_address.encode("usd").unwrap();
+        assert!(eur.parse_address(&text).is_err());
+    }
+
+    #[test]
+    fn debug_output_hides_secrets() {
+        let mut rng = rng(13);
+        let wallet = Wallet::new("usd", true, &mut rng).unwrap();
+        let secret = hex::encode(wallet.keys[0].secret);
+        assert!(!format!("{wallet:?}").contains(&secret));
+    }
+}

@@ -1,0 +1,20 @@
+//! Decodes arbitrary bytes as a `SpecieTransaction` and as a `CompactTransaction`. Decoding must
+//! never panic or allocate beyond the limits, and whatever decodes must re-encode to exactly the
+//! input bytes: specie has one encoding per value (docs/transaction-format.md).
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use specie_transaction::{CompactTransaction, Decode, Encode, SpecieTransaction};
+
+fuzz_target!(|bytes: &[u8]| {
+    if let Ok(tx) = SpecieTransaction::decode_exact(bytes) {
+        assert_eq!(tx.encode(), bytes, "SpecieTransaction re-encoding differs from its input");
+        // Derived values must be computable for anything that decodes.
+        let compact = tx.compact();
+        assert_eq!(compact.spent.len(), tx.inputs().len());
+    }
+    if let Ok(compact) = CompactTransaction::decode_exact(bytes) {
+        assert_eq!(compact.encode(), bytes, "CompactTransaction re-encoding differs from its input");
+    }
+});
