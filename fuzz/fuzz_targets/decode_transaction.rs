@@ -9,12 +9,20 @@ use specie_transaction::{CompactTransaction, Decode, Encode, SpecieTransaction};
 
 fuzz_target!(|bytes: &[u8]| {
     if let Ok(tx) = SpecieTransaction::decode_exact(bytes) {
-        assert_eq!(tx.encode(), bytes, "SpecieTransaction re-encoding differs from its input");
+        assert_eq!(
+            tx.encode(),
+            bytes,
+            "SpecieTransaction re-encoding differs from its input"
+        );
         // Derived values must be computable for anything that decodes.
         let compact = tx.compact();
         assert_eq!(compact.spent.len(), tx.inputs().len());
     }
     if let Ok(compact) = CompactTransaction::decode_exact(bytes) {
-        assert_eq!(compact.encode(), bytes, "CompactTransaction re-encoding differs from its input");
+        assert_eq!(
+            compact.encode(),
+            bytes,
+            "CompactTransaction re-encoding differs from its input"
+        );
     }
 });

@@ -26,7 +26,11 @@ pub struct CommandLimits {
 
 impl Default for CommandLimits {
     fn default() -> Self {
-        CommandLimits { dtxn_transactions_max: 100_000, dtxns_max: 100_000, transaction: DecodeLimits::default() }
+        CommandLimits {
+            dtxn_transactions_max: 100_000,
+            dtxns_max: 100_000,
+            transaction: DecodeLimits::default(),
+        }
     }
 }
 
@@ -37,13 +41,24 @@ fn put_votes(out: &mut Vec<u8>, votes: &[Vote]) {
 
 fn read_votes(reader: &mut Reader<'_>, max: u64) -> Result<Vec<Vote>, DecodeError> {
     let bytes = reader.read_byte_vec("outcomes", max)?;
-    bytes.iter().map(|&b| Vote::from_u8(b).ok_or(DecodeError::UnknownKind { what: "outcome", kind: b })).collect()
+    bytes
+        .iter()
+        .map(|&b| {
+            Vote::from_u8(b).ok_or(DecodeError::UnknownKind {
+                what: "outcome",
+                kind: b,
+            })
+        })
+        .collect()
 }
 
 fn read_txs(reader: &mut Reader<'_>, limits: &CommandLimits) -> Result<Vec<CompactTransaction>, DecodeError> {
-    reader.read_vec("dtxn transactions", limits.dtxn_transactions_max, COMPACT_BYTES_MIN, |r| {
-        CompactTransaction::decode_from(r, &limits.transaction)
-    })
+    reader.read_vec(
+        "dtxn transactions",
+        limits.dtxn_transactions_max,
+        COMPACT_BYTES_MIN,
+        |r| CompactTransaction::decode_from(r, &limits.transaction),
+    )
 }
 
 impl Encode for CoordinatorCommand {
@@ -75,16 +90,27 @@ impl Decode for CoordinatorCommand {
         Ok(match reader.read_u8("coordinator command kind")? {
             COMMAND_PREPARE => {
                 let dtxn = reader.read_u64("dtxn id")?;
-                CoordinatorCommand::Prepare { dtxn, txs: read_txs(reader, limits)? }
+                CoordinatorCommand::Prepare {
+                    dtxn,
+                    txs: read_txs(reader, limits)?,
+                }
             }
             COMMAND_COMMIT => {
                 let dtxn = reader.read_u64("dtxn id")?;
-                CoordinatorCommand::Commit { dtxn, outcomes: read_votes(reader, limits.dtxn_transactions_max)? }
+                CoordinatorCommand::Commit {
+                    dtxn,
+                    outcomes: read_votes(reader, limits.dtxn_transactions_max)?,
+                }
             }
-            COMMAND_FINISH => {
-                CoordinatorCommand::Finish { dtxns: reader.read_vec("finished dtxns", limits.dtxns_max, 8, |r| r.read_u64("dtxn id"))? }
+            COMMAND_FINISH => CoordinatorCommand::Finish {
+                dtxns: reader.read_vec("finished dtxns", limits.dtxns_max, 8, |r| r.read_u64("dtxn id"))?,
+            },
+            kind => {
+                return Err(DecodeError::UnknownKind {
+                    what: "coordinator command",
+                    kind,
+                })
             }
-            kind => return Err(DecodeError::UnknownKind { what: "coordinator command", kind }),
         })
     }
 
@@ -117,7 +143,11 @@ impl CoordinatorState {
         let mut reader = Reader::new(bytes);
         let version = reader.read_u8("coordinator snapshot version")?;
         if version != SNAPSHOT_VERSION {
-            return Err(DecodeError::UnsupportedVersion { what: "coordinator snapshot", version, supported: SNAPSHOT_VERSION });
+            return Err(DecodeError::UnsupportedVersion {
+                what: "coordinator snapshot",
+                version,
+                supported: SNAPSHOT_VERSION,
+            });
         }
         let next_dtxn = reader.read_u64("next dtxn")?;
         let count = reader.read_count("active dtxns", limits.dtxns_max, 8 + 8 + 1)?;
@@ -128,11 +158,19 @@ impl CoordinatorState {
             let outcomes = match reader.read_u8("outcomes present")? {
                 0 => None,
                 1 => Some(read_votes(&mut reader, limits.dtxn_transactions_max)?),
-                _ => return Err(DecodeError::NonCanonical { what: "outcomes present", reason: "must be 0 or 1" }),
+                _ => {
+                    return Err(DecodeError::NonCanonical {
+                        what: "outcomes present",
+                        reason: "must be 0 or 1",
+                    })
+                }
             };
             let consistent = dtxn < next_dtxn && outcomes.as_ref().is_none_or(|o| o.len() == txs.len());
             if !consistent || active.insert(dtxn, ActiveDtxn { txs, outcomes }).is_some() {
-                return Err(DecodeError::NonCanonical { what: "coordinator snapshot", reason: "inconsistent dtxn" });
+                return Err(DecodeError::NonCanonical {
+                    what: "coordinator snapshot",
+                    reason: "inconsistent dtxn",
+                });
             }
         }
         reader.finish()?;
@@ -160,8 +198,10 @@ mod tests {
     fn command() -> impl Strategy<Value = CoordinatorCommand> {
         let vote = (0u8..5).prop_map(|b| Vote::from_u8(b).unwrap());
         prop_oneof![
-            (any::<u64>(), prop::collection::vec(compact(), 0..4)).prop_map(|(dtxn, txs)| CoordinatorCommand::Prepare { dtxn, txs }),
-            (any::<u64>(), prop::collection::vec(vote, 0..6)).prop_map(|(dtxn, outcomes)| CoordinatorCommand::Commit { dtxn, outcomes }),
+            (any::<u64>(), prop::collection::vec(compact(), 0..4))
+                .prop_map(|(dtxn, txs)| CoordinatorCommand::Prepare { dtxn, txs }),
+            (any::<u64>(), prop::collection::vec(vote, 0..6))
+                .prop_map(|(dtxn, outcomes)| CoordinatorCommand::Commit { dtxn, outcomes }),
             prop::collection::vec(any::<u64>(), 0..6).prop_map(|dtxns| CoordinatorCommand::Finish { dtxns }),
         ]
     }

@@ -130,8 +130,7 @@ pub struct Coordinator {
 
 impl Coordinator {
     pub fn new(config: CoordinatorConfig, state: CoordinatorState) -> Self {
-        ShardRange::check_cover(&config.shards)
-            .expect("coordinator shard ranges must cover the id space");
+        ShardRange::check_cover(&config.shards).expect("coordinator shard ranges must cover the id space");
         assert!(config.batch_transactions_max > 0 && config.dtxns_in_flight_max > 0);
         assert!(config.queue_transactions_max >= config.batch_transactions_max);
         Coordinator {
@@ -166,22 +165,10 @@ impl Coordinator {
         for (&dtxn, active) in self.state.active() {
             let mut flight = plan_flight(&self.config.shards, &active.txs, None, now_ms);
             match &active.outcomes {
-                None => send_phase(
-                    &mut self.outputs,
-                    dtxn,
-                    &mut flight,
-                    Phase::Preparing,
-                    now_ms,
-                ),
+                None => send_phase(&mut self.outputs, dtxn, &mut flight, Phase::Preparing, now_ms),
                 Some(outcomes) => {
                     flight.votes = outcomes.clone();
-                    send_phase(
-                        &mut self.outputs,
-                        dtxn,
-                        &mut flight,
-                        Phase::Committing,
-                        now_ms,
-                    );
+                    send_phase(&mut self.outputs, dtxn, &mut flight, Phase::Committing, now_ms);
                 }
             }
             leader.flights.insert(dtxn, flight);
@@ -204,12 +191,7 @@ impl Coordinator {
         }
     }
 
-    pub fn submit(
-        &mut self,
-        tag: Tag,
-        mut tx: CompactTransaction,
-        now_ms: u64,
-    ) -> Result<(), SubmitError> {
+    pub fn submit(&mut self, tag: Tag, mut tx: CompactTransaction, now_ms: u64) -> Result<(), SubmitError> {
         let Some(leader) = self.leader.as_mut() else {
             return Err(SubmitError::NotLeader);
         };
@@ -280,10 +262,7 @@ impl Coordinator {
             leader.next_proposal += 1;
             leader.proposed_tags.insert(dtxn, tags);
             self.outputs
-                .push_back(CoordinatorOutput::Propose(CoordinatorCommand::Prepare {
-                    dtxn,
-                    txs,
-                }));
+                .push_back(CoordinatorOutput::Propose(CoordinatorCommand::Prepare { dtxn, txs }));
         }
     }
 
@@ -300,13 +279,7 @@ impl Coordinator {
             CoordinatorCommand::Prepare { dtxn, txs } => {
                 let tags = leader.proposed_tags.remove(dtxn);
                 let mut flight = plan_flight(&self.config.shards, txs, tags, now_ms);
-                send_phase(
-                    &mut self.outputs,
-                    *dtxn,
-                    &mut flight,
-                    Phase::Preparing,
-                    now_ms,
-                );
+                send_phase(&mut self.outputs, *dtxn, &mut flight, Phase::Preparing, now_ms);
                 leader.flights.insert(*dtxn, flight);
             }
             CoordinatorCommand::Commit { dtxn, outcomes } => {
@@ -361,16 +334,20 @@ impl Coordinator {
                 }
                 for (tx, vote) in prepared.iter().zip(votes) {
                     let decided = &mut flight.votes[tx.index as usize];
-                    if *decided == Vote::Yes {
+                    // Keep the most telling refusal, whatever order the shards answer in, so the
+                    // reason a client sees never depends on message timing.
+                    if refusal_rank(*vote) > refusal_rank(*decided) {
                         *decided = *vote;
                     }
                 }
                 if flight.waiting.is_empty() {
                     flight.phase = Phase::Deciding;
                     let outcomes = flight.votes.clone();
-                    self.outputs.push_back(CoordinatorOutput::Propose(
-                        CoordinatorCommand::Commit { dtxn, outcomes },
-                    ));
+                    self.outputs
+                        .push_back(CoordinatorOutput::Propose(CoordinatorCommand::Commit {
+                            dtxn,
+                            outcomes,
+                        }));
                 }
             }
             // Stale while committing: the shard committed and was already told to discard.
@@ -412,13 +389,20 @@ impl Coordinator {
     }
 }
 
+/// Which refusal to report when shards disagree: a spent input says most (a double spend), an
+/// existing output next (a replayed mint), then the transient conflicts.
+fn refusal_rank(vote: Vote) -> u8 {
+    match vote {
+        Vote::Yes => 0,
+        Vote::OutputLocked => 1,
+        Vote::InputLocked => 2,
+        Vote::OutputExists => 3,
+        Vote::InputMissing => 4,
+    }
+}
+
 /// Splits each transaction's ids by owning shard.
-fn plan_flight(
-    shards: &[ShardRange],
-    txs: &[CompactTransaction],
-    tags: Option<Vec<Tag>>,
-    now_ms: u64,
-) -> Flight {
+fn plan_flight(shards: &[ShardRange], txs: &[CompactTransaction], tags: Option<Vec<Tag>>, now_ms: u64) -> Flight {
     let mut by_shard: BTreeMap<usize, Vec<ShardTx>> = BTreeMap::new();
     for (index, tx) in txs.iter().enumerate() {
         let mut touched: BTreeMap<usize, ShardTx> = BTreeMap::new();
@@ -482,13 +466,7 @@ fn phase_request(dtxn: DtxnId, flight: &Flight, participant: usize) -> ShardRequ
     }
 }
 
-fn send_phase(
-    outputs: &mut VecDeque<CoordinatorOutput>,
-    dtxn: DtxnId,
-    flight: &mut Flight,
-    phase: Phase,
-    now_ms: u64,
-) {
+fn send_phase(outputs: &mut VecDeque<CoordinatorOutput>, dtxn: DtxnId, flight: &mut Flight, phase: Phase, now_ms: u64) {
     flight.phase = phase;
     flight.sent_ms = now_ms;
     flight.waiting = (0..flight.participants.len()).collect();

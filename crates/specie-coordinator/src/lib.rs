@@ -16,7 +16,7 @@ mod codec;
 mod engine;
 mod state;
 
+pub use codec::CommandLimits;
 pub use engine::{Coordinator, CoordinatorConfig, CoordinatorOutput, SubmitError, Tag, TxResult};
 pub use specie_shard::DtxnId;
-pub use codec::CommandLimits;
 pub use state::{ActiveDtxn, Applied, CoordinatorCommand, CoordinatorState};

@@ -8,10 +8,7 @@ use specie_transaction::CompactTransaction;
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum CoordinatorCommand {
     /// Start dtxn `dtxn` with these transactions (attestations stripped: shards never see them).
-    Prepare {
-        dtxn: DtxnId,
-        txs: Vec<CompactTransaction>,
-    },
+    Prepare { dtxn: DtxnId, txs: Vec<CompactTransaction> },
     /// The decision for every transaction of `dtxn`: `Vote::Yes` completes it, anything else
     /// is the first reason a shard gave for refusing it.
     Commit { dtxn: DtxnId, outcomes: Vec<Vote> },
@@ -43,10 +40,7 @@ pub enum Applied {
 
 impl CoordinatorState {
     pub fn from_parts(next_dtxn: DtxnId, active: BTreeMap<DtxnId, ActiveDtxn>) -> Self {
-        assert!(
-            active.keys().all(|d| *d < next_dtxn),
-            "active dtxns precede next_dtxn"
-        );
+        assert!(active.keys().all(|d| *d < next_dtxn), "active dtxns precede next_dtxn");
         CoordinatorState { next_dtxn, active }
     }
 
@@ -123,31 +117,15 @@ mod tests {
             outcomes: vec![Vote::Yes],
         };
         let finish = CoordinatorCommand::Finish { dtxns: vec![0] };
-        assert_eq!(
-            state.apply(&commit),
-            Applied::Ignored,
-            "commit before prepare"
-        );
-        assert_eq!(
-            state.apply(&finish),
-            Applied::Ignored,
-            "finish before prepare"
-        );
+        assert_eq!(state.apply(&commit), Applied::Ignored, "commit before prepare");
+        assert_eq!(state.apply(&finish), Applied::Ignored, "finish before prepare");
         let prepare = CoordinatorCommand::Prepare {
             dtxn: 0,
             txs: vec![tx(1)],
         };
         assert_eq!(state.apply(&prepare), Applied::Changed);
-        assert_eq!(
-            state.apply(&prepare),
-            Applied::Ignored,
-            "same dtxn id twice"
-        );
-        assert_eq!(
-            state.apply(&finish),
-            Applied::Ignored,
-            "finish before commit"
-        );
+        assert_eq!(state.apply(&prepare), Applied::Ignored, "same dtxn id twice");
+        assert_eq!(state.apply(&finish), Applied::Ignored, "finish before commit");
         let wrong_len = CoordinatorCommand::Commit {
             dtxn: 0,
             outcomes: vec![Vote::Yes, Vote::Yes],
@@ -158,11 +136,7 @@ mod tests {
             dtxn: 0,
             outcomes: vec![Vote::InputMissing],
         };
-        assert_eq!(
-            state.apply(&other),
-            Applied::Ignored,
-            "a decision is taken once"
-        );
+        assert_eq!(state.apply(&other), Applied::Ignored, "a decision is taken once");
         assert_eq!(state.finished_below(), 0);
         assert_eq!(state.apply(&finish), Applied::Changed);
         assert_eq!(state.finished_below(), 1);
@@ -177,10 +151,7 @@ mod tests {
             txs: vec![tx(1)],
         };
         assert_eq!(state.apply(&skip), Applied::Ignored);
-        let empty = CoordinatorCommand::Prepare {
-            dtxn: 0,
-            txs: vec![],
-        };
+        let empty = CoordinatorCommand::Prepare { dtxn: 0, txs: vec![] };
         assert_eq!(state.apply(&empty), Applied::Ignored);
         assert_eq!(state.next_dtxn(), 0);
     }

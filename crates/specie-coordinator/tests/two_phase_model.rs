@@ -14,8 +14,7 @@ use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use specie_coordinator::{
-    Coordinator, CoordinatorCommand, CoordinatorConfig, CoordinatorOutput, CoordinatorState,
-    TxResult,
+    Coordinator, CoordinatorCommand, CoordinatorConfig, CoordinatorOutput, CoordinatorState, TxResult,
 };
 use specie_shard::{ShardRange, ShardRequest, ShardResponse, ShardState, Vote};
 use specie_transaction::{CompactTransaction, Txid, UhsId};
@@ -103,8 +102,7 @@ impl World {
             }
         } else {
             let (shard, response) = self.to_coordinator.swap_remove(pick - self.to_shards.len());
-            self.coordinator
-                .on_shard_response(shard, response, self.now_ms);
+            self.coordinator.on_shard_response(shard, response, self.now_ms);
         }
         self.now_ms += 1;
         self.coordinator.tick(self.now_ms);
@@ -118,11 +116,7 @@ impl World {
         for command in &self.log {
             state.apply(command);
         }
-        assert_eq!(
-            &state,
-            self.coordinator.state(),
-            "replaying the log rebuilds the state"
-        );
+        assert_eq!(&state, self.coordinator.state(), "replaying the log rebuilds the state");
         // Outputs the dead leader had not yet handed over (proposals not durable, outcomes not
         // reported) die with it.
         self.coordinator = Coordinator::new(self.config.clone(), state);
@@ -185,13 +179,8 @@ fn run(case: Case) {
                 continue;
             }
             // Like a real mint: outputs plus a replay marker that no transaction can spend.
-            let mut created: Vec<UhsId> = (0..world.rng.gen_range(1..4))
-                .map(|_| id(&mut world.rng))
-                .collect();
-            let mut vals: Vec<u64> = created
-                .iter()
-                .map(|_| world.rng.gen_range(1..1000))
-                .collect();
+            let mut created: Vec<UhsId> = (0..world.rng.gen_range(1..4)).map(|_| id(&mut world.rng)).collect();
+            let mut vals: Vec<u64> = created.iter().map(|_| world.rng.gen_range(1..1000)).collect();
             let marker = id(&mut world.rng);
             markers.insert(marker);
             created.push(marker);
@@ -208,11 +197,7 @@ fn run(case: Case) {
             mints.push(tx.clone());
             batch.push((tx, vals));
         }
-        let unspent: Vec<UhsId> = model
-            .keys()
-            .filter(|i| !markers.contains(i))
-            .copied()
-            .collect();
+        let unspent: Vec<UhsId> = model.keys().filter(|i| !markers.contains(i)).copied().collect();
         let spent_list: Vec<UhsId> = spent_ever.iter().copied().collect();
         for _ in 0..world.rng.gen_range(0..12) {
             if unspent.is_empty() {
@@ -229,10 +214,7 @@ fn run(case: Case) {
             if world.rng.gen_bool(0.05) {
                 inputs.push(id(&mut world.rng)); // never existed
             }
-            let total: u64 = inputs
-                .iter()
-                .map(|i| values.get(i).copied().unwrap_or(1))
-                .sum();
+            let total: u64 = inputs.iter().map(|i| values.get(i).copied().unwrap_or(1)).sum();
             let split = world.rng.gen_range(0..=total);
             let created = vec![id(&mut world.rng), id(&mut world.rng)];
             let vals = vec![split, total - split];
@@ -250,16 +232,13 @@ fn run(case: Case) {
             }
             let tag = next_tag;
             next_tag += 1;
-            world
-                .coordinator
-                .submit(tag, tx.clone(), world.now_ms)
-                .unwrap();
+            world.coordinator.submit(tag, tx.clone(), world.now_ms).unwrap();
             submitted.insert(tag, (tx, vals));
         }
         // Run to quiescence, crashing the coordinator now and then.
         while world.step() {
             steps += 1;
-            if case.crash_every.is_some_and(|every| steps % every == 0) {
+            if case.crash_every.is_some_and(|every| steps.is_multiple_of(every)) {
                 world.crash_coordinator();
             }
             if steps > 200_000 {
@@ -289,8 +268,7 @@ fn run(case: Case) {
     }
     // Outcomes a crashed leader could not report are settled by looking at the shards.
     for (_, (tx, vals)) in submitted.drain() {
-        let applied =
-            tx.created.iter().all(|i| shard_of(&world, i).contains(i)) && !tx.created.is_empty();
+        let applied = tx.created.iter().all(|i| shard_of(&world, i).contains(i)) && !tx.created.is_empty();
         let result = if applied && !model.contains_key(&tx.created[0]) {
             TxResult::Confirmed
         } else {
@@ -314,11 +292,7 @@ fn run(case: Case) {
         );
     }
     let total_ids: u64 = world.shards.iter().map(|s| s.stats().uhs_ids).sum();
-    assert_eq!(
-        total_ids as usize,
-        model.len(),
-        "UHS holds exactly the model's ids"
-    );
+    assert_eq!(total_ids as usize, model.len(), "UHS holds exactly the model's ids");
     for (i, v) in &model {
         actual.insert(*i, *v);
     }
@@ -346,10 +320,7 @@ fn apply_to_model(
         && tx.spent.iter().collect::<HashSet<_>>().len() == tx.spent.len();
     match result {
         TxResult::Confirmed => {
-            assert!(
-                valid_now,
-                "confirmed a transaction the model says is invalid: {tx:?}"
-            );
+            assert!(valid_now, "confirmed a transaction the model says is invalid: {tx:?}");
             for i in &tx.spent {
                 assert!(spent_ever.insert(*i), "id spent twice");
                 model.remove(i);
@@ -400,20 +371,14 @@ fn conflicting_spends_in_one_batch_never_both_confirm() {
         world.coordinator.submit(tag, tx, 0).unwrap();
     }
     while world.step() {}
-    let confirmed = (1..=5)
-        .filter(|t| world.outcomes[t] == TxResult::Confirmed)
-        .count();
+    let confirmed = (1..=5).filter(|t| world.outcomes[t] == TxResult::Confirmed).count();
     assert!(confirmed <= 1, "{confirmed} spends of one id confirmed");
-    assert_eq!(
-        confirmed, 1,
-        "exactly one spend of a single-shard input wins"
-    );
+    assert_eq!(confirmed, 1, "exactly one spend of a single-shard input wins");
     let lost = [
         TxResult::Rejected(Vote::InputLocked),
         TxResult::Rejected(Vote::InputMissing),
     ];
-    assert!((1..=5u64)
-        .all(|t| world.outcomes[&t] == TxResult::Confirmed || lost.contains(&world.outcomes[&t])));
+    assert!((1..=5u64).all(|t| world.outcomes[&t] == TxResult::Confirmed || lost.contains(&world.outcomes[&t])));
 }
 
 #[test]

@@ -27,22 +27,15 @@ pub enum LogError {
     #[error("batch has {records} records, more than batch_records_max {records_max}")]
     BatchTooLarge { records: usize, records_max: usize },
 
-    #[error(
-        "record {position} of the batch has {bytes} bytes, more than record_bytes_max {bytes_max}"
-    )]
+    #[error("record {position} of the batch has {bytes} bytes, more than record_bytes_max {bytes_max}")]
     RecordTooLarge {
         position: usize,
         bytes: usize,
         bytes_max: u32,
     },
 
-    #[error(
-        "snapshot last_index {last_index} is before the installed snapshot's {snapshot_last_index}"
-    )]
-    SnapshotRegressed {
-        last_index: u64,
-        snapshot_last_index: u64,
-    },
+    #[error("snapshot last_index {last_index} is before the installed snapshot's {snapshot_last_index}")]
+    SnapshotRegressed { last_index: u64, snapshot_last_index: u64 },
 
     /// An earlier write, fsync or file operation failed. After a failed fsync the kernel may
     /// have dropped the dirty pages and cleared the error (fsyncgate), so retrying could report

@@ -84,19 +84,13 @@ pub(crate) fn decode(bytes: &[u8], record_bytes_max: u32) -> Result<Frame<'_>, F
 /// The index window keeps this cheap: a frame is at least 16 bytes, so a frame k records later
 /// than `index_expected` cannot start before k * 16 bytes, and most byte offsets are rejected
 /// on the index field alone without computing a checksum.
-pub(crate) fn find_valid_after(
-    bytes: &[u8],
-    from: usize,
-    index_expected: u64,
-    record_bytes_max: u32,
-) -> Option<usize> {
+pub(crate) fn find_valid_after(bytes: &[u8], from: usize, index_expected: u64, record_bytes_max: u32) -> Option<usize> {
     let bytes_after = (bytes.len() - from) as u64;
     let index_max = index_expected.saturating_add(bytes_after / FRAME_HEADER_BYTES as u64);
     let offset_last = bytes.len().checked_sub(FRAME_HEADER_BYTES)?;
     (from + 1..=offset_last).find(|&offset| {
         let index = u64_at(bytes, offset + 8);
-        (index_expected..=index_max).contains(&index)
-            && decode(&bytes[offset..], record_bytes_max).is_ok()
+        (index_expected..=index_max).contains(&index) && decode(&bytes[offset..], record_bytes_max).is_ok()
     })
 }
 
@@ -119,13 +113,7 @@ mod tests {
             }
         );
         let second = decode(&buffer[first.bytes() as usize..], 64).unwrap();
-        assert_eq!(
-            second,
-            Frame {
-                index: 8,
-                payload: b""
-            }
-        );
+        assert_eq!(second, Frame { index: 8, payload: b"" });
     }
 
     #[test]
@@ -133,10 +121,7 @@ mod tests {
         let mut buffer = Vec::new();
         encode(&mut buffer, 0x0102_0304_0506_0708, b"ab");
         assert_eq!(&buffer[0..4], &2u32.to_le_bytes());
-        assert_eq!(
-            &buffer[4..8],
-            &checksum(0x0102_0304_0506_0708, b"ab").to_le_bytes()
-        );
+        assert_eq!(&buffer[4..8], &checksum(0x0102_0304_0506_0708, b"ab").to_le_bytes());
         assert_eq!(&buffer[8..16], &0x0102_0304_0506_0708u64.to_le_bytes());
         assert_eq!(&buffer[16..], b"ab");
     }
@@ -153,10 +138,7 @@ mod tests {
             decode(&buffer[..20], 64),
             Err(FrameDefect::PayloadShort { .. })
         ));
-        assert!(matches!(
-            decode(&buffer, 3),
-            Err(FrameDefect::LengthExceedsMax { .. })
-        ));
+        assert!(matches!(decode(&buffer, 3), Err(FrameDefect::LengthExceedsMax { .. })));
         let mut flipped = buffer.clone();
         flipped[18] ^= 0x40;
         assert!(matches!(
@@ -166,10 +148,7 @@ mod tests {
         buffer[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(matches!(
             decode(&buffer, u32::MAX),
-            Err(FrameDefect::PayloadShort {
-                length: u32::MAX,
-                ..
-            })
+            Err(FrameDefect::PayloadShort { length: u32::MAX, .. })
         ));
     }
 

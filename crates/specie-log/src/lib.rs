@@ -157,12 +157,8 @@ impl Log {
                 assert!(!sealed, "sealed segments never have a torn tail");
                 // Cut the torn bytes before anything is appended after them: otherwise they
                 // would sit between valid frames and read as corruption next time.
-                let file = OpenOptions::new()
-                    .write(true)
-                    .open(&path)
-                    .map_err(io_error(&path))?;
-                file.set_len(replayed.bytes_valid)
-                    .map_err(io_error(&path))?;
+                let file = OpenOptions::new().write(true).open(&path).map_err(io_error(&path))?;
+                file.set_len(replayed.bytes_valid).map_err(io_error(&path))?;
                 if fsync {
                     file.sync_all().map_err(io_error(&path))?;
                 }
@@ -179,10 +175,7 @@ impl Log {
             // The last segment continues the log: append to it.
             Some((first_index, replayed)) if replayed.index_next == last_index + 1 => {
                 let path = segment::path(dir, first_index);
-                let file = OpenOptions::new()
-                    .append(true)
-                    .open(&path)
-                    .map_err(io_error(&path))?;
+                let file = OpenOptions::new().append(true).open(&path).map_err(io_error(&path))?;
                 (file, replayed.bytes_valid)
             }
             // No segment yet, or a crash came between installing a snapshot newer than the
@@ -227,10 +220,7 @@ impl Log {
 
     /// Appends `records` with one write and (under `SyncMode::Fsync`) one `fdatasync`. They are
     /// durable when this returns, and get the consecutive indexes returned.
-    pub fn append_batch<R: AsRef<[u8]>>(
-        &mut self,
-        records: &[R],
-    ) -> Result<RangeInclusive<u64>, LogError> {
+    pub fn append_batch<R: AsRef<[u8]>>(&mut self, records: &[R]) -> Result<RangeInclusive<u64>, LogError> {
         self.check_poisoned()?;
         if records.is_empty() {
             return Err(LogError::BatchEmpty);
@@ -261,8 +251,7 @@ impl Log {
 
         // Cleared only once every step below succeeded.
         self.poisoned = true;
-        if self.active_bytes > 0 && self.active_bytes + batch_bytes > self.options.segment_bytes_max
-        {
+        if self.active_bytes > 0 && self.active_bytes + batch_bytes > self.options.segment_bytes_max {
             self.roll(index_first)?;
         }
         self.buffer.clear();
@@ -275,9 +264,7 @@ impl Log {
             .write_all(&self.buffer)
             .map_err(io_error(&self.active_path()))?;
         if self.options.fsync() {
-            self.active
-                .sync_data()
-                .map_err(io_error(&self.active_path()))?;
+            self.active.sync_data().map_err(io_error(&self.active_path()))?;
         }
         self.active_bytes += batch_bytes;
         self.last_index = index_last;
@@ -357,10 +344,7 @@ impl Log {
     }
 
     fn active_first_index(&self) -> u64 {
-        *self
-            .segments
-            .last()
-            .expect("an open log always has an active segment")
+        *self.segments.last().expect("an open log always has an active segment")
     }
 
     fn active_path(&self) -> PathBuf {
@@ -399,10 +383,7 @@ impl Log {
         // O(segments): debug builds only, so appends stay O(1) in release.
         debug_assert!(self.segments.windows(2).all(|pair| pair[0] < pair[1]));
         assert!(active_first_index <= self.last_index + 1);
-        assert_eq!(
-            self.active_bytes == 0,
-            active_first_index == self.last_index + 1
-        );
+        assert_eq!(self.active_bytes == 0, active_first_index == self.last_index + 1);
         assert!(self.snapshot_last_index <= self.last_index);
         assert!(self.bytes_total_at_snapshot <= self.bytes_total);
     }

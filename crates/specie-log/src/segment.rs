@@ -24,9 +24,7 @@ pub(crate) fn path(dir: &Path, first_index: u64) -> PathBuf {
 /// The first index a segment file name encodes, or `None` for any other file. Only the exact
 /// canonical spelling counts, so a stray `log-1.seg` cannot alias `log-00000000000000000001.seg`.
 pub(crate) fn parse_name(file_name: &str) -> Option<u64> {
-    let digits = file_name
-        .strip_prefix(SEGMENT_PREFIX)?
-        .strip_suffix(SEGMENT_SUFFIX)?;
+    let digits = file_name.strip_prefix(SEGMENT_PREFIX)?.strip_suffix(SEGMENT_SUFFIX)?;
     if digits.len() != SEGMENT_INDEX_DIGITS || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -157,12 +155,12 @@ pub(crate) fn replay(
                 let corruption = if sealed {
                     Some(Corruption::FrameInSealedSegment { defect })
                 } else {
-                    frame::find_valid_after(bytes, offset, index_next, record_bytes_max).map(
-                        |valid_frame_offset| Corruption::FrameBeforeValidFrame {
+                    frame::find_valid_after(bytes, offset, index_next, record_bytes_max).map(|valid_frame_offset| {
+                        Corruption::FrameBeforeValidFrame {
                             defect,
                             valid_frame_offset: valid_frame_offset as u64,
-                        },
-                    )
+                        }
+                    })
                 };
                 if let Some(corruption) = corruption {
                     return Err(LogError::Corrupt {

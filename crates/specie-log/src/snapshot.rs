@@ -88,12 +88,7 @@ pub(crate) fn read(dir: &Path) -> Result<Option<Snapshot>, LogError> {
 /// Atomically replaces `dir/snapshot`: write a temporary file, make it durable, rename it over
 /// the old one, then make the rename durable. A crash at any point leaves either the old or the
 /// new snapshot in place, never a mix.
-pub(crate) fn write(
-    dir: &Path,
-    last_index: u64,
-    payload: &[u8],
-    fsync: bool,
-) -> Result<(), LogError> {
+pub(crate) fn write(dir: &Path, last_index: u64, payload: &[u8], fsync: bool) -> Result<(), LogError> {
     let path_tmp = dir.join(SNAPSHOT_TMP_FILE);
     let path = dir.join(SNAPSHOT_FILE);
     let header = encode_header(last_index, payload);

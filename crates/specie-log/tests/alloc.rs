@@ -77,18 +77,12 @@ fn garbage_lengths_allocate_nothing_near_their_size() {
         assert!(largest < 64 * 1024, "largest allocation {largest} bytes");
 
         match (result, tail) {
-            (
-                Err(LogError::Corrupt {
-                    offset, corruption, ..
-                }),
-                false,
-            ) => {
+            (Err(LogError::Corrupt { offset, corruption, .. }), false) => {
                 assert_eq!(offset, start as u64);
                 assert!(matches!(
                     corruption,
                     Corruption::FrameBeforeValidFrame {
-                        defect: FrameDefect::LengthExceedsMax { .. }
-                            | FrameDefect::PayloadShort { .. },
+                        defect: FrameDefect::LengthExceedsMax { .. } | FrameDefect::PayloadShort { .. },
                         ..
                     }
                 ));

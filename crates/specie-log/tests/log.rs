@@ -32,9 +32,7 @@ fn payload(index: u64, bytes: usize) -> Vec<u8> {
 /// Appends one batch of `count` records of `bytes` bytes each and returns them.
 fn append(log: &mut Log, count: usize, bytes: usize) -> Records {
     let first = log.last_index() + 1;
-    let batch: Vec<Vec<u8>> = (0..count as u64)
-        .map(|k| payload(first + k, bytes))
-        .collect();
+    let batch: Vec<Vec<u8>> = (0..count as u64).map(|k| payload(first + k, bytes)).collect();
     let range = log.append_batch(&batch).unwrap();
     assert_eq!(range, first..=first + count as u64 - 1);
     range.zip(batch).collect()
@@ -52,9 +50,7 @@ fn segment_files(dir: &Path) -> Vec<PathBuf> {
 
 fn segment_first_index(path: &Path) -> u64 {
     let name = path.file_name().unwrap().to_str().unwrap();
-    name["log-".len()..name.len() - ".seg".len()]
-        .parse()
-        .unwrap()
+    name["log-".len()..name.len() - ".seg".len()].parse().unwrap()
 }
 
 fn last_segment(dir: &Path) -> PathBuf {
@@ -90,19 +86,13 @@ fn round_trip_across_segment_rolls_and_reopen() {
     assert_eq!(log.last_index(), expected.len() as u64);
 
     let segments = segment_files(dir.path());
-    assert!(
-        segments.len() > 10,
-        "expected many rolls, got {}",
-        segments.len()
-    );
+    assert!(segments.len() > 10, "expected many rolls, got {}", segments.len());
     assert_eq!(segment_first_index(&segments[0]), 1);
     for pair in segments.windows(2) {
         // Rolls happen between batches, and a segment only exceeds the limit by holding one
         // oversized batch on its own.
         let bytes = fs::metadata(&pair[0]).unwrap().len();
-        assert!(
-            bytes <= 4096 || segment_first_index(&pair[1]) - segment_first_index(&pair[0]) <= 37
-        );
+        assert!(bytes <= 4096 || segment_first_index(&pair[1]) - segment_first_index(&pair[0]) <= 37);
     }
 }
 
@@ -143,17 +133,12 @@ fn snapshot_then_reopen_returns_snapshot_and_later_records_only() {
     assert_eq!(log.snapshot_last_index(), 321);
     assert_eq!(log.last_index(), 500);
     // 321 sits inside the batch 321..=325, which counts whole.
-    assert_eq!(
-        log.bytes_since_snapshot(),
-        (500 - 320) * frame_bytes(60) as u64
-    );
+    assert_eq!(log.bytes_since_snapshot(), (500 - 320) * frame_bytes(60) as u64);
     let segments = segment_files(dir.path());
     assert!(segments.len() < segments_before);
     // Every remaining segment but the first starts after the snapshot; the first holds 322.
     assert!(segment_first_index(&segments[0]) <= 322);
-    assert!(segments[1..]
-        .iter()
-        .all(|path| segment_first_index(path) > 322));
+    assert!(segments[1..].iter().all(|path| segment_first_index(path) > 322));
 
     drop(log);
     let (mut log, recovered) = Log::open(dir.path(), options(2048)).unwrap();
@@ -304,17 +289,12 @@ fn torn_tail_at_every_offset_inside_the_last_batch() {
                 records[..complete].to_vec(),
                 "cut {cut} zero {zero_fill}"
             );
-            assert_eq!(
-                recovered.truncated_tail_bytes,
-                (torn.len() - valid_bytes) as u64
-            );
+            assert_eq!(recovered.truncated_tail_bytes, (torn.len() - valid_bytes) as u64);
         }
     }
 }
 
-fn expect_corrupt(
-    result: Result<(Log, specie_log::Recovered), LogError>,
-) -> (PathBuf, u64, Corruption) {
+fn expect_corrupt(result: Result<(Log, specie_log::Recovered), LogError>) -> (PathBuf, u64, Corruption) {
     match result {
         Err(LogError::Corrupt {
             path,
@@ -322,10 +302,7 @@ fn expect_corrupt(
             corruption,
         }) => (path, offset, corruption),
         Err(other) => panic!("expected corruption, got {other}"),
-        Ok((_, recovered)) => panic!(
-            "expected corruption, recovered {} records",
-            recovered.records.len()
-        ),
+        Ok((_, recovered)) => panic!("expected corruption, recovered {} records", recovered.records.len()),
     }
 }
 
@@ -339,8 +316,7 @@ fn flipped_byte_in_a_middle_record_is_corruption() {
             let mut damaged = full.clone();
             damaged[position] ^= flip;
             fs::write(&path, &damaged).unwrap();
-            let (error_path, offset, corruption) =
-                expect_corrupt(Log::open(dir.path(), options(1 << 20)));
+            let (error_path, offset, corruption) = expect_corrupt(Log::open(dir.path(), options(1 << 20)));
             assert_eq!(error_path, path);
             assert_eq!(offset, middle_start as u64, "flip at {position}");
             assert!(
@@ -389,25 +365,13 @@ fn missing_segment_is_a_gap() {
     fs::remove_file(&segments[3]).unwrap();
     let (path, _, corruption) = expect_corrupt(Log::open(dir.path(), options(200)));
     assert_eq!(path, segments[4]);
-    assert_eq!(
-        corruption,
-        Corruption::SegmentGap {
-            expected: 4,
-            found: 5
-        }
-    );
+    assert_eq!(corruption, Corruption::SegmentGap { expected: 4, found: 5 });
 
     // Losing the oldest segment without a snapshot covering it is a gap too.
     fs::remove_file(&segments[0]).unwrap();
     let (path, _, corruption) = expect_corrupt(Log::open(dir.path(), options(200)));
     assert_eq!(path, segments[1]);
-    assert_eq!(
-        corruption,
-        Corruption::SegmentGap {
-            expected: 1,
-            found: 2
-        }
-    );
+    assert_eq!(corruption, Corruption::SegmentGap { expected: 1, found: 2 });
 }
 
 #[test]
@@ -425,18 +389,9 @@ fn garbage_length_in_a_middle_record_is_corruption() {
             panic!("{corruption}");
         };
         match length {
-            4097.. => assert!(
-                matches!(defect, FrameDefect::LengthExceedsMax { .. }),
-                "{defect}"
-            ),
-            1000 => assert!(
-                matches!(defect, FrameDefect::PayloadShort { .. }),
-                "{defect}"
-            ),
-            _ => assert!(
-                matches!(defect, FrameDefect::ChecksumMismatch { .. }),
-                "{defect}"
-            ),
+            4097.. => assert!(matches!(defect, FrameDefect::LengthExceedsMax { .. }), "{defect}"),
+            1000 => assert!(matches!(defect, FrameDefect::PayloadShort { .. }), "{defect}"),
+            _ => assert!(matches!(defect, FrameDefect::ChecksumMismatch { .. }), "{defect}"),
         }
     }
     // At the tail, a garbage length is indistinguishable from a torn write.
@@ -461,13 +416,7 @@ fn valid_frame_with_wrong_index_is_corruption() {
     fs::write(&path, &swapped).unwrap();
     let (_, offset, corruption) = expect_corrupt(Log::open(dir.path(), options(1 << 20)));
     assert_eq!(offset, frame as u64);
-    assert_eq!(
-        corruption,
-        Corruption::IndexUnexpected {
-            expected: 2,
-            found: 3
-        }
-    );
+    assert_eq!(corruption, Corruption::IndexUnexpected { expected: 2, found: 3 });
 }
 
 #[test]
@@ -483,8 +432,7 @@ fn bad_snapshot_is_corruption() {
         let mut damaged = good.clone();
         damaged[position] ^= 0x04;
         fs::write(&path, &damaged).unwrap();
-        let (error_path, offset, corruption) =
-            expect_corrupt(Log::open(dir.path(), options(1 << 20)));
+        let (error_path, offset, corruption) = expect_corrupt(Log::open(dir.path(), options(1 << 20)));
         assert_eq!(error_path, path);
         assert_eq!(offset, 0);
         assert!(
@@ -497,10 +445,7 @@ fn bad_snapshot_is_corruption() {
     assert!(matches!(corruption, Corruption::SnapshotLength { .. }));
     fs::write(&path, b"SPECSNAP").unwrap();
     let (_, _, corruption) = expect_corrupt(Log::open(dir.path(), options(1 << 20)));
-    assert!(matches!(
-        corruption,
-        Corruption::SnapshotHeaderShort { bytes: 8 }
-    ));
+    assert!(matches!(corruption, Corruption::SnapshotHeaderShort { bytes: 8 }));
     fs::write(&path, &good).unwrap();
     assert!(Log::open(dir.path(), options(1 << 20)).is_ok());
 }
@@ -510,10 +455,7 @@ fn invalid_batches_and_options_are_rejected_without_writing() {
     let dir = tempfile::tempdir().unwrap();
     let (mut log, _) = Log::open(dir.path(), options(1 << 20)).unwrap();
     let empty: [&[u8]; 0] = [];
-    assert!(matches!(
-        log.append_batch(&empty),
-        Err(LogError::BatchEmpty)
-    ));
+    assert!(matches!(log.append_batch(&empty), Err(LogError::BatchEmpty)));
     let many = vec![b"r".to_vec(); 257];
     assert!(matches!(
         log.append_batch(&many),
@@ -634,10 +576,7 @@ impl Acks {
         let mut line = String::new();
         let bytes = stdout.read_line(&mut line).unwrap();
         // A line cut off by the kill has no newline and was not fully printed: ignore it.
-        if let Some(index) = line
-            .strip_prefix(ACK_PREFIX)
-            .and_then(|rest| rest.strip_suffix('\n'))
-        {
+        if let Some(index) = line.strip_prefix(ACK_PREFIX).and_then(|rest| rest.strip_suffix('\n')) {
             let index: u64 = index.parse().unwrap();
             assert!(index > self.index_last);
             self.index_last = index;

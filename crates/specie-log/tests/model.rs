@@ -97,10 +97,7 @@ fn run(ops: Vec<Op>) {
                 assert_eq!(*range.end(), model.last_index);
             }
             Op::Snapshot { selector, bytes } => {
-                let floor = model
-                    .snapshot
-                    .as_ref()
-                    .map_or(0, |snapshot| snapshot.last_index);
+                let floor = model.snapshot.as_ref().map_or(0, |snapshot| snapshot.last_index);
                 let last_index = floor + selector % (model.last_index - floor + 3);
                 log.install_snapshot(last_index, &bytes).unwrap();
                 model.snapshot = Some(Snapshot { last_index, bytes });
@@ -130,10 +127,7 @@ fn run(ops: Vec<Op>) {
                 // The batch is always the tail of the newest segment.
                 let path = last_segment(dir.path());
                 let full = fs::read(&path).unwrap();
-                let frames: Vec<usize> = records
-                    .iter()
-                    .map(|record| FRAME_HEADER_BYTES + record.len())
-                    .collect();
+                let frames: Vec<usize> = records.iter().map(|record| FRAME_HEADER_BYTES + record.len()).collect();
                 let batch_bytes: usize = frames.iter().sum();
                 let batch_start = full.len() - batch_bytes;
                 let cut = batch_start + (selector % batch_bytes as u64) as usize;
@@ -147,9 +141,7 @@ fn run(ops: Vec<Op>) {
                 let mut valid_end = batch_start;
                 let mut kept = 0;
                 for frame in &frames {
-                    if torn.get(valid_end..valid_end + frame)
-                        != Some(&full[valid_end..valid_end + frame])
-                    {
+                    if torn.get(valid_end..valid_end + frame) != Some(&full[valid_end..valid_end + frame]) {
                         break;
                     }
                     valid_end += frame;
@@ -159,18 +151,12 @@ fn run(ops: Vec<Op>) {
 
                 let (reopened, recovered) = Log::open(dir.path(), options()).unwrap();
                 model.check(&recovered);
-                assert_eq!(
-                    recovered.truncated_tail_bytes,
-                    (torn.len() - valid_end) as u64
-                );
+                assert_eq!(recovered.truncated_tail_bytes, (torn.len() - valid_end) as u64);
                 log = reopened;
             }
         }
         assert_eq!(log.last_index(), model.last_index);
-        let snapshot_last_index = model
-            .snapshot
-            .as_ref()
-            .map_or(0, |snapshot| snapshot.last_index);
+        let snapshot_last_index = model.snapshot.as_ref().map_or(0, |snapshot| snapshot.last_index);
         assert_eq!(log.snapshot_last_index(), snapshot_last_index);
     }
     drop(log);

@@ -29,6 +29,13 @@ pub fn router(node: NodeHandle) -> Router {
         .route("/v1/uhs/digest", get(digest))
         .route("/v1/uhs/{id}", get(query_one))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "wrong HTTP method for this endpoint; see docs/api.md",
+            )
+        })
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
         .with_state(node)
 }

@@ -86,6 +86,38 @@ impl NodeManifest {
             },
             Err(source) => return Err(NodeManifestError::Read { path: shown, source }),
         };
+        // Validate before anything is stored: a bad value written to node.toml would make every
+        // later start fail, even with correct options.
+        let shards_max = specie_shard::ShardRange::SHARDS_MAX;
+        if manifest.shards == 0 || manifest.shards > shards_max {
+            let reason = format!("shards must be between 1 and {shards_max}, got {}", manifest.shards);
+            return Err(NodeManifestError::Invalid { path: shown, reason });
+        }
+        let hrp_ok = !manifest.hrp.is_empty()
+            && manifest.hrp.len() <= 83
+            && manifest
+                .hrp
+                .bytes()
+                .all(|b| (33..=126).contains(&b) && !b.is_ascii_uppercase());
+        if !hrp_ok {
+            let reason = format!(
+                "address prefix '{}' must be 1-83 lowercase printable ASCII characters",
+                manifest.hrp
+            );
+            return Err(NodeManifestError::Invalid { path: shown, reason });
+        }
+        for issuer in issuers {
+            let parsed = hex::decode(issuer)
+                .ok()
+                .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok());
+            if parsed
+                .and_then(|key| specie_transaction::signing::parse_xonly(&key))
+                .is_none()
+            {
+                let reason = format!("issuer '{issuer}' is not a 32-byte x-only public key in hex");
+                return Err(NodeManifestError::Invalid { path: shown, reason });
+            }
+        }
         let before = manifest.clone();
         for issuer in issuers {
             let issuer = issuer.to_ascii_lowercase();
@@ -112,5 +144,34 @@ impl NodeManifest {
         std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(write)?;
         std::fs::rename(&tmp, &path).map_err(write)?;
         std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(write)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_options_are_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(NodeManifest::load_or_create(dir.path(), Some(0), None, &[]).is_err());
+        assert!(NodeManifest::load_or_create(dir.path(), None, Some("USD"), &[]).is_err());
+        assert!(NodeManifest::load_or_create(dir.path(), None, None, &["zz".to_string()]).is_err());
+        assert!(
+            !dir.path().join(MANIFEST_FILE).exists(),
+            "nothing stored after refusals"
+        );
+        let created = NodeManifest::load_or_create(dir.path(), Some(3), None, &[]).unwrap();
+        assert_eq!(created.shards, 3);
+        let reopened = NodeManifest::load_or_create(dir.path(), None, None, &[]).unwrap();
+        assert_eq!(reopened, created);
+        assert!(matches!(
+            NodeManifest::load_or_create(dir.path(), Some(4), None, &[]),
+            Err(NodeManifestError::ShardsChanged {
+                existing: 3,
+                requested: 4,
+                ..
+            })
+        ));
     }
 }

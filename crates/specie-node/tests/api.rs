@@ -11,7 +11,7 @@ use specie_node::{EmbeddedNode, NodeOptions};
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
     witness_program_commitment, CreatedOutput, Encode, MintTransaction, NonceMode, Output, SpecieTransaction,
-    Transaction,
+    Transaction, UhsId,
 };
 
 /// A running node and its API. Fields drop in order: the server stops before the node.
@@ -162,6 +162,12 @@ fn transfer(inputs: &[CreatedOutput], outputs: Vec<Output>, owners: &[Keypair]) 
     SpecieTransaction::Transfer(tx)
 }
 
+/// The shard of a 2-shard node that owns `id`: `ShardRange::partition(2)` splits the buckets
+/// (the id's first two bytes) in half.
+fn shard_of(id: &UhsId) -> usize {
+    usize::from(id.0[0] >> 7)
+}
+
 fn ids(created: &[CreatedOutput]) -> Vec<String> {
     created.iter().map(|c| hex::encode(c.uhs_id.0)).collect()
 }
@@ -179,6 +185,11 @@ fn api_end_to_end() {
     assert_eq!(info["uhs_ids"], 0, "{info}");
 
     check_transactions(&server, &issuer);
+    let (status, digest) = server.get("/v1/uhs/digest");
+    assert_eq!(status, 200, "{digest}");
+    assert_eq!(digest["ids"], server.info()["uhs_ids"], "{digest}");
+    let sha = digest["sha256_sorted"].as_str().expect("digest is a string");
+    assert!(sha.len() == 64 && hex::decode(sha).is_ok(), "{digest}");
     check_error_paths(&server);
 
     // Still up and still answering after every malformed request.
@@ -209,12 +220,22 @@ fn check_transactions(server: &Server, issuer: &Keypair) {
     // Three outputs plus the mint's replay marker.
     assert_eq!(server.info()["uhs_ids"], 4);
 
-    // A valid transfer: alice pays bob 60 of her 100, 40 back to herself.
-    let pay = transfer(
-        &minted[..1],
-        vec![pay_to(&bob, 60), pay_to(&alice, 40)],
-        std::slice::from_ref(&alice),
-    );
+    // A valid transfer: alice pays bob part of her 100, the rest back to herself. The split is
+    // chosen so that its input and both outputs live on one shard, which makes the reason its
+    // replay is refused deterministic (see `replay_across_shards` below).
+    let pay = (1..100)
+        .map(|to_bob| {
+            transfer(
+                &minted[..1],
+                vec![pay_to(&bob, to_bob), pay_to(&alice, 100 - to_bob)],
+                std::slice::from_ref(&alice),
+            )
+        })
+        .find(|tx| {
+            let shard = shard_of(&minted[0].uhs_id);
+            tx.created_outputs().iter().all(|c| shard_of(&c.uhs_id) == shard)
+        })
+        .expect("some split puts everything on one shard");
     let paid = pay.created_outputs();
     let result = server.submit_one(&pay);
     assert_eq!(result, json!({"txid": pay.txid().to_string(), "status": "confirmed"}));
@@ -231,7 +252,7 @@ fn check_transactions(server: &Server, issuer: &Keypair) {
     assert!(!server.present_one(&minted_ids[0]), "a spent output is still present");
     assert_eq!(server.info()["uhs_ids"], 5);
 
-    // Replaying the transfer: its input is gone.
+    // Replaying the transfer: its input is gone (the shard checks inputs before outputs).
     let result = server.submit_one(&pay);
     assert_eq!(result["status"], "rejected", "{result}");
     assert_eq!(result["code"], "input_spent_or_unknown", "{result}");
@@ -266,7 +287,11 @@ fn check_transactions(server: &Server, issuer: &Keypair) {
 
     // Undecodable and non-hex transactions, mixed with a valid one, in one request: results
     // come back in order.
-    let spend_bob = transfer(&paid[..1], vec![pay_to(&alice, 60)], std::slice::from_ref(&bob));
+    let spend_bob = transfer(
+        &paid[..1],
+        vec![pay_to(&alice, paid[0].output.value)],
+        std::slice::from_ref(&bob),
+    );
     let results = server.submit(&[
         "deadbeef".to_string(),
         hex::encode(spend_bob.encode()),
@@ -288,6 +313,28 @@ fn check_transactions(server: &Server, issuer: &Keypair) {
     for result in [&results[0], &results[2], &results[3]] {
         assert!(result["message"].as_str().is_some_and(|m| !m.is_empty()), "{result}");
     }
+
+    // Replaying a transfer whose input and outputs live on different shards: refused, but the
+    // reason reported is whichever shard's "no" vote reached the coordinator first.
+    let replay_across_shards = (0..64)
+        .map(|_| {
+            let carol = keypair();
+            transfer(
+                &paid[1..],
+                vec![pay_to(&carol, paid[1].output.value)],
+                std::slice::from_ref(&alice),
+            )
+        })
+        .find(|tx| shard_of(&tx.created_outputs()[0].uhs_id) != shard_of(&paid[1].uhs_id))
+        .expect("some key puts the output on the other shard");
+    assert_eq!(server.submit_one(&replay_across_shards)["status"], "confirmed");
+    let result = server.submit_one(&replay_across_shards);
+    assert_eq!(result["status"], "rejected", "{result}");
+    let code = result["code"].as_str().unwrap_or_default();
+    assert!(
+        ["input_spent_or_unknown", "output_already_exists"].contains(&code),
+        "{result}"
+    );
 
     // An empty list is a valid request with no results.
     assert!(server.submit(&[]).is_empty());
@@ -433,10 +480,9 @@ fn dechunk(mut text: &str) -> String {
     out
 }
 
-/// docs/api.md: "Any 4xx/5xx carries {"error": {...}}". A known route with the wrong method
-/// gets axum's default 405, whose body is empty: no method-not-allowed fallback is installed.
+/// docs/api.md: "Any 4xx/5xx carries {"error": {...}}", including a known route called with the
+/// wrong method (axum's default 405 would have an empty body).
 #[test]
-#[ignore = "known bug: 405 responses have an empty text/plain body, not the JSON error shape"]
 fn wrong_method_gets_the_json_error_shape() {
     let server = Server::start(&keypair());
     for (method, path) in [

@@ -124,9 +124,7 @@ impl WitnessErrorCode {
 
     fn describe(self) -> &'static str {
         match self {
-            WitnessErrorCode::MissingWitnessProgramType => {
-                "witness is empty (it has no witness program type)"
-            }
+            WitnessErrorCode::MissingWitnessProgramType => "witness is empty (it has no witness program type)",
             WitnessErrorCode::UnknownWitnessProgramType => {
                 "witness program type is unknown (only 0x00, pay-to-pubkey, exists)"
             }
@@ -134,12 +132,8 @@ impl WitnessErrorCode {
             WitnessErrorCode::ProgramMismatch => {
                 "witness public key does not match the commitment of the output being spent"
             }
-            WitnessErrorCode::InvalidPublicKey => {
-                "witness public key is not a valid x-only public key"
-            }
-            WitnessErrorCode::InvalidSignature => {
-                "signature does not verify against the input's public key"
-            }
+            WitnessErrorCode::InvalidPublicKey => "witness public key is not a valid x-only public key",
+            WitnessErrorCode::InvalidSignature => "signature does not verify against the input's public key",
         }
     }
 }
@@ -156,12 +150,8 @@ impl SpecieErrorCode {
     fn describe(self) -> &'static str {
         match self {
             SpecieErrorCode::ZeroRedeemAmount => "redeem amount is zero",
-            SpecieErrorCode::UnknownIssuer => {
-                "issuer public key is not one of the configured issuer keys"
-            }
-            SpecieErrorCode::InvalidIssuerSignature => {
-                "issuer signature does not verify over the txid"
-            }
+            SpecieErrorCode::UnknownIssuer => "issuer public key is not one of the configured issuer keys",
+            SpecieErrorCode::InvalidIssuerSignature => "issuer signature does not verify over the txid",
         }
     }
 }
@@ -169,9 +159,7 @@ impl SpecieErrorCode {
 fn describe_input(code: InputErrorCode, data_error: Option<OutputErrorCode>) -> &'static str {
     match (code, data_error) {
         (InputErrorCode::Duplicate, _) => "spends the same outpoint as an earlier input",
-        (InputErrorCode::DataError, Some(OutputErrorCode::ZeroValue)) => {
-            "the output it spends has zero value"
-        }
+        (InputErrorCode::DataError, Some(OutputErrorCode::ZeroValue)) => "the output it spends has zero value",
         (InputErrorCode::DataError, None) => "the output it spends is invalid",
     }
 }

@@ -19,10 +19,7 @@ use secp256k1::Keypair;
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{CompactTransaction, NonceMode, SpecieTransaction, Transaction};
 
-pub use error::{
-    InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError,
-    WitnessErrorCode,
-};
+pub use error::{InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError, WitnessErrorCode};
 pub use issuer::{IssuerKeys, IssuerKeysError};
 
 /// Transactions per parallel task at least: small enough to spread a batch of a few hundred over
@@ -54,9 +51,7 @@ pub fn validate_and_compact(
 /// The number of transactions per parallel task for a batch of `transactions` on `threads`.
 pub fn batch_chunk_transactions(transactions: usize, threads: usize) -> usize {
     let chunks = threads.max(1) * BATCH_CHUNKS_PER_THREAD;
-    transactions
-        .div_ceil(chunks)
-        .max(BATCH_CHUNK_TRANSACTIONS_MIN)
+    transactions.div_ceil(chunks).max(BATCH_CHUNK_TRANSACTIONS_MIN)
 }
 
 /// Validates and compacts every transaction of `txs` in parallel on all cores. The result has
@@ -126,10 +121,7 @@ impl Sentinel {
     }
 
     /// [`validate_batch`], then attests the valid ones (in parallel as well).
-    pub fn process_batch(
-        &self,
-        txs: &[SpecieTransaction],
-    ) -> Vec<Result<CompactTransaction, ValidationError>> {
+    pub fn process_batch(&self, txs: &[SpecieTransaction]) -> Vec<Result<CompactTransaction, ValidationError>> {
         let mut results = validate_batch(txs, &self.issuers);
         if self.attestation_keypair.is_some() {
             let chunk = batch_chunk_transactions(results.len(), rayon::current_num_threads());
@@ -150,10 +142,7 @@ mod tests {
     #[test]
     fn chunking_is_bounded_below_and_spreads_large_batches() {
         assert_eq!(batch_chunk_transactions(0, 2), BATCH_CHUNK_TRANSACTIONS_MIN);
-        assert_eq!(
-            batch_chunk_transactions(10, 2),
-            BATCH_CHUNK_TRANSACTIONS_MIN
-        );
+        assert_eq!(batch_chunk_transactions(10, 2), BATCH_CHUNK_TRANSACTIONS_MIN);
         assert_eq!(batch_chunk_transactions(8000, 2), 1000);
         assert_eq!(batch_chunk_transactions(8000, 0), 2000);
     }

@@ -11,14 +11,11 @@ use std::collections::BTreeSet;
 use secp256k1::XOnlyPublicKey;
 use specie_transaction::signing::{parse_xonly, schnorr_verify};
 use specie_transaction::{
-    Input, MintTransaction, OutPoint, Output, P2pkParseError, P2pkWitness, RedeemTransaction,
-    SpecieTransaction, Transaction, Txid, Witness,
+    Input, MintTransaction, OutPoint, Output, P2pkParseError, P2pkWitness, RedeemTransaction, SpecieTransaction,
+    Transaction, Txid, Witness,
 };
 
-use crate::error::{
-    InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError,
-    WitnessErrorCode,
-};
+use crate::error::{InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError, WitnessErrorCode};
 use crate::issuer::IssuerKeys;
 
 type Check = Result<(), ValidationError>;
@@ -103,9 +100,7 @@ fn overflow() -> ValidationError {
 
 /// Sums values as `check_in_out_set` does: overflow is an error, not a wrap.
 fn total(mut values: impl Iterator<Item = u64>) -> Result<u64, ValidationError> {
-    values.try_fold(0u64, |sum, value| {
-        sum.checked_add(value).ok_or_else(overflow)
-    })
+    values.try_fold(0u64, |sum, value| sum.checked_add(value).ok_or_else(overflow))
 }
 
 /// `check_in_out_set`, generalised with the amount a redeem takes out of circulation (0 for a
@@ -140,11 +135,7 @@ fn check_witness(input: &Input, witness: &Witness, txid: &Txid) -> Result<(), Wi
 
 fn check_witnesses(inputs: &[Input], witnesses: &[Witness], txid: &Txid) -> Check {
     // check_witness_count ran first, so the lists pair up exactly.
-    assert_eq!(
-        inputs.len(),
-        witnesses.len(),
-        "witness count checked before witnesses"
-    );
+    assert_eq!(inputs.len(), witnesses.len(), "witness count checked before witnesses");
     for (index, (input, witness)) in inputs.iter().zip(witnesses).enumerate() {
         check_witness(input, witness, txid).map_err(|code| ValidationError::Witness {
             index: index as u64,
@@ -155,19 +146,12 @@ fn check_witnesses(inputs: &[Input], witnesses: &[Witness], txid: &Txid) -> Chec
 }
 
 /// The issuer checks shared by mint and redeem: configured key, then signature over the txid.
-fn check_issuer(
-    issuers: &IssuerKeys,
-    pubkey: &[u8; 32],
-    signature: &[u8; 64],
-    txid: &Txid,
-) -> Check {
+fn check_issuer(issuers: &IssuerKeys, pubkey: &[u8; 32], signature: &[u8; 64], txid: &Txid) -> Check {
     let key: &XOnlyPublicKey = issuers
         .get(pubkey)
         .ok_or(ValidationError::Specie(SpecieErrorCode::UnknownIssuer))?;
     if !schnorr_verify(key, &txid.0, signature) {
-        return Err(ValidationError::Specie(
-            SpecieErrorCode::InvalidIssuerSignature,
-        ));
+        return Err(ValidationError::Specie(SpecieErrorCode::InvalidIssuerSignature));
     }
     Ok(())
 }
@@ -210,12 +194,7 @@ pub(crate) fn check_redeem(redeem: &RedeemTransaction, txid: &Txid, issuers: &Is
     }
     check_in_out_set(&redeem.inputs, &redeem.outputs, redeem.amount)?;
     check_witnesses(&redeem.inputs, &redeem.witnesses, txid)?;
-    check_issuer(
-        issuers,
-        &redeem.issuer_pubkey,
-        &redeem.issuer_signature,
-        txid,
-    )
+    check_issuer(issuers, &redeem.issuer_pubkey, &redeem.issuer_signature, txid)
 }
 
 /// Validates any transaction whose txid is already known.

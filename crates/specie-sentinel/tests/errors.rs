@@ -5,13 +5,11 @@ mod common;
 
 use common::*;
 use specie_sentinel::{
-    validate, validate_transfer, InputErrorCode, IssuerKeys, OutputErrorCode, SpecieErrorCode,
-    TxErrorCode, ValidationError, WitnessErrorCode,
+    validate, validate_transfer, InputErrorCode, IssuerKeys, OutputErrorCode, SpecieErrorCode, TxErrorCode,
+    ValidationError, WitnessErrorCode,
 };
 use specie_transaction::signing::{schnorr_sign, xonly_bytes};
-use specie_transaction::{
-    witness_program_commitment, NonceMode, P2pkWitness, SpecieTransaction, Transaction, Witness,
-};
+use specie_transaction::{witness_program_commitment, NonceMode, P2pkWitness, SpecieTransaction, Transaction, Witness};
 
 fn tx_error(code: TxErrorCode) -> ValidationError {
     ValidationError::Transaction(code)
@@ -28,10 +26,7 @@ fn specie_error(code: SpecieErrorCode) -> ValidationError {
 fn check_transfer(tx: &Transaction) -> Result<(), ValidationError> {
     // The transfer path and the SpecieTransaction path must agree.
     let direct = validate_transfer(tx);
-    assert_eq!(
-        direct,
-        validate(&SpecieTransaction::Transfer(tx.clone()), &issuers())
-    );
+    assert_eq!(direct, validate(&SpecieTransaction::Transfer(tx.clone()), &issuers()));
     direct
 }
 
@@ -83,10 +78,7 @@ fn missing_witness() {
     // More witnesses than inputs is the same error (the reference compares the counts).
     let mut tx = valid_transfer();
     tx.witnesses.push(tx.witnesses[0].clone());
-    assert_eq!(
-        check_transfer(&tx),
-        Err(tx_error(TxErrorCode::MissingWitness))
-    );
+    assert_eq!(check_transfer(&tx), Err(tx_error(TxErrorCode::MissingWitness)));
 }
 
 #[test]
@@ -106,10 +98,7 @@ fn value_overflow() {
     assert_eq!(err.code(), "value_overflow");
     // Output total overflows.
     let tx = transfer(&[(key(1), 5)], &[(key(3), u64::MAX), (key(3), 1)]);
-    assert_eq!(
-        check_transfer(&tx),
-        Err(tx_error(TxErrorCode::ValueOverflow))
-    );
+    assert_eq!(check_transfer(&tx), Err(tx_error(TxErrorCode::ValueOverflow)));
 }
 
 // ---- input_error_code ----
@@ -130,10 +119,7 @@ fn duplicate() {
     );
     assert_eq!(err.code(), "duplicate");
     assert_eq!(err.index(), Some(1));
-    assert_eq!(
-        err.to_string(),
-        "input 1: spends the same outpoint as an earlier input"
-    );
+    assert_eq!(err.to_string(), "input 1: spends the same outpoint as an earlier input");
 }
 
 #[test]
@@ -150,10 +136,7 @@ fn data_error_zero_value() {
     );
     assert_eq!(err.code(), "data_error");
     assert_eq!(err.category(), "input");
-    assert_eq!(
-        err.to_string(),
-        "input 1: the output it spends has zero value"
-    );
+    assert_eq!(err.to_string(), "input 1: the output it spends has zero value");
 }
 
 // ---- output_error_code ----
@@ -180,10 +163,7 @@ fn missing_witness_program_type() {
     let mut tx = valid_two_input_transfer();
     tx.witnesses[1] = Witness(vec![]);
     let err = check_transfer(&tx).unwrap_err();
-    assert_eq!(
-        err,
-        witness_error(1, WitnessErrorCode::MissingWitnessProgramType)
-    );
+    assert_eq!(err, witness_error(1, WitnessErrorCode::MissingWitnessProgramType));
     assert_eq!(err.code(), "missing_witness_program_type");
 }
 
@@ -192,10 +172,7 @@ fn unknown_witness_program_type() {
     let mut tx = valid_transfer();
     tx.witnesses[0].0[0] = 0x01;
     let err = check_transfer(&tx).unwrap_err();
-    assert_eq!(
-        err,
-        witness_error(0, WitnessErrorCode::UnknownWitnessProgramType)
-    );
+    assert_eq!(err, witness_error(0, WitnessErrorCode::UnknownWitnessProgramType));
     assert_eq!(err.code(), "unknown_witness_program_type");
 }
 
@@ -208,10 +185,7 @@ fn malformed() {
     assert_eq!(err.code(), "malformed");
     let mut tx = valid_transfer();
     tx.witnesses[0].0.push(0);
-    assert_eq!(
-        check_transfer(&tx),
-        Err(witness_error(0, WitnessErrorCode::Malformed))
-    );
+    assert_eq!(check_transfer(&tx), Err(witness_error(0, WitnessErrorCode::Malformed)));
 }
 
 #[test]
@@ -267,9 +241,7 @@ fn invalid_signature() {
 #[test]
 fn mint_errors() {
     let issuers = issuers();
-    let check = |mint: specie_transaction::MintTransaction| {
-        validate(&SpecieTransaction::Mint(mint), &issuers)
-    };
+    let check = |mint: specie_transaction::MintTransaction| validate(&SpecieTransaction::Mint(mint), &issuers);
 
     assert_eq!(check(mint(&[])), Err(tx_error(TxErrorCode::NoOutputs)));
     assert_eq!(
@@ -307,10 +279,7 @@ fn mint_errors() {
 
     // With no configured issuer, every mint is from an unknown issuer.
     assert_eq!(
-        validate(
-            &SpecieTransaction::Mint(mint(&[(key(1), 5)])),
-            &IssuerKeys::empty()
-        ),
+        validate(&SpecieTransaction::Mint(mint(&[(key(1), 5)])), &IssuerKeys::empty()),
         Err(specie_error(SpecieErrorCode::UnknownIssuer))
     );
 }
@@ -320,14 +289,9 @@ fn mint_errors() {
 #[test]
 fn redeem_errors() {
     let issuers = issuers();
-    let check = |redeem: specie_transaction::RedeemTransaction| {
-        validate(&SpecieTransaction::Redeem(redeem), &issuers)
-    };
+    let check = |redeem: specie_transaction::RedeemTransaction| validate(&SpecieTransaction::Redeem(redeem), &issuers);
 
-    assert_eq!(
-        check(redeem(5, &[], &[])),
-        Err(tx_error(TxErrorCode::NoInputs))
-    );
+    assert_eq!(check(redeem(5, &[], &[])), Err(tx_error(TxErrorCode::NoInputs)));
 
     let mut missing = redeem(30, &[(key(2), 50)], &[(key(2), 20)]);
     missing.witnesses.clear();
@@ -386,10 +350,7 @@ fn redeem_errors() {
     let mut unknown = redeem(30, &[(key(2), 50)], &[(key(2), 20)]);
     unknown.issuer_pubkey = xonly_bytes(&key(9));
     unknown.issuer_signature = schnorr_sign(&key(9), &unknown.txid().0, NonceMode::Deterministic);
-    assert_eq!(
-        check(unknown),
-        Err(specie_error(SpecieErrorCode::UnknownIssuer))
-    );
+    assert_eq!(check(unknown), Err(specie_error(SpecieErrorCode::UnknownIssuer)));
 
     let mut forged = redeem(30, &[(key(2), 50)], &[(key(2), 20)]);
     forged.issuer_signature[63] ^= 1;
@@ -417,10 +378,7 @@ fn first_failure_wins() {
     let mut tx = transfer(&[(key(1), 50), (key(1), 50)], &[(key(2), 100)]);
     tx.inputs[1] = tx.inputs[0];
     tx.witnesses.pop();
-    assert_eq!(
-        check_transfer(&tx),
-        Err(tx_error(TxErrorCode::MissingWitness))
-    );
+    assert_eq!(check_transfer(&tx), Err(tx_error(TxErrorCode::MissingWitness)));
 
     // duplicate (structure) before a zero-valued input (input structure).
     let mut tx = transfer(&[(key(1), 0), (key(1), 0)], &[(key(2), 100)]);
@@ -437,18 +395,12 @@ fn first_failure_wins() {
 
     // value_overflow before asymmetric_values, and inputs are summed before outputs.
     let tx = transfer(&[(key(1), u64::MAX), (key(1), 1)], &[(key(2), 3)]);
-    assert_eq!(
-        check_transfer(&tx),
-        Err(tx_error(TxErrorCode::ValueOverflow))
-    );
+    assert_eq!(check_transfer(&tx), Err(tx_error(TxErrorCode::ValueOverflow)));
 
     // Balance before signatures.
     let mut tx = transfer(&[(key(1), 100)], &[(key(2), 99)]);
     tx.witnesses[0].0[50] ^= 1;
-    assert_eq!(
-        check_transfer(&tx),
-        Err(tx_error(TxErrorCode::AsymmetricValues))
-    );
+    assert_eq!(check_transfer(&tx), Err(tx_error(TxErrorCode::AsymmetricValues)));
 
     // Witnesses in index order: witness 0's bad signature before witness 1's malformation.
     let mut tx = valid_two_input_transfer();
@@ -464,10 +416,7 @@ fn first_failure_wins() {
     tx.witnesses[0] = Witness(vec![0x05; 10]);
     assert_eq!(
         check_transfer(&tx),
-        Err(witness_error(
-            0,
-            WitnessErrorCode::UnknownWitnessProgramType
-        ))
+        Err(witness_error(0, WitnessErrorCode::UnknownWitnessProgramType))
     );
 
     // Within a witness: commitment before key parsing.
@@ -486,27 +435,21 @@ fn first_failure_wins() {
     let mut tx = mint(&[(key(1), 0)]);
     tx.sign(&key(9), NonceMode::Deterministic);
     assert_eq!(
-        validate(&SpecieTransaction::Mint(tx), &issuers())
-            .unwrap_err()
-            .code(),
+        validate(&SpecieTransaction::Mint(tx), &issuers()).unwrap_err().code(),
         "zero_value"
     );
 
     // Redeem: zero amount before imbalance; owner witnesses before the issuer.
     let tx = redeem(0, &[(key(2), 50)], &[(key(2), 20)]);
     assert_eq!(
-        validate(&SpecieTransaction::Redeem(tx), &issuers())
-            .unwrap_err()
-            .code(),
+        validate(&SpecieTransaction::Redeem(tx), &issuers()).unwrap_err().code(),
         "zero_redeem_amount"
     );
     let mut tx = redeem(30, &[(key(2), 50)], &[(key(2), 20)]);
     tx.witnesses[0].0[70] ^= 1;
     tx.issuer_pubkey = xonly_bytes(&key(9));
     assert_eq!(
-        validate(&SpecieTransaction::Redeem(tx), &issuers())
-            .unwrap_err()
-            .code(),
+        validate(&SpecieTransaction::Redeem(tx), &issuers()).unwrap_err().code(),
         "invalid_signature"
     );
 }
@@ -539,8 +482,5 @@ fn invalid_issuer_signature() {
     redeemed.issuer_signature[0] ^= 0x80;
     let err = validate(&SpecieTransaction::Redeem(redeemed), &issuers()).unwrap_err();
     assert_eq!(err, specie_error(SpecieErrorCode::InvalidIssuerSignature));
-    assert_eq!(
-        err.to_string(),
-        "issuer signature does not verify over the txid"
-    );
+    assert_eq!(err.to_string(), "issuer signature does not verify over the txid");
 }

@@ -6,17 +6,12 @@ mod common;
 use common::*;
 use proptest::collection::vec;
 use proptest::prelude::*;
-use specie_sentinel::{
-    validate, validate_and_compact, validate_batch, ValidationError, WitnessErrorCode,
-};
+use specie_sentinel::{validate, validate_and_compact, validate_batch, ValidationError, WitnessErrorCode};
 use specie_transaction::{SpecieTransaction, Transaction};
 
 /// Splits `total` into `parts` positive values (`parts` ≤ `total`).
 fn split(total: u64, cuts: &[u64]) -> Vec<u64> {
-    let mut points: Vec<u64> = cuts
-        .iter()
-        .map(|cut| 1 + cut % (total - 1).max(1))
-        .collect();
+    let mut points: Vec<u64> = cuts.iter().map(|cut| 1 + cut % (total - 1).max(1)).collect();
     points.retain(|p| *p < total);
     points.sort_unstable();
     points.dedup();
@@ -38,10 +33,7 @@ fn valid_transfer_strategy() -> impl Strategy<Value = Transaction> {
         1u8..=250,
     )
         .prop_map(|(inputs, cuts, payee)| {
-            let owners: Vec<_> = inputs
-                .iter()
-                .map(|(seed, value)| (key(*seed), *value))
-                .collect();
+            let owners: Vec<_> = inputs.iter().map(|(seed, value)| (key(*seed), *value)).collect();
             let total: u64 = inputs.iter().map(|(_, value)| value).sum();
             let outputs: Vec<_> = split(total, &cuts)
                 .into_iter()
@@ -55,10 +47,7 @@ fn valid_specie_strategy() -> impl Strategy<Value = SpecieTransaction> {
     prop_oneof![
         valid_transfer_strategy().prop_map(SpecieTransaction::Transfer),
         (vec((1u8..=250, 1u64..1_000_000), 1..4)).prop_map(|outputs| {
-            let outputs: Vec<_> = outputs
-                .iter()
-                .map(|(seed, value)| (key(*seed), *value))
-                .collect();
+            let outputs: Vec<_> = outputs.iter().map(|(seed, value)| (key(*seed), *value)).collect();
             SpecieTransaction::Mint(mint(&outputs))
         }),
         (1u8..=250, 2u64..1_000_000, any::<u64>()).prop_map(|(seed, value, cut)| {

@@ -11,10 +11,7 @@ use specie_transaction::{CompactTransaction, Decode, Encode, SpecieTransaction};
 
 /// `name=value` vector lines of `docs/transaction-format.md`.
 fn documented_vectors() -> BTreeMap<String, String> {
-    let path = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/transaction-format.md"
-    ));
+    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/transaction-format.md"));
     let text = std::fs::read_to_string(&path).unwrap();
     text.lines()
         .filter_map(|line| line.trim().split_once('='))
@@ -70,10 +67,7 @@ fn sentinel_attests_only_with_a_key() {
     let results = attesting.process_batch(&[tx.clone(), SpecieTransaction::Transfer(bad)]);
     assert_eq!(results.len(), 2);
     let first = results[0].as_ref().unwrap();
-    assert_eq!(
-        first.verify_attestation(&pubkey, &first.attestations[&pubkey]),
-        Ok(())
-    );
+    assert_eq!(first.verify_attestation(&pubkey, &first.attestations[&pubkey]), Ok(()));
     assert_eq!(results[1].as_ref().unwrap_err().code(), "invalid_signature");
 }
 
@@ -95,10 +89,8 @@ fn large_mixed_batch_equals_sequential() {
         }
     }
     let issuers = issuers();
-    let sequential: Vec<Result<CompactTransaction, _>> = txs
-        .iter()
-        .map(|tx| validate_and_compact(tx, &issuers))
-        .collect();
+    let sequential: Vec<Result<CompactTransaction, _>> =
+        txs.iter().map(|tx| validate_and_compact(tx, &issuers)).collect();
     assert_eq!(validate_batch(&txs, &issuers), sequential);
     assert!(sequential.iter().any(Result::is_ok) && sequential.iter().any(Result::is_err));
     assert!(validate_batch(&[], &issuers).is_empty());

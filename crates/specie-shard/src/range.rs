@@ -13,9 +13,7 @@ pub struct ShardRange {
 pub enum ShardRangeError {
     #[error("shard count must be between 1 and {max}, got {count}")]
     BadCount { count: usize, max: usize },
-    #[error(
-        "shard ranges must cover 0000..=ffff contiguously; found a gap or overlap at {at:#06x}"
-    )]
+    #[error("shard ranges must cover 0000..=ffff contiguously; found a gap or overlap at {at:#06x}")]
     NotContiguous { at: u32 },
     #[error("shard range {first:#06x}..={last:#06x} is empty (first > last)")]
     Empty { first: u16, last: u16 },
@@ -105,13 +103,7 @@ mod tests {
         for count in [1, 2, 3, 7, 8, 1000, 1024] {
             let ranges = ShardRange::partition(count).unwrap();
             assert_eq!(ranges.len(), count);
-            for probe in [
-                id(0, 0),
-                id(0x7f, 0xff),
-                id(0x80, 0),
-                id(0xff, 0xff),
-                id(0x12, 0x34),
-            ] {
+            for probe in [id(0, 0), id(0x7f, 0xff), id(0x80, 0), id(0xff, 0xff), id(0x12, 0x34)] {
                 let owners = ranges.iter().filter(|r| r.contains(&probe)).count();
                 assert_eq!(owners, 1);
                 assert!(ranges[ShardRange::owner(&ranges, &probe)].contains(&probe));

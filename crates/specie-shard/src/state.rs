@@ -70,10 +70,7 @@ impl ShardState {
         let response = match request {
             ShardRequest::Prepare { dtxn, txs } => self.prepare(*dtxn, txs),
             ShardRequest::Commit { dtxn, complete } => self.commit(*dtxn, complete),
-            ShardRequest::Discard {
-                dtxn,
-                finished_below,
-            } => self.discard(*dtxn, *finished_below),
+            ShardRequest::Discard { dtxn, finished_below } => self.discard(*dtxn, *finished_below),
         };
         self.assert_invariants_cheap();
         response
@@ -101,22 +98,16 @@ impl ShardState {
                 reason: Refusal::BadTxIndexes,
             };
         }
-        let owned = txs.iter().all(|tx| {
-            tx.spent
-                .iter()
-                .chain(&tx.created)
-                .all(|id| self.range.contains(id))
-        });
+        let owned = txs
+            .iter()
+            .all(|tx| tx.spent.iter().chain(&tx.created).all(|id| self.range.contains(id)));
         if !owned {
             return ShardResponse::Refused {
                 dtxn,
                 reason: Refusal::NotOwned,
             };
         }
-        let votes: Vec<Vote> = txs
-            .iter()
-            .map(|tx| self.lock_all_or_nothing(dtxn, tx))
-            .collect();
+        let votes: Vec<Vote> = txs.iter().map(|tx| self.lock_all_or_nothing(dtxn, tx)).collect();
         self.dtxns.insert(
             dtxn,
             DtxnRecord {
@@ -210,25 +201,15 @@ impl ShardState {
             }
             for id in tx.spent.iter().chain(&tx.created) {
                 let holder = self.locks.remove(id);
-                assert_eq!(
-                    holder,
-                    Some(dtxn),
-                    "commit releases only locks its own prepare took"
-                );
+                assert_eq!(holder, Some(dtxn), "commit releases only locks its own prepare took");
             }
             if done {
                 for id in &tx.spent {
                     // The negative space of "spent at most once": an id can only leave once.
-                    assert!(
-                        self.uhs.remove(id),
-                        "a locked input vanished before its commit"
-                    );
+                    assert!(self.uhs.remove(id), "a locked input vanished before its commit");
                 }
                 for id in &tx.created {
-                    assert!(
-                        self.uhs.insert(*id),
-                        "a reserved output appeared before its commit"
-                    );
+                    assert!(self.uhs.insert(*id), "a reserved output appeared before its commit");
                 }
             }
         }
@@ -266,10 +247,7 @@ impl ShardState {
 
     /// O(1) checks after every request; the full cross-check lives in [`Self::check_invariants`].
     fn assert_invariants_cheap(&self) {
-        debug_assert!(self
-            .discarded
-            .first()
-            .is_none_or(|d| *d >= self.finished_below));
+        debug_assert!(self.discarded.first().is_none_or(|d| *d >= self.finished_below));
         debug_assert!(self
             .dtxns
             .first_key_value()
@@ -290,17 +268,13 @@ impl ShardState {
                 }
                 for id in &tx.spent {
                     if !self.uhs.contains(id) {
-                        return Err(format!(
-                            "locked input {id:?} of dtxn {dtxn} is not in the UHS"
-                        ));
+                        return Err(format!("locked input {id:?} of dtxn {dtxn} is not in the UHS"));
                     }
                     expected.insert(*id, dtxn);
                 }
                 for id in &tx.created {
                     if self.uhs.contains(id) {
-                        return Err(format!(
-                            "reserved output {id:?} of dtxn {dtxn} already exists"
-                        ));
+                        return Err(format!("reserved output {id:?} of dtxn {dtxn} already exists"));
                     }
                     expected.insert(*id, dtxn);
                 }
@@ -410,10 +384,9 @@ impl ShardState {
         let dtxn_count = reader.read_count("snapshot dtxns", u64::MAX, 8 + 8 + 8 + 1)?;
         for _ in 0..dtxn_count {
             let dtxn = reader.read_u64("dtxn id")?;
-            let txs =
-                reader.read_vec("dtxn transactions", limits.dtxn_transactions_max, 24, |r| {
-                    ShardTx::decode_from(r, &limits)
-                })?;
+            let txs = reader.read_vec("dtxn transactions", limits.dtxn_transactions_max, 24, |r| {
+                ShardTx::decode_from(r, &limits)
+            })?;
             let votes = read_votes(&mut reader, limits.dtxn_transactions_max)?;
             let committed = match reader.read_u8("committed flag")? {
                 0 => false,
@@ -440,26 +413,17 @@ impl ShardState {
                     }
                 }
             }
-            state.dtxns.insert(
-                dtxn,
-                DtxnRecord {
-                    txs,
-                    votes,
-                    committed,
-                },
-            );
+            state.dtxns.insert(dtxn, DtxnRecord { txs, votes, committed });
         }
         let discarded = reader.read_count("snapshot discarded dtxns", u64::MAX, 8)?;
         for _ in 0..discarded {
             state.discarded.insert(reader.read_u64("discarded dtxn")?);
         }
         reader.finish()?;
-        state
-            .check_invariants()
-            .map_err(|_| DecodeError::NonCanonical {
-                what: "shard snapshot",
-                reason: "locks, prepared dtxns and UHS are inconsistent",
-            })?;
+        state.check_invariants().map_err(|_| DecodeError::NonCanonical {
+            what: "shard snapshot",
+            reason: "locks, prepared dtxns and UHS are inconsistent",
+        })?;
         Ok(state)
     }
 }
@@ -564,23 +528,13 @@ mod tests {
         let ShardResponse::Prepared { votes, .. } = shard.apply(&again) else {
             panic!()
         };
-        assert_eq!(
-            votes,
-            vec![Vote::InputMissing, Vote::OutputExists, Vote::InputLocked]
-        );
-        assert_eq!(
-            shard.stats().locked_ids,
-            0,
-            "a refused transaction holds no lock"
-        );
+        assert_eq!(votes, vec![Vote::InputMissing, Vote::OutputExists, Vote::InputLocked]);
+        assert_eq!(shard.stats().locked_ids, 0, "a refused transaction holds no lock");
     }
 
     #[test]
     fn protocol_violations_are_refused_without_change() {
-        let mut shard = ShardState::new(ShardRange {
-            first: 0,
-            last: 0x00ff,
-        });
+        let mut shard = ShardState::new(ShardRange { first: 0, last: 0x00ff });
         let before = shard.encode_snapshot();
         let foreign = ShardRequest::Prepare {
             dtxn: 0,

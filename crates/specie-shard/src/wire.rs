@@ -22,10 +22,7 @@ pub enum ShardRequest {
     /// The coordinator has every commit answer: forget the dtxn. `finished_below` is the
     /// coordinator's watermark: every dtxn below it is finished, so late duplicates of their
     /// requests can be recognised without remembering each one forever.
-    Discard {
-        dtxn: DtxnId,
-        finished_below: DtxnId,
-    },
+    Discard { dtxn: DtxnId, finished_below: DtxnId },
 }
 
 impl ShardRequest {
@@ -164,9 +161,7 @@ impl Default for ShardWireLimits {
 }
 
 mod codec {
-    use specie_transaction::codec::{
-        put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader,
-    };
+    use specie_transaction::codec::{put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
     use specie_transaction::UhsId;
 
     use super::{Refusal, ShardRequest, ShardResponse, ShardTx, ShardWireLimits, Vote};
@@ -189,11 +184,7 @@ mod codec {
         }
     }
 
-    pub(crate) fn read_ids(
-        reader: &mut Reader<'_>,
-        what: &'static str,
-        max: u64,
-    ) -> Result<Vec<UhsId>, DecodeError> {
+    pub(crate) fn read_ids(reader: &mut Reader<'_>, what: &'static str, max: u64) -> Result<Vec<UhsId>, DecodeError> {
         reader.read_vec(what, max, UHS_ID_BYTES, |r| UhsId::decode_from(r, &()))
     }
 
@@ -201,10 +192,7 @@ mod codec {
         type Limits = ShardWireLimits;
         const WHAT: &'static str = "shard transaction";
 
-        fn decode_from(
-            reader: &mut Reader<'_>,
-            limits: &ShardWireLimits,
-        ) -> Result<Self, DecodeError> {
+        fn decode_from(reader: &mut Reader<'_>, limits: &ShardWireLimits) -> Result<Self, DecodeError> {
             let index = reader.read_u64("shard transaction index")?;
             let index = u32::try_from(index).map_err(|_| DecodeError::CountTooLarge {
                 what: "shard transaction index",
@@ -237,10 +225,7 @@ mod codec {
                     put_count(out, complete.len());
                     out.extend(complete.iter().map(|&done| u8::from(done)));
                 }
-                ShardRequest::Discard {
-                    dtxn,
-                    finished_below,
-                } => {
+                ShardRequest::Discard { dtxn, finished_below } => {
                     out.push(REQUEST_DISCARD);
                     put_u64(out, *dtxn);
                     put_u64(out, *finished_below);
@@ -253,26 +238,19 @@ mod codec {
         type Limits = ShardWireLimits;
         const WHAT: &'static str = "shard request";
 
-        fn decode_from(
-            reader: &mut Reader<'_>,
-            limits: &ShardWireLimits,
-        ) -> Result<Self, DecodeError> {
+        fn decode_from(reader: &mut Reader<'_>, limits: &ShardWireLimits) -> Result<Self, DecodeError> {
             let kind = reader.read_u8("shard request kind")?;
             let dtxn = reader.read_u64("dtxn id")?;
             Ok(match kind {
                 REQUEST_PREPARE => {
                     // Smallest shard transaction: index and two empty id vectors.
-                    let txs = reader.read_vec(
-                        "prepare transactions",
-                        limits.dtxn_transactions_max,
-                        24,
-                        |r| ShardTx::decode_from(r, limits),
-                    )?;
+                    let txs = reader.read_vec("prepare transactions", limits.dtxn_transactions_max, 24, |r| {
+                        ShardTx::decode_from(r, limits)
+                    })?;
                     ShardRequest::Prepare { dtxn, txs }
                 }
                 REQUEST_COMMIT => {
-                    let flags =
-                        reader.read_byte_vec("commit flags", limits.dtxn_transactions_max)?;
+                    let flags = reader.read_byte_vec("commit flags", limits.dtxn_transactions_max)?;
                     let complete = flags
                         .iter()
                         .map(|&flag| match flag {
@@ -301,8 +279,7 @@ mod codec {
 
         fn encoded_bytes_max(limits: &ShardWireLimits) -> usize {
             let tx = ShardTx::encoded_bytes_max(limits) as u128;
-            (17 + u128::from(limits.dtxn_transactions_max) * tx).min(usize::MAX as u128 / 2)
-                as usize
+            (17 + u128::from(limits.dtxn_transactions_max) * tx).min(usize::MAX as u128 / 2) as usize
         }
     }
 
@@ -340,12 +317,7 @@ mod codec {
         let bytes = reader.read_byte_vec("votes", max)?;
         bytes
             .iter()
-            .map(|&b| {
-                Vote::from_u8(b).ok_or(DecodeError::UnknownKind {
-                    what: "vote",
-                    kind: b,
-                })
-            })
+            .map(|&b| Vote::from_u8(b).ok_or(DecodeError::UnknownKind { what: "vote", kind: b }))
             .collect()
     }
 
@@ -353,10 +325,7 @@ mod codec {
         type Limits = ShardWireLimits;
         const WHAT: &'static str = "shard response";
 
-        fn decode_from(
-            reader: &mut Reader<'_>,
-            limits: &ShardWireLimits,
-        ) -> Result<Self, DecodeError> {
+        fn decode_from(reader: &mut Reader<'_>, limits: &ShardWireLimits) -> Result<Self, DecodeError> {
             let kind = reader.read_u8("shard response kind")?;
             let dtxn = reader.read_u64("dtxn id")?;
             Ok(match kind {
@@ -404,20 +373,13 @@ mod tests {
     }
 
     fn request() -> impl Strategy<Value = ShardRequest> {
-        let tx = (any::<u32>(), ids(), ids()).prop_map(|(index, spent, created)| ShardTx {
-            index,
-            spent,
-            created,
-        });
+        let tx = (any::<u32>(), ids(), ids()).prop_map(|(index, spent, created)| ShardTx { index, spent, created });
         prop_oneof![
-            (any::<u64>(), prop::collection::vec(tx, 0..5))
-                .prop_map(|(dtxn, txs)| ShardRequest::Prepare { dtxn, txs }),
+            (any::<u64>(), prop::collection::vec(tx, 0..5)).prop_map(|(dtxn, txs)| ShardRequest::Prepare { dtxn, txs }),
             (any::<u64>(), prop::collection::vec(any::<bool>(), 0..9))
                 .prop_map(|(dtxn, complete)| ShardRequest::Commit { dtxn, complete }),
-            (any::<u64>(), any::<u64>()).prop_map(|(dtxn, finished_below)| ShardRequest::Discard {
-                dtxn,
-                finished_below
-            }),
+            (any::<u64>(), any::<u64>())
+                .prop_map(|(dtxn, finished_below)| ShardRequest::Discard { dtxn, finished_below }),
         ]
     }
 

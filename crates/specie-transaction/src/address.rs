@@ -47,9 +47,7 @@ pub struct Address {
 }
 
 fn parse_hrp(hrp: &str) -> Result<Hrp, AddressError> {
-    Hrp::parse(hrp).map_err(|_| AddressError::InvalidHrp {
-        hrp: hrp.to_owned(),
-    })
+    Hrp::parse(hrp).map_err(|_| AddressError::InvalidHrp { hrp: hrp.to_owned() })
 }
 
 impl Address {
@@ -94,9 +92,7 @@ impl Address {
         }
         let expected = parse_hrp(expected_hrp)?;
         let checked = CheckedHrpstring::new::<Bech32>(address).map_err(|error| match error {
-            CheckedHrpstringError::Checksum(ChecksumError::InvalidResidue) => {
-                AddressError::BadChecksum
-            }
+            CheckedHrpstringError::Checksum(ChecksumError::InvalidResidue) => AddressError::BadChecksum,
             other => AddressError::Malformed {
                 reason: other.to_string(),
             },
@@ -118,8 +114,7 @@ impl Address {
         }
         let mut key = [0u8; XONLY_PUBKEY_BYTES];
         key.copy_from_slice(&data[1..]);
-        let pubkey =
-            XOnlyPublicKey::from_byte_array(&key).map_err(|_| AddressError::InvalidPublicKey)?;
+        let pubkey = XOnlyPublicKey::from_byte_array(&key).map_err(|_| AddressError::InvalidPublicKey)?;
         let parsed = Address { pubkey };
         // One string per address: reject leftover padding bits that the byte iterator ignores.
         if parsed.encode(&found.to_lowercase())? != address.to_lowercase() {
@@ -153,12 +148,8 @@ mod tests {
         let typo: String = chars.into_iter().collect();
         assert_eq!(Address::parse(&typo, "usd"), Err(AddressError::BadChecksum));
         // The same data under bech32m must be refused: wrong checksum variant.
-        let bech32m =
-            bech32::encode::<bech32::Bech32m>(Hrp::parse("usd").unwrap(), &alice().data()).unwrap();
-        assert_eq!(
-            Address::parse(&bech32m, "usd"),
-            Err(AddressError::BadChecksum)
-        );
+        let bech32m = bech32::encode::<bech32::Bech32m>(Hrp::parse("usd").unwrap(), &alice().data()).unwrap();
+        assert_eq!(Address::parse(&bech32m, "usd"), Err(AddressError::BadChecksum));
         // Version byte 1.
         let mut data = alice().data();
         data[0] = 1;
@@ -176,10 +167,7 @@ mod tests {
         let mut bad_key = [0xFFu8; 33];
         bad_key[0] = 0;
         let bad = bech32::encode::<Bech32>(Hrp::parse("usd").unwrap(), &bad_key).unwrap();
-        assert_eq!(
-            Address::parse(&bad, "usd"),
-            Err(AddressError::InvalidPublicKey)
-        );
+        assert_eq!(Address::parse(&bad, "usd"), Err(AddressError::InvalidPublicKey));
         assert!(matches!(
             Address::parse("no separator", "usd"),
             Err(AddressError::Malformed { .. })
@@ -188,9 +176,6 @@ mod tests {
             Address::parse(&"q".repeat(91), "usd"),
             Err(AddressError::TooLong { .. })
         ));
-        assert!(matches!(
-            alice().encode(""),
-            Err(AddressError::InvalidHrp { .. })
-        ));
+        assert!(matches!(alice().encode(""), Err(AddressError::InvalidHrp { .. })));
     }
 }

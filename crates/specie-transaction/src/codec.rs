@@ -22,7 +22,9 @@ pub const U64_BYTES: usize = 8;
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum DecodeError {
     /// The input ended inside a field.
-    #[error("unexpected end of input while reading {what}: needed {needed_bytes} bytes but only {remaining_bytes} remain")]
+    #[error(
+        "unexpected end of input while reading {what}: needed {needed_bytes} bytes but only {remaining_bytes} remain"
+    )]
     UnexpectedEnd {
         what: &'static str,
         needed_bytes: u64,
@@ -30,11 +32,7 @@ pub enum DecodeError {
     },
     /// A collection claims more elements than this decoder accepts.
     #[error("{what}: count {count} exceeds the limit of {max}")]
-    CountTooLarge {
-        what: &'static str,
-        count: u64,
-        max: u64,
-    },
+    CountTooLarge { what: &'static str, count: u64, max: u64 },
     /// A collection claims more elements than the remaining input could possibly hold. Checked
     /// before allocation so a forged count cannot make us reserve memory.
     #[error("{what}: count {count} needs at least {min_element_bytes} bytes per element, but only {remaining_bytes} bytes remain")]
@@ -74,10 +72,7 @@ pub enum DecodeError {
     /// The bytes decode, but not in the one canonical form (e.g. unsorted map keys), so
     /// re-encoding would not reproduce them.
     #[error("{what}: not canonical: {reason}")]
-    NonCanonical {
-        what: &'static str,
-        reason: &'static str,
-    },
+    NonCanonical { what: &'static str, reason: &'static str },
 }
 
 /// A value with a canonical byte encoding.
@@ -173,10 +168,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Consumes a fixed-size array (hash, key, signature): raw bytes, no prefix.
-    pub fn read_array<const N: usize>(
-        &mut self,
-        what: &'static str,
-    ) -> Result<[u8; N], DecodeError> {
+    pub fn read_array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
         let slice = self.read_bytes(what, N)?;
         let mut array = [0u8; N];
         array.copy_from_slice(slice);
@@ -197,16 +189,8 @@ impl<'a> Reader<'a> {
     /// `count <= max` and `count * min_element_bytes <= remaining()`. `min_element_bytes` is
     /// the smallest encoding one element can have; pass at least 1 so that even empty-looking
     /// elements cost input bytes (a zero would let a count of 2^63 through to the allocator).
-    pub fn read_count(
-        &mut self,
-        what: &'static str,
-        max: u64,
-        min_element_bytes: usize,
-    ) -> Result<usize, DecodeError> {
-        debug_assert!(
-            min_element_bytes >= 1,
-            "min_element_bytes must be at least 1"
-        );
+    pub fn read_count(&mut self, what: &'static str, max: u64, min_element_bytes: usize) -> Result<usize, DecodeError> {
+        debug_assert!(min_element_bytes >= 1, "min_element_bytes must be at least 1");
         let count = self.read_u64(what)?;
         if count > max {
             return Err(DecodeError::CountTooLarge { what, count, max });
@@ -242,11 +226,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A byte vector: `u64` length, then the bytes (the reference's `std::vector<std::byte>`).
-    pub fn read_byte_vec(
-        &mut self,
-        what: &'static str,
-        bytes_max: u64,
-    ) -> Result<&'a [u8], DecodeError> {
+    pub fn read_byte_vec(&mut self, what: &'static str, bytes_max: u64) -> Result<&'a [u8], DecodeError> {
         let len = self.read_count(what, bytes_max, 1)?;
         self.read_bytes(what, len)
     }
@@ -373,13 +353,8 @@ mod tests {
         // 3 elements of at least 40 bytes need 120 bytes; 119 are present.
         let mut bytes = 3u64.to_le_bytes().to_vec();
         bytes.extend_from_slice(&[0u8; 119]);
-        let err = Reader::new(&bytes)
-            .read_count("outputs", 10, 40)
-            .unwrap_err();
-        assert!(matches!(
-            err,
-            DecodeError::CountExceedsInput { count: 3, .. }
-        ));
+        let err = Reader::new(&bytes).read_count("outputs", 10, 40).unwrap_err();
+        assert!(matches!(err, DecodeError::CountExceedsInput { count: 3, .. }));
         bytes.push(0);
         assert_eq!(Reader::new(&bytes).read_count("outputs", 10, 40), Ok(3));
     }
@@ -411,10 +386,7 @@ mod tests {
         ));
         let mut reader = Reader::new(&[7, 0, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(reader.read_u64("v"), Ok(7));
-        assert_eq!(
-            reader.finish(),
-            Err(DecodeError::TrailingBytes { trailing_bytes: 1 })
-        );
+        assert_eq!(reader.finish(), Err(DecodeError::TrailingBytes { trailing_bytes: 1 }));
     }
 
     #[test]

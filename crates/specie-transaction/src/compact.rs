@@ -42,9 +42,7 @@ impl CompactTransaction {
 
     /// SHA-256(ser(self with an empty attestation map)): what sentinels sign.
     pub fn attestation_message(&self) -> Hash32 {
-        let mut bytes = Vec::with_capacity(
-            HASH_BYTES + 24 + (self.spent.len() + self.created.len()) * HASH_BYTES,
-        );
+        let mut bytes = Vec::with_capacity(HASH_BYTES + 24 + (self.spent.len() + self.created.len()) * HASH_BYTES);
         self.encode_without_attestations_to(&mut bytes);
         put_count(&mut bytes, 0);
         sha256(&bytes)
@@ -65,11 +63,7 @@ impl CompactTransaction {
     }
 
     /// Checks one attestation against this compact transaction.
-    pub fn verify_attestation(
-        &self,
-        pubkey: &[u8; 32],
-        signature: &[u8; 64],
-    ) -> Result<(), AttestationError> {
+    pub fn verify_attestation(&self, pubkey: &[u8; 32], signature: &[u8; 64]) -> Result<(), AttestationError> {
         let key = parse_xonly(pubkey).ok_or(AttestationError::InvalidPublicKey)?;
         if schnorr_verify(&key, &self.attestation_message(), signature) {
             Ok(())
@@ -111,18 +105,13 @@ impl Decode for CompactTransaction {
     const WHAT: &'static str = "compact transaction";
     fn decode_from(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Self, DecodeError> {
         let txid = Txid(reader.read_array("compact transaction txid")?);
-        let spent =
-            reader.read_vec("spent uhs ids", limits.compact_spent_max, HASH_BYTES, |r| {
-                UhsId::decode_from(r, &())
-            })?;
-        let created = reader.read_vec(
-            "created uhs ids",
-            limits.compact_created_max,
-            HASH_BYTES,
-            |r| UhsId::decode_from(r, &()),
-        )?;
-        let count =
-            reader.read_count("attestations", limits.attestations_max, ATTESTATION_BYTES)?;
+        let spent = reader.read_vec("spent uhs ids", limits.compact_spent_max, HASH_BYTES, |r| {
+            UhsId::decode_from(r, &())
+        })?;
+        let created = reader.read_vec("created uhs ids", limits.compact_created_max, HASH_BYTES, |r| {
+            UhsId::decode_from(r, &())
+        })?;
+        let count = reader.read_count("attestations", limits.attestations_max, ATTESTATION_BYTES)?;
         let mut attestations = BTreeMap::new();
         let mut previous: Option<[u8; 32]> = None;
         for _ in 0..count {
@@ -178,10 +167,7 @@ mod tests {
         assert!(!compact.check_attestations(&trusted, 2));
 
         let bytes = compact.encode();
-        assert_eq!(
-            CompactTransaction::decode_exact(&bytes),
-            Ok(compact.clone())
-        );
+        assert_eq!(CompactTransaction::decode_exact(&bytes), Ok(compact.clone()));
 
         // Swap the two entries: same content, non-canonical order.
         let entries_start = bytes.len() - 2 * ATTESTATION_BYTES;

@@ -29,8 +29,8 @@ use crate::hash::{sha256, Sha256Writer};
 use crate::limits::{DecodeLimits, INPUT_BYTES, OUTPUT_BYTES, SIGNATURE_BYTES, XONLY_PUBKEY_BYTES};
 use crate::signing::{schnorr_sign, sign_inputs, xonly_bytes, NonceMode, SignError};
 use crate::transaction::{
-    outputs_uhs_ids, read_inputs, read_outputs, read_witnesses, uhs_id_for, Input, OutPoint,
-    Output, Transaction, Witness,
+    outputs_uhs_ids, read_inputs, read_outputs, read_witnesses, uhs_id_for, Input, OutPoint, Output, Transaction,
+    Witness,
 };
 use crate::{CompactTransaction, Txid, UhsId};
 use secp256k1::Keypair;
@@ -169,8 +169,7 @@ fn read_header(reader: &mut Reader<'_>, expected_kind: Option<u8>) -> Result<u8,
 impl MintTransaction {
     /// The signed part: header ‖ kind ‖ nonce ‖ ser(vec<Output>).
     fn txid_preimage(&self) -> Vec<u8> {
-        let mut preimage =
-            Vec::with_capacity(9 + MINT_NONCE_BYTES + 8 + self.outputs.len() * OUTPUT_BYTES);
+        let mut preimage = Vec::with_capacity(9 + MINT_NONCE_BYTES + 8 + self.outputs.len() * OUTPUT_BYTES);
         put_header(&mut preimage, KIND_MINT);
         preimage.extend_from_slice(&self.nonce);
         put_vec(&mut preimage, &self.outputs);
@@ -182,12 +181,7 @@ impl MintTransaction {
     }
 
     /// Builds and signs a mint.
-    pub fn new_signed(
-        nonce: [u8; MINT_NONCE_BYTES],
-        outputs: Vec<Output>,
-        issuer: &Keypair,
-        mode: NonceMode,
-    ) -> Self {
+    pub fn new_signed(nonce: [u8; MINT_NONCE_BYTES], outputs: Vec<Output>, issuer: &Keypair, mode: NonceMode) -> Self {
         let mut mint = MintTransaction {
             nonce,
             outputs,
@@ -221,9 +215,8 @@ impl MintTransaction {
 impl RedeemTransaction {
     /// The signed part: header ‖ kind ‖ u64le(amount) ‖ ser(vec<Input>) ‖ ser(vec<Output>).
     fn txid_preimage(&self) -> Vec<u8> {
-        let mut preimage = Vec::with_capacity(
-            9 + 8 + 16 + self.inputs.len() * INPUT_BYTES + self.outputs.len() * OUTPUT_BYTES,
-        );
+        let mut preimage =
+            Vec::with_capacity(9 + 8 + 16 + self.inputs.len() * INPUT_BYTES + self.outputs.len() * OUTPUT_BYTES);
         put_header(&mut preimage, KIND_REDEEM);
         put_u64(&mut preimage, self.amount);
         put_vec(&mut preimage, &self.inputs);
@@ -257,12 +250,7 @@ impl RedeemTransaction {
     }
 
     /// (Re)signs: owner witnesses over the txid, then the issuer signature.
-    pub fn sign(
-        &mut self,
-        owners: &[Keypair],
-        issuer: &Keypair,
-        mode: NonceMode,
-    ) -> Result<(), SignError> {
+    pub fn sign(&mut self, owners: &[Keypair], issuer: &Keypair, mode: NonceMode) -> Result<(), SignError> {
         let txid = self.txid();
         self.witnesses = sign_inputs(&self.inputs, &txid.0, owners, mode)?;
         self.issuer_pubkey = xonly_bytes(issuer);
@@ -406,14 +394,10 @@ impl Decode for SpecieTransaction {
     const WHAT: &'static str = "transaction";
     fn decode_from(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Self, DecodeError> {
         if !SpecieTransaction::is_extension_encoding(reader.peek_rest()) {
-            return Ok(SpecieTransaction::Transfer(Transaction::decode_from(
-                reader, limits,
-            )?));
+            return Ok(SpecieTransaction::Transfer(Transaction::decode_from(reader, limits)?));
         }
         match read_header(reader, None)? {
-            KIND_MINT => Ok(SpecieTransaction::Mint(MintTransaction::decode_body(
-                reader, limits,
-            )?)),
+            KIND_MINT => Ok(SpecieTransaction::Mint(MintTransaction::decode_body(reader, limits)?)),
             KIND_REDEEM => Ok(SpecieTransaction::Redeem(RedeemTransaction::decode_body(
                 reader, limits,
             )?)),
@@ -474,10 +458,7 @@ mod tests {
         redeem_header.push(KIND_REDEEM);
         assert!(matches!(
             MintTransaction::decode_exact(&redeem_header),
-            Err(DecodeError::UnknownKind {
-                kind: KIND_REDEEM,
-                ..
-            })
+            Err(DecodeError::UnknownKind { kind: KIND_REDEEM, .. })
         ));
         let mut bad_magic = redeem_header.clone();
         bad_magic[1] = b'X';

@@ -25,13 +25,10 @@ pub mod transaction;
 pub use address::{Address, AddressError, DEFAULT_HRP};
 pub use codec::{Decode, DecodeError, Encode, Reader};
 pub use compact::AttestationError;
-pub use extension::{
-    mint_marker, CreatedOutput, MintTransaction, RedeemTransaction, SpecieTransaction,
-};
+pub use extension::{mint_marker, CreatedOutput, MintTransaction, RedeemTransaction, SpecieTransaction};
 pub use limits::DecodeLimits;
 pub use signing::{
-    witness_program_commitment, witness_program_commitment_of, NonceMode, P2pkParseError,
-    P2pkWitness, SignError,
+    witness_program_commitment, witness_program_commitment_of, NonceMode, P2pkParseError, P2pkWitness, SignError,
 };
 pub use transaction::{uhs_id_for, Input, OutPoint, Output, Transaction, Witness};
 

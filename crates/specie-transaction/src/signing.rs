@@ -14,9 +14,7 @@ use secp256k1::{schnorr, Keypair, SecretKey, XOnlyPublicKey, SECP256K1};
 use thiserror::Error;
 
 use crate::hash::sha256;
-use crate::limits::{
-    P2PK_WITNESS_BYTES, P2PK_WITNESS_PROGRAM_BYTES, SIGNATURE_BYTES, XONLY_PUBKEY_BYTES,
-};
+use crate::limits::{P2PK_WITNESS_BYTES, P2PK_WITNESS_PROGRAM_BYTES, SIGNATURE_BYTES, XONLY_PUBKEY_BYTES};
 use crate::transaction::{Input, Transaction, Witness};
 use crate::Hash32;
 
@@ -34,11 +32,7 @@ pub enum NonceMode {
 }
 
 /// Signs a 32-byte message with BIP-340.
-pub fn schnorr_sign(
-    keypair: &Keypair,
-    message: &[u8; 32],
-    mode: NonceMode,
-) -> [u8; SIGNATURE_BYTES] {
+pub fn schnorr_sign(keypair: &Keypair, message: &[u8; 32], mode: NonceMode) -> [u8; SIGNATURE_BYTES] {
     let signature = match mode {
         NonceMode::Randomized => SECP256K1.sign_schnorr(message, keypair),
         NonceMode::Deterministic => SECP256K1.sign_schnorr_no_aux_rand(message, keypair),
@@ -47,15 +41,9 @@ pub fn schnorr_sign(
 }
 
 /// Verifies a BIP-340 signature over a 32-byte message.
-pub fn schnorr_verify(
-    pubkey: &XOnlyPublicKey,
-    message: &[u8; 32],
-    signature: &[u8; SIGNATURE_BYTES],
-) -> bool {
+pub fn schnorr_verify(pubkey: &XOnlyPublicKey, message: &[u8; 32], signature: &[u8; SIGNATURE_BYTES]) -> bool {
     let signature = schnorr::Signature::from_byte_array(*signature);
-    SECP256K1
-        .verify_schnorr(&signature, message, pubkey)
-        .is_ok()
+    SECP256K1.verify_schnorr(&signature, message, pubkey).is_ok()
 }
 
 /// A keypair from 32 secret-key bytes; `None` if they are zero or not below the curve order.

@@ -4,9 +4,7 @@
 
 use crate::codec::{put_byte_vec, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
 use crate::hash::{sha256, Sha256Writer};
-use crate::limits::{
-    DecodeLimits, HASH_BYTES, INPUT_BYTES, OUTPUT_BYTES, OUT_POINT_BYTES, WITNESS_BYTES_MIN,
-};
+use crate::limits::{DecodeLimits, HASH_BYTES, INPUT_BYTES, OUTPUT_BYTES, OUT_POINT_BYTES, WITNESS_BYTES_MIN};
 use crate::{Hash32, Txid, UhsId};
 
 /// Names one output of an earlier transaction: the creating txid and the output's index.
@@ -67,9 +65,7 @@ impl Input {
 impl Transaction {
     /// SHA-256(ser(vec<Input>) ‖ ser(vec<Output>)); witnesses excluded so that owners can sign it.
     pub fn txid(&self) -> Txid {
-        let mut preimage = Vec::with_capacity(
-            16 + self.inputs.len() * INPUT_BYTES + self.outputs.len() * OUTPUT_BYTES,
-        );
+        let mut preimage = Vec::with_capacity(16 + self.inputs.len() * INPUT_BYTES + self.outputs.len() * OUTPUT_BYTES);
         put_vec(&mut preimage, &self.inputs);
         put_vec(&mut preimage, &self.outputs);
         Txid(sha256(&preimage))
@@ -228,36 +224,24 @@ impl Decode for Witness {
         Ok(Witness(bytes.to_vec()))
     }
     fn encoded_bytes_max(limits: &DecodeLimits) -> usize {
-        WITNESS_BYTES_MIN
-            .saturating_add(usize::try_from(limits.witness_bytes_max).unwrap_or(usize::MAX))
+        WITNESS_BYTES_MIN.saturating_add(usize::try_from(limits.witness_bytes_max).unwrap_or(usize::MAX))
     }
 }
 
 /// Reads `vec<Input>` under `limits.inputs_max`.
-pub(crate) fn read_inputs(
-    reader: &mut Reader<'_>,
-    limits: &DecodeLimits,
-) -> Result<Vec<Input>, DecodeError> {
-    reader.read_vec("inputs", limits.inputs_max, INPUT_BYTES, |r| {
-        Input::decode_from(r, &())
-    })
+pub(crate) fn read_inputs(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Vec<Input>, DecodeError> {
+    reader.read_vec("inputs", limits.inputs_max, INPUT_BYTES, |r| Input::decode_from(r, &()))
 }
 
 /// Reads `vec<Output>` under `limits.outputs_max`.
-pub(crate) fn read_outputs(
-    reader: &mut Reader<'_>,
-    limits: &DecodeLimits,
-) -> Result<Vec<Output>, DecodeError> {
+pub(crate) fn read_outputs(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Vec<Output>, DecodeError> {
     reader.read_vec("outputs", limits.outputs_max, OUTPUT_BYTES, |r| {
         Output::decode_from(r, &())
     })
 }
 
 /// Reads `vec<Witness>` under `limits.witnesses_max` and `limits.witness_bytes_max`.
-pub(crate) fn read_witnesses(
-    reader: &mut Reader<'_>,
-    limits: &DecodeLimits,
-) -> Result<Vec<Witness>, DecodeError> {
+pub(crate) fn read_witnesses(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Vec<Witness>, DecodeError> {
     reader.read_vec("witnesses", limits.witnesses_max, WITNESS_BYTES_MIN, |r| {
         Witness::decode_from(r, limits)
     })

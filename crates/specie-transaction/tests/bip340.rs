@@ -33,10 +33,7 @@ struct Row {
 
 fn parse(csv: &str) -> Vec<Row> {
     let mut lines = csv.lines();
-    assert!(lines
-        .next()
-        .unwrap()
-        .starts_with("index,secret key,public key"));
+    assert!(lines.next().unwrap().starts_with("index,secret key,public key"));
     lines
         .filter(|line| !line.trim().is_empty())
         .map(|line| {
@@ -79,16 +76,14 @@ fn run(row: &Row) -> Outcome {
         .and_then(|key| XOnlyPublicKey::from_byte_array(&key).ok())
         .is_some_and(|key| {
             let signature = schnorr::Signature::from_byte_array(row.signature);
-            SECP256K1
-                .verify_schnorr(&signature, &row.message, &key)
-                .is_ok()
+            SECP256K1.verify_schnorr(&signature, &row.message, &key).is_ok()
         });
-    let keypair = row.secret_key.map(|secret| {
-        Keypair::from_secret_key(SECP256K1, &SecretKey::from_byte_array(&secret).unwrap())
-    });
-    let public_key_matches = keypair.as_ref().map(|keypair| {
-        keypair.x_only_public_key().0.serialize().as_slice() == row.public_key.as_slice()
-    });
+    let keypair = row
+        .secret_key
+        .map(|secret| Keypair::from_secret_key(SECP256K1, &SecretKey::from_byte_array(&secret).unwrap()));
+    let public_key_matches = keypair
+        .as_ref()
+        .map(|keypair| keypair.x_only_public_key().0.serialize().as_slice() == row.public_key.as_slice());
     let signature_matches = match (&keypair, &row.aux_rand) {
         (Some(keypair), Some(aux_rand)) => {
             let signature = SECP256K1.sign_schnorr_with_aux_rand(&row.message, keypair, aux_rand);
@@ -184,22 +179,13 @@ fn shared_draft_vectors_every_row_is_accounted_for() {
     assert_eq!(rows.len(), 15);
     for row in &rows {
         let outcome = run(row);
-        match DRAFT_ONLY_ROWS
-            .iter()
-            .find(|(index, _)| *index == row.index)
-        {
+        match DRAFT_ONLY_ROWS.iter().find(|(index, _)| *index == row.index) {
             Some((_, expected)) => assert_eq!(
                 &outcome, expected,
                 "draft row {} ({}) no longer behaves as the draft/final difference predicts",
                 row.index, row.comment
             ),
-            None => assert_eq!(
-                outcome,
-                exact(row),
-                "draft row {} ({})",
-                row.index,
-                row.comment
-            ),
+            None => assert_eq!(outcome, exact(row), "draft row {} ({})", row.index, row.comment),
         }
     }
 }

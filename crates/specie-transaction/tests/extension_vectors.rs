@@ -12,8 +12,8 @@ use specie_transaction::extension::{EXTENSION_HEADER, KIND_MINT, KIND_REDEEM};
 use specie_transaction::hash::sha256;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{
-    mint_marker, witness_program_commitment, CompactTransaction, Decode, Encode, Input,
-    MintTransaction, NonceMode, Output, RedeemTransaction, SpecieTransaction, Transaction, UhsId,
+    mint_marker, witness_program_commitment, CompactTransaction, Decode, Encode, Input, MintTransaction, NonceMode,
+    Output, RedeemTransaction, SpecieTransaction, Transaction, UhsId,
 };
 
 fn key(byte: u8) -> Keypair {
@@ -60,10 +60,7 @@ fn computed() -> BTreeMap<String, String> {
     put("mint_marker", &mint_marker(&mint_txid).0);
     let mut mint_compact = mint.compact();
     put("mint_compact_ser", &mint_compact.encode());
-    put(
-        "mint_attestation_message",
-        &mint_compact.attestation_message(),
-    );
+    put("mint_attestation_message", &mint_compact.attestation_message());
     mint_compact.attest(&sentinel, NonceMode::Deterministic);
     put("mint_compact_ser_attested", &mint_compact.encode());
 
@@ -112,10 +109,7 @@ fn document_vectors_match_the_code() {
         wrong.join("\n")
     );
     for name in documented.keys() {
-        assert!(
-            computed.contains_key(name),
-            "documented vector {name} is not checked"
-        );
+        assert!(computed.contains_key(name), "documented vector {name} is not checked");
     }
 }
 
@@ -125,8 +119,7 @@ fn documented_bytes_decode_and_hash_as_specified() {
 
     // Mint: decode, re-encode, and recompute the txid from its definition.
     let mint_bytes = v.bytes("mint_ser");
-    let SpecieTransaction::Mint(mint) = SpecieTransaction::decode_exact(&mint_bytes).unwrap()
-    else {
+    let SpecieTransaction::Mint(mint) = SpecieTransaction::decode_exact(&mint_bytes).unwrap() else {
         panic!("mint_ser is not a mint");
     };
     assert_eq!(mint.encode(), mint_bytes);
@@ -161,9 +154,7 @@ fn documented_bytes_decode_and_hash_as_specified() {
     assert_eq!(transfer.inputs[0].uhs_id(), UhsId(v.hash("mint_uhs_id[0]")));
 
     // Redeem txid from its definition.
-    let SpecieTransaction::Redeem(redeem) =
-        SpecieTransaction::decode_exact(&v.bytes("redeem_ser")).unwrap()
-    else {
+    let SpecieTransaction::Redeem(redeem) = SpecieTransaction::decode_exact(&v.bytes("redeem_ser")).unwrap() else {
         panic!("redeem_ser is not a redeem");
     };
     let mut preimage = EXTENSION_HEADER.to_vec();

@@ -9,8 +9,8 @@ use proptest::prelude::*;
 use specie_transaction::codec::DecodeError;
 use specie_transaction::extension::{EXTENSION_HEADER, KIND_MINT, KIND_REDEEM};
 use specie_transaction::{
-    CompactTransaction, Decode, DecodeLimits, Encode, Input, MintTransaction, OutPoint, Output,
-    RedeemTransaction, SpecieTransaction, Transaction, Txid, UhsId, Witness,
+    CompactTransaction, Decode, DecodeLimits, Encode, Input, MintTransaction, OutPoint, Output, RedeemTransaction,
+    SpecieTransaction, Transaction, Txid, UhsId, Witness,
 };
 
 fn hash() -> impl Strategy<Value = [u8; 32]> {
@@ -44,32 +44,27 @@ fn witness() -> impl Strategy<Value = Witness> {
 }
 
 fn transaction() -> impl Strategy<Value = Transaction> {
-    (
-        vec(input(), 0..6),
-        vec(output(), 0..6),
-        vec(witness(), 0..6),
-    )
-        .prop_map(|(inputs, outputs, witnesses)| Transaction {
+    (vec(input(), 0..6), vec(output(), 0..6), vec(witness(), 0..6)).prop_map(|(inputs, outputs, witnesses)| {
+        Transaction {
             inputs,
             outputs,
             witnesses,
-        })
+        }
+    })
 }
 
 fn mint() -> impl Strategy<Value = MintTransaction> {
-    (hash(), vec(output(), 0..6), hash(), hash(), hash()).prop_map(
-        |(nonce, outputs, issuer_pubkey, s0, s1)| {
-            let mut issuer_signature = [0u8; 64];
-            issuer_signature[..32].copy_from_slice(&s0);
-            issuer_signature[32..].copy_from_slice(&s1);
-            MintTransaction {
-                nonce,
-                outputs,
-                issuer_pubkey,
-                issuer_signature,
-            }
-        },
-    )
+    (hash(), vec(output(), 0..6), hash(), hash(), hash()).prop_map(|(nonce, outputs, issuer_pubkey, s0, s1)| {
+        let mut issuer_signature = [0u8; 64];
+        issuer_signature[..32].copy_from_slice(&s0);
+        issuer_signature[32..].copy_from_slice(&s1);
+        MintTransaction {
+            nonce,
+            outputs,
+            issuer_pubkey,
+            issuer_signature,
+        }
+    })
 }
 
 fn redeem() -> impl Strategy<Value = RedeemTransaction> {
@@ -121,11 +116,7 @@ fn compact() -> impl Strategy<Value = CompactTransaction> {
 /// Decoding must never panic; if it succeeds the value must re-encode to exactly these bytes.
 fn check_canonical<T: Decode<Limits = DecodeLimits> + Encode>(bytes: &[u8]) {
     if let Ok(value) = T::decode_exact(bytes) {
-        assert_eq!(
-            value.encode(),
-            bytes,
-            "accepted bytes must be the canonical encoding"
-        );
+        assert_eq!(value.encode(), bytes, "accepted bytes must be the canonical encoding");
     }
 }
 

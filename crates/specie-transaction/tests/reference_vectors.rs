@@ -5,14 +5,12 @@ mod common;
 use common::{parse_kv_blocks, read, vectors_dir, Vectors};
 use specie_transaction::signing::keypair_from_secret;
 use specie_transaction::{
-    uhs_id_for, witness_program_commitment, Address, CompactTransaction, Decode, Encode, Output,
-    SpecieTransaction, Transaction, Txid, UhsId,
+    uhs_id_for, witness_program_commitment, Address, CompactTransaction, Decode, Encode, Output, SpecieTransaction,
+    Transaction, Txid, UhsId,
 };
 
 fn vectors() -> Vectors {
-    Vectors(parse_kv_blocks(&read(
-        &vectors_dir().join("opencbdc-format.md"),
-    )))
+    Vectors(parse_kv_blocks(&read(&vectors_dir().join("opencbdc-format.md"))))
 }
 
 #[test]
@@ -20,10 +18,7 @@ fn checked_in_copies_match_the_shared_originals_when_present() {
     let shared = common::shared_vectors_dir();
     if !shared.is_dir() {
         // CI may run without the sibling directory; the copies are then the only source.
-        eprintln!(
-            "{} not present; using the checked-in copies only",
-            shared.display()
-        );
+        eprintln!("{} not present; using the checked-in copies only", shared.display());
         return;
     }
     for name in ["opencbdc-format.md", "bip340-test-vectors.csv"] {
@@ -98,16 +93,9 @@ fn mint_shaped_transaction() {
     let compact = specie.compact();
     let compact_bytes = v.bytes("mint_compact_ser_without_attestations");
     assert_eq!(compact.encode(), compact_bytes);
-    assert_eq!(
-        CompactTransaction::decode_exact(&compact_bytes),
-        Ok(compact.clone())
-    );
+    assert_eq!(CompactTransaction::decode_exact(&compact_bytes), Ok(compact.clone()));
     assert_eq!(compact.attestation_message(), v.hash("mint_compact_hash"));
-    let created: Vec<UhsId> = specie
-        .created_outputs()
-        .iter()
-        .map(|created| created.uhs_id)
-        .collect();
+    let created: Vec<UhsId> = specie.created_outputs().iter().map(|created| created.uhs_id).collect();
     assert_eq!(created, compact.created);
     // A created output, turned into an input, hashes to the same UHS id (SHA-256(ser(Input))).
     for created in specie.created_outputs() {

@@ -210,9 +210,13 @@ impl NodeClient {
                     },
                 }
             }
+            // ureq's own text repeats the URL; say the kind and the detail only.
             ureq::Error::Transport(transport) => ClientError::Unreachable {
                 url: url.to_owned(),
-                reason: transport.to_string(),
+                reason: match transport.message() {
+                    Some(message) => format!("{}: {message}", transport.kind()),
+                    None => transport.kind().to_string(),
+                },
             },
         }
     }

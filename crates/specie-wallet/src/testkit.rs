@@ -1,9 +1,9 @@
 //! Test helpers: seeded RNGs, funded wallets, an independent validity check, and an in-memory
 //! ledger that behaves like the node's API.
 //!
-//! The validity check re-implements the sentinel's transaction-local rules (as listed in the
-//! reference format notes) because `specie-sentinel` does not expose a validator yet. It is
-//! written from those rules, not from the wallet's code, so that it can catch wallet bugs.
+//! The validity check asks the real sentinel (`specie_sentinel::validate`), and also applies
+//! the transaction-local rules as the reference format notes list them, read independently of
+//! both the sentinel's and the wallet's code: a wallet bug has to fool two readings of the rules.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashSet};
@@ -86,6 +86,8 @@ fn check_inputs_outputs(inputs: &[Input], outputs: &[Output]) -> Result<(u128, u
 
 /// The sentinel's transaction-local checks, plus a canonical-encoding round trip.
 pub fn check_valid(tx: &SpecieTransaction, issuers: &[[u8; 32]]) -> Result<(), String> {
+    let trusted = specie_sentinel::IssuerKeys::from_bytes(issuers).map_err(|error| error.to_string())?;
+    specie_sentinel::validate(tx, &trusted).map_err(|error| format!("sentinel: {error}"))?;
     let decoded = SpecieTransaction::decode_exact(&tx.encode()).map_err(|error| error.to_string())?;
     if &decoded != tx {
         return Err("does not survive an encode/decode round trip".into());
@@ -238,5 +240,37 @@ impl Ledger for MemoryLedger {
     fn query_uhs(&self, ids: &[UhsId]) -> Result<Vec<bool>, ClientError> {
         let uhs = self.uhs.borrow();
         Ok(ids.iter().map(|id| uhs.contains(id)).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checker used by the other tests must refuse broken transactions, or their passing
+    /// would mean nothing.
+    #[test]
+    fn the_validity_check_refuses_tampering() {
+        let mut rng = rng(40);
+        let mut alice = funded_wallet(&[100], &mut rng);
+        let to = alice.latest_address().unwrap();
+        let (tx, _) = alice.build_payment(&to, 60, &mut rng).unwrap();
+        check_valid(&tx, &[]).unwrap();
+        let SpecieTransaction::Transfer(transfer) = tx else {
+            panic!("a payment is a transfer")
+        };
+        let mut more = transfer.clone();
+        more.outputs[0].value += 1;
+        assert!(check_valid(&SpecieTransaction::Transfer(more), &[]).is_err());
+        let mut forged = transfer.clone();
+        let last = forged.witnesses[0].0.len() - 1;
+        forged.witnesses[0].0[last] ^= 1;
+        assert!(check_valid(&SpecieTransaction::Transfer(forged), &[]).is_err());
+
+        let mut issuer = Wallet::new("usd", true, &mut rng).unwrap();
+        let (mint, _) = issuer.build_mint(&[(to, 5)], &mut rng).unwrap();
+        let key = issuer.issuer_pubkey().unwrap().serialize();
+        check_valid(&mint, &[key]).unwrap();
+        assert!(check_valid(&mint, &[]).is_err(), "an issuer the node does not trust");
     }
 }

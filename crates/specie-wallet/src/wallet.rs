@@ -773,6 +773,23 @@ impl Wallet {
         confirmed
     }
 
+    /// A payment string for the outputs of pending transaction `txid` that pay other wallets
+    /// (the payee of a payment, the recipients of a mint); `None` if every output is ours.
+    /// Lets the CLI hand the string over once `sync` learns the transaction was confirmed.
+    pub fn payment_string_for(&self, txid: &Txid) -> Option<PaymentString> {
+        let pending = self.pending.get(txid)?;
+        let theirs: Vec<PaidOutput> = pending
+            .creates()
+            .into_iter()
+            .filter(|created| !self.owns(&created.output.witness_program_commitment))
+            .map(|created| PaidOutput {
+                index: created.outpoint.index,
+                output: created.output,
+            })
+            .collect();
+        (!theirs.is_empty()).then(|| PaymentString::new(*txid, theirs))
+    }
+
     /// The outputs of `payment` that pay this wallet; an error if there are none.
     pub fn receivable_outputs(&self, payment: &PaymentString) -> Result<Vec<CreatedOutput>, WalletError> {
         let ours: Vec<CreatedOutput> = payment
@@ -893,6 +910,10 @@ mod tests {
         // The payment string names the payee's output, not the change.
         assert_eq!(payment.payment_string.outputs.len(), 1);
         assert_eq!(payment.payment_string.outputs[0].output.value, 120);
+        assert_eq!(
+            alice.payment_string_for(&payment.txid),
+            Some(payment.payment_string.clone())
+        );
         let settled = alice.on_confirmed(&payment.txid).unwrap();
         assert_eq!((settled.spent, settled.received), (150, 30));
         assert_eq!(alice.balance().spendable, 30);

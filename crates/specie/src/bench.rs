@@ -10,7 +10,10 @@ use secp256k1::Keypair;
 use specie_node::{EmbeddedNode, NodeOptions, TxStatus};
 use specie_sentinel::IssuerKeys;
 use specie_transaction::signing::xonly_bytes;
-use specie_transaction::{witness_program_commitment, CompactTransaction, Input, NonceMode, OutPoint, Output, SpecieTransaction, Transaction, Txid, UhsId};
+use specie_transaction::{
+    witness_program_commitment, CompactTransaction, Input, NonceMode, OutPoint, Output, SpecieTransaction, Transaction,
+    Txid, UhsId,
+};
 
 use crate::ceiling;
 
@@ -72,10 +75,32 @@ fn signed_2in2out(count: usize) -> Vec<SpecieTransaction> {
     (0..count)
         .map(|_| {
             let inputs: Vec<Input> = (0..2)
-                .map(|_| Input { prevout: OutPoint { txid: Txid(rng.gen()), index: 0 }, data: Output { witness_program_commitment: commitment, value: 50 } })
+                .map(|_| Input {
+                    prevout: OutPoint {
+                        txid: Txid(rng.gen()),
+                        index: 0,
+                    },
+                    data: Output {
+                        witness_program_commitment: commitment,
+                        value: 50,
+                    },
+                })
                 .collect();
-            let outputs = vec![Output { witness_program_commitment: commitment, value: 60 }, Output { witness_program_commitment: commitment, value: 40 }];
-            let mut tx = Transaction { inputs, outputs, witnesses: vec![] };
+            let outputs = vec![
+                Output {
+                    witness_program_commitment: commitment,
+                    value: 60,
+                },
+                Output {
+                    witness_program_commitment: commitment,
+                    value: 40,
+                },
+            ];
+            let mut tx = Transaction {
+                inputs,
+                outputs,
+                witnesses: vec![],
+            };
             tx.sign(&[keypair, keypair], NonceMode::Randomized).expect("own key");
             SpecieTransaction::Transfer(tx)
         })
@@ -98,17 +123,29 @@ fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let ceiling_tps = verify_per_s / 2.0;
     let ratio = tps / ceiling_tps;
     if args.json {
-        println!("{}", serde_json::json!({"validate_tps": tps, "verify_per_s": verify_per_s, "ceiling_tps": ceiling_tps, "ratio": ratio, "threads": rayon::current_num_threads()}));
+        println!(
+            "{}",
+            serde_json::json!({"validate_tps": tps, "verify_per_s": verify_per_s, "ceiling_tps": ceiling_tps, "ratio": ratio, "threads": rayon::current_num_threads()})
+        );
     } else {
-        println!("sentinel validation, 2-in/2-out, {} threads", rayon::current_num_threads());
+        println!(
+            "sentinel validation, 2-in/2-out, {} threads",
+            rayon::current_num_threads()
+        );
         println!("  raw BIP-340 verify   {verify_per_s:>10.0} verifications/s  = ceiling {ceiling_tps:.0} tx/s");
-        println!("  sentinel validate    {tps:>10.0} tx/s  = {:.1}% of the ceiling", 100.0 * ratio);
+        println!(
+            "  sentinel validate    {tps:>10.0} tx/s  = {:.1}% of the ceiling",
+            100.0 * ratio
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn swap(args: SwapArgs) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(args.window > 0 && args.preload >= 2 * args.window, "--preload must be at least twice --window");
+    anyhow::ensure!(
+        args.window > 0 && args.preload >= 2 * args.window,
+        "--preload must be at least twice --window"
+    );
     let dir = tempfile::Builder::new().prefix("specie-bench-swap-").tempdir()?;
     let mut options = NodeOptions::new(dir.path());
     options.shards = Some(args.shards);
@@ -123,7 +160,16 @@ fn swap(args: SwapArgs) -> anyhow::Result<ExitCode> {
     let preload: Vec<(u64, CompactTransaction)> = unspent
         .chunks(100)
         .enumerate()
-        .map(|(i, ids)| (i as u64, CompactTransaction { txid: Txid(rng.gen()), created: ids.to_vec(), ..Default::default() }))
+        .map(|(i, ids)| {
+            (
+                i as u64,
+                CompactTransaction {
+                    txid: Txid(rng.gen()),
+                    created: ids.to_vec(),
+                    ..Default::default()
+                },
+            )
+        })
         .collect();
     let expected = preload.len();
     for chunk in preload.chunks(1000) {
@@ -131,7 +177,11 @@ fn swap(args: SwapArgs) -> anyhow::Result<ExitCode> {
     }
     for _ in 0..expected {
         let completion = completions.blocking_recv().context("node stopped")?;
-        anyhow::ensure!(completion.status == TxStatus::Confirmed, "preload failed: {:?}", completion.status);
+        anyhow::ensure!(
+            completion.status == TxStatus::Confirmed,
+            "preload failed: {:?}",
+            completion.status
+        );
     }
 
     let duration = Duration::from_secs_f64(args.seconds);
@@ -147,20 +197,43 @@ fn swap(args: SwapArgs) -> anyhow::Result<ExitCode> {
             let mut batch = Vec::with_capacity(room);
             let now = Instant::now();
             for _ in 0..room {
-                let spent = vec![unspent.swap_remove(rng.gen_range(0..unspent.len())), unspent.swap_remove(rng.gen_range(0..unspent.len()))];
+                let spent = vec![
+                    unspent.swap_remove(rng.gen_range(0..unspent.len())),
+                    unspent.swap_remove(rng.gen_range(0..unspent.len())),
+                ];
                 let created = vec![UhsId(rng.gen()), UhsId(rng.gen())];
                 in_flight.insert(next_ref, created.clone());
                 sent_at.insert(next_ref, now);
-                batch.push((next_ref, CompactTransaction { txid: Txid(rng.gen()), spent, created, ..Default::default() }));
+                batch.push((
+                    next_ref,
+                    CompactTransaction {
+                        txid: Txid(rng.gen()),
+                        spent,
+                        created,
+                        ..Default::default()
+                    },
+                ));
                 next_ref += 1;
             }
             handle.submit_compact(batch, &reply);
         }
-        let Some(completion) = completions.blocking_recv() else { break };
+        let Some(completion) = completions.blocking_recv() else {
+            break;
+        };
         for completion in std::iter::once(completion).chain(std::iter::from_fn(|| completions.try_recv().ok())) {
             let created = in_flight.remove(&completion.client_ref).context("unknown completion")?;
-            anyhow::ensure!(completion.status == TxStatus::Confirmed, "a swap was refused: {:?}", completion.status);
-            let _ = latency.record(sent_at.remove(&completion.client_ref).expect("sent").elapsed().as_micros() as u64);
+            anyhow::ensure!(
+                completion.status == TxStatus::Confirmed,
+                "a swap was refused: {:?}",
+                completion.status
+            );
+            let _ = latency.record(
+                sent_at
+                    .remove(&completion.client_ref)
+                    .expect("sent")
+                    .elapsed()
+                    .as_micros() as u64,
+            );
             confirmed += 1;
             unspent.extend(created);
         }
@@ -168,11 +241,21 @@ fn swap(args: SwapArgs) -> anyhow::Result<ExitCode> {
     let elapsed = started.elapsed().as_secs_f64();
     node.shutdown();
     let tps = confirmed as f64 / elapsed;
-    let (p50, p99) = (latency.value_at_quantile(0.5) as f64 / 1000.0, latency.value_at_quantile(0.99) as f64 / 1000.0);
+    let (p50, p99) = (
+        latency.value_at_quantile(0.5) as f64 / 1000.0,
+        latency.value_at_quantile(0.99) as f64 / 1000.0,
+    );
     if args.json {
-        println!("{}", serde_json::json!({"swap_tps": tps, "confirmed": confirmed, "seconds": elapsed, "shards": args.shards, "fsync": !args.no_fsync, "latency_ms_p50": p50, "latency_ms_p99": p99}));
+        println!(
+            "{}",
+            serde_json::json!({"swap_tps": tps, "confirmed": confirmed, "seconds": elapsed, "shards": args.shards, "fsync": !args.no_fsync, "latency_ms_p50": p50, "latency_ms_p99": p99})
+        );
     } else {
-        println!("2PC swap, 2-in/2-out compact transactions, {} shards, fsync {}", args.shards, if args.no_fsync { "OFF" } else { "on" });
+        println!(
+            "2PC swap, 2-in/2-out compact transactions, {} shards, fsync {}",
+            args.shards,
+            if args.no_fsync { "OFF" } else { "on" }
+        );
         println!("  {confirmed} confirmed in {elapsed:.1} s = {tps:.0} tx/s; latency p50 {p50:.1} ms, p99 {p99:.1} ms");
     }
     Ok(ExitCode::SUCCESS)

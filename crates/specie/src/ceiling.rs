@@ -20,7 +20,10 @@ pub fn verify_per_s(duration: Duration) -> f64 {
         })
         .collect();
     run_for(duration, || {
-        samples.par_iter().map(|(m, s)| schnorr_verify(&pubkey, m, s) as u64).sum::<u64>() as usize
+        samples
+            .par_iter()
+            .map(|(m, s)| schnorr_verify(&pubkey, m, s) as u64)
+            .sum::<u64>() as usize
     })
 }
 

@@ -18,8 +18,8 @@ use specie_node::{Completion, EmbeddedNode, NodeOptions, TxStatus};
 use specie_shard::Vote;
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
-    witness_program_commitment, CreatedOutput, Hash32, MintTransaction, NonceMode, Output, RedeemTransaction, SpecieTransaction,
-    Transaction, UhsId,
+    witness_program_commitment, CreatedOutput, Hash32, MintTransaction, NonceMode, Output, RedeemTransaction,
+    SpecieTransaction, Transaction, UhsId,
 };
 
 use crate::ceiling;
@@ -78,9 +78,13 @@ enum Kind {
     /// Re-spends an output that a confirmed transaction already spent.
     Replay,
     /// One of two spends of the same output submitted together.
-    Conflict { pair: u64 },
+    Conflict {
+        pair: u64,
+    },
     ForgedSignature,
-    Redeem { amount: u64 },
+    Redeem {
+        amount: u64,
+    },
 }
 
 struct Wallet {
@@ -146,7 +150,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     if args.window == 0 {
         bail!("--window must be at least 1");
     }
-    let temp = tempfile::Builder::new().prefix("specie-demo-").tempdir().context("cannot create a temporary directory")?;
+    let temp = tempfile::Builder::new()
+        .prefix("specie-demo-")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
     let data_dir = args.data_dir.clone().unwrap_or_else(|| temp.path().to_path_buf());
     let mut rng = StdRng::seed_from_u64(args.seed);
     let issuer = Keypair::new_global(&mut rng);
@@ -159,7 +166,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let wallets = (0..args.wallets)
         .map(|_| {
             let keypair = Keypair::new_global(&mut rng);
-            Wallet { commitment: witness_program_commitment(&xonly_bytes(&keypair)), keypair, coins: vec![] }
+            Wallet {
+                commitment: witness_program_commitment(&xonly_bytes(&keypair)),
+                keypair,
+                coins: vec![],
+            }
         })
         .collect();
     let mut demo = Demo {
@@ -183,9 +194,16 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
 
     // 1. Mint COINS_PER_WALLET coins to every wallet.
     let mut mints = vec![];
-    let all: Vec<usize> = (0..args.wallets).flat_map(|w| std::iter::repeat_n(w, COINS_PER_WALLET)).collect();
+    let all: Vec<usize> = (0..args.wallets)
+        .flat_map(|w| std::iter::repeat_n(w, COINS_PER_WALLET))
+        .collect();
     for owners in all.chunks(MINT_OUTPUTS_MAX) {
-        mints.push(Planned { kind: Kind::Mint, sender: 0, inputs: vec![], outputs: owners.iter().map(|&o| (o, COIN_VALUE)).collect() });
+        mints.push(Planned {
+            kind: Kind::Mint,
+            sender: 0,
+            inputs: vec![],
+            outputs: owners.iter().map(|&o| (o, COIN_VALUE)).collect(),
+        });
     }
     demo.submit(&handle, mints, &issuer, &reply);
     demo.settle_all(&mut completions, None)?;
@@ -194,12 +212,22 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
 
     // 2. Stream payments.
-    let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(args.payments as u64) };
-    bar.set_style(ProgressStyle::with_template("{spinner} payments {pos}/{len} [{bar:40}] {per_sec} {msg}").expect("template"));
+    let bar = if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(args.payments as u64)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} payments {pos}/{len} [{bar:40}] {per_sec} {msg}").expect("template"),
+    );
     let started = Instant::now();
     let mut planned = 0usize;
     while planned < args.payments || !demo.in_flight.is_empty() {
-        let room = args.window.saturating_sub(demo.in_flight.len()).min(SUBMIT_BATCH_MAX).min(args.payments - planned);
+        let room = args
+            .window
+            .saturating_sub(demo.in_flight.len())
+            .min(SUBMIT_BATCH_MAX)
+            .min(args.payments - planned);
         if room > 0 {
             let batch = demo.plan_payments(room, &args);
             if !batch.is_empty() {
@@ -227,8 +255,17 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     if !redeem_inputs.is_empty() {
         let total: u64 = redeem_inputs.iter().map(|c| c.output.value).sum();
         let amount = total.div_ceil(2);
-        let change: Vec<(usize, u64)> = if total > amount { vec![(0, total - amount)] } else { vec![] };
-        let redeem = Planned { kind: Kind::Redeem { amount }, sender: 0, inputs: redeem_inputs, outputs: change };
+        let change: Vec<(usize, u64)> = if total > amount {
+            vec![(0, total - amount)]
+        } else {
+            vec![]
+        };
+        let redeem = Planned {
+            kind: Kind::Redeem { amount },
+            sender: 0,
+            inputs: redeem_inputs,
+            outputs: change,
+        };
         demo.submit(&handle, vec![redeem], &issuer, &reply);
         demo.settle_all(&mut completions, None)?;
     }
@@ -248,7 +285,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let c = &demo.checks;
     let supply_ok = supply == balances;
     let uhs_ok = held_present == held.len() && spent_present == 0;
-    let rejections_ok = c.replays == c.replays_rejected && c.forged == c.forged_rejected && c.conflict_pairs_with_two_winners == 0;
+    let rejections_ok =
+        c.replays == c.replays_rejected && c.forged == c.forged_rejected && c.conflict_pairs_with_two_winners == 0;
     // The UHS also holds one replay marker per mint, which no wallet owns.
     let audit_ok = supply_ok && uhs_ok && rejections_ok && c.honest_refused == 0;
     let p50 = demo.latency_us.value_at_quantile(0.50) as f64 / 1000.0;
@@ -282,16 +320,64 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         println!("{summary}");
     } else {
         let mark = |ok: bool| if ok { "ok" } else { "FAILED" };
-        println!("specie demo: {} shards, {} wallets, fsync on, data in {}", args.shards, args.wallets, data_dir.display());
-        println!("  payments     {planned} submitted, {} confirmed in {:.1} s = {throughput_tps:.0} tx/s", demo.confirmed_payments, elapsed.as_secs_f64());
+        println!(
+            "specie demo: {} shards, {} wallets, fsync on, data in {}",
+            args.shards,
+            args.wallets,
+            data_dir.display()
+        );
+        println!(
+            "  payments     {planned} submitted, {} confirmed in {:.1} s = {throughput_tps:.0} tx/s",
+            demo.confirmed_payments,
+            elapsed.as_secs_f64()
+        );
         println!("  latency      p50 {p50:.1} ms, p99 {p99:.1} ms");
-        println!("  ceiling      sign+verify of 2-in/2-out on all cores: {ceiling_tps:.0} tx/s; end to end is {:.0}% of it", 100.0 * throughput_tps / ceiling_tps);
-        println!("  rejected     {}", demo.rejected.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", "));
-        println!("  double spend {} replays, {} rejected; {} conflicting pairs, {} with two winners  [{}]", c.replays, c.replays_rejected, c.conflict_pairs, c.conflict_pairs_with_two_winners, mark(rejections_ok));
-        println!("  forged sigs  {} sent, {} rejected  [{}]", c.forged, c.forged_rejected, mark(c.forged == c.forged_rejected));
-        println!("  supply       minted {} - redeemed {} = {supply}; wallets hold {balances}  [{}]", demo.minted, demo.redeemed, mark(supply_ok));
-        println!("  UHS          {held_present}/{} wallet outputs present, {spent_present}/{} spent outputs present  [{}]", held.len(), spent.len(), mark(uhs_ok));
-        println!("  audit        {}", if audit_ok { "OK: no money was created or destroyed" } else { "FAILED" });
+        println!(
+            "  ceiling      sign+verify of 2-in/2-out on all cores: {ceiling_tps:.0} tx/s; end to end is {:.0}% of it",
+            100.0 * throughput_tps / ceiling_tps
+        );
+        println!(
+            "  rejected     {}",
+            demo.rejected
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        println!(
+            "  double spend {} replays, {} rejected; {} conflicting pairs, {} with two winners  [{}]",
+            c.replays,
+            c.replays_rejected,
+            c.conflict_pairs,
+            c.conflict_pairs_with_two_winners,
+            mark(rejections_ok)
+        );
+        println!(
+            "  forged sigs  {} sent, {} rejected  [{}]",
+            c.forged,
+            c.forged_rejected,
+            mark(c.forged == c.forged_rejected)
+        );
+        println!(
+            "  supply       minted {} - redeemed {} = {supply}; wallets hold {balances}  [{}]",
+            demo.minted,
+            demo.redeemed,
+            mark(supply_ok)
+        );
+        println!(
+            "  UHS          {held_present}/{} wallet outputs present, {spent_present}/{} spent outputs present  [{}]",
+            held.len(),
+            spent.len(),
+            mark(uhs_ok)
+        );
+        println!(
+            "  audit        {}",
+            if audit_ok {
+                "OK: no money was created or destroyed"
+            } else {
+                "FAILED"
+            }
+        );
     }
     Ok(if audit_ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -344,7 +430,12 @@ impl Demo {
                 if self.rng.gen_bool(0.5) && !self.spent.is_empty() {
                     let coin = self.spent[self.rng.gen_range(0..self.spent.len())];
                     let owner = self.owner_of(&coin);
-                    batch.push(Planned { kind: Kind::Replay, sender: owner, inputs: vec![coin], outputs: vec![(owner, coin.output.value)] });
+                    batch.push(Planned {
+                        kind: Kind::Replay,
+                        sender: owner,
+                        inputs: vec![coin],
+                        outputs: vec![(owner, coin.output.value)],
+                    });
                     continue;
                 }
                 let Some(sender) = self.pick_sender(1) else { break };
@@ -354,7 +445,12 @@ impl Demo {
                 // Two different recipients, so the two spends are different transactions.
                 let first = self.rng.gen_range(0..self.wallets.len());
                 for to in [first, (first + 1) % self.wallets.len()] {
-                    batch.push(Planned { kind: Kind::Conflict { pair }, sender, inputs: coin.clone(), outputs: vec![(to, coin[0].output.value)] });
+                    batch.push(Planned {
+                        kind: Kind::Conflict { pair },
+                        sender,
+                        inputs: coin.clone(),
+                        outputs: vec![(to, coin[0].output.value)],
+                    });
                 }
                 continue;
             }
@@ -367,37 +463,80 @@ impl Demo {
             let outputs = values
                 .into_iter()
                 .enumerate()
-                .map(|(i, v)| (if i == 0 { sender } else { self.rng.gen_range(0..self.wallets.len()) }, v))
+                .map(|(i, v)| {
+                    (
+                        if i == 0 {
+                            sender
+                        } else {
+                            self.rng.gen_range(0..self.wallets.len())
+                        },
+                        v,
+                    )
+                })
                 .collect();
-            let kind = if roll < args.double_spend_fraction + args.bad_signature_fraction { Kind::ForgedSignature } else { Kind::Payment };
-            batch.push(Planned { kind, sender, inputs, outputs });
+            let kind = if roll < args.double_spend_fraction + args.bad_signature_fraction {
+                Kind::ForgedSignature
+            } else {
+                Kind::Payment
+            };
+            batch.push(Planned {
+                kind,
+                sender,
+                inputs,
+                outputs,
+            });
         }
         batch
     }
 
     fn owner_of(&self, coin: &CreatedOutput) -> usize {
-        self.wallets.iter().position(|w| w.commitment == coin.output.witness_program_commitment).expect("every coin has an owner")
+        self.wallets
+            .iter()
+            .position(|w| w.commitment == coin.output.witness_program_commitment)
+            .expect("every coin has an owner")
     }
 
     /// Signs the batch on all cores and submits it.
-    fn submit(&mut self, handle: &specie_node::NodeHandle, batch: Vec<Planned>, issuer: &Keypair, reply: &specie_node::CompletionSender) {
+    fn submit(
+        &mut self,
+        handle: &specie_node::NodeHandle,
+        batch: Vec<Planned>,
+        issuer: &Keypair,
+        reply: &specie_node::CompletionSender,
+    ) {
         let nonces: Vec<[u8; 32]> = batch.iter().map(|_| self.rng.gen()).collect();
         let wallets = &self.wallets;
         let signed: Vec<(Planned, SpecieTransaction)> = batch
             .into_par_iter()
             .zip(nonces)
             .map(|(plan, nonce)| {
-                let outputs: Vec<Output> =
-                    plan.outputs.iter().map(|(owner, value)| Output { witness_program_commitment: wallets[*owner].commitment, value: *value }).collect();
+                let outputs: Vec<Output> = plan
+                    .outputs
+                    .iter()
+                    .map(|(owner, value)| Output {
+                        witness_program_commitment: wallets[*owner].commitment,
+                        value: *value,
+                    })
+                    .collect();
                 let inputs: Vec<_> = plan.inputs.iter().map(CreatedOutput::to_input).collect();
                 let owners: Vec<Keypair> = plan.inputs.iter().map(|_| wallets[plan.sender].keypair).collect();
                 let tx = match plan.kind {
-                    Kind::Mint => SpecieTransaction::Mint(MintTransaction::new_signed(nonce, outputs, issuer, NonceMode::Randomized)),
+                    Kind::Mint => SpecieTransaction::Mint(MintTransaction::new_signed(
+                        nonce,
+                        outputs,
+                        issuer,
+                        NonceMode::Randomized,
+                    )),
                     Kind::Redeem { amount } => SpecieTransaction::Redeem(
-                        RedeemTransaction::new_signed(amount, inputs, outputs, &owners, issuer, NonceMode::Randomized).expect("own coins"),
+                        RedeemTransaction::new_signed(amount, inputs, outputs, &owners, issuer, NonceMode::Randomized)
+                            .expect("own coins"),
                     ),
                     _ => {
-                        let mut tx = Transaction { inputs, outputs, witnesses: vec![] };
+                        let mut tx = Transaction {
+                            inputs,
+                            outputs,
+                            witnesses: vec![],
+                        };
                         tx.sign(&owners, NonceMode::Randomized).expect("own coins");
                         if plan.kind == Kind::ForgedSignature {
                             let last = tx.witnesses[0].0.len() - 1;
@@ -415,14 +554,32 @@ impl Demo {
             let client_ref = self.next_ref;
             self.next_ref += 1;
             let created = tx.created_outputs();
-            let outputs = plan.outputs.iter().zip(created).map(|((owner, _), created)| (*owner, created)).collect();
-            self.in_flight.insert(client_ref, InFlight { kind: plan.kind, sender: plan.sender, inputs: plan.inputs, outputs, submitted: now });
+            let outputs = plan
+                .outputs
+                .iter()
+                .zip(created)
+                .map(|((owner, _), created)| (*owner, created))
+                .collect();
+            self.in_flight.insert(
+                client_ref,
+                InFlight {
+                    kind: plan.kind,
+                    sender: plan.sender,
+                    inputs: plan.inputs,
+                    outputs,
+                    submitted: now,
+                },
+            );
             submission.push((client_ref, tx));
         }
         handle.submit(submission, reply);
     }
 
-    fn settle_all(&mut self, completions: &mut tokio::sync::mpsc::UnboundedReceiver<Completion>, deadline: Option<Duration>) -> anyhow::Result<()> {
+    fn settle_all(
+        &mut self,
+        completions: &mut tokio::sync::mpsc::UnboundedReceiver<Completion>,
+        deadline: Option<Duration>,
+    ) -> anyhow::Result<()> {
         let started = Instant::now();
         while !self.in_flight.is_empty() {
             if deadline.is_some_and(|d| started.elapsed() > d) {
@@ -435,7 +592,10 @@ impl Demo {
     }
 
     fn settle(&mut self, completion: Completion) -> anyhow::Result<()> {
-        let flight = self.in_flight.remove(&completion.client_ref).context("a completion for a transaction never sent")?;
+        let flight = self
+            .in_flight
+            .remove(&completion.client_ref)
+            .context("a completion for a transaction never sent")?;
         let _ = self.latency_us.record(flight.submitted.elapsed().as_micros() as u64);
         let confirmed = completion.status == TxStatus::Confirmed;
         if confirmed {

@@ -51,15 +51,24 @@ pub fn run(args: TxArgs) -> anyhow::Result<ExitCode> {
         SpecieTransaction::Redeem(_) => "redeem",
     };
     let inputs: Vec<String> = tx.inputs().iter().map(|input| hex::encode(input.uhs_id().0)).collect();
-    let outputs: Vec<(u64, String)> = tx.created_outputs().iter().map(|c| (c.output.value, hex::encode(c.uhs_id.0))).collect();
+    let outputs: Vec<(u64, String)> = tx
+        .created_outputs()
+        .iter()
+        .map(|c| (c.output.value, hex::encode(c.uhs_id.0)))
+        .collect();
     let marker = matches!(tx, SpecieTransaction::Mint(_)).then(|| hex::encode(mint_marker(&txid).0));
     let verdict = specie_sentinel::validate(&tx, &issuers);
     if args.json {
         let verdict_json = match &verdict {
             Ok(()) => serde_json::json!({"valid": true}),
-            Err(error) => serde_json::json!({"valid": false, "code": error.code(), "index": error.index(), "message": error.to_string()}),
+            Err(error) => {
+                serde_json::json!({"valid": false, "code": error.code(), "index": error.index(), "message": error.to_string()})
+            }
         };
-        let outputs_json: Vec<_> = outputs.iter().map(|(value, id)| serde_json::json!({"value": value, "uhs_id": id})).collect();
+        let outputs_json: Vec<_> = outputs
+            .iter()
+            .map(|(value, id)| serde_json::json!({"value": value, "uhs_id": id}))
+            .collect();
         println!(
             "{}",
             serde_json::json!({"kind": kind, "txid": txid.to_string(), "inputs": inputs, "outputs": outputs_json, "mint_marker": marker, "verdict": verdict_json})
@@ -81,12 +90,19 @@ pub fn run(args: TxArgs) -> anyhow::Result<ExitCode> {
             Err(error) => println!("verdict   invalid: {} ({})", error, error.code()),
         }
     }
-    Ok(if verdict.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if verdict.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn report_undecodable(json: bool, message: &str) -> anyhow::Result<ExitCode> {
     if json {
-        println!("{}", serde_json::json!({"verdict": {"valid": false, "code": "decode_error", "message": message}}));
+        println!(
+            "{}",
+            serde_json::json!({"verdict": {"valid": false, "code": "decode_error", "message": message}})
+        );
     } else {
         eprintln!("error: {message}");
     }

@@ -41,15 +41,21 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     options.hrp = args.hrp;
     options.issuers = args.issuers;
     options.batch_transactions_max = args.batch_transactions_max;
-    let node = EmbeddedNode::open(options).with_context(|| format!("cannot start a node on {}", args.data_dir.display()))?;
+    let node =
+        EmbeddedNode::open(options).with_context(|| format!("cannot start a node on {}", args.data_dir.display()))?;
     let handle = node.handle();
     let manifest = handle.manifest().clone();
     if manifest.issuers.is_empty() {
         eprintln!("warning: no issuer key configured, so nothing can be minted; restart with --issuer <HEX>");
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.listen))?;
         eprintln!(
             "specie node: {} shards, data in {}, API on http://{} (Ctrl-C to stop)",
             manifest.shards,

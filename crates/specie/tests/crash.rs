@@ -13,7 +13,8 @@ use secp256k1::Keypair;
 use specie_transaction::codec::Encode;
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
-    mint_marker, witness_program_commitment, CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction, Transaction, UhsId,
+    mint_marker, witness_program_commitment, CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction,
+    Transaction, UhsId,
 };
 
 const CLIENTS: usize = 4;
@@ -27,7 +28,16 @@ struct Node {
 
 fn start(dir: &std::path::Path, issuer: &str) -> Node {
     let mut child = Command::new(env!("CARGO_BIN_EXE_specie"))
-        .args(["node", "--listen", "127.0.0.1:0", "--shards", "2", "--issuer", issuer, "--data-dir"])
+        .args([
+            "node",
+            "--listen",
+            "127.0.0.1:0",
+            "--shards",
+            "2",
+            "--issuer",
+            issuer,
+            "--data-dir",
+        ])
         .arg(dir)
         .stderr(Stdio::piped())
         .spawn()
@@ -48,24 +58,49 @@ fn start(dir: &std::path::Path, issuer: &str) -> Node {
 }
 
 fn post(url: &str, body: serde_json::Value) -> Result<serde_json::Value, String> {
-    ureq::post(url).timeout(Duration::from_secs(30)).send_json(body).map_err(|e| e.to_string())?.into_json().map_err(|e| e.to_string())
+    ureq::post(url)
+        .timeout(Duration::from_secs(30))
+        .send_json(body)
+        .map_err(|e| e.to_string())?
+        .into_json()
+        .map_err(|e| e.to_string())
 }
 
 fn submit(node_url: &str, txs: &[SpecieTransaction]) -> Result<Vec<String>, String> {
     let hexes: Vec<String> = txs.iter().map(|tx| hex::encode(tx.encode())).collect();
-    let response = post(&format!("{node_url}/v1/transactions"), serde_json::json!({"transactions": hexes}))?;
-    Ok(response["results"].as_array().expect("results").iter().map(|r| r["status"].as_str().expect("status").to_string()).collect())
+    let response = post(
+        &format!("{node_url}/v1/transactions"),
+        serde_json::json!({"transactions": hexes}),
+    )?;
+    Ok(response["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["status"].as_str().expect("status").to_string())
+        .collect())
 }
 
 fn digest(node_url: &str) -> (u64, String) {
-    let body: serde_json::Value = ureq::get(&format!("{node_url}/v1/uhs/digest")).call().expect("digest").into_json().expect("json");
-    (body["ids"].as_u64().expect("ids"), body["sha256_sorted"].as_str().expect("sha").to_string())
+    let body: serde_json::Value = ureq::get(&format!("{node_url}/v1/uhs/digest"))
+        .call()
+        .expect("digest")
+        .into_json()
+        .expect("json");
+    (
+        body["ids"].as_u64().expect("ids"),
+        body["sha256_sorted"].as_str().expect("sha").to_string(),
+    )
 }
 
 fn query(node_url: &str, ids: &[UhsId]) -> Vec<bool> {
     let hexes: Vec<String> = ids.iter().map(|id| hex::encode(id.0)).collect();
     let body = post(&format!("{node_url}/v1/uhs/query"), serde_json::json!({"ids": hexes})).expect("query");
-    body["present"].as_array().expect("present").iter().map(|p| p.as_bool().expect("bool")).collect()
+    body["present"]
+        .as_array()
+        .expect("present")
+        .iter()
+        .map(|p| p.as_bool().expect("bool"))
+        .collect()
 }
 
 /// What a client learned: transactions confirmed, and a batch whose fate the kill hid.
@@ -89,9 +124,23 @@ fn kill_9_under_load_loses_nothing_and_restart_restores_the_exact_uhs() {
     let issuer_hex = hex::encode(xonly_bytes(&issuer));
     let mut node = start(dir.path(), &issuer_hex);
 
-    let outputs = vec![Output { witness_program_commitment: commitment, value: 1000 }; CLIENTS * COINS_PER_CLIENT];
-    let mint = SpecieTransaction::Mint(MintTransaction::new_signed(rand::random(), outputs, &issuer, NonceMode::Randomized));
-    assert_eq!(submit(&node.url, std::slice::from_ref(&mint)).unwrap(), vec!["confirmed"]);
+    let outputs = vec![
+        Output {
+            witness_program_commitment: commitment,
+            value: 1000
+        };
+        CLIENTS * COINS_PER_CLIENT
+    ];
+    let mint = SpecieTransaction::Mint(MintTransaction::new_signed(
+        rand::random(),
+        outputs,
+        &issuer,
+        NonceMode::Randomized,
+    ));
+    assert_eq!(
+        submit(&node.url, std::slice::from_ref(&mint)).unwrap(),
+        vec!["confirmed"]
+    );
     let coins = mint.created_outputs();
 
     let ledger = Arc::new(Mutex::new(Ledger::default()));
@@ -108,10 +157,20 @@ fn kill_9_under_load_loses_nothing_and_restart_restores_the_exact_uhs() {
                             let total: u64 = inputs.iter().map(|c| c.output.value).sum();
                             let first = total / 2;
                             let outputs = vec![
-                                Output { witness_program_commitment: commitment, value: first },
-                                Output { witness_program_commitment: commitment, value: total - first },
+                                Output {
+                                    witness_program_commitment: commitment,
+                                    value: first,
+                                },
+                                Output {
+                                    witness_program_commitment: commitment,
+                                    value: total - first,
+                                },
                             ];
-                            let mut tx = Transaction { inputs: inputs.iter().map(CreatedOutput::to_input).collect(), outputs, witnesses: vec![] };
+                            let mut tx = Transaction {
+                                inputs: inputs.iter().map(CreatedOutput::to_input).collect(),
+                                outputs,
+                                witnesses: vec![],
+                            };
                             tx.sign(&[owner, owner], NonceMode::Randomized).unwrap();
                             SpecieTransaction::Transfer(tx)
                         })
@@ -145,7 +204,11 @@ fn kill_9_under_load_loses_nothing_and_restart_restores_the_exact_uhs() {
 
     let node = start(dir.path(), &issuer_hex);
     let ledger = ledger.lock().unwrap();
-    assert!(ledger.confirmed.len() > 100, "too little load before the kill: {}", ledger.confirmed.len());
+    assert!(
+        ledger.confirmed.len() > 100,
+        "too little load before the kill: {}",
+        ledger.confirmed.len()
+    );
 
     // Model of the UHS: the mint's outputs and marker, plus every applied transaction.
     let mut model: BTreeSet<UhsId> = coins.iter().map(|c| c.uhs_id).collect();
@@ -166,7 +229,10 @@ fn kill_9_under_load_loses_nothing_and_restart_restores_the_exact_uhs() {
         let outputs = query(&node.url, &tx.1);
         let applied = outputs.iter().all(|p| *p) && inputs.iter().all(|p| !*p);
         let not_applied = outputs.iter().all(|p| !*p) && inputs.iter().all(|p| *p);
-        assert!(applied || not_applied, "a transaction was half applied: inputs {inputs:?}, outputs {outputs:?}");
+        assert!(
+            applied || not_applied,
+            "a transaction was half applied: inputs {inputs:?}, outputs {outputs:?}"
+        );
         if applied {
             applied_unknown += 1;
             apply(tx);
@@ -178,7 +244,12 @@ fn kill_9_under_load_loses_nothing_and_restart_restores_the_exact_uhs() {
     }
     let expected = (model.len() as u64, hex::encode(hasher.finish()));
     let recovered = digest(&node.url);
-    assert_eq!(recovered, expected, "restart must restore exactly the confirmed UHS ({} confirmed, {applied_unknown} in flight applied)", ledger.confirmed.len());
+    assert_eq!(
+        recovered,
+        expected,
+        "restart must restore exactly the confirmed UHS ({} confirmed, {applied_unknown} in flight applied)",
+        ledger.confirmed.len()
+    );
 
     // And a second kill and restart of the idle node changes nothing.
     let mut node = node;

@@ -6,8 +6,8 @@ use secp256k1::Keypair;
 use specie_sentinel::IssuerKeys;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{
-    witness_program_commitment, Input, MintTransaction, NonceMode, OutPoint, Output,
-    RedeemTransaction, Transaction, Txid,
+    witness_program_commitment, Input, MintTransaction, NonceMode, OutPoint, Output, RedeemTransaction, Transaction,
+    Txid,
 };
 
 /// A keypair from a one-byte seed (secret = seed repeated; valid for every seed 1..=255).
@@ -49,10 +49,7 @@ pub fn transfer(inputs: &[(Keypair, u64)], outputs: &[(Keypair, u64)]) -> Transa
             .enumerate()
             .map(|(i, (owner, value))| owned_input(owner, *value, 0xA0, i as u64))
             .collect(),
-        outputs: outputs
-            .iter()
-            .map(|(payee, value)| pays(payee, *value))
-            .collect(),
+        outputs: outputs.iter().map(|(payee, value)| pays(payee, *value)).collect(),
         witnesses: vec![],
     };
     let owners: Vec<Keypair> = inputs.iter().map(|(owner, _)| *owner).collect();
@@ -78,21 +75,14 @@ pub fn resign(tx: &mut Transaction, owners: &[Keypair]) {
 pub fn mint(outputs: &[(Keypair, u64)]) -> MintTransaction {
     MintTransaction::new_signed(
         [0x4E; 32],
-        outputs
-            .iter()
-            .map(|(payee, value)| pays(payee, *value))
-            .collect(),
+        outputs.iter().map(|(payee, value)| pays(payee, *value)).collect(),
         &issuer(),
         NonceMode::Deterministic,
     )
 }
 
 /// Redeem `amount` from inputs, with change outputs.
-pub fn redeem(
-    amount: u64,
-    inputs: &[(Keypair, u64)],
-    change: &[(Keypair, u64)],
-) -> RedeemTransaction {
+pub fn redeem(amount: u64, inputs: &[(Keypair, u64)], change: &[(Keypair, u64)]) -> RedeemTransaction {
     let owners: Vec<Keypair> = inputs.iter().map(|(owner, _)| *owner).collect();
     RedeemTransaction::new_signed(
         amount,
@@ -101,10 +91,7 @@ pub fn redeem(
             .enumerate()
             .map(|(i, (owner, value))| owned_input(owner, *value, 0xB0, i as u64))
             .collect(),
-        change
-            .iter()
-            .map(|(payee, value)| pays(payee, *value))
-            .collect(),
+        change.iter().map(|(payee, value)| pays(payee, *value)).collect(),
         &owners,
         &issuer(),
         NonceMode::Deterministic,
@@ -114,6 +101,5 @@ pub fn redeem(
 
 /// Re-signs a redeem (owners and issuer) after a test changed it.
 pub fn resign_redeem(tx: &mut RedeemTransaction, owners: &[Keypair]) {
-    tx.sign(owners, &issuer(), NonceMode::Deterministic)
-        .unwrap();
+    tx.sign(owners, &issuer(), NonceMode::Deterministic).unwrap();
 }

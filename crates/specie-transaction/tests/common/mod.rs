@@ -12,23 +12,16 @@ pub fn vectors_dir() -> PathBuf {
 
 /// Where the shared originals live when the `shared/` directory sits beside the repository.
 pub fn shared_vectors_dir() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors"
-    ))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors"))
 }
 
 /// specie's own format document, whose vector block the tests check.
 pub fn format_doc() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/transaction-format.md"
-    ))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/transaction-format.md"))
 }
 
 pub fn read(path: &PathBuf) -> String {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|error| panic!("reading {}: {error}", path.display()))
+    std::fs::read_to_string(path).unwrap_or_else(|error| panic!("reading {}: {error}", path.display()))
 }
 
 /// `name=value` lines inside the fenced code blocks of a markdown file; `#` lines are comments.
@@ -67,9 +60,7 @@ pub struct Vectors(pub BTreeMap<String, String>);
 
 impl Vectors {
     pub fn get(&self, key: &str) -> &str {
-        self.0
-            .get(key)
-            .unwrap_or_else(|| panic!("vector {key} missing"))
+        self.0.get(key).unwrap_or_else(|| panic!("vector {key} missing"))
     }
     pub fn bytes(&self, key: &str) -> Vec<u8> {
         hex::decode(self.get(key)).unwrap_or_else(|error| panic!("vector {key}: {error}"))

@@ -1,0 +1,581 @@
+//! `specie wallet`: the command-line face of `specie-wallet`.
+//!
+//! Every command loads the wallet file, does its work, and saves the file atomically before
+//! printing. A transaction is saved as pending *before* it is sent, so that a crash or a lost
+//! connection after sending leaves something `specie wallet sync` can resolve, never coins that
+//! the wallet has forgotten it spent.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use specie_transaction::{Address, SpecieTransaction, Txid};
+use specie_wallet::{
+    settle, sync, Balance, CoinState, NodeClient, Outcome, PaymentString, PendingKind, SubmitStatus, Wallet,
+    WalletError, WalletFile,
+};
+
+/// How long `send`, `mint` and `redeem` wait for the node by default, in milliseconds.
+const SUBMIT_TIMEOUT_MS_DEFAULT: u64 = 30_000;
+/// Exit status when a transaction was accepted but is not final yet (0 = done, 1 = failed).
+const EXIT_NOT_FINAL: u8 = 2;
+
+/// Hold and move money: keys, addresses, balance, payments, and (issuer) mint and redeem.
+///
+/// Amounts are whole numbers of the currency's smallest unit (for `usd`, cents: 150 means
+/// $1.50). The wallet file holds your secret keys and the only copy of your coins' data (the
+/// node stores only hashes): keep it safe and back it up.
+#[derive(Args, Debug)]
+pub struct WalletArgs {
+    /// The wallet file.
+    #[arg(long, global = true, value_name = "PATH", default_value = "wallet.json")]
+    pub wallet: PathBuf,
+
+    /// The node's HTTP address, for this command only (`create` saves it in the wallet).
+    /// [default: the wallet's saved address, normally http://127.0.0.1:8470]
+    #[arg(long, global = true, value_name = "URL")]
+    pub node: Option<String>,
+
+    #[command(subcommand)]
+    pub command: WalletCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WalletCommand {
+    /// Create a new wallet file and print its first receiving address.
+    ///
+    /// Refuses to overwrite an existing file. With --issuer the wallet also holds the central
+    /// bank's issuer key, which signs mints and redeems; start the node with that key
+    /// (`specie node --issuer <KEY>`, printed here) so that it accepts them.
+    Create {
+        /// Make an issuer wallet (holds the key that may mint and redeem).
+        #[arg(long)]
+        issuer: bool,
+        /// The currency's address prefix (bech32 human-readable part); the node's must match.
+        #[arg(long, default_value = "usd")]
+        hrp: String,
+    },
+
+    /// Make a new receiving address (one per payment keeps payments unlinkable).
+    Address {
+        /// List every address of this wallet instead of making a new one.
+        #[arg(long)]
+        list: bool,
+    },
+
+    /// Show spendable money and money waiting for the node, in the smallest unit. Offline:
+    /// run `sync` first to bring it up to date.
+    Balance,
+
+    /// Pay AMOUNT to ADDRESS, wait for the node's answer, and print the payment string the
+    /// recipient needs.
+    ///
+    /// The recipient cannot see the payment on the ledger (it stores only hashes): give them
+    /// the printed `specie-pay1…` string; they run `specie wallet import <STRING>`. If the node
+    /// refuses the payment, it is rolled back and your coins are spendable again.
+    /// Exit status: 0 confirmed, 1 refused or failed, 2 not final yet (run `sync` later).
+    Send {
+        /// The recipient's address (e.g. usd1q…).
+        address: String,
+        /// Amount in the currency's smallest unit (a whole number, at least 1).
+        #[arg(value_parser = clap::value_parser!(u64).range(1..))]
+        amount: u64,
+        /// How long to wait for the node to make the payment final, in milliseconds (max 120000).
+        #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
+        timeout_ms: u64,
+    },
+
+    /// Receive a payment: check a sender's payment string with the node and add its money.
+    ///
+    /// Outputs the node already holds become spendable at once; others are kept as pending
+    /// and become spendable when `sync` sees them. A string for someone else's wallet is
+    /// refused. Exit status 2 means the money is not confirmed yet.
+    Import {
+        /// The `specie-pay1…` string the sender gave you.
+        payment: String,
+    },
+
+    /// Ask the node about every pending transaction and coin, and resolve what it can.
+    ///
+    /// Confirms transactions whose outputs exist, rolls back refused ones (resubmitting a
+    /// transaction whose fate is unknown is safe: the node never applies one twice), makes
+    /// confirmed imports spendable, and forgets coins spent from another copy of this wallet.
+    Sync,
+
+    /// Issuer only: create AMOUNT of new money, to this wallet or to --to ADDRESS.
+    ///
+    /// Prints a payment string when minting to someone else; they import it.
+    Mint {
+        /// Amount in the currency's smallest unit (a whole number, at least 1).
+        #[arg(value_parser = clap::value_parser!(u64).range(1..))]
+        amount: u64,
+        /// Who receives it [default: a new address of this wallet].
+        #[arg(long, value_name = "ADDRESS")]
+        to: Option<String>,
+        /// How long to wait for the node to make the mint final, in milliseconds (max 120000).
+        #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
+        timeout_ms: u64,
+    },
+
+    /// Issuer only: take AMOUNT of this wallet's money out of circulation.
+    Redeem {
+        /// Amount in the currency's smallest unit (a whole number, at least 1).
+        #[arg(value_parser = clap::value_parser!(u64).range(1..))]
+        amount: u64,
+        /// How long to wait for the node to make the redeem final, in milliseconds (max 120000).
+        #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
+        timeout_ms: u64,
+    },
+
+    /// List every coin (state, value, outpoint) and every pending transaction. Offline.
+    ListCoins,
+}
+
+/// Runs one `specie wallet` command.
+pub fn run(args: WalletArgs) -> Result<ExitCode> {
+    let path = args.wallet.as_path();
+    let node = args.node.as_deref();
+    match args.command {
+        WalletCommand::Create { issuer, hrp } => create(path, node, &hrp, issuer),
+        WalletCommand::Address { list } => address(path, list),
+        WalletCommand::Balance => balance(path),
+        WalletCommand::Send {
+            address,
+            amount,
+            timeout_ms,
+        } => send(path, node, &address, amount, timeout_ms),
+        WalletCommand::Import { payment } => import(path, node, &payment),
+        WalletCommand::Sync => sync_command(path, node),
+        WalletCommand::Mint { amount, to, timeout_ms } => mint(path, node, amount, to.as_deref(), timeout_ms),
+        WalletCommand::Redeem { amount, timeout_ms } => redeem(path, node, amount, timeout_ms),
+        WalletCommand::ListCoins => list_coins(path),
+    }
+}
+
+fn load(path: &Path) -> Result<Wallet> {
+    Ok(WalletFile::load(path)?)
+}
+
+fn save(path: &Path, wallet: &Wallet) -> Result<()> {
+    Ok(WalletFile::save(path, wallet)?)
+}
+
+fn client_for(wallet: &Wallet, node: Option<&str>) -> Result<NodeClient> {
+    Ok(NodeClient::new(node.unwrap_or(wallet.node_url()))?)
+}
+
+fn print_balance(wallet: &Wallet) {
+    let unit = wallet.hrp();
+    let Balance {
+        spendable,
+        pending_in,
+        pending_out,
+    } = wallet.balance();
+    println!("spendable:   {spendable} {unit}");
+    if pending_in > 0 {
+        println!("pending in:  {pending_in} {unit} (waiting for the node to confirm; run `specie wallet sync`)");
+    }
+    if pending_out > 0 {
+        println!("pending out: {pending_out} {unit} (locked in transactions waiting for the node)");
+    }
+}
+
+/// Tells the sender how to hand over a payment, with the exact command the recipient runs.
+fn print_payment_string(payment: &PaymentString) {
+    let text = payment.encode();
+    println!("The recipient needs this payment string to receive the money; send it to them:");
+    println!("  {text}");
+    println!("They run:");
+    println!("  specie wallet --wallet theirs.json import {text}");
+}
+
+fn create(path: &Path, node: Option<&str>, hrp: &str, issuer: bool) -> Result<ExitCode> {
+    let mut wallet = Wallet::new(hrp, issuer, &mut rand::thread_rng())?;
+    if let Some(url) = node {
+        // Check the URL now rather than on the first payment.
+        NodeClient::new(url)?;
+        wallet.set_node_url(url);
+    }
+    WalletFile::create(path, &wallet)?;
+    let kind = if issuer { "issuer wallet" } else { "wallet" };
+    println!("created {kind} {} for currency {:?}", path.display(), wallet.hrp());
+    if let Some(address) = wallet.latest_address() {
+        println!("address: {}", wallet.format_address(&address));
+    }
+    if let Some(key) = wallet.issuer_pubkey_hex() {
+        println!("issuer public key: {key}");
+        println!("start the node with this issuer so that it accepts your mints and redeems:");
+        println!("  specie node --issuer {key}");
+    }
+    println!(
+        "keep {} safe and backed up: it holds your secret keys and the only copy of your coins' data",
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn address(path: &Path, list: bool) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    if list {
+        for address in wallet.addresses() {
+            println!("{}", wallet.format_address(&address));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let address = wallet.new_address(&mut rand::thread_rng())?;
+    save(path, &wallet)?;
+    println!("{}", wallet.format_address(&address));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn balance(path: &Path) -> Result<ExitCode> {
+    let wallet = load(path)?;
+    print_balance(&wallet);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a built transaction was, for the messages after submission.
+enum Built {
+    Payment {
+        to: Address,
+        amount: u64,
+        change: u64,
+        payment_string: PaymentString,
+    },
+    Mint {
+        to: Address,
+        amount: u64,
+        payment_string: Option<PaymentString>,
+    },
+    Redeem {
+        amount: u64,
+        change: u64,
+    },
+}
+
+fn send(path: &Path, node: Option<&str>, address: &str, amount: u64, timeout_ms: u64) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    let client = client_for(&wallet, node)?;
+    let to = wallet.parse_address(address)?;
+    let (tx, payment) = wallet.build_payment(&to, amount, &mut rand::thread_rng())?;
+    let built = Built::Payment {
+        to,
+        amount,
+        change: payment.change,
+        payment_string: payment.payment_string,
+    };
+    submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
+}
+
+/// Checks that the node will accept this wallet's issuer signatures, before building anything.
+fn check_issuer_accepted(wallet: &Wallet, client: &NodeClient) -> Result<()> {
+    let key = wallet.issuer_pubkey_hex().ok_or(WalletError::NotIssuer)?;
+    let info = client.info()?;
+    if !info.issuers.iter().any(|issuer| issuer.eq_ignore_ascii_case(&key)) {
+        bail!(
+            "the node at {} does not accept this wallet's issuer key; restart it with `specie node --issuer {key}`",
+            client.url()
+        );
+    }
+    if !info.hrp.eq_ignore_ascii_case(wallet.hrp()) {
+        bail!(
+            "the node at {} runs currency {:?} but this wallet is for {:?}",
+            client.url(),
+            info.hrp,
+            wallet.hrp()
+        );
+    }
+    Ok(())
+}
+
+fn mint(path: &Path, node: Option<&str>, amount: u64, to: Option<&str>, timeout_ms: u64) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    if !wallet.is_issuer() {
+        return Err(WalletError::NotIssuer.into());
+    }
+    let client = client_for(&wallet, node)?;
+    check_issuer_accepted(&wallet, &client)?;
+    let mut rng = rand::thread_rng();
+    let to = match to {
+        Some(text) => wallet.parse_address(text)?,
+        None => wallet.new_address(&mut rng)?,
+    };
+    let (tx, minted) = wallet.build_mint(&[(to, amount)], &mut rng)?;
+    let built = Built::Mint {
+        to,
+        amount,
+        payment_string: minted.payment_string,
+    };
+    submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
+}
+
+fn redeem(path: &Path, node: Option<&str>, amount: u64, timeout_ms: u64) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    if !wallet.is_issuer() {
+        return Err(WalletError::NotIssuer.into());
+    }
+    let client = client_for(&wallet, node)?;
+    check_issuer_accepted(&wallet, &client)?;
+    let (tx, redeemed) = wallet.build_redeem(amount, &mut rand::thread_rng())?;
+    let built = Built::Redeem {
+        amount,
+        change: redeemed.change,
+    };
+    submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
+}
+
+/// Saves the pending transaction, submits it, applies the answer, saves again, reports.
+fn submit_and_report(
+    path: &Path,
+    wallet: &mut Wallet,
+    client: &NodeClient,
+    tx: SpecieTransaction,
+    built: Built,
+    timeout_ms: u64,
+) -> Result<ExitCode> {
+    let txid = tx.txid();
+    // Durable before the node can act on it (module docs).
+    save(path, wallet).context("the transaction was not sent")?;
+    let status = match client.submit(std::slice::from_ref(&tx), timeout_ms) {
+        Ok(mut results) if !results.is_empty() => results.swap_remove(0).status,
+        Ok(_) => bail!("the node answered with no result for transaction {txid}; run `specie wallet sync`"),
+        Err(error) => {
+            eprintln!("error: {error}");
+            eprintln!(
+                "transaction {txid} is saved as pending, but whether the node received it is unknown; \
+                 run `specie wallet sync` once the node is reachable: it resubmits or resolves it"
+            );
+            return Ok(ExitCode::from(EXIT_NOT_FINAL));
+        }
+    };
+    if let SubmitStatus::Busy { message } = &status {
+        // This was the first submission, so nothing else can be in flight: rolling back is
+        // safe and leaves the coins usable at once.
+        wallet.on_rejected(&txid)?;
+        save(path, wallet)?;
+        bail!("the node did not accept transaction {txid} ({message}); nothing was spent; try again in a moment");
+    }
+    let outcome = settle(wallet, client, &txid, &status);
+    // Save whatever was applied, even if settling failed half-way.
+    save(path, wallet)?;
+    let unit = wallet.hrp().to_owned();
+    match outcome? {
+        Outcome::Confirmed(_) => {
+            println!("confirmed: txid {txid}");
+            report_built(wallet, &built, &unit);
+            Ok(ExitCode::SUCCESS)
+        }
+        Outcome::Rejected { reason, .. } => {
+            eprintln!("refused: txid {txid}: {reason}");
+            eprintln!("rolled back: the coins it would have spent are spendable again");
+            Ok(ExitCode::FAILURE)
+        }
+        Outcome::Conflicted { settled } => {
+            eprintln!(
+                "refused: txid {txid}: {} {unit} of its coins were already spent by another transaction \
+                 (from another copy of this wallet?); they are removed, the rest are spendable again",
+                settled.spent
+            );
+            Ok(ExitCode::FAILURE)
+        }
+        Outcome::StillPending { reason } => {
+            println!("not final yet: txid {txid} ({reason})");
+            println!("run `specie wallet sync` later; it reports the outcome and prints any payment string then");
+            Ok(ExitCode::from(EXIT_NOT_FINAL))
+        }
+    }
+}
+
+fn report_built(wallet: &Wallet, built: &Built, unit: &str) {
+    match built {
+        Built::Payment {
+            to,
+            amount,
+            change,
+            payment_string,
+        } => {
+            print!("sent {amount} {unit} to {}", wallet.format_address(to));
+            if *change > 0 {
+                print!("; {change} {unit} change came back to this wallet");
+            }
+            println!();
+            if wallet.owns(&to.witness_program_commitment()) {
+                println!("(that address is this wallet's own: the money is already here)");
+            } else {
+                print_payment_string(payment_string);
+            }
+        }
+        Built::Mint {
+            to,
+            amount,
+            payment_string,
+        } => {
+            println!("minted {amount} {unit} to {}", wallet.format_address(to));
+            if let Some(payment_string) = payment_string {
+                print_payment_string(payment_string);
+            }
+        }
+        Built::Redeem { amount, change } => {
+            print!("redeemed {amount} {unit}: it has left circulation");
+            if *change > 0 {
+                print!("; {change} {unit} change came back to this wallet");
+            }
+            println!();
+        }
+    }
+    print_balance(wallet);
+}
+
+fn import(path: &Path, node: Option<&str>, text: &str) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    let client = client_for(&wallet, node)?;
+    let payment = PaymentString::parse(text)?;
+    let ours = wallet.receivable_outputs(&payment)?;
+    let ids: Vec<_> = ours.iter().map(|created| created.uhs_id).collect();
+    let unit = wallet.hrp().to_owned();
+    let (confirmed, node_error) = match client.query_uhs(&ids) {
+        Ok(present) => (
+            ids.iter()
+                .zip(present)
+                .filter(|(_, present)| *present)
+                .map(|(id, _)| *id)
+                .collect::<Vec<_>>(),
+            None,
+        ),
+        // Keep the payment anyway: a payment string that is lost is money lost.
+        Err(error) => (Vec::new(), Some(error)),
+    };
+    let imported = wallet.import_payment(&payment, &confirmed)?;
+    save(path, &wallet)?;
+    if imported.already_known > 0 {
+        println!("{} of its outputs were already in this wallet", imported.already_known);
+    }
+    if imported.spendable > 0 {
+        println!("received {} {unit}: spendable now", imported.spendable);
+    }
+    if let Some(error) = &node_error {
+        eprintln!("error: {error}");
+    }
+    let mut code = ExitCode::SUCCESS;
+    if imported.pending > 0 {
+        let why = if node_error.is_some() {
+            "could not be checked with the node"
+        } else {
+            "is not at the node (yet): the sender's transaction is not confirmed, or was refused"
+        };
+        println!(
+            "{} {unit} {why}; it is saved as pending, and `specie wallet sync` makes it spendable once the node has it",
+            imported.pending
+        );
+        code = ExitCode::from(EXIT_NOT_FINAL);
+    }
+    print_balance(&wallet);
+    Ok(code)
+}
+
+fn describe(wallet: &Wallet, kind: &PendingKind, unit: &str) -> String {
+    match kind {
+        PendingKind::Payment { to, amount } => format!("payment of {amount} {unit} to {}", wallet.format_address(to)),
+        PendingKind::Mint { total } => format!("mint of {total} {unit}"),
+        PendingKind::Redeem { amount } => format!("redeem of {amount} {unit}"),
+    }
+}
+
+fn sync_command(path: &Path, node: Option<&str>) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    let client = client_for(&wallet, node)?;
+    let unit = wallet.hrp().to_owned();
+    // Descriptions and payment strings must be taken before sync resolves (and forgets) them.
+    let before: Vec<(Txid, String, Option<PaymentString>)> = wallet
+        .pending()
+        .map(|pending| {
+            (
+                pending.txid,
+                describe(&wallet, &pending.kind, &unit),
+                wallet.payment_string_for(&pending.txid),
+            )
+        })
+        .collect();
+    let result = sync(&mut wallet, &client);
+    save(path, &wallet)?;
+    let report = result?;
+    if report.is_empty() {
+        println!("nothing changed: no pending transactions, and the node holds every coin");
+    }
+    let mut code = ExitCode::SUCCESS;
+    for (txid, outcome) in &report.outcomes {
+        let (description, payment_string) = before
+            .iter()
+            .find(|(pending, _, _)| pending == txid)
+            .map(|(_, description, payment_string)| (description.as_str(), payment_string.as_ref()))
+            .unwrap_or(("transaction", None));
+        match outcome {
+            Outcome::Confirmed(_) => {
+                println!("confirmed: txid {txid} ({description})");
+                if let Some(payment_string) = payment_string {
+                    print_payment_string(payment_string);
+                }
+            }
+            Outcome::Rejected { reason, .. } => {
+                println!("refused: txid {txid} ({description}): {reason}; its coins are spendable again");
+            }
+            Outcome::Conflicted { settled } => println!(
+                "cannot happen: txid {txid} ({description}): its coins were spent elsewhere, or it was \
+                 confirmed and the recipient has already spent every output; {} {unit} of coins are gone",
+                settled.spent
+            ),
+            Outcome::StillPending { reason } => {
+                println!("still pending: txid {txid} ({description}): {reason}");
+                code = ExitCode::from(EXIT_NOT_FINAL);
+            }
+        }
+    }
+    if report.imports_confirmed > 0 {
+        println!(
+            "received: {} {unit} from imported payments is now spendable",
+            report.imports_confirmed
+        );
+    }
+    for (outpoint, value) in &report.coins_vanished {
+        println!(
+            "gone: coin {}:{} ({value} {unit}) is no longer at the node (spent from another copy of this wallet?)",
+            outpoint.txid, outpoint.index
+        );
+    }
+    print_balance(&wallet);
+    Ok(code)
+}
+
+fn list_coins(path: &Path) -> Result<ExitCode> {
+    let wallet = load(path)?;
+    let unit = wallet.hrp();
+    let mut any = false;
+    for coin in wallet.coins() {
+        any = true;
+        let state = match coin.state {
+            CoinState::Spendable => "spendable".to_owned(),
+            CoinState::PendingSpend { txid } => format!("spending in {txid}"),
+            CoinState::PendingReceive { txid } => format!("arriving from {txid}"),
+        };
+        println!(
+            "{:>12} {unit}  {}:{}  {state}",
+            coin.value(),
+            coin.outpoint.txid,
+            coin.outpoint.index
+        );
+    }
+    if !any {
+        println!("no coins");
+    }
+    for pending in wallet.pending() {
+        println!(
+            "pending: txid {} ({}), built at unix time {}",
+            pending.txid,
+            describe(&wallet, &pending.kind, unit),
+            pending.created_at_unix_s
+        );
+    }
+    print_balance(&wallet);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,327 @@
+//! Tests of the `specie` binary: `tx inspect`, help, and a small audited `demo` run.
+
+use std::process::{Command, Output as ProcessOutput};
+
+use serde_json::Value;
+use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
+use specie_transaction::{
+    witness_program_commitment, Encode, Input, MintTransaction, NonceMode, OutPoint, Output, SpecieTransaction,
+    Transaction, Txid,
+};
+
+// From /work/shared/vectors/opencbdc-format.md: the reference's zero-input "mint" shape.
+const MINT_TX_SER: &str = "00000000000000000200000000000000da24aa23a493b40070ab2b078e87302dc86244e5e75d702df5182cad469a33e76400000000000000da24aa23a493b40070ab2b078e87302dc86244e5e75d702df5182cad469a33e732000000000000000000000000000000";
+const MINT_TXID: &str = "2d549e9d8ea165428d8dce262f355b949a9a89482b0e86dd18aecf05ae65b95b";
+const MINT_UHS_ID_0: &str = "d84c6bb57c0926137e6173d947d2a8f2a0fd2e3d081fbceda1ec278f8ee4d1d9";
+const MINT_UHS_ID_1: &str = "d4de0cb6c27d370bccc85676f42d1f9c31da7602d0495727633c5284ec053fcf";
+const ALICE_PRIVKEY: [u8; 32] = [0x01; 32];
+const BOB_PRIVKEY: [u8; 32] = [0x02; 32];
+
+fn specie(args: &[&str]) -> ProcessOutput {
+    Command::new(env!("CARGO_BIN_EXE_specie"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the specie binary runs")
+}
+
+fn stdout(output: &ProcessOutput) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &ProcessOutput) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts the exit code, and that the process did not panic whatever it returned.
+fn assert_exit(output: &ProcessOutput, code: i32) {
+    assert!(!stderr(output).contains("panicked"), "panicked:\n{}", stderr(output));
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(output),
+        stderr(output)
+    );
+}
+
+fn inspect_json(hex: &str, extra: &[&str]) -> (ProcessOutput, Value) {
+    let mut args = vec!["tx", "inspect", "--json", hex];
+    args.extend_from_slice(extra);
+    let output = specie(&args);
+    let text = stdout(&output);
+    let value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}):\n{text}\nstderr:\n{}", stderr(&output)));
+    (output, value)
+}
+
+fn pay_to(secret: &[u8; 32], value: u64) -> Output {
+    let keypair = keypair_from_secret(secret).unwrap();
+    Output {
+        witness_program_commitment: witness_program_commitment(&xonly_bytes(&keypair)),
+        value,
+    }
+}
+
+/// Alice spends a 100 output of some earlier transaction: 60 to bob, 40 back to herself.
+fn signed_transfer() -> Transaction {
+    let alice = keypair_from_secret(&ALICE_PRIVKEY).unwrap();
+    let input = Input {
+        prevout: OutPoint {
+            txid: Txid([0x5a; 32]),
+            index: 3,
+        },
+        data: pay_to(&ALICE_PRIVKEY, 100),
+    };
+    let mut tx = Transaction {
+        inputs: vec![input],
+        outputs: vec![pay_to(&BOB_PRIVKEY, 60), pay_to(&ALICE_PRIVKEY, 40)],
+        witnesses: vec![],
+    };
+    tx.sign(&[alice], NonceMode::Deterministic).unwrap();
+    tx
+}
+
+#[test]
+fn inspect_reference_vector() {
+    let output = specie(&["tx", "inspect", MINT_TX_SER]);
+    // The reference mints with a zero-input transfer, which its own sentinel refuses.
+    assert_exit(&output, 1);
+    let text = stdout(&output);
+    for expected in [MINT_TXID, MINT_UHS_ID_0, MINT_UHS_ID_1, "no_inputs"] {
+        assert!(text.contains(expected), "{expected} missing from:\n{text}");
+    }
+    assert!(text.contains("value 100") && text.contains("value 50"), "{text}");
+
+    let (output, json) = inspect_json(MINT_TX_SER, &[]);
+    assert_exit(&output, 1);
+    assert_eq!(json["kind"], "transfer", "{json}");
+    assert_eq!(json["txid"], MINT_TXID, "{json}");
+    assert_eq!(json["inputs"], serde_json::json!([]), "{json}");
+    assert_eq!(
+        json["outputs"],
+        serde_json::json!([{"value": 100, "uhs_id": MINT_UHS_ID_0}, {"value": 50, "uhs_id": MINT_UHS_ID_1}]),
+        "{json}"
+    );
+    assert_eq!(json["verdict"]["valid"], false, "{json}");
+    assert_eq!(json["verdict"]["code"], "no_inputs", "{json}");
+    // Upper-case hex and surrounding whitespace are accepted.
+    let (output, json) = inspect_json(&format!(" {} ", MINT_TX_SER.to_uppercase()), &[]);
+    assert_exit(&output, 1);
+    assert_eq!(json["txid"], MINT_TXID, "{json}");
+}
+
+#[test]
+fn inspect_signed_transfer() {
+    let tx = signed_transfer();
+    let txid = tx.txid().to_string();
+    let input_id = hex::encode(tx.inputs[0].uhs_id().0);
+    let output_ids: Vec<String> = tx
+        .output_uhs_ids(&tx.txid())
+        .iter()
+        .map(|id| hex::encode(id.0))
+        .collect();
+    let hex = hex::encode(tx.encode());
+
+    let output = specie(&["tx", "inspect", &hex]);
+    assert_exit(&output, 0);
+    let text = stdout(&output);
+    for expected in [&txid, &input_id, &output_ids[0], &output_ids[1]] {
+        assert!(text.contains(expected.as_str()), "{expected} missing from:\n{text}");
+    }
+    assert!(text.contains("valid"), "{text}");
+
+    let (output, json) = inspect_json(&hex, &[]);
+    assert_exit(&output, 0);
+    assert_eq!(json["kind"], "transfer", "{json}");
+    assert_eq!(json["txid"], txid, "{json}");
+    assert_eq!(json["inputs"], serde_json::json!([input_id]), "{json}");
+    assert_eq!(json["outputs"][0]["uhs_id"], output_ids[0], "{json}");
+    assert_eq!(json["outputs"][1]["value"], 40, "{json}");
+    assert_eq!(json["verdict"]["valid"], true, "{json}");
+
+    // Corrupt the signature: same txid, verdict invalid_signature on input 0, exit 1.
+    let mut forged = tx.clone();
+    *forged.witnesses[0].0.last_mut().unwrap() ^= 0x80;
+    let hex = hex::encode(forged.encode());
+    let output = specie(&["tx", "inspect", &hex]);
+    assert_exit(&output, 1);
+    assert!(stdout(&output).contains("invalid_signature"), "{}", stdout(&output));
+    let (output, json) = inspect_json(&hex, &[]);
+    assert_exit(&output, 1);
+    assert_eq!(json["txid"], txid, "{json}");
+    assert_eq!(json["verdict"]["valid"], false, "{json}");
+    assert_eq!(json["verdict"]["code"], "invalid_signature", "{json}");
+    assert_eq!(json["verdict"]["index"], 0, "{json}");
+
+    // Unbalanced: the sentinel's asymmetric_values.
+    let mut unbalanced = tx.clone();
+    unbalanced.outputs[1].value = 41;
+    unbalanced
+        .sign(
+            &[keypair_from_secret(&ALICE_PRIVKEY).unwrap()],
+            NonceMode::Deterministic,
+        )
+        .unwrap();
+    let (output, json) = inspect_json(&hex::encode(unbalanced.encode()), &[]);
+    assert_exit(&output, 1);
+    assert_eq!(json["verdict"]["code"], "asymmetric_values", "{json}");
+}
+
+#[test]
+fn inspect_mint_needs_a_trusted_issuer() {
+    let issuer = keypair_from_secret(&[0x07; 32]).unwrap();
+    let mint = SpecieTransaction::Mint(MintTransaction::new_signed(
+        [0x11; 32],
+        vec![pay_to(&ALICE_PRIVKEY, 500)],
+        &issuer,
+        NonceMode::Deterministic,
+    ));
+    let hex = hex::encode(mint.encode());
+    let issuer_hex = hex::encode(xonly_bytes(&issuer));
+
+    let (output, json) = inspect_json(&hex, &["--issuer", &issuer_hex]);
+    assert_exit(&output, 0);
+    assert_eq!(json["kind"], "mint", "{json}");
+    assert_eq!(json["txid"], mint.txid().to_string(), "{json}");
+    assert_eq!(json["verdict"]["valid"], true, "{json}");
+    assert!(json["mint_marker"].as_str().is_some_and(|m| m.len() == 64), "{json}");
+
+    let (output, json) = inspect_json(&hex, &[]);
+    assert_exit(&output, 1);
+    assert_eq!(json["verdict"]["code"], "unknown_issuer", "{json}");
+
+    let output = specie(&["tx", "inspect", &hex, "--issuer", "not-a-key"]);
+    assert_exit(&output, 1);
+    assert!(stderr(&output).contains("--issuer"), "{}", stderr(&output));
+}
+
+#[test]
+fn inspect_rejects_garbage_without_panicking() {
+    let truncated = &MINT_TX_SER[..MINT_TX_SER.len() - 20];
+    let cases: [(&str, &str); 6] = [
+        ("not hex", "not hex"),
+        ("abc", "not hex"),
+        (truncated, "not a transaction"),
+        ("", "not a transaction"),
+        ("ff", "not a transaction"),
+        // Claims 2^64 - 1 inputs.
+        ("ffffffffffffffff", "not a transaction"),
+    ];
+    for (input, message) in cases {
+        let output = specie(&["tx", "inspect", input]);
+        assert_exit(&output, 1);
+        let err = stderr(&output);
+        assert!(err.starts_with("error: ") && err.contains(message), "{input:?}: {err}");
+
+        let (output, json) = inspect_json(input, &[]);
+        assert_exit(&output, 1);
+        assert_eq!(json["verdict"]["valid"], false, "{json}");
+        assert_eq!(json["verdict"]["code"], "decode_error", "{json}");
+        assert!(
+            json["verdict"]["message"].as_str().is_some_and(|m| m.contains(message)),
+            "{json}"
+        );
+    }
+    // A valid transaction with a trailing byte is not one transaction.
+    let mut bytes = signed_transfer().encode();
+    bytes.push(0);
+    let output = specie(&["tx", "inspect", &hex::encode(bytes)]);
+    assert_exit(&output, 1);
+    assert!(stderr(&output).contains("not a transaction"), "{}", stderr(&output));
+}
+
+#[test]
+fn help_describes_the_commands() {
+    let output = specie(&["--help"]);
+    assert_exit(&output, 0);
+    let text = stdout(&output);
+    for expected in ["central bank digital currency", "demo", "node", "wallet", "tx"] {
+        assert!(text.contains(expected), "{expected} missing from:\n{text}");
+    }
+
+    let output = specie(&["demo", "--help"]);
+    assert_exit(&output, 0);
+    let text = stdout(&output);
+    for expected in ["audit", "--payments", "--wallets", "--double-spend-fraction", "--json"] {
+        assert!(text.contains(expected), "{expected} missing from:\n{text}");
+    }
+
+    let output = specie(&["tx", "inspect", "--help"]);
+    assert_exit(&output, 0);
+    assert!(stdout(&output).contains("verdict"), "{}", stdout(&output));
+
+    let output = specie(&["--version"]);
+    assert_exit(&output, 0);
+    assert!(
+        stdout(&output).contains(env!("CARGO_PKG_VERSION")),
+        "{}",
+        stdout(&output)
+    );
+
+    // No subcommand, or an unknown one: usage on stderr, non-zero.
+    for args in [&[][..], &["frobnicate"][..]] {
+        let output = specie(args);
+        assert!(!output.status.success(), "{args:?}");
+        assert!(stderr(&output).contains("Usage"), "{args:?}: {}", stderr(&output));
+        assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
+    }
+}
+
+#[test]
+fn demo_runs_and_audits() {
+    let output = specie(&["demo", "--payments", "2000", "--wallets", "20", "--json"]);
+    assert_exit(&output, 0);
+    let text = stdout(&output);
+    assert_eq!(text.trim().lines().count(), 1, "not one line:\n{text}");
+    let summary: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"));
+    assert!(summary.is_object(), "{summary}");
+
+    let number = |key: &str| {
+        summary[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} is not a number: {summary}"))
+    };
+    assert!(number("confirmed") > 0.0, "{summary}");
+    assert!(number("throughput_tps") > 0.0, "{summary}");
+    let p50 = number("latency_ms_p50");
+    let p99 = number("latency_ms_p99");
+    assert!(p50 >= 0.0 && p99 >= p50, "{summary}");
+    assert!(summary["rejected"].is_object(), "{summary}");
+    assert_eq!(summary["audit_ok"], true, "{summary}");
+
+    let checks = &summary["checks"];
+    let count = |key: &str| {
+        checks[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("checks.{key} is not a count: {summary}"))
+    };
+    assert!(count("replays") > 0, "no replays were tried: {summary}");
+    assert_eq!(count("replays_rejected"), count("replays"), "{summary}");
+    assert!(count("forged") > 0, "no forged signatures were tried: {summary}");
+    assert_eq!(count("forged_rejected"), count("forged"), "{summary}");
+    assert_eq!(count("conflict_pairs_with_two_winners"), 0, "{summary}");
+    assert_eq!(count("honest_refused"), 0, "{summary}");
+}
+
+#[test]
+fn demo_rejects_bad_flags() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["--double-spend-fraction", "2"], "--double-spend-fraction"),
+        (&["--double-spend-fraction", "NaN"], "--double-spend-fraction"),
+        (&["--bad-signature-fraction=-0.1"], "--bad-signature-fraction"),
+        (&["--wallets", "1"], "--wallets"),
+        (&["--payments", "many"], "--payments"),
+        (&["--no-such-flag"], "--no-such-flag"),
+    ];
+    for (flags, mention) in cases {
+        let mut args = vec!["demo", "--json"];
+        args.extend_from_slice(flags);
+        let output = specie(&args);
+        assert!(!output.status.success(), "{flags:?} was accepted");
+        let err = stderr(&output);
+        assert!(!err.contains("panicked"), "{flags:?}: {err}");
+        assert!(err.contains("error") && err.contains(mention), "{flags:?}: {err}");
+        assert!(stdout(&output).trim().is_empty(), "{flags:?}: {}", stdout(&output));
+    }
+}
