@@ -478,3 +478,107 @@ fn send_phase(outputs: &mut VecDeque<CoordinatorOutput>, dtxn: DtxnId, flight: &
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use specie_transaction::UhsId;
+
+    use super::*;
+
+    fn coordinator() -> Coordinator {
+        let mut config = CoordinatorConfig::with_shards(ShardRange::partition(2).unwrap());
+        config.batch_wait_ms = 10;
+        config.batch_transactions_max = 3;
+        config.queue_transactions_max = 4;
+        config.dtxns_in_flight_max = 1;
+        Coordinator::new(config, CoordinatorState::default())
+    }
+
+    fn tx(n: u8) -> CompactTransaction {
+        CompactTransaction {
+            txid: Txid([n; 32]),
+            created: vec![UhsId([n; 32])],
+            ..Default::default()
+        }
+    }
+
+    fn proposals(coordinator: &mut Coordinator) -> Vec<CoordinatorCommand> {
+        std::iter::from_fn(|| coordinator.poll())
+            .filter_map(|o| match o {
+                CoordinatorOutput::Propose(command) => Some(command),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_a_leader_accepts_and_a_full_queue_pushes_back() {
+        let mut c = coordinator();
+        assert_eq!(c.submit(0, tx(1), 0), Err(SubmitError::NotLeader));
+        c.become_leader(0);
+        assert_eq!(c.submit(0, CompactTransaction::default(), 0), Err(SubmitError::Empty));
+        // The first three fill a batch, which takes the only dtxn slot; the next four wait.
+        for tag in 0..7 {
+            c.submit(tag, tx(tag as u8 + 1), 0).unwrap();
+        }
+        assert_eq!(proposals(&mut c).len(), 1);
+        assert_eq!(c.queued(), 4);
+        assert_eq!(c.submit(9, tx(9), 0), Err(SubmitError::Busy { queued: 4 }));
+    }
+
+    #[test]
+    fn batches_cut_on_size_or_wait() {
+        let mut c = coordinator();
+        c.become_leader(0);
+        c.submit(0, tx(1), 0).unwrap();
+        c.tick(5);
+        assert!(
+            proposals(&mut c).is_empty(),
+            "a lone transaction waits up to batch_wait_ms"
+        );
+        c.tick(10);
+        assert!(matches!(&proposals(&mut c)[..], [CoordinatorCommand::Prepare { dtxn: 0, txs }] if txs.len() == 1));
+        // Its dtxn holds the only slot until applied and finished; apply it so the slot frees up.
+        c.apply(
+            &CoordinatorCommand::Prepare {
+                dtxn: 0,
+                txs: vec![tx(1)],
+            },
+            10,
+        );
+        c.apply(
+            &CoordinatorCommand::Commit {
+                dtxn: 0,
+                outcomes: vec![Vote::Yes],
+            },
+            10,
+        );
+        c.apply(&CoordinatorCommand::Finish { dtxns: vec![0] }, 10);
+        for tag in 1..4 {
+            c.submit(tag, tx(tag as u8 + 1), 10).unwrap();
+        }
+        assert!(
+            matches!(&proposals(&mut c)[..], [CoordinatorCommand::Prepare { dtxn: 1, txs }] if txs.len() == 3),
+            "a full batch is cut at once"
+        );
+    }
+
+    #[test]
+    fn stepping_down_drops_what_was_never_durable() {
+        let mut c = coordinator();
+        c.become_leader(0);
+        c.submit(7, tx(1), 0).unwrap();
+        c.step_down();
+        let outcomes: Vec<_> = std::iter::from_fn(|| c.poll()).collect();
+        assert_eq!(
+            outcomes,
+            vec![CoordinatorOutput::Outcome {
+                tag: Some(7),
+                txid: Txid([1; 32]),
+                result: TxResult::Dropped
+            }]
+        );
+        assert!(!c.is_leader());
+        assert_eq!(c.submit(8, tx(2), 0), Err(SubmitError::NotLeader));
+    }
+}

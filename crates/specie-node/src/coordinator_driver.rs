@@ -54,8 +54,8 @@ impl CoordinatorDriver {
         dir: &Path,
         options: specie_log::LogOptions,
         snapshot_log_bytes: u64,
-        epoch: Instant,
     ) -> anyhow::Result<Self> {
+        let epoch = Instant::now();
         let (log, recovered) = specie_log::Log::open(dir, options).context("cannot open the coordinator log")?;
         let limits = CommandLimits::default();
         let mut state = match &recovered.snapshot {

@@ -1,7 +1,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
 
 use anyhow::Context;
 use crossbeam_channel::{bounded, unbounded, Sender};
@@ -104,7 +103,6 @@ struct Shared {
     ranges: Vec<ShardRange>,
     submissions: Sender<CoordinatorInbox>,
     shards: Vec<Sender<ShardInbox>>,
-    epoch: Instant,
 }
 
 /// A cheap, cloneable way in: submit transactions, query the UHS.
@@ -133,7 +131,6 @@ impl EmbeddedNode {
         )?;
         let issuers = IssuerKeys::from_hex(&manifest.issuers).context("node.toml lists an invalid issuer key")?;
         let ranges = ShardRange::partition(manifest.shards)?;
-        let epoch = Instant::now();
         let log_options = specie_log::LogOptions {
             record_bytes_max: 256 * 1024 * 1024,
             sync: if options.fsync {
@@ -171,13 +168,8 @@ impl EmbeddedNode {
         config.dtxns_in_flight_max = options.dtxns_in_flight_max;
         config.queue_transactions_max = options.queue_transactions_max.max(options.batch_transactions_max);
         let dir = options.data_dir.join("coordinator");
-        let driver = coordinator_driver::CoordinatorDriver::recover(
-            config,
-            &dir,
-            log_options,
-            options.snapshot_log_bytes,
-            epoch,
-        )?;
+        let driver =
+            coordinator_driver::CoordinatorDriver::recover(config, &dir, log_options, options.snapshot_log_bytes)?;
         // Bounded: when the coordinator falls behind, submitters wait here (backpressure).
         let (submissions_tx, submissions_rx) = bounded(1024);
         let to_shards = shard_inboxes.clone();
@@ -193,7 +185,6 @@ impl EmbeddedNode {
             ranges,
             submissions: submissions_tx,
             shards: shard_inboxes,
-            epoch,
         };
         Ok(EmbeddedNode {
             handle: NodeHandle {
@@ -362,10 +353,5 @@ impl NodeHandle {
             }
         }
         Ok((count, hasher.finish()))
-    }
-
-    /// Milliseconds since the node started: the clock every driver uses.
-    pub fn now_ms(&self) -> u64 {
-        self.shared.epoch.elapsed().as_millis() as u64
     }
 }

@@ -206,7 +206,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         });
     }
     demo.submit(&handle, mints, &issuer, &reply);
-    demo.settle_all(&mut completions, None)?;
+    demo.settle_all(&mut completions)?;
     if demo.minted != (args.wallets * COINS_PER_WALLET) as u64 * COIN_VALUE {
         bail!("minting failed: {:?}", demo.rejected);
     }
@@ -267,7 +267,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             outputs: change,
         };
         demo.submit(&handle, vec![redeem], &issuer, &reply);
-        demo.settle_all(&mut completions, None)?;
+        demo.settle_all(&mut completions)?;
     }
 
     // 4. Audit.
@@ -575,16 +575,8 @@ impl Demo {
         handle.submit(submission, reply);
     }
 
-    fn settle_all(
-        &mut self,
-        completions: &mut tokio::sync::mpsc::UnboundedReceiver<Completion>,
-        deadline: Option<Duration>,
-    ) -> anyhow::Result<()> {
-        let started = Instant::now();
+    fn settle_all(&mut self, completions: &mut tokio::sync::mpsc::UnboundedReceiver<Completion>) -> anyhow::Result<()> {
         while !self.in_flight.is_empty() {
-            if deadline.is_some_and(|d| started.elapsed() > d) {
-                bail!("{} transactions did not complete in time", self.in_flight.len());
-            }
             let completion = completions.blocking_recv().context("the node stopped")?;
             self.settle(completion)?;
         }
