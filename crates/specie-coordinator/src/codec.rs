@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use specie_shard::Vote;
+use specie_shard::{put_votes, read_votes};
 use specie_transaction::codec::{put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
 use specie_transaction::{CompactTransaction, DecodeLimits};
 
@@ -32,24 +32,6 @@ impl Default for CommandLimits {
             transaction: DecodeLimits::default(),
         }
     }
-}
-
-fn put_votes(out: &mut Vec<u8>, votes: &[Vote]) {
-    put_count(out, votes.len());
-    out.extend(votes.iter().map(|vote| *vote as u8));
-}
-
-fn read_votes(reader: &mut Reader<'_>, max: u64) -> Result<Vec<Vote>, DecodeError> {
-    let bytes = reader.read_byte_vec("outcomes", max)?;
-    bytes
-        .iter()
-        .map(|&b| {
-            Vote::from_u8(b).ok_or(DecodeError::UnknownKind {
-                what: "outcome",
-                kind: b,
-            })
-        })
-        .collect()
 }
 
 fn read_txs(reader: &mut Reader<'_>, limits: &CommandLimits) -> Result<Vec<CompactTransaction>, DecodeError> {
@@ -155,15 +137,9 @@ impl CoordinatorState {
         for _ in 0..count {
             let dtxn = reader.read_u64("dtxn id")?;
             let txs = read_txs(&mut reader, limits)?;
-            let outcomes = match reader.read_u8("outcomes present")? {
-                0 => None,
-                1 => Some(read_votes(&mut reader, limits.dtxn_transactions_max)?),
-                _ => {
-                    return Err(DecodeError::NonCanonical {
-                        what: "outcomes present",
-                        reason: "must be 0 or 1",
-                    })
-                }
+            let outcomes = match reader.read_bool("outcomes present")? {
+                false => None,
+                true => Some(read_votes(&mut reader, limits.dtxn_transactions_max)?),
             };
             let consistent = dtxn < next_dtxn && outcomes.as_ref().is_none_or(|o| o.len() == txs.len());
             if !consistent || active.insert(dtxn, ActiveDtxn { txs, outcomes }).is_some() {
@@ -181,6 +157,7 @@ impl CoordinatorState {
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
+    use specie_shard::Vote;
     use specie_transaction::{Txid, UhsId};
 
     use super::*;

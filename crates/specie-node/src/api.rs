@@ -81,11 +81,16 @@ impl IntoResponse for ApiError {
     }
 }
 
-async fn info(State(node): State<NodeHandle>) -> Result<Json<serde_json::Value>, ApiError> {
-    let info = tokio::task::spawn_blocking(move || node.info())
+/// Runs a blocking node call off the async workers. Node calls fail only while it is stopping.
+async fn on_node<T: Send + 'static>(call: impl FnOnce() -> anyhow::Result<T> + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(call)
         .await
         .map_err(|_| ApiError::stopping())?
-        .map_err(|_| ApiError::stopping())?;
+        .map_err(|_| ApiError::stopping())
+}
+
+async fn info(State(node): State<NodeHandle>) -> Result<Json<serde_json::Value>, ApiError> {
+    let info = on_node(move || node.info()).await?;
     Ok(Json(serde_json::to_value(info).expect("info serializes")))
 }
 
@@ -250,10 +255,7 @@ async fn query(
         .enumerate()
         .map(|(i, text)| parse_id(text, &format!("id {i}")))
         .collect::<Result<Vec<_>, _>>()?;
-    let present = tokio::task::spawn_blocking(move || node.query_uhs(&ids))
-        .await
-        .map_err(|_| ApiError::stopping())?
-        .map_err(|_| ApiError::stopping())?;
+    let present = on_node(move || node.query_uhs(&ids)).await?;
     Ok(Json(json!({"present": present})))
 }
 
@@ -262,17 +264,11 @@ async fn query_one(
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let uhs_id = parse_id(&id, "the id")?;
-    let present = tokio::task::spawn_blocking(move || node.query_uhs(&[uhs_id]))
-        .await
-        .map_err(|_| ApiError::stopping())?
-        .map_err(|_| ApiError::stopping())?;
+    let present = on_node(move || node.query_uhs(&[uhs_id])).await?;
     Ok(Json(json!({"id": hex::encode(uhs_id.0), "present": present[0]})))
 }
 
 async fn digest(State(node): State<NodeHandle>) -> Result<Json<serde_json::Value>, ApiError> {
-    let (ids, sha256) = tokio::task::spawn_blocking(move || node.uhs_digest())
-        .await
-        .map_err(|_| ApiError::stopping())?
-        .map_err(|_| ApiError::stopping())?;
+    let (ids, sha256) = on_node(move || node.uhs_digest()).await?;
     Ok(Json(json!({"ids": ids, "sha256_sorted": hex::encode(sha256)})))
 }

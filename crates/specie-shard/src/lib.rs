@@ -11,7 +11,7 @@ mod wire;
 
 pub use range::{ShardRange, ShardRangeError};
 pub use state::{ShardState, ShardStats};
-pub use wire::{Refusal, ShardRequest, ShardResponse, ShardTx, ShardWireLimits, Vote};
+pub use wire::{put_votes, read_votes, Refusal, ShardRequest, ShardResponse, ShardTx, ShardWireLimits, Vote};
 
 /// Identifier of a distributed transaction (a batch of compact transactions committed by one
 /// 2PC run). Assigned by the coordinator in strictly increasing order.

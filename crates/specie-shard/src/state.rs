@@ -124,35 +124,25 @@ impl ShardState {
     fn lock_all_or_nothing(&mut self, dtxn: DtxnId, tx: &ShardTx) -> Vote {
         let mut taken: Vec<UhsId> = Vec::with_capacity(tx.spent.len() + tx.created.len());
         let mut vote = Vote::Yes;
-        for id in &tx.spent {
-            vote = if self.locks.contains_key(id) {
-                Vote::InputLocked
-            } else if !self.uhs.contains(id) {
-                Vote::InputMissing
-            } else {
-                Vote::Yes
+        // Inputs must be present, outputs absent; either way, free of other dtxns' locks.
+        let wanted = tx
+            .spent
+            .iter()
+            .map(|id| (id, true))
+            .chain(tx.created.iter().map(|id| (id, false)));
+        for (id, is_input) in wanted {
+            vote = match (self.locks.contains_key(id), self.uhs.contains(id), is_input) {
+                (true, _, true) => Vote::InputLocked,
+                (true, _, false) => Vote::OutputLocked,
+                (false, false, true) => Vote::InputMissing,
+                (false, true, false) => Vote::OutputExists,
+                (false, true, true) | (false, false, false) => Vote::Yes,
             };
             if vote != Vote::Yes {
                 break;
             }
             self.locks.insert(*id, dtxn);
             taken.push(*id);
-        }
-        if vote == Vote::Yes {
-            for id in &tx.created {
-                vote = if self.locks.contains_key(id) {
-                    Vote::OutputLocked
-                } else if self.uhs.contains(id) {
-                    Vote::OutputExists
-                } else {
-                    Vote::Yes
-                };
-                if vote != Vote::Yes {
-                    break;
-                }
-                self.locks.insert(*id, dtxn);
-                taken.push(*id);
-            }
         }
         if vote != Vote::Yes {
             for id in &taken {
@@ -335,8 +325,7 @@ impl ShardState {
         for (dtxn, record) in &self.dtxns {
             put_u64(&mut out, *dtxn);
             put_vec(&mut out, &record.txs);
-            put_count(&mut out, record.votes.len());
-            out.extend(record.votes.iter().map(|v| *v as u8));
+            crate::wire::put_votes(&mut out, &record.votes);
             out.push(u8::from(record.committed));
         }
         put_count(&mut out, self.discarded.len());
@@ -388,16 +377,7 @@ impl ShardState {
                 ShardTx::decode_from(r, &limits)
             })?;
             let votes = read_votes(&mut reader, limits.dtxn_transactions_max)?;
-            let committed = match reader.read_u8("committed flag")? {
-                0 => false,
-                1 => true,
-                _ => {
-                    return Err(DecodeError::NonCanonical {
-                        what: "committed flag",
-                        reason: "must be 0 or 1",
-                    })
-                }
-            };
+            let committed = reader.read_bool("committed flag")?;
             if votes.len() != txs.len() {
                 return Err(DecodeError::NonCanonical {
                     what: "snapshot dtxn",

@@ -253,14 +253,7 @@ mod codec {
                     let flags = reader.read_byte_vec("commit flags", limits.dtxn_transactions_max)?;
                     let complete = flags
                         .iter()
-                        .map(|&flag| match flag {
-                            0 => Ok(false),
-                            1 => Ok(true),
-                            _ => Err(DecodeError::NonCanonical {
-                                what: "commit flag",
-                                reason: "must be 0 or 1",
-                            }),
-                        })
+                        .map(|&flag| Reader::new(&[flag]).read_bool("commit flag"))
                         .collect::<Result<_, _>>()?;
                     ShardRequest::Commit { dtxn, complete }
                 }
@@ -289,8 +282,7 @@ mod codec {
                 ShardResponse::Prepared { dtxn, votes } => {
                     out.push(RESPONSE_PREPARED);
                     put_u64(out, *dtxn);
-                    put_count(out, votes.len());
-                    out.extend(votes.iter().map(|vote| *vote as u8));
+                    put_votes(out, votes);
                 }
                 ShardResponse::Committed { dtxn } => {
                     out.push(RESPONSE_COMMITTED);
@@ -313,7 +305,13 @@ mod codec {
         }
     }
 
-    pub(crate) fn read_votes(reader: &mut Reader<'_>, max: u64) -> Result<Vec<Vote>, DecodeError> {
+    /// Votes as a byte vector, one byte each (also the coordinator's outcome encoding).
+    pub fn put_votes(out: &mut Vec<u8>, votes: &[Vote]) {
+        put_count(out, votes.len());
+        out.extend(votes.iter().map(|vote| *vote as u8));
+    }
+
+    pub fn read_votes(reader: &mut Reader<'_>, max: u64) -> Result<Vec<Vote>, DecodeError> {
         let bytes = reader.read_byte_vec("votes", max)?;
         bytes
             .iter()
@@ -359,7 +357,8 @@ mod codec {
     }
 }
 
-pub(crate) use codec::{read_ids, read_votes};
+pub(crate) use codec::read_ids;
+pub use codec::{put_votes, read_votes};
 
 #[cfg(test)]
 mod tests {

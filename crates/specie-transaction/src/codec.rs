@@ -180,6 +180,18 @@ impl<'a> Reader<'a> {
         Ok(byte)
     }
 
+    /// A boolean as one byte, 0 or 1; anything else is not canonical.
+    pub fn read_bool(&mut self, what: &'static str) -> Result<bool, DecodeError> {
+        match self.read_u8(what)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(DecodeError::NonCanonical {
+                what,
+                reason: "a flag must be 0 or 1",
+            }),
+        }
+    }
+
     /// A little-endian `u64`.
     pub fn read_u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
         Ok(u64::from_le_bytes(self.read_array::<U64_BYTES>(what)?))
