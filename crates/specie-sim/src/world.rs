@@ -313,22 +313,23 @@ impl World {
             (ShardRequest::Prepare { dtxn, txs }, ShardResponse::Prepared { .. }) => {
                 self.prepared.entry((index, *dtxn)).or_insert_with(|| txs.clone());
             }
-            (ShardRequest::Commit { dtxn, complete }, ShardResponse::Committed { .. }) => {
-                if self.committed.insert((index, *dtxn)) {
-                    let txs = self.prepared.get(&(index, *dtxn)).cloned().unwrap_or_default();
-                    for (tx, done) in txs.iter().zip(complete) {
-                        if !*done {
-                            continue;
+            // Only the first commit of a dtxn changes anything; re-sent ones are answered from memory.
+            (ShardRequest::Commit { dtxn, complete }, ShardResponse::Committed { .. })
+                if self.committed.insert((index, *dtxn)) =>
+            {
+                let txs = self.prepared.get(&(index, *dtxn)).cloned().unwrap_or_default();
+                for (tx, done) in txs.iter().zip(complete) {
+                    if !*done {
+                        continue;
+                    }
+                    for id in &tx.spent {
+                        if !self.spent_ever.insert(*id) {
+                            return Err(self.violation(format!("UHS id {} spent twice", hex::encode(id.0))));
                         }
-                        for id in &tx.spent {
-                            if !self.spent_ever.insert(*id) {
-                                return Err(self.violation(format!("UHS id {} spent twice", hex::encode(id.0))));
-                            }
-                        }
-                        for id in &tx.created {
-                            if !self.created_ever.insert(*id) {
-                                return Err(self.violation(format!("UHS id {} created twice", hex::encode(id.0))));
-                            }
+                    }
+                    for id in &tx.created {
+                        if !self.created_ever.insert(*id) {
+                            return Err(self.violation(format!("UHS id {} created twice", hex::encode(id.0))));
                         }
                     }
                 }
@@ -553,7 +554,7 @@ impl World {
                 created,
                 ..Default::default()
             };
-            if roll >= 28 && roll < 35 {
+            if (28..35).contains(&roll) {
                 // A conflicting twin: same inputs, different outputs, submitted together.
                 let twin_created = vec![self.fresh_id(), self.fresh_id()];
                 self.values.insert(twin_created[0], total);
