@@ -13,7 +13,7 @@ use serde_json::json;
 use specie_transaction::codec::Decode;
 use specie_transaction::{SpecieTransaction, UhsId};
 
-use crate::node::{NodeHandle, TxStatus};
+use crate::node::{CompletionSender, NodeHandle, NodeInfo, TxStatus};
 
 pub const BODY_BYTES_MAX: usize = 4 * 1024 * 1024;
 pub const SUBMIT_TRANSACTIONS_MAX: usize = 1000;
@@ -21,13 +21,38 @@ pub const QUERY_IDS_MAX: usize = 10_000;
 pub const TIMEOUT_MS_DEFAULT: u64 = 30_000;
 pub const TIMEOUT_MS_MAX: u64 = 120_000;
 
-pub fn router(node: NodeHandle) -> Router {
+/// What the API needs from whatever stands behind it: an embedded node, or a sentinel in front
+/// of a cluster. Calls may block; the API runs them off its async workers.
+pub trait Backend: Clone + Send + Sync + 'static {
+    /// Validates and submits; exactly one completion per transaction arrives on `reply`.
+    fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender);
+    fn query_uhs(&self, ids: &[UhsId]) -> anyhow::Result<Vec<bool>>;
+    fn info(&self) -> anyhow::Result<NodeInfo>;
+    fn uhs_digest(&self) -> anyhow::Result<(u64, [u8; 32])>;
+}
+
+impl Backend for NodeHandle {
+    fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender) {
+        NodeHandle::submit(self, txs, reply)
+    }
+    fn query_uhs(&self, ids: &[UhsId]) -> anyhow::Result<Vec<bool>> {
+        NodeHandle::query_uhs(self, ids)
+    }
+    fn info(&self) -> anyhow::Result<NodeInfo> {
+        NodeHandle::info(self)
+    }
+    fn uhs_digest(&self) -> anyhow::Result<(u64, [u8; 32])> {
+        NodeHandle::uhs_digest(self)
+    }
+}
+
+pub fn router<B: Backend>(node: B) -> Router {
     Router::new()
-        .route("/v1/info", get(info))
-        .route("/v1/transactions", post(submit))
-        .route("/v1/uhs/query", post(query))
-        .route("/v1/uhs/digest", get(digest))
-        .route("/v1/uhs/{id}", get(query_one))
+        .route("/v1/info", get(info::<B>))
+        .route("/v1/transactions", post(submit::<B>))
+        .route("/v1/uhs/query", post(query::<B>))
+        .route("/v1/uhs/digest", get(digest::<B>))
+        .route("/v1/uhs/{id}", get(query_one::<B>))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -89,7 +114,7 @@ async fn on_node<T: Send + 'static>(call: impl FnOnce() -> anyhow::Result<T> + S
         .map_err(|_| ApiError::stopping())
 }
 
-async fn info(State(node): State<NodeHandle>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn info<B: Backend>(State(node): State<B>) -> Result<Json<serde_json::Value>, ApiError> {
     let info = on_node(move || node.info()).await?;
     Ok(Json(serde_json::to_value(info).expect("info serializes")))
 }
@@ -145,8 +170,8 @@ impl SubmitResult {
     }
 }
 
-async fn submit(
-    State(node): State<NodeHandle>,
+async fn submit<B: Backend>(
+    State(node): State<B>,
     body: Result<Json<SubmitRequest>, JsonRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let Json(request) = body.map_err(ApiError::from_json)?;
@@ -240,8 +265,8 @@ fn parse_id(text: &str, what: &str) -> Result<UhsId, ApiError> {
     Ok(UhsId(array))
 }
 
-async fn query(
-    State(node): State<NodeHandle>,
+async fn query<B: Backend>(
+    State(node): State<B>,
     body: Result<Json<QueryRequest>, JsonRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let Json(request) = body.map_err(ApiError::from_json)?;
@@ -259,8 +284,8 @@ async fn query(
     Ok(Json(json!({"present": present})))
 }
 
-async fn query_one(
-    State(node): State<NodeHandle>,
+async fn query_one<B: Backend>(
+    State(node): State<B>,
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let uhs_id = parse_id(&id, "the id")?;
@@ -268,7 +293,7 @@ async fn query_one(
     Ok(Json(json!({"id": hex::encode(uhs_id.0), "present": present[0]})))
 }
 
-async fn digest(State(node): State<NodeHandle>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn digest<B: Backend>(State(node): State<B>) -> Result<Json<serde_json::Value>, ApiError> {
     let (ids, sha256) = on_node(move || node.uhs_digest()).await?;
     Ok(Json(json!({"ids": ids, "sha256_sorted": hex::encode(sha256)})))
 }
