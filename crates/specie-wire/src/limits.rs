@@ -1,0 +1,150 @@
+//! Every bound the wire protocol enforces, in one place, each named with its unit.
+
+use std::time::Duration;
+
+use crate::frame::{FRAME_BYTES_MAX_FORMAT, HEADER_BYTES};
+
+/// Bounds for clients and servers. Both ends of a connection should use the same
+/// `frame_bytes_max`: a sender refuses to send what its own limit forbids, a receiver closes the
+/// connection on a frame over its limit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireLimits {
+    /// Largest frame, header included, that is sent or accepted.
+    pub frame_bytes_max: usize,
+    /// Client: requests awaiting an answer at once (more callers wait for a slot, within their
+    /// deadline). Server: handler invocations at once per connection (when full, the server
+    /// stops reading that connection, which pushes back through TCP flow control).
+    pub in_flight_max: usize,
+    /// Server: connections served at once. Further connections get an error frame and are closed.
+    pub connections_max: usize,
+    /// Client: first reconnect delay after a failed connect or a lost connection.
+    pub reconnect_backoff_ms_min: u64,
+    /// Client: the reconnect delay doubles per consecutive failure up to this bound (jittered
+    /// down by up to half, so that many clients of one restarted peer do not reconnect in step).
+    pub reconnect_backoff_ms_max: u64,
+    /// Client: one TCP connect attempt gives up after this long (or at the call's deadline).
+    pub connect_timeout_ms: u64,
+    /// Bytes coalesced into one write by the writer tasks (a single frame may exceed it).
+    pub write_batch_bytes_max: usize,
+    /// Bytes requested from the socket per read.
+    pub read_chunk_bytes: usize,
+    /// Server: after shutdown is signalled, how long connections may take to finish requests
+    /// already being handled and flush their answers before they are cut off.
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for WireLimits {
+    fn default() -> Self {
+        WireLimits {
+            // A dtxn of 10 000 compact transactions with a few ids each is well under 4 MiB.
+            frame_bytes_max: 16 * 1024 * 1024,
+            in_flight_max: 1024,
+            connections_max: 1024,
+            reconnect_backoff_ms_min: 20,
+            reconnect_backoff_ms_max: 2_000,
+            connect_timeout_ms: 2_000,
+            write_batch_bytes_max: 1024 * 1024,
+            read_chunk_bytes: 64 * 1024,
+            shutdown_grace_ms: 5_000,
+        }
+    }
+}
+
+impl WireLimits {
+    /// Rejects limits that cannot work (zero slots, frames too small for a header, …).
+    pub fn validate(&self) -> Result<(), String> {
+        let problems: Vec<String> = [
+            (self.frame_bytes_max < HEADER_BYTES).then(|| {
+                format!(
+                    "frame_bytes_max {} is below the {HEADER_BYTES}-byte frame header",
+                    self.frame_bytes_max
+                )
+            }),
+            (self.frame_bytes_max as u64 > FRAME_BYTES_MAX_FORMAT).then(|| {
+                format!(
+                    "frame_bytes_max {} exceeds what the u32 length field can express ({FRAME_BYTES_MAX_FORMAT})",
+                    self.frame_bytes_max
+                )
+            }),
+            (self.in_flight_max == 0).then(|| "in_flight_max must be at least 1".to_string()),
+            (self.connections_max == 0).then(|| "connections_max must be at least 1".to_string()),
+            (self.reconnect_backoff_ms_min == 0).then(|| "reconnect_backoff_ms_min must be at least 1".to_string()),
+            (self.reconnect_backoff_ms_max < self.reconnect_backoff_ms_min)
+                .then(|| "reconnect_backoff_ms_max is below reconnect_backoff_ms_min".to_string()),
+            (self.connect_timeout_ms == 0).then(|| "connect_timeout_ms must be at least 1".to_string()),
+            (self.write_batch_bytes_max == 0).then(|| "write_batch_bytes_max must be at least 1".to_string()),
+            (self.read_chunk_bytes == 0).then(|| "read_chunk_bytes must be at least 1".to_string()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+
+    pub(crate) fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+
+    pub(crate) fn shutdown_grace(&self) -> Duration {
+        Duration::from_millis(self.shutdown_grace_ms)
+    }
+}
+
+/// The reconnect delay before attempt number `failures` (1 after the first failure), before
+/// jitter: `min * 2^(failures-1)`, capped at `max`.
+pub(crate) fn backoff_ceiling_ms(failures: u32, min_ms: u64, max_ms: u64) -> u64 {
+    let shift = failures.saturating_sub(1).min(63);
+    min_ms
+        .checked_shl(shift)
+        .filter(|&ms| ms >> shift == min_ms)
+        .unwrap_or(u64::MAX)
+        .min(max_ms)
+}
+
+/// The jittered delay: uniform in `[ceiling/2, ceiling]`, with `unit` uniform in `[0, 1)`.
+/// Pure so that the bound is testable; the client passes a random `unit`.
+pub(crate) fn backoff_ms(failures: u32, min_ms: u64, max_ms: u64, unit: f64) -> u64 {
+    let ceiling = backoff_ceiling_ms(failures, min_ms, max_ms);
+    let half = ceiling / 2;
+    let spread = (ceiling - half) as f64 * unit.clamp(0.0, 1.0);
+    (half + spread as u64).min(ceiling)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bad_limits_are_named() {
+        assert_eq!(WireLimits::default().validate(), Ok(()));
+        let bad = WireLimits {
+            frame_bytes_max: 3,
+            in_flight_max: 0,
+            ..WireLimits::default()
+        };
+        let message = bad.validate().unwrap_err();
+        assert!(message.contains("frame_bytes_max 3"), "{message}");
+        assert!(message.contains("in_flight_max"), "{message}");
+    }
+
+    #[test]
+    fn backoff_doubles_and_is_bounded() {
+        assert_eq!(backoff_ceiling_ms(1, 20, 2000), 20);
+        assert_eq!(backoff_ceiling_ms(2, 20, 2000), 40);
+        assert_eq!(backoff_ceiling_ms(7, 20, 2000), 1280);
+        assert_eq!(backoff_ceiling_ms(8, 20, 2000), 2000);
+        assert_eq!(backoff_ceiling_ms(u32::MAX, 20, 2000), 2000);
+        assert_eq!(backoff_ceiling_ms(64, u64::MAX / 2, u64::MAX), u64::MAX);
+        for failures in [1, 5, 100] {
+            for unit in [0.0, 0.5, 0.999_999, 1.0] {
+                let ms = backoff_ms(failures, 20, 2000, unit);
+                let ceiling = backoff_ceiling_ms(failures, 20, 2000);
+                assert!(ms >= ceiling / 2 && ms <= ceiling, "{failures} {unit} {ms}");
+            }
+        }
+    }
+}

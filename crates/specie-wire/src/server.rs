@@ -1,0 +1,349 @@
+//! The server driver: accepts connections, decodes requests, runs the handler, writes answers.
+//!
+//! Per connection there is one task that reads and dispatches, the handler invocations it
+//! spawned (at most `in_flight_max`), and one writer task that batches answers into one write.
+//! When `in_flight_max` handlers are running the connection task stops reading, so a client that
+//! sends faster than the handler serves fills its TCP window and is slowed down (backpressure)
+//! instead of growing our memory. A malformed frame closes only its own connection.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::{JoinError, JoinHandle, JoinSet};
+
+use crate::frame::{encode_frame, Frame, FrameDecoder, FrameEncoder, FrameKind, HEADER_BYTES};
+use crate::limits::WireLimits;
+
+/// A boxed, sendable future, as returned by a [`Handler`].
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// Answers one request payload with a response payload, or with an error message that the
+/// client receives as `WireError::Remote`.
+pub type Handler = Arc<dyn Fn(Vec<u8>) -> BoxFuture<Result<Vec<u8>, String>> + Send + Sync>;
+
+/// Wraps an async function as a [`Handler`].
+pub fn handler_fn<F, Fut>(f: F) -> Handler
+where
+    F: Fn(Vec<u8>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<u8>, String>> + Send + 'static,
+{
+    Arc::new(move |payload| Box::pin(f(payload)))
+}
+
+/// After an accept error (e.g. out of file descriptors) retrying at once would spin.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
+/// After sending a connection-level error frame, how long we keep reading (and discarding) so
+/// that closing a socket with unread input does not reset the connection and destroy the error
+/// frame before the peer reads it.
+const CLOSE_DRAIN: Duration = Duration::from_millis(200);
+
+/// Serves `listener` until `shutdown` becomes true (or its sender is dropped).
+///
+/// Shutdown is graceful: accepting stops, connections stop reading, requests already being
+/// handled finish and their answers are flushed, all within `shutdown_grace_ms`; whatever is
+/// still running then is cut off. Returns an error only for invalid limits.
+pub async fn serve(
+    listener: TcpListener,
+    handler: Handler,
+    limits: WireLimits,
+    mut shutdown: watch::Receiver<bool>,
+) -> io::Result<()> {
+    limits
+        .validate()
+        .map_err(|problems| io::Error::new(io::ErrorKind::InvalidInput, problems))?;
+    let connection_slots = Arc::new(Semaphore::new(limits.connections_max));
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            biased;
+            () = signalled(&mut shutdown) => break,
+            // Reap finished connection tasks so the set does not grow with every connection.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => match Arc::clone(&connection_slots).try_acquire_owned() {
+                    Ok(slot) => {
+                        connections.spawn(serve_connection(
+                            stream,
+                            peer,
+                            Arc::clone(&handler),
+                            limits.clone(),
+                            shutdown.clone(),
+                            slot,
+                        ));
+                    }
+                    Err(_) => refuse(stream, peer, &limits),
+                },
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(limits.shutdown_grace(), async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            connections = connections.len(),
+            "shutdown grace elapsed; cutting off connections"
+        );
+        connections.shutdown().await;
+    }
+    Ok(())
+}
+
+/// Resolves when shutdown is requested; a dropped sender counts as a request, since nobody
+/// could ask for shutdown any more.
+async fn signalled(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+/// Turns away a connection over `connections_max` with an error frame, without waiting on it.
+fn refuse(stream: TcpStream, peer: SocketAddr, limits: &WireLimits) {
+    tracing::warn!(%peer, connections_max = limits.connections_max, "connection refused: limit reached");
+    let mut bytes = Vec::new();
+    let message = format!("server at its limit of {} connections", limits.connections_max);
+    if encode_frame(
+        FrameKind::Error,
+        0,
+        message.as_bytes(),
+        limits.frame_bytes_max,
+        &mut bytes,
+    )
+    .is_ok()
+    {
+        // A fresh socket's send buffer is empty, so this small write completes without
+        // blocking; if it does not, the peer just sees the close.
+        let _ = stream.try_write(&bytes);
+    }
+}
+
+/// Aborts a spawned task when dropped, so a connection task that is cut off takes its writer
+/// with it.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// How a connection ended, for the log and for what we tell the peer.
+enum Ending {
+    /// Peer closed, or we shut down: answers to everything dispatched were queued.
+    Clean,
+    /// The peer broke the protocol: tell it why (request id 0) and close.
+    Violation(String),
+    /// The socket failed; nothing more can be sent.
+    Broken(String),
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    handler: Handler,
+    limits: WireLimits,
+    mut shutdown: watch::Receiver<bool>,
+    _slot: OwnedSemaphorePermit,
+) {
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
+    }
+    let (mut reader, writer) = stream.into_split();
+    // Answers are queued by this task only, at most one per dispatched request plus pongs and a
+    // final error frame; when the peer does not read, this fills and this task stops reading.
+    let (answers, queue) = mpsc::channel::<Frame>(limits.in_flight_max + 1);
+    let writer = AbortOnDrop(tokio::spawn(write_answers(writer, queue, limits.clone())));
+    let mut decoder = FrameDecoder::new(limits.frame_bytes_max);
+    let mut chunk = vec![0u8; limits.read_chunk_bytes];
+    let mut handlers: JoinSet<Result<Vec<u8>, String>> = JoinSet::new();
+    let mut request_ids: HashMap<tokio::task::Id, u64> = HashMap::new();
+    let mut reading = true;
+
+    let ending = 'serve: loop {
+        // Dispatch every complete frame already buffered, as long as a handler slot is free.
+        while reading && handlers.len() < limits.in_flight_max {
+            let frame = match decoder.next_frame() {
+                Ok(Some(frame)) => frame,
+                Ok(None) => break,
+                Err(error) => break 'serve Ending::Violation(error.to_string()),
+            };
+            match frame.kind {
+                FrameKind::Request if frame.request_id != 0 => {
+                    let task = handlers.spawn(handler(frame.payload));
+                    request_ids.insert(task.id(), frame.request_id);
+                }
+                FrameKind::Ping => {
+                    let pong = Frame::new(FrameKind::Pong, frame.request_id, frame.payload);
+                    if answers.send(pong).await.is_err() {
+                        break 'serve Ending::Broken("writer stopped".to_string());
+                    }
+                }
+                FrameKind::Request => break 'serve Ending::Violation("request id 0 is reserved".to_string()),
+                kind => break 'serve Ending::Violation(format!("a client must not send {kind:?} frames")),
+            }
+        }
+        if !reading && handlers.is_empty() {
+            break Ending::Clean;
+        }
+        tokio::select! {
+            biased;
+            () = signalled(&mut shutdown), if reading => reading = false,
+            Some(joined) = handlers.join_next_with_id(), if !handlers.is_empty() => {
+                let answer = answer_frame(joined, &mut request_ids, limits.frame_bytes_max);
+                if answers.send(answer).await.is_err() {
+                    break Ending::Broken("writer stopped".to_string());
+                }
+            }
+            read = reader.read(&mut chunk), if reading && handlers.len() < limits.in_flight_max => match read {
+                // The peer finished sending; answer what it asked, then close.
+                Ok(0) => reading = false,
+                Ok(n) => decoder.feed(&chunk[..n]),
+                Err(error) => break Ending::Broken(format!("read failed: {error}")),
+            },
+        }
+    };
+
+    match &ending {
+        Ending::Clean => {}
+        Ending::Violation(reason) => {
+            tracing::warn!(%peer, %reason, "closing connection: protocol violation");
+            // The peer is broken; its other requests are not worth finishing.
+            handlers.abort_all();
+            let message = truncate_message(format!("closing connection: {reason}"), limits.frame_bytes_max);
+            // try_send: if the peer is not reading, its queue is full and the error frame is
+            // dropped rather than letting a broken peer hold this task.
+            let _ = answers.try_send(Frame::new(FrameKind::Error, 0, message.into_bytes()));
+        }
+        Ending::Broken(reason) => {
+            tracing::debug!(%peer, %reason, "connection broken");
+            handlers.abort_all();
+        }
+    }
+    // Closing the queue lets the writer flush what is queued, shut down its half and exit.
+    drop(answers);
+    let mut writer = writer;
+    if tokio::time::timeout(limits.shutdown_grace(), &mut writer.0)
+        .await
+        .is_err()
+    {
+        tracing::debug!(%peer, "peer is not reading its answers; dropping them");
+        return;
+    }
+    if matches!(ending, Ending::Violation(_)) {
+        let _ = tokio::time::timeout(CLOSE_DRAIN, async {
+            while let Ok(1..) = reader.read(&mut chunk).await {}
+        })
+        .await;
+    }
+}
+
+/// The frame answering a finished handler invocation.
+fn answer_frame(
+    joined: Result<(tokio::task::Id, Result<Vec<u8>, String>), JoinError>,
+    request_ids: &mut HashMap<tokio::task::Id, u64>,
+    frame_bytes_max: usize,
+) -> Frame {
+    let (task_id, outcome) = match joined {
+        Ok((task_id, outcome)) => (task_id, outcome),
+        Err(error) => {
+            let reason = if error.is_panic() {
+                "handler panicked".to_string()
+            } else {
+                "handler was cancelled".to_string()
+            };
+            (error.id(), Err(reason))
+        }
+    };
+    // Every spawned task was recorded with its request id; 0 would only mark a bug, and the
+    // client treats an unknown id as an answer nobody waits for.
+    let request_id = request_ids.remove(&task_id).unwrap_or(0);
+    debug_assert_ne!(request_id, 0, "handler task without a request id");
+    match outcome {
+        Ok(payload) if HEADER_BYTES + payload.len() <= frame_bytes_max => {
+            Frame::new(FrameKind::Response, request_id, payload)
+        }
+        Ok(payload) => {
+            let message = format!(
+                "response of {} bytes exceeds frame_bytes_max {frame_bytes_max}",
+                HEADER_BYTES + payload.len()
+            );
+            Frame::new(
+                FrameKind::Error,
+                request_id,
+                truncate_message(message, frame_bytes_max).into_bytes(),
+            )
+        }
+        Err(message) => Frame::new(
+            FrameKind::Error,
+            request_id,
+            truncate_message(message, frame_bytes_max).into_bytes(),
+        ),
+    }
+}
+
+/// Cuts an error message to what fits in one frame, on a character boundary.
+fn truncate_message(mut message: String, frame_bytes_max: usize) -> String {
+    let bytes_max = frame_bytes_max.saturating_sub(HEADER_BYTES);
+    if message.len() > bytes_max {
+        let mut cut = bytes_max;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message.truncate(cut);
+    }
+    message
+}
+
+/// Writer task: drains queued answers and writes them with one `write_all` per batch.
+async fn write_answers(mut socket: OwnedWriteHalf, mut queue: mpsc::Receiver<Frame>, limits: WireLimits) {
+    let mut encoder = FrameEncoder::new(limits.frame_bytes_max);
+    while let Some(first) = queue.recv().await {
+        encode_answer(&mut encoder, &first);
+        while encoder.buffered_bytes() < limits.write_batch_bytes_max {
+            match queue.try_recv() {
+                Ok(frame) => encode_answer(&mut encoder, &frame),
+                Err(_) => break,
+            }
+        }
+        if socket.write_all(encoder.as_bytes()).await.is_err() {
+            // Dropping the queue makes the connection task's next send fail, which ends it.
+            return;
+        }
+        encoder.clear();
+    }
+    let _ = socket.shutdown().await;
+}
+
+fn encode_answer(encoder: &mut FrameEncoder, frame: &Frame) {
+    // Answers are sized by `answer_frame` and `truncate_message`, so this cannot fail; if it
+    // did, the client would see a timeout for that one request, which is safe.
+    if let Err(error) = encoder.push_frame(frame) {
+        tracing::error!(%error, request_id = frame.request_id, "answer frame could not be encoded");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_cut_to_fit_a_frame() {
+        assert_eq!(truncate_message("short".into(), 1024), "short");
+        let cut = truncate_message("ééé".into(), HEADER_BYTES + 3);
+        assert_eq!(cut, "é");
+        assert_eq!(truncate_message("x".into(), HEADER_BYTES), "");
+    }
+}
