@@ -158,6 +158,11 @@ impl SubmitResult {
                 Some("abandoned before it was durable; nothing was applied; retry".to_string()),
                 None,
             ),
+            TxStatus::Unknown => (
+                "pending",
+                Some("its fate is not known here; query its outputs with /v1/uhs/query".to_string()),
+                None,
+            ),
         };
         let code = (!matches!(status, TxStatus::Confirmed)).then(|| status.code().to_string());
         SubmitResult {

@@ -61,6 +61,9 @@ pub enum TxStatus {
     Busy,
     /// Accepted but abandoned before it was durable; nothing was applied.
     Dropped,
+    /// Accepted, but this front end lost track of it (a coordinator failed over mid-flight): it
+    /// may or may not be applied. Its outputs' presence in the UHS tells.
+    Unknown,
 }
 
 impl TxStatus {
@@ -72,6 +75,7 @@ impl TxStatus {
             TxStatus::Rejected(vote) => vote.code(),
             TxStatus::Busy => "busy",
             TxStatus::Dropped => "dropped",
+            TxStatus::Unknown => "unknown",
         }
     }
 }

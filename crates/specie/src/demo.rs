@@ -14,6 +14,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use secp256k1::Keypair;
+use specie_cluster::sentinel::ClusterBackend;
+use specie_cluster::Topology;
+use specie_node::api::Backend;
 use specie_node::{Completion, EmbeddedNode, NodeOptions, TxStatus};
 use specie_shard::Vote;
 use specie_transaction::signing::xonly_bytes;
@@ -59,8 +62,12 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Keep the node's data here instead of a temporary directory.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "cluster")]
     pub data_dir: Option<PathBuf>,
+    /// Run against the cluster in this directory (started by `specie cluster up --dir DIR`)
+    /// instead of an embedded node.
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -135,6 +142,7 @@ struct Demo {
     rejected: BTreeMap<String, u64>,
     checks: Checks,
     latency_us: hdrhistogram::Histogram<u64>,
+    unknown: Vec<(u64, specie_transaction::Txid, InFlight)>,
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -150,19 +158,62 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     if args.window == 0 {
         bail!("--window must be at least 1");
     }
-    let temp = tempfile::Builder::new()
-        .prefix("specie-demo-")
-        .tempdir()
-        .context("cannot create a temporary directory")?;
-    let data_dir = args.data_dir.clone().unwrap_or_else(|| temp.path().to_path_buf());
     let mut rng = StdRng::seed_from_u64(args.seed);
-    let issuer = Keypair::new_global(&mut rng);
-    let mut options = NodeOptions::new(&data_dir);
-    options.shards = Some(args.shards);
-    options.issuers = vec![hex::encode(xonly_bytes(&issuer))];
-    let node = EmbeddedNode::open(options).context("cannot start the embedded node")?;
-    let handle = node.handle();
+    match &args.cluster {
+        Some(dir) => {
+            let topology = Topology::load(&dir.join("cluster.toml"))?;
+            let key_path = dir.join(crate::cluster_cmd::ISSUER_KEY_FILE);
+            let secret = std::fs::read_to_string(&key_path).with_context(|| {
+                format!(
+                    "cannot read the cluster's issuer key {} (made by `specie cluster up`)",
+                    key_path.display()
+                )
+            })?;
+            let issuer =
+                Keypair::from_seckey_str_global(secret.trim()).context("the issuer key file is not a secret key")?;
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            let backend = ClusterBackend::new(&topology, runtime.handle().clone())?;
+            let replicas = topology.shard_groups[0].replicas.len();
+            let label = format!(
+                "cluster {} ({} shard groups × {replicas} replicas)",
+                dir.display(),
+                topology.shard_groups.len()
+            );
+            run_with(&args, &backend, issuer, rng, &label, || {})
+        }
+        None => {
+            let temp = tempfile::Builder::new()
+                .prefix("specie-demo-")
+                .tempdir()
+                .context("cannot create a temporary directory")?;
+            let data_dir = args.data_dir.clone().unwrap_or_else(|| temp.path().to_path_buf());
+            let issuer = Keypair::new_global(&mut rng);
+            let mut options = NodeOptions::new(&data_dir);
+            options.shards = Some(args.shards);
+            options.issuers = vec![hex::encode(xonly_bytes(&issuer))];
+            let node = EmbeddedNode::open(options).context("cannot start the embedded node")?;
+            let label = format!(
+                "embedded node, {} shards, fsync on, data in {}",
+                args.shards,
+                data_dir.display()
+            );
+            run_with(&args, &node.handle(), issuer, rng, &label, move || node.shutdown())
+        }
+    }
+}
 
+/// The workload and the audit, against any backend: the embedded node or a cluster's sentinels.
+fn run_with<B: Backend>(
+    args: &DemoArgs,
+    backend: &B,
+    issuer: Keypair,
+    mut rng: StdRng,
+    label: &str,
+    finish: impl FnOnce(),
+) -> anyhow::Result<ExitCode> {
     let wallets = (0..args.wallets)
         .map(|_| {
             let keypair = Keypair::new_global(&mut rng);
@@ -188,6 +239,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         rejected: BTreeMap::new(),
         checks: Checks::default(),
         latency_us: hdrhistogram::Histogram::new(3).expect("histogram"),
+        unknown: vec![],
     };
     let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<Completion>();
     let quiet = args.json;
@@ -205,8 +257,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             outputs: owners.iter().map(|&o| (o, COIN_VALUE)).collect(),
         });
     }
-    demo.submit(&handle, mints, &issuer, &reply);
+    demo.submit(backend, mints, &issuer, &reply);
     demo.settle_all(&mut completions)?;
+    demo.resolve_unknown(backend)?;
     if demo.minted != (args.wallets * COINS_PER_WALLET) as u64 * COIN_VALUE {
         bail!("minting failed: {:?}", demo.rejected);
     }
@@ -233,7 +286,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             if !batch.is_empty() {
                 planned += batch.len();
                 bar.inc(batch.len() as u64);
-                demo.submit(&handle, batch, &issuer, &reply);
+                demo.submit(backend, batch, &issuer, &reply);
                 while let Ok(completion) = completions.try_recv() {
                     demo.settle(completion)?;
                 }
@@ -247,6 +300,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let elapsed = started.elapsed();
+    demo.resolve_unknown(backend)?;
     bar.finish_and_clear();
 
     // 3. Redeem a little of the first wallet's money through the issuer.
@@ -266,8 +320,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             inputs: redeem_inputs,
             outputs: change,
         };
-        demo.submit(&handle, vec![redeem], &issuer, &reply);
+        demo.submit(backend, vec![redeem], &issuer, &reply);
         demo.settle_all(&mut completions)?;
+        demo.resolve_unknown(backend)?;
     }
 
     // 4. Audit.
@@ -275,10 +330,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let balances: u64 = demo.wallets.iter().flat_map(|w| &w.coins).map(|c| c.output.value).sum();
     let held: Vec<UhsId> = demo.wallets.iter().flat_map(|w| &w.coins).map(|c| c.uhs_id).collect();
     let spent: Vec<UhsId> = demo.spent.iter().map(|c| c.uhs_id).collect();
-    let held_present = handle.query_uhs(&held)?.iter().filter(|p| **p).count();
-    let spent_present = handle.query_uhs(&spent)?.iter().filter(|p| **p).count();
-    let info = handle.info()?;
-    node.shutdown();
+    let held_present = backend.query_uhs(&held)?.iter().filter(|p| **p).count();
+    let spent_present = backend.query_uhs(&spent)?.iter().filter(|p| **p).count();
+    let info = backend.info()?;
+    finish();
 
     let ceiling_tps = ceiling::sign_verify_2in2out_tps(Duration::from_millis(1500));
     let throughput_tps = demo.confirmed_payments as f64 / elapsed.as_secs_f64();
@@ -313,19 +368,15 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             "spent_outputs": spent.len(),
             "spent_outputs_in_uhs": spent_present,
             "uhs_ids": info.uhs_ids,
-            "shards": args.shards,
+            "shards": info.shards,
+            "backend": label,
             "wallets": args.wallets,
             "audit_ok": audit_ok,
         });
         println!("{summary}");
     } else {
         let mark = |ok: bool| if ok { "ok" } else { "FAILED" };
-        println!(
-            "specie demo: {} shards, {} wallets, fsync on, data in {}",
-            args.shards,
-            args.wallets,
-            data_dir.display()
-        );
+        println!("specie demo: {label}, {} wallets", args.wallets);
         println!(
             "  payments     {planned} submitted, {} confirmed in {:.1} s = {throughput_tps:.0} tx/s",
             demo.confirmed_payments,
@@ -497,9 +548,9 @@ impl Demo {
     }
 
     /// Signs the batch on all cores and submits it.
-    fn submit(
+    fn submit<B: Backend>(
         &mut self,
-        handle: &specie_node::NodeHandle,
+        handle: &B,
         batch: Vec<Planned>,
         issuer: &Keypair,
         reply: &specie_node::CompletionSender,
@@ -575,6 +626,32 @@ impl Demo {
         handle.submit(submission, reply);
     }
 
+    /// Settles transactions whose outcome was lost in a failover by looking at the UHS: applied
+    /// if its outputs exist (or, with none, its inputs are gone).
+    fn resolve_unknown<B: Backend>(&mut self, backend: &B) -> anyhow::Result<()> {
+        for (client_ref, txid, flight) in std::mem::take(&mut self.unknown) {
+            let outputs: Vec<UhsId> = flight.outputs.iter().map(|(_, c)| c.uhs_id).collect();
+            let applied = if outputs.is_empty() {
+                let inputs: Vec<UhsId> = flight.inputs.iter().map(|c| c.uhs_id).collect();
+                backend.query_uhs(&inputs)?.iter().all(|present| !present)
+            } else {
+                backend.query_uhs(&outputs)?.iter().all(|present| *present)
+            };
+            let status = if applied {
+                TxStatus::Confirmed
+            } else {
+                TxStatus::Dropped
+            };
+            self.in_flight.insert(client_ref, flight);
+            self.settle(Completion {
+                client_ref,
+                txid,
+                status,
+            })?;
+        }
+        Ok(())
+    }
+
     fn settle_all(&mut self, completions: &mut tokio::sync::mpsc::UnboundedReceiver<Completion>) -> anyhow::Result<()> {
         while !self.in_flight.is_empty() {
             let completion = completions.blocking_recv().context("the node stopped")?;
@@ -614,7 +691,11 @@ impl Demo {
             Kind::Payment => self.finish_payment(&flight, &completion.status),
             Kind::Replay => {
                 self.checks.replays += 1;
-                if completion.status == TxStatus::Rejected(Vote::InputMissing) {
+                // Refused by the shards (spent input), or never applied: either way not confirmed.
+                if matches!(
+                    completion.status,
+                    TxStatus::Rejected(Vote::InputMissing) | TxStatus::Dropped
+                ) {
                     self.checks.replays_rejected += 1;
                 }
             }

@@ -5,10 +5,13 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod bench_postgres;
 mod ceiling;
+mod cluster_cmd;
 mod demo;
 mod inspect;
 mod node_cmd;
+mod sim_cmd;
 mod wallet_cmd;
 
 /// specie: a transaction platform for central bank digital currency.
@@ -29,10 +32,20 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run an embedded node (all roles, durable) serving the HTTP API.
     Node(node_cmd::NodeArgs),
+    /// Start, inspect and stop a local replicated cluster.
+    Cluster(cluster_cmd::ClusterArgs),
+    /// Run one shard group replica of a cluster (started for you by `specie cluster up`).
+    Shard(cluster_cmd::ReplicaArgs),
+    /// Run one coordinator group replica of a cluster (started by `specie cluster up`).
+    Coordinator(cluster_cmd::ReplicaArgs),
+    /// Run one sentinel of a cluster: the wallets' HTTP API (started by `specie cluster up`).
+    Sentinel(cluster_cmd::SentinelArgs),
     /// Manage a wallet: keys, addresses, balance, payments, and (issuer) mint and redeem.
     Wallet(wallet_cmd::WalletArgs),
     /// Work with serialized transactions.
     Tx(inspect::TxArgs),
+    /// Deterministic simulation of the 2PC protocol under faults (a soak over many seeds).
+    Sim(sim_cmd::SimArgs),
     /// Measure throughput against the ceilings that bound it (not run by the tests).
     Bench(bench::BenchArgs),
 }
@@ -48,8 +61,13 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Node(args) => node_cmd::run(args),
+        Command::Cluster(args) => cluster_cmd::run(args),
+        Command::Shard(args) => cluster_cmd::run_shard(args),
+        Command::Coordinator(args) => cluster_cmd::run_coordinator(args),
+        Command::Sentinel(args) => cluster_cmd::run_sentinel(args),
         Command::Wallet(args) => wallet_cmd::run(args),
         Command::Tx(args) => inspect::run(args),
+        Command::Sim(args) => sim_cmd::run_sim(args),
         Command::Bench(args) => bench::run(args),
     };
     match result {

@@ -1,0 +1,189 @@
+//! A sentinel in front of a cluster: validates transactions on all cores (Hamilton §3.5),
+//! forwards the compact ones to a coordinator group, and serves the wallets' HTTP API
+//! (docs/api.md) exactly as the embedded node does.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use specie_node::api::Backend;
+use specie_node::{Completion, CompletionSender, NodeInfo, TxStatus};
+use specie_sentinel::IssuerKeys;
+use specie_shard::{ShardRange, Vote};
+use specie_transaction::{SpecieTransaction, UhsId};
+
+use crate::group_client::{GroupClient, GroupError};
+use crate::host::{wait_for_stop_signal, wire_limits};
+use crate::protocol::{RoleRequest, RoleResponse, OUTCOME_BUSY, OUTCOME_DROPPED};
+use crate::topology::Topology;
+
+/// How long a submission may take end to end before its fate is reported unknown.
+const SUBMIT_TIMEOUT_MS: u64 = 30_000;
+
+struct Inner {
+    runtime: tokio::runtime::Handle,
+    hrp: String,
+    issuers_hex: Vec<String>,
+    issuers: IssuerKeys,
+    coordinators: Vec<GroupClient>,
+    shards: Vec<GroupClient>,
+    ranges: Vec<ShardRange>,
+    next_coordinator: AtomicUsize,
+    request_timeout: Duration,
+}
+
+/// The cluster seen as one node. Cheap to clone. Blocking methods must not be called on an
+/// async worker thread of `runtime`.
+#[derive(Clone)]
+pub struct ClusterBackend {
+    inner: Arc<Inner>,
+}
+
+impl ClusterBackend {
+    pub fn new(topology: &Topology, runtime: tokio::runtime::Handle) -> anyhow::Result<ClusterBackend> {
+        let limits = wire_limits(topology);
+        let groups = |groups: Vec<(&String, &Vec<crate::topology::Replica>)>| {
+            groups.into_iter().map(|(name, replicas)| GroupClient::new(name, replicas, &limits)).collect::<Result<Vec<_>, _>>()
+        };
+        let coordinators = groups(topology.coordinator_groups.iter().map(|g| (&g.name, &g.replicas)).collect())
+            .map_err(anyhow::Error::msg)?;
+        let shards =
+            groups(topology.shard_groups.iter().map(|g| (&g.name, &g.replicas)).collect()).map_err(anyhow::Error::msg)?;
+        Ok(ClusterBackend {
+            inner: Arc::new(Inner {
+                runtime,
+                hrp: topology.hrp.clone(),
+                issuers_hex: topology.issuers.clone(),
+                issuers: IssuerKeys::from_hex(&topology.issuers).context("the cluster file lists an invalid issuer")?,
+                coordinators,
+                shards,
+                ranges: topology.shard_ranges(),
+                next_coordinator: AtomicUsize::new(0),
+                request_timeout: Duration::from_millis(topology.limits.request_timeout_ms),
+            }),
+        })
+    }
+
+    async fn shard_ids(&self) -> anyhow::Result<Vec<Vec<UhsId>>> {
+        let mut all = vec![];
+        for group in &self.inner.shards {
+            match group.call(&RoleRequest::ShardIds, self.inner.request_timeout * 5).await? {
+                RoleResponse::ShardIds(ids) => all.push(ids),
+                other => anyhow::bail!("shard group {} answered {other:?}", group.name()),
+            }
+        }
+        Ok(all)
+    }
+}
+
+fn status_of(code: u8) -> TxStatus {
+    match code {
+        0 => TxStatus::Confirmed,
+        OUTCOME_BUSY => TxStatus::Busy,
+        OUTCOME_DROPPED => TxStatus::Dropped,
+        vote => Vote::from_u8(vote).map_or(TxStatus::Unknown, TxStatus::Rejected),
+    }
+}
+
+impl Backend for ClusterBackend {
+    fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender) {
+        let (refs, txs): (Vec<u64>, Vec<SpecieTransaction>) = txs.into_iter().unzip();
+        let verdicts = specie_sentinel::validate_batch(&txs, &self.inner.issuers);
+        let mut accepted = vec![];
+        for ((client_ref, tx), verdict) in refs.into_iter().zip(&txs).zip(verdicts) {
+            match verdict {
+                Ok(compact) => accepted.push((client_ref, compact)),
+                Err(error) => {
+                    let _ = reply.send(Completion { client_ref, txid: tx.txid(), status: TxStatus::Invalid(error) });
+                }
+            }
+        }
+        if accepted.is_empty() {
+            return;
+        }
+        let inner = &self.inner;
+        let group = inner.coordinators[inner.next_coordinator.fetch_add(1, Ordering::Relaxed) % inner.coordinators.len()].clone();
+        let reply = reply.clone();
+        inner.runtime.spawn(async move {
+            let (refs, compacts): (Vec<u64>, Vec<_>) = accepted.into_iter().unzip();
+            let txids: Vec<_> = compacts.iter().map(|c: &specie_transaction::CompactTransaction| c.txid).collect();
+            let count = compacts.len();
+            let statuses: Vec<TxStatus> =
+                match group.call_once(&RoleRequest::Submit(compacts), Duration::from_millis(SUBMIT_TIMEOUT_MS)).await {
+                    Ok(RoleResponse::Submitted(codes)) if codes.len() == count => codes.into_iter().map(status_of).collect(),
+                    Err(GroupError::NoLeader { .. }) => vec![TxStatus::Busy; count],
+                    other => {
+                        tracing::warn!(?other, "submission outcome unknown");
+                        vec![TxStatus::Unknown; count]
+                    }
+                };
+            for ((client_ref, txid), status) in refs.into_iter().zip(txids).zip(statuses) {
+                let _ = reply.send(Completion { client_ref, txid, status });
+            }
+        });
+    }
+
+    fn query_uhs(&self, ids: &[UhsId]) -> anyhow::Result<Vec<bool>> {
+        let mut by_shard: Vec<Vec<(usize, UhsId)>> = vec![vec![]; self.inner.ranges.len()];
+        for (position, id) in ids.iter().enumerate() {
+            by_shard[ShardRange::owner(&self.inner.ranges, id)].push((position, *id));
+        }
+        self.inner.runtime.block_on(async {
+            let mut present = vec![false; ids.len()];
+            for (shard, asked) in by_shard.into_iter().enumerate().filter(|(_, a)| !a.is_empty()) {
+                let (positions, shard_ids): (Vec<usize>, Vec<UhsId>) = asked.into_iter().unzip();
+                let count = shard_ids.len();
+                match self.inner.shards[shard].call(&RoleRequest::ShardQuery(shard_ids), self.inner.request_timeout * 5).await? {
+                    RoleResponse::ShardQuery(answers) if answers.len() == count => {
+                        for (position, answer) in positions.into_iter().zip(answers) {
+                            present[position] = answer;
+                        }
+                    }
+                    other => anyhow::bail!("shard group {} answered {other:?}", self.inner.shards[shard].name()),
+                }
+            }
+            Ok(present)
+        })
+    }
+
+    fn info(&self) -> anyhow::Result<NodeInfo> {
+        let ids = self.inner.runtime.block_on(self.shard_ids())?;
+        Ok(NodeInfo {
+            version: env!("CARGO_PKG_VERSION"),
+            hrp: self.inner.hrp.clone(),
+            shards: self.inner.shards.len(),
+            issuers: self.inner.issuers_hex.clone(),
+            uhs_ids: ids.iter().map(|ids| ids.len() as u64).sum(),
+        })
+    }
+
+    fn uhs_digest(&self) -> anyhow::Result<(u64, [u8; 32])> {
+        // Shard groups own ascending ranges, so their sorted ids concatenate into one sorted list:
+        // the same digest the embedded node computes for the same set.
+        let ids = self.inner.runtime.block_on(self.shard_ids())?;
+        let mut hasher = specie_transaction::hash::Sha256Writer::new();
+        let mut count = 0u64;
+        for id in ids.iter().flatten() {
+            hasher.update(&id.0);
+            count += 1;
+        }
+        Ok((count, hasher.finish()))
+    }
+}
+
+/// Runs sentinel `name` (the wallets' HTTP API) until stopped.
+pub async fn run(topology: Topology, name: String) -> anyhow::Result<()> {
+    let sentinel = topology
+        .sentinels
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| anyhow::anyhow!("the cluster file has no sentinel named '{name}'"))?
+        .clone();
+    let backend = ClusterBackend::new(&topology, tokio::runtime::Handle::current())?;
+    let listener =
+        tokio::net::TcpListener::bind(sentinel.http).await.with_context(|| format!("cannot listen on {}", sentinel.http))?;
+    eprintln!("{name}: API on http://{}", sentinel.http);
+    axum::serve(listener, specie_node::api::router(backend)).with_graceful_shutdown(wait_for_stop_signal()).await?;
+    Ok(())
+}

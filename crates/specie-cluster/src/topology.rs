@@ -1,0 +1,319 @@
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use specie_shard::ShardRange;
+
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    pub format_version: u32,
+    /// Bech32 address prefix of the currency.
+    pub hrp: String,
+    /// x-only issuer public keys (hex) allowed to mint and redeem.
+    #[serde(default)]
+    pub issuers: Vec<String>,
+    /// Where each replica keeps its log and snapshots: `<data_dir>/<group>-<replica>/`.
+    pub data_dir: PathBuf,
+    #[serde(default)]
+    pub limits: Limits,
+    pub shard_groups: Vec<ShardGroup>,
+    pub coordinator_groups: Vec<ReplicaGroup>,
+    pub sentinels: Vec<Sentinel>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    pub frame_bytes_max: u32,
+    pub requests_in_flight_max: u32,
+    pub request_timeout_ms: u64,
+    pub batch_transactions_max: u32,
+    pub dtxns_in_flight_max: u32,
+    pub reconnect_backoff_ms_max: u64,
+    pub raft_heartbeat_ms: u64,
+    pub raft_election_timeout_ms: u64,
+    /// A replica snapshots its state and compacts its log after this many entries.
+    pub raft_snapshot_entries: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            frame_bytes_max: 64 * 1024 * 1024,
+            requests_in_flight_max: 256,
+            request_timeout_ms: 2_000,
+            batch_transactions_max: 2_000,
+            dtxns_in_flight_max: 4,
+            reconnect_backoff_ms_max: 1_000,
+            raft_heartbeat_ms: 100,
+            raft_election_timeout_ms: 1_000,
+            raft_snapshot_entries: 10_000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardGroup {
+    pub name: String,
+    /// First and last owned bucket (the first two bytes of a UHS id, big-endian), inclusive.
+    pub range: [u16; 2],
+    pub replicas: Vec<Replica>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaGroup {
+    pub name: String,
+    pub replicas: Vec<Replica>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Replica {
+    /// Raft node id, unique within its group, at least 1.
+    pub id: u64,
+    /// Where the replica serves other roles and its Raft peers (framed binary protocol).
+    pub address: SocketAddr,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sentinel {
+    pub name: String,
+    /// The wallets' HTTP/JSON API (docs/api.md).
+    pub http: SocketAddr,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+/// The shape `specie cluster up` creates when given no file.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub shard_groups: usize,
+    pub coordinator_groups: usize,
+    pub replicas: usize,
+    pub sentinels: usize,
+    /// First port; every role takes the next free one in order.
+    pub base_port: u16,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Shape {
+            shard_groups: 2,
+            coordinator_groups: 1,
+            replicas: 3,
+            sentinels: 2,
+            base_port: 18_470,
+        }
+    }
+}
+
+impl Topology {
+    pub fn load(path: &Path) -> Result<Topology, TopologyError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        let topology: Topology = toml::from_str(&text).map_err(|e| TopologyError::Parse {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
+        topology
+            .validate()
+            .map_err(|message| TopologyError::Invalid { path: shown, message })?;
+        Ok(topology)
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("a topology serializes")
+    }
+
+    /// A local topology on 127.0.0.1 with consecutive ports.
+    pub fn local(shape: Shape, data_dir: PathBuf, issuers: Vec<String>) -> Result<Topology, String> {
+        let ranges = ShardRange::partition(shape.shard_groups).map_err(|e| e.to_string())?;
+        let mut port = shape.base_port;
+        let mut next = || {
+            let address = SocketAddr::from(([127, 0, 0, 1], port));
+            port = port.checked_add(1).expect("ports fit");
+            address
+        };
+        let mut replicas = |count: usize| {
+            (1..=count as u64)
+                .map(|id| Replica { id, address: next() })
+                .collect::<Vec<_>>()
+        };
+        let shard_groups = ranges
+            .iter()
+            .enumerate()
+            .map(|(i, range)| ShardGroup {
+                name: format!("shard-{i}"),
+                range: [range.first, range.last],
+                replicas: replicas(shape.replicas),
+            })
+            .collect();
+        let coordinator_groups = (0..shape.coordinator_groups)
+            .map(|i| ReplicaGroup {
+                name: format!("coordinator-{i}"),
+                replicas: replicas(shape.replicas),
+            })
+            .collect();
+        let sentinels = (0..shape.sentinels)
+            .map(|i| Sentinel {
+                name: format!("sentinel-{i}"),
+                http: next(),
+            })
+            .collect();
+        let topology = Topology {
+            format_version: FORMAT_VERSION,
+            hrp: "usd".into(),
+            issuers,
+            data_dir,
+            limits: Limits::default(),
+            shard_groups,
+            coordinator_groups,
+            sentinels,
+        };
+        topology.validate()?;
+        Ok(topology)
+    }
+
+    pub fn shard_ranges(&self) -> Vec<ShardRange> {
+        self.shard_groups
+            .iter()
+            .map(|g| ShardRange {
+                first: g.range[0],
+                last: g.range[1],
+            })
+            .collect()
+    }
+
+    /// Checks everything a process would otherwise trip over at run time.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.format_version != FORMAT_VERSION {
+            return Err(format!(
+                "format_version {} is not supported (expected {FORMAT_VERSION})",
+                self.format_version
+            ));
+        }
+        if self.shard_groups.is_empty() || self.coordinator_groups.is_empty() || self.sentinels.is_empty() {
+            return Err("a cluster needs at least one shard group, one coordinator group and one sentinel".into());
+        }
+        ShardRange::check_cover(&self.shard_ranges()).map_err(|e| format!("shard group ranges: {e}"))?;
+        for issuer in &self.issuers {
+            let key = hex::decode(issuer).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
+            if key.and_then(|k| specie_transaction::signing::parse_xonly(&k)).is_none() {
+                return Err(format!("issuer '{issuer}' is not a 32-byte x-only public key in hex"));
+            }
+        }
+        let l = &self.limits;
+        let positive = [
+            ("frame_bytes_max", u64::from(l.frame_bytes_max)),
+            ("requests_in_flight_max", u64::from(l.requests_in_flight_max)),
+            ("request_timeout_ms", l.request_timeout_ms),
+            ("batch_transactions_max", u64::from(l.batch_transactions_max)),
+            ("dtxns_in_flight_max", u64::from(l.dtxns_in_flight_max)),
+            ("raft_heartbeat_ms", l.raft_heartbeat_ms),
+            ("raft_snapshot_entries", l.raft_snapshot_entries),
+        ];
+        if let Some((name, _)) = positive.iter().find(|(_, value)| *value == 0) {
+            return Err(format!("limits.{name} must be positive"));
+        }
+        if l.raft_election_timeout_ms < 3 * l.raft_heartbeat_ms {
+            return Err("limits.raft_election_timeout_ms must be at least 3 × raft_heartbeat_ms".into());
+        }
+        let mut names = BTreeSet::new();
+        let mut addresses = BTreeSet::new();
+        let groups = self
+            .shard_groups
+            .iter()
+            .map(|g| (&g.name, &g.replicas))
+            .chain(self.coordinator_groups.iter().map(|g| (&g.name, &g.replicas)));
+        for (name, replicas) in groups {
+            if !names.insert(name.clone()) {
+                return Err(format!("group name '{name}' is used twice"));
+            }
+            if replicas.is_empty() || replicas.len() > 7 {
+                return Err(format!(
+                    "group '{name}' has {} replicas; use 1 to 7 (3 or 5 tolerate 1 or 2 failures)",
+                    replicas.len()
+                ));
+            }
+            let mut ids = BTreeSet::new();
+            for replica in replicas {
+                if replica.id == 0 || !ids.insert(replica.id) {
+                    return Err(format!("group '{name}': replica ids must be unique and at least 1"));
+                }
+                if !addresses.insert(replica.address) {
+                    return Err(format!("address {} is used twice", replica.address));
+                }
+            }
+        }
+        for sentinel in &self.sentinels {
+            if !names.insert(sentinel.name.clone()) {
+                return Err(format!("name '{}' is used twice", sentinel.name));
+            }
+            if !addresses.insert(sentinel.http) {
+                return Err(format!("address {} is used twice", sentinel.http));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_local_topology_round_trips_through_toml() {
+        let topology = Topology::local(Shape::default(), PathBuf::from("/tmp/x"), vec![]).unwrap();
+        assert_eq!(topology.shard_groups.len(), 2);
+        assert_eq!(topology.coordinator_groups.len(), 1);
+        assert!(topology.shard_groups.iter().all(|g| g.replicas.len() == 3));
+        assert_eq!(topology.sentinels.len(), 2);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cluster.toml");
+        std::fs::write(&path, topology.to_toml()).unwrap();
+        assert_eq!(Topology::load(&path).unwrap(), topology);
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let good = Topology::local(Shape::default(), PathBuf::from("/tmp/x"), vec![]).unwrap();
+        let mut gap = good.clone();
+        gap.shard_groups[1].range[0] += 1;
+        assert!(gap.validate().unwrap_err().contains("ranges"));
+        let mut clash = good.clone();
+        clash.sentinels[1].http = clash.sentinels[0].http;
+        assert!(clash.validate().unwrap_err().contains("used twice"));
+        let mut zero = good.clone();
+        zero.limits.request_timeout_ms = 0;
+        assert!(zero.validate().unwrap_err().contains("request_timeout_ms"));
+        let mut issuer = good.clone();
+        issuer.issuers.push("zz".into());
+        assert!(issuer.validate().unwrap_err().contains("issuer"));
+        let mut empty = good;
+        empty.coordinator_groups[0].replicas.clear();
+        assert!(empty.validate().is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, "format_version = 1\nunknown = 3\n").unwrap();
+        assert!(matches!(Topology::load(&path), Err(TopologyError::Parse { .. })));
+    }
+}
