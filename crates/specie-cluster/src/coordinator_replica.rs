@@ -70,15 +70,25 @@ struct Context {
     jobs_rx: Mutex<mpsc::Receiver<Job>>,
 }
 
-async fn handle(context: Arc<Context>, hosted: Arc<Hosted<CoordinatorMachine>>, request: RoleRequest) -> Result<RoleResponse, String> {
+async fn handle(
+    context: Arc<Context>,
+    hosted: Arc<Hosted<CoordinatorMachine>>,
+    request: RoleRequest,
+) -> Result<RoleResponse, String> {
     match request {
         RoleRequest::Submit(txs) => {
             if !hosted.is_leader() {
                 return Ok(hosted.not_leader());
             }
             let (reply, answer) = oneshot::channel();
-            context.jobs.send(Job { txs, reply }).await.map_err(|_| "the coordinator is stopping")?;
-            answer.await.map_err(|_| "the coordinator stopped before answering".to_string())
+            context
+                .jobs
+                .send(Job { txs, reply })
+                .await
+                .map_err(|_| "the coordinator is stopping")?;
+            answer
+                .await
+                .map_err(|_| "the coordinator stopped before answering".to_string())
         }
         other => Err(format!("a coordinator does not serve {other:?}")),
     }
@@ -105,14 +115,29 @@ pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<(
     config.retry_timeout_ms = topology.limits.request_timeout_ms;
     let request_timeout = Duration::from_millis(topology.limits.request_timeout_ms);
     let (jobs, jobs_rx) = mpsc::channel(JOBS_QUEUED_MAX);
-    let context = Arc::new(Context { jobs, jobs_rx: Mutex::new(jobs_rx) });
-    let machine = CoordinatorMachine { state: CoordinatorState::default(), limits: CommandLimits::default() };
+    let context = Arc::new(Context {
+        jobs,
+        jobs_rx: Mutex::new(jobs_rx),
+    });
+    let machine = CoordinatorMachine {
+        state: CoordinatorState::default(),
+        limits: CommandLimits::default(),
+    };
     let engine_context = context.clone();
     let start_engine = move |hosted: Arc<Hosted<CoordinatorMachine>>| {
         tokio::spawn(engine(hosted, engine_context, config, shards, request_timeout));
     };
     let handler = move |hosted, request| handle(context.clone(), hosted, request);
-    serve_replica(&topology, &group, &coordinator_group.replicas, id, machine, start_engine, handler).await
+    serve_replica(
+        &topology,
+        &group,
+        &coordinator_group.replicas,
+        id,
+        machine,
+        start_engine,
+        handler,
+    )
+    .await
 }
 
 /// Waits to lead, leads until the lead is lost, and again.
@@ -272,10 +297,19 @@ fn settle_empty(batches: &mut HashMap<u64, PendingBatch>, batch: u64) {
 /// Callers of transactions that were proposed but not known final get `Dropped` only if they
 /// were never durable; the rest are left unanswered (their connection sees the error and they
 /// query the UHS), because their fate is decided by whoever leads next.
-fn step_down(mut coordinator: Coordinator, batches: &mut HashMap<u64, PendingBatch>, tags: &HashMap<Tag, (u64, usize)>) {
+fn step_down(
+    mut coordinator: Coordinator,
+    batches: &mut HashMap<u64, PendingBatch>,
+    tags: &HashMap<Tag, (u64, usize)>,
+) {
     coordinator.step_down();
     while let Some(output) = coordinator.poll() {
-        if let CoordinatorOutput::Outcome { tag: Some(tag), result: TxResult::Dropped, .. } = output {
+        if let CoordinatorOutput::Outcome {
+            tag: Some(tag),
+            result: TxResult::Dropped,
+            ..
+        } = output
+        {
             if let Some((batch, index)) = tags.get(&tag) {
                 settle(batches, *batch, *index, OUTCOME_DROPPED);
             }

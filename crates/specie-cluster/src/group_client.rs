@@ -18,7 +18,11 @@ const LEADER_SEARCH_PAUSE_MS: u64 = 50;
 #[derive(Debug, thiserror::Error)]
 pub enum GroupError {
     #[error("group {group}: no leader answered within {timeout_ms} ms (last error: {last})")]
-    NoLeader { group: String, timeout_ms: u64, last: String },
+    NoLeader {
+        group: String,
+        timeout_ms: u64,
+        last: String,
+    },
     #[error("group {group}: the request may or may not have executed: {reason}")]
     OutcomeUnknown { group: String, reason: String },
     #[error("group {group}: malformed response: {reason}")]
@@ -40,7 +44,11 @@ impl GroupClient {
             .iter()
             .map(|r| Ok((r.id, Client::new(r.address.to_string(), limits.clone())?)))
             .collect::<Result<Vec<_>, String>>()?;
-        Ok(GroupClient { name: name.to_string(), replicas: Arc::new(clients), leader: Arc::new(AtomicUsize::new(0)) })
+        Ok(GroupClient {
+            name: name.to_string(),
+            replicas: Arc::new(clients),
+            leader: Arc::new(AtomicUsize::new(0)),
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -59,7 +67,12 @@ impl GroupClient {
         self.call_with(request, timeout, false).await
     }
 
-    async fn call_with(&self, request: &RoleRequest, timeout: Duration, idempotent: bool) -> Result<RoleResponse, GroupError> {
+    async fn call_with(
+        &self,
+        request: &RoleRequest,
+        timeout: Duration,
+        idempotent: bool,
+    ) -> Result<RoleResponse, GroupError> {
         let deadline = Instant::now() + timeout;
         let bytes = request.encode();
         let mut last = String::from("no attempt");
@@ -83,12 +96,18 @@ impl GroupClient {
                     }
                     Ok(response) => return Ok(response),
                     Err(error) => {
-                        return Err(GroupError::Malformed { group: self.name.clone(), reason: error.to_string() })
+                        return Err(GroupError::Malformed {
+                            group: self.name.clone(),
+                            reason: error.to_string(),
+                        })
                     }
                 },
                 Err(error) => {
                     if !idempotent && !error.certainly_not_sent() {
-                        return Err(GroupError::OutcomeUnknown { group: self.name.clone(), reason: error.to_string() });
+                        return Err(GroupError::OutcomeUnknown {
+                            group: self.name.clone(),
+                            reason: error.to_string(),
+                        });
                     }
                     last = format!("replica {id}: {error}");
                     self.leader.store((index + 1) % self.replicas.len(), Ordering::Relaxed);
@@ -99,13 +118,29 @@ impl GroupClient {
                 }
             }
         }
-        Err(GroupError::NoLeader { group: self.name.clone(), timeout_ms: timeout.as_millis() as u64, last })
+        Err(GroupError::NoLeader {
+            group: self.name.clone(),
+            timeout_ms: timeout.as_millis() as u64,
+            last,
+        })
     }
 
     /// Asks one specific replica (status pages), without leader search.
-    pub async fn call_replica(&self, id: u64, request: &RoleRequest, timeout: Duration) -> Result<RoleResponse, String> {
-        let (_, client) = self.replicas.iter().find(|(rid, _)| *rid == id).ok_or("no such replica")?;
-        let reply = client.call(request.encode(), timeout).await.map_err(|e| e.to_string())?;
+    pub async fn call_replica(
+        &self,
+        id: u64,
+        request: &RoleRequest,
+        timeout: Duration,
+    ) -> Result<RoleResponse, String> {
+        let (_, client) = self
+            .replicas
+            .iter()
+            .find(|(rid, _)| *rid == id)
+            .ok_or("no such replica")?;
+        let reply = client
+            .call(request.encode(), timeout)
+            .await
+            .map_err(|e| e.to_string())?;
         RoleResponse::decode(&reply).map_err(|e| e.to_string())
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context;
-use specie_raft::{Leadership, ReplicatedStateMachine, Replica, ReplicaConfig, Role};
+use specie_raft::{Leadership, Replica, ReplicaConfig, ReplicatedStateMachine, Role};
 use specie_transaction::codec::Encode;
 use specie_wire::{handler_fn, WireLimits};
 use tokio::sync::watch;
@@ -96,11 +96,15 @@ where
     F: Fn(Arc<Hosted<S>>, RoleRequest) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<RoleResponse, String>> + Send + 'static,
 {
-    let me = replicas.iter().find(|r| r.id == id).with_context(|| format!("group {group} has no replica {id}"))?;
+    let me = replicas
+        .iter()
+        .find(|r| r.id == id)
+        .with_context(|| format!("group {group} has no replica {id}"))?;
     let limits = wire_limits(topology);
     let hosted: Arc<OnceLock<Arc<Hosted<S>>>> = Arc::new(OnceLock::new());
-    let listener =
-        tokio::net::TcpListener::bind(me.address).await.with_context(|| format!("cannot listen on {}", me.address))?;
+    let listener = tokio::net::TcpListener::bind(me.address)
+        .await
+        .with_context(|| format!("cannot listen on {}", me.address))?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let role = Arc::new(role);
     let handler = {
@@ -128,7 +132,10 @@ where
     let replica = Replica::start(replica_config(topology), &dir, id, &members, transport, state_machine)
         .await
         .with_context(|| format!("cannot start replica {id} of {group} in {}", dir.display()))?;
-    let shared = Arc::new(Hosted { group: group.to_string(), replica });
+    let shared = Arc::new(Hosted {
+        group: group.to_string(),
+        replica,
+    });
     let _ = hosted.set(shared.clone());
     after_start(shared.clone());
     tracing::info!(group, id, address = %me.address, "replica serving");
@@ -145,7 +152,8 @@ where
 }
 
 pub async fn wait_for_stop_signal() {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = terminate.recv() => {}

@@ -9,8 +9,8 @@
 
 pub mod coordinator_replica;
 pub mod group_client;
-pub mod protocol;
 mod host;
+pub mod protocol;
 mod raft_transport;
 pub mod sentinel;
 pub mod shard_replica;

@@ -105,7 +105,12 @@ impl RoleRequest {
                 })?)
             }
             STATUS => RoleRequest::Status,
-            kind => return Err(DecodeError::UnknownKind { what: "role request", kind }),
+            kind => {
+                return Err(DecodeError::UnknownKind {
+                    what: "role request",
+                    kind,
+                })
+            }
         };
         reader.finish()?;
         Ok(request)
@@ -165,7 +170,10 @@ impl RoleResponse {
             SHARD_QUERY => {
                 let flags = reader.read_byte_vec("presence flags", BATCH_ITEMS_MAX)?;
                 RoleResponse::ShardQuery(
-                    flags.iter().map(|&f| Reader::new(&[f]).read_bool("presence flag")).collect::<Result<_, _>>()?,
+                    flags
+                        .iter()
+                        .map(|&f| Reader::new(&[f]).read_bool("presence flag"))
+                        .collect::<Result<_, _>>()?,
                 )
             }
             SHARD_IDS => {
@@ -174,15 +182,22 @@ impl RoleResponse {
             SUBMIT => RoleResponse::Submitted(reader.read_byte_vec("outcomes", BATCH_ITEMS_MAX)?.to_vec()),
             STATUS => {
                 let bytes = reader.read_byte_vec("status", 1 << 20)?;
-                let text = String::from_utf8(bytes.to_vec())
-                    .map_err(|_| DecodeError::NonCanonical { what: "status", reason: "not UTF-8" })?;
+                let text = String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::NonCanonical {
+                    what: "status",
+                    reason: "not UTF-8",
+                })?;
                 RoleResponse::Status(text)
             }
             NOT_LEADER => {
                 let leader = reader.read_u64("leader id")?;
                 RoleResponse::NotLeader((leader != 0).then_some(leader))
             }
-            kind => return Err(DecodeError::UnknownKind { what: "role response", kind }),
+            kind => {
+                return Err(DecodeError::UnknownKind {
+                    what: "role response",
+                    kind,
+                })
+            }
         };
         reader.finish()?;
         Ok(response)
@@ -202,12 +217,26 @@ mod tests {
         let requests = vec![
             RoleRequest::Raft(vec![1, 2, 3]),
             RoleRequest::ShardBatch(vec![
-                ShardRequest::Prepare { dtxn: 4, txs: vec![ShardTx { index: 0, spent: vec![id], created: vec![] }] },
-                ShardRequest::Commit { dtxn: 4, complete: vec![true] },
+                ShardRequest::Prepare {
+                    dtxn: 4,
+                    txs: vec![ShardTx {
+                        index: 0,
+                        spent: vec![id],
+                        created: vec![],
+                    }],
+                },
+                ShardRequest::Commit {
+                    dtxn: 4,
+                    complete: vec![true],
+                },
             ]),
             RoleRequest::ShardQuery(vec![id, id]),
             RoleRequest::ShardIds,
-            RoleRequest::Submit(vec![CompactTransaction { txid: Txid([1; 32]), spent: vec![id], ..Default::default() }]),
+            RoleRequest::Submit(vec![CompactTransaction {
+                txid: Txid([1; 32]),
+                spent: vec![id],
+                ..Default::default()
+            }]),
             RoleRequest::Status,
         ];
         for request in requests {
@@ -219,7 +248,10 @@ mod tests {
         }
         let responses = vec![
             RoleResponse::Raft(vec![9]),
-            RoleResponse::ShardBatch(vec![ShardResponse::Prepared { dtxn: 1, votes: vec![Vote::Yes, Vote::InputMissing] }]),
+            RoleResponse::ShardBatch(vec![ShardResponse::Prepared {
+                dtxn: 1,
+                votes: vec![Vote::Yes, Vote::InputMissing],
+            }]),
             RoleResponse::ShardQuery(vec![true, false]),
             RoleResponse::ShardIds(vec![id]),
             RoleResponse::Submitted(vec![0, 1, OUTCOME_BUSY]),

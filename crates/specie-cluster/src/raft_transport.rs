@@ -17,7 +17,12 @@ pub struct WireRaftTransport {
 }
 
 impl WireRaftTransport {
-    pub fn new(replicas: &[Replica], local: NodeId, limits: &WireLimits, timeout: Duration) -> Result<Arc<Self>, String> {
+    pub fn new(
+        replicas: &[Replica],
+        local: NodeId,
+        limits: &WireLimits,
+        timeout: Duration,
+    ) -> Result<Arc<Self>, String> {
         let peers = replicas
             .iter()
             .filter(|r| r.id != local)
@@ -34,16 +39,29 @@ impl RaftTransport for WireRaftTransport {
                 node: target,
                 reason: "not a member of this group".into(),
             })?;
-            let reply = client.call(RoleRequest::Raft(request).encode(), self.timeout).await.map_err(|error| match error {
-                WireError::ConnectFailed { .. } | WireError::Unavailable { .. } => {
-                    TransportError::Unreachable { node: target, reason: error.to_string() }
-                }
-                other => TransportError::Lost { node: target, reason: other.to_string() },
-            })?;
+            let reply = client
+                .call(RoleRequest::Raft(request).encode(), self.timeout)
+                .await
+                .map_err(|error| match error {
+                    WireError::ConnectFailed { .. } | WireError::Unavailable { .. } => TransportError::Unreachable {
+                        node: target,
+                        reason: error.to_string(),
+                    },
+                    other => TransportError::Lost {
+                        node: target,
+                        reason: other.to_string(),
+                    },
+                })?;
             match RoleResponse::decode(&reply) {
                 Ok(RoleResponse::Raft(bytes)) => Ok(bytes),
-                Ok(other) => Err(TransportError::Lost { node: target, reason: format!("unexpected reply {other:?}") }),
-                Err(error) => Err(TransportError::Lost { node: target, reason: error.to_string() }),
+                Ok(other) => Err(TransportError::Lost {
+                    node: target,
+                    reason: format!("unexpected reply {other:?}"),
+                }),
+                Err(error) => Err(TransportError::Lost {
+                    node: target,
+                    reason: error.to_string(),
+                }),
             }
         })
     }

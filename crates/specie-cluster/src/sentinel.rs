@@ -11,7 +11,7 @@ use specie_node::api::Backend;
 use specie_node::{Completion, CompletionSender, NodeInfo, TxStatus};
 use specie_sentinel::IssuerKeys;
 use specie_shard::{ShardRange, Vote};
-use specie_transaction::{SpecieTransaction, UhsId};
+use specie_transaction::{CompactTransaction, SpecieTransaction, UhsId};
 
 use crate::group_client::{GroupClient, GroupError};
 use crate::host::{wait_for_stop_signal, wire_limits};
@@ -44,12 +44,21 @@ impl ClusterBackend {
     pub fn new(topology: &Topology, runtime: tokio::runtime::Handle) -> anyhow::Result<ClusterBackend> {
         let limits = wire_limits(topology);
         let groups = |groups: Vec<(&String, &Vec<crate::topology::Replica>)>| {
-            groups.into_iter().map(|(name, replicas)| GroupClient::new(name, replicas, &limits)).collect::<Result<Vec<_>, _>>()
+            groups
+                .into_iter()
+                .map(|(name, replicas)| GroupClient::new(name, replicas, &limits))
+                .collect::<Result<Vec<_>, _>>()
         };
-        let coordinators = groups(topology.coordinator_groups.iter().map(|g| (&g.name, &g.replicas)).collect())
+        let coordinators = groups(
+            topology
+                .coordinator_groups
+                .iter()
+                .map(|g| (&g.name, &g.replicas))
+                .collect(),
+        )
+        .map_err(anyhow::Error::msg)?;
+        let shards = groups(topology.shard_groups.iter().map(|g| (&g.name, &g.replicas)).collect())
             .map_err(anyhow::Error::msg)?;
-        let shards =
-            groups(topology.shard_groups.iter().map(|g| (&g.name, &g.replicas)).collect()).map_err(anyhow::Error::msg)?;
         Ok(ClusterBackend {
             inner: Arc::new(Inner {
                 runtime,
@@ -68,7 +77,10 @@ impl ClusterBackend {
     async fn shard_ids(&self) -> anyhow::Result<Vec<Vec<UhsId>>> {
         let mut all = vec![];
         for group in &self.inner.shards {
-            match group.call(&RoleRequest::ShardIds, self.inner.request_timeout * 5).await? {
+            match group
+                .call(&RoleRequest::ShardIds, self.inner.request_timeout * 5)
+                .await?
+            {
                 RoleResponse::ShardIds(ids) => all.push(ids),
                 other => anyhow::bail!("shard group {} answered {other:?}", group.name()),
             }
@@ -86,6 +98,45 @@ fn status_of(code: u8) -> TxStatus {
     }
 }
 
+impl ClusterBackend {
+    /// Hands compact transactions to a coordinator group, skipping validation. Only for
+    /// benchmarks of the replicated 2PC engine (Hamilton §6.1 measured swap without sentinels)
+    /// and for accepted transactions from [`Backend::submit`].
+    pub fn submit_compact(&self, accepted: Vec<(u64, CompactTransaction)>, reply: &CompletionSender) {
+        if accepted.is_empty() {
+            return;
+        }
+        let inner = &self.inner;
+        let next = inner.next_coordinator.fetch_add(1, Ordering::Relaxed);
+        let group = inner.coordinators[next % inner.coordinators.len()].clone();
+        let reply = reply.clone();
+        inner.runtime.spawn(async move {
+            let (refs, compacts): (Vec<u64>, Vec<CompactTransaction>) = accepted.into_iter().unzip();
+            let txids: Vec<_> = compacts.iter().map(|c| c.txid).collect();
+            let count = compacts.len();
+            let submit = RoleRequest::Submit(compacts);
+            let statuses: Vec<TxStatus> = match group.call_once(&submit, Duration::from_millis(SUBMIT_TIMEOUT_MS)).await
+            {
+                Ok(RoleResponse::Submitted(codes)) if codes.len() == count => {
+                    codes.into_iter().map(status_of).collect()
+                }
+                Err(GroupError::NoLeader { .. }) => vec![TxStatus::Busy; count],
+                other => {
+                    tracing::warn!(?other, "submission outcome unknown");
+                    vec![TxStatus::Unknown; count]
+                }
+            };
+            for ((client_ref, txid), status) in refs.into_iter().zip(txids).zip(statuses) {
+                let _ = reply.send(Completion {
+                    client_ref,
+                    txid,
+                    status,
+                });
+            }
+        });
+    }
+}
+
 impl Backend for ClusterBackend {
     fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender) {
         let (refs, txs): (Vec<u64>, Vec<SpecieTransaction>) = txs.into_iter().unzip();
@@ -95,33 +146,15 @@ impl Backend for ClusterBackend {
             match verdict {
                 Ok(compact) => accepted.push((client_ref, compact)),
                 Err(error) => {
-                    let _ = reply.send(Completion { client_ref, txid: tx.txid(), status: TxStatus::Invalid(error) });
+                    let _ = reply.send(Completion {
+                        client_ref,
+                        txid: tx.txid(),
+                        status: TxStatus::Invalid(error),
+                    });
                 }
             }
         }
-        if accepted.is_empty() {
-            return;
-        }
-        let inner = &self.inner;
-        let group = inner.coordinators[inner.next_coordinator.fetch_add(1, Ordering::Relaxed) % inner.coordinators.len()].clone();
-        let reply = reply.clone();
-        inner.runtime.spawn(async move {
-            let (refs, compacts): (Vec<u64>, Vec<_>) = accepted.into_iter().unzip();
-            let txids: Vec<_> = compacts.iter().map(|c: &specie_transaction::CompactTransaction| c.txid).collect();
-            let count = compacts.len();
-            let statuses: Vec<TxStatus> =
-                match group.call_once(&RoleRequest::Submit(compacts), Duration::from_millis(SUBMIT_TIMEOUT_MS)).await {
-                    Ok(RoleResponse::Submitted(codes)) if codes.len() == count => codes.into_iter().map(status_of).collect(),
-                    Err(GroupError::NoLeader { .. }) => vec![TxStatus::Busy; count],
-                    other => {
-                        tracing::warn!(?other, "submission outcome unknown");
-                        vec![TxStatus::Unknown; count]
-                    }
-                };
-            for ((client_ref, txid), status) in refs.into_iter().zip(txids).zip(statuses) {
-                let _ = reply.send(Completion { client_ref, txid, status });
-            }
-        });
+        self.submit_compact(accepted, reply);
     }
 
     fn query_uhs(&self, ids: &[UhsId]) -> anyhow::Result<Vec<bool>> {
@@ -134,7 +167,10 @@ impl Backend for ClusterBackend {
             for (shard, asked) in by_shard.into_iter().enumerate().filter(|(_, a)| !a.is_empty()) {
                 let (positions, shard_ids): (Vec<usize>, Vec<UhsId>) = asked.into_iter().unzip();
                 let count = shard_ids.len();
-                match self.inner.shards[shard].call(&RoleRequest::ShardQuery(shard_ids), self.inner.request_timeout * 5).await? {
+                match self.inner.shards[shard]
+                    .call(&RoleRequest::ShardQuery(shard_ids), self.inner.request_timeout * 5)
+                    .await?
+                {
                     RoleResponse::ShardQuery(answers) if answers.len() == count => {
                         for (position, answer) in positions.into_iter().zip(answers) {
                             present[position] = answer;
@@ -181,9 +217,12 @@ pub async fn run(topology: Topology, name: String) -> anyhow::Result<()> {
         .ok_or_else(|| anyhow::anyhow!("the cluster file has no sentinel named '{name}'"))?
         .clone();
     let backend = ClusterBackend::new(&topology, tokio::runtime::Handle::current())?;
-    let listener =
-        tokio::net::TcpListener::bind(sentinel.http).await.with_context(|| format!("cannot listen on {}", sentinel.http))?;
+    let listener = tokio::net::TcpListener::bind(sentinel.http)
+        .await
+        .with_context(|| format!("cannot listen on {}", sentinel.http))?;
     eprintln!("{name}: API on http://{}", sentinel.http);
-    axum::serve(listener, specie_node::api::router(backend)).with_graceful_shutdown(wait_for_stop_signal()).await?;
+    axum::serve(listener, specie_node::api::router(backend))
+        .with_graceful_shutdown(wait_for_stop_signal())
+        .await?;
     Ok(())
 }

@@ -18,7 +18,10 @@ pub struct ShardMachine {
 
 impl ShardMachine {
     pub fn new(range: ShardRange) -> Self {
-        ShardMachine { state: ShardState::new(range), limits: ShardWireLimits::default() }
+        ShardMachine {
+            state: ShardState::new(range),
+            limits: ShardWireLimits::default(),
+        }
     }
 }
 
@@ -39,7 +42,11 @@ impl ReplicatedStateMachine for ShardMachine {
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
         let state = ShardState::decode_snapshot(snapshot).map_err(|e| e.to_string())?;
         if state.range() != self.state.range() {
-            return Err(format!("snapshot covers {:?}, this shard owns {:?}", state.range(), self.state.range()));
+            return Err(format!(
+                "snapshot covers {:?}, this shard owns {:?}",
+                state.range(),
+                self.state.range()
+            ));
         }
         self.state = state;
         Ok(())
@@ -62,9 +69,11 @@ async fn handle(hosted: Arc<Hosted<ShardMachine>>, request: RoleRequest) -> Resu
             RoleResponse::ShardBatch(responses)
         }
         // Reads on the leader after apply: a transaction reported confirmed is visible.
-        RoleRequest::ShardQuery(ids) => {
-            RoleResponse::ShardQuery(hosted.replica.with_state(|m| ids.iter().map(|id| m.state.contains(id)).collect()))
-        }
+        RoleRequest::ShardQuery(ids) => RoleResponse::ShardQuery(
+            hosted
+                .replica
+                .with_state(|m| ids.iter().map(|id| m.state.contains(id)).collect()),
+        ),
         RoleRequest::ShardIds => RoleResponse::ShardIds(hosted.replica.with_state(|m| m.state.sorted_ids())),
         other => return Err(format!("a shard does not serve {other:?}")),
     })
@@ -78,6 +87,18 @@ pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<(
         .find(|g| g.name == group)
         .ok_or_else(|| anyhow::anyhow!("the cluster file has no shard group named '{group}'"))?
         .clone();
-    let range = ShardRange { first: shard_group.range[0], last: shard_group.range[1] };
-    serve_replica(&topology, &group, &shard_group.replicas, id, ShardMachine::new(range), |_| {}, handle).await
+    let range = ShardRange {
+        first: shard_group.range[0],
+        last: shard_group.range[1],
+    };
+    serve_replica(
+        &topology,
+        &group,
+        &shard_group.replicas,
+        id,
+        ShardMachine::new(range),
+        |_| {},
+        handle,
+    )
+    .await
 }

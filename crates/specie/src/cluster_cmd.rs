@@ -28,6 +28,7 @@ pub enum ClusterCommand {
     /// Start a local cluster on 127.0.0.1: shard groups and coordinator groups replicated by Raft,
     /// and sentinels serving the wallets' HTTP API. Writes DIR/cluster.toml on first use (edit
     /// it to change the topology), logs to DIR/logs, and returns once every group has a leader.
+    /// Starts only members that are not running, so it also restarts one that died.
     Up(UpArgs),
     /// Show each group's leader, term, commit and applied index, and each process's health.
     Status(DirArgs),
@@ -255,20 +256,17 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
         println!("wrote {} (edit it to change the topology)", path.display());
     }
     let (path, topology) = load(dir)?;
-    let members = members(&path, &topology);
-    if let Some(running) = members.iter().find(|m| read_pid(dir, &m.name).is_some_and(is_alive)) {
-        bail!(
-            "{} is already running; see `specie cluster status --dir {}`",
-            running.name,
-            dir.display()
-        );
-    }
-    for member in &members {
+    // Idempotent: starts only what is not running, so it also restarts a member that died.
+    let stopped: Vec<Member> = members(&path, &topology)
+        .into_iter()
+        .filter(|m| !read_pid(dir, &m.name).is_some_and(is_alive))
+        .collect();
+    for member in &stopped {
         spawn_member(dir, member)?;
     }
     println!(
         "started {} processes; waiting for every group to elect a leader…",
-        members.len()
+        stopped.len()
     );
     let started = Instant::now();
     loop {

@@ -665,6 +665,11 @@ impl Demo {
             .in_flight
             .remove(&completion.client_ref)
             .context("a completion for a transaction never sent")?;
+        if completion.status == TxStatus::Unknown {
+            // A coordinator failed over with it in flight: the UHS will tell what happened.
+            self.unknown.push((completion.client_ref, completion.txid, flight));
+            return Ok(());
+        }
         let _ = self.latency_us.record(flight.submitted.elapsed().as_micros() as u64);
         let confirmed = completion.status == TxStatus::Confirmed;
         if confirmed {
