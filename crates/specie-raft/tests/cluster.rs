@@ -1,0 +1,447 @@
+//! Replica groups in one process over the in-process network: election, replication, failover,
+//! restart from disk, partitions healed by log or snapshot, and bounded log files.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use specie_raft::memnet::MemNetwork;
+use specie_raft::{Leadership, NodeId, ProposeError, Replica, ReplicaConfig, ReplicaMetrics, ReplicatedStateMachine};
+
+/// A deterministic test role: counts commands and chains a hash over them, so two replicas are
+/// equal only if they applied the same commands in the same order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Chain {
+    count: u64,
+    hash: [u8; 32],
+}
+
+impl ReplicatedStateMachine for Chain {
+    fn apply(&mut self, command: &[u8]) -> Vec<u8> {
+        self.count += 1;
+        self.hash = Sha256::new()
+            .chain_update(self.hash)
+            .chain_update(command)
+            .finalize()
+            .into();
+        self.count.to_le_bytes().to_vec()
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        let mut bytes = self.count.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&self.hash);
+        bytes
+    }
+
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
+        if snapshot.len() != 40 {
+            return Err(format!("snapshot of {} bytes", snapshot.len()));
+        }
+        self.count = u64::from_le_bytes(snapshot[..8].try_into().expect("8 bytes"));
+        self.hash = snapshot[8..].try_into().expect("32 bytes");
+        Ok(())
+    }
+}
+
+fn config() -> ReplicaConfig {
+    ReplicaConfig {
+        heartbeat_interval_ms: 50,
+        election_timeout_min_ms: 300,
+        election_timeout_max_ms: 600,
+        snapshot_every_entries: 0,
+        entries_kept_after_snapshot: 0,
+        segment_bytes_max: 16 * 1024,
+        propose_timeout_ms: 5_000,
+        unreachable_backoff_ms: 50,
+        install_snapshot_timeout_ms: 1_000,
+        ..ReplicaConfig::default()
+    }
+}
+
+/// Four commands, unique to batch `n` of writer `writer`.
+fn batch(writer: u64, n: u64) -> Vec<Vec<u8>> {
+    (0..4u64)
+        .map(|i| [writer.to_le_bytes(), n.to_le_bytes(), i.to_le_bytes()].concat())
+        .collect()
+}
+
+struct Cluster {
+    config: ReplicaConfig,
+    network: MemNetwork,
+    _root: tempfile::TempDir,
+    dirs: BTreeMap<NodeId, PathBuf>,
+    members: BTreeSet<NodeId>,
+    replicas: BTreeMap<NodeId, Arc<Replica<Chain>>>,
+}
+
+impl Cluster {
+    async fn start(size: u64, config: ReplicaConfig, seed: u64) -> Cluster {
+        let root = tempfile::tempdir().unwrap();
+        let members: BTreeSet<NodeId> = (1..=size).collect();
+        let dirs = members
+            .iter()
+            .map(|&id| (id, root.path().join(format!("replica-{id}"))))
+            .collect();
+        let mut cluster = Cluster {
+            config,
+            network: MemNetwork::new(seed),
+            _root: root,
+            dirs,
+            members: members.clone(),
+            replicas: BTreeMap::new(),
+        };
+        for id in members {
+            cluster.start_replica(id).await;
+        }
+        cluster
+    }
+
+    async fn start_replica(&mut self, id: NodeId) {
+        let replica = Replica::start(
+            self.config.clone(),
+            &self.dirs[&id],
+            id,
+            &self.members,
+            self.network.transport(id),
+            Chain::default(),
+        )
+        .await
+        .expect("replica starts");
+        self.network.register(id, replica.rpc_handler());
+        self.replicas.insert(id, Arc::new(replica));
+    }
+
+    /// Stops a replica, gracefully or as a crash would (dropped with whatever is in flight).
+    async fn stop_replica(&mut self, id: NodeId, graceful: bool) {
+        self.network.unregister(id);
+        let replica = Arc::into_inner(self.replicas.remove(&id).expect("running")).expect("no other holders");
+        if graceful {
+            replica.shutdown().await;
+        } else {
+            drop(replica);
+        }
+    }
+
+    fn replica(&self, id: NodeId) -> &Arc<Replica<Chain>> {
+        &self.replicas[&id]
+    }
+
+    /// The running replica that leads (and has caught up), once exactly one does.
+    async fn leader(&self, timeout: Duration) -> NodeId {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let leaders: Vec<NodeId> = self
+                .replicas
+                .iter()
+                .filter(|(_, r)| r.is_leader())
+                .map(|(&id, _)| id)
+                .collect();
+            if let [leader] = leaders[..] {
+                return leader;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no single leader within {timeout:?}: {leaders:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Proposes at whoever leads, following `NotLeader` hints through elections.
+    async fn propose(&self, batch: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let leader = self.leader(Duration::from_secs(5)).await;
+            match self.replica(leader).propose(batch.clone()).await {
+                Ok(answers) => return answers,
+                Err(ProposeError::NotLeader { .. }) if Instant::now() < deadline => {}
+                Err(error) => panic!("propose at {leader}: {error}"),
+            }
+        }
+    }
+
+    /// Waits until every running replica has applied what the leader has, and returns their
+    /// states, which must all be equal.
+    async fn converged(&self) -> Chain {
+        let leader = self.leader(Duration::from_secs(5)).await;
+        let applied = self
+            .replica(leader)
+            .metrics()
+            .applied_index
+            .expect("leader applied its entries");
+        for (id, replica) in &self.replicas {
+            assert!(
+                replica.wait_applied(applied, Duration::from_secs(10)).await,
+                "replica {id} did not catch up to {applied}: {:?}",
+                replica.metrics()
+            );
+        }
+        let states: BTreeMap<NodeId, Chain> = self
+            .replicas
+            .iter()
+            .map(|(&id, r)| (id, r.with_state(Chain::clone)))
+            .collect();
+        let first = states.values().next().expect("some replica").clone();
+        for (id, state) in &states {
+            assert_eq!(state, &first, "replica {id} diverged");
+        }
+        first
+    }
+}
+
+/// Polls `replica`'s metrics until `done` holds (snapshots and purges run in the background).
+async fn metrics_until(replica: &Replica<Chain>, done: impl Fn(&ReplicaMetrics) -> bool) -> ReplicaMetrics {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let metrics = replica.metrics();
+        if done(&metrics) {
+            return metrics;
+        }
+        assert!(Instant::now() < deadline, "condition not reached: {metrics:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .map(|e| e.unwrap())
+            .map(|e| {
+                if e.path().is_dir() {
+                    dir_bytes(&e.path())
+                } else {
+                    e.metadata().unwrap().len()
+                }
+            })
+            .sum()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_elect_replicate_agree_and_compact() {
+    let config = ReplicaConfig {
+        snapshot_every_entries: 100,
+        entries_kept_after_snapshot: 20,
+        segment_bytes_max: 4 * 1024,
+        ..config()
+    };
+    let cluster = Cluster::start(3, config, 1).await;
+    let leader = cluster.leader(Duration::from_secs(5)).await;
+    assert!(matches!(
+        *cluster.replica(leader).leadership().borrow(),
+        Leadership::Leader { .. }
+    ));
+    for (&id, replica) in &cluster.replicas {
+        if id != leader {
+            // A follower learns who leads from the leader's first message to it.
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while replica.leader() != Some(leader) && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let err = replica.propose(batch(9, 9)).await.unwrap_err();
+            assert_eq!(err, ProposeError::NotLeader { leader: Some(leader) });
+        }
+    }
+
+    // 1000 batches from 8 concurrent writers, so appends and syncs overlap.
+    let leader_replica = cluster.replica(leader).clone();
+    let mut writers = tokio::task::JoinSet::new();
+    for writer in 0..8u64 {
+        let replica = leader_replica.clone();
+        writers.spawn(async move {
+            let mut last = 0;
+            for n in 0..125 {
+                let answers = replica.propose(batch(writer, n)).await.expect("leader stays up");
+                assert_eq!(answers.len(), 4);
+                let count = u64::from_le_bytes(answers[3].as_slice().try_into().unwrap());
+                assert!(count > last, "answers come in apply order");
+                last = count;
+            }
+        });
+    }
+    while let Some(done) = writers.join_next().await {
+        done.unwrap();
+    }
+    drop(leader_replica);
+    let state = cluster.converged().await;
+    assert_eq!(state.count, 1000 * 4);
+
+    // Compaction ran everywhere and bounded the log files: the log holds at most the entries
+    // since the last snapshot, those kept behind it, and one partly filled segment.
+    // Each entry's frame: header, log id and kind, count, and four 24-byte commands.
+    let written: u64 = 1000 * (8 + 25 + 4 + 4 * (4 + 24));
+    for (&id, replica) in &cluster.replicas {
+        let metrics = metrics_until(replica, |m| {
+            m.snapshot_index.is_some_and(|s| s >= 900) && m.purged_index.is_some_and(|p| p >= 800)
+        })
+        .await;
+        assert!(
+            metrics.log_syncs <= metrics.log_appends,
+            "at most one fsync per batch: {metrics:?}"
+        );
+        let log_bytes = dir_bytes(&cluster.dirs[&id].join("log"));
+        assert!(
+            log_bytes < written / 3,
+            "replica {id}: {log_bytes} log bytes for {written} written"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_failover_keeps_committed_entries_and_a_restarted_replica_catches_up() {
+    let mut cluster = Cluster::start(3, config(), 2).await;
+    for n in 0..100 {
+        cluster.propose(batch(0, n)).await;
+    }
+    let old_leader = cluster.leader(Duration::from_secs(5)).await;
+    let old_term = cluster.replica(old_leader).metrics().term;
+
+    // Crash the leader: dropped, not shut down cleanly.
+    cluster.stop_replica(old_leader, false).await;
+    let crashed_at = Instant::now();
+    let new_leader = cluster.leader(Duration::from_secs(5)).await;
+    let failover = crashed_at.elapsed();
+    assert_ne!(new_leader, old_leader);
+    assert!(failover < Duration::from_secs(3), "failover took {failover:?}");
+    match *cluster.replica(new_leader).leadership().borrow() {
+        Leadership::Leader { term } => assert!(term > old_term),
+        other => panic!("new leader reports {other:?}"),
+    }
+    // Everything committed under the old leader survived.
+    assert_eq!(cluster.replica(new_leader).with_state(|s| s.count), 100 * 4);
+
+    for n in 100..200 {
+        cluster.propose(batch(0, n)).await;
+    }
+    // The old leader comes back from its directory and catches up from the log.
+    cluster.start_replica(old_leader).await;
+    let state = cluster.converged().await;
+    assert_eq!(state.count, 200 * 4);
+
+    // A graceful restart of a follower, with more commits while it is away.
+    let follower = *cluster.members.iter().find(|&&id| id != new_leader).unwrap();
+    cluster.stop_replica(follower, true).await;
+    for n in 200..250 {
+        cluster.propose(batch(0, n)).await;
+    }
+    cluster.start_replica(follower).await;
+    assert_eq!(cluster.converged().await.count, 250 * 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_replica_catches_up_by_snapshot_through_a_lossy_network() {
+    let config = ReplicaConfig {
+        snapshot_every_entries: 40,
+        entries_kept_after_snapshot: 5,
+        ..config()
+    };
+    let cluster = Cluster::start(3, config, 3).await;
+    for n in 0..20 {
+        cluster.propose(batch(0, n)).await;
+    }
+    let leader = cluster.leader(Duration::from_secs(5)).await;
+    let cut_off = *cluster.members.iter().find(|&&id| id != leader).unwrap();
+    let before = cluster.replica(cut_off).metrics();
+    cluster.network.isolate(cut_off, cluster.members.iter().copied());
+    cluster.network.set_drop_rate(20_000);
+
+    // The remaining majority commits 200 batches and compacts past everything the cut-off
+    // replica has, so only a snapshot can bring it back.
+    for n in 20..220 {
+        cluster.propose(batch(0, n)).await;
+    }
+    let majority_leader = cluster.leader(Duration::from_secs(5)).await;
+    let cut_off_last = before.last_log_index.expect("the cut-off replica had entries");
+    let purged = metrics_until(cluster.replica(majority_leader), |m| {
+        m.purged_index.is_some_and(|p| p > cut_off_last)
+    })
+    .await
+    .purged_index
+    .expect("compacted");
+    assert!(
+        cluster.replica(cut_off).with_state(|s| s.count) <= 20 * 4,
+        "nothing reached the cut-off replica"
+    );
+
+    cluster.network.heal_all();
+    let state = cluster.converged().await;
+    assert_eq!(state.count, 220 * 4);
+    let caught_up = cluster.replica(cut_off).metrics();
+    assert!(
+        caught_up.snapshot_index.is_some_and(|s| s >= purged),
+        "installed a snapshot: {caught_up:?}"
+    );
+    assert!(
+        cluster.network.stats().dropped > 0,
+        "the fault injection dropped messages"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_replica_group_recovers_its_state_from_snapshot_and_log() {
+    let config = ReplicaConfig {
+        snapshot_every_entries: 30,
+        entries_kept_after_snapshot: 0,
+        ..config()
+    };
+    let mut cluster = Cluster::start(1, config, 4).await;
+    for n in 0..75 {
+        cluster.propose(batch(0, n)).await;
+    }
+    let before = cluster.converged().await;
+    let metrics = metrics_until(cluster.replica(1), |m| m.snapshot_index.is_some_and(|s| s >= 50)).await;
+    assert!(
+        metrics.applied_index > metrics.snapshot_index,
+        "entries after the snapshot: {metrics:?}"
+    );
+    cluster.stop_replica(1, true).await;
+    cluster.start_replica(1).await;
+    // Reported leader only once the snapshot and the log after it are applied.
+    cluster.leader(Duration::from_secs(5)).await;
+    assert_eq!(cluster.replica(1).with_state(Chain::clone), before);
+    assert_eq!(cluster.converged().await, before);
+    cluster.propose(batch(0, 75)).await;
+    assert_eq!(cluster.converged().await.count, 76 * 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_directory_is_exclusive_and_bound_to_its_node_id() {
+    let root = tempfile::tempdir().unwrap();
+    let network = MemNetwork::new(5);
+    let quick = ReplicaConfig {
+        lock_wait_ms: 50,
+        ..config()
+    };
+    let start = |id: NodeId| {
+        let (config, dir, transport) = (quick.clone(), root.path().to_path_buf(), network.transport(id));
+        async move { Replica::start(config, &dir, id, &BTreeSet::from([id]), transport, Chain::default()).await }
+    };
+    let running = start(1).await.expect("fresh directory");
+    assert!(
+        start(1).await.is_err(),
+        "a second instance must not open a locked directory"
+    );
+    running.shutdown().await;
+    let err = start(2).await.err().expect("another node id is refused");
+    assert!(err.to_string().contains("another replica"), "{err}");
+    start(1).await.expect("the owner reopens it").shutdown().await;
+
+    let bad = ReplicaConfig {
+        heartbeat_interval_ms: 1_000,
+        ..config()
+    };
+    let err = Replica::start(
+        bad,
+        root.path(),
+        1,
+        &BTreeSet::from([1]),
+        network.transport(1),
+        Chain::default(),
+    )
+    .await
+    .err()
+    .expect("heartbeat above the election time-out is refused");
+    assert!(matches!(err, specie_raft::StartError::InvalidConfig(_)), "{err}");
+}
