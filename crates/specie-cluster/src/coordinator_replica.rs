@@ -96,12 +96,7 @@ async fn handle(
 
 /// Runs replica `id` of coordinator group `group` until stopped.
 pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<()> {
-    let coordinator_group = topology
-        .coordinator_groups
-        .iter()
-        .find(|g| g.name == group)
-        .ok_or_else(|| anyhow::anyhow!("the cluster file has no coordinator group named '{group}'"))?
-        .clone();
+    let coordinator_group = topology.coordinator_group(&group).map_err(anyhow::Error::msg)?.clone();
     let limits = wire_limits(&topology);
     let shards = topology
         .shard_groups

@@ -81,12 +81,7 @@ async fn handle(hosted: Arc<Hosted<ShardMachine>>, request: RoleRequest) -> Resu
 
 /// Runs replica `id` of shard group `group` until stopped.
 pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<()> {
-    let shard_group = topology
-        .shard_groups
-        .iter()
-        .find(|g| g.name == group)
-        .ok_or_else(|| anyhow::anyhow!("the cluster file has no shard group named '{group}'"))?
-        .clone();
+    let shard_group = topology.shard_group(&group).map_err(anyhow::Error::msg)?.clone();
     let range = ShardRange {
         first: shard_group.range[0],
         last: shard_group.range[1],

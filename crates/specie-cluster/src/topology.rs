@@ -192,6 +192,18 @@ impl Topology {
         Ok(topology)
     }
 
+    pub fn shard_group(&self, name: &str) -> Result<&ShardGroup, String> {
+        self.shard_groups
+            .iter()
+            .find(|g| g.name == name)
+            .ok_or_else(|| format!("the cluster file has no shard group named '{name}'"))
+    }
+
+    pub fn coordinator_group(&self, name: &str) -> Result<&ReplicaGroup, String> {
+        let found = self.coordinator_groups.iter().find(|g| g.name == name);
+        found.ok_or_else(|| format!("the cluster file has no coordinator group named '{name}'"))
+    }
+
     pub fn shard_ranges(&self) -> Vec<ShardRange> {
         self.shard_groups
             .iter()
