@@ -112,7 +112,7 @@ impl GroupClient {
                     last = format!("replica {id}: {error}");
                     self.leader.store((index + 1) % self.replicas.len(), Ordering::Relaxed);
                     attempts += 1;
-                    if attempts % self.replicas.len() == 0 {
+                    if attempts.is_multiple_of(self.replicas.len()) {
                         tokio::time::sleep(Duration::from_millis(LEADER_SEARCH_PAUSE_MS)).await;
                     }
                 }
