@@ -15,6 +15,7 @@ use specie_transaction::{
     Txid, UhsId,
 };
 
+use crate::bench_postgres;
 use crate::ceiling;
 
 #[derive(Args, Debug)]
@@ -31,6 +32,12 @@ pub enum BenchCommand {
     /// Compact 2-in/2-out transactions per second through the 2PC engine (coordinator + shards,
     /// durable logs, fsync on), without sentinels, as in Hamilton §6.1.
     Swap(SwapArgs),
+    /// The same swap workload against PostgreSQL (a stored function over a table of UHS ids, fsync
+    /// on), beside specie's figure measured in the same run, as in Hamilton §6.1.
+    Postgres(bench_postgres::PostgresArgs),
+    /// Closed- or open-loop swap load against a running cluster (`specie cluster up`), with
+    /// optional leader kills: per-second throughput, latency histogram, JSON and SVG charts.
+    Cluster(crate::bench_cluster::ClusterBenchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -65,6 +72,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         BenchCommand::Validate(args) => validate(args),
         BenchCommand::Swap(args) => swap(args),
+        BenchCommand::Postgres(args) => bench_postgres::run(args),
+        BenchCommand::Cluster(args) => crate::bench_cluster::run(args),
     }
 }
 
@@ -141,7 +150,59 @@ fn validate(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What [`measure_swap`] runs: compact 2-in/2-out swaps through an embedded node.
+pub(crate) struct SwapParams {
+    pub seconds: f64,
+    pub shards: usize,
+    pub preload: usize,
+    pub window: usize,
+    pub fsync: bool,
+}
+
+/// What [`measure_swap`] measured.
+pub(crate) struct SwapReport {
+    pub tps: f64,
+    pub confirmed: u64,
+    pub seconds: f64,
+    pub latency_ms_p50: f64,
+    pub latency_ms_p99: f64,
+}
+
 fn swap(args: SwapArgs) -> anyhow::Result<ExitCode> {
+    let report = measure_swap(&SwapParams {
+        seconds: args.seconds,
+        shards: args.shards,
+        preload: args.preload,
+        window: args.window,
+        fsync: !args.no_fsync,
+    })?;
+    let SwapReport {
+        tps,
+        confirmed,
+        seconds: elapsed,
+        latency_ms_p50: p50,
+        latency_ms_p99: p99,
+    } = report;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"swap_tps": tps, "confirmed": confirmed, "seconds": elapsed, "shards": args.shards, "fsync": !args.no_fsync, "latency_ms_p50": p50, "latency_ms_p99": p99})
+        );
+    } else {
+        println!(
+            "2PC swap, 2-in/2-out compact transactions, {} shards, fsync {}",
+            args.shards,
+            if args.no_fsync { "OFF" } else { "on" }
+        );
+        println!("  {confirmed} confirmed in {elapsed:.1} s = {tps:.0} tx/s; latency p50 {p50:.1} ms, p99 {p99:.1} ms");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Preloads `preload` UHS ids into a fresh embedded node in a temporary directory, then keeps
+/// `window` compact 2-in/2-out swaps in flight for `seconds` (`specie bench swap` and
+/// `specie bench postgres` both measure with this).
+pub(crate) fn measure_swap(args: &SwapParams) -> anyhow::Result<SwapReport> {
     anyhow::ensure!(
         args.window > 0 && args.preload >= 2 * args.window,
         "--preload must be at least twice --window"
@@ -149,7 +210,7 @@ fn swap(args: SwapArgs) -> anyhow::Result<ExitCode> {
     let dir = tempfile::Builder::new().prefix("specie-bench-swap-").tempdir()?;
     let mut options = NodeOptions::new(dir.path());
     options.shards = Some(args.shards);
-    options.fsync = !args.no_fsync;
+    options.fsync = args.fsync;
     let node = EmbeddedNode::open(options).context("cannot start the embedded node")?;
     let handle = node.handle();
     let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel();
@@ -245,18 +306,11 @@ fn swap(args: SwapArgs) -> anyhow::Result<ExitCode> {
         latency.value_at_quantile(0.5) as f64 / 1000.0,
         latency.value_at_quantile(0.99) as f64 / 1000.0,
     );
-    if args.json {
-        println!(
-            "{}",
-            serde_json::json!({"swap_tps": tps, "confirmed": confirmed, "seconds": elapsed, "shards": args.shards, "fsync": !args.no_fsync, "latency_ms_p50": p50, "latency_ms_p99": p99})
-        );
-    } else {
-        println!(
-            "2PC swap, 2-in/2-out compact transactions, {} shards, fsync {}",
-            args.shards,
-            if args.no_fsync { "OFF" } else { "on" }
-        );
-        println!("  {confirmed} confirmed in {elapsed:.1} s = {tps:.0} tx/s; latency p50 {p50:.1} ms, p99 {p99:.1} ms");
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(SwapReport {
+        tps,
+        confirmed,
+        seconds: elapsed,
+        latency_ms_p50: p50,
+        latency_ms_p99: p99,
+    })
 }

@@ -307,8 +307,11 @@ fn write_secret(path: &Path, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What one replica said about itself (its status JSON), or why it could not be asked.
+type ReplicaStatus = (String, u64, Result<serde_json::Value, String>);
+
 /// Status of every replica, as (group, replica id, JSON or error).
-fn replica_statuses(topology: &Topology) -> anyhow::Result<Vec<(String, u64, Result<serde_json::Value, String>)>> {
+fn replica_statuses(topology: &Topology) -> anyhow::Result<Vec<ReplicaStatus>> {
     let limits = specie_wire::WireLimits::default();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let groups = topology

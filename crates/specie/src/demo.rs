@@ -282,7 +282,7 @@ fn run_with<B: Backend>(
             .min(SUBMIT_BATCH_MAX)
             .min(args.payments - planned);
         if room > 0 {
-            let batch = demo.plan_payments(room, &args);
+            let batch = demo.plan_payments(room, args);
             if !batch.is_empty() {
                 planned += batch.len();
                 bar.inc(batch.len() as u64);

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod bench_cluster;
 mod bench_postgres;
 mod ceiling;
 mod cluster_cmd;
@@ -51,6 +52,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // `specie cluster status | head` must end quietly, not panic on a closed pipe.
+    reset_sigpipe();
     if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -76,5 +79,12 @@ fn main() -> ExitCode {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn reset_sigpipe() {
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
