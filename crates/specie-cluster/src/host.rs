@@ -113,7 +113,15 @@ where
             let (hosted, role) = (hosted.get().cloned(), role.clone());
             async move {
                 let request = RoleRequest::decode(&bytes).map_err(|e| format!("malformed request: {e}"))?;
-                let hosted = hosted.ok_or("the replica is still starting")?;
+                let Some(hosted) = hosted else {
+                    // Still opening its log: a role request certainly did not execute here, and
+                    // "not the leader" tells callers to try another replica rather than report
+                    // the outcome unknown. Raft retries its own RPCs.
+                    return match request {
+                        RoleRequest::Raft(_) => Err("the replica is still starting".to_string()),
+                        _ => Ok(RoleResponse::NotLeader(None).encode()),
+                    };
+                };
                 let response = match request {
                     RoleRequest::Raft(rpc) => RoleResponse::Raft(hosted.replica.rpc_handler().handle(&rpc).await),
                     RoleRequest::Status => hosted.status(serde_json::json!({})),

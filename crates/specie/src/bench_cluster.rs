@@ -278,9 +278,15 @@ pub fn run(args: ClusterBenchArgs) -> anyhow::Result<ExitCode> {
     let mut rng = StdRng::from_entropy();
 
     let shape = format!(
-        "{} shard group(s), {} coordinator group(s), {} replicas each",
+        "{} shard group{}, {} coordinator group{}, {} replicas each",
         topology.shard_groups.len(),
+        if topology.shard_groups.len() == 1 { "" } else { "s" },
         topology.coordinator_groups.len(),
+        if topology.coordinator_groups.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
         topology.shard_groups.first().map_or(0, |g| g.replicas.len())
     );
     let load_text = match args.mode {
@@ -1034,8 +1040,9 @@ pub(crate) fn throughput_svg(subtitle: &str, confirmed: &[u64], markers: &[Marke
         .max(1.0)
         .ceil();
     let peak = confirmed.iter().copied().max().unwrap_or(0) as f64;
-    let y_step = nice_step(peak * 1.1, 6);
-    let y_max = ((peak * 1.1) / y_step).ceil().max(1.0) * y_step;
+    // Headroom above the peak for the marker labels.
+    let y_step = nice_step(peak * 1.25, 6);
+    let y_max = ((peak * 1.25) / y_step).ceil().max(1.0) * y_step;
     let (plot_w, plot_h) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
     let x = |v: f64| LEFT + v / x_max * plot_w;
     let y = |v: f64| TOP + plot_h - v / y_max * plot_h;
