@@ -218,20 +218,7 @@ pub(crate) fn measure_swap(args: &SwapParams) -> anyhow::Result<SwapReport> {
 
     // Preload: compact transactions that only create ids (the sentinel is bypassed throughout).
     let mut unspent: Vec<UhsId> = (0..args.preload).map(|_| UhsId(rng.gen())).collect();
-    let preload: Vec<(u64, CompactTransaction)> = unspent
-        .chunks(100)
-        .enumerate()
-        .map(|(i, ids)| {
-            (
-                i as u64,
-                CompactTransaction {
-                    txid: Txid(rng.gen()),
-                    created: ids.to_vec(),
-                    ..Default::default()
-                },
-            )
-        })
-        .collect();
+    let preload = preload_transactions(&unspent, 100, &mut rng);
     let expected = preload.len();
     for chunk in preload.chunks(1000) {
         handle.submit_compact(chunk.to_vec(), &reply);
@@ -313,4 +300,22 @@ pub(crate) fn measure_swap(args: &SwapParams) -> anyhow::Result<SwapReport> {
         latency_ms_p50: p50,
         latency_ms_p99: p99,
     })
+}
+
+/// Compact transactions that only create `ids`, `per_tx` at a time, numbered from 0: how the
+/// swap benchmarks fill the UHS before measuring (the sentinel is bypassed).
+pub(crate) fn preload_transactions(ids: &[UhsId], per_tx: usize, rng: &mut impl Rng) -> Vec<(u64, CompactTransaction)> {
+    ids.chunks(per_tx)
+        .enumerate()
+        .map(|(i, ids)| {
+            (
+                i as u64,
+                CompactTransaction {
+                    txid: Txid(rng.gen()),
+                    created: ids.to_vec(),
+                    ..Default::default()
+                },
+            )
+        })
+        .collect()
 }

@@ -654,20 +654,10 @@ fn preload(
     args: &ClusterBenchArgs,
 ) -> anyhow::Result<Vec<UhsId>> {
     let pool: Vec<UhsId> = (0..args.preload).map(|_| UhsId(rng.gen())).collect();
-    let mut pending: HashMap<u64, CompactTransaction> = pool
-        .chunks(PRELOAD_IDS_PER_TX)
-        .enumerate()
-        .map(|(i, ids)| {
-            (
-                i as u64,
-                CompactTransaction {
-                    txid: Txid(rng.gen()),
-                    created: ids.to_vec(),
-                    ..Default::default()
-                },
-            )
-        })
-        .collect();
+    let mut pending: HashMap<u64, CompactTransaction> =
+        crate::bench::preload_transactions(&pool, PRELOAD_IDS_PER_TX, rng)
+            .into_iter()
+            .collect();
     let deadline = Instant::now() + Duration::from_secs(300);
     let mut to_send: Vec<u64> = pending.keys().copied().collect();
     while !pending.is_empty() {
