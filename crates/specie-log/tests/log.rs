@@ -331,13 +331,7 @@ fn flipped_byte_in_a_middle_record_is_corruption() {
 
 #[test]
 fn damage_in_a_sealed_segment_is_corruption() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut log, _) = Log::open(dir.path(), options(200)).unwrap();
-    for _ in 0..6 {
-        append(&mut log, 1, 150);
-    }
-    drop(log);
-    let segments = segment_files(dir.path());
+    let (dir, segments) = six_sealed_segments();
     assert_eq!(segments.len(), 6);
     // Even damage at the very end of a sealed segment is not a torn tail.
     let bytes = fs::read(&segments[2]).unwrap();
@@ -355,13 +349,7 @@ fn damage_in_a_sealed_segment_is_corruption() {
 
 #[test]
 fn missing_segment_is_a_gap() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut log, _) = Log::open(dir.path(), options(200)).unwrap();
-    for _ in 0..6 {
-        append(&mut log, 1, 150);
-    }
-    drop(log);
-    let segments = segment_files(dir.path());
+    let (dir, segments) = six_sealed_segments();
     fs::remove_file(&segments[3]).unwrap();
     let (path, _, corruption) = expect_corrupt(Log::open(dir.path(), options(200)));
     assert_eq!(path, segments[4]);
@@ -629,4 +617,16 @@ fn sigkill_mid_append_loses_no_acknowledged_record() {
     // And the log is usable after the crash.
     let next = log.last_index() + 1;
     assert_eq!(log.append_batch(&[b"after"]).unwrap(), next..=next);
+}
+
+/// A log of six segments (small segments, one record each), closed.
+fn six_sealed_segments() -> (tempfile::TempDir, Vec<PathBuf>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(dir.path(), options(200)).unwrap();
+    for _ in 0..6 {
+        append(&mut log, 1, 150);
+    }
+    drop(log);
+    let segments = segment_files(dir.path());
+    (dir, segments)
 }
