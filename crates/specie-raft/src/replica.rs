@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -198,10 +198,13 @@ impl Leadership {
 }
 
 /// Keeps `leadership` up to date with the replica's metrics. When openraft makes this replica
-/// leader of a term, it is reported `Leader` only after `ensure_linearizable` returns: that waits
-/// until a quorum still follows it and everything committed before it took the lead is applied.
-/// Checking that an entry of the current term is applied is not enough: openraft restarts a
-/// replica that was leader as leader of the same term, with its snapshot's entry already applied.
+/// leader of a term, it is reported `Leader` only once a quorum still follows it
+/// (`ensure_linearizable`) *and* every entry that was in its log when it took the lead is
+/// applied. A leader never drops entries from its own log, so all of them commit under it; and
+/// `ensure_linearizable` alone is not enough: openraft restarts a replica that was leader as
+/// leader of the same term, with its commit point reset to its snapshot (openraft 0.9 reads
+/// "the first entry of this leader's term, or the commit point", both of which can lie at or
+/// before the snapshot), so it would report a state missing the entries after the snapshot.
 async fn watch_leadership(
     raft: Raft<TypeConfig>,
     leadership: watch::Sender<Leadership>,
@@ -210,7 +213,7 @@ async fn watch_leadership(
 ) {
     let mut metrics = raft.metrics();
     loop {
-        let (state, term) = {
+        let (state, term, last_log_index) = {
             let m = metrics.borrow_and_update();
             leadership.send_if_modified(|current| {
                 let now = Leadership::from_metrics(&m);
@@ -219,14 +222,21 @@ async fn watch_leadership(
                     && *current == Leadership::Leader { term: m.current_term };
                 !keep && std::mem::replace(current, now) != now
             });
-            (m.state, m.current_term)
+            (m.state, m.current_term, m.last_log_index)
         };
         let mut retry = false;
         if state == ServerState::Leader && *leadership.borrow() != (Leadership::Leader { term }) {
-            let confirmed = matches!(
-                tokio::time::timeout(confirm_timeout, raft.ensure_linearizable()).await,
-                Ok(Ok(_))
-            );
+            let caught_up = async {
+                raft.ensure_linearizable().await.map_err(|e| e.to_string())?;
+                if let Some(index) = last_log_index {
+                    raft.wait(None)
+                        .applied_index_at_least(Some(index), "leader applies its whole log")
+                        .await
+                        .map_err(|e| e.to_string())?;
+                }
+                Ok::<(), String>(())
+            };
+            let confirmed = matches!(tokio::time::timeout(confirm_timeout, caught_up).await, Ok(Ok(())));
             let still = {
                 let m = raft.metrics();
                 let m = m.borrow();
@@ -300,7 +310,7 @@ pub struct Replica<S> {
     leadership_task: tokio::task::JoinHandle<()>,
     /// Alive while any store still holds the directory.
     dir_lock: Weak<DirLock>,
-    shut_down: bool,
+    shut_down: AtomicBool,
 }
 
 impl<S: ReplicatedStateMachine> Replica<S> {
@@ -331,8 +341,7 @@ impl<S: ReplicatedStateMachine> Replica<S> {
         let dir = dir.to_path_buf();
         let lock_wait = Duration::from_millis(config.lock_wait_ms);
         let sync = config.sync;
-        // Taking the lock may wait, and recovery reads the whole log: off the async workers.
-        let (log_store, sm_store, dir_lock) = tokio::task::spawn_blocking(move || {
+        let open = move || {
             let lock = Arc::new(DirLock::acquire(&dir, lock_wait)?);
             // A directory holds one replica's log and votes for good: reusing it under another id
             // would let one vote count twice.
@@ -357,9 +366,15 @@ impl<S: ReplicatedStateMachine> Replica<S> {
             }
             let sm_store = StateMachineStore::open(lock.clone(), sync, state_machine)?;
             Ok::<_, io::Error>((log_store, sm_store, Arc::downgrade(&lock)))
-        })
-        .await
-        .map_err(|e| StartError::Io(io::Error::other(e)))??;
+        };
+        // Taking the lock may wait, and recovery reads the whole log: off the async workers,
+        // except without syncs (benchmarks, and simulations that need no I/O beside the tasks).
+        let (log_store, sm_store, dir_lock) = match sync {
+            SyncMode::None => open()?,
+            SyncMode::Fsync => tokio::task::spawn_blocking(open)
+                .await
+                .map_err(|e| StartError::Io(io::Error::other(e)))??,
+        };
 
         let committed = log_store.committed_handle();
         let log_counters = log_store.counters();
@@ -401,7 +416,7 @@ impl<S: ReplicatedStateMachine> Replica<S> {
             leadership,
             leadership_task,
             dir_lock,
-            shut_down: false,
+            shut_down: AtomicBool::new(false),
         })
     }
 
@@ -525,9 +540,11 @@ impl<S: ReplicatedStateMachine> Replica<S> {
     }
 
     /// Stops the replica and waits until its directory is released, so it can be reopened at
-    /// once. Committed entries are durable; a batch still being proposed may or may not be.
-    pub async fn shutdown(mut self) {
-        self.shut_down = true;
+    /// once. Committed entries are durable; a batch still being proposed may or may not be, and
+    /// its `propose` fails. Takes `&self` so that a shared replica can be stopped while others
+    /// still hold it (their calls then fail with `Stopped`).
+    pub async fn shutdown(&self) {
+        self.shut_down.store(true, Ordering::Release);
         let _ = self.raft.shutdown().await;
         self.leadership_task.abort();
         // openraft stops its state-machine task after the core; the stores (and the directory
@@ -541,7 +558,7 @@ impl<S: ReplicatedStateMachine> Replica<S> {
 
 impl<S> Drop for Replica<S> {
     fn drop(&mut self) {
-        if self.shut_down {
+        if self.shut_down.load(Ordering::Acquire) {
             return;
         }
         self.leadership_task.abort();

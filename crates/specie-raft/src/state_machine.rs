@@ -81,6 +81,18 @@ impl SnapshotSlot {
         Ok(())
     }
 
+    /// [`replace`](Self::replace) off the async workers when it syncs; inline when it does not
+    /// (then it is a copy into the page cache, and a simulation's replicas do no I/O beside
+    /// their tasks).
+    async fn replace_off_runtime(self: Arc<Self>, snapshot: StoredSnapshot) -> io::Result<()> {
+        if self.sync == SyncMode::None {
+            return self.replace(snapshot);
+        }
+        tokio::task::spawn_blocking(move || self.replace(snapshot))
+            .await
+            .map_err(io::Error::other)?
+    }
+
     fn load(lock: &DirLock) -> io::Result<Option<StoredSnapshot>> {
         let Some(body) = fsio::read_record(lock.dir(), "snapshot", SNAPSHOT_MAGIC)? else {
             return Ok(None);
@@ -154,13 +166,11 @@ pub(crate) struct SnapshotBuilder {
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
-        let snapshot = self.snapshot.clone();
-        let slot = self.slot.clone();
-        let signature = snapshot.meta.signature();
-        // The file write (and its fsyncs) runs off the async workers.
-        tokio::task::spawn_blocking(move || slot.replace(snapshot))
+        let signature = self.snapshot.meta.signature();
+        self.slot
+            .clone()
+            .replace_off_runtime(self.snapshot.clone())
             .await
-            .map_err(|e| StorageIOError::write_snapshot(Some(signature.clone()), AnyError::new(&e)))?
             .map_err(|e| StorageIOError::write_snapshot(Some(signature), AnyError::new(&e)))?;
         Ok(Snapshot {
             meta: self.snapshot.meta.clone(),
@@ -236,14 +246,14 @@ impl<S: ReplicatedStateMachine> RaftStateMachine<TypeConfig> for StateMachineSto
             .map_err(|e| StorageIOError::read_snapshot(Some(signature.clone()), AnyError::error(e)))?;
         self.applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
-        let slot = self.snapshots.clone();
         let stored = StoredSnapshot {
             meta: meta.clone(),
             data,
         };
-        tokio::task::spawn_blocking(move || slot.replace(stored))
+        self.snapshots
+            .clone()
+            .replace_off_runtime(stored)
             .await
-            .map_err(|e| StorageIOError::write_snapshot(Some(signature.clone()), AnyError::new(&e)))?
             .map_err(|e| StorageIOError::write_snapshot(Some(signature), AnyError::new(&e)))?;
         Ok(())
     }

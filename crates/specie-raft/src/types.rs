@@ -23,7 +23,7 @@ openraft::declare_raft_types!(
         Node = openraft::EmptyNode,
         Entry = openraft::Entry<TypeConfig>,
         SnapshotData = Cursor<Vec<u8>>,
-        AsyncRuntime = openraft::TokioRuntime,
+        AsyncRuntime = crate::runtime::SeededTokio,
 );
 
 pub(crate) type StorageError = openraft::StorageError<NodeId>;

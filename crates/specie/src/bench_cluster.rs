@@ -4,7 +4,7 @@
 //! latency; writes `result.json`, `throughput.svg` (faults marked, as in Hamilton's Figure 5)
 //! and `latency.svg`. See docs/bench-cluster.md.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, ExitCode};
@@ -23,6 +23,7 @@ use specie_cluster::sentinel::ClusterBackend;
 use specie_cluster::Topology;
 use specie_node::api::Backend;
 use specie_node::{Completion, TxStatus};
+use specie_shard::Vote;
 use specie_transaction::{CompactTransaction, Txid, UhsId};
 
 use crate::cluster_cmd;
@@ -644,7 +645,9 @@ pub fn run(args: ClusterBenchArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Creates `--preload` ids (100 per transaction), resubmitting what the cluster was too busy
-/// for, and returns them as the generator's pool.
+/// for, and returns them as the generator's pool. A transaction answered `unknown` (a leader
+/// changed under it) is resubmitted as it is: the shards never create an id twice, so at most one
+/// attempt applies, and "output already exists" then means an earlier attempt did.
 fn preload(
     runtime: &tokio::runtime::Runtime,
     backend: &ClusterBackend,
@@ -660,6 +663,7 @@ fn preload(
             .collect();
     let deadline = Instant::now() + Duration::from_secs(300);
     let mut to_send: Vec<u64> = pending.keys().copied().collect();
+    let mut maybe_applied: HashSet<u64> = HashSet::new();
     while !pending.is_empty() {
         anyhow::ensure!(
             Instant::now() < deadline,
@@ -677,11 +681,20 @@ fn preload(
                 .context("no answer from the cluster for 60 s during the preload")?
                 .context("the completion channel closed")?;
             outstanding -= 1;
+            let reference = completion.client_ref;
             match completion.status {
                 TxStatus::Confirmed => {
-                    pending.remove(&completion.client_ref);
+                    pending.remove(&reference);
                 }
-                TxStatus::Busy | TxStatus::Dropped => to_send.push(completion.client_ref),
+                TxStatus::Rejected(Vote::OutputExists) if maybe_applied.contains(&reference) => {
+                    pending.remove(&reference);
+                }
+                TxStatus::Busy | TxStatus::Dropped => to_send.push(reference),
+                TxStatus::Rejected(Vote::OutputLocked) if maybe_applied.contains(&reference) => to_send.push(reference),
+                TxStatus::Unknown => {
+                    maybe_applied.insert(reference);
+                    to_send.push(reference);
+                }
                 other => bail!("a preload transaction failed: {other:?} (is the cluster healthy?)"),
             }
         }

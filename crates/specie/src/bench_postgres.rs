@@ -27,6 +27,7 @@ use tokio_postgres::types::Type;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use crate::bench::{measure_swap, SwapParams, SwapReport};
+use crate::bench_replicated::{measure_replicated, ReplicatedParams, ReplicatedReport};
 
 /// A UHS id as stored in PostgreSQL (`bytea`, always 32 bytes here).
 type Id = [u8; 32];
@@ -39,7 +40,7 @@ const ROLE: &str = "specie";
 const DEBIAN_PG_LIB: &str = "/usr/lib/postgresql";
 const INSTALL: &str = "install PostgreSQL first (Debian/Ubuntu, as root): `apt-get update && apt-get install -y \
      postgresql`, or pass --pg-bin DIR naming the directory that holds initdb, pg_ctl and postgres";
-const SPECIE_REPLICATION: &str = "none (embedded, single copy)";
+const SPECIE_EMBEDDED_REPLICATION: &str = "none (embedded, single copy)";
 
 /// `swap` as a stored function: spends every id in `spent` (all must be present and distinct, or
 /// the whole transaction is refused with SQLSTATE P0002 and nothing changes) and creates `created`
@@ -96,10 +97,15 @@ pub struct PostgresArgs {
     /// PostgreSQL commit_delay in microseconds (group commit: durability unchanged).
     #[arg(long, default_value_t = 0)]
     pub commit_delay: u32,
-    /// Shards of specie's node, as `bench swap --shards`.
+    /// Shards of specie's embedded node (as `bench swap --shards`), and shard groups of the
+    /// replicated cluster.
     #[arg(long, default_value_t = 2)]
     pub shards: usize,
-    /// specie compact transactions in flight, as `bench swap --window`.
+    /// Replicas per group of the replicated cluster (3 = three-way replication, as Hamilton's
+    /// comparison); 0 measures the embedded node only.
+    #[arg(long, default_value_t = 3)]
+    pub replicas: usize,
+    /// specie compact transactions in flight, as `bench swap --window` and `bench cluster --window`.
     #[arg(long, default_value_t = 20_000)]
     pub window: usize,
     #[arg(long)]
@@ -217,17 +223,44 @@ pub fn run(args: PostgresArgs) -> anyhow::Result<ExitCode> {
         window: args.window,
         fsync: true,
     })?;
-    eprintln!("specie: {:.0} tx/s", specie.tps);
+    eprintln!("specie embedded: {:.0} tx/s", specie.tps);
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    // From here on SIGINT and SIGTERM end the command through the error path, so the cluster is
-    // stopped and deleted. The server itself runs in its own process group: a terminal's Ctrl-C
-    // does not reach it directly.
+    // From here on SIGINT and SIGTERM end the command through the error path, so the clusters
+    // are stopped and deleted. The PostgreSQL server runs in its own process group: a terminal's
+    // Ctrl-C does not reach it directly. specie's benchmark cluster does get it, ends its run
+    // with an error, and is stopped the same way.
     let (mut sigint, mut sigterm) = {
         use tokio::signal::unix::{signal, SignalKind};
         let _entered = runtime.enter();
         (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?)
     };
+    let replicated = if args.replicas == 0 {
+        None
+    } else {
+        eprintln!(
+            "specie replicated: a local cluster of {} shard groups and 1 coordinator group, {} replicas each (Raft, fsync on)",
+            args.shards, args.replicas
+        );
+        let report = measure_replicated(&ReplicatedParams {
+            seconds: args.seconds,
+            shard_groups: args.shards,
+            replicas: args.replicas,
+            preload: args.preload,
+            window: args.window,
+        })?;
+        eprintln!("specie replicated: {:.0} tx/s", report.tps);
+        Some(report)
+    };
+    let interrupted = runtime.block_on(async {
+        tokio::select! {
+            biased;
+            _ = sigint.recv() => true,
+            _ = sigterm.recv() => true,
+            () = std::future::ready(()) => false,
+        }
+    });
+    ensure!(!interrupted, "interrupted");
     let ram = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .as_deref()
@@ -256,17 +289,42 @@ pub fn run(args: PostgresArgs) -> anyhow::Result<ExitCode> {
     runtime.shutdown_timeout(Duration::from_secs(5));
     drop(cluster);
     let postgres = outcome?;
-    report(&args, &specie, &postgres, &settings);
+    report(&args, &specie, replicated.as_ref(), &postgres, &settings);
     Ok(ExitCode::SUCCESS)
 }
 
-fn report(args: &PostgresArgs, specie: &SwapReport, postgres: &PostgresReport, settings: &[(&str, String)]) {
+/// The headline compares PostgreSQL with specie replicated three ways (Hamilton's comparison)
+/// when that was measured, else with the embedded node; both specie figures are printed.
+fn report(
+    args: &PostgresArgs,
+    embedded: &SwapReport,
+    replicated: Option<&ReplicatedReport>,
+    postgres: &PostgresReport,
+    settings: &[(&str, String)],
+) {
     let best = postgres
         .levels
         .iter()
         .max_by(|a, b| a.tps.total_cmp(&b.tps))
         .expect("at least one level");
-    let ratio = specie.tps / best.tps;
+    let replication = match replicated {
+        Some(_) => format!(
+            "{}-way Raft per group ({} shard groups, 1 coordinator group), fsync on every replica",
+            args.replicas, args.shards
+        ),
+        None => SPECIE_EMBEDDED_REPLICATION.to_string(),
+    };
+    let (specie_tps, specie_p50, specie_p99, specie_confirmed) = match replicated {
+        Some(r) => (r.tps, r.latency_ms_p50, r.latency_ms_p99, r.confirmed),
+        None => (
+            embedded.tps,
+            embedded.latency_ms_p50,
+            embedded.latency_ms_p99,
+            embedded.confirmed,
+        ),
+    };
+    let ratio = specie_tps / best.tps;
+    let ratio_embedded = embedded.tps / best.tps;
     if args.json {
         let levels: Vec<_> = postgres
             .levels
@@ -293,20 +351,25 @@ fn report(args: &PostgresArgs, specie: &SwapReport, postgres: &PostgresReport, s
                 "seconds": args.seconds,
                 "postgres_warmup_s": args.warmup,
                 "postgres_level_warmup_s": level_warmup(args.seconds).as_secs_f64(),
-                "specie_tps": specie.tps,
+                "specie_tps": specie_tps,
                 "postgres_tps": best.tps,
                 "ratio": ratio,
+                "specie_replication": replication,
+                "specie_replicas": args.replicas,
+                "specie_shards": args.shards,
+                "specie_window": args.window,
+                "specie_confirmed": specie_confirmed,
+                "specie_latency_ms_p50": specie_p50,
+                "specie_latency_ms_p99": specie_p99,
+                "specie_embedded_tps": embedded.tps,
+                "specie_embedded_latency_ms_p50": embedded.latency_ms_p50,
+                "specie_embedded_latency_ms_p99": embedded.latency_ms_p99,
+                "ratio_embedded": ratio_embedded,
                 "postgres_best_clients": best.clients,
                 "postgres_levels": levels,
                 "postgres_version": postgres.version,
                 "postgres_settings": settings,
                 "postgres_replication": "none (single server)",
-                "specie_shards": args.shards,
-                "specie_window": args.window,
-                "specie_confirmed": specie.confirmed,
-                "specie_latency_ms_p50": specie.latency_ms_p50,
-                "specie_latency_ms_p99": specie.latency_ms_p99,
-                "specie_replication": SPECIE_REPLICATION,
                 "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
             })
         );
@@ -317,16 +380,22 @@ fn report(args: &PostgresArgs, specie: &SwapReport, postgres: &PostgresReport, s
         args.preload, args.seconds
     );
     println!(
-        "  specie 2PC, {} shards, embedded     {:>9.0} tx/s   p50 {:.1} ms, p99 {:.1} ms",
-        args.shards, specie.tps, specie.latency_ms_p50, specie.latency_ms_p99
+        "  specie 2PC, {} shards, embedded          {:>9.0} tx/s   p50 {:.1} ms, p99 {:.1} ms",
+        args.shards, embedded.tps, embedded.latency_ms_p50, embedded.latency_ms_p99
     );
+    if let Some(r) = replicated {
+        println!(
+            "  specie 2PC, {} shard groups, {}-way Raft  {:>9.0} tx/s   p50 {:.1} ms, p99 {:.1} ms",
+            args.shards, args.replicas, r.tps, r.latency_ms_p50, r.latency_ms_p99
+        );
+    }
     println!(
         "  PostgreSQL {}, stored function swap(), one call per transaction:",
         postgres.version
     );
     for level in &postgres.levels {
         println!(
-            "    {:>4} clients                      {:>9.0} tx/s   p50 {:.1} ms, p99 {:.1} ms{}",
+            "    {:>4} clients                           {:>9.0} tx/s   p50 {:.1} ms, p99 {:.1} ms{}",
             level.clients,
             level.tps,
             level.latency_ms_p50,
@@ -335,11 +404,14 @@ fn report(args: &PostgresArgs, specie: &SwapReport, postgres: &PostgresReport, s
         );
     }
     println!(
-        "  ratio specie / PostgreSQL = {:.1}x ({:.0} / {:.0} tx/s at {} clients)",
-        ratio, specie.tps, best.tps, best.clients
+        "  ratio specie / PostgreSQL = {ratio:.1}x ({specie_tps:.0} / {:.0} tx/s at {} clients); specie replication: {replication}",
+        best.tps, best.clients
     );
+    if replicated.is_some() {
+        println!("  ratio with specie embedded (no replication) = {ratio_embedded:.1}x");
+    }
     println!(
-        "  replication: specie {SPECIE_REPLICATION}, PostgreSQL none; Hamilton's 26x (target >= 30x) is with three-way replication"
+        "  PostgreSQL: a single server, no replication; Hamilton's 26x (target >= 30x) is with three-way replication"
     );
 }
 

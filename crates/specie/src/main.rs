@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod bench_cluster;
 mod bench_postgres;
+mod bench_replicated;
 mod ceiling;
 mod cluster_cmd;
 mod demo;

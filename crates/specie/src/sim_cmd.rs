@@ -1,11 +1,13 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use specie_sim::{run, SimOptions};
+use specie_sim::{run, run_replication, ReplicationOptions, SimOptions};
 
-/// Deterministic simulation of the 2PC protocol: shards and coordinator under crashes, restarts
-/// and a network that drops, duplicates, delays and reorders messages. Every invariant is
-/// checked after every step; a failing seed replays exactly with `--seed N`.
+/// Deterministic simulation, two worlds per seed: the 2PC protocol (shards and coordinator over
+/// replicated logs) and the replication layer (real Raft replicas of one group, with snapshots
+/// and whole-group restarts), each under crashes, restarts and a network that drops, duplicates,
+/// delays and reorders messages. Every invariant is checked after every step; a failing seed
+/// replays exactly with `--seed N`.
 #[derive(Args, Debug)]
 pub struct SimArgs {
     /// Number of seeds to run (a soak), starting at --start.
@@ -28,6 +30,7 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
     };
     let started = std::time::Instant::now();
     let (mut confirmed, mut crashes, mut steps) = (0u64, 0u64, 0u64);
+    let (mut acknowledged, mut elections) = (0u64, 0u64);
     for seed in &seeds {
         let options = SimOptions::from_seed(*seed);
         match run(options.clone()) {
@@ -55,9 +58,41 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         }
+        let options = ReplicationOptions::from_seed(*seed);
+        match run_replication(options.clone()) {
+            Ok(report) => {
+                acknowledged += report.acknowledged;
+                elections += report.term.saturating_sub(1);
+                crashes += report.crashes;
+                steps += report.steps;
+                if args.verbose || args.seed.is_some() {
+                    println!(
+                        "seed {seed}: ok — raft group of {}, {} steps ({} ms virtual), {} proposed, {} acknowledged, {} unknown, {} applied, term {}, {} crashes, {} whole-group restarts, {} partitions, {} dropped, {} duplicated, trace {}",
+                        options.replicas,
+                        report.steps,
+                        report.virtual_ms,
+                        report.proposed,
+                        report.acknowledged,
+                        report.unknown,
+                        report.applied,
+                        report.term,
+                        report.crashes,
+                        report.full_restarts,
+                        report.partitions,
+                        report.messages_dropped,
+                        report.messages_duplicated,
+                        hex::encode(&report.trace_digest[..8])
+                    );
+                }
+            }
+            Err(violation) => {
+                eprintln!("FAILED {violation}");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
     }
     println!(
-        "{} seeds passed in {:.1} s: {steps} steps, {confirmed} transactions confirmed, {crashes} crashes injected",
+        "{} seeds passed in {:.1} s: {steps} steps, {confirmed} transactions confirmed (2PC), {acknowledged} commands acknowledged and {elections} elections (Raft), {crashes} crashes injected",
         seeds.len(),
         started.elapsed().as_secs_f64()
     );

@@ -1,12 +1,19 @@
 //! Fault tests of a real cluster on 127.0.0.1: under steady load, `kill -9` the leader of a
 //! shard group and then of the coordinator group; service resumes (a new leader within 5 s), no
 //! confirmed transaction is lost, no double spend is accepted, and the supply audit holds. A
-//! follower cut off from its peers (SIGSTOP) while transactions commit catches up once healed.
-//! A restart of the whole cluster restores the exact UHS.
+//! replica cut off from its peers by a fault-injecting proxy while transactions commit catches
+//! up once healed. A restart of the whole cluster restores the exact UHS. Snapshots are taken
+//! every 200 entries, so restarts and catch-up cross snapshots.
 
-use std::path::Path;
+use std::io::Write as _;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use specie_cluster::Topology;
 
 const BIN: &str = env!("CARGO_BIN_EXE_specie");
 const FAILOVER_LIMIT: Duration = Duration::from_secs(5);
@@ -145,6 +152,141 @@ fn assert_audit(summary: &serde_json::Value) {
     assert_eq!(checks["conflict_pairs_with_two_winners"], 0, "{summary}");
 }
 
+/// A TCP relay to `target` on 127.0.0.1 that can be cut (existing connections reset, new ones
+/// refused at once) and healed: the network between two replicas, under the test's control.
+struct Link {
+    address: SocketAddr,
+    cut: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Link {
+    fn new(target: SocketAddr) -> Link {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let link = Link {
+            address: listener.local_addr().unwrap(),
+            cut: Arc::new(AtomicBool::new(false)),
+            open: Arc::new(Mutex::new(vec![])),
+        };
+        let (cut, open) = (link.cut.clone(), link.open.clone());
+        std::thread::spawn(move || {
+            for inbound in listener.incoming() {
+                let Ok(inbound) = inbound else { continue };
+                if cut.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let Ok(outbound) = TcpStream::connect(target) else {
+                    continue;
+                };
+                let _ = (inbound.set_nodelay(true), outbound.set_nodelay(true));
+                let mut open = open.lock().unwrap();
+                open.push(inbound.try_clone().unwrap());
+                open.push(outbound.try_clone().unwrap());
+                for (mut from, mut to) in [
+                    (inbound.try_clone().unwrap(), outbound.try_clone().unwrap()),
+                    (outbound, inbound),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = (from.shutdown(Shutdown::Both), to.shutdown(Shutdown::Both));
+                    });
+                }
+            }
+        });
+        link
+    }
+
+    fn set_cut(&self, cut: bool) {
+        self.cut.store(cut, Ordering::SeqCst);
+        if cut {
+            for stream in self.open.lock().unwrap().drain(..) {
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// Links between the replicas of one group, by (from, to).
+type Links = Vec<((u64, u64), Link)>;
+
+/// Restarts `group`'s replicas so that every replica reaches every peer through its own
+/// [`Link`]: replica i runs from a view of the topology in which peer j's address is the link
+/// i→j. Returns the links by (from, to), and the replica processes (`cluster down` stops them,
+/// through their pid files). Other roles still reach the replicas directly.
+fn restart_group_behind_links(dir: &str, group: &str) -> (Links, Vec<Child>) {
+    let topology_file = Path::new(dir).join("cluster.toml");
+    let topology = Topology::load(&topology_file).unwrap();
+    let replicas = topology
+        .shard_groups
+        .iter()
+        .find(|g| g.name == group)
+        .expect("the group")
+        .replicas
+        .clone();
+    for row in status(dir).into_iter().filter(|r| r.group == group) {
+        assert!(row.pid > 0, "no pid for {row:?}");
+        kill(row.pid, "TERM");
+        // Gone, or a zombie nobody has reaped yet.
+        let running =
+            || std::fs::read_to_string(format!("/proc/{}/stat", row.pid)).is_ok_and(|stat| !stat.contains(") Z "));
+        while running() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let (mut links, mut children) = (vec![], vec![]);
+    for replica in &replicas {
+        let mut view = topology.clone();
+        let members = &mut view.shard_groups.iter_mut().find(|g| g.name == group).unwrap().replicas;
+        for peer in members.iter_mut().filter(|p| p.id != replica.id) {
+            let link = Link::new(peer.address);
+            peer.address = link.address;
+            links.push(((replica.id, peer.id), link));
+        }
+        let view_file: PathBuf = Path::new(dir).join(format!("view-{group}-{}.toml", replica.id));
+        std::fs::write(&view_file, view.to_toml()).unwrap();
+        let name = format!("{group}-{}", replica.id);
+        let log = std::fs::File::create(Path::new(dir).join("logs").join(format!("{name}.view.log"))).unwrap();
+        let child = Command::new(BIN)
+            .args(["shard", "--cluster", view_file.to_str().unwrap(), "--group", group])
+            .args(["--replica", &replica.id.to_string()])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start a replica");
+        // Under `cluster`'s management from here: status shows it, `cluster down` stops it.
+        std::fs::File::create(Path::new(dir).join("pids").join(format!("{name}.pid")))
+            .unwrap()
+            .write_all(child.id().to_string().as_bytes())
+            .unwrap();
+        children.push(child);
+    }
+    (links, children)
+}
+
+/// Waits until `group` has a leader and replica `replica` has applied what the leader has.
+fn wait_caught_up(dir: &str, group: &str, replica: u64, within: Duration) {
+    let started = Instant::now();
+    loop {
+        let rows = status(dir);
+        let leader_applied = rows
+            .iter()
+            .find(|r| r.group == group && r.role == "leader")
+            .and_then(|r| r.applied);
+        let applied = rows
+            .iter()
+            .find(|r| r.group == group && r.replica == replica)
+            .and_then(|r| r.applied);
+        if leader_applied.is_some() && applied >= leader_applied {
+            return;
+        }
+        assert!(
+            started.elapsed() < within,
+            "{group} replica {replica} did not catch up: {rows:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn leader_kills_partition_and_restart_lose_nothing() {
     let temp = tempfile::tempdir().unwrap();
@@ -163,6 +305,13 @@ fn leader_kills_partition_and_restart_lose_nothing() {
     ]);
     let sentinel = format!("http://127.0.0.1:{}", base + 9);
     let _guard = Down(dir.to_string());
+    // Frequent snapshots: the restarts and the catch-up below all cross one.
+    specie(&["cluster", "down", "--dir", dir]);
+    let topology_file = Path::new(dir).join("cluster.toml");
+    let mut topology = Topology::load(&topology_file).unwrap();
+    topology.limits.raft_snapshot_entries = 200;
+    std::fs::write(&topology_file, topology.to_toml()).unwrap();
+    specie(&["cluster", "up", "--dir", dir]);
 
     // 1. Leader kills under load.
     let demo = start_demo(dir, "12000", "1");
@@ -182,41 +331,50 @@ fn leader_kills_partition_and_restart_lose_nothing() {
     );
     eprintln!("failover: shard group {shard_failover:?}, coordinator group {coordinator_failover:?}");
 
-    // 2. Restart the killed replicas; then cut one follower off while transactions commit.
+    // 2. Restart the killed replicas; put shard-1's replicas behind links, and cut one of them
+    //    off from both its peers (both directions) while transactions commit.
     specie(&["cluster", "up", "--dir", dir, "--base-port", &base.to_string()]);
-    let follower = status(dir)
-        .into_iter()
-        .find(|r| r.group == "shard-1" && r.role == "follower")
-        .expect("a follower");
-    kill(follower.pid, "STOP");
+    let (links, relinked) = restart_group_behind_links(dir, "shard-1");
+    let started = Instant::now();
+    let cut_off = loop {
+        if let Some(follower) = status(dir)
+            .into_iter()
+            .find(|r| r.group == "shard-1" && r.role == "follower")
+        {
+            break follower.replica;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "shard-1 has no follower");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let touches = |(from, to): (u64, u64)| from == cut_off || to == cut_off;
+    for (_, link) in links.iter().filter(|(pair, _)| touches(*pair)) {
+        link.set_cut(true);
+    }
     let summary = finish_demo(start_demo(dir, "3000", "2"));
     assert_audit(&summary);
-    kill(follower.pid, "CONT");
-    let healed = Instant::now();
-    loop {
-        let rows = status(dir);
-        let leader_applied = rows
-            .iter()
-            .find(|r| r.group == "shard-1" && r.role == "leader")
-            .and_then(|r| r.applied);
-        let follower_applied = rows
-            .iter()
-            .find(|r| r.group == "shard-1" && r.replica == follower.replica)
-            .and_then(|r| r.applied);
-        if leader_applied.is_some() && follower_applied >= leader_applied {
-            break;
-        }
-        assert!(
-            healed.elapsed() < Duration::from_secs(20),
-            "the healed follower did not catch up: {rows:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
+    let rows = status(dir);
+    let behind = |rows: &[Row]| {
+        let applied = |replica: u64| {
+            rows.iter()
+                .find(|r| r.group == "shard-1" && r.replica == replica)?
+                .applied
+        };
+        let leader = rows.iter().find(|r| r.group == "shard-1" && r.role == "leader")?;
+        Some(applied(cut_off) < leader.applied && leader.replica != cut_off)
+    };
+    assert_eq!(behind(&rows), Some(true), "the cut-off replica kept up: {rows:?}");
+    for (_, link) in &links {
+        link.set_cut(false);
     }
+    wait_caught_up(dir, "shard-1", cut_off, Duration::from_secs(20));
 
     // 3. Restart the whole cluster: the UHS is exactly what it was.
     let before = digest(&sentinel);
     assert!(before["ids"].as_u64().unwrap() > 1000);
     specie(&["cluster", "down", "--dir", dir]);
+    for mut child in relinked {
+        child.wait().unwrap();
+    }
     specie(&["cluster", "up", "--dir", dir]);
     assert_eq!(digest(&sentinel), before, "a full restart changed the UHS");
 }
