@@ -5,7 +5,9 @@
 //! phases from memory. On losing the lead it stops at once: its unproposed work is dropped and
 //! the callers are told so.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +35,51 @@ const JOBS_QUEUED_MAX: usize = 1024;
 pub struct CoordinatorMachine {
     pub state: CoordinatorState,
     limits: CommandLimits,
+}
+
+impl CoordinatorMachine {
+    /// The initial state, the same on every replica.
+    pub fn new() -> Self {
+        CoordinatorMachine {
+            state: CoordinatorState::default(),
+            limits: CommandLimits::default(),
+        }
+    }
+}
+
+impl Default for CoordinatorMachine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The future of one [`ShardGroups::call`].
+pub type ShardCall = Pin<Box<dyn Future<Output = Result<Vec<ShardResponse>, String>> + Send>>;
+
+/// How the leading engine reaches the shard groups: one batch of requests to the leader of shard
+/// group `shard` (an index into the coordinator's shard ranges). An error means no answer; the
+/// engine's timer sends again, and shards answer a re-sent phase as they did the first time.
+/// Over the network this is a [`GroupClient`] per group; the simulator supplies its own.
+pub trait ShardGroups: Send + Sync + 'static {
+    fn call(&self, shard: usize, requests: Vec<ShardRequest>) -> ShardCall;
+}
+
+struct WireShardGroups {
+    clients: Vec<GroupClient>,
+    timeout: Duration,
+}
+
+impl ShardGroups for WireShardGroups {
+    fn call(&self, shard: usize, requests: Vec<ShardRequest>) -> ShardCall {
+        let (client, timeout) = (self.clients[shard].clone(), self.timeout);
+        Box::pin(async move {
+            match client.call(&RoleRequest::ShardBatch(requests), timeout).await {
+                Ok(RoleResponse::ShardBatch(answers)) => Ok(answers),
+                Ok(other) => Err(format!("unexpected shard reply {other:?}")),
+                Err(error) => Err(error.to_string()),
+            }
+        })
+    }
 }
 
 impl ReplicatedStateMachine for CoordinatorMachine {
@@ -64,33 +111,57 @@ struct PendingBatch {
     reply: oneshot::Sender<RoleResponse>,
 }
 
-struct Context {
+/// The coordinator role of one replica, in front of its engine: callers submit here, and the
+/// engine (started once the replica runs) takes the work whenever the replica leads.
+pub struct CoordinatorFront {
     jobs: mpsc::Sender<Job>,
-    /// The engine takes the receiver when it leads.
+    /// The engine takes the receiver when it starts.
     jobs_rx: Mutex<mpsc::Receiver<Job>>,
 }
 
-async fn handle(
-    context: Arc<Context>,
-    hosted: Arc<Hosted<CoordinatorMachine>>,
-    request: RoleRequest,
-) -> Result<RoleResponse, String> {
-    match request {
-        RoleRequest::Submit(txs) => {
-            if !hosted.is_leader() {
-                return Ok(hosted.not_leader());
+impl CoordinatorFront {
+    pub fn new() -> Arc<CoordinatorFront> {
+        let (jobs, jobs_rx) = mpsc::channel(JOBS_QUEUED_MAX);
+        Arc::new(CoordinatorFront {
+            jobs,
+            jobs_rx: Mutex::new(jobs_rx),
+        })
+    }
+
+    /// Runs the engine on its own task until the replica stops: it leads whenever the replica
+    /// does.
+    pub fn start_engine(
+        self: &Arc<Self>,
+        hosted: Arc<Hosted<CoordinatorMachine>>,
+        config: CoordinatorConfig,
+        shards: Arc<dyn ShardGroups>,
+    ) {
+        tokio::spawn(engine(hosted, self.clone(), config, shards));
+    }
+
+    /// Serves one role request: `Submit` runs the transactions through 2PC and answers one
+    /// outcome code each; a replica that does not lead answers `NotLeader`.
+    pub async fn serve(
+        &self,
+        hosted: Arc<Hosted<CoordinatorMachine>>,
+        request: RoleRequest,
+    ) -> Result<RoleResponse, String> {
+        match request {
+            RoleRequest::Submit(txs) => {
+                if !hosted.is_leader() {
+                    return Ok(hosted.not_leader());
+                }
+                let (reply, answer) = oneshot::channel();
+                self.jobs
+                    .send(Job { txs, reply })
+                    .await
+                    .map_err(|_| "the coordinator is stopping")?;
+                answer
+                    .await
+                    .map_err(|_| "the coordinator stopped before answering".to_string())
             }
-            let (reply, answer) = oneshot::channel();
-            context
-                .jobs
-                .send(Job { txs, reply })
-                .await
-                .map_err(|_| "the coordinator is stopping")?;
-            answer
-                .await
-                .map_err(|_| "the coordinator stopped before answering".to_string())
+            other => Err(format!("a coordinator does not serve {other:?}")),
         }
-        other => Err(format!("a coordinator does not serve {other:?}")),
     }
 }
 
@@ -98,37 +169,33 @@ async fn handle(
 pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<()> {
     let coordinator_group = topology.coordinator_group(&group).map_err(anyhow::Error::msg)?.clone();
     let limits = wire_limits(&topology);
-    let shards = topology
+    let clients = topology
         .shard_groups
         .iter()
         .map(|g| GroupClient::new(&g.name, &g.replicas, &limits))
         .collect::<Result<Vec<_>, String>>()
         .map_err(anyhow::Error::msg)?;
+    let shards: Arc<dyn ShardGroups> = Arc::new(WireShardGroups {
+        clients,
+        timeout: Duration::from_millis(topology.limits.request_timeout_ms),
+    });
     let mut config = CoordinatorConfig::with_shards(topology.shard_ranges());
     config.batch_transactions_max = topology.limits.batch_transactions_max as usize;
     config.dtxns_in_flight_max = topology.limits.dtxns_in_flight_max as usize;
     config.retry_timeout_ms = topology.limits.request_timeout_ms;
-    let request_timeout = Duration::from_millis(topology.limits.request_timeout_ms);
-    let (jobs, jobs_rx) = mpsc::channel(JOBS_QUEUED_MAX);
-    let context = Arc::new(Context {
-        jobs,
-        jobs_rx: Mutex::new(jobs_rx),
-    });
-    let machine = CoordinatorMachine {
-        state: CoordinatorState::default(),
-        limits: CommandLimits::default(),
+    let front = CoordinatorFront::new();
+    let engine_front = front.clone();
+    let start_engine = move |hosted: Arc<Hosted<CoordinatorMachine>>| engine_front.start_engine(hosted, config, shards);
+    let handler = move |hosted, request| {
+        let front = front.clone();
+        async move { front.serve(hosted, request).await }
     };
-    let engine_context = context.clone();
-    let start_engine = move |hosted: Arc<Hosted<CoordinatorMachine>>| {
-        tokio::spawn(engine(hosted, engine_context, config, shards, request_timeout));
-    };
-    let handler = move |hosted, request| handle(context.clone(), hosted, request);
     serve_replica(
         &topology,
         &group,
         &coordinator_group.replicas,
         id,
-        machine,
+        CoordinatorMachine::new(),
         start_engine,
         handler,
     )
@@ -138,13 +205,12 @@ pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<(
 /// Waits to lead, leads until the lead is lost, and again.
 async fn engine(
     hosted: Arc<Hosted<CoordinatorMachine>>,
-    context: Arc<Context>,
+    front: Arc<CoordinatorFront>,
     config: CoordinatorConfig,
-    shards: Vec<GroupClient>,
-    request_timeout: Duration,
+    shards: Arc<dyn ShardGroups>,
 ) {
     let mut leadership = hosted.replica.leadership();
-    let mut jobs = context.jobs_rx.lock().await;
+    let mut jobs = front.jobs_rx.lock().await;
     loop {
         loop {
             if matches!(*leadership.borrow_and_update(), Leadership::Leader { .. }) {
@@ -161,15 +227,14 @@ async fn engine(
         if let Leadership::Stopped = *leadership.borrow() {
             return;
         }
-        lead(&hosted, &config, &shards, request_timeout, &mut jobs, &mut leadership).await;
+        lead(&hosted, &config, &shards, &mut jobs, &mut leadership).await;
     }
 }
 
 async fn lead(
     hosted: &Arc<Hosted<CoordinatorMachine>>,
     config: &CoordinatorConfig,
-    shards: &[GroupClient],
-    request_timeout: Duration,
+    shards: &Arc<dyn ShardGroups>,
     jobs: &mut mpsc::Receiver<Job>,
     leadership: &mut tokio::sync::watch::Receiver<Leadership>,
 ) {
@@ -181,8 +246,10 @@ async fn lead(
     coordinator.become_leader(now());
     tracing::info!(group = hosted.group, resumed, "leading: resuming dtxns in flight");
     let (responses_tx, mut responses_rx) = mpsc::unbounded_channel::<(usize, Vec<ShardResponse>)>();
-    let mut batches: HashMap<u64, PendingBatch> = HashMap::new();
-    let mut tags: HashMap<Tag, (u64, usize)> = HashMap::new();
+    // Ordered maps: when the lead is lost, the waiting callers are told in submission order
+    // (a hash order would make the simulator's runs differ).
+    let mut batches: BTreeMap<u64, PendingBatch> = BTreeMap::new();
+    let mut tags: BTreeMap<Tag, (u64, usize)> = BTreeMap::new();
     let mut next_tag: Tag = 0;
     let mut next_batch: u64 = 0;
     let mut tick = tokio::time::interval(Duration::from_millis(TICK_MS));
@@ -190,7 +257,7 @@ async fn lead(
         // Hand every output on: requests to shards, outcomes to callers, decisions to Raft.
         loop {
             let mut proposals: Vec<CoordinatorCommand> = vec![];
-            let mut sends: Vec<Vec<ShardRequest>> = vec![vec![]; shards.len()];
+            let mut sends: Vec<Vec<ShardRequest>> = vec![vec![]; config.shards.len()];
             while let Some(output) = coordinator.poll() {
                 match output {
                     CoordinatorOutput::Propose(command) => proposals.push(command),
@@ -211,14 +278,13 @@ async fn lead(
                 }
             }
             for (shard, requests) in sends.into_iter().enumerate().filter(|(_, r)| !r.is_empty()) {
-                let (client, responses) = (shards[shard].clone(), responses_tx.clone());
+                let (call, responses) = (shards.call(shard, requests), responses_tx.clone());
                 tokio::spawn(async move {
                     // A failed call is simply retried by the engine's timer; shards are idempotent.
-                    match client.call(&RoleRequest::ShardBatch(requests), request_timeout).await {
-                        Ok(RoleResponse::ShardBatch(answers)) => {
+                    match call.await {
+                        Ok(answers) => {
                             let _ = responses.send((shard, answers));
                         }
-                        Ok(other) => tracing::warn!(shard, ?other, "unexpected shard reply"),
                         Err(error) => tracing::debug!(shard, %error, "shard call failed; will retry"),
                     }
                 });
@@ -273,7 +339,7 @@ async fn lead(
     }
 }
 
-fn settle(batches: &mut HashMap<u64, PendingBatch>, batch: u64, index: usize, code: u8) {
+fn settle(batches: &mut BTreeMap<u64, PendingBatch>, batch: u64, index: usize, code: u8) {
     let Some(pending) = batches.get_mut(&batch) else { return };
     pending.outcomes[index] = code;
     pending.remaining -= 1;
@@ -283,7 +349,7 @@ fn settle(batches: &mut HashMap<u64, PendingBatch>, batch: u64, index: usize, co
     }
 }
 
-fn settle_empty(batches: &mut HashMap<u64, PendingBatch>, batch: u64) {
+fn settle_empty(batches: &mut BTreeMap<u64, PendingBatch>, batch: u64) {
     if let Some(pending) = batches.remove(&batch) {
         let _ = pending.reply.send(RoleResponse::Submitted(vec![]));
     }
@@ -294,8 +360,8 @@ fn settle_empty(batches: &mut HashMap<u64, PendingBatch>, batch: u64) {
 /// query the UHS), because their fate is decided by whoever leads next.
 fn step_down(
     mut coordinator: Coordinator,
-    batches: &mut HashMap<u64, PendingBatch>,
-    tags: &HashMap<Tag, (u64, usize)>,
+    batches: &mut BTreeMap<u64, PendingBatch>,
+    tags: &BTreeMap<Tag, (u64, usize)>,
 ) {
     coordinator.step_down();
     while let Some(output) = coordinator.poll() {

@@ -16,4 +16,5 @@ pub mod sentinel;
 pub mod shard_replica;
 pub mod topology;
 
+pub use host::Hosted;
 pub use topology::{Limits, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup, Topology, TopologyError};

@@ -53,7 +53,9 @@ impl ReplicatedStateMachine for ShardMachine {
     }
 }
 
-async fn handle(hosted: Arc<Hosted<ShardMachine>>, request: RoleRequest) -> Result<RoleResponse, String> {
+/// Serves one role request on a shard replica: a coordinator's batch (made durable through Raft
+/// first), or a read of the UHS. A replica that does not lead answers `NotLeader`.
+pub async fn serve(hosted: Arc<Hosted<ShardMachine>>, request: RoleRequest) -> Result<RoleResponse, String> {
     if !hosted.is_leader() {
         return Ok(hosted.not_leader());
     }
@@ -93,7 +95,7 @@ pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<(
         id,
         ShardMachine::new(range),
         |_| {},
-        handle,
+        serve,
     )
     .await
 }

@@ -162,15 +162,16 @@ impl Cluster {
         }
     }
 
-    /// Waits until every running replica has applied what the leader has, and returns their
-    /// states, which must all be equal.
+    /// Waits until every running replica has applied everything in the leader's log, and
+    /// returns their states, which must all be equal. (Not just what the leader has applied:
+    /// entries it has committed but not yet applied would be in some states and not others.)
     async fn converged(&self) -> Chain {
         let leader = self.leader(Duration::from_secs(5)).await;
         let applied = self
             .replica(leader)
             .metrics()
-            .applied_index
-            .expect("leader applied its entries");
+            .last_log_index
+            .expect("the leader has entries");
         for (id, replica) in &self.replicas {
             assert!(
                 replica.wait_applied(applied, Duration::from_secs(10)).await,

@@ -1,5 +1,4 @@
-//! Deterministic simulation of specie's online core, FoundationDB style, in two worlds that
-//! split the system at the interface Raft provides:
+//! Deterministic simulation of specie's online core, FoundationDB style, in three worlds:
 //!
 //! - [`run`] (`world`): the 2PC protocol (Hamilton §4). The shard and coordinator state machines
 //!   run exactly as in a node, each role group modelled as its durable log plus a leader: a crash
@@ -9,6 +8,11 @@
 //!   replicas (openraft, the log store, snapshots, the leadership watch) on a single-threaded
 //!   runtime with a paused clock, checked for exactly the properties the first world assumes:
 //!   one order of commands everywhere, nothing acknowledged ever lost, a leader's state complete.
+//! - [`run_cluster`] (`cluster`): both together, as deployed. Shard groups and a coordinator group
+//!   of real replicas run `specie-cluster`'s roles (the coordinator's leader engine, the shards'
+//!   request handling); only sockets are simulated. Checked: no id spent twice, nothing
+//!   confirmed lost, every transaction all or nothing, value conserved, and the cluster at rest
+//!   (no dtxn active, no lock held, replicas equal) once faults stop.
 //!
 //! In both, every source of nondeterminism (the network, the clock, crashes, the workload,
 //! openraft's election time-outs) comes from the seed, so a seed replays the same run bit for
@@ -22,8 +26,10 @@
 //! - every shard's locks match its prepared dtxns;
 //! - at the end, no lock is held, no dtxn is active, and the values in the UHS equal what was minted.
 
+mod cluster;
 mod replication;
 mod world;
 
+pub use cluster::{run_cluster, ClusterOptions, ClusterReport};
 pub use replication::{run_replication, ReplicationFaults, ReplicationOptions, ReplicationReport};
 pub use world::{run, Faults, SimOptions, SimReport, Violation};

@@ -143,28 +143,68 @@ impl ReplicatedStateMachine for History {
     }
 }
 
-struct NetState {
+pub(crate) struct NetState {
     rng: StdRng,
-    faults: ReplicationFaults,
-    handlers: BTreeMap<NodeId, RpcHandler>,
+    pub(crate) faults: ReplicationFaults,
+    pub(crate) handlers: BTreeMap<NodeId, RpcHandler>,
     /// Directed links that deliver nothing.
-    cut: BTreeSet<(NodeId, NodeId)>,
-    dropped: u64,
-    duplicated: u64,
+    pub(crate) cut: BTreeSet<(NodeId, NodeId)>,
+    pub(crate) dropped: u64,
+    pub(crate) duplicated: u64,
 }
 
 /// What the dice say about one message.
-struct Fate {
-    delay: Duration,
-    dropped: bool,
-    duplicate_after: Option<Duration>,
+pub(crate) struct Fate {
+    pub(crate) delay: Duration,
+    pub(crate) dropped: bool,
+    pub(crate) duplicate_after: Option<Duration>,
 }
 
+/// A simulated network between the replicas of one group (node ids), or between roles: seeded
+/// dice for every message, cut links, and the handlers of the replicas that run.
 #[derive(Clone)]
-struct SimNetwork(Arc<Mutex<NetState>>);
+pub(crate) struct SimNetwork(pub(crate) Arc<Mutex<NetState>>);
 
 impl SimNetwork {
-    fn fate(&self) -> Fate {
+    pub(crate) fn new(seed: u64, faults: ReplicationFaults) -> SimNetwork {
+        SimNetwork(Arc::new(Mutex::new(NetState {
+            rng: StdRng::seed_from_u64(seed),
+            faults,
+            handlers: BTreeMap::new(),
+            cut: BTreeSet::new(),
+            dropped: 0,
+            duplicated: 0,
+        })))
+    }
+
+    /// The transport replica `local` sends its Raft messages through.
+    pub(crate) fn endpoint(&self, local: NodeId) -> Arc<dyn RaftTransport> {
+        Arc::new(Endpoint {
+            network: self.clone(),
+            local,
+        })
+    }
+
+    /// Cuts `victim` off from every other node of `members`, both ways.
+    pub(crate) fn isolate(&self, victim: NodeId, members: &BTreeSet<NodeId>) {
+        let mut net = self.0.lock();
+        for &peer in members {
+            if peer != victim {
+                net.cut.insert((victim, peer));
+                net.cut.insert((peer, victim));
+            }
+        }
+    }
+
+    /// Faults stop: links heal, nothing is dropped or duplicated any more.
+    pub(crate) fn make_reliable(&self) {
+        let mut net = self.0.lock();
+        net.cut.clear();
+        net.faults.drop_per_mille = 0;
+        net.faults.duplicate_per_mille = 0;
+    }
+
+    pub(crate) fn fate(&self) -> Fate {
         let mut net = self.0.lock();
         let faults = net.faults.clone();
         let delay = Duration::from_millis(net.rng.gen_range(0..=faults.delay_ms_max));
@@ -238,6 +278,37 @@ impl RaftTransport for Endpoint {
     }
 }
 
+/// Replica settings for simulated groups: fast timers, small segments, frequent snapshots.
+pub(crate) fn sim_replica_config(snapshot_every_entries: u64) -> ReplicaConfig {
+    ReplicaConfig {
+        heartbeat_interval_ms: 50,
+        election_timeout_min_ms: 300,
+        election_timeout_max_ms: 600,
+        snapshot_every_entries,
+        entries_kept_after_snapshot: 5,
+        segment_bytes_max: 4 * 1024,
+        propose_timeout_ms: 3_000,
+        unreachable_backoff_ms: 70,
+        install_snapshot_timeout_ms: 1_000,
+        // Writes go to the page cache inline: a crash here is a process crash, and the replicas
+        // do no I/O beside their tasks, which keeps the run deterministic.
+        sync: SyncMode::None,
+        ..ReplicaConfig::default()
+    }
+}
+
+/// A single-threaded runtime on a paused clock whose every random choice comes from `seed`
+/// (openraft's election time-outs, and the order `select!` polls in).
+pub(crate) fn seeded_runtime(seed: u64) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_time().start_paused(true);
+    // .cargo/config.toml sets the cfg.
+    #[cfg(tokio_unstable)]
+    builder.rng_seed(tokio::runtime::RngSeed::from_bytes(&seed.to_le_bytes()));
+    specie_raft::seed_thread_rng(seed);
+    builder.build()
+}
+
 /// A proposal's outcome, as the proposer saw it.
 struct Outcome {
     command: u64,
@@ -275,13 +346,7 @@ pub fn run_replication(options: ReplicationOptions) -> Result<ReplicationReport,
         .prefix("specie-sim-raft-")
         .tempdir()
         .map_err(|e| fail(format!("temporary directory: {e}")))?;
-    let mut builder = tokio::runtime::Builder::new_current_thread();
-    builder.enable_time().start_paused(true);
-    // The order `select!` polls its branches in (.cargo/config.toml sets the cfg).
-    #[cfg(tokio_unstable)]
-    builder.rng_seed(tokio::runtime::RngSeed::from_bytes(&seed.to_le_bytes()));
-    let runtime = builder.build().map_err(|e| fail(format!("runtime: {e}")))?;
-    specie_raft::seed_thread_rng(seed);
+    let runtime = seeded_runtime(seed).map_err(|e| fail(format!("runtime: {e}")))?;
     let result = runtime.block_on(async {
         let mut world = World::new(options, root.path().to_path_buf());
         world.run().await
@@ -295,31 +360,10 @@ impl World {
     fn new(options: ReplicationOptions, root: PathBuf) -> World {
         let members: BTreeSet<NodeId> = (1..=options.replicas).collect();
         let (outcomes_tx, outcomes) = tokio::sync::mpsc::unbounded_channel();
-        let network = SimNetwork(Arc::new(Mutex::new(NetState {
-            rng: StdRng::seed_from_u64(options.seed ^ 0x4E45_5457),
-            faults: options.faults.clone(),
-            handlers: BTreeMap::new(),
-            cut: BTreeSet::new(),
-            dropped: 0,
-            duplicated: 0,
-        })));
+        let network = SimNetwork::new(options.seed ^ 0x4E45_5457, options.faults.clone());
         World {
             rng: StdRng::seed_from_u64(options.seed),
-            config: ReplicaConfig {
-                heartbeat_interval_ms: 50,
-                election_timeout_min_ms: 300,
-                election_timeout_max_ms: 600,
-                snapshot_every_entries: options.snapshot_every_entries,
-                entries_kept_after_snapshot: 5,
-                segment_bytes_max: 4 * 1024,
-                propose_timeout_ms: 3_000,
-                unreachable_backoff_ms: 70,
-                install_snapshot_timeout_ms: 1_000,
-                // Writes go to the page cache inline: a crash here is a process crash, and the
-                // replicas do no I/O beside their tasks, which keeps the run deterministic.
-                sync: SyncMode::None,
-                ..ReplicaConfig::default()
-            },
+            config: sim_replica_config(options.snapshot_every_entries),
             dirs: members
                 .iter()
                 .map(|&id| (id, root.join(format!("replica-{id}"))))
@@ -361,16 +405,12 @@ impl World {
     }
 
     async fn start(&mut self, id: NodeId) -> Result<(), Violation> {
-        let transport = Arc::new(Endpoint {
-            network: self.network.clone(),
-            local: id,
-        });
         let replica = Replica::start(
             self.config.clone(),
             &self.dirs[&id],
             id,
             &self.members,
-            transport,
+            self.network.endpoint(id),
             History::default(),
         )
         .await
@@ -473,14 +513,7 @@ impl World {
         if !partitioned && roll(&mut self.rng, faults.partition_per_mille) {
             let ids: Vec<NodeId> = self.members.iter().copied().collect();
             let victim = self.victim(&ids);
-            let mut net = self.network.0.lock();
-            for &peer in &ids {
-                if peer != victim {
-                    net.cut.insert((victim, peer));
-                    net.cut.insert((peer, victim));
-                }
-            }
-            drop(net);
+            self.network.isolate(victim, &self.members);
             self.report.partitions += 1;
             self.record("partition", &[victim]);
         } else if partitioned && roll(&mut self.rng, faults.heal_per_mille) {
@@ -600,12 +633,7 @@ impl World {
     /// a leader, accept a new command, resolve every proposal and converge.
     async fn settle(&mut self) -> Result<(), Violation> {
         self.step = self.options.steps;
-        {
-            let mut net = self.network.0.lock();
-            net.cut.clear();
-            net.faults.drop_per_mille = 0;
-            net.faults.duplicate_per_mille = 0;
-        }
+        self.network.make_reliable();
         for id in self.members.clone() {
             if !self.running.contains_key(&id) {
                 self.start(id).await?;

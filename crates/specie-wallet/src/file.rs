@@ -54,6 +54,84 @@ pub enum FileError {
         version: u32,
         supported: u32,
     },
+    #[error(
+        "another command has been using the wallet {path} for {waited_ms} ms (it holds {lock}); \
+         try again once it has finished"
+    )]
+    Busy {
+        path: PathBuf,
+        lock: PathBuf,
+        waited_ms: u64,
+    },
+}
+
+/// Exclusive use of one wallet file, for one command's whole load–change–save: two commands on
+/// the same wallet at once would otherwise each save their own copy and one change would be
+/// lost. An advisory lock (`flock`) on a sidecar file `<wallet>.lock`, because the wallet file
+/// itself is replaced by a rename on every save. Released when dropped, or when the process
+/// dies.
+#[derive(Debug)]
+pub struct WalletLock {
+    _file: fs::File,
+}
+
+impl WalletLock {
+    /// Pause between attempts while another command holds the lock.
+    const RETRY_MS: u64 = 20;
+
+    /// The sidecar lock file of the wallet at `path`.
+    pub fn lock_path(path: &Path) -> PathBuf {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".lock");
+        PathBuf::from(name)
+    }
+
+    /// Takes the lock, waiting up to `wait_ms` for another command to finish; `on_wait` runs
+    /// once if it has to wait (to tell the user why nothing happens).
+    pub fn acquire(path: &Path, wait_ms: u64, on_wait: impl FnOnce()) -> Result<WalletLock, FileError> {
+        let lock = Self::lock_path(path);
+        let mut options = fs::OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let file = options.open(&lock).map_err(|source| FileError::Io {
+            action: "open the lock file",
+            path: lock.clone(),
+            source,
+        })?;
+        let started = std::time::Instant::now();
+        let mut on_wait = Some(on_wait);
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(WalletLock { _file: file }),
+                Err(fs::TryLockError::WouldBlock) => {}
+                Err(fs::TryLockError::Error(source)) => {
+                    return Err(FileError::Io {
+                        action: "lock",
+                        path: lock,
+                        source,
+                    })
+                }
+            }
+            let waited_ms = started.elapsed().as_millis() as u64;
+            if waited_ms >= wait_ms {
+                return Err(FileError::Busy {
+                    path: path.to_owned(),
+                    lock,
+                    waited_ms,
+                });
+            }
+            if let Some(on_wait) = on_wait.take() {
+                on_wait();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(
+                Self::RETRY_MS.min(wait_ms - waited_ms),
+            ));
+        }
+    }
 }
 
 /// The JSON document. Hex for every key, hash and transaction, as in the node's API.
@@ -494,6 +572,24 @@ mod tests {
         }
         // No temporary files are left behind.
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn one_command_at_a_time_holds_a_wallet() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.json");
+        let held = WalletLock::acquire(&path, 0, || {}).unwrap();
+        let mut told = false;
+        match WalletLock::acquire(&path, 50, || told = true) {
+            Err(FileError::Busy { lock, waited_ms, .. }) => {
+                assert_eq!(lock, dir.path().join("w.json.lock"));
+                assert!(waited_ms >= 50);
+            }
+            other => panic!("expected Busy, got {other:?}"),
+        }
+        assert!(told, "the waiting caller is told why");
+        drop(held);
+        WalletLock::acquire(&path, 0, || panic!("free now: no wait")).unwrap();
     }
 
     #[test]

@@ -32,7 +32,7 @@ mod testkit;
 
 pub use client::{ClientError, Ledger, NodeClient, NodeInfo, SubmitResult, SubmitStatus};
 pub use error::WalletError;
-pub use file::{FileError, WalletFile, WALLET_FORMAT, WALLET_FORMAT_VERSION};
+pub use file::{FileError, WalletFile, WalletLock, WALLET_FORMAT, WALLET_FORMAT_VERSION};
 pub use payment::{PaidOutput, PaymentString, PaymentStringError, PAYMENT_STRING_PREFIX};
 pub use select::{select_coins, Selection, SelectionError};
 pub use sync::{settle, sync, Outcome, SyncError, SyncReport};

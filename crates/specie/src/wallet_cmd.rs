@@ -1,7 +1,8 @@
 //! `specie wallet`: the command-line face of `specie-wallet`.
 //!
-//! Every command loads the wallet file, does its work, and saves the file atomically before
-//! printing. A transaction is saved as pending *before* it is sent, so that a crash or a lost
+//! Every command holds the wallet's lock (`<wallet>.lock`; a second command on the same wallet
+//! waits for the first), loads the wallet file, does its work, and saves the file atomically
+//! before printing. A transaction is saved as pending *before* it is sent, so that a crash or a lost
 //! connection after sending leaves something `specie wallet sync` can resolve, never coins that
 //! the wallet has forgotten it spent.
 
@@ -13,11 +14,14 @@ use clap::{Args, Subcommand};
 use specie_transaction::{Address, SpecieTransaction, Txid};
 use specie_wallet::{
     settle, sync, Balance, CoinState, NodeClient, Outcome, PaymentString, PendingKind, SubmitStatus, Wallet,
-    WalletError, WalletFile,
+    WalletError, WalletFile, WalletLock,
 };
 
 /// How long `send`, `mint` and `redeem` wait for the node by default, in milliseconds.
 const SUBMIT_TIMEOUT_MS_DEFAULT: u64 = 30_000;
+/// How long a command waits for another one on the same wallet: longer than any one command
+/// takes (its node time-out is at most 120 s).
+const WALLET_LOCK_WAIT_MS: u64 = 150_000;
 /// Exit status when a transaction was accepted but is not final yet (0 = done, 1 = failed).
 const EXIT_NOT_FINAL: u8 = 2;
 
@@ -136,6 +140,9 @@ pub enum WalletCommand {
 pub fn run(args: WalletArgs) -> Result<ExitCode> {
     let path = args.wallet.as_path();
     let node = args.node.as_deref();
+    let _lock = WalletLock::acquire(path, WALLET_LOCK_WAIT_MS, || {
+        eprintln!("waiting for another command using {} to finish…", path.display())
+    })?;
     match args.command {
         WalletCommand::Create { issuer, hrp } => create(path, node, &hrp, issuer),
         WalletCommand::Address { list } => address(path, list),

@@ -325,3 +325,35 @@ fn demo_rejects_bad_flags() {
         assert!(stdout(&output).trim().is_empty(), "{flags:?}: {}", stdout(&output));
     }
 }
+
+/// Concurrent commands on one wallet each get their turn (the wallet's lock), so no change is
+/// lost: without it, two `address` commands that load the same file both save their own copy.
+#[test]
+fn concurrent_wallet_commands_lose_no_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let wallet = dir.path().join("w.json");
+    let wallet = wallet.to_str().unwrap();
+    let created = specie(&["wallet", "--wallet", wallet, "create"]);
+    assert!(created.status.success(), "{}", stderr(&created));
+    let list = || {
+        let output = specie(&["wallet", "--wallet", wallet, "address", "--list"]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output).lines().count()
+    };
+    let before = list();
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_specie"))
+                .args(["wallet", "--wallet", wallet, "address"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    assert_eq!(list(), before + 8, "every new address was kept");
+}

@@ -1,0 +1,831 @@
+//! Deterministic simulation of the whole online core as deployed: shard groups and a coordinator
+//! group, each a Raft group of real `specie-raft` replicas running the roles exactly as the
+//! cluster's processes do (`specie-cluster`'s shard and coordinator state machines, the
+//! coordinator's leader engine with its resume-on-failover, the shards' request handling), on
+//! the seeded single-threaded runtime of [`crate::replication`]. Only the sockets are replaced:
+//! Raft messages, coordinator → shard calls and client submissions cross simulated links that
+//! drop, duplicate, delay and reorder. Replicas of every group crash and restart, leaders
+//! especially; sometimes a whole group restarts at once; replicas are cut off from their peers.
+//!
+//! The workload: mints (create-only transactions), 2-in/2-out swaps of known unspent ids,
+//! replays of spent ids and conflicting pairs. Every id has a value in the model, and a swap's
+//! outputs carry its inputs' total, so value is conserved exactly when every transaction applies
+//! all or nothing, once. Checked as outcomes arrive:
+//! - no id is spent by two confirmed transactions;
+//! - a transaction whose inputs the model knows unspent and untouched is never refused as
+//!   "input missing" (a confirmed output never vanishes), and no fresh output "already exists";
+//!
+//! and once faults stop and the cluster settles (every submission answered, no dtxn active, no
+//! lock held, every replica equal to its leader):
+//! - every transaction answered `unknown` applied all or nothing (its ids are set aside);
+//! - every confirmed transaction's inputs are gone, and every id in the UHS is one the model
+//!   created;
+//! - the values in the UHS add up to exactly what the applied mints created.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use specie_cluster::coordinator_replica::{CoordinatorFront, CoordinatorMachine, ShardCall, ShardGroups};
+use specie_cluster::protocol::{RoleRequest, RoleResponse, OUTCOME_BUSY, OUTCOME_DROPPED};
+use specie_cluster::shard_replica::{self, ShardMachine};
+use specie_cluster::Hosted;
+use specie_coordinator::CoordinatorConfig;
+use specie_raft::{NodeId, Replica, ReplicaConfig, ReplicatedStateMachine};
+use specie_shard::{ShardRange, ShardRequest, Vote};
+use specie_transaction::hash::Sha256Writer;
+use specie_transaction::{CompactTransaction, Txid, UhsId};
+
+use crate::replication::{seeded_runtime, sim_replica_config, ReplicationFaults, SimNetwork};
+use crate::world::Violation;
+
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    pub seed: u64,
+    pub shard_groups: usize,
+    pub replicas: u64,
+    pub steps: u64,
+    pub step_ms: u64,
+    /// Most submissions (of up to 4 transactions) started per step.
+    pub submissions_per_step_max: u32,
+    pub snapshot_every_entries: u64,
+    pub faults: ReplicationFaults,
+    /// Chance, per transaction, of a replay or a conflicting pair.
+    pub attack_per_mille: u32,
+    pub settle_ms_max: u64,
+}
+
+impl ClusterOptions {
+    pub fn from_seed(seed: u64) -> ClusterOptions {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0xC105_7312);
+        ClusterOptions {
+            seed,
+            shard_groups: rng.gen_range(1..=3),
+            replicas: 3,
+            steps: rng.gen_range(120..240),
+            step_ms: 25,
+            submissions_per_step_max: rng.gen_range(1..3),
+            snapshot_every_entries: rng.gen_range(10..40),
+            faults: ReplicationFaults {
+                drop_per_mille: rng.gen_range(0..50),
+                duplicate_per_mille: rng.gen_range(0..50),
+                delay_ms_max: rng.gen_range(1..30),
+                crash_per_mille: rng.gen_range(5..30),
+                restart_per_mille: 60,
+                full_restart_per_mille: rng.gen_range(0..5),
+                partition_per_mille: rng.gen_range(0..15),
+                heal_per_mille: 50,
+            },
+            attack_per_mille: 50,
+            settle_ms_max: 60_000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ClusterReport {
+    pub seed: u64,
+    pub steps: u64,
+    pub submitted: u64,
+    pub confirmed: u64,
+    pub rejected: u64,
+    /// Answered `unknown` (or not at all): resolved from the UHS at the end.
+    pub unknown: u64,
+    pub unknown_applied: u64,
+    pub crashes: u64,
+    pub full_restarts: u64,
+    pub partitions: u64,
+    pub messages_dropped: u64,
+    pub messages_duplicated: u64,
+    /// Elections after the first, summed over groups.
+    pub elections: u64,
+    pub trace_digest: [u8; 32],
+}
+
+/// Where a group's replicas live: the shard groups first, then the coordinator group.
+type GroupIndex = usize;
+
+/// The running replicas of every shard group, shared with the coordinators' [`SimShards`].
+type RunningShards = Arc<Mutex<Vec<BTreeMap<NodeId, Arc<Hosted<ShardMachine>>>>>>;
+
+struct SimShards {
+    running: RunningShards,
+    network: SimNetwork,
+}
+
+impl ShardGroups for SimShards {
+    fn call(&self, shard: usize, requests: Vec<ShardRequest>) -> ShardCall {
+        let (running, network) = (self.running.clone(), self.network.clone());
+        Box::pin(async move {
+            let there = network.fate();
+            tokio::time::sleep(there.delay).await;
+            if there.dropped {
+                return Err("request dropped".into());
+            }
+            // A GroupClient finds the leader by asking around; here, whoever reports leading.
+            let leader = running.lock()[shard].values().find(|h| h.is_leader()).cloned();
+            let hosted = leader.ok_or("no leader")?;
+            if let Some(after) = there.duplicate_after {
+                let (hosted, requests) = (hosted.clone(), requests.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    let _ = shard_replica::serve(hosted, RoleRequest::ShardBatch(requests)).await;
+                });
+            }
+            let response = shard_replica::serve(hosted, RoleRequest::ShardBatch(requests)).await?;
+            let back = network.fate();
+            tokio::time::sleep(back.delay).await;
+            if back.dropped {
+                return Err("reply dropped".into());
+            }
+            match response {
+                RoleResponse::ShardBatch(answers) => Ok(answers),
+                other => Err(format!("{other:?}")),
+            }
+        })
+    }
+}
+
+/// What the client learned about one transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Answer {
+    Confirmed,
+    Rejected(u8),
+    /// Never applied: busy, dropped, or refused by a replica that does not lead.
+    NotApplied,
+    Unknown,
+}
+
+struct Submission {
+    number: u64,
+    answers: Vec<Answer>,
+}
+
+/// One transaction of the workload, and what the model knows about its ids.
+#[derive(Clone, Debug)]
+struct Sent {
+    tx: CompactTransaction,
+    /// The model vouched for every input: created by an applied transaction, spent by none, used
+    /// by no other transaction in flight, and not a deliberate replay.
+    clean: bool,
+}
+
+struct Coordinator {
+    hosted: Arc<Hosted<CoordinatorMachine>>,
+    front: Arc<CoordinatorFront>,
+}
+
+struct World {
+    options: ClusterOptions,
+    rng: StdRng,
+    config: ReplicaConfig,
+    ranges: Vec<ShardRange>,
+    members: BTreeSet<NodeId>,
+    root: PathBuf,
+    /// One Raft network per group, and one for role calls.
+    networks: Vec<SimNetwork>,
+    roles: SimNetwork,
+    shards: RunningShards,
+    coordinators: BTreeMap<NodeId, Coordinator>,
+    answers_tx: tokio::sync::mpsc::UnboundedSender<Submission>,
+    answers: tokio::sync::mpsc::UnboundedReceiver<Submission>,
+    // The model.
+    values: BTreeMap<UhsId, u64>,
+    spendable: Vec<UhsId>,
+    /// Ids some confirmed transaction spent, and which.
+    spent_by: BTreeMap<UhsId, Txid>,
+    /// Ids in use by transactions in flight (how many).
+    in_use: BTreeMap<UhsId, u32>,
+    /// Ids of transactions answered `unknown`: never used again.
+    set_aside: BTreeSet<UhsId>,
+    in_flight: BTreeMap<u64, Vec<Sent>>,
+    next_submission: u64,
+    confirmed: Vec<CompactTransaction>,
+    unknown: Vec<CompactTransaction>,
+    minted_confirmed: u64,
+    step: u64,
+    trace: Sha256Writer,
+    report: ClusterReport,
+}
+
+/// Runs one seed of the cluster world. Returns the first invariant violated, if any.
+pub fn run_cluster(options: ClusterOptions) -> Result<ClusterReport, Violation> {
+    let seed = options.seed;
+    let fail = |message: String| Violation { seed, step: 0, message };
+    let root = tempfile::Builder::new()
+        .prefix("specie-sim-cluster-")
+        .tempdir()
+        .map_err(|e| fail(format!("temporary directory: {e}")))?;
+    let runtime = seeded_runtime(seed).map_err(|e| fail(format!("runtime: {e}")))?;
+    let result = runtime.block_on(async {
+        let mut world = World::new(options, root.path().to_path_buf());
+        world.run().await
+    });
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    result
+}
+
+fn roll(rng: &mut StdRng, per_mille: u32) -> bool {
+    rng.gen_range(0..1000) < per_mille
+}
+
+impl World {
+    fn new(options: ClusterOptions, root: PathBuf) -> World {
+        let groups = options.shard_groups + 1;
+        let (answers_tx, answers) = tokio::sync::mpsc::unbounded_channel();
+        World {
+            rng: StdRng::seed_from_u64(options.seed),
+            config: sim_replica_config(options.snapshot_every_entries),
+            ranges: ShardRange::partition(options.shard_groups).expect("1 to 3 shard groups"),
+            members: (1..=options.replicas).collect(),
+            root,
+            networks: (0..groups)
+                .map(|g| SimNetwork::new(options.seed ^ (0x6E70 + g as u64), options.faults.clone()))
+                .collect(),
+            roles: SimNetwork::new(options.seed ^ 0x524F_4C45, options.faults.clone()),
+            shards: Arc::new(Mutex::new(vec![BTreeMap::new(); options.shard_groups])),
+            coordinators: BTreeMap::new(),
+            answers_tx,
+            answers,
+            values: BTreeMap::new(),
+            spendable: vec![],
+            spent_by: BTreeMap::new(),
+            in_use: BTreeMap::new(),
+            set_aside: BTreeSet::new(),
+            in_flight: BTreeMap::new(),
+            next_submission: 0,
+            confirmed: vec![],
+            unknown: vec![],
+            minted_confirmed: 0,
+            step: 0,
+            trace: Sha256Writer::new(),
+            report: ClusterReport {
+                seed: options.seed,
+                ..ClusterReport::default()
+            },
+            options,
+        }
+    }
+
+    fn coordinator_group(&self) -> GroupIndex {
+        self.options.shard_groups
+    }
+
+    fn violation(&self, message: String) -> Violation {
+        Violation {
+            seed: self.options.seed,
+            step: self.step,
+            message: format!("cluster: {message}"),
+        }
+    }
+
+    fn record(&mut self, event: &str, values: &[u64]) {
+        if std::env::var_os("SPECIE_SIM_TRACE").is_some() {
+            eprintln!("TRACE {} {event} {values:?}", self.step);
+        }
+        self.trace.update(&self.step.to_le_bytes());
+        self.trace.update(event.as_bytes());
+        for value in values {
+            self.trace.update(&value.to_le_bytes());
+        }
+    }
+
+    fn running(&self, group: GroupIndex) -> Vec<NodeId> {
+        if group == self.coordinator_group() {
+            self.coordinators.keys().copied().collect()
+        } else {
+            self.shards.lock()[group].keys().copied().collect()
+        }
+    }
+
+    fn leader(&self, group: GroupIndex) -> Option<NodeId> {
+        if group == self.coordinator_group() {
+            self.coordinators
+                .iter()
+                .find(|(_, c)| c.hosted.is_leader())
+                .map(|(&id, _)| id)
+        } else {
+            self.shards.lock()[group]
+                .iter()
+                .find(|(_, h)| h.is_leader())
+                .map(|(&id, _)| id)
+        }
+    }
+
+    async fn open<S: ReplicatedStateMachine>(
+        &self,
+        group: GroupIndex,
+        id: NodeId,
+        machine: S,
+    ) -> Result<Replica<S>, Violation> {
+        let dir = self.root.join(format!("group-{group}-replica-{id}"));
+        let network = &self.networks[group];
+        let replica = Replica::start(
+            self.config.clone(),
+            &dir,
+            id,
+            &self.members,
+            network.endpoint(id),
+            machine,
+        )
+        .await
+        .map_err(|e| self.violation(format!("group {group} replica {id} does not start: {e}")))?;
+        network.0.lock().handlers.insert(id, replica.rpc_handler());
+        Ok(replica)
+    }
+
+    async fn start(&mut self, group: GroupIndex, id: NodeId) -> Result<(), Violation> {
+        if group == self.coordinator_group() {
+            let replica = self.open(group, id, CoordinatorMachine::new()).await?;
+            let hosted = Arc::new(Hosted {
+                group: "coordinator".into(),
+                replica,
+            });
+            let front = CoordinatorFront::new();
+            let mut config = CoordinatorConfig::with_shards(self.ranges.clone());
+            config.batch_transactions_max = 16;
+            config.retry_timeout_ms = 400;
+            let shards: Arc<dyn ShardGroups> = Arc::new(SimShards {
+                running: self.shards.clone(),
+                network: self.roles.clone(),
+            });
+            front.start_engine(hosted.clone(), config, shards);
+            self.coordinators.insert(id, Coordinator { hosted, front });
+        } else {
+            let replica = self.open(group, id, ShardMachine::new(self.ranges[group])).await?;
+            let hosted = Arc::new(Hosted {
+                group: format!("shard-{group}"),
+                replica,
+            });
+            self.shards.lock()[group].insert(id, hosted);
+        }
+        self.record("start", &[group as u64, id]);
+        Ok(())
+    }
+
+    async fn crash(&mut self, group: GroupIndex, id: NodeId) {
+        self.networks[group].0.lock().handlers.remove(&id);
+        if group == self.coordinator_group() {
+            if let Some(coordinator) = self.coordinators.remove(&id) {
+                coordinator.hosted.replica.shutdown().await;
+            }
+        } else {
+            let hosted = self.shards.lock()[group].remove(&id);
+            if let Some(hosted) = hosted {
+                hosted.replica.shutdown().await;
+            }
+        }
+        self.report.crashes += 1;
+        self.record("crash", &[group as u64, id]);
+    }
+
+    fn fresh_id(&mut self) -> UhsId {
+        UhsId(self.rng.gen())
+    }
+
+    /// A transaction of the workload: a mint, a swap of spendable ids, or (sometimes) a replay
+    /// of a spent id. Returns it with whether the model vouches for its inputs.
+    fn transaction(&mut self) -> Sent {
+        let txid = Txid(self.rng.gen());
+        let replay = roll(&mut self.rng, self.options.attack_per_mille) && !self.spent_by.is_empty();
+        if self.spendable.len() < 2 || self.rng.gen_bool(0.15) && !replay {
+            let created: Vec<UhsId> = (0..2).map(|_| self.fresh_id()).collect();
+            for id in &created {
+                let value = self.rng.gen_range(1..1_000);
+                self.values.insert(*id, value);
+            }
+            return Sent {
+                tx: CompactTransaction {
+                    txid,
+                    spent: vec![],
+                    created,
+                    ..Default::default()
+                },
+                clean: true,
+            };
+        }
+        let mut spent = vec![];
+        let mut clean = true;
+        if replay {
+            let ids: Vec<UhsId> = self.spent_by.keys().copied().collect();
+            spent.push(ids[self.rng.gen_range(0..ids.len())]);
+            clean = false;
+        }
+        while spent.len() < 2 {
+            let index = self.rng.gen_range(0..self.spendable.len());
+            let id = self.spendable[index];
+            // A conflicting pair: sometimes the id stays spendable for the next transaction.
+            if roll(&mut self.rng, self.options.attack_per_mille) {
+                clean = false;
+            } else {
+                self.spendable.swap_remove(index);
+            }
+            if spent.contains(&id) {
+                break;
+            }
+            spent.push(id);
+        }
+        clean &= spent.iter().all(|id| !self.in_use.contains_key(id));
+        for id in &spent {
+            *self.in_use.entry(*id).or_default() += 1;
+        }
+        let total: u64 = spent.iter().map(|id| self.values[id]).sum();
+        let first = self.rng.gen_range(0..=total);
+        let created: Vec<UhsId> = (0..2).map(|_| self.fresh_id()).collect();
+        self.values.insert(created[0], first);
+        self.values.insert(created[1], total - first);
+        Sent {
+            tx: CompactTransaction {
+                txid,
+                spent,
+                created,
+                ..Default::default()
+            },
+            clean,
+        }
+    }
+
+    /// Sends a few transactions to whichever coordinator replica reports leading.
+    fn submit(&mut self) {
+        let count = self.rng.gen_range(1..=4);
+        let sent: Vec<Sent> = (0..count).map(|_| self.transaction()).collect();
+        let number = self.next_submission;
+        self.next_submission += 1;
+        self.report.submitted += sent.len() as u64;
+        self.record("submit", &[number, sent.len() as u64]);
+        let txs: Vec<CompactTransaction> = sent.iter().map(|s| s.tx.clone()).collect();
+        self.in_flight.insert(number, sent);
+        let target = match self.leader(self.coordinator_group()) {
+            Some(id) => Some(id),
+            None => {
+                let ids = self.running(self.coordinator_group());
+                (!ids.is_empty()).then(|| ids[self.rng.gen_range(0..ids.len())])
+            }
+        };
+        let target = target.map(|id| {
+            (
+                self.coordinators[&id].hosted.clone(),
+                self.coordinators[&id].front.clone(),
+            )
+        });
+        let (network, answers) = (self.roles.clone(), self.answers_tx.clone());
+        let count = txs.len();
+        tokio::spawn(async move {
+            let unknown = || vec![Answer::Unknown; count];
+            let result = async {
+                let Some((hosted, front)) = target else {
+                    return vec![Answer::NotApplied; count];
+                };
+                let there = network.fate();
+                tokio::time::sleep(there.delay).await;
+                if there.dropped {
+                    // The client cannot tell a lost request from a lost reply.
+                    return unknown();
+                }
+                let response =
+                    tokio::time::timeout(Duration::from_secs(10), front.serve(hosted, RoleRequest::Submit(txs))).await;
+                let back = network.fate();
+                tokio::time::sleep(back.delay).await;
+                if back.dropped {
+                    return unknown();
+                }
+                match response {
+                    Ok(Ok(RoleResponse::Submitted(codes))) if codes.len() == count => codes
+                        .iter()
+                        .map(|&code| match code {
+                            0 => Answer::Confirmed,
+                            OUTCOME_BUSY | OUTCOME_DROPPED => Answer::NotApplied,
+                            vote => Answer::Rejected(vote),
+                        })
+                        .collect(),
+                    Ok(Ok(RoleResponse::NotLeader(_))) => vec![Answer::NotApplied; count],
+                    _ => unknown(),
+                }
+            }
+            .await;
+            let _ = answers.send(Submission {
+                number,
+                answers: result,
+            });
+        });
+    }
+
+    fn release(&mut self, ids: &[UhsId]) {
+        for id in ids {
+            if let Some(uses) = self.in_use.get_mut(id) {
+                *uses -= 1;
+                if *uses == 0 {
+                    self.in_use.remove(id);
+                    if !self.spent_by.contains_key(id) && !self.set_aside.contains(id) && !self.spendable.contains(id) {
+                        self.spendable.push(*id);
+                    }
+                }
+            }
+        }
+    }
+
+    fn collect_answers(&mut self) -> Result<(), Violation> {
+        while let Ok(submission) = self.answers.try_recv() {
+            let sent = self.in_flight.remove(&submission.number).expect("submitted");
+            for (sent, answer) in sent.into_iter().zip(submission.answers) {
+                let tx = sent.tx;
+                let code = match answer {
+                    Answer::Confirmed => 0,
+                    Answer::Rejected(vote) => u64::from(vote),
+                    Answer::NotApplied => 0x100,
+                    Answer::Unknown => 0x101,
+                };
+                self.record("answer", &[submission.number, code]);
+                match answer {
+                    Answer::Confirmed => {
+                        self.report.confirmed += 1;
+                        for id in &tx.spent {
+                            if let Some(other) = self.spent_by.insert(*id, tx.txid) {
+                                return Err(self.violation(format!(
+                                    "id {} spent by two confirmed transactions ({} and {})",
+                                    hex::encode(&id.0[..8]),
+                                    hex::encode(&other.0[..8]),
+                                    hex::encode(&tx.txid.0[..8])
+                                )));
+                            }
+                        }
+                        if tx.spent.is_empty() {
+                            self.minted_confirmed += tx.created.iter().map(|id| self.values[id]).sum::<u64>();
+                        }
+                        // A conflicting partner may have left an input spendable: no more.
+                        self.spendable.retain(|id| !tx.spent.contains(id));
+                        self.release(&tx.spent);
+                        self.spendable.extend(tx.created.iter().copied());
+                        self.confirmed.push(tx);
+                    }
+                    Answer::Rejected(vote) => {
+                        self.report.rejected += 1;
+                        let vote = Vote::from_u8(vote);
+                        if sent.clean && vote == Some(Vote::InputMissing) {
+                            return Err(self.violation(format!(
+                                "transaction {} refused for a missing input, though every input was created and never spent",
+                                hex::encode(&tx.txid.0[..8])
+                            )));
+                        }
+                        if vote == Some(Vote::OutputExists) && !tx.spent.is_empty() {
+                            return Err(self.violation(format!(
+                                "transaction {} refused because a fresh output already exists",
+                                hex::encode(&tx.txid.0[..8])
+                            )));
+                        }
+                        self.release(&tx.spent);
+                    }
+                    Answer::NotApplied => self.release(&tx.spent),
+                    Answer::Unknown => {
+                        self.report.unknown += 1;
+                        self.set_aside.extend(tx.spent.iter().chain(&tx.created).copied());
+                        self.spendable.retain(|id| !tx.spent.contains(id));
+                        self.release(&tx.spent);
+                        self.unknown.push(tx);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn victim(&mut self, group: GroupIndex, ids: &[NodeId]) -> NodeId {
+        match self.leader(group) {
+            Some(leader) if ids.contains(&leader) && self.rng.gen_bool(0.5) => leader,
+            _ => ids[self.rng.gen_range(0..ids.len())],
+        }
+    }
+
+    async fn step(&mut self) -> Result<(), Violation> {
+        let faults = self.options.faults.clone();
+        let quorum = self.members.len() / 2 + 1;
+        for group in 0..=self.coordinator_group() {
+            if roll(&mut self.rng, faults.full_restart_per_mille) {
+                for id in self.running(group) {
+                    self.crash(group, id).await;
+                }
+                self.report.full_restarts += 1;
+                for id in self.members.clone() {
+                    self.start(group, id).await?;
+                }
+            }
+            let running = self.running(group);
+            if running.len() > quorum && roll(&mut self.rng, faults.crash_per_mille) {
+                let id = self.victim(group, &running);
+                self.crash(group, id).await;
+            }
+            for id in self.members.clone() {
+                if !self.running(group).contains(&id) && roll(&mut self.rng, faults.restart_per_mille) {
+                    self.start(group, id).await?;
+                }
+            }
+            let partitioned = !self.networks[group].0.lock().cut.is_empty();
+            if !partitioned && roll(&mut self.rng, faults.partition_per_mille) {
+                let ids: Vec<NodeId> = self.members.iter().copied().collect();
+                let victim = self.victim(group, &ids);
+                self.networks[group].isolate(victim, &self.members);
+                self.report.partitions += 1;
+                self.record("partition", &[group as u64, victim]);
+            } else if partitioned && roll(&mut self.rng, faults.heal_per_mille) {
+                self.networks[group].0.lock().cut.clear();
+                self.record("heal", &[group as u64]);
+            }
+        }
+        for _ in 0..self.rng.gen_range(0..=self.options.submissions_per_step_max) {
+            self.submit();
+        }
+        tokio::time::sleep(Duration::from_millis(self.options.step_ms)).await;
+        self.collect_answers()?;
+        self.observe();
+        Ok(())
+    }
+
+    /// Folds every replica's role, term and applied index into the trace.
+    fn observe(&mut self) {
+        let mut seen = vec![];
+        for group in 0..=self.coordinator_group() {
+            let metrics: Vec<_> = if group == self.coordinator_group() {
+                self.coordinators.values().map(|c| c.hosted.replica.metrics()).collect()
+            } else {
+                self.shards.lock()[group]
+                    .values()
+                    .map(|h| h.replica.metrics())
+                    .collect()
+            };
+            for m in metrics {
+                seen.extend([
+                    group as u64,
+                    m.id,
+                    m.role as u64,
+                    m.term,
+                    m.applied_index.map_or(0, |i| i + 1),
+                ]);
+            }
+        }
+        self.record("observe", &seen);
+    }
+
+    async fn run(&mut self) -> Result<ClusterReport, Violation> {
+        for group in 0..=self.coordinator_group() {
+            for id in self.members.clone() {
+                self.start(group, id).await?;
+            }
+        }
+        for step in 0..self.options.steps {
+            self.step = step;
+            self.step().await?;
+        }
+        self.settle().await?;
+        for network in self.networks.iter().chain([&self.roles]) {
+            let net = network.0.lock();
+            self.report.messages_dropped += net.dropped;
+            self.report.messages_duplicated += net.duplicated;
+        }
+        self.report.steps = self.options.steps;
+        self.report.trace_digest = std::mem::take(&mut self.trace).finish();
+        for coordinator in std::mem::take(&mut self.coordinators).into_values() {
+            coordinator.hosted.replica.shutdown().await;
+        }
+        let shards: Vec<_> = std::mem::take(&mut *self.shards.lock());
+        for hosted in shards.into_iter().flat_map(BTreeMap::into_values) {
+            hosted.replica.shutdown().await;
+        }
+        Ok(self.report.clone())
+    }
+
+    /// Whether the cluster has come to rest: every submission answered, a coordinator leader
+    /// with no dtxn active, every shard group led, without locks or dtxns, its replicas equal.
+    fn at_rest(&self) -> bool {
+        if !self.in_flight.is_empty() {
+            return false;
+        }
+        let Some(leader) = self.leader(self.coordinator_group()) else {
+            return false;
+        };
+        if !self.coordinators[&leader]
+            .hosted
+            .replica
+            .with_state(|m| m.state.active().is_empty())
+        {
+            return false;
+        }
+        let shards = self.shards.lock();
+        shards.iter().all(|group| {
+            let Some(leader) = group.values().find(|h| h.is_leader()) else {
+                return false;
+            };
+            let stats = leader.replica.with_state(|m| m.state.stats());
+            let ids = leader.replica.with_state(|m| m.state.sorted_ids());
+            stats.locked_ids == 0
+                && stats.dtxns_active == 0
+                && group
+                    .values()
+                    .all(|h| h.replica.with_state(|m| m.state.sorted_ids()) == ids)
+        })
+    }
+
+    async fn settle(&mut self) -> Result<(), Violation> {
+        self.step = self.options.steps;
+        for network in self.networks.iter().chain([&self.roles]) {
+            network.make_reliable();
+        }
+        for group in 0..=self.coordinator_group() {
+            for id in self.members.clone() {
+                if !self.running(group).contains(&id) {
+                    self.start(group, id).await?;
+                }
+            }
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(self.options.settle_ms_max);
+        loop {
+            tokio::time::sleep(Duration::from_millis(self.options.step_ms)).await;
+            self.collect_answers()?;
+            if self.at_rest() {
+                break;
+            }
+            if tokio::time::Instant::now() > deadline {
+                let leaders: Vec<Option<NodeId>> = (0..=self.coordinator_group()).map(|g| self.leader(g)).collect();
+                return Err(self.violation(format!(
+                    "not at rest {} ms after faults stopped: {} submissions unanswered, leaders {leaders:?}",
+                    self.options.settle_ms_max,
+                    self.in_flight.len()
+                )));
+            }
+        }
+        for group in 0..=self.coordinator_group() {
+            let term = if group == self.coordinator_group() {
+                self.coordinators
+                    .values()
+                    .map(|c| c.hosted.replica.metrics().term)
+                    .max()
+            } else {
+                self.shards.lock()[group]
+                    .values()
+                    .map(|h| h.replica.metrics().term)
+                    .max()
+            };
+            self.report.elections += term.unwrap_or(1).saturating_sub(1);
+        }
+        self.check_final()
+    }
+
+    fn check_final(&mut self) -> Result<(), Violation> {
+        let uhs: BTreeSet<UhsId> = self
+            .shards
+            .lock()
+            .iter()
+            .flat_map(|group| {
+                let leader = group.values().find(|h| h.is_leader()).expect("at rest");
+                leader.replica.with_state(|m| m.state.sorted_ids())
+            })
+            .collect();
+        if let Some(id) = uhs.iter().find(|id| !self.values.contains_key(id)) {
+            return Err(self.violation(format!(
+                "the UHS holds {}, which no transaction created",
+                hex::encode(&id.0[..8])
+            )));
+        }
+        for tx in &self.confirmed {
+            if let Some(id) = tx.spent.iter().find(|id| uhs.contains(id)) {
+                return Err(self.violation(format!(
+                    "confirmed transaction {} spent {}, which is still in the UHS",
+                    hex::encode(&tx.txid.0[..8]),
+                    hex::encode(&id.0[..8])
+                )));
+            }
+        }
+        let mut minted = self.minted_confirmed;
+        for tx in &self.unknown {
+            // Outputs are fresh and never reused, so they tell whether it applied: all or none
+            // of them present. (Its inputs may also have gone to a transaction it conflicted with.)
+            let outputs_there = tx.created.iter().filter(|id| uhs.contains(id)).count();
+            let applied = outputs_there == tx.created.len();
+            let inputs_left = tx.spent.iter().filter(|id| uhs.contains(id)).count();
+            if (outputs_there != 0 && !applied) || (applied && inputs_left != 0) {
+                return Err(self.violation(format!(
+                    "transaction {} applied in part: {outputs_there} of {} outputs present, {inputs_left} of {} inputs left",
+                    hex::encode(&tx.txid.0[..8]),
+                    tx.created.len(),
+                    tx.spent.len()
+                )));
+            }
+            if applied {
+                self.report.unknown_applied += 1;
+                if tx.spent.is_empty() {
+                    minted += tx.created.iter().map(|id| self.values[id]).sum::<u64>();
+                }
+            }
+        }
+        let held: u64 = uhs.iter().map(|id| self.values[id]).sum();
+        if held != minted {
+            return Err(self.violation(format!(
+                "value not conserved: the UHS holds {held}, mints created {minted}"
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,42 @@
+//! CI's share of the whole-cluster simulation: shard groups and a coordinator group of real Raft
+//! replicas running the cluster's roles, under crashes (leaders especially), whole-group
+//! restarts, partitions and a network that drops, duplicates, delays and reorders. `specie sim
+//! --seeds N` runs the long soak.
+
+use specie_sim::{run_cluster, ClusterOptions};
+
+#[test]
+fn a_hundred_cluster_seeds_hold_every_invariant() {
+    let (mut confirmed, mut unknown, mut rejected, mut crashes, mut elections, mut full_restarts) = (0, 0, 0, 0, 0, 0);
+    for seed in 0..100 {
+        let report = run_cluster(ClusterOptions::from_seed(seed)).unwrap_or_else(|v| panic!("{v}"));
+        confirmed += report.confirmed;
+        unknown += report.unknown;
+        rejected += report.rejected;
+        crashes += report.crashes;
+        elections += report.elections;
+        full_restarts += report.full_restarts;
+    }
+    // The runs must exercise failover, restarts, attacks and unknown outcomes.
+    assert!(confirmed > 5_000, "only {confirmed} transactions confirmed");
+    assert!(rejected > 100, "only {rejected} refused (replays and conflicts)");
+    assert!(unknown > 10, "only {unknown} outcomes unknown to the client");
+    assert!(
+        crashes > 300 && elections > 50,
+        "{crashes} crashes, {elections} elections"
+    );
+    assert!(full_restarts > 10, "only {full_restarts} whole-group restarts");
+}
+
+#[test]
+fn a_cluster_seed_replays_exactly() {
+    for seed in [5, 500] {
+        let first = run_cluster(ClusterOptions::from_seed(seed)).unwrap();
+        let second = run_cluster(ClusterOptions::from_seed(seed)).unwrap();
+        assert_eq!(first.trace_digest, second.trace_digest, "seed {seed} diverged");
+        assert_eq!(
+            (first.confirmed, first.unknown, first.elections),
+            (second.confirmed, second.unknown, second.elections)
+        );
+    }
+}
