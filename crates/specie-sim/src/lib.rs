@@ -12,7 +12,7 @@
 //!   of real replicas run `specie-cluster`'s roles (the coordinator's leader engine, the shards'
 //!   request handling); only sockets are simulated. Checked: no id spent twice, nothing
 //!   confirmed lost, every transaction all or nothing, value conserved, and the cluster at rest
-//!   (no dtxn active, no lock held, replicas equal) once faults stop.
+//!   (no dtxn active at the coordinator, no lock held, replicas equal) once faults stop.
 //!
 //! In both, every source of nondeterminism (the network, the clock, crashes, the workload,
 //! openraft's election time-outs) comes from the seed, so a seed replays the same run bit for

@@ -340,18 +340,26 @@ struct World {
 
 /// Runs one seed. Returns the first invariant violated, if any.
 pub fn run_replication(options: ReplicationOptions) -> Result<ReplicationReport, Violation> {
-    let seed = options.seed;
+    run_seeded(options.seed, "specie-sim-raft-", |root| async move {
+        World::new(options, root).run().await
+    })
+}
+
+/// Runs a world built on real replicas: in a temporary directory (the replicas' data), on the
+/// seeded runtime, with the replicas given time to stop before the directory goes.
+pub(crate) fn run_seeded<T, F, Fut>(seed: u64, prefix: &str, world: F) -> Result<T, Violation>
+where
+    F: FnOnce(PathBuf) -> Fut,
+    Fut: std::future::Future<Output = Result<T, Violation>>,
+{
     let fail = |message: String| Violation { seed, step: 0, message };
     let root = tempfile::Builder::new()
-        .prefix("specie-sim-raft-")
+        .prefix(prefix)
         .tempdir()
         .map_err(|e| fail(format!("temporary directory: {e}")))?;
     let runtime = seeded_runtime(seed).map_err(|e| fail(format!("runtime: {e}")))?;
-    let result = runtime.block_on(async {
-        let mut world = World::new(options, root.path().to_path_buf());
-        world.run().await
-    });
-    // Replicas stop in the background when dropped; let them finish before the directories go.
+    let result = runtime.block_on(world(root.path().to_path_buf()));
+    // Replicas dropped rather than shut down stop in the background; let them finish.
     runtime.shutdown_timeout(Duration::from_secs(5));
     result
 }

@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use specie_sim::{run, run_cluster, run_replication, ClusterOptions, ReplicationOptions, SimOptions};
+use specie_sim::{run, run_cluster, run_replication, ClusterOptions, ReplicationOptions, SimOptions, Violation};
 
 /// Deterministic simulation, three worlds per seed: the 2PC protocol (shards and coordinator over
 /// modelled replicated logs, thousands of steps), the replication layer (real Raft replicas of
@@ -25,110 +25,117 @@ pub struct SimArgs {
     pub verbose: bool,
 }
 
+/// Totals over the seeds run.
+#[derive(Default)]
+struct Totals {
+    steps: u64,
+    crashes: u64,
+    elections: u64,
+    confirmed: u64,
+    acknowledged: u64,
+    cluster_confirmed: u64,
+}
+
 pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
     let seeds: Vec<u64> = match args.seed {
         Some(seed) => vec![seed],
         None => (args.start..args.start.saturating_add(args.seeds)).collect(),
     };
+    let verbose = args.verbose || args.seed.is_some();
     let started = std::time::Instant::now();
-    let (mut confirmed, mut crashes, mut steps) = (0u64, 0u64, 0u64);
-    let (mut acknowledged, mut elections, mut cluster_confirmed) = (0u64, 0u64, 0u64);
-    for seed in &seeds {
-        let options = SimOptions::from_seed(*seed);
-        match run(options.clone()) {
-            Ok(report) => {
-                confirmed += report.confirmed;
-                crashes += report.crashes;
-                steps += report.steps;
-                if args.verbose || args.seed.is_some() {
-                    println!(
-                        "seed {seed}: ok — {} shards, {} steps, {} submitted, {} confirmed, {} rejected, {} crashes, {} dropped, {} duplicated, trace {}",
-                        options.shards,
-                        report.steps,
-                        report.submitted,
-                        report.confirmed,
-                        report.rejected,
-                        report.crashes,
-                        report.messages_dropped,
-                        report.messages_duplicated,
-                        hex::encode(&report.trace_digest[..8])
-                    );
-                }
-            }
-            Err(violation) => {
-                eprintln!("FAILED {violation}");
-                return Ok(ExitCode::FAILURE);
-            }
-        }
-        let options = ReplicationOptions::from_seed(*seed);
-        match run_replication(options.clone()) {
-            Ok(report) => {
-                acknowledged += report.acknowledged;
-                elections += report.term.saturating_sub(1);
-                crashes += report.crashes;
-                steps += report.steps;
-                if args.verbose || args.seed.is_some() {
-                    println!(
-                        "seed {seed}: ok — raft group of {}, {} steps ({} ms virtual), {} proposed, {} acknowledged, {} unknown, {} applied, term {}, {} crashes, {} whole-group restarts, {} partitions, {} dropped, {} duplicated, trace {}",
-                        options.replicas,
-                        report.steps,
-                        report.virtual_ms,
-                        report.proposed,
-                        report.acknowledged,
-                        report.unknown,
-                        report.applied,
-                        report.term,
-                        report.crashes,
-                        report.full_restarts,
-                        report.partitions,
-                        report.messages_dropped,
-                        report.messages_duplicated,
-                        hex::encode(&report.trace_digest[..8])
-                    );
-                }
-            }
-            Err(violation) => {
-                eprintln!("FAILED {violation}");
-                return Ok(ExitCode::FAILURE);
-            }
-        }
-        let options = ClusterOptions::from_seed(*seed);
-        match run_cluster(options.clone()) {
-            Ok(report) => {
-                cluster_confirmed += report.confirmed;
-                elections += report.elections;
-                crashes += report.crashes;
-                steps += report.steps;
-                if args.verbose || args.seed.is_some() {
-                    println!(
-                        "seed {seed}: ok — cluster of {} shard group(s) + coordinator group, 3 replicas each, {} steps, {} submitted, {} confirmed, {} rejected, {} unknown ({} applied), {} elections, {} crashes, {} whole-group restarts, {} partitions, {} dropped, {} duplicated, trace {}",
-                        options.shard_groups,
-                        report.steps,
-                        report.submitted,
-                        report.confirmed,
-                        report.rejected,
-                        report.unknown,
-                        report.unknown_applied,
-                        report.elections,
-                        report.crashes,
-                        report.full_restarts,
-                        report.partitions,
-                        report.messages_dropped,
-                        report.messages_duplicated,
-                        hex::encode(&report.trace_digest[..8])
-                    );
-                }
-            }
-            Err(violation) => {
-                eprintln!("FAILED {violation}");
-                return Ok(ExitCode::FAILURE);
-            }
+    let mut totals = Totals::default();
+    for &seed in &seeds {
+        if let Err(violation) = run_seed(seed, verbose, &mut totals) {
+            eprintln!("FAILED {violation}");
+            return Ok(ExitCode::FAILURE);
         }
     }
+    let t = &totals;
     println!(
-        "{} seeds passed in {:.1} s: {steps} steps, {confirmed} transactions confirmed (2PC), {acknowledged} commands acknowledged (Raft), {cluster_confirmed} transactions confirmed (cluster), {elections} elections, {crashes} crashes injected",
+        "{} seeds passed in {:.1} s: {} steps, {} transactions confirmed (2PC), {} commands acknowledged (Raft), {} transactions confirmed (cluster), {} elections, {} crashes injected",
         seeds.len(),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        t.steps,
+        t.confirmed,
+        t.acknowledged,
+        t.cluster_confirmed,
+        t.elections,
+        t.crashes
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The three worlds of one seed, each printing its report line when `verbose`.
+fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violation> {
+    let say = |line: String| {
+        if verbose {
+            println!("seed {seed}: ok — {line}");
+        }
+    };
+    let options = SimOptions::from_seed(seed);
+    let r = run(options.clone())?;
+    totals.confirmed += r.confirmed;
+    totals.crashes += r.crashes;
+    totals.steps += r.steps;
+    say(format!(
+        "{} shards, {} steps, {} submitted, {} confirmed, {} rejected, {} crashes, {} dropped, {} duplicated, trace {}",
+        options.shards,
+        r.steps,
+        r.submitted,
+        r.confirmed,
+        r.rejected,
+        r.crashes,
+        r.messages_dropped,
+        r.messages_duplicated,
+        hex::encode(&r.trace_digest[..8])
+    ));
+
+    let options = ReplicationOptions::from_seed(seed);
+    let r = run_replication(options.clone())?;
+    totals.acknowledged += r.acknowledged;
+    totals.elections += r.term.saturating_sub(1);
+    totals.crashes += r.crashes;
+    totals.steps += r.steps;
+    say(format!(
+        "raft group of {}, {} steps ({} ms virtual), {} proposed, {} acknowledged, {} unknown, {} applied, term {}, {} crashes, {} whole-group restarts, {} partitions, {} dropped, {} duplicated, trace {}",
+        options.replicas,
+        r.steps,
+        r.virtual_ms,
+        r.proposed,
+        r.acknowledged,
+        r.unknown,
+        r.applied,
+        r.term,
+        r.crashes,
+        r.full_restarts,
+        r.partitions,
+        r.messages_dropped,
+        r.messages_duplicated,
+        hex::encode(&r.trace_digest[..8])
+    ));
+
+    let options = ClusterOptions::from_seed(seed);
+    let r = run_cluster(options.clone())?;
+    totals.cluster_confirmed += r.confirmed;
+    totals.elections += r.elections;
+    totals.crashes += r.crashes;
+    totals.steps += r.steps;
+    say(format!(
+        "cluster of {} shard group(s) + coordinator group, 3 replicas each, {} steps, {} submitted, {} confirmed, {} rejected, {} unknown ({} applied), {} elections, {} crashes, {} whole-group restarts, {} partitions, {} dropped, {} duplicated, trace {}",
+        options.shard_groups,
+        r.steps,
+        r.submitted,
+        r.confirmed,
+        r.rejected,
+        r.unknown,
+        r.unknown_applied,
+        r.elections,
+        r.crashes,
+        r.full_restarts,
+        r.partitions,
+        r.messages_dropped,
+        r.messages_duplicated,
+        hex::encode(&r.trace_digest[..8])
+    ));
+    Ok(())
 }
