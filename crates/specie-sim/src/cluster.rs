@@ -382,7 +382,7 @@ impl World {
     fn transaction(&mut self) -> Sent {
         let txid = Txid(self.rng.gen());
         let replay = roll(&mut self.rng, self.options.attack_per_mille) && !self.spent_by.is_empty();
-        if self.spendable.len() < 2 || self.rng.gen_bool(0.15) && !replay {
+        if self.spendable.len() < 2 || (self.rng.gen_bool(0.15) && !replay) {
             let created: Vec<UhsId> = (0..2).map(|_| self.fresh_id()).collect();
             for id in &created {
                 let value = self.rng.gen_range(1..1_000);
