@@ -138,6 +138,30 @@ impl ClusterBackend {
 }
 
 impl Backend for ClusterBackend {
+    /// An empty submission is answered only by a coordinator whose engine leads: it has applied
+    /// its group's whole log and resumed every dtxn its predecessors left in flight.
+    fn wait_for_leaders(&self, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = std::time::Instant::now() + timeout;
+        for group in &self.inner.coordinators {
+            loop {
+                let answer = self
+                    .inner
+                    .runtime
+                    .block_on(group.call(&RoleRequest::Submit(vec![]), Duration::from_millis(SUBMIT_TIMEOUT_MS)));
+                if matches!(answer, Ok(RoleResponse::Submitted(_))) {
+                    break;
+                }
+                anyhow::ensure!(
+                    std::time::Instant::now() < deadline,
+                    "no coordinator leader within {} s: {answer:?}",
+                    timeout.as_secs()
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        Ok(())
+    }
+
     fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender) {
         let (refs, txs): (Vec<u64>, Vec<SpecieTransaction>) = txs.into_iter().unzip();
         let verdicts = specie_sentinel::validate_batch(&txs, &self.inner.issuers);

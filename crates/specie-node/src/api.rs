@@ -29,6 +29,11 @@ pub trait Backend: Clone + Send + Sync + 'static {
     fn query_uhs(&self, ids: &[UhsId]) -> anyhow::Result<Vec<bool>>;
     fn info(&self) -> anyhow::Result<NodeInfo>;
     fn uhs_digest(&self) -> anyhow::Result<(u64, [u8; 32])>;
+    /// Returns once whatever accepts transactions is leading and has taken up the work its
+    /// predecessors left in flight (after a failover). An embedded node has no failover.
+    fn wait_for_leaders(&self, _timeout: std::time::Duration) -> anyhow::Result<()> {
+        Ok(())
+    }
 }
 
 impl Backend for NodeHandle {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::{bail, ensure, Context};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
@@ -77,6 +77,11 @@ const COIN_VALUE: u64 = 1_000;
 const COINS_PER_WALLET: usize = 64;
 const MINT_OUTPUTS_MAX: usize = 500;
 const SUBMIT_BATCH_MAX: usize = 512;
+/// How long the UHS must say the same about transactions with unknown outcomes before it is
+/// believed: longer than a coordinator's retry period (`request_timeout_ms`, 2 s by default).
+const UNKNOWN_QUIET_MS: u64 = 3_000;
+/// Give up (with an error) if those transactions are still changing the UHS after this long.
+const UNKNOWN_WAIT_MS_MAX: u64 = 60_000;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
@@ -280,7 +285,8 @@ fn run_with<B: Backend>(
             .window
             .saturating_sub(demo.in_flight.len())
             .min(SUBMIT_BATCH_MAX)
-            .min(args.payments - planned);
+            // A conflicting pair is planned as two, so `planned` can pass `args.payments` by one.
+            .min(args.payments.saturating_sub(planned));
         if room > 0 {
             let batch = demo.plan_payments(room, args);
             if !batch.is_empty() {
@@ -627,16 +633,47 @@ impl Demo {
     }
 
     /// Settles transactions whose outcome was lost in a failover by looking at the UHS: applied
-    /// if its outputs exist (or, with none, its inputs are gone).
+    /// if its outputs exist (or, with none, its inputs are gone). Such a transaction's dtxn may
+    /// be in the log of a coordinator group still electing, or being finished by its new leader,
+    /// so the UHS is read only once every coordinator group leads again (having resumed what was
+    /// in flight), and believed only once it has said the same for [`UNKNOWN_QUIET_MS`], longer
+    /// than a coordinator's retry period. (A dtxn stalled for longer, say behind a shard group
+    /// without a majority, would be misjudged; the audit then fails, loudly.)
     fn resolve_unknown<B: Backend>(&mut self, backend: &B) -> anyhow::Result<()> {
-        for (client_ref, txid, flight) in std::mem::take(&mut self.unknown) {
-            let outputs: Vec<UhsId> = flight.outputs.iter().map(|(_, c)| c.uhs_id).collect();
-            let applied = if outputs.is_empty() {
-                let inputs: Vec<UhsId> = flight.inputs.iter().map(|c| c.uhs_id).collect();
-                backend.query_uhs(&inputs)?.iter().all(|present| !present)
-            } else {
-                backend.query_uhs(&outputs)?.iter().all(|present| *present)
-            };
+        if self.unknown.is_empty() {
+            return Ok(());
+        }
+        let read = |unknown: &[(u64, specie_transaction::Txid, InFlight)]| -> anyhow::Result<Vec<bool>> {
+            unknown
+                .iter()
+                .map(|(_, _, flight)| {
+                    let outputs: Vec<UhsId> = flight.outputs.iter().map(|(_, c)| c.uhs_id).collect();
+                    Ok(if outputs.is_empty() {
+                        let inputs: Vec<UhsId> = flight.inputs.iter().map(|c| c.uhs_id).collect();
+                        backend.query_uhs(&inputs)?.iter().all(|present| !present)
+                    } else {
+                        backend.query_uhs(&outputs)?.iter().all(|present| *present)
+                    })
+                })
+                .collect()
+        };
+        backend.wait_for_leaders(Duration::from_millis(UNKNOWN_WAIT_MS_MAX))?;
+        let started = Instant::now();
+        let mut applied = read(&self.unknown)?;
+        loop {
+            std::thread::sleep(Duration::from_millis(UNKNOWN_QUIET_MS));
+            let again = read(&self.unknown)?;
+            if again == applied {
+                break;
+            }
+            applied = again;
+            ensure!(
+                started.elapsed() < Duration::from_millis(UNKNOWN_WAIT_MS_MAX),
+                "transactions with unknown outcomes were still changing the UHS after {} s",
+                UNKNOWN_WAIT_MS_MAX / 1000
+            );
+        }
+        for ((client_ref, txid, flight), applied) in std::mem::take(&mut self.unknown).into_iter().zip(applied) {
             let status = if applied {
                 TxStatus::Confirmed
             } else {
