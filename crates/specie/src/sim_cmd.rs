@@ -78,16 +78,14 @@ fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violati
     totals.crashes += r.crashes;
     totals.steps += r.steps;
     say(format!(
-        "{} shards, {} steps, {} submitted, {} confirmed, {} rejected, {} crashes, {} dropped, {} duplicated, trace {}",
+        "{} shards, {} steps, {} submitted, {} confirmed, {} rejected, {} crashes, {}",
         options.shards,
         r.steps,
         r.submitted,
         r.confirmed,
         r.rejected,
         r.crashes,
-        r.messages_dropped,
-        r.messages_duplicated,
-        hex::encode(&r.trace_digest[..8])
+        network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
     ));
 
     let options = ReplicationOptions::from_seed(seed);
@@ -97,7 +95,7 @@ fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violati
     totals.crashes += r.crashes;
     totals.steps += r.steps;
     say(format!(
-        "raft group of {}, {} steps ({} ms virtual), {} proposed, {} acknowledged, {} unknown, {} applied, term {}, {} crashes, {} whole-group restarts, {} partitions, {} dropped, {} duplicated, trace {}",
+        "raft group of {}, {} steps ({} ms virtual), {} proposed, {} acknowledged, {} unknown, {} applied, term {}, {} crashes, {} whole-group restarts, {} partitions, {}",
         options.replicas,
         r.steps,
         r.virtual_ms,
@@ -109,9 +107,7 @@ fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violati
         r.crashes,
         r.full_restarts,
         r.partitions,
-        r.messages_dropped,
-        r.messages_duplicated,
-        hex::encode(&r.trace_digest[..8])
+        network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
     ));
 
     let options = ClusterOptions::from_seed(seed);
@@ -121,8 +117,9 @@ fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violati
     totals.crashes += r.crashes;
     totals.steps += r.steps;
     say(format!(
-        "cluster of {} shard group(s) + coordinator group, 3 replicas each, {} steps, {} submitted, {} confirmed, {} rejected, {} unknown ({} applied), {} elections, {} crashes, {} whole-group restarts, {} partitions, {} dropped, {} duplicated, trace {}",
+        "cluster of {} shard group(s) + coordinator group, {} replicas each, {} steps, {} submitted, {} confirmed, {} rejected, {} unknown ({} applied), {} elections, {} crashes, {} whole-group restarts, {} partitions, {}",
         options.shard_groups,
+        options.replicas,
         r.steps,
         r.submitted,
         r.confirmed,
@@ -133,9 +130,16 @@ fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violati
         r.crashes,
         r.full_restarts,
         r.partitions,
-        r.messages_dropped,
-        r.messages_duplicated,
-        hex::encode(&r.trace_digest[..8])
+        network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
     ));
     Ok(())
+}
+
+/// The end of every world's report line: the network's faults, and the trace digest that a
+/// replay must reproduce.
+fn network_and_trace(dropped: u64, duplicated: u64, trace_digest: &[u8; 32]) -> String {
+    format!(
+        "{dropped} dropped, {duplicated} duplicated, trace {}",
+        hex::encode(&trace_digest[..8])
+    )
 }
