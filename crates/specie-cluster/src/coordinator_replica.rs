@@ -22,9 +22,11 @@ use specie_transaction::CompactTransaction;
 use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio::time::Instant;
 
+use crate::credentials;
 use crate::group_client::GroupClient;
-use crate::host::{serve_replica, wire_limits, Hosted};
-use crate::protocol::{RoleRequest, RoleResponse, OUTCOME_BUSY, OUTCOME_DROPPED};
+use crate::host::{serve_replica, wire_limits, Caller, Hosted};
+use crate::identity::{GroupRole, Identity};
+use crate::protocol::{RoleRequest, RoleResponse, SentinelKeys, OUTCOME_BUSY, OUTCOME_DROPPED};
 use crate::topology::Topology;
 
 /// How often the engine wakes without input: to cut waiting batches and retry silent shards.
@@ -117,14 +119,17 @@ pub struct CoordinatorFront {
     jobs: mpsc::Sender<Job>,
     /// The engine takes the receiver when it starts.
     jobs_rx: Mutex<mpsc::Receiver<Job>>,
+    /// Whose attestations a submission needs: the sending sentinel's key.
+    sentinel_keys: SentinelKeys,
 }
 
 impl CoordinatorFront {
-    pub fn new() -> Arc<CoordinatorFront> {
+    pub fn new(sentinel_keys: SentinelKeys) -> Arc<CoordinatorFront> {
         let (jobs, jobs_rx) = mpsc::channel(JOBS_QUEUED_MAX);
         Arc::new(CoordinatorFront {
             jobs,
             jobs_rx: Mutex::new(jobs_rx),
+            sentinel_keys,
         })
     }
 
@@ -140,17 +145,29 @@ impl CoordinatorFront {
     }
 
     /// Serves one role request: `Submit` runs the transactions through 2PC and answers one
-    /// outcome code each; a replica that does not lead answers `NotLeader`.
+    /// outcome code each; a replica that does not lead answers `NotLeader`. A submission is
+    /// acted on only with a valid attestation by the sending sentinel's key (by any sentinel's
+    /// key when the transport authenticates no one).
     pub async fn serve(
         &self,
         hosted: Arc<Hosted<CoordinatorMachine>>,
+        caller: Caller,
         request: RoleRequest,
     ) -> Result<RoleResponse, String> {
         match request {
-            RoleRequest::Submit(txs) => {
+            RoleRequest::Submit(submission) => {
                 if !hosted.is_leader() {
                     return Ok(hosted.not_leader());
                 }
+                let trusted: Vec<&[u8; 32]> = match caller.as_deref() {
+                    None => self.sentinel_keys.values().collect(),
+                    Some(Identity::Sentinel { name }) => self.sentinel_keys.get(name).into_iter().collect(),
+                    Some(_) => vec![],
+                };
+                if let Err(error) = submission.verify(trusted.into_iter()) {
+                    return Err(hosted.refuse(&caller, error));
+                }
+                let txs = submission.txs;
                 let (reply, answer) = oneshot::channel();
                 self.jobs
                     .send(Job { txs, reply })
@@ -160,7 +177,7 @@ impl CoordinatorFront {
                     .await
                     .map_err(|_| "the coordinator stopped before answering".to_string())
             }
-            other => Err(format!("a coordinator does not serve {other:?}")),
+            other => Err(hosted.refuse(&caller, format_args!("a coordinator does not serve {}", other.kind()))),
         }
     }
 }
@@ -168,11 +185,13 @@ impl CoordinatorFront {
 /// Runs replica `id` of coordinator group `group` until stopped.
 pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<()> {
     let coordinator_group = topology.coordinator_group(&group).map_err(anyhow::Error::msg)?.clone();
+    let me = Identity::coordinator(&group, id);
     let limits = wire_limits(&topology);
+    let transport = credentials::transport(&topology, &me)?;
     let clients = topology
         .shard_groups
         .iter()
-        .map(|g| GroupClient::new(&g.name, &g.replicas, &limits))
+        .map(|g| GroupClient::new(GroupRole::Shard, &g.name, &g.replicas, &limits, &transport))
         .collect::<Result<Vec<_>, String>>()
         .map_err(anyhow::Error::msg)?;
     let shards: Arc<dyn ShardGroups> = Arc::new(WireShardGroups {
@@ -183,18 +202,17 @@ pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<(
     config.batch_transactions_max = topology.limits.batch_transactions_max as usize;
     config.dtxns_in_flight_max = topology.limits.dtxns_in_flight_max as usize;
     config.retry_timeout_ms = topology.limits.request_timeout_ms;
-    let front = CoordinatorFront::new();
+    let front = CoordinatorFront::new(topology.sentinel_keys());
     let engine_front = front.clone();
     let start_engine = move |hosted: Arc<Hosted<CoordinatorMachine>>| engine_front.start_engine(hosted, config, shards);
-    let handler = move |hosted, request| {
+    let handler = move |hosted, caller, request| {
         let front = front.clone();
-        async move { front.serve(hosted, request).await }
+        async move { front.serve(hosted, caller, request).await }
     };
     serve_replica(
         &topology,
-        &group,
+        me,
         &coordinator_group.replicas,
-        id,
         CoordinatorMachine::new(),
         start_engine,
         handler,

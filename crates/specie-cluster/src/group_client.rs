@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use specie_transaction::codec::Encode;
-use specie_wire::{Client, WireLimits};
+use specie_wire::{Client, Transport, WireLimits};
 use tokio::time::Instant;
 
+use crate::identity::{GroupRole, Identity};
 use crate::protocol::{RoleRequest, RoleResponse};
 use crate::topology::Replica;
 
@@ -29,6 +30,27 @@ pub enum GroupError {
     Malformed { group: String, reason: String },
 }
 
+/// A client for replica `replica` of `group`, which must prove it is that replica.
+pub fn replica_client(
+    role: GroupRole,
+    group: &str,
+    replica: &Replica,
+    limits: &WireLimits,
+    transport: &Transport,
+) -> Result<Client, String> {
+    let identity = Identity::Replica {
+        role,
+        group: group.to_string(),
+        id: replica.id,
+    };
+    Client::new(
+        replica.address.to_string(),
+        identity.to_string(),
+        limits.clone(),
+        transport.clone(),
+    )
+}
+
 /// A client for one replica group. Cheap to clone.
 #[derive(Clone)]
 pub struct GroupClient {
@@ -39,10 +61,17 @@ pub struct GroupClient {
 }
 
 impl GroupClient {
-    pub fn new(name: &str, replicas: &[Replica], limits: &WireLimits) -> Result<GroupClient, String> {
+    /// A client for group `name` of `role`; each replica must prove it is that group's member.
+    pub fn new(
+        role: GroupRole,
+        name: &str,
+        replicas: &[Replica],
+        limits: &WireLimits,
+        transport: &Transport,
+    ) -> Result<GroupClient, String> {
         let clients = replicas
             .iter()
-            .map(|r| Ok((r.id, Client::new(r.address.to_string(), limits.clone())?)))
+            .map(|r| Ok((r.id, replica_client(role, name, r, limits, transport)?)))
             .collect::<Result<Vec<_>, String>>()?;
         Ok(GroupClient {
             name: name.to_string(),

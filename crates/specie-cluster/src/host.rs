@@ -4,18 +4,25 @@
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context;
 use specie_raft::{Leadership, Replica, ReplicaConfig, ReplicatedStateMachine, Role};
 use specie_transaction::codec::Encode;
-use specie_wire::{handler_fn, WireLimits};
+use specie_wire::{handler_fn, Admit, Handler, Peer, ServerCounters, ServerSetup, WireLimits};
 use tokio::sync::watch;
 
-use crate::protocol::{RoleRequest, RoleResponse};
+use crate::credentials;
+use crate::identity::{authorize, Identity};
+use crate::protocol::{tag, RoleRequest, RoleResponse};
 use crate::raft_transport::WireRaftTransport;
 use crate::topology::{Replica as ReplicaAddress, Topology};
+
+/// Who sent a request: the identity its certificate proves, or `None` on an insecure plaintext
+/// transport (no authentication, so no authorisation either).
+pub type Caller = Option<Arc<Identity>>;
 
 pub fn wire_limits(topology: &Topology) -> WireLimits {
     let limits = &topology.limits;
@@ -23,6 +30,8 @@ pub fn wire_limits(topology: &Topology) -> WireLimits {
         frame_bytes_max: limits.frame_bytes_max as usize,
         in_flight_max: limits.requests_in_flight_max as usize,
         reconnect_backoff_ms_max: limits.reconnect_backoff_ms_max,
+        handshake_timeout_ms: limits.handshake_timeout_ms,
+        handshakes_max: limits.handshakes_max as usize,
         ..WireLimits::default()
     }
 }
@@ -47,9 +56,20 @@ pub fn replica_dir(topology: &Topology, group: &str, id: u64) -> PathBuf {
 pub struct Hosted<S: ReplicatedStateMachine> {
     pub group: String,
     pub replica: Replica<S>,
+    /// What the wire server turned away, and requests refused by the authorisation table or by
+    /// the role's own checks of its input.
+    pub refused: Arc<ServerCounters>,
 }
 
 impl<S: ReplicatedStateMachine> Hosted<S> {
+    pub fn new(group: impl Into<String>, replica: Replica<S>) -> Hosted<S> {
+        Hosted {
+            group: group.into(),
+            replica,
+            refused: Arc::default(),
+        }
+    }
+
     pub fn is_leader(&self) -> bool {
         matches!(*self.replica.leadership().borrow(), Leadership::Leader { .. })
     }
@@ -67,87 +87,113 @@ impl<S: ReplicatedStateMachine> Hosted<S> {
             Role::Learner => "learner",
             Role::Stopped => "stopped",
         };
+        let refused: serde_json::Map<String, serde_json::Value> = self
+            .refused
+            .snapshot()
+            .into_iter()
+            .map(|(name, count)| (name.to_string(), count.into()))
+            .collect();
         let mut status = serde_json::json!({
             "group": self.group, "replica": m.id, "role": role, "leader": m.leader, "term": m.term,
             "commit_index": m.commit_index, "applied_index": m.applied_index, "last_log_index": m.last_log_index,
-            "snapshot_index": m.snapshot_index, "purged_index": m.purged_index,
+            "snapshot_index": m.snapshot_index, "purged_index": m.purged_index, "refused": refused,
         });
         if let (Some(map), serde_json::Value::Object(more)) = (status.as_object_mut(), extra) {
             map.extend(more);
         }
         RoleResponse::Status(status.to_string())
     }
+
+    /// Counts and logs a request the role refused after decoding it.
+    pub fn refuse(&self, caller: &Caller, reason: impl std::fmt::Display) -> String {
+        refuse(&self.refused, caller, reason)
+    }
 }
 
-/// Starts the replica `id` of `group` and serves `role` requests (everything but Raft and
-/// status) until Ctrl-C / SIGTERM. Raft RPCs that arrive before the replica is open are refused;
+/// Counts and logs a refused request; the message for the peer.
+fn refuse(counters: &ServerCounters, caller: &Caller, reason: impl std::fmt::Display) -> String {
+    counters.requests_refused.fetch_add(1, Ordering::Relaxed);
+    let peer = caller.as_deref().map_or("anonymous".to_string(), ToString::to_string);
+    tracing::warn!(%peer, %reason, "request refused");
+    format!("refused: {reason}")
+}
+
+/// Starts the replica `me` (of a group listed in `replicas`) and serves `role` requests
+/// (everything but Raft and status) until Ctrl-C / SIGTERM. Only peers whose certificates name a
+/// member of the topology are admitted, and each request is checked against the authorisation
+/// table before it is decoded. Raft RPCs that arrive before the replica is open are refused;
 /// Raft retries them.
 pub async fn serve_replica<S, F, Fut>(
     topology: &Topology,
-    group: &str,
+    me: Identity,
     replicas: &[ReplicaAddress],
-    id: u64,
     state_machine: S,
     after_start: impl FnOnce(Arc<Hosted<S>>),
     role: F,
 ) -> anyhow::Result<()>
 where
     S: ReplicatedStateMachine,
-    F: Fn(Arc<Hosted<S>>, RoleRequest) -> Fut + Send + Sync + 'static,
+    F: Fn(Arc<Hosted<S>>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<RoleResponse, String>> + Send + 'static,
 {
-    let me = replicas
+    let Identity::Replica {
+        role: group_role,
+        group,
+        id,
+    } = me.clone()
+    else {
+        anyhow::bail!("{me} is not a replica");
+    };
+    let address = replicas
         .iter()
         .find(|r| r.id == id)
-        .with_context(|| format!("group {group} has no replica {id}"))?;
+        .with_context(|| format!("group {group} has no replica {id}"))?
+        .address;
     let limits = wire_limits(topology);
+    let transport = credentials::transport(topology, &me)?;
     let hosted: Arc<OnceLock<Arc<Hosted<S>>>> = Arc::new(OnceLock::new());
-    let listener = tokio::net::TcpListener::bind(me.address)
+    let listener = tokio::net::TcpListener::bind(address)
         .await
-        .with_context(|| format!("cannot listen on {}", me.address))?;
+        .with_context(|| format!("cannot listen on {address}"))?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let role = Arc::new(role);
-    let handler = {
-        let hosted = hosted.clone();
-        handler_fn(move |bytes: Vec<u8>| {
-            let (hosted, role) = (hosted.get().cloned(), role.clone());
-            async move {
-                let request = RoleRequest::decode(&bytes).map_err(|e| format!("malformed request: {e}"))?;
-                let Some(hosted) = hosted else {
-                    // Still opening its log: a role request certainly did not execute here, and
-                    // "not the leader" tells callers to try another replica rather than report
-                    // the outcome unknown. Raft retries its own RPCs.
-                    return match request {
-                        RoleRequest::Raft(_) => Err("the replica is still starting".to_string()),
-                        _ => Ok(RoleResponse::NotLeader(None).encode()),
-                    };
-                };
-                let response = match request {
-                    RoleRequest::Raft(rpc) => RoleResponse::Raft(hosted.replica.rpc_handler().handle(&rpc).await),
-                    RoleRequest::Status => hosted.status(serde_json::json!({})),
-                    other => role(hosted, other).await?,
-                };
-                Ok(response.encode())
-            }
-        })
+    let counters: Arc<ServerCounters> = Arc::default();
+    let admit = admit_members(
+        topology.clone(),
+        Arc::new(me.clone()),
+        hosted.clone(),
+        counters.clone(),
+        Arc::new(role),
+    );
+    let setup = ServerSetup {
+        limits: limits.clone(),
+        transport: transport.clone(),
+        counters: counters.clone(),
     };
-    let server = tokio::spawn(specie_wire::serve(listener, handler, limits.clone(), stop_rx));
+    let server = tokio::spawn(specie_wire::serve(listener, admit, setup, stop_rx));
 
     let members: BTreeSet<u64> = replicas.iter().map(|r| r.id).collect();
     let timeout = Duration::from_millis(topology.limits.request_timeout_ms);
-    let transport = WireRaftTransport::new(replicas, id, &limits, timeout).map_err(anyhow::Error::msg)?;
-    let dir = replica_dir(topology, group, id);
-    let replica = Replica::start(replica_config(topology), &dir, id, &members, transport, state_machine)
-        .await
-        .with_context(|| format!("cannot start replica {id} of {group} in {}", dir.display()))?;
+    let raft_transport = WireRaftTransport::new(group_role, &group, replicas, id, &limits, transport, timeout)
+        .map_err(anyhow::Error::msg)?;
+    let dir = replica_dir(topology, &group, id);
+    let replica = Replica::start(
+        replica_config(topology),
+        &dir,
+        id,
+        &members,
+        raft_transport,
+        state_machine,
+    )
+    .await
+    .with_context(|| format!("cannot start replica {id} of {group} in {}", dir.display()))?;
     let shared = Arc::new(Hosted {
-        group: group.to_string(),
-        replica,
+        refused: counters,
+        ..Hosted::new(group.clone(), replica)
     });
     let _ = hosted.set(shared.clone());
     after_start(shared.clone());
-    tracing::info!(group, id, address = %me.address, "replica serving");
-    eprintln!("{group} replica {id}: serving on {}", me.address);
+    tracing::info!(%me, %address, "replica serving");
+    eprintln!("{group} replica {id}: serving on {address} as {me}");
 
     wait_for_stop_signal().await;
     let _ = stop_tx.send(true);
@@ -157,6 +203,94 @@ where
         hosted.replica.shutdown().await;
     }
     Ok(())
+}
+
+/// Admits members of the topology (and, on an insecure plaintext transport, anyone), and gives
+/// each connection a handler that checks every request against the authorisation table.
+fn admit_members<S, F, Fut>(
+    topology: Topology,
+    me: Arc<Identity>,
+    hosted: Arc<OnceLock<Arc<Hosted<S>>>>,
+    counters: Arc<ServerCounters>,
+    role: Arc<F>,
+) -> Admit
+where
+    S: ReplicatedStateMachine,
+    F: Fn(Arc<Hosted<S>>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<RoleResponse, String>> + Send + 'static,
+{
+    Arc::new(move |peer: &Peer| {
+        let caller: Caller = match &peer.name {
+            None => None,
+            Some(name) => {
+                let identity = Identity::parse(name).ok_or_else(|| format!("'{name}' is not a specie identity"))?;
+                if !identity.is_member_of(&topology) {
+                    return Err(format!("{identity} is not a member of this cluster"));
+                }
+                Some(Arc::new(identity))
+            }
+        };
+        Ok(request_handler(
+            caller,
+            me.clone(),
+            hosted.clone(),
+            counters.clone(),
+            role.clone(),
+        ))
+    })
+}
+
+fn request_handler<S, F, Fut>(
+    caller: Caller,
+    me: Arc<Identity>,
+    hosted: Arc<OnceLock<Arc<Hosted<S>>>>,
+    counters: Arc<ServerCounters>,
+    role: Arc<F>,
+) -> Handler
+where
+    S: ReplicatedStateMachine,
+    F: Fn(Arc<Hosted<S>>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<RoleResponse, String>> + Send + 'static,
+{
+    handler_fn(move |bytes: Vec<u8>| {
+        let (caller, me, hosted, counters, role) = (
+            caller.clone(),
+            me.clone(),
+            hosted.get().cloned(),
+            counters.clone(),
+            role.clone(),
+        );
+        async move {
+            let Some(&request_tag) = bytes.first() else {
+                return Err(refuse(&counters, &caller, "empty request"));
+            };
+            if let Some(peer) = &caller {
+                // Decided on the tag alone: a refused request is never decoded.
+                if let Err(refusal) = authorize(&me, peer, request_tag) {
+                    counters.requests_refused.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(%peer, request = tag::name(request_tag), "request refused: not authorised");
+                    return Err(format!("not authorised: {refusal}"));
+                }
+            }
+            let request = RoleRequest::decode(&bytes)
+                .map_err(|error| refuse(&counters, &caller, format_args!("malformed request: {error}")))?;
+            let Some(hosted) = hosted else {
+                // Still opening its log: a role request certainly did not execute here, and
+                // "not the leader" tells callers to try another replica rather than report
+                // the outcome unknown. Raft retries its own RPCs.
+                return match request {
+                    RoleRequest::Raft(_) => Err("the replica is still starting".to_string()),
+                    _ => Ok(RoleResponse::NotLeader(None).encode()),
+                };
+            };
+            let response = match request {
+                RoleRequest::Raft(rpc) => RoleResponse::Raft(hosted.replica.rpc_handler().handle(&rpc).await),
+                RoleRequest::Status => hosted.status(serde_json::json!({})),
+                other => role(hosted, caller, other).await?,
+            };
+            Ok(response.encode())
+        }
+    })
 }
 
 pub async fn wait_for_stop_signal() {

@@ -6,15 +6,23 @@
 //!   (`specie-raft`), serving its peers and callers; only leaders act (Hamilton §4.2).
 //! - [`sentinel`]: validates transactions and serves the wallets' HTTP API in front of the cluster.
 //! - [`group_client`]: leader discovery and fail-over for calls to a replica group.
+//! - [`identity`] / [`credentials`]: who each process is (its certificate's name), what each role
+//!   may ask of each other role, and the PKI files that prove it.
 
 pub mod coordinator_replica;
+pub mod credentials;
 pub mod group_client;
 mod host;
+pub mod identity;
+pub mod operator;
 pub mod protocol;
 mod raft_transport;
 pub mod sentinel;
 pub mod shard_replica;
 pub mod topology;
 
-pub use host::Hosted;
-pub use topology::{Limits, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup, Topology, TopologyError};
+pub use host::{Caller, Hosted};
+pub use identity::{GroupRole, Identity};
+pub use topology::{
+    Limits, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup, Topology, TopologyError, TransportMode,
+};

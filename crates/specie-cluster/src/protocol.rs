@@ -1,17 +1,41 @@
 //! The messages roles exchange over `specie-wire` frames: one tag byte, then the body in the
 //! reference's count-prefixed little-endian style. Documented in docs/wire-protocol.md.
 
+use std::collections::BTreeMap;
+
+use secp256k1::Keypair;
 use specie_shard::{ShardRequest, ShardResponse, ShardWireLimits};
 use specie_transaction::codec::{put_byte_vec, put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
+use specie_transaction::hash::Sha256Writer;
+use specie_transaction::signing::{parse_xonly, schnorr_sign, schnorr_verify, xonly_bytes, NonceMode};
 use specie_transaction::{CompactTransaction, DecodeLimits, UhsId};
 
-const RAFT: u8 = 1;
-const SHARD_BATCH: u8 = 2;
-const SHARD_QUERY: u8 = 3;
-const SHARD_IDS: u8 = 4;
-const SUBMIT: u8 = 5;
-const STATUS: u8 = 6;
-const NOT_LEADER: u8 = 7;
+/// The first byte of every payload: what kind of message follows. Authorisation is decided on it
+/// alone, before the rest is decoded.
+pub mod tag {
+    pub const RAFT: u8 = 1;
+    pub const SHARD_BATCH: u8 = 2;
+    pub const SHARD_QUERY: u8 = 3;
+    pub const SHARD_IDS: u8 = 4;
+    pub const SUBMIT: u8 = 5;
+    pub const STATUS: u8 = 6;
+    pub const NOT_LEADER: u8 = 7;
+
+    /// For log lines and refusals.
+    pub fn name(tag: u8) -> &'static str {
+        match tag {
+            RAFT => "raft rpc",
+            SHARD_BATCH => "shard batch",
+            SHARD_QUERY => "uhs query",
+            SHARD_IDS => "uhs ids",
+            SUBMIT => "submit",
+            STATUS => "status",
+            NOT_LEADER => "not leader",
+            _ => "unknown request",
+        }
+    }
+}
+use tag::{NOT_LEADER, RAFT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT};
 
 /// A batch of requests carries at most this many items (transactions, ids, shard requests).
 pub const BATCH_ITEMS_MAX: u64 = 100_000;
@@ -27,11 +51,81 @@ pub enum RoleRequest {
     ShardQuery(Vec<UhsId>),
     /// Every UHS id of the shard, ascending (digests and audits).
     ShardIds,
-    /// Sentinel → coordinator group leader: validated compact transactions.
-    Submit(Vec<CompactTransaction>),
+    /// Sentinel → coordinator group leader: validated compact transactions, attested.
+    Submit(Submission),
     /// Operator → any replica: role, Raft metrics, health.
     Status,
 }
+
+/// Compact transactions a sentinel validated, with its BIP-340 signature over all of them
+/// ([`Submission::message`]). The coordinator acts only on a submission whose signature comes from
+/// the attestation key the topology lists for the sentinel that sent it, so a stolen network
+/// position or a stolen TLS certificate, without the sentinel's attestation key, cannot create
+/// value. One signature per batch rather than the reference's one per transaction: the
+/// coordinator leader checks every batch, and per-transaction verification would cost it more
+/// than one core at the cluster's throughput (docs/wire-protocol.md, "Submit").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Submission {
+    /// The sentinel's x-only attestation key.
+    pub sentinel: [u8; 32],
+    pub signature: [u8; 64],
+    pub txs: Vec<CompactTransaction>,
+}
+
+/// Why a submission's attestation does not check out.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AttestationError {
+    #[error("the submission is attested by key {key}, not one of the sender's")]
+    UntrustedKey { key: String },
+    #[error("the sentinel attestation does not verify over the submitted transactions")]
+    BadSignature,
+}
+
+/// Domain separation: this signature can never be mistaken for a transaction's or another
+/// message's.
+const SUBMISSION_DOMAIN: &[u8] = b"specie/submission/v1\0";
+
+impl Submission {
+    /// The 32 bytes a sentinel signs: SHA-256 over the domain tag, the count (`u64` LE) and each
+    /// transaction's attestation message (the reference's per-transaction attestation hash).
+    pub fn message(txs: &[CompactTransaction]) -> [u8; 32] {
+        let mut hasher = Sha256Writer::new();
+        hasher.update(SUBMISSION_DOMAIN);
+        hasher.update(&(txs.len() as u64).to_le_bytes());
+        for tx in txs {
+            hasher.update(&tx.attestation_message());
+        }
+        hasher.finish()
+    }
+
+    /// `txs`, attested by `sentinel`.
+    pub fn attest(txs: Vec<CompactTransaction>, sentinel: &Keypair) -> Submission {
+        let signature = schnorr_sign(sentinel, &Self::message(&txs), NonceMode::Randomized);
+        Submission {
+            sentinel: xonly_bytes(sentinel),
+            signature,
+            txs,
+        }
+    }
+
+    /// Checks the attestation against the keys the sender may use.
+    pub fn verify<'a>(&self, mut trusted: impl Iterator<Item = &'a [u8; 32]>) -> Result<(), AttestationError> {
+        if !trusted.any(|key| *key == self.sentinel) {
+            return Err(AttestationError::UntrustedKey {
+                key: hex::encode(self.sentinel),
+            });
+        }
+        let key = parse_xonly(&self.sentinel).ok_or(AttestationError::BadSignature)?;
+        if schnorr_verify(&key, &Self::message(&self.txs), &self.signature) {
+            Ok(())
+        } else {
+            Err(AttestationError::BadSignature)
+        }
+    }
+}
+
+/// Sentinel name → its attestation key, from the topology.
+pub type SentinelKeys = BTreeMap<String, [u8; 32]>;
 
 /// Outcome codes of [`RoleResponse::Submitted`]: the shard vote (0 = confirmed), or these.
 pub const OUTCOME_DROPPED: u8 = 0xFE;
@@ -73,9 +167,11 @@ impl Encode for RoleRequest {
                 put_vec(out, ids);
             }
             RoleRequest::ShardIds => out.push(SHARD_IDS),
-            RoleRequest::Submit(txs) => {
+            RoleRequest::Submit(submission) => {
                 out.push(SUBMIT);
-                put_vec(out, txs);
+                out.extend_from_slice(&submission.sentinel);
+                out.extend_from_slice(&submission.signature);
+                put_vec(out, &submission.txs);
             }
             RoleRequest::Status => out.push(STATUS),
         }
@@ -83,6 +179,19 @@ impl Encode for RoleRequest {
 }
 
 impl RoleRequest {
+    /// What kind of request this is, for log lines and refusals (never the payload: a refusal
+    /// must not echo megabytes back).
+    pub fn kind(&self) -> &'static str {
+        tag::name(match self {
+            RoleRequest::Raft(_) => RAFT,
+            RoleRequest::ShardBatch(_) => SHARD_BATCH,
+            RoleRequest::ShardQuery(_) => SHARD_QUERY,
+            RoleRequest::ShardIds => SHARD_IDS,
+            RoleRequest::Submit(_) => SUBMIT,
+            RoleRequest::Status => STATUS,
+        })
+    }
+
     pub fn decode(bytes: &[u8]) -> Result<RoleRequest, DecodeError> {
         let mut reader = Reader::new(bytes);
         let request = match reader.read_u8("request tag")? {
@@ -100,9 +209,16 @@ impl RoleRequest {
             SHARD_IDS => RoleRequest::ShardIds,
             SUBMIT => {
                 let limits = DecodeLimits::default();
-                RoleRequest::Submit(reader.read_vec("transactions", BATCH_ITEMS_MAX, 56, |r| {
+                let sentinel = reader.read_array("sentinel key")?;
+                let signature = reader.read_array("sentinel attestation")?;
+                let txs = reader.read_vec("transactions", BATCH_ITEMS_MAX, 56, |r| {
                     CompactTransaction::decode_from(r, &limits)
-                })?)
+                })?;
+                RoleRequest::Submit(Submission {
+                    sentinel,
+                    signature,
+                    txs,
+                })
             }
             STATUS => RoleRequest::Status,
             kind => {
@@ -232,11 +348,15 @@ mod tests {
             ]),
             RoleRequest::ShardQuery(vec![id, id]),
             RoleRequest::ShardIds,
-            RoleRequest::Submit(vec![CompactTransaction {
-                txid: Txid([1; 32]),
-                spent: vec![id],
-                ..Default::default()
-            }]),
+            RoleRequest::Submit(Submission {
+                sentinel: [3; 32],
+                signature: [4; 64],
+                txs: vec![CompactTransaction {
+                    txid: Txid([1; 32]),
+                    spent: vec![id],
+                    ..Default::default()
+                }],
+            }),
             RoleRequest::Status,
         ];
         for request in requests {
@@ -263,6 +383,37 @@ mod tests {
             assert_eq!(RoleResponse::decode(&response.encode()).unwrap(), response);
         }
         assert!(RoleRequest::decode(&[0xee]).is_err());
-        assert!(RoleRequest::decode(&[SUBMIT, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]).is_err());
+        let mut forged_count = vec![SUBMIT];
+        forged_count.extend_from_slice(&[0; 96]);
+        forged_count.extend_from_slice(&[0xff; 8]);
+        assert!(RoleRequest::decode(&forged_count).is_err());
+    }
+
+    #[test]
+    fn a_submission_verifies_only_with_its_sentinels_key_and_untouched_transactions() {
+        let sentinel = Keypair::new_global(&mut rand::thread_rng());
+        let other = Keypair::new_global(&mut rand::thread_rng());
+        let tx = |byte: u8| CompactTransaction {
+            txid: Txid([byte; 32]),
+            spent: vec![UhsId([byte; 32])],
+            created: vec![UhsId([byte + 1; 32])],
+            ..Default::default()
+        };
+        let submission = Submission::attest(vec![tx(1), tx(2)], &sentinel);
+        let key = xonly_bytes(&sentinel);
+        assert_eq!(submission.verify([key].iter()), Ok(()));
+        assert!(matches!(
+            submission.verify([xonly_bytes(&other)].iter()),
+            Err(AttestationError::UntrustedKey { .. })
+        ));
+        let mut swapped = submission.clone();
+        swapped.txs[1].created[0] = UhsId([0xee; 32]);
+        assert_eq!(swapped.verify([key].iter()), Err(AttestationError::BadSignature));
+        let mut dropped = submission.clone();
+        dropped.txs.pop();
+        assert_eq!(dropped.verify([key].iter()), Err(AttestationError::BadSignature));
+        let mut impostor = Submission::attest(vec![tx(1), tx(2)], &other);
+        impostor.sentinel = key;
+        assert_eq!(impostor.verify([key].iter()), Err(AttestationError::BadSignature));
     }
 }

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use specie_raft::{NodeId, RaftTransport, RpcFuture, TransportError};
 use specie_transaction::codec::Encode;
-use specie_wire::{Client, WireError, WireLimits};
+use specie_wire::{Client, Transport, WireError, WireLimits};
 
+use crate::group_client::replica_client;
+use crate::identity::GroupRole;
 use crate::protocol::{RoleRequest, RoleResponse};
 use crate::topology::Replica;
 
@@ -17,16 +19,20 @@ pub struct WireRaftTransport {
 }
 
 impl WireRaftTransport {
+    /// Clients for the other replicas of `group`, each expecting the peer's certificate to name it.
     pub fn new(
+        role: GroupRole,
+        group: &str,
         replicas: &[Replica],
         local: NodeId,
         limits: &WireLimits,
+        transport: Transport,
         timeout: Duration,
     ) -> Result<Arc<Self>, String> {
         let peers = replicas
             .iter()
             .filter(|r| r.id != local)
-            .map(|r| Ok((r.id, Client::new(r.address.to_string(), limits.clone())?)))
+            .map(|r| Ok((r.id, replica_client(role, group, r, limits, &transport)?)))
             .collect::<Result<_, String>>()?;
         Ok(Arc::new(WireRaftTransport { peers, timeout }))
     }

@@ -13,9 +13,11 @@ use specie_sentinel::IssuerKeys;
 use specie_shard::{ShardRange, Vote};
 use specie_transaction::{CompactTransaction, SpecieTransaction, UhsId};
 
+use crate::credentials;
 use crate::group_client::{GroupClient, GroupError};
 use crate::host::{wait_for_stop_signal, wire_limits};
-use crate::protocol::{RoleRequest, RoleResponse, OUTCOME_BUSY, OUTCOME_DROPPED};
+use crate::identity::{GroupRole, Identity};
+use crate::protocol::{RoleRequest, RoleResponse, Submission, OUTCOME_BUSY, OUTCOME_DROPPED};
 use crate::topology::Topology;
 
 /// How long a submission may take end to end before its fate is reported unknown.
@@ -31,6 +33,8 @@ struct Inner {
     ranges: Vec<ShardRange>,
     next_coordinator: AtomicUsize,
     request_timeout: Duration,
+    /// Signs every submission, so coordinators know a sentinel validated it.
+    attestation_key: secp256k1::Keypair,
 }
 
 /// The cluster seen as one node. Cheap to clone. Blocking methods must not be called on an
@@ -41,15 +45,20 @@ pub struct ClusterBackend {
 }
 
 impl ClusterBackend {
-    pub fn new(topology: &Topology, runtime: tokio::runtime::Handle) -> anyhow::Result<ClusterBackend> {
+    /// The cluster as seen by sentinel `name`, with its credentials from the PKI directory
+    /// (`specie demo --cluster` and the benchmarks act as a sentinel too).
+    pub fn new(topology: &Topology, runtime: tokio::runtime::Handle, name: &str) -> anyhow::Result<ClusterBackend> {
         let limits = wire_limits(topology);
-        let groups = |groups: Vec<(&String, &Vec<crate::topology::Replica>)>| {
+        let transport = credentials::transport(topology, &Identity::sentinel(name))?;
+        let attestation_key = credentials::attestation_key(topology, name)?;
+        let groups = |role: GroupRole, groups: Vec<(&String, &Vec<crate::topology::Replica>)>| {
             groups
                 .into_iter()
-                .map(|(name, replicas)| GroupClient::new(name, replicas, &limits))
+                .map(|(group, replicas)| GroupClient::new(role, group, replicas, &limits, &transport))
                 .collect::<Result<Vec<_>, _>>()
         };
         let coordinators = groups(
+            GroupRole::Coordinator,
             topology
                 .coordinator_groups
                 .iter()
@@ -57,8 +66,11 @@ impl ClusterBackend {
                 .collect(),
         )
         .map_err(anyhow::Error::msg)?;
-        let shards = groups(topology.shard_groups.iter().map(|g| (&g.name, &g.replicas)).collect())
-            .map_err(anyhow::Error::msg)?;
+        let shards = groups(
+            GroupRole::Shard,
+            topology.shard_groups.iter().map(|g| (&g.name, &g.replicas)).collect(),
+        )
+        .map_err(anyhow::Error::msg)?;
         Ok(ClusterBackend {
             inner: Arc::new(Inner {
                 runtime,
@@ -70,6 +82,7 @@ impl ClusterBackend {
                 ranges: topology.shard_ranges(),
                 next_coordinator: AtomicUsize::new(0),
                 request_timeout: Duration::from_millis(topology.limits.request_timeout_ms),
+                attestation_key,
             }),
         })
     }
@@ -110,11 +123,12 @@ impl ClusterBackend {
         let next = inner.next_coordinator.fetch_add(1, Ordering::Relaxed);
         let group = inner.coordinators[next % inner.coordinators.len()].clone();
         let reply = reply.clone();
+        let attestation_key = inner.attestation_key;
         inner.runtime.spawn(async move {
             let (refs, compacts): (Vec<u64>, Vec<CompactTransaction>) = accepted.into_iter().unzip();
             let txids: Vec<_> = compacts.iter().map(|c| c.txid).collect();
             let count = compacts.len();
-            let submit = RoleRequest::Submit(compacts);
+            let submit = RoleRequest::Submit(Submission::attest(compacts, &attestation_key));
             let statuses: Vec<TxStatus> = match group.call_once(&submit, Duration::from_millis(SUBMIT_TIMEOUT_MS)).await
             {
                 Ok(RoleResponse::Submitted(codes)) if codes.len() == count => {
@@ -142,12 +156,13 @@ impl Backend for ClusterBackend {
     /// its group's whole log and resumed every dtxn its predecessors left in flight.
     fn wait_for_leaders(&self, timeout: Duration) -> anyhow::Result<()> {
         let deadline = std::time::Instant::now() + timeout;
+        let empty = RoleRequest::Submit(Submission::attest(vec![], &self.inner.attestation_key));
         for group in &self.inner.coordinators {
             loop {
                 let answer = self
                     .inner
                     .runtime
-                    .block_on(group.call(&RoleRequest::Submit(vec![]), Duration::from_millis(SUBMIT_TIMEOUT_MS)));
+                    .block_on(group.call(&empty, Duration::from_millis(SUBMIT_TIMEOUT_MS)));
                 if matches!(answer, Ok(RoleResponse::Submitted(_))) {
                     break;
                 }
@@ -240,13 +255,17 @@ pub async fn run(topology: Topology, name: String) -> anyhow::Result<()> {
         .find(|s| s.name == name)
         .ok_or_else(|| anyhow::anyhow!("the cluster file has no sentinel named '{name}'"))?
         .clone();
-    let backend = ClusterBackend::new(&topology, tokio::runtime::Handle::current())?;
+    let backend = ClusterBackend::new(&topology, tokio::runtime::Handle::current(), &name)?;
     let listener = tokio::net::TcpListener::bind(sentinel.http)
         .await
         .with_context(|| format!("cannot listen on {}", sentinel.http))?;
     eprintln!("{name}: API on http://{}", sentinel.http);
-    axum::serve(listener, specie_node::api::router(backend))
-        .with_graceful_shutdown(wait_for_stop_signal())
-        .await?;
+    specie_node::http_server::serve(
+        listener,
+        specie_node::api::router(backend),
+        topology.http,
+        wait_for_stop_signal(),
+    )
+    .await?;
     Ok(())
 }

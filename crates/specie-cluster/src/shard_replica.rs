@@ -7,7 +7,8 @@ use specie_raft::ReplicatedStateMachine;
 use specie_shard::{ShardRange, ShardRequest, ShardResponse, ShardState, ShardWireLimits};
 use specie_transaction::codec::{Decode, Encode};
 
-use crate::host::{serve_replica, Hosted};
+use crate::host::{serve_replica, Caller, Hosted};
+use crate::identity::Identity;
 use crate::protocol::{RoleRequest, RoleResponse};
 use crate::topology::Topology;
 
@@ -55,7 +56,11 @@ impl ReplicatedStateMachine for ShardMachine {
 
 /// Serves one role request on a shard replica: a coordinator's batch (made durable through Raft
 /// first), or a read of the UHS. A replica that does not lead answers `NotLeader`.
-pub async fn serve(hosted: Arc<Hosted<ShardMachine>>, request: RoleRequest) -> Result<RoleResponse, String> {
+pub async fn serve(
+    hosted: Arc<Hosted<ShardMachine>>,
+    caller: Caller,
+    request: RoleRequest,
+) -> Result<RoleResponse, String> {
     if !hosted.is_leader() {
         return Ok(hosted.not_leader());
     }
@@ -77,7 +82,7 @@ pub async fn serve(hosted: Arc<Hosted<ShardMachine>>, request: RoleRequest) -> R
                 .with_state(|m| ids.iter().map(|id| m.state.contains(id)).collect()),
         ),
         RoleRequest::ShardIds => RoleResponse::ShardIds(hosted.replica.with_state(|m| m.state.sorted_ids())),
-        other => return Err(format!("a shard does not serve {other:?}")),
+        other => return Err(hosted.refuse(&caller, format_args!("a shard does not serve {}", other.kind()))),
     })
 }
 
@@ -90,9 +95,8 @@ pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<(
     };
     serve_replica(
         &topology,
-        &group,
+        Identity::shard(&group, id),
         &shard_group.replicas,
-        id,
         ShardMachine::new(range),
         |_| {},
         serve,

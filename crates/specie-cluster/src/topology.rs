@@ -18,11 +18,30 @@ pub struct Topology {
     pub issuers: Vec<String>,
     /// Where each replica keeps its log and snapshots: `<data_dir>/<group>-<replica>/`.
     pub data_dir: PathBuf,
+    /// The cluster's PKI: `ca.crt` (the CA every process's certificate must chain to) and, per
+    /// process, `<identity>.crt` and `<identity>.key` (mode 0600), plus each sentinel's
+    /// `<identity>.attestation.key`. See docs/operator-guide.md to bring your own CA.
+    pub pki_dir: PathBuf,
+    /// How processes connect: `mutual-tls` (the default), or `insecure-plaintext`, which turns off
+    /// authentication and authorisation and exists only to measure what TLS costs.
+    #[serde(default)]
+    pub transport: TransportMode,
     #[serde(default)]
     pub limits: Limits,
+    /// Limits of every sentinel's HTTP API: connections, header, body and idle time-outs.
+    #[serde(default)]
+    pub http: specie_node::HttpLimits,
     pub shard_groups: Vec<ShardGroup>,
     pub coordinator_groups: Vec<ReplicaGroup>,
     pub sentinels: Vec<Sentinel>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransportMode {
+    #[default]
+    MutualTls,
+    InsecurePlaintext,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +57,20 @@ pub struct Limits {
     pub raft_election_timeout_ms: u64,
     /// A replica snapshots its state and compacts its log after this many entries.
     pub raft_snapshot_entries: u64,
+    /// A peer must finish its TLS handshake within this long.
+    #[serde(default = "default_handshake_timeout_ms")]
+    pub handshake_timeout_ms: u64,
+    /// TLS handshakes under way at once per process; further strangers are closed unread.
+    #[serde(default = "default_handshakes_max")]
+    pub handshakes_max: u32,
+}
+
+fn default_handshake_timeout_ms() -> u64 {
+    specie_wire::WireLimits::default().handshake_timeout_ms
+}
+
+fn default_handshakes_max() -> u32 {
+    specie_wire::WireLimits::default().handshakes_max as u32
 }
 
 impl Default for Limits {
@@ -57,6 +90,8 @@ impl Default for Limits {
             // Bounds a log to about this many batches (coordinator entries carry whole dtxns);
             // a shard's snapshot is its whole UHS, so much smaller values cost write bandwidth.
             raft_snapshot_entries: 1_000,
+            handshake_timeout_ms: default_handshake_timeout_ms(),
+            handshakes_max: default_handshakes_max(),
         }
     }
 }
@@ -92,6 +127,9 @@ pub struct Sentinel {
     pub name: String,
     /// The wallets' HTTP/JSON API (docs/api.md).
     pub http: SocketAddr,
+    /// The x-only public key (hex) whose signature coordinators require on this sentinel's
+    /// submissions; the secret key is `<pki_dir>/<identity>.attestation.key`.
+    pub attestation_key: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +165,13 @@ impl Default for Shape {
     }
 }
 
+impl Shape {
+    /// The name `Topology::local` gives the `index`-th sentinel.
+    pub fn sentinel_name(index: usize) -> String {
+        format!("sentinel-{index}")
+    }
+}
+
 impl Topology {
     pub fn load(path: &Path) -> Result<Topology, TopologyError> {
         let shown = path.display().to_string();
@@ -148,8 +193,21 @@ impl Topology {
         toml::to_string_pretty(self).expect("a topology serializes")
     }
 
-    /// A local topology on 127.0.0.1 with consecutive ports.
-    pub fn local(shape: Shape, data_dir: PathBuf, issuers: Vec<String>) -> Result<Topology, String> {
+    /// A local topology on 127.0.0.1 with consecutive ports, its data and PKI under `dir`, and
+    /// one attestation key (x-only hex) per sentinel.
+    pub fn local(
+        shape: Shape,
+        dir: &Path,
+        issuers: Vec<String>,
+        attestation_keys: Vec<String>,
+    ) -> Result<Topology, String> {
+        if attestation_keys.len() != shape.sentinels {
+            return Err(format!(
+                "{} sentinels need as many attestation keys, got {}",
+                shape.sentinels,
+                attestation_keys.len()
+            ));
+        }
         let ranges = ShardRange::partition(shape.shard_groups).map_err(|e| e.to_string())?;
         let mut port = shape.base_port;
         let mut next = || {
@@ -177,18 +235,24 @@ impl Topology {
                 replicas: replicas(shape.replicas),
             })
             .collect();
-        let sentinels = (0..shape.sentinels)
-            .map(|i| Sentinel {
-                name: format!("sentinel-{i}"),
+        let sentinels = attestation_keys
+            .into_iter()
+            .enumerate()
+            .map(|(i, attestation_key)| Sentinel {
+                name: Shape::sentinel_name(i),
                 http: next(),
+                attestation_key,
             })
             .collect();
         let topology = Topology {
             format_version: FORMAT_VERSION,
             hrp: "usd".into(),
             issuers,
-            data_dir,
+            data_dir: dir.join("data"),
+            pki_dir: dir.join("pki"),
+            transport: TransportMode::default(),
             limits: Limits::default(),
+            http: specie_node::HttpLimits::default(),
             shard_groups,
             coordinator_groups,
             sentinels,
@@ -207,6 +271,14 @@ impl Topology {
     pub fn coordinator_group(&self, name: &str) -> Result<&ReplicaGroup, String> {
         let found = self.coordinator_groups.iter().find(|g| g.name == name);
         found.ok_or_else(|| format!("the cluster file has no coordinator group named '{name}'"))
+    }
+
+    /// Every sentinel's attestation key, by name (validated by [`Topology::validate`]).
+    pub fn sentinel_keys(&self) -> crate::protocol::SentinelKeys {
+        self.sentinels
+            .iter()
+            .filter_map(|s| Some((s.name.clone(), xonly_hex(&s.attestation_key)?)))
+            .collect()
     }
 
     pub fn shard_ranges(&self) -> Vec<ShardRange> {
@@ -232,11 +304,19 @@ impl Topology {
         }
         ShardRange::check_cover(&self.shard_ranges()).map_err(|e| format!("shard group ranges: {e}"))?;
         for issuer in &self.issuers {
-            let key = hex::decode(issuer).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
-            if key.and_then(|k| specie_transaction::signing::parse_xonly(&k)).is_none() {
+            if xonly_hex(issuer).is_none() {
                 return Err(format!("issuer '{issuer}' is not a 32-byte x-only public key in hex"));
             }
         }
+        for sentinel in &self.sentinels {
+            if xonly_hex(&sentinel.attestation_key).is_none() {
+                return Err(format!(
+                    "sentinel '{}': attestation_key is not a 32-byte x-only public key in hex",
+                    sentinel.name
+                ));
+            }
+        }
+        self.http.validate().map_err(|e| format!("http: {e}"))?;
         let l = &self.limits;
         let positive = [
             ("frame_bytes_max", u64::from(l.frame_bytes_max)),
@@ -246,6 +326,8 @@ impl Topology {
             ("dtxns_in_flight_max", u64::from(l.dtxns_in_flight_max)),
             ("raft_heartbeat_ms", l.raft_heartbeat_ms),
             ("raft_snapshot_entries", l.raft_snapshot_entries),
+            ("handshake_timeout_ms", l.handshake_timeout_ms),
+            ("handshakes_max", u64::from(l.handshakes_max)),
         ];
         if let Some((name, _)) = positive.iter().find(|(_, value)| *value == 0) {
             return Err(format!("limits.{name} must be positive"));
@@ -261,6 +343,7 @@ impl Topology {
             .map(|g| (&g.name, &g.replicas))
             .chain(self.coordinator_groups.iter().map(|g| (&g.name, &g.replicas)));
         for (name, replicas) in groups {
+            dns_label(name)?;
             if !names.insert(name.clone()) {
                 return Err(format!("group name '{name}' is used twice"));
             }
@@ -281,6 +364,7 @@ impl Topology {
             }
         }
         for sentinel in &self.sentinels {
+            dns_label(&sentinel.name)?;
             if !names.insert(sentinel.name.clone()) {
                 return Err(format!("name '{}' is used twice", sentinel.name));
             }
@@ -292,13 +376,51 @@ impl Topology {
     }
 }
 
+/// A 32-byte x-only public key from lowercase or uppercase hex, if it is one.
+fn xonly_hex(text: &str) -> Option<[u8; 32]> {
+    let key: [u8; 32] = hex::decode(text).ok()?.try_into().ok()?;
+    specie_transaction::signing::parse_xonly(&key).map(|_| key)
+}
+
+/// Group and sentinel names become labels of certificate names (`1.shard-0.shard.specie`).
+fn dns_label(name: &str) -> Result<(), String> {
+    let ok = (1..=63).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "name '{name}' must be 1-63 lowercase letters, digits or '-', not starting or ending with '-' \
+             (it becomes part of the process's certificate name)"
+        ))
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn test_keys(count: usize) -> Vec<String> {
+    (0..count)
+        .map(|_| {
+            hex::encode(
+                secp256k1::Keypair::new_global(&mut rand::thread_rng())
+                    .x_only_public_key()
+                    .0
+                    .serialize(),
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_default_local_topology_round_trips_through_toml() {
-        let topology = Topology::local(Shape::default(), PathBuf::from("/tmp/x"), vec![]).unwrap();
+        let topology = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2)).unwrap();
         assert_eq!(topology.shard_groups.len(), 2);
         assert_eq!(topology.coordinator_groups.len(), 1);
         assert!(topology.shard_groups.iter().all(|g| g.replicas.len() == 3));
@@ -311,7 +433,13 @@ mod tests {
 
     #[test]
     fn mistakes_are_named() {
-        let good = Topology::local(Shape::default(), PathBuf::from("/tmp/x"), vec![]).unwrap();
+        let good = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2)).unwrap();
+        let mut bad_name = good.clone();
+        bad_name.shard_groups[0].name = "Shard.0".into();
+        assert!(bad_name.validate().unwrap_err().contains("lowercase"));
+        let mut bad_key = good.clone();
+        bad_key.sentinels[0].attestation_key = "00".into();
+        assert!(bad_key.validate().unwrap_err().contains("attestation_key"));
         let mut gap = good.clone();
         gap.shard_groups[1].range[0] += 1;
         assert!(gap.validate().unwrap_err().contains("ranges"));

@@ -141,13 +141,16 @@ impl CoordinatorState {
                 false => None,
                 true => Some(read_votes(&mut reader, limits.dtxn_transactions_max)?),
             };
+            // Strictly ascending, as the encoder writes them: a repeated or reordered id is not ours.
+            let ascending = active.last_key_value().is_none_or(|(&last, _)| last < dtxn);
             let consistent = dtxn < next_dtxn && outcomes.as_ref().is_none_or(|o| o.len() == txs.len());
-            if !consistent || active.insert(dtxn, ActiveDtxn { txs, outcomes }).is_some() {
+            if !ascending || !consistent {
                 return Err(DecodeError::NonCanonical {
                     what: "coordinator snapshot",
                     reason: "inconsistent dtxn",
                 });
             }
+            active.insert(dtxn, ActiveDtxn { txs, outcomes });
         }
         reader.finish()?;
         Ok(CoordinatorState::from_parts(next_dtxn, active))
@@ -193,6 +196,47 @@ mod tests {
         fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
             let _ = CoordinatorCommand::decode_exact(&bytes);
             let _ = CoordinatorState::decode_snapshot(&bytes, &CommandLimits::default());
+            let huge = CommandLimits {
+                dtxn_transactions_max: u64::MAX,
+                dtxns_max: u64::MAX,
+                transaction: DecodeLimits::default(),
+            };
+            let _ = CoordinatorCommand::decode_exact_with(&bytes, &huge);
+            let _ = CoordinatorState::decode_snapshot(&bytes, &huge);
+        }
+
+        /// Valid commands and snapshots with a few bytes overwritten and a cut: whatever decodes
+        /// is canonical, and a decoded state takes further commands without panicking.
+        #[test]
+        fn mutated_encodings_never_panic(
+            commands in prop::collection::vec(command(), 1..12),
+            flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let mut state = CoordinatorState::default();
+            for command in &commands {
+                state.apply(command);
+            }
+            let limits = CommandLimits::default();
+            for (i, mut bytes) in [commands[0].encode(), state.encode_snapshot()].into_iter().enumerate() {
+                for (at, byte) in &flips {
+                    let at = at.index(bytes.len());
+                    bytes[at] = *byte;
+                }
+                for candidate in [&bytes[..], &bytes[..cut.index(bytes.len() + 1)]] {
+                    if i == 0 {
+                        if let Ok(command) = CoordinatorCommand::decode_exact(candidate) {
+                            prop_assert_eq!(command.encode(), candidate);
+                            state.clone().apply(&command);
+                        }
+                    } else if let Ok(mut decoded) = CoordinatorState::decode_snapshot(candidate, &limits) {
+                        prop_assert_eq!(decoded.encode_snapshot(), candidate);
+                        for command in &commands {
+                            decoded.apply(command);
+                        }
+                    }
+                }
+            }
         }
 
         #[test]

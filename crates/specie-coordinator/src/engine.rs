@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use specie_shard::{DtxnId, ShardRange, ShardRequest, ShardResponse, ShardTx, Vote};
-use specie_transaction::{CompactTransaction, Txid};
+use specie_transaction::{CompactTransaction, DecodeLimits, Txid};
 
 use crate::state::{Applied, CoordinatorCommand, CoordinatorState};
 
@@ -21,6 +21,9 @@ pub struct CoordinatorConfig {
     pub queue_transactions_max: usize,
     /// A shard that has not answered a phase within this time is asked again.
     pub retry_timeout_ms: u64,
+    /// Submissions with more ids than these allow are refused with [`SubmitError::TooLarge`]:
+    /// neither the command log nor the shards could decode them back.
+    pub transaction_limits: DecodeLimits,
 }
 
 impl CoordinatorConfig {
@@ -32,6 +35,7 @@ impl CoordinatorConfig {
             dtxns_in_flight_max: 4,
             queue_transactions_max: 200_000,
             retry_timeout_ms: 1000,
+            transaction_limits: DecodeLimits::default(),
         }
     }
 }
@@ -59,7 +63,9 @@ pub enum CoordinatorOutput {
         txid: Txid,
         result: TxResult,
     },
-    /// A shard refused a request: a protocol bug. The dtxn stays in flight; an operator must look.
+    /// A shard refused a request, or answered in a way no honest shard does (a shard index or a
+    /// dtxn it was never asked about, the wrong number of votes): a protocol bug or a forged
+    /// answer. The answer is dropped; the dtxn stays in flight; an operator must look.
     ShardRefused {
         shard: usize,
         response: ShardResponse,
@@ -74,6 +80,8 @@ pub enum SubmitError {
     Busy { queued: usize },
     #[error("the transaction spends and creates nothing")]
     Empty,
+    #[error("the transaction spends {spent} and creates {created} ids, more than the limits allow")]
+    TooLarge { spent: usize, created: usize },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -114,8 +122,8 @@ struct Queued {
 
 struct Leader {
     queue: VecDeque<Queued>,
-    /// Tags of dtxns proposed but not yet applied.
-    proposed_tags: HashMap<DtxnId, Vec<Tag>>,
+    /// Tags (and txids, to recognise the proposal) of dtxns proposed but not yet applied.
+    proposed_tags: HashMap<DtxnId, Vec<(Tag, Txid)>>,
     next_proposal: DtxnId,
     flights: BTreeMap<DtxnId, Flight>,
 }
@@ -198,6 +206,13 @@ impl Coordinator {
         if tx.spent.is_empty() && tx.created.is_empty() {
             return Err(SubmitError::Empty);
         }
+        let limits = &self.config.transaction_limits;
+        if tx.spent.len() as u64 > limits.compact_spent_max || tx.created.len() as u64 > limits.compact_created_max {
+            return Err(SubmitError::TooLarge {
+                spent: tx.spent.len(),
+                created: tx.created.len(),
+            });
+        }
         if leader.queue.len() >= self.config.queue_transactions_max {
             return Err(SubmitError::Busy {
                 queued: leader.queue.len(),
@@ -241,8 +256,11 @@ impl Coordinator {
             return;
         };
         loop {
-            let unapplied = (leader.next_proposal - self.state.next_dtxn()) as usize;
-            let in_flight = self.state.active().len() + unapplied;
+            // Saturating: commands applied from another leader may have moved `next_dtxn` past
+            // this leader's proposals.
+            let unapplied = leader.next_proposal.saturating_sub(self.state.next_dtxn());
+            let unapplied = usize::try_from(unapplied).unwrap_or(usize::MAX);
+            let in_flight = self.state.active().len().saturating_add(unapplied);
             let Some(oldest) = leader.queue.front() else {
                 break;
             };
@@ -251,15 +269,19 @@ impl Coordinator {
             if in_flight >= self.config.dtxns_in_flight_max || !(full || waited) {
                 break;
             }
+            // The state never applies the last id (see `CoordinatorState::apply`): stop before it.
+            let Some(after) = leader.next_proposal.checked_add(1) else {
+                break;
+            };
             let take = leader.queue.len().min(self.config.batch_transactions_max);
             let mut txs = Vec::with_capacity(take);
             let mut tags = Vec::with_capacity(take);
             for queued in leader.queue.drain(..take) {
+                tags.push((queued.tag, queued.tx.txid));
                 txs.push(queued.tx);
-                tags.push(queued.tag);
             }
             let dtxn = leader.next_proposal;
-            leader.next_proposal += 1;
+            leader.next_proposal = after;
             leader.proposed_tags.insert(dtxn, tags);
             self.outputs
                 .push_back(CoordinatorOutput::Propose(CoordinatorCommand::Prepare { dtxn, txs }));
@@ -277,7 +299,29 @@ impl Coordinator {
         }
         match command {
             CoordinatorCommand::Prepare { dtxn, txs } => {
-                let tags = leader.proposed_tags.remove(dtxn);
+                leader.next_proposal = leader.next_proposal.max(self.state.next_dtxn());
+                let tags = match leader.proposed_tags.remove(dtxn) {
+                    Some(proposed)
+                        if proposed.len() == txs.len()
+                            && proposed.iter().zip(txs).all(|((_, txid), tx)| *txid == tx.txid) =>
+                    {
+                        Some(proposed.into_iter().map(|(tag, _)| tag).collect())
+                    }
+                    Some(proposed) => {
+                        // Another leader's dtxn took the id: this leader's proposal for it will be
+                        // ignored when it applies, so its transactions were never applied.
+                        tracing::warn!(dtxn, "another leader's dtxn took an id this leader proposed");
+                        for (tag, txid) in proposed {
+                            self.outputs.push_back(CoordinatorOutput::Outcome {
+                                tag: Some(tag),
+                                txid,
+                                result: TxResult::Dropped,
+                            });
+                        }
+                        None
+                    }
+                    None => None,
+                };
                 let mut flight = plan_flight(&self.config.shards, txs, tags, now_ms);
                 send_phase(&mut self.outputs, *dtxn, &mut flight, Phase::Preparing, now_ms);
                 leader.flights.insert(*dtxn, flight);
@@ -309,30 +353,69 @@ impl Coordinator {
         self.cut_batches(now_ms);
     }
 
+    /// Takes a shard's answer. Answers come from the network, so nothing in them is trusted:
+    /// duplicates and late answers to earlier phases are ignored; an answer no honest shard
+    /// gives (an unknown shard index, a dtxn or shard that was never asked, the wrong number of
+    /// votes, a refusal) is dropped with a warning and reported as
+    /// [`CoordinatorOutput::ShardRefused`]. None of them changes a dtxn's course.
     pub fn on_shard_response(&mut self, shard: usize, response: ShardResponse, now_ms: u64) {
         let Some(leader) = self.leader.as_mut() else {
             return;
         };
-        let dtxn = match &response {
-            ShardResponse::Prepared { dtxn, .. }
-            | ShardResponse::Committed { dtxn }
-            | ShardResponse::Discarded { dtxn }
-            | ShardResponse::Stale { dtxn }
-            | ShardResponse::Refused { dtxn, .. } => *dtxn,
-        };
+        let dtxn = response.dtxn();
+        if shard >= self.config.shards.len() {
+            tracing::warn!(shard, ?response, "dropped an answer from a shard that does not exist");
+            self.outputs
+                .push_back(CoordinatorOutput::ShardRefused { shard, response });
+            return;
+        }
         let Some(flight) = leader.flights.get_mut(&dtxn) else {
+            if matches!(response, ShardResponse::Refused { .. }) {
+                tracing::warn!(
+                    shard,
+                    ?response,
+                    "a shard refused a request of a dtxn no longer in flight"
+                );
+                self.outputs
+                    .push_back(CoordinatorOutput::ShardRefused { shard, response });
+            } else if dtxn >= leader.next_proposal.max(self.state.next_dtxn()) {
+                tracing::warn!(shard, ?response, "dropped an answer for a dtxn that was never started");
+                self.outputs
+                    .push_back(CoordinatorOutput::ShardRefused { shard, response });
+            }
+            // Otherwise a late or duplicated answer for a finished dtxn (or a discard's answer).
             return;
         };
         let Some(participant) = flight.participants.iter().position(|p| p.shard == shard) else {
+            tracing::warn!(
+                shard,
+                ?response,
+                "dropped an answer from a shard that takes no part in the dtxn"
+            );
+            self.outputs
+                .push_back(CoordinatorOutput::ShardRefused { shard, response });
             return;
         };
         match (&response, flight.phase) {
-            (ShardResponse::Prepared { votes, .. }, Phase::Preparing) => {
+            (ShardResponse::Prepared { votes, .. }, phase) => {
                 let prepared = &flight.participants[participant].prepare;
-                if votes.len() != prepared.len() || !flight.waiting.remove(&participant) {
-                    return; // A duplicate, or garbled: the retry will ask again.
+                if votes.len() != prepared.len() {
+                    tracing::warn!(
+                        shard,
+                        dtxn,
+                        votes = votes.len(),
+                        transactions = prepared.len(),
+                        "dropped a prepare answer with the wrong number of votes"
+                    );
+                    self.outputs
+                        .push_back(CoordinatorOutput::ShardRefused { shard, response });
+                    return;
+                }
+                if phase != Phase::Preparing || !flight.waiting.remove(&participant) {
+                    return; // A duplicate, or a late answer to an earlier phase.
                 }
                 for (tx, vote) in prepared.iter().zip(votes) {
+                    // Indexes come from this leader's own plan of the dtxn, never from the answer.
                     let decided = &mut flight.votes[tx.index as usize];
                     // Keep the most telling refusal, whatever order the shards answer in, so the
                     // reason a client sees never depends on message timing.
@@ -363,7 +446,7 @@ impl Coordinator {
                     } else {
                         TxResult::Rejected(*vote)
                     };
-                    let tag = tags.as_ref().map(|t| t[i]);
+                    let tag = tags.as_ref().and_then(|t| t.get(i).copied());
                     self.outputs.push_back(CoordinatorOutput::Outcome {
                         tag,
                         txid: *txid,
@@ -376,6 +459,7 @@ impl Coordinator {
                     }));
             }
             (ShardResponse::Refused { .. }, _) => {
+                tracing::warn!(shard, ?response, "a shard refused a request");
                 self.outputs
                     .push_back(CoordinatorOutput::ShardRefused { shard, response });
             }
@@ -429,9 +513,8 @@ fn plan_flight(shards: &[ShardRange], txs: &[CompactTransaction], tags: Option<V
             by_shard.entry(shard).or_default().push(shard_tx);
         }
     }
-    if let Some(tags) = &tags {
-        assert_eq!(tags.len(), txs.len());
-    }
+    // The caller passes tags only for the transactions they were proposed with.
+    debug_assert!(tags.as_ref().is_none_or(|tags| tags.len() == txs.len()));
     Flight {
         phase: Phase::Preparing,
         txids: txs.iter().map(|tx| tx.txid).collect(),
@@ -580,5 +663,226 @@ mod tests {
         );
         assert!(!c.is_leader());
         assert_eq!(c.submit(8, tx(2), 0), Err(SubmitError::NotLeader));
+    }
+
+    /// Two shards; one transaction touching both, prepared and sent: returns the coordinator
+    /// with both prepares outstanding.
+    fn preparing() -> Coordinator {
+        let mut c = coordinator();
+        c.become_leader(0);
+        let tx = CompactTransaction {
+            txid: Txid([1; 32]),
+            spent: vec![UhsId([0x01; 32])],
+            created: vec![UhsId([0xf0; 32])],
+            ..Default::default()
+        };
+        c.submit(1, tx, 0).unwrap();
+        c.tick(10);
+        for command in proposals(&mut c) {
+            c.apply(&command, 10);
+        }
+        let sends: Vec<_> = std::iter::from_fn(|| c.poll()).collect();
+        assert_eq!(sends.len(), 2, "{sends:?}");
+        c
+    }
+
+    fn refused(c: &mut Coordinator, shard: usize, response: ShardResponse) {
+        c.on_shard_response(shard, response.clone(), 20);
+        let outputs: Vec<_> = std::iter::from_fn(|| c.poll()).collect();
+        assert_eq!(outputs, vec![CoordinatorOutput::ShardRefused { shard, response }]);
+    }
+
+    fn ignored(c: &mut Coordinator, shard: usize, response: ShardResponse) {
+        c.on_shard_response(shard, response.clone(), 20);
+        let outputs: Vec<_> = std::iter::from_fn(|| c.poll()).collect();
+        assert_eq!(outputs, vec![], "{response:?} from shard {shard}");
+    }
+
+    #[test]
+    fn answers_no_honest_shard_gives_are_dropped_and_reported() {
+        let mut c = preparing();
+        let yes = |dtxn| ShardResponse::Prepared {
+            dtxn,
+            votes: vec![Vote::Yes],
+        };
+        refused(&mut c, 2, yes(0));
+        refused(&mut c, usize::MAX, yes(0));
+        refused(&mut c, 0, yes(1));
+        refused(&mut c, 0, yes(u64::MAX));
+        refused(&mut c, 0, ShardResponse::Prepared { dtxn: 0, votes: vec![] });
+        refused(
+            &mut c,
+            1,
+            ShardResponse::Prepared {
+                dtxn: 0,
+                votes: vec![Vote::Yes; 3],
+            },
+        );
+        refused(
+            &mut c,
+            0,
+            ShardResponse::Refused {
+                dtxn: 0,
+                reason: specie_shard::Refusal::NotOwned,
+            },
+        );
+        refused(
+            &mut c,
+            1,
+            ShardResponse::Refused {
+                dtxn: 7,
+                reason: specie_shard::Refusal::WatermarkPassesUncommitted,
+            },
+        );
+        // Answers to a later phase, or for a dtxn already finished: nothing to do.
+        ignored(&mut c, 0, ShardResponse::Committed { dtxn: 0 });
+        ignored(&mut c, 0, ShardResponse::Stale { dtxn: 0 });
+        ignored(&mut c, 0, ShardResponse::Discarded { dtxn: 0 });
+        // None of that moved the dtxn: the real answers still decide it, duplicates change nothing.
+        ignored(&mut c, 0, yes(0));
+        ignored(&mut c, 0, yes(0));
+        c.on_shard_response(
+            1,
+            ShardResponse::Prepared {
+                dtxn: 0,
+                votes: vec![Vote::InputMissing],
+            },
+            20,
+        );
+        assert_eq!(
+            proposals(&mut c),
+            vec![CoordinatorCommand::Commit {
+                dtxn: 0,
+                outcomes: vec![Vote::InputMissing]
+            }]
+        );
+        // Deciding, then committing: prepare answers (even forged, well-formed ones) are late.
+        ignored(&mut c, 1, yes(0));
+        c.apply(
+            &CoordinatorCommand::Commit {
+                dtxn: 0,
+                outcomes: vec![Vote::InputMissing],
+            },
+            20,
+        );
+        let sends = std::iter::from_fn(|| c.poll()).count();
+        assert_eq!(sends, 2);
+        ignored(&mut c, 1, yes(0));
+        ignored(&mut c, 0, ShardResponse::Committed { dtxn: 0 });
+        ignored(&mut c, 0, ShardResponse::Committed { dtxn: 0 });
+        c.on_shard_response(1, ShardResponse::Stale { dtxn: 0 }, 30);
+        let outputs: Vec<_> = std::iter::from_fn(|| c.poll()).collect();
+        assert_eq!(
+            outputs,
+            vec![
+                CoordinatorOutput::Outcome {
+                    tag: Some(1),
+                    txid: Txid([1; 32]),
+                    result: TxResult::Rejected(Vote::InputMissing)
+                },
+                CoordinatorOutput::Propose(CoordinatorCommand::Finish { dtxns: vec![0] })
+            ]
+        );
+        // Finished: later answers for dtxn 0 are late, not forged.
+        ignored(&mut c, 1, ShardResponse::Committed { dtxn: 0 });
+        ignored(&mut c, 1, yes(0));
+    }
+
+    #[test]
+    fn followers_ignore_shard_answers() {
+        let mut c = coordinator();
+        c.on_shard_response(usize::MAX, ShardResponse::Stale { dtxn: u64::MAX }, 0);
+        assert_eq!(c.poll(), None);
+    }
+
+    #[test]
+    fn another_leaders_dtxn_under_a_proposed_id_drops_the_proposal() {
+        let mut c = coordinator();
+        c.become_leader(0);
+        c.submit(5, tx(1), 0).unwrap();
+        c.tick(10);
+        let ours = proposals(&mut c);
+        assert!(matches!(&ours[..], [CoordinatorCommand::Prepare { dtxn: 0, .. }]));
+        // The log commits a rival's dtxn 0 (two transactions) before ours.
+        let theirs = CoordinatorCommand::Prepare {
+            dtxn: 0,
+            txs: vec![tx(7), tx(8)],
+        };
+        c.apply(&theirs, 11);
+        let outputs: Vec<_> = std::iter::from_fn(|| c.poll()).collect();
+        assert!(outputs.contains(&CoordinatorOutput::Outcome {
+            tag: Some(5),
+            txid: Txid([1; 32]),
+            result: TxResult::Dropped
+        }));
+        c.apply(&ours[0], 12);
+        assert_eq!(c.poll(), None, "ours is ignored: the id is taken");
+        assert_eq!(c.state().next_dtxn(), 1);
+        // The rival's dtxn runs to its end without tags, and this leader proposes from dtxn 1 on.
+        c.submit(6, tx(2), 12).unwrap();
+        c.tick(30);
+        assert!(proposals(&mut c).is_empty(), "the only slot is taken by dtxn 0");
+    }
+
+    #[test]
+    fn foreign_prepares_beyond_the_next_proposal_do_not_underflow() {
+        let mut c = coordinator();
+        c.become_leader(0);
+        for dtxn in 0..3 {
+            c.apply(
+                &CoordinatorCommand::Prepare {
+                    dtxn,
+                    txs: vec![tx(dtxn as u8 + 1)],
+                },
+                0,
+            );
+        }
+        c.submit(1, tx(9), 0).unwrap();
+        c.tick(100);
+        c.tick(100);
+        assert_eq!(c.state().next_dtxn(), 3);
+    }
+
+    #[test]
+    fn the_last_dtxn_id_is_never_proposed() {
+        let mut config = CoordinatorConfig::with_shards(ShardRange::partition(2).unwrap());
+        config.batch_transactions_max = 1;
+        config.queue_transactions_max = 4;
+        let state = CoordinatorState::from_parts(u64::MAX - 1, BTreeMap::new());
+        let mut c = Coordinator::new(config, state);
+        c.become_leader(0);
+        c.submit(1, tx(1), 0).unwrap();
+        c.submit(2, tx(2), 0).unwrap();
+        let ours = proposals(&mut c);
+        assert!(
+            matches!(&ours[..], [CoordinatorCommand::Prepare { dtxn, .. }] if *dtxn == u64::MAX - 1),
+            "{ours:?}"
+        );
+        c.apply(&ours[0], 0);
+        c.tick(1);
+        assert!(proposals(&mut c).is_empty());
+        assert_eq!(c.queued(), 1, "waits: there is no id left for it");
+    }
+
+    #[test]
+    fn oversized_transactions_are_refused_at_submit() {
+        let mut c = coordinator();
+        c.become_leader(0);
+        let limits = DecodeLimits::default();
+        let spent = (limits.compact_spent_max + 1) as usize;
+        let big = CompactTransaction {
+            txid: Txid([1; 32]),
+            spent: vec![UhsId([1; 32]); spent],
+            ..Default::default()
+        };
+        assert_eq!(c.submit(0, big, 0), Err(SubmitError::TooLarge { spent, created: 0 }));
+        let created = (limits.compact_created_max + 1) as usize;
+        let big = CompactTransaction {
+            txid: Txid([1; 32]),
+            created: vec![UhsId([1; 32]); created],
+            ..Default::default()
+        };
+        assert_eq!(c.submit(0, big, 0), Err(SubmitError::TooLarge { spent: 0, created }));
+        assert_eq!(c.queued(), 0);
     }
 }

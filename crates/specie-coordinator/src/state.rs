@@ -60,10 +60,12 @@ impl CoordinatorState {
     pub fn apply(&mut self, command: &CoordinatorCommand) -> Applied {
         match command {
             CoordinatorCommand::Prepare { dtxn, txs } => {
-                if *dtxn != self.next_dtxn || txs.is_empty() {
-                    return Applied::Ignored;
-                }
-                self.next_dtxn += 1;
+                // The last id, u64::MAX, is never used: `next_dtxn` could not pass it.
+                let next = match self.next_dtxn.checked_add(1) {
+                    Some(next) if *dtxn == self.next_dtxn && !txs.is_empty() => next,
+                    _ => return Applied::Ignored,
+                };
+                self.next_dtxn = next;
                 self.active.insert(
                     *dtxn,
                     ActiveDtxn {
@@ -141,6 +143,27 @@ mod tests {
         assert_eq!(state.apply(&finish), Applied::Changed);
         assert_eq!(state.finished_below(), 1);
         assert!(state.active().is_empty());
+    }
+
+    #[test]
+    fn the_last_dtxn_id_is_never_used() {
+        let mut state = CoordinatorState::from_parts(u64::MAX, BTreeMap::new());
+        let last = CoordinatorCommand::Prepare {
+            dtxn: u64::MAX,
+            txs: vec![tx(1)],
+        };
+        assert_eq!(state.apply(&last), Applied::Ignored);
+        assert_eq!(state.next_dtxn(), u64::MAX);
+        assert_eq!(state.finished_below(), u64::MAX);
+        let commit = CoordinatorCommand::Commit {
+            dtxn: u64::MAX,
+            outcomes: vec![Vote::Yes],
+        };
+        assert_eq!(state.apply(&commit), Applied::Ignored);
+        let finish = CoordinatorCommand::Finish {
+            dtxns: vec![u64::MAX, 0, u64::MAX],
+        };
+        assert_eq!(state.apply(&finish), Applied::Ignored);
     }
 
     #[test]

@@ -120,7 +120,9 @@ async fn on_node<T: Send + 'static>(call: impl FnOnce() -> anyhow::Result<T> + S
 }
 
 async fn info<B: Backend>(State(node): State<B>) -> Result<Json<serde_json::Value>, ApiError> {
-    let info = on_node(move || node.info()).await?;
+    let mut info = on_node(move || node.info()).await?;
+    // docs/api.md: keys are lowercase hex in responses too, whatever case a cluster file used.
+    info.issuers.iter_mut().for_each(|key| key.make_ascii_lowercase());
     Ok(Json(serde_json::to_value(info).expect("info serializes")))
 }
 
@@ -193,24 +195,26 @@ async fn submit<B: Backend>(
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "too_many", message));
     }
     let timeout_ms = request.timeout_ms.unwrap_or(TIMEOUT_MS_DEFAULT).min(TIMEOUT_MS_MAX);
+    // Every transaction must be hex before any is submitted: a request with one that is not is
+    // refused whole (400), so a client's encoding bug cannot submit half of a batch.
+    let bytes = request
+        .transactions
+        .iter()
+        .enumerate()
+        .map(|(i, text)| decode_hex(text, &format!("transactions[{i}]")))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut results: Vec<Option<SubmitResult>> = vec![None; request.transactions.len()];
     let mut decoded = vec![];
-    for (position, text) in request.transactions.iter().enumerate() {
-        let parsed = hex::decode(text.trim())
-            .map_err(|e| ("bad_hex", format!("transaction {position} is not hex: {e}")))
-            .and_then(|bytes| {
-                SpecieTransaction::decode_exact(&bytes)
-                    .map_err(|e| ("decode_error", format!("transaction {position}: {e}")))
-            });
-        match parsed {
+    for (position, bytes) in bytes.iter().enumerate() {
+        match SpecieTransaction::decode_exact(bytes) {
             Ok(tx) => decoded.push((position as u64, tx)),
-            Err((code, message)) => {
+            Err(e) => {
                 results[position] = Some(SubmitResult {
                     txid: None,
                     status: "malformed",
-                    code: Some(code.into()),
+                    code: Some("decode_error".into()),
                     index: None,
-                    message: Some(message),
+                    message: Some(format!("transactions[{position}] is hex but not a transaction: {e}")),
                 })
             }
         }
@@ -262,14 +266,41 @@ struct QueryRequest {
     ids: Vec<String>,
 }
 
-fn parse_id(text: &str, what: &str) -> Result<UhsId, ApiError> {
-    let bytes = hex::decode(text.trim())
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "bad_hex", format!("{what} is not hex: {e}")))?;
+/// Decodes `field` as docs/api.md defines hex: lowercase, two digits (`0`-`9`, `a`-`f`) a byte,
+/// nothing else (no uppercase, no whitespace, no `0x`). Anything else is 400 `bad_hex`.
+fn decode_hex(text: &str, field: &str) -> Result<Vec<u8>, ApiError> {
+    let bad = |message: String| ApiError::new(StatusCode::BAD_REQUEST, "bad_hex", message);
+    if let Some((at, c)) = text
+        .chars()
+        .enumerate()
+        .find(|(_, c)| !matches!(c, '0'..='9' | 'a'..='f'))
+    {
+        let what = match c {
+            'A'..='F' => "an uppercase digit",
+            c if c.is_whitespace() => "whitespace",
+            _ => "a character that is not a hex digit",
+        };
+        return Err(bad(format!(
+            "{field} is not lowercase hex: {what} ({c:?}) at character {at}; ids, keys and transactions are \
+             lowercase hex, 0-9 and a-f only"
+        )));
+    }
+    if text.len() % 2 == 1 {
+        return Err(bad(format!(
+            "{field} is not lowercase hex: an odd number of digits ({}); each byte is two",
+            text.len()
+        )));
+    }
+    hex::decode(text).map_err(|e| bad(format!("{field} is not lowercase hex: {e}")))
+}
+
+fn parse_id(text: &str, field: &str) -> Result<UhsId, ApiError> {
+    let bytes = decode_hex(text, field)?;
     let array: [u8; 32] = bytes.try_into().map_err(|b: Vec<u8>| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "bad_hex",
-            format!("{what} is {} bytes; a UHS id is 32", b.len()),
+            format!("{field} is {} bytes; a UHS id is 32 (64 hex digits)", b.len()),
         )
     })?;
     Ok(UhsId(array))
@@ -288,7 +319,7 @@ async fn query<B: Backend>(
         .ids
         .iter()
         .enumerate()
-        .map(|(i, text)| parse_id(text, &format!("id {i}")))
+        .map(|(i, text)| parse_id(text, &format!("ids[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
     let present = on_node(move || node.query_uhs(&ids)).await?;
     Ok(Json(json!({"present": present})))
@@ -298,7 +329,7 @@ async fn query_one<B: Backend>(
     State(node): State<B>,
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let uhs_id = parse_id(&id, "the id")?;
+    let uhs_id = parse_id(&id, "the id in the path")?;
     let present = on_node(move || node.query_uhs(&[uhs_id])).await?;
     Ok(Json(json!({"id": hex::encode(uhs_id.0), "present": present[0]})))
 }

@@ -13,9 +13,11 @@
 
 pub mod api;
 mod coordinator_driver;
+pub mod http_server;
 mod manifest;
 mod node;
 mod shard_driver;
 
+pub use http_server::HttpLimits;
 pub use manifest::{NodeManifest, NodeManifestError};
 pub use node::{Completion, CompletionSender, EmbeddedNode, NodeHandle, NodeInfo, NodeOptions, TxStatus};

@@ -12,6 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use openraft::error::SnapshotMismatch;
 use openraft::error::{
     InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError, Timeout, Unreachable,
 };
@@ -20,7 +21,7 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
     VoteResponse,
 };
-use openraft::{AnyError, EmptyNode, RPCTypes, Raft, RaftNetwork, RaftNetworkFactory};
+use openraft::{AnyError, EmptyNode, RPCTypes, Raft, RaftNetwork, RaftNetworkFactory, SnapshotSegmentId};
 
 use crate::codec::{self, RaftRequest, RaftResponse, RequestKind};
 use crate::types::{NodeId, TypeConfig};
@@ -53,11 +54,33 @@ pub trait RaftTransport: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct RpcHandler {
     raft: Raft<TypeConfig>,
+    snapshot_stream: Arc<parking_lot::Mutex<SnapshotStream>>,
+}
+
+/// The snapshot being received: its id and the end of the bytes received so far.
+///
+/// openraft writes a chunk at its `offset` into an in-memory buffer, padding any gap with zeros,
+/// so one chunk claiming an offset of 2^40 would allocate a terabyte. Chunks must therefore
+/// continue the stream (or restart it at 0); any other is answered with a snapshot mismatch,
+/// which makes an honest sender restart from the offset we expect.
+#[derive(Debug, Default)]
+pub(crate) struct SnapshotStream {
+    current: Option<(String, u64)>,
+}
+
+impl SnapshotStream {
+    /// Where the next chunk of snapshot `id` must start (at the latest).
+    fn expected_offset(&self, id: &str) -> u64 {
+        match &self.current {
+            Some((current, end)) if current == id => *end,
+            _ => 0,
+        }
+    }
 }
 
 impl RpcHandler {
-    pub(crate) fn new(raft: Raft<TypeConfig>) -> Self {
-        RpcHandler { raft }
+    pub(crate) fn new(raft: Raft<TypeConfig>, snapshot_stream: Arc<parking_lot::Mutex<SnapshotStream>>) -> Self {
+        RpcHandler { raft, snapshot_stream }
     }
 
     /// Handles one request's bytes and returns the response's bytes. Never fails: a request that
@@ -73,11 +96,32 @@ impl RpcHandler {
                 Ok(resp) => RaftResponse::Vote(resp),
                 Err(_) => RaftResponse::RemoteStopped,
             },
-            Ok(RaftRequest::InstallSnapshot(rpc)) => match self.raft.install_snapshot(rpc).await {
-                Ok(resp) => RaftResponse::InstallSnapshot(resp),
-                Err(RaftError::APIError(error)) => codec::install_snapshot_error_response(error),
-                Err(RaftError::Fatal(_)) => RaftResponse::RemoteStopped,
-            },
+            Ok(RaftRequest::InstallSnapshot(rpc)) => {
+                let id = rpc.meta.snapshot_id.clone();
+                let expected = self.snapshot_stream.lock().expected_offset(&id);
+                if rpc.offset > expected {
+                    let segment = |offset| SnapshotSegmentId { id: id.clone(), offset };
+                    let mismatch = SnapshotMismatch {
+                        expect: segment(expected),
+                        got: segment(rpc.offset),
+                    };
+                    return codec::encode_response(&codec::install_snapshot_error_response(
+                        InstallSnapshotError::SnapshotMismatch(mismatch),
+                    ));
+                }
+                // The decoder refused chunks whose end overflows.
+                let end = rpc.offset + rpc.data.len() as u64;
+                let done = rpc.done;
+                match self.raft.install_snapshot(rpc).await {
+                    Ok(resp) => {
+                        let mut stream = self.snapshot_stream.lock();
+                        stream.current = (!done).then(|| (id, end.max(expected)));
+                        RaftResponse::InstallSnapshot(resp)
+                    }
+                    Err(RaftError::APIError(error)) => codec::install_snapshot_error_response(error),
+                    Err(RaftError::Fatal(_)) => RaftResponse::RemoteStopped,
+                }
+            }
         };
         codec::encode_response(&response)
     }

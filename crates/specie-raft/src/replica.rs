@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use crate::fsio::{self, DirLock, SyncMode};
 use crate::log_store::{LogCounters, LogOptions, LogStore};
-use crate::network::{NetworkFactory, RaftTransport, RpcHandler};
+use crate::network::{NetworkFactory, RaftTransport, RpcHandler, SnapshotStream};
 use crate::state_machine::{ReplicatedStateMachine, StateMachineStore};
 use crate::types::{Batch, NodeId, TypeConfig};
 
@@ -308,6 +308,8 @@ pub struct Replica<S> {
     log_counters: Arc<LogCounters>,
     leadership: watch::Receiver<Leadership>,
     leadership_task: tokio::task::JoinHandle<()>,
+    /// How far the snapshot being received has arrived, shared by every RPC handler.
+    snapshot_stream: Arc<parking_lot::Mutex<SnapshotStream>>,
     /// Alive while any store still holds the directory.
     dir_lock: Weak<DirLock>,
     shut_down: AtomicBool,
@@ -415,6 +417,7 @@ impl<S: ReplicatedStateMachine> Replica<S> {
             log_counters,
             leadership,
             leadership_task,
+            snapshot_stream: Arc::default(),
             dir_lock,
             shut_down: AtomicBool::new(false),
         })
@@ -527,7 +530,7 @@ impl<S: ReplicatedStateMachine> Replica<S> {
 
     /// Answers Raft requests from peers; register it with the transport.
     pub fn rpc_handler(&self) -> RpcHandler {
-        RpcHandler::new(self.raft.clone())
+        RpcHandler::new(self.raft.clone(), self.snapshot_stream.clone())
     }
 
     /// Builds a snapshot now (and compacts the log behind it), whatever the snapshot policy.

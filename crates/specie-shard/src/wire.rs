@@ -100,6 +100,18 @@ pub enum ShardResponse {
     },
 }
 
+impl ShardResponse {
+    pub fn dtxn(&self) -> DtxnId {
+        match self {
+            ShardResponse::Prepared { dtxn, .. }
+            | ShardResponse::Committed { dtxn }
+            | ShardResponse::Discarded { dtxn }
+            | ShardResponse::Stale { dtxn }
+            | ShardResponse::Refused { dtxn, .. } => *dtxn,
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
 pub enum Refusal {
     #[error("an id in the request is owned by another shard")]
@@ -114,6 +126,11 @@ pub enum Refusal {
     BadTxIndexes,
     #[error("discard names a dtxn that is not committed")]
     DiscardBeforeCommit,
+    /// A discard's `finished_below` would forget a dtxn this shard has prepared but not yet
+    /// committed (its locks would leak forever). Refused with nothing changed, so a forged or
+    /// buggy watermark cannot take the shard group down.
+    #[error("discard's watermark passes a dtxn that is prepared but not committed")]
+    WatermarkPassesUncommitted,
 }
 
 impl Refusal {
@@ -125,6 +142,7 @@ impl Refusal {
             3 => Refusal::CompletesRejected,
             4 => Refusal::BadTxIndexes,
             5 => Refusal::DiscardBeforeCommit,
+            6 => Refusal::WatermarkPassesUncommitted,
             _ => return None,
         })
     }
@@ -137,6 +155,7 @@ impl Refusal {
             Refusal::CompletesRejected => 3,
             Refusal::BadTxIndexes => 4,
             Refusal::DiscardBeforeCommit => 5,
+            Refusal::WatermarkPassesUncommitted => 6,
         }
     }
 }
@@ -207,7 +226,8 @@ mod codec {
         }
 
         fn encoded_bytes_max(limits: &ShardWireLimits) -> usize {
-            (24 + 2 * limits.tx_ids_max as usize * UHS_ID_BYTES).min(usize::MAX / 2)
+            let ids = 2 * u128::from(limits.tx_ids_max) * UHS_ID_BYTES as u128;
+            (24 + ids).min(usize::MAX as u128 / 2) as usize
         }
     }
 
@@ -352,7 +372,7 @@ mod codec {
         }
 
         fn encoded_bytes_max(limits: &ShardWireLimits) -> usize {
-            (17 + limits.dtxn_transactions_max as usize).min(usize::MAX / 2)
+            (17 + u128::from(limits.dtxn_transactions_max)).min(usize::MAX as u128 / 2) as usize
         }
     }
 }
@@ -390,7 +410,7 @@ mod tests {
             any::<u64>().prop_map(|dtxn| ShardResponse::Committed { dtxn }),
             any::<u64>().prop_map(|dtxn| ShardResponse::Discarded { dtxn }),
             any::<u64>().prop_map(|dtxn| ShardResponse::Stale { dtxn }),
-            (any::<u64>(), 0u8..6).prop_map(|(dtxn, r)| ShardResponse::Refused {
+            (any::<u64>(), 0u8..7).prop_map(|(dtxn, r)| ShardResponse::Refused {
                 dtxn,
                 reason: Refusal::from_u8(r).unwrap()
             }),
@@ -414,7 +434,65 @@ mod tests {
         fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
             let _ = ShardRequest::decode_exact(&bytes);
             let _ = ShardResponse::decode_exact(&bytes);
+            let _ = ShardTx::decode_exact(&bytes);
+            let _ = read_votes(&mut specie_transaction::codec::Reader::new(&bytes), 100);
+            // Decoding under tight and under huge limits must not panic either.
+            let tight = ShardWireLimits { dtxn_transactions_max: 2, tx_ids_max: 1 };
+            let huge = ShardWireLimits { dtxn_transactions_max: u64::MAX, tx_ids_max: u64::MAX };
+            for limits in [tight, huge] {
+                let _ = ShardRequest::decode_exact_with(&bytes, &limits);
+                let _ = ShardResponse::decode_exact_with(&bytes, &limits);
+            }
         }
+
+        /// Valid encodings with a few bytes overwritten and a cut: the inputs most likely to get
+        /// past the first checks of a decoder.
+        #[test]
+        fn mutated_encodings_never_panic(
+            request in request(),
+            response in response(),
+            flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            for mut bytes in [request.encode(), response.encode()] {
+                for (at, byte) in &flips {
+                    let at = at.index(bytes.len());
+                    bytes[at] = *byte;
+                }
+                for candidate in [&bytes[..], &bytes[..cut.index(bytes.len() + 1)]] {
+                    if let Ok(decoded) = ShardRequest::decode_exact(candidate) {
+                        prop_assert_eq!(decoded.encode(), candidate, "canonical");
+                    }
+                    if let Ok(decoded) = ShardResponse::decode_exact(candidate) {
+                        prop_assert_eq!(decoded.encode(), candidate, "canonical");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn refusal_bytes_are_stable() {
+        let all = [
+            (Refusal::NotOwned, 0),
+            (Refusal::NotPrepared, 1),
+            (Refusal::CommitLengthMismatch, 2),
+            (Refusal::CompletesRejected, 3),
+            (Refusal::BadTxIndexes, 4),
+            (Refusal::DiscardBeforeCommit, 5),
+            (Refusal::WatermarkPassesUncommitted, 6),
+        ];
+        for (refusal, byte) in all {
+            assert_eq!(refusal.to_u8(), byte);
+            assert_eq!(Refusal::from_u8(byte), Some(refusal));
+            let response = ShardResponse::Refused {
+                dtxn: 3,
+                reason: refusal,
+            };
+            assert_eq!(response.encode().last(), Some(&byte));
+            assert_eq!(ShardResponse::decode_exact(&response.encode()).unwrap(), response);
+        }
+        assert!((7..=u8::MAX).all(|byte| Refusal::from_u8(byte).is_none()));
     }
 
     #[test]

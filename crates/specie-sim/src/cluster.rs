@@ -31,13 +31,14 @@ use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use specie_cluster::coordinator_replica::{CoordinatorFront, CoordinatorMachine, ShardCall, ShardGroups};
-use specie_cluster::protocol::{RoleRequest, RoleResponse, OUTCOME_BUSY, OUTCOME_DROPPED};
+use specie_cluster::protocol::{self, RoleRequest, RoleResponse, OUTCOME_BUSY, OUTCOME_DROPPED};
 use specie_cluster::shard_replica::{self, ShardMachine};
-use specie_cluster::Hosted;
+use specie_cluster::{Caller, Hosted, Identity};
 use specie_coordinator::CoordinatorConfig;
 use specie_raft::{NodeId, Replica, ReplicaConfig, ReplicatedStateMachine};
 use specie_shard::{ShardRange, ShardRequest, Vote};
 use specie_transaction::hash::Sha256Writer;
+use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{CompactTransaction, Txid, UhsId};
 
 use crate::replication::{run_seeded, sim_replica_config, ReplicationFaults, SimNetwork};
@@ -112,6 +113,14 @@ type GroupIndex = usize;
 /// The running replicas of every shard group, shared with the coordinators' [`SimShards`].
 type RunningShards = Arc<Mutex<Vec<BTreeMap<NodeId, Arc<Hosted<ShardMachine>>>>>>;
 
+/// The simulated clients submit as this sentinel, attesting every submission with its key.
+const SENTINEL: &str = "sim-sentinel";
+
+/// Shard batches come from the coordinator group, as the authorisation table requires.
+fn coordinator() -> Caller {
+    Some(Arc::new(Identity::coordinator("coordinator", 1)))
+}
+
 struct SimShards {
     running: RunningShards,
     network: SimNetwork,
@@ -133,10 +142,10 @@ impl ShardGroups for SimShards {
                 let (hosted, requests) = (hosted.clone(), requests.clone());
                 tokio::spawn(async move {
                     tokio::time::sleep(after).await;
-                    let _ = shard_replica::serve(hosted, RoleRequest::ShardBatch(requests)).await;
+                    let _ = shard_replica::serve(hosted, coordinator(), RoleRequest::ShardBatch(requests)).await;
                 });
             }
-            let response = shard_replica::serve(hosted, RoleRequest::ShardBatch(requests)).await?;
+            let response = shard_replica::serve(hosted, coordinator(), RoleRequest::ShardBatch(requests)).await?;
             let back = network.fate();
             tokio::time::sleep(back.delay).await;
             if back.dropped {
@@ -182,6 +191,8 @@ struct Coordinator {
 struct World {
     options: ClusterOptions,
     rng: StdRng,
+    /// The key the simulated sentinel attests submissions with.
+    sentinel: secp256k1::Keypair,
     config: ReplicaConfig,
     ranges: Vec<ShardRange>,
     members: BTreeSet<NodeId>,
@@ -229,6 +240,7 @@ impl World {
         let (answers_tx, answers) = tokio::sync::mpsc::unbounded_channel();
         World {
             rng: StdRng::seed_from_u64(options.seed),
+            sentinel: keypair_from_secret(&[0x5e; 32]).expect("a valid secret key"),
             config: sim_replica_config(options.snapshot_every_entries),
             ranges: ShardRange::partition(options.shard_groups).expect("1 to 3 shard groups"),
             members: (1..=options.replicas).collect(),
@@ -331,11 +343,9 @@ impl World {
     async fn start(&mut self, group: GroupIndex, id: NodeId) -> Result<(), Violation> {
         if group == self.coordinator_group() {
             let replica = self.open(group, id, CoordinatorMachine::new()).await?;
-            let hosted = Arc::new(Hosted {
-                group: "coordinator".into(),
-                replica,
-            });
-            let front = CoordinatorFront::new();
+            let hosted = Arc::new(Hosted::new("coordinator", replica));
+            let sentinel_keys = [(SENTINEL.to_string(), xonly_bytes(&self.sentinel))].into();
+            let front = CoordinatorFront::new(sentinel_keys);
             let mut config = CoordinatorConfig::with_shards(self.ranges.clone());
             config.batch_transactions_max = 16;
             config.retry_timeout_ms = 400;
@@ -347,10 +357,7 @@ impl World {
             self.coordinators.insert(id, Coordinator { hosted, front });
         } else {
             let replica = self.open(group, id, ShardMachine::new(self.ranges[group])).await?;
-            let hosted = Arc::new(Hosted {
-                group: format!("shard-{group}"),
-                replica,
-            });
+            let hosted = Arc::new(Hosted::new(format!("shard-{group}"), replica));
             self.shards.lock()[group].insert(id, hosted);
         }
         self.record("start", &[group as u64, id]);
@@ -464,6 +471,7 @@ impl World {
         });
         let (network, answers) = (self.roles.clone(), self.answers_tx.clone());
         let count = txs.len();
+        let submission = protocol::Submission::attest(txs, &self.sentinel);
         tokio::spawn(async move {
             let unknown = || vec![Answer::Unknown; count];
             let result = async {
@@ -476,8 +484,9 @@ impl World {
                     // The client cannot tell a lost request from a lost reply.
                     return unknown();
                 }
-                let response =
-                    tokio::time::timeout(Duration::from_secs(10), front.serve(hosted, RoleRequest::Submit(txs))).await;
+                let sentinel = Some(Arc::new(Identity::sentinel(SENTINEL)));
+                let serve = front.serve(hosted, sentinel, RoleRequest::Submit(submission));
+                let response = tokio::time::timeout(Duration::from_secs(10), serve).await;
                 let back = network.fate();
                 tokio::time::sleep(back.delay).await;
                 if back.dropped {

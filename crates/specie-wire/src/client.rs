@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use rand::Rng;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch, Mutex, Semaphore};
 use tokio::time::Instant;
@@ -27,6 +26,7 @@ use tokio::time::Instant;
 use crate::error::WireError;
 use crate::frame::{frame_bytes, Frame, FrameDecoder, FrameEncoder, FrameKind};
 use crate::limits::{backoff_ms, WireLimits};
+use crate::transport::{self, ReadHalf, Transport, WriteHalf};
 
 /// A multiplexing RPC client for one peer. Cheap to clone; clones share the connection, the
 /// in-flight slots and the backoff state.
@@ -37,6 +37,9 @@ pub struct Client {
 
 struct ClientInner {
     addr: String,
+    /// The identity the peer's certificate must prove (mutual TLS).
+    peer_name: String,
+    transport: Transport,
     limits: WireLimits,
     /// One permit per request awaiting an answer: callers beyond `in_flight_max` wait here.
     slots: Semaphore,
@@ -76,7 +79,7 @@ struct ConnShared {
 struct Pending {
     /// When and why the connection ended; registering a call afterwards fails, so no call can
     /// be left waiting on a connection that will never answer.
-    closed: Option<Instant>,
+    closed: Option<(Instant, WireError)>,
     calls: HashMap<u64, oneshot::Sender<Answer>>,
 }
 
@@ -89,11 +92,9 @@ impl ConnShared {
 
     fn register(self: &Arc<Self>, request_id: u64, answer: oneshot::Sender<Answer>) -> Result<PendingSlot, WireError> {
         let mut pending = self.pending();
-        if pending.closed.is_some() {
-            return Err(WireError::ConnectionLost {
-                addr: self.addr.clone(),
-                reason: "connection closed before the request was sent".to_string(),
-            });
+        if let Some((_, why)) = &pending.closed {
+            // Why the connection ended (a peer's refusal, say) tells the caller more than that it did.
+            return Err(why.clone());
         }
         pending.calls.insert(request_id, answer);
         Ok(PendingSlot {
@@ -112,7 +113,7 @@ impl ConnShared {
     }
 
     fn closed_at(&self) -> Option<Instant> {
-        self.pending().closed
+        self.pending().closed.as_ref().map(|(at, _)| *at)
     }
 
     /// Ends the connection: fails every pending call with `error` and stops both tasks.
@@ -120,7 +121,7 @@ impl ConnShared {
         let waiters: Vec<_> = {
             let mut pending = self.pending();
             if pending.closed.is_none() {
-                pending.closed = Some(Instant::now());
+                pending.closed = Some((Instant::now(), error.clone()));
             }
             pending.calls.drain().map(|(_, waiter)| waiter).collect()
         };
@@ -155,13 +156,21 @@ impl Drop for PendingSlot {
 }
 
 impl Client {
-    /// A client for `addr` (`host:port`, resolved at each connect). Does not connect yet: the
-    /// first call does. Fails only if `limits` are invalid.
-    pub fn new(addr: impl Into<String>, limits: WireLimits) -> Result<Client, String> {
+    /// A client for the process `peer_name` at `addr` (`host:port`, resolved at each connect).
+    /// Over mutual TLS the server's certificate must name `peer_name`, or the connection fails.
+    /// Does not connect yet: the first call does. Fails only if `limits` are invalid.
+    pub fn new(
+        addr: impl Into<String>,
+        peer_name: impl Into<String>,
+        limits: WireLimits,
+        transport: Transport,
+    ) -> Result<Client, String> {
         limits.validate()?;
         Ok(Client {
             inner: Arc::new(ClientInner {
                 addr: addr.into(),
+                peer_name: peer_name.into(),
+                transport,
                 slots: Semaphore::new(limits.in_flight_max),
                 limits,
                 next_request_id: AtomicU64::new(1),
@@ -301,9 +310,25 @@ impl ClientInner {
                 format!("no connection within {} ms", self.limits.connect_timeout_ms),
             )),
         };
-        match connected {
-            Ok(stream) => {
-                let conn = self.start_connection(stream);
+        let established = match connected {
+            Ok(stream) => match tokio::time::timeout(
+                self.limits.handshake_timeout(),
+                transport::connect(&self.transport, stream, &self.peer_name),
+            )
+            .await
+            {
+                Ok(Ok(halves)) => Ok(halves),
+                Ok(Err(error)) => Err(std::io::Error::new(error.kind(), format!("handshake failed: {error}"))),
+                Err(_elapsed) => Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no handshake within {} ms", self.limits.handshake_timeout_ms),
+                )),
+            },
+            Err(error) => Err(error),
+        };
+        match established {
+            Ok((read_half, write_half)) => {
+                let conn = self.start_connection(read_half, write_half);
                 link.conn = Some(conn.clone());
                 link.next_attempt_at = None;
                 Ok(conn)
@@ -329,8 +354,7 @@ impl ClientInner {
         ))
     }
 
-    fn start_connection(&self, stream: TcpStream) -> Conn {
-        let (read_half, write_half) = stream.into_split();
+    fn start_connection(&self, read_half: ReadHalf, write_half: WriteHalf) -> Conn {
         // Each queued frame holds an in-flight slot, so this queue never holds more than
         // in_flight_max frames and a send waits only while the writer is blocked on the socket.
         let (outgoing, queue) = mpsc::channel(self.limits.in_flight_max);
@@ -356,7 +380,7 @@ impl ClientInner {
 
 /// Writer task: drains the queue and writes all queued frames with one `write_all`.
 async fn write_requests(
-    mut socket: OwnedWriteHalf,
+    mut socket: WriteHalf,
     mut queue: mpsc::Receiver<Frame>,
     shared: Arc<ConnShared>,
     limits: WireLimits,
@@ -409,7 +433,7 @@ fn encode_request(encoder: &mut FrameEncoder, frame: &Frame, shared: &ConnShared
 }
 
 /// Reader task: decodes answers and hands each to the call waiting for it.
-async fn read_answers(mut socket: OwnedReadHalf, shared: Arc<ConnShared>, limits: WireLimits) {
+async fn read_answers(mut socket: ReadHalf, shared: Arc<ConnShared>, limits: WireLimits) {
     let mut stop = shared.stop.subscribe();
     let mut decoder = FrameDecoder::new(limits.frame_bytes_max);
     let mut chunk = vec![0u8; limits.read_chunk_bytes];

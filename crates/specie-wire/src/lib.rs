@@ -9,6 +9,8 @@
 //!   bounded, jittered exponential backoff.
 //! * [`server`]: [`serve`] runs a [`Handler`] per request with per-connection in-flight and
 //!   global connection limits, batched answers and graceful shutdown.
+//! * [`transport`]: mutual TLS 1.3 (each process proves its identity with a certificate from the
+//!   cluster's CA), or insecure plaintext for measuring what TLS costs.
 //! * [`WireLimits`]: every bound, named with its unit.
 //!
 //! The format and semantics are specified in `docs/wire-protocol.md`.
@@ -17,10 +19,13 @@ pub mod client;
 mod error;
 pub mod frame;
 mod limits;
+pub mod pki;
 pub mod server;
+pub mod transport;
 
 pub use client::Client;
 pub use error::WireError;
 pub use frame::{Frame, FrameDecoder, FrameEncoder, FrameError, FrameKind, HEADER_BYTES};
 pub use limits::WireLimits;
-pub use server::{handler_fn, serve, BoxFuture, Handler};
+pub use server::{admit_all, handler_fn, serve, Admit, BoxFuture, Handler, ServerCounters, ServerSetup};
+pub use transport::{Peer, TlsCredentials, TlsError, Transport};

@@ -15,8 +15,15 @@ pub struct WireLimits {
     /// deadline). Server: handler invocations at once per connection (when full, the server
     /// stops reading that connection, which pushes back through TCP flow control).
     pub in_flight_max: usize,
-    /// Server: connections served at once. Further connections get an error frame and are closed.
+    /// Server: authenticated connections served at once. Further connections get an error frame
+    /// and are closed.
     pub connections_max: usize,
+    /// Server: connections still in their TLS handshake at once. Further connections are closed
+    /// at once, unread, so strangers cannot hold the slots of authenticated peers.
+    pub handshakes_max: usize,
+    /// Both: a TLS handshake (client: within the connect time-out as well) must finish within
+    /// this long, so a stranger cannot hold a connection open without authenticating.
+    pub handshake_timeout_ms: u64,
     /// Client: first reconnect delay after a failed connect or a lost connection.
     pub reconnect_backoff_ms_min: u64,
     /// Client: the reconnect delay doubles per consecutive failure up to this bound (jittered
@@ -40,6 +47,8 @@ impl Default for WireLimits {
             frame_bytes_max: 16 * 1024 * 1024,
             in_flight_max: 1024,
             connections_max: 1024,
+            handshakes_max: 64,
+            handshake_timeout_ms: 2_000,
             reconnect_backoff_ms_min: 20,
             reconnect_backoff_ms_max: 2_000,
             connect_timeout_ms: 2_000,
@@ -68,6 +77,8 @@ impl WireLimits {
             }),
             (self.in_flight_max == 0).then(|| "in_flight_max must be at least 1".to_string()),
             (self.connections_max == 0).then(|| "connections_max must be at least 1".to_string()),
+            (self.handshakes_max == 0).then(|| "handshakes_max must be at least 1".to_string()),
+            (self.handshake_timeout_ms == 0).then(|| "handshake_timeout_ms must be at least 1".to_string()),
             (self.reconnect_backoff_ms_min == 0).then(|| "reconnect_backoff_ms_min must be at least 1".to_string()),
             (self.reconnect_backoff_ms_max < self.reconnect_backoff_ms_min)
                 .then(|| "reconnect_backoff_ms_max is below reconnect_backoff_ms_min".to_string()),
@@ -87,6 +98,10 @@ impl WireLimits {
 
     pub(crate) fn connect_timeout(&self) -> Duration {
         Duration::from_millis(self.connect_timeout_ms)
+    }
+
+    pub(crate) fn handshake_timeout(&self) -> Duration {
+        Duration::from_millis(self.handshake_timeout_ms)
     }
 
     pub(crate) fn shutdown_grace(&self) -> Duration {

@@ -1,4 +1,10 @@
-//! The server driver: accepts connections, decodes requests, runs the handler, writes answers.
+//! The server driver: accepts connections, authenticates them, decodes requests, runs the
+//! handler, writes answers.
+//!
+//! A connection first passes the transport's handshake (mutual TLS), bounded in time and in the
+//! number of handshakes at once, so strangers cannot hold the slots of authenticated peers. Then
+//! [`Admit`] decides, from the peer's proven identity and before a single frame is read, whether
+//! that peer may talk to this server at all, and hands back the handler for its requests.
 //!
 //! Per connection there is one task that reads and dispatches, the handler invocations it
 //! spawned (at most `in_flight_max`), and one writer task that batches answers into one write.
@@ -9,19 +15,19 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::{JoinError, JoinHandle, JoinSet};
 
 use crate::frame::{encode_frame, Frame, FrameDecoder, FrameEncoder, FrameKind, HEADER_BYTES};
 use crate::limits::WireLimits;
+use crate::transport::{self, Peer, ReadHalf, Transport, WriteHalf};
 
 /// A boxed, sendable future, as returned by a [`Handler`].
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -29,6 +35,11 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 /// Answers one request payload with a response payload, or with an error message that the
 /// client receives as `WireError::Remote`.
 pub type Handler = Arc<dyn Fn(Vec<u8>) -> BoxFuture<Result<Vec<u8>, String>> + Send + Sync>;
+
+/// Decides once per connection, after the handshake and before any frame is read, whether the
+/// peer may talk to this server: the handler for its requests, or why it is refused (logged,
+/// counted, and sent to the peer in a connection-level error frame).
+pub type Admit = Arc<dyn Fn(&Peer) -> Result<Handler, String> + Send + Sync>;
 
 /// Wraps an async function as a [`Handler`].
 pub fn handler_fn<F, Fut>(f: F) -> Handler
@@ -39,12 +50,84 @@ where
     Arc::new(move |payload| Box::pin(f(payload)))
 }
 
+/// Admits every peer that passed the transport's handshake, with the same handler.
+pub fn admit_all(handler: Handler) -> Admit {
+    Arc::new(move |_peer| Ok(handler.clone()))
+}
+
+/// What the server turned away, for status pages and tests.
+#[derive(Debug, Default)]
+pub struct ServerCounters {
+    /// Handshakes that failed or timed out: no certificate, a certificate from another CA, an
+    /// expired one, or a peer that never finished.
+    pub handshakes_failed: AtomicU64,
+    /// Connections closed unread because `handshakes_max` handshakes were already under way.
+    pub handshakes_over_limit: AtomicU64,
+    /// Authenticated peers that [`Admit`] refused.
+    pub peers_refused: AtomicU64,
+    /// Authenticated connections refused because `connections_max` were being served.
+    pub connections_over_limit: AtomicU64,
+    /// Requests from admitted peers that the handler refused: not authorised for them, or not
+    /// well-formed. Counted by the handler, which alone can tell.
+    pub requests_refused: AtomicU64,
+    /// Warnings about strangers, rate-limited: a flood of failed handshakes must not fill the
+    /// disk with log lines. The counters above count every one.
+    stranger_warnings: WarningBudget,
+}
+
+/// At most [`STRANGER_WARNINGS_PER_SECOND`] warnings a second; the rest are dropped.
+#[derive(Debug, Default)]
+struct WarningBudget {
+    second: AtomicU64,
+    used: AtomicU64,
+}
+
+const STRANGER_WARNINGS_PER_SECOND: u64 = 10;
+
+impl WarningBudget {
+    fn allow(&self) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs());
+        if self.second.swap(now, Ordering::Relaxed) != now {
+            self.used.store(0, Ordering::Relaxed);
+        }
+        self.used.fetch_add(1, Ordering::Relaxed) < STRANGER_WARNINGS_PER_SECOND
+    }
+}
+
+impl ServerCounters {
+    pub fn snapshot(&self) -> [(&'static str, u64); 5] {
+        [
+            ("handshakes_failed", self.handshakes_failed.load(Ordering::Relaxed)),
+            (
+                "handshakes_over_limit",
+                self.handshakes_over_limit.load(Ordering::Relaxed),
+            ),
+            ("peers_refused", self.peers_refused.load(Ordering::Relaxed)),
+            (
+                "connections_over_limit",
+                self.connections_over_limit.load(Ordering::Relaxed),
+            ),
+            ("requests_refused", self.requests_refused.load(Ordering::Relaxed)),
+        ]
+    }
+}
+
 /// After an accept error (e.g. out of file descriptors) retrying at once would spin.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
 /// After sending a connection-level error frame, how long we keep reading (and discarding) so
 /// that closing a socket with unread input does not reset the connection and destroy the error
-/// frame before the peer reads it.
+/// frame before the peer reads it. Also bounds writing that frame to a peer that does not read.
 const CLOSE_DRAIN: Duration = Duration::from_millis(200);
+
+/// What a server needs besides its listener and handler.
+#[derive(Clone)]
+pub struct ServerSetup {
+    pub limits: WireLimits,
+    pub transport: Transport,
+    pub counters: Arc<ServerCounters>,
+}
 
 /// Serves `listener` until `shutdown` becomes true (or its sender is dropped).
 ///
@@ -53,13 +136,15 @@ const CLOSE_DRAIN: Duration = Duration::from_millis(200);
 /// still running then is cut off. Returns an error only for invalid limits.
 pub async fn serve(
     listener: TcpListener,
-    handler: Handler,
-    limits: WireLimits,
+    admit: Admit,
+    setup: ServerSetup,
     mut shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
+    let limits = setup.limits.clone();
     limits
         .validate()
         .map_err(|problems| io::Error::new(io::ErrorKind::InvalidInput, problems))?;
+    let handshake_slots = Arc::new(Semaphore::new(limits.handshakes_max));
     let connection_slots = Arc::new(Semaphore::new(limits.connections_max));
     let mut connections = JoinSet::new();
     loop {
@@ -69,18 +154,24 @@ pub async fn serve(
             // Reap finished connection tasks so the set does not grow with every connection.
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => match Arc::clone(&connection_slots).try_acquire_owned() {
-                    Ok(slot) => {
-                        connections.spawn(serve_connection(
+                Ok((stream, addr)) => match Arc::clone(&handshake_slots).try_acquire_owned() {
+                    Ok(handshake_slot) => {
+                        connections.spawn(authenticate_and_serve(
                             stream,
-                            peer,
-                            Arc::clone(&handler),
-                            limits.clone(),
+                            addr,
+                            handshake_slot,
+                            Arc::clone(&connection_slots),
+                            Arc::clone(&admit),
+                            setup.clone(),
                             shutdown.clone(),
-                            slot,
                         ));
                     }
-                    Err(_) => refuse(stream, peer, &limits),
+                    Err(_) => {
+                        setup.counters.handshakes_over_limit.fetch_add(1, Ordering::Relaxed);
+                        if setup.counters.stranger_warnings.allow() {
+                            tracing::warn!(%addr, handshakes_max = limits.handshakes_max, "connection closed: too many handshakes under way");
+                        }
+                    }
                 },
                 Err(error) => {
                     tracing::warn!(%error, "accept failed");
@@ -104,17 +195,72 @@ pub async fn serve(
     Ok(())
 }
 
+/// Handshake (bounded), admission, a connection slot, then the frame loop.
+async fn authenticate_and_serve(
+    stream: tokio::net::TcpStream,
+    addr: std::net::SocketAddr,
+    handshake_slot: OwnedSemaphorePermit,
+    connection_slots: Arc<Semaphore>,
+    admit: Admit,
+    setup: ServerSetup,
+    shutdown: watch::Receiver<bool>,
+) {
+    let limits = &setup.limits;
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%addr, %error, "cannot set TCP_NODELAY");
+    }
+    let handshake = tokio::time::timeout(
+        limits.handshake_timeout(),
+        transport::accept(&setup.transport, stream, addr),
+    )
+    .await;
+    drop(handshake_slot);
+    let (reader, mut writer, peer) = match handshake {
+        Ok(Ok(established)) => established,
+        Ok(Err(error)) => {
+            setup.counters.handshakes_failed.fetch_add(1, Ordering::Relaxed);
+            if setup.counters.stranger_warnings.allow() {
+                tracing::warn!(%addr, %error, "connection refused: handshake failed");
+            }
+            return;
+        }
+        Err(_elapsed) => {
+            setup.counters.handshakes_failed.fetch_add(1, Ordering::Relaxed);
+            if setup.counters.stranger_warnings.allow() {
+                tracing::warn!(%addr, timeout_ms = limits.handshake_timeout_ms, "connection refused: no handshake in time");
+            }
+            return;
+        }
+    };
+    let handler = match admit(&peer) {
+        Ok(handler) => handler,
+        Err(reason) => {
+            setup.counters.peers_refused.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(%peer, %reason, "connection refused: peer not authorised");
+            refuse(&mut writer, &format!("not authorised: {reason}"), limits).await;
+            return;
+        }
+    };
+    let Ok(slot) = connection_slots.try_acquire_owned() else {
+        setup.counters.connections_over_limit.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(%peer, connections_max = limits.connections_max, "connection refused: limit reached");
+        let message = format!("server at its limit of {} connections", limits.connections_max);
+        refuse(&mut writer, &message, limits).await;
+        return;
+    };
+    serve_connection(reader, writer, peer, handler, limits.clone(), shutdown, slot).await;
+}
+
 /// Resolves when shutdown is requested; a dropped sender counts as a request, since nobody
 /// could ask for shutdown any more.
 async fn signalled(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stop| *stop).await;
 }
 
-/// Turns away a connection over `connections_max` with an error frame, without waiting on it.
-fn refuse(stream: TcpStream, peer: SocketAddr, limits: &WireLimits) {
-    tracing::warn!(%peer, connections_max = limits.connections_max, "connection refused: limit reached");
+/// Tells a peer why it is turned away (a connection-level error frame), within a short bound.
+async fn refuse(writer: &mut WriteHalf, message: &str, limits: &WireLimits) {
     let mut bytes = Vec::new();
-    let message = format!("server at its limit of {} connections", limits.connections_max);
+    let message = truncate_message(message.to_string(), limits.frame_bytes_max);
     if encode_frame(
         FrameKind::Error,
         0,
@@ -124,9 +270,11 @@ fn refuse(stream: TcpStream, peer: SocketAddr, limits: &WireLimits) {
     )
     .is_ok()
     {
-        // A fresh socket's send buffer is empty, so this small write completes without
-        // blocking; if it does not, the peer just sees the close.
-        let _ = stream.try_write(&bytes);
+        let _ = tokio::time::timeout(CLOSE_DRAIN, async {
+            writer.write_all(&bytes).await?;
+            writer.shutdown().await
+        })
+        .await;
     }
 }
 
@@ -151,17 +299,14 @@ enum Ending {
 }
 
 async fn serve_connection(
-    stream: TcpStream,
-    peer: SocketAddr,
+    mut reader: ReadHalf,
+    writer: WriteHalf,
+    peer: Peer,
     handler: Handler,
     limits: WireLimits,
     mut shutdown: watch::Receiver<bool>,
     _slot: OwnedSemaphorePermit,
 ) {
-    if let Err(error) = stream.set_nodelay(true) {
-        tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
-    }
-    let (mut reader, writer) = stream.into_split();
     // Answers are queued by this task only, at most one per dispatched request plus pongs and a
     // final error frame; when the peer does not read, this fills and this task stops reading.
     let (answers, queue) = mpsc::channel::<Frame>(limits.in_flight_max + 1);
@@ -308,7 +453,7 @@ fn truncate_message(mut message: String, frame_bytes_max: usize) -> String {
 }
 
 /// Writer task: drains queued answers and writes them with one `write_all` per batch.
-async fn write_answers(mut socket: OwnedWriteHalf, mut queue: mpsc::Receiver<Frame>, limits: WireLimits) {
+async fn write_answers(mut socket: WriteHalf, mut queue: mpsc::Receiver<Frame>, limits: WireLimits) {
     let mut encoder = FrameEncoder::new(limits.frame_bytes_max);
     while let Some(first) = queue.recv().await {
         encode_answer(&mut encoder, &first);
@@ -338,6 +483,17 @@ fn encode_answer(encoder: &mut FrameEncoder, frame: &Frame) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stranger_warnings_are_limited_per_second() {
+        let budget = WarningBudget::default();
+        let allowed = (0..1000).filter(|_| budget.allow()).count() as u64;
+        // One second boundary may fall inside the loop, allowing one more second's budget.
+        assert!(
+            (STRANGER_WARNINGS_PER_SECOND..=2 * STRANGER_WARNINGS_PER_SECOND).contains(&allowed),
+            "{allowed}"
+        );
+    }
 
     #[test]
     fn messages_are_cut_to_fit_a_frame() {

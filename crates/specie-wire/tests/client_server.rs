@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use specie_wire::{handler_fn, serve, Client, Frame, FrameKind, Handler, WireError, WireLimits};
+use specie_wire::{
+    admit_all, handler_fn, serve, Client, Frame, FrameKind, Handler, ServerSetup, Transport, WireError, WireLimits,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -24,7 +26,12 @@ struct Server {
 async fn start_on(listener: TcpListener, handler: Handler, limits: WireLimits) -> Server {
     let addr = listener.local_addr().unwrap();
     let (shutdown, signal) = watch::channel(false);
-    let task = tokio::spawn(serve(listener, handler, limits, signal));
+    let setup = ServerSetup {
+        limits,
+        transport: Transport::InsecurePlaintext,
+        counters: Default::default(),
+    };
+    let task = tokio::spawn(serve(listener, admit_all(handler), setup, signal));
     Server { addr, shutdown, task }
 }
 
@@ -50,7 +57,7 @@ fn test_handler() -> Handler {
 }
 
 fn client(addr: SocketAddr, limits: WireLimits) -> Client {
-    Client::new(addr.to_string(), limits).unwrap()
+    Client::new(addr.to_string(), "server.test", limits, Transport::InsecurePlaintext).unwrap()
 }
 
 fn fast_reconnect() -> WireLimits {

@@ -1,5 +1,7 @@
 //! Properties of the pure frame codec, and the example frame of `docs/wire-protocol.md`.
 
+mod doc_vectors;
+
 use proptest::prelude::*;
 use specie_wire::{Frame, FrameDecoder, FrameEncoder, FrameError, FrameKind, HEADER_BYTES};
 
@@ -139,18 +141,8 @@ fn header_claiming_4_gib_is_rejected_before_allocation() {
 /// The hex example in `docs/wire-protocol.md` is exactly what the encoder produces.
 #[test]
 fn documented_example_frame_matches_the_codec() {
-    let doc = include_str!("../../../docs/wire-protocol.md");
-    let marker = "<!-- example-frame -->";
-    let after = &doc[doc.find(marker).expect("example marker in docs/wire-protocol.md") + marker.len()..];
-    let block = after.split("```").nth(1).expect("fenced block after the marker");
-    let hex_text: String = block
-        .lines()
-        .skip(1) // the fence's info string
-        .map(|line| line.split('#').next().unwrap_or(""))
-        .collect::<String>()
-        .split_whitespace()
-        .collect();
-    let bytes = hex::decode(hex_text).expect("example is hex");
+    let doc = doc_vectors::wire_protocol_doc(env!("CARGO_MANIFEST_DIR"));
+    let bytes = doc_vectors::hex_block_after(&doc, "<!-- example-frame -->");
 
     let expected = Frame::new(FrameKind::Request, 42, b"hello".to_vec());
     let mut encoder = FrameEncoder::new(FRAME_BYTES_MAX);

@@ -17,10 +17,9 @@ use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use specie_cluster::group_client::GroupClient;
-use specie_cluster::protocol::{RoleRequest, RoleResponse};
+use specie_cluster::operator;
 use specie_cluster::sentinel::ClusterBackend;
-use specie_cluster::Topology;
+use specie_cluster::{Topology, TransportMode};
 use specie_node::api::Backend;
 use specie_node::{Completion, TxStatus};
 use specie_shard::Vote;
@@ -105,6 +104,18 @@ pub struct ClusterBenchArgs {
     /// Where to write result.json, throughput.svg and latency.svg [default: DIR/bench].
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Measure what mutual TLS costs: run the load once per round, restarting the cluster before
+    /// each round with `transport = "mutual-tls"` and `"insecure-plaintext"` in turn (TLS,
+    /// plaintext, TLS, …), and report each transport's median and the cost. The cluster file is
+    /// set back to mutual-tls at the end, even on error, and the cluster restarted with it.
+    #[arg(long, conflicts_with = "kill_leader")]
+    pub compare_transport: bool,
+    /// With --compare-transport: rounds per transport (at least 2).
+    #[arg(long, default_value_t = 2, requires = "compare_transport")]
+    pub rounds: usize,
+    /// With --compare-transport: seconds to wait after each restart, before the preload.
+    #[arg(long, default_value_t = 2.0, requires = "compare_transport")]
+    pub settle: f64,
 }
 
 /// One swap in flight: what it spends and creates, and when it was sent.
@@ -235,11 +246,9 @@ pub fn run(args: ClusterBenchArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.seconds > 0.0, "--seconds must be positive");
     anyhow::ensure!(args.batch > 0, "--batch must be positive");
     anyhow::ensure!(args.restart_after >= 0.0, "--restart-after must not be negative");
-    let rate = match (args.mode, args.rate) {
-        (Mode::Open, Some(rate)) if rate > 0.0 => rate,
-        (Mode::Open, _) => bail!("--mode open needs --rate TPS (positive)"),
-        (Mode::Closed, _) => 0.0,
-    };
+    if args.mode == Mode::Open && !args.rate.is_some_and(|rate| rate > 0.0) {
+        bail!("--mode open needs --rate TPS (positive)");
+    }
     let cap = match args.mode {
         Mode::Closed => args.window,
         Mode::Open => args.in_flight_max,
@@ -268,17 +277,21 @@ pub fn run(args: ClusterBenchArgs) -> anyhow::Result<ExitCode> {
     }
     let out = args.out.clone().unwrap_or_else(|| args.dir.join("bench"));
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    if args.compare_transport {
+        return compare_transport(&args, &topology_path, &out);
+    }
+    println!(
+        "specie bench cluster: {}; {}; {} s",
+        shape_text(&topology),
+        load_text(&args),
+        args.seconds
+    );
+    run_load(&args, &topology, &topology_path, &out, None)?;
+    Ok(ExitCode::SUCCESS)
+}
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let backend = ClusterBackend::new(&topology, runtime.handle().clone())?;
-    let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<Completion>();
-    // Fresh ids every run: a cluster keeps its UHS across runs.
-    let mut rng = StdRng::from_entropy();
-
-    let shape = format!(
+fn shape_text(topology: &Topology) -> String {
+    format!(
         "{} shard group{}, {} coordinator group{}, {} replicas each",
         topology.shard_groups.len(),
         if topology.shard_groups.len() == 1 { "" } else { "s" },
@@ -289,25 +302,70 @@ pub fn run(args: ClusterBenchArgs) -> anyhow::Result<ExitCode> {
             "s"
         },
         topology.shard_groups.first().map_or(0, |g| g.replicas.len())
-    );
-    let load_text = match args.mode {
+    )
+}
+
+fn load_text(args: &ClusterBenchArgs) -> String {
+    match args.mode {
         Mode::Closed => format!("closed loop, window {}", args.window),
-        Mode::Open => format!("open loop, {rate:.0} tx/s (in flight ≤ {})", args.in_flight_max),
-    };
-    println!("specie bench cluster: {shape}; {load_text}; {} s", args.seconds);
+        Mode::Open => format!(
+            "open loop, {:.0} tx/s (in flight ≤ {})",
+            args.rate.unwrap_or(0.0),
+            args.in_flight_max
+        ),
+    }
+}
+
+/// What one run of the load measured (the whole result is in `result`, as in `result.json`).
+struct LoadRun {
+    mean_tps: f64,
+    peak_tps: u64,
+    p50_ms: f64,
+    p99_ms: f64,
+    confirmed_in_load: u64,
+    preload_s: f64,
+    /// Generator ids missing from the UHS afterwards (none if every outcome was reported truly).
+    pool_missing: Option<usize>,
+    cpu: Option<CpuUsage>,
+    confirmed_series: Vec<u64>,
+    result_file: PathBuf,
+}
+
+/// Preloads, runs the load on `topology` (a running cluster) and writes `result.json` and the
+/// charts to `out`. The load stops early once `interrupted` is set.
+fn run_load(
+    args: &ClusterBenchArgs,
+    topology: &Topology,
+    topology_path: &Path,
+    out: &Path,
+    interrupted: Option<&AtomicBool>,
+) -> anyhow::Result<LoadRun> {
+    let rate = args.rate.unwrap_or(0.0);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    // Loads the sentinel's credentials for the transport the cluster file names.
+    let backend = ClusterBackend::new(topology, runtime.handle().clone(), &topology.sentinels[0].name)?;
+    let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<Completion>();
+    // Fresh ids every run: a cluster keeps its UHS across runs (and restarts).
+    let mut rng = StdRng::from_entropy();
+    let (shape, load_text) = (shape_text(topology), load_text(args));
 
     // Preload: compact transactions that only create ids.
     let preload_started = Instant::now();
-    let mut pool = preload(&runtime, &backend, &reply, &mut completions, &mut rng, &args)?;
+    let mut pool = preload(&runtime, &backend, &reply, &mut completions, &mut rng, args)?;
     let preload_s = preload_started.elapsed().as_secs_f64();
     println!("  preloaded {} ids in {preload_s:.1} s", pool.len());
 
     // Load, with the fault schedule on its own thread.
     let duration = Duration::from_secs_f64(args.seconds);
+    let cpu_start = CpuSnapshot::take(&args.dir, topology_path, topology);
     let started = Instant::now();
+    let mut cpu_end: Option<Option<CpuSnapshot>> = None;
     let stop = Arc::new(AtomicBool::new(false));
     let fault_thread = {
-        let (dir, topology, topology_path) = (args.dir.clone(), topology.clone(), topology_path.clone());
+        let (dir, topology, topology_path) = (args.dir.clone(), topology.clone(), topology_path.to_path_buf());
         let (faults, restart_after, stop) = (args.kill_leader.clone(), args.restart_after, stop.clone());
         std::thread::spawn(move || {
             inject_faults(
@@ -331,7 +389,10 @@ pub fn run(args: ClusterBenchArgs) -> anyhow::Result<ExitCode> {
     let mut peak_in_flight = 0usize;
     loop {
         let elapsed = started.elapsed();
-        let loading = elapsed < duration;
+        let loading = elapsed < duration && !interrupted.is_some_and(|i| i.load(Ordering::Relaxed));
+        if !loading && cpu_end.is_none() {
+            cpu_end = Some(CpuSnapshot::take(&args.dir, topology_path, topology));
+        }
         if loading {
             let count = match args.mode {
                 Mode::Closed => {
@@ -439,6 +500,11 @@ pub fn run(args: ClusterBenchArgs) -> anyhow::Result<ExitCode> {
     let faults = fault_thread
         .join()
         .map_err(|_| anyhow::anyhow!("the fault injection thread panicked"))?;
+    if interrupted.is_some_and(|i| i.load(Ordering::Relaxed)) {
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        bail!("interrupted during the load");
+    }
+    let cpu = cpu_start.zip(cpu_end.flatten()).map(|(start, end)| end.since(&start));
 
     let unknown_resolution = resolve_unknown(&backend, &unknown);
     let pool_check = check_pool(&backend, &pool);
@@ -489,6 +555,9 @@ pub fn run(args: ClusterBenchArgs) -> anyhow::Result<ExitCode> {
         quantile_ms(&latency, 0.99),
         quantile_ms(&latency, 1.0)
     );
+    if let Some(cpu) = &cpu {
+        println!("  CPU during the load: {}", cpu.summary(confirmed_in_load));
+    }
     let statuses: Vec<String> = by_status.iter().map(|(k, v)| format!("{k} {v}")).collect();
     println!(
         "  outcomes: {}; submitted {submitted}, not sent {not_sent}, still in flight at the end {outstanding}",
@@ -542,7 +611,11 @@ pub fn run(args: ClusterBenchArgs) -> anyhow::Result<ExitCode> {
     }
 
     // Files.
-    let title = format!("{shape}; {load_text}, {} s", args.seconds);
+    let title = format!(
+        "{shape}; {load_text}, {} s; {}",
+        args.seconds,
+        transport_name(topology.transport)
+    );
     let mut markers = vec![];
     for fault in &faults {
         if let Some(t) = fault.killed_at_s {
@@ -591,13 +664,9 @@ pub fn run(args: ClusterBenchArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     let result = serde_json::json!({
-        "cluster": {
-            "dir": args.dir.display().to_string(),
-            "shard_groups": topology.shard_groups.len(),
-            "coordinator_groups": topology.coordinator_groups.len(),
-            "replicas": topology.shard_groups.first().map_or(0, |g| g.replicas.len()),
-        },
+        "cluster": cluster_json(&args.dir, topology),
         "config": {
+            "transport": topology.transport,
             "mode": args.mode, "seconds": args.seconds, "window": args.window, "rate": args.rate,
             "in_flight_max": args.in_flight_max, "preload": args.preload, "batch": args.batch,
             "restart_after": args.restart_after,
@@ -625,6 +694,7 @@ pub fn run(args: ClusterBenchArgs) -> anyhow::Result<ExitCode> {
         },
         "faults": faults.iter().zip(&recovery_of).map(|(f, r)| serde_json::json!({"fault": f, "recovery": r})).collect::<Vec<_>>(),
         "unknown_resolution": unknown_resolution.json(),
+        "cpu": cpu.as_ref().map(|c| c.json(confirmed_in_load)),
         "pool_check": match &pool_check {
             Ok(missing) => serde_json::json!({"ids": pool.len(), "missing": missing}),
             Err(error) => serde_json::json!({"ids": pool.len(), "error": format!("{error:#}")}),
@@ -641,7 +711,594 @@ pub fn run(args: ClusterBenchArgs) -> anyhow::Result<ExitCode> {
         throughput_file.display(),
         latency_file.display()
     );
+    Ok(LoadRun {
+        mean_tps,
+        peak_tps,
+        p50_ms: quantile_ms(&latency, 0.5),
+        p99_ms: quantile_ms(&latency, 0.99),
+        confirmed_in_load,
+        preload_s,
+        pool_missing: pool_check.as_ref().ok().copied(),
+        cpu,
+        confirmed_series,
+        result_file,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+/// The cluster a result was measured on, as its JSON files record it.
+fn cluster_json(dir: &Path, topology: &Topology) -> serde_json::Value {
+    serde_json::json!({
+        "dir": dir.display().to_string(),
+        "shard_groups": topology.shard_groups.len(),
+        "coordinator_groups": topology.coordinator_groups.len(),
+        "replicas": topology.shard_groups.first().map_or(0, |g| g.replicas.len()),
+    })
+}
+
+// --compare-transport: the same load with mutual TLS and with plaintext, in alternate rounds.
+
+/// The issue's bound on what mutual TLS may cost: this share of plaintext throughput.
+const TLS_COST_TARGET_PERCENT: f64 = 15.0;
+
+/// Set by SIGINT or SIGTERM during `--compare-transport`: the load stops, and the cluster file is
+/// set back to mutual TLS before the process exits.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_signal: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+fn transport_name(mode: TransportMode) -> &'static str {
+    match mode {
+        TransportMode::MutualTls => "mutual-tls",
+        TransportMode::InsecurePlaintext => "insecure-plaintext",
+    }
+}
+
+/// One measured round of `--compare-transport`.
+struct Round {
+    number: usize,
+    transport: TransportMode,
+    run: LoadRun,
+}
+
+/// What the rounds did to the running cluster, so that the end can put it back.
+#[derive(Default)]
+struct ClusterState {
+    /// A restart was attempted.
+    restarted: bool,
+    /// The transport the running cluster was last started with (none while a restart is under way).
+    running: Option<TransportMode>,
+}
+
+/// The rounds' schedule: mutual TLS first, then alternating, `rounds` of each.
+fn transport_schedule(rounds: usize) -> Vec<TransportMode> {
+    (0..2 * rounds)
+        .map(|i| {
+            if i.is_multiple_of(2) {
+                TransportMode::MutualTls
+            } else {
+                TransportMode::InsecurePlaintext
+            }
+        })
+        .collect()
+}
+
+fn compare_transport(args: &ClusterBenchArgs, topology_path: &Path, out: &Path) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(args.rounds >= 2, "--rounds must be at least 2 (rounds per transport)");
+    anyhow::ensure!(
+        args.settle.is_finite() && args.settle >= 0.0,
+        "--settle must not be negative"
+    );
+    let topology = Topology::load(topology_path)?;
+    println!(
+        "specie bench cluster --compare-transport: {}; {}; {} s per round, {} rounds per transport \
+         (mutual-tls, insecure-plaintext, …), the cluster restarted before each",
+        shape_text(&topology),
+        load_text(args),
+        args.seconds,
+        args.rounds
+    );
+    println!(
+        "  the cluster file is set back to transport = \"mutual-tls\" at the end; if this process is \
+         killed -9, do it by hand in {} and restart the cluster",
+        topology_path.display()
+    );
+    INTERRUPTED.store(false, Ordering::Relaxed);
+    let handler = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    let previous = unsafe {
+        [
+            libc::signal(libc::SIGINT, handler),
+            libc::signal(libc::SIGTERM, handler),
+        ]
+    };
+    let mut rounds: Vec<Round> = vec![];
+    let mut state = ClusterState::default();
+    let outcome = compare_rounds(args, topology_path, out, &mut rounds, &mut state);
+    if let Err(error) = &outcome {
+        eprintln!("round failed: {error:#}");
+    }
+    let restored = restore_mutual_tls(&args.dir, topology_path, &state);
+    // SAFETY: puts back the dispositions `signal` returned above.
+    unsafe {
+        libc::signal(libc::SIGINT, previous[0]);
+        libc::signal(libc::SIGTERM, previous[1]);
+    }
+    match &restored {
+        Ok(true) => println!("restored: transport = \"mutual-tls\", the cluster restarted with it"),
+        Ok(false) => println!("restored: transport = \"mutual-tls\" (the cluster already runs with it)"),
+        Err(error) => eprintln!(
+            "COULD NOT RESTORE mutual TLS: {error:#}; set transport = \"mutual-tls\" in {} and run \
+             `specie cluster down --dir {dir}` and `specie cluster up --dir {dir}`",
+            topology_path.display(),
+            dir = args.dir.display()
+        ),
+    }
+    if !rounds.is_empty() {
+        report_comparison(args, &topology, &rounds, out, outcome.is_ok() && restored.is_ok())?;
+    }
+    outcome?;
+    restored?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn compare_rounds(
+    args: &ClusterBenchArgs,
+    topology_path: &Path,
+    out: &Path,
+    rounds: &mut Vec<Round>,
+    state: &mut ClusterState,
+) -> anyhow::Result<()> {
+    let schedule = transport_schedule(args.rounds);
+    for (i, &transport) in schedule.iter().enumerate() {
+        anyhow::ensure!(!INTERRUPTED.load(Ordering::Relaxed), "interrupted");
+        let number = i + 1;
+        let name = transport_name(transport);
+        println!(
+            "\nround {number}/{}: transport = \"{name}\"; restarting the cluster",
+            schedule.len()
+        );
+        set_transport(topology_path, transport)?;
+        state.restarted = true;
+        state.running = None;
+        restart_cluster(&args.dir)?;
+        state.running = Some(transport);
+        std::thread::sleep(Duration::from_secs_f64(args.settle));
+        let topology = Topology::load(topology_path)?;
+        anyhow::ensure!(
+            topology.transport == transport,
+            "{} changed under the benchmark",
+            topology_path.display()
+        );
+        let round_out = out.join(format!("round-{number}-{name}"));
+        std::fs::create_dir_all(&round_out).with_context(|| format!("cannot create {}", round_out.display()))?;
+        // A new backend per round: it loads the credentials (or none) for this transport. The
+        // preload makes fresh random ids each round, as the UHS keeps what earlier rounds spent.
+        let run = run_load(args, &topology, topology_path, &round_out, Some(&INTERRUPTED))
+            .with_context(|| format!("round {number} ({name})"))?;
+        rounds.push(Round { number, transport, run });
+    }
+    Ok(())
+}
+
+/// Rewrites the cluster file's `transport` (the whole file, from the parsed topology), atomically.
+fn set_transport(topology_path: &Path, transport: TransportMode) -> anyhow::Result<()> {
+    let mut topology = Topology::load(topology_path)?;
+    if topology.transport == transport {
+        return Ok(());
+    }
+    topology.transport = transport;
+    let temporary = topology_path.with_extension("toml.bench-tmp");
+    std::fs::write(&temporary, topology.to_toml()).with_context(|| format!("cannot write {}", temporary.display()))?;
+    std::fs::rename(&temporary, topology_path)
+        .with_context(|| format!("cannot replace {}", topology_path.display()))?;
+    Ok(())
+}
+
+/// `specie cluster down` then `specie cluster up` (which waits for every group's leader).
+fn restart_cluster(dir: &Path) -> anyhow::Result<()> {
+    #[derive(clap::Parser)]
+    struct Up {
+        #[command(flatten)]
+        up: cluster_cmd::UpArgs,
+    }
+    cluster_cmd::down(dir)?;
+    let up = <Up as clap::Parser>::try_parse_from([
+        std::ffi::OsStr::new("up"),
+        std::ffi::OsStr::new("--dir"),
+        dir.as_os_str(),
+    ])?;
+    let code = cluster_cmd::up(up.up)?;
+    anyhow::ensure!(code == ExitCode::SUCCESS, "`specie cluster up` failed");
+    Ok(())
+}
+
+/// Sets the cluster file back to mutual TLS and, if a round restarted the cluster with another
+/// transport (or a restart failed half-way), restarts it. Returns whether it restarted.
+fn restore_mutual_tls(dir: &Path, topology_path: &Path, state: &ClusterState) -> anyhow::Result<bool> {
+    set_transport(topology_path, TransportMode::MutualTls)?;
+    if state.restarted && state.running != Some(TransportMode::MutualTls) {
+        println!("\nrestoring transport = \"mutual-tls\": restarting the cluster");
+        restart_cluster(dir)?;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// The median (the mean of the middle two for an even count); none for no values.
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if sorted.is_empty() {
+        return None;
+    }
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    Some(if sorted.len().is_multiple_of(2) {
+        (sorted[middle - 1] + sorted[middle]) / 2.0
+    } else {
+        sorted[middle]
+    })
+}
+
+/// What TLS costs, in percent of plaintext throughput: 1 − tls / plaintext.
+pub(crate) fn tls_cost_percent(tls_tps: f64, plaintext_tps: f64) -> Option<f64> {
+    (plaintext_tps > 0.0).then(|| 100.0 * (1.0 - tls_tps / plaintext_tps))
+}
+
+/// CPU microseconds per confirmed transaction of one role ("shard", "coordinator", "sentinel",
+/// "bench", or "cluster" for shards and coordinators and sentinels together).
+fn cpu_us_per_tx(run: &LoadRun, role: &str) -> Option<f64> {
+    let cpu = run.cpu.as_ref()?;
+    let seconds = match role {
+        "bench" => cpu.bench_s,
+        "cluster" => cpu.by_role.values().sum(),
+        role => cpu.by_role.get(role).copied().unwrap_or(0.0),
+    };
+    (run.confirmed_in_load > 0).then(|| seconds * 1e6 / run.confirmed_in_load as f64)
+}
+
+/// Prints the comparison and writes `transport.json` and `transport.svg` to `out`.
+fn report_comparison(
+    args: &ClusterBenchArgs,
+    topology: &Topology,
+    rounds: &[Round],
+    out: &Path,
+    complete: bool,
+) -> anyhow::Result<()> {
+    const ROLES: [&str; 4] = ["shard", "coordinator", "bench", "cluster"];
+    let show = |v: Option<f64>, decimals: usize| v.map_or("-".to_string(), |v| format!("{v:.decimals$}"));
+    println!(
+        "\ntransport comparison: {}; {}; {} s per round{}",
+        shape_text(topology),
+        load_text(args),
+        args.seconds,
+        if complete { "" } else { " (INCOMPLETE: a round failed)" }
+    );
+    println!(
+        "  {:>5}  {:<18}  {:>9}  {:>8}  {:>8}  {:>27}  {:>6}  {:>7}  {:>9}",
+        "round",
+        "transport",
+        "mean tx/s",
+        "p50 ms",
+        "p99 ms",
+        "CPU µs/tx shard/coord/bench",
+        "busy",
+        "other s",
+        "TCP opens"
+    );
+    for round in rounds {
+        let run = &round.run;
+        let per_tx = ROLES[..3]
+            .iter()
+            .map(|role| show(cpu_us_per_tx(run, role), 1))
+            .collect::<Vec<_>>()
+            .join(" / ");
+        println!(
+            "  {:>5}  {:<18}  {:>9.0}  {:>8.1}  {:>8.1}  {:>27}  {:>5}%  {:>7}  {:>9}",
+            round.number,
+            transport_name(round.transport),
+            run.mean_tps,
+            run.p50_ms,
+            run.p99_ms,
+            per_tx,
+            show(run.cpu.as_ref().map(|c| c.machine_busy_percent), 0),
+            show(run.cpu.as_ref().map(|c| c.other_s), 1),
+            run.cpu
+                .as_ref()
+                .and_then(|c| c.tcp_connections_opened)
+                .map_or("-".to_string(), |n| n.to_string()),
+        );
+    }
+    let mut medians = serde_json::Map::new();
+    let mut median_tps = BTreeMap::new();
+    for transport in [TransportMode::MutualTls, TransportMode::InsecurePlaintext] {
+        let runs: Vec<&LoadRun> = rounds
+            .iter()
+            .filter(|r| r.transport == transport)
+            .map(|r| &r.run)
+            .collect();
+        let of = |f: &dyn Fn(&LoadRun) -> Option<f64>| median(&runs.iter().filter_map(|r| f(r)).collect::<Vec<_>>());
+        let tps = of(&|r| Some(r.mean_tps));
+        let (p50, p99) = (of(&|r| Some(r.p50_ms)), of(&|r| Some(r.p99_ms)));
+        let per_tx: BTreeMap<&str, Option<f64>> = ROLES
+            .iter()
+            .map(|role| (*role, of(&|r| cpu_us_per_tx(r, role))))
+            .collect();
+        println!(
+            "  median {:<18} {:>9}  {:>8}  {:>8}  cluster CPU {} µs/tx ({} rounds)",
+            transport_name(transport),
+            show(tps, 0),
+            show(p50, 1),
+            show(p99, 1),
+            show(per_tx["cluster"], 1),
+            runs.len()
+        );
+        median_tps.insert(transport_name(transport), tps);
+        medians.insert(
+            transport_name(transport).to_string(),
+            serde_json::json!({
+                "rounds": runs.len(), "mean_tps": tps, "latency_ms_p50": p50, "latency_ms_p99": p99,
+                "cpu_us_per_tx": per_tx,
+            }),
+        );
+    }
+    let (tls, plaintext) = (median_tps["mutual-tls"], median_tps["insecure-plaintext"]);
+    let cost = tls.zip(plaintext).and_then(|(t, p)| tls_cost_percent(t, p));
+    match cost {
+        Some(cost) => println!(
+            "TLS cost: {cost:.1}% (target < {TLS_COST_TARGET_PERCENT:.0}%){}",
+            if cost < TLS_COST_TARGET_PERCENT {
+                ""
+            } else {
+                " — ABOVE THE TARGET"
+            }
+        ),
+        None => println!("TLS cost: not measured (no round of each transport completed)"),
+    }
+
+    let load_seconds = args.seconds.ceil() as usize;
+    let series: Vec<RoundSeries> = rounds
+        .iter()
+        .map(|r| RoundSeries {
+            label: format!(
+                "round {} {}: {:.0} tx/s",
+                r.number,
+                transport_name(r.transport),
+                r.run.mean_tps
+            ),
+            tls: r.transport == TransportMode::MutualTls,
+            confirmed: r.run.confirmed_series.iter().copied().take(load_seconds).collect(),
+        })
+        .collect();
+    let median_lines: Vec<(String, bool, f64)> = [("mutual-tls", true, tls), ("insecure-plaintext", false, plaintext)]
+        .into_iter()
+        .filter_map(|(name, is_tls, tps)| Some((format!("median {name}: {:.0} tx/s", tps?), is_tls, tps?)))
+        .collect();
+    let subtitle = format!(
+        "{}; {}, {} s per round; TLS cost {}",
+        shape_text(topology),
+        load_text(args),
+        args.seconds,
+        cost.map_or("not measured".to_string(), |c| format!("{c:.1}%"))
+    );
+    let chart_file = out.join("transport.svg");
+    let result_file = out.join("transport.json");
+    std::fs::write(&chart_file, transport_svg(&subtitle, &series, &median_lines))?;
+    let result = serde_json::json!({
+        "cluster": cluster_json(&args.dir, topology),
+        "config": {
+            "mode": args.mode, "seconds": args.seconds, "window": args.window, "rate": args.rate,
+            "in_flight_max": args.in_flight_max, "preload": args.preload, "batch": args.batch,
+            "rounds_per_transport": args.rounds, "settle": args.settle,
+            "threads": std::thread::available_parallelism().map_or(0, |n| n.get()),
+        },
+        "complete": complete,
+        "rounds": rounds.iter().map(|r| serde_json::json!({
+            "round": r.number,
+            "transport": r.transport,
+            "mean_tps": r.run.mean_tps,
+            "peak_tps": r.run.peak_tps,
+            "confirmed_during_load": r.run.confirmed_in_load,
+            "latency_ms_p50": r.run.p50_ms,
+            "latency_ms_p99": r.run.p99_ms,
+            "preload_seconds": r.run.preload_s,
+            "pool_missing": r.run.pool_missing,
+            "cpu": r.run.cpu.as_ref().map(|c| c.json(r.run.confirmed_in_load)),
+            "confirmed_per_second": r.run.confirmed_series,
+            "result": r.run.result_file.display().to_string(),
+        })).collect::<Vec<_>>(),
+        "median": medians,
+        "tls_cost_percent": cost,
+        "target_percent": TLS_COST_TARGET_PERCENT,
+        "within_target": cost.map(|c| c < TLS_COST_TARGET_PERCENT),
+        "files": { "transport_svg": chart_file.display().to_string() },
+    });
+    std::fs::write(&result_file, serde_json::to_string_pretty(&result)? + "\n")?;
+    println!("  wrote {}, {}", result_file.display(), chart_file.display());
+    let missing: usize = rounds.iter().filter_map(|r| r.run.pool_missing).sum();
+    anyhow::ensure!(
+        missing == 0,
+        "{missing} of the generator's unspent ids are missing from the UHS (see the rounds' result.json)"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU time from /proc: where the time of a run goes.
+
+/// CPU ticks (user + system) of the cluster's processes, of this process and of the machine.
+struct CpuSnapshot {
+    at: Instant,
+    /// pid → (role, ticks).
+    processes: HashMap<u32, (String, u64)>,
+    own: u64,
+    machine_busy: u64,
+    machine_total: u64,
+    tcp_active_opens: Option<u64>,
+}
+
+/// CPU seconds used between two snapshots.
+#[derive(Clone, Debug, serde::Serialize)]
+struct CpuUsage {
+    wall_s: f64,
+    cores: usize,
+    /// By role of the cluster's processes ("shard", "coordinator", "sentinel"), those alive at
+    /// both snapshots.
+    by_role: BTreeMap<String, f64>,
+    /// This process: the load generator and the cluster client acting as a sentinel.
+    bench_s: f64,
+    machine_busy_s: f64,
+    machine_busy_percent: f64,
+    /// Everything else on the machine (other users, compilers, the kernel's own threads).
+    other_s: f64,
+    /// TCP connections opened on the machine (`ActiveOpens` in /proc/net/snmp, every process):
+    /// about zero when the cluster keeps its connections, whatever the load.
+    tcp_connections_opened: Option<u64>,
+}
+
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        ticks as f64
+    } else {
+        100.0
+    }
+}
+
+/// utime + stime from the text of `/proc/PID/stat` (fields 14 and 15; the name in parentheses
+/// may hold spaces).
+pub(crate) fn parse_process_ticks(stat: &str) -> Option<u64> {
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 1..)?.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// `ActiveOpens` (TCP connections this host opened) from the text of `/proc/net/snmp`, whose
+/// `Tcp:` lines are a header and then the values.
+pub(crate) fn parse_tcp_active_opens(snmp: &str) -> Option<u64> {
+    let mut lines = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let (header, values) = (lines.next()?, lines.next()?);
+    let column = header.split_whitespace().position(|name| name == "ActiveOpens")?;
+    values.split_whitespace().nth(column)?.parse().ok()
+}
+
+/// (busy, total) ticks of all cores from the text of `/proc/stat` (idle and iowait are not busy).
+pub(crate) fn parse_machine_ticks(stat: &str) -> Option<(u64, u64)> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let values: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|v| v.parse().ok())
+        .collect::<Option<_>>()?;
+    let total: u64 = values.iter().sum();
+    let idle = values.get(3)? + values.get(4).copied().unwrap_or(0);
+    Some((total - idle, total))
+}
+
+impl CpuSnapshot {
+    fn take(dir: &Path, topology_path: &Path, topology: &Topology) -> Option<CpuSnapshot> {
+        let (machine_busy, machine_total) = parse_machine_ticks(&std::fs::read_to_string("/proc/stat").ok()?)?;
+        let own = parse_process_ticks(&std::fs::read_to_string("/proc/self/stat").ok()?)?;
+        let mut processes = HashMap::new();
+        for member in cluster_cmd::members(topology_path, topology) {
+            let Some(pid) = cluster_cmd::read_pid(dir, &member.name) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            if let Some(ticks) = parse_process_ticks(&stat) {
+                processes.insert(pid, (member.args.first().cloned().unwrap_or_default(), ticks));
+            }
+        }
+        let tcp_active_opens = std::fs::read_to_string("/proc/net/snmp")
+            .ok()
+            .and_then(|snmp| parse_tcp_active_opens(&snmp));
+        Some(CpuSnapshot {
+            at: Instant::now(),
+            processes,
+            own,
+            machine_busy,
+            machine_total,
+            tcp_active_opens,
+        })
+    }
+
+    fn since(&self, start: &CpuSnapshot) -> CpuUsage {
+        let tick = clock_ticks_per_second();
+        let mut by_role: BTreeMap<String, f64> = BTreeMap::new();
+        for (pid, (role, ticks)) in &self.processes {
+            if let Some((_, before)) = start.processes.get(pid) {
+                *by_role.entry(role.clone()).or_default() += ticks.saturating_sub(*before) as f64 / tick;
+            }
+        }
+        let bench_s = self.own.saturating_sub(start.own) as f64 / tick;
+        let machine_busy_s = self.machine_busy.saturating_sub(start.machine_busy) as f64 / tick;
+        let machine_total = self.machine_total.saturating_sub(start.machine_total) as f64;
+        let ours: f64 = by_role.values().sum::<f64>() + bench_s;
+        CpuUsage {
+            wall_s: self.at.duration_since(start.at).as_secs_f64(),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            by_role,
+            bench_s,
+            machine_busy_s,
+            machine_busy_percent: if machine_total > 0.0 {
+                100.0 * machine_busy_s * tick / machine_total
+            } else {
+                0.0
+            },
+            other_s: (machine_busy_s - ours).max(0.0),
+            tcp_connections_opened: self
+                .tcp_active_opens
+                .zip(start.tcp_active_opens)
+                .map(|(end, start)| end.saturating_sub(start)),
+        }
+    }
+}
+
+impl CpuUsage {
+    fn role(&self, role: &str) -> f64 {
+        self.by_role.get(role).copied().unwrap_or(0.0)
+    }
+
+    fn summary(&self, confirmed: u64) -> String {
+        let cluster: f64 = self.by_role.values().sum();
+        format!(
+            "shards {:.1} s, coordinators {:.1} s, sentinels {:.1} s, bench {:.1} s, other processes {:.1} s \
+             (machine {:.0}% busy over {:.1} s × {} cores); cluster {} µs CPU per confirmed tx; {} TCP \
+             connections opened on the machine",
+            self.role("shard"),
+            self.role("coordinator"),
+            self.role("sentinel"),
+            self.bench_s,
+            self.other_s,
+            self.machine_busy_percent,
+            self.wall_s,
+            self.cores,
+            if confirmed == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.1}", cluster * 1e6 / confirmed as f64)
+            },
+            self.tcp_connections_opened.map_or("?".to_string(), |n| n.to_string())
+        )
+    }
+
+    fn json(&self, confirmed: u64) -> serde_json::Value {
+        let per_tx = |seconds: f64| (confirmed > 0).then(|| seconds * 1e6 / confirmed as f64);
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        value["us_per_confirmed_tx"] = serde_json::json!({
+            "shard": per_tx(self.role("shard")),
+            "coordinator": per_tx(self.role("coordinator")),
+            "sentinel": per_tx(self.role("sentinel")),
+            "bench": per_tx(self.bench_s),
+            "cluster": per_tx(self.by_role.values().sum()),
+        });
+        value
+    }
 }
 
 /// Creates `--preload` ids (100 per transaction), resubmitting what the cluster was too busy
@@ -790,20 +1447,16 @@ fn group_replicas<'a>(topology: &'a Topology, group: &str) -> Option<&'a [specie
 
 /// The replica of `group` that says it leads (the highest term if several do).
 fn find_leader(runtime: &tokio::runtime::Runtime, topology: &Topology, group: &str) -> anyhow::Result<Option<u64>> {
-    let replicas = group_replicas(topology, group).context("no such group")?;
-    let client = GroupClient::new(group, replicas, &specie_wire::WireLimits::default()).map_err(anyhow::Error::msg)?;
-    let mut leader: Option<(u64, u64)> = None;
-    for replica in replicas {
-        let answer =
-            runtime.block_on(client.call_replica(replica.id, &RoleRequest::Status, Duration::from_millis(1000)));
-        if let Ok(RoleResponse::Status(json)) = answer {
-            let status: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
-            let term = status["term"].as_u64().unwrap_or(0);
-            if status["role"] == "leader" && leader.is_none_or(|(t, _)| term > t) {
-                leader = Some((term, replica.id));
-            }
-        }
-    }
+    let statuses = runtime.block_on(operator::replica_statuses(
+        topology,
+        Some(group),
+        Duration::from_millis(1000),
+    ))?;
+    let leader = statuses
+        .iter()
+        .filter(|s| s.is_leader())
+        .filter_map(|s| Some((s.status.as_ref().ok()?["term"].as_u64().unwrap_or(0), s.id)))
+        .max();
     Ok(leader.map(|(_, id)| id))
 }
 
@@ -1033,25 +1686,11 @@ fn axis_labels(svg: &mut String, x_label: &str, y_label: &str) {
     );
 }
 
-/// Confirmed transactions per second as a step line over time, with a vertical line at each
-/// marker (kills red and dashed, new leaders purple, restarts green, the end of the load grey).
-pub(crate) fn throughput_svg(subtitle: &str, confirmed: &[u64], markers: &[Marker]) -> String {
-    let x_max = markers
-        .iter()
-        .map(|m| m.at_s)
-        .fold(confirmed.len() as f64, f64::max)
-        .max(1.0)
-        .ceil();
-    let peak = confirmed.iter().copied().max().unwrap_or(0) as f64;
-    // Headroom above the peak for the marker labels.
-    let y_step = nice_step(peak * 1.25, 6);
-    let y_max = ((peak * 1.25) / y_step).ceil().max(1.0) * y_step;
+/// Horizontal grid lines and y labels up to `y_max`, and x ticks (seconds) up to `x_max`.
+fn time_grid(svg: &mut String, x_max: f64, y_max: f64, y_step: f64) {
     let (plot_w, plot_h) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
     let x = |v: f64| LEFT + v / x_max * plot_w;
     let y = |v: f64| TOP + plot_h - v / y_max * plot_h;
-
-    let mut svg = String::new();
-    svg_open(&mut svg, "specie cluster: confirmed transactions per second", subtitle);
     // Grid and ticks.
     let mut tick = 0.0;
     while tick <= y_max + y_step / 2.0 {
@@ -1080,12 +1719,10 @@ pub(crate) fn throughput_svg(subtitle: &str, confirmed: &[u64], markers: &[Marke
         );
         tick += x_step;
     }
-    axis_labels(
-        &mut svg,
-        "time since the load started (s)",
-        "confirmed transactions per second",
-    );
-    // The series: one horizontal step per second.
+}
+
+/// An SVG path of one horizontal step per second.
+fn step_path(confirmed: &[u64], x: impl Fn(f64) -> f64, y: impl Fn(f64) -> f64) -> String {
     let mut path = String::new();
     for (second, count) in confirmed.iter().enumerate() {
         let (x0, x1, level) = (x(second as f64), x(second as f64 + 1.0), y(*count as f64));
@@ -1095,11 +1732,40 @@ pub(crate) fn throughput_svg(subtitle: &str, confirmed: &[u64], markers: &[Marke
             if second == 0 { "M" } else { "L" }
         );
     }
+    path.trim_end().to_string()
+}
+
+/// Confirmed transactions per second as a step line over time, with a vertical line at each
+/// marker (kills red and dashed, new leaders purple, restarts green, the end of the load grey).
+pub(crate) fn throughput_svg(subtitle: &str, confirmed: &[u64], markers: &[Marker]) -> String {
+    let x_max = markers
+        .iter()
+        .map(|m| m.at_s)
+        .fold(confirmed.len() as f64, f64::max)
+        .max(1.0)
+        .ceil();
+    let peak = confirmed.iter().copied().max().unwrap_or(0) as f64;
+    // Headroom above the peak for the marker labels.
+    let y_step = nice_step(peak * 1.25, 6);
+    let y_max = ((peak * 1.25) / y_step).ceil().max(1.0) * y_step;
+    let (plot_w, plot_h) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
+    let x = |v: f64| LEFT + v / x_max * plot_w;
+    let y = |v: f64| TOP + plot_h - v / y_max * plot_h;
+
+    let mut svg = String::new();
+    svg_open(&mut svg, "specie cluster: confirmed transactions per second", subtitle);
+    time_grid(&mut svg, x_max, y_max, y_step);
+    axis_labels(
+        &mut svg,
+        "time since the load started (s)",
+        "confirmed transactions per second",
+    );
+    // The series: one horizontal step per second.
+    let path = step_path(confirmed, x, y);
     if !path.is_empty() {
         let _ = writeln!(
             svg,
-            r##"<path d="{}" fill="none" stroke="#1f5fbf" stroke-width="2"/>"##,
-            path.trim_end()
+            r##"<path d="{path}" fill="none" stroke="#1f5fbf" stroke-width="2"/>"##
         );
     }
     // Markers, labels staggered so that close ones do not overlap.
@@ -1124,6 +1790,103 @@ pub(crate) fn throughput_svg(subtitle: &str, confirmed: &[u64], markers: &[Marke
             escape(&marker.label),
             marker.at_s
         );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// One round's confirmed transactions per second, for [`transport_svg`].
+pub(crate) struct RoundSeries {
+    pub label: String,
+    pub tls: bool,
+    pub confirmed: Vec<u64>,
+}
+
+/// `--compare-transport`: confirmed transactions per second of every round as step lines
+/// (mutual TLS blue and solid, plaintext orange and dashed), and each transport's median of the
+/// rounds' mean throughput as a dotted horizontal line (`medians`: label, TLS or not, tx/s).
+pub(crate) fn transport_svg(subtitle: &str, rounds: &[RoundSeries], medians: &[(String, bool, f64)]) -> String {
+    const TLS_COLOURS: [&str; 4] = ["#1f5fbf", "#6b9be0", "#0b3d91", "#9ec0ee"];
+    const PLAINTEXT_COLOURS: [&str; 4] = ["#e6550d", "#f59a55", "#a63603", "#f7bf8f"];
+    let x_max = rounds.iter().map(|r| r.confirmed.len()).max().unwrap_or(0).max(1) as f64;
+    let peak = rounds
+        .iter()
+        .flat_map(|r| r.confirmed.iter().copied())
+        .max()
+        .unwrap_or(0) as f64;
+    // Headroom above the peak for the legend.
+    let legend_rows = rounds
+        .iter()
+        .filter(|r| r.tls)
+        .count()
+        .max(rounds.iter().filter(|r| !r.tls).count())
+        + 1;
+    let headroom = 1.15 + 0.06 * legend_rows as f64;
+    let y_step = nice_step(peak * headroom, 6);
+    let y_max = ((peak * headroom) / y_step).ceil().max(1.0) * y_step;
+    let (plot_w, plot_h) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
+    let x = |v: f64| LEFT + v / x_max * plot_w;
+    let y = |v: f64| TOP + plot_h - v / y_max * plot_h;
+
+    let mut svg = String::new();
+    svg_open(
+        &mut svg,
+        "specie cluster: mutual TLS against plaintext, confirmed transactions per second",
+        subtitle,
+    );
+    time_grid(&mut svg, x_max, y_max, y_step);
+    axis_labels(
+        &mut svg,
+        "time since the round's load started (s)",
+        "confirmed transactions per second",
+    );
+    // Legend: TLS in the left column, plaintext in the right one, each ending with its median.
+    let mut rows = [0usize; 2];
+    let mut legend = |svg: &mut String, tls: bool, label: &str, colour: &str, dash: &str| {
+        let column = usize::from(!tls);
+        let (lx, ly) = (
+            LEFT + 12.0 + column as f64 * plot_w / 2.0,
+            TOP + 16.0 + 15.0 * rows[column] as f64,
+        );
+        rows[column] += 1;
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{lx:.1}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/><text x="{2:.1}" y="{3:.1}" paint-order="stroke" stroke="white" stroke-width="3">{4}</text>"##,
+            ly - 4.0,
+            lx + 28.0,
+            lx + 34.0,
+            ly,
+            escape(label)
+        );
+    };
+    let mut used = [0usize; 2];
+    for round in rounds {
+        let column = usize::from(!round.tls);
+        let (colour, dash) = if round.tls {
+            (TLS_COLOURS[used[0] % TLS_COLOURS.len()], "none")
+        } else {
+            (PLAINTEXT_COLOURS[used[1] % PLAINTEXT_COLOURS.len()], "7,4")
+        };
+        used[column] += 1;
+        let path = step_path(&round.confirmed, x, y);
+        if !path.is_empty() {
+            let _ = writeln!(
+                svg,
+                r##"<path class="{}" d="{path}" fill="none" stroke="{colour}" stroke-width="2" stroke-dasharray="{dash}"/>"##,
+                if round.tls { "tls" } else { "plaintext" }
+            );
+        }
+        legend(&mut svg, round.tls, &round.label, colour, dash);
+    }
+    for (label, tls, tps) in medians {
+        let colour = if *tls { TLS_COLOURS[2] } else { PLAINTEXT_COLOURS[2] };
+        let _ = writeln!(
+            svg,
+            r##"<line class="median" x1="{LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="{colour}" stroke-width="1.5" stroke-dasharray="1,3"/>"##,
+            y(*tps),
+            LEFT + plot_w
+        );
+        legend(&mut svg, *tls, label, colour, "1,3");
     }
     svg.push_str("</svg>\n");
     svg
@@ -1366,6 +2129,68 @@ mod tests {
         );
         well_formed(&latency_svg("empty", &[], 0)).unwrap();
         assert!(well_formed("<svg><g></svg>").is_err());
+    }
+
+    #[test]
+    fn medians_and_the_tls_cost() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0]), Some(3.0));
+        assert_eq!(median(&[4.0, 1.0]), Some(2.5));
+        assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
+        let cost = tls_cost_percent(62_000.0, 66_000.0).unwrap();
+        assert!((cost - 6.0606).abs() < 1e-3, "{cost}");
+        assert!(tls_cost_percent(70_000.0, 66_000.0).unwrap() < 0.0);
+        assert_eq!(tls_cost_percent(1.0, 0.0), None);
+        assert_eq!(
+            transport_schedule(2),
+            vec![
+                TransportMode::MutualTls,
+                TransportMode::InsecurePlaintext,
+                TransportMode::MutualTls,
+                TransportMode::InsecurePlaintext
+            ]
+        );
+    }
+
+    #[test]
+    fn cpu_ticks_parse_from_proc() {
+        let stat = "4242 (specie shard (x)) S 1 4242 4242 0 -1 4194560 5000 0 0 0 1234 567 0 0 20 0 9 0 100 0 0";
+        assert_eq!(parse_process_ticks(stat), Some(1234 + 567));
+        assert_eq!(parse_process_ticks("garbage"), None);
+        let machine = "cpu  100 5 50 1000 20 3 2 1 0 0\ncpu0 50 2 25 500 10 1 1 0 0 0\n";
+        assert_eq!(parse_machine_ticks(machine), Some((161, 1181)));
+        let snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\nTcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens\nTcp: 1 200 120000 -1 4321 17\nUdp: InDatagrams\nUdp: 5\n";
+        assert_eq!(parse_tcp_active_opens(snmp), Some(4321));
+        assert_eq!(parse_tcp_active_opens("Tcp: ActiveOpens\n"), None);
+    }
+
+    #[test]
+    fn the_transport_chart_is_well_formed() {
+        let rounds = vec![
+            RoundSeries {
+                label: "round 1 mutual-tls: 900 tx/s".into(),
+                tls: true,
+                confirmed: vec![300, 1000, 950],
+            },
+            RoundSeries {
+                label: "round 2 insecure-plaintext: 1000 tx/s <&>".into(),
+                tls: false,
+                confirmed: vec![400, 1100, 1000],
+            },
+        ];
+        let medians = vec![
+            ("median mutual-tls: 900 tx/s".to_string(), true, 900.0),
+            ("median insecure-plaintext: 1000 tx/s".to_string(), false, 1000.0),
+        ];
+        let svg = transport_svg("2 shard groups; TLS cost 10.0%", &rounds, &medians);
+        well_formed(&svg).unwrap();
+        assert!(
+            svg.contains(r#"class="tls""#) && svg.contains(r#"class="plaintext""#),
+            "{svg}"
+        );
+        assert_eq!(svg.matches(r#"class="median""#).count(), 2);
+        assert!(svg.contains("&lt;&amp;&gt;"));
+        well_formed(&transport_svg("empty", &[], &[])).unwrap();
     }
 
     #[test]

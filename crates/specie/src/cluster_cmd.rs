@@ -6,9 +6,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use specie_cluster::group_client::GroupClient;
-use specie_cluster::protocol::{RoleRequest, RoleResponse};
-use specie_cluster::{Shape, Topology};
+use specie_cluster::operator::{self, ReplicaStatus};
+use specie_cluster::{credentials, Shape, Topology};
 use specie_transaction::signing::xonly_bytes;
 
 const TOPOLOGY_FILE: &str = "cluster.toml";
@@ -27,10 +26,14 @@ pub struct ClusterArgs {
 pub enum ClusterCommand {
     /// Start a local cluster on 127.0.0.1: shard groups and coordinator groups replicated by Raft,
     /// and sentinels serving the wallets' HTTP API. Writes DIR/cluster.toml on first use (edit
-    /// it to change the topology), logs to DIR/logs, and returns once every group has a leader.
+    /// it to change the topology) and issues what DIR/pki lacks: a cluster CA and one key and
+    /// certificate per process, for mutual TLS between all of them (to bring your own CA, see
+    /// docs/operator-guide.md). Logs to DIR/logs, and returns once every group has a leader.
     /// Starts only members that are not running, so it also restarts one that died.
     Up(UpArgs),
-    /// Show each group's leader, term, commit and applied index, and each process's health.
+    /// Show each group's leader, term, commit and applied index, how many connections and
+    /// requests each replica refused (which and why: its log in DIR/logs), and
+    /// each process's health.
     Status(DirArgs),
     /// Stop every process of the cluster (SIGTERM, then SIGKILL after 10 s). Data stays in DIR.
     Down(DirArgs),
@@ -38,7 +41,7 @@ pub enum ClusterCommand {
 
 #[derive(Args, Debug)]
 pub struct DirArgs {
-    /// The cluster's directory: cluster.toml, data/, logs/, pids/.
+    /// The cluster's directory: cluster.toml, data/, pki/, logs/, pids/.
     #[arg(long, default_value = "./specie-cluster")]
     pub dir: PathBuf,
 }
@@ -234,13 +237,13 @@ fn load(dir: &Path) -> anyhow::Result<(PathBuf, Topology)> {
     Ok((std::fs::canonicalize(&path)?, topology))
 }
 
-fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
+pub fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     let dir = &args.dir.dir;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join(TOPOLOGY_FILE);
     if !path.exists() {
         let issuer = secp256k1::Keypair::new_global(&mut rand::thread_rng());
-        write_secret(&dir.join(ISSUER_KEY_FILE), &hex::encode(issuer.secret_bytes()))?;
+        credentials::write_secret(&dir.join(ISSUER_KEY_FILE), &hex::encode(issuer.secret_bytes()))?;
         let mut issuers = vec![hex::encode(xonly_bytes(&issuer))];
         issuers.extend(args.issuers.iter().map(|k| k.to_ascii_lowercase()));
         let shape = Shape {
@@ -250,12 +253,23 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             sentinels: args.sentinels,
             base_port: args.base_port,
         };
-        let data_dir = std::fs::canonicalize(dir)?.join("data");
-        let topology = Topology::local(shape, data_dir, issuers).map_err(anyhow::Error::msg)?;
+        let dir = std::fs::canonicalize(dir)?;
+        let attestation_keys = (0..shape.sentinels)
+            .map(|i| credentials::create_attestation_key(&dir.join("pki"), &Shape::sentinel_name(i)))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let topology = Topology::local(shape, &dir, issuers, attestation_keys).map_err(anyhow::Error::msg)?;
         std::fs::write(&path, topology.to_toml())?;
         println!("wrote {} (edit it to change the topology)", path.display());
     }
     let (path, topology) = load(dir)?;
+    let issued = credentials::ensure_pki(&topology)?;
+    if !issued.is_empty() {
+        println!(
+            "issued {} PKI files in {} (mutual TLS between every process)",
+            issued.len(),
+            topology.pki_dir.display()
+        );
+    }
     // Idempotent: starts only what is not running, so it also restarts a member that died.
     let stopped: Vec<Member> = members(&path, &topology)
         .into_iter()
@@ -294,56 +308,16 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_secret(path: &Path, text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .create_new(true)
-        .write(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(text.as_bytes())?;
-    file.sync_all()?;
-    Ok(())
-}
-
-/// What one replica said about itself (its status JSON), or why it could not be asked.
-type ReplicaStatus = (String, u64, Result<serde_json::Value, String>);
-
-/// Status of every replica, as (group, replica id, JSON or error).
 fn replica_statuses(topology: &Topology) -> anyhow::Result<Vec<ReplicaStatus>> {
-    let limits = specie_wire::WireLimits::default();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let groups = topology
-        .shard_groups
-        .iter()
-        .map(|g| (&g.name, &g.replicas))
-        .chain(topology.coordinator_groups.iter().map(|g| (&g.name, &g.replicas)));
-    let mut statuses = vec![];
-    for (name, replicas) in groups {
-        let client = GroupClient::new(name, replicas, &limits).map_err(anyhow::Error::msg)?;
-        for replica in replicas {
-            let answer =
-                runtime.block_on(client.call_replica(replica.id, &RoleRequest::Status, Duration::from_millis(1000)));
-            let status = match answer {
-                Ok(RoleResponse::Status(json)) => serde_json::from_str(&json).map_err(|e| e.to_string()),
-                Ok(other) => Err(format!("unexpected answer {other:?}")),
-                Err(error) => Err(error),
-            };
-            statuses.push((name.clone(), replica.id, status));
-        }
-    }
-    Ok(statuses)
+    runtime.block_on(operator::replica_statuses(topology, None, Duration::from_millis(1000)))
 }
 
 fn leaders_elected(topology: &Topology) -> anyhow::Result<(usize, usize)> {
     let statuses = replica_statuses(topology)?;
-    let groups: std::collections::BTreeSet<&String> = statuses.iter().map(|(g, _, _)| g).collect();
-    let leading: std::collections::BTreeSet<&String> = statuses
-        .iter()
-        .filter(|(_, _, s)| s.as_ref().is_ok_and(|s| s["role"] == "leader"))
-        .map(|(g, _, _)| g)
-        .collect();
+    let groups: std::collections::BTreeSet<&String> = statuses.iter().map(|s| &s.group).collect();
+    let leading: std::collections::BTreeSet<&String> =
+        statuses.iter().filter(|s| s.is_leader()).map(|s| &s.group).collect();
     Ok((leading.len(), groups.len()))
 }
 
@@ -351,29 +325,33 @@ fn status(dir: &Path) -> anyhow::Result<ExitCode> {
     let (_, topology) = load(dir)?;
     let mut healthy = true;
     println!(
-        "{:<16} {:>7} {:>8} {:>10} {:>6} {:>9} {:>9} {:>9}  health",
-        "group", "replica", "pid", "role", "term", "leader", "commit", "applied"
+        "{:<16} {:>7} {:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  health",
+        "group", "replica", "pid", "role", "term", "leader", "commit", "applied", "refused"
     );
-    for (group, id, status) in replica_statuses(&topology)? {
+    for ReplicaStatus { group, id, status } in replica_statuses(&topology)? {
         let pid = read_pid(dir, &format!("{group}-{id}"));
         let pid_text = pid.map_or("-".into(), |p| p.to_string());
         match status {
             Ok(s) => {
                 let show = |v: &serde_json::Value| if v.is_null() { "-".to_string() } else { v.to_string() };
                 println!(
-                    "{group:<16} {id:>7} {pid_text:>8} {:>10} {:>6} {:>9} {:>9} {:>9}  ok",
+                    "{group:<16} {id:>7} {pid_text:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  ok",
                     s["role"].as_str().unwrap_or("?"),
                     show(&s["term"]),
                     show(&s["leader"]),
                     show(&s["commit_index"]),
                     show(&s["applied_index"]),
+                    // Everything the replica turned away: strangers, non-members, requests.
+                    s["refused"]
+                        .as_object()
+                        .map_or(0, |counts| counts.values().filter_map(|v| v.as_u64()).sum::<u64>()),
                 );
             }
             Err(error) => {
                 healthy = false;
                 println!(
-                    "{group:<16} {id:>7} {pid_text:>8} {:>10} {:>6} {:>9} {:>9} {:>9}  DOWN ({error})",
-                    "-", "-", "-", "-", "-"
+                    "{group:<16} {id:>7} {pid_text:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  DOWN ({error})",
+                    "-", "-", "-", "-", "-", "-"
                 );
             }
         }
@@ -397,7 +375,7 @@ fn signal(pid: u32, name: &str) {
         .status();
 }
 
-fn down(dir: &Path) -> anyhow::Result<ExitCode> {
+pub fn down(dir: &Path) -> anyhow::Result<ExitCode> {
     let (path, topology) = load(dir)?;
     let running: Vec<(String, u32)> = members(&path, &topology)
         .into_iter()

@@ -180,7 +180,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
                 .worker_threads(2)
                 .enable_all()
                 .build()?;
-            let backend = ClusterBackend::new(&topology, runtime.handle().clone())?;
+            // The demo validates and submits in process, as the cluster's first sentinel.
+            let backend = ClusterBackend::new(&topology, runtime.handle().clone(), &topology.sentinels[0].name)?;
             let replicas = topology.shard_groups[0].replicas.len();
             let label = format!(
                 "cluster {} ({} shard groups × {replicas} replicas)",

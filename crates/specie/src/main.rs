@@ -53,15 +53,16 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // `specie cluster status | head` must end quietly, not panic on a closed pipe.
-    reset_sigpipe();
-    if std::env::var_os("RUST_LOG").is_some() {
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_writer(std::io::stderr)
-            .init();
-    }
     let cli = Cli::parse();
+    // Everything that talks TLS must ignore SIGPIPE (Rust's default): rustls writes with
+    // `writev`, which raises it on a connection the peer has reset, and its default action
+    // would kill a replica, a sentinel, the demo or a benchmark in the middle of its work.
+    // Commands that only print and read files get the default back, so that `specie tx inspect
+    // … | head` ends quietly instead of panicking on a closed pipe.
+    if matches!(cli.command, Command::Tx(_) | Command::Sim(_)) {
+        reset_sigpipe();
+    }
+    init_logging(&cli.command);
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Node(args) => node_cmd::run(args),
@@ -81,6 +82,29 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Logs go to stderr: as `RUST_LOG` says, or else warnings (refused peers and requests, lost
+/// leaders, …) from the long-running roles, whose stderr is their log file.
+fn init_logging(command: &Command) {
+    use std::io::IsTerminal;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(directives) => tracing_subscriber::EnvFilter::new(directives),
+        Err(_)
+            if matches!(
+                command,
+                Command::Node(_) | Command::Shard(_) | Command::Coordinator(_) | Command::Sentinel(_)
+            ) =>
+        {
+            tracing_subscriber::EnvFilter::new("warn")
+        }
+        Err(_) => return,
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 fn reset_sigpipe() {

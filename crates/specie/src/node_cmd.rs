@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use specie_node::{EmbeddedNode, NodeOptions};
+use specie_node::{EmbeddedNode, HttpLimits, NodeOptions};
 
 /// Run every role (sentinel, coordinator, shards) in one process with a durable data directory,
 /// serving the HTTP/JSON API of docs/api.md.
@@ -33,9 +33,65 @@ pub struct NodeArgs {
     /// Most compact transactions per dtxn (Hamilton used 2000).
     #[arg(long, default_value_t = 2000)]
     pub batch_transactions_max: usize,
+    /// Most HTTP connections served at once. One more is answered at once with 503
+    /// too_many_connections and closed, so a flood of idle or slow clients cannot use up the
+    /// process's file descriptors. Keep it well under the open-file limit (`ulimit -n`).
+    #[arg(
+        long,
+        default_value_t = HttpLimits::default().connections_max,
+        value_parser = at_least_one,
+        help_heading = "HTTP limits"
+    )]
+    pub http_connections_max: usize,
+    /// Milliseconds a client has to send a request's complete header, counted from its first
+    /// byte. A client that drips its header (slow-loris) is disconnected without an answer.
+    #[arg(
+        long,
+        default_value_t = HttpLimits::default().header_timeout_ms,
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = "HTTP limits"
+    )]
+    pub http_header_timeout_ms: u64,
+    /// Milliseconds a client has to send a request's complete body once its header is in. A
+    /// client that withholds or drips its body is answered 408 body_timeout and disconnected.
+    /// At 4 MiB, the largest body, the default allows a client about 400 KiB/s.
+    #[arg(
+        long,
+        default_value_t = HttpLimits::default().body_timeout_ms,
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = "HTTP limits"
+    )]
+    pub http_body_timeout_ms: u64,
+    /// Milliseconds a connection may stay open with no request in progress and no byte moving
+    /// (a keep-alive connection between requests, a client that connects and sends nothing, one
+    /// that stops reading its answer) before it is closed, freeing its slot for another client.
+    #[arg(
+        long,
+        default_value_t = HttpLimits::default().idle_timeout_ms,
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = "HTTP limits"
+    )]
+    pub http_idle_timeout_ms: u64,
+}
+
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
+    let limits = HttpLimits {
+        connections_max: args.http_connections_max,
+        header_timeout_ms: args.http_header_timeout_ms,
+        body_timeout_ms: args.http_body_timeout_ms,
+        idle_timeout_ms: args.http_idle_timeout_ms,
+    };
+    limits
+        .validate()
+        .map_err(|e| anyhow::anyhow!("invalid HTTP limits: {e}"))?;
     let mut options = NodeOptions::new(&args.data_dir);
     options.shards = args.shards;
     options.hrp = args.hrp;
@@ -62,12 +118,11 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
             args.data_dir.display(),
             listener.local_addr()?
         );
-        axum::serve(listener, specie_node::api::router(handle))
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
-            .context("the API server failed")
+        specie_node::http_server::serve(listener, specie_node::api::router(handle), limits, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .context("the API server failed")
     })?;
     node.shutdown();
     eprintln!("specie node: stopped");

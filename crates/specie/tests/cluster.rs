@@ -8,68 +8,17 @@
 use std::io::Write as _;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use specie_cluster::Topology;
 
-const BIN: &str = env!("CARGO_BIN_EXE_specie");
+mod cluster_harness;
+
+use cluster_harness::{assert_audit, digest, finish_demo, specie, start_cluster, start_demo, status, Row, BIN};
 const FAILOVER_LIMIT: Duration = Duration::from_secs(5);
-
-fn specie(args: &[&str]) -> Output {
-    let output = Command::new(BIN).args(args).output().expect("run specie");
-    assert!(
-        output.status.success(),
-        "specie {args:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-/// A base port with `count` free consecutive ports above it.
-fn free_ports(count: u16) -> u16 {
-    let start = 20_000 + (std::process::id() % 2_000) as u16 * 20;
-    (0..200u16)
-        .map(|i| start.wrapping_add(i * 37) % 40_000 + 20_000)
-        .find(|base| (0..count).all(|p| std::net::TcpListener::bind(("127.0.0.1", base + p)).is_ok()))
-        .expect("free ports")
-}
-
-#[derive(Debug, Clone)]
-struct Row {
-    group: String,
-    replica: u64,
-    pid: u32,
-    role: String,
-    applied: Option<u64>,
-}
-
-fn status(dir: &str) -> Vec<Row> {
-    let output = Command::new(BIN)
-        .args(["cluster", "status", "--dir", dir])
-        .output()
-        .expect("status");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() < 9 || f[0].starts_with("sentinel") {
-                return None;
-            }
-            Some(Row {
-                group: f[0].to_string(),
-                replica: f[1].parse().ok()?,
-                pid: f[2].parse().unwrap_or(0),
-                role: f[3].to_string(),
-                applied: f[7].parse().ok(),
-            })
-        })
-        .collect()
-}
 
 fn leader(dir: &str, group: &str) -> Option<Row> {
     status(dir).into_iter().find(|r| r.group == group && r.role == "leader")
@@ -96,60 +45,17 @@ fn kill_leader_and_time_failover(dir: &str, group: &str) -> Duration {
         }
         assert!(
             killed.elapsed() < Duration::from_secs(20),
-            "{group}: no new leader after 20 s"
+            "{group}: no new leader after 20 s:\n{}",
+            String::from_utf8_lossy(
+                &Command::new(BIN)
+                    .args(["cluster", "status", "--dir", dir])
+                    .output()
+                    .unwrap()
+                    .stdout
+            )
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn start_demo(dir: &str, payments: &str, seed: &str) -> Child {
-    Command::new(BIN)
-        .args([
-            "demo",
-            "--cluster",
-            dir,
-            "--payments",
-            payments,
-            "--wallets",
-            "50",
-            "--window",
-            "1024",
-            "--seed",
-            seed,
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start demo")
-}
-
-fn finish_demo(demo: Child) -> serde_json::Value {
-    let output = demo.wait_with_output().expect("demo");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "demo failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(stdout.trim()).expect("one JSON object")
-}
-
-fn digest(sentinel: &str) -> serde_json::Value {
-    ureq::get(&format!("{sentinel}/v1/uhs/digest"))
-        .timeout(Duration::from_secs(30))
-        .call()
-        .expect("digest")
-        .into_json()
-        .unwrap()
-}
-
-fn assert_audit(summary: &serde_json::Value) {
-    assert_eq!(summary["audit_ok"], true, "{summary}");
-    assert!(summary["confirmed_payments"].as_u64().unwrap() > 100, "{summary}");
-    let checks = &summary["checks"];
-    assert_eq!(checks["replays"], checks["replays_rejected"], "{summary}");
-    assert_eq!(checks["conflict_pairs_with_two_winners"], 0, "{summary}");
 }
 
 /// A TCP relay to `target` on 127.0.0.1 that can be cut (existing connections reset, new ones
@@ -289,22 +195,9 @@ fn wait_caught_up(dir: &str, group: &str, replica: u64, within: Duration) {
 
 #[test]
 fn leader_kills_partition_and_restart_lose_nothing() {
-    let temp = tempfile::tempdir().unwrap();
-    let dir = temp.path().join("cluster");
-    let dir = dir.to_str().unwrap();
-    let base = free_ports(12);
-    specie(&[
-        "cluster",
-        "up",
-        "--dir",
-        dir,
-        "--base-port",
-        &base.to_string(),
-        "--sentinels",
-        "1",
-    ]);
+    let (_temp, dir, base, _guard) = start_cluster(1);
+    let dir = dir.as_str();
     let sentinel = format!("http://127.0.0.1:{}", base + 9);
-    let _guard = Down(dir.to_string());
     // Frequent snapshots: the restarts and the catch-up below all cross one.
     specie(&["cluster", "down", "--dir", dir]);
     let topology_file = Path::new(dir).join("cluster.toml");
@@ -377,15 +270,4 @@ fn leader_kills_partition_and_restart_lose_nothing() {
     }
     specie(&["cluster", "up", "--dir", dir]);
     assert_eq!(digest(&sentinel), before, "a full restart changed the UHS");
-}
-
-/// Stops the cluster even when the test fails.
-struct Down(String);
-
-impl Drop for Down {
-    fn drop(&mut self) {
-        if Path::new(&self.0).join("cluster.toml").exists() {
-            let _ = Command::new(BIN).args(["cluster", "down", "--dir", &self.0]).output();
-        }
-    }
 }

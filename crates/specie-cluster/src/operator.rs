@@ -1,0 +1,62 @@
+//! What the operator's tools ask of a running cluster, as the `operator.specie` identity: each
+//! replica's own account of itself.
+
+use std::time::Duration;
+
+use crate::credentials;
+use crate::group_client::GroupClient;
+use crate::host::wire_limits;
+use crate::identity::{GroupRole, Identity};
+use crate::protocol::{RoleRequest, RoleResponse};
+use crate::topology::Topology;
+
+/// What one replica said about itself (its status JSON), or why it could not be asked.
+pub struct ReplicaStatus {
+    pub group: String,
+    pub id: u64,
+    pub status: Result<serde_json::Value, String>,
+}
+
+impl ReplicaStatus {
+    pub fn is_leader(&self) -> bool {
+        self.status.as_ref().is_ok_and(|s| s["role"] == "leader")
+    }
+}
+
+/// The status of every replica of every group (or only of `group`), asked one by one.
+pub async fn replica_statuses(
+    topology: &Topology,
+    group: Option<&str>,
+    timeout: Duration,
+) -> anyhow::Result<Vec<ReplicaStatus>> {
+    let transport = credentials::transport(topology, &Identity::Operator)?;
+    let limits = wire_limits(topology);
+    let groups = topology
+        .shard_groups
+        .iter()
+        .map(|g| (GroupRole::Shard, &g.name, &g.replicas))
+        .chain(
+            topology
+                .coordinator_groups
+                .iter()
+                .map(|g| (GroupRole::Coordinator, &g.name, &g.replicas)),
+        )
+        .filter(|(_, name, _)| group.is_none_or(|wanted| wanted == name.as_str()));
+    let mut statuses = vec![];
+    for (role, name, replicas) in groups {
+        let client = GroupClient::new(role, name, replicas, &limits, &transport).map_err(anyhow::Error::msg)?;
+        for replica in replicas {
+            let status = match client.call_replica(replica.id, &RoleRequest::Status, timeout).await {
+                Ok(RoleResponse::Status(json)) => serde_json::from_str(&json).map_err(|e| e.to_string()),
+                Ok(other) => Err(format!("unexpected answer {other:?}")),
+                Err(error) => Err(error),
+            };
+            statuses.push(ReplicaStatus {
+                group: name.clone(),
+                id: replica.id,
+                status,
+            });
+        }
+    }
+    Ok(statuses)
+}

@@ -1,0 +1,149 @@
+//! Real `specie` processes for the cluster tests: run the binary, find free ports, read
+//! `cluster status`, run the demo and check its audit, stop a cluster when a test ends.
+#![allow(dead_code)] // each test file uses its own part of this
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_specie");
+
+pub fn specie(args: &[&str]) -> Output {
+    let output = Command::new(BIN).args(args).output().expect("run specie");
+    assert!(
+        output.status.success(),
+        "specie {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// A base port with `count` free consecutive ports above it.
+/// Tests of one binary run in parallel: each call starts its search elsewhere, so two tests do
+/// not both find the same ports free before either binds them.
+pub fn free_ports(count: u16) -> u16 {
+    static CALLS: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let start = 20_000 + (std::process::id() % 2_000) as u16 * 20 + call.wrapping_mul(1_009);
+    (0..200u16)
+        .map(|i| start.wrapping_add(i * 37) % 40_000 + 20_000)
+        .find(|base| (0..count).all(|p| std::net::TcpListener::bind(("127.0.0.1", base + p)).is_ok()))
+        .expect("free ports")
+}
+
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub group: String,
+    pub replica: u64,
+    pub pid: u32,
+    pub role: String,
+    pub applied: Option<u64>,
+}
+
+pub fn status(dir: &str) -> Vec<Row> {
+    let output = Command::new(BIN)
+        .args(["cluster", "status", "--dir", dir])
+        .output()
+        .expect("status");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 9 || f[0].starts_with("sentinel") {
+                return None;
+            }
+            Some(Row {
+                group: f[0].to_string(),
+                replica: f[1].parse().ok()?,
+                pid: f[2].parse().unwrap_or(0),
+                role: f[3].to_string(),
+                applied: f[7].parse().ok(),
+            })
+        })
+        .collect()
+}
+
+pub fn start_demo(dir: &str, payments: &str, seed: &str) -> Child {
+    Command::new(BIN)
+        .args([
+            "demo",
+            "--cluster",
+            dir,
+            "--payments",
+            payments,
+            "--wallets",
+            "50",
+            "--window",
+            "1024",
+            "--seed",
+            seed,
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start demo")
+}
+
+pub fn finish_demo(demo: Child) -> serde_json::Value {
+    let output = demo.wait_with_output().expect("demo");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "demo failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).expect("one JSON object")
+}
+
+pub fn digest(sentinel: &str) -> serde_json::Value {
+    ureq::get(&format!("{sentinel}/v1/uhs/digest"))
+        .timeout(Duration::from_secs(30))
+        .call()
+        .expect("digest")
+        .into_json()
+        .unwrap()
+}
+
+pub fn assert_audit(summary: &serde_json::Value) {
+    assert_eq!(summary["audit_ok"], true, "{summary}");
+    assert!(summary["confirmed_payments"].as_u64().unwrap() > 100, "{summary}");
+    let checks = &summary["checks"];
+    assert_eq!(checks["replays"], checks["replays_rejected"], "{summary}");
+    assert_eq!(checks["conflict_pairs_with_two_winners"], 0, "{summary}");
+}
+
+/// A default cluster (2 shard groups and a coordinator group of 3 replicas each) with
+/// `sentinels` sentinels, started in a new temporary directory on free ports. Returns the
+/// directory (dropping it deletes the files), the cluster's directory inside it, its first port,
+/// and the guard that stops the cluster, even one that only half started.
+pub fn start_cluster(sentinels: u16) -> (tempfile::TempDir, String, u16, Down) {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("cluster").to_str().unwrap().to_string();
+    let base = free_ports(9 + sentinels);
+    let guard = Down(dir.clone());
+    specie(&[
+        "cluster",
+        "up",
+        "--dir",
+        &dir,
+        "--base-port",
+        &base.to_string(),
+        "--sentinels",
+        &sentinels.to_string(),
+    ]);
+    (temp, dir, base, guard)
+}
+
+/// Stops the cluster in the directory when dropped, so a failing test leaves no processes.
+pub struct Down(pub String);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        if Path::new(&self.0).join("cluster.toml").exists() {
+            let _ = Command::new(BIN).args(["cluster", "down", "--dir", &self.0]).output();
+        }
+    }
+}
