@@ -24,7 +24,7 @@ use libfuzzer_sys::fuzz_target;
 use specie_cluster::identity::Identity;
 use specie_cluster::protocol::{AttestationError, RoleRequest, RoleResponse, Submission};
 use specie_shard::{ShardRequest, ShardResponse, ShardWireLimits};
-use specie_transaction::codec::{Decode, Encode};
+use specie_codec::{Decode, Encode};
 use specie_transaction::CompactTransaction;
 
 const SELECT_ROLE_REQUEST: u8 = 0;

@@ -5,7 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use specie_transaction::{CompactTransaction, Decode, Encode, SpecieTransaction};
+use specie_transaction::{CompactTransaction, SpecieTransaction};
+use specie_codec::{Decode, Encode};
 
 fuzz_target!(|bytes: &[u8]| {
     if let Ok(tx) = SpecieTransaction::decode_exact(bytes) {

@@ -2,8 +2,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use specie_codec::Decode;
 use specie_sentinel::IssuerKeys;
-use specie_transaction::codec::Decode;
 use specie_transaction::{mint_marker, SpecieTransaction};
 
 #[derive(Args, Debug)]

@@ -3,10 +3,11 @@
 use std::process::{Command, Output as ProcessOutput};
 
 use serde_json::Value;
+use specie_codec::Encode;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{
-    witness_program_commitment, Encode, Input, MintTransaction, NonceMode, OutPoint, Output, SpecieTransaction,
-    Transaction, Txid,
+    witness_program_commitment, Input, MintTransaction, NonceMode, OutPoint, Output, SpecieTransaction, Transaction,
+    Txid,
 };
 
 // From /work/shared/vectors/opencbdc-format.md: the reference's zero-input "mint" shape.

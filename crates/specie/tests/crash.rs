@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use secp256k1::Keypair;
-use specie_transaction::codec::Encode;
+use specie_codec::Encode;
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
     mint_marker, witness_program_commitment, CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction,

@@ -1,0 +1,175 @@
+//! Calls to a replica group: find its leader, follow `NotLeader` hints, fail over on silence.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use specie_codec::Encode;
+use specie_wire::{Client, Transport, WireLimits};
+use tokio::time::Instant;
+
+use crate::identity::{GroupRole, Identity};
+use crate::protocol::{RoleRequest, RoleResponse};
+use crate::topology::Replica;
+
+/// Pause before trying the next replica when none answers, so a group mid-election is not
+/// hammered; bounded by the caller's deadline.
+const LEADER_SEARCH_PAUSE_MS: u64 = 50;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GroupError {
+    #[error("group {group}: no leader answered within {timeout_ms} ms (last error: {last})")]
+    NoLeader {
+        group: String,
+        timeout_ms: u64,
+        last: String,
+    },
+    #[error("group {group}: the request may or may not have executed: {reason}")]
+    OutcomeUnknown { group: String, reason: String },
+    #[error("group {group}: malformed response: {reason}")]
+    Malformed { group: String, reason: String },
+}
+
+/// A client for replica `replica` of `group`, which must prove it is that replica.
+pub fn replica_client(
+    role: GroupRole,
+    group: &str,
+    replica: &Replica,
+    limits: &WireLimits,
+    transport: &Transport,
+) -> Result<Client, String> {
+    let identity = Identity::Replica {
+        role,
+        group: group.to_string(),
+        id: replica.id,
+    };
+    Client::new(
+        replica.address.to_string(),
+        identity.to_string(),
+        limits.clone(),
+        transport.clone(),
+    )
+}
+
+/// A client for one replica group. Cheap to clone.
+#[derive(Clone)]
+pub struct GroupClient {
+    name: String,
+    replicas: Arc<Vec<(u64, Client)>>,
+    /// Index into `replicas` of the replica believed to lead.
+    leader: Arc<AtomicUsize>,
+}
+
+impl GroupClient {
+    /// A client for group `name` of `role`; each replica must prove it is that group's member.
+    pub fn new(
+        role: GroupRole,
+        name: &str,
+        replicas: &[Replica],
+        limits: &WireLimits,
+        transport: &Transport,
+    ) -> Result<GroupClient, String> {
+        let clients = replicas
+            .iter()
+            .map(|r| Ok((r.id, replica_client(role, name, r, limits, transport)?)))
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(GroupClient {
+            name: name.to_string(),
+            replicas: Arc::new(clients),
+            leader: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sends an idempotent `request` to the leader, retrying other replicas until `timeout`.
+    pub async fn call(&self, request: &RoleRequest, timeout: Duration) -> Result<RoleResponse, GroupError> {
+        self.call_with(request, timeout, true).await
+    }
+
+    /// Sends a request that must not run twice: it is retried elsewhere only when a replica
+    /// said it is not the leader, or when it certainly never left this process. Any other
+    /// failure is returned at once, because the request may have executed.
+    pub async fn call_once(&self, request: &RoleRequest, timeout: Duration) -> Result<RoleResponse, GroupError> {
+        self.call_with(request, timeout, false).await
+    }
+
+    async fn call_with(
+        &self,
+        request: &RoleRequest,
+        timeout: Duration,
+        idempotent: bool,
+    ) -> Result<RoleResponse, GroupError> {
+        let deadline = Instant::now() + timeout;
+        let bytes = request.encode();
+        let mut last = String::from("no attempt");
+        let mut attempts = 0usize;
+        while Instant::now() < deadline {
+            let index = self.leader.load(Ordering::Relaxed) % self.replicas.len();
+            let (id, client) = &self.replicas[index];
+            let attempt_deadline = deadline.min(Instant::now() + timeout / 2);
+            match client.call_by(bytes.clone(), attempt_deadline).await {
+                Ok(reply) => match RoleResponse::decode(&reply) {
+                    Ok(RoleResponse::NotLeader(hint)) => {
+                        last = format!("replica {id} is not the leader");
+                        let next = hint
+                            .and_then(|h| self.replicas.iter().position(|(rid, _)| *rid == h))
+                            .filter(|next| *next != index)
+                            .unwrap_or((index + 1) % self.replicas.len());
+                        self.leader.store(next, Ordering::Relaxed);
+                        if hint.is_none() {
+                            tokio::time::sleep(Duration::from_millis(LEADER_SEARCH_PAUSE_MS)).await;
+                        }
+                    }
+                    Ok(response) => return Ok(response),
+                    Err(error) => {
+                        return Err(GroupError::Malformed {
+                            group: self.name.clone(),
+                            reason: error.to_string(),
+                        })
+                    }
+                },
+                Err(error) => {
+                    if !idempotent && !error.certainly_not_sent() {
+                        return Err(GroupError::OutcomeUnknown {
+                            group: self.name.clone(),
+                            reason: error.to_string(),
+                        });
+                    }
+                    last = format!("replica {id}: {error}");
+                    self.leader.store((index + 1) % self.replicas.len(), Ordering::Relaxed);
+                    attempts += 1;
+                    if attempts.is_multiple_of(self.replicas.len()) {
+                        tokio::time::sleep(Duration::from_millis(LEADER_SEARCH_PAUSE_MS)).await;
+                    }
+                }
+            }
+        }
+        Err(GroupError::NoLeader {
+            group: self.name.clone(),
+            timeout_ms: timeout.as_millis() as u64,
+            last,
+        })
+    }
+
+    /// Asks one specific replica (status pages), without leader search.
+    pub async fn call_replica(
+        &self,
+        id: u64,
+        request: &RoleRequest,
+        timeout: Duration,
+    ) -> Result<RoleResponse, String> {
+        let (_, client) = self
+            .replicas
+            .iter()
+            .find(|(rid, _)| *rid == id)
+            .ok_or("no such replica")?;
+        let reply = client
+            .call(request.encode(), timeout)
+            .await
+            .map_err(|e| e.to_string())?;
+        RoleResponse::decode(&reply).map_err(|e| e.to_string())
+    }
+}

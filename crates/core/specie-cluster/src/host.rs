@@ -1,0 +1,303 @@
+//! What every replica process does whatever its role: open its Raft replica in its own data
+//! directory, serve Raft RPCs, role requests and status on its address, and stop on a signal.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::Context;
+use specie_codec::Encode;
+use specie_raft::{Leadership, Replica, ReplicaConfig, ReplicatedStateMachine, Role};
+use specie_wire::{handler_fn, Admit, Handler, Peer, ServerCounters, ServerSetup, WireLimits};
+use tokio::sync::watch;
+
+use crate::credentials;
+use crate::identity::{authorize, Identity};
+use crate::protocol::{tag, RoleRequest, RoleResponse};
+use crate::raft_transport::WireRaftTransport;
+use crate::topology::{Replica as ReplicaAddress, Topology};
+
+/// Who sent a request: the identity its certificate proves, or `None` on an insecure plaintext
+/// transport (no authentication, so no authorisation either).
+pub type Caller = Option<Arc<Identity>>;
+
+pub fn wire_limits(topology: &Topology) -> WireLimits {
+    let limits = &topology.limits;
+    WireLimits {
+        frame_bytes_max: limits.frame_bytes_max as usize,
+        in_flight_max: limits.requests_in_flight_max as usize,
+        reconnect_backoff_ms_max: limits.reconnect_backoff_ms_max,
+        handshake_timeout_ms: limits.handshake_timeout_ms,
+        handshakes_max: limits.handshakes_max as usize,
+        ..WireLimits::default()
+    }
+}
+
+pub fn replica_config(topology: &Topology) -> ReplicaConfig {
+    let limits = &topology.limits;
+    ReplicaConfig {
+        heartbeat_interval_ms: limits.raft_heartbeat_ms,
+        election_timeout_min_ms: limits.raft_election_timeout_ms,
+        election_timeout_max_ms: limits.raft_election_timeout_ms * 2,
+        snapshot_every_entries: limits.raft_snapshot_entries,
+        ..ReplicaConfig::default()
+    }
+}
+
+/// Where a replica keeps its files.
+pub fn replica_dir(topology: &Topology, group: &str, id: u64) -> PathBuf {
+    topology.data_dir.join(format!("{group}-{id}"))
+}
+
+/// A running replica, shared by the request handlers.
+pub struct Hosted<S: ReplicatedStateMachine> {
+    pub group: String,
+    pub replica: Replica<S>,
+    /// What the wire server turned away, and requests refused by the authorisation table or by
+    /// the role's own checks of its input.
+    pub refused: Arc<ServerCounters>,
+}
+
+impl<S: ReplicatedStateMachine> Hosted<S> {
+    pub fn new(group: impl Into<String>, replica: Replica<S>) -> Hosted<S> {
+        Hosted {
+            group: group.into(),
+            replica,
+            refused: Arc::default(),
+        }
+    }
+
+    pub fn is_leader(&self) -> bool {
+        matches!(*self.replica.leadership().borrow(), Leadership::Leader { .. })
+    }
+
+    pub fn not_leader(&self) -> RoleResponse {
+        RoleResponse::NotLeader(self.replica.leader())
+    }
+
+    pub fn status(&self, extra: serde_json::Value) -> RoleResponse {
+        let m = self.replica.metrics();
+        let role = match m.role {
+            Role::Leader => "leader",
+            Role::Candidate => "candidate",
+            Role::Follower => "follower",
+            Role::Learner => "learner",
+            Role::Stopped => "stopped",
+        };
+        let refused: serde_json::Map<String, serde_json::Value> = self
+            .refused
+            .snapshot()
+            .into_iter()
+            .map(|(name, count)| (name.to_string(), count.into()))
+            .collect();
+        let mut status = serde_json::json!({
+            "group": self.group, "replica": m.id, "role": role, "leader": m.leader, "term": m.term,
+            "commit_index": m.commit_index, "applied_index": m.applied_index, "last_log_index": m.last_log_index,
+            "snapshot_index": m.snapshot_index, "purged_index": m.purged_index, "refused": refused,
+        });
+        if let (Some(map), serde_json::Value::Object(more)) = (status.as_object_mut(), extra) {
+            map.extend(more);
+        }
+        RoleResponse::Status(status.to_string())
+    }
+
+    /// Counts and logs a request the role refused after decoding it.
+    pub fn refuse(&self, caller: &Caller, reason: impl std::fmt::Display) -> String {
+        refuse(&self.refused, caller, reason)
+    }
+}
+
+/// Counts and logs a refused request; the message for the peer.
+fn refuse(counters: &ServerCounters, caller: &Caller, reason: impl std::fmt::Display) -> String {
+    counters.requests_refused.fetch_add(1, Ordering::Relaxed);
+    let peer = caller.as_deref().map_or("anonymous".to_string(), ToString::to_string);
+    tracing::warn!(%peer, %reason, "request refused");
+    format!("refused: {reason}")
+}
+
+/// Starts the replica `me` (of a group listed in `replicas`) and serves `role` requests
+/// (everything but Raft and status) until Ctrl-C / SIGTERM. Only peers whose certificates name a
+/// member of the topology are admitted, and each request is checked against the authorisation
+/// table before it is decoded. Raft RPCs that arrive before the replica is open are refused;
+/// Raft retries them.
+pub async fn serve_replica<S, F, Fut>(
+    topology: &Topology,
+    me: Identity,
+    replicas: &[ReplicaAddress],
+    state_machine: S,
+    after_start: impl FnOnce(Arc<Hosted<S>>),
+    role: F,
+) -> anyhow::Result<()>
+where
+    S: ReplicatedStateMachine,
+    F: Fn(Arc<Hosted<S>>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<RoleResponse, String>> + Send + 'static,
+{
+    let Identity::Replica {
+        role: group_role,
+        group,
+        id,
+    } = me.clone()
+    else {
+        anyhow::bail!("{me} is not a replica");
+    };
+    let address = replicas
+        .iter()
+        .find(|r| r.id == id)
+        .with_context(|| format!("group {group} has no replica {id}"))?
+        .address;
+    let limits = wire_limits(topology);
+    let transport = credentials::transport(topology, &me)?;
+    let hosted: Arc<OnceLock<Arc<Hosted<S>>>> = Arc::new(OnceLock::new());
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("cannot listen on {address}"))?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let counters: Arc<ServerCounters> = Arc::default();
+    let admit = admit_members(
+        topology.clone(),
+        Arc::new(me.clone()),
+        hosted.clone(),
+        counters.clone(),
+        Arc::new(role),
+    );
+    let setup = ServerSetup {
+        limits: limits.clone(),
+        transport: transport.clone(),
+        counters: counters.clone(),
+    };
+    let server = tokio::spawn(specie_wire::serve(listener, admit, setup, stop_rx));
+
+    let members: BTreeSet<u64> = replicas.iter().map(|r| r.id).collect();
+    let timeout = Duration::from_millis(topology.limits.request_timeout_ms);
+    let raft_transport = WireRaftTransport::new(group_role, &group, replicas, id, &limits, transport, timeout)
+        .map_err(anyhow::Error::msg)?;
+    let dir = replica_dir(topology, &group, id);
+    let replica = Replica::start(
+        replica_config(topology),
+        &dir,
+        id,
+        &members,
+        raft_transport,
+        state_machine,
+    )
+    .await
+    .with_context(|| format!("cannot start replica {id} of {group} in {}", dir.display()))?;
+    let shared = Arc::new(Hosted {
+        refused: counters,
+        ..Hosted::new(group.clone(), replica)
+    });
+    let _ = hosted.set(shared.clone());
+    after_start(shared.clone());
+    tracing::info!(%me, %address, "replica serving");
+    eprintln!("{group} replica {id}: serving on {address} as {me}");
+
+    wait_for_stop_signal().await;
+    let _ = stop_tx.send(true);
+    let _ = server.await;
+    drop(hosted);
+    if let Ok(hosted) = Arc::try_unwrap(shared) {
+        hosted.replica.shutdown().await;
+    }
+    Ok(())
+}
+
+/// Admits members of the topology (and, on an insecure plaintext transport, anyone), and gives
+/// each connection a handler that checks every request against the authorisation table.
+fn admit_members<S, F, Fut>(
+    topology: Topology,
+    me: Arc<Identity>,
+    hosted: Arc<OnceLock<Arc<Hosted<S>>>>,
+    counters: Arc<ServerCounters>,
+    role: Arc<F>,
+) -> Admit
+where
+    S: ReplicatedStateMachine,
+    F: Fn(Arc<Hosted<S>>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<RoleResponse, String>> + Send + 'static,
+{
+    Arc::new(move |peer: &Peer| {
+        let caller: Caller = match &peer.name {
+            None => None,
+            Some(name) => {
+                let identity = Identity::parse(name).ok_or_else(|| format!("'{name}' is not a specie identity"))?;
+                if !identity.is_member_of(&topology) {
+                    return Err(format!("{identity} is not a member of this cluster"));
+                }
+                Some(Arc::new(identity))
+            }
+        };
+        Ok(request_handler(
+            caller,
+            me.clone(),
+            hosted.clone(),
+            counters.clone(),
+            role.clone(),
+        ))
+    })
+}
+
+fn request_handler<S, F, Fut>(
+    caller: Caller,
+    me: Arc<Identity>,
+    hosted: Arc<OnceLock<Arc<Hosted<S>>>>,
+    counters: Arc<ServerCounters>,
+    role: Arc<F>,
+) -> Handler
+where
+    S: ReplicatedStateMachine,
+    F: Fn(Arc<Hosted<S>>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<RoleResponse, String>> + Send + 'static,
+{
+    handler_fn(move |bytes: Vec<u8>| {
+        let (caller, me, hosted, counters, role) = (
+            caller.clone(),
+            me.clone(),
+            hosted.get().cloned(),
+            counters.clone(),
+            role.clone(),
+        );
+        async move {
+            let Some(&request_tag) = bytes.first() else {
+                return Err(refuse(&counters, &caller, "empty request"));
+            };
+            if let Some(peer) = &caller {
+                // Decided on the tag alone: a refused request is never decoded.
+                if let Err(refusal) = authorize(&me, peer, request_tag) {
+                    counters.requests_refused.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(%peer, request = tag::name(request_tag), "request refused: not authorised");
+                    return Err(format!("not authorised: {refusal}"));
+                }
+            }
+            let request = RoleRequest::decode(&bytes)
+                .map_err(|error| refuse(&counters, &caller, format_args!("malformed request: {error}")))?;
+            let Some(hosted) = hosted else {
+                // Still opening its log: a role request certainly did not execute here, and
+                // "not the leader" tells callers to try another replica rather than report
+                // the outcome unknown. Raft retries its own RPCs.
+                return match request {
+                    RoleRequest::Raft(_) => Err("the replica is still starting".to_string()),
+                    _ => Ok(RoleResponse::NotLeader(None).encode()),
+                };
+            };
+            let response = match request {
+                RoleRequest::Raft(rpc) => RoleResponse::Raft(hosted.replica.rpc_handler().handle(&rpc).await),
+                RoleRequest::Status => hosted.status(serde_json::json!({})),
+                other => role(hosted, caller, other).await?,
+            };
+            Ok(response.encode())
+        }
+    })
+}
+
+pub async fn wait_for_stop_signal() {
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+}

@@ -1,0 +1,419 @@
+//! The messages roles exchange over `specie-wire` frames: one tag byte, then the body in the
+//! reference's count-prefixed little-endian style. Documented in docs/wire-protocol.md.
+
+use std::collections::BTreeMap;
+
+use secp256k1::Keypair;
+use specie_codec::{put_byte_vec, put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
+use specie_shard::{ShardRequest, ShardResponse, ShardWireLimits};
+use specie_transaction::hash::Sha256Writer;
+use specie_transaction::signing::{parse_xonly, schnorr_sign, schnorr_verify, xonly_bytes, NonceMode};
+use specie_transaction::{CompactTransaction, DecodeLimits, UhsId};
+
+/// The first byte of every payload: what kind of message follows. Authorisation is decided on it
+/// alone, before the rest is decoded.
+pub mod tag {
+    pub const RAFT: u8 = 1;
+    pub const SHARD_BATCH: u8 = 2;
+    pub const SHARD_QUERY: u8 = 3;
+    pub const SHARD_IDS: u8 = 4;
+    pub const SUBMIT: u8 = 5;
+    pub const STATUS: u8 = 6;
+    pub const NOT_LEADER: u8 = 7;
+
+    /// For log lines and refusals.
+    pub fn name(tag: u8) -> &'static str {
+        match tag {
+            RAFT => "raft rpc",
+            SHARD_BATCH => "shard batch",
+            SHARD_QUERY => "uhs query",
+            SHARD_IDS => "uhs ids",
+            SUBMIT => "submit",
+            STATUS => "status",
+            NOT_LEADER => "not leader",
+            _ => "unknown request",
+        }
+    }
+}
+use tag::{NOT_LEADER, RAFT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT};
+
+/// A batch of requests carries at most this many items (transactions, ids, shard requests).
+pub const BATCH_ITEMS_MAX: u64 = 100_000;
+const UHS_ID_BYTES: usize = 32;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RoleRequest {
+    /// A Raft RPC for this process's replica.
+    Raft(Vec<u8>),
+    /// Coordinator → shard group leader: 2PC requests, made durable as one Raft entry.
+    ShardBatch(Vec<ShardRequest>),
+    /// Sentinel → shard group leader: which of these ids are in the UHS.
+    ShardQuery(Vec<UhsId>),
+    /// Every UHS id of the shard, ascending (digests and audits).
+    ShardIds,
+    /// Sentinel → coordinator group leader: validated compact transactions, attested.
+    Submit(Submission),
+    /// Operator → any replica: role, Raft metrics, health.
+    Status,
+}
+
+/// Compact transactions a sentinel validated, with its BIP-340 signature over all of them
+/// ([`Submission::message`]). The coordinator acts only on a submission whose signature comes from
+/// the attestation key the topology lists for the sentinel that sent it, so a stolen network
+/// position or a stolen TLS certificate, without the sentinel's attestation key, cannot create
+/// value. One signature per batch rather than the reference's one per transaction: the
+/// coordinator leader checks every batch, and per-transaction verification would cost it more
+/// than one core at the cluster's throughput (docs/wire-protocol.md, "Submit").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Submission {
+    /// The sentinel's x-only attestation key.
+    pub sentinel: [u8; 32],
+    pub signature: [u8; 64],
+    pub txs: Vec<CompactTransaction>,
+}
+
+/// Why a submission's attestation does not check out.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AttestationError {
+    #[error("the submission is attested by key {key}, not one of the sender's")]
+    UntrustedKey { key: String },
+    #[error("the sentinel attestation does not verify over the submitted transactions")]
+    BadSignature,
+}
+
+/// Domain separation: this signature can never be mistaken for a transaction's or another
+/// message's.
+const SUBMISSION_DOMAIN: &[u8] = b"specie/submission/v1\0";
+
+impl Submission {
+    /// The 32 bytes a sentinel signs: SHA-256 over the domain tag, the count (`u64` LE) and each
+    /// transaction's attestation message (the reference's per-transaction attestation hash).
+    pub fn message(txs: &[CompactTransaction]) -> [u8; 32] {
+        let mut hasher = Sha256Writer::new();
+        hasher.update(SUBMISSION_DOMAIN);
+        hasher.update(&(txs.len() as u64).to_le_bytes());
+        for tx in txs {
+            hasher.update(&tx.attestation_message());
+        }
+        hasher.finish()
+    }
+
+    /// `txs`, attested by `sentinel`.
+    pub fn attest(txs: Vec<CompactTransaction>, sentinel: &Keypair) -> Submission {
+        let signature = schnorr_sign(sentinel, &Self::message(&txs), NonceMode::Randomized);
+        Submission {
+            sentinel: xonly_bytes(sentinel),
+            signature,
+            txs,
+        }
+    }
+
+    /// Checks the attestation against the keys the sender may use.
+    pub fn verify<'a>(&self, mut trusted: impl Iterator<Item = &'a [u8; 32]>) -> Result<(), AttestationError> {
+        if !trusted.any(|key| *key == self.sentinel) {
+            return Err(AttestationError::UntrustedKey {
+                key: hex::encode(self.sentinel),
+            });
+        }
+        let key = parse_xonly(&self.sentinel).ok_or(AttestationError::BadSignature)?;
+        if schnorr_verify(&key, &Self::message(&self.txs), &self.signature) {
+            Ok(())
+        } else {
+            Err(AttestationError::BadSignature)
+        }
+    }
+}
+
+/// Sentinel name → its attestation key, from the topology.
+pub type SentinelKeys = BTreeMap<String, [u8; 32]>;
+
+/// Outcome codes of [`RoleResponse::Submitted`]: the shard vote (0 = confirmed), or these.
+pub const OUTCOME_DROPPED: u8 = 0xFE;
+pub const OUTCOME_BUSY: u8 = 0xFF;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RoleResponse {
+    Raft(Vec<u8>),
+    ShardBatch(Vec<ShardResponse>),
+    ShardQuery(Vec<bool>),
+    ShardIds(Vec<UhsId>),
+    Submitted(Vec<u8>),
+    /// JSON, for people and `specie cluster status`.
+    Status(String),
+    /// Ask the leader instead (its replica id, if known).
+    NotLeader(Option<u64>),
+}
+
+fn read_bytes_vec(reader: &mut Reader<'_>, what: &'static str) -> Result<Vec<u8>, DecodeError> {
+    Ok(reader.read_byte_vec(what, u64::from(u32::MAX))?.to_vec())
+}
+
+impl Encode for RoleRequest {
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        match self {
+            RoleRequest::Raft(bytes) => {
+                out.push(RAFT);
+                put_byte_vec(out, bytes);
+            }
+            RoleRequest::ShardBatch(requests) => {
+                out.push(SHARD_BATCH);
+                put_count(out, requests.len());
+                for request in requests {
+                    put_byte_vec(out, &request.encode());
+                }
+            }
+            RoleRequest::ShardQuery(ids) => {
+                out.push(SHARD_QUERY);
+                put_vec(out, ids);
+            }
+            RoleRequest::ShardIds => out.push(SHARD_IDS),
+            RoleRequest::Submit(submission) => {
+                out.push(SUBMIT);
+                out.extend_from_slice(&submission.sentinel);
+                out.extend_from_slice(&submission.signature);
+                put_vec(out, &submission.txs);
+            }
+            RoleRequest::Status => out.push(STATUS),
+        }
+    }
+}
+
+impl RoleRequest {
+    /// What kind of request this is, for log lines and refusals (never the payload: a refusal
+    /// must not echo megabytes back).
+    pub fn kind(&self) -> &'static str {
+        tag::name(match self {
+            RoleRequest::Raft(_) => RAFT,
+            RoleRequest::ShardBatch(_) => SHARD_BATCH,
+            RoleRequest::ShardQuery(_) => SHARD_QUERY,
+            RoleRequest::ShardIds => SHARD_IDS,
+            RoleRequest::Submit(_) => SUBMIT,
+            RoleRequest::Status => STATUS,
+        })
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<RoleRequest, DecodeError> {
+        let mut reader = Reader::new(bytes);
+        let request = match reader.read_u8("request tag")? {
+            RAFT => RoleRequest::Raft(read_bytes_vec(&mut reader, "raft rpc")?),
+            SHARD_BATCH => {
+                let limits = ShardWireLimits::default();
+                RoleRequest::ShardBatch(reader.read_vec("shard requests", BATCH_ITEMS_MAX, 8, |r| {
+                    let bytes = r.read_byte_vec("shard request", u64::from(u32::MAX))?;
+                    ShardRequest::decode_exact_with(bytes, &limits)
+                })?)
+            }
+            SHARD_QUERY => RoleRequest::ShardQuery(
+                reader.read_vec("ids", BATCH_ITEMS_MAX, UHS_ID_BYTES, |r| UhsId::decode_from(r, &()))?,
+            ),
+            SHARD_IDS => RoleRequest::ShardIds,
+            SUBMIT => {
+                let limits = DecodeLimits::default();
+                let sentinel = reader.read_array("sentinel key")?;
+                let signature = reader.read_array("sentinel attestation")?;
+                let txs = reader.read_vec("transactions", BATCH_ITEMS_MAX, 56, |r| {
+                    CompactTransaction::decode_from(r, &limits)
+                })?;
+                RoleRequest::Submit(Submission {
+                    sentinel,
+                    signature,
+                    txs,
+                })
+            }
+            STATUS => RoleRequest::Status,
+            kind => {
+                return Err(DecodeError::UnknownKind {
+                    what: "role request",
+                    kind,
+                })
+            }
+        };
+        reader.finish()?;
+        Ok(request)
+    }
+}
+
+impl Encode for RoleResponse {
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        match self {
+            RoleResponse::Raft(bytes) => {
+                out.push(RAFT);
+                put_byte_vec(out, bytes);
+            }
+            RoleResponse::ShardBatch(responses) => {
+                out.push(SHARD_BATCH);
+                put_count(out, responses.len());
+                for response in responses {
+                    put_byte_vec(out, &response.encode());
+                }
+            }
+            RoleResponse::ShardQuery(present) => {
+                out.push(SHARD_QUERY);
+                put_byte_vec(out, &present.iter().map(|p| u8::from(*p)).collect::<Vec<u8>>());
+            }
+            RoleResponse::ShardIds(ids) => {
+                out.push(SHARD_IDS);
+                put_vec(out, ids);
+            }
+            RoleResponse::Submitted(outcomes) => {
+                out.push(SUBMIT);
+                put_byte_vec(out, outcomes);
+            }
+            RoleResponse::Status(json) => {
+                out.push(STATUS);
+                put_byte_vec(out, json.as_bytes());
+            }
+            RoleResponse::NotLeader(leader) => {
+                out.push(NOT_LEADER);
+                put_u64(out, leader.unwrap_or(0));
+            }
+        }
+    }
+}
+
+impl RoleResponse {
+    pub fn decode(bytes: &[u8]) -> Result<RoleResponse, DecodeError> {
+        let mut reader = Reader::new(bytes);
+        let response = match reader.read_u8("response tag")? {
+            RAFT => RoleResponse::Raft(read_bytes_vec(&mut reader, "raft rpc")?),
+            SHARD_BATCH => {
+                let limits = ShardWireLimits::default();
+                RoleResponse::ShardBatch(reader.read_vec("shard responses", BATCH_ITEMS_MAX, 8, |r| {
+                    let bytes = r.read_byte_vec("shard response", u64::from(u32::MAX))?;
+                    ShardResponse::decode_exact_with(bytes, &limits)
+                })?)
+            }
+            SHARD_QUERY => {
+                let flags = reader.read_byte_vec("presence flags", BATCH_ITEMS_MAX)?;
+                RoleResponse::ShardQuery(
+                    flags
+                        .iter()
+                        .map(|&f| Reader::new(&[f]).read_bool("presence flag"))
+                        .collect::<Result<_, _>>()?,
+                )
+            }
+            SHARD_IDS => {
+                RoleResponse::ShardIds(reader.read_vec("ids", u64::MAX, UHS_ID_BYTES, |r| UhsId::decode_from(r, &()))?)
+            }
+            SUBMIT => RoleResponse::Submitted(reader.read_byte_vec("outcomes", BATCH_ITEMS_MAX)?.to_vec()),
+            STATUS => {
+                let bytes = reader.read_byte_vec("status", 1 << 20)?;
+                let text = String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::NonCanonical {
+                    what: "status",
+                    reason: "not UTF-8",
+                })?;
+                RoleResponse::Status(text)
+            }
+            NOT_LEADER => {
+                let leader = reader.read_u64("leader id")?;
+                RoleResponse::NotLeader((leader != 0).then_some(leader))
+            }
+            kind => {
+                return Err(DecodeError::UnknownKind {
+                    what: "role response",
+                    kind,
+                })
+            }
+        };
+        reader.finish()?;
+        Ok(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use specie_shard::{ShardTx, Vote};
+    use specie_transaction::Txid;
+
+    use super::*;
+
+    #[test]
+    fn every_message_round_trips_and_garbage_is_refused() {
+        let id = UhsId([7; 32]);
+        let requests = vec![
+            RoleRequest::Raft(vec![1, 2, 3]),
+            RoleRequest::ShardBatch(vec![
+                ShardRequest::Prepare {
+                    dtxn: 4,
+                    txs: vec![ShardTx {
+                        index: 0,
+                        spent: vec![id],
+                        created: vec![],
+                    }],
+                },
+                ShardRequest::Commit {
+                    dtxn: 4,
+                    complete: vec![true],
+                },
+            ]),
+            RoleRequest::ShardQuery(vec![id, id]),
+            RoleRequest::ShardIds,
+            RoleRequest::Submit(Submission {
+                sentinel: [3; 32],
+                signature: [4; 64],
+                txs: vec![CompactTransaction {
+                    txid: Txid([1; 32]),
+                    spent: vec![id],
+                    ..Default::default()
+                }],
+            }),
+            RoleRequest::Status,
+        ];
+        for request in requests {
+            let bytes = request.encode();
+            assert_eq!(RoleRequest::decode(&bytes).unwrap(), request);
+            for cut in 0..bytes.len() {
+                assert!(RoleRequest::decode(&bytes[..cut]).is_err());
+            }
+        }
+        let responses = vec![
+            RoleResponse::Raft(vec![9]),
+            RoleResponse::ShardBatch(vec![ShardResponse::Prepared {
+                dtxn: 1,
+                votes: vec![Vote::Yes, Vote::InputMissing],
+            }]),
+            RoleResponse::ShardQuery(vec![true, false]),
+            RoleResponse::ShardIds(vec![id]),
+            RoleResponse::Submitted(vec![0, 1, OUTCOME_BUSY]),
+            RoleResponse::Status("{}".into()),
+            RoleResponse::NotLeader(Some(2)),
+            RoleResponse::NotLeader(None),
+        ];
+        for response in responses {
+            assert_eq!(RoleResponse::decode(&response.encode()).unwrap(), response);
+        }
+        assert!(RoleRequest::decode(&[0xee]).is_err());
+        let mut forged_count = vec![SUBMIT];
+        forged_count.extend_from_slice(&[0; 96]);
+        forged_count.extend_from_slice(&[0xff; 8]);
+        assert!(RoleRequest::decode(&forged_count).is_err());
+    }
+
+    #[test]
+    fn a_submission_verifies_only_with_its_sentinels_key_and_untouched_transactions() {
+        let sentinel = Keypair::new_global(&mut rand::thread_rng());
+        let other = Keypair::new_global(&mut rand::thread_rng());
+        let tx = |byte: u8| CompactTransaction {
+            txid: Txid([byte; 32]),
+            spent: vec![UhsId([byte; 32])],
+            created: vec![UhsId([byte + 1; 32])],
+            ..Default::default()
+        };
+        let submission = Submission::attest(vec![tx(1), tx(2)], &sentinel);
+        let key = xonly_bytes(&sentinel);
+        assert_eq!(submission.verify([key].iter()), Ok(()));
+        assert!(matches!(
+            submission.verify([xonly_bytes(&other)].iter()),
+            Err(AttestationError::UntrustedKey { .. })
+        ));
+        let mut swapped = submission.clone();
+        swapped.txs[1].created[0] = UhsId([0xee; 32]);
+        assert_eq!(swapped.verify([key].iter()), Err(AttestationError::BadSignature));
+        let mut dropped = submission.clone();
+        dropped.txs.pop();
+        assert_eq!(dropped.verify([key].iter()), Err(AttestationError::BadSignature));
+        let mut impostor = Submission::attest(vec![tx(1), tx(2)], &other);
+        impostor.sentinel = key;
+        assert_eq!(impostor.verify([key].iter()), Err(AttestationError::BadSignature));
+    }
+}

@@ -1,0 +1,340 @@
+//! The node's HTTP/JSON API, as documented in `docs/api.md`.
+
+use std::time::Duration;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use specie_codec::Decode;
+use specie_transaction::{SpecieTransaction, UhsId};
+
+use crate::node::{CompletionSender, NodeHandle, NodeInfo, TxStatus};
+
+pub const BODY_BYTES_MAX: usize = 4 * 1024 * 1024;
+pub const SUBMIT_TRANSACTIONS_MAX: usize = 1000;
+pub const QUERY_IDS_MAX: usize = 10_000;
+pub const TIMEOUT_MS_DEFAULT: u64 = 30_000;
+pub const TIMEOUT_MS_MAX: u64 = 120_000;
+
+/// What the API needs from whatever stands behind it: an embedded node, or a sentinel in front
+/// of a cluster. Calls may block; the API runs them off its async workers.
+pub trait Backend: Clone + Send + Sync + 'static {
+    /// Validates and submits; exactly one completion per transaction arrives on `reply`.
+    fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender);
+    fn query_uhs(&self, ids: &[UhsId]) -> anyhow::Result<Vec<bool>>;
+    fn info(&self) -> anyhow::Result<NodeInfo>;
+    fn uhs_digest(&self) -> anyhow::Result<(u64, [u8; 32])>;
+    /// Returns once whatever accepts transactions is leading and has taken up the work its
+    /// predecessors left in flight (after a failover). An embedded node has no failover.
+    fn wait_for_leaders(&self, _timeout: std::time::Duration) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+impl Backend for NodeHandle {
+    fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender) {
+        NodeHandle::submit(self, txs, reply)
+    }
+    fn query_uhs(&self, ids: &[UhsId]) -> anyhow::Result<Vec<bool>> {
+        NodeHandle::query_uhs(self, ids)
+    }
+    fn info(&self) -> anyhow::Result<NodeInfo> {
+        NodeHandle::info(self)
+    }
+    fn uhs_digest(&self) -> anyhow::Result<(u64, [u8; 32])> {
+        NodeHandle::uhs_digest(self)
+    }
+}
+
+pub fn router<B: Backend>(node: B) -> Router {
+    Router::new()
+        .route("/v1/info", get(info::<B>))
+        .route("/v1/transactions", post(submit::<B>))
+        .route("/v1/uhs/query", post(query::<B>))
+        .route("/v1/uhs/digest", get(digest::<B>))
+        .route("/v1/uhs/{id}", get(query_one::<B>))
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "wrong HTTP method for this endpoint; see docs/api.md",
+            )
+        })
+        .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
+        .with_state(node)
+}
+
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    fn from_json(rejection: JsonRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("request body exceeds {BODY_BYTES_MAX} bytes"),
+            );
+        }
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_json", rejection.body_text())
+    }
+
+    fn stopping() -> Self {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the node is stopping")
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            Json(json!({"error": {"code": self.code, "message": self.message}})),
+        )
+            .into_response()
+    }
+}
+
+/// Runs a blocking node call off the async workers. Node calls fail only while it is stopping.
+async fn on_node<T: Send + 'static>(call: impl FnOnce() -> anyhow::Result<T> + Send + 'static) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(call)
+        .await
+        .map_err(|_| ApiError::stopping())?
+        .map_err(|_| ApiError::stopping())
+}
+
+async fn info<B: Backend>(State(node): State<B>) -> Result<Json<serde_json::Value>, ApiError> {
+    let mut info = on_node(move || node.info()).await?;
+    // docs/api.md: keys are lowercase hex in responses too, whatever case a cluster file used.
+    info.issuers.iter_mut().for_each(|key| key.make_ascii_lowercase());
+    Ok(Json(serde_json::to_value(info).expect("info serializes")))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubmitRequest {
+    transactions: Vec<String>,
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Serialize, Clone)]
+struct SubmitResult {
+    txid: Option<String>,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+}
+
+impl SubmitResult {
+    fn from_status(txid: String, status: &TxStatus) -> Self {
+        let (name, message, index) = match status {
+            TxStatus::Confirmed => ("confirmed", None, None),
+            TxStatus::Invalid(error) => ("invalid", Some(error.to_string()), error.index()),
+            TxStatus::Rejected(vote) => (
+                "rejected",
+                Some(format!("the shards refused it: {}", vote.code().replace('_', " "))),
+                None,
+            ),
+            TxStatus::Busy => (
+                "busy",
+                Some("the node is overloaded; nothing was applied; retry later".to_string()),
+                None,
+            ),
+            TxStatus::Dropped => (
+                "dropped",
+                Some("abandoned before it was durable; nothing was applied; retry".to_string()),
+                None,
+            ),
+            TxStatus::Unknown => (
+                "pending",
+                Some("its fate is not known here; query its outputs with /v1/uhs/query".to_string()),
+                None,
+            ),
+        };
+        let code = (!matches!(status, TxStatus::Confirmed)).then(|| status.code().to_string());
+        SubmitResult {
+            txid: Some(txid),
+            status: name,
+            code,
+            index,
+            message,
+        }
+    }
+}
+
+async fn submit<B: Backend>(
+    State(node): State<B>,
+    body: Result<Json<SubmitRequest>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let Json(request) = body.map_err(ApiError::from_json)?;
+    if request.transactions.len() > SUBMIT_TRANSACTIONS_MAX {
+        let message = format!(
+            "{} transactions in one request; the limit is {SUBMIT_TRANSACTIONS_MAX}",
+            request.transactions.len()
+        );
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "too_many", message));
+    }
+    let timeout_ms = request.timeout_ms.unwrap_or(TIMEOUT_MS_DEFAULT).min(TIMEOUT_MS_MAX);
+    // Every transaction must be hex before any is submitted: a request with one that is not is
+    // refused whole (400), so a client's encoding bug cannot submit half of a batch.
+    let bytes = request
+        .transactions
+        .iter()
+        .enumerate()
+        .map(|(i, text)| decode_hex(text, &format!("transactions[{i}]")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut results: Vec<Option<SubmitResult>> = vec![None; request.transactions.len()];
+    let mut decoded = vec![];
+    for (position, bytes) in bytes.iter().enumerate() {
+        match SpecieTransaction::decode_exact(bytes) {
+            Ok(tx) => decoded.push((position as u64, tx)),
+            Err(e) => {
+                results[position] = Some(SubmitResult {
+                    txid: None,
+                    status: "malformed",
+                    code: Some("decode_error".into()),
+                    index: None,
+                    message: Some(format!("transactions[{position}] is hex but not a transaction: {e}")),
+                })
+            }
+        }
+    }
+    let txids: Vec<(usize, String)> = decoded
+        .iter()
+        .map(|(p, tx)| (*p as usize, hex::encode(tx.txid().0)))
+        .collect();
+    let expected = decoded.len();
+    let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel();
+    let submitter = node.clone();
+    tokio::task::spawn_blocking(move || submitter.submit(decoded, &reply))
+        .await
+        .map_err(|_| ApiError::stopping())?;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
+    let mut received = 0;
+    while received < expected {
+        match tokio::time::timeout_at(deadline, completions.recv()).await {
+            Ok(Some(completion)) => {
+                let position = completion.client_ref as usize;
+                results[position] = Some(SubmitResult::from_status(
+                    hex::encode(completion.txid.0),
+                    &completion.status,
+                ));
+                received += 1;
+            }
+            Ok(None) => return Err(ApiError::stopping()),
+            Err(_) => break,
+        }
+    }
+    for (position, txid) in txids {
+        if results[position].is_none() {
+            let message = format!("not final after {timeout_ms} ms; query its outputs with /v1/uhs/query");
+            results[position] = Some(SubmitResult {
+                txid: Some(txid),
+                status: "pending",
+                code: Some("timeout".into()),
+                index: None,
+                message: Some(message),
+            });
+        }
+    }
+    Ok(Json(json!({"results": results})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueryRequest {
+    ids: Vec<String>,
+}
+
+/// Decodes `field` as docs/api.md defines hex: lowercase, two digits (`0`-`9`, `a`-`f`) a byte,
+/// nothing else (no uppercase, no whitespace, no `0x`). Anything else is 400 `bad_hex`.
+fn decode_hex(text: &str, field: &str) -> Result<Vec<u8>, ApiError> {
+    let bad = |message: String| ApiError::new(StatusCode::BAD_REQUEST, "bad_hex", message);
+    if let Some((at, c)) = text
+        .chars()
+        .enumerate()
+        .find(|(_, c)| !matches!(c, '0'..='9' | 'a'..='f'))
+    {
+        let what = match c {
+            'A'..='F' => "an uppercase digit",
+            c if c.is_whitespace() => "whitespace",
+            _ => "a character that is not a hex digit",
+        };
+        return Err(bad(format!(
+            "{field} is not lowercase hex: {what} ({c:?}) at character {at}; ids, keys and transactions are \
+             lowercase hex, 0-9 and a-f only"
+        )));
+    }
+    if text.len() % 2 == 1 {
+        return Err(bad(format!(
+            "{field} is not lowercase hex: an odd number of digits ({}); each byte is two",
+            text.len()
+        )));
+    }
+    hex::decode(text).map_err(|e| bad(format!("{field} is not lowercase hex: {e}")))
+}
+
+fn parse_id(text: &str, field: &str) -> Result<UhsId, ApiError> {
+    let bytes = decode_hex(text, field)?;
+    let array: [u8; 32] = bytes.try_into().map_err(|b: Vec<u8>| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_hex",
+            format!("{field} is {} bytes; a UHS id is 32 (64 hex digits)", b.len()),
+        )
+    })?;
+    Ok(UhsId(array))
+}
+
+async fn query<B: Backend>(
+    State(node): State<B>,
+    body: Result<Json<QueryRequest>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let Json(request) = body.map_err(ApiError::from_json)?;
+    if request.ids.len() > QUERY_IDS_MAX {
+        let message = format!("{} ids in one query; the limit is {QUERY_IDS_MAX}", request.ids.len());
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "too_many", message));
+    }
+    let ids = request
+        .ids
+        .iter()
+        .enumerate()
+        .map(|(i, text)| parse_id(text, &format!("ids[{i}]")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let present = on_node(move || node.query_uhs(&ids)).await?;
+    Ok(Json(json!({"present": present})))
+}
+
+async fn query_one<B: Backend>(
+    State(node): State<B>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let uhs_id = parse_id(&id, "the id in the path")?;
+    let present = on_node(move || node.query_uhs(&[uhs_id])).await?;
+    Ok(Json(json!({"id": hex::encode(uhs_id.0), "present": present[0]})))
+}
+
+async fn digest<B: Backend>(State(node): State<B>) -> Result<Json<serde_json::Value>, ApiError> {
+    let (ids, sha256) = on_node(move || node.uhs_digest()).await?;
+    Ok(Json(json!({"ids": ids, "sha256_sorted": hex::encode(sha256)})))
+}

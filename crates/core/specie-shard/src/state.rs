@@ -1,0 +1,1021 @@
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use specie_transaction::UhsId;
+
+use crate::wire::{Refusal, ShardRequest, ShardResponse, ShardTx, Vote};
+use crate::{DtxnId, ShardRange};
+
+/// What a shard remembers about one dtxn between prepare and discard (Hamilton §4.2: the
+/// responses are kept so a new coordinator leader that re-sends a phase gets the same answer).
+#[derive(Clone, PartialEq, Eq, Debug)]
+struct DtxnRecord {
+    txs: Vec<ShardTx>,
+    votes: Vec<Vote>,
+    committed: bool,
+}
+
+/// One shard's replicated state: its part of the UHS, the locks held by dtxns in flight, and
+/// the dtxns it has not yet been told to forget.
+#[derive(Clone, Debug)]
+pub struct ShardState {
+    range: ShardRange,
+    uhs: HashSet<UhsId>,
+    /// Ids held by an in-flight dtxn: inputs (present in `uhs`) locked for spending, and outputs
+    /// (absent from `uhs`) reserved for creation. An id is never both.
+    locks: HashMap<UhsId, DtxnId>,
+    dtxns: BTreeMap<DtxnId, DtxnRecord>,
+    /// Discarded dtxns at or above `finished_below`, so late duplicates are recognised.
+    discarded: BTreeSet<DtxnId>,
+    finished_below: DtxnId,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct ShardStats {
+    pub uhs_ids: u64,
+    pub locked_ids: u64,
+    pub dtxns_active: u64,
+}
+
+impl ShardState {
+    pub fn new(range: ShardRange) -> Self {
+        ShardState {
+            range,
+            uhs: HashSet::new(),
+            locks: HashMap::new(),
+            dtxns: BTreeMap::new(),
+            discarded: BTreeSet::new(),
+            finished_below: 0,
+        }
+    }
+
+    pub fn range(&self) -> ShardRange {
+        self.range
+    }
+
+    pub fn contains(&self, id: &UhsId) -> bool {
+        self.uhs.contains(id)
+    }
+
+    pub fn stats(&self) -> ShardStats {
+        ShardStats {
+            uhs_ids: self.uhs.len() as u64,
+            locked_ids: self.locks.len() as u64,
+            dtxns_active: self.dtxns.len() as u64,
+        }
+    }
+
+    /// Applies one durable request. Deterministic: the same requests in the same order give the
+    /// same state and the same responses on every replica.
+    pub fn apply(&mut self, request: &ShardRequest) -> ShardResponse {
+        let response = match request {
+            ShardRequest::Prepare { dtxn, txs } => self.prepare(*dtxn, txs),
+            ShardRequest::Commit { dtxn, complete } => self.commit(*dtxn, complete),
+            ShardRequest::Discard { dtxn, finished_below } => self.discard(*dtxn, *finished_below),
+        };
+        self.assert_invariants_cheap();
+        response
+    }
+
+    fn is_finished(&self, dtxn: DtxnId) -> bool {
+        dtxn < self.finished_below || self.discarded.contains(&dtxn)
+    }
+
+    fn prepare(&mut self, dtxn: DtxnId, txs: &[ShardTx]) -> ShardResponse {
+        if self.is_finished(dtxn) {
+            return ShardResponse::Stale { dtxn };
+        }
+        if let Some(record) = self.dtxns.get(&dtxn) {
+            // A re-sent prepare (coordinator failover or retry): answer exactly as the first time.
+            return ShardResponse::Prepared {
+                dtxn,
+                votes: record.votes.clone(),
+            };
+        }
+        let indexes_ascending = txs.windows(2).all(|pair| pair[0].index < pair[1].index);
+        if !indexes_ascending {
+            return ShardResponse::Refused {
+                dtxn,
+                reason: Refusal::BadTxIndexes,
+            };
+        }
+        let owned = txs
+            .iter()
+            .all(|tx| tx.spent.iter().chain(&tx.created).all(|id| self.range.contains(id)));
+        if !owned {
+            return ShardResponse::Refused {
+                dtxn,
+                reason: Refusal::NotOwned,
+            };
+        }
+        let votes: Vec<Vote> = txs.iter().map(|tx| self.lock_all_or_nothing(dtxn, tx)).collect();
+        self.dtxns.insert(
+            dtxn,
+            DtxnRecord {
+                txs: txs.to_vec(),
+                votes: votes.clone(),
+                committed: false,
+            },
+        );
+        ShardResponse::Prepared { dtxn, votes }
+    }
+
+    /// Conservative two-phase locking: take every lock the transaction needs or none of them.
+    /// Taking them one by one also catches an id listed twice in one transaction.
+    fn lock_all_or_nothing(&mut self, dtxn: DtxnId, tx: &ShardTx) -> Vote {
+        let mut taken: Vec<UhsId> = Vec::with_capacity(tx.spent.len() + tx.created.len());
+        let mut vote = Vote::Yes;
+        // Inputs must be present, outputs absent; either way, free of other dtxns' locks.
+        let wanted = tx
+            .spent
+            .iter()
+            .map(|id| (id, true))
+            .chain(tx.created.iter().map(|id| (id, false)));
+        for (id, is_input) in wanted {
+            vote = match (self.locks.contains_key(id), self.uhs.contains(id), is_input) {
+                (true, _, true) => Vote::InputLocked,
+                (true, _, false) => Vote::OutputLocked,
+                (false, false, true) => Vote::InputMissing,
+                (false, true, false) => Vote::OutputExists,
+                (false, true, true) | (false, false, false) => Vote::Yes,
+            };
+            if vote != Vote::Yes {
+                break;
+            }
+            self.locks.insert(*id, dtxn);
+            taken.push(*id);
+        }
+        if vote != Vote::Yes {
+            for id in &taken {
+                let holder = self.locks.remove(id);
+                assert_eq!(holder, Some(dtxn));
+            }
+        }
+        vote
+    }
+
+    fn commit(&mut self, dtxn: DtxnId, complete: &[bool]) -> ShardResponse {
+        if self.is_finished(dtxn) {
+            return ShardResponse::Stale { dtxn };
+        }
+        let Some(record) = self.dtxns.get(&dtxn) else {
+            return ShardResponse::Refused {
+                dtxn,
+                reason: Refusal::NotPrepared,
+            };
+        };
+        if record.committed {
+            return ShardResponse::Committed { dtxn };
+        }
+        if complete.len() != record.txs.len() {
+            return ShardResponse::Refused {
+                dtxn,
+                reason: Refusal::CommitLengthMismatch,
+            };
+        }
+        if record
+            .votes
+            .iter()
+            .zip(complete)
+            .any(|(vote, &done)| done && *vote != Vote::Yes)
+        {
+            return ShardResponse::Refused {
+                dtxn,
+                reason: Refusal::CompletesRejected,
+            };
+        }
+        let record = self.dtxns.get_mut(&dtxn).expect("checked above");
+        record.committed = true;
+        for ((tx, vote), &done) in record.txs.iter().zip(&record.votes).zip(complete) {
+            if *vote != Vote::Yes {
+                continue; // It never took a lock.
+            }
+            for id in tx.spent.iter().chain(&tx.created) {
+                let holder = self.locks.remove(id);
+                assert_eq!(holder, Some(dtxn), "commit releases only locks its own prepare took");
+            }
+            if done {
+                for id in &tx.spent {
+                    // The negative space of "spent at most once": an id can only leave once.
+                    assert!(self.uhs.remove(id), "a locked input vanished before its commit");
+                }
+                for id in &tx.created {
+                    assert!(self.uhs.insert(*id), "a reserved output appeared before its commit");
+                }
+            }
+        }
+        ShardResponse::Committed { dtxn }
+    }
+
+    fn discard(&mut self, dtxn: DtxnId, finished_below: DtxnId) -> ShardResponse {
+        // Both halves of the request come from a peer: check all of it before changing anything,
+        // so a refused discard leaves the state exactly as it was.
+        if self.dtxns.get(&dtxn).is_some_and(|record| !record.committed) {
+            return ShardResponse::Refused {
+                dtxn,
+                reason: Refusal::DiscardBeforeCommit,
+            };
+        }
+        // Forgetting an uncommitted dtxn would leak its locks forever; an honest coordinator never
+        // sends such a watermark (it lies below every dtxn it has not finished everywhere).
+        if self.dtxns.range(..finished_below).any(|(_, record)| !record.committed) {
+            return ShardResponse::Refused {
+                dtxn,
+                reason: Refusal::WatermarkPassesUncommitted,
+            };
+        }
+        self.dtxns.remove(&dtxn);
+        if dtxn >= self.finished_below {
+            self.discarded.insert(dtxn);
+        }
+        if finished_below > self.finished_below {
+            // Discards may arrive out of order, so committed dtxns below the watermark can still
+            // be here: the coordinator has finished them, so forget them now.
+            let above = self.dtxns.split_off(&finished_below);
+            let below = std::mem::replace(&mut self.dtxns, above);
+            debug_assert!(
+                below.values().all(|record| record.committed),
+                "checked above: the watermark passes only committed dtxns"
+            );
+            self.finished_below = finished_below;
+            self.discarded = self.discarded.split_off(&finished_below);
+        }
+        ShardResponse::Discarded { dtxn }
+    }
+
+    /// O(1) checks after every request; the full cross-check lives in [`Self::check_invariants`].
+    fn assert_invariants_cheap(&self) {
+        debug_assert!(self.discarded.first().is_none_or(|d| *d >= self.finished_below));
+        debug_assert!(self
+            .dtxns
+            .first_key_value()
+            .is_none_or(|(d, _)| *d >= self.finished_below));
+    }
+
+    /// Full consistency check (tests and recovery): every lock belongs to a live prepared dtxn
+    /// that voted yes, no id is locked twice, locked inputs are present, reserved outputs absent,
+    /// all ids owned, and the dtxn bookkeeping is in the shape `apply` keeps it in (live and
+    /// discarded dtxns at or above the watermark and disjoint, one vote per transaction,
+    /// transaction indexes ascending). A state that passes cannot make `apply` panic.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        if self.range.first > self.range.last {
+            return Err(format!("empty range {:?}", self.range));
+        }
+        if let Some((&dtxn, _)) = self.dtxns.first_key_value() {
+            if dtxn < self.finished_below {
+                return Err(format!(
+                    "dtxn {dtxn} is live below the watermark {}",
+                    self.finished_below
+                ));
+            }
+        }
+        if let Some(&dtxn) = self.discarded.first() {
+            if dtxn < self.finished_below {
+                return Err(format!(
+                    "dtxn {dtxn} is kept as discarded below the watermark {}",
+                    self.finished_below
+                ));
+            }
+        }
+        if let Some(dtxn) = self.discarded.iter().find(|d| self.dtxns.contains_key(d)) {
+            return Err(format!("dtxn {dtxn} is both live and discarded"));
+        }
+        let mut expected: HashMap<UhsId, DtxnId> = HashMap::new();
+        for (&dtxn, record) in &self.dtxns {
+            if record.votes.len() != record.txs.len() {
+                return Err(format!(
+                    "dtxn {dtxn} has {} votes for {} transactions",
+                    record.votes.len(),
+                    record.txs.len()
+                ));
+            }
+            if !record.txs.windows(2).all(|pair| pair[0].index < pair[1].index) {
+                return Err(format!("dtxn {dtxn} lists transaction indexes out of order"));
+            }
+            let ids = record.txs.iter().flat_map(|tx| tx.spent.iter().chain(&tx.created));
+            if let Some(id) = ids.clone().find(|id| !self.range.contains(id)) {
+                return Err(format!("dtxn {dtxn} holds {id:?} outside this shard's range"));
+            }
+            if record.committed {
+                continue;
+            }
+            for (tx, vote) in record.txs.iter().zip(&record.votes) {
+                if *vote != Vote::Yes {
+                    continue;
+                }
+                for id in &tx.spent {
+                    if !self.uhs.contains(id) {
+                        return Err(format!("locked input {id:?} of dtxn {dtxn} is not in the UHS"));
+                    }
+                    if expected.insert(*id, dtxn).is_some() {
+                        return Err(format!("{id:?} is locked twice"));
+                    }
+                }
+                for id in &tx.created {
+                    if self.uhs.contains(id) {
+                        return Err(format!("reserved output {id:?} of dtxn {dtxn} already exists"));
+                    }
+                    if expected.insert(*id, dtxn).is_some() {
+                        return Err(format!("{id:?} is locked twice"));
+                    }
+                }
+            }
+        }
+        if expected != self.locks {
+            return Err(format!(
+                "locks ({}) differ from prepared dtxns ({})",
+                self.locks.len(),
+                expected.len()
+            ));
+        }
+        if let Some(id) = self.uhs.iter().find(|id| !self.range.contains(id)) {
+            return Err(format!("UHS holds {id:?} outside this shard's range"));
+        }
+        Ok(())
+    }
+
+    /// The UHS ids in ascending order: for digests and audits, O(n log n).
+    pub fn sorted_ids(&self) -> Vec<UhsId> {
+        let mut ids: Vec<UhsId> = self.uhs.iter().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// Adds ids straight to the UHS, bypassing 2PC: only for building a benchmark's initial set.
+    pub fn seed_for_benchmark(&mut self, ids: impl IntoIterator<Item = UhsId>) {
+        assert!(
+            self.dtxns.is_empty() && self.locks.is_empty(),
+            "seed only an idle shard"
+        );
+        for id in ids {
+            assert!(self.range.contains(&id));
+            self.uhs.insert(id);
+        }
+    }
+}
+
+const SNAPSHOT_VERSION: u8 = 1;
+
+impl ShardState {
+    /// The state as bytes, canonical (sorted) so equal states give equal snapshots. Locks are
+    /// not stored: they are derived from the prepared dtxns on load.
+    pub fn encode_snapshot(&self) -> Vec<u8> {
+        use specie_codec::{put_count, put_u64, put_vec, Encode};
+        let mut out = Vec::with_capacity(64 + self.uhs.len() * 32);
+        out.push(SNAPSHOT_VERSION);
+        put_u64(&mut out, u64::from(self.range.first));
+        put_u64(&mut out, u64::from(self.range.last));
+        put_u64(&mut out, self.finished_below);
+        let mut ids: Vec<&UhsId> = self.uhs.iter().collect();
+        ids.sort_unstable();
+        put_count(&mut out, ids.len());
+        for id in ids {
+            id.encode_to(&mut out);
+        }
+        put_count(&mut out, self.dtxns.len());
+        for (dtxn, record) in &self.dtxns {
+            put_u64(&mut out, *dtxn);
+            put_vec(&mut out, &record.txs);
+            crate::wire::put_votes(&mut out, &record.votes);
+            out.push(u8::from(record.committed));
+        }
+        put_count(&mut out, self.discarded.len());
+        for dtxn in &self.discarded {
+            put_u64(&mut out, *dtxn);
+        }
+        out
+    }
+
+    pub fn decode_snapshot(bytes: &[u8]) -> Result<ShardState, specie_codec::DecodeError> {
+        use specie_codec::{Decode, DecodeError, Reader};
+
+        use crate::wire::{read_ids, read_votes, ShardWireLimits};
+        let mut reader = Reader::new(bytes);
+        let version = reader.read_u8("shard snapshot version")?;
+        if version != SNAPSHOT_VERSION {
+            return Err(DecodeError::UnsupportedVersion {
+                what: "shard snapshot",
+                version,
+                supported: SNAPSHOT_VERSION,
+            });
+        }
+        let bound = |value: u64, what: &'static str| {
+            u16::try_from(value).map_err(|_| DecodeError::CountTooLarge {
+                what,
+                count: value,
+                max: u16::MAX.into(),
+            })
+        };
+        let range = ShardRange {
+            first: bound(reader.read_u64("range first")?, "range first")?,
+            last: bound(reader.read_u64("range last")?, "range last")?,
+        };
+        if range.first > range.last {
+            return Err(DecodeError::NonCanonical {
+                what: "shard snapshot",
+                reason: "empty range",
+            });
+        }
+        let mut state = ShardState::new(range);
+        state.finished_below = reader.read_u64("finished_below")?;
+        for id in read_ids(&mut reader, "snapshot UHS ids", u64::MAX)? {
+            if !range.contains(&id) || !state.uhs.insert(id) {
+                return Err(DecodeError::NonCanonical {
+                    what: "snapshot UHS",
+                    reason: "id outside the range or repeated",
+                });
+            }
+        }
+        let limits = ShardWireLimits::default();
+        let dtxn_count = reader.read_count("snapshot dtxns", u64::MAX, 8 + 8 + 8 + 1)?;
+        let mut previous: Option<DtxnId> = None;
+        for _ in 0..dtxn_count {
+            let dtxn = reader.read_u64("dtxn id")?;
+            if previous.is_some_and(|previous| previous >= dtxn) {
+                return Err(DecodeError::NonCanonical {
+                    what: "snapshot dtxns",
+                    reason: "dtxn ids must be strictly ascending",
+                });
+            }
+            previous = Some(dtxn);
+            let txs = reader.read_vec("dtxn transactions", limits.dtxn_transactions_max, 24, |r| {
+                ShardTx::decode_from(r, &limits)
+            })?;
+            let votes = read_votes(&mut reader, limits.dtxn_transactions_max)?;
+            let committed = reader.read_bool("committed flag")?;
+            if votes.len() != txs.len() {
+                return Err(DecodeError::NonCanonical {
+                    what: "snapshot dtxn",
+                    reason: "vote count differs from transactions",
+                });
+            }
+            if !committed {
+                for (tx, vote) in txs.iter().zip(&votes) {
+                    if *vote == Vote::Yes {
+                        for id in tx.spent.iter().chain(&tx.created) {
+                            state.locks.insert(*id, dtxn);
+                        }
+                    }
+                }
+            }
+            state.dtxns.insert(dtxn, DtxnRecord { txs, votes, committed });
+        }
+        let discarded = reader.read_count("snapshot discarded dtxns", u64::MAX, 8)?;
+        for _ in 0..discarded {
+            let dtxn = reader.read_u64("discarded dtxn")?;
+            if state.discarded.last().is_some_and(|&last| last >= dtxn) {
+                return Err(DecodeError::NonCanonical {
+                    what: "snapshot discarded dtxns",
+                    reason: "dtxn ids must be strictly ascending",
+                });
+            }
+            state.discarded.insert(dtxn);
+        }
+        reader.finish()?;
+        state.check_invariants().map_err(|_| DecodeError::NonCanonical {
+            what: "shard snapshot",
+            reason: "locks, dtxns, watermark and UHS are inconsistent",
+        })?;
+        Ok(state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u8) -> UhsId {
+        UhsId([n; 32])
+    }
+
+    fn full_shard() -> ShardState {
+        let mut shard = ShardState::new(ShardRange {
+            first: 0,
+            last: u16::MAX,
+        });
+        shard.seed_for_benchmark([id(1), id(2), id(3)]);
+        shard
+    }
+
+    fn tx(index: u32, spent: &[u8], created: &[u8]) -> ShardTx {
+        ShardTx {
+            index,
+            spent: spent.iter().map(|&n| id(n)).collect(),
+            created: created.iter().map(|&n| id(n)).collect(),
+        }
+    }
+
+    #[test]
+    fn prepare_locks_and_commit_swaps() {
+        let mut shard = full_shard();
+        let prepare = ShardRequest::Prepare {
+            dtxn: 0,
+            txs: vec![tx(0, &[1], &[10]), tx(1, &[1], &[11]), tx(2, &[9], &[12])],
+        };
+        let votes = vec![Vote::Yes, Vote::InputLocked, Vote::InputMissing];
+        assert_eq!(
+            shard.apply(&prepare),
+            ShardResponse::Prepared {
+                dtxn: 0,
+                votes: votes.clone()
+            }
+        );
+        assert_eq!(
+            shard.apply(&prepare),
+            ShardResponse::Prepared { dtxn: 0, votes },
+            "re-sent prepare, same answer"
+        );
+        assert_eq!(shard.stats().locked_ids, 2);
+        shard.check_invariants().unwrap();
+        let bad = ShardRequest::Commit {
+            dtxn: 0,
+            complete: vec![true, true, false],
+        };
+        assert_eq!(
+            shard.apply(&bad),
+            ShardResponse::Refused {
+                dtxn: 0,
+                reason: Refusal::CompletesRejected
+            }
+        );
+        let commit = ShardRequest::Commit {
+            dtxn: 0,
+            complete: vec![true, false, false],
+        };
+        assert_eq!(shard.apply(&commit), ShardResponse::Committed { dtxn: 0 });
+        assert_eq!(shard.apply(&commit), ShardResponse::Committed { dtxn: 0 });
+        assert!(!shard.contains(&id(1)) && shard.contains(&id(10)) && !shard.contains(&id(11)));
+        assert_eq!(shard.stats().locked_ids, 0);
+        assert_eq!(
+            shard.apply(&ShardRequest::Discard {
+                dtxn: 0,
+                finished_below: 1
+            }),
+            ShardResponse::Discarded { dtxn: 0 }
+        );
+        assert_eq!(
+            shard.apply(&prepare),
+            ShardResponse::Stale { dtxn: 0 },
+            "late duplicate after discard"
+        );
+        assert_eq!(shard.apply(&commit), ShardResponse::Stale { dtxn: 0 });
+        shard.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn spent_id_is_never_spent_again_and_outputs_are_never_recreated() {
+        let mut shard = full_shard();
+        shard.apply(&ShardRequest::Prepare {
+            dtxn: 0,
+            txs: vec![tx(0, &[1], &[20])],
+        });
+        shard.apply(&ShardRequest::Commit {
+            dtxn: 0,
+            complete: vec![true],
+        });
+        let again = ShardRequest::Prepare {
+            dtxn: 1,
+            txs: vec![tx(0, &[1], &[21]), tx(1, &[], &[20]), tx(2, &[2, 2], &[22])],
+        };
+        let ShardResponse::Prepared { votes, .. } = shard.apply(&again) else {
+            panic!()
+        };
+        assert_eq!(votes, vec![Vote::InputMissing, Vote::OutputExists, Vote::InputLocked]);
+        assert_eq!(shard.stats().locked_ids, 0, "a refused transaction holds no lock");
+    }
+
+    #[test]
+    fn protocol_violations_are_refused_without_change() {
+        let mut shard = ShardState::new(ShardRange { first: 0, last: 0x00ff });
+        let before = shard.encode_snapshot();
+        let foreign = ShardRequest::Prepare {
+            dtxn: 0,
+            txs: vec![tx(0, &[0xee], &[])],
+        };
+        assert_eq!(
+            shard.apply(&foreign),
+            ShardResponse::Refused {
+                dtxn: 0,
+                reason: Refusal::NotOwned
+            }
+        );
+        assert_eq!(
+            shard.apply(&ShardRequest::Commit {
+                dtxn: 3,
+                complete: vec![]
+            }),
+            ShardResponse::Refused {
+                dtxn: 3,
+                reason: Refusal::NotPrepared
+            }
+        );
+        let unordered = ShardRequest::Prepare {
+            dtxn: 0,
+            txs: vec![tx(1, &[], &[0]), tx(1, &[], &[0])],
+        };
+        assert_eq!(
+            shard.apply(&unordered),
+            ShardResponse::Refused {
+                dtxn: 0,
+                reason: Refusal::BadTxIndexes
+            }
+        );
+        assert_eq!(shard.encode_snapshot(), before);
+    }
+
+    #[test]
+    fn snapshot_round_trips_mid_dtxn() {
+        let mut shard = full_shard();
+        shard.apply(&ShardRequest::Prepare {
+            dtxn: 4,
+            txs: vec![tx(0, &[1], &[30]), tx(1, &[7], &[31])],
+        });
+        shard.apply(&ShardRequest::Prepare {
+            dtxn: 5,
+            txs: vec![tx(0, &[2], &[32])],
+        });
+        shard.apply(&ShardRequest::Commit {
+            dtxn: 5,
+            complete: vec![true],
+        });
+        shard.apply(&ShardRequest::Discard {
+            dtxn: 5,
+            finished_below: 4,
+        });
+        let bytes = shard.encode_snapshot();
+        let restored = ShardState::decode_snapshot(&bytes).unwrap();
+        assert_eq!(restored.encode_snapshot(), bytes);
+        assert_eq!(restored.locks, shard.locks);
+        assert_eq!(restored.stats(), shard.stats());
+        for cut in 0..bytes.len() {
+            assert!(ShardState::decode_snapshot(&bytes[..cut]).is_err());
+        }
+    }
+
+    // ---- Requests no honest coordinator sends: each gets a typed answer, never a panic. ----
+
+    /// Applies `request`, expects the refusal `reason`, and checks that nothing changed.
+    fn refused_unchanged(shard: &mut ShardState, request: ShardRequest, reason: Refusal) {
+        let before = shard.encode_snapshot();
+        let locks = shard.locks.clone();
+        assert_eq!(
+            shard.apply(&request),
+            ShardResponse::Refused {
+                dtxn: request.dtxn(),
+                reason
+            },
+            "{request:?}"
+        );
+        assert_eq!(
+            shard.encode_snapshot(),
+            before,
+            "a refused {request:?} changed the state"
+        );
+        assert_eq!(shard.locks, locks);
+        shard.check_invariants().unwrap();
+    }
+
+    fn prepare(dtxn: DtxnId, txs: Vec<ShardTx>) -> ShardRequest {
+        ShardRequest::Prepare { dtxn, txs }
+    }
+
+    fn commit(dtxn: DtxnId, complete: &[bool]) -> ShardRequest {
+        ShardRequest::Commit {
+            dtxn,
+            complete: complete.to_vec(),
+        }
+    }
+
+    fn discard(dtxn: DtxnId, finished_below: DtxnId) -> ShardRequest {
+        ShardRequest::Discard { dtxn, finished_below }
+    }
+
+    #[test]
+    fn forged_watermark_passing_an_uncommitted_dtxn_is_refused_without_change() {
+        let mut shard = full_shard();
+        assert!(matches!(
+            shard.apply(&prepare(5, vec![tx(0, &[1], &[40])])),
+            ShardResponse::Prepared { .. }
+        ));
+        let before = shard.encode_snapshot();
+        assert_eq!(
+            shard.apply(&discard(9, 10)),
+            ShardResponse::Refused {
+                dtxn: 9,
+                reason: Refusal::WatermarkPassesUncommitted
+            }
+        );
+        assert_eq!(shard.encode_snapshot(), before, "state unchanged");
+        shard.check_invariants().unwrap();
+        assert_eq!(shard.apply(&commit(5, &[true])), ShardResponse::Committed { dtxn: 5 });
+        assert!(!shard.contains(&id(1)) && shard.contains(&id(40)));
+        shard.check_invariants().unwrap();
+        // Once dtxn 5 is committed, the same watermark is fine.
+        assert_eq!(shard.apply(&discard(9, 10)), ShardResponse::Discarded { dtxn: 9 });
+        assert_eq!(shard.apply(&prepare(5, vec![])), ShardResponse::Stale { dtxn: 5 });
+        shard.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_refused_watermark_does_not_half_apply_the_explicit_dtxn() {
+        let mut shard = full_shard();
+        shard.apply(&prepare(5, vec![tx(0, &[1], &[40])]));
+        shard.apply(&prepare(9, vec![tx(0, &[2], &[41])]));
+        assert_eq!(shard.apply(&commit(9, &[true])), ShardResponse::Committed { dtxn: 9 });
+        // Dtxn 9 is committed and could be forgotten, but the watermark passes uncommitted 5.
+        refused_unchanged(&mut shard, discard(9, 10), Refusal::WatermarkPassesUncommitted);
+        assert_eq!(shard.stats().dtxns_active, 2, "dtxn 9 is still remembered");
+        assert_eq!(
+            shard.apply(&commit(9, &[true])),
+            ShardResponse::Committed { dtxn: 9 },
+            "and still answered from memory, not as stale"
+        );
+        refused_unchanged(&mut shard, discard(9, u64::MAX), Refusal::WatermarkPassesUncommitted);
+        // A watermark that stops at the uncommitted dtxn is accepted.
+        assert_eq!(shard.apply(&discard(9, 5)), ShardResponse::Discarded { dtxn: 9 });
+        shard.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn commit_of_an_unprepared_dtxn_is_refused() {
+        let mut shard = full_shard();
+        refused_unchanged(&mut shard, commit(3, &[true]), Refusal::NotPrepared);
+        refused_unchanged(&mut shard, commit(u64::MAX, &[]), Refusal::NotPrepared);
+    }
+
+    #[test]
+    fn commit_with_the_wrong_number_of_flags_is_refused() {
+        let mut shard = full_shard();
+        shard.apply(&prepare(0, vec![tx(0, &[1], &[10]), tx(1, &[2], &[11])]));
+        refused_unchanged(&mut shard, commit(0, &[]), Refusal::CommitLengthMismatch);
+        refused_unchanged(&mut shard, commit(0, &[true]), Refusal::CommitLengthMismatch);
+        refused_unchanged(&mut shard, commit(0, &[true; 3]), Refusal::CommitLengthMismatch);
+        assert_eq!(
+            shard.apply(&commit(0, &[true, false])),
+            ShardResponse::Committed { dtxn: 0 }
+        );
+        assert!(!shard.contains(&id(1)) && shard.contains(&id(2)) && shard.contains(&id(10)));
+        shard.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn commit_completing_a_rejected_transaction_is_refused() {
+        let mut shard = full_shard();
+        let ShardResponse::Prepared { votes, .. } = shard.apply(&prepare(0, vec![tx(0, &[9], &[10])])) else {
+            panic!()
+        };
+        assert_eq!(votes, vec![Vote::InputMissing]);
+        refused_unchanged(&mut shard, commit(0, &[true]), Refusal::CompletesRejected);
+        assert_eq!(shard.apply(&commit(0, &[false])), ShardResponse::Committed { dtxn: 0 });
+        assert!(!shard.contains(&id(10)));
+        shard.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn discard_before_commit_is_refused() {
+        let mut shard = full_shard();
+        shard.apply(&prepare(4, vec![tx(0, &[1], &[10])]));
+        refused_unchanged(&mut shard, discard(4, 0), Refusal::DiscardBeforeCommit);
+        refused_unchanged(&mut shard, discard(4, 5), Refusal::DiscardBeforeCommit);
+        assert_eq!(shard.apply(&commit(4, &[true])), ShardResponse::Committed { dtxn: 4 });
+    }
+
+    #[test]
+    fn prepare_with_ids_outside_the_range_is_refused() {
+        let mut shard = ShardState::new(ShardRange { first: 0, last: 0x00ff });
+        refused_unchanged(&mut shard, prepare(0, vec![tx(0, &[], &[0xee])]), Refusal::NotOwned);
+        refused_unchanged(
+            &mut shard,
+            prepare(0, vec![tx(0, &[0], &[]), tx(1, &[0xff], &[])]),
+            Refusal::NotOwned,
+        );
+        // Refusal is not a verdict on the dtxn: a corrected prepare is still accepted.
+        assert!(matches!(
+            shard.apply(&prepare(0, vec![tx(0, &[], &[0])])),
+            ShardResponse::Prepared { .. }
+        ));
+    }
+
+    #[test]
+    fn prepare_with_unsorted_or_repeated_indexes_is_refused() {
+        let mut shard = full_shard();
+        refused_unchanged(
+            &mut shard,
+            prepare(0, vec![tx(2, &[1], &[10]), tx(1, &[2], &[11])]),
+            Refusal::BadTxIndexes,
+        );
+        refused_unchanged(
+            &mut shard,
+            prepare(0, vec![tx(0, &[1], &[10]), tx(0, &[2], &[11])]),
+            Refusal::BadTxIndexes,
+        );
+        refused_unchanged(
+            &mut shard,
+            prepare(0, vec![tx(u32::MAX, &[1], &[]), tx(0, &[2], &[])]),
+            Refusal::BadTxIndexes,
+        );
+    }
+
+    #[test]
+    fn an_id_both_spent_and_created_in_one_transaction_is_voted_down() {
+        let mut shard = full_shard();
+        let response = shard.apply(&prepare(0, vec![tx(0, &[1], &[1]), tx(1, &[], &[7, 7])]));
+        assert_eq!(
+            response,
+            ShardResponse::Prepared {
+                dtxn: 0,
+                votes: vec![Vote::OutputLocked, Vote::OutputLocked]
+            }
+        );
+        assert_eq!(shard.stats().locked_ids, 0, "nothing stays locked");
+        shard.check_invariants().unwrap();
+        refused_unchanged(&mut shard, commit(0, &[true, false]), Refusal::CompletesRejected);
+        assert_eq!(
+            shard.apply(&commit(0, &[false, false])),
+            ShardResponse::Committed { dtxn: 0 }
+        );
+        assert!(shard.contains(&id(1)) && !shard.contains(&id(7)));
+    }
+
+    #[test]
+    fn the_same_id_spent_by_two_transactions_of_one_dtxn_is_spent_once() {
+        let mut shard = full_shard();
+        let response = shard.apply(&prepare(0, vec![tx(0, &[1], &[10]), tx(1, &[1], &[11])]));
+        assert_eq!(
+            response,
+            ShardResponse::Prepared {
+                dtxn: 0,
+                votes: vec![Vote::Yes, Vote::InputLocked]
+            }
+        );
+        refused_unchanged(&mut shard, commit(0, &[true, true]), Refusal::CompletesRejected);
+        assert_eq!(
+            shard.apply(&commit(0, &[true, false])),
+            ShardResponse::Committed { dtxn: 0 }
+        );
+        assert!(!shard.contains(&id(1)) && shard.contains(&id(10)) && !shard.contains(&id(11)));
+        shard.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn huge_dtxn_ids_and_watermarks_are_plain_numbers() {
+        let mut shard = full_shard();
+        let max = u64::MAX;
+        assert!(matches!(
+            shard.apply(&prepare(max, vec![tx(0, &[1], &[10])])),
+            ShardResponse::Prepared { .. }
+        ));
+        refused_unchanged(&mut shard, discard(max, max), Refusal::DiscardBeforeCommit);
+        assert_eq!(
+            shard.apply(&commit(max, &[true])),
+            ShardResponse::Committed { dtxn: max }
+        );
+        assert_eq!(shard.apply(&discard(max, max)), ShardResponse::Discarded { dtxn: max });
+        shard.check_invariants().unwrap();
+        assert_eq!(shard.apply(&prepare(max, vec![])), ShardResponse::Stale { dtxn: max });
+        assert_eq!(
+            shard.apply(&commit(max - 1, &[])),
+            ShardResponse::Stale { dtxn: max - 1 }
+        );
+        assert_eq!(
+            shard.apply(&discard(0, 0)),
+            ShardResponse::Discarded { dtxn: 0 },
+            "watermark never goes back"
+        );
+        assert_eq!(shard.apply(&prepare(0, vec![])), ShardResponse::Stale { dtxn: 0 });
+        shard.check_invariants().unwrap();
+        let restored = ShardState::decode_snapshot(&shard.encode_snapshot()).unwrap();
+        assert_eq!(restored.encode_snapshot(), shard.encode_snapshot());
+    }
+
+    #[test]
+    fn a_max_watermark_with_nothing_in_flight_ends_everything_below_it() {
+        let mut shard = full_shard();
+        assert_eq!(shard.apply(&discard(3, u64::MAX)), ShardResponse::Discarded { dtxn: 3 });
+        assert_eq!(
+            shard.apply(&prepare(7, vec![tx(0, &[1], &[])])),
+            ShardResponse::Stale { dtxn: 7 }
+        );
+        assert!(matches!(
+            shard.apply(&prepare(u64::MAX, vec![tx(0, &[1], &[])])),
+            ShardResponse::Prepared { .. }
+        ));
+        shard.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn re_sent_phases_with_different_contents_get_the_first_answer() {
+        let mut shard = full_shard();
+        let first = shard.apply(&prepare(0, vec![tx(0, &[1], &[10])]));
+        let locks = shard.locks.clone();
+        assert_eq!(
+            shard.apply(&prepare(0, vec![tx(0, &[2], &[11]), tx(1, &[3], &[])])),
+            first
+        );
+        assert_eq!(shard.locks, locks, "a re-sent prepare takes no new lock");
+        assert_eq!(shard.apply(&commit(0, &[false])), ShardResponse::Committed { dtxn: 0 });
+        let before = shard.encode_snapshot();
+        assert_eq!(shard.apply(&commit(0, &[true])), ShardResponse::Committed { dtxn: 0 });
+        assert_eq!(shard.encode_snapshot(), before, "a re-sent commit changes nothing");
+        shard.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn empty_prepares_and_discards_of_unknown_dtxns_are_harmless() {
+        let mut shard = full_shard();
+        assert_eq!(
+            shard.apply(&prepare(2, vec![])),
+            ShardResponse::Prepared { dtxn: 2, votes: vec![] }
+        );
+        assert_eq!(shard.apply(&commit(2, &[])), ShardResponse::Committed { dtxn: 2 });
+        assert_eq!(shard.apply(&discard(6, 0)), ShardResponse::Discarded { dtxn: 6 });
+        assert_eq!(shard.apply(&prepare(6, vec![])), ShardResponse::Stale { dtxn: 6 });
+        shard.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn forged_snapshots_that_would_make_apply_panic_are_refused() {
+        let record = |txs: Vec<ShardTx>, committed: bool| DtxnRecord {
+            votes: vec![Vote::Yes; txs.len()],
+            txs,
+            committed,
+        };
+        let encode_with = |edit: &dyn Fn(&mut ShardState)| {
+            let mut state = full_shard();
+            edit(&mut state);
+            state.encode_snapshot()
+        };
+        let forged: Vec<(&str, Vec<u8>)> = vec![
+            (
+                "one input locked by two dtxns",
+                encode_with(&|s| {
+                    s.dtxns.insert(0, record(vec![tx(0, &[1], &[])], false));
+                    s.dtxns.insert(1, record(vec![tx(0, &[1], &[])], false));
+                }),
+            ),
+            (
+                "one input spent twice by one transaction",
+                encode_with(&|s| {
+                    s.dtxns.insert(0, record(vec![tx(0, &[1, 1], &[])], false));
+                }),
+            ),
+            (
+                "one input locked by two transactions of a dtxn",
+                encode_with(&|s| {
+                    s.dtxns
+                        .insert(0, record(vec![tx(0, &[1], &[]), tx(1, &[1], &[])], false));
+                }),
+            ),
+            (
+                "a live dtxn below the watermark",
+                encode_with(&|s| {
+                    s.finished_below = 5;
+                    s.dtxns.insert(1, record(vec![], true));
+                }),
+            ),
+            (
+                "a discarded dtxn below the watermark",
+                encode_with(&|s| {
+                    s.finished_below = 5;
+                    s.discarded.insert(1);
+                }),
+            ),
+            (
+                "a dtxn both live and discarded",
+                encode_with(&|s| {
+                    s.dtxns.insert(7, record(vec![], true));
+                    s.discarded.insert(7);
+                }),
+            ),
+            (
+                "transaction indexes out of order",
+                encode_with(&|s| {
+                    s.dtxns.insert(0, record(vec![tx(1, &[], &[]), tx(0, &[], &[])], true));
+                }),
+            ),
+            (
+                "an empty range",
+                encode_with(&|s| {
+                    s.range = ShardRange { first: 9, last: 3 };
+                    s.uhs.clear();
+                }),
+            ),
+        ];
+        for (what, bytes) in forged {
+            assert!(ShardState::decode_snapshot(&bytes).is_err(), "accepted: {what}");
+        }
+        // Repeated dtxn ids in the encoding (not expressible through the map above).
+        let mut state = full_shard();
+        state.dtxns.insert(0, record(vec![], true));
+        state.dtxns.insert(1, record(vec![], true));
+        let mut bytes = state.encode_snapshot();
+        assert!(ShardState::decode_snapshot(&bytes).is_ok());
+        // The snapshot ends with two 25-byte dtxn records (id, two empty counts, committed flag)
+        // and an empty discarded list; give the second record the first one's id.
+        let second_id_at = bytes.len() - 8 - 25;
+        bytes[second_id_at..second_id_at + 8].copy_from_slice(&0u64.to_le_bytes());
+        assert!(
+            ShardState::decode_snapshot(&bytes).is_err(),
+            "repeated dtxn id accepted"
+        );
+    }
+}

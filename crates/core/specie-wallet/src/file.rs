@@ -1,0 +1,649 @@
+//! The wallet file: JSON, written atomically, readable only by its owner.
+//!
+//! The file is the money: it holds the only copy of the secret keys and of the output preimages
+//! (the ledger stores only hashes). So it is never left half-written (write a temp file in the
+//! same directory, fsync it, rename it over the old one, fsync the directory), it is created with
+//! mode 0600, and `create` refuses to replace an existing wallet.
+//!
+//! Everything in the file is checked on load: keys must be valid, every coin must belong to one
+//! of the keys, every stored transaction must decode and hash to its txid, and every pending
+//! coin must point at a stored transaction (or be an import waiting for `sync`). The `spends`
+//! and `creates` lists of a pending transaction are derived from its bytes and written only for
+//! people reading the file; loading recomputes them.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use secp256k1::XOnlyPublicKey;
+use serde::{Deserialize, Serialize};
+use specie_codec::{Decode, Encode};
+use specie_transaction::{Address, OutPoint, Output, SpecieTransaction, Txid};
+use thiserror::Error;
+
+use crate::wallet::{Coin, CoinState, PendingKind, PendingTx, Wallet, WalletKey};
+
+/// The `format` field of every wallet file.
+pub const WALLET_FORMAT: &str = "specie-wallet";
+/// The version this code writes and reads.
+pub const WALLET_FORMAT_VERSION: u32 = 1;
+/// A wallet file larger than this is refused before parsing (a million coins is ~400 MB of
+/// JSON; no real wallet is near this, and a damaged file must not exhaust memory).
+pub const WALLET_FILE_BYTES_MAX: u64 = 512 * 1024 * 1024;
+
+/// Why a wallet file could not be read or written.
+#[derive(Debug, Error)]
+pub enum FileError {
+    #[error(
+        "{path} already exists; refusing to overwrite it because a wallet file may hold the only copy of \
+         its keys. Choose another path with --wallet"
+    )]
+    Exists { path: PathBuf },
+    #[error("there is no wallet at {path}; create one with `specie wallet create` or pass --wallet PATH")]
+    NotFound { path: PathBuf },
+    #[error("could not {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a usable specie wallet file: {reason}")]
+    Invalid { path: PathBuf, reason: String },
+    #[error("{path} is a wallet file of format version {version}; this program reads version {supported}")]
+    UnsupportedVersion {
+        path: PathBuf,
+        version: u32,
+        supported: u32,
+    },
+    #[error(
+        "another command has been using the wallet {path} for {waited_ms} ms (it holds {lock}); \
+         try again once it has finished"
+    )]
+    Busy {
+        path: PathBuf,
+        lock: PathBuf,
+        waited_ms: u64,
+    },
+}
+
+/// Exclusive use of one wallet file, for one command's whole load–change–save: two commands on
+/// the same wallet at once would otherwise each save their own copy and one change would be
+/// lost. An advisory lock (`flock`) on a sidecar file `<wallet>.lock`, because the wallet file
+/// itself is replaced by a rename on every save. Released when dropped, or when the process
+/// dies.
+#[derive(Debug)]
+pub struct WalletLock {
+    _file: fs::File,
+}
+
+impl WalletLock {
+    /// Pause between attempts while another command holds the lock.
+    const RETRY_MS: u64 = 20;
+
+    /// The sidecar lock file of the wallet at `path`.
+    pub fn lock_path(path: &Path) -> PathBuf {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".lock");
+        PathBuf::from(name)
+    }
+
+    /// Takes the lock, waiting up to `wait_ms` for another command to finish; `on_wait` runs
+    /// once if it has to wait (to tell the user why nothing happens).
+    pub fn acquire(path: &Path, wait_ms: u64, on_wait: impl FnOnce()) -> Result<WalletLock, FileError> {
+        let lock = Self::lock_path(path);
+        let mut options = fs::OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let file = options.open(&lock).map_err(|source| FileError::Io {
+            action: "open the lock file",
+            path: lock.clone(),
+            source,
+        })?;
+        let started = std::time::Instant::now();
+        let mut on_wait = Some(on_wait);
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(WalletLock { _file: file }),
+                Err(fs::TryLockError::WouldBlock) => {}
+                Err(fs::TryLockError::Error(source)) => {
+                    return Err(FileError::Io {
+                        action: "lock",
+                        path: lock,
+                        source,
+                    })
+                }
+            }
+            let waited_ms = started.elapsed().as_millis() as u64;
+            if waited_ms >= wait_ms {
+                return Err(FileError::Busy {
+                    path: path.to_owned(),
+                    lock,
+                    waited_ms,
+                });
+            }
+            if let Some(on_wait) = on_wait.take() {
+                on_wait();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(
+                Self::RETRY_MS.min(wait_ms - waited_ms),
+            ));
+        }
+    }
+}
+
+/// The JSON document. Hex for every key, hash and transaction, as in the node's API.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WalletFile {
+    pub format: String,
+    pub version: u32,
+    /// The currency's bech32 human-readable part, e.g. `usd`.
+    pub hrp: String,
+    pub node_url: String,
+    /// Present only in an issuer wallet: the key that signs mints and redeems.
+    pub issuer: Option<IssuerRecord>,
+    pub keys: Vec<KeyRecord>,
+    pub coins: Vec<CoinRecord>,
+    pub pending: Vec<PendingRecord>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IssuerRecord {
+    pub secret_key: String,
+    /// For reading only: what `specie node --issuer` needs.
+    pub public_key: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct KeyRecord {
+    pub secret_key: String,
+    /// For reading only; recomputed from the secret on load and checked.
+    pub address: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CoinRecord {
+    pub txid: String,
+    pub index: u64,
+    pub witness_program_commitment: String,
+    pub value: u64,
+    /// x-only public key (hex) of the owning key.
+    pub owner: String,
+    /// For reading only: the id to look up at the node.
+    pub uhs_id: String,
+    pub state: StateRecord,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StateRecord {
+    Spendable,
+    PendingSpend { txid: String },
+    PendingReceive { txid: String },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum KindRecord {
+    Payment { to: String, amount: u64 },
+    Mint { total: u64 },
+    Redeem { amount: u64 },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PendingRecord {
+    pub txid: String,
+    pub created_at_unix_s: u64,
+    #[serde(flatten)]
+    pub kind: KindRecord,
+    /// The serialized transaction, exactly as submitted.
+    pub transaction: String,
+    pub spends: Vec<SpendRecord>,
+    pub creates: Vec<CreateRecord>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SpendRecord {
+    pub txid: String,
+    pub index: u64,
+    pub value: u64,
+    pub uhs_id: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CreateRecord {
+    pub index: u64,
+    pub value: u64,
+    pub uhs_id: String,
+    pub ours: bool,
+}
+
+fn hex32(text: &str, what: &str) -> Result<[u8; 32], String> {
+    let bytes = hex::decode(text).map_err(|_| format!("{what} {text:?} is not hex"))?;
+    bytes.try_into().map_err(|_| format!("{what} {text:?} is not 32 bytes"))
+}
+
+fn txid_from(text: &str, what: &str) -> Result<Txid, String> {
+    hex32(text, what).map(Txid)
+}
+
+impl WalletFile {
+    /// The document for `wallet`.
+    pub fn from_wallet(wallet: &Wallet) -> Self {
+        let address = |pubkey: XOnlyPublicKey| wallet.format_address(&Address::from_pubkey(pubkey));
+        let state = |state: CoinState| match state {
+            CoinState::Spendable => StateRecord::Spendable,
+            CoinState::PendingSpend { txid } => StateRecord::PendingSpend { txid: txid.to_string() },
+            CoinState::PendingReceive { txid } => StateRecord::PendingReceive { txid: txid.to_string() },
+        };
+        WalletFile {
+            format: WALLET_FORMAT.to_owned(),
+            version: WALLET_FORMAT_VERSION,
+            hrp: wallet.hrp().to_owned(),
+            node_url: wallet.node_url().to_owned(),
+            issuer: wallet.issuer_secret().map(|secret| IssuerRecord {
+                secret_key: hex::encode(secret),
+                public_key: wallet.issuer_pubkey_hex().unwrap_or_default(),
+            }),
+            keys: wallet
+                .keys
+                .iter()
+                .map(|key| KeyRecord {
+                    secret_key: hex::encode(key.secret),
+                    address: address(key.pubkey),
+                })
+                .collect(),
+            coins: wallet
+                .coins()
+                .map(|coin| CoinRecord {
+                    txid: coin.outpoint.txid.to_string(),
+                    index: coin.outpoint.index,
+                    witness_program_commitment: hex::encode(coin.output.witness_program_commitment),
+                    value: coin.output.value,
+                    owner: hex::encode(coin.owner.serialize()),
+                    uhs_id: coin.uhs_id().to_string(),
+                    state: state(coin.state),
+                })
+                .collect(),
+            pending: wallet
+                .pending()
+                .map(|pending| PendingRecord {
+                    txid: pending.txid.to_string(),
+                    created_at_unix_s: pending.created_at_unix_s,
+                    kind: match pending.kind {
+                        PendingKind::Payment { to, amount } => KindRecord::Payment {
+                            to: wallet.format_address(&to),
+                            amount,
+                        },
+                        PendingKind::Mint { total } => KindRecord::Mint { total },
+                        PendingKind::Redeem { amount } => KindRecord::Redeem { amount },
+                    },
+                    transaction: hex::encode(pending.tx.encode()),
+                    spends: pending
+                        .spends()
+                        .iter()
+                        .map(|input| SpendRecord {
+                            txid: input.prevout.txid.to_string(),
+                            index: input.prevout.index,
+                            value: input.data.value,
+                            uhs_id: input.uhs_id().to_string(),
+                        })
+                        .collect(),
+                    creates: pending
+                        .creates()
+                        .iter()
+                        .map(|created| CreateRecord {
+                            index: created.outpoint.index,
+                            value: created.output.value,
+                            uhs_id: created.uhs_id.to_string(),
+                            ours: wallet.owns(&created.output.witness_program_commitment),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Rebuilds the wallet, checking everything (see the module docs). Errors are reasons
+    /// without the path; [`WalletFile::load`] adds it.
+    pub fn into_wallet(self) -> Result<Wallet, String> {
+        if self.format != WALLET_FORMAT {
+            return Err(format!("its format is {:?}, not {WALLET_FORMAT:?}", self.format));
+        }
+        let mut wallet = Wallet::empty(&self.hrp).map_err(|error| error.to_string())?;
+        wallet.set_node_url(&self.node_url);
+        let key_from = |text: &str, what: &str| -> Result<WalletKey, String> {
+            let secret = hex32(text, what)?;
+            WalletKey::from_secret(secret).ok_or_else(|| format!("{what} is not a valid secp256k1 secret key"))
+        };
+        if let Some(issuer) = &self.issuer {
+            let key = key_from(&issuer.secret_key, "the issuer secret key")?;
+            wallet.issuer = Some(key);
+        }
+        for (position, record) in self.keys.iter().enumerate() {
+            let key = key_from(&record.secret_key, &format!("secret key {position}"))?;
+            if wallet.owns(&key.commitment) {
+                return Err(format!("secret key {position} appears twice"));
+            }
+            wallet.add_key(key);
+        }
+        let mut pending_txids = std::collections::BTreeSet::new();
+        for record in &self.pending {
+            let txid = txid_from(&record.txid, "pending txid")?;
+            let bytes = hex::decode(&record.transaction)
+                .map_err(|_| format!("the transaction of pending {txid} is not hex"))?;
+            let tx = SpecieTransaction::decode_exact(&bytes)
+                .map_err(|error| format!("the transaction of pending {txid} does not decode: {error}"))?;
+            if tx.txid() != txid {
+                return Err(format!(
+                    "the transaction stored for pending {txid} has txid {}",
+                    tx.txid()
+                ));
+            }
+            let kind = match &record.kind {
+                KindRecord::Payment { to, amount } => PendingKind::Payment {
+                    to: wallet
+                        .parse_address(to)
+                        .map_err(|error| format!("pending {txid}: {error}"))?,
+                    amount: *amount,
+                },
+                KindRecord::Mint { total } => PendingKind::Mint { total: *total },
+                KindRecord::Redeem { amount } => PendingKind::Redeem { amount: *amount },
+            };
+            pending_txids.insert(txid);
+            wallet.pending.insert(
+                txid,
+                PendingTx {
+                    txid,
+                    tx,
+                    created_at_unix_s: record.created_at_unix_s,
+                    kind,
+                },
+            );
+        }
+        for record in &self.coins {
+            let outpoint = OutPoint {
+                txid: txid_from(&record.txid, "coin txid")?,
+                index: record.index,
+            };
+            let output = Output {
+                witness_program_commitment: hex32(&record.witness_program_commitment, "coin commitment")?,
+                value: record.value,
+            };
+            let owner_bytes = hex32(&record.owner, "coin owner")?;
+            let owner = XOnlyPublicKey::from_byte_array(&owner_bytes).map_err(|_| {
+                format!(
+                    "coin {}:{} has an owner that is not a public key",
+                    record.txid, record.index
+                )
+            })?;
+            if Address::from_pubkey(owner).witness_program_commitment() != output.witness_program_commitment
+                || !wallet.owns(&output.witness_program_commitment)
+            {
+                return Err(format!(
+                    "coin {}:{} is not owned by any key of this wallet",
+                    record.txid, record.index
+                ));
+            }
+            let state = match &record.state {
+                StateRecord::Spendable => CoinState::Spendable,
+                StateRecord::PendingSpend { txid } => {
+                    let txid = txid_from(txid, "coin state txid")?;
+                    // A coin locked by a transaction the file does not hold could never be
+                    // released: refuse rather than strand it.
+                    let spends = wallet
+                        .pending
+                        .get(&txid)
+                        .is_some_and(|pending| pending.spends().iter().any(|input| input.prevout == outpoint));
+                    if !spends {
+                        return Err(format!(
+                            "coin {}:{} is marked as spent by {txid}, which is not a pending transaction spending it",
+                            record.txid, record.index
+                        ));
+                    }
+                    CoinState::PendingSpend { txid }
+                }
+                StateRecord::PendingReceive { txid } => CoinState::PendingReceive {
+                    txid: txid_from(txid, "coin state txid")?,
+                },
+            };
+            let coin = Coin {
+                outpoint,
+                output,
+                owner,
+                state,
+            };
+            if wallet.coins.insert(outpoint, coin).is_some() {
+                return Err(format!("coin {}:{} appears twice", record.txid, record.index));
+            }
+        }
+        Ok(wallet)
+    }
+
+    /// Reads and checks the wallet at `path`.
+    pub fn load(path: &Path) -> Result<Wallet, FileError> {
+        let io = |action: &'static str| {
+            move |source: std::io::Error| FileError::Io {
+                action,
+                path: path.to_owned(),
+                source,
+            }
+        };
+        let file = match fs::File::open(path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(FileError::NotFound { path: path.to_owned() })
+            }
+            Err(error) => return Err(io("open")(error)),
+        };
+        let bytes = file.metadata().map_err(io("inspect"))?.len();
+        if bytes > WALLET_FILE_BYTES_MAX {
+            return Err(FileError::Invalid {
+                path: path.to_owned(),
+                reason: format!("it is {bytes} bytes, more than the {WALLET_FILE_BYTES_MAX} a wallet may be"),
+            });
+        }
+        let text = fs::read(path).map_err(io("read"))?;
+        let invalid = |reason: String| FileError::Invalid {
+            path: path.to_owned(),
+            reason,
+        };
+        // Check the version before the full shape, so that a future format gets a clear message.
+        #[derive(Deserialize)]
+        struct Header {
+            version: u32,
+        }
+        let header: Header = serde_json::from_slice(&text).map_err(|error| invalid(error.to_string()))?;
+        if header.version != WALLET_FORMAT_VERSION {
+            return Err(FileError::UnsupportedVersion {
+                path: path.to_owned(),
+                version: header.version,
+                supported: WALLET_FORMAT_VERSION,
+            });
+        }
+        let document: WalletFile = serde_json::from_slice(&text).map_err(|error| invalid(error.to_string()))?;
+        document.into_wallet().map_err(invalid)
+    }
+
+    /// Writes a new wallet file; fails if `path` exists (even if it appears between the check
+    /// and the write: the final step is an atomic no-clobber rename).
+    pub fn create(path: &Path, wallet: &Wallet) -> Result<(), FileError> {
+        if path.exists() {
+            return Err(FileError::Exists { path: path.to_owned() });
+        }
+        write_atomically(path, &WalletFile::from_wallet(wallet), false)
+    }
+
+    /// Replaces the wallet file at `path` with `wallet`, atomically.
+    pub fn save(path: &Path, wallet: &Wallet) -> Result<(), FileError> {
+        write_atomically(path, &WalletFile::from_wallet(wallet), true)
+    }
+}
+
+fn write_atomically(path: &Path, document: &WalletFile, replace: bool) -> Result<(), FileError> {
+    let io = |action: &'static str| {
+        move |source: std::io::Error| FileError::Io {
+            action,
+            path: path.to_owned(),
+            source,
+        }
+    };
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let mut json =
+        serde_json::to_vec_pretty(document).map_err(|error| io("serialize")(std::io::Error::other(error)))?;
+    json.push(b'\n');
+    // Same directory, so the rename cannot cross file systems and is atomic.
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".specie-wallet-").suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(fs::Permissions::from_mode(0o600));
+    }
+    let mut temp = builder
+        .tempfile_in(&directory)
+        .map_err(io("create a temporary file beside"))?;
+    temp.write_all(&json).map_err(io("write a temporary file beside"))?;
+    temp.as_file().sync_all().map_err(io("flush a temporary file beside"))?;
+    if replace {
+        temp.persist(path).map_err(|error| io("replace")(error.error))?;
+    } else {
+        temp.persist_noclobber(path).map_err(|error| {
+            if error.error.kind() == std::io::ErrorKind::AlreadyExists {
+                FileError::Exists { path: path.to_owned() }
+            } else {
+                io("create")(error.error)
+            }
+        })?;
+    }
+    // The rename is durable only once the directory entry is.
+    #[cfg(unix)]
+    fs::File::open(&directory)
+        .and_then(|dir| dir.sync_all())
+        .map_err(io("flush the directory of"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{funded_wallet, rng};
+
+    #[test]
+    fn round_trip_keeps_everything() {
+        let mut rng = rng(20);
+        let mut issuer = Wallet::new("usd", true, &mut rng).unwrap();
+        let own = issuer.latest_address().unwrap();
+        let (_, minted) = issuer.build_mint(&[(own, 500)], &mut rng).unwrap();
+        issuer.on_confirmed(&minted.txid).unwrap();
+        let bob = funded_wallet(&[1], &mut rng);
+        issuer
+            .build_payment(&bob.latest_address().unwrap(), 120, &mut rng)
+            .unwrap();
+        issuer.build_mint(&[(own, 9)], &mut rng).unwrap();
+        issuer.set_node_url("http://10.0.0.1:9000");
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wallet.json");
+        WalletFile::create(&path, &issuer).unwrap();
+        let loaded = WalletFile::load(&path).unwrap();
+        assert_eq!(loaded.balance(), issuer.balance());
+        assert_eq!(loaded.addresses(), issuer.addresses());
+        assert_eq!(loaded.issuer_pubkey(), issuer.issuer_pubkey());
+        assert_eq!(loaded.node_url(), "http://10.0.0.1:9000");
+        assert_eq!(loaded.coins().collect::<Vec<_>>(), issuer.coins().collect::<Vec<_>>());
+        assert_eq!(
+            loaded.pending().collect::<Vec<_>>(),
+            issuer.pending().collect::<Vec<_>>()
+        );
+        // Saving what was loaded reproduces the file byte for byte.
+        let first = fs::read(&path).unwrap();
+        WalletFile::save(&path, &loaded).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), first);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        // No temporary files are left behind.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn one_command_at_a_time_holds_a_wallet() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.json");
+        let held = WalletLock::acquire(&path, 0, || {}).unwrap();
+        let mut told = false;
+        match WalletLock::acquire(&path, 50, || told = true) {
+            Err(FileError::Busy { lock, waited_ms, .. }) => {
+                assert_eq!(lock, dir.path().join("w.json.lock"));
+                assert!(waited_ms >= 50);
+            }
+            other => panic!("expected Busy, got {other:?}"),
+        }
+        assert!(told, "the waiting caller is told why");
+        drop(held);
+        WalletLock::acquire(&path, 0, || panic!("free now: no wait")).unwrap();
+    }
+
+    #[test]
+    fn create_refuses_to_overwrite() {
+        let mut rng = rng(21);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wallet.json");
+        let first = Wallet::new("usd", false, &mut rng).unwrap();
+        WalletFile::create(&path, &first).unwrap();
+        let second = Wallet::new("usd", false, &mut rng).unwrap();
+        let error = WalletFile::create(&path, &second).unwrap_err();
+        assert!(matches!(error, FileError::Exists { .. }));
+        assert!(error.to_string().contains("refusing to overwrite"));
+        assert_eq!(WalletFile::load(&path).unwrap().addresses(), first.addresses());
+        // The atomic no-clobber path refuses too (the race the pre-check cannot close).
+        assert!(matches!(
+            write_atomically(&path, &WalletFile::from_wallet(&second), false),
+            Err(FileError::Exists { .. })
+        ));
+        assert_eq!(WalletFile::load(&path).unwrap().addresses(), first.addresses());
+    }
+
+    #[test]
+    fn damaged_files_are_explained() {
+        let mut rng = rng(22);
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope.json");
+        assert!(matches!(WalletFile::load(&missing), Err(FileError::NotFound { .. })));
+
+        let path = dir.path().join("wallet.json");
+        fs::write(&path, "{not json").unwrap();
+        assert!(matches!(WalletFile::load(&path), Err(FileError::Invalid { .. })));
+
+        let wallet = funded_wallet(&[5], &mut rng);
+        let mut document = WalletFile::from_wallet(&wallet);
+        document.version = 99;
+        fs::write(&path, serde_json::to_vec(&document).unwrap()).unwrap();
+        assert!(matches!(
+            WalletFile::load(&path),
+            Err(FileError::UnsupportedVersion { version: 99, .. })
+        ));
+
+        let mut document = WalletFile::from_wallet(&wallet);
+        document.coins[0].value += 1;
+        document.coins[0].owner = hex::encode([2u8; 32]);
+        fs::write(&path, serde_json::to_vec(&document).unwrap()).unwrap();
+        let message = WalletFile::load(&path).unwrap_err().to_string();
+        assert!(message.contains("not owned by any key"), "{message}");
+
+        let mut document = WalletFile::from_wallet(&wallet);
+        document.coins[0].state = StateRecord::PendingSpend { txid: "11".repeat(32) };
+        fs::write(&path, serde_json::to_vec(&document).unwrap()).unwrap();
+        let message = WalletFile::load(&path).unwrap_err().to_string();
+        assert!(message.contains("not a pending transaction spending it"), "{message}");
+    }
+}

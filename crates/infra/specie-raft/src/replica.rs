@@ -1,0 +1,577 @@
+//! [`Replica`]: one member of a replicated group, the handle a role's driver holds.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use openraft::error::{ClientWriteError, InitializeError, RaftError};
+use openraft::{Config, EmptyNode, Raft, RaftMetrics, ServerState, SnapshotPolicy};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use specie_log::SyncMode;
+
+use crate::fsio::{self, DirLock};
+use crate::log_store::{LogCounters, LogOptions, LogStore};
+use crate::network::{NetworkFactory, RaftTransport, RpcHandler, SnapshotStream};
+use crate::state_machine::{ReplicatedStateMachine, StateMachineStore};
+use crate::types::{Batch, NodeId, TypeConfig};
+
+const IDENTITY_MAGIC: &[u8; 8] = b"SPRAIDNT";
+/// Encoding overhead of one entry beyond its commands' bytes: log id, kind, count, and a length
+/// per command.
+const ENTRY_OVERHEAD_BYTES: usize = 64;
+/// Room in an RPC beyond one entry (vote, log ids, counts) or one snapshot chunk (metadata).
+const REQUEST_OVERHEAD_BYTES: usize = 64 * 1024;
+
+/// Tuning and limits for one replica. Every replica of a group should use the same values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicaConfig {
+    /// How often the leader sends heartbeats. Also openraft's time-out for one append-entries
+    /// RPC, so it must exceed a round trip plus a follower's fsync.
+    pub heartbeat_interval_ms: u64,
+    /// A follower that hears no leader for a random time in `[min, max)` stands for election.
+    pub election_timeout_min_ms: u64,
+    pub election_timeout_max_ms: u64,
+    /// Build a snapshot (and then compact the log) every this many applied entries. 0 turns
+    /// automatic snapshots off, and the log then grows until `trigger_snapshot` is called.
+    pub snapshot_every_entries: u64,
+    /// Entries kept in the log behind a snapshot, so a briefly lagging follower catches up from
+    /// the log instead of needing the whole snapshot.
+    pub entries_kept_after_snapshot: u64,
+    /// A log segment file is closed once it would grow past this; compaction deletes whole
+    /// segments, so this is also the granularity at which disk space comes back.
+    pub segment_bytes_max: u64,
+    /// Most commands in one proposed batch.
+    pub batch_commands_max: usize,
+    /// Most bytes (sum of command lengths) in one proposed batch.
+    pub batch_bytes_max: usize,
+    /// Most entries the leader sends in one append-entries RPC.
+    pub append_entries_max: u64,
+    /// Largest request handed to the transport; larger append-entries requests are split.
+    /// Must exceed one maximal batch and one snapshot chunk.
+    pub request_bytes_max: usize,
+    /// Snapshots are sent in chunks of this size.
+    pub snapshot_chunk_bytes: u64,
+    /// Time-out for one snapshot chunk RPC.
+    pub install_snapshot_timeout_ms: u64,
+    /// How long `propose` waits for its batch to be applied before giving up (outcome unknown).
+    pub propose_timeout_ms: u64,
+    /// Pause before retrying an unreachable peer.
+    pub unreachable_backoff_ms: u64,
+    /// How long `start` waits for the directory lock, held by an instance still shutting down.
+    pub lock_wait_ms: u64,
+    pub sync: SyncMode,
+}
+
+impl Default for ReplicaConfig {
+    fn default() -> Self {
+        ReplicaConfig {
+            heartbeat_interval_ms: 100,
+            election_timeout_min_ms: 500,
+            election_timeout_max_ms: 1000,
+            snapshot_every_entries: 10_000,
+            entries_kept_after_snapshot: 1_000,
+            segment_bytes_max: 64 * 1024 * 1024,
+            batch_commands_max: 16 * 1024,
+            batch_bytes_max: 16 * 1024 * 1024,
+            append_entries_max: 64,
+            request_bytes_max: 32 * 1024 * 1024,
+            snapshot_chunk_bytes: 4 * 1024 * 1024,
+            install_snapshot_timeout_ms: 5_000,
+            propose_timeout_ms: 10_000,
+            unreachable_backoff_ms: 200,
+            lock_wait_ms: 5_000,
+            sync: SyncMode::Fsync,
+        }
+    }
+}
+
+impl ReplicaConfig {
+    /// The largest encoded entry a batch within the limits can produce.
+    fn entry_bytes_max(&self) -> usize {
+        self.batch_bytes_max + 4 * self.batch_commands_max + ENTRY_OVERHEAD_BYTES
+    }
+
+    fn validate(&self) -> Result<Config, StartError> {
+        let invalid = |reason: &str| Err(StartError::InvalidConfig(reason.to_string()));
+        if self.batch_commands_max == 0 || self.batch_bytes_max == 0 || self.append_entries_max == 0 {
+            return invalid("batch and append limits must be positive");
+        }
+        let entry_bytes_max = self.entry_bytes_max();
+        if u32::try_from(entry_bytes_max).is_err() {
+            return invalid("batch_bytes_max and batch_commands_max make entries over 4 GiB");
+        }
+        if self.request_bytes_max < entry_bytes_max + REQUEST_OVERHEAD_BYTES {
+            return invalid("request_bytes_max must hold one maximal batch");
+        }
+        if self.snapshot_chunk_bytes == 0
+            || self.snapshot_chunk_bytes as usize + REQUEST_OVERHEAD_BYTES > self.request_bytes_max
+        {
+            return invalid("request_bytes_max must hold one snapshot chunk");
+        }
+        if self.segment_bytes_max == 0 || self.propose_timeout_ms == 0 {
+            return invalid("segment_bytes_max and propose_timeout_ms must be positive");
+        }
+        let config = Config {
+            cluster_name: "specie".into(),
+            heartbeat_interval: self.heartbeat_interval_ms,
+            election_timeout_min: self.election_timeout_min_ms,
+            election_timeout_max: self.election_timeout_max_ms,
+            install_snapshot_timeout: self.install_snapshot_timeout_ms,
+            max_payload_entries: self.append_entries_max,
+            snapshot_policy: match self.snapshot_every_entries {
+                0 => SnapshotPolicy::Never,
+                n => SnapshotPolicy::LogsSinceLast(n),
+            },
+            snapshot_max_chunk_size: self.snapshot_chunk_bytes,
+            max_in_snapshot_log_to_keep: self.entries_kept_after_snapshot,
+            ..Config::default()
+        };
+        // openraft checks the timing relations (heartbeat < election time-out, min < max).
+        config.validate().map_err(|e| StartError::InvalidConfig(e.to_string()))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("invalid replica config: {0}")]
+    InvalidConfig(String),
+    #[error("node {id} is not among the group's members {members:?}")]
+    NotAMember { id: NodeId, members: BTreeSet<NodeId> },
+    #[error("opening the replica directory: {0}")]
+    Io(#[from] io::Error),
+    #[error("starting raft: {0}")]
+    Raft(String),
+}
+
+/// Why a proposal did not return the state machine's answers.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProposeError {
+    /// This replica is not the leader, or lost the lead and its entry was overwritten: the batch
+    /// was not committed. `leader` is where to send it, if known.
+    #[error("not the leader (leader: {leader:?})")]
+    NotLeader { leader: Option<NodeId> },
+    /// No answer within `propose_timeout_ms`: the batch may or may not commit later.
+    #[error("no outcome within the propose time-out; the batch may still commit")]
+    Timeout,
+    #[error("batch is empty")]
+    EmptyBatch,
+    #[error("batch of {commands} commands, {bytes} bytes exceeds batch_commands_max or batch_bytes_max")]
+    BatchTooLarge { commands: usize, bytes: usize },
+    /// The replica has stopped (shut down, or a fatal storage error); the outcome is unknown.
+    #[error("replica stopped: {0}")]
+    Stopped(String),
+}
+
+/// Whether this replica may act as its group's leader, as a watch channel reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leadership {
+    /// Leads `term`, a quorum has confirmed it, and it has applied every entry committed before
+    /// it took the lead, so its state machine is complete: a coordinator may now `become_leader`
+    /// and resume in-flight work.
+    Leader {
+        term: u64,
+    },
+    /// Someone else leads `term` (`leader`, if known), an election is on, or this replica was
+    /// just elected and is still applying earlier entries.
+    NotLeader {
+        term: u64,
+        leader: Option<NodeId>,
+    },
+    Stopped,
+}
+
+impl Leadership {
+    /// What the metrics alone say. A replica openraft calls leader is reported `NotLeader` (with
+    /// itself as leader) until [`watch_leadership`] has confirmed it caught up.
+    fn from_metrics(metrics: &RaftMetrics<NodeId, EmptyNode>) -> Leadership {
+        if metrics.running_state.is_err() || metrics.state == ServerState::Shutdown {
+            return Leadership::Stopped;
+        }
+        Leadership::NotLeader {
+            term: metrics.current_term,
+            leader: metrics.current_leader,
+        }
+    }
+}
+
+/// Keeps `leadership` up to date with the replica's metrics. When openraft makes this replica
+/// leader of a term, it is reported `Leader` only once a quorum still follows it
+/// (`ensure_linearizable`) *and* every entry that was in its log when it took the lead is
+/// applied. A leader never drops entries from its own log, so all of them commit under it; and
+/// `ensure_linearizable` alone is not enough: openraft restarts a replica that was leader as
+/// leader of the same term, with its commit point reset to its snapshot (openraft 0.9 reads
+/// "the first entry of this leader's term, or the commit point", both of which can lie at or
+/// before the snapshot), so it would report a state missing the entries after the snapshot.
+async fn watch_leadership(
+    raft: Raft<TypeConfig>,
+    leadership: watch::Sender<Leadership>,
+    confirm_timeout: Duration,
+    retry_after: Duration,
+) {
+    let mut metrics = raft.metrics();
+    loop {
+        let (state, term, last_log_index) = {
+            let m = metrics.borrow_and_update();
+            leadership.send_if_modified(|current| {
+                let now = Leadership::from_metrics(&m);
+                let keep = matches!(now, Leadership::NotLeader { .. })
+                    && m.state == ServerState::Leader
+                    && *current == Leadership::Leader { term: m.current_term };
+                !keep && std::mem::replace(current, now) != now
+            });
+            (m.state, m.current_term, m.last_log_index)
+        };
+        let mut retry = false;
+        if state == ServerState::Leader && *leadership.borrow() != (Leadership::Leader { term }) {
+            let caught_up = async {
+                raft.ensure_linearizable().await.map_err(|e| e.to_string())?;
+                if let Some(index) = last_log_index {
+                    raft.wait(None)
+                        .applied_index_at_least(Some(index), "leader applies its whole log")
+                        .await
+                        .map_err(|e| e.to_string())?;
+                }
+                Ok::<(), String>(())
+            };
+            let confirmed = matches!(tokio::time::timeout(confirm_timeout, caught_up).await, Ok(Ok(())));
+            let still = {
+                let m = raft.metrics();
+                let m = m.borrow();
+                m.state == ServerState::Leader && m.current_term == term
+            };
+            if confirmed && still {
+                leadership.send_replace(Leadership::Leader { term });
+            } else {
+                retry = still;
+            }
+        }
+        let changed = if retry {
+            tokio::select! {
+                changed = metrics.changed() => changed,
+                () = tokio::time::sleep(retry_after) => Ok(()),
+            }
+        } else {
+            metrics.changed().await
+        };
+        if changed.is_err() {
+            leadership.send_replace(Leadership::Stopped);
+            return;
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Leader,
+    Candidate,
+    Follower,
+    Learner,
+    Stopped,
+}
+
+/// A point-in-time view of a replica. Indexes are Raft log indexes (the group's first entry is
+/// index 0); `None` means nothing yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaMetrics {
+    pub id: NodeId,
+    pub role: Role,
+    pub term: u64,
+    pub leader: Option<NodeId>,
+    /// Newest entry known committed by this replica.
+    pub commit_index: Option<u64>,
+    pub applied_index: Option<u64>,
+    pub last_log_index: Option<u64>,
+    /// Newest entry covered by this replica's snapshot.
+    pub snapshot_index: Option<u64>,
+    /// Newest entry removed from this replica's log by compaction.
+    pub purged_index: Option<u64>,
+    /// Batches of entries this replica's log has written since it started (one `pwrite` each).
+    pub log_appends: u64,
+    /// `fdatasync`s those appends took: at most one per batch, fewer when batches queue up.
+    pub log_syncs: u64,
+}
+
+/// One member of a replicated group: a Raft node over a durable log in its own directory,
+/// applying committed batches to the role's [`ReplicatedStateMachine`].
+///
+/// Only the leader accepts proposals (Hamilton §4.2: followers replicate and stand by). Dropping
+/// a replica without [`Replica::shutdown`] stops it in the background.
+pub struct Replica<S> {
+    id: NodeId,
+    config: ReplicaConfig,
+    raft: Raft<TypeConfig>,
+    state: Arc<Mutex<S>>,
+    committed: Arc<AtomicU64>,
+    log_counters: Arc<LogCounters>,
+    leadership: watch::Receiver<Leadership>,
+    leadership_task: tokio::task::JoinHandle<()>,
+    /// How far the snapshot being received has arrived, shared by every RPC handler.
+    snapshot_stream: Arc<parking_lot::Mutex<SnapshotStream>>,
+    /// Alive while any store still holds the directory.
+    dir_lock: Weak<DirLock>,
+    shut_down: AtomicBool,
+}
+
+impl<S: ReplicatedStateMachine> Replica<S> {
+    /// Opens (or creates) the replica in `dir` and starts it. `members` is the group, the same
+    /// set on every replica; a fresh group elects a leader among them by itself. `state_machine`
+    /// must be the role's initial state: the replica restores its snapshot into it, if there is
+    /// one, and replays the log after it. Must be called within a tokio runtime.
+    pub async fn start(
+        config: ReplicaConfig,
+        dir: &Path,
+        id: NodeId,
+        members: &BTreeSet<NodeId>,
+        transport: Arc<dyn RaftTransport>,
+        state_machine: S,
+    ) -> Result<Replica<S>, StartError> {
+        let raft_config = config.validate()?;
+        if !members.contains(&id) {
+            return Err(StartError::NotAMember {
+                id,
+                members: members.clone(),
+            });
+        }
+        let log_options = LogOptions {
+            segment_bytes_max: config.segment_bytes_max,
+            entry_bytes_max: u32::try_from(config.entry_bytes_max()).expect("validated"),
+            sync: config.sync,
+        };
+        let dir = dir.to_path_buf();
+        let lock_wait = Duration::from_millis(config.lock_wait_ms);
+        let sync = config.sync;
+        let open = move || {
+            let lock = Arc::new(DirLock::acquire(&dir, lock_wait)?);
+            // A directory holds one replica's log and votes for good: reusing it under another id
+            // would let one vote count twice.
+            match fsio::read_record(&dir, "identity", IDENTITY_MAGIC)? {
+                Some(stored) if stored != id.to_le_bytes() => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("{} belongs to another replica than node {id}", dir.display()),
+                    ))
+                }
+                Some(_) => {}
+                None => fsio::write_record(&dir, "identity", IDENTITY_MAGIC, &id.to_le_bytes(), sync)?,
+            }
+            let (log_store, recovered) = LogStore::open(lock.clone(), log_options)?;
+            if recovered.torn_tail_bytes > 0 || recovered.segments_deleted > 0 {
+                tracing::warn!(
+                    dir = %dir.display(),
+                    torn_tail_bytes = recovered.torn_tail_bytes,
+                    segments_deleted = recovered.segments_deleted,
+                    "log recovery repaired a crash"
+                );
+            }
+            let sm_store = StateMachineStore::open(lock.clone(), sync, state_machine)?;
+            Ok::<_, io::Error>((log_store, sm_store, Arc::downgrade(&lock)))
+        };
+        // Taking the lock may wait, and recovery reads the whole log: off the async workers,
+        // except without syncs (benchmarks, and simulations that need no I/O beside the tasks).
+        let (log_store, sm_store, dir_lock) = match sync {
+            SyncMode::None => open()?,
+            SyncMode::Fsync => tokio::task::spawn_blocking(open)
+                .await
+                .map_err(|e| StartError::Io(io::Error::other(e)))??,
+        };
+
+        let committed = log_store.committed_handle();
+        let log_counters = log_store.counters();
+        let state = sm_store.state();
+        let network = NetworkFactory {
+            transport,
+            local: id,
+            backoff: Duration::from_millis(config.unreachable_backoff_ms),
+            request_bytes_max: config.request_bytes_max,
+        };
+        let raft = Raft::new(id, Arc::new(raft_config), network, log_store, sm_store)
+            .await
+            .map_err(|e| StartError::Raft(e.to_string()))?;
+        // Every member of a fresh group proposes the same initial membership; openraft accepts
+        // it only on a pristine replica, so on a restart the refusal is expected.
+        match raft.initialize(members.clone()).await {
+            Ok(()) | Err(RaftError::APIError(InitializeError::NotAllowed(_))) => {}
+            Err(error) => {
+                let _ = raft.shutdown().await;
+                return Err(StartError::Raft(error.to_string()));
+            }
+        }
+
+        let (leadership_tx, leadership) = watch::channel(Leadership::from_metrics(&raft.metrics().borrow()));
+        let leadership_task = tokio::spawn(watch_leadership(
+            raft.clone(),
+            leadership_tx,
+            Duration::from_millis(config.election_timeout_max_ms),
+            Duration::from_millis(config.heartbeat_interval_ms),
+        ));
+
+        Ok(Replica {
+            id,
+            config,
+            raft,
+            state,
+            committed,
+            log_counters,
+            leadership,
+            leadership_task,
+            snapshot_stream: Arc::default(),
+            dir_lock,
+            shut_down: AtomicBool::new(false),
+        })
+    }
+
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// Proposes `batch` as one Raft entry (one append, one fsync per replica) and returns the
+    /// state machine's answers, one per command, once the entry is committed and applied here.
+    pub async fn propose(&self, batch: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, ProposeError> {
+        if batch.is_empty() {
+            return Err(ProposeError::EmptyBatch);
+        }
+        let bytes: usize = batch.iter().map(Vec::len).sum();
+        if batch.len() > self.config.batch_commands_max || bytes > self.config.batch_bytes_max {
+            return Err(ProposeError::BatchTooLarge {
+                commands: batch.len(),
+                bytes,
+            });
+        }
+        let timeout = Duration::from_millis(self.config.propose_timeout_ms);
+        match tokio::time::timeout(timeout, self.raft.client_write(Batch(batch))).await {
+            Err(_) => Err(ProposeError::Timeout),
+            Ok(Ok(response)) => Ok(response.data.0),
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => Err(ProposeError::NotLeader {
+                leader: forward.leader_id,
+            }),
+            // Only membership changes fail this way, and `propose` never makes one.
+            Ok(Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(error)))) => {
+                Err(ProposeError::Stopped(error.to_string()))
+            }
+            Ok(Err(RaftError::Fatal(fatal))) => Err(ProposeError::Stopped(fatal.to_string())),
+        }
+    }
+
+    /// Whether this replica leads and has applied everything committed before its term (see
+    /// [`Leadership::Leader`]).
+    pub fn is_leader(&self) -> bool {
+        matches!(*self.leadership.borrow(), Leadership::Leader { .. })
+    }
+
+    /// The leader of the current term as far as this replica knows.
+    pub fn leader(&self) -> Option<NodeId> {
+        self.raft.metrics().borrow().current_leader
+    }
+
+    /// A receiver that sees every change of [`Leadership`]; a coordinator's driver waits on it
+    /// to call `become_leader` / `step_down`.
+    pub fn leadership(&self) -> watch::Receiver<Leadership> {
+        self.leadership.clone()
+    }
+
+    pub fn metrics(&self) -> ReplicaMetrics {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        let role = match m.state {
+            ServerState::Leader => Role::Leader,
+            ServerState::Candidate => Role::Candidate,
+            ServerState::Follower => Role::Follower,
+            ServerState::Learner => Role::Learner,
+            ServerState::Shutdown => Role::Stopped,
+        };
+        ReplicaMetrics {
+            id: self.id,
+            role,
+            term: m.current_term,
+            leader: m.current_leader,
+            commit_index: self.committed.load(Ordering::Acquire).checked_sub(1),
+            applied_index: m.last_applied.map(|l| l.index),
+            last_log_index: m.last_log_index,
+            snapshot_index: m.snapshot.map(|l| l.index),
+            purged_index: m.purged.map(|l| l.index),
+            log_appends: self.log_counters.appends.load(Ordering::Relaxed),
+            log_syncs: self.log_counters.syncs.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Waits until this replica has applied the entry at `index`; false on time-out.
+    pub async fn wait_applied(&self, index: u64, timeout: Duration) -> bool {
+        let mut metrics = self.raft.metrics();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if metrics
+                .borrow_and_update()
+                .last_applied
+                .is_some_and(|l| l.index >= index)
+            {
+                return true;
+            }
+            match tokio::time::timeout_at(deadline, metrics.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return false,
+            }
+        }
+    }
+
+    /// Reads the role state. The closure runs under the lock the apply path takes: keep it short.
+    pub fn with_state<R>(&self, read: impl FnOnce(&S) -> R) -> R {
+        read(&self.state.lock())
+    }
+
+    /// Mutable access for state that is *not* replicated, such as a coordinator engine's
+    /// leader-only flight table kept next to its replicated state. Changing anything `apply` or
+    /// `snapshot` depends on here makes replicas diverge.
+    pub fn with_state_mut<R>(&self, change: impl FnOnce(&mut S) -> R) -> R {
+        change(&mut self.state.lock())
+    }
+
+    /// Answers Raft requests from peers; register it with the transport.
+    pub fn rpc_handler(&self) -> RpcHandler {
+        RpcHandler::new(self.raft.clone(), self.snapshot_stream.clone())
+    }
+
+    /// Builds a snapshot now (and compacts the log behind it), whatever the snapshot policy.
+    pub async fn trigger_snapshot(&self) -> Result<(), ProposeError> {
+        self.raft
+            .trigger()
+            .snapshot()
+            .await
+            .map_err(|e| ProposeError::Stopped(e.to_string()))
+    }
+
+    /// Stops the replica and waits until its directory is released, so it can be reopened at
+    /// once. Committed entries are durable; a batch still being proposed may or may not be, and
+    /// its `propose` fails. Takes `&self` so that a shared replica can be stopped while others
+    /// still hold it (their calls then fail with `Stopped`).
+    pub async fn shutdown(&self) {
+        self.shut_down.store(true, Ordering::Release);
+        let _ = self.raft.shutdown().await;
+        self.leadership_task.abort();
+        // openraft stops its state-machine task after the core; the stores (and the directory
+        // lock) go when it has.
+        let deadline = Instant::now() + Duration::from_millis(self.config.lock_wait_ms);
+        while self.dir_lock.strong_count() > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+}
+
+impl<S> Drop for Replica<S> {
+    fn drop(&mut self) {
+        if self.shut_down.load(Ordering::Acquire) {
+            return;
+        }
+        self.leadership_task.abort();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let raft = self.raft.clone();
+            runtime.spawn(async move {
+                let _ = raft.shutdown().await;
+            });
+        }
+    }
+}

@@ -1,0 +1,582 @@
+use std::collections::{BTreeMap, BTreeSet};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use specie_codec::Encode;
+use specie_coordinator::{
+    Coordinator, CoordinatorCommand, CoordinatorConfig, CoordinatorOutput, CoordinatorState, DtxnId, TxResult,
+};
+use specie_shard::{ShardRange, ShardRequest, ShardResponse, ShardState, ShardTx};
+use specie_transaction::hash::Sha256Writer;
+use specie_transaction::{CompactTransaction, Txid, UhsId};
+
+/// Fault rates while faults are on, in parts per thousand.
+#[derive(Clone, Debug)]
+pub struct Faults {
+    pub drop_per_mille: u32,
+    pub duplicate_per_mille: u32,
+    /// Each message is delayed by 0..=this many simulated milliseconds.
+    pub delay_ms_max: u64,
+    /// Chance per step that some role crashes.
+    pub crash_per_mille: u32,
+    /// A crashed role restarts after this many simulated milliseconds (at most).
+    pub restart_ms_max: u64,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults {
+            drop_per_mille: 50,
+            duplicate_per_mille: 50,
+            delay_ms_max: 40,
+            crash_per_mille: 4,
+            restart_ms_max: 300,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    pub seed: u64,
+    pub shards: usize,
+    /// Transactions the workload submits (mints, transfers, double spends, conflicts).
+    pub transactions: usize,
+    pub faults: Faults,
+    /// Safety net: a run that has not settled after this many steps is a liveness failure.
+    pub steps_max: u64,
+}
+
+impl SimOptions {
+    /// Options derived from the seed alone, so `specie sim --seed N` needs nothing else.
+    pub fn from_seed(seed: u64) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
+        SimOptions {
+            seed,
+            shards: rng.gen_range(1..=4),
+            transactions: rng.gen_range(20..=120),
+            faults: Faults::default(),
+            steps_max: 2_000_000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SimReport {
+    pub seed: u64,
+    pub steps: u64,
+    pub submitted: u64,
+    pub confirmed: u64,
+    pub rejected: u64,
+    pub crashes: u64,
+    pub messages_dropped: u64,
+    pub messages_duplicated: u64,
+    /// SHA-256 over every event of the run: equal digests mean identical runs.
+    pub trace_digest: [u8; 32],
+}
+
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("seed {seed}, step {step}: {message} (replay: specie sim --seed {seed} --verbose)")]
+pub struct Violation {
+    pub seed: u64,
+    pub step: u64,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Node {
+    Coordinator,
+    Shard(usize),
+}
+
+#[derive(Clone, Debug)]
+enum Payload {
+    Request(ShardRequest),
+    Response(usize, ShardResponse),
+}
+
+struct Message {
+    deliver_at_ms: u64,
+    to: Node,
+    payload: Payload,
+}
+
+struct Shard {
+    /// `None` while crashed.
+    state: Option<ShardState>,
+    range: ShardRange,
+    log: Vec<ShardRequest>,
+    restart_at_ms: Option<u64>,
+    /// The state at the moment of the crash, to check the restart rebuilds exactly it.
+    crashed_snapshot: Option<Vec<u8>>,
+}
+
+struct World {
+    options: SimOptions,
+    rng: StdRng,
+    now_ms: u64,
+    step: u64,
+    faults_on: bool,
+    config: CoordinatorConfig,
+    coordinator: Option<Coordinator>,
+    coordinator_log: Vec<CoordinatorCommand>,
+    coordinator_restart_at_ms: Option<u64>,
+    shards: Vec<Shard>,
+    network: Vec<Message>,
+    trace: Sha256Writer,
+    report: SimReport,
+    // What the protocol did, observed from outside.
+    prepared: BTreeMap<(usize, DtxnId), Vec<ShardTx>>,
+    committed: BTreeSet<(usize, DtxnId)>,
+    created_ever: BTreeSet<UhsId>,
+    spent_ever: BTreeSet<UhsId>,
+    // The workload.
+    values: BTreeMap<UhsId, u64>,
+    markers: BTreeSet<UhsId>,
+    mint_outputs: BTreeSet<UhsId>,
+    mints: Vec<CompactTransaction>,
+    submitted: BTreeMap<u64, CompactTransaction>,
+    confirmed: Vec<CompactTransaction>,
+    next_tag: u64,
+}
+
+/// Runs one seeded simulation to completion.
+pub fn run(options: SimOptions) -> Result<SimReport, Violation> {
+    let mut world = World::new(options);
+    world.run()?;
+    world.report.trace_digest = world.trace.finish();
+    Ok(world.report)
+}
+
+impl World {
+    fn new(options: SimOptions) -> World {
+        let ranges = ShardRange::partition(options.shards).expect("1..=1024 shards");
+        let mut config = CoordinatorConfig::with_shards(ranges.clone());
+        config.batch_transactions_max = 8;
+        config.dtxns_in_flight_max = 3;
+        config.retry_timeout_ms = 100;
+        let mut coordinator = Coordinator::new(config.clone(), CoordinatorState::default());
+        coordinator.become_leader(0);
+        World {
+            rng: StdRng::seed_from_u64(options.seed),
+            report: SimReport {
+                seed: options.seed,
+                ..SimReport::default()
+            },
+            options,
+            now_ms: 0,
+            step: 0,
+            faults_on: true,
+            config,
+            coordinator: Some(coordinator),
+            coordinator_log: vec![],
+            coordinator_restart_at_ms: None,
+            shards: ranges
+                .into_iter()
+                .map(|range| Shard {
+                    state: Some(ShardState::new(range)),
+                    range,
+                    log: vec![],
+                    restart_at_ms: None,
+                    crashed_snapshot: None,
+                })
+                .collect(),
+            network: vec![],
+            trace: Sha256Writer::new(),
+            prepared: BTreeMap::new(),
+            committed: BTreeSet::new(),
+            created_ever: BTreeSet::new(),
+            spent_ever: BTreeSet::new(),
+            values: BTreeMap::new(),
+            markers: BTreeSet::new(),
+            mint_outputs: BTreeSet::new(),
+            mints: vec![],
+            submitted: BTreeMap::new(),
+            confirmed: vec![],
+            next_tag: 0,
+        }
+    }
+
+    fn violation(&self, message: impl Into<String>) -> Violation {
+        Violation {
+            seed: self.options.seed,
+            step: self.step,
+            message: message.into(),
+        }
+    }
+
+    fn record(&mut self, event: &str, bytes: &[u8]) {
+        self.trace.update(&self.now_ms.to_le_bytes());
+        self.trace.update(event.as_bytes());
+        self.trace.update(bytes);
+    }
+
+    fn run(&mut self) -> Result<(), Violation> {
+        loop {
+            self.step += 1;
+            if self.step > self.options.steps_max {
+                return Err(self.violation("no quiescence: some dtxn never finished"));
+            }
+            let workload_left = (self.report.submitted as usize) < self.options.transactions;
+            if self.faults_on && !workload_left && self.rng.gen_bool(0.001) {
+                // Faults stop a while after the last submission; from now on the system must settle.
+                self.faults_on = false;
+                self.record("faults-off", &[]);
+            }
+            if workload_left && self.coordinator.is_some() && self.rng.gen_bool(0.05) {
+                self.submit_some();
+            }
+            if self.faults_on && self.rng.gen_range(0..1000) < self.options.faults.crash_per_mille {
+                self.crash_someone();
+            }
+            self.restart_due()?;
+            if !self.deliver_one()? {
+                if !workload_left && !self.faults_on && self.is_quiescent() {
+                    return self.final_checks();
+                }
+                self.now_ms += 1;
+            }
+            if let Some(coordinator) = self.coordinator.as_mut() {
+                coordinator.tick(self.now_ms);
+            }
+            self.drain_coordinator()?;
+            self.check_step()?;
+        }
+    }
+
+    fn is_quiescent(&self) -> bool {
+        let restarts_pending =
+            self.coordinator_restart_at_ms.is_some() || self.shards.iter().any(|s| s.restart_at_ms.is_some());
+        let coordinator_idle = self
+            .coordinator
+            .as_ref()
+            .is_some_and(|c| c.state().active().is_empty() && c.queued() == 0);
+        self.network.is_empty() && !restarts_pending && coordinator_idle
+    }
+
+    fn send(&mut self, to: Node, payload: Payload) {
+        if self.faults_on && self.rng.gen_range(0..1000) < self.options.faults.drop_per_mille {
+            self.report.messages_dropped += 1;
+            return;
+        }
+        let copies = if self.faults_on && self.rng.gen_range(0..1000) < self.options.faults.duplicate_per_mille {
+            self.report.messages_duplicated += 1;
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let delay = if self.faults_on {
+                self.rng.gen_range(0..=self.options.faults.delay_ms_max)
+            } else {
+                0
+            };
+            self.network.push(Message {
+                deliver_at_ms: self.now_ms + delay,
+                to,
+                payload: payload.clone(),
+            });
+        }
+    }
+
+    /// Delivers one message that is due, chosen at random among them (reordering).
+    fn deliver_one(&mut self) -> Result<bool, Violation> {
+        let due: Vec<usize> = (0..self.network.len())
+            .filter(|i| self.network[*i].deliver_at_ms <= self.now_ms)
+            .collect();
+        if due.is_empty() {
+            return Ok(false);
+        }
+        let message = self.network.swap_remove(due[self.rng.gen_range(0..due.len())]);
+        match (message.to, message.payload) {
+            (Node::Shard(shard), Payload::Request(request)) => self.shard_receives(shard, request)?,
+            (Node::Coordinator, Payload::Response(shard, response)) => {
+                self.record("to-coordinator", &response.encode());
+                if let Some(coordinator) = self.coordinator.as_mut() {
+                    coordinator.on_shard_response(shard, response, self.now_ms);
+                }
+            }
+            _ => unreachable!("requests go to shards, responses to the coordinator"),
+        }
+        Ok(true)
+    }
+
+    fn shard_receives(&mut self, index: usize, request: ShardRequest) -> Result<(), Violation> {
+        self.record("to-shard", &request.encode());
+        let shard = &mut self.shards[index];
+        let Some(state) = shard.state.as_mut() else {
+            return Ok(()); // Crashed: the message is lost.
+        };
+        // Durable first, then applied: the order a node's driver keeps.
+        shard.log.push(request.clone());
+        let response = state.apply(&request);
+        match (&request, &response) {
+            (ShardRequest::Prepare { dtxn, txs }, ShardResponse::Prepared { .. }) => {
+                self.prepared.entry((index, *dtxn)).or_insert_with(|| txs.clone());
+            }
+            // Only the first commit of a dtxn changes anything; re-sent ones are answered from memory.
+            (ShardRequest::Commit { dtxn, complete }, ShardResponse::Committed { .. })
+                if self.committed.insert((index, *dtxn)) =>
+            {
+                let txs = self.prepared.get(&(index, *dtxn)).cloned().unwrap_or_default();
+                for (tx, done) in txs.iter().zip(complete) {
+                    if !*done {
+                        continue;
+                    }
+                    for id in &tx.spent {
+                        if !self.spent_ever.insert(*id) {
+                            return Err(self.violation(format!("UHS id {} spent twice", hex::encode(id.0))));
+                        }
+                    }
+                    for id in &tx.created {
+                        if !self.created_ever.insert(*id) {
+                            return Err(self.violation(format!("UHS id {} created twice", hex::encode(id.0))));
+                        }
+                    }
+                }
+            }
+            (_, ShardResponse::Refused { reason, .. }) => {
+                return Err(self.violation(format!("shard {index} refused {request:?}: {reason}")));
+            }
+            _ => {}
+        }
+        if !matches!(response, ShardResponse::Discarded { .. }) {
+            self.send(Node::Coordinator, Payload::Response(index, response));
+        }
+        Ok(())
+    }
+
+    fn drain_coordinator(&mut self) -> Result<(), Violation> {
+        loop {
+            let Some(output) = self.coordinator.as_mut().and_then(Coordinator::poll) else {
+                return Ok(());
+            };
+            match output {
+                CoordinatorOutput::Propose(command) => {
+                    self.record("durable", &command.encode());
+                    self.coordinator_log.push(command.clone());
+                    let now = self.now_ms;
+                    self.coordinator.as_mut().expect("polled above").apply(&command, now);
+                }
+                CoordinatorOutput::Send { shard, request } => self.send(Node::Shard(shard), Payload::Request(request)),
+                CoordinatorOutput::Outcome { tag, txid, result } => {
+                    self.record("outcome", &txid.0);
+                    let tx = tag.and_then(|tag| self.submitted.remove(&tag));
+                    match result {
+                        TxResult::Confirmed => {
+                            self.report.confirmed += 1;
+                            if let Some(tx) = tx {
+                                self.confirmed.push(tx);
+                            }
+                        }
+                        TxResult::Rejected(_) => self.report.rejected += 1,
+                        TxResult::Dropped => {}
+                    }
+                }
+                CoordinatorOutput::ShardRefused { shard, response } => {
+                    return Err(self.violation(format!("shard {shard} refused: {response:?}")));
+                }
+            }
+        }
+    }
+
+    fn crash_someone(&mut self) {
+        let target = self.rng.gen_range(0..=self.shards.len());
+        let restart_at = self.now_ms + self.rng.gen_range(1..=self.options.faults.restart_ms_max);
+        if target == self.shards.len() {
+            if self.coordinator.take().is_some() {
+                // The leader's memory, its unsent outputs and its clients' pending replies die.
+                self.coordinator_restart_at_ms = Some(restart_at);
+                self.network.retain(|m| m.to != Node::Coordinator);
+                self.report.crashes += 1;
+                self.record("crash-coordinator", &[]);
+            }
+        } else if let Some(state) = self.shards[target].state.take() {
+            self.shards[target].crashed_snapshot = Some(state.encode_snapshot());
+            self.shards[target].restart_at_ms = Some(restart_at);
+            self.network.retain(|m| m.to != Node::Shard(target));
+            self.report.crashes += 1;
+            self.record("crash-shard", &(target as u64).to_le_bytes());
+        }
+    }
+
+    /// Restarts roles whose time has come (all of them once faults are off), from their logs.
+    fn restart_due(&mut self) -> Result<(), Violation> {
+        let due = |at: Option<u64>, now: u64, faults_on: bool| at.is_some_and(|at| at <= now || !faults_on);
+        if due(self.coordinator_restart_at_ms, self.now_ms, self.faults_on) {
+            self.coordinator_restart_at_ms = None;
+            let mut state = CoordinatorState::default();
+            for command in &self.coordinator_log {
+                state.apply(command);
+            }
+            let mut coordinator = Coordinator::new(self.config.clone(), state);
+            coordinator.become_leader(self.now_ms);
+            self.coordinator = Some(coordinator);
+            self.record("restart-coordinator", &[]);
+        }
+        for index in 0..self.shards.len() {
+            if !due(self.shards[index].restart_at_ms, self.now_ms, self.faults_on) {
+                continue;
+            }
+            let shard = &mut self.shards[index];
+            shard.restart_at_ms = None;
+            let mut state = ShardState::new(shard.range);
+            for request in &shard.log {
+                state.apply(request);
+            }
+            let before = shard
+                .crashed_snapshot
+                .take()
+                .expect("crashed shards keep their last state");
+            let rebuilt = state.encode_snapshot();
+            shard.state = Some(state);
+            if rebuilt != before {
+                return Err(self.violation(format!(
+                    "shard {index} restarted into a different state than it crashed in"
+                )));
+            }
+            self.record("restart-shard", &(index as u64).to_le_bytes());
+        }
+        Ok(())
+    }
+
+    fn check_step(&self) -> Result<(), Violation> {
+        for (index, shard) in self.shards.iter().enumerate() {
+            if let Some(state) = &shard.state {
+                state
+                    .check_invariants()
+                    .map_err(|e| self.violation(format!("shard {index}: {e}")))?;
+            }
+        }
+        // Durability: a confirmed transaction's outputs exist, unless a later one spent them.
+        for tx in &self.confirmed {
+            for id in &tx.created {
+                if !self.created_ever.contains(id) {
+                    return Err(self.violation(format!("confirmed {} but its output was never created", tx.txid)));
+                }
+                let owner = ShardRange::owner(&self.config.shards, id);
+                let present = self.shards[owner].state.as_ref().is_none_or(|state| state.contains(id));
+                if !present && !self.spent_ever.contains(id) {
+                    return Err(self.violation(format!("confirmed output of {} vanished", tx.txid)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn final_checks(&mut self) -> Result<(), Violation> {
+        let mut value_in_uhs: u64 = 0;
+        for (index, shard) in self.shards.iter().enumerate() {
+            let state = shard.state.as_ref().expect("all restarted");
+            if state.stats().locked_ids != 0 {
+                return Err(self.violation(format!("shard {index} still holds locks after every dtxn finished")));
+            }
+            for id in state.sorted_ids() {
+                if !self.created_ever.contains(&id) || self.spent_ever.contains(&id) {
+                    return Err(self.violation(format!("shard {index} holds an id the protocol never created")));
+                }
+                value_in_uhs += self.values.get(&id).copied().unwrap_or(0);
+            }
+        }
+        let minted: u64 = self
+            .mint_outputs
+            .iter()
+            .filter(|id| self.created_ever.contains(id))
+            .map(|id| self.values[id])
+            .sum();
+        if value_in_uhs != minted {
+            return Err(self.violation(format!(
+                "value not conserved: UHS holds {value_in_uhs}, minted {minted}"
+            )));
+        }
+        self.report.steps = self.step;
+        Ok(())
+    }
+
+    fn fresh_id(&mut self) -> UhsId {
+        UhsId(self.rng.gen())
+    }
+
+    /// A few transactions: new mints (outputs plus a never-spendable marker), replayed mints,
+    /// transfers of unspent ids, replays of spent ids, conflicting pairs, and unknown inputs.
+    fn submit_some(&mut self) {
+        let unspent: Vec<UhsId> = self
+            .created_ever
+            .iter()
+            .filter(|id| !self.spent_ever.contains(*id) && !self.markers.contains(*id))
+            .copied()
+            .collect();
+        let spent: Vec<UhsId> = self.spent_ever.iter().copied().collect();
+        let mut txs: Vec<CompactTransaction> = vec![];
+        for _ in 0..self.rng.gen_range(1..=4) {
+            let roll = self.rng.gen_range(0..100);
+            if unspent.len() < 2 || roll < 15 {
+                if roll < 5 && !self.mints.is_empty() {
+                    txs.push(self.mints[self.rng.gen_range(0..self.mints.len())].clone());
+                    continue;
+                }
+                let mut created: Vec<UhsId> = (0..self.rng.gen_range(1..=3)).map(|_| self.fresh_id()).collect();
+                for id in &created {
+                    self.values.insert(*id, self.rng.gen_range(1..=1000));
+                    self.mint_outputs.insert(*id);
+                }
+                let marker = self.fresh_id();
+                self.markers.insert(marker);
+                created.push(marker);
+                let mint = CompactTransaction {
+                    txid: Txid(self.rng.gen()),
+                    created,
+                    ..Default::default()
+                };
+                self.mints.push(mint.clone());
+                txs.push(mint);
+                continue;
+            }
+            let mut inputs: Vec<UhsId> = vec![unspent[self.rng.gen_range(0..unspent.len())]];
+            if self.rng.gen_bool(0.7) {
+                let second = unspent[self.rng.gen_range(0..unspent.len())];
+                if second != inputs[0] {
+                    inputs.push(second);
+                }
+            }
+            if roll < 25 && !spent.is_empty() {
+                inputs[0] = spent[self.rng.gen_range(0..spent.len())]; // replay of a spent id
+            } else if roll < 28 {
+                inputs.push(self.fresh_id()); // never existed
+            }
+            let total: u64 = inputs.iter().map(|id| self.values.get(id).copied().unwrap_or(0)).sum();
+            let first = self.rng.gen_range(0..=total);
+            let created = vec![self.fresh_id(), self.fresh_id()];
+            self.values.insert(created[0], first);
+            self.values.insert(created[1], total - first);
+            let tx = CompactTransaction {
+                txid: Txid(self.rng.gen()),
+                spent: inputs,
+                created,
+                ..Default::default()
+            };
+            if (28..35).contains(&roll) {
+                // A conflicting twin: same inputs, different outputs, submitted together.
+                let twin_created = vec![self.fresh_id(), self.fresh_id()];
+                self.values.insert(twin_created[0], total);
+                self.values.insert(twin_created[1], 0);
+                txs.push(CompactTransaction {
+                    txid: Txid(self.rng.gen()),
+                    spent: tx.spent.clone(),
+                    created: twin_created,
+                    ..Default::default()
+                });
+            }
+            txs.push(tx);
+        }
+        let coordinator = self.coordinator.as_mut().expect("checked by the caller");
+        for tx in txs {
+            let tag = self.next_tag;
+            self.next_tag += 1;
+            self.trace.update(&tx.encode());
+            if coordinator.submit(tag, tx.clone(), self.now_ms).is_ok() {
+                self.submitted.insert(tag, tx);
+                self.report.submitted += 1;
+            }
+        }
+    }
+}
