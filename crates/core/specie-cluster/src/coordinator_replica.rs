@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use specie_codec::{Decode, Encode};
 use specie_coordinator::{
-    Applied, CommandLimits, Coordinator, CoordinatorCommand, CoordinatorConfig, CoordinatorOutput, CoordinatorState,
-    Tag, TxResult,
+    Applied, CommandLimits, Coordinator, CoordinatorCommand, CoordinatorConfig, CoordinatorInput, CoordinatorReport,
+    CoordinatorState, TxResult,
 };
 use specie_raft::{Leadership, ReplicatedStateMachine};
+use specie_role::{Role, Round, Ticket};
 use specie_shard::{ShardRequest, ShardResponse};
 use specie_transaction::CompactTransaction;
 use tokio::sync::{mpsc, oneshot, Mutex};
@@ -29,8 +30,9 @@ use crate::identity::{GroupRole, Identity};
 use crate::protocol::{RoleRequest, RoleResponse, SentinelKeys, OUTCOME_BUSY, OUTCOME_DROPPED};
 use crate::topology::Topology;
 
-/// How often the engine wakes without input: to cut waiting batches and retry silent shards.
-const TICK_MS: u64 = 5;
+/// How long the engine sleeps when neither an input nor a deadline is due (inputs wake it at
+/// once; this only bounds how long a lost wake-up could go unnoticed).
+const IDLE_WAIT: Duration = Duration::from_secs(1);
 /// Submissions waiting for the engine; beyond this callers wait (backpressure).
 const JOBS_QUEUED_MAX: usize = 1024;
 
@@ -261,38 +263,31 @@ async fn lead(
     let state = hosted.replica.with_state(|machine| machine.state.clone());
     let resumed = state.active().len();
     let mut coordinator = Coordinator::new(config.clone(), state);
-    coordinator.become_leader(now());
+    coordinator.lead(now());
     tracing::info!(group = hosted.group, resumed, "leading: resuming dtxns in flight");
     let (responses_tx, mut responses_rx) = mpsc::unbounded_channel::<(usize, Vec<ShardResponse>)>();
     // Ordered maps: when the lead is lost, the waiting callers are told in submission order
     // (a hash order would make the simulator's runs differ).
     let mut batches: BTreeMap<u64, PendingBatch> = BTreeMap::new();
-    let mut tags: BTreeMap<Tag, (u64, usize)> = BTreeMap::new();
-    let mut next_tag: Tag = 0;
+    let mut tickets: BTreeMap<Ticket, (u64, usize)> = BTreeMap::new();
+    let mut next_ticket: Ticket = 0;
     let mut next_batch: u64 = 0;
-    let mut tick = tokio::time::interval(Duration::from_millis(TICK_MS));
     loop {
         // Hand every output on: requests to shards, outcomes to callers, decisions to Raft.
         loop {
-            let mut proposals: Vec<CoordinatorCommand> = vec![];
+            let round = Round::take(&mut coordinator);
             let mut sends: Vec<Vec<ShardRequest>> = vec![vec![]; config.shards.len()];
-            while let Some(output) = coordinator.poll() {
-                match output {
-                    CoordinatorOutput::Propose(command) => proposals.push(command),
-                    CoordinatorOutput::Send { shard, request } => sends[shard].push(request),
-                    CoordinatorOutput::Outcome { tag, result, .. } => {
-                        let code = match result {
-                            TxResult::Confirmed => 0,
-                            TxResult::Rejected(vote) => vote as u8,
-                            TxResult::Dropped => OUTCOME_DROPPED,
-                        };
-                        if let Some((batch, index)) = tag.and_then(|tag| tags.remove(&tag)) {
-                            settle(&mut batches, batch, index, code);
-                        }
-                    }
-                    CoordinatorOutput::ShardRefused { shard, response } => {
-                        tracing::error!(shard, ?response, "a shard refused a request: protocol bug");
-                    }
+            for (shard, request) in round.sends {
+                sends[shard].push(request);
+            }
+            for (ticket, outcome) in round.replies {
+                if let Some((batch, index)) = tickets.remove(&ticket) {
+                    settle(&mut batches, batch, index, outcome_code(outcome.result));
+                }
+            }
+            for report in round.reports {
+                if let CoordinatorReport::ShardRefused { shard, response } = report {
+                    tracing::error!(shard, ?response, "a shard refused a request: protocol bug");
                 }
             }
             for (shard, requests) in sends.into_iter().enumerate().filter(|(_, r)| !r.is_empty()) {
@@ -307,40 +302,47 @@ async fn lead(
                     }
                 });
             }
-            if proposals.is_empty() {
+            if round.proposals.is_empty() {
                 break;
             }
-            let commands: Vec<Vec<u8>> = proposals.iter().map(Encode::encode).collect();
+            let commands: Vec<Vec<u8>> = round.proposals.iter().map(Encode::encode).collect();
             if let Err(error) = hosted.replica.propose(commands).await {
                 // Lost the lead, or the outcome is unknown: the replicated state decides what
                 // happened, and the next leader (perhaps this replica again) resumes from it.
                 tracing::warn!(%error, "stepping down: a decision could not be made durable");
-                return step_down(coordinator, &mut batches, &tags);
+                return step_down(coordinator, &mut batches, &tickets);
             }
-            for command in &proposals {
-                coordinator.apply(command, now());
+            for command in &round.proposals {
+                Role::apply(&mut coordinator, now(), command);
             }
         }
+        // Sleep until an input arrives or the engine's own deadline passes.
+        let deadline = coordinator
+            .poll_timeout()
+            .map_or(Instant::now() + IDLE_WAIT, |at| epoch + Duration::from_millis(at));
         tokio::select! {
-            _ = tick.tick() => coordinator.tick(now()),
+            () = tokio::time::sleep_until(deadline) => {
+                let now = now();
+                if coordinator.poll_timeout().is_some_and(|at| at <= now) {
+                    coordinator.handle_timeout(now);
+                }
+            }
             Some((shard, answers)) = responses_rx.recv() => {
-                for answer in answers {
-                    coordinator.on_shard_response(shard, answer, now());
+                for response in answers {
+                    coordinator.handle(now(), CoordinatorInput::ShardAnswer { shard, response });
                 }
             }
             job = jobs.recv() => {
-                let Some(job) = job else { return step_down(coordinator, &mut batches, &tags) };
+                let Some(job) = job else { return step_down(coordinator, &mut batches, &tickets) };
                 let batch = next_batch;
                 next_batch += 1;
                 let count = job.txs.len();
                 batches.insert(batch, PendingBatch { outcomes: vec![OUTCOME_DROPPED; count], remaining: count, reply: job.reply });
                 for (index, tx) in job.txs.into_iter().enumerate() {
-                    let tag = next_tag;
-                    next_tag += 1;
-                    match coordinator.submit(tag, tx, now()) {
-                        Ok(()) => { tags.insert(tag, (batch, index)); }
-                        Err(_) => settle(&mut batches, batch, index, OUTCOME_BUSY),
-                    }
+                    let ticket = next_ticket;
+                    next_ticket += 1;
+                    tickets.insert(ticket, (batch, index));
+                    coordinator.handle(now(), CoordinatorInput::Submit { ticket, tx });
                 }
                 if count == 0 {
                     settle_empty(&mut batches, batch);
@@ -350,10 +352,20 @@ async fn lead(
                 let still_leading = changed.is_ok() && matches!(*leadership.borrow(), Leadership::Leader { .. });
                 if !still_leading {
                     tracing::info!(group = hosted.group, "lost the lead");
-                    return step_down(coordinator, &mut batches, &tags);
+                    return step_down(coordinator, &mut batches, &tickets);
                 }
             }
         }
+    }
+}
+
+/// The one-byte code an outcome travels as in a `Submitted` answer (`docs/wire-protocol.md`).
+fn outcome_code(result: TxResult) -> u8 {
+    match result {
+        TxResult::Confirmed => 0,
+        TxResult::Rejected(vote) => vote as u8,
+        TxResult::Dropped => OUTCOME_DROPPED,
+        TxResult::Refused(_) => OUTCOME_BUSY,
     }
 }
 
@@ -379,17 +391,12 @@ fn settle_empty(batches: &mut BTreeMap<u64, PendingBatch>, batch: u64) {
 fn step_down(
     mut coordinator: Coordinator,
     batches: &mut BTreeMap<u64, PendingBatch>,
-    tags: &BTreeMap<Tag, (u64, usize)>,
+    tickets: &BTreeMap<Ticket, (u64, usize)>,
 ) {
-    coordinator.step_down();
-    while let Some(output) = coordinator.poll() {
-        if let CoordinatorOutput::Outcome {
-            tag: Some(tag),
-            result: TxResult::Dropped,
-            ..
-        } = output
-        {
-            if let Some((batch, index)) = tags.get(&tag) {
+    coordinator.follow();
+    for (ticket, outcome) in Round::take(&mut coordinator).replies {
+        if outcome.result == TxResult::Dropped {
+            if let Some((batch, index)) = tickets.get(&ticket) {
                 settle(batches, *batch, *index, OUTCOME_DROPPED);
             }
         }

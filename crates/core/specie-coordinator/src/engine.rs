@@ -47,6 +47,9 @@ pub enum TxResult {
     Rejected(Vote),
     /// Leadership was lost before the transaction was made durable; it was never applied.
     Dropped,
+    /// The coordinator did not take it (not leader, queue full, empty or too large); it was
+    /// never applied.
+    Refused(SubmitError),
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -197,6 +200,15 @@ impl Coordinator {
             // Proposed but unapplied dtxns are not reported: if the log commits them, the next
             // leader finishes them; their clients learn the outcome by querying the UHS.
         }
+    }
+
+    /// Queues a refused submission's outcome, for hosts that learn it only from the outputs.
+    pub(crate) fn refuse(&mut self, tag: Tag, txid: Txid, error: SubmitError) {
+        self.outputs.push_back(CoordinatorOutput::Outcome {
+            tag: Some(tag),
+            txid,
+            result: TxResult::Refused(error),
+        });
     }
 
     pub fn submit(&mut self, tag: Tag, mut tx: CompactTransaction, now_ms: u64) -> Result<(), SubmitError> {
@@ -471,6 +483,31 @@ impl Coordinator {
     pub fn poll(&mut self) -> Option<CoordinatorOutput> {
         self.outputs.pop_front()
     }
+
+    /// When [`Coordinator::tick`] next has work: the oldest queued transaction's batch wait
+    /// ends (if a dtxn slot is free to cut it into), or a phase's answers are overdue. `None`
+    /// when only an input can make progress.
+    pub fn deadline_ms(&self) -> Option<u64> {
+        let leader = self.leader.as_ref()?;
+        let unapplied = leader.next_proposal.saturating_sub(self.state.next_dtxn());
+        let in_flight = self
+            .state
+            .active()
+            .len()
+            .saturating_add(usize::try_from(unapplied).unwrap_or(usize::MAX));
+        let cut = leader
+            .queue
+            .front()
+            .filter(|_| in_flight < self.config.dtxns_in_flight_max)
+            .map(|oldest| oldest.enqueued_ms.saturating_add(self.config.batch_wait_ms));
+        let retry = leader
+            .flights
+            .values()
+            .filter(|f| matches!(f.phase, Phase::Preparing | Phase::Committing) && !f.waiting.is_empty())
+            .map(|f| f.sent_ms.saturating_add(self.config.retry_timeout_ms))
+            .min();
+        cut.into_iter().chain(retry).min()
+    }
 }
 
 /// Which refusal to report when shards disagree: a spent input says most (a double spend), an
@@ -644,6 +681,50 @@ mod tests {
             matches!(&proposals(&mut c)[..], [CoordinatorCommand::Prepare { dtxn: 1, txs }] if txs.len() == 3),
             "a full batch is cut at once"
         );
+    }
+
+    /// The deadline a host sleeps until is exactly when `tick` next has work: a lone
+    /// transaction's batch wait, then (once its dtxn's prepares are out) the retry time-out; and
+    /// nothing at all while the only dtxn slot is taken and no phase is overdue.
+    #[test]
+    fn the_deadline_is_when_tick_next_has_work() {
+        let mut c = coordinator();
+        assert_eq!(c.deadline_ms(), None, "a follower has no timers");
+        c.become_leader(0);
+        assert_eq!(c.deadline_ms(), None, "an idle leader waits for input");
+        c.submit(0, tx(1), 3).unwrap();
+        assert_eq!(c.deadline_ms(), Some(13), "enqueued at 3, batch_wait_ms 10");
+        c.tick(12);
+        assert!(proposals(&mut c).is_empty(), "nothing due before the deadline");
+        c.tick(13);
+        assert_eq!(proposals(&mut c).len(), 1, "the batch is cut at the deadline");
+        // Proposed, not yet durable: the slot is taken and no phase runs, so no timer.
+        c.submit(1, tx(2), 13).unwrap();
+        assert_eq!(c.deadline_ms(), None);
+        c.apply(
+            &CoordinatorCommand::Prepare {
+                dtxn: 0,
+                txs: vec![tx(1)],
+            },
+            20,
+        );
+        let retry = c.config.retry_timeout_ms;
+        assert_eq!(
+            c.deadline_ms(),
+            Some(20 + retry),
+            "prepares sent at 20 are retried then"
+        );
+        let resent = |c: &mut Coordinator| {
+            std::iter::from_fn(|| c.poll())
+                .filter(|o| matches!(o, CoordinatorOutput::Send { .. }))
+                .count()
+        };
+        assert!(resent(&mut c) > 0, "the prepares went out on apply");
+        c.tick(20 + retry - 1);
+        assert_eq!(resent(&mut c), 0, "no retry before the deadline");
+        c.tick(20 + retry);
+        assert!(resent(&mut c) > 0, "the silent shards are asked again at the deadline");
+        assert_eq!(c.deadline_ms(), Some(20 + 2 * retry));
     }
 
     #[test]

@@ -8,15 +8,17 @@
 //!   retries silent shards and reports each transaction's outcome. A new leader resumes every
 //!   dtxn from the start of its last durable phase; shards answer re-sent phases from memory.
 //!
-//! The driver loop: feed inputs (`submit`, `on_shard_response`, `tick`), drain [`Coordinator::poll`],
-//! make every [`CoordinatorOutput::Propose`] durable and hand it back to [`Coordinator::apply`],
-//! deliver every `Send`, report every `Outcome`.
+//! Hosts drive it through the role contract ([`specie_role::Role`], implemented in `role.rs`):
+//! inputs with the time, outputs polled, proposals made durable and applied back, and a
+//! deadline ([`Coordinator::deadline_ms`]) to sleep until.
 
 mod codec;
 mod engine;
+mod role;
 mod state;
 
 pub use codec::CommandLimits;
 pub use engine::{Coordinator, CoordinatorConfig, CoordinatorOutput, SubmitError, Tag, TxResult};
+pub use role::{CoordinatorInput, CoordinatorReport, TxOutcome};
 pub use specie_shard::DtxnId;
 pub use state::{ActiveDtxn, Applied, CoordinatorCommand, CoordinatorState};

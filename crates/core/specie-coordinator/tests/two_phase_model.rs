@@ -345,6 +345,7 @@ fn apply_to_model(
             // A valid transaction may still lose a conflict with a concurrent one; an invalid
             // one must never be confirmed, which the Confirmed arm checks.
         }
+        TxResult::Refused(error) => panic!("the model never overfills the queue: {error}"),
         TxResult::Dropped => {}
     }
 }

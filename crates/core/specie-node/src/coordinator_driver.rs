@@ -6,17 +6,19 @@ use anyhow::Context;
 use crossbeam_channel::{select, Receiver, Sender};
 use specie_codec::{Decode, Encode};
 use specie_coordinator::{
-    CommandLimits, Coordinator, CoordinatorCommand, CoordinatorConfig, CoordinatorOutput, CoordinatorState, Tag,
-    TxResult,
+    CommandLimits, Coordinator, CoordinatorCommand, CoordinatorConfig, CoordinatorInput, CoordinatorReport,
+    CoordinatorState, Tag, TxOutcome, TxResult,
 };
+use specie_role::{Role, Round};
 use specie_shard::{ShardRequest, ShardResponse};
 use specie_transaction::CompactTransaction;
 
 use crate::node::{Completion, CompletionSender, TxStatus};
 use crate::shard_driver::{fatal, ShardInbox};
 
-/// How often the coordinator wakes without input, to cut waiting batches and retry shards.
-const TICK_MS: u64 = 5;
+/// How long the coordinator sleeps when neither an input nor a deadline is due (it wakes at once
+/// on an input; this only bounds how long a lost wake-up could go unnoticed).
+const IDLE_WAIT: Duration = Duration::from_secs(1);
 /// Most inbox messages one loop iteration takes, so replies keep flowing under load.
 const INBOX_BATCH_MAX: usize = 256;
 
@@ -44,7 +46,7 @@ pub struct CoordinatorDriver {
     log: specie_log::Log,
     snapshot_log_bytes: u64,
     tickets: HashMap<Tag, Ticket>,
-    next_tag: Tag,
+    next_ticket: Tag,
     epoch: Instant,
 }
 
@@ -73,13 +75,13 @@ impl CoordinatorDriver {
             tracing::info!(dtxns = state.active().len(), "resuming dtxns that were in flight");
         }
         let mut coordinator = Coordinator::new(config, state);
-        coordinator.become_leader(epoch.elapsed().as_millis() as u64);
+        coordinator.lead(epoch.elapsed().as_millis() as u64);
         Ok(CoordinatorDriver {
             coordinator,
             log,
             snapshot_log_bytes,
             tickets: HashMap::new(),
-            next_tag: 0,
+            next_ticket: 0,
             epoch,
         })
     }
@@ -88,16 +90,25 @@ impl CoordinatorDriver {
         self.epoch.elapsed().as_millis() as u64
     }
 
+    /// Runs the coordinator role until told to stop: takes every input at hand, hands its
+    /// outputs on, and otherwise sleeps until the next input or the role's own deadline.
     pub fn run(
         mut self,
         submissions: Receiver<CoordinatorInbox>,
         responses: Receiver<(usize, Vec<ShardResponse>)>,
         shards: Vec<Sender<ShardInbox>>,
     ) {
-        let tick = Duration::from_millis(TICK_MS);
         // Re-sent phases of resumed dtxns.
         self.drain(&shards);
         loop {
+            let now = self.now_ms();
+            if self.coordinator.poll_timeout().is_some_and(|deadline| deadline <= now) {
+                self.coordinator.handle_timeout(now);
+                self.drain(&shards);
+            }
+            let wait = self.coordinator.poll_timeout().map_or(IDLE_WAIT, |deadline| {
+                Duration::from_millis(deadline.saturating_sub(self.now_ms()))
+            });
             let mut stop = false;
             select! {
                 recv(responses) -> message => if let Ok((shard, batch)) = message { self.on_responses(shard, batch) },
@@ -105,7 +116,7 @@ impl CoordinatorDriver {
                     Ok(CoordinatorInbox::Submit(batch)) => self.on_submissions(batch),
                     Ok(CoordinatorInbox::Stop) | Err(_) => stop = true,
                 },
-                default(tick) => {}
+                default(wait) => {}
             }
             for (shard, batch) in responses.try_iter().take(INBOX_BATCH_MAX) {
                 self.on_responses(shard, batch);
@@ -116,8 +127,6 @@ impl CoordinatorDriver {
                     CoordinatorInbox::Stop => stop = true,
                 }
             }
-            let now = self.now_ms();
-            self.coordinator.tick(now);
             self.drain(&shards);
             if stop {
                 return;
@@ -128,35 +137,25 @@ impl CoordinatorDriver {
     fn on_responses(&mut self, shard: usize, batch: Vec<ShardResponse>) {
         let now = self.now_ms();
         for response in batch {
-            self.coordinator.on_shard_response(shard, response, now);
+            self.coordinator
+                .handle(now, CoordinatorInput::ShardAnswer { shard, response });
         }
     }
 
     fn on_submissions(&mut self, batch: Vec<Submission>) {
         let now = self.now_ms();
         for submission in batch {
-            let tag = self.next_tag;
-            self.next_tag += 1;
-            let txid = submission.compact.txid;
-            match self.coordinator.submit(tag, submission.compact, now) {
-                Ok(()) => {
-                    self.tickets.insert(
-                        tag,
-                        Ticket {
-                            client_ref: submission.client_ref,
-                            reply: submission.reply,
-                        },
-                    );
-                }
-                Err(error) => {
-                    tracing::debug!(%error, "submission refused");
-                    let _ = submission.reply.send(Completion {
-                        client_ref: submission.client_ref,
-                        txid,
-                        status: TxStatus::Busy,
-                    });
-                }
-            }
+            let ticket = self.next_ticket;
+            self.next_ticket += 1;
+            self.tickets.insert(
+                ticket,
+                Ticket {
+                    client_ref: submission.client_ref,
+                    reply: submission.reply,
+                },
+            );
+            let tx = submission.compact;
+            self.coordinator.handle(now, CoordinatorInput::Submit { ticket, tx });
         }
     }
 
@@ -164,31 +163,32 @@ impl CoordinatorDriver {
     /// outcomes to clients, and proposals to the log (one fsync for all of them) and back in.
     fn drain(&mut self, shards: &[Sender<ShardInbox>]) {
         loop {
-            let mut proposals: Vec<CoordinatorCommand> = vec![];
+            let round = Round::take(&mut self.coordinator);
             let mut sends: Vec<Vec<ShardRequest>> = vec![vec![]; shards.len()];
-            while let Some(output) = self.coordinator.poll() {
-                match output {
-                    CoordinatorOutput::Propose(command) => proposals.push(command),
-                    CoordinatorOutput::Send { shard, request } => sends[shard].push(request),
-                    CoordinatorOutput::Outcome { tag, txid, result } => self.deliver(tag, txid, result),
-                    CoordinatorOutput::ShardRefused { shard, response } => {
-                        tracing::error!(shard, ?response, "shard refused a request: protocol bug");
-                    }
-                }
+            for (shard, request) in round.sends {
+                sends[shard].push(request);
             }
             for (shard, requests) in sends.into_iter().enumerate().filter(|(_, r)| !r.is_empty()) {
                 let _ = shards[shard].send(ShardInbox::Requests(requests));
             }
-            if proposals.is_empty() {
+            for (ticket, outcome) in round.replies {
+                self.deliver(ticket, outcome);
+            }
+            for report in round.reports {
+                if let CoordinatorReport::ShardRefused { shard, response } = report {
+                    tracing::error!(shard, ?response, "shard refused a request: protocol bug");
+                }
+            }
+            if round.proposals.is_empty() {
                 return;
             }
-            let records: Vec<Vec<u8>> = proposals.iter().map(Encode::encode).collect();
+            let records: Vec<Vec<u8>> = round.proposals.iter().map(Encode::encode).collect();
             if let Err(error) = self.log.append_batch(&records) {
                 fatal(&format!("coordinator: cannot make its decisions durable: {error}"));
             }
             let now = self.now_ms();
-            for command in &proposals {
-                self.coordinator.apply(command, now);
+            for command in &round.proposals {
+                Role::apply(&mut self.coordinator, now, command);
             }
             if self.log.bytes_since_snapshot() > self.snapshot_log_bytes {
                 let last_index = self.log.last_index();
@@ -202,18 +202,22 @@ impl CoordinatorDriver {
         }
     }
 
-    fn deliver(&mut self, tag: Option<Tag>, txid: specie_transaction::Txid, result: TxResult) {
-        let Some(ticket) = tag.and_then(|tag| self.tickets.remove(&tag)) else {
-            return; // Accepted before a restart: its client learns the outcome from the UHS.
+    fn deliver(&mut self, ticket: Tag, outcome: TxOutcome) {
+        let Some(waiting) = self.tickets.remove(&ticket) else {
+            return;
         };
-        let status = match result {
+        let status = match outcome.result {
             TxResult::Confirmed => TxStatus::Confirmed,
             TxResult::Rejected(vote) => TxStatus::Rejected(vote),
             TxResult::Dropped => TxStatus::Dropped,
+            TxResult::Refused(error) => {
+                tracing::debug!(%error, "submission refused");
+                TxStatus::Busy
+            }
         };
-        let _ = ticket.reply.send(Completion {
-            client_ref: ticket.client_ref,
-            txid,
+        let _ = waiting.reply.send(Completion {
+            client_ref: waiting.client_ref,
+            txid: outcome.txid,
             status,
         });
     }

@@ -4,8 +4,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use specie_codec::Encode;
 use specie_coordinator::{
-    Coordinator, CoordinatorCommand, CoordinatorConfig, CoordinatorOutput, CoordinatorState, DtxnId, TxResult,
+    Coordinator, CoordinatorCommand, CoordinatorConfig, CoordinatorInput, CoordinatorReport, CoordinatorState, DtxnId,
+    TxOutcome, TxResult,
 };
+use specie_role::{Output, Role};
 use specie_shard::{ShardRange, ShardRequest, ShardResponse, ShardState, ShardTx};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::{CompactTransaction, Txid, UhsId};
@@ -155,7 +157,7 @@ impl World {
         config.dtxns_in_flight_max = 3;
         config.retry_timeout_ms = 100;
         let mut coordinator = Coordinator::new(config.clone(), CoordinatorState::default());
-        coordinator.become_leader(0);
+        coordinator.lead(0);
         World {
             rng: StdRng::seed_from_u64(options.seed),
             report: SimReport {
@@ -236,7 +238,12 @@ impl World {
                 self.now_ms += 1;
             }
             if let Some(coordinator) = self.coordinator.as_mut() {
-                coordinator.tick(self.now_ms);
+                if coordinator
+                    .poll_timeout()
+                    .is_some_and(|deadline| deadline <= self.now_ms)
+                {
+                    coordinator.handle_timeout(self.now_ms);
+                }
             }
             self.drain_coordinator()?;
             self.check_step()?;
@@ -292,7 +299,7 @@ impl World {
             (Node::Coordinator, Payload::Response(shard, response)) => {
                 self.record("to-coordinator", &response.encode());
                 if let Some(coordinator) = self.coordinator.as_mut() {
-                    coordinator.on_shard_response(shard, response, self.now_ms);
+                    coordinator.handle(self.now_ms, CoordinatorInput::ShardAnswer { shard, response });
                 }
             }
             _ => unreachable!("requests go to shards, responses to the coordinator"),
@@ -347,36 +354,46 @@ impl World {
 
     fn drain_coordinator(&mut self) -> Result<(), Violation> {
         loop {
-            let Some(output) = self.coordinator.as_mut().and_then(Coordinator::poll) else {
+            let Some(output) = self.coordinator.as_mut().and_then(Role::poll_output) else {
                 return Ok(());
             };
             match output {
-                CoordinatorOutput::Propose(command) => {
+                Output::Propose(command) => {
                     self.record("durable", &command.encode());
                     self.coordinator_log.push(command.clone());
                     let now = self.now_ms;
-                    self.coordinator.as_mut().expect("polled above").apply(&command, now);
+                    Role::apply(self.coordinator.as_mut().expect("polled above"), now, &command);
                 }
-                CoordinatorOutput::Send { shard, request } => self.send(Node::Shard(shard), Payload::Request(request)),
-                CoordinatorOutput::Outcome { tag, txid, result } => {
-                    self.record("outcome", &txid.0);
-                    let tx = tag.and_then(|tag| self.submitted.remove(&tag));
-                    match result {
-                        TxResult::Confirmed => {
-                            self.report.confirmed += 1;
-                            if let Some(tx) = tx {
-                                self.confirmed.push(tx);
-                            }
-                        }
-                        TxResult::Rejected(_) => self.report.rejected += 1,
-                        TxResult::Dropped => {}
-                    }
+                Output::Send { to, message } => self.send(Node::Shard(to), Payload::Request(message)),
+                Output::Reply { ticket, reply } => {
+                    let tx = self.submitted.remove(&ticket);
+                    self.settled(reply, tx)?;
                 }
-                CoordinatorOutput::ShardRefused { shard, response } => {
+                Output::Report(CoordinatorReport::Settled(outcome)) => self.settled(outcome, None)?,
+                Output::Report(CoordinatorReport::ShardRefused { shard, response }) => {
                     return Err(self.violation(format!("shard {shard} refused: {response:?}")));
                 }
             }
         }
+    }
+
+    /// Counts an outcome; `tx` when its submitter still waits for it.
+    fn settled(&mut self, outcome: TxOutcome, tx: Option<CompactTransaction>) -> Result<(), Violation> {
+        self.record("outcome", &outcome.txid.0);
+        match outcome.result {
+            TxResult::Confirmed => {
+                self.report.confirmed += 1;
+                if let Some(tx) = tx {
+                    self.confirmed.push(tx);
+                }
+            }
+            TxResult::Rejected(_) => self.report.rejected += 1,
+            TxResult::Dropped => {}
+            TxResult::Refused(error) => {
+                return Err(self.violation(format!("coordinator refused a submission: {error}")))
+            }
+        }
+        Ok(())
     }
 
     fn crash_someone(&mut self) {
@@ -409,7 +426,7 @@ impl World {
                 state.apply(command);
             }
             let mut coordinator = Coordinator::new(self.config.clone(), state);
-            coordinator.become_leader(self.now_ms);
+            coordinator.lead(self.now_ms);
             self.coordinator = Some(coordinator);
             self.record("restart-coordinator", &[]);
         }
