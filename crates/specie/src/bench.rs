@@ -7,7 +7,8 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use rand::{Rng, SeedableRng};
 use secp256k1::Keypair;
-use specie_node::{EmbeddedNode, NodeOptions, TxStatus};
+use specie_api::TxStatus;
+use specie_node::{EmbeddedNode, NodeOptions};
 use specie_sentinel::IssuerKeys;
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{

@@ -17,11 +17,11 @@ use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use specie_api::Backend;
+use specie_api::{Completion, TxStatus};
 use specie_cluster::operator;
 use specie_cluster::sentinel::ClusterBackend;
 use specie_cluster::{Topology, TransportMode};
-use specie_node::api::Backend;
-use specie_node::{Completion, TxStatus};
 use specie_shard::Vote;
 use specie_transaction::{CompactTransaction, Txid, UhsId};
 
@@ -1308,7 +1308,7 @@ impl CpuUsage {
 fn preload(
     runtime: &tokio::runtime::Runtime,
     backend: &ClusterBackend,
-    reply: &specie_node::CompletionSender,
+    reply: &specie_api::CompletionSender,
     completions: &mut tokio::sync::mpsc::UnboundedReceiver<Completion>,
     rng: &mut StdRng,
     args: &ClusterBenchArgs,

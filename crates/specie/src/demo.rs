@@ -14,10 +14,11 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use secp256k1::Keypair;
+use specie_api::Backend;
+use specie_api::{Completion, TxStatus};
 use specie_cluster::sentinel::ClusterBackend;
 use specie_cluster::Topology;
-use specie_node::api::Backend;
-use specie_node::{Completion, EmbeddedNode, NodeOptions, TxStatus};
+use specie_node::{EmbeddedNode, NodeOptions};
 use specie_shard::Vote;
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
@@ -560,7 +561,7 @@ impl Demo {
         handle: &B,
         batch: Vec<Planned>,
         issuer: &Keypair,
-        reply: &specie_node::CompletionSender,
+        reply: &specie_api::CompletionSender,
     ) {
         let nonces: Vec<[u8; 32]> = batch.iter().map(|_| self.rng.gen()).collect();
         let wallets = &self.wallets;

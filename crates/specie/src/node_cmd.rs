@@ -4,7 +4,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use specie_node::{EmbeddedNode, HttpLimits, NodeOptions};
+use specie_api::HttpLimits;
+use specie_node::{EmbeddedNode, NodeOptions};
 
 /// Run every role (sentinel, coordinator, shards) in one process with a durable data directory,
 /// serving the HTTP/JSON API of docs/api.md.
@@ -118,7 +119,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
             args.data_dir.display(),
             listener.local_addr()?
         );
-        specie_node::http_server::serve(listener, specie_node::api::router(handle), limits, async {
+        specie_api::http_server::serve(listener, specie_api::api::router(handle), limits, async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await

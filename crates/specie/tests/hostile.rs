@@ -137,7 +137,7 @@ fn observed_state(runtime: &tokio::runtime::Runtime, topology: &Topology) -> (BT
         .collect();
     let backend =
         specie_cluster::sentinel::ClusterBackend::new(topology, runtime.handle().clone(), "sentinel-0").unwrap();
-    let (count, digest) = specie_node::api::Backend::uhs_digest(&backend).unwrap();
+    let (count, digest) = specie_api::Backend::uhs_digest(&backend).unwrap();
     (terms, format!("{count}:{}", hex::encode(digest)))
 }
 

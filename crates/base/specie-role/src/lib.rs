@@ -108,3 +108,26 @@ impl<R: Role + ?Sized> Round<R> {
         round
     }
 }
+
+/// A role whose commands and state can be written down: what a host needs to keep it on a
+/// durable log (embedded) or a replicated one (Raft), and to bring it back after a crash.
+pub trait Durable: Role {
+    /// Why bytes from the log or a snapshot were refused, or the state is inconsistent.
+    type StateError: std::error::Error + Send + Sync + 'static;
+
+    /// The command's canonical bytes, as the log stores them.
+    fn encode_command(command: &Self::Command) -> Vec<u8>;
+
+    /// A command read back from the log (bounded by the role's own limits).
+    fn decode_command(&self, bytes: &[u8]) -> Result<Self::Command, Self::StateError>;
+
+    /// The replicated state's canonical bytes: equal states give equal snapshots.
+    fn snapshot(&self) -> Vec<u8>;
+
+    /// Replaces the replicated state with a snapshot's. Called only while following.
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), Self::StateError>;
+
+    /// Checks the state's invariants; hosts call it after recovery and, in debug builds, after
+    /// every round of applied commands.
+    fn check_invariants(&self) -> Result<(), Self::StateError>;
+}

@@ -27,7 +27,7 @@ use crate::credentials;
 use crate::group_client::GroupClient;
 use crate::host::{serve_replica, wire_limits, Caller, Hosted};
 use crate::identity::{GroupRole, Identity};
-use crate::protocol::{RoleRequest, RoleResponse, SentinelKeys, OUTCOME_BUSY, OUTCOME_DROPPED};
+use crate::protocol::{RoleRequest, RoleResponse, SentinelKeys, SubmitOutcome};
 use crate::topology::Topology;
 
 /// How long the engine sleeps when neither an input nor a deadline is due (inputs wake it at
@@ -110,7 +110,7 @@ struct Job {
 }
 
 struct PendingBatch {
-    outcomes: Vec<u8>,
+    outcomes: Vec<SubmitOutcome>,
     remaining: usize,
     reply: oneshot::Sender<RoleResponse>,
 }
@@ -282,7 +282,7 @@ async fn lead(
             }
             for (ticket, outcome) in round.replies {
                 if let Some((batch, index)) = tickets.remove(&ticket) {
-                    settle(&mut batches, batch, index, outcome_code(outcome.result));
+                    settle(&mut batches, batch, index, SubmitOutcome::from(outcome.result));
                 }
             }
             for report in round.reports {
@@ -337,7 +337,7 @@ async fn lead(
                 let batch = next_batch;
                 next_batch += 1;
                 let count = job.txs.len();
-                batches.insert(batch, PendingBatch { outcomes: vec![OUTCOME_DROPPED; count], remaining: count, reply: job.reply });
+                batches.insert(batch, PendingBatch { outcomes: vec![SubmitOutcome::Dropped; count], remaining: count, reply: job.reply });
                 for (index, tx) in job.txs.into_iter().enumerate() {
                     let ticket = next_ticket;
                     next_ticket += 1;
@@ -359,19 +359,9 @@ async fn lead(
     }
 }
 
-/// The one-byte code an outcome travels as in a `Submitted` answer (`docs/wire-protocol.md`).
-fn outcome_code(result: TxResult) -> u8 {
-    match result {
-        TxResult::Confirmed => 0,
-        TxResult::Rejected(vote) => vote as u8,
-        TxResult::Dropped => OUTCOME_DROPPED,
-        TxResult::Refused(_) => OUTCOME_BUSY,
-    }
-}
-
-fn settle(batches: &mut BTreeMap<u64, PendingBatch>, batch: u64, index: usize, code: u8) {
+fn settle(batches: &mut BTreeMap<u64, PendingBatch>, batch: u64, index: usize, outcome: SubmitOutcome) {
     let Some(pending) = batches.get_mut(&batch) else { return };
-    pending.outcomes[index] = code;
+    pending.outcomes[index] = outcome;
     pending.remaining -= 1;
     if pending.remaining == 0 {
         let pending = batches.remove(&batch).expect("present");
@@ -397,7 +387,7 @@ fn step_down(
     for (ticket, outcome) in Round::take(&mut coordinator).replies {
         if outcome.result == TxResult::Dropped {
             if let Some((batch, index)) = tickets.get(&ticket) {
-                settle(batches, *batch, *index, OUTCOME_DROPPED);
+                settle(batches, *batch, *index, SubmitOutcome::Dropped);
             }
         }
     }

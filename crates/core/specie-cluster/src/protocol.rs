@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use secp256k1::Keypair;
 use specie_codec::{put_byte_vec, put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
-use specie_shard::{ShardRequest, ShardResponse, ShardWireLimits};
+use specie_coordinator::TxResult;
+use specie_shard::{ShardRequest, ShardResponse, ShardWireLimits, Vote};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::signing::{parse_xonly, schnorr_sign, schnorr_verify, xonly_bytes, NonceMode};
 use specie_transaction::{CompactTransaction, DecodeLimits, UhsId};
@@ -127,9 +128,68 @@ impl Submission {
 /// Sentinel name → its attestation key, from the topology.
 pub type SentinelKeys = BTreeMap<String, [u8; 32]>;
 
-/// Outcome codes of [`RoleResponse::Submitted`]: the shard vote (0 = confirmed), or these.
-pub const OUTCOME_DROPPED: u8 = 0xFE;
-pub const OUTCOME_BUSY: u8 = 0xFF;
+/// What a coordinator answers for one submitted transaction. On the wire one byte: 0 for
+/// confirmed, the shard's vote code for rejected, 0xFE dropped, 0xFF busy (`docs/wire-protocol.md`);
+/// any other byte is refused by the decoder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitOutcome {
+    /// Durably applied.
+    Confirmed,
+    /// A shard refused it (the vote says why); nothing was applied.
+    Rejected(Vote),
+    /// Abandoned before it was durable (the leader stepped down); nothing was applied.
+    Dropped,
+    /// Not taken (queue full, empty or too large); nothing was applied.
+    Busy,
+}
+
+const OUTCOME_DROPPED: u8 = 0xFE;
+const OUTCOME_BUSY: u8 = 0xFF;
+
+impl SubmitOutcome {
+    pub fn to_u8(self) -> u8 {
+        match self {
+            SubmitOutcome::Confirmed => 0,
+            SubmitOutcome::Rejected(vote) => vote as u8,
+            SubmitOutcome::Dropped => OUTCOME_DROPPED,
+            SubmitOutcome::Busy => OUTCOME_BUSY,
+        }
+    }
+
+    pub fn from_u8(byte: u8) -> Option<SubmitOutcome> {
+        match byte {
+            0 => Some(SubmitOutcome::Confirmed),
+            OUTCOME_DROPPED => Some(SubmitOutcome::Dropped),
+            OUTCOME_BUSY => Some(SubmitOutcome::Busy),
+            vote => Vote::from_u8(vote)
+                .filter(|vote| *vote != Vote::Yes)
+                .map(SubmitOutcome::Rejected),
+        }
+    }
+}
+
+impl From<TxResult> for SubmitOutcome {
+    fn from(result: TxResult) -> SubmitOutcome {
+        match result {
+            TxResult::Confirmed => SubmitOutcome::Confirmed,
+            TxResult::Rejected(vote) => SubmitOutcome::Rejected(vote),
+            TxResult::Dropped => SubmitOutcome::Dropped,
+            TxResult::Refused(_) => SubmitOutcome::Busy,
+        }
+    }
+}
+
+impl From<SubmitOutcome> for specie_api::TxStatus {
+    fn from(outcome: SubmitOutcome) -> specie_api::TxStatus {
+        use specie_api::TxStatus;
+        match outcome {
+            SubmitOutcome::Confirmed => TxStatus::Confirmed,
+            SubmitOutcome::Rejected(vote) => TxStatus::Rejected(vote),
+            SubmitOutcome::Dropped => TxStatus::Dropped,
+            SubmitOutcome::Busy => TxStatus::Busy,
+        }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RoleResponse {
@@ -137,7 +197,7 @@ pub enum RoleResponse {
     ShardBatch(Vec<ShardResponse>),
     ShardQuery(Vec<bool>),
     ShardIds(Vec<UhsId>),
-    Submitted(Vec<u8>),
+    Submitted(Vec<SubmitOutcome>),
     /// JSON, for people and `specie cluster status`.
     Status(String),
     /// Ask the leader instead (its replica id, if known).
@@ -257,7 +317,7 @@ impl Encode for RoleResponse {
             }
             RoleResponse::Submitted(outcomes) => {
                 out.push(SUBMIT);
-                put_byte_vec(out, outcomes);
+                put_byte_vec(out, &outcomes.iter().map(|o| o.to_u8()).collect::<Vec<u8>>());
             }
             RoleResponse::Status(json) => {
                 out.push(STATUS);
@@ -295,7 +355,18 @@ impl RoleResponse {
             SHARD_IDS => {
                 RoleResponse::ShardIds(reader.read_vec("ids", u64::MAX, UHS_ID_BYTES, |r| UhsId::decode_from(r, &()))?)
             }
-            SUBMIT => RoleResponse::Submitted(reader.read_byte_vec("outcomes", BATCH_ITEMS_MAX)?.to_vec()),
+            SUBMIT => RoleResponse::Submitted(
+                reader
+                    .read_byte_vec("outcomes", BATCH_ITEMS_MAX)?
+                    .iter()
+                    .map(|&code| {
+                        SubmitOutcome::from_u8(code).ok_or(DecodeError::UnknownKind {
+                            what: "submit outcome",
+                            kind: code,
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
             STATUS => {
                 let bytes = reader.read_byte_vec("status", 1 << 20)?;
                 let text = String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::NonCanonical {
@@ -374,7 +445,12 @@ mod tests {
             }]),
             RoleResponse::ShardQuery(vec![true, false]),
             RoleResponse::ShardIds(vec![id]),
-            RoleResponse::Submitted(vec![0, 1, OUTCOME_BUSY]),
+            RoleResponse::Submitted(vec![
+                SubmitOutcome::Confirmed,
+                SubmitOutcome::Rejected(Vote::InputMissing),
+                SubmitOutcome::Dropped,
+                SubmitOutcome::Busy,
+            ]),
             RoleResponse::Status("{}".into()),
             RoleResponse::NotLeader(Some(2)),
             RoleResponse::NotLeader(None),
@@ -387,6 +463,29 @@ mod tests {
         forged_count.extend_from_slice(&[0; 96]);
         forged_count.extend_from_slice(&[0xff; 8]);
         assert!(RoleRequest::decode(&forged_count).is_err());
+    }
+
+    #[test]
+    fn every_outcome_code_round_trips_and_unknown_codes_are_refused() {
+        for code in 0..=u8::MAX {
+            match SubmitOutcome::from_u8(code) {
+                Some(outcome) => assert_eq!(outcome.to_u8(), code),
+                None => {
+                    let mut bytes = RoleResponse::Submitted(vec![SubmitOutcome::Busy]).encode();
+                    *bytes.last_mut().unwrap() = code;
+                    assert!(
+                        matches!(RoleResponse::decode(&bytes), Err(DecodeError::UnknownKind { kind, .. }) if kind == code),
+                        "code {code:#04x}"
+                    );
+                }
+            }
+        }
+        // A "rejected because yes" cannot be said: code 0 is confirmed.
+        assert_eq!(SubmitOutcome::from_u8(0), Some(SubmitOutcome::Confirmed));
+        assert_eq!(
+            SubmitOutcome::from_u8(Vote::InputMissing as u8),
+            Some(SubmitOutcome::Rejected(Vote::InputMissing))
+        );
     }
 
     #[test]

@@ -7,17 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use specie_node::api::Backend;
-use specie_node::{Completion, CompletionSender, NodeInfo, TxStatus};
+use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
 use specie_sentinel::IssuerKeys;
-use specie_shard::{ShardRange, Vote};
+use specie_shard::ShardRange;
 use specie_transaction::{CompactTransaction, SpecieTransaction, UhsId};
 
 use crate::credentials;
 use crate::group_client::{GroupClient, GroupError};
 use crate::host::{wait_for_stop_signal, wire_limits};
 use crate::identity::{GroupRole, Identity};
-use crate::protocol::{RoleRequest, RoleResponse, Submission, OUTCOME_BUSY, OUTCOME_DROPPED};
+use crate::protocol::{RoleRequest, RoleResponse, Submission};
 use crate::topology::Topology;
 
 /// How long a submission may take end to end before its fate is reported unknown.
@@ -87,27 +86,26 @@ impl ClusterBackend {
         })
     }
 
-    async fn shard_ids(&self) -> anyhow::Result<Vec<Vec<UhsId>>> {
+    async fn shard_ids(&self) -> Result<Vec<Vec<UhsId>>, BackendError> {
         let mut all = vec![];
         for group in &self.inner.shards {
             match group
                 .call(&RoleRequest::ShardIds, self.inner.request_timeout * 5)
-                .await?
+                .await
+                .map_err(|error| unavailable(group, error))?
             {
                 RoleResponse::ShardIds(ids) => all.push(ids),
-                other => anyhow::bail!("shard group {} answered {other:?}", group.name()),
+                other => return Err(unavailable(group, format_args!("answered {other:?}"))),
             }
         }
         Ok(all)
     }
 }
 
-fn status_of(code: u8) -> TxStatus {
-    match code {
-        0 => TxStatus::Confirmed,
-        OUTCOME_BUSY => TxStatus::Busy,
-        OUTCOME_DROPPED => TxStatus::Dropped,
-        vote => Vote::from_u8(vote).map_or(TxStatus::Unknown, TxStatus::Rejected),
+fn unavailable(group: &GroupClient, reason: impl std::fmt::Display) -> BackendError {
+    BackendError::Unavailable {
+        role: format!("group {}", group.name()),
+        reason: reason.to_string(),
     }
 }
 
@@ -131,8 +129,8 @@ impl ClusterBackend {
             let submit = RoleRequest::Submit(Submission::attest(compacts, &attestation_key));
             let statuses: Vec<TxStatus> = match group.call_once(&submit, Duration::from_millis(SUBMIT_TIMEOUT_MS)).await
             {
-                Ok(RoleResponse::Submitted(codes)) if codes.len() == count => {
-                    codes.into_iter().map(status_of).collect()
+                Ok(RoleResponse::Submitted(outcomes)) if outcomes.len() == count => {
+                    outcomes.into_iter().map(TxStatus::from).collect()
                 }
                 Err(GroupError::NoLeader { .. }) => vec![TxStatus::Busy; count],
                 other => {
@@ -154,7 +152,7 @@ impl ClusterBackend {
 impl Backend for ClusterBackend {
     /// An empty submission is answered only by a coordinator whose engine leads: it has applied
     /// its group's whole log and resumed every dtxn its predecessors left in flight.
-    fn wait_for_leaders(&self, timeout: Duration) -> anyhow::Result<()> {
+    fn wait_for_leaders(&self, timeout: Duration) -> Result<(), BackendError> {
         let deadline = std::time::Instant::now() + timeout;
         let empty = RoleRequest::Submit(Submission::attest(vec![], &self.inner.attestation_key));
         for group in &self.inner.coordinators {
@@ -166,11 +164,12 @@ impl Backend for ClusterBackend {
                 if matches!(answer, Ok(RoleResponse::Submitted(_))) {
                     break;
                 }
-                anyhow::ensure!(
-                    std::time::Instant::now() < deadline,
-                    "no coordinator leader within {} s: {answer:?}",
-                    timeout.as_secs()
-                );
+                if std::time::Instant::now() >= deadline {
+                    return Err(BackendError::NoLeader {
+                        role: format!("coordinator group {}", group.name()),
+                        timeout_ms: timeout.as_millis() as u64,
+                    });
+                }
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
@@ -196,7 +195,7 @@ impl Backend for ClusterBackend {
         self.submit_compact(accepted, reply);
     }
 
-    fn query_uhs(&self, ids: &[UhsId]) -> anyhow::Result<Vec<bool>> {
+    fn query_uhs(&self, ids: &[UhsId]) -> Result<Vec<bool>, BackendError> {
         let mut by_shard: Vec<Vec<(usize, UhsId)>> = vec![vec![]; self.inner.ranges.len()];
         for (position, id) in ids.iter().enumerate() {
             by_shard[ShardRange::owner(&self.inner.ranges, id)].push((position, *id));
@@ -206,23 +205,25 @@ impl Backend for ClusterBackend {
             for (shard, asked) in by_shard.into_iter().enumerate().filter(|(_, a)| !a.is_empty()) {
                 let (positions, shard_ids): (Vec<usize>, Vec<UhsId>) = asked.into_iter().unzip();
                 let count = shard_ids.len();
-                match self.inner.shards[shard]
+                let group = &self.inner.shards[shard];
+                match group
                     .call(&RoleRequest::ShardQuery(shard_ids), self.inner.request_timeout * 5)
-                    .await?
+                    .await
+                    .map_err(|error| unavailable(group, error))?
                 {
                     RoleResponse::ShardQuery(answers) if answers.len() == count => {
                         for (position, answer) in positions.into_iter().zip(answers) {
                             present[position] = answer;
                         }
                     }
-                    other => anyhow::bail!("shard group {} answered {other:?}", self.inner.shards[shard].name()),
+                    other => return Err(unavailable(group, format_args!("answered {other:?}"))),
                 }
             }
             Ok(present)
         })
     }
 
-    fn info(&self) -> anyhow::Result<NodeInfo> {
+    fn info(&self) -> Result<NodeInfo, BackendError> {
         let ids = self.inner.runtime.block_on(self.shard_ids())?;
         Ok(NodeInfo {
             version: env!("CARGO_PKG_VERSION"),
@@ -233,7 +234,7 @@ impl Backend for ClusterBackend {
         })
     }
 
-    fn uhs_digest(&self) -> anyhow::Result<(u64, [u8; 32])> {
+    fn uhs_digest(&self) -> Result<(u64, [u8; 32]), BackendError> {
         // Shard groups own ascending ranges, so their sorted ids concatenate into one sorted list:
         // the same digest the embedded node computes for the same set.
         let ids = self.inner.runtime.block_on(self.shard_ids())?;
@@ -260,9 +261,9 @@ pub async fn run(topology: Topology, name: String) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", sentinel.http))?;
     eprintln!("{name}: API on http://{}", sentinel.http);
-    specie_node::http_server::serve(
+    specie_api::http_server::serve(
         listener,
-        specie_node::api::router(backend),
+        specie_api::api::router(backend),
         topology.http,
         wait_for_stop_signal(),
     )

@@ -30,7 +30,7 @@ pub struct Topology {
     pub limits: Limits,
     /// Limits of every sentinel's HTTP API: connections, header, body and idle time-outs.
     #[serde(default)]
-    pub http: specie_node::HttpLimits,
+    pub http: specie_api::HttpLimits,
     pub shard_groups: Vec<ShardGroup>,
     pub coordinator_groups: Vec<ReplicaGroup>,
     pub sentinels: Vec<Sentinel>,
@@ -252,7 +252,7 @@ impl Topology {
             pki_dir: dir.join("pki"),
             transport: TransportMode::default(),
             limits: Limits::default(),
-            http: specie_node::HttpLimits::default(),
+            http: specie_api::HttpLimits::default(),
             shard_groups,
             coordinator_groups,
             sentinels,

@@ -12,7 +12,7 @@ mod doc_vectors;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission, OUTCOME_BUSY, OUTCOME_DROPPED};
+use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission, SubmitOutcome};
 use specie_codec::{Decode, Encode};
 use specie_coordinator::{Applied, CommandLimits, CoordinatorCommand, CoordinatorState};
 use specie_shard::{Refusal, ShardRange, ShardRequest, ShardResponse, ShardState, ShardTx, Vote};
@@ -205,10 +205,10 @@ fn messages(doc: &BTreeMap<String, Vec<u8>>) -> Vec<Message> {
         Message::Response(RoleResponse::ShardIds(vec![alice_40(), bob_60()])),
         Message::Request(RoleRequest::Submit(submit_vector_message())),
         Message::Response(RoleResponse::Submitted(vec![
-            0,
-            Vote::InputMissing as u8,
-            OUTCOME_DROPPED,
-            OUTCOME_BUSY,
+            SubmitOutcome::Confirmed,
+            SubmitOutcome::Rejected(Vote::InputMissing),
+            SubmitOutcome::Dropped,
+            SubmitOutcome::Busy,
         ])),
         Message::Request(RoleRequest::Status),
         Message::Response(RoleResponse::Status(r#"{"role":"leader"}"#.into())),

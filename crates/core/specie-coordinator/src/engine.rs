@@ -3,7 +3,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use specie_shard::{DtxnId, ShardRange, ShardRequest, ShardResponse, ShardTx, Vote};
 use specie_transaction::{CompactTransaction, DecodeLimits, Txid};
 
-use crate::state::{Applied, CoordinatorCommand, CoordinatorState};
+use crate::state::{Applied, CoordinatorCommand, CoordinatorState, InvariantViolation};
 
 /// Opaque handle the driver attaches to a submission to route its outcome back.
 pub type Tag = u64;
@@ -154,6 +154,60 @@ impl Coordinator {
 
     pub fn state(&self) -> &CoordinatorState {
         &self.state
+    }
+
+    /// Replaces the replicated state with a snapshot's: a follower catching up.
+    pub fn replace_state(&mut self, state: CoordinatorState) {
+        assert!(
+            self.leader.is_none(),
+            "a leader's state changes only through its own log"
+        );
+        self.state = state;
+    }
+
+    /// The replicated state's invariants and the engine's: the queue within its limit, the next
+    /// proposal never behind the durable state, every flight a durable active dtxn whose phase
+    /// matches its durable decision, one vote per transaction, waiting only on participants.
+    /// O(dtxns in flight): hosts check it after every input.
+    pub fn check_invariants(&self) -> Result<(), InvariantViolation> {
+        self.state.check_invariants()?;
+        let Some(leader) = &self.leader else {
+            return Ok(());
+        };
+        let engine = |holds: bool, what: &'static str| {
+            if holds {
+                Ok(())
+            } else {
+                Err(InvariantViolation::Engine(what))
+            }
+        };
+        engine(
+            leader.queue.len() <= self.config.queue_transactions_max,
+            "the queue is over its limit",
+        )?;
+        engine(
+            leader.next_proposal >= self.state.next_dtxn(),
+            "the next proposal is behind the durable state",
+        )?;
+        for (dtxn, flight) in &leader.flights {
+            let Some(active) = self.state.active().get(dtxn) else {
+                return Err(InvariantViolation::Engine("a flight is not an active dtxn"));
+            };
+            let decided = matches!(flight.phase, Phase::Committing | Phase::Finishing);
+            engine(
+                decided == active.outcomes.is_some(),
+                "a flight's phase disagrees with its durable decision",
+            )?;
+            engine(
+                flight.votes.len() == flight.txids.len(),
+                "votes and transactions differ in number",
+            )?;
+            engine(
+                flight.waiting.last().is_none_or(|p| *p < flight.participants.len()),
+                "a flight waits on a participant it does not have",
+            )?;
+        }
+        Ok(())
     }
 
     pub fn is_leader(&self) -> bool {

@@ -19,6 +19,6 @@ mod state;
 
 pub use codec::CommandLimits;
 pub use engine::{Coordinator, CoordinatorConfig, CoordinatorOutput, SubmitError, Tag, TxResult};
-pub use role::{CoordinatorInput, CoordinatorReport, TxOutcome};
+pub use role::{CoordinatorInput, CoordinatorReport, CoordinatorStateError, TxOutcome};
 pub use specie_shard::DtxnId;
-pub use state::{ActiveDtxn, Applied, CoordinatorCommand, CoordinatorState};
+pub use state::{ActiveDtxn, Applied, CoordinatorCommand, CoordinatorState, InvariantViolation};

@@ -1,11 +1,13 @@
 //! The coordinator behind the role contract ([`specie_role::Role`]), so the shared hosts run it.
 
-use specie_role::{Output, Role, Ticket};
+use specie_codec::{Decode, Encode};
+use specie_role::{Durable, Output, Role, Ticket};
 use specie_shard::{ShardRequest, ShardResponse};
 use specie_transaction::{CompactTransaction, Txid};
 
+use crate::codec::CommandLimits;
 use crate::engine::{Coordinator, CoordinatorOutput, TxResult};
-use crate::state::CoordinatorCommand;
+use crate::state::{CoordinatorCommand, CoordinatorState, InvariantViolation};
 
 /// What callers and shards hand the coordinator.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +33,15 @@ pub enum CoordinatorReport {
     /// A transaction accepted by an earlier leader (or before a restart) reached its outcome;
     /// no caller here waits for it, its client learns it from the UHS.
     Settled(TxOutcome),
+}
+
+impl Coordinator {
+    /// After every input: a broken invariant is a bug that must stop the role before it acts on it.
+    fn assert_invariants(&self) {
+        if let Err(violation) = self.check_invariants() {
+            panic!("coordinator invariant broken: {violation}");
+        }
+    }
 }
 
 impl Role for Coordinator {
@@ -60,14 +71,17 @@ impl Role for Coordinator {
             }
             CoordinatorInput::ShardAnswer { shard, response } => self.on_shard_response(shard, response, now_ms),
         }
+        self.assert_invariants();
     }
 
     fn apply(&mut self, now_ms: u64, command: &CoordinatorCommand) {
         Coordinator::apply(self, command, now_ms);
+        self.assert_invariants();
     }
 
     fn handle_timeout(&mut self, now_ms: u64) {
         self.tick(now_ms);
+        self.assert_invariants();
     }
 
     fn poll_output(&mut self) -> Option<Output<Self>> {
@@ -92,5 +106,41 @@ impl Role for Coordinator {
 
     fn poll_timeout(&self) -> Option<u64> {
         self.deadline_ms()
+    }
+}
+
+/// Why the coordinator's log or snapshot bytes were refused, or its state is inconsistent.
+#[derive(Debug, thiserror::Error)]
+pub enum CoordinatorStateError {
+    #[error("does not decode: {0}")]
+    Decode(#[from] specie_codec::DecodeError),
+    #[error(transparent)]
+    Invariant(#[from] InvariantViolation),
+}
+
+impl Durable for Coordinator {
+    type StateError = CoordinatorStateError;
+
+    fn encode_command(command: &CoordinatorCommand) -> Vec<u8> {
+        command.encode()
+    }
+
+    fn decode_command(&self, bytes: &[u8]) -> Result<CoordinatorCommand, CoordinatorStateError> {
+        Ok(CoordinatorCommand::decode_exact_with(bytes, &CommandLimits::default())?)
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        self.state().encode_snapshot()
+    }
+
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), CoordinatorStateError> {
+        let state = CoordinatorState::decode_snapshot(snapshot, &CommandLimits::default())?;
+        state.check_invariants()?;
+        self.replace_state(state);
+        Ok(())
+    }
+
+    fn check_invariants(&self) -> Result<(), CoordinatorStateError> {
+        Ok(Coordinator::check_invariants(self)?)
     }
 }

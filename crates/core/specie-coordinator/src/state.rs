@@ -38,7 +38,46 @@ pub enum Applied {
     Ignored,
 }
 
+/// A coordinator state (or engine) that breaks one of its invariants: a bug, or a forged log.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvariantViolation {
+    #[error("active dtxn {dtxn} is not below next_dtxn {next_dtxn}")]
+    ActiveBeyondNext { dtxn: DtxnId, next_dtxn: DtxnId },
+    #[error("active dtxn {dtxn} has no transactions")]
+    EmptyDtxn { dtxn: DtxnId },
+    #[error("dtxn {dtxn} has {outcomes} outcomes for {txs} transactions")]
+    OutcomeCount { dtxn: DtxnId, outcomes: usize, txs: usize },
+    #[error("engine: {0}")]
+    Engine(&'static str),
+}
+
 impl CoordinatorState {
+    /// Every active dtxn was prepared (below `next_dtxn`, with transactions) and a decision, once
+    /// taken, has one outcome per transaction. O(active dtxns): cheap enough after every input.
+    pub fn check_invariants(&self) -> Result<(), InvariantViolation> {
+        for (&dtxn, active) in &self.active {
+            if dtxn >= self.next_dtxn {
+                return Err(InvariantViolation::ActiveBeyondNext {
+                    dtxn,
+                    next_dtxn: self.next_dtxn,
+                });
+            }
+            if active.txs.is_empty() {
+                return Err(InvariantViolation::EmptyDtxn { dtxn });
+            }
+            if let Some(outcomes) = &active.outcomes {
+                if outcomes.len() != active.txs.len() {
+                    return Err(InvariantViolation::OutcomeCount {
+                        dtxn,
+                        outcomes: outcomes.len(),
+                        txs: active.txs.len(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn from_parts(next_dtxn: DtxnId, active: BTreeMap<DtxnId, ActiveDtxn>) -> Self {
         assert!(active.keys().all(|d| *d < next_dtxn), "active dtxns precede next_dtxn");
         CoordinatorState { next_dtxn, active }
@@ -109,6 +148,31 @@ mod tests {
             created: vec![UhsId([n + 1; 32])],
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn invariant_checks_catch_each_broken_shape() {
+        let active = |txs: Vec<CompactTransaction>, outcomes: Option<Vec<Vote>>| ActiveDtxn { txs, outcomes };
+        let good = CoordinatorState::from_parts(2, BTreeMap::from([(1, active(vec![tx(1)], Some(vec![Vote::Yes])))]));
+        assert_eq!(good.check_invariants(), Ok(()));
+        let beyond = CoordinatorState {
+            next_dtxn: 1,
+            active: BTreeMap::from([(1, active(vec![tx(1)], None))]),
+        };
+        assert!(matches!(
+            beyond.check_invariants(),
+            Err(InvariantViolation::ActiveBeyondNext { .. })
+        ));
+        let empty = CoordinatorState::from_parts(2, BTreeMap::from([(0, active(vec![], None))]));
+        assert_eq!(empty.check_invariants(), Err(InvariantViolation::EmptyDtxn { dtxn: 0 }));
+        let short = CoordinatorState::from_parts(
+            2,
+            BTreeMap::from([(0, active(vec![tx(1), tx(2)], Some(vec![Vote::Yes])))]),
+        );
+        assert!(matches!(
+            short.check_invariants(),
+            Err(InvariantViolation::OutcomeCount { .. })
+        ));
     }
 
     #[test]

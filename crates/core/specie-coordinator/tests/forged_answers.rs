@@ -127,11 +127,10 @@ impl World {
         config.retry_timeout_ms = 50;
         let mut coordinator = Coordinator::new(config, CoordinatorState::default());
         coordinator.become_leader(0);
-        let mut shards: Vec<ShardState> = ranges.into_iter().map(ShardState::new).collect();
-        for n in 0..4 {
-            let owner = shards.iter_mut().find(|s| s.range().contains(&id(n))).unwrap();
-            owner.seed_for_benchmark([id(n)]);
-        }
+        let shards: Vec<ShardState> = ranges
+            .into_iter()
+            .map(|range| ShardState::with_unspent(range, (0..4).map(id).filter(|id| range.contains(id))))
+            .collect();
         World {
             coordinator,
             shards,

@@ -3,15 +3,19 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use anyhow::Context;
-use crossbeam_channel::{bounded, unbounded, Sender};
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
 use specie_coordinator::CoordinatorConfig;
-use specie_sentinel::{IssuerKeys, ValidationError};
-use specie_shard::{ShardRange, Vote};
-use specie_transaction::{CompactTransaction, SpecieTransaction, Txid, UhsId};
+use specie_sentinel::IssuerKeys;
+use specie_shard::ShardRange;
+use specie_transaction::{CompactTransaction, SpecieTransaction, UhsId};
 
-use crate::coordinator_driver::{self, CoordinatorInbox, Submission};
+use specie_coordinator::{Coordinator, CoordinatorState};
+use specie_host::{EmbeddedHost, HostMessage};
+use specie_shard::{Shard, ShardRead, ShardReply};
+
 use crate::manifest::NodeManifest;
-use crate::shard_driver::{self, ShardInbox};
+use crate::wiring::{CoordinatorMessage, CoordinatorWiring, ShardCall, ShardMessage, ShardReplyTo, ShardWiring};
 
 /// How a node is started. Shard count and address prefix apply only when the data directory is
 /// new; afterwards its manifest (`node.toml`) is authoritative.
@@ -48,65 +52,12 @@ impl NodeOptions {
     }
 }
 
-/// The final status of one submitted transaction.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TxStatus {
-    /// Durably applied: its inputs are gone from the UHS and its outputs are in it.
-    Confirmed,
-    /// Failed the sentinel's transaction-local checks; never reached the shards.
-    Invalid(ValidationError),
-    /// Valid, but the shards refused it (spent input, concurrent conflict, replayed mint).
-    Rejected(Vote),
-    /// Not accepted (queue full); nothing was applied; safe to resubmit.
-    Busy,
-    /// Accepted but abandoned before it was durable; nothing was applied.
-    Dropped,
-    /// Accepted, but this front end lost track of it (a coordinator failed over mid-flight): it
-    /// may or may not be applied. Its outputs' presence in the UHS tells.
-    Unknown,
-}
-
-impl TxStatus {
-    /// Stable machine-readable name.
-    pub fn code(&self) -> &'static str {
-        match self {
-            TxStatus::Confirmed => "confirmed",
-            TxStatus::Invalid(error) => error.code(),
-            TxStatus::Rejected(vote) => vote.code(),
-            TxStatus::Busy => "busy",
-            TxStatus::Dropped => "dropped",
-            TxStatus::Unknown => "unknown",
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
-pub struct Completion {
-    /// The caller's own reference, echoed back.
-    pub client_ref: u64,
-    pub txid: Txid,
-    pub status: TxStatus,
-}
-
-/// Where completions are delivered. Unbounded, so driver threads never block on a slow client;
-/// the number outstanding is bounded by the coordinator's queue limit.
-pub type CompletionSender = tokio::sync::mpsc::UnboundedSender<Completion>;
-
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct NodeInfo {
-    pub version: &'static str,
-    pub hrp: String,
-    pub shards: usize,
-    pub issuers: Vec<String>,
-    pub uhs_ids: u64,
-}
-
 struct Shared {
     manifest: NodeManifest,
     issuers: IssuerKeys,
     ranges: Vec<ShardRange>,
-    submissions: Sender<CoordinatorInbox>,
-    shards: Vec<Sender<ShardInbox>>,
+    submissions: Sender<CoordinatorMessage>,
+    shards: Vec<Sender<ShardMessage>>,
 }
 
 /// A cheap, cloneable way in: submit transactions, query the UHS.
@@ -145,42 +96,59 @@ impl EmbeddedNode {
             ..specie_log::LogOptions::default()
         };
 
-        let (responses_tx, responses_rx) = unbounded();
+        let (answers_tx, answers_rx) = unbounded();
         let mut threads = vec![];
         let mut shard_inboxes = vec![];
         for (index, range) in ranges.iter().enumerate() {
-            let dir = options.data_dir.join(format!("shard-{index}"));
-            let driver = shard_driver::ShardDriver::recover(
+            let wiring = ShardWiring {
                 index,
-                *range,
-                &dir,
+                coordinator: answers_tx.clone(),
+                answers: vec![],
+            };
+            let host = EmbeddedHost::recover(
+                format!("shard {index}"),
+                Shard::empty(*range),
+                wiring,
+                &options.data_dir.join(format!("shard-{index}")),
                 log_options.clone(),
                 options.snapshot_log_bytes,
             )?;
             let (inbox_tx, inbox_rx) = unbounded();
-            let responses = responses_tx.clone();
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("shard-{index}"))
-                    .spawn(move || driver.run(inbox_rx, responses))?,
+                    .spawn(move || host.run(inbox_rx, crossbeam_channel::never()))?,
             );
             shard_inboxes.push(inbox_tx);
         }
+        drop(answers_tx);
 
         let mut config = CoordinatorConfig::with_shards(ranges.clone());
         config.batch_transactions_max = options.batch_transactions_max;
         config.dtxns_in_flight_max = options.dtxns_in_flight_max;
         config.queue_transactions_max = options.queue_transactions_max.max(options.batch_transactions_max);
-        let dir = options.data_dir.join("coordinator");
-        let driver =
-            coordinator_driver::CoordinatorDriver::recover(config, &dir, log_options, options.snapshot_log_bytes)?;
+        let wiring = CoordinatorWiring {
+            shards: shard_inboxes.clone(),
+            requests: vec![vec![]; ranges.len()],
+        };
+        let host = EmbeddedHost::recover(
+            "coordinator",
+            Coordinator::new(config, CoordinatorState::default()),
+            wiring,
+            &options.data_dir.join("coordinator"),
+            log_options,
+            options.snapshot_log_bytes,
+        )?;
+        let resumed = host.role().state().active().len();
+        if resumed > 0 {
+            tracing::info!(dtxns = resumed, "resuming dtxns that were in flight");
+        }
         // Bounded: when the coordinator falls behind, submitters wait here (backpressure).
         let (submissions_tx, submissions_rx) = bounded(1024);
-        let to_shards = shard_inboxes.clone();
         threads.push(
             std::thread::Builder::new()
                 .name("coordinator".into())
-                .spawn(move || driver.run(submissions_rx, responses_rx, to_shards))?,
+                .spawn(move || host.run(submissions_rx, answers_rx))?,
         );
 
         let shared = Shared {
@@ -208,9 +176,9 @@ impl EmbeddedNode {
     }
 
     fn stop(&mut self) {
-        let _ = self.handle.shared.submissions.send(CoordinatorInbox::Stop);
+        let _ = self.handle.shared.submissions.send(HostMessage::Stop);
         for shard in &self.handle.shared.shards {
-            let _ = shard.send(ShardInbox::Stop);
+            let _ = shard.send(HostMessage::Stop);
         }
         for thread in self.threads.drain(..) {
             let _ = thread.join();
@@ -241,11 +209,7 @@ impl NodeHandle {
         let mut accepted = Vec::with_capacity(txs.len());
         for ((client_ref, tx), verdict) in refs.into_iter().zip(&txs).zip(verdicts) {
             match verdict {
-                Ok(compact) => accepted.push(Submission {
-                    client_ref,
-                    compact,
-                    reply: reply.clone(),
-                }),
+                Ok(compact) => accepted.push((compact, (client_ref, reply.clone()))),
                 Err(error) => {
                     let _ = reply.send(Completion {
                         client_ref,
@@ -264,36 +228,45 @@ impl NodeHandle {
     pub fn submit_compact(&self, txs: Vec<(u64, CompactTransaction)>, reply: &CompletionSender) {
         let accepted = txs
             .into_iter()
-            .map(|(client_ref, compact)| Submission {
-                client_ref,
-                compact,
-                reply: reply.clone(),
-            })
+            .map(|(client_ref, compact)| (compact, (client_ref, reply.clone())))
             .collect();
         self.forward(accepted);
     }
 
-    fn forward(&self, accepted: Vec<Submission>) {
+    fn forward(&self, accepted: Vec<(CompactTransaction, (u64, CompletionSender))>) {
         if accepted.is_empty() {
             return;
         }
-        if let Err(crossbeam_channel::SendError(CoordinatorInbox::Submit(lost))) =
-            self.shared.submissions.send(CoordinatorInbox::Submit(accepted))
+        if let Err(crossbeam_channel::SendError(HostMessage::Calls(lost))) =
+            self.shared.submissions.send(HostMessage::Calls(accepted))
         {
-            for submission in lost {
+            for (compact, (client_ref, reply)) in lost {
                 let completion = Completion {
-                    client_ref: submission.client_ref,
-                    txid: submission.compact.txid,
+                    client_ref,
+                    txid: compact.txid,
                     status: TxStatus::Dropped,
                 };
-                let _ = submission.reply.send(completion);
+                let _ = reply.send(completion);
             }
         }
     }
 
+    /// Asks shard `shard` to read the UHS; the answer, on the returned channel, comes after every
+    /// request sent to the shard before it.
+    fn ask(&self, shard: usize, read: ShardRead) -> Result<Receiver<ShardReply>, BackendError> {
+        let (tx, rx) = bounded(1);
+        self.shared.shards[shard]
+            .send(HostMessage::Calls(vec![(
+                ShardCall::Read(read),
+                ShardReplyTo::Reader(tx),
+            )]))
+            .map_err(|_| BackendError::Stopping)?;
+        Ok(rx)
+    }
+
     /// Whether each id is in the UHS now. Answered by the owning shards after every request they
     /// have already received, so a transaction reported confirmed is visible here.
-    pub fn query_uhs(&self, ids: &[UhsId]) -> anyhow::Result<Vec<bool>> {
+    pub fn query_uhs(&self, ids: &[UhsId]) -> Result<Vec<bool>, BackendError> {
         let ranges = &self.shared.ranges;
         let mut by_shard: Vec<Vec<(usize, UhsId)>> = vec![vec![]; ranges.len()];
         for (position, id) in ids.iter().enumerate() {
@@ -302,18 +275,13 @@ impl NodeHandle {
         let mut present = vec![false; ids.len()];
         let mut waiting = vec![];
         for (shard, asked) in by_shard.into_iter().enumerate().filter(|(_, asked)| !asked.is_empty()) {
-            let (tx, rx) = bounded(1);
             let (positions, shard_ids): (Vec<usize>, Vec<UhsId>) = asked.into_iter().unzip();
-            self.shared.shards[shard]
-                .send(ShardInbox::Query {
-                    ids: shard_ids,
-                    reply: tx,
-                })
-                .context("the node is stopping")?;
-            waiting.push((positions, rx));
+            waiting.push((positions, self.ask(shard, ShardRead::Contains(shard_ids))?));
         }
         for (positions, rx) in waiting {
-            let answers = rx.recv().context("the node is stopping")?;
+            let Ok(ShardReply::Contains(answers)) = rx.recv() else {
+                return Err(BackendError::Stopping);
+            };
             for (position, answer) in positions.into_iter().zip(answers) {
                 present[position] = answer;
             }
@@ -321,14 +289,13 @@ impl NodeHandle {
         Ok(present)
     }
 
-    pub fn info(&self) -> anyhow::Result<NodeInfo> {
+    pub fn info(&self) -> Result<NodeInfo, BackendError> {
         let mut uhs_ids = 0;
-        for shard in &self.shared.shards {
-            let (tx, rx) = bounded(1);
-            shard
-                .send(ShardInbox::Stats { reply: tx })
-                .context("the node is stopping")?;
-            uhs_ids += rx.recv().context("the node is stopping")?.uhs_ids;
+        for shard in 0..self.shared.shards.len() {
+            let Ok(ShardReply::Stats(stats)) = self.ask(shard, ShardRead::Stats)?.recv() else {
+                return Err(BackendError::Stopping);
+            };
+            uhs_ids += stats.uhs_ids;
         }
         let manifest = &self.shared.manifest;
         Ok(NodeInfo {
@@ -342,20 +309,34 @@ impl NodeHandle {
 
     /// SHA-256 over every UHS id in ascending order, and their count: equal digests mean equal
     /// sets, so replicas and restarts can be compared without shipping the set.
-    pub fn uhs_digest(&self) -> anyhow::Result<(u64, [u8; 32])> {
+    pub fn uhs_digest(&self) -> Result<(u64, [u8; 32]), BackendError> {
         let mut hasher = specie_transaction::hash::Sha256Writer::new();
         let mut count = 0u64;
         // Shards own ascending ranges, so concatenating their sorted ids is globally sorted.
-        for shard in &self.shared.shards {
-            let (tx, rx) = bounded(1);
-            shard
-                .send(ShardInbox::SortedIds { reply: tx })
-                .context("the node is stopping")?;
-            for id in rx.recv().context("the node is stopping")? {
+        for shard in 0..self.shared.shards.len() {
+            let Ok(ShardReply::SortedIds(ids)) = self.ask(shard, ShardRead::SortedIds)?.recv() else {
+                return Err(BackendError::Stopping);
+            };
+            for id in ids {
                 hasher.update(&id.0);
                 count += 1;
             }
         }
         Ok((count, hasher.finish()))
+    }
+}
+
+impl Backend for NodeHandle {
+    fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender) {
+        NodeHandle::submit(self, txs, reply)
+    }
+    fn query_uhs(&self, ids: &[UhsId]) -> Result<Vec<bool>, BackendError> {
+        NodeHandle::query_uhs(self, ids)
+    }
+    fn info(&self) -> Result<NodeInfo, BackendError> {
+        NodeHandle::info(self)
+    }
+    fn uhs_digest(&self) -> Result<(u64, [u8; 32]), BackendError> {
+        NodeHandle::uhs_digest(self)
     }
 }

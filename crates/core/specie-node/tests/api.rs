@@ -1,5 +1,5 @@
 //! End-to-end tests of the HTTP API (`docs/api.md`): an embedded node served by
-//! `specie_node::http_server` on a loopback port, driven with a blocking HTTP client from the
+//! `specie_api::http_server` on a loopback port, driven with a blocking HTTP client from the
 //! test thread.
 
 use std::io::{Read, Write};
@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use secp256k1::{Keypair, SECP256K1};
 use serde_json::{json, Value};
+use specie_api::HttpLimits;
 use specie_codec::Encode;
-use specie_node::{EmbeddedNode, HttpLimits, NodeOptions};
+use specie_node::{EmbeddedNode, NodeOptions};
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
     witness_program_commitment, CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction, Transaction,
@@ -41,8 +42,8 @@ impl Server {
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .expect("bind");
         let address = listener.local_addr().expect("local address");
-        let app = specie_node::api::router(node.handle());
-        let serve = specie_node::http_server::serve(listener, app, HttpLimits::default(), std::future::pending());
+        let app = specie_api::api::router(node.handle());
+        let serve = specie_api::http_server::serve(listener, app, HttpLimits::default(), std::future::pending());
         runtime.spawn(serve);
         let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(30)).build();
         Server {

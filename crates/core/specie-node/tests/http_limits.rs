@@ -1,4 +1,4 @@
-//! The HTTP server's limits (`specie_node::http_server`, docs/api.md "Limits") against real
+//! The HTTP server's limits (`specie_api::http_server`, docs/api.md "Limits") against real
 //! sockets on 127.0.0.1: slow-loris headers, connection floods, withheld bodies, idle
 //! keep-alive connections and shutdown. Limits are small (tens of milliseconds, a few
 //! connections) so that each test takes a few seconds at most; assertions on time are loose
@@ -12,8 +12,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use specie_node::http_server::serve;
-use specie_node::{EmbeddedNode, HttpLimits, NodeOptions};
+use specie_api::http_server::serve;
+use specie_api::HttpLimits;
+use specie_node::{EmbeddedNode, NodeOptions};
 
 /// A node's API served with `limits`. Fields drop in order: the server stops before the node.
 struct Server {
@@ -32,7 +33,7 @@ impl Server {
         let mut options = NodeOptions::new(dir.path());
         options.shards = Some(2);
         let node = EmbeddedNode::open(options).expect("node opens");
-        let router = specie_node::api::router(node.handle());
+        let router = specie_api::api::router(node.handle());
         let mut server = Server::with_router(router, limits);
         server.node = Some(node);
         server._dir = Some(dir);

@@ -6,10 +6,12 @@
 //! same order holds the same UHS and answers the same way. No I/O, clocks or randomness in here.
 
 mod range;
+mod role;
 mod state;
 mod wire;
 
 pub use range::{ShardRange, ShardRangeError};
+pub use role::{Shard, ShardInput, ShardRead, ShardReply, ShardStateError};
 pub use state::{ShardState, ShardStats};
 pub use wire::{put_votes, read_votes, Refusal, ShardRequest, ShardResponse, ShardTx, ShardWireLimits, Vote};
 

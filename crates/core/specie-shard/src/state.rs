@@ -340,16 +340,19 @@ impl ShardState {
         ids
     }
 
-    /// Adds ids straight to the UHS, bypassing 2PC: only for building a benchmark's initial set.
-    pub fn seed_for_benchmark(&mut self, ids: impl IntoIterator<Item = UhsId>) {
-        assert!(
-            self.dtxns.is_empty() && self.locks.is_empty(),
-            "seed only an idle shard"
-        );
+    /// A shard whose UHS holds exactly `ids`, with nothing in flight: a genesis state, as a
+    /// snapshot would restore it (test fixtures and genesis files). It never changes a live
+    /// shard: after creation, only requests do.
+    ///
+    /// # Panics
+    /// If an id lies outside `range`.
+    pub fn with_unspent(range: ShardRange, ids: impl IntoIterator<Item = UhsId>) -> ShardState {
+        let mut state = ShardState::new(range);
         for id in ids {
-            assert!(self.range.contains(&id));
-            self.uhs.insert(id);
+            assert!(range.contains(&id), "{id:?} lies outside {range:?}");
+            state.uhs.insert(id);
         }
+        state
     }
 }
 
@@ -488,12 +491,13 @@ mod tests {
     }
 
     fn full_shard() -> ShardState {
-        let mut shard = ShardState::new(ShardRange {
-            first: 0,
-            last: u16::MAX,
-        });
-        shard.seed_for_benchmark([id(1), id(2), id(3)]);
-        shard
+        ShardState::with_unspent(
+            ShardRange {
+                first: 0,
+                last: u16::MAX,
+            },
+            [id(1), id(2), id(3)],
+        )
     }
 
     fn tx(index: u32, spent: &[u8], created: &[u8]) -> ShardTx {

@@ -17,9 +17,7 @@ fn id(n: u8) -> UhsId {
 }
 
 fn shard() -> ShardState {
-    let mut shard = ShardState::new(ShardRange { first: 0, last: 0x7fff });
-    shard.seed_for_benchmark([id(0), id(1), id(2), id(3)]);
-    shard
+    ShardState::with_unspent(ShardRange { first: 0, last: 0x7fff }, [id(0), id(1), id(2), id(3)])
 }
 
 fn ids() -> impl Strategy<Value = Vec<UhsId>> {

@@ -523,13 +523,6 @@ impl<S: ReplicatedStateMachine> Replica<S> {
         read(&self.state.lock())
     }
 
-    /// Mutable access for state that is *not* replicated, such as a coordinator engine's
-    /// leader-only flight table kept next to its replicated state. Changing anything `apply` or
-    /// `snapshot` depends on here makes replicas diverge.
-    pub fn with_state_mut<R>(&self, change: impl FnOnce(&mut S) -> R) -> R {
-        change(&mut self.state.lock())
-    }
-
     /// Answers Raft requests from peers; register it with the transport.
     pub fn rpc_handler(&self) -> RpcHandler {
         RpcHandler::new(self.raft.clone(), self.snapshot_stream.clone())

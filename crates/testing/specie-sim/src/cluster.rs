@@ -31,7 +31,7 @@ use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use specie_cluster::coordinator_replica::{CoordinatorFront, CoordinatorMachine, ShardCall, ShardGroups};
-use specie_cluster::protocol::{self, RoleRequest, RoleResponse, OUTCOME_BUSY, OUTCOME_DROPPED};
+use specie_cluster::protocol::{self, RoleRequest, RoleResponse, SubmitOutcome};
 use specie_cluster::shard_replica::{self, ShardMachine};
 use specie_cluster::{Caller, Hosted, Identity};
 use specie_coordinator::CoordinatorConfig;
@@ -163,7 +163,7 @@ impl ShardGroups for SimShards {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Answer {
     Confirmed,
-    Rejected(u8),
+    Rejected(Vote),
     /// Never applied: busy, dropped, or refused by a replica that does not lead.
     NotApplied,
     Unknown,
@@ -493,12 +493,12 @@ impl World {
                     return unknown();
                 }
                 match response {
-                    Ok(Ok(RoleResponse::Submitted(codes))) if codes.len() == count => codes
+                    Ok(Ok(RoleResponse::Submitted(outcomes))) if outcomes.len() == count => outcomes
                         .iter()
-                        .map(|&code| match code {
-                            0 => Answer::Confirmed,
-                            OUTCOME_BUSY | OUTCOME_DROPPED => Answer::NotApplied,
-                            vote => Answer::Rejected(vote),
+                        .map(|outcome| match *outcome {
+                            SubmitOutcome::Confirmed => Answer::Confirmed,
+                            SubmitOutcome::Busy | SubmitOutcome::Dropped => Answer::NotApplied,
+                            SubmitOutcome::Rejected(vote) => Answer::Rejected(vote),
                         })
                         .collect(),
                     Ok(Ok(RoleResponse::NotLeader(_))) => vec![Answer::NotApplied; count],
@@ -534,7 +534,7 @@ impl World {
                 let tx = sent.tx;
                 let code = match answer {
                     Answer::Confirmed => 0,
-                    Answer::Rejected(vote) => u64::from(vote),
+                    Answer::Rejected(vote) => u64::from(vote as u8),
                     Answer::NotApplied => 0x100,
                     Answer::Unknown => 0x101,
                 };
@@ -563,7 +563,7 @@ impl World {
                     }
                     Answer::Rejected(vote) => {
                         self.report.rejected += 1;
-                        let vote = Vote::from_u8(vote);
+                        let vote = Some(vote);
                         if sent.clean && vote == Some(Vote::InputMissing) {
                             return Err(self.violation(format!(
                                 "transaction {} refused for a missing input, though every input was created and never spent",

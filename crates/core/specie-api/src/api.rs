@@ -13,7 +13,7 @@ use serde_json::json;
 use specie_codec::Decode;
 use specie_transaction::{SpecieTransaction, UhsId};
 
-use crate::node::{CompletionSender, NodeHandle, NodeInfo, TxStatus};
+use crate::status::{CompletionSender, NodeInfo, TxStatus};
 
 pub const BODY_BYTES_MAX: usize = 4 * 1024 * 1024;
 pub const SUBMIT_TRANSACTIONS_MAX: usize = 1000;
@@ -21,33 +21,33 @@ pub const QUERY_IDS_MAX: usize = 10_000;
 pub const TIMEOUT_MS_DEFAULT: u64 = 30_000;
 pub const TIMEOUT_MS_MAX: u64 = 120_000;
 
+/// Why a backend could not answer a read.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The node or sentinel is shutting down.
+    #[error("the node is stopping")]
+    Stopping,
+    /// A role behind the backend did not answer, or answered something it should not have.
+    #[error("{role} did not answer: {reason}")]
+    Unavailable { role: String, reason: String },
+    /// No leader took up the work in time (after a failover).
+    #[error("no {role} leader within {timeout_ms} ms")]
+    NoLeader { role: String, timeout_ms: u64 },
+}
+
 /// What the API needs from whatever stands behind it: an embedded node, or a sentinel in front
 /// of a cluster. Calls may block; the API runs them off its async workers.
 pub trait Backend: Clone + Send + Sync + 'static {
     /// Validates and submits; exactly one completion per transaction arrives on `reply`.
     fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender);
-    fn query_uhs(&self, ids: &[UhsId]) -> anyhow::Result<Vec<bool>>;
-    fn info(&self) -> anyhow::Result<NodeInfo>;
-    fn uhs_digest(&self) -> anyhow::Result<(u64, [u8; 32])>;
+    fn query_uhs(&self, ids: &[UhsId]) -> Result<Vec<bool>, BackendError>;
+    fn info(&self) -> Result<NodeInfo, BackendError>;
+    /// SHA-256 over every UHS id in ascending order, and their count.
+    fn uhs_digest(&self) -> Result<(u64, [u8; 32]), BackendError>;
     /// Returns once whatever accepts transactions is leading and has taken up the work its
     /// predecessors left in flight (after a failover). An embedded node has no failover.
-    fn wait_for_leaders(&self, _timeout: std::time::Duration) -> anyhow::Result<()> {
+    fn wait_for_leaders(&self, _timeout: std::time::Duration) -> Result<(), BackendError> {
         Ok(())
-    }
-}
-
-impl Backend for NodeHandle {
-    fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender) {
-        NodeHandle::submit(self, txs, reply)
-    }
-    fn query_uhs(&self, ids: &[UhsId]) -> anyhow::Result<Vec<bool>> {
-        NodeHandle::query_uhs(self, ids)
-    }
-    fn info(&self) -> anyhow::Result<NodeInfo> {
-        NodeHandle::info(self)
-    }
-    fn uhs_digest(&self) -> anyhow::Result<(u64, [u8; 32])> {
-        NodeHandle::uhs_digest(self)
     }
 }
 
@@ -111,12 +111,17 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Runs a blocking node call off the async workers. Node calls fail only while it is stopping.
-async fn on_node<T: Send + 'static>(call: impl FnOnce() -> anyhow::Result<T> + Send + 'static) -> Result<T, ApiError> {
+/// Runs a blocking backend call off the async workers.
+async fn on_node<T: Send + 'static>(
+    call: impl FnOnce() -> Result<T, BackendError> + Send + 'static,
+) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(call)
         .await
         .map_err(|_| ApiError::stopping())?
-        .map_err(|_| ApiError::stopping())
+        .map_err(|error| match error {
+            BackendError::Stopping => ApiError::stopping(),
+            other => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", other.to_string()),
+        })
 }
 
 async fn info<B: Backend>(State(node): State<B>) -> Result<Json<serde_json::Value>, ApiError> {

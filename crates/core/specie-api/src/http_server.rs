@@ -92,25 +92,31 @@ impl Default for HttpLimits {
     }
 }
 
+/// An HTTP limit outside what the server accepts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name} is {value}; it must be between 1 and {max}")]
+pub struct HttpLimitError {
+    pub name: &'static str,
+    pub value: u64,
+    pub max: u64,
+}
+
 impl HttpLimits {
     /// Refuses zeros (a limit of zero would refuse everything) and values past
     /// [`CONNECTIONS_MAX_LIMIT`] and [`TIMEOUT_MS_LIMIT`].
-    pub fn validate(&self) -> Result<(), String> {
-        if self.connections_max == 0 || self.connections_max > CONNECTIONS_MAX_LIMIT {
-            return Err(format!(
-                "connections_max is {}; it must be between 1 and {CONNECTIONS_MAX_LIMIT}",
-                self.connections_max
-            ));
-        }
-        for (name, value) in [
-            ("header_timeout_ms", self.header_timeout_ms),
-            ("body_timeout_ms", self.body_timeout_ms),
-            ("idle_timeout_ms", self.idle_timeout_ms),
+    pub fn validate(&self) -> Result<(), HttpLimitError> {
+        for (name, value, max) in [
+            (
+                "connections_max",
+                self.connections_max as u64,
+                CONNECTIONS_MAX_LIMIT as u64,
+            ),
+            ("header_timeout_ms", self.header_timeout_ms, TIMEOUT_MS_LIMIT),
+            ("body_timeout_ms", self.body_timeout_ms, TIMEOUT_MS_LIMIT),
+            ("idle_timeout_ms", self.idle_timeout_ms, TIMEOUT_MS_LIMIT),
         ] {
-            if value == 0 || value > TIMEOUT_MS_LIMIT {
-                return Err(format!(
-                    "{name} is {value}; it must be between 1 and {TIMEOUT_MS_LIMIT}"
-                ));
+            if value == 0 || value > max {
+                return Err(HttpLimitError { name, value, max });
             }
         }
         Ok(())

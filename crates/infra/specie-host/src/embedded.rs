@@ -1,0 +1,405 @@
+//! The embedded host: one role on one thread over the local durable log.
+//!
+//! The loop, for any role: take every call and input at hand (bounded per turn), hand the
+//! role's outputs on through the [`Wiring`], make a round's proposals durable with one append
+//! and one fsync, apply them, and repeat until a round proposes nothing; then sleep until the
+//! next call, input or the role's own deadline. A command is durable before it is applied, so
+//! after `kill -9` the same log replays into the same state.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{select, Receiver};
+use specie_log::{Log, LogError, LogOptions};
+use specie_role::{Durable, Round, Ticket};
+
+/// How long the host sleeps when neither a call, an input nor a deadline is due (any of them
+/// wakes it at once; this only bounds how long a lost wake-up could go unnoticed).
+const IDLE_WAIT: Duration = Duration::from_secs(1);
+/// Most channel messages one turn takes, so outputs keep flowing under load.
+const MESSAGES_PER_TURN_MAX: usize = 256;
+
+/// What a deployment plugs into the host for role `R`: how callers' requests become inputs, and
+/// where sends, replies and reports go.
+pub trait Wiring<R: Durable> {
+    /// A caller's request, before the host gives it a ticket.
+    type Call: Send;
+    /// Who waits for the reply to a call.
+    type ReplyTo: Send;
+
+    /// The role's input for `call`, whose reply will carry `ticket`.
+    fn input(call: Self::Call, ticket: Ticket) -> R::Input;
+    fn send(&mut self, to: R::Peer, message: R::Message);
+    fn reply(&mut self, reply_to: Self::ReplyTo, reply: R::Reply);
+    fn report(&mut self, report: R::Report);
+    /// The end of a round: hand on whatever `send` and `reply` batched.
+    fn flush(&mut self) {}
+}
+
+/// What callers put on a host's call channel.
+pub enum HostMessage<C, T> {
+    /// Requests, each with whoever waits for its reply.
+    Calls(Vec<(C, T)>),
+    /// Finish the current turn and return.
+    Stop,
+}
+
+/// Why a role could not be brought back from its log.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoverError<E: std::error::Error + 'static> {
+    #[error("{role}: cannot open its log: {source}")]
+    Log { role: String, source: LogError },
+    #[error("{role}: the snapshot is refused: {source}")]
+    Snapshot { role: String, source: E },
+    #[error("{role}: log record {index} is refused: {source}")]
+    Record { role: String, index: u64, source: E },
+    #[error("{role}: the recovered state is inconsistent: {source}")]
+    Inconsistent { role: String, source: E },
+}
+
+/// One role, its log and its wiring.
+pub struct EmbeddedHost<R: Durable, W: Wiring<R>> {
+    name: String,
+    role: R,
+    wiring: W,
+    log: Log,
+    snapshot_log_bytes: u64,
+    waiting: HashMap<Ticket, W::ReplyTo>,
+    next_ticket: Ticket,
+    epoch: Instant,
+}
+
+impl<R: Durable, W: Wiring<R>> EmbeddedHost<R, W> {
+    /// Opens the log in `dir`, restores `role` (given following, in its initial state) from the
+    /// snapshot and the records after it, checks its invariants and makes it lead.
+    pub fn recover(
+        name: impl Into<String>,
+        mut role: R,
+        wiring: W,
+        dir: &Path,
+        options: LogOptions,
+        snapshot_log_bytes: u64,
+    ) -> Result<Self, RecoverError<R::StateError>> {
+        let name = name.into();
+        let epoch = Instant::now();
+        let (log, recovered) = Log::open(dir, options).map_err(|source| RecoverError::Log {
+            role: name.clone(),
+            source,
+        })?;
+        if let Some(snapshot) = &recovered.snapshot {
+            role.restore(&snapshot.bytes).map_err(|source| RecoverError::Snapshot {
+                role: name.clone(),
+                source,
+            })?;
+        }
+        for (index, bytes) in &recovered.records {
+            let command = role.decode_command(bytes).map_err(|source| RecoverError::Record {
+                role: name.clone(),
+                index: *index,
+                source,
+            })?;
+            role.apply(0, &command);
+        }
+        role.check_invariants().map_err(|source| RecoverError::Inconsistent {
+            role: name.clone(),
+            source,
+        })?;
+        if recovered.truncated_tail_bytes > 0 {
+            tracing::warn!(
+                role = name,
+                bytes = recovered.truncated_tail_bytes,
+                "dropped a torn, unacknowledged log tail"
+            );
+        }
+        role.lead(0);
+        Ok(EmbeddedHost {
+            name,
+            role,
+            wiring,
+            log,
+            snapshot_log_bytes,
+            waiting: HashMap::new(),
+            next_ticket: 0,
+            epoch,
+        })
+    }
+
+    pub fn role(&self) -> &R {
+        &self.role
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Runs the role until [`HostMessage::Stop`] or until every caller and peer is gone. `calls`
+    /// carries callers' requests; `inputs` carries peers' messages that need no reply.
+    pub fn run(mut self, calls: Receiver<HostMessage<W::Call, W::ReplyTo>>, inputs: Receiver<Vec<R::Input>>) {
+        // Whatever the role resumed on taking the lead (re-sent phases, say) goes out first.
+        self.settle();
+        loop {
+            let now = self.now_ms();
+            if self.role.poll_timeout().is_some_and(|deadline| deadline <= now) {
+                self.role.handle_timeout(now);
+                self.settle();
+            }
+            let wait = self.role.poll_timeout().map_or(IDLE_WAIT, |deadline| {
+                Duration::from_millis(deadline.saturating_sub(self.now_ms()))
+            });
+            let mut stop = false;
+            select! {
+                recv(inputs) -> message => match message {
+                    Ok(batch) => self.take_inputs(batch),
+                    Err(_) => stop = true,
+                },
+                recv(calls) -> message => stop |= !self.take_message(message.ok()),
+                default(wait) => {}
+            }
+            for batch in inputs.try_iter().take(MESSAGES_PER_TURN_MAX) {
+                self.take_inputs(batch);
+            }
+            for message in calls.try_iter().take(MESSAGES_PER_TURN_MAX) {
+                stop |= !self.take_message(Some(message));
+            }
+            self.settle();
+            if stop {
+                return;
+            }
+        }
+    }
+
+    fn take_inputs(&mut self, batch: Vec<R::Input>) {
+        let now = self.now_ms();
+        for input in batch {
+            self.role.handle(now, input);
+        }
+    }
+
+    /// Hands the calls to the role; false once told to stop (or every caller is gone).
+    fn take_message(&mut self, message: Option<HostMessage<W::Call, W::ReplyTo>>) -> bool {
+        let Some(HostMessage::Calls(calls)) = message else {
+            return false;
+        };
+        let now = self.now_ms();
+        for (call, reply_to) in calls {
+            let ticket = self.next_ticket;
+            self.next_ticket += 1;
+            self.waiting.insert(ticket, reply_to);
+            self.role.handle(now, W::input(call, ticket));
+        }
+        true
+    }
+
+    /// Empties the role's outputs: sends and replies through the wiring, proposals to the log
+    /// (one append and one fsync per round) and back into the role, until nothing is proposed.
+    fn settle(&mut self) {
+        loop {
+            let round = Round::take(&mut self.role);
+            for (to, message) in round.sends {
+                self.wiring.send(to, message);
+            }
+            for (ticket, reply) in round.replies {
+                // A ticket no one waits for was answered already: the role answers each once.
+                if let Some(reply_to) = self.waiting.remove(&ticket) {
+                    self.wiring.reply(reply_to, reply);
+                }
+            }
+            for report in round.reports {
+                self.wiring.report(report);
+            }
+            self.wiring.flush();
+            if round.proposals.is_empty() {
+                return;
+            }
+            let records: Vec<Vec<u8>> = round.proposals.iter().map(R::encode_command).collect();
+            for chunk in records.chunks(LogOptions::default().batch_records_max) {
+                if let Err(error) = self.log.append_batch(chunk) {
+                    fatal(&format!("{}: cannot make its commands durable: {error}", self.name));
+                }
+            }
+            let now = self.now_ms();
+            for command in &round.proposals {
+                self.role.apply(now, command);
+            }
+            if self.log.bytes_since_snapshot() > self.snapshot_log_bytes {
+                let last_index = self.log.last_index();
+                if let Err(error) = self.log.install_snapshot(last_index, &self.role.snapshot()) {
+                    fatal(&format!("{}: cannot write its snapshot: {error}", self.name));
+                }
+            }
+        }
+    }
+}
+
+/// A role that cannot make its state durable must not answer anyone: it stops the process, and
+/// recovery replays what did reach the disk. Answering after a failed fsync could report a
+/// transaction confirmed that a restart would forget.
+fn fatal(message: &str) -> ! {
+    tracing::error!("{message}");
+    eprintln!("fatal: {message}");
+    std::process::exit(70);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::convert::Infallible;
+
+    use specie_role::{Output, Role};
+
+    use super::*;
+
+    /// A role that adds each call's amount to a durable total and replies with the new total.
+    #[derive(Default)]
+    struct Counter {
+        total: u64,
+        leading: bool,
+        proposed: VecDeque<Ticket>,
+        outputs: VecDeque<Output<Counter>>,
+    }
+
+    impl Role for Counter {
+        type Command = u64;
+        type Input = (Ticket, u64);
+        type Peer = Infallible;
+        type Message = Infallible;
+        type Reply = u64;
+        type Report = Infallible;
+        fn lead(&mut self, _now_ms: u64) {
+            self.leading = true;
+        }
+        fn follow(&mut self) {
+            self.leading = false;
+        }
+        fn handle(&mut self, _now_ms: u64, (ticket, amount): (Ticket, u64)) {
+            self.proposed.push_back(ticket);
+            self.outputs.push_back(Output::Propose(amount));
+        }
+        fn apply(&mut self, _now_ms: u64, amount: &u64) {
+            self.total += amount;
+            if self.leading {
+                let ticket = self.proposed.pop_front().expect("proposed");
+                self.outputs.push_back(Output::Reply {
+                    ticket,
+                    reply: self.total,
+                });
+            }
+        }
+        fn handle_timeout(&mut self, _now_ms: u64) {}
+        fn poll_output(&mut self) -> Option<Output<Counter>> {
+            self.outputs.pop_front()
+        }
+        fn poll_timeout(&self) -> Option<u64> {
+            None
+        }
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("bad counter bytes")]
+    struct BadBytes;
+
+    impl Durable for Counter {
+        type StateError = BadBytes;
+        fn encode_command(amount: &u64) -> Vec<u8> {
+            amount.to_le_bytes().to_vec()
+        }
+        fn decode_command(&self, bytes: &[u8]) -> Result<u64, BadBytes> {
+            Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| BadBytes)?))
+        }
+        fn snapshot(&self) -> Vec<u8> {
+            self.total.to_le_bytes().to_vec()
+        }
+        fn restore(&mut self, snapshot: &[u8]) -> Result<(), BadBytes> {
+            self.total = self.decode_command(snapshot)?;
+            Ok(())
+        }
+        fn check_invariants(&self) -> Result<(), BadBytes> {
+            Ok(())
+        }
+    }
+
+    struct Replies(crossbeam_channel::Sender<u64>);
+
+    impl Wiring<Counter> for Replies {
+        type Call = u64;
+        type ReplyTo = ();
+        fn input(amount: u64, ticket: Ticket) -> (Ticket, u64) {
+            (ticket, amount)
+        }
+        fn send(&mut self, to: Infallible, _message: Infallible) {
+            match to {}
+        }
+        fn reply(&mut self, (): (), total: u64) {
+            self.0.send(total).unwrap();
+        }
+        fn report(&mut self, report: Infallible) {
+            match report {}
+        }
+    }
+
+    /// Runs a host over `dir`, makes the calls, and returns the replies in order.
+    fn run_calls(dir: &Path, snapshot_log_bytes: u64, amounts: &[u64]) -> Vec<u64> {
+        let (replies_tx, replies) = crossbeam_channel::unbounded();
+        let host = EmbeddedHost::recover(
+            "counter",
+            Counter::default(),
+            Replies(replies_tx),
+            dir,
+            LogOptions::default(),
+            snapshot_log_bytes,
+        )
+        .unwrap();
+        let (calls_tx, calls) = crossbeam_channel::unbounded();
+        let thread = std::thread::spawn(move || host.run(calls, crossbeam_channel::never()));
+        for amount in amounts {
+            calls_tx.send(HostMessage::Calls(vec![(*amount, ())])).unwrap();
+        }
+        let answered: Vec<u64> = amounts.iter().map(|_| replies.recv().unwrap()).collect();
+        calls_tx.send(HostMessage::Stop).unwrap();
+        thread.join().unwrap();
+        answered
+    }
+
+    #[test]
+    fn replies_follow_durable_commands_and_a_restart_replays_them() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(run_calls(dir.path(), u64::MAX, &[1, 2, 3]), [1, 3, 6]);
+        assert_eq!(
+            run_calls(dir.path(), u64::MAX, &[4]),
+            [10],
+            "the log replays into the same total"
+        );
+    }
+
+    #[test]
+    fn a_restart_restores_from_the_snapshot_and_the_records_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // A snapshot after every round.
+        assert_eq!(run_calls(dir.path(), 0, &[5, 6]), [5, 11]);
+        assert_eq!(run_calls(dir.path(), u64::MAX, &[1]), [12]);
+        assert_eq!(run_calls(dir.path(), 0, &[1]), [13]);
+    }
+
+    #[test]
+    fn a_record_that_does_not_decode_stops_recovery_with_its_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(dir.path(), LogOptions::default()).unwrap();
+        log.append_batch(&[7u64.to_le_bytes().to_vec(), vec![1, 2, 3]]).unwrap();
+        drop(log);
+        let (replies_tx, _replies) = crossbeam_channel::unbounded();
+        let refused = EmbeddedHost::recover(
+            "counter",
+            Counter::default(),
+            Replies(replies_tx),
+            dir.path(),
+            LogOptions::default(),
+            0,
+        );
+        assert!(
+            matches!(refused, Err(RecoverError::Record { index: 2, .. })),
+            "{:?}",
+            refused.err()
+        );
+    }
+}
