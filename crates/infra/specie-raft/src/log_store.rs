@@ -68,7 +68,8 @@ const GROUP_COMMIT_JOBS_MAX: usize = 4096;
 pub(crate) struct LogCounters {
     /// Batches written (one `pwrite` each).
     pub appends: AtomicU64,
-    /// `fdatasync`s of appended data.
+    /// `fdatasync`s of appended data by the group-commit syncer (not counting the one per
+    /// segment roll that seals the segment rolled past).
     pub syncs: AtomicU64,
 }
 
