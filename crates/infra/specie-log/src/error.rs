@@ -63,6 +63,10 @@ pub enum Corruption {
     #[error("frame has index {found}, expected {expected}")]
     IndexUnexpected { expected: u64, found: u64 },
 
+    /// A frame claims the index `u64::MAX`, after which no record could follow.
+    #[error("frame index exhausts the u64 index space")]
+    IndexSpaceExhausted,
+
     #[error("segment starts at index {found}, expected {expected}")]
     SegmentGap { expected: u64, found: u64 },
 

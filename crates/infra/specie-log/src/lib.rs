@@ -2,8 +2,8 @@
 #![forbid(unsafe_code)]
 
 mod error;
-mod frame;
-mod segment;
+pub mod frame;
+pub mod segment;
 mod snapshot;
 
 use std::collections::VecDeque;
@@ -165,6 +165,8 @@ impl Log {
         let snapshot_last_index = snapshot.as_ref().map_or(0, |snapshot| snapshot.last_index);
 
         let mut segments = segment::list(dir)?;
+        // This log assigns indexes from 1, so a segment named 0 is not one of its files.
+        segments.retain(|&first_index| first_index > 0);
         let mut replay = segment::Replay::new(snapshot_last_index);
         let mut truncated_tail_bytes = 0;
         let mut tail = None;
@@ -181,14 +183,7 @@ impl Log {
                 &mut replay,
             )?;
             if replayed.bytes_torn > 0 {
-                assert!(!sealed, "sealed segments never have a torn tail");
-                // Cut the torn bytes before anything is appended after them: otherwise they
-                // would sit between valid frames and read as corruption next time.
-                let file = OpenOptions::new().write(true).open(&path).map_err(io_error(&path))?;
-                file.set_len(replayed.bytes_valid).map_err(io_error(&path))?;
-                if fsync {
-                    file.sync_all().map_err(io_error(&path))?;
-                }
+                segment::cut_torn_tail(&path, &replayed, options.sync)?;
                 truncated_tail_bytes = replayed.bytes_torn;
             }
             if !sealed {
@@ -208,7 +203,7 @@ impl Log {
             // No segment yet, or a crash came between installing a snapshot newer than the
             // log and rolling past it: start a segment right after the snapshot.
             _ => {
-                let file = create_segment(dir, last_index + 1, fsync)?;
+                let file = segment::create(dir, last_index + 1, options.sync)?;
                 segments.push(last_index + 1);
                 (file, 0)
             }
@@ -284,7 +279,8 @@ impl Log {
         self.buffer.clear();
         self.buffer.reserve(batch_bytes as usize);
         for (index, record) in (index_first..=index_last).zip(records) {
-            frame::encode(&mut self.buffer, index, record.as_ref());
+            frame::encode(&mut self.buffer, index, record.as_ref(), self.options.record_bytes_max)
+                .expect("record sizes checked above");
         }
         assert_eq!(self.buffer.len() as u64, batch_bytes);
         self.active
@@ -381,7 +377,7 @@ impl Log {
     /// Makes a new, empty segment starting at `first_index` the active one.
     fn roll(&mut self, first_index: u64) -> Result<(), LogError> {
         assert!(self.segments.last().is_none_or(|&last| last < first_index));
-        self.active = create_segment(&self.dir, first_index, self.options.fsync())?;
+        self.active = segment::create(&self.dir, first_index, self.options.sync)?;
         self.segments.push(first_index);
         self.active_bytes = 0;
         Ok(())
@@ -416,23 +412,6 @@ impl Log {
     }
 }
 
-/// Creates the empty segment file for records from `first_index` on, opened for appending.
-fn create_segment(dir: &Path, first_index: u64, fsync: bool) -> Result<File, LogError> {
-    let path = segment::path(dir, first_index);
-    // create_new: a segment is never reused, so an existing file means our view is wrong.
-    let file = OpenOptions::new()
-        .append(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(io_error(&path))?;
-    if fsync {
-        // A batch's fdatasync covers the file's data, not its directory entry; without this a
-        // crash could lose the whole new segment along with acknowledged records.
-        sync_dir(dir)?;
-    }
-    Ok(file)
-}
-
 fn create_dir(dir: &Path, fsync: bool) -> Result<(), LogError> {
     if dir.is_dir() {
         return Ok(());
@@ -449,7 +428,5 @@ fn create_dir(dir: &Path, fsync: bool) -> Result<(), LogError> {
 }
 
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), LogError> {
-    File::open(dir)
-        .and_then(|handle| handle.sync_all())
-        .map_err(io_error(dir))
+    SyncMode::Fsync.sync_dir(dir).map_err(io_error(dir))
 }

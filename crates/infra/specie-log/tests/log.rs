@@ -116,6 +116,23 @@ fn file_format_is_as_documented() {
     assert_eq!(bytes, expected);
 }
 
+/// Indexes start at 1, so a segment named 0 is no file of this log: it is left alone.
+#[test]
+fn a_segment_named_zero_is_not_part_of_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("log-00000000000000000000.seg"), b"not ours").unwrap();
+    let (mut log, recovered) = Log::open(dir.path(), options(1 << 20)).unwrap();
+    assert_eq!(recovered.records, Vec::<(u64, Vec<u8>)>::new());
+    assert_eq!(log.append_batch(&[b"a"]).unwrap(), 1..=1);
+    drop(log);
+    let (_, recovered) = Log::open(dir.path(), options(1 << 20)).unwrap();
+    assert_eq!(recovered.records, vec![(1, b"a".to_vec())]);
+    assert_eq!(
+        fs::read(dir.path().join("log-00000000000000000000.seg")).unwrap(),
+        b"not ours"
+    );
+}
+
 #[test]
 fn snapshot_then_reopen_returns_snapshot_and_later_records_only() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,12 +1,17 @@
 //! The durable Raft log (openraft's `RaftLogStorage`).
 //!
-//! Entries live in segment files `log/<first index, 20 digits>.seg`, one frame per entry:
-//! `u32 payload length ‖ u32 crc32(payload) ‖ payload`, the payload being the entry in the
-//! [`crate::codec`] encoding (it starts with the entry's log id, so the checksum covers the index).
+//! Entries live in segment files in `log/`, written and read back with [`specie_log`]'s record
+//! format and segment rules, the same as the embedded log's: files `log-<first index, 20
+//! digits>.seg`, one [`specie_log::frame`] per entry (`u32 length ‖ u32 crc32(index ‖ payload) ‖
+//! u64 index ‖ payload`), the frame index being the entry's log index and the payload the entry
+//! in the [`crate::codec`] encoding (its log id, then its payload). What is Raft's own lives here:
+//! that payload, the vote and purge point, and the group-commit syncer.
 //!
 //! - **append**: a batch of entries is encoded into one buffer and written with one `pwrite`; a
 //!   background thread then `fdatasync`s and reports the batch durable. Batches that queue up
 //!   behind a sync share the next one (group commit), so there is at most one fsync per batch.
+//!   Rolling to a new segment first syncs the one rolled past, so every segment but the last is
+//!   sealed (fully durable), as recovery assumes.
 //! - **vote** and the **purge point** are small checksummed records replaced atomically
 //!   (`write_record`): the vote must be durable before openraft acts on it.
 //! - **truncate** (a follower dropping a conflicting suffix) deletes later segments newest first
@@ -14,16 +19,21 @@
 //! - **purge** (compaction after a snapshot) records the purge point first, then deletes every
 //!   segment whose entries are all covered; a crash in between leaves segments that the next open
 //!   deletes.
-//! - **recovery** reads every segment: a bad frame at the end of the last segment with no valid
-//!   frame after it is a torn, never-acknowledged write and is cut off; any other bad frame, or a
-//!   gap in the indexes, is corruption and opening fails rather than silently losing entries.
+//! - **recovery** reads every segment with [`specie_log::segment::SegmentScan`]: a bad frame at
+//!   the end of the last segment with no valid frame after it is a torn, never-acknowledged write
+//!   and is cut off; any other bad frame, an index that breaks the sequence, a gap between
+//!   segments, or a valid frame whose entry does not decode or names another index is corruption,
+//!   and opening fails rather than silently losing entries.
 //!
 //! Only the log ids and file positions are held in memory (`Index`); readers (openraft's
-//! replication tasks) `pread` entries back, usually from the page cache.
+//! replication tasks) `pread` entries back, usually from the page cache. After every append,
+//! truncate and purge the store checks its invariants ([`invariants`]).
 
 // The error types are openraft's, fixed by the traits implemented here; large as they are, they
 // only travel on failure paths.
 #![allow(clippy::result_large_err)]
+
+mod invariants;
 
 use std::collections::VecDeque;
 use std::fmt::Debug;
@@ -40,16 +50,14 @@ use std::thread::JoinHandle;
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{AnyError, LogState, RaftLogReader, StorageIOError};
 use parking_lot::RwLock;
+use specie_log::frame::{self, Frame};
+use specie_log::segment::{self, Scanned, SegmentEnd, SegmentScan};
+use specie_log::{Corruption, LogError, SyncMode};
 
 use crate::codec::{self, Reader};
-use specie_log::SyncMode;
-
 use crate::fsio::{self, DirLock};
 use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
 
-const FRAME_HEADER_BYTES: usize = 8;
-/// The smallest payload: a log id and a payload kind.
-const PAYLOAD_BYTES_MIN: usize = 25;
 const VOTE_MAGIC: &[u8; 8] = b"SPRAVOTE";
 const PURGED_MAGIC: &[u8; 8] = b"SPRAPURG";
 /// Most queued flush requests one background sync covers; keeps a callback's wait bounded.
@@ -60,7 +68,8 @@ const GROUP_COMMIT_JOBS_MAX: usize = 4096;
 pub(crate) struct LogCounters {
     /// Batches written (one `pwrite` each).
     pub appends: AtomicU64,
-    /// `fdatasync`s of appended data.
+    /// `fdatasync`s of appended data by the group-commit syncer (not counting the one per
+    /// segment roll that seals the segment rolled past).
     pub syncs: AtomicU64,
 }
 
@@ -68,7 +77,7 @@ pub(crate) struct LogCounters {
 pub(crate) struct LogOptions {
     /// The log rolls to a new segment before a batch would take the active one past this.
     pub segment_bytes_max: u64,
-    /// Largest encoded entry accepted on append and on recovery.
+    /// Largest encoded entry (frame payload) accepted on append and on recovery.
     pub entry_bytes_max: u32,
     pub sync: SyncMode,
 }
@@ -90,7 +99,14 @@ struct Location {
     payload_bytes: u32,
 }
 
-#[derive(Debug, Default)]
+impl Location {
+    /// Offset just past the entry's frame.
+    fn end(&self) -> u64 {
+        self.offset + frame::frame_bytes(self.payload_bytes as usize)
+    }
+}
+
+#[derive(Clone, Debug, Default)]
 struct Index {
     /// Present entries, consecutive indexes, oldest first.
     entries: VecDeque<Location>,
@@ -118,10 +134,6 @@ impl Index {
     }
 }
 
-fn segment_name(first_index: u64) -> String {
-    format!("{first_index:020}.seg")
-}
-
 fn write_error(error: impl Into<AnyError>) -> StorageError {
     StorageIOError::write_logs(error).into()
 }
@@ -134,34 +146,32 @@ fn corrupt(path: &Path, reason: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("{}: {reason}", path.display()))
 }
 
-/// A valid frame at the start of `bytes`: its log id and payload length.
-fn decode_frame(bytes: &[u8], entry_bytes_max: u32) -> Option<(LogId, u32)> {
-    let header = bytes.get(..FRAME_HEADER_BYTES)?;
-    let length = u32::from_le_bytes(header[..4].try_into().expect("4 bytes"));
-    let crc = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes"));
-    if length > entry_bytes_max || (length as usize) < PAYLOAD_BYTES_MIN {
-        return None;
-    }
-    let payload = bytes.get(FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + length as usize)?;
-    if crc32fast::hash(payload) != crc {
-        return None;
-    }
-    let log_id = Reader::new(payload, "log frame").log_id().ok()?;
-    Some((log_id, length))
+/// specie-log's error as the `io::Error` the store's open reports: corruption is `InvalidData`
+/// (the message names file, offset and defect), an io failure keeps its kind.
+fn log_error(error: LogError) -> io::Error {
+    let kind = match &error {
+        LogError::Io { source, .. } => source.kind(),
+        _ => io::ErrorKind::InvalidData,
+    };
+    io::Error::new(kind, error)
 }
 
-/// Whether any valid frame for an index at or after `next_index` starts after `from`: if so, the
-/// bad frame at `from` is damage in the middle of the log, not a torn final write. The index field
-/// is checked before the checksum, so the scan costs little on ordinary garbage.
-fn valid_frame_after(bytes: &[u8], from: usize, next_index: u64, entry_bytes_max: u32) -> bool {
-    let frames_max = (bytes.len() / (FRAME_HEADER_BYTES + PAYLOAD_BYTES_MIN)) as u64;
-    (from + 1..bytes.len().saturating_sub(FRAME_HEADER_BYTES + PAYLOAD_BYTES_MIN - 1)).any(|offset| {
-        let index_at = offset + FRAME_HEADER_BYTES + 16;
-        let index = u64::from_le_bytes(bytes[index_at..index_at + 8].try_into().expect("8 bytes"));
-        index >= next_index
-            && index - next_index <= frames_max
-            && decode_frame(&bytes[offset..], entry_bytes_max).is_some_and(|(log_id, _)| log_id.index == index)
-    })
+/// The log id of the entry in a valid frame. A frame whose checksum holds but whose entry does
+/// not decode, or names another index than the frame, was not written by this store.
+fn entry_log_id(path: &Path, offset: u64, frame: Frame<'_>) -> io::Result<LogId> {
+    let log_id = Reader::new(frame.payload, "log entry")
+        .log_id()
+        .map_err(|e| corrupt(path, format!("entry at byte offset {offset}: {e}")))?;
+    if log_id.index != frame.index {
+        return Err(corrupt(
+            path,
+            format!(
+                "frame at byte offset {offset} has index {} but holds entry {}",
+                frame.index, log_id.index
+            ),
+        ));
+    }
+    Ok(log_id)
 }
 
 /// Told whether an appended batch is durable. openraft's `LogFlushed` in production; tests
@@ -329,24 +339,30 @@ impl LogReader {
 
 fn read_entry(location: &Location, entry_bytes_max: u32) -> Result<Entry, StorageError> {
     let index = location.log_id.index;
-    let mut frame = vec![0; FRAME_HEADER_BYTES + location.payload_bytes as usize];
+    let mut bytes = vec![0; (location.end() - location.offset) as usize];
     location
         .segment
         .file
-        .read_exact_at(&mut frame, location.offset)
+        .read_exact_at(&mut bytes, location.offset)
         .map_err(|e| StorageError::from(StorageIOError::read_log_at_index(index, io_any(&e))))?;
-    let damaged = |reason: &str| {
+    let damaged = |reason: &dyn std::fmt::Display| {
         StorageError::from(StorageIOError::read_log_at_index(
             index,
-            AnyError::error(format!("{}: {reason}", location.segment.path.display())),
+            AnyError::error(format!(
+                "{} at byte offset {}: {reason}",
+                location.segment.path.display(),
+                location.offset
+            )),
         ))
     };
-    if decode_frame(&frame, entry_bytes_max).map(|(log_id, _)| log_id) != Some(location.log_id) {
-        return Err(damaged("frame no longer matches the index (disk corruption?)"));
+    let frame = frame::decode(&bytes, entry_bytes_max).map_err(|defect| damaged(&defect))?;
+    let mut reader = Reader::new(frame.payload, "log entry");
+    let entry = reader.entry().map_err(|e| damaged(&e))?;
+    reader.finish().map_err(|e| damaged(&e))?;
+    if frame.index != index || frame.payload.len() != location.payload_bytes as usize || entry.log_id != location.log_id
+    {
+        return Err(damaged(&"frame no longer matches the index (disk corruption?)"));
     }
-    let mut reader = Reader::new(&frame[FRAME_HEADER_BYTES..], "log entry");
-    let entry = reader.entry().map_err(|e| damaged(&e.to_string()))?;
-    reader.finish().map_err(|e| damaged(&e.to_string()))?;
     Ok(entry)
 }
 
@@ -364,6 +380,122 @@ impl RaftLogReader<TypeConfig> for LogReader {
 pub(crate) struct Recovered {
     pub torn_tail_bytes: u64,
     pub segments_deleted: usize,
+}
+
+/// What recovery rebuilt from the segment files.
+struct RecoveredLog {
+    index: Index,
+    segments: Vec<Arc<Segment>>,
+    active_bytes: u64,
+    recovered: Recovered,
+}
+
+/// Reads every segment in `log_dir` back into an index, finishing a purge that crashed before
+/// deleting its segments and cutting a torn tail; refuses corruption (see the module docs).
+fn recover(log_dir: &Path, purged: Option<LogId>, options: &LogOptions) -> io::Result<RecoveredLog> {
+    let firsts = segment::list(log_dir).map_err(log_error)?;
+    let mut recovered = Recovered::default();
+    let mut index = Index {
+        entries: VecDeque::new(),
+        purged,
+    };
+    let mut segments = Vec::new();
+    let mut active_bytes = 0;
+    let mut next_index: Option<u64> = None;
+    for (position, &first) in firsts.iter().enumerate() {
+        let path = segment::path(log_dir, first);
+        // Every entry of this segment precedes the next segment's first, so if that is within
+        // the purged prefix this whole segment is: a purge that crashed before deleting it.
+        if let (Some(&next_first), Some(purged)) = (firsts.get(position + 1), purged) {
+            if next_first <= purged.index + 1 {
+                fs::remove_file(&path)?;
+                recovered.segments_deleted += 1;
+                continue;
+            }
+        }
+        if let Some(expected) = next_index.filter(|&expected| expected != first) {
+            return Err(log_error(LogError::Corrupt {
+                path,
+                offset: 0,
+                corruption: Corruption::SegmentGap { expected, found: first },
+            }));
+        }
+        let sealed = position + 1 < firsts.len();
+        let (segment, end) = recover_segment(path, first, sealed, purged, options, &mut index.entries)?;
+        if end.bytes_torn > 0 {
+            recovered.torn_tail_bytes = end.bytes_torn;
+        }
+        next_index = Some(end.index_next);
+        active_bytes = end.bytes_valid;
+        segments.push(segment);
+    }
+    if index.entries.is_empty() && purged.is_some() {
+        // Whatever segments are left hold only purged entries (a purge of everything that
+        // crashed before deleting them); appends must start a segment named for their index.
+        for segment in segments.drain(..) {
+            fs::remove_file(&segment.path)?;
+            recovered.segments_deleted += 1;
+        }
+        active_bytes = 0;
+    }
+    if recovered.segments_deleted > 0 {
+        options.sync.sync_dir(log_dir)?;
+    }
+    if let (Some(first), Some(purged)) = (index.first_index(), purged) {
+        if first != purged.index + 1 {
+            return Err(corrupt(
+                log_dir,
+                format!("log resumes at {first} after purging up to {}", purged.index),
+            ));
+        }
+    }
+    Ok(RecoveredLog {
+        index,
+        segments,
+        active_bytes,
+        recovered,
+    })
+}
+
+/// Reads one segment's entries (those after the purge point) into `entries` with specie-log's
+/// scan, and cuts its torn tail if it has one.
+fn recover_segment(
+    path: PathBuf,
+    first_index: u64,
+    sealed: bool,
+    purged: Option<LogId>,
+    options: &LogOptions,
+    entries: &mut VecDeque<Location>,
+) -> io::Result<(Arc<Segment>, SegmentEnd)> {
+    let file = OpenOptions::new().read(true).write(true).open(&path)?;
+    let bytes = fs::read(&path)?;
+    let segment = Arc::new(Segment {
+        first_index,
+        path,
+        file,
+    });
+    let mut scan = SegmentScan::new(&segment.path, &bytes, first_index, sealed, options.entry_bytes_max);
+    let end = loop {
+        match scan.step().map_err(log_error)? {
+            Scanned::Frame { offset, frame } => {
+                let log_id = entry_log_id(&segment.path, offset, frame)?;
+                if purged.is_none_or(|p| log_id.index > p.index) {
+                    entries.push_back(Location {
+                        log_id,
+                        segment: segment.clone(),
+                        offset,
+                        payload_bytes: u32::try_from(frame.payload.len()).expect("bounded by entry_bytes_max"),
+                    });
+                }
+            }
+            Scanned::End(end) => break end,
+        }
+    };
+    if end.bytes_torn > 0 {
+        // A torn final write: it was never reported durable, so it can go.
+        segment::cut_torn_tail(&segment.path, &end, options.sync).map_err(log_error)?;
+    }
+    Ok((segment, end))
 }
 
 pub(crate) struct LogStore {
@@ -403,114 +535,7 @@ impl LogStore {
                 Some(log_id.map_err(|e| corrupt(&dir.join("purged"), e))?)
             }
         };
-
-        let mut firsts = Vec::new();
-        for dirent in fs::read_dir(&log_dir)? {
-            let name = dirent?.file_name();
-            let Some(first) = name
-                .to_str()
-                .and_then(|n| n.strip_suffix(".seg"))
-                .and_then(|n| n.parse().ok())
-            else {
-                continue;
-            };
-            firsts.push(first);
-        }
-        firsts.sort_unstable();
-
-        let mut recovered = Recovered::default();
-        let mut index = Index {
-            entries: VecDeque::new(),
-            purged,
-        };
-        let mut segments = Vec::new();
-        let mut active_bytes = 0;
-        let mut next_index: Option<u64> = None;
-        for (position, &first) in firsts.iter().enumerate() {
-            let path = log_dir.join(segment_name(first));
-            let is_last = position + 1 == firsts.len();
-            // Every entry of this segment precedes the next segment's first, so if that is within
-            // the purged prefix this whole segment is: a purge that crashed before deleting it.
-            if let (Some(&next_first), Some(purged)) = (firsts.get(position + 1), purged) {
-                if next_first <= purged.index + 1 {
-                    fs::remove_file(&path)?;
-                    recovered.segments_deleted += 1;
-                    continue;
-                }
-            }
-            if let Some(expected) = next_index {
-                if first != expected {
-                    return Err(corrupt(
-                        &path,
-                        format!("segment starts at {first}, expected {expected}"),
-                    ));
-                }
-            }
-            let file = OpenOptions::new().read(true).write(true).open(&path)?;
-            let bytes = fs::read(&path)?;
-            let segment = Arc::new(Segment {
-                first_index: first,
-                path,
-                file,
-            });
-            let mut offset = 0;
-            let mut expected = first;
-            while offset < bytes.len() {
-                match decode_frame(&bytes[offset..], options.entry_bytes_max) {
-                    Some((log_id, payload_bytes)) if log_id.index == expected => {
-                        if purged.is_none_or(|p| log_id.index > p.index) {
-                            index.entries.push_back(Location {
-                                log_id,
-                                segment: segment.clone(),
-                                offset: offset as u64,
-                                payload_bytes,
-                            });
-                        }
-                        offset += FRAME_HEADER_BYTES + payload_bytes as usize;
-                        expected += 1;
-                    }
-                    Some((log_id, _)) => {
-                        return Err(corrupt(
-                            &segment.path,
-                            format!("entry {} at offset {offset}, expected {expected}", log_id.index),
-                        ));
-                    }
-                    None => {
-                        if !is_last || valid_frame_after(&bytes, offset, expected, options.entry_bytes_max) {
-                            return Err(corrupt(&segment.path, format!("damaged frame at offset {offset}")));
-                        }
-                        // A torn final write: it was never reported durable, so it can go.
-                        segment.file.set_len(offset as u64)?;
-                        options.sync.sync_data(&segment.file)?;
-                        recovered.torn_tail_bytes = (bytes.len() - offset) as u64;
-                        break;
-                    }
-                }
-            }
-            next_index = Some(expected);
-            active_bytes = offset as u64;
-            segments.push(segment);
-        }
-        if index.entries.is_empty() && purged.is_some() {
-            // Whatever segments are left hold only purged entries (a purge of everything that
-            // crashed before deleting them); appends must start a segment named for their index.
-            for segment in segments.drain(..) {
-                fs::remove_file(&segment.path)?;
-                recovered.segments_deleted += 1;
-            }
-            active_bytes = 0;
-        }
-        if recovered.segments_deleted > 0 {
-            options.sync.sync_dir(&log_dir)?;
-        }
-        if let (Some(first), Some(purged)) = (index.first_index(), purged) {
-            if first != purged.index + 1 {
-                return Err(corrupt(
-                    &log_dir,
-                    format!("log resumes at {first} after purging up to {}", purged.index),
-                ));
-            }
-        }
+        let log = recover(&log_dir, purged, &options)?;
         let poisoned = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(LogCounters::default());
         let syncer = Syncer::start(options.sync, poisoned.clone(), counters.clone())?;
@@ -518,16 +543,20 @@ impl LogStore {
             lock,
             log_dir,
             options,
-            index: Arc::new(RwLock::new(index)),
-            segments,
-            active_bytes,
+            index: Arc::new(RwLock::new(log.index)),
+            segments: log.segments,
+            active_bytes: log.active_bytes,
             vote,
             poisoned,
             committed: Arc::new(AtomicU64::new(0)),
             counters,
             syncer,
         };
-        Ok((store, recovered))
+        // Recovery reads every entry anyway: check them all once.
+        store
+            .check_invariants(invariants::Depth::Entries)
+            .map_err(|violation| corrupt(&store.log_dir, violation))?;
+        Ok((store, log.recovered))
     }
 
     /// Index + 1 of the newest committed entry (0: none), updated as openraft commits.
@@ -537,6 +566,30 @@ impl LogStore {
 
     pub(crate) fn counters(&self) -> Arc<LogCounters> {
         self.counters.clone()
+    }
+
+    /// Checks the store's invariants ([`invariants::check`]) down to `depth`.
+    fn check_invariants(&self, depth: invariants::Depth) -> Result<(), invariants::InvariantViolation> {
+        invariants::check(
+            &self.index.read(),
+            &self.segments,
+            self.active_bytes,
+            self.committed.load(Ordering::Acquire),
+            depth,
+        )
+    }
+
+    /// After every append, truncate and purge: the O(1) checks always, the O(segments) ones in
+    /// debug builds; never work per entry held.
+    fn assert_invariants(&self) {
+        let depth = if cfg!(debug_assertions) {
+            invariants::Depth::Segments
+        } else {
+            invariants::Depth::Ends
+        };
+        if let Err(violation) = self.check_invariants(depth) {
+            panic!("Raft log store invariant violated: {violation}");
+        }
     }
 
     fn check_poisoned(&self) -> Result<(), StorageError> {
@@ -553,19 +606,17 @@ impl LogStore {
         write_error(io_any(error))
     }
 
-    /// Starts a new, empty segment for entries from `first_index` on.
+    /// Starts a new, empty segment for entries from `first_index` on. The segment rolled past
+    /// is synced first: recovery reads damage in any segment but the last as corruption, never
+    /// as a torn write, so only the last may hold bytes that are not yet durable.
     fn roll(&mut self, first_index: u64) -> io::Result<()> {
-        let path = self.log_dir.join(segment_name(first_index));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)?;
-        self.options.sync.sync_dir(&self.log_dir)?;
+        if let Some(sealed) = self.segments.last() {
+            self.options.sync.sync_data(&sealed.file)?;
+        }
+        let file = segment::create(&self.log_dir, first_index, self.options.sync).map_err(log_error)?;
         self.segments.push(Arc::new(Segment {
             first_index,
-            path,
+            path: segment::path(&self.log_dir, first_index),
             file,
         }));
         self.active_bytes = 0;
@@ -589,27 +640,19 @@ impl LogStore {
                 // these, but its storage suite does.
                 continue;
             }
-            let start = buffer.len();
-            buffer.extend_from_slice(&[0; FRAME_HEADER_BYTES]);
-            codec::put_entry(&mut buffer, &entry);
-            let payload_bytes = buffer.len() - start - FRAME_HEADER_BYTES;
-            let payload_bytes = u32::try_from(payload_bytes)
-                .ok()
-                .filter(|&b| b <= self.options.entry_bytes_max)
-                .ok_or_else(|| {
-                    write_error(AnyError::error(format!(
-                        "entry {} encodes to {payload_bytes} bytes, over entry_bytes_max {}",
-                        entry.log_id.index, self.options.entry_bytes_max
-                    )))
-                })?;
-            let crc = crc32fast::hash(&buffer[start + FRAME_HEADER_BYTES..]);
-            buffer[start..start + 4].copy_from_slice(&payload_bytes.to_le_bytes());
-            buffer[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
             if let Some((previous, _, _)) = frames.last() {
                 if entry.log_id.index != previous.index + 1 {
                     return Err(write_error(AnyError::error("appended entries are not consecutive")));
                 }
             }
+            let start = buffer.len();
+            let payload_bytes = frame::encode_with(
+                &mut buffer,
+                entry.log_id.index,
+                self.options.entry_bytes_max,
+                |buffer| codec::put_entry(buffer, &entry),
+            )
+            .map_err(|e| write_error(AnyError::error(format!("entry {}: {e}", entry.log_id.index))))?;
             frames.push((entry.log_id, start, payload_bytes));
         }
         let Some(&(first, _, _)) = frames.first() else {
@@ -659,6 +702,7 @@ impl LogStore {
         }
         self.active_bytes += buffer.len() as u64;
         self.counters.appends.fetch_add(1, Ordering::Relaxed);
+        self.assert_invariants();
         self.syncer.send(Job::Flush {
             segment: active,
             callback,
@@ -764,7 +808,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             self.sync_log_dir()?;
         }
         index.entries.truncate(position);
+        drop(index);
         self.active_bytes = cut.offset;
+        self.assert_invariants();
         Ok(())
     }
 
@@ -792,24 +838,26 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             // Everything is purged: the next append starts a segment named for its index.
             None => self.segments.len(),
         };
-        if removable == 0 {
-            return Ok(());
+        if removable > 0 {
+            for segment in self.segments.drain(..removable).collect::<Vec<_>>() {
+                self.remove_segment_file(&segment)?;
+            }
+            if self.segments.is_empty() {
+                self.active_bytes = 0;
+            }
+            self.sync_log_dir()?;
         }
-        for segment in self.segments.drain(..removable).collect::<Vec<_>>() {
-            self.remove_segment_file(&segment)?;
-        }
-        if self.segments.is_empty() {
-            self.active_bytes = 0;
-        }
-        self.sync_log_dir()
+        self.assert_invariants();
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
     use std::time::Duration;
 
-    use openraft::{CommittedLeaderId, EntryPayload};
+    use openraft::{CommittedLeaderId, EmptyNode, EntryPayload, Membership};
 
     use super::*;
     use crate::types::Batch;
@@ -822,19 +870,19 @@ mod tests {
         }
     }
 
-    fn open(dir: &Path) -> (LogStore, Recovered) {
+    pub(super) fn open(dir: &Path) -> (LogStore, Recovered) {
         let lock = Arc::new(DirLock::acquire(dir, Duration::from_secs(1)).unwrap());
         LogStore::open(lock, options()).unwrap()
     }
 
-    fn entry(term: u64, index: u64) -> Entry {
+    pub(super) fn entry(term: u64, index: u64) -> Entry {
         Entry {
             log_id: LogId::new(CommittedLeaderId::new(term, 1), index),
             payload: EntryPayload::Normal(Batch(vec![index.to_le_bytes().to_vec(); 3])),
         }
     }
 
-    async fn append(store: &mut LogStore, entries: Vec<Entry>) {
+    pub(super) async fn append(store: &mut LogStore, entries: Vec<Entry>) {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let callback: FlushCallback = Box::new(move |result| {
             let _ = tx.send(result);
@@ -890,7 +938,7 @@ mod tests {
             let (mut store, _) = open(dir.path());
             append(&mut store, vec![entry(1, 0), entry(1, 1), entry(1, 2)]).await;
         }
-        let segment = dir.path().join("log").join(segment_name(0));
+        let segment = segment::path(&dir.path().join("log"), 0);
         let good = fs::read(&segment).unwrap();
         let frame = good.len() / 3;
 
@@ -904,11 +952,121 @@ mod tests {
 
         // A flipped byte in the first frame, with valid frames after it.
         let mut damaged = fs::read(&segment).unwrap();
-        damaged[FRAME_HEADER_BYTES + 3] ^= 0xff;
+        damaged[frame::HEADER_BYTES + 3] ^= 0xff;
         fs::write(&segment, &damaged).unwrap();
-        let lock = Arc::new(DirLock::acquire(dir.path(), Duration::from_secs(1)).unwrap());
-        let err = LogStore::open(lock, options()).err().expect("corruption refused");
+        let err = open_err(dir.path());
         assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        let message = err.to_string();
+        assert!(
+            message.contains("log corrupt in") && message.contains("a valid frame follows"),
+            "{message}"
+        );
+    }
+
+    fn open_err(dir: &Path) -> io::Error {
+        let lock = Arc::new(DirLock::acquire(dir, Duration::from_secs(1)).unwrap());
+        LogStore::open(lock, options()).err().expect("corruption refused")
+    }
+
+    /// Damage in a segment the log rolled past cannot be a torn write: even at its very end it
+    /// is refused, not cut.
+    #[tokio::test]
+    async fn a_torn_frame_in_a_sealed_segment_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut store, _) = open(dir.path());
+            for i in 0..10 {
+                append(&mut store, vec![entry(1, i)]).await;
+            }
+        }
+        let log_dir = dir.path().join("log");
+        let first = segment::list(&log_dir).unwrap()[0];
+        let path = segment::path(&log_dir, first);
+        let bytes = fs::read(&path).unwrap();
+        fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        let err = open_err(dir.path());
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        assert!(err.to_string().contains("sealed segment"), "{err}");
+    }
+
+    /// A frame whose checksum holds but whose entry names another index than the frame: not
+    /// something this store writes, so refused rather than replayed.
+    #[tokio::test]
+    async fn a_valid_frame_holding_another_entry_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let log_dir = dir.path().join("log");
+        fs::create_dir_all(&log_dir).unwrap();
+        let mut bytes = Vec::new();
+        let mut payload = Vec::new();
+        codec::put_entry(&mut payload, &entry(1, 5));
+        frame::encode(&mut bytes, 4, &payload, 1 << 20).unwrap();
+        fs::write(segment::path(&log_dir, 4), &bytes).unwrap();
+        let err = open_err(dir.path());
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        assert!(err.to_string().contains("has index 4 but holds entry 5"), "{err}");
+    }
+
+    fn membership_entry(term: u64, index: u64) -> Entry {
+        let voters = BTreeSet::from([1, 2, 3]);
+        let nodes: BTreeMap<u64, EmptyNode> = voters.iter().map(|&id| (id, EmptyNode {})).collect();
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(term, 1), index),
+            payload: EntryPayload::Membership(Membership::new(vec![voters], nodes)),
+        }
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+
+    /// The entry frames, pinned through the store's own write path: changing these bytes breaks
+    /// every Raft log on disk, so it must be deliberate (and `specie-log`'s format docs and the
+    /// codec with it).
+    #[tokio::test]
+    async fn golden_entry_frames() {
+        let dir = tempfile::tempdir().unwrap();
+        let normal = Entry {
+            log_id: LogId::new(CommittedLeaderId::new(3, 1), 7),
+            payload: EntryPayload::Normal(Batch(vec![b"tx".to_vec()])),
+        };
+        {
+            let (mut store, _) = open(dir.path());
+            append(&mut store, vec![normal.clone(), membership_entry(3, 8)]).await;
+        }
+        let bytes = fs::read(dir.path().join("log/log-00000000000000000007.seg")).unwrap();
+        let expected = concat!(
+            // Normal entry 7: length 35, crc32(index ‖ payload), index 7,
+            "23000000",
+            "8b93eb2f",
+            "0700000000000000",
+            // payload: term 3, node 1, index 7, kind 1 (normal), 1 command of 2 bytes "tx".
+            "0300000000000000",
+            "0100000000000000",
+            "0700000000000000",
+            "01",
+            "01000000",
+            "02000000",
+            "7478",
+            // Membership entry 8: length 85, crc32, index 8,
+            "55000000",
+            "78a6e008",
+            "0800000000000000",
+            // payload: term 3, node 1, index 8, kind 2 (membership), 1 voter set {1, 2, 3},
+            "0300000000000000",
+            "0100000000000000",
+            "0800000000000000",
+            "02",
+            "01000000",
+            "03000000",
+            "010000000000000002000000000000000300000000000000",
+            // nodes {1, 2, 3}.
+            "03000000",
+            "010000000000000002000000000000000300000000000000",
+        );
+        assert_eq!(hex(&bytes), expected);
+        let (mut store, _) = open(dir.path());
+        let entries = store.try_get_log_entries(..).await.unwrap();
+        assert_eq!(entries, vec![normal, membership_entry(3, 8)]);
     }
 
     #[tokio::test]
