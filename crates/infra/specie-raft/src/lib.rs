@@ -4,7 +4,6 @@
 mod codec;
 mod fsio;
 mod log_store;
-pub mod memnet;
 mod network;
 mod replica;
 mod runtime;

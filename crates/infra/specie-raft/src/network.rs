@@ -1,7 +1,8 @@
 //! How replicas of one group talk: a byte-level [`RaftTransport`] that any network can implement
-//! (the in-process [`crate::memnet`] for tests, TCP later), and the adapters between it and
-//! openraft. Requests and responses are opaque bytes to the transport (the [`crate::codec`]
-//! encoding), so a transport needs no openraft types and no knowledge of Raft.
+//! (specie-cluster's mutual-TLS one; the fault-injecting in-process `specie-faultnet` of the tests
+//! and the simulator), and the adapters between it and openraft. Requests and responses are
+//! opaque bytes to the transport (the [`crate::codec`] encoding), so a transport needs no
+//! openraft types and no knowledge of Raft.
 
 // The error types are openraft's, fixed by the traits implemented here; large as they are, they
 // only travel on failure paths.

@@ -1,4 +1,4 @@
-//! Replica groups in one process over the in-process network: election, replication, failover,
+//! Replica groups in one process over the fault-injecting network (`specie-faultnet`): election, replication, failover,
 //! restart from disk, partitions healed by log or snapshot, and bounded log files.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
-use specie_raft::memnet::MemNetwork;
+use specie_faultnet::{FaultNetwork, LinkFaults};
 use specie_raft::{Leadership, NodeId, ProposeError, Replica, ReplicaConfig, ReplicaMetrics, ReplicatedStateMachine};
 
 /// A deterministic test role: counts commands and chains a hash over them, so two replicas are
@@ -72,7 +72,7 @@ fn batch(writer: u64, n: u64) -> Vec<Vec<u8>> {
 
 struct Cluster {
     config: ReplicaConfig,
-    network: MemNetwork,
+    network: FaultNetwork,
     _root: tempfile::TempDir,
     dirs: BTreeMap<NodeId, PathBuf>,
     members: BTreeSet<NodeId>,
@@ -89,7 +89,7 @@ impl Cluster {
             .collect();
         let mut cluster = Cluster {
             config,
-            network: MemNetwork::new(seed),
+            network: FaultNetwork::reliable(seed),
             _root: root,
             dirs,
             members: members.clone(),
@@ -362,7 +362,10 @@ async fn a_partitioned_replica_catches_up_by_snapshot_through_a_lossy_network() 
     let cut_off = *cluster.members.iter().find(|&&id| id != leader).unwrap();
     let before = cluster.replica(cut_off).metrics();
     cluster.network.isolate(cut_off, cluster.members.iter().copied());
-    cluster.network.set_drop_rate(20_000);
+    cluster.network.set_faults(LinkFaults {
+        drop_per_mille: 20,
+        ..LinkFaults::default()
+    });
 
     // The remaining majority commits 200 batches and compacts past everything the cut-off
     // replica has, so only a snapshot can bring it back.
@@ -469,7 +472,7 @@ async fn a_restarted_leader_reports_leader_only_with_every_entry_in_its_log_appl
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_directory_is_exclusive_and_bound_to_its_node_id() {
     let root = tempfile::tempdir().unwrap();
-    let network = MemNetwork::new(5);
+    let network = FaultNetwork::reliable(5);
     let quick = ReplicaConfig {
         lock_wait_ms: 50,
         ..config()

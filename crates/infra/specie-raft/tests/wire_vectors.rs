@@ -311,7 +311,7 @@ impl specie_raft::ReplicatedStateMachine for Nothing {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_chunk_that_skips_ahead_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let network = specie_raft::memnet::MemNetwork::new(1);
+    let network = specie_faultnet::FaultNetwork::reliable(1);
     let members: BTreeSet<u64> = [1, 2, 3].into();
     let replica = specie_raft::Replica::start(
         specie_raft::ReplicaConfig::default(),

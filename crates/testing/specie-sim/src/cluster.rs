@@ -35,13 +35,14 @@ use specie_cluster::protocol::{self, RoleRequest, RoleResponse, SubmitOutcome};
 use specie_cluster::shard_replica::{self, ShardMachine};
 use specie_cluster::{Caller, Hosted, Identity};
 use specie_coordinator::CoordinatorConfig;
+use specie_faultnet::FaultNetwork;
 use specie_raft::{NodeId, Replica, ReplicaConfig, ReplicatedStateMachine};
 use specie_shard::{ShardRange, ShardRequest, Vote};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{CompactTransaction, Txid, UhsId};
 
-use crate::replication::{run_seeded, sim_replica_config, ReplicationFaults, SimNetwork};
+use crate::replication::{run_seeded, sim_replica_config, ReplicationFaults};
 use crate::world::Violation;
 
 #[derive(Clone, Debug)]
@@ -123,7 +124,7 @@ fn coordinator() -> Caller {
 
 struct SimShards {
     running: RunningShards,
-    network: SimNetwork,
+    network: FaultNetwork,
 }
 
 impl ShardGroups for SimShards {
@@ -131,7 +132,7 @@ impl ShardGroups for SimShards {
         let (running, network) = (self.running.clone(), self.network.clone());
         Box::pin(async move {
             let there = network.fate();
-            tokio::time::sleep(there.delay).await;
+            there.in_transit().await;
             if there.dropped {
                 return Err("request dropped".into());
             }
@@ -147,7 +148,7 @@ impl ShardGroups for SimShards {
             }
             let response = shard_replica::serve(hosted, coordinator(), RoleRequest::ShardBatch(requests)).await?;
             let back = network.fate();
-            tokio::time::sleep(back.delay).await;
+            back.in_transit().await;
             if back.dropped {
                 return Err("reply dropped".into());
             }
@@ -198,8 +199,8 @@ struct World {
     members: BTreeSet<NodeId>,
     root: PathBuf,
     /// One Raft network per group, and one for role calls.
-    networks: Vec<SimNetwork>,
-    roles: SimNetwork,
+    networks: Vec<FaultNetwork>,
+    roles: FaultNetwork,
     shards: RunningShards,
     coordinators: BTreeMap<NodeId, Coordinator>,
     answers_tx: tokio::sync::mpsc::UnboundedSender<Submission>,
@@ -246,9 +247,9 @@ impl World {
             members: (1..=options.replicas).collect(),
             root,
             networks: (0..groups)
-                .map(|g| SimNetwork::new(options.seed ^ (0x6E70 + g as u64), options.faults.clone()))
+                .map(|g| FaultNetwork::new(options.seed ^ (0x6E70 + g as u64), options.faults.link()))
                 .collect(),
-            roles: SimNetwork::new(options.seed ^ 0x524F_4C45, options.faults.clone()),
+            roles: FaultNetwork::new(options.seed ^ 0x524F_4C45, options.faults.link()),
             shards: Arc::new(Mutex::new(vec![BTreeMap::new(); options.shard_groups])),
             coordinators: BTreeMap::new(),
             answers_tx,
@@ -331,12 +332,12 @@ impl World {
             &dir,
             id,
             &self.members,
-            network.endpoint(id),
+            network.transport(id),
             machine,
         )
         .await
         .map_err(|e| self.violation(format!("group {group} replica {id} does not start: {e}")))?;
-        network.0.lock().handlers.insert(id, replica.rpc_handler());
+        network.register(id, replica.rpc_handler());
         Ok(replica)
     }
 
@@ -365,7 +366,7 @@ impl World {
     }
 
     async fn crash(&mut self, group: GroupIndex, id: NodeId) {
-        self.networks[group].0.lock().handlers.remove(&id);
+        self.networks[group].unregister(id);
         if group == self.coordinator_group() {
             if let Some(coordinator) = self.coordinators.remove(&id) {
                 coordinator.hosted.replica.shutdown().await;
@@ -479,7 +480,7 @@ impl World {
                     return vec![Answer::NotApplied; count];
                 };
                 let there = network.fate();
-                tokio::time::sleep(there.delay).await;
+                there.in_transit().await;
                 if there.dropped {
                     // The client cannot tell a lost request from a lost reply.
                     return unknown();
@@ -488,7 +489,7 @@ impl World {
                 let serve = front.serve(hosted, sentinel, RoleRequest::Submit(submission));
                 let response = tokio::time::timeout(Duration::from_secs(10), serve).await;
                 let back = network.fate();
-                tokio::time::sleep(back.delay).await;
+                back.in_transit().await;
                 if back.dropped {
                     return unknown();
                 }
@@ -622,15 +623,15 @@ impl World {
                     self.start(group, id).await?;
                 }
             }
-            let partitioned = !self.networks[group].0.lock().cut.is_empty();
+            let partitioned = self.networks[group].is_partitioned();
             if !partitioned && roll(&mut self.rng, faults.partition_per_mille) {
                 let ids: Vec<NodeId> = self.members.iter().copied().collect();
                 let victim = self.victim(group, &ids);
-                self.networks[group].isolate(victim, &self.members);
+                self.networks[group].isolate(victim, self.members.iter().copied());
                 self.report.partitions += 1;
                 self.record("partition", &[group as u64, victim]);
             } else if partitioned && roll(&mut self.rng, faults.heal_per_mille) {
-                self.networks[group].0.lock().cut.clear();
+                self.networks[group].heal_all();
                 self.record("heal", &[group as u64]);
             }
         }
@@ -680,9 +681,9 @@ impl World {
         }
         self.settle().await?;
         for network in self.networks.iter().chain([&self.roles]) {
-            let net = network.0.lock();
-            self.report.messages_dropped += net.dropped;
-            self.report.messages_duplicated += net.duplicated;
+            let stats = network.stats();
+            self.report.messages_dropped += stats.dropped;
+            self.report.messages_duplicated += stats.duplicated;
         }
         self.report.steps = self.options.steps;
         self.report.trace_digest = std::mem::take(&mut self.trace).finish();

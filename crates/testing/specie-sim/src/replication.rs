@@ -1,7 +1,8 @@
 //! Deterministic simulation of the replication layer: real `specie-raft` replicas (openraft, the
 //! log store, snapshots and compaction, the leadership watch) of one group, on a
-//! single-threaded tokio runtime with a paused clock, over a simulated network that drops,
-//! duplicates, delays and reorders messages and cuts replicas off. Replicas crash and restart
+//! single-threaded tokio runtime with a paused clock, over the fault-injecting network of
+//! `specie-faultnet` (the one specie-raft's tests use too), which drops, duplicates, delays and
+//! reorders messages and cuts replicas off. Replicas crash and restart
 //! from their directories; sometimes the whole group stops and restarts at once.
 //!
 //! Everything random comes from the seed: the workload and faults, the network's dice, and
@@ -28,14 +29,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use specie_faultnet::{FaultNetwork, LinkFaults};
 use specie_log::SyncMode;
-use specie_raft::{
-    NodeId, ProposeError, RaftTransport, Replica, ReplicaConfig, ReplicatedStateMachine, Role, RpcFuture, RpcHandler,
-    TransportError,
-};
+use specie_raft::{NodeId, ProposeError, Replica, ReplicaConfig, ReplicatedStateMachine, Role};
 use specie_transaction::hash::Sha256Writer;
 
 use crate::world::Violation;
@@ -53,6 +51,17 @@ pub struct ReplicationFaults {
     pub full_restart_per_mille: u32,
     pub partition_per_mille: u32,
     pub heal_per_mille: u32,
+}
+
+impl ReplicationFaults {
+    /// What the network does to each message.
+    pub(crate) fn link(&self) -> LinkFaults {
+        LinkFaults {
+            drop_per_mille: self.drop_per_mille,
+            duplicate_per_mille: self.duplicate_per_mille,
+            delay_ms_max: self.delay_ms_max,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -144,141 +153,6 @@ impl ReplicatedStateMachine for History {
     }
 }
 
-pub(crate) struct NetState {
-    rng: StdRng,
-    pub(crate) faults: ReplicationFaults,
-    pub(crate) handlers: BTreeMap<NodeId, RpcHandler>,
-    /// Directed links that deliver nothing.
-    pub(crate) cut: BTreeSet<(NodeId, NodeId)>,
-    pub(crate) dropped: u64,
-    pub(crate) duplicated: u64,
-}
-
-/// What the dice say about one message.
-pub(crate) struct Fate {
-    pub(crate) delay: Duration,
-    pub(crate) dropped: bool,
-    pub(crate) duplicate_after: Option<Duration>,
-}
-
-/// A simulated network between the replicas of one group (node ids), or between roles: seeded
-/// dice for every message, cut links, and the handlers of the replicas that run.
-#[derive(Clone)]
-pub(crate) struct SimNetwork(pub(crate) Arc<Mutex<NetState>>);
-
-impl SimNetwork {
-    pub(crate) fn new(seed: u64, faults: ReplicationFaults) -> SimNetwork {
-        SimNetwork(Arc::new(Mutex::new(NetState {
-            rng: StdRng::seed_from_u64(seed),
-            faults,
-            handlers: BTreeMap::new(),
-            cut: BTreeSet::new(),
-            dropped: 0,
-            duplicated: 0,
-        })))
-    }
-
-    /// The transport replica `local` sends its Raft messages through.
-    pub(crate) fn endpoint(&self, local: NodeId) -> Arc<dyn RaftTransport> {
-        Arc::new(Endpoint {
-            network: self.clone(),
-            local,
-        })
-    }
-
-    /// Cuts `victim` off from every other node of `members`, both ways.
-    pub(crate) fn isolate(&self, victim: NodeId, members: &BTreeSet<NodeId>) {
-        let mut net = self.0.lock();
-        for &peer in members {
-            if peer != victim {
-                net.cut.insert((victim, peer));
-                net.cut.insert((peer, victim));
-            }
-        }
-    }
-
-    /// Faults stop: links heal, nothing is dropped or duplicated any more.
-    pub(crate) fn make_reliable(&self) {
-        let mut net = self.0.lock();
-        net.cut.clear();
-        net.faults.drop_per_mille = 0;
-        net.faults.duplicate_per_mille = 0;
-    }
-
-    pub(crate) fn fate(&self) -> Fate {
-        let mut net = self.0.lock();
-        let faults = net.faults.clone();
-        let delay = Duration::from_millis(net.rng.gen_range(0..=faults.delay_ms_max));
-        let dropped = net.rng.gen_range(0..1000) < faults.drop_per_mille;
-        let duplicate = net.rng.gen_range(0..1000) < faults.duplicate_per_mille;
-        let duplicate_after = duplicate.then(|| Duration::from_millis(net.rng.gen_range(0..=2 * faults.delay_ms_max)));
-        net.dropped += u64::from(dropped);
-        net.duplicated += u64::from(duplicate);
-        Fate {
-            delay,
-            dropped,
-            duplicate_after,
-        }
-    }
-
-    /// The handler of `to` if the link from `from` is up and `to` is running, at delivery time.
-    fn route(&self, from: NodeId, to: NodeId) -> Result<RpcHandler, TransportError> {
-        let net = self.0.lock();
-        if net.cut.contains(&(from, to)) {
-            return Err(TransportError::Unreachable {
-                node: to,
-                reason: "partitioned".into(),
-            });
-        }
-        net.handlers.get(&to).cloned().ok_or(TransportError::Unreachable {
-            node: to,
-            reason: "down".into(),
-        })
-    }
-}
-
-struct Endpoint {
-    network: SimNetwork,
-    local: NodeId,
-}
-
-impl RaftTransport for Endpoint {
-    fn call(&self, target: NodeId, request: Vec<u8>) -> RpcFuture<'_> {
-        Box::pin(async move {
-            let there = self.network.fate();
-            tokio::time::sleep(there.delay).await;
-            if there.dropped {
-                return Err(TransportError::Lost {
-                    node: target,
-                    reason: "dropped".into(),
-                });
-            }
-            let handler = self.network.route(self.local, target)?;
-            if let Some(after) = there.duplicate_after {
-                // A copy arrives later, possibly at a restarted replica; its answer goes nowhere.
-                let (network, local, request) = (self.network.clone(), self.local, request.clone());
-                tokio::spawn(async move {
-                    tokio::time::sleep(after).await;
-                    if let Ok(handler) = network.route(local, target) {
-                        handler.handle(&request).await;
-                    }
-                });
-            }
-            let response = handler.handle(&request).await;
-            let back = self.network.fate();
-            tokio::time::sleep(back.delay).await;
-            if back.dropped {
-                return Err(TransportError::Lost {
-                    node: target,
-                    reason: "reply dropped".into(),
-                });
-            }
-            self.network.route(target, self.local)?;
-            Ok(response)
-        })
-    }
-}
-
 /// Replica settings for simulated groups: fast timers, small segments, frequent snapshots.
 pub(crate) fn sim_replica_config(snapshot_every_entries: u64) -> ReplicaConfig {
     ReplicaConfig {
@@ -320,7 +194,7 @@ struct Outcome {
 struct World {
     options: ReplicationOptions,
     rng: StdRng,
-    network: SimNetwork,
+    network: FaultNetwork,
     config: ReplicaConfig,
     members: BTreeSet<NodeId>,
     dirs: BTreeMap<NodeId, PathBuf>,
@@ -369,7 +243,7 @@ impl World {
     fn new(options: ReplicationOptions, root: PathBuf) -> World {
         let members: BTreeSet<NodeId> = (1..=options.replicas).collect();
         let (outcomes_tx, outcomes) = tokio::sync::mpsc::unbounded_channel();
-        let network = SimNetwork::new(options.seed ^ 0x4E45_5457, options.faults.clone());
+        let network = FaultNetwork::new(options.seed ^ 0x4E45_5457, options.faults.link());
         World {
             rng: StdRng::seed_from_u64(options.seed),
             config: sim_replica_config(options.snapshot_every_entries),
@@ -419,19 +293,19 @@ impl World {
             &self.dirs[&id],
             id,
             &self.members,
-            self.network.endpoint(id),
+            self.network.transport(id),
             History::default(),
         )
         .await
         .map_err(|e| self.violation(format!("replica {id} does not start from its directory: {e}")))?;
-        self.network.0.lock().handlers.insert(id, replica.rpc_handler());
+        self.network.register(id, replica.rpc_handler());
         self.running.insert(id, Arc::new(replica));
         self.record("start", &[id]);
         Ok(())
     }
 
     async fn crash(&mut self, id: NodeId) {
-        self.network.0.lock().handlers.remove(&id);
+        self.network.unregister(id);
         if let Some(replica) = self.running.remove(&id) {
             replica.shutdown().await;
         }
@@ -518,15 +392,15 @@ impl World {
                 self.start(id).await?;
             }
         }
-        let partitioned = !self.network.0.lock().cut.is_empty();
+        let partitioned = self.network.is_partitioned();
         if !partitioned && roll(&mut self.rng, faults.partition_per_mille) {
             let ids: Vec<NodeId> = self.members.iter().copied().collect();
             let victim = self.victim(&ids);
-            self.network.isolate(victim, &self.members);
+            self.network.isolate(victim, self.members.iter().copied());
             self.report.partitions += 1;
             self.record("partition", &[victim]);
         } else if partitioned && roll(&mut self.rng, faults.heal_per_mille) {
-            self.network.0.lock().cut.clear();
+            self.network.heal_all();
             self.record("heal", &[]);
         }
         for _ in 0..self.rng.gen_range(0..=self.options.proposals_per_step_max) {
@@ -624,10 +498,8 @@ impl World {
             self.step().await?;
         }
         self.settle().await?;
-        (self.report.messages_dropped, self.report.messages_duplicated) = {
-            let net = self.network.0.lock();
-            (net.dropped, net.duplicated)
-        };
+        let stats = self.network.stats();
+        (self.report.messages_dropped, self.report.messages_duplicated) = (stats.dropped, stats.duplicated);
         self.report.steps = self.options.steps;
         self.report.applied = self.history.len() as u64;
         self.report.virtual_ms = self.options.steps * self.options.step_ms;
