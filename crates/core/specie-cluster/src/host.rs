@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use specie_codec::Encode;
+use specie_host::{CallError, GatherAnswer, HostStopped, Slot};
 use specie_raft::{Leadership, Replica, ReplicaConfig, ReplicatedStateMachine, Role};
 use specie_wire::{handler_fn, Admit, Handler, Peer, ServerCounters, ServerSetup, WireLimits};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 
 use crate::credentials;
 use crate::identity::{authorize, Identity};
@@ -23,6 +25,50 @@ use crate::topology::{Replica as ReplicaAddress, Topology};
 /// Who sent a request: the identity its certificate proves, or `None` on an insecure plaintext
 /// transport (no authentication, so no authorisation either).
 pub type Caller = Option<Arc<Identity>>;
+
+/// Callers' batches waiting for a role's host; beyond this callers wait (backpressure).
+pub const ROLE_CALLS_QUEUED_MAX: usize = 1024;
+
+/// Why a role request is answered with an error instead of a response; what the peer reads is
+/// its `Display`.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The request was refused after decoding (authorisation, attestation, wrong role).
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The replica lost the lead or stopped while the request was in flight: it may or may not
+    /// take effect, as the replicated log decides.
+    #[error("the outcome is unknown: the replica lost the lead or stopped")]
+    OutcomeUnknown,
+    #[error("the role is stopping")]
+    Stopping,
+    /// The role answered a call with the wrong kind of reply: a bug.
+    #[error("internal error: the role answered {0} with the wrong kind of reply")]
+    WrongReply(&'static str),
+}
+
+/// Hands a caller's calls (each with its slot of `gathered`) to a role's host and waits for
+/// every reply; `respond` turns them into the response (`None`: a reply of the wrong kind).
+pub async fn call_host<S, C, T>(
+    hosted: &Hosted<S>,
+    host: &mpsc::Sender<Vec<(C, Slot<T>)>>,
+    calls: Vec<(C, Slot<T>)>,
+    gathered: GatherAnswer<T>,
+    request: &'static str,
+    respond: impl FnOnce(Vec<T>) -> Option<RoleResponse>,
+) -> Result<RoleResponse, ServeError>
+where
+    S: ReplicatedStateMachine,
+{
+    if host.send(calls).await.is_err() {
+        return Err(ServeError::Stopping);
+    }
+    match gathered.replies().await {
+        Ok(replies) => respond(replies).ok_or(ServeError::WrongReply(request)),
+        Err(CallError::NotLeader { .. }) => Ok(hosted.not_leader()),
+        Err(CallError::Unknown) => Err(ServeError::OutcomeUnknown),
+    }
+}
 
 pub fn wire_limits(topology: &Topology) -> WireLimits {
     let limits = &topology.limits;
@@ -55,7 +101,7 @@ pub fn replica_dir(topology: &Topology, group: &str, id: u64) -> PathBuf {
 /// A running replica, shared by the request handlers.
 pub struct Hosted<S: ReplicatedStateMachine> {
     pub group: String,
-    pub replica: Replica<S>,
+    pub replica: Arc<Replica<S>>,
     /// What the wire server turned away, and requests refused by the authorisation table or by
     /// the role's own checks of its input.
     pub refused: Arc<ServerCounters>,
@@ -65,7 +111,7 @@ impl<S: ReplicatedStateMachine> Hosted<S> {
     pub fn new(group: impl Into<String>, replica: Replica<S>) -> Hosted<S> {
         Hosted {
             group: group.into(),
-            replica,
+            replica: Arc::new(replica),
             refused: Arc::default(),
         }
     }
@@ -105,17 +151,17 @@ impl<S: ReplicatedStateMachine> Hosted<S> {
     }
 
     /// Counts and logs a request the role refused after decoding it.
-    pub fn refuse(&self, caller: &Caller, reason: impl std::fmt::Display) -> String {
-        refuse(&self.refused, caller, reason)
+    pub fn refuse(&self, caller: &Caller, reason: impl std::fmt::Display) -> ServeError {
+        ServeError::Refused(refuse(&self.refused, caller, reason))
     }
 }
 
-/// Counts and logs a refused request; the message for the peer.
+/// Counts and logs a refused request; the reason for the peer.
 fn refuse(counters: &ServerCounters, caller: &Caller, reason: impl std::fmt::Display) -> String {
     counters.requests_refused.fetch_add(1, Ordering::Relaxed);
     let peer = caller.as_deref().map_or("anonymous".to_string(), ToString::to_string);
     tracing::warn!(%peer, %reason, "request refused");
-    format!("refused: {reason}")
+    reason.to_string()
 }
 
 /// Starts the replica `me` (of a group listed in `replicas`) and serves `role` requests
@@ -128,13 +174,13 @@ pub async fn serve_replica<S, F, Fut>(
     me: Identity,
     replicas: &[ReplicaAddress],
     state_machine: S,
-    after_start: impl FnOnce(Arc<Hosted<S>>),
+    start_host: impl FnOnce(Arc<Hosted<S>>) -> JoinHandle<Result<(), HostStopped>>,
     role: F,
 ) -> anyhow::Result<()>
 where
     S: ReplicatedStateMachine,
     F: Fn(Arc<Hosted<S>>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<RoleResponse, String>> + Send + 'static,
+    Fut: Future<Output = Result<RoleResponse, ServeError>> + Send + 'static,
 {
     let Identity::Replica {
         role: group_role,
@@ -190,19 +236,26 @@ where
         refused: counters,
         ..Hosted::new(group.clone(), replica)
     });
+    let host = start_host(shared.clone());
     let _ = hosted.set(shared.clone());
-    after_start(shared.clone());
     tracing::info!(%me, %address, "replica serving");
     eprintln!("{group} replica {id}: serving on {address} as {me}");
 
-    wait_for_stop_signal().await;
+    // A replica whose Raft core or role host stopped must not linger half alive: it exits with
+    // an error, and its supervisor (or operator) restarts it from its durable state.
+    let ended = tokio::select! {
+        () = wait_for_stop_signal() => None,
+        ended = host => Some(ended),
+    };
     let _ = stop_tx.send(true);
     let _ = server.await;
-    drop(hosted);
-    if let Ok(hosted) = Arc::try_unwrap(shared) {
-        hosted.replica.shutdown().await;
+    shared.replica.shutdown().await;
+    match ended {
+        None => Ok(()),
+        Some(Ok(Ok(()))) => anyhow::bail!("{me}: its role host ended"),
+        Some(Ok(Err(stopped))) => Err(stopped.into()),
+        Some(Err(panicked)) => anyhow::bail!("{me}: its role host failed: {panicked}"),
     }
-    Ok(())
 }
 
 /// Admits members of the topology (and, on an insecure plaintext transport, anyone), and gives
@@ -217,7 +270,7 @@ fn admit_members<S, F, Fut>(
 where
     S: ReplicatedStateMachine,
     F: Fn(Arc<Hosted<S>>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<RoleResponse, String>> + Send + 'static,
+    Fut: Future<Output = Result<RoleResponse, ServeError>> + Send + 'static,
 {
     Arc::new(move |peer: &Peer| {
         let caller: Caller = match &peer.name {
@@ -250,7 +303,7 @@ fn request_handler<S, F, Fut>(
 where
     S: ReplicatedStateMachine,
     F: Fn(Arc<Hosted<S>>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<RoleResponse, String>> + Send + 'static,
+    Fut: Future<Output = Result<RoleResponse, ServeError>> + Send + 'static,
 {
     handler_fn(move |bytes: Vec<u8>| {
         let (caller, me, hosted, counters, role) = (
@@ -262,7 +315,7 @@ where
         );
         async move {
             let Some(&request_tag) = bytes.first() else {
-                return Err(refuse(&counters, &caller, "empty request"));
+                return Err(ServeError::Refused(refuse(&counters, &caller, "empty request")).to_string());
             };
             if let Some(peer) = &caller {
                 // Decided on the tag alone: a refused request is never decoded.
@@ -272,8 +325,9 @@ where
                     return Err(format!("not authorised: {refusal}"));
                 }
             }
-            let request = RoleRequest::decode(&bytes)
-                .map_err(|error| refuse(&counters, &caller, format_args!("malformed request: {error}")))?;
+            let request = RoleRequest::decode(&bytes).map_err(|error| {
+                ServeError::Refused(refuse(&counters, &caller, format_args!("malformed request: {error}"))).to_string()
+            })?;
             let Some(hosted) = hosted else {
                 // Still opening its log: a role request certainly did not execute here, and
                 // "not the leader" tells callers to try another replica rather than report
@@ -286,7 +340,7 @@ where
             let response = match request {
                 RoleRequest::Raft(rpc) => RoleResponse::Raft(hosted.replica.rpc_handler().handle(&rpc).await),
                 RoleRequest::Status => hosted.status(serde_json::json!({})),
-                other => role(hosted, caller, other).await?,
+                other => role(hosted, caller, other).await.map_err(|error| error.to_string())?,
             };
             Ok(response.encode())
         }

@@ -21,7 +21,7 @@ pub mod sentinel;
 pub mod shard_replica;
 pub mod topology;
 
-pub use host::{Caller, Hosted};
+pub use host::{Caller, Hosted, ServeError};
 pub use identity::{GroupRole, Identity};
 pub use topology::{
     Limits, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup, Topology, TopologyError, TransportMode,

@@ -1,89 +1,131 @@
-//! A shard group member: the shard state machine replicated by Raft. The leader makes each
-//! coordinator batch durable as one Raft entry (one fsync per replica) before answering.
+//! A shard group member: the shard role ([`specie_shard::Shard`]) on the shared replicated host
+//! (`specie_host::ReplicatedHost`). The leader makes each round of coordinator requests durable
+//! as one Raft entry (one fsync per replica) before answering; reads are answered after every
+//! request received before them has been applied.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 
-use specie_codec::{Decode, Encode};
-use specie_raft::ReplicatedStateMachine;
-use specie_shard::{ShardRange, ShardRequest, ShardResponse, ShardState, ShardWireLimits};
+use specie_host::{Calls, Gather, HostStopped, ReplicatedHost, RoleMachine, Slot, Wiring};
+use specie_role::Ticket;
+use specie_shard::{Shard, ShardCall, ShardInput, ShardRange, ShardRead, ShardReply, ShardResponse};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
-use crate::host::{serve_replica, Caller, Hosted};
+use crate::host::{call_host, serve_replica, Caller, Hosted, ServeError, ROLE_CALLS_QUEUED_MAX};
 use crate::identity::Identity;
 use crate::protocol::{RoleRequest, RoleResponse};
 use crate::topology::Topology;
 
-pub struct ShardMachine {
-    pub state: ShardState,
-    limits: ShardWireLimits,
+/// The shard role as Raft's state machine.
+pub type ShardMachine = RoleMachine<Shard>;
+
+/// A shard's initial state, the same on every replica of its group.
+pub fn shard_machine(range: ShardRange) -> ShardMachine {
+    RoleMachine::new(Shard::empty(range))
 }
 
-impl ShardMachine {
-    pub fn new(range: ShardRange) -> Self {
-        ShardMachine {
-            state: ShardState::new(range),
-            limits: ShardWireLimits::default(),
-        }
-    }
-}
+/// Callers wait for shard replies; a shard never sends or reports on its own.
+struct ShardReplicaWiring;
 
-impl ReplicatedStateMachine for ShardMachine {
-    fn apply(&mut self, command: &[u8]) -> Vec<u8> {
-        // Only a leader proposes, and only requests it decoded itself, so this cannot fail; if it
-        // ever did, every replica skips the same command and the proposer sees an empty answer.
-        match ShardRequest::decode_exact_with(command, &self.limits) {
-            Ok(request) => self.state.apply(&request).encode(),
-            Err(_) => vec![],
-        }
+impl Wiring<Shard> for ShardReplicaWiring {
+    type Call = ShardCall;
+    type ReplyTo = Slot<ShardReply>;
+
+    fn input(call: ShardCall, ticket: Ticket) -> ShardInput {
+        call.into_input(ticket)
     }
 
-    fn snapshot(&self) -> Vec<u8> {
-        self.state.encode_snapshot()
+    fn send(&mut self, to: Infallible, _message: Infallible) {
+        match to {}
     }
 
-    fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
-        let state = ShardState::decode_snapshot(snapshot).map_err(|e| e.to_string())?;
-        if state.range() != self.state.range() {
-            return Err(format!(
-                "snapshot covers {:?}, this shard owns {:?}",
-                state.range(),
-                self.state.range()
-            ));
-        }
-        self.state = state;
-        Ok(())
+    fn reply(&mut self, slot: Slot<ShardReply>, reply: ShardReply) {
+        slot.fill(reply);
+    }
+
+    fn report(&mut self, report: Infallible) {
+        match report {}
     }
 }
 
-/// Serves one role request on a shard replica: a coordinator's batch (made durable through Raft
-/// first), or a read of the UHS. A replica that does not lead answers `NotLeader`.
-pub async fn serve(
-    hosted: Arc<Hosted<ShardMachine>>,
-    caller: Caller,
-    request: RoleRequest,
-) -> Result<RoleResponse, String> {
-    if !hosted.is_leader() {
-        return Ok(hosted.not_leader());
+/// A running shard replica: its Raft replica and the way into its host.
+pub struct ShardReplica {
+    pub hosted: Arc<Hosted<ShardMachine>>,
+    calls: mpsc::Sender<Calls<ShardReplicaWiring, Shard>>,
+}
+
+impl ShardReplica {
+    /// Starts the shard's host on `hosted`; the task ends when the replica stops.
+    pub fn start(hosted: Arc<Hosted<ShardMachine>>) -> (Arc<ShardReplica>, JoinHandle<Result<(), HostStopped>>) {
+        let (calls, calls_rx) = mpsc::channel(ROLE_CALLS_QUEUED_MAX);
+        let host = ReplicatedHost::new(hosted.group.clone(), hosted.replica.clone(), ShardReplicaWiring);
+        // A shard takes no peer messages: its inputs all come as calls.
+        let (_no_inputs, inputs_rx) = mpsc::channel(1);
+        let task = tokio::spawn(host.run(calls_rx, inputs_rx));
+        (Arc::new(ShardReplica { hosted, calls }), task)
     }
-    Ok(match request {
-        RoleRequest::ShardBatch(requests) => {
-            let commands: Vec<Vec<u8>> = requests.iter().map(Encode::encode).collect();
-            let answers = hosted.replica.propose(commands).await.map_err(|e| e.to_string())?;
-            let limits = ShardWireLimits::default();
-            let responses = answers
-                .iter()
-                .map(|bytes| ShardResponse::decode_exact_with(bytes, &limits).map_err(|e| e.to_string()))
-                .collect::<Result<Vec<_>, String>>()?;
-            RoleResponse::ShardBatch(responses)
+
+    /// Serves one role request: a coordinator's batch (made durable through Raft first), or a
+    /// read of the UHS (on the leader, after every earlier request: a transaction reported
+    /// confirmed is visible). A replica that does not lead answers `NotLeader`.
+    pub async fn serve(&self, caller: Caller, request: RoleRequest) -> Result<RoleResponse, ServeError> {
+        if !self.hosted.is_leader() {
+            return Ok(self.hosted.not_leader());
         }
-        // Reads on the leader after apply: a transaction reported confirmed is visible.
-        RoleRequest::ShardQuery(ids) => RoleResponse::ShardQuery(
-            hosted
-                .replica
-                .with_state(|m| ids.iter().map(|id| m.state.contains(id)).collect()),
-        ),
-        RoleRequest::ShardIds => RoleResponse::ShardIds(hosted.replica.with_state(|m| m.state.sorted_ids())),
-        other => return Err(hosted.refuse(&caller, format_args!("a shard does not serve {}", other.kind()))),
-    })
+        match request {
+            RoleRequest::ShardBatch(requests) if requests.is_empty() => Ok(RoleResponse::ShardBatch(vec![])),
+            RoleRequest::ShardBatch(requests) => {
+                let calls = requests.into_iter().map(ShardCall::Request).collect();
+                self.call(calls, "a shard batch", |replies| {
+                    let responses = replies.into_iter().map(|reply| match reply {
+                        ShardReply::Response(response) => Some(response),
+                        _ => None,
+                    });
+                    responses
+                        .collect::<Option<Vec<ShardResponse>>>()
+                        .map(RoleResponse::ShardBatch)
+                })
+                .await
+            }
+            RoleRequest::ShardQuery(ids) => {
+                self.call(
+                    vec![ShardCall::Read(ShardRead::Contains(ids))],
+                    "a UHS query",
+                    |replies| match <[ShardReply; 1]>::try_from(replies) {
+                        Ok([ShardReply::Contains(found)]) => Some(RoleResponse::ShardQuery(found)),
+                        _ => None,
+                    },
+                )
+                .await
+            }
+            RoleRequest::ShardIds => {
+                self.call(
+                    vec![ShardCall::Read(ShardRead::SortedIds)],
+                    "a UHS listing",
+                    |replies| match <[ShardReply; 1]>::try_from(replies) {
+                        Ok([ShardReply::SortedIds(ids)]) => Some(RoleResponse::ShardIds(ids)),
+                        _ => None,
+                    },
+                )
+                .await
+            }
+            other => Err(self
+                .hosted
+                .refuse(&caller, format_args!("a shard does not serve {}", other.kind()))),
+        }
+    }
+
+    async fn call(
+        &self,
+        calls: Vec<ShardCall>,
+        request: &'static str,
+        respond: impl FnOnce(Vec<ShardReply>) -> Option<RoleResponse>,
+    ) -> Result<RoleResponse, ServeError> {
+        let (slots, gathered) = Gather::slots(calls.len());
+        let calls = calls.into_iter().zip(slots).collect();
+        call_host(&self.hosted, &self.calls, calls, gathered, request, respond).await
+    }
 }
 
 /// Runs replica `id` of shard group `group` until stopped.
@@ -93,13 +135,28 @@ pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<(
         first: shard_group.range[0],
         last: shard_group.range[1],
     };
+    let replica: Arc<std::sync::OnceLock<Arc<ShardReplica>>> = Arc::default();
+    let started = replica.clone();
+    let handler = move |_hosted, caller, request| {
+        let replica = started.get().cloned();
+        async move {
+            match replica {
+                Some(replica) => replica.serve(caller, request).await,
+                None => Ok(RoleResponse::NotLeader(None)),
+            }
+        }
+    };
     serve_replica(
         &topology,
         Identity::shard(&group, id),
         &shard_group.replicas,
-        ShardMachine::new(range),
-        |_| {},
-        serve,
+        shard_machine(range),
+        move |hosted| {
+            let (shard, task) = ShardReplica::start(hosted);
+            let _ = replica.set(shard);
+            task
+        },
+        handler,
     )
     .await
 }

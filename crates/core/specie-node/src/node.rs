@@ -12,10 +12,10 @@ use specie_transaction::{CompactTransaction, SpecieTransaction, UhsId};
 
 use specie_coordinator::{Coordinator, CoordinatorState};
 use specie_host::{EmbeddedHost, HostMessage};
-use specie_shard::{Shard, ShardRead, ShardReply};
+use specie_shard::{Shard, ShardCall, ShardRead, ShardReply};
 
 use crate::manifest::NodeManifest;
-use crate::wiring::{CoordinatorMessage, CoordinatorWiring, ShardCall, ShardMessage, ShardReplyTo, ShardWiring};
+use crate::wiring::{CoordinatorMessage, CoordinatorWiring, ShardMessage, ShardReplyTo, ShardWiring};
 
 /// How a node is started. Shard count and address prefix apply only when the data directory is
 /// new; afterwards its manifest (`node.toml`) is authoritative.

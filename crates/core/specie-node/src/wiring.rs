@@ -7,14 +7,8 @@ use specie_api::{Completion, CompletionSender, TxStatus};
 use specie_coordinator::{Coordinator, CoordinatorInput, CoordinatorReport, TxOutcome};
 use specie_host::{HostMessage, Wiring};
 use specie_role::Ticket;
-use specie_shard::{Shard, ShardInput, ShardRead, ShardReply, ShardRequest, ShardResponse};
+use specie_shard::{Shard, ShardCall, ShardInput, ShardReply, ShardRequest, ShardResponse};
 use specie_transaction::CompactTransaction;
-
-/// What a shard is asked: a coordinator's request, or a read from the API.
-pub enum ShardCall {
-    Request(ShardRequest),
-    Read(ShardRead),
-}
 
 /// Who waits for a shard's answer.
 pub enum ShardReplyTo {
@@ -36,10 +30,7 @@ impl Wiring<Shard> for ShardWiring {
     type ReplyTo = ShardReplyTo;
 
     fn input(call: ShardCall, ticket: Ticket) -> ShardInput {
-        match call {
-            ShardCall::Request(request) => ShardInput::Request { ticket, request },
-            ShardCall::Read(read) => ShardInput::Read { ticket, read },
-        }
+        call.into_input(ticket)
     }
 
     fn send(&mut self, to: std::convert::Infallible, _message: std::convert::Infallible) {

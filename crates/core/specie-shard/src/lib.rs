@@ -11,7 +11,7 @@ mod state;
 mod wire;
 
 pub use range::{ShardRange, ShardRangeError};
-pub use role::{Shard, ShardInput, ShardRead, ShardReply, ShardStateError};
+pub use role::{Shard, ShardCall, ShardInput, ShardRead, ShardReply, ShardStateError};
 pub use state::{ShardState, ShardStats};
 pub use wire::{put_votes, read_votes, Refusal, ShardRequest, ShardResponse, ShardTx, ShardWireLimits, Vote};
 

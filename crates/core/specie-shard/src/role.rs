@@ -21,6 +21,23 @@ pub enum ShardInput {
     Read { ticket: Ticket, read: ShardRead },
 }
 
+/// What a shard is asked, before its host gives the request a ticket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShardCall {
+    Request(ShardRequest),
+    Read(ShardRead),
+}
+
+impl ShardCall {
+    /// The role's input for this call, whose reply will carry `ticket`.
+    pub fn into_input(self, ticket: Ticket) -> ShardInput {
+        match self {
+            ShardCall::Request(request) => ShardInput::Request { ticket, request },
+            ShardCall::Read(read) => ShardInput::Read { ticket, read },
+        }
+    }
+}
+
 /// A read of the UHS; it changes nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ShardRead {

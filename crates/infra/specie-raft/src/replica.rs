@@ -1,6 +1,7 @@
 //! [`Replica`]: one member of a replicated group, the handle a role's driver holds.
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -432,6 +433,17 @@ impl<S: ReplicatedStateMachine> Replica<S> {
     /// Proposes `batch` as one Raft entry (one append, one fsync per replica) and returns the
     /// state machine's answers, one per command, once the entry is committed and applied here.
     pub async fn propose(&self, batch: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, ProposeError> {
+        self.submit(batch).await?.await
+    }
+
+    /// Hands `batch` to Raft as one entry now and returns what waits for its answers. Entries
+    /// are appended in the order `submit` is called (awaiting it only queues the entry), so a
+    /// host can keep several rounds of proposals in flight and still have them applied in the
+    /// order its role proposed them.
+    pub async fn submit(
+        &self,
+        batch: Vec<Vec<u8>>,
+    ) -> Result<impl Future<Output = Result<Vec<Vec<u8>>, ProposeError>> + Send + 'static, ProposeError> {
         if batch.is_empty() {
             return Err(ProposeError::EmptyBatch);
         }
@@ -443,18 +455,32 @@ impl<S: ReplicatedStateMachine> Replica<S> {
             });
         }
         let timeout = Duration::from_millis(self.config.propose_timeout_ms);
-        match tokio::time::timeout(timeout, self.raft.client_write(Batch(batch))).await {
-            Err(_) => Err(ProposeError::Timeout),
-            Ok(Ok(response)) => Ok(response.data.0),
-            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => Err(ProposeError::NotLeader {
-                leader: forward.leader_id,
-            }),
-            // Only membership changes fail this way, and `propose` never makes one.
-            Ok(Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(error)))) => {
-                Err(ProposeError::Stopped(error.to_string()))
+        let answer = self
+            .raft
+            .client_write_ff(Batch(batch))
+            .await
+            .map_err(|fatal| ProposeError::Stopped(fatal.to_string()))?;
+        Ok(async move {
+            match tokio::time::timeout(timeout, answer).await {
+                Err(_) => Err(ProposeError::Timeout),
+                Ok(Err(_)) => Err(ProposeError::Stopped(
+                    "the replica stopped before answering".to_string(),
+                )),
+                Ok(Ok(Ok(response))) => Ok(response.data.0),
+                Ok(Ok(Err(ClientWriteError::ForwardToLeader(forward)))) => Err(ProposeError::NotLeader {
+                    leader: forward.leader_id,
+                }),
+                // Only membership changes fail this way, and `submit` never makes one.
+                Ok(Ok(Err(ClientWriteError::ChangeMembershipError(error)))) => {
+                    Err(ProposeError::Stopped(error.to_string()))
+                }
             }
-            Ok(Err(RaftError::Fatal(fatal))) => Err(ProposeError::Stopped(fatal.to_string())),
-        }
+        })
+    }
+
+    /// The most commands and bytes one proposed batch may hold.
+    pub fn batch_limits(&self) -> (usize, usize) {
+        (self.config.batch_commands_max, self.config.batch_bytes_max)
     }
 
     /// Whether this replica leads and has applied everything committed before its term (see
@@ -521,6 +547,15 @@ impl<S: ReplicatedStateMachine> Replica<S> {
     /// Reads the role state. The closure runs under the lock the apply path takes: keep it short.
     pub fn with_state<R>(&self, read: impl FnOnce(&S) -> R) -> R {
         read(&self.state.lock())
+    }
+
+    /// Lets the replica's host drive the state machine between applies, under the lock the
+    /// apply path takes (keep it short). Only a host whose state machine keeps its replicated
+    /// state out of reach of anything but `apply` should use it: `specie-host`'s role machine
+    /// exposes a role's inputs and outputs here, and the role contract lets only `apply` change
+    /// what is replicated.
+    pub fn with_machine<R>(&self, drive: impl FnOnce(&mut S) -> R) -> R {
+        drive(&mut self.state.lock())
     }
 
     /// Answers Raft requests from peers; register it with the transport.

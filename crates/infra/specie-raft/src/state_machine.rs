@@ -42,7 +42,18 @@ pub trait ReplicatedStateMachine: Send + 'static {
     /// Replaces the whole state with `snapshot` (bytes from `snapshot()` on some replica). It takes
     /// `&mut self` rather than building a new value so that a role can keep handles (say, to a
     /// shared engine) across the swap. On error the state must be left as it was.
-    fn restore(&mut self, snapshot: &[u8]) -> Result<(), String>;
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), SnapshotRefused>;
+}
+
+/// Why a role's state machine refused a snapshot's bytes (the role's own error inside).
+#[derive(Debug, thiserror::Error)]
+#[error("the snapshot is refused: {0}")]
+pub struct SnapshotRefused(#[source] pub Box<dyn std::error::Error + Send + Sync>);
+
+impl SnapshotRefused {
+    pub fn new(reason: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> SnapshotRefused {
+        SnapshotRefused(reason.into())
+    }
 }
 
 /// The newest snapshot, as held in memory and on disk.
@@ -245,7 +256,7 @@ impl<S: ReplicatedStateMachine> RaftStateMachine<TypeConfig> for StateMachineSto
         self.state
             .lock()
             .restore(&data)
-            .map_err(|e| StorageIOError::read_snapshot(Some(signature.clone()), AnyError::error(e)))?;
+            .map_err(|e| StorageIOError::read_snapshot(Some(signature.clone()), AnyError::new(&e)))?;
         self.applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
         let stored = StoredSnapshot {

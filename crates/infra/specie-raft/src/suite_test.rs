@@ -10,7 +10,7 @@ use specie_log::SyncMode;
 
 use crate::fsio::DirLock;
 use crate::log_store::{LogOptions, LogStore};
-use crate::state_machine::{ReplicatedStateMachine, StateMachineStore};
+use crate::state_machine::{ReplicatedStateMachine, SnapshotRefused, StateMachineStore};
 use crate::types::{StorageError, TypeConfig};
 
 /// Counts applied commands; its snapshot is the count.
@@ -27,8 +27,12 @@ impl ReplicatedStateMachine for Counter {
         self.0.to_le_bytes().to_vec()
     }
 
-    fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
-        self.0 = u64::from_le_bytes(snapshot.try_into().map_err(|_| "snapshot is not 8 bytes")?);
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), SnapshotRefused> {
+        self.0 = u64::from_le_bytes(
+            snapshot
+                .try_into()
+                .map_err(|_| SnapshotRefused::new("snapshot is not 8 bytes"))?,
+        );
         Ok(())
     }
 }

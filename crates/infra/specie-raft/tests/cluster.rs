@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use specie_faultnet::{FaultNetwork, LinkFaults};
-use specie_raft::{Leadership, NodeId, ProposeError, Replica, ReplicaConfig, ReplicaMetrics, ReplicatedStateMachine};
+use specie_raft::{
+    Leadership, NodeId, ProposeError, Replica, ReplicaConfig, ReplicaMetrics, ReplicatedStateMachine, SnapshotRefused,
+};
 
 /// A deterministic test role: counts commands and chains a hash over them, so two replicas are
 /// equal only if they applied the same commands in the same order.
@@ -35,9 +37,9 @@ impl ReplicatedStateMachine for Chain {
         bytes
     }
 
-    fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), SnapshotRefused> {
         if snapshot.len() != 40 {
-            return Err(format!("snapshot of {} bytes", snapshot.len()));
+            return Err(SnapshotRefused::new(format!("snapshot of {} bytes", snapshot.len())));
         }
         self.count = u64::from_le_bytes(snapshot[..8].try_into().expect("8 bytes"));
         self.hash = snapshot[8..].try_into().expect("32 bytes");

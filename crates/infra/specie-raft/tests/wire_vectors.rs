@@ -300,7 +300,7 @@ impl specie_raft::ReplicatedStateMachine for Nothing {
     fn snapshot(&self) -> Vec<u8> {
         vec![]
     }
-    fn restore(&mut self, _snapshot: &[u8]) -> Result<(), String> {
+    fn restore(&mut self, _snapshot: &[u8]) -> Result<(), specie_raft::SnapshotRefused> {
         Ok(())
     }
 }

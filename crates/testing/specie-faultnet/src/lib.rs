@@ -302,7 +302,7 @@ impl RaftTransport for Endpoint {
 mod tests {
     use std::collections::BTreeSet;
 
-    use specie_raft::{Replica, ReplicaConfig, ReplicatedStateMachine};
+    use specie_raft::{Replica, ReplicaConfig, ReplicatedStateMachine, SnapshotRefused};
 
     use super::*;
 
@@ -415,7 +415,7 @@ mod tests {
         fn snapshot(&self) -> Vec<u8> {
             vec![]
         }
-        fn restore(&mut self, _snapshot: &[u8]) -> Result<(), String> {
+        fn restore(&mut self, _snapshot: &[u8]) -> Result<(), SnapshotRefused> {
             Ok(())
         }
     }

@@ -30,17 +30,19 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use specie_cluster::coordinator_replica::{CoordinatorFront, CoordinatorMachine, ShardCall, ShardGroups};
+use specie_cluster::coordinator_replica::{coordinator_machine, CoordinatorReplica, ShardGroupCall, ShardGroups};
 use specie_cluster::protocol::{self, RoleRequest, RoleResponse, SubmitOutcome};
-use specie_cluster::shard_replica::{self, ShardMachine};
+use specie_cluster::shard_replica::{shard_machine, ShardReplica};
 use specie_cluster::{Caller, Hosted, Identity};
 use specie_coordinator::CoordinatorConfig;
 use specie_faultnet::FaultNetwork;
+use specie_host::HostStopped;
 use specie_raft::{NodeId, Replica, ReplicaConfig, ReplicatedStateMachine};
 use specie_shard::{ShardRange, ShardRequest, Vote};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{CompactTransaction, Txid, UhsId};
+use tokio::task::JoinHandle;
 
 use crate::replication::{run_seeded, sim_replica_config, ReplicationFaults};
 use crate::world::Violation;
@@ -112,7 +114,7 @@ pub struct ClusterReport {
 type GroupIndex = usize;
 
 /// The running replicas of every shard group, shared with the coordinators' [`SimShards`].
-type RunningShards = Arc<Mutex<Vec<BTreeMap<NodeId, Arc<Hosted<ShardMachine>>>>>>;
+type RunningShards = Arc<Mutex<Vec<BTreeMap<NodeId, Arc<ShardReplica>>>>>;
 
 /// The simulated clients submit as this sentinel, attesting every submission with its key.
 const SENTINEL: &str = "sim-sentinel";
@@ -128,7 +130,7 @@ struct SimShards {
 }
 
 impl ShardGroups for SimShards {
-    fn call(&self, shard: usize, requests: Vec<ShardRequest>) -> ShardCall {
+    fn call(&self, shard: usize, requests: Vec<ShardRequest>) -> ShardGroupCall {
         let (running, network) = (self.running.clone(), self.network.clone());
         Box::pin(async move {
             let there = network.fate();
@@ -137,16 +139,19 @@ impl ShardGroups for SimShards {
                 return Err("request dropped".into());
             }
             // A GroupClient finds the leader by asking around; here, whoever reports leading.
-            let leader = running.lock()[shard].values().find(|h| h.is_leader()).cloned();
-            let hosted = leader.ok_or("no leader")?;
+            let leader = running.lock()[shard].values().find(|s| s.hosted.is_leader()).cloned();
+            let leader = leader.ok_or("no leader")?;
             if let Some(after) = there.duplicate_after {
-                let (hosted, requests) = (hosted.clone(), requests.clone());
+                let (leader, requests) = (leader.clone(), requests.clone());
                 tokio::spawn(async move {
                     tokio::time::sleep(after).await;
-                    let _ = shard_replica::serve(hosted, coordinator(), RoleRequest::ShardBatch(requests)).await;
+                    let _ = leader.serve(coordinator(), RoleRequest::ShardBatch(requests)).await;
                 });
             }
-            let response = shard_replica::serve(hosted, coordinator(), RoleRequest::ShardBatch(requests)).await?;
+            let response = leader
+                .serve(coordinator(), RoleRequest::ShardBatch(requests))
+                .await
+                .map_err(|error| error.to_string())?;
             let back = network.fate();
             back.in_transit().await;
             if back.dropped {
@@ -185,8 +190,8 @@ struct Sent {
 }
 
 struct Coordinator {
-    hosted: Arc<Hosted<CoordinatorMachine>>,
-    front: Arc<CoordinatorFront>,
+    replica: Arc<CoordinatorReplica>,
+    host: JoinHandle<Result<(), HostStopped>>,
 }
 
 struct World {
@@ -203,6 +208,8 @@ struct World {
     roles: FaultNetwork,
     shards: RunningShards,
     coordinators: BTreeMap<NodeId, Coordinator>,
+    /// The shard replicas' host tasks, to stop with their replicas.
+    shard_hosts: BTreeMap<(GroupIndex, NodeId), JoinHandle<Result<(), HostStopped>>>,
     answers_tx: tokio::sync::mpsc::UnboundedSender<Submission>,
     answers: tokio::sync::mpsc::UnboundedReceiver<Submission>,
     // The model.
@@ -252,6 +259,7 @@ impl World {
             roles: FaultNetwork::new(options.seed ^ 0x524F_4C45, options.faults.link()),
             shards: Arc::new(Mutex::new(vec![BTreeMap::new(); options.shard_groups])),
             coordinators: BTreeMap::new(),
+            shard_hosts: BTreeMap::new(),
             answers_tx,
             answers,
             values: BTreeMap::new(),
@@ -309,12 +317,12 @@ impl World {
         if group == self.coordinator_group() {
             self.coordinators
                 .iter()
-                .find(|(_, c)| c.hosted.is_leader())
+                .find(|(_, c)| c.replica.hosted.is_leader())
                 .map(|(&id, _)| id)
         } else {
             self.shards.lock()[group]
                 .iter()
-                .find(|(_, h)| h.is_leader())
+                .find(|(_, h)| h.hosted.is_leader())
                 .map(|(&id, _)| id)
         }
     }
@@ -343,23 +351,24 @@ impl World {
 
     async fn start(&mut self, group: GroupIndex, id: NodeId) -> Result<(), Violation> {
         if group == self.coordinator_group() {
-            let replica = self.open(group, id, CoordinatorMachine::new()).await?;
-            let hosted = Arc::new(Hosted::new("coordinator", replica));
-            let sentinel_keys = [(SENTINEL.to_string(), xonly_bytes(&self.sentinel))].into();
-            let front = CoordinatorFront::new(sentinel_keys);
             let mut config = CoordinatorConfig::with_shards(self.ranges.clone());
             config.batch_transactions_max = 16;
             config.retry_timeout_ms = 400;
+            let replica = self.open(group, id, coordinator_machine(config)).await?;
+            let hosted = Arc::new(Hosted::new("coordinator", replica));
+            let sentinel_keys = [(SENTINEL.to_string(), xonly_bytes(&self.sentinel))].into();
             let shards: Arc<dyn ShardGroups> = Arc::new(SimShards {
                 running: self.shards.clone(),
                 network: self.roles.clone(),
             });
-            front.start_engine(hosted.clone(), config, shards);
-            self.coordinators.insert(id, Coordinator { hosted, front });
+            let (replica, host) = CoordinatorReplica::start(hosted, shards, self.ranges.len(), sentinel_keys);
+            self.coordinators.insert(id, Coordinator { replica, host });
         } else {
-            let replica = self.open(group, id, ShardMachine::new(self.ranges[group])).await?;
+            let replica = self.open(group, id, shard_machine(self.ranges[group])).await?;
             let hosted = Arc::new(Hosted::new(format!("shard-{group}"), replica));
-            self.shards.lock()[group].insert(id, hosted);
+            let (shard, host) = ShardReplica::start(hosted);
+            self.shards.lock()[group].insert(id, shard);
+            self.shard_hosts.insert((group, id), host);
         }
         self.record("start", &[group as u64, id]);
         Ok(())
@@ -369,12 +378,16 @@ impl World {
         self.networks[group].unregister(id);
         if group == self.coordinator_group() {
             if let Some(coordinator) = self.coordinators.remove(&id) {
-                coordinator.hosted.replica.shutdown().await;
+                coordinator.host.abort();
+                coordinator.replica.hosted.replica.shutdown().await;
             }
         } else {
-            let hosted = self.shards.lock()[group].remove(&id);
-            if let Some(hosted) = hosted {
-                hosted.replica.shutdown().await;
+            let shard = self.shards.lock()[group].remove(&id);
+            if let Some(host) = self.shard_hosts.remove(&(group, id)) {
+                host.abort();
+            }
+            if let Some(shard) = shard {
+                shard.hosted.replica.shutdown().await;
             }
         }
         self.report.crashes += 1;
@@ -464,19 +477,14 @@ impl World {
                 (!ids.is_empty()).then(|| ids[self.rng.gen_range(0..ids.len())])
             }
         };
-        let target = target.map(|id| {
-            (
-                self.coordinators[&id].hosted.clone(),
-                self.coordinators[&id].front.clone(),
-            )
-        });
+        let target = target.map(|id| self.coordinators[&id].replica.clone());
         let (network, answers) = (self.roles.clone(), self.answers_tx.clone());
         let count = txs.len();
         let submission = protocol::Submission::attest(txs, &self.sentinel);
         tokio::spawn(async move {
             let unknown = || vec![Answer::Unknown; count];
             let result = async {
-                let Some((hosted, front)) = target else {
+                let Some(coordinator) = target else {
                     return vec![Answer::NotApplied; count];
                 };
                 let there = network.fate();
@@ -486,7 +494,7 @@ impl World {
                     return unknown();
                 }
                 let sentinel = Some(Arc::new(Identity::sentinel(SENTINEL)));
-                let serve = front.serve(hosted, sentinel, RoleRequest::Submit(submission));
+                let serve = coordinator.serve(sentinel, RoleRequest::Submit(submission));
                 let response = tokio::time::timeout(Duration::from_secs(10), serve).await;
                 let back = network.fate();
                 back.in_transit().await;
@@ -649,11 +657,14 @@ impl World {
         let mut seen = vec![];
         for group in 0..=self.coordinator_group() {
             let metrics: Vec<_> = if group == self.coordinator_group() {
-                self.coordinators.values().map(|c| c.hosted.replica.metrics()).collect()
+                self.coordinators
+                    .values()
+                    .map(|c| c.replica.hosted.replica.metrics())
+                    .collect()
             } else {
                 self.shards.lock()[group]
                     .values()
-                    .map(|h| h.replica.metrics())
+                    .map(|h| h.hosted.replica.metrics())
                     .collect()
             };
             for m in metrics {
@@ -688,11 +699,11 @@ impl World {
         self.report.steps = self.options.steps;
         self.report.trace_digest = std::mem::take(&mut self.trace).finish();
         for coordinator in std::mem::take(&mut self.coordinators).into_values() {
-            coordinator.hosted.replica.shutdown().await;
+            coordinator.replica.hosted.replica.shutdown().await;
         }
         let shards: Vec<_> = std::mem::take(&mut *self.shards.lock());
-        for hosted in shards.into_iter().flat_map(BTreeMap::into_values) {
-            hosted.replica.shutdown().await;
+        for shard in shards.into_iter().flat_map(BTreeMap::into_values) {
+            shard.hosted.replica.shutdown().await;
         }
         Ok(self.report.clone())
     }
@@ -709,23 +720,24 @@ impl World {
             return false;
         };
         if !self.coordinators[&leader]
+            .replica
             .hosted
             .replica
-            .with_state(|m| m.state.active().is_empty())
+            .with_state(|m| m.role().state().active().is_empty())
         {
             return false;
         }
         let shards = self.shards.lock();
         shards.iter().all(|group| {
-            let Some(leader) = group.values().find(|h| h.is_leader()) else {
+            let Some(leader) = group.values().find(|h| h.hosted.is_leader()) else {
                 return false;
             };
-            let stats = leader.replica.with_state(|m| m.state.stats());
-            let ids = leader.replica.with_state(|m| m.state.sorted_ids());
+            let stats = leader.hosted.replica.with_state(|m| m.role().state().stats());
+            let ids = leader.hosted.replica.with_state(|m| m.role().state().sorted_ids());
             stats.locked_ids == 0
                 && group
                     .values()
-                    .all(|h| h.replica.with_state(|m| m.state.sorted_ids()) == ids)
+                    .all(|h| h.hosted.replica.with_state(|m| m.role().state().sorted_ids()) == ids)
         })
     }
 
@@ -733,8 +745,8 @@ impl World {
     fn describe(&self) -> String {
         let mut parts = vec![];
         for (id, c) in &self.coordinators {
-            let m = c.hosted.replica.metrics();
-            let active = c.hosted.replica.with_state(|s| s.state.active().len());
+            let m = c.replica.hosted.replica.metrics();
+            let active = c.replica.hosted.replica.with_state(|s| s.role().state().active().len());
             parts.push(format!(
                 "coordinator {id}: {:?} term {} applied {:?}, {active} dtxns active",
                 m.role, m.term, m.applied_index
@@ -742,8 +754,8 @@ impl World {
         }
         for (group, replicas) in self.shards.lock().iter().enumerate() {
             for (id, h) in replicas {
-                let m = h.replica.metrics();
-                let stats = h.replica.with_state(|s| s.state.stats());
+                let m = h.hosted.replica.metrics();
+                let stats = h.hosted.replica.with_state(|s| s.role().state().stats());
                 parts.push(format!(
                     "shard-{group} {id}: {:?} term {} applied {:?}, {stats:?}",
                     m.role, m.term, m.applied_index
@@ -785,12 +797,12 @@ impl World {
             let term = if group == self.coordinator_group() {
                 self.coordinators
                     .values()
-                    .map(|c| c.hosted.replica.metrics().term)
+                    .map(|c| c.replica.hosted.replica.metrics().term)
                     .max()
             } else {
                 self.shards.lock()[group]
                     .values()
-                    .map(|h| h.replica.metrics().term)
+                    .map(|h| h.hosted.replica.metrics().term)
                     .max()
             };
             self.report.elections += term.unwrap_or(1).saturating_sub(1);
@@ -804,8 +816,8 @@ impl World {
             .lock()
             .iter()
             .flat_map(|group| {
-                let leader = group.values().find(|h| h.is_leader()).expect("at rest");
-                leader.replica.with_state(|m| m.state.sorted_ids())
+                let leader = group.values().find(|h| h.hosted.is_leader()).expect("at rest");
+                leader.hosted.replica.with_state(|m| m.role().state().sorted_ids())
             })
             .collect();
         if let Some(id) = uhs.iter().find(|id| !self.values.contains_key(id)) {

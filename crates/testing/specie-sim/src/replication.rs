@@ -33,7 +33,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use specie_faultnet::{FaultNetwork, LinkFaults};
 use specie_log::SyncMode;
-use specie_raft::{NodeId, ProposeError, Replica, ReplicaConfig, ReplicatedStateMachine, Role};
+use specie_raft::{NodeId, ProposeError, Replica, ReplicaConfig, ReplicatedStateMachine, Role, SnapshotRefused};
 use specie_transaction::hash::Sha256Writer;
 
 use crate::world::Violation;
@@ -141,9 +141,9 @@ impl ReplicatedStateMachine for History {
         self.0.iter().flat_map(|id| id.to_le_bytes()).collect()
     }
 
-    fn restore(&mut self, snapshot: &[u8]) -> Result<(), String> {
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), SnapshotRefused> {
         if !snapshot.len().is_multiple_of(8) {
-            return Err(format!("snapshot of {} bytes", snapshot.len()));
+            return Err(SnapshotRefused::new(format!("snapshot of {} bytes", snapshot.len())));
         }
         self.0 = snapshot
             .chunks_exact(8)

@@ -4,11 +4,11 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use specie_codec::Encode;
 use specie_coordinator::{
-    Coordinator, CoordinatorCommand, CoordinatorConfig, CoordinatorInput, CoordinatorReport, CoordinatorState, DtxnId,
+    Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorReport, CoordinatorState, DtxnId, SubmitError,
     TxOutcome, TxResult,
 };
-use specie_role::{Output, Role};
-use specie_shard::{ShardRange, ShardRequest, ShardResponse, ShardState, ShardTx};
+use specie_host::{SimEvent, SimHost};
+use specie_shard::{Shard, ShardInput, ShardRange, ShardReply, ShardRequest, ShardResponse, ShardTx};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::{CompactTransaction, Txid, UhsId};
 
@@ -102,14 +102,10 @@ struct Message {
     payload: Payload,
 }
 
-struct Shard {
-    /// `None` while crashed.
-    state: Option<ShardState>,
-    range: ShardRange,
-    log: Vec<ShardRequest>,
+/// A shard on the simulated host, and when it comes back if it is down.
+struct SimShard {
+    host: SimHost<Shard>,
     restart_at_ms: Option<u64>,
-    /// The state at the moment of the crash, to check the restart rebuilds exactly it.
-    crashed_snapshot: Option<Vec<u8>>,
 }
 
 struct World {
@@ -119,10 +115,9 @@ struct World {
     step: u64,
     faults_on: bool,
     config: CoordinatorConfig,
-    coordinator: Option<Coordinator>,
-    coordinator_log: Vec<CoordinatorCommand>,
+    coordinator: SimHost<Coordinator>,
     coordinator_restart_at_ms: Option<u64>,
-    shards: Vec<Shard>,
+    shards: Vec<SimShard>,
     network: Vec<Message>,
     trace: Sha256Writer,
     report: SimReport,
@@ -156,8 +151,10 @@ impl World {
         config.batch_transactions_max = 8;
         config.dtxns_in_flight_max = 3;
         config.retry_timeout_ms = 100;
-        let mut coordinator = Coordinator::new(config.clone(), CoordinatorState::default());
-        coordinator.lead(0);
+        let coordinator_config = config.clone();
+        let coordinator = SimHost::start("coordinator", move || {
+            Coordinator::new(coordinator_config.clone(), CoordinatorState::default())
+        });
         World {
             rng: StdRng::seed_from_u64(options.seed),
             report: SimReport {
@@ -169,17 +166,14 @@ impl World {
             step: 0,
             faults_on: true,
             config,
-            coordinator: Some(coordinator),
-            coordinator_log: vec![],
+            coordinator,
             coordinator_restart_at_ms: None,
             shards: ranges
                 .into_iter()
-                .map(|range| Shard {
-                    state: Some(ShardState::new(range)),
-                    range,
-                    log: vec![],
+                .enumerate()
+                .map(|(index, range)| SimShard {
+                    host: SimHost::start(format!("shard {index}"), move || Shard::empty(range)),
                     restart_at_ms: None,
-                    crashed_snapshot: None,
                 })
                 .collect(),
             network: vec![],
@@ -224,8 +218,8 @@ impl World {
                 self.faults_on = false;
                 self.record("faults-off", &[]);
             }
-            if workload_left && self.coordinator.is_some() && self.rng.gen_bool(0.05) {
-                self.submit_some();
+            if workload_left && self.coordinator.is_up() && self.rng.gen_bool(0.05) {
+                self.submit_some()?;
             }
             if self.faults_on && self.rng.gen_range(0..1000) < self.options.faults.crash_per_mille {
                 self.crash_someone();
@@ -237,15 +231,8 @@ impl World {
                 }
                 self.now_ms += 1;
             }
-            if let Some(coordinator) = self.coordinator.as_mut() {
-                if coordinator
-                    .poll_timeout()
-                    .is_some_and(|deadline| deadline <= self.now_ms)
-                {
-                    coordinator.handle_timeout(self.now_ms);
-                }
-            }
-            self.drain_coordinator()?;
+            let events = self.coordinator.tick(self.now_ms);
+            self.coordinator_events(events)?;
             self.check_step()?;
         }
     }
@@ -255,7 +242,7 @@ impl World {
             self.coordinator_restart_at_ms.is_some() || self.shards.iter().any(|s| s.restart_at_ms.is_some());
         let coordinator_idle = self
             .coordinator
-            .as_ref()
+            .role()
             .is_some_and(|c| c.state().active().is_empty() && c.queued() == 0);
         self.network.is_empty() && !restarts_pending && coordinator_idle
     }
@@ -298,9 +285,8 @@ impl World {
             (Node::Shard(shard), Payload::Request(request)) => self.shard_receives(shard, request)?,
             (Node::Coordinator, Payload::Response(shard, response)) => {
                 self.record("to-coordinator", &response.encode());
-                if let Some(coordinator) = self.coordinator.as_mut() {
-                    coordinator.handle(self.now_ms, CoordinatorInput::ShardAnswer { shard, response });
-                }
+                let events = (self.coordinator).handle(self.now_ms, CoordinatorInput::ShardAnswer { shard, response });
+                self.coordinator_events(events)?;
             }
             _ => unreachable!("requests go to shards, responses to the coordinator"),
         }
@@ -309,14 +295,33 @@ impl World {
 
     fn shard_receives(&mut self, index: usize, request: ShardRequest) -> Result<(), Violation> {
         self.record("to-shard", &request.encode());
-        let shard = &mut self.shards[index];
-        let Some(state) = shard.state.as_mut() else {
-            return Ok(()); // Crashed: the message is lost.
+        // A crashed shard loses the message (no events); a running one makes the request durable,
+        // applies it and answers it.
+        let input = ShardInput::Request {
+            ticket: self.step,
+            request: request.clone(),
         };
-        // Durable first, then applied: the order a node's driver keeps.
-        shard.log.push(request.clone());
-        let response = state.apply(&request);
-        match (&request, &response) {
+        for event in self.shards[index].host.handle(self.now_ms, input) {
+            match event {
+                SimEvent::Durable(_) => {}
+                SimEvent::Reply {
+                    reply: ShardReply::Response(response),
+                    ..
+                } => self.shard_answered(index, &request, response)?,
+                other => return Err(self.violation(format!("shard {index} did what no shard does: {other:?}"))),
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks what a shard answered against the model, and sends the answer back.
+    fn shard_answered(
+        &mut self,
+        index: usize,
+        request: &ShardRequest,
+        response: ShardResponse,
+    ) -> Result<(), Violation> {
+        match (request, &response) {
             (ShardRequest::Prepare { dtxn, txs }, ShardResponse::Prepared { .. }) => {
                 self.prepared.entry((index, *dtxn)).or_insert_with(|| txs.clone());
             }
@@ -352,29 +357,24 @@ impl World {
         Ok(())
     }
 
-    fn drain_coordinator(&mut self) -> Result<(), Violation> {
-        loop {
-            let Some(output) = self.coordinator.as_mut().and_then(Role::poll_output) else {
-                return Ok(());
-            };
-            match output {
-                Output::Propose(command) => {
-                    self.record("durable", &command.encode());
-                    self.coordinator_log.push(command.clone());
-                    let now = self.now_ms;
-                    Role::apply(self.coordinator.as_mut().expect("polled above"), now, &command);
-                }
-                Output::Send { to, message } => self.send(Node::Shard(to), Payload::Request(message)),
-                Output::Reply { ticket, reply } => {
+    /// Routes what the coordinator did: its durable commands to the trace, its requests to the
+    /// network, its outcomes to the model.
+    fn coordinator_events(&mut self, events: Vec<SimEvent<Coordinator>>) -> Result<(), Violation> {
+        for event in events {
+            match event {
+                SimEvent::Durable(bytes) => self.record("durable", &bytes),
+                SimEvent::Send { to, message } => self.send(Node::Shard(to), Payload::Request(message)),
+                SimEvent::Reply { ticket, reply } => {
                     let tx = self.submitted.remove(&ticket);
                     self.settled(reply, tx)?;
                 }
-                Output::Report(CoordinatorReport::Settled(outcome)) => self.settled(outcome, None)?,
-                Output::Report(CoordinatorReport::ShardRefused { shard, response }) => {
+                SimEvent::Report(CoordinatorReport::Settled(outcome)) => self.settled(outcome, None)?,
+                SimEvent::Report(CoordinatorReport::ShardRefused { shard, response }) => {
                     return Err(self.violation(format!("shard {shard} refused: {response:?}")));
                 }
             }
         }
+        Ok(())
     }
 
     /// Counts an outcome; `tx` when its submitter still waits for it.
@@ -389,6 +389,8 @@ impl World {
             }
             TxResult::Rejected(_) => self.report.rejected += 1,
             TxResult::Dropped => {}
+            // Turned away at the door (its queue full): it was never submitted.
+            TxResult::Refused(SubmitError::Busy { .. }) => self.report.submitted -= 1,
             TxResult::Refused(error) => {
                 return Err(self.violation(format!("coordinator refused a submission: {error}")))
             }
@@ -400,15 +402,14 @@ impl World {
         let target = self.rng.gen_range(0..=self.shards.len());
         let restart_at = self.now_ms + self.rng.gen_range(1..=self.options.faults.restart_ms_max);
         if target == self.shards.len() {
-            if self.coordinator.take().is_some() {
+            if self.coordinator.crash() {
                 // The leader's memory, its unsent outputs and its clients' pending replies die.
                 self.coordinator_restart_at_ms = Some(restart_at);
                 self.network.retain(|m| m.to != Node::Coordinator);
                 self.report.crashes += 1;
                 self.record("crash-coordinator", &[]);
             }
-        } else if let Some(state) = self.shards[target].state.take() {
-            self.shards[target].crashed_snapshot = Some(state.encode_snapshot());
+        } else if self.shards[target].host.crash() {
             self.shards[target].restart_at_ms = Some(restart_at);
             self.network.retain(|m| m.to != Node::Shard(target));
             self.report.crashes += 1;
@@ -421,35 +422,24 @@ impl World {
         let due = |at: Option<u64>, now: u64, faults_on: bool| at.is_some_and(|at| at <= now || !faults_on);
         if due(self.coordinator_restart_at_ms, self.now_ms, self.faults_on) {
             self.coordinator_restart_at_ms = None;
-            let mut state = CoordinatorState::default();
-            for command in &self.coordinator_log {
-                state.apply(command);
-            }
-            let mut coordinator = Coordinator::new(self.config.clone(), state);
-            coordinator.lead(self.now_ms);
-            self.coordinator = Some(coordinator);
+            let events = self
+                .coordinator
+                .restart(self.now_ms)
+                .map_err(|error| self.violation(error.to_string()))?;
             self.record("restart-coordinator", &[]);
+            self.coordinator_events(events)?;
         }
         for index in 0..self.shards.len() {
             if !due(self.shards[index].restart_at_ms, self.now_ms, self.faults_on) {
                 continue;
             }
-            let shard = &mut self.shards[index];
-            shard.restart_at_ms = None;
-            let mut state = ShardState::new(shard.range);
-            for request in &shard.log {
-                state.apply(request);
-            }
-            let before = shard
-                .crashed_snapshot
-                .take()
-                .expect("crashed shards keep their last state");
-            let rebuilt = state.encode_snapshot();
-            shard.state = Some(state);
-            if rebuilt != before {
-                return Err(self.violation(format!(
-                    "shard {index} restarted into a different state than it crashed in"
-                )));
+            self.shards[index].restart_at_ms = None;
+            let resumed = self.shards[index]
+                .host
+                .restart(self.now_ms)
+                .map_err(|error| self.violation(error.to_string()))?;
+            if !resumed.is_empty() {
+                return Err(self.violation(format!("shard {index} acted on its own after a restart")));
             }
             self.record("restart-shard", &(index as u64).to_le_bytes());
         }
@@ -458,8 +448,9 @@ impl World {
 
     fn check_step(&self) -> Result<(), Violation> {
         for (index, shard) in self.shards.iter().enumerate() {
-            if let Some(state) = &shard.state {
-                state
+            if let Some(shard) = shard.host.role() {
+                shard
+                    .state()
                     .check_invariants()
                     .map_err(|e| self.violation(format!("shard {index}: {e}")))?;
             }
@@ -471,7 +462,10 @@ impl World {
                     return Err(self.violation(format!("confirmed {} but its output was never created", tx.txid)));
                 }
                 let owner = ShardRange::owner(&self.config.shards, id);
-                let present = self.shards[owner].state.as_ref().is_none_or(|state| state.contains(id));
+                let present = self.shards[owner]
+                    .host
+                    .role()
+                    .is_none_or(|shard| shard.state().contains(id));
                 if !present && !self.spent_ever.contains(id) {
                     return Err(self.violation(format!("confirmed output of {} vanished", tx.txid)));
                 }
@@ -483,7 +477,7 @@ impl World {
     fn final_checks(&mut self) -> Result<(), Violation> {
         let mut value_in_uhs: u64 = 0;
         for (index, shard) in self.shards.iter().enumerate() {
-            let state = shard.state.as_ref().expect("all restarted");
+            let state = shard.host.role().expect("all restarted").state();
             if state.stats().locked_ids != 0 {
                 return Err(self.violation(format!("shard {index} still holds locks after every dtxn finished")));
             }
@@ -515,7 +509,7 @@ impl World {
 
     /// A few transactions: new mints (outputs plus a never-spendable marker), replayed mints,
     /// transfers of unspent ids, replays of spent ids, conflicting pairs, and unknown inputs.
-    fn submit_some(&mut self) {
+    fn submit_some(&mut self) -> Result<(), Violation> {
         let unspent: Vec<UhsId> = self
             .created_ever
             .iter()
@@ -585,15 +579,17 @@ impl World {
             }
             txs.push(tx);
         }
-        let coordinator = self.coordinator.as_mut().expect("checked by the caller");
         for tx in txs {
-            let tag = self.next_tag;
+            let ticket = self.next_tag;
             self.next_tag += 1;
             self.trace.update(&tx.encode());
-            if coordinator.submit(tag, tx.clone(), self.now_ms).is_ok() {
-                self.submitted.insert(tag, tx);
-                self.report.submitted += 1;
-            }
+            self.submitted.insert(ticket, tx.clone());
+            self.report.submitted += 1;
+            let events = self
+                .coordinator
+                .handle(self.now_ms, CoordinatorInput::Submit { ticket, tx });
+            self.coordinator_events(events)?;
         }
+        Ok(())
     }
 }
