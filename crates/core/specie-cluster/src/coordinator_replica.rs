@@ -210,28 +210,13 @@ pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<(
     config.dtxns_in_flight_max = topology.limits.dtxns_in_flight_max as usize;
     config.retry_timeout_ms = topology.limits.request_timeout_ms;
     let sentinel_keys = topology.sentinel_keys();
-    let replica: Arc<std::sync::OnceLock<Arc<CoordinatorReplica>>> = Arc::default();
-    let started = replica.clone();
-    let handler = move |_hosted, caller, request| {
-        let replica = started.get().cloned();
-        async move {
-            match replica {
-                Some(replica) => replica.serve(caller, request).await,
-                None => Ok(RoleResponse::NotLeader(None)),
-            }
-        }
-    };
     serve_replica(
         &topology,
         me,
         &coordinator_group.replicas,
         coordinator_machine(config),
-        move |hosted| {
-            let (coordinator, task) = CoordinatorReplica::start(hosted, shards, shard_count, sentinel_keys);
-            let _ = replica.set(coordinator);
-            task
-        },
-        handler,
+        move |hosted| CoordinatorReplica::start(hosted, shards, shard_count, sentinel_keys),
+        |coordinator: Arc<CoordinatorReplica>, caller, request| async move { coordinator.serve(caller, request).await },
     )
     .await
 }

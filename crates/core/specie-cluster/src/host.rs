@@ -22,6 +22,9 @@ use crate::protocol::{tag, RoleRequest, RoleResponse};
 use crate::raft_transport::WireRaftTransport;
 use crate::topology::{Replica as ReplicaAddress, Topology};
 
+/// A running replica and its role's host: what requests are served by once the replica is open.
+type Running<S, T> = (Arc<Hosted<S>>, Arc<T>);
+
 /// Who sent a request: the identity its certificate proves, or `None` on an insecure plaintext
 /// transport (no authentication, so no authorisation either).
 pub type Caller = Option<Arc<Identity>>;
@@ -169,17 +172,18 @@ fn refuse(counters: &ServerCounters, caller: &Caller, reason: impl std::fmt::Dis
 /// member of the topology are admitted, and each request is checked against the authorisation
 /// table before it is decoded. Raft RPCs that arrive before the replica is open are refused;
 /// Raft retries them.
-pub async fn serve_replica<S, F, Fut>(
+pub async fn serve_replica<S, T, F, Fut>(
     topology: &Topology,
     me: Identity,
     replicas: &[ReplicaAddress],
     state_machine: S,
-    start_host: impl FnOnce(Arc<Hosted<S>>) -> JoinHandle<Result<(), HostStopped>>,
+    start_host: impl FnOnce(Arc<Hosted<S>>) -> (Arc<T>, JoinHandle<Result<(), HostStopped>>),
     role: F,
 ) -> anyhow::Result<()>
 where
     S: ReplicatedStateMachine,
-    F: Fn(Arc<Hosted<S>>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
+    T: Send + Sync + 'static,
+    F: Fn(Arc<T>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<RoleResponse, ServeError>> + Send + 'static,
 {
     let Identity::Replica {
@@ -197,7 +201,7 @@ where
         .address;
     let limits = wire_limits(topology);
     let transport = credentials::transport(topology, &me)?;
-    let hosted: Arc<OnceLock<Arc<Hosted<S>>>> = Arc::new(OnceLock::new());
+    let hosted: Arc<OnceLock<Running<S, T>>> = Arc::new(OnceLock::new());
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .with_context(|| format!("cannot listen on {address}"))?;
@@ -236,8 +240,8 @@ where
         refused: counters,
         ..Hosted::new(group.clone(), replica)
     });
-    let host = start_host(shared.clone());
-    let _ = hosted.set(shared.clone());
+    let (role_host, host) = start_host(shared.clone());
+    let _ = hosted.set((shared.clone(), role_host));
     tracing::info!(%me, %address, "replica serving");
     eprintln!("{group} replica {id}: serving on {address} as {me}");
 
@@ -260,16 +264,17 @@ where
 
 /// Admits members of the topology (and, on an insecure plaintext transport, anyone), and gives
 /// each connection a handler that checks every request against the authorisation table.
-fn admit_members<S, F, Fut>(
+fn admit_members<S, T, F, Fut>(
     topology: Topology,
     me: Arc<Identity>,
-    hosted: Arc<OnceLock<Arc<Hosted<S>>>>,
+    hosted: Arc<OnceLock<Running<S, T>>>,
     counters: Arc<ServerCounters>,
     role: Arc<F>,
 ) -> Admit
 where
     S: ReplicatedStateMachine,
-    F: Fn(Arc<Hosted<S>>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
+    T: Send + Sync + 'static,
+    F: Fn(Arc<T>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<RoleResponse, ServeError>> + Send + 'static,
 {
     Arc::new(move |peer: &Peer| {
@@ -293,16 +298,17 @@ where
     })
 }
 
-fn request_handler<S, F, Fut>(
+fn request_handler<S, T, F, Fut>(
     caller: Caller,
     me: Arc<Identity>,
-    hosted: Arc<OnceLock<Arc<Hosted<S>>>>,
+    hosted: Arc<OnceLock<Running<S, T>>>,
     counters: Arc<ServerCounters>,
     role: Arc<F>,
 ) -> Handler
 where
     S: ReplicatedStateMachine,
-    F: Fn(Arc<Hosted<S>>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
+    T: Send + Sync + 'static,
+    F: Fn(Arc<T>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<RoleResponse, ServeError>> + Send + 'static,
 {
     handler_fn(move |bytes: Vec<u8>| {
@@ -328,7 +334,7 @@ where
             let request = RoleRequest::decode(&bytes).map_err(|error| {
                 ServeError::Refused(refuse(&counters, &caller, format_args!("malformed request: {error}"))).to_string()
             })?;
-            let Some(hosted) = hosted else {
+            let Some((hosted, role_host)) = hosted else {
                 // Still opening its log: a role request certainly did not execute here, and
                 // "not the leader" tells callers to try another replica rather than report
                 // the outcome unknown. Raft retries its own RPCs.
@@ -340,7 +346,9 @@ where
             let response = match request {
                 RoleRequest::Raft(rpc) => RoleResponse::Raft(hosted.replica.rpc_handler().handle(&rpc).await),
                 RoleRequest::Status => hosted.status(serde_json::json!({})),
-                other => role(hosted, caller, other).await.map_err(|error| error.to_string())?,
+                other => role(role_host, caller, other)
+                    .await
+                    .map_err(|error| error.to_string())?,
             };
             Ok(response.encode())
         }

@@ -135,28 +135,13 @@ pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<(
         first: shard_group.range[0],
         last: shard_group.range[1],
     };
-    let replica: Arc<std::sync::OnceLock<Arc<ShardReplica>>> = Arc::default();
-    let started = replica.clone();
-    let handler = move |_hosted, caller, request| {
-        let replica = started.get().cloned();
-        async move {
-            match replica {
-                Some(replica) => replica.serve(caller, request).await,
-                None => Ok(RoleResponse::NotLeader(None)),
-            }
-        }
-    };
     serve_replica(
         &topology,
         Identity::shard(&group, id),
         &shard_group.replicas,
         shard_machine(range),
-        move |hosted| {
-            let (shard, task) = ShardReplica::start(hosted);
-            let _ = replica.set(shard);
-            task
-        },
-        handler,
+        ShardReplica::start,
+        |shard: Arc<ShardReplica>, caller, request| async move { shard.serve(caller, request).await },
     )
     .await
 }

@@ -6,7 +6,7 @@
 //! next call, input or the role's own deadline. A command is durable before it is applied, so
 //! after `kill -9` the same log replays into the same state.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,59 @@ pub trait Wiring<R: Durable> {
     fn flush(&mut self) {}
 }
 
+/// The callers a host's role has not answered yet, by ticket. Ordered, so that callers left
+/// unanswered together (the lead lost) are told in call order: a hash order would make the
+/// simulator's runs differ.
+pub(crate) struct Callers<T> {
+    waiting: BTreeMap<Ticket, T>,
+    next_ticket: Ticket,
+}
+
+impl<T> Callers<T> {
+    pub(crate) fn new() -> Callers<T> {
+        Callers {
+            waiting: BTreeMap::new(),
+            next_ticket: 0,
+        }
+    }
+
+    /// The ticket the role's reply to this caller will carry.
+    pub(crate) fn admit(&mut self, reply_to: T) -> Ticket {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        self.waiting.insert(ticket, reply_to);
+        ticket
+    }
+
+    /// Forgets every caller: dropping their reply-to tells them no answer is coming.
+    pub(crate) fn clear(&mut self) {
+        self.waiting.clear();
+    }
+}
+
+/// Hands a round's sends, replies and reports on through the wiring; returns its proposals,
+/// which are the host's to make durable.
+pub(crate) fn hand_on<R: Durable, W: Wiring<R>>(
+    wiring: &mut W,
+    callers: &mut Callers<W::ReplyTo>,
+    round: Round<R>,
+) -> Vec<R::Command> {
+    for (to, message) in round.sends {
+        wiring.send(to, message);
+    }
+    for (ticket, reply) in round.replies {
+        // A ticket no one waits for was answered already: the role answers each once.
+        if let Some(reply_to) = callers.waiting.remove(&ticket) {
+            wiring.reply(reply_to, reply);
+        }
+    }
+    for report in round.reports {
+        wiring.report(report);
+    }
+    wiring.flush();
+    round.proposals
+}
+
 /// What callers put on a host's call channel.
 pub enum HostMessage<C, T> {
     /// Requests, each with whoever waits for its reply.
@@ -65,8 +118,7 @@ pub struct EmbeddedHost<R: Durable, W: Wiring<R>> {
     wiring: W,
     log: Log,
     snapshot_log_bytes: u64,
-    waiting: HashMap<Ticket, W::ReplyTo>,
-    next_ticket: Ticket,
+    callers: Callers<W::ReplyTo>,
     epoch: Instant,
 }
 
@@ -119,8 +171,7 @@ impl<R: Durable, W: Wiring<R>> EmbeddedHost<R, W> {
             wiring,
             log,
             snapshot_log_bytes,
-            waiting: HashMap::new(),
-            next_ticket: 0,
+            callers: Callers::new(),
             epoch,
         })
     }
@@ -183,9 +234,7 @@ impl<R: Durable, W: Wiring<R>> EmbeddedHost<R, W> {
         };
         let now = self.now_ms();
         for (call, reply_to) in calls {
-            let ticket = self.next_ticket;
-            self.next_ticket += 1;
-            self.waiting.insert(ticket, reply_to);
+            let ticket = self.callers.admit(reply_to);
             self.role.handle(now, W::input(call, ticket));
         }
         true
@@ -195,31 +244,18 @@ impl<R: Durable, W: Wiring<R>> EmbeddedHost<R, W> {
     /// (one append and one fsync per round) and back into the role, until nothing is proposed.
     fn settle(&mut self) {
         loop {
-            let round = Round::take(&mut self.role);
-            for (to, message) in round.sends {
-                self.wiring.send(to, message);
-            }
-            for (ticket, reply) in round.replies {
-                // A ticket no one waits for was answered already: the role answers each once.
-                if let Some(reply_to) = self.waiting.remove(&ticket) {
-                    self.wiring.reply(reply_to, reply);
-                }
-            }
-            for report in round.reports {
-                self.wiring.report(report);
-            }
-            self.wiring.flush();
-            if round.proposals.is_empty() {
+            let proposals = hand_on(&mut self.wiring, &mut self.callers, Round::take(&mut self.role));
+            if proposals.is_empty() {
                 return;
             }
-            let records: Vec<Vec<u8>> = round.proposals.iter().map(R::encode_command).collect();
+            let records: Vec<Vec<u8>> = proposals.iter().map(R::encode_command).collect();
             for chunk in records.chunks(LogOptions::default().batch_records_max) {
                 if let Err(error) = self.log.append_batch(chunk) {
                     fatal(&format!("{}: cannot make its commands durable: {error}", self.name));
                 }
             }
             let now = self.now_ms();
-            for command in &round.proposals {
+            for command in &proposals {
                 self.role.apply(now, command);
             }
             if self.log.bytes_since_snapshot() > self.snapshot_log_bytes {

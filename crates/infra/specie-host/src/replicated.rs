@@ -12,18 +12,17 @@
 //! answered as dropped, and callers still waiting learn nothing (their fate is decided by the
 //! log, which the next leader resumes).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use specie_raft::{Leadership, ProposeError, Replica, ReplicatedStateMachine, SnapshotRefused};
-use specie_role::{Durable, Round, Ticket};
+use specie_role::{Durable, Round};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::embedded::Wiring;
+use crate::embedded::{hand_on, Callers, Wiring};
 
 /// How long the loop sleeps when nothing is due (any input wakes it at once; this only bounds
 /// how long a lost wake-up could go unnoticed).
@@ -202,10 +201,7 @@ pub struct ReplicatedHost<R: Durable + Send + 'static, W: Wiring<R>> {
     wiring: W,
     applied: Arc<Notify>,
     epoch: Instant,
-    /// Ordered, so that callers are told (and their tasks woken) in call order when the lead is
-    /// lost: a hash order would make the simulator's runs differ.
-    waiting: BTreeMap<Ticket, W::ReplyTo>,
-    next_ticket: Ticket,
+    callers: Callers<W::ReplyTo>,
     /// The term in which the role leads, while it does.
     leading_term: Option<u64>,
     proposals: JoinSet<Result<Vec<Vec<u8>>, ProposeError>>,
@@ -225,8 +221,7 @@ where
             wiring,
             applied,
             epoch,
-            waiting: BTreeMap::new(),
-            next_ticket: 0,
+            callers: Callers::new(),
             leading_term: None,
             proposals: JoinSet::new(),
         }
@@ -329,11 +324,17 @@ where
             return;
         }
         tracing::info!(role = self.name, "lost the lead");
-        self.hand_on(self.replica.with_machine(|machine| Round::take(&mut machine.role)));
-        self.replica.with_machine(|machine| machine.role.follow());
-        self.hand_on(self.replica.with_machine(|machine| Round::take(&mut machine.role)));
+        // Outputs ready before the lead was lost (replies of applied commands) still go out; what
+        // a follower would propose is dropped.
+        let ready = self.replica.with_machine(|machine| Round::take(&mut machine.role));
+        hand_on(&mut self.wiring, &mut self.callers, ready);
+        let dropped = self.replica.with_machine(|machine| {
+            machine.role.follow();
+            Round::take(&mut machine.role)
+        });
+        hand_on(&mut self.wiring, &mut self.callers, dropped);
         // Still waiting: proposed, so the log decides; dropping their reply-to tells them so.
-        self.waiting.clear();
+        self.callers.clear();
         self.proposals.detach_all();
     }
 
@@ -348,10 +349,7 @@ where
         let now = self.now_ms();
         let mut inputs = Vec::with_capacity(batch.len());
         for (call, reply_to) in batch {
-            let ticket = self.next_ticket;
-            self.next_ticket += 1;
-            self.waiting.insert(ticket, reply_to);
-            inputs.push(W::input(call, ticket));
+            inputs.push(W::input(call, self.callers.admit(reply_to)));
         }
         self.replica.with_machine(|machine| {
             for input in inputs {
@@ -375,9 +373,8 @@ where
     /// Hands the role's outputs on and proposes its commands (one Raft entry per round, split
     /// only at the replica's batch limits).
     async fn settle(&mut self) {
-        let mut round = self.replica.with_machine(|machine| Round::take(&mut machine.role));
-        let proposals = std::mem::take(&mut round.proposals);
-        self.hand_on(round);
+        let round = self.replica.with_machine(|machine| Round::take(&mut machine.role));
+        let proposals = hand_on(&mut self.wiring, &mut self.callers, round);
         if proposals.is_empty() {
             return;
         }
@@ -425,22 +422,6 @@ where
             Ok(Err(error)) => tracing::warn!(role = self.name, %error, "a proposal did not complete"),
             Err(error) => tracing::warn!(role = self.name, %error, "a proposal's task failed"),
         }
-    }
-
-    fn hand_on(&mut self, round: Round<R>) {
-        for (to, message) in round.sends {
-            self.wiring.send(to, message);
-        }
-        for (ticket, reply) in round.replies {
-            // A ticket no one waits for was answered already: the role answers each once.
-            if let Some(reply_to) = self.waiting.remove(&ticket) {
-                self.wiring.reply(reply_to, reply);
-            }
-        }
-        for report in round.reports {
-            self.wiring.report(report);
-        }
-        self.wiring.flush();
     }
 }
 
