@@ -13,11 +13,15 @@
 //! - [`compact`]: compact transactions (UHS ids only, no signatures) for load that bypasses the
 //!   sentinel: preloads, 2-in/2-out swaps from a pool, and signed 2-in/2-out transfers to
 //!   validate.
+//! - [`ledger`]: compact load *with values* (mints, swaps, replays, conflicting twins, unknown
+//!   inputs) and the audit of a UHS against it: the simulators' workload.
 //! - [`audit`]: the supply audit's figures and verdict.
 
 pub mod audit;
 pub mod compact;
+pub mod ledger;
 pub mod payments;
 
 pub use audit::SupplyAudit;
+pub use ledger::{CompactLedger, CompactMix, CompactPlanned, LedgerViolation};
 pub use payments::{Kind, Outcome, PaymentMix, PaymentWorkload, Planned, Sent};
