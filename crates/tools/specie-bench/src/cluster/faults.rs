@@ -54,6 +54,31 @@ pub(crate) enum Action {
     Restart(usize),
 }
 
+/// Finds `group`'s leader (waiting up to 10 s for one) and kills its process with SIGKILL;
+/// returns the replica and its pid.
+fn kill_leader(
+    runtime: &tokio::runtime::Runtime,
+    topology: &Topology,
+    dir: &Path,
+    group: &str,
+) -> BenchResult<(u64, u32)> {
+    let searching = Instant::now();
+    let replica = loop {
+        if let Some(replica) = find_leader(runtime, topology, group)? {
+            break replica;
+        }
+        ensure_that!(searching.elapsed() < Duration::from_secs(10), "no leader for 10 s");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let name = format!("{group}-{replica}");
+    let pid = supervisor::read_pid(dir, &name)
+        .filter(|p| supervisor::is_alive(*p))
+        .with_step(|| format!("no live process for {name} in {}/pids", dir.display()))?;
+    let status = Process::new("kill").args(["-KILL", &pid.to_string()]).status()?;
+    ensure_that!(status.success(), "kill -KILL {pid} failed");
+    Ok((replica, pid))
+}
+
 /// Runs the fault schedule relative to `started`: kills each leader at its time and restarts it
 /// `restart_after` later (with `cluster up`'s own mechanism). Once `stop` is set, kills not yet
 /// done are skipped and pending restarts happen at once, so the cluster ends at full size.
@@ -102,23 +127,7 @@ pub(crate) fn inject_faults(
             Action::Kill(i) if stopping => records[i].error = Some("the load stopped before this fault".into()),
             Action::Kill(i) => {
                 let group = records[i].group.clone();
-                let killed = (|| -> BenchResult<(u64, u32)> {
-                    let searching = Instant::now();
-                    let replica = loop {
-                        if let Some(replica) = find_leader(&runtime, topology, &group)? {
-                            break replica;
-                        }
-                        ensure_that!(searching.elapsed() < Duration::from_secs(10), "no leader for 10 s");
-                        std::thread::sleep(Duration::from_millis(100));
-                    };
-                    let name = format!("{group}-{replica}");
-                    let pid = supervisor::read_pid(dir, &name)
-                        .filter(|p| supervisor::is_alive(*p))
-                        .with_step(|| format!("no live process for {name} in {}/pids", dir.display()))?;
-                    let status = Process::new("kill").args(["-KILL", &pid.to_string()]).status()?;
-                    ensure_that!(status.success(), "kill -KILL {pid} failed");
-                    Ok((replica, pid))
-                })();
+                let killed = kill_leader(&runtime, topology, dir, &group);
                 match killed {
                     Ok((replica, pid)) => {
                         let killed_at = started.elapsed();

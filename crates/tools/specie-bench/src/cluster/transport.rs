@@ -219,8 +219,6 @@ pub(crate) fn report_comparison(
     out: &Path,
     complete: bool,
 ) -> BenchResult<()> {
-    const ROLES: [&str; 4] = ["shard", "coordinator", "bench", "cluster"];
-    let show = |v: Option<f64>, decimals: usize| v.map_or("-".to_string(), |v| format!("{v:.decimals$}"));
     println!(
         "\ntransport comparison: {}; {}; {} s per round{}",
         shape_text(topology),
@@ -228,75 +226,8 @@ pub(crate) fn report_comparison(
         args.seconds,
         if complete { "" } else { " (INCOMPLETE: a round failed)" }
     );
-    println!(
-        "  {:>5}  {:<18}  {:>9}  {:>8}  {:>8}  {:>27}  {:>6}  {:>7}  {:>9}",
-        "round",
-        "transport",
-        "mean tx/s",
-        "p50 ms",
-        "p99 ms",
-        "CPU µs/tx shard/coord/bench",
-        "busy",
-        "other s",
-        "TCP opens"
-    );
-    for round in rounds {
-        let run = &round.run;
-        let per_tx = ROLES[..3]
-            .iter()
-            .map(|role| show(cpu_us_per_tx(run, role), 1))
-            .collect::<Vec<_>>()
-            .join(" / ");
-        println!(
-            "  {:>5}  {:<18}  {:>9.0}  {:>8.1}  {:>8.1}  {:>27}  {:>5}%  {:>7}  {:>9}",
-            round.number,
-            transport_name(round.transport),
-            run.mean_tps,
-            run.p50_ms,
-            run.p99_ms,
-            per_tx,
-            show(run.cpu.as_ref().map(|c| c.machine_busy_percent), 0),
-            show(run.cpu.as_ref().map(|c| c.other_s), 1),
-            run.cpu
-                .as_ref()
-                .and_then(|c| c.tcp_connections_opened)
-                .map_or("-".to_string(), |n| n.to_string()),
-        );
-    }
-    let mut medians = serde_json::Map::new();
-    let mut median_tps = BTreeMap::new();
-    for transport in [TransportMode::MutualTls, TransportMode::InsecurePlaintext] {
-        let runs: Vec<&LoadRun> = rounds
-            .iter()
-            .filter(|r| r.transport == transport)
-            .map(|r| &r.run)
-            .collect();
-        let of = |f: &dyn Fn(&LoadRun) -> Option<f64>| median(&runs.iter().filter_map(|r| f(r)).collect::<Vec<_>>());
-        let tps = of(&|r| Some(r.mean_tps));
-        let (p50, p99) = (of(&|r| Some(r.p50_ms)), of(&|r| Some(r.p99_ms)));
-        let per_tx: BTreeMap<&str, Option<f64>> = ROLES
-            .iter()
-            .map(|role| (*role, of(&|r| cpu_us_per_tx(r, role))))
-            .collect();
-        println!(
-            "  median {:<18} {:>9}  {:>8}  {:>8}  cluster CPU {} µs/tx ({} rounds)",
-            transport_name(transport),
-            show(tps, 0),
-            show(p50, 1),
-            show(p99, 1),
-            show(per_tx["cluster"], 1),
-            runs.len()
-        );
-        median_tps.insert(transport_name(transport), tps);
-        medians.insert(
-            transport_name(transport).to_string(),
-            serde_json::json!({
-                "rounds": runs.len(), "mean_tps": tps, "latency_ms_p50": p50, "latency_ms_p99": p99,
-                "cpu_us_per_tx": per_tx,
-            }),
-        );
-    }
-    let (tls, plaintext) = (median_tps["mutual-tls"], median_tps["insecure-plaintext"]);
+    print_round_table(rounds);
+    let (medians, tls, plaintext) = print_medians(rounds);
     let cost = tls.zip(plaintext).and_then(|(t, p)| tls_cost_percent(t, p));
     match cost {
         Some(cost) => println!(
@@ -375,6 +306,92 @@ pub(crate) fn report_comparison(
         "{missing} of the generator's unspent ids are missing from the UHS (see the rounds' result.json)"
     );
     Ok(())
+}
+
+/// Each transport's medians over its rounds, printed; returns them as JSON, and the median
+/// throughput with mutual TLS and with plaintext.
+fn print_medians(rounds: &[Round]) -> (serde_json::Map<String, serde_json::Value>, Option<f64>, Option<f64>) {
+    let mut medians = serde_json::Map::new();
+    let mut median_tps = BTreeMap::new();
+    for transport in [TransportMode::MutualTls, TransportMode::InsecurePlaintext] {
+        let runs: Vec<&LoadRun> = rounds
+            .iter()
+            .filter(|r| r.transport == transport)
+            .map(|r| &r.run)
+            .collect();
+        let of = |f: &dyn Fn(&LoadRun) -> Option<f64>| median(&runs.iter().filter_map(|r| f(r)).collect::<Vec<_>>());
+        let tps = of(&|r| Some(r.mean_tps));
+        let (p50, p99) = (of(&|r| Some(r.p50_ms)), of(&|r| Some(r.p99_ms)));
+        let per_tx: BTreeMap<&str, Option<f64>> = ROLES
+            .iter()
+            .map(|role| (*role, of(&|r| cpu_us_per_tx(r, role))))
+            .collect();
+        println!(
+            "  median {:<18} {:>9}  {:>8}  {:>8}  cluster CPU {} µs/tx ({} rounds)",
+            transport_name(transport),
+            show(tps, 0),
+            show(p50, 1),
+            show(p99, 1),
+            show(per_tx["cluster"], 1),
+            runs.len()
+        );
+        median_tps.insert(transport_name(transport), tps);
+        medians.insert(
+            transport_name(transport).to_string(),
+            serde_json::json!({
+                "rounds": runs.len(), "mean_tps": tps, "latency_ms_p50": p50, "latency_ms_p99": p99,
+                "cpu_us_per_tx": per_tx,
+            }),
+        );
+    }
+    let (tls, plaintext) = (median_tps["mutual-tls"], median_tps["insecure-plaintext"]);
+    (medians, tls, plaintext)
+}
+
+/// The roles whose CPU time per transaction the comparison reports.
+const ROLES: [&str; 4] = ["shard", "coordinator", "bench", "cluster"];
+
+fn show(v: Option<f64>, decimals: usize) -> String {
+    v.map_or("-".to_string(), |v| format!("{v:.decimals$}"))
+}
+
+/// One line per round: throughput, latency, CPU per transaction, machine load.
+fn print_round_table(rounds: &[Round]) {
+    println!(
+        "  {:>5}  {:<18}  {:>9}  {:>8}  {:>8}  {:>27}  {:>6}  {:>7}  {:>9}",
+        "round",
+        "transport",
+        "mean tx/s",
+        "p50 ms",
+        "p99 ms",
+        "CPU µs/tx shard/coord/bench",
+        "busy",
+        "other s",
+        "TCP opens"
+    );
+    for round in rounds {
+        let run = &round.run;
+        let per_tx = ROLES[..3]
+            .iter()
+            .map(|role| show(cpu_us_per_tx(run, role), 1))
+            .collect::<Vec<_>>()
+            .join(" / ");
+        println!(
+            "  {:>5}  {:<18}  {:>9.0}  {:>8.1}  {:>8.1}  {:>27}  {:>5}%  {:>7}  {:>9}",
+            round.number,
+            transport_name(round.transport),
+            run.mean_tps,
+            run.p50_ms,
+            run.p99_ms,
+            per_tx,
+            show(run.cpu.as_ref().map(|c| c.machine_busy_percent), 0),
+            show(run.cpu.as_ref().map(|c| c.other_s), 1),
+            run.cpu
+                .as_ref()
+                .and_then(|c| c.tcp_connections_opened)
+                .map_or("-".to_string(), |n| n.to_string()),
+        );
+    }
 }
 
 #[cfg(test)]

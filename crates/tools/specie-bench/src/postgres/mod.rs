@@ -230,6 +230,17 @@ pub fn run(args: PostgresOptions) -> BenchResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// specie's headline figures beside PostgreSQL's best level.
+struct Headline {
+    replication: String,
+    specie_tps: f64,
+    specie_p50: f64,
+    specie_p99: f64,
+    specie_confirmed: u64,
+    ratio: f64,
+    ratio_embedded: f64,
+}
+
 /// The headline compares PostgreSQL with specie replicated three ways (Hamilton's comparison)
 /// when that was measured, else with the embedded node; both specie figures are printed.
 pub(crate) fn report(
@@ -260,58 +271,87 @@ pub(crate) fn report(
             embedded.confirmed,
         ),
     };
-    let ratio = specie_tps / best.tps;
-    let ratio_embedded = embedded.tps / best.tps;
+    let h = Headline {
+        replication,
+        specie_tps,
+        specie_p50,
+        specie_p99,
+        specie_confirmed,
+        ratio: specie_tps / best.tps,
+        ratio_embedded: embedded.tps / best.tps,
+    };
     if args.json {
-        let levels: Vec<_> = postgres
-            .levels
-            .iter()
-            .map(|level| {
-                serde_json::json!({
-                    "clients": level.clients,
-                    "tps": level.tps,
-                    "swaps": level.swaps,
-                    "latency_ms_p50": level.latency_ms_p50,
-                    "latency_ms_p99": level.latency_ms_p99,
-                })
-            })
-            .collect();
-        let settings: serde_json::Map<String, serde_json::Value> = settings
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone().into()))
-            .collect();
-        println!(
-            "{}",
-            serde_json::json!({
-                "workload": "compact 2-in/2-out swaps, no signature checks, non-conflicting, fsync on",
-                "preload": args.preload,
-                "seconds": args.seconds,
-                "postgres_warmup_s": args.warmup,
-                "postgres_level_warmup_s": level_warmup(args.seconds).as_secs_f64(),
-                "specie_tps": specie_tps,
-                "postgres_tps": best.tps,
-                "ratio": ratio,
-                "specie_replication": replication,
-                "specie_replicas": args.replicas,
-                "specie_shards": args.shards,
-                "specie_window": args.window,
-                "specie_confirmed": specie_confirmed,
-                "specie_latency_ms_p50": specie_p50,
-                "specie_latency_ms_p99": specie_p99,
-                "specie_embedded_tps": embedded.tps,
-                "specie_embedded_latency_ms_p50": embedded.latency_ms_p50,
-                "specie_embedded_latency_ms_p99": embedded.latency_ms_p99,
-                "ratio_embedded": ratio_embedded,
-                "postgres_best_clients": best.clients,
-                "postgres_levels": levels,
-                "postgres_version": postgres.version,
-                "postgres_settings": settings,
-                "postgres_replication": "none (single server)",
-                "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
-            })
-        );
-        return;
+        report_json(args, embedded, postgres, settings, best, &h);
+    } else {
+        report_text(args, embedded, replicated, postgres, best, &h);
     }
+}
+
+fn report_json(
+    args: &PostgresOptions,
+    embedded: &SwapReport,
+    postgres: &PostgresReport,
+    settings: &[(&str, String)],
+    best: &Level,
+    h: &Headline,
+) {
+    let levels: Vec<_> = postgres
+        .levels
+        .iter()
+        .map(|level| {
+            serde_json::json!({
+                "clients": level.clients,
+                "tps": level.tps,
+                "swaps": level.swaps,
+                "latency_ms_p50": level.latency_ms_p50,
+                "latency_ms_p99": level.latency_ms_p99,
+            })
+        })
+        .collect();
+    let settings: serde_json::Map<String, serde_json::Value> = settings
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone().into()))
+        .collect();
+    println!(
+        "{}",
+        serde_json::json!({
+            "workload": "compact 2-in/2-out swaps, no signature checks, non-conflicting, fsync on",
+            "preload": args.preload,
+            "seconds": args.seconds,
+            "postgres_warmup_s": args.warmup,
+            "postgres_level_warmup_s": level_warmup(args.seconds).as_secs_f64(),
+            "specie_tps": h.specie_tps,
+            "postgres_tps": best.tps,
+            "ratio": h.ratio,
+            "specie_replication": h.replication,
+            "specie_replicas": args.replicas,
+            "specie_shards": args.shards,
+            "specie_window": args.window,
+            "specie_confirmed": h.specie_confirmed,
+            "specie_latency_ms_p50": h.specie_p50,
+            "specie_latency_ms_p99": h.specie_p99,
+            "specie_embedded_tps": embedded.tps,
+            "specie_embedded_latency_ms_p50": embedded.latency_ms_p50,
+            "specie_embedded_latency_ms_p99": embedded.latency_ms_p99,
+            "ratio_embedded": h.ratio_embedded,
+            "postgres_best_clients": best.clients,
+            "postgres_levels": levels,
+            "postgres_version": postgres.version,
+            "postgres_settings": settings,
+            "postgres_replication": "none (single server)",
+            "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
+        })
+    );
+}
+
+fn report_text(
+    args: &PostgresOptions,
+    embedded: &SwapReport,
+    replicated: Option<&ReplicatedReport>,
+    postgres: &PostgresReport,
+    best: &Level,
+    h: &Headline,
+) {
     println!(
         "swap throughput: compact 2-in/2-out, no signature checks, {} ids preloaded, fsync on, {} s per figure",
         args.preload, args.seconds
@@ -341,11 +381,14 @@ pub(crate) fn report(
         );
     }
     println!(
-        "  ratio specie / PostgreSQL = {ratio:.1}x ({specie_tps:.0} / {:.0} tx/s at {} clients); specie replication: {replication}",
-        best.tps, best.clients
+        "  ratio specie / PostgreSQL = {:.1}x ({:.0} / {:.0} tx/s at {} clients); specie replication: {}",
+        h.ratio, h.specie_tps, best.tps, best.clients, h.replication
     );
     if replicated.is_some() {
-        println!("  ratio with specie embedded (no replication) = {ratio_embedded:.1}x");
+        println!(
+            "  ratio with specie embedded (no replication) = {:.1}x",
+            h.ratio_embedded
+        );
     }
     println!(
         "  PostgreSQL: a single server, no replication; Hamilton's 26x (target >= 30x) is with three-way replication"
