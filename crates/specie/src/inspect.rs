@@ -1,10 +1,12 @@
+//! `specie tx inspect`: its arguments and what it prints (the decoding and the verdict are
+//! `specie_sentinel::inspect`).
+
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use specie_codec::Decode;
+use specie_sentinel::inspect::{inspect, Inspection};
 use specie_sentinel::IssuerKeys;
-use specie_transaction::{mint_marker, SpecieTransaction};
 
 #[derive(Args, Debug)]
 pub struct TxArgs {
@@ -36,65 +38,58 @@ pub struct InspectArgs {
 pub fn run(args: TxArgs) -> anyhow::Result<ExitCode> {
     let TxCommand::Inspect(args) = args.command;
     let issuers = IssuerKeys::from_hex(&args.issuers).context("an --issuer key is not a valid x-only public key")?;
-    let bytes = match hex::decode(args.hex.trim()) {
-        Ok(bytes) => bytes,
-        Err(error) => return report_undecodable(args.json, &format!("the input is not hex: {error}")),
+    let inspection = match inspect(&args.hex, &issuers) {
+        Ok(inspection) => inspection,
+        Err(error) => return report_undecodable(args.json, &error.to_string()),
     };
-    let tx = match SpecieTransaction::decode_exact(&bytes) {
-        Ok(tx) => tx,
-        Err(error) => return report_undecodable(args.json, &format!("the bytes are not a transaction: {error}")),
-    };
-    let txid = tx.txid();
-    let kind = match &tx {
-        SpecieTransaction::Transfer(_) => "transfer",
-        SpecieTransaction::Mint(_) => "mint",
-        SpecieTransaction::Redeem(_) => "redeem",
-    };
-    let inputs: Vec<String> = tx.inputs().iter().map(|input| hex::encode(input.uhs_id().0)).collect();
-    let outputs: Vec<(u64, String)> = tx
-        .created_outputs()
-        .iter()
-        .map(|c| (c.output.value, hex::encode(c.uhs_id.0)))
-        .collect();
-    let marker = matches!(tx, SpecieTransaction::Mint(_)).then(|| hex::encode(mint_marker(&txid).0));
-    let verdict = specie_sentinel::validate(&tx, &issuers);
     if args.json {
-        let verdict_json = match &verdict {
-            Ok(()) => serde_json::json!({"valid": true}),
-            Err(error) => {
-                serde_json::json!({"valid": false, "code": error.code(), "index": error.index(), "message": error.to_string()})
-            }
-        };
-        let outputs_json: Vec<_> = outputs
-            .iter()
-            .map(|(value, id)| serde_json::json!({"value": value, "uhs_id": id}))
-            .collect();
-        println!(
-            "{}",
-            serde_json::json!({"kind": kind, "txid": txid.to_string(), "inputs": inputs, "outputs": outputs_json, "mint_marker": marker, "verdict": verdict_json})
-        );
+        print_json(&inspection);
     } else {
-        println!("kind      {kind}");
-        println!("txid      {txid}");
-        for (i, id) in inputs.iter().enumerate() {
-            println!("input  {i:>3} uhs id {id}");
-        }
-        for (i, (value, id)) in outputs.iter().enumerate() {
-            println!("output {i:>3} uhs id {id}  value {value}");
-        }
-        if let Some(marker) = &marker {
-            println!("mint marker   {marker}");
-        }
-        match &verdict {
-            Ok(()) => println!("verdict   valid"),
-            Err(error) => println!("verdict   invalid: {} ({})", error, error.code()),
-        }
+        print_text(&inspection);
     }
-    Ok(if verdict.is_ok() {
+    Ok(if inspection.verdict.is_ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn print_json(inspection: &Inspection) {
+    let verdict_json = match &inspection.verdict {
+        Ok(()) => serde_json::json!({"valid": true}),
+        Err(error) => {
+            serde_json::json!({"valid": false, "code": error.code(), "index": error.index(), "message": error.to_string()})
+        }
+    };
+    let inputs: Vec<String> = inspection.inputs.iter().map(|id| hex::encode(id.0)).collect();
+    let outputs_json: Vec<_> = inspection
+        .outputs
+        .iter()
+        .map(|(value, id)| serde_json::json!({"value": value, "uhs_id": hex::encode(id.0)}))
+        .collect();
+    let marker = inspection.mint_marker.map(|id| hex::encode(id.0));
+    println!(
+        "{}",
+        serde_json::json!({"kind": inspection.kind, "txid": inspection.txid.to_string(), "inputs": inputs, "outputs": outputs_json, "mint_marker": marker, "verdict": verdict_json})
+    );
+}
+
+fn print_text(inspection: &Inspection) {
+    println!("kind      {}", inspection.kind);
+    println!("txid      {}", inspection.txid);
+    for (i, id) in inspection.inputs.iter().enumerate() {
+        println!("input  {i:>3} uhs id {}", hex::encode(id.0));
+    }
+    for (i, (value, id)) in inspection.outputs.iter().enumerate() {
+        println!("output {i:>3} uhs id {}  value {value}", hex::encode(id.0));
+    }
+    if let Some(marker) = &inspection.mint_marker {
+        println!("mint marker   {}", hex::encode(marker.0));
+    }
+    match &inspection.verdict {
+        Ok(()) => println!("verdict   valid"),
+        Err(error) => println!("verdict   invalid: {} ({})", error, error.code()),
+    }
 }
 
 fn report_undecodable(json: bool, message: &str) -> anyhow::Result<ExitCode> {

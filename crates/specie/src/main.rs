@@ -4,13 +4,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod bench;
-mod bench_cluster;
-mod bench_postgres;
-mod bench_replicated;
-mod ceiling;
+mod bench_cmd;
 mod cluster_cmd;
-mod demo;
+mod demo_cmd;
 mod inspect;
 mod node_cmd;
 mod sim_cmd;
@@ -31,7 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the whole system on this machine with a mixed workload and audit it.
-    Demo(demo::DemoArgs),
+    Demo(demo_cmd::DemoArgs),
     /// Run an embedded node (all roles, durable) serving the HTTP API.
     Node(node_cmd::NodeArgs),
     /// Start, inspect and stop a local replicated cluster.
@@ -49,7 +45,7 @@ enum Command {
     /// Deterministic simulation of the 2PC protocol under faults (a soak over many seeds).
     Sim(sim_cmd::SimArgs),
     /// Measure throughput against the ceilings that bound it (not run by the tests).
-    Bench(bench::BenchArgs),
+    Bench(bench_cmd::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,7 +60,7 @@ fn main() -> ExitCode {
     }
     init_logging(&cli.command);
     let result = match cli.command {
-        Command::Demo(args) => demo::run(args),
+        Command::Demo(args) => demo_cmd::run(args),
         Command::Node(args) => node_cmd::run(args),
         Command::Cluster(args) => cluster_cmd::run(args),
         Command::Shard(args) => cluster_cmd::run_shard(args),
@@ -73,7 +69,7 @@ fn main() -> ExitCode {
         Command::Wallet(args) => wallet_cmd::run(args),
         Command::Tx(args) => inspect::run(args),
         Command::Sim(args) => sim_cmd::run_sim(args),
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(args) => bench_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -2,10 +2,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Args;
 use specie_api::HttpLimits;
-use specie_node::{EmbeddedNode, NodeOptions};
+use specie_node::NodeOptions;
 
 /// Run every role (sentinel, coordinator, shards) in one process with a durable data directory,
 /// serving the HTTP/JSON API of docs/api.md.
@@ -90,42 +89,11 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
         body_timeout_ms: args.http_body_timeout_ms,
         idle_timeout_ms: args.http_idle_timeout_ms,
     };
-    limits
-        .validate()
-        .map_err(|e| anyhow::anyhow!("invalid HTTP limits: {e}"))?;
     let mut options = NodeOptions::new(&args.data_dir);
     options.shards = args.shards;
     options.hrp = args.hrp;
     options.issuers = args.issuers;
     options.batch_transactions_max = args.batch_transactions_max;
-    let node =
-        EmbeddedNode::open(options).with_context(|| format!("cannot start a node on {}", args.data_dir.display()))?;
-    let handle = node.handle();
-    let manifest = handle.manifest().clone();
-    if manifest.issuers.is_empty() {
-        eprintln!("warning: no issuer key configured, so nothing can be minted; restart with --issuer <HEX>");
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.listen))?;
-        eprintln!(
-            "specie node: {} shards, data in {}, API on http://{} (Ctrl-C to stop)",
-            manifest.shards,
-            args.data_dir.display(),
-            listener.local_addr()?
-        );
-        specie_api::http_server::serve(listener, specie_api::api::router(handle), limits, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("the API server failed")
-    })?;
-    node.shutdown();
-    eprintln!("specie node: stopped");
+    specie_node::serve::serve(options, args.listen, limits)?;
     Ok(ExitCode::SUCCESS)
 }

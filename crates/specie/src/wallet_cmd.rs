@@ -1,20 +1,20 @@
-//! `specie wallet`: the command-line face of `specie-wallet`.
+//! `specie wallet`: the command-line face of `specie-wallet`: arguments, and what each command
+//! prints.
 //!
 //! Every command holds the wallet's lock (`<wallet>.lock`; a second command on the same wallet
 //! waits for the first), loads the wallet file, does its work, and saves the file atomically
-//! before printing. A transaction is saved as pending *before* it is sent, so that a crash or a lost
-//! connection after sending leaves something `specie wallet sync` can resolve, never coins that
-//! the wallet has forgotten it spent.
+//! before printing; `specie_wallet::session` keeps the order of saving and sending.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use specie_transaction::{Address, SpecieTransaction, Txid};
+use specie_wallet::session::{self, ImportReport, Submitted};
 use specie_wallet::{
-    settle, sync, Balance, CoinState, NodeClient, Outcome, PaymentString, PendingKind, SubmitStatus, Wallet,
-    WalletError, WalletFile, WalletLock,
+    sync, Balance, CoinState, NodeClient, Outcome, PaymentString, PendingKind, Wallet, WalletError, WalletFile,
+    WalletLock,
 };
 
 /// How long `send`, `mint` and `redeem` wait for the node by default, in milliseconds.
@@ -169,7 +169,7 @@ fn save(path: &Path, wallet: &Wallet) -> Result<()> {
 }
 
 fn client_for(wallet: &Wallet, node: Option<&str>) -> Result<NodeClient> {
-    Ok(NodeClient::new(node.unwrap_or(wallet.node_url()))?)
+    Ok(session::client_for(wallet, node)?)
 }
 
 fn print_balance(wallet: &Wallet) {
@@ -275,34 +275,13 @@ fn send(path: &Path, node: Option<&str>, address: &str, amount: u64, timeout_ms:
     submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
 }
 
-/// Checks that the node will accept this wallet's issuer signatures, before building anything.
-fn check_issuer_accepted(wallet: &Wallet, client: &NodeClient) -> Result<()> {
-    let key = wallet.issuer_pubkey_hex().ok_or(WalletError::NotIssuer)?;
-    let info = client.info()?;
-    if !info.issuers.iter().any(|issuer| issuer.eq_ignore_ascii_case(&key)) {
-        bail!(
-            "the node at {} does not accept this wallet's issuer key; restart it with `specie node --issuer {key}`",
-            client.url()
-        );
-    }
-    if !info.hrp.eq_ignore_ascii_case(wallet.hrp()) {
-        bail!(
-            "the node at {} runs currency {:?} but this wallet is for {:?}",
-            client.url(),
-            info.hrp,
-            wallet.hrp()
-        );
-    }
-    Ok(())
-}
-
 fn mint(path: &Path, node: Option<&str>, amount: u64, to: Option<&str>, timeout_ms: u64) -> Result<ExitCode> {
     let mut wallet = load(path)?;
     if !wallet.is_issuer() {
         return Err(WalletError::NotIssuer.into());
     }
     let client = client_for(&wallet, node)?;
-    check_issuer_accepted(&wallet, &client)?;
+    session::check_issuer_accepted(&wallet, &client)?;
     let mut rng = rand::thread_rng();
     let to = match to {
         Some(text) => wallet.parse_address(text)?,
@@ -323,7 +302,7 @@ fn redeem(path: &Path, node: Option<&str>, amount: u64, timeout_ms: u64) -> Resu
         return Err(WalletError::NotIssuer.into());
     }
     let client = client_for(&wallet, node)?;
-    check_issuer_accepted(&wallet, &client)?;
+    session::check_issuer_accepted(&wallet, &client)?;
     let (tx, redeemed) = wallet.build_redeem(amount, &mut rand::thread_rng())?;
     let built = Built::Redeem {
         amount,
@@ -332,7 +311,7 @@ fn redeem(path: &Path, node: Option<&str>, amount: u64, timeout_ms: u64) -> Resu
     submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
 }
 
-/// Saves the pending transaction, submits it, applies the answer, saves again, reports.
+/// Submits through [`session::submit`] (saved as pending first), then reports.
 fn submit_and_report(
     path: &Path,
     wallet: &mut Wallet,
@@ -342,12 +321,9 @@ fn submit_and_report(
     timeout_ms: u64,
 ) -> Result<ExitCode> {
     let txid = tx.txid();
-    // Durable before the node can act on it (module docs).
-    save(path, wallet).context("the transaction was not sent")?;
-    let status = match client.submit(std::slice::from_ref(&tx), timeout_ms) {
-        Ok(mut results) if !results.is_empty() => results.swap_remove(0).status,
-        Ok(_) => bail!("the node answered with no result for transaction {txid}; run `specie wallet sync`"),
-        Err(error) => {
+    let outcome = match session::submit(path, wallet, client, &tx, timeout_ms)? {
+        Submitted::Settled(outcome) => outcome,
+        Submitted::Unknown(error) => {
             eprintln!("error: {error}");
             eprintln!(
                 "transaction {txid} is saved as pending, but whether the node received it is unknown; \
@@ -356,18 +332,8 @@ fn submit_and_report(
             return Ok(ExitCode::from(EXIT_NOT_FINAL));
         }
     };
-    if let SubmitStatus::Busy { message } = &status {
-        // This was the first submission, so nothing else can be in flight: rolling back is
-        // safe and leaves the coins usable at once.
-        wallet.on_rejected(&txid)?;
-        save(path, wallet)?;
-        bail!("the node did not accept transaction {txid} ({message}); nothing was spent; try again in a moment");
-    }
-    let outcome = settle(wallet, client, &txid, &status);
-    // Save whatever was applied, even if settling failed half-way.
-    save(path, wallet)?;
     let unit = wallet.hrp().to_owned();
-    match outcome? {
+    match outcome {
         Outcome::Confirmed(_) => {
             println!("confirmed: txid {txid}");
             report_built(wallet, &built, &unit);
@@ -437,24 +403,8 @@ fn report_built(wallet: &Wallet, built: &Built, unit: &str) {
 fn import(path: &Path, node: Option<&str>, text: &str) -> Result<ExitCode> {
     let mut wallet = load(path)?;
     let client = client_for(&wallet, node)?;
-    let payment = PaymentString::parse(text)?;
-    let ours = wallet.receivable_outputs(&payment)?;
-    let ids: Vec<_> = ours.iter().map(|created| created.uhs_id).collect();
     let unit = wallet.hrp().to_owned();
-    let (confirmed, node_error) = match client.query_uhs(&ids) {
-        Ok(present) => (
-            ids.iter()
-                .zip(present)
-                .filter(|(_, present)| *present)
-                .map(|(id, _)| *id)
-                .collect::<Vec<_>>(),
-            None,
-        ),
-        // Keep the payment anyway: a payment string that is lost is money lost.
-        Err(error) => (Vec::new(), Some(error)),
-    };
-    let imported = wallet.import_payment(&payment, &confirmed)?;
-    save(path, &wallet)?;
+    let ImportReport { imported, node_error } = session::import(path, &mut wallet, &client, text)?;
     if imported.already_known > 0 {
         println!("{} of its outputs were already in this wallet", imported.already_known);
     }

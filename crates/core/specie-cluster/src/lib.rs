@@ -6,6 +6,8 @@
 //!   (`specie-raft`), serving its peers and callers; only leaders act (Hamilton §4.2).
 //! - [`sentinel`]: validates transactions and serves the wallets' HTTP API in front of the cluster.
 //! - [`group_client`]: leader discovery and fail-over for calls to a replica group.
+//! - [`supervisor`] / [`role_process`]: `specie cluster up | status | down` (processes, pid files,
+//!   logs) and the entry points of the processes it starts.
 //! - [`identity`] / [`credentials`]: who each process is (its certificate's name), what each role
 //!   may ask of each other role, and the PKI files that prove it.
 
@@ -17,8 +19,10 @@ pub mod identity;
 pub mod operator;
 pub mod protocol;
 mod raft_transport;
+pub mod role_process;
 pub mod sentinel;
 pub mod shard_replica;
+pub mod supervisor;
 pub mod topology;
 
 pub use host::{Caller, Hosted, ServeError};

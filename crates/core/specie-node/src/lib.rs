@@ -13,6 +13,7 @@
 
 mod manifest;
 mod node;
+pub mod serve;
 mod wiring;
 
 pub use manifest::{NodeManifest, NodeManifestError};

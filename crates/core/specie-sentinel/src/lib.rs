@@ -11,6 +11,7 @@
 //! per-task cost of the pool negligible.
 
 pub mod error;
+pub mod inspect;
 pub mod issuer;
 mod validate;
 

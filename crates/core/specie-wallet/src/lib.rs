@@ -22,6 +22,7 @@ mod error;
 mod file;
 mod payment;
 mod select;
+pub mod session;
 mod sync;
 mod wallet;
 

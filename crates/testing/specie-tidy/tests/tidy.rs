@@ -3,14 +3,15 @@
 //! Each rule is its own `#[test]`:
 //!
 //! 1. [`layering`]: crates live in `crates/base/*` (depend on no workspace crate), `crates/core/*`,
-//!    `crates/infra/*`, `crates/testing/*` or the binary `crates/specie`. Only `crates/testing` and
-//!    the binary may depend on a testing crate, and nothing depends on the binary.
+//!    `crates/infra/*`, `crates/tools/*` (workloads, benchmarks, the demo), `crates/testing/*` or the
+//!    binary `crates/specie`. Only `crates/testing` and the binary may depend on a testing crate, and
+//!    nothing depends on the binary.
 //! 2. [`pure_role_crates_do_no_io`]: the pure protocol-role crates ([`PURE_CRATES`] and every base
 //!    crate) mention no tokio, file system, network, clock or sleep in their `src/`, and do not
 //!    depend on tokio.
 //! 3. [`fn_length`]: no function in `crates/**/src` is longer than [`MAX_FN_LINES`] lines.
 //! 4. [`no_result_string_in_library_apis`]: no library function returns `Result<_, String>`.
-//! 5. [`no_anyhow_in_library_crates`]: no base, core or infra crate depends on `anyhow`.
+//! 5. [`no_anyhow_in_library_crates`]: no base, core, infra or tools crate depends on `anyhow`.
 //!
 //! Only normal (and, for layering, build) dependencies count; dev-dependencies are free. Test code
 //! is exempt throughout: `tests/`, benches, `#[cfg(test)]` items and modules, and `#[test]` fns.
@@ -44,6 +45,9 @@ const PURE_CRATES: &[&str] = &[
     "specie-shard",
     "specie-coordinator",
     "specie-sentinel",
+    // Not a role, but as pure: the workloads the demo, benchmarks and simulator share take their
+    // randomness as an argument and leave submitting, and timing, to the caller.
+    "specie-workload",
 ];
 
 /// Paths that mean I/O, clocks or sleeping, matched as a run of segments anywhere in a path.
@@ -160,6 +164,7 @@ enum CrateKind {
     Base,
     Core,
     Infra,
+    Tools,
     Testing,
     Binary,
     Unknown,
@@ -174,6 +179,7 @@ impl CrateKind {
             ["crates", "base", _] => CrateKind::Base,
             ["crates", "core", _] => CrateKind::Core,
             ["crates", "infra", _] => CrateKind::Infra,
+            ["crates", "tools", _] => CrateKind::Tools,
             ["crates", "testing", _] => CrateKind::Testing,
             _ => CrateKind::Unknown,
         }
@@ -974,8 +980,8 @@ fn layering_violations(crates: &[Krate]) -> Vec<String> {
         let manifest = krate.manifest();
         if krate.kind == CrateKind::Unknown {
             problems.push(format!(
-                "{manifest}:1: crate `{}` is in no layer folder; move it to crates/base/, crates/core/, crates/infra/ \
-                 or crates/testing/ (only the binary lives at crates/specie)",
+                "{manifest}:1: crate `{}` is in no layer folder; move it to crates/base/, crates/core/, crates/infra/, \
+                 crates/tools/ or crates/testing/ (only the binary lives at crates/specie)",
                 krate.name
             ));
         }
@@ -1104,10 +1110,12 @@ fn result_string_violations(crates: &[Krate], files: &[SourceFile]) -> Vec<Viola
 
 fn anyhow_violations(crates: &[Krate]) -> Vec<Violation> {
     let mut violations = Vec::new();
-    for krate in crates
-        .iter()
-        .filter(|k| matches!(k.kind, CrateKind::Base | CrateKind::Core | CrateKind::Infra))
-    {
+    for krate in crates.iter().filter(|k| {
+        matches!(
+            k.kind,
+            CrateKind::Base | CrateKind::Core | CrateKind::Infra | CrateKind::Tools
+        )
+    }) {
         for dep in krate
             .deps
             .iter()
@@ -1456,10 +1464,15 @@ mod self_checks {
                 "crates/specie",
                 "[package]\nname = \"specie\"\n[dependencies]\nanyhow = \"1\"\n",
             ),
+            krate(
+                "crates/tools/specie-bench",
+                "[package]\nname = \"specie-bench\"\n[dependencies]\nanyhow = \"1\"\n",
+            ),
         ];
         let violations = anyhow_violations(&crates);
-        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert_eq!(violations.len(), 2, "{violations:?}");
         assert_eq!(violations[0].key, "anyhow crates/core/specie-node");
+        assert_eq!(violations[1].key, "anyhow crates/tools/specie-bench");
         assert!(violations[0]
             .message
             .starts_with("crates/core/specie-node/Cargo.toml:4:"));

@@ -8,7 +8,7 @@ use std::os::fd::AsFd as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use anyhow::{ensure, Context};
+use crate::error::{ensure_that, BenchResult, StepContext};
 
 /// The figures `bench postgres` reports for the replicated cluster.
 #[derive(Debug)]
@@ -55,31 +55,31 @@ impl Drop for TempCluster {
 }
 
 /// `count` consecutive TCP ports on 127.0.0.1 that were all free a moment ago.
-fn free_port_range(count: usize) -> anyhow::Result<u16> {
-    let count = u16::try_from(count).context("too many cluster members")?;
+fn free_port_range(count: usize) -> BenchResult<u16> {
+    let count = u16::try_from(count).step("too many cluster members")?;
     // Probe from an ephemeral port the kernel hands out, then the ranges just above it.
     let start = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port().min(60_000);
     (0..50u16)
         .map(|i| 20_000 + (start.wrapping_add(i * 97) % 40_000))
         .find(|&base| (0..count).all(|p| TcpListener::bind(("127.0.0.1", base + p)).is_ok()))
-        .context("cannot find free consecutive ports on 127.0.0.1")
+        .step("cannot find free consecutive ports on 127.0.0.1")
 }
 
 /// Runs one `specie` step with its output on our stderr (stdout may carry `--json`).
-fn run_step(exe: &Path, args: &[&str], what: &str) -> anyhow::Result<()> {
+fn run_step(exe: &Path, args: &[&str], what: &str) -> BenchResult<()> {
     let stderr = std::io::stderr().as_fd().try_clone_to_owned()?;
     let status = Command::new(exe)
         .args(args)
         .stdout(Stdio::from(stderr))
         .status()
-        .with_context(|| format!("cannot run {what}"))?;
-    ensure!(status.success(), "{what} failed ({status})");
+        .with_step(|| format!("cannot run {what}"))?;
+    ensure_that!(status.success(), "{what} failed ({status})");
     Ok(())
 }
 
-pub(crate) fn measure_replicated(params: &ReplicatedParams) -> anyhow::Result<ReplicatedReport> {
-    ensure!(params.replicas > 0, "--replicas must be positive");
-    let exe = std::env::current_exe().context("cannot locate the specie binary")?;
+pub(crate) fn measure_replicated(params: &ReplicatedParams) -> BenchResult<ReplicatedReport> {
+    ensure_that!(params.replicas > 0, "--replicas must be positive");
+    let exe = std::env::current_exe().step("cannot locate the specie binary")?;
     let temp = tempfile::Builder::new().prefix("specie-bench-replicated-").tempdir()?;
     let dir = temp.path().join("cluster");
     let out = temp.path().join("bench");
@@ -88,7 +88,7 @@ pub(crate) fn measure_replicated(params: &ReplicatedParams) -> anyhow::Result<Re
         dir: dir.clone(),
         _temp: temp,
     };
-    let dir_text = dir.to_str().context("temporary directory is not UTF-8")?;
+    let dir_text = dir.to_str().step("temporary directory is not UTF-8")?;
     // Replicas of the shard groups and of the coordinator group, and one sentinel.
     let base = free_port_range(params.shard_groups * params.replicas + params.replicas + 1)?;
     run_step(
@@ -123,28 +123,28 @@ pub(crate) fn measure_replicated(params: &ReplicatedParams) -> anyhow::Result<Re
             "--window",
             &params.window.to_string(),
             "--out",
-            out.to_str().context("temporary directory is not UTF-8")?,
+            out.to_str().step("temporary directory is not UTF-8")?,
         ],
         "specie bench cluster",
     )?;
     let result_file = out.join("result.json");
     let result: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(&result_file).with_context(|| format!("cannot read {}", result_file.display()))?,
+        &std::fs::read(&result_file).with_step(|| format!("cannot read {}", result_file.display()))?,
     )?;
     drop(cluster);
     parse_result(&result)
 }
 
 /// The figures from `bench cluster`'s result.json, refusing a run that lost ids.
-fn parse_result(result: &serde_json::Value) -> anyhow::Result<ReplicatedReport> {
+fn parse_result(result: &serde_json::Value) -> BenchResult<ReplicatedReport> {
     let number = |pointer: &str| {
         result
             .pointer(pointer)
             .and_then(serde_json::Value::as_f64)
-            .with_context(|| format!("bench cluster's result.json has no number at {pointer}"))
+            .with_step(|| format!("bench cluster's result.json has no number at {pointer}"))
     };
     let missing = number("/pool_check/missing")?;
-    ensure!(
+    ensure_that!(
         missing == 0.0,
         "the replicated run lost {missing} unspent ids: not a valid measurement"
     );

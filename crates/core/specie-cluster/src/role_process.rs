@@ -1,0 +1,49 @@
+//! The processes `specie cluster up` starts: one shard or coordinator replica, or one sentinel,
+//! each on its own two-thread runtime until it is stopped.
+
+use std::path::Path;
+
+use crate::{coordinator_replica, sentinel, shard_replica, Topology, TopologyError};
+
+/// Why a role process could not start, or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RoleProcessError {
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    #[error("cannot start a runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error("{0:#}")]
+    Role(anyhow::Error),
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, RoleProcessError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(RoleProcessError::Runtime)
+}
+
+/// Runs replica `replica` of shard group `group` of the cluster in the file `cluster`.
+pub fn run_shard(cluster: &Path, group: String, replica: u64) -> Result<(), RoleProcessError> {
+    let topology = Topology::load(cluster)?;
+    runtime()?
+        .block_on(shard_replica::run(topology, group, replica))
+        .map_err(RoleProcessError::Role)
+}
+
+/// Runs replica `replica` of coordinator group `group` of the cluster in the file `cluster`.
+pub fn run_coordinator(cluster: &Path, group: String, replica: u64) -> Result<(), RoleProcessError> {
+    let topology = Topology::load(cluster)?;
+    runtime()?
+        .block_on(coordinator_replica::run(topology, group, replica))
+        .map_err(RoleProcessError::Role)
+}
+
+/// Runs the sentinel `name` of the cluster in the file `cluster`.
+pub fn run_sentinel(cluster: &Path, name: String) -> Result<(), RoleProcessError> {
+    let topology = Topology::load(cluster)?;
+    runtime()?
+        .block_on(sentinel::run(topology, name))
+        .map_err(RoleProcessError::Role)
+}

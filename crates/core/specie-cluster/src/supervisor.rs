@@ -1,0 +1,379 @@
+//! `specie cluster up | status | down`: a local cluster as processes on this machine. Writes the
+//! cluster file and the PKI on first use, starts one process per replica and sentinel (each the
+//! program running now, i.e. the `specie` binary, with its role's arguments), keeps their pids in
+//! DIR/pids and their logs in DIR/logs, waits for every group to elect a leader, and stops them.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use specie_transaction::signing::xonly_bytes;
+
+use crate::operator::{self, ReplicaStatus};
+use crate::{credentials, Shape, Topology, TopologyError};
+
+/// The cluster file in a cluster's directory.
+pub const TOPOLOGY_FILE: &str = "cluster.toml";
+/// The demo's issuer key for a cluster made by `cluster up` (secret, mode 0600).
+pub const ISSUER_KEY_FILE: &str = "issuer.key";
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a cluster could not be started, inspected or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorError {
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} does not exist: start a cluster with `specie cluster up --dir {dir}`")]
+    NoCluster { path: PathBuf, dir: PathBuf },
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    #[error("invalid cluster shape: {0}")]
+    Shape(String),
+    /// Writing keys and certificates, or asking the replicas for their status, failed.
+    #[error("{what}: {source:#}")]
+    Cluster { what: &'static str, source: anyhow::Error },
+    #[error("only {leaders} of {groups} groups have a leader after {waited_s} s; see {logs}")]
+    NoLeaders {
+        leaders: usize,
+        groups: usize,
+        waited_s: u64,
+        logs: String,
+    },
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SupervisorError {
+    let what = what.into();
+    move |source| SupervisorError::Io { what, source }
+}
+
+fn cluster(what: &'static str) -> impl FnOnce(anyhow::Error) -> SupervisorError {
+    move |source| SupervisorError::Cluster { what, source }
+}
+
+/// The shape of a new cluster (used only when DIR/cluster.toml does not exist yet).
+#[derive(Clone, Debug)]
+pub struct UpOptions {
+    pub dir: PathBuf,
+    pub shape: Shape,
+    /// More issuer x-only public keys (hex) to trust, besides the one `up` makes.
+    pub issuers: Vec<String>,
+}
+
+impl UpOptions {
+    /// `specie cluster up --dir DIR` with every default: 2 shard groups, 1 coordinator group, 3
+    /// replicas, 2 sentinels, ports from 18470.
+    pub fn with_defaults(dir: &Path) -> UpOptions {
+        UpOptions {
+            dir: dir.to_path_buf(),
+            shape: Shape {
+                shard_groups: 2,
+                coordinator_groups: 1,
+                replicas: 3,
+                sentinels: 2,
+                base_port: 18_470,
+            },
+            issuers: vec![],
+        }
+    }
+}
+
+/// One process of the cluster: its name, and the arguments that start it.
+pub struct Member {
+    pub name: String,
+    pub args: Vec<String>,
+}
+
+pub fn members(topology_path: &Path, topology: &Topology) -> Vec<Member> {
+    let file = topology_path.display().to_string();
+    let mut members = vec![];
+    let groups = [
+        (
+            "shard",
+            topology
+                .shard_groups
+                .iter()
+                .map(|g| (&g.name, &g.replicas))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "coordinator",
+            topology
+                .coordinator_groups
+                .iter()
+                .map(|g| (&g.name, &g.replicas))
+                .collect(),
+        ),
+    ];
+    for (role, groups) in groups {
+        for (group, replicas) in groups {
+            for replica in replicas {
+                members.push(Member {
+                    name: format!("{group}-{}", replica.id),
+                    args: vec![
+                        role.into(),
+                        "--cluster".into(),
+                        file.clone(),
+                        "--group".into(),
+                        group.clone(),
+                        "--replica".into(),
+                        replica.id.to_string(),
+                    ],
+                });
+            }
+        }
+    }
+    for sentinel in &topology.sentinels {
+        members.push(Member {
+            name: sentinel.name.clone(),
+            args: vec![
+                "sentinel".into(),
+                "--cluster".into(),
+                file.clone(),
+                "--name".into(),
+                sentinel.name.clone(),
+            ],
+        });
+    }
+    members
+}
+
+fn pid_file(dir: &Path, name: &str) -> PathBuf {
+    dir.join("pids").join(format!("{name}.pid"))
+}
+
+pub fn read_pid(dir: &Path, name: &str) -> Option<u32> {
+    std::fs::read_to_string(pid_file(dir, name)).ok()?.trim().parse().ok()
+}
+
+pub fn is_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.contains(") Z "))
+}
+
+/// Starts one member in the background (the running program, with the member's arguments), its
+/// output appended to DIR/logs/NAME.log.
+pub fn spawn_member(dir: &Path, member: &Member) -> Result<u32, SupervisorError> {
+    use std::os::unix::process::CommandExt;
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).map_err(io(format!("cannot create {}", logs.display())))?;
+    let pids = dir.join("pids");
+    std::fs::create_dir_all(&pids).map_err(io(format!("cannot create {}", pids.display())))?;
+    let log_path = logs.join(format!("{}.log", member.name));
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(io(format!("cannot open {}", log_path.display())))?;
+    let program = std::env::current_exe().map_err(io("cannot find the running program"))?;
+    let child = Command::new(program)
+        .args(&member.args)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(io("cannot share the log file"))?)
+        .stderr(log)
+        // Its own process group: a Ctrl-C meant for the caller does not stop the cluster.
+        .process_group(0)
+        .spawn()
+        .map_err(io(format!("cannot start {}", member.name)))?;
+    let pid_path = pid_file(dir, &member.name);
+    std::fs::write(&pid_path, child.id().to_string()).map_err(io(format!("cannot write {}", pid_path.display())))?;
+    Ok(child.id())
+}
+
+/// The cluster file of the cluster in `dir` (canonical path) and its topology.
+pub fn load(dir: &Path) -> Result<(PathBuf, Topology), SupervisorError> {
+    let path = dir.join(TOPOLOGY_FILE);
+    if !path.exists() {
+        return Err(SupervisorError::NoCluster {
+            path,
+            dir: dir.to_path_buf(),
+        });
+    }
+    let topology = Topology::load(&path)?;
+    let canonical = std::fs::canonicalize(&path).map_err(io(format!("cannot resolve {}", path.display())))?;
+    Ok((canonical, topology))
+}
+
+/// Writes a new cluster file (and the issuer and attestation keys it names) for `options`.
+fn create(options: &UpOptions, path: &Path) -> Result<(), SupervisorError> {
+    let dir = &options.dir;
+    let issuer = secp256k1::Keypair::new_global(&mut rand::thread_rng());
+    credentials::write_secret(&dir.join(ISSUER_KEY_FILE), &hex::encode(issuer.secret_bytes()))
+        .map_err(cluster("cannot write the issuer key"))?;
+    let mut issuers = vec![hex::encode(xonly_bytes(&issuer))];
+    issuers.extend(options.issuers.iter().map(|k| k.to_ascii_lowercase()));
+    let dir = std::fs::canonicalize(dir).map_err(io(format!("cannot resolve {}", dir.display())))?;
+    let attestation_keys = (0..options.shape.sentinels)
+        .map(|i| credentials::create_attestation_key(&dir.join("pki"), &Shape::sentinel_name(i)))
+        .collect::<anyhow::Result<Vec<_>>>()
+        .map_err(cluster("cannot create the sentinels' attestation keys"))?;
+    let topology = Topology::local(options.shape, &dir, issuers, attestation_keys).map_err(SupervisorError::Shape)?;
+    std::fs::write(path, topology.to_toml()).map_err(io(format!("cannot write {}", path.display())))?;
+    println!("wrote {} (edit it to change the topology)", path.display());
+    Ok(())
+}
+
+/// `specie cluster up`: creates the cluster on first use, issues missing credentials, starts
+/// every member that is not running and waits until every group has a leader.
+pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
+    let dir = &options.dir;
+    std::fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
+    let path = dir.join(TOPOLOGY_FILE);
+    if !path.exists() {
+        create(options, &path)?;
+    }
+    let (path, topology) = load(dir)?;
+    let issued = credentials::ensure_pki(&topology).map_err(cluster("cannot issue the cluster's certificates"))?;
+    if !issued.is_empty() {
+        println!(
+            "issued {} PKI files in {} (mutual TLS between every process)",
+            issued.len(),
+            topology.pki_dir.display()
+        );
+    }
+    // Idempotent: starts only what is not running, so it also restarts a member that died.
+    let stopped: Vec<Member> = members(&path, &topology)
+        .into_iter()
+        .filter(|m| !read_pid(dir, &m.name).is_some_and(is_alive))
+        .collect();
+    for member in &stopped {
+        spawn_member(dir, member)?;
+    }
+    println!(
+        "started {} processes; waiting for every group to elect a leader…",
+        stopped.len()
+    );
+    let started = Instant::now();
+    loop {
+        let (leaders, groups) = leaders_elected(&topology)?;
+        if leaders == groups {
+            break;
+        }
+        if started.elapsed() > START_TIMEOUT {
+            return Err(SupervisorError::NoLeaders {
+                leaders,
+                groups,
+                waited_s: START_TIMEOUT.as_secs(),
+                logs: format!("{}/logs", dir.display()),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    println!("cluster up in {:.1} s", started.elapsed().as_secs_f64());
+    for sentinel in &topology.sentinels {
+        println!("  {}: http://{}", sentinel.name, sentinel.http);
+    }
+    let first = &topology.sentinels[0].http;
+    println!("wallets:  specie wallet --node http://{first} …");
+    println!("demo:     specie demo --cluster {}", dir.display());
+    println!("status:   specie cluster status --dir {}", dir.display());
+    Ok(())
+}
+
+fn replica_statuses(topology: &Topology) -> Result<Vec<ReplicaStatus>, SupervisorError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(io("cannot start a runtime"))?;
+    runtime
+        .block_on(operator::replica_statuses(topology, None, Duration::from_millis(1000)))
+        .map_err(cluster("cannot ask the replicas for their status"))
+}
+
+fn leaders_elected(topology: &Topology) -> Result<(usize, usize), SupervisorError> {
+    let statuses = replica_statuses(topology)?;
+    let groups: BTreeSet<&String> = statuses.iter().map(|s| &s.group).collect();
+    let leading: BTreeSet<&String> = statuses.iter().filter(|s| s.is_leader()).map(|s| &s.group).collect();
+    Ok((leading.len(), groups.len()))
+}
+
+/// `specie cluster status`: prints each replica's and sentinel's state; returns whether every
+/// one answered.
+pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
+    let (_, topology) = load(dir)?;
+    let mut healthy = true;
+    println!(
+        "{:<16} {:>7} {:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  health",
+        "group", "replica", "pid", "role", "term", "leader", "commit", "applied", "refused"
+    );
+    for ReplicaStatus { group, id, status } in replica_statuses(&topology)? {
+        let pid = read_pid(dir, &format!("{group}-{id}"));
+        let pid_text = pid.map_or("-".into(), |p| p.to_string());
+        match status {
+            Ok(s) => {
+                let show = |v: &serde_json::Value| if v.is_null() { "-".to_string() } else { v.to_string() };
+                println!(
+                    "{group:<16} {id:>7} {pid_text:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  ok",
+                    s["role"].as_str().unwrap_or("?"),
+                    show(&s["term"]),
+                    show(&s["leader"]),
+                    show(&s["commit_index"]),
+                    show(&s["applied_index"]),
+                    // Everything the replica turned away: strangers, non-members, requests.
+                    s["refused"]
+                        .as_object()
+                        .map_or(0, |counts| counts.values().filter_map(|v| v.as_u64()).sum::<u64>()),
+                );
+            }
+            Err(error) => {
+                healthy = false;
+                println!(
+                    "{group:<16} {id:>7} {pid_text:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  DOWN ({error})",
+                    "-", "-", "-", "-", "-", "-"
+                );
+            }
+        }
+    }
+    for sentinel in &topology.sentinels {
+        let up = std::net::TcpStream::connect_timeout(&sentinel.http, Duration::from_millis(500)).is_ok();
+        healthy &= up;
+        println!(
+            "{:<16} http://{:<22} {}",
+            sentinel.name,
+            sentinel.http,
+            if up { "ok" } else { "DOWN" }
+        );
+    }
+    Ok(healthy)
+}
+
+fn signal(pid: u32, name: &str) {
+    let _ = Command::new("kill")
+        .args([format!("-{name}"), pid.to_string()])
+        .status();
+}
+
+/// `specie cluster down`: SIGTERM to every running member, SIGKILL to any still alive after
+/// [`STOP_TIMEOUT`]. The data stays.
+pub fn down(dir: &Path) -> Result<(), SupervisorError> {
+    let (path, topology) = load(dir)?;
+    let running: Vec<(String, u32)> = members(&path, &topology)
+        .into_iter()
+        .filter_map(|m| read_pid(dir, &m.name).filter(|p| is_alive(*p)).map(|p| (m.name, p)))
+        .collect();
+    for (_, pid) in &running {
+        signal(*pid, "TERM");
+    }
+    let started = Instant::now();
+    while running.iter().any(|(_, pid)| is_alive(*pid)) && started.elapsed() < STOP_TIMEOUT {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for (name, pid) in &running {
+        if is_alive(*pid) {
+            eprintln!("{name} did not stop in {} s; killing it", STOP_TIMEOUT.as_secs());
+            signal(*pid, "KILL");
+        }
+        let _ = std::fs::remove_file(pid_file(dir, name));
+    }
+    println!(
+        "stopped {} processes; data kept in {}",
+        running.len(),
+        topology.data_dir.display()
+    );
+    Ok(())
+}

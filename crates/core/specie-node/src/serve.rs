@@ -1,0 +1,69 @@
+//! `specie node`: an embedded node serving the HTTP API until Ctrl-C.
+
+use std::net::SocketAddr;
+
+use specie_api::http_server::HttpLimitError;
+use specie_api::HttpLimits;
+
+use crate::{EmbeddedNode, NodeOptions};
+
+/// Why `specie node` could not serve, or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("invalid HTTP limits: {0}")]
+    Limits(#[from] HttpLimitError),
+    #[error("cannot start a node on {data_dir}: {source:#}")]
+    Open { data_dir: String, source: anyhow::Error },
+    #[error("cannot start a runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error("cannot listen on {listen}: {source}")]
+    Listen {
+        listen: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the API server failed: {0}")]
+    Server(#[source] std::io::Error),
+}
+
+/// Opens the node in `options.data_dir` and serves the API on `listen` with `limits` until
+/// Ctrl-C, then shuts the node down.
+pub fn serve(options: NodeOptions, listen: SocketAddr, limits: HttpLimits) -> Result<(), ServeError> {
+    limits.validate()?;
+    let data_dir = options.data_dir.clone();
+    let node = EmbeddedNode::open(options).map_err(|source| ServeError::Open {
+        data_dir: data_dir.display().to_string(),
+        source,
+    })?;
+    let handle = node.handle();
+    let manifest = handle.manifest().clone();
+    if manifest.issuers.is_empty() {
+        eprintln!("warning: no issuer key configured, so nothing can be minted; restart with --issuer <HEX>");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(ServeError::Runtime)?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|source| ServeError::Listen { listen, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| ServeError::Listen { listen, source })?;
+        eprintln!(
+            "specie node: {} shards, data in {}, API on http://{local} (Ctrl-C to stop)",
+            manifest.shards,
+            data_dir.display(),
+        );
+        specie_api::http_server::serve(listener, specie_api::api::router(handle), limits, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .map_err(ServeError::Server)
+    })?;
+    node.shutdown();
+    eprintln!("specie node: stopped");
+    Ok(())
+}

@@ -1,0 +1,54 @@
+//! `specie tx inspect`: what a serialized transaction is, and the sentinel's verdict on it.
+
+use specie_codec::{Decode, DecodeError};
+use specie_transaction::{mint_marker, SpecieTransaction, Txid, UhsId};
+
+use crate::{validate, IssuerKeys, ValidationError};
+
+/// A decoded transaction as an operator reads it.
+#[derive(Debug)]
+pub struct Inspection {
+    /// "transfer", "mint" or "redeem".
+    pub kind: &'static str,
+    pub txid: Txid,
+    /// The UHS id each input spends.
+    pub inputs: Vec<UhsId>,
+    /// (value, UHS id) of each created output.
+    pub outputs: Vec<(u64, UhsId)>,
+    /// A mint's replay marker, which the shards also create.
+    pub mint_marker: Option<UhsId>,
+    pub verdict: Result<(), ValidationError>,
+}
+
+/// Why the input is not a transaction at all.
+#[derive(Debug, thiserror::Error)]
+pub enum Undecodable {
+    #[error("the input is not hex: {0}")]
+    NotHex(#[from] hex::FromHexError),
+    #[error("the bytes are not a transaction: {0}")]
+    NotATransaction(#[source] DecodeError),
+}
+
+/// Decodes the hex-encoded transaction `hex_text` and validates it against `issuers`.
+pub fn inspect(hex_text: &str, issuers: &IssuerKeys) -> Result<Inspection, Undecodable> {
+    let bytes = hex::decode(hex_text.trim())?;
+    let tx = SpecieTransaction::decode_exact(&bytes).map_err(Undecodable::NotATransaction)?;
+    let txid = tx.txid();
+    let kind = match &tx {
+        SpecieTransaction::Transfer(_) => "transfer",
+        SpecieTransaction::Mint(_) => "mint",
+        SpecieTransaction::Redeem(_) => "redeem",
+    };
+    Ok(Inspection {
+        kind,
+        txid,
+        inputs: tx.inputs().iter().map(|input| input.uhs_id()).collect(),
+        outputs: tx
+            .created_outputs()
+            .iter()
+            .map(|c| (c.output.value, c.uhs_id))
+            .collect(),
+        mint_marker: matches!(tx, SpecieTransaction::Mint(_)).then(|| mint_marker(&txid)),
+        verdict: validate(&tx, issuers),
+    })
+}

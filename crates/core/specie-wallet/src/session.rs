@@ -1,0 +1,147 @@
+//! What `specie wallet` does around a wallet file, beyond building transactions: the order of
+//! saving and talking to the node that keeps coins safe across crashes and lost connections.
+//!
+//! A transaction is saved as pending *before* it is sent, so that a crash or a lost connection
+//! after sending leaves something [`crate::sync`] can resolve, never coins that the wallet has
+//! forgotten it spent; whatever the node's answer changed is saved before it is reported. The
+//! caller holds the wallet's [`crate::WalletLock`] throughout.
+
+use std::path::Path;
+
+use specie_transaction::{SpecieTransaction, Txid, UhsId};
+
+use crate::{
+    settle, ClientError, FileError, Imported, NodeClient, Outcome, PaymentString, PaymentStringError, SubmitStatus,
+    SyncError, Wallet, WalletError, WalletFile,
+};
+
+/// Why a wallet command could not do its work.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Wallet(#[from] WalletError),
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Sync(#[from] SyncError),
+    #[error(transparent)]
+    PaymentString(#[from] PaymentStringError),
+    /// Saving the pending transaction failed, so it was not sent.
+    #[error("the transaction was not sent: {0}")]
+    NotSent(#[source] FileError),
+    #[error("the node answered with no result for transaction {txid}; run `specie wallet sync`")]
+    NoResult { txid: Txid },
+    /// The node was too busy to take the transaction; it was rolled back, nothing was spent.
+    #[error("the node did not accept transaction {txid} ({message}); nothing was spent; try again in a moment")]
+    Busy { txid: Txid, message: String },
+    #[error(
+        "the node at {url} does not accept this wallet's issuer key; restart it with `specie node --issuer {key}`"
+    )]
+    IssuerNotAccepted { url: String, key: String },
+    #[error("the node at {url} runs currency {node_hrp:?} but this wallet is for {wallet_hrp:?}")]
+    CurrencyMismatch {
+        url: String,
+        node_hrp: String,
+        wallet_hrp: String,
+    },
+}
+
+/// How a submission ended.
+#[derive(Debug)]
+pub enum Submitted {
+    /// The node answered, and the answer is applied and saved.
+    Settled(Outcome),
+    /// Whether the node received it is unknown (the request failed); it is saved as pending.
+    Unknown(ClientError),
+}
+
+/// What importing a payment string did.
+#[derive(Debug)]
+pub struct ImportReport {
+    pub imported: Imported,
+    /// The node could not be asked which outputs exist; they were kept as pending anyway.
+    pub node_error: Option<ClientError>,
+}
+
+/// The node to talk to: `node` if given, else the one the wallet remembers.
+pub fn client_for(wallet: &Wallet, node: Option<&str>) -> Result<NodeClient, ClientError> {
+    NodeClient::new(node.unwrap_or(wallet.node_url()))
+}
+
+/// Checks that the node will accept this wallet's issuer signatures, before building anything.
+pub fn check_issuer_accepted(wallet: &Wallet, client: &NodeClient) -> Result<(), SessionError> {
+    let key = wallet.issuer_pubkey_hex().ok_or(WalletError::NotIssuer)?;
+    let info = client.info()?;
+    if !info.issuers.iter().any(|issuer| issuer.eq_ignore_ascii_case(&key)) {
+        return Err(SessionError::IssuerNotAccepted {
+            url: client.url().to_string(),
+            key,
+        });
+    }
+    if !info.hrp.eq_ignore_ascii_case(wallet.hrp()) {
+        return Err(SessionError::CurrencyMismatch {
+            url: client.url().to_string(),
+            node_hrp: info.hrp,
+            wallet_hrp: wallet.hrp().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Saves `wallet` (holding `tx` as pending) to `path`, submits `tx`, applies the answer and saves
+/// again.
+pub fn submit(
+    path: &Path,
+    wallet: &mut Wallet,
+    client: &NodeClient,
+    tx: &SpecieTransaction,
+    timeout_ms: u64,
+) -> Result<Submitted, SessionError> {
+    let txid = tx.txid();
+    // Durable before the node can act on it (module docs).
+    WalletFile::save(path, wallet).map_err(SessionError::NotSent)?;
+    let status = match client.submit(std::slice::from_ref(tx), timeout_ms) {
+        Ok(mut results) if !results.is_empty() => results.swap_remove(0).status,
+        Ok(_) => return Err(SessionError::NoResult { txid }),
+        Err(error) => return Ok(Submitted::Unknown(error)),
+    };
+    if let SubmitStatus::Busy { message } = &status {
+        // This was the first submission, so nothing else can be in flight: rolling back is
+        // safe and leaves the coins usable at once.
+        wallet.on_rejected(&txid)?;
+        WalletFile::save(path, wallet)?;
+        return Err(SessionError::Busy {
+            txid,
+            message: message.clone(),
+        });
+    }
+    let outcome = settle(wallet, client, &txid, &status);
+    // Save whatever was applied, even if settling failed half-way.
+    WalletFile::save(path, wallet)?;
+    Ok(Submitted::Settled(outcome?))
+}
+
+/// Imports the payment string `text` into `wallet`: its outputs the node holds become spendable,
+/// the others pending (kept even if the node cannot be asked: a lost payment string is money
+/// lost). Saves the wallet.
+pub fn import(path: &Path, wallet: &mut Wallet, client: &NodeClient, text: &str) -> Result<ImportReport, SessionError> {
+    let payment = PaymentString::parse(text)?;
+    let ours = wallet.receivable_outputs(&payment)?;
+    let ids: Vec<UhsId> = ours.iter().map(|created| created.uhs_id).collect();
+    let (confirmed, node_error) = match client.query_uhs(&ids) {
+        Ok(present) => (
+            ids.iter()
+                .zip(present)
+                .filter(|(_, present)| *present)
+                .map(|(id, _)| *id)
+                .collect::<Vec<_>>(),
+            None,
+        ),
+        Err(error) => (Vec::new(), Some(error)),
+    };
+    let imported = wallet.import_payment(&payment, &confirmed)?;
+    WalletFile::save(path, wallet)?;
+    Ok(ImportReport { imported, node_error })
+}

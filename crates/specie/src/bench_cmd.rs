@@ -1,0 +1,226 @@
+//! `specie bench …`: the arguments of each benchmark (the benchmarks are in `specie-bench`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::str::FromStr;
+
+use clap::{Args, Subcommand, ValueEnum};
+use specie_bench::cluster::{ClusterBenchOptions, FaultSpec, LoadMode};
+use specie_bench::postgres::{ClientLevels, PostgresOptions};
+use specie_bench::swap::{SwapOptions, ValidateOptions};
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Sentinel validation of 2-in/2-out transactions on all cores, beside the raw BIP-340
+    /// verification ceiling measured in the same run (target: at least 90% of it).
+    Validate(ValidateArgs),
+    /// Compact 2-in/2-out transactions per second through the 2PC engine (coordinator + shards,
+    /// durable logs, fsync on), without sentinels, as in Hamilton §6.1.
+    Swap(SwapArgs),
+    /// The same swap workload against PostgreSQL (a stored function over a table of UHS ids, fsync
+    /// on), beside specie's figure measured in the same run, as in Hamilton §6.1.
+    Postgres(PostgresArgs),
+    /// Closed- or open-loop swap load against a running cluster (`specie cluster up`), with
+    /// optional leader kills: per-second throughput, latency histogram, JSON and SVG charts.
+    Cluster(ClusterBenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Seconds to measure each figure.
+    #[arg(long, default_value_t = 3.0)]
+    pub seconds: f64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SwapArgs {
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    #[arg(long, default_value_t = 2)]
+    pub shards: usize,
+    /// UHS ids created before measuring.
+    #[arg(long, default_value_t = 500_000)]
+    pub preload: usize,
+    /// Compact transactions in flight.
+    #[arg(long, default_value_t = 20_000)]
+    pub window: usize,
+    /// Measure without fsync (never in production).
+    #[arg(long)]
+    pub no_fsync: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    Ok(match args.command {
+        BenchCommand::Validate(args) => specie_bench::swap::validate(ValidateOptions {
+            seconds: args.seconds,
+            json: args.json,
+        })?,
+        BenchCommand::Swap(args) => specie_bench::swap::swap(SwapOptions {
+            seconds: args.seconds,
+            shards: args.shards,
+            preload: args.preload,
+            window: args.window,
+            no_fsync: args.no_fsync,
+            json: args.json,
+        })?,
+        BenchCommand::Postgres(args) => specie_bench::postgres::run(args.into())?,
+        BenchCommand::Cluster(args) => specie_bench::cluster::run(args.into())?,
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct PostgresArgs {
+    /// Seconds to measure specie, and PostgreSQL at each client count (after a short warm-up).
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// UHS ids preloaded into each system before measuring.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub preload: usize,
+    /// PostgreSQL client connections to try, comma-separated; the best level is the figure.
+    #[arg(long, default_value = "16,32,64,128,256", value_parser = ClientLevels::from_str)]
+    pub clients: ClientLevels,
+    /// Seconds of uncounted swaps at the largest client count before the first level: they
+    /// absorb the full-page images PostgreSQL logs on each page's first change after the
+    /// preload's checkpoint, which would otherwise all be charged to the first level.
+    #[arg(long, default_value_t = 5.0)]
+    pub warmup: f64,
+    /// Directory holding initdb, pg_ctl and postgres [default: the one on PATH, else the newest
+    /// /usr/lib/postgresql/*/bin].
+    #[arg(long)]
+    pub pg_bin: Option<PathBuf>,
+    /// System user the throwaway server runs as when this command runs as root (PostgreSQL
+    /// refuses to run as root).
+    #[arg(long, default_value = "postgres")]
+    pub pg_user: String,
+    /// PostgreSQL commit_delay in microseconds (group commit: durability unchanged).
+    #[arg(long, default_value_t = 0)]
+    pub commit_delay: u32,
+    /// Shards of specie's embedded node (as `bench swap --shards`), and shard groups of the
+    /// replicated cluster.
+    #[arg(long, default_value_t = 2)]
+    pub shards: usize,
+    /// Replicas per group of the replicated cluster (3 = three-way replication, as Hamilton's
+    /// comparison); 0 measures the embedded node only.
+    #[arg(long, default_value_t = 3)]
+    pub replicas: usize,
+    /// specie compact transactions in flight, as `bench swap --window` and `bench cluster --window`.
+    #[arg(long, default_value_t = 20_000)]
+    pub window: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl From<PostgresArgs> for PostgresOptions {
+    fn from(args: PostgresArgs) -> PostgresOptions {
+        PostgresOptions {
+            seconds: args.seconds,
+            preload: args.preload,
+            clients: args.clients,
+            warmup: args.warmup,
+            pg_bin: args.pg_bin,
+            pg_user: args.pg_user,
+            commit_delay: args.commit_delay,
+            shards: args.shards,
+            replicas: args.replicas,
+            window: args.window,
+            json: args.json,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Keep `--window` transactions in flight.
+    Closed,
+    /// Submit `--rate` transactions per second whatever the completions.
+    Open,
+}
+
+#[derive(Args, Debug)]
+pub struct ClusterBenchArgs {
+    /// The running cluster's directory (as given to `specie cluster up --dir`).
+    #[arg(long, default_value = "./specie-cluster")]
+    pub dir: PathBuf,
+    /// Seconds of load (after the preload).
+    #[arg(long, default_value_t = 20.0)]
+    pub seconds: f64,
+    #[arg(long, value_enum, default_value_t = Mode::Closed)]
+    pub mode: Mode,
+    /// Closed loop: transactions kept in flight.
+    #[arg(long, default_value_t = 20_000)]
+    pub window: usize,
+    /// Open loop: transactions submitted per second (required with --mode open).
+    #[arg(long, value_name = "TPS")]
+    pub rate: Option<f64>,
+    /// Open loop: hard cap on transactions in flight; what is due beyond it is counted as not sent.
+    #[arg(long, default_value_t = 100_000)]
+    pub in_flight_max: usize,
+    /// Kill -9 the current leader of GROUP at SECONDS into the load, and restart it
+    /// --restart-after seconds later (repeatable), e.g. --kill-leader shard-0@8.
+    #[arg(long = "kill-leader", value_name = "GROUP@SECONDS", value_parser = FaultSpec::from_str)]
+    pub kill_leader: Vec<FaultSpec>,
+    /// Seconds between a kill and the restart of the killed replica.
+    #[arg(long, default_value_t = 4.0)]
+    pub restart_after: f64,
+    /// UHS ids created before the load starts (the generator's pool; at least twice --window).
+    #[arg(long, default_value_t = 200_000)]
+    pub preload: usize,
+    /// Transactions per submission to the coordinator group.
+    #[arg(long, default_value_t = 1000)]
+    pub batch: usize,
+    /// Where to write result.json, throughput.svg and latency.svg [default: DIR/bench].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Measure what mutual TLS costs: run the load once per round, restarting the cluster before
+    /// each round with `transport = "mutual-tls"` and `"insecure-plaintext"` in turn (TLS,
+    /// plaintext, TLS, …), and report each transport's median and the cost. The cluster file is
+    /// set back to mutual-tls at the end, even on error, and the cluster restarted with it.
+    #[arg(long, conflicts_with = "kill_leader")]
+    pub compare_transport: bool,
+    /// With --compare-transport: rounds per transport (at least 2).
+    #[arg(long, default_value_t = 2, requires = "compare_transport")]
+    pub rounds: usize,
+    /// With --compare-transport: seconds to wait after each restart, before the preload.
+    #[arg(long, default_value_t = 2.0, requires = "compare_transport")]
+    pub settle: f64,
+}
+
+impl From<Mode> for LoadMode {
+    fn from(mode: Mode) -> LoadMode {
+        match mode {
+            Mode::Closed => LoadMode::Closed,
+            Mode::Open => LoadMode::Open,
+        }
+    }
+}
+
+impl From<ClusterBenchArgs> for ClusterBenchOptions {
+    fn from(args: ClusterBenchArgs) -> ClusterBenchOptions {
+        ClusterBenchOptions {
+            dir: args.dir,
+            seconds: args.seconds,
+            mode: args.mode.into(),
+            window: args.window,
+            rate: args.rate,
+            in_flight_max: args.in_flight_max,
+            kill_leader: args.kill_leader,
+            restart_after: args.restart_after,
+            preload: args.preload,
+            batch: args.batch,
+            out: args.out,
+            compare_transport: args.compare_transport,
+            rounds: args.rounds,
+            settle: args.settle,
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! `specie demo`: its arguments (the demo itself is in `specie-bench`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use specie_bench::demo::DemoOptions;
+
+/// Run the whole system on this machine and audit it: the first thing to try.
+///
+/// Starts an embedded node (fsync on) in a temporary directory, mints to a set of wallets, runs
+/// a stream of payments (mostly 2-in/2-out, some 4-in/4-out) with a fraction of double spends,
+/// conflicting concurrent spends and forged signatures, redeems some money, then audits: total
+/// minted minus redeemed equals the sum of all wallet balances, every output a wallet holds is in
+/// the UHS and no spent one is. Exits non-zero if any check fails.
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Number of wallets (each with its own key).
+    #[arg(long, default_value_t = 200)]
+    pub wallets: usize,
+    /// Number of payments to stream.
+    #[arg(long, default_value_t = 40_000)]
+    pub payments: usize,
+    /// Fraction of payments that are double spends: re-spending an already spent output, or two
+    /// conflicting spends of one output submitted together.
+    #[arg(long, default_value_t = 0.02)]
+    pub double_spend_fraction: f64,
+    /// Fraction of payments sent with a forged (corrupted) signature.
+    #[arg(long, default_value_t = 0.02)]
+    pub bad_signature_fraction: f64,
+    /// Fraction of honest payments that are 4-in/4-out instead of 2-in/2-out.
+    #[arg(long, default_value_t = 0.05)]
+    pub large_fraction: f64,
+    /// Number of shards.
+    #[arg(long, default_value_t = 2)]
+    pub shards: usize,
+    /// Transactions in flight at once.
+    #[arg(long, default_value_t = 4096)]
+    pub window: usize,
+    /// Seed for the workload (keys, amounts, choices).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Keep the node's data here instead of a temporary directory.
+    #[arg(long, conflicts_with = "cluster")]
+    pub data_dir: Option<PathBuf>,
+    /// Run against the cluster in this directory (started by `specie cluster up --dir DIR`)
+    /// instead of an embedded node.
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let options = DemoOptions {
+        wallets: args.wallets,
+        payments: args.payments,
+        double_spend_fraction: args.double_spend_fraction,
+        bad_signature_fraction: args.bad_signature_fraction,
+        large_fraction: args.large_fraction,
+        shards: args.shards,
+        window: args.window,
+        seed: args.seed,
+        data_dir: args.data_dir,
+        cluster: args.cluster,
+        json: args.json,
+    };
+    Ok(specie_bench::demo::run(&options)?)
+}

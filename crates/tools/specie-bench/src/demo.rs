@@ -1,0 +1,493 @@
+//! `specie demo`: the main job on the embedded default. Mints money to a set of wallets, streams
+//! payments through an embedded node or a cluster (with double spends, conflicting concurrent
+//! spends and forged signatures mixed in: the payment workload of `specie-workload`), and proves
+//! at the end, with the workload's supply audit, that no money was created or destroyed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rayon::prelude::*;
+use secp256k1::Keypair;
+use specie_api::{Backend, Completion, NodeInfo, TxStatus};
+use specie_cluster::sentinel::ClusterBackend;
+use specie_cluster::Topology;
+use specie_node::{EmbeddedNode, NodeOptions};
+use specie_shard::Vote;
+use specie_transaction::signing::xonly_bytes;
+use specie_transaction::{SpecieTransaction, Txid, UhsId};
+use specie_workload::{Outcome, PaymentMix, PaymentWorkload, Planned, Sent, SupplyAudit};
+
+use crate::ceiling;
+use crate::error::{ensure_that, fail, BenchError, BenchResult, StepContext};
+
+/// What `specie demo` runs (see its command-line help).
+#[derive(Clone, Debug)]
+pub struct DemoOptions {
+    pub wallets: usize,
+    pub payments: usize,
+    pub double_spend_fraction: f64,
+    pub bad_signature_fraction: f64,
+    pub large_fraction: f64,
+    pub shards: usize,
+    /// Transactions in flight at once.
+    pub window: usize,
+    pub seed: u64,
+    /// Keep the embedded node's data here instead of a temporary directory.
+    pub data_dir: Option<PathBuf>,
+    /// Run against the cluster in this directory instead of an embedded node.
+    pub cluster: Option<PathBuf>,
+    /// Print the summary as one JSON object.
+    pub json: bool,
+}
+
+const COIN_VALUE: u64 = 1_000;
+const COINS_PER_WALLET: usize = 64;
+const MINT_OUTPUTS_MAX: usize = 500;
+const SUBMIT_BATCH_MAX: usize = 512;
+/// How long the UHS must say the same about transactions with unknown outcomes before it is
+/// believed: longer than a coordinator's retry period (`request_timeout_ms`, 2 s by default).
+const UNKNOWN_QUIET_MS: u64 = 3_000;
+/// Give up (with an error) if those transactions are still changing the UHS after this long.
+const UNKNOWN_WAIT_MS_MAX: u64 = 60_000;
+
+struct InFlight {
+    sent: Sent,
+    submitted: Instant,
+}
+
+/// The workload in flight against one backend: what was sent, when, and what came back.
+struct Demo {
+    workload: PaymentWorkload,
+    in_flight: HashMap<u64, InFlight>,
+    next_ref: u64,
+    rejected: BTreeMap<String, u64>,
+    latency_us: hdrhistogram::Histogram<u64>,
+    unknown: Vec<(u64, Txid, InFlight)>,
+}
+
+/// What the run measured, for the report.
+struct Measured {
+    planned: usize,
+    elapsed: Duration,
+    audit: SupplyAudit,
+    info: NodeInfo,
+}
+
+pub fn run(args: &DemoOptions) -> BenchResult<ExitCode> {
+    if !(0.0..=0.5).contains(&args.double_spend_fraction) || !(0.0..=0.5).contains(&args.bad_signature_fraction) {
+        return Err(BenchError::InvalidOptions(
+            "--double-spend-fraction and --bad-signature-fraction must each be between 0 and 0.5".into(),
+        ));
+    }
+    if !(0.0..=1.0).contains(&args.large_fraction) {
+        return Err(BenchError::InvalidOptions(
+            "--large-fraction must be between 0 and 1".into(),
+        ));
+    }
+    if args.wallets < 2 || args.wallets > 100_000 {
+        return Err(BenchError::InvalidOptions(
+            "--wallets must be between 2 and 100000".into(),
+        ));
+    }
+    if args.window == 0 {
+        return Err(BenchError::InvalidOptions("--window must be at least 1".into()));
+    }
+    let mut rng = StdRng::seed_from_u64(args.seed);
+    match &args.cluster {
+        Some(dir) => {
+            let topology = Topology::load(&dir.join(specie_cluster::supervisor::TOPOLOGY_FILE))?;
+            let key_path = dir.join(specie_cluster::supervisor::ISSUER_KEY_FILE);
+            let secret = std::fs::read_to_string(&key_path).with_step(|| {
+                format!(
+                    "cannot read the cluster's issuer key {} (made by `specie cluster up`)",
+                    key_path.display()
+                )
+            })?;
+            let issuer =
+                Keypair::from_seckey_str_global(secret.trim()).step("the issuer key file is not a secret key")?;
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            // The demo validates and submits in process, as the cluster's first sentinel.
+            let backend = ClusterBackend::new(&topology, runtime.handle().clone(), &topology.sentinels[0].name)
+                .step("cannot reach the cluster")?;
+            let replicas = topology.shard_groups[0].replicas.len();
+            let label = format!(
+                "cluster {} ({} shard groups × {replicas} replicas)",
+                dir.display(),
+                topology.shard_groups.len()
+            );
+            run_with(args, &backend, issuer, rng, &label, || {})
+        }
+        None => {
+            let temp = tempfile::Builder::new()
+                .prefix("specie-demo-")
+                .tempdir()
+                .step("cannot create a temporary directory")?;
+            let data_dir = args.data_dir.clone().unwrap_or_else(|| temp.path().to_path_buf());
+            let issuer = Keypair::new_global(&mut rng);
+            let mut options = NodeOptions::new(&data_dir);
+            options.shards = Some(args.shards);
+            options.issuers = vec![hex::encode(xonly_bytes(&issuer))];
+            let node = EmbeddedNode::open(options).step("cannot start the embedded node")?;
+            let label = format!(
+                "embedded node, {} shards, fsync on, data in {}",
+                args.shards,
+                data_dir.display()
+            );
+            run_with(args, &node.handle(), issuer, rng, &label, move || node.shutdown())
+        }
+    }
+}
+
+/// The workload and the audit, against any backend: the embedded node or a cluster's sentinels.
+fn run_with<B: Backend>(
+    args: &DemoOptions,
+    backend: &B,
+    issuer: Keypair,
+    rng: StdRng,
+    label: &str,
+    finish: impl FnOnce(),
+) -> BenchResult<ExitCode> {
+    let mut demo = Demo {
+        workload: PaymentWorkload::new(args.wallets, rng),
+        in_flight: HashMap::new(),
+        next_ref: 0,
+        rejected: BTreeMap::new(),
+        latency_us: hdrhistogram::Histogram::new(3).expect("histogram"),
+        unknown: vec![],
+    };
+    let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<Completion>();
+
+    // 1. Mint COINS_PER_WALLET coins to every wallet.
+    let mints = demo.workload.plan_mints(COINS_PER_WALLET, COIN_VALUE, MINT_OUTPUTS_MAX);
+    demo.submit(backend, mints, &issuer, &reply);
+    demo.settle_all(&mut completions)?;
+    demo.resolve_unknown(backend)?;
+    if demo.workload.minted() != (args.wallets * COINS_PER_WALLET) as u64 * COIN_VALUE {
+        fail!("minting failed: {:?}", demo.rejected);
+    }
+
+    // 2. Stream payments.
+    let started = Instant::now();
+    let planned = demo.stream_payments(args, backend, &issuer, &reply, &mut completions)?;
+    let elapsed = started.elapsed();
+
+    // 3. Redeem a little of the first wallet's money through the issuer.
+    if let Some(redeem) = demo.workload.plan_redeem(0, 2) {
+        demo.submit(backend, vec![redeem], &issuer, &reply);
+        demo.settle_all(&mut completions)?;
+        demo.resolve_unknown(backend)?;
+    }
+
+    // 4. Audit.
+    let held_present = backend
+        .query_uhs(&demo.workload.held_ids())?
+        .iter()
+        .filter(|p| **p)
+        .count();
+    let spent_present = backend
+        .query_uhs(&demo.workload.spent_ids())?
+        .iter()
+        .filter(|p| **p)
+        .count();
+    let info = backend.info()?;
+    finish();
+    let measured = Measured {
+        planned,
+        elapsed,
+        audit: demo.workload.audit(held_present, spent_present),
+        info,
+    };
+    demo.report(args, label, &measured);
+    Ok(if measured.audit.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// How the workload's book-keeping reads a transaction's final status.
+fn outcome(status: &TxStatus) -> Outcome {
+    match status {
+        TxStatus::Confirmed => Outcome::Confirmed,
+        TxStatus::Busy => Outcome::Busy,
+        TxStatus::Dropped => Outcome::Dropped,
+        TxStatus::Rejected(Vote::InputMissing) => Outcome::InputMissing,
+        TxStatus::Invalid(_) => Outcome::Invalid,
+        _ => Outcome::Refused,
+    }
+}
+
+impl Demo {
+    /// Keeps up to `--window` payments in flight until `--payments` were planned and all settled;
+    /// returns how many were planned.
+    fn stream_payments<B: Backend>(
+        &mut self,
+        args: &DemoOptions,
+        backend: &B,
+        issuer: &Keypair,
+        reply: &specie_api::CompletionSender,
+        completions: &mut tokio::sync::mpsc::UnboundedReceiver<Completion>,
+    ) -> BenchResult<usize> {
+        let mix = PaymentMix {
+            double_spend_fraction: args.double_spend_fraction,
+            bad_signature_fraction: args.bad_signature_fraction,
+            large_fraction: args.large_fraction,
+        };
+        let bar = if args.json {
+            ProgressBar::hidden()
+        } else {
+            ProgressBar::new(args.payments as u64)
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} payments {pos}/{len} [{bar:40}] {per_sec} {msg}")
+                .expect("template"),
+        );
+        let mut planned = 0usize;
+        while planned < args.payments || !self.in_flight.is_empty() {
+            let room = args
+                .window
+                .saturating_sub(self.in_flight.len())
+                .min(SUBMIT_BATCH_MAX)
+                // A conflicting pair is planned as two, so `planned` can pass `args.payments` by one.
+                .min(args.payments.saturating_sub(planned));
+            if room > 0 {
+                let batch = self.workload.plan_payments(room, &mix);
+                if !batch.is_empty() {
+                    planned += batch.len();
+                    bar.inc(batch.len() as u64);
+                    self.submit(backend, batch, issuer, reply);
+                    while let Ok(completion) = completions.try_recv() {
+                        self.settle(completion)?;
+                    }
+                    continue;
+                }
+            }
+            let completion = completions.blocking_recv().step("the node stopped")?;
+            self.settle(completion)?;
+            while let Ok(completion) = completions.try_recv() {
+                self.settle(completion)?;
+            }
+        }
+        self.resolve_unknown(backend)?;
+        bar.finish_and_clear();
+        Ok(planned)
+    }
+
+    /// Signs the batch on all cores and submits it.
+    fn submit<B: Backend>(
+        &mut self,
+        handle: &B,
+        batch: Vec<Planned>,
+        issuer: &Keypair,
+        reply: &specie_api::CompletionSender,
+    ) {
+        let nonces = self.workload.nonces(batch.len());
+        let workload = &self.workload;
+        let signed: Vec<(Sent, SpecieTransaction)> = batch
+            .into_par_iter()
+            .zip(nonces)
+            .map(|(plan, nonce)| workload.sign(plan, issuer, nonce))
+            .collect();
+        let now = Instant::now();
+        let mut submission = Vec::with_capacity(signed.len());
+        for (sent, tx) in signed {
+            let client_ref = self.next_ref;
+            self.next_ref += 1;
+            self.in_flight.insert(client_ref, InFlight { sent, submitted: now });
+            submission.push((client_ref, tx));
+        }
+        handle.submit(submission, reply);
+    }
+
+    /// Settles transactions whose outcome was lost in a failover by looking at the UHS: applied
+    /// if its outputs exist (or, with none, its inputs are gone). Such a transaction's dtxn may
+    /// be in the log of a coordinator group still electing, or being finished by its new leader,
+    /// so the UHS is read only once every coordinator group leads again (having resumed what was
+    /// in flight), and believed only once it has said the same for [`UNKNOWN_QUIET_MS`], longer
+    /// than a coordinator's retry period. (A dtxn stalled for longer, say behind a shard group
+    /// without a majority, would be misjudged; the audit then fails, loudly.)
+    fn resolve_unknown<B: Backend>(&mut self, backend: &B) -> BenchResult<()> {
+        if self.unknown.is_empty() {
+            return Ok(());
+        }
+        let read = |unknown: &[(u64, Txid, InFlight)]| -> BenchResult<Vec<bool>> {
+            unknown
+                .iter()
+                .map(|(_, _, flight)| {
+                    let outputs: Vec<UhsId> = flight.sent.outputs.iter().map(|(_, c)| c.uhs_id).collect();
+                    Ok(if outputs.is_empty() {
+                        let inputs: Vec<UhsId> = flight.sent.inputs.iter().map(|c| c.uhs_id).collect();
+                        backend.query_uhs(&inputs)?.iter().all(|present| !present)
+                    } else {
+                        backend.query_uhs(&outputs)?.iter().all(|present| *present)
+                    })
+                })
+                .collect()
+        };
+        backend.wait_for_leaders(Duration::from_millis(UNKNOWN_WAIT_MS_MAX))?;
+        let started = Instant::now();
+        let mut applied = read(&self.unknown)?;
+        loop {
+            std::thread::sleep(Duration::from_millis(UNKNOWN_QUIET_MS));
+            let again = read(&self.unknown)?;
+            if again == applied {
+                break;
+            }
+            applied = again;
+            ensure_that!(
+                started.elapsed() < Duration::from_millis(UNKNOWN_WAIT_MS_MAX),
+                "transactions with unknown outcomes were still changing the UHS after {} s",
+                UNKNOWN_WAIT_MS_MAX / 1000
+            );
+        }
+        for ((client_ref, txid, flight), applied) in std::mem::take(&mut self.unknown).into_iter().zip(applied) {
+            let status = if applied {
+                TxStatus::Confirmed
+            } else {
+                TxStatus::Dropped
+            };
+            self.in_flight.insert(client_ref, flight);
+            self.settle(Completion {
+                client_ref,
+                txid,
+                status,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn settle_all(&mut self, completions: &mut tokio::sync::mpsc::UnboundedReceiver<Completion>) -> BenchResult<()> {
+        while !self.in_flight.is_empty() {
+            let completion = completions.blocking_recv().step("the node stopped")?;
+            self.settle(completion)?;
+        }
+        Ok(())
+    }
+
+    fn settle(&mut self, completion: Completion) -> BenchResult<()> {
+        let flight = self
+            .in_flight
+            .remove(&completion.client_ref)
+            .step("a completion for a transaction never sent")?;
+        if completion.status == TxStatus::Unknown {
+            // A coordinator failed over with it in flight: the UHS will tell what happened.
+            self.unknown.push((completion.client_ref, completion.txid, flight));
+            return Ok(());
+        }
+        let _ = self.latency_us.record(flight.submitted.elapsed().as_micros() as u64);
+        if completion.status != TxStatus::Confirmed {
+            *self.rejected.entry(completion.status.code().to_string()).or_default() += 1;
+        }
+        self.workload.settle(flight.sent, outcome(&completion.status));
+        Ok(())
+    }
+
+    fn report(&self, args: &DemoOptions, label: &str, measured: &Measured) {
+        let ceiling_tps = ceiling::sign_verify_2in2out_tps(Duration::from_millis(1500));
+        let throughput_tps = self.workload.confirmed_payments() as f64 / measured.elapsed.as_secs_f64();
+        let p50 = self.latency_us.value_at_quantile(0.50) as f64 / 1000.0;
+        let p99 = self.latency_us.value_at_quantile(0.99) as f64 / 1000.0;
+        let audit = &measured.audit;
+        if args.json {
+            let summary = serde_json::json!({
+                "confirmed": self.workload.confirmed(),
+                "confirmed_payments": self.workload.confirmed_payments(),
+                "payments_submitted": measured.planned,
+                "elapsed_s": measured.elapsed.as_secs_f64(),
+                "throughput_tps": throughput_tps,
+                "latency_ms_p50": p50,
+                "latency_ms_p99": p99,
+                "rejected": self.rejected,
+                "checks": audit.checks,
+                "sign_verify_ceiling_tps": ceiling_tps,
+                "ratio_to_ceiling": throughput_tps / ceiling_tps,
+                "minted": audit.minted,
+                "redeemed": audit.redeemed,
+                "wallet_balances": audit.wallet_balances,
+                "wallet_outputs": audit.wallet_outputs,
+                "wallet_outputs_in_uhs": audit.wallet_outputs_in_uhs,
+                "spent_outputs": audit.spent_outputs,
+                "spent_outputs_in_uhs": audit.spent_outputs_in_uhs,
+                "uhs_ids": measured.info.uhs_ids,
+                "shards": measured.info.shards,
+                "backend": label,
+                "wallets": args.wallets,
+                "audit_ok": audit.ok(),
+            });
+            println!("{summary}");
+            return;
+        }
+        println!("specie demo: {label}, {} wallets", args.wallets);
+        println!(
+            "  payments     {} submitted, {} confirmed in {:.1} s = {throughput_tps:.0} tx/s",
+            measured.planned,
+            self.workload.confirmed_payments(),
+            measured.elapsed.as_secs_f64()
+        );
+        println!("  latency      p50 {p50:.1} ms, p99 {p99:.1} ms");
+        println!(
+            "  ceiling      sign+verify of 2-in/2-out on all cores: {ceiling_tps:.0} tx/s; end to end is {:.0}% of it",
+            100.0 * throughput_tps / ceiling_tps
+        );
+        self.report_audit(audit);
+    }
+
+    fn report_audit(&self, audit: &SupplyAudit) {
+        let mark = |ok: bool| if ok { "ok" } else { "FAILED" };
+        let c = &audit.checks;
+        println!(
+            "  rejected     {}",
+            self.rejected
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        println!(
+            "  double spend {} replays, {} rejected; {} conflicting pairs, {} with two winners  [{}]",
+            c.replays,
+            c.replays_rejected,
+            c.conflict_pairs,
+            c.conflict_pairs_with_two_winners,
+            mark(audit.rejections_ok())
+        );
+        println!(
+            "  forged sigs  {} sent, {} rejected  [{}]",
+            c.forged,
+            c.forged_rejected,
+            mark(c.forged == c.forged_rejected)
+        );
+        println!(
+            "  supply       minted {} - redeemed {} = {}; wallets hold {}  [{}]",
+            audit.minted,
+            audit.redeemed,
+            audit.minted - audit.redeemed,
+            audit.wallet_balances,
+            mark(audit.supply_ok())
+        );
+        println!(
+            "  UHS          {}/{} wallet outputs present, {}/{} spent outputs present  [{}]",
+            audit.wallet_outputs_in_uhs,
+            audit.wallet_outputs,
+            audit.spent_outputs_in_uhs,
+            audit.spent_outputs,
+            mark(audit.uhs_ok())
+        );
+        println!(
+            "  audit        {}",
+            if audit.ok() {
+                "OK: no money was created or destroyed"
+            } else {
+                "FAILED"
+            }
+        );
+    }
+}

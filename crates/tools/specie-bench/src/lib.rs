@@ -1,0 +1,21 @@
+//! specie's benchmarks and its demo: workloads from `specie-workload` run against an embedded node
+//! or a cluster, measured beside the ceilings that bound them.
+//!
+//! - [`demo`]: `specie demo`, a short run of the payment workload ending in the supply audit.
+//! - [`swap`]: `specie bench validate | swap` against an embedded node.
+//! - [`postgres`]: `specie bench postgres`, the PostgreSQL baseline of Hamilton §6.1 (a throwaway
+//!   server) beside specie's figures, embedded and replicated.
+//! - [`cluster`]: `specie bench cluster`, load against a running cluster with leader kills,
+//!   per-second throughput, latency and SVG charts.
+//! - [`ceiling`]: what signing and verifying cost on all cores, the bound on every figure.
+
+mod error;
+
+pub mod ceiling;
+pub mod cluster;
+pub mod demo;
+pub mod postgres;
+mod replicated;
+pub mod swap;
+
+pub use error::{BenchError, BenchResult};
