@@ -11,6 +11,7 @@ use specie_host::{SimEvent, SimHost};
 use specie_shard::{Shard, ShardInput, ShardRange, ShardReply, ShardRequest, ShardResponse, ShardTx};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::{CompactTransaction, Txid, UhsId};
+use specie_workload::{CompactLedger, CompactMix};
 
 /// Fault rates while faults are on, in parts per thousand.
 #[derive(Clone, Debug)]
@@ -126,11 +127,13 @@ struct World {
     committed: BTreeSet<(usize, DtxnId)>,
     created_ever: BTreeSet<UhsId>,
     spent_ever: BTreeSet<UhsId>,
-    // The workload.
-    values: BTreeMap<UhsId, u64>,
+    // The workload (specie-workload's compact ledger, shared with the cluster world), the
+    // replay markers this world adds to mints, and the mints it replays whole.
+    ledger: CompactLedger,
     markers: BTreeSet<UhsId>,
-    mint_outputs: BTreeSet<UhsId>,
     mints: Vec<CompactTransaction>,
+    /// Planned and not yet settled with the ledger, as planned (without markers), by txid.
+    unsettled: BTreeMap<Txid, CompactTransaction>,
     submitted: BTreeMap<u64, CompactTransaction>,
     confirmed: Vec<CompactTransaction>,
     next_tag: u64,
@@ -182,10 +185,10 @@ impl World {
             committed: BTreeSet::new(),
             created_ever: BTreeSet::new(),
             spent_ever: BTreeSet::new(),
-            values: BTreeMap::new(),
+            ledger: CompactLedger::new(),
             markers: BTreeSet::new(),
-            mint_outputs: BTreeSet::new(),
             mints: vec![],
+            unsettled: BTreeMap::new(),
             submitted: BTreeMap::new(),
             confirmed: vec![],
             next_tag: 0,
@@ -380,6 +383,17 @@ impl World {
     /// Counts an outcome; `tx` when its submitter still waits for it.
     fn settled(&mut self, outcome: TxOutcome, tx: Option<CompactTransaction>) -> Result<(), Violation> {
         self.record("outcome", &outcome.txid.0);
+        // The first final outcome of a planned transaction is its fate, and an outcome reported
+        // again after a restart changes nothing. A mint's whole replays share its txid, so only
+        // its confirmation settles it (a mint spends nothing: unsettled, it simply never counts).
+        let applied = outcome.result == TxResult::Confirmed;
+        let is_mint = self.unsettled.get(&outcome.txid).is_some_and(|tx| tx.spent.is_empty());
+        let is_final = matches!(outcome.result, TxResult::Rejected(_) | TxResult::Dropped);
+        if applied || (is_final && !is_mint) {
+            if let Some(planned) = self.unsettled.remove(&outcome.txid) {
+                self.ledger.settle(&planned, applied);
+            }
+        }
         match outcome.result {
             TxResult::Confirmed => {
                 self.report.confirmed += 1;
@@ -475,7 +489,7 @@ impl World {
     }
 
     fn final_checks(&mut self) -> Result<(), Violation> {
-        let mut value_in_uhs: u64 = 0;
+        let mut uhs = Vec::new();
         for (index, shard) in self.shards.iter().enumerate() {
             let state = shard.host.role().expect("all restarted").state();
             if state.stats().locked_ids != 0 {
@@ -485,99 +499,46 @@ impl World {
                 if !self.created_ever.contains(&id) || self.spent_ever.contains(&id) {
                     return Err(self.violation(format!("shard {index} holds an id the protocol never created")));
                 }
-                value_in_uhs += self.values.get(&id).copied().unwrap_or(0);
+                uhs.push(id);
             }
         }
-        let minted: u64 = self
-            .mint_outputs
-            .iter()
-            .filter(|id| self.created_ever.contains(id))
-            .map(|id| self.values[id])
-            .sum();
-        if value_in_uhs != minted {
-            return Err(self.violation(format!(
-                "value not conserved: UHS holds {value_in_uhs}, minted {minted}"
-            )));
+        // The model's view (every outcome the coordinator reported) must match the UHS: no
+        // unknown or spent id, and exactly the value the applied mints created.
+        let without_markers = uhs.into_iter().filter(|id| !self.markers.contains(id));
+        if let Err(violation) = self.ledger.audit(without_markers) {
+            return Err(self.violation(violation.to_string()));
         }
         self.report.steps = self.step;
         Ok(())
     }
 
-    fn fresh_id(&mut self) -> UhsId {
-        UhsId(self.rng.gen())
-    }
-
-    /// A few transactions: new mints (outputs plus a never-spendable marker), replayed mints,
-    /// transfers of unspent ids, replays of spent ids, conflicting pairs, and unknown inputs.
+    /// A few transactions from the shared workload (mints, transfers, replays of spent ids,
+    /// conflicting pairs, unknown inputs), plus replays of whole earlier mints; every mint gets a
+    /// never-spendable marker beside its outputs, so that its replay cannot apply.
     fn submit_some(&mut self) -> Result<(), Violation> {
-        let unspent: Vec<UhsId> = self
-            .created_ever
-            .iter()
-            .filter(|id| !self.spent_ever.contains(*id) && !self.markers.contains(*id))
-            .copied()
-            .collect();
-        let spent: Vec<UhsId> = self.spent_ever.iter().copied().collect();
+        const MIX: CompactMix = CompactMix {
+            mint_per_mille: 150,
+            replay_per_mille: 100,
+            conflict_per_mille: 70,
+            unknown_input_per_mille: 30,
+        };
         let mut txs: Vec<CompactTransaction> = vec![];
         for _ in 0..self.rng.gen_range(1..=4) {
-            let roll = self.rng.gen_range(0..100);
-            if unspent.len() < 2 || roll < 15 {
-                if roll < 5 && !self.mints.is_empty() {
-                    txs.push(self.mints[self.rng.gen_range(0..self.mints.len())].clone());
-                    continue;
-                }
-                let mut created: Vec<UhsId> = (0..self.rng.gen_range(1..=3)).map(|_| self.fresh_id()).collect();
-                for id in &created {
-                    self.values.insert(*id, self.rng.gen_range(1..=1000));
-                    self.mint_outputs.insert(*id);
-                }
-                let marker = self.fresh_id();
-                self.markers.insert(marker);
-                created.push(marker);
-                let mint = CompactTransaction {
-                    txid: Txid(self.rng.gen()),
-                    created,
-                    ..Default::default()
-                };
-                self.mints.push(mint.clone());
-                txs.push(mint);
+            if self.rng.gen_range(0..100) < 5 && !self.mints.is_empty() {
+                txs.push(self.mints[self.rng.gen_range(0..self.mints.len())].clone());
                 continue;
             }
-            let mut inputs: Vec<UhsId> = vec![unspent[self.rng.gen_range(0..unspent.len())]];
-            if self.rng.gen_bool(0.7) {
-                let second = unspent[self.rng.gen_range(0..unspent.len())];
-                if second != inputs[0] {
-                    inputs.push(second);
+            for planned in self.ledger.plan(&mut self.rng, &MIX) {
+                self.unsettled.insert(planned.tx.txid, planned.tx.clone());
+                let mut tx = planned.tx;
+                if tx.spent.is_empty() {
+                    let marker = UhsId(self.rng.gen());
+                    self.markers.insert(marker);
+                    tx.created.push(marker);
+                    self.mints.push(tx.clone());
                 }
+                txs.push(tx);
             }
-            if roll < 25 && !spent.is_empty() {
-                inputs[0] = spent[self.rng.gen_range(0..spent.len())]; // replay of a spent id
-            } else if roll < 28 {
-                inputs.push(self.fresh_id()); // never existed
-            }
-            let total: u64 = inputs.iter().map(|id| self.values.get(id).copied().unwrap_or(0)).sum();
-            let first = self.rng.gen_range(0..=total);
-            let created = vec![self.fresh_id(), self.fresh_id()];
-            self.values.insert(created[0], first);
-            self.values.insert(created[1], total - first);
-            let tx = CompactTransaction {
-                txid: Txid(self.rng.gen()),
-                spent: inputs,
-                created,
-                ..Default::default()
-            };
-            if (28..35).contains(&roll) {
-                // A conflicting twin: same inputs, different outputs, submitted together.
-                let twin_created = vec![self.fresh_id(), self.fresh_id()];
-                self.values.insert(twin_created[0], total);
-                self.values.insert(twin_created[1], 0);
-                txs.push(CompactTransaction {
-                    txid: Txid(self.rng.gen()),
-                    spent: tx.spent.clone(),
-                    created: twin_created,
-                    ..Default::default()
-                });
-            }
-            txs.push(tx);
         }
         for tx in txs {
             let ticket = self.next_tag;
