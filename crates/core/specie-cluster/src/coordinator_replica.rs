@@ -145,7 +145,10 @@ impl CoordinatorReplica {
             answers,
             requests: vec![vec![]; shard_count],
         };
-        let host = ReplicatedHost::new(hosted.group.clone(), hosted.replica.clone(), wiring);
+        let mut host = ReplicatedHost::new(hosted.group.clone(), hosted.replica.clone(), wiring);
+        if let Some(plan) = hosted.snapshots {
+            host = host.with_snapshots(plan);
+        }
         let task = tokio::spawn(host.run(calls_rx, answers_rx));
         let replica = CoordinatorReplica {
             hosted,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use specie_codec::Encode;
-use specie_host::{CallError, GatherAnswer, HostStopped, Slot};
+use specie_host::{CallError, GatherAnswer, HostStopped, Slot, SnapshotPlan};
 use specie_raft::{Leadership, Replica, ReplicaConfig, ReplicatedStateMachine, Role};
 use specie_wire::{handler_fn, Admit, Handler, Peer, ServerCounters, ServerSetup, WireLimits};
 use tokio::sync::{mpsc, watch};
@@ -91,7 +91,8 @@ pub fn replica_config(topology: &Topology) -> ReplicaConfig {
         heartbeat_interval_ms: limits.raft_heartbeat_ms,
         election_timeout_min_ms: limits.raft_election_timeout_ms,
         election_timeout_max_ms: limits.raft_election_timeout_ms * 2,
-        snapshot_every_entries: limits.raft_snapshot_entries,
+        // The role's host decides when each replica snapshots (specie_host::SnapshotPlan).
+        snapshot_every_entries: 0,
         ..ReplicaConfig::default()
     }
 }
@@ -108,6 +109,8 @@ pub struct Hosted<S: ReplicatedStateMachine> {
     /// What the wire server turned away, and requests refused by the authorisation table or by
     /// the role's own checks of its input.
     pub refused: Arc<ServerCounters>,
+    /// When the role's host has this replica snapshot; `None`: Raft's own policy.
+    pub snapshots: Option<SnapshotPlan>,
 }
 
 impl<S: ReplicatedStateMachine> Hosted<S> {
@@ -116,6 +119,7 @@ impl<S: ReplicatedStateMachine> Hosted<S> {
             group: group.into(),
             replica: Arc::new(replica),
             refused: Arc::default(),
+            snapshots: None,
         }
     }
 
@@ -238,6 +242,7 @@ where
     .with_context(|| format!("cannot start replica {id} of {group} in {}", dir.display()))?;
     let shared = Arc::new(Hosted {
         refused: counters,
+        snapshots: Some(SnapshotPlan::every(topology.limits.raft_snapshot_entries)),
         ..Hosted::new(group.clone(), replica)
     });
     let (role_host, host) = start_host(shared.clone());

@@ -59,7 +59,10 @@ impl ShardReplica {
     /// Starts the shard's host on `hosted`; the task ends when the replica stops.
     pub fn start(hosted: Arc<Hosted<ShardMachine>>) -> (Arc<ShardReplica>, JoinHandle<Result<(), HostStopped>>) {
         let (calls, calls_rx) = mpsc::channel(ROLE_CALLS_QUEUED_MAX);
-        let host = ReplicatedHost::new(hosted.group.clone(), hosted.replica.clone(), ShardReplicaWiring);
+        let mut host = ReplicatedHost::new(hosted.group.clone(), hosted.replica.clone(), ShardReplicaWiring);
+        if let Some(plan) = hosted.snapshots {
+            host = host.with_snapshots(plan);
+        }
         // A shard takes no peer messages: its inputs all come as calls.
         let (_no_inputs, inputs_rx) = mpsc::channel(1);
         let task = tokio::spawn(host.run(calls_rx, inputs_rx));

@@ -16,5 +16,7 @@ pub mod replicated;
 pub mod simulated;
 
 pub use embedded::{EmbeddedHost, HostMessage, RecoverError, Wiring};
-pub use replicated::{CallError, Calls, Gather, GatherAnswer, HostStopped, Refuse, ReplicatedHost, RoleMachine, Slot};
+pub use replicated::{
+    CallError, Calls, Gather, GatherAnswer, HostStopped, Refuse, ReplicatedHost, RoleMachine, Slot, SnapshotPlan,
+};
 pub use simulated::{SimEvent, SimHost, SimRestartError};

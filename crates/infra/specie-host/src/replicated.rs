@@ -182,6 +182,40 @@ impl<T> GatherAnswer<T> {
     }
 }
 
+/// When a replica snapshots, in place of Raft's own policy (which snapshots every replica of a
+/// group at the same log index). A snapshot encodes the role's whole state on the apply path, so
+/// while it runs the replica applies nothing: on a follower that delays no one (commit needs only
+/// its log), on the leader it delays every reply of the group. So followers snapshot on time,
+/// each at its own offset, and the leader only when its log has grown several times as long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotPlan {
+    /// A follower snapshots once this many entries were applied since its last snapshot (plus a
+    /// per-replica offset, so that followers of one group do not pause together).
+    pub follower_entries: u64,
+    /// The leader's interval, to bound its log.
+    pub leader_entries: u64,
+}
+
+impl SnapshotPlan {
+    /// Followers every `entries`, the leader every four times as many.
+    pub fn every(entries: u64) -> SnapshotPlan {
+        assert!(entries > 0, "a snapshot plan needs a positive interval");
+        SnapshotPlan {
+            follower_entries: entries,
+            leader_entries: entries.saturating_mul(4),
+        }
+    }
+
+    fn entries(&self, leading: bool, replica: u64) -> u64 {
+        if leading {
+            self.leader_entries
+        } else {
+            // A quarter of the interval per replica id (mod 4): replicas 1, 2 and 3 drift apart.
+            self.follower_entries + self.follower_entries / 4 * (replica % 4)
+        }
+    }
+}
+
 /// Why the host's loop ended other than by its callers going away.
 #[derive(Debug, thiserror::Error)]
 pub enum HostStopped {
@@ -205,6 +239,9 @@ pub struct ReplicatedHost<R: Durable + Send + 'static, W: Wiring<R>> {
     /// The term in which the role leads, while it does.
     leading_term: Option<u64>,
     proposals: JoinSet<Result<Vec<Vec<u8>>, ProposeError>>,
+    snapshots: Option<SnapshotPlan>,
+    /// The applied index at which this host last asked for a snapshot.
+    snapshot_asked_at: Option<u64>,
 }
 
 impl<R, W> ReplicatedHost<R, W>
@@ -224,7 +261,33 @@ where
             callers: Callers::new(),
             leading_term: None,
             proposals: JoinSet::new(),
+            snapshots: None,
+            snapshot_asked_at: None,
         }
+    }
+
+    /// Snapshots by `plan` (the replica's own automatic snapshots should be off).
+    pub fn with_snapshots(mut self, plan: SnapshotPlan) -> Self {
+        self.snapshots = Some(plan);
+        self
+    }
+
+    /// Asks Raft for a snapshot when the plan says this replica is due.
+    fn snapshot_if_due(&mut self) {
+        let Some(plan) = self.snapshots else { return };
+        let metrics = self.replica.metrics();
+        let Some(applied) = metrics.applied_index else { return };
+        let since = metrics.snapshot_index.max(self.snapshot_asked_at).unwrap_or(0);
+        if applied < since + plan.entries(self.leading_term.is_some(), self.replica.id()) {
+            return;
+        }
+        self.snapshot_asked_at = Some(applied);
+        let replica = self.replica.clone();
+        tokio::spawn(async move {
+            if let Err(error) = replica.trigger_snapshot().await {
+                tracing::warn!(%error, "could not start a snapshot");
+            }
+        });
     }
 
     fn now_ms(&self) -> u64 {
@@ -244,6 +307,7 @@ where
             let now = *leadership.borrow_and_update();
             self.track(now)?;
             self.settle().await;
+            self.snapshot_if_due();
             let deadline = self
                 .replica
                 .with_state(|machine| machine.role.poll_timeout())
@@ -428,6 +492,14 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn followers_of_a_group_snapshot_at_different_intervals_and_the_leader_least_often() {
+        let plan = SnapshotPlan::every(1000);
+        let followers: Vec<u64> = (1..=3).map(|replica| plan.entries(false, replica)).collect();
+        assert_eq!(followers, [1250, 1500, 1750]);
+        assert!((1..=3).all(|replica| plan.entries(true, replica) == 4000));
+    }
 
     #[tokio::test]
     async fn a_gather_answers_once_every_slot_is_filled_in_call_order() {
