@@ -18,7 +18,11 @@ use specie_cluster::Topology;
 mod cluster_harness;
 
 use cluster_harness::{assert_audit, digest, finish_demo, specie, start_cluster, start_demo, status, Row, BIN};
-const FAILOVER_LIMIT: Duration = Duration::from_secs(5);
+/// A new leader must be reported within this: four times the longest election time-out (2 s).
+/// Measured in this debug-build test with the demo loading the machine: 3.1–3.8 s before issue
+/// 8's hosts and 3.1–4.2 s after, with one CI run at 5.3 s, so a 5 s bound only measured noise.
+/// The failover time itself is measured by `specie bench cluster --kill-leader` in release builds.
+const FAILOVER_LIMIT: Duration = Duration::from_secs(8);
 
 fn leader(dir: &str, group: &str) -> Option<Row> {
     status(dir).into_iter().find(|r| r.group == group && r.role == "leader")
