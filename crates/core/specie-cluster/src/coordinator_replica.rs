@@ -135,11 +135,13 @@ impl CoordinatorReplica {
     pub fn start(
         hosted: Arc<Hosted<CoordinatorMachine>>,
         shards: Arc<dyn ShardGroups>,
-        shard_count: usize,
         sentinel_keys: SentinelKeys,
     ) -> (Arc<CoordinatorReplica>, JoinHandle<Result<(), HostStopped>>) {
         let (calls, calls_rx) = mpsc::channel(ROLE_CALLS_QUEUED_MAX);
         let (answers, answers_rx) = mpsc::channel(SHARD_ANSWERS_QUEUED_MAX);
+        let shard_count = hosted
+            .replica
+            .with_state(|machine| machine.role().config().shards.len());
         let wiring = CoordinatorReplicaWiring {
             shards,
             answers,
@@ -203,7 +205,6 @@ pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<(
         .map(|g| GroupClient::new(GroupRole::Shard, &g.name, &g.replicas, &limits, &transport))
         .collect::<Result<Vec<_>, String>>()
         .map_err(anyhow::Error::msg)?;
-    let shard_count = clients.len();
     let shards: Arc<dyn ShardGroups> = Arc::new(WireShardGroups {
         clients,
         timeout: Duration::from_millis(topology.limits.request_timeout_ms),
@@ -218,7 +219,7 @@ pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<(
         me,
         &coordinator_group.replicas,
         coordinator_machine(config),
-        move |hosted| CoordinatorReplica::start(hosted, shards, shard_count, sentinel_keys),
+        move |hosted| CoordinatorReplica::start(hosted, shards, sentinel_keys),
         |coordinator: Arc<CoordinatorReplica>, caller, request| async move { coordinator.serve(caller, request).await },
     )
     .await

@@ -140,6 +140,10 @@ pub struct Coordinator {
 }
 
 impl Coordinator {
+    pub fn config(&self) -> &CoordinatorConfig {
+        &self.config
+    }
+
     pub fn new(config: CoordinatorConfig, state: CoordinatorState) -> Self {
         ShardRange::check_cover(&config.shards).expect("coordinator shard ranges must cover the id space");
         assert!(config.batch_transactions_max > 0 && config.dtxns_in_flight_max > 0);

@@ -307,7 +307,6 @@ where
             let now = *leadership.borrow_and_update();
             self.track(now)?;
             self.settle().await;
-            self.snapshot_if_due();
             let deadline = self
                 .replica
                 .with_state(|machine| machine.role.poll_timeout())
@@ -316,7 +315,8 @@ where
                 changed = leadership.changed() => if changed.is_err() {
                     self.track(Leadership::Stopped)?;
                 },
-                () = self.applied.notified() => {}
+                // Only applying brings a snapshot due: the plan is checked here, not on every wake.
+                () = self.applied.notified() => self.snapshot_if_due(),
                 message = calls.recv() => {
                     let Some(batch) = message else {
                         self.track(Leadership::NotLeader { term: 0, leader: None })?;

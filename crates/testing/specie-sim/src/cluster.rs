@@ -361,7 +361,7 @@ impl World {
                 running: self.shards.clone(),
                 network: self.roles.clone(),
             });
-            let (replica, host) = CoordinatorReplica::start(hosted, shards, self.ranges.len(), sentinel_keys);
+            let (replica, host) = CoordinatorReplica::start(hosted, shards, sentinel_keys);
             self.coordinators.insert(id, Coordinator { replica, host });
         } else {
             let replica = self.open(group, id, shard_machine(self.ranges[group])).await?;
