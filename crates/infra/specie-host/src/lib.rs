@@ -14,6 +14,8 @@
 pub mod embedded;
 pub mod replicated;
 pub mod simulated;
+#[cfg(test)]
+mod test_role;
 
 pub use embedded::{EmbeddedHost, HostMessage, RecoverError, Wiring};
 pub use replicated::{

@@ -37,6 +37,11 @@ const MESSAGES_PER_TURN_MAX: usize = 256;
 /// the role contract) reaches the role.
 pub struct RoleMachine<R> {
     role: R,
+    /// Whether the role leads. Kept here, under the state machine's lock, and not only in the
+    /// host's task: Raft installs a leader's snapshot on a replica whose host may not yet have
+    /// seen it lose the lead, and the role must follow before its state is replaced, and take no
+    /// caller's input after.
+    leading: bool,
     epoch: Instant,
     applied: Arc<Notify>,
 }
@@ -46,6 +51,7 @@ impl<R: Durable> RoleMachine<R> {
     pub fn new(role: R) -> RoleMachine<R> {
         RoleMachine {
             role,
+            leading: false,
             epoch: Instant::now(),
             applied: Arc::new(Notify::new()),
         }
@@ -58,6 +64,20 @@ impl<R: Durable> RoleMachine<R> {
 
     fn now_ms(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn lead(&mut self, now_ms: u64) {
+        assert!(!self.leading, "the role already leads");
+        self.role.lead(now_ms);
+        self.leading = true;
+    }
+
+    /// Makes the role follow if it leads; what following produces (callers answered as dropped)
+    /// stays in its outputs for the host's next round.
+    fn follow(&mut self) {
+        if std::mem::take(&mut self.leading) {
+            self.role.follow();
+        }
     }
 }
 
@@ -85,6 +105,9 @@ where
     }
 
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), SnapshotRefused> {
+        // Only a replica that follows is sent a snapshot (or opens one at start), so the role
+        // follows from here on, whether or not the host has seen the lead go.
+        self.follow();
         self.role.restore(snapshot).map_err(SnapshotRefused::new)
     }
 }
@@ -337,7 +360,7 @@ where
                 () = tokio::time::sleep_until(deadline) => {
                     let now = self.now_ms();
                     self.replica.with_machine(|machine| {
-                        if machine.role.poll_timeout().is_some_and(|at| at <= now) {
+                        if machine.leading && machine.role.poll_timeout().is_some_and(|at| at <= now) {
                             machine.role.handle_timeout(now);
                         }
                     });
@@ -357,7 +380,7 @@ where
                 let now = self.now_ms();
                 let checked = self.replica.with_machine(|machine| {
                     machine.role.check_invariants()?;
-                    machine.role.lead(now);
+                    machine.lead(now);
                     Ok::<(), R::StateError>(())
                 });
                 if let Err(error) = checked {
@@ -393,7 +416,7 @@ where
         let ready = self.replica.with_machine(|machine| Round::take(&mut machine.role));
         hand_on(&mut self.wiring, &mut self.callers, ready);
         let dropped = self.replica.with_machine(|machine| {
-            machine.role.follow();
+            machine.follow();
             Round::take(&mut machine.role)
         });
         hand_on(&mut self.wiring, &mut self.callers, dropped);
@@ -403,33 +426,33 @@ where
     }
 
     fn take_calls(&mut self, batch: Calls<W, R>) {
-        if self.leading_term.is_none() {
+        let now = self.now_ms();
+        let (host_leads, callers) = (self.leading_term.is_some(), &mut self.callers);
+        let refused = self.replica.with_machine(|machine| {
+            if !(host_leads && machine.leading) {
+                return Some(batch);
+            }
+            for (call, reply_to) in batch {
+                machine.role.handle(now, W::input(call, callers.admit(reply_to)));
+            }
+            None
+        });
+        if let Some(batch) = refused {
             let leader = self.replica.leader().filter(|leader| *leader != self.replica.id());
             for (_, reply_to) in batch {
                 reply_to.not_leading(leader);
             }
-            return;
         }
-        let now = self.now_ms();
-        let mut inputs = Vec::with_capacity(batch.len());
-        for (call, reply_to) in batch {
-            inputs.push(W::input(call, self.callers.admit(reply_to)));
-        }
-        self.replica.with_machine(|machine| {
-            for input in inputs {
-                machine.role.handle(now, input);
-            }
-        });
     }
 
     fn take_inputs(&mut self, batch: Vec<R::Input>) {
-        if self.leading_term.is_none() {
-            return;
-        }
         let now = self.now_ms();
+        let host_leads = self.leading_term.is_some();
         self.replica.with_machine(|machine| {
-            for input in batch {
-                machine.role.handle(now, input);
+            if host_leads && machine.leading {
+                for input in batch {
+                    machine.role.handle(now, input);
+                }
             }
         });
     }
@@ -492,6 +515,20 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_role::Counter;
+
+    /// Raft may install a leader's snapshot before the host's task sees the lead go: the role
+    /// must follow before its state is replaced, and take no input after.
+    #[test]
+    fn a_snapshot_installed_under_a_leading_role_makes_it_follow_first() {
+        let mut machine = RoleMachine::new(Counter::default());
+        machine.lead(0);
+        machine.restore(&7u64.to_le_bytes()).unwrap();
+        assert!(!machine.leading && !machine.role.leading);
+        assert_eq!(machine.role.total, 7);
+        machine.lead(1);
+        assert!(machine.role.leading, "it leads again once the host says so");
+    }
 
     #[test]
     fn followers_of_a_group_snapshot_at_different_intervals_and_the_leader_least_often() {

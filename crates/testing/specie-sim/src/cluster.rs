@@ -7,18 +7,21 @@
 //! drop, duplicate, delay and reorder. Replicas of every group crash and restart, leaders
 //! especially; sometimes a whole group restarts at once; replicas are cut off from their peers.
 //!
-//! The workload: mints (create-only transactions), 2-in/2-out swaps of known unspent ids,
-//! replays of spent ids and conflicting pairs. Every id has a value in the model, and a swap's
-//! outputs carry its inputs' total, so value is conserved exactly when every transaction applies
-//! all or nothing, once. Checked as outcomes arrive:
+//! The workload is specie-workload's compact ledger, shared with the 2PC world: mints, swaps of
+//! known unspent ids, replays of spent ids, inputs that never existed and conflicting pairs (here
+//! the twin sometimes goes in the next submission, so the two race through different dtxns).
+//! Every id has a value in the ledger, and a swap's outputs carry its inputs' total, so value is
+//! conserved exactly when every transaction applies all or nothing, once. Checked as outcomes
+//! arrive:
 //! - no id is spent by two confirmed transactions;
-//! - a transaction whose inputs the model knows unspent and untouched is never refused as
-//!   "input missing" (a confirmed output never vanishes), and no fresh output "already exists";
+//! - a transaction whose inputs the ledger vouches for is never refused as "input missing" (a
+//!   confirmed output never vanishes), and no fresh output "already exists";
 //!
 //! and once faults stop and the cluster settles (every submission answered, no dtxn active at
 //! the coordinator, no lock held, every replica equal to its leader):
-//! - every transaction answered `unknown` applied all or nothing (its ids are set aside);
-//! - every confirmed transaction's inputs are gone, and every id in the UHS is one the model
+//! - every transaction answered `unknown` applied all or nothing, and not beside a confirmed
+//!   transaction that spent one of its inputs (its inputs are never planned again);
+//! - every confirmed transaction's inputs are gone, and every id in the UHS is one the ledger
 //!   created;
 //! - the values in the UHS add up to exactly what the applied mints created.
 
@@ -41,7 +44,8 @@ use specie_raft::{NodeId, Replica, ReplicaConfig, ReplicatedStateMachine};
 use specie_shard::{ShardRange, ShardRequest, Vote};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
-use specie_transaction::{CompactTransaction, Txid, UhsId};
+use specie_transaction::{CompactTransaction, UhsId};
+use specie_workload::{CompactLedger, CompactMix, CompactPlanned};
 use tokio::task::JoinHandle;
 
 use crate::replication::{run_seeded, sim_replica_config, ReplicationFaults};
@@ -58,8 +62,7 @@ pub struct ClusterOptions {
     pub submissions_per_step_max: u32,
     pub snapshot_every_entries: u64,
     pub faults: ReplicationFaults,
-    /// Chance, per transaction, of a replay or a conflicting pair.
-    pub attack_per_mille: u32,
+    pub mix: CompactMix,
     pub settle_ms_max: u64,
 }
 
@@ -84,7 +87,12 @@ impl ClusterOptions {
                 partition_per_mille: rng.gen_range(0..15),
                 heal_per_mille: 50,
             },
-            attack_per_mille: 50,
+            mix: CompactMix {
+                mint_per_mille: 150,
+                replay_per_mille: 50,
+                conflict_per_mille: 50,
+                unknown_input_per_mille: 20,
+            },
             settle_ms_max: 60_000,
         }
     }
@@ -180,15 +188,6 @@ struct Submission {
     answers: Vec<Answer>,
 }
 
-/// One transaction of the workload, and what the model knows about its ids.
-#[derive(Clone, Debug)]
-struct Sent {
-    tx: CompactTransaction,
-    /// The model vouched for every input: created by an applied transaction, spent by none, used
-    /// by no other transaction in flight, and not a deliberate replay.
-    clean: bool,
-}
-
 struct Coordinator {
     replica: Arc<CoordinatorReplica>,
     host: JoinHandle<Result<(), HostStopped>>,
@@ -212,20 +211,14 @@ struct World {
     shard_hosts: BTreeMap<(GroupIndex, NodeId), JoinHandle<Result<(), HostStopped>>>,
     answers_tx: tokio::sync::mpsc::UnboundedSender<Submission>,
     answers: tokio::sync::mpsc::UnboundedReceiver<Submission>,
-    // The model.
-    values: BTreeMap<UhsId, u64>,
-    spendable: Vec<UhsId>,
-    /// Ids some confirmed transaction spent, and which.
-    spent_by: BTreeMap<UhsId, Txid>,
-    /// Ids in use by transactions in flight (how many).
-    in_use: BTreeMap<UhsId, u32>,
-    /// Ids of transactions answered `unknown`: never used again.
-    set_aside: BTreeSet<UhsId>,
-    in_flight: BTreeMap<u64, Vec<Sent>>,
+    ledger: CompactLedger,
+    /// A conflicting twin held back for the next submission.
+    deferred: Option<CompactPlanned>,
+    in_flight: BTreeMap<u64, Vec<CompactPlanned>>,
     next_submission: u64,
-    confirmed: Vec<CompactTransaction>,
+    /// Answered `unknown`: left unsettled in the ledger (so their inputs are never planned
+    /// again) until the end resolves them from the UHS.
     unknown: Vec<CompactTransaction>,
-    minted_confirmed: u64,
     step: u64,
     trace: Sha256Writer,
     report: ClusterReport,
@@ -262,16 +255,11 @@ impl World {
             shard_hosts: BTreeMap::new(),
             answers_tx,
             answers,
-            values: BTreeMap::new(),
-            spendable: vec![],
-            spent_by: BTreeMap::new(),
-            in_use: BTreeMap::new(),
-            set_aside: BTreeSet::new(),
+            ledger: CompactLedger::new(),
+            deferred: None,
             in_flight: BTreeMap::new(),
             next_submission: 0,
-            confirmed: vec![],
             unknown: vec![],
-            minted_confirmed: 0,
             step: 0,
             trace: Sha256Writer::new(),
             report: ClusterReport {
@@ -394,76 +382,22 @@ impl World {
         self.record("crash", &[group as u64, id]);
     }
 
-    fn fresh_id(&mut self) -> UhsId {
-        UhsId(self.rng.gen())
-    }
-
-    /// A transaction of the workload: a mint, a swap of spendable ids, or (sometimes) a replay
-    /// of a spent id. Returns it with whether the model vouches for its inputs.
-    fn transaction(&mut self) -> Sent {
-        let txid = Txid(self.rng.gen());
-        let replay = roll(&mut self.rng, self.options.attack_per_mille) && !self.spent_by.is_empty();
-        if self.spendable.len() < 2 || (self.rng.gen_bool(0.15) && !replay) {
-            let created: Vec<UhsId> = (0..2).map(|_| self.fresh_id()).collect();
-            for id in &created {
-                let value = self.rng.gen_range(1..1_000);
-                self.values.insert(*id, value);
+    /// A few transactions from the ledger, after the twin held back from the last submission.
+    fn plan_submission(&mut self) -> Vec<CompactPlanned> {
+        let mut planned: Vec<CompactPlanned> = self.deferred.take().into_iter().collect();
+        for _ in 0..self.rng.gen_range(1..=4) {
+            let mut next = self.ledger.plan(&mut self.rng, &self.options.mix);
+            if next.len() == 2 && self.deferred.is_none() && self.rng.gen_bool(0.5) {
+                self.deferred = next.pop();
             }
-            return Sent {
-                tx: CompactTransaction {
-                    txid,
-                    spent: vec![],
-                    created,
-                    ..Default::default()
-                },
-                clean: true,
-            };
+            planned.extend(next);
         }
-        let mut spent = vec![];
-        let mut clean = true;
-        if replay {
-            let ids: Vec<UhsId> = self.spent_by.keys().copied().collect();
-            spent.push(ids[self.rng.gen_range(0..ids.len())]);
-            clean = false;
-        }
-        while spent.len() < 2 {
-            let index = self.rng.gen_range(0..self.spendable.len());
-            let id = self.spendable[index];
-            // A conflicting pair: sometimes the id stays spendable for the next transaction.
-            if roll(&mut self.rng, self.options.attack_per_mille) {
-                clean = false;
-            } else {
-                self.spendable.swap_remove(index);
-            }
-            if spent.contains(&id) {
-                break;
-            }
-            spent.push(id);
-        }
-        clean &= spent.iter().all(|id| !self.in_use.contains_key(id));
-        for id in &spent {
-            *self.in_use.entry(*id).or_default() += 1;
-        }
-        let total: u64 = spent.iter().map(|id| self.values[id]).sum();
-        let first = self.rng.gen_range(0..=total);
-        let created: Vec<UhsId> = (0..2).map(|_| self.fresh_id()).collect();
-        self.values.insert(created[0], first);
-        self.values.insert(created[1], total - first);
-        Sent {
-            tx: CompactTransaction {
-                txid,
-                spent,
-                created,
-                ..Default::default()
-            },
-            clean,
-        }
+        planned
     }
 
     /// Sends a few transactions to whichever coordinator replica reports leading.
     fn submit(&mut self) {
-        let count = self.rng.gen_range(1..=4);
-        let sent: Vec<Sent> = (0..count).map(|_| self.transaction()).collect();
+        let sent = self.plan_submission();
         let number = self.next_submission;
         self.next_submission += 1;
         self.report.submitted += sent.len() as u64;
@@ -522,20 +456,6 @@ impl World {
         });
     }
 
-    fn release(&mut self, ids: &[UhsId]) {
-        for id in ids {
-            if let Some(uses) = self.in_use.get_mut(id) {
-                *uses -= 1;
-                if *uses == 0 {
-                    self.in_use.remove(id);
-                    if !self.spent_by.contains_key(id) && !self.set_aside.contains(id) && !self.spendable.contains(id) {
-                        self.spendable.push(*id);
-                    }
-                }
-            }
-        }
-    }
-
     fn collect_answers(&mut self) -> Result<(), Violation> {
         while let Ok(submission) = self.answers.try_recv() {
             let sent = self.in_flight.remove(&submission.number).expect("submitted");
@@ -551,54 +471,41 @@ impl World {
                 match answer {
                     Answer::Confirmed => {
                         self.report.confirmed += 1;
-                        for id in &tx.spent {
-                            if let Some(other) = self.spent_by.insert(*id, tx.txid) {
-                                return Err(self.violation(format!(
-                                    "id {} spent by two confirmed transactions ({} and {})",
-                                    hex::encode(&id.0[..8]),
-                                    hex::encode(&other.0[..8]),
-                                    hex::encode(&tx.txid.0[..8])
-                                )));
-                            }
+                        if let Err(violation) = self.ledger.settle(&tx, true) {
+                            return Err(self.violation(violation.to_string()));
                         }
-                        if tx.spent.is_empty() {
-                            self.minted_confirmed += tx.created.iter().map(|id| self.values[id]).sum::<u64>();
-                        }
-                        // A conflicting partner may have left an input spendable: no more.
-                        self.spendable.retain(|id| !tx.spent.contains(id));
-                        self.release(&tx.spent);
-                        self.spendable.extend(tx.created.iter().copied());
-                        self.confirmed.push(tx);
                     }
                     Answer::Rejected(vote) => {
                         self.report.rejected += 1;
-                        let vote = Some(vote);
-                        if sent.clean && vote == Some(Vote::InputMissing) {
+                        if sent.clean && vote == Vote::InputMissing {
                             return Err(self.violation(format!(
                                 "transaction {} refused for a missing input, though every input was created and never spent",
                                 hex::encode(&tx.txid.0[..8])
                             )));
                         }
-                        if vote == Some(Vote::OutputExists) && !tx.spent.is_empty() {
+                        if vote == Vote::OutputExists && !tx.spent.is_empty() {
                             return Err(self.violation(format!(
                                 "transaction {} refused because a fresh output already exists",
                                 hex::encode(&tx.txid.0[..8])
                             )));
                         }
-                        self.release(&tx.spent);
+                        self.settle_not_applied(&tx)?;
                     }
-                    Answer::NotApplied => self.release(&tx.spent),
+                    Answer::NotApplied => self.settle_not_applied(&tx)?,
                     Answer::Unknown => {
                         self.report.unknown += 1;
-                        self.set_aside.extend(tx.spent.iter().chain(&tx.created).copied());
-                        self.spendable.retain(|id| !tx.spent.contains(id));
-                        self.release(&tx.spent);
                         self.unknown.push(tx);
                     }
                 }
             }
         }
         Ok(())
+    }
+
+    fn settle_not_applied(&mut self, tx: &CompactTransaction) -> Result<(), Violation> {
+        self.ledger
+            .settle(tx, false)
+            .map_err(|violation| self.violation(violation.to_string()))
     }
 
     fn victim(&mut self, group: GroupIndex, ids: &[NodeId]) -> NodeId {
@@ -820,49 +727,15 @@ impl World {
                 leader.hosted.replica.with_state(|m| m.role().state().sorted_ids())
             })
             .collect();
-        if let Some(id) = uhs.iter().find(|id| !self.values.contains_key(id)) {
-            return Err(self.violation(format!(
-                "the UHS holds {}, which no transaction created",
-                hex::encode(&id.0[..8])
-            )));
-        }
-        for tx in &self.confirmed {
-            if let Some(id) = tx.spent.iter().find(|id| uhs.contains(id)) {
-                return Err(self.violation(format!(
-                    "confirmed transaction {} spent {}, which is still in the UHS",
-                    hex::encode(&tx.txid.0[..8]),
-                    hex::encode(&id.0[..8])
-                )));
+        for tx in std::mem::take(&mut self.unknown) {
+            match self.ledger.resolve(&tx, &uhs) {
+                Ok(applied) => self.report.unknown_applied += u64::from(applied),
+                Err(violation) => return Err(self.violation(violation.to_string())),
             }
         }
-        let mut minted = self.minted_confirmed;
-        for tx in &self.unknown {
-            // Outputs are fresh and never reused, so they tell whether it applied: all or none
-            // of them present. (Its inputs may also have gone to a transaction it conflicted with.)
-            let outputs_there = tx.created.iter().filter(|id| uhs.contains(id)).count();
-            let applied = outputs_there == tx.created.len();
-            let inputs_left = tx.spent.iter().filter(|id| uhs.contains(id)).count();
-            if (outputs_there != 0 && !applied) || (applied && inputs_left != 0) {
-                return Err(self.violation(format!(
-                    "transaction {} applied in part: {outputs_there} of {} outputs present, {inputs_left} of {} inputs left",
-                    hex::encode(&tx.txid.0[..8]),
-                    tx.created.len(),
-                    tx.spent.len()
-                )));
-            }
-            if applied {
-                self.report.unknown_applied += 1;
-                if tx.spent.is_empty() {
-                    minted += tx.created.iter().map(|id| self.values[id]).sum::<u64>();
-                }
-            }
-        }
-        let held: u64 = uhs.iter().map(|id| self.values[id]).sum();
-        if held != minted {
-            return Err(self.violation(format!(
-                "value not conserved: the UHS holds {held}, mints created {minted}"
-            )));
-        }
+        self.ledger
+            .audit(uhs)
+            .map_err(|violation| self.violation(violation.to_string()))?;
         Ok(())
     }
 }

@@ -391,7 +391,9 @@ impl World {
         let is_final = matches!(outcome.result, TxResult::Rejected(_) | TxResult::Dropped);
         if applied || (is_final && !is_mint) {
             if let Some(planned) = self.unsettled.remove(&outcome.txid) {
-                self.ledger.settle(&planned, applied);
+                if let Err(violation) = self.ledger.settle(&planned, applied) {
+                    return Err(self.violation(violation.to_string()));
+                }
             }
         }
         match outcome.result {

@@ -4,9 +4,11 @@
 //! Compact transactions carry UHS ids only, so the values live here: every id this workload
 //! creates has one. A run plans with [`CompactLedger::plan`], submits however it likes, and
 //! reports each transaction's fate with [`CompactLedger::settle`] (or leaves it unsettled while it
-//! is unknown). At any quiet point [`CompactLedger::audit`] checks a UHS: every id in it was
-//! created by this workload and never spent by an applied transaction, and the value it holds is
-//! exactly what the applied mints created.
+//! is unknown). A transaction whose fate stayed unknown (a lost reply) keeps its inputs out of
+//! later plans; once the system is quiet, [`CompactLedger::resolve`] reads its fate from the UHS,
+//! and checks that it applied all or nothing. At any quiet point [`CompactLedger::audit`] checks
+//! a UHS: every id in it was created by this workload and never spent by an applied transaction,
+//! and the value it holds is exactly what the applied mints created.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -35,7 +37,7 @@ pub struct CompactPlanned {
 }
 
 /// Values of the ids this workload created, and which are spendable, in use or spent.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct CompactLedger {
     values: BTreeMap<UhsId, u64>,
     /// Outputs of mints, whether or not the mint applied.
@@ -57,6 +59,19 @@ pub enum LedgerViolation {
     Spent(UhsId),
     #[error("value not conserved: the UHS holds {in_uhs}, applied mints created {minted}")]
     Value { in_uhs: u64, minted: u64 },
+    #[error("{id:?} spent twice: transaction {txid:?} applied after an applied transaction had spent it")]
+    SpentTwice { id: UhsId, txid: Txid },
+    #[error(
+        "transaction {txid:?} applied in part: {outputs_present} of {outputs} outputs in the UHS, \
+         {inputs_left} of {inputs} inputs still there"
+    )]
+    Partial {
+        txid: Txid,
+        outputs_present: usize,
+        outputs: usize,
+        inputs_left: usize,
+        inputs: usize,
+    },
 }
 
 fn roll(rng: &mut impl Rng, per_mille: u32) -> bool {
@@ -135,8 +150,14 @@ impl CompactLedger {
     }
 
     /// The final fate of a planned transaction: applied (its inputs are spent, its outputs
-    /// spendable) or not.
-    pub fn settle(&mut self, tx: &CompactTransaction, applied: bool) {
+    /// spendable) or not. Refuses an applied transaction that spends an id an applied
+    /// transaction already spent: the system under test let one id be spent twice.
+    pub fn settle(&mut self, tx: &CompactTransaction, applied: bool) -> Result<(), LedgerViolation> {
+        if applied {
+            if let Some(id) = tx.spent.iter().find(|id| self.spent.contains(*id)) {
+                return Err(LedgerViolation::SpentTwice { id: *id, txid: tx.txid });
+            }
+        }
         for id in &tx.spent {
             if let Some(count) = self.in_use.get_mut(id) {
                 *count -= 1;
@@ -152,6 +173,28 @@ impl CompactLedger {
             }
             self.spendable.extend(&tx.created);
         }
+        Ok(())
+    }
+
+    /// Settles a transaction whose fate its submitter never learned, from a quiet UHS: its
+    /// outputs are fresh and nothing else creates them, so it applied exactly when they are all
+    /// there. Some but not all of them, or all of them beside an input it spent, means it applied
+    /// in part. Returns whether it applied.
+    pub fn resolve(&mut self, tx: &CompactTransaction, uhs: &BTreeSet<UhsId>) -> Result<bool, LedgerViolation> {
+        let outputs_present = tx.created.iter().filter(|id| uhs.contains(*id)).count();
+        let inputs_left = tx.spent.iter().filter(|id| uhs.contains(*id)).count();
+        let applied = outputs_present == tx.created.len();
+        if (outputs_present != 0 && !applied) || (applied && inputs_left != 0) {
+            return Err(LedgerViolation::Partial {
+                txid: tx.txid,
+                outputs_present,
+                outputs: tx.created.len(),
+                inputs_left,
+                inputs: tx.spent.len(),
+            });
+        }
+        self.settle(tx, applied)?;
+        Ok(applied)
     }
 
     /// Checks the ids a UHS holds (shard state, or the union of every shard's). A mint's replay
@@ -224,7 +267,7 @@ mod tests {
                 let applied = apply(&mut uhs, &planned.tx);
                 refused_clean += usize::from(planned.clean && !applied);
                 hostile += usize::from(!planned.clean);
-                ledger.settle(&planned.tx, applied);
+                ledger.settle(&planned.tx, applied).unwrap();
             }
         }
         assert_eq!(refused_clean, 0);
@@ -241,7 +284,7 @@ mod tests {
         for _ in 0..100 {
             for planned in ledger.plan(&mut rng, &MIX) {
                 let applied = apply(&mut uhs, &planned.tx);
-                ledger.settle(&planned.tx, applied);
+                ledger.settle(&planned.tx, applied).unwrap();
             }
         }
         let spent = *ledger.spent.iter().next().expect("something was spent");
@@ -254,5 +297,52 @@ mod tests {
         );
         let lost = uhs.iter().copied().filter(|id| ledger.values[id] > 0).skip(1);
         assert!(matches!(ledger.audit(lost), Err(LedgerViolation::Value { .. })));
+    }
+
+    /// A conflicting pair whose fates were lost: whichever applied is found from the UHS, and
+    /// a UHS where both applied, or one applied in part, is caught.
+    #[test]
+    fn unknown_fates_resolve_from_the_uhs_and_double_or_partial_application_is_caught() {
+        let mix = CompactMix {
+            conflict_per_mille: 1000,
+            ..MIX
+        };
+        let mut rng = StdRng::seed_from_u64(5);
+        let mut ledger = CompactLedger::new();
+        let mut uhs = BTreeSet::new();
+        let pair = loop {
+            let planned = ledger.plan(&mut rng, &mix);
+            if planned.len() == 2 {
+                break planned;
+            }
+            let applied = apply(&mut uhs, &planned[0].tx);
+            ledger.settle(&planned[0].tx, applied).unwrap();
+        };
+        let (first, second) = (&pair[0].tx, &pair[1].tx);
+        assert!(apply(&mut uhs, first));
+        assert!(!apply(&mut uhs, second));
+
+        let mut both = ledger.clone();
+        let mut partial = ledger.clone();
+        assert_eq!(ledger.resolve(second, &uhs), Ok(false));
+        assert_eq!(ledger.resolve(first, &uhs), Ok(true));
+        ledger.audit(uhs.iter().copied()).unwrap();
+
+        let both_uhs: BTreeSet<UhsId> = uhs.iter().chain(&second.created).copied().collect();
+        assert_eq!(both.resolve(first, &both_uhs), Ok(true));
+        assert!(matches!(
+            both.resolve(second, &both_uhs),
+            Err(LedgerViolation::SpentTwice { txid, .. }) if txid == second.txid
+        ));
+
+        let half: BTreeSet<UhsId> = uhs.iter().copied().filter(|id| *id != first.created[0]).collect();
+        assert!(matches!(
+            partial.resolve(first, &half),
+            Err(LedgerViolation::Partial {
+                outputs_present: 1,
+                outputs: 2,
+                ..
+            })
+        ));
     }
 }
