@@ -55,6 +55,10 @@ pub struct SwapArgs {
     /// Measure without fsync (never in production).
     #[arg(long)]
     pub no_fsync: bool,
+    /// Also run the same roles on the replicated host, as one-replica Raft groups in this process
+    /// (what embedded mode would cost through the cluster's path), and print the ratio.
+    #[arg(long, conflicts_with = "no_fsync")]
+    pub also_one_replica_raft: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -71,6 +75,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             preload: args.preload,
             window: args.window,
             no_fsync: args.no_fsync,
+            also_one_replica_raft: args.also_one_replica_raft,
             json: args.json,
         })?,
         BenchCommand::Postgres(args) => specie_bench::postgres::run(args.into())?,

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use specie_raft::{Leadership, ProposeError, Replica, ReplicatedStateMachine, SnapshotRefused};
+use specie_raft::{Leadership, ProposeError, Proposer, Replica, ReplicatedStateMachine, SnapshotRefused};
 use specie_role::{Durable, Round};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinSet;
@@ -37,11 +37,11 @@ const MESSAGES_PER_TURN_MAX: usize = 256;
 /// the role contract) reaches the role.
 pub struct RoleMachine<R> {
     role: R,
-    /// Whether the role leads. Kept here, under the state machine's lock, and not only in the
-    /// host's task: Raft installs a leader's snapshot on a replica whose host may not yet have
-    /// seen it lose the lead, and the role must follow before its state is replaced, and take no
-    /// caller's input after.
-    leading: bool,
+    /// The lead the role acts under, if it leads. Kept here, under the state machine's lock, and
+    /// not only in the host's task: Raft applies a new leader's entries, or installs its
+    /// snapshot, on a replica whose host may not yet have seen it lose the lead; the role must
+    /// follow before it applies what it did not propose, and take no caller's input after.
+    leading: Option<Proposer>,
     epoch: Instant,
     applied: Arc<Notify>,
 }
@@ -51,7 +51,7 @@ impl<R: Durable> RoleMachine<R> {
     pub fn new(role: R) -> RoleMachine<R> {
         RoleMachine {
             role,
-            leading: false,
+            leading: None,
             epoch: Instant::now(),
             applied: Arc::new(Notify::new()),
         }
@@ -66,16 +66,20 @@ impl<R: Durable> RoleMachine<R> {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    fn lead(&mut self, now_ms: u64) {
-        assert!(!self.leading, "the role already leads");
+    fn lead(&mut self, now_ms: u64, lead: Proposer) {
+        assert!(self.leading.is_none(), "the role already leads");
         self.role.lead(now_ms);
-        self.leading = true;
+        self.leading = Some(lead);
+    }
+
+    fn leads(&self) -> bool {
+        self.leading.is_some()
     }
 
     /// Makes the role follow if it leads; what following produces (callers answered as dropped)
     /// stays in its outputs for the host's next round.
     fn follow(&mut self) {
-        if std::mem::take(&mut self.leading) {
+        if self.leading.take().is_some() {
             self.role.follow();
         }
     }
@@ -85,7 +89,11 @@ impl<R> ReplicatedStateMachine for RoleMachine<R>
 where
     R: Durable + Send + 'static,
 {
-    fn apply(&mut self, command: &[u8]) -> Vec<u8> {
+    fn apply(&mut self, proposer: Proposer, command: &[u8]) -> Vec<u8> {
+        if self.leading.is_some_and(|lead| lead != proposer) {
+            // Another leader's entry: this lead is over, whatever the host has seen so far.
+            self.follow();
+        }
         match self.role.decode_command(command) {
             Ok(command) => {
                 let now = self.now_ms();
@@ -360,7 +368,7 @@ where
                 () = tokio::time::sleep_until(deadline) => {
                     let now = self.now_ms();
                     self.replica.with_machine(|machine| {
-                        if machine.leading && machine.role.poll_timeout().is_some_and(|at| at <= now) {
+                        if machine.leads() && machine.role.poll_timeout().is_some_and(|at| at <= now) {
                             machine.role.handle_timeout(now);
                         }
                     });
@@ -377,10 +385,23 @@ where
                 // Lead lost and won again between two looks: the role follows in between, so
                 // nothing it proposed in the old term is expected to apply.
                 self.follow();
+                if !self.proposals.is_empty() {
+                    // Handed to Raft under an earlier lead and not yet resolved: Raft may still
+                    // append one in this term (it takes proposals in order, and may have won
+                    // this term before reaching it). The role leads once every one is applied or
+                    // refused, so a leading role applies only commands it proposed as leader.
+                    return Ok(());
+                }
                 let now = self.now_ms();
                 let checked = self.replica.with_machine(|machine| {
                     machine.role.check_invariants()?;
-                    machine.lead(now);
+                    machine.lead(
+                        now,
+                        Proposer {
+                            term,
+                            node: self.replica.id(),
+                        },
+                    );
                     Ok::<(), R::StateError>(())
                 });
                 if let Err(error) = checked {
@@ -421,15 +442,15 @@ where
         });
         hand_on(&mut self.wiring, &mut self.callers, dropped);
         // Still waiting: proposed, so the log decides; dropping their reply-to tells them so.
+        // The proposals themselves stay in flight until Raft resolves them (see `track`).
         self.callers.clear();
-        self.proposals.detach_all();
     }
 
     fn take_calls(&mut self, batch: Calls<W, R>) {
         let now = self.now_ms();
         let (host_leads, callers) = (self.leading_term.is_some(), &mut self.callers);
         let refused = self.replica.with_machine(|machine| {
-            if !(host_leads && machine.leading) {
+            if !(host_leads && machine.leads()) {
                 return Some(batch);
             }
             for (call, reply_to) in batch {
@@ -449,7 +470,7 @@ where
         let now = self.now_ms();
         let host_leads = self.leading_term.is_some();
         self.replica.with_machine(|machine| {
-            if host_leads && machine.leading {
+            if host_leads && machine.leads() {
                 for input in batch {
                     machine.role.handle(now, input);
                 }
@@ -514,6 +535,8 @@ where
 
 #[cfg(test)]
 mod tests {
+    use specie_role::{Role, Ticket};
+
     use super::*;
     use crate::test_role::Counter;
 
@@ -522,12 +545,28 @@ mod tests {
     #[test]
     fn a_snapshot_installed_under_a_leading_role_makes_it_follow_first() {
         let mut machine = RoleMachine::new(Counter::default());
-        machine.lead(0);
+        machine.lead(0, Proposer { term: 1, node: 1 });
         machine.restore(&7u64.to_le_bytes()).unwrap();
-        assert!(!machine.leading && !machine.role.leading);
+        assert!(!machine.leads() && !machine.role.leading);
         assert_eq!(machine.role.total, 7);
-        machine.lead(1);
+        machine.lead(1, Proposer { term: 3, node: 1 });
         assert!(machine.role.leading, "it leads again once the host says so");
+    }
+
+    /// Raft may apply a new leader's entries on a replica whose host still has its role leading:
+    /// the role follows first (a leading Counter would take the entry for its own proposal and
+    /// find no caller to answer), and its own entries it applies as leader.
+    #[test]
+    fn another_leaders_entry_makes_a_leading_role_follow_before_applying_it() {
+        let mine = Proposer { term: 2, node: 1 };
+        let mut machine = RoleMachine::new(Counter::default());
+        machine.lead(0, mine);
+        machine.role.handle(0, (Ticket::default(), 5));
+        machine.apply(mine, &5u64.to_le_bytes());
+        assert!(machine.leads(), "its own entry");
+        machine.apply(Proposer { term: 2, node: 3 }, &4u64.to_le_bytes());
+        assert!(!machine.leads() && !machine.role.leading);
+        assert_eq!(machine.role.total, 9);
     }
 
     #[test]

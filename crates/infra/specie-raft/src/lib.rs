@@ -45,5 +45,5 @@ pub mod fuzzing {
 pub use network::{RaftTransport, RpcFuture, RpcHandler, TransportError};
 pub use replica::{Leadership, ProposeError, Replica, ReplicaConfig, ReplicaMetrics, Role, StartError};
 pub use runtime::seed_thread_rng;
-pub use state_machine::{ReplicatedStateMachine, SnapshotRefused};
+pub use state_machine::{Proposer, ReplicatedStateMachine, SnapshotRefused};
 pub use types::NodeId;

@@ -19,7 +19,7 @@ use crate::codec::{self, Reader};
 use specie_log::SyncMode;
 
 use crate::fsio::{self, DirLock};
-use crate::types::{Entry, LogId, Responses, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
+use crate::types::{Entry, LogId, NodeId, Responses, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 
 const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRASNAP";
 const SNAPSHOT_VERSION: u32 = 1;
@@ -32,8 +32,10 @@ const SNAPSHOT_VERSION: u32 = 1;
 /// role's own encoding), never a panic: it was committed and every replica will meet it.
 pub trait ReplicatedStateMachine: Send + 'static {
     /// Applies one committed command and returns the answer for whoever proposed it (only the
-    /// proposing replica sees it; the others drop it).
-    fn apply(&mut self, command: &[u8]) -> Vec<u8>;
+    /// proposing replica sees it; the others drop it). `proposer` is the leader whose log entry
+    /// carried it: a replica that still acts as leader learns from an entry of another leader
+    /// that its lead is over, before its leadership watch says so.
+    fn apply(&mut self, proposer: Proposer, command: &[u8]) -> Vec<u8>;
 
     /// The whole state, in the role's own encoding. Called on the apply path while it is paused,
     /// so it sees a consistent cut.
@@ -43,6 +45,14 @@ pub trait ReplicatedStateMachine: Send + 'static {
     /// `&mut self` rather than building a new value so that a role can keep handles (say, to a
     /// shared engine) across the swap. On error the state must be left as it was.
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), SnapshotRefused>;
+}
+
+/// The leader that appended a log entry: openraft orders leaders by term and then node id, so
+/// both name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Proposer {
+    pub term: u64,
+    pub node: NodeId,
 }
 
 /// Why a role's state machine refused a snapshot's bytes (the role's own error inside).
@@ -210,7 +220,13 @@ impl<S: ReplicatedStateMachine> RaftStateMachine<TypeConfig> for StateMachineSto
             self.applied = Some(entry.log_id);
             responses.push(match entry.payload {
                 EntryPayload::Blank => Responses::default(),
-                EntryPayload::Normal(batch) => Responses(batch.0.iter().map(|c| state.apply(c)).collect()),
+                EntryPayload::Normal(batch) => {
+                    let proposer = Proposer {
+                        term: entry.log_id.leader_id.term,
+                        node: entry.log_id.leader_id.node_id,
+                    };
+                    Responses(batch.0.iter().map(|c| state.apply(proposer, c)).collect())
+                }
                 EntryPayload::Membership(membership) => {
                     self.membership = StoredMembership::new(Some(entry.log_id), membership);
                     Responses::default()

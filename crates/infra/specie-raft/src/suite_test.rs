@@ -18,7 +18,7 @@ use crate::types::{StorageError, TypeConfig};
 struct Counter(u64);
 
 impl ReplicatedStateMachine for Counter {
-    fn apply(&mut self, _command: &[u8]) -> Vec<u8> {
+    fn apply(&mut self, _proposer: crate::Proposer, _command: &[u8]) -> Vec<u8> {
         self.0 += 1;
         self.0.to_le_bytes().to_vec()
     }

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use specie_faultnet::{FaultNetwork, LinkFaults};
 use specie_raft::{
-    Leadership, NodeId, ProposeError, Replica, ReplicaConfig, ReplicaMetrics, ReplicatedStateMachine, SnapshotRefused,
+    Leadership, NodeId, ProposeError, Proposer, Replica, ReplicaConfig, ReplicaMetrics, ReplicatedStateMachine,
+    SnapshotRefused,
 };
 
 /// A deterministic test role: counts commands and chains a hash over them, so two replicas are
@@ -21,7 +22,7 @@ struct Chain {
 }
 
 impl ReplicatedStateMachine for Chain {
-    fn apply(&mut self, command: &[u8]) -> Vec<u8> {
+    fn apply(&mut self, _proposer: Proposer, command: &[u8]) -> Vec<u8> {
         self.count += 1;
         self.hash = Sha256::new()
             .chain_update(self.hash)

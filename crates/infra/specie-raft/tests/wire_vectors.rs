@@ -294,7 +294,7 @@ fn every_documented_raft_vector_is_what_the_codec_writes_and_reads() {
 struct Nothing;
 
 impl specie_raft::ReplicatedStateMachine for Nothing {
-    fn apply(&mut self, _command: &[u8]) -> Vec<u8> {
+    fn apply(&mut self, _proposer: specie_raft::Proposer, _command: &[u8]) -> Vec<u8> {
         vec![]
     }
     fn snapshot(&self) -> Vec<u8> {

@@ -409,7 +409,7 @@ mod tests {
     struct Nothing;
 
     impl ReplicatedStateMachine for Nothing {
-        fn apply(&mut self, _command: &[u8]) -> Vec<u8> {
+        fn apply(&mut self, _proposer: specie_raft::Proposer, _command: &[u8]) -> Vec<u8> {
             vec![]
         }
         fn snapshot(&self) -> Vec<u8> {

@@ -33,7 +33,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use specie_faultnet::{FaultNetwork, LinkFaults};
 use specie_log::SyncMode;
-use specie_raft::{NodeId, ProposeError, Replica, ReplicaConfig, ReplicatedStateMachine, Role, SnapshotRefused};
+use specie_raft::{
+    NodeId, ProposeError, Proposer, Replica, ReplicaConfig, ReplicatedStateMachine, Role, SnapshotRefused,
+};
 use specie_transaction::hash::Sha256Writer;
 
 use crate::world::Violation;
@@ -131,7 +133,7 @@ pub struct ReplicationReport {
 struct History(Vec<u64>);
 
 impl ReplicatedStateMachine for History {
-    fn apply(&mut self, command: &[u8]) -> Vec<u8> {
+    fn apply(&mut self, _proposer: Proposer, command: &[u8]) -> Vec<u8> {
         let id = u64::from_le_bytes(command.try_into().expect("8-byte command"));
         self.0.push(id);
         (self.0.len() as u64).to_le_bytes().to_vec()

@@ -40,3 +40,11 @@ fn a_cluster_seed_replays_exactly() {
         );
     }
 }
+
+/// A seed that once broke an invariant, kept while it still reaches the same schedule: a shard
+/// replica that had lost the lead applied the new leader's entries before its host saw the loss,
+/// and its still-leading role took them for its own proposals.
+#[test]
+fn seed_1261_a_deposed_leader_applies_the_new_leaders_entries_as_a_follower() {
+    run_cluster(ClusterOptions::from_seed(1261)).unwrap_or_else(|v| panic!("{v}"));
+}

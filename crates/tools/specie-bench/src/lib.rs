@@ -2,7 +2,8 @@
 //! or a cluster, measured beside the ceilings that bound them.
 //!
 //! - [`demo`]: `specie demo`, a short run of the payment workload ending in the supply audit.
-//! - [`swap`]: `specie bench validate | swap` against an embedded node.
+//! - [`swap`]: `specie bench validate | swap` against an embedded node (and, to weigh running
+//!   embedded mode through Raft, against one-replica Raft groups in the same process).
 //! - [`postgres`]: `specie bench postgres`, the PostgreSQL baseline of Hamilton §6.1 (a throwaway
 //!   server) beside specie's figures, embedded and replicated.
 //! - [`cluster`]: `specie bench cluster`, load against a running cluster with leader kills,
@@ -14,6 +15,7 @@ mod error;
 pub mod ceiling;
 pub mod cluster;
 pub mod demo;
+mod one_replica;
 pub mod postgres;
 mod replicated;
 pub mod swap;

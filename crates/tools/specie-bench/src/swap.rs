@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use crate::error::{ensure_that, BenchResult, StepContext};
 use rand::{Rng, SeedableRng};
-use specie_api::TxStatus;
+use specie_api::{CompletionSender, TxStatus};
 use specie_node::{EmbeddedNode, NodeOptions};
 use specie_sentinel::IssuerKeys;
-use specie_transaction::UhsId;
+use specie_transaction::{CompactTransaction, UhsId};
 
 use crate::ceiling;
 
@@ -30,6 +30,8 @@ pub struct SwapOptions {
     pub window: usize,
     /// Measure without fsync (never in production).
     pub no_fsync: bool,
+    /// Also measure one-replica Raft groups ([`crate::one_replica`]).
+    pub also_one_replica_raft: bool,
     pub json: bool,
 }
 
@@ -88,50 +90,84 @@ pub struct SwapReport {
 
 /// `specie bench swap`.
 pub fn swap(args: SwapOptions) -> BenchResult<ExitCode> {
-    let report = measure_swap(&SwapParams {
+    let params = SwapParams {
         seconds: args.seconds,
         shards: args.shards,
         preload: args.preload,
         window: args.window,
         fsync: !args.no_fsync,
-    })?;
+    };
+    let embedded = measure_swap(&params)?;
+    let raft = if args.also_one_replica_raft {
+        Some(crate::one_replica::measure_one_replica_raft(&params)?)
+    } else {
+        None
+    };
+    if args.json {
+        let mut json = serde_json::json!({"swap_tps": embedded.tps, "confirmed": embedded.confirmed, "seconds": embedded.seconds, "shards": args.shards, "fsync": !args.no_fsync, "latency_ms_p50": embedded.latency_ms_p50, "latency_ms_p99": embedded.latency_ms_p99});
+        if let Some(raft) = &raft {
+            json["one_replica_raft"] = serde_json::json!({"swap_tps": raft.tps, "confirmed": raft.confirmed, "seconds": raft.seconds, "latency_ms_p50": raft.latency_ms_p50, "latency_ms_p99": raft.latency_ms_p99, "ratio_to_embedded": raft.tps / embedded.tps});
+        }
+        println!("{json}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "2PC swap, 2-in/2-out compact transactions, {} shards, fsync {}",
+        args.shards,
+        if args.no_fsync { "OFF" } else { "on" }
+    );
+    print_swap("embedded host", &embedded);
+    if let Some(raft) = &raft {
+        print_swap("one-replica Raft groups", raft);
+        println!(
+            "  one-replica Raft / embedded: {:.2}x throughput",
+            raft.tps / embedded.tps
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_swap(label: &str, report: &SwapReport) {
     let SwapReport {
         tps,
         confirmed,
-        seconds: elapsed,
+        seconds,
         latency_ms_p50: p50,
         latency_ms_p99: p99,
     } = report;
-    if args.json {
-        println!(
-            "{}",
-            serde_json::json!({"swap_tps": tps, "confirmed": confirmed, "seconds": elapsed, "shards": args.shards, "fsync": !args.no_fsync, "latency_ms_p50": p50, "latency_ms_p99": p99})
-        );
-    } else {
-        println!(
-            "2PC swap, 2-in/2-out compact transactions, {} shards, fsync {}",
-            args.shards,
-            if args.no_fsync { "OFF" } else { "on" }
-        );
-        println!("  {confirmed} confirmed in {elapsed:.1} s = {tps:.0} tx/s; latency p50 {p50:.1} ms, p99 {p99:.1} ms");
-    }
-    Ok(ExitCode::SUCCESS)
+    println!("  {label:<24} {confirmed} confirmed in {seconds:.1} s = {tps:.0} tx/s; latency p50 {p50:.1} ms, p99 {p99:.1} ms");
 }
 
 /// Preloads `preload` UHS ids into a fresh embedded node in a temporary directory, then keeps
 /// `window` compact 2-in/2-out swaps in flight for `seconds` (`specie bench swap` and
 /// `specie bench postgres` both measure with this).
 pub fn measure_swap(args: &SwapParams) -> BenchResult<SwapReport> {
-    ensure_that!(
-        args.window > 0 && args.preload >= 2 * args.window,
-        "--preload must be at least twice --window"
-    );
+    check_swap_params(args)?;
     let dir = tempfile::Builder::new().prefix("specie-bench-swap-").tempdir()?;
     let mut options = NodeOptions::new(dir.path());
     options.shards = Some(args.shards);
     options.fsync = args.fsync;
     let node = EmbeddedNode::open(options).step("cannot start the embedded node")?;
     let handle = node.handle();
+    let report = drive_swaps(args, |batch, reply| handle.submit_compact(batch, reply));
+    node.shutdown();
+    report
+}
+
+pub(crate) fn check_swap_params(args: &SwapParams) -> BenchResult<()> {
+    ensure_that!(
+        args.window > 0 && args.preload >= 2 * args.window,
+        "--preload must be at least twice --window"
+    );
+    Ok(())
+}
+
+/// The swap workload against any 2PC engine that takes compact transactions with a client
+/// reference and answers each with a [`specie_api::Completion`]: preload, then a closed loop.
+pub(crate) fn drive_swaps(
+    args: &SwapParams,
+    submit: impl Fn(Vec<(u64, CompactTransaction)>, &CompletionSender),
+) -> BenchResult<SwapReport> {
     let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel();
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
 
@@ -140,7 +176,7 @@ pub fn measure_swap(args: &SwapParams) -> BenchResult<SwapReport> {
     let preload = specie_workload::compact::preload_transactions(&unspent, 100, &mut rng);
     let expected = preload.len();
     for chunk in preload.chunks(1000) {
-        handle.submit_compact(chunk.to_vec(), &reply);
+        submit(chunk.to_vec(), &reply);
     }
     for _ in 0..expected {
         let completion = completions.blocking_recv().step("node stopped")?;
@@ -170,7 +206,7 @@ pub fn measure_swap(args: &SwapParams) -> BenchResult<SwapReport> {
                 batch.push((next_ref, swap));
                 next_ref += 1;
             }
-            handle.submit_compact(batch, &reply);
+            submit(batch, &reply);
         }
         let Some(completion) = completions.blocking_recv() else {
             break;
@@ -194,7 +230,6 @@ pub fn measure_swap(args: &SwapParams) -> BenchResult<SwapReport> {
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
-    node.shutdown();
     let tps = confirmed as f64 / elapsed;
     let (p50, p99) = (
         latency.value_at_quantile(0.5) as f64 / 1000.0,
