@@ -49,6 +49,7 @@ pub fn replica_client(
         limits.clone(),
         transport.clone(),
     )
+    .map_err(|invalid| invalid.to_string())
 }
 
 /// A client for one replica group. Cheap to clone.
