@@ -74,10 +74,27 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", describe(&error));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes joined by `: `, like anyhow's `{:#}`, except that a cause is left
+/// out when the message so far already ends with it: the libraries' typed errors show their
+/// source in their own message as well as through `source()`, which `{:#}` would print twice.
+fn describe(error: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if message.is_empty() {
+            message = text;
+        } else if !message.ends_with(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+    }
+    message
 }
 
 /// Logs go to stderr: as `RUST_LOG` says, or else warnings (refused peers and requests, lost
@@ -107,5 +124,39 @@ fn reset_sigpipe() {
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+
+    /// Shaped like the libraries' thiserror types: the source in the message and in `source()`.
+    #[derive(Debug)]
+    struct ReadFailed {
+        source: std::io::Error,
+    }
+
+    impl std::fmt::Display for ReadFailed {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot read x: {}", self.source)
+        }
+    }
+
+    impl std::error::Error for ReadFailed {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_shown_once() {
+        let io = || std::io::Error::other("disk on fire");
+        let typed = anyhow::Error::new(ReadFailed { source: io() });
+        assert_eq!(describe(&typed), "cannot read x: disk on fire");
+        let context = anyhow::Error::new(io()).context("loading the wallet");
+        assert_eq!(describe(&context), "loading the wallet: disk on fire");
+        let both = typed.context("loading the wallet");
+        assert_eq!(describe(&both), "loading the wallet: cannot read x: disk on fire");
     }
 }

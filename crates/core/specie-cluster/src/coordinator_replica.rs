@@ -22,7 +22,9 @@ use tokio::task::JoinHandle;
 
 use crate::credentials;
 use crate::group_client::GroupClient;
-use crate::host::{call_host, serve_replica, wire_limits, Caller, Hosted, ServeError, ROLE_CALLS_QUEUED_MAX};
+use crate::host::{
+    call_host, serve_replica, wire_limits, Caller, Hosted, ReplicaError, ServeError, ROLE_CALLS_QUEUED_MAX,
+};
 use crate::identity::{GroupRole, Identity};
 use crate::protocol::{RoleRequest, RoleResponse, SentinelKeys, SubmitOutcome};
 use crate::topology::Topology;
@@ -194,8 +196,8 @@ impl CoordinatorReplica {
 }
 
 /// Runs replica `id` of coordinator group `group` until stopped.
-pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<()> {
-    let coordinator_group = topology.coordinator_group(&group).map_err(anyhow::Error::msg)?.clone();
+pub async fn run(topology: Topology, group: String, id: u64) -> Result<(), ReplicaError> {
+    let coordinator_group = topology.coordinator_group(&group)?.clone();
     let me = Identity::coordinator(&group, id);
     let limits = wire_limits(&topology);
     let transport = credentials::transport(&topology, &me)?;
@@ -203,8 +205,7 @@ pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<(
         .shard_groups
         .iter()
         .map(|g| GroupClient::new(GroupRole::Shard, &g.name, &g.replicas, &limits, &transport))
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(anyhow::Error::msg)?;
+        .collect::<Result<Vec<_>, _>>()?;
     let shards: Arc<dyn ShardGroups> = Arc::new(WireShardGroups {
         clients,
         timeout: Duration::from_millis(topology.limits.request_timeout_ms),

@@ -7,17 +7,79 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
 use secp256k1::Keypair;
 use specie_transaction::signing::xonly_bytes;
-use specie_wire::pki::{CertificateAuthority, PROCESS_VALIDITY};
-use specie_wire::{TlsCredentials, Transport};
+use specie_wire::pki::{CertificateAuthority, PkiError, PROCESS_VALIDITY};
+use specie_wire::{TlsCredentials, TlsError, Transport};
 
 use crate::identity::{every_identity, Identity};
 use crate::topology::{Topology, TransportMode};
 
 pub const CA_CERT_FILE: &str = "ca.crt";
 pub const CA_KEY_FILE: &str = "ca.key";
+
+/// Why a process's credentials could not be read, checked or made.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not text")]
+    NotText { path: PathBuf },
+    #[error("the credentials of {identity} in {dir}: {source}")]
+    Tls {
+        identity: Identity,
+        dir: PathBuf,
+        #[source]
+        source: TlsError,
+    },
+    #[error("{cert} names '{named}', but this process is {identity}")]
+    WrongIdentity {
+        cert: PathBuf,
+        named: String,
+        identity: Identity,
+    },
+    #[error("{path} does not hold a 32-byte secret key in hex")]
+    BadAttestationKey { path: PathBuf },
+    #[error("{path} does not match the attestation_key the cluster file lists for sentinel '{sentinel}'")]
+    AttestationKeyMismatch { path: PathBuf, sentinel: String },
+    #[error("cannot generate the cluster CA: {0}")]
+    GenerateCa(#[source] rcgen::Error),
+    #[error("{key} and {cert}: {source}")]
+    Ca {
+        key: PathBuf,
+        cert: PathBuf,
+        #[source]
+        source: PkiError,
+    },
+    #[error("{key} exists without {cert}: restore the CA certificate, or remove both to start a new CA")]
+    CaKeyWithoutCertificate { key: PathBuf, cert: PathBuf },
+    /// The operator brought their own CA (a certificate without its key), so specie cannot
+    /// issue what is missing.
+    #[error(
+        "{} is your own CA (there is no {}), so issue these yourself (docs/operator-guide.md): {}",
+        cert.display(),
+        key.display(),
+        missing.join(", ")
+    )]
+    OwnCaMissesCertificates {
+        cert: PathBuf,
+        key: PathBuf,
+        /// One `<identity>.crt + .key for <identity>` per process.
+        missing: Vec<String>,
+    },
+    #[error(transparent)]
+    Issue(#[from] PkiError),
+}
+
+fn io_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> CredentialsError {
+    let path = path.to_path_buf();
+    move |source| CredentialsError::Io { action, path, source }
+}
 
 pub fn cert_path(pki_dir: &Path, identity: &Identity) -> PathBuf {
     pki_dir.join(format!("{}.crt", identity.file_stem()))
@@ -31,12 +93,18 @@ pub fn attestation_key_path(pki_dir: &Path, sentinel: &str) -> PathBuf {
     pki_dir.join(format!("{}.attestation.key", Identity::sentinel(sentinel).file_stem()))
 }
 
-fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+fn read(path: &Path) -> Result<Vec<u8>, CredentialsError> {
+    std::fs::read(path).map_err(io_error("read", path))
+}
+
+fn read_text(path: &Path) -> Result<String, CredentialsError> {
+    String::from_utf8(read(path)?).map_err(|_| CredentialsError::NotText {
+        path: path.to_path_buf(),
+    })
 }
 
 /// How the process `identity` connects to the others: its certificate, checked to name it.
-pub fn transport(topology: &Topology, identity: &Identity) -> anyhow::Result<Transport> {
+pub fn transport(topology: &Topology, identity: &Identity) -> Result<Transport, CredentialsError> {
     if topology.transport == TransportMode::InsecurePlaintext {
         tracing::warn!("transport = insecure-plaintext: no encryption, no authentication, no authorisation");
         return Ok(Transport::InsecurePlaintext);
@@ -47,59 +115,64 @@ pub fn transport(topology: &Topology, identity: &Identity) -> anyhow::Result<Tra
         &read(&cert_path(dir, identity))?,
         &read(&key_path(dir, identity))?,
     )
-    .with_context(|| format!("the credentials of {identity} in {}", dir.display()))?;
+    .map_err(|source| CredentialsError::Tls {
+        identity: identity.clone(),
+        dir: dir.clone(),
+        source,
+    })?;
     if credentials.name() != identity.to_string() {
-        bail!(
-            "{} names '{}', but this process is {identity}",
-            cert_path(dir, identity).display(),
-            credentials.name()
-        );
+        return Err(CredentialsError::WrongIdentity {
+            cert: cert_path(dir, identity),
+            named: credentials.name().to_string(),
+            identity: identity.clone(),
+        });
     }
     Ok(Transport::MutualTls(Arc::new(credentials)))
 }
 
 /// Sentinel `name`'s attestation key, checked against the public key the topology lists.
-pub fn attestation_key(topology: &Topology, name: &str) -> anyhow::Result<Keypair> {
+pub fn attestation_key(topology: &Topology, name: &str) -> Result<Keypair, CredentialsError> {
     let path = attestation_key_path(&topology.pki_dir, name);
-    let text = String::from_utf8(read(&path)?).with_context(|| format!("{} is not text", path.display()))?;
-    let keypair = Keypair::from_seckey_str_global(text.trim())
-        .with_context(|| format!("{} does not hold a 32-byte secret key in hex", path.display()))?;
+    let text = read_text(&path)?;
+    let Ok(keypair) = Keypair::from_seckey_str_global(text.trim()) else {
+        return Err(CredentialsError::BadAttestationKey { path });
+    };
     let listed = topology.sentinel_keys().get(name).copied();
     if listed != Some(xonly_bytes(&keypair)) {
-        bail!(
-            "{} does not match the attestation_key the cluster file lists for sentinel '{name}'",
-            path.display()
-        );
+        return Err(CredentialsError::AttestationKeyMismatch {
+            path,
+            sentinel: name.to_string(),
+        });
     }
     Ok(keypair)
 }
 
 /// Writes `text` to a new file readable only by its owner, and syncs it.
-pub fn write_secret(path: &Path, text: &str) -> anyhow::Result<()> {
+pub fn write_secret(path: &Path, text: &str) -> Result<(), CredentialsError> {
     let mut file = std::fs::OpenOptions::new()
         .create_new(true)
         .write(true)
         .mode(0o600)
         .open(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    file.write_all(text.as_bytes())?;
-    file.sync_all()?;
+        .map_err(io_error("create", path))?;
+    file.write_all(text.as_bytes()).map_err(io_error("write", path))?;
+    file.sync_all().map_err(io_error("flush", path))?;
     Ok(())
 }
 
-fn write_public(path: &Path, text: &str) -> anyhow::Result<()> {
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+fn write_public(path: &Path, text: &str) -> Result<(), CredentialsError> {
+    std::fs::write(path, text).map_err(io_error("write", path))
 }
 
-fn create_private_dir(dir: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+fn create_private_dir(dir: &Path) -> Result<(), CredentialsError> {
+    std::fs::create_dir_all(dir).map_err(io_error("create", dir))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io_error("make private", dir))?;
     Ok(())
 }
 
 /// A new attestation key for sentinel `name`, its secret written to the PKI directory; returns the
 /// x-only public key in hex, for the cluster file.
-pub fn create_attestation_key(pki_dir: &Path, name: &str) -> anyhow::Result<String> {
+pub fn create_attestation_key(pki_dir: &Path, name: &str) -> Result<String, CredentialsError> {
     create_private_dir(pki_dir)?;
     let keypair = Keypair::new_global(&mut rand::thread_rng());
     write_secret(
@@ -112,7 +185,7 @@ pub fn create_attestation_key(pki_dir: &Path, name: &str) -> anyhow::Result<Stri
 /// Makes every credential the topology needs that does not exist yet: the CA (unless the
 /// operator brought one: `ca.crt` without `ca.key`), and a certificate and key per process.
 /// Returns the files it created. Never replaces an existing certificate-and-key pair.
-pub fn ensure_pki(topology: &Topology) -> anyhow::Result<Vec<PathBuf>> {
+pub fn ensure_pki(topology: &Topology) -> Result<Vec<PathBuf>, CredentialsError> {
     let dir = &topology.pki_dir;
     create_private_dir(dir)?;
     let (ca_cert, ca_key) = (dir.join(CA_CERT_FILE), dir.join(CA_KEY_FILE));
@@ -126,36 +199,38 @@ pub fn ensure_pki(topology: &Topology) -> anyhow::Result<Vec<PathBuf>> {
     }
     let ca = match (ca_cert.exists(), ca_key.exists()) {
         (false, false) => {
-            let ca = CertificateAuthority::generate().context("cannot generate the cluster CA")?;
+            let ca = CertificateAuthority::generate().map_err(CredentialsError::GenerateCa)?;
             write_secret(&ca_key, &ca.key_pem())?;
             write_public(&ca_cert, &ca.cert_pem())?;
             created.extend([ca_key.clone(), ca_cert.clone()]);
             ca
         }
-        (true, true) => CertificateAuthority::from_key_and_cert_pem(
-            &String::from_utf8(read(&ca_key)?)?,
-            &String::from_utf8(read(&ca_cert)?)?,
-        )
-        .map_err(|e| anyhow::anyhow!("{} and {}: {e}", ca_key.display(), ca_cert.display()))?,
-        (false, true) => bail!(
-            "{} exists without {}: restore the CA certificate, or remove both to start a new CA",
-            ca_key.display(),
-            ca_cert.display()
-        ),
-        (true, false) => bail!(
-            "{} is your own CA (there is no {}), so issue these yourself (docs/operator-guide.md): {}",
-            ca_cert.display(),
-            ca_key.display(),
-            missing
-                .iter()
-                .map(|identity| format!("{} + .key for {identity}", cert_path(dir, identity).display()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        (true, true) => CertificateAuthority::from_key_and_cert_pem(&read_text(&ca_key)?, &read_text(&ca_cert)?)
+            .map_err(|source| CredentialsError::Ca {
+                key: ca_key.clone(),
+                cert: ca_cert.clone(),
+                source,
+            })?,
+        (false, true) => {
+            return Err(CredentialsError::CaKeyWithoutCertificate {
+                key: ca_key,
+                cert: ca_cert,
+            })
+        }
+        (true, false) => {
+            return Err(CredentialsError::OwnCaMissesCertificates {
+                cert: ca_cert,
+                key: ca_key,
+                missing: missing
+                    .iter()
+                    .map(|identity| format!("{} + .key for {identity}", cert_path(dir, identity).display()))
+                    .collect(),
+            })
+        }
     };
     for identity in missing {
         let name = identity.to_string();
-        let issued = ca.issue(&name, PROCESS_VALIDITY).map_err(anyhow::Error::msg)?;
+        let issued = ca.issue(&name, PROCESS_VALIDITY)?;
         let (cert, key) = (cert_path(dir, &identity), key_path(dir, &identity));
         // A lone key or certificate left from an interrupted run is replaced as a pair.
         let _ = std::fs::remove_file(&key);

@@ -4,8 +4,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use specie_codec::Encode;
-use specie_wire::{Client, Transport, WireLimits};
+use specie_codec::{DecodeError, Encode};
+use specie_wire::{Client, InvalidWireLimits, Transport, WireError, WireLimits};
 use tokio::time::Instant;
 
 use crate::identity::{GroupRole, Identity};
@@ -30,6 +30,17 @@ pub enum GroupError {
     Malformed { group: String, reason: String },
 }
 
+/// Why one specific replica gave no usable answer ([`GroupClient::call_replica`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaCallError {
+    #[error("group {group} has no replica {id}")]
+    NoSuchReplica { group: String, id: u64 },
+    #[error(transparent)]
+    Wire(#[from] WireError),
+    #[error("malformed response: {0}")]
+    Malformed(#[source] DecodeError),
+}
+
 /// A client for replica `replica` of `group`, which must prove it is that replica.
 pub fn replica_client(
     role: GroupRole,
@@ -37,7 +48,7 @@ pub fn replica_client(
     replica: &Replica,
     limits: &WireLimits,
     transport: &Transport,
-) -> Result<Client, String> {
+) -> Result<Client, InvalidWireLimits> {
     let identity = Identity::Replica {
         role,
         group: group.to_string(),
@@ -68,11 +79,11 @@ impl GroupClient {
         replicas: &[Replica],
         limits: &WireLimits,
         transport: &Transport,
-    ) -> Result<GroupClient, String> {
+    ) -> Result<GroupClient, InvalidWireLimits> {
         let clients = replicas
             .iter()
             .map(|r| Ok((r.id, replica_client(role, name, r, limits, transport)?)))
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, InvalidWireLimits>>()?;
         Ok(GroupClient {
             name: name.to_string(),
             replicas: Arc::new(clients),
@@ -160,16 +171,16 @@ impl GroupClient {
         id: u64,
         request: &RoleRequest,
         timeout: Duration,
-    ) -> Result<RoleResponse, String> {
-        let (_, client) = self
-            .replicas
-            .iter()
-            .find(|(rid, _)| *rid == id)
-            .ok_or("no such replica")?;
-        let reply = client
-            .call(request.encode(), timeout)
-            .await
-            .map_err(|e| e.to_string())?;
-        RoleResponse::decode(&reply).map_err(|e| e.to_string())
+    ) -> Result<RoleResponse, ReplicaCallError> {
+        let (_, client) =
+            self.replicas
+                .iter()
+                .find(|(rid, _)| *rid == id)
+                .ok_or_else(|| ReplicaCallError::NoSuchReplica {
+                    group: self.name.clone(),
+                    id,
+                })?;
+        let reply = client.call(request.encode(), timeout).await?;
+        RoleResponse::decode(&reply).map_err(ReplicaCallError::Malformed)
     }
 }

@@ -3,24 +3,24 @@
 
 use std::collections::BTreeSet;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use anyhow::Context;
 use specie_codec::Encode;
 use specie_host::{CallError, GatherAnswer, HostStopped, Slot, SnapshotPlan};
-use specie_raft::{Leadership, Replica, ReplicaConfig, ReplicatedStateMachine, Role};
-use specie_wire::{handler_fn, Admit, Handler, Peer, ServerCounters, ServerSetup, WireLimits};
+use specie_raft::{Leadership, Replica, ReplicaConfig, ReplicatedStateMachine, Role, StartError};
+use specie_wire::{handler_fn, Admit, Handler, InvalidWireLimits, Peer, ServerCounters, ServerSetup, WireLimits};
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinHandle;
+use tokio::task::{JoinError, JoinHandle};
 
-use crate::credentials;
+use crate::credentials::{self, CredentialsError};
 use crate::identity::{authorize, Identity};
 use crate::protocol::{tag, RoleRequest, RoleResponse};
 use crate::raft_transport::WireRaftTransport;
-use crate::topology::{Replica as ReplicaAddress, Topology};
+use crate::topology::{Replica as ReplicaAddress, Topology, UnknownGroup};
 
 /// A running replica and its role's host: what requests are served by once the replica is open.
 type Running<S, T> = (Arc<Hosted<S>>, Arc<T>);
@@ -48,6 +48,46 @@ pub enum ServeError {
     /// The role answered a call with the wrong kind of reply: a bug.
     #[error("internal error: the role answered {0} with the wrong kind of reply")]
     WrongReply(&'static str),
+}
+
+/// Why a replica process could not start, or stopped other than on a signal. A replica that
+/// stops with an error exits, and its supervisor (or operator) restarts it from its durable state.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    #[error(transparent)]
+    UnknownGroup(#[from] UnknownGroup),
+    #[error("{identity} is not a replica")]
+    NotAReplica { identity: Identity },
+    #[error("group {group} has no replica {id}")]
+    NoSuchReplica { group: String, id: u64 },
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    #[error("invalid wire limits: {0}")]
+    WireLimits(#[from] InvalidWireLimits),
+    #[error("cannot listen on {address}: {source}")]
+    Listen {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start replica {id} of {group} in {dir}: {source}")]
+    Start {
+        id: u64,
+        group: String,
+        dir: String,
+        #[source]
+        source: StartError,
+    },
+    #[error("{me}: its role host ended")]
+    HostEnded { me: Identity },
+    #[error(transparent)]
+    HostStopped(#[from] HostStopped),
+    #[error("{me}: its role host failed: {source}")]
+    HostFailed {
+        me: Identity,
+        #[source]
+        source: JoinError,
+    },
 }
 
 /// Hands a caller's calls (each with its slot of `gathered`) to a role's host and waits for
@@ -183,7 +223,7 @@ pub async fn serve_replica<S, T, F, Fut>(
     state_machine: S,
     start_host: impl FnOnce(Arc<Hosted<S>>) -> (Arc<T>, JoinHandle<Result<(), HostStopped>>),
     role: F,
-) -> anyhow::Result<()>
+) -> Result<(), ReplicaError>
 where
     S: ReplicatedStateMachine,
     T: Send + Sync + 'static,
@@ -196,19 +236,17 @@ where
         id,
     } = me.clone()
     else {
-        anyhow::bail!("{me} is not a replica");
+        return Err(ReplicaError::NotAReplica { identity: me });
     };
-    let address = replicas
-        .iter()
-        .find(|r| r.id == id)
-        .with_context(|| format!("group {group} has no replica {id}"))?
-        .address;
+    let Some(address) = replicas.iter().find(|r| r.id == id).map(|r| r.address) else {
+        return Err(ReplicaError::NoSuchReplica { group, id });
+    };
     let limits = wire_limits(topology);
     let transport = credentials::transport(topology, &me)?;
     let hosted: Arc<OnceLock<Running<S, T>>> = Arc::new(OnceLock::new());
     let listener = tokio::net::TcpListener::bind(address)
         .await
-        .with_context(|| format!("cannot listen on {address}"))?;
+        .map_err(|source| ReplicaError::Listen { address, source })?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let counters: Arc<ServerCounters> = Arc::default();
     let admit = admit_members(
@@ -227,8 +265,7 @@ where
 
     let members: BTreeSet<u64> = replicas.iter().map(|r| r.id).collect();
     let timeout = Duration::from_millis(topology.limits.request_timeout_ms);
-    let raft_transport = WireRaftTransport::new(group_role, &group, replicas, id, &limits, transport, timeout)
-        .map_err(anyhow::Error::msg)?;
+    let raft_transport = WireRaftTransport::new(group_role, &group, replicas, id, &limits, transport, timeout)?;
     let dir = replica_dir(topology, &group, id);
     let replica = Replica::start(
         replica_config(topology),
@@ -239,7 +276,12 @@ where
         state_machine,
     )
     .await
-    .with_context(|| format!("cannot start replica {id} of {group} in {}", dir.display()))?;
+    .map_err(|source| ReplicaError::Start {
+        id,
+        group: group.clone(),
+        dir: dir.display().to_string(),
+        source,
+    })?;
     let shared = Arc::new(Hosted {
         refused: counters,
         snapshots: Some(SnapshotPlan::every(topology.limits.raft_snapshot_entries)),
@@ -261,9 +303,9 @@ where
     shared.replica.shutdown().await;
     match ended {
         None => Ok(()),
-        Some(Ok(Ok(()))) => anyhow::bail!("{me}: its role host ended"),
+        Some(Ok(Ok(()))) => Err(ReplicaError::HostEnded { me }),
         Some(Ok(Err(stopped))) => Err(stopped.into()),
-        Some(Err(panicked)) => anyhow::bail!("{me}: its role host failed: {panicked}"),
+        Some(Err(panicked)) => Err(ReplicaError::HostFailed { me, source: panicked }),
     }
 }
 

@@ -37,6 +37,13 @@ impl GroupRole {
     }
 }
 
+/// `shard` or `coordinator`, as in certificate names.
+impl fmt::Display for GroupRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
 /// A process of a cluster.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Identity {

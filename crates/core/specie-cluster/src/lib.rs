@@ -25,8 +25,9 @@ pub mod shard_replica;
 pub mod supervisor;
 pub mod topology;
 
-pub use host::{Caller, Hosted, ServeError};
+pub use host::{Caller, Hosted, ReplicaError, ServeError};
 pub use identity::{GroupRole, Identity};
 pub use topology::{
-    Limits, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup, Topology, TopologyError, TransportMode,
+    InvalidTopology, Limits, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup, Topology, TopologyError,
+    TransportMode, UnknownGroup,
 };

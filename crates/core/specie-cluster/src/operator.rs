@@ -3,18 +3,40 @@
 
 use std::time::Duration;
 
-use crate::credentials;
-use crate::group_client::GroupClient;
+use specie_wire::InvalidWireLimits;
+
+use crate::credentials::{self, CredentialsError};
+use crate::group_client::{GroupClient, ReplicaCallError};
 use crate::host::wire_limits;
 use crate::identity::{GroupRole, Identity};
 use crate::protocol::{RoleRequest, RoleResponse};
 use crate::topology::Topology;
 
+/// Why the operator cannot ask the replicas at all.
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    #[error("invalid wire limits: {0}")]
+    WireLimits(#[from] InvalidWireLimits),
+}
+
+/// Why one replica's status is not known.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    #[error(transparent)]
+    Call(#[from] ReplicaCallError),
+    #[error("unexpected answer {answer}")]
+    UnexpectedAnswer { answer: String },
+    #[error("the status is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+}
+
 /// What one replica said about itself (its status JSON), or why it could not be asked.
 pub struct ReplicaStatus {
     pub group: String,
     pub id: u64,
-    pub status: Result<serde_json::Value, String>,
+    pub status: Result<serde_json::Value, StatusError>,
 }
 
 impl ReplicaStatus {
@@ -28,7 +50,7 @@ pub async fn replica_statuses(
     topology: &Topology,
     group: Option<&str>,
     timeout: Duration,
-) -> anyhow::Result<Vec<ReplicaStatus>> {
+) -> Result<Vec<ReplicaStatus>, OperatorError> {
     let transport = credentials::transport(topology, &Identity::Operator)?;
     let limits = wire_limits(topology);
     let groups = topology
@@ -44,12 +66,14 @@ pub async fn replica_statuses(
         .filter(|(_, name, _)| group.is_none_or(|wanted| wanted == name.as_str()));
     let mut statuses = vec![];
     for (role, name, replicas) in groups {
-        let client = GroupClient::new(role, name, replicas, &limits, &transport).map_err(anyhow::Error::msg)?;
+        let client = GroupClient::new(role, name, replicas, &limits, &transport)?;
         for replica in replicas {
             let status = match client.call_replica(replica.id, &RoleRequest::Status, timeout).await {
-                Ok(RoleResponse::Status(json)) => serde_json::from_str(&json).map_err(|e| e.to_string()),
-                Ok(other) => Err(format!("unexpected answer {other:?}")),
-                Err(error) => Err(error),
+                Ok(RoleResponse::Status(json)) => serde_json::from_str(&json).map_err(StatusError::NotJson),
+                Ok(other) => Err(StatusError::UnexpectedAnswer {
+                    answer: format!("{other:?}"),
+                }),
+                Err(error) => Err(error.into()),
             };
             statuses.push(ReplicaStatus {
                 group: name.clone(),

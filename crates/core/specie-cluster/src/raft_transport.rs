@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use specie_codec::Encode;
 use specie_raft::{NodeId, RaftTransport, RpcFuture, TransportError};
-use specie_wire::{Client, Transport, WireError, WireLimits};
+use specie_wire::{Client, InvalidWireLimits, Transport, WireError, WireLimits};
 
 use crate::group_client::replica_client;
 use crate::identity::GroupRole;
@@ -28,12 +28,12 @@ impl WireRaftTransport {
         limits: &WireLimits,
         transport: Transport,
         timeout: Duration,
-    ) -> Result<Arc<Self>, String> {
+    ) -> Result<Arc<Self>, InvalidWireLimits> {
         let peers = replicas
             .iter()
             .filter(|r| r.id != local)
             .map(|r| Ok((r.id, replica_client(role, group, r, limits, &transport)?)))
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, InvalidWireLimits>>()?;
         Ok(Arc::new(WireRaftTransport { peers, timeout }))
     }
 }

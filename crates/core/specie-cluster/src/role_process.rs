@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use crate::{coordinator_replica, sentinel, shard_replica, Topology, TopologyError};
+use crate::sentinel::SentinelError;
+use crate::{coordinator_replica, sentinel, shard_replica, ReplicaError, Topology, TopologyError};
 
 /// Why a role process could not start, or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -12,8 +13,10 @@ pub enum RoleProcessError {
     Topology(#[from] TopologyError),
     #[error("cannot start a runtime: {0}")]
     Runtime(#[source] std::io::Error),
-    #[error("{0:#}")]
-    Role(anyhow::Error),
+    #[error(transparent)]
+    Replica(#[from] ReplicaError),
+    #[error(transparent)]
+    Sentinel(#[from] SentinelError),
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, RoleProcessError> {
@@ -29,7 +32,7 @@ pub fn run_shard(cluster: &Path, group: String, replica: u64) -> Result<(), Role
     let topology = Topology::load(cluster)?;
     runtime()?
         .block_on(shard_replica::run(topology, group, replica))
-        .map_err(RoleProcessError::Role)
+        .map_err(RoleProcessError::Replica)
 }
 
 /// Runs replica `replica` of coordinator group `group` of the cluster in the file `cluster`.
@@ -37,7 +40,7 @@ pub fn run_coordinator(cluster: &Path, group: String, replica: u64) -> Result<()
     let topology = Topology::load(cluster)?;
     runtime()?
         .block_on(coordinator_replica::run(topology, group, replica))
-        .map_err(RoleProcessError::Role)
+        .map_err(RoleProcessError::Replica)
 }
 
 /// Runs the sentinel `name` of the cluster in the file `cluster`.
@@ -45,5 +48,5 @@ pub fn run_sentinel(cluster: &Path, name: String) -> Result<(), RoleProcessError
     let topology = Topology::load(cluster)?;
     runtime()?
         .block_on(sentinel::run(topology, name))
-        .map_err(RoleProcessError::Role)
+        .map_err(RoleProcessError::Sentinel)
 }

@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
-use specie_sentinel::IssuerKeys;
+use specie_sentinel::{IssuerKeys, IssuerKeysError};
 use specie_shard::ShardRange;
 use specie_transaction::{CompactTransaction, SpecieTransaction, UhsId};
+use specie_wire::InvalidWireLimits;
 
-use crate::credentials;
+use crate::credentials::{self, CredentialsError};
 use crate::group_client::{GroupClient, GroupError};
 use crate::host::{wait_for_stop_signal, wire_limits};
 use crate::identity::{GroupRole, Identity};
@@ -21,6 +21,27 @@ use crate::topology::Topology;
 
 /// How long a submission may take end to end before its fate is reported unknown.
 const SUBMIT_TIMEOUT_MS: u64 = 30_000;
+
+/// Why a sentinel (or a process acting as one) could not start, or its API server failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SentinelError {
+    #[error("the cluster file has no sentinel named '{name}'")]
+    UnknownSentinel { name: String },
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    #[error("invalid wire limits: {0}")]
+    WireLimits(#[from] InvalidWireLimits),
+    #[error("the cluster file lists an invalid issuer: {0}")]
+    Issuers(#[source] IssuerKeysError),
+    #[error("cannot listen on {address}: {source}")]
+    Listen {
+        address: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the API server failed: {0}")]
+    Server(#[source] std::io::Error),
+}
 
 struct Inner {
     runtime: tokio::runtime::Handle,
@@ -46,7 +67,11 @@ pub struct ClusterBackend {
 impl ClusterBackend {
     /// The cluster as seen by sentinel `name`, with its credentials from the PKI directory
     /// (`specie demo --cluster` and the benchmarks act as a sentinel too).
-    pub fn new(topology: &Topology, runtime: tokio::runtime::Handle, name: &str) -> anyhow::Result<ClusterBackend> {
+    pub fn new(
+        topology: &Topology,
+        runtime: tokio::runtime::Handle,
+        name: &str,
+    ) -> Result<ClusterBackend, SentinelError> {
         let limits = wire_limits(topology);
         let transport = credentials::transport(topology, &Identity::sentinel(name))?;
         let attestation_key = credentials::attestation_key(topology, name)?;
@@ -54,7 +79,7 @@ impl ClusterBackend {
             groups
                 .into_iter()
                 .map(|(group, replicas)| GroupClient::new(role, group, replicas, &limits, &transport))
-                .collect::<Result<Vec<_>, _>>()
+                .collect::<Result<Vec<_>, InvalidWireLimits>>()
         };
         let coordinators = groups(
             GroupRole::Coordinator,
@@ -63,19 +88,17 @@ impl ClusterBackend {
                 .iter()
                 .map(|g| (&g.name, &g.replicas))
                 .collect(),
-        )
-        .map_err(anyhow::Error::msg)?;
+        )?;
         let shards = groups(
             GroupRole::Shard,
             topology.shard_groups.iter().map(|g| (&g.name, &g.replicas)).collect(),
-        )
-        .map_err(anyhow::Error::msg)?;
+        )?;
         Ok(ClusterBackend {
             inner: Arc::new(Inner {
                 runtime,
                 hrp: topology.hrp.clone(),
                 issuers_hex: topology.issuers.clone(),
-                issuers: IssuerKeys::from_hex(&topology.issuers).context("the cluster file lists an invalid issuer")?,
+                issuers: IssuerKeys::from_hex(&topology.issuers).map_err(SentinelError::Issuers)?,
                 coordinators,
                 shards,
                 ranges: topology.shard_ranges(),
@@ -249,17 +272,17 @@ impl Backend for ClusterBackend {
 }
 
 /// Runs sentinel `name` (the wallets' HTTP API) until stopped.
-pub async fn run(topology: Topology, name: String) -> anyhow::Result<()> {
-    let sentinel = topology
-        .sentinels
-        .iter()
-        .find(|s| s.name == name)
-        .ok_or_else(|| anyhow::anyhow!("the cluster file has no sentinel named '{name}'"))?
-        .clone();
+pub async fn run(topology: Topology, name: String) -> Result<(), SentinelError> {
+    let Some(sentinel) = topology.sentinels.iter().find(|s| s.name == name).cloned() else {
+        return Err(SentinelError::UnknownSentinel { name });
+    };
     let backend = ClusterBackend::new(&topology, tokio::runtime::Handle::current(), &name)?;
     let listener = tokio::net::TcpListener::bind(sentinel.http)
         .await
-        .with_context(|| format!("cannot listen on {}", sentinel.http))?;
+        .map_err(|source| SentinelError::Listen {
+            address: sentinel.http,
+            source,
+        })?;
     eprintln!("{name}: API on http://{}", sentinel.http);
     specie_api::http_server::serve(
         listener,
@@ -267,6 +290,6 @@ pub async fn run(topology: Topology, name: String) -> anyhow::Result<()> {
         topology.http,
         wait_for_stop_signal(),
     )
-    .await?;
-    Ok(())
+    .await
+    .map_err(SentinelError::Server)
 }

@@ -12,7 +12,7 @@ use specie_shard::{Shard, ShardCall, ShardInput, ShardRange, ShardRead, ShardRep
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::host::{call_host, serve_replica, Caller, Hosted, ServeError, ROLE_CALLS_QUEUED_MAX};
+use crate::host::{call_host, serve_replica, Caller, Hosted, ReplicaError, ServeError, ROLE_CALLS_QUEUED_MAX};
 use crate::identity::Identity;
 use crate::protocol::{RoleRequest, RoleResponse};
 use crate::topology::Topology;
@@ -132,8 +132,8 @@ impl ShardReplica {
 }
 
 /// Runs replica `id` of shard group `group` until stopped.
-pub async fn run(topology: Topology, group: String, id: u64) -> anyhow::Result<()> {
-    let shard_group = topology.shard_group(&group).map_err(anyhow::Error::msg)?.clone();
+pub async fn run(topology: Topology, group: String, id: u64) -> Result<(), ReplicaError> {
+    let shard_group = topology.shard_group(&group)?.clone();
     let range = ShardRange {
         first: shard_group.range[0],
         last: shard_group.range[1],

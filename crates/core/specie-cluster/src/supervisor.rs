@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use specie_transaction::signing::xonly_bytes;
 
-use crate::operator::{self, ReplicaStatus};
-use crate::{credentials, Shape, Topology, TopologyError};
+use crate::credentials::{self, CredentialsError};
+use crate::operator::{self, OperatorError, ReplicaStatus};
+use crate::{InvalidTopology, Shape, Topology, TopologyError};
 
 /// The cluster file in a cluster's directory.
 pub const TOPOLOGY_FILE: &str = "cluster.toml";
@@ -34,10 +35,17 @@ pub enum SupervisorError {
     #[error(transparent)]
     Topology(#[from] TopologyError),
     #[error("invalid cluster shape: {0}")]
-    Shape(String),
-    /// Writing keys and certificates, or asking the replicas for their status, failed.
-    #[error("{what}: {source:#}")]
-    Cluster { what: &'static str, source: anyhow::Error },
+    Shape(#[source] InvalidTopology),
+    /// Writing keys and certificates failed.
+    #[error("{what}: {source}")]
+    Credentials {
+        what: &'static str,
+        /// Boxed: the paths and identities it names would make every `SupervisorError` large.
+        #[source]
+        source: Box<CredentialsError>,
+    },
+    #[error("cannot ask the replicas for their status: {0}")]
+    Status(#[source] OperatorError),
     #[error("only {leaders} of {groups} groups have a leader after {waited_s} s; see {logs}")]
     NoLeaders {
         leaders: usize,
@@ -52,8 +60,11 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SupervisorError
     move |source| SupervisorError::Io { what, source }
 }
 
-fn cluster(what: &'static str) -> impl FnOnce(anyhow::Error) -> SupervisorError {
-    move |source| SupervisorError::Cluster { what, source }
+fn credentials(what: &'static str) -> impl FnOnce(CredentialsError) -> SupervisorError {
+    move |source| SupervisorError::Credentials {
+        what,
+        source: Box::new(source),
+    }
 }
 
 /// The shape of a new cluster (used only when DIR/cluster.toml does not exist yet).
@@ -204,14 +215,14 @@ fn create(options: &UpOptions, path: &Path) -> Result<(), SupervisorError> {
     let dir = &options.dir;
     let issuer = secp256k1::Keypair::new_global(&mut rand::thread_rng());
     credentials::write_secret(&dir.join(ISSUER_KEY_FILE), &hex::encode(issuer.secret_bytes()))
-        .map_err(cluster("cannot write the issuer key"))?;
+        .map_err(credentials("cannot write the issuer key"))?;
     let mut issuers = vec![hex::encode(xonly_bytes(&issuer))];
     issuers.extend(options.issuers.iter().map(|k| k.to_ascii_lowercase()));
     let dir = std::fs::canonicalize(dir).map_err(io(format!("cannot resolve {}", dir.display())))?;
     let attestation_keys = (0..options.shape.sentinels)
         .map(|i| credentials::create_attestation_key(&dir.join("pki"), &Shape::sentinel_name(i)))
-        .collect::<anyhow::Result<Vec<_>>>()
-        .map_err(cluster("cannot create the sentinels' attestation keys"))?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(credentials("cannot create the sentinels' attestation keys"))?;
     let topology = Topology::local(options.shape, &dir, issuers, attestation_keys).map_err(SupervisorError::Shape)?;
     std::fs::write(path, topology.to_toml()).map_err(io(format!("cannot write {}", path.display())))?;
     println!("wrote {} (edit it to change the topology)", path.display());
@@ -228,7 +239,7 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
         create(options, &path)?;
     }
     let (path, topology) = load(dir)?;
-    let issued = credentials::ensure_pki(&topology).map_err(cluster("cannot issue the cluster's certificates"))?;
+    let issued = credentials::ensure_pki(&topology).map_err(credentials("cannot issue the cluster's certificates"))?;
     if !issued.is_empty() {
         println!(
             "issued {} PKI files in {} (mutual TLS between every process)",
@@ -282,7 +293,7 @@ fn replica_statuses(topology: &Topology) -> Result<Vec<ReplicaStatus>, Superviso
         .map_err(io("cannot start a runtime"))?;
     runtime
         .block_on(operator::replica_statuses(topology, None, Duration::from_millis(1000)))
-        .map_err(cluster("cannot ask the replicas for their status"))
+        .map_err(SupervisorError::Status)
 }
 
 fn leaders_elected(topology: &Topology) -> Result<(usize, usize), SupervisorError> {

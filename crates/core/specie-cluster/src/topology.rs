@@ -3,7 +3,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use specie_shard::ShardRange;
+use specie_api::http_server::HttpLimitError;
+use specie_shard::{ShardRange, ShardRangeError};
+
+use crate::identity::GroupRole;
 
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -138,8 +141,62 @@ pub enum TopologyError {
     Read { path: String, source: std::io::Error },
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
-    #[error("{path}: {message}")]
-    Invalid { path: String, message: String },
+    #[error("{path}: {problem}")]
+    Invalid {
+        path: String,
+        #[source]
+        problem: InvalidTopology,
+    },
+}
+
+/// Why a topology cannot run (or a shape cannot become one): each names the field at fault.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidTopology {
+    #[error("format_version {found} is not supported (expected {})", FORMAT_VERSION)]
+    UnsupportedFormat { found: u32 },
+    #[error("a cluster needs at least one shard group, one coordinator group and one sentinel")]
+    MissingRole,
+    #[error("shard group ranges: {0}")]
+    ShardRanges(#[source] ShardRangeError),
+    #[error("issuer '{issuer}' is not a 32-byte x-only public key in hex")]
+    BadIssuer { issuer: String },
+    #[error("sentinel '{sentinel}': attestation_key is not a 32-byte x-only public key in hex")]
+    BadAttestationKey { sentinel: String },
+    #[error("{sentinels} sentinels need as many attestation keys, got {keys}")]
+    AttestationKeyCount { sentinels: usize, keys: usize },
+    #[error("http: {0}")]
+    Http(#[source] HttpLimitError),
+    #[error("limits.{name} must be positive")]
+    ZeroLimit { name: &'static str },
+    #[error("limits.raft_election_timeout_ms must be at least 3 × raft_heartbeat_ms")]
+    ElectionTimeoutTooShort {
+        raft_election_timeout_ms: u64,
+        raft_heartbeat_ms: u64,
+    },
+    /// Group and sentinel names become labels of certificate names (`1.shard-0.shard.specie`).
+    #[error(
+        "name '{name}' must be 1-63 lowercase letters, digits or '-', not starting or ending with '-' \
+         (it becomes part of the process's certificate name)"
+    )]
+    NotADnsLabel { name: String },
+    #[error("group name '{name}' is used twice")]
+    GroupNameTwice { name: String },
+    #[error("name '{name}' is used twice")]
+    SentinelNameTwice { name: String },
+    #[error("group '{group}' has {replicas} replicas; use 1 to 7 (3 or 5 tolerate 1 or 2 failures)")]
+    ReplicaCount { group: String, replicas: usize },
+    #[error("group '{group}': replica ids must be unique and at least 1")]
+    ReplicaIds { group: String },
+    #[error("address {address} is used twice")]
+    AddressTwice { address: SocketAddr },
+}
+
+/// A group name the cluster file does not list.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the cluster file has no {role} group named '{name}'")]
+pub struct UnknownGroup {
+    pub role: GroupRole,
+    pub name: String,
 }
 
 /// The shape `specie cluster up` creates when given no file.
@@ -185,7 +242,7 @@ impl Topology {
         })?;
         topology
             .validate()
-            .map_err(|message| TopologyError::Invalid { path: shown, message })?;
+            .map_err(|problem| TopologyError::Invalid { path: shown, problem })?;
         Ok(topology)
     }
 
@@ -200,15 +257,14 @@ impl Topology {
         dir: &Path,
         issuers: Vec<String>,
         attestation_keys: Vec<String>,
-    ) -> Result<Topology, String> {
+    ) -> Result<Topology, InvalidTopology> {
         if attestation_keys.len() != shape.sentinels {
-            return Err(format!(
-                "{} sentinels need as many attestation keys, got {}",
-                shape.sentinels,
-                attestation_keys.len()
-            ));
+            return Err(InvalidTopology::AttestationKeyCount {
+                sentinels: shape.sentinels,
+                keys: attestation_keys.len(),
+            });
         }
-        let ranges = ShardRange::partition(shape.shard_groups).map_err(|e| e.to_string())?;
+        let ranges = ShardRange::partition(shape.shard_groups).map_err(InvalidTopology::ShardRanges)?;
         let mut port = shape.base_port;
         let mut next = || {
             let address = SocketAddr::from(([127, 0, 0, 1], port));
@@ -261,16 +317,20 @@ impl Topology {
         Ok(topology)
     }
 
-    pub fn shard_group(&self, name: &str) -> Result<&ShardGroup, String> {
-        self.shard_groups
-            .iter()
-            .find(|g| g.name == name)
-            .ok_or_else(|| format!("the cluster file has no shard group named '{name}'"))
+    pub fn shard_group(&self, name: &str) -> Result<&ShardGroup, UnknownGroup> {
+        let found = self.shard_groups.iter().find(|g| g.name == name);
+        found.ok_or_else(|| UnknownGroup {
+            role: GroupRole::Shard,
+            name: name.to_string(),
+        })
     }
 
-    pub fn coordinator_group(&self, name: &str) -> Result<&ReplicaGroup, String> {
+    pub fn coordinator_group(&self, name: &str) -> Result<&ReplicaGroup, UnknownGroup> {
         let found = self.coordinator_groups.iter().find(|g| g.name == name);
-        found.ok_or_else(|| format!("the cluster file has no coordinator group named '{name}'"))
+        found.ok_or_else(|| UnknownGroup {
+            role: GroupRole::Coordinator,
+            name: name.to_string(),
+        })
     }
 
     /// Every sentinel's attestation key, by name (validated by [`Topology::validate`]).
@@ -292,49 +352,32 @@ impl Topology {
     }
 
     /// Checks everything a process would otherwise trip over at run time.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidTopology> {
         if self.format_version != FORMAT_VERSION {
-            return Err(format!(
-                "format_version {} is not supported (expected {FORMAT_VERSION})",
-                self.format_version
-            ));
+            return Err(InvalidTopology::UnsupportedFormat {
+                found: self.format_version,
+            });
         }
         if self.shard_groups.is_empty() || self.coordinator_groups.is_empty() || self.sentinels.is_empty() {
-            return Err("a cluster needs at least one shard group, one coordinator group and one sentinel".into());
+            return Err(InvalidTopology::MissingRole);
         }
-        ShardRange::check_cover(&self.shard_ranges()).map_err(|e| format!("shard group ranges: {e}"))?;
-        for issuer in &self.issuers {
-            if xonly_hex(issuer).is_none() {
-                return Err(format!("issuer '{issuer}' is not a 32-byte x-only public key in hex"));
-            }
+        ShardRange::check_cover(&self.shard_ranges()).map_err(InvalidTopology::ShardRanges)?;
+        if let Some(issuer) = self.issuers.iter().find(|issuer| xonly_hex(issuer).is_none()) {
+            return Err(InvalidTopology::BadIssuer { issuer: issuer.clone() });
         }
-        for sentinel in &self.sentinels {
-            if xonly_hex(&sentinel.attestation_key).is_none() {
-                return Err(format!(
-                    "sentinel '{}': attestation_key is not a 32-byte x-only public key in hex",
-                    sentinel.name
-                ));
-            }
+        if let Some(sentinel) = self.sentinels.iter().find(|s| xonly_hex(&s.attestation_key).is_none()) {
+            return Err(InvalidTopology::BadAttestationKey {
+                sentinel: sentinel.name.clone(),
+            });
         }
-        self.http.validate().map_err(|e| format!("http: {e}"))?;
-        let l = &self.limits;
-        let positive = [
-            ("frame_bytes_max", u64::from(l.frame_bytes_max)),
-            ("requests_in_flight_max", u64::from(l.requests_in_flight_max)),
-            ("request_timeout_ms", l.request_timeout_ms),
-            ("batch_transactions_max", u64::from(l.batch_transactions_max)),
-            ("dtxns_in_flight_max", u64::from(l.dtxns_in_flight_max)),
-            ("raft_heartbeat_ms", l.raft_heartbeat_ms),
-            ("raft_snapshot_entries", l.raft_snapshot_entries),
-            ("handshake_timeout_ms", l.handshake_timeout_ms),
-            ("handshakes_max", u64::from(l.handshakes_max)),
-        ];
-        if let Some((name, _)) = positive.iter().find(|(_, value)| *value == 0) {
-            return Err(format!("limits.{name} must be positive"));
-        }
-        if l.raft_election_timeout_ms < 3 * l.raft_heartbeat_ms {
-            return Err("limits.raft_election_timeout_ms must be at least 3 × raft_heartbeat_ms".into());
-        }
+        self.http.validate().map_err(InvalidTopology::Http)?;
+        self.limits.validate()?;
+        self.validate_names_and_addresses()
+    }
+
+    /// Group and sentinel names are DNS labels used once; replica ids are unique per group;
+    /// every address is used once.
+    fn validate_names_and_addresses(&self) -> Result<(), InvalidTopology> {
         let mut names = BTreeSet::new();
         let mut addresses = BTreeSet::new();
         let groups = self
@@ -345,32 +388,63 @@ impl Topology {
         for (name, replicas) in groups {
             dns_label(name)?;
             if !names.insert(name.clone()) {
-                return Err(format!("group name '{name}' is used twice"));
+                return Err(InvalidTopology::GroupNameTwice { name: name.clone() });
             }
             if replicas.is_empty() || replicas.len() > 7 {
-                return Err(format!(
-                    "group '{name}' has {} replicas; use 1 to 7 (3 or 5 tolerate 1 or 2 failures)",
-                    replicas.len()
-                ));
+                return Err(InvalidTopology::ReplicaCount {
+                    group: name.clone(),
+                    replicas: replicas.len(),
+                });
             }
             let mut ids = BTreeSet::new();
             for replica in replicas {
                 if replica.id == 0 || !ids.insert(replica.id) {
-                    return Err(format!("group '{name}': replica ids must be unique and at least 1"));
+                    return Err(InvalidTopology::ReplicaIds { group: name.clone() });
                 }
                 if !addresses.insert(replica.address) {
-                    return Err(format!("address {} is used twice", replica.address));
+                    return Err(InvalidTopology::AddressTwice {
+                        address: replica.address,
+                    });
                 }
             }
         }
         for sentinel in &self.sentinels {
             dns_label(&sentinel.name)?;
             if !names.insert(sentinel.name.clone()) {
-                return Err(format!("name '{}' is used twice", sentinel.name));
+                return Err(InvalidTopology::SentinelNameTwice {
+                    name: sentinel.name.clone(),
+                });
             }
             if !addresses.insert(sentinel.http) {
-                return Err(format!("address {} is used twice", sentinel.http));
+                return Err(InvalidTopology::AddressTwice { address: sentinel.http });
             }
+        }
+        Ok(())
+    }
+}
+
+impl Limits {
+    /// Zeros would stall or refuse everything; elections must outlast a few heartbeats.
+    fn validate(&self) -> Result<(), InvalidTopology> {
+        let positive = [
+            ("frame_bytes_max", u64::from(self.frame_bytes_max)),
+            ("requests_in_flight_max", u64::from(self.requests_in_flight_max)),
+            ("request_timeout_ms", self.request_timeout_ms),
+            ("batch_transactions_max", u64::from(self.batch_transactions_max)),
+            ("dtxns_in_flight_max", u64::from(self.dtxns_in_flight_max)),
+            ("raft_heartbeat_ms", self.raft_heartbeat_ms),
+            ("raft_snapshot_entries", self.raft_snapshot_entries),
+            ("handshake_timeout_ms", self.handshake_timeout_ms),
+            ("handshakes_max", u64::from(self.handshakes_max)),
+        ];
+        if let Some(&(name, _)) = positive.iter().find(|(_, value)| *value == 0) {
+            return Err(InvalidTopology::ZeroLimit { name });
+        }
+        if self.raft_election_timeout_ms < 3 * self.raft_heartbeat_ms {
+            return Err(InvalidTopology::ElectionTimeoutTooShort {
+                raft_election_timeout_ms: self.raft_election_timeout_ms,
+                raft_heartbeat_ms: self.raft_heartbeat_ms,
+            });
         }
         Ok(())
     }
@@ -383,7 +457,7 @@ fn xonly_hex(text: &str) -> Option<[u8; 32]> {
 }
 
 /// Group and sentinel names become labels of certificate names (`1.shard-0.shard.specie`).
-fn dns_label(name: &str) -> Result<(), String> {
+fn dns_label(name: &str) -> Result<(), InvalidTopology> {
     let ok = (1..=63).contains(&name.len())
         && name
             .bytes()
@@ -393,10 +467,7 @@ fn dns_label(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "name '{name}' must be 1-63 lowercase letters, digits or '-', not starting or ending with '-' \
-             (it becomes part of the process's certificate name)"
-        ))
+        Err(InvalidTopology::NotADnsLabel { name: name.to_string() })
     }
 }
 
@@ -436,28 +507,73 @@ mod tests {
         let good = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2)).unwrap();
         let mut bad_name = good.clone();
         bad_name.shard_groups[0].name = "Shard.0".into();
-        assert!(bad_name.validate().unwrap_err().contains("lowercase"));
+        assert_eq!(
+            bad_name.validate(),
+            Err(InvalidTopology::NotADnsLabel { name: "Shard.0".into() })
+        );
+        assert!(bad_name.validate().unwrap_err().to_string().contains("lowercase"));
         let mut bad_key = good.clone();
         bad_key.sentinels[0].attestation_key = "00".into();
-        assert!(bad_key.validate().unwrap_err().contains("attestation_key"));
+        assert_eq!(
+            bad_key.validate(),
+            Err(InvalidTopology::BadAttestationKey {
+                sentinel: "sentinel-0".into()
+            })
+        );
         let mut gap = good.clone();
         gap.shard_groups[1].range[0] += 1;
-        assert!(gap.validate().unwrap_err().contains("ranges"));
+        assert!(matches!(gap.validate(), Err(InvalidTopology::ShardRanges(_))));
+        assert!(gap
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("shard group ranges: "));
         let mut clash = good.clone();
         clash.sentinels[1].http = clash.sentinels[0].http;
-        assert!(clash.validate().unwrap_err().contains("used twice"));
+        let address = clash.sentinels[0].http;
+        assert_eq!(clash.validate(), Err(InvalidTopology::AddressTwice { address }));
+        assert_eq!(
+            clash.validate().unwrap_err().to_string(),
+            format!("address {address} is used twice")
+        );
         let mut zero = good.clone();
         zero.limits.request_timeout_ms = 0;
-        assert!(zero.validate().unwrap_err().contains("request_timeout_ms"));
+        assert_eq!(
+            zero.validate(),
+            Err(InvalidTopology::ZeroLimit {
+                name: "request_timeout_ms"
+            })
+        );
+        assert_eq!(
+            zero.validate().unwrap_err().to_string(),
+            "limits.request_timeout_ms must be positive"
+        );
         let mut issuer = good.clone();
         issuer.issuers.push("zz".into());
-        assert!(issuer.validate().unwrap_err().contains("issuer"));
-        let mut empty = good;
+        assert_eq!(
+            issuer.validate(),
+            Err(InvalidTopology::BadIssuer { issuer: "zz".into() })
+        );
+        let mut empty = good.clone();
         empty.coordinator_groups[0].replicas.clear();
-        assert!(empty.validate().is_err());
+        assert_eq!(
+            empty.validate(),
+            Err(InvalidTopology::ReplicaCount {
+                group: "coordinator-0".into(),
+                replicas: 0
+            })
+        );
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad.toml");
         std::fs::write(&path, "format_version = 1\nunknown = 3\n").unwrap();
         assert!(matches!(Topology::load(&path), Err(TopologyError::Parse { .. })));
+        assert_eq!(
+            good.shard_group("shard-9").unwrap_err().to_string(),
+            "the cluster file has no shard group named 'shard-9'"
+        );
+        assert_eq!(
+            good.coordinator_group("coordinator-9").unwrap_err().to_string(),
+            "the cluster file has no coordinator group named 'coordinator-9'"
+        );
     }
 }

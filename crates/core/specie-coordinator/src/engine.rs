@@ -466,7 +466,8 @@ impl Coordinator {
                 .push_back(CoordinatorOutput::ShardRefused { shard, response });
             return;
         };
-        match (&response, flight.phase) {
+        // False for a duplicate, or a commit acknowledgement while other shards are still to commit.
+        let progressed = match (&response, flight.phase) {
             (ShardResponse::Prepared { votes, .. }, phase) => {
                 let prepared = &flight.participants[participant].prepare;
                 if votes.len() != prepared.len() {
@@ -481,61 +482,23 @@ impl Coordinator {
                         .push_back(CoordinatorOutput::ShardRefused { shard, response });
                     return;
                 }
-                if phase != Phase::Preparing || !flight.waiting.remove(&participant) {
-                    return; // A duplicate, or a late answer to an earlier phase.
-                }
-                for (tx, vote) in prepared.iter().zip(votes) {
-                    // Indexes come from this leader's own plan of the dtxn, never from the answer.
-                    let decided = &mut flight.votes[tx.index as usize];
-                    // Keep the most telling refusal, whatever order the shards answer in, so the
-                    // reason a client sees never depends on message timing.
-                    if refusal_rank(*vote) > refusal_rank(*decided) {
-                        *decided = *vote;
-                    }
-                }
-                if flight.waiting.is_empty() {
-                    flight.phase = Phase::Deciding;
-                    let outcomes = flight.votes.clone();
-                    self.outputs
-                        .push_back(CoordinatorOutput::Propose(CoordinatorCommand::Commit {
-                            dtxn,
-                            outcomes,
-                        }));
-                }
+                record_votes(&mut self.outputs, dtxn, flight, participant, phase, votes)
             }
             // Stale while committing: the shard committed and was already told to discard.
             (ShardResponse::Committed { .. } | ShardResponse::Stale { .. }, Phase::Committing) => {
-                if !flight.waiting.remove(&participant) || !flight.waiting.is_empty() {
-                    return;
-                }
-                flight.phase = Phase::Finishing;
-                let tags = flight.tags.take();
-                for (i, (txid, vote)) in flight.txids.iter().zip(&flight.votes).enumerate() {
-                    let result = if *vote == Vote::Yes {
-                        TxResult::Confirmed
-                    } else {
-                        TxResult::Rejected(*vote)
-                    };
-                    let tag = tags.as_ref().and_then(|t| t.get(i).copied());
-                    self.outputs.push_back(CoordinatorOutput::Outcome {
-                        tag,
-                        txid: *txid,
-                        result,
-                    });
-                }
-                self.outputs
-                    .push_back(CoordinatorOutput::Propose(CoordinatorCommand::Finish {
-                        dtxns: vec![dtxn],
-                    }));
+                record_committed(&mut self.outputs, dtxn, flight, participant)
             }
             (ShardResponse::Refused { .. }, _) => {
                 tracing::warn!(shard, ?response, "a shard refused a request");
                 self.outputs
                     .push_back(CoordinatorOutput::ShardRefused { shard, response });
+                true
             }
-            _ => {} // Late answer to an earlier phase.
+            _ => true, // Late answer to an earlier phase.
+        };
+        if progressed {
+            self.cut_batches(now_ms);
         }
-        self.cut_batches(now_ms);
     }
 
     pub fn poll(&mut self) -> Option<CoordinatorOutput> {
@@ -566,6 +529,73 @@ impl Coordinator {
             .min();
         cut.into_iter().chain(retry).min()
     }
+}
+
+/// Takes `participant`'s prepare votes (as many as it was asked about); once every participant
+/// has voted, proposes the decision. Returns false for a duplicate, or a late answer to an
+/// earlier phase, which changes nothing.
+fn record_votes(
+    outputs: &mut VecDeque<CoordinatorOutput>,
+    dtxn: DtxnId,
+    flight: &mut Flight,
+    participant: usize,
+    phase: Phase,
+    votes: &[Vote],
+) -> bool {
+    if phase != Phase::Preparing || !flight.waiting.remove(&participant) {
+        return false;
+    }
+    for (tx, vote) in flight.participants[participant].prepare.iter().zip(votes) {
+        // Indexes come from this leader's own plan of the dtxn, never from the answer.
+        let decided = &mut flight.votes[tx.index as usize];
+        // Keep the most telling refusal, whatever order the shards answer in, so the
+        // reason a client sees never depends on message timing.
+        if refusal_rank(*vote) > refusal_rank(*decided) {
+            *decided = *vote;
+        }
+    }
+    if flight.waiting.is_empty() {
+        flight.phase = Phase::Deciding;
+        let outcomes = flight.votes.clone();
+        outputs.push_back(CoordinatorOutput::Propose(CoordinatorCommand::Commit {
+            dtxn,
+            outcomes,
+        }));
+    }
+    true
+}
+
+/// Takes `participant`'s commit acknowledgement; once every participant has committed, answers
+/// every transaction's outcome and proposes to finish the dtxn. Returns false while others are
+/// still to commit, and for a duplicate.
+fn record_committed(
+    outputs: &mut VecDeque<CoordinatorOutput>,
+    dtxn: DtxnId,
+    flight: &mut Flight,
+    participant: usize,
+) -> bool {
+    if !flight.waiting.remove(&participant) || !flight.waiting.is_empty() {
+        return false;
+    }
+    flight.phase = Phase::Finishing;
+    let tags = flight.tags.take();
+    for (i, (txid, vote)) in flight.txids.iter().zip(&flight.votes).enumerate() {
+        let result = if *vote == Vote::Yes {
+            TxResult::Confirmed
+        } else {
+            TxResult::Rejected(*vote)
+        };
+        let tag = tags.as_ref().and_then(|t| t.get(i).copied());
+        outputs.push_back(CoordinatorOutput::Outcome {
+            tag,
+            txid: *txid,
+            result,
+        });
+    }
+    outputs.push_back(CoordinatorOutput::Propose(CoordinatorCommand::Finish {
+        dtxns: vec![dtxn],
+    }));
+    true
 }
 
 /// Which refusal to report when shards disagree: a spent input says most (a double spend), an

@@ -17,4 +17,4 @@ pub mod serve;
 mod wiring;
 
 pub use manifest::{NodeManifest, NodeManifestError};
-pub use node::{EmbeddedNode, NodeHandle, NodeOptions};
+pub use node::{EmbeddedNode, NodeHandle, NodeOptions, OpenError};

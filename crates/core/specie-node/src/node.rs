@@ -2,19 +2,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use anyhow::Context;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
 use specie_coordinator::CoordinatorConfig;
-use specie_sentinel::IssuerKeys;
-use specie_shard::ShardRange;
+use specie_sentinel::{IssuerKeys, IssuerKeysError};
+use specie_shard::{ShardRange, ShardRangeError, ShardStateError};
 use specie_transaction::{CompactTransaction, SpecieTransaction, UhsId};
 
-use specie_coordinator::{Coordinator, CoordinatorState};
-use specie_host::{EmbeddedHost, HostMessage};
+use specie_coordinator::{Coordinator, CoordinatorState, CoordinatorStateError};
+use specie_host::{EmbeddedHost, HostMessage, RecoverError};
 use specie_shard::{Shard, ShardCall, ShardRead, ShardReply};
 
-use crate::manifest::NodeManifest;
+use crate::manifest::{NodeManifest, NodeManifestError};
 use crate::wiring::{CoordinatorMessage, CoordinatorWiring, ShardMessage, ShardReplyTo, ShardWiring};
 
 /// How a node is started. Shard count and address prefix apply only when the data directory is
@@ -52,6 +51,41 @@ impl NodeOptions {
     }
 }
 
+/// Why an embedded node could not open its data directory or start its roles.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("cannot create data directory {path}: {source}")]
+    CreateDataDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Manifest(#[from] NodeManifestError),
+    #[error("node.toml lists an invalid issuer key: {0}")]
+    Issuers(#[source] IssuerKeysError),
+    #[error(transparent)]
+    Shards(#[from] ShardRangeError),
+    #[error(transparent)]
+    RecoverShard(#[from] RecoverError<ShardStateError>),
+    #[error(transparent)]
+    RecoverCoordinator(#[from] RecoverError<CoordinatorStateError>),
+    #[error("cannot start the {name} thread: {source}")]
+    Thread {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Starts the thread `name` running `run`.
+fn spawn(name: String, run: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, OpenError> {
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(run)
+        .map_err(|source| OpenError::Thread { name, source })
+}
+
 struct Shared {
     manifest: NodeManifest,
     issuers: IssuerKeys,
@@ -75,16 +109,18 @@ pub struct EmbeddedNode {
 impl EmbeddedNode {
     /// Opens (or creates) the data directory, recovers every role from its snapshot and log, and
     /// starts the drivers. The coordinator resumes any dtxn that was in flight at the last stop.
-    pub fn open(options: NodeOptions) -> anyhow::Result<EmbeddedNode> {
-        std::fs::create_dir_all(&options.data_dir)
-            .with_context(|| format!("cannot create data directory {}", options.data_dir.display()))?;
+    pub fn open(options: NodeOptions) -> Result<EmbeddedNode, OpenError> {
+        std::fs::create_dir_all(&options.data_dir).map_err(|source| OpenError::CreateDataDir {
+            path: options.data_dir.clone(),
+            source,
+        })?;
         let manifest = NodeManifest::load_or_create(
             &options.data_dir,
             options.shards,
             options.hrp.as_deref(),
             &options.issuers,
         )?;
-        let issuers = IssuerKeys::from_hex(&manifest.issuers).context("node.toml lists an invalid issuer key")?;
+        let issuers = IssuerKeys::from_hex(&manifest.issuers).map_err(OpenError::Issuers)?;
         let ranges = ShardRange::partition(manifest.shards)?;
         let log_options = specie_log::LogOptions {
             record_bytes_max: 256 * 1024 * 1024,
@@ -114,11 +150,9 @@ impl EmbeddedNode {
                 options.snapshot_log_bytes,
             )?;
             let (inbox_tx, inbox_rx) = unbounded();
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("shard-{index}"))
-                    .spawn(move || host.run(inbox_rx, crossbeam_channel::never()))?,
-            );
+            threads.push(spawn(format!("shard-{index}"), move || {
+                host.run(inbox_rx, crossbeam_channel::never())
+            })?);
             shard_inboxes.push(inbox_tx);
         }
         drop(answers_tx);
@@ -145,11 +179,9 @@ impl EmbeddedNode {
         }
         // Bounded: when the coordinator falls behind, submitters wait here (backpressure).
         let (submissions_tx, submissions_rx) = bounded(1024);
-        threads.push(
-            std::thread::Builder::new()
-                .name("coordinator".into())
-                .spawn(move || host.run(submissions_rx, answers_rx))?,
-        );
+        threads.push(spawn("coordinator".into(), move || {
+            host.run(submissions_rx, answers_rx)
+        })?);
 
         let shared = Shared {
             manifest,
@@ -338,5 +370,32 @@ impl Backend for NodeHandle {
     }
     fn uhs_digest(&self) -> Result<(u64, [u8; 32]), BackendError> {
         NodeHandle::uhs_digest(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opening_with_another_shard_count_is_refused_with_the_manifest_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = NodeOptions::new(dir.path());
+        options.shards = Some(2);
+        EmbeddedNode::open(options.clone()).unwrap().shutdown();
+        options.shards = Some(3);
+        let error = EmbeddedNode::open(options).err().unwrap();
+        assert!(
+            matches!(
+                error,
+                OpenError::Manifest(NodeManifestError::ShardsChanged {
+                    existing: 2,
+                    requested: 3,
+                    ..
+                })
+            ),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("created with 2 shards"), "{error}");
     }
 }

@@ -5,15 +5,20 @@ use std::net::SocketAddr;
 use specie_api::http_server::HttpLimitError;
 use specie_api::HttpLimits;
 
-use crate::{EmbeddedNode, NodeOptions};
+use crate::{EmbeddedNode, NodeOptions, OpenError};
 
 /// Why `specie node` could not serve, or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("invalid HTTP limits: {0}")]
     Limits(#[from] HttpLimitError),
-    #[error("cannot start a node on {data_dir}: {source:#}")]
-    Open { data_dir: String, source: anyhow::Error },
+    #[error("cannot start a node on {data_dir}: {source}")]
+    Open {
+        data_dir: String,
+        /// Boxed: a role's recovery error would make every `ServeError` large.
+        #[source]
+        source: Box<OpenError>,
+    },
     #[error("cannot start a runtime: {0}")]
     Runtime(#[source] std::io::Error),
     #[error("cannot listen on {listen}: {source}")]
@@ -33,7 +38,7 @@ pub fn serve(options: NodeOptions, listen: SocketAddr, limits: HttpLimits) -> Re
     let data_dir = options.data_dir.clone();
     let node = EmbeddedNode::open(options).map_err(|source| ServeError::Open {
         data_dir: data_dir.display().to_string(),
-        source,
+        source: Box::new(source),
     })?;
     let handle = node.handle();
     let manifest = handle.manifest().clone();

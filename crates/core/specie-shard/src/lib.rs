@@ -12,7 +12,7 @@ mod wire;
 
 pub use range::{ShardRange, ShardRangeError};
 pub use role::{Shard, ShardCall, ShardInput, ShardRead, ShardReply, ShardStateError};
-pub use state::{ShardState, ShardStats};
+pub use state::{ShardInvariantViolation, ShardState, ShardStats};
 pub use wire::{put_votes, read_votes, Refusal, ShardRequest, ShardResponse, ShardTx, ShardWireLimits, Vote};
 
 /// Identifier of a distributed transaction (a batch of compact transactions committed by one

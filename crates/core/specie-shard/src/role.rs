@@ -10,7 +10,9 @@ use specie_codec::{Decode, DecodeError, Encode};
 use specie_role::{Durable, Output, Role, Ticket};
 use specie_transaction::UhsId;
 
-use crate::{ShardRange, ShardRequest, ShardResponse, ShardState, ShardStats, ShardWireLimits};
+use crate::{
+    ShardInvariantViolation, ShardRange, ShardRequest, ShardResponse, ShardState, ShardStats, ShardWireLimits,
+};
 
 /// What a shard is asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -180,7 +182,7 @@ pub enum ShardStateError {
     #[error("the snapshot covers {found:?}, this shard owns {owned:?}")]
     WrongRange { found: ShardRange, owned: ShardRange },
     #[error("inconsistent state: {0}")]
-    Invariant(String),
+    Invariant(#[source] ShardInvariantViolation),
 }
 
 impl Durable for Shard {

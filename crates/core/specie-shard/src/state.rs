@@ -36,6 +36,35 @@ pub struct ShardStats {
     pub dtxns_active: u64,
 }
 
+/// A shard state that breaks one of its invariants: a bug, or a forged snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShardInvariantViolation {
+    #[error("empty range {range:?}")]
+    EmptyRange { range: ShardRange },
+    #[error("dtxn {dtxn} is live below the watermark {finished_below}")]
+    LiveBelowWatermark { dtxn: DtxnId, finished_below: DtxnId },
+    #[error("dtxn {dtxn} is kept as discarded below the watermark {finished_below}")]
+    DiscardedBelowWatermark { dtxn: DtxnId, finished_below: DtxnId },
+    #[error("dtxn {dtxn} is both live and discarded")]
+    LiveAndDiscarded { dtxn: DtxnId },
+    #[error("dtxn {dtxn} has {votes} votes for {txs} transactions")]
+    VoteCount { dtxn: DtxnId, votes: usize, txs: usize },
+    #[error("dtxn {dtxn} lists transaction indexes out of order")]
+    IndexesOutOfOrder { dtxn: DtxnId },
+    #[error("dtxn {dtxn} holds {id:?} outside this shard's range")]
+    DtxnIdOutOfRange { dtxn: DtxnId, id: UhsId },
+    #[error("locked input {id:?} of dtxn {dtxn} is not in the UHS")]
+    LockedInputMissing { dtxn: DtxnId, id: UhsId },
+    #[error("reserved output {id:?} of dtxn {dtxn} already exists")]
+    ReservedOutputExists { dtxn: DtxnId, id: UhsId },
+    #[error("{id:?} is locked twice")]
+    LockedTwice { id: UhsId },
+    #[error("locks ({locks}) differ from prepared dtxns ({expected})")]
+    LocksDiffer { locks: usize, expected: usize },
+    #[error("UHS holds {id:?} outside this shard's range")]
+    UhsIdOutOfRange { id: UhsId },
+}
+
 impl ShardState {
     pub fn new(range: ShardRange) -> Self {
         ShardState {
@@ -256,44 +285,44 @@ impl ShardState {
     /// all ids owned, and the dtxn bookkeeping is in the shape `apply` keeps it in (live and
     /// discarded dtxns at or above the watermark and disjoint, one vote per transaction,
     /// transaction indexes ascending). A state that passes cannot make `apply` panic.
-    pub fn check_invariants(&self) -> Result<(), String> {
+    pub fn check_invariants(&self) -> Result<(), ShardInvariantViolation> {
         if self.range.first > self.range.last {
-            return Err(format!("empty range {:?}", self.range));
+            return Err(ShardInvariantViolation::EmptyRange { range: self.range });
         }
         if let Some((&dtxn, _)) = self.dtxns.first_key_value() {
             if dtxn < self.finished_below {
-                return Err(format!(
-                    "dtxn {dtxn} is live below the watermark {}",
-                    self.finished_below
-                ));
+                return Err(ShardInvariantViolation::LiveBelowWatermark {
+                    dtxn,
+                    finished_below: self.finished_below,
+                });
             }
         }
         if let Some(&dtxn) = self.discarded.first() {
             if dtxn < self.finished_below {
-                return Err(format!(
-                    "dtxn {dtxn} is kept as discarded below the watermark {}",
-                    self.finished_below
-                ));
+                return Err(ShardInvariantViolation::DiscardedBelowWatermark {
+                    dtxn,
+                    finished_below: self.finished_below,
+                });
             }
         }
-        if let Some(dtxn) = self.discarded.iter().find(|d| self.dtxns.contains_key(d)) {
-            return Err(format!("dtxn {dtxn} is both live and discarded"));
+        if let Some(&dtxn) = self.discarded.iter().find(|d| self.dtxns.contains_key(d)) {
+            return Err(ShardInvariantViolation::LiveAndDiscarded { dtxn });
         }
         let mut expected: HashMap<UhsId, DtxnId> = HashMap::new();
         for (&dtxn, record) in &self.dtxns {
             if record.votes.len() != record.txs.len() {
-                return Err(format!(
-                    "dtxn {dtxn} has {} votes for {} transactions",
-                    record.votes.len(),
-                    record.txs.len()
-                ));
+                return Err(ShardInvariantViolation::VoteCount {
+                    dtxn,
+                    votes: record.votes.len(),
+                    txs: record.txs.len(),
+                });
             }
             if !record.txs.windows(2).all(|pair| pair[0].index < pair[1].index) {
-                return Err(format!("dtxn {dtxn} lists transaction indexes out of order"));
+                return Err(ShardInvariantViolation::IndexesOutOfOrder { dtxn });
             }
             let ids = record.txs.iter().flat_map(|tx| tx.spent.iter().chain(&tx.created));
-            if let Some(id) = ids.clone().find(|id| !self.range.contains(id)) {
-                return Err(format!("dtxn {dtxn} holds {id:?} outside this shard's range"));
+            if let Some(&id) = ids.clone().find(|id| !self.range.contains(id)) {
+                return Err(ShardInvariantViolation::DtxnIdOutOfRange { dtxn, id });
             }
             if record.committed {
                 continue;
@@ -304,31 +333,30 @@ impl ShardState {
                 }
                 for id in &tx.spent {
                     if !self.uhs.contains(id) {
-                        return Err(format!("locked input {id:?} of dtxn {dtxn} is not in the UHS"));
+                        return Err(ShardInvariantViolation::LockedInputMissing { dtxn, id: *id });
                     }
                     if expected.insert(*id, dtxn).is_some() {
-                        return Err(format!("{id:?} is locked twice"));
+                        return Err(ShardInvariantViolation::LockedTwice { id: *id });
                     }
                 }
                 for id in &tx.created {
                     if self.uhs.contains(id) {
-                        return Err(format!("reserved output {id:?} of dtxn {dtxn} already exists"));
+                        return Err(ShardInvariantViolation::ReservedOutputExists { dtxn, id: *id });
                     }
                     if expected.insert(*id, dtxn).is_some() {
-                        return Err(format!("{id:?} is locked twice"));
+                        return Err(ShardInvariantViolation::LockedTwice { id: *id });
                     }
                 }
             }
         }
         if expected != self.locks {
-            return Err(format!(
-                "locks ({}) differ from prepared dtxns ({})",
-                self.locks.len(),
-                expected.len()
-            ));
+            return Err(ShardInvariantViolation::LocksDiffer {
+                locks: self.locks.len(),
+                expected: expected.len(),
+            });
         }
-        if let Some(id) = self.uhs.iter().find(|id| !self.range.contains(id)) {
-            return Err(format!("UHS holds {id:?} outside this shard's range"));
+        if let Some(&id) = self.uhs.iter().find(|id| !self.range.contains(id)) {
+            return Err(ShardInvariantViolation::UhsIdOutOfRange { id });
         }
         Ok(())
     }
@@ -934,6 +962,34 @@ mod tests {
         assert_eq!(shard.apply(&discard(6, 0)), ShardResponse::Discarded { dtxn: 6 });
         assert_eq!(shard.apply(&prepare(6, vec![])), ShardResponse::Stale { dtxn: 6 });
         shard.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn invariant_violations_name_what_is_wrong() {
+        let record = |txs: Vec<ShardTx>| DtxnRecord {
+            votes: vec![Vote::Yes; txs.len()],
+            txs,
+            committed: false,
+        };
+        let mut twice = full_shard();
+        twice.dtxns.insert(0, record(vec![tx(0, &[1], &[])]));
+        twice.dtxns.insert(1, record(vec![tx(0, &[1], &[])]));
+        assert_eq!(
+            twice.check_invariants(),
+            Err(ShardInvariantViolation::LockedTwice { id: id(1) })
+        );
+        let mut below = full_shard();
+        below.finished_below = 5;
+        below.dtxns.insert(1, record(vec![]));
+        let violation = below.check_invariants().unwrap_err();
+        assert_eq!(
+            violation,
+            ShardInvariantViolation::LiveBelowWatermark {
+                dtxn: 1,
+                finished_below: 5
+            }
+        );
+        assert_eq!(violation.to_string(), "dtxn 1 is live below the watermark 5");
     }
 
     #[test]

@@ -45,6 +45,23 @@ pub enum ClientError {
     },
     #[error("the node at {url} sent an answer this wallet does not understand: {reason}")]
     BadResponse { url: String, reason: String },
+    #[error("the node at {url} sent an answer this wallet does not understand: {problem}")]
+    BadResult {
+        url: String,
+        #[source]
+        problem: BadSubmitResult,
+    },
+}
+
+/// What is wrong with one entry of a submission's `results` (`docs/api.md`).
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum BadSubmitResult {
+    #[error("txid {text:?} is not hex")]
+    TxidNotHex { text: String },
+    #[error("txid {text:?} is not 32 bytes")]
+    TxidNot32Bytes { text: String },
+    #[error("unknown status {status:?}")]
+    UnknownStatus { status: String },
 }
 
 /// `GET /v1/info`.
@@ -271,9 +288,9 @@ impl NodeClient {
                 });
             }
             for raw in response.results {
-                results.push(convert_result(raw).map_err(|reason| ClientError::BadResponse {
+                results.push(convert_result(raw).map_err(|problem| ClientError::BadResult {
                     url: url.clone(),
-                    reason,
+                    problem,
                 })?);
             }
         }
@@ -330,13 +347,15 @@ fn read_limited(response: ureq::Response) -> std::io::Result<Vec<u8>> {
     Ok(body)
 }
 
-fn parse_txid(text: &str) -> Result<Txid, String> {
-    let bytes = hex::decode(text).map_err(|_| format!("txid {text:?} is not hex"))?;
-    let array: [u8; 32] = bytes.try_into().map_err(|_| format!("txid {text:?} is not 32 bytes"))?;
+fn parse_txid(text: &str) -> Result<Txid, BadSubmitResult> {
+    let bytes = hex::decode(text).map_err(|_| BadSubmitResult::TxidNotHex { text: text.to_owned() })?;
+    let array: [u8; 32] = bytes
+        .try_into()
+        .map_err(|_| BadSubmitResult::TxidNot32Bytes { text: text.to_owned() })?;
     Ok(Txid(array))
 }
 
-fn convert_result(raw: RawResult) -> Result<SubmitResult, String> {
+fn convert_result(raw: RawResult) -> Result<SubmitResult, BadSubmitResult> {
     let txid = raw.txid.as_deref().map(parse_txid).transpose()?;
     let code = raw.code.unwrap_or_default();
     let message = raw.message.unwrap_or_default();
@@ -351,7 +370,11 @@ fn convert_result(raw: RawResult) -> Result<SubmitResult, String> {
         "malformed" => SubmitStatus::Malformed { code, message },
         "busy" => SubmitStatus::Busy { message },
         "pending" => SubmitStatus::Pending { message },
-        other => return Err(format!("unknown status {other:?}")),
+        other => {
+            return Err(BadSubmitResult::UnknownStatus {
+                status: other.to_owned(),
+            })
+        }
     };
     Ok(SubmitResult { txid, status })
 }
@@ -402,7 +425,18 @@ mod tests {
             convert_result(raw("busy")).unwrap().status,
             SubmitStatus::Busy { .. }
         ));
-        assert!(convert_result(raw("exploded")).is_err());
+        assert_eq!(
+            convert_result(raw("exploded")).unwrap_err(),
+            BadSubmitResult::UnknownStatus {
+                status: "exploded".into()
+            }
+        );
+        let mut short = raw("confirmed");
+        short.txid = Some("11".into());
+        assert_eq!(
+            convert_result(short).unwrap_err().to_string(),
+            "txid \"11\" is not 32 bytes"
+        );
         let mut undecodable = raw("malformed");
         undecodable.txid = None;
         assert_eq!(convert_result(undecodable).unwrap().txid, None);

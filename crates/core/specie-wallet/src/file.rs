@@ -17,11 +17,12 @@ use std::path::{Path, PathBuf};
 
 use secp256k1::XOnlyPublicKey;
 use serde::{Deserialize, Serialize};
-use specie_codec::{Decode, Encode};
+use specie_codec::{Decode, DecodeError, Encode};
 use specie_transaction::{Address, OutPoint, Output, SpecieTransaction, Txid};
 use thiserror::Error;
 
 use crate::wallet::{Coin, CoinState, PendingKind, PendingTx, Wallet, WalletKey};
+use crate::WalletError;
 
 /// The `format` field of every wallet file.
 pub const WALLET_FORMAT: &str = "specie-wallet";
@@ -49,6 +50,14 @@ pub enum FileError {
     },
     #[error("{path} is not a usable specie wallet file: {reason}")]
     Invalid { path: PathBuf, reason: String },
+    /// The file parses, but what it holds does not add up.
+    #[error("{path} is not a usable specie wallet file: {problem}")]
+    Inconsistent {
+        path: PathBuf,
+        /// Boxed: the coin and transaction ids it names would make every `FileError` large.
+        #[source]
+        problem: Box<WalletFileError>,
+    },
     #[error("{path} is a wallet file of format version {version}; this program reads version {supported}")]
     UnsupportedVersion {
         path: PathBuf,
@@ -64,6 +73,48 @@ pub enum FileError {
         lock: PathBuf,
         waited_ms: u64,
     },
+}
+
+/// What is wrong inside a wallet file; [`FileError::Inconsistent`] adds its path.
+#[derive(Debug, Error)]
+pub enum WalletFileError {
+    #[error("its format is {found:?}, not {:?}", WALLET_FORMAT)]
+    Format { found: String },
+    /// The currency's address prefix cannot be used.
+    #[error(transparent)]
+    Hrp(#[from] WalletError),
+    #[error("{what} {text:?} is not hex")]
+    NotHex { what: String, text: String },
+    #[error("{what} {text:?} is not 32 bytes")]
+    Not32Bytes { what: String, text: String },
+    #[error("{what} is not a valid secp256k1 secret key")]
+    BadSecretKey { what: String },
+    #[error("secret key {position} appears twice")]
+    DuplicateKey { position: usize },
+    #[error("the transaction of pending {txid} is not hex")]
+    PendingNotHex { txid: Txid },
+    #[error("the transaction of pending {txid} does not decode: {source}")]
+    PendingUndecodable {
+        txid: Txid,
+        #[source]
+        source: DecodeError,
+    },
+    #[error("the transaction stored for pending {txid} has txid {found}")]
+    PendingTxidMismatch { txid: Txid, found: Txid },
+    #[error("pending {txid}: {source}")]
+    PendingAddress {
+        txid: Txid,
+        #[source]
+        source: WalletError,
+    },
+    #[error("coin {txid}:{index} has an owner that is not a public key")]
+    OwnerNotAKey { txid: Txid, index: u64 },
+    #[error("coin {txid}:{index} is not owned by any key of this wallet")]
+    NotOwned { txid: Txid, index: u64 },
+    #[error("coin {txid}:{index} is marked as spent by {spender}, which is not a pending transaction spending it")]
+    SpentByUnknown { txid: Txid, index: u64, spender: Txid },
+    #[error("coin {txid}:{index} appears twice")]
+    DuplicateCoin { txid: Txid, index: u64 },
 }
 
 /// Exclusive use of one wallet file, for one command's whole load–change–save: two commands on
@@ -221,13 +272,25 @@ pub struct CreateRecord {
     pub ours: bool,
 }
 
-fn hex32(text: &str, what: &str) -> Result<[u8; 32], String> {
-    let bytes = hex::decode(text).map_err(|_| format!("{what} {text:?} is not hex"))?;
-    bytes.try_into().map_err(|_| format!("{what} {text:?} is not 32 bytes"))
+fn hex32(text: &str, what: &str) -> Result<[u8; 32], WalletFileError> {
+    let field = || (what.to_owned(), text.to_owned());
+    let bytes = hex::decode(text).map_err(|_| {
+        let (what, text) = field();
+        WalletFileError::NotHex { what, text }
+    })?;
+    bytes.try_into().map_err(|_| {
+        let (what, text) = field();
+        WalletFileError::Not32Bytes { what, text }
+    })
 }
 
-fn txid_from(text: &str, what: &str) -> Result<Txid, String> {
+fn txid_from(text: &str, what: &str) -> Result<Txid, WalletFileError> {
     hex32(text, what).map(Txid)
+}
+
+fn key_from(text: &str, what: &str) -> Result<WalletKey, WalletFileError> {
+    let secret = hex32(text, what)?;
+    WalletKey::from_secret(secret).ok_or_else(|| WalletFileError::BadSecretKey { what: what.to_owned() })
 }
 
 impl WalletFile {
@@ -309,118 +372,43 @@ impl WalletFile {
 
     /// Rebuilds the wallet, checking everything (see the module docs). Errors are reasons
     /// without the path; [`WalletFile::load`] adds it.
-    pub fn into_wallet(self) -> Result<Wallet, String> {
+    pub fn into_wallet(self) -> Result<Wallet, WalletFileError> {
         if self.format != WALLET_FORMAT {
-            return Err(format!("its format is {:?}, not {WALLET_FORMAT:?}", self.format));
+            return Err(WalletFileError::Format { found: self.format });
         }
-        let mut wallet = Wallet::empty(&self.hrp).map_err(|error| error.to_string())?;
+        let mut wallet = Wallet::empty(&self.hrp)?;
         wallet.set_node_url(&self.node_url);
-        let key_from = |text: &str, what: &str| -> Result<WalletKey, String> {
-            let secret = hex32(text, what)?;
-            WalletKey::from_secret(secret).ok_or_else(|| format!("{what} is not a valid secp256k1 secret key"))
-        };
+        self.restore_keys(&mut wallet)?;
+        for record in &self.pending {
+            let pending = record.to_pending(&wallet)?;
+            wallet.pending.insert(pending.txid, pending);
+        }
+        for record in &self.coins {
+            let coin = record.to_coin(&wallet)?;
+            let outpoint = coin.outpoint;
+            if wallet.coins.insert(outpoint, coin).is_some() {
+                return Err(WalletFileError::DuplicateCoin {
+                    txid: outpoint.txid,
+                    index: outpoint.index,
+                });
+            }
+        }
+        Ok(wallet)
+    }
+
+    /// The issuer key and the wallet's keys, each at most once.
+    fn restore_keys(&self, wallet: &mut Wallet) -> Result<(), WalletFileError> {
         if let Some(issuer) = &self.issuer {
-            let key = key_from(&issuer.secret_key, "the issuer secret key")?;
-            wallet.issuer = Some(key);
+            wallet.issuer = Some(key_from(&issuer.secret_key, "the issuer secret key")?);
         }
         for (position, record) in self.keys.iter().enumerate() {
             let key = key_from(&record.secret_key, &format!("secret key {position}"))?;
             if wallet.owns(&key.commitment) {
-                return Err(format!("secret key {position} appears twice"));
+                return Err(WalletFileError::DuplicateKey { position });
             }
             wallet.add_key(key);
         }
-        let mut pending_txids = std::collections::BTreeSet::new();
-        for record in &self.pending {
-            let txid = txid_from(&record.txid, "pending txid")?;
-            let bytes = hex::decode(&record.transaction)
-                .map_err(|_| format!("the transaction of pending {txid} is not hex"))?;
-            let tx = SpecieTransaction::decode_exact(&bytes)
-                .map_err(|error| format!("the transaction of pending {txid} does not decode: {error}"))?;
-            if tx.txid() != txid {
-                return Err(format!(
-                    "the transaction stored for pending {txid} has txid {}",
-                    tx.txid()
-                ));
-            }
-            let kind = match &record.kind {
-                KindRecord::Payment { to, amount } => PendingKind::Payment {
-                    to: wallet
-                        .parse_address(to)
-                        .map_err(|error| format!("pending {txid}: {error}"))?,
-                    amount: *amount,
-                },
-                KindRecord::Mint { total } => PendingKind::Mint { total: *total },
-                KindRecord::Redeem { amount } => PendingKind::Redeem { amount: *amount },
-            };
-            pending_txids.insert(txid);
-            wallet.pending.insert(
-                txid,
-                PendingTx {
-                    txid,
-                    tx,
-                    created_at_unix_s: record.created_at_unix_s,
-                    kind,
-                },
-            );
-        }
-        for record in &self.coins {
-            let outpoint = OutPoint {
-                txid: txid_from(&record.txid, "coin txid")?,
-                index: record.index,
-            };
-            let output = Output {
-                witness_program_commitment: hex32(&record.witness_program_commitment, "coin commitment")?,
-                value: record.value,
-            };
-            let owner_bytes = hex32(&record.owner, "coin owner")?;
-            let owner = XOnlyPublicKey::from_byte_array(&owner_bytes).map_err(|_| {
-                format!(
-                    "coin {}:{} has an owner that is not a public key",
-                    record.txid, record.index
-                )
-            })?;
-            if Address::from_pubkey(owner).witness_program_commitment() != output.witness_program_commitment
-                || !wallet.owns(&output.witness_program_commitment)
-            {
-                return Err(format!(
-                    "coin {}:{} is not owned by any key of this wallet",
-                    record.txid, record.index
-                ));
-            }
-            let state = match &record.state {
-                StateRecord::Spendable => CoinState::Spendable,
-                StateRecord::PendingSpend { txid } => {
-                    let txid = txid_from(txid, "coin state txid")?;
-                    // A coin locked by a transaction the file does not hold could never be
-                    // released: refuse rather than strand it.
-                    let spends = wallet
-                        .pending
-                        .get(&txid)
-                        .is_some_and(|pending| pending.spends().iter().any(|input| input.prevout == outpoint));
-                    if !spends {
-                        return Err(format!(
-                            "coin {}:{} is marked as spent by {txid}, which is not a pending transaction spending it",
-                            record.txid, record.index
-                        ));
-                    }
-                    CoinState::PendingSpend { txid }
-                }
-                StateRecord::PendingReceive { txid } => CoinState::PendingReceive {
-                    txid: txid_from(txid, "coin state txid")?,
-                },
-            };
-            let coin = Coin {
-                outpoint,
-                output,
-                owner,
-                state,
-            };
-            if wallet.coins.insert(outpoint, coin).is_some() {
-                return Err(format!("coin {}:{} appears twice", record.txid, record.index));
-            }
-        }
-        Ok(wallet)
+        Ok(())
     }
 
     /// Reads and checks the wallet at `path`.
@@ -465,7 +453,10 @@ impl WalletFile {
             });
         }
         let document: WalletFile = serde_json::from_slice(&text).map_err(|error| invalid(error.to_string()))?;
-        document.into_wallet().map_err(invalid)
+        document.into_wallet().map_err(|problem| FileError::Inconsistent {
+            path: path.to_owned(),
+            problem: Box::new(problem),
+        })
     }
 
     /// Writes a new wallet file; fails if `path` exists (even if it appears between the check
@@ -480,6 +471,92 @@ impl WalletFile {
     /// Replaces the wallet file at `path` with `wallet`, atomically.
     pub fn save(path: &Path, wallet: &Wallet) -> Result<(), FileError> {
         write_atomically(path, &WalletFile::from_wallet(wallet), true)
+    }
+}
+
+impl PendingRecord {
+    /// The pending transaction, checked to decode and to hash to its txid.
+    fn to_pending(&self, wallet: &Wallet) -> Result<PendingTx, WalletFileError> {
+        let txid = txid_from(&self.txid, "pending txid")?;
+        let bytes = hex::decode(&self.transaction).map_err(|_| WalletFileError::PendingNotHex { txid })?;
+        let tx = SpecieTransaction::decode_exact(&bytes)
+            .map_err(|source| WalletFileError::PendingUndecodable { txid, source })?;
+        if tx.txid() != txid {
+            return Err(WalletFileError::PendingTxidMismatch { txid, found: tx.txid() });
+        }
+        let kind = match &self.kind {
+            KindRecord::Payment { to, amount } => PendingKind::Payment {
+                to: wallet
+                    .parse_address(to)
+                    .map_err(|source| WalletFileError::PendingAddress { txid, source })?,
+                amount: *amount,
+            },
+            KindRecord::Mint { total } => PendingKind::Mint { total: *total },
+            KindRecord::Redeem { amount } => PendingKind::Redeem { amount: *amount },
+        };
+        Ok(PendingTx {
+            txid,
+            tx,
+            created_at_unix_s: self.created_at_unix_s,
+            kind,
+        })
+    }
+}
+
+impl CoinRecord {
+    /// The coin, checked to belong to a key of `wallet` and, if marked as being spent, to be
+    /// spent by one of `wallet`'s pending transactions.
+    fn to_coin(&self, wallet: &Wallet) -> Result<Coin, WalletFileError> {
+        let outpoint = OutPoint {
+            txid: txid_from(&self.txid, "coin txid")?,
+            index: self.index,
+        };
+        let output = Output {
+            witness_program_commitment: hex32(&self.witness_program_commitment, "coin commitment")?,
+            value: self.value,
+        };
+        let owner_bytes = hex32(&self.owner, "coin owner")?;
+        let owner = XOnlyPublicKey::from_byte_array(&owner_bytes).map_err(|_| WalletFileError::OwnerNotAKey {
+            txid: outpoint.txid,
+            index: outpoint.index,
+        })?;
+        if Address::from_pubkey(owner).witness_program_commitment() != output.witness_program_commitment
+            || !wallet.owns(&output.witness_program_commitment)
+        {
+            return Err(WalletFileError::NotOwned {
+                txid: outpoint.txid,
+                index: outpoint.index,
+            });
+        }
+        let state = match &self.state {
+            StateRecord::Spendable => CoinState::Spendable,
+            StateRecord::PendingSpend { txid } => {
+                let txid = txid_from(txid, "coin state txid")?;
+                // A coin locked by a transaction the file does not hold could never be
+                // released: refuse rather than strand it.
+                let spends = wallet
+                    .pending
+                    .get(&txid)
+                    .is_some_and(|pending| pending.spends().iter().any(|input| input.prevout == outpoint));
+                if !spends {
+                    return Err(WalletFileError::SpentByUnknown {
+                        txid: outpoint.txid,
+                        index: outpoint.index,
+                        spender: txid,
+                    });
+                }
+                CoinState::PendingSpend { txid }
+            }
+            StateRecord::PendingReceive { txid } => CoinState::PendingReceive {
+                txid: txid_from(txid, "coin state txid")?,
+            },
+        };
+        Ok(Coin {
+            outpoint,
+            output,
+            owner,
+            state,
+        })
     }
 }
 
@@ -637,7 +714,12 @@ mod tests {
         document.coins[0].value += 1;
         document.coins[0].owner = hex::encode([2u8; 32]);
         fs::write(&path, serde_json::to_vec(&document).unwrap()).unwrap();
-        let message = WalletFile::load(&path).unwrap_err().to_string();
+        let error = WalletFile::load(&path).unwrap_err();
+        assert!(
+            matches!(&error, FileError::Inconsistent { problem, .. } if matches!(**problem, WalletFileError::NotOwned { index: 0, .. })),
+            "{error:?}"
+        );
+        let message = error.to_string();
         assert!(message.contains("not owned by any key"), "{message}");
 
         let mut document = WalletFile::from_wallet(&wallet);
@@ -645,5 +727,22 @@ mod tests {
         fs::write(&path, serde_json::to_vec(&document).unwrap()).unwrap();
         let message = WalletFile::load(&path).unwrap_err().to_string();
         assert!(message.contains("not a pending transaction spending it"), "{message}");
+
+        let mut document = WalletFile::from_wallet(&wallet);
+        let duplicate = document.coins[0].clone();
+        document.coins.push(duplicate);
+        fs::write(&path, serde_json::to_vec(&document).unwrap()).unwrap();
+        let error = WalletFile::load(&path).unwrap_err();
+        assert!(
+            matches!(&error, FileError::Inconsistent { problem, .. } if matches!(**problem, WalletFileError::DuplicateCoin { .. })),
+            "{error:?}"
+        );
+        assert!(error.to_string().ends_with("appears twice"), "{error}");
+
+        let mut document = WalletFile::from_wallet(&wallet);
+        document.keys[0].secret_key = "zz".into();
+        fs::write(&path, serde_json::to_vec(&document).unwrap()).unwrap();
+        let message = WalletFile::load(&path).unwrap_err().to_string();
+        assert!(message.ends_with("secret key 0 \"zz\" is not hex"), "{message}");
     }
 }

@@ -31,9 +31,9 @@ mod scenario_tests;
 #[cfg(test)]
 mod testkit;
 
-pub use client::{ClientError, Ledger, NodeClient, NodeInfo, SubmitResult, SubmitStatus};
+pub use client::{BadSubmitResult, ClientError, Ledger, NodeClient, NodeInfo, SubmitResult, SubmitStatus};
 pub use error::WalletError;
-pub use file::{FileError, WalletFile, WalletLock, WALLET_FORMAT, WALLET_FORMAT_VERSION};
+pub use file::{FileError, WalletFile, WalletFileError, WalletLock, WALLET_FORMAT, WALLET_FORMAT_VERSION};
 pub use payment::{PaidOutput, PaymentString, PaymentStringError, PAYMENT_STRING_PREFIX};
 pub use select::{select_coins, Selection, SelectionError};
 pub use sync::{settle, sync, Outcome, SyncError, SyncReport};

@@ -318,6 +318,46 @@ pub struct Replica<S> {
     shut_down: AtomicBool,
 }
 
+/// The stores a replica opened in its directory, and the lock that keeps it theirs.
+type OpenedStores<S> = (LogStore, StateMachineStore<S>, Weak<DirLock>);
+
+/// Locks `dir` for replica `id` (waiting up to `lock_wait`), checks that it is `id`'s (or makes
+/// it so), and recovers the log and the state machine from it. Blocking: it may wait for the
+/// lock, and recovery reads the whole log.
+fn open_stores<S: ReplicatedStateMachine>(
+    dir: &Path,
+    id: NodeId,
+    lock_wait: Duration,
+    log_options: LogOptions,
+    sync: SyncMode,
+    state_machine: S,
+) -> io::Result<OpenedStores<S>> {
+    let lock = Arc::new(DirLock::acquire(dir, lock_wait)?);
+    // A directory holds one replica's log and votes for good: reusing it under another id
+    // would let one vote count twice.
+    match fsio::read_record(dir, "identity", IDENTITY_MAGIC)? {
+        Some(stored) if stored != id.to_le_bytes() => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} belongs to another replica than node {id}", dir.display()),
+            ))
+        }
+        Some(_) => {}
+        None => fsio::write_record(dir, "identity", IDENTITY_MAGIC, &id.to_le_bytes(), sync)?,
+    }
+    let (log_store, recovered) = LogStore::open(lock.clone(), log_options)?;
+    if recovered.torn_tail_bytes > 0 || recovered.segments_deleted > 0 {
+        tracing::warn!(
+            dir = %dir.display(),
+            torn_tail_bytes = recovered.torn_tail_bytes,
+            segments_deleted = recovered.segments_deleted,
+            "log recovery repaired a crash"
+        );
+    }
+    let sm_store = StateMachineStore::open(lock.clone(), sync, state_machine)?;
+    Ok((log_store, sm_store, Arc::downgrade(&lock)))
+}
+
 impl<S: ReplicatedStateMachine> Replica<S> {
     /// Opens (or creates) the replica in `dir` and starts it. `members` is the group, the same
     /// set on every replica; a fresh group elects a leader among them by itself. `state_machine`
@@ -346,32 +386,7 @@ impl<S: ReplicatedStateMachine> Replica<S> {
         let dir = dir.to_path_buf();
         let lock_wait = Duration::from_millis(config.lock_wait_ms);
         let sync = config.sync;
-        let open = move || {
-            let lock = Arc::new(DirLock::acquire(&dir, lock_wait)?);
-            // A directory holds one replica's log and votes for good: reusing it under another id
-            // would let one vote count twice.
-            match fsio::read_record(&dir, "identity", IDENTITY_MAGIC)? {
-                Some(stored) if stored != id.to_le_bytes() => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("{} belongs to another replica than node {id}", dir.display()),
-                    ))
-                }
-                Some(_) => {}
-                None => fsio::write_record(&dir, "identity", IDENTITY_MAGIC, &id.to_le_bytes(), sync)?,
-            }
-            let (log_store, recovered) = LogStore::open(lock.clone(), log_options)?;
-            if recovered.torn_tail_bytes > 0 || recovered.segments_deleted > 0 {
-                tracing::warn!(
-                    dir = %dir.display(),
-                    torn_tail_bytes = recovered.torn_tail_bytes,
-                    segments_deleted = recovered.segments_deleted,
-                    "log recovery repaired a crash"
-                );
-            }
-            let sm_store = StateMachineStore::open(lock.clone(), sync, state_machine)?;
-            Ok::<_, io::Error>((log_store, sm_store, Arc::downgrade(&lock)))
-        };
+        let open = move || open_stores(&dir, id, lock_wait, log_options, sync, state_machine);
         // Taking the lock may wait, and recovery reads the whole log: off the async workers,
         // except without syncs (benchmarks, and simulations that need no I/O beside the tasks).
         let (log_store, sm_store, dir_lock) = match sync {

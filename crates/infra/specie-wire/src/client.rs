@@ -25,7 +25,7 @@ use tokio::time::Instant;
 
 use crate::error::WireError;
 use crate::frame::{frame_bytes, Frame, FrameDecoder, FrameEncoder, FrameKind};
-use crate::limits::{backoff_ms, WireLimits};
+use crate::limits::{backoff_ms, InvalidWireLimits, WireLimits};
 use crate::transport::{self, ReadHalf, Transport, WriteHalf};
 
 /// A multiplexing RPC client for one peer. Cheap to clone; clones share the connection, the
@@ -164,7 +164,7 @@ impl Client {
         peer_name: impl Into<String>,
         limits: WireLimits,
         transport: Transport,
-    ) -> Result<Client, String> {
+    ) -> Result<Client, InvalidWireLimits> {
         limits.validate()?;
         Ok(Client {
             inner: Arc::new(ClientInner {

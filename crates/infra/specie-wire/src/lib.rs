@@ -26,6 +26,6 @@ pub mod transport;
 pub use client::Client;
 pub use error::WireError;
 pub use frame::{Frame, FrameDecoder, FrameEncoder, FrameError, FrameKind, HEADER_BYTES};
-pub use limits::WireLimits;
+pub use limits::{InvalidWireLimits, WireLimitProblem, WireLimits};
 pub use server::{admit_all, handler_fn, serve, Admit, BoxFuture, Handler, ServerCounters, ServerSetup};
 pub use transport::{Peer, TlsCredentials, TlsError, Transport};

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use thiserror::Error;
+
 use crate::frame::{FRAME_BYTES_MAX_FORMAT, HEADER_BYTES};
 
 /// Bounds for clients and servers. Both ends of a connection should use the same
@@ -40,6 +42,33 @@ pub struct WireLimits {
     pub shutdown_grace_ms: u64,
 }
 
+/// One way in which [`WireLimits`] cannot work.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum WireLimitProblem {
+    #[error("frame_bytes_max {frame_bytes_max} is below the {}-byte frame header", HEADER_BYTES)]
+    FrameBelowHeader { frame_bytes_max: usize },
+    #[error(
+        "frame_bytes_max {frame_bytes_max} exceeds what the u32 length field can express ({})",
+        FRAME_BYTES_MAX_FORMAT
+    )]
+    FrameBeyondFormat { frame_bytes_max: usize },
+    /// A slot count, time-out or size that is zero, which would stall or refuse everything.
+    #[error("{field} must be at least 1")]
+    Zero { field: &'static str },
+    #[error("reconnect_backoff_ms_max is below reconnect_backoff_ms_min")]
+    BackoffMaxBelowMin {
+        reconnect_backoff_ms_min: u64,
+        reconnect_backoff_ms_max: u64,
+    },
+}
+
+/// Every problem [`WireLimits::validate`] found, shown joined by `; `.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("{}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct InvalidWireLimits {
+    pub problems: Vec<WireLimitProblem>,
+}
+
 impl Default for WireLimits {
     fn default() -> Self {
         WireLimits {
@@ -60,31 +89,31 @@ impl Default for WireLimits {
 }
 
 impl WireLimits {
-    /// Rejects limits that cannot work (zero slots, frames too small for a header, …).
-    pub fn validate(&self) -> Result<(), String> {
-        let problems: Vec<String> = [
-            (self.frame_bytes_max < HEADER_BYTES).then(|| {
-                format!(
-                    "frame_bytes_max {} is below the {HEADER_BYTES}-byte frame header",
-                    self.frame_bytes_max
-                )
+    /// Rejects limits that cannot work (zero slots, frames too small for a header, …), naming
+    /// every problem at once.
+    pub fn validate(&self) -> Result<(), InvalidWireLimits> {
+        let at_least_one = |field: &'static str, value: u64| (value == 0).then_some(WireLimitProblem::Zero { field });
+        let problems: Vec<WireLimitProblem> = [
+            (self.frame_bytes_max < HEADER_BYTES).then_some(WireLimitProblem::FrameBelowHeader {
+                frame_bytes_max: self.frame_bytes_max,
             }),
-            (self.frame_bytes_max as u64 > FRAME_BYTES_MAX_FORMAT).then(|| {
-                format!(
-                    "frame_bytes_max {} exceeds what the u32 length field can express ({FRAME_BYTES_MAX_FORMAT})",
-                    self.frame_bytes_max
-                )
+            (self.frame_bytes_max as u64 > FRAME_BYTES_MAX_FORMAT).then_some(WireLimitProblem::FrameBeyondFormat {
+                frame_bytes_max: self.frame_bytes_max,
             }),
-            (self.in_flight_max == 0).then(|| "in_flight_max must be at least 1".to_string()),
-            (self.connections_max == 0).then(|| "connections_max must be at least 1".to_string()),
-            (self.handshakes_max == 0).then(|| "handshakes_max must be at least 1".to_string()),
-            (self.handshake_timeout_ms == 0).then(|| "handshake_timeout_ms must be at least 1".to_string()),
-            (self.reconnect_backoff_ms_min == 0).then(|| "reconnect_backoff_ms_min must be at least 1".to_string()),
-            (self.reconnect_backoff_ms_max < self.reconnect_backoff_ms_min)
-                .then(|| "reconnect_backoff_ms_max is below reconnect_backoff_ms_min".to_string()),
-            (self.connect_timeout_ms == 0).then(|| "connect_timeout_ms must be at least 1".to_string()),
-            (self.write_batch_bytes_max == 0).then(|| "write_batch_bytes_max must be at least 1".to_string()),
-            (self.read_chunk_bytes == 0).then(|| "read_chunk_bytes must be at least 1".to_string()),
+            at_least_one("in_flight_max", self.in_flight_max as u64),
+            at_least_one("connections_max", self.connections_max as u64),
+            at_least_one("handshakes_max", self.handshakes_max as u64),
+            at_least_one("handshake_timeout_ms", self.handshake_timeout_ms),
+            at_least_one("reconnect_backoff_ms_min", self.reconnect_backoff_ms_min),
+            (self.reconnect_backoff_ms_max < self.reconnect_backoff_ms_min).then_some(
+                WireLimitProblem::BackoffMaxBelowMin {
+                    reconnect_backoff_ms_min: self.reconnect_backoff_ms_min,
+                    reconnect_backoff_ms_max: self.reconnect_backoff_ms_max,
+                },
+            ),
+            at_least_one("connect_timeout_ms", self.connect_timeout_ms),
+            at_least_one("write_batch_bytes_max", self.write_batch_bytes_max as u64),
+            at_least_one("read_chunk_bytes", self.read_chunk_bytes as u64),
         ]
         .into_iter()
         .flatten()
@@ -92,7 +121,7 @@ impl WireLimits {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(problems.join("; "))
+            Err(InvalidWireLimits { problems })
         }
     }
 
@@ -141,9 +170,21 @@ mod tests {
             in_flight_max: 0,
             ..WireLimits::default()
         };
-        let message = bad.validate().unwrap_err();
-        assert!(message.contains("frame_bytes_max 3"), "{message}");
-        assert!(message.contains("in_flight_max"), "{message}");
+        let invalid = bad.validate().unwrap_err();
+        assert_eq!(
+            invalid.problems,
+            [
+                WireLimitProblem::FrameBelowHeader { frame_bytes_max: 3 },
+                WireLimitProblem::Zero { field: "in_flight_max" },
+            ]
+        );
+        let message = invalid.to_string();
+        assert_eq!(
+            message,
+            format!(
+                "frame_bytes_max 3 is below the {HEADER_BYTES}-byte frame header; in_flight_max must be at least 1"
+            )
+        );
     }
 
     #[test]

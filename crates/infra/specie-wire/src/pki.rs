@@ -8,8 +8,9 @@ use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
     KeyUsagePurpose, SanType,
 };
-use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::CertificateDer;
+use thiserror::Error;
 
 /// The CA's distinguished name. Fixed, so that the CA can be rebuilt from its key alone to issue
 /// certificates for members added later: a certificate's issuer is matched by name and key.
@@ -18,6 +19,33 @@ const DAY: Duration = Duration::from_secs(24 * 60 * 60);
 /// How long certificates made by `specie cluster up` are valid.
 pub const CA_VALIDITY: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
 pub const PROCESS_VALIDITY: Duration = Duration::from_secs(2 * 365 * 24 * 60 * 60);
+
+/// Why a CA could not be rebuilt or a certificate could not be issued.
+#[derive(Debug, Error)]
+pub enum PkiError {
+    #[error("the CA key cannot be read: {0}")]
+    UnreadableCaKey(#[source] rcgen::Error),
+    #[error("the CA certificate cannot be read: {0}")]
+    UnreadableCaCertificate(#[source] pem::Error),
+    #[error("the CA key does not belong to the CA certificate")]
+    CaKeyMismatch,
+    /// Issuing under a CA certificate that specie did not make would produce certificates that
+    /// do not chain to what peers trust.
+    #[error(
+        "the CA certificate is not named '{}': it is not one specie made, so issue certificates with the \
+         tools that made it",
+        CA_COMMON_NAME
+    )]
+    ForeignCaCertificate,
+    #[error("'{name}' is not a valid DNS name")]
+    NotADnsName { name: String },
+    #[error("cannot issue a certificate for '{name}': {source}")]
+    Issue {
+        name: String,
+        #[source]
+        source: rcgen::Error,
+    },
+}
 
 /// A certificate and its private key, both PEM.
 #[derive(Clone, Debug)]
@@ -53,20 +81,16 @@ impl CertificateAuthority {
     /// refused unless the key is the certificate's and the certificate is one this module made:
     /// issuing under a CA certificate that peers do not trust would only make certificates they
     /// refuse.
-    pub fn from_key_and_cert_pem(key_pem: &str, cert_pem: &str) -> Result<CertificateAuthority, String> {
-        let ca = Self::from_key_pem(key_pem).map_err(|e| format!("the CA key cannot be read: {e}"))?;
-        let cert = CertificateDer::from_pem_slice(cert_pem.as_bytes())
-            .map_err(|e| format!("the CA certificate cannot be read: {e}"))?;
+    pub fn from_key_and_cert_pem(key_pem: &str, cert_pem: &str) -> Result<CertificateAuthority, PkiError> {
+        let ca = Self::from_key_pem(key_pem).map_err(PkiError::UnreadableCaKey)?;
+        let cert = CertificateDer::from_pem_slice(cert_pem.as_bytes()).map_err(PkiError::UnreadableCaCertificate)?;
         let contains = |needle: &[u8]| cert.windows(needle.len()).any(|window| window == needle);
         // A certificate embeds its subject's public key info and name verbatim.
         if !contains(&ca.key.public_key_der()) {
-            return Err("the CA key does not belong to the CA certificate".into());
+            return Err(PkiError::CaKeyMismatch);
         }
         if !contains(CA_COMMON_NAME.as_bytes()) {
-            return Err(format!(
-                "the CA certificate is not named '{CA_COMMON_NAME}': it is not one specie made, so issue \
-                 certificates with the tools that made it"
-            ));
+            return Err(PkiError::ForeignCaCertificate);
         }
         Ok(ca)
     }
@@ -95,18 +119,21 @@ impl CertificateAuthority {
 
     /// A certificate for the process called `name` (a DNS name, e.g. `1.shard-0.shard.specie`),
     /// usable as both TLS server and client, valid from a day ago for `valid_for`.
-    pub fn issue(&self, name: &str, valid_for: Duration) -> Result<Issued, String> {
+    pub fn issue(&self, name: &str, valid_for: Duration) -> Result<Issued, PkiError> {
         let now = SystemTime::now();
         self.issue_between(name, now - DAY, now + valid_for)
     }
 
     /// Like [`CertificateAuthority::issue`] with an explicit validity period (tests issue
     /// expired certificates with it).
-    pub fn issue_between(&self, name: &str, not_before: SystemTime, not_after: SystemTime) -> Result<Issued, String> {
+    pub fn issue_between(&self, name: &str, not_before: SystemTime, not_after: SystemTime) -> Result<Issued, PkiError> {
         // A peer checks the name as a DNS name; refuse what could never match.
-        rustls::pki_types::DnsName::try_from(name).map_err(|_| format!("'{name}' is not a valid DNS name"))?;
+        rustls::pki_types::DnsName::try_from(name).map_err(|_| PkiError::NotADnsName { name: name.to_string() })?;
         self.issue_checked(name, not_before, not_after)
-            .map_err(|e| format!("cannot issue a certificate for '{name}': {e}"))
+            .map_err(|source| PkiError::Issue {
+                name: name.to_string(),
+                source,
+            })
     }
 
     fn issue_checked(&self, name: &str, not_before: SystemTime, not_after: SystemTime) -> Result<Issued, rcgen::Error> {
@@ -151,12 +178,19 @@ mod tests {
         let other = CertificateAuthority::generate().unwrap();
         assert!(CertificateAuthority::from_key_and_cert_pem(&ca.key_pem(), &ca.cert_pem()).is_ok());
         let mismatch = CertificateAuthority::from_key_and_cert_pem(&other.key_pem(), &ca.cert_pem());
-        assert!(mismatch.err().unwrap().contains("does not belong"));
+        let mismatch = mismatch.err().unwrap();
+        assert!(matches!(mismatch, PkiError::CaKeyMismatch), "{mismatch:?}");
+        assert_eq!(mismatch.to_string(), "the CA key does not belong to the CA certificate");
     }
 
     #[test]
     fn names_that_are_not_dns_names_are_refused() {
         let ca = CertificateAuthority::generate().unwrap();
-        assert!(ca.issue("not a name", PROCESS_VALIDITY).is_err());
+        let refused = ca.issue("not a name", PROCESS_VALIDITY).err().unwrap();
+        assert!(
+            matches!(&refused, PkiError::NotADnsName { name } if name == "not a name"),
+            "{refused:?}"
+        );
+        assert_eq!(refused.to_string(), "'not a name' is not a valid DNS name");
     }
 }

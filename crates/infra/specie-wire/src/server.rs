@@ -143,7 +143,7 @@ pub async fn serve(
     let limits = setup.limits.clone();
     limits
         .validate()
-        .map_err(|problems| io::Error::new(io::ErrorKind::InvalidInput, problems))?;
+        .map_err(|invalid| io::Error::new(io::ErrorKind::InvalidInput, invalid))?;
     let handshake_slots = Arc::new(Semaphore::new(limits.handshakes_max));
     let connection_slots = Arc::new(Semaphore::new(limits.connections_max));
     let mut connections = JoinSet::new();
