@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::credentials;
-use crate::group_client::GroupClient;
+use crate::group_client::{GroupClient, GroupError};
 use crate::host::{
     call_host, serve_replica, wire_limits, Caller, Hosted, ReplicaError, ServeError, ROLE_CALLS_QUEUED_MAX,
 };
@@ -41,7 +41,25 @@ pub fn coordinator_machine(config: CoordinatorConfig) -> CoordinatorMachine {
 }
 
 /// The future of one [`ShardGroups::call`].
-pub type ShardGroupCall = Pin<Box<dyn Future<Output = Result<Vec<ShardResponse>, String>> + Send>>;
+pub type ShardGroupCall = Pin<Box<dyn Future<Output = Result<Vec<ShardResponse>, ShardCallError>> + Send>>;
+
+/// Why a shard group gave no answer to one batch (the coordinator's timer sends it again).
+#[derive(Debug, thiserror::Error)]
+pub enum ShardCallError {
+    /// Over the network: no replica of the group answered as leader.
+    #[error(transparent)]
+    Group(#[from] GroupError),
+    /// In one process: the shard replica refused or could not serve the batch.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    #[error("unexpected shard reply {0:?}")]
+    UnexpectedReply(Box<RoleResponse>),
+    #[error("no replica of the shard group leads")]
+    NoLeader,
+    /// The request or its reply was lost on the way (the simulator's network).
+    #[error("the request or its reply was lost")]
+    Lost,
+}
 
 /// How the leading engine reaches the shard groups: one batch of requests to the leader of shard
 /// group `shard` (an index into the coordinator's shard ranges). An error means no answer; the
@@ -62,8 +80,8 @@ impl ShardGroups for WireShardGroups {
         Box::pin(async move {
             match client.call(&RoleRequest::ShardBatch(requests), timeout).await {
                 Ok(RoleResponse::ShardBatch(answers)) => Ok(answers),
-                Ok(other) => Err(format!("unexpected shard reply {other:?}")),
-                Err(error) => Err(error.to_string()),
+                Ok(other) => Err(ShardCallError::UnexpectedReply(Box::new(other))),
+                Err(error) => Err(error.into()),
             }
         })
     }

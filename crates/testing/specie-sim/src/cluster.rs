@@ -33,7 +33,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use specie_cluster::coordinator_replica::{coordinator_machine, CoordinatorReplica, ShardGroupCall, ShardGroups};
+use specie_cluster::coordinator_replica::{
+    coordinator_machine, CoordinatorReplica, ShardCallError, ShardGroupCall, ShardGroups,
+};
 use specie_cluster::protocol::{self, RoleRequest, RoleResponse, SubmitOutcome};
 use specie_cluster::shard_replica::{shard_machine, ShardReplica};
 use specie_cluster::{Caller, Hosted, Identity};
@@ -144,11 +146,11 @@ impl ShardGroups for SimShards {
             let there = network.fate();
             there.in_transit().await;
             if there.dropped {
-                return Err("request dropped".into());
+                return Err(ShardCallError::Lost);
             }
             // A GroupClient finds the leader by asking around; here, whoever reports leading.
             let leader = running.lock()[shard].values().find(|s| s.hosted.is_leader()).cloned();
-            let leader = leader.ok_or("no leader")?;
+            let leader = leader.ok_or(ShardCallError::NoLeader)?;
             if let Some(after) = there.duplicate_after {
                 let (leader, requests) = (leader.clone(), requests.clone());
                 tokio::spawn(async move {
@@ -156,18 +158,15 @@ impl ShardGroups for SimShards {
                     let _ = leader.serve(coordinator(), RoleRequest::ShardBatch(requests)).await;
                 });
             }
-            let response = leader
-                .serve(coordinator(), RoleRequest::ShardBatch(requests))
-                .await
-                .map_err(|error| error.to_string())?;
+            let response = leader.serve(coordinator(), RoleRequest::ShardBatch(requests)).await?;
             let back = network.fate();
             back.in_transit().await;
             if back.dropped {
-                return Err("reply dropped".into());
+                return Err(ShardCallError::Lost);
             }
             match response {
                 RoleResponse::ShardBatch(answers) => Ok(answers),
-                other => Err(format!("{other:?}")),
+                other => Err(ShardCallError::UnexpectedReply(Box::new(other))),
             }
         })
     }

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use specie_api::{Completion, CompletionSender, TxStatus};
-use specie_cluster::coordinator_replica::{coordinator_machine, CoordinatorReplica, ShardGroupCall, ShardGroups};
+use specie_cluster::coordinator_replica::{
+    coordinator_machine, CoordinatorReplica, ShardCallError, ShardGroupCall, ShardGroups,
+};
 use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission};
 use specie_cluster::shard_replica::{shard_machine, ShardReplica};
 use specie_cluster::{Caller, Hosted, Identity};
@@ -58,8 +60,8 @@ impl ShardGroups for LocalShards {
             let caller: Caller = Some(Arc::new(Identity::coordinator("coordinator", 1)));
             match replica.serve(caller, RoleRequest::ShardBatch(requests)).await {
                 Ok(RoleResponse::ShardBatch(answers)) => Ok(answers),
-                Ok(other) => Err(format!("{other:?}")),
-                Err(error) => Err(error.to_string()),
+                Ok(other) => Err(ShardCallError::UnexpectedReply(Box::new(other))),
+                Err(error) => Err(error.into()),
             }
         })
     }
