@@ -61,6 +61,14 @@ pub enum ShardCallError {
     Lost,
 }
 
+/// A shard group's response to a batch, as the coordinator takes it: its answers, or why not.
+pub fn shard_answers(response: RoleResponse) -> Result<Vec<ShardResponse>, ShardCallError> {
+    match response {
+        RoleResponse::ShardBatch(answers) => Ok(answers),
+        other => Err(ShardCallError::UnexpectedReply(Box::new(other))),
+    }
+}
+
 /// How the leading engine reaches the shard groups: one batch of requests to the leader of shard
 /// group `shard` (an index into the coordinator's shard ranges). An error means no answer; the
 /// engine's timer sends again, and shards answer a re-sent phase as they did the first time.
@@ -77,13 +85,7 @@ struct WireShardGroups {
 impl ShardGroups for WireShardGroups {
     fn call(&self, shard: usize, requests: Vec<ShardRequest>) -> ShardGroupCall {
         let (client, timeout) = (self.clients[shard].clone(), self.timeout);
-        Box::pin(async move {
-            match client.call(&RoleRequest::ShardBatch(requests), timeout).await {
-                Ok(RoleResponse::ShardBatch(answers)) => Ok(answers),
-                Ok(other) => Err(ShardCallError::UnexpectedReply(Box::new(other))),
-                Err(error) => Err(error.into()),
-            }
-        })
+        Box::pin(async move { shard_answers(client.call(&RoleRequest::ShardBatch(requests), timeout).await?) })
     }
 }
 

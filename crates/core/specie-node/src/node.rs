@@ -49,6 +49,15 @@ impl NodeOptions {
             fsync: true,
         }
     }
+
+    /// The coordinator's configuration over `ranges`, with these options' limits.
+    pub fn coordinator_config(&self, ranges: Vec<ShardRange>) -> CoordinatorConfig {
+        let mut config = CoordinatorConfig::with_shards(ranges);
+        config.batch_transactions_max = self.batch_transactions_max;
+        config.dtxns_in_flight_max = self.dtxns_in_flight_max;
+        config.queue_transactions_max = self.queue_transactions_max.max(self.batch_transactions_max);
+        config
+    }
 }
 
 /// Why an embedded node could not open its data directory or start its roles.
@@ -157,10 +166,7 @@ impl EmbeddedNode {
         }
         drop(answers_tx);
 
-        let mut config = CoordinatorConfig::with_shards(ranges.clone());
-        config.batch_transactions_max = options.batch_transactions_max;
-        config.dtxns_in_flight_max = options.dtxns_in_flight_max;
-        config.queue_transactions_max = options.queue_transactions_max.max(options.batch_transactions_max);
+        let config = options.coordinator_config(ranges.clone());
         let wiring = CoordinatorWiring {
             shards: shard_inboxes.clone(),
             requests: vec![vec![]; ranges.len()],

@@ -34,7 +34,7 @@ use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use specie_cluster::coordinator_replica::{
-    coordinator_machine, CoordinatorReplica, ShardCallError, ShardGroupCall, ShardGroups,
+    coordinator_machine, shard_answers, CoordinatorReplica, ShardCallError, ShardGroupCall, ShardGroups,
 };
 use specie_cluster::protocol::{self, RoleRequest, RoleResponse, SubmitOutcome};
 use specie_cluster::shard_replica::{shard_machine, ShardReplica};
@@ -47,7 +47,7 @@ use specie_shard::{ShardRange, ShardRequest, Vote};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{CompactTransaction, UhsId};
-use specie_workload::{CompactLedger, CompactMix, CompactPlanned};
+use specie_workload::{roll, CompactLedger, CompactMix, CompactPlanned};
 use tokio::task::JoinHandle;
 
 use crate::replication::{run_seeded, sim_replica_config, ReplicationFaults};
@@ -164,10 +164,7 @@ impl ShardGroups for SimShards {
             if back.dropped {
                 return Err(ShardCallError::Lost);
             }
-            match response {
-                RoleResponse::ShardBatch(answers) => Ok(answers),
-                other => Err(ShardCallError::UnexpectedReply(Box::new(other))),
-            }
+            shard_answers(response)
         })
     }
 }
@@ -228,10 +225,6 @@ pub fn run_cluster(options: ClusterOptions) -> Result<ClusterReport, Violation> 
     run_seeded(options.seed, "specie-sim-cluster-", |root| async move {
         World::new(options, root).run().await
     })
-}
-
-fn roll(rng: &mut StdRng, per_mille: u32) -> bool {
-    rng.gen_range(0..1000) < per_mille
 }
 
 impl World {

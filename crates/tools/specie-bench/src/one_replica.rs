@@ -13,12 +13,11 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use specie_api::{Completion, CompletionSender, TxStatus};
 use specie_cluster::coordinator_replica::{
-    coordinator_machine, CoordinatorReplica, ShardCallError, ShardGroupCall, ShardGroups,
+    coordinator_machine, shard_answers, CoordinatorReplica, ShardGroupCall, ShardGroups,
 };
 use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission};
 use specie_cluster::shard_replica::{shard_machine, ShardReplica};
 use specie_cluster::{Caller, Hosted, Identity};
-use specie_coordinator::CoordinatorConfig;
 use specie_host::SnapshotPlan;
 use specie_node::NodeOptions;
 use specie_raft::{NodeId, RaftTransport, Replica, ReplicaConfig, ReplicatedStateMachine, RpcFuture, TransportError};
@@ -58,11 +57,7 @@ impl ShardGroups for LocalShards {
         let replica = self.0[shard].clone();
         Box::pin(async move {
             let caller: Caller = Some(Arc::new(Identity::coordinator("coordinator", 1)));
-            match replica.serve(caller, RoleRequest::ShardBatch(requests)).await {
-                Ok(RoleResponse::ShardBatch(answers)) => Ok(answers),
-                Ok(other) => Err(ShardCallError::UnexpectedReply(Box::new(other))),
-                Err(error) => Err(error.into()),
-            }
+            shard_answers(replica.serve(caller, RoleRequest::ShardBatch(requests)).await?)
         })
     }
 }
@@ -108,11 +103,7 @@ pub(crate) fn measure_one_replica_raft(args: &SwapParams) -> BenchResult<SwapRep
             shards.push(shard);
         }
         // The embedded node's coordinator limits, so only the host differs.
-        let node = NodeOptions::new(dir.path());
-        let mut config = CoordinatorConfig::with_shards(ranges);
-        config.batch_transactions_max = node.batch_transactions_max;
-        config.dtxns_in_flight_max = node.dtxns_in_flight_max;
-        config.queue_transactions_max = node.queue_transactions_max;
+        let config = NodeOptions::new(dir.path()).coordinator_config(ranges);
         let hosted = one_replica(dir.path(), "coordinator", coordinator_machine(config)).await?;
         let keys = [(SENTINEL.to_string(), xonly_bytes(&sentinel))].into();
         let (coordinator, _host) = CoordinatorReplica::start(hosted, Arc::new(LocalShards(shards.clone())), keys);

@@ -104,9 +104,12 @@ pub fn swap(args: SwapOptions) -> BenchResult<ExitCode> {
         None
     };
     if args.json {
-        let mut json = serde_json::json!({"swap_tps": embedded.tps, "confirmed": embedded.confirmed, "seconds": embedded.seconds, "shards": args.shards, "fsync": !args.no_fsync, "latency_ms_p50": embedded.latency_ms_p50, "latency_ms_p99": embedded.latency_ms_p99});
+        let mut json = report_json(&embedded);
+        json["shards"] = args.shards.into();
+        json["fsync"] = (!args.no_fsync).into();
         if let Some(raft) = &raft {
-            json["one_replica_raft"] = serde_json::json!({"swap_tps": raft.tps, "confirmed": raft.confirmed, "seconds": raft.seconds, "latency_ms_p50": raft.latency_ms_p50, "latency_ms_p99": raft.latency_ms_p99, "ratio_to_embedded": raft.tps / embedded.tps});
+            json["one_replica_raft"] = report_json(raft);
+            json["one_replica_raft"]["ratio_to_embedded"] = (raft.tps / embedded.tps).into();
         }
         println!("{json}");
         return Ok(ExitCode::SUCCESS);
@@ -125,6 +128,10 @@ pub fn swap(args: SwapOptions) -> BenchResult<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn report_json(report: &SwapReport) -> serde_json::Value {
+    serde_json::json!({"swap_tps": report.tps, "confirmed": report.confirmed, "seconds": report.seconds, "latency_ms_p50": report.latency_ms_p50, "latency_ms_p99": report.latency_ms_p99})
 }
 
 fn print_swap(label: &str, report: &SwapReport) {

@@ -74,7 +74,8 @@ pub enum LedgerViolation {
     },
 }
 
-fn roll(rng: &mut impl Rng, per_mille: u32) -> bool {
+/// True with a chance of `per_mille` in a thousand.
+pub fn roll(rng: &mut impl Rng, per_mille: u32) -> bool {
     rng.gen_range(0..1000) < per_mille
 }
 

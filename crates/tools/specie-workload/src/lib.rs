@@ -23,5 +23,5 @@ pub mod ledger;
 pub mod payments;
 
 pub use audit::SupplyAudit;
-pub use ledger::{CompactLedger, CompactMix, CompactPlanned, LedgerViolation};
+pub use ledger::{roll, CompactLedger, CompactMix, CompactPlanned, LedgerViolation};
 pub use payments::{Kind, Outcome, PaymentMix, PaymentWorkload, Planned, Sent};
