@@ -1,0 +1,85 @@
+//! FastPay's signed vocabulary (Baudet, Danezis, Sonnino; seed 002), as specie's Byzantine mode
+//! speaks it: the committee of 3f+1 authorities, transfer orders signed by account owners, votes
+//! signed by authorities, certificates of a quorum of votes, and evidence of an authority that
+//! signed two conflicting orders. No I/O and no state: the authority role (`specie-authority`)
+//! and the client build on these.
+//!
+//! Every signed thing has one canonical, versioned encoding (`docs/byzantine-format.md`, with
+//! vectors) and is signed under its own domain prefix. Decoders take untrusted bytes: every
+//! count is bounded before allocation and nothing panics.
+
+mod certificate;
+mod committee;
+mod evidence;
+mod order;
+
+pub use certificate::{Certificate, CertificateError, Vote, VoteError, VoteStatement};
+pub use committee::{AuthorityIndex, Committee, CommitteeError, COMMITTEE_MEMBERS_MAX};
+pub use evidence::{DoubleVote, Evidence, EvidenceError, SignedVote};
+pub use order::{AccountKey, CoreAddress, OrderError, Recipient, SignedOrder, TransferOrder, MEMO_BYTES_MAX};
+
+pub use ed25519_dalek::{SigningKey, VerifyingKey};
+
+use sha2::{Digest, Sha256};
+use specie_codec::{DecodeError, Reader};
+
+/// The first byte of every encoding in this crate.
+pub const ENCODING_VERSION: u8 = 1;
+pub const PUBLIC_KEY_BYTES: usize = 32;
+pub const SIGNATURE_BYTES: usize = 64;
+
+fn read_version(reader: &mut Reader<'_>, what: &'static str) -> Result<(), DecodeError> {
+    match reader.read_u8(what)? {
+        ENCODING_VERSION => Ok(()),
+        version => Err(DecodeError::UnsupportedVersion {
+            what,
+            version,
+            supported: ENCODING_VERSION,
+        }),
+    }
+}
+
+/// Decodes exactly one value from all of `bytes`, refusing more than `bytes_max` up front.
+pub fn decode_exact<T>(
+    what: &'static str,
+    bytes: &[u8],
+    bytes_max: usize,
+    decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
+) -> Result<T, DecodeError> {
+    if bytes.len() > bytes_max {
+        return Err(DecodeError::TooLarge {
+            what,
+            bytes: bytes.len(),
+            bytes_max,
+        });
+    }
+    let mut reader = Reader::new(bytes);
+    let value = decode(&mut reader)?;
+    reader.finish()?;
+    Ok(value)
+}
+
+/// A signing key derived from a label and a number: for demos, simulations and tests, where
+/// every run must produce the same keys. Never for real accounts or authorities.
+pub fn deterministic_key(label: &str, n: u64) -> SigningKey {
+    let seed: [u8; 32] = Sha256::new()
+        .chain_update(b"specie/fastpay/deterministic-key/")
+        .chain_update(label.as_bytes())
+        .chain_update(n.to_le_bytes())
+        .finalize()
+        .into();
+    SigningKey::from_bytes(&seed)
+}
+
+#[cfg(test)]
+mod test_keys {
+    use super::*;
+
+    pub fn authority_keys(n: usize) -> Vec<SigningKey> {
+        (0..n as u64).map(|i| deterministic_key("authority", i)).collect()
+    }
+
+    pub fn account_key(n: u64) -> SigningKey {
+        deterministic_key("account", n)
+    }
+}
