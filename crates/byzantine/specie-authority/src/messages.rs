@@ -1,0 +1,297 @@
+//! What an authority shard takes, makes durable, answers and sends.
+
+use specie_codec::{put_u32, put_u64, DecodeError, Reader};
+use specie_fastpay::{
+    AccountKey, Certificate, CertificateError, DoubleVote, OrderError, SignedOrder, Vote, SIGNATURE_BYTES,
+};
+use specie_role::Ticket;
+use thiserror::Error;
+
+/// A shard's position among its authority's shards.
+pub type ShardIndex = u32;
+
+/// Most credits one cross-shard message carries (and one `Credit` command applies).
+pub const CREDITS_PER_MESSAGE_MAX: usize = 1024;
+/// Most certificates one account-state answer carries; a client asks again from where it ended.
+pub const CERTIFICATES_PER_ANSWER_MAX: usize = 64;
+
+/// Value moved into this shard's account by a funding from the online core, identified by the
+/// core's id for it so that it is credited once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Funding {
+    pub id: [u8; 32],
+    pub account: AccountKey,
+    pub amount: u64,
+}
+
+/// A confirmed payment to an account on another shard of the same authority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Credit {
+    pub recipient: AccountKey,
+    pub amount: u64,
+    /// The payer and the sequence number of the certified order, for the recipient's history.
+    pub sender: AccountKey,
+    pub sender_sequence: u64,
+}
+
+/// An input, decoded and authorised by the host: client requests carry a ticket; `Credits`,
+/// `CreditAck` come only from this authority's own shards, `Fund` only from the core bridge.
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// A transfer order (FastPay step 1): answered with this authority's vote.
+    Transfer {
+        ticket: Ticket,
+        order: SignedOrder,
+    },
+    /// A confirmation order (step 3): a certificate to settle.
+    Confirm {
+        ticket: Ticket,
+        certificate: Certificate,
+    },
+    /// §4.4: an account's state and its confirmed certificates from `from_sequence` on.
+    Account {
+        ticket: Ticket,
+        account: AccountKey,
+        from_sequence: u64,
+    },
+    Fund {
+        ticket: Ticket,
+        funding: Funding,
+    },
+    /// Credits from shard `from`, the first numbered `first_sequence` in that channel.
+    Credits {
+        from: ShardIndex,
+        first_sequence: u64,
+        credits: Vec<Credit>,
+    },
+    /// Shard `from` has applied every credit this shard sent it numbered below `through`.
+    CreditAck {
+        from: ShardIndex,
+        through: u64,
+    },
+}
+
+/// What the shard makes durable before acting on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// This shard's vote on `order`, signed before it is made durable and sent only after.
+    Vote {
+        order: SignedOrder,
+        signature: [u8; SIGNATURE_BYTES],
+    },
+    /// A checked certificate: debit the sender, credit the recipient here or through a channel.
+    Confirm {
+        certificate: Certificate,
+    },
+    Fund {
+        funding: Funding,
+    },
+    /// Credits received from shard `from`, numbered from `first_sequence`.
+    Credit {
+        from: ShardIndex,
+        first_sequence: u64,
+        credits: Vec<Credit>,
+    },
+    /// Shard `to` acknowledged every credit numbered below `through`: forget them.
+    Acked {
+        to: ShardIndex,
+        through: u64,
+    },
+}
+
+/// An account as this shard knows it (FastPay §4.4).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccountState {
+    pub balance: i128,
+    pub next_sequence: u64,
+    /// The order this authority voted for at `next_sequence`, with its vote.
+    pub pending: Option<(SignedOrder, Vote)>,
+    /// Confirmed certificates from the requested sequence number on (at most
+    /// [`CERTIFICATES_PER_ANSWER_MAX`]).
+    pub confirmed: Vec<Certificate>,
+}
+
+/// The answer to a client's input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    Voted(Vote),
+    /// The certificate is settled here; `sequence` is now confirmed for its sender.
+    Confirmed {
+        sender: AccountKey,
+        sequence: u64,
+    },
+    Funded {
+        id: [u8; 32],
+    },
+    Account(Box<AccountState>),
+    Refused(Refusal),
+}
+
+/// Why a client's order or certificate is refused, in FastPay's order of checks.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum Refusal {
+    #[error("account belongs to shard {owner}, not this one")]
+    WrongShard { owner: ShardIndex },
+    #[error("invalid order: {0}")]
+    Order(#[from] OrderError),
+    #[error("invalid certificate: {0}")]
+    Certificate(#[from] CertificateError),
+    #[error("the account has never been funded")]
+    UnknownAccount,
+    #[error("another order is pending for sequence number {sequence}")]
+    OtherOrderPending { sequence: u64 },
+    #[error("sequence number {got}, expected {expected}")]
+    WrongSequence { expected: u64, got: u64 },
+    #[error("balance {balance} is less than the amount {amount}")]
+    InsufficientBalance { balance: i128, amount: u64 },
+    #[error("certificate for sequence number {got}, but {next} must be confirmed first")]
+    MissingEarlier { next: u64, got: u64 },
+    #[error("a different order was already confirmed for sequence number {sequence}: conflicting certificates")]
+    ConflictingCertificate { sequence: u64 },
+    #[error("the channel to shard {shard} holds {credits} credits, its limit: try again")]
+    ChannelFull { shard: ShardIndex, credits: usize },
+    #[error("funding {id_hex} was credited already with other terms")]
+    FundingMismatch { id_hex: String },
+}
+
+/// What an authority shard sends to another shard of the same authority.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    Credits { first_sequence: u64, credits: Vec<Credit> },
+    CreditAck { through: u64 },
+}
+
+/// What an operator must see.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// Two certificates for one account and sequence number: the authorities in both signed
+    /// conflicting orders.
+    Equivocation(Vec<DoubleVote>),
+    /// A shard sent credits out of order or beyond what it could have: a bug or a forgery.
+    ChannelViolation { from: ShardIndex, reason: &'static str },
+}
+
+const COMMAND_VOTE: u8 = 1;
+const COMMAND_CONFIRM: u8 = 2;
+const COMMAND_FUND: u8 = 3;
+const COMMAND_CREDIT: u8 = 4;
+const COMMAND_ACKED: u8 = 5;
+
+const CREDIT_BYTES: usize = 32 + 8 + 32 + 8;
+
+impl Credit {
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.recipient.0);
+        put_u64(out, self.amount);
+        out.extend_from_slice(&self.sender.0);
+        put_u64(out, self.sender_sequence);
+    }
+
+    pub fn decode_from(reader: &mut Reader<'_>) -> Result<Credit, DecodeError> {
+        Ok(Credit {
+            recipient: AccountKey(reader.read_array("credit recipient")?),
+            amount: reader.read_u64("credit amount")?,
+            sender: AccountKey(reader.read_array("credit sender")?),
+            sender_sequence: reader.read_u64("credit sender sequence")?,
+        })
+    }
+}
+
+pub(crate) fn encode_credits(credits: &[Credit], out: &mut Vec<u8>) {
+    put_u32(out, credits.len() as u32);
+    for credit in credits {
+        credit.encode_to(out);
+    }
+}
+
+pub(crate) fn decode_credits(reader: &mut Reader<'_>) -> Result<Vec<Credit>, DecodeError> {
+    let count = reader.read_u32_count("credits", CREDITS_PER_MESSAGE_MAX as u64, CREDIT_BYTES)?;
+    (0..count).map(|_| Credit::decode_from(reader)).collect()
+}
+
+impl Funding {
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.id);
+        out.extend_from_slice(&self.account.0);
+        put_u64(out, self.amount);
+    }
+
+    pub fn decode_from(reader: &mut Reader<'_>) -> Result<Funding, DecodeError> {
+        Ok(Funding {
+            id: reader.read_array("funding id")?,
+            account: AccountKey(reader.read_array("funding account")?),
+            amount: reader.read_u64("funding amount")?,
+        })
+    }
+}
+
+impl Command {
+    /// The canonical log record: a kind byte, then the command's fields.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            Command::Vote { order, signature } => {
+                out.push(COMMAND_VOTE);
+                order.encode_to(&mut out);
+                out.extend_from_slice(signature);
+            }
+            Command::Confirm { certificate } => {
+                out.push(COMMAND_CONFIRM);
+                certificate.encode_to(&mut out);
+            }
+            Command::Fund { funding } => {
+                out.push(COMMAND_FUND);
+                funding.encode_to(&mut out);
+            }
+            Command::Credit {
+                from,
+                first_sequence,
+                credits,
+            } => {
+                out.push(COMMAND_CREDIT);
+                put_u32(&mut out, *from);
+                put_u64(&mut out, *first_sequence);
+                encode_credits(credits, &mut out);
+            }
+            Command::Acked { to, through } => {
+                out.push(COMMAND_ACKED);
+                put_u32(&mut out, *to);
+                put_u64(&mut out, *through);
+            }
+        }
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Command, DecodeError> {
+        let mut reader = Reader::new(bytes);
+        let command = match reader.read_u8("authority command kind")? {
+            COMMAND_VOTE => Command::Vote {
+                order: SignedOrder::decode_from(&mut reader)?,
+                signature: reader.read_array("vote signature")?,
+            },
+            COMMAND_CONFIRM => Command::Confirm {
+                certificate: Certificate::decode_from(&mut reader)?,
+            },
+            COMMAND_FUND => Command::Fund {
+                funding: Funding::decode_from(&mut reader)?,
+            },
+            COMMAND_CREDIT => Command::Credit {
+                from: reader.read_u32("credit channel")?,
+                first_sequence: reader.read_u64("credit first sequence")?,
+                credits: decode_credits(&mut reader)?,
+            },
+            COMMAND_ACKED => Command::Acked {
+                to: reader.read_u32("ack channel")?,
+                through: reader.read_u64("ack through")?,
+            },
+            kind => {
+                return Err(DecodeError::UnknownKind {
+                    what: "authority command kind",
+                    kind,
+                })
+            }
+        };
+        reader.finish()?;
+        Ok(command)
+    }
+}

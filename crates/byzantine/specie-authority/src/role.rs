@@ -1,0 +1,593 @@
+//! The authority shard as a role: checks in `handle`, effects in `apply`, channels on timers.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+use specie_fastpay::{
+    AccountKey, AuthorityIndex, Certificate, Committee, DoubleVote, SignedOrder, SigningKey, Vote, VoteStatement,
+};
+use specie_role::{Durable, Output, Role, Ticket};
+
+use crate::messages::{
+    AccountState, Command, Credit, Funding, Input, Message, Refusal, Reply, Report, ShardIndex,
+    CERTIFICATES_PER_ANSWER_MAX, CREDITS_PER_MESSAGE_MAX,
+};
+use crate::state::{check_votable, hex_id, Settled, ShardState, StateError};
+
+/// Who this shard is and its limits.
+#[derive(Clone, Debug)]
+pub struct AuthorityConfig {
+    pub committee: Committee,
+    pub authority: AuthorityIndex,
+    pub shard: ShardIndex,
+    pub shards: u32,
+    /// How long an unacknowledged credit waits before it is sent again.
+    pub credit_retransmit_ms: u64,
+    /// Most unacknowledged credits towards one shard; beyond it, confirmations that would add
+    /// one are refused (the client retries) instead of queueing without bound.
+    pub channel_credits_max: usize,
+}
+
+impl AuthorityConfig {
+    pub fn shard_of(&self, account: &AccountKey) -> ShardIndex {
+        shard_of(account, self.shards)
+    }
+}
+
+/// Which shard of every authority holds `account`: the same split at every authority, so a
+/// client sends each order to one shard per authority.
+pub fn shard_of(account: &AccountKey, shards: u32) -> ShardIndex {
+    let prefix = u64::from_le_bytes(account.0[..8].try_into().expect("8 bytes"));
+    (prefix % u64::from(shards.max(1))) as ShardIndex
+}
+
+/// One shard of one FastPay authority.
+pub struct AuthorityShard {
+    config: AuthorityConfig,
+    key: SigningKey,
+    state: ShardState,
+    leading: bool,
+    outputs: VecDeque<Output<AuthorityShard>>,
+    /// Tickets waiting for a proposed vote, confirmation or funding to be applied.
+    votes_in_flight: HashMap<AccountKey, (SignedOrder, Vec<Ticket>)>,
+    confirms_in_flight: HashMap<(AccountKey, u64), (Certificate, Vec<Ticket>)>,
+    fundings_in_flight: HashMap<[u8; 32], (Funding, Vec<Ticket>)>,
+    /// Per channel, the next credit number already proposed (received) or acknowledged (sent).
+    credits_proposed: BTreeMap<ShardIndex, u64>,
+    acks_proposed: BTreeMap<ShardIndex, u64>,
+    /// Credits confirmed this round, sent together when the round's outputs are drained.
+    fresh_credits: BTreeMap<ShardIndex, (u64, Vec<Credit>)>,
+    acks_due: BTreeSet<ShardIndex>,
+    retransmit_at_ms: Option<u64>,
+    now_ms: u64,
+}
+
+impl AuthorityShard {
+    pub fn new(config: AuthorityConfig, key: SigningKey) -> AuthorityShard {
+        assert!(config.shard < config.shards, "shard index within the shard count");
+        assert_eq!(
+            config.committee.key(config.authority).map(|k| k.to_bytes()),
+            Some(key.verifying_key().to_bytes()),
+            "the signing key is this authority's committee key"
+        );
+        AuthorityShard {
+            config,
+            key,
+            state: ShardState::default(),
+            leading: false,
+            outputs: VecDeque::new(),
+            votes_in_flight: HashMap::new(),
+            confirms_in_flight: HashMap::new(),
+            fundings_in_flight: HashMap::new(),
+            credits_proposed: BTreeMap::new(),
+            acks_proposed: BTreeMap::new(),
+            fresh_credits: BTreeMap::new(),
+            acks_due: BTreeSet::new(),
+            retransmit_at_ms: None,
+            now_ms: 0,
+        }
+    }
+
+    pub fn config(&self) -> &AuthorityConfig {
+        &self.config
+    }
+
+    /// The sum of this shard's balances (for the supply audit).
+    pub fn balances(&self) -> i128 {
+        self.state.accounts.values().map(|a| a.balance).sum()
+    }
+
+    /// Value this shard has sent to other shards that they have not acknowledged.
+    pub fn credits_unacked(&self) -> u128 {
+        let credits = self.state.outbox.values().flat_map(|o| o.unacked.iter());
+        credits.map(|c| u128::from(c.amount)).sum()
+    }
+
+    /// Value that left this shard for the online core (certified redeems).
+    pub fn redeemed(&self) -> u128 {
+        self.state.redeemed
+    }
+
+    pub fn funded(&self) -> u128 {
+        self.state.funded
+    }
+
+    pub fn account(&self, account: &AccountKey, from_sequence: u64) -> Option<AccountState> {
+        let state = self.state.accounts.get(account)?;
+        let statement = |order: &SignedOrder| VoteStatement {
+            committee_id: self.config.committee.id(),
+            round: 0,
+            order_digest: order.order.digest(),
+        };
+        Some(AccountState {
+            balance: state.balance,
+            next_sequence: state.next_sequence,
+            pending: state.pending.as_ref().map(|(order, signature)| {
+                let vote = Vote {
+                    authority: self.config.authority,
+                    statement: statement(order),
+                    signature: *signature,
+                };
+                (order.clone(), vote)
+            }),
+            confirmed: state
+                .confirmed
+                .iter()
+                .skip(from_sequence.min(usize::MAX as u64) as usize)
+                .take(CERTIFICATES_PER_ANSWER_MAX)
+                .cloned()
+                .collect(),
+        })
+    }
+
+    fn reply(&mut self, ticket: Ticket, reply: Reply) {
+        self.outputs.push_back(Output::Reply { ticket, reply });
+    }
+
+    fn refuse(&mut self, ticket: Ticket, refusal: Refusal) {
+        self.reply(ticket, Reply::Refused(refusal));
+    }
+
+    fn vote_for(&self, order: &SignedOrder, signature: [u8; 64]) -> Vote {
+        Vote {
+            authority: self.config.authority,
+            statement: VoteStatement {
+                committee_id: self.config.committee.id(),
+                round: 0,
+                order_digest: order.order.digest(),
+            },
+            signature,
+        }
+    }
+
+    fn owns(&self, account: &AccountKey) -> Result<(), Refusal> {
+        match self.config.shard_of(account) {
+            owner if owner == self.config.shard => Ok(()),
+            owner => Err(Refusal::WrongShard { owner }),
+        }
+    }
+
+    /// Figure 2, `handle_transfer_order`: shard, signature, account, pending, sequence, balance.
+    fn transfer(&mut self, ticket: Ticket, order: SignedOrder) -> Result<(), Refusal> {
+        let sender = order.order.sender;
+        self.owns(&sender)?;
+        order.check()?;
+        let account = self.state.accounts.get(&sender).ok_or(Refusal::UnknownAccount)?;
+        if let Some((voted, _)) = self.votes_in_flight.get_mut(&sender) {
+            if *voted != order {
+                return Err(Refusal::OtherOrderPending {
+                    sequence: order.order.sequence,
+                });
+            }
+            self.votes_in_flight.get_mut(&sender).expect("present").1.push(ticket);
+            return Ok(());
+        }
+        // An order confirmed already gets the vote it got then: signatures are deterministic.
+        if let Some(certificate) = account.confirmed.get(order.order.sequence as usize) {
+            if certificate.order == order {
+                let statement = self.vote_for(&order, [0; 64]).statement;
+                let vote = self.vote_for(&order, statement.sign(&self.key));
+                self.reply(ticket, Reply::Voted(vote));
+                return Ok(());
+            }
+        }
+        check_votable(account, &order)?;
+        if let Some((_, signature)) = &account.pending {
+            let vote = self.vote_for(&order, *signature);
+            self.reply(ticket, Reply::Voted(vote));
+            return Ok(());
+        }
+        let signature = self.vote_for(&order, [0; 64]).statement.sign(&self.key);
+        self.outputs.push_back(Output::Propose(Command::Vote {
+            order: order.clone(),
+            signature,
+        }));
+        self.votes_in_flight.insert(sender, (order, vec![ticket]));
+        Ok(())
+    }
+
+    /// Figure 2, `handle_confirmation_order`: shard, certificate, sequence. A certificate for
+    /// a sequence number confirmed already is answered again if it is the same order, and if
+    /// it is not, the two certificates convict their common signers.
+    fn confirm(&mut self, ticket: Ticket, certificate: Certificate) -> Result<(), Refusal> {
+        let order = &certificate.order.order;
+        let (sender, sequence) = (order.sender, order.sequence);
+        self.owns(&sender)?;
+        let account = self.state.accounts.get(&sender);
+        let confirmed = account.and_then(|a| a.confirmed.get(sequence as usize));
+        if confirmed.is_some_and(|known| known.order == certificate.order) {
+            self.reply(ticket, Reply::Confirmed { sender, sequence });
+            return Ok(());
+        }
+        certificate.check(&self.config.committee)?;
+        if let Some(known) = confirmed {
+            let evidence = DoubleVote::from_certificates(known, &certificate);
+            self.outputs.push_back(Output::Report(Report::Equivocation(evidence)));
+            return Err(Refusal::ConflictingCertificate { sequence });
+        }
+        let next = account.map_or(0, |a| a.next_sequence);
+        if sequence > next {
+            return Err(Refusal::MissingEarlier { next, got: sequence });
+        }
+        if let Some((known, tickets)) = self.confirms_in_flight.get_mut(&(sender, sequence)) {
+            if known.order != certificate.order {
+                let evidence = DoubleVote::from_certificates(known, &certificate);
+                self.outputs.push_back(Output::Report(Report::Equivocation(evidence)));
+                return Err(Refusal::ConflictingCertificate { sequence });
+            }
+            tickets.push(ticket);
+            return Ok(());
+        }
+        if let specie_fastpay::Recipient::Account(recipient) = order.recipient {
+            let shard = self.config.shard_of(&recipient);
+            let queued = self.state.outbox.get(&shard).map_or(0, |o| o.unacked.len());
+            if shard != self.config.shard && queued >= self.config.channel_credits_max {
+                return Err(Refusal::ChannelFull { shard, credits: queued });
+            }
+        }
+        self.outputs.push_back(Output::Propose(Command::Confirm {
+            certificate: certificate.clone(),
+        }));
+        self.confirms_in_flight
+            .insert((sender, sequence), (certificate, vec![ticket]));
+        Ok(())
+    }
+
+    fn fund(&mut self, ticket: Ticket, funding: Funding) -> Result<(), Refusal> {
+        self.owns(&funding.account)?;
+        let mismatch = || Refusal::FundingMismatch {
+            id_hex: hex_id(&funding.id),
+        };
+        if let Some(known) = self.state.fundings.get(&funding.id) {
+            return match *known == funding {
+                true => {
+                    self.reply(ticket, Reply::Funded { id: funding.id });
+                    Ok(())
+                }
+                false => Err(mismatch()),
+            };
+        }
+        if let Some((known, tickets)) = self.fundings_in_flight.get_mut(&funding.id) {
+            if *known != funding {
+                return Err(mismatch());
+            }
+            tickets.push(ticket);
+            return Ok(());
+        }
+        self.outputs.push_back(Output::Propose(Command::Fund { funding }));
+        self.fundings_in_flight.insert(funding.id, (funding, vec![ticket]));
+        Ok(())
+    }
+
+    fn channel_violation(&mut self, from: ShardIndex, reason: &'static str) {
+        self.outputs
+            .push_back(Output::Report(Report::ChannelViolation { from, reason }));
+    }
+
+    fn receive_credits(&mut self, from: ShardIndex, first_sequence: u64, credits: Vec<Credit>) {
+        if from >= self.config.shards || from == self.config.shard {
+            return self.channel_violation(from, "credits from a shard that does not exist or from itself");
+        }
+        if credits.len() > CREDITS_PER_MESSAGE_MAX {
+            return self.channel_violation(from, "more credits than one message may carry");
+        }
+        if credits
+            .iter()
+            .any(|c| self.config.shard_of(&c.recipient) != self.config.shard)
+        {
+            return self.channel_violation(from, "a credit for an account of another shard");
+        }
+        let applied = self.state.inbox.get(&from).copied().unwrap_or(0);
+        let expected = self.credits_proposed.get(&from).copied().unwrap_or(0).max(applied);
+        let end = first_sequence.saturating_add(credits.len() as u64);
+        if first_sequence > expected || end <= expected {
+            // A gap (an earlier message was lost: the sender resends from its oldest
+            // unacknowledged credit) or a duplicate: say where this end stands.
+            self.acks_due.insert(from);
+            return;
+        }
+        let fresh = credits[(expected - first_sequence) as usize..].to_vec();
+        self.credits_proposed.insert(from, end);
+        self.outputs.push_back(Output::Propose(Command::Credit {
+            from,
+            first_sequence: expected,
+            credits: fresh,
+        }));
+    }
+
+    fn receive_ack(&mut self, from: ShardIndex, through: u64) {
+        let Some(outbox) = self.state.outbox.get(&from) else {
+            return self.channel_violation(from, "an acknowledgement for a channel never used");
+        };
+        if through > outbox.next_sequence {
+            return self.channel_violation(from, "an acknowledgement of credits never sent");
+        }
+        let proposed = self.acks_proposed.get(&from).copied().unwrap_or(0);
+        if through > outbox.acked_through() && through > proposed {
+            self.acks_proposed.insert(from, through);
+            self.outputs
+                .push_back(Output::Propose(Command::Acked { to: from, through }));
+        }
+    }
+
+    fn answer_applied<K: Eq + std::hash::Hash, V>(
+        &mut self,
+        waiting: impl FnOnce(&mut Self) -> &mut HashMap<K, (V, Vec<Ticket>)>,
+        key: &K,
+        reply: Reply,
+    ) {
+        if let Some((_, tickets)) = waiting(self).remove(key) {
+            for ticket in tickets {
+                self.reply(ticket, reply.clone());
+            }
+        }
+    }
+
+    fn apply_vote(&mut self, order: &SignedOrder, signature: [u8; 64]) {
+        let reply = match self.state.vote(order, signature) {
+            Ok(()) => Reply::Voted(self.vote_for(order, signature)),
+            Err(refusal) => Reply::Refused(refusal),
+        };
+        self.answer_applied(|s| &mut s.votes_in_flight, &order.order.sender, reply);
+    }
+
+    fn apply_confirm(&mut self, certificate: &Certificate) {
+        let order = &certificate.order.order;
+        let key = (order.sender, order.sequence);
+        let shards = self.config.shards;
+        let already = self
+            .state
+            .accounts
+            .get(&order.sender)
+            .and_then(|a| a.confirmed.get(order.sequence as usize))
+            .is_some_and(|known| known == certificate);
+        let reply = if already {
+            Reply::Confirmed {
+                sender: key.0,
+                sequence: key.1,
+            }
+        } else {
+            match self.state.confirm(certificate, |account| shard_of(account, shards)) {
+                Ok(settled) => {
+                    if let Settled::ToShard(shard, sequence) = settled {
+                        let credit = *self.state.outbox[&shard].unacked.back().expect("just queued");
+                        let (first, batch) = self.fresh_credits.entry(shard).or_insert((sequence, Vec::new()));
+                        debug_assert_eq!(*first + batch.len() as u64, sequence, "fresh credits are contiguous");
+                        batch.push(credit);
+                        self.retransmit_at_ms
+                            .get_or_insert(self.now_ms + self.config.credit_retransmit_ms);
+                    }
+                    Reply::Confirmed {
+                        sender: key.0,
+                        sequence: key.1,
+                    }
+                }
+                Err(refusal) => Reply::Refused(refusal),
+            }
+        };
+        if let Some(account) = self.state.accounts.get(&order.sender) {
+            debug_assert!(account.next_sequence > order.sequence || matches!(reply, Reply::Refused(_)));
+        }
+        self.answer_applied(|s| &mut s.confirms_in_flight, &key, reply);
+    }
+
+    fn apply_fund(&mut self, funding: &Funding) {
+        let reply = match self.state.fund(funding) {
+            Ok(()) => Reply::Funded { id: funding.id },
+            Err(refusal) => Reply::Refused(refusal),
+        };
+        self.answer_applied(|s| &mut s.fundings_in_flight, &funding.id, reply);
+    }
+
+    /// Queues this round's fresh credits and due acknowledgements as one message per channel.
+    fn flush_channels(&mut self) {
+        if !self.leading {
+            self.fresh_credits.clear();
+            self.acks_due.clear();
+            return;
+        }
+        for (to, (first_sequence, credits)) in std::mem::take(&mut self.fresh_credits) {
+            for (n, chunk) in credits.chunks(CREDITS_PER_MESSAGE_MAX).enumerate() {
+                let first_sequence = first_sequence + (n * CREDITS_PER_MESSAGE_MAX) as u64;
+                self.outputs.push_back(Output::Send {
+                    to,
+                    message: Message::Credits {
+                        first_sequence,
+                        credits: chunk.to_vec(),
+                    },
+                });
+            }
+        }
+        for from in std::mem::take(&mut self.acks_due) {
+            let through = self.state.inbox.get(&from).copied().unwrap_or(0);
+            self.outputs.push_back(Output::Send {
+                to: from,
+                message: Message::CreditAck { through },
+            });
+        }
+    }
+}
+
+impl Role for AuthorityShard {
+    type Command = Command;
+    type Input = Input;
+    type Peer = ShardIndex;
+    type Message = Message;
+    type Reply = Reply;
+    type Report = Report;
+
+    fn lead(&mut self, now_ms: u64) {
+        self.leading = true;
+        self.now_ms = now_ms;
+        // Whatever was sent before a crash may be lost: resend every unacknowledged credit.
+        if self.state.outbox.values().any(|o| !o.unacked.is_empty()) {
+            self.retransmit_at_ms = Some(now_ms);
+        }
+    }
+
+    fn follow(&mut self) {
+        self.leading = false;
+        self.votes_in_flight.clear();
+        self.confirms_in_flight.clear();
+        self.fundings_in_flight.clear();
+        self.credits_proposed.clear();
+        self.acks_proposed.clear();
+        self.fresh_credits.clear();
+        self.acks_due.clear();
+        self.retransmit_at_ms = None;
+    }
+
+    fn handle(&mut self, now_ms: u64, input: Input) {
+        self.now_ms = now_ms;
+        let (ticket, result) = match input {
+            Input::Transfer { ticket, order } => (ticket, self.transfer(ticket, order)),
+            Input::Confirm { ticket, certificate } => (ticket, self.confirm(ticket, certificate)),
+            Input::Fund { ticket, funding } => (ticket, self.fund(ticket, funding)),
+            Input::Account {
+                ticket,
+                account,
+                from_sequence,
+            } => {
+                let reply = match self.owns(&account) {
+                    Err(refusal) => Reply::Refused(refusal),
+                    Ok(()) => self
+                        .account(&account, from_sequence)
+                        .map_or(Reply::Refused(Refusal::UnknownAccount), |state| {
+                            Reply::Account(Box::new(state))
+                        }),
+                };
+                self.reply(ticket, reply);
+                return;
+            }
+            Input::Credits {
+                from,
+                first_sequence,
+                credits,
+            } => return self.receive_credits(from, first_sequence, credits),
+            Input::CreditAck { from, through } => return self.receive_ack(from, through),
+        };
+        if let Err(refusal) = result {
+            self.refuse(ticket, refusal);
+        }
+    }
+
+    fn apply(&mut self, now_ms: u64, command: &Command) {
+        self.now_ms = self.now_ms.max(now_ms);
+        match command {
+            Command::Vote { order, signature } => self.apply_vote(order, *signature),
+            Command::Confirm { certificate } => self.apply_confirm(certificate),
+            Command::Fund { funding } => self.apply_fund(funding),
+            Command::Credit {
+                from,
+                first_sequence,
+                credits,
+            } => {
+                self.state.credit(*from, *first_sequence, credits);
+                self.acks_due.insert(*from);
+            }
+            Command::Acked { to, through } => self.state.acked(*to, *through),
+        }
+    }
+
+    fn handle_timeout(&mut self, now_ms: u64) {
+        self.now_ms = now_ms;
+        self.retransmit_at_ms = None;
+        if !self.leading {
+            return;
+        }
+        for (&to, outbox) in &self.state.outbox {
+            if outbox.unacked.is_empty() {
+                continue;
+            }
+            let credits: Vec<Credit> = outbox.unacked.iter().take(CREDITS_PER_MESSAGE_MAX).copied().collect();
+            self.outputs.push_back(Output::Send {
+                to,
+                message: Message::Credits {
+                    first_sequence: outbox.acked_through(),
+                    credits,
+                },
+            });
+            self.retransmit_at_ms = Some(now_ms + self.config.credit_retransmit_ms);
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Output<Self>> {
+        if self.outputs.is_empty() {
+            self.flush_channels();
+        }
+        self.outputs.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        self.retransmit_at_ms
+    }
+}
+
+impl Durable for AuthorityShard {
+    type StateError = StateError;
+
+    fn encode_command(command: &Command) -> Vec<u8> {
+        command.encode()
+    }
+
+    fn decode_command(&self, bytes: &[u8]) -> Result<Command, StateError> {
+        Ok(Command::decode(bytes)?)
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.state.encode_to(&mut out);
+        out
+    }
+
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), StateError> {
+        self.state = ShardState::decode(snapshot)?;
+        Ok(())
+    }
+
+    fn check_invariants(&self) -> Result<(), StateError> {
+        self.state.check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shard_count_splits_accounts_the_same_way_at_every_authority() {
+        let account = AccountKey([7; 32]);
+        for shards in 1..9 {
+            assert!(shard_of(&account, shards) < shards);
+            assert_eq!(shard_of(&account, shards), shard_of(&account, shards));
+        }
+        assert_eq!(shard_of(&account, 0), 0, "zero shards is treated as one");
+    }
+
+    #[test]
+    fn the_snapshot_of_an_empty_shard_round_trips() {
+        let state = ShardState::default();
+        let mut bytes = Vec::new();
+        state.encode_to(&mut bytes);
+        assert_eq!(ShardState::decode(&bytes).unwrap(), state);
+    }
+}

@@ -1,0 +1,504 @@
+//! A committee of 4 authorities × 3 shards, the roles driven directly (every command through its
+//! log encoding), a client forming certificates from votes, and a lossy network between shards.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use specie_authority::{
+    shard_of, AuthorityConfig, AuthorityShard, Funding, Input, Message, Refusal, Reply, Report, ShardIndex,
+};
+use specie_fastpay::{
+    deterministic_key, AccountKey, Certificate, Committee, CoreAddress, DoubleVote, Evidence, Recipient, SignedOrder,
+    SigningKey, TransferOrder, Vote, VoteStatement,
+};
+use specie_role::{Durable, Role, Round};
+
+const AUTHORITIES: usize = 4;
+const SHARDS: u32 = 3;
+const RETRANSMIT_MS: u64 = 100;
+
+struct Committee4 {
+    committee: Committee,
+    authority_keys: Vec<SigningKey>,
+    shards: Vec<Vec<AuthorityShard>>,
+    /// (authority, to shard, from shard, message) in flight between shards.
+    network: VecDeque<(usize, ShardIndex, ShardIndex, Message)>,
+    replies: BTreeMap<u64, Reply>,
+    reports: Vec<Report>,
+    next_ticket: u64,
+    now_ms: u64,
+    /// Every how many shard messages one is dropped (0: none), and every how many duplicated.
+    drop_every: usize,
+    duplicate_every: usize,
+    sent: usize,
+}
+
+impl Committee4 {
+    fn new() -> Committee4 {
+        let authority_keys: Vec<SigningKey> = (0..AUTHORITIES as u64)
+            .map(|i| deterministic_key("authority", i))
+            .collect();
+        let committee =
+            Committee::new(1, authority_keys.iter().map(|k| k.verifying_key().to_bytes()).collect()).unwrap();
+        let shards = (0..AUTHORITIES)
+            .map(|authority| {
+                (0..SHARDS)
+                    .map(|shard| {
+                        let config = AuthorityConfig {
+                            committee: committee.clone(),
+                            authority: authority as u16,
+                            shard,
+                            shards: SHARDS,
+                            credit_retransmit_ms: RETRANSMIT_MS,
+                            channel_credits_max: 10_000,
+                        };
+                        let mut role = AuthorityShard::new(config, authority_keys[authority].clone());
+                        role.lead(0);
+                        role
+                    })
+                    .collect()
+            })
+            .collect();
+        Committee4 {
+            committee,
+            authority_keys,
+            shards,
+            network: VecDeque::new(),
+            replies: BTreeMap::new(),
+            reports: Vec::new(),
+            next_ticket: 0,
+            now_ms: 0,
+            drop_every: 0,
+            duplicate_every: 0,
+            sent: 0,
+        }
+    }
+
+    /// Hands one input to a shard and runs its rounds: each proposal goes through its log bytes.
+    fn deliver(&mut self, authority: usize, shard: ShardIndex, input: Input) {
+        let role = &mut self.shards[authority][shard as usize];
+        role.handle(self.now_ms, input);
+        self.settle(authority, shard);
+    }
+
+    fn settle(&mut self, authority: usize, shard: ShardIndex) {
+        loop {
+            let role = &mut self.shards[authority][shard as usize];
+            let round = Round::take(role);
+            for (to, message) in round.sends {
+                self.sent += 1;
+                if self.drop_every > 0 && self.sent.is_multiple_of(self.drop_every) {
+                    continue;
+                }
+                if self.duplicate_every > 0 && self.sent.is_multiple_of(self.duplicate_every) {
+                    self.network.push_back((authority, to, shard, message.clone()));
+                }
+                self.network.push_back((authority, to, shard, message));
+            }
+            self.replies.extend(round.replies);
+            self.reports.extend(round.reports);
+            if round.proposals.is_empty() {
+                role.check_invariants().unwrap();
+                return;
+            }
+            for command in round.proposals {
+                let bytes = AuthorityShard::encode_command(&command);
+                let decoded = role.decode_command(&bytes).unwrap();
+                assert_eq!(decoded, command, "commands round-trip through the log");
+                role.apply(self.now_ms, &decoded);
+            }
+        }
+    }
+
+    fn call(&mut self, authority: usize, shard: ShardIndex, make: impl FnOnce(u64) -> Input) -> Reply {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        self.deliver(authority, shard, make(ticket));
+        self.replies.remove(&ticket).expect("answered in the same turn")
+    }
+
+    /// Delivers shard messages (reordered: newest first every other time) and fires
+    /// retransmission timers until the network is quiet and nothing is unacknowledged.
+    fn run_channels(&mut self) {
+        for _ in 0..10_000 {
+            while let Some((authority, to, from, message)) = match self.network.len() % 2 {
+                0 => self.network.pop_front(),
+                _ => self.network.pop_back(),
+            } {
+                let input = match message {
+                    Message::Credits {
+                        first_sequence,
+                        credits,
+                    } => Input::Credits {
+                        from,
+                        first_sequence,
+                        credits,
+                    },
+                    Message::CreditAck { through } => Input::CreditAck { from, through },
+                };
+                self.deliver(authority, to, input);
+            }
+            let pending: u128 = self.shards.iter().flatten().map(|s| s.credits_unacked()).sum();
+            if pending == 0 {
+                return;
+            }
+            self.now_ms += RETRANSMIT_MS;
+            for authority in 0..AUTHORITIES {
+                for shard in 0..SHARDS {
+                    let role = &mut self.shards[authority][shard as usize];
+                    if role.poll_timeout().is_some_and(|at| at <= self.now_ms) {
+                        role.handle_timeout(self.now_ms);
+                        self.settle(authority, shard);
+                    }
+                }
+            }
+        }
+        panic!("channels never drained");
+    }
+
+    fn fund(&mut self, account: AccountKey, amount: u64, id: u8) {
+        let shard = shard_of(&account, SHARDS);
+        let funding = Funding {
+            id: [id; 32],
+            account,
+            amount,
+        };
+        for authority in 0..AUTHORITIES {
+            let reply = self.call(authority, shard, |ticket| Input::Fund { ticket, funding });
+            assert_eq!(reply, Reply::Funded { id: [id; 32] });
+        }
+    }
+
+    /// Sends the order to `authorities` and returns their votes (checked) or refusals.
+    fn votes(&mut self, order: &SignedOrder, authorities: &[usize]) -> Vec<Result<Vote, Refusal>> {
+        let shard = shard_of(&order.order.sender, SHARDS);
+        authorities
+            .iter()
+            .map(|&authority| {
+                let order = order.clone();
+                match self.call(authority, shard, |ticket| Input::Transfer { ticket, order }) {
+                    Reply::Voted(vote) => Ok(vote),
+                    Reply::Refused(refusal) => Err(refusal),
+                    other => panic!("unexpected {other:?}"),
+                }
+            })
+            .collect()
+    }
+
+    fn certify(&mut self, order: &SignedOrder) -> Certificate {
+        let votes: Vec<Vote> = self
+            .votes(order, &[0, 1, 2, 3])
+            .into_iter()
+            .map(Result::unwrap)
+            .inspect(|vote| vote.check(&self.committee, order).unwrap())
+            .collect();
+        Certificate::from_votes(order.clone(), &votes[..self.committee.quorum()])
+    }
+
+    fn confirm(&mut self, certificate: &Certificate, authority: usize) -> Reply {
+        let shard = shard_of(&certificate.order.order.sender, SHARDS);
+        let certificate = certificate.clone();
+        self.call(authority, shard, |ticket| Input::Confirm { ticket, certificate })
+    }
+
+    fn balance(&self, authority: usize, account: &AccountKey) -> i128 {
+        let shard = &self.shards[authority][shard_of(account, SHARDS) as usize];
+        shard.account(account, 0).map_or(0, |a| a.balance)
+    }
+
+    /// Each authority's books: balances + credits in flight between its shards = funded − redeemed.
+    fn audit(&self) {
+        for (authority, shards) in self.shards.iter().enumerate() {
+            let balances: i128 = shards.iter().map(AuthorityShard::balances).sum();
+            let unacked: u128 = shards.iter().map(AuthorityShard::credits_unacked).sum();
+            let funded: u128 = shards.iter().map(AuthorityShard::funded).sum();
+            let redeemed: u128 = shards.iter().map(AuthorityShard::redeemed).sum();
+            assert_eq!(
+                balances + unacked as i128,
+                funded as i128 - redeemed as i128,
+                "authority {authority}'s books"
+            );
+        }
+    }
+}
+
+fn account(n: u64) -> (SigningKey, AccountKey) {
+    let key = deterministic_key("account", n);
+    let account = AccountKey(key.verifying_key().to_bytes());
+    (key, account)
+}
+
+fn pay(owner: &SigningKey, to: Recipient, amount: u64, sequence: u64) -> SignedOrder {
+    TransferOrder {
+        sender: AccountKey(owner.verifying_key().to_bytes()),
+        recipient: to,
+        amount,
+        sequence,
+        memo: Vec::new(),
+    }
+    .sign(owner)
+}
+
+#[test]
+fn payments_across_shards_settle_exactly_once_through_a_lossy_reordering_network() {
+    let mut c = Committee4::new();
+    c.drop_every = 3;
+    c.duplicate_every = 4;
+    let accounts: Vec<_> = (0..12).map(account).collect();
+    for (n, (_, key)) in accounts.iter().enumerate() {
+        c.fund(*key, 1_000, n as u8);
+    }
+    assert!(
+        accounts
+            .iter()
+            .map(|(_, a)| shard_of(a, SHARDS))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            > 1,
+        "the accounts span shards"
+    );
+    let mut expected: BTreeMap<AccountKey, i128> = accounts.iter().map(|(_, a)| (*a, 1_000)).collect();
+    let mut sequences = vec![0u64; accounts.len()];
+    for round in 0..5u64 {
+        for from in 0..accounts.len() {
+            let to = (from + 1 + round as usize) % accounts.len();
+            let amount = 10 + round + from as u64;
+            let order = pay(
+                &accounts[from].0,
+                Recipient::Account(accounts[to].1),
+                amount,
+                sequences[from],
+            );
+            let certificate = c.certify(&order);
+            for authority in 0..AUTHORITIES {
+                let sequence = sequences[from];
+                assert_eq!(
+                    c.confirm(&certificate, authority),
+                    Reply::Confirmed {
+                        sender: accounts[from].1,
+                        sequence
+                    }
+                );
+            }
+            sequences[from] += 1;
+            *expected.get_mut(&accounts[from].1).unwrap() -= i128::from(amount);
+            *expected.get_mut(&accounts[to].1).unwrap() += i128::from(amount);
+        }
+        c.audit();
+    }
+    c.run_channels();
+    c.audit();
+    for authority in 0..AUTHORITIES {
+        for (key, balance) in &expected {
+            assert_eq!(c.balance(authority, key), *balance, "authority {authority}");
+        }
+    }
+    assert!(c.reports.is_empty(), "{:?}", c.reports);
+}
+
+#[test]
+fn re_sent_orders_and_certificates_get_the_same_answers_and_a_redeem_leaves_the_books() {
+    let mut c = Committee4::new();
+    let (alice_key, alice) = account(1);
+    c.fund(alice, 100, 1);
+    // A second funding with the same id and other terms is refused; the same one is idempotent.
+    let shard = shard_of(&alice, SHARDS);
+    let other_terms = Funding {
+        id: [1; 32],
+        account: alice,
+        amount: 999,
+    };
+    assert!(matches!(
+        c.call(0, shard, |ticket| Input::Fund {
+            ticket,
+            funding: other_terms
+        }),
+        Reply::Refused(Refusal::FundingMismatch { .. })
+    ));
+    c.fund(alice, 100, 1);
+    assert_eq!(c.balance(0, &alice), 100);
+
+    let redeem = pay(&alice_key, Recipient::Core(CoreAddress([9; 32])), 30, 0);
+    let first = c.votes(&redeem, &[0, 1, 2, 3]);
+    assert_eq!(first, c.votes(&redeem, &[0, 1, 2, 3]), "the same votes, byte for byte");
+    let certificate = c.certify(&redeem);
+    for _ in 0..2 {
+        assert_eq!(
+            c.confirm(&certificate, 2),
+            Reply::Confirmed {
+                sender: alice,
+                sequence: 0
+            }
+        );
+    }
+    assert_eq!(
+        c.votes(&redeem, &[2]),
+        vec![first[2].clone()],
+        "a confirmed order keeps its vote"
+    );
+    assert_eq!(c.balance(2, &alice), 70);
+    assert_eq!(c.shards[2][shard as usize].redeemed(), 30);
+    c.audit();
+
+    // FastPay's checks, each with its reason.
+    let overdraw = pay(&alice_key, Recipient::Core(CoreAddress([9; 32])), 71, 1);
+    assert_eq!(
+        c.votes(&overdraw, &[2]),
+        vec![Err(Refusal::InsufficientBalance {
+            balance: 70,
+            amount: 71
+        })]
+    );
+    let skipped = pay(&alice_key, Recipient::Core(CoreAddress([9; 32])), 1, 5);
+    assert_eq!(
+        c.votes(&skipped, &[2]),
+        vec![Err(Refusal::WrongSequence { expected: 1, got: 5 })]
+    );
+    // An authority still pending on sequence 0 refuses sequence 1 until it sees the certificate.
+    let next = pay(&alice_key, Recipient::Core(CoreAddress([9; 32])), 1, 1);
+    assert_eq!(
+        c.votes(&next, &[1]),
+        vec![Err(Refusal::OtherOrderPending { sequence: 0 })]
+    );
+    for authority in [1, 3] {
+        assert!(matches!(c.confirm(&certificate, authority), Reply::Confirmed { .. }));
+    }
+    // Authority 0 never saw the confirmation: a certificate for sequence 1 needs 0 first.
+    let next = pay(&alice_key, Recipient::Core(CoreAddress([9; 32])), 1, 1);
+    let next_certificate = {
+        let votes: Vec<Vote> = c.votes(&next, &[1, 2, 3]).into_iter().map(Result::unwrap).collect();
+        Certificate::from_votes(next.clone(), &votes)
+    };
+    assert_eq!(
+        c.confirm(&next_certificate, 0),
+        Reply::Refused(Refusal::MissingEarlier { next: 0, got: 1 })
+    );
+    assert!(matches!(c.confirm(&certificate, 0), Reply::Confirmed { .. }));
+    assert!(matches!(c.confirm(&next_certificate, 0), Reply::Confirmed { .. }));
+    let wrong_shard = (shard + 1) % SHARDS;
+    assert_eq!(
+        c.call(0, wrong_shard, |ticket| Input::Transfer {
+            ticket,
+            order: next.clone()
+        }),
+        Reply::Refused(Refusal::WrongShard { owner: shard })
+    );
+}
+
+#[test]
+fn an_equivocating_owner_gets_no_certificate_and_conflicting_certificates_convict_the_double_signers() {
+    let mut c = Committee4::new();
+    let (mallory_key, mallory) = account(3);
+    let (_, bob) = account(4);
+    let (_, carol) = account(5);
+    c.fund(mallory, 50, 1);
+    let to_bob = pay(&mallory_key, Recipient::Account(bob), 50, 0);
+    let to_carol = pay(&mallory_key, Recipient::Account(carol), 50, 0);
+    // Two authorities each: neither order reaches the quorum of 3.
+    assert!(c.votes(&to_bob, &[0, 1]).iter().all(Result::is_ok));
+    assert!(c.votes(&to_carol, &[2, 3]).iter().all(Result::is_ok));
+    assert_eq!(
+        c.votes(&to_carol, &[0, 1]),
+        vec![Err(Refusal::OtherOrderPending { sequence: 0 }); 2]
+    );
+    assert_eq!(
+        c.votes(&to_bob, &[2, 3]),
+        vec![Err(Refusal::OtherOrderPending { sequence: 0 }); 2]
+    );
+
+    // Authorities 0, 1 and 3 turn Byzantine and sign the other order too: two certificates.
+    let byzantine_vote = |c: &Committee4, authority: usize, order: &SignedOrder| {
+        let statement = VoteStatement {
+            committee_id: c.committee.id(),
+            round: 0,
+            order_digest: order.order.digest(),
+        };
+        Vote {
+            authority: authority as u16,
+            statement,
+            signature: statement.sign(&c.authority_keys[authority]),
+        }
+    };
+    let honest_carol: Vec<Vote> = c.votes(&to_carol, &[2]).into_iter().map(Result::unwrap).collect();
+    let carol_votes = [
+        honest_carol[0].clone(),
+        byzantine_vote(&c, 0, &to_carol),
+        byzantine_vote(&c, 1, &to_carol),
+    ];
+    let for_carol = Certificate::from_votes(to_carol.clone(), &carol_votes);
+    let bob_votes = [
+        byzantine_vote(&c, 0, &to_bob),
+        byzantine_vote(&c, 1, &to_bob),
+        byzantine_vote(&c, 3, &to_bob),
+    ];
+    let for_bob = Certificate::from_votes(to_bob.clone(), &bob_votes);
+    assert!(matches!(c.confirm(&for_carol, 2), Reply::Confirmed { .. }));
+    assert_eq!(
+        c.confirm(&for_bob, 2),
+        Reply::Refused(Refusal::ConflictingCertificate { sequence: 0 })
+    );
+    let Some(Report::Equivocation(double_votes)) = c.reports.pop() else {
+        panic!("the conflict is reported: {:?}", c.reports)
+    };
+    let evidence = Evidence {
+        committee: c.committee.clone(),
+        double_votes,
+    };
+    // Two quorums of 3 in 4 share 2 signers, more than f = 1: here 3 signs Bob's order too.
+    // The evidence convicts exactly the signers common to both certificates, 0 and 1.
+    assert_eq!(evidence.convicted(), Ok(vec![0, 1]));
+    assert_eq!(DoubleVote::from_certificates(&for_carol, &for_carol), vec![]);
+    c.audit();
+}
+
+#[test]
+fn forged_and_misdirected_channel_messages_are_reported_and_change_nothing() {
+    let mut c = Committee4::new();
+    let (_, alice) = account(1);
+    let shard = shard_of(&alice, SHARDS);
+    let other = (shard + 1) % SHARDS;
+    let credit = specie_authority::Credit {
+        recipient: alice,
+        amount: 1_000_000,
+        sender: alice,
+        sender_sequence: 0,
+    };
+    // From itself, from a shard that does not exist, for an account of another shard.
+    c.deliver(
+        0,
+        shard,
+        Input::Credits {
+            from: shard,
+            first_sequence: 0,
+            credits: vec![credit],
+        },
+    );
+    c.deliver(
+        0,
+        shard,
+        Input::Credits {
+            from: SHARDS + 5,
+            first_sequence: 0,
+            credits: vec![credit],
+        },
+    );
+    c.deliver(
+        0,
+        other,
+        Input::Credits {
+            from: shard,
+            first_sequence: 0,
+            credits: vec![credit],
+        },
+    );
+    c.deliver(
+        0,
+        shard,
+        Input::CreditAck {
+            from: other,
+            through: 7,
+        },
+    );
+    assert_eq!(c.reports.len(), 4, "{:?}", c.reports);
+    assert_eq!(c.balance(0, &alice), 0);
+    c.audit();
+}
