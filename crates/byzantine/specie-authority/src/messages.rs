@@ -150,6 +150,8 @@ pub enum Refusal {
     ConflictingCertificate { sequence: u64 },
     #[error("the channel to shard {shard} holds {credits} credits, its limit: try again")]
     ChannelFull { shard: ShardIndex, credits: usize },
+    #[error("too many orders wait for this account's state to settle: try again")]
+    Busy,
     #[error("funding {id_hex} was credited already with other terms")]
     FundingMismatch { id_hex: String },
 }

@@ -13,6 +13,9 @@ use crate::messages::{
 };
 use crate::state::{check_votable, hex_id, Settled, ShardState, StateError};
 
+/// Most transfer orders held for one account while its state is about to change.
+const DEFERRED_PER_ACCOUNT_MAX: usize = 16;
+
 /// Who this shard is and its limits.
 #[derive(Clone, Debug)]
 pub struct AuthorityConfig {
@@ -51,6 +54,9 @@ pub struct AuthorityShard {
     votes_in_flight: HashMap<AccountKey, (SignedOrder, Vec<Ticket>)>,
     confirms_in_flight: HashMap<(AccountKey, u64), (Certificate, Vec<Ticket>)>,
     fundings_in_flight: HashMap<[u8; 32], (Funding, Vec<Ticket>)>,
+    /// Transfer orders that arrived while a confirmation or funding of their account was on its
+    /// way to the log: judged once it is applied, not refused for a state about to change.
+    deferred: HashMap<AccountKey, Vec<(Ticket, SignedOrder)>>,
     /// Per channel, the next credit number already proposed (received) or acknowledged (sent).
     credits_proposed: BTreeMap<ShardIndex, u64>,
     acks_proposed: BTreeMap<ShardIndex, u64>,
@@ -78,6 +84,7 @@ impl AuthorityShard {
             votes_in_flight: HashMap::new(),
             confirms_in_flight: HashMap::new(),
             fundings_in_flight: HashMap::new(),
+            deferred: HashMap::new(),
             credits_proposed: BTreeMap::new(),
             acks_proposed: BTreeMap::new(),
             fresh_credits: BTreeMap::new(),
@@ -171,6 +178,14 @@ impl AuthorityShard {
         let sender = order.order.sender;
         self.owns(&sender)?;
         order.check()?;
+        if self.account_changing(&sender) {
+            let deferred = self.deferred.entry(sender).or_default();
+            if deferred.len() >= DEFERRED_PER_ACCOUNT_MAX {
+                return Err(Refusal::Busy);
+            }
+            deferred.push((ticket, order));
+            return Ok(());
+        }
         let account = self.state.accounts.get(&sender).ok_or(Refusal::UnknownAccount)?;
         if let Some((voted, _)) = self.votes_in_flight.get_mut(&sender) {
             if *voted != order {
@@ -203,6 +218,27 @@ impl AuthorityShard {
         }));
         self.votes_in_flight.insert(sender, (order, vec![ticket]));
         Ok(())
+    }
+
+    /// Whether a confirmation or funding of `account` is proposed and not yet applied.
+    fn account_changing(&self, account: &AccountKey) -> bool {
+        self.confirms_in_flight.keys().any(|(sender, _)| sender == account)
+            || self
+                .fundings_in_flight
+                .values()
+                .any(|(funding, _)| funding.account == *account)
+    }
+
+    /// Judges the transfer orders deferred while `account` was changing, if it no longer is.
+    fn resume_deferred(&mut self, account: &AccountKey) {
+        if self.account_changing(account) {
+            return;
+        }
+        for (ticket, order) in self.deferred.remove(account).unwrap_or_default() {
+            if let Err(refusal) = self.transfer(ticket, order) {
+                self.refuse(ticket, refusal);
+            }
+        }
     }
 
     /// Figure 2, `handle_confirmation_order`: shard, certificate, sequence. A certificate for
@@ -388,6 +424,7 @@ impl AuthorityShard {
             debug_assert!(account.next_sequence > order.sequence || matches!(reply, Reply::Refused(_)));
         }
         self.answer_applied(|s| &mut s.confirms_in_flight, &key, reply);
+        self.resume_deferred(&key.0);
     }
 
     fn apply_fund(&mut self, funding: &Funding) {
@@ -396,6 +433,7 @@ impl AuthorityShard {
             Err(refusal) => Reply::Refused(refusal),
         };
         self.answer_applied(|s| &mut s.fundings_in_flight, &funding.id, reply);
+        self.resume_deferred(&funding.account);
     }
 
     /// Queues this round's fresh credits and due acknowledgements as one message per channel.
@@ -449,6 +487,7 @@ impl Role for AuthorityShard {
         self.votes_in_flight.clear();
         self.confirms_in_flight.clear();
         self.fundings_in_flight.clear();
+        self.deferred.clear();
         self.credits_proposed.clear();
         self.acks_proposed.clear();
         self.fresh_credits.clear();

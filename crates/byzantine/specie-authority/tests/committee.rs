@@ -80,6 +80,14 @@ impl Committee4 {
         self.settle(authority, shard);
     }
 
+    /// Hands several inputs to a shard in one turn, as a host does with what arrived together.
+    fn deliver_together(&mut self, authority: usize, shard: ShardIndex, inputs: Vec<Input>) {
+        for input in inputs {
+            self.shards[authority][shard as usize].handle(self.now_ms, input);
+        }
+        self.settle(authority, shard);
+    }
+
     fn settle(&mut self, authority: usize, shard: ShardIndex) {
         loop {
             let role = &mut self.shards[authority][shard as usize];
@@ -500,5 +508,38 @@ fn forged_and_misdirected_channel_messages_are_reported_and_change_nothing() {
     );
     assert_eq!(c.reports.len(), 4, "{:?}", c.reports);
     assert_eq!(c.balance(0, &alice), 0);
+    c.audit();
+}
+
+#[test]
+fn an_order_arriving_with_the_confirmation_before_it_waits_for_it_instead_of_being_refused() {
+    let mut c = Committee4::new();
+    let (alice_key, alice) = account(1);
+    let (_, bob) = account(2);
+    let shard = shard_of(&alice, SHARDS);
+    c.fund(alice, 100, 1);
+    let first = pay(&alice_key, Recipient::Account(bob), 10, 0);
+    let certificate = c.certify(&first);
+    let second = pay(&alice_key, Recipient::Account(bob), 10, 1);
+    c.deliver_together(
+        0,
+        shard,
+        vec![
+            Input::Confirm {
+                ticket: 900,
+                certificate,
+            },
+            Input::Transfer {
+                ticket: 901,
+                order: second,
+            },
+        ],
+    );
+    assert!(matches!(c.replies.remove(&900), Some(Reply::Confirmed { .. })));
+    assert!(
+        matches!(c.replies.remove(&901), Some(Reply::Voted(_))),
+        "{:?}",
+        c.replies
+    );
     c.audit();
 }

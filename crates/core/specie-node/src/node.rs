@@ -160,7 +160,7 @@ impl EmbeddedNode {
             )?;
             let (inbox_tx, inbox_rx) = unbounded();
             threads.push(spawn(format!("shard-{index}"), move || {
-                host.run(inbox_rx, crossbeam_channel::never())
+                host.run(inbox_rx, crossbeam_channel::never());
             })?);
             shard_inboxes.push(inbox_tx);
         }
@@ -186,7 +186,7 @@ impl EmbeddedNode {
         // Bounded: when the coordinator falls behind, submitters wait here (backpressure).
         let (submissions_tx, submissions_rx) = bounded(1024);
         threads.push(spawn("coordinator".into(), move || {
-            host.run(submissions_rx, answers_rx)
+            host.run(submissions_rx, answers_rx);
         })?);
 
         let shared = Shared {

@@ -184,9 +184,10 @@ impl<R: Durable, W: Wiring<R>> EmbeddedHost<R, W> {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    /// Runs the role until [`HostMessage::Stop`] or until every caller and peer is gone. `calls`
-    /// carries callers' requests; `inputs` carries peers' messages that need no reply.
-    pub fn run(mut self, calls: Receiver<HostMessage<W::Call, W::ReplyTo>>, inputs: Receiver<Vec<R::Input>>) {
+    /// Runs the role until [`HostMessage::Stop`] or until every caller and peer is gone, and
+    /// returns it (for an audit of its final state). `calls` carries callers' requests; `inputs`
+    /// carries peers' messages that need no reply.
+    pub fn run(mut self, calls: Receiver<HostMessage<W::Call, W::ReplyTo>>, inputs: Receiver<Vec<R::Input>>) -> R {
         // Whatever the role resumed on taking the lead (re-sent phases, say) goes out first.
         self.settle();
         loop {
@@ -215,7 +216,7 @@ impl<R: Durable, W: Wiring<R>> EmbeddedHost<R, W> {
             }
             self.settle();
             if stop {
-                return;
+                return self.role;
             }
         }
     }
