@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;
+mod byzantine_cmd;
 mod cluster_cmd;
 mod demo_cmd;
 mod inspect;
@@ -46,6 +47,8 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Measure throughput against the ceilings that bound it (not run by the tests).
     Bench(bench_cmd::BenchArgs),
+    /// The Byzantine mode (FastPay authorities): check evidence of equivocation.
+    Byzantine(byzantine_cmd::ByzantineArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,7 +58,7 @@ fn main() -> ExitCode {
     // would kill a replica, a sentinel, the demo or a benchmark in the middle of its work.
     // Commands that only print and read files get the default back, so that `specie tx inspect
     // … | head` ends quietly instead of panicking on a closed pipe.
-    if matches!(cli.command, Command::Tx(_) | Command::Sim(_)) {
+    if matches!(cli.command, Command::Tx(_) | Command::Sim(_) | Command::Byzantine(_)) {
         reset_sigpipe();
     }
     init_logging(&cli.command);
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Tx(args) => inspect::run(args),
         Command::Sim(args) => sim_cmd::run_sim(args),
         Command::Bench(args) => bench_cmd::run(args),
+        Command::Byzantine(args) => byzantine_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -358,3 +358,77 @@ fn concurrent_wallet_commands_lose_no_update() {
     }
     assert_eq!(list(), before + 8, "every new address was kept");
 }
+
+/// Evidence from two conflicting certificates of a 4-member committee: authorities 0 and 1 signed both.
+fn conflicting_evidence() -> specie_fastpay::Evidence {
+    use specie_fastpay::{
+        deterministic_key, AccountKey, Certificate, Committee, DoubleVote, Recipient, TransferOrder, Vote,
+        VoteStatement,
+    };
+    let authorities: Vec<_> = (0..4).map(|i| deterministic_key("authority", i)).collect();
+    let committee = Committee::new(1, authorities.iter().map(|k| k.verifying_key().to_bytes()).collect()).unwrap();
+    let owner = deterministic_key("account", 0);
+    let certify = |to: u8, signers: &[usize]| {
+        let order = TransferOrder {
+            sender: AccountKey(owner.verifying_key().to_bytes()),
+            recipient: Recipient::Account(AccountKey([to; 32])),
+            amount: 5,
+            sequence: 0,
+            memo: Vec::new(),
+        }
+        .sign(&owner);
+        let statement = VoteStatement {
+            committee_id: committee.id(),
+            round: 0,
+            order_digest: order.order.digest(),
+        };
+        let votes: Vec<Vote> = signers
+            .iter()
+            .map(|&a| Vote {
+                authority: a as u16,
+                statement,
+                signature: statement.sign(&authorities[a]),
+            })
+            .collect();
+        Certificate::from_votes(order, &votes)
+    };
+    let (first, second) = (certify(1, &[0, 1, 2]), certify(2, &[0, 1, 3]));
+    specie_fastpay::Evidence {
+        double_votes: DoubleVote::from_certificates(&first, &second),
+        committee,
+    }
+}
+
+#[test]
+fn byzantine_check_evidence_convicts_exactly_the_double_signers_and_refuses_doctored_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("evidence.bin");
+    let evidence = conflicting_evidence();
+    let mut bytes = Vec::new();
+    evidence.encode_to(&mut bytes);
+    std::fs::write(&path, &bytes).unwrap();
+    let output = specie(&["byzantine", "check-evidence", path.to_str().unwrap()]);
+    assert_exit(&output, 0);
+    let convicted: Vec<String> = stdout(&output)
+        .lines()
+        .filter(|l| l.starts_with("convicted:"))
+        .map(String::from)
+        .collect();
+    assert_eq!(convicted.len(), 2, "{}", stdout(&output));
+    assert!(convicted[0].starts_with("convicted: authority 0 ") && convicted[1].starts_with("convicted: authority 1 "));
+
+    // Blame an honest authority instead: its key does not verify the signatures.
+    let mut framed = evidence.clone();
+    framed.double_votes[0].authority = 2;
+    let mut bytes = Vec::new();
+    framed.encode_to(&mut bytes);
+    std::fs::write(&path, &bytes).unwrap();
+    let output = specie(&["byzantine", "check-evidence", path.to_str().unwrap()]);
+    assert_exit(&output, 1);
+    assert!(stdout(&output).contains("convicts no one"), "{}", stdout(&output));
+
+    std::fs::write(&path, b"not evidence at all").unwrap();
+    let output = specie(&["byzantine", "check-evidence", path.to_str().unwrap()]);
+    assert_exit(&output, 1);
+    assert!(stderr(&output).contains("is not evidence"), "{}", stderr(&output));
+}
