@@ -40,6 +40,7 @@ impl Wiring<AuthorityShard> for SlotWiring {
 }
 
 type Calls = mpsc::Sender<Vec<(Call, Slot<Reply>)>>;
+type AuthorityReplica = Arc<Replica<RoleMachine<AuthorityShard>>>;
 
 fn shard() -> AuthorityShard {
     let keys: Vec<_> = (0..4).map(|i| deterministic_key("authority", i)).collect();
@@ -57,7 +58,7 @@ fn shard() -> AuthorityShard {
 
 struct Group {
     network: FaultNetwork,
-    replicas: BTreeMap<NodeId, (Arc<Replica<RoleMachine<AuthorityShard>>>, Calls)>,
+    replicas: BTreeMap<NodeId, (AuthorityReplica, Calls)>,
     _dir: tempfile::TempDir,
 }
 
@@ -87,12 +88,10 @@ impl Group {
             network.register(id, replica.rpc_handler());
             let replica = Arc::new(replica);
             let (calls, calls_rx) = mpsc::channel(64);
-            let (_inputs, inputs_rx) = mpsc::channel(1);
+            // One shard per authority here: no peer sends it credits.
+            let (_no_inputs, inputs_rx) = mpsc::channel(1);
             let host = ReplicatedHost::new(format!("authority-1/shard-0/replica-{id}"), replica.clone(), SlotWiring);
-            tokio::spawn(async move {
-                let _keep_inputs_open = _inputs;
-                host.run(calls_rx, inputs_rx).await
-            });
+            tokio::spawn(host.run(calls_rx, inputs_rx));
             replicas.insert(id, (replica, calls));
         }
         Group {
