@@ -300,6 +300,20 @@ fn payments_across_shards_settle_exactly_once_through_a_lossy_reordering_network
             assert_eq!(c.balance(authority, key), *balance, "authority {authority}");
         }
     }
+    // Every shard's state survives its snapshot: restored into a fresh role, the same bytes.
+    for shards in &c.shards {
+        for shard in shards {
+            let snapshot = shard.snapshot();
+            let mut fresh = AuthorityShard::new(
+                shard.config().clone(),
+                c.authority_keys[usize::from(shard.config().authority)].clone(),
+            );
+            fresh.restore(&snapshot).unwrap();
+            fresh.check_invariants().unwrap();
+            assert_eq!(fresh.snapshot(), snapshot);
+            assert_eq!(fresh.balances(), shard.balances());
+        }
+    }
     assert!(c.reports.is_empty(), "{:?}", c.reports);
 }
 
