@@ -36,7 +36,7 @@ impl VoteStatement {
         authority.sign(&self.signing_bytes()).to_bytes()
     }
 
-    /// Strict single verification (used for votes one at a time and for evidence).
+    /// Strict single verification (for votes one at a time; evidence uses the cofactored equation).
     pub fn verify(&self, key: &VerifyingKey, signature: &[u8; SIGNATURE_BYTES]) -> bool {
         key.verify_strict(&self.signing_bytes(), &Signature::from_bytes(signature))
             .is_ok()

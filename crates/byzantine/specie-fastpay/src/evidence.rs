@@ -6,6 +6,11 @@
 //! authority in both quorums (at least f+1 of them), and an honest authority never signs such a
 //! pair, so the evidence never convicts an honest one.
 
+use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
+use curve25519_dalek::scalar::Scalar;
+use curve25519_dalek::traits::IsIdentity;
+use ed25519_dalek::{Signature, VerifyingKey};
+use sha2::{Digest, Sha512};
 use specie_codec::{put_u32, DecodeError, Reader};
 use thiserror::Error;
 
@@ -48,8 +53,9 @@ pub enum EvidenceError {
 }
 
 impl DoubleVote {
-    /// Checks the pair against the committee: both signatures verify strictly, same account,
-    /// sequence number and round, different orders.
+    /// Checks the pair against the committee: same account, sequence number and round,
+    /// different orders, and both signatures verify under the cofactored equation (see
+    /// `verify_cofactored`: not strictly, or a signer could escape conviction).
     pub fn check(&self, committee: &Committee) -> Result<(), EvidenceError> {
         let key = committee.key(self.authority).ok_or(EvidenceError::UnknownAuthority {
             authority: self.authority,
@@ -70,7 +76,7 @@ impl DoubleVote {
                 round: vote.round,
                 order_digest: vote.order.digest(),
             };
-            if !statement.verify(key, &vote.signature) {
+            if !verify_cofactored(key, &statement.signing_bytes(), &vote.signature) {
                 return Err(EvidenceError::BadSignature {
                     authority: self.authority,
                 });
@@ -172,6 +178,32 @@ impl Evidence {
             double_votes,
         })
     }
+}
+
+/// Ed25519's cofactored verification, `[8]([s]B − R − [k]A) = 0` with `k = SHA-512(R ‖ A ‖ M)`
+/// and `s` canonical, which accepts every signature that verifies strictly and, but for a
+/// negligible chance, every one that a certificate's batch verification accepts. Strict
+/// verification would not do for evidence: a signer can put a small-order component into its
+/// nonce point R (or its committee key), which the batch equation's random multipliers cancel
+/// about half the time and which strict verification always refuses. Such a signer could sign
+/// two certified conflicting orders and still not be convicted. Forging a signature that this
+/// equation accepts is as hard as forging one that verifies strictly, so it frames no one.
+fn verify_cofactored(key: &VerifyingKey, message: &[u8], signature: &[u8; SIGNATURE_BYTES]) -> bool {
+    let signature = Signature::from_bytes(signature);
+    let Some(s) = Option::<Scalar>::from(Scalar::from_canonical_bytes(*signature.s_bytes())) else {
+        return false;
+    };
+    let Some(nonce_point) = CompressedEdwardsY(*signature.r_bytes()).decompress() else {
+        return false;
+    };
+    let k = Scalar::from_hash(
+        Sha512::new()
+            .chain_update(signature.r_bytes())
+            .chain_update(key.as_bytes())
+            .chain_update(message),
+    );
+    let difference = EdwardsPoint::vartime_double_scalar_mul_basepoint(&-k, &key.to_edwards(), &s) - nonce_point;
+    difference.mul_by_cofactor().is_identity()
 }
 
 fn read_signed_vote(reader: &mut Reader<'_>) -> Result<SignedVote, DecodeError> {

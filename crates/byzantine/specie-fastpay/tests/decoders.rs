@@ -1,0 +1,226 @@
+//! Every decoder takes untrusted bytes: fed arbitrary bytes, or valid encodings (the stored
+//! vectors of `docs/byzantine-vectors.json`) with a few mutations, none panics, whatever decodes
+//! re-encodes to exactly its input (one encoding per value), and the checks a verifier makes on
+//! a decoded value (`check`, `convicted`) do not panic either.
+
+use std::sync::OnceLock;
+
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use serde_json::Value;
+use specie_codec::{DecodeError, Reader};
+use specie_fastpay::{decode_exact, Certificate, Committee, Evidence, SignedOrder, Vote};
+
+/// Above every valid encoding these tests make, so that only the decoders refuse.
+const INPUT_BYTES_MAX: usize = 1 << 16;
+
+/// The stored vectors that are whole encodings, each a seed for mutation, with the decoder
+/// that accepts it.
+const SEEDS: [(&str, Decoder); 9] = [
+    ("committee", Decoder::Committee),
+    ("transfer_signed_order", Decoder::SignedOrder),
+    ("redeem_signed_order", Decoder::SignedOrder),
+    ("vote[0]", Decoder::Vote),
+    ("vote[3]", Decoder::Vote),
+    ("certificate", Decoder::Certificate),
+    ("conflicting_certificate", Decoder::Certificate),
+    ("evidence", Decoder::Evidence),
+    ("transfer_order", Decoder::None),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Decoder {
+    Committee,
+    SignedOrder,
+    Vote,
+    Certificate,
+    Evidence,
+    /// An unsigned transfer order: no decoder here takes it whole.
+    None,
+}
+
+fn seed_bytes() -> &'static Vec<Vec<u8>> {
+    static SEEDS_BYTES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    SEEDS_BYTES.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../docs/byzantine-vectors.json");
+        let stored: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let vectors = stored["vectors"].as_array().unwrap();
+        SEEDS
+            .iter()
+            .map(|(name, _)| {
+                let vector = vectors.iter().find(|v| v["name"] == *name).unwrap();
+                hex::decode(vector["hex"].as_str().unwrap()).unwrap()
+            })
+            .collect()
+    })
+}
+
+/// The vectors' committee, against which decoded votes and certificates are checked.
+fn committee() -> &'static Committee {
+    static COMMITTEE: OnceLock<Committee> = OnceLock::new();
+    COMMITTEE
+        .get_or_init(|| decode_exact("committee", &seed_bytes()[0], INPUT_BYTES_MAX, Committee::decode_from).unwrap())
+}
+
+/// The vectors' transfer order, which the vectors' votes are for.
+fn transfer() -> &'static SignedOrder {
+    static TRANSFER: OnceLock<SignedOrder> = OnceLock::new();
+    TRANSFER.get_or_init(|| decode_exact("order", &seed_bytes()[1], INPUT_BYTES_MAX, SignedOrder::decode_from).unwrap())
+}
+
+/// Decodes all of `bytes`; on success, the encoding must be `bytes` again.
+fn decode_canonical<T>(
+    bytes: &[u8],
+    decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
+    encode: impl FnOnce(&T, &mut Vec<u8>),
+) -> Result<Option<T>, TestCaseError> {
+    let Ok(value) = decode_exact("input", bytes, INPUT_BYTES_MAX, decode) else {
+        return Ok(None);
+    };
+    let mut encoded = Vec::new();
+    encode(&value, &mut encoded);
+    prop_assert_eq!(encoded, bytes, "what decodes re-encodes to its input");
+    Ok(Some(value))
+}
+
+/// Feeds `bytes` to every decoder and runs a verifier's checks on what decodes; returns the
+/// decoders that accepted it.
+fn feed_every_decoder(bytes: &[u8]) -> Result<Vec<Decoder>, TestCaseError> {
+    let mut accepted = Vec::new();
+    if decode_canonical(bytes, Committee::decode_from, Committee::encode_to)?.is_some() {
+        accepted.push(Decoder::Committee);
+    }
+    if let Some(order) = decode_canonical(bytes, SignedOrder::decode_from, SignedOrder::encode_to)? {
+        let _ = order.check();
+        accepted.push(Decoder::SignedOrder);
+    }
+    if let Some(vote) = decode_canonical(bytes, Vote::decode_from, Vote::encode_to)? {
+        let _ = vote.check(committee(), transfer());
+        accepted.push(Decoder::Vote);
+    }
+    if let Some(certificate) = decode_canonical(bytes, Certificate::decode_from, Certificate::encode_to)? {
+        let _ = certificate.check(committee());
+        accepted.push(Decoder::Certificate);
+    }
+    if let Some(evidence) = decode_canonical(bytes, Evidence::decode_from, Evidence::encode_to)? {
+        if let Ok(convicted) = evidence.convicted() {
+            prop_assert!(convicted.windows(2).all(|pair| pair[0] < pair[1]));
+        }
+        accepted.push(Decoder::Evidence);
+    }
+    Ok(accepted)
+}
+
+#[derive(Clone, Debug)]
+enum Mutation {
+    Flip {
+        at: usize,
+        mask: u8,
+    },
+    Insert {
+        at: usize,
+        byte: u8,
+    },
+    Remove {
+        at: usize,
+    },
+    Truncate {
+        at: usize,
+    },
+    /// Overwrites four bytes with a little-endian `u32`: reaches counts and lengths.
+    PutU32 {
+        at: usize,
+        value: u32,
+    },
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    let value = prop_oneof![0u32..=300, Just(u32::MAX), any::<u32>()];
+    prop_oneof![
+        (any::<usize>(), 1u8..=255).prop_map(|(at, mask)| Mutation::Flip { at, mask }),
+        (any::<usize>(), any::<u8>()).prop_map(|(at, byte)| Mutation::Insert { at, byte }),
+        any::<usize>().prop_map(|at| Mutation::Remove { at }),
+        any::<usize>().prop_map(|at| Mutation::Truncate { at }),
+        (any::<usize>(), value).prop_map(|(at, value)| Mutation::PutU32 { at, value }),
+    ]
+}
+
+fn mutate(bytes: &mut Vec<u8>, mutation: &Mutation) {
+    let len = bytes.len();
+    match *mutation {
+        Mutation::Flip { at, mask } if len > 0 => bytes[at % len] ^= mask,
+        Mutation::Insert { at, byte } => bytes.insert(at % (len + 1), byte),
+        Mutation::Remove { at } if len > 0 => {
+            bytes.remove(at % len);
+        }
+        Mutation::Truncate { at } => bytes.truncate(at % (len + 1)),
+        Mutation::PutU32 { at, value } if len >= 4 => {
+            let at = at % (len - 3);
+            bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        }
+        _ => {}
+    }
+}
+
+/// Any bytes, often starting with the version byte and often of a vote's exact length (any 135
+/// bytes after the version decode as a vote), so that some decode.
+fn arbitrary_input() -> impl Strategy<Value = Vec<u8>> {
+    let bytes = prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..1024),
+        proptest::collection::vec(any::<u8>(), 135),
+        proptest::collection::vec(any::<u8>(), 86..=300),
+    ];
+    (bytes, any::<bool>()).prop_map(|(mut bytes, versioned)| {
+        if versioned && !bytes.is_empty() {
+            bytes[0] = 1;
+        }
+        bytes
+    })
+}
+
+#[test]
+fn each_seed_is_accepted_by_its_decoder_alone() {
+    for ((name, decoder), bytes) in SEEDS.iter().zip(seed_bytes()) {
+        let accepted = feed_every_decoder(bytes).unwrap();
+        let expected: Vec<Decoder> = [*decoder].into_iter().filter(|d| *d != Decoder::None).collect();
+        assert_eq!(accepted, expected, "seed {name}");
+    }
+}
+
+/// Byte values that mean something somewhere: versions, kinds, small counts, the top of a
+/// count's byte.
+const TELLING_BYTES: [u8; 6] = [0, 1, 2, 3, 0x80, 0xff];
+
+#[test]
+fn every_single_byte_change_of_every_seed_is_refused_or_canonical() {
+    for bytes in seed_bytes() {
+        for at in 0..bytes.len() {
+            for value in TELLING_BYTES.into_iter().chain([bytes[at] ^ 1]) {
+                let mut changed = bytes.clone();
+                changed[at] = value;
+                feed_every_decoder(&changed).unwrap_or_else(|e| panic!("byte {at} set to {value:#04x}: {e}"));
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    #[test]
+    fn arbitrary_bytes_never_panic_and_what_decodes_is_canonical(bytes in arbitrary_input()) {
+        feed_every_decoder(&bytes)?;
+    }
+
+    #[test]
+    fn mutated_encodings_never_panic_and_what_decodes_is_canonical(
+        seed in 0..SEEDS.len(),
+        mutations in proptest::collection::vec(mutation(), 1..4),
+    ) {
+        let mut bytes = seed_bytes()[seed].clone();
+        for mutation in &mutations {
+            mutate(&mut bytes, mutation);
+        }
+        feed_every_decoder(&bytes)?;
+    }
+}

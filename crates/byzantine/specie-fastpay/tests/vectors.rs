@@ -1,0 +1,388 @@
+//! The vectors of `docs/byzantine-format.md`: a fixed scenario built from `deterministic_key`
+//! (Ed25519 signatures are deterministic, so every byte is reproducible), encoded, and compared
+//! with `docs/byzantine-vectors.json`. Any change to an encoding, a domain string, the digest or
+//! the key derivation fails this test. The stored bytes are also decoded back, re-encoded, and
+//! checked as a verifier would (signatures, certificates against the committee, evidence).
+//!
+//! To regenerate the file after a deliberate format change (which also needs a new version
+//! byte): `SPECIE_WRITE_VECTORS=1 cargo test -p specie-fastpay --test vectors`.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use specie_codec::{DecodeError, Reader};
+use specie_fastpay::{
+    decode_exact, deterministic_key, AccountKey, Certificate, Committee, CoreAddress, DoubleVote, Evidence, Recipient,
+    SignedOrder, SigningKey, TransferOrder, Vote, VoteStatement,
+};
+
+const WRITE_VECTORS_ENV: &str = "SPECIE_WRITE_VECTORS";
+
+/// Generous: the largest vector (the evidence file) is about 1.2 KiB.
+const VECTOR_BYTES_MAX: usize = 1 << 16;
+
+/// The authorities that sign the redeem order as well as the transfer: the ones convicted.
+const CONVICTED: [u16; 2] = [1, 2];
+
+fn vectors_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../docs/byzantine-vectors.json")
+}
+
+/// Every value of the scenario.
+struct Scenario {
+    authorities: Vec<SigningKey>,
+    owner: SigningKey,
+    payee: SigningKey,
+    committee: Committee,
+    transfer: SignedOrder,
+    redeem: SignedOrder,
+    statement: VoteStatement,
+    votes: Vec<Vote>,
+    certificate: Certificate,
+    conflicting: Certificate,
+    evidence: Evidence,
+}
+
+fn votes_for(committee: &Committee, authorities: &[SigningKey], order: &SignedOrder) -> Vec<Vote> {
+    let statement = VoteStatement {
+        committee_id: committee.id(),
+        round: 0,
+        order_digest: order.order.digest(),
+    };
+    (0..authorities.len() as u16)
+        .map(|authority| Vote {
+            authority,
+            statement,
+            signature: statement.sign(&authorities[usize::from(authority)]),
+        })
+        .collect()
+}
+
+fn certificate_of(order: &SignedOrder, votes: &[Vote], signers: &[u16]) -> Certificate {
+    let chosen: Vec<Vote> = signers.iter().map(|&a| votes[usize::from(a)].clone()).collect();
+    Certificate::from_votes(order.clone(), &chosen)
+}
+
+fn scenario() -> Scenario {
+    let authorities: Vec<SigningKey> = (0..4).map(|i| deterministic_key("authority", i)).collect();
+    let (owner, payee) = (deterministic_key("account", 0), deterministic_key("account", 1));
+    let committee = Committee::new(1, authorities.iter().map(|k| k.verifying_key().to_bytes()).collect()).unwrap();
+    let sender = AccountKey(owner.verifying_key().to_bytes());
+    let transfer = TransferOrder {
+        sender,
+        recipient: Recipient::Account(AccountKey(payee.verifying_key().to_bytes())),
+        amount: 1000,
+        sequence: 0,
+        memo: b"vector".to_vec(),
+    }
+    .sign(&owner);
+    // The same account and sequence number to the online core: a double spend of `transfer`.
+    let redeem = TransferOrder {
+        sender,
+        recipient: Recipient::Core(CoreAddress([0x11; 32])),
+        amount: 400,
+        sequence: 0,
+        memo: Vec::new(),
+    }
+    .sign(&owner);
+    let votes = votes_for(&committee, &authorities, &transfer);
+    let certificate = certificate_of(&transfer, &votes, &[0, 1, 2]);
+    let conflicting = certificate_of(&redeem, &votes_for(&committee, &authorities, &redeem), &[1, 2, 3]);
+    let evidence = Evidence {
+        committee: committee.clone(),
+        double_votes: DoubleVote::from_certificates(&certificate, &conflicting),
+    };
+    Scenario {
+        statement: votes[0].statement,
+        authorities,
+        owner,
+        payee,
+        committee,
+        transfer,
+        redeem,
+        votes,
+        certificate,
+        conflicting,
+        evidence,
+    }
+}
+
+fn encoded(encode: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode(&mut out);
+    out
+}
+
+/// One named value of the scenario.
+struct Vector {
+    name: String,
+    description: String,
+    bytes: Vec<u8>,
+}
+
+/// Every vector, in the order the format document reads.
+fn vectors(s: &Scenario) -> Vec<Vector> {
+    let mut vectors = Vec::new();
+    let mut put = |name: String, description: String, bytes: &[u8]| {
+        vectors.push(Vector {
+            name,
+            description,
+            bytes: bytes.to_vec(),
+        });
+    };
+    for (i, key) in s.authorities.iter().enumerate() {
+        put(
+            format!("authority_seed[{i}]"),
+            format!("Ed25519 secret key (seed) of deterministic_key(\"authority\", {i})"),
+            &key.to_bytes(),
+        );
+        put(
+            format!("authority_public_key[{i}]"),
+            format!("authority {i}'s public key"),
+            key.verifying_key().as_bytes(),
+        );
+    }
+    for (i, key, role) in [(0, &s.owner, "the owner"), (1, &s.payee, "the payee")] {
+        put(
+            format!("account_seed[{i}]"),
+            format!("deterministic_key(\"account\", {i}): {role}"),
+            &key.to_bytes(),
+        );
+        put(
+            format!("account_public_key[{i}]"),
+            format!("{role}'s public key: its account"),
+            key.verifying_key().as_bytes(),
+        );
+    }
+    put(
+        "committee".into(),
+        "epoch 1, authorities 0..4 in order".into(),
+        &encoded(|o| s.committee.encode_to(o)),
+    );
+    put(
+        "committee_id".into(),
+        "SHA-256(\"specie/fastpay/committee/v1\" || committee)".into(),
+        &s.committee.id(),
+    );
+    put_order(
+        &mut put,
+        "transfer",
+        "account 0 pays account 1 1000, sequence 0, memo \"vector\"",
+        &s.transfer,
+    );
+    put_order(
+        &mut put,
+        "redeem",
+        "account 0 redeems 400 to core address 11..11, sequence 0, no memo: a double spend of transfer",
+        &s.redeem,
+    );
+    put(
+        "vote_statement_signing_bytes".into(),
+        "what every authority signs for transfer: \"specie/fastpay/vote/v1\" || 01 || committee_id || round 0 || transfer_order_digest".into(),
+        &s.statement.signing_bytes(),
+    );
+    for (i, vote) in s.votes.iter().enumerate() {
+        put(
+            format!("vote[{i}]"),
+            format!("authority {i}'s vote for transfer (round 0)"),
+            &encoded(|o| vote.encode_to(o)),
+        );
+    }
+    put(
+        "certificate".into(),
+        "transfer certified by authorities 0, 1, 2".into(),
+        &encoded(|o| s.certificate.encode_to(o)),
+    );
+    put(
+        "conflicting_certificate".into(),
+        "redeem certified by authorities 1, 2, 3: 1 and 2 signed both".into(),
+        &encoded(|o| s.conflicting.encode_to(o)),
+    );
+    put(
+        "evidence".into(),
+        "the committee and the double votes of authorities 1 and 2 from the two certificates; convicts 1 and 2".into(),
+        &encoded(|o| s.evidence.encode_to(o)),
+    );
+    vectors
+}
+
+fn put_order(put: &mut impl FnMut(String, String, &[u8]), name: &str, description: &str, signed: &SignedOrder) {
+    put(
+        format!("{name}_order"),
+        description.into(),
+        &encoded(|o| signed.order.encode_to(o)),
+    );
+    put(
+        format!("{name}_order_signing_bytes"),
+        "what the owner signs: \"specie/fastpay/transfer-order/v1\" || order".into(),
+        &signed.order.signing_bytes(),
+    );
+    put(
+        format!("{name}_order_digest"),
+        "SHA-256 of the signing bytes".into(),
+        &signed.order.digest(),
+    );
+    put(
+        format!("{name}_signed_order"),
+        "order || owner's signature".into(),
+        &encoded(|o| signed.encode_to(o)),
+    );
+}
+
+/// The file's text: one vector a line, fields in reading order (serde_json would sort them).
+fn vectors_text(vectors: &[Vector]) -> String {
+    let quoted = |text: &str| serde_json::to_string(text).expect("a string serializes");
+    let lines: Vec<String> = vectors
+        .iter()
+        .map(|v| {
+            format!(
+                "    {{\"name\": {}, \"description\": {}, \"hex\": \"{}\"}}",
+                quoted(&v.name),
+                quoted(&v.description),
+                hex::encode(&v.bytes)
+            )
+        })
+        .collect();
+    format!(
+        "{{\n  \"description\": {},\n  \"vectors\": [\n{}\n  ]\n}}\n",
+        quoted(FILE_DESCRIPTION),
+        lines.join(",\n")
+    )
+}
+
+const FILE_DESCRIPTION: &str = "Test vectors of docs/byzantine-format.md, generated and checked by \
+     crates/byzantine/specie-fastpay/tests/vectors.rs; keys from deterministic_key, Ed25519 signatures (deterministic)";
+
+/// The stored vectors, by name, as bytes.
+fn stored_bytes(stored: &Value, name: &str) -> Vec<u8> {
+    let vector = stored["vectors"]
+        .as_array()
+        .expect("a vectors array")
+        .iter()
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("no vector {name}"));
+    hex::decode(vector["hex"].as_str().expect("hex")).expect("valid hex")
+}
+
+/// The stored file's text, read once; written first from the code if `SPECIE_WRITE_VECTORS=1`
+/// (once, so that the tests, which run in parallel, all read the new file).
+fn stored_text() -> &'static str {
+    static STORED: OnceLock<String> = OnceLock::new();
+    STORED.get_or_init(|| {
+        let path = vectors_path();
+        if std::env::var_os(WRITE_VECTORS_ENV).is_some_and(|v| v == "1") {
+            std::fs::write(&path, vectors_text(&vectors(&scenario()))).unwrap();
+        }
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    })
+}
+
+fn stored() -> Value {
+    serde_json::from_str(stored_text()).expect("the vectors file is JSON")
+}
+
+#[test]
+fn the_encodings_match_the_stored_vectors() {
+    let expected = vectors(&scenario());
+    let stored = stored();
+    for vector in &expected {
+        assert_eq!(
+            hex::encode(stored_bytes(&stored, &vector.name)),
+            hex::encode(&vector.bytes),
+            "vector {}: the code's bytes differ from docs/byzantine-vectors.json (regenerate with \
+             {WRITE_VECTORS_ENV}=1 only for a deliberate format change)",
+            vector.name
+        );
+    }
+    assert_eq!(
+        stored_text(),
+        vectors_text(&expected),
+        "docs/byzantine-vectors.json has other vectors or descriptions than the code makes"
+    );
+}
+
+/// Decodes exactly and checks that re-encoding gives the stored bytes back.
+fn round_trip<T>(
+    stored: &Value,
+    name: &str,
+    decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
+    encode: impl FnOnce(&T, &mut Vec<u8>),
+) -> T {
+    let bytes = stored_bytes(stored, name);
+    let value = decode_exact("vector", &bytes, VECTOR_BYTES_MAX, decode).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(encoded(|o| encode(&value, o)), bytes, "{name} re-encodes to its bytes");
+    value
+}
+
+#[test]
+fn the_stored_vectors_decode_re_encode_and_verify() {
+    let stored = &stored();
+    let s = scenario();
+
+    let committee = round_trip(stored, "committee", Committee::decode_from, Committee::encode_to);
+    assert_eq!(committee, s.committee);
+    assert_eq!(committee.id().to_vec(), stored_bytes(stored, "committee_id"));
+    assert_eq!((committee.quorum(), committee.fault_tolerance()), (3, 1));
+
+    let mut orders = Vec::new();
+    for name in ["transfer", "redeem"] {
+        let order = round_trip(
+            stored,
+            &format!("{name}_order"),
+            TransferOrder::decode_from,
+            TransferOrder::encode_to,
+        );
+        assert_eq!(
+            order.signing_bytes(),
+            stored_bytes(stored, &format!("{name}_order_signing_bytes"))
+        );
+        assert_eq!(
+            order.digest().to_vec(),
+            stored_bytes(stored, &format!("{name}_order_digest"))
+        );
+        let signed = round_trip(
+            stored,
+            &format!("{name}_signed_order"),
+            SignedOrder::decode_from,
+            SignedOrder::encode_to,
+        );
+        assert_eq!(signed.order, order);
+        assert_eq!(signed.check(), Ok(()), "{name}: the owner's signature verifies");
+        orders.push(signed);
+    }
+    assert_eq!(orders, [s.transfer.clone(), s.redeem.clone()]);
+
+    let statement_bytes = stored_bytes(stored, "vote_statement_signing_bytes");
+    for i in 0..4u16 {
+        let vote = round_trip(stored, &format!("vote[{i}]"), Vote::decode_from, Vote::encode_to);
+        assert_eq!(vote.authority, i);
+        assert_eq!(vote.statement.signing_bytes(), statement_bytes);
+        assert_eq!(
+            vote.check(&committee, &orders[0]),
+            Ok(()),
+            "vote {i} counts for transfer"
+        );
+    }
+
+    let certificate = round_trip(stored, "certificate", Certificate::decode_from, Certificate::encode_to);
+    let conflicting = round_trip(
+        stored,
+        "conflicting_certificate",
+        Certificate::decode_from,
+        Certificate::encode_to,
+    );
+    assert_eq!((&certificate, &conflicting), (&s.certificate, &s.conflicting));
+    for (certificate, signers) in [(&certificate, [0, 1, 2]), (&conflicting, [1, 2, 3])] {
+        assert_eq!(certificate.check(&committee), Ok(()));
+        assert_eq!(
+            certificate.signatures.iter().map(|(a, _)| *a).collect::<Vec<_>>(),
+            signers
+        );
+    }
+
+    let evidence = round_trip(stored, "evidence", Evidence::decode_from, Evidence::encode_to);
+    assert_eq!(evidence, s.evidence);
+    assert_eq!(evidence.committee, committee);
+    assert_eq!(evidence.convicted(), Ok(CONVICTED.to_vec()));
+}

@@ -1,0 +1,114 @@
+//! Feeds arbitrary bytes to every decoder of FastPay's signed vocabulary (`specie_fastpay`, the
+//! formats of `docs/byzantine-format.md`): committee, signed transfer order, vote, certificate
+//! and evidence, each through `decode_exact`. Every input goes to all five decoders.
+//!
+//! Nothing may panic; whatever decodes must re-encode to exactly the input (each format has one
+//! encoding); and the checks a verifier then makes (`SignedOrder::check`, `Vote::check`,
+//! `Certificate::check`, `DoubleVote::check`, `Evidence::convicted`) must not panic either. The
+//! verifier's committee and order are the vectors' (epoch 1, `deterministic_key("authority", 0..4)`;
+//! the transfer order), so inputs grown from the vectors reach the signature checks.
+
+#![no_main]
+
+use std::sync::OnceLock;
+
+use libfuzzer_sys::fuzz_target;
+use specie_codec::{DecodeError, Reader};
+use specie_fastpay::{
+    decode_exact, deterministic_key, AccountKey, Certificate, Committee, DoubleVote, Evidence, Recipient,
+    SignedOrder, TransferOrder, Vote,
+};
+
+/// Above the largest encoding any decoder accepts (an evidence file of 256 double votes with
+/// full memos and a 256-member committee is about 120 KiB), so that the size check is not what
+/// refuses a valid input; the decoders bound every count before allocating anyway.
+const INPUT_BYTES_MAX: usize = 1 << 18;
+
+fn verifier_committee() -> &'static Committee {
+    static COMMITTEE: OnceLock<Committee> = OnceLock::new();
+    COMMITTEE.get_or_init(|| {
+        let keys = (0..4).map(|i| deterministic_key("authority", i).verifying_key().to_bytes());
+        Committee::new(1, keys.collect()).expect("four distinct valid keys")
+    })
+}
+
+/// The vectors' transfer order (account 0 pays account 1 1000, sequence 0, memo "vector"), which
+/// the vectors' votes are for.
+fn vectors_transfer() -> &'static SignedOrder {
+    static ORDER: OnceLock<SignedOrder> = OnceLock::new();
+    ORDER.get_or_init(|| {
+        let (owner, payee) = (deterministic_key("account", 0), deterministic_key("account", 1));
+        TransferOrder {
+            sender: AccountKey(owner.verifying_key().to_bytes()),
+            recipient: Recipient::Account(AccountKey(payee.verifying_key().to_bytes())),
+            amount: 1000,
+            sequence: 0,
+            memo: b"vector".to_vec(),
+        }
+        .sign(&owner)
+    })
+}
+
+/// Decodes all of `data` as one `T`; if that succeeds, asserts the encoding is `data` again.
+fn decode_canonical<T>(
+    what: &'static str,
+    data: &[u8],
+    decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
+    encode: impl FnOnce(&T, &mut Vec<u8>),
+) -> Option<T> {
+    let value = decode_exact(what, data, INPUT_BYTES_MAX, decode).ok()?;
+    let mut encoded = Vec::with_capacity(data.len());
+    encode(&value, &mut encoded);
+    assert_eq!(encoded, data, "a decoded {what} re-encodes to its input");
+    Some(value)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let committee = verifier_committee();
+
+    if let Some(decoded) = decode_canonical("committee", data, Committee::decode_from, Committee::encode_to) {
+        let (n, f, q) = (decoded.size(), decoded.fault_tolerance(), decoded.quorum());
+        assert!(3 * f < n && q <= n - f && 2 * q > n + f, "quorum arithmetic for n={n}");
+    }
+
+    if let Some(order) = decode_canonical("signed order", data, SignedOrder::decode_from, SignedOrder::encode_to) {
+        let _ = order.check();
+    }
+
+    if let Some(vote) = decode_canonical("vote", data, Vote::decode_from, Vote::encode_to) {
+        if vote.check(committee, vectors_transfer()).is_ok() {
+            assert!(usize::from(vote.authority) < committee.size());
+            assert_eq!(vote.statement.order_digest, vectors_transfer().order.digest());
+        }
+    }
+
+    if let Some(certificate) =
+        decode_canonical("certificate", data, Certificate::decode_from, Certificate::encode_to)
+    {
+        if certificate.check(committee).is_ok() {
+            assert_eq!(certificate.committee_id, committee.id());
+            assert!(certificate.signatures.len() >= committee.quorum());
+            // A certified order's votes each count for it.
+            for &(authority, signature) in &certificate.signatures {
+                let vote = Vote {
+                    authority,
+                    statement: certificate.statement(),
+                    signature,
+                };
+                let _ = vote.check(committee, &certificate.order);
+            }
+        }
+        assert!(DoubleVote::from_certificates(&certificate, &certificate).is_empty());
+    }
+
+    if let Some(evidence) = decode_canonical("evidence", data, Evidence::decode_from, Evidence::encode_to) {
+        if let Ok(convicted) = evidence.convicted() {
+            assert!(!convicted.is_empty());
+            assert!(convicted.windows(2).all(|pair| pair[0] < pair[1]));
+            assert!(convicted.iter().all(|&a| usize::from(a) < evidence.committee.size()));
+        }
+        for double_vote in &evidence.double_votes {
+            let _ = double_vote.check(committee);
+        }
+    }
+});
