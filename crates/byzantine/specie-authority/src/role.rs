@@ -623,6 +623,26 @@ mod tests {
     }
 
     #[test]
+    fn a_snapshot_with_a_repeated_key_is_not_canonical() {
+        let mut state = ShardState::default();
+        state.inbox.insert(1, 5);
+        let mut bytes = Vec::new();
+        state.encode_to(&mut bytes);
+        // Duplicate the one inbox entry: count 2, the same (shard, next) twice.
+        let entry = 4 + 8;
+        let at = bytes.len() - 4 * 16 - 4 - entry - 4;
+        let mut doubled = bytes[..at].to_vec();
+        doubled.extend_from_slice(&2u32.to_le_bytes());
+        doubled.extend_from_slice(&bytes[at + 4..at + 4 + entry]);
+        doubled.extend_from_slice(&bytes[at + 4..]);
+        assert_eq!(ShardState::decode(&bytes).unwrap(), state);
+        assert!(matches!(
+            ShardState::decode(&doubled),
+            Err(specie_codec::DecodeError::NonCanonical { .. })
+        ));
+    }
+
+    #[test]
     fn the_snapshot_of_an_empty_shard_round_trips() {
         let state = ShardState::default();
         let mut bytes = Vec::new();

@@ -274,6 +274,11 @@ impl ShardState {
             let confirmed = (0..count)
                 .map(|_| Certificate::decode_from(&mut reader))
                 .collect::<Result<_, _>>()?;
+            ascending(
+                "snapshot accounts",
+                state.accounts.last_key_value().map(|(k, _)| k),
+                &key,
+            )?;
             state.accounts.insert(
                 key,
                 Account {
@@ -287,18 +292,24 @@ impl ShardState {
         let fundings = reader.read_u32_count("snapshot fundings", u64::MAX, 72)?;
         for _ in 0..fundings {
             let funding = Funding::decode_from(&mut reader)?;
+            ascending(
+                "snapshot fundings",
+                state.fundings.last_key_value().map(|(k, _)| k),
+                &funding.id,
+            )?;
             state.fundings.insert(funding.id, funding);
         }
         let inbox = reader.read_u32_count("snapshot inbox", u64::MAX, 12)?;
         for _ in 0..inbox {
-            state
-                .inbox
-                .insert(reader.read_u32("inbox shard")?, reader.read_u64("inbox next")?);
+            let from = reader.read_u32("inbox shard")?;
+            ascending("snapshot inbox", state.inbox.last_key_value().map(|(k, _)| k), &from)?;
+            state.inbox.insert(from, reader.read_u64("inbox next")?);
         }
         let outbox = reader.read_u32_count("snapshot outbox", u64::MAX, 16)?;
         for _ in 0..outbox {
             let to = reader.read_u32("outbox shard")?;
             let next_sequence = reader.read_u64("outbox next")?;
+            ascending("snapshot outbox", state.outbox.last_key_value().map(|(k, _)| k), &to)?;
             let unacked = decode_unbounded_credits(&mut reader)?;
             state.outbox.insert(
                 to,
@@ -315,6 +326,17 @@ impl ShardState {
         [state.funded, state.credited_in, state.credited_out, state.redeemed] = totals;
         reader.finish()?;
         Ok(state)
+    }
+}
+
+/// Map keys in a snapshot are strictly ascending: one encoding per state.
+fn ascending<K: Ord>(what: &'static str, last: Option<&K>, key: &K) -> Result<(), DecodeError> {
+    match last {
+        Some(last) if last >= key => Err(DecodeError::NonCanonical {
+            what,
+            reason: "keys must be strictly ascending",
+        }),
+        _ => Ok(()),
     }
 }
 
