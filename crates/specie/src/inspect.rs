@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use specie_sentinel::inspect::{inspect, Inspection};
-use specie_sentinel::IssuerKeys;
+use specie_sentinel::{IssuerKeys, TrustedKeys};
 
 #[derive(Args, Debug)]
 pub struct TxArgs {
@@ -38,7 +38,8 @@ pub struct InspectArgs {
 pub fn run(args: TxArgs) -> anyhow::Result<ExitCode> {
     let TxCommand::Inspect(args) = args.command;
     let issuers = IssuerKeys::from_hex(&args.issuers).context("an --issuer key is not a valid x-only public key")?;
-    let inspection = match inspect(&args.hex, &issuers) {
+    // No FastPay committee: a FastPay funding or redeem gets the verdict `no_fastpay_committee`.
+    let inspection = match inspect(&args.hex, &TrustedKeys::from(issuers)) {
         Ok(inspection) => inspection,
         Err(error) => return report_undecodable(args.json, &error.to_string()),
     };
@@ -68,9 +69,10 @@ fn print_json(inspection: &Inspection) {
         .map(|(value, id)| serde_json::json!({"value": value, "uhs_id": hex::encode(id.0)}))
         .collect();
     let marker = inspection.mint_marker.map(|id| hex::encode(id.0));
+    let fastpay_marker = inspection.fastpay_marker.map(|id| hex::encode(id.0));
     println!(
         "{}",
-        serde_json::json!({"kind": inspection.kind, "txid": inspection.txid.to_string(), "inputs": inputs, "outputs": outputs_json, "mint_marker": marker, "verdict": verdict_json})
+        serde_json::json!({"kind": inspection.kind, "txid": inspection.txid.to_string(), "inputs": inputs, "outputs": outputs_json, "mint_marker": marker, "fastpay_marker": fastpay_marker, "verdict": verdict_json})
     );
 }
 
@@ -85,6 +87,9 @@ fn print_text(inspection: &Inspection) {
     }
     if let Some(marker) = &inspection.mint_marker {
         println!("mint marker   {}", hex::encode(marker.0));
+    }
+    if let Some(marker) = &inspection.fastpay_marker {
+        println!("fastpay marker {}", hex::encode(marker.0));
     }
     match &inspection.verdict {
         Ok(()) => println!("verdict   valid"),

@@ -5,11 +5,17 @@ use specie_codec::{put_u32, DecodeError, Reader};
 use thiserror::Error;
 
 use crate::committee::{AuthorityIndex, Committee, COMMITTEE_MEMBERS_MAX};
-use crate::order::{OrderError, SignedOrder};
+use crate::order::{OrderError, SignedOrder, SIGNED_ORDER_BYTES_MAX};
 use crate::{read_version, ENCODING_VERSION, SIGNATURE_BYTES};
 
 /// Signed by authorities: keeps a vote signature from being valid as anything else.
 const VOTE_DOMAIN: &[u8] = b"specie/fastpay/vote/v1";
+
+/// The longest canonical certificate encoding: version, the longest signed order, committee id,
+/// round, signature count, and a signature from every member of the largest committee. A
+/// decoder handed more bytes than this for one certificate refuses them before reading.
+pub const CERTIFICATE_BYTES_MAX: usize =
+    1 + SIGNED_ORDER_BYTES_MAX + 32 + 4 + 4 + COMMITTEE_MEMBERS_MAX * (2 + SIGNATURE_BYTES);
 
 /// What an authority's vote signature covers: this committee, this round, this order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -122,8 +128,9 @@ pub struct Certificate {
     pub signatures: Vec<(AuthorityIndex, [u8; SIGNATURE_BYTES])>,
 }
 
-/// Why a certificate is refused.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
+/// Why a certificate is refused. `Copy`, so that verdicts which carry it (the online core's
+/// validation errors) stay `Copy` too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Error)]
 pub enum CertificateError {
     #[error("signed by another committee")]
     WrongCommittee,

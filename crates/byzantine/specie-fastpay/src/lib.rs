@@ -13,10 +13,12 @@ mod committee;
 mod evidence;
 mod order;
 
-pub use certificate::{Certificate, CertificateError, Vote, VoteError, VoteStatement};
+pub use certificate::{Certificate, CertificateError, Vote, VoteError, VoteStatement, CERTIFICATE_BYTES_MAX};
 pub use committee::{AuthorityIndex, Committee, CommitteeError, COMMITTEE_MEMBERS_MAX};
 pub use evidence::{DoubleVote, Evidence, EvidenceError, SignedVote};
-pub use order::{AccountKey, CoreAddress, OrderError, Recipient, SignedOrder, TransferOrder, MEMO_BYTES_MAX};
+pub use order::{
+    AccountKey, CoreAddress, OrderError, Recipient, SignedOrder, TransferOrder, MEMO_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
+};
 
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 

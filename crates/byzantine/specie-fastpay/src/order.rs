@@ -10,6 +10,10 @@ use crate::{read_version, ENCODING_VERSION, PUBLIC_KEY_BYTES, SIGNATURE_BYTES};
 /// Longest memo an order may carry (FastPay's "optional user-provided data").
 pub const MEMO_BYTES_MAX: usize = 64;
 
+/// The longest canonical signed-order encoding: version, sender, recipient kind and key, amount,
+/// sequence, memo length, the longest memo, the owner's signature.
+pub const SIGNED_ORDER_BYTES_MAX: usize = 1 + PUBLIC_KEY_BYTES + 1 + 32 + 8 + 8 + 4 + MEMO_BYTES_MAX + SIGNATURE_BYTES;
+
 /// Signed by owners: this prefix before the order's encoding keeps an order signature from ever
 /// being valid as any other kind of specie signature.
 const ORDER_DOMAIN: &[u8] = b"specie/fastpay/transfer-order/v1";
@@ -45,7 +49,7 @@ pub struct TransferOrder {
 }
 
 /// Why an order is refused before any account is looked at.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Error)]
 pub enum OrderError {
     #[error("the amount must be positive")]
     ZeroAmount,

@@ -171,3 +171,36 @@ fn certificates_round_trip_and_a_repeated_signer_is_not_canonical() {
     repeated.encode_to(&mut bytes);
     assert!(specie_fastpay::decode_exact("certificate", &bytes, 4096, Certificate::decode_from).is_err());
 }
+
+#[test]
+fn the_largest_certificate_encodes_to_exactly_the_documented_bound() {
+    let owner = deterministic_key("account", 0);
+    let order = TransferOrder {
+        sender: AccountKey(owner.verifying_key().to_bytes()),
+        recipient: Recipient::Account(AccountKey([3; 32])),
+        amount: u64::MAX,
+        sequence: u64::MAX,
+        memo: vec![7; specie_fastpay::MEMO_BYTES_MAX],
+    }
+    .sign(&owner);
+    let mut order_bytes = Vec::new();
+    order.encode_to(&mut order_bytes);
+    assert_eq!(order_bytes.len(), specie_fastpay::SIGNED_ORDER_BYTES_MAX);
+    let members = specie_fastpay::COMMITTEE_MEMBERS_MAX as u16;
+    let largest = Certificate {
+        order,
+        committee_id: [1; 32],
+        round: u32::MAX,
+        signatures: (0..members).map(|authority| (authority, [9; 64])).collect(),
+    };
+    let mut bytes = Vec::new();
+    largest.encode_to(&mut bytes);
+    assert_eq!(bytes.len(), specie_fastpay::CERTIFICATE_BYTES_MAX);
+    let decoded = specie_fastpay::decode_exact(
+        "certificate",
+        &bytes,
+        specie_fastpay::CERTIFICATE_BYTES_MAX,
+        Certificate::decode_from,
+    );
+    assert_eq!(decoded, Ok(largest));
+}

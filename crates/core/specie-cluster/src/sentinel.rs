@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
-use specie_sentinel::{IssuerKeys, IssuerKeysError};
+use specie_sentinel::{IssuerKeys, IssuerKeysError, TrustedKeys};
 use specie_shard::ShardRange;
 use specie_transaction::{CompactTransaction, SpecieTransaction, UhsId};
 use specie_wire::InvalidWireLimits;
@@ -47,7 +47,7 @@ struct Inner {
     runtime: tokio::runtime::Handle,
     hrp: String,
     issuers_hex: Vec<String>,
-    issuers: IssuerKeys,
+    trusted: TrustedKeys,
     coordinators: Vec<GroupClient>,
     shards: Vec<GroupClient>,
     ranges: Vec<ShardRange>,
@@ -98,7 +98,7 @@ impl ClusterBackend {
                 runtime,
                 hrp: topology.hrp.clone(),
                 issuers_hex: topology.issuers.clone(),
-                issuers: IssuerKeys::from_hex(&topology.issuers).map_err(SentinelError::Issuers)?,
+                trusted: TrustedKeys::from(IssuerKeys::from_hex(&topology.issuers).map_err(SentinelError::Issuers)?),
                 coordinators,
                 shards,
                 ranges: topology.shard_ranges(),
@@ -201,7 +201,7 @@ impl Backend for ClusterBackend {
 
     fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender) {
         let (refs, txs): (Vec<u64>, Vec<SpecieTransaction>) = txs.into_iter().unzip();
-        let verdicts = specie_sentinel::validate_batch(&txs, &self.inner.issuers);
+        let verdicts = specie_sentinel::validate_batch(&txs, &self.inner.trusted);
         let mut accepted = vec![];
         for ((client_ref, tx), verdict) in refs.into_iter().zip(&txs).zip(verdicts) {
             match verdict {

@@ -5,7 +5,8 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
 use specie_coordinator::CoordinatorConfig;
-use specie_sentinel::{IssuerKeys, IssuerKeysError};
+use specie_fastpay::Committee;
+use specie_sentinel::{IssuerKeys, IssuerKeysError, TrustedKeys};
 use specie_shard::{ShardRange, ShardRangeError, ShardStateError};
 use specie_transaction::{CompactTransaction, SpecieTransaction, UhsId};
 
@@ -25,6 +26,12 @@ pub struct NodeOptions {
     pub hrp: Option<String>,
     /// Issuer x-only public keys (hex) to trust in addition to those in the manifest.
     pub issuers: Vec<String>,
+    /// The FastPay committee this node is the Primary of: fundings to it and redeems of its
+    /// certificates are valid. `None`: every FastPay funding and redeem is invalid
+    /// (`no_fastpay_committee`). Given at every start, not recorded in `node.toml`; a node must
+    /// keep the same committee for its life (committee changes are not built, and redeem
+    /// markers name an account and sequence number, not a committee).
+    pub fastpay_committee: Option<Committee>,
     pub batch_transactions_max: usize,
     pub dtxns_in_flight_max: usize,
     /// Submissions waiting for a dtxn beyond this are answered `Busy`.
@@ -42,6 +49,7 @@ impl NodeOptions {
             shards: None,
             hrp: None,
             issuers: vec![],
+            fastpay_committee: None,
             batch_transactions_max: 2000,
             dtxns_in_flight_max: 4,
             queue_transactions_max: 200_000,
@@ -97,7 +105,7 @@ fn spawn(name: String, run: impl FnOnce() + Send + 'static) -> Result<JoinHandle
 
 struct Shared {
     manifest: NodeManifest,
-    issuers: IssuerKeys,
+    trusted: TrustedKeys,
     ranges: Vec<ShardRange>,
     submissions: Sender<CoordinatorMessage>,
     shards: Vec<Sender<ShardMessage>>,
@@ -191,7 +199,7 @@ impl EmbeddedNode {
 
         let shared = Shared {
             manifest,
-            issuers,
+            trusted: TrustedKeys::new(issuers, options.fastpay_committee.clone()),
             ranges,
             submissions: submissions_tx,
             shards: shard_inboxes,
@@ -243,7 +251,7 @@ impl NodeHandle {
             return;
         }
         let (refs, txs): (Vec<u64>, Vec<SpecieTransaction>) = txs.into_iter().unzip();
-        let verdicts = specie_sentinel::validate_batch(&txs, &self.shared.issuers);
+        let verdicts = specie_sentinel::validate_batch(&txs, &self.shared.trusted);
         let mut accepted = Vec::with_capacity(txs.len());
         for ((client_ref, tx), verdict) in refs.into_iter().zip(&txs).zip(verdicts) {
             match verdict {

@@ -1,12 +1,13 @@
 //! Validation errors: the reference's error enums (mit-dci/opencbdc-tx,
 //! `src/uhs/transaction/validation.hpp`: `tx_error_code`, `input_error_code`,
 //! `output_error_code`, `witness_error_code`, combined there as the variant `tx_error`), with the
-//! reference's names, plus specie's issuer checks.
+//! reference's names, plus specie's issuer checks and its FastPay funding and redeem checks.
 //!
 //! [`ValidationError::code`] is a stable snake_case string for machines (APIs, metrics): the
 //! reference's enumerator name, which is unique across its four enums, or a specie-only name.
 //! `Display` is a sentence for people and names the offending input/output where there is one.
 
+use specie_fastpay::{CertificateError, OrderError};
 use thiserror::Error;
 
 /// The reference's `tx_error_code`: whole-transaction errors.
@@ -67,6 +68,27 @@ pub enum SpecieErrorCode {
     UnknownIssuer,
     /// `invalid_issuer_signature`: the issuer signature does not verify over the txid.
     InvalidIssuerSignature,
+}
+
+/// Why a FastPay funding or redeem is refused (specie-only: the online core as FastPay's Primary).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FastpayErrorCode {
+    /// `zero_funding_amount`: a funding must move at least 1 unit.
+    ZeroFundingAmount,
+    /// `no_fastpay_committee`: this sentinel is configured with no FastPay committee, so it
+    /// accepts neither fundings nor redeems.
+    NoCommittee,
+    /// `funding_other_committee`: the funding names a committee other than the configured one
+    /// (its value would be credited by nobody).
+    FundingOtherCommittee,
+    /// `funding_invalid_account`: the account is not a usable Ed25519 key (invalid or weak), so
+    /// nobody could ever spend what the funding moves there.
+    FundingInvalidAccount,
+    /// `redeem_recipient_not_core`: the certified order pays a Byzantine-mode account, not the
+    /// online core.
+    RedeemRecipientNotCore,
+    /// The certificate does not check against the configured committee (`certificate_*`).
+    Certificate(CertificateError),
 }
 
 impl TxErrorCode {
@@ -156,6 +178,49 @@ impl SpecieErrorCode {
     }
 }
 
+impl FastpayErrorCode {
+    pub fn code(self) -> &'static str {
+        match self {
+            FastpayErrorCode::ZeroFundingAmount => "zero_funding_amount",
+            FastpayErrorCode::NoCommittee => "no_fastpay_committee",
+            FastpayErrorCode::FundingOtherCommittee => "funding_other_committee",
+            FastpayErrorCode::FundingInvalidAccount => "funding_invalid_account",
+            FastpayErrorCode::RedeemRecipientNotCore => "redeem_recipient_not_core",
+            FastpayErrorCode::Certificate(error) => certificate_code(error),
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            FastpayErrorCode::ZeroFundingAmount => "funding amount is zero".into(),
+            FastpayErrorCode::NoCommittee => "this node is configured with no FastPay committee".into(),
+            FastpayErrorCode::FundingOtherCommittee => {
+                "the funding names a FastPay committee other than the configured one".into()
+            }
+            FastpayErrorCode::FundingInvalidAccount => {
+                "the funded account is not a valid (non-weak) Ed25519 public key".into()
+            }
+            FastpayErrorCode::RedeemRecipientNotCore => {
+                "the certified order pays a Byzantine-mode account, not the online core".into()
+            }
+            FastpayErrorCode::Certificate(error) => format!("FastPay certificate refused: {error}"),
+        }
+    }
+}
+
+fn certificate_code(error: CertificateError) -> &'static str {
+    match error {
+        CertificateError::WrongCommittee => "certificate_wrong_committee",
+        CertificateError::BelowQuorum { .. } => "certificate_below_quorum",
+        CertificateError::RepeatedSigner { .. } => "certificate_repeated_signer",
+        CertificateError::Unsorted => "certificate_unsorted",
+        CertificateError::UnknownAuthority { .. } => "certificate_unknown_authority",
+        CertificateError::BadSignature { .. } => "certificate_bad_signature",
+        CertificateError::Order(OrderError::BadSignature) => "certificate_bad_owner_signature",
+        CertificateError::Order(_) => "certificate_invalid_order",
+    }
+}
+
 fn describe_input(code: InputErrorCode, data_error: Option<OutputErrorCode>) -> &'static str {
     match (code, data_error) {
         (InputErrorCode::Duplicate, _) => "spends the same outpoint as an earlier input",
@@ -165,7 +230,7 @@ fn describe_input(code: InputErrorCode, data_error: Option<OutputErrorCode>) -> 
 }
 
 /// Why a transaction failed transaction-local validation (the reference's `tx_error`, plus
-/// specie's issuer errors). Indices are positions in the transaction's input, output or witness
+/// specie's issuer and FastPay errors). Indices are positions in the transaction's input, output or witness
 /// list; witness `i` belongs to input `i`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Error)]
 pub enum ValidationError {
@@ -184,6 +249,8 @@ pub enum ValidationError {
     Witness { index: u64, code: WitnessErrorCode },
     #[error("{}", .0.describe())]
     Specie(SpecieErrorCode),
+    #[error("{}", .0.describe())]
+    Fastpay(FastpayErrorCode),
 }
 
 impl ValidationError {
@@ -195,6 +262,7 @@ impl ValidationError {
             ValidationError::Output { code, .. } => code.code(),
             ValidationError::Witness { code, .. } => code.code(),
             ValidationError::Specie(code) => code.code(),
+            ValidationError::Fastpay(code) => code.code(),
         }
     }
 
@@ -204,12 +272,13 @@ impl ValidationError {
             ValidationError::Input { index, .. }
             | ValidationError::Output { index, .. }
             | ValidationError::Witness { index, .. } => Some(*index),
-            ValidationError::Transaction(_) | ValidationError::Specie(_) => None,
+            ValidationError::Transaction(_) | ValidationError::Specie(_) | ValidationError::Fastpay(_) => None,
         }
     }
 
-    /// Which of the reference's error groups this is: `tx`, `input`, `output`, `witness`, or
-    /// `specie` for the issuer and redeem errors the reference does not have.
+    /// Which of the reference's error groups this is: `tx`, `input`, `output`, `witness`,
+    /// `specie` for the issuer and redeem errors the reference does not have, or `fastpay` for
+    /// FastPay fundings and redeems.
     pub fn category(&self) -> &'static str {
         match self {
             ValidationError::Transaction(_) => "tx",
@@ -217,6 +286,7 @@ impl ValidationError {
             ValidationError::Output { .. } => "output",
             ValidationError::Witness { .. } => "witness",
             ValidationError::Specie(_) => "specie",
+            ValidationError::Fastpay(_) => "fastpay",
         }
     }
 }

@@ -3,12 +3,12 @@
 use specie_codec::{Decode, DecodeError};
 use specie_transaction::{mint_marker, SpecieTransaction, Txid, UhsId};
 
-use crate::{validate, IssuerKeys, ValidationError};
+use crate::{validate, TrustedKeys, ValidationError};
 
 /// A decoded transaction as an operator reads it.
 #[derive(Debug)]
 pub struct Inspection {
-    /// "transfer", "mint" or "redeem".
+    /// "transfer", "mint", "redeem", "fastpay_funding" or "fastpay_redeem".
     pub kind: &'static str,
     pub txid: Txid,
     /// The UHS id each input spends.
@@ -17,6 +17,8 @@ pub struct Inspection {
     pub outputs: Vec<(u64, UhsId)>,
     /// A mint's replay marker, which the shards also create.
     pub mint_marker: Option<UhsId>,
+    /// A FastPay funding's or redeem's marker, which the shards also create.
+    pub fastpay_marker: Option<UhsId>,
     pub verdict: Result<(), ValidationError>,
 }
 
@@ -29,8 +31,8 @@ pub enum Undecodable {
     NotATransaction(#[source] DecodeError),
 }
 
-/// Decodes the hex-encoded transaction `hex_text` and validates it against `issuers`.
-pub fn inspect(hex_text: &str, issuers: &IssuerKeys) -> Result<Inspection, Undecodable> {
+/// Decodes the hex-encoded transaction `hex_text` and validates it against `trusted`.
+pub fn inspect(hex_text: &str, trusted: &TrustedKeys) -> Result<Inspection, Undecodable> {
     let bytes = hex::decode(hex_text.trim())?;
     let tx = SpecieTransaction::decode_exact(&bytes).map_err(Undecodable::NotATransaction)?;
     let txid = tx.txid();
@@ -38,7 +40,13 @@ pub fn inspect(hex_text: &str, issuers: &IssuerKeys) -> Result<Inspection, Undec
         SpecieTransaction::Transfer(_) => "transfer",
         SpecieTransaction::Mint(_) => "mint",
         SpecieTransaction::Redeem(_) => "redeem",
+        SpecieTransaction::FastpayFunding(_) => "fastpay_funding",
+        SpecieTransaction::FastpayRedeem(_) => "fastpay_redeem",
     };
+    let is_fastpay = matches!(
+        tx,
+        SpecieTransaction::FastpayFunding(_) | SpecieTransaction::FastpayRedeem(_)
+    );
     Ok(Inspection {
         kind,
         txid,
@@ -49,6 +57,7 @@ pub fn inspect(hex_text: &str, issuers: &IssuerKeys) -> Result<Inspection, Undec
             .map(|c| (c.output.value, c.uhs_id))
             .collect(),
         mint_marker: matches!(tx, SpecieTransaction::Mint(_)).then(|| mint_marker(&txid)),
-        verdict: validate(&tx, issuers),
+        fastpay_marker: tx.marker().filter(|_| is_fastpay),
+        verdict: validate(&tx, trusted),
     })
 }

@@ -4,7 +4,8 @@
 //! Transfers are checked exactly as the reference implementation checks them
 //! (mit-dci/opencbdc-tx `src/uhs/transaction/validation.cpp`, `check_tx`), in the same order,
 //! first failure wins, with the reference's error names ([`error`]). specie's issuer-signed mint
-//! and redeem add their own checks after the reference's (see `docs/transaction-format.md` §6).
+//! and redeem, and its FastPay funding and redeem, add their own checks after the reference's
+//! (see `docs/transaction-format.md` §6), against the keys the sentinel trusts ([`TrustedKeys`]).
 //!
 //! Batches are validated in parallel on rayon's pool; signature verification dominates (tens of
 //! microseconds per input), so work is cut into chunks of many transactions to make the
@@ -13,6 +14,7 @@
 pub mod error;
 pub mod inspect;
 pub mod issuer;
+mod trusted;
 mod validate;
 
 use rayon::prelude::*;
@@ -20,8 +22,11 @@ use secp256k1::Keypair;
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{CompactTransaction, NonceMode, SpecieTransaction, Transaction};
 
-pub use error::{InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError, WitnessErrorCode};
+pub use error::{
+    FastpayErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError, WitnessErrorCode,
+};
 pub use issuer::{IssuerKeys, IssuerKeysError};
+pub use trusted::TrustedKeys;
 
 /// Transactions per parallel task at least: small enough to spread a batch of a few hundred over
 /// the cores, large enough that the pool's per-task overhead (around a microsecond) is noise
@@ -35,17 +40,18 @@ pub fn validate_transfer(tx: &Transaction) -> Result<(), ValidationError> {
     validate::check_transfer(tx, &tx.txid())
 }
 
-/// Validates any specie transaction; mints and redeems must be signed by a key in `issuers`.
-pub fn validate(tx: &SpecieTransaction, issuers: &IssuerKeys) -> Result<(), ValidationError> {
-    validate::check(tx, &tx.txid(), issuers)
+/// Validates any specie transaction; mints and redeems must be signed by a key in
+/// `trusted.issuers`, FastPay fundings and redeems need `trusted.fastpay_committee`.
+pub fn validate(tx: &SpecieTransaction, trusted: &TrustedKeys) -> Result<(), ValidationError> {
+    validate::check(tx, &tx.txid(), trusted)
 }
 
 /// Validates, then compacts (no attestations).
 pub fn validate_and_compact(
     tx: &SpecieTransaction,
-    issuers: &IssuerKeys,
+    trusted: &TrustedKeys,
 ) -> Result<CompactTransaction, ValidationError> {
-    validate(tx, issuers)?;
+    validate(tx, trusted)?;
     Ok(tx.compact())
 }
 
@@ -59,7 +65,7 @@ pub fn batch_chunk_transactions(transactions: usize, threads: usize) -> usize {
 /// one entry per transaction, in order; equal to mapping [`validate_and_compact`] sequentially.
 pub fn validate_batch(
     txs: &[SpecieTransaction],
-    issuers: &IssuerKeys,
+    trusted: &TrustedKeys,
 ) -> Vec<Result<CompactTransaction, ValidationError>> {
     let chunk = batch_chunk_transactions(txs.len(), rayon::current_num_threads());
     let results: Vec<_> = txs
@@ -67,7 +73,7 @@ pub fn validate_batch(
         .map(|chunk| {
             chunk
                 .iter()
-                .map(|tx| validate_and_compact(tx, issuers))
+                .map(|tx| validate_and_compact(tx, trusted))
                 .collect::<Vec<_>>()
         })
         .collect::<Vec<_>>()
@@ -78,23 +84,27 @@ pub fn validate_batch(
     results
 }
 
-/// A sentinel: the issuer keys it accepts and, optionally, a key to attest what it validates.
+/// A sentinel: the keys it trusts and, optionally, a key to attest what it validates.
 #[derive(Clone, Debug)]
 pub struct Sentinel {
-    issuers: IssuerKeys,
+    trusted: TrustedKeys,
     attestation_keypair: Option<Keypair>,
 }
 
 impl Sentinel {
-    pub fn new(issuers: IssuerKeys, attestation_keypair: Option<Keypair>) -> Self {
+    pub fn new(trusted: impl Into<TrustedKeys>, attestation_keypair: Option<Keypair>) -> Self {
         Sentinel {
-            issuers,
+            trusted: trusted.into(),
             attestation_keypair,
         }
     }
 
     pub fn issuers(&self) -> &IssuerKeys {
-        &self.issuers
+        &self.trusted.issuers
+    }
+
+    pub fn trusted(&self) -> &TrustedKeys {
+        &self.trusted
     }
 
     /// The x-only key attestations are made with, if this sentinel attests.
@@ -116,14 +126,14 @@ impl Sentinel {
 
     /// Validates, compacts and (if configured) attests one transaction.
     pub fn process(&self, tx: &SpecieTransaction) -> Result<CompactTransaction, ValidationError> {
-        let mut compact = validate_and_compact(tx, &self.issuers)?;
+        let mut compact = validate_and_compact(tx, &self.trusted)?;
         self.attest(&mut compact);
         Ok(compact)
     }
 
     /// [`validate_batch`], then attests the valid ones (in parallel as well).
     pub fn process_batch(&self, txs: &[SpecieTransaction]) -> Vec<Result<CompactTransaction, ValidationError>> {
-        let mut results = validate_batch(txs, &self.issuers);
+        let mut results = validate_batch(txs, &self.trusted);
         if self.attestation_keypair.is_some() {
             let chunk = batch_chunk_transactions(results.len(), rayon::current_num_threads());
             results.par_chunks_mut(chunk).for_each(|chunk| {

@@ -9,14 +9,18 @@
 use std::collections::BTreeSet;
 
 use secp256k1::XOnlyPublicKey;
+use specie_fastpay::{Committee, VerifyingKey};
 use specie_transaction::signing::{parse_xonly, schnorr_verify};
 use specie_transaction::{
-    Input, MintTransaction, OutPoint, Output, P2pkParseError, P2pkWitness, RedeemTransaction, SpecieTransaction,
-    Transaction, Txid, Witness,
+    FastpayFunding, FastpayRedeem, Input, MintTransaction, OutPoint, Output, P2pkParseError, P2pkWitness,
+    RedeemTransaction, SpecieTransaction, Transaction, Txid, Witness,
 };
 
-use crate::error::{InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError, WitnessErrorCode};
+use crate::error::{
+    FastpayErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError, WitnessErrorCode,
+};
 use crate::issuer::IssuerKeys;
+use crate::trusted::TrustedKeys;
 
 type Check = Result<(), ValidationError>;
 
@@ -103,8 +107,8 @@ fn total(mut values: impl Iterator<Item = u64>) -> Result<u64, ValidationError> 
     values.try_fold(0u64, |sum, value| sum.checked_add(value).ok_or_else(overflow))
 }
 
-/// `check_in_out_set`, generalised with the amount a redeem takes out of circulation (0 for a
-/// transfer): inputs are summed first, then outputs plus amount, then compared.
+/// `check_in_out_set`, generalised with the amount a redeem or funding takes out of circulation
+/// (0 for a transfer): inputs are summed first, then outputs plus amount, then compared.
 fn check_in_out_set(inputs: &[Input], outputs: &[Output], redeemed: u64) -> Check {
     let input_total = total(inputs.iter().map(|input| input.data.value))?;
     let output_total = total(outputs.iter().map(|output| output.value).chain([redeemed]))?;
@@ -197,11 +201,64 @@ pub(crate) fn check_redeem(redeem: &RedeemTransaction, txid: &Txid, issuers: &Is
     check_issuer(issuers, &redeem.issuer_pubkey, &redeem.issuer_signature, txid)
 }
 
+fn fastpay(code: FastpayErrorCode) -> ValidationError {
+    ValidationError::Fastpay(code)
+}
+
+fn configured_committee(trusted: &TrustedKeys) -> Result<&Committee, ValidationError> {
+    trusted
+        .fastpay_committee
+        .as_ref()
+        .ok_or(fastpay(FastpayErrorCode::NoCommittee))
+}
+
+/// Funding: the redeem's checks with `zero_funding_amount` in place of `zero_redeem_amount`
+/// and no issuer; then, after the reference-style checks as always, the FastPay ones: a
+/// committee is configured, the funding names it, and the account is a key someone can sign
+/// with (otherwise the value would be credited by nobody, or spendable by nobody).
+pub(crate) fn check_fastpay_funding(funding: &FastpayFunding, txid: &Txid, trusted: &TrustedKeys) -> Check {
+    check_input_count(&funding.inputs)?;
+    check_witness_count(&funding.inputs, &funding.witnesses)?;
+    check_input_set(&funding.inputs)?;
+    check_inputs_structure(&funding.inputs)?;
+    check_outputs_value(&funding.outputs)?;
+    if funding.amount < 1 {
+        return Err(fastpay(FastpayErrorCode::ZeroFundingAmount));
+    }
+    check_in_out_set(&funding.inputs, &funding.outputs, funding.amount)?;
+    check_witnesses(&funding.inputs, &funding.witnesses, txid)?;
+    let committee = configured_committee(trusted)?;
+    if funding.committee_id != committee.id() {
+        return Err(fastpay(FastpayErrorCode::FundingOtherCommittee));
+    }
+    match VerifyingKey::from_bytes(&funding.account.0) {
+        Ok(key) if !key.is_weak() => Ok(()),
+        _ => Err(fastpay(FastpayErrorCode::FundingInvalidAccount)),
+    }
+}
+
+/// FastPay redeem: a committee is configured, the certified order pays the core, and the
+/// certificate checks against the committee (quorum, owner's and authorities' signatures, the
+/// order's fields, which include amount ≥ 1). That it is redeemed at most once is the
+/// shards' business: its marker.
+pub(crate) fn check_fastpay_redeem(redeem: &FastpayRedeem, trusted: &TrustedKeys) -> Check {
+    let committee = configured_committee(trusted)?;
+    if redeem.recipient().is_none() {
+        return Err(fastpay(FastpayErrorCode::RedeemRecipientNotCore));
+    }
+    redeem
+        .certificate()
+        .check(committee)
+        .map_err(|error| fastpay(FastpayErrorCode::Certificate(error)))
+}
+
 /// Validates any transaction whose txid is already known.
-pub(crate) fn check(tx: &SpecieTransaction, txid: &Txid, issuers: &IssuerKeys) -> Check {
+pub(crate) fn check(tx: &SpecieTransaction, txid: &Txid, trusted: &TrustedKeys) -> Check {
     match tx {
         SpecieTransaction::Transfer(transfer) => check_transfer(transfer, txid),
-        SpecieTransaction::Mint(mint) => check_mint(mint, txid, issuers),
-        SpecieTransaction::Redeem(redeem) => check_redeem(redeem, txid, issuers),
+        SpecieTransaction::Mint(mint) => check_mint(mint, txid, &trusted.issuers),
+        SpecieTransaction::Redeem(redeem) => check_redeem(redeem, txid, &trusted.issuers),
+        SpecieTransaction::FastpayFunding(funding) => check_fastpay_funding(funding, txid, trusted),
+        SpecieTransaction::FastpayRedeem(redeem) => check_fastpay_redeem(redeem, trusted),
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use specie_sentinel::{
-    validate, validate_transfer, InputErrorCode, IssuerKeys, OutputErrorCode, SpecieErrorCode, TxErrorCode,
+    validate, validate_transfer, InputErrorCode, OutputErrorCode, SpecieErrorCode, TrustedKeys, TxErrorCode,
     ValidationError, WitnessErrorCode,
 };
 use specie_transaction::signing::{schnorr_sign, xonly_bytes};
@@ -26,7 +26,7 @@ fn specie_error(code: SpecieErrorCode) -> ValidationError {
 fn check_transfer(tx: &Transaction) -> Result<(), ValidationError> {
     // The transfer path and the SpecieTransaction path must agree.
     let direct = validate_transfer(tx);
-    assert_eq!(direct, validate(&SpecieTransaction::Transfer(tx.clone()), &issuers()));
+    assert_eq!(direct, validate(&SpecieTransaction::Transfer(tx.clone()), &trusted()));
     direct
 }
 
@@ -35,12 +35,12 @@ fn valid_transactions_pass() {
     assert_eq!(check_transfer(&valid_transfer()), Ok(()));
     assert_eq!(check_transfer(&valid_two_input_transfer()), Ok(()));
     let minted = SpecieTransaction::Mint(mint(&[(key(1), 100), (key(2), 50)]));
-    assert_eq!(validate(&minted, &issuers()), Ok(()));
+    assert_eq!(validate(&minted, &trusted()), Ok(()));
     let redeemed = SpecieTransaction::Redeem(redeem(30, &[(key(2), 50)], &[(key(2), 20)]));
-    assert_eq!(validate(&redeemed, &issuers()), Ok(()));
+    assert_eq!(validate(&redeemed, &trusted()), Ok(()));
     // Redeeming everything: no change outputs is fine for a redeem.
     let redeem_all = SpecieTransaction::Redeem(redeem(50, &[(key(2), 50)], &[]));
-    assert_eq!(validate(&redeem_all, &issuers()), Ok(()));
+    assert_eq!(validate(&redeem_all, &trusted()), Ok(()));
 }
 
 // ---- tx_error_code ----
@@ -240,8 +240,8 @@ fn invalid_signature() {
 
 #[test]
 fn mint_errors() {
-    let issuers = issuers();
-    let check = |mint: specie_transaction::MintTransaction| validate(&SpecieTransaction::Mint(mint), &issuers);
+    let trusted = trusted();
+    let check = |mint: specie_transaction::MintTransaction| validate(&SpecieTransaction::Mint(mint), &trusted);
 
     assert_eq!(check(mint(&[])), Err(tx_error(TxErrorCode::NoOutputs)));
     assert_eq!(
@@ -279,7 +279,7 @@ fn mint_errors() {
 
     // With no configured issuer, every mint is from an unknown issuer.
     assert_eq!(
-        validate(&SpecieTransaction::Mint(mint(&[(key(1), 5)])), &IssuerKeys::empty()),
+        validate(&SpecieTransaction::Mint(mint(&[(key(1), 5)])), &TrustedKeys::default()),
         Err(specie_error(SpecieErrorCode::UnknownIssuer))
     );
 }
@@ -288,8 +288,8 @@ fn mint_errors() {
 
 #[test]
 fn redeem_errors() {
-    let issuers = issuers();
-    let check = |redeem: specie_transaction::RedeemTransaction| validate(&SpecieTransaction::Redeem(redeem), &issuers);
+    let trusted = trusted();
+    let check = |redeem: specie_transaction::RedeemTransaction| validate(&SpecieTransaction::Redeem(redeem), &trusted);
 
     assert_eq!(check(redeem(5, &[], &[])), Err(tx_error(TxErrorCode::NoInputs)));
 
@@ -435,21 +435,21 @@ fn first_failure_wins() {
     let mut tx = mint(&[(key(1), 0)]);
     tx.sign(&key(9), NonceMode::Deterministic);
     assert_eq!(
-        validate(&SpecieTransaction::Mint(tx), &issuers()).unwrap_err().code(),
+        validate(&SpecieTransaction::Mint(tx), &trusted()).unwrap_err().code(),
         "zero_value"
     );
 
     // Redeem: zero amount before imbalance; owner witnesses before the issuer.
     let tx = redeem(0, &[(key(2), 50)], &[(key(2), 20)]);
     assert_eq!(
-        validate(&SpecieTransaction::Redeem(tx), &issuers()).unwrap_err().code(),
+        validate(&SpecieTransaction::Redeem(tx), &trusted()).unwrap_err().code(),
         "zero_redeem_amount"
     );
     let mut tx = redeem(30, &[(key(2), 50)], &[(key(2), 20)]);
     tx.witnesses[0].0[70] ^= 1;
     tx.issuer_pubkey = xonly_bytes(&key(9));
     assert_eq!(
-        validate(&SpecieTransaction::Redeem(tx), &issuers()).unwrap_err().code(),
+        validate(&SpecieTransaction::Redeem(tx), &trusted()).unwrap_err().code(),
         "invalid_signature"
     );
 }
@@ -459,7 +459,7 @@ fn first_failure_wins() {
 #[test]
 fn zero_redeem_amount() {
     let tx = SpecieTransaction::Redeem(redeem(0, &[(key(2), 50)], &[(key(2), 50)]));
-    let err = validate(&tx, &issuers()).unwrap_err();
+    let err = validate(&tx, &trusted()).unwrap_err();
     assert_eq!(err, specie_error(SpecieErrorCode::ZeroRedeemAmount));
     assert_eq!((err.code(), err.index()), ("zero_redeem_amount", None));
 }
@@ -468,7 +468,7 @@ fn zero_redeem_amount() {
 fn unknown_issuer() {
     let mut minted = mint(&[(key(1), 5)]);
     minted.sign(&key(9), NonceMode::Deterministic);
-    let err = validate(&SpecieTransaction::Mint(minted), &issuers()).unwrap_err();
+    let err = validate(&SpecieTransaction::Mint(minted), &trusted()).unwrap_err();
     assert_eq!(err, specie_error(SpecieErrorCode::UnknownIssuer));
     assert_eq!(
         err.to_string(),
@@ -480,7 +480,7 @@ fn unknown_issuer() {
 fn invalid_issuer_signature() {
     let mut redeemed = redeem(30, &[(key(2), 50)], &[(key(2), 20)]);
     redeemed.issuer_signature[0] ^= 0x80;
-    let err = validate(&SpecieTransaction::Redeem(redeemed), &issuers()).unwrap_err();
+    let err = validate(&SpecieTransaction::Redeem(redeemed), &trusted()).unwrap_err();
     assert_eq!(err, specie_error(SpecieErrorCode::InvalidIssuerSignature));
     assert_eq!(err.to_string(), "issuer signature does not verify over the txid");
 }

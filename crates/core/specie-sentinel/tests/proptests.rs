@@ -59,6 +59,18 @@ fn valid_specie_strategy() -> impl Strategy<Value = SpecieTransaction> {
             };
             SpecieTransaction::Redeem(redeem(amount, &[(key(seed), value)], &change))
         }),
+        (1u8..=250, 2u64..1_000_000, any::<u64>()).prop_map(|(seed, value, cut)| {
+            let amount = 1 + cut % value;
+            let change: Vec<_> = if amount == value {
+                vec![]
+            } else {
+                vec![(key(seed), value - amount)]
+            };
+            SpecieTransaction::FastpayFunding(funding(amount, &[(key(seed), value)], &change))
+        }),
+        (1u8..=250, 1u64..1_000_000, any::<u64>()).prop_map(|(seed, amount, sequence)| {
+            SpecieTransaction::FastpayRedeem(fastpay_redeem(&key(seed), amount, sequence))
+        }),
     ]
 }
 
@@ -67,9 +79,10 @@ proptest! {
 
     #[test]
     fn valid_signed_transactions_validate(tx in valid_specie_strategy()) {
-        prop_assert_eq!(validate(&tx, &issuers()), Ok(()));
-        let compact = validate_and_compact(&tx, &issuers()).unwrap();
+        prop_assert_eq!(validate(&tx, &trusted()), Ok(()));
+        let compact = validate_and_compact(&tx, &trusted()).unwrap();
         prop_assert_eq!(compact.spent.len(), tx.inputs().len());
+        prop_assert_eq!(compact.created.len(), tx.outputs().len() + usize::from(tx.marker().is_some()));
     }
 
     #[test]
@@ -113,8 +126,24 @@ proptest! {
                     redeem.issuer_signature[byte] ^= flip;
                 }
             }
+            SpecieTransaction::FastpayFunding(funding) => {
+                if byte < 8 {
+                    funding.amount ^= u64::from(flip) << (8 * byte);
+                } else {
+                    funding.witnesses[0].0[33 + byte % 64] ^= flip;
+                }
+            }
+            SpecieTransaction::FastpayRedeem(redeem) => {
+                let mut certificate = redeem.certificate().clone();
+                match byte % 3 {
+                    0 => certificate.order.order.amount ^= u64::from(flip) << (8 * (byte % 8)),
+                    1 => certificate.order.signature[byte] ^= flip,
+                    _ => certificate.signatures[byte % 3].1[byte] ^= flip,
+                }
+                *redeem = specie_transaction::FastpayRedeem::new(certificate);
+            }
         }
-        prop_assert!(validate(&tx, &issuers()).is_err());
+        prop_assert!(validate(&tx, &trusted()).is_err());
     }
 
     #[test]
@@ -127,13 +156,19 @@ proptest! {
                         SpecieTransaction::Transfer(t) => t.witnesses[0].0[byte] ^= 1,
                         SpecieTransaction::Mint(m) => m.issuer_signature[byte % 64] ^= 1,
                         SpecieTransaction::Redeem(r) => r.witnesses[0].0[byte] ^= 1,
+                        SpecieTransaction::FastpayFunding(f) => f.witnesses[0].0[byte] ^= 1,
+                        SpecieTransaction::FastpayRedeem(r) => {
+                            let mut certificate = r.certificate().clone();
+                            certificate.signatures[0].1[byte % 64] ^= 1;
+                            *r = specie_transaction::FastpayRedeem::new(certificate);
+                        }
                     }
                 }
                 tx
             })
             .collect();
-        let issuers = issuers();
-        let sequential: Vec<_> = txs.iter().map(|tx| validate_and_compact(tx, &issuers)).collect();
-        prop_assert_eq!(validate_batch(&txs, &issuers), sequential);
+        let trusted = trusted();
+        let sequential: Vec<_> = txs.iter().map(|tx| validate_and_compact(tx, &trusted)).collect();
+        prop_assert_eq!(validate_batch(&txs, &trusted), sequential);
     }
 }

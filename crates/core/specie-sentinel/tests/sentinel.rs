@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use common::*;
 use specie_codec::{Decode, Encode};
-use specie_sentinel::{validate, validate_and_compact, validate_batch, IssuerKeys, Sentinel};
+use specie_sentinel::{validate, validate_and_compact, validate_batch, IssuerKeys, Sentinel, TrustedKeys};
 use specie_transaction::{CompactTransaction, SpecieTransaction};
 
 /// `name=value` vector lines of `docs/transaction-format.md`.
@@ -27,18 +27,18 @@ fn documented_vectors() -> BTreeMap<String, String> {
 #[test]
 fn documented_transactions_validate_and_compact_as_documented() {
     let v = documented_vectors();
-    let issuers = IssuerKeys::from_hex(&[&v["issuer_xonly_pubkey"]]).unwrap();
+    let trusted = TrustedKeys::from(IssuerKeys::from_hex(&[&v["issuer_xonly_pubkey"]]).unwrap());
     for name in ["mint", "transfer", "redeem"] {
         let bytes = hex::decode(&v[&format!("{name}_ser")]).unwrap();
         let tx = SpecieTransaction::decode_exact(&bytes).unwrap();
-        let compact = validate_and_compact(&tx, &issuers).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let compact = validate_and_compact(&tx, &trusted).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(
             hex::encode(compact.encode()),
             v[&format!("{name}_compact_ser")],
             "{name}"
         );
         // Without the issuer configured, the extension kinds are refused; transfers are not.
-        let verdict = validate(&tx, &IssuerKeys::empty()).map_err(|e| e.code());
+        let verdict = validate(&tx, &TrustedKeys::default()).map_err(|e| e.code());
         let expected = if name == "transfer" {
             Ok(())
         } else {
@@ -49,14 +49,41 @@ fn documented_transactions_validate_and_compact_as_documented() {
 }
 
 #[test]
+fn documented_fastpay_transactions_validate_and_compact_as_documented() {
+    let v = documented_vectors();
+    let committee_bytes = hex::decode(&v["fastpay_committee_ser"]).unwrap();
+    let committee = specie_fastpay::decode_exact(
+        "committee",
+        &committee_bytes,
+        1 << 16,
+        specie_fastpay::Committee::decode_from,
+    )
+    .unwrap();
+    let trusted = TrustedKeys::new(IssuerKeys::empty(), Some(committee));
+    for name in ["fastpay_funding", "fastpay_redeem"] {
+        let bytes = hex::decode(&v[&format!("{name}_ser")]).unwrap();
+        let tx = SpecieTransaction::decode_exact(&bytes).unwrap();
+        let compact = validate_and_compact(&tx, &trusted).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            hex::encode(compact.encode()),
+            v[&format!("{name}_compact_ser")],
+            "{name}"
+        );
+        // Without the committee configured, both are refused.
+        let verdict = validate(&tx, &TrustedKeys::default()).map_err(|e| e.code());
+        assert_eq!(verdict, Err("no_fastpay_committee"), "{name}");
+    }
+}
+
+#[test]
 fn sentinel_attests_only_with_a_key() {
     let tx = SpecieTransaction::Transfer(valid_transfer());
-    let silent = Sentinel::new(issuers(), None);
+    let silent = Sentinel::new(trusted(), None);
     let compact = silent.process(&tx).unwrap();
     assert!(compact.attestations.is_empty());
     assert_eq!(silent.attestation_pubkey(), None);
 
-    let attesting = Sentinel::new(issuers(), Some(key(0x04)));
+    let attesting = Sentinel::new(trusted(), Some(key(0x04)));
     let mut compact = attesting.process(&tx).unwrap();
     let pubkey = attesting.attestation_pubkey().unwrap();
     let signature = compact.attestations[&pubkey];
@@ -92,10 +119,10 @@ fn large_mixed_batch_equals_sequential() {
             txs.push(SpecieTransaction::Mint(mint(&[(key(1), value)])));
         }
     }
-    let issuers = issuers();
+    let trusted = trusted();
     let sequential: Vec<Result<CompactTransaction, _>> =
-        txs.iter().map(|tx| validate_and_compact(tx, &issuers)).collect();
-    assert_eq!(validate_batch(&txs, &issuers), sequential);
+        txs.iter().map(|tx| validate_and_compact(tx, &trusted)).collect();
+    assert_eq!(validate_batch(&txs, &trusted), sequential);
     assert!(sequential.iter().any(Result::is_ok) && sequential.iter().any(Result::is_err));
-    assert!(validate_batch(&[], &issuers).is_empty());
+    assert!(validate_batch(&[], &trusted).is_empty());
 }

@@ -1,13 +1,14 @@
-//! specie's extension to the reference format: issuer-signed mint and redeem.
+//! specie's extension to the reference format: issuer-signed mint and redeem, and the online
+//! core's side of FastPay funding and redeem (module [`crate::fastpay`]).
 //!
 //! The reference mints with an unauthorised zero-input transaction and has no redeem. specie
-//! adds two transaction kinds, both signed by a configured issuer key, and keeps transfers
-//! byte-for-byte the reference's. The full specification with test vectors is
+//! adds transaction kinds of its own (mint and redeem signed by a configured issuer key; FastPay
+//! funding and redeem) and keeps transfers byte-for-byte the reference's. The full specification with test vectors is
 //! `docs/transaction-format.md`; the rules in brief:
 //!
 //! * Extension transactions start with [`EXTENSION_HEADER`] = `0xFF 'S' 'P' 'C' 'E' 'X' 'T'`
 //!   (the 7-byte [`EXTENSION_MAGIC`]) then the version byte `0x01`, then a kind byte
-//!   (`0x01` mint, `0x02` redeem). Read as the little-endian input count a reference transaction
+//!   (`0x01` mint, `0x02` redeem, `0x03` FastPay funding, `0x04` FastPay redeem). Read as the little-endian input count a reference transaction
 //!   starts with, those 8 bytes are `0x01_54_58_45_43_50_53_FF` ≥ 2^56 (and the magic alone is
 //!   ≥ 2^54 whatever the version), a count no transaction can have, so the two formats never
 //!   collide. Detection compares all 7 magic bytes, not just the first one: `0xFF` alone is the
@@ -21,9 +22,10 @@
 //!   ser(vec<Input>) ‖ ser(vec<Output>)), signed by every input owner and by the issuer.
 //!   sum(inputs) = sum(change) + amount, amount ≥ 1 (checked by the sentinel).
 //!
-//! Because every txid preimage starts with the header and kind, a signature over a mint or
-//! redeem txid can never be replayed as one over a transfer txid or the other kind.
+//! Because every txid preimage starts with the header and kind, a signature over an extension
+//! txid can never be replayed as one over a transfer txid or another kind's.
 
+use crate::fastpay::{FastpayFunding, FastpayRedeem};
 use crate::hash::{sha256, Sha256Writer};
 use crate::limits::{DecodeLimits, INPUT_BYTES, OUTPUT_BYTES, SIGNATURE_BYTES, XONLY_PUBKEY_BYTES};
 use crate::signing::{schnorr_sign, sign_inputs, xonly_bytes, NonceMode, SignError};
@@ -45,6 +47,10 @@ pub const EXTENSION_HEADER: [u8; 8] = [0xFF, b'S', b'P', b'C', b'E', b'X', b'T',
 pub const KIND_MINT: u8 = 0x01;
 /// Kind byte of a redeem.
 pub const KIND_REDEEM: u8 = 0x02;
+/// Kind byte of a FastPay funding (value leaves the core for a Byzantine-mode account).
+pub const KIND_FASTPAY_FUND: u8 = 0x03;
+/// Kind byte of a FastPay redeem (a certified transfer to the core becomes a core output).
+pub const KIND_FASTPAY_REDEEM: u8 = 0x04;
 /// Bytes in a mint nonce.
 pub const MINT_NONCE_BYTES: usize = 32;
 /// Domain separator of the mint marker id. The preimage is 21 + 32 = 53 bytes, while every
@@ -97,6 +103,8 @@ pub enum SpecieTransaction {
     Transfer(Transaction),
     Mint(MintTransaction),
     Redeem(RedeemTransaction),
+    FastpayFunding(FastpayFunding),
+    FastpayRedeem(FastpayRedeem),
 }
 
 /// An output a transaction creates, with what a wallet needs to spend it later.
@@ -132,13 +140,13 @@ fn created_outputs(txid: Txid, outputs: &[Output]) -> Vec<CreatedOutput> {
         .collect()
 }
 
-fn put_header(out: &mut Vec<u8>, kind: u8) {
+pub(crate) fn put_header(out: &mut Vec<u8>, kind: u8) {
     out.extend_from_slice(&EXTENSION_HEADER);
     out.push(kind);
 }
 
 /// Reads and checks header and kind; `expected_kind` is `None` when any known kind is fine.
-fn read_header(reader: &mut Reader<'_>, expected_kind: Option<u8>) -> Result<u8, DecodeError> {
+pub(crate) fn read_header(reader: &mut Reader<'_>, expected_kind: Option<u8>) -> Result<u8, DecodeError> {
     let magic: [u8; 7] = reader.read_array("extension magic")?;
     if magic != EXTENSION_MAGIC {
         return Err(DecodeError::BadMagic {
@@ -156,7 +164,7 @@ fn read_header(reader: &mut Reader<'_>, expected_kind: Option<u8>) -> Result<u8,
         });
     }
     let kind = reader.read_u8("extension kind")?;
-    let known = kind == KIND_MINT || kind == KIND_REDEEM;
+    let known = matches!(kind, KIND_MINT | KIND_REDEEM | KIND_FASTPAY_FUND | KIND_FASTPAY_REDEEM);
     if !known || expected_kind.is_some_and(|expected| expected != kind) {
         return Err(DecodeError::UnknownKind {
             what: "extension transaction kind",
@@ -282,25 +290,44 @@ impl SpecieTransaction {
             SpecieTransaction::Transfer(tx) => tx.txid(),
             SpecieTransaction::Mint(mint) => mint.txid(),
             SpecieTransaction::Redeem(redeem) => redeem.txid(),
+            SpecieTransaction::FastpayFunding(funding) => funding.txid(),
+            SpecieTransaction::FastpayRedeem(redeem) => redeem.txid(),
         }
     }
 
     /// The outputs this transaction creates, in order (transfer outputs, mint outputs, redeem
-    /// change). The mint marker is not an output and is not listed.
+    /// and funding change, a FastPay redeem's one output). Markers are not outputs and are not
+    /// listed (see [`SpecieTransaction::marker`]).
     pub fn outputs(&self) -> &[Output] {
         match self {
             SpecieTransaction::Transfer(tx) => &tx.outputs,
             SpecieTransaction::Mint(mint) => &mint.outputs,
             SpecieTransaction::Redeem(redeem) => &redeem.outputs,
+            SpecieTransaction::FastpayFunding(funding) => &funding.outputs,
+            SpecieTransaction::FastpayRedeem(redeem) => redeem.outputs(),
         }
     }
 
-    /// The inputs this transaction spends (none for a mint).
+    /// The inputs this transaction spends (none for a mint or a FastPay redeem).
     pub fn inputs(&self) -> &[Input] {
         match self {
             SpecieTransaction::Transfer(tx) => &tx.inputs,
-            SpecieTransaction::Mint(_) => &[],
+            SpecieTransaction::Mint(_) | SpecieTransaction::FastpayRedeem(_) => &[],
             SpecieTransaction::Redeem(redeem) => &redeem.inputs,
+            SpecieTransaction::FastpayFunding(funding) => &funding.inputs,
+        }
+    }
+
+    /// The value-less, unspendable id this transaction creates after its outputs, if its kind
+    /// has one: a mint's [`mint_marker`], a funding's
+    /// [`fastpay_funding_marker`](crate::fastpay::fastpay_funding_marker), a FastPay redeem's
+    /// [`fastpay_redeem_marker`](crate::fastpay::fastpay_redeem_marker).
+    pub fn marker(&self) -> Option<UhsId> {
+        match self {
+            SpecieTransaction::Transfer(_) | SpecieTransaction::Redeem(_) => None,
+            SpecieTransaction::Mint(mint) => Some(mint_marker(&mint.txid())),
+            SpecieTransaction::FastpayFunding(funding) => Some(funding.marker()),
+            SpecieTransaction::FastpayRedeem(redeem) => Some(redeem.marker()),
         }
     }
 
@@ -310,15 +337,13 @@ impl SpecieTransaction {
     }
 
     /// The compact transaction (no attestations). Does not validate: call a sentinel first.
-    /// Transfer and redeem spend their inputs' UHS ids; every kind creates its outputs' UHS ids;
-    /// a mint additionally creates its [`mint_marker`], last.
+    /// It spends the inputs' UHS ids and creates the outputs' UHS ids, then the kind's
+    /// [`marker`](SpecieTransaction::marker), if any, last.
     pub fn compact(&self) -> CompactTransaction {
         let txid = self.txid();
         let spent: Vec<UhsId> = self.inputs().iter().map(Input::uhs_id).collect();
         let mut created = outputs_uhs_ids(&txid, self.outputs());
-        if let SpecieTransaction::Mint(_) = self {
-            created.push(mint_marker(&txid));
-        }
+        created.extend(self.marker());
         CompactTransaction {
             txid,
             spent,
@@ -361,6 +386,8 @@ impl Encode for SpecieTransaction {
             SpecieTransaction::Transfer(tx) => tx.encode_to(out),
             SpecieTransaction::Mint(mint) => mint.encode_to(out),
             SpecieTransaction::Redeem(redeem) => redeem.encode_to(out),
+            SpecieTransaction::FastpayFunding(funding) => funding.encode_to(out),
+            SpecieTransaction::FastpayRedeem(redeem) => redeem.encode_to(out),
         }
     }
 }
@@ -401,6 +428,10 @@ impl Decode for SpecieTransaction {
             KIND_REDEEM => Ok(SpecieTransaction::Redeem(RedeemTransaction::decode_body(
                 reader, limits,
             )?)),
+            KIND_FASTPAY_FUND => Ok(SpecieTransaction::FastpayFunding(FastpayFunding::decode_body(
+                reader, limits,
+            )?)),
+            KIND_FASTPAY_REDEEM => Ok(SpecieTransaction::FastpayRedeem(FastpayRedeem::decode_body(reader)?)),
             kind => Err(DecodeError::UnknownKind {
                 what: "extension transaction kind",
                 kind,

@@ -1,5 +1,6 @@
 //! specie's transactions: the Hamilton / OpenCBDC reference format, byte for byte, plus
-//! specie's issuer-signed mint and redeem.
+//! specie's issuer-signed mint and redeem and the online core's side of FastPay funding and
+//! redeem.
 //!
 //! * The byte encoding and its bounded reader live in the base crate `specie-codec`.
 //! * [`limits`]: format sizes and the [`DecodeLimits`] every decoder enforces.
@@ -8,6 +9,8 @@
 //! * [`signing`]: commitments, pay-to-pubkey witnesses, BIP-340 signing.
 //! * [`address`]: bech32 (BIP-173) pay-to-pubkey addresses.
 //! * [`extension`]: [`SpecieTransaction`] with specie's mint and redeem.
+//! * [`fastpay`]: FastPay funding and redeem, the online core as FastPay's Primary, and the
+//!   markers that make each happen once.
 //! * [`compact`]: compact transactions and sentinel attestations.
 //!
 //! The byte-level specification with test vectors is `docs/transaction-format.md`.
@@ -17,6 +20,7 @@ pub mod address;
 
 pub mod compact;
 pub mod extension;
+pub mod fastpay;
 pub mod hash;
 pub mod limits;
 pub mod signing;
@@ -26,6 +30,7 @@ pub use address::{Address, AddressError, DEFAULT_HRP};
 
 pub use compact::AttestationError;
 pub use extension::{mint_marker, CreatedOutput, MintTransaction, RedeemTransaction, SpecieTransaction};
+pub use fastpay::{fastpay_funding_marker, fastpay_redeem_marker, FastpayFunding, FastpayFundingClaim, FastpayRedeem};
 pub use limits::DecodeLimits;
 pub use signing::{
     witness_program_commitment, witness_program_commitment_of, NonceMode, P2pkParseError, P2pkWitness, SignError,

@@ -41,7 +41,8 @@ pub struct DecodeLimits {
     pub transaction_bytes_max: usize,
     /// Spent UHS ids in one compact transaction.
     pub compact_spent_max: u64,
-    /// Created UHS ids in one compact transaction (a mint adds one marker id to its outputs).
+    /// Created UHS ids in one compact transaction (a mint, funding or FastPay redeem adds one
+    /// marker id to its outputs).
     pub compact_created_max: u64,
     /// Sentinel attestations on one compact transaction.
     pub attestations_max: u64,

@@ -9,12 +9,16 @@ use std::collections::BTreeMap;
 use common::{format_doc, parse_kv_blocks, read, Vectors};
 use secp256k1::Keypair;
 use specie_codec::{Decode, Encode};
-use specie_transaction::extension::{EXTENSION_HEADER, KIND_MINT, KIND_REDEEM};
+use specie_fastpay::{
+    deterministic_key, AccountKey, Certificate, Committee, CoreAddress, Recipient, SigningKey, TransferOrder, Vote,
+    VoteStatement,
+};
+use specie_transaction::extension::{EXTENSION_HEADER, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM, KIND_MINT, KIND_REDEEM};
 use specie_transaction::hash::sha256;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{
-    mint_marker, witness_program_commitment, CompactTransaction, Input, MintTransaction, NonceMode, Output,
-    RedeemTransaction, SpecieTransaction, Transaction, UhsId,
+    mint_marker, witness_program_commitment, CompactTransaction, CreatedOutput, FastpayFunding, FastpayRedeem, Input,
+    MintTransaction, NonceMode, Output, RedeemTransaction, SpecieTransaction, Transaction, UhsId,
 };
 
 fn key(byte: u8) -> Keypair {
@@ -91,7 +95,85 @@ fn computed() -> BTreeMap<String, String> {
     put("redeem_ser", &redeem.encode());
     put("redeem_txid", &redeem.txid().0);
     put("redeem_compact_ser", &redeem.compact().encode());
+
+    let alice_change = transfer.created_outputs()[1];
+    fastpay_vectors(&mut v, &alice, &bob, alice_change);
     v
+}
+
+/// The FastPay vectors: a committee of four authorities and one Byzantine-mode account, keys from
+/// `specie_fastpay::deterministic_key`; alice funds the account from her transfer change, and the
+/// account's certified transfer to bob's core address is redeemed.
+fn fastpay_vectors(v: &mut BTreeMap<String, String>, alice: &Keypair, bob: &Keypair, alice_change: CreatedOutput) {
+    let mut put = |name: &str, bytes: &[u8]| {
+        v.insert(name.to_owned(), hex::encode(bytes));
+    };
+    let authorities: Vec<SigningKey> = (0..4).map(|i| deterministic_key("authority", i)).collect();
+    for (i, authority) in authorities.iter().enumerate() {
+        put(&format!("fastpay_authority_seed[{i}]"), &authority.to_bytes());
+        put(
+            &format!("fastpay_authority_pubkey[{i}]"),
+            &authority.verifying_key().to_bytes(),
+        );
+    }
+    let members = authorities.iter().map(|a| a.verifying_key().to_bytes()).collect();
+    let committee = Committee::new(0, members).unwrap();
+    let mut committee_ser = Vec::new();
+    committee.encode_to(&mut committee_ser);
+    put("fastpay_committee_ser", &committee_ser);
+    put("fastpay_committee_id", &committee.id());
+    let owner = deterministic_key("account", 0);
+    let account = AccountKey(owner.verifying_key().to_bytes());
+    put("fastpay_account_seed", &owner.to_bytes());
+    put("fastpay_account_pubkey", &account.0);
+
+    // Funding: alice moves 25 of her 40 change into the account, 15 change back to her.
+    assert_eq!(alice_change.output.value, 40);
+    let funding = FastpayFunding::new_signed(
+        committee.id(),
+        account,
+        25,
+        vec![alice_change.to_input()],
+        vec![pays(alice, 15)],
+        &[*alice],
+        NonceMode::Deterministic,
+    )
+    .unwrap();
+    let funding = SpecieTransaction::FastpayFunding(funding);
+    put("fastpay_funding_ser", &funding.encode());
+    put("fastpay_funding_txid", &funding.txid().0);
+    put("fastpay_funding_marker", &funding.marker().unwrap().0);
+    put("fastpay_funding_compact_ser", &funding.compact().encode());
+
+    // Redeem: the account pays 10 to bob's core address as its transfer 0, certified by
+    // authorities 0, 1 and 2 (the quorum of 3 out of 4).
+    let order = TransferOrder {
+        sender: account,
+        recipient: Recipient::Core(CoreAddress(witness_program_commitment(&xonly_bytes(bob)))),
+        amount: 10,
+        sequence: 0,
+        memo: Vec::new(),
+    }
+    .sign(&owner);
+    let statement = VoteStatement {
+        committee_id: committee.id(),
+        round: 0,
+        order_digest: order.order.digest(),
+    };
+    let votes: Vec<Vote> = (0..3u16)
+        .map(|authority| Vote {
+            authority,
+            statement,
+            signature: statement.sign(&authorities[usize::from(authority)]),
+        })
+        .collect();
+    let redeem = SpecieTransaction::FastpayRedeem(FastpayRedeem::new(Certificate::from_votes(order, &votes)));
+    put("fastpay_redeem_order_digest", &statement.order_digest);
+    put("fastpay_redeem_ser", &redeem.encode());
+    put("fastpay_redeem_txid", &redeem.txid().0);
+    put("fastpay_redeem_uhs_id[0]", &redeem.created_outputs()[0].uhs_id.0);
+    put("fastpay_redeem_marker", &redeem.marker().unwrap().0);
+    put("fastpay_redeem_compact_ser", &redeem.compact().encode());
 }
 
 #[test]
@@ -169,4 +251,93 @@ fn documented_bytes_decode_and_hash_as_specified() {
     assert_eq!(redeem_compact.created.len(), 1);
     let input: Input = redeem.inputs[0];
     assert_eq!(input.data.value, 50);
+}
+
+#[test]
+fn documented_fastpay_bytes_decode_and_hash_as_specified() {
+    let v = Vectors(parse_kv_blocks(&read(&format_doc())));
+
+    // Funding: txid and marker from their definitions.
+    let funding_bytes = v.bytes("fastpay_funding_ser");
+    let SpecieTransaction::FastpayFunding(funding) = SpecieTransaction::decode_exact(&funding_bytes).unwrap() else {
+        panic!("fastpay_funding_ser is not a funding");
+    };
+    assert_eq!(funding.encode(), funding_bytes);
+    assert_eq!(funding.committee_id, v.hash("fastpay_committee_id"));
+    assert_eq!(funding.account.0, v.hash("fastpay_account_pubkey"));
+    let mut preimage = EXTENSION_HEADER.to_vec();
+    preimage.push(KIND_FASTPAY_FUND);
+    preimage.extend_from_slice(&funding.committee_id);
+    preimage.extend_from_slice(&funding.account.0);
+    preimage.extend_from_slice(&funding.amount.to_le_bytes());
+    funding.inputs.encode_to(&mut preimage);
+    funding.outputs.encode_to(&mut preimage);
+    assert_eq!(sha256(&preimage), v.hash("fastpay_funding_txid"));
+    let mut marker_preimage = b"specie/fastpay-funding/v1".to_vec();
+    marker_preimage.extend_from_slice(&v.hash("fastpay_funding_txid"));
+    assert_eq!(marker_preimage.len(), 57);
+    assert_eq!(sha256(&marker_preimage), v.hash("fastpay_funding_marker"));
+    let claim = funding.claim();
+    assert_eq!(
+        (claim.committee_id, claim.account, claim.amount, claim.marker),
+        (
+            v.hash("fastpay_committee_id"),
+            funding.account,
+            25,
+            UhsId(v.hash("fastpay_funding_marker"))
+        )
+    );
+    let compact = CompactTransaction::decode_exact(&v.bytes("fastpay_funding_compact_ser")).unwrap();
+    assert_eq!(compact.spent, vec![funding.inputs[0].uhs_id()]);
+    assert_eq!(compact.created.len(), 2, "the change, then the marker");
+    assert_eq!(compact.created[1], UhsId(v.hash("fastpay_funding_marker")));
+
+    // The committee decodes to the documented keys and id.
+    let committee = specie_fastpay::decode_exact(
+        "committee",
+        &v.bytes("fastpay_committee_ser"),
+        1 << 16,
+        Committee::decode_from,
+    )
+    .unwrap();
+    assert_eq!(committee.id(), v.hash("fastpay_committee_id"));
+    for i in 0..4 {
+        assert_eq!(
+            committee.members()[i],
+            v.hash(&format!("fastpay_authority_pubkey[{i}]"))
+        );
+    }
+
+    // Redeem: the certificate checks, the txid and marker follow their definitions, and the one
+    // output pays the order's core address.
+    let redeem_bytes = v.bytes("fastpay_redeem_ser");
+    let SpecieTransaction::FastpayRedeem(redeem) = SpecieTransaction::decode_exact(&redeem_bytes).unwrap() else {
+        panic!("fastpay_redeem_ser is not a FastPay redeem");
+    };
+    assert_eq!(redeem.encode(), redeem_bytes);
+    assert_eq!(redeem.certificate().check(&committee), Ok(()));
+    let order = &redeem.certificate().order.order;
+    assert_eq!(order.digest(), v.hash("fastpay_redeem_order_digest"));
+    let mut preimage = EXTENSION_HEADER.to_vec();
+    preimage.push(KIND_FASTPAY_REDEEM);
+    preimage.extend_from_slice(&order.digest());
+    assert_eq!(sha256(&preimage), v.hash("fastpay_redeem_txid"));
+    let mut marker_preimage = b"specie/fastpay-redeem/v1".to_vec();
+    marker_preimage.extend_from_slice(&order.sender.0);
+    marker_preimage.extend_from_slice(&order.sequence.to_le_bytes());
+    assert_eq!(marker_preimage.len(), 64);
+    assert_eq!(sha256(&marker_preimage), v.hash("fastpay_redeem_marker"));
+    let Recipient::Core(address) = order.recipient else {
+        panic!("the documented redeem pays the core");
+    };
+    let output = Output {
+        witness_program_commitment: address.0,
+        value: order.amount,
+    };
+    let txid = specie_transaction::Txid(v.hash("fastpay_redeem_txid"));
+    let output_id = specie_transaction::uhs_id_for(&txid, 0, &output);
+    assert_eq!(output_id, UhsId(v.hash("fastpay_redeem_uhs_id[0]")));
+    let compact = CompactTransaction::decode_exact(&v.bytes("fastpay_redeem_compact_ser")).unwrap();
+    assert!(compact.spent.is_empty());
+    assert_eq!(compact.created, vec![output_id, UhsId(v.hash("fastpay_redeem_marker"))]);
 }

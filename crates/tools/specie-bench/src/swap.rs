@@ -8,7 +8,7 @@ use crate::error::{ensure_that, BenchResult, StepContext};
 use rand::{Rng, SeedableRng};
 use specie_api::{CompletionSender, TxStatus};
 use specie_node::{EmbeddedNode, NodeOptions};
-use specie_sentinel::IssuerKeys;
+use specie_sentinel::TrustedKeys;
 use specie_transaction::{CompactTransaction, UhsId};
 
 use crate::ceiling;
@@ -39,12 +39,13 @@ pub struct SwapOptions {
 pub fn validate(args: ValidateOptions) -> BenchResult<ExitCode> {
     let duration = Duration::from_secs_f64(args.seconds);
     let txs = specie_workload::compact::signed_2in2out(4096, &mut rand::rngs::StdRng::seed_from_u64(7));
-    let issuers = IssuerKeys::from_hex::<&str>(&[]).expect("empty");
+    // No issuer, no committee: the workload is transfers only.
+    let trusted = TrustedKeys::default();
     let verify_per_s = ceiling::verify_per_s(duration);
     let started = Instant::now();
     let mut validated = 0usize;
     while started.elapsed() < duration {
-        let verdicts = specie_sentinel::validate_batch(&txs, &issuers);
+        let verdicts = specie_sentinel::validate_batch(&txs, &trusted);
         assert!(verdicts.iter().all(Result::is_ok));
         validated += verdicts.len();
     }

@@ -3,11 +3,15 @@
 #![allow(dead_code)] // Each test binary uses a different subset.
 
 use secp256k1::Keypair;
-use specie_sentinel::IssuerKeys;
+use specie_fastpay::{
+    deterministic_key, AccountKey, Certificate, Committee, CoreAddress, Recipient, SigningKey, TransferOrder, Vote,
+    VoteStatement,
+};
+use specie_sentinel::{IssuerKeys, TrustedKeys};
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{
-    witness_program_commitment, Input, MintTransaction, NonceMode, OutPoint, Output, RedeemTransaction, Transaction,
-    Txid,
+    witness_program_commitment, FastpayFunding, FastpayRedeem, Input, MintTransaction, NonceMode, OutPoint, Output,
+    RedeemTransaction, Transaction, Txid,
 };
 
 /// A keypair from a one-byte seed (secret = seed repeated; valid for every seed 1..=255).
@@ -19,8 +23,112 @@ pub fn issuer() -> Keypair {
     key(0x03)
 }
 
-pub fn issuers() -> IssuerKeys {
-    IssuerKeys::new([issuer().x_only_public_key().0]).unwrap()
+/// The issuer, and the FastPay committee of [`authorities`]`(4)`.
+pub fn trusted() -> TrustedKeys {
+    TrustedKeys::new(
+        IssuerKeys::new([issuer().x_only_public_key().0]).unwrap(),
+        Some(committee_of(&authorities(4), 0)),
+    )
+}
+
+/// FastPay authority keys 0..n (`deterministic_key("authority", i)`).
+pub fn authorities(n: u64) -> Vec<SigningKey> {
+    (0..n).map(|i| deterministic_key("authority", i)).collect()
+}
+
+pub fn committee_of(authorities: &[SigningKey], epoch: u64) -> Committee {
+    Committee::new(
+        epoch,
+        authorities.iter().map(|a| a.verifying_key().to_bytes()).collect(),
+    )
+    .unwrap()
+}
+
+/// The committee [`trusted`] is configured with.
+pub fn committee() -> Committee {
+    committee_of(&authorities(4), 0)
+}
+
+/// The owner of Byzantine-mode account `n`.
+pub fn account_owner(n: u64) -> SigningKey {
+    deterministic_key("account", n)
+}
+
+pub fn account(owner: &SigningKey) -> AccountKey {
+    AccountKey(owner.verifying_key().to_bytes())
+}
+
+/// A funding of `amount` into account 0 of [`committee`] from inputs, with change outputs.
+pub fn funding(amount: u64, inputs: &[(Keypair, u64)], change: &[(Keypair, u64)]) -> FastpayFunding {
+    let owners: Vec<Keypair> = inputs.iter().map(|(owner, _)| *owner).collect();
+    FastpayFunding::new_signed(
+        committee().id(),
+        account(&account_owner(0)),
+        amount,
+        inputs
+            .iter()
+            .enumerate()
+            .map(|(i, (owner, value))| owned_input(owner, *value, 0xC0, i as u64))
+            .collect(),
+        change.iter().map(|(payee, value)| pays(payee, *value)).collect(),
+        &owners,
+        NonceMode::Deterministic,
+    )
+    .unwrap()
+}
+
+/// The core address (p2pk commitment) of a core key.
+pub fn core_address(owner: &Keypair) -> CoreAddress {
+    CoreAddress(witness_program_commitment(&xonly_bytes(owner)))
+}
+
+/// A certificate of account 0's transfer `sequence` of `amount` to `recipient`, signed by
+/// `signers` of `authorities` (whose committee is `committee`).
+pub fn certificate_by(
+    authorities: &[SigningKey],
+    committee: &Committee,
+    signers: &[u16],
+    recipient: Recipient,
+    amount: u64,
+    sequence: u64,
+) -> Certificate {
+    let owner = account_owner(0);
+    let order = TransferOrder {
+        sender: account(&owner),
+        recipient,
+        amount,
+        sequence,
+        memo: Vec::new(),
+    }
+    .sign(&owner);
+    let statement = VoteStatement {
+        committee_id: committee.id(),
+        round: 0,
+        order_digest: order.order.digest(),
+    };
+    let votes: Vec<Vote> = signers
+        .iter()
+        .map(|&authority| Vote {
+            authority,
+            statement,
+            signature: statement.sign(&authorities[usize::from(authority)]),
+        })
+        .collect();
+    Certificate::from_votes(order, &votes)
+}
+
+/// A redeem of account 0's transfer `sequence` of `amount` to `payee`'s core address, certified
+/// by authorities 0, 1 and 2 of [`committee`].
+pub fn fastpay_redeem(payee: &Keypair, amount: u64, sequence: u64) -> FastpayRedeem {
+    let certificate = certificate_by(
+        &authorities(4),
+        &committee(),
+        &[0, 1, 2],
+        Recipient::Core(core_address(payee)),
+        amount,
+        sequence,
+    );
+    FastpayRedeem::new(certificate)
 }
 
 pub fn pays(owner: &Keypair, value: u64) -> Output {
