@@ -50,9 +50,36 @@ pub struct DemoArgs {
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Run the Byzantine mode instead (FastPay): an embedded core as the Primary and a committee
+    /// of 4 authorities, one of them Byzantine (it forges its votes), each with --shards shards.
+    /// --wallets accounts are funded from the core, --payments payments stream between them
+    /// (some owners equivocate), some are redeemed back to the core (each presented twice),
+    /// and the platform-wide audit ends it. See docs/byzantine-mode.md.
+    #[arg(long, conflicts_with = "cluster")]
+    pub byzantine: bool,
+    /// (--byzantine) Fraction of payments whose owner signs two orders for one sequence number.
+    #[arg(long, default_value_t = 0.01, requires = "byzantine")]
+    pub equivocation_fraction: f64,
+    /// (--byzantine) Fraction of payments that redeem to the owner's core address.
+    #[arg(long, default_value_t = 0.05, requires = "byzantine")]
+    pub redeem_fraction: f64,
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    if args.byzantine {
+        let options = specie_bench::demo_byzantine::ByzantineDemoOptions {
+            accounts: args.wallets,
+            payments: args.payments,
+            shards: u32::try_from(args.shards)?,
+            equivocation_fraction: args.equivocation_fraction,
+            redeem_fraction: args.redeem_fraction,
+            window: args.window,
+            seed: args.seed,
+            data_dir: args.data_dir,
+            json: args.json,
+        };
+        return Ok(specie_bench::demo_byzantine::run(&options)?);
+    }
     let options = DemoOptions {
         wallets: args.wallets,
         payments: args.payments,

@@ -75,8 +75,15 @@ impl Payment {
 
     fn refuse(&mut self, authority: AuthorityIndex, why: String) -> Step {
         self.refusals.entry(authority).or_insert(why);
+        self.fail_without_quorum()
+    }
+
+    /// Fails the payment once no quorum can form: too many refusals, or every authority has
+    /// answered (an owner who split the committee between two orders gets here).
+    fn fail_without_quorum(&mut self) -> Step {
         let possible = self.committee.size() - self.refusals.len();
-        if possible < self.committee.quorum() && !self.done {
+        let everyone_answered = self.answered() == self.committee.size();
+        if (possible < self.committee.quorum() || everyone_answered) && !self.done && self.certificate.is_none() {
             self.done = true;
             return Step::Failed(PaymentError::Refused {
                 refusals: self.refusals.iter().map(|(a, why)| (*a, why.clone())).collect(),
@@ -101,7 +108,7 @@ impl Payment {
                     self.votes.insert(authority, vote);
                     self.refusals.remove(&authority);
                     if self.votes.len() < self.committee.quorum() {
-                        return Step::Wait;
+                        return self.fail_without_quorum();
                     }
                     let votes: Vec<Vote> = self.votes.values().cloned().collect();
                     let certificate = Certificate::from_votes(self.order.clone(), &votes);

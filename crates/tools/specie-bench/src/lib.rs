@@ -2,6 +2,7 @@
 //! or a cluster, measured beside the ceilings that bound them.
 //!
 //! - [`demo`]: `specie demo`, a short run of the payment workload ending in the supply audit.
+//! - [`demo_byzantine`]: `specie demo --byzantine`, the Byzantine mode with the core as its Primary.
 //! - [`swap`]: `specie bench validate | swap` against an embedded node (and, to weigh running
 //!   embedded mode through Raft, against one-replica Raft groups in the same process).
 //! - [`postgres`]: `specie bench postgres`, the PostgreSQL baseline of Hamilton §6.1 (a throwaway
@@ -15,6 +16,7 @@ mod error;
 pub mod ceiling;
 pub mod cluster;
 pub mod demo;
+pub mod demo_byzantine;
 mod one_replica;
 pub mod postgres;
 mod replicated;

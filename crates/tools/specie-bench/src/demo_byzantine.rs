@@ -1,0 +1,455 @@
+//! `specie demo --byzantine`: an embedded online core as FastPay's Primary and a committee of 4
+//! authorities (one Byzantine), value moved into the Byzantine mode by core fundings, payments
+//! across shards (some owners equivocating), redeems back to the core (each presented twice),
+//! then the platform-wide audit.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use secp256k1::Keypair;
+use specie_api::{Completion, TxStatus};
+use specie_authority::Funding;
+use specie_committee::{AuthorityBooks, Behaviour, Call, EmbeddedCommittee, EmbeddedCommitteeOptions, Pipeline};
+use specie_fastpay::{deterministic_key, AccountKey, CoreAddress, Recipient, SignedOrder, SigningKey, TransferOrder};
+use specie_log::LogOptions;
+use specie_node::{EmbeddedNode, NodeHandle, NodeOptions};
+use specie_transaction::signing::xonly_bytes;
+use specie_transaction::{
+    witness_program_commitment, CreatedOutput, FastpayFunding, FastpayRedeem, MintTransaction, NonceMode, Output,
+    SpecieTransaction, UhsId,
+};
+
+use crate::error::{fail, BenchError, BenchResult, StepContext};
+
+/// Value minted to each user and moved whole into the Byzantine mode.
+const FUNDING_VALUE: u64 = 10_000;
+const AUTHORITIES: u64 = 4;
+/// The authority that misbehaves (answers every order with a forged vote).
+const BYZANTINE_AUTHORITY: usize = 3;
+const SETTLE_WAIT: Duration = Duration::from_secs(30);
+
+pub struct ByzantineDemoOptions {
+    pub accounts: usize,
+    pub payments: usize,
+    pub shards: u32,
+    pub equivocation_fraction: f64,
+    pub redeem_fraction: f64,
+    pub window: usize,
+    pub seed: u64,
+    pub data_dir: Option<PathBuf>,
+    pub json: bool,
+}
+
+struct User {
+    core_key: Keypair,
+    owner: SigningKey,
+    account: AccountKey,
+    next_sequence: u64,
+    /// Signed two orders for one sequence number; FastPay leaves such an account locked.
+    locked: bool,
+}
+
+#[derive(Default)]
+struct Tally {
+    settled: u64,
+    to_certificate_us: Vec<u64>,
+    to_settlement_us: Vec<u64>,
+    refused: BTreeMap<String, u64>,
+    equivocations: u64,
+    redeemed: u64,
+    redeemed_value: u64,
+    replays_refused: u64,
+}
+
+pub fn run(args: &ByzantineDemoOptions) -> BenchResult<ExitCode> {
+    if args.accounts < 2 || args.accounts > 10_000 || args.window == 0 || args.shards == 0 {
+        return Err(BenchError::InvalidOptions(
+            "--accounts must be 2..=10000, --window and --shards at least 1".into(),
+        ));
+    }
+    if !(0.0..=0.5).contains(&args.equivocation_fraction) || !(0.0..=0.5).contains(&args.redeem_fraction) {
+        return Err(BenchError::InvalidOptions(
+            "--equivocation-fraction and --redeem-fraction must each be between 0 and 0.5".into(),
+        ));
+    }
+    let temp = tempfile::Builder::new().prefix("specie-demo-byzantine-").tempdir()?;
+    let root = args.data_dir.clone().unwrap_or_else(|| temp.path().to_path_buf());
+    let mut rng = StdRng::seed_from_u64(args.seed);
+    let authority_keys: Vec<SigningKey> = (0..AUTHORITIES).map(|i| deterministic_key("demo-authority", i)).collect();
+    let mut behaviours = vec![Behaviour::Honest; AUTHORITIES as usize];
+    behaviours[BYZANTINE_AUTHORITY] = Behaviour::ForgesVotes;
+    let committee_options = EmbeddedCommitteeOptions {
+        data_dir: root.join("byzantine"),
+        shards: args.shards,
+        behaviours,
+        log: LogOptions::default(),
+        snapshot_log_bytes: 64 << 20,
+        credit_retransmit_ms: 100,
+        channel_credits_max: 100_000,
+    };
+    let committee = EmbeddedCommittee::start(&committee_options, &authority_keys, 1).step("cannot start the committee")?;
+    let issuer = Keypair::new_global(&mut rng);
+    let mut node_options = NodeOptions::new(root.join("core"));
+    node_options.issuers = vec![hex::encode(xonly_bytes(&issuer))];
+    node_options.fastpay_committee = Some((**committee.committee()).clone());
+    let node = EmbeddedNode::open(node_options).step("cannot start the embedded core")?;
+    let core = node.handle();
+
+    let mut users = make_users(args, &mut rng);
+    let started = Instant::now();
+    fund_from_core(&core, &committee, &issuer, &users, &mut rng)?;
+    let mut tally = Tally::default();
+    let mut redeems = Vec::new();
+    stream_payments(args, &committee, &mut users, &mut rng, &mut tally, &mut redeems)?;
+    redeem_to_core(&core, &redeems, &mut tally)?;
+    let elapsed = started.elapsed();
+    let reports = committee.reports();
+    let books: Vec<AuthorityBooks> = committee.stop().iter().map(|shards| AuthorityBooks::of(shards)).collect();
+    let core_value = core_value(&core, &redeems)?;
+    node.shutdown();
+    let audit = Audit::check(args, &books, core_value, &tally, reports.len());
+    report(args, &tally, &audit, elapsed);
+    Ok(if audit.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn make_users(args: &ByzantineDemoOptions, rng: &mut StdRng) -> Vec<User> {
+    (0..args.accounts as u64)
+        .map(|n| {
+            let owner = deterministic_key(&format!("demo-owner-{}", args.seed), n);
+            User {
+                core_key: Keypair::new_global(rng),
+                account: AccountKey(owner.verifying_key().to_bytes()),
+                owner,
+                next_sequence: 0,
+                locked: false,
+            }
+        })
+        .collect()
+}
+
+/// Submits transactions to the core and waits for every outcome.
+fn submit_all(core: &NodeHandle, txs: Vec<SpecieTransaction>) -> BenchResult<Vec<TxStatus>> {
+    let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<Completion>();
+    let count = txs.len();
+    core.submit(txs.into_iter().enumerate().map(|(n, tx)| (n as u64, tx)).collect(), &reply);
+    let mut statuses = vec![TxStatus::Unknown; count];
+    for _ in 0..count {
+        let completion = completions.blocking_recv().step("the core stopped")?;
+        statuses[completion.client_ref as usize] = completion.status;
+    }
+    Ok(statuses)
+}
+
+/// Mints to every user's core key, moves each minted output whole into the user's Byzantine-mode
+/// account by a core funding, and has every authority credit each funding once it finds the
+/// funding's marker in the core's UHS (the bridge's check; never a client's word).
+fn fund_from_core(
+    core: &NodeHandle,
+    committee: &EmbeddedCommittee,
+    issuer: &Keypair,
+    users: &[User],
+    rng: &mut StdRng,
+) -> BenchResult<()> {
+    let outputs: Vec<Output> = users
+        .iter()
+        .map(|user| Output {
+            witness_program_commitment: witness_program_commitment(&xonly_bytes(&user.core_key)),
+            value: FUNDING_VALUE,
+        })
+        .collect();
+    let mint = MintTransaction::new_signed(rng.gen(), outputs, issuer, NonceMode::Deterministic);
+    let minted = SpecieTransaction::Mint(mint.clone()).created_outputs();
+    if submit_all(core, vec![SpecieTransaction::Mint(mint)])? != [TxStatus::Confirmed] {
+        fail!("the mint was not confirmed");
+    }
+    let committee_id = committee.committee().id();
+    let fundings: Vec<FastpayFunding> = users
+        .iter()
+        .zip(&minted)
+        .map(|(user, output): (&User, &CreatedOutput)| {
+            FastpayFunding::new_signed(
+                committee_id,
+                user.account,
+                FUNDING_VALUE,
+                vec![output.to_input()],
+                vec![],
+                std::slice::from_ref(&user.core_key),
+                NonceMode::Deterministic,
+            )
+        })
+        .collect::<Result<_, _>>()
+        .step("cannot sign a funding")?;
+    let statuses = submit_all(core, fundings.iter().cloned().map(SpecieTransaction::FastpayFunding).collect())?;
+    if statuses.iter().any(|s| *s != TxStatus::Confirmed) {
+        fail!("a funding was not confirmed: {statuses:?}");
+    }
+    let claims: Vec<_> = fundings.iter().map(FastpayFunding::claim).collect();
+    let markers: Vec<UhsId> = claims.iter().map(|c| c.marker).collect();
+    let present = core.query_uhs(&markers).step("cannot query the core")?;
+    let (answers_tx, answers) = crossbeam_channel::unbounded();
+    for (n, (claim, present)) in claims.iter().zip(present).enumerate() {
+        if !present {
+            fail!("funding {n}'s marker is not in the core's UHS");
+        }
+        let funding = Funding {
+            id: claim.marker.0,
+            account: claim.account,
+            amount: claim.amount,
+        };
+        committee.broadcast(&Call::Fund(funding), n as u64, &answers_tx);
+    }
+    for _ in 0..claims.len() * AUTHORITIES as usize {
+        answers.recv_timeout(SETTLE_WAIT).step("an authority did not credit a funding")?;
+    }
+    Ok(())
+}
+
+fn order(user: &User, recipient: Recipient, amount: u64) -> SignedOrder {
+    TransferOrder {
+        sender: user.account,
+        recipient,
+        amount,
+        sequence: user.next_sequence,
+        memo: Vec::new(),
+    }
+    .sign(&user.owner)
+}
+
+/// Plans one payment from a random unlocked user not already paying; an equivocating owner
+/// signs a second order for the same sequence number and sends both.
+fn plan_payment(
+    args: &ByzantineDemoOptions,
+    users: &mut [User],
+    busy: &BTreeMap<usize, u64>,
+    rng: &mut StdRng,
+    tally: &mut Tally,
+) -> Vec<(usize, SignedOrder)> {
+    let sender = rng.gen_range(0..users.len());
+    if busy.contains_key(&sender) || users[sender].locked {
+        return Vec::new();
+    }
+    let to = (sender + rng.gen_range(1..users.len())) % users.len();
+    let amount = rng.gen_range(1..=20);
+    let redeem = rng.gen_bool(args.redeem_fraction);
+    let recipient = if redeem {
+        Recipient::Core(CoreAddress(witness_program_commitment(&xonly_bytes(&users[sender].core_key))))
+    } else {
+        Recipient::Account(users[to].account)
+    };
+    let first = order(&users[sender], recipient, amount);
+    if rng.gen_bool(args.equivocation_fraction) {
+        tally.equivocations += 1;
+        users[sender].locked = true;
+        let other = order(&users[sender], Recipient::Account(users[(to + 1) % users.len()].account), amount);
+        return vec![(sender, first), (sender, other)];
+    }
+    vec![(sender, first)]
+}
+
+fn stream_payments(
+    args: &ByzantineDemoOptions,
+    committee: &EmbeddedCommittee,
+    users: &mut [User],
+    rng: &mut StdRng,
+    tally: &mut Tally,
+    redeems: &mut Vec<FastpayRedeem>,
+) -> BenchResult<()> {
+    let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new(args.payments as u64) };
+    bar.set_style(ProgressStyle::with_template("{spinner} payments {pos}/{len} [{bar:40}] {per_sec} {msg}").expect("template"));
+    let mut pipeline = Pipeline::new(committee);
+    let mut tags: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut busy: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut planned = 0usize;
+    let mut quiet_since = Instant::now();
+    while planned < args.payments || !tags.is_empty() {
+        // A few random picks per turn: a busy or locked sender is skipped, not waited for.
+        for _ in 0..args.window.min(4 * users.len()) {
+            if planned >= args.payments || tags.len() >= args.window {
+                break;
+            }
+            let orders = plan_payment(args, users, &busy, rng, tally);
+            planned += usize::from(!orders.is_empty());
+            for (sender, order) in orders {
+                let tag = pipeline.submit(order);
+                tags.insert(tag, sender);
+                *busy.entry(sender).or_default() += 1;
+            }
+        }
+        let ended = pipeline.poll(Duration::from_millis(200));
+        if ended.is_empty() && quiet_since.elapsed() > SETTLE_WAIT {
+            // Only the orders of equivocating owners may never end: FastPay locks such an account.
+            let stuck: Vec<u64> = tags.keys().copied().filter(|t| !users[tags[t]].locked).collect();
+            if !stuck.is_empty() {
+                fail!("{} payments of correct owners never settled", stuck.len());
+            }
+            break;
+        }
+        for (tag, outcome) in ended {
+            quiet_since = Instant::now();
+            let sender = tags.remove(&tag).expect("a payment of ours");
+            let left = busy.get_mut(&sender).expect("busy");
+            *left -= 1;
+            if *left == 0 {
+                busy.remove(&sender);
+            }
+            bar.inc(1);
+            match outcome {
+                Ok(settlement) => {
+                    let order = &settlement.certificate.order.order;
+                    users[sender].next_sequence = order.sequence + 1;
+                    tally.settled += 1;
+                    tally.to_certificate_us.push(settlement.to_certificate.as_micros() as u64);
+                    tally.to_settlement_us.push(settlement.to_settlement.as_micros() as u64);
+                    if let Recipient::Core(_) = order.recipient {
+                        redeems.push(FastpayRedeem::new(settlement.certificate));
+                    }
+                }
+                Err(error) => *tally.refused.entry(refusal_reason(&error)).or_default() += 1,
+            }
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+fn refusal_reason(error: &specie_committee::PaymentError) -> String {
+    let specie_committee::PaymentError::Refused { refusals } = error;
+    // One entry per kind of refusal, whatever the sequence numbers and however many said it.
+    let mut reasons: Vec<String> = refusals
+        .iter()
+        .map(|(_, why)| why.split(':').next().unwrap_or(why).replace(|c: char| c.is_ascii_digit(), ""))
+        .map(|why| why.trim_end().trim_end_matches("number").trim_end().to_string())
+        .collect();
+    reasons.sort();
+    reasons.dedup();
+    reasons.join(" / ")
+}
+
+/// Presents every certified redeem to the core, then presents each again: the second is refused.
+fn redeem_to_core(core: &NodeHandle, redeems: &[FastpayRedeem], tally: &mut Tally) -> BenchResult<()> {
+    let txs = || redeems.iter().cloned().map(SpecieTransaction::FastpayRedeem).collect::<Vec<_>>();
+    for (redeem, status) in redeems.iter().zip(submit_all(core, txs())?) {
+        if status != TxStatus::Confirmed {
+            fail!("a certified redeem was not confirmed: {status:?}");
+        }
+        tally.redeemed += 1;
+        tally.redeemed_value += redeem.certificate().order.order.amount;
+    }
+    tally.replays_refused = submit_all(core, txs())?.iter().filter(|s| **s != TxStatus::Confirmed).count() as u64;
+    Ok(())
+}
+
+/// The value of the outputs the redeems created that the core still holds.
+fn core_value(core: &NodeHandle, redeems: &[FastpayRedeem]) -> BenchResult<u64> {
+    let outputs: Vec<(UhsId, u64)> = redeems
+        .iter()
+        .flat_map(|r| SpecieTransaction::FastpayRedeem(r.clone()).created_outputs())
+        .map(|o| (o.uhs_id, o.output.value))
+        .collect();
+    let ids: Vec<UhsId> = outputs.iter().map(|(id, _)| *id).collect();
+    let present = core.query_uhs(&ids).step("cannot query the core")?;
+    Ok(outputs.iter().zip(present).filter(|(_, p)| *p).map(|((_, v), _)| v).sum())
+}
+
+struct Audit {
+    minted: u64,
+    core_spendable: u64,
+    byzantine_held: i128,
+    books_balanced: bool,
+    authorities_agree: bool,
+    replays_refused: bool,
+    ok: bool,
+}
+
+impl Audit {
+    /// minted = core spendable outputs + value held in the Byzantine mode (balances and credits
+    /// between shards, at every authority alike); every redeem confirmed once.
+    fn check(args: &ByzantineDemoOptions, books: &[AuthorityBooks], core_spendable: u64, tally: &Tally, reports: usize) -> Audit {
+        let minted = FUNDING_VALUE * args.accounts as u64;
+        let held = |b: &AuthorityBooks| b.balances + b.in_flight as i128;
+        let byzantine_held = held(&books[0]);
+        let books_balanced = books.iter().all(AuthorityBooks::balanced);
+        let authorities_agree = books.iter().all(|b| held(b) == byzantine_held && b.funded == u128::from(minted));
+        let replays_refused = tally.replays_refused == tally.redeemed;
+        let sums = i128::from(core_spendable) + byzantine_held == i128::from(minted);
+        Audit {
+            minted,
+            core_spendable,
+            byzantine_held,
+            books_balanced,
+            authorities_agree,
+            replays_refused,
+            ok: sums && books_balanced && authorities_agree && replays_refused && reports == 0,
+        }
+    }
+}
+
+fn percentile(values: &mut [u64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_unstable();
+    let index = ((values.len() as f64 - 1.0) * p).round() as usize;
+    values[index] as f64 / 1000.0
+}
+
+fn report(args: &ByzantineDemoOptions, tally: &Tally, audit: &Audit, elapsed: Duration) {
+    let (mut cert, mut settle) = (tally.to_certificate_us.clone(), tally.to_settlement_us.clone());
+    let summary = serde_json::json!({
+        "mode": "byzantine",
+        "authorities": AUTHORITIES,
+        "byzantine_authority": BYZANTINE_AUTHORITY,
+        "shards_per_authority": args.shards,
+        "accounts": args.accounts,
+        "payments_settled": tally.settled,
+        "payments_per_second": tally.settled as f64 / elapsed.as_secs_f64(),
+        "to_certificate_ms": { "p50": percentile(&mut cert, 0.5), "p99": percentile(&mut cert, 0.99) },
+        "to_settlement_ms": { "p50": percentile(&mut settle, 0.5), "p99": percentile(&mut settle, 0.99) },
+        "refused": tally.refused,
+        "owners_equivocating": tally.equivocations,
+        "redeemed": { "count": tally.redeemed, "value": tally.redeemed_value, "replays_refused": tally.replays_refused },
+        "audit": {
+            "minted": audit.minted,
+            "core_spendable": audit.core_spendable,
+            "byzantine_held": audit.byzantine_held,
+            "books_balanced": audit.books_balanced,
+            "authorities_agree": audit.authorities_agree,
+            "replays_refused": audit.replays_refused,
+            "ok": audit.ok,
+        },
+    });
+    if args.json {
+        println!("{summary}");
+        return;
+    }
+    println!("byzantine mode: 4 authorities × {} shards (authority {BYZANTINE_AUTHORITY} forges its votes), embedded core as Primary, fsync on", args.shards);
+    println!(
+        "settled {} payments in {:.1} s ({:.0}/s); order→certificate p50 {:.1} ms p99 {:.1} ms; →settlement p50 {:.1} ms p99 {:.1} ms",
+        tally.settled,
+        elapsed.as_secs_f64(),
+        summary["payments_per_second"].as_f64().unwrap_or(0.0),
+        summary["to_certificate_ms"]["p50"].as_f64().unwrap_or(0.0),
+        summary["to_certificate_ms"]["p99"].as_f64().unwrap_or(0.0),
+        summary["to_settlement_ms"]["p50"].as_f64().unwrap_or(0.0),
+        summary["to_settlement_ms"]["p99"].as_f64().unwrap_or(0.0),
+    );
+    println!("owners equivocating: {} (their accounts stay locked: FastPay); refused: {:?}", tally.equivocations, tally.refused);
+    println!(
+        "redeemed to the core: {} ({} units); the same certificates presented again: {} refused",
+        tally.redeemed, tally.redeemed_value, tally.replays_refused
+    );
+    println!(
+        "audit {}: minted {} = core spendable {} + held in the Byzantine mode {}; books balanced: {}; authorities agree: {}",
+        if audit.ok { "OK" } else { "FAILED" },
+        audit.minted,
+        audit.core_spendable,
+        audit.byzantine_held,
+        audit.books_balanced,
+        audit.authorities_agree
+    );
+}
