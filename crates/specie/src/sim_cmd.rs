@@ -156,7 +156,7 @@ fn byzantine_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> 
         None => "every authority honest".to_string(),
     };
     Ok(format!(
-        "byzantine mode: {BYZANTINE_AUTHORITIES} authorities × {} shards, {byzantine_authority}, {} correct + {} Byzantine users, {} steps ({} ms virtual), {} payments settled everywhere ({} redeems), {} fundings, {} equivocations, {} Byzantine certificates, {} double votes, {} forged votes and {} false answers ignored, {} forged certificates refused, {} replays, {} forged credits refused by the transport, {} malformed channel messages ({} reported), {} catch-ups, {} crashes, {} snapshots, {}",
+        "byzantine mode: {BYZANTINE_AUTHORITIES} authorities × {} shards, {byzantine_authority}, {} correct + {} Byzantine users, {} steps ({} ms virtual), {} payments settled everywhere ({} redeems), {} fundings, {} equivocations, {} Byzantine certificates, {} double votes, {} forged votes and {} false answers ignored, {} forged certificates refused, {} replays, {} forged credits refused by the transport, {} malformed channel messages ({} reported), {} catch-ups, {} inputs taken before earlier commands were durable, {} crashes, {} snapshots, {}",
         options.shards,
         options.correct_users,
         options.byzantine_users,
@@ -176,6 +176,7 @@ fn byzantine_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> 
         r.corrupt_channel_messages,
         r.channel_violations_reported,
         r.missing_earlier,
+        r.inputs_before_durable,
         r.crashes,
         r.snapshots,
         network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)

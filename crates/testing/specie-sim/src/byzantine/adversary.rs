@@ -30,7 +30,7 @@ use specie_fastpay::{
     TransferOrder, Vote, VoteStatement,
 };
 
-use super::{Asked, AuthorityBehaviour, Party, Payload, ShardRole, World, AUTHORITIES};
+use super::{Asked, AuthorityBehaviour, Outputs, Party, Payload, ShardRole, World, AUTHORITIES};
 use crate::world::Violation;
 
 /// Most orders and certificates the Byzantine authority keeps to replay.
@@ -501,23 +501,14 @@ impl<R: ShardRole> World<R> {
         };
         let (ticket, order) = (*ticket, certificate.order.clone());
         let host = self.host(authority, shard).expect("an honest shard");
-        let before = host.role.snapshot();
+        let before = (host.role.snapshot(), host.pending());
         let (sender, sequence) = (order.order.sender, order.order.sequence);
         let confirmed_already = host
             .role
             .shard()
             .account(&sender, sequence)
             .is_some_and(|state| state.confirmed.first().is_some_and(|c| c.order == order));
-        let now_ms = self.now_ms;
-        let host = self.host_mut(authority, shard).expect("an honest shard");
-        let outputs = host.handle(now_ms, input);
-        let outputs = outputs.map_err(|e| self.host_violation(authority, shard, e))?;
-        let host = self.host(authority, shard).expect("an honest shard");
-        if host.role.snapshot() != before {
-            return Err(self.violation(format!(
-                "authority {authority} shard {shard}: a forged certificate changed its state"
-            )));
-        }
+        let outputs = self.handle_unchanged(authority, shard, input, before, "a forged certificate")?;
         for (_, reply) in outputs.replies.iter().filter(|(t, _)| *t == ticket) {
             match reply {
                 Reply::Refused(Refusal::Certificate(_)) => self.report.forged_certificates_refused += 1,
@@ -541,7 +532,7 @@ impl<R: ShardRole> World<R> {
         let Some(host) = self.host(authority, shard).filter(|h| h.up) else {
             return Ok(());
         };
-        let before = host.role.snapshot();
+        let before = (host.role.snapshot(), host.pending());
         let sibling = (shard + 1) % shards;
         // Accounts whose key prefix puts them on a chosen shard.
         let on = |shard: ShardIndex| {
@@ -574,16 +565,28 @@ impl<R: ShardRole> World<R> {
         self.observed.corruptions[usize::from(authority)] += 1;
         self.report.corrupt_channel_messages += 1;
         self.record("corrupt-channel", &[u64::from(authority), u64::from(shard)]);
+        let outputs = self.handle_unchanged(authority, shard, input, before, "a malformed channel message")?;
+        self.route(authority, shard, outputs)
+    }
+
+    /// Hands an honest shard an input that must change nothing: its state (`before`: its
+    /// snapshot and how many proposals waited) is the same after, and it proposed nothing.
+    fn handle_unchanged(
+        &mut self,
+        authority: AuthorityIndex,
+        shard: ShardIndex,
+        input: Input,
+        before: (Vec<u8>, usize),
+        what: &str,
+    ) -> Result<Outputs, Violation> {
         let now_ms = self.now_ms;
         let host = self.host_mut(authority, shard).expect("an honest shard");
-        let outputs = host.handle(now_ms, input);
+        let outputs = host.handle(now_ms, input, 0);
         let outputs = outputs.map_err(|e| self.host_violation(authority, shard, e))?;
         let host = self.host(authority, shard).expect("an honest shard");
-        if host.role.snapshot() != before {
-            return Err(self.violation(format!(
-                "authority {authority} shard {shard}: a malformed channel message changed its state"
-            )));
+        if (host.role.snapshot(), host.pending()) != before || !outputs.applied.is_empty() {
+            return Err(self.violation(format!("authority {authority} shard {shard}: {what} changed its state")));
         }
-        self.route(authority, shard, outputs)
+        Ok(outputs)
     }
 }

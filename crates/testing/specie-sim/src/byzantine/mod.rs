@@ -4,9 +4,12 @@
 //!
 //! Every honest shard is hosted as a process would host it (see `host`): each round's commands
 //! go through `encode_command` into the shard's own durable log and are read back with
-//! `decode_command` before they are applied; the log is truncated behind occasional snapshots;
-//! a crash loses everything in memory and the restarted role is rebuilt with `restore` and a
-//! replay of the commands after the snapshot, then `lead`s.
+//! `decode_command` before they are applied, sometimes after an fsync delay during which the
+//! shard keeps taking inputs (so the role's in-flight paths run); the log is truncated behind
+//! occasional snapshots; a crash loses everything in memory, commands not yet durable included,
+//! and the restarted role is rebuilt with `restore` and a replay of the commands after the
+//! snapshot, then `lead`s. In some seeds a channel between shards holds only a few
+//! unacknowledged credits, so confirmations are refused as `ChannelFull` and retried.
 //!
 //! The parties (see `users` and `adversary`):
 //! - correct users fund accounts (through the core bridge, `Fund` at every authority), send
@@ -96,6 +99,10 @@ pub struct ByzantineFaults {
     pub restart_ms_max: u64,
     /// Chance per step that an honest shard is handed a malformed channel message.
     pub corrupt_channel_per_mille: u32,
+    /// Chance that a shard's proposals wait up to `durability_ms_max` for their fsync (or
+    /// commit) while the shard takes more inputs.
+    pub slow_durability_per_mille: u32,
+    pub durability_ms_max: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -114,6 +121,9 @@ pub struct ByzantineOptions {
     /// How long a party waits for answers before it asks again.
     pub retry_ms: u64,
     pub credit_retransmit_ms: u64,
+    /// Most unacknowledged credits a shard keeps towards another: small in some seeds, so that
+    /// confirmations are refused as `ChannelFull` and retried.
+    pub channel_credits_max: usize,
     /// Faults (and Byzantine users) go on for at least this much virtual time, and then until
     /// every correct payment is certified, or `faults_ms_max` at the latest.
     pub faults_ms_min: u64,
@@ -148,10 +158,16 @@ impl ByzantineOptions {
                 crash_per_mille: rng.gen_range(1..8),
                 restart_ms_max: 300,
                 corrupt_channel_per_mille: rng.gen_range(0..10),
+                slow_durability_per_mille: rng.gen_range(0..600),
+                durability_ms_max: rng.gen_range(1..15),
             },
             snapshot_every_commands: rng.gen_range(4..40),
             retry_ms: 150,
             credit_retransmit_ms: 100,
+            channel_credits_max: match rng.gen_bool(0.3) {
+                true => rng.gen_range(1..=3),
+                false => 10_000,
+            },
             faults_ms_min: rng.gen_range(1_000..4_000),
             faults_ms_max: 20_000,
             pay_per_mille: rng.gen_range(200..800),
@@ -189,6 +205,10 @@ pub struct ByzantineReport {
     /// Confirmations an honest authority refused as `MissingEarlier`, answered with the missing
     /// certificates (§5).
     pub missing_earlier: u64,
+    /// Confirmations an honest authority refused while a channel was full, asked again later.
+    pub channel_full: u64,
+    /// Inputs a shard took while earlier proposals still waited to become durable.
+    pub inputs_before_durable: u64,
     pub crashes: u64,
     pub snapshots: u64,
     pub messages_dropped: u64,
@@ -313,7 +333,7 @@ impl<R: ShardRole> World<R> {
                                 shard,
                                 shards: options.shards,
                                 credit_retransmit_ms: options.credit_retransmit_ms,
-                                channel_credits_max: 10_000,
+                                channel_credits_max: options.channel_credits_max,
                             };
                             let key = authority_keys[authority].clone();
                             ShardHost::start(build, config, key, options.snapshot_every_commands)
@@ -631,11 +651,22 @@ impl<R: ShardRole> World<R> {
         shard: ShardIndex,
         input: Input,
     ) -> Result<(), Violation> {
-        let now_ms = self.now_ms;
+        let (now_ms, delay_ms) = (self.now_ms, self.durable_delay_ms());
         let host = self.host_mut(authority, shard).expect("an honest shard");
-        let outputs = host.handle(now_ms, input);
+        let waiting = host.up && host.pending() > 0;
+        let outputs = host.handle(now_ms, input, delay_ms);
+        self.report.inputs_before_durable += u64::from(waiting);
         let outputs = outputs.map_err(|e| self.host_violation(authority, shard, e))?;
         self.route(authority, shard, outputs)
+    }
+
+    /// How long the proposals of a turn wait to become durable, as the dice say.
+    fn durable_delay_ms(&mut self) -> u64 {
+        let faults = &self.options.faults;
+        match self.faults_on && self.rng.gen_range(0..1000) < faults.slow_durability_per_mille {
+            true => self.rng.gen_range(1..=faults.durability_ms_max),
+            false => 0,
+        }
     }
 
     /// Routes what an honest shard did: durable commands to the trace and the checks, channel
@@ -707,16 +738,17 @@ impl<R: ShardRole> World<R> {
         Ok(())
     }
 
-    /// Fires the credit retransmission timers that are due.
+    /// Completes the fsyncs and fires the credit retransmission timers that are due.
     fn fire_timers(&mut self) -> Result<(), Violation> {
         let now_ms = self.now_ms;
         for authority in 0..AUTHORITIES as AuthorityIndex {
             for shard in 0..self.options.shards {
+                let delay_ms = self.durable_delay_ms();
                 let Some(host) = self.host_mut(authority, shard) else {
                     continue;
                 };
                 let outputs = host
-                    .tick(now_ms)
+                    .tick(now_ms, delay_ms)
                     .map_err(|e| self.host_violation(authority, shard, e))?;
                 self.route(authority, shard, outputs)?;
             }
@@ -728,10 +760,13 @@ impl<R: ShardRole> World<R> {
     fn advance_clock(&mut self) {
         let messages = self.network.iter().map(|e| e.deliver_at_ms);
         let shards = self.honest().flat_map(|(_, shards)| {
-            shards.iter().filter_map(|h| match h.up {
-                true => h.role.poll_timeout(),
-                false => h.restart_at_ms,
-            })
+            shards
+                .iter()
+                .flat_map(|h| match h.up {
+                    true => [h.role.poll_timeout(), h.durable_at_ms],
+                    false => [h.restart_at_ms, None],
+                })
+                .flatten()
         });
         let next = messages.chain(shards).chain(self.party_wakes()).min();
         self.now_ms = next.unwrap_or(self.now_ms + 1).max(self.now_ms + 1);
@@ -779,8 +814,8 @@ impl<R: ShardRole> World<R> {
     fn describe_unsettled(&self) -> String {
         let mut missing = Vec::new();
         for (authority, shards) in self.honest() {
-            if shards.iter().any(|h| !h.up) {
-                missing.push(format!("authority {authority} has a shard down"));
+            if shards.iter().any(|h| !h.up || h.pending() > 0) {
+                missing.push(format!("authority {authority} has a shard down or not yet durable"));
             }
             if shards.iter().any(|h| h.role.shard().credits_unacked() > 0) {
                 missing.push(format!("authority {authority} has credits in flight"));

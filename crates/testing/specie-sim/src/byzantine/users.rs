@@ -409,10 +409,11 @@ impl<R: ShardRole> World<R> {
                 self.report.missing_earlier += u64::from(honest);
                 self.bring_up_to_date(party, authority, sender, next, got);
             }
-            (
-                Asked::Confirm { .. },
-                Reply::Refused(Refusal::ChannelFull { .. } | Refusal::ConflictingCertificate { .. }),
-            ) => {}
+            (Asked::Confirm { .. }, Reply::Refused(Refusal::ChannelFull { .. })) => {
+                // Asked again when the party next wakes.
+                self.report.channel_full += u64::from(honest);
+            }
+            (Asked::Confirm { .. }, Reply::Refused(Refusal::ConflictingCertificate { .. })) => {}
             (Asked::Account { account, from_sequence }, Reply::Account(state)) => {
                 self.learn_from_account(party, authority, account, from_sequence, *state)?;
             }
