@@ -1,13 +1,18 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use specie_sim::{run, run_cluster, run_replication, ClusterOptions, ReplicationOptions, SimOptions, Violation};
+use specie_sim::{
+    run, run_byzantine, run_cluster, run_replication, ByzantineOptions, ClusterOptions, ReplicationOptions, SimOptions,
+    Violation, BYZANTINE_AUTHORITIES,
+};
 
-/// Deterministic simulation, three worlds per seed: the 2PC protocol (shards and coordinator over
+/// Deterministic simulation, four worlds per seed: the 2PC protocol (shards and coordinator over
 /// modelled replicated logs, thousands of steps), the replication layer (real Raft replicas of
-/// one group, with snapshots and whole-group restarts), and the whole cluster (shard groups and
-/// a coordinator group of real Raft replicas running the cluster's roles), each under crashes,
-/// restarts, partitions and a network that drops, duplicates, delays and reorders messages.
+/// one group, with snapshots and whole-group restarts), the whole cluster (shard groups and a
+/// coordinator group of real Raft replicas running the cluster's roles), and the Byzantine mode
+/// (a FastPay committee of 4 sharded authorities, one of them Byzantine in most seeds, with
+/// correct and Byzantine users), each under crashes, restarts, partitions and a network that
+/// drops, duplicates, delays and reorders messages.
 /// Invariants are checked as the run goes and once it settles; a failing seed replays exactly
 /// with `--seed N`.
 #[derive(Args, Debug)]
@@ -34,6 +39,7 @@ struct Totals {
     confirmed: u64,
     acknowledged: u64,
     cluster_confirmed: u64,
+    byzantine_payments: u64,
 }
 
 pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
@@ -52,20 +58,21 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
     }
     let t = &totals;
     println!(
-        "{} seeds passed in {:.1} s: {} steps, {} transactions confirmed (2PC), {} commands acknowledged (Raft), {} transactions confirmed (cluster), {} elections, {} crashes injected",
+        "{} seeds passed in {:.1} s: {} steps, {} transactions confirmed (2PC), {} commands acknowledged (Raft), {} transactions confirmed (cluster), {} payments settled (Byzantine mode), {} elections, {} crashes injected",
         seeds.len(),
         started.elapsed().as_secs_f64(),
         t.steps,
         t.confirmed,
         t.acknowledged,
         t.cluster_confirmed,
+        t.byzantine_payments,
         t.elections,
         t.crashes
     );
     Ok(ExitCode::SUCCESS)
 }
 
-/// The three worlds of one seed, each printing its report line when `verbose`.
+/// The four worlds of one seed, each printing its report line when `verbose`.
 fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violation> {
     let say = |line: String| {
         if verbose {
@@ -132,7 +139,48 @@ fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violati
         r.partitions,
         network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
     ));
+
+    say(byzantine_world(seed, totals)?);
     Ok(())
+}
+
+/// The Byzantine-mode world of one seed; returns its report line.
+fn byzantine_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
+    let options = ByzantineOptions::from_seed(seed);
+    let r = run_byzantine(options.clone())?;
+    totals.byzantine_payments += r.payments;
+    totals.crashes += r.crashes;
+    totals.steps += r.steps;
+    let byzantine_authority = match options.byzantine_authority {
+        Some((index, behaviour)) => format!("authority {index} Byzantine ({behaviour:?})"),
+        None => "every authority honest".to_string(),
+    };
+    Ok(format!(
+        "byzantine mode: {BYZANTINE_AUTHORITIES} authorities × {} shards, {byzantine_authority}, {} correct + {} Byzantine users, {} steps ({} ms virtual), {} payments settled everywhere ({} redeems), {} fundings, {} equivocations, {} Byzantine certificates, {} double votes, {} forged votes and {} false answers ignored, {} forged certificates refused, {} replays, {} forged credits refused by the transport, {} malformed channel messages ({} reported), {} catch-ups, {} inputs taken before earlier commands were durable, {} crashes, {} snapshots, {}",
+        options.shards,
+        options.correct_users,
+        options.byzantine_users,
+        r.steps,
+        r.virtual_ms,
+        r.payments,
+        r.redeems,
+        r.fundings,
+        r.equivocations,
+        r.byzantine_certificates,
+        r.double_votes,
+        r.forged_votes_ignored,
+        r.false_answers_ignored,
+        r.forged_certificates_refused,
+        r.replays,
+        r.forged_credits_refused,
+        r.corrupt_channel_messages,
+        r.channel_violations_reported,
+        r.missing_earlier,
+        r.inputs_before_durable,
+        r.crashes,
+        r.snapshots,
+        network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
+    ))
 }
 
 /// The end of every world's report line: the network's faults, and the trace digest that a

@@ -196,12 +196,15 @@ impl AuthorityShard {
             self.votes_in_flight.get_mut(&sender).expect("present").1.push(ticket);
             return Ok(());
         }
-        // An order confirmed already gets the vote it got then: signatures are deterministic.
+        // An order confirmed already gets the vote this authority gave it, found in the
+        // certificate. Never a fresh signature: the certificate may have formed without this
+        // authority while it voted for another order at that sequence number, and signing this
+        // one too would be evidence that convicts it. Otherwise the order is refused below
+        // (the sequence number has moved on).
         if let Some(certificate) = account.confirmed.get(order.order.sequence as usize) {
-            if certificate.order == order {
-                let statement = self.vote_for(&order, [0; 64]).statement;
-                let vote = self.vote_for(&order, statement.sign(&self.key));
-                self.reply(ticket, Reply::Voted(vote));
+            let own = certificate.signatures.iter().find(|(a, _)| *a == self.config.authority);
+            if let (true, Some(&(_, signature))) = (certificate.order == order, own) {
+                self.reply(ticket, Reply::Voted(self.vote_for(&order, signature)));
                 return Ok(());
             }
         }

@@ -8,7 +8,7 @@ use specie_authority::{
 };
 use specie_fastpay::{
     deterministic_key, AccountKey, Certificate, Committee, CoreAddress, DoubleVote, Evidence, Recipient, SignedOrder,
-    SigningKey, TransferOrder, Vote, VoteStatement,
+    SignedVote, SigningKey, TransferOrder, Vote, VoteStatement,
 };
 use specie_role::{Durable, Role, Round};
 
@@ -556,4 +556,48 @@ fn an_order_arriving_with_the_confirmation_before_it_waits_for_it_instead_of_bei
         c.replies
     );
     c.audit();
+}
+
+#[test]
+fn an_authority_that_voted_for_another_order_does_not_sign_the_certified_one_afterwards() {
+    let mut c = Committee4::new();
+    let (mallory_key, mallory) = account(3);
+    let (_, bob) = account(4);
+    let (_, carol) = account(5);
+    c.fund(mallory, 50, 1);
+    let to_bob = pay(&mallory_key, Recipient::Account(bob), 50, 0);
+    let to_carol = pay(&mallory_key, Recipient::Account(carol), 50, 0);
+    // Mallory splits the committee: 3 votes for Carol's order, 0, 1 and 2 certify Bob's.
+    let carol_vote = c.votes(&to_carol, &[3]).pop().unwrap().unwrap();
+    let bob_votes: Vec<Vote> = c.votes(&to_bob, &[0, 1, 2]).into_iter().map(Result::unwrap).collect();
+    let for_bob = Certificate::from_votes(to_bob.clone(), &bob_votes);
+    assert!(matches!(c.confirm(&for_bob, 3), Reply::Confirmed { .. }));
+    // Sent Bob's order now, 3 must not sign it: with its vote for Carol's order, that would be
+    // evidence that convicts an honest authority.
+    let answer = c.votes(&to_bob, &[3]);
+    if let [Ok(vote)] = answer.as_slice() {
+        let evidence = Evidence {
+            committee: c.committee.clone(),
+            double_votes: vec![DoubleVote {
+                authority: 3,
+                first: SignedVote {
+                    order: to_carol.order.clone(),
+                    round: 0,
+                    signature: carol_vote.signature,
+                },
+                second: SignedVote {
+                    order: to_bob.order.clone(),
+                    round: 0,
+                    signature: vote.signature,
+                },
+            }],
+        };
+        panic!(
+            "honest authority 3 signed both orders; the evidence convicts {:?}",
+            evidence.convicted()
+        );
+    }
+    assert_eq!(answer, vec![Err(Refusal::WrongSequence { expected: 1, got: 0 })]);
+    // An authority whose vote is in the certificate still answers with that vote.
+    assert_eq!(c.votes(&to_bob, &[1]), vec![Ok(bob_votes[1].clone())]);
 }

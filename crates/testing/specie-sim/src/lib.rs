@@ -1,4 +1,4 @@
-//! Deterministic simulation of specie's online core, FoundationDB style, in three worlds:
+//! Deterministic simulation of specie, FoundationDB style, in four worlds:
 //!
 //! - [`run`] (`world`): the 2PC protocol (Hamilton §4). The shard and coordinator state machines
 //!   run exactly as in a node, each role group modelled as its durable log plus a leader: a crash
@@ -13,8 +13,14 @@
 //!   request handling); only sockets are simulated. Checked: no id spent twice, nothing
 //!   confirmed lost, every transaction all or nothing, value conserved, and the cluster at rest
 //!   (no dtxn active at the coordinator, no lock held, replicas equal) once faults stop.
+//! - [`run_byzantine`] (`byzantine`): the Byzantine mode. A FastPay committee of 4 authorities,
+//!   each 2–3 shards of the real `specie-authority` role on their own durable logs, with correct
+//!   users, Byzantine users and up to one Byzantine authority. Checked: no honest authority signs
+//!   two orders for one sequence number or confirms another order than the others, evidence
+//!   convicts only the Byzantine authority, forgeries change nothing, each authority's books
+//!   balance, and once the network heals every correct payment is settled everywhere.
 //!
-//! In both, every source of nondeterminism (the network, the clock, crashes, the workload,
+//! In all of them, every source of nondeterminism (the network, the clock, crashes, the workload,
 //! openraft's election time-outs) comes from the seed, so a seed replays the same run bit for
 //! bit; the trace digest proves it. The network drops, duplicates, delays and reorders messages.
 //!
@@ -26,10 +32,15 @@
 //! - every shard's locks match its prepared dtxns;
 //! - at the end, no lock is held, no dtxn is active, and the values in the UHS equal what was minted.
 
+mod byzantine;
 mod cluster;
 mod replication;
 mod world;
 
+pub use byzantine::{
+    run_byzantine, AuthorityBehaviour, ByzantineFaults, ByzantineOptions, ByzantineReport,
+    AUTHORITIES as BYZANTINE_AUTHORITIES,
+};
 pub use cluster::{run_cluster, ClusterOptions, ClusterReport};
 pub use replication::{run_replication, ReplicationFaults, ReplicationOptions, ReplicationReport};
 pub use world::{run, Faults, SimOptions, SimReport, Violation};

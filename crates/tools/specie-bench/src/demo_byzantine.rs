@@ -80,7 +80,9 @@ pub fn run(args: &ByzantineDemoOptions) -> BenchResult<ExitCode> {
     let temp = tempfile::Builder::new().prefix("specie-demo-byzantine-").tempdir()?;
     let root = args.data_dir.clone().unwrap_or_else(|| temp.path().to_path_buf());
     let mut rng = StdRng::seed_from_u64(args.seed);
-    let authority_keys: Vec<SigningKey> = (0..AUTHORITIES).map(|i| deterministic_key("demo-authority", i)).collect();
+    let authority_keys: Vec<SigningKey> = (0..AUTHORITIES)
+        .map(|i| deterministic_key("demo-authority", i))
+        .collect();
     let mut behaviours = vec![Behaviour::Honest; AUTHORITIES as usize];
     behaviours[BYZANTINE_AUTHORITY] = Behaviour::ForgesVotes;
     let committee_options = EmbeddedCommitteeOptions {
@@ -92,7 +94,8 @@ pub fn run(args: &ByzantineDemoOptions) -> BenchResult<ExitCode> {
         credit_retransmit_ms: 100,
         channel_credits_max: 100_000,
     };
-    let committee = EmbeddedCommittee::start(&committee_options, &authority_keys, 1).step("cannot start the committee")?;
+    let committee =
+        EmbeddedCommittee::start(&committee_options, &authority_keys, 1).step("cannot start the committee")?;
     let issuer = Keypair::new_global(&mut rng);
     let mut node_options = NodeOptions::new(root.join("core"));
     node_options.issuers = vec![hex::encode(xonly_bytes(&issuer))];
@@ -109,7 +112,11 @@ pub fn run(args: &ByzantineDemoOptions) -> BenchResult<ExitCode> {
     redeem_to_core(&core, &redeems, &mut tally)?;
     let elapsed = started.elapsed();
     let reports = committee.reports();
-    let books: Vec<AuthorityBooks> = committee.stop().iter().map(|shards| AuthorityBooks::of(shards)).collect();
+    let books: Vec<AuthorityBooks> = committee
+        .stop()
+        .iter()
+        .map(|shards| AuthorityBooks::of(shards))
+        .collect();
     let core_value = core_value(&core, &redeems)?;
     node.shutdown();
     let audit = Audit::check(args, &books, core_value, &tally, reports.len());
@@ -136,7 +143,10 @@ fn make_users(args: &ByzantineDemoOptions, rng: &mut StdRng) -> Vec<User> {
 fn submit_all(core: &NodeHandle, txs: Vec<SpecieTransaction>) -> BenchResult<Vec<TxStatus>> {
     let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<Completion>();
     let count = txs.len();
-    core.submit(txs.into_iter().enumerate().map(|(n, tx)| (n as u64, tx)).collect(), &reply);
+    core.submit(
+        txs.into_iter().enumerate().map(|(n, tx)| (n as u64, tx)).collect(),
+        &reply,
+    );
     let mut statuses = vec![TxStatus::Unknown; count];
     for _ in 0..count {
         let completion = completions.blocking_recv().step("the core stopped")?;
@@ -184,7 +194,14 @@ fn fund_from_core(
         })
         .collect::<Result<_, _>>()
         .step("cannot sign a funding")?;
-    let statuses = submit_all(core, fundings.iter().cloned().map(SpecieTransaction::FastpayFunding).collect())?;
+    let statuses = submit_all(
+        core,
+        fundings
+            .iter()
+            .cloned()
+            .map(SpecieTransaction::FastpayFunding)
+            .collect(),
+    )?;
     if statuses.iter().any(|s| *s != TxStatus::Confirmed) {
         fail!("a funding was not confirmed: {statuses:?}");
     }
@@ -204,7 +221,9 @@ fn fund_from_core(
         committee.broadcast(&Call::Fund(funding), n as u64, &answers_tx);
     }
     for _ in 0..claims.len() * AUTHORITIES as usize {
-        answers.recv_timeout(SETTLE_WAIT).step("an authority did not credit a funding")?;
+        answers
+            .recv_timeout(SETTLE_WAIT)
+            .step("an authority did not credit a funding")?;
     }
     Ok(())
 }
@@ -237,7 +256,9 @@ fn plan_payment(
     let amount = rng.gen_range(1..=20);
     let redeem = rng.gen_bool(args.redeem_fraction);
     let recipient = if redeem {
-        Recipient::Core(CoreAddress(witness_program_commitment(&xonly_bytes(&users[sender].core_key))))
+        Recipient::Core(CoreAddress(witness_program_commitment(&xonly_bytes(
+            &users[sender].core_key,
+        ))))
     } else {
         Recipient::Account(users[to].account)
     };
@@ -245,7 +266,11 @@ fn plan_payment(
     if rng.gen_bool(args.equivocation_fraction) {
         tally.equivocations += 1;
         users[sender].locked = true;
-        let other = order(&users[sender], Recipient::Account(users[(to + 1) % users.len()].account), amount);
+        let other = order(
+            &users[sender],
+            Recipient::Account(users[(to + 1) % users.len()].account),
+            amount,
+        );
         return vec![(sender, first), (sender, other)];
     }
     vec![(sender, first)]
@@ -259,8 +284,14 @@ fn stream_payments(
     tally: &mut Tally,
     redeems: &mut Vec<FastpayRedeem>,
 ) -> BenchResult<()> {
-    let bar = if args.json { ProgressBar::hidden() } else { ProgressBar::new(args.payments as u64) };
-    bar.set_style(ProgressStyle::with_template("{spinner} payments {pos}/{len} [{bar:40}] {per_sec} {msg}").expect("template"));
+    let bar = if args.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(args.payments as u64)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} payments {pos}/{len} [{bar:40}] {per_sec} {msg}").expect("template"),
+    );
     let mut pipeline = Pipeline::new(committee);
     let mut tags: BTreeMap<u64, usize> = BTreeMap::new();
     let mut busy: BTreeMap<usize, u64> = BTreeMap::new();
@@ -303,7 +334,9 @@ fn stream_payments(
                     let order = &settlement.certificate.order.order;
                     users[sender].next_sequence = order.sequence + 1;
                     tally.settled += 1;
-                    tally.to_certificate_us.push(settlement.to_certificate.as_micros() as u64);
+                    tally
+                        .to_certificate_us
+                        .push(settlement.to_certificate.as_micros() as u64);
                     tally.to_settlement_us.push(settlement.to_settlement.as_micros() as u64);
                     if let Recipient::Core(_) = order.recipient {
                         redeems.push(FastpayRedeem::new(settlement.certificate));
@@ -322,7 +355,12 @@ fn refusal_reason(error: &specie_committee::PaymentError) -> String {
     // One entry per kind of refusal, whatever the sequence numbers and however many said it.
     let mut reasons: Vec<String> = refusals
         .iter()
-        .map(|(_, why)| why.split(':').next().unwrap_or(why).replace(|c: char| c.is_ascii_digit(), ""))
+        .map(|(_, why)| {
+            why.split(':')
+                .next()
+                .unwrap_or(why)
+                .replace(|c: char| c.is_ascii_digit(), "")
+        })
         .map(|why| why.trim_end().trim_end_matches("number").trim_end().to_string())
         .collect();
     reasons.sort();
@@ -332,7 +370,13 @@ fn refusal_reason(error: &specie_committee::PaymentError) -> String {
 
 /// Presents every certified redeem to the core, then presents each again: the second is refused.
 fn redeem_to_core(core: &NodeHandle, redeems: &[FastpayRedeem], tally: &mut Tally) -> BenchResult<()> {
-    let txs = || redeems.iter().cloned().map(SpecieTransaction::FastpayRedeem).collect::<Vec<_>>();
+    let txs = || {
+        redeems
+            .iter()
+            .cloned()
+            .map(SpecieTransaction::FastpayRedeem)
+            .collect::<Vec<_>>()
+    };
     for (redeem, status) in redeems.iter().zip(submit_all(core, txs())?) {
         if status != TxStatus::Confirmed {
             fail!("a certified redeem was not confirmed: {status:?}");
@@ -340,7 +384,10 @@ fn redeem_to_core(core: &NodeHandle, redeems: &[FastpayRedeem], tally: &mut Tall
         tally.redeemed += 1;
         tally.redeemed_value += redeem.certificate().order.order.amount;
     }
-    tally.replays_refused = submit_all(core, txs())?.iter().filter(|s| **s != TxStatus::Confirmed).count() as u64;
+    tally.replays_refused = submit_all(core, txs())?
+        .iter()
+        .filter(|s| **s != TxStatus::Confirmed)
+        .count() as u64;
     Ok(())
 }
 
@@ -353,7 +400,12 @@ fn core_value(core: &NodeHandle, redeems: &[FastpayRedeem]) -> BenchResult<u64> 
         .collect();
     let ids: Vec<UhsId> = outputs.iter().map(|(id, _)| *id).collect();
     let present = core.query_uhs(&ids).step("cannot query the core")?;
-    Ok(outputs.iter().zip(present).filter(|(_, p)| *p).map(|((_, v), _)| v).sum())
+    Ok(outputs
+        .iter()
+        .zip(present)
+        .filter(|(_, p)| *p)
+        .map(|((_, v), _)| v)
+        .sum())
 }
 
 struct Audit {
@@ -369,12 +421,20 @@ struct Audit {
 impl Audit {
     /// minted = core spendable outputs + value held in the Byzantine mode (balances and credits
     /// between shards, at every authority alike); every redeem confirmed once.
-    fn check(args: &ByzantineDemoOptions, books: &[AuthorityBooks], core_spendable: u64, tally: &Tally, reports: usize) -> Audit {
+    fn check(
+        args: &ByzantineDemoOptions,
+        books: &[AuthorityBooks],
+        core_spendable: u64,
+        tally: &Tally,
+        reports: usize,
+    ) -> Audit {
         let minted = FUNDING_VALUE * args.accounts as u64;
         let held = |b: &AuthorityBooks| b.balances + b.in_flight as i128;
         let byzantine_held = held(&books[0]);
         let books_balanced = books.iter().all(AuthorityBooks::balanced);
-        let authorities_agree = books.iter().all(|b| held(b) == byzantine_held && b.funded == u128::from(minted));
+        let authorities_agree = books
+            .iter()
+            .all(|b| held(b) == byzantine_held && b.funded == u128::from(minted));
         let replays_refused = tally.replays_refused == tally.redeemed;
         let sums = i128::from(core_spendable) + byzantine_held == i128::from(minted);
         Audit {
@@ -438,7 +498,10 @@ fn report(args: &ByzantineDemoOptions, tally: &Tally, audit: &Audit, elapsed: Du
         summary["to_settlement_ms"]["p50"].as_f64().unwrap_or(0.0),
         summary["to_settlement_ms"]["p99"].as_f64().unwrap_or(0.0),
     );
-    println!("owners equivocating: {} (their accounts stay locked: FastPay); refused: {:?}", tally.equivocations, tally.refused);
+    println!(
+        "owners equivocating: {} (their accounts stay locked: FastPay); refused: {:?}",
+        tally.equivocations, tally.refused
+    );
     println!(
         "redeemed to the core: {} ({} units); the same certificates presented again: {} refused",
         tally.redeemed, tally.redeemed_value, tally.replays_refused
