@@ -432,3 +432,41 @@ fn byzantine_check_evidence_convicts_exactly_the_double_signers_and_refuses_doct
     assert_exit(&output, 1);
     assert!(stderr(&output).contains("is not evidence"), "{}", stderr(&output));
 }
+
+#[test]
+fn demo_byzantine_funds_from_the_core_pays_redeems_once_and_audits() {
+    let output = specie(&[
+        "demo",
+        "--byzantine",
+        "--payments",
+        "300",
+        "--wallets",
+        "24",
+        "--equivocation-fraction",
+        "0.05",
+        "--redeem-fraction",
+        "0.1",
+        "--json",
+    ]);
+    assert_exit(&output, 0);
+    let text = stdout(&output);
+    let summary: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"));
+    let audit = &summary["audit"];
+    assert_eq!(audit["ok"], true, "{summary}");
+    assert_eq!(audit["minted"], 24 * 10_000, "{summary}");
+    assert!(summary["payments_settled"].as_u64().unwrap() > 200, "{summary}");
+    assert!(summary["owners_equivocating"].as_u64().unwrap() > 0, "{summary}");
+    let redeemed = &summary["redeemed"];
+    assert!(redeemed["count"].as_u64().unwrap() > 0, "{summary}");
+    assert_eq!(redeemed["replays_refused"], redeemed["count"], "{summary}");
+    assert_eq!(
+        audit["core_spendable"].as_i64().unwrap() + audit["byzantine_held"].as_i64().unwrap(),
+        24 * 10_000,
+        "{summary}"
+    );
+    let p50 = summary["to_settlement_ms"]["p50"].as_f64().unwrap();
+    assert!(
+        p50 > 0.0 && summary["to_settlement_ms"]["p99"].as_f64().unwrap() >= p50,
+        "{summary}"
+    );
+}
