@@ -50,7 +50,9 @@ struct User {
     owner: SigningKey,
     account: AccountKey,
     next_sequence: u64,
-    /// Signed two orders for one sequence number; FastPay leaves such an account locked.
+    /// A Byzantine user: signs two orders for one sequence number, once.
+    equivocates: bool,
+    /// Has done so; FastPay leaves such an account locked, so it pays no more.
     locked: bool,
 }
 
@@ -125,6 +127,7 @@ pub fn run(args: &ByzantineDemoOptions) -> BenchResult<ExitCode> {
 }
 
 fn make_users(args: &ByzantineDemoOptions, rng: &mut StdRng) -> Vec<User> {
+    let equivocating = ((args.accounts as f64 * args.equivocation_fraction).ceil() as usize).min(args.accounts - 2);
     (0..args.accounts as u64)
         .map(|n| {
             let owner = deterministic_key(&format!("demo-owner-{}", args.seed), n);
@@ -133,6 +136,7 @@ fn make_users(args: &ByzantineDemoOptions, rng: &mut StdRng) -> Vec<User> {
                 account: AccountKey(owner.verifying_key().to_bytes()),
                 owner,
                 next_sequence: 0,
+                equivocates: (n as usize) < equivocating,
                 locked: false,
             }
         })
@@ -263,7 +267,7 @@ fn plan_payment(
         Recipient::Account(users[to].account)
     };
     let first = order(&users[sender], recipient, amount);
-    if rng.gen_bool(args.equivocation_fraction) {
+    if users[sender].equivocates && rng.gen_bool(0.5) {
         tally.equivocations += 1;
         users[sender].locked = true;
         let other = order(
