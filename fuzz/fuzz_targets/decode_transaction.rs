@@ -1,6 +1,7 @@
-//! Decodes arbitrary bytes as a `SpecieTransaction` and as a `CompactTransaction`. Decoding must
-//! never panic or allocate beyond the limits, and whatever decodes must re-encode to exactly the
-//! input bytes: specie has one encoding per value (docs/transaction-format.md).
+//! Decodes arbitrary bytes as a `SpecieTransaction` (every kind: transfer, mint, redeem, FastPay
+//! funding and redeem) and as a `CompactTransaction`. Decoding must never panic or allocate
+//! beyond the limits, and whatever decodes must re-encode to exactly the input bytes: specie has
+//! one encoding per value (docs/transaction-format.md).
 
 #![no_main]
 
@@ -15,9 +16,17 @@ fuzz_target!(|bytes: &[u8]| {
             bytes,
             "SpecieTransaction re-encoding differs from its input"
         );
-        // Derived values must be computable for anything that decodes.
+        // Derived values must be computable for anything that decodes: every input spent, every
+        // output created, then the kind's marker (mint, FastPay funding and redeem), last.
         let compact = tx.compact();
         assert_eq!(compact.spent.len(), tx.inputs().len());
+        assert_eq!(
+            compact.created.len(),
+            tx.outputs().len() + usize::from(tx.marker().is_some())
+        );
+        if let Some(marker) = tx.marker() {
+            assert_eq!(compact.created.last(), Some(&marker));
+        }
     }
     if let Ok(compact) = CompactTransaction::decode_exact(bytes) {
         assert_eq!(

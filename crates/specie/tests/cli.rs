@@ -169,6 +169,31 @@ fn inspect_signed_transfer() {
     assert_eq!(json["verdict"]["code"], "asymmetric_values", "{json}");
 }
 
+/// A `name=value` vector of `docs/transaction-format.md`.
+fn documented_vector(name: &str) -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/transaction-format.md");
+    let text = std::fs::read_to_string(path).expect("the format document");
+    let prefix = format!("{name}=");
+    let line = text.lines().find(|line| line.starts_with(&prefix));
+    line.unwrap_or_else(|| panic!("vector {name} missing"))[prefix.len()..].to_owned()
+}
+
+#[test]
+fn inspect_fastpay_redeem_shows_its_marker_and_needs_a_committee() {
+    let (output, json) = inspect_json(&documented_vector("fastpay_redeem_ser"), &[]);
+    assert_exit(&output, 1);
+    assert_eq!(json["kind"], "fastpay_redeem", "{json}");
+    assert_eq!(json["txid"], documented_vector("fastpay_redeem_txid"), "{json}");
+    assert_eq!(
+        json["fastpay_marker"],
+        documented_vector("fastpay_redeem_marker"),
+        "{json}"
+    );
+    assert_eq!(json["mint_marker"], Value::Null, "{json}");
+    assert_eq!(json["outputs"][0]["value"], 10, "{json}");
+    assert_eq!(json["verdict"]["code"], "no_fastpay_committee", "{json}");
+}
+
 #[test]
 fn inspect_mint_needs_a_trusted_issuer() {
     let issuer = keypair_from_secret(&[0x07; 32]).unwrap();

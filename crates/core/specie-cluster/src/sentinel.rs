@@ -17,7 +17,7 @@ use crate::group_client::{GroupClient, GroupError};
 use crate::host::{wait_for_stop_signal, wire_limits};
 use crate::identity::{GroupRole, Identity};
 use crate::protocol::{RoleRequest, RoleResponse, Submission};
-use crate::topology::Topology;
+use crate::topology::{FastpayCommitteeConfig, InvalidTopology, Topology};
 
 /// How long a submission may take end to end before its fate is reported unknown.
 const SUBMIT_TIMEOUT_MS: u64 = 30_000;
@@ -33,6 +33,8 @@ pub enum SentinelError {
     WireLimits(#[from] InvalidWireLimits),
     #[error("the cluster file lists an invalid issuer: {0}")]
     Issuers(#[source] IssuerKeysError),
+    #[error("the cluster file's FastPay committee is invalid: {0}")]
+    FastpayCommittee(#[source] InvalidTopology),
     #[error("cannot listen on {address}: {source}")]
     Listen {
         address: std::net::SocketAddr,
@@ -93,12 +95,19 @@ impl ClusterBackend {
             GroupRole::Shard,
             topology.shard_groups.iter().map(|g| (&g.name, &g.replicas)).collect(),
         )?;
+        let issuers = IssuerKeys::from_hex(&topology.issuers).map_err(SentinelError::Issuers)?;
+        let fastpay_committee = topology
+            .fastpay_committee
+            .as_ref()
+            .map(FastpayCommitteeConfig::committee)
+            .transpose()
+            .map_err(SentinelError::FastpayCommittee)?;
         Ok(ClusterBackend {
             inner: Arc::new(Inner {
                 runtime,
                 hrp: topology.hrp.clone(),
                 issuers_hex: topology.issuers.clone(),
-                trusted: TrustedKeys::from(IssuerKeys::from_hex(&topology.issuers).map_err(SentinelError::Issuers)?),
+                trusted: TrustedKeys::new(issuers, fastpay_committee),
                 coordinators,
                 shards,
                 ranges: topology.shard_ranges(),

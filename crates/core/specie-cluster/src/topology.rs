@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use specie_api::http_server::HttpLimitError;
+use specie_fastpay::{Committee, CommitteeError};
 use specie_shard::{ShardRange, ShardRangeError};
 
 use crate::identity::GroupRole;
@@ -19,6 +20,10 @@ pub struct Topology {
     /// x-only issuer public keys (hex) allowed to mint and redeem.
     #[serde(default)]
     pub issuers: Vec<String>,
+    /// The FastPay committee the cluster is the Primary of: its sentinels accept fundings to it
+    /// and redeems of its certificates. Absent: every FastPay funding and redeem is invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fastpay_committee: Option<FastpayCommitteeConfig>,
     /// Where each replica keeps its log and snapshots: `<data_dir>/<group>-<replica>/`.
     pub data_dir: PathBuf,
     /// The cluster's PKI: `ca.crt` (the CA every process's certificate must chain to) and, per
@@ -99,6 +104,36 @@ impl Default for Limits {
     }
 }
 
+/// A FastPay committee as the cluster file lists it (`[fastpay_committee]`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FastpayCommitteeConfig {
+    pub epoch: u64,
+    /// The authorities' Ed25519 public keys, hex, in committee order (authority 0 first).
+    pub members: Vec<String>,
+}
+
+impl FastpayCommitteeConfig {
+    /// The committee, with every key checked as `Committee::new` checks it.
+    pub fn committee(&self) -> Result<Committee, InvalidTopology> {
+        let members = self
+            .members
+            .iter()
+            .enumerate()
+            .map(|(index, member)| {
+                let bytes = hex::decode(member)
+                    .ok()
+                    .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok());
+                bytes.ok_or_else(|| InvalidTopology::FastpayMemberNotHex {
+                    index,
+                    member: member.chars().take(80).collect(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Committee::new(self.epoch, members).map_err(InvalidTopology::FastpayCommittee)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShardGroup {
@@ -160,6 +195,10 @@ pub enum InvalidTopology {
     ShardRanges(#[source] ShardRangeError),
     #[error("issuer '{issuer}' is not a 32-byte x-only public key in hex")]
     BadIssuer { issuer: String },
+    #[error("fastpay_committee.members[{index}] '{member}' is not a 32-byte Ed25519 public key in hex")]
+    FastpayMemberNotHex { index: usize, member: String },
+    #[error("fastpay_committee: {0}")]
+    FastpayCommittee(#[source] CommitteeError),
     #[error("sentinel '{sentinel}': attestation_key is not a 32-byte x-only public key in hex")]
     BadAttestationKey { sentinel: String },
     #[error("{sentinels} sentinels need as many attestation keys, got {keys}")]
@@ -304,6 +343,7 @@ impl Topology {
             format_version: FORMAT_VERSION,
             hrp: "usd".into(),
             issuers,
+            fastpay_committee: None,
             data_dir: dir.join("data"),
             pki_dir: dir.join("pki"),
             transport: TransportMode::default(),
@@ -364,6 +404,9 @@ impl Topology {
         ShardRange::check_cover(&self.shard_ranges()).map_err(InvalidTopology::ShardRanges)?;
         if let Some(issuer) = self.issuers.iter().find(|issuer| xonly_hex(issuer).is_none()) {
             return Err(InvalidTopology::BadIssuer { issuer: issuer.clone() });
+        }
+        if let Some(committee) = &self.fastpay_committee {
+            committee.committee()?;
         }
         if let Some(sentinel) = self.sentinels.iter().find(|s| xonly_hex(&s.attestation_key).is_none()) {
             return Err(InvalidTopology::BadAttestationKey {
@@ -500,6 +543,31 @@ mod tests {
         let path = dir.path().join("cluster.toml");
         std::fs::write(&path, topology.to_toml()).unwrap();
         assert_eq!(Topology::load(&path).unwrap(), topology);
+        assert!(!topology.to_toml().contains("fastpay_committee"), "absent, not empty");
+    }
+
+    #[test]
+    fn a_fastpay_committee_round_trips_through_toml_and_builds_its_committee() {
+        let mut topology = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2)).unwrap();
+        let keys: Vec<[u8; 32]> = (0..4)
+            .map(|i| {
+                specie_fastpay::deterministic_key("authority", i)
+                    .verifying_key()
+                    .to_bytes()
+            })
+            .collect();
+        let config = FastpayCommitteeConfig {
+            epoch: 2,
+            members: keys.iter().map(hex::encode).collect(),
+        };
+        topology.fastpay_committee = Some(config.clone());
+        assert_eq!(topology.validate(), Ok(()));
+        assert_eq!(config.committee().unwrap(), Committee::new(2, keys).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cluster.toml");
+        std::fs::write(&path, topology.to_toml()).unwrap();
+        assert!(topology.to_toml().contains("[fastpay_committee]"));
+        assert_eq!(Topology::load(&path).unwrap(), topology);
     }
 
     #[test]
@@ -553,6 +621,26 @@ mod tests {
         assert_eq!(
             issuer.validate(),
             Err(InvalidTopology::BadIssuer { issuer: "zz".into() })
+        );
+        let mut committee = good.clone();
+        committee.fastpay_committee = Some(FastpayCommitteeConfig {
+            epoch: 0,
+            members: vec!["zz".into()],
+        });
+        assert_eq!(
+            committee.validate(),
+            Err(InvalidTopology::FastpayMemberNotHex {
+                index: 0,
+                member: "zz".into()
+            })
+        );
+        committee.fastpay_committee = Some(FastpayCommitteeConfig {
+            epoch: 0,
+            members: vec![],
+        });
+        assert_eq!(
+            committee.validate().unwrap_err().to_string(),
+            "fastpay_committee: a committee needs at least one authority"
         );
         let mut empty = good.clone();
         empty.coordinator_groups[0].replicas.clear();
