@@ -85,7 +85,7 @@ pub struct ByzantineArgs {
     #[arg(long, default_value_t = 2)]
     pub shards: u32,
     /// Transfer orders, one from each of as many funded accounts; then as many confirmations.
-    #[arg(long, default_value_t = 30_000)]
+    #[arg(long, default_value_t = 20_000)]
     pub orders: usize,
     /// Orders in flight in the throughput phases (the reference's in-flight parameter).
     #[arg(long, default_value_t = 1_000)]
