@@ -34,6 +34,11 @@ impl AuthorityBooks {
     }
 
     /// Whether the books balance: what is held or moving equals what came in minus what left.
+    ///
+    /// Exact only once the channels between shards are quiet: a credit the receiving shard has
+    /// applied stays unacknowledged at the sender until the acknowledgement arrives, and until
+    /// then it is counted both in a balance and in `in_flight`. Audit a committee stopped under
+    /// load with `balances <= funded - redeemed <= balances + in_flight` instead.
     pub fn balanced(&self) -> bool {
         self.balances + self.in_flight as i128 == self.funded as i128 - self.redeemed as i128
     }

@@ -76,6 +76,7 @@ from_below! {
     specie_api::BackendError => "the backend",
     hdrhistogram::CreationError => "histogram",
     hdrhistogram::AdditionError => "histogram",
+    hdrhistogram::RecordError => "histogram",
     std::num::ParseIntError => "a number",
 }
 

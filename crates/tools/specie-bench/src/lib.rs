@@ -9,10 +9,14 @@
 //!   server) beside specie's figures, embedded and replicated.
 //! - [`cluster`]: `specie bench cluster`, load against a running cluster with leader kills,
 //!   per-second throughput, latency and SVG charts.
+//! - [`byzantine`]: `specie bench byzantine`, a FastPay committee (the Byzantine mode) on durable
+//!   hosts: transfer and confirmation orders per second, CPU per order beside the signature work
+//!   it needs, and payment latency with every authority up and with one silent.
 //! - [`ceiling`]: what signing and verifying cost on all cores, the bound on every figure.
 
 mod error;
 
+pub mod byzantine;
 pub mod ceiling;
 pub mod cluster;
 pub mod demo;
