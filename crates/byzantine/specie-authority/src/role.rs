@@ -109,6 +109,24 @@ impl AuthorityShard {
         credits.map(|c| u128::from(c.amount)).sum()
     }
 
+    /// Value this shard sent shard `to` in credits numbered `from_sequence` or later that `to`
+    /// has not acknowledged: with `to`'s [`AuthorityShard::credits_applied_from`] as
+    /// `from_sequence`, exactly the value still between the two shards.
+    pub fn credits_sent_to(&self, to: ShardIndex, from_sequence: u64) -> u128 {
+        let Some(outbox) = self.state.outbox.get(&to) else {
+            return 0;
+        };
+        let skip = from_sequence
+            .saturating_sub(outbox.acked_through())
+            .min(usize::MAX as u64) as usize;
+        outbox.unacked.iter().skip(skip).map(|c| u128::from(c.amount)).sum()
+    }
+
+    /// How many credits from shard `from` this shard has applied.
+    pub fn credits_applied_from(&self, from: ShardIndex) -> u64 {
+        self.state.inbox.get(&from).copied().unwrap_or(0)
+    }
+
     /// Value that left this shard for the online core (certified redeems).
     pub fn redeemed(&self) -> u128 {
         self.state.redeemed
