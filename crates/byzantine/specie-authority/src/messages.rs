@@ -163,6 +163,24 @@ pub enum Message {
     CreditAck { through: u64 },
 }
 
+impl Message {
+    /// The input this message is for its receiver, which the transport has authenticated as
+    /// coming from shard `from` of the same authority.
+    pub fn into_input(self, from: ShardIndex) -> Input {
+        match self {
+            Message::Credits {
+                first_sequence,
+                credits,
+            } => Input::Credits {
+                from,
+                first_sequence,
+                credits,
+            },
+            Message::CreditAck { through } => Input::CreditAck { from, through },
+        }
+    }
+}
+
 /// What an operator must see.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Report {

@@ -132,18 +132,7 @@ impl Committee4 {
                 0 => self.network.pop_front(),
                 _ => self.network.pop_back(),
             } {
-                let input = match message {
-                    Message::Credits {
-                        first_sequence,
-                        credits,
-                    } => Input::Credits {
-                        from,
-                        first_sequence,
-                        credits,
-                    },
-                    Message::CreditAck { through } => Input::CreditAck { from, through },
-                };
-                self.deliver(authority, to, input);
+                self.deliver(authority, to, message.into_input(from));
             }
             let pending: u128 = self.shards.iter().flatten().map(|s| s.credits_unacked()).sum();
             if pending == 0 {

@@ -103,20 +103,8 @@ impl Wiring<AuthorityShard> for ShardWiring {
     }
 
     fn send(&mut self, to: ShardIndex, message: Message) {
-        let from = self.shard;
-        let input = match message {
-            Message::Credits {
-                first_sequence,
-                credits,
-            } => Input::Credits {
-                from,
-                first_sequence,
-                credits,
-            },
-            Message::CreditAck { through } => Input::CreditAck { from, through },
-        };
         // A stopped peer loses the message; the channel's retransmission covers it.
-        let _ = self.peers[to as usize].send(vec![input]);
+        let _ = self.peers[to as usize].send(vec![message.into_input(self.shard)]);
     }
 
     fn reply(&mut self, (tag, reply_to): (u64, Sender<Answer>), mut reply: Reply) {

@@ -610,18 +610,7 @@ impl<R: ShardRole> World<R> {
                 message,
             } => {
                 self.record("channel", &[u64::from(authority), u64::from(from), u64::from(to)]);
-                let input = match message {
-                    Message::Credits {
-                        first_sequence,
-                        credits,
-                    } => Input::Credits {
-                        from,
-                        first_sequence,
-                        credits,
-                    },
-                    Message::CreditAck { through } => Input::CreditAck { from, through },
-                };
-                self.honest_shard_handles(authority, to, input)?;
+                self.honest_shard_handles(authority, to, message.into_input(from))?;
             }
             Payload::Reply {
                 authority,
