@@ -51,7 +51,8 @@ pub struct AuthorityShard {
     leading: bool,
     outputs: VecDeque<Output<AuthorityShard>>,
     /// Tickets waiting for a proposed vote, confirmation or funding to be applied.
-    votes_in_flight: HashMap<AccountKey, (SignedOrder, Vec<Ticket>)>,
+    /// The vote (built once, when signed) waits here with its order for the command to apply.
+    votes_in_flight: HashMap<AccountKey, ((SignedOrder, Vote), Vec<Ticket>)>,
     confirms_in_flight: HashMap<(AccountKey, u64), (Certificate, Vec<Ticket>)>,
     fundings_in_flight: HashMap<[u8; 32], (Funding, Vec<Ticket>)>,
     /// Transfer orders that arrived while a confirmation or funding of their account was on its
@@ -205,7 +206,7 @@ impl AuthorityShard {
             return Ok(());
         }
         let account = self.state.accounts.get(&sender).ok_or(Refusal::UnknownAccount)?;
-        if let Some((voted, _)) = self.votes_in_flight.get_mut(&sender) {
+        if let Some(((voted, _), _)) = self.votes_in_flight.get_mut(&sender) {
             if *voted != order {
                 return Err(Refusal::OtherOrderPending {
                     sequence: order.order.sequence,
@@ -232,18 +233,23 @@ impl AuthorityShard {
             self.reply(ticket, Reply::Voted(vote));
             return Ok(());
         }
-        let signature = self.vote_for(&order, [0; 64]).statement.sign(&self.key);
+        let mut vote = self.vote_for(&order, [0; 64]);
+        vote.signature = vote.statement.sign(&self.key);
         self.outputs.push_back(Output::Propose(Command::Vote {
             order: order.clone(),
-            signature,
+            signature: vote.signature,
         }));
-        self.votes_in_flight.insert(sender, (order, vec![ticket]));
+        self.votes_in_flight.insert(sender, ((order, vote), vec![ticket]));
         Ok(())
     }
 
     /// Whether a confirmation or funding of `account` is proposed and not yet applied.
+    ///
+    /// At most one confirmation per account is in flight, at its next sequence number (a later
+    /// one is refused as `MissingEarlier` until it applies), so one lookup finds it.
     fn account_changing(&self, account: &AccountKey) -> bool {
-        self.confirms_in_flight.keys().any(|(sender, _)| sender == account)
+        let next = self.state.accounts.get(account).map_or(0, |a| a.next_sequence);
+        self.confirms_in_flight.contains_key(&(*account, next))
             || self
                 .fundings_in_flight
                 .values()
@@ -400,11 +406,19 @@ impl AuthorityShard {
     }
 
     fn apply_vote(&mut self, order: &SignedOrder, signature: [u8; 64]) {
-        let reply = match self.state.vote(order, signature) {
-            Ok(()) => Reply::Voted(self.vote_for(order, signature)),
+        let applied = self.state.vote(order, signature);
+        // Only the leader that signed the vote has callers waiting, and the vote it built then:
+        // a replaying or following replica builds no reply (and hashes nothing more).
+        let Some(((_, vote), tickets)) = self.votes_in_flight.remove(&order.order.sender) else {
+            return;
+        };
+        let reply = match applied {
+            Ok(()) => Reply::Voted(vote),
             Err(refusal) => Reply::Refused(refusal),
         };
-        self.answer_applied(|s| &mut s.votes_in_flight, &order.order.sender, reply);
+        for ticket in tickets {
+            self.reply(ticket, reply.clone());
+        }
     }
 
     fn apply_confirm(&mut self, certificate: &Certificate) {
