@@ -395,15 +395,24 @@ fn re_sent_orders_and_certificates_get_the_same_answers_and_a_redeem_leaves_the_
     );
 }
 
+impl Committee4 {
+    /// A committee where Mallory (funded with 50) has signed two orders for her sequence
+    /// number 0, all of her balance to Bob and all of it to Carol, and sent neither yet.
+    fn with_equivocating_owner() -> (Committee4, SignedOrder, SignedOrder) {
+        let mut c = Committee4::new();
+        let (mallory_key, mallory) = account(3);
+        let (_, bob) = account(4);
+        let (_, carol) = account(5);
+        c.fund(mallory, 50, 1);
+        let to_bob = pay(&mallory_key, Recipient::Account(bob), 50, 0);
+        let to_carol = pay(&mallory_key, Recipient::Account(carol), 50, 0);
+        (c, to_bob, to_carol)
+    }
+}
+
 #[test]
 fn an_equivocating_owner_gets_no_certificate_and_conflicting_certificates_convict_the_double_signers() {
-    let mut c = Committee4::new();
-    let (mallory_key, mallory) = account(3);
-    let (_, bob) = account(4);
-    let (_, carol) = account(5);
-    c.fund(mallory, 50, 1);
-    let to_bob = pay(&mallory_key, Recipient::Account(bob), 50, 0);
-    let to_carol = pay(&mallory_key, Recipient::Account(carol), 50, 0);
+    let (mut c, to_bob, to_carol) = Committee4::with_equivocating_owner();
     // Two authorities each: neither order reaches the quorum of 3.
     assert!(c.votes(&to_bob, &[0, 1]).iter().all(Result::is_ok));
     assert!(c.votes(&to_carol, &[2, 3]).iter().all(Result::is_ok));
@@ -549,13 +558,7 @@ fn an_order_arriving_with_the_confirmation_before_it_waits_for_it_instead_of_bei
 
 #[test]
 fn an_authority_that_voted_for_another_order_does_not_sign_the_certified_one_afterwards() {
-    let mut c = Committee4::new();
-    let (mallory_key, mallory) = account(3);
-    let (_, bob) = account(4);
-    let (_, carol) = account(5);
-    c.fund(mallory, 50, 1);
-    let to_bob = pay(&mallory_key, Recipient::Account(bob), 50, 0);
-    let to_carol = pay(&mallory_key, Recipient::Account(carol), 50, 0);
+    let (mut c, to_bob, to_carol) = Committee4::with_equivocating_owner();
     // Mallory splits the committee: 3 votes for Carol's order, 0, 1 and 2 certify Bob's.
     let carol_vote = c.votes(&to_carol, &[3]).pop().unwrap().unwrap();
     let bob_votes: Vec<Vote> = c.votes(&to_bob, &[0, 1, 2]).into_iter().map(Result::unwrap).collect();
