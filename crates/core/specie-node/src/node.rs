@@ -93,7 +93,13 @@ pub enum OpenError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{dtxns} dtxns resumed from the log were still unfinished after {limit_ms} ms")]
+    ResumeStalled { dtxns: usize, limit_ms: u64 },
 }
+
+/// How long opening may spend finishing the dtxns that were in flight at the last stop. Local
+/// shards answer in microseconds; running out means a shard is wedged, not slow.
+const RESUME_LIMIT_MS: u64 = 30_000;
 
 /// Starts the thread `name` running `run`.
 fn spawn(name: String, run: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, OpenError> {
@@ -179,7 +185,7 @@ impl EmbeddedNode {
             shards: shard_inboxes.clone(),
             requests: vec![vec![]; ranges.len()],
         };
-        let host = EmbeddedHost::recover(
+        let mut host = EmbeddedHost::recover(
             "coordinator",
             Coordinator::new(config, CoordinatorState::default()),
             wiring,
@@ -189,7 +195,15 @@ impl EmbeddedNode {
         )?;
         let resumed = host.role().state().active().len();
         if resumed > 0 {
-            tracing::info!(dtxns = resumed, "resuming dtxns that were in flight");
+            tracing::info!(dtxns = resumed, "finishing dtxns that were in flight");
+            // Before anyone is served: a reader must never see a resumed dtxn land under its feet.
+            let finished = host.run_inputs_until(&answers_rx, |c| c.state().active().is_empty(), RESUME_LIMIT_MS);
+            if !finished {
+                return Err(OpenError::ResumeStalled {
+                    dtxns: host.role().state().active().len(),
+                    limit_ms: RESUME_LIMIT_MS,
+                });
+            }
         }
         // Bounded: when the coordinator falls behind, submitters wait here (backpressure).
         let (submissions_tx, submissions_rx) = bounded(1024);

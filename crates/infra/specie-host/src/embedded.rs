@@ -190,35 +190,63 @@ impl<R: Durable, W: Wiring<R>> EmbeddedHost<R, W> {
     pub fn run(mut self, calls: Receiver<HostMessage<W::Call, W::ReplyTo>>, inputs: Receiver<Vec<R::Input>>) -> R {
         // Whatever the role resumed on taking the lead (re-sent phases, say) goes out first.
         self.settle();
-        loop {
-            let now = self.now_ms();
-            if self.role.poll_timeout().is_some_and(|deadline| deadline <= now) {
-                self.role.handle_timeout(now);
-                self.settle();
-            }
-            let wait = self.role.poll_timeout().map_or(IDLE_WAIT, |deadline| {
-                Duration::from_millis(deadline.saturating_sub(self.now_ms()))
-            });
-            let mut stop = false;
-            select! {
-                recv(inputs) -> message => match message {
-                    Ok(batch) => self.take_inputs(batch),
-                    Err(_) => stop = true,
-                },
-                recv(calls) -> message => stop |= !self.take_message(message.ok()),
-                default(wait) => {}
-            }
-            for batch in inputs.try_iter().take(MESSAGES_PER_TURN_MAX) {
-                self.take_inputs(batch);
-            }
-            for message in calls.try_iter().take(MESSAGES_PER_TURN_MAX) {
-                stop |= !self.take_message(Some(message));
-            }
-            self.settle();
-            if stop {
-                return self.role;
+        while !self.turn(&calls, &inputs, IDLE_WAIT) {}
+        self.role
+    }
+
+    /// Drives the role on peers' messages alone, with no caller admitted, until `done` holds of it
+    /// or `limit_ms` passes; true if it holds. A node finishes what its recovery resumed this way
+    /// before it serves anyone, so nothing it answers can change under a reader's feet.
+    pub fn run_inputs_until(
+        &mut self,
+        inputs: &Receiver<Vec<R::Input>>,
+        done: impl Fn(&R) -> bool,
+        limit_ms: u64,
+    ) -> bool {
+        let deadline = Instant::now() + Duration::from_millis(limit_ms);
+        self.settle();
+        while !done(&self.role) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.turn(&crossbeam_channel::never(), inputs, left) {
+                return false;
             }
         }
+        true
+    }
+
+    /// One turn: due timeouts, then whatever arrives within `wait_max` (at most until the role's
+    /// next deadline), then the outputs. True once told to stop or every caller and peer is gone.
+    fn turn(
+        &mut self,
+        calls: &Receiver<HostMessage<W::Call, W::ReplyTo>>,
+        inputs: &Receiver<Vec<R::Input>>,
+        wait_max: Duration,
+    ) -> bool {
+        let now = self.now_ms();
+        if self.role.poll_timeout().is_some_and(|deadline| deadline <= now) {
+            self.role.handle_timeout(now);
+            self.settle();
+        }
+        let wait = self.role.poll_timeout().map_or(wait_max, |deadline| {
+            Duration::from_millis(deadline.saturating_sub(self.now_ms())).min(wait_max)
+        });
+        let mut stop = false;
+        select! {
+            recv(inputs) -> message => match message {
+                Ok(batch) => self.take_inputs(batch),
+                Err(_) => stop = true,
+            },
+            recv(calls) -> message => stop |= !self.take_message(message.ok()),
+            default(wait) => {}
+        }
+        for batch in inputs.try_iter().take(MESSAGES_PER_TURN_MAX) {
+            self.take_inputs(batch);
+        }
+        for message in calls.try_iter().take(MESSAGES_PER_TURN_MAX) {
+            stop |= !self.take_message(Some(message));
+        }
+        self.settle();
+        stop
     }
 
     fn take_inputs(&mut self, batch: Vec<R::Input>) {
@@ -345,6 +373,43 @@ mod tests {
         assert_eq!(run_calls(dir.path(), 0, &[5, 6]), [5, 11]);
         assert_eq!(run_calls(dir.path(), u64::MAX, &[1]), [12]);
         assert_eq!(run_calls(dir.path(), 0, &[1]), [13]);
+    }
+
+    #[test]
+    fn run_inputs_until_drives_peer_messages_to_the_condition_and_gives_up_at_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (replies_tx, replies) = crossbeam_channel::unbounded();
+        let mut host = EmbeddedHost::recover(
+            "counter",
+            Counter::default(),
+            Replies(replies_tx),
+            dir.path(),
+            LogOptions::default(),
+            u64::MAX,
+        )
+        .unwrap();
+        let (inputs_tx, inputs) = crossbeam_channel::unbounded();
+        // Ticket 9 was admitted by no caller: its reply goes nowhere.
+        inputs_tx.send(vec![(9, 4), (9, 3)]).unwrap();
+        assert!(host.run_inputs_until(&inputs, |c| c.total == 7, 10_000));
+        assert!(
+            replies.try_recv().is_err(),
+            "no caller was admitted, so no one is answered"
+        );
+        assert!(
+            !host.run_inputs_until(&inputs, |c| c.total == 8, 50),
+            "nothing more arrives"
+        );
+        drop(inputs_tx);
+        assert!(
+            !host.run_inputs_until(&inputs, |c| c.total == 8, 10_000),
+            "every peer is gone"
+        );
+        assert_eq!(
+            run_calls(dir.path(), u64::MAX, &[1]),
+            [8],
+            "what it applied was made durable"
+        );
     }
 
     #[test]
