@@ -25,9 +25,10 @@ pub mod shard_replica;
 pub mod supervisor;
 pub mod topology;
 
-pub use host::{Caller, Hosted, ReplicaError, ServeError};
+pub use host::{Caller, Hosted, ReplicaError, RoleStatus, ServeError};
 pub use identity::{GroupRole, Identity};
 pub use topology::{
-    InvalidTopology, Limits, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup, Topology, TopologyError,
-    TransportMode, UnknownGroup,
+    authority_group_name, AuthorityGroup, AuthorityPlace, AuthorityProcesses, AuthorityReplica, AuthorityShardGroup,
+    CommitteeShape, FastpayCommitteeConfig, InvalidTopology, Limits, Replica, ReplicaGroup, Sentinel, Shape,
+    ShardGroup, Topology, TopologyError, TransportMode, UnknownGroup,
 };
