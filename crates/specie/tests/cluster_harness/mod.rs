@@ -49,6 +49,8 @@ pub fn status(dir: &str) -> Vec<Row> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .skip(1)
+        // The replicas' table ends at the first blank line (FastPay figures may follow).
+        .take_while(|line| !line.trim().is_empty())
         .filter_map(|line| {
             let f: Vec<&str> = line.split_whitespace().collect();
             if f.len() < 9 || f[0].starts_with("sentinel") {
