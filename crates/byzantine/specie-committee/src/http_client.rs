@@ -676,7 +676,9 @@ impl Endpoints {
                     .send_bytes(body),
             };
             match result {
-                Ok(response) => return read_body(response).map_or_else(AuthorityReply::Unavailable, parse),
+                Ok(response) => {
+                    return read_body(response).map_or_else(|error| malformed("answer", error), parse);
+                }
                 Err(ureq::Error::Status(status, response)) => {
                     let error = read_body(response)
                         .ok()
@@ -734,13 +736,22 @@ impl Call {
     }
 }
 
-fn read_body(response: ureq::Response) -> Result<Vec<u8>, String> {
+/// Why an authority's answer could not be used.
+#[derive(Debug, Error)]
+enum MalformedAnswer {
+    #[error("cannot read the answer: {0}")]
+    Read(#[from] std::io::Error),
+    #[error("not JSON of the expected shape: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("not hex: {0}")]
+    Hex(#[from] hex::FromHexError),
+    #[error(transparent)]
+    Decode(#[from] specie_codec::DecodeError),
+}
+
+fn read_body(response: ureq::Response) -> Result<Vec<u8>, MalformedAnswer> {
     let mut bytes = vec![];
-    response
-        .into_reader()
-        .take(JSON_BYTES_MAX)
-        .read_to_end(&mut bytes)
-        .map_err(|error| format!("cannot read the answer: {error}"))?;
+    response.into_reader().take(JSON_BYTES_MAX).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
@@ -783,30 +794,27 @@ fn funded(bytes: Vec<u8>) -> AuthorityReply {
 }
 
 fn account_state(bytes: Vec<u8>) -> AuthorityReply {
-    let parse = || -> Result<AccountState, String> {
-        let body: AccountBody = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
-        let unhex = |text: &str| hex::decode(text).map_err(|e| e.to_string());
-        let certificate = |text: &String| {
-            decode_exact(
+    let parse = || -> Result<AccountState, MalformedAnswer> {
+        let body: AccountBody = serde_json::from_slice(&bytes)?;
+        let certificate = |text: &String| -> Result<Certificate, MalformedAnswer> {
+            let bytes = hex::decode(text)?;
+            Ok(decode_exact(
                 "certificate",
-                &unhex(text)?,
+                &bytes,
                 CERTIFICATE_BYTES_MAX,
                 Certificate::decode_from,
-            )
-            .map_err(|e| e.to_string())
+            )?)
         };
         let pending = match body.pending {
             None => None,
             Some(pending) => Some((
                 decode_exact(
                     "order",
-                    &unhex(&pending.order)?,
+                    &hex::decode(&pending.order)?,
                     SIGNED_ORDER_BYTES_MAX,
                     SignedOrder::decode_from,
-                )
-                .map_err(|e| e.to_string())?,
-                decode_exact("vote", &unhex(&pending.vote)?, VOTE_BYTES_MAX, Vote::decode_from)
-                    .map_err(|e| e.to_string())?,
+                )?,
+                decode_exact("vote", &hex::decode(&pending.vote)?, VOTE_BYTES_MAX, Vote::decode_from)?,
             )),
         };
         Ok(AccountState {
