@@ -140,9 +140,10 @@ fn fund(dir: &str, topology: &Topology, client: &HttpCommittee, accounts: &[&Acc
         "{early:?}"
     );
     confirm_in_core(&sentinel, &txs);
+    check_bad_input(topology, &mint, &fundings);
     for (account, tx) in accounts.iter().zip(&txs) {
         let replies = client.fund(account.key, tx.encode(), FundWait::All);
-        assert_eq!(replies.len(), 4, "{replies:?}");
+        assert_eq!(replies.len(), client.committee().size(), "{replies:?}");
         assert!(
             replies
                 .values()
@@ -150,6 +151,65 @@ fn fund(dir: &str, topology: &Topology, client: &HttpCommittee, accounts: &[&Acc
             "{replies:?}"
         );
     }
+}
+
+/// The status and error code an authority shard answers `body` with.
+fn answer(url: &str, body: Option<&[u8]>) -> (u16, String) {
+    let response = match body {
+        Some(body) => ureq::post(url).send_bytes(body),
+        None => ureq::get(url).call(),
+    };
+    let (status, response) = match response {
+        Ok(response) => (response.status(), response),
+        Err(ureq::Error::Status(status, response)) => (status, response),
+        Err(error) => panic!("{url}: {error}"),
+    };
+    let json: serde_json::Value = response.into_json().unwrap_or_default();
+    let code = json["error"]["code"].as_str().unwrap_or("").to_string();
+    let refusal = json["error"]["refusal"]
+        .as_str()
+        .map(|r| format!(" {r}"))
+        .unwrap_or_default();
+    (status, code + &refusal)
+}
+
+/// Bad input gets a 4xx that names what is wrong, and the authority serves on.
+fn check_bad_input(topology: &Topology, mint: &SpecieTransaction, fundings: &[FastpayFunding]) {
+    let group = &topology.fastpay_committee.as_ref().unwrap().authorities[0].shards[0];
+    let api = format!("http://{}", group.replicas[0].http);
+    assert_eq!(
+        answer(&format!("{api}/v1/fastpay/orders"), Some(b"xyz")),
+        (400, "bad_body".into())
+    );
+    assert_eq!(
+        answer(&format!("{api}/v1/fastpay/certificates"), Some(&[1; 300_000])),
+        (413, "body_too_large".into())
+    );
+    assert_eq!(
+        answer(&format!("{api}/v1/fastpay/accounts/zz"), None),
+        (400, "bad_account".into())
+    );
+    assert_eq!(
+        answer(&format!("{api}/v1/fastpay/fundings"), Some(&mint.encode())),
+        (422, "not_a_funding".into())
+    );
+    let mut other_committee = fundings[0].clone();
+    other_committee.committee_id = [7; 32];
+    let bytes = SpecieTransaction::FastpayFunding(other_committee).encode();
+    assert_eq!(
+        answer(&format!("{api}/v1/fastpay/fundings"), Some(&bytes)),
+        (422, "wrong_committee".into())
+    );
+    let elsewhere = fundings
+        .iter()
+        .find(|f| shard_of(&f.account, 2) != 0)
+        .expect("an account of shard 1");
+    let bytes = SpecieTransaction::FastpayFunding(elsewhere.clone()).encode();
+    assert_eq!(
+        answer(&format!("{api}/v1/fastpay/fundings"), Some(&bytes)),
+        (421, "refused WrongShard".into())
+    );
+    assert_eq!(answer(&format!("{api}/v1/fastpay/info"), None).0, 200);
 }
 
 /// What the payers learned.
@@ -203,6 +263,15 @@ fn pay_until(
     }
 }
 
+/// Whether the restarted shard gave a vote among `observations`.
+fn voted_since(observations: &[Observed]) -> bool {
+    observations.iter().any(|o| {
+        o.authority == RESTARTED.0
+            && matches!(&o.request, Request::Transfer(order) if shard_of(&order.order.sender, 2) == RESTARTED.1)
+            && matches!(o.reply, AuthorityReply::Voted(_))
+    })
+}
+
 fn kill_9(dir: &str, member: &str) {
     let pid = std::fs::read_to_string(Path::new(dir).join("pids").join(format!("{member}.pid"))).unwrap();
     assert!(std::process::Command::new("kill")
@@ -212,7 +281,7 @@ fn kill_9(dir: &str, member: &str) {
         .success());
 }
 
-/// Every authority shard's status figures, by group name, once they answer.
+/// Every authority shard's status figures, by group name, as its leader reports them.
 fn authority_figures(topology: &Topology) -> BTreeMap<String, serde_json::Value> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -227,27 +296,33 @@ fn authority_figures(topology: &Topology) -> BTreeMap<String, serde_json::Value>
         .unwrap();
     statuses
         .into_iter()
-        .filter(|s| s.group.starts_with("authority-"))
+        .filter(|s| s.group.starts_with("authority-") && s.is_leader())
         .filter_map(|s| Some((s.group, s.status.ok()?["authority"].clone())))
         .collect()
 }
 
-fn start(dir: &str, base: u16) -> (Topology, HttpCommittee, crossbeam_channel::Receiver<Observed>) {
-    specie(&[
+/// A cluster with a core of one replica per group and one sentinel, and the committee `committee`
+/// says (`cluster up` options); a client of the committee, and what it observes.
+fn start(
+    dir: &str,
+    base: u16,
+    committee: &[&str],
+    request_timeout: Duration,
+) -> (Topology, HttpCommittee, crossbeam_channel::Receiver<Observed>) {
+    let base = base.to_string();
+    let core = [
         "cluster",
         "up",
         "--dir",
         dir,
         "--base-port",
-        &base.to_string(),
+        &base,
         "--replicas",
         "1",
         "--sentinels",
         "1",
-        "--authorities",
-        "--authority-shards",
-        "2",
-    ]);
+    ];
+    specie(&[&core[..], committee].concat());
     let topology = Topology::load(&Path::new(dir).join("cluster.toml")).unwrap();
     let config = topology.fastpay_committee.clone().unwrap();
     let committee: Committee = config.committee().unwrap();
@@ -264,8 +339,8 @@ fn start(dir: &str, base: u16) -> (Topology, HttpCommittee, crossbeam_channel::R
         .collect();
     let (observer, observed) = crossbeam_channel::unbounded();
     let options = HttpCommitteeOptions {
-        request_timeout: Duration::from_secs(3),
-        payment_timeout: Duration::from_secs(20),
+        request_timeout,
+        payment_timeout: Duration::from_secs(30),
         observer: Some(observer),
         ..HttpCommitteeOptions::default()
     };
@@ -300,7 +375,12 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("cluster").to_str().unwrap().to_string();
     let _down = Down(dir.clone());
-    let (topology, client, observed) = start(&dir, free_ports(4 + 16));
+    let (topology, client, observed) = start(
+        &dir,
+        free_ports(4 + 16),
+        &["--authorities", "--authority-shards", "2"],
+        Duration::from_secs(5),
+    );
     let mut accounts: Vec<Account> = (0..ACCOUNTS as u64).map(owner_account).collect();
     let keys: Vec<AccountKey> = accounts.iter().map(|a| a.key).collect();
     assert!(keys.iter().any(|k| shard_of(k, 2) == 0) && keys.iter().any(|k| shard_of(k, 2) == 1));
@@ -311,6 +391,8 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
         .unwrap();
     let funded: Vec<&Account> = accounts.iter().chain([&probe]).collect();
     fund(&dir, &topology, &client, &funded);
+    let funded_keys: Vec<AccountKey> = funded.iter().map(|a| a.key).collect();
+    let owners: BTreeMap<AccountKey, SigningKey> = funded.iter().map(|a| (a.key, a.owner.clone())).collect();
 
     // A vote of the shard about to be killed, for an order no other authority has seen.
     let pending = order(&probe, keys[0], 7, b"pending at the killed shard");
@@ -332,7 +414,19 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
         std::thread::sleep(Duration::from_secs(2));
         specie(&["cluster", "up", "--dir", &dir]);
         observations.extend(observed.try_iter());
-        std::thread::sleep(Duration::from_secs(2));
+        let restarted_at = observations.len();
+        // Load goes on until the restarted shard votes again (once it has caught up on what
+        // settled while it was down).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !voted_since(&observations[restarted_at..]) {
+            assert!(
+                Instant::now() < deadline,
+                "the restarted shard voted on nothing after its restart"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+            observations.extend(observed.try_iter());
+        }
+        std::thread::sleep(Duration::from_secs(1));
         stop.store(true, Ordering::Relaxed);
     });
     let ledger = ledger.into_inner().unwrap();
@@ -342,14 +436,7 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
         ledger.settled.len()
     );
     assert!(ledger.failed.is_empty(), "payments failed: {:?}", ledger.failed);
-    let before_restart = observations.len();
     observations.extend(observed.try_iter());
-    let served_again = observations[before_restart..].iter().any(|o| {
-        o.authority == RESTARTED.0
-            && matches!(&o.request, Request::Transfer(order) if shard_of(&order.order.sender, 2) == RESTARTED.1)
-            && matches!(o.reply, AuthorityReply::Voted(_))
-    });
-    assert!(served_again, "the restarted shard voted on nothing after its restart");
 
     // Durable before it answered: the same vote again, a conflicting order refused, and the
     // payment settles.
@@ -363,10 +450,12 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
     client.pay(pending).expect("the pending payment settles");
     probe.next_sequence += 1;
 
-    let histories: Vec<_> = (0..4).map(|authority| histories(&client, authority, &keys)).collect();
+    let histories: Vec<_> = (0..4)
+        .map(|authority| histories(&client, authority, &funded_keys))
+        .collect();
     check_settled_everywhere(&histories, &ledger.settled);
-    check_restarted_shard(&client, &histories[usize::from(RESTARTED.0)], &observations);
-    check_books(&topology, 4);
+    check_restarted_shard(&client, &histories[usize::from(RESTARTED.0)], &observations, &owners);
+    check_books(&topology, 4 * 2, ACCOUNTS + 1);
 
     // f = 1: one authority gone for good; every account still pays (the restarted shard, behind
     // on what settled while it was down, is caught up by the client on the way).
@@ -379,14 +468,24 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
                 .unsettled
                 .take()
                 .unwrap_or_else(|| order(account, keys[account.next_sequence as usize % keys.len()], 1, b""));
-            let settlement = client
-                .pay(order)
-                .unwrap_or_else(|error| panic!("with authority {GONE} gone: {error}"));
+            let settlement = client.pay(order.clone()).unwrap_or_else(|error| {
+                let at_x = client.ask(
+                    RESTARTED.0,
+                    Request::Account {
+                        account: account.key,
+                        from_sequence: u64::MAX,
+                    },
+                );
+                panic!(
+                    "with authority {GONE} gone: {error}\nours: {order:?}\nat {}: {at_x:?}",
+                    RESTARTED.0
+                )
+            });
             assert!(!settlement.confirmed_by.contains(&GONE));
             account.next_sequence += 1;
         }
     }
-    check_books(&topology, 3);
+    check_books(&topology, 3 * 2, ACCOUNTS + 1);
     assert!(
         started.elapsed() < Duration::from_secs(90),
         "took {:?}",
@@ -444,6 +543,7 @@ fn check_restarted_shard(
     client: &HttpCommittee,
     history: &BTreeMap<AccountKey, Vec<Certificate>>,
     observations: &[Observed],
+    owners: &BTreeMap<AccountKey, SigningKey>,
 ) {
     let (authority, shard) = RESTARTED;
     let mine = |o: &&Observed| o.authority == authority;
@@ -483,10 +583,6 @@ fn check_restarted_shard(
         );
     }
     // Conflicting orders for what it voted on: never a second vote.
-    let owners: BTreeMap<AccountKey, SigningKey> = (0..ACCOUNTS as u64)
-        .map(|n| deterministic_key("authorities-test-owner", n))
-        .map(|owner| (AccountKey(owner.verifying_key().to_bytes()), owner))
-        .collect();
     for (account, sequence) in voted.keys().filter(|(a, _)| on_shard(a)).step_by(7) {
         let conflicting = TransferOrder {
             sender: *account,
@@ -504,14 +600,15 @@ fn check_restarted_shard(
     }
 }
 
-/// Once every credit between shards is acknowledged, each answering authority's balances sum to
-/// what was funded (nothing was redeemed), and every authority took every funding.
-fn check_books(topology: &Topology, authorities: usize) {
+/// Once every credit between shards is acknowledged, the books of each authority whose `groups`
+/// shard groups all lead balance: its balances sum to what was funded (nothing was redeemed), and
+/// it took every funding, `accounts` × `FUNDING`.
+fn check_books(topology: &Topology, groups: usize, accounts: usize) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let figures = authority_figures(topology);
         let quiet = figures.values().all(|f| f["credits_unacked"] == 0);
-        if figures.len() == authorities * 2 && quiet {
+        if figures.len() == groups && quiet {
             let mut books: BTreeMap<u64, (i128, i128)> = BTreeMap::new();
             for figure in figures.values() {
                 let entry = books.entry(figure["authority"].as_u64().unwrap()).or_default();
@@ -519,11 +616,7 @@ fn check_books(topology: &Topology, authorities: usize) {
                 entry.1 += i128::from(figure["funded"].as_i64().unwrap());
             }
             for (authority, (balances, funded)) in books {
-                assert_eq!(
-                    funded,
-                    ((ACCOUNTS as u64 + 1) * FUNDING) as i128,
-                    "authority {authority}"
-                );
+                assert_eq!(funded, (accounts as u64 * FUNDING) as i128, "authority {authority}");
                 assert_eq!(balances, funded, "authority {authority}'s books");
             }
             return;
@@ -531,4 +624,95 @@ fn check_books(topology: &Topology, authorities: usize) {
         assert!(Instant::now() < deadline, "credits still moving: {figures:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// The replica of `group` that leads, by asking each one's API.
+fn leader_of(group: &specie_cluster::AuthorityGroup) -> specie_cluster::AuthorityReplica {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let leading = group.replicas.iter().find(|replica| {
+            ureq::get(&format!("http://{}/v1/fastpay/info", replica.http))
+                .call()
+                .ok()
+                .and_then(|r| r.into_json::<serde_json::Value>().ok())
+                .is_some_and(|info| info["leader"] == true)
+        });
+        if let Some(leader) = leading {
+            return leader.clone();
+        }
+        assert!(Instant::now() < deadline, "{} has no leader", group.name);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// An authority whose shards are groups of three replicas: followers send clients to the leader,
+/// and when the leader of a shard is killed with SIGKILL, another takes over with the same votes:
+/// the vote given before is given again, a conflicting order is refused, payments settle.
+#[test]
+fn an_authority_shard_of_three_replicas_fails_over_without_a_second_vote() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("cluster").to_str().unwrap().to_string();
+    let _down = Down(dir.clone());
+    let committee = [
+        "--authorities",
+        "1",
+        "--authority-shards",
+        "2",
+        "--authority-replicas",
+        "3",
+    ];
+    // A request may wait out an election: up to 2 election time-outs, slower on a loaded machine.
+    let (topology, client, _observed) = start(&dir, free_ports(4 + 12), &committee, Duration::from_secs(15));
+    let mut accounts: Vec<Account> = (0..)
+        .map(|n| owner_account(1000 + n))
+        .filter(|a| shard_of(&a.key, 2) == 0)
+        .take(2)
+        .chain(
+            (0..)
+                .map(|n| owner_account(2000 + n))
+                .filter(|a| shard_of(&a.key, 2) == 1)
+                .take(2),
+        )
+        .collect();
+    let keys: Vec<AccountKey> = accounts.iter().map(|a| a.key).collect();
+    fund(&dir, &topology, &client, &accounts.iter().collect::<Vec<_>>());
+
+    let group = topology.authority_group("authority-0-shard-0").unwrap();
+    let leader = leader_of(&group);
+    for follower in group.replicas.iter().filter(|r| r.id != leader.id) {
+        let url = format!("http://{}/v1/fastpay/orders", follower.http);
+        let mut bytes = vec![];
+        order(&accounts[0], keys[2], 1, b"").encode_to(&mut bytes);
+        let Err(ureq::Error::Status(503, response)) = ureq::post(&url).send_bytes(&bytes) else {
+            panic!("a follower served an order")
+        };
+        let body: serde_json::Value = response.into_json().unwrap();
+        assert_eq!(body["error"]["code"], "not_leader", "{body}");
+        assert_eq!(body["error"]["leader"], leader.id, "{body}");
+        assert_eq!(body["error"]["leader_http"], leader.http.to_string(), "{body}");
+    }
+
+    let pending = order(&accounts[0], keys[2], 7, b"pending across the failover");
+    let voted = client.ask(0, Request::Transfer(pending.clone()));
+    assert!(matches!(voted, AuthorityReply::Voted(_)), "{voted:?}");
+    let pay_each = |accounts: &mut [Account]| {
+        for account in accounts.iter_mut() {
+            let order = order(account, keys[(account.next_sequence as usize + 1) % keys.len()], 1, b"");
+            client.pay(order).unwrap_or_else(|error| panic!("{error}"));
+            account.next_sequence += 1;
+        }
+    };
+    pay_each(&mut accounts[1..]);
+
+    kill_9(&dir, &format!("{}-{}", group.name, leader.id));
+    pay_each(&mut accounts[1..]);
+    assert_ne!(leader_of(&group).id, leader.id);
+    assert_eq!(client.ask(0, Request::Transfer(pending.clone())), voted);
+    let refused = client.ask(0, Request::Transfer(order(&accounts[0], keys[3], 7, b"conflicting")));
+    assert!(
+        matches!(&refused, AuthorityReply::Refused { refusal, .. } if refusal == "OtherOrderPending"),
+        "{refused:?}"
+    );
+    client.pay(pending).expect("the pending payment settles");
+    check_books(&topology, 2, accounts.len());
 }

@@ -28,6 +28,10 @@ pub const BODY_BYTES_MAX: usize = 256 * 1024;
 pub const CODE_REFUSED: &str = "refused";
 /// The `code` of a replica that does not lead its shard group: ask `leader_http` instead.
 pub const CODE_NOT_LEADER: &str = "not_leader";
+/// The `code` of a request whose replica lost the lead meanwhile: send it again.
+pub const CODE_OUTCOME_UNKNOWN: &str = "outcome_unknown";
+/// The `code` of a replica that is stopping: ask another.
+pub const CODE_STOPPING: &str = "stopping";
 
 /// Every error: `{"error": {...}}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,7 +48,9 @@ pub struct ErrorDetail {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<String>,
     /// With `MissingEarlier` and `WrongSequence`: the account's next sequence number here, from
-    /// which a client sends the certificates this authority lacks.
+    /// which a client sends the certificates this authority lacks. With `OtherOrderPending`: the
+    /// sequence number of the order pending here (below the refused order's, this authority
+    /// lags: the certificates from there on settle the pending order and bring it up to date).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_sequence: Option<u64>,
     /// With `not_leader`: the shard group's leader (its replica id and API), if known.
@@ -73,6 +79,7 @@ impl ErrorDetail {
         let next_sequence = match refusal {
             Refusal::MissingEarlier { next, .. } => Some(*next),
             Refusal::WrongSequence { expected, .. } => Some(*expected),
+            Refusal::OtherOrderPending { sequence } => Some(*sequence),
             _ => None,
         };
         ErrorDetail {
@@ -145,6 +152,11 @@ mod tests {
         assert_eq!(
             (detail.refusal.as_deref(), detail.next_sequence),
             (Some("WrongSequence"), Some(2))
+        );
+        let detail = ErrorDetail::refused(&Refusal::OtherOrderPending { sequence: 7 });
+        assert_eq!(
+            (detail.refusal.as_deref(), detail.next_sequence),
+            (Some("OtherOrderPending"), Some(7))
         );
         let detail = ErrorDetail::refused(&Refusal::Busy);
         assert_eq!((detail.refusal.as_deref(), detail.next_sequence), (Some("Busy"), None));

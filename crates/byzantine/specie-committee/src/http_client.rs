@@ -7,7 +7,9 @@
 //! authority never delays it. An authority that lags behind the payer's earlier certificates
 //! (it answers `WrongSequence` to the order or `MissingEarlier` to the certificate) is brought up
 //! to date on the side: the client fetches the certificates it lacks from an authority that has
-//! them and sends them first, in order (§5).
+//! them and sends them first, in order (§5). (An authority that voted for an earlier order and
+//! missed its certificate answers `OtherOrderPending` with that order's sequence number: the
+//! same lag.)
 //!
 //! Blocking: each authority has a few worker threads that make its HTTP calls (following
 //! `not_leader` answers to the leader of the shard's replica group), so a call never waits
@@ -28,8 +30,8 @@ use specie_fastpay::{
 use thiserror::Error;
 
 use crate::http_api::{
-    AccountBody, ConfirmedBody, ErrorBody, FundedBody, ACCOUNTS_PATH, CERTIFICATES_PATH, CODE_NOT_LEADER, CODE_REFUSED,
-    FUNDINGS_PATH, ORDERS_PATH,
+    AccountBody, ConfirmedBody, ErrorBody, FundedBody, ACCOUNTS_PATH, CERTIFICATES_PATH, CODE_NOT_LEADER,
+    CODE_OUTCOME_UNKNOWN, CODE_REFUSED, CODE_STOPPING, FUNDINGS_PATH, ORDERS_PATH,
 };
 
 /// The largest vote a client reads (a vote is 135 bytes).
@@ -273,7 +275,7 @@ impl Gathering {
                 ref refusal,
                 next_sequence,
                 ..
-            } if refusal == "WrongSequence" => match self.catch_up(authority, next_sequence, Phase::Vote) {
+            } if LAGGING.contains(&refusal.as_str()) => match self.catch_up(authority, next_sequence, Phase::Vote) {
                 Some(next) => return next,
                 None => format!("{reply:?}"),
             },
@@ -336,6 +338,11 @@ impl Gathering {
     }
 }
 
+/// Refusals of an order that mean the authority lags behind the payer when the sequence number
+/// they carry is below the order's: it expects an earlier one, or holds a vote for an earlier
+/// order that a certificate it has not seen settled.
+const LAGGING: [&str; 2] = ["WrongSequence", "OtherOrderPending"];
+
 /// The replicas of one authority shard and which of them leads, as far as the client knows.
 struct ShardEndpoints {
     replicas: Vec<String>,
@@ -346,6 +353,7 @@ struct ShardEndpoints {
 struct Endpoints {
     authorities: Vec<Vec<ShardEndpoints>>,
     agent: ureq::Agent,
+    request_timeout: Duration,
     observer: Option<Sender<Observed>>,
 }
 
@@ -404,6 +412,7 @@ impl HttpCommittee {
         let endpoints = Arc::new(Endpoints {
             authorities,
             agent,
+            request_timeout: options.request_timeout,
             observer: options.observer,
         });
         let mut queues = vec![];
@@ -659,68 +668,113 @@ impl Endpoints {
         None
     }
 
-    /// One HTTP call to the shard's replica group: starts at the replica believed to lead and
-    /// follows `not_leader` answers; a replica that cannot be reached is passed over.
+    /// One HTTP call to the shard's replica group, within the request time-out: starts at the
+    /// replica believed to lead, follows `not_leader` answers, passes over a replica it cannot
+    /// reach, and pauses after each round of replicas that gave no answer (an election). A group
+    /// none of whose replicas can be reached, one after another, is given up on at once: it is
+    /// down, and waiting for it would only hold up this authority's other calls.
     fn call(&self, shard: &ShardEndpoints, call: Call, parse: fn(Vec<u8>) -> AuthorityReply) -> AuthorityReply {
+        let deadline = Instant::now() + self.request_timeout;
         let count = shard.replicas.len();
-        let mut last = AuthorityReply::Unavailable("no replica tried".into());
-        for _ in 0..=count {
+        let mut last = String::from("no replica tried");
+        let mut misses = 0usize;
+        let mut unreachable = 0usize;
+        loop {
+            if unreachable >= count {
+                return AuthorityReply::Unavailable(last);
+            }
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return AuthorityReply::Unavailable(last);
+            }
+            if misses > 0 && misses.is_multiple_of(count) {
+                std::thread::sleep(LEADER_SEARCH_PAUSE.min(remaining));
+            }
             let index = shard.leader.load(Ordering::Relaxed) % count;
             let url = format!("{}{}", shard.replicas[index], call.path());
-            let result = match &call {
-                Call::Get(_) => self.agent.get(&url).call(),
-                Call::Post(_, body) => self
-                    .agent
-                    .post(&url)
-                    .set("Content-Type", "application/octet-stream")
-                    .send_bytes(body),
-            };
-            match result {
-                Ok(response) => {
-                    return read_body(response).map_or_else(|error| malformed("answer", error), parse);
-                }
-                Err(ureq::Error::Status(status, response)) => {
-                    let error = read_body(response)
-                        .ok()
-                        .and_then(|bytes| serde_json::from_slice::<ErrorBody>(&bytes).ok())
-                        .map(|body| body.error);
-                    match error {
-                        Some(error) if error.code == CODE_REFUSED => {
-                            return AuthorityReply::Refused {
-                                refusal: error.refusal.unwrap_or_default(),
-                                message: error.message,
-                                next_sequence: error.next_sequence,
-                            }
-                        }
-                        Some(error) if error.code == CODE_NOT_LEADER => {
-                            let hinted = error.leader_http.and_then(|http| {
-                                shard
-                                    .replicas
-                                    .iter()
-                                    .position(|r| r.trim_start_matches("http://") == http)
-                            });
-                            shard
-                                .leader
-                                .store(hinted.unwrap_or((index + 1) % count), Ordering::Relaxed);
-                            last = AuthorityReply::Unavailable(format!("{url}: not the leader"));
-                        }
-                        Some(error) => {
-                            return AuthorityReply::Unavailable(format!(
-                                "{url}: {status} {}: {}",
-                                error.code, error.message
-                            ))
-                        }
-                        None => return AuthorityReply::Unavailable(format!("{url}: HTTP {status}")),
-                    }
-                }
-                Err(error) => {
+            match self.attempt(&call, &url, remaining) {
+                Attempt::Answered(Ok(bytes)) => return parse(bytes),
+                Attempt::Answered(Err(reply)) => return reply,
+                Attempt::Unreachable(why) => {
                     shard.leader.store((index + 1) % count, Ordering::Relaxed);
-                    last = AuthorityReply::Unavailable(format!("{url}: {error}"));
+                    last = why;
+                    misses += 1;
+                    unreachable += 1;
+                }
+                Attempt::Elsewhere { leader_http, why } => {
+                    unreachable = 0;
+                    let hinted = leader_http.and_then(|http| {
+                        shard
+                            .replicas
+                            .iter()
+                            .position(|r| r.trim_start_matches("http://") == http)
+                    });
+                    shard
+                        .leader
+                        .store(hinted.unwrap_or((index + 1) % count), Ordering::Relaxed);
+                    last = why;
+                    misses += 1;
                 }
             }
         }
-        last
     }
+
+    /// One request to one replica.
+    fn attempt(&self, call: &Call, url: &str, timeout: Duration) -> Attempt {
+        let result = match call {
+            Call::Get(_) => self.agent.get(url).timeout(timeout).call(),
+            Call::Post(_, body) => self
+                .agent
+                .post(url)
+                .timeout(timeout)
+                .set("Content-Type", "application/octet-stream")
+                .send_bytes(body),
+        };
+        let (status, response) = match result {
+            Ok(response) => {
+                return Attempt::Answered(read_body(response).map_err(|error| malformed("answer", error)));
+            }
+            Err(ureq::Error::Status(status, response)) => (status, response),
+            Err(error) => return Attempt::Unreachable(format!("{url}: {error}")),
+        };
+        let error = read_body(response)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<ErrorBody>(&bytes).ok())
+            .map(|body| body.error);
+        let reply = match error {
+            Some(error) if error.code == CODE_REFUSED => AuthorityReply::Refused {
+                refusal: error.refusal.unwrap_or_default(),
+                message: error.message,
+                next_sequence: error.next_sequence,
+            },
+            Some(error) if RETRY_ELSEWHERE.contains(&error.code.as_str()) => {
+                return Attempt::Elsewhere {
+                    leader_http: error.leader_http,
+                    why: format!("{url}: {}", error.message),
+                }
+            }
+            Some(error) => AuthorityReply::Unavailable(format!("{url}: {status} {}: {}", error.code, error.message)),
+            None => AuthorityReply::Unavailable(format!("{url}: HTTP {status}")),
+        };
+        Attempt::Answered(Err(reply))
+    }
+}
+
+/// Answers after which the same request goes to (another) replica of the group: it did not lead,
+/// lost the lead meanwhile (every request is idempotent), or was stopping.
+const RETRY_ELSEWHERE: [&str; 3] = [CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_STOPPING];
+
+/// How long a client pauses after a round of replicas none of which led.
+const LEADER_SEARCH_PAUSE: Duration = Duration::from_millis(50);
+
+/// What one request to one replica came to.
+enum Attempt {
+    /// The body of a 200 answer, or the reply an error answer amounts to.
+    Answered(Result<Vec<u8>, AuthorityReply>),
+    /// Ask another replica (the leader, if the answer named it).
+    Elsewhere { leader_http: Option<String>, why: String },
+    /// No answer at all (refused, reset, timed out): ask another replica.
+    Unreachable(String),
 }
 
 enum Call {
@@ -876,6 +930,15 @@ mod tests {
     fn the_first_quorum_certifies_a_lagging_authority_is_caught_up_once_and_forgeries_never_count() {
         let (committee, keys, order) = setup();
         let mut gathering = Gathering::new(committee.clone(), order.clone());
+        // A vote pending for an earlier order: the authority missed that order's certificate.
+        assert_eq!(
+            gathering.on_vote(1, refused("OtherOrderPending", Some(3))),
+            Next::CatchUp {
+                authority: 1,
+                from_sequence: 3,
+                phase: Phase::Vote
+            }
+        );
         let AuthorityReply::Voted(mut forged) = vote(&committee, &keys, 3, &order) else {
             unreachable!()
         };
@@ -920,10 +983,17 @@ mod tests {
     fn more_than_f_refusals_fail_a_payment_and_more_than_f_failed_confirmations_leave_it_unsettled() {
         let (committee, keys, order) = setup();
         let mut gathering = Gathering::new(committee.clone(), order.clone());
-        assert_eq!(gathering.on_vote(0, refused("UnknownAccount", None)), Next::Wait);
-        // A lag behind the order's own sequence number is no lag: a refusal.
+        // Another order pending at the order's own sequence number is a conflict, and a lag
+        // behind it no lag: refusals.
+        assert_eq!(gathering.on_vote(2, refused("OtherOrderPending", Some(4))), Next::Wait);
         assert!(matches!(
             gathering.on_vote(1, refused("WrongSequence", Some(9))),
+            Next::Failed(PayError::NoQuorum { .. })
+        ));
+        let mut gathering = Gathering::new(committee.clone(), order.clone());
+        assert_eq!(gathering.on_vote(0, refused("UnknownAccount", None)), Next::Wait);
+        assert!(matches!(
+            gathering.on_vote(3, refused("InsufficientBalance", None)),
             Next::Failed(PayError::NoQuorum { .. })
         ));
 

@@ -20,7 +20,8 @@ use specie_authority::{shard_of, Funding, Refusal, Reply};
 use specie_codec::{Decode, DecodeError};
 use specie_committee::http_api::{
     AccountBody, ConfirmedBody, ErrorBody, ErrorDetail, FundedBody, InfoBody, PendingBody, ACCOUNTS_PATH,
-    BODY_BYTES_MAX, CERTIFICATES_PATH, CODE_NOT_LEADER, FUNDINGS_PATH, INFO_PATH, ORDERS_PATH,
+    BODY_BYTES_MAX, CERTIFICATES_PATH, CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_STOPPING, FUNDINGS_PATH, INFO_PATH,
+    ORDERS_PATH,
 };
 use specie_committee::Call;
 use specie_fastpay::{
@@ -104,12 +105,14 @@ impl HttpError {
             }
             AuthorityCallError::OutcomeUnknown => HttpError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "outcome_unknown",
+                CODE_OUTCOME_UNKNOWN,
                 "the replica lost the lead meanwhile: send the same request again (it is idempotent)",
             ),
-            AuthorityCallError::Stopping => {
-                HttpError::new(StatusCode::SERVICE_UNAVAILABLE, "stopping", "the replica is stopping")
-            }
+            AuthorityCallError::Stopping => HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                CODE_STOPPING,
+                "the replica is stopping",
+            ),
         }
     }
 }

@@ -446,3 +446,79 @@ pub async fn run(topology: Topology, group: String, id: u64) -> Result<(), Autho
     .await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use specie_fastpay::{
+        deterministic_key, AccountKey, Certificate, DoubleVote, Recipient, TransferOrder, Vote, VoteStatement,
+    };
+
+    use super::*;
+
+    /// Two certificates of one payer's sequence number 0, for different orders, both signed by
+    /// authorities 0 to 2 of a committee of 4.
+    fn conflicting_certificates(committee: &Committee, keys: &[specie_fastpay::SigningKey]) -> Vec<DoubleVote> {
+        let owner = deterministic_key("account", 1);
+        let certificate = |amount: u64| {
+            let order = TransferOrder {
+                sender: AccountKey(owner.verifying_key().to_bytes()),
+                recipient: Recipient::Account(AccountKey([9; 32])),
+                amount,
+                sequence: 0,
+                memo: vec![],
+            }
+            .sign(&owner);
+            let statement = VoteStatement {
+                committee_id: committee.id(),
+                round: 0,
+                order_digest: order.order.digest(),
+            };
+            let votes: Vec<Vote> = (0..3u16)
+                .map(|a| Vote {
+                    authority: a,
+                    statement,
+                    signature: statement.sign(&keys[usize::from(a)]),
+                })
+                .collect();
+            Certificate::from_votes(order, &votes)
+        };
+        DoubleVote::from_certificates(&certificate(1), &certificate(2))
+    }
+
+    #[test]
+    fn reports_are_kept_as_evidence_check_evidence_reads_and_as_log_lines() {
+        let keys: Vec<_> = (0..4).map(|i| deterministic_key("authority", i)).collect();
+        let committee = Committee::new(1, keys.iter().map(|k| k.verifying_key().to_bytes()).collect()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut locker = EvidenceLocker {
+            dir: dir.path().join("evidence"),
+            committee: committee.clone(),
+            kept: 0,
+        };
+        let double_votes = conflicting_certificates(&committee, &keys);
+        assert_eq!(double_votes.len(), 3);
+        locker.keep("authority-0-shard-0", Report::Equivocation(double_votes.clone()));
+        locker.keep(
+            "authority-0-shard-0",
+            Report::ChannelViolation {
+                from: 1,
+                reason: "an acknowledgement of credits never sent",
+            },
+        );
+        let files: Vec<PathBuf> = std::fs::read_dir(dir.path().join("evidence"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .collect();
+        let evidence_file = files
+            .iter()
+            .find(|path| path.extension().is_some_and(|e| e == "evidence"))
+            .expect("an evidence file");
+        let bytes = std::fs::read(evidence_file).unwrap();
+        let evidence = specie_fastpay::decode_exact("evidence", &bytes, 1 << 20, Evidence::decode_from).unwrap();
+        assert_eq!(evidence.committee, committee);
+        assert_eq!(evidence.double_votes, double_votes);
+        assert_eq!(evidence.convicted(), Ok(vec![0, 1, 2]));
+        let log = std::fs::read_to_string(dir.path().join("evidence").join("channel-violations.log")).unwrap();
+        assert_eq!(log, "from shard 1: an acknowledgement of credits never sent\n");
+    }
+}
