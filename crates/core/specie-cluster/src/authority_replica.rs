@@ -350,8 +350,9 @@ fn other_kind(response: &RoleResponse) -> &'static str {
     }
 }
 
-/// Everything a replica of `group` needs from the cluster file, its PKI and its peers.
-fn parts(topology: &Topology, group: &AuthorityGroup, me: &Identity) -> Result<Parts, AuthorityReplicaError> {
+/// Everything replica `id` of `group` needs from the cluster file, its PKI and its peers.
+fn parts(topology: &Topology, group: &AuthorityGroup, id: u64) -> Result<Parts, AuthorityReplicaError> {
+    let me = &Identity::authority(&group.name, id);
     let committee_config = topology
         .fastpay_committee
         .as_ref()
@@ -381,9 +382,6 @@ fn parts(topology: &Topology, group: &AuthorityGroup, me: &Identity) -> Result<P
         .iter()
         .map(|g| GroupClient::new(GroupRole::Shard, &g.name, &g.replicas, &limits, &transport))
         .collect::<Result<Vec<_>, _>>()?;
-    let Identity::Replica { id, .. } = me else {
-        unreachable!("an authority replica's identity");
-    };
     Ok(Parts {
         place: group.place,
         group: group.clone(),
@@ -395,7 +393,7 @@ fn parts(topology: &Topology, group: &AuthorityGroup, me: &Identity) -> Result<P
             ranges: topology.shard_ranges(),
             timeout: timeout * 5,
         },
-        evidence_dir: replica_dir(topology, &group.name, *id).join("evidence"),
+        evidence_dir: replica_dir(topology, &group.name, id).join("evidence"),
         timeout,
     })
 }
@@ -407,7 +405,7 @@ pub async fn run(topology: Topology, group: String, id: u64) -> Result<(), Autho
         return Err(AuthorityReplicaError::NoSuchReplica { group, id });
     };
     let me = Identity::authority(&group, id);
-    let parts = parts(&topology, &authority_group, &me)?;
+    let parts = parts(&topology, &authority_group, id)?;
     let key = credentials::authority_key(&topology, parts.place.authority)?;
     let committee_config = topology.fastpay_committee.as_ref().expect("checked by parts");
     let config = AuthorityConfig {
