@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use specie_cluster::supervisor::{self, UpOptions};
-use specie_cluster::{role_process, Shape};
+use specie_cluster::{role_process, CommitteeShape, Shape};
 
 #[derive(Args, Debug)]
 pub struct ClusterArgs {
@@ -17,15 +17,16 @@ pub struct ClusterArgs {
 #[derive(Subcommand, Debug)]
 pub enum ClusterCommand {
     /// Start a local cluster on 127.0.0.1: shard groups and coordinator groups replicated by Raft,
-    /// and sentinels serving the wallets' HTTP API. Writes DIR/cluster.toml on first use (edit
+    /// sentinels serving the wallets' HTTP API and, with --authorities, a FastPay committee. Writes DIR/cluster.toml on first use (edit
     /// it to change the topology) and issues what DIR/pki lacks: a cluster CA and one key and
     /// certificate per process, for mutual TLS between all of them (to bring your own CA, see
     /// docs/operator-guide.md). Logs to DIR/logs, and returns once every group has a leader.
     /// Starts only members that are not running, so it also restarts one that died.
     Up(UpArgs),
     /// Show each group's leader, term, commit and applied index, how many connections and
-    /// requests each replica refused (which and why: its log in DIR/logs), and
-    /// each process's health.
+    /// requests each replica refused (which and why: its log in DIR/logs), each process's
+    /// health, and each FastPay authority shard's accounts, votes, confirmations and
+    /// unacknowledged credits.
     Status(DirArgs),
     /// Stop every process of the cluster (SIGTERM, then SIGKILL after 10 s). Data stays in DIR.
     Down(DirArgs),
@@ -58,9 +59,21 @@ pub struct UpArgs {
     /// Another issuer x-only public key (hex) to trust, e.g. from `specie wallet create --issuer`.
     #[arg(long = "issuer", value_name = "HEX")]
     pub issuers: Vec<String>,
+    /// Also run a FastPay committee (Byzantine mode) of this many authorities beside the online
+    /// core, which is its Primary (`--authorities` alone: 4). Each authority's signing key is
+    /// made in DIR/pki; its shards serve FastPay clients over HTTP (docs/api.md).
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "4")]
+    pub authorities: Option<usize>,
+    /// Shards per authority (with --authorities).
+    #[arg(long, default_value_t = 2)]
+    pub authority_shards: usize,
+    /// Replicas per authority shard (with --authorities): 1 is durable already (every vote is
+    /// committed before it leaves), 3 survive the loss of one machine.
+    #[arg(long, default_value_t = 1)]
+    pub authority_replicas: usize,
 }
 
-/// Run one shard group replica of a cluster.
+/// Run one replica of a group of a cluster: a shard, coordinator or FastPay authority shard group.
 #[derive(Args, Debug)]
 pub struct ReplicaArgs {
     /// The cluster file.
@@ -94,6 +107,11 @@ pub fn run_coordinator(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+pub fn run_authority(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
+    role_process::run_authority(&args.cluster, args.group, args.replica)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run_sentinel(args: SentinelArgs) -> anyhow::Result<ExitCode> {
     role_process::run_sentinel(&args.cluster, args.name)?;
     Ok(ExitCode::SUCCESS)
@@ -110,6 +128,11 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
                     replicas: args.replicas,
                     sentinels: args.sentinels,
                     base_port: args.base_port,
+                    committee: args.authorities.map(|authorities| CommitteeShape {
+                        authorities,
+                        shards: args.authority_shards,
+                        replicas: args.authority_replicas,
+                    }),
                 },
                 issuers: args.issuers,
             })?;

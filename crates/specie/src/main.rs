@@ -39,6 +39,10 @@ enum Command {
     Coordinator(cluster_cmd::ReplicaArgs),
     /// Run one sentinel of a cluster: the wallets' HTTP API (started by `specie cluster up`).
     Sentinel(cluster_cmd::SentinelArgs),
+    /// Run one replica of a FastPay authority shard of a cluster (started by `specie cluster up
+    /// --authorities`): votes and confirmations over its HTTP API, credits to its authority's
+    /// other shards over mutual TLS.
+    Authority(cluster_cmd::ReplicaArgs),
     /// Manage a wallet: keys, addresses, balance, payments, and (issuer) mint and redeem.
     Wallet(wallet_cmd::WalletArgs),
     /// Work with serialized transactions.
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
         Command::Shard(args) => cluster_cmd::run_shard(args),
         Command::Coordinator(args) => cluster_cmd::run_coordinator(args),
         Command::Sentinel(args) => cluster_cmd::run_sentinel(args),
+        Command::Authority(args) => cluster_cmd::run_authority(args),
         Command::Wallet(args) => wallet_cmd::run(args),
         Command::Tx(args) => inspect::run(args),
         Command::Sim(args) => sim_cmd::run_sim(args),
@@ -110,7 +115,11 @@ fn init_logging(command: &Command) {
         Err(_)
             if matches!(
                 command,
-                Command::Node(_) | Command::Shard(_) | Command::Coordinator(_) | Command::Sentinel(_)
+                Command::Node(_)
+                    | Command::Shard(_)
+                    | Command::Coordinator(_)
+                    | Command::Sentinel(_)
+                    | Command::Authority(_)
             ) =>
         {
             tracing_subscriber::EnvFilter::new("warn")

@@ -4,10 +4,16 @@
 //! ([`Pipeline`]). The demo, the benchmark and the tests drive the Byzantine mode through these.
 
 mod embedded;
+pub mod http_api;
+pub mod http_client;
 mod payment;
 mod pipeline;
 
 pub use embedded::{Answer, Behaviour, Call, EmbeddedCommittee, EmbeddedCommitteeOptions, StartError};
+pub use http_client::{
+    AuthorityAddresses, AuthorityReply, FundWait, HttpCommittee, HttpCommitteeError, HttpCommitteeOptions,
+    HttpSettlement, Observed, PayError,
+};
 pub use payment::{Payment, PaymentError, Step};
 pub use pipeline::{Outcome, Pipeline, Settlement};
 

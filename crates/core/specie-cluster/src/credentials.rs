@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use secp256k1::Keypair;
+use specie_fastpay::SigningKey;
 use specie_transaction::signing::xonly_bytes;
 use specie_wire::pki::{CertificateAuthority, PkiError, PROCESS_VALIDITY};
 use specie_wire::{TlsCredentials, TlsError, Transport};
@@ -47,6 +48,10 @@ pub enum CredentialsError {
     BadAttestationKey { path: PathBuf },
     #[error("{path} does not match the attestation_key the cluster file lists for sentinel '{sentinel}'")]
     AttestationKeyMismatch { path: PathBuf, sentinel: String },
+    #[error("{path} does not hold a 32-byte Ed25519 secret key in hex")]
+    BadAuthorityKey { path: PathBuf },
+    #[error("{path} does not match fastpay_committee.members[{authority}] in the cluster file")]
+    AuthorityKeyMismatch { path: PathBuf, authority: u16 },
     #[error("cannot generate the cluster CA: {0}")]
     GenerateCa(#[source] rcgen::Error),
     #[error("{key} and {cert}: {source}")]
@@ -87,6 +92,12 @@ pub fn cert_path(pki_dir: &Path, identity: &Identity) -> PathBuf {
 
 pub fn key_path(pki_dir: &Path, identity: &Identity) -> PathBuf {
     pki_dir.join(format!("{}.key", identity.file_stem()))
+}
+
+/// Where FastPay authority `authority`'s Ed25519 signing key is (every replica of every shard
+/// of the authority signs with it).
+pub fn authority_key_path(pki_dir: &Path, authority: u16) -> PathBuf {
+    pki_dir.join(format!("authority-{authority}.fastpay.key"))
 }
 
 pub fn attestation_key_path(pki_dir: &Path, sentinel: &str) -> PathBuf {
@@ -145,6 +156,36 @@ pub fn attestation_key(topology: &Topology, name: &str) -> Result<Keypair, Crede
         });
     }
     Ok(keypair)
+}
+
+/// Authority `authority`'s signing key, checked against the committee member the topology lists.
+pub fn authority_key(topology: &Topology, authority: u16) -> Result<SigningKey, CredentialsError> {
+    let path = authority_key_path(&topology.pki_dir, authority);
+    let text = read_text(&path)?;
+    let Some(seed) = hex::decode(text.trim())
+        .ok()
+        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+    else {
+        return Err(CredentialsError::BadAuthorityKey { path });
+    };
+    let key = SigningKey::from_bytes(&seed);
+    let listed = topology
+        .fastpay_committee
+        .as_ref()
+        .and_then(|committee| committee.members.get(usize::from(authority)));
+    if listed.map(|member| member.to_ascii_lowercase()) != Some(hex::encode(key.verifying_key().to_bytes())) {
+        return Err(CredentialsError::AuthorityKeyMismatch { path, authority });
+    }
+    Ok(key)
+}
+
+/// A new signing key for FastPay authority `authority`, its secret written to the PKI
+/// directory; returns the Ed25519 public key in hex, for `fastpay_committee.members`.
+pub fn create_authority_key(pki_dir: &Path, authority: u16) -> Result<String, CredentialsError> {
+    create_private_dir(pki_dir)?;
+    let key = SigningKey::from_bytes(&rand::random::<[u8; 32]>());
+    write_secret(&authority_key_path(pki_dir, authority), &hex::encode(key.to_bytes()))?;
+    Ok(hex::encode(key.verifying_key().to_bytes()))
 }
 
 /// Writes `text` to a new file readable only by its owner, and syncs it.

@@ -142,6 +142,17 @@ pub fn replica_dir(topology: &Topology, group: &str, id: u64) -> PathBuf {
     topology.data_dir.join(format!("{group}-{id}"))
 }
 
+/// What a replica adds to its status from its role (`specie cluster status`): read under the
+/// state machine's lock, so it must be quick.
+pub trait RoleStatus {
+    fn role_status(&self) -> serde_json::Value {
+        serde_json::json!({})
+    }
+}
+
+impl RoleStatus for specie_host::RoleMachine<specie_shard::Shard> {}
+impl RoleStatus for specie_host::RoleMachine<specie_coordinator::Coordinator> {}
+
 /// A running replica, shared by the request handlers.
 pub struct Hosted<S: ReplicatedStateMachine> {
     pub group: String,
@@ -225,7 +236,7 @@ pub async fn serve_replica<S, T, F, Fut>(
     role: F,
 ) -> Result<(), ReplicaError>
 where
-    S: ReplicatedStateMachine,
+    S: ReplicatedStateMachine + RoleStatus,
     T: Send + Sync + 'static,
     F: Fn(Arc<T>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<RoleResponse, ServeError>> + Send + 'static,
@@ -319,11 +330,12 @@ fn admit_members<S, T, F, Fut>(
     role: Arc<F>,
 ) -> Admit
 where
-    S: ReplicatedStateMachine,
+    S: ReplicatedStateMachine + RoleStatus,
     T: Send + Sync + 'static,
     F: Fn(Arc<T>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<RoleResponse, ServeError>> + Send + 'static,
 {
+    let topology = Arc::new(topology);
     Arc::new(move |peer: &Peer| {
         let caller: Caller = match &peer.name {
             None => None,
@@ -337,6 +349,7 @@ where
         };
         Ok(request_handler(
             caller,
+            topology.clone(),
             me.clone(),
             hosted.clone(),
             counters.clone(),
@@ -347,20 +360,22 @@ where
 
 fn request_handler<S, T, F, Fut>(
     caller: Caller,
+    topology: Arc<Topology>,
     me: Arc<Identity>,
     hosted: Arc<OnceLock<Running<S, T>>>,
     counters: Arc<ServerCounters>,
     role: Arc<F>,
 ) -> Handler
 where
-    S: ReplicatedStateMachine,
+    S: ReplicatedStateMachine + RoleStatus,
     T: Send + Sync + 'static,
     F: Fn(Arc<T>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<RoleResponse, ServeError>> + Send + 'static,
 {
     handler_fn(move |bytes: Vec<u8>| {
-        let (caller, me, hosted, counters, role) = (
+        let (caller, topology, me, hosted, counters, role) = (
             caller.clone(),
+            topology.clone(),
             me.clone(),
             hosted.get().cloned(),
             counters.clone(),
@@ -372,7 +387,7 @@ where
             };
             if let Some(peer) = &caller {
                 // Decided on the tag alone: a refused request is never decoded.
-                if let Err(refusal) = authorize(&me, peer, request_tag) {
+                if let Err(refusal) = authorize(&topology, &me, peer, request_tag) {
                     counters.requests_refused.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(%peer, request = tag::name(request_tag), "request refused: not authorised");
                     return Err(format!("not authorised: {refusal}"));
@@ -392,7 +407,7 @@ where
             };
             let response = match request {
                 RoleRequest::Raft(rpc) => RoleResponse::Raft(hosted.replica.rpc_handler().handle(&rpc).await),
-                RoleRequest::Status => hosted.status(serde_json::json!({})),
+                RoleRequest::Status => hosted.status(hosted.replica.with_state(RoleStatus::role_status)),
                 other => role(role_host, caller, other)
                     .await
                     .map_err(|error| error.to_string())?,

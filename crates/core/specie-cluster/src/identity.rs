@@ -7,6 +7,7 @@
 //! |---|---|
 //! | replica `N` of shard group `G` | `N.G.shard.specie` |
 //! | replica `N` of coordinator group `G` | `N.G.coordinator.specie` |
+//! | replica `N` of FastPay authority shard group `G` (`authority-A-shard-S`) | `N.G.authority.specie` |
 //! | sentinel `S` | `S.sentinel.specie` |
 //! | the operator's tools (`cluster status`, audits) | `operator.specie` |
 //!
@@ -26,6 +27,8 @@ const SUFFIX: &str = "specie";
 pub enum GroupRole {
     Shard,
     Coordinator,
+    /// One shard of one FastPay authority (Byzantine mode).
+    Authority,
 }
 
 impl GroupRole {
@@ -33,11 +36,12 @@ impl GroupRole {
         match self {
             GroupRole::Shard => "shard",
             GroupRole::Coordinator => "coordinator",
+            GroupRole::Authority => "authority",
         }
     }
 }
 
-/// `shard` or `coordinator`, as in certificate names.
+/// `shard`, `coordinator` or `authority`, as in certificate names.
 impl fmt::Display for GroupRole {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.label())
@@ -79,6 +83,14 @@ impl Identity {
         }
     }
 
+    pub fn authority(group: &str, id: u64) -> Identity {
+        Identity::Replica {
+            role: GroupRole::Authority,
+            group: group.to_string(),
+            id,
+        }
+    }
+
     pub fn sentinel(name: &str) -> Identity {
         Identity::Sentinel { name: name.to_string() }
     }
@@ -96,6 +108,7 @@ impl Identity {
                 let role = match *role {
                     "shard" => GroupRole::Shard,
                     "coordinator" => GroupRole::Coordinator,
+                    "authority" => GroupRole::Authority,
                     _ => return None,
                 };
                 // Canonical decimal only, so one replica has one name.
@@ -132,6 +145,17 @@ impl Identity {
                 .coordinator_groups
                 .iter()
                 .any(|g| &g.name == group && g.replicas.iter().any(|r| r.id == *id)),
+            Identity::Replica {
+                role: GroupRole::Authority,
+                group,
+                id,
+            } => topology.authority_place(group).is_some_and(|place| {
+                let committee = topology.fastpay_committee.as_ref().expect("a place is in a committee");
+                committee.authorities[usize::from(place.authority)].shards[place.shard as usize]
+                    .replicas
+                    .iter()
+                    .any(|r| r.id == *id)
+            }),
         }
     }
 
@@ -158,6 +182,9 @@ pub fn every_identity(topology: &Topology) -> Vec<Identity> {
     for group in &topology.coordinator_groups {
         all.extend(group.replicas.iter().map(|r| Identity::coordinator(&group.name, r.id)));
     }
+    for group in topology.authority_groups() {
+        all.extend(group.replicas.iter().map(|r| Identity::authority(&group.name, r.id)));
+    }
     all.extend(topology.sentinels.iter().map(|s| Identity::sentinel(&s.name)));
     all
 }
@@ -172,10 +199,11 @@ pub struct Unauthorised {
 }
 
 /// The authorisation table (docs/wire-protocol.md, "Authorisation"): may `peer` send a request
-/// with tag `tag` to the replica `me`? `peer` was authenticated and admitted as a member.
-pub fn authorize(me: &Identity, peer: &Identity, tag: u8) -> Result<(), Unauthorised> {
+/// with tag `tag` to the replica `me` of the cluster `topology`? `peer` was authenticated and
+/// admitted as a member.
+pub fn authorize(topology: &Topology, me: &Identity, peer: &Identity, tag: u8) -> Result<(), Unauthorised> {
     let allowed = match me {
-        Identity::Replica { role, group, .. } => replica_allows(me, *role, group, peer, tag),
+        Identity::Replica { role, group, .. } => replica_allows(topology, me, *role, group, peer, tag),
         // Only replicas serve the wire protocol.
         Identity::Sentinel { .. } | Identity::Operator => false,
     };
@@ -190,7 +218,7 @@ pub fn authorize(me: &Identity, peer: &Identity, tag: u8) -> Result<(), Unauthor
     }
 }
 
-fn replica_allows(me: &Identity, role: GroupRole, group: &str, peer: &Identity, tag: u8) -> bool {
+fn replica_allows(topology: &Topology, me: &Identity, role: GroupRole, group: &str, peer: &Identity, tag: u8) -> bool {
     match tag {
         // Raft only within the group: an outsider with inflated terms could depose its leader.
         tag::RAFT => {
@@ -198,11 +226,28 @@ fn replica_allows(me: &Identity, role: GroupRole, group: &str, peer: &Identity, 
         }
         // 2PC phases change the UHS: only a coordinator drives them.
         tag::SHARD_BATCH => role == GroupRole::Shard && peer.is_replica_of(GroupRole::Coordinator),
-        tag::SHARD_QUERY | tag::SHARD_IDS => {
-            role == GroupRole::Shard && (peer.is_sentinel() || *peer == Identity::Operator)
+        tag::SHARD_QUERY => {
+            // Authorities look for a funding's marker in the UHS themselves before crediting it.
+            role == GroupRole::Shard
+                && (peer.is_sentinel() || *peer == Identity::Operator || peer.is_replica_of(GroupRole::Authority))
         }
+        tag::SHARD_IDS => role == GroupRole::Shard && (peer.is_sentinel() || *peer == Identity::Operator),
         // Transactions enter only through a sentinel, which validated them.
         tag::SUBMIT => role == GroupRole::Coordinator && peer.is_sentinel(),
+        // Credits move value between an authority's own shards: only another shard of the same
+        // authority may send them (FastPay's trust domain is the authority).
+        tag::CREDITS | tag::CREDIT_ACK => {
+            role == GroupRole::Authority && peer.is_replica_of(GroupRole::Authority) && {
+                let place = |identity: &Identity| match identity {
+                    Identity::Replica { group, .. } => topology.authority_place(group),
+                    _ => None,
+                };
+                match (place(me), place(peer)) {
+                    (Some(mine), Some(theirs)) => mine.authority == theirs.authority && mine.shard != theirs.shard,
+                    _ => false,
+                }
+            }
+        }
         tag::STATUS => true,
         _ => false,
     }
@@ -213,15 +258,43 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::topology::{test_keys, Shape};
+    use crate::topology::{test_keys, CommitteeShape, Shape};
+
+    /// The default shape with a committee of 4 authorities × 3 shards × 2 replicas.
+    fn topology() -> Topology {
+        let shape = Shape {
+            committee: Some(CommitteeShape {
+                authorities: 4,
+                shards: 3,
+                replicas: 2,
+            }),
+            ..Shape::default()
+        };
+        let authority_keys = (0..4)
+            .map(|i| {
+                hex::encode(
+                    specie_fastpay::deterministic_key("authority", i)
+                        .verifying_key()
+                        .to_bytes(),
+                )
+            })
+            .collect();
+        Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), authority_keys).unwrap()
+    }
 
     #[test]
     fn names_round_trip_and_strangers_do_not_parse() {
-        let topology = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2)).unwrap();
-        for identity in every_identity(&topology) {
+        let topology = topology();
+        let identities = every_identity(&topology);
+        assert_eq!(identities.len(), 1 + 2 * 3 + 3 + 4 * 3 * 2 + 2);
+        for identity in identities {
             assert_eq!(Identity::parse(&identity.to_string()), Some(identity.clone()));
             assert!(identity.is_member_of(&topology), "{identity}");
         }
+        assert_eq!(
+            Identity::authority("authority-3-shard-2", 2).to_string(),
+            "2.authority-3-shard-2.authority.specie"
+        );
         for name in [
             "",
             "specie",
@@ -233,16 +306,28 @@ mod tests {
             "operator.specie.evil",
             ".sentinel.specie",
             "1..shard.specie",
+            "1.authority-0-shard-0.authority.example",
         ] {
             assert_eq!(Identity::parse(name), None, "{name}");
         }
         assert!(!Identity::shard("shard-0", 9).is_member_of(&topology));
         assert!(!Identity::coordinator("shard-0", 1).is_member_of(&topology));
         assert!(!Identity::sentinel("sentinel-9").is_member_of(&topology));
+        for stranger in [
+            Identity::authority("authority-0-shard-0", 3),
+            Identity::authority("authority-4-shard-0", 1),
+            Identity::authority("authority-0-shard-3", 1),
+            Identity::authority("authority-00-shard-0", 1),
+            Identity::authority("shard-0", 1),
+            Identity::shard("authority-0-shard-0", 1),
+        ] {
+            assert!(!stranger.is_member_of(&topology), "{stranger}");
+        }
     }
 
     #[test]
     fn the_authorisation_table() {
+        let topology = topology();
         let shard = Identity::shard("shard-0", 1);
         let shard_peer = Identity::shard("shard-0", 2);
         let other_shard = Identity::shard("shard-1", 2);
@@ -250,6 +335,7 @@ mod tests {
         let coordinator_peer = Identity::coordinator("coordinator-0", 2);
         let sentinel = Identity::sentinel("sentinel-0");
         let operator = Identity::Operator;
+        let authority = Identity::authority("authority-1-shard-0", 1);
         let all = [
             &shard_peer,
             &other_shard,
@@ -257,33 +343,93 @@ mod tests {
             &coordinator_peer,
             &sentinel,
             &operator,
+            &authority,
         ];
         let allowed = |me: &Identity, tag: u8| -> Vec<String> {
             all.iter()
-                .filter(|peer| authorize(me, peer, tag).is_ok())
+                .filter(|peer| authorize(&topology, me, peer, tag).is_ok())
                 .map(|peer| peer.to_string())
                 .collect()
         };
         assert_eq!(allowed(&shard, tag::RAFT), vec![shard_peer.to_string()]);
-        assert!(authorize(&shard, &shard, tag::RAFT).is_err());
+        assert!(authorize(&topology, &shard, &shard, tag::RAFT).is_err());
         assert_eq!(allowed(&coordinator, tag::RAFT), vec![coordinator_peer.to_string()]);
         assert_eq!(
             allowed(&shard, tag::SHARD_BATCH),
             vec![coordinator.to_string(), coordinator_peer.to_string()]
         );
         assert!(allowed(&coordinator, tag::SHARD_BATCH).is_empty());
+        assert_eq!(
+            allowed(&shard, tag::SHARD_QUERY),
+            vec![sentinel.to_string(), operator.to_string(), authority.to_string()]
+        );
+        assert_eq!(
+            allowed(&shard, tag::SHARD_IDS),
+            vec![sentinel.to_string(), operator.to_string()]
+        );
         for read in [tag::SHARD_QUERY, tag::SHARD_IDS] {
-            assert_eq!(allowed(&shard, read), vec![sentinel.to_string(), operator.to_string()]);
             assert!(allowed(&coordinator, read).is_empty());
         }
         assert_eq!(allowed(&coordinator, tag::SUBMIT), vec![sentinel.to_string()]);
         assert!(allowed(&shard, tag::SUBMIT).is_empty());
         assert_eq!(allowed(&shard, tag::STATUS).len(), all.len());
         assert!(allowed(&shard, 0xee).is_empty());
-        let refusal = authorize(&shard, &sentinel, tag::SHARD_BATCH).unwrap_err();
+        for credits in [tag::CREDITS, tag::CREDIT_ACK] {
+            assert!(allowed(&shard, credits).is_empty());
+            assert!(allowed(&coordinator, credits).is_empty());
+        }
+        let refusal = authorize(&topology, &shard, &sentinel, tag::SHARD_BATCH).unwrap_err();
         assert_eq!(
             refusal.to_string(),
             "sentinel-0.sentinel.specie may not send shard batch to 1.shard-0.shard.specie"
         );
+    }
+
+    /// An authority shard replica takes Raft from its group only, credits only from the other
+    /// shards of its own authority (whatever their replica), status from every member, and
+    /// nothing else: every tag, every kind of peer.
+    #[test]
+    fn an_authority_shard_takes_credits_only_from_its_own_authoritys_other_shards() {
+        let topology = topology();
+        let me = Identity::authority("authority-1-shard-1", 1);
+        let group_peer = Identity::authority("authority-1-shard-1", 2);
+        let sibling = Identity::authority("authority-1-shard-0", 1);
+        let sibling_replica = Identity::authority("authority-1-shard-2", 2);
+        let same_shard_other_authority = Identity::authority("authority-0-shard-1", 1);
+        let other_authority = Identity::authority("authority-2-shard-0", 2);
+        let everyone = [
+            &group_peer,
+            &sibling,
+            &sibling_replica,
+            &same_shard_other_authority,
+            &other_authority,
+            &Identity::shard("shard-0", 1),
+            &Identity::coordinator("coordinator-0", 1),
+            &Identity::sentinel("sentinel-0"),
+            &Identity::Operator,
+        ];
+        for tag in 0..=u8::MAX {
+            let allowed: Vec<&Identity> = everyone
+                .iter()
+                .copied()
+                .filter(|peer| authorize(&topology, &me, peer, tag).is_ok())
+                .collect();
+            let expected: Vec<&Identity> = match tag {
+                tag::RAFT => vec![&group_peer],
+                tag::CREDITS | tag::CREDIT_ACK => vec![&sibling, &sibling_replica],
+                tag::STATUS => everyone.to_vec(),
+                _ => vec![],
+            };
+            assert_eq!(allowed, expected, "tag {tag} ({})", tag::name(tag));
+        }
+        assert!(authorize(&topology, &me, &me, tag::CREDITS).is_err(), "not from itself");
+        let refusal = authorize(&topology, &me, &same_shard_other_authority, tag::CREDITS).unwrap_err();
+        assert_eq!(
+            refusal.to_string(),
+            "1.authority-0-shard-1.authority.specie may not send credits to 1.authority-1-shard-1.authority.specie"
+        );
+        // A group the topology does not list is no sibling, whatever its name says.
+        let unlisted = Identity::authority("authority-1-shard-7", 1);
+        assert!(authorize(&topology, &me, &unlisted, tag::CREDITS).is_err());
     }
 }

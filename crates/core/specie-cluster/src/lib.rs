@@ -5,12 +5,17 @@
 //! - [`shard_replica`] / [`coordinator_replica`]: a role's state machine replicated by Raft
 //!   (`specie-raft`), serving its peers and callers; only leaders act (Hamilton §4.2).
 //! - [`sentinel`]: validates transactions and serves the wallets' HTTP API in front of the cluster.
+//! - [`authority_replica`] / [`authority_http`]: a FastPay authority shard (Byzantine mode) as a
+//!   replica group member, serving its clients' HTTP API; the online core is its Primary.
 //! - [`group_client`]: leader discovery and fail-over for calls to a replica group.
 //! - [`supervisor`] / [`role_process`]: `specie cluster up | status | down` (processes, pid files,
 //!   logs) and the entry points of the processes it starts.
 //! - [`identity`] / [`credentials`]: who each process is (its certificate's name), what each role
 //!   may ask of each other role, and the PKI files that prove it.
 
+pub mod authority_http;
+pub mod authority_replica;
+pub mod authority_tally;
 pub mod coordinator_replica;
 pub mod credentials;
 pub mod group_client;
@@ -25,9 +30,10 @@ pub mod shard_replica;
 pub mod supervisor;
 pub mod topology;
 
-pub use host::{Caller, Hosted, ReplicaError, ServeError};
+pub use host::{Caller, Hosted, ReplicaError, RoleStatus, ServeError};
 pub use identity::{GroupRole, Identity};
 pub use topology::{
-    InvalidTopology, Limits, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup, Topology, TopologyError,
-    TransportMode, UnknownGroup,
+    authority_group_name, AuthorityGroup, AuthorityPlace, AuthorityProcesses, AuthorityReplica, AuthorityShardGroup,
+    CommitteeShape, FastpayCommitteeConfig, InvalidTopology, Limits, Replica, ReplicaGroup, Sentinel, Shape,
+    ShardGroup, Topology, TopologyError, TransportMode, UnknownGroup,
 };

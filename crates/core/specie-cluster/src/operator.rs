@@ -53,6 +53,11 @@ pub async fn replica_statuses(
 ) -> Result<Vec<ReplicaStatus>, OperatorError> {
     let transport = credentials::transport(topology, &Identity::Operator)?;
     let limits = wire_limits(topology);
+    let authority_groups: Vec<(String, Vec<crate::Replica>)> = topology
+        .authority_groups()
+        .into_iter()
+        .map(|g| (g.name.clone(), g.wire_replicas()))
+        .collect();
     let groups = topology
         .shard_groups
         .iter()
@@ -62,6 +67,11 @@ pub async fn replica_statuses(
                 .coordinator_groups
                 .iter()
                 .map(|g| (GroupRole::Coordinator, &g.name, &g.replicas)),
+        )
+        .chain(
+            authority_groups
+                .iter()
+                .map(|(name, replicas)| (GroupRole::Authority, name, replicas)),
         )
         .filter(|(_, name, _)| group.is_none_or(|wanted| wanted == name.as_str()));
     let mut statuses = vec![];

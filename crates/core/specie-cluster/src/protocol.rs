@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use secp256k1::Keypair;
+use specie_authority::{Credit, Message as AuthorityMessage, CREDITS_PER_MESSAGE_MAX};
 use specie_codec::{put_byte_vec, put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
 use specie_coordinator::TxResult;
 use specie_shard::{ShardRequest, ShardResponse, ShardWireLimits, Vote};
@@ -21,6 +22,12 @@ pub mod tag {
     pub const SUBMIT: u8 = 5;
     pub const STATUS: u8 = 6;
     pub const NOT_LEADER: u8 = 7;
+    /// Credits from one shard of a FastPay authority to another shard of the same authority.
+    pub const CREDITS: u8 = 8;
+    /// Which credits a shard of an authority has applied, for the shard that sent them.
+    pub const CREDIT_ACK: u8 = 9;
+    /// The answer to credits or an acknowledgement: handed to the receiving shard's role.
+    pub const TAKEN: u8 = 10;
 
     /// For log lines and refusals.
     pub fn name(tag: u8) -> &'static str {
@@ -32,15 +39,20 @@ pub mod tag {
             SUBMIT => "submit",
             STATUS => "status",
             NOT_LEADER => "not leader",
+            CREDITS => "credits",
+            CREDIT_ACK => "credit ack",
+            TAKEN => "taken",
             _ => "unknown request",
         }
     }
 }
-use tag::{NOT_LEADER, RAFT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT};
+use tag::{CREDITS, CREDIT_ACK, NOT_LEADER, RAFT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT, TAKEN};
 
 /// A batch of requests carries at most this many items (transactions, ids, shard requests).
 pub const BATCH_ITEMS_MAX: u64 = 100_000;
 const UHS_ID_BYTES: usize = 32;
+/// A credit's encoding: recipient, amount, sender, the sender's sequence number.
+const CREDIT_BYTES: usize = 32 + 8 + 32 + 8;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RoleRequest {
@@ -56,6 +68,9 @@ pub enum RoleRequest {
     Submit(Submission),
     /// Operator → any replica: role, Raft metrics, health.
     Status,
+    /// Authority shard → another shard of the same authority (its group's leader): credits or
+    /// an acknowledgement. Who sent it is the sender's certificate, never the message.
+    Authority(AuthorityMessage),
 }
 
 /// Compact transactions a sentinel validated, with its BIP-340 signature over all of them
@@ -202,6 +217,9 @@ pub enum RoleResponse {
     Status(String),
     /// Ask the leader instead (its replica id, if known).
     NotLeader(Option<u64>),
+    /// An authority shard's leader took the message (it will act on it or not, as its role
+    /// decides; the sender retransmits until acknowledged either way).
+    Taken,
 }
 
 fn read_bytes_vec(reader: &mut Reader<'_>, what: &'static str) -> Result<Vec<u8>, DecodeError> {
@@ -234,6 +252,21 @@ impl Encode for RoleRequest {
                 put_vec(out, &submission.txs);
             }
             RoleRequest::Status => out.push(STATUS),
+            RoleRequest::Authority(AuthorityMessage::Credits {
+                first_sequence,
+                credits,
+            }) => {
+                out.push(CREDITS);
+                put_u64(out, *first_sequence);
+                put_count(out, credits.len());
+                for credit in credits {
+                    credit.encode_to(out);
+                }
+            }
+            RoleRequest::Authority(AuthorityMessage::CreditAck { through }) => {
+                out.push(CREDIT_ACK);
+                put_u64(out, *through);
+            }
         }
     }
 }
@@ -249,6 +282,8 @@ impl RoleRequest {
             RoleRequest::ShardIds => SHARD_IDS,
             RoleRequest::Submit(_) => SUBMIT,
             RoleRequest::Status => STATUS,
+            RoleRequest::Authority(AuthorityMessage::Credits { .. }) => CREDITS,
+            RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => CREDIT_ACK,
         })
     }
 
@@ -281,6 +316,15 @@ impl RoleRequest {
                 })
             }
             STATUS => RoleRequest::Status,
+            CREDITS => RoleRequest::Authority(AuthorityMessage::Credits {
+                first_sequence: reader.read_u64("first credit sequence")?,
+                credits: reader.read_vec("credits", CREDITS_PER_MESSAGE_MAX as u64, CREDIT_BYTES, |r| {
+                    Credit::decode_from(r)
+                })?,
+            }),
+            CREDIT_ACK => RoleRequest::Authority(AuthorityMessage::CreditAck {
+                through: reader.read_u64("credits acknowledged through")?,
+            }),
             kind => {
                 return Err(DecodeError::UnknownKind {
                     what: "role request",
@@ -327,6 +371,7 @@ impl Encode for RoleResponse {
                 out.push(NOT_LEADER);
                 put_u64(out, leader.unwrap_or(0));
             }
+            RoleResponse::Taken => out.push(TAKEN),
         }
     }
 }
@@ -379,6 +424,7 @@ impl RoleResponse {
                 let leader = reader.read_u64("leader id")?;
                 RoleResponse::NotLeader((leader != 0).then_some(leader))
             }
+            TAKEN => RoleResponse::Taken,
             kind => {
                 return Err(DecodeError::UnknownKind {
                     what: "role response",
@@ -429,6 +475,20 @@ mod tests {
                 }],
             }),
             RoleRequest::Status,
+            RoleRequest::Authority(AuthorityMessage::Credits {
+                first_sequence: 7,
+                credits: vec![Credit {
+                    recipient: specie_fastpay::AccountKey([1; 32]),
+                    amount: 5,
+                    sender: specie_fastpay::AccountKey([2; 32]),
+                    sender_sequence: 3,
+                }],
+            }),
+            RoleRequest::Authority(AuthorityMessage::Credits {
+                first_sequence: 0,
+                credits: vec![],
+            }),
+            RoleRequest::Authority(AuthorityMessage::CreditAck { through: 9 }),
         ];
         for request in requests {
             let bytes = request.encode();
@@ -454,6 +514,7 @@ mod tests {
             RoleResponse::Status("{}".into()),
             RoleResponse::NotLeader(Some(2)),
             RoleResponse::NotLeader(None),
+            RoleResponse::Taken,
         ];
         for response in responses {
             assert_eq!(RoleResponse::decode(&response.encode()).unwrap(), response);

@@ -1,10 +1,11 @@
-//! The processes `specie cluster up` starts: one shard or coordinator replica, or one sentinel,
-//! each on its own two-thread runtime until it is stopped.
+//! The processes `specie cluster up` starts: one shard, coordinator or FastPay authority shard
+//! replica, or one sentinel, each on its own two-thread runtime until it is stopped.
 
 use std::path::Path;
 
+use crate::authority_replica::AuthorityReplicaError;
 use crate::sentinel::SentinelError;
-use crate::{coordinator_replica, sentinel, shard_replica, ReplicaError, Topology, TopologyError};
+use crate::{authority_replica, coordinator_replica, sentinel, shard_replica, ReplicaError, Topology, TopologyError};
 
 /// Why a role process could not start, or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +18,8 @@ pub enum RoleProcessError {
     Replica(#[from] ReplicaError),
     #[error(transparent)]
     Sentinel(#[from] SentinelError),
+    #[error(transparent)]
+    Authority(#[from] AuthorityReplicaError),
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, RoleProcessError> {
@@ -49,4 +52,13 @@ pub fn run_sentinel(cluster: &Path, name: String) -> Result<(), RoleProcessError
     runtime()?
         .block_on(sentinel::run(topology, name))
         .map_err(RoleProcessError::Sentinel)
+}
+
+/// Runs replica `replica` of FastPay authority shard group `group` of the cluster in the file
+/// `cluster`.
+pub fn run_authority(cluster: &Path, group: String, replica: u64) -> Result<(), RoleProcessError> {
+    let topology = Topology::load(cluster)?;
+    runtime()?
+        .block_on(authority_replica::run(topology, group, replica))
+        .map_err(RoleProcessError::Authority)
 }

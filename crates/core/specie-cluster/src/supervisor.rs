@@ -88,6 +88,7 @@ impl UpOptions {
                 replicas: 3,
                 sentinels: 2,
                 base_port: 18_470,
+                committee: None,
             },
             issuers: vec![],
         }
@@ -121,6 +122,14 @@ pub fn members(topology_path: &Path, topology: &Topology) -> Vec<Member> {
                 .collect(),
         ),
     ];
+    let authority_groups: Vec<(String, Vec<crate::Replica>)> = topology
+        .authority_groups()
+        .into_iter()
+        .map(|g| (g.name.clone(), g.wire_replicas()))
+        .collect();
+    let groups = groups
+        .into_iter()
+        .chain([("authority", authority_groups.iter().map(|(n, r)| (n, r)).collect())]);
     for (role, groups) in groups {
         for (group, replicas) in groups {
             for replica in replicas {
@@ -223,7 +232,20 @@ fn create(options: &UpOptions, path: &Path) -> Result<(), SupervisorError> {
         .map(|i| credentials::create_attestation_key(&dir.join("pki"), &Shape::sentinel_name(i)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(credentials("cannot create the sentinels' attestation keys"))?;
-    let topology = Topology::local(options.shape, &dir, issuers, attestation_keys).map_err(SupervisorError::Shape)?;
+    let authorities = options.shape.committee.map_or(0, |c| c.authorities);
+    let authority_keys = (0..authorities)
+        .map(|i| {
+            let index = u16::try_from(i).map_err(|_| {
+                SupervisorError::Shape(InvalidTopology::FastpayCommittee(
+                    specie_fastpay::CommitteeError::TooMany { members: authorities },
+                ))
+            })?;
+            credentials::create_authority_key(&dir.join("pki"), index)
+                .map_err(credentials("cannot create the FastPay authorities' signing keys"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let topology = Topology::local(options.shape, &dir, issuers, attestation_keys, authority_keys)
+        .map_err(SupervisorError::Shape)?;
     std::fs::write(path, topology.to_toml()).map_err(io(format!("cannot write {}", path.display())))?;
     println!("wrote {} (edit it to change the topology)", path.display());
     Ok(())
@@ -279,6 +301,10 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
     for sentinel in &topology.sentinels {
         println!("  {}: http://{}", sentinel.name, sentinel.http);
     }
+    for group in topology.authority_groups() {
+        let http: Vec<String> = group.replicas.iter().map(|r| format!("http://{}", r.http)).collect();
+        println!("  {} (FastPay): {}", group.name, http.join(" "));
+    }
     let first = &topology.sentinels[0].http;
     println!("wallets:  specie wallet --node http://{first} …");
     println!("demo:     specie demo --cluster {}", dir.display());
@@ -309,17 +335,19 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
     let (_, topology) = load(dir)?;
     let mut healthy = true;
     println!(
-        "{:<16} {:>7} {:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  health",
+        "{:<20} {:>7} {:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  health",
         "group", "replica", "pid", "role", "term", "leader", "commit", "applied", "refused"
     );
-    for ReplicaStatus { group, id, status } in replica_statuses(&topology)? {
+    let statuses = replica_statuses(&topology)?;
+    for ReplicaStatus { group, id, status } in &statuses {
+        let (group, id) = (group.as_str(), *id);
         let pid = read_pid(dir, &format!("{group}-{id}"));
         let pid_text = pid.map_or("-".into(), |p| p.to_string());
         match status {
             Ok(s) => {
                 let show = |v: &serde_json::Value| if v.is_null() { "-".to_string() } else { v.to_string() };
                 println!(
-                    "{group:<16} {id:>7} {pid_text:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  ok",
+                    "{group:<20} {id:>7} {pid_text:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  ok",
                     s["role"].as_str().unwrap_or("?"),
                     show(&s["term"]),
                     show(&s["leader"]),
@@ -334,7 +362,7 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
             Err(error) => {
                 healthy = false;
                 println!(
-                    "{group:<16} {id:>7} {pid_text:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  DOWN ({error})",
+                    "{group:<20} {id:>7} {pid_text:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  DOWN ({error})",
                     "-", "-", "-", "-", "-", "-"
                 );
             }
@@ -344,13 +372,44 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
         let up = std::net::TcpStream::connect_timeout(&sentinel.http, Duration::from_millis(500)).is_ok();
         healthy &= up;
         println!(
-            "{:<16} http://{:<22} {}",
+            "{:<20} http://{:<22} {}",
             sentinel.name,
             sentinel.http,
             if up { "ok" } else { "DOWN" }
         );
     }
+    print_authority_figures(&topology, &statuses);
     Ok(healthy)
+}
+
+/// The FastPay authority shards' own figures, from each replica's copy of its role.
+fn print_authority_figures(topology: &Topology, statuses: &[ReplicaStatus]) {
+    let groups: BTreeSet<String> = topology.authority_groups().into_iter().map(|g| g.name).collect();
+    let answered: Vec<(&ReplicaStatus, &serde_json::Value)> = statuses
+        .iter()
+        .filter(|s| groups.contains(&s.group))
+        .filter_map(|s| Some((s, s.status.as_ref().ok()?)))
+        .collect();
+    if answered.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "{:<20} {:>7} {:>9} {:>9} {:>9} {:>14} {:>14}",
+        "fastpay shard", "replica", "accounts", "votes", "confirmed", "credits unacked", "funded"
+    );
+    for (ReplicaStatus { group, id, .. }, s) in answered {
+        let authority = &s["authority"];
+        let show = |v: &serde_json::Value| if v.is_null() { "-".to_string() } else { v.to_string() };
+        println!(
+            "{group:<20} {id:>7} {:>9} {:>9} {:>9} {:>14} {:>14}",
+            show(&authority["accounts"]),
+            show(&authority["votes"]),
+            show(&authority["confirmed"]),
+            show(&authority["credits_unacked"]),
+            show(&authority["funded"]),
+        );
+    }
 }
 
 fn signal(pid: u32, name: &str) {

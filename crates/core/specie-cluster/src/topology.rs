@@ -111,6 +111,97 @@ pub struct FastpayCommitteeConfig {
     pub epoch: u64,
     /// The authorities' Ed25519 public keys, hex, in committee order (authority 0 first).
     pub members: Vec<String>,
+    /// How long an authority shard waits for a credit's acknowledgement before sending it again.
+    #[serde(default = "default_credit_retransmit_ms")]
+    pub credit_retransmit_ms: u64,
+    /// Most unacknowledged credits an authority shard queues towards one other shard.
+    #[serde(default = "default_channel_credits_max")]
+    pub channel_credits_max: u32,
+    /// The authorities as processes of this cluster (`[[fastpay_committee.authorities]]`), one
+    /// per member in committee order; each secret signing key is
+    /// `<pki_dir>/authority-<index>.fastpay.key`. Empty: the committee runs elsewhere and this
+    /// cluster is only its Primary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub authorities: Vec<AuthorityProcesses>,
+}
+
+fn default_credit_retransmit_ms() -> u64 {
+    100
+}
+
+fn default_channel_credits_max() -> u32 {
+    10_000
+}
+
+/// Most shards one authority may split its accounts over.
+pub const AUTHORITY_SHARDS_MAX: usize = 64;
+
+/// One authority as processes: its shards, in shard order (shard `s` holds the accounts
+/// `specie_authority::shard_of` gives `s`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthorityProcesses {
+    pub shards: Vec<AuthorityShardGroup>,
+}
+
+/// One shard of one authority: a Raft group inside the authority's trust domain, named
+/// `authority-<index>-shard-<shard>` (see [`authority_group_name`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthorityShardGroup {
+    pub replicas: Vec<AuthorityReplica>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthorityReplica {
+    /// Raft node id, unique within its group, at least 1.
+    pub id: u64,
+    /// Where the replica serves its Raft peers, the other shards of its authority (credits) and
+    /// the operator (framed binary protocol over mutual TLS).
+    pub address: SocketAddr,
+    /// The FastPay clients' HTTP API (docs/api.md, "FastPay authorities").
+    pub http: SocketAddr,
+}
+
+impl AuthorityReplica {
+    /// The replica as the wire protocol's code sees any replica.
+    pub fn wire(&self) -> Replica {
+        Replica {
+            id: self.id,
+            address: self.address,
+        }
+    }
+}
+
+/// The name of shard `shard` of authority `authority`'s replica group: a label of its replicas'
+/// certificate names (`1.authority-0-shard-1.authority.specie`) and of their data directories.
+pub fn authority_group_name(authority: usize, shard: usize) -> String {
+    format!("authority-{authority}-shard-{shard}")
+}
+
+/// Where an authority shard group sits in the committee.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AuthorityPlace {
+    pub authority: u16,
+    pub shard: u32,
+}
+
+/// One authority shard group as the processes see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthorityGroup {
+    pub name: String,
+    pub place: AuthorityPlace,
+    /// How many shards its authority has.
+    pub shards: u32,
+    pub replicas: Vec<AuthorityReplica>,
+}
+
+impl AuthorityGroup {
+    /// Its replicas as the wire protocol's code sees any replica.
+    pub fn wire_replicas(&self) -> Vec<Replica> {
+        self.replicas.iter().map(AuthorityReplica::wire).collect()
+    }
 }
 
 impl FastpayCommitteeConfig {
@@ -131,6 +222,58 @@ impl FastpayCommitteeConfig {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Committee::new(self.epoch, members).map_err(InvalidTopology::FastpayCommittee)
+    }
+
+    /// Every authority shard group, by authority then shard.
+    pub fn groups(&self) -> Vec<AuthorityGroup> {
+        let mut groups = vec![];
+        for (authority, processes) in self.authorities.iter().enumerate() {
+            for (shard, group) in processes.shards.iter().enumerate() {
+                groups.push(AuthorityGroup {
+                    name: authority_group_name(authority, shard),
+                    place: AuthorityPlace {
+                        authority: authority as u16,
+                        shard: shard as u32,
+                    },
+                    shards: processes.shards.len() as u32,
+                    replicas: group.replicas.clone(),
+                });
+            }
+        }
+        groups
+    }
+
+    /// The processes are an addition to a committee: checked only when listed.
+    fn validate_processes(&self, transport: TransportMode) -> Result<(), InvalidTopology> {
+        if self.authorities.is_empty() {
+            return Ok(());
+        }
+        if self.authorities.len() != self.members.len() {
+            return Err(InvalidTopology::AuthorityCount {
+                members: self.members.len(),
+                authorities: self.authorities.len(),
+            });
+        }
+        if transport != TransportMode::MutualTls {
+            return Err(InvalidTopology::CommitteeNeedsMutualTls);
+        }
+        for (name, value) in [
+            ("credit_retransmit_ms", self.credit_retransmit_ms),
+            ("channel_credits_max", u64::from(self.channel_credits_max)),
+        ] {
+            if value == 0 {
+                return Err(InvalidTopology::ZeroCommitteeLimit { name });
+            }
+        }
+        for (authority, processes) in self.authorities.iter().enumerate() {
+            if processes.shards.is_empty() || processes.shards.len() > AUTHORITY_SHARDS_MAX {
+                return Err(InvalidTopology::AuthorityShardCount {
+                    authority,
+                    shards: processes.shards.len(),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -228,6 +371,22 @@ pub enum InvalidTopology {
     ReplicaIds { group: String },
     #[error("address {address} is used twice")]
     AddressTwice { address: SocketAddr },
+    #[error(
+        "fastpay_committee.authorities lists {authorities} authorities for {members} members: list one per \
+         member, in committee order, or none"
+    )]
+    AuthorityCount { members: usize, authorities: usize },
+    #[error("fastpay_committee.authorities[{authority}].shards: {shards} shards; use 1 to {AUTHORITY_SHARDS_MAX}")]
+    AuthorityShardCount { authority: usize, shards: usize },
+    #[error(
+        "transport: the FastPay committee's processes need mutual-tls (an authority shard learns which of its \
+         authority's shards sent it credits from the sender's certificate)"
+    )]
+    CommitteeNeedsMutualTls,
+    #[error("fastpay_committee.{name} must be positive")]
+    ZeroCommitteeLimit { name: &'static str },
+    #[error("{authorities} authorities need as many signing keys, got {keys}")]
+    AuthorityKeyCount { authorities: usize, keys: usize },
 }
 
 /// A group name the cluster file does not list.
@@ -247,6 +406,29 @@ pub struct Shape {
     pub sentinels: usize,
     /// First port; every role takes the next free one in order.
     pub base_port: u16,
+    /// A FastPay committee run as processes beside the online core, which is its Primary.
+    pub committee: Option<CommitteeShape>,
+}
+
+/// The shape of a FastPay committee run by the cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommitteeShape {
+    pub authorities: usize,
+    /// Shards per authority.
+    pub shards: usize,
+    /// Replicas per authority shard (one is durable already: Raft commits every vote before it
+    /// leaves; three survive the loss of one machine).
+    pub replicas: usize,
+}
+
+impl Default for CommitteeShape {
+    fn default() -> Self {
+        CommitteeShape {
+            authorities: 4,
+            shards: 2,
+            replicas: 1,
+        }
+    }
 }
 
 impl Default for Shape {
@@ -257,6 +439,7 @@ impl Default for Shape {
             replicas: 3,
             sentinels: 2,
             base_port: 18_470,
+            committee: None,
         }
     }
 }
@@ -289,18 +472,27 @@ impl Topology {
         toml::to_string_pretty(self).expect("a topology serializes")
     }
 
-    /// A local topology on 127.0.0.1 with consecutive ports, its data and PKI under `dir`, and
-    /// one attestation key (x-only hex) per sentinel.
+    /// A local topology on 127.0.0.1 with consecutive ports, its data and PKI under `dir`, one
+    /// attestation key (x-only hex) per sentinel and, if the shape has a committee, one Ed25519
+    /// public key (hex) per authority.
     pub fn local(
         shape: Shape,
         dir: &Path,
         issuers: Vec<String>,
         attestation_keys: Vec<String>,
+        authority_keys: Vec<String>,
     ) -> Result<Topology, InvalidTopology> {
         if attestation_keys.len() != shape.sentinels {
             return Err(InvalidTopology::AttestationKeyCount {
                 sentinels: shape.sentinels,
                 keys: attestation_keys.len(),
+            });
+        }
+        let authorities = shape.committee.map_or(0, |c| c.authorities);
+        if authority_keys.len() != authorities {
+            return Err(InvalidTopology::AuthorityKeyCount {
+                authorities,
+                keys: authority_keys.len(),
             });
         }
         let ranges = ShardRange::partition(shape.shard_groups).map_err(InvalidTopology::ShardRanges)?;
@@ -339,11 +531,32 @@ impl Topology {
                 attestation_key,
             })
             .collect();
+        let fastpay_committee = shape.committee.map(|committee| FastpayCommitteeConfig {
+            epoch: 1,
+            members: authority_keys,
+            credit_retransmit_ms: default_credit_retransmit_ms(),
+            channel_credits_max: default_channel_credits_max(),
+            authorities: (0..committee.authorities)
+                .map(|_| AuthorityProcesses {
+                    shards: (0..committee.shards)
+                        .map(|_| AuthorityShardGroup {
+                            replicas: (1..=committee.replicas as u64)
+                                .map(|id| AuthorityReplica {
+                                    id,
+                                    address: next(),
+                                    http: next(),
+                                })
+                                .collect(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        });
         let topology = Topology {
             format_version: FORMAT_VERSION,
             hrp: "usd".into(),
             issuers,
-            fastpay_committee: None,
+            fastpay_committee,
             data_dir: dir.join("data"),
             pki_dir: dir.join("pki"),
             transport: TransportMode::default(),
@@ -369,6 +582,34 @@ impl Topology {
         let found = self.coordinator_groups.iter().find(|g| g.name == name);
         found.ok_or_else(|| UnknownGroup {
             role: GroupRole::Coordinator,
+            name: name.to_string(),
+        })
+    }
+
+    /// Every authority shard group of the committee this cluster runs (none if it runs none).
+    pub fn authority_groups(&self) -> Vec<AuthorityGroup> {
+        self.fastpay_committee
+            .as_ref()
+            .map_or_else(Vec::new, FastpayCommitteeConfig::groups)
+    }
+
+    /// Which authority and shard the group `name` is, if the cluster runs such a group.
+    pub fn authority_place(&self, name: &str) -> Option<AuthorityPlace> {
+        let rest = name.strip_prefix("authority-")?;
+        let (authority, shard) = rest.split_once("-shard-")?;
+        let canonical = |text: &str| text.parse::<u32>().ok().filter(|n| n.to_string() == text);
+        let (authority, shard) = (canonical(authority)?, canonical(shard)?);
+        let processes = self.fastpay_committee.as_ref()?.authorities.get(authority as usize)?;
+        (shard < processes.shards.len() as u32).then_some(AuthorityPlace {
+            authority: u16::try_from(authority).ok()?,
+            shard,
+        })
+    }
+
+    pub fn authority_group(&self, name: &str) -> Result<AuthorityGroup, UnknownGroup> {
+        let found = self.authority_groups().into_iter().find(|g| g.name == name);
+        found.ok_or_else(|| UnknownGroup {
+            role: GroupRole::Authority,
             name: name.to_string(),
         })
     }
@@ -407,6 +648,7 @@ impl Topology {
         }
         if let Some(committee) = &self.fastpay_committee {
             committee.committee()?;
+            committee.validate_processes(self.transport)?;
         }
         if let Some(sentinel) = self.sentinels.iter().find(|s| xonly_hex(&s.attestation_key).is_none()) {
             return Err(InvalidTopology::BadAttestationKey {
@@ -423,11 +665,17 @@ impl Topology {
     fn validate_names_and_addresses(&self) -> Result<(), InvalidTopology> {
         let mut names = BTreeSet::new();
         let mut addresses = BTreeSet::new();
+        let authority_groups: Vec<(String, Vec<Replica>)> = self
+            .authority_groups()
+            .iter()
+            .map(|g| (g.name.clone(), g.wire_replicas()))
+            .collect();
         let groups = self
             .shard_groups
             .iter()
             .map(|g| (&g.name, &g.replicas))
-            .chain(self.coordinator_groups.iter().map(|g| (&g.name, &g.replicas)));
+            .chain(self.coordinator_groups.iter().map(|g| (&g.name, &g.replicas)))
+            .chain(authority_groups.iter().map(|(name, replicas)| (name, replicas)));
         for (name, replicas) in groups {
             dns_label(name)?;
             if !names.insert(name.clone()) {
@@ -449,6 +697,16 @@ impl Topology {
                         address: replica.address,
                     });
                 }
+            }
+        }
+        let http = self
+            .authority_groups()
+            .into_iter()
+            .flat_map(|g| g.replicas)
+            .map(|r| r.http);
+        for address in http {
+            if !addresses.insert(address) {
+                return Err(InvalidTopology::AddressTwice { address });
             }
         }
         for sentinel in &self.sentinels {
@@ -534,7 +792,7 @@ mod tests {
 
     #[test]
     fn the_default_local_topology_round_trips_through_toml() {
-        let topology = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2)).unwrap();
+        let topology = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2), vec![]).unwrap();
         assert_eq!(topology.shard_groups.len(), 2);
         assert_eq!(topology.coordinator_groups.len(), 1);
         assert!(topology.shard_groups.iter().all(|g| g.replicas.len() == 3));
@@ -548,7 +806,8 @@ mod tests {
 
     #[test]
     fn a_fastpay_committee_round_trips_through_toml_and_builds_its_committee() {
-        let mut topology = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2)).unwrap();
+        let mut topology =
+            Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2), vec![]).unwrap();
         let keys: Vec<[u8; 32]> = (0..4)
             .map(|i| {
                 specie_fastpay::deterministic_key("authority", i)
@@ -559,6 +818,9 @@ mod tests {
         let config = FastpayCommitteeConfig {
             epoch: 2,
             members: keys.iter().map(hex::encode).collect(),
+            credit_retransmit_ms: 100,
+            channel_credits_max: 10,
+            authorities: vec![],
         };
         topology.fastpay_committee = Some(config.clone());
         assert_eq!(topology.validate(), Ok(()));
@@ -570,9 +832,148 @@ mod tests {
         assert_eq!(Topology::load(&path).unwrap(), topology);
     }
 
+    fn committee_topology() -> Topology {
+        let shape = Shape {
+            committee: Some(CommitteeShape::default()),
+            ..Shape::default()
+        };
+        let keys = (0..4)
+            .map(|i| {
+                hex::encode(
+                    specie_fastpay::deterministic_key("authority", i)
+                        .verifying_key()
+                        .to_bytes(),
+                )
+            })
+            .collect();
+        Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), keys).unwrap()
+    }
+
+    #[test]
+    fn a_committee_of_processes_round_trips_and_a_file_without_one_still_loads() {
+        let topology = committee_topology();
+        let groups = topology.authority_groups();
+        assert_eq!(groups.len(), 4 * 2);
+        assert_eq!(groups[3].name, "authority-1-shard-1");
+        assert_eq!(groups[3].place, AuthorityPlace { authority: 1, shard: 1 });
+        assert!(groups.iter().all(|g| g.shards == 2 && g.replicas.len() == 1));
+        assert_eq!(
+            topology.authority_place("authority-3-shard-1"),
+            Some(AuthorityPlace { authority: 3, shard: 1 })
+        );
+        for unlisted in [
+            "authority-4-shard-0",
+            "authority-0-shard-2",
+            "authority-01-shard-0",
+            "authority-0-shard-",
+        ] {
+            assert_eq!(topology.authority_place(unlisted), None, "{unlisted}");
+        }
+        assert_eq!(topology.authority_group("authority-0-shard-1").unwrap(), groups[1]);
+        assert_eq!(
+            topology.authority_group("shard-0").unwrap_err().to_string(),
+            "the cluster file has no authority group named 'shard-0'"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cluster.toml");
+        std::fs::write(&path, topology.to_toml()).unwrap();
+        assert_eq!(Topology::load(&path).unwrap(), topology);
+
+        // A file from before the committee's processes: epoch and members only.
+        let mut old = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2), vec![]).unwrap();
+        let members: Vec<String> = topology.fastpay_committee.as_ref().unwrap().members.clone();
+        let mut text = old.to_toml();
+        text.push_str(&format!("\n[fastpay_committee]\nepoch = 1\nmembers = {members:?}\n"));
+        std::fs::write(&path, text).unwrap();
+        let loaded = Topology::load(&path).unwrap();
+        let committee = loaded.fastpay_committee.as_ref().unwrap();
+        assert!(committee.authorities.is_empty());
+        assert_eq!(
+            (committee.credit_retransmit_ms, committee.channel_credits_max),
+            (100, 10_000)
+        );
+        assert!(loaded.authority_groups().is_empty());
+        old.fastpay_committee = loaded.fastpay_committee.clone();
+        assert_eq!(loaded, old);
+    }
+
+    #[test]
+    fn mistakes_in_a_committee_of_processes_are_named() {
+        let good = committee_topology();
+        fn committee(topology: &mut Topology) -> &mut FastpayCommitteeConfig {
+            topology.fastpay_committee.as_mut().unwrap()
+        }
+        let mut missing = good.clone();
+        committee(&mut missing).authorities.pop();
+        assert_eq!(
+            missing.validate(),
+            Err(InvalidTopology::AuthorityCount {
+                members: 4,
+                authorities: 3
+            })
+        );
+        let mut no_shards = good.clone();
+        committee(&mut no_shards).authorities[2].shards.clear();
+        assert_eq!(
+            no_shards.validate().unwrap_err().to_string(),
+            "fastpay_committee.authorities[2].shards: 0 shards; use 1 to 64"
+        );
+        let mut plaintext = good.clone();
+        plaintext.transport = TransportMode::InsecurePlaintext;
+        assert_eq!(plaintext.validate(), Err(InvalidTopology::CommitteeNeedsMutualTls));
+        let mut zero = good.clone();
+        committee(&mut zero).channel_credits_max = 0;
+        assert_eq!(
+            zero.validate().unwrap_err().to_string(),
+            "fastpay_committee.channel_credits_max must be positive"
+        );
+        let mut clash = good.clone();
+        let sentinel = clash.sentinels[0].http;
+        committee(&mut clash).authorities[1].shards[0].replicas[0].http = sentinel;
+        assert_eq!(
+            clash.validate(),
+            Err(InvalidTopology::AddressTwice { address: sentinel })
+        );
+        let mut wire_clash = good.clone();
+        let http = wire_clash.authority_groups()[0].replicas[0].http;
+        committee(&mut wire_clash).authorities[0].shards[1].replicas[0].address = http;
+        assert_eq!(
+            wire_clash.validate(),
+            Err(InvalidTopology::AddressTwice { address: http })
+        );
+        let mut ids = good.clone();
+        let replica = committee(&mut ids).authorities[3].shards[1].replicas[0].clone();
+        committee(&mut ids).authorities[3].shards[1].replicas.push(replica);
+        assert_eq!(
+            ids.validate(),
+            Err(InvalidTopology::ReplicaIds {
+                group: "authority-3-shard-1".into()
+            })
+        );
+        let mut name = good.clone();
+        name.shard_groups[0].name = "authority-0-shard-0".into();
+        assert_eq!(
+            name.validate(),
+            Err(InvalidTopology::GroupNameTwice {
+                name: "authority-0-shard-0".into()
+            })
+        );
+        let shape = Shape {
+            committee: Some(CommitteeShape::default()),
+            ..Shape::default()
+        };
+        assert_eq!(
+            Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), vec![]),
+            Err(InvalidTopology::AuthorityKeyCount {
+                authorities: 4,
+                keys: 0
+            })
+        );
+    }
+
     #[test]
     fn mistakes_are_named() {
-        let good = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2)).unwrap();
+        let good = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2), vec![]).unwrap();
         let mut bad_name = good.clone();
         bad_name.shard_groups[0].name = "Shard.0".into();
         assert_eq!(
@@ -626,6 +1027,9 @@ mod tests {
         committee.fastpay_committee = Some(FastpayCommitteeConfig {
             epoch: 0,
             members: vec!["zz".into()],
+            credit_retransmit_ms: 100,
+            channel_credits_max: 10,
+            authorities: vec![],
         });
         assert_eq!(
             committee.validate(),
@@ -637,6 +1041,9 @@ mod tests {
         committee.fastpay_committee = Some(FastpayCommitteeConfig {
             epoch: 0,
             members: vec![],
+            credit_retransmit_ms: 100,
+            channel_credits_max: 10,
+            authorities: vec![],
         });
         assert_eq!(
             committee.validate().unwrap_err().to_string(),

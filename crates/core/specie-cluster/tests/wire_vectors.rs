@@ -12,9 +12,11 @@ mod doc_vectors;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use specie_authority::{Credit, Message as AuthorityMessage};
 use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission, SubmitOutcome};
 use specie_codec::{Decode, Encode};
 use specie_coordinator::{Applied, CommandLimits, CoordinatorCommand, CoordinatorState};
+use specie_fastpay::AccountKey;
 use specie_shard::{Refusal, ShardRange, ShardRequest, ShardResponse, ShardState, ShardTx, Vote};
 use specie_transaction::signing::{keypair_from_secret, parse_xonly, schnorr_verify, xonly_bytes};
 use specie_transaction::{CompactTransaction, Txid, UhsId};
@@ -46,6 +48,8 @@ impl Message {
                 RoleRequest::ShardIds => "role-shard-ids-request",
                 RoleRequest::Submit(_) => "role-submit-request",
                 RoleRequest::Status => "role-status-request",
+                RoleRequest::Authority(AuthorityMessage::Credits { .. }) => "role-credits-request",
+                RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => "role-credit-ack-request",
             },
             Message::Response(response) => match response {
                 RoleResponse::Raft(_) => "role-raft-response",
@@ -56,6 +60,7 @@ impl Message {
                 RoleResponse::Status(_) => "role-status-response",
                 RoleResponse::NotLeader(Some(_)) => "role-not-leader-response",
                 RoleResponse::NotLeader(None) => "role-not-leader-unknown-response",
+                RoleResponse::Taken => "role-taken-response",
             },
             Message::Shard(request) => match request {
                 ShardRequest::Prepare { .. } => "shard-prepare",
@@ -214,6 +219,17 @@ fn messages(doc: &BTreeMap<String, Vec<u8>>) -> Vec<Message> {
         Message::Response(RoleResponse::Status(r#"{"role":"leader"}"#.into())),
         Message::Response(RoleResponse::NotLeader(Some(2))),
         Message::Response(RoleResponse::NotLeader(None)),
+        Message::Request(RoleRequest::Authority(AuthorityMessage::Credits {
+            first_sequence: 7,
+            credits: vec![Credit {
+                recipient: AccountKey([0x11; 32]),
+                amount: 5,
+                sender: AccountKey([0x22; 32]),
+                sender_sequence: 3,
+            }],
+        })),
+        Message::Request(RoleRequest::Authority(AuthorityMessage::CreditAck { through: 8 })),
+        Message::Response(RoleResponse::Taken),
         Message::Shard(ShardRequest::Prepare {
             dtxn: 7,
             txs: vec![ShardTx {

@@ -21,13 +21,15 @@ pub fn specie(args: &[&str]) -> Output {
 
 /// A base port with `count` free consecutive ports above it.
 /// Tests of one binary run in parallel: each call starts its search elsewhere, so two tests do
-/// not both find the same ports free before either binds them.
+/// not both find the same ports free before either binds them. The ports are below Linux's
+/// ephemeral range (32768 and up), from which every outgoing connection of the machine takes a
+/// port: a port found free there can be taken by one before the cluster binds it.
 pub fn free_ports(count: u16) -> u16 {
     static CALLS: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let start = 20_000 + (std::process::id() % 2_000) as u16 * 20 + call.wrapping_mul(1_009);
     (0..200u16)
-        .map(|i| start.wrapping_add(i * 37) % 40_000 + 20_000)
+        .map(|i| start.wrapping_add(i * 37) % 12_000 + 20_000)
         .find(|base| (0..count).all(|p| std::net::TcpListener::bind(("127.0.0.1", base + p)).is_ok()))
         .expect("free ports")
 }
@@ -49,6 +51,8 @@ pub fn status(dir: &str) -> Vec<Row> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .skip(1)
+        // The replicas' table ends at the first blank line (FastPay figures may follow).
+        .take_while(|line| !line.trim().is_empty())
         .filter_map(|line| {
             let f: Vec<&str> = line.split_whitespace().collect();
             if f.len() < 9 || f[0].starts_with("sentinel") {

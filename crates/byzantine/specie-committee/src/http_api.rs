@@ -1,0 +1,169 @@
+//! The FastPay authorities' HTTP API as both ends see it: paths, limits and the JSON bodies
+//! (docs/api.md, "FastPay authorities"). An authority shard replica serves it
+//! (`specie_cluster::authority_replica`); [`crate::http_client`] speaks it.
+//!
+//! Orders, votes, certificates and fundings travel as their canonical bytes
+//! (`application/octet-stream`, docs/byzantine-format.md and docs/transaction-format.md): they
+//! are signed, so the bytes are what counts. Answers about state and every error are JSON.
+
+use serde::{Deserialize, Serialize};
+use specie_authority::Refusal;
+
+/// POST a `SignedOrder`; 200 answers the authority's `Vote` (bytes).
+pub const ORDERS_PATH: &str = "/v1/fastpay/orders";
+/// POST a `Certificate`; 200 answers [`ConfirmedBody`].
+pub const CERTIFICATES_PATH: &str = "/v1/fastpay/certificates";
+/// GET `ACCOUNTS_PATH/{account hex}?from_sequence=N`; 200 answers [`AccountBody`].
+pub const ACCOUNTS_PATH: &str = "/v1/fastpay/accounts";
+/// POST a FastPay funding transaction (`SpecieTransaction`, kind 0x03); 200 answers [`FundedBody`].
+pub const FUNDINGS_PATH: &str = "/v1/fastpay/fundings";
+/// GET: which authority and shard this is, and whether it leads ([`InfoBody`]).
+pub const INFO_PATH: &str = "/v1/fastpay/info";
+
+/// The largest request body an authority reads: a funding transaction with many inputs, or a
+/// certificate of the largest committee, fits easily.
+pub const BODY_BYTES_MAX: usize = 256 * 1024;
+
+/// The `code` of an error whose `refusal` names what the authority's role refused.
+pub const CODE_REFUSED: &str = "refused";
+/// The `code` of a replica that does not lead its shard group: ask `leader_http` instead.
+pub const CODE_NOT_LEADER: &str = "not_leader";
+/// The `code` of a request whose replica lost the lead meanwhile: send it again.
+pub const CODE_OUTCOME_UNKNOWN: &str = "outcome_unknown";
+/// The `code` of a replica that is stopping: ask another.
+pub const CODE_STOPPING: &str = "stopping";
+
+/// Every error: `{"error": {...}}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    /// What kind of error: `refused`, `not_leader`, `bad_body`, … (docs/api.md).
+    pub code: String,
+    pub message: String,
+    /// With `refused`: the role's refusal, by name (`OtherOrderPending`, `MissingEarlier`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
+    /// With `MissingEarlier` and `WrongSequence`: the account's next sequence number here, from
+    /// which a client sends the certificates this authority lacks. With `OtherOrderPending`: the
+    /// sequence number of the order pending here (below the refused order's, this authority
+    /// lags: the certificates from there on settle the pending order and bring it up to date).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_sequence: Option<u64>,
+    /// With `not_leader`: the shard group's leader (its replica id and API), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_http: Option<String>,
+}
+
+impl ErrorDetail {
+    pub fn new(code: &str, message: impl Into<String>) -> ErrorDetail {
+        ErrorDetail {
+            code: code.to_string(),
+            message: message.into(),
+            refusal: None,
+            next_sequence: None,
+            leader: None,
+            leader_http: None,
+        }
+    }
+
+    /// A refusal of the authority's role, named as the enum names it.
+    pub fn refused(refusal: &Refusal) -> ErrorDetail {
+        let debug = format!("{refusal:?}");
+        let name: String = debug.chars().take_while(char::is_ascii_alphanumeric).collect();
+        let next_sequence = match refusal {
+            Refusal::MissingEarlier { next, .. } => Some(*next),
+            Refusal::WrongSequence { expected, .. } => Some(*expected),
+            Refusal::OtherOrderPending { sequence } => Some(*sequence),
+            _ => None,
+        };
+        ErrorDetail {
+            refusal: Some(name),
+            next_sequence,
+            ..ErrorDetail::new(CODE_REFUSED, refusal.to_string())
+        }
+    }
+}
+
+/// A certificate settled at this authority.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfirmedBody {
+    /// The payer's account key, hex.
+    pub sender: String,
+    /// The payer's sequence number now confirmed.
+    pub sequence: u64,
+}
+
+/// An account as this authority knows it (FastPay §4.4).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountBody {
+    /// May be negative for a while (docs/byzantine-mode.md, "Negative balances").
+    pub balance: i128,
+    pub next_sequence: u64,
+    /// The order this authority voted for at `next_sequence` and its vote, canonical bytes in hex.
+    pub pending: Option<PendingBody>,
+    /// Confirmed certificates from the requested `from_sequence` on, canonical bytes in hex (at
+    /// most 64: ask again from where they end).
+    pub confirmed: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingBody {
+    pub order: String,
+    pub vote: String,
+}
+
+/// A funding credited (or credited before: the same answer).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FundedBody {
+    /// The funding's marker in the online core's UHS (hex): its id at every authority.
+    pub funded: String,
+    pub account: String,
+    pub amount: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InfoBody {
+    pub authority: u16,
+    pub shard: u32,
+    pub shards: u32,
+    pub replica: u64,
+    pub leader: bool,
+    pub committee_id: String,
+    pub epoch: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_is_named_as_the_enum_names_it_with_the_sequence_a_client_needs() {
+        let detail = ErrorDetail::refused(&Refusal::MissingEarlier { next: 3, got: 5 });
+        assert_eq!(detail.refusal.as_deref(), Some("MissingEarlier"));
+        assert_eq!(detail.next_sequence, Some(3));
+        assert_eq!(detail.code, CODE_REFUSED);
+        let detail = ErrorDetail::refused(&Refusal::WrongSequence { expected: 2, got: 4 });
+        assert_eq!(
+            (detail.refusal.as_deref(), detail.next_sequence),
+            (Some("WrongSequence"), Some(2))
+        );
+        let detail = ErrorDetail::refused(&Refusal::OtherOrderPending { sequence: 7 });
+        assert_eq!(
+            (detail.refusal.as_deref(), detail.next_sequence),
+            (Some("OtherOrderPending"), Some(7))
+        );
+        let detail = ErrorDetail::refused(&Refusal::Busy);
+        assert_eq!((detail.refusal.as_deref(), detail.next_sequence), (Some("Busy"), None));
+        let detail = ErrorDetail::refused(&Refusal::Order(specie_fastpay::OrderError::BadSignature));
+        assert_eq!(detail.refusal.as_deref(), Some("Order"));
+        let json = serde_json::to_string(&ErrorBody { error: detail.clone() }).unwrap();
+        assert!(!json.contains("leader"), "absent fields are left out: {json}");
+        assert_eq!(serde_json::from_str::<ErrorBody>(&json).unwrap().error, detail);
+    }
+}

@@ -1,0 +1,329 @@
+//! The FastPay clients' HTTP API of one authority shard replica (docs/api.md, "FastPay
+//! authorities"; the shapes are `specie_committee::http_api`). Requests are self-authenticating
+//! (the owner's signature on an order, a quorum's on a certificate, the core's UHS behind a
+//! funding), so no client certificate is asked for. Bodies are bounded; anything malformed gets
+//! a 4xx naming what is wrong; a replica that does not lead answers 503 `not_leader` with the
+//! leader's API, so clients retry there.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use specie_authority::{shard_of, Funding, Refusal, Reply};
+use specie_codec::{Decode, DecodeError};
+use specie_committee::http_api::{
+    AccountBody, ConfirmedBody, ErrorBody, ErrorDetail, FundedBody, InfoBody, PendingBody, ACCOUNTS_PATH,
+    BODY_BYTES_MAX, CERTIFICATES_PATH, CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_STOPPING, FUNDINGS_PATH, INFO_PATH,
+    ORDERS_PATH,
+};
+use specie_committee::Call;
+use specie_fastpay::{
+    decode_exact, AccountKey, Certificate, SignedOrder, CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
+};
+use specie_transaction::SpecieTransaction;
+
+use crate::authority_replica::{AuthorityCallError, AuthorityReplica};
+
+type Shared = State<Arc<AuthorityReplica>>;
+
+/// An error answer: a status and `{"error": {...}}`.
+pub struct HttpError {
+    status: StatusCode,
+    detail: ErrorDetail,
+}
+
+impl HttpError {
+    fn new(status: StatusCode, code: &str, message: impl Into<String>) -> HttpError {
+        HttpError {
+            status,
+            detail: ErrorDetail::new(code, message),
+        }
+    }
+
+    fn body(rejection: BytesRejection) -> HttpError {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            return HttpError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                format!("the request body exceeds {BODY_BYTES_MAX} bytes"),
+            );
+        }
+        HttpError::new(rejection.status(), "bad_body", rejection.body_text())
+    }
+
+    fn undecodable(what: &str, error: DecodeError) -> HttpError {
+        HttpError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_body",
+            format!("the body is not a canonical {what}: {error}"),
+        )
+    }
+
+    fn refused(refusal: &Refusal) -> HttpError {
+        let status = match refusal {
+            Refusal::UnknownAccount => StatusCode::NOT_FOUND,
+            Refusal::WrongShard { .. } => StatusCode::MISDIRECTED_REQUEST,
+            Refusal::Busy | Refusal::ChannelFull { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::CONFLICT,
+        };
+        HttpError {
+            status,
+            detail: ErrorDetail::refused(refusal),
+        }
+    }
+
+    /// The role answered a call with the wrong kind of reply: a bug.
+    fn wrong_reply(reply: &Reply) -> HttpError {
+        tracing::error!(?reply, "the authority answered with the wrong kind of reply");
+        HttpError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the authority answered with the wrong kind of reply",
+        )
+    }
+
+    fn call(replica: &AuthorityReplica, error: AuthorityCallError) -> HttpError {
+        match error {
+            AuthorityCallError::NotLeader(leader) => {
+                let mut detail = ErrorDetail::new(
+                    CODE_NOT_LEADER,
+                    "this replica does not lead its shard group: ask the leader",
+                );
+                detail.leader = leader;
+                detail.leader_http = replica.http_of(leader).map(|address| address.to_string());
+                HttpError {
+                    status: StatusCode::SERVICE_UNAVAILABLE,
+                    detail,
+                }
+            }
+            AuthorityCallError::OutcomeUnknown => HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                CODE_OUTCOME_UNKNOWN,
+                "the replica lost the lead meanwhile: send the same request again (it is idempotent)",
+            ),
+            AuthorityCallError::Stopping => HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                CODE_STOPPING,
+                "the replica is stopping",
+            ),
+        }
+    }
+}
+
+impl IntoResponse for HttpError {
+    fn into_response(self) -> Response {
+        (self.status, Json(ErrorBody { error: self.detail })).into_response()
+    }
+}
+
+/// The API's routes, on `replica`.
+pub fn router(replica: Arc<AuthorityReplica>) -> Router {
+    Router::new()
+        .route(ORDERS_PATH, post(order))
+        .route(CERTIFICATES_PATH, post(certificate))
+        .route(&format!("{ACCOUNTS_PATH}/{{account}}"), get(account))
+        .route(FUNDINGS_PATH, post(funding))
+        .route(INFO_PATH, get(info))
+        .fallback(|| async { HttpError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
+        .method_not_allowed_fallback(|| async {
+            HttpError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "wrong HTTP method for this endpoint; see docs/api.md",
+            )
+        })
+        .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
+        .with_state(replica)
+}
+
+async fn order(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
+    let bytes = body.map_err(HttpError::body)?;
+    let order = decode_exact(
+        "transfer order",
+        &bytes,
+        SIGNED_ORDER_BYTES_MAX,
+        SignedOrder::decode_from,
+    )
+    .map_err(|error| HttpError::undecodable("signed transfer order", error))?;
+    match replica
+        .call(Call::Transfer(order))
+        .await
+        .map_err(|error| HttpError::call(&replica, error))?
+    {
+        Reply::Voted(vote) => {
+            let mut bytes = vec![];
+            vote.encode_to(&mut bytes);
+            Ok(([(CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
+        }
+        Reply::Refused(refusal) => Err(HttpError::refused(&refusal)),
+        other => Err(HttpError::wrong_reply(&other)),
+    }
+}
+
+async fn certificate(
+    State(replica): Shared,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<ConfirmedBody>, HttpError> {
+    let bytes = body.map_err(HttpError::body)?;
+    let certificate = decode_exact("certificate", &bytes, CERTIFICATE_BYTES_MAX, Certificate::decode_from)
+        .map_err(|error| HttpError::undecodable("certificate", error))?;
+    match replica
+        .call(Call::Confirm(certificate))
+        .await
+        .map_err(|error| HttpError::call(&replica, error))?
+    {
+        Reply::Confirmed { sender, sequence } => Ok(Json(ConfirmedBody {
+            sender: hex::encode(sender.0),
+            sequence,
+        })),
+        Reply::Refused(refusal) => Err(HttpError::refused(&refusal)),
+        other => Err(HttpError::wrong_reply(&other)),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AccountQuery {
+    from_sequence: Option<u64>,
+}
+
+async fn account(
+    State(replica): Shared,
+    Path(account): Path<String>,
+    query: Result<Query<AccountQuery>, QueryRejection>,
+) -> Result<Json<AccountBody>, HttpError> {
+    let Query(query) =
+        query.map_err(|rejection| HttpError::new(StatusCode::BAD_REQUEST, "bad_query", rejection.body_text()))?;
+    let key = hex::decode(&account)
+        .ok()
+        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+        .ok_or_else(|| {
+            HttpError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_account",
+                "the account is not a 32-byte Ed25519 public key in hex",
+            )
+        })?;
+    let call = Call::Account {
+        account: AccountKey(key),
+        from_sequence: query.from_sequence.unwrap_or(0),
+    };
+    match replica
+        .call(call)
+        .await
+        .map_err(|error| HttpError::call(&replica, error))?
+    {
+        Reply::Account(state) => {
+            let encoded = |encode: &dyn Fn(&mut Vec<u8>)| {
+                let mut bytes = vec![];
+                encode(&mut bytes);
+                hex::encode(bytes)
+            };
+            Ok(Json(AccountBody {
+                balance: state.balance,
+                next_sequence: state.next_sequence,
+                pending: state.pending.as_ref().map(|(order, vote)| PendingBody {
+                    order: encoded(&|out| order.encode_to(out)),
+                    vote: encoded(&|out| vote.encode_to(out)),
+                }),
+                confirmed: state
+                    .confirmed
+                    .iter()
+                    .map(|certificate| encoded(&|out| certificate.encode_to(out)))
+                    .collect(),
+            }))
+        }
+        Reply::Refused(refusal) => Err(HttpError::refused(&refusal)),
+        other => Err(HttpError::wrong_reply(&other)),
+    }
+}
+
+/// A funding is credited only once this replica has found its marker in the online core's UHS
+/// itself; the body only says which funding to look for.
+async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Json<FundedBody>, HttpError> {
+    let bytes = body.map_err(HttpError::body)?;
+    let transaction =
+        SpecieTransaction::decode_exact(&bytes).map_err(|error| HttpError::undecodable("transaction", error))?;
+    let SpecieTransaction::FastpayFunding(funding) = transaction else {
+        return Err(HttpError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "not_a_funding",
+            "the transaction is not a FastPay funding (kind 0x03)",
+        ));
+    };
+    let claim = funding.claim();
+    if claim.committee_id != replica.committee.id() {
+        return Err(HttpError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "wrong_committee",
+            format!(
+                "the funding is for committee {}, this authority is in {}",
+                hex::encode(claim.committee_id),
+                hex::encode(replica.committee.id())
+            ),
+        ));
+    }
+    let owner = shard_of(&claim.account, replica.group.shards);
+    if owner != replica.place.shard {
+        return Err(HttpError::refused(&Refusal::WrongShard { owner }));
+    }
+    if !replica.hosted.is_leader() {
+        let leader = replica.hosted.replica.leader();
+        return Err(HttpError::call(&replica, AuthorityCallError::NotLeader(leader)));
+    }
+    match replica.in_core(claim.marker).await {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(HttpError::new(
+                StatusCode::CONFLICT,
+                "funding_unconfirmed",
+                "the funding's marker is not in the online core's UHS: submit the funding to the core first, \
+                 and send it here once it is confirmed",
+            ))
+        }
+        Err(error) => {
+            return Err(HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "core_unavailable",
+                format!("cannot ask the online core: {error}"),
+            ))
+        }
+    }
+    let funding = Funding {
+        id: claim.marker.0,
+        account: claim.account,
+        amount: claim.amount,
+    };
+    match replica
+        .call(Call::Fund(funding))
+        .await
+        .map_err(|error| HttpError::call(&replica, error))?
+    {
+        Reply::Funded { id } => Ok(Json(FundedBody {
+            funded: hex::encode(id),
+            account: hex::encode(claim.account.0),
+            amount: claim.amount,
+        })),
+        Reply::Refused(refusal) => Err(HttpError::refused(&refusal)),
+        other => Err(HttpError::wrong_reply(&other)),
+    }
+}
+
+async fn info(State(replica): Shared) -> Json<InfoBody> {
+    Json(InfoBody {
+        authority: replica.place.authority,
+        shard: replica.place.shard,
+        shards: replica.group.shards,
+        replica: replica.hosted.replica.id(),
+        leader: replica.hosted.is_leader(),
+        committee_id: hex::encode(replica.committee.id()),
+        epoch: replica.committee.epoch(),
+    })
+}
