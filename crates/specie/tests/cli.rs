@@ -403,6 +403,7 @@ fn conflicting_evidence() -> specie_fastpay::Evidence {
         }
         .sign(&owner);
         let statement = VoteStatement {
+            kind: specie_fastpay::VoteKind::Prepare,
             committee_id: committee.id(),
             round: 0,
             order_digest: order.order.digest(),

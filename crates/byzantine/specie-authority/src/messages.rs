@@ -2,7 +2,8 @@
 
 use specie_codec::{put_u32, put_u64, DecodeError, Reader};
 use specie_fastpay::{
-    AccountKey, Certificate, CertificateError, DoubleVote, OrderError, SignedOrder, Vote, SIGNATURE_BYTES,
+    AccountKey, Certificate, CertificateError, DoubleVote, Justification, JustificationError, OrderError, SignedOrder,
+    SignedRoundChange, Vote, SIGNATURE_BYTES,
 };
 use specie_role::Ticket;
 use thiserror::Error;
@@ -48,6 +49,26 @@ pub enum Input {
         ticket: Ticket,
         certificate: Certificate,
     },
+    /// Recovery: enter `round` (≥ 1) of the account's slot at `sequence`, answered with this
+    /// authority's signed round change.
+    RoundChange {
+        ticket: Ticket,
+        account: AccountKey,
+        sequence: u64,
+        round: u32,
+    },
+    /// Recovery: prepare `order` in `round` (≥ 1), as the justification allows.
+    Propose {
+        ticket: Ticket,
+        order: SignedOrder,
+        round: u32,
+        justification: Box<Justification>,
+    },
+    /// A lock (a quorum of prepare votes, any round): lock it and answer with a commit vote.
+    Lock {
+        ticket: Ticket,
+        certificate: Certificate,
+    },
     /// §4.4: an account's state and its confirmed certificates from `from_sequence` on.
     Account {
         ticket: Ticket,
@@ -85,6 +106,23 @@ pub enum Command {
     },
     Fund {
         funding: Funding,
+    },
+    /// This shard's prepare vote in recovery round `round` (≥ 1).
+    Prepare {
+        order: SignedOrder,
+        round: u32,
+        signature: [u8; SIGNATURE_BYTES],
+    },
+    /// This shard locks the certificate's order at its round; `signature` is its commit vote.
+    Lock {
+        certificate: Certificate,
+        signature: [u8; SIGNATURE_BYTES],
+    },
+    /// This shard acts in no round below `round` for the account's slot at `sequence`.
+    EnterRound {
+        account: AccountKey,
+        sequence: u64,
+        round: u32,
     },
     /// Credits received from shard `from`, numbered from `first_sequence`.
     Credit {
@@ -124,6 +162,9 @@ pub enum Reply {
         id: [u8; 32],
     },
     Account(Box<AccountState>),
+    RoundChanged(Box<SignedRoundChange>),
+    /// The slot asked about is settled here with this final certificate.
+    Final(Box<Certificate>),
     Refused(Refusal),
 }
 
@@ -154,6 +195,14 @@ pub enum Refusal {
     Busy,
     #[error("funding {id_hex} was credited already with other terms")]
     FundingMismatch { id_hex: String },
+    #[error("this authority is in round {round} of the slot already")]
+    RoundPassed { round: u32 },
+    #[error("locked on another order in round {lock_round}; the justification has no higher lock")]
+    LockedOnOther { lock_round: u32 },
+    #[error("the justification does not allow this order")]
+    NotAllowed,
+    #[error("invalid justification: {0}")]
+    Justification(#[from] JustificationError),
 }
 
 /// What an authority shard sends to another shard of the same authority.
@@ -196,6 +245,9 @@ const COMMAND_CONFIRM: u8 = 2;
 const COMMAND_FUND: u8 = 3;
 const COMMAND_CREDIT: u8 = 4;
 const COMMAND_ACKED: u8 = 5;
+const COMMAND_PREPARE: u8 = 6;
+const COMMAND_LOCK: u8 = 7;
+const COMMAND_ENTER_ROUND: u8 = 8;
 
 const CREDIT_BYTES: usize = 32 + 8 + 32 + 8;
 
@@ -278,6 +330,31 @@ impl Command {
                 put_u32(&mut out, *to);
                 put_u64(&mut out, *through);
             }
+            Command::Prepare {
+                order,
+                round,
+                signature,
+            } => {
+                out.push(COMMAND_PREPARE);
+                order.encode_to(&mut out);
+                put_u32(&mut out, *round);
+                out.extend_from_slice(signature);
+            }
+            Command::Lock { certificate, signature } => {
+                out.push(COMMAND_LOCK);
+                certificate.encode_to(&mut out);
+                out.extend_from_slice(signature);
+            }
+            Command::EnterRound {
+                account,
+                sequence,
+                round,
+            } => {
+                out.push(COMMAND_ENTER_ROUND);
+                out.extend_from_slice(&account.0);
+                put_u64(&mut out, *sequence);
+                put_u32(&mut out, *round);
+            }
         }
         out
     }
@@ -303,6 +380,20 @@ impl Command {
             COMMAND_ACKED => Command::Acked {
                 to: reader.read_u32("ack channel")?,
                 through: reader.read_u64("ack through")?,
+            },
+            COMMAND_PREPARE => Command::Prepare {
+                order: SignedOrder::decode_from(&mut reader)?,
+                round: reader.read_u32("prepare round")?,
+                signature: reader.read_array("prepare signature")?,
+            },
+            COMMAND_LOCK => Command::Lock {
+                certificate: Certificate::decode_from(&mut reader)?,
+                signature: reader.read_array("commit signature")?,
+            },
+            COMMAND_ENTER_ROUND => Command::EnterRound {
+                account: AccountKey(reader.read_array("round account")?),
+                sequence: reader.read_u64("round sequence")?,
+                round: reader.read_u32("round")?,
             },
             kind => {
                 return Err(DecodeError::UnknownKind {

@@ -3,7 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use specie_fastpay::{
-    AccountKey, AuthorityIndex, Certificate, Committee, DoubleVote, SignedOrder, SigningKey, Vote, VoteStatement,
+    AccountKey, AuthorityIndex, Certificate, Committee, DoubleVote, SignedOrder, SigningKey, Vote, VoteKind,
+    VoteStatement,
 };
 use specie_role::{Durable, Output, Role, Ticket};
 
@@ -12,6 +13,8 @@ use crate::messages::{
     CERTIFICATES_PER_ANSWER_MAX, CREDITS_PER_MESSAGE_MAX,
 };
 use crate::state::{check_votable, hex_id, Settled, ShardState, StateError};
+
+mod recovery;
 
 /// Most transfer orders held for one account while its state is about to change.
 const DEFERRED_PER_ACCOUNT_MAX: usize = 16;
@@ -55,6 +58,9 @@ pub struct AuthorityShard {
     votes_in_flight: HashMap<AccountKey, ((SignedOrder, Vote), Vec<Ticket>)>,
     confirms_in_flight: HashMap<(AccountKey, u64), (Certificate, Vec<Ticket>)>,
     fundings_in_flight: HashMap<[u8; 32], (Funding, Vec<Ticket>)>,
+    /// A recovery command per account (round change, prepare or lock) with the reply it gets
+    /// once applied; one at a time per account, others are refused as busy.
+    slot_in_flight: HashMap<AccountKey, (Reply, Vec<Ticket>)>,
     /// Transfer orders that arrived while a confirmation or funding of their account was on its
     /// way to the log: judged once it is applied, not refused for a state about to change.
     deferred: HashMap<AccountKey, Vec<(Ticket, SignedOrder)>>,
@@ -85,6 +91,7 @@ impl AuthorityShard {
             votes_in_flight: HashMap::new(),
             confirms_in_flight: HashMap::new(),
             fundings_in_flight: HashMap::new(),
+            slot_in_flight: HashMap::new(),
             deferred: HashMap::new(),
             credits_proposed: BTreeMap::new(),
             acks_proposed: BTreeMap::new(),
@@ -141,6 +148,7 @@ impl AuthorityShard {
         let state = self.state.accounts.get(account)?;
         let statement = |order: &SignedOrder| VoteStatement {
             committee_id: self.config.committee.id(),
+            kind: VoteKind::Prepare,
             round: 0,
             order_digest: order.order.digest(),
         };
@@ -178,6 +186,7 @@ impl AuthorityShard {
             authority: self.config.authority,
             statement: VoteStatement {
                 committee_id: self.config.committee.id(),
+                kind: VoteKind::Prepare,
                 round: 0,
                 order_digest: order.order.digest(),
             },
@@ -206,6 +215,11 @@ impl AuthorityShard {
             return Ok(());
         }
         let account = self.state.accounts.get(&sender).ok_or(Refusal::UnknownAccount)?;
+        if account.round > 0 && account.next_sequence == order.order.sequence && account.pending.is_none() {
+            // Round 0 of this slot is over here: a fresh vote now could complete a fast
+            // certificate that the round changes this shard signed said could not exist.
+            return Err(Refusal::RoundPassed { round: account.round });
+        }
         if let Some(((voted, _), _)) = self.votes_in_flight.get_mut(&sender) {
             if *voted != order {
                 return Err(Refusal::OtherOrderPending {
@@ -250,6 +264,7 @@ impl AuthorityShard {
     fn account_changing(&self, account: &AccountKey) -> bool {
         let next = self.state.accounts.get(account).map_or(0, |a| a.next_sequence);
         self.confirms_in_flight.contains_key(&(*account, next))
+            || self.slot_in_flight.contains_key(account)
             || self
                 .fundings_in_flight
                 .values()
@@ -522,6 +537,7 @@ impl Role for AuthorityShard {
         self.votes_in_flight.clear();
         self.confirms_in_flight.clear();
         self.fundings_in_flight.clear();
+        self.slot_in_flight.clear();
         self.deferred.clear();
         self.credits_proposed.clear();
         self.acks_proposed.clear();
@@ -536,6 +552,19 @@ impl Role for AuthorityShard {
             Input::Transfer { ticket, order } => (ticket, self.transfer(ticket, order)),
             Input::Confirm { ticket, certificate } => (ticket, self.confirm(ticket, certificate)),
             Input::Fund { ticket, funding } => (ticket, self.fund(ticket, funding)),
+            Input::RoundChange {
+                ticket,
+                account,
+                sequence,
+                round,
+            } => (ticket, self.round_change(ticket, account, sequence, round)),
+            Input::Propose {
+                ticket,
+                order,
+                round,
+                justification,
+            } => (ticket, self.propose(ticket, order, round, &justification)),
+            Input::Lock { ticket, certificate } => (ticket, self.lock(ticket, certificate)),
             Input::Account {
                 ticket,
                 account,
@@ -579,6 +608,7 @@ impl Role for AuthorityShard {
                 self.acks_due.insert(*from);
             }
             Command::Acked { to, through } => self.state.acked(*to, *through),
+            Command::Prepare { .. } | Command::Lock { .. } | Command::EnterRound { .. } => self.apply_slot(command),
         }
     }
 

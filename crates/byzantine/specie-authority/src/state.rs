@@ -28,6 +28,19 @@ pub(crate) struct Account {
     pub pending: Option<(SignedOrder, [u8; SIGNATURE_BYTES])>,
     /// One certificate per sequence number below `next_sequence`.
     pub confirmed: Vec<Certificate>,
+    /// Recovery of the slot at `next_sequence` (cleared when it settles): the highest round
+    /// entered, the latest prepare vote of a round ≥ 1, and the highest lock with this shard's
+    /// commit vote on it.
+    pub round: u32,
+    pub prepared: Option<(u32, SignedOrder, [u8; SIGNATURE_BYTES])>,
+    pub lock: Option<(Certificate, [u8; SIGNATURE_BYTES])>,
+}
+
+impl Account {
+    /// The round of the highest lock, if any.
+    pub fn lock_round(&self) -> Option<u32> {
+        self.lock.as_ref().map(|(certificate, _)| certificate.round)
+    }
 }
 
 /// The sending end of the channel to one other shard: credits numbered from
@@ -96,6 +109,9 @@ impl ShardState {
         account.balance -= i128::from(order.amount);
         account.next_sequence += 1;
         account.pending = None;
+        account.round = 0;
+        account.prepared = None;
+        account.lock = None;
         account.confirmed.push(certificate.clone());
         let amount = order.amount;
         match order.recipient {
@@ -121,6 +137,52 @@ impl ShardState {
                 Ok(Settled::ToShard(shard, outbox.next_sequence - 1))
             }
         }
+    }
+
+    /// The slot at `sequence` of `account`, if it is the account's next one.
+    fn slot(&mut self, account: &AccountKey, sequence: u64) -> Result<&mut Account, Refusal> {
+        let state = self.accounts.get_mut(account).ok_or(Refusal::UnknownAccount)?;
+        if state.next_sequence != sequence {
+            return Err(Refusal::WrongSequence {
+                expected: state.next_sequence,
+                got: sequence,
+            });
+        }
+        Ok(state)
+    }
+
+    /// Records a prepare vote of round `round` ≥ 1 (the role checked the justification).
+    pub fn prepare(
+        &mut self,
+        order: &SignedOrder,
+        round: u32,
+        signature: [u8; SIGNATURE_BYTES],
+    ) -> Result<(), Refusal> {
+        let account = self.slot(&order.order.sender, order.order.sequence)?;
+        check_preparable(account, order, round)?;
+        account.round = round;
+        account.prepared = Some((round, order.clone(), signature));
+        Ok(())
+    }
+
+    /// Records a lock and this shard's commit vote on it.
+    pub fn lock(&mut self, certificate: &Certificate, signature: [u8; SIGNATURE_BYTES]) -> Result<(), Refusal> {
+        let order = &certificate.order.order;
+        let account = self.slot(&order.sender, order.sequence)?;
+        check_lockable(account, certificate)?;
+        account.round = account.round.max(certificate.round);
+        if account.lock_round() != Some(certificate.round) {
+            account.lock = Some((certificate.clone(), signature));
+        }
+        Ok(())
+    }
+
+    /// Promises to act in no round below `round` for the slot.
+    pub fn enter_round(&mut self, account: &AccountKey, sequence: u64, round: u32) -> Result<(), Refusal> {
+        let account = self.slot(account, sequence)?;
+        check_enterable(account, round)?;
+        account.round = round;
+        Ok(())
     }
 
     pub fn fund(&mut self, funding: &Funding) -> Result<(), Refusal> {
@@ -182,12 +244,24 @@ impl ShardState {
                     )));
                 }
             }
-            if let Some((pending, _)) = &account.pending {
-                if pending.order.sequence != account.next_sequence || pending.order.sender != *key {
+            let slot_orders = account
+                .pending
+                .iter()
+                .map(|(order, _)| order)
+                .chain(account.prepared.iter().map(|(_, order, _)| order))
+                .chain(account.lock.iter().map(|(certificate, _)| &certificate.order));
+            for order in slot_orders {
+                if order.order.sequence != account.next_sequence || order.order.sender != *key {
                     return Err(StateError::Inconsistent(format!(
-                        "account {key:?}: pending order is not for the next sequence number"
+                        "account {key:?}: a pending, prepared or locked order is not for the next sequence number"
                     )));
                 }
+            }
+            let highest_round = account.prepared.iter().map(|(r, ..)| *r).chain(account.lock_round());
+            if highest_round.max().is_some_and(|r| r > account.round) {
+                return Err(StateError::Inconsistent(format!(
+                    "account {key:?}: voted in a round above the round entered"
+                )));
             }
         }
         let into = i128::try_from(self.funded + self.credited_in)
@@ -228,6 +302,24 @@ impl ShardState {
             for certificate in &account.confirmed {
                 certificate.encode_to(out);
             }
+            put_u32(out, account.round);
+            match &account.prepared {
+                None => out.push(0),
+                Some((round, order, signature)) => {
+                    out.push(1);
+                    put_u32(out, *round);
+                    order.encode_to(out);
+                    out.extend_from_slice(signature);
+                }
+            }
+            match &account.lock {
+                None => out.push(0),
+                Some((certificate, signature)) => {
+                    out.push(1);
+                    certificate.encode_to(out);
+                    out.extend_from_slice(signature);
+                }
+            }
         }
         put_u32(out, self.fundings.len() as u32);
         for funding in self.fundings.values() {
@@ -258,7 +350,7 @@ impl ShardState {
     pub fn decode(bytes: &[u8]) -> Result<ShardState, DecodeError> {
         let mut reader = Reader::new(bytes);
         let mut state = ShardState::default();
-        let accounts = reader.read_u32_count("snapshot accounts", u64::MAX, 32 + 16 + 8 + 1 + 4)?;
+        let accounts = reader.read_u32_count("snapshot accounts", u64::MAX, 32 + 16 + 8 + 1 + 4 + 4 + 1 + 1)?;
         for _ in 0..accounts {
             let key = AccountKey(reader.read_array("snapshot account key")?);
             let balance = i128::from_le_bytes(reader.read_array("snapshot balance")?);
@@ -274,6 +366,22 @@ impl ShardState {
             let confirmed = (0..count)
                 .map(|_| Certificate::decode_from(&mut reader))
                 .collect::<Result<_, _>>()?;
+            let round = reader.read_u32("snapshot round")?;
+            let prepared = match reader.read_bool("snapshot prepared")? {
+                false => None,
+                true => Some((
+                    reader.read_u32("snapshot prepared round")?,
+                    SignedOrder::decode_from(&mut reader)?,
+                    reader.read_array("snapshot prepare vote")?,
+                )),
+            };
+            let lock = match reader.read_bool("snapshot lock")? {
+                false => None,
+                true => Some((
+                    Certificate::decode_from(&mut reader)?,
+                    reader.read_array("snapshot commit vote")?,
+                )),
+            };
             ascending(
                 "snapshot accounts",
                 state.accounts.last_key_value().map(|(k, _)| k),
@@ -286,6 +394,9 @@ impl ShardState {
                     next_sequence,
                     pending,
                     confirmed,
+                    round,
+                    prepared,
+                    lock,
                 },
             );
         }
@@ -369,6 +480,50 @@ pub(crate) fn check_votable(account: &Account, order: &SignedOrder) -> Result<()
         });
     }
     Ok(())
+}
+
+/// Whether a prepare vote in `round` ≥ 1 for `order` is still possible (the justification and
+/// the lock rule are the role's checks): not a round already left, and one order per round.
+pub(crate) fn check_preparable(account: &Account, order: &SignedOrder, round: u32) -> Result<(), Refusal> {
+    if round < account.round {
+        return Err(Refusal::RoundPassed { round: account.round });
+    }
+    match &account.prepared {
+        Some((prepared_round, prepared, _)) if *prepared_round == round && prepared != order => {
+            Err(Refusal::OtherOrderPending {
+                sequence: account.next_sequence,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether this shard may commit-vote for a lock: not in a round it left, and never against a
+/// higher lock of its own.
+pub(crate) fn check_lockable(account: &Account, certificate: &Certificate) -> Result<(), Refusal> {
+    if certificate.round < account.round {
+        return Err(Refusal::RoundPassed { round: account.round });
+    }
+    match &account.lock {
+        Some((locked, _)) if locked.round > certificate.round => Err(Refusal::RoundPassed { round: account.round }),
+        Some((locked, _)) if locked.round == certificate.round && locked.order != certificate.order => {
+            Err(Refusal::LockedOnOther {
+                lock_round: locked.round,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether this shard may sign a round change for `round`: a round above every round it acted
+/// in, so that what it reports (round 0's prepare and its highest lock) stays true for good.
+pub(crate) fn check_enterable(account: &Account, round: u32) -> Result<(), Refusal> {
+    let acted = account.prepared.iter().map(|(r, ..)| *r).chain(account.lock_round());
+    match acted.max() {
+        Some(acted) if acted >= round => Err(Refusal::RoundPassed { round: acted }),
+        _ if round < account.round || round == 0 => Err(Refusal::RoundPassed { round: account.round }),
+        _ => Ok(()),
+    }
 }
 
 /// Why a certificate cannot settle now: confirmed already (the same: fine for the caller to

@@ -428,6 +428,7 @@ fn an_equivocating_owner_gets_no_certificate_and_conflicting_certificates_convic
     // Authorities 0, 1 and 3 turn Byzantine and sign the other order too: two certificates.
     let byzantine_vote = |c: &Committee4, authority: usize, order: &SignedOrder| {
         let statement = VoteStatement {
+            kind: specie_fastpay::VoteKind::Prepare,
             committee_id: c.committee.id(),
             round: 0,
             order_digest: order.order.digest(),
@@ -573,11 +574,13 @@ fn an_authority_that_voted_for_another_order_does_not_sign_the_certified_one_aft
             double_votes: vec![DoubleVote {
                 authority: 3,
                 first: SignedVote {
+                    kind: specie_fastpay::VoteKind::Prepare,
                     order: to_carol.order.clone(),
                     round: 0,
                     signature: carol_vote.signature,
                 },
                 second: SignedVote {
+                    kind: specie_fastpay::VoteKind::Prepare,
                     order: to_bob.order.clone(),
                     round: 0,
                     signature: vote.signature,

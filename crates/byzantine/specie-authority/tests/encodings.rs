@@ -52,6 +52,7 @@ fn command() -> impl Strategy<Value = Command> {
         )
             .prop_map(|(order, committee_id, round, signers)| Command::Confirm {
                 certificate: Certificate {
+                    kind: specie_fastpay::VoteKind::Prepare,
                     order,
                     committee_id,
                     round,

@@ -176,6 +176,7 @@ mod tests {
 
     fn vote(committee: &Committee, keys: &[specie_fastpay::SigningKey], authority: u16, order: &SignedOrder) -> Vote {
         let statement = VoteStatement {
+            kind: specie_fastpay::VoteKind::Prepare,
             committee_id: committee.id(),
             round: 0,
             order_digest: order.order.digest(),

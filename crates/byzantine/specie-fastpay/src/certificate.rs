@@ -9,30 +9,63 @@ use crate::order::{OrderError, SignedOrder, SIGNED_ORDER_BYTES_MAX};
 use crate::{read_version, ENCODING_VERSION, SIGNATURE_BYTES};
 
 /// Signed by authorities: keeps a vote signature from being valid as anything else.
-const VOTE_DOMAIN: &[u8] = b"specie/fastpay/vote/v1";
+const VOTE_DOMAIN: &[u8] = b"specie/fastpay/vote/v2";
 
 /// The longest canonical certificate encoding: version, the longest signed order, committee id,
-/// round, signature count, and a signature from every member of the largest committee. A
+/// kind, round, signature count, and a signature from every member of the largest committee. A
 /// decoder handed more bytes than this for one certificate refuses them before reading.
 pub const CERTIFICATE_BYTES_MAX: usize =
-    1 + SIGNED_ORDER_BYTES_MAX + 32 + 4 + 4 + COMMITTEE_MEMBERS_MAX * (2 + SIGNATURE_BYTES);
+    1 + SIGNED_ORDER_BYTES_MAX + 32 + 1 + 4 + 4 + COMMITTEE_MEMBERS_MAX * (2 + SIGNATURE_BYTES);
 
-/// What an authority's vote signature covers: this committee, this round, this order.
+/// The two phases of a round (docs/byzantine-mode.md, "Rounds").
+///
+/// `Prepare`: the authority accepts the order for the account's slot in this round (FastPay's
+/// vote). Prepare votes of *every* member in round 0 are final at once (the fast path); a
+/// quorum of them in any round is only a *lock*. `Commit`: the authority saw that lock and
+/// locked the order itself; a quorum of commit votes is final. Only final certificates settle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum VoteKind {
+    Prepare = 0,
+    Commit = 1,
+}
+
+impl VoteKind {
+    pub fn from_byte(byte: u8) -> Option<VoteKind> {
+        match byte {
+            0 => Some(VoteKind::Prepare),
+            1 => Some(VoteKind::Commit),
+            _ => None,
+        }
+    }
+
+    pub fn read(reader: &mut Reader<'_>, what: &'static str) -> Result<VoteKind, DecodeError> {
+        let byte = reader.read_u8(what)?;
+        VoteKind::from_byte(byte).ok_or(DecodeError::NonCanonical {
+            what,
+            reason: "a vote kind is 0 (prepare) or 1 (commit)",
+        })
+    }
+}
+
+/// What an authority's vote signature covers: this committee, this phase of this round, this
+/// order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct VoteStatement {
     pub committee_id: [u8; 32],
-    /// 0 is FastPay's one round; later rounds are reserved for the recovery of an account
-    /// whose owner signed two orders for one sequence number.
+    pub kind: VoteKind,
+    /// 0 is FastPay's round; rounds ≥ 1 recover an account whose owner signed two orders for
+    /// one sequence number (or whose round 0 stalled).
     pub round: u32,
     pub order_digest: [u8; 32],
 }
 
 impl VoteStatement {
     pub fn signing_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(VOTE_DOMAIN.len() + 32 + 4 + 32);
+        let mut bytes = Vec::with_capacity(VOTE_DOMAIN.len() + 1 + 32 + 1 + 4 + 32);
         bytes.extend_from_slice(VOTE_DOMAIN);
         bytes.push(ENCODING_VERSION);
         bytes.extend_from_slice(&self.committee_id);
+        bytes.push(self.kind as u8);
         put_u32(&mut bytes, self.round);
         bytes.extend_from_slice(&self.order_digest);
         bytes
@@ -62,6 +95,7 @@ impl Vote {
         out.push(ENCODING_VERSION);
         out.extend_from_slice(&self.authority.to_le_bytes());
         out.extend_from_slice(&self.statement.committee_id);
+        out.push(self.statement.kind as u8);
         put_u32(out, self.statement.round);
         out.extend_from_slice(&self.statement.order_digest);
         out.extend_from_slice(&self.signature);
@@ -71,6 +105,7 @@ impl Vote {
         read_version(reader, "vote")?;
         let authority = u16::from_le_bytes(reader.read_array("vote authority")?);
         let committee_id = reader.read_array("vote committee id")?;
+        let kind = VoteKind::read(reader, "vote kind")?;
         let round = reader.read_u32("vote round")?;
         let order_digest = reader.read_array("vote order digest")?;
         let signature = reader.read_array("vote signature")?;
@@ -78,6 +113,7 @@ impl Vote {
             authority,
             statement: VoteStatement {
                 committee_id,
+                kind,
                 round,
                 order_digest,
             },
@@ -85,14 +121,17 @@ impl Vote {
         })
     }
 
-    /// Whether this is a valid vote of `committee`'s member for `order` (what a client checks
-    /// before counting it towards a certificate).
-    pub fn check(&self, committee: &Committee, order: &SignedOrder) -> Result<(), VoteError> {
+    /// Whether this is a valid vote of `committee`'s member making `expected` (what a client
+    /// checks before counting it towards a certificate).
+    pub fn check(&self, committee: &Committee, expected: &VoteStatement) -> Result<(), VoteError> {
         if self.statement.committee_id != committee.id() {
             return Err(VoteError::WrongCommittee);
         }
-        if self.statement.order_digest != order.order.digest() {
+        if self.statement.order_digest != expected.order_digest {
             return Err(VoteError::OtherOrder);
+        }
+        if self.statement != *expected {
+            return Err(VoteError::OtherPhase);
         }
         let key = committee.key(self.authority).ok_or(VoteError::UnknownAuthority {
             authority: self.authority,
@@ -111,19 +150,25 @@ pub enum VoteError {
     WrongCommittee,
     #[error("the vote is for another order")]
     OtherOrder,
+    #[error("the vote is for another round or phase")]
+    OtherPhase,
     #[error("authority {authority} is not in the committee")]
     UnknownAuthority { authority: AuthorityIndex },
     #[error("the vote's signature does not verify")]
     BadSignature,
 }
 
-/// A transfer order signed by a quorum of the committee: proof that the payment will settle.
-/// Signatures are sorted by authority index, strictly (so one encoding per certificate, and a
-/// repeated signer is refused by the decoder and by [`Certificate::check`]).
+/// A transfer order with votes of one phase of one round from distinct members. Final (proof
+/// that the payment settles, [`Certificate::check`]) when it holds prepare votes of every member
+/// in round 0 or commit votes of a quorum in any round; a lock ([`Certificate::check_lock`])
+/// when it holds prepare votes of a quorum. Signatures are sorted by authority index, strictly
+/// (so one encoding per certificate, and a repeated signer is refused by the decoder and the
+/// checks).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Certificate {
     pub order: SignedOrder,
     pub committee_id: [u8; 32],
+    pub kind: VoteKind,
     pub round: u32,
     pub signatures: Vec<(AuthorityIndex, [u8; SIGNATURE_BYTES])>,
 }
@@ -134,6 +179,10 @@ pub struct Certificate {
 pub enum CertificateError {
     #[error("signed by another committee")]
     WrongCommittee,
+    #[error("prepare votes of round {round}: a lock, never final (only round 0 has a fast path)")]
+    NotFinal { round: u32 },
+    #[error("commit votes are a final certificate, not a lock")]
+    NotALock,
     #[error("{signers} distinct signers, below the quorum of {quorum}")]
     BelowQuorum { signers: usize, quorum: usize },
     #[error("authority {authority} signs more than once")]
@@ -153,9 +202,29 @@ impl Certificate {
     pub fn statement(&self) -> VoteStatement {
         VoteStatement {
             committee_id: self.committee_id,
+            kind: self.kind,
             round: self.round,
             order_digest: self.order.order.digest(),
         }
+    }
+
+    /// Whether the order settles: a final certificate (see [`Certificate`]). Every check of a
+    /// confirmation order that needs no account state.
+    pub fn check(&self, committee: &Committee) -> Result<(), CertificateError> {
+        let signers_min = match (self.kind, self.round) {
+            (VoteKind::Commit, _) => committee.quorum(),
+            (VoteKind::Prepare, 0) => committee.size(),
+            (VoteKind::Prepare, round) => return Err(CertificateError::NotFinal { round }),
+        };
+        self.check_signed(committee, signers_min)
+    }
+
+    /// Whether this is a lock: prepare votes of a quorum for the order in its round.
+    pub fn check_lock(&self, committee: &Committee) -> Result<(), CertificateError> {
+        if self.kind != VoteKind::Prepare {
+            return Err(CertificateError::NotALock);
+        }
+        self.check_signed(committee, committee.quorum())
     }
 
     /// Builds a certificate from votes a client checked with [`Vote::check`].
@@ -167,20 +236,19 @@ impl Certificate {
         Certificate {
             order,
             committee_id: statement.committee_id,
+            kind: statement.kind,
             round: statement.round,
             signatures,
         }
     }
 
-    /// Every check of a confirmation order that needs no account state, in this order: the
-    /// committee, the quorum of distinct known signers, the order's fields, then one batch
-    /// verification of the owner's signature and every authority's (FastPay §6). If the batch
-    /// fails, single verification names the first bad signer.
-    pub fn check(&self, committee: &Committee) -> Result<(), CertificateError> {
+    /// In this order: the committee, at least `quorum` distinct known signers, the order's
+    /// fields, then one batch verification of the owner's signature and every authority's
+    /// (FastPay §6). If the batch fails, single verification names the first bad signer.
+    fn check_signed(&self, committee: &Committee, quorum: usize) -> Result<(), CertificateError> {
         if self.committee_id != committee.id() {
             return Err(CertificateError::WrongCommittee);
         }
-        let quorum = committee.quorum();
         for pair in self.signatures.windows(2) {
             if pair[0].0 == pair[1].0 {
                 return Err(CertificateError::RepeatedSigner { authority: pair[0].0 });
@@ -237,6 +305,7 @@ impl Certificate {
         out.push(ENCODING_VERSION);
         self.order.encode_to(out);
         out.extend_from_slice(&self.committee_id);
+        out.push(self.kind as u8);
         put_u32(out, self.round);
         put_u32(out, self.signatures.len() as u32);
         for (authority, signature) in &self.signatures {
@@ -250,6 +319,7 @@ impl Certificate {
         read_version(reader, "certificate")?;
         let order = SignedOrder::decode_from(reader)?;
         let committee_id = reader.read_array("certificate committee id")?;
+        let kind = VoteKind::read(reader, "certificate kind")?;
         let round = reader.read_u32("certificate round")?;
         let count = reader.read_u32_count(
             "certificate signatures",
@@ -270,6 +340,7 @@ impl Certificate {
         Ok(Certificate {
             order,
             committee_id,
+            kind,
             round,
             signatures,
         })

@@ -1,8 +1,8 @@
 //! Accountable safety: two conflicting signatures of one authority, as evidence anyone can check.
 //!
-//! An honest authority signs at most one order per (account, sequence number, round). Two of its
-//! vote signatures, in one round, on two different orders from the same account with the same
-//! sequence number convict it. Two conflicting certificates always contain such pairs for every
+//! An honest authority signs at most one order per (account, sequence number, round, phase). Two
+//! of its vote signatures, in one phase of one round, on two different orders from the same
+//! account with the same sequence number convict it. Two conflicting certificates always contain such pairs for every
 //! authority in both quorums (at least f+1 of them), and an honest authority never signs such a
 //! pair, so the evidence never convicts an honest one.
 
@@ -14,7 +14,7 @@ use sha2::{Digest, Sha512};
 use specie_codec::{put_u32, DecodeError, Reader};
 use thiserror::Error;
 
-use crate::certificate::{Certificate, VoteStatement};
+use crate::certificate::{Certificate, VoteKind, VoteStatement};
 use crate::committee::{AuthorityIndex, Committee, COMMITTEE_MEMBERS_MAX};
 use crate::order::TransferOrder;
 use crate::{read_version, ENCODING_VERSION, SIGNATURE_BYTES};
@@ -23,6 +23,7 @@ use crate::{read_version, ENCODING_VERSION, SIGNATURE_BYTES};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SignedVote {
     pub order: TransferOrder,
+    pub kind: VoteKind,
     pub round: u32,
     pub signature: [u8; SIGNATURE_BYTES],
 }
@@ -42,7 +43,7 @@ pub enum EvidenceError {
     UnknownAuthority { authority: AuthorityIndex },
     #[error("the two orders are for different accounts or sequence numbers: no conflict")]
     NoConflict,
-    #[error("the two votes are in different rounds")]
+    #[error("the two votes are in different rounds or phases")]
     DifferentRounds,
     #[error("the two votes are for the same order")]
     SameOrder,
@@ -64,7 +65,7 @@ impl DoubleVote {
         if a.order.sender != b.order.sender || a.order.sequence != b.order.sequence {
             return Err(EvidenceError::NoConflict);
         }
-        if a.round != b.round {
+        if (a.kind, a.round) != (b.kind, b.round) {
             return Err(EvidenceError::DifferentRounds);
         }
         if a.order == b.order {
@@ -73,6 +74,7 @@ impl DoubleVote {
         for vote in [a, b] {
             let statement = VoteStatement {
                 committee_id: committee.id(),
+                kind: vote.kind,
                 round: vote.round,
                 order_digest: vote.order.digest(),
             };
@@ -89,7 +91,8 @@ impl DoubleVote {
     /// authority that signed both. Empty if they do not conflict.
     pub fn from_certificates(first: &Certificate, second: &Certificate) -> Vec<DoubleVote> {
         let (a, b) = (&first.order.order, &second.order.order);
-        if a.sender != b.sender || a.sequence != b.sequence || a == b || first.round != second.round {
+        let same_phase = (first.kind, first.round) == (second.kind, second.round);
+        if a.sender != b.sender || a.sequence != b.sequence || a == b || !same_phase {
             return Vec::new();
         }
         first
@@ -101,11 +104,13 @@ impl DoubleVote {
                     authority,
                     first: SignedVote {
                         order: a.clone(),
+                        kind: first.kind,
                         round: first.round,
                         signature,
                     },
                     second: SignedVote {
                         order: b.clone(),
+                        kind: second.kind,
                         round: second.round,
                         signature: *other,
                     },
@@ -146,6 +151,7 @@ impl Evidence {
             out.extend_from_slice(&double_vote.authority.to_le_bytes());
             for vote in [&double_vote.first, &double_vote.second] {
                 vote.order.encode_to(out);
+                out.push(vote.kind as u8);
                 put_u32(out, vote.round);
                 out.extend_from_slice(&vote.signature);
             }
@@ -156,7 +162,7 @@ impl Evidence {
         read_version(reader, "evidence")?;
         let committee = Committee::decode_from(reader)?;
         // Each double vote is at least its authority and two minimal votes.
-        let minimal_vote_bytes = 1 + 32 + 1 + 32 + 8 + 8 + 4 + 4 + SIGNATURE_BYTES;
+        let minimal_vote_bytes = 1 + 32 + 1 + 32 + 8 + 8 + 4 + 1 + 4 + SIGNATURE_BYTES;
         let count = reader.read_u32_count(
             "evidence double votes",
             COMMITTEE_MEMBERS_MAX as u64,
@@ -209,6 +215,7 @@ fn verify_cofactored(key: &VerifyingKey, message: &[u8], signature: &[u8; SIGNAT
 fn read_signed_vote(reader: &mut Reader<'_>) -> Result<SignedVote, DecodeError> {
     Ok(SignedVote {
         order: TransferOrder::decode_from(reader)?,
+        kind: VoteKind::read(reader, "evidence vote kind")?,
         round: reader.read_u32("evidence vote round")?,
         signature: reader.read_array("evidence vote signature")?,
     })

@@ -12,12 +12,17 @@ mod certificate;
 mod committee;
 mod evidence;
 mod order;
+mod rounds;
 
-pub use certificate::{Certificate, CertificateError, Vote, VoteError, VoteStatement, CERTIFICATE_BYTES_MAX};
+pub use certificate::{Certificate, CertificateError, Vote, VoteError, VoteKind, VoteStatement, CERTIFICATE_BYTES_MAX};
 pub use committee::{AuthorityIndex, Committee, CommitteeError, COMMITTEE_MEMBERS_MAX};
 pub use evidence::{DoubleVote, Evidence, EvidenceError, SignedVote};
 pub use order::{
     AccountKey, CoreAddress, OrderError, Recipient, SignedOrder, TransferOrder, MEMO_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
+};
+pub use rounds::{
+    decide, Allowed, Justification, JustificationError, RoundChange, SignedRoundChange, JUSTIFICATION_BYTES_MAX,
+    SIGNED_ROUND_CHANGE_BYTES_MAX,
 };
 
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
@@ -26,7 +31,8 @@ use sha2::{Digest, Sha256};
 use specie_codec::{DecodeError, Reader};
 
 /// The first byte of every encoding in this crate.
-pub const ENCODING_VERSION: u8 = 1;
+/// 2: votes and certificates carry their phase ([`VoteKind`]) for the recovery rounds.
+pub const ENCODING_VERSION: u8 = 2;
 pub const PUBLIC_KEY_BYTES: usize = 32;
 pub const SIGNATURE_BYTES: usize = 64;
 

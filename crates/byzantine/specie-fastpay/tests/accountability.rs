@@ -63,6 +63,7 @@ fn cheating_certificate(
     cheats: [u16; 2],
 ) -> Certificate {
     let statement = VoteStatement {
+        kind: specie_fastpay::VoteKind::Prepare,
         committee_id: committee.id(),
         round: 0,
         order_digest: order.order.digest(),
@@ -86,6 +87,7 @@ fn cheating_certificate(
         }
         signatures.sort_by_key(|(authority, _)| *authority);
         let certificate = Certificate {
+            kind: specie_fastpay::VoteKind::Prepare,
             order: order.clone(),
             committee_id: committee.id(),
             round: 0,

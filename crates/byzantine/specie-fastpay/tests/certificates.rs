@@ -35,6 +35,7 @@ fn order(owner: &SigningKey, to: u64, amount: u64) -> SignedOrder {
 
 fn vote(setup: &Setup, authority: u16, order: &SignedOrder) -> Vote {
     let statement = VoteStatement {
+        kind: specie_fastpay::VoteKind::Prepare,
         committee_id: setup.committee.id(),
         round: 0,
         order_digest: order.order.digest(),
@@ -188,6 +189,7 @@ fn the_largest_certificate_encodes_to_exactly_the_documented_bound() {
     assert_eq!(order_bytes.len(), specie_fastpay::SIGNED_ORDER_BYTES_MAX);
     let members = specie_fastpay::COMMITTEE_MEMBERS_MAX as u16;
     let largest = Certificate {
+        kind: specie_fastpay::VoteKind::Prepare,
         order,
         committee_id: [1; 32],
         round: u32::MAX,

@@ -46,6 +46,7 @@ struct Scenario {
 
 fn votes_for(committee: &Committee, authorities: &[SigningKey], order: &SignedOrder) -> Vec<Vote> {
     let statement = VoteStatement {
+        kind: specie_fastpay::VoteKind::Prepare,
         committee_id: committee.id(),
         round: 0,
         order_digest: order.order.digest(),

@@ -150,6 +150,7 @@ impl Authorities {
         }
         .sign(owner);
         let statement = VoteStatement {
+            kind: specie_fastpay::VoteKind::Prepare,
             committee_id: self.committee.id(),
             round: 0,
             order_digest: order.order.digest(),

@@ -211,6 +211,8 @@ impl FastpayErrorCode {
 fn certificate_code(error: CertificateError) -> &'static str {
     match error {
         CertificateError::WrongCommittee => "certificate_wrong_committee",
+        CertificateError::NotFinal { .. } => "certificate_not_final",
+        CertificateError::NotALock => "certificate_not_a_lock",
         CertificateError::BelowQuorum { .. } => "certificate_below_quorum",
         CertificateError::RepeatedSigner { .. } => "certificate_repeated_signer",
         CertificateError::Unsorted => "certificate_unsorted",

@@ -298,6 +298,7 @@ mod tests {
 
     fn certificate(recipient: Recipient, amount: u64, signers: &[u16]) -> Certificate {
         Certificate {
+            kind: specie_fastpay::VoteKind::Prepare,
             order: SignedOrder {
                 order: TransferOrder {
                     sender: AccountKey([5; 32]),

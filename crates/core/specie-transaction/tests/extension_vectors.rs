@@ -156,6 +156,7 @@ fn fastpay_vectors(v: &mut BTreeMap<String, String>, alice: &Keypair, bob: &Keyp
     }
     .sign(&owner);
     let statement = VoteStatement {
+        kind: specie_fastpay::VoteKind::Prepare,
         committee_id: committee.id(),
         round: 0,
         order_digest: order.order.digest(),

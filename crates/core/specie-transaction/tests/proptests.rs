@@ -130,6 +130,7 @@ fn fastpay_redeem() -> impl Strategy<Value = FastpayRedeem> {
     (order, signature(), hash(), any::<u32>(), signers, signature()).prop_map(
         |(order, owner_signature, committee_id, round, signers, authority_signature)| {
             FastpayRedeem::new(Certificate {
+                kind: specie_fastpay::VoteKind::Prepare,
                 order: SignedOrder {
                     order,
                     signature: owner_signature,

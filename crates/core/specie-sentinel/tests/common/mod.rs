@@ -102,6 +102,7 @@ pub fn certificate_by(
     }
     .sign(&owner);
     let statement = VoteStatement {
+        kind: specie_fastpay::VoteKind::Prepare,
         committee_id: committee.id(),
         round: 0,
         order_digest: order.order.digest(),

@@ -101,6 +101,7 @@ impl<R: ShardRole> World<R> {
     fn byzantine_vote(&self, order: &TransferOrder) -> Vote {
         let adversary = self.adversary.as_ref().expect("a Byzantine authority");
         let statement = VoteStatement {
+            kind: specie_fastpay::VoteKind::Prepare,
             committee_id: self.committee.id(),
             round: 0,
             order_digest: order.digest(),
@@ -432,11 +433,13 @@ impl<R: ShardRole> World<R> {
         let double_vote = DoubleVote {
             authority: vote.authority,
             first: SignedVote {
+                kind: specie_fastpay::VoteKind::Prepare,
                 order: other,
                 round: 0,
                 signature,
             },
             second: SignedVote {
+                kind: specie_fastpay::VoteKind::Prepare,
                 order: order.order.clone(),
                 round: 0,
                 signature: vote.signature,

@@ -65,6 +65,7 @@ impl Specimen {
         }
         .sign(&owner);
         let statement = VoteStatement {
+            kind: specie_fastpay::VoteKind::Prepare,
             committee_id: committee.id(),
             round: 0,
             order_digest: order.order.digest(),
@@ -76,6 +77,7 @@ impl Specimen {
             .map(|(authority, key)| (authority as u16, statement.sign(key)))
             .collect();
         let certificate = Certificate {
+            kind: specie_fastpay::VoteKind::Prepare,
             order,
             committee_id: committee.id(),
             round: 0,

@@ -1,0 +1,179 @@
+//! The recovery rounds at an authority shard (specie_fastpay's `rounds` module has the rule):
+//! round changes, prepare votes of rounds ≥ 1, and locks answered with commit votes. Each is
+//! signed when handled, made durable, and only then answered, as round 0's votes are.
+
+use specie_fastpay::{AccountKey, Certificate, Justification, RoundChange, SignedOrder, Vote, VoteKind, VoteStatement};
+use specie_role::{Output, Ticket};
+
+use super::AuthorityShard;
+use crate::messages::{Command, Refusal, Reply};
+use crate::state::{check_enterable, check_lockable, check_preparable, Account};
+
+impl AuthorityShard {
+    fn signed_vote(&self, kind: VoteKind, round: u32, order: &SignedOrder) -> Vote {
+        let statement = VoteStatement {
+            committee_id: self.config.committee.id(),
+            kind,
+            round,
+            order_digest: order.order.digest(),
+        };
+        Vote {
+            authority: self.config.authority,
+            statement,
+            signature: statement.sign(&self.key),
+        }
+    }
+
+    /// Whether the account's slot at `sequence` is open here; a settled slot is answered with its
+    /// final certificate (`Ok(false)`), so the caller learns how it ended.
+    fn open_slot(&mut self, ticket: Ticket, account: &AccountKey, sequence: u64) -> Result<bool, Refusal> {
+        self.owns(account)?;
+        // One change of an account on its way to the log at a time: a round change must report
+        // a round-0 vote that is about to be applied.
+        if self.account_changing(account) || self.votes_in_flight.contains_key(account) {
+            return Err(Refusal::Busy);
+        }
+        let state = self.state.accounts.get(account).ok_or(Refusal::UnknownAccount)?;
+        if let Some(settled) = state.confirmed.get(sequence as usize) {
+            let reply = Reply::Final(Box::new(settled.clone()));
+            self.reply(ticket, reply);
+            return Ok(false);
+        }
+        if sequence != state.next_sequence {
+            return Err(Refusal::WrongSequence {
+                expected: state.next_sequence,
+                got: sequence,
+            });
+        }
+        Ok(true)
+    }
+
+    fn slot(&self, account: &AccountKey) -> &Account {
+        self.state.accounts.get(account).expect("an open slot's account exists")
+    }
+
+    fn propose_slot(&mut self, account: AccountKey, ticket: Ticket, command: Command, reply: Reply) {
+        self.outputs.push_back(Output::Propose(command));
+        self.slot_in_flight.insert(account, (reply, vec![ticket]));
+    }
+
+    pub(super) fn round_change(
+        &mut self,
+        ticket: Ticket,
+        account: AccountKey,
+        sequence: u64,
+        round: u32,
+    ) -> Result<(), Refusal> {
+        if !self.open_slot(ticket, &account, sequence)? {
+            return Ok(());
+        }
+        let state = self.slot(&account);
+        check_enterable(state, round)?;
+        let change = RoundChange {
+            committee_id: self.config.committee.id(),
+            account,
+            sequence,
+            round,
+            prepared_first: state.pending.as_ref().map(|(order, _)| order.order.digest()),
+            lock: state.lock.as_ref().map(|(c, _)| (c.round, c.order.order.digest())),
+        };
+        let lock = state.lock.as_ref().map(|(certificate, _)| certificate.clone());
+        let signed = change.sign(self.config.authority, &self.key, lock);
+        let command = Command::EnterRound {
+            account,
+            sequence,
+            round,
+        };
+        self.propose_slot(account, ticket, command, Reply::RoundChanged(Box::new(signed)));
+        Ok(())
+    }
+
+    pub(super) fn propose(
+        &mut self,
+        ticket: Ticket,
+        order: SignedOrder,
+        round: u32,
+        justification: &Justification,
+    ) -> Result<(), Refusal> {
+        let (account, sequence) = (order.order.sender, order.order.sequence);
+        order.check()?;
+        if !self.open_slot(ticket, &account, sequence)? {
+            return Ok(());
+        }
+        let state = self.slot(&account);
+        check_preparable(state, &order, round)?;
+        let allowed = justification.check(&self.config.committee, &account, sequence, round)?;
+        let digest = order.order.digest();
+        if !allowed.allows(&digest) {
+            return Err(Refusal::NotAllowed);
+        }
+        if let Some((locked, _)) = &state.lock {
+            let outranked =
+                matches!(allowed, specie_fastpay::Allowed::Only { lock_round: Some(r), .. } if r > locked.round);
+            if locked.order.order.digest() != digest && !outranked {
+                return Err(Refusal::LockedOnOther {
+                    lock_round: locked.round,
+                });
+            }
+        }
+        if state.balance < i128::from(order.order.amount) {
+            return Err(Refusal::InsufficientBalance {
+                balance: state.balance,
+                amount: order.order.amount,
+            });
+        }
+        let vote = self.signed_vote(VoteKind::Prepare, round, &order);
+        let command = Command::Prepare {
+            order,
+            round,
+            signature: vote.signature,
+        };
+        self.propose_slot(account, ticket, command, Reply::Voted(vote));
+        Ok(())
+    }
+
+    pub(super) fn lock(&mut self, ticket: Ticket, certificate: Certificate) -> Result<(), Refusal> {
+        let order = &certificate.order;
+        let (account, sequence) = (order.order.sender, order.order.sequence);
+        if !self.open_slot(ticket, &account, sequence)? {
+            return Ok(());
+        }
+        let state = self.slot(&account);
+        check_lockable(state, &certificate)?;
+        certificate.check_lock(&self.config.committee)?;
+        let vote = self.signed_vote(VoteKind::Commit, certificate.round, &certificate.order);
+        let command = Command::Lock {
+            certificate,
+            signature: vote.signature,
+        };
+        self.propose_slot(account, ticket, command, Reply::Voted(vote));
+        Ok(())
+    }
+
+    /// Applies a recovery command and answers whoever waits for it.
+    pub(super) fn apply_slot(&mut self, command: &Command) {
+        let (account, applied) = match command {
+            Command::Prepare {
+                order,
+                round,
+                signature,
+            } => (order.order.sender, self.state.prepare(order, *round, *signature)),
+            Command::Lock { certificate, signature } => {
+                (certificate.order.order.sender, self.state.lock(certificate, *signature))
+            }
+            Command::EnterRound {
+                account,
+                sequence,
+                round,
+            } => (*account, self.state.enter_round(account, *sequence, *round)),
+            _ => unreachable!("only recovery commands"),
+        };
+        if let Some((reply, tickets)) = self.slot_in_flight.remove(&account) {
+            let reply = applied.map_or_else(Reply::Refused, |()| reply);
+            for ticket in tickets {
+                self.reply(ticket, reply.clone());
+            }
+        }
+        self.resume_deferred(&account);
+    }
+}
