@@ -63,7 +63,7 @@ fn cheating_certificate(
     cheats: [u16; 2],
 ) -> Certificate {
     let statement = VoteStatement {
-        kind: specie_fastpay::VoteKind::Prepare,
+        kind: specie_fastpay::VoteKind::Commit,
         committee_id: committee.id(),
         round: 0,
         order_digest: order.order.digest(),
@@ -87,7 +87,7 @@ fn cheating_certificate(
         }
         signatures.sort_by_key(|(authority, _)| *authority);
         let certificate = Certificate {
-            kind: specie_fastpay::VoteKind::Prepare,
+            kind: specie_fastpay::VoteKind::Commit,
             order: order.clone(),
             committee_id: committee.id(),
             round: 0,

@@ -3,7 +3,7 @@
 
 use specie_fastpay::{
     deterministic_key, AccountKey, Certificate, CertificateError, Committee, DoubleVote, Evidence, EvidenceError,
-    Recipient, SignedOrder, SigningKey, TransferOrder, Vote, VoteError, VoteStatement,
+    Recipient, SignedOrder, SigningKey, TransferOrder, Vote, VoteError, VoteKind, VoteStatement,
 };
 
 struct Setup {
@@ -33,13 +33,17 @@ fn order(owner: &SigningKey, to: u64, amount: u64) -> SignedOrder {
     .sign(owner)
 }
 
-fn vote(setup: &Setup, authority: u16, order: &SignedOrder) -> Vote {
-    let statement = VoteStatement {
-        kind: specie_fastpay::VoteKind::Prepare,
+fn statement(setup: &Setup, kind: VoteKind, round: u32, order: &SignedOrder) -> VoteStatement {
+    VoteStatement {
+        kind,
         committee_id: setup.committee.id(),
-        round: 0,
+        round,
         order_digest: order.order.digest(),
-    };
+    }
+}
+
+fn vote_of(setup: &Setup, kind: VoteKind, round: u32, authority: u16, order: &SignedOrder) -> Vote {
+    let statement = statement(setup, kind, round, order);
     Vote {
         authority,
         statement,
@@ -47,12 +51,53 @@ fn vote(setup: &Setup, authority: u16, order: &SignedOrder) -> Vote {
     }
 }
 
-fn certificate(setup: &Setup, signers: &[u16], order: &SignedOrder) -> Certificate {
-    let votes: Vec<Vote> = signers.iter().map(|&a| vote(setup, a, order)).collect();
+fn vote(setup: &Setup, authority: u16, order: &SignedOrder) -> Vote {
+    vote_of(setup, VoteKind::Prepare, 0, authority, order)
+}
+
+fn certificate_of(setup: &Setup, kind: VoteKind, round: u32, signers: &[u16], order: &SignedOrder) -> Certificate {
+    let votes: Vec<Vote> = signers.iter().map(|&a| vote_of(setup, kind, round, a, order)).collect();
     for v in &votes {
-        v.check(&setup.committee, order).unwrap();
+        v.check(&setup.committee, &statement(setup, kind, round, order))
+            .unwrap();
     }
     Certificate::from_votes(order.clone(), &votes)
+}
+
+/// A final certificate of the slow path: commit votes of round 0.
+fn certificate(setup: &Setup, signers: &[u16], order: &SignedOrder) -> Certificate {
+    certificate_of(setup, VoteKind::Commit, 0, signers, order)
+}
+
+#[test]
+fn prepare_votes_are_final_only_from_everyone_in_round_zero_and_a_quorum_of_them_is_a_lock() {
+    let s = setup(4);
+    let o = order(&s.owner, 1, 10);
+    let fast = certificate_of(&s, VoteKind::Prepare, 0, &[0, 1, 2, 3], &o);
+    assert_eq!(fast.check(&s.committee), Ok(()));
+    let lock = certificate_of(&s, VoteKind::Prepare, 0, &[0, 1, 3], &o);
+    assert_eq!(
+        lock.check(&s.committee),
+        Err(CertificateError::BelowQuorum { signers: 3, quorum: 4 })
+    );
+    assert_eq!(lock.check_lock(&s.committee), Ok(()));
+    let later = certificate_of(&s, VoteKind::Prepare, 2, &[0, 1, 2, 3], &o);
+    assert_eq!(later.check(&s.committee), Err(CertificateError::NotFinal { round: 2 }));
+    assert_eq!(later.check_lock(&s.committee), Ok(()));
+    let committed = certificate(&s, &[1, 2, 3], &o);
+    assert_eq!(committed.check(&s.committee), Ok(()));
+    assert_eq!(committed.check_lock(&s.committee), Err(CertificateError::NotALock));
+    // A prepare signature relabelled as a commit (or the reverse) does not verify.
+    let mut relabelled = lock.clone();
+    relabelled.kind = VoteKind::Commit;
+    assert_eq!(
+        relabelled.check(&s.committee),
+        Err(CertificateError::BadSignature { authority: 0 })
+    );
+    assert_eq!(
+        vote(&s, 1, &o).check(&s.committee, &statement(&s, VoteKind::Commit, 0, &o)),
+        Err(VoteError::OtherPhase)
+    );
 }
 
 #[test]
@@ -106,11 +151,11 @@ fn a_quorum_of_distinct_members_certifies_and_every_defect_is_refused_with_its_r
     // A vote for a different order or committee does not count towards this one.
     let other_order = order(&s.owner, 2, 10);
     assert_eq!(
-        vote(&s, 1, &other_order).check(&s.committee, &o),
+        vote(&s, 1, &other_order).check(&s.committee, &statement(&s, VoteKind::Prepare, 0, &o)),
         Err(VoteError::OtherOrder)
     );
     assert_eq!(
-        vote(&other, 1, &o).check(&s.committee, &o),
+        vote(&other, 1, &o).check(&s.committee, &statement(&s, VoteKind::Prepare, 0, &o)),
         Err(VoteError::WrongCommittee)
     );
 }

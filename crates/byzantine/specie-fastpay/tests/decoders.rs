@@ -62,12 +62,6 @@ fn committee() -> &'static Committee {
         .get_or_init(|| decode_exact("committee", &seed_bytes()[0], INPUT_BYTES_MAX, Committee::decode_from).unwrap())
 }
 
-/// The vectors' transfer order, which the vectors' votes are for.
-fn transfer() -> &'static SignedOrder {
-    static TRANSFER: OnceLock<SignedOrder> = OnceLock::new();
-    TRANSFER.get_or_init(|| decode_exact("order", &seed_bytes()[1], INPUT_BYTES_MAX, SignedOrder::decode_from).unwrap())
-}
-
 /// Decodes all of `bytes`; on success, the encoding must be `bytes` again.
 fn decode_canonical<T>(
     bytes: &[u8],
@@ -95,11 +89,12 @@ fn feed_every_decoder(bytes: &[u8]) -> Result<Vec<Decoder>, TestCaseError> {
         accepted.push(Decoder::SignedOrder);
     }
     if let Some(vote) = decode_canonical(bytes, Vote::decode_from, Vote::encode_to)? {
-        let _ = vote.check(committee(), transfer());
+        let _ = vote.check(committee(), &vote.statement);
         accepted.push(Decoder::Vote);
     }
     if let Some(certificate) = decode_canonical(bytes, Certificate::decode_from, Certificate::encode_to)? {
         let _ = certificate.check(committee());
+        let _ = certificate.check_lock(committee());
         accepted.push(Decoder::Certificate);
     }
     if let Some(evidence) = decode_canonical(bytes, Evidence::decode_from, Evidence::encode_to)? {

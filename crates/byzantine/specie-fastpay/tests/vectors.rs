@@ -14,7 +14,7 @@ use serde_json::Value;
 use specie_codec::{DecodeError, Reader};
 use specie_fastpay::{
     decode_exact, deterministic_key, AccountKey, Certificate, Committee, CoreAddress, DoubleVote, Evidence, Recipient,
-    SignedOrder, SigningKey, TransferOrder, Vote, VoteStatement,
+    SignedOrder, SigningKey, TransferOrder, Vote, VoteKind, VoteStatement,
 };
 
 const WRITE_VECTORS_ENV: &str = "SPECIE_WRITE_VECTORS";
@@ -44,9 +44,9 @@ struct Scenario {
     evidence: Evidence,
 }
 
-fn votes_for(committee: &Committee, authorities: &[SigningKey], order: &SignedOrder) -> Vec<Vote> {
+fn votes_for(committee: &Committee, authorities: &[SigningKey], kind: VoteKind, order: &SignedOrder) -> Vec<Vote> {
     let statement = VoteStatement {
-        kind: specie_fastpay::VoteKind::Prepare,
+        kind,
         committee_id: committee.id(),
         round: 0,
         order_digest: order.order.digest(),
@@ -87,9 +87,12 @@ fn scenario() -> Scenario {
         memo: Vec::new(),
     }
     .sign(&owner);
-    let votes = votes_for(&committee, &authorities, &transfer);
-    let certificate = certificate_of(&transfer, &votes, &[0, 1, 2]);
-    let conflicting = certificate_of(&redeem, &votes_for(&committee, &authorities, &redeem), &[1, 2, 3]);
+    // Prepare votes (the fast path's), and final certificates of the slow path: commit votes.
+    let votes = votes_for(&committee, &authorities, VoteKind::Prepare, &transfer);
+    let commits = votes_for(&committee, &authorities, VoteKind::Commit, &transfer);
+    let certificate = certificate_of(&transfer, &commits, &[0, 1, 2]);
+    let redeem_commits = votes_for(&committee, &authorities, VoteKind::Commit, &redeem);
+    let conflicting = certificate_of(&redeem, &redeem_commits, &[1, 2, 3]);
     let evidence = Evidence {
         committee: committee.clone(),
         double_votes: DoubleVote::from_certificates(&certificate, &conflicting),
@@ -360,7 +363,7 @@ fn the_stored_vectors_decode_re_encode_and_verify() {
         assert_eq!(vote.authority, i);
         assert_eq!(vote.statement.signing_bytes(), statement_bytes);
         assert_eq!(
-            vote.check(&committee, &orders[0]),
+            vote.check(&committee, &s.statement),
             Ok(()),
             "vote {i} counts for transfer"
         );
