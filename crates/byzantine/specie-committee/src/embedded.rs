@@ -6,33 +6,14 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
-use specie_authority::{shard_of, AuthorityConfig, AuthorityShard, Funding, Input, Message, Reply, Report, ShardIndex};
-use specie_fastpay::{AccountKey, AuthorityIndex, Certificate, Committee, SignedOrder, SigningKey};
+use specie_authority::{shard_of, AuthorityConfig, AuthorityShard, Input, Message, Reply, Report, ShardIndex};
+use specie_fastpay::{AuthorityIndex, Committee, SigningKey};
 use specie_host::{EmbeddedHost, HostMessage, RecoverError, Wiring};
 use specie_log::LogOptions;
 use specie_role::Ticket;
+
+use crate::call::Call;
 use thiserror::Error;
-
-/// A request to one authority.
-#[derive(Clone, Debug)]
-pub enum Call {
-    Transfer(SignedOrder),
-    Confirm(Certificate),
-    Account { account: AccountKey, from_sequence: u64 },
-    Fund(Funding),
-}
-
-impl Call {
-    /// The account whose shard answers this call.
-    pub fn account(&self) -> AccountKey {
-        match self {
-            Call::Transfer(order) => order.order.sender,
-            Call::Confirm(certificate) => certificate.order.order.sender,
-            Call::Account { account, .. } => *account,
-            Call::Fund(funding) => funding.account,
-        }
-    }
-}
 
 /// An authority's reply, tagged with the caller's own number for the request.
 #[derive(Clone, Debug)]
@@ -90,16 +71,7 @@ impl Wiring<AuthorityShard> for ShardWiring {
     type ReplyTo = (u64, Sender<Answer>);
 
     fn input(call: Call, ticket: Ticket) -> Input {
-        match call {
-            Call::Transfer(order) => Input::Transfer { ticket, order },
-            Call::Confirm(certificate) => Input::Confirm { ticket, certificate },
-            Call::Account { account, from_sequence } => Input::Account {
-                ticket,
-                account,
-                from_sequence,
-            },
-            Call::Fund(funding) => Input::Fund { ticket, funding },
-        }
+        call.into_input(ticket)
     }
 
     fn send(&mut self, to: ShardIndex, message: Message) {

@@ -8,6 +8,10 @@
 
 use serde::{Deserialize, Serialize};
 use specie_authority::Refusal;
+use specie_codec::{put_u32, put_u64, DecodeError, Reader};
+use specie_fastpay::{
+    decode_exact, AccountKey, Justification, SignedOrder, JUSTIFICATION_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
+};
 
 /// POST a `SignedOrder`; 200 answers the authority's `Vote` (bytes).
 pub const ORDERS_PATH: &str = "/v1/fastpay/orders";
@@ -19,6 +23,13 @@ pub const ACCOUNTS_PATH: &str = "/v1/fastpay/accounts";
 pub const FUNDINGS_PATH: &str = "/v1/fastpay/fundings";
 /// GET: which authority and shard this is, and whether it leads ([`InfoBody`]).
 pub const INFO_PATH: &str = "/v1/fastpay/info";
+/// POST a lock (a `Certificate` of a quorum's prepare votes); 200 answers the authority's commit
+/// `Vote` (bytes).
+pub const LOCKS_PATH: &str = "/v1/fastpay/locks";
+/// POST a [`RoundChangeRequest`]; 200 answers the authority's `SignedRoundChange` (bytes).
+pub const ROUND_CHANGES_PATH: &str = "/v1/fastpay/round-changes";
+/// POST a [`Proposal`]; 200 answers the authority's prepare `Vote` of that round (bytes).
+pub const PROPOSALS_PATH: &str = "/v1/fastpay/proposals";
 
 /// The largest request body an authority reads: a funding transaction with many inputs, or a
 /// certificate of the largest committee, fits easily.
@@ -32,6 +43,87 @@ pub const CODE_NOT_LEADER: &str = "not_leader";
 pub const CODE_OUTCOME_UNKNOWN: &str = "outcome_unknown";
 /// The `code` of a replica that is stopping: ask another.
 pub const CODE_STOPPING: &str = "stopping";
+/// The `code` of a request about an account's slot that is settled already: `certificate` holds
+/// its final certificate.
+pub const CODE_SETTLED: &str = "settled";
+
+/// The version byte that starts the request bodies this module defines.
+const BODY_VERSION: u8 = 1;
+
+/// Asks an authority to enter `round` of the slot (`account`, `sequence`): version 1, the
+/// account key, the sequence number (u64 LE), the round (u32 LE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoundChangeRequest {
+    pub account: AccountKey,
+    pub sequence: u64,
+    pub round: u32,
+}
+
+impl RoundChangeRequest {
+    pub const BYTES: usize = 1 + 32 + 8 + 4;
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(Self::BYTES);
+        out.push(BODY_VERSION);
+        out.extend_from_slice(&self.account.0);
+        put_u64(&mut out, self.sequence);
+        put_u32(&mut out, self.round);
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<RoundChangeRequest, DecodeError> {
+        decode_exact("round change request", bytes, Self::BYTES, |reader| {
+            read_body_version(reader, "round change request")?;
+            Ok(RoundChangeRequest {
+                account: AccountKey(reader.read_array("account")?),
+                sequence: reader.read_u64("sequence")?,
+                round: reader.read_u32("round")?,
+            })
+        })
+    }
+}
+
+/// Asks an authority to prepare `order` in `round`: version 1, the signed order, the round
+/// (u32 LE), the justification (each in its canonical encoding).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proposal {
+    pub order: SignedOrder,
+    pub round: u32,
+    pub justification: Justification,
+}
+
+impl Proposal {
+    pub const BYTES_MAX: usize = 1 + SIGNED_ORDER_BYTES_MAX + 4 + JUSTIFICATION_BYTES_MAX;
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![BODY_VERSION];
+        self.order.encode_to(&mut out);
+        put_u32(&mut out, self.round);
+        self.justification.encode_to(&mut out);
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Proposal, DecodeError> {
+        decode_exact("proposal", bytes, Self::BYTES_MAX, |reader| {
+            read_body_version(reader, "proposal")?;
+            Ok(Proposal {
+                order: SignedOrder::decode_from(reader)?,
+                round: reader.read_u32("round")?,
+                justification: Justification::decode_from(reader)?,
+            })
+        })
+    }
+}
+
+fn read_body_version(reader: &mut Reader<'_>, what: &'static str) -> Result<(), DecodeError> {
+    match reader.read_u8(what)? {
+        BODY_VERSION => Ok(()),
+        _ => Err(DecodeError::NonCanonical {
+            what,
+            reason: "unknown body version",
+        }),
+    }
+}
 
 /// Every error: `{"error": {...}}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +150,9 @@ pub struct ErrorDetail {
     pub leader: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader_http: Option<String>,
+    /// With `settled`: the slot's final certificate, canonical bytes in hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<String>,
 }
 
 impl ErrorDetail {
@@ -69,6 +164,7 @@ impl ErrorDetail {
             next_sequence: None,
             leader: None,
             leader_http: None,
+            certificate: None,
         }
     }
 
@@ -141,6 +237,42 @@ pub struct InfoBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recovery_request_bodies_round_trip_and_refuse_other_versions_and_trailing_bytes() {
+        let request = RoundChangeRequest {
+            account: AccountKey([7; 32]),
+            sequence: 3,
+            round: 2,
+        };
+        let bytes = request.encode();
+        assert_eq!(bytes.len(), RoundChangeRequest::BYTES);
+        assert_eq!(RoundChangeRequest::decode(&bytes), Ok(request));
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(RoundChangeRequest::decode(&longer).is_err());
+        let mut other_version = bytes;
+        other_version[0] = 2;
+        assert!(RoundChangeRequest::decode(&other_version).is_err());
+
+        let owner = specie_fastpay::deterministic_key("account", 0);
+        let order = specie_fastpay::TransferOrder {
+            sender: AccountKey(owner.verifying_key().to_bytes()),
+            recipient: specie_fastpay::Recipient::Account(AccountKey([3; 32])),
+            amount: 1,
+            sequence: 0,
+            memo: vec![],
+        }
+        .sign(&owner);
+        let proposal = Proposal {
+            order,
+            round: 1,
+            justification: Justification { changes: vec![] },
+        };
+        let bytes = proposal.encode();
+        assert_eq!(Proposal::decode(&bytes), Ok(proposal));
+        assert!(Proposal::decode(&bytes[..bytes.len() - 1]).is_err());
+    }
 
     #[test]
     fn a_refusal_is_named_as_the_enum_names_it_with_the_sequence_a_client_needs() {

@@ -1,15 +1,12 @@
 //! A FastPay client of a committee whose authorities run as processes: the client's side of
 //! FastPay (§4.1, §4.5, §5) over the authorities' HTTP API ([`crate::http_api`]).
 //!
-//! A payment sends its order to every authority at once (each to the shard of the payer's
-//! account, [`shard_of`]), forms the certificate from the first quorum of valid votes, sends it
-//! to every authority and is settled at the first quorum of confirmations: a slow, dead or lying
-//! authority never delays it. An authority that lags behind the payer's earlier certificates
-//! (it answers `WrongSequence` to the order or `MissingEarlier` to the certificate) is brought up
-//! to date on the side: the client fetches the certificates it lacks from an authority that has
-//! them and sends them first, in order (§5). (An authority that voted for an earlier order and
-//! missed its certificate answers `OtherOrderPending` with that order's sequence number: the
-//! same lag.)
+//! A payment is driven by [`Payment`], the same state machine the embedded committee's pipeline
+//! uses: the fast path, the slow path through a lock, recovery rounds, and settlement at the
+//! first quorum of confirmations, so a slow, dead or lying authority never holds it up. An
+//! authority that lags behind the payer's earlier certificates is brought up to date on the
+//! side: the client fetches the certificates it lacks from an authority that has them and sends
+//! them first, in order (§5).
 //!
 //! Blocking: each authority has a few worker threads that make its HTTP calls (following
 //! `not_leader` answers to the leader of the shard's replica group), so a call never waits
@@ -24,15 +21,18 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, unbounded, Sender, TrySendError};
 use specie_authority::{shard_of, AccountState};
 use specie_fastpay::{
-    decode_exact, AccountKey, AuthorityIndex, Certificate, Committee, SignedOrder, Vote, CERTIFICATE_BYTES_MAX,
-    SIGNED_ORDER_BYTES_MAX,
+    decode_exact, AccountKey, AuthorityIndex, Certificate, Committee, SignedOrder, SignedRoundChange, Vote,
+    CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX, SIGNED_ROUND_CHANGE_BYTES_MAX,
 };
 use thiserror::Error;
 
+use crate::call::{Call, Heard};
 use crate::http_api::{
-    AccountBody, ConfirmedBody, ErrorBody, FundedBody, ACCOUNTS_PATH, CERTIFICATES_PATH, CODE_NOT_LEADER,
-    CODE_OUTCOME_UNKNOWN, CODE_REFUSED, CODE_STOPPING, FUNDINGS_PATH, ORDERS_PATH,
+    AccountBody, ConfirmedBody, ErrorBody, FundedBody, Proposal, RoundChangeRequest, ACCOUNTS_PATH, CERTIFICATES_PATH,
+    CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_REFUSED, CODE_SETTLED, CODE_STOPPING, FUNDINGS_PATH, LOCKS_PATH,
+    ORDERS_PATH, PROPOSALS_PATH, ROUND_CHANGES_PATH,
 };
+use crate::payment::{Payment, PaymentError, Step};
 
 /// The largest vote a client reads (a vote is 135 bytes).
 const VOTE_BYTES_MAX: usize = 1024;
@@ -90,6 +90,9 @@ pub enum HttpCommitteeError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
     Transfer(SignedOrder),
+    Lock(Certificate),
+    RoundChange(RoundChangeRequest),
+    Propose(Box<Proposal>),
     /// Certificates of one payer, confirmed one after another (catching an authority up): the
     /// answer is the last one's, or the first that is not `Confirmed`.
     Confirm(Vec<Certificate>),
@@ -108,6 +111,9 @@ impl Request {
     fn account(&self) -> AccountKey {
         match self {
             Request::Transfer(order) => order.order.sender,
+            Request::Lock(certificate) => certificate.order.order.sender,
+            Request::RoundChange(request) => request.account,
+            Request::Propose(proposal) => proposal.order.order.sender,
             Request::Confirm(certificates) => certificates
                 .first()
                 .map_or(AccountKey([0; 32]), |c| c.order.order.sender),
@@ -116,10 +122,44 @@ impl Request {
     }
 }
 
+impl Request {
+    /// The request that carries a payment's call.
+    fn of_payment(call: Call) -> Request {
+        match call {
+            Call::Transfer(order) => Request::Transfer(order),
+            Call::Confirm(certificate) => Request::Confirm(vec![certificate]),
+            Call::Lock(certificate) => Request::Lock(certificate),
+            Call::RoundChange {
+                account,
+                sequence,
+                round,
+            } => Request::RoundChange(RoundChangeRequest {
+                account,
+                sequence,
+                round,
+            }),
+            Call::Propose {
+                order,
+                round,
+                justification,
+            } => Request::Propose(Box::new(Proposal {
+                order,
+                round,
+                justification: *justification,
+            })),
+            Call::Account { account, from_sequence } => Request::Account { account, from_sequence },
+            Call::Fund(funding) => unreachable!("a payment never funds: {funding:?}"),
+        }
+    }
+}
+
 /// One authority's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AuthorityReply {
     Voted(Vote),
+    RoundChanged(Box<SignedRoundChange>),
+    /// The slot is settled: its final certificate.
+    Final(Box<Certificate>),
     Confirmed {
         sender: AccountKey,
         sequence: u64,
@@ -138,6 +178,33 @@ pub enum AuthorityReply {
     Unavailable(String),
 }
 
+impl From<AuthorityReply> for Heard {
+    fn from(reply: AuthorityReply) -> Heard {
+        match reply {
+            AuthorityReply::Voted(vote) => Heard::Vote(vote),
+            AuthorityReply::RoundChanged(change) => Heard::RoundChange(change),
+            AuthorityReply::Final(certificate) => Heard::Final(certificate),
+            AuthorityReply::Confirmed { sender, sequence } => Heard::Confirmed { sender, sequence },
+            AuthorityReply::Refused {
+                refusal,
+                next_sequence: Some(next_sequence),
+                ..
+            } if LAGGING.contains(&refusal.as_str()) => Heard::Lagging { next_sequence },
+            AuthorityReply::Refused { refusal, message, .. } if CONTESTED.contains(&refusal.as_str()) => {
+                Heard::Contested(message)
+            }
+            AuthorityReply::Refused { message, .. } => Heard::Refused(message),
+            other => Heard::Refused(format!("{other:?}")),
+        }
+    }
+}
+
+/// Refusals, by name, whose sequence number tells where the authority stands for the payer:
+/// below the payment's, it lags (see [`Heard::Lagging`]).
+const LAGGING: [&str; 3] = ["WrongSequence", "OtherOrderPending", "MissingEarlier"];
+/// Refusals, by name, that a recovery round can get past ([`Heard::Contested`]).
+const CONTESTED: [&str; 4] = ["LockedOnOther", "RoundPassed", "ConflictingCertificate", "Busy"];
+
 /// An answer as the observer sees it.
 #[derive(Clone, Debug)]
 pub struct Observed {
@@ -149,7 +216,10 @@ pub struct Observed {
 /// A settled payment.
 #[derive(Clone, Debug)]
 pub struct HttpSettlement {
+    /// Final: all round-0 prepares, or a quorum's commits.
     pub certificate: Certificate,
+    /// The round it settled in: 0, or the recovery round that settled a contested slot.
+    pub round: u32,
     /// The authorities whose confirmation counted (a quorum).
     pub confirmed_by: BTreeSet<AuthorityIndex>,
     /// From sending the order to holding the certificate (final from here).
@@ -161,20 +231,12 @@ pub struct HttpSettlement {
 /// Why a payment did not settle.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum PayError {
-    /// So many authorities refused (or answered with invalid votes, or not at all) that no quorum
-    /// of votes can form.
-    #[error("no quorum of votes possible: {refusals:?}")]
-    NoQuorum { refusals: Vec<(AuthorityIndex, String)> },
-    /// The certificate formed (the payment is final) but too few authorities confirmed it: send
-    /// it again later.
-    #[error("certified, but too few authorities confirmed: {failures:?}")]
-    NotSettled {
-        certificate: Box<Certificate>,
-        failures: Vec<(AuthorityIndex, String)>,
-    },
+    #[error(transparent)]
+    Payment(#[from] PaymentError),
     #[error("no outcome within {timeout_ms} ms")]
     TimedOut {
         timeout_ms: u64,
+        /// The final certificate, if there was one by then (the payment is final: send it again).
         certificate: Option<Box<Certificate>>,
     },
 }
@@ -187,161 +249,6 @@ pub enum FundWait {
     /// Until every authority answered (or the request timed out).
     All,
 }
-
-/// What sending a certificate again to an authority that caught up means.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    Vote,
-    Confirm,
-}
-
-/// What the payment's driver does next.
-#[derive(Debug, PartialEq, Eq)]
-enum Next {
-    Wait,
-    Certified(Box<Certificate>),
-    CatchUp {
-        authority: AuthorityIndex,
-        from_sequence: u64,
-        phase: Phase,
-    },
-    Settled,
-    Failed(PayError),
-}
-
-/// One payment's quorums, as pure state: votes, then confirmations.
-struct Gathering {
-    committee: Arc<Committee>,
-    order: SignedOrder,
-    votes: BTreeMap<AuthorityIndex, Vote>,
-    refusals: BTreeMap<AuthorityIndex, String>,
-    certificate: Option<Certificate>,
-    confirmed: BTreeSet<AuthorityIndex>,
-    unconfirmed: BTreeMap<AuthorityIndex, String>,
-    /// Authorities sent the certificates they lacked, per phase: once each.
-    caught_up: BTreeSet<(AuthorityIndex, u8)>,
-    done: bool,
-}
-
-impl Gathering {
-    fn new(committee: Arc<Committee>, order: SignedOrder) -> Gathering {
-        Gathering {
-            committee,
-            order,
-            votes: BTreeMap::new(),
-            refusals: BTreeMap::new(),
-            certificate: None,
-            confirmed: BTreeSet::new(),
-            unconfirmed: BTreeMap::new(),
-            caught_up: BTreeSet::new(),
-            done: false,
-        }
-    }
-
-    fn catch_up(&mut self, authority: AuthorityIndex, next: Option<u64>, phase: Phase) -> Option<Next> {
-        let from_sequence = next.filter(|next| *next < self.order.order.sequence)?;
-        self.caught_up
-            .insert((authority, phase as u8))
-            .then_some(Next::CatchUp {
-                authority,
-                from_sequence,
-                phase,
-            })
-    }
-
-    fn on_vote(&mut self, authority: AuthorityIndex, reply: AuthorityReply) -> Next {
-        if self.done || self.certificate.is_some() || self.votes.contains_key(&authority) {
-            return Next::Wait;
-        }
-        let why = match reply {
-            AuthorityReply::Voted(vote) if vote.authority != authority => {
-                format!("answered with authority {}'s vote", vote.authority)
-            }
-            AuthorityReply::Voted(vote) => match vote.check(&self.committee, &self.order) {
-                Err(error) => format!("invalid vote: {error}"),
-                Ok(()) => {
-                    self.votes.insert(authority, vote);
-                    self.refusals.remove(&authority);
-                    if self.votes.len() < self.committee.quorum() {
-                        return Next::Wait;
-                    }
-                    let votes: Vec<Vote> = self.votes.values().cloned().collect();
-                    let certificate = Certificate::from_votes(self.order.clone(), &votes);
-                    self.certificate = Some(certificate.clone());
-                    return Next::Certified(Box::new(certificate));
-                }
-            },
-            AuthorityReply::Refused {
-                ref refusal,
-                next_sequence,
-                ..
-            } if LAGGING.contains(&refusal.as_str()) => match self.catch_up(authority, next_sequence, Phase::Vote) {
-                Some(next) => return next,
-                None => format!("{reply:?}"),
-            },
-            other => format!("{other:?}"),
-        };
-        self.refusals.insert(authority, why);
-        if self.committee.size() - self.refusals.len() < self.committee.quorum() {
-            self.done = true;
-            return Next::Failed(PayError::NoQuorum {
-                refusals: self.refusals.iter().map(|(a, why)| (*a, why.clone())).collect(),
-            });
-        }
-        Next::Wait
-    }
-
-    fn on_confirm(&mut self, authority: AuthorityIndex, reply: AuthorityReply) -> Next {
-        if self.done || self.confirmed.contains(&authority) {
-            return Next::Wait;
-        }
-        let (sender, sequence) = (self.order.order.sender, self.order.order.sequence);
-        let why = match reply {
-            AuthorityReply::Confirmed { sender: s, sequence: n } if s == sender && n == sequence => {
-                self.confirmed.insert(authority);
-                self.unconfirmed.remove(&authority);
-                if self.confirmed.len() < self.committee.quorum() {
-                    return Next::Wait;
-                }
-                self.done = true;
-                return Next::Settled;
-            }
-            AuthorityReply::Refused {
-                ref refusal,
-                next_sequence,
-                ..
-            } if refusal == "MissingEarlier" => match self.catch_up(authority, next_sequence, Phase::Confirm) {
-                Some(next) => return next,
-                None => format!("{reply:?}"),
-            },
-            other => format!("{other:?}"),
-        };
-        self.unconfirmed.insert(authority, why);
-        if self.committee.size() - self.unconfirmed.len() < self.committee.quorum() {
-            self.done = true;
-            return Next::Failed(PayError::NotSettled {
-                certificate: Box::new(self.certificate.clone().expect("confirming")),
-                failures: self.unconfirmed.iter().map(|(a, why)| (*a, why.clone())).collect(),
-            });
-        }
-        Next::Wait
-    }
-
-    /// Authorities likely to hold the payer's certificates below this order's sequence number:
-    /// those that voted for it or confirmed it first.
-    fn sources(&self, lagging: AuthorityIndex) -> Vec<AuthorityIndex> {
-        let mut sources: Vec<AuthorityIndex> = self.confirmed.iter().chain(self.votes.keys()).copied().collect();
-        sources.extend(0..self.committee.size() as AuthorityIndex);
-        let mut seen = BTreeSet::new();
-        sources.retain(|a| *a != lagging && seen.insert(*a));
-        sources
-    }
-}
-
-/// Refusals of an order that mean the authority lags behind the payer when the sequence number
-/// they carry is below the order's: it expects an earlier one, or holds a vote for an earlier
-/// order that a certificate it has not seen settled.
-const LAGGING: [&str; 2] = ["WrongSequence", "OtherOrderPending"];
 
 /// The replicas of one authority shard and which of them leads, as far as the client knows.
 struct ShardEndpoints {
@@ -358,7 +265,11 @@ struct Endpoints {
 }
 
 /// A job for an authority's workers: the request and where its answer goes.
-type Job = (Request, Sender<(AuthorityIndex, AuthorityReply)>);
+type Job = (Request, u32, Answers);
+
+/// Where answers go: the authority, the attempt of the payment the request belongs to (0
+/// outside payments), and the reply.
+type Answers = Sender<(AuthorityIndex, u32, AuthorityReply)>;
 
 /// A client of a committee whose authorities serve the HTTP API. Cheap to clone; its worker
 /// threads end when the last clone is dropped.
@@ -423,9 +334,9 @@ impl HttpCommittee {
                 std::thread::Builder::new()
                     .name(format!("fastpay-a{authority}-{worker}"))
                     .spawn(move || {
-                        for (request, answer) in work {
+                        for (request, attempt, answer) in work {
                             let reply = endpoints.execute(authority as AuthorityIndex, &request);
-                            let _ = answer.send((authority as AuthorityIndex, reply));
+                            let _ = answer.send((authority as AuthorityIndex, attempt, reply));
                         }
                     })
                     .map_err(|error| HttpCommitteeError::Thread(error.to_string()))?;
@@ -445,20 +356,20 @@ impl HttpCommittee {
     }
 
     /// Queues `request` for `authority`; its answer goes to `answers`.
-    fn send(&self, authority: AuthorityIndex, request: Request, answers: &Sender<(AuthorityIndex, AuthorityReply)>) {
-        match self.queues[usize::from(authority)].try_send((request, answers.clone())) {
+    fn send(&self, authority: AuthorityIndex, request: Request, attempt: u32, answers: &Answers) {
+        match self.queues[usize::from(authority)].try_send((request, attempt, answers.clone())) {
             Ok(()) => {}
-            Err(TrySendError::Full((request, answers)) | TrySendError::Disconnected((request, answers))) => {
+            Err(TrySendError::Full((request, _, answers)) | TrySendError::Disconnected((request, _, answers))) => {
                 let reply = AuthorityReply::Unavailable("the client's queue for this authority is full".into());
                 self.endpoints.observe(authority, &request, &reply);
-                let _ = answers.send((authority, reply));
+                let _ = answers.send((authority, attempt, reply));
             }
         }
     }
 
-    fn broadcast(&self, request: &Request, answers: &Sender<(AuthorityIndex, AuthorityReply)>) {
+    fn broadcast(&self, request: &Request, attempt: u32, answers: &Answers) {
         for authority in 0..self.committee.size() {
-            self.send(authority as AuthorityIndex, request.clone(), answers);
+            self.send(authority as AuthorityIndex, request.clone(), attempt, answers);
         }
     }
 
@@ -467,91 +378,95 @@ impl HttpCommittee {
         self.endpoints.execute(authority, &request)
     }
 
-    /// Pays: the order to every authority, the certificate at the first quorum of votes, settled
-    /// at the first quorum of confirmations.
+    /// Pays `order` (see the module documentation) within the payment time-out.
     pub fn pay(&self, order: SignedOrder) -> Result<HttpSettlement, PayError> {
         let started = Instant::now();
+        let now_ms = || started.elapsed().as_millis() as u64;
         let deadline = started + self.payment_timeout;
         let (answers_tx, answers) = unbounded();
-        self.broadcast(&Request::Transfer(order.clone()), &answers_tx);
-        let mut gathering = Gathering::new(self.committee.clone(), order);
+        let (mut payment, mut step) = Payment::new(self.committee.clone(), order, 0);
         let mut certified = None;
         loop {
-            let Ok((authority, reply)) = answers.recv_deadline(deadline) else {
-                return Err(PayError::TimedOut {
-                    timeout_ms: self.payment_timeout.as_millis() as u64,
-                    certificate: gathering.certificate.clone().map(Box::new),
-                });
-            };
-            let next = match (certified, &reply) {
-                (None, _) => gathering.on_vote(authority, reply),
-                // A vote that arrives after the certificate formed changes nothing.
-                (Some(_), AuthorityReply::Voted(_)) => Next::Wait,
-                (Some(_), _) => gathering.on_confirm(authority, reply),
-            };
-            match next {
-                Next::Wait => {}
-                Next::Certified(certificate) => {
+            match step {
+                Step::Wait => {}
+                Step::Broadcast { call, attempt } => self.broadcast(&Request::of_payment(call), attempt, &answers_tx),
+                Step::Certified { certificate, attempt } => {
                     certified = Some(started.elapsed());
-                    self.broadcast(&Request::Confirm(vec![*certificate]), &answers_tx);
+                    self.broadcast(&Request::Confirm(vec![*certificate]), attempt, &answers_tx);
                 }
-                Next::CatchUp {
+                Step::CatchUp {
                     authority,
                     from_sequence,
-                    phase,
-                } => self.catch_up(&gathering, authority, from_sequence, phase, &answers_tx),
-                Next::Settled => {
+                    then,
+                    attempt,
+                } => self.catch_up(&payment, authority, from_sequence, then, attempt, &answers_tx),
+                Step::Settled => {
                     return Ok(HttpSettlement {
-                        certificate: gathering.certificate.expect("settled"),
-                        confirmed_by: gathering.confirmed,
-                        to_certificate: certified.expect("certified"),
+                        certificate: payment.certificate().expect("settled").clone(),
+                        confirmed_by: payment.settled_by().expect("settled").clone(),
+                        round: payment.round(),
+                        to_certificate: certified.expect("certified before settled"),
                         to_settlement: started.elapsed(),
                     })
                 }
-                Next::Failed(error) => return Err(error),
+                Step::Failed(error) => return Err(error.into()),
             }
+            let wake = payment
+                .poll_timeout()
+                .map_or(deadline, |ms| deadline.min(started + Duration::from_millis(ms)));
+            step = match answers.recv_deadline(wake) {
+                Ok((authority, attempt, reply)) => payment.on_answer(now_ms(), authority, attempt, Heard::from(reply)),
+                Err(_) if Instant::now() < deadline => payment.handle_timeout(now_ms()),
+                Err(_) => {
+                    return Err(PayError::TimedOut {
+                        timeout_ms: self.payment_timeout.as_millis() as u64,
+                        certificate: payment.certificate().cloned().map(Box::new),
+                    })
+                }
+            };
         }
     }
 
     /// On a thread of its own, so the payment goes on at the other authorities meanwhile:
     /// fetches the payer's certificates from `from_sequence` on from an authority that has them,
-    /// sends them to `lagging` in order, then the order or the certificate again; the last
-    /// answer counts for the payment.
+    /// sends them to `lagging` in order, then `then`; the last answer counts for the payment.
     fn catch_up(
         &self,
-        gathering: &Gathering,
+        payment: &Payment,
         lagging: AuthorityIndex,
         from_sequence: u64,
-        phase: Phase,
-        answers: &Sender<(AuthorityIndex, AuthorityReply)>,
+        then: Call,
+        attempt: u32,
+        answers: &Answers,
     ) {
         let (endpoints, answers, fallback) = (self.endpoints.clone(), answers.clone(), answers.clone());
-        let (order, certificate) = (gathering.order.clone(), gathering.certificate.clone());
-        let sources = gathering.sources(lagging);
+        let order = payment.order().order.clone();
+        let sources: Vec<AuthorityIndex> = (0..self.committee.size() as AuthorityIndex)
+            .filter(|a| *a != lagging)
+            .collect();
         let spawned = std::thread::Builder::new()
             .name(format!("fastpay-catch-up-a{lagging}"))
             .spawn(move || {
-                let sequence = order.order.sequence;
-                let Some(mut earlier) = endpoints.history(&sources, order.order.sender, from_sequence, sequence) else {
+                let Some(mut earlier) = endpoints.history(&sources, order.sender, from_sequence, order.sequence) else {
                     let reply = AuthorityReply::Unavailable("no authority had the certificates it lacks".into());
-                    let _ = answers.send((lagging, reply));
+                    let _ = answers.send((lagging, attempt, reply));
                     return;
                 };
-                let reply = match (phase, certificate) {
-                    (Phase::Confirm, Some(certificate)) => {
-                        earlier.push(certificate);
+                let reply = match Request::of_payment(then) {
+                    Request::Confirm(certificate) => {
+                        earlier.extend(certificate);
                         endpoints.execute(lagging, &Request::Confirm(earlier))
                     }
-                    _ => match endpoints.execute(lagging, &Request::Confirm(earlier)) {
-                        AuthorityReply::Confirmed { .. } => endpoints.execute(lagging, &Request::Transfer(order)),
+                    then => match endpoints.execute(lagging, &Request::Confirm(earlier)) {
+                        AuthorityReply::Confirmed { .. } => endpoints.execute(lagging, &then),
                         other => other,
                     },
                 };
-                let _ = answers.send((lagging, reply));
+                let _ = answers.send((lagging, attempt, reply));
             });
         if let Err(error) = spawned {
             let reply = AuthorityReply::Unavailable(format!("cannot start a catch-up thread: {error}"));
-            let _ = fallback.send((lagging, reply));
+            let _ = fallback.send((lagging, attempt, reply));
         }
     }
 
@@ -569,7 +484,7 @@ impl HttpCommittee {
             account,
             transaction: Arc::new(transaction),
         };
-        self.broadcast(&request, &answers_tx);
+        self.broadcast(&request, 0, &answers_tx);
         let deadline = Instant::now() + self.payment_timeout;
         let mut replies = BTreeMap::new();
         while replies.len() < self.committee.size() {
@@ -580,7 +495,7 @@ impl HttpCommittee {
             if wait == FundWait::Quorum && funded >= self.committee.quorum() {
                 break;
             }
-            let Ok((authority, reply)) = answers.recv_deadline(deadline) else {
+            let Ok((authority, _, reply)) = answers.recv_deadline(deadline) else {
                 break;
             };
             replies.insert(authority, reply);
@@ -612,7 +527,7 @@ impl Endpoints {
                 for certificate in certificates {
                     let mut body = vec![];
                     certificate.encode_to(&mut body);
-                    last = self.call(shard, Call::Post(CERTIFICATES_PATH.into(), body), confirmed);
+                    last = self.call(shard, HttpCall::Post(CERTIFICATES_PATH.into(), body), confirmed);
                     if !matches!(last, AuthorityReply::Confirmed { .. }) {
                         break;
                     }
@@ -622,18 +537,33 @@ impl Endpoints {
             Request::Transfer(order) => {
                 let mut body = vec![];
                 order.encode_to(&mut body);
-                self.call(shard, Call::Post(ORDERS_PATH.into(), body), voted)
+                self.call(shard, HttpCall::Post(ORDERS_PATH.into(), body), voted)
+            }
+            Request::Lock(certificate) => {
+                let mut body = vec![];
+                certificate.encode_to(&mut body);
+                self.call(shard, HttpCall::Post(LOCKS_PATH.into(), body), voted)
+            }
+            Request::RoundChange(request) => self.call(
+                shard,
+                HttpCall::Post(ROUND_CHANGES_PATH.into(), request.encode()),
+                round_changed,
+            ),
+            Request::Propose(proposal) => {
+                self.call(shard, HttpCall::Post(PROPOSALS_PATH.into(), proposal.encode()), voted)
             }
             Request::Account { account, from_sequence } => {
                 let path = format!(
                     "{ACCOUNTS_PATH}/{}?from_sequence={from_sequence}",
                     hex::encode(account.0)
                 );
-                self.call(shard, Call::Get(path), account_state)
+                self.call(shard, HttpCall::Get(path), account_state)
             }
-            Request::Fund { transaction, .. } => {
-                self.call(shard, Call::Post(FUNDINGS_PATH.into(), transaction.to_vec()), funded)
-            }
+            Request::Fund { transaction, .. } => self.call(
+                shard,
+                HttpCall::Post(FUNDINGS_PATH.into(), transaction.to_vec()),
+                funded,
+            ),
         };
         self.observe(authority, request, &reply);
         reply
@@ -673,7 +603,7 @@ impl Endpoints {
     /// reach, and pauses after each round of replicas that gave no answer (an election). A group
     /// none of whose replicas can be reached, one after another, is given up on at once: it is
     /// down, and waiting for it would only hold up this authority's other calls.
-    fn call(&self, shard: &ShardEndpoints, call: Call, parse: fn(Vec<u8>) -> AuthorityReply) -> AuthorityReply {
+    fn call(&self, shard: &ShardEndpoints, call: HttpCall, parse: fn(Vec<u8>) -> AuthorityReply) -> AuthorityReply {
         let deadline = Instant::now() + self.request_timeout;
         let count = shard.replicas.len();
         let mut last = String::from("no replica tried");
@@ -720,10 +650,10 @@ impl Endpoints {
     }
 
     /// One request to one replica.
-    fn attempt(&self, call: &Call, url: &str, timeout: Duration) -> Attempt {
+    fn attempt(&self, call: &HttpCall, url: &str, timeout: Duration) -> Attempt {
         let result = match call {
-            Call::Get(_) => self.agent.get(url).timeout(timeout).call(),
-            Call::Post(_, body) => self
+            HttpCall::Get(_) => self.agent.get(url).timeout(timeout).call(),
+            HttpCall::Post(_, body) => self
                 .agent
                 .post(url)
                 .timeout(timeout)
@@ -742,6 +672,7 @@ impl Endpoints {
             .and_then(|bytes| serde_json::from_slice::<ErrorBody>(&bytes).ok())
             .map(|body| body.error);
         let reply = match error {
+            Some(error) if error.code == CODE_SETTLED => settled(error.certificate.as_deref()),
             Some(error) if error.code == CODE_REFUSED => AuthorityReply::Refused {
                 refusal: error.refusal.unwrap_or_default(),
                 message: error.message,
@@ -777,15 +708,15 @@ enum Attempt {
     Unreachable(String),
 }
 
-enum Call {
+enum HttpCall {
     Get(String),
     Post(String, Vec<u8>),
 }
 
-impl Call {
+impl HttpCall {
     fn path(&self) -> &str {
         match self {
-            Call::Get(path) | Call::Post(path, _) => path,
+            HttpCall::Get(path) | HttpCall::Post(path, _) => path,
         }
     }
 }
@@ -801,6 +732,8 @@ enum MalformedAnswer {
     Hex(#[from] hex::FromHexError),
     #[error(transparent)]
     Decode(#[from] specie_codec::DecodeError),
+    #[error("no {0}")]
+    Missing(&'static str),
 }
 
 fn read_body(response: ureq::Response) -> Result<Vec<u8>, MalformedAnswer> {
@@ -817,6 +750,37 @@ fn voted(bytes: Vec<u8>) -> AuthorityReply {
     match decode_exact("vote", &bytes, VOTE_BYTES_MAX, Vote::decode_from) {
         Ok(vote) => AuthorityReply::Voted(vote),
         Err(error) => malformed("vote", error),
+    }
+}
+
+fn round_changed(bytes: Vec<u8>) -> AuthorityReply {
+    match decode_exact(
+        "round change",
+        &bytes,
+        SIGNED_ROUND_CHANGE_BYTES_MAX,
+        SignedRoundChange::decode_from,
+    ) {
+        Ok(change) => AuthorityReply::RoundChanged(Box::new(change)),
+        Err(error) => malformed("round change", error),
+    }
+}
+
+/// A `settled` answer: the slot's final certificate (which the payment checks before using).
+fn settled(certificate_hex: Option<&str>) -> AuthorityReply {
+    let decoded = certificate_hex
+        .ok_or(MalformedAnswer::Missing("certificate"))
+        .and_then(|text| Ok(hex::decode(text)?))
+        .and_then(|bytes| {
+            Ok(decode_exact(
+                "certificate",
+                &bytes,
+                CERTIFICATE_BYTES_MAX,
+                Certificate::decode_from,
+            )?)
+        });
+    match decoded {
+        Ok(certificate) => AuthorityReply::Final(Box::new(certificate)),
+        Err(error) => malformed("settled answer", error),
     }
 }
 
@@ -886,147 +850,46 @@ fn account_state(bytes: Vec<u8>) -> AuthorityReply {
 
 #[cfg(test)]
 mod tests {
-    use specie_fastpay::{deterministic_key, Recipient, SigningKey, TransferOrder, VoteStatement};
-
     use super::*;
-
-    fn setup() -> (Arc<Committee>, Vec<SigningKey>, SignedOrder) {
-        let keys: Vec<_> = (0..4).map(|i| deterministic_key("authority", i)).collect();
-        let committee = Committee::new(1, keys.iter().map(|k| k.verifying_key().to_bytes()).collect()).unwrap();
-        let owner = deterministic_key("account", 0);
-        let order = TransferOrder {
-            sender: AccountKey(owner.verifying_key().to_bytes()),
-            recipient: Recipient::Account(AccountKey([3; 32])),
-            amount: 1,
-            sequence: 4,
-            memo: Vec::new(),
-        }
-        .sign(&owner);
-        (Arc::new(committee), keys, order)
-    }
-
-    fn vote(committee: &Committee, keys: &[SigningKey], authority: u16, order: &SignedOrder) -> AuthorityReply {
-        let statement = VoteStatement {
-            committee_id: committee.id(),
-            round: 0,
-            order_digest: order.order.digest(),
-        };
-        AuthorityReply::Voted(Vote {
-            authority,
-            statement,
-            signature: statement.sign(&keys[usize::from(authority)]),
-        })
-    }
 
     fn refused(refusal: &str, next_sequence: Option<u64>) -> AuthorityReply {
         AuthorityReply::Refused {
             refusal: refusal.into(),
-            message: String::new(),
+            message: format!("{refusal} here"),
             next_sequence,
         }
     }
 
+    /// The payment logic is tested in `payment`; here, what an HTTP answer amounts to for it.
     #[test]
-    fn the_first_quorum_certifies_a_lagging_authority_is_caught_up_once_and_forgeries_never_count() {
-        let (committee, keys, order) = setup();
-        let mut gathering = Gathering::new(committee.clone(), order.clone());
-        // A vote pending for an earlier order: the authority missed that order's certificate.
-        assert_eq!(
-            gathering.on_vote(1, refused("OtherOrderPending", Some(3))),
-            Next::CatchUp {
-                authority: 1,
-                from_sequence: 3,
-                phase: Phase::Vote
-            }
-        );
-        let AuthorityReply::Voted(mut forged) = vote(&committee, &keys, 3, &order) else {
-            unreachable!()
-        };
-        forged.signature[0] ^= 1;
-        assert_eq!(gathering.on_vote(3, AuthorityReply::Voted(forged)), Next::Wait);
-        assert_eq!(
-            gathering.on_vote(2, refused("WrongSequence", Some(1))),
-            Next::CatchUp {
-                authority: 2,
-                from_sequence: 1,
-                phase: Phase::Vote
-            }
-        );
-        assert_eq!(gathering.on_vote(0, vote(&committee, &keys, 0, &order)), Next::Wait);
-        assert_eq!(gathering.on_vote(1, vote(&committee, &keys, 1, &order)), Next::Wait);
-        let Next::Certified(certificate) = gathering.on_vote(2, vote(&committee, &keys, 2, &order)) else {
-            panic!("three valid votes certify")
-        };
-        assert_eq!(certificate.check(&committee), Ok(()));
-        assert_eq!(gathering.sources(2), vec![0, 1, 3]);
-
-        let confirmed = AuthorityReply::Confirmed {
-            sender: order.order.sender,
-            sequence: 4,
-        };
-        assert_eq!(gathering.on_confirm(0, confirmed.clone()), Next::Wait);
-        assert_eq!(
-            gathering.on_confirm(3, refused("MissingEarlier", Some(2))),
-            Next::CatchUp {
-                authority: 3,
-                from_sequence: 2,
-                phase: Phase::Confirm
-            }
-        );
-        assert_eq!(gathering.on_confirm(0, confirmed.clone()), Next::Wait, "counted once");
-        assert_eq!(gathering.on_confirm(1, confirmed.clone()), Next::Wait);
-        assert_eq!(gathering.on_confirm(3, confirmed.clone()), Next::Settled);
-        assert_eq!(gathering.on_confirm(2, confirmed), Next::Wait, "settled once");
-    }
-
-    #[test]
-    fn more_than_f_refusals_fail_a_payment_and_more_than_f_failed_confirmations_leave_it_unsettled() {
-        let (committee, keys, order) = setup();
-        let mut gathering = Gathering::new(committee.clone(), order.clone());
-        // Another order pending at the order's own sequence number is a conflict, and a lag
-        // behind it no lag: refusals.
-        assert_eq!(gathering.on_vote(2, refused("OtherOrderPending", Some(4))), Next::Wait);
-        assert!(matches!(
-            gathering.on_vote(1, refused("WrongSequence", Some(9))),
-            Next::Failed(PayError::NoQuorum { .. })
-        ));
-        let mut gathering = Gathering::new(committee.clone(), order.clone());
-        assert_eq!(gathering.on_vote(0, refused("UnknownAccount", None)), Next::Wait);
-        assert!(matches!(
-            gathering.on_vote(3, refused("InsufficientBalance", None)),
-            Next::Failed(PayError::NoQuorum { .. })
-        ));
-
-        // An authority is caught up once per phase: lagging again, it counts as a refusal.
-        let mut gathering = Gathering::new(committee.clone(), order.clone());
-        assert!(matches!(
-            gathering.on_vote(2, refused("WrongSequence", Some(1))),
-            Next::CatchUp { authority: 2, .. }
-        ));
-        assert_eq!(gathering.on_vote(2, refused("WrongSequence", Some(1))), Next::Wait);
-        assert!(matches!(
-            gathering.on_vote(0, AuthorityReply::Unavailable("down".into())),
-            Next::Failed(PayError::NoQuorum { .. })
-        ));
-
-        let mut gathering = Gathering::new(committee.clone(), order.clone());
-        for authority in 0..2 {
+    fn http_answers_weigh_as_the_roles_refusals_do() {
+        for lagging in ["WrongSequence", "OtherOrderPending", "MissingEarlier"] {
             assert_eq!(
-                gathering.on_vote(authority, vote(&committee, &keys, authority, &order)),
-                Next::Wait
+                Heard::from(refused(lagging, Some(3))),
+                Heard::Lagging { next_sequence: 3 }
             );
         }
-        assert!(matches!(
-            gathering.on_vote(3, vote(&committee, &keys, 3, &order)),
-            Next::Certified(_)
-        ));
         assert_eq!(
-            gathering.on_confirm(0, AuthorityReply::Unavailable("down".into())),
-            Next::Wait
+            Heard::from(refused("WrongSequence", None)),
+            Heard::Refused("WrongSequence here".into()),
+            "without a sequence number there is nothing to catch up from"
+        );
+        for contested in ["LockedOnOther", "RoundPassed", "ConflictingCertificate", "Busy"] {
+            assert_eq!(
+                Heard::from(refused(contested, None)),
+                Heard::Contested(format!("{contested} here"))
+            );
+        }
+        assert_eq!(
+            Heard::from(refused("InsufficientBalance", None)),
+            Heard::Refused("InsufficientBalance here".into())
         );
         assert!(matches!(
-            gathering.on_confirm(1, refused("Busy", None)),
-            Next::Failed(PayError::NotSettled { .. })
+            Heard::from(AuthorityReply::Unavailable("down".into())),
+            Heard::Refused(why) if why.contains("down")
         ));
+        assert!(matches!(settled(None), AuthorityReply::Unavailable(why) if why.contains("no certificate")));
+        assert!(matches!(settled(Some("zz")), AuthorityReply::Unavailable(_)));
+        assert!(matches!(settled(Some("00")), AuthorityReply::Unavailable(_)));
     }
 }

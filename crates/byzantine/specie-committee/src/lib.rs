@@ -3,18 +3,20 @@
 //! ([`EmbeddedCommittee`]), and a pipeline that keeps many payments in flight against it
 //! ([`Pipeline`]). The demo, the benchmark and the tests drive the Byzantine mode through these.
 
+mod call;
 mod embedded;
 pub mod http_api;
 pub mod http_client;
 mod payment;
 mod pipeline;
 
-pub use embedded::{Answer, Behaviour, Call, EmbeddedCommittee, EmbeddedCommitteeOptions, StartError};
+pub use call::{Call, Heard};
+pub use embedded::{Answer, Behaviour, EmbeddedCommittee, EmbeddedCommitteeOptions, StartError};
 pub use http_client::{
     AuthorityAddresses, AuthorityReply, FundWait, HttpCommittee, HttpCommitteeError, HttpCommitteeOptions,
     HttpSettlement, Observed, PayError,
 };
-pub use payment::{Payment, PaymentError, Step};
+pub use payment::{Payment, PaymentError, PaymentOptions, Step};
 pub use pipeline::{Outcome, Pipeline, Settlement};
 
 use specie_authority::AuthorityShard;

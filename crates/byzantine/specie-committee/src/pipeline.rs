@@ -1,18 +1,23 @@
 //! Many payments in flight against an embedded committee, each driven by its [`Payment`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use specie_fastpay::{AccountKey, Certificate, SignedOrder};
 
-use crate::embedded::{Answer, Call, EmbeddedCommittee};
-use crate::payment::{Payment, PaymentError, Step};
+use crate::call::{Call, Heard};
+use crate::embedded::{Answer, EmbeddedCommittee};
+use crate::payment::{Payment, PaymentError, PaymentOptions, Step};
 
 /// A settled payment and its two latencies (FastPay's confirmation and settlement).
 #[derive(Clone, Debug)]
 pub struct Settlement {
+    /// Final: all round-0 prepares, or a quorum's commits.
     pub certificate: Certificate,
+    /// The round it settled in: 0, or the recovery round that settled a contested slot.
+    pub round: u32,
     /// From sending the order to holding the certificate (the payee may trust it from here).
     pub to_certificate: Duration,
     /// From sending the order to a quorum having settled it.
@@ -26,15 +31,34 @@ struct InFlight {
     payment: Payment,
     started: Instant,
     certified: Option<Instant>,
+    /// The deadline a timer is set for.
+    armed: Option<u64>,
 }
+
+/// Attempts per payment that answers can be told apart by: a payment makes a few per round.
+const ATTEMPT_BITS: u32 = 12;
+
+fn tag(id: u64, attempt: u32) -> u64 {
+    assert!(
+        attempt < 1 << ATTEMPT_BITS,
+        "a payment's attempts are bounded by its rounds"
+    );
+    id << ATTEMPT_BITS | u64::from(attempt)
+}
+
+/// Answers tagged this belong to no payment (earlier certificates sent to catch an authority up).
+const UNTAGGED: u64 = u64::MAX;
 
 /// Payments in flight; answers of all of them arrive on one channel.
 pub struct Pipeline<'c> {
     committee: &'c EmbeddedCommittee,
+    options: PaymentOptions,
     answers_tx: Sender<Answer>,
     answers: Receiver<Answer>,
     in_flight: HashMap<u64, InFlight>,
-    next_tag: u64,
+    timers: BinaryHeap<Reverse<(u64, u64)>>,
+    next_id: u64,
+    epoch: Instant,
     /// Every certificate each sender settled, by sequence number: what a lagging authority
     /// needs first (§5). A real wallet keeps its own; here the pipeline keeps every account's.
     history: HashMap<AccountKey, BTreeMap<u64, Certificate>>,
@@ -42,13 +66,20 @@ pub struct Pipeline<'c> {
 
 impl<'c> Pipeline<'c> {
     pub fn new(committee: &'c EmbeddedCommittee) -> Pipeline<'c> {
+        Pipeline::with_options(committee, PaymentOptions::default())
+    }
+
+    pub fn with_options(committee: &'c EmbeddedCommittee, options: PaymentOptions) -> Pipeline<'c> {
         let (answers_tx, answers) = unbounded();
         Pipeline {
             committee,
+            options,
             answers_tx,
             answers,
             in_flight: HashMap::new(),
-            next_tag: 0,
+            timers: BinaryHeap::new(),
+            next_id: 0,
+            epoch: Instant::now(),
             history: HashMap::new(),
         }
     }
@@ -57,77 +88,118 @@ impl<'c> Pipeline<'c> {
         self.in_flight.len()
     }
 
-    /// Sends the order to every authority; returns the tag its outcome will carry.
-    pub fn submit(&mut self, order: SignedOrder) -> u64 {
-        let tag = self.next_tag;
-        self.next_tag += 1;
-        self.committee
-            .broadcast(&Call::Transfer(order.clone()), tag, &self.answers_tx);
-        let payment = Payment::new(self.committee.committee().clone(), order);
-        self.in_flight.insert(
-            tag,
-            InFlight {
-                payment,
-                started: Instant::now(),
-                certified: None,
-            },
-        );
-        tag
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
     }
 
-    /// Takes the answers that arrive within `wait` and returns the payments that ended.
+    /// Starts paying `order`; returns the id its outcome will carry.
+    pub fn submit(&mut self, order: SignedOrder) -> u64 {
+        self.submit_orders(vec![order])
+    }
+
+    /// Starts paying `orders[0]` for a payer who signed every one of `orders` for the same slot
+    /// (an owner who equivocated): recovery settles one of them.
+    pub fn submit_orders(&mut self, orders: Vec<SignedOrder>) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let (payment, step) =
+            Payment::with_orders(self.committee.committee().clone(), orders, self.options, self.now_ms());
+        let flight = InFlight {
+            payment,
+            started: Instant::now(),
+            certified: None,
+            armed: None,
+        };
+        self.in_flight.insert(id, flight);
+        let ended = self.act(id, step);
+        debug_assert!(ended.is_none(), "a payment starts by broadcasting");
+        id
+    }
+
+    /// Takes the answers that arrive within `wait` and the timers due, and returns the payments
+    /// that ended.
     pub fn poll(&mut self, wait: Duration) -> Vec<(u64, Outcome)> {
         let mut ended = Vec::new();
-        let Ok(first) = self.answers.recv_timeout(wait) else {
-            return ended;
-        };
-        let mut next = Some(first);
+        let next_timer = self.timers.peek().map(|Reverse((deadline, _))| *deadline);
+        let wait = next_timer.map_or(wait, |deadline| {
+            wait.min(Duration::from_millis(deadline.saturating_sub(self.now_ms())))
+        });
+        let mut next = self.answers.recv_timeout(wait).ok();
         while let Some(answer) = next {
-            if let Some(outcome) = self.take(answer.tag, answer) {
+            if let Some(outcome) = self.take(answer) {
                 ended.push(outcome);
             }
             next = self.answers.try_recv().ok();
         }
+        let now = self.now_ms();
+        while let Some(Reverse((deadline, id))) = self.timers.peek().copied() {
+            if deadline > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(flight) = self.in_flight.get_mut(&id) else {
+                continue;
+            };
+            if flight.armed != Some(deadline) {
+                continue;
+            }
+            flight.armed = None;
+            let step = flight.payment.handle_timeout(now);
+            ended.extend(self.act(id, step));
+        }
         ended
     }
 
-    fn take(&mut self, tag: u64, answer: Answer) -> Option<(u64, Outcome)> {
-        let flight = self.in_flight.get_mut(&tag)?;
-        let step = match flight.certified {
-            None => flight.payment.on_vote(answer.authority, answer.reply),
-            Some(_) => flight.payment.on_confirm(answer.authority, answer.reply),
-        };
+    fn take(&mut self, answer: Answer) -> Option<(u64, Outcome)> {
+        if answer.tag == UNTAGGED {
+            return None;
+        }
+        let (id, attempt) = (
+            answer.tag >> ATTEMPT_BITS,
+            (answer.tag & ((1 << ATTEMPT_BITS) - 1)) as u32,
+        );
+        let now = self.now_ms();
+        let flight = self.in_flight.get_mut(&id)?;
+        let step = flight
+            .payment
+            .on_answer(now, answer.authority, attempt, Heard::from(answer.reply));
+        self.act(id, step)
+    }
+
+    /// Does what the payment asked for and sets its timer; the outcome if it ended.
+    fn act(&mut self, id: u64, step: Step) -> Option<(u64, Outcome)> {
+        let flight = self.in_flight.get_mut(&id).expect("in flight");
         match step {
-            Step::Wait => None,
-            Step::Certified(certificate) => {
+            Step::Wait => {}
+            Step::Broadcast { call, attempt } => {
+                self.committee.broadcast(&call, tag(id, attempt), &self.answers_tx);
+            }
+            Step::Certified { certificate, attempt } => {
                 flight.certified = Some(Instant::now());
                 self.committee
-                    .broadcast(&Call::Confirm(*certificate), tag, &self.answers_tx);
-                None
+                    .broadcast(&Call::Confirm(*certificate), tag(id, attempt), &self.answers_tx);
             }
             Step::CatchUp {
                 authority,
                 from_sequence,
+                then,
+                attempt,
             } => {
                 let order = &flight.payment.order().order;
-                let certificate = flight.payment.certificate().expect("confirming").clone();
                 let earlier = self
                     .history
                     .get(&order.sender)
                     .into_iter()
                     .flat_map(|h| h.range(from_sequence..order.sequence));
-                // Earlier certificates first, in order; their answers (under this tag) are
-                // confirmations of other sequence numbers, which the payment ignores.
+                // Earlier certificates first, in order; their answers carry no payment's tag.
                 for (_, missing) in earlier {
                     self.committee
-                        .call(authority, Call::Confirm(missing.clone()), u64::MAX, &self.answers_tx);
+                        .call(authority, Call::Confirm(missing.clone()), UNTAGGED, &self.answers_tx);
                 }
-                self.committee
-                    .call(authority, Call::Confirm(certificate), tag, &self.answers_tx);
-                None
+                self.committee.call(authority, then, tag(id, attempt), &self.answers_tx);
             }
             Step::Settled => {
-                let flight = self.in_flight.remove(&tag).expect("in flight");
+                let flight = self.in_flight.remove(&id).expect("in flight");
                 let certificate = flight.payment.certificate().expect("settled").clone();
                 let order = &certificate.order.order;
                 self.history
@@ -135,30 +207,44 @@ impl<'c> Pipeline<'c> {
                     .or_default()
                     .insert(order.sequence, certificate.clone());
                 let settlement = Settlement {
+                    round: flight.payment.round(),
                     certificate,
                     to_certificate: flight.certified.expect("certified") - flight.started,
                     to_settlement: flight.started.elapsed(),
                 };
-                Some((tag, Ok(settlement)))
+                return Some((id, Ok(settlement)));
             }
             Step::Failed(error) => {
-                self.in_flight.remove(&tag);
-                Some((tag, Err(error)))
+                self.in_flight.remove(&id);
+                return Some((id, Err(error)));
             }
         }
+        let deadline = flight.payment.poll_timeout();
+        if deadline != flight.armed {
+            flight.armed = deadline;
+            if let Some(deadline) = deadline {
+                self.timers.push(Reverse((deadline, id)));
+            }
+        }
+        None
     }
 
     /// Submits one order and waits for its outcome (or `timeout`: `None`).
     pub fn settle(&mut self, order: SignedOrder, timeout: Duration) -> Option<Outcome> {
-        let tag = self.submit(order);
+        self.settle_orders(vec![order], timeout)
+    }
+
+    /// As [`Pipeline::settle`], for a payer who signed every one of `orders` for one slot.
+    pub fn settle_orders(&mut self, orders: Vec<SignedOrder>, timeout: Duration) -> Option<Outcome> {
+        let id = self.submit_orders(orders);
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             let wait = deadline.saturating_duration_since(Instant::now());
-            if let Some((_, outcome)) = self.poll(wait).into_iter().find(|(t, _)| *t == tag) {
+            if let Some((_, outcome)) = self.poll(wait).into_iter().find(|(i, _)| *i == id) {
                 return Some(outcome);
             }
         }
-        self.in_flight.remove(&tag);
+        self.in_flight.remove(&id);
         None
     }
 }

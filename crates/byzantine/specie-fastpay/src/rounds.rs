@@ -171,7 +171,7 @@ impl Justification {
             });
         }
         for signed in &self.changes {
-            check_round_change(committee, signed, account, sequence, round)?;
+            signed.check(committee, account, sequence, round)?;
         }
         Ok(self.allowed(committee))
     }
@@ -242,49 +242,52 @@ pub fn decide(
     }
 }
 
-fn check_round_change(
-    committee: &Committee,
-    signed: &SignedRoundChange,
-    account: &AccountKey,
-    sequence: u64,
-    round: u32,
-) -> Result<(), JustificationError> {
-    let authority = signed.authority;
-    let key: &VerifyingKey = committee
-        .key(authority)
-        .ok_or(JustificationError::UnknownAuthority { authority })?;
-    let change = &signed.change;
-    if change.committee_id != committee.id()
-        || change.account != *account
-        || change.sequence != sequence
-        || change.round != round
-    {
-        return Err(JustificationError::OtherSlot { authority });
-    }
-    let signature = Signature::from_bytes(&signed.signature);
-    if key.verify_strict(&change.signing_bytes(), &signature).is_err() {
-        return Err(JustificationError::BadSignature { authority });
-    }
-    let bad_lock = |reason: String| JustificationError::BadLock { authority, reason };
-    match (change.lock, &signed.lock_certificate) {
-        (None, None) => Ok(()),
-        (Some((lock_round, digest)), Some(certificate)) => {
-            let order = &certificate.order.order;
-            if certificate.round != lock_round || order.digest() != digest || lock_round >= round {
-                return Err(bad_lock("another round or order".into()));
-            }
-            if order.sender != *account || order.sequence != sequence {
-                return Err(bad_lock("another slot".into()));
-            }
-            certificate
-                .check_lock(committee)
-                .map_err(|error: CertificateError| bad_lock(error.to_string()))
-        }
-        _ => Err(JustificationError::LockUnproven { authority }),
-    }
-}
-
 impl SignedRoundChange {
+    /// Whether this is `committee`'s member entering `round` of (`account`, `sequence`), with a
+    /// valid signature and, if it reports a lock, that lock's certificate.
+    pub fn check(
+        &self,
+        committee: &Committee,
+        account: &AccountKey,
+        sequence: u64,
+        round: u32,
+    ) -> Result<(), JustificationError> {
+        let signed = self;
+        let authority = signed.authority;
+        let key: &VerifyingKey = committee
+            .key(authority)
+            .ok_or(JustificationError::UnknownAuthority { authority })?;
+        let change = &signed.change;
+        if change.committee_id != committee.id()
+            || change.account != *account
+            || change.sequence != sequence
+            || change.round != round
+        {
+            return Err(JustificationError::OtherSlot { authority });
+        }
+        let signature = Signature::from_bytes(&signed.signature);
+        if key.verify_strict(&change.signing_bytes(), &signature).is_err() {
+            return Err(JustificationError::BadSignature { authority });
+        }
+        let bad_lock = |reason: String| JustificationError::BadLock { authority, reason };
+        match (change.lock, &signed.lock_certificate) {
+            (None, None) => Ok(()),
+            (Some((lock_round, digest)), Some(certificate)) => {
+                let order = &certificate.order.order;
+                if certificate.round != lock_round || order.digest() != digest || lock_round >= round {
+                    return Err(bad_lock("another round or order".into()));
+                }
+                if order.sender != *account || order.sequence != sequence {
+                    return Err(bad_lock("another slot".into()));
+                }
+                certificate
+                    .check_lock(committee)
+                    .map_err(|error: CertificateError| bad_lock(error.to_string()))
+            }
+            _ => Err(JustificationError::LockUnproven { authority }),
+        }
+    }
+
     pub fn encode_to(&self, out: &mut Vec<u8>) {
         out.push(ENCODING_VERSION);
         out.extend_from_slice(&self.authority.to_le_bytes());

@@ -19,9 +19,9 @@ use serde::Deserialize;
 use specie_authority::{shard_of, Funding, Refusal, Reply};
 use specie_codec::{Decode, DecodeError};
 use specie_committee::http_api::{
-    AccountBody, ConfirmedBody, ErrorBody, ErrorDetail, FundedBody, InfoBody, PendingBody, ACCOUNTS_PATH,
-    BODY_BYTES_MAX, CERTIFICATES_PATH, CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_STOPPING, FUNDINGS_PATH, INFO_PATH,
-    ORDERS_PATH,
+    AccountBody, ConfirmedBody, ErrorBody, ErrorDetail, FundedBody, InfoBody, PendingBody, Proposal,
+    RoundChangeRequest, ACCOUNTS_PATH, BODY_BYTES_MAX, CERTIFICATES_PATH, CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN,
+    CODE_SETTLED, CODE_STOPPING, FUNDINGS_PATH, INFO_PATH, LOCKS_PATH, ORDERS_PATH, PROPOSALS_PATH, ROUND_CHANGES_PATH,
 };
 use specie_committee::Call;
 use specie_fastpay::{
@@ -79,6 +79,18 @@ impl HttpError {
         }
     }
 
+    /// The slot is settled: its final certificate, for the client to use instead.
+    fn settled(certificate: &Certificate) -> HttpError {
+        let mut bytes = vec![];
+        certificate.encode_to(&mut bytes);
+        let mut detail = ErrorDetail::new(CODE_SETTLED, "the account's slot is settled: its final certificate");
+        detail.certificate = Some(hex::encode(bytes));
+        HttpError {
+            status: StatusCode::CONFLICT,
+            detail,
+        }
+    }
+
     /// The role answered a call with the wrong kind of reply: a bug.
     fn wrong_reply(reply: &Reply) -> HttpError {
         tracing::error!(?reply, "the authority answered with the wrong kind of reply");
@@ -128,6 +140,12 @@ pub fn router(replica: Arc<AuthorityReplica>) -> Router {
     Router::new()
         .route(ORDERS_PATH, post(order))
         .route(CERTIFICATES_PATH, post(certificate))
+        .route(LOCKS_PATH, post(lock))
+        .route(ROUND_CHANGES_PATH, post(round_change))
+        .route(
+            PROPOSALS_PATH,
+            post(proposal).layer(DefaultBodyLimit::max(Proposal::BYTES_MAX)),
+        )
         .route(&format!("{ACCOUNTS_PATH}/{{account}}"), get(account))
         .route(FUNDINGS_PATH, post(funding))
         .route(INFO_PATH, get(info))
@@ -143,6 +161,19 @@ pub fn router(replica: Arc<AuthorityReplica>) -> Router {
         .with_state(replica)
 }
 
+/// The answer to a call that yields a vote or a signed round change as its canonical bytes.
+fn signed_answer(replica: &AuthorityReplica, answer: Result<Reply, AuthorityCallError>) -> Result<Response, HttpError> {
+    let mut bytes = vec![];
+    match answer.map_err(|error| HttpError::call(replica, error))? {
+        Reply::Voted(vote) => vote.encode_to(&mut bytes),
+        Reply::RoundChanged(change) => change.encode_to(&mut bytes),
+        Reply::Final(certificate) => return Err(HttpError::settled(&certificate)),
+        Reply::Refused(refusal) => return Err(HttpError::refused(&refusal)),
+        other => return Err(HttpError::wrong_reply(&other)),
+    }
+    Ok(([(CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
+}
+
 async fn order(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
     let bytes = body.map_err(HttpError::body)?;
     let order = decode_exact(
@@ -152,19 +183,37 @@ async fn order(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> R
         SignedOrder::decode_from,
     )
     .map_err(|error| HttpError::undecodable("signed transfer order", error))?;
-    match replica
-        .call(Call::Transfer(order))
-        .await
-        .map_err(|error| HttpError::call(&replica, error))?
-    {
-        Reply::Voted(vote) => {
-            let mut bytes = vec![];
-            vote.encode_to(&mut bytes);
-            Ok(([(CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
-        }
-        Reply::Refused(refusal) => Err(HttpError::refused(&refusal)),
-        other => Err(HttpError::wrong_reply(&other)),
-    }
+    signed_answer(&replica, replica.call(Call::Transfer(order)).await)
+}
+
+async fn lock(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
+    let bytes = body.map_err(HttpError::body)?;
+    let certificate = decode_exact("lock", &bytes, CERTIFICATE_BYTES_MAX, Certificate::decode_from)
+        .map_err(|error| HttpError::undecodable("certificate", error))?;
+    signed_answer(&replica, replica.call(Call::Lock(certificate)).await)
+}
+
+async fn round_change(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
+    let bytes = body.map_err(HttpError::body)?;
+    let request =
+        RoundChangeRequest::decode(&bytes).map_err(|error| HttpError::undecodable("round change request", error))?;
+    let call = Call::RoundChange {
+        account: request.account,
+        sequence: request.sequence,
+        round: request.round,
+    };
+    signed_answer(&replica, replica.call(call).await)
+}
+
+async fn proposal(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
+    let bytes = body.map_err(HttpError::body)?;
+    let proposal = Proposal::decode(&bytes).map_err(|error| HttpError::undecodable("proposal", error))?;
+    let call = Call::Propose {
+        order: proposal.order,
+        round: proposal.round,
+        justification: Box::new(proposal.justification),
+    };
+    signed_answer(&replica, replica.call(call).await)
 }
 
 async fn certificate(
@@ -183,6 +232,7 @@ async fn certificate(
             sender: hex::encode(sender.0),
             sequence,
         })),
+        Reply::Final(certificate) => Err(HttpError::settled(&certificate)),
         Reply::Refused(refusal) => Err(HttpError::refused(&refusal)),
         other => Err(HttpError::wrong_reply(&other)),
     }

@@ -148,16 +148,7 @@ impl Wiring<TalliedShard> for AuthorityReplicaWiring {
     type ReplyTo = Slot<Reply>;
 
     fn input(call: Call, ticket: Ticket) -> Input {
-        match call {
-            Call::Transfer(order) => Input::Transfer { ticket, order },
-            Call::Confirm(certificate) => Input::Confirm { ticket, certificate },
-            Call::Account { account, from_sequence } => Input::Account {
-                ticket,
-                account,
-                from_sequence,
-            },
-            Call::Fund(funding) => Input::Fund { ticket, funding },
-        }
+        call.into_input(ticket)
     }
 
     fn send(&mut self, to: ShardIndex, message: Message) {

@@ -16,7 +16,8 @@ const COUNTS_BYTES: usize = 3 * 8;
 pub struct ShardCounts {
     /// Accounts this shard knows (funded, credited or paid into).
     pub accounts: u64,
-    /// Votes this shard signed and made durable (one per account and sequence number).
+    /// Round-0 votes this shard signed and made durable (one per account and sequence number;
+    /// the votes of recovery rounds are not counted).
     pub votes: u64,
     /// Certificates this shard settled.
     pub confirmed: u64,
@@ -64,7 +65,11 @@ impl TalliedShard {
                 accounts
             }
             Command::Credit { credits, .. } => credits.iter().map(|c| c.recipient).collect(),
-            Command::Vote { .. } | Command::Acked { .. } => vec![],
+            Command::Vote { .. }
+            | Command::Acked { .. }
+            | Command::Prepare { .. }
+            | Command::Lock { .. }
+            | Command::EnterRound { .. } => vec![],
         }
     }
 }
