@@ -1,11 +1,14 @@
-//! A committee of 4 authorities × 2 shards on durable embedded hosts: payments settle at the first
-//! quorum with one authority forging its votes or silent, and every authority's books balance.
+//! A committee of 4 authorities × 2 shards on durable embedded hosts: payments settle through the
+//! slow path with one authority forging its votes or silent, an owner who signed two orders for
+//! one sequence number gets the account back in a recovery round, and every authority's books
+//! balance.
 
 use std::time::Duration;
 
 use specie_authority::Funding;
+use specie_authority::Reply;
 use specie_committee::{AuthorityBooks, Behaviour, Call, EmbeddedCommittee, EmbeddedCommitteeOptions, Pipeline};
-use specie_fastpay::{deterministic_key, AccountKey, CoreAddress, Recipient, SigningKey, TransferOrder};
+use specie_fastpay::{deterministic_key, AccountKey, CoreAddress, Recipient, SigningKey, TransferOrder, VoteKind};
 use specie_log::{LogOptions, SyncMode};
 
 const ACCOUNTS: u64 = 8;
@@ -80,6 +83,9 @@ fn run_payments(faulty: Behaviour) {
             for (_, outcome) in pipeline.poll(Duration::from_secs(10)) {
                 let settlement = outcome.expect("every correct payment settles");
                 assert!(settlement.to_certificate <= settlement.to_settlement);
+                // One authority cannot give a valid prepare: never the fast path, no round change.
+                assert_eq!((settlement.certificate.kind, settlement.round), (VoteKind::Commit, 0));
+                assert_eq!(settlement.certificate.check(committee.committee()), Ok(()));
                 settled += 1;
             }
         }
@@ -101,11 +107,66 @@ fn run_payments(faulty: Behaviour) {
 }
 
 #[test]
-fn payments_settle_at_the_first_quorum_with_an_authority_forging_votes() {
+fn payments_settle_through_the_slow_path_with_an_authority_forging_votes() {
     run_payments(Behaviour::ForgesVotes);
 }
 
 #[test]
 fn payments_settle_with_an_authority_silent() {
     run_payments(Behaviour::Silent);
+}
+
+#[test]
+fn an_owner_who_signed_two_orders_gets_the_account_back_in_a_recovery_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys: Vec<_> = (0..4).map(|i| deterministic_key("authority", i)).collect();
+    let committee = EmbeddedCommittee::start(&options(dir.path(), Behaviour::Honest), &keys, 1).unwrap();
+    let owners = owners();
+    fund_all(&committee, &owners, 4);
+    let (key, sender) = &owners[0];
+    let order = |sequence, to: usize, amount| {
+        TransferOrder {
+            sender: *sender,
+            recipient: Recipient::Account(owners[to].1),
+            amount,
+            sequence,
+            memo: Vec::new(),
+        }
+        .sign(key)
+    };
+    let (first, second) = (order(0, 1, 10), order(0, 2, 20));
+    // Authorities 2 and 3 prepare the second order before they see the first.
+    let (tx, rx) = crossbeam_channel::unbounded();
+    for authority in [2, 3] {
+        committee.call(authority, Call::Transfer(second.clone()), 0, &tx);
+    }
+    for _ in 0..2 {
+        let answer = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(matches!(answer.reply, Reply::Voted(_)), "{answer:?}");
+    }
+    let mut pipeline = Pipeline::new(&committee);
+    let recovered = pipeline
+        .settle_orders(vec![first.clone(), second.clone()], Duration::from_secs(30))
+        .expect("an outcome within the time-out")
+        .expect("the contested slot settles");
+    assert!(recovered.round >= 1, "settled in a recovery round");
+    assert_eq!(recovered.certificate.kind, VoteKind::Commit);
+    assert_eq!(recovered.certificate.check(committee.committee()), Ok(()));
+    assert!([&first, &second].contains(&&recovered.certificate.order));
+    // The account is the owner's again: its next payment takes the fast path.
+    let next = pipeline
+        .settle(order(1, 3, 5), Duration::from_secs(30))
+        .expect("an outcome")
+        .expect("the next payment settles");
+    assert_eq!((next.round, next.certificate.kind), (0, VoteKind::Prepare));
+    std::thread::sleep(Duration::from_millis(300));
+    let reports = committee.reports();
+    for (authority, shards) in committee.stop().iter().enumerate() {
+        let books = AuthorityBooks::of(shards);
+        assert!(books.balanced(), "authority {authority}: {books:?}");
+    }
+    assert!(
+        reports.is_empty(),
+        "no authority signed two conflicting votes: {reports:?}"
+    );
 }

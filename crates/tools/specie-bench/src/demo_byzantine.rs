@@ -3,19 +3,22 @@
 //! across shards (some owners equivocating), redeems back to the core (each presented twice),
 //! then the platform-wide audit.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use secp256k1::Keypair;
 use specie_api::{Completion, TxStatus};
 use specie_authority::Funding;
 use specie_committee::{AuthorityBooks, Behaviour, Call, EmbeddedCommittee, EmbeddedCommitteeOptions, Pipeline};
-use specie_fastpay::{deterministic_key, AccountKey, CoreAddress, Recipient, SignedOrder, SigningKey, TransferOrder};
+use specie_fastpay::{
+    deterministic_key, AccountKey, AuthorityIndex, CoreAddress, Recipient, SignedOrder, SigningKey, TransferOrder,
+};
 use specie_log::LogOptions;
 use specie_node::{EmbeddedNode, NodeHandle, NodeOptions};
 use specie_transaction::signing::xonly_bytes;
@@ -52,8 +55,6 @@ struct User {
     next_sequence: u64,
     /// A Byzantine user: signs two orders for one sequence number, once.
     equivocates: bool,
-    /// Has done so; FastPay leaves such an account locked, so it pays no more.
-    locked: bool,
 }
 
 #[derive(Default)]
@@ -63,6 +64,8 @@ struct Tally {
     to_settlement_us: Vec<u64>,
     refused: BTreeMap<String, u64>,
     equivocations: u64,
+    /// Payments that settled in a recovery round (contested slots of equivocating owners).
+    recovered: u64,
     redeemed: u64,
     redeemed_value: u64,
     replays_refused: u64,
@@ -137,7 +140,6 @@ fn make_users(args: &ByzantineDemoOptions, rng: &mut StdRng) -> Vec<User> {
                 owner,
                 next_sequence: 0,
                 equivocates: (n as usize) < equivocating,
-                locked: false,
             }
         })
         .collect()
@@ -243,18 +245,27 @@ fn order(user: &User, recipient: Recipient, amount: u64) -> SignedOrder {
     .sign(&user.owner)
 }
 
-/// Plans one payment from a random unlocked user not already paying; an equivocating owner
-/// signs a second order for the same sequence number and sends both.
+/// One planned payment: the orders its owner signed for the slot, the one it wants first, and
+/// the authorities that get the second one first (an owner who equivocates splits them).
+struct Planned {
+    sender: usize,
+    orders: Vec<SignedOrder>,
+    split: Vec<AuthorityIndex>,
+}
+
+/// Plans one payment from a random user not already paying; an equivocating owner signs a
+/// second order for the same sequence number and sends it to half the committee first.
 fn plan_payment(
     args: &ByzantineDemoOptions,
-    users: &mut [User],
-    busy: &BTreeMap<usize, u64>,
+    users: &[User],
+    busy: &BTreeSet<usize>,
+    authorities: usize,
     rng: &mut StdRng,
     tally: &mut Tally,
-) -> Vec<(usize, SignedOrder)> {
+) -> Option<Planned> {
     let sender = rng.gen_range(0..users.len());
-    if busy.contains_key(&sender) || users[sender].locked {
-        return Vec::new();
+    if busy.contains(&sender) {
+        return None;
     }
     let to = (sender + rng.gen_range(1..users.len())) % users.len();
     let amount = rng.gen_range(1..=20);
@@ -269,15 +280,25 @@ fn plan_payment(
     let first = order(&users[sender], recipient, amount);
     if users[sender].equivocates && rng.gen_bool(0.5) {
         tally.equivocations += 1;
-        users[sender].locked = true;
         let other = order(
             &users[sender],
             Recipient::Account(users[(to + 1) % users.len()].account),
             amount,
         );
-        return vec![(sender, first), (sender, other)];
+        let mut split: Vec<AuthorityIndex> = (0..authorities as AuthorityIndex).collect();
+        split.shuffle(rng);
+        split.truncate(authorities / 2);
+        return Some(Planned {
+            sender,
+            orders: vec![first, other],
+            split,
+        });
     }
-    vec![(sender, first)]
+    Some(Planned {
+        sender,
+        orders: vec![first],
+        split: Vec::new(),
+    })
 }
 
 fn stream_payments(
@@ -298,46 +319,48 @@ fn stream_payments(
     );
     let mut pipeline = Pipeline::new(committee);
     let mut tags: BTreeMap<u64, usize> = BTreeMap::new();
-    let mut busy: BTreeMap<usize, u64> = BTreeMap::new();
+    let mut busy: BTreeSet<usize> = BTreeSet::new();
+    // The answers to an equivocating owner's second orders: nobody waits for them.
+    let (unheard, _) = crossbeam_channel::unbounded();
     let mut planned = 0usize;
     let mut quiet_since = Instant::now();
     while planned < args.payments || !tags.is_empty() {
-        // A few random picks per turn: a busy or locked sender is skipped, not waited for.
+        // A few random picks per turn: a busy sender is skipped, not waited for.
         for _ in 0..args.window.min(4 * users.len()) {
             if planned >= args.payments || tags.len() >= args.window {
                 break;
             }
-            let orders = plan_payment(args, users, &busy, rng, tally);
-            planned += usize::from(!orders.is_empty());
-            for (sender, order) in orders {
-                let tag = pipeline.submit(order);
-                tags.insert(tag, sender);
-                *busy.entry(sender).or_default() += 1;
+            let authorities = committee.committee().size();
+            let Some(plan) = plan_payment(args, users, &busy, authorities, rng, tally) else {
+                continue;
+            };
+            planned += 1;
+            for &authority in &plan.split {
+                committee.call(authority, Call::Transfer(plan.orders[1].clone()), u64::MAX, &unheard);
             }
+            let tag = pipeline.submit_orders(plan.orders);
+            tags.insert(tag, plan.sender);
+            busy.insert(plan.sender);
         }
         let ended = pipeline.poll(Duration::from_millis(200));
         if ended.is_empty() && quiet_since.elapsed() > SETTLE_WAIT {
-            // Only the orders of equivocating owners may never end: FastPay locks such an account.
-            let stuck: Vec<u64> = tags.keys().copied().filter(|t| !users[tags[t]].locked).collect();
-            if !stuck.is_empty() {
-                fail!("{} payments of correct owners never settled", stuck.len());
+            // Even an owner who equivocated gets its account back (recovery rounds).
+            if !tags.is_empty() {
+                fail!("{} payments never ended", tags.len());
             }
             break;
         }
         for (tag, outcome) in ended {
             quiet_since = Instant::now();
             let sender = tags.remove(&tag).expect("a payment of ours");
-            let left = busy.get_mut(&sender).expect("busy");
-            *left -= 1;
-            if *left == 0 {
-                busy.remove(&sender);
-            }
+            busy.remove(&sender);
             bar.inc(1);
             match outcome {
                 Ok(settlement) => {
                     let order = &settlement.certificate.order.order;
                     users[sender].next_sequence = order.sequence + 1;
                     tally.settled += 1;
+                    tally.recovered += u64::from(settlement.round > 0);
                     tally
                         .to_certificate_us
                         .push(settlement.to_certificate.as_micros() as u64);
@@ -355,7 +378,9 @@ fn stream_payments(
 }
 
 fn refusal_reason(error: &specie_committee::PaymentError) -> String {
-    let specie_committee::PaymentError::Refused { refusals } = error;
+    let specie_committee::PaymentError::Refused { refusals } = error else {
+        return error.to_string();
+    };
     // One entry per kind of refusal, whatever the sequence numbers and however many said it.
     let mut reasons: Vec<String> = refusals
         .iter()
@@ -476,6 +501,7 @@ fn report(args: &ByzantineDemoOptions, tally: &Tally, audit: &Audit, elapsed: Du
         "to_settlement_ms": { "p50": percentile(&mut settle, 0.5), "p99": percentile(&mut settle, 0.99) },
         "refused": tally.refused,
         "owners_equivocating": tally.equivocations,
+        "recovered_in_a_later_round": tally.recovered,
         "redeemed": { "count": tally.redeemed, "value": tally.redeemed_value, "replays_refused": tally.replays_refused },
         "audit": {
             "minted": audit.minted,
@@ -503,8 +529,8 @@ fn report(args: &ByzantineDemoOptions, tally: &Tally, audit: &Audit, elapsed: Du
         summary["to_settlement_ms"]["p99"].as_f64().unwrap_or(0.0),
     );
     println!(
-        "owners equivocating: {} (their accounts stay locked: FastPay); refused: {:?}",
-        tally.equivocations, tally.refused
+        "owners equivocating: {}, payments settled in a recovery round: {}; refused: {:?}",
+        tally.equivocations, tally.recovered, tally.refused
     );
     println!(
         "redeemed to the core: {} ({} units); the same certificates presented again: {} refused",
