@@ -21,7 +21,7 @@ use specie_cluster::Topology;
 use specie_codec::Encode;
 use specie_committee::http_client::Request;
 use specie_committee::{
-    AuthorityAddresses, AuthorityReply, FundWait, HttpCommittee, HttpCommitteeOptions, Observed, PayError,
+    AuthorityAddresses, AuthorityReply, FundWait, HttpCommittee, HttpCommitteeOptions, Observed, PayError, PaymentError,
 };
 use specie_fastpay::{
     deterministic_key, AccountKey, AuthorityIndex, Certificate, Committee, Recipient, SignedOrder, SigningKey,
@@ -248,9 +248,9 @@ fn pay_until(
             }
             Err(error) => {
                 let certificate = match &error {
-                    PayError::NotSettled { certificate, .. } => Some(certificate.clone()),
+                    PayError::Payment(PaymentError::NotSettled { certificate, .. }) => Some(certificate.clone()),
                     PayError::TimedOut { certificate, .. } => certificate.clone(),
-                    PayError::NoQuorum { .. } => None,
+                    PayError::Payment(_) => None,
                 };
                 ledger.lock().unwrap().failed.push(error.to_string());
                 // Certified is final: the next payment's catch-ups settle it where it is missing.

@@ -95,9 +95,13 @@ pub enum Heard {
     Lagging {
         next_sequence: u64,
     },
-    /// The slot is contested at this authority (another order pending or locked, a later
-    /// round): a recovery round can settle it.
+    /// The slot is contested at this authority (another order pending or locked): a recovery
+    /// round can settle it.
     Contested(String),
+    /// The authority is in a later round of the slot already: only a round above it can go on.
+    RoundPassed {
+        round: u32,
+    },
     /// Refused for a reason no round changes (insufficient balance, an invalid order…), or no
     /// usable answer.
     Refused(String),
@@ -128,10 +132,10 @@ impl From<Refusal> for Heard {
             Refusal::OtherOrderPending { sequence } => Heard::Lagging {
                 next_sequence: sequence,
             },
-            Refusal::LockedOnOther { .. }
-            | Refusal::RoundPassed { .. }
-            | Refusal::ConflictingCertificate { .. }
-            | Refusal::Busy => Heard::Contested(refusal.to_string()),
+            Refusal::RoundPassed { round } => Heard::RoundPassed { round },
+            Refusal::LockedOnOther { .. } | Refusal::ConflictingCertificate { .. } | Refusal::Busy => {
+                Heard::Contested(refusal.to_string())
+            }
             other => Heard::Refused(other.to_string()),
         }
     }

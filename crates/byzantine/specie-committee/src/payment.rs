@@ -129,6 +129,8 @@ pub struct Payment {
     /// The orders the payer signed for this slot, the one it wants first.
     orders: Vec<SignedOrder>,
     round: u32,
+    /// The round each authority said it is in already.
+    rounds_passed: BTreeMap<AuthorityIndex, u32>,
     round_deadline_ms: u64,
     phase: Phase,
     /// The call of the current attempt (what a caught-up authority is sent again).
@@ -161,6 +163,7 @@ impl Payment {
             options,
             orders,
             round: 0,
+            rounds_passed: BTreeMap::new(),
             round_deadline_ms: now_ms + options.round_timeout_ms,
             phase: Phase::Prepare {
                 order,
@@ -241,14 +244,21 @@ impl Payment {
         Step::Failed(error)
     }
 
-    /// Opens the next round, or fails if the rounds are used up.
+    /// Opens the next round (above any an authority is in already), or fails if the rounds are
+    /// used up.
     fn next_round(&mut self, now_ms: u64) -> Step {
-        if self.round >= self.options.rounds_max {
+        // A round more than f authorities are in already holds an honest one: start above it.
+        // (A round only liars claim could make the payment skip its rounds.)
+        let mut passed: Vec<u32> = self.rounds_passed.values().copied().collect();
+        passed.sort_unstable_by(|a, b| b.cmp(a));
+        let honest_passed = passed.get(self.committee.fault_tolerance()).copied().unwrap_or(0);
+        let round = self.round.max(honest_passed) + 1;
+        if round > self.options.rounds_max {
             return self.fail(PaymentError::RoundsExhausted {
                 rounds: self.options.rounds_max,
             });
         }
-        self.round += 1;
+        self.round = round;
         self.round_deadline_ms = now_ms + self.options.round_timeout_ms;
         let (account, sequence) = self.slot();
         let call = Call::RoundChange {
@@ -303,6 +313,10 @@ impl Payment {
             }
             Heard::Lagging { .. } => self.refuse(now_ms, authority, "holds another order for this slot".into(), true),
             Heard::Contested(why) => self.refuse(now_ms, authority, why, true),
+            Heard::RoundPassed { round } => {
+                self.rounds_passed.insert(authority, round);
+                self.refuse(now_ms, authority, format!("in round {round} already"), true)
+            }
             Heard::Refused(why) => self.refuse(now_ms, authority, why, false),
             other => self.refuse(now_ms, authority, format!("unexpected answer {other:?}"), false),
         }
@@ -921,6 +935,31 @@ mod tests {
         assert_eq!(
             payment.handle_timeout(3 * timeout),
             Step::Failed(PaymentError::RoundsExhausted { rounds: 2 })
+        );
+
+        // One authority claiming a late round moves nothing; two (one of them honest) do.
+        let (mut payment, _) = Payment::new(s.committee.clone(), s.a.clone(), 0);
+        payment.on_answer(1, 0, 0, Heard::RoundPassed { round: 1_000 });
+        let step = payment.on_answer(1, 1, 0, Heard::Contested("another order pending".into()));
+        assert!(matches!(
+            step,
+            Step::Broadcast {
+                call: Call::RoundChange { round: 1, .. },
+                ..
+            }
+        ));
+        let attempt = attempt_of(&step);
+        payment.on_answer(1, 2, attempt, Heard::RoundPassed { round: 5 });
+        let step = payment.on_answer(1, 3, attempt, Heard::RoundPassed { round: 6 });
+        assert!(
+            matches!(
+                step,
+                Step::Broadcast {
+                    call: Call::RoundChange { round: 7, .. },
+                    ..
+                }
+            ),
+            "{step:?}"
         );
 
         let (mut payment, _) = Payment::new(s.committee.clone(), s.a.clone(), 0);
