@@ -1,18 +1,30 @@
 #!/usr/bin/env python3
 """Recomputes docs/byzantine-vectors.json without the Rust code: the keys from deterministic_key's
-derivation, every encoding from docs/byzantine-format.md's layouts, the committee id and order
-digests with hashlib, and every Ed25519 signature verified (and re-signed: Ed25519 is
-deterministic) with the `cryptography` package. Not part of CI (which has no Python packages):
-run it by hand after a format change, from the repository root:
+derivation, every encoding from the layouts of specie-fastpay's format 2 (docs/byzantine-format.md;
+votes and certificates carry their phase, round changes and justifications for the recovery
+rounds), the committee id and order digests with hashlib, and every Ed25519 signature verified
+and re-signed (Ed25519 is deterministic) with the `cryptography` package. Not part of CI (which
+has no Python packages): run it by hand after a format change, from the repository root:
 
     python3 scripts/check-byzantine-vectors.py
 """
 import hashlib, json, struct, sys
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives import serialization
+
+VERSION = bytes([2])
+PREPARE, COMMIT = 0, 1
 v = {x["name"]: bytes.fromhex(x["hex"]) for x in json.load(open(sys.argv[1] if len(sys.argv) > 1 else "docs/byzantine-vectors.json"))["vectors"]}
 raw = serialization.Encoding.Raw, serialization.PublicFormat.Raw
-def seed(label, n): return hashlib.sha256(b"specie/fastpay/deterministic-key/" + label.encode() + struct.pack("<Q", n)).digest()
+def u16(n): return struct.pack("<H", n)
+def u32(n): return struct.pack("<I", n)
+def u64(n): return struct.pack("<Q", n)
+def seed(label, n): return hashlib.sha256(b"specie/fastpay/deterministic-key/" + label.encode() + u64(n)).digest()
+def signed_by(secret, message, signature):
+    """Verifies `signature` and checks that re-signing gives the same bytes."""
+    key = Ed25519PrivateKey.from_private_bytes(secret)
+    key.public_key().verify(signature, message)
+    assert key.sign(message) == signature
 for i in range(4):
     assert v[f"authority_seed[{i}]"] == seed("authority", i)
     assert Ed25519PrivateKey.from_private_bytes(seed("authority", i)).public_key().public_bytes(*raw) == v[f"authority_public_key[{i}]"]
@@ -20,13 +32,15 @@ for i in range(2):
     assert v[f"account_seed[{i}]"] == seed("account", i)
     assert Ed25519PrivateKey.from_private_bytes(seed("account", i)).public_key().public_bytes(*raw) == v[f"account_public_key[{i}]"]
 auth = [v[f"authority_public_key[{i}]"] for i in range(4)]
-committee = bytes([1]) + struct.pack("<Q", 1) + struct.pack("<I", 4) + b"".join(auth)
+committee = VERSION + u64(1) + u32(4) + b"".join(auth)
 assert committee == v["committee"]
 cid = hashlib.sha256(b"specie/fastpay/committee/v1" + committee).digest()
 assert cid == v["committee_id"]
 owner, payee = v["account_public_key[0]"], v["account_public_key[1]"]
+
+# Orders (§4): owner-signed under their own domain.
 def order(recipient_kind, recipient, amount, seq, memo):
-    return bytes([1]) + owner + bytes([recipient_kind]) + recipient + struct.pack("<QQI", amount, seq, len(memo)) + memo
+    return VERSION + owner + bytes([recipient_kind]) + recipient + struct.pack("<QQI", amount, seq, len(memo)) + memo
 orders = {"transfer": order(0, payee, 1000, 0, b"vector"), "redeem": order(1, b"\x11"*32, 400, 0, b"")}
 digests = {}
 for name, o in orders.items():
@@ -37,33 +51,65 @@ for name, o in orders.items():
     assert digests[name] == v[f"{name}_order_digest"]
     so = v[f"{name}_signed_order"]
     assert so[:-64] == o and len(so) == len(o) + 64
-    Ed25519PublicKey.from_public_bytes(owner).verify(so[-64:], sb)
-    # deterministic: re-signing gives the same signature
-    assert Ed25519PrivateKey.from_private_bytes(seed("account", 0)).sign(sb) == so[-64:]
-def statement(d): return b"specie/fastpay/vote/v1" + bytes([1]) + cid + struct.pack("<I", 0) + d
-st = statement(digests["transfer"])
+    signed_by(seed("account", 0), sb, so[-64:])
+
+# Votes (§5): the statement names the committee, the phase (kind byte) and the round.
+def statement(kind, rnd, digest): return b"specie/fastpay/vote/v2" + VERSION + cid + bytes([kind]) + u32(rnd) + digest
+st = statement(PREPARE, 0, digests["transfer"])
 assert st == v["vote_statement_signing_bytes"]
 for i in range(4):
     vote = v[f"vote[{i}]"]
-    assert vote[:-64] == bytes([1]) + struct.pack("<H", i) + cid + struct.pack("<I", 0) + digests["transfer"]
-    Ed25519PublicKey.from_public_bytes(auth[i]).verify(vote[-64:], st)
-def cert(name, signers):
-    c = v[name]
-    body = bytes([1]) + v[f"{name2order[name]}_signed_order"] + cid + struct.pack("<I", 0) + struct.pack("<I", len(signers))
-    assert c.startswith(body)
-    rest = c[len(body):]
-    assert len(rest) == 66 * len(signers)
+    assert vote[:-64] == VERSION + u16(i) + cid + bytes([PREPARE]) + u32(0) + digests["transfer"]
+    signed_by(seed("authority", i), st, vote[-64:])
+
+# Certificates (§6): final ones of commit votes, and a lock of round-1 prepare votes.
+def cert(name, of, kind, rnd, signers, data=None):
+    """Checks the certificate `data` (default: the vector `name`); returns its signatures and length."""
+    c = v[name] if data is None else data
+    body = VERSION + v[f"{of}_signed_order"] + cid + bytes([kind]) + u32(rnd) + u32(len(signers))
+    assert c.startswith(body), name
     sigs = {}
     for k, s in enumerate(signers):
-        a, sig = struct.unpack("<H", rest[66*k:66*k+2])[0], rest[66*k+2:66*k+66]
-        assert a == s
-        Ed25519PublicKey.from_public_bytes(auth[a]).verify(sig, statement(digests[name2order[name]]))
+        at = len(body) + 66 * k
+        a, sig = struct.unpack("<H", c[at:at+2])[0], c[at+2:at+66]
+        assert a == s, name
+        signed_by(seed("authority", a), statement(kind, rnd, digests[of]), sig)
         sigs[a] = sig
-    return sigs
-name2order = {"certificate": "transfer", "conflicting_certificate": "redeem"}
-c1 = cert("certificate", [0, 1, 2]); c2 = cert("conflicting_certificate", [1, 2, 3])
-ev = bytes([1]) + committee + struct.pack("<I", 2)
+    return sigs, len(body) + 66 * len(signers)
+(c1, n1), (c2, n2) = cert("certificate", "transfer", COMMIT, 0, [0, 1, 2]), cert("conflicting_certificate", "redeem", COMMIT, 0, [1, 2, 3])
+assert (n1, n2) == (len(v["certificate"]), len(v["conflicting_certificate"]))
+_, n = cert("lock_certificate", "transfer", PREPARE, 1, [0, 1, 2])
+assert n == len(v["lock_certificate"])
+
+# Evidence (§7): each double vote carries both orders, each with its kind, round and signature.
+ev = VERSION + committee + u32(2)
 for a in (1, 2):
-    ev += struct.pack("<H", a) + orders["transfer"] + struct.pack("<I", 0) + c1[a] + orders["redeem"] + struct.pack("<I", 0) + c2[a]
+    ev += u16(a)
+    ev += orders["transfer"] + bytes([COMMIT]) + u32(0) + c1[a]
+    ev += orders["redeem"] + bytes([COMMIT]) + u32(0) + c2[a]
 assert ev == v["evidence"]
+
+# Round changes and the justification: authorities 0, 1, 2 enter round 2 of account 0's
+# sequence 0. 0 prepared transfer in round 0 and holds the round-1 lock on it, 1 prepared
+# transfer, 2 prepared redeem.
+def option(value): return b"\x00" if value is None else b"\x01" + value
+reports = [(digests["transfer"], u32(1) + digests["transfer"]), (digests["transfer"], None), (digests["redeem"], None)]
+changes = []
+for a, (prepared, lock) in enumerate(reports):
+    fields = VERSION + cid + owner + u64(0) + u32(2) + option(prepared) + option(lock)
+    signing = b"specie/fastpay/round-change/v2" + fields
+    if a == 0:
+        assert signing == v["round_change_signing_bytes"]
+    signed = v[f"signed_round_change[{a}]"]
+    head = VERSION + u16(a) + fields
+    assert signed.startswith(head), a
+    signed_by(seed("authority", a), signing, signed[len(head):len(head)+64])
+    tail = signed[len(head)+64:]
+    if lock is None:
+        assert tail == b"\x00", a
+    else:
+        assert tail == b"\x01" + v["lock_certificate"], a
+    changes.append(signed)
+assert v["justification"] == VERSION + u32(3) + b"".join(changes)
+
 print("all vectors independently checked;", {k: len(b) for k, b in v.items() if not k.startswith(("authority", "account"))})

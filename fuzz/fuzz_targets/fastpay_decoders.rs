@@ -1,10 +1,12 @@
 //! Feeds arbitrary bytes to every decoder of FastPay's signed vocabulary (`specie_fastpay`, the
-//! formats of `docs/byzantine-format.md`): committee, signed transfer order, vote, certificate
-//! and evidence, each through `decode_exact`. Every input goes to all five decoders.
+//! formats of `docs/byzantine-format.md`): committee, signed transfer order, vote, certificate,
+//! evidence, signed round change and justification, each through `decode_exact`. Every input
+//! goes to all seven decoders.
 //!
 //! Nothing may panic; whatever decodes must re-encode to exactly the input (each format has one
 //! encoding); and the checks a verifier then makes (`SignedOrder::check`, `Vote::check`,
-//! `Certificate::check`, `DoubleVote::check`, `Evidence::convicted`) must not panic either. The
+//! `Certificate::check` and `check_lock`, `DoubleVote::check`, `Evidence::convicted`,
+//! `Justification::check`) must not panic either. The
 //! verifier's committee and order are the vectors' (epoch 1, `deterministic_key("authority", 0..4)`;
 //! the transfer order), so inputs grown from the vectors reach the signature checks.
 
@@ -15,13 +17,15 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use specie_codec::{DecodeError, Reader};
 use specie_fastpay::{
-    decode_exact, deterministic_key, AccountKey, Certificate, Committee, DoubleVote, Evidence, Recipient,
-    SignedOrder, TransferOrder, Vote,
+    decode_exact, deterministic_key, AccountKey, Allowed, Certificate, Committee, DoubleVote, Evidence,
+    Justification, Recipient, SignedOrder, SignedRoundChange, TransferOrder, Vote, VoteKind, VoteStatement,
 };
 
-/// Above the largest encoding any decoder accepts (an evidence file of 256 double votes with
-/// full memos and a 256-member committee is about 120 KiB), so that the size check is not what
-/// refuses a valid input; the decoders bound every count before allocating anyway.
+/// Above the largest encoding any decoder but the justification's accepts (an evidence file of
+/// 256 double votes with full memos and a 256-member committee is about 120 KiB), so that the
+/// size check is not what refuses a valid input; a justification of many round changes with lock
+/// certificates (up to `JUSTIFICATION_BYTES_MAX`) is beyond what a fuzzer grows. The decoders
+/// bound every count before allocating anyway.
 const INPUT_BYTES_MAX: usize = 1 << 18;
 
 fn verifier_committee() -> &'static Committee {
@@ -76,7 +80,14 @@ fuzz_target!(|data: &[u8]| {
     }
 
     if let Some(vote) = decode_canonical("vote", data, Vote::decode_from, Vote::encode_to) {
-        if vote.check(committee, vectors_transfer()).is_ok() {
+        // The vectors' votes: prepare votes of round 0 for the transfer.
+        let expected = VoteStatement {
+            committee_id: committee.id(),
+            kind: VoteKind::Prepare,
+            round: 0,
+            order_digest: vectors_transfer().order.digest(),
+        };
+        if vote.check(committee, &expected).is_ok() {
             assert!(usize::from(vote.authority) < committee.size());
             assert_eq!(vote.statement.order_digest, vectors_transfer().order.digest());
         }
@@ -85,9 +96,13 @@ fuzz_target!(|data: &[u8]| {
     if let Some(certificate) =
         decode_canonical("certificate", data, Certificate::decode_from, Certificate::encode_to)
     {
+        let _ = certificate.check_lock(committee);
         if certificate.check(committee).is_ok() {
             assert_eq!(certificate.committee_id, committee.id());
             assert!(certificate.signatures.len() >= committee.quorum());
+            // Final: a quorum of commit votes, or every member's prepare vote of round 0.
+            assert!(certificate.kind == VoteKind::Commit || certificate.signatures.len() == committee.size());
+            assert!(certificate.kind == VoteKind::Commit || certificate.round == 0);
             // A certified order's votes each count for it.
             for &(authority, signature) in &certificate.signatures {
                 let vote = Vote {
@@ -95,7 +110,7 @@ fuzz_target!(|data: &[u8]| {
                     statement: certificate.statement(),
                     signature,
                 };
-                let _ = vote.check(committee, &certificate.order);
+                let _ = vote.check(committee, &certificate.statement());
             }
         }
         assert!(DoubleVote::from_certificates(&certificate, &certificate).is_empty());
@@ -109,6 +124,28 @@ fuzz_target!(|data: &[u8]| {
         }
         for double_vote in &evidence.double_votes {
             let _ = double_vote.check(committee);
+        }
+    }
+
+    let signed = decode_canonical(
+        "signed round change",
+        data,
+        SignedRoundChange::decode_from,
+        SignedRoundChange::encode_to,
+    );
+    if let Some(lock) = signed.and_then(|signed| signed.lock_certificate) {
+        let _ = lock.check_lock(committee);
+    }
+
+    if let Some(justification) =
+        decode_canonical("justification", data, Justification::decode_from, Justification::encode_to)
+    {
+        // For the slot and round of its first change, so that a valid one is checked through.
+        if let Some(first) = justification.changes.first().map(|signed| signed.change) {
+            let allowed = justification.check(committee, &first.account, first.sequence, first.round);
+            if let Ok(Allowed::Only { lock_round: Some(lock_round), .. }) = allowed {
+                assert!(lock_round < first.round, "a lock reported is of an earlier round");
+            }
         }
     }
 });

@@ -384,16 +384,14 @@ fn concurrent_wallet_commands_lose_no_update() {
     assert_eq!(list(), before + 8, "every new address was kept");
 }
 
-/// Evidence from two conflicting certificates of a 4-member committee: authorities 0 and 1 signed both.
+/// Evidence from two conflicting final certificates (commit votes) of a 4-member committee:
+/// authorities 0 and 1 signed both.
 fn conflicting_evidence() -> specie_fastpay::Evidence {
-    use specie_fastpay::{
-        deterministic_key, AccountKey, Certificate, Committee, DoubleVote, Recipient, TransferOrder, Vote,
-        VoteStatement,
-    };
-    let authorities: Vec<_> = (0..4).map(|i| deterministic_key("authority", i)).collect();
-    let committee = Committee::new(1, authorities.iter().map(|k| k.verifying_key().to_bytes()).collect()).unwrap();
+    use specie_fastpay::test_support::SigningCommittee;
+    use specie_fastpay::{deterministic_key, AccountKey, DoubleVote, Recipient, TransferOrder};
+    let signing = SigningCommittee::deterministic(4, 1);
     let owner = deterministic_key("account", 0);
-    let certify = |to: u8, signers: &[usize]| {
+    let certify = |to: u8, signers: &[u16]| {
         let order = TransferOrder {
             sender: AccountKey(owner.verifying_key().to_bytes()),
             recipient: Recipient::Account(AccountKey([to; 32])),
@@ -402,26 +400,14 @@ fn conflicting_evidence() -> specie_fastpay::Evidence {
             memo: Vec::new(),
         }
         .sign(&owner);
-        let statement = VoteStatement {
-            kind: specie_fastpay::VoteKind::Prepare,
-            committee_id: committee.id(),
-            round: 0,
-            order_digest: order.order.digest(),
-        };
-        let votes: Vec<Vote> = signers
-            .iter()
-            .map(|&a| Vote {
-                authority: a as u16,
-                statement,
-                signature: statement.sign(&authorities[a]),
-            })
-            .collect();
-        Certificate::from_votes(order, &votes)
+        let certificate = signing.commit_certificate(0, &order, signers);
+        assert_eq!(certificate.check(&signing.committee), Ok(()));
+        certificate
     };
     let (first, second) = (certify(1, &[0, 1, 2]), certify(2, &[0, 1, 3]));
     specie_fastpay::Evidence {
         double_votes: DoubleVote::from_certificates(&first, &second),
-        committee,
+        committee: signing.committee.clone(),
     }
 }
 

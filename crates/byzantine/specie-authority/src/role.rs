@@ -232,11 +232,13 @@ impl AuthorityShard {
         // An order confirmed already gets the vote this authority gave it, found in the
         // certificate. Never a fresh signature: the certificate may have formed without this
         // authority while it voted for another order at that sequence number, and signing this
-        // one too would be evidence that convicts it. Otherwise the order is refused below
-        // (the sequence number has moved on).
+        // one too would be evidence that convicts it. Only a fast certificate holds round-0
+        // prepare votes: a signature in a commit certificate is no answer to a transfer order.
+        // Otherwise the order is refused below (the sequence number has moved on).
         if let Some(certificate) = account.confirmed.get(order.order.sequence as usize) {
             let own = certificate.signatures.iter().find(|(a, _)| *a == self.config.authority);
-            if let (true, Some(&(_, signature))) = (certificate.order == order, own) {
+            let fast = (certificate.kind, certificate.round) == (VoteKind::Prepare, 0);
+            if let (true, true, Some(&(_, signature))) = (fast, certificate.order == order, own) {
                 self.reply(ticket, Reply::Voted(self.vote_for(&order, signature)));
                 return Ok(());
             }

@@ -6,9 +6,10 @@ use std::collections::{BTreeMap, VecDeque};
 use specie_authority::{
     shard_of, AuthorityConfig, AuthorityShard, Funding, Input, Message, Refusal, Reply, Report, ShardIndex,
 };
+use specie_fastpay::test_support::SigningCommittee;
 use specie_fastpay::{
-    deterministic_key, AccountKey, Certificate, Committee, CoreAddress, DoubleVote, Evidence, Recipient, SignedOrder,
-    SignedVote, SigningKey, TransferOrder, Vote, VoteStatement,
+    deterministic_key, AccountKey, Allowed, Certificate, CertificateError, CoreAddress, DoubleVote, Evidence,
+    Justification, Recipient, SignedOrder, SignedRoundChange, SignedVote, SigningKey, TransferOrder, Vote, VoteKind,
 };
 use specie_role::{Durable, Role, Round};
 
@@ -17,8 +18,8 @@ const SHARDS: u32 = 3;
 const RETRANSMIT_MS: u64 = 100;
 
 struct Committee4 {
-    committee: Committee,
-    authority_keys: Vec<SigningKey>,
+    /// The committee and its members' keys, to sign what a Byzantine member would.
+    signing: SigningCommittee,
     shards: Vec<Vec<AuthorityShard>>,
     /// (authority, to shard, from shard, message) in flight between shards.
     network: VecDeque<(usize, ShardIndex, ShardIndex, Message)>,
@@ -34,24 +35,20 @@ struct Committee4 {
 
 impl Committee4 {
     fn new() -> Committee4 {
-        let authority_keys: Vec<SigningKey> = (0..AUTHORITIES as u64)
-            .map(|i| deterministic_key("authority", i))
-            .collect();
-        let committee =
-            Committee::new(1, authority_keys.iter().map(|k| k.verifying_key().to_bytes()).collect()).unwrap();
+        let signing = SigningCommittee::deterministic(AUTHORITIES, 1);
         let shards = (0..AUTHORITIES)
             .map(|authority| {
                 (0..SHARDS)
                     .map(|shard| {
                         let config = AuthorityConfig {
-                            committee: committee.clone(),
+                            committee: signing.committee.clone(),
                             authority: authority as u16,
                             shard,
                             shards: SHARDS,
                             credit_retransmit_ms: RETRANSMIT_MS,
                             channel_credits_max: 10_000,
                         };
-                        let mut role = AuthorityShard::new(config, authority_keys[authority].clone());
+                        let mut role = AuthorityShard::new(config, signing.keys[authority].clone());
                         role.lead(0);
                         role
                     })
@@ -59,8 +56,7 @@ impl Committee4 {
             })
             .collect();
         Committee4 {
-            committee,
-            authority_keys,
+            signing,
             shards,
             network: VecDeque::new(),
             replies: BTreeMap::new(),
@@ -165,30 +161,72 @@ impl Committee4 {
         }
     }
 
-    /// Sends the order to `authorities` and returns their votes (checked) or refusals.
-    fn votes(&mut self, order: &SignedOrder, authorities: &[usize]) -> Vec<Result<Vote, Refusal>> {
-        let shard = shard_of(&order.order.sender, SHARDS);
+    /// Sends `make`'s input to each of `authorities` (at the account's shard) and returns their
+    /// votes, each checked to be the vote `expected` asked for, or their refusals.
+    fn ask_votes(
+        &mut self,
+        account: &AccountKey,
+        authorities: &[usize],
+        expected: (VoteKind, u32, &SignedOrder),
+        make: impl Fn(u64) -> Input,
+    ) -> Vec<Result<Vote, Refusal>> {
+        let shard = shard_of(account, SHARDS);
+        let (kind, round, order) = expected;
+        let statement = self.signing.statement(kind, round, order);
         authorities
             .iter()
-            .map(|&authority| {
-                let order = order.clone();
-                match self.call(authority, shard, |ticket| Input::Transfer { ticket, order }) {
-                    Reply::Voted(vote) => Ok(vote),
-                    Reply::Refused(refusal) => Err(refusal),
-                    other => panic!("unexpected {other:?}"),
+            .map(|&authority| match self.call(authority, shard, &make) {
+                Reply::Voted(vote) => {
+                    vote.check(&self.signing.committee, &statement).unwrap();
+                    assert_eq!(usize::from(vote.authority), authority);
+                    Ok(vote)
                 }
+                Reply::Refused(refusal) => Err(refusal),
+                other => panic!("unexpected {other:?}"),
             })
             .collect()
     }
 
+    /// Sends the order to `authorities` and returns their round-0 votes (checked) or refusals.
+    fn votes(&mut self, order: &SignedOrder, authorities: &[usize]) -> Vec<Result<Vote, Refusal>> {
+        let sender = order.order.sender;
+        self.ask_votes(&sender, authorities, (VoteKind::Prepare, 0, order), |ticket| {
+            Input::Transfer {
+                ticket,
+                order: order.clone(),
+            }
+        })
+    }
+
+    /// The fast path: round-0 votes of every authority, a final certificate.
     fn certify(&mut self, order: &SignedOrder) -> Certificate {
         let votes: Vec<Vote> = self
             .votes(order, &[0, 1, 2, 3])
             .into_iter()
             .map(Result::unwrap)
-            .inspect(|vote| vote.check(&self.committee, order).unwrap())
             .collect();
-        Certificate::from_votes(order.clone(), &votes[..self.committee.quorum()])
+        Certificate::from_votes(order.clone(), &votes)
+    }
+
+    /// Hands `lock` (a quorum of prepare votes) to `authorities`: their commit votes.
+    fn lock(&mut self, lock: &Certificate, authorities: &[usize]) -> Vec<Result<Vote, Refusal>> {
+        let sender = lock.order.order.sender;
+        let expected = (VoteKind::Commit, lock.round, &lock.order);
+        self.ask_votes(&sender, authorities, expected, |ticket| Input::Lock {
+            ticket,
+            certificate: lock.clone(),
+        })
+    }
+
+    /// The slow path from a quorum of round-0 prepare votes: `authorities` lock it and their
+    /// commit votes are the final certificate.
+    fn certify_slowly(&mut self, prepares: &[Vote], order: &SignedOrder, authorities: &[usize]) -> Certificate {
+        let lock = Certificate::from_votes(order.clone(), prepares);
+        assert_eq!(lock.check_lock(&self.signing.committee), Ok(()));
+        let commits: Vec<Vote> = self.lock(&lock, authorities).into_iter().map(Result::unwrap).collect();
+        let certificate = Certificate::from_votes(order.clone(), &commits);
+        assert_eq!(certificate.check(&self.signing.committee), Ok(()));
+        certificate
     }
 
     fn confirm(&mut self, certificate: &Certificate, authority: usize) -> Reply {
@@ -295,7 +333,7 @@ fn payments_across_shards_settle_exactly_once_through_a_lossy_reordering_network
             let snapshot = shard.snapshot();
             let mut fresh = AuthorityShard::new(
                 shard.config().clone(),
-                c.authority_keys[usize::from(shard.config().authority)].clone(),
+                c.signing.keys[usize::from(shard.config().authority)].clone(),
             );
             fresh.restore(&snapshot).unwrap();
             fresh.check_invariants().unwrap();
@@ -375,9 +413,10 @@ fn re_sent_orders_and_certificates_get_the_same_answers_and_a_redeem_leaves_the_
     }
     // Authority 0 never saw the confirmation: a certificate for sequence 1 needs 0 first.
     let next = pay(&alice_key, Recipient::Core(CoreAddress([9; 32])), 1, 1);
+    // Without 0's vote there is no fast certificate: 1, 2 and 3 lock and commit instead.
     let next_certificate = {
         let votes: Vec<Vote> = c.votes(&next, &[1, 2, 3]).into_iter().map(Result::unwrap).collect();
-        Certificate::from_votes(next.clone(), &votes)
+        c.certify_slowly(&votes, &next, &[1, 2, 3])
     };
     assert_eq!(
         c.confirm(&next_certificate, 0),
@@ -425,33 +464,24 @@ fn an_equivocating_owner_gets_no_certificate_and_conflicting_certificates_convic
         vec![Err(Refusal::OtherOrderPending { sequence: 0 }); 2]
     );
 
-    // Authorities 0, 1 and 3 turn Byzantine and sign the other order too: two certificates.
-    let byzantine_vote = |c: &Committee4, authority: usize, order: &SignedOrder| {
-        let statement = VoteStatement {
-            kind: specie_fastpay::VoteKind::Prepare,
-            committee_id: c.committee.id(),
-            round: 0,
-            order_digest: order.order.digest(),
-        };
-        Vote {
-            authority: authority as u16,
-            statement,
-            signature: statement.sign(&c.authority_keys[authority]),
-        }
-    };
-    let honest_carol: Vec<Vote> = c.votes(&to_carol, &[2]).into_iter().map(Result::unwrap).collect();
-    let carol_votes = [
-        honest_carol[0].clone(),
-        byzantine_vote(&c, 0, &to_carol),
-        byzantine_vote(&c, 1, &to_carol),
+    // Authorities 0, 1 and 3 turn Byzantine and sign the other order too: two final
+    // certificates of commit votes. Honest 2 commits to Carol's order on a lock it is shown.
+    let byzantine =
+        |c: &Committee4, authority: u16, kind: VoteKind, order: &SignedOrder| c.signing.vote(authority, kind, 0, order);
+    let honest_carol = c.votes(&to_carol, &[2]).pop().unwrap().unwrap();
+    let carol_prepares = [
+        honest_carol,
+        byzantine(&c, 0, VoteKind::Prepare, &to_carol),
+        byzantine(&c, 1, VoteKind::Prepare, &to_carol),
     ];
-    let for_carol = Certificate::from_votes(to_carol.clone(), &carol_votes);
-    let bob_votes = [
-        byzantine_vote(&c, 0, &to_bob),
-        byzantine_vote(&c, 1, &to_bob),
-        byzantine_vote(&c, 3, &to_bob),
+    let carol_lock = Certificate::from_votes(to_carol.clone(), &carol_prepares);
+    let carol_commits = [
+        c.lock(&carol_lock, &[2]).pop().unwrap().unwrap(),
+        byzantine(&c, 0, VoteKind::Commit, &to_carol),
+        byzantine(&c, 1, VoteKind::Commit, &to_carol),
     ];
-    let for_bob = Certificate::from_votes(to_bob.clone(), &bob_votes);
+    let for_carol = Certificate::from_votes(to_carol.clone(), &carol_commits);
+    let for_bob = c.signing.commit_certificate(0, &to_bob, &[0, 1, 3]);
     assert!(matches!(c.confirm(&for_carol, 2), Reply::Confirmed { .. }));
     assert_eq!(
         c.confirm(&for_bob, 2),
@@ -461,7 +491,7 @@ fn an_equivocating_owner_gets_no_certificate_and_conflicting_certificates_convic
         panic!("the conflict is reported: {:?}", c.reports)
     };
     let evidence = Evidence {
-        committee: c.committee.clone(),
+        committee: c.signing.committee.clone(),
         double_votes,
     };
     // Two quorums of 3 in 4 share 2 signers, more than f = 1: here 3 signs Bob's order too.
@@ -560,27 +590,27 @@ fn an_order_arriving_with_the_confirmation_before_it_waits_for_it_instead_of_bei
 #[test]
 fn an_authority_that_voted_for_another_order_does_not_sign_the_certified_one_afterwards() {
     let (mut c, to_bob, to_carol) = Committee4::with_equivocating_owner();
-    // Mallory splits the committee: 3 votes for Carol's order, 0, 1 and 2 certify Bob's.
+    // Mallory splits the committee: 3 votes for Carol's order, 0, 1 and 2 lock and certify Bob's.
     let carol_vote = c.votes(&to_carol, &[3]).pop().unwrap().unwrap();
     let bob_votes: Vec<Vote> = c.votes(&to_bob, &[0, 1, 2]).into_iter().map(Result::unwrap).collect();
-    let for_bob = Certificate::from_votes(to_bob.clone(), &bob_votes);
+    let for_bob = c.certify_slowly(&bob_votes, &to_bob, &[0, 1, 2]);
     assert!(matches!(c.confirm(&for_bob, 3), Reply::Confirmed { .. }));
     // Sent Bob's order now, 3 must not sign it: with its vote for Carol's order, that would be
     // evidence that convicts an honest authority.
     let answer = c.votes(&to_bob, &[3]);
     if let [Ok(vote)] = answer.as_slice() {
         let evidence = Evidence {
-            committee: c.committee.clone(),
+            committee: c.signing.committee.clone(),
             double_votes: vec![DoubleVote {
                 authority: 3,
                 first: SignedVote {
-                    kind: specie_fastpay::VoteKind::Prepare,
+                    kind: VoteKind::Prepare,
                     order: to_carol.order.clone(),
                     round: 0,
                     signature: carol_vote.signature,
                 },
                 second: SignedVote {
-                    kind: specie_fastpay::VoteKind::Prepare,
+                    kind: VoteKind::Prepare,
                     order: to_bob.order.clone(),
                     round: 0,
                     signature: vote.signature,
@@ -593,6 +623,221 @@ fn an_authority_that_voted_for_another_order_does_not_sign_the_certified_one_aft
         );
     }
     assert_eq!(answer, vec![Err(Refusal::WrongSequence { expected: 1, got: 0 })]);
-    // An authority whose vote is in the certificate still answers with that vote.
+    // An authority whose vote is pending still answers with that vote; once it confirmed, the
+    // certificate holds its commit vote, not its round-0 vote, which is no answer to a transfer
+    // order (a fast certificate's own vote is answered again: the re-sent orders test).
     assert_eq!(c.votes(&to_bob, &[1]), vec![Ok(bob_votes[1].clone())]);
+    assert!(matches!(c.confirm(&for_bob, 1), Reply::Confirmed { .. }));
+    assert_eq!(
+        c.votes(&to_bob, &[1]),
+        vec![Err(Refusal::WrongSequence { expected: 1, got: 0 })]
+    );
+}
+
+impl Committee4 {
+    /// Asks `authorities` to enter `round` of the account's slot at `sequence`: their signed
+    /// round changes.
+    fn round_changes(
+        &mut self,
+        account: AccountKey,
+        sequence: u64,
+        round: u32,
+        authorities: &[usize],
+    ) -> Vec<SignedRoundChange> {
+        let shard = shard_of(&account, SHARDS);
+        authorities
+            .iter()
+            .map(|&authority| {
+                let input = |ticket| Input::RoundChange {
+                    ticket,
+                    account,
+                    sequence,
+                    round,
+                };
+                match self.call(authority, shard, input) {
+                    Reply::RoundChanged(signed) => *signed,
+                    other => panic!("authority {authority}: {other:?}"),
+                }
+            })
+            .collect()
+    }
+
+    /// Proposes `order` for `round` to `authorities`: their prepare votes or refusals.
+    fn propose(
+        &mut self,
+        order: &SignedOrder,
+        round: u32,
+        justification: &Justification,
+        authorities: &[usize],
+    ) -> Vec<Result<Vote, Refusal>> {
+        let sender = order.order.sender;
+        self.ask_votes(&sender, authorities, (VoteKind::Prepare, round, order), |ticket| {
+            Input::Propose {
+                ticket,
+                order: order.clone(),
+                round,
+                justification: Box::new(justification.clone()),
+            }
+        })
+    }
+}
+
+#[test]
+fn every_round_zero_vote_is_final_at_once_and_a_quorum_of_them_is_a_lock_that_commits() {
+    let mut c = Committee4::new();
+    let (alice_key, alice) = account(1);
+    let (_, bob) = account(2);
+    c.fund(alice, 100, 1);
+    // The fast path: every authority's round-0 vote.
+    let first = pay(&alice_key, Recipient::Account(bob), 10, 0);
+    let fast = c.certify(&first);
+    assert_eq!(fast.signatures.len(), AUTHORITIES);
+    for authority in 0..AUTHORITIES {
+        assert_eq!(
+            c.confirm(&fast, authority),
+            Reply::Confirmed {
+                sender: alice,
+                sequence: 0
+            }
+        );
+    }
+
+    // Authority 3 never hears of the second order: the quorum's votes are a lock, not final.
+    let second = pay(&alice_key, Recipient::Account(bob), 20, 1);
+    let prepares: Vec<Vote> = c.votes(&second, &[0, 1, 2]).into_iter().map(Result::unwrap).collect();
+    let lock = Certificate::from_votes(second.clone(), &prepares);
+    for authority in 0..AUTHORITIES {
+        assert_eq!(
+            c.confirm(&lock, authority),
+            Reply::Refused(Refusal::Certificate(CertificateError::BelowQuorum {
+                signers: 3,
+                quorum: 4
+            }))
+        );
+    }
+    // Every authority commits on the lock, 3 too; asked again, it answers the same vote.
+    let commits: Vec<Vote> = c.lock(&lock, &[0, 1, 2, 3]).into_iter().map(Result::unwrap).collect();
+    assert_eq!(c.lock(&lock, &[3]), vec![Ok(commits[3].clone())]);
+    let certificate = Certificate::from_votes(second.clone(), &commits[1..]);
+    assert_eq!(
+        c.lock(&certificate, &[0]),
+        vec![Err(Refusal::Certificate(CertificateError::NotALock))],
+        "commit votes are final, nothing to lock"
+    );
+    for authority in 0..AUTHORITIES {
+        assert_eq!(
+            c.confirm(&certificate, authority),
+            Reply::Confirmed {
+                sender: alice,
+                sequence: 1
+            }
+        );
+        assert_eq!(c.balance(authority, &alice), 70);
+    }
+    c.run_channels();
+    c.audit();
+    for authority in 0..AUTHORITIES {
+        assert_eq!(c.balance(authority, &bob), 30);
+    }
+}
+
+#[test]
+fn an_owner_who_split_the_committee_recovers_in_round_one_and_the_other_order_is_refused_for_good() {
+    let (mut c, to_bob, to_carol) = Committee4::with_equivocating_owner();
+    let mallory = to_bob.order.sender;
+    let Recipient::Account(carol) = to_carol.order.recipient else {
+        unreachable!("a payment to Carol's account")
+    };
+    assert!(c.votes(&to_bob, &[0, 1]).iter().all(Result::is_ok));
+    assert!(c.votes(&to_carol, &[2, 3]).iter().all(Result::is_ok));
+
+    // Round 0 is stuck at 2 against 2: every authority enters round 1 and says what it prepared.
+    let changes = c.round_changes(mallory, 0, 1, &[0, 1, 2, 3]);
+    let prepared: Vec<_> = changes.iter().map(|signed| signed.change.prepared_first).collect();
+    let (bob_digest, carol_digest) = (to_bob.order.digest(), to_carol.order.digest());
+    assert_eq!(
+        prepared,
+        [
+            Some(bob_digest),
+            Some(bob_digest),
+            Some(carol_digest),
+            Some(carol_digest)
+        ]
+    );
+    assert!(changes.iter().all(|signed| signed.change.lock.is_none()));
+    // Asked again, the same signed round change, byte for byte.
+    assert_eq!(c.round_changes(mallory, 0, 1, &[2]), vec![changes[2].clone()]);
+    // All four: neither order can have a fast certificate, the owner may choose. Three of
+    // them, two of which prepared Bob's order (more than f), would allow only Bob's.
+    let justification = c.signing.justification(changes.clone());
+    let committee = c.signing.committee.clone();
+    assert_eq!(justification.check(&committee, &mallory, 0, 1), Ok(Allowed::Any));
+    let three = c.signing.justification(changes[..3].to_vec());
+    assert_eq!(
+        three.check(&committee, &mallory, 0, 1),
+        Ok(Allowed::Only {
+            digest: bob_digest,
+            lock_round: None
+        })
+    );
+    assert_eq!(c.propose(&to_carol, 1, &three, &[0]), vec![Err(Refusal::NotAllowed)]);
+
+    // Carol's order, prepared in round 1 by all four (0 and 1 prepared Bob's in round 0).
+    let prepares: Vec<Vote> = c
+        .propose(&to_carol, 1, &justification, &[0, 1, 2, 3])
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        c.propose(&to_bob, 1, &justification, &[0]),
+        vec![Err(Refusal::OtherOrderPending { sequence: 0 })],
+        "one order per round"
+    );
+    let everyone = Certificate::from_votes(to_carol.clone(), &prepares);
+    assert_eq!(
+        c.confirm(&everyone, 0),
+        Reply::Refused(Refusal::Certificate(CertificateError::NotFinal { round: 1 })),
+        "only round 0 has a fast path"
+    );
+    let lock = Certificate::from_votes(to_carol.clone(), &prepares[..3]);
+    let commits: Vec<Vote> = c.lock(&lock, &[1, 2, 3]).into_iter().map(Result::unwrap).collect();
+    let certificate = Certificate::from_votes(to_carol.clone(), &commits);
+    for authority in 0..AUTHORITIES {
+        assert_eq!(
+            c.confirm(&certificate, authority),
+            Reply::Confirmed {
+                sender: mallory,
+                sequence: 0
+            }
+        );
+    }
+
+    // Bob's order is refused for good: a transfer finds the sequence number moved on, and a
+    // recovery input for the slot is answered with its final certificate.
+    assert_eq!(
+        c.votes(&to_bob, &[0, 1, 2, 3]),
+        vec![Err(Refusal::WrongSequence { expected: 1, got: 0 }); 4]
+    );
+    let shard = shard_of(&mallory, SHARDS);
+    let proposal = |ticket| Input::Propose {
+        ticket,
+        order: to_bob.clone(),
+        round: 1,
+        justification: Box::new(justification.clone()),
+    };
+    assert_eq!(c.call(0, shard, proposal), Reply::Final(Box::new(certificate.clone())));
+    let entering = |ticket| Input::RoundChange {
+        ticket,
+        account: mallory,
+        sequence: 0,
+        round: 2,
+    };
+    assert_eq!(c.call(3, shard, entering), Reply::Final(Box::new(certificate)));
+    c.run_channels();
+    c.audit();
+    for authority in 0..AUTHORITIES {
+        assert_eq!(c.balance(authority, &mallory), 0);
+        assert_eq!(c.balance(authority, &carol), 50);
+    }
+    assert!(c.reports.is_empty(), "{:?}", c.reports);
 }

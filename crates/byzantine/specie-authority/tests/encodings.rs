@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 use specie_authority::{Command, Credit, Funding};
-use specie_fastpay::{AccountKey, Certificate, CoreAddress, Recipient, SignedOrder, TransferOrder};
+use specie_fastpay::{AccountKey, Certificate, CoreAddress, Recipient, SignedOrder, TransferOrder, VoteKind};
 
 fn order() -> impl Strategy<Value = SignedOrder> {
     (
@@ -38,27 +38,45 @@ fn credit() -> impl Strategy<Value = Credit> {
     })
 }
 
+fn certificate() -> impl Strategy<Value = Certificate> {
+    (
+        order(),
+        any::<[u8; 32]>(),
+        any::<bool>(),
+        any::<u32>(),
+        proptest::collection::btree_set(any::<u16>(), 0..6),
+    )
+        .prop_map(|(order, committee_id, commit, round, signers)| Certificate {
+            kind: if commit { VoteKind::Commit } else { VoteKind::Prepare },
+            order,
+            committee_id,
+            round,
+            signatures: signers.into_iter().map(|a| (a, [a as u8; 64])).collect(),
+        })
+}
+
+fn signature() -> impl Strategy<Value = [u8; 64]> {
+    any::<[u8; 32]>().prop_map(|s| [s, s].concat().try_into().unwrap())
+}
+
 fn command() -> impl Strategy<Value = Command> {
     prop_oneof![
         (order(), any::<[u8; 32]>()).prop_map(|(order, s)| Command::Vote {
             order,
             signature: [s, s].concat().try_into().unwrap()
         }),
-        (
-            order(),
-            any::<[u8; 32]>(),
-            any::<u32>(),
-            proptest::collection::btree_set(any::<u16>(), 0..6)
-        )
-            .prop_map(|(order, committee_id, round, signers)| Command::Confirm {
-                certificate: Certificate {
-                    kind: specie_fastpay::VoteKind::Prepare,
-                    order,
-                    committee_id,
-                    round,
-                    signatures: signers.into_iter().map(|a| (a, [a as u8; 64])).collect(),
-                }
-            }),
+        certificate().prop_map(|certificate| Command::Confirm { certificate }),
+        (order(), any::<u32>(), signature()).prop_map(|(order, round, signature)| Command::Prepare {
+            order,
+            round,
+            signature
+        }),
+        (certificate(), signature()).prop_map(|(certificate, signature)| Command::Lock { certificate, signature }),
+        (any::<[u8; 32]>(), any::<u64>(), any::<u32>()).prop_map(|(account, sequence, round)| Command::EnterRound {
+            account: AccountKey(account),
+            sequence,
+            round
+        }),
         (any::<[u8; 32]>(), any::<[u8; 32]>(), any::<u64>()).prop_map(|(id, account, amount)| Command::Fund {
             funding: Funding {
                 id,

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use specie_authority::{AuthorityConfig, AuthorityShard, Funding, Input, Message, Refusal, Reply, Report};
-use specie_fastpay::{deterministic_key, AccountKey, Committee, Recipient, SignedOrder, TransferOrder};
+use specie_fastpay::test_support::SigningCommittee;
+use specie_fastpay::{deterministic_key, AccountKey, Recipient, SignedOrder, TransferOrder};
 use specie_faultnet::FaultNetwork;
 use specie_host::{CallError, Gather, ReplicatedHost, RoleMachine, Slot, Wiring};
 use specie_raft::{NodeId, Replica, ReplicaConfig};
@@ -43,17 +44,16 @@ type Calls = mpsc::Sender<Vec<(Call, Slot<Reply>)>>;
 type AuthorityReplica = Arc<Replica<RoleMachine<AuthorityShard>>>;
 
 fn shard() -> AuthorityShard {
-    let keys: Vec<_> = (0..4).map(|i| deterministic_key("authority", i)).collect();
-    let committee = Committee::new(1, keys.iter().map(|k| k.verifying_key().to_bytes()).collect()).unwrap();
+    let signing = SigningCommittee::deterministic(4, 1);
     let config = AuthorityConfig {
-        committee,
+        committee: signing.committee,
         authority: 1,
         shard: 0,
         shards: 1,
         credit_retransmit_ms: 100,
         channel_credits_max: 100,
     };
-    AuthorityShard::new(config, keys[1].clone())
+    AuthorityShard::new(config, signing.keys[1].clone())
 }
 
 struct Group {

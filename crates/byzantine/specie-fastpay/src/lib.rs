@@ -13,6 +13,8 @@ mod committee;
 mod evidence;
 mod order;
 mod rounds;
+#[cfg(feature = "testing")]
+pub mod test_support;
 
 pub use certificate::{Certificate, CertificateError, Vote, VoteError, VoteKind, VoteStatement, CERTIFICATE_BYTES_MAX};
 pub use committee::{AuthorityIndex, Committee, CommitteeError, COMMITTEE_MEMBERS_MAX};

@@ -9,14 +9,17 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::Value;
 use specie_codec::{DecodeError, Reader};
-use specie_fastpay::{decode_exact, Certificate, Committee, Evidence, SignedOrder, Vote};
+use specie_fastpay::{
+    decode_exact, Certificate, Committee, Evidence, Justification, SignedOrder, SignedRoundChange, Vote,
+    ENCODING_VERSION,
+};
 
 /// Above every valid encoding these tests make, so that only the decoders refuse.
 const INPUT_BYTES_MAX: usize = 1 << 16;
 
 /// The stored vectors that are whole encodings, each a seed for mutation, with the decoder
 /// that accepts it.
-const SEEDS: [(&str, Decoder); 9] = [
+const SEEDS: [(&str, Decoder); 13] = [
     ("committee", Decoder::Committee),
     ("transfer_signed_order", Decoder::SignedOrder),
     ("redeem_signed_order", Decoder::SignedOrder),
@@ -25,6 +28,10 @@ const SEEDS: [(&str, Decoder); 9] = [
     ("certificate", Decoder::Certificate),
     ("conflicting_certificate", Decoder::Certificate),
     ("evidence", Decoder::Evidence),
+    ("lock_certificate", Decoder::Certificate),
+    ("signed_round_change[0]", Decoder::SignedRoundChange),
+    ("signed_round_change[2]", Decoder::SignedRoundChange),
+    ("justification", Decoder::Justification),
     ("transfer_order", Decoder::None),
 ];
 
@@ -35,6 +42,8 @@ enum Decoder {
     Vote,
     Certificate,
     Evidence,
+    SignedRoundChange,
+    Justification,
     /// An unsigned transfer order: no decoder here takes it whole.
     None,
 }
@@ -103,6 +112,21 @@ fn feed_every_decoder(bytes: &[u8]) -> Result<Vec<Decoder>, TestCaseError> {
         }
         accepted.push(Decoder::Evidence);
     }
+    let decoded = decode_canonical(bytes, SignedRoundChange::decode_from, SignedRoundChange::encode_to)?;
+    if let Some(signed) = decoded {
+        if let Some(lock) = &signed.lock_certificate {
+            let _ = lock.check_lock(committee());
+        }
+        accepted.push(Decoder::SignedRoundChange);
+    }
+    if let Some(justification) = decode_canonical(bytes, Justification::decode_from, Justification::encode_to)? {
+        // Checked for the slot and round of its first change, so that a valid one gets that far.
+        if let Some(first) = justification.changes.first() {
+            let change = first.change;
+            let _ = justification.check(committee(), &change.account, change.sequence, change.round);
+        }
+        accepted.push(Decoder::Justification);
+    }
     Ok(accepted)
 }
 
@@ -157,17 +181,17 @@ fn mutate(bytes: &mut Vec<u8>, mutation: &Mutation) {
     }
 }
 
-/// Any bytes, often starting with the version byte and often of a vote's exact length (any 135
-/// bytes after the version decode as a vote), so that some decode.
+/// Any bytes, often starting with the version byte and often of a vote's exact length (136
+/// bytes, the version first and a kind byte of 0 or 1, decode as a vote), so that some decode.
 fn arbitrary_input() -> impl Strategy<Value = Vec<u8>> {
     let bytes = prop_oneof![
         proptest::collection::vec(any::<u8>(), 0..1024),
-        proptest::collection::vec(any::<u8>(), 135),
+        proptest::collection::vec(any::<u8>(), 136),
         proptest::collection::vec(any::<u8>(), 86..=300),
     ];
     (bytes, any::<bool>()).prop_map(|(mut bytes, versioned)| {
         if versioned && !bytes.is_empty() {
-            bytes[0] = 1;
+            bytes[0] = ENCODING_VERSION;
         }
         bytes
     })

@@ -13,8 +13,9 @@ use std::sync::OnceLock;
 use serde_json::Value;
 use specie_codec::{DecodeError, Reader};
 use specie_fastpay::{
-    decode_exact, deterministic_key, AccountKey, Certificate, Committee, CoreAddress, DoubleVote, Evidence, Recipient,
-    SignedOrder, SigningKey, TransferOrder, Vote, VoteKind, VoteStatement,
+    decode_exact, deterministic_key, AccountKey, Allowed, Certificate, CertificateError, Committee, CoreAddress,
+    DoubleVote, Evidence, Justification, Recipient, RoundChange, SignedOrder, SignedRoundChange, SigningKey,
+    TransferOrder, Vote, VoteKind, VoteStatement,
 };
 
 const WRITE_VECTORS_ENV: &str = "SPECIE_WRITE_VECTORS";
@@ -42,13 +43,21 @@ struct Scenario {
     certificate: Certificate,
     conflicting: Certificate,
     evidence: Evidence,
+    /// Recovery of the owner's slot: a lock of round 1, and round 2's justification.
+    lock: Certificate,
+    justification: Justification,
 }
 
-fn votes_for(committee: &Committee, authorities: &[SigningKey], kind: VoteKind, order: &SignedOrder) -> Vec<Vote> {
+fn votes_for(
+    committee: &Committee,
+    authorities: &[SigningKey],
+    (kind, round): (VoteKind, u32),
+    order: &SignedOrder,
+) -> Vec<Vote> {
     let statement = VoteStatement {
         kind,
         committee_id: committee.id(),
-        round: 0,
+        round,
         order_digest: order.order.digest(),
     };
     (0..authorities.len() as u16)
@@ -88,16 +97,21 @@ fn scenario() -> Scenario {
     }
     .sign(&owner);
     // Prepare votes (the fast path's), and final certificates of the slow path: commit votes.
-    let votes = votes_for(&committee, &authorities, VoteKind::Prepare, &transfer);
-    let commits = votes_for(&committee, &authorities, VoteKind::Commit, &transfer);
+    let votes = votes_for(&committee, &authorities, (VoteKind::Prepare, 0), &transfer);
+    let commits = votes_for(&committee, &authorities, (VoteKind::Commit, 0), &transfer);
     let certificate = certificate_of(&transfer, &commits, &[0, 1, 2]);
-    let redeem_commits = votes_for(&committee, &authorities, VoteKind::Commit, &redeem);
+    let redeem_commits = votes_for(&committee, &authorities, (VoteKind::Commit, 0), &redeem);
     let conflicting = certificate_of(&redeem, &redeem_commits, &[1, 2, 3]);
     let evidence = Evidence {
         committee: committee.clone(),
         double_votes: DoubleVote::from_certificates(&certificate, &conflicting),
     };
+    let round_one = votes_for(&committee, &authorities, (VoteKind::Prepare, 1), &transfer);
+    let lock = certificate_of(&transfer, &round_one, &[0, 1, 2]);
+    let justification = round_two_justification(&committee, &authorities, &lock, &redeem);
     Scenario {
+        lock,
+        justification,
         statement: votes[0].statement,
         authorities,
         owner,
@@ -110,6 +124,40 @@ fn scenario() -> Scenario {
         conflicting,
         evidence,
     }
+}
+
+/// The round changes of authorities 0, 1 and 2 entering round 2 of the owner's slot at sequence
+/// 0: 0 prepared `lock`'s order in round 0 and holds `lock` (round 1), 1 prepared the same order,
+/// 2 prepared `other`. The lock decides: only `lock`'s order, `lock_round` 1.
+fn round_two_justification(
+    committee: &Committee,
+    authorities: &[SigningKey],
+    lock: &Certificate,
+    other: &SignedOrder,
+) -> Justification {
+    let locked = lock.order.order.digest();
+    let reports = [
+        (Some(locked), Some((lock.round, locked))),
+        (Some(locked), None),
+        (Some(other.order.digest()), None),
+    ];
+    let changes = reports
+        .into_iter()
+        .enumerate()
+        .map(|(authority, (prepared_first, reported_lock))| {
+            let change = RoundChange {
+                committee_id: committee.id(),
+                account: lock.order.order.sender,
+                sequence: lock.order.order.sequence,
+                round: 2,
+                prepared_first,
+                lock: reported_lock,
+            };
+            let certificate = reported_lock.map(|_| lock.clone());
+            change.sign(authority as u16, &authorities[authority], certificate)
+        })
+        .collect();
+    Justification { changes }
 }
 
 fn encoded(encode: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
@@ -183,30 +231,57 @@ fn vectors(s: &Scenario) -> Vec<Vector> {
     );
     put(
         "vote_statement_signing_bytes".into(),
-        "what every authority signs for transfer: \"specie/fastpay/vote/v1\" || 01 || committee_id || round 0 || transfer_order_digest".into(),
+        "what every authority signs to prepare transfer in round 0: \"specie/fastpay/vote/v2\" || 02 || committee_id || 00 (prepare) || round 0 || transfer_order_digest".into(),
         &s.statement.signing_bytes(),
     );
     for (i, vote) in s.votes.iter().enumerate() {
         put(
             format!("vote[{i}]"),
-            format!("authority {i}'s vote for transfer (round 0)"),
+            format!("authority {i}'s prepare vote for transfer (round 0)"),
             &encoded(|o| vote.encode_to(o)),
         );
     }
     put(
         "certificate".into(),
-        "transfer certified by authorities 0, 1, 2".into(),
+        "transfer certified by the commit votes (round 0) of authorities 0, 1, 2: final".into(),
         &encoded(|o| s.certificate.encode_to(o)),
     );
     put(
         "conflicting_certificate".into(),
-        "redeem certified by authorities 1, 2, 3: 1 and 2 signed both".into(),
+        "redeem certified by the commit votes (round 0) of authorities 1, 2, 3: 1 and 2 signed both".into(),
         &encoded(|o| s.conflicting.encode_to(o)),
     );
     put(
         "evidence".into(),
         "the committee and the double votes of authorities 1 and 2 from the two certificates; convicts 1 and 2".into(),
         &encoded(|o| s.evidence.encode_to(o)),
+    );
+    put(
+        "lock_certificate".into(),
+        "prepare votes of round 1 for transfer by authorities 0, 1, 2: a lock, not final".into(),
+        &encoded(|o| s.lock.encode_to(o)),
+    );
+    put(
+        "round_change_signing_bytes".into(),
+        "what authority 0 signs entering round 2 of account 0's sequence 0: \"specie/fastpay/round-change/v2\" || 02 || committee_id || account || sequence 0 || round 2 || 01 transfer_order_digest (prepared in round 0) || 01 round 1 transfer_order_digest (its lock)".into(),
+        &s.justification.changes[0].change.signing_bytes(),
+    );
+    for (i, signed) in s.justification.changes.iter().enumerate() {
+        let report = [
+            "prepared transfer, locked it in round 1 (with lock_certificate)",
+            "prepared transfer, no lock",
+            "prepared redeem, no lock",
+        ][i];
+        put(
+            format!("signed_round_change[{i}]"),
+            format!("authority {i} enters round 2: {report}"),
+            &encoded(|o| signed.encode_to(o)),
+        );
+    }
+    put(
+        "justification".into(),
+        "signed_round_change[0..3] for round 2: the lock decides, only transfer may be prepared".into(),
+        &encoded(|o| s.justification.encode_to(o)),
     );
     vectors
 }
@@ -389,4 +464,45 @@ fn the_stored_vectors_decode_re_encode_and_verify() {
     assert_eq!(evidence, s.evidence);
     assert_eq!(evidence.committee, committee);
     assert_eq!(evidence.convicted(), Ok(CONVICTED.to_vec()));
+
+    let lock = round_trip(
+        stored,
+        "lock_certificate",
+        Certificate::decode_from,
+        Certificate::encode_to,
+    );
+    assert_eq!(lock, s.lock);
+    assert_eq!(lock.check_lock(&committee), Ok(()));
+    assert_eq!(lock.check(&committee), Err(CertificateError::NotFinal { round: 1 }));
+    let mut changes = Vec::new();
+    for i in 0..3 {
+        let name = format!("signed_round_change[{i}]");
+        let signed = round_trip(
+            stored,
+            &name,
+            SignedRoundChange::decode_from,
+            SignedRoundChange::encode_to,
+        );
+        assert_eq!(usize::from(signed.authority), i);
+        changes.push(signed);
+    }
+    assert_eq!(
+        changes[0].change.signing_bytes(),
+        stored_bytes(stored, "round_change_signing_bytes")
+    );
+    let justification = round_trip(
+        stored,
+        "justification",
+        Justification::decode_from,
+        Justification::encode_to,
+    );
+    assert_eq!(justification.changes, changes);
+    let sender = s.transfer.order.sender;
+    assert_eq!(
+        justification.check(&committee, &sender, 0, 2),
+        Ok(Allowed::Only {
+            digest: s.transfer.order.digest(),
+            lock_round: Some(1)
+        })
+    );
 }

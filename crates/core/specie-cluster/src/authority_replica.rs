@@ -459,6 +459,7 @@ mod tests {
             .sign(&owner);
             let statement = VoteStatement {
                 committee_id: committee.id(),
+                kind: specie_fastpay::VoteKind::Prepare,
                 round: 0,
                 order_digest: order.order.digest(),
             };

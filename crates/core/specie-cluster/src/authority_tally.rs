@@ -280,8 +280,9 @@ mod tests {
         settle(&mut shard);
         assert_eq!(shard.counts().votes, 1);
 
+        // Every authority's round-0 vote: the fast path's final certificate.
         let statement = own.statement;
-        let votes: Vec<Vote> = (0..3u16)
+        let votes: Vec<Vote> = (0..4u16)
             .map(|a| Vote {
                 authority: a,
                 statement,

@@ -9,9 +9,10 @@ use secp256k1::Keypair;
 use serde_json::{json, Value};
 use specie_api::HttpLimits;
 use specie_codec::Encode;
+use specie_fastpay::test_support::SigningCommittee;
 use specie_fastpay::{
-    deterministic_key, AccountKey, Certificate, Committee, CoreAddress, Recipient, SigningKey, TransferOrder, Vote,
-    VoteStatement,
+    deterministic_key, AccountKey, Certificate, Committee, CoreAddress, Recipient, SignedOrder, SigningKey,
+    TransferOrder,
 };
 use specie_node::{EmbeddedNode, NodeOptions};
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
@@ -121,18 +122,31 @@ fn refused(result: &Value, status: &str, code: &str) {
 
 /// The committee's authorities, which certify whatever the test asks them to.
 struct Authorities {
-    keys: Vec<SigningKey>,
+    signing: SigningCommittee,
     committee: Committee,
 }
 
 impl Authorities {
-    fn new(n: u64) -> Authorities {
-        let keys: Vec<SigningKey> = (0..n).map(|i| deterministic_key("authority", i)).collect();
-        let committee = Committee::new(0, keys.iter().map(|k| k.verifying_key().to_bytes()).collect()).unwrap();
-        Authorities { keys, committee }
+    fn new(n: usize) -> Authorities {
+        let signing = SigningCommittee::deterministic(n, 0);
+        let committee = signing.committee.clone();
+        Authorities { signing, committee }
     }
 
-    /// A certificate of `owner`'s transfer `sequence`, signed by `signers`.
+    /// `owner`'s transfer `sequence`.
+    fn order(owner: &SigningKey, recipient: Recipient, amount: u64, sequence: u64) -> SignedOrder {
+        TransferOrder {
+            sender: AccountKey(owner.verifying_key().to_bytes()),
+            recipient,
+            amount,
+            sequence,
+            memo: b"to the core".to_vec(),
+        }
+        .sign(owner)
+    }
+
+    /// A certificate of `owner`'s transfer `sequence`: the commit votes of `signers` (final if
+    /// they are a quorum).
     fn certify(
         &self,
         owner: &SigningKey,
@@ -141,29 +155,8 @@ impl Authorities {
         sequence: u64,
         signers: &[u16],
     ) -> Certificate {
-        let order = TransferOrder {
-            sender: AccountKey(owner.verifying_key().to_bytes()),
-            recipient,
-            amount,
-            sequence,
-            memo: b"to the core".to_vec(),
-        }
-        .sign(owner);
-        let statement = VoteStatement {
-            kind: specie_fastpay::VoteKind::Prepare,
-            committee_id: self.committee.id(),
-            round: 0,
-            order_digest: order.order.digest(),
-        };
-        let votes: Vec<Vote> = signers
-            .iter()
-            .map(|&authority| Vote {
-                authority,
-                statement,
-                signature: statement.sign(&self.keys[usize::from(authority)]),
-            })
-            .collect();
-        Certificate::from_votes(order, &votes)
+        let order = Authorities::order(owner, recipient, amount, sequence);
+        self.signing.commit_certificate(0, &order, signers)
     }
 }
 
@@ -263,6 +256,17 @@ fn fund_then_redeem_exactly_once_through_the_api() {
     let below_quorum = authorities.certify(&owner, to_bob, 5, 2, &[0, 3]);
     let result = server.submit(&SpecieTransaction::FastpayRedeem(FastpayRedeem::new(below_quorum)));
     refused(&result, "invalid", "certificate_below_quorum");
+    // Prepare votes: a quorum of them is only a lock, and a later round's are never final.
+    let order = Authorities::order(&owner, to_bob, 5, 2);
+    let lock = authorities.signing.lock_certificate(0, &order, &[0, 1, 2]);
+    let result = server.submit(&SpecieTransaction::FastpayRedeem(FastpayRedeem::new(lock)));
+    refused(&result, "invalid", "certificate_below_quorum");
+    let round_one = authorities.signing.lock_certificate(1, &order, &[0, 1, 2, 3]);
+    let result = server.submit(&SpecieTransaction::FastpayRedeem(FastpayRedeem::new(round_one)));
+    refused(&result, "invalid", "certificate_not_final");
+    // Every authority's round-0 vote is final: the fast path.
+    let fast = authorities.signing.final_certificate(&order);
+    confirmed(&server.submit(&SpecieTransaction::FastpayRedeem(FastpayRedeem::new(fast))));
     server.stop();
 }
 

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use specie_fastpay::{AccountKey, CertificateError, OrderError, Recipient};
+use specie_fastpay::{AccountKey, CertificateError, OrderError, Recipient, VoteKind};
 use specie_sentinel::{
     validate, validate_and_compact, FastpayErrorCode, InputErrorCode, IssuerKeys, OutputErrorCode, Sentinel,
     TrustedKeys, TxErrorCode, ValidationError, WitnessErrorCode,
@@ -240,6 +240,24 @@ fn redeem_refusals_each_name_their_reason() {
         error.to_string(),
         "FastPay certificate refused: 2 distinct signers, below the quorum of 3"
     );
+
+    // Prepare votes are final only from every member in round 0: a quorum of them is a lock, and
+    // prepare votes of a later round are never final, not even from every member. Commit votes
+    // of a quorum are final in any round.
+    let order = account_order(to_bob, 10, 0);
+    let votes =
+        |kind, round, signers: &[u16]| FastpayRedeem::new(votes_by(&keys, &committee, (kind, round), signers, &order));
+    assert_eq!(check_redeem(votes(VoteKind::Prepare, 0, &[0, 1, 2, 3])), Ok(()));
+    assert_eq!(check_redeem(votes(VoteKind::Commit, 1, &[1, 2, 3])), Ok(()));
+    let error = check_redeem(votes(VoteKind::Prepare, 0, &[0, 1, 2])).unwrap_err();
+    assert_eq!(
+        error,
+        certificate_error(CertificateError::BelowQuorum { signers: 3, quorum: 4 })
+    );
+    assert_eq!(error.code(), "certificate_below_quorum");
+    let error = check_redeem(votes(VoteKind::Prepare, 1, &[0, 1, 2, 3])).unwrap_err();
+    assert_eq!(error, certificate_error(CertificateError::NotFinal { round: 1 }));
+    assert_eq!(error.code(), "certificate_not_final");
 
     // Wrong committee: a quorum of another committee (same keys, another epoch).
     let other = committee_of(&keys, 1);

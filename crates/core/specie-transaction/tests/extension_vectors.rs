@@ -9,10 +9,8 @@ use std::collections::BTreeMap;
 use common::{format_doc, parse_kv_blocks, read, Vectors};
 use secp256k1::Keypair;
 use specie_codec::{Decode, Encode};
-use specie_fastpay::{
-    deterministic_key, AccountKey, Certificate, Committee, CoreAddress, Recipient, SigningKey, TransferOrder, Vote,
-    VoteStatement,
-};
+use specie_fastpay::test_support::SigningCommittee;
+use specie_fastpay::{AccountKey, Committee, CoreAddress, Recipient, TransferOrder};
 use specie_transaction::extension::{EXTENSION_HEADER, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM, KIND_MINT, KIND_REDEEM};
 use specie_transaction::hash::sha256;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
@@ -108,21 +106,20 @@ fn fastpay_vectors(v: &mut BTreeMap<String, String>, alice: &Keypair, bob: &Keyp
     let mut put = |name: &str, bytes: &[u8]| {
         v.insert(name.to_owned(), hex::encode(bytes));
     };
-    let authorities: Vec<SigningKey> = (0..4).map(|i| deterministic_key("authority", i)).collect();
-    for (i, authority) in authorities.iter().enumerate() {
+    let signing = SigningCommittee::deterministic(4, 0);
+    for (i, authority) in signing.keys.iter().enumerate() {
         put(&format!("fastpay_authority_seed[{i}]"), &authority.to_bytes());
         put(
             &format!("fastpay_authority_pubkey[{i}]"),
             &authority.verifying_key().to_bytes(),
         );
     }
-    let members = authorities.iter().map(|a| a.verifying_key().to_bytes()).collect();
-    let committee = Committee::new(0, members).unwrap();
+    let committee = &signing.committee;
     let mut committee_ser = Vec::new();
     committee.encode_to(&mut committee_ser);
     put("fastpay_committee_ser", &committee_ser);
     put("fastpay_committee_id", &committee.id());
-    let owner = deterministic_key("account", 0);
+    let owner = specie_fastpay::deterministic_key("account", 0);
     let account = AccountKey(owner.verifying_key().to_bytes());
     put("fastpay_account_seed", &owner.to_bytes());
     put("fastpay_account_pubkey", &account.0);
@@ -145,8 +142,9 @@ fn fastpay_vectors(v: &mut BTreeMap<String, String>, alice: &Keypair, bob: &Keyp
     put("fastpay_funding_marker", &funding.marker().unwrap().0);
     put("fastpay_funding_compact_ser", &funding.compact().encode());
 
-    // Redeem: the account pays 10 to bob's core address as its transfer 0, certified by
-    // authorities 0, 1 and 2 (the quorum of 3 out of 4).
+    // Redeem: the account pays 10 to bob's core address as its transfer 0, certified by the
+    // commit votes of authorities 0, 1 and 2 (a quorum of 3 out of 4: the slow path's final
+    // certificate).
     let order = TransferOrder {
         sender: account,
         recipient: Recipient::Core(CoreAddress(witness_program_commitment(&xonly_bytes(bob)))),
@@ -155,21 +153,9 @@ fn fastpay_vectors(v: &mut BTreeMap<String, String>, alice: &Keypair, bob: &Keyp
         memo: Vec::new(),
     }
     .sign(&owner);
-    let statement = VoteStatement {
-        kind: specie_fastpay::VoteKind::Prepare,
-        committee_id: committee.id(),
-        round: 0,
-        order_digest: order.order.digest(),
-    };
-    let votes: Vec<Vote> = (0..3u16)
-        .map(|authority| Vote {
-            authority,
-            statement,
-            signature: statement.sign(&authorities[usize::from(authority)]),
-        })
-        .collect();
-    let redeem = SpecieTransaction::FastpayRedeem(FastpayRedeem::new(Certificate::from_votes(order, &votes)));
-    put("fastpay_redeem_order_digest", &statement.order_digest);
+    let certificate = signing.commit_certificate(0, &order, &[0, 1, 2]);
+    let redeem = SpecieTransaction::FastpayRedeem(FastpayRedeem::new(certificate));
+    put("fastpay_redeem_order_digest", &order.order.digest());
     put("fastpay_redeem_ser", &redeem.encode());
     put("fastpay_redeem_txid", &redeem.txid().0);
     put("fastpay_redeem_uhs_id[0]", &redeem.created_outputs()[0].uhs_id.0);

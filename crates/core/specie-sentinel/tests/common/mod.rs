@@ -3,9 +3,10 @@
 #![allow(dead_code)] // Each test binary uses a different subset.
 
 use secp256k1::Keypair;
+use specie_fastpay::test_support::SigningCommittee;
 use specie_fastpay::{
-    deterministic_key, AccountKey, Certificate, Committee, CoreAddress, Recipient, SigningKey, TransferOrder, Vote,
-    VoteStatement,
+    deterministic_key, AccountKey, Certificate, Committee, CoreAddress, Recipient, SignedOrder, SigningKey,
+    TransferOrder, VoteKind,
 };
 use specie_sentinel::{IssuerKeys, TrustedKeys};
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
@@ -82,8 +83,38 @@ pub fn core_address(owner: &Keypair) -> CoreAddress {
     CoreAddress(witness_program_commitment(&xonly_bytes(owner)))
 }
 
-/// A certificate of account 0's transfer `sequence` of `amount` to `recipient`, signed by
-/// `signers` of `authorities` (whose committee is `committee`).
+/// Account 0's transfer `sequence` of `amount` to `recipient`.
+pub fn account_order(recipient: Recipient, amount: u64, sequence: u64) -> SignedOrder {
+    let owner = account_owner(0);
+    TransferOrder {
+        sender: account(&owner),
+        recipient,
+        amount,
+        sequence,
+        memo: Vec::new(),
+    }
+    .sign(&owner)
+}
+
+/// The votes of phase `kind` in `round` of `signers` of `authorities` (whose committee is
+/// `committee`) for `order`, as one certificate.
+pub fn votes_by(
+    authorities: &[SigningKey],
+    committee: &Committee,
+    (kind, round): (VoteKind, u32),
+    signers: &[u16],
+    order: &SignedOrder,
+) -> Certificate {
+    let signing = SigningCommittee {
+        committee: committee.clone(),
+        keys: authorities.to_vec(),
+    };
+    signing.certificate(kind, round, order, signers)
+}
+
+/// A certificate of account 0's transfer `sequence` of `amount` to `recipient`, of the commit
+/// votes of `signers` of `authorities` (whose committee is `committee`) in round 0: final if
+/// they are a quorum.
 pub fn certificate_by(
     authorities: &[SigningKey],
     committee: &Committee,
@@ -92,34 +123,12 @@ pub fn certificate_by(
     amount: u64,
     sequence: u64,
 ) -> Certificate {
-    let owner = account_owner(0);
-    let order = TransferOrder {
-        sender: account(&owner),
-        recipient,
-        amount,
-        sequence,
-        memo: Vec::new(),
-    }
-    .sign(&owner);
-    let statement = VoteStatement {
-        kind: specie_fastpay::VoteKind::Prepare,
-        committee_id: committee.id(),
-        round: 0,
-        order_digest: order.order.digest(),
-    };
-    let votes: Vec<Vote> = signers
-        .iter()
-        .map(|&authority| Vote {
-            authority,
-            statement,
-            signature: statement.sign(&authorities[usize::from(authority)]),
-        })
-        .collect();
-    Certificate::from_votes(order, &votes)
+    let order = account_order(recipient, amount, sequence);
+    votes_by(authorities, committee, (VoteKind::Commit, 0), signers, &order)
 }
 
 /// A redeem of account 0's transfer `sequence` of `amount` to `payee`'s core address, certified
-/// by authorities 0, 1 and 2 of [`committee`].
+/// by the commit votes of authorities 0, 1 and 2 of [`committee`] (a final certificate).
 pub fn fastpay_redeem(payee: &Keypair, amount: u64, sequence: u64) -> FastpayRedeem {
     let certificate = certificate_by(
         &authorities(4),
