@@ -25,10 +25,10 @@ use crate::{read_version, ENCODING_VERSION, SIGNATURE_BYTES};
 /// Signed by authorities entering a round: never valid as a vote or anything else.
 const ROUND_CHANGE_DOMAIN: &[u8] = b"specie/fastpay/round-change/v2";
 
-/// The longest canonical signed round change: the fixed fields, both options, the signature,
-/// and the longest lock certificate.
+/// The longest canonical signed round change: its version and signer, the round change's own
+/// version and fixed fields, both options, the signature, and the longest lock certificate.
 pub const SIGNED_ROUND_CHANGE_BYTES_MAX: usize =
-    1 + 2 + 32 + 32 + 8 + 4 + (1 + 32) + (1 + 4 + 32) + SIGNATURE_BYTES + 1 + CERTIFICATE_BYTES_MAX;
+    1 + 2 + 1 + 32 + 32 + 8 + 4 + (1 + 32) + (1 + 4 + 32) + SIGNATURE_BYTES + 1 + CERTIFICATE_BYTES_MAX;
 /// The longest canonical justification: a round change from every member of the largest
 /// committee.
 pub const JUSTIFICATION_BYTES_MAX: usize = 1 + 4 + COMMITTEE_MEMBERS_MAX * SIGNED_ROUND_CHANGE_BYTES_MAX;
@@ -191,7 +191,8 @@ impl Justification {
 
     pub fn decode_from(reader: &mut Reader<'_>) -> Result<Justification, DecodeError> {
         read_version(reader, "justification")?;
-        let minimal = 2 + 1 + 32 + 32 + 8 + 4 + 1 + 1 + SIGNATURE_BYTES + 1;
+        // Versions, signer, fields, two absent options, signature, no lock certificate.
+        let minimal = 1 + 2 + 1 + 32 + 32 + 8 + 4 + 1 + 1 + SIGNATURE_BYTES + 1;
         let count = reader.read_u32_count("justification changes", COMMITTEE_MEMBERS_MAX as u64, minimal)?;
         let changes = (0..count)
             .map(|_| SignedRoundChange::decode_from(reader))
