@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rand::seq::SliceRandom;
 use rand::Rng;
 use specie_authority::{AccountState, Credit, Input, Refusal, Reply, ShardIndex, CREDITS_PER_MESSAGE_MAX};
+use specie_committee::Call;
 use specie_fastpay::{
     AccountKey, AuthorityIndex, Certificate, CoreAddress, DoubleVote, Recipient, RoundChange, SignedOrder,
     SignedRoundChange, SignedVote, SigningKey, TransferOrder, Vote, VoteKind, VoteStatement,
@@ -486,12 +487,19 @@ impl<R: ShardRole> World<R> {
         let mut authorities: Vec<AuthorityIndex> = (0..AUTHORITIES as AuthorityIndex).collect();
         authorities.shuffle(&mut self.rng);
         let split = self.rng.gen_range(1..AUTHORITIES);
-        for (n, authority) in authorities.into_iter().enumerate() {
+        for (n, authority) in authorities.iter().enumerate() {
             let order = match &second {
                 Some(second) if n >= split => second.clone(),
                 _ => first.clone(),
             };
-            self.request(party, authority, &account, Asked::Transfer(order));
+            self.request(party, *authority, &account, Asked::Transfer(order));
+        }
+        // Often it then tries to have someone sign the other order too: an honest authority
+        // refuses it, a Byzantine one may sign both (evidence against it).
+        if let Some(second) = second.filter(|_| self.rng.gen_bool(0.5)) {
+            let n = self.rng.gen_range(0..AUTHORITIES);
+            let order = if n >= split { first } else { second };
+            self.request(party, authorities[n], &account, Asked::Transfer(order));
         }
         Ok(())
     }
@@ -508,16 +516,21 @@ impl<R: ShardRole> World<R> {
     ) -> Result<(), Violation> {
         let party = Party::ByzantineUser(i);
         let own = self.byzantine_users[i].account;
+        if let (
+            Asked::Payment {
+                call: Call::Transfer(order),
+                ..
+            },
+            Reply::Voted(vote),
+        ) = (&asked, &reply)
+        {
+            self.keep_vote(i, authority, order, vote, false)?;
+        }
         match (asked, reply) {
-            (
-                Asked::Payment {
-                    payment,
-                    attempt,
-                    call,
-                },
-                reply,
-            ) => self.payment_answer(party, authority, (payment, attempt, call), reply),
-            (Asked::Transfer(order), Reply::Voted(vote)) => self.byzantine_user_gets_vote(i, authority, order, vote),
+            (Asked::Payment { payment, attempt, call }, reply) => {
+                self.payment_answer(party, authority, (payment, attempt, call), reply)
+            }
+            (Asked::Transfer(order), Reply::Voted(vote)) => self.keep_vote(i, authority, &order, &vote, true),
             (Asked::Confirm { sender, sequence }, Reply::Confirmed { .. }) if sender == own => {
                 self.confirmed_by(party, authority, sequence);
                 Ok(())
@@ -532,34 +545,39 @@ impl<R: ShardRole> World<R> {
         }
     }
 
-    fn byzantine_user_gets_vote(
+    /// Keeps a valid round-0 prepare vote on one of its orders (evidence, if the authority
+    /// signed another of its orders for that slot); with `certify`, for an order sent on its
+    /// own, every authority's is a fast certificate.
+    fn keep_vote(
         &mut self,
         i: usize,
         authority: AuthorityIndex,
-        order: SignedOrder,
-        vote: Vote,
+        order: &SignedOrder,
+        vote: &Vote,
+        certify: bool,
     ) -> Result<(), Violation> {
         let expected = expected_vote(self.committee.id(), &Asked::Transfer(order.clone())).expect("a vote");
         if vote.authority != authority || vote.check(&self.committee, &expected).is_err() {
-            if self.is_byzantine(authority) {
+            // (The payment counts the forged votes it is answered with.)
+            if self.is_byzantine(authority) && certify {
                 self.report.forged_votes_ignored += 1;
             }
             return Ok(());
         }
-        self.try_to_frame(i, &order, &vote)?;
+        self.try_to_frame(i, order, vote)?;
         let size = self.committee.size();
         let user = &mut self.byzantine_users[i];
-        let Some((_, votes)) = user.orders.iter_mut().find(|(o, _)| *o == order) else {
+        let Some((_, votes)) = user.orders.iter_mut().find(|(o, _)| o == order) else {
             return Ok(());
         };
         if votes.iter().any(|v| v.authority == vote.authority) {
             return Ok(());
         }
-        votes.push(vote);
-        if votes.len() != size {
+        votes.push(vote.clone());
+        if votes.len() != size || !certify {
             return Ok(());
         }
-        let certificate = Certificate::from_votes(order, votes);
+        let certificate = Certificate::from_votes(order.clone(), votes);
         if let Err(error) = certificate.check(&self.committee) {
             return Err(self.violation(format!(
                 "Byzantine user {i}'s fast certificate, of checked votes, is invalid: {error}"

@@ -204,11 +204,12 @@ impl<R: ShardRole> World<R> {
             Reply::Voted(vote) => self.observe_honest_vote(authority, ticket, asked, vote),
             Reply::RoundChanged(change) => {
                 let Some(Asked::Payment {
-                    call: Call::RoundChange {
-                        account,
-                        sequence,
-                        round,
-                    },
+                    call:
+                        Call::RoundChange {
+                            account,
+                            sequence,
+                            round,
+                        },
                     ..
                 }) = asked
                 else {
@@ -273,20 +274,22 @@ impl<R: ShardRole> World<R> {
         let Some(order) = self.order_of(ticket) else {
             unreachable!("a ticket that asks for a vote names an order")
         };
-        let key = (
-            authority,
-            order.0,
-            order.1,
-            vote.statement.kind,
-            vote.statement.round,
-        );
+        let key = (authority, order.0, order.1, vote.statement.kind, vote.statement.round);
         let digest_prefix = u64::from_le_bytes(vote.statement.order_digest[..8].try_into().expect("8 bytes"));
         let sender_prefix = u64::from_le_bytes(key.1 .0[..8].try_into().expect("8 bytes"));
         let kind = vote.statement.kind as u64;
         let round = u64::from(vote.statement.round);
         self.record(
             "voted",
-            &[u64::from(authority), sender_prefix, key.2, kind, round, digest_prefix, ticket],
+            &[
+                u64::from(authority),
+                sender_prefix,
+                key.2,
+                kind,
+                round,
+                digest_prefix,
+                ticket,
+            ],
         );
         if !self.checks.honest_votes_once {
             return Ok(());

@@ -204,6 +204,10 @@ pub struct ByzantineReport {
     /// Slots a Byzantine user signed two orders for that still reached a final certificate
     /// (through recovery rounds, or round 0 if one order won everywhere).
     pub recovered_slots: u64,
+    /// Of them, those settled (final, and confirmed by a quorum) only after faults stopped, and
+    /// how long after at the latest: at most `recovery_ms_max`.
+    pub recovered_after_heal: u64,
+    pub recovery_after_heal_ms_max: u64,
     /// Final certificates made of commit votes (the slow path or a recovery round), not of
     /// every authority's round-0 prepare votes.
     pub commit_certificates: u64,

@@ -20,7 +20,7 @@ use crate::world::Violation;
 
 /// Recovery rounds a payment may try before it fails (and its party starts it again): far more
 /// than a run needs, so that failing is rare and a failure is a liveness problem to look at.
-const ROUNDS_MAX: u32 = 64;
+const ROUNDS_MAX: u32 = 1_000;
 /// After a quorum of round-0 prepares, how long the rest may take before the slow path.
 const FAST_PATH_WAIT_MS: u64 = 25;
 

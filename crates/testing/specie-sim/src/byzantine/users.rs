@@ -175,10 +175,7 @@ impl<R: ShardRole> World<R> {
     pub(super) fn confirming(&mut self, party: Party) -> (AccountKey, &mut BTreeMap<u64, BTreeSet<AuthorityIndex>>) {
         match party {
             Party::Client(i) => (self.clients[i].account, &mut self.clients[i].confirming),
-            Party::ByzantineUser(i) => (
-                self.byzantine_users[i].account,
-                &mut self.byzantine_users[i].confirming,
-            ),
+            Party::ByzantineUser(i) => (self.byzantine_users[i].account, &mut self.byzantine_users[i].confirming),
             _ => unreachable!("only users confirm their own certificates"),
         }
     }
@@ -220,11 +217,21 @@ impl<R: ShardRole> World<R> {
     pub(super) fn confirmed_by(&mut self, party: Party, authority: AuthorityIndex, sequence: u64) {
         let quorum = self.committee.quorum();
         let (_, confirming) = self.confirming(party);
-        if let Some(done) = confirming.get_mut(&sequence) {
-            done.insert(authority);
-            if done.len() >= quorum {
-                confirming.remove(&sequence);
-            }
+        let Some(done) = confirming.get_mut(&sequence) else {
+            return;
+        };
+        done.insert(authority);
+        if done.len() < quorum {
+            return;
+        }
+        confirming.remove(&sequence);
+        // A split slot of a Byzantine user is settled: it has its account back.
+        let contested =
+            matches!(party, Party::ByzantineUser(i) if self.byzantine_users[i].contested.contains(&sequence));
+        if let (true, Some(healed_at_ms)) = (contested, self.healed_at_ms) {
+            self.report.recovered_after_heal += 1;
+            let after_ms = self.now_ms - healed_at_ms;
+            self.report.recovery_after_heal_ms_max = self.report.recovery_after_heal_ms_max.max(after_ms);
         }
     }
 
@@ -272,14 +279,9 @@ impl<R: ShardRole> World<R> {
     ) -> Result<(), Violation> {
         let party = Party::Client(i);
         match (asked, reply) {
-            (
-                Asked::Payment {
-                    payment,
-                    attempt,
-                    call,
-                },
-                reply,
-            ) => self.payment_answer(party, authority, (payment, attempt, call), reply),
+            (Asked::Payment { payment, attempt, call }, reply) => {
+                self.payment_answer(party, authority, (payment, attempt, call), reply)
+            }
             (Asked::Confirm { sender, sequence }, Reply::Confirmed { .. }) if sender == self.clients[i].account => {
                 self.confirmed_by(party, authority, sequence);
                 Ok(())
@@ -374,7 +376,14 @@ impl<R: ShardRole> World<R> {
 
     /// Sends an authority the sender's certificates it lacks, in order; those this party does
     /// not hold it first reads from the authorities (§4.4).
-    pub(super) fn bring_up_to_date(&mut self, party: Party, authority: AuthorityIndex, sender: AccountKey, next: u64, got: u64) {
+    pub(super) fn bring_up_to_date(
+        &mut self,
+        party: Party,
+        authority: AuthorityIndex,
+        sender: AccountKey,
+        next: u64,
+        got: u64,
+    ) {
         for sequence in next..got {
             if self.certificate_of(party, &sender, sequence).is_none() {
                 self.read_account(party, sender, sequence);
