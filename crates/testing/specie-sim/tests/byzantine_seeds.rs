@@ -124,7 +124,7 @@ fn an_owner_who_equivocated_regains_the_account_within_bounded_time() {
         "only {recovered} split slots recovered in {CI_SEEDS} seeds"
     );
     assert!(
-        after_heal > 0,
+        after_heal > 10,
         "no split slot was still open when faults stopped ({split} split slots): the bound went untested"
     );
 }

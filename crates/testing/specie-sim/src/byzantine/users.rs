@@ -135,15 +135,13 @@ impl<R: ShardRole> World<R> {
                 self.wake_byzantine_user(i)?;
             }
         }
-        if self.faults_on {
-            if self
-                .adversary
-                .as_ref()
-                .and_then(|a| a.wake_at_ms)
-                .is_some_and(|at| at <= now_ms)
-            {
-                self.wake_adversary();
-            }
+        let adversary_due = self
+            .adversary
+            .as_ref()
+            .and_then(|a| a.wake_at_ms)
+            .is_some_and(|at| at <= now_ms);
+        if self.faults_on && adversary_due {
+            self.wake_adversary();
         }
         if self.bridge.wake_at_ms.is_some_and(|at| at <= now_ms) {
             self.wake_bridge();
