@@ -230,10 +230,18 @@ impl<R: ShardRole> World<R> {
                 account,
                 sequence,
                 round,
-            } => (behaviour != AuthorityBehaviour::Withholds).then(|| {
-                let change = self.adversary_round_change(account, sequence, round);
-                (ticket, Reply::RoundChanged(Box::new(change)))
-            }),
+            } => match behaviour {
+                AuthorityBehaviour::Withholds => None,
+                // A lie that it is far ahead: alone, it must not make the payer skip rounds.
+                AuthorityBehaviour::Equivocates if self.rng.gen_bool(0.3) => {
+                    let passed = round + self.rng.gen_range(1..1_000);
+                    Some((ticket, Reply::Refused(Refusal::RoundPassed { round: passed })))
+                }
+                _ => {
+                    let change = self.adversary_round_change(account, sequence, round);
+                    Some((ticket, Reply::RoundChanged(Box::new(change))))
+                }
+            },
             Input::Confirm { ticket, certificate } => {
                 let order = certificate.order.order.clone();
                 remember(&mut self.rng, &mut adversary.certificates, certificate);

@@ -12,31 +12,39 @@
 //! unacknowledged credits, so confirmations are refused as `ChannelFull` and retried.
 //!
 //! The parties (see `users` and `adversary`):
-//! - correct users fund accounts (through the core bridge, `Fund` at every authority), send
-//!   transfer orders to every authority, form a certificate from the first quorum of valid
-//!   votes (each checked with `Vote::check`), send confirmations to every authority, bring a
-//!   lagging authority up to date as §5 says (on `MissingEarlier`, the missing certificates
-//!   first; on a shortfall, the certificates that paid them), retry on time-outs, and redeem
-//!   some value to the core;
+//! - correct users fund accounts (through the core bridge, `Fund` at every authority) and pay
+//!   with `specie_committee::Payment`, the client state machine of docs/byzantine-mode.md
+//!   ("Rounds"): the order to every authority, final at every authority's round-0 prepare vote
+//!   (the fast path) or, through a lock, at a quorum's commit votes (the slow path), recovery
+//!   rounds if a round stalls; they resend the payment's call to whoever has not answered,
+//!   send the final certificate to every authority, bring a lagging authority up to date as §5
+//!   says (on `MissingEarlier` or a vote refused for an earlier slot, the missing certificates
+//!   first; on a shortfall, the certificates that paid them), and redeem some value to the core;
 //! - an auditor that, once the network heals, reads every account at every authority (§4.4) and
 //!   pushes any certificate it learns to the authorities that lack it;
-//! - Byzantine users who sign two orders for one sequence number, replay confirmations and
-//!   forge certificates;
-//! - at most one Byzantine authority, which equivocates, withholds, forges votes and answers,
-//!   or replays certificates and tries to forge cross-shard credits.
+//! - Byzantine users who sign two orders for one sequence number and split the committee
+//!   between them, replay confirmations and forge certificates, and then get their account back:
+//!   a payment holding both orders settles one of them through the recovery rounds;
+//! - at most one Byzantine authority, which equivocates (prepares anything, commits any lock,
+//!   claims rounds it is not in), withholds, forges votes, round changes and answers, or replays
+//!   certificates and tries to forge cross-shard credits.
 //!
 //! The network between all of them drops, duplicates, delays and reorders messages; shards
 //! crash and restart; malformed channel messages are handed to honest shards.
 //!
 //! Checked after every step (see `checks`): every honest shard's `check_invariants`; each
 //! honest authority's books (balances + credits in flight between its shards = funded −
-//! redeemed); an honest authority never signs two orders for one account and sequence number;
-//! no two honest authorities confirm different orders for one (account, sequence); only orders
-//! some party certified are settled; any two certificates for one (account, sequence) yield
-//! `DoubleVote` evidence that convicts only the Byzantine authority; forged certificates and
+//! redeemed); an honest authority's votes and round changes are its own, valid, and what it was
+//! asked for, and it never signs two orders for one account and sequence number in one phase of
+//! one round; no two honest authorities confirm different orders for one (account, sequence);
+//! only orders some party certified are settled; safety: never two final certificates for one
+//! (account, sequence), and round-0 votes of one authority on two of a user's orders convict
+//! only the Byzantine authority; forged certificates (locks passed off as final among them) and
 //! malformed channel messages change nothing; a restarted shard is the shard that crashed.
 //! Once the network heals and retransmissions drain: every correct user's payments are settled
-//! at every honest authority, honest authorities agree on every account, and value is conserved.
+//! at every honest authority, every slot a Byzantine user split is final and confirmed by a
+//! quorum (within `recovery_ms_max` of the heal), honest authorities agree on every account,
+//! and value is conserved.
 
 mod adversary;
 mod checks;
@@ -69,12 +77,14 @@ pub const AUTHORITIES: usize = 4;
 /// What the Byzantine authority does, chosen per seed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthorityBehaviour {
-    /// Votes for every order it is sent, conflicting ones included, and confirms everything.
+    /// Votes for every order it is sent, conflicting ones included, in any phase and round,
+    /// confirms everything, and sometimes claims to be in a round far ahead.
     Equivocates,
     /// Answers no order, confirmation, funding or read.
     Withholds,
-    /// Answers orders with malformed votes (bad signature, another committee, another order,
-    /// an index not in the committee, another authority's index) and reads with false states.
+    /// Answers orders, proposals and locks with malformed votes (bad signature, another
+    /// committee, another order, another phase or round, an index not in the committee, another
+    /// authority's index), round changes with broken signatures, and reads with false states.
     ForgesVotes,
     /// Votes for everything, and replays the certificates and orders it has seen at honest
     /// authorities, and tries to push forged credits into their shards' channels.
