@@ -4,22 +4,42 @@
 //! reorders, with every invariant checked after every step. `specie sim --seeds N` runs the long
 //! soak.
 
+use std::sync::OnceLock;
+
 use specie_sim::{run_byzantine, AuthorityBehaviour, ByzantineOptions, ByzantineReport};
+
+/// The seeds CI runs.
+const CI_SEEDS: u64 = 300;
+
+/// Every CI seed's report, run once and shared by the tests that read them (a violation fails
+/// the first test to ask, with its seed).
+fn ci_reports() -> &'static [(ByzantineOptions, ByzantineReport)] {
+    static REPORTS: OnceLock<Vec<(ByzantineOptions, ByzantineReport)>> = OnceLock::new();
+    REPORTS.get_or_init(|| {
+        (0..CI_SEEDS)
+            .map(|seed| {
+                let options = ByzantineOptions::from_seed(seed);
+                let report = run_byzantine(options.clone()).unwrap_or_else(|violation| panic!("{violation}"));
+                (options, report)
+            })
+            .collect()
+    })
+}
 
 #[test]
 fn hundreds_of_byzantine_seeds_hold_every_invariant() {
     let mut t = ByzantineReport::default();
     let mut behaviours = std::collections::BTreeSet::new();
-    for seed in 0..300 {
-        let options = ByzantineOptions::from_seed(seed);
+    for (options, r) in ci_reports() {
         if let Some((_, behaviour)) = options.byzantine_authority {
             behaviours.insert(format!("{behaviour:?}"));
         }
-        let r = run_byzantine(options).unwrap_or_else(|violation| panic!("{violation}"));
         t.payments += r.payments;
         t.redeems += r.redeems;
         t.byzantine_certificates += r.byzantine_certificates;
         t.equivocations += r.equivocations;
+        t.commit_certificates += r.commit_certificates;
+        t.recovery_rounds_used += r.recovery_rounds_used;
         t.double_votes += r.double_votes;
         t.forged_votes_ignored += r.forged_votes_ignored;
         t.false_answers_ignored += r.false_answers_ignored;
@@ -43,6 +63,12 @@ fn hundreds_of_byzantine_seeds_hold_every_invariant() {
         ("redeems", t.redeems, 500),
         ("equivocations", t.equivocations, 200),
         ("Byzantine certificates", t.byzantine_certificates, 150),
+        (
+            "final certificates of commit votes (slow path or recovery)",
+            t.commit_certificates,
+            100,
+        ),
+        ("payments final in a recovery round", t.recovery_rounds_used, 50),
         ("double votes held as evidence", t.double_votes, 100),
         ("forged votes ignored", t.forged_votes_ignored, 400),
         ("false answers ignored", t.false_answers_ignored, 200),
@@ -51,7 +77,9 @@ fn hundreds_of_byzantine_seeds_hold_every_invariant() {
         ("forged credits refused by the transport", t.forged_credits_refused, 300),
         ("malformed channel messages", t.corrupt_channel_messages, 500),
         ("channel violations reported", t.channel_violations_reported, 500),
-        ("catch-ups after MissingEarlier", t.missing_earlier, 100),
+        // Fewer than before the recovery rounds: a payment takes the slow path whenever one
+        // authority is slow or faulty, so confirmations more often land before the next one.
+        ("catch-ups after MissingEarlier", t.missing_earlier, 40),
         ("confirmations refused while a channel was full", t.channel_full, 20),
         (
             "inputs taken before earlier commands were durable",
@@ -64,8 +92,41 @@ fn hundreds_of_byzantine_seeds_hold_every_invariant() {
         ("messages duplicated", t.messages_duplicated, 3_000),
     ];
     for (what, count, least) in expected {
-        assert!(count > least, "only {count} {what} in 300 seeds: {t:?}");
+        assert!(count > least, "only {count} {what} in {CI_SEEDS} seeds: {t:?}");
     }
+}
+
+/// The acceptance point of the recovery rounds: an owner who signed two orders for one sequence
+/// number and split the committee between them regains its account within bounded time. Every
+/// such slot of every CI seed ends final (one of its orders) and confirmed by a quorum, those
+/// still open when faults stopped within `recovery_ms_max` of it, and the account moves on.
+#[test]
+fn an_owner_who_equivocated_regains_the_account_within_bounded_time() {
+    let (mut split, mut recovered, mut after_heal) = (0, 0, 0);
+    for (options, r) in ci_reports() {
+        assert_eq!(
+            r.recovered_slots, r.equivocations,
+            "seed {}: every split slot ends with a final certificate",
+            options.seed
+        );
+        assert!(
+            r.recovery_after_heal_ms_max <= options.recovery_ms_max,
+            "seed {}: a split slot took {} ms after faults stopped",
+            options.seed,
+            r.recovery_after_heal_ms_max
+        );
+        split += r.equivocations;
+        recovered += r.recovered_slots;
+        after_heal += r.recovered_after_heal;
+    }
+    assert!(
+        recovered > 100,
+        "only {recovered} split slots recovered in {CI_SEEDS} seeds"
+    );
+    assert!(
+        after_heal > 10,
+        "no split slot was still open when faults stopped ({split} split slots): the bound went untested"
+    );
 }
 
 #[test]

@@ -3,9 +3,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use specie_authority::{Command, Reply, Report, ShardIndex};
-use specie_fastpay::{AccountKey, AuthorityIndex, Certificate, DoubleVote, Evidence, Recipient};
+use specie_committee::Call;
+use specie_fastpay::{AccountKey, AuthorityIndex, Certificate, DoubleVote, Evidence, Recipient, Vote, VoteKind};
 use specie_role::Ticket;
 
+use super::paying::expected_vote;
 use super::{Asked, ByzantineReport, ShardHost, ShardRole, World, AUTHORITIES};
 use crate::world::Violation;
 
@@ -15,7 +17,8 @@ use crate::world::Violation;
 pub(super) struct Checks {
     /// A shard rebuilt from its log is the shard that crashed.
     pub restart_is_lossless: bool,
-    /// An honest authority's votes that leave it name one order per (account, sequence).
+    /// An honest authority's votes that leave it name one order per (account, sequence, phase,
+    /// round).
     pub honest_votes_once: bool,
 }
 
@@ -28,7 +31,8 @@ impl Checks {
 
 /// What the checks remember of the run.
 pub(super) struct Observed {
-    /// Every certificate any party formed or learned, per (account, sequence): one per order.
+    /// Every final certificate any party formed or learned, per (account, sequence): one per
+    /// order (two would break safety).
     certificates: BTreeMap<(AccountKey, u64), Vec<Certificate>>,
     /// In the order they were first seen, for adversaries picking one to replay or forge.
     certificate_keys: Vec<(AccountKey, u64)>,
@@ -36,8 +40,8 @@ pub(super) struct Observed {
     certified: BTreeSet<[u8; 32]>,
     /// Per (account, sequence), the first honest authority to confirm it and the order.
     confirmed: BTreeMap<(AccountKey, u64), (AuthorityIndex, [u8; 32])>,
-    /// Per (honest authority, account, sequence), the order its votes were for.
-    votes: BTreeMap<(AuthorityIndex, AccountKey, u64), [u8; 32]>,
+    /// Per (honest authority, account, sequence, phase, round), the order its votes were for.
+    votes: BTreeMap<(AuthorityIndex, AccountKey, u64, VoteKind, u32), [u8; 32]>,
     /// Malformed channel messages handed to each authority: its shards may report channel
     /// violations (those and their echoes, such as an acknowledgement back to the sibling named
     /// as the sender), and only then.
@@ -84,8 +88,9 @@ impl<R: ShardRole> World<R> {
         Ok(())
     }
 
-    /// Every certificate formed or seen: a second order for one (account, sequence) must come
-    /// with evidence that convicts only the Byzantine authority.
+    /// Every final certificate formed or seen. Safety: there is never a second one for another
+    /// order at one (account, sequence), whatever the Byzantine parties do (f = 1). Two of one
+    /// phase and round would hold evidence, which must not convict an honest authority.
     pub(super) fn observe_certificate(&mut self, certificate: &Certificate) -> Result<(), Violation> {
         let order = &certificate.order.order;
         let key = (order.sender, order.sequence);
@@ -103,16 +108,29 @@ impl<R: ShardRole> World<R> {
             .collect();
         let conflicting = !known.is_empty();
         known.push(certificate.clone());
-        if conflicting {
-            let context = format!("two certificates for account {:?} sequence {}", &key.0 .0[..4], key.1);
+        if !conflicting {
+            return Ok(());
+        }
+        let context = format!(
+            "two final certificates for account {:?} sequence {}",
+            &key.0 .0[..4],
+            key.1
+        );
+        if !double_votes.is_empty() {
             self.check_evidence(double_votes, &context)?;
         }
-        Ok(())
+        Err(self.violation(format!(
+            "{context}: safety broken (kinds and rounds {:?})",
+            self.observed.certificates[&key]
+                .iter()
+                .map(|c| (c.kind, c.round))
+                .collect::<Vec<_>>()
+        )))
     }
 
     pub(super) fn check_evidence(&self, double_votes: Vec<DoubleVote>, context: &str) -> Result<(), Violation> {
         let evidence = Evidence {
-            committee: self.committee.clone(),
+            committee: (*self.committee).clone(),
             double_votes,
         };
         match evidence.convicted() {
@@ -172,42 +190,136 @@ impl<R: ShardRole> World<R> {
         Ok(())
     }
 
-    /// What an honest shard answers: its votes name one order per (account, sequence).
+    /// What an honest shard answers: a vote is its own, valid, for what it was asked, and its
+    /// votes name one order per (account, sequence, phase, round); a round change is its own
+    /// and valid for the slot and round asked; a final certificate is final.
     pub(super) fn observe_honest_reply(
         &mut self,
         authority: AuthorityIndex,
         ticket: Ticket,
         reply: &Reply,
     ) -> Result<(), Violation> {
-        let Reply::Voted(vote) = reply else {
-            return Ok(());
-        };
-        let Some((_, Asked::Transfer(order))) = self.tickets.get(&ticket) else {
-            return Err(self.violation(format!("authority {authority} voted on ticket {ticket}, not an order")));
-        };
-        let key = (authority, order.order.sender, order.order.sequence);
-        if vote.statement.order_digest != order.order.digest() {
+        let asked = self.tickets.get(&ticket).map(|(_, asked)| asked.clone());
+        match reply {
+            Reply::Voted(vote) => self.observe_honest_vote(authority, ticket, asked, vote),
+            Reply::RoundChanged(change) => {
+                let Some(Asked::Payment {
+                    call:
+                        Call::RoundChange {
+                            account,
+                            sequence,
+                            round,
+                        },
+                    ..
+                }) = asked
+                else {
+                    return Err(self.violation(format!(
+                        "authority {authority} answered ticket {ticket} with a round change, unasked"
+                    )));
+                };
+                let checked = change.check(&self.committee, &account, sequence, round);
+                match checked {
+                    Ok(()) if change.authority == authority => Ok(()),
+                    Ok(()) => Err(self.violation(format!(
+                        "honest authority {authority} sent authority {}'s round change",
+                        change.authority
+                    ))),
+                    Err(error) => Err(self.violation(format!(
+                        "honest authority {authority} sent an invalid round change: {error}"
+                    ))),
+                }
+            }
+            Reply::Final(certificate) => match certificate.check(&self.committee) {
+                Ok(()) => Ok(()),
+                Err(error) => Err(self.violation(format!(
+                    "honest authority {authority} answered with a final certificate that is not: {error}"
+                ))),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    fn observe_honest_vote(
+        &mut self,
+        authority: AuthorityIndex,
+        ticket: Ticket,
+        asked: Option<Asked>,
+        vote: &Vote,
+    ) -> Result<(), Violation> {
+        let Some(expected) = asked.and_then(|asked| expected_vote(self.committee.id(), &asked)) else {
             return Err(self.violation(format!(
-                "authority {authority} answered an order with a vote for another"
+                "authority {authority} voted on ticket {ticket}, which asked for no vote"
+            )));
+        };
+        if vote.authority != authority {
+            return Err(self.violation(format!("authority {authority} voted as authority {}", vote.authority)));
+        }
+        if let Err(error) = vote.check(&self.committee, &vote.statement) {
+            return Err(self.violation(format!(
+                "honest authority {authority} sent an invalid vote ({:?} round {}): {error}",
+                vote.statement.kind, vote.statement.round
             )));
         }
+        if vote.statement != expected {
+            return Err(self.violation(format!(
+                "authority {authority} answered a request for a {:?} vote in round {} with a {:?} vote in round {} \
+                 (same order: {})",
+                expected.kind,
+                expected.round,
+                vote.statement.kind,
+                vote.statement.round,
+                expected.order_digest == vote.statement.order_digest
+            )));
+        }
+        let Some(order) = self.order_of(ticket) else {
+            unreachable!("a ticket that asks for a vote names an order")
+        };
+        let key = (authority, order.0, order.1, vote.statement.kind, vote.statement.round);
         let digest_prefix = u64::from_le_bytes(vote.statement.order_digest[..8].try_into().expect("8 bytes"));
         let sender_prefix = u64::from_le_bytes(key.1 .0[..8].try_into().expect("8 bytes"));
+        let kind = vote.statement.kind as u64;
+        let round = u64::from(vote.statement.round);
         self.record(
             "voted",
-            &[u64::from(authority), sender_prefix, key.2, digest_prefix, ticket],
+            &[
+                u64::from(authority),
+                sender_prefix,
+                key.2,
+                kind,
+                round,
+                digest_prefix,
+                ticket,
+            ],
         );
         if !self.checks.honest_votes_once {
             return Ok(());
         }
         match self.observed.votes.insert(key, vote.statement.order_digest) {
             Some(earlier) if earlier != vote.statement.order_digest => Err(self.violation(format!(
-                "honest authority {authority} signed two orders for account {:?} sequence {}",
+                "honest authority {authority} signed two orders for account {:?} sequence {} ({:?} round {})",
                 &key.1 .0[..4],
-                key.2
+                key.2,
+                key.3,
+                key.4
             ))),
             _ => Ok(()),
         }
+    }
+
+    /// The (account, sequence) of the order a vote-asking ticket names.
+    fn order_of(&self, ticket: Ticket) -> Option<(AccountKey, u64)> {
+        let order = match &self.tickets.get(&ticket)?.1 {
+            Asked::Transfer(order)
+            | Asked::Payment {
+                call: Call::Transfer(order) | Call::Propose { order, .. },
+                ..
+            } => order,
+            Asked::Payment {
+                call: Call::Lock(lock), ..
+            } => &lock.order,
+            _ => return None,
+        };
+        Some((order.order.sender, order.order.sequence))
     }
 
     /// What an honest shard reports: evidence must convict only the Byzantine authority, and

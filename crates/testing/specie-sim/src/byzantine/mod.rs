@@ -12,44 +12,55 @@
 //! unacknowledged credits, so confirmations are refused as `ChannelFull` and retried.
 //!
 //! The parties (see `users` and `adversary`):
-//! - correct users fund accounts (through the core bridge, `Fund` at every authority), send
-//!   transfer orders to every authority, form a certificate from the first quorum of valid
-//!   votes (each checked with `Vote::check`), send confirmations to every authority, bring a
-//!   lagging authority up to date as §5 says (on `MissingEarlier`, the missing certificates
-//!   first; on a shortfall, the certificates that paid them), retry on time-outs, and redeem
-//!   some value to the core;
+//! - correct users fund accounts (through the core bridge, `Fund` at every authority) and pay
+//!   with `specie_committee::Payment`, the client state machine of docs/byzantine-mode.md
+//!   ("Rounds"): the order to every authority, final at every authority's round-0 prepare vote
+//!   (the fast path) or, through a lock, at a quorum's commit votes (the slow path), recovery
+//!   rounds if a round stalls; they resend the payment's call to whoever has not answered,
+//!   send the final certificate to every authority, bring a lagging authority up to date as §5
+//!   says (on `MissingEarlier` or a vote refused for an earlier slot, the missing certificates
+//!   first; on a shortfall, the certificates that paid them), and redeem some value to the core;
 //! - an auditor that, once the network heals, reads every account at every authority (§4.4) and
 //!   pushes any certificate it learns to the authorities that lack it;
-//! - Byzantine users who sign two orders for one sequence number, replay confirmations and
-//!   forge certificates;
-//! - at most one Byzantine authority, which equivocates, withholds, forges votes and answers,
-//!   or replays certificates and tries to forge cross-shard credits.
+//! - Byzantine users who sign two orders for one sequence number and split the committee
+//!   between them, replay confirmations and forge certificates, and then get their account back:
+//!   a payment holding both orders settles one of them through the recovery rounds;
+//! - at most one Byzantine authority, which equivocates (prepares anything, commits any lock,
+//!   claims rounds it is not in), withholds, forges votes, round changes and answers, or replays
+//!   certificates and tries to forge cross-shard credits.
 //!
 //! The network between all of them drops, duplicates, delays and reorders messages; shards
 //! crash and restart; malformed channel messages are handed to honest shards.
 //!
 //! Checked after every step (see `checks`): every honest shard's `check_invariants`; each
 //! honest authority's books (balances + credits in flight between its shards = funded −
-//! redeemed); an honest authority never signs two orders for one account and sequence number;
-//! no two honest authorities confirm different orders for one (account, sequence); only orders
-//! some party certified are settled; any two certificates for one (account, sequence) yield
-//! `DoubleVote` evidence that convicts only the Byzantine authority; forged certificates and
+//! redeemed); an honest authority's votes and round changes are its own, valid, and what it was
+//! asked for, and it never signs two orders for one account and sequence number in one phase of
+//! one round; no two honest authorities confirm different orders for one (account, sequence);
+//! only orders some party certified are settled; safety: never two final certificates for one
+//! (account, sequence), and round-0 votes of one authority on two of a user's orders convict
+//! only the Byzantine authority; forged certificates (locks passed off as final among them) and
 //! malformed channel messages change nothing; a restarted shard is the shard that crashed.
 //! Once the network heals and retransmissions drain: every correct user's payments are settled
-//! at every honest authority, honest authorities agree on every account, and value is conserved.
+//! at every honest authority, every slot a Byzantine user split is final and confirmed by a
+//! quorum (within `recovery_ms_max` of the heal), honest authorities agree on every account,
+//! and value is conserved.
 
 mod adversary;
 mod checks;
 mod host;
+mod paying;
 #[cfg(test)]
 mod planted;
 mod users;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use specie_authority::{AuthorityConfig, AuthorityShard, Input, Message, Reply, ShardIndex};
+use specie_committee::Call;
 use specie_fastpay::{deterministic_key, AccountKey, AuthorityIndex, Certificate, Committee, SignedOrder, SigningKey};
 use specie_role::Ticket;
 use specie_transaction::hash::Sha256Writer;
@@ -66,12 +77,14 @@ pub const AUTHORITIES: usize = 4;
 /// What the Byzantine authority does, chosen per seed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthorityBehaviour {
-    /// Votes for every order it is sent, conflicting ones included, and confirms everything.
+    /// Votes for every order it is sent, conflicting ones included, in any phase and round,
+    /// confirms everything, and sometimes claims to be in a round far ahead.
     Equivocates,
     /// Answers no order, confirmation, funding or read.
     Withholds,
-    /// Answers orders with malformed votes (bad signature, another committee, another order,
-    /// an index not in the committee, another authority's index) and reads with false states.
+    /// Answers orders, proposals and locks with malformed votes (bad signature, another
+    /// committee, another order, another phase or round, an index not in the committee, another
+    /// authority's index), round changes with broken signatures, and reads with false states.
     ForgesVotes,
     /// Votes for everything, and replays the certificates and orders it has seen at honest
     /// authorities, and tries to push forged credits into their shards' channels.
@@ -134,6 +147,12 @@ pub struct ByzantineOptions {
     pub settle_ms_max: u64,
     /// Safety net against a run that never ends.
     pub steps_max: u64,
+    /// How long a payment's round may take before the payer opens the next (recovery rounds).
+    pub round_timeout_ms: u64,
+    /// Once faults stop, every slot a Byzantine user signed two orders for must have a final
+    /// certificate confirmed by a quorum within this much virtual time: an owner who
+    /// equivocated regains its account within bounded time.
+    pub recovery_ms_max: u64,
 }
 
 impl ByzantineOptions {
@@ -173,6 +192,8 @@ impl ByzantineOptions {
             pay_per_mille: rng.gen_range(200..800),
             settle_ms_max: 30_000,
             steps_max: 400_000,
+            round_timeout_ms: 600,
+            recovery_ms_max: 4_000,
         }
     }
 }
@@ -190,6 +211,18 @@ pub struct ByzantineReport {
     /// Certificates Byzantine users formed, and the sequence numbers they signed two orders for.
     pub byzantine_certificates: u64,
     pub equivocations: u64,
+    /// Slots a Byzantine user signed two orders for that still reached a final certificate
+    /// (through recovery rounds, or round 0 if one order won everywhere).
+    pub recovered_slots: u64,
+    /// Of them, those settled (final, and confirmed by a quorum) only after faults stopped, and
+    /// how long after at the latest: at most `recovery_ms_max`.
+    pub recovered_after_heal: u64,
+    pub recovery_after_heal_ms_max: u64,
+    /// Final certificates made of commit votes (the slow path or a recovery round), not of
+    /// every authority's round-0 prepare votes.
+    pub commit_certificates: u64,
+    /// Payments that reached a final certificate in a round above 0.
+    pub recovery_rounds_used: u64,
     /// Pairs of one authority's votes on conflicting orders that Byzantine users held: evidence,
     /// which must convict only the Byzantine authority.
     pub double_votes: u64,
@@ -235,7 +268,14 @@ enum Party {
 /// What a request asked, kept by ticket to interpret the answer.
 #[derive(Clone, Debug)]
 enum Asked {
+    /// An order sent on its own, outside a payment (a Byzantine party's).
     Transfer(SignedOrder),
+    /// A call of the party's payment number `payment`, in its attempt `attempt`.
+    Payment {
+        payment: u64,
+        attempt: u32,
+        call: Call,
+    },
     Confirm {
         sender: AccountKey,
         sequence: u64,
@@ -285,13 +325,17 @@ struct World<R: ShardRole> {
     step: u64,
     faults_on: bool,
     settle_by_ms: u64,
-    committee: Committee,
+    /// When faults stopped, once they have.
+    healed_at_ms: Option<u64>,
+    committee: Arc<Committee>,
     authority_keys: Vec<SigningKey>,
     /// Each authority's shards; `None` for the Byzantine one, which runs no role at all.
     authorities: Vec<Option<Vec<ShardHost<R>>>>,
     network: Vec<Envelope>,
     tickets: BTreeMap<Ticket, (Party, Asked)>,
     next_ticket: Ticket,
+    /// Payments started so far, to tell a payment's late answers from its successor's.
+    payments_started: u64,
     clients: Vec<Client>,
     byzantine_users: Vec<ByzantineUser>,
     adversary: Option<ByzantineAuthority>,
@@ -374,12 +418,14 @@ impl<R: ShardRole> World<R> {
             step: 0,
             faults_on: true,
             settle_by_ms: u64::MAX,
-            committee,
+            healed_at_ms: None,
+            committee: Arc::new(committee),
             authority_keys,
             authorities,
             network: Vec::new(),
             tickets: BTreeMap::new(),
             next_ticket: 0,
+            payments_started: 0,
             clients,
             byzantine_users,
             bridge: Bridge::default(),
@@ -463,6 +509,7 @@ impl<R: ShardRole> World<R> {
                     self.describe_unsettled()
                 )));
             }
+            self.check_recovered_in_time()?;
             if self.faults_on {
                 self.inject_faults()?;
             }
@@ -485,8 +532,31 @@ impl<R: ShardRole> World<R> {
     fn heal(&mut self) {
         self.faults_on = false;
         self.settle_by_ms = self.now_ms + self.options.settle_ms_max;
+        self.healed_at_ms = Some(self.now_ms);
         self.auditor.wake_at_ms = Some(self.now_ms);
         self.record("healed", &[]);
+    }
+
+    /// An owner who signed two orders for one slot regains its account within bounded time once
+    /// faults stop: the slot has a final certificate confirmed by a quorum.
+    fn check_recovered_in_time(&self) -> Result<(), Violation> {
+        let Some(healed_at_ms) = self.healed_at_ms else {
+            return Ok(());
+        };
+        if self.now_ms <= healed_at_ms + self.options.recovery_ms_max {
+            return Ok(());
+        }
+        for (i, user) in self.byzantine_users.iter().enumerate() {
+            if let Some(sequence) = user.unrecovered().next() {
+                return Err(self.violation(format!(
+                    "Byzantine user {i}'s contested slot {sequence} is not final and confirmed {} ms after faults \
+                     stopped (round {:?})",
+                    self.options.recovery_ms_max,
+                    user.paying.as_ref().map(|p| p.payment.round())
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn workload_certified(&self) -> bool {
@@ -529,6 +599,7 @@ impl<R: ShardRole> World<R> {
     fn request(&mut self, party: Party, authority: AuthorityIndex, account: &AccountKey, asked: Asked) {
         let make: Box<dyn FnOnce(Ticket) -> Input> = match asked.clone() {
             Asked::Transfer(order) => Box::new(move |ticket| Input::Transfer { ticket, order }),
+            Asked::Payment { call, .. } => Box::new(move |ticket| call.into_input(ticket)),
             Asked::Confirm { sender, sequence } => {
                 let Some(certificate) = self.certificate_of(party, &sender, sequence) else {
                     return;
@@ -820,6 +891,11 @@ impl<R: ShardRole> World<R> {
                 missing.push(format!("client {i} still has payments to make"));
             }
         }
+        for (i, user) in self.byzantine_users.iter().enumerate() {
+            if let Some(sequence) = user.unrecovered().next() {
+                missing.push(format!("Byzantine user {i}'s contested slot {sequence} is not settled"));
+            }
+        }
         for account in self.owners.keys() {
             let sequences: BTreeSet<u64> = self
                 .honest()
@@ -848,6 +924,9 @@ fn input_ticket(input: &Input) -> Ticket {
     match input {
         Input::Transfer { ticket, .. }
         | Input::Confirm { ticket, .. }
+        | Input::RoundChange { ticket, .. }
+        | Input::Propose { ticket, .. }
+        | Input::Lock { ticket, .. }
         | Input::Account { ticket, .. }
         | Input::Fund { ticket, .. } => *ticket,
         Input::Credits { .. } | Input::CreditAck { .. } => u64::MAX,

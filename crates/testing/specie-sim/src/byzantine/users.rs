@@ -5,10 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rand::Rng;
 use specie_authority::{AccountState, Funding, Refusal, Reply};
-use specie_fastpay::{
-    AccountKey, AuthorityIndex, Certificate, CoreAddress, Recipient, SignedOrder, SigningKey, TransferOrder, Vote,
-};
+use specie_fastpay::{AccountKey, AuthorityIndex, Certificate, CoreAddress, Recipient, SigningKey, TransferOrder};
 
+use super::paying::Paying;
 use super::{Asked, Party, ShardRole, World, AUTHORITIES};
 use crate::world::Violation;
 
@@ -17,12 +16,6 @@ const FUNDING: u64 = 1_000;
 const TOP_UP: u64 = 200;
 /// The largest payment a correct user makes.
 const PAYMENT_MAX: u64 = 300;
-
-/// An order being voted on, and the valid votes it has, in the order they came.
-pub(super) struct Voting {
-    pub order: SignedOrder,
-    pub votes: Vec<Vote>,
-}
 
 /// A correct user: one order per sequence number, each driven to a certificate and confirmed
 /// everywhere.
@@ -39,7 +32,8 @@ pub(super) struct Client {
     /// correct user (§4.5, rule 3) needs no more: an authority left behind is brought up to
     /// date when a later certificate of this account reaches it (§5), or by the auditor.
     pub confirming: BTreeMap<u64, BTreeSet<AuthorityIndex>>,
-    pub voting: Option<Voting>,
+    /// The payment of its next order, until it is final.
+    pub paying: Option<Paying>,
     /// The certificates that paid it, by (payer, sequence): pushed to an authority that finds
     /// its balance short (§5, Proposition 5.4).
     pub received: Vec<(AccountKey, u64)>,
@@ -55,7 +49,7 @@ impl Client {
             payments_left: payments,
             certificates: Vec::new(),
             confirming: BTreeMap::new(),
-            voting: None,
+            paying: None,
             received: Vec::new(),
             wake_at_ms: 0,
         }
@@ -63,7 +57,7 @@ impl Client {
 
     /// Every payment it means to make has a certificate.
     pub fn is_certified(&self) -> bool {
-        self.payments_left == 0 && self.voting.is_none()
+        self.payments_left == 0 && self.paying.is_none()
     }
 }
 
@@ -109,7 +103,8 @@ impl<R: ShardRole> World<R> {
     }
 
     pub(super) fn party_wakes(&self) -> impl Iterator<Item = u64> + '_ {
-        let byzantine_users = self.byzantine_users.iter().filter(|_| self.faults_on);
+        // Once faults stop, a Byzantine user still recovers its account.
+        let byzantine_users = self.byzantine_users.iter();
         let adversary = self
             .adversary
             .as_ref()
@@ -122,30 +117,31 @@ impl<R: ShardRole> World<R> {
             .chain(adversary)
             .chain(self.bridge.wake_at_ms)
             .chain(self.auditor.wake_at_ms)
+            .chain(self.payment_timeouts())
     }
 
     /// Lets every party whose time has come act.
     pub(super) fn wake_parties(&mut self) -> Result<(), Violation> {
         let now_ms = self.now_ms;
         for i in 0..self.clients.len() {
+            self.payment_timeout(Party::Client(i))?;
             if self.clients[i].wake_at_ms <= now_ms {
-                self.wake_client(i);
+                self.wake_client(i)?;
             }
         }
-        if self.faults_on {
-            for i in 0..self.byzantine_users.len() {
-                if self.byzantine_users[i].wake_at_ms <= now_ms {
-                    self.wake_byzantine_user(i);
-                }
+        for i in 0..self.byzantine_users.len() {
+            self.payment_timeout(Party::ByzantineUser(i))?;
+            if self.byzantine_users[i].wake_at_ms <= now_ms {
+                self.wake_byzantine_user(i)?;
             }
-            if self
-                .adversary
-                .as_ref()
-                .and_then(|a| a.wake_at_ms)
-                .is_some_and(|at| at <= now_ms)
-            {
-                self.wake_adversary();
-            }
+        }
+        let adversary_due = self
+            .adversary
+            .as_ref()
+            .and_then(|a| a.wake_at_ms)
+            .is_some_and(|at| at <= now_ms);
+        if self.faults_on && adversary_due {
+            self.wake_adversary();
         }
         if self.bridge.wake_at_ms.is_some_and(|at| at <= now_ms) {
             self.wake_bridge();
@@ -156,26 +152,36 @@ impl<R: ShardRole> World<R> {
         Ok(())
     }
 
-    /// Asks again for what is missing (votes, confirmations), then starts the next payment.
-    fn wake_client(&mut self, i: usize) {
+    /// Asks again for what is missing (its payment's answers, confirmations), then starts the
+    /// next payment.
+    fn wake_client(&mut self, i: usize) -> Result<(), Violation> {
         let party = Party::Client(i);
         self.clients[i].wake_at_ms = self.now_ms + self.options.retry_ms + self.rng.gen_range(0..50);
         if self.faults_on && self.rng.gen_range(0..100) < 2 {
             self.fund(self.clients[i].account, TOP_UP);
         }
-        let client = &self.clients[i];
-        let account = client.account;
-        if let Some(voting) = &client.voting {
-            let order = voting.order.clone();
-            let missing: Vec<AuthorityIndex> = (0..AUTHORITIES as AuthorityIndex)
-                .filter(|a| !voting.votes.iter().any(|v| v.authority == *a))
-                .collect();
-            for authority in missing {
-                self.request(party, authority, &account, Asked::Transfer(order.clone()));
-            }
+        self.retransmit_payment(party);
+        self.resend_confirmations(party);
+        let pays = !self.faults_on || self.rng.gen_range(0..1000) < self.options.pay_per_mille;
+        if self.clients[i].paying.is_none() && self.clients[i].payments_left > 0 && pays {
+            self.start_payment(i)?;
         }
-        let unconfirmed: Vec<(u64, AuthorityIndex)> = self.clients[i]
-            .confirming
+        Ok(())
+    }
+
+    /// A user's certificates, not yet confirmed by a quorum, and who has confirmed each.
+    pub(super) fn confirming(&mut self, party: Party) -> (AccountKey, &mut BTreeMap<u64, BTreeSet<AuthorityIndex>>) {
+        match party {
+            Party::Client(i) => (self.clients[i].account, &mut self.clients[i].confirming),
+            Party::ByzantineUser(i) => (self.byzantine_users[i].account, &mut self.byzantine_users[i].confirming),
+            _ => unreachable!("only users confirm their own certificates"),
+        }
+    }
+
+    /// Sends the user's certificates again to the authorities that have not confirmed them.
+    pub(super) fn resend_confirmations(&mut self, party: Party) {
+        let (account, confirming) = self.confirming(party);
+        let unconfirmed: Vec<(u64, AuthorityIndex)> = confirming
             .iter()
             .flat_map(|(&sequence, done)| {
                 (0..AUTHORITIES as AuthorityIndex)
@@ -190,18 +196,49 @@ impl<R: ShardRole> World<R> {
             };
             self.request(party, authority, &account, asked);
         }
-        let pays = !self.faults_on || self.rng.gen_range(0..1000) < self.options.pay_per_mille;
-        if self.clients[i].voting.is_none() && self.clients[i].payments_left > 0 && pays {
-            self.start_payment(i);
+    }
+
+    /// A user's certificate is final: it must be confirmed by a quorum; every authority is asked.
+    pub(super) fn start_confirming(&mut self, party: Party, sequence: u64) {
+        let (account, confirming) = self.confirming(party);
+        confirming.insert(sequence, BTreeSet::new());
+        for authority in 0..AUTHORITIES as AuthorityIndex {
+            let asked = Asked::Confirm {
+                sender: account,
+                sequence,
+            };
+            self.request(party, authority, &account, asked);
+        }
+    }
+
+    /// An authority confirmed the user's certificate for `sequence`.
+    pub(super) fn confirmed_by(&mut self, party: Party, authority: AuthorityIndex, sequence: u64) {
+        let quorum = self.committee.quorum();
+        let (_, confirming) = self.confirming(party);
+        let Some(done) = confirming.get_mut(&sequence) else {
+            return;
+        };
+        done.insert(authority);
+        if done.len() < quorum {
+            return;
+        }
+        confirming.remove(&sequence);
+        // A split slot of a Byzantine user is settled: it has its account back.
+        let contested =
+            matches!(party, Party::ByzantineUser(i) if self.byzantine_users[i].contested.contains(&sequence));
+        if let (true, Some(healed_at_ms)) = (contested, self.healed_at_ms) {
+            self.report.recovered_after_heal += 1;
+            let after_ms = self.now_ms - healed_at_ms;
+            self.report.recovery_after_heal_ms_max = self.report.recovery_after_heal_ms_max.max(after_ms);
         }
     }
 
     /// Signs the next order (to another account, or a redeem to the core) within what it may
-    /// spend, and sends it to every authority.
-    fn start_payment(&mut self, i: usize) {
+    /// spend, and pays it.
+    fn start_payment(&mut self, i: usize) -> Result<(), Violation> {
         let spendable = self.clients[i].spendable;
         if spendable < 1 {
-            return;
+            return Ok(());
         }
         let amount = self.rng.gen_range(1..=spendable.min(i128::from(PAYMENT_MAX)) as u64);
         let recipient = if self.rng.gen_range(0..100) < 15 {
@@ -227,15 +264,8 @@ impl<R: ShardRole> World<R> {
         .sign(&client.key);
         client.spendable -= i128::from(amount);
         client.payments_left -= 1;
-        client.voting = Some(Voting {
-            order: order.clone(),
-            votes: Vec::new(),
-        });
-        let account = client.account;
         self.record("order", &[i as u64, sequence, amount]);
-        for authority in 0..AUTHORITIES as AuthorityIndex {
-            self.request(Party::Client(i), authority, &account, Asked::Transfer(order.clone()));
-        }
+        self.start_paying(Party::Client(i), vec![order])
     }
 
     pub(super) fn client_receives(
@@ -245,91 +275,31 @@ impl<R: ShardRole> World<R> {
         asked: Asked,
         reply: Reply,
     ) -> Result<(), Violation> {
+        let party = Party::Client(i);
         match (asked, reply) {
-            (Asked::Transfer(order), Reply::Voted(vote)) => self.client_gets_vote(i, authority, order, vote),
-            (Asked::Transfer(order), Reply::Refused(refusal)) => {
-                self.client_order_refused(i, authority, order, refusal)
+            (Asked::Payment { payment, attempt, call }, reply) => {
+                self.payment_answer(party, authority, (payment, attempt, call), reply)
             }
             (Asked::Confirm { sender, sequence }, Reply::Confirmed { .. }) if sender == self.clients[i].account => {
-                let quorum = self.committee.quorum();
-                let confirming = &mut self.clients[i].confirming;
-                if let Some(done) = confirming.get_mut(&sequence) {
-                    done.insert(authority);
-                    if done.len() >= quorum {
-                        confirming.remove(&sequence);
-                    }
-                }
+                self.confirmed_by(party, authority, sequence);
                 Ok(())
             }
-            (asked, reply) => self.reader_receives(Party::Client(i), authority, asked, reply),
+            (asked, reply) => self.reader_receives(party, authority, asked, reply),
         }
     }
 
-    /// Counts a valid vote for the order being voted on; a quorum makes the certificate.
-    fn client_gets_vote(
-        &mut self,
-        i: usize,
-        authority: AuthorityIndex,
-        order: SignedOrder,
-        vote: Vote,
-    ) -> Result<(), Violation> {
-        let current = self.clients[i].voting.as_ref().is_some_and(|v| v.order == order);
-        if !current {
-            return Ok(());
-        }
-        match (self.is_byzantine(authority), vote.check(&self.committee, &order)) {
-            (true, Err(_)) => {
-                self.report.forged_votes_ignored += 1;
-                return Ok(());
-            }
-            (false, Err(error)) => {
-                return Err(self.violation(format!(
-                    "honest authority {authority} sent client {i} an invalid vote: {error}"
-                )));
-            }
-            (false, Ok(())) if vote.authority != authority => {
-                return Err(self.violation(format!("authority {authority} voted as authority {}", vote.authority)));
-            }
-            _ => {}
-        }
-        let voting = self.clients[i].voting.as_mut().expect("current");
-        if voting.votes.iter().any(|v| v.authority == vote.authority) {
-            return Ok(());
-        }
-        voting.votes.push(vote);
-        if voting.votes.len() >= self.committee.quorum() {
-            self.client_certifies(i)?;
-        }
-        Ok(())
-    }
-
-    /// Forms the certificate from the first quorum of valid votes, hands it to the payee, and
-    /// sends it to every authority.
-    fn client_certifies(&mut self, i: usize) -> Result<(), Violation> {
-        let voting = self.clients[i].voting.take().expect("voting");
-        let quorum = self.committee.quorum();
-        let certificate = Certificate::from_votes(voting.order.clone(), &voting.votes[..quorum]);
-        if let Err(error) = certificate.check(&self.committee) {
-            return Err(self.violation(format!(
-                "client {i}'s certificate, made of checked votes, is invalid: {error}"
-            )));
-        }
-        let order = voting.order.order;
+    /// The client's payment is final: the certificate is handed to the payee and sent to every
+    /// authority.
+    pub(super) fn client_certifies(&mut self, i: usize, certificate: Certificate) -> Result<(), Violation> {
+        let order = certificate.order.order.clone();
         let client = &mut self.clients[i];
         client.certificates.push(certificate.clone());
-        client.confirming.insert(order.sequence, BTreeSet::new());
         self.record("certified", &[i as u64, order.sequence]);
         self.learn_certificate(certificate)?;
         if let Recipient::Account(payee) = order.recipient {
             self.hand_over(payee, order.sender, order.sequence, order.amount);
         }
-        for authority in 0..AUTHORITIES as AuthorityIndex {
-            let asked = Asked::Confirm {
-                sender: order.sender,
-                sequence: order.sequence,
-            };
-            self.request(Party::Client(i), authority, &order.sender, asked);
-        }
+        self.start_confirming(Party::Client(i), order.sequence);
         Ok(())
     }
 
@@ -341,40 +311,14 @@ impl<R: ShardRole> World<R> {
         }
     }
 
-    /// §5: an authority behind on this account gets the missing certificates; one short of
-    /// balance gets the certificates that paid this user.
-    fn client_order_refused(
-        &mut self,
-        i: usize,
-        authority: AuthorityIndex,
-        order: SignedOrder,
-        refusal: Refusal,
-    ) -> Result<(), Violation> {
-        if !self.clients[i].voting.as_ref().is_some_and(|v| v.order == order) {
-            return Ok(());
+    /// §5: an authority short of balance gets the certificates that paid this user.
+    pub(super) fn push_received(&mut self, party: Party, authority: AuthorityIndex) {
+        let Party::Client(i) = party else {
+            return;
+        };
+        for (payer, sequence) in self.clients[i].received.clone() {
+            self.push(party, authority, payer, sequence);
         }
-        let (party, account, got) = (Party::Client(i), self.clients[i].account, order.order.sequence);
-        match refusal {
-            Refusal::WrongSequence { expected, .. } if expected < got => {
-                (expected..got).for_each(|sequence| self.push(party, authority, account, sequence));
-            }
-            Refusal::OtherOrderPending { sequence } if sequence < got => {
-                (sequence..got).for_each(|sequence| self.push(party, authority, account, sequence));
-            }
-            Refusal::InsufficientBalance { .. } => {
-                for (payer, sequence) in self.clients[i].received.clone() {
-                    self.push(party, authority, payer, sequence);
-                }
-            }
-            Refusal::UnknownAccount | Refusal::ChannelFull { .. } => {}
-            refusal if !self.is_byzantine(authority) => {
-                return Err(self.violation(format!(
-                    "honest authority {authority} refused client {i}'s order {got}: {refusal}"
-                )));
-            }
-            _ => self.report.false_answers_ignored += 1,
-        }
-        Ok(())
     }
 
     /// Sends a certificate the party holds to an authority, at most once per retry period.
@@ -430,7 +374,14 @@ impl<R: ShardRole> World<R> {
 
     /// Sends an authority the sender's certificates it lacks, in order; those this party does
     /// not hold it first reads from the authorities (§4.4).
-    fn bring_up_to_date(&mut self, party: Party, authority: AuthorityIndex, sender: AccountKey, next: u64, got: u64) {
+    pub(super) fn bring_up_to_date(
+        &mut self,
+        party: Party,
+        authority: AuthorityIndex,
+        sender: AccountKey,
+        next: u64,
+        got: u64,
+    ) {
         for sequence in next..got {
             if self.certificate_of(party, &sender, sequence).is_none() {
                 self.read_account(party, sender, sequence);
