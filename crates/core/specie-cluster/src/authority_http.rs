@@ -36,14 +36,15 @@ type Shared = State<Arc<AuthorityReplica>>;
 /// An error answer: a status and `{"error": {...}}`.
 pub struct HttpError {
     status: StatusCode,
-    detail: ErrorDetail,
+    /// Boxed: an error's detail is large, and every handler returns it.
+    detail: Box<ErrorDetail>,
 }
 
 impl HttpError {
     fn new(status: StatusCode, code: &str, message: impl Into<String>) -> HttpError {
         HttpError {
             status,
-            detail: ErrorDetail::new(code, message),
+            detail: Box::new(ErrorDetail::new(code, message)),
         }
     }
 
@@ -75,7 +76,7 @@ impl HttpError {
         };
         HttpError {
             status,
-            detail: ErrorDetail::refused(refusal),
+            detail: Box::new(ErrorDetail::refused(refusal)),
         }
     }
 
@@ -87,7 +88,7 @@ impl HttpError {
         detail.certificate = Some(hex::encode(bytes));
         HttpError {
             status: StatusCode::CONFLICT,
-            detail,
+            detail: Box::new(detail),
         }
     }
 
@@ -112,7 +113,7 @@ impl HttpError {
                 detail.leader_http = replica.http_of(leader).map(|address| address.to_string());
                 HttpError {
                     status: StatusCode::SERVICE_UNAVAILABLE,
-                    detail,
+                    detail: Box::new(detail),
                 }
             }
             AuthorityCallError::OutcomeUnknown => HttpError::new(
@@ -131,7 +132,7 @@ impl HttpError {
 
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
-        (self.status, Json(ErrorBody { error: self.detail })).into_response()
+        (self.status, Json(ErrorBody { error: *self.detail })).into_response()
     }
 }
 
