@@ -457,6 +457,24 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
     check_restarted_shard(&client, &histories[usize::from(RESTARTED.0)], &observations, &owners);
     check_books(&topology, 4 * 2, ACCOUNTS + 1);
 
+    // An owner who signs two orders and splits the committee gets the account back: the recovery
+    // round goes over the HTTP API (round changes, a proposal, a lock, commits).
+    let (first, second) = (
+        order(&probe, keys[2], 3, b"first"),
+        order(&probe, keys[3], 4, b"second"),
+    );
+    for authority in [2, 3] {
+        let voted = client.ask(authority, Request::Transfer(second.clone()));
+        assert!(matches!(voted, AuthorityReply::Voted(_)), "{voted:?}");
+    }
+    let recovered = client
+        .pay_orders(vec![first.clone(), second.clone()])
+        .expect("the split slot settles");
+    assert!(recovered.round >= 1, "settled in round {}", recovered.round);
+    assert_eq!(recovered.certificate.check(client.committee()), Ok(()));
+    assert!([&first, &second].contains(&&recovered.certificate.order));
+    probe.next_sequence += 1;
+
     // f = 1: one authority gone for good; every account still pays (the restarted shard, behind
     // on what settled while it was down, is caught up by the client on the way).
     for shard in 0..2 {

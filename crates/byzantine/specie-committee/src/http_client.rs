@@ -32,7 +32,7 @@ use crate::http_api::{
     CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_REFUSED, CODE_SETTLED, CODE_STOPPING, FUNDINGS_PATH, LOCKS_PATH,
     ORDERS_PATH, PROPOSALS_PATH, ROUND_CHANGES_PATH,
 };
-use crate::payment::{Payment, PaymentError, Step};
+use crate::payment::{Payment, PaymentError, PaymentOptions, Step};
 
 /// The largest vote a client reads (a vote is 135 bytes).
 const VOTE_BYTES_MAX: usize = 1024;
@@ -380,11 +380,18 @@ impl HttpCommittee {
 
     /// Pays `order` (see the module documentation) within the payment time-out.
     pub fn pay(&self, order: SignedOrder) -> Result<HttpSettlement, PayError> {
+        self.pay_orders(vec![order])
+    }
+
+    /// Pays `orders[0]` for an owner who signed every one of `orders` for the same slot (it
+    /// equivocated): the recovery rounds settle one of them.
+    pub fn pay_orders(&self, orders: Vec<SignedOrder>) -> Result<HttpSettlement, PayError> {
         let started = Instant::now();
         let now_ms = || started.elapsed().as_millis() as u64;
         let deadline = started + self.payment_timeout;
         let (answers_tx, answers) = unbounded();
-        let (mut payment, mut step) = Payment::new(self.committee.clone(), order, 0);
+        let (mut payment, mut step) =
+            Payment::with_orders(self.committee.clone(), orders, PaymentOptions::default(), 0);
         let mut certified = None;
         loop {
             match step {
