@@ -36,8 +36,8 @@ pub enum BenchCommand {
     /// figures. What each figure is:
     ///
     ///   Ceilings on one core: Ed25519 signatures, strict single verifications (verify_strict) and
-    ///     certificate checks (one batch verification of a quorum of 3 authority signatures and the
-    ///     owner's, as a confirmation order is checked) per second of the measuring thread's own
+    ///     certificate checks (one batch verification of the 4 authority signatures of a fast-path
+    ///     certificate and the owner's, as a confirmation order is checked) per second of the measuring thread's own
     ///     CPU time, so other processes on the machine do not lower them. Signature work per order
     ///     per authority follows: a transfer order needs one strict verification and one signature,
     ///     a confirmation order one certificate check.
@@ -46,8 +46,8 @@ pub enum BenchCommand {
     ///     (one fsync per round: group commit), all in this process. --orders accounts are funded
     ///     and one transfer order from each is signed beforehand (the client's signing is not
     ///     measured); each order goes to all 4 authorities with --window orders in flight and is
-    ///     done when all 4 votes are back. Then a certificate is made for each order from its first
-    ///     3 votes and sent to all 4 the same way. committee/s is orders completed per second;
+    ///     done when all 4 votes are back. Then each order's 4 votes make its final certificate
+    ///     (the fast path), sent to all 4 the same way. committee/s is orders completed per second;
     ///     per-authority equivalent/s is that × 4, what one authority would do with the machine to
     ///     itself at the same CPU per order.
     ///

@@ -57,8 +57,8 @@ pub struct DemoArgs {
     /// and the platform-wide audit ends it. See docs/byzantine-mode.md.
     #[arg(long, conflicts_with = "cluster")]
     pub byzantine: bool,
-    /// (--byzantine) Fraction of owners who, once, sign two orders for one sequence number (their
-    /// accounts then stay locked, as FastPay leaves them).
+    /// (--byzantine) Fraction of owners who, once, sign two orders for one sequence number and split
+    /// the committee between them (a recovery round settles one and gives the account back).
     #[arg(long, default_value_t = 0.01, requires = "byzantine")]
     pub equivocation_fraction: f64,
     /// (--byzantine) Fraction of payments that redeem to the owner's core address.

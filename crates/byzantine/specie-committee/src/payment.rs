@@ -25,7 +25,9 @@ use crate::call::{Call, Heard};
 /// How patient a payment is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PaymentOptions {
-    /// After a quorum of round-0 prepares, how long the rest may take before the slow path.
+    /// After a quorum of round-0 prepares, the longest the rest may take before the slow path.
+    /// The wait is also at most half the time the quorum took: the last honest authority is
+    /// rarely much slower than the others, and a dead one should cost little.
     pub fast_path_wait_ms: u64,
     /// How long one round may take before the payer opens the next.
     pub round_timeout_ms: u64,
@@ -94,11 +96,12 @@ pub enum Step {
 
 #[derive(Debug)]
 enum Phase {
-    /// Prepare votes for `order` in `round`; `quorum_at_ms`: when round 0 reached a quorum.
+    /// Prepare votes for `order` in `round`; `fast_deadline_ms`: once round 0 has a quorum, when
+    /// it stops waiting for the rest.
     Prepare {
         order: SignedOrder,
         votes: BTreeMap<AuthorityIndex, Vote>,
-        quorum_at_ms: Option<u64>,
+        fast_deadline_ms: Option<u64>,
     },
     /// Commit votes on `lock`.
     Commit {
@@ -129,6 +132,7 @@ pub struct Payment {
     /// The orders the payer signed for this slot, the one it wants first.
     orders: Vec<SignedOrder>,
     round: u32,
+    started_ms: u64,
     /// The round each authority said it is in already.
     rounds_passed: BTreeMap<AuthorityIndex, u32>,
     round_deadline_ms: u64,
@@ -163,12 +167,13 @@ impl Payment {
             options,
             orders,
             round: 0,
+            started_ms: now_ms,
             rounds_passed: BTreeMap::new(),
             round_deadline_ms: now_ms + options.round_timeout_ms,
             phase: Phase::Prepare {
                 order,
                 votes: BTreeMap::new(),
-                quorum_at_ms: None,
+                fast_deadline_ms: None,
             },
             call: call.clone(),
             attempt: 0,
@@ -377,11 +382,13 @@ impl Payment {
                 self.finalize(certificate)
             }
             // Round 0 waits a little for the fast path, unless someone refused it already.
-            Phase::Prepare { quorum_at_ms, .. } if counted >= quorum => {
+            Phase::Prepare { fast_deadline_ms, .. } if counted >= quorum => {
                 if self.round > 0 || counted + unanswered < size {
                     return self.lock();
                 }
-                quorum_at_ms.get_or_insert(now_ms);
+                let took_ms = now_ms.saturating_sub(self.started_ms);
+                let wait_ms = self.options.fast_path_wait_ms.min((took_ms / 2).max(1));
+                fast_deadline_ms.get_or_insert(now_ms + wait_ms);
                 Step::Wait
             }
             Phase::Commit { lock, votes } if counted >= quorum => {
@@ -452,7 +459,7 @@ impl Payment {
             Phase::Prepare {
                 order,
                 votes: BTreeMap::new(),
-                quorum_at_ms: None,
+                fast_deadline_ms: None,
             },
             call,
         )
@@ -547,8 +554,9 @@ impl Payment {
         match &self.phase {
             Phase::Confirm { .. } | Phase::Settled { .. } | Phase::Failed => None,
             Phase::Prepare {
-                quorum_at_ms: Some(at), ..
-            } => Some((at + self.options.fast_path_wait_ms).min(self.round_deadline_ms)),
+                fast_deadline_ms: Some(at),
+                ..
+            } => Some((*at).min(self.round_deadline_ms)),
             _ => Some(self.round_deadline_ms),
         }
     }
@@ -559,7 +567,8 @@ impl Payment {
         }
         match &self.phase {
             Phase::Prepare {
-                quorum_at_ms: Some(_), ..
+                fast_deadline_ms: Some(_),
+                ..
             } => self.lock(),
             _ => self.next_round(now_ms),
         }
@@ -708,7 +717,8 @@ mod tests {
         }
         assert_eq!(
             payment.poll_timeout(),
-            Some(1 + PaymentOptions::default().fast_path_wait_ms)
+            Some(2),
+            "the quorum took 1 ms: the rest get at most 1 ms more"
         );
         let Step::Certified { certificate, attempt } =
             payment.on_answer(2, 3, 0, s.vote(3, VoteKind::Prepare, 0, &s.a))
@@ -753,8 +763,10 @@ mod tests {
                 Step::Wait
             );
         }
-        assert_eq!(payment.handle_timeout(10), Step::Wait, "not due yet");
-        let lock = payment.handle_timeout(10 + PaymentOptions::default().fast_path_wait_ms);
+        // The quorum took 10 ms: the fourth vote gets 5 ms more.
+        assert_eq!(payment.poll_timeout(), Some(15));
+        assert_eq!(payment.handle_timeout(14), Step::Wait, "not due yet");
+        let lock = payment.handle_timeout(15);
         let attempt = attempt_of(&lock);
         // A round-0 prepare arriving late answers the earlier attempt: ignored.
         assert_eq!(

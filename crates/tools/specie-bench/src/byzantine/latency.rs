@@ -35,8 +35,8 @@ impl Percentiles {
 pub(crate) struct Latency {
     pub payments: usize,
     pub seconds: f64,
-    /// From sending the order to every authority to holding a certificate of the first quorum
-    /// of valid votes (the client checks each vote).
+    /// From sending the order to every authority to holding a final certificate: every
+    /// authority's prepare, or a quorum's commits after a lock (the client checks each vote).
     pub to_certificate: Percentiles,
     /// From sending the order to a quorum having settled the certificate.
     pub to_settlement: Percentiles,
