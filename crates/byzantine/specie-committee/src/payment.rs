@@ -153,7 +153,8 @@ impl Payment {
     }
 
     /// A payment of `orders[0]` by a payer who signed all of `orders` for the same slot (an
-    /// owner who equivocated): recovery may have to settle one of the others.
+    /// owner who equivocated): recovery may have to settle one of the others. `orders` must not
+    /// be empty.
     pub fn with_orders(
         committee: Arc<Committee>,
         orders: Vec<SignedOrder>,
