@@ -1,7 +1,8 @@
 //! Feeds arbitrary bytes to every decoder of FastPay's signed vocabulary (`specie_fastpay`, the
 //! formats of `docs/byzantine-format.md`): committee, signed transfer order, vote, certificate,
-//! evidence, signed round change and justification, each through `decode_exact`. Every input
-//! goes to all seven decoders.
+//! evidence, signed round change and justification, each through `decode_exact`, and the
+//! authorities' HTTP bodies for the recovery rounds (round change request, proposal). Every input
+//! goes to all nine decoders.
 //!
 //! Nothing may panic; whatever decodes must re-encode to exactly the input (each format has one
 //! encoding); and the checks a verifier then makes (`SignedOrder::check`, `Vote::check`,
@@ -16,6 +17,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use specie_codec::{DecodeError, Reader};
+use specie_committee::http_api::{Proposal, RoundChangeRequest};
 use specie_fastpay::{
     decode_exact, deterministic_key, AccountKey, Allowed, Certificate, Committee, DoubleVote, Evidence,
     Justification, Recipient, SignedOrder, SignedRoundChange, TransferOrder, Vote, VoteKind, VoteStatement,
@@ -147,5 +149,19 @@ fuzz_target!(|data: &[u8]| {
                 assert!(lock_round < first.round, "a lock reported is of an earlier round");
             }
         }
+    }
+
+    // The authorities' HTTP request bodies for the recovery rounds (docs/api.md).
+    if let Ok(request) = RoundChangeRequest::decode(data) {
+        assert_eq!(request.encode(), data, "one encoding per round change request");
+    }
+    if let Ok(proposal) = Proposal::decode(data) {
+        assert_eq!(proposal.encode(), data, "one encoding per proposal");
+        let _ = proposal.justification.check(
+            committee,
+            &proposal.order.order.sender,
+            proposal.order.order.sequence,
+            proposal.round,
+        );
     }
 });
