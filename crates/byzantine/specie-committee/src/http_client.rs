@@ -120,9 +120,7 @@ impl Request {
             Request::Account { account, .. } | Request::Fund { account, .. } => *account,
         }
     }
-}
 
-impl Request {
     /// The request that carries a payment's call.
     fn of_payment(call: Call) -> Request {
         match call {
