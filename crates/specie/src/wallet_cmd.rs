@@ -436,6 +436,8 @@ fn describe(wallet: &Wallet, kind: &PendingKind, unit: &str) -> String {
         PendingKind::Payment { to, amount } => format!("payment of {amount} {unit} to {}", wallet.format_address(to)),
         PendingKind::Mint { total } => format!("mint of {total} {unit}"),
         PendingKind::Redeem { amount } => format!("redeem of {amount} {unit}"),
+        PendingKind::FastpayFunding { amount } => format!("funding of {amount} {unit} into a Byzantine-mode account"),
+        PendingKind::FastpayRedeem { amount } => format!("{amount} {unit} back from a Byzantine-mode account"),
     }
 }
 
