@@ -134,6 +134,11 @@ pub enum WalletCommand {
 
     /// List every coin (state, value, outpoint) and every pending transaction. Offline.
     ListCoins,
+
+    /// Byzantine-mode (FastPay) accounts: fund from core coins, pay, redeem, verify a certificate.
+    ///
+    /// See `specie wallet fastpay --help`.
+    Fastpay(crate::wallet_fastpay_cmd::FastpayArgs),
 }
 
 /// Runs one `specie wallet` command.
@@ -157,6 +162,7 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
         WalletCommand::Mint { amount, to, timeout_ms } => mint(path, node, amount, to.as_deref(), timeout_ms),
         WalletCommand::Redeem { amount, timeout_ms } => redeem(path, node, amount, timeout_ms),
         WalletCommand::ListCoins => list_coins(path),
+        WalletCommand::Fastpay(fastpay) => crate::wallet_fastpay_cmd::run(path, node, fastpay),
     }
 }
 
