@@ -135,9 +135,24 @@ pub enum WalletCommand {
     /// List every coin (state, value, outpoint) and every pending transaction. Offline.
     ListCoins,
 
-    /// Byzantine-mode (FastPay) accounts: fund from core coins, pay, redeem, verify a certificate.
+    /// Byzantine-mode accounts (FastPay): money held at a committee of 3f+1 authorities, of which up
+    /// to f may lie, paid between accounts without the online core.
     ///
-    /// See `specie wallet fastpay --help`.
+    /// The committee and its authorities' addresses come from the cluster file (`[fastpay_committee]`,
+    /// written by `specie cluster up --authorities`): give it once with --cluster-file, the wallet
+    /// remembers it. Typical use:
+    ///
+    ///   specie wallet fastpay --cluster-file DIR/cluster.toml fund 500    # core coins → a new account
+    ///   specie wallet fastpay pay <payee account hex> 120                # prints the certificate
+    ///   specie wallet fastpay verify <certificate hex or file>           # the payee, offline
+    ///   specie wallet fastpay redeem 100                                 # back to a core address
+    ///   specie wallet fastpay balance ; specie wallet fastpay history
+    ///
+    /// An order is saved in the wallet before it is sent and, until it is certified, only that same
+    /// order is ever sent again (`sync`): a second order for the same sequence number would make the
+    /// account equivocate. A wallet restored from a backup asks the authorities for the orders and
+    /// certificates it missed before it signs anything.
+    #[command(verbatim_doc_comment)]
     Fastpay(crate::wallet_fastpay_cmd::FastpayArgs),
 }
 

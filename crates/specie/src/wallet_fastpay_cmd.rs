@@ -18,23 +18,7 @@ use specie_wallet::{verify_certificate, Outcome, Wallet, WalletFile};
 const EXIT_NOT_FINAL: u8 = 2;
 const SUBMIT_TIMEOUT_MS: u64 = 30_000;
 
-/// Byzantine-mode accounts (FastPay): money held at a committee of 3f+1 authorities, of which up
-/// to f may lie, paid between accounts without the online core.
-///
-/// The committee and its authorities' addresses come from the cluster file (`[fastpay_committee]`,
-/// written by `specie cluster up --authorities`): give it once with --cluster-file, the wallet
-/// remembers it. Typical use:
-///
-///   specie wallet fastpay --cluster-file DIR/cluster.toml fund 500    # core coins → a new account
-///   specie wallet fastpay pay <payee account hex> 120                # prints the certificate
-///   specie wallet fastpay verify <certificate hex or file>           # the payee, offline
-///   specie wallet fastpay redeem 100                                 # back to a core address
-///   specie wallet fastpay balance ; specie wallet fastpay history
-///
-/// An order is saved in the wallet before it is sent and, until it is certified, only that same
-/// order is ever sent again (`sync`): a second order for the same sequence number would make the
-/// account equivocate. A wallet restored from a backup asks the authorities for the orders and
-/// certificates it missed before it signs anything.
+/// The arguments of `specie wallet fastpay` (its help text is on `WalletCommand::Fastpay`).
 #[derive(Args, Debug)]
 pub struct FastpayArgs {
     /// The cluster file naming the committee and its authorities (saved in the wallet).
