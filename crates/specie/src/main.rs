@@ -12,6 +12,7 @@ mod inspect;
 mod node_cmd;
 mod sim_cmd;
 mod wallet_cmd;
+mod wallet_fastpay_cmd;
 
 /// specie: a transaction platform for central bank digital currency.
 ///

@@ -134,6 +134,26 @@ pub enum WalletCommand {
 
     /// List every coin (state, value, outpoint) and every pending transaction. Offline.
     ListCoins,
+
+    /// Byzantine-mode accounts (FastPay): money held at a committee of 3f+1 authorities, of which up
+    /// to f may lie, paid between accounts without the online core.
+    ///
+    /// The committee and its authorities' addresses come from the cluster file (`[fastpay_committee]`,
+    /// written by `specie cluster up --authorities`): give it once with --cluster-file, the wallet
+    /// remembers it. Typical use:
+    ///
+    ///   specie wallet fastpay --cluster-file DIR/cluster.toml fund 500    # core coins → a new account
+    ///   specie wallet fastpay pay <payee account hex> 120                # prints the certificate
+    ///   specie wallet fastpay verify <certificate hex or file>           # the payee, offline
+    ///   specie wallet fastpay redeem 100                                 # back to a core address
+    ///   specie wallet fastpay balance ; specie wallet fastpay history
+    ///
+    /// An order is saved in the wallet before it is sent and, until it is certified, only that same
+    /// order is ever sent again (`sync`): a second order for the same sequence number would make the
+    /// account equivocate. A wallet restored from a backup asks the authorities for the orders and
+    /// certificates it missed before it signs anything.
+    #[command(verbatim_doc_comment)]
+    Fastpay(crate::wallet_fastpay_cmd::FastpayArgs),
 }
 
 /// Runs one `specie wallet` command.
@@ -157,6 +177,7 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
         WalletCommand::Mint { amount, to, timeout_ms } => mint(path, node, amount, to.as_deref(), timeout_ms),
         WalletCommand::Redeem { amount, timeout_ms } => redeem(path, node, amount, timeout_ms),
         WalletCommand::ListCoins => list_coins(path),
+        WalletCommand::Fastpay(fastpay) => crate::wallet_fastpay_cmd::run(path, node, fastpay),
     }
 }
 
@@ -436,6 +457,8 @@ fn describe(wallet: &Wallet, kind: &PendingKind, unit: &str) -> String {
         PendingKind::Payment { to, amount } => format!("payment of {amount} {unit} to {}", wallet.format_address(to)),
         PendingKind::Mint { total } => format!("mint of {total} {unit}"),
         PendingKind::Redeem { amount } => format!("redeem of {amount} {unit}"),
+        PendingKind::FastpayFunding { amount } => format!("funding of {amount} {unit} into a Byzantine-mode account"),
+        PendingKind::FastpayRedeem { amount } => format!("{amount} {unit} back from a Byzantine-mode account"),
     }
 }
 

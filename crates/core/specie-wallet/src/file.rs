@@ -21,13 +21,18 @@ use specie_codec::{Decode, DecodeError, Encode};
 use specie_transaction::{Address, OutPoint, Output, SpecieTransaction, Txid};
 use thiserror::Error;
 
+use crate::fastpay_file::FastpayRecord;
 use crate::wallet::{Coin, CoinState, PendingKind, PendingTx, Wallet, WalletKey};
 use crate::WalletError;
 
 /// The `format` field of every wallet file.
 pub const WALLET_FORMAT: &str = "specie-wallet";
-/// The version this code writes and reads.
-pub const WALLET_FORMAT_VERSION: u32 = 1;
+/// The version this code writes. 2 added Byzantine-mode accounts (`fastpay`, absent when the
+/// wallet has none) and the pending kinds `fastpay_funding` and `fastpay_redeem`.
+pub const WALLET_FORMAT_VERSION: u32 = 2;
+/// The oldest version this code reads: a version-1 file is a version-2 file without `fastpay`
+/// and without the new pending kinds, so it loads as it is (and is written back as version 2).
+pub const WALLET_FORMAT_VERSION_OLDEST: u32 = 1;
 /// A wallet file larger than this is refused before parsing (a million coins is ~400 MB of
 /// JSON; no real wallet is near this, and a damaged file must not exhaust memory).
 pub const WALLET_FILE_BYTES_MAX: u64 = 512 * 1024 * 1024;
@@ -58,7 +63,11 @@ pub enum FileError {
         #[source]
         problem: Box<WalletFileError>,
     },
-    #[error("{path} is a wallet file of format version {version}; this program reads version {supported}")]
+    #[error(
+        "{path} is a wallet file of format version {version}; this program reads versions {} to {supported} \
+         (a newer specie wrote it?)",
+        WALLET_FORMAT_VERSION_OLDEST
+    )]
     UnsupportedVersion {
         path: PathBuf,
         version: u32,
@@ -115,6 +124,9 @@ pub enum WalletFileError {
     SpentByUnknown { txid: Txid, index: u64, spender: Txid },
     #[error("coin {txid}:{index} appears twice")]
     DuplicateCoin { txid: Txid, index: u64 },
+    /// Something in the Byzantine-mode section (`fastpay`) does not decode or add up.
+    #[error("fastpay: {what}: {problem}")]
+    Fastpay { what: String, problem: String },
 }
 
 /// Exclusive use of one wallet file, for one command's whole load–change–save: two commands on
@@ -199,6 +211,9 @@ pub struct WalletFile {
     pub keys: Vec<KeyRecord>,
     pub coins: Vec<CoinRecord>,
     pub pending: Vec<PendingRecord>,
+    /// Byzantine-mode accounts (version 2); absent while the wallet has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fastpay: Option<FastpayRecord>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -242,6 +257,8 @@ pub enum KindRecord {
     Payment { to: String, amount: u64 },
     Mint { total: u64 },
     Redeem { amount: u64 },
+    FastpayFunding { amount: u64 },
+    FastpayRedeem { amount: u64 },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -343,6 +360,8 @@ impl WalletFile {
                         },
                         PendingKind::Mint { total } => KindRecord::Mint { total },
                         PendingKind::Redeem { amount } => KindRecord::Redeem { amount },
+                        PendingKind::FastpayFunding { amount } => KindRecord::FastpayFunding { amount },
+                        PendingKind::FastpayRedeem { amount } => KindRecord::FastpayRedeem { amount },
                     },
                     transaction: hex::encode(pending.tx.encode()),
                     spends: pending
@@ -367,6 +386,7 @@ impl WalletFile {
                         .collect(),
                 })
                 .collect(),
+            fastpay: wallet.fastpay().map(FastpayRecord::from_book),
         }
     }
 
@@ -379,6 +399,9 @@ impl WalletFile {
         let mut wallet = Wallet::empty(&self.hrp)?;
         wallet.set_node_url(&self.node_url);
         self.restore_keys(&mut wallet)?;
+        if let Some(record) = &self.fastpay {
+            wallet.fastpay = Some(record.to_book()?);
+        }
         for record in &self.pending {
             let pending = record.to_pending(&wallet)?;
             wallet.pending.insert(pending.txid, pending);
@@ -445,7 +468,7 @@ impl WalletFile {
             version: u32,
         }
         let header: Header = serde_json::from_slice(&text).map_err(|error| invalid(error.to_string()))?;
-        if header.version != WALLET_FORMAT_VERSION {
+        if !(WALLET_FORMAT_VERSION_OLDEST..=WALLET_FORMAT_VERSION).contains(&header.version) {
             return Err(FileError::UnsupportedVersion {
                 path: path.to_owned(),
                 version: header.version,
@@ -493,6 +516,8 @@ impl PendingRecord {
             },
             KindRecord::Mint { total } => PendingKind::Mint { total: *total },
             KindRecord::Redeem { amount } => PendingKind::Redeem { amount: *amount },
+            KindRecord::FastpayFunding { amount } => PendingKind::FastpayFunding { amount: *amount },
+            KindRecord::FastpayRedeem { amount } => PendingKind::FastpayRedeem { amount: *amount },
         };
         Ok(PendingTx {
             txid,

@@ -14,11 +14,15 @@
 //!   never overwrites an existing wallet on create.
 //! * [`PaymentString`] (`specie-pay1…`) carries the output preimages from sender to recipient
 //!   (§3.7: the recipient cannot discover them from the ledger).
+//! * Byzantine-mode (FastPay) accounts live in the same file ([`FastpayBook`]): their keys,
+//!   the signed order not yet certified (saved before it is sent), certificates and fundings.
 //! * [`NodeClient`] speaks the node's HTTP API (`docs/api.md`); [`sync()`] resolves pending
 //!   transactions by asking which UHS ids exist, resubmitting where that is safe.
 
 mod client;
 mod error;
+mod fastpay;
+mod fastpay_file;
 mod file;
 mod payment;
 mod select;
@@ -33,6 +37,10 @@ mod testkit;
 
 pub use client::{BadSubmitResult, ClientError, Ledger, NodeClient, NodeInfo, SubmitResult, SubmitStatus};
 pub use error::WalletError;
+pub use fastpay::{
+    verify_certificate, FastpayAccount, FastpayBook, FastpayError, FundingRecord, SentTransfer, VerifiedTransfer,
+    FASTPAY_ACCOUNTS_MAX,
+};
 pub use file::{FileError, WalletFile, WalletFileError, WalletLock, WALLET_FORMAT, WALLET_FORMAT_VERSION};
 pub use payment::{PaidOutput, PaymentString, PaymentStringError, PAYMENT_STRING_PREFIX};
 pub use select::{select_coins, Selection, SelectionError};

@@ -21,7 +21,7 @@ use rand::{CryptoRng, Rng, RngCore};
 use secp256k1::{Keypair, XOnlyPublicKey};
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{
-    mint_marker, Address, CreatedOutput, DecodeLimits, Hash32, Input, MintTransaction, NonceMode, OutPoint, Output,
+    Address, CreatedOutput, DecodeLimits, Hash32, Input, MintTransaction, NonceMode, OutPoint, Output,
     RedeemTransaction, SpecieTransaction, Transaction, Txid, UhsId,
 };
 
@@ -63,7 +63,7 @@ impl WalletKey {
         })
     }
 
-    fn random(rng: &mut (impl RngCore + CryptoRng)) -> Result<Self, WalletError> {
+    pub(crate) fn random(rng: &mut (impl RngCore + CryptoRng)) -> Result<Self, WalletError> {
         for _ in 0..KEY_DRAW_ATTEMPTS {
             let mut secret = [0u8; 32];
             rng.fill_bytes(&mut secret);
@@ -127,9 +127,24 @@ impl Coin {
 /// What a pending transaction was for, for reports and `list-coins`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PendingKind {
-    Payment { to: Address, amount: u64 },
-    Mint { total: u64 },
-    Redeem { amount: u64 },
+    Payment {
+        to: Address,
+        amount: u64,
+    },
+    Mint {
+        total: u64,
+    },
+    Redeem {
+        amount: u64,
+    },
+    /// Coins moved into a Byzantine-mode account (`crate::fastpay`).
+    FastpayFunding {
+        amount: u64,
+    },
+    /// A certified transfer of a Byzantine-mode account back to this wallet's core address.
+    FastpayRedeem {
+        amount: u64,
+    },
 }
 
 /// A transaction this wallet built and has not seen resolved.
@@ -155,13 +170,12 @@ impl PendingTx {
         self.tx.created_outputs()
     }
 
-    /// UHS ids whose presence proves the transaction was applied: its outputs, and for a mint
-    /// also the mint marker (which stays even after every output has been spent).
+    /// UHS ids whose presence proves the transaction was applied: its outputs, and its kind's
+    /// marker if it has one (a mint's, a funding's, a FastPay redeem's), which stays even after
+    /// every output has been spent (and is a funding's only proof when it has no change).
     pub fn proof_ids(&self) -> Vec<UhsId> {
         let mut ids: Vec<UhsId> = self.creates().iter().map(|created| created.uhs_id).collect();
-        if let SpecieTransaction::Mint(_) = self.tx {
-            ids.push(mint_marker(&self.txid));
-        }
+        ids.extend(self.tx.marker());
         ids
     }
 }
@@ -247,6 +261,8 @@ pub struct Wallet {
     pub(crate) issuer: Option<WalletKey>,
     pub(crate) coins: BTreeMap<OutPoint, Coin>,
     pub(crate) pending: BTreeMap<Txid, PendingTx>,
+    /// Byzantine-mode accounts, once the wallet has a committee.
+    pub(crate) fastpay: Option<crate::fastpay::FastpayBook>,
 }
 
 fn unix_now_s() -> u64 {
@@ -289,6 +305,7 @@ impl Wallet {
             issuer: None,
             coins: BTreeMap::new(),
             pending: BTreeMap::new(),
+            fastpay: None,
         })
     }
 
@@ -389,7 +406,7 @@ impl Wallet {
         self.key_by_commitment.get(&commitment).map(|&index| &self.keys[index])
     }
 
-    fn check_pending_room(&self) -> Result<(), WalletError> {
+    pub(crate) fn check_pending_room(&self) -> Result<(), WalletError> {
         if self.pending.len() >= PENDING_TRANSACTIONS_MAX {
             return Err(WalletError::TooManyPending {
                 pending: self.pending.len(),
@@ -399,7 +416,7 @@ impl Wallet {
     }
 
     /// Picks spendable coins worth at least `amount`, with errors phrased for a person.
-    fn select(&self, amount: u64) -> Result<(Vec<Coin>, u64), WalletError> {
+    pub(crate) fn select(&self, amount: u64) -> Result<(Vec<Coin>, u64), WalletError> {
         if amount == 0 {
             return Err(WalletError::ZeroAmount);
         }
@@ -437,7 +454,7 @@ impl Wallet {
         Ok((chosen, selection.total))
     }
 
-    fn keypairs_for(&self, coins: &[Coin]) -> Result<Vec<Keypair>, WalletError> {
+    pub(crate) fn keypairs_for(&self, coins: &[Coin]) -> Result<Vec<Keypair>, WalletError> {
         coins
             .iter()
             .enumerate()
@@ -451,7 +468,7 @@ impl Wallet {
 
     /// Records a built transaction: its inputs become `PendingSpend`, its outputs that pay this
     /// wallet become `PendingReceive`, and it joins the pending list.
-    fn record(&mut self, tx: SpecieTransaction, kind: PendingKind) -> Txid {
+    pub(crate) fn record(&mut self, tx: SpecieTransaction, kind: PendingKind) -> Txid {
         let txid = tx.txid();
         for input in tx.inputs() {
             if let Some(coin) = self.coins.get_mut(&input.prevout) {

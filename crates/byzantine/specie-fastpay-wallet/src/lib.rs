@@ -1,0 +1,625 @@
+//! A wallet's Byzantine-mode (FastPay) accounts, driven against the online core and the
+//! committee's authorities (`docs/byzantine-mode.md`). The bookkeeping and the file are
+//! `specie_wallet`'s (`FastpayBook`); this crate keeps the order of saving and talking that
+//! keeps money safe, as `specie_wallet::session` does for core transactions:
+//!
+//! * **An order is saved before it is sent**, and until it is certified every attempt sends that
+//!   same order, never a new one for its sequence number ([`pay`] finishes a pending order
+//!   before signing the next). A crash after saving and before sending therefore re-sends the
+//!   same bytes, which every authority answers with the same vote.
+//! * **A restored (or older) copy of the wallet asks the authorities first** ([`recover`]):
+//!   their certificates of this account from its next sequence number on are adopted (each
+//!   checked against the committee), and an order they report pending at the account's next
+//!   sequence number, signed by its owner, is finished rather than contradicted (FastPay §4.4).
+//! * **A funding reaches the authorities only once the core confirmed it**, and stays in the
+//!   wallet until a quorum credited it ([`announce_fundings`]), so a crash in between loses
+//!   nothing; a transfer back to the core becomes a FastPay redeem recorded as a pending core
+//!   transaction, whose fate `specie wallet sync` resolves like any other ([`present_redeems`]).
+//!
+//! The authorities are behind the [`Authorities`] trait: [`HttpCommittee`] for processes, a
+//! fake in the tests. The caller holds the wallet's lock throughout.
+
+use std::path::Path;
+
+use specie_authority::AccountState;
+use specie_codec::Encode;
+use specie_committee::http_client::Request;
+use specie_committee::{AuthorityReply, FundWait, HttpCommittee, PayError, PaymentError};
+use specie_fastpay::{AccountKey, AuthorityIndex, Certificate, Committee, Recipient, SignedOrder};
+use specie_transaction::{SpecieTransaction, Txid};
+use specie_wallet::session::{self, SessionError as CoreSessionError, Submitted};
+use specie_wallet::{ClientError, FastpayError, FileError, NodeClient, Outcome, Wallet, WalletFile};
+use thiserror::Error;
+
+/// How a payment to the authorities ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PayOutcome {
+    /// Final, and a quorum of authorities settled it.
+    Settled(Certificate),
+    /// Final (it cannot be undone), but too few authorities settled it yet; the next payment's
+    /// catch-ups, or sending it again, settle it where it is missing.
+    Certified { certificate: Certificate, why: String },
+    /// Not final: the order stays pending, to be sent again as it is.
+    NotFinal(String),
+}
+
+/// The committee's authorities as this crate needs them.
+pub trait Authorities {
+    fn committee(&self) -> &Committee;
+    /// Settles one of `orders`, all signed by one owner for one sequence number (normally one).
+    fn pay_orders(&self, orders: Vec<SignedOrder>) -> PayOutcome;
+    /// What each authority that answers says about `account`, certificates from `from_sequence`.
+    fn account_states(&self, account: AccountKey, from_sequence: u64) -> Vec<(AuthorityIndex, AccountState)>;
+    /// Sends a confirmed funding to every authority; how many credited it.
+    fn fund(&self, account: AccountKey, transaction: Vec<u8>) -> usize;
+}
+
+impl Authorities for HttpCommittee {
+    fn committee(&self) -> &Committee {
+        HttpCommittee::committee(self)
+    }
+
+    fn pay_orders(&self, orders: Vec<SignedOrder>) -> PayOutcome {
+        match HttpCommittee::pay_orders(self, orders) {
+            Ok(settlement) => PayOutcome::Settled(settlement.certificate),
+            Err(PayError::Payment(PaymentError::NotSettled { certificate, refusals })) => PayOutcome::Certified {
+                certificate: *certificate,
+                why: format!("{refusals:?}"),
+            },
+            Err(PayError::TimedOut {
+                certificate: Some(certificate),
+                timeout_ms,
+            }) => PayOutcome::Certified {
+                certificate: *certificate,
+                why: format!("not settled within {timeout_ms} ms"),
+            },
+            Err(error) => PayOutcome::NotFinal(error.to_string()),
+        }
+    }
+
+    fn account_states(&self, account: AccountKey, from_sequence: u64) -> Vec<(AuthorityIndex, AccountState)> {
+        let size = HttpCommittee::committee(self).size() as AuthorityIndex;
+        std::thread::scope(|scope| {
+            let asks: Vec<_> = (0..size)
+                .map(|authority| {
+                    scope.spawn(move || {
+                        (
+                            authority,
+                            self.ask(authority, Request::Account { account, from_sequence }),
+                        )
+                    })
+                })
+                .collect();
+            asks.into_iter()
+                .filter_map(|ask| match ask.join() {
+                    Ok((authority, AuthorityReply::Account(state))) => Some((authority, *state)),
+                    _ => None,
+                })
+                .collect()
+        })
+    }
+
+    fn fund(&self, account: AccountKey, transaction: Vec<u8>) -> usize {
+        HttpCommittee::fund(self, account, transaction, FundWait::All)
+            .values()
+            .filter(|reply| matches!(reply, AuthorityReply::Funded { .. }))
+            .count()
+    }
+}
+
+/// Why a Byzantine-mode command could not do its work.
+#[derive(Debug, Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Fastpay(#[from] FastpayError),
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error(transparent)]
+    Core(#[from] CoreSessionError),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// Saving the signed order failed, so it was not sent (and can still be replaced).
+    #[error("the order was not sent: {0}")]
+    NotSent(#[source] FileError),
+    #[error(
+        "account {account}'s order for sequence number {sequence} is not final yet ({why}); it is saved and will \
+         be sent again, as it is, by `specie wallet fastpay sync`"
+    )]
+    StillPending {
+        account: String,
+        sequence: u64,
+        why: String,
+    },
+    #[error(
+        "the core has not confirmed funding {txid} ({why}); `specie wallet sync` resolves it, then \
+         `specie wallet fastpay sync` tells the authorities"
+    )]
+    FundingNotConfirmed { txid: Txid, why: String },
+}
+
+/// What [`recover`] learned from the authorities.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Certificates of this account's transfers this wallet did not have.
+    pub certificates: usize,
+    /// Orders of this account's owner pending at the authorities that this wallet did not have.
+    pub orders: usize,
+}
+
+/// Learns from the authorities what this copy of the wallet may have missed (module docs) and
+/// saves what changed.
+pub fn recover(
+    path: &Path,
+    wallet: &mut Wallet,
+    authorities: &impl Authorities,
+    account: &AccountKey,
+) -> Result<Recovered, SessionError> {
+    let mut recovered = Recovered::default();
+    loop {
+        let next = next_sequence(wallet, account)?;
+        let states = authorities.account_states(*account, next);
+        let mut progressed = false;
+        let certificates = states.iter().flat_map(|(_, state)| state.confirmed.iter());
+        for certificate in certificates.filter(|c| c.order.order.sequence == next) {
+            // Checked against the committee inside; one authority's forgery is skipped.
+            if wallet.fastpay_on_certified(certificate.clone()).unwrap_or(false) {
+                recovered.certificates += 1;
+                progressed = true;
+                break;
+            }
+        }
+        if !progressed {
+            let orders: Vec<SignedOrder> = states
+                .iter()
+                .filter_map(|(_, state)| state.pending.as_ref().map(|(order, _)| order.clone()))
+                .collect();
+            recovered.orders += wallet.fastpay_adopt_pending(account, &orders)?;
+            break;
+        }
+    }
+    if recovered != Recovered::default() {
+        WalletFile::save(path, wallet)?;
+    }
+    Ok(recovered)
+}
+
+fn next_sequence(wallet: &Wallet, account: &AccountKey) -> Result<u64, FastpayError> {
+    let book = wallet.fastpay().ok_or(FastpayError::NoCommittee)?;
+    let state = book
+        .account(account)
+        .ok_or_else(|| FastpayError::UnknownAccount(hex(account)))?;
+    Ok(state.next_sequence())
+}
+
+fn hex(account: &AccountKey) -> String {
+    hex::encode(account.0)
+}
+
+/// Sends the account's pending orders (if any) until they are certified; records and saves the
+/// certificate. `None` when nothing was pending.
+pub fn finish_pending(
+    path: &Path,
+    wallet: &mut Wallet,
+    authorities: &impl Authorities,
+    account: &AccountKey,
+) -> Result<Option<PayOutcome>, SessionError> {
+    let pending = wallet
+        .fastpay()
+        .and_then(|book| book.account(account))
+        .map(|state| state.pending().to_vec())
+        .unwrap_or_default();
+    if pending.is_empty() {
+        return Ok(None);
+    }
+    let outcome = authorities.pay_orders(pending);
+    match &outcome {
+        PayOutcome::Settled(certificate) | PayOutcome::Certified { certificate, .. } => {
+            wallet.fastpay_on_certified(certificate.clone())?;
+            WalletFile::save(path, wallet)?;
+        }
+        PayOutcome::NotFinal(_) => {}
+    }
+    Ok(Some(outcome))
+}
+
+/// Pays `amount` from `account` to `recipient`: learns what the authorities know first, finishes
+/// an order still pending, then signs the next order, saves it, and only then sends it.
+pub fn pay(
+    path: &Path,
+    wallet: &mut Wallet,
+    authorities: &impl Authorities,
+    account: &AccountKey,
+    recipient: Recipient,
+    amount: u64,
+    memo: Vec<u8>,
+) -> Result<PayOutcome, SessionError> {
+    recover(path, wallet, authorities, account)?;
+    if let Some(PayOutcome::NotFinal(why)) = finish_pending(path, wallet, authorities, account)? {
+        return Err(SessionError::StillPending {
+            account: hex(account),
+            sequence: next_sequence(wallet, account)?,
+            why,
+        });
+    }
+    let order = wallet.fastpay_sign_order(account, recipient, amount, memo)?;
+    // Durable before any authority can vote on it (module docs).
+    WalletFile::save(path, wallet).map_err(SessionError::NotSent)?;
+    let outcome = authorities.pay_orders(vec![order]);
+    if let PayOutcome::Settled(certificate) | PayOutcome::Certified { certificate, .. } = &outcome {
+        wallet.fastpay_on_certified(certificate.clone())?;
+        WalletFile::save(path, wallet)?;
+    }
+    Ok(outcome)
+}
+
+/// What funding did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Funded {
+    pub txid: Txid,
+    /// Authorities that credited the account.
+    pub credited_by: usize,
+}
+
+/// Moves `amount` of this wallet's coins into `account`: a funding the core must confirm
+/// (saved as pending before it is sent), then sent to every authority.
+pub fn fund(
+    path: &Path,
+    wallet: &mut Wallet,
+    node: &NodeClient,
+    authorities: &impl Authorities,
+    account: &AccountKey,
+    amount: u64,
+    timeout_ms: u64,
+) -> Result<Funded, SessionError> {
+    let tx = wallet.build_fastpay_funding(account, amount, &mut rand::thread_rng())?;
+    let txid = tx.txid();
+    let why = match session::submit(path, wallet, node, &tx, timeout_ms)? {
+        Submitted::Settled(Outcome::Confirmed(_)) => None,
+        Submitted::Settled(Outcome::StillPending { reason }) => Some(reason),
+        Submitted::Settled(Outcome::Rejected { reason, .. }) => Some(format!("refused: {reason}")),
+        Submitted::Settled(Outcome::Conflicted { .. }) => Some("its coins were spent elsewhere".into()),
+        Submitted::Unknown(error) => Some(error.to_string()),
+    };
+    if let Some(why) = why {
+        if wallet.pending_tx(&txid).is_none() {
+            // Refused for good: the coins are back, and the funding means nothing.
+            wallet.fastpay_drop_funding(account, &txid)?;
+            WalletFile::save(path, wallet)?;
+        }
+        return Err(SessionError::FundingNotConfirmed { txid, why });
+    }
+    let credited_by = authorities.fund(*account, tx.encode());
+    if credited_by >= authorities.committee().quorum() {
+        wallet.fastpay_on_credited(account, &txid)?;
+        WalletFile::save(path, wallet)?;
+    }
+    Ok(Funded { txid, credited_by })
+}
+
+/// What became of one funding the authorities had not credited.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Announced {
+    /// Sent to every authority; this many credited it (a quorum makes it spendable).
+    Sent { credited_by: usize },
+    /// Its core transaction is still pending in the wallet: `specie wallet sync` first.
+    CoreUndecided,
+    /// The core does not hold its marker and the wallet no longer waits for it: refused, dropped.
+    Dropped,
+}
+
+/// Sends every funding the core confirmed and a quorum has not credited yet to the authorities.
+pub fn announce_fundings(
+    path: &Path,
+    wallet: &mut Wallet,
+    node: &NodeClient,
+    authorities: &impl Authorities,
+) -> Result<Vec<(AccountKey, Txid, Announced)>, SessionError> {
+    let waiting: Vec<(AccountKey, SpecieTransaction)> = wallet
+        .fastpay()
+        .map(|book| {
+            book.accounts()
+                .iter()
+                .flat_map(|account| {
+                    account
+                        .fundings()
+                        .iter()
+                        .filter(|record| !record.credited)
+                        .map(|record| (account.key(), SpecieTransaction::FastpayFunding(record.funding.clone())))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut report = vec![];
+    for (account, tx) in waiting {
+        let txid = tx.txid();
+        if wallet.pending_tx(&txid).is_some() {
+            report.push((account, txid, Announced::CoreUndecided));
+            continue;
+        }
+        let marker = tx.marker().expect("a funding has a marker");
+        if !node.query_uhs(&[marker])?.first().copied().unwrap_or(false) {
+            wallet.fastpay_drop_funding(&account, &txid)?;
+            report.push((account, txid, Announced::Dropped));
+            continue;
+        }
+        let credited_by = authorities.fund(account, tx.encode());
+        if credited_by >= authorities.committee().quorum() {
+            wallet.fastpay_on_credited(&account, &txid)?;
+        }
+        report.push((account, txid, Announced::Sent { credited_by }));
+    }
+    WalletFile::save(path, wallet)?;
+    Ok(report)
+}
+
+/// A FastPay redeem sent to the core: its txid, its amount, and how the submission ended.
+pub type Presented = (Txid, u64, Submitted);
+
+/// Builds and submits the FastPay redeem of every certified transfer back to the core that has
+/// none yet (each saved as a pending core transaction before it is sent).
+pub fn present_redeems(
+    path: &Path,
+    wallet: &mut Wallet,
+    node: &NodeClient,
+    timeout_ms: u64,
+) -> Result<Vec<Presented>, SessionError> {
+    let due: Vec<(AccountKey, u64, u64)> = wallet
+        .fastpay()
+        .map(|book| {
+            book.accounts()
+                .iter()
+                .flat_map(|account| {
+                    account
+                        .sent()
+                        .iter()
+                        .filter(|sent| sent.redeem_due().is_some())
+                        .map(|sent| {
+                            let order = &sent.certificate.order.order;
+                            (account.key(), order.sequence, order.amount)
+                        })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut presented = vec![];
+    for (account, sequence, amount) in due {
+        let tx = wallet.build_fastpay_redeem(&account, sequence)?;
+        let submitted = session::submit(path, wallet, node, &tx, timeout_ms)?;
+        presented.push((tx.txid(), amount, submitted));
+    }
+    Ok(presented)
+}
+
+/// Pays `amount` from `account` back to a new core address of this wallet ([`pay`]), then
+/// presents the certificate to the core ([`present_redeems`]).
+pub fn redeem(
+    path: &Path,
+    wallet: &mut Wallet,
+    node: &NodeClient,
+    authorities: &impl Authorities,
+    account: &AccountKey,
+    amount: u64,
+    timeout_ms: u64,
+) -> Result<(PayOutcome, Vec<Presented>), SessionError> {
+    let recipient = wallet.fastpay_redeem_recipient(&mut rand::thread_rng())?;
+    let outcome = pay(path, wallet, authorities, account, recipient, amount, Vec::new())?;
+    let presented = match outcome {
+        PayOutcome::NotFinal(_) => vec![],
+        _ => present_redeems(path, wallet, node, timeout_ms)?,
+    };
+    Ok((outcome, presented))
+}
+
+/// Each answering authority's view of `account`: (authority, balance, next sequence number).
+pub fn balances(authorities: &impl Authorities, account: &AccountKey) -> Vec<(AuthorityIndex, i128, u64)> {
+    let mut states: Vec<_> = authorities
+        .account_states(*account, u64::MAX)
+        .into_iter()
+        .map(|(authority, state)| (authority, state.balance, state.next_sequence))
+        .collect();
+    states.sort_unstable();
+    states
+}
+
+/// The balance at least f+1 answering authorities report at least (so at least one honest
+/// authority does, whatever f liars say); `None` if fewer than f+1 answered.
+pub fn agreed_balance(committee: &Committee, balances: &[(AuthorityIndex, i128, u64)]) -> Option<i128> {
+    let mut values: Vec<i128> = balances.iter().map(|(_, balance, _)| *balance).collect();
+    values.sort_unstable_by(|a, b| b.cmp(a));
+    values.get(committee.fault_tolerance()).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use specie_fastpay::test_support::SigningCommittee;
+    use specie_fastpay::Vote;
+    use specie_wallet::PaymentString;
+
+    use super::*;
+
+    /// Authorities that certify every order sent unless told to fail, and remember every order
+    /// they were sent and what they hold.
+    struct FakeAuthorities {
+        signing: SigningCommittee,
+        failing: RefCell<bool>,
+        sent: RefCell<Vec<Vec<SignedOrder>>>,
+        /// What they report for any account: a pending order, and confirmed certificates.
+        pending: RefCell<Option<SignedOrder>>,
+        confirmed: RefCell<Vec<Certificate>>,
+    }
+
+    impl FakeAuthorities {
+        fn new() -> FakeAuthorities {
+            FakeAuthorities {
+                signing: SigningCommittee::deterministic(4, 1),
+                failing: RefCell::new(false),
+                sent: RefCell::new(vec![]),
+                pending: RefCell::new(None),
+                confirmed: RefCell::new(vec![]),
+            }
+        }
+    }
+
+    impl Authorities for FakeAuthorities {
+        fn committee(&self) -> &Committee {
+            &self.signing.committee
+        }
+
+        fn pay_orders(&self, orders: Vec<SignedOrder>) -> PayOutcome {
+            self.sent.borrow_mut().push(orders.clone());
+            if *self.failing.borrow() {
+                return PayOutcome::NotFinal("every authority is down".into());
+            }
+            let certificate = self.signing.final_certificate(&orders[0]);
+            self.confirmed.borrow_mut().push(certificate.clone());
+            PayOutcome::Settled(certificate)
+        }
+
+        fn account_states(&self, account: AccountKey, from_sequence: u64) -> Vec<(AuthorityIndex, AccountState)> {
+            let confirmed: Vec<Certificate> = self
+                .confirmed
+                .borrow()
+                .iter()
+                .filter(|c| c.order.order.sender == account && c.order.order.sequence >= from_sequence)
+                .cloned()
+                .collect();
+            let pending = self.pending.borrow().clone().map(|order| {
+                let vote: Vote = self.signing.vote(0, specie_fastpay::VoteKind::Prepare, 0, &order);
+                (order, vote)
+            });
+            (0..4)
+                .map(|authority| {
+                    let state = AccountState {
+                        balance: 0,
+                        next_sequence: from_sequence,
+                        pending: pending.clone(),
+                        confirmed: confirmed.clone(),
+                    };
+                    (authority, state)
+                })
+                .collect()
+        }
+
+        fn fund(&self, _: AccountKey, _: Vec<u8>) -> usize {
+            4
+        }
+    }
+
+    /// A wallet file with one Byzantine-mode account of the fake committee.
+    fn wallet_file(dir: &Path, authorities: &FakeAuthorities) -> (std::path::PathBuf, Wallet, AccountKey) {
+        let mut rng = rand::thread_rng();
+        let mut wallet = Wallet::new("usd", false, &mut rng).unwrap();
+        let address = wallet.latest_address().unwrap();
+        let output = specie_transaction::Output {
+            witness_program_commitment: address.witness_program_commitment(),
+            value: 100,
+        };
+        let payment = PaymentString::new(Txid([3; 32]), vec![specie_wallet::PaidOutput { index: 0, output }]);
+        wallet.import_payment(&payment, &[]).unwrap();
+        wallet.fastpay_use_committee(authorities.committee(), None).unwrap();
+        let account = wallet.fastpay_new_account(&mut rng).unwrap();
+        let path = dir.join("wallet.json");
+        WalletFile::create(&path, &wallet).unwrap();
+        (path, wallet, account)
+    }
+
+    fn pending_of(wallet: &Wallet, account: &AccountKey) -> Vec<SignedOrder> {
+        wallet.fastpay().unwrap().account(account).unwrap().pending().to_vec()
+    }
+
+    #[test]
+    fn an_order_is_saved_before_it_is_sent_and_sent_again_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let authorities = FakeAuthorities::new();
+        let (path, mut wallet, account) = wallet_file(dir.path(), &authorities);
+        let payee = Recipient::Account(AccountKey([5; 32]));
+        *authorities.failing.borrow_mut() = true;
+        let outcome = pay(&path, &mut wallet, &authorities, &account, payee, 10, vec![]).unwrap();
+        assert!(matches!(outcome, PayOutcome::NotFinal(_)));
+        let first = authorities.sent.borrow()[0][0].clone();
+        // What is on disk is what was sent.
+        let mut restarted = WalletFile::load(&path).unwrap();
+        assert_eq!(pending_of(&restarted, &account), vec![first.clone()]);
+        // A new payment while it is pending sends the pending order first, never a new one.
+        let error = pay(&path, &mut restarted, &authorities, &account, payee, 99, vec![]).unwrap_err();
+        assert!(
+            matches!(error, SessionError::StillPending { sequence: 0, .. }),
+            "{error}"
+        );
+        assert_eq!(authorities.sent.borrow()[1], vec![first.clone()]);
+        *authorities.failing.borrow_mut() = false;
+        let outcome = finish_pending(&path, &mut restarted, &authorities, &account).unwrap();
+        assert_eq!(
+            outcome,
+            Some(PayOutcome::Settled(authorities.signing.final_certificate(&first)))
+        );
+        assert_eq!(authorities.sent.borrow()[2], vec![first]);
+        let reloaded = WalletFile::load(&path).unwrap();
+        let state = reloaded.fastpay().unwrap().account(&account).unwrap();
+        assert_eq!((state.next_sequence(), state.pending().len()), (1, 0));
+    }
+
+    #[test]
+    fn a_crash_between_saving_and_sending_resends_the_same_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let authorities = FakeAuthorities::new();
+        let (path, mut wallet, account) = wallet_file(dir.path(), &authorities);
+        // What `pay` does up to the crash: sign, save; the process dies before sending.
+        let signed = wallet
+            .fastpay_sign_order(&account, Recipient::Account(AccountKey([5; 32])), 10, vec![])
+            .unwrap();
+        WalletFile::save(&path, &wallet).unwrap();
+        drop(wallet);
+        let mut restarted = WalletFile::load(&path).unwrap();
+        let outcome = pay(
+            &path,
+            &mut restarted,
+            &authorities,
+            &account,
+            Recipient::Account(AccountKey([6; 32])),
+            20,
+            vec![],
+        )
+        .unwrap();
+        let sent = authorities.sent.borrow().clone();
+        assert_eq!(
+            sent,
+            vec![vec![signed], sent[1].clone()],
+            "the saved order first, as it is"
+        );
+        assert_eq!(sent[1][0].order.sequence, 1);
+        assert_eq!(sent[1][0].order.amount, 20);
+        assert!(matches!(outcome, PayOutcome::Settled(_)));
+    }
+
+    #[test]
+    fn a_restored_wallet_learns_its_pending_order_and_certificates_from_the_authorities() {
+        let dir = tempfile::tempdir().unwrap();
+        let authorities = FakeAuthorities::new();
+        let (path, mut wallet, account) = wallet_file(dir.path(), &authorities);
+        let backup = wallet.clone();
+        let payee = Recipient::Account(AccountKey([5; 32]));
+        pay(&path, &mut wallet, &authorities, &account, payee, 10, vec![]).unwrap();
+        let in_flight = wallet.fastpay_sign_order(&account, payee, 11, vec![]).unwrap();
+        *authorities.pending.borrow_mut() = Some(in_flight.clone());
+        // The wallet is lost; the backup from before both orders is restored.
+        let mut restored = backup;
+        WalletFile::save(&path, &restored).unwrap();
+        let recovered = recover(&path, &mut restored, &authorities, &account).unwrap();
+        assert_eq!(
+            recovered,
+            Recovered {
+                certificates: 1,
+                orders: 1
+            }
+        );
+        assert_eq!(pending_of(&restored, &account), vec![in_flight.clone()]);
+        // Paying again finishes that order first: no second order for sequence number 1.
+        pay(&path, &mut restored, &authorities, &account, payee, 12, vec![]).unwrap();
+        let sent = authorities.sent.borrow();
+        assert_eq!(sent[1], vec![in_flight]);
+        assert_eq!(sent[2][0].order.sequence, 2);
+    }
+}

@@ -1,0 +1,644 @@
+//! Byzantine-mode (FastPay) accounts in the wallet: the bookkeeping only, no I/O
+//! (`docs/byzantine-mode.md`; the driver that talks to the core and the authorities is
+//! `specie-fastpay-wallet`).
+//!
+//! An account is an Ed25519 key whose public half is its address at every authority. What the
+//! wallet must never lose or get wrong:
+//!
+//! * **The order it signed and has not seen certified** ([`FastpayAccount::pending`]). An owner
+//!   who signs a second, different order for the same sequence number can split the committee
+//!   (FastPay then needs recovery rounds), so a signed order is saved before it is sent, and
+//!   until it is certified every attempt sends *that* order again, never a new one. A wallet
+//!   restored from an older copy learns it back from the authorities (FastPay §4.4,
+//!   [`Wallet::fastpay_adopt_pending`]).
+//! * **Its certificates**: the proof of every payment it made, and for a transfer back to the
+//!   core what the core needs to create the output ([`Wallet::build_fastpay_redeem`]).
+//! * **Fundings the core confirmed that the authorities have not credited yet**: the core took
+//!   the coins; the funding's bytes are what makes the authorities credit the account.
+
+use rand::{CryptoRng, RngCore};
+use specie_fastpay::{
+    AccountKey, Certificate, CertificateError, Committee, CoreAddress, Recipient, SignedOrder, SigningKey,
+    TransferOrder, MEMO_BYTES_MAX,
+};
+use specie_transaction::{Address, FastpayFunding, FastpayRedeem, NonceMode, Output, SpecieTransaction, Txid};
+use thiserror::Error;
+
+use crate::error::WalletError;
+use crate::wallet::{Coin, PendingKind, Wallet, WalletKey};
+
+/// Byzantine-mode accounts a wallet may hold: each is checked and listed by every command, and a
+/// handful is what a person uses.
+pub const FASTPAY_ACCOUNTS_MAX: usize = 1000;
+
+/// What goes wrong with Byzantine-mode accounts, said for the person at the terminal.
+#[derive(Debug, Error)]
+pub enum FastpayError {
+    #[error(
+        "this wallet has no Byzantine-mode accounts yet; give the cluster file once with \
+         `specie wallet fastpay --cluster-file DIR/cluster.toml …` (it names the committee)"
+    )]
+    NoCommittee,
+    #[error(
+        "the cluster file's committee (epoch {found_epoch}, id {found}) is not the one this wallet's accounts \
+         belong to (epoch {epoch}, id {expected}); a certificate of one committee means nothing to another"
+    )]
+    CommitteeMismatch {
+        epoch: u64,
+        expected: String,
+        found_epoch: u64,
+        found: String,
+    },
+    #[error(
+        "account {0} is not one of this wallet's Byzantine-mode accounts (`specie wallet fastpay accounts` lists them)"
+    )]
+    UnknownAccount(String),
+    #[error("this wallet holds {FASTPAY_ACCOUNTS_MAX} Byzantine-mode accounts, the most it may")]
+    TooManyAccounts,
+    #[error(
+        "account {account} has an order for sequence number {sequence} that is not certified yet; it is \
+         finished first (`specie wallet fastpay sync`), never replaced: a second order for the same \
+         number would make this wallet equivocate"
+    )]
+    OrderPending { account: String, sequence: u64 },
+    #[error("the memo is {bytes} bytes; an order carries at most {MEMO_BYTES_MAX}")]
+    MemoTooLong { bytes: usize },
+    #[error("the certificate is not valid for this wallet's committee: {0}")]
+    Certificate(#[from] CertificateError),
+    #[error("the certificate is for account {sender}'s transfer {sequence}, which this wallet {why}")]
+    NotOurs {
+        sender: String,
+        sequence: u64,
+        why: &'static str,
+    },
+    #[error("account {account} has no certified transfer {sequence} back to the core to redeem")]
+    NoRedeem { account: String, sequence: u64 },
+    #[error(transparent)]
+    Wallet(#[from] WalletError),
+}
+
+/// A certified transfer this wallet made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SentTransfer {
+    pub certificate: Certificate,
+    /// For a transfer to the core: the FastPay redeem transaction built from it, once built (its
+    /// fate is then the core's pending machinery's, like any transaction of this wallet).
+    pub redeem_txid: Option<Txid>,
+}
+
+impl SentTransfer {
+    /// The core address of a transfer back to the core whose redeem has not been built yet.
+    pub fn redeem_due(&self) -> Option<CoreAddress> {
+        match self.certificate.order.order.recipient {
+            Recipient::Core(address) if self.redeem_txid.is_none() => Some(address),
+            _ => None,
+        }
+    }
+}
+
+/// A funding this wallet built: the core's transaction and whether a quorum credited it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FundingRecord {
+    pub funding: FastpayFunding,
+    /// A quorum of authorities answered `funded`: the account can pay from it.
+    pub credited: bool,
+}
+
+/// One Byzantine-mode account.
+#[derive(Clone)]
+pub struct FastpayAccount {
+    pub(crate) owner: SigningKey,
+    pub(crate) key: AccountKey,
+    pub(crate) next_sequence: u64,
+    pub(crate) pending: Vec<SignedOrder>,
+    pub(crate) sent: Vec<SentTransfer>,
+    pub(crate) fundings: Vec<FundingRecord>,
+}
+
+impl std::fmt::Debug for FastpayAccount {
+    /// Never prints the secret key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FastpayAccount")
+            .field("key", &hex::encode(self.key.0))
+            .field("next_sequence", &self.next_sequence)
+            .field("pending", &self.pending)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FastpayAccount {
+    pub(crate) fn from_owner(owner: SigningKey) -> FastpayAccount {
+        FastpayAccount {
+            key: AccountKey(owner.verifying_key().to_bytes()),
+            owner,
+            next_sequence: 0,
+            pending: Vec::new(),
+            sent: Vec::new(),
+            fundings: Vec::new(),
+        }
+    }
+
+    pub fn key(&self) -> AccountKey {
+        self.key
+    }
+
+    /// The sequence number of the next order: one above the last certified one.
+    pub fn next_sequence(&self) -> u64 {
+        self.next_sequence
+    }
+
+    /// The orders signed for `next_sequence` and not certified yet: normally none or one; more
+    /// only when the authorities reported another one this owner signed (from another copy of
+    /// the wallet), which the recovery rounds then settle.
+    pub fn pending(&self) -> &[SignedOrder] {
+        &self.pending
+    }
+
+    pub fn sent(&self) -> &[SentTransfer] {
+        &self.sent
+    }
+
+    pub fn fundings(&self) -> &[FundingRecord] {
+        &self.fundings
+    }
+
+    /// What this wallet alone knows the account should hold: credited fundings minus certified
+    /// transfers. Payments received from other accounts are known only to the authorities.
+    pub fn local_balance(&self) -> i128 {
+        let funded: i128 = self
+            .fundings
+            .iter()
+            .filter(|f| f.credited)
+            .map(|f| i128::from(f.funding.amount))
+            .sum();
+        let sent: i128 = self
+            .sent
+            .iter()
+            .map(|s| i128::from(s.certificate.order.order.amount))
+            .sum();
+        funded - sent
+    }
+}
+
+/// The Byzantine-mode part of a wallet: one committee and its accounts.
+#[derive(Clone, Debug)]
+pub struct FastpayBook {
+    pub(crate) committee: Committee,
+    /// The cluster file that names the authorities' addresses, saved like the node's URL.
+    pub(crate) cluster_file: Option<String>,
+    pub(crate) accounts: Vec<FastpayAccount>,
+}
+
+impl FastpayBook {
+    pub fn committee(&self) -> &Committee {
+        &self.committee
+    }
+
+    pub fn cluster_file(&self) -> Option<&str> {
+        self.cluster_file.as_deref()
+    }
+
+    pub fn accounts(&self) -> &[FastpayAccount] {
+        &self.accounts
+    }
+
+    pub fn account(&self, key: &AccountKey) -> Option<&FastpayAccount> {
+        self.accounts.iter().find(|a| a.key == *key)
+    }
+}
+
+/// What a payee learns from a certificate it was handed, checked offline against the committee.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VerifiedTransfer {
+    pub sender: AccountKey,
+    pub recipient: Recipient,
+    pub amount: u64,
+    pub sequence: u64,
+}
+
+/// Checks `certificate` against `committee` with no one else asked: final (every member's
+/// prepare in round 0, or a quorum's commits), every signature valid, the order well formed and
+/// signed by its sender. A valid certificate is a payment that settles (it cannot be undone).
+pub fn verify_certificate(
+    committee: &Committee,
+    certificate: &Certificate,
+) -> Result<VerifiedTransfer, CertificateError> {
+    certificate.check(committee)?;
+    let order = &certificate.order.order;
+    Ok(VerifiedTransfer {
+        sender: order.sender,
+        recipient: order.recipient,
+        amount: order.amount,
+        sequence: order.sequence,
+    })
+}
+
+fn hex_key(key: &AccountKey) -> String {
+    hex::encode(key.0)
+}
+
+fn mismatch(expected: &Committee, found: &Committee) -> FastpayError {
+    FastpayError::CommitteeMismatch {
+        epoch: expected.epoch(),
+        expected: hex::encode(expected.id()),
+        found_epoch: found.epoch(),
+        found: hex::encode(found.id()),
+    }
+}
+
+impl Wallet {
+    pub fn fastpay(&self) -> Option<&FastpayBook> {
+        self.fastpay.as_ref()
+    }
+
+    fn book(&self) -> Result<&FastpayBook, FastpayError> {
+        self.fastpay.as_ref().ok_or(FastpayError::NoCommittee)
+    }
+
+    fn account_mut(&mut self, key: &AccountKey) -> Result<&mut FastpayAccount, FastpayError> {
+        let book = self.fastpay.as_mut().ok_or(FastpayError::NoCommittee)?;
+        book.accounts
+            .iter_mut()
+            .find(|a| a.key == *key)
+            .ok_or_else(|| FastpayError::UnknownAccount(hex_key(key)))
+    }
+
+    /// Makes `committee` this wallet's (first use), or checks that it is already; remembers
+    /// `cluster_file` when given.
+    pub fn fastpay_use_committee(
+        &mut self,
+        committee: &Committee,
+        cluster_file: Option<&str>,
+    ) -> Result<(), FastpayError> {
+        match &mut self.fastpay {
+            Some(book) if book.committee != *committee => Err(mismatch(&book.committee, committee)),
+            Some(book) => {
+                if let Some(file) = cluster_file {
+                    book.cluster_file = Some(file.to_owned());
+                }
+                Ok(())
+            }
+            None => {
+                self.fastpay = Some(FastpayBook {
+                    committee: committee.clone(),
+                    cluster_file: cluster_file.map(str::to_owned),
+                    accounts: Vec::new(),
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// A new Byzantine-mode account.
+    pub fn fastpay_new_account(&mut self, rng: &mut (impl RngCore + CryptoRng)) -> Result<AccountKey, FastpayError> {
+        let book = self.fastpay.as_mut().ok_or(FastpayError::NoCommittee)?;
+        if book.accounts.len() >= FASTPAY_ACCOUNTS_MAX {
+            return Err(FastpayError::TooManyAccounts);
+        }
+        let mut secret = [0u8; 32];
+        rng.fill_bytes(&mut secret);
+        let account = FastpayAccount::from_owner(SigningKey::from_bytes(&secret));
+        let key = account.key;
+        book.accounts.push(account);
+        Ok(key)
+    }
+
+    /// Builds and signs a funding of `amount` from this wallet's coins into `account`, recorded
+    /// both as a pending core transaction and in the account (so that the authorities can be
+    /// told of it once the core confirms it, even after a crash).
+    pub fn build_fastpay_funding(
+        &mut self,
+        account: &AccountKey,
+        amount: u64,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<SpecieTransaction, FastpayError> {
+        let committee_id = self.book()?.committee.id();
+        if self.book()?.account(account).is_none() {
+            return Err(FastpayError::UnknownAccount(hex_key(account)));
+        }
+        self.check_pending_room()?;
+        let (coins, total) = self.select(amount)?;
+        let owners = self.keypairs_for(&coins)?;
+        let change = total - amount;
+        let mut outputs = Vec::new();
+        let mut change_key = None;
+        if change > 0 {
+            let key = WalletKey::random(rng)?;
+            outputs.push(Output {
+                witness_program_commitment: key.commitment,
+                value: change,
+            });
+            change_key = Some(key);
+        }
+        let inputs = coins.iter().map(Coin::to_input).collect();
+        let funding = FastpayFunding::new_signed(
+            committee_id,
+            *account,
+            amount,
+            inputs,
+            outputs,
+            &owners,
+            NonceMode::Randomized,
+        )
+        .map_err(WalletError::Sign)?;
+        if let Some(key) = change_key {
+            self.add_key(key);
+        }
+        let tx = SpecieTransaction::FastpayFunding(funding.clone());
+        self.record(tx.clone(), PendingKind::FastpayFunding { amount });
+        self.account_mut(account)?.fundings.push(FundingRecord {
+            funding,
+            credited: false,
+        });
+        Ok(tx)
+    }
+
+    /// A quorum of authorities credited the funding `txid`.
+    pub fn fastpay_on_credited(&mut self, account: &AccountKey, txid: &Txid) -> Result<(), FastpayError> {
+        for record in &mut self.account_mut(account)?.fundings {
+            if record.funding.txid() == *txid {
+                record.credited = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets a funding the core refused for good (its coins are spendable again).
+    pub fn fastpay_drop_funding(&mut self, account: &AccountKey, txid: &Txid) -> Result<(), FastpayError> {
+        self.account_mut(account)?
+            .fundings
+            .retain(|record| record.credited || record.funding.txid() != *txid);
+        Ok(())
+    }
+
+    /// Signs the account's next order and records it as pending. The caller saves the wallet
+    /// *before* sending it (module docs). Refused while another order is pending.
+    pub fn fastpay_sign_order(
+        &mut self,
+        account: &AccountKey,
+        recipient: Recipient,
+        amount: u64,
+        memo: Vec<u8>,
+    ) -> Result<SignedOrder, FastpayError> {
+        if amount == 0 {
+            return Err(WalletError::ZeroAmount.into());
+        }
+        if memo.len() > MEMO_BYTES_MAX {
+            return Err(FastpayError::MemoTooLong { bytes: memo.len() });
+        }
+        let state = self.account_mut(account)?;
+        if !state.pending.is_empty() {
+            return Err(FastpayError::OrderPending {
+                account: hex_key(account),
+                sequence: state.next_sequence,
+            });
+        }
+        let order = TransferOrder {
+            sender: *account,
+            recipient,
+            amount,
+            sequence: state.next_sequence,
+            memo,
+        }
+        .sign(&state.owner);
+        state.pending.push(order.clone());
+        Ok(order)
+    }
+
+    /// Orders signed by this account's owner that an authority reports pending at the account's
+    /// next sequence number (a wallet restored from an older copy, or another copy of it, signed
+    /// them): kept, so that they are finished rather than contradicted. Returns how many were
+    /// new; anything else (another sequence number, another signer) is ignored.
+    pub fn fastpay_adopt_pending(
+        &mut self,
+        account: &AccountKey,
+        orders: &[SignedOrder],
+    ) -> Result<usize, FastpayError> {
+        let state = self.account_mut(account)?;
+        let mut adopted = 0;
+        for order in orders {
+            let fits = order.order.sender == *account && order.order.sequence == state.next_sequence;
+            if fits && order.check().is_ok() && !state.pending.contains(order) {
+                state.pending.push(order.clone());
+                adopted += 1;
+            }
+        }
+        Ok(adopted)
+    }
+
+    /// A final certificate of this account's transfer at its next sequence number (one this
+    /// wallet sent, or learned from the authorities): the sequence moves on and the pending
+    /// orders are done. A certificate for an earlier number is already known and changes nothing.
+    pub fn fastpay_on_certified(&mut self, certificate: Certificate) -> Result<bool, FastpayError> {
+        let committee = self.book()?.committee.clone();
+        certificate.check(&committee)?;
+        let order = &certificate.order.order;
+        let (sender, sequence) = (order.sender, order.sequence);
+        let not_ours = |why| FastpayError::NotOurs {
+            sender: hex_key(&sender),
+            sequence,
+            why,
+        };
+        let state = self.account_mut(&sender).map_err(|_| not_ours("holds no key for"))?;
+        if sequence < state.next_sequence {
+            return Ok(false);
+        }
+        if sequence > state.next_sequence {
+            return Err(not_ours("has not seen the earlier transfers of; sync first"));
+        }
+        state.next_sequence += 1;
+        state.pending.clear();
+        state.sent.push(SentTransfer {
+            certificate,
+            redeem_txid: None,
+        });
+        Ok(true)
+    }
+
+    /// A fresh core address of this wallet, as the recipient of a transfer back to the core.
+    pub fn fastpay_redeem_recipient(
+        &mut self,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<Recipient, FastpayError> {
+        let address: Address = self.new_address(rng)?;
+        Ok(Recipient::Core(CoreAddress(address.witness_program_commitment())))
+    }
+
+    /// Builds the FastPay redeem of the account's certified transfer `sequence` back to the core
+    /// and records it as a pending core transaction creating this wallet's output.
+    pub fn build_fastpay_redeem(
+        &mut self,
+        account: &AccountKey,
+        sequence: u64,
+    ) -> Result<SpecieTransaction, FastpayError> {
+        let no_redeem = || FastpayError::NoRedeem {
+            account: hex_key(account),
+            sequence,
+        };
+        let state = self.account_mut(account)?;
+        let sent = state
+            .sent
+            .iter()
+            .find(|s| s.certificate.order.order.sequence == sequence && s.redeem_due().is_some())
+            .ok_or_else(no_redeem)?;
+        let redeem = FastpayRedeem::new(sent.certificate.clone());
+        let amount = sent.certificate.order.order.amount;
+        let tx = SpecieTransaction::FastpayRedeem(redeem);
+        let txid = tx.txid();
+        self.check_pending_room()?;
+        self.record(tx.clone(), PendingKind::FastpayRedeem { amount });
+        for sent in &mut self.account_mut(account)?.sent {
+            if sent.certificate.order.order.sequence == sequence {
+                sent.redeem_txid = Some(txid);
+            }
+        }
+        Ok(tx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{funded_wallet, rng};
+    use specie_fastpay::deterministic_key;
+    use specie_fastpay::test_support::SigningCommittee;
+
+    fn committee() -> (Committee, SigningCommittee) {
+        let signing = SigningCommittee::deterministic(4, 1);
+        (signing.committee.clone(), signing)
+    }
+
+    fn certify(_: &Committee, signing: &SigningCommittee, order: SignedOrder) -> Certificate {
+        signing.final_certificate(&order)
+    }
+
+    #[test]
+    fn one_order_per_sequence_until_it_is_certified() {
+        let mut rng = rng(40);
+        let (committee, keys) = committee();
+        let mut wallet = funded_wallet(&[100], &mut rng);
+        wallet.fastpay_use_committee(&committee, Some("c.toml")).unwrap();
+        let account = wallet.fastpay_new_account(&mut rng).unwrap();
+        let payee = AccountKey(deterministic_key("payee", 0).verifying_key().to_bytes());
+        let order = wallet
+            .fastpay_sign_order(&account, Recipient::Account(payee), 5, vec![])
+            .unwrap();
+        assert_eq!(order.order.sequence, 0);
+        // A second order while the first is pending would equivocate: refused.
+        let error = wallet
+            .fastpay_sign_order(&account, Recipient::Account(payee), 6, vec![])
+            .unwrap_err();
+        assert!(
+            matches!(error, FastpayError::OrderPending { sequence: 0, .. }),
+            "{error}"
+        );
+        assert_eq!(
+            wallet.fastpay().unwrap().accounts()[0].pending(),
+            std::slice::from_ref(&order)
+        );
+
+        let certificate = certify(&committee, &keys, order);
+        assert!(wallet.fastpay_on_certified(certificate.clone()).unwrap());
+        assert!(!wallet.fastpay_on_certified(certificate).unwrap(), "known already");
+        let state = &wallet.fastpay().unwrap().accounts()[0];
+        assert_eq!((state.next_sequence(), state.pending().len()), (1, 0));
+        assert_eq!(state.local_balance(), -5);
+        let next = wallet
+            .fastpay_sign_order(&account, Recipient::Account(payee), 6, vec![])
+            .unwrap();
+        assert_eq!(next.order.sequence, 1);
+    }
+
+    #[test]
+    fn another_committee_is_refused_and_certificates_are_checked() {
+        let mut rng = rng(41);
+        let (committee, keys) = committee();
+        let mut wallet = funded_wallet(&[100], &mut rng);
+        wallet.fastpay_use_committee(&committee, None).unwrap();
+        let other_keys = SigningCommittee::new(1, (0..4).map(|n| deterministic_key("other", n)).collect());
+        let other = other_keys.committee.clone();
+        assert!(matches!(
+            wallet.fastpay_use_committee(&other, None),
+            Err(FastpayError::CommitteeMismatch { .. })
+        ));
+        let account = wallet.fastpay_new_account(&mut rng).unwrap();
+        let order = wallet
+            .fastpay_sign_order(&account, Recipient::Account(account), 1, vec![])
+            .unwrap();
+        let forged = certify(&other, &other_keys, order.clone());
+        assert!(matches!(
+            verify_certificate(&committee, &forged),
+            Err(CertificateError::WrongCommittee)
+        ));
+        let mut short = certify(&committee, &keys, order);
+        short.signatures.pop();
+        assert!(
+            verify_certificate(&committee, &short).is_err(),
+            "3 of 4 prepares are a lock, not final"
+        );
+        assert!(wallet.fastpay_on_certified(short).is_err());
+        assert_eq!(wallet.fastpay().unwrap().accounts()[0].next_sequence(), 0);
+    }
+
+    #[test]
+    fn adopted_orders_are_only_the_owners_at_the_next_sequence() {
+        let mut rng = rng(42);
+        let (committee, _) = committee();
+        let mut wallet = funded_wallet(&[100], &mut rng);
+        wallet.fastpay_use_committee(&committee, None).unwrap();
+        let account = wallet.fastpay_new_account(&mut rng).unwrap();
+        let owner = wallet.fastpay().unwrap().accounts()[0].owner.clone();
+        let mine = |sequence, amount| {
+            TransferOrder {
+                sender: account,
+                recipient: Recipient::Account(account),
+                amount,
+                sequence,
+                memo: vec![],
+            }
+            .sign(&owner)
+        };
+        let mut forged = mine(0, 9);
+        forged.order.amount = 10;
+        let adopted = wallet
+            .fastpay_adopt_pending(&account, &[mine(0, 3), mine(0, 3), mine(1, 4), forged])
+            .unwrap();
+        assert_eq!(adopted, 1);
+        assert_eq!(wallet.fastpay().unwrap().accounts()[0].pending(), &[mine(0, 3)]);
+    }
+
+    #[test]
+    fn funding_and_redeem_are_core_transactions_of_the_wallet() {
+        let mut rng = rng(43);
+        let (committee, keys) = committee();
+        let mut wallet = funded_wallet(&[70, 50], &mut rng);
+        wallet.fastpay_use_committee(&committee, None).unwrap();
+        let account = wallet.fastpay_new_account(&mut rng).unwrap();
+        let tx = wallet.build_fastpay_funding(&account, 100, &mut rng).unwrap();
+        let SpecieTransaction::FastpayFunding(funding) = &tx else {
+            panic!()
+        };
+        assert_eq!(
+            (funding.amount, funding.account, funding.committee_id),
+            (100, account, committee.id())
+        );
+        assert_eq!(wallet.balance().pending_in, 20, "change");
+        assert!(wallet
+            .pending_tx(&tx.txid())
+            .unwrap()
+            .proof_ids()
+            .contains(&funding.marker()));
+        wallet.on_confirmed(&tx.txid()).unwrap();
+        wallet.fastpay_on_credited(&account, &tx.txid()).unwrap();
+        assert_eq!(wallet.fastpay().unwrap().accounts()[0].local_balance(), 100);
+
+        let recipient = wallet.fastpay_redeem_recipient(&mut rng).unwrap();
+        let order = wallet.fastpay_sign_order(&account, recipient, 30, vec![]).unwrap();
+        assert!(wallet.fastpay_on_certified(certify(&committee, &keys, order)).unwrap());
+        let redeem = wallet.build_fastpay_redeem(&account, 0).unwrap();
+        assert_eq!(wallet.balance().pending_in, 30);
+        assert!(wallet.build_fastpay_redeem(&account, 0).is_err(), "built once");
+        wallet.on_confirmed(&redeem.txid()).unwrap();
+        assert_eq!(wallet.balance().spendable, 50);
+    }
+}

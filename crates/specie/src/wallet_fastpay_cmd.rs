@@ -1,0 +1,508 @@
+//! `specie wallet fastpay`: Byzantine-mode (FastPay) accounts in the wallet file, driven by
+//! `specie-fastpay-wallet` against the core and the committee's authorities.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Subcommand};
+use specie_committee::{AuthorityAddresses, HttpCommittee, HttpCommitteeOptions};
+use specie_fastpay::{decode_exact, AccountKey, Certificate, Committee, Recipient, CERTIFICATE_BYTES_MAX};
+use specie_fastpay_wallet::{self as driver, Announced, PayOutcome};
+use specie_wallet::session::{self, Submitted};
+use specie_wallet::{verify_certificate, Outcome, Wallet, WalletFile};
+
+/// Exit status when something was accepted but is not final yet.
+const EXIT_NOT_FINAL: u8 = 2;
+const SUBMIT_TIMEOUT_MS: u64 = 30_000;
+
+/// The arguments of `specie wallet fastpay` (its help text is on `WalletCommand::Fastpay`).
+#[derive(Args, Debug)]
+pub struct FastpayArgs {
+    /// The cluster file naming the committee and its authorities (saved in the wallet).
+    #[arg(long, value_name = "PATH")]
+    pub cluster_file: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: FastpayCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum FastpayCommand {
+    /// List this wallet's accounts (offline), or make a new one with --new.
+    Accounts {
+        #[arg(long)]
+        new: bool,
+    },
+    /// Move AMOUNT of this wallet's core coins into an account: a funding the core confirms,
+    /// then sent to every authority (each checks the core itself before crediting it).
+    Fund {
+        #[arg(value_parser = clap::value_parser!(u64).range(1..))]
+        amount: u64,
+        /// The account [default: the first; one is made if the wallet has none].
+        #[arg(long, value_name = "HEX")]
+        account: Option<String>,
+    },
+    /// Pay AMOUNT to another account and print the certificate: give it to the payee, who checks
+    /// it offline with `verify`. Exit 2: not final yet (the order is saved; run `sync`).
+    Pay {
+        /// The payee's account (its owner's Ed25519 public key, hex).
+        to: String,
+        #[arg(value_parser = clap::value_parser!(u64).range(1..))]
+        amount: u64,
+        #[arg(long, value_name = "HEX")]
+        from: Option<String>,
+        /// Up to 64 bytes of text carried in the order.
+        #[arg(long, default_value = "")]
+        memo: String,
+    },
+    /// Move AMOUNT from an account back to a new core address of this wallet: a transfer to
+    /// the core, then its certificate presented to the core as a FastPay redeem.
+    Redeem {
+        #[arg(value_parser = clap::value_parser!(u64).range(1..))]
+        amount: u64,
+        #[arg(long, value_name = "HEX")]
+        account: Option<String>,
+    },
+    /// Ask every authority for each account's balance (a balance may lag while credits travel).
+    Balance,
+    /// Fundings, certified transfers and redeems of each account, and any order pending (offline).
+    History,
+    /// Finish what is unfinished: learn missed orders and certificates from the authorities,
+    /// send pending orders again (as they are), tell the authorities of fundings the core
+    /// confirmed, present certified transfers back to the core.
+    Sync,
+    /// Check a certificate offline against the committee: exit 0 valid, 1 invalid.
+    Verify {
+        /// The certificate: hex, or a file holding hex or its raw bytes.
+        certificate: String,
+    },
+}
+
+fn account_hex(key: &AccountKey) -> String {
+    hex::encode(key.0)
+}
+
+fn parse_account(text: &str) -> Result<AccountKey> {
+    let bytes = hex::decode(text.trim()).with_context(|| format!("{text:?} is not an account (64 hex digits)"))?;
+    let bytes: [u8; 32] = bytes
+        .try_into()
+        .map_err(|_| anyhow!("{text:?} is not an account: an account is 32 bytes (64 hex digits)"))?;
+    Ok(AccountKey(bytes))
+}
+
+/// The committee and the authorities' addresses from a cluster file.
+fn read_cluster(path: &Path) -> Result<(Committee, Vec<AuthorityAddresses>)> {
+    let topology = specie_cluster::Topology::load(path).with_context(|| format!("reading {}", path.display()))?;
+    let config = topology.fastpay_committee.ok_or_else(|| {
+        anyhow!(
+            "{} has no [fastpay_committee]; start the cluster with `specie cluster up --authorities`",
+            path.display()
+        )
+    })?;
+    let committee = config.committee()?;
+    let addresses = config
+        .authorities
+        .iter()
+        .map(|authority| AuthorityAddresses {
+            shards: authority
+                .shards
+                .iter()
+                .map(|group| group.replicas.iter().map(|r| format!("http://{}", r.http)).collect())
+                .collect(),
+        })
+        .collect();
+    Ok((committee, addresses))
+}
+
+/// The cluster file given now, else the one the wallet saved.
+fn cluster_path(wallet: &Wallet, given: Option<&Path>) -> Result<PathBuf> {
+    if let Some(path) = given {
+        return std::fs::canonicalize(path).with_context(|| format!("no cluster file at {}", path.display()));
+    }
+    wallet
+        .fastpay()
+        .and_then(|book| book.cluster_file())
+        .map(PathBuf::from)
+        .ok_or_else(|| anyhow!("which committee? give the cluster file once with `specie wallet fastpay --cluster-file DIR/cluster.toml …`"))
+}
+
+/// A client of the wallet's committee (checked to be the cluster file's), saving the file's path.
+fn connect(path: &Path, wallet: &mut Wallet, given: Option<&Path>) -> Result<HttpCommittee> {
+    let cluster = cluster_path(wallet, given)?;
+    let (committee, addresses) = read_cluster(&cluster)?;
+    if addresses.is_empty() {
+        bail!(
+            "{} lists no authority processes ([[fastpay_committee.authorities]])",
+            cluster.display()
+        );
+    }
+    wallet.fastpay_use_committee(&committee, cluster.to_str())?;
+    WalletFile::save(path, wallet)?;
+    let options = HttpCommitteeOptions {
+        request_timeout: Duration::from_secs(5),
+        payment_timeout: Duration::from_secs(30),
+        ..HttpCommitteeOptions::default()
+    };
+    Ok(HttpCommittee::new(Arc::new(committee), addresses, options)?)
+}
+
+/// The account named, else the first (made now if `make` and there is none).
+fn choose_account(path: &Path, wallet: &mut Wallet, named: Option<&str>, make: bool) -> Result<AccountKey> {
+    if let Some(text) = named {
+        return parse_account(text);
+    }
+    if let Some(first) = wallet.fastpay().and_then(|book| book.accounts().first()) {
+        return Ok(first.key());
+    }
+    if !make {
+        bail!("this wallet has no Byzantine-mode account yet; fund one with `specie wallet fastpay fund AMOUNT`");
+    }
+    let key = wallet.fastpay_new_account(&mut rand::thread_rng())?;
+    WalletFile::save(path, wallet)?;
+    println!("new account: {}", account_hex(&key));
+    Ok(key)
+}
+
+/// Runs one `specie wallet fastpay` command (the caller holds the wallet's lock).
+pub fn run(path: &Path, node: Option<&str>, args: FastpayArgs) -> Result<ExitCode> {
+    let given = args.cluster_file.as_deref();
+    if let FastpayCommand::Verify { certificate } = &args.command {
+        return verify(path, given, certificate);
+    }
+    let mut wallet = WalletFile::load(path)?;
+    match args.command {
+        FastpayCommand::Accounts { new } => accounts(path, &mut wallet, given, new),
+        FastpayCommand::History => history(&wallet),
+        command => {
+            let authorities = connect(path, &mut wallet, given)?;
+            let client = session::client_for(&wallet, node)?;
+            match command {
+                FastpayCommand::Fund { amount, account } => {
+                    let account = choose_account(path, &mut wallet, account.as_deref(), true)?;
+                    let funded = driver::fund(
+                        path,
+                        &mut wallet,
+                        &client,
+                        &authorities,
+                        &account,
+                        amount,
+                        SUBMIT_TIMEOUT_MS,
+                    )?;
+                    println!(
+                        "funded: core txid {} confirmed; {} of {} authorities credited {amount} {} to {}",
+                        funded.txid,
+                        funded.credited_by,
+                        authorities.committee().size(),
+                        wallet.hrp(),
+                        account_hex(&account)
+                    );
+                    if funded.credited_by < authorities.committee().quorum() {
+                        println!("fewer than a quorum credited it yet; run `specie wallet fastpay sync` later");
+                        return Ok(ExitCode::from(EXIT_NOT_FINAL));
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                FastpayCommand::Pay { to, amount, from, memo } => {
+                    let to = parse_account(&to)?;
+                    let from = choose_account(path, &mut wallet, from.as_deref(), false)?;
+                    let outcome = driver::pay(
+                        path,
+                        &mut wallet,
+                        &authorities,
+                        &from,
+                        Recipient::Account(to),
+                        amount,
+                        memo.into_bytes(),
+                    )?;
+                    report_payment(&outcome, amount, wallet.hrp())
+                }
+                FastpayCommand::Redeem { amount, account } => {
+                    let account = choose_account(path, &mut wallet, account.as_deref(), false)?;
+                    let (outcome, presented) = driver::redeem(
+                        path,
+                        &mut wallet,
+                        &client,
+                        &authorities,
+                        &account,
+                        amount,
+                        SUBMIT_TIMEOUT_MS,
+                    )?;
+                    let code = report_payment(&outcome, amount, wallet.hrp())?;
+                    Ok(report_presented(&presented, wallet.hrp()).unwrap_or(code))
+                }
+                FastpayCommand::Balance => balance(&wallet, &authorities),
+                FastpayCommand::Sync => sync(path, &mut wallet, &client, &authorities),
+                FastpayCommand::Accounts { .. } | FastpayCommand::History | FastpayCommand::Verify { .. } => {
+                    unreachable!()
+                }
+            }
+        }
+    }
+}
+
+fn report_payment(outcome: &PayOutcome, amount: u64, unit: &str) -> Result<ExitCode> {
+    let certificate = match outcome {
+        PayOutcome::Settled(certificate) => certificate,
+        PayOutcome::Certified { certificate, why } => {
+            println!("final, not yet settled at a quorum ({why}); `specie wallet fastpay sync` or the next payment settles it");
+            certificate
+        }
+        PayOutcome::NotFinal(why) => {
+            println!("not final yet: {why}");
+            println!("the order is saved; `specie wallet fastpay sync` sends it again (the same order, never another)");
+            return Ok(ExitCode::from(EXIT_NOT_FINAL));
+        }
+    };
+    let order = &certificate.order.order;
+    println!(
+        "paid {amount} {unit}: transfer {} of account {}",
+        order.sequence,
+        account_hex(&order.sender)
+    );
+    println!("certificate (the payee checks it offline with `specie wallet fastpay verify`):");
+    println!("{}", hex::encode(certificate_bytes(certificate)));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn certificate_bytes(certificate: &Certificate) -> Vec<u8> {
+    let mut bytes = vec![];
+    certificate.encode_to(&mut bytes);
+    bytes
+}
+
+/// Prints what the core said about each redeem; `Some(code)` unless every one was confirmed.
+fn report_presented(presented: &[driver::Presented], unit: &str) -> Option<ExitCode> {
+    let mut code = None;
+    for (txid, amount, submitted) in presented {
+        match submitted {
+            Submitted::Settled(Outcome::Confirmed(_)) => {
+                println!("redeemed: {amount} {unit} back in the core (txid {txid})")
+            }
+            Submitted::Settled(other) => {
+                println!("redeem {txid} of {amount} {unit}: {other:?}; `specie wallet sync` resolves it");
+                code = Some(ExitCode::from(EXIT_NOT_FINAL));
+            }
+            Submitted::Unknown(error) => {
+                println!(
+                    "redeem {txid} of {amount} {unit}: outcome unknown ({error}); `specie wallet sync` resolves it"
+                );
+                code = Some(ExitCode::from(EXIT_NOT_FINAL));
+            }
+        }
+    }
+    code
+}
+
+fn accounts(path: &Path, wallet: &mut Wallet, given: Option<&Path>, new: bool) -> Result<ExitCode> {
+    if new {
+        if wallet.fastpay().is_none() {
+            let (committee, _) = read_cluster(&cluster_path(wallet, given)?)?;
+            let cluster = cluster_path(wallet, given)?;
+            wallet.fastpay_use_committee(&committee, cluster.to_str())?;
+        }
+        let key = wallet.fastpay_new_account(&mut rand::thread_rng())?;
+        WalletFile::save(path, wallet)?;
+        println!("{}", account_hex(&key));
+        return Ok(ExitCode::SUCCESS);
+    }
+    for account in wallet.fastpay().map(|book| book.accounts()).unwrap_or_default() {
+        println!("{}", account_hex(&account.key()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn history(wallet: &Wallet) -> Result<ExitCode> {
+    let unit = wallet.hrp();
+    let Some(book) = wallet.fastpay() else {
+        println!("no Byzantine-mode accounts");
+        return Ok(ExitCode::SUCCESS);
+    };
+    println!(
+        "committee: epoch {}, id {}",
+        book.committee().epoch(),
+        hex::encode(book.committee().id())
+    );
+    for account in book.accounts() {
+        println!(
+            "account {} (next sequence number {})",
+            account_hex(&account.key()),
+            account.next_sequence()
+        );
+        for record in account.fundings() {
+            let state = if record.credited {
+                "credited"
+            } else {
+                "not credited by a quorum yet"
+            };
+            println!(
+                "  funded   {:>12} {unit}  core txid {}  {state}",
+                record.funding.amount,
+                record.funding.txid()
+            );
+        }
+        for sent in account.sent() {
+            let order = &sent.certificate.order.order;
+            let to = match order.recipient {
+                Recipient::Account(key) => format!("to account {}", account_hex(&key)),
+                Recipient::Core(address) => match sent.redeem_txid {
+                    Some(txid) => format!("to the core ({}), redeem txid {txid}", hex::encode(address.0)),
+                    None => format!("to the core ({}), redeem not presented yet", hex::encode(address.0)),
+                },
+            };
+            println!("  sent #{:<4}{:>12} {unit}  {to}", order.sequence, order.amount);
+        }
+        for order in account.pending() {
+            println!(
+                "  pending #{} {} {unit}: signed, not certified yet (`specie wallet fastpay sync`)",
+                order.order.sequence, order.order.amount
+            );
+        }
+        println!(
+            "  this wallet's own count: {} {unit} (payments received are known to the authorities only)",
+            account.local_balance()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn balance(wallet: &Wallet, authorities: &HttpCommittee) -> Result<ExitCode> {
+    let unit = wallet.hrp();
+    let accounts = wallet
+        .fastpay()
+        .map(|book| book.accounts().to_vec())
+        .unwrap_or_default();
+    for account in &accounts {
+        let balances = driver::balances(authorities, &account.key());
+        let agreed = driver::agreed_balance(authorities.committee(), &balances);
+        match agreed {
+            Some(balance) => println!("{}  {balance} {unit}", account_hex(&account.key())),
+            None => println!("{}  unknown: too few authorities answered", account_hex(&account.key())),
+        }
+        for (authority, balance, next) in balances {
+            println!("    authority {authority}: {balance} {unit}, next sequence number {next}");
+        }
+    }
+    if accounts.is_empty() {
+        println!("no Byzantine-mode accounts");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn sync(
+    path: &Path,
+    wallet: &mut Wallet,
+    client: &specie_wallet::NodeClient,
+    authorities: &HttpCommittee,
+) -> Result<ExitCode> {
+    let unit = wallet.hrp().to_owned();
+    let mut code = ExitCode::SUCCESS;
+    let keys: Vec<AccountKey> = wallet
+        .fastpay()
+        .map(|book| book.accounts().iter().map(|a| a.key()).collect())
+        .unwrap_or_default();
+    for key in keys {
+        let recovered = driver::recover(path, wallet, authorities, &key)?;
+        if recovered != driver::Recovered::default() {
+            println!(
+                "{}: learned {} certificates and {} pending orders from the authorities",
+                account_hex(&key),
+                recovered.certificates,
+                recovered.orders
+            );
+        }
+        match driver::finish_pending(path, wallet, authorities, &key)? {
+            Some(PayOutcome::NotFinal(why)) => {
+                println!("{}: pending order still not final: {why}", account_hex(&key));
+                code = ExitCode::from(EXIT_NOT_FINAL);
+            }
+            Some(_) => println!("{}: pending order certified", account_hex(&key)),
+            None => {}
+        }
+    }
+    for (account, txid, announced) in driver::announce_fundings(path, wallet, client, authorities)? {
+        match announced {
+            Announced::Sent { credited_by } => println!(
+                "{}: funding {txid} credited by {credited_by} authorities",
+                account_hex(&account)
+            ),
+            Announced::CoreUndecided => {
+                println!(
+                    "{}: funding {txid} waits for the core; run `specie wallet sync`",
+                    account_hex(&account)
+                );
+                code = ExitCode::from(EXIT_NOT_FINAL);
+            }
+            Announced::Dropped => println!(
+                "{}: funding {txid} was refused by the core; dropped",
+                account_hex(&account)
+            ),
+        }
+    }
+    let presented = driver::present_redeems(path, wallet, client, SUBMIT_TIMEOUT_MS)?;
+    if let Some(other) = report_presented(&presented, &unit) {
+        code = other;
+    }
+    Ok(code)
+}
+
+/// Reads a certificate: hex text, or a file of hex or raw bytes.
+fn read_certificate(text: &str) -> Result<Certificate> {
+    let bytes = match hex::decode(text.trim()) {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            let raw = std::fs::read(text).with_context(|| format!("{text:?} is neither hex nor a readable file"))?;
+            match std::str::from_utf8(&raw).ok().and_then(|t| hex::decode(t.trim()).ok()) {
+                Some(bytes) => bytes,
+                None => raw,
+            }
+        }
+    };
+    Ok(decode_exact(
+        "certificate",
+        &bytes,
+        CERTIFICATE_BYTES_MAX,
+        Certificate::decode_from,
+    )?)
+}
+
+fn verify(path: &Path, given: Option<&Path>, text: &str) -> Result<ExitCode> {
+    let committee = match given {
+        Some(cluster) => read_cluster(cluster)?.0,
+        None => WalletFile::load(path)?
+            .fastpay()
+            .map(|book| book.committee().clone())
+            .ok_or_else(|| anyhow!("no committee to check against: give --cluster-file DIR/cluster.toml"))?,
+    };
+    let certificate = match read_certificate(text) {
+        Ok(certificate) => certificate,
+        Err(error) => {
+            println!("invalid: {error:#}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    match verify_certificate(&committee, &certificate) {
+        Ok(transfer) => {
+            let recipient = match transfer.recipient {
+                Recipient::Account(key) => format!("account {}", account_hex(&key)),
+                Recipient::Core(address) => format!("the core, address commitment {}", hex::encode(address.0)),
+            };
+            println!(
+                "valid: final for committee epoch {} ({})",
+                committee.epoch(),
+                hex::encode(committee.id())
+            );
+            println!("amount:    {}", transfer.amount);
+            println!("sender:    {}", account_hex(&transfer.sender));
+            println!("recipient: {recipient}");
+            println!("sequence:  {}", transfer.sequence);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => {
+            println!("invalid: {error}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
