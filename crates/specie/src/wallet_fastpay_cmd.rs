@@ -103,17 +103,7 @@ fn read_cluster(path: &Path) -> Result<(Committee, Vec<AuthorityAddresses>)> {
         )
     })?;
     let committee = config.committee()?;
-    let addresses = config
-        .authorities
-        .iter()
-        .map(|authority| AuthorityAddresses {
-            shards: authority
-                .shards
-                .iter()
-                .map(|group| group.replicas.iter().map(|r| format!("http://{}", r.http)).collect())
-                .collect(),
-        })
-        .collect();
+    let addresses = config.http_addresses();
     Ok((committee, addresses))
 }
 

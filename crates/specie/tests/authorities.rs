@@ -21,7 +21,7 @@ use specie_cluster::Topology;
 use specie_codec::Encode;
 use specie_committee::http_client::Request;
 use specie_committee::{
-    AuthorityAddresses, AuthorityReply, FundWait, HttpCommittee, HttpCommitteeOptions, Observed, PayError, PaymentError,
+    AuthorityReply, FundWait, HttpCommittee, HttpCommitteeOptions, Observed, PayError, PaymentError,
 };
 use specie_fastpay::{
     deterministic_key, AccountKey, AuthorityIndex, Certificate, Committee, Recipient, SignedOrder, SigningKey,
@@ -326,17 +326,7 @@ fn start(
     let topology = Topology::load(&Path::new(dir).join("cluster.toml")).unwrap();
     let config = topology.fastpay_committee.clone().unwrap();
     let committee: Committee = config.committee().unwrap();
-    let addresses = config
-        .authorities
-        .iter()
-        .map(|authority| AuthorityAddresses {
-            shards: authority
-                .shards
-                .iter()
-                .map(|group| group.replicas.iter().map(|r| format!("http://{}", r.http)).collect())
-                .collect(),
-        })
-        .collect();
+    let addresses = config.http_addresses();
     let (observer, observed) = crossbeam_channel::unbounded();
     let options = HttpCommitteeOptions {
         request_timeout,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use secp256k1::Keypair;
 use specie_cluster::Topology;
 use specie_committee::http_client::Request;
-use specie_committee::{AuthorityAddresses, AuthorityReply, HttpCommittee, HttpCommitteeOptions};
+use specie_committee::{AuthorityReply, HttpCommittee, HttpCommitteeOptions};
 use specie_fastpay::{AccountKey, Recipient};
 use specie_transaction::{MintTransaction, NonceMode, Output, SpecieTransaction};
 use specie_wallet::{PaidOutput, PaymentString, WalletFile};
@@ -71,17 +71,7 @@ fn mint_to(dir: &str, sentinel: &str, path: &Path, value: u64) {
 
 fn committee_client(cluster_file: &Path) -> HttpCommittee {
     let config = Topology::load(cluster_file).unwrap().fastpay_committee.unwrap();
-    let addresses = config
-        .authorities
-        .iter()
-        .map(|authority| AuthorityAddresses {
-            shards: authority
-                .shards
-                .iter()
-                .map(|group| group.replicas.iter().map(|r| format!("http://{}", r.http)).collect())
-                .collect(),
-        })
-        .collect();
+    let addresses = config.http_addresses();
     let committee = Arc::new(config.committee().unwrap());
     HttpCommittee::new(committee, addresses, HttpCommitteeOptions::default()).unwrap()
 }

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use specie_api::http_server::HttpLimitError;
+use specie_committee::AuthorityAddresses;
 use specie_fastpay::{Committee, CommitteeError};
 use specie_shard::{ShardRange, ShardRangeError};
 
@@ -205,6 +206,21 @@ impl AuthorityGroup {
 }
 
 impl FastpayCommitteeConfig {
+    /// Where each authority's clients reach it: per shard, every replica's FastPay API (what
+    /// `specie_committee::HttpCommittee` is built from).
+    pub fn http_addresses(&self) -> Vec<AuthorityAddresses> {
+        self.authorities
+            .iter()
+            .map(|authority| AuthorityAddresses {
+                shards: authority
+                    .shards
+                    .iter()
+                    .map(|group| group.replicas.iter().map(|r| format!("http://{}", r.http)).collect())
+                    .collect(),
+            })
+            .collect()
+    }
+
     /// The committee, with every key checked as `Committee::new` checks it.
     pub fn committee(&self) -> Result<Committee, InvalidTopology> {
         let members = self
