@@ -21,11 +21,11 @@ use specie_fastpay::{
     AccountKey, Certificate, CertificateError, Committee, CoreAddress, Recipient, SignedOrder, SigningKey,
     TransferOrder, MEMO_BYTES_MAX,
 };
-use specie_transaction::{Address, FastpayFunding, FastpayRedeem, NonceMode, Output, SpecieTransaction, Txid};
+use specie_transaction::{Address, FastpayFunding, FastpayRedeem, NonceMode, SpecieTransaction, Txid};
 use thiserror::Error;
 
 use crate::error::WalletError;
-use crate::wallet::{Coin, PendingKind, Wallet, WalletKey};
+use crate::wallet::{PendingKind, Spending, Wallet};
 
 /// Byzantine-mode accounts a wallet may hold: each is checked and listed by every command, and a
 /// handful is what a person uses.
@@ -316,27 +316,19 @@ impl Wallet {
         if self.book()?.account(account).is_none() {
             return Err(FastpayError::UnknownAccount(hex_key(account)));
         }
-        self.check_pending_room()?;
-        let (coins, total) = self.select(amount)?;
-        let owners = self.keypairs_for(&coins)?;
-        let change = total - amount;
-        let mut outputs = Vec::new();
-        let mut change_key = None;
-        if change > 0 {
-            let key = WalletKey::random(rng)?;
-            outputs.push(Output {
-                witness_program_commitment: key.commitment,
-                value: change,
-            });
-            change_key = Some(key);
-        }
-        let inputs = coins.iter().map(Coin::to_input).collect();
+        let Spending {
+            inputs,
+            owners,
+            change_output,
+            change_key,
+            ..
+        } = self.spend(amount, rng)?;
         let funding = FastpayFunding::new_signed(
             committee_id,
             *account,
             amount,
             inputs,
-            outputs,
+            change_output,
             &owners,
             NonceMode::Randomized,
         )

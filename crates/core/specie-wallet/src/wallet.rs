@@ -251,6 +251,16 @@ pub struct Imported {
     pub not_ours: usize,
 }
 
+/// See [`Wallet::spend`].
+pub(crate) struct Spending {
+    pub inputs: Vec<Input>,
+    pub owners: Vec<Keypair>,
+    pub change: u64,
+    /// No output, or the change's.
+    pub change_output: Vec<Output>,
+    pub change_key: Option<WalletKey>,
+}
+
 /// An in-memory wallet. See the module docs for the coin life cycle.
 #[derive(Clone, Debug)]
 pub struct Wallet {
@@ -454,6 +464,33 @@ impl Wallet {
         Ok((chosen, selection.total))
     }
 
+    /// What a transaction that takes exactly `amount` out of this wallet's coins spends: coins
+    /// covering it, their owners' keys, and any excess as change to a fresh key (add it with
+    /// [`Wallet::add_key`] once the transaction is signed).
+    pub(crate) fn spend(&self, amount: u64, rng: &mut (impl RngCore + CryptoRng)) -> Result<Spending, WalletError> {
+        self.check_pending_room()?;
+        let (coins, total) = self.select(amount)?;
+        let owners = self.keypairs_for(&coins)?;
+        let change = total - amount;
+        let mut change_output = Vec::new();
+        let mut change_key = None;
+        if change > 0 {
+            let key = WalletKey::random(rng)?;
+            change_output.push(Output {
+                witness_program_commitment: key.commitment,
+                value: change,
+            });
+            change_key = Some(key);
+        }
+        Ok(Spending {
+            inputs: coins.iter().map(Coin::to_input).collect(),
+            owners,
+            change,
+            change_output,
+            change_key,
+        })
+    }
+
     pub(crate) fn keypairs_for(&self, coins: &[Coin]) -> Result<Vec<Keypair>, WalletError> {
         coins
             .iter()
@@ -644,22 +681,15 @@ impl Wallet {
         rng: &mut (impl RngCore + CryptoRng),
     ) -> Result<(SpecieTransaction, Redeemed), WalletError> {
         let issuer = self.issuer.as_ref().ok_or(WalletError::NotIssuer)?.keypair;
-        self.check_pending_room()?;
-        let (coins, total) = self.select(amount)?;
-        let change = total - amount;
-        let owners = self.keypairs_for(&coins)?;
-        let mut outputs = Vec::new();
-        let mut change_key = None;
-        if change > 0 {
-            let key = WalletKey::random(rng)?;
-            outputs.push(Output {
-                witness_program_commitment: key.commitment,
-                value: change,
-            });
-            change_key = Some(key);
-        }
-        let inputs: Vec<Input> = coins.iter().map(Coin::to_input).collect();
-        let redeem = RedeemTransaction::new_signed(amount, inputs, outputs, &owners, &issuer, NonceMode::Randomized)?;
+        let Spending {
+            inputs,
+            owners,
+            change,
+            change_output,
+            change_key,
+        } = self.spend(amount, rng)?;
+        let redeem =
+            RedeemTransaction::new_signed(amount, inputs, change_output, &owners, &issuer, NonceMode::Randomized)?;
         assert_eq!(
             redeem
                 .inputs
