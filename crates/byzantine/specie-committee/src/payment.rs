@@ -258,7 +258,7 @@ impl Payment {
         let mut passed: Vec<u32> = self.rounds_passed.values().copied().collect();
         passed.sort_unstable_by(|a, b| b.cmp(a));
         let honest_passed = passed.get(self.committee.fault_tolerance()).copied().unwrap_or(0);
-        let round = self.round.max(honest_passed) + 1;
+        let round = self.round.max(honest_passed).saturating_add(1);
         if round > self.options.rounds_max {
             return self.fail(PaymentError::RoundsExhausted {
                 rounds: self.options.rounds_max,
@@ -972,6 +972,15 @@ mod tests {
                     ..
                 }
             ),
+            "{step:?}"
+        );
+
+        // Rounds reported at the very top end the payment, never overflow it.
+        let (mut payment, _) = Payment::new(s.committee.clone(), s.a.clone(), 0);
+        payment.on_answer(1, 0, 0, Heard::RoundPassed { round: u32::MAX });
+        let step = payment.on_answer(1, 1, 0, Heard::RoundPassed { round: u32::MAX });
+        assert!(
+            matches!(step, Step::Failed(PaymentError::RoundsExhausted { .. })),
             "{step:?}"
         );
 
