@@ -89,6 +89,12 @@ for a in (1, 2):
     ev += orders["redeem"] + bytes([COMMIT]) + u32(0) + c2[a]
 assert ev == v["evidence"]
 
+# The owner's request for round 2 of its sequence 0 (§8.1).
+request = VERSION + cid + owner + u64(0) + u32(2)
+assert v["round_request_signing_bytes"] == b"specie/fastpay/round-request/v2" + request
+assert v["signed_round_request"][:-64] == request
+signed_by(seed("account", 0), v["round_request_signing_bytes"], v["signed_round_request"][-64:])
+
 # Round changes and the justification: authorities 0, 1, 2 enter round 2 of account 0's
 # sequence 0. 0 prepared transfer in round 0 and holds the round-1 lock on it, 1 prepared
 # transfer, 2 prepared redeem.

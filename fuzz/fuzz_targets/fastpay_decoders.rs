@@ -1,13 +1,13 @@
 //! Feeds arbitrary bytes to every decoder of FastPay's signed vocabulary (`specie_fastpay`, the
 //! formats of `docs/byzantine-format.md`): committee, signed transfer order, vote, certificate,
-//! evidence, signed round change and justification, each through `decode_exact`, and the
-//! authorities' HTTP bodies for the recovery rounds (round change request, proposal). Every input
-//! goes to all nine decoders.
+//! evidence, signed round request, signed round change and justification, each through
+//! `decode_exact`, and the authorities' HTTP body for proposals. Every input goes to all nine
+//! decoders.
 //!
 //! Nothing may panic; whatever decodes must re-encode to exactly the input (each format has one
 //! encoding); and the checks a verifier then makes (`SignedOrder::check`, `Vote::check`,
 //! `Certificate::check` and `check_lock`, `DoubleVote::check`, `Evidence::convicted`,
-//! `Justification::check`) must not panic either. The
+//! `SignedRoundRequest::check`, `Justification::check`) must not panic either. The
 //! verifier's committee and order are the vectors' (epoch 1, `deterministic_key("authority", 0..4)`;
 //! the transfer order), so inputs grown from the vectors reach the signature checks.
 
@@ -17,10 +17,10 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use specie_codec::{DecodeError, Reader};
-use specie_committee::http_api::{Proposal, RoundChangeRequest};
+use specie_committee::http_api::Proposal;
 use specie_fastpay::{
-    decode_exact, deterministic_key, AccountKey, Allowed, Certificate, Committee, DoubleVote, Evidence,
-    Justification, Recipient, SignedOrder, SignedRoundChange, TransferOrder, Vote, VoteKind, VoteStatement,
+    decode_exact, deterministic_key, AccountKey, Allowed, Certificate, Committee, DoubleVote, Evidence, Justification,
+    Recipient, SignedOrder, SignedRoundChange, SignedRoundRequest, TransferOrder, Vote, VoteKind, VoteStatement,
 };
 
 /// Above the largest encoding any decoder but the justification's accepts (an evidence file of
@@ -95,9 +95,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    if let Some(certificate) =
-        decode_canonical("certificate", data, Certificate::decode_from, Certificate::encode_to)
-    {
+    if let Some(certificate) = decode_canonical("certificate", data, Certificate::decode_from, Certificate::encode_to) {
         let _ = certificate.check_lock(committee);
         if certificate.check(committee).is_ok() {
             assert_eq!(certificate.committee_id, committee.id());
@@ -129,6 +127,15 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
+    if let Some(request) = decode_canonical(
+        "signed round request",
+        data,
+        SignedRoundRequest::decode_from,
+        SignedRoundRequest::encode_to,
+    ) {
+        let _ = request.check(committee);
+    }
+
     let signed = decode_canonical(
         "signed round change",
         data,
@@ -139,22 +146,26 @@ fuzz_target!(|data: &[u8]| {
         let _ = lock.check_lock(committee);
     }
 
-    if let Some(justification) =
-        decode_canonical("justification", data, Justification::decode_from, Justification::encode_to)
-    {
+    if let Some(justification) = decode_canonical(
+        "justification",
+        data,
+        Justification::decode_from,
+        Justification::encode_to,
+    ) {
         // For the slot and round of its first change, so that a valid one is checked through.
         if let Some(first) = justification.changes.first().map(|signed| signed.change) {
             let allowed = justification.check(committee, &first.account, first.sequence, first.round);
-            if let Ok(Allowed::Only { lock_round: Some(lock_round), .. }) = allowed {
+            if let Ok(Allowed::Only {
+                lock_round: Some(lock_round),
+                ..
+            }) = allowed
+            {
                 assert!(lock_round < first.round, "a lock reported is of an earlier round");
             }
         }
     }
 
-    // The authorities' HTTP request bodies for the recovery rounds (docs/api.md).
-    if let Ok(request) = RoundChangeRequest::decode(data) {
-        assert_eq!(request.encode(), data, "one encoding per round change request");
-    }
+    // The authorities' HTTP request body for proposals (docs/api.md).
     if let Ok(proposal) = Proposal::decode(data) {
         assert_eq!(proposal.encode(), data, "one encoding per proposal");
         let _ = proposal.justification.check(

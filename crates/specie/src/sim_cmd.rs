@@ -156,7 +156,7 @@ fn byzantine_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> 
         None => "every authority honest".to_string(),
     };
     Ok(format!(
-        "byzantine mode: {BYZANTINE_AUTHORITIES} authorities × {} shards, {byzantine_authority}, {} correct + {} Byzantine users, {} steps ({} ms virtual), {} payments settled everywhere ({} redeems), {} fundings, {} equivocations ({} split slots recovered), {} Byzantine certificates, {} final by commit votes ({} in a recovery round), {} double votes, {} forged votes and {} false answers ignored, {} forged certificates refused, {} replays, {} forged credits refused by the transport, {} malformed channel messages ({} reported), {} catch-ups, {} inputs taken before earlier commands were durable, {} crashes, {} snapshots, {}",
+        "byzantine mode: {BYZANTINE_AUTHORITIES} authorities × {} shards, {byzantine_authority}, {} correct + {} Byzantine users, {} steps ({} ms virtual), {} payments settled everywhere ({} redeems), {} fundings, {} equivocations ({} split slots recovered), {} Byzantine certificates, {} final by commit votes ({} in a recovery round), {} double votes, {} forged votes and {} false answers ignored, {} forged certificates and {} forged round requests refused, {} replays, {} forged credits refused by the transport, {} malformed channel messages ({} reported), {} catch-ups, {} inputs taken before earlier commands were durable, {} crashes, {} snapshots, {}",
         options.shards,
         options.correct_users,
         options.byzantine_users,
@@ -174,6 +174,7 @@ fn byzantine_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> 
         r.forged_votes_ignored,
         r.false_answers_ignored,
         r.forged_certificates_refused,
+        r.forged_round_requests_refused,
         r.replays,
         r.forged_credits_refused,
         r.corrupt_channel_messages,

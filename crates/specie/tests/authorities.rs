@@ -241,7 +241,7 @@ fn pay_until(
             }
             .sign(&account.owner)
         });
-        match client.pay(order.clone()) {
+        match client.pay(&account.owner, order.clone()) {
             Ok(settlement) => {
                 account.next_sequence += 1;
                 ledger.lock().unwrap().settled.push(settlement.certificate);
@@ -437,7 +437,7 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
         matches!(&refused, AuthorityReply::Refused { refusal, .. } if refusal == "OtherOrderPending"),
         "{refused:?}"
     );
-    client.pay(pending).expect("the pending payment settles");
+    client.pay(&probe.owner, pending).expect("the pending payment settles");
     probe.next_sequence += 1;
 
     let histories: Vec<_> = (0..4)
@@ -458,7 +458,7 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
         assert!(matches!(voted, AuthorityReply::Voted(_)), "{voted:?}");
     }
     let recovered = client
-        .pay_orders(vec![first.clone(), second.clone()])
+        .pay_orders(&probe.owner, vec![first.clone(), second.clone()])
         .expect("the split slot settles");
     assert!(recovered.round >= 1, "settled in round {}", recovered.round);
     assert_eq!(recovered.certificate.check(client.committee()), Ok(()));
@@ -476,7 +476,7 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
                 .unsettled
                 .take()
                 .unwrap_or_else(|| order(account, keys[account.next_sequence as usize % keys.len()], 1, b""));
-            let settlement = client.pay(order.clone()).unwrap_or_else(|error| {
+            let settlement = client.pay(&account.owner, order.clone()).unwrap_or_else(|error| {
                 let at_x = client.ask(
                     RESTARTED.0,
                     Request::Account {
@@ -706,7 +706,9 @@ fn an_authority_shard_of_three_replicas_fails_over_without_a_second_vote() {
     let pay_each = |accounts: &mut [Account]| {
         for account in accounts.iter_mut() {
             let order = order(account, keys[(account.next_sequence as usize + 1) % keys.len()], 1, b"");
-            client.pay(order).unwrap_or_else(|error| panic!("{error}"));
+            client
+                .pay(&account.owner, order)
+                .unwrap_or_else(|error| panic!("{error}"));
             account.next_sequence += 1;
         }
     };
@@ -721,6 +723,8 @@ fn an_authority_shard_of_three_replicas_fails_over_without_a_second_vote() {
         matches!(&refused, AuthorityReply::Refused { refusal, .. } if refusal == "OtherOrderPending"),
         "{refused:?}"
     );
-    client.pay(pending).expect("the pending payment settles");
+    client
+        .pay(&accounts[0].owner, pending)
+        .expect("the pending payment settles");
     check_books(&topology, 2, accounts.len());
 }

@@ -2,8 +2,8 @@
 
 use specie_codec::{put_u32, put_u64, DecodeError, Reader};
 use specie_fastpay::{
-    AccountKey, Certificate, CertificateError, DoubleVote, Justification, JustificationError, OrderError, SignedOrder,
-    SignedRoundChange, Vote, SIGNATURE_BYTES,
+    AccountKey, Certificate, CertificateError, DoubleVote, Justification, JustificationError, OrderError,
+    RoundRequestError, SignedOrder, SignedRoundChange, SignedRoundRequest, Vote, SIGNATURE_BYTES,
 };
 use specie_role::Ticket;
 use thiserror::Error;
@@ -49,13 +49,11 @@ pub enum Input {
         ticket: Ticket,
         certificate: Certificate,
     },
-    /// Recovery: enter `round` (≥ 1) of the account's slot at `sequence`, answered with this
-    /// authority's signed round change.
+    /// Recovery: enter the requested round (≥ 1) of the account's slot, answered with this
+    /// authority's signed round change. Only the account's owner may ask.
     RoundChange {
         ticket: Ticket,
-        account: AccountKey,
-        sequence: u64,
-        round: u32,
+        request: SignedRoundRequest,
     },
     /// Recovery: prepare `order` in `round` (≥ 1), as the justification allows.
     Propose {
@@ -201,6 +199,8 @@ pub enum Refusal {
     LockedOnOther { lock_round: u32 },
     #[error("the justification does not allow this order")]
     NotAllowed,
+    #[error("invalid round request: {0}")]
+    RoundRequest(#[from] RoundRequestError),
     #[error("invalid justification: {0}")]
     Justification(#[from] JustificationError),
 }

@@ -554,12 +554,7 @@ impl Role for AuthorityShard {
             Input::Transfer { ticket, order } => (ticket, self.transfer(ticket, order)),
             Input::Confirm { ticket, certificate } => (ticket, self.confirm(ticket, certificate)),
             Input::Fund { ticket, funding } => (ticket, self.fund(ticket, funding)),
-            Input::RoundChange {
-                ticket,
-                account,
-                sequence,
-                round,
-            } => (ticket, self.round_change(ticket, account, sequence, round)),
+            Input::RoundChange { ticket, request } => (ticket, self.round_change(ticket, &request)),
             Input::Propose {
                 ticket,
                 order,

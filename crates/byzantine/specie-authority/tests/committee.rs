@@ -9,7 +9,8 @@ use specie_authority::{
 use specie_fastpay::test_support::SigningCommittee;
 use specie_fastpay::{
     deterministic_key, AccountKey, Allowed, Certificate, CertificateError, CoreAddress, DoubleVote, Evidence,
-    Justification, Recipient, SignedOrder, SignedRoundChange, SignedVote, SigningKey, TransferOrder, Vote, VoteKind,
+    Justification, Recipient, RoundRequestError, SignedOrder, SignedRoundChange, SignedVote, SigningKey, TransferOrder,
+    Vote, VoteKind,
 };
 use specie_role::{Durable, Role, Round};
 
@@ -639,21 +640,17 @@ impl Committee4 {
     /// round changes.
     fn round_changes(
         &mut self,
-        account: AccountKey,
+        owner: &SigningKey,
         sequence: u64,
         round: u32,
         authorities: &[usize],
     ) -> Vec<SignedRoundChange> {
-        let shard = shard_of(&account, SHARDS);
+        let request = self.signing.round_request(owner, sequence, round);
+        let shard = shard_of(&request.request.account, SHARDS);
         authorities
             .iter()
             .map(|&authority| {
-                let input = |ticket| Input::RoundChange {
-                    ticket,
-                    account,
-                    sequence,
-                    round,
-                };
+                let input = |ticket| Input::RoundChange { ticket, request };
                 match self.call(authority, shard, input) {
                     Reply::RoundChanged(signed) => *signed,
                     other => panic!("authority {authority}: {other:?}"),
@@ -745,14 +742,30 @@ fn every_round_zero_vote_is_final_at_once_and_a_quorum_of_them_is_a_lock_that_co
 fn an_owner_who_split_the_committee_recovers_in_round_one_and_the_other_order_is_refused_for_good() {
     let (mut c, to_bob, to_carol) = Committee4::with_equivocating_owner();
     let mallory = to_bob.order.sender;
+    let (mallory_key, _) = account(3);
     let Recipient::Account(carol) = to_carol.order.recipient else {
         unreachable!("a payment to Carol's account")
     };
     assert!(c.votes(&to_bob, &[0, 1]).iter().all(Result::is_ok));
     assert!(c.votes(&to_carol, &[2, 3]).iter().all(Result::is_ok));
 
+    // Only Mallory may move her slot to a later round: a stranger's request for round 5 (or a
+    // copy of hers with the round changed) is refused, so round 1 is still open below.
+    let shard = shard_of(&mallory, SHARDS);
+    let mut forged = c.signing.round_request(&account(4).0, 0, 5);
+    forged.request.account = mallory;
+    let mut raised = c.signing.round_request(&mallory_key, 0, 1);
+    raised.request.round = 5;
+    for request in [forged, raised] {
+        let input = |ticket| Input::RoundChange { ticket, request };
+        assert_eq!(
+            c.call(0, shard, input),
+            Reply::Refused(Refusal::RoundRequest(RoundRequestError::BadSignature))
+        );
+    }
+
     // Round 0 is stuck at 2 against 2: every authority enters round 1 and says what it prepared.
-    let changes = c.round_changes(mallory, 0, 1, &[0, 1, 2, 3]);
+    let changes = c.round_changes(&mallory_key, 0, 1, &[0, 1, 2, 3]);
     let prepared: Vec<_> = changes.iter().map(|signed| signed.change.prepared_first).collect();
     let (bob_digest, carol_digest) = (to_bob.order.digest(), to_carol.order.digest());
     assert_eq!(
@@ -766,7 +779,7 @@ fn an_owner_who_split_the_committee_recovers_in_round_one_and_the_other_order_is
     );
     assert!(changes.iter().all(|signed| signed.change.lock.is_none()));
     // Asked again, the same signed round change, byte for byte.
-    assert_eq!(c.round_changes(mallory, 0, 1, &[2]), vec![changes[2].clone()]);
+    assert_eq!(c.round_changes(&mallory_key, 0, 1, &[2]), vec![changes[2].clone()]);
     // All four: neither order can have a fast certificate, the owner may choose. Three of
     // them, two of which prepared Bob's order (more than f), would allow only Bob's.
     let justification = c.signing.justification(changes.clone());
@@ -818,7 +831,6 @@ fn an_owner_who_split_the_committee_recovers_in_round_one_and_the_other_order_is
         c.votes(&to_bob, &[0, 1, 2, 3]),
         vec![Err(Refusal::WrongSequence { expected: 1, got: 0 }); 4]
     );
-    let shard = shard_of(&mallory, SHARDS);
     let proposal = |ticket| Input::Propose {
         ticket,
         order: to_bob.clone(),
@@ -826,12 +838,8 @@ fn an_owner_who_split_the_committee_recovers_in_round_one_and_the_other_order_is
         justification: Box::new(justification.clone()),
     };
     assert_eq!(c.call(0, shard, proposal), Reply::Final(Box::new(certificate.clone())));
-    let entering = |ticket| Input::RoundChange {
-        ticket,
-        account: mallory,
-        sequence: 0,
-        round: 2,
-    };
+    let request = c.signing.round_request(&mallory_key, 0, 2);
+    let entering = |ticket| Input::RoundChange { ticket, request };
     assert_eq!(c.call(3, shard, entering), Reply::Final(Box::new(certificate)));
     c.run_channels();
     c.audit();

@@ -9,7 +9,7 @@ use specie_authority::{shard_of, AuthorityConfig, AuthorityShard, Funding, Input
 use specie_fastpay::test_support::SigningCommittee;
 use specie_fastpay::{
     deterministic_key, AccountKey, Certificate, Justification, JustificationError, Recipient, RoundChange, SignedOrder,
-    TransferOrder, VoteKind,
+    SignedRoundRequest, TransferOrder, VoteKind,
 };
 use specie_host::{EmbeddedHost, HostMessage, Wiring};
 use specie_log::LogOptions;
@@ -19,7 +19,7 @@ use specie_role::Ticket;
 enum Call {
     Transfer(SignedOrder),
     Fund(Funding),
-    RoundChange(AccountKey, u32),
+    RoundChange(SignedRoundRequest),
     Propose(SignedOrder, u32, Justification),
     Lock(Certificate),
 }
@@ -33,12 +33,7 @@ impl Wiring<AuthorityShard> for Replies {
         match call {
             Call::Transfer(order) => Input::Transfer { ticket, order },
             Call::Fund(funding) => Input::Fund { ticket, funding },
-            Call::RoundChange(account, round) => Input::RoundChange {
-                ticket,
-                account,
-                sequence: 0,
-                round,
-            },
+            Call::RoundChange(request) => Input::RoundChange { ticket, request },
             Call::Propose(order, round, justification) => Input::Propose {
                 ticket,
                 order,
@@ -155,6 +150,7 @@ fn a_restarted_shard_keeps_its_round_its_prepare_vote_and_its_lock() {
         account: sender,
         amount: 10,
     };
+    let enter = |round: u32| signing.round_request(&deterministic_key("account", 1), 0, round);
     // Round changes of the other authorities, reporting no round-0 vote or, for `only`, `a`'s.
     let others = |round: u32, authorities: &[u16], prepared_first: Option<[u8; 32]>| {
         let change = RoundChange {
@@ -180,7 +176,7 @@ fn a_restarted_shard_keeps_its_round_its_prepare_vote_and_its_lock() {
         let run = |calls| run(dir.path(), snapshot_log_bytes, calls);
         let first = run(vec![
             Call::Fund(funding),
-            Call::RoundChange(sender, 1),
+            Call::RoundChange(enter(1)),
             Call::Transfer(a.clone()),
         ]);
         let entered = round_change(&first[1]);
@@ -195,7 +191,7 @@ fn a_restarted_shard_keeps_its_round_its_prepare_vote_and_its_lock() {
         let justification = signing.justification(changes);
 
         let second = run(vec![
-            Call::RoundChange(sender, 1),
+            Call::RoundChange(enter(1)),
             Call::Transfer(a.clone()),
             Call::Propose(a.clone(), 2, justification.clone()),
             Call::Propose(b.clone(), 1, only_a.clone()),
@@ -218,10 +214,10 @@ fn a_restarted_shard_keeps_its_round_its_prepare_vote_and_its_lock() {
         let third = run(vec![
             Call::Propose(b.clone(), 1, justification.clone()),
             Call::Propose(a.clone(), 1, justification.clone()),
-            Call::RoundChange(sender, 1),
+            Call::RoundChange(enter(1)),
             Call::Lock(lock.clone()),
             Call::Lock(signing.lock_certificate(1, &b, &[0, 1, 3])),
-            Call::RoundChange(sender, 2),
+            Call::RoundChange(enter(2)),
         ]);
         assert_eq!(third[0], Reply::Refused(Refusal::OtherOrderPending { sequence: 0 }));
         assert_eq!(third[1], second[4], "the same prepare vote, byte for byte");
@@ -235,7 +231,7 @@ fn a_restarted_shard_keeps_its_round_its_prepare_vote_and_its_lock() {
         // Round 2 without this shard's report allows any order, but its lock on `a` holds.
         let any = signing.justification(others(2, &[0, 1, 3], None));
         let fourth = run(vec![
-            Call::RoundChange(sender, 2),
+            Call::RoundChange(enter(2)),
             Call::Lock(lock),
             Call::Propose(b.clone(), 2, any),
         ]);

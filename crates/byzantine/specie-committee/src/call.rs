@@ -2,7 +2,9 @@
 //! authority processes), and what a payment makes of the answer.
 
 use specie_authority::{Funding, Input, Refusal, Reply};
-use specie_fastpay::{AccountKey, Certificate, Justification, SignedOrder, SignedRoundChange, Vote};
+use specie_fastpay::{
+    AccountKey, Certificate, Justification, SignedOrder, SignedRoundChange, SignedRoundRequest, Vote,
+};
 use specie_role::Ticket;
 
 /// A request to one authority.
@@ -14,12 +16,9 @@ pub enum Call {
     Confirm(Certificate),
     /// Lock the order of this lock (a quorum's prepare votes) and give a commit vote.
     Lock(Certificate),
-    /// Enter `round` of the account's slot at `sequence` and say what was prepared and locked.
-    RoundChange {
-        account: AccountKey,
-        sequence: u64,
-        round: u32,
-    },
+    /// Enter the round of the account's slot its owner asks for, and say what was prepared and
+    /// locked.
+    RoundChange(SignedRoundRequest),
     /// Prepare `order` in `round`, which `justification` opened.
     Propose {
         order: SignedOrder,
@@ -39,7 +38,8 @@ impl Call {
         match self {
             Call::Transfer(order) | Call::Propose { order, .. } => order.order.sender,
             Call::Confirm(certificate) | Call::Lock(certificate) => certificate.order.order.sender,
-            Call::RoundChange { account, .. } | Call::Account { account, .. } => *account,
+            Call::RoundChange(request) => request.request.account,
+            Call::Account { account, .. } => *account,
             Call::Fund(funding) => funding.account,
         }
     }
@@ -50,16 +50,7 @@ impl Call {
             Call::Transfer(order) => Input::Transfer { ticket, order },
             Call::Confirm(certificate) => Input::Confirm { ticket, certificate },
             Call::Lock(certificate) => Input::Lock { ticket, certificate },
-            Call::RoundChange {
-                account,
-                sequence,
-                round,
-            } => Input::RoundChange {
-                ticket,
-                account,
-                sequence,
-                round,
-            },
+            Call::RoundChange(request) => Input::RoundChange { ticket, request },
             Call::Propose {
                 order,
                 round,

@@ -8,10 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 use specie_authority::Refusal;
-use specie_codec::{put_u32, put_u64, DecodeError, Reader};
-use specie_fastpay::{
-    decode_exact, AccountKey, Justification, SignedOrder, JUSTIFICATION_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
-};
+use specie_codec::{put_u32, DecodeError, Reader};
+use specie_fastpay::{decode_exact, Justification, SignedOrder, JUSTIFICATION_BYTES_MAX, SIGNED_ORDER_BYTES_MAX};
 
 /// POST a `SignedOrder`; 200 answers the authority's `Vote` (bytes).
 pub const ORDERS_PATH: &str = "/v1/fastpay/orders";
@@ -26,7 +24,8 @@ pub const INFO_PATH: &str = "/v1/fastpay/info";
 /// POST a lock (a `Certificate` of a quorum's prepare votes); 200 answers the authority's commit
 /// `Vote` (bytes).
 pub const LOCKS_PATH: &str = "/v1/fastpay/locks";
-/// POST a [`RoundChangeRequest`]; 200 answers the authority's `SignedRoundChange` (bytes).
+/// POST the account owner's `SignedRoundRequest` (bytes); 200 answers the authority's
+/// `SignedRoundChange` (bytes).
 pub const ROUND_CHANGES_PATH: &str = "/v1/fastpay/round-changes";
 /// POST a [`Proposal`]; 200 answers the authority's prepare `Vote` of that round (bytes).
 pub const PROPOSALS_PATH: &str = "/v1/fastpay/proposals";
@@ -49,39 +48,6 @@ pub const CODE_SETTLED: &str = "settled";
 
 /// The version byte that starts the request bodies this module defines.
 const BODY_VERSION: u8 = 1;
-
-/// Asks an authority to enter `round` of the slot (`account`, `sequence`): version 1, the
-/// account key, the sequence number (u64 LE), the round (u32 LE).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RoundChangeRequest {
-    pub account: AccountKey,
-    pub sequence: u64,
-    pub round: u32,
-}
-
-impl RoundChangeRequest {
-    pub const BYTES: usize = 1 + 32 + 8 + 4;
-
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(Self::BYTES);
-        out.push(BODY_VERSION);
-        out.extend_from_slice(&self.account.0);
-        put_u64(&mut out, self.sequence);
-        put_u32(&mut out, self.round);
-        out
-    }
-
-    pub fn decode(bytes: &[u8]) -> Result<RoundChangeRequest, DecodeError> {
-        decode_exact("round change request", bytes, Self::BYTES, |reader| {
-            read_body_version(reader, "round change request")?;
-            Ok(RoundChangeRequest {
-                account: AccountKey(reader.read_array("account")?),
-                sequence: reader.read_u64("sequence")?,
-                round: reader.read_u32("round")?,
-            })
-        })
-    }
-}
 
 /// Asks an authority to prepare `order` in `round`: version 1, the signed order, the round
 /// (u32 LE), the justification (each in its canonical encoding).
@@ -236,25 +202,12 @@ pub struct InfoBody {
 
 #[cfg(test)]
 mod tests {
+    use specie_fastpay::AccountKey;
+
     use super::*;
 
     #[test]
-    fn recovery_request_bodies_round_trip_and_refuse_other_versions_and_trailing_bytes() {
-        let request = RoundChangeRequest {
-            account: AccountKey([7; 32]),
-            sequence: 3,
-            round: 2,
-        };
-        let bytes = request.encode();
-        assert_eq!(bytes.len(), RoundChangeRequest::BYTES);
-        assert_eq!(RoundChangeRequest::decode(&bytes), Ok(request));
-        let mut longer = bytes.clone();
-        longer.push(0);
-        assert!(RoundChangeRequest::decode(&longer).is_err());
-        let mut other_version = bytes;
-        other_version[0] = 2;
-        assert!(RoundChangeRequest::decode(&other_version).is_err());
-
+    fn proposals_round_trip_and_refuse_other_versions_and_trailing_bytes() {
         let owner = specie_fastpay::deterministic_key("account", 0);
         let order = specie_fastpay::TransferOrder {
             sender: AccountKey(owner.verifying_key().to_bytes()),
@@ -272,6 +225,12 @@ mod tests {
         let bytes = proposal.encode();
         assert_eq!(Proposal::decode(&bytes), Ok(proposal));
         assert!(Proposal::decode(&bytes[..bytes.len() - 1]).is_err());
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(Proposal::decode(&longer).is_err());
+        let mut other_version = bytes;
+        other_version[0] = 2;
+        assert!(Proposal::decode(&other_version).is_err());
     }
 
     #[test]

@@ -21,16 +21,16 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, unbounded, Sender, TrySendError};
 use specie_authority::{shard_of, AccountState};
 use specie_fastpay::{
-    decode_exact, AccountKey, AuthorityIndex, Certificate, Committee, SignedOrder, SignedRoundChange, Vote,
-    CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX, SIGNED_ROUND_CHANGE_BYTES_MAX,
+    decode_exact, AccountKey, AuthorityIndex, Certificate, Committee, SignedOrder, SignedRoundChange,
+    SignedRoundRequest, SigningKey, Vote, CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX, SIGNED_ROUND_CHANGE_BYTES_MAX,
 };
 use thiserror::Error;
 
 use crate::call::{Call, Heard};
 use crate::http_api::{
-    AccountBody, ConfirmedBody, ErrorBody, FundedBody, Proposal, RoundChangeRequest, ACCOUNTS_PATH, CERTIFICATES_PATH,
-    CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_REFUSED, CODE_SETTLED, CODE_STOPPING, FUNDINGS_PATH, LOCKS_PATH,
-    ORDERS_PATH, PROPOSALS_PATH, ROUND_CHANGES_PATH,
+    AccountBody, ConfirmedBody, ErrorBody, FundedBody, Proposal, ACCOUNTS_PATH, CERTIFICATES_PATH, CODE_NOT_LEADER,
+    CODE_OUTCOME_UNKNOWN, CODE_REFUSED, CODE_SETTLED, CODE_STOPPING, FUNDINGS_PATH, LOCKS_PATH, ORDERS_PATH,
+    PROPOSALS_PATH, ROUND_CHANGES_PATH,
 };
 use crate::payment::{Payment, PaymentError, PaymentOptions, Step};
 
@@ -91,7 +91,7 @@ pub enum HttpCommitteeError {
 pub enum Request {
     Transfer(SignedOrder),
     Lock(Certificate),
-    RoundChange(RoundChangeRequest),
+    RoundChange(SignedRoundRequest),
     Propose(Box<Proposal>),
     /// Certificates of one payer, confirmed one after another (catching an authority up): the
     /// answer is the last one's, or the first that is not `Confirmed`.
@@ -112,7 +112,7 @@ impl Request {
         match self {
             Request::Transfer(order) => order.order.sender,
             Request::Lock(certificate) => certificate.order.order.sender,
-            Request::RoundChange(request) => request.account,
+            Request::RoundChange(request) => request.request.account,
             Request::Propose(proposal) => proposal.order.order.sender,
             Request::Confirm(certificates) => certificates
                 .first()
@@ -127,15 +127,7 @@ impl Request {
             Call::Transfer(order) => Request::Transfer(order),
             Call::Confirm(certificate) => Request::Confirm(vec![certificate]),
             Call::Lock(certificate) => Request::Lock(certificate),
-            Call::RoundChange {
-                account,
-                sequence,
-                round,
-            } => Request::RoundChange(RoundChangeRequest {
-                account,
-                sequence,
-                round,
-            }),
+            Call::RoundChange(request) => Request::RoundChange(request),
             Call::Propose {
                 order,
                 round,
@@ -376,20 +368,20 @@ impl HttpCommittee {
         self.endpoints.execute(authority, &request)
     }
 
-    /// Pays `order` (see the module documentation) within the payment time-out.
-    pub fn pay(&self, order: SignedOrder) -> Result<HttpSettlement, PayError> {
-        self.pay_orders(vec![order])
+    /// Pays `order` of `owner` (see the module documentation) within the payment time-out.
+    pub fn pay(&self, owner: &SigningKey, order: SignedOrder) -> Result<HttpSettlement, PayError> {
+        self.pay_orders(owner, vec![order])
     }
 
-    /// Pays `orders[0]` for an owner who signed every one of `orders` for the same slot (it
+    /// Pays `orders[0]` for an `owner` who signed every one of `orders` for the same slot (it
     /// equivocated): the recovery rounds settle one of them.
-    pub fn pay_orders(&self, orders: Vec<SignedOrder>) -> Result<HttpSettlement, PayError> {
+    pub fn pay_orders(&self, owner: &SigningKey, orders: Vec<SignedOrder>) -> Result<HttpSettlement, PayError> {
         let started = Instant::now();
         let now_ms = || started.elapsed().as_millis() as u64;
         let deadline = started + self.payment_timeout;
         let (answers_tx, answers) = unbounded();
         let (mut payment, mut step) =
-            Payment::with_orders(self.committee.clone(), orders, PaymentOptions::default(), 0);
+            Payment::with_orders(self.committee.clone(), owner, orders, PaymentOptions::default(), 0);
         let mut certified = None;
         loop {
             match step {
@@ -549,11 +541,11 @@ impl Endpoints {
                 certificate.encode_to(&mut body);
                 self.call(shard, HttpCall::Post(LOCKS_PATH.into(), body), voted)
             }
-            Request::RoundChange(request) => self.call(
-                shard,
-                HttpCall::Post(ROUND_CHANGES_PATH.into(), request.encode()),
-                round_changed,
-            ),
+            Request::RoundChange(request) => {
+                let mut body = vec![];
+                request.encode_to(&mut body);
+                self.call(shard, HttpCall::Post(ROUND_CHANGES_PATH.into(), body), round_changed)
+            }
             Request::Propose(proposal) => {
                 self.call(shard, HttpCall::Post(PROPOSALS_PATH.into(), proposal.encode()), voted)
             }

@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use specie_fastpay::{
-    Allowed, AuthorityIndex, Certificate, Committee, Justification, SignedOrder, SignedRoundChange, Vote, VoteKind,
-    VoteStatement,
+    Allowed, AuthorityIndex, Certificate, Committee, Justification, RoundRequest, SignedOrder, SignedRoundChange,
+    SigningKey, Vote, VoteKind, VoteStatement,
 };
 use thiserror::Error;
 
@@ -128,6 +128,8 @@ enum Phase {
 #[derive(Debug)]
 pub struct Payment {
     committee: Arc<Committee>,
+    /// The payer's key, for the round requests only the account's owner may make.
+    owner: SigningKey,
     options: PaymentOptions,
     /// The orders the payer signed for this slot, the one it wants first.
     orders: Vec<SignedOrder>,
@@ -147,24 +149,31 @@ pub struct Payment {
 }
 
 impl Payment {
-    /// A payment of `order`; the caller broadcasts the returned step.
-    pub fn new(committee: Arc<Committee>, order: SignedOrder, now_ms: u64) -> (Payment, Step) {
-        Payment::with_orders(committee, vec![order], PaymentOptions::default(), now_ms)
+    /// A payment of `order` by its `owner`; the caller broadcasts the returned step.
+    pub fn new(committee: Arc<Committee>, owner: &SigningKey, order: SignedOrder, now_ms: u64) -> (Payment, Step) {
+        Payment::with_orders(committee, owner, vec![order], PaymentOptions::default(), now_ms)
     }
 
-    /// A payment of `orders[0]` by a payer who signed all of `orders` for the same slot (an
+    /// A payment of `orders[0]` by an `owner` who signed all of `orders` for the same slot (an
     /// owner who equivocated): recovery may have to settle one of the others. `orders` must not
-    /// be empty.
+    /// be empty, and `owner` must be their sender's key.
     pub fn with_orders(
         committee: Arc<Committee>,
+        owner: &SigningKey,
         orders: Vec<SignedOrder>,
         options: PaymentOptions,
         now_ms: u64,
     ) -> (Payment, Step) {
         let order = orders.first().expect("at least one order").clone();
+        assert_eq!(
+            owner.verifying_key().to_bytes(),
+            order.order.sender.0,
+            "a payment is made by the orders' sender"
+        );
         let call = Call::Transfer(order.clone());
         let payment = Payment {
             committee,
+            owner: owner.clone(),
             options,
             orders,
             round: 0,
@@ -267,11 +276,13 @@ impl Payment {
         self.round = round;
         self.round_deadline_ms = now_ms + self.options.round_timeout_ms;
         let (account, sequence) = self.slot();
-        let call = Call::RoundChange {
+        let request = RoundRequest {
+            committee_id: self.committee.id(),
             account,
             sequence,
             round: self.round,
         };
+        let call = Call::RoundChange(request.sign(&self.owner));
         self.broadcast(
             Phase::ChangeRound {
                 changes: BTreeMap::new(),
@@ -585,6 +596,7 @@ mod tests {
     struct Setup {
         committee: Arc<Committee>,
         keys: Vec<SigningKey>,
+        owner: SigningKey,
         /// Two orders of one owner for sequence number 4.
         a: SignedOrder,
         b: SignedOrder,
@@ -609,6 +621,7 @@ mod tests {
             keys,
             a: order(1),
             b: order(2),
+            owner,
         }
     }
 
@@ -651,6 +664,22 @@ mod tests {
         }
     }
 
+    /// The round a step asks the authorities to enter, checking the request is the owner's.
+    fn round_asked(step: &Step) -> Option<u32> {
+        let Step::Broadcast {
+            call: Call::RoundChange(request),
+            ..
+        } = step
+        else {
+            return None;
+        };
+        assert_eq!(
+            request.request.account.0,
+            deterministic_key("account", 0).verifying_key().to_bytes()
+        );
+        Some(request.request.round)
+    }
+
     fn attempt_of(step: &Step) -> u32 {
         match step {
             Step::Broadcast { attempt, .. } | Step::Certified { attempt, .. } => *attempt,
@@ -661,7 +690,7 @@ mod tests {
     #[test]
     fn every_prepare_is_final_at_once_forgeries_never_count_and_a_lagging_authority_is_caught_up_once() {
         let s = setup();
-        let (mut payment, step) = Payment::new(s.committee.clone(), s.a.clone(), 0);
+        let (mut payment, step) = Payment::new(s.committee.clone(), &s.owner, s.a.clone(), 0);
         assert_eq!(
             step,
             Step::Broadcast {
@@ -709,7 +738,7 @@ mod tests {
         );
 
         // A payment that hears every authority is final without a lock.
-        let (mut payment, _) = Payment::new(s.committee.clone(), s.a.clone(), 0);
+        let (mut payment, _) = Payment::new(s.committee.clone(), &s.owner, s.a.clone(), 0);
         for authority in 0..3 {
             assert_eq!(
                 payment.on_answer(1, authority, 0, s.vote(authority, VoteKind::Prepare, 0, &s.a)),
@@ -757,7 +786,7 @@ mod tests {
     #[test]
     fn a_silent_authority_costs_the_fast_path_wait_then_a_lock_and_commits_and_stale_answers_are_ignored() {
         let s = setup();
-        let (mut payment, _) = Payment::new(s.committee.clone(), s.a.clone(), 0);
+        let (mut payment, _) = Payment::new(s.committee.clone(), &s.owner, s.a.clone(), 0);
         for authority in 0..3 {
             assert_eq!(
                 payment.on_answer(10, authority, 0, s.vote(authority, VoteKind::Prepare, 0, &s.a)),
@@ -801,7 +830,7 @@ mod tests {
     #[test]
     fn refusals_no_round_can_change_fail_the_payment_and_too_few_confirmations_leave_it_unsettled() {
         let s = setup();
-        let (mut payment, _) = Payment::new(s.committee.clone(), s.a.clone(), 0);
+        let (mut payment, _) = Payment::new(s.committee.clone(), &s.owner, s.a.clone(), 0);
         assert_eq!(
             payment.on_answer(1, 0, 0, Heard::Refused("insufficient balance".into())),
             Step::Wait
@@ -816,7 +845,7 @@ mod tests {
             "ended"
         );
 
-        let (mut payment, _) = Payment::new(s.committee.clone(), s.a.clone(), 0);
+        let (mut payment, _) = Payment::new(s.committee.clone(), &s.owner, s.a.clone(), 0);
         for authority in 0..3 {
             payment.on_answer(1, authority, 0, s.vote(authority, VoteKind::Prepare, 0, &s.a));
         }
@@ -835,7 +864,13 @@ mod tests {
     fn an_owner_who_signed_two_orders_recovers_the_account_in_round_one() {
         let s = setup();
         let options = PaymentOptions::default();
-        let (mut payment, _) = Payment::with_orders(s.committee.clone(), vec![s.a.clone(), s.b.clone()], options, 0);
+        let (mut payment, _) = Payment::with_orders(
+            s.committee.clone(),
+            &s.owner,
+            vec![s.a.clone(), s.b.clone()],
+            options,
+            0,
+        );
         // Authorities 0 and 1 prepared A; 2 and 3 hold B for the same sequence number.
         payment.on_answer(1, 0, 0, s.vote(0, VoteKind::Prepare, 0, &s.a));
         payment.on_answer(1, 1, 0, s.vote(1, VoteKind::Prepare, 0, &s.a));
@@ -844,11 +879,13 @@ mod tests {
             Step::Wait
         );
         let change = payment.on_answer(1, 3, 0, Heard::Contested("another order pending".into()));
-        let expected = Call::RoundChange {
+        let request = RoundRequest {
+            committee_id: s.committee.id(),
             account: s.a.order.sender,
             sequence: 4,
             round: 1,
         };
+        let expected = Call::RoundChange(request.sign(&s.owner));
         assert!(matches!(&change, Step::Broadcast { call, .. } if *call == expected));
         let attempt = attempt_of(&change);
         // A round change for another round, or signed by another authority, does not count.
@@ -900,7 +937,7 @@ mod tests {
         assert_eq!(payment.round(), 1);
 
         // A payer who holds only A cannot propose the B the committee allows.
-        let (mut payment, _) = Payment::new(s.committee.clone(), s.a.clone(), 0);
+        let (mut payment, _) = Payment::new(s.committee.clone(), &s.owner, s.a.clone(), 0);
         let attempt = attempt_of(&payment.handle_timeout(options.round_timeout_ms));
         payment.on_answer(1, 1, attempt, s.round_change(1, 1, &s.b));
         payment.on_answer(1, 2, attempt, s.round_change(2, 1, &s.b));
@@ -917,7 +954,7 @@ mod tests {
             rounds_max: 2,
             ..PaymentOptions::default()
         };
-        let (mut payment, _) = Payment::with_orders(s.committee.clone(), vec![s.a.clone()], options, 0);
+        let (mut payment, _) = Payment::with_orders(s.committee.clone(), &s.owner, vec![s.a.clone()], options, 0);
         let votes: Vec<Vote> = (0..3u16)
             .map(|a| match s.vote(a, VoteKind::Prepare, 0, &s.b) {
                 Heard::Vote(vote) => vote,
@@ -931,52 +968,25 @@ mod tests {
             "a lock is not final"
         );
         let timeout = options.round_timeout_ms;
-        assert!(matches!(
-            payment.handle_timeout(timeout),
-            Step::Broadcast {
-                call: Call::RoundChange { round: 1, .. },
-                ..
-            }
-        ));
-        assert!(matches!(
-            payment.handle_timeout(2 * timeout),
-            Step::Broadcast {
-                call: Call::RoundChange { round: 2, .. },
-                ..
-            }
-        ));
+        assert_eq!(round_asked(&payment.handle_timeout(timeout)), Some(1));
+        assert_eq!(round_asked(&payment.handle_timeout(2 * timeout)), Some(2));
         assert_eq!(
             payment.handle_timeout(3 * timeout),
             Step::Failed(PaymentError::RoundsExhausted { rounds: 2 })
         );
 
         // One authority claiming a late round moves nothing; two (one of them honest) do.
-        let (mut payment, _) = Payment::new(s.committee.clone(), s.a.clone(), 0);
+        let (mut payment, _) = Payment::new(s.committee.clone(), &s.owner, s.a.clone(), 0);
         payment.on_answer(1, 0, 0, Heard::RoundPassed { round: 1_000 });
         let step = payment.on_answer(1, 1, 0, Heard::Contested("another order pending".into()));
-        assert!(matches!(
-            step,
-            Step::Broadcast {
-                call: Call::RoundChange { round: 1, .. },
-                ..
-            }
-        ));
+        assert_eq!(round_asked(&step), Some(1));
         let attempt = attempt_of(&step);
         payment.on_answer(1, 2, attempt, Heard::RoundPassed { round: 5 });
         let step = payment.on_answer(1, 3, attempt, Heard::RoundPassed { round: 6 });
-        assert!(
-            matches!(
-                step,
-                Step::Broadcast {
-                    call: Call::RoundChange { round: 7, .. },
-                    ..
-                }
-            ),
-            "{step:?}"
-        );
+        assert_eq!(round_asked(&step), Some(7), "{step:?}");
 
         // Rounds reported at the very top end the payment, never overflow it.
-        let (mut payment, _) = Payment::new(s.committee.clone(), s.a.clone(), 0);
+        let (mut payment, _) = Payment::new(s.committee.clone(), &s.owner, s.a.clone(), 0);
         payment.on_answer(1, 0, 0, Heard::RoundPassed { round: u32::MAX });
         let step = payment.on_answer(1, 1, 0, Heard::RoundPassed { round: u32::MAX });
         assert!(
@@ -984,7 +994,7 @@ mod tests {
             "{step:?}"
         );
 
-        let (mut payment, _) = Payment::new(s.committee.clone(), s.a.clone(), 0);
+        let (mut payment, _) = Payment::new(s.committee.clone(), &s.owner, s.a.clone(), 0);
         let all: Vec<Vote> = (0..4u16)
             .map(|a| match s.vote(a, VoteKind::Prepare, 0, &s.b) {
                 Heard::Vote(vote) => vote,

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
-use specie_fastpay::{AccountKey, Certificate, SignedOrder};
+use specie_fastpay::{AccountKey, Certificate, SignedOrder, SigningKey};
 
 use crate::call::{Call, Heard};
 use crate::embedded::{Answer, EmbeddedCommittee};
@@ -92,18 +92,18 @@ impl<'c> Pipeline<'c> {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    /// Starts paying `order`; returns the id its outcome will carry.
-    pub fn submit(&mut self, order: SignedOrder) -> u64 {
-        self.submit_orders(vec![order])
+    /// Starts paying `order` of `owner`; returns the id its outcome will carry.
+    pub fn submit(&mut self, owner: &SigningKey, order: SignedOrder) -> u64 {
+        self.submit_orders(owner, vec![order])
     }
 
-    /// Starts paying `orders[0]` for a payer who signed every one of `orders` for the same slot
-    /// (an owner who equivocated): recovery settles one of them.
-    pub fn submit_orders(&mut self, orders: Vec<SignedOrder>) -> u64 {
+    /// Starts paying `orders[0]` for an `owner` who signed every one of `orders` for the same
+    /// slot (it equivocated): recovery settles one of them.
+    pub fn submit_orders(&mut self, owner: &SigningKey, orders: Vec<SignedOrder>) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        let (payment, step) =
-            Payment::with_orders(self.committee.committee().clone(), orders, self.options, self.now_ms());
+        let committee = self.committee.committee().clone();
+        let (payment, step) = Payment::with_orders(committee, owner, orders, self.options, self.now_ms());
         let flight = InFlight {
             payment,
             started: Instant::now(),
@@ -229,14 +229,19 @@ impl<'c> Pipeline<'c> {
         None
     }
 
-    /// Submits one order and waits for its outcome (or `timeout`: `None`).
-    pub fn settle(&mut self, order: SignedOrder, timeout: Duration) -> Option<Outcome> {
-        self.settle_orders(vec![order], timeout)
+    /// Submits one order of `owner` and waits for its outcome (or `timeout`: `None`).
+    pub fn settle(&mut self, owner: &SigningKey, order: SignedOrder, timeout: Duration) -> Option<Outcome> {
+        self.settle_orders(owner, vec![order], timeout)
     }
 
-    /// As [`Pipeline::settle`], for a payer who signed every one of `orders` for one slot.
-    pub fn settle_orders(&mut self, orders: Vec<SignedOrder>, timeout: Duration) -> Option<Outcome> {
-        let id = self.submit_orders(orders);
+    /// As [`Pipeline::settle`], for an `owner` who signed every one of `orders` for one slot.
+    pub fn settle_orders(
+        &mut self,
+        owner: &SigningKey,
+        orders: Vec<SignedOrder>,
+        timeout: Duration,
+    ) -> Option<Outcome> {
+        let id = self.submit_orders(owner, orders);
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             let wait = deadline.saturating_duration_since(Instant::now());

@@ -75,7 +75,7 @@ fn run_payments(faulty: Behaviour) {
                 memo: Vec::new(),
             }
             .sign(key);
-            pipeline.submit(order);
+            pipeline.submit(key, order);
             redeemed += u128::from(matches!(recipient, Recipient::Core(_))) * 10;
         }
         let mut settled = 0;
@@ -146,7 +146,7 @@ fn an_owner_who_signed_two_orders_gets_the_account_back_in_a_recovery_round() {
     }
     let mut pipeline = Pipeline::new(&committee);
     let recovered = pipeline
-        .settle_orders(vec![first.clone(), second.clone()], Duration::from_secs(30))
+        .settle_orders(key, vec![first.clone(), second.clone()], Duration::from_secs(30))
         .expect("an outcome within the time-out")
         .expect("the contested slot settles");
     assert!(recovered.round >= 1, "settled in a recovery round");
@@ -155,7 +155,7 @@ fn an_owner_who_signed_two_orders_gets_the_account_back_in_a_recovery_round() {
     assert!([&first, &second].contains(&&recovered.certificate.order));
     // The account is the owner's again: its next payment takes the fast path.
     let next = pipeline
-        .settle(order(1, 3, 5), Duration::from_secs(30))
+        .settle(key, order(1, 3, 5), Duration::from_secs(30))
         .expect("an outcome")
         .expect("the next payment settles");
     assert_eq!((next.round, next.certificate.kind), (0, VoteKind::Prepare));

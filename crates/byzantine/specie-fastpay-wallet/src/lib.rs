@@ -25,7 +25,7 @@ use specie_authority::AccountState;
 use specie_codec::Encode;
 use specie_committee::http_client::Request;
 use specie_committee::{AuthorityReply, FundWait, HttpCommittee, PayError, PaymentError};
-use specie_fastpay::{AccountKey, AuthorityIndex, Certificate, Committee, Recipient, SignedOrder};
+use specie_fastpay::{AccountKey, AuthorityIndex, Certificate, Committee, Recipient, SignedOrder, SigningKey};
 use specie_transaction::{SpecieTransaction, Txid};
 use specie_wallet::session::{self, SessionError as CoreSessionError, Submitted};
 use specie_wallet::{ClientError, FastpayError, FileError, NodeClient, Outcome, Wallet, WalletFile};
@@ -47,7 +47,7 @@ pub enum PayOutcome {
 pub trait Authorities {
     fn committee(&self) -> &Committee;
     /// Settles one of `orders`, all signed by one owner for one sequence number (normally one).
-    fn pay_orders(&self, orders: Vec<SignedOrder>) -> PayOutcome;
+    fn pay_orders(&self, owner: &SigningKey, orders: Vec<SignedOrder>) -> PayOutcome;
     /// What each authority that answers says about `account`, certificates from `from_sequence`.
     fn account_states(&self, account: AccountKey, from_sequence: u64) -> Vec<(AuthorityIndex, AccountState)>;
     /// Sends a confirmed funding to every authority; how many credited it.
@@ -59,8 +59,8 @@ impl Authorities for HttpCommittee {
         HttpCommittee::committee(self)
     }
 
-    fn pay_orders(&self, orders: Vec<SignedOrder>) -> PayOutcome {
-        match HttpCommittee::pay_orders(self, orders) {
+    fn pay_orders(&self, owner: &SigningKey, orders: Vec<SignedOrder>) -> PayOutcome {
+        match HttpCommittee::pay_orders(self, owner, orders) {
             Ok(settlement) => PayOutcome::Settled(settlement.certificate),
             Err(PayError::Payment(PaymentError::NotSettled { certificate, refusals })) => PayOutcome::Certified {
                 certificate: *certificate,
@@ -203,15 +203,13 @@ pub fn finish_pending(
     authorities: &impl Authorities,
     account: &AccountKey,
 ) -> Result<Option<PayOutcome>, SessionError> {
-    let pending = wallet
-        .fastpay()
-        .and_then(|book| book.account(account))
-        .map(|state| state.pending().to_vec())
-        .unwrap_or_default();
-    if pending.is_empty() {
+    let Some(state) = wallet.fastpay().and_then(|book| book.account(account)) else {
+        return Ok(None);
+    };
+    if state.pending().is_empty() {
         return Ok(None);
     }
-    let outcome = authorities.pay_orders(pending);
+    let outcome = authorities.pay_orders(state.owner(), state.pending().to_vec());
     match &outcome {
         PayOutcome::Settled(certificate) | PayOutcome::Certified { certificate, .. } => {
             wallet.fastpay_on_certified(certificate.clone())?;
@@ -244,7 +242,11 @@ pub fn pay(
     let order = wallet.fastpay_sign_order(account, recipient, amount, memo)?;
     // Durable before any authority can vote on it (module docs).
     WalletFile::save(path, wallet).map_err(SessionError::NotSent)?;
-    let outcome = authorities.pay_orders(vec![order]);
+    let owner = wallet
+        .fastpay()
+        .and_then(|book| book.account(account))
+        .map(|state| state.owner());
+    let outcome = authorities.pay_orders(owner.expect("the account just signed an order"), vec![order]);
     if let PayOutcome::Settled(certificate) | PayOutcome::Certified { certificate, .. } = &outcome {
         wallet.fastpay_on_certified(certificate.clone())?;
         WalletFile::save(path, wallet)?;
@@ -467,7 +469,7 @@ mod tests {
             &self.signing.committee
         }
 
-        fn pay_orders(&self, orders: Vec<SignedOrder>) -> PayOutcome {
+        fn pay_orders(&self, _owner: &SigningKey, orders: Vec<SignedOrder>) -> PayOutcome {
             self.sent.borrow_mut().push(orders.clone());
             if *self.failing.borrow() {
                 return PayOutcome::NotFinal("every authority is down".into());

@@ -23,8 +23,8 @@ pub use order::{
     AccountKey, CoreAddress, OrderError, Recipient, SignedOrder, TransferOrder, MEMO_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
 };
 pub use rounds::{
-    decide, Allowed, Justification, JustificationError, RoundChange, SignedRoundChange, JUSTIFICATION_BYTES_MAX,
-    SIGNED_ROUND_CHANGE_BYTES_MAX,
+    decide, Allowed, Justification, JustificationError, RoundChange, RoundRequest, RoundRequestError,
+    SignedRoundChange, SignedRoundRequest, JUSTIFICATION_BYTES_MAX, SIGNED_ROUND_CHANGE_BYTES_MAX,
 };
 
 pub use ed25519_dalek::{SigningKey, VerifyingKey};

@@ -24,6 +24,8 @@ use crate::{read_version, ENCODING_VERSION, SIGNATURE_BYTES};
 
 /// Signed by authorities entering a round: never valid as a vote or anything else.
 const ROUND_CHANGE_DOMAIN: &[u8] = b"specie/fastpay/round-change/v2";
+/// Signed by account owners asking the committee to enter a round of their slot.
+const ROUND_REQUEST_DOMAIN: &[u8] = b"specie/fastpay/round-request/v2";
 
 /// The longest canonical signed round change: its version and signer, the round change's own
 /// version and fixed fields, both options, the signature, and the longest lock certificate.
@@ -94,6 +96,108 @@ pub struct SignedRoundChange {
     pub change: RoundChange,
     pub signature: [u8; SIGNATURE_BYTES],
     pub lock_certificate: Option<Certificate>,
+}
+
+/// An account owner's request that authorities enter `round` of its slot (`account`,
+/// `sequence`). Only the owner may move its slot to a later round: were round changes free for
+/// anyone to ask, a stranger could spend an account's recovery rounds and lock it out. A copy
+/// replayed by someone else only asks for a round the owner asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RoundRequest {
+    pub committee_id: [u8; 32],
+    pub account: AccountKey,
+    pub sequence: u64,
+    pub round: u32,
+}
+
+/// A round request with the owner's signature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SignedRoundRequest {
+    pub request: RoundRequest,
+    pub signature: [u8; SIGNATURE_BYTES],
+}
+
+/// Why an authority refuses a round request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+pub enum RoundRequestError {
+    #[error("the request is for another committee")]
+    OtherCommittee,
+    #[error("round 0 needs no request; recovery rounds start at 1")]
+    RoundZero,
+    #[error("the account is not a valid Ed25519 public key, or a weak one")]
+    BadAccountKey,
+    #[error("the owner's signature does not verify")]
+    BadSignature,
+}
+
+impl RoundRequest {
+    /// The canonical length of a signed round request: version, committee id, account,
+    /// sequence, round, signature.
+    pub const SIGNED_BYTES: usize = 1 + 32 + 32 + 8 + 4 + SIGNATURE_BYTES;
+
+    fn encode_fields(&self, out: &mut Vec<u8>) {
+        out.push(ENCODING_VERSION);
+        out.extend_from_slice(&self.committee_id);
+        out.extend_from_slice(&self.account.0);
+        put_u64(out, self.sequence);
+        put_u32(out, self.round);
+    }
+
+    pub fn signing_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(ROUND_REQUEST_DOMAIN.len() + Self::SIGNED_BYTES);
+        bytes.extend_from_slice(ROUND_REQUEST_DOMAIN);
+        self.encode_fields(&mut bytes);
+        bytes
+    }
+
+    pub fn sign(self, owner: &SigningKey) -> SignedRoundRequest {
+        debug_assert_eq!(
+            owner.verifying_key().to_bytes(),
+            self.account.0,
+            "signed by the account's owner"
+        );
+        SignedRoundRequest {
+            request: self,
+            signature: owner.sign(&self.signing_bytes()).to_bytes(),
+        }
+    }
+}
+
+impl SignedRoundRequest {
+    /// Whether the account's owner asks `committee` for a recovery round (the signature is
+    /// verified strictly, as an order's is).
+    pub fn check(&self, committee: &Committee) -> Result<(), RoundRequestError> {
+        let request = &self.request;
+        if request.committee_id != committee.id() {
+            return Err(RoundRequestError::OtherCommittee);
+        }
+        if request.round == 0 {
+            return Err(RoundRequestError::RoundZero);
+        }
+        let key = VerifyingKey::from_bytes(&request.account.0).map_err(|_| RoundRequestError::BadAccountKey)?;
+        if key.is_weak() {
+            return Err(RoundRequestError::BadAccountKey);
+        }
+        key.verify_strict(&request.signing_bytes(), &Signature::from_bytes(&self.signature))
+            .map_err(|_| RoundRequestError::BadSignature)
+    }
+
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        self.request.encode_fields(out);
+        out.extend_from_slice(&self.signature);
+    }
+
+    pub fn decode_from(reader: &mut Reader<'_>) -> Result<SignedRoundRequest, DecodeError> {
+        read_version(reader, "round request")?;
+        let request = RoundRequest {
+            committee_id: reader.read_array("round request committee id")?,
+            account: AccountKey(reader.read_array("round request account")?),
+            sequence: reader.read_u64("round request sequence")?,
+            round: reader.read_u32("round request round")?,
+        };
+        let signature = reader.read_array("round request signature")?;
+        Ok(SignedRoundRequest { request, signature })
+    }
 }
 
 /// Which orders a justified round may prepare.
@@ -410,5 +514,48 @@ mod tests {
         );
         assert_eq!(decide([(None, None); 3], 1), Allowed::Any);
         assert!(Allowed::Any.allows(&Y));
+    }
+
+    /// Only the account's owner can ask for a round of its slot, only of this committee, and
+    /// only for a recovery round; the request says exactly what it was signed for.
+    #[test]
+    fn a_round_request_counts_only_signed_by_the_owner_for_this_committee() {
+        use crate::test_keys::{account_key, authority_keys};
+        let members = authority_keys(4).iter().map(|k| k.verifying_key().to_bytes()).collect();
+        let committee = Committee::new(1, members).unwrap();
+        let owner = account_key(0);
+        let request = RoundRequest {
+            committee_id: committee.id(),
+            account: AccountKey(owner.verifying_key().to_bytes()),
+            sequence: 3,
+            round: 2,
+        };
+        let signed = request.sign(&owner);
+        assert_eq!(signed.check(&committee), Ok(()));
+        let mut bytes = Vec::new();
+        signed.encode_to(&mut bytes);
+        assert_eq!(bytes.len(), RoundRequest::SIGNED_BYTES);
+        let decoded = crate::decode_exact(
+            "round request",
+            &bytes,
+            RoundRequest::SIGNED_BYTES,
+            SignedRoundRequest::decode_from,
+        );
+        assert_eq!(decoded, Ok(signed));
+
+        let stranger = SignedRoundRequest {
+            signature: account_key(1).sign(&request.signing_bytes()).to_bytes(),
+            ..signed
+        };
+        assert_eq!(stranger.check(&committee), Err(RoundRequestError::BadSignature));
+        let later = SignedRoundRequest {
+            request: RoundRequest { round: 3, ..request },
+            ..signed
+        };
+        assert_eq!(later.check(&committee), Err(RoundRequestError::BadSignature));
+        let other = Committee::new(2, committee.members().to_vec()).unwrap();
+        assert_eq!(signed.check(&other), Err(RoundRequestError::OtherCommittee));
+        let zero = RoundRequest { round: 0, ..request }.sign(&owner);
+        assert_eq!(zero.check(&committee), Err(RoundRequestError::RoundZero));
     }
 }

@@ -6,8 +6,8 @@
 
 use crate::certificate::{Certificate, Vote, VoteKind, VoteStatement};
 use crate::committee::{AuthorityIndex, Committee};
-use crate::order::SignedOrder;
-use crate::rounds::{Justification, RoundChange, SignedRoundChange};
+use crate::order::{AccountKey, SignedOrder};
+use crate::rounds::{Justification, RoundChange, RoundRequest, SignedRoundChange, SignedRoundRequest};
 use crate::{deterministic_key, SigningKey};
 
 /// A committee with its members' signing keys, `keys[i]` being authority `i`'s.
@@ -92,6 +92,17 @@ impl SigningCommittee {
         lock: Option<Certificate>,
     ) -> SignedRoundChange {
         change.sign(authority, &self.keys[usize::from(authority)], lock)
+    }
+
+    /// `owner`'s request that the committee enter `round` of its slot at `sequence`.
+    pub fn round_request(&self, owner: &SigningKey, sequence: u64, round: u32) -> SignedRoundRequest {
+        RoundRequest {
+            committee_id: self.committee.id(),
+            account: AccountKey(owner.verifying_key().to_bytes()),
+            sequence,
+            round,
+        }
+        .sign(owner)
     }
 
     /// The justification of these round changes, sorted by authority as it must be.

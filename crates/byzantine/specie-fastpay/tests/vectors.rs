@@ -14,8 +14,8 @@ use serde_json::Value;
 use specie_codec::{DecodeError, Reader};
 use specie_fastpay::{
     decode_exact, deterministic_key, AccountKey, Allowed, Certificate, CertificateError, Committee, CoreAddress,
-    DoubleVote, Evidence, Justification, Recipient, RoundChange, SignedOrder, SignedRoundChange, SigningKey,
-    TransferOrder, Vote, VoteKind, VoteStatement,
+    DoubleVote, Evidence, Justification, Recipient, RoundChange, RoundRequest, SignedOrder, SignedRoundChange,
+    SignedRoundRequest, SigningKey, TransferOrder, Vote, VoteKind, VoteStatement,
 };
 
 const WRITE_VECTORS_ENV: &str = "SPECIE_WRITE_VECTORS";
@@ -43,8 +43,10 @@ struct Scenario {
     certificate: Certificate,
     conflicting: Certificate,
     evidence: Evidence,
-    /// Recovery of the owner's slot: a lock of round 1, and round 2's justification.
+    /// Recovery of the owner's slot: a lock of round 1, the owner's request for round 2, and
+    /// round 2's justification.
     lock: Certificate,
+    round_request: SignedRoundRequest,
     justification: Justification,
 }
 
@@ -109,8 +111,16 @@ fn scenario() -> Scenario {
     let round_one = votes_for(&committee, &authorities, (VoteKind::Prepare, 1), &transfer);
     let lock = certificate_of(&transfer, &round_one, &[0, 1, 2]);
     let justification = round_two_justification(&committee, &authorities, &lock, &redeem);
+    let round_request = RoundRequest {
+        committee_id: committee.id(),
+        account: sender,
+        sequence: 0,
+        round: 2,
+    }
+    .sign(&owner);
     Scenario {
         lock,
+        round_request,
         justification,
         statement: votes[0].statement,
         authorities,
@@ -260,6 +270,16 @@ fn vectors(s: &Scenario) -> Vec<Vector> {
         "lock_certificate".into(),
         "prepare votes of round 1 for transfer by authorities 0, 1, 2: a lock, not final".into(),
         &encoded(|o| s.lock.encode_to(o)),
+    );
+    put(
+        "round_request_signing_bytes".into(),
+        "what the owner signs to ask for round 2 of its sequence 0: \"specie/fastpay/round-request/v2\" || 02 || committee_id || account || sequence 0 || round 2".into(),
+        &s.round_request.request.signing_bytes(),
+    );
+    put(
+        "signed_round_request".into(),
+        "the owner's request for round 2, with its signature".into(),
+        &encoded(|o| s.round_request.encode_to(o)),
     );
     put(
         "round_change_signing_bytes".into(),
@@ -474,6 +494,22 @@ fn the_stored_vectors_decode_re_encode_and_verify() {
     assert_eq!(lock, s.lock);
     assert_eq!(lock.check_lock(&committee), Ok(()));
     assert_eq!(lock.check(&committee), Err(CertificateError::NotFinal { round: 1 }));
+    let request = round_trip(
+        stored,
+        "signed_round_request",
+        SignedRoundRequest::decode_from,
+        SignedRoundRequest::encode_to,
+    );
+    assert_eq!(request, s.round_request);
+    assert_eq!(request.check(&committee), Ok(()));
+    assert_eq!(
+        (request.request.account, request.request.sequence, request.request.round),
+        (s.transfer.order.sender, 0, 2)
+    );
+    assert_eq!(
+        request.request.signing_bytes(),
+        stored_bytes(stored, "round_request_signing_bytes")
+    );
     let mut changes = Vec::new();
     for i in 0..3 {
         let name = format!("signed_round_change[{i}]");

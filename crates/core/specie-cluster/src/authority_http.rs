@@ -19,13 +19,14 @@ use serde::Deserialize;
 use specie_authority::{shard_of, Funding, Refusal, Reply};
 use specie_codec::{Decode, DecodeError};
 use specie_committee::http_api::{
-    AccountBody, ConfirmedBody, ErrorBody, ErrorDetail, FundedBody, InfoBody, PendingBody, Proposal,
-    RoundChangeRequest, ACCOUNTS_PATH, BODY_BYTES_MAX, CERTIFICATES_PATH, CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN,
-    CODE_SETTLED, CODE_STOPPING, FUNDINGS_PATH, INFO_PATH, LOCKS_PATH, ORDERS_PATH, PROPOSALS_PATH, ROUND_CHANGES_PATH,
+    AccountBody, ConfirmedBody, ErrorBody, ErrorDetail, FundedBody, InfoBody, PendingBody, Proposal, ACCOUNTS_PATH,
+    BODY_BYTES_MAX, CERTIFICATES_PATH, CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_SETTLED, CODE_STOPPING,
+    FUNDINGS_PATH, INFO_PATH, LOCKS_PATH, ORDERS_PATH, PROPOSALS_PATH, ROUND_CHANGES_PATH,
 };
 use specie_committee::Call;
 use specie_fastpay::{
-    decode_exact, AccountKey, Certificate, SignedOrder, CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
+    decode_exact, AccountKey, Certificate, RoundRequest, SignedOrder, SignedRoundRequest, CERTIFICATE_BYTES_MAX,
+    SIGNED_ORDER_BYTES_MAX,
 };
 use specie_transaction::SpecieTransaction;
 
@@ -196,14 +197,14 @@ async fn lock(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Re
 
 async fn round_change(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
     let bytes = body.map_err(HttpError::body)?;
-    let request =
-        RoundChangeRequest::decode(&bytes).map_err(|error| HttpError::undecodable("round change request", error))?;
-    let call = Call::RoundChange {
-        account: request.account,
-        sequence: request.sequence,
-        round: request.round,
-    };
-    signed_answer(&replica, replica.call(call).await)
+    let request = decode_exact(
+        "round request",
+        &bytes,
+        RoundRequest::SIGNED_BYTES,
+        SignedRoundRequest::decode_from,
+    )
+    .map_err(|error| HttpError::undecodable("signed round request", error))?;
+    signed_answer(&replica, replica.call(Call::RoundChange(request)).await)
 }
 
 async fn proposal(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {

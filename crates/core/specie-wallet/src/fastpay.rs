@@ -142,6 +142,12 @@ impl FastpayAccount {
         self.key
     }
 
+    /// The owner's signing key: a payment needs it to ask for recovery rounds, which only the
+    /// owner may (specie_fastpay's `RoundRequest`).
+    pub fn owner(&self) -> &SigningKey {
+        &self.owner
+    }
+
     /// The sequence number of the next order: one above the last certified one.
     pub fn next_sequence(&self) -> u64 {
         self.next_sequence

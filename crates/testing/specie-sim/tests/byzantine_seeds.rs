@@ -44,6 +44,7 @@ fn hundreds_of_byzantine_seeds_hold_every_invariant() {
         t.forged_votes_ignored += r.forged_votes_ignored;
         t.false_answers_ignored += r.false_answers_ignored;
         t.forged_certificates_refused += r.forged_certificates_refused;
+        t.forged_round_requests_refused += r.forged_round_requests_refused;
         t.replays += r.replays;
         t.forged_credits_refused += r.forged_credits_refused;
         t.corrupt_channel_messages += r.corrupt_channel_messages;
@@ -72,7 +73,8 @@ fn hundreds_of_byzantine_seeds_hold_every_invariant() {
         ("double votes held as evidence", t.double_votes, 100),
         ("forged votes ignored", t.forged_votes_ignored, 400),
         ("false answers ignored", t.false_answers_ignored, 200),
-        ("forged certificates refused", t.forged_certificates_refused, 100),
+        ("forged certificates refused", t.forged_certificates_refused, 70),
+        ("forged round requests refused", t.forged_round_requests_refused, 150),
         ("replays", t.replays, 1_000),
         ("forged credits refused by the transport", t.forged_credits_refused, 300),
         ("malformed channel messages", t.corrupt_channel_messages, 500),

@@ -338,7 +338,7 @@ fn stream_payments(
             for &authority in &plan.split {
                 committee.call(authority, Call::Transfer(plan.orders[1].clone()), u64::MAX, &unheard);
             }
-            let tag = pipeline.submit_orders(plan.orders);
+            let tag = pipeline.submit_orders(&users[plan.sender].owner, plan.orders);
             tags.insert(tag, plan.sender);
             busy.insert(plan.sender);
         }

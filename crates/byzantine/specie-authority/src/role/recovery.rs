@@ -2,7 +2,10 @@
 //! round changes, prepare votes of rounds ≥ 1, and locks answered with commit votes. Each is
 //! signed when handled, made durable, and only then answered, as round 0's votes are.
 
-use specie_fastpay::{AccountKey, Certificate, Justification, RoundChange, SignedOrder, Vote, VoteKind, VoteStatement};
+use specie_fastpay::{
+    AccountKey, Certificate, Justification, RoundChange, RoundRequest, SignedOrder, SignedRoundRequest, Vote, VoteKind,
+    VoteStatement,
+};
 use specie_role::{Output, Ticket};
 
 use super::AuthorityShard;
@@ -57,13 +60,14 @@ impl AuthorityShard {
         self.slot_in_flight.insert(account, (reply, vec![ticket]));
     }
 
-    pub(super) fn round_change(
-        &mut self,
-        ticket: Ticket,
-        account: AccountKey,
-        sequence: u64,
-        round: u32,
-    ) -> Result<(), Refusal> {
+    pub(super) fn round_change(&mut self, ticket: Ticket, request: &SignedRoundRequest) -> Result<(), Refusal> {
+        request.check(&self.config.committee)?;
+        let RoundRequest {
+            account,
+            sequence,
+            round,
+            ..
+        } = request.request;
         if !self.open_slot(ticket, &account, sequence)? {
             return Ok(());
         }

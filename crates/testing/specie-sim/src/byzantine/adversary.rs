@@ -29,8 +29,8 @@ use rand::Rng;
 use specie_authority::{AccountState, Credit, Input, Refusal, Reply, ShardIndex, CREDITS_PER_MESSAGE_MAX};
 use specie_committee::Call;
 use specie_fastpay::{
-    AccountKey, AuthorityIndex, Certificate, CoreAddress, DoubleVote, Recipient, RoundChange, SignedOrder,
-    SignedRoundChange, SignedVote, SigningKey, TransferOrder, Vote, VoteKind, VoteStatement,
+    AccountKey, AuthorityIndex, Certificate, CoreAddress, DoubleVote, Recipient, RoundChange, RoundRequest,
+    SignedOrder, SignedRoundChange, SignedVote, SigningKey, TransferOrder, Vote, VoteKind, VoteStatement,
 };
 
 use super::paying::{expected_vote, Paying};
@@ -225,19 +225,20 @@ impl<R: ShardRole> World<R> {
             Input::Lock { ticket, certificate } => {
                 self.adversary_votes(ticket, VoteKind::Commit, certificate.round, &certificate.order)
             }
-            Input::RoundChange {
-                ticket,
-                account,
-                sequence,
-                round,
-            } => match behaviour {
+            Input::RoundChange { ticket, request } => match behaviour {
                 AuthorityBehaviour::Withholds => None,
                 // A lie that it is far ahead: alone, it must not make the payer skip rounds.
                 AuthorityBehaviour::Equivocates if self.rng.gen_bool(0.3) => {
-                    let passed = round + self.rng.gen_range(1..1_000);
+                    let passed = request.request.round.saturating_add(self.rng.gen_range(1..1_000));
                     Some((ticket, Reply::Refused(Refusal::RoundPassed { round: passed })))
                 }
                 _ => {
+                    let RoundRequest {
+                        account,
+                        sequence,
+                        round,
+                        ..
+                    } = request.request;
                     let change = self.adversary_round_change(account, sequence, round);
                     Some((ticket, Reply::RoundChanged(Box::new(change))))
                 }
@@ -425,7 +426,8 @@ impl<R: ShardRole> World<R> {
                     self.replay_certificate(party, authority, certificate);
                 }
             }
-            70..90 => self.forge_certificate(i),
+            70..85 => self.forge_certificate(i),
+            85..90 => self.forge_round_request(i),
             _ => {}
         }
         Ok(())
@@ -705,16 +707,66 @@ impl<R: ShardRole> World<R> {
         });
     }
 
-    /// An honest shard handles a forged certificate: it must refuse it (or, if it confirmed
-    /// that very order already, answer so) and its state must not change.
-    pub(super) fn forged_certificate_arrives(
+    /// Asks an authority to move someone's slot to a later round without the owner's
+    /// signature: signed by the user for another account, or for its own account but another
+    /// committee. Were it obeyed, a stranger could spend any account's recovery rounds.
+    fn forge_round_request(&mut self, i: usize) {
+        let owners: Vec<AccountKey> = self.owners.keys().copied().collect();
+        let user = &self.byzantine_users[i];
+        let other_committee = self.rng.gen_bool(0.5);
+        let mut request = RoundRequest {
+            committee_id: self.committee.id(),
+            account: user.account,
+            sequence: self.rng.gen_range(0..4),
+            round: self.rng.gen_range(1..1_000),
+        };
+        if other_committee {
+            request.committee_id[0] ^= 1;
+        }
+        let mut forged = request.sign(&user.key);
+        if !other_committee {
+            // The user's own signature over someone else's slot.
+            forged.request.account = owners[self.rng.gen_range(0..owners.len())];
+            if forged.request.account == user.account {
+                return;
+            }
+        }
+        let authority = self.rng.gen_range(0..AUTHORITIES) as AuthorityIndex;
+        let account = forged.request.account;
+        self.send_input(Party::ByzantineUser(i), authority, &account, Asked::Forged, |ticket| {
+            Input::RoundChange {
+                ticket,
+                request: forged,
+            }
+        });
+    }
+
+    /// An honest shard handles a forgery (a certificate, or a round request not signed by the
+    /// account's owner): it must refuse it (or, if it confirmed that very certificate's order
+    /// already, answer so) and its state must not change.
+    pub(super) fn forgery_arrives(
         &mut self,
         authority: AuthorityIndex,
         shard: ShardIndex,
         input: Input,
     ) -> Result<(), Violation> {
+        if let Input::RoundChange { ticket, .. } = &input {
+            let ticket = *ticket;
+            let host = self.host(authority, shard).expect("an honest shard");
+            let before = (host.role.snapshot(), host.pending());
+            let outputs = self.handle_unchanged(authority, shard, input, before, "a forged round request")?;
+            for (_, reply) in outputs.replies.iter().filter(|(t, _)| *t == ticket) {
+                if !matches!(reply, Reply::Refused(Refusal::RoundRequest(_))) {
+                    return Err(self.violation(format!(
+                        "authority {authority} shard {shard} answered a forged round request with {reply:?}"
+                    )));
+                }
+                self.report.forged_round_requests_refused += 1;
+            }
+            return self.route(authority, shard, outputs);
+        }
         let Input::Confirm { ticket, certificate } = &input else {
-            return Err(self.violation("a forged certificate that is not a confirmation"));
+            return Err(self.violation("a forgery that is neither a certificate nor a round request"));
         };
         let (ticket, order) = (*ticket, certificate.order.clone());
         let host = self.host(authority, shard).expect("an honest shard");

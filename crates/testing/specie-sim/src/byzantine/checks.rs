@@ -4,7 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use specie_authority::{Command, Reply, Report, ShardIndex};
 use specie_committee::Call;
-use specie_fastpay::{AccountKey, AuthorityIndex, Certificate, DoubleVote, Evidence, Recipient, Vote, VoteKind};
+use specie_fastpay::{
+    AccountKey, AuthorityIndex, Certificate, DoubleVote, Evidence, Recipient, RoundRequest, Vote, VoteKind,
+};
 use specie_role::Ticket;
 
 use super::paying::expected_vote;
@@ -204,12 +206,7 @@ impl<R: ShardRole> World<R> {
             Reply::Voted(vote) => self.observe_honest_vote(authority, ticket, asked, vote),
             Reply::RoundChanged(change) => {
                 let Some(Asked::Payment {
-                    call:
-                        Call::RoundChange {
-                            account,
-                            sequence,
-                            round,
-                        },
+                    call: Call::RoundChange(request),
                     ..
                 }) = asked
                 else {
@@ -217,6 +214,12 @@ impl<R: ShardRole> World<R> {
                         "authority {authority} answered ticket {ticket} with a round change, unasked"
                     )));
                 };
+                let RoundRequest {
+                    account,
+                    sequence,
+                    round,
+                    ..
+                } = request.request;
                 let checked = change.check(&self.committee, &account, sequence, round);
                 match checked {
                     Ok(()) if change.authority == authority => Ok(()),

@@ -230,6 +230,8 @@ pub struct ByzantineReport {
     /// False account states and certificates in them that readers refused.
     pub false_answers_ignored: u64,
     pub forged_certificates_refused: u64,
+    /// Round requests not signed by the account's owner that an honest shard refused.
+    pub forged_round_requests_refused: u64,
     pub replays: u64,
     /// Credits a Byzantine authority tried to push into an honest shard's channel.
     pub forged_credits_refused: u64,
@@ -285,7 +287,8 @@ enum Asked {
         account: AccountKey,
         from_sequence: u64,
     },
-    /// A forged certificate: an honest authority must refuse it and stay unchanged.
+    /// A forged certificate or round request: an honest authority must refuse it and stay
+    /// unchanged.
     Forged,
 }
 
@@ -699,7 +702,7 @@ impl<R: ShardRole> World<R> {
             return self.adversary_receives(input);
         }
         if matches!(self.tickets.get(&ticket), Some((_, Asked::Forged))) {
-            return self.forged_certificate_arrives(authority, shard, input);
+            return self.forgery_arrives(authority, shard, input);
         }
         self.honest_shard_handles(authority, shard, input)
     }

@@ -45,7 +45,7 @@ fn call_slot(call: &Call) -> (AccountKey, u64) {
         Call::Confirm(certificate) | Call::Lock(certificate) => {
             (certificate.order.order.sender, certificate.order.order.sequence)
         }
-        Call::RoundChange { account, sequence, .. } => (*account, *sequence),
+        Call::RoundChange(request) => (request.request.account, request.request.sequence),
         Call::Account { account, from_sequence } => (*account, *from_sequence),
         Call::Fund(funding) => (funding.account, 0),
     }
@@ -107,7 +107,12 @@ impl<R: ShardRole> World<R> {
         let id = self.payments_started;
         self.payments_started += 1;
         let options = self.payment_options();
-        let (payment, step) = Payment::with_orders(self.committee.clone(), orders, options, self.now_ms);
+        let owner = match party {
+            Party::Client(i) => self.clients[i].key.clone(),
+            Party::ByzantineUser(i) => self.byzantine_users[i].key.clone(),
+            _ => unreachable!("only users pay"),
+        };
+        let (payment, step) = Payment::with_orders(self.committee.clone(), &owner, orders, options, self.now_ms);
         let (account, sequence) = (payment.order().order.sender, payment.order().order.sequence);
         *self.paying(party) = Some(Paying { id, payment });
         let prefix = u64::from_le_bytes(account.0[..8].try_into().expect("8 bytes"));

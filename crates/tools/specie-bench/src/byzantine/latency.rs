@@ -74,7 +74,7 @@ pub(crate) fn measure_latency(
         let mut progress = Instant::now();
         while settled < payments {
             while submitted < payments && pipeline.in_flight() < window {
-                pipeline.submit(orders[submitted].clone());
+                pipeline.submit(&owners.keys[submitted], orders[submitted].clone());
                 submitted += 1;
             }
             for (_, outcome) in pipeline.poll(POLL) {
