@@ -81,13 +81,6 @@ assert (n1, n2) == (len(v["certificate"]), len(v["conflicting_certificate"]))
 _, n = cert("lock_certificate", "transfer", PREPARE, 1, [0, 1, 2])
 assert n == len(v["lock_certificate"])
 
-# Evidence (§7): each double vote carries both orders, each with its kind, round and signature.
-ev = VERSION + committee + u32(2)
-for a in (1, 2):
-    ev += u16(a)
-    ev += orders["transfer"] + bytes([COMMIT]) + u32(0) + c1[a]
-    ev += orders["redeem"] + bytes([COMMIT]) + u32(0) + c2[a]
-assert ev == v["evidence"]
 
 # The owner's request for round 2 of its sequence 0 (§8.1).
 request = VERSION + cid + owner + u64(0) + u32(2)
@@ -117,5 +110,19 @@ for a, (prepared, lock) in enumerate(reports):
         assert tail == b"\x01" + v["lock_certificate"], a
     changes.append(signed)
 assert v["justification"] == VERSION + u32(3) + b"".join(changes)
+
+# Evidence (§7), version 3: each double vote carries both orders, each with its kind, round and
+# signature; then authority 2's broken promise: its round change (reporting redeem prepared in
+# round 0) against its round-0 prepare of transfer.
+ev = bytes([3]) + committee + u32(2)
+for a in (1, 2):
+    ev += u16(a)
+    ev += orders["transfer"] + bytes([COMMIT]) + u32(0) + c1[a]
+    ev += orders["redeem"] + bytes([COMMIT]) + u32(0) + c2[a]
+fields = VERSION + cid + owner + u64(0) + u32(2) + option(digests["redeem"]) + option(None)
+change_signature = v["signed_round_change[2]"][3 + len(fields):3 + len(fields) + 64]
+ev += u32(1) + u16(2) + fields + change_signature
+ev += orders["transfer"] + bytes([PREPARE]) + u32(0) + v["vote[2]"][-64:]
+assert ev == v["evidence"]
 
 print("all vectors independently checked;", {k: len(b) for k, b in v.items() if not k.startswith(("authority", "account"))})

@@ -6,7 +6,8 @@
 //!
 //! Nothing may panic; whatever decodes must re-encode to exactly the input (each format has one
 //! encoding); and the checks a verifier then makes (`SignedOrder::check`, `Vote::check`,
-//! `Certificate::check` and `check_lock`, `DoubleVote::check`, `Evidence::convicted`,
+//! `Certificate::check` and `check_lock`, `DoubleVote::check`, `BrokenPromise::check`,
+//! `Evidence::convicted`,
 //! `SignedRoundRequest::check`, `Justification::check`) must not panic either. The
 //! verifier's committee and order are the vectors' (epoch 1, `deterministic_key("authority", 0..4)`;
 //! the transfer order), so inputs grown from the vectors reach the signature checks.
@@ -124,6 +125,9 @@ fuzz_target!(|data: &[u8]| {
         }
         for double_vote in &evidence.double_votes {
             let _ = double_vote.check(committee);
+        }
+        for broken in &evidence.broken_promises {
+            let _ = broken.check(committee);
         }
     }
 

@@ -7,7 +7,8 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use specie_fastpay::Evidence;
 
-/// Largest evidence file read: a committee of the largest size and one double vote per member.
+/// Largest evidence file read: a committee of the largest size with a double vote and a broken
+/// promise per member fits several times over.
 const EVIDENCE_BYTES_MAX: usize = 1 << 20;
 
 #[derive(Args)]
@@ -20,11 +21,14 @@ pub struct ByzantineArgs {
 enum ByzantineCommand {
     /// Check evidence of equivocation, trusting no one: print the authorities it convicts.
     ///
-    /// FILE holds a committee (its epoch and every authority's key) and pairs of vote
-    /// signatures, each pair by one authority, in one round, on two different transfer orders
-    /// for the same account and sequence number. An honest authority never signs such a pair,
-    /// so every pair whose signatures verify convicts its signer. Authorities report such
-    /// evidence whenever they see two conflicting certificates (see docs/byzantine-mode.md).
+    /// FILE holds a committee (its epoch and every authority's key) and pairs of signatures,
+    /// each pair by one authority, of two kinds: two votes in one phase of one round on two
+    /// different transfer orders for the same account and sequence number; or a round change
+    /// and a vote of a lower round that contradicts what the round change reports (a hidden
+    /// lock or round-0 vote). An honest authority never signs such a pair, so every pair whose
+    /// signatures verify convicts its signer. Authorities keep such evidence in their
+    /// `evidence/` directory when they see two conflicting certificates or a justification
+    /// their locks contradict (see docs/byzantine-mode.md, "Accountable safety").
     /// Exits 0 when the evidence convicts, 1 when it does not hold up.
     CheckEvidence {
         /// The evidence, in its canonical encoding (docs/byzantine-format.md).
@@ -57,7 +61,7 @@ fn check_evidence(file: &std::path::Path) -> anyhow::Result<ExitCode> {
                 println!("convicted: authority {authority} (key {})", hex::encode(key));
             }
             println!(
-                "{} of {} authorities signed conflicting orders",
+                "{} of {} authorities signed what an honest authority never signs",
                 convicted.len(),
                 committee.size()
             );

@@ -156,7 +156,7 @@ fn byzantine_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> 
         None => "every authority honest".to_string(),
     };
     Ok(format!(
-        "byzantine mode: {BYZANTINE_AUTHORITIES} authorities × {} shards, {byzantine_authority}, {} correct + {} Byzantine users, {} steps ({} ms virtual), {} payments settled everywhere ({} redeems), {} fundings, {} equivocations ({} split slots recovered), {} Byzantine certificates, {} final by commit votes ({} in a recovery round), {} double votes, {} forged votes and {} false answers ignored, {} forged certificates and {} forged round requests refused, {} replays, {} forged credits refused by the transport, {} malformed channel messages ({} reported), {} catch-ups, {} inputs taken before earlier commands were durable, {} crashes, {} snapshots, {}",
+        "byzantine mode: {BYZANTINE_AUTHORITIES} authorities × {} shards, {byzantine_authority}, {} correct + {} Byzantine users, {} steps ({} ms virtual), {} payments settled everywhere ({} redeems), {} fundings, {} equivocations ({} split slots recovered), {} Byzantine certificates, {} final by commit votes ({} in a recovery round), {} double votes and {} broken promises held as evidence, {} forged votes and {} false answers ignored, {} forged certificates and {} forged round requests refused, {} replays, {} forged credits refused by the transport, {} malformed channel messages ({} reported), {} catch-ups, {} inputs taken before earlier commands were durable, {} crashes, {} snapshots, {}",
         options.shards,
         options.correct_users,
         options.byzantine_users,
@@ -171,6 +171,7 @@ fn byzantine_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> 
         r.commit_certificates,
         r.recovery_rounds_used,
         r.double_votes,
+        r.broken_promises,
         r.forged_votes_ignored,
         r.false_answers_ignored,
         r.forged_certificates_refused,

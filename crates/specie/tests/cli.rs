@@ -385,10 +385,12 @@ fn concurrent_wallet_commands_lose_no_update() {
 }
 
 /// Evidence from two conflicting final certificates (commit votes) of a 4-member committee:
-/// authorities 0 and 1 signed both.
+/// authorities 0 and 1 signed both; and a round change of authority 3 that hides its commit.
 fn conflicting_evidence() -> specie_fastpay::Evidence {
     use specie_fastpay::test_support::SigningCommittee;
-    use specie_fastpay::{deterministic_key, AccountKey, DoubleVote, Recipient, TransferOrder};
+    use specie_fastpay::{
+        deterministic_key, AccountKey, BrokenPromise, DoubleVote, Recipient, RoundChange, TransferOrder,
+    };
     let signing = SigningCommittee::deterministic(4, 1);
     let owner = deterministic_key("account", 0);
     let certify = |to: u8, signers: &[u16]| {
@@ -405,14 +407,24 @@ fn conflicting_evidence() -> specie_fastpay::Evidence {
         certificate
     };
     let (first, second) = (certify(1, &[0, 1, 2]), certify(2, &[0, 1, 3]));
+    let hiding = RoundChange {
+        committee_id: signing.committee.id(),
+        account: AccountKey(owner.verifying_key().to_bytes()),
+        sequence: 0,
+        round: 1,
+        prepared_first: None,
+        lock: None,
+    };
+    let hiding = signing.round_change(3, hiding, None);
     specie_fastpay::Evidence {
         double_votes: DoubleVote::from_certificates(&first, &second),
         committee: signing.committee.clone(),
+        broken_promises: BrokenPromise::find([&hiding], &[&second]),
     }
 }
 
 #[test]
-fn byzantine_check_evidence_convicts_exactly_the_double_signers_and_refuses_doctored_evidence() {
+fn byzantine_check_evidence_convicts_exactly_the_double_signers_and_promise_breakers_and_refuses_doctored_evidence() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("evidence.bin");
     let evidence = conflicting_evidence();
@@ -426,18 +438,27 @@ fn byzantine_check_evidence_convicts_exactly_the_double_signers_and_refuses_doct
         .filter(|l| l.starts_with("convicted:"))
         .map(String::from)
         .collect();
-    assert_eq!(convicted.len(), 2, "{}", stdout(&output));
-    assert!(convicted[0].starts_with("convicted: authority 0 ") && convicted[1].starts_with("convicted: authority 1 "));
+    assert_eq!(convicted.len(), 3, "{}", stdout(&output));
+    for (line, authority) in convicted.iter().zip([0, 1, 3]) {
+        assert!(
+            line.starts_with(&format!("convicted: authority {authority} ")),
+            "{line}"
+        );
+    }
 
     // Blame an honest authority instead: its key does not verify the signatures.
-    let mut framed = evidence.clone();
-    framed.double_votes[0].authority = 2;
-    let mut bytes = Vec::new();
-    framed.encode_to(&mut bytes);
-    std::fs::write(&path, &bytes).unwrap();
-    let output = specie(&["byzantine", "check-evidence", path.to_str().unwrap()]);
-    assert_exit(&output, 1);
-    assert!(stdout(&output).contains("convicts no one"), "{}", stdout(&output));
+    let mut framed_by_votes = evidence.clone();
+    framed_by_votes.double_votes[0].authority = 2;
+    let mut framed_by_promise = evidence.clone();
+    framed_by_promise.broken_promises[0].authority = 2;
+    for framed in [framed_by_votes, framed_by_promise] {
+        let mut bytes = Vec::new();
+        framed.encode_to(&mut bytes);
+        std::fs::write(&path, &bytes).unwrap();
+        let output = specie(&["byzantine", "check-evidence", path.to_str().unwrap()]);
+        assert_exit(&output, 1);
+        assert!(stdout(&output).contains("convicts no one"), "{}", stdout(&output));
+    }
 
     std::fs::write(&path, b"not evidence at all").unwrap();
     let output = specie(&["byzantine", "check-evidence", path.to_str().unwrap()]);

@@ -2,7 +2,7 @@
 
 use specie_codec::{put_u32, put_u64, DecodeError, Reader};
 use specie_fastpay::{
-    AccountKey, Certificate, CertificateError, DoubleVote, Justification, JustificationError, OrderError,
+    AccountKey, Certificate, CertificateError, Evidence, Justification, JustificationError, OrderError,
     RoundRequestError, SignedOrder, SignedRoundChange, SignedRoundRequest, Vote, SIGNATURE_BYTES,
 };
 use specie_role::Ticket;
@@ -233,9 +233,14 @@ impl Message {
 /// What an operator must see.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Report {
-    /// Two certificates for one account and sequence number: the authorities in both signed
-    /// conflicting orders.
-    Equivocation(Vec<DoubleVote>),
+    /// Two final certificates for one account and sequence number: more than f authorities
+    /// are Byzantine. Followed by an `Equivocation` report when they convict by themselves (one
+    /// phase of one round); across rounds, the evidence is in the justifications of the
+    /// rounds between them (docs/byzantine-mode.md, "Accountable safety").
+    ConflictingCertificates(Box<[Certificate; 2]>),
+    /// Evidence that convicts: double votes in two conflicting certificates, or round changes
+    /// in a justification that votes of their signers contradict. Never empty.
+    Equivocation(Box<Evidence>),
     /// A shard sent credits out of order or beyond what it could have: a bug or a forgery.
     ChannelViolation { from: ShardIndex, reason: &'static str },
 }

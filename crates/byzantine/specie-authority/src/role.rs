@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use specie_fastpay::{
-    AccountKey, AuthorityIndex, Certificate, Committee, DoubleVote, SignedOrder, SigningKey, Vote, VoteKind,
-    VoteStatement,
+    AccountKey, AuthorityIndex, BrokenPromise, Certificate, Committee, DoubleVote, Evidence, SignedOrder, SigningKey,
+    Vote, VoteKind, VoteStatement,
 };
 use specie_role::{Durable, Output, Role, Ticket};
 
@@ -285,6 +285,29 @@ impl AuthorityShard {
         }
     }
 
+    /// Two final certificates of one slot: the operator must know, and whatever they prove by
+    /// themselves is kept as evidence.
+    fn report_conflict(&mut self, known: Certificate, other: Certificate) {
+        let double_votes = DoubleVote::from_certificates(&known, &other);
+        let conflict = Report::ConflictingCertificates(Box::new([known, other]));
+        self.outputs.push_back(Output::Report(conflict));
+        self.report_evidence(double_votes, Vec::new());
+    }
+
+    /// Reports evidence if it convicts anyone.
+    pub(super) fn report_evidence(&mut self, double_votes: Vec<DoubleVote>, broken_promises: Vec<BrokenPromise>) {
+        if double_votes.is_empty() && broken_promises.is_empty() {
+            return;
+        }
+        let evidence = Evidence {
+            committee: self.config.committee.clone(),
+            double_votes,
+            broken_promises,
+        };
+        self.outputs
+            .push_back(Output::Report(Report::Equivocation(Box::new(evidence))));
+    }
+
     /// Figure 2, `handle_confirmation_order`: shard, certificate, sequence. A certificate for
     /// a sequence number confirmed already is answered again if it is the same order, and if
     /// it is not, the two certificates convict their common signers.
@@ -300,8 +323,7 @@ impl AuthorityShard {
         }
         certificate.check(&self.config.committee)?;
         if let Some(known) = confirmed {
-            let evidence = DoubleVote::from_certificates(known, &certificate);
-            self.outputs.push_back(Output::Report(Report::Equivocation(evidence)));
+            self.report_conflict(known.clone(), certificate);
             return Err(Refusal::ConflictingCertificate { sequence });
         }
         let next = account.map_or(0, |a| a.next_sequence);
@@ -310,8 +332,8 @@ impl AuthorityShard {
         }
         if let Some((known, tickets)) = self.confirms_in_flight.get_mut(&(sender, sequence)) {
             if known.order != certificate.order {
-                let evidence = DoubleVote::from_certificates(known, &certificate);
-                self.outputs.push_back(Output::Report(Report::Equivocation(evidence)));
+                let known = known.clone();
+                self.report_conflict(known, certificate);
                 return Err(Refusal::ConflictingCertificate { sequence });
             }
             tickets.push(ticket);

@@ -9,8 +9,8 @@ use specie_authority::{
 use specie_fastpay::test_support::SigningCommittee;
 use specie_fastpay::{
     deterministic_key, AccountKey, Allowed, Certificate, CertificateError, CoreAddress, DoubleVote, Evidence,
-    Justification, Recipient, RoundRequestError, SignedOrder, SignedRoundChange, SignedVote, SigningKey, TransferOrder,
-    Vote, VoteKind,
+    Justification, Recipient, RoundChange, RoundRequestError, SignedOrder, SignedRoundChange, SignedVote, SigningKey,
+    TransferOrder, Vote, VoteKind,
 };
 use specie_role::{Durable, Role, Round};
 
@@ -488,13 +488,11 @@ fn an_equivocating_owner_gets_no_certificate_and_conflicting_certificates_convic
         c.confirm(&for_bob, 2),
         Reply::Refused(Refusal::ConflictingCertificate { sequence: 0 })
     );
-    let Some(Report::Equivocation(double_votes)) = c.reports.pop() else {
+    let Some(Report::Equivocation(evidence)) = c.reports.pop() else {
         panic!("the conflict is reported: {:?}", c.reports)
     };
-    let evidence = Evidence {
-        committee: c.signing.committee.clone(),
-        double_votes,
-    };
+    assert!(matches!(c.reports.pop(), Some(Report::ConflictingCertificates(_))));
+    assert_eq!(evidence.committee, c.signing.committee);
     // Two quorums of 3 in 4 share 2 signers, more than f = 1: here 3 signs Bob's order too.
     // The evidence convicts exactly the signers common to both certificates, 0 and 1.
     assert_eq!(evidence.convicted(), Ok(vec![0, 1]));
@@ -617,6 +615,7 @@ fn an_authority_that_voted_for_another_order_does_not_sign_the_certified_one_aft
                     signature: vote.signature,
                 },
             }],
+            broken_promises: Vec::new(),
         };
         panic!(
             "honest authority 3 signed both orders; the evidence convicts {:?}",
@@ -848,4 +847,39 @@ fn an_owner_who_split_the_committee_recovers_in_round_one_and_the_other_order_is
         assert_eq!(c.balance(authority, &carol), 50);
     }
     assert!(c.reports.is_empty(), "{:?}", c.reports);
+}
+
+/// A round change that hides a round-0 prepare its signer gave is kept as evidence by the
+/// shard that checks the justification, which still acts on it (the decide rule tolerates f such
+/// lies): authority 1 prepared Bob's order in round 0 (its vote is in the lock) but reports
+/// nothing prepared.
+#[test]
+fn a_round_change_that_a_lock_in_the_justification_contradicts_is_reported_as_evidence() {
+    let (mut c, to_bob, _) = Committee4::with_equivocating_owner();
+    let (mallory_key, mallory) = account(3);
+    let prepares: Vec<Vote> = c.votes(&to_bob, &[0, 1, 2]).into_iter().map(Result::unwrap).collect();
+    let lock = Certificate::from_votes(to_bob.clone(), &prepares);
+    assert!(c.lock(&lock, &[0]).iter().all(Result::is_ok));
+    let honest = c.round_changes(&mallory_key, 0, 1, &[0, 3]);
+    let lie = RoundChange {
+        prepared_first: None,
+        lock: None,
+        ..honest[1].change
+    };
+    let lie = c.signing.round_change(1, lie, None);
+    let justification = c
+        .signing
+        .justification(vec![honest[0].clone(), lie.clone(), honest[1].clone()]);
+    assert!(c.reports.is_empty());
+    assert!(
+        c.propose(&to_bob, 1, &justification, &[2])[0].is_ok(),
+        "the lock still decides"
+    );
+    let Some(Report::Equivocation(evidence)) = c.reports.pop() else {
+        panic!("the broken promise is reported: {:?}", c.reports)
+    };
+    assert!(evidence.double_votes.is_empty());
+    assert_eq!(evidence.broken_promises[0].change, lie.change);
+    assert_eq!(evidence.convicted(), Ok(vec![1]));
+    assert_eq!(evidence.broken_promises[0].change.account, mallory);
 }

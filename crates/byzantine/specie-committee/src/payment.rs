@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use specie_fastpay::{
-    Allowed, AuthorityIndex, Certificate, Committee, Justification, RoundRequest, SignedOrder, SignedRoundChange,
-    SigningKey, Vote, VoteKind, VoteStatement,
+    Allowed, AuthorityIndex, BrokenPromise, Certificate, Committee, Justification, RoundRequest, SignedOrder,
+    SignedRoundChange, SignedVote, SigningKey, TransferOrder, Vote, VoteKind, VoteStatement,
 };
 use thiserror::Error;
 
@@ -146,6 +146,11 @@ pub struct Payment {
     refusals: BTreeMap<AuthorityIndex, String>,
     contested: bool,
     caught_up: BTreeSet<(AuthorityIndex, u32)>,
+    /// Valid votes a later round change could contradict (round-0 prepares, commits), with
+    /// their orders.
+    promised: Vec<(Vote, TransferOrder)>,
+    /// Round changes their signers' votes contradict: evidence against those authorities.
+    broken_promises: Vec<BrokenPromise>,
 }
 
 impl Payment {
@@ -190,6 +195,8 @@ impl Payment {
             refusals: BTreeMap::new(),
             contested: false,
             caught_up: BTreeSet::new(),
+            promised: Vec::new(),
+            broken_promises: Vec::new(),
         };
         (payment, Step::Broadcast { call, attempt: 0 })
     }
@@ -212,6 +219,12 @@ impl Payment {
             Phase::Settled { confirmed, .. } => Some(confirmed),
             _ => None,
         }
+    }
+
+    /// Evidence this payment saw: round changes that the same authorities' votes to it
+    /// contradict (specie_fastpay's `BrokenPromise`). Each convicts a Byzantine authority.
+    pub fn broken_promises(&self) -> &[BrokenPromise] {
+        &self.broken_promises
     }
 
     /// The round the payment is in (0 unless it had to recover).
@@ -381,9 +394,14 @@ impl Payment {
             return self.refuse(now_ms, authority, format!("invalid vote: {error}"), false);
         }
         self.refusals.remove(&authority);
-        let (Phase::Prepare { votes, .. } | Phase::Commit { votes, .. }) = &mut self.phase else {
-            unreachable!("a vote is expected only while preparing or committing")
+        let (order, votes) = match &mut self.phase {
+            Phase::Prepare { order, votes, .. } => (&*order, votes),
+            Phase::Commit { lock, votes } => (&lock.order, votes),
+            _ => unreachable!("a vote is expected only while preparing or committing"),
         };
+        if expected.kind == VoteKind::Commit || expected.round == 0 {
+            self.promised.push((vote.clone(), order.order.clone()));
+        }
         votes.insert(authority, vote);
         let counted = votes.len();
         let (quorum, size) = (self.committee.quorum(), self.committee.size());
@@ -434,6 +452,25 @@ impl Payment {
         if let Err(error) = change.check(&self.committee, &account, sequence, self.round) {
             return self.refuse(now_ms, authority, format!("invalid round change: {error}"), false);
         }
+        let contradicting = self.promised.iter().filter(|(vote, _)| {
+            let statement = &vote.statement;
+            vote.authority == authority
+                && change
+                    .change
+                    .contradicted_by(statement.kind, statement.round, &statement.order_digest)
+        });
+        self.broken_promises
+            .extend(contradicting.map(|(vote, order)| BrokenPromise {
+                authority,
+                change: change.change,
+                change_signature: change.signature,
+                vote: SignedVote {
+                    order: order.clone(),
+                    kind: vote.statement.kind,
+                    round: vote.statement.round,
+                    signature: vote.signature,
+                },
+            }));
         changes.insert(authority, change);
         if changes.len() < self.committee.quorum() {
             return Step::Wait;
@@ -945,6 +982,31 @@ mod tests {
             payment.on_answer(1, 3, attempt, s.round_change(3, 1, &s.a)),
             Step::Failed(PaymentError::UnknownOrder { round: 1 })
         );
+    }
+
+    #[test]
+    fn a_round_change_that_hides_a_vote_given_to_the_payer_is_kept_as_evidence() {
+        let s = setup();
+        let orders = vec![s.a.clone(), s.b.clone()];
+        let (mut payment, _) =
+            Payment::with_orders(s.committee.clone(), &s.owner, orders, PaymentOptions::default(), 0);
+        payment.on_answer(1, 0, 0, s.vote(0, VoteKind::Prepare, 0, &s.a));
+        payment.on_answer(1, 1, 0, s.vote(1, VoteKind::Prepare, 0, &s.a));
+        payment.on_answer(1, 2, 0, Heard::Contested("another order pending".into()));
+        let change = payment.on_answer(1, 3, 0, Heard::Contested("another order pending".into()));
+        let attempt = attempt_of(&change);
+        // 0 reports its prepare of A; 1 claims it prepared B, which its own vote disproves.
+        payment.on_answer(2, 0, attempt, s.round_change(0, 1, &s.a));
+        payment.on_answer(2, 1, attempt, s.round_change(1, 1, &s.b));
+        payment.on_answer(2, 2, attempt, s.round_change(2, 1, &s.b));
+        let broken = payment.broken_promises().to_vec();
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        let evidence = specie_fastpay::Evidence {
+            committee: (*s.committee).clone(),
+            double_votes: Vec::new(),
+            broken_promises: broken,
+        };
+        assert_eq!(evidence.convicted(), Ok(vec![1]));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use specie_codec::{put_u32, put_u64, DecodeError, Reader};
 use thiserror::Error;
 
-use crate::certificate::{Certificate, CertificateError, CERTIFICATE_BYTES_MAX};
+use crate::certificate::{Certificate, CertificateError, VoteKind, CERTIFICATE_BYTES_MAX};
 use crate::committee::{AuthorityIndex, Committee, COMMITTEE_MEMBERS_MAX};
 use crate::order::AccountKey;
 use crate::{read_version, ENCODING_VERSION, SIGNATURE_BYTES};
@@ -56,7 +56,7 @@ impl RoundChange {
         bytes
     }
 
-    fn encode_fields(&self, out: &mut Vec<u8>) {
+    pub(crate) fn encode_fields(&self, out: &mut Vec<u8>) {
         out.push(ENCODING_VERSION);
         out.extend_from_slice(&self.committee_id);
         out.extend_from_slice(&self.account.0);
@@ -76,6 +76,53 @@ impl RoundChange {
                 put_u32(out, round);
                 out.extend_from_slice(&digest);
             }
+        }
+    }
+
+    pub(crate) fn decode_fields(reader: &mut Reader<'_>) -> Result<RoundChange, DecodeError> {
+        read_version(reader, "round change")?;
+        let committee_id = reader.read_array("round change committee id")?;
+        let account = AccountKey(reader.read_array("round change account")?);
+        let sequence = reader.read_u64("round change sequence")?;
+        let round = reader.read_u32("round change round")?;
+        let prepared_first = match reader.read_bool("round change prepared")? {
+            false => None,
+            true => Some(reader.read_array("round change prepared digest")?),
+        };
+        let lock = match reader.read_bool("round change lock")? {
+            false => None,
+            true => Some((
+                reader.read_u32("round change lock round")?,
+                reader.read_array("round change lock digest")?,
+            )),
+        };
+        Ok(RoundChange {
+            committee_id,
+            account,
+            sequence,
+            round,
+            prepared_first,
+            lock,
+        })
+    }
+
+    /// Whether an authority that signed this round change contradicts it by having signed a
+    /// vote of `kind` in `round` for the order with `digest` (same slot): an honest authority
+    /// enters a round only after every act in a lower one, acts in no lower round afterwards, and
+    /// reports its round-0 prepare and its highest lock truthfully. So a round-0 prepare must be
+    /// the one reported, and a commit vote (a lock) in a lower round must be covered by the
+    /// reported lock: at a higher round, or at that round on that order. A prepare of a round
+    /// ≥ 1 is not reported, and votes of this round or later ones promise nothing here.
+    pub fn contradicted_by(&self, kind: VoteKind, round: u32, digest: &[u8; 32]) -> bool {
+        if round >= self.round {
+            return false;
+        }
+        match kind {
+            VoteKind::Prepare => round == 0 && self.prepared_first != Some(*digest),
+            VoteKind::Commit => match self.lock {
+                None => true,
+                Some((lock_round, locked)) => lock_round < round || (lock_round == round && locked != *digest),
+            },
         }
     }
 
@@ -410,22 +457,7 @@ impl SignedRoundChange {
     pub fn decode_from(reader: &mut Reader<'_>) -> Result<SignedRoundChange, DecodeError> {
         read_version(reader, "signed round change")?;
         let authority = u16::from_le_bytes(reader.read_array("round change authority")?);
-        read_version(reader, "round change")?;
-        let committee_id = reader.read_array("round change committee id")?;
-        let account = AccountKey(reader.read_array("round change account")?);
-        let sequence = reader.read_u64("round change sequence")?;
-        let round = reader.read_u32("round change round")?;
-        let prepared_first = match reader.read_bool("round change prepared")? {
-            false => None,
-            true => Some(reader.read_array("round change prepared digest")?),
-        };
-        let lock = match reader.read_bool("round change lock")? {
-            false => None,
-            true => Some((
-                reader.read_u32("round change lock round")?,
-                reader.read_array("round change lock digest")?,
-            )),
-        };
+        let change = RoundChange::decode_fields(reader)?;
         let signature = reader.read_array("round change signature")?;
         let lock_certificate = match reader.read_bool("round change lock certificate")? {
             false => None,
@@ -433,14 +465,7 @@ impl SignedRoundChange {
         };
         Ok(SignedRoundChange {
             authority,
-            change: RoundChange {
-                committee_id,
-                account,
-                sequence,
-                round,
-                prepared_first,
-                lock,
-            },
+            change,
             signature,
             lock_certificate,
         })

@@ -172,6 +172,7 @@ fn conflicting_certificates_convict_exactly_the_authorities_in_both_quorums() {
     let evidence = Evidence {
         committee: s.committee.clone(),
         double_votes: DoubleVote::from_certificates(&first, &second),
+        broken_promises: Vec::new(),
     };
     assert_eq!(evidence.convicted(), Ok(vec![1, 3]));
     assert!(evidence.convicted().unwrap().len() > s.committee.fault_tolerance());
@@ -196,6 +197,7 @@ fn conflicting_certificates_convict_exactly_the_authorities_in_both_quorums() {
     let empty = Evidence {
         committee: s.committee.clone(),
         double_votes: Vec::new(),
+        broken_promises: Vec::new(),
     };
     assert_eq!(empty.convicted(), Err(EvidenceError::Empty));
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use specie_codec::{DecodeError, Reader};
 use specie_fastpay::{
     decode_exact, deterministic_key, AccountKey, Allowed, Certificate, CertificateError, Committee, CoreAddress,
-    DoubleVote, Evidence, Justification, Recipient, RoundChange, RoundRequest, SignedOrder, SignedRoundChange,
+    BrokenPromise, DoubleVote, Evidence, Justification, Recipient, RoundChange, RoundRequest, SignedOrder, SignedRoundChange,
     SignedRoundRequest, SigningKey, TransferOrder, Vote, VoteKind, VoteStatement,
 };
 
@@ -104,13 +104,16 @@ fn scenario() -> Scenario {
     let certificate = certificate_of(&transfer, &commits, &[0, 1, 2]);
     let redeem_commits = votes_for(&committee, &authorities, (VoteKind::Commit, 0), &redeem);
     let conflicting = certificate_of(&redeem, &redeem_commits, &[1, 2, 3]);
-    let evidence = Evidence {
-        committee: committee.clone(),
-        double_votes: DoubleVote::from_certificates(&certificate, &conflicting),
-    };
     let round_one = votes_for(&committee, &authorities, (VoteKind::Prepare, 1), &transfer);
     let lock = certificate_of(&transfer, &round_one, &[0, 1, 2]);
     let justification = round_two_justification(&committee, &authorities, &lock, &redeem);
+    // Authority 2 reports `redeem` prepared in round 0, but its round-0 vote is for `transfer`.
+    let fast = Certificate::from_votes(transfer.clone(), &votes);
+    let evidence = Evidence {
+        committee: committee.clone(),
+        double_votes: DoubleVote::from_certificates(&certificate, &conflicting),
+        broken_promises: BrokenPromise::find([&justification.changes[2]], &[&fast]),
+    };
     let round_request = RoundRequest {
         committee_id: committee.id(),
         account: sender,
@@ -263,7 +266,7 @@ fn vectors(s: &Scenario) -> Vec<Vector> {
     );
     put(
         "evidence".into(),
-        "the committee and the double votes of authorities 1 and 2 from the two certificates; convicts 1 and 2".into(),
+        "evidence version 03: the committee, the double votes of authorities 1 and 2 from the two certificates, and authority 2's broken promise (signed_round_change[2] reports redeem prepared in round 0, vote[2] is its round-0 prepare of transfer); convicts 1 and 2".into(),
         &encoded(|o| s.evidence.encode_to(o)),
     );
     put(
@@ -484,6 +487,10 @@ fn the_stored_vectors_decode_re_encode_and_verify() {
     assert_eq!(evidence, s.evidence);
     assert_eq!(evidence.committee, committee);
     assert_eq!(evidence.convicted(), Ok(CONVICTED.to_vec()));
+    assert_eq!(evidence.broken_promises.len(), 1);
+    let broken = &evidence.broken_promises[0];
+    assert_eq!(broken.authority, 2);
+    assert_eq!(broken.vote.signature, s.votes[2].signature);
 
     let lock = round_trip(
         stored,

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use specie_authority::{AuthorityConfig, AuthorityShard, Input, Message, Reply, Report, ShardIndex};
 use specie_committee::Call;
-use specie_fastpay::{Committee, Evidence};
+use specie_fastpay::Committee;
 use specie_host::{CallError, Calls, Gather, HostStopped, ReplicatedHost, RoleMachine, Slot, Wiring};
 use specie_role::Ticket;
 use specie_shard::ShardRange;
@@ -96,30 +96,42 @@ pub enum AuthorityReplicaError {
 /// Where reports an operator must read are kept: `<replica dir>/evidence/`.
 struct EvidenceLocker {
     dir: PathBuf,
-    committee: Committee,
     kept: u64,
 }
 
 impl EvidenceLocker {
-    /// Logs the report and keeps it: equivocation as evidence `specie byzantine check-evidence`
-    /// reads, a channel violation as a line of `channel-violations.log`.
+    /// A fresh file name in the locker: `<what>-<unix ms>-<count>.<extension>`.
+    fn file_path(&mut self, what: &str, extension: &str) -> PathBuf {
+        let millis = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        self.kept += 1;
+        self.dir.join(format!("{what}-{millis}-{}.{extension}", self.kept))
+    }
+
+    /// Logs the report and keeps it: evidence as a file `specie byzantine check-evidence`
+    /// reads, two conflicting final certificates one after the other in a `.certificates` file,
+    /// a channel violation as a line of `channel-violations.log`.
     fn keep(&mut self, name: &str, report: Report) {
         tracing::error!(shard = name, ?report, "authority report");
         let written = std::fs::create_dir_all(&self.dir).and_then(|()| match &report {
-            Report::Equivocation(double_votes) => {
-                let evidence = Evidence {
-                    committee: self.committee.clone(),
-                    double_votes: double_votes.clone(),
-                };
+            Report::Equivocation(evidence) => {
                 let mut bytes = vec![];
                 evidence.encode_to(&mut bytes);
-                let millis = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis());
-                self.kept += 1;
-                let path = self.dir.join(format!("equivocation-{millis}-{}.evidence", self.kept));
+                let path = self.file_path("equivocation", "evidence");
                 std::fs::write(&path, bytes)?;
-                eprintln!("{name}: conflicting certificates; evidence in {}", path.display());
+                eprintln!("{name}: conflicting signatures; evidence in {}", path.display());
+                Ok(())
+            }
+            Report::ConflictingCertificates(certificates) => {
+                let mut bytes = vec![];
+                certificates.iter().for_each(|c| c.encode_to(&mut bytes));
+                let path = self.file_path("conflict", "certificates");
+                std::fs::write(&path, bytes)?;
+                eprintln!(
+                    "{name}: two final certificates for one slot; both in {}",
+                    path.display()
+                );
                 Ok(())
             }
             Report::ChannelViolation { from, reason } => {
@@ -239,7 +251,6 @@ impl AuthorityReplica {
             peers,
             evidence: EvidenceLocker {
                 dir: parts.evidence_dir,
-                committee: (*parts.committee).clone(),
                 kept: 0,
             },
         };
@@ -439,7 +450,7 @@ pub async fn run(topology: Topology, group: String, id: u64) -> Result<(), Autho
 #[cfg(test)]
 mod tests {
     use specie_fastpay::{
-        deterministic_key, AccountKey, Certificate, DoubleVote, Recipient, TransferOrder, Vote, VoteStatement,
+        deterministic_key, AccountKey, Certificate, DoubleVote, Evidence, Recipient, TransferOrder, Vote, VoteStatement,
     };
 
     use super::*;
@@ -482,12 +493,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut locker = EvidenceLocker {
             dir: dir.path().join("evidence"),
-            committee: committee.clone(),
             kept: 0,
         };
         let double_votes = conflicting_certificates(&committee, &keys);
         assert_eq!(double_votes.len(), 3);
-        locker.keep("authority-0-shard-0", Report::Equivocation(double_votes.clone()));
+        let kept = Evidence {
+            committee: committee.clone(),
+            double_votes: double_votes.clone(),
+            broken_promises: Vec::new(),
+        };
+        locker.keep("authority-0-shard-0", Report::Equivocation(Box::new(kept)));
         locker.keep(
             "authority-0-shard-0",
             Report::ChannelViolation {

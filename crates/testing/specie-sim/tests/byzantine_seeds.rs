@@ -45,6 +45,7 @@ fn hundreds_of_byzantine_seeds_hold_every_invariant() {
         t.false_answers_ignored += r.false_answers_ignored;
         t.forged_certificates_refused += r.forged_certificates_refused;
         t.forged_round_requests_refused += r.forged_round_requests_refused;
+        t.broken_promises += r.broken_promises;
         t.replays += r.replays;
         t.forged_credits_refused += r.forged_credits_refused;
         t.corrupt_channel_messages += r.corrupt_channel_messages;
@@ -71,6 +72,7 @@ fn hundreds_of_byzantine_seeds_hold_every_invariant() {
         ),
         ("payments final in a recovery round", t.recovery_rounds_used, 50),
         ("double votes held as evidence", t.double_votes, 100),
+        ("broken promises held as evidence", t.broken_promises, 10),
         ("forged votes ignored", t.forged_votes_ignored, 400),
         ("false answers ignored", t.false_answers_ignored, 200),
         ("forged certificates refused", t.forged_certificates_refused, 70),

@@ -3,8 +3,8 @@
 //! signed when handled, made durable, and only then answered, as round 0's votes are.
 
 use specie_fastpay::{
-    AccountKey, Certificate, Justification, RoundChange, RoundRequest, SignedOrder, SignedRoundRequest, Vote, VoteKind,
-    VoteStatement,
+    AccountKey, BrokenPromise, Certificate, Justification, RoundChange, RoundRequest, SignedOrder, SignedRoundRequest,
+    Vote, VoteKind, VoteStatement,
 };
 use specie_role::{Output, Ticket};
 
@@ -107,6 +107,8 @@ impl AuthorityShard {
         let state = self.slot(&account);
         check_preparable(state, &order, round)?;
         let allowed = justification.check(&self.config.committee, &account, sequence, round)?;
+        self.convict_broken_promises(&account, justification);
+        let state = self.slot(&account);
         let digest = order.order.digest();
         if !allowed.allows(&digest) {
             return Err(Refusal::NotAllowed);
@@ -134,6 +136,18 @@ impl AuthorityShard {
         };
         self.propose_slot(account, ticket, command, Reply::Voted(vote));
         Ok(())
+    }
+
+    /// Round changes of a checked justification that the votes in the locks this shard knows of
+    /// for the slot (its own, and those the justification carries) contradict: a signer that
+    /// prepared an order in round 0 and reports another, or nothing. The decide rule tolerates
+    /// such lies from up to f authorities; they are still kept as evidence.
+    fn convict_broken_promises(&mut self, account: &AccountKey, justification: &Justification) {
+        let own = self.slot(account).lock.as_ref().map(|(certificate, _)| certificate);
+        let carried = justification.changes.iter().filter_map(|c| c.lock_certificate.as_ref());
+        let locks: Vec<&Certificate> = own.into_iter().chain(carried).collect();
+        let broken = BrokenPromise::find(&justification.changes, &locks);
+        self.report_evidence(Vec::new(), broken);
     }
 
     pub(super) fn lock(&mut self, ticket: Ticket, certificate: Certificate) -> Result<(), Refusal> {

@@ -658,7 +658,7 @@ impl<R: ShardRole> World<R> {
         };
         self.report.double_votes += 1;
         let context = format!("Byzantine user {i}'s two votes of authority {}", vote.authority);
-        self.check_evidence(vec![double_vote], &context)
+        self.check_evidence(self.evidence(vec![double_vote], Vec::new()), &context)
     }
 
     /// A certificate no honest authority may accept, made from a real one: below the quorum,

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use specie_authority::{Command, Reply, Report, ShardIndex};
 use specie_committee::Call;
 use specie_fastpay::{
-    AccountKey, AuthorityIndex, Certificate, DoubleVote, Evidence, Recipient, RoundRequest, Vote, VoteKind,
+    AccountKey, AuthorityIndex, BrokenPromise, Certificate, DoubleVote, Evidence, Recipient, RoundRequest, Vote,
+    VoteKind,
 };
 use specie_role::Ticket;
 
@@ -119,7 +120,7 @@ impl<R: ShardRole> World<R> {
             key.1
         );
         if !double_votes.is_empty() {
-            self.check_evidence(double_votes, &context)?;
+            self.check_evidence(self.evidence(double_votes, Vec::new()), &context)?;
         }
         Err(self.violation(format!(
             "{context}: safety broken (kinds and rounds {:?})",
@@ -130,11 +131,16 @@ impl<R: ShardRole> World<R> {
         )))
     }
 
-    pub(super) fn check_evidence(&self, double_votes: Vec<DoubleVote>, context: &str) -> Result<(), Violation> {
-        let evidence = Evidence {
+    pub(super) fn evidence(&self, double_votes: Vec<DoubleVote>, broken_promises: Vec<BrokenPromise>) -> Evidence {
+        Evidence {
             committee: (*self.committee).clone(),
             double_votes,
-        };
+            broken_promises,
+        }
+    }
+
+    /// The evidence convicts someone, and only Byzantine authorities.
+    pub(super) fn check_evidence(&self, evidence: Evidence, context: &str) -> Result<(), Violation> {
         match evidence.convicted() {
             Err(error) => Err(self.violation(format!("{context}: the evidence convicts no one: {error}"))),
             Ok(convicted) => match convicted.iter().find(|&&a| !self.is_byzantine(a)) {
@@ -334,10 +340,15 @@ impl<R: ShardRole> World<R> {
         report: Report,
     ) -> Result<(), Violation> {
         match report {
-            Report::Equivocation(double_votes) => {
+            Report::Equivocation(evidence) => {
                 let context = format!("authority {authority} shard {shard} reported an equivocation");
-                self.check_evidence(double_votes, &context)
+                self.report.broken_promises += evidence.broken_promises.len() as u64;
+                self.check_evidence(*evidence, &context)
             }
+            Report::ConflictingCertificates(certificates) => Err(self.violation(format!(
+                "authority {authority} shard {shard} holds two final certificates for one slot: {:?}",
+                certificates.iter().map(|c| (c.kind, c.round)).collect::<Vec<_>>()
+            ))),
             Report::ChannelViolation { from, reason } => {
                 if self.observed.corruptions[usize::from(authority)] == 0 {
                     return Err(self.violation(format!(

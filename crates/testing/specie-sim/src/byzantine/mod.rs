@@ -232,6 +232,9 @@ pub struct ByzantineReport {
     pub forged_certificates_refused: u64,
     /// Round requests not signed by the account's owner that an honest shard refused.
     pub forged_round_requests_refused: u64,
+    /// Round changes contradicted by their signer's own votes, kept as evidence (by an honest
+    /// shard checking a justification, or by a payer).
+    pub broken_promises: u64,
     pub replays: u64,
     /// Credits a Byzantine authority tried to push into an honest shard's channel.
     pub forged_credits_refused: u64,

@@ -261,7 +261,15 @@ impl<R: ShardRole> World<R> {
         };
         let now_ms = self.now_ms;
         let paying = self.paying(party).as_mut().expect("current");
+        let held = paying.payment.broken_promises().len();
         let step = paying.payment.on_answer(now_ms, authority, attempt, heard);
+        let fresh = paying.payment.broken_promises()[held..].to_vec();
+        if !fresh.is_empty() {
+            // What a payer holds against an authority must convict it, and never an honest one.
+            self.report.broken_promises += fresh.len() as u64;
+            let context = format!("a payer's evidence against authority {authority}");
+            self.check_evidence(self.evidence(Vec::new(), fresh), &context)?;
+        }
         self.follow_step(party, step)
     }
 
