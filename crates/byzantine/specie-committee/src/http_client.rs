@@ -437,6 +437,7 @@ impl HttpCommittee {
         answers: &Answers,
     ) {
         let (endpoints, answers, fallback) = (self.endpoints.clone(), answers.clone(), answers.clone());
+        let committee = self.committee.clone();
         let order = payment.order().order.clone();
         let sources: Vec<AuthorityIndex> = (0..self.committee.size() as AuthorityIndex)
             .filter(|a| *a != lagging)
@@ -444,7 +445,8 @@ impl HttpCommittee {
         let spawned = std::thread::Builder::new()
             .name(format!("fastpay-catch-up-a{lagging}"))
             .spawn(move || {
-                let Some(mut earlier) = endpoints.history(&sources, order.sender, from_sequence, order.sequence) else {
+                let history = endpoints.history(&committee, &sources, order.sender, from_sequence, order.sequence);
+                let Some(mut earlier) = history else {
                     let reply = AuthorityReply::Unavailable("no authority had the certificates it lacks".into());
                     let _ = answers.send((lagging, attempt, reply));
                     return;
@@ -567,29 +569,41 @@ impl Endpoints {
     }
 
     /// The payer's certificates from `from_sequence` up to `below`, from the first of `sources`
-    /// that has them all.
+    /// that has them all. A source is believed only as far as its certificates prove: each must
+    /// be final for `committee` and the payer's next sequence number, or a lying source (asked
+    /// first, say) would have the lagging authority sent certificates it refuses, and a payment
+    /// that needs that authority would fail.
     fn history(
         &self,
+        committee: &Committee,
         sources: &[AuthorityIndex],
         account: AccountKey,
         from_sequence: u64,
         below: u64,
     ) -> Option<Vec<Certificate>> {
         'source: for &source in sources {
-            let mut certificates = vec![];
+            let mut certificates: Vec<Certificate> = vec![];
             while from_sequence + (certificates.len() as u64) < below {
                 let request = Request::Account {
                     account,
                     from_sequence: from_sequence + certificates.len() as u64,
                 };
-                match self.execute(source, &request) {
-                    AuthorityReply::Account(state) if !state.confirmed.is_empty() => {
-                        certificates.extend(state.confirmed);
+                let AuthorityReply::Account(state) = self.execute(source, &request) else {
+                    continue 'source;
+                };
+                if state.confirmed.is_empty() {
+                    continue 'source;
+                }
+                let needed = (below - from_sequence) as usize - certificates.len();
+                for certificate in state.confirmed.into_iter().take(needed) {
+                    let expected = (account, from_sequence + certificates.len() as u64);
+                    let order = &certificate.order.order;
+                    if (order.sender, order.sequence) != expected || certificate.check(committee).is_err() {
+                        continue 'source;
                     }
-                    _ => continue 'source,
+                    certificates.push(certificate);
                 }
             }
-            certificates.truncate((below - from_sequence) as usize);
             return Some(certificates);
         }
         None
