@@ -34,7 +34,8 @@ use specie_transaction::{
 
 mod cluster_harness;
 
-use cluster_harness::{free_ports, specie, Down};
+use cluster_harness::authority_state::{check_books, history};
+use cluster_harness::{confirm_in_core, free_ports, kill_9, specie, Down};
 
 const ACCOUNTS: usize = 8;
 const PAYERS: usize = 4;
@@ -51,38 +52,6 @@ struct Account {
     /// An order sent whose payment did not end: sent again as it is (a new order for its
     /// sequence number would make the owner equivocate).
     unsettled: Option<SignedOrder>,
-}
-
-fn post_transactions(sentinel: &str, txs: &[SpecieTransaction]) -> Vec<String> {
-    let hexes: Vec<String> = txs.iter().map(|tx| hex::encode(tx.encode())).collect();
-    let body: serde_json::Value = ureq::post(&format!("{sentinel}/v1/transactions"))
-        .timeout(Duration::from_secs(30))
-        .send_json(serde_json::json!({ "transactions": hexes }))
-        .expect("submit")
-        .into_json()
-        .expect("json");
-    body["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .map(|r| r["status"].as_str().expect("status").to_string())
-        .collect()
-}
-
-/// Submits until every transaction is confirmed (a coordinator may answer busy at first).
-fn confirm_in_core(sentinel: &str, txs: &[SpecieTransaction]) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let statuses = post_transactions(sentinel, txs);
-        if statuses.iter().all(|s| s == "confirmed") {
-            return;
-        }
-        assert!(
-            statuses.iter().all(|s| s == "confirmed" || s == "busy") && Instant::now() < deadline,
-            "{statuses:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 /// Mints to one core key per account, moves each output whole into its account by a funding the
@@ -272,35 +241,6 @@ fn voted_since(observations: &[Observed]) -> bool {
     })
 }
 
-fn kill_9(dir: &str, member: &str) {
-    let pid = std::fs::read_to_string(Path::new(dir).join("pids").join(format!("{member}.pid"))).unwrap();
-    assert!(std::process::Command::new("kill")
-        .args(["-KILL", pid.trim()])
-        .status()
-        .unwrap()
-        .success());
-}
-
-/// Every authority shard's status figures, by group name, as its leader reports them.
-fn authority_figures(topology: &Topology) -> BTreeMap<String, serde_json::Value> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let statuses = runtime
-        .block_on(specie_cluster::operator::replica_statuses(
-            topology,
-            None,
-            Duration::from_secs(2),
-        ))
-        .unwrap();
-    statuses
-        .into_iter()
-        .filter(|s| s.group.starts_with("authority-") && s.is_leader())
-        .filter_map(|s| Some((s.group, s.status.ok()?["authority"].clone())))
-        .collect()
-}
-
 /// A cluster with a core of one replica per group and one sentinel, and the committee `committee`
 /// says (`cluster up` options); a client of the committee, and what it observes.
 fn start(
@@ -445,7 +385,7 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
         .collect();
     check_settled_everywhere(&histories, &ledger.settled);
     check_restarted_shard(&client, &histories[usize::from(RESTARTED.0)], &observations, &owners);
-    check_books(&topology, 4 * 2, ACCOUNTS + 1);
+    check_books(&topology, 4 * 2, (ACCOUNTS as u64 + 1) * FUNDING);
 
     // An owner who signs two orders and splits the committee gets the account back: the recovery
     // round goes over the HTTP API (round changes, a proposal, a lock, commits).
@@ -493,7 +433,7 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
             account.next_sequence += 1;
         }
     }
-    check_books(&topology, 3 * 2, ACCOUNTS + 1);
+    check_books(&topology, 3 * 2, (ACCOUNTS as u64 + 1) * FUNDING);
     assert!(
         started.elapsed() < Duration::from_secs(90),
         "took {:?}",
@@ -507,23 +447,10 @@ fn histories(
     authority: AuthorityIndex,
     accounts: &[AccountKey],
 ) -> BTreeMap<AccountKey, Vec<Certificate>> {
-    let mut histories = BTreeMap::new();
-    for account in accounts {
-        let mut history: Vec<Certificate> = vec![];
-        loop {
-            let request = Request::Account {
-                account: *account,
-                from_sequence: history.len() as u64,
-            };
-            match client.ask(authority, request) {
-                AuthorityReply::Account(state) if !state.confirmed.is_empty() => history.extend(state.confirmed),
-                AuthorityReply::Account(_) => break,
-                other => panic!("authority {authority}, account {account:?}: {other:?}"),
-            }
-        }
-        histories.insert(*account, history);
-    }
-    histories
+    accounts
+        .iter()
+        .map(|account| (*account, history(client, authority, *account)))
+        .collect()
 }
 
 /// Every certificate a payer saw settle is confirmed now at a quorum of authorities.
@@ -605,32 +532,6 @@ fn check_restarted_shard(
             matches!(reply, AuthorityReply::Refused { .. }),
             "a conflicting order for {account:?} #{sequence}: {reply:?}"
         );
-    }
-}
-
-/// Once every credit between shards is acknowledged, the books of each authority whose `groups`
-/// shard groups all lead balance: its balances sum to what was funded (nothing was redeemed), and
-/// it took every funding, `accounts` × `FUNDING`.
-fn check_books(topology: &Topology, groups: usize, accounts: usize) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let figures = authority_figures(topology);
-        let quiet = figures.values().all(|f| f["credits_unacked"] == 0);
-        if figures.len() == groups && quiet {
-            let mut books: BTreeMap<u64, (i128, i128)> = BTreeMap::new();
-            for figure in figures.values() {
-                let entry = books.entry(figure["authority"].as_u64().unwrap()).or_default();
-                entry.0 += i128::from(figure["balances"].as_i64().unwrap());
-                entry.1 += i128::from(figure["funded"].as_i64().unwrap());
-            }
-            for (authority, (balances, funded)) in books {
-                assert_eq!(funded, (accounts as u64 * FUNDING) as i128, "authority {authority}");
-                assert_eq!(balances, funded, "authority {authority}'s books");
-            }
-            return;
-        }
-        assert!(Instant::now() < deadline, "credits still moving: {figures:?}");
-        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -726,5 +627,5 @@ fn an_authority_shard_of_three_replicas_fails_over_without_a_second_vote() {
     client
         .pay(&accounts[0].owner, pending)
         .expect("the pending payment settles");
-    check_books(&topology, 2, accounts.len());
+    check_books(&topology, 2, accounts.len() as u64 * FUNDING);
 }

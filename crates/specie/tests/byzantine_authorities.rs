@@ -56,7 +56,8 @@ use specie_transaction::{
 
 mod cluster_harness;
 
-use cluster_harness::{free_ports, specie, Down, BIN};
+use cluster_harness::authority_state::{check_books, history};
+use cluster_harness::{confirm_in_core, free_ports, kill_9, specie, Down, BIN};
 
 /// The Byzantine authority. Authority 0: a client catching up a lagging authority asks the
 /// others for its history in index order, so the liar is asked first.
@@ -580,43 +581,6 @@ impl Account {
     }
 }
 
-fn kill_9(dir: &str, member: &str) {
-    let pid = std::fs::read_to_string(Path::new(dir).join("pids").join(format!("{member}.pid"))).unwrap();
-    assert!(std::process::Command::new("kill")
-        .args(["-KILL", pid.trim()])
-        .status()
-        .unwrap()
-        .success());
-}
-
-/// Submits until every transaction is confirmed (a coordinator may answer busy at first).
-fn confirm_in_core(sentinel: &str, txs: &[SpecieTransaction]) {
-    let hexes: Vec<String> = txs.iter().map(|tx| hex::encode(tx.encode())).collect();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let body: serde_json::Value = ureq::post(&format!("{sentinel}/v1/transactions"))
-            .timeout(Duration::from_secs(30))
-            .send_json(serde_json::json!({ "transactions": hexes }))
-            .expect("submit")
-            .into_json()
-            .expect("json");
-        let statuses: Vec<&str> = body["results"]
-            .as_array()
-            .expect("results")
-            .iter()
-            .map(|r| r["status"].as_str().expect("status"))
-            .collect();
-        if statuses.iter().all(|s| *s == "confirmed") {
-            return;
-        }
-        assert!(
-            statuses.iter().all(|s| *s == "confirmed" || *s == "busy") && Instant::now() < deadline,
-            "{statuses:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 /// Mints to one core key per account, moves each output whole into its account by a funding the
 /// core confirms, and posts every funding to every authority: each honest one credits it.
 fn fund(dir: &str, topology: &Topology, client: &HttpCommittee, accounts: &[Account]) {
@@ -797,7 +761,8 @@ fn one_byzantine_authority_process_neither_breaks_safety_nor_holds_up_honest_pay
     equivocation(&client, &liar, &mut ledger, &mut accounts);
     round_lies(&client, &liar, &mut ledger, &mut accounts);
 
-    check_books(&topology);
+    // No value created or destroyed at an honest authority (the liar's shards answer no status).
+    check_books(&topology, HONEST.len() * SHARDS as usize, ACCOUNTS as u64 * FUNDING);
     let keys: Vec<AccountKey> = accounts.iter().map(|a| a.key).collect();
     check_one_order_per_slot(&client, &keys, &ledger.settled);
     let observations: Vec<Observed> = observed.try_iter().collect();
@@ -1035,69 +1000,6 @@ fn round_lies(client: &HttpCommittee, liar: &Liar, ledger: &mut Ledger, accounts
         "a lock certified by its own vote alone",
         "a round change reporting an order nobody signed",
     ]);
-}
-
-/// Every honest authority shard's status figures, by group name, as its leader reports them.
-fn authority_figures(topology: &Topology) -> BTreeMap<String, serde_json::Value> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let statuses = runtime
-        .block_on(specie_cluster::operator::replica_statuses(
-            topology,
-            None,
-            Duration::from_secs(2),
-        ))
-        .unwrap();
-    statuses
-        .into_iter()
-        .filter(|s| s.group.starts_with("authority-") && s.is_leader())
-        .filter_map(|s| Some((s.group, s.status.ok()?["authority"].clone())))
-        .collect()
-}
-
-/// No value created or destroyed at an honest authority: once every credit between its shards
-/// is acknowledged, its balances sum to what was funded, and it took every funding.
-fn check_books(topology: &Topology) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let figures = authority_figures(topology);
-        let quiet = figures.values().all(|f| f["credits_unacked"] == 0);
-        if figures.len() == HONEST.len() * SHARDS as usize && quiet {
-            let mut books: BTreeMap<u64, (i128, i128)> = BTreeMap::new();
-            for figure in figures.values() {
-                let entry = books.entry(figure["authority"].as_u64().unwrap()).or_default();
-                entry.0 += i128::from(figure["balances"].as_i64().unwrap());
-                entry.1 += i128::from(figure["funded"].as_i64().unwrap());
-            }
-            let honest: BTreeSet<u64> = HONEST.iter().map(|a| u64::from(*a)).collect();
-            assert_eq!(books.keys().copied().collect::<BTreeSet<_>>(), honest);
-            for (authority, (balances, funded)) in books {
-                assert_eq!(funded, (ACCOUNTS as u64 * FUNDING) as i128, "authority {authority}");
-                assert_eq!(balances, funded, "authority {authority}'s books");
-            }
-            return;
-        }
-        assert!(Instant::now() < deadline, "credits still moving: {figures:?}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// Every certificate each account has settled at `authority`, by sequence number.
-fn history(client: &HttpCommittee, authority: AuthorityIndex, account: AccountKey) -> Vec<Certificate> {
-    let mut history: Vec<Certificate> = vec![];
-    loop {
-        let request = Request::Account {
-            account,
-            from_sequence: history.len() as u64,
-        };
-        match client.ask(authority, request) {
-            AuthorityReply::Account(state) if !state.confirmed.is_empty() => history.extend(state.confirmed),
-            AuthorityReply::Account(_) => return history,
-            other => panic!("authority {authority}, account {account:?}: {other:?}"),
-        }
-    }
 }
 
 /// No account spends twice: for every account and sequence number, every honest authority that

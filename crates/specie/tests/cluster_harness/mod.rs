@@ -1,10 +1,17 @@
 //! Real `specie` processes for the cluster tests: run the binary, find free ports, read
-//! `cluster status`, run the demo and check its audit, stop a cluster when a test ends.
+//! `cluster status`, confirm transactions in the core, kill a member, run the demo and check its
+//! audit, stop a cluster when a test ends; and what FastPay authorities hold
+//! ([`authority_state`]).
 #![allow(dead_code)] // each test file uses its own part of this
+
+pub mod authority_state;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use specie_codec::Encode;
+use specie_transaction::SpecieTransaction;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_specie");
 
@@ -67,6 +74,49 @@ pub fn status(dir: &str) -> Vec<Row> {
             })
         })
         .collect()
+}
+
+/// `kill -9` of the cluster member `member` (its pid from DIR/pids).
+pub fn kill_9(dir: &str, member: &str) {
+    let pid = std::fs::read_to_string(Path::new(dir).join("pids").join(format!("{member}.pid"))).unwrap();
+    assert!(Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// Each transaction's status as the sentinel answers its submission.
+fn post_transactions(sentinel: &str, txs: &[SpecieTransaction]) -> Vec<String> {
+    let hexes: Vec<String> = txs.iter().map(|tx| hex::encode(tx.encode())).collect();
+    let body: serde_json::Value = ureq::post(&format!("{sentinel}/v1/transactions"))
+        .timeout(Duration::from_secs(30))
+        .send_json(serde_json::json!({ "transactions": hexes }))
+        .expect("submit")
+        .into_json()
+        .expect("json");
+    body["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["status"].as_str().expect("status").to_string())
+        .collect()
+}
+
+/// Submits until every transaction is confirmed (a coordinator may answer busy at first).
+pub fn confirm_in_core(sentinel: &str, txs: &[SpecieTransaction]) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let statuses = post_transactions(sentinel, txs);
+        if statuses.iter().all(|s| s == "confirmed") {
+            return;
+        }
+        assert!(
+            statuses.iter().all(|s| s == "confirmed" || s == "busy") && Instant::now() < deadline,
+            "{statuses:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 pub fn start_demo(dir: &str, payments: &str, seed: &str) -> Child {
