@@ -1093,6 +1093,7 @@ fn check_evidence(committee: &Committee, observations: &[Observed], dir: &Path) 
         let evidence = Evidence {
             committee: committee.clone(),
             double_votes,
+            broken_promises: Vec::new(),
         };
         let mut bytes = vec![];
         evidence.encode_to(&mut bytes);

@@ -111,6 +111,10 @@ pub struct ErrorDetail {
     /// lags: the certificates from there on settle the pending order and bring it up to date).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_sequence: Option<u64>,
+    /// With `RoundPassed`: the round of the slot this authority is in already (a payer opens a
+    /// round above the one more than f authorities report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
     /// With `not_leader`: the shard group's leader (its replica id and API), if known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader: Option<u64>,
@@ -128,6 +132,7 @@ impl ErrorDetail {
             message: message.into(),
             refusal: None,
             next_sequence: None,
+            round: None,
             leader: None,
             leader_http: None,
             certificate: None,
@@ -144,9 +149,14 @@ impl ErrorDetail {
             Refusal::OtherOrderPending { sequence } => Some(*sequence),
             _ => None,
         };
+        let round = match refusal {
+            Refusal::RoundPassed { round } => Some(*round),
+            _ => None,
+        };
         ErrorDetail {
             refusal: Some(name),
             next_sequence,
+            round,
             ..ErrorDetail::new(CODE_REFUSED, refusal.to_string())
         }
     }
@@ -248,6 +258,11 @@ mod tests {
         assert_eq!(
             (detail.refusal.as_deref(), detail.next_sequence),
             (Some("OtherOrderPending"), Some(7))
+        );
+        let detail = ErrorDetail::refused(&Refusal::RoundPassed { round: 4 });
+        assert_eq!(
+            (detail.refusal.as_deref(), detail.round),
+            (Some("RoundPassed"), Some(4))
         );
         let detail = ErrorDetail::refused(&Refusal::Busy);
         assert_eq!((detail.refusal.as_deref(), detail.next_sequence), (Some("Busy"), None));

@@ -163,6 +163,8 @@ pub enum AuthorityReply {
         refusal: String,
         message: String,
         next_sequence: Option<u64>,
+        /// With `RoundPassed`: the round the authority says it is in.
+        round: Option<u32>,
     },
     /// No usable answer: down, no leader, a time-out, a malformed or unexpected answer.
     Unavailable(String),
@@ -180,6 +182,11 @@ impl From<AuthorityReply> for Heard {
                 next_sequence: Some(next_sequence),
                 ..
             } if LAGGING.contains(&refusal.as_str()) => Heard::Lagging { next_sequence },
+            AuthorityReply::Refused {
+                refusal,
+                round: Some(round),
+                ..
+            } if refusal == "RoundPassed" => Heard::RoundPassed { round },
             AuthorityReply::Refused { refusal, message, .. } if CONTESTED.contains(&refusal.as_str()) => {
                 Heard::Contested(message)
             }
@@ -688,6 +695,7 @@ impl Endpoints {
                 refusal: error.refusal.unwrap_or_default(),
                 message: error.message,
                 next_sequence: error.next_sequence,
+                round: error.round,
             },
             Some(error) if RETRY_ELSEWHERE.contains(&error.code.as_str()) => {
                 return Attempt::Elsewhere {
@@ -868,6 +876,7 @@ mod tests {
             refusal: refusal.into(),
             message: format!("{refusal} here"),
             next_sequence,
+            round: None,
         }
     }
 
@@ -891,6 +900,13 @@ mod tests {
                 Heard::Contested(format!("{contested} here"))
             );
         }
+        let passed = AuthorityReply::Refused {
+            refusal: "RoundPassed".into(),
+            message: "in round 9 already".into(),
+            next_sequence: None,
+            round: Some(9),
+        };
+        assert_eq!(Heard::from(passed), Heard::RoundPassed { round: 9 });
         assert_eq!(
             Heard::from(refused("InsufficientBalance", None)),
             Heard::Refused("InsufficientBalance here".into())

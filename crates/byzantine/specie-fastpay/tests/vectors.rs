@@ -13,9 +13,9 @@ use std::sync::OnceLock;
 use serde_json::Value;
 use specie_codec::{DecodeError, Reader};
 use specie_fastpay::{
-    decode_exact, deterministic_key, AccountKey, Allowed, Certificate, CertificateError, Committee, CoreAddress,
-    BrokenPromise, DoubleVote, Evidence, Justification, Recipient, RoundChange, RoundRequest, SignedOrder, SignedRoundChange,
-    SignedRoundRequest, SigningKey, TransferOrder, Vote, VoteKind, VoteStatement,
+    decode_exact, deterministic_key, AccountKey, Allowed, BrokenPromise, Certificate, CertificateError, Committee,
+    CoreAddress, DoubleVote, Evidence, Justification, Recipient, RoundChange, RoundRequest, SignedOrder,
+    SignedRoundChange, SignedRoundRequest, SigningKey, TransferOrder, Vote, VoteKind, VoteStatement,
 };
 
 const WRITE_VECTORS_ENV: &str = "SPECIE_WRITE_VECTORS";
