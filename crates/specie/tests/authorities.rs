@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use secp256k1::Keypair;
 use specie_authority::shard_of;
 use specie_cluster::Topology;
 use specie_codec::Encode;
@@ -27,15 +26,12 @@ use specie_fastpay::{
     deterministic_key, AccountKey, AuthorityIndex, Certificate, Committee, Recipient, SignedOrder, SigningKey,
     TransferOrder,
 };
-use specie_transaction::signing::xonly_bytes;
-use specie_transaction::{
-    witness_program_commitment, FastpayFunding, MintTransaction, NonceMode, Output, SpecieTransaction,
-};
+use specie_transaction::{FastpayFunding, SpecieTransaction};
 
 mod cluster_harness;
 
-use cluster_harness::authority_state::{check_books, history};
-use cluster_harness::{confirm_in_core, free_ports, kill_9, specie, Down};
+use cluster_harness::authority_state::{check_books, history, mint_and_sign_fundings};
+use cluster_harness::{cluster_up_with_committee, confirm_in_core, free_ports, kill_9, specie, Down};
 
 const ACCOUNTS: usize = 8;
 const PAYERS: usize = 4;
@@ -58,43 +54,8 @@ struct Account {
 /// core confirms, and posts every funding to every authority.
 fn fund(dir: &str, topology: &Topology, client: &HttpCommittee, accounts: &[&Account]) {
     let sentinel = format!("http://{}", topology.sentinels[0].http);
-    let issuer_hex = std::fs::read_to_string(Path::new(dir).join("issuer.key")).unwrap();
-    let issuer = Keypair::from_seckey_str_global(issuer_hex.trim()).unwrap();
-    let core_keys: Vec<Keypair> = accounts
-        .iter()
-        .map(|_| Keypair::new_global(&mut rand::thread_rng()))
-        .collect();
-    let outputs = core_keys
-        .iter()
-        .map(|key| Output {
-            witness_program_commitment: witness_program_commitment(&xonly_bytes(key)),
-            value: FUNDING,
-        })
-        .collect();
-    let mint = SpecieTransaction::Mint(MintTransaction::new_signed(
-        rand::random(),
-        outputs,
-        &issuer,
-        NonceMode::Randomized,
-    ));
-    confirm_in_core(&sentinel, std::slice::from_ref(&mint));
-    let fundings: Vec<FastpayFunding> = accounts
-        .iter()
-        .zip(mint.created_outputs())
-        .zip(&core_keys)
-        .map(|((account, output), key)| {
-            FastpayFunding::new_signed(
-                client.committee().id(),
-                account.key,
-                FUNDING,
-                vec![output.to_input()],
-                vec![],
-                std::slice::from_ref(key),
-                NonceMode::Randomized,
-            )
-            .unwrap()
-        })
-        .collect();
+    let keys: Vec<AccountKey> = accounts.iter().map(|a| a.key).collect();
+    let (mint, fundings) = mint_and_sign_fundings(dir, topology, client.committee().id(), &keys, FUNDING);
     let txs: Vec<SpecieTransaction> = fundings
         .iter()
         .cloned()
@@ -249,20 +210,7 @@ fn start(
     committee: &[&str],
     request_timeout: Duration,
 ) -> (Topology, HttpCommittee, crossbeam_channel::Receiver<Observed>) {
-    let base = base.to_string();
-    let core = [
-        "cluster",
-        "up",
-        "--dir",
-        dir,
-        "--base-port",
-        &base,
-        "--replicas",
-        "1",
-        "--sentinels",
-        "1",
-    ];
-    specie(&[&core[..], committee].concat());
+    cluster_up_with_committee(dir, base, committee);
     let topology = Topology::load(&Path::new(dir).join("cluster.toml")).unwrap();
     let config = topology.fastpay_committee.clone().unwrap();
     let committee: Committee = config.committee().unwrap();

@@ -34,7 +34,6 @@ use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
 use ed25519_dalek::Signer;
-use secp256k1::Keypair;
 use specie_cluster::Topology;
 use specie_codec::{Decode, Encode};
 use specie_committee::http_api::{
@@ -49,15 +48,12 @@ use specie_fastpay::{
     RoundRequest, SignedOrder, SignedRoundRequest, SignedVote, SigningKey, TransferOrder, Vote, VoteKind,
     VoteStatement, CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
 };
-use specie_transaction::signing::xonly_bytes;
-use specie_transaction::{
-    witness_program_commitment, FastpayFunding, MintTransaction, NonceMode, Output, SpecieTransaction,
-};
+use specie_transaction::SpecieTransaction;
 
 mod cluster_harness;
 
-use cluster_harness::authority_state::{check_books, history};
-use cluster_harness::{confirm_in_core, free_ports, kill_9, specie, Down, BIN};
+use cluster_harness::authority_state::{check_books, history, mint_and_sign_fundings};
+use cluster_harness::{cluster_up_with_committee, confirm_in_core, free_ports, kill_9, Down, BIN};
 
 /// The Byzantine authority. Authority 0: a client catching up a lagging authority asks the
 /// others for its history in index order, so the liar is asked first.
@@ -584,46 +580,10 @@ impl Account {
 /// Mints to one core key per account, moves each output whole into its account by a funding the
 /// core confirms, and posts every funding to every authority: each honest one credits it.
 fn fund(dir: &str, topology: &Topology, client: &HttpCommittee, accounts: &[Account]) {
-    let sentinel = format!("http://{}", topology.sentinels[0].http);
-    let issuer_hex = std::fs::read_to_string(Path::new(dir).join("issuer.key")).unwrap();
-    let issuer = Keypair::from_seckey_str_global(issuer_hex.trim()).unwrap();
-    let core_keys: Vec<Keypair> = accounts
-        .iter()
-        .map(|_| Keypair::new_global(&mut rand::thread_rng()))
-        .collect();
-    let outputs = core_keys
-        .iter()
-        .map(|key| Output {
-            witness_program_commitment: witness_program_commitment(&xonly_bytes(key)),
-            value: FUNDING,
-        })
-        .collect();
-    let mint = SpecieTransaction::Mint(MintTransaction::new_signed(
-        rand::random(),
-        outputs,
-        &issuer,
-        NonceMode::Randomized,
-    ));
-    confirm_in_core(&sentinel, std::slice::from_ref(&mint));
-    let fundings: Vec<SpecieTransaction> = accounts
-        .iter()
-        .zip(mint.created_outputs())
-        .zip(&core_keys)
-        .map(|((account, output), key)| {
-            let funding = FastpayFunding::new_signed(
-                client.committee().id(),
-                account.key,
-                FUNDING,
-                vec![output.to_input()],
-                vec![],
-                std::slice::from_ref(key),
-                NonceMode::Randomized,
-            )
-            .unwrap();
-            SpecieTransaction::FastpayFunding(funding)
-        })
-        .collect();
-    confirm_in_core(&sentinel, &fundings);
+    let keys: Vec<AccountKey> = accounts.iter().map(|a| a.key).collect();
+    let (_, fundings) = mint_and_sign_fundings(dir, topology, client.committee().id(), &keys, FUNDING);
+    let fundings: Vec<SpecieTransaction> = fundings.into_iter().map(SpecieTransaction::FastpayFunding).collect();
+    confirm_in_core(&format!("http://{}", topology.sentinels[0].http), &fundings);
     for (account, funding) in accounts.iter().zip(&fundings) {
         let replies = client.fund(account.key, funding.encode(), FundWait::All);
         for authority in HONEST {
@@ -689,23 +649,9 @@ fn one_byzantine_authority_process_neither_breaks_safety_nor_holds_up_honest_pay
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("cluster").to_str().unwrap().to_string();
     let _down = Down(dir.clone());
-    let base = free_ports(4 + 4 * SHARDS as u16 * 2).to_string();
     let shards = SHARDS.to_string();
-    specie(&[
-        "cluster",
-        "up",
-        "--dir",
-        &dir,
-        "--base-port",
-        &base,
-        "--replicas",
-        "1",
-        "--sentinels",
-        "1",
-        "--authorities",
-        "--authority-shards",
-        &shards,
-    ]);
+    let committee = ["--authorities", "--authority-shards", &shards];
+    cluster_up_with_committee(&dir, free_ports(4 + 4 * SHARDS as u16 * 2), &committee);
     let topology = Topology::load(&Path::new(&dir).join("cluster.toml")).unwrap();
     let config = topology.fastpay_committee.clone().unwrap();
     let committee = Arc::new(config.committee().unwrap());

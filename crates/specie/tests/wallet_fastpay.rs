@@ -21,7 +21,7 @@ use specie_wallet::{PaidOutput, PaymentString, WalletFile};
 
 mod cluster_harness;
 
-use cluster_harness::{free_ports, specie, Down, BIN};
+use cluster_harness::{cluster_up_with_committee, free_ports, Down, BIN};
 
 /// Runs `specie wallet --wallet PATH ARGS…`; its exit code and standard output.
 fn wallet(path: &Path, args: &[&str]) -> (i32, String) {
@@ -91,22 +91,7 @@ fn fund_pay_verify_redeem_and_finish_a_pending_order_after_a_crash_and_a_restore
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("cluster").to_str().unwrap().to_string();
     let _down = Down(dir.clone());
-    let base = free_ports(4 + 8).to_string();
-    specie(&[
-        "cluster",
-        "up",
-        "--dir",
-        &dir,
-        "--base-port",
-        &base,
-        "--replicas",
-        "1",
-        "--sentinels",
-        "1",
-        "--authorities",
-        "--authority-shards",
-        "1",
-    ]);
+    cluster_up_with_committee(&dir, free_ports(4 + 8), &["--authorities", "--authority-shards", "1"]);
     let cluster_file = Path::new(&dir).join("cluster.toml");
     let cluster = cluster_file.to_str().unwrap();
     let topology = Topology::load(&cluster_file).unwrap();

@@ -1,13 +1,18 @@
 //! What a cluster's FastPay authorities hold, as the tests check it: their status figures, their
-//! books, and an account's history at one authority.
+//! books, and an account's history at one authority; and how tests fund accounts.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use secp256k1::Keypair;
 use specie_cluster::Topology;
 use specie_committee::http_client::Request;
 use specie_committee::{AuthorityReply, HttpCommittee};
 use specie_fastpay::{AccountKey, AuthorityIndex, Certificate};
+use specie_transaction::signing::xonly_bytes;
+use specie_transaction::{
+    witness_program_commitment, FastpayFunding, MintTransaction, NonceMode, Output, SpecieTransaction,
+};
 
 /// Every authority shard's status figures, by group name, as its leader reports them (a shard
 /// that does not answer is left out).
@@ -70,4 +75,55 @@ pub fn history(client: &HttpCommittee, authority: AuthorityIndex, account: Accou
             other => panic!("authority {authority}, account {account:?}: {other:?}"),
         }
     }
+}
+
+/// Mints `amount` to a fresh core key per account (confirmed in the core through the first
+/// sentinel) and signs a funding of each output whole into its account: the mint, and the
+/// fundings, not yet submitted.
+pub fn mint_and_sign_fundings(
+    dir: &str,
+    topology: &Topology,
+    committee_id: [u8; 32],
+    accounts: &[AccountKey],
+    amount: u64,
+) -> (SpecieTransaction, Vec<FastpayFunding>) {
+    let sentinel = format!("http://{}", topology.sentinels[0].http);
+    let issuer_hex = std::fs::read_to_string(std::path::Path::new(dir).join("issuer.key")).unwrap();
+    let issuer = Keypair::from_seckey_str_global(issuer_hex.trim()).unwrap();
+    let core_keys: Vec<Keypair> = accounts
+        .iter()
+        .map(|_| Keypair::new_global(&mut rand::thread_rng()))
+        .collect();
+    let outputs = core_keys
+        .iter()
+        .map(|key| Output {
+            witness_program_commitment: witness_program_commitment(&xonly_bytes(key)),
+            value: amount,
+        })
+        .collect();
+    let mint = SpecieTransaction::Mint(MintTransaction::new_signed(
+        rand::random(),
+        outputs,
+        &issuer,
+        NonceMode::Randomized,
+    ));
+    super::confirm_in_core(&sentinel, std::slice::from_ref(&mint));
+    let fundings = accounts
+        .iter()
+        .zip(mint.created_outputs())
+        .zip(&core_keys)
+        .map(|((account, output), key)| {
+            FastpayFunding::new_signed(
+                committee_id,
+                *account,
+                amount,
+                vec![output.to_input()],
+                vec![],
+                std::slice::from_ref(key),
+                NonceMode::Randomized,
+            )
+            .unwrap()
+        })
+        .collect();
+    (mint, fundings)
 }

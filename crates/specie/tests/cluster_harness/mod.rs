@@ -191,6 +191,25 @@ pub fn start_cluster(sentinels: u16) -> (tempfile::TempDir, String, u16, Down) {
     (temp, dir, base, guard)
 }
 
+/// A cluster in `dir` on ports from `base`: a core of one replica per group and one sentinel, and
+/// the FastPay committee that `committee` (`cluster up` options: `--authorities`, …) describes.
+pub fn cluster_up_with_committee(dir: &str, base: u16, committee: &[&str]) {
+    let base = base.to_string();
+    let core = [
+        "cluster",
+        "up",
+        "--dir",
+        dir,
+        "--base-port",
+        &base,
+        "--replicas",
+        "1",
+        "--sentinels",
+        "1",
+    ];
+    specie(&[&core[..], committee].concat());
+}
+
 /// Stops the cluster in the directory when dropped, so a failing test leaves no processes.
 pub struct Down(pub String);
 
