@@ -890,6 +890,7 @@ fn equivocation(client: &HttpCommittee, liar: &Liar, ledger: &mut Ledger, accoun
 fn round_lies(client: &HttpCommittee, liar: &Liar, ledger: &mut Ledger, accounts: &mut [Account]) {
     liar.set(Lie::LiesAboutRounds);
     let keys: Vec<AccountKey> = accounts.iter().map(|a| a.key).collect();
+    let mut broken_promises = Vec::new();
     for n in 0..6 {
         let account = &mut accounts[n];
         let (first, second) = split(client, account, keys[(n + 3) % keys.len()]);
@@ -901,8 +902,21 @@ fn round_lies(client: &HttpCommittee, liar: &Liar, ledger: &mut Ledger, accounts
             "settled in round {}",
             recovered.round
         );
+        broken_promises.extend(recovered.broken_promises.iter().cloned());
         ledger.settled(account, recovered);
         ledger.pay_round_robin(client, std::slice::from_mut(account), 1, "after lies about rounds");
+    }
+
+    // A round change reporting an order nobody signed contradicts the liar's round-0 vote, when
+    // the payer got that vote before the round changed (timing decides): the payment keeps the
+    // pair, and whatever it keeps convicts the liar alone.
+    if !broken_promises.is_empty() {
+        let evidence = Evidence {
+            committee: (**client.committee()).clone(),
+            double_votes: Vec::new(),
+            broken_promises,
+        };
+        assert_eq!(evidence.convicted(), Ok(vec![LIAR]), "{:?}", evidence.broken_promises);
     }
 
     // The liar asks the honest authorities, as if it were the owner, to move the next slot of an

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, unbounded, Sender, TrySendError};
 use specie_authority::{shard_of, AccountState};
 use specie_fastpay::{
-    decode_exact, AccountKey, AuthorityIndex, Certificate, Committee, SignedOrder, SignedRoundChange,
+    decode_exact, AccountKey, AuthorityIndex, BrokenPromise, Certificate, Committee, SignedOrder, SignedRoundChange,
     SignedRoundRequest, SigningKey, Vote, CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX, SIGNED_ROUND_CHANGE_BYTES_MAX,
 };
 use thiserror::Error;
@@ -223,6 +223,9 @@ pub struct HttpSettlement {
     pub to_certificate: Duration,
     /// From sending the order to a quorum having settled it.
     pub to_settlement: Duration,
+    /// Round changes the payment saw contradicted by the same authorities' votes to it: each
+    /// convicts a Byzantine authority (`specie byzantine check-evidence`, with the committee).
+    pub broken_promises: Vec<BrokenPromise>,
 }
 
 /// Why a payment did not settle.
@@ -387,8 +390,10 @@ impl HttpCommittee {
         let now_ms = || started.elapsed().as_millis() as u64;
         let deadline = started + self.payment_timeout;
         let (answers_tx, answers) = unbounded();
-        let (mut payment, mut step) =
-            Payment::with_orders(self.committee.clone(), owner, orders, PaymentOptions::default(), 0);
+        // Calls queued for each authority: one far behind the others is silent.
+        let backlogs = self.queues.iter().map(|queue| queue.len() as u64);
+        let options = PaymentOptions::default().given_backlogs(backlogs);
+        let (mut payment, mut step) = Payment::with_orders(self.committee.clone(), owner, orders, options, 0);
         let mut certified = None;
         loop {
             match step {
@@ -411,6 +416,7 @@ impl HttpCommittee {
                         round: payment.round(),
                         to_certificate: certified.expect("certified before settled"),
                         to_settlement: started.elapsed(),
+                        broken_promises: payment.broken_promises().to_vec(),
                     })
                 }
                 Step::Failed(error) => return Err(error.into()),

@@ -45,6 +45,31 @@ impl Default for PaymentOptions {
     }
 }
 
+impl PaymentOptions {
+    /// Calls left unanswered beyond the most responsive authority's at which an authority is
+    /// taken for silent (down, or cut off from this client).
+    pub const SILENT_BACKLOG: u64 = 48;
+
+    /// These options for a payment that starts while the authorities have `backlogs` calls of
+    /// this client unanswered each: with one of them silent, no waiting for the fast path, which
+    /// needs its vote too. Clients never wait on the slowest authority; an authority that is
+    /// only slow loses nothing by this, as the fast path would have timed out on it anyway.
+    pub fn given_backlogs(self, backlogs: impl IntoIterator<Item = u64>) -> PaymentOptions {
+        let (mut least, mut most) = (u64::MAX, 0);
+        for backlog in backlogs {
+            least = least.min(backlog);
+            most = most.max(backlog);
+        }
+        if most.saturating_sub(least) >= Self::SILENT_BACKLOG {
+            return PaymentOptions {
+                fast_path_wait_ms: 0,
+                ..self
+            };
+        }
+        self
+    }
+}
+
 /// Why a payment cannot complete.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum PaymentError {
@@ -414,6 +439,9 @@ impl Payment {
             // Round 0 waits a little for the fast path, unless someone refused it already.
             Phase::Prepare { fast_deadline_ms, .. } if counted >= quorum => {
                 if self.round > 0 || counted + unanswered < size {
+                    return self.lock();
+                }
+                if self.options.fast_path_wait_ms == 0 {
                     return self.lock();
                 }
                 let took_ms = now_ms.saturating_sub(self.started_ms);
@@ -818,6 +846,26 @@ mod tests {
         );
         assert_eq!(payment.settled_by().map(|c| c.len()), Some(3));
         assert_eq!(payment.certificate(), Some(&*certificate));
+    }
+
+    /// With one authority far behind the others in answering, a payment locks at the first
+    /// quorum; an authority only a little behind changes nothing.
+    #[test]
+    fn a_silent_authority_known_from_its_backlog_costs_no_fast_path_wait() {
+        let s = setup();
+        let base = PaymentOptions::default();
+        assert_eq!(base.given_backlogs([3, 5, 2, 3 + 12]), base);
+        let options = base.given_backlogs([3, 5, 2, 2 + PaymentOptions::SILENT_BACKLOG]);
+        assert_eq!(options.fast_path_wait_ms, 0);
+        let (mut payment, _) = Payment::with_orders(s.committee.clone(), &s.owner, vec![s.a.clone()], options, 0);
+        for authority in 0..2 {
+            payment.on_answer(10, authority, 0, s.vote(authority, VoteKind::Prepare, 0, &s.a));
+        }
+        let lock = payment.on_answer(10, 2, 0, s.vote(2, VoteKind::Prepare, 0, &s.a));
+        assert!(
+            matches!(&lock, Step::Broadcast { call: Call::Lock(lock), .. } if lock.check_lock(&s.committee).is_ok()),
+            "{lock:?}"
+        );
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub struct Pipeline<'c> {
     /// Every certificate each sender settled, by sequence number: what a lagging authority
     /// needs first (§5). A real wallet keeps its own; here the pipeline keeps every account's.
     history: HashMap<AccountKey, BTreeMap<u64, Certificate>>,
+    /// Calls each authority has not answered yet (`PaymentOptions::given_backlogs`).
+    backlogs: Vec<u64>,
 }
 
 impl<'c> Pipeline<'c> {
@@ -81,6 +83,7 @@ impl<'c> Pipeline<'c> {
             next_id: 0,
             epoch: Instant::now(),
             history: HashMap::new(),
+            backlogs: vec![0; committee.committee().size()],
         }
     }
 
@@ -103,7 +106,8 @@ impl<'c> Pipeline<'c> {
         let id = self.next_id;
         self.next_id += 1;
         let committee = self.committee.committee().clone();
-        let (payment, step) = Payment::with_orders(committee, owner, orders, self.options, self.now_ms());
+        let options = self.options.given_backlogs(self.backlogs.iter().copied());
+        let (payment, step) = Payment::with_orders(committee, owner, orders, options, self.now_ms());
         let flight = InFlight {
             payment,
             started: Instant::now(),
@@ -151,6 +155,8 @@ impl<'c> Pipeline<'c> {
     }
 
     fn take(&mut self, answer: Answer) -> Option<(u64, Outcome)> {
+        let backlog = &mut self.backlogs[usize::from(answer.authority)];
+        *backlog = backlog.saturating_sub(1);
         if answer.tag == UNTAGGED {
             return None;
         }
@@ -173,11 +179,13 @@ impl<'c> Pipeline<'c> {
             Step::Wait => {}
             Step::Broadcast { call, attempt } => {
                 self.committee.broadcast(&call, tag(id, attempt), &self.answers_tx);
+                self.backlogs.iter_mut().for_each(|backlog| *backlog += 1);
             }
             Step::Certified { certificate, attempt } => {
                 flight.certified = Some(Instant::now());
                 self.committee
                     .broadcast(&Call::Confirm(*certificate), tag(id, attempt), &self.answers_tx);
+                self.backlogs.iter_mut().for_each(|backlog| *backlog += 1);
             }
             Step::CatchUp {
                 authority,
@@ -195,8 +203,10 @@ impl<'c> Pipeline<'c> {
                 for (_, missing) in earlier {
                     self.committee
                         .call(authority, Call::Confirm(missing.clone()), UNTAGGED, &self.answers_tx);
+                    self.backlogs[usize::from(authority)] += 1;
                 }
                 self.committee.call(authority, then, tag(id, attempt), &self.answers_tx);
+                self.backlogs[usize::from(authority)] += 1;
             }
             Step::Settled => {
                 let flight = self.in_flight.remove(&id).expect("in flight");
