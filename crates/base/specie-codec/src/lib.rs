@@ -110,24 +110,36 @@ pub trait Decode: Sized {
 
     /// Decodes exactly one value occupying all of `bytes`; trailing bytes are an error.
     fn decode_exact_with(bytes: &[u8], limits: &Self::Limits) -> Result<Self, DecodeError> {
-        let bytes_max = Self::encoded_bytes_max(limits);
-        if bytes.len() > bytes_max {
-            return Err(DecodeError::TooLarge {
-                what: Self::WHAT,
-                bytes: bytes.len(),
-                bytes_max,
-            });
-        }
-        let mut reader = Reader::new(bytes);
-        let value = Self::decode_from(&mut reader, limits)?;
-        reader.finish()?;
-        Ok(value)
+        decode_bounded(Self::WHAT, bytes, Self::encoded_bytes_max(limits), |reader| {
+            Self::decode_from(reader, limits)
+        })
     }
 
     /// [`Decode::decode_exact_with`] under the default limits.
     fn decode_exact(bytes: &[u8]) -> Result<Self, DecodeError> {
         Self::decode_exact_with(bytes, &Self::Limits::default())
     }
+}
+
+/// Decodes exactly one value from all of `bytes` with `decode`, refusing more than `bytes_max`
+/// bytes before reading any, and trailing bytes after.
+pub fn decode_bounded<T>(
+    what: &'static str,
+    bytes: &[u8],
+    bytes_max: usize,
+    decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
+) -> Result<T, DecodeError> {
+    if bytes.len() > bytes_max {
+        return Err(DecodeError::TooLarge {
+            what,
+            bytes: bytes.len(),
+            bytes_max,
+        });
+    }
+    let mut reader = Reader::new(bytes);
+    let value = decode(&mut reader)?;
+    reader.finish()?;
+    Ok(value)
 }
 
 /// A cursor over an untrusted byte slice. Every read is bounds-checked; none panics.

@@ -28,6 +28,8 @@ pub use rounds::{
 };
 
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
+/// Decodes exactly one value from all of some bytes, refusing more than a bound up front.
+pub use specie_codec::decode_bounded as decode_exact;
 
 use sha2::{Digest, Sha256};
 use specie_codec::{DecodeError, Reader};
@@ -47,26 +49,6 @@ fn read_version(reader: &mut Reader<'_>, what: &'static str) -> Result<(), Decod
             supported: ENCODING_VERSION,
         }),
     }
-}
-
-/// Decodes exactly one value from all of `bytes`, refusing more than `bytes_max` up front.
-pub fn decode_exact<T>(
-    what: &'static str,
-    bytes: &[u8],
-    bytes_max: usize,
-    decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
-) -> Result<T, DecodeError> {
-    if bytes.len() > bytes_max {
-        return Err(DecodeError::TooLarge {
-            what,
-            bytes: bytes.len(),
-            bytes_max,
-        });
-    }
-    let mut reader = Reader::new(bytes);
-    let value = decode(&mut reader)?;
-    reader.finish()?;
-    Ok(value)
 }
 
 /// A signing key derived from a label and a number: for demos, simulations and tests, where

@@ -1,0 +1,41 @@
+//! Offline cash's signed vocabulary (docs/offline-mode.md; the offline digital euro prototype,
+//! seed 001): tokens that pass from device to device as a chain of owner statements, the one-time
+//! keys that own them, certified by the authority and bound to a registered identity. No I/O and
+//! no state: the offline authority and the device wallet build on these.
+//!
+//! Every signed thing has one canonical, versioned encoding and is signed under its own domain
+//! prefix. Statements are rebuilt from decoded fields before they are verified or hashed, never
+//! taken as received. Decoders take untrusted bytes: every count is bounded before allocation and
+//! nothing panics.
+
+mod keys;
+mod token;
+
+pub use keys::{check_public_key, KeyBinding, KeyCertificate, KeyError, KeyRing, PublicKey, CERTIFIED_KEY_BYTES};
+pub use token::{Hop, Issuance, Link, Token, TokenError, Verified, HOPS_MAX, HOP_BYTES, TOKEN_BYTES_MAX};
+
+pub use ed25519_dalek::{SigningKey, VerifyingKey};
+/// Decodes exactly one value from all of some bytes, refusing more than a bound up front.
+pub use specie_codec::decode_bounded as decode_exact;
+
+use specie_codec::{DecodeError, Reader};
+
+/// The first byte of every encoding in this crate.
+pub const ENCODING_VERSION: u8 = 1;
+pub const PUBLIC_KEY_BYTES: usize = 32;
+pub const SIGNATURE_BYTES: usize = 64;
+/// A token's serial number: fresh for every issuance.
+pub const SERIAL_BYTES: usize = 16;
+/// A payee's handshake nonce, which the payer's statement signs (seed 001, §IV-G).
+pub const NONCE_BYTES: usize = 16;
+
+fn read_version(reader: &mut Reader<'_>, what: &'static str) -> Result<(), DecodeError> {
+    match reader.read_u8(what)? {
+        ENCODING_VERSION => Ok(()),
+        version => Err(DecodeError::UnsupportedVersion {
+            what,
+            version,
+            supported: ENCODING_VERSION,
+        }),
+    }
+}
