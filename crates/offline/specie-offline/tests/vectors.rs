@@ -1,0 +1,479 @@
+//! The vectors of `docs/offline-format.md`: a fixed scenario built from `deterministic_key`
+//! (Ed25519 signatures are deterministic, so every byte is reproducible), encoded, and compared
+//! with `docs/offline-vectors.json`. Any change to an encoding, a domain string, a link or the key
+//! derivation fails this test. The stored bytes are also decoded back, re-encoded, and checked as
+//! a payee would (`Token::verify` with a key ring made of the stored public keys).
+//!
+//! To regenerate the file after a deliberate format change (which also needs a new version
+//! byte): `SPECIE_WRITE_VECTORS=1 cargo test -p specie-offline --test vectors`.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use specie_codec::{DecodeError, Reader};
+use specie_offline::{
+    decode_exact, deterministic_key, Hop, Issuance, KeyBinding, KeyCertificate, KeyRing, SigningKey, Token, Verified,
+    CERTIFIED_KEY_BYTES, TOKEN_BYTES_MAX,
+};
+
+const WRITE_VECTORS_ENV: &str = "SPECIE_WRITE_VECTORS";
+
+/// The denomination of the issuing key's tokens, and the period its certifying key certifies.
+const DENOMINATION: u64 = 100;
+const PERIOD: u32 = 7;
+const SERIAL: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
+/// The payees' handshake nonces: owner 1's (hop 1), owner 2's (hop 2), and owner 2's for the
+/// second transfer by owner 0 (the double-spend branch).
+const NONCE_A: [u8; 16] = [0xaa; 16];
+const NONCE_B: [u8; 16] = [0xbb; 16];
+const NONCE_C: [u8; 16] = [0xcc; 16];
+
+fn vectors_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../docs/offline-vectors.json")
+}
+
+/// Every value of the scenario.
+struct Scenario {
+    issuing: SigningKey,
+    certifying: SigningKey,
+    /// The devices' one-time keys: owner 0 (the token's first owner, then the double spender),
+    /// owner 1 and owner 2.
+    one_time: Vec<SigningKey>,
+    /// Owner 0's device identity key, which binds owner 0's one-time key.
+    identity: SigningKey,
+    /// The certificates of one-time keys 1 and 2, in that order.
+    certificates: Vec<KeyCertificate>,
+    binding: KeyBinding,
+    /// The token after 0, 1 and 2 hops: owner 0, then owner 1 at nonce A, then owner 2 at nonce B.
+    tokens: Vec<Token>,
+    /// Owner 0's second transfer of the issued token, to owner 2 at nonce C.
+    branch: Token,
+}
+
+fn scenario() -> Scenario {
+    let issuing = deterministic_key("issuing", 0);
+    let certifying = deterministic_key("certifying", 0);
+    let one_time: Vec<SigningKey> = (0..3).map(|i| deterministic_key("one-time", i)).collect();
+    let identity = deterministic_key("identity", 0);
+    let public = |key: &SigningKey| key.verifying_key().to_bytes();
+    let certificates: Vec<KeyCertificate> = one_time[1..]
+        .iter()
+        .map(|key| KeyCertificate::sign(public(key), PERIOD, &certifying))
+        .collect();
+    let binding = KeyBinding::sign(&identity, public(&one_time[0]));
+    let issued = Token::issued(Issuance::sign(&issuing, SERIAL, public(&one_time[0])));
+    let once = issued.transfer(&one_time[0], certificates[0], NONCE_A).unwrap();
+    let twice = once.transfer(&one_time[1], certificates[1], NONCE_B).unwrap();
+    let branch = issued.transfer(&one_time[0], certificates[1], NONCE_C).unwrap();
+    Scenario {
+        issuing,
+        certifying,
+        one_time,
+        identity,
+        certificates,
+        binding,
+        tokens: vec![issued, once, twice],
+        branch,
+    }
+}
+
+fn encoded(encode: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode(&mut out);
+    out
+}
+
+/// What hop `index` (from 1) of `token` signs.
+fn hop_signing_bytes(token: &Token, index: usize) -> Vec<u8> {
+    let hop = &token.hops[index - 1];
+    Hop::signing_bytes(&token.links()[index - 1], index as u8, &hop.next_owner, &hop.nonce)
+}
+
+/// One named value of the scenario.
+struct Vector {
+    name: String,
+    description: String,
+    bytes: Vec<u8>,
+}
+
+/// Every vector, in the order the format document reads.
+fn vectors(s: &Scenario) -> Vec<Vector> {
+    let mut vectors = Vec::new();
+    let mut put = |name: String, description: String, bytes: &[u8]| {
+        vectors.push(Vector {
+            name,
+            description,
+            bytes: bytes.to_vec(),
+        });
+    };
+    let mut put_key = |name: &str, label: &str, n: u64, role: &str, key: &SigningKey| {
+        put(
+            format!("{name}_seed"),
+            format!("Ed25519 secret key (seed) of deterministic_key(\"{label}\", {n}): {role}"),
+            &key.to_bytes(),
+        );
+        put(
+            format!("{name}_public_key"),
+            format!("{role}: public key"),
+            key.verifying_key().as_bytes(),
+        );
+    };
+    put_key(
+        "issuing",
+        "issuing",
+        0,
+        &format!("the issuing key, denomination {DENOMINATION}"),
+        &s.issuing,
+    );
+    put_key(
+        "certifying",
+        "certifying",
+        0,
+        &format!("the certifying key of period {PERIOD}"),
+        &s.certifying,
+    );
+    for (i, key) in s.one_time.iter().enumerate() {
+        put_key(
+            &format!("one_time[{i}]"),
+            "one-time",
+            i as u64,
+            &format!("owner {i}'s one-time key"),
+            key,
+        );
+    }
+    put_key("identity", "identity", 0, "owner 0's device identity key", &s.identity);
+    put_certificates_and_binding(&mut put, s);
+    put_statements(&mut put, s);
+    let held = [
+        "the issued token, no hops: owner 0's",
+        "the token after hop 1: owner 1's",
+        "the token after hops 1 and 2: owner 2's",
+    ];
+    for (hops, (token, held)) in s.tokens.iter().zip(held).enumerate() {
+        put(format!("token[{hops}]"), held.into(), &encoded(|o| token.encode_to(o)));
+    }
+    put(
+        "branch_token".into(),
+        "the token after owner 0's second transfer, to owner 2 at nonce cc..cc: one hop".into(),
+        &encoded(|o| s.branch.encode_to(o)),
+    );
+    vectors
+}
+
+fn put_certificates_and_binding(put: &mut impl FnMut(String, String, &[u8]), s: &Scenario) {
+    let certifying = s.certifying.verifying_key().to_bytes();
+    for (i, certificate) in [1, 2].into_iter().zip(&s.certificates) {
+        put(
+            format!("key_certificate_signing_bytes[{i}]"),
+            format!(
+                "what the certifying key signs to certify one_time[{i}] for period {PERIOD}: \
+                 \"specie/offline/key-certificate/v1\" || 01 || certifying key || key || period"
+            ),
+            &KeyCertificate::signing_bytes(&certifying, &certificate.key, certificate.period),
+        );
+        put(
+            format!("key_certificate[{i}]"),
+            format!("one_time[{i}]'s key certificate: key || period || signature"),
+            &encoded(|o| certificate.encode_to(o)),
+        );
+    }
+    put(
+        "key_binding_signing_bytes".into(),
+        "what the identity key signs to bind one_time[0]: \"specie/offline/key-binding/v1\" || 01 || identity || key"
+            .into(),
+        &KeyBinding::signing_bytes(&s.binding.identity, &s.binding.key),
+    );
+    put(
+        "key_binding_signature".into(),
+        "the identity key's signature of key_binding_signing_bytes".into(),
+        &s.binding.signature,
+    );
+}
+
+fn put_statements(put: &mut impl FnMut(String, String, &[u8]), s: &Scenario) {
+    let twice = &s.tokens[2];
+    put(
+        "issuance_signing_bytes".into(),
+        "what the issuing key signs: \"specie/offline/issue/v1\" || 01 || issuing key || serial 00..0f || one_time[0]"
+            .into(),
+        &twice.issuance.signing_bytes(),
+    );
+    let links = twice.links();
+    put(
+        "link[0]".into(),
+        "SHA-256 of issuance_signing_bytes: the token's first link".into(),
+        &links[0],
+    );
+    let hops = [(1, 0, "aa..aa"), (2, 1, "bb..bb")];
+    for (index, owner, nonce) in hops {
+        put(
+            format!("transfer_signing_bytes[{index}]"),
+            format!(
+                "what owner {owner} signs to pass the token on as hop {index}: \"specie/offline/transfer/v1\" || 01 || \
+                 link[{owner}] || {index:02x} || one_time[{index}] || period || nonce {nonce}"
+            ),
+            &hop_signing_bytes(twice, index),
+        );
+        put(
+            format!("link[{index}]"),
+            format!("SHA-256 of transfer_signing_bytes[{index}]"),
+            &links[index],
+        );
+    }
+    put(
+        "branch_signing_bytes".into(),
+        "what owner 0 signs to pass the token on a second time, to one_time[2] at nonce cc..cc: another child of link[0]"
+            .into(),
+        &hop_signing_bytes(&s.branch, 1),
+    );
+    put(
+        "branch_link".into(),
+        "SHA-256 of branch_signing_bytes".into(),
+        &s.branch.links()[1],
+    );
+}
+
+/// The file's text: one vector a line, fields in reading order (serde_json would sort them).
+fn vectors_text(vectors: &[Vector]) -> String {
+    let quoted = |text: &str| serde_json::to_string(text).expect("a string serializes");
+    let lines: Vec<String> = vectors
+        .iter()
+        .map(|v| {
+            format!(
+                "    {{\"name\": {}, \"description\": {}, \"hex\": \"{}\"}}",
+                quoted(&v.name),
+                quoted(&v.description),
+                hex::encode(&v.bytes)
+            )
+        })
+        .collect();
+    format!(
+        "{{\n  \"description\": {},\n  \"vectors\": [\n{}\n  ]\n}}\n",
+        quoted(FILE_DESCRIPTION),
+        lines.join(",\n")
+    )
+}
+
+const FILE_DESCRIPTION: &str = "Test vectors of docs/offline-format.md, generated and checked by \
+     crates/offline/specie-offline/tests/vectors.rs; keys from deterministic_key, Ed25519 signatures (deterministic)";
+
+/// The stored vectors, by name, as bytes.
+fn stored_bytes(stored: &Value, name: &str) -> Vec<u8> {
+    let vector = stored["vectors"]
+        .as_array()
+        .expect("a vectors array")
+        .iter()
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("no vector {name}"));
+    hex::decode(vector["hex"].as_str().expect("hex")).expect("valid hex")
+}
+
+fn stored_array<const N: usize>(stored: &Value, name: &str) -> [u8; N] {
+    stored_bytes(stored, name)
+        .try_into()
+        .unwrap_or_else(|_| panic!("{name} is {N} bytes"))
+}
+
+/// The stored file's text, read once; written first from the code if `SPECIE_WRITE_VECTORS=1`
+/// (once, so that the tests, which run in parallel, all read the new file).
+fn stored_text() -> &'static str {
+    static STORED: OnceLock<String> = OnceLock::new();
+    STORED.get_or_init(|| {
+        let path = vectors_path();
+        if std::env::var_os(WRITE_VECTORS_ENV).is_some_and(|v| v == "1") {
+            std::fs::write(&path, vectors_text(&vectors(&scenario()))).unwrap();
+        }
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    })
+}
+
+fn stored() -> Value {
+    serde_json::from_str(stored_text()).expect("the vectors file is JSON")
+}
+
+#[test]
+fn the_encodings_match_the_stored_vectors() {
+    let expected = vectors(&scenario());
+    let stored = stored();
+    for vector in &expected {
+        assert_eq!(
+            hex::encode(stored_bytes(&stored, &vector.name)),
+            hex::encode(&vector.bytes),
+            "vector {}: the code's bytes differ from docs/offline-vectors.json (regenerate with \
+             {WRITE_VECTORS_ENV}=1 only for a deliberate format change)",
+            vector.name
+        );
+    }
+    assert_eq!(
+        stored_text(),
+        vectors_text(&expected),
+        "docs/offline-vectors.json has other vectors or descriptions than the code makes"
+    );
+}
+
+/// Decodes exactly and checks that re-encoding gives the stored bytes back.
+fn round_trip<T>(
+    stored: &Value,
+    name: &str,
+    bytes_max: usize,
+    decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
+    encode: impl FnOnce(&T, &mut Vec<u8>),
+) -> T {
+    let bytes = stored_bytes(stored, name);
+    let value = decode_exact("vector", &bytes, bytes_max, decode).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(encoded(|o| encode(&value, o)), bytes, "{name} re-encodes to its bytes");
+    value
+}
+
+/// A payee's key ring, from the stored public keys only.
+fn stored_ring(stored: &Value) -> KeyRing {
+    let mut ring = KeyRing::default();
+    ring.add_issuing_key(stored_array(stored, "issuing_public_key"), DENOMINATION)
+        .unwrap();
+    ring.add_certifying_key(PERIOD, stored_array(stored, "certifying_public_key"))
+        .unwrap();
+    ring
+}
+
+#[test]
+fn the_stored_keys_certificates_and_binding_decode_and_check() {
+    let stored = &stored();
+    let ring = stored_ring(stored);
+    let certifying = stored_array(stored, "certifying_public_key");
+    for i in [1, 2] {
+        let certificate = round_trip(
+            stored,
+            &format!("key_certificate[{i}]"),
+            CERTIFIED_KEY_BYTES,
+            KeyCertificate::decode_from,
+            KeyCertificate::encode_to,
+        );
+        let key: [u8; 32] = stored_array(stored, &format!("one_time[{i}]_public_key"));
+        assert_eq!((certificate.key, certificate.period), (key, PERIOD));
+        assert_eq!(
+            KeyCertificate::signing_bytes(&certifying, &certificate.key, certificate.period),
+            stored_bytes(stored, &format!("key_certificate_signing_bytes[{i}]"))
+        );
+        assert_eq!(certificate.check(&ring).map(|k| k.to_bytes()), Ok(key));
+    }
+    let binding = KeyBinding {
+        identity: stored_array(stored, "identity_public_key"),
+        key: stored_array(stored, "one_time[0]_public_key"),
+        signature: stored_array(stored, "key_binding_signature"),
+    };
+    assert_eq!(
+        KeyBinding::signing_bytes(&binding.identity, &binding.key),
+        stored_bytes(stored, "key_binding_signing_bytes")
+    );
+    assert_eq!(binding.check(), Ok(()), "the identity key bound owner 0's one-time key");
+    for name in [
+        "issuing",
+        "certifying",
+        "one_time[0]",
+        "one_time[1]",
+        "one_time[2]",
+        "identity",
+    ] {
+        let seed: [u8; 32] = stored_array(stored, &format!("{name}_seed"));
+        assert_eq!(
+            SigningKey::from_bytes(&seed).verifying_key().to_bytes(),
+            stored_array(stored, &format!("{name}_public_key")),
+            "{name}: the public key is the seed's"
+        );
+    }
+}
+
+#[test]
+fn the_stored_tokens_decode_re_encode_and_verify_as_a_payee_verifies_them() {
+    let stored = &stored();
+    let s = scenario();
+    let ring = stored_ring(stored);
+    let stored_links: Vec<[u8; 32]> = (0..3).map(|i| stored_array(stored, &format!("link[{i}]"))).collect();
+    let mut signing_bytes = vec![stored_bytes(stored, "issuance_signing_bytes")];
+    signing_bytes.extend((1..3).map(|i| stored_bytes(stored, &format!("transfer_signing_bytes[{i}]"))));
+    for (statement, link) in signing_bytes.iter().zip(&stored_links) {
+        assert_eq!(
+            Sha256::digest(statement).as_slice(),
+            link,
+            "a link is SHA-256 of the signing bytes"
+        );
+    }
+    for hops in 0..3 {
+        let name = format!("token[{hops}]");
+        let token = round_trip(stored, &name, TOKEN_BYTES_MAX, Token::decode_from, Token::encode_to);
+        assert_eq!(token, s.tokens[hops]);
+        assert_eq!(token.hops.len(), hops);
+        assert_eq!(token.issuance.signing_bytes(), signing_bytes[0]);
+        assert_eq!(token.links(), stored_links[..=hops]);
+        for (index, statement) in signing_bytes.iter().enumerate().take(hops + 1).skip(1) {
+            assert_eq!(&hop_signing_bytes(&token, index), statement, "{name} hop {index}");
+        }
+        assert_eq!(
+            token.verify(&ring),
+            Ok(Verified {
+                denomination: DENOMINATION,
+                owner: stored_array(stored, &format!("one_time[{hops}]_public_key")),
+                link: stored_links[hops],
+            }),
+            "{name}"
+        );
+    }
+    let token = round_trip(
+        stored,
+        "token[2]",
+        TOKEN_BYTES_MAX,
+        Token::decode_from,
+        Token::encode_to,
+    );
+    for (hop, i) in token.hops.iter().zip([1, 2]) {
+        let certificate = stored_bytes(stored, &format!("key_certificate[{i}]"));
+        assert_eq!(
+            encoded(|o| hop.next_owner.encode_to(o)),
+            certificate,
+            "hop {i} carries it"
+        );
+    }
+    assert_eq!((token.hops[0].nonce, token.hops[1].nonce), (NONCE_A, NONCE_B));
+}
+
+/// The double spend: owner 0 signed two different children of `link[0]`, the transfer to owner 1
+/// and the branch to owner 2; each token alone verifies offline.
+#[test]
+fn the_stored_branch_is_a_second_child_of_the_issuance_signed_by_owner_0() {
+    let stored = &stored();
+    let ring = stored_ring(stored);
+    let branch = round_trip(
+        stored,
+        "branch_token",
+        TOKEN_BYTES_MAX,
+        Token::decode_from,
+        Token::encode_to,
+    );
+    assert_eq!(branch, scenario().branch);
+    let branch_link: [u8; 32] = stored_array(stored, "branch_link");
+    let branch_bytes = stored_bytes(stored, "branch_signing_bytes");
+    assert_eq!(hop_signing_bytes(&branch, 1), branch_bytes);
+    assert_eq!(Sha256::digest(&branch_bytes).as_slice(), branch_link);
+    assert_eq!(
+        branch.links(),
+        [stored_array(stored, "link[0]"), branch_link],
+        "the branch starts at the issuance"
+    );
+    assert_ne!(branch_link, stored_array::<32>(stored, "link[1]"));
+    assert_eq!(branch.hops[0].nonce, NONCE_C);
+    assert_eq!(
+        branch.verify(&ring),
+        Ok(Verified {
+            denomination: DENOMINATION,
+            owner: stored_array(stored, "one_time[2]_public_key"),
+            link: branch_link,
+        })
+    );
+    let first_transfer = stored_bytes(stored, "transfer_signing_bytes[1]");
+    // Both children sign the same previous link, at the same index: byte 26 is the version, then
+    // the link (27..59) and the index (59).
+    assert_eq!(first_transfer[..60], branch_bytes[..60]);
+    assert_ne!(first_transfer, branch_bytes);
+}
