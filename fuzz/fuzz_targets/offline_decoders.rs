@@ -1,0 +1,87 @@
+//! Feeds arbitrary bytes to the decoders of offline cash's signed vocabulary (`specie_offline`,
+//! the format of `docs/offline-format.md`): token and key certificate, each through
+//! `decode_exact`. Every input goes to both.
+//!
+//! Nothing may panic; whatever decodes must re-encode to exactly the input (each format has one
+//! encoding); and what a payee then checks (`Token::verify`, `KeyCertificate::check`) must not
+//! panic either, and what it accepts must be consistent with the token's own chain. The payee's
+//! key ring is the vectors' (`docs/offline-vectors.json`: `deterministic_key("issuing", 0)` for
+//! denomination 100, `deterministic_key("certifying", 0)` for period 7), so that inputs grown
+//! from the vectors reach the signature checks.
+
+#![no_main]
+
+use std::sync::OnceLock;
+
+use libfuzzer_sys::fuzz_target;
+use specie_codec::{DecodeError, Reader};
+use specie_offline::{decode_exact, deterministic_key, KeyCertificate, KeyRing, Token, HOPS_MAX, HOP_BYTES};
+
+/// Above the largest token (`TOKEN_BYTES_MAX`, 5,906 bytes), so that the size check is not what
+/// refuses a valid input: the decoder bounds the hop count before allocating anyway.
+const INPUT_BYTES_MAX: usize = 1 << 14;
+/// The vectors' denomination and certificate period.
+const DENOMINATION: u64 = 100;
+const PERIOD: u32 = 7;
+
+fn vectors_ring() -> &'static KeyRing {
+    static RING: OnceLock<KeyRing> = OnceLock::new();
+    RING.get_or_init(|| {
+        let mut ring = KeyRing::default();
+        let issuing = deterministic_key("issuing", 0).verifying_key().to_bytes();
+        ring.add_issuing_key(issuing, DENOMINATION).expect("a valid key");
+        let certifying = deterministic_key("certifying", 0).verifying_key().to_bytes();
+        ring.add_certifying_key(PERIOD, certifying).expect("a valid key");
+        ring
+    })
+}
+
+/// Decodes all of `data` as one `T`; if that succeeds, asserts the encoding is `data` again.
+fn decode_canonical<T>(
+    what: &'static str,
+    data: &[u8],
+    decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
+    encode: impl FnOnce(&T, &mut Vec<u8>),
+) -> Option<T> {
+    let value = decode_exact(what, data, INPUT_BYTES_MAX, decode).ok()?;
+    let mut encoded = Vec::with_capacity(data.len());
+    encode(&value, &mut encoded);
+    assert_eq!(encoded, data, "a decoded {what} re-encodes to its input");
+    Some(value)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let ring = vectors_ring();
+
+    if let Some(token) = decode_canonical("token", data, Token::decode_from, Token::encode_to) {
+        assert!(token.hops.len() <= HOPS_MAX);
+        assert_eq!(data.len(), 146 + token.hops.len() * HOP_BYTES);
+        let links = token.links();
+        assert_eq!(links.len(), token.hops.len() + 1);
+        if let Ok(verified) = token.verify(ring) {
+            assert_eq!(verified.denomination, DENOMINATION);
+            assert_eq!(&verified.owner, token.owner());
+            assert_eq!(Some(&verified.link), links.last());
+            // Every new owner's certificate checks on its own too.
+            for hop in &token.hops {
+                assert_eq!(
+                    hop.next_owner.check(ring).map(|key| key.to_bytes()),
+                    Ok(hop.next_owner.key)
+                );
+            }
+        }
+    }
+
+    let certificate = decode_canonical(
+        "key certificate",
+        data,
+        KeyCertificate::decode_from,
+        KeyCertificate::encode_to,
+    );
+    if let Some(certificate) = certificate {
+        if let Ok(key) = certificate.check(ring) {
+            assert_eq!(key.to_bytes(), certificate.key);
+            assert_eq!(certificate.period, PERIOD);
+        }
+    }
+});
