@@ -15,12 +15,13 @@ VERSION = bytes([1])
 DENOMINATION, PERIOD = 100, 7
 SERIAL = bytes(range(16))
 NONCE_A, NONCE_B, NONCE_C = b"\xaa" * 16, b"\xbb" * 16, b"\xcc" * 16
-ISSUE, TRANSFER = b"specie/offline/issue/v1", b"specie/offline/transfer/v1"
+ISSUE, TRANSFER, DEPOSIT = b"specie/offline/issue/v1", b"specie/offline/transfer/v1", b"specie/offline/deposit/v1"
 KEY_CERTIFICATE, KEY_BINDING = b"specie/offline/key-certificate/v1", b"specie/offline/key-binding/v1"
-# §2: the four domains share "specie/offline/" (15 bytes) and differ at byte 15, the two key
+INSTRUCTION, NONCE_D = b"\x11" * 32, b"\xdd" * 16
+# §2: the five domains share "specie/offline/" (15 bytes) and differ at byte 15, the two key
 # domains (sharing "specie/offline/key-") at byte 19.
-assert (len(ISSUE), len(TRANSFER), len(KEY_CERTIFICATE), len(KEY_BINDING)) == (23, 26, 33, 29)
-assert {d[15:16] for d in (ISSUE, TRANSFER, KEY_CERTIFICATE)} == {b"i", b"t", b"k"}
+assert (len(ISSUE), len(TRANSFER), len(DEPOSIT), len(KEY_CERTIFICATE), len(KEY_BINDING)) == (23, 26, 25, 33, 29)
+assert {d[15:16] for d in (ISSUE, TRANSFER, DEPOSIT, KEY_CERTIFICATE)} == {b"i", b"t", b"d", b"k"}
 assert (KEY_CERTIFICATE[:19], KEY_CERTIFICATE[19:20], KEY_BINDING[19:20]) == (KEY_BINDING[:19], b"c", b"b")
 
 v = {x["name"]: bytes.fromhex(x["hex"]) for x in json.load(open(sys.argv[1] if len(sys.argv) > 1 else "docs/offline-vectors.json"))["vectors"]}
@@ -91,7 +92,14 @@ assert branch == get("branch_signing_bytes")
 branch_link = sha256(branch)
 assert branch_link == get("branch_link") and branch_link != link[1]
 
-# Tokens (§7): 01 || issuing key || serial || first owner || issuance signature || hop count (u8)
+# Deposit (§7): domain || 01 || last link || index (u8) || instruction hash || nonce (107 bytes),
+# signed by owner 2 on the 2-hop token's last link, as its third statement after the issuance.
+deposit = DEPOSIT + VERSION + link[2] + bytes([3]) + INSTRUCTION + NONCE_D
+assert len(deposit) == 107 and deposit == get("deposit_signing_bytes")
+assert sha256(deposit) == get("deposit_link")
+signed_by(secrets["one_time[2]"], deposit, get("deposit_signature"))
+
+# Tokens (§8): 01 || issuing key || serial || first owner || issuance signature || hop count (u8)
 # || hops, each certificate (100) || nonce (16) || owner's signature (64): 146 + 180·h bytes.
 def check_token(name, hops):
     """hops: (certificate, nonce, signer's secret, statement) of each hop, in order."""
