@@ -234,7 +234,7 @@ impl Token {
     /// The canonical encoding: version, issuance (issuing key, serial, first owner, signature),
     /// hop count (`u8`), hops.
     pub fn encode_to(&self, out: &mut Vec<u8>) {
-        debug_assert!(self.hops.len() <= HOPS_MAX, "a token never grows past HOPS_MAX");
+        assert!(self.hops.len() <= HOPS_MAX, "a token never grows past HOPS_MAX");
         out.push(ENCODING_VERSION);
         let issuance = &self.issuance;
         out.extend_from_slice(&issuance.issuing_key);
