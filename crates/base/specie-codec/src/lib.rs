@@ -287,6 +287,18 @@ impl<'a> Reader<'a> {
         self.read_bytes(what, len)
     }
 
+    /// Reads a version byte, refusing any but `supported`.
+    pub fn read_version(&mut self, what: &'static str, supported: u8) -> Result<(), DecodeError> {
+        match self.read_u8(what)? {
+            version if version == supported => Ok(()),
+            version => Err(DecodeError::UnsupportedVersion {
+                what,
+                version,
+                supported,
+            }),
+        }
+    }
+
     /// Succeeds only if every byte was consumed.
     pub fn finish(self) -> Result<(), DecodeError> {
         match self.remaining() {

@@ -13,11 +13,6 @@
 //!
 //! An honest authority never signs either pair, so the evidence never convicts an honest one.
 
-use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
-use curve25519_dalek::scalar::Scalar;
-use curve25519_dalek::traits::IsIdentity;
-use ed25519_dalek::{Signature, VerifyingKey};
-use sha2::{Digest, Sha512};
 use specie_codec::{put_u32, DecodeError, Reader};
 use thiserror::Error;
 
@@ -86,7 +81,7 @@ impl BrokenPromise {
         ];
         if signed
             .iter()
-            .any(|(message, signature)| !verify_cofactored(key, message, signature))
+            .any(|(message, signature)| !specie_ed25519::verify_cofactored(key, message, signature))
         {
             return Err(EvidenceError::BadSignature { authority });
         }
@@ -176,7 +171,7 @@ impl DoubleVote {
                 round: vote.round,
                 order_digest: vote.order.digest(),
             };
-            if !verify_cofactored(key, &statement.signing_bytes(), &vote.signature) {
+            if !specie_ed25519::verify_cofactored(key, &statement.signing_bytes(), &vote.signature) {
                 return Err(EvidenceError::BadSignature {
                     authority: self.authority,
                 });
@@ -330,32 +325,6 @@ fn write_signed_vote(vote: &SignedVote, out: &mut Vec<u8>) {
     out.push(vote.kind as u8);
     put_u32(out, vote.round);
     out.extend_from_slice(&vote.signature);
-}
-
-/// Ed25519's cofactored verification, `[8]([s]B − R − [k]A) = 0` with `k = SHA-512(R ‖ A ‖ M)`
-/// and `s` canonical, which accepts every signature that verifies strictly and, but for a
-/// negligible chance, every one that a certificate's batch verification accepts. Strict
-/// verification would not do for evidence: a signer can put a small-order component into its
-/// nonce point R (or its committee key), which the batch equation's random multipliers cancel
-/// about half the time and which strict verification always refuses. Such a signer could sign
-/// two certified conflicting orders and still not be convicted. Forging a signature that this
-/// equation accepts is as hard as forging one that verifies strictly, so it frames no one.
-fn verify_cofactored(key: &VerifyingKey, message: &[u8], signature: &[u8; SIGNATURE_BYTES]) -> bool {
-    let signature = Signature::from_bytes(signature);
-    let Some(s) = Option::<Scalar>::from(Scalar::from_canonical_bytes(*signature.s_bytes())) else {
-        return false;
-    };
-    let Some(nonce_point) = CompressedEdwardsY(*signature.r_bytes()).decompress() else {
-        return false;
-    };
-    let k = Scalar::from_hash(
-        Sha512::new()
-            .chain_update(signature.r_bytes())
-            .chain_update(key.as_bytes())
-            .chain_update(message),
-    );
-    let difference = EdwardsPoint::vartime_double_scalar_mul_basepoint(&-k, &key.to_edwards(), &s) - nonce_point;
-    difference.mul_by_cofactor().is_identity()
 }
 
 fn read_signed_vote(reader: &mut Reader<'_>) -> Result<SignedVote, DecodeError> {

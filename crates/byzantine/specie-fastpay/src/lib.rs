@@ -31,7 +31,6 @@ pub use ed25519_dalek::{SigningKey, VerifyingKey};
 /// Decodes exactly one value from all of some bytes, refusing more than a bound up front.
 pub use specie_codec::decode_bounded as decode_exact;
 
-use sha2::{Digest, Sha256};
 use specie_codec::{DecodeError, Reader};
 
 /// The first byte of every encoding in this crate.
@@ -41,26 +40,13 @@ pub const PUBLIC_KEY_BYTES: usize = 32;
 pub const SIGNATURE_BYTES: usize = 64;
 
 fn read_version(reader: &mut Reader<'_>, what: &'static str) -> Result<(), DecodeError> {
-    match reader.read_u8(what)? {
-        ENCODING_VERSION => Ok(()),
-        version => Err(DecodeError::UnsupportedVersion {
-            what,
-            version,
-            supported: ENCODING_VERSION,
-        }),
-    }
+    reader.read_version(what, ENCODING_VERSION)
 }
 
 /// A signing key derived from a label and a number: for demos, simulations and tests, where
 /// every run must produce the same keys. Never for real accounts or authorities.
 pub fn deterministic_key(label: &str, n: u64) -> SigningKey {
-    let seed: [u8; 32] = Sha256::new()
-        .chain_update(b"specie/fastpay/deterministic-key/")
-        .chain_update(label.as_bytes())
-        .chain_update(n.to_le_bytes())
-        .finalize()
-        .into();
-    SigningKey::from_bytes(&seed)
+    specie_ed25519::deterministic_key(b"specie/fastpay/deterministic-key/", label, n)
 }
 
 #[cfg(test)]

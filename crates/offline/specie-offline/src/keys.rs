@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use specie_codec::{put_u32, DecodeError, Reader};
+use specie_ed25519::PublicKeyError;
 use thiserror::Error;
 
 use crate::{ENCODING_VERSION, PUBLIC_KEY_BYTES, SIGNATURE_BYTES};
@@ -44,11 +45,10 @@ pub enum KeyError {
 
 /// The key `bytes` encode, refused if it does not decompress or is of small order.
 pub fn check_public_key(bytes: &PublicKey) -> Result<VerifyingKey, KeyError> {
-    let key = VerifyingKey::from_bytes(bytes).map_err(|_| KeyError::BadKey)?;
-    if key.is_weak() {
-        return Err(KeyError::WeakKey);
-    }
-    Ok(key)
+    specie_ed25519::check_public_key(bytes).map_err(|error| match error {
+        PublicKeyError::NotAPoint => KeyError::BadKey,
+        PublicKeyError::Weak => KeyError::WeakKey,
+    })
 }
 
 /// The authority's statement that `key` is a one-time key of a registered device, good for
