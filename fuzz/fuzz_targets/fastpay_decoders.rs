@@ -20,8 +20,8 @@ use libfuzzer_sys::fuzz_target;
 use specie_codec::{DecodeError, Reader};
 use specie_committee::http_api::Proposal;
 use specie_fastpay::{
-    decode_exact, deterministic_key, AccountKey, Allowed, Certificate, Committee, DoubleVote, Evidence, Justification,
-    Recipient, SignedOrder, SignedRoundChange, SignedRoundRequest, TransferOrder, Vote, VoteKind, VoteStatement,
+    deterministic_key, AccountKey, Allowed, Certificate, Committee, DoubleVote, Evidence, Justification, Recipient,
+    SignedOrder, SignedRoundChange, SignedRoundRequest, TransferOrder, Vote, VoteKind, VoteStatement,
 };
 
 /// Above the largest encoding any decoder but the justification's accepts (an evidence file of
@@ -56,18 +56,14 @@ fn vectors_transfer() -> &'static SignedOrder {
     })
 }
 
-/// Decodes all of `data` as one `T`; if that succeeds, asserts the encoding is `data` again.
+/// Decodes all of `data` as one `T`; if that succeeds, the encoding must be `data` again.
 fn decode_canonical<T>(
     what: &'static str,
     data: &[u8],
     decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
     encode: impl FnOnce(&T, &mut Vec<u8>),
 ) -> Option<T> {
-    let value = decode_exact(what, data, INPUT_BYTES_MAX, decode).ok()?;
-    let mut encoded = Vec::with_capacity(data.len());
-    encode(&value, &mut encoded);
-    assert_eq!(encoded, data, "a decoded {what} re-encodes to its input");
-    Some(value)
+    specie_vectors::decode_canonical(data, INPUT_BYTES_MAX, decode, encode).unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -8,11 +8,11 @@ use std::sync::OnceLock;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::Value;
-use specie_codec::{DecodeError, Reader};
 use specie_fastpay::{
     decode_exact, Certificate, Committee, Evidence, Justification, RoundRequest, SignedOrder, SignedRoundChange,
     SignedRoundRequest, Vote, ENCODING_VERSION,
 };
+use specie_vectors::{decode_canonical, mutate, single_byte_changes, Mutation};
 
 /// Above every valid encoding these tests make, so that only the decoders refuse.
 const INPUT_BYTES_MAX: usize = 1 << 16;
@@ -73,60 +73,62 @@ fn committee() -> &'static Committee {
         .get_or_init(|| decode_exact("committee", &seed_bytes()[0], INPUT_BYTES_MAX, Committee::decode_from).unwrap())
 }
 
-/// Decodes all of `bytes`; on success, the encoding must be `bytes` again.
-fn decode_canonical<T>(
-    bytes: &[u8],
-    decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
-    encode: impl FnOnce(&T, &mut Vec<u8>),
-) -> Result<Option<T>, TestCaseError> {
-    let Ok(value) = decode_exact("input", bytes, INPUT_BYTES_MAX, decode) else {
-        return Ok(None);
-    };
-    let mut encoded = Vec::new();
-    encode(&value, &mut encoded);
-    prop_assert_eq!(encoded, bytes, "what decodes re-encodes to its input");
-    Ok(Some(value))
-}
-
 /// Feeds `bytes` to every decoder and runs a verifier's checks on what decodes; returns the
 /// decoders that accepted it.
 fn feed_every_decoder(bytes: &[u8]) -> Result<Vec<Decoder>, TestCaseError> {
     let mut accepted = Vec::new();
-    if decode_canonical(bytes, Committee::decode_from, Committee::encode_to)?.is_some() {
+    if decode_canonical(bytes, INPUT_BYTES_MAX, Committee::decode_from, Committee::encode_to)?.is_some() {
         accepted.push(Decoder::Committee);
     }
-    if let Some(order) = decode_canonical(bytes, SignedOrder::decode_from, SignedOrder::encode_to)? {
+    if let Some(order) = decode_canonical(bytes, INPUT_BYTES_MAX, SignedOrder::decode_from, SignedOrder::encode_to)? {
         let _ = order.check();
         accepted.push(Decoder::SignedOrder);
     }
-    if let Some(vote) = decode_canonical(bytes, Vote::decode_from, Vote::encode_to)? {
+    if let Some(vote) = decode_canonical(bytes, INPUT_BYTES_MAX, Vote::decode_from, Vote::encode_to)? {
         let _ = vote.check(committee(), &vote.statement);
         accepted.push(Decoder::Vote);
     }
-    if let Some(certificate) = decode_canonical(bytes, Certificate::decode_from, Certificate::encode_to)? {
+    if let Some(certificate) =
+        decode_canonical(bytes, INPUT_BYTES_MAX, Certificate::decode_from, Certificate::encode_to)?
+    {
         let _ = certificate.check(committee());
         let _ = certificate.check_lock(committee());
         accepted.push(Decoder::Certificate);
     }
-    if let Some(evidence) = decode_canonical(bytes, Evidence::decode_from, Evidence::encode_to)? {
+    if let Some(evidence) = decode_canonical(bytes, INPUT_BYTES_MAX, Evidence::decode_from, Evidence::encode_to)? {
         if let Ok(convicted) = evidence.convicted() {
             prop_assert!(convicted.windows(2).all(|pair| pair[0] < pair[1]));
         }
         accepted.push(Decoder::Evidence);
     }
-    let decoded = decode_canonical(bytes, SignedRoundRequest::decode_from, SignedRoundRequest::encode_to)?;
+    let decoded = decode_canonical(
+        bytes,
+        INPUT_BYTES_MAX,
+        SignedRoundRequest::decode_from,
+        SignedRoundRequest::encode_to,
+    )?;
     if let Some(request) = decoded {
         let _ = request.check(committee());
         accepted.push(Decoder::SignedRoundRequest);
     }
-    let decoded = decode_canonical(bytes, SignedRoundChange::decode_from, SignedRoundChange::encode_to)?;
+    let decoded = decode_canonical(
+        bytes,
+        INPUT_BYTES_MAX,
+        SignedRoundChange::decode_from,
+        SignedRoundChange::encode_to,
+    )?;
     if let Some(signed) = decoded {
         if let Some(lock) = &signed.lock_certificate {
             let _ = lock.check_lock(committee());
         }
         accepted.push(Decoder::SignedRoundChange);
     }
-    if let Some(justification) = decode_canonical(bytes, Justification::decode_from, Justification::encode_to)? {
+    if let Some(justification) = decode_canonical(
+        bytes,
+        INPUT_BYTES_MAX,
+        Justification::decode_from,
+        Justification::encode_to,
+    )? {
         // Checked for the slot and round of its first change, so that a valid one gets that far.
         if let Some(first) = justification.changes.first() {
             let change = first.change;
@@ -137,55 +139,8 @@ fn feed_every_decoder(bytes: &[u8]) -> Result<Vec<Decoder>, TestCaseError> {
     Ok(accepted)
 }
 
-#[derive(Clone, Debug)]
-enum Mutation {
-    Flip {
-        at: usize,
-        mask: u8,
-    },
-    Insert {
-        at: usize,
-        byte: u8,
-    },
-    Remove {
-        at: usize,
-    },
-    Truncate {
-        at: usize,
-    },
-    /// Overwrites four bytes with a little-endian `u32`: reaches counts and lengths.
-    PutU32 {
-        at: usize,
-        value: u32,
-    },
-}
-
 fn mutation() -> impl Strategy<Value = Mutation> {
-    let value = prop_oneof![0u32..=300, Just(u32::MAX), any::<u32>()];
-    prop_oneof![
-        (any::<usize>(), 1u8..=255).prop_map(|(at, mask)| Mutation::Flip { at, mask }),
-        (any::<usize>(), any::<u8>()).prop_map(|(at, byte)| Mutation::Insert { at, byte }),
-        any::<usize>().prop_map(|at| Mutation::Remove { at }),
-        any::<usize>().prop_map(|at| Mutation::Truncate { at }),
-        (any::<usize>(), value).prop_map(|(at, value)| Mutation::PutU32 { at, value }),
-    ]
-}
-
-fn mutate(bytes: &mut Vec<u8>, mutation: &Mutation) {
-    let len = bytes.len();
-    match *mutation {
-        Mutation::Flip { at, mask } if len > 0 => bytes[at % len] ^= mask,
-        Mutation::Insert { at, byte } => bytes.insert(at % (len + 1), byte),
-        Mutation::Remove { at } if len > 0 => {
-            bytes.remove(at % len);
-        }
-        Mutation::Truncate { at } => bytes.truncate(at % (len + 1)),
-        Mutation::PutU32 { at, value } if len >= 4 => {
-            let at = at % (len - 3);
-            bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
-        }
-        _ => {}
-    }
+    specie_vectors::mutation(prop_oneof![0u32..=300, Just(u32::MAX), any::<u32>()])
 }
 
 /// Any bytes, often starting with the version byte and often of a vote's exact length (136
@@ -227,12 +182,8 @@ const TELLING_BYTES: [u8; 6] = [0, 1, 2, 3, 0x80, 0xff];
 #[test]
 fn every_single_byte_change_of_every_seed_is_refused_or_canonical() {
     for bytes in seed_bytes() {
-        for at in 0..bytes.len() {
-            for value in TELLING_BYTES.into_iter().chain([bytes[at] ^ 1]) {
-                let mut changed = bytes.clone();
-                changed[at] = value;
-                feed_every_decoder(&changed).unwrap_or_else(|e| panic!("byte {at} set to {value:#04x}: {e}"));
-            }
+        for (at, value, changed) in single_byte_changes(bytes, &TELLING_BYTES) {
+            feed_every_decoder(&changed).unwrap_or_else(|e| panic!("byte {at} set to {value:#04x}: {e}"));
         }
     }
 }

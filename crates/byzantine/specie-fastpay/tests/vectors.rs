@@ -17,8 +17,7 @@ use specie_fastpay::{
     CoreAddress, DoubleVote, Evidence, Justification, Recipient, RoundChange, RoundRequest, SignedOrder,
     SignedRoundChange, SignedRoundRequest, SigningKey, TransferOrder, Vote, VoteKind, VoteStatement,
 };
-
-const WRITE_VECTORS_ENV: &str = "SPECIE_WRITE_VECTORS";
+use specie_vectors::{assert_file_matches, encoded, read_or_write, stored_bytes, vectors_text, Vector};
 
 /// Generous: the largest vector (the evidence file) is about 1.2 KiB.
 const VECTOR_BYTES_MAX: usize = 1 << 16;
@@ -173,19 +172,6 @@ fn round_two_justification(
     Justification { changes }
 }
 
-fn encoded(encode: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let mut out = Vec::new();
-    encode(&mut out);
-    out
-}
-
-/// One named value of the scenario.
-struct Vector {
-    name: String,
-    description: String,
-    bytes: Vec<u8>,
-}
-
 /// Every vector, in the order the format document reads.
 fn vectors(s: &Scenario) -> Vec<Vector> {
     let mut vectors = Vec::new();
@@ -332,51 +318,17 @@ fn put_order(put: &mut impl FnMut(String, String, &[u8]), name: &str, descriptio
     );
 }
 
-/// The file's text: one vector a line, fields in reading order (serde_json would sort them).
-fn vectors_text(vectors: &[Vector]) -> String {
-    let quoted = |text: &str| serde_json::to_string(text).expect("a string serializes");
-    let lines: Vec<String> = vectors
-        .iter()
-        .map(|v| {
-            format!(
-                "    {{\"name\": {}, \"description\": {}, \"hex\": \"{}\"}}",
-                quoted(&v.name),
-                quoted(&v.description),
-                hex::encode(&v.bytes)
-            )
-        })
-        .collect();
-    format!(
-        "{{\n  \"description\": {},\n  \"vectors\": [\n{}\n  ]\n}}\n",
-        quoted(FILE_DESCRIPTION),
-        lines.join(",\n")
-    )
-}
-
 const FILE_DESCRIPTION: &str = "Test vectors of docs/byzantine-format.md, generated and checked by \
      crates/byzantine/specie-fastpay/tests/vectors.rs; keys from deterministic_key, Ed25519 signatures (deterministic)";
-
-/// The stored vectors, by name, as bytes.
-fn stored_bytes(stored: &Value, name: &str) -> Vec<u8> {
-    let vector = stored["vectors"]
-        .as_array()
-        .expect("a vectors array")
-        .iter()
-        .find(|v| v["name"] == name)
-        .unwrap_or_else(|| panic!("no vector {name}"));
-    hex::decode(vector["hex"].as_str().expect("hex")).expect("valid hex")
-}
 
 /// The stored file's text, read once; written first from the code if `SPECIE_WRITE_VECTORS=1`
 /// (once, so that the tests, which run in parallel, all read the new file).
 fn stored_text() -> &'static str {
     static STORED: OnceLock<String> = OnceLock::new();
     STORED.get_or_init(|| {
-        let path = vectors_path();
-        if std::env::var_os(WRITE_VECTORS_ENV).is_some_and(|v| v == "1") {
-            std::fs::write(&path, vectors_text(&vectors(&scenario()))).unwrap();
-        }
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        read_or_write(&vectors_path(), || {
+            vectors_text(FILE_DESCRIPTION, &vectors(&scenario()))
+        })
     })
 }
 
@@ -386,21 +338,11 @@ fn stored() -> Value {
 
 #[test]
 fn the_encodings_match_the_stored_vectors() {
-    let expected = vectors(&scenario());
-    let stored = stored();
-    for vector in &expected {
-        assert_eq!(
-            hex::encode(stored_bytes(&stored, &vector.name)),
-            hex::encode(&vector.bytes),
-            "vector {}: the code's bytes differ from docs/byzantine-vectors.json (regenerate with \
-             {WRITE_VECTORS_ENV}=1 only for a deliberate format change)",
-            vector.name
-        );
-    }
-    assert_eq!(
+    assert_file_matches(
         stored_text(),
-        vectors_text(&expected),
-        "docs/byzantine-vectors.json has other vectors or descriptions than the code makes"
+        "docs/byzantine-vectors.json",
+        FILE_DESCRIPTION,
+        &vectors(&scenario()),
     );
 }
 

@@ -9,8 +9,9 @@ use std::sync::OnceLock;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::Value;
-use specie_codec::{DecodeError, Reader};
-use specie_offline::{decode_exact, KeyCertificate, KeyRing, Token, ENCODING_VERSION, TOKEN_BYTES_MAX};
+use specie_codec::Reader;
+use specie_offline::{KeyCertificate, KeyRing, Token, ENCODING_VERSION, TOKEN_BYTES_MAX};
+use specie_vectors::{decode_canonical, mutate, single_byte_changes, Mutation};
 
 /// Above every valid encoding (a token of `HOPS_MAX` hops is `TOKEN_BYTES_MAX` bytes), so that
 /// only the decoders refuse.
@@ -80,26 +81,11 @@ fn ring() -> &'static KeyRing {
     })
 }
 
-/// Decodes all of `bytes`; on success, the encoding must be `bytes` again.
-fn decode_canonical<T>(
-    bytes: &[u8],
-    decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
-    encode: impl FnOnce(&T, &mut Vec<u8>),
-) -> Result<Option<T>, TestCaseError> {
-    let Ok(value) = decode_exact("input", bytes, INPUT_BYTES_MAX, decode) else {
-        return Ok(None);
-    };
-    let mut encoded = Vec::new();
-    encode(&value, &mut encoded);
-    prop_assert_eq!(encoded, bytes, "what decodes re-encodes to its input");
-    Ok(Some(value))
-}
-
 /// Feeds `bytes` to both decoders and runs a payee's checks on what decodes; returns the decoders
 /// that accepted it.
 fn feed_every_decoder(bytes: &[u8]) -> Result<Vec<Decoder>, TestCaseError> {
     let mut accepted = Vec::new();
-    if let Some(token) = decode_canonical(bytes, Token::decode_from, Token::encode_to)? {
+    if let Some(token) = decode_canonical(bytes, INPUT_BYTES_MAX, Token::decode_from, Token::encode_to)? {
         prop_assert!(bytes.len() <= TOKEN_BYTES_MAX);
         if let Ok(verified) = token.verify(ring()) {
             prop_assert!(
@@ -112,7 +98,12 @@ fn feed_every_decoder(bytes: &[u8]) -> Result<Vec<Decoder>, TestCaseError> {
         }
         accepted.push(Decoder::Token);
     }
-    if let Some(certificate) = decode_canonical(bytes, KeyCertificate::decode_from, KeyCertificate::encode_to)? {
+    if let Some(certificate) = decode_canonical(
+        bytes,
+        INPUT_BYTES_MAX,
+        KeyCertificate::decode_from,
+        KeyCertificate::encode_to,
+    )? {
         if let Ok(key) = certificate.check(ring()) {
             prop_assert!(
                 valid_seeds(Decoder::KeyCertificate).any(|seed| seed == bytes),
@@ -125,55 +116,8 @@ fn feed_every_decoder(bytes: &[u8]) -> Result<Vec<Decoder>, TestCaseError> {
     Ok(accepted)
 }
 
-#[derive(Clone, Debug)]
-enum Mutation {
-    Flip {
-        at: usize,
-        mask: u8,
-    },
-    Insert {
-        at: usize,
-        byte: u8,
-    },
-    Remove {
-        at: usize,
-    },
-    Truncate {
-        at: usize,
-    },
-    /// Overwrites four bytes with a little-endian `u32`: reaches certificate periods.
-    PutU32 {
-        at: usize,
-        value: u32,
-    },
-}
-
 fn mutation() -> impl Strategy<Value = Mutation> {
-    let value = prop_oneof![Just(PERIOD), 0u32..=300, Just(u32::MAX), any::<u32>()];
-    prop_oneof![
-        (any::<usize>(), 1u8..=255).prop_map(|(at, mask)| Mutation::Flip { at, mask }),
-        (any::<usize>(), any::<u8>()).prop_map(|(at, byte)| Mutation::Insert { at, byte }),
-        any::<usize>().prop_map(|at| Mutation::Remove { at }),
-        any::<usize>().prop_map(|at| Mutation::Truncate { at }),
-        (any::<usize>(), value).prop_map(|(at, value)| Mutation::PutU32 { at, value }),
-    ]
-}
-
-fn mutate(bytes: &mut Vec<u8>, mutation: &Mutation) {
-    let len = bytes.len();
-    match *mutation {
-        Mutation::Flip { at, mask } if len > 0 => bytes[at % len] ^= mask,
-        Mutation::Insert { at, byte } => bytes.insert(at % (len + 1), byte),
-        Mutation::Remove { at } if len > 0 => {
-            bytes.remove(at % len);
-        }
-        Mutation::Truncate { at } => bytes.truncate(at % (len + 1)),
-        Mutation::PutU32 { at, value } if len >= 4 => {
-            let at = at % (len - 3);
-            bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
-        }
-        _ => {}
-    }
+    specie_vectors::mutation(prop_oneof![Just(PERIOD), 0u32..=300, Just(u32::MAX), any::<u32>()])
 }
 
 /// Any bytes, often starting with the version byte, often of a certificate's exact length (any
@@ -233,15 +177,8 @@ const TELLING_BYTES: [u8; 6] = [0, 1, 2, 7, 0x80, 0xff];
 #[test]
 fn every_single_byte_change_of_every_seed_is_refused_or_fails_its_checks() {
     for bytes in seed_bytes() {
-        for at in 0..bytes.len() {
-            for value in TELLING_BYTES.into_iter().chain([bytes[at] ^ 1]) {
-                if value == bytes[at] {
-                    continue;
-                }
-                let mut changed = bytes.clone();
-                changed[at] = value;
-                feed_every_decoder(&changed).unwrap_or_else(|e| panic!("byte {at} set to {value:#04x}: {e}"));
-            }
+        for (at, value, changed) in single_byte_changes(bytes, &TELLING_BYTES) {
+            feed_every_decoder(&changed).unwrap_or_else(|e| panic!("byte {at} set to {value:#04x}: {e}"));
         }
     }
 }
