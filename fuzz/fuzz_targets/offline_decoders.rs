@@ -1,9 +1,10 @@
 //! Feeds arbitrary bytes to the decoders of offline cash's signed vocabulary (`specie_offline`,
-//! the format of `docs/offline-format.md`): token and key certificate, each through
-//! `decode_exact`. Every input goes to both.
+//! the format of `docs/offline-format.md`): token, key certificate and double-spend evidence, each
+//! through `decode_exact`. Every input goes to all three.
 //!
 //! Nothing may panic; whatever decodes must re-encode to exactly the input (each format has one
-//! encoding); and what a payee then checks (`Token::verify`, `KeyCertificate::check`) must not
+//! encoding); and what a payee then checks (`Token::verify`, `KeyCertificate::check`, and a third
+//! party `DoubleSpend::check`) must not
 //! panic either, and what it accepts must be consistent with the token's own chain. The payee's
 //! key ring is the vectors' (`docs/offline-vectors.json`: `deterministic_key("issuing", 0)` for
 //! denomination 100, `deterministic_key("certifying", 0)` for period 7), so that inputs grown
@@ -15,7 +16,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use specie_codec::{DecodeError, Reader};
-use specie_offline::{deterministic_key, KeyCertificate, KeyRing, Token, HOPS_MAX, HOP_BYTES};
+use specie_offline::{deterministic_key, DoubleSpend, KeyCertificate, KeyRing, Token, HOPS_MAX, HOP_BYTES};
 
 /// Above the largest token (`TOKEN_BYTES_MAX`, 5,906 bytes), so that the size check is not what
 /// refuses a valid input: the decoder bounds the hop count before allocating anyway.
@@ -48,6 +49,10 @@ fn decode_canonical<T>(
 
 fuzz_target!(|data: &[u8]| {
     let ring = vectors_ring();
+
+    if let Some(evidence) = decode_canonical("double spend", data, DoubleSpend::decode_from, DoubleSpend::encode_to) {
+        let _ = evidence.check(&ring);
+    }
 
     if let Some(token) = decode_canonical("token", data, Token::decode_from, Token::encode_to) {
         assert!(token.hops.len() <= HOPS_MAX);

@@ -96,6 +96,8 @@ struct Node {
     owner: PublicKey,
     /// Statements after the issuance that lead here (0 at the issuance).
     index: u8,
+    /// The parent's link and the hop that led here (none at the issuance).
+    from: Option<(Link, Hop)>,
     children: Vec<(Link, SignedMove)>,
 }
 
@@ -131,6 +133,7 @@ pub struct OtherIssuance;
 /// The tree of one token's verified statements, rooted at its issuance.
 #[derive(Clone, Debug)]
 pub struct History {
+    issuance: Issuance,
     root: Link,
     nodes: HashMap<Link, Node>,
 }
@@ -141,12 +144,30 @@ impl History {
         let node = Node {
             owner: issuance.first_owner,
             index: 0,
+            from: None,
             children: Vec::new(),
         };
         History {
+            issuance: *issuance,
             root,
             nodes: HashMap::from([(root, node)]),
         }
+    }
+
+    /// The chain from the issuance to the node `link`, if the tree holds it: the token as its
+    /// owner there held it.
+    pub fn chain_to(&self, link: &Link) -> Option<Token> {
+        let mut hops = Vec::new();
+        let mut at = self.nodes.get(link)?;
+        while let Some((parent, hop)) = &at.from {
+            hops.push(*hop);
+            at = &self.nodes[parent];
+        }
+        hops.reverse();
+        Some(Token {
+            issuance: self.issuance,
+            hops,
+        })
     }
 
     /// Statements the tree holds.
@@ -172,6 +193,7 @@ impl History {
                 self.nodes.entry(child).or_insert(Node {
                     owner: hop.next_owner.key,
                     index: (i + 1) as u8,
+                    from: Some((parent, *hop)),
                     children: Vec::new(),
                 });
             }

@@ -9,11 +9,13 @@
 //! nothing panics.
 
 mod denominations;
+mod evidence;
 mod history;
 mod keys;
 mod token;
 
 pub use denominations::{Denominations, DenominationsError, DENOMINATIONS_MAX};
+pub use evidence::{Convicted, DoubleSpend, EvidenceError, DOUBLE_SPEND_BYTES_MAX};
 pub use history::{Conflict, History, Move, OtherIssuance, Recorded, SignedMove};
 pub use keys::{check_public_key, KeyBinding, KeyCertificate, KeyError, KeyRing, PublicKey, CERTIFIED_KEY_BYTES};
 pub use token::{Hop, Issuance, Link, Token, TokenError, Verified, HOPS_MAX, HOP_BYTES, TOKEN_BYTES_MAX};
