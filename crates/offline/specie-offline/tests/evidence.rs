@@ -5,49 +5,17 @@
 
 use specie_codec::Reader;
 use specie_offline::{
-    decode_exact, DoubleSpend, EvidenceError, History, Issuance, KeyBinding, KeyCertificate, KeyRing, Move, PublicKey,
-    Recorded, SigningKey, Token, TokenError, DOUBLE_SPEND_BYTES_MAX,
+    decode_exact, DoubleSpend, EvidenceError, History, KeyBinding, KeyCertificate, Move, Recorded, Token, TokenError,
+    DOUBLE_SPEND_BYTES_MAX,
 };
 
-const PERIOD: u32 = 5;
+mod issuing_world;
 
-fn key(n: u8) -> SigningKey {
-    SigningKey::from_bytes(&[n; 32])
-}
-
-fn public(n: u8) -> PublicKey {
-    key(n).verifying_key().to_bytes()
-}
+use issuing_world::{key, public, World, PERIOD};
 
 /// One-time key `n` belongs to identity `100 + n`.
 fn binding(n: u8) -> KeyBinding {
     KeyBinding::sign(&key(100 + n), public(n))
-}
-
-struct World {
-    ring: KeyRing,
-    issuing: SigningKey,
-    certifying: SigningKey,
-}
-
-fn world() -> World {
-    let (issuing, certifying) = (key(250), key(251));
-    let mut ring = KeyRing::default();
-    ring.add_issuing_key(issuing.verifying_key().to_bytes(), 20).unwrap();
-    ring.add_certifying_key(PERIOD, certifying.verifying_key().to_bytes())
-        .unwrap();
-    World {
-        ring,
-        issuing,
-        certifying,
-    }
-}
-
-impl World {
-    fn pay(&self, token: &Token, from: u8, to: u8, nonce: u8) -> Token {
-        let certificate = KeyCertificate::sign(public(to), PERIOD, &self.certifying);
-        token.transfer(&key(from), certificate, [nonce; 16]).unwrap()
-    }
 }
 
 fn deposit_of(token: &Token, owner: u8) -> specie_offline::SignedMove {
@@ -63,8 +31,8 @@ fn deposit_of(token: &Token, owner: u8) -> specie_offline::SignedMove {
 /// encoding.
 #[test]
 fn each_conflict_the_tree_finds_is_evidence_that_convicts_its_owner_alone() {
-    let w = world();
-    let alice = Token::issued(Issuance::sign(&w.issuing, [8; 16], public(1)));
+    let w = World::new(20);
+    let alice = w.issue(8, 1);
     let carol = w.pay(&alice, 1, 3, 11);
     let paths = [
         (w.pay(&alice, 1, 2, 10), 2),
@@ -110,8 +78,8 @@ fn each_conflict_the_tree_finds_is_evidence_that_convicts_its_owner_alone() {
 /// his signature, and a binding of another key or a forged chain refuses to check.
 #[test]
 fn evidence_against_an_honest_owner_cannot_be_made() {
-    let w = world();
-    let alice = Token::issued(Issuance::sign(&w.issuing, [8; 16], public(1)));
+    let w = World::new(20);
+    let alice = w.issue(8, 1);
     let bob = w.pay(&alice, 1, 2, 10);
     let bob_pays = Move::Transfer {
         next_owner: KeyCertificate::sign(public(3), PERIOD, &w.certifying),

@@ -6,52 +6,11 @@
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
-use specie_offline::{
-    History, Issuance, KeyCertificate, KeyRing, Move, PublicKey, Recorded, SignedMove, SigningKey, Token,
-};
+use specie_offline::{History, Issuance, Move, PublicKey, Recorded, SignedMove, Token};
 
-const PERIOD: u32 = 3;
+mod issuing_world;
 
-struct World {
-    ring: KeyRing,
-    issuing: SigningKey,
-    certifying: SigningKey,
-}
-
-fn key(n: u8) -> SigningKey {
-    SigningKey::from_bytes(&[n; 32])
-}
-
-fn public(n: u8) -> PublicKey {
-    key(n).verifying_key().to_bytes()
-}
-
-fn world() -> World {
-    let (issuing, certifying) = (key(250), key(251));
-    let mut ring = KeyRing::default();
-    ring.add_issuing_key(issuing.verifying_key().to_bytes(), 100).unwrap();
-    ring.add_certifying_key(PERIOD, certifying.verifying_key().to_bytes())
-        .unwrap();
-    World {
-        ring,
-        issuing,
-        certifying,
-    }
-}
-
-impl World {
-    fn issue(&self, owner: u8) -> Token {
-        Token::issued(Issuance::sign(&self.issuing, [1; 16], public(owner)))
-    }
-
-    /// `token` passed on by its owner `from` to `to` at `nonce`, checked as a payee would.
-    fn pay(&self, token: &Token, from: u8, to: u8, nonce: u8) -> Token {
-        let certificate = KeyCertificate::sign(public(to), PERIOD, &self.certifying);
-        let paid = token.transfer(&key(from), certificate, [nonce; 16]).unwrap();
-        paid.verify(&self.ring).unwrap();
-        paid
-    }
-}
+use issuing_world::{key, public, World};
 
 fn deposit(token: &Token, owner: u8, instruction: u8) -> SignedMove {
     let deposit = Move::Deposit {
@@ -78,8 +37,8 @@ fn record_all(history: &mut History, deposits: &[(Token, u8)]) -> BTreeSet<Publi
 /// stored line, so with Bob's deposit first it names Alice twice and never Carol.
 #[test]
 fn a_double_spend_nested_in_another_names_both_spenders_in_every_order() {
-    let w = world();
-    let alice = w.issue(1);
+    let w = World::new(100);
+    let alice = w.issue(1, 1);
     let bob = w.pay(&alice, 1, 2, 10);
     let carol = w.pay(&alice, 1, 3, 11);
     let dan = w.pay(&carol, 3, 4, 12);
@@ -99,8 +58,8 @@ fn a_double_spend_nested_in_another_names_both_spenders_in_every_order() {
 /// statement on her node: Alice is named, never Bob, who spends each copy once.
 #[test]
 fn a_replay_names_no_one_and_a_second_transfer_to_the_same_payee_names_the_payer() {
-    let w = world();
-    let alice = w.issue(1);
+    let w = World::new(100);
+    let alice = w.issue(1, 1);
     let to_bob = w.pay(&alice, 1, 2, 20);
     let mut history = History::new(&alice.issuance);
     let bob_deposits = deposit(&to_bob, 2, 1);
@@ -132,7 +91,7 @@ fn a_replay_names_no_one_and_a_second_transfer_to_the_same_payee_names_the_payer
 /// A random tree of payments: each owner pays one peer (honest) or, if it cheats, two; every
 /// leaf deposits, in a random order.
 fn tree(w: &World, cheats: &[bool], order: &[usize]) -> (Issuance, Vec<(Token, u8)>, BTreeSet<PublicKey>) {
-    let root = w.issue(1);
+    let root = w.issue(1, 1);
     let mut leaves = Vec::new();
     let mut cheaters = BTreeSet::new();
     let mut next_owner = 2u8;
@@ -176,7 +135,7 @@ proptest! {
         cheats in proptest::collection::vec(any::<bool>(), 5),
         order in proptest::collection::vec(any::<usize>(), 8),
     ) {
-        let w = world();
+        let w = World::new(100);
         let (issuance, deposits, cheaters) = tree(&w, &cheats, &order);
         let mut history = History::new(&issuance);
         let named = record_all(&mut history, &deposits);

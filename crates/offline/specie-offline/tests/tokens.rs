@@ -5,53 +5,24 @@
 use proptest::prelude::*;
 use specie_codec::{DecodeError, Reader};
 use specie_offline::{
-    decode_exact, Issuance, KeyCertificate, KeyError, KeyRing, SigningKey, Token, TokenError, HOPS_MAX, HOP_BYTES,
+    decode_exact, Issuance, KeyCertificate, KeyError, SigningKey, Token, TokenError, HOPS_MAX, HOP_BYTES,
     TOKEN_BYTES_MAX,
 };
 
-const PERIOD: u32 = 100;
+mod issuing_world;
+
+use issuing_world::{key, World, PERIOD};
+
 const DENOMINATION: u64 = 500;
 
-struct World {
-    ring: KeyRing,
-    issuing: SigningKey,
-    certifying: SigningKey,
-}
-
-fn key(n: u8) -> SigningKey {
-    SigningKey::from_bytes(&[n; 32])
-}
-
-fn world() -> World {
-    let (issuing, certifying) = (key(200), key(201));
-    let mut ring = KeyRing::default();
-    ring.add_issuing_key(issuing.verifying_key().to_bytes(), DENOMINATION)
-        .unwrap();
-    ring.add_certifying_key(PERIOD, certifying.verifying_key().to_bytes())
-        .unwrap();
-    World {
-        ring,
-        issuing,
-        certifying,
+/// A token issued to `owners[0]` and passed along `owners`, hop i at nonce `[i; 16]`.
+fn token(w: &World, owners: &[SigningKey]) -> Token {
+    let issuance = Issuance::sign(&w.issuing, [7; 16], owners[0].verifying_key().to_bytes());
+    let mut token = Token::issued(issuance);
+    for (i, pair) in owners.windows(2).enumerate() {
+        token = token.transfer(&pair[0], w.certified(&pair[1]), [i as u8; 16]).unwrap();
     }
-}
-
-impl World {
-    fn certified(&self, owner: &SigningKey) -> KeyCertificate {
-        KeyCertificate::sign(owner.verifying_key().to_bytes(), PERIOD, &self.certifying)
-    }
-
-    /// A token issued to `owners[0]` and passed along `owners`, hop i at nonce `[i; 16]`.
-    fn token(&self, owners: &[SigningKey]) -> Token {
-        let issuance = Issuance::sign(&self.issuing, [7; 16], owners[0].verifying_key().to_bytes());
-        let mut token = Token::issued(issuance);
-        for (i, pair) in owners.windows(2).enumerate() {
-            token = token
-                .transfer(&pair[0], self.certified(&pair[1]), [i as u8; 16])
-                .unwrap();
-        }
-        token
-    }
+    token
 }
 
 fn encoded(token: &Token) -> Vec<u8> {
@@ -62,9 +33,9 @@ fn encoded(token: &Token) -> Vec<u8> {
 
 #[test]
 fn a_chain_verifies_only_as_its_owners_signed_it() {
-    let w = world();
+    let w = World::new(DENOMINATION);
     let owners = [key(1), key(2), key(3)];
-    let token = w.token(&owners);
+    let token = token(&w, &owners);
     let verified = token.verify(&w.ring).unwrap();
     assert_eq!(verified.denomination, DENOMINATION);
     assert_eq!(verified.owner, owners[2].verifying_key().to_bytes());
@@ -110,9 +81,9 @@ fn a_chain_verifies_only_as_its_owners_signed_it() {
 /// another nonce, is a different statement on the same link, signed by the same owner.
 #[test]
 fn a_replay_is_the_same_statement_and_a_second_transfer_branches_at_the_owner() {
-    let w = world();
+    let w = World::new(DENOMINATION);
     let (alice, bob, carol) = (key(1), key(2), key(3));
-    let to_alice = w.token(std::slice::from_ref(&alice));
+    let to_alice = token(&w, std::slice::from_ref(&alice));
     let paid = to_alice.transfer(&alice, w.certified(&bob), [5; 16]).unwrap();
     let replayed = to_alice.transfer(&alice, w.certified(&bob), [5; 16]).unwrap();
     assert_eq!(encoded(&paid), encoded(&replayed));
@@ -129,9 +100,9 @@ fn a_replay_is_the_same_statement_and_a_second_transfer_branches_at_the_owner() 
 
 #[test]
 fn a_token_takes_at_most_hops_max_hops() {
-    let w = world();
+    let w = World::new(DENOMINATION);
     let owners: Vec<SigningKey> = (1..=HOPS_MAX as u8 + 1).map(key).collect();
-    let full = w.token(&owners);
+    let full = token(&w, &owners);
     assert_eq!(full.hops.len(), HOPS_MAX);
     assert_eq!(encoded(&full).len(), TOKEN_BYTES_MAX);
     assert!(full.verify(&w.ring).is_ok());
@@ -202,7 +173,7 @@ proptest! {
         }
         if let Ok(token) = decode_exact("token", &bytes, TOKEN_BYTES_MAX, Token::decode_from) {
             prop_assert_eq!(encoded(&token), bytes);
-            let _ = token.verify(&world().ring);
+            let _ = token.verify(&World::new(DENOMINATION).ring);
         }
     }
 }
