@@ -134,7 +134,6 @@ pub struct OtherIssuance;
 #[derive(Clone, Debug)]
 pub struct History {
     issuance: Issuance,
-    root: Link,
     nodes: HashMap<Link, Node>,
 }
 
@@ -149,7 +148,6 @@ impl History {
         };
         History {
             issuance: *issuance,
-            root,
             nodes: HashMap::from([(root, node)]),
         }
     }
@@ -180,7 +178,7 @@ impl History {
     /// serial is refused: only an issuing key that signed twice makes one.
     pub fn record(&mut self, token: &Token, deposit: Option<SignedMove>) -> Result<Recorded, OtherIssuance> {
         let links = token.links();
-        if links[0] != self.root {
+        if links[0] != self.issuance.link() {
             return Err(OtherIssuance);
         }
         let mut conflicts = Vec::new();
