@@ -97,6 +97,10 @@ pub enum AuthorityReplicaError {
 struct EvidenceLocker {
     dir: PathBuf,
     kept: u64,
+    /// Authorities some kept evidence convicts already: evidence convicting no one new is only
+    /// logged, so that a user colluding with a Byzantine authority (re-sending a proposal whose
+    /// justification holds its lies) cannot fill the disk with copies.
+    convicted: std::collections::BTreeSet<specie_fastpay::AuthorityIndex>,
 }
 
 impl EvidenceLocker {
@@ -116,6 +120,11 @@ impl EvidenceLocker {
         tracing::error!(shard = name, ?report, "authority report");
         let written = std::fs::create_dir_all(&self.dir).and_then(|()| match &report {
             Report::Equivocation(evidence) => {
+                let convicts = evidence.convicted().unwrap_or_default();
+                if convicts.iter().all(|authority| self.convicted.contains(authority)) {
+                    return Ok(());
+                }
+                self.convicted.extend(convicts);
                 let mut bytes = vec![];
                 evidence.encode_to(&mut bytes);
                 let path = self.file_path("equivocation", "evidence");
@@ -252,6 +261,7 @@ impl AuthorityReplica {
             evidence: EvidenceLocker {
                 dir: parts.evidence_dir,
                 kept: 0,
+                convicted: Default::default(),
             },
         };
         let mut host = ReplicatedHost::new(hosted.group.clone(), hosted.replica.clone(), wiring);
@@ -494,6 +504,7 @@ mod tests {
         let mut locker = EvidenceLocker {
             dir: dir.path().join("evidence"),
             kept: 0,
+            convicted: Default::default(),
         };
         let double_votes = conflicting_certificates(&committee, &keys);
         assert_eq!(double_votes.len(), 3);
@@ -502,6 +513,8 @@ mod tests {
             double_votes: double_votes.clone(),
             broken_promises: Vec::new(),
         };
+        locker.keep("authority-0-shard-0", Report::Equivocation(Box::new(kept.clone())));
+        // The same convictions again (a re-sent proposal, say) add no file.
         locker.keep("authority-0-shard-0", Report::Equivocation(Box::new(kept)));
         locker.keep(
             "authority-0-shard-0",
@@ -514,10 +527,12 @@ mod tests {
             .unwrap()
             .map(|entry| entry.unwrap().path())
             .collect();
-        let evidence_file = files
+        let evidence_files: Vec<&PathBuf> = files
             .iter()
-            .find(|path| path.extension().is_some_and(|e| e == "evidence"))
-            .expect("an evidence file");
+            .filter(|path| path.extension().is_some_and(|e| e == "evidence"))
+            .collect();
+        assert_eq!(evidence_files.len(), 1, "{files:?}");
+        let evidence_file = evidence_files[0];
         let bytes = std::fs::read(evidence_file).unwrap();
         let evidence = specie_fastpay::decode_exact("evidence", &bytes, 1 << 20, Evidence::decode_from).unwrap();
         assert_eq!(evidence.committee, committee);
