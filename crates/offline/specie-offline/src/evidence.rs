@@ -5,16 +5,11 @@
 use specie_codec::{DecodeError, Reader};
 use thiserror::Error;
 
-use crate::history::{Move, SignedMove};
-use crate::keys::{KeyBinding, KeyCertificate, KeyRing, PublicKey};
+use crate::history::{SignedMove, SIGNED_MOVE_BYTES_MAX};
+use crate::keys::{KeyBinding, KeyRing, PublicKey};
 use crate::token::{Token, TokenError, TOKEN_BYTES_MAX};
-use crate::{read_version, ENCODING_VERSION, NONCE_BYTES, PUBLIC_KEY_BYTES, SIGNATURE_BYTES};
+use crate::{read_version, ENCODING_VERSION, PUBLIC_KEY_BYTES, SIGNATURE_BYTES};
 
-const MOVE_TRANSFER: u8 = 0;
-const MOVE_DEPOSIT: u8 = 1;
-
-/// The longest signed move: a transfer (kind, key certificate, nonce, signature).
-const SIGNED_MOVE_BYTES_MAX: usize = 1 + crate::CERTIFIED_KEY_BYTES + NONCE_BYTES + SIGNATURE_BYTES;
 /// The longest canonical evidence: version, the longest token, two moves, a binding.
 pub const DOUBLE_SPEND_BYTES_MAX: usize =
     1 + TOKEN_BYTES_MAX + 2 * SIGNED_MOVE_BYTES_MAX + 2 * PUBLIC_KEY_BYTES + SIGNATURE_BYTES;
@@ -88,64 +83,18 @@ impl DoubleSpend {
     pub fn encode_to(&self, out: &mut Vec<u8>) {
         out.push(ENCODING_VERSION);
         self.token.encode_to(out);
-        for signed in [&self.first, &self.second] {
-            encode_move(signed, out);
-        }
-        out.extend_from_slice(&self.binding.identity);
-        out.extend_from_slice(&self.binding.key);
-        out.extend_from_slice(&self.binding.signature);
+        self.first.encode_to(out);
+        self.second.encode_to(out);
+        self.binding.encode_to(out);
     }
 
     pub fn decode_from(reader: &mut Reader<'_>) -> Result<DoubleSpend, DecodeError> {
         read_version(reader, "double spend")?;
         Ok(DoubleSpend {
             token: Token::decode_from(reader)?,
-            first: decode_move(reader)?,
-            second: decode_move(reader)?,
-            binding: KeyBinding {
-                identity: reader.read_array("binding identity")?,
-                key: reader.read_array("binding key")?,
-                signature: reader.read_array("binding signature")?,
-            },
+            first: SignedMove::decode_from(reader)?,
+            second: SignedMove::decode_from(reader)?,
+            binding: KeyBinding::decode_from(reader)?,
         })
     }
-}
-
-fn encode_move(signed: &SignedMove, out: &mut Vec<u8>) {
-    match &signed.statement {
-        Move::Transfer { next_owner, nonce } => {
-            out.push(MOVE_TRANSFER);
-            next_owner.encode_to(out);
-            out.extend_from_slice(nonce);
-        }
-        Move::Deposit { instruction, nonce } => {
-            out.push(MOVE_DEPOSIT);
-            out.extend_from_slice(instruction);
-            out.extend_from_slice(nonce);
-        }
-    }
-    out.extend_from_slice(&signed.signature);
-}
-
-fn decode_move(reader: &mut Reader<'_>) -> Result<SignedMove, DecodeError> {
-    let statement = match reader.read_u8("move kind")? {
-        MOVE_TRANSFER => Move::Transfer {
-            next_owner: KeyCertificate::decode_from(reader)?,
-            nonce: reader.read_array("transfer nonce")?,
-        },
-        MOVE_DEPOSIT => Move::Deposit {
-            instruction: reader.read_array("deposit instruction")?,
-            nonce: reader.read_array("deposit nonce")?,
-        },
-        kind => {
-            return Err(DecodeError::UnknownKind {
-                what: "move kind",
-                kind,
-            })
-        }
-    };
-    Ok(SignedMove {
-        statement,
-        signature: reader.read_array("move signature")?,
-    })
 }

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 use ed25519_dalek::{Signer, SigningKey};
 use sha2::{Digest, Sha256};
+use specie_codec::{DecodeError, Reader};
 
 use crate::keys::{KeyCertificate, PublicKey};
 use crate::token::{Hop, Issuance, Link, Token};
@@ -78,7 +79,54 @@ pub struct SignedMove {
     pub signature: [u8; SIGNATURE_BYTES],
 }
 
+const MOVE_TRANSFER: u8 = 0;
+const MOVE_DEPOSIT: u8 = 1;
+
+/// The longest signed move: a transfer (kind, key certificate, nonce, signature).
+pub const SIGNED_MOVE_BYTES_MAX: usize = 1 + crate::CERTIFIED_KEY_BYTES + NONCE_BYTES + SIGNATURE_BYTES;
+
 impl SignedMove {
+    /// Kind (`0` transfer, `1` deposit), the statement's fields, the signature. No version byte:
+    /// a move travels inside a value that has one.
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        match &self.statement {
+            Move::Transfer { next_owner, nonce } => {
+                out.push(MOVE_TRANSFER);
+                next_owner.encode_to(out);
+                out.extend_from_slice(nonce);
+            }
+            Move::Deposit { instruction, nonce } => {
+                out.push(MOVE_DEPOSIT);
+                out.extend_from_slice(instruction);
+                out.extend_from_slice(nonce);
+            }
+        }
+        out.extend_from_slice(&self.signature);
+    }
+
+    pub fn decode_from(reader: &mut Reader<'_>) -> Result<SignedMove, DecodeError> {
+        let statement = match reader.read_u8("move kind")? {
+            MOVE_TRANSFER => Move::Transfer {
+                next_owner: KeyCertificate::decode_from(reader)?,
+                nonce: reader.read_array("transfer nonce")?,
+            },
+            MOVE_DEPOSIT => Move::Deposit {
+                instruction: reader.read_array("deposit instruction")?,
+                nonce: reader.read_array("deposit nonce")?,
+            },
+            kind => {
+                return Err(DecodeError::UnknownKind {
+                    what: "move kind",
+                    kind,
+                })
+            }
+        };
+        Ok(SignedMove {
+            statement,
+            signature: reader.read_array("move signature")?,
+        })
+    }
+
     fn of_hop(hop: &Hop) -> SignedMove {
         SignedMove {
             statement: Move::Transfer {

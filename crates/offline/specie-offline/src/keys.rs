@@ -21,6 +21,8 @@ const KEY_CERTIFICATE_DOMAIN: &[u8] = b"specie/offline/key-certificate/v1";
 /// Signed by a device's identity key: this one-time key is mine.
 const KEY_BINDING_DOMAIN: &[u8] = b"specie/offline/key-binding/v1";
 
+/// A key binding's encoding: the identity, the key, the identity's signature.
+pub const KEY_BINDING_BYTES: usize = 2 * PUBLIC_KEY_BYTES + SIGNATURE_BYTES;
 /// A key certificate's encoding: the key, the period, the certifying key's signature.
 pub const CERTIFIED_KEY_BYTES: usize = PUBLIC_KEY_BYTES + 4 + SIGNATURE_BYTES;
 
@@ -138,6 +140,21 @@ impl KeyBinding {
             key,
             signature: identity.sign(&Self::signing_bytes(&identity_bytes, &key)).to_bytes(),
         }
+    }
+
+    /// Identity, key, signature.
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.identity);
+        out.extend_from_slice(&self.key);
+        out.extend_from_slice(&self.signature);
+    }
+
+    pub fn decode_from(reader: &mut Reader<'_>) -> Result<KeyBinding, DecodeError> {
+        Ok(KeyBinding {
+            identity: reader.read_array("binding identity")?,
+            key: reader.read_array("binding key")?,
+            signature: reader.read_array("binding signature")?,
+        })
     }
 
     /// Both keys are sound, and the identity signed the binding.

@@ -11,14 +11,20 @@
 mod denominations;
 mod evidence;
 mod history;
+mod instruction;
 mod keys;
 mod token;
 
 pub use denominations::{Denominations, DenominationsError, DENOMINATIONS_MAX};
 pub use evidence::{Convicted, DoubleSpend, EvidenceError, DOUBLE_SPEND_BYTES_MAX};
-pub use history::{Conflict, History, Move, OtherIssuance, Recorded, SignedMove};
-pub use keys::{check_public_key, KeyBinding, KeyCertificate, KeyError, KeyRing, PublicKey, CERTIFIED_KEY_BYTES};
-pub use token::{Hop, Issuance, Link, Token, TokenError, Verified, HOPS_MAX, HOP_BYTES, TOKEN_BYTES_MAX};
+pub use history::{Conflict, History, Move, OtherIssuance, Recorded, SignedMove, SIGNED_MOVE_BYTES_MAX};
+pub use instruction::{Instruction, INSTRUCTION_BYTES_MAX, REISSUE_OUTPUTS_MAX};
+pub use keys::{
+    check_public_key, KeyBinding, KeyCertificate, KeyError, KeyRing, PublicKey, CERTIFIED_KEY_BYTES, KEY_BINDING_BYTES,
+};
+pub use token::{
+    Hop, Issuance, Link, Token, TokenError, Verified, HOPS_MAX, HOP_BYTES, ISSUANCE_BYTES, TOKEN_BYTES_MAX,
+};
 
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 /// Decodes exactly one value from all of some bytes, refusing more than a bound up front.

@@ -24,7 +24,7 @@ pub const HOPS_MAX: usize = 32;
 /// One hop's encoding: the next owner's key certificate, the payee's nonce, the owner's signature.
 pub const HOP_BYTES: usize = CERTIFIED_KEY_BYTES + NONCE_BYTES + SIGNATURE_BYTES;
 /// An issuance's encoding: issuing key, serial, first owner, signature.
-const ISSUANCE_BYTES: usize = 2 * PUBLIC_KEY_BYTES + SERIAL_BYTES + SIGNATURE_BYTES;
+pub const ISSUANCE_BYTES: usize = 2 * PUBLIC_KEY_BYTES + SERIAL_BYTES + SIGNATURE_BYTES;
 /// The longest canonical token: version, issuance, hop count, `HOPS_MAX` hops.
 pub const TOKEN_BYTES_MAX: usize = 1 + ISSUANCE_BYTES + 1 + HOPS_MAX * HOP_BYTES;
 
@@ -62,6 +62,24 @@ impl Issuance {
         };
         issuance.signature = issuing.sign(&issuance.signing_bytes()).to_bytes();
         issuance
+    }
+
+    /// Issuing key, serial, first owner, signature: the issuance as it is inside a token, and
+    /// wherever else one travels (with the version byte of what carries it).
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.issuing_key);
+        out.extend_from_slice(&self.serial);
+        out.extend_from_slice(&self.first_owner);
+        out.extend_from_slice(&self.signature);
+    }
+
+    pub fn decode_from(reader: &mut Reader<'_>) -> Result<Issuance, DecodeError> {
+        Ok(Issuance {
+            issuing_key: reader.read_array("issuing key")?,
+            serial: reader.read_array("serial")?,
+            first_owner: reader.read_array("first owner")?,
+            signature: reader.read_array("issuance signature")?,
+        })
     }
 
     /// The token's first link: the hash of the issuance statement.
@@ -236,11 +254,7 @@ impl Token {
     pub fn encode_to(&self, out: &mut Vec<u8>) {
         assert!(self.hops.len() <= HOPS_MAX, "a token never grows past HOPS_MAX");
         out.push(ENCODING_VERSION);
-        let issuance = &self.issuance;
-        out.extend_from_slice(&issuance.issuing_key);
-        out.extend_from_slice(&issuance.serial);
-        out.extend_from_slice(&issuance.first_owner);
-        out.extend_from_slice(&issuance.signature);
+        self.issuance.encode_to(out);
         out.push(self.hops.len() as u8);
         for hop in &self.hops {
             hop.next_owner.encode_to(out);
@@ -251,12 +265,7 @@ impl Token {
 
     pub fn decode_from(reader: &mut Reader<'_>) -> Result<Token, DecodeError> {
         read_version(reader, "token")?;
-        let issuance = Issuance {
-            issuing_key: reader.read_array("issuing key")?,
-            serial: reader.read_array("serial")?,
-            first_owner: reader.read_array("first owner")?,
-            signature: reader.read_array("issuance signature")?,
-        };
+        let issuance = Issuance::decode_from(reader)?;
         let count = u64::from(reader.read_u8("hop count")?);
         if count > HOPS_MAX as u64 {
             return Err(DecodeError::CountTooLarge {

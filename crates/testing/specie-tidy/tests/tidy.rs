@@ -48,6 +48,8 @@ const PURE_CRATES: &[&str] = &[
     "specie-sentinel",
     "specie-fastpay",
     "specie-authority",
+    "specie-offline",
+    "specie-offline-authority",
     // Not a role, but as pure: the workloads the demo, benchmarks and simulator share take their
     // randomness as an argument and leave submitting, and timing, to the caller.
     "specie-workload",

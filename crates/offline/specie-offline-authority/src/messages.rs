@@ -1,0 +1,319 @@
+//! What the offline authority takes, makes durable, answers and reports, and the canonical bytes of
+//! its commands (what its log holds).
+
+use specie_codec::{put_u64, DecodeError, Reader};
+use specie_offline::{
+    DoubleSpend, Instruction, Issuance, KeyBinding, KeyCertificate, KeyError, Link, PublicKey, SignedMove, Token,
+    TokenError, ISSUANCE_BYTES, KEY_BINDING_BYTES, REISSUE_OUTPUTS_MAX, TOKEN_BYTES_MAX,
+};
+use specie_role::Ticket;
+use thiserror::Error;
+
+/// The first byte of every command and snapshot of this role.
+pub const AUTHORITY_ENCODING_VERSION: u8 = 1;
+/// Most one-time keys one certification request may carry.
+pub const BINDINGS_PER_CALL_MAX: usize = 256;
+/// Most tokens one funding issues.
+pub const TOKENS_PER_FUNDING_MAX: usize = 1_024;
+/// Most revoked serials one answer carries; a device asks again from where it got to.
+pub const REVOCATIONS_PER_ANSWER_MAX: usize = 4_096;
+/// Most evidence one answer carries.
+pub const EVIDENCE_PER_ANSWER_MAX: usize = 64;
+
+const COMMAND_REGISTER: u8 = 0;
+const COMMAND_CERTIFY: u8 = 1;
+const COMMAND_FUND: u8 = 2;
+const COMMAND_DEPOSIT: u8 = 3;
+
+/// Value moved out of the online core for offline cash, as the core bridge saw it confirmed: the
+/// core transaction's id (credited once), the amount, and the certified one-time keys that get the
+/// tokens, one per token of the amount's split into denominations, largest first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Funding {
+    pub id: [u8; 32],
+    pub amount: u64,
+    pub owners: Vec<PublicKey>,
+}
+
+/// What the authority makes durable before it acts (its log's records).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// A device's identity key, enrolled by the registrar.
+    Register { identity: PublicKey },
+    /// One-time keys bound to registered identities, certified for `period`.
+    Certify { period: u32, bindings: Vec<KeyBinding> },
+    /// A funding and the tokens issued for it (signed by the leader, so replay signs nothing).
+    Fund { funding: Funding, issuances: Vec<Issuance> },
+    /// A verified deposit: the chain, the owner's deposit statement, its instruction, and the
+    /// tokens a re-issue would give (signed by the leader; kept only if the deposit is paid).
+    Deposit(Box<Deposit>),
+}
+
+/// A deposit as the log keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deposit {
+    pub token: Token,
+    pub statement: SignedMove,
+    pub instruction: Instruction,
+    pub issuances: Vec<Issuance>,
+}
+
+/// What callers and the host hand the authority. The host authorises by kind: `Register` only
+/// from the registrar, `Fund` only from the core bridge after it saw the funding confirmed; the
+/// others from any device.
+#[derive(Clone, Debug)]
+pub enum Input {
+    Register {
+        ticket: Ticket,
+        identity: PublicKey,
+    },
+    Certify {
+        ticket: Ticket,
+        bindings: Vec<KeyBinding>,
+    },
+    Fund {
+        ticket: Ticket,
+        funding: Funding,
+    },
+    Deposit {
+        ticket: Ticket,
+        token: Box<Token>,
+        statement: SignedMove,
+        instruction: Instruction,
+    },
+    /// Revoked serials from position `from` of the list.
+    Revocations {
+        ticket: Ticket,
+        from: u64,
+    },
+    /// Evidence against an identity (every double spend it is named for).
+    Evidence {
+        ticket: Ticket,
+        identity: PublicKey,
+    },
+    Books {
+        ticket: Ticket,
+    },
+}
+
+/// What happened to a deposit. A deposit sent again gets the same outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DepositOutcome {
+    /// Paid: these fresh tokens replace it.
+    Reissued { issuances: Vec<Issuance> },
+    /// Paid: the value goes back to the online core, to `address`.
+    Defunded { address: [u8; 32], amount: u64 },
+    /// Refused: another branch of this token was paid first. `debtor` (a registered identity)
+    /// signed two statements on one node; the value is its debt, and the evidence names it.
+    DoubleSpent {
+        serial: [u8; 16],
+        debtor: PublicKey,
+        value: u64,
+    },
+    /// Refused: the owner deposited this token before with another instruction; only the first
+    /// counts.
+    AlreadyDeposited,
+}
+
+/// The authority's books: what the platform-wide supply audit and `specie offline audit` read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Books {
+    /// Value moved in from the online core.
+    pub funded: u128,
+    /// Value paid back to the online core.
+    pub defunded: u128,
+    /// Per issuing key: value issued, value paid back (re-issued or defunded).
+    pub by_key: Vec<KeyBooks>,
+    /// Value of issued tokens not yet paid: funded − defunded.
+    pub outstanding: u128,
+    /// Refused double-spent value, and who owes it (sorted by identity).
+    pub debts: Vec<Debt>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyBooks {
+    pub issuing_key: PublicKey,
+    pub denomination: u64,
+    pub issued: u128,
+    pub paid: u128,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Debt {
+    pub identity: PublicKey,
+    pub value: u128,
+    pub double_spends: u64,
+}
+
+/// What the authority answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    Registered,
+    Certified { certificates: Vec<KeyCertificate> },
+    Funded { issuances: Vec<Issuance> },
+    Deposited(DepositOutcome),
+    Revocations { from: u64, serials: Vec<[u8; 16]> },
+    Evidence(Vec<DoubleSpend>),
+    Books(Box<Books>),
+    Refused(Refusal),
+}
+
+/// Why a request is refused. Nothing changed.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum Refusal {
+    #[error("not a valid identity key: {0}")]
+    BadIdentity(KeyError),
+    #[error("binding {index}: {error}")]
+    BadBinding { index: usize, error: KeyError },
+    #[error("binding {index}: its identity is not registered")]
+    NotRegistered { index: usize },
+    #[error("binding {index}: its identity is named as a double spender and gets no more keys")]
+    Convicted { index: usize },
+    #[error("binding {index}: the key is certified already, for another identity")]
+    KeyTaken { index: usize },
+    #[error("{count} items in one request, more than {max}")]
+    TooMany { count: usize, max: usize },
+    #[error("funding {id_hex} is known with other contents")]
+    FundingMismatch { id_hex: String },
+    #[error("an amount of {amount} splits into {needed} tokens but {given} owners were given")]
+    FundingOwners { amount: u64, needed: usize, given: usize },
+    #[error("owner {index} is not a key this authority certified")]
+    UncertifiedOwner { index: usize },
+    #[error("the token was not issued by this authority")]
+    UnknownToken,
+    #[error("the token does not verify: {0}")]
+    BadToken(TokenError),
+    #[error("the deposit statement is a transfer, not a deposit")]
+    NotADeposit,
+    #[error("the deposit statement's signature does not verify under the token's owner")]
+    BadDepositSignature,
+    #[error("the deposit statement signs another instruction")]
+    InstructionMismatch,
+    #[error("the re-issue asks for {asked} but the token is worth {value}")]
+    ReissueValue { asked: u128, value: u64 },
+    #[error("re-issued value {value} is not a denomination")]
+    NotADenomination { value: u64 },
+}
+
+fn put_issuances(out: &mut Vec<u8>, issuances: &[Issuance]) {
+    out.extend_from_slice(&(issuances.len() as u32).to_le_bytes());
+    for issuance in issuances {
+        issuance.encode_to(out);
+    }
+}
+
+fn read_issuances(reader: &mut Reader<'_>, max: usize) -> Result<Vec<Issuance>, DecodeError> {
+    let count = reader.read_u32_count("issuance count", max as u64, ISSUANCE_BYTES)?;
+    (0..count).map(|_| Issuance::decode_from(reader)).collect()
+}
+
+impl Command {
+    /// Version, kind, then the kind's fields.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![AUTHORITY_ENCODING_VERSION];
+        self.encode_body(&mut out);
+        out
+    }
+
+    pub(crate) fn encode_body(&self, out: &mut Vec<u8>) {
+        match self {
+            Command::Register { identity } => {
+                out.push(COMMAND_REGISTER);
+                out.extend_from_slice(identity);
+            }
+            Command::Certify { period, bindings } => {
+                out.push(COMMAND_CERTIFY);
+                out.extend_from_slice(&period.to_le_bytes());
+                out.extend_from_slice(&(bindings.len() as u32).to_le_bytes());
+                for binding in bindings {
+                    binding.encode_to(out);
+                }
+            }
+            Command::Fund { funding, issuances } => {
+                out.push(COMMAND_FUND);
+                out.extend_from_slice(&funding.id);
+                put_u64(out, funding.amount);
+                out.extend_from_slice(&(funding.owners.len() as u32).to_le_bytes());
+                for owner in &funding.owners {
+                    out.extend_from_slice(owner);
+                }
+                put_issuances(out, issuances);
+            }
+            Command::Deposit(deposit) => {
+                out.push(COMMAND_DEPOSIT);
+                deposit.token.encode_to(out);
+                deposit.statement.encode_to(out);
+                deposit.instruction.encode_to(out);
+                put_issuances(out, &deposit.issuances);
+            }
+        }
+    }
+
+    /// The largest command: a deposit of the longest token re-issued as the most outputs.
+    pub const BYTES_MAX: usize = 2
+        + TOKEN_BYTES_MAX
+        + specie_offline::SIGNED_MOVE_BYTES_MAX
+        + specie_offline::INSTRUCTION_BYTES_MAX
+        + 4
+        + REISSUE_OUTPUTS_MAX * ISSUANCE_BYTES
+        + 2 * TOKENS_PER_FUNDING_MAX * ISSUANCE_BYTES
+        + BINDINGS_PER_CALL_MAX * KEY_BINDING_BYTES;
+
+    pub fn decode(bytes: &[u8]) -> Result<Command, DecodeError> {
+        specie_codec::decode_bounded("authority command", bytes, Self::BYTES_MAX, |reader| {
+            reader.read_version("authority command", AUTHORITY_ENCODING_VERSION)?;
+            Self::decode_body(reader)
+        })
+    }
+
+    pub(crate) fn decode_body(reader: &mut Reader<'_>) -> Result<Command, DecodeError> {
+        Ok(match reader.read_u8("command kind")? {
+            COMMAND_REGISTER => Command::Register {
+                identity: reader.read_array("identity")?,
+            },
+            COMMAND_CERTIFY => {
+                let period = reader.read_u32("period")?;
+                let count = reader.read_u32_count("binding count", BINDINGS_PER_CALL_MAX as u64, KEY_BINDING_BYTES)?;
+                let bindings = (0..count)
+                    .map(|_| KeyBinding::decode_from(reader))
+                    .collect::<Result<_, _>>()?;
+                Command::Certify { period, bindings }
+            }
+            COMMAND_FUND => {
+                let id = reader.read_array("funding id")?;
+                let amount = reader.read_u64("funding amount")?;
+                let count = reader.read_u32_count("owner count", TOKENS_PER_FUNDING_MAX as u64, 32)?;
+                let owners = (0..count)
+                    .map(|_| reader.read_array("owner"))
+                    .collect::<Result<_, _>>()?;
+                let issuances = read_issuances(reader, TOKENS_PER_FUNDING_MAX)?;
+                Command::Fund {
+                    funding: Funding { id, amount, owners },
+                    issuances,
+                }
+            }
+            COMMAND_DEPOSIT => Command::Deposit(Box::new(Deposit {
+                token: Token::decode_from(reader)?,
+                statement: SignedMove::decode_from(reader)?,
+                instruction: Instruction::decode_from(reader)?,
+                issuances: read_issuances(reader, REISSUE_OUTPUTS_MAX)?,
+            })),
+            kind => {
+                return Err(DecodeError::UnknownKind {
+                    what: "command kind",
+                    kind,
+                })
+            }
+        })
+    }
+}
+
+/// What the operator must see.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// A double spend was found; the evidence names the owner who signed twice.
+    DoubleSpend(Box<DoubleSpend>),
+}
+
+/// A deposit statement's link: the node of the token's tree the deposit makes.
+pub(crate) type DepositLink = Link;

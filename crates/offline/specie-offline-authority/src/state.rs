@@ -1,0 +1,366 @@
+//! The authority's replicated state: what every replica rebuilds from the same commands, the
+//! books the supply audit reads, and the invariants checked after every round.
+//!
+//! The primary record is small: registered identities, certified keys, fundings with their
+//! tokens, and every recorded deposit in order. Everything else (the token trees, which serials
+//! are paid, the debts, the revocation list) is derived by applying those, so a snapshot is the
+//! primary record written as commands, and restoring it runs the very code that built it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use sha2::{Digest, Sha256};
+use specie_codec::{DecodeError, Reader};
+use specie_offline::{Conflict, DoubleSpend, History, Instruction, Issuance, KeyBinding, PublicKey, Recorded};
+use thiserror::Error;
+
+use crate::messages::{
+    Books, Command, Debt, Deposit, DepositLink, DepositOutcome, Funding, KeyBooks, AUTHORITY_ENCODING_VERSION,
+};
+
+/// Why a snapshot or log record is refused, or the state broke an invariant.
+#[derive(Debug, Error)]
+pub enum StateError {
+    #[error("cannot decode: {0}")]
+    Decode(#[from] DecodeError),
+    #[error("invariant broken: {0}")]
+    Invariant(String),
+}
+
+/// A double spend the authority found: the serial and the conflict its tree recorded.
+#[derive(Clone, Debug)]
+pub(crate) struct Conviction {
+    pub serial: [u8; 16],
+    pub conflict: Conflict,
+}
+
+#[derive(Default)]
+pub(crate) struct AuthorityState {
+    /// Issuing key → its denomination (from the configuration, not the log).
+    denominations: BTreeMap<PublicKey, u64>,
+    pub identities: BTreeSet<PublicKey>,
+    /// One-time key → the period it was certified for and its binding to an identity.
+    pub certified: BTreeMap<PublicKey, (u32, KeyBinding)>,
+    pub fundings: BTreeMap<[u8; 32], (Funding, Vec<Issuance>)>,
+    /// Every deposit recorded in a token's tree (paid or refused as double spent), in order.
+    deposits: Vec<Deposit>,
+    pub issued: HashMap<[u8; 16], Issuance>,
+    histories: HashMap<[u8; 16], History>,
+    paid: HashSet<[u8; 16]>,
+    pub outcomes: HashMap<DepositLink, DepositOutcome>,
+    issued_by_key: BTreeMap<PublicKey, u128>,
+    paid_by_key: BTreeMap<PublicKey, u128>,
+    funded: u128,
+    defunded: u128,
+    double_spent: u128,
+    pub debts: BTreeMap<PublicKey, Debt>,
+    pub convictions: BTreeMap<PublicKey, Vec<Conviction>>,
+    pub revoked: Vec<[u8; 16]>,
+    revoked_set: HashSet<[u8; 16]>,
+}
+
+/// A fresh serial: SHA-256 of a domain, what issues the token (a funding id or a deposit's link)
+/// and the token's place among those it issues, cut to 16 bytes.
+pub(crate) fn derive_serial(kind: &[u8], source: &[u8; 32], index: usize) -> [u8; 16] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"specie/offline/serial/v1/");
+    hasher.update(kind);
+    hasher.update(source);
+    hasher.update((index as u32).to_le_bytes());
+    hasher.finalize()[..16].try_into().expect("16 of 32 bytes")
+}
+
+/// The link of a deposit statement on a token: the node it makes in the token's tree.
+pub(crate) fn deposit_link(deposit: &Deposit, last_link: &[u8; 32]) -> DepositLink {
+    let index = (deposit.token.hops.len() + 1) as u8;
+    Sha256::digest(deposit.statement.statement.signing_bytes(last_link, index)).into()
+}
+
+impl AuthorityState {
+    pub fn new(denominations: BTreeMap<PublicKey, u64>) -> AuthorityState {
+        AuthorityState {
+            denominations,
+            ..AuthorityState::default()
+        }
+    }
+
+    pub fn denomination(&self, issuing_key: &PublicKey) -> u64 {
+        self.denominations.get(issuing_key).copied().unwrap_or(0)
+    }
+
+    /// Applies a durable command; a deposit's outcome is returned (and kept, so a deposit sent
+    /// again gets it again).
+    pub fn apply(&mut self, command: &Command) -> Option<DepositOutcome> {
+        match command {
+            Command::Register { identity } => {
+                self.identities.insert(*identity);
+            }
+            Command::Certify { period, bindings } => {
+                for binding in bindings {
+                    self.certified.entry(binding.key).or_insert((*period, *binding));
+                }
+            }
+            Command::Fund { funding, issuances } => self.apply_fund(funding, issuances),
+            Command::Deposit(deposit) => return Some(self.apply_deposit(deposit)),
+        }
+        None
+    }
+
+    fn apply_fund(&mut self, funding: &Funding, issuances: &[Issuance]) {
+        if self.fundings.contains_key(&funding.id) {
+            return;
+        }
+        self.fundings.insert(funding.id, (funding.clone(), issuances.to_vec()));
+        self.funded += u128::from(funding.amount);
+        self.issue(issuances);
+    }
+
+    fn issue(&mut self, issuances: &[Issuance]) {
+        for issuance in issuances {
+            let value = self.denomination(&issuance.issuing_key);
+            let earlier = self.issued.insert(issuance.serial, *issuance);
+            assert!(earlier.is_none(), "serials are derived fresh: a serial is issued once");
+            *self.issued_by_key.entry(issuance.issuing_key).or_default() += u128::from(value);
+        }
+    }
+
+    fn apply_deposit(&mut self, deposit: &Deposit) -> DepositOutcome {
+        let serial = deposit.token.issuance.serial;
+        let links = deposit.token.links();
+        let link = deposit_link(deposit, links.last().expect("an issuance link"));
+        if let Some(outcome) = self.outcomes.get(&link) {
+            return outcome.clone();
+        }
+        let history = self
+            .histories
+            .entry(serial)
+            .or_insert_with(|| History::new(&deposit.token.issuance));
+        let conflicts = match history.record(&deposit.token, Some(deposit.statement)) {
+            // The leader checked the issuance against the issued table before proposing.
+            Err(other) => panic!("a deposit of another issuance of a known serial reached the log: {other}"),
+            Ok(Recorded::Known) => unreachable!("a deposit recorded before has an outcome"),
+            Ok(Recorded::DepositedBefore { .. }) => return DepositOutcome::AlreadyDeposited,
+            Ok(Recorded::New { conflicts }) => conflicts,
+        };
+        self.deposits.push(deposit.clone());
+        let value = self.denomination(&deposit.token.issuance.issuing_key);
+        let outcome = if self.paid.contains(&serial) {
+            self.convict(serial, conflicts, value)
+        } else {
+            assert!(
+                conflicts.is_empty(),
+                "a token's first recorded deposit meets an empty tree"
+            );
+            self.pay(serial, deposit, value)
+        };
+        self.outcomes.insert(link, outcome.clone());
+        outcome
+    }
+
+    fn pay(&mut self, serial: [u8; 16], deposit: &Deposit, value: u64) -> DepositOutcome {
+        self.paid.insert(serial);
+        *self.paid_by_key.entry(deposit.token.issuance.issuing_key).or_default() += u128::from(value);
+        match &deposit.instruction {
+            Instruction::Reissue { .. } => {
+                self.issue(&deposit.issuances);
+                DepositOutcome::Reissued {
+                    issuances: deposit.issuances.clone(),
+                }
+            }
+            Instruction::Defund { address } => {
+                self.defunded += u128::from(value);
+                DepositOutcome::Defunded {
+                    address: *address,
+                    amount: value,
+                }
+            }
+        }
+    }
+
+    /// A second branch of a paid token: the first new statement of the chain hangs under a node
+    /// that had a child already, and its owner signed both. That owner owes the refused value.
+    fn convict(&mut self, serial: [u8; 16], conflicts: Vec<Conflict>, value: u64) -> DepositOutcome {
+        let conflict = conflicts
+            .into_iter()
+            .next()
+            .expect("a new branch of a paid token hangs under a node with a child");
+        let debtor = self
+            .certified
+            .get(&conflict.owner)
+            .map_or(conflict.owner, |(_, binding)| binding.identity);
+        let debt = self.debts.entry(debtor).or_insert(Debt {
+            identity: debtor,
+            value: 0,
+            double_spends: 0,
+        });
+        debt.value += u128::from(value);
+        debt.double_spends += 1;
+        self.double_spent += u128::from(value);
+        self.convictions
+            .entry(debtor)
+            .or_default()
+            .push(Conviction { serial, conflict });
+        if self.revoked_set.insert(serial) {
+            self.revoked.push(serial);
+        }
+        DepositOutcome::DoubleSpent { serial, debtor, value }
+    }
+
+    /// Evidence of `conviction` that anyone can check with the key ring.
+    pub fn evidence(&self, conviction: &Conviction) -> Option<DoubleSpend> {
+        let conflict = &conviction.conflict;
+        let token = self.histories.get(&conviction.serial)?.chain_to(&conflict.node)?;
+        let (_, binding) = self.certified.get(&conflict.owner)?;
+        Some(DoubleSpend {
+            token,
+            first: conflict.first,
+            second: conflict.second,
+            binding: *binding,
+        })
+    }
+
+    pub fn books(&self) -> Books {
+        let by_key = self
+            .denominations
+            .iter()
+            .map(|(key, denomination)| KeyBooks {
+                issuing_key: *key,
+                denomination: *denomination,
+                issued: self.issued_by_key.get(key).copied().unwrap_or(0),
+                paid: self.paid_by_key.get(key).copied().unwrap_or(0),
+            })
+            .collect();
+        Books {
+            funded: self.funded,
+            defunded: self.defunded,
+            by_key,
+            outstanding: self.funded - self.defunded,
+            debts: self.debts.values().copied().collect(),
+        }
+    }
+
+    /// Per issuing key, value paid never exceeds value issued; value is conserved (issued − paid
+    /// over all keys = funded − defunded); debts add up to the refused double-spent value; every
+    /// paid serial was issued; every certified key belongs to a registered identity.
+    pub fn check(&self) -> Result<(), StateError> {
+        let broken = |what: String| Err(StateError::Invariant(what));
+        let mut outstanding: i128 = 0;
+        for (key, issued) in &self.issued_by_key {
+            let paid = self.paid_by_key.get(key).copied().unwrap_or(0);
+            if paid > *issued {
+                return broken(format!("issuing key {}: paid {paid} > issued {issued}", hex(key)));
+            }
+            outstanding += (*issued - paid) as i128;
+        }
+        if self.paid_by_key.keys().any(|key| !self.issued_by_key.contains_key(key)) {
+            return broken("value paid for a key that issued nothing".into());
+        }
+        if self.defunded > self.funded || outstanding != (self.funded - self.defunded) as i128 {
+            return broken(format!(
+                "value not conserved: funded {} − defunded {} ≠ outstanding {outstanding}",
+                self.funded, self.defunded
+            ));
+        }
+        let debts: u128 = self.debts.values().map(|debt| debt.value).sum();
+        if debts != self.double_spent {
+            return broken(format!(
+                "debts {debts} ≠ refused double-spent value {}",
+                self.double_spent
+            ));
+        }
+        if let Some(serial) = self.paid.iter().find(|serial| !self.issued.contains_key(*serial)) {
+            return broken(format!("serial {} paid but never issued", hex(serial)));
+        }
+        if let Some((key, _)) = self
+            .certified
+            .iter()
+            .find(|(_, (_, binding))| !self.identities.contains(&binding.identity))
+        {
+            return broken(format!("key {} certified for an unregistered identity", hex(key)));
+        }
+        if self.revoked.len() != self.revoked_set.len() {
+            return broken("a serial revoked twice".into());
+        }
+        Ok(())
+    }
+
+    /// What the leader checked before proposing `command` and `apply` relies on (a serial issued
+    /// once; a deposit of a token this authority issued): checked again for commands that come
+    /// from a snapshot, which the leader did not propose.
+    fn check_applicable(&self, command: &Command) -> Result<(), StateError> {
+        let fresh = |issuances: &[Issuance]| {
+            let serials: HashSet<_> = issuances.iter().map(|issuance| issuance.serial).collect();
+            serials.len() == issuances.len() && issuances.iter().all(|i| !self.issued.contains_key(&i.serial))
+        };
+        let applicable = match command {
+            Command::Register { .. } | Command::Certify { .. } => true,
+            Command::Fund { issuances, .. } => fresh(issuances),
+            Command::Deposit(deposit) => {
+                self.issued.get(&deposit.token.issuance.serial) == Some(&deposit.token.issuance)
+                    && fresh(&deposit.issuances)
+            }
+        };
+        match applicable {
+            true => Ok(()),
+            false => Err(StateError::Invariant(
+                "a snapshot command re-issues a serial or deposits a token never issued".into(),
+            )),
+        }
+    }
+
+    /// The primary record as commands, in an order that rebuilds this state: identities, certified
+    /// keys (sorted), fundings (by id), then deposits in the order they were recorded.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut commands: Vec<Command> = Vec::new();
+        commands.extend(
+            self.identities
+                .iter()
+                .map(|identity| Command::Register { identity: *identity }),
+        );
+        commands.extend(self.certified.values().map(|(period, binding)| Command::Certify {
+            period: *period,
+            bindings: vec![*binding],
+        }));
+        commands.extend(self.fundings.values().map(|(funding, issuances)| Command::Fund {
+            funding: funding.clone(),
+            issuances: issuances.clone(),
+        }));
+        commands.extend(
+            self.deposits
+                .iter()
+                .map(|deposit| Command::Deposit(Box::new(deposit.clone()))),
+        );
+        let mut out = vec![AUTHORITY_ENCODING_VERSION];
+        out.extend_from_slice(&(commands.len() as u64).to_le_bytes());
+        for command in &commands {
+            command.encode_body(&mut out);
+        }
+        out
+    }
+
+    /// A state rebuilt from a snapshot, which must be in canonical form.
+    pub fn decode(denominations: BTreeMap<PublicKey, u64>, bytes: &[u8]) -> Result<AuthorityState, StateError> {
+        let mut reader = Reader::new(bytes);
+        reader.read_version("authority snapshot", AUTHORITY_ENCODING_VERSION)?;
+        let count = reader.read_count("snapshot command count", u64::MAX, 33)?;
+        let mut state = AuthorityState::new(denominations);
+        for _ in 0..count {
+            let command = Command::decode_body(&mut reader)?;
+            state.check_applicable(&command)?;
+            state.apply(&command);
+        }
+        reader.finish()?;
+        if state.encode() != bytes {
+            return Err(DecodeError::NonCanonical {
+                what: "authority snapshot",
+                reason: "re-encoding the state it builds gives other bytes",
+            }
+            .into());
+        }
+        state.check()?;
+        Ok(state)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

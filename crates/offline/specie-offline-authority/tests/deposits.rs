@@ -1,0 +1,360 @@
+//! The offline authority's deposits: paid once, re-issued or defunded, a repeat answered as
+//! before, a second branch refused with its debt on the owner who signed twice, and evidence that
+//! convicts exactly that owner. The authority crashes and restarts between steps; the simulator's
+//! host checks each time that its log rebuilds the state it crashed in.
+
+mod world;
+
+use specie_offline::{Instruction, Move};
+use specie_offline_authority::{DepositOutcome, Input, Refusal, Reply, Report};
+use world::{pay, World};
+
+#[test]
+fn a_token_paid_twice_offline_is_reissued_once_a_repeat_gets_the_same_answer_and_a_defund_leaves_the_books() {
+    let mut world = World::new();
+    let (alice, bob, carol) = (world.device(1, 4), world.device(2, 4), world.device(3, 8));
+    let tokens = world.fund(1, 50, &alice);
+    assert_eq!(tokens.len(), 1, "50 is one token");
+    world.crash_and_restart();
+    let to_bob = pay(&world, &tokens[0], &alice.keys[0], &bob, 0, 1);
+    let to_carol = pay(&world, &to_bob, &bob.keys[0], &carol, 0, 2);
+
+    let change = Instruction::Reissue {
+        outputs: vec![(20, carol.public(1)), (20, carol.public(2)), (10, carol.public(3))],
+    };
+    let Reply::Deposited(DepositOutcome::Reissued { issuances }) =
+        world.deposit(&to_carol, &carol.keys[0], change.clone(), 9)
+    else {
+        panic!("the first deposit is paid");
+    };
+    assert_eq!(issuances.len(), 3);
+    for (issuance, key) in issuances.iter().zip(1..) {
+        let token = specie_offline::Token::issued(*issuance);
+        let verified = token.verify(&world.ring).unwrap();
+        assert_eq!(verified.owner, carol.public(key));
+    }
+    world.crash_and_restart();
+    assert_eq!(
+        world.deposit(&to_carol, &carol.keys[0], change, 9),
+        Reply::Deposited(DepositOutcome::Reissued {
+            issuances: issuances.clone()
+        }),
+        "a deposit sent again is answered as before, and pays nothing more"
+    );
+    let other = Instruction::Reissue {
+        outputs: vec![(50, carol.public(4))],
+    };
+    assert_eq!(
+        world.deposit(&to_carol, &carol.keys[0], other, 10),
+        Reply::Deposited(DepositOutcome::AlreadyDeposited),
+        "a second deposit of one token by its owner is not a double spend"
+    );
+
+    let twenty = specie_offline::Token::issued(issuances[0]);
+    let address = [7; 32];
+    assert_eq!(
+        world.deposit(&twenty, &carol.keys[1], Instruction::Defund { address }, 0),
+        Reply::Deposited(DepositOutcome::Defunded { address, amount: 20 })
+    );
+    world.crash_and_restart();
+    let Reply::Books(books) = world.call(|ticket| Input::Books { ticket }) else {
+        panic!("books");
+    };
+    assert_eq!((books.funded, books.defunded, books.outstanding), (50, 20, 30));
+    assert!(books.debts.is_empty());
+    let key_of = |value: u64| books.by_key.iter().find(|k| k.denomination == value).unwrap();
+    assert_eq!((key_of(50).issued, key_of(50).paid), (50, 50));
+    assert_eq!((key_of(20).issued, key_of(20).paid), (40, 20));
+    assert_eq!((key_of(10).issued, key_of(10).paid), (10, 0));
+    assert!(world.reports.is_empty(), "nothing to report");
+}
+
+/// Alice pays one token to Bob and to Carol. Whichever deposit arrives first is paid; the other is
+/// refused and Alice, not the recipient, owes it.
+#[test]
+fn a_double_spend_names_the_spender_with_evidence_in_either_order_and_never_a_recipient() {
+    for bob_first in [true, false] {
+        let mut world = World::new();
+        let (alice, bob, carol) = (world.device(1, 2), world.device(2, 2), world.device(3, 2));
+        let token = world.fund(1, 100, &alice).remove(0);
+        let to_bob = pay(&world, &token, &alice.keys[0], &bob, 0, 1);
+        let to_carol = pay(&world, &token, &alice.keys[0], &carol, 0, 2);
+        let deposits = [(&to_bob, &bob), (&to_carol, &carol)];
+        let order = if bob_first { [0, 1] } else { [1, 0] };
+        let first = world.deposit_to(
+            deposits[order[0]].0,
+            &deposits[order[0]].1.keys[0],
+            deposits[order[0]].1,
+            1,
+        );
+        assert!(matches!(first, DepositOutcome::Reissued { .. }), "{first:?}");
+        world.crash_and_restart();
+        let second = world.deposit_to(
+            deposits[order[1]].0,
+            &deposits[order[1]].1.keys[0],
+            deposits[order[1]].1,
+            1,
+        );
+        assert_eq!(
+            second,
+            DepositOutcome::DoubleSpent {
+                serial: token.issuance.serial,
+                debtor: alice.identity(),
+                value: 100
+            }
+        );
+        world.crash_and_restart();
+
+        let Reply::Evidence(evidence) = world.call(|ticket| Input::Evidence {
+            ticket,
+            identity: alice.identity(),
+        }) else {
+            panic!("evidence");
+        };
+        assert_eq!(evidence.len(), 1);
+        let convicted = evidence[0].check(&world.ring).expect("the evidence convicts");
+        assert_eq!(convicted.identity, alice.identity());
+        assert_eq!(convicted.one_time_key, alice.public(0));
+        assert_eq!(world.reports, vec![Report::DoubleSpend(Box::new(evidence[0].clone()))]);
+        for honest in [&bob, &carol] {
+            let identity = honest.identity();
+            let reply = world.call(|ticket| Input::Evidence { ticket, identity });
+            assert_eq!(reply, Reply::Evidence(Vec::new()), "no evidence against a recipient");
+        }
+        let Reply::Books(books) = world.call(|ticket| Input::Books { ticket }) else {
+            panic!("books");
+        };
+        assert_eq!(books.debts.len(), 1);
+        assert_eq!((books.debts[0].identity, books.debts[0].value), (alice.identity(), 100));
+        assert_eq!((books.funded, books.outstanding), (100, 100), "one token paid, once");
+        assert_eq!(
+            world.call(|ticket| Input::Revocations { ticket, from: 0 }),
+            Reply::Revocations {
+                from: 0,
+                serials: vec![token.issuance.serial]
+            }
+        );
+        let binding = specie_offline::KeyBinding::sign(&alice.identity, [9; 32]);
+        let reply = world.call(|ticket| Input::Certify {
+            ticket,
+            bindings: vec![binding],
+        });
+        assert_eq!(reply, Reply::Refused(Refusal::Convicted { index: 0 }));
+    }
+}
+
+/// A transfer replayed to the same payee at the same nonce is the same statement: the authority
+/// sees one chain, pays it once and names no one.
+#[test]
+fn a_replayed_transfer_names_no_one() {
+    let mut world = World::new();
+    let (alice, bob) = (world.device(1, 2), world.device(2, 2));
+    let token = world.fund(1, 5, &alice).remove(0);
+    let once = pay(&world, &token, &alice.keys[0], &bob, 0, 4);
+    let again = pay(&world, &token, &alice.keys[0], &bob, 0, 4);
+    assert_eq!(
+        once, again,
+        "Ed25519 is deterministic: the replay is byte for byte the payment"
+    );
+    let paid = world.deposit_to(&once, &bob.keys[0], &bob, 1);
+    assert_eq!(world.deposit_to(&again, &bob.keys[0], &bob, 1), paid);
+    let Reply::Books(books) = world.call(|ticket| Input::Books { ticket }) else {
+        panic!("books");
+    };
+    assert!(books.debts.is_empty());
+}
+
+/// A pays B and C; C pays D and E. Whatever the order the three deposits arrive in, one is paid,
+/// A owes one token and C owes one: each branching owner pays for the copy it made.
+#[test]
+fn nested_double_spends_charge_each_spender_once_in_every_order() {
+    let orders = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+    for order in orders {
+        let mut world = World::new();
+        let devices: Vec<_> = (1..=5).map(|n| world.device(n, 2)).collect();
+        let (a, b, c, d, e) = (&devices[0], &devices[1], &devices[2], &devices[3], &devices[4]);
+        let token = world.fund(1, 200, a).remove(0);
+        let to_b = pay(&world, &token, &a.keys[0], b, 0, 1);
+        let to_c = pay(&world, &token, &a.keys[0], c, 0, 2);
+        let to_d = pay(&world, &to_c, &c.keys[0], d, 0, 3);
+        let to_e = pay(&world, &to_c, &c.keys[0], e, 0, 4);
+        let leaves = [(&to_b, b), (&to_d, d), (&to_e, e)];
+        let outcomes: Vec<_> = order
+            .iter()
+            .map(|&i| world.deposit_to(leaves[i].0, &leaves[i].1.keys[0], leaves[i].1, 1))
+            .collect();
+        assert!(matches!(outcomes[0], DepositOutcome::Reissued { .. }), "{order:?}");
+        let Reply::Books(books) = world.call(|ticket| Input::Books { ticket }) else {
+            panic!("books");
+        };
+        let mut debtors: Vec<_> = books.debts.iter().map(|debt| (debt.identity, debt.value)).collect();
+        debtors.sort();
+        let mut expected = vec![(a.identity(), 200), (c.identity(), 200)];
+        expected.sort();
+        assert_eq!(debtors, expected, "order {order:?}");
+        world.crash_and_restart();
+    }
+}
+
+#[test]
+fn bad_requests_are_refused_with_their_reason_and_change_nothing() {
+    let mut world = World::new();
+    let (alice, bob) = (world.device(1, 4), world.device(2, 4));
+    let token = world.fund(1, 20, &alice).remove(0);
+    let before = world.host.role().map(specie_role::Durable::snapshot);
+
+    // A token this authority never issued (a funding it never saw, under its own keys).
+    let mut stranger = World::new();
+    let stranger_device = stranger.device(1, 1);
+    let foreign = stranger.fund(2, 20, &stranger_device).remove(0);
+    let reissue = |to: &world::Device| Instruction::Reissue {
+        outputs: vec![(20, to.public(1))],
+    };
+    assert_eq!(
+        world.deposit(&foreign, &stranger_device.keys[0], reissue(&alice), 0),
+        Reply::Refused(Refusal::UnknownToken)
+    );
+    // A chain whose hop Bob signed, not Alice (the owner).
+    let forged = token.transfer(&alice.keys[0], bob.certificates[0], [1; 16]).unwrap();
+    let mut forged_hop = forged.clone();
+    forged_hop.hops[0].signature = pay(&world, &token, &alice.keys[0], &bob, 0, 2).hops[0].signature;
+    assert!(matches!(
+        world.deposit(&forged_hop, &bob.keys[0], reissue(&bob), 0),
+        Reply::Refused(Refusal::BadToken(_))
+    ));
+    // Signed by someone who does not own the token.
+    assert_eq!(
+        world.deposit(&forged, &alice.keys[0], reissue(&alice), 0),
+        Reply::Refused(Refusal::BadDepositSignature)
+    );
+    // A deposit statement over another instruction.
+    let statement = Move::Deposit {
+        instruction: reissue(&bob).hash(),
+        nonce: [0; 16],
+    }
+    .sign(&forged, &bob.keys[0]);
+    let reply = world.call(|ticket| Input::Deposit {
+        ticket,
+        token: Box::new(forged.clone()),
+        statement,
+        instruction: Instruction::Defund { address: [1; 32] },
+    });
+    assert_eq!(reply, Reply::Refused(Refusal::InstructionMismatch));
+    // A transfer statement in place of a deposit.
+    let transfer = Move::Transfer {
+        next_owner: alice.certificates[1],
+        nonce: [0; 16],
+    }
+    .sign(&forged, &bob.keys[0]);
+    let reply = world.call(|ticket| Input::Deposit {
+        ticket,
+        token: Box::new(forged.clone()),
+        statement: transfer,
+        instruction: reissue(&bob),
+    });
+    assert_eq!(reply, Reply::Refused(Refusal::NotADeposit));
+    // Re-issues that do not add up, are not denominations, or go to uncertified keys.
+    let wrong = |outputs: Vec<(u64, [u8; 32])>| Instruction::Reissue { outputs };
+    assert_eq!(
+        world.deposit(
+            &forged,
+            &bob.keys[0],
+            wrong(vec![(20, bob.public(1)), (1, bob.public(2))]),
+            0
+        ),
+        Reply::Refused(Refusal::ReissueValue { asked: 21, value: 20 })
+    );
+    assert_eq!(
+        world.deposit(
+            &forged,
+            &bob.keys[0],
+            wrong(vec![(3, bob.public(1)), (17, bob.public(2))]),
+            0
+        ),
+        Reply::Refused(Refusal::NotADenomination { value: 3 })
+    );
+    assert_eq!(
+        world.deposit(&forged, &bob.keys[0], wrong(vec![(20, [5; 32])]), 0),
+        Reply::Refused(Refusal::UncertifiedOwner { index: 0 })
+    );
+    assert_eq!(
+        world.host.role().map(specie_role::Durable::snapshot),
+        before,
+        "nothing changed"
+    );
+}
+
+#[test]
+fn bad_enrolments_and_fundings_are_refused_with_their_reason() {
+    let mut world = World::new();
+    let alice = world.device(1, 2);
+    let unregistered = specie_offline::deterministic_key("identity", 77);
+    let binding = specie_offline::KeyBinding::sign(&unregistered, [9; 32]);
+    let reply = world.call(|ticket| Input::Certify {
+        ticket,
+        bindings: vec![binding],
+    });
+    assert_eq!(reply, Reply::Refused(Refusal::NotRegistered { index: 0 }));
+    let mut forged = specie_offline::KeyBinding::sign(&alice.identity, alice.public(1));
+    forged.key = world::Device::public(&world.device(2, 1), 0);
+    let reply = world.call(|ticket| Input::Certify {
+        ticket,
+        bindings: vec![forged],
+    });
+    assert!(
+        matches!(reply, Reply::Refused(Refusal::BadBinding { index: 0, .. })),
+        "{reply:?}"
+    );
+    let bob_identity = world.device(3, 0).identity;
+    let taken = specie_offline::KeyBinding::sign(&bob_identity, alice.public(0));
+    let reply = world.call(|ticket| Input::Certify {
+        ticket,
+        bindings: vec![taken],
+    });
+    assert_eq!(reply, Reply::Refused(Refusal::KeyTaken { index: 0 }));
+
+    let funding = |amount: u64, owners: Vec<[u8; 32]>| specie_offline_authority::Funding {
+        id: [4; 32],
+        amount,
+        owners,
+    };
+    let reply = world.call(|ticket| Input::Fund {
+        ticket,
+        funding: funding(3, vec![alice.public(0)]),
+    });
+    assert_eq!(
+        reply,
+        Reply::Refused(Refusal::FundingOwners {
+            amount: 3,
+            needed: 2,
+            given: 1
+        })
+    );
+    let reply = world.call(|ticket| Input::Fund {
+        ticket,
+        funding: funding(2, vec![[5; 32]]),
+    });
+    assert_eq!(reply, Reply::Refused(Refusal::UncertifiedOwner { index: 0 }));
+    let tokens = world.fund(4, 2, &alice);
+    assert_eq!(tokens.len(), 1);
+    let again = world.call(|ticket| Input::Fund {
+        ticket,
+        funding: funding(2, vec![alice.public(0)]),
+    });
+    assert_eq!(
+        again,
+        Reply::Funded {
+            issuances: vec![tokens[0].issuance]
+        },
+        "a funding is credited once"
+    );
+    let reply = world.call(|ticket| Input::Fund {
+        ticket,
+        funding: funding(2, vec![alice.public(1)]),
+    });
+    assert!(
+        matches!(reply, Reply::Refused(Refusal::FundingMismatch { .. })),
+        "{reply:?}"
+    );
+    world.crash_and_restart();
+}
