@@ -284,7 +284,7 @@ impl AuthorityState {
     }
 
     /// What the leader checked before proposing `command` and `apply` relies on (a serial issued
-    /// once; a deposit of a token this authority issued): checked again for commands that come
+    /// once; a deposit statement on a token this authority issued): checked again for commands that come
     /// from a snapshot, which the leader did not propose.
     fn check_applicable(&self, command: &Command) -> Result<(), StateError> {
         let fresh = |issuances: &[Issuance]| {
@@ -296,6 +296,7 @@ impl AuthorityState {
             Command::Fund { issuances, .. } => fresh(issuances),
             Command::Deposit(deposit) => {
                 self.issued.get(&deposit.token.issuance.serial) == Some(&deposit.token.issuance)
+                    && deposit.statement.statement.is_deposit()
                     && fresh(&deposit.issuances)
             }
         };
