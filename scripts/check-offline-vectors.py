@@ -119,5 +119,28 @@ check_token("token[1]", [hop1])
 check_token("token[2]", [hop1, hop2])
 check_token("branch_token", [(certificates[2], NONCE_C, secrets["one_time[0]"], branch)])
 
+# Key ring (§13a): 01 || issuing count (u8) || (key || denomination u64) each || certifying count
+# (u8) || (period u32 || key) each; its fingerprint hashes "specie/offline/key-ring/v1" with it.
+ring = VERSION + bytes([1]) + pub["issuing"] + u64(DENOMINATION) + bytes([1]) + u32(PERIOD) + pub["certifying"]
+assert ring == get("key_ring")
+assert sha256(b"specie/offline/key-ring/v1" + ring) == get("key_ring_fingerprint")
+# Instruction (§13b): 01 || 00 re-issue || count (u8) || (value u64 || owner) each; a deposit
+# statement signs SHA-256("specie/offline/instruction/v1" || encoding).
+instruction = VERSION + bytes([0, 1]) + u64(DENOMINATION) + owner[2]
+assert instruction == get("instruction_reissue")
+assert sha256(b"specie/offline/instruction/v1" + instruction) == get("instruction_reissue_hash")
+# Evidence bundle (§13a): 01 || ring || count (u16) || double spend (01 || token || two moves,
+# each 00 || certificate || nonce || signature for a transfer || binding identity || key ||
+# signature). Owner 0 passed the issued token to owner 1 (nonce A) and to owner 2 (nonce C).
+token0 = get("token[0]")
+def transfer_move(certificate, nonce, signature): return bytes([0]) + certificate + nonce + signature
+first = transfer_move(certificates[1], NONCE_A, get("token[1]")[146 + 116:146 + 180])
+second = transfer_move(certificates[2], NONCE_C, get("branch_token")[146 + 116:146 + 180])
+bound = pub["identity"] + owner[0] + get("key_binding_signature")
+double_spend = VERSION + token0 + first + second + bound
+assert get("evidence_bundle") == VERSION + ring + struct.pack("<H", 1) + double_spend
+signed_by(secrets["one_time[0]"], statements[0], first[-64:])
+signed_by(secrets["one_time[0]"], branch, second[-64:])
+assert first != second
 assert checked == set(v), f"vectors not checked: {set(v) - checked}"
 print("all vectors independently checked;", {k: len(b) for k, b in v.items() if not k.endswith(("_seed", "_public_key"))})

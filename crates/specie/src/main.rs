@@ -10,6 +10,7 @@ mod cluster_cmd;
 mod demo_cmd;
 mod inspect;
 mod node_cmd;
+mod offline_cmd;
 mod sim_cmd;
 mod wallet_cmd;
 mod wallet_fastpay_cmd;
@@ -54,6 +55,8 @@ enum Command {
     Bench(bench_cmd::BenchArgs),
     /// The Byzantine mode (FastPay authorities): check evidence of equivocation.
     Byzantine(byzantine_cmd::ByzantineArgs),
+    /// Offline cash: check evidence of double spending.
+    Offline(offline_cmd::OfflineArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,7 +66,10 @@ fn main() -> ExitCode {
     // would kill a replica, a sentinel, the demo or a benchmark in the middle of its work.
     // Commands that only print and read files get the default back, so that `specie tx inspect
     // … | head` ends quietly instead of panicking on a closed pipe.
-    if matches!(cli.command, Command::Tx(_) | Command::Sim(_) | Command::Byzantine(_)) {
+    if matches!(
+        cli.command,
+        Command::Tx(_) | Command::Sim(_) | Command::Byzantine(_) | Command::Offline(_)
+    ) {
         reset_sigpipe();
     }
     init_logging(&cli.command);
@@ -80,6 +86,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim_cmd::run_sim(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::Byzantine(args) => byzantine_cmd::run(args),
+        Command::Offline(args) => offline_cmd::run(args),
     };
     match result {
         Ok(code) => code,

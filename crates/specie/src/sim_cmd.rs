@@ -2,17 +2,18 @@ use std::process::ExitCode;
 
 use clap::Args;
 use specie_sim::{
-    run, run_byzantine, run_cluster, run_replication, ByzantineOptions, ClusterOptions, ReplicationOptions, SimOptions,
-    Violation, BYZANTINE_AUTHORITIES,
+    run, run_byzantine, run_cluster, run_offline, run_replication, ByzantineOptions, ClusterOptions, OfflineOptions,
+    ReplicationOptions, SimOptions, Violation, BYZANTINE_AUTHORITIES,
 };
 
-/// Deterministic simulation, four worlds per seed: the 2PC protocol (shards and coordinator over
+/// Deterministic simulation, five worlds per seed: the 2PC protocol (shards and coordinator over
 /// modelled replicated logs, thousands of steps), the replication layer (real Raft replicas of
 /// one group, with snapshots and whole-group restarts), the whole cluster (shard groups and a
 /// coordinator group of real Raft replicas running the cluster's roles), and the Byzantine mode
 /// (a FastPay committee of 4 sharded authorities, one of them Byzantine in most seeds, with
 /// correct and Byzantine users), each under crashes, restarts, partitions and a network that
-/// drops, duplicates, delays and reorders messages.
+/// drops, duplicates, delays and reorders messages; and offline cash (devices paying each other
+/// offline, cheaters spending copies, replays, late syncs, lost answers, authority crashes).
 /// Invariants are checked as the run goes and once it settles; a failing seed replays exactly
 /// with `--seed N`.
 #[derive(Args, Debug)]
@@ -40,6 +41,7 @@ struct Totals {
     acknowledged: u64,
     cluster_confirmed: u64,
     byzantine_payments: u64,
+    offline_payments: u64,
 }
 
 pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
@@ -58,7 +60,7 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
     }
     let t = &totals;
     println!(
-        "{} seeds passed in {:.1} s: {} steps, {} transactions confirmed (2PC), {} commands acknowledged (Raft), {} transactions confirmed (cluster), {} payments settled (Byzantine mode), {} elections, {} crashes injected",
+        "{} seeds passed in {:.1} s: {} steps, {} transactions confirmed (2PC), {} commands acknowledged (Raft), {} transactions confirmed (cluster), {} payments settled (Byzantine mode), {} offline payments, {} elections, {} crashes injected",
         seeds.len(),
         started.elapsed().as_secs_f64(),
         t.steps,
@@ -66,13 +68,14 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
         t.acknowledged,
         t.cluster_confirmed,
         t.byzantine_payments,
+        t.offline_payments,
         t.elections,
         t.crashes
     );
     Ok(ExitCode::SUCCESS)
 }
 
-/// The four worlds of one seed, each printing its report line when `verbose`.
+/// The five worlds of one seed, each printing its report line when `verbose`.
 fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violation> {
     let say = |line: String| {
         if verbose {
@@ -141,6 +144,26 @@ fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violati
     ));
 
     say(byzantine_world(seed, totals)?);
+
+    let options = OfflineOptions::from_seed(seed);
+    let r = run_offline(options.clone())?;
+    totals.offline_payments += r.payments;
+    totals.crashes += r.crashes;
+    say(format!(
+        "offline cash: {} devices ({} cheating), {} payments offline, {} copies spent again, {} replays and {} revoked tokens refused by payees, {} deposits ({} sent again after a lost answer), {} double spends refused, {} owners named, {} authority crashes, trace {:016x}",
+        options.devices,
+        options.cheaters,
+        r.payments,
+        r.copies_kept,
+        r.replays_refused,
+        r.revoked_refused,
+        r.deposits,
+        r.deposits_resent,
+        r.double_spends_refused,
+        r.debtors,
+        r.crashes,
+        r.trace_digest
+    ));
     Ok(())
 }
 

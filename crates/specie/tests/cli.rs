@@ -503,3 +503,81 @@ fn demo_byzantine_funds_from_the_core_pays_redeems_once_and_audits() {
         "{summary}"
     );
 }
+
+/// Alice's one-time key pays one token to Bob and to Carol; the evidence, built from the
+/// authority's tree as the authority builds it, convicts Alice's identity and no one else.
+fn offline_double_spend() -> specie_offline::EvidenceBundle {
+    use specie_offline::{
+        deterministic_key, History, Issuance, KeyBinding, KeyCertificate, KeyRing, Recorded, SigningKey, Token,
+    };
+    let public = |key: &SigningKey| key.verifying_key().to_bytes();
+    let (issuing, certifying) = (
+        deterministic_key("cli-issuing", 0),
+        deterministic_key("cli-certifying", 0),
+    );
+    let mut ring = KeyRing::default();
+    ring.add_issuing_key(public(&issuing), 100).unwrap();
+    ring.add_certifying_key(1, public(&certifying)).unwrap();
+    let one_time = |n: u64| deterministic_key("cli-one-time", n);
+    let certificate = |n: u64| KeyCertificate::sign(public(&one_time(n)), 1, &certifying);
+    let token = Token::issued(Issuance::sign(&issuing, [1; 16], public(&one_time(1))));
+    let to_bob = token.transfer(&one_time(1), certificate(2), [1; 16]).unwrap();
+    let to_carol = token.transfer(&one_time(1), certificate(3), [2; 16]).unwrap();
+    let mut history = History::new(&token.issuance);
+    history.record(&to_bob, None).unwrap();
+    let Ok(Recorded::New { conflicts }) = history.record(&to_carol, None) else {
+        panic!("a second branch");
+    };
+    let conflict = &conflicts[0];
+    let double_spend = specie_offline::DoubleSpend {
+        token: history.chain_to(&conflict.node).unwrap(),
+        first: conflict.first,
+        second: conflict.second,
+        binding: KeyBinding::sign(&deterministic_key("cli-identity", 1), public(&one_time(1))),
+    };
+    specie_offline::EvidenceBundle {
+        ring,
+        double_spends: vec![double_spend],
+    }
+}
+
+#[test]
+fn offline_check_evidence_convicts_the_double_spender_and_refuses_doctored_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("evidence.bin");
+    let write = |bundle: &specie_offline::EvidenceBundle| {
+        let mut bytes = Vec::new();
+        bundle.encode_to(&mut bytes);
+        std::fs::write(&path, &bytes).unwrap();
+    };
+    let bundle = offline_double_spend();
+    write(&bundle);
+    let output = specie(&["offline", "check-evidence", path.to_str().unwrap()]);
+    assert_exit(&output, 0);
+    let alice = specie_offline::deterministic_key("cli-identity", 1)
+        .verifying_key()
+        .to_bytes();
+    let expected = format!("convicted: identity {} ", hex::encode(alice));
+    assert!(stdout(&output).contains(&expected), "{}", stdout(&output));
+    assert!(stdout(&output).contains("1 of 1 double spends hold up"));
+
+    // A replay passed off as a double spend; another key passed off as Alice's.
+    let mut replay = bundle.clone();
+    replay.double_spends[0].second = replay.double_spends[0].first;
+    let mut framed = bundle.clone();
+    framed.double_spends[0].binding.key = [9; 32];
+    for doctored in [replay, framed] {
+        write(&doctored);
+        let output = specie(&["offline", "check-evidence", path.to_str().unwrap()]);
+        assert_exit(&output, 1);
+        assert!(stdout(&output).contains("convicts no one"), "{}", stdout(&output));
+    }
+    std::fs::write(&path, b"not evidence at all").unwrap();
+    let output = specie(&["offline", "check-evidence", path.to_str().unwrap()]);
+    assert_exit(&output, 1);
+    assert!(
+        stderr(&output).contains("is not offline evidence"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use sha2::Digest;
 use specie_codec::{put_u32, DecodeError, Reader};
 use specie_ed25519::PublicKeyError;
 use thiserror::Error;
@@ -21,6 +22,13 @@ const KEY_CERTIFICATE_DOMAIN: &[u8] = b"specie/offline/key-certificate/v1";
 /// Signed by a device's identity key: this one-time key is mine.
 const KEY_BINDING_DOMAIN: &[u8] = b"specie/offline/key-binding/v1";
 
+/// Hashed with a key ring's encoding: its fingerprint.
+const KEY_RING_DOMAIN: &[u8] = b"specie/offline/key-ring/v1";
+/// Most keys of each kind (issuing, certifying) a key ring's encoding holds.
+pub const KEY_RING_KEYS_MAX: usize = 255;
+/// The longest canonical key ring.
+pub const KEY_RING_BYTES_MAX: usize =
+    1 + 1 + KEY_RING_KEYS_MAX * (PUBLIC_KEY_BYTES + 8) + 1 + KEY_RING_KEYS_MAX * (4 + PUBLIC_KEY_BYTES);
 /// A key binding's encoding: the identity, the key, the identity's signature.
 pub const KEY_BINDING_BYTES: usize = 2 * PUBLIC_KEY_BYTES + SIGNATURE_BYTES;
 /// A key certificate's encoding: the key, the period, the certifying key's signature.
@@ -196,6 +204,75 @@ impl KeyRing {
         }
         self.certifying.insert(period, (key, verifying));
         Ok(())
+    }
+
+    /// Version, issuing-key count (`u8`) and (key, denomination `u64`) each in key order,
+    /// certifying-key count (`u8`) and (period `u32`, key) each in period order.
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        assert!(
+            self.issuing.len() <= KEY_RING_KEYS_MAX && self.certifying.len() <= KEY_RING_KEYS_MAX,
+            "a key ring holds at most KEY_RING_KEYS_MAX keys of each kind"
+        );
+        out.push(ENCODING_VERSION);
+        out.push(self.issuing.len() as u8);
+        for (key, (denomination, _)) in &self.issuing {
+            out.extend_from_slice(key);
+            out.extend_from_slice(&denomination.to_le_bytes());
+        }
+        out.push(self.certifying.len() as u8);
+        for (period, (key, _)) in &self.certifying {
+            put_u32(out, *period);
+            out.extend_from_slice(key);
+        }
+    }
+
+    /// A ring in canonical form: keys valid, each once, in order.
+    pub fn decode_from(reader: &mut Reader<'_>) -> Result<KeyRing, DecodeError> {
+        crate::read_version(reader, "key ring")?;
+        let invalid = |reason: String| DecodeError::Invalid {
+            what: "key ring",
+            reason,
+        };
+        let mut ring = KeyRing::default();
+        let issuing = reader.read_u8("issuing key count")?;
+        let mut last = None;
+        for _ in 0..issuing {
+            let key: PublicKey = reader.read_array("issuing key")?;
+            let denomination = reader.read_u64("denomination")?;
+            if last.is_some_and(|last| last >= key) {
+                return Err(DecodeError::NonCanonical {
+                    what: "key ring",
+                    reason: "issuing keys not in increasing order",
+                });
+            }
+            last = Some(key);
+            ring.add_issuing_key(key, denomination)
+                .map_err(|error| invalid(format!("issuing key: {error}")))?;
+        }
+        let certifying = reader.read_u8("certifying key count")?;
+        let mut last = None;
+        for _ in 0..certifying {
+            let period = reader.read_u32("period")?;
+            let key: PublicKey = reader.read_array("certifying key")?;
+            if last.is_some_and(|last| last >= period) {
+                return Err(DecodeError::NonCanonical {
+                    what: "key ring",
+                    reason: "periods not in increasing order",
+                });
+            }
+            last = Some(period);
+            ring.add_certifying_key(period, key)
+                .map_err(|error| invalid(format!("certifying key: {error}")))?;
+        }
+        Ok(ring)
+    }
+
+    /// SHA-256 of the domain and the ring's encoding: what a verifier compares with the key set
+    /// the authority publishes before it trusts a ring that came with evidence.
+    pub fn fingerprint(&self) -> [u8; 32] {
+        let mut bytes = KEY_RING_DOMAIN.to_vec();
+        self.encode_to(&mut bytes);
+        sha2::Sha256::digest(bytes).into()
     }
 
     /// The denomination of tokens `key` issues and the key itself, if it is a known issuing key.

@@ -16,11 +16,15 @@ mod keys;
 mod token;
 
 pub use denominations::{Denominations, DenominationsError, DENOMINATIONS_MAX};
-pub use evidence::{Convicted, DoubleSpend, EvidenceError, DOUBLE_SPEND_BYTES_MAX};
+pub use evidence::{
+    Convicted, DoubleSpend, EvidenceBundle, EvidenceError, BUNDLE_DOUBLE_SPENDS_MAX, DOUBLE_SPEND_BYTES_MAX,
+    EVIDENCE_BUNDLE_BYTES_MAX,
+};
 pub use history::{Conflict, History, Move, OtherIssuance, Recorded, SignedMove, SIGNED_MOVE_BYTES_MAX};
 pub use instruction::{Instruction, INSTRUCTION_BYTES_MAX, REISSUE_OUTPUTS_MAX};
 pub use keys::{
     check_public_key, KeyBinding, KeyCertificate, KeyError, KeyRing, PublicKey, CERTIFIED_KEY_BYTES, KEY_BINDING_BYTES,
+    KEY_RING_BYTES_MAX, KEY_RING_KEYS_MAX,
 };
 pub use token::{
     Hop, Issuance, Link, Token, TokenError, Verified, HOPS_MAX, HOP_BYTES, ISSUANCE_BYTES, TOKEN_BYTES_MAX,

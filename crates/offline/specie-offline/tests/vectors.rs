@@ -14,8 +14,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use specie_codec::{DecodeError, Reader};
 use specie_offline::{
-    decode_exact, deterministic_key, Conflict, History, Hop, Issuance, KeyBinding, KeyCertificate, KeyRing, Move,
-    Recorded, SignedMove, SigningKey, Token, Verified, VerifyingKey, CERTIFIED_KEY_BYTES, TOKEN_BYTES_MAX,
+    decode_exact, deterministic_key, Conflict, DoubleSpend, EvidenceBundle, History, Hop, Instruction, Issuance,
+    KeyBinding, KeyCertificate, KeyRing, Move, Recorded, SignedMove, SigningKey, Token, Verified, VerifyingKey,
+    CERTIFIED_KEY_BYTES, EVIDENCE_BUNDLE_BYTES_MAX, INSTRUCTION_BYTES_MAX, TOKEN_BYTES_MAX,
 };
 use specie_vectors::{assert_file_matches, encoded, read_or_write, stored_bytes, vectors_text, Vector};
 
@@ -157,7 +158,80 @@ fn vectors(s: &Scenario) -> Vec<Vector> {
         "the token after owner 0's second transfer, to owner 2 at nonce cc..cc: one hop".into(),
         &encoded(|o| s.branch.encode_to(o)),
     );
+    put_ring_instruction_and_evidence(&mut put, s);
     vectors
+}
+
+/// The payee's key ring, from the scenario's public keys.
+fn scenario_ring(s: &Scenario) -> KeyRing {
+    let mut ring = KeyRing::default();
+    ring.add_issuing_key(s.issuing.verifying_key().to_bytes(), DENOMINATION)
+        .unwrap();
+    ring.add_certifying_key(PERIOD, s.certifying.verifying_key().to_bytes())
+        .unwrap();
+    ring
+}
+
+/// Owner 0's double spend of the issued token (to owner 1 at nonce A, and to owner 2 at nonce C)
+/// as evidence: the issued token, the two transfers, owner 0's binding.
+fn scenario_evidence(s: &Scenario) -> EvidenceBundle {
+    let as_move = |hop: &Hop| SignedMove {
+        statement: Move::Transfer {
+            next_owner: hop.next_owner,
+            nonce: hop.nonce,
+        },
+        signature: hop.signature,
+    };
+    EvidenceBundle {
+        ring: scenario_ring(s),
+        double_spends: vec![DoubleSpend {
+            token: s.tokens[0].clone(),
+            first: as_move(&s.tokens[1].hops[0]),
+            second: as_move(&s.branch.hops[0]),
+            binding: s.binding,
+        }],
+    }
+}
+
+/// A re-issue of the 100 to owner 2's key.
+fn scenario_instruction(s: &Scenario) -> Instruction {
+    Instruction::Reissue {
+        outputs: vec![(DENOMINATION, s.one_time[2].verifying_key().to_bytes())],
+    }
+}
+
+fn put_ring_instruction_and_evidence(put: &mut impl FnMut(String, String, &[u8]), s: &Scenario) {
+    let ring = scenario_ring(s);
+    put(
+        "key_ring".into(),
+        "the payee's key ring: 01 || 01 issuing key || issuing_public_key || denomination 100 (u64) || 01 certifying key \
+         || period 7 (u32) || certifying_public_key"
+            .into(),
+        &encoded(|o| ring.encode_to(o)),
+    );
+    put(
+        "key_ring_fingerprint".into(),
+        "SHA-256(\"specie/offline/key-ring/v1\" || key_ring)".into(),
+        &ring.fingerprint(),
+    );
+    let instruction = scenario_instruction(s);
+    put(
+        "instruction_reissue".into(),
+        "a deposit's instruction: 01 || 00 re-issue || 01 output || value 100 (u64) || one_time[2]".into(),
+        &instruction.encode(),
+    );
+    put(
+        "instruction_reissue_hash".into(),
+        "SHA-256(\"specie/offline/instruction/v1\" || instruction_reissue): what a deposit statement signs".into(),
+        &instruction.hash(),
+    );
+    put(
+        "evidence_bundle".into(),
+        "evidence of owner 0's double spend: 01 || key_ring || 0100 (u16 count) || double spend (01 || token[0] || 00 \
+         transfer to one_time[1] at aa..aa || 00 transfer to one_time[2] at cc..cc || owner 0's binding)"
+            .into(),
+        &encoded(|o| scenario_evidence(s).encode_to(o)),
+    );
 }
 
 fn put_certificates_and_binding(put: &mut impl FnMut(String, String, &[u8]), s: &Scenario) {
@@ -511,4 +585,39 @@ fn the_stored_deposit_verifies_and_the_history_names_owner_0_on_the_stored_branc
             }]
         })
     );
+}
+
+#[test]
+fn the_stored_evidence_convicts_owner_0s_identity_under_the_stored_ring() {
+    let stored = &stored();
+    let bundle = round_trip(
+        stored,
+        "evidence_bundle",
+        EVIDENCE_BUNDLE_BYTES_MAX,
+        EvidenceBundle::decode_from,
+        EvidenceBundle::encode_to,
+    );
+    let ring = stored_ring(stored);
+    assert_eq!(
+        bundle.ring.fingerprint(),
+        ring.fingerprint(),
+        "the bundle's ring is the payee's"
+    );
+    assert_eq!(bundle.ring.fingerprint(), stored_array(stored, "key_ring_fingerprint"));
+    assert_eq!(encoded(|o| ring.encode_to(o)), stored_bytes(stored, "key_ring"));
+    let convicted = bundle.double_spends[0].check(&ring).unwrap();
+    assert_eq!(convicted.identity, stored_array::<32>(stored, "identity_public_key"));
+    assert_eq!(
+        convicted.one_time_key,
+        stored_array::<32>(stored, "one_time[0]_public_key")
+    );
+    assert_eq!(convicted.denomination, DENOMINATION);
+    let instruction = round_trip(
+        stored,
+        "instruction_reissue",
+        INSTRUCTION_BYTES_MAX,
+        Instruction::decode_from,
+        Instruction::encode_to,
+    );
+    assert_eq!(instruction.hash(), stored_array(stored, "instruction_reissue_hash"));
 }

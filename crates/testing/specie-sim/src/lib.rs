@@ -34,6 +34,7 @@
 
 mod byzantine;
 mod cluster;
+mod offline;
 mod replication;
 mod world;
 
@@ -42,5 +43,6 @@ pub use byzantine::{
     AUTHORITIES as BYZANTINE_AUTHORITIES,
 };
 pub use cluster::{run_cluster, ClusterOptions, ClusterReport};
+pub use offline::{run_offline, OfflineOptions, OfflineReport};
 pub use replication::{run_replication, ReplicationFaults, ReplicationOptions, ReplicationReport};
 pub use world::{run, Faults, SimOptions, SimReport, Violation};

@@ -1,0 +1,539 @@
+//! Deterministic simulation of offline cash (docs/offline-mode.md): devices funded by the real
+//! `specie-offline-authority` role pay tokens to each other with no network, in random
+//! topologies; some devices keep a copy of what they pay and spend it again (to one payee or
+//! many), some replay an old payment; devices go online at random to deposit what they hold and
+//! fetch the revocation list, and answers get lost on the way back; the authority crashes and
+//! restarts from its log (the simulator's host checks that the log rebuilds the crashed state).
+//!
+//! Every payee checks what it receives offline, as a device does: the chain verifies, the new
+//! owner is the key it offered and the last hop signs the nonce it offered for this payment (so a
+//! replayed payment is refused), the token is not on the revocation list it last fetched, and it
+//! has not passed the hop limit.
+//!
+//! The world keeps its own model of every token's tree (who owned each node, and every statement
+//! signed on it). Checked after every step: the authority's invariants (per issuing key paid ≤
+//! issued, value conserved, debts = refused value). A deposit sent again is answered exactly as
+//! the first time, and no token is paid twice. Once every device has synced everything: value is
+//! conserved (what was funded is what was defunded plus what the devices hold), and the debts are
+//! exactly the model's. An owner who signed c statements on one node owes c − 1 copies, and no one
+//! else owes anything, so every double spender whose branches reached the authority is named, with
+//! the right value, and no honest owner ever is.
+
+mod devices;
+#[cfg(test)]
+mod planted;
+
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::hash::{DefaultHasher, Hasher};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use specie_host::{SimEvent, SimHost};
+use specie_offline::{Denominations, KeyRing, Link, PublicKey};
+use specie_offline_authority::{
+    AuthorityKeys, Command, DepositOutcome, Input, OfflineAuthority, Refusal, Reply, Report,
+};
+use specie_role::{Durable, Role};
+
+use crate::world::Violation;
+use devices::{Device, Payment};
+
+/// What the world can host as the authority: the real role, or a planted variant of it.
+pub trait OfflineRole:
+    Durable
+    + Role<Command = Command, Input = Input, Reply = Reply, Report = Report, Peer = Infallible, Message = Infallible>
+{
+}
+
+impl<T> OfflineRole for T where
+    T: Durable
+        + Role<Command = Command, Input = Input, Reply = Reply, Report = Report, Peer = Infallible, Message = Infallible>
+{
+}
+
+#[derive(Clone, Debug)]
+pub struct OfflineOptions {
+    pub seed: u64,
+    pub devices: usize,
+    /// Devices (among the first ones) that keep a copy of what they pay, sometimes.
+    pub cheaters: usize,
+    /// Actions before the final sync: payments, replays, syncs, crashes.
+    pub steps: usize,
+    /// A cheater's chance, per payment, to keep a copy of the token it pays.
+    pub copy_per_mille: u32,
+    pub replay_per_mille: u32,
+    pub sync_per_mille: u32,
+    pub crash_per_mille: u32,
+    /// Chance that the authority's answer to a deposit is lost on the way back.
+    pub answer_loss_per_mille: u32,
+    /// Chance that a deposit sends the value back to the core rather than re-issuing it.
+    pub defund_per_mille: u32,
+    /// Hops a token may carry before a device refuses it (the device policy).
+    pub hops_max: usize,
+    /// One-time keys a device has certified at a time.
+    pub keys_per_certification: usize,
+}
+
+impl OfflineOptions {
+    /// The options of seed `seed`: the topology, the share of cheaters and the fault rates vary.
+    pub fn from_seed(seed: u64) -> OfflineOptions {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x0ff1_11e0);
+        let devices = rng.gen_range(3..=7);
+        OfflineOptions {
+            seed,
+            devices,
+            cheaters: rng.gen_range(0..=devices / 2),
+            steps: rng.gen_range(20..=60),
+            copy_per_mille: rng.gen_range(100..=500),
+            replay_per_mille: rng.gen_range(0..=100),
+            sync_per_mille: rng.gen_range(50..=250),
+            crash_per_mille: rng.gen_range(0..=60),
+            answer_loss_per_mille: rng.gen_range(0..=300),
+            defund_per_mille: rng.gen_range(0..=200),
+            hops_max: rng.gen_range(2..=8),
+            keys_per_certification: 16,
+        }
+    }
+}
+
+/// What a run did, summed over seeds by the soak.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OfflineReport {
+    pub payments: u64,
+    /// Copies cheaters kept of what they paid.
+    pub copies_kept: u64,
+    pub replays_refused: u64,
+    pub revoked_refused: u64,
+    pub hop_limit_reached: u64,
+    pub deposits: u64,
+    pub deposits_resent: u64,
+    pub answers_lost: u64,
+    pub double_spends_refused: u64,
+    pub debtors: u64,
+    pub crashes: u64,
+    pub syncs_while_down: u64,
+    pub trace_digest: u64,
+}
+
+/// One node of the world's model of a token's tree: whose it was, what it is worth, and the
+/// statements signed on it (by link).
+struct ModelNode {
+    owner: usize,
+    value: u64,
+    children: Vec<Link>,
+}
+
+struct World<R: OfflineRole> {
+    options: OfflineOptions,
+    rng: StdRng,
+    step: u64,
+    host: SimHost<R>,
+    /// Steps left before a crashed authority comes back.
+    down_for: Option<u64>,
+    ring: KeyRing,
+    devices: Vec<Device>,
+    model: HashMap<Link, ModelNode>,
+    /// Payments that happened, for replays: (payer, payee, the token as paid).
+    paid: Vec<Payment>,
+    /// Every deposit's first outcome, by the deposit's link.
+    outcomes: HashMap<Link, DepositOutcome>,
+    /// The deposit that got each paid token's value, by serial.
+    paid_serials: HashMap<[u8; 16], Link>,
+    funded: u128,
+    defunded: u128,
+    next_ticket: u64,
+    trace: DefaultHasher,
+    report: OfflineReport,
+}
+
+/// Runs the world of `options.seed` with the real authority.
+pub fn run_offline(options: OfflineOptions) -> Result<OfflineReport, Violation> {
+    run_offline_with(options, || OfflineAuthority::new(authority_keys()))
+}
+
+fn authority_keys() -> AuthorityKeys {
+    AuthorityKeys::deterministic("sim-offline", Denominations::default(), 1)
+}
+
+fn run_offline_with<R: OfflineRole>(
+    options: OfflineOptions,
+    fresh: impl Fn() -> R + 'static,
+) -> Result<OfflineReport, Violation> {
+    let mut world = World {
+        rng: StdRng::seed_from_u64(options.seed),
+        step: 0,
+        host: SimHost::start("offline-authority", fresh),
+        down_for: None,
+        ring: authority_keys().ring(),
+        devices: Vec::new(),
+        model: HashMap::new(),
+        paid: Vec::new(),
+        outcomes: HashMap::new(),
+        paid_serials: HashMap::new(),
+        funded: 0,
+        defunded: 0,
+        next_ticket: 0,
+        trace: DefaultHasher::new(),
+        report: OfflineReport::default(),
+        options,
+    };
+    world.enrol_and_fund()?;
+    for _ in 0..world.options.steps {
+        world.step += 1;
+        world.act()?;
+        world.check_invariants()?;
+    }
+    world.settle()?;
+    world.check_end()?;
+    world.report.trace_digest = world.trace.finish();
+    Ok(world.report)
+}
+
+impl<R: OfflineRole> World<R> {
+    fn violation(&self, message: impl Into<String>) -> Violation {
+        Violation {
+            seed: self.options.seed,
+            step: self.step,
+            message: message.into(),
+        }
+    }
+
+    fn chance(&mut self, per_mille: u32) -> bool {
+        self.rng.gen_range(0..1000) < per_mille
+    }
+
+    /// The authority's answer to `input`, or `None` while it is down. Reports are the leader's
+    /// news of a double spend: the world checks the outcomes themselves.
+    fn call(&mut self, input: impl FnOnce(u64) -> Input) -> Result<Option<Reply>, Violation> {
+        if !self.host.is_up() {
+            return Ok(None);
+        }
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        let mut answer = None;
+        for event in self.host.handle(self.step, input(ticket)) {
+            match event {
+                SimEvent::Reply { ticket: t, reply } if t == ticket => answer = Some(reply),
+                SimEvent::Durable(bytes) => self.trace.write(&bytes),
+                _ => {}
+            }
+        }
+        match answer {
+            Some(reply) => {
+                self.trace.write(format!("{reply:?}").as_bytes());
+                Ok(Some(reply))
+            }
+            None => Err(self.violation("the authority left a call unanswered")),
+        }
+    }
+
+    fn check_invariants(&self) -> Result<(), Violation> {
+        match self.host.role().map(Durable::check_invariants) {
+            Some(Err(error)) => Err(self.violation(format!("authority invariant: {error}"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Every device registers, certifies its first keys and is funded from the core.
+    fn enrol_and_fund(&mut self) -> Result<(), Violation> {
+        for n in 0..self.options.devices {
+            let cheater = n < self.options.cheaters;
+            self.devices.push(Device::new(self.options.seed, n, cheater));
+            let identity = self.devices[n].identity();
+            match self.call(|ticket| Input::Register { ticket, identity })? {
+                Some(Reply::Registered) => {}
+                other => return Err(self.violation(format!("registration: {other:?}"))),
+            }
+            self.certify(n)?;
+            let amount = self.rng.gen_range(1..=3_000);
+            self.fund(n, amount)?;
+        }
+        Ok(())
+    }
+
+    fn certify(&mut self, device: usize) -> Result<(), Violation> {
+        let bindings = self.devices[device].bindings(self.options.keys_per_certification);
+        let count = bindings.len();
+        match self.call(|ticket| Input::Certify { ticket, bindings })? {
+            Some(Reply::Certified { certificates }) if certificates.len() == count => {
+                self.devices[device].certified(certificates);
+                Ok(())
+            }
+            // A named double spender gets no more keys: it can still deposit (to the core), but
+            // no longer receive.
+            Some(Reply::Refused(Refusal::Convicted { .. })) if self.devices[device].cheater => Ok(()),
+            None => Ok(()),
+            other => Err(self.violation(format!("device {device}'s certification: {other:?}"))),
+        }
+    }
+
+    fn fund(&mut self, device: usize, amount: u64) -> Result<(), Violation> {
+        let split = Denominations::default().split(amount);
+        let funding = self.devices[device].funding(amount, split.len());
+        match self.call(|ticket| Input::Fund { ticket, funding })? {
+            Some(Reply::Funded { issuances }) => {
+                self.funded += u128::from(amount);
+                for (issuance, value) in issuances.iter().zip(split) {
+                    self.model_node(issuance.link(), device, value);
+                    self.devices[device].receive_issued(*issuance, value);
+                }
+                Ok(())
+            }
+            other => Err(self.violation(format!("device {device}'s funding: {other:?}"))),
+        }
+    }
+
+    fn model_node(&mut self, link: Link, owner: usize, value: u64) {
+        self.model.entry(link).or_insert(ModelNode {
+            owner,
+            value,
+            children: Vec::new(),
+        });
+    }
+
+    /// A statement signed on node `parent`: the model counts each distinct one once.
+    fn model_child(&mut self, parent: Link, child: Link) -> Result<(), Violation> {
+        let Some(node) = self.model.get_mut(&parent) else {
+            return Err(self.violation("a statement on a node the model never saw"));
+        };
+        if !node.children.contains(&child) {
+            node.children.push(child);
+        }
+        Ok(())
+    }
+
+    fn act(&mut self) -> Result<(), Violation> {
+        if let Some(left) = self.down_for.as_mut() {
+            *left = left.saturating_sub(1);
+            if *left == 0 {
+                self.restart()?;
+            }
+        } else if self.chance(self.options.crash_per_mille) {
+            self.host.crash();
+            self.report.crashes += 1;
+            self.down_for = Some(self.rng.gen_range(1..=5));
+            return Ok(());
+        }
+        let replay = self.options.replay_per_mille;
+        let sync = self.options.sync_per_mille;
+        if !self.paid.is_empty() && self.chance(replay) {
+            self.replay()
+        } else if self.chance(sync) {
+            let device = self.rng.gen_range(0..self.devices.len());
+            self.sync(device)
+        } else {
+            self.pay()
+        }
+    }
+
+    fn restart(&mut self) -> Result<(), Violation> {
+        self.down_for = None;
+        match self.host.restart(self.step) {
+            Ok(_) => Ok(()),
+            Err(error) => Err(self.violation(format!("authority restart: {error}"))),
+        }
+    }
+
+    /// A payment between two devices, offline: the payee offers a fresh certified key and nonce
+    /// and looks at the token before the payer signs (not revoked); the payer passes it on
+    /// (keeping a copy, if it cheats); the payee checks what it got.
+    fn pay(&mut self) -> Result<(), Violation> {
+        let payer = self.rng.gen_range(0..self.devices.len());
+        let mut payee = self.rng.gen_range(0..self.devices.len() - 1);
+        if payee >= payer {
+            payee += 1;
+        }
+        let pick = self.rng.gen_range(0..usize::MAX);
+        let Some(index) = self.devices[payer].choose(pick, self.options.hops_max) else {
+            self.report.hop_limit_reached += u64::from(!self.devices[payer].holding().is_empty());
+            return Ok(());
+        };
+        let nonce: [u8; 16] = self.rng.gen();
+        let Some(offer) = self.devices[payee].offer(nonce) else {
+            return Ok(()); // no certified key left: it receives nothing until it syncs
+        };
+        if self.devices[payee]
+            .precheck(&self.devices[payer].held(index).token)
+            .is_err()
+        {
+            self.report.revoked_refused += 1;
+            self.devices[payee].withdraw_offer(&offer);
+            return Ok(());
+        }
+        let keep_copy = self.devices[payer].cheater && self.chance(self.options.copy_per_mille);
+        let payment = self.devices[payer].pay(index, &offer, keep_copy);
+        let value = self.devices[payee]
+            .receive(&self.ring, &offer, &payment.token, self.options.hops_max)
+            .map_err(|refused| self.violation(format!("an honest payment refused: {refused}")))?;
+        let links = payment.token.links();
+        let (parent, child) = (links[links.len() - 2], links[links.len() - 1]);
+        self.model_child(parent, child)?;
+        self.model_node(child, payee, value);
+        self.report.payments += 1;
+        self.report.copies_kept += u64::from(keep_copy);
+        self.trace.write(&child);
+        self.paid.push(Payment { payee, ..payment });
+        Ok(())
+    }
+
+    /// A payer presents an old payment to its payee again: the payee must refuse it, since the
+    /// nonce it signs is not one the payee is offering now.
+    fn replay(&mut self) -> Result<(), Violation> {
+        let old = self.paid[self.rng.gen_range(0..self.paid.len())].clone();
+        let nonce: [u8; 16] = self.rng.gen();
+        let Some(offer) = self.devices[old.payee].offer(nonce) else {
+            return Ok(());
+        };
+        match self.devices[old.payee].receive(&self.ring, &offer, &old.token, self.options.hops_max) {
+            Err(devices::Refused::NotForThisPayment) => {
+                self.devices[old.payee].withdraw_offer(&offer);
+                self.report.replays_refused += 1;
+                Ok(())
+            }
+            other => Err(self.violation(format!("a replayed payment was not refused: {other:?}"))),
+        }
+    }
+
+    /// A device goes online: it resends the deposits nobody answered, deposits what it holds,
+    /// fetches the revocation list and certifies keys.
+    fn sync(&mut self, device: usize) -> Result<(), Violation> {
+        if !self.host.is_up() {
+            self.report.syncs_while_down += 1;
+            return Ok(());
+        }
+        let defund = self.options.defund_per_mille;
+        let defunds: Vec<bool> = (0..self.devices[device].holding().len())
+            .map(|_| self.chance(defund))
+            .collect();
+        self.devices[device].prepare_deposits(&defunds);
+        let answer_loss = self.options.answer_loss_per_mille;
+        for deposit in self.devices[device].pending().to_vec() {
+            let lost = self.chance(answer_loss);
+            self.deposit(device, deposit, lost)?;
+        }
+        let from = self.devices[device].revocations_seen();
+        if let Some(Reply::Revocations { serials, .. }) = self.call(|ticket| Input::Revocations { ticket, from })? {
+            self.devices[device].revoked(serials);
+        }
+        if self.devices[device].keys_left() < self.options.keys_per_certification / 2 {
+            self.certify(device)?;
+        }
+        Ok(())
+    }
+
+    fn deposit(&mut self, device: usize, deposit: devices::PendingDeposit, lost: bool) -> Result<(), Violation> {
+        let links = deposit.token.links();
+        let parent = *links.last().expect("an issuance link");
+        let link = deposit.link();
+        let input = deposit.input();
+        let Some(reply) = self.call(input)? else {
+            return Ok(());
+        };
+        let Reply::Deposited(outcome) = reply else {
+            return Err(self.violation(format!("device {device}'s deposit refused: {reply:?}")));
+        };
+        self.report.deposits += 1;
+        self.model_child(parent, link)?;
+        if let Some(first) = self.outcomes.get(&link) {
+            self.report.deposits_resent += 1;
+            if *first != outcome {
+                return Err(self.violation(format!("a deposit sent again got {outcome:?}, first {first:?}")));
+            }
+        }
+        self.outcomes.entry(link).or_insert_with(|| outcome.clone());
+        if matches!(
+            outcome,
+            DepositOutcome::Reissued { .. } | DepositOutcome::Defunded { .. }
+        ) {
+            let first = *self.paid_serials.entry(deposit.token.issuance.serial).or_insert(link);
+            if first != link {
+                return Err(self.violation("a token was paid twice"));
+            }
+        }
+        if lost {
+            self.report.answers_lost += 1;
+            return Ok(());
+        }
+        match &outcome {
+            DepositOutcome::Reissued { issuances } => {
+                let value = self.model[&parent].value;
+                for issuance in issuances {
+                    self.model_node(issuance.link(), device, value);
+                }
+            }
+            DepositOutcome::Defunded { amount, .. } => self.defunded += u128::from(*amount),
+            DepositOutcome::DoubleSpent { .. } => {}
+            DepositOutcome::AlreadyDeposited => {
+                return Err(self.violation("a device's only deposit of a token called a second one"));
+            }
+        }
+        self.devices[device].answered(&link, &outcome);
+        Ok(())
+    }
+
+    /// Faults stop: the authority comes back and every device syncs until nothing is pending.
+    fn settle(&mut self) -> Result<(), Violation> {
+        self.step += 1;
+        if !self.host.is_up() {
+            self.restart()?;
+        }
+        self.options.answer_loss_per_mille = 0;
+        self.options.defund_per_mille = 0;
+        for _round in 0..3 {
+            for device in 0..self.devices.len() {
+                self.sync(device)?;
+            }
+        }
+        if let Some(device) = self.devices.iter().position(|d| !d.pending().is_empty()) {
+            return Err(self.violation(format!("device {device} still has unanswered deposits")));
+        }
+        Ok(())
+    }
+
+    fn books(&mut self) -> Result<specie_offline_authority::Books, Violation> {
+        match self.call(|ticket| Input::Books { ticket })? {
+            Some(Reply::Books(books)) => Ok(*books),
+            other => Err(self.violation(format!("books: {other:?}"))),
+        }
+    }
+
+    /// Conservation, paid once, and debts exactly the model's.
+    fn check_end(&mut self) -> Result<(), Violation> {
+        let books = self.books()?;
+        let held: u128 = self.devices.iter().map(|d| u128::from(d.value_held())).sum();
+        if books.funded != self.funded || books.defunded != self.defunded || books.outstanding != held {
+            return Err(self.violation(format!(
+                "value not conserved: authority funded {} defunded {} outstanding {}, world funded {} defunded {} held {held}",
+                books.funded, books.defunded, books.outstanding, self.funded, self.defunded
+            )));
+        }
+        let mut expected: BTreeMap<PublicKey, u128> = BTreeMap::new();
+        for node in self.model.values().filter(|node| node.children.len() > 1) {
+            let identity = self.devices[node.owner].identity();
+            *expected.entry(identity).or_default() += (node.children.len() as u128 - 1) * u128::from(node.value);
+        }
+        let debts: BTreeMap<PublicKey, u128> = books.debts.iter().map(|d| (d.identity, d.value)).collect();
+        if debts != expected {
+            return Err(self.violation(format!("debts {debts:?} are not the model's {expected:?}")));
+        }
+        let honest = |identity: &PublicKey| self.devices.iter().any(|d| !d.cheater && d.identity() == *identity);
+        if debts.keys().any(honest) {
+            return Err(self.violation("an honest device is named"));
+        }
+        for outcome in self.outcomes.values() {
+            if let DepositOutcome::DoubleSpent { debtor, .. } = outcome {
+                if !expected.contains_key(debtor) {
+                    return Err(self.violation("a refused deposit names someone who signed once per token"));
+                }
+            }
+        }
+        self.report.double_spends_refused = self
+            .outcomes
+            .values()
+            .filter(|o| matches!(o, DepositOutcome::DoubleSpent { .. }))
+            .count() as u64;
+        self.report.debtors = debts.len() as u64;
+        Ok(())
+    }
+}
