@@ -4,7 +4,7 @@
 use specie_codec::{put_u64, DecodeError, Reader};
 use specie_offline::{
     DoubleSpend, Instruction, Issuance, KeyBinding, KeyCertificate, KeyError, Link, PublicKey, SignedMove, Token,
-    TokenError, ISSUANCE_BYTES, KEY_BINDING_BYTES, REISSUE_OUTPUTS_MAX, TOKEN_BYTES_MAX,
+    ISSUANCE_BYTES, KEY_BINDING_BYTES, REISSUE_OUTPUTS_MAX, TOKEN_BYTES_MAX,
 };
 use specie_role::Ticket;
 use thiserror::Error;
@@ -19,6 +19,9 @@ pub const TOKENS_PER_FUNDING_MAX: usize = 1_024;
 pub const REVOCATIONS_PER_ANSWER_MAX: usize = 4_096;
 /// Most evidence one answer carries.
 pub const EVIDENCE_PER_ANSWER_MAX: usize = 64;
+
+/// One certified key in a certify command: its binding and the certificate's signature.
+const CERTIFIED_BYTES: usize = KEY_BINDING_BYTES + 64;
 
 const COMMAND_REGISTER: u8 = 0;
 const COMMAND_CERTIFY: u8 = 1;
@@ -40,8 +43,12 @@ pub struct Funding {
 pub enum Command {
     /// A device's identity key, enrolled by the registrar.
     Register { identity: PublicKey },
-    /// One-time keys bound to registered identities, certified for `period`.
-    Certify { period: u32, bindings: Vec<KeyBinding> },
+    /// One-time keys bound to registered identities, certified for `period`: each binding with
+    /// the certificate's signature (the leader's), so deposits are checked against the table.
+    Certify {
+        period: u32,
+        certified: Vec<(KeyBinding, [u8; 64])>,
+    },
     /// A funding and the tokens issued for it (signed by the leader, so replay signs nothing).
     Fund { funding: Funding, issuances: Vec<Issuance> },
     /// A verified deposit: the chain, the owner's deposit statement, its instruction, and the
@@ -181,12 +188,14 @@ pub enum Refusal {
     UncertifiedOwner { index: usize },
     #[error("the token was not issued by this authority")]
     UnknownToken,
-    #[error("the token does not verify: {0}")]
-    BadToken(TokenError),
+    #[error("{hops} hops, more than {hops_max}")]
+    TooManyHops { hops: usize, hops_max: usize },
+    #[error("hop {hop}: the new owner's key certificate is not one this authority issued")]
+    UncertifiedKey { hop: usize },
+    #[error("statement {statement} (the hops from 1, then the deposit) does not verify under its owner's key")]
+    BadSignature { statement: usize },
     #[error("the deposit statement is a transfer, not a deposit")]
     NotADeposit,
-    #[error("the deposit statement's signature does not verify under the token's owner")]
-    BadDepositSignature,
     #[error("the deposit statement signs another instruction")]
     InstructionMismatch,
     #[error("the re-issue asks for {asked} but the token is worth {value}")]
@@ -221,12 +230,13 @@ impl Command {
                 out.push(COMMAND_REGISTER);
                 out.extend_from_slice(identity);
             }
-            Command::Certify { period, bindings } => {
+            Command::Certify { period, certified } => {
                 out.push(COMMAND_CERTIFY);
                 out.extend_from_slice(&period.to_le_bytes());
-                out.extend_from_slice(&(bindings.len() as u32).to_le_bytes());
-                for binding in bindings {
+                out.extend_from_slice(&(certified.len() as u32).to_le_bytes());
+                for (binding, signature) in certified {
                     binding.encode_to(out);
+                    out.extend_from_slice(signature);
                 }
             }
             Command::Fund { funding, issuances } => {
@@ -257,7 +267,7 @@ impl Command {
         + 4
         + REISSUE_OUTPUTS_MAX * ISSUANCE_BYTES
         + 2 * TOKENS_PER_FUNDING_MAX * ISSUANCE_BYTES
-        + BINDINGS_PER_CALL_MAX * KEY_BINDING_BYTES;
+        + BINDINGS_PER_CALL_MAX * CERTIFIED_BYTES;
 
     pub fn decode(bytes: &[u8]) -> Result<Command, DecodeError> {
         specie_codec::decode_bounded("authority command", bytes, Self::BYTES_MAX, |reader| {
@@ -273,11 +283,16 @@ impl Command {
             },
             COMMAND_CERTIFY => {
                 let period = reader.read_u32("period")?;
-                let count = reader.read_u32_count("binding count", BINDINGS_PER_CALL_MAX as u64, KEY_BINDING_BYTES)?;
-                let bindings = (0..count)
-                    .map(|_| KeyBinding::decode_from(reader))
-                    .collect::<Result<_, _>>()?;
-                Command::Certify { period, bindings }
+                let count = reader.read_u32_count("binding count", BINDINGS_PER_CALL_MAX as u64, CERTIFIED_BYTES)?;
+                let certified = (0..count)
+                    .map(|_| {
+                        Ok((
+                            KeyBinding::decode_from(reader)?,
+                            reader.read_array("certificate signature")?,
+                        ))
+                    })
+                    .collect::<Result<_, DecodeError>>()?;
+                Command::Certify { period, certified }
             }
             COMMAND_FUND => {
                 let id = reader.read_array("funding id")?;

@@ -8,9 +8,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use ed25519_dalek::VerifyingKey;
 use sha2::{Digest, Sha256};
 use specie_codec::{DecodeError, Reader};
-use specie_offline::{Conflict, DoubleSpend, History, Instruction, Issuance, KeyBinding, PublicKey, Recorded};
+use specie_offline::{
+    Conflict, DoubleSpend, History, Instruction, Issuance, KeyBinding, KeyCertificate, PublicKey, Recorded,
+};
 use thiserror::Error;
 
 use crate::messages::{
@@ -26,6 +29,14 @@ pub enum StateError {
     Invariant(String),
 }
 
+/// A key this authority certified.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Certified {
+    pub period: u32,
+    pub binding: KeyBinding,
+    pub signature: [u8; 64],
+}
+
 /// A double spend the authority found: the serial and the conflict its tree recorded.
 #[derive(Clone, Debug)]
 pub(crate) struct Conviction {
@@ -38,8 +49,11 @@ pub(crate) struct AuthorityState {
     /// Issuing key → its denomination (from the configuration, not the log).
     denominations: BTreeMap<PublicKey, u64>,
     pub identities: BTreeSet<PublicKey>,
-    /// One-time key → the period it was certified for and its binding to an identity.
-    pub certified: BTreeMap<PublicKey, (u32, KeyBinding)>,
+    /// One-time key → the period it was certified for, its binding to an identity, and its
+    /// certificate's signature.
+    pub certified: BTreeMap<PublicKey, Certified>,
+    /// Certified keys, decompressed once (derived: rebuilt as certifications are applied).
+    verifying: HashMap<PublicKey, VerifyingKey>,
     pub fundings: BTreeMap<[u8; 32], (Funding, Vec<Issuance>)>,
     /// Every deposit recorded in a token's tree (paid or refused as double spent), in order.
     deposits: Vec<Deposit>,
@@ -83,6 +97,18 @@ impl AuthorityState {
         }
     }
 
+    /// Whether `certificate` is, byte for byte, one this authority issued.
+    pub fn issued_certificate(&self, certificate: &KeyCertificate) -> bool {
+        self.certified.get(&certificate.key).is_some_and(|certified| {
+            certified.period == certificate.period && certified.signature == certificate.signature
+        })
+    }
+
+    /// A certified key, ready to verify with.
+    pub fn verifying_key(&self, key: &PublicKey) -> Option<&VerifyingKey> {
+        self.verifying.get(key)
+    }
+
     pub fn denomination(&self, issuing_key: &PublicKey) -> u64 {
         self.denominations.get(issuing_key).copied().unwrap_or(0)
     }
@@ -94,9 +120,22 @@ impl AuthorityState {
             Command::Register { identity } => {
                 self.identities.insert(*identity);
             }
-            Command::Certify { period, bindings } => {
-                for binding in bindings {
-                    self.certified.entry(binding.key).or_insert((*period, *binding));
+            Command::Certify { period, certified } => {
+                for (binding, signature) in certified {
+                    if self.certified.contains_key(&binding.key) {
+                        continue;
+                    }
+                    self.certified.insert(
+                        binding.key,
+                        Certified {
+                            period: *period,
+                            binding: *binding,
+                            signature: *signature,
+                        },
+                    );
+                    if let Ok(key) = VerifyingKey::from_bytes(&binding.key) {
+                        self.verifying.insert(binding.key, key);
+                    }
                 }
             }
             Command::Fund { funding, issuances } => self.apply_fund(funding, issuances),
@@ -186,7 +225,7 @@ impl AuthorityState {
         let debtor = self
             .certified
             .get(&conflict.owner)
-            .map_or(conflict.owner, |(_, binding)| binding.identity);
+            .map_or(conflict.owner, |certified| certified.binding.identity);
         let debt = self.debts.entry(debtor).or_insert(Debt {
             identity: debtor,
             value: 0,
@@ -209,12 +248,12 @@ impl AuthorityState {
     pub fn evidence(&self, conviction: &Conviction) -> Option<DoubleSpend> {
         let conflict = &conviction.conflict;
         let token = self.histories.get(&conviction.serial)?.chain_to(&conflict.node)?;
-        let (_, binding) = self.certified.get(&conflict.owner)?;
+        let certified = self.certified.get(&conflict.owner)?;
         Some(DoubleSpend {
             token,
             first: conflict.first,
             second: conflict.second,
-            binding: *binding,
+            binding: certified.binding,
         })
     }
 
@@ -273,7 +312,7 @@ impl AuthorityState {
         if let Some((key, _)) = self
             .certified
             .iter()
-            .find(|(_, (_, binding))| !self.identities.contains(&binding.identity))
+            .find(|(_, certified)| !self.identities.contains(&certified.binding.identity))
         {
             return broken(format!("key {} certified for an unregistered identity", hex(key)));
         }
@@ -317,9 +356,9 @@ impl AuthorityState {
                 .iter()
                 .map(|identity| Command::Register { identity: *identity }),
         );
-        commands.extend(self.certified.values().map(|(period, binding)| Command::Certify {
-            period: *period,
-            bindings: vec![*binding],
+        commands.extend(self.certified.values().map(|certified| Command::Certify {
+            period: certified.period,
+            certified: vec![(certified.binding, certified.signature)],
         }));
         commands.extend(self.fundings.values().map(|(funding, issuances)| Command::Fund {
             funding: funding.clone(),

@@ -218,14 +218,28 @@ fn bad_requests_are_refused_with_their_reason_and_change_nothing() {
     let forged = token.transfer(&alice.keys[0], bob.certificates[0], [1; 16]).unwrap();
     let mut forged_hop = forged.clone();
     forged_hop.hops[0].signature = pay(&world, &token, &alice.keys[0], &bob, 0, 2).hops[0].signature;
-    assert!(matches!(
+    assert_eq!(
         world.deposit(&forged_hop, &bob.keys[0], reissue(&bob), 0),
-        Reply::Refused(Refusal::BadToken(_))
-    ));
-    // Signed by someone who does not own the token.
+        Reply::Refused(Refusal::BadSignature { statement: 1 })
+    );
+    // A deposit signed by someone who does not own the token.
     assert_eq!(
         world.deposit(&forged, &alice.keys[0], reissue(&alice), 0),
-        Reply::Refused(Refusal::BadDepositSignature)
+        Reply::Refused(Refusal::BadSignature { statement: 2 })
+    );
+    // A hop to a key certified by someone else's certifying key, or with its period changed.
+    let stranger_certificate = specie_offline::KeyCertificate::sign(bob.public(2), world::PERIOD, &alice.keys[3]);
+    let unknown = token.transfer(&alice.keys[0], stranger_certificate, [3; 16]).unwrap();
+    assert_eq!(
+        world.deposit(&unknown, &bob.keys[2], reissue(&bob), 0),
+        Reply::Refused(Refusal::UncertifiedKey { hop: 1 })
+    );
+    let mut moved = bob.certificates[1];
+    moved.period += 1;
+    let unknown = token.transfer(&alice.keys[0], moved, [3; 16]).unwrap();
+    assert_eq!(
+        world.deposit(&unknown, &bob.keys[1], reissue(&bob), 0),
+        Reply::Refused(Refusal::UncertifiedKey { hop: 1 })
     );
     // A deposit statement over another instruction.
     let statement = Move::Deposit {
@@ -357,4 +371,64 @@ fn bad_enrolments_and_fundings_are_refused_with_their_reason() {
         "{reply:?}"
     );
     world.crash_and_restart();
+}
+
+/// Deposits taken in one turn are checked together (one batch equation); a forged signature in
+/// the batch refuses its own deposit and no other.
+#[test]
+fn a_batch_with_one_forged_signature_refuses_only_that_deposit() {
+    use specie_role::{Durable, Role, Round};
+    let mut world = World::new();
+    let (alice, bob) = (world.device(1, 4), world.device(2, 8));
+    let tokens = world.fund(1, 80, &alice);
+    assert_eq!(tokens.len(), 3, "50 + 20 + 10");
+    let mut authority = specie_offline_authority::OfflineAuthority::new(world::authority_keys());
+    authority
+        .restore(&world.host.role().expect("running").snapshot())
+        .unwrap();
+    authority.lead(0);
+    for (ticket, token) in tokens.iter().enumerate() {
+        let paid = pay(&world, token, &alice.keys[ticket], &bob, ticket, ticket as u8);
+        let value = paid.verify(&world.ring).unwrap().denomination;
+        let instruction = Instruction::Reissue {
+            outputs: vec![(value, bob.public(4 + ticket))],
+        };
+        // The second deposit is signed by Alice's key, not by Bob's, who owns the token now.
+        let signer = if ticket == 1 { &alice.keys[3] } else { &bob.keys[ticket] };
+        let statement = Move::Deposit {
+            instruction: instruction.hash(),
+            nonce: [0; 16],
+        }
+        .sign(&paid, signer);
+        authority.handle(
+            0,
+            Input::Deposit {
+                ticket: ticket as u64,
+                token: Box::new(paid),
+                statement,
+                instruction,
+            },
+        );
+    }
+    let mut replies = std::collections::BTreeMap::new();
+    loop {
+        let round = Round::take(&mut authority);
+        replies.extend(round.replies);
+        if round.proposals.is_empty() {
+            break;
+        }
+        for command in &round.proposals {
+            authority.apply(0, command);
+        }
+    }
+    assert!(
+        matches!(replies[&0], Reply::Deposited(DepositOutcome::Reissued { .. })),
+        "{replies:?}"
+    );
+    assert_eq!(replies[&1], Reply::Refused(Refusal::BadSignature { statement: 2 }));
+    assert!(
+        matches!(replies[&2], Reply::Deposited(DepositOutcome::Reissued { .. })),
+        "{replies:?}"
+    );
+    authority.check_invariants().unwrap();
 }
