@@ -129,7 +129,7 @@ assert sha256(b"specie/offline/key-ring/v1" + ring) == get("key_ring_fingerprint
 instruction = VERSION + bytes([0, 1]) + u64(DENOMINATION) + owner[2]
 assert instruction == get("instruction_reissue")
 assert sha256(b"specie/offline/instruction/v1" + instruction) == get("instruction_reissue_hash")
-# Evidence bundle (§13a): 01 || ring || count (u16) || double spend (01 || token || two moves,
+# Evidence bundle (§13a): 01 || ring || count (u8) || double spend (01 || token || two moves,
 # each 00 || certificate || nonce || signature for a transfer || binding identity || key ||
 # signature). Owner 0 passed the issued token to owner 1 (nonce A) and to owner 2 (nonce C).
 token0 = get("token[0]")
@@ -138,7 +138,7 @@ first = transfer_move(certificates[1], NONCE_A, get("token[1]")[146 + 116:146 + 
 second = transfer_move(certificates[2], NONCE_C, get("branch_token")[146 + 116:146 + 180])
 bound = pub["identity"] + owner[0] + get("key_binding_signature")
 double_spend = VERSION + token0 + first + second + bound
-assert get("evidence_bundle") == VERSION + ring + struct.pack("<H", 1) + double_spend
+assert get("evidence_bundle") == VERSION + ring + bytes([1]) + double_spend
 signed_by(secrets["one_time[0]"], statements[0], first[-64:])
 signed_by(secrets["one_time[0]"], branch, second[-64:])
 assert first != second

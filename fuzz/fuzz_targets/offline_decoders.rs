@@ -1,6 +1,7 @@
 //! Feeds arbitrary bytes to the decoders of offline cash's signed vocabulary (`specie_offline`,
-//! the format of `docs/offline-format.md`): token, key certificate and double-spend evidence, each
-//! through `decode_exact`. Every input goes to all three.
+//! the format of `docs/offline-format.md`): token, key certificate, double-spend evidence, evidence
+//! bundle, key ring and deposit instruction, each through `decode_exact`, and to the offline
+//! authority's log records (`specie_offline_authority::Command`). Every input goes to all of them.
 //!
 //! Nothing may panic; whatever decodes must re-encode to exactly the input (each format has one
 //! encoding); and what a payee then checks (`Token::verify`, `KeyCertificate::check`, and a third
@@ -16,11 +17,14 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use specie_codec::{DecodeError, Reader};
-use specie_offline::{deterministic_key, DoubleSpend, KeyCertificate, KeyRing, Token, HOPS_MAX, HOP_BYTES};
+use specie_offline::{
+    deterministic_key, DoubleSpend, EvidenceBundle, Instruction, KeyCertificate, KeyRing, Token, HOPS_MAX, HOP_BYTES,
+};
+use specie_offline_authority::Command;
 
 /// Above the largest token (`TOKEN_BYTES_MAX`, 5,906 bytes), so that the size check is not what
 /// refuses a valid input: the decoder bounds the hop count before allocating anyway.
-const INPUT_BYTES_MAX: usize = 1 << 14;
+const INPUT_BYTES_MAX: usize = 1 << 16;
 /// The vectors' denomination and certificate period.
 const DENOMINATION: u64 = 100;
 const PERIOD: u32 = 7;
@@ -52,6 +56,21 @@ fuzz_target!(|data: &[u8]| {
 
     if let Some(evidence) = decode_canonical("double spend", data, DoubleSpend::decode_from, DoubleSpend::encode_to) {
         let _ = evidence.check(&ring);
+    }
+
+    if let Some(bundle) = decode_canonical("evidence bundle", data, EvidenceBundle::decode_from, EvidenceBundle::encode_to) {
+        for double_spend in &bundle.double_spends {
+            let _ = double_spend.check(&bundle.ring);
+        }
+    }
+    if let Some(ring) = decode_canonical("key ring", data, KeyRing::decode_from, KeyRing::encode_to) {
+        let _ = ring.fingerprint();
+    }
+    if let Some(instruction) = decode_canonical("instruction", data, Instruction::decode_from, Instruction::encode_to) {
+        let _ = instruction.hash();
+    }
+    if let Ok(command) = Command::decode(data) {
+        assert_eq!(command.encode(), data, "an authority command has one encoding");
     }
 
     if let Some(token) = decode_canonical("token", data, Token::decode_from, Token::encode_to) {

@@ -254,6 +254,17 @@ impl<'a> Reader<'a> {
         Ok(count as usize)
     }
 
+    /// [`Reader::read_count`] for formats whose counts are one byte.
+    pub fn read_u8_count(
+        &mut self,
+        what: &'static str,
+        max: u64,
+        min_element_bytes: usize,
+    ) -> Result<usize, DecodeError> {
+        let count = u64::from(self.read_u8(what)?);
+        self.check_count(what, count, max, min_element_bytes)
+    }
+
     /// [`Reader::read_count`] for formats whose counts are a little-endian `u32`.
     pub fn read_u32_count(
         &mut self,

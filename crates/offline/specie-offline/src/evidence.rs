@@ -100,10 +100,13 @@ impl DoubleSpend {
 }
 
 /// Most double spends one evidence bundle carries.
-pub const BUNDLE_DOUBLE_SPENDS_MAX: usize = 256;
+pub const BUNDLE_DOUBLE_SPENDS_MAX: usize = 255;
 /// The longest canonical bundle.
 pub const EVIDENCE_BUNDLE_BYTES_MAX: usize =
-    1 + crate::keys::KEY_RING_BYTES_MAX + 2 + BUNDLE_DOUBLE_SPENDS_MAX * DOUBLE_SPEND_BYTES_MAX;
+    1 + crate::keys::KEY_RING_BYTES_MAX + 1 + BUNDLE_DOUBLE_SPENDS_MAX * DOUBLE_SPEND_BYTES_MAX;
+/// The shortest double spend: version, an issued token, two deposit moves, a binding.
+const DOUBLE_SPEND_BYTES_MIN: usize =
+    1 + 146 + 2 * (1 + 32 + 16 + SIGNATURE_BYTES) + 2 * PUBLIC_KEY_BYTES + SIGNATURE_BYTES;
 
 /// What `specie offline check-evidence` reads: double spends with the key ring they are checked
 /// against. The ring travels with them, so the checker needs nothing else, and its fingerprint is
@@ -115,7 +118,7 @@ pub struct EvidenceBundle {
 }
 
 impl EvidenceBundle {
-    /// Version, key ring, count (`u16`), double spends.
+    /// Version, key ring, count (`u8`), double spends.
     pub fn encode_to(&self, out: &mut Vec<u8>) {
         assert!(
             self.double_spends.len() <= BUNDLE_DOUBLE_SPENDS_MAX,
@@ -123,7 +126,7 @@ impl EvidenceBundle {
         );
         out.push(ENCODING_VERSION);
         self.ring.encode_to(out);
-        out.extend_from_slice(&(self.double_spends.len() as u16).to_le_bytes());
+        out.push(self.double_spends.len() as u8);
         for double_spend in &self.double_spends {
             double_spend.encode_to(out);
         }
@@ -132,24 +135,11 @@ impl EvidenceBundle {
     pub fn decode_from(reader: &mut Reader<'_>) -> Result<EvidenceBundle, DecodeError> {
         read_version(reader, "evidence bundle")?;
         let ring = KeyRing::decode_from(reader)?;
-        let count = u64::from(u16::from_le_bytes(reader.read_array("double spend count")?));
-        if count > BUNDLE_DOUBLE_SPENDS_MAX as u64 {
-            return Err(DecodeError::CountTooLarge {
-                what: "double spend count",
-                count,
-                max: BUNDLE_DOUBLE_SPENDS_MAX as u64,
-            });
-        }
-        // The shortest double spend: version, an issued token, two deposit moves, a binding.
-        let shortest = 1 + 146 + 2 * (1 + 32 + 16 + SIGNATURE_BYTES) + 2 * PUBLIC_KEY_BYTES + SIGNATURE_BYTES;
-        if count as usize * shortest > reader.remaining() {
-            return Err(DecodeError::CountExceedsInput {
-                what: "double spend count",
-                count,
-                min_element_bytes: shortest,
-                remaining_bytes: reader.remaining(),
-            });
-        }
+        let count = reader.read_u8_count(
+            "double spend count",
+            BUNDLE_DOUBLE_SPENDS_MAX as u64,
+            DOUBLE_SPEND_BYTES_MIN,
+        )?;
         let double_spends = (0..count)
             .map(|_| DoubleSpend::decode_from(reader))
             .collect::<Result<_, _>>()?;

@@ -66,23 +66,11 @@ impl Instruction {
         read_version(reader, "instruction")?;
         match reader.read_u8("instruction kind")? {
             INSTRUCTION_REISSUE => {
-                let count = u64::from(reader.read_u8("re-issue output count")?);
-                if count > REISSUE_OUTPUTS_MAX as u64 {
-                    return Err(DecodeError::CountTooLarge {
-                        what: "re-issue output count",
-                        count,
-                        max: REISSUE_OUTPUTS_MAX as u64,
-                    });
-                }
-                let count = count as usize;
-                if count * REISSUE_OUTPUT_BYTES > reader.remaining() {
-                    return Err(DecodeError::CountExceedsInput {
-                        what: "re-issue output count",
-                        count: count as u64,
-                        min_element_bytes: REISSUE_OUTPUT_BYTES,
-                        remaining_bytes: reader.remaining(),
-                    });
-                }
+                let count = reader.read_u8_count(
+                    "re-issue output count",
+                    REISSUE_OUTPUTS_MAX as u64,
+                    REISSUE_OUTPUT_BYTES,
+                )?;
                 let mut outputs = Vec::with_capacity(count);
                 for _ in 0..count {
                     outputs.push((reader.read_u64("re-issue value")?, reader.read_array("re-issue owner")?));

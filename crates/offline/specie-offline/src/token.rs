@@ -266,23 +266,7 @@ impl Token {
     pub fn decode_from(reader: &mut Reader<'_>) -> Result<Token, DecodeError> {
         read_version(reader, "token")?;
         let issuance = Issuance::decode_from(reader)?;
-        let count = u64::from(reader.read_u8("hop count")?);
-        if count > HOPS_MAX as u64 {
-            return Err(DecodeError::CountTooLarge {
-                what: "hop count",
-                count,
-                max: HOPS_MAX as u64,
-            });
-        }
-        let count = count as usize;
-        if count * HOP_BYTES > reader.remaining() {
-            return Err(DecodeError::CountExceedsInput {
-                what: "hop count",
-                count: count as u64,
-                min_element_bytes: HOP_BYTES,
-                remaining_bytes: reader.remaining(),
-            });
-        }
+        let count = reader.read_u8_count("hop count", HOPS_MAX as u64, HOP_BYTES)?;
         let mut hops = Vec::with_capacity(count);
         for _ in 0..count {
             hops.push(Hop {

@@ -227,7 +227,7 @@ fn put_ring_instruction_and_evidence(put: &mut impl FnMut(String, String, &[u8])
     );
     put(
         "evidence_bundle".into(),
-        "evidence of owner 0's double spend: 01 || key_ring || 0100 (u16 count) || double spend (01 || token[0] || 00 \
+        "evidence of owner 0's double spend: 01 || key_ring || 01 (count) || double spend (01 || token[0] || 00 \
          transfer to one_time[1] at aa..aa || 00 transfer to one_time[2] at cc..cc || owner 0's binding)"
             .into(),
         &encoded(|o| scenario_evidence(s).encode_to(o)),
