@@ -6,8 +6,8 @@ use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use specie_offline::{
-    check_public_key, Denominations, Hop, Instruction, Issuance, KeyBinding, KeyCertificate, KeyRing, Link, Move,
-    PublicKey, SignedMove, Token, HOPS_MAX, REISSUE_OUTPUTS_MAX,
+    check_public_key, Denominations, Hop, Instruction, Issuance, KeyBinding, KeyCertificate, KeyRing, Move, PublicKey,
+    SignedMove, Token, HOPS_MAX, REISSUE_OUTPUTS_MAX,
 };
 use specie_role::{Durable, Output, Role, Ticket};
 
@@ -15,7 +15,7 @@ use crate::messages::{
     Command, Deposit, DepositLink, DepositOutcome, Funding, Input, Refusal, Reply, Report, BINDINGS_PER_CALL_MAX,
     EVIDENCE_PER_ANSWER_MAX, REVOCATIONS_PER_ANSWER_MAX, TOKENS_PER_FUNDING_MAX,
 };
-use crate::state::{deposit_link, derive_serial, AuthorityState, StateError};
+use crate::state::{derive_serial, AuthorityState, StateError};
 
 /// The authority's secret keys: one issuing key per denomination, and the certifying key of the
 /// current period.
@@ -93,19 +93,58 @@ struct SignatureCheck {
     signature: [u8; 64],
 }
 
-/// A deposit past its cheap checks, waiting for its batch's signature check.
+/// A deposit past its lookups, waiting for the turn's parallel phase: the owners' keys (from the
+/// certified table), then the chain's statements hashed, its signatures checked in a batch.
 struct QueuedDeposit {
-    link: DepositLink,
-    checks: Vec<SignatureCheck>,
+    ticket: Ticket,
+    owners: Vec<VerifyingKey>,
     deposit: Deposit,
+}
+
+/// What the parallel phase made of a queued deposit.
+enum Checked {
+    /// Its signatures hold: its link and the re-issue's tokens, signed.
+    Verified {
+        link: DepositLink,
+        issuances: Vec<Issuance>,
+    },
+    /// A deposit known already, or on its way to the log (not checked again).
+    Known {
+        link: DepositLink,
+    },
+    Refused(Refusal),
+}
+
+/// A deposit's statements rebuilt and hashed: the signatures to check and its link.
+fn signature_checks(queued: &QueuedDeposit) -> (Vec<SignatureCheck>, DepositLink) {
+    let Deposit { token, statement, .. } = &queued.deposit;
+    let mut checks = Vec::with_capacity(token.hops.len() + 1);
+    let mut link = token.issuance.link();
+    for (i, (hop, key)) in token.hops.iter().zip(&queued.owners).enumerate() {
+        let message = Hop::signing_bytes(&link, (i + 1) as u8, &hop.next_owner, &hop.nonce);
+        link = Sha256::digest(&message).into();
+        checks.push(SignatureCheck {
+            key: *key,
+            message,
+            signature: hop.signature,
+        });
+    }
+    let message = statement.statement.signing_bytes(&link, (token.hops.len() + 1) as u8);
+    let deposit_link: DepositLink = Sha256::digest(&message).into();
+    checks.push(SignatureCheck {
+        key: *queued.owners.last().expect("the depositor's key"),
+        message,
+        signature: statement.signature,
+    });
+    (checks, deposit_link)
 }
 
 /// Each deposit's verdict: all its signatures hold, or the first that does not (counting its
 /// statements from 1). One batch equation for the lot; if it fails, each signature alone, under
 /// the same (cofactored) rule, so a batch accepts exactly what its members would alone, and
 /// nothing that evidence would not (docs/offline-mode.md).
-fn verify_batch(chunk: &[QueuedDeposit]) -> Vec<Result<(), usize>> {
-    let checks = chunk.iter().flat_map(|queued| &queued.checks);
+fn verify_batch(deposits: &[&[SignatureCheck]]) -> Vec<Result<(), usize>> {
+    let checks = deposits.iter().flat_map(|checks| checks.iter());
     let messages: Vec<&[u8]> = checks.clone().map(|check| check.message.as_slice()).collect();
     let signatures: Vec<Signature> = checks
         .clone()
@@ -113,13 +152,12 @@ fn verify_batch(chunk: &[QueuedDeposit]) -> Vec<Result<(), usize>> {
         .collect();
     let keys: Vec<VerifyingKey> = checks.map(|check| check.key).collect();
     if ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok() {
-        return vec![Ok(()); chunk.len()];
+        return vec![Ok(()); deposits.len()];
     }
-    chunk
+    deposits
         .iter()
-        .map(|queued| {
-            let bad = queued
-                .checks
+        .map(|checks| {
+            let bad = checks
                 .iter()
                 .position(|check| !specie_ed25519::verify_cofactored(&check.key, &check.message, &check.signature));
             bad.map_or(Ok(()), |at| Err(at + 1))
@@ -309,13 +347,13 @@ impl OfflineAuthority {
         Ok(())
     }
 
-    /// The seed's re-validation (001, §IV-E), with specie's changes, its cheap part: the issuance
-    /// is one this authority made, byte for byte (step 3, so its signature needs no check); every
-    /// new owner's certificate is one it issued, byte for byte (looked up, not verified); the
-    /// deposit statement signs this instruction (step 2; any hop count, so step 1 is gone). The
-    /// owners' signatures (step 4) are queued and checked in batches when the turn's outputs are
-    /// polled; double-spend detection (step 5) and the re-issue (step 6) happen on apply, in log
-    /// order.
+    /// The seed's re-validation (001, §IV-E), with specie's changes, its lookups: the issuance is
+    /// one this authority made, byte for byte (step 3, so its signature needs no check); every new
+    /// owner's certificate is one it issued, byte for byte (looked up, not verified); a re-issue
+    /// adds up. The rest waits for the turn's parallel phase ([`OfflineAuthority::verify_queued`]):
+    /// the deposit statement signs this instruction (step 2; any hop count, so step 1 is gone) and
+    /// the owners' signatures hold (step 4). Double-spend detection (step 5) and the re-issue
+    /// (step 6) happen on apply, in log order.
     fn deposit(
         &mut self,
         ticket: Ticket,
@@ -333,34 +371,23 @@ impl OfflineAuthority {
                 hops_max: HOPS_MAX,
             });
         }
-        let Move::Deposit {
-            instruction: signed_instruction,
-            ..
-        } = statement.statement
-        else {
+        if !statement.statement.is_deposit() {
             return Err(Refusal::NotADeposit);
-        };
-        if signed_instruction != instruction.hash() {
-            return Err(Refusal::InstructionMismatch);
         }
-        let value = self.state.denomination(&issuance.issuing_key);
-        let (checks, link) = self.signature_checks(&token, &statement)?;
-        if let Some(outcome) = self.state.outcomes.get(&link) {
-            let outcome = outcome.clone();
-            self.reply(ticket, Reply::Deposited(outcome));
-            return Ok(());
-        }
-        if let Some(tickets) = self.depositing.get_mut(&link) {
-            tickets.push(ticket);
-            return Ok(());
+        let mut owners = Vec::with_capacity(token.hops.len() + 1);
+        let first = self.state.verifying_key(&issuance.first_owner);
+        owners.push(*first.ok_or(Refusal::UncertifiedKey { hop: 0 })?);
+        for (i, hop) in token.hops.iter().enumerate() {
+            let certified = self.state.issued_certificate(&hop.next_owner);
+            let key = self.state.verifying_key(&hop.next_owner.key).filter(|_| certified);
+            owners.push(*key.ok_or(Refusal::UncertifiedKey { hop: i + 1 })?);
         }
         if let Instruction::Reissue { outputs } = &instruction {
-            self.check_reissue(outputs, value)?;
+            self.check_reissue(outputs, self.state.denomination(&issuance.issuing_key))?;
         }
-        self.depositing.insert(link, vec![ticket]);
         self.queue.push(QueuedDeposit {
-            link,
-            checks,
+            ticket,
+            owners,
             deposit: Deposit {
                 token,
                 statement,
@@ -371,82 +398,92 @@ impl OfflineAuthority {
         Ok(())
     }
 
-    /// The owners' signatures a deposit needs checked, one per hop and the deposit statement's,
-    /// and the deposit's link. Each hop's new owner must hold a certificate this authority
-    /// issued.
-    fn signature_checks(
-        &self,
-        token: &Token,
-        statement: &SignedMove,
-    ) -> Result<(Vec<SignatureCheck>, DepositLink), Refusal> {
-        let mut checks = Vec::with_capacity(token.hops.len() + 1);
-        let mut owner = token.issuance.first_owner;
-        let mut link = token.issuance.link();
-        let mut check = |owner: &PublicKey, message: Vec<u8>, signature: [u8; 64], statement: usize| {
-            let key = *self
-                .state
-                .verifying_key(owner)
-                .ok_or(Refusal::UncertifiedKey { hop: statement - 1 })?;
-            let link: Link = Sha256::digest(&message).into();
-            checks.push(SignatureCheck {
-                key,
-                message,
-                signature,
-            });
-            Ok(link)
-        };
-        for (i, hop) in token.hops.iter().enumerate() {
-            if !self.state.issued_certificate(&hop.next_owner) {
-                return Err(Refusal::UncertifiedKey { hop: i + 1 });
-            }
-            let message = Hop::signing_bytes(&link, (i + 1) as u8, &hop.next_owner, &hop.nonce);
-            link = check(&owner, message, hop.signature, i + 1)?;
-            owner = hop.next_owner.key;
-        }
-        let index = token.hops.len() + 1;
-        let message = statement.statement.signing_bytes(&link, index as u8);
-        let deposit_link = check(&owner, message, statement.signature, index)?;
-        Ok((checks, deposit_link))
-    }
-
-    /// Checks the queued deposits' signatures in batches on every core, signs the re-issues of
-    /// those that hold, and proposes them in the order they came; the others are refused.
+    /// The turn's deposits, on every core: each one's statements hashed, its instruction checked,
+    /// its signatures checked in batches of [`DEPOSITS_PER_BATCH`] (one batch equation each), the
+    /// re-issue signed; deposits known already are not checked again. Then, in the order they
+    /// came: known deposits answered (or joined to the same deposit on its way), the others
+    /// proposed or refused.
     fn verify_queued(&mut self) {
         let queued = std::mem::take(&mut self.queue);
-        let verdicts: Vec<Result<Vec<Issuance>, usize>> = queued
+        let checked: Vec<Checked> = queued
             .par_chunks(DEPOSITS_PER_BATCH)
-            .flat_map_iter(|chunk| {
-                verify_batch(chunk)
-                    .into_iter()
-                    .zip(chunk)
-                    .map(|(verdict, queued)| verdict.map(|()| self.reissue(queued)))
-            })
+            .flat_map_iter(|chunk| self.check_chunk(chunk))
             .collect();
-        for (queued, verdict) in queued.into_iter().zip(verdicts) {
-            match verdict {
-                Ok(issuances) => {
+        for (queued, checked) in queued.into_iter().zip(checked) {
+            let ticket = queued.ticket;
+            match checked {
+                Checked::Refused(refusal) => self.reply(ticket, Reply::Refused(refusal)),
+                Checked::Known { link } | Checked::Verified { link, .. } if self.joins(ticket, &link) => {}
+                Checked::Known { link } => unreachable!("a known deposit {link:?} is answered or joined"),
+                Checked::Verified { link, issuances } => {
+                    self.depositing.insert(link, vec![ticket]);
                     let mut deposit = queued.deposit;
                     deposit.issuances = issuances;
                     self.propose(Command::Deposit(Box::new(deposit)));
                 }
-                Err(statement) => {
-                    for ticket in self.depositing.remove(&queued.link).unwrap_or_default() {
-                        self.reply(ticket, Reply::Refused(Refusal::BadSignature { statement }));
-                    }
-                }
             }
         }
     }
 
+    /// One batch of queued deposits, checked as [`OfflineAuthority::verify_queued`] says.
+    fn check_chunk(&self, chunk: &[QueuedDeposit]) -> Vec<Checked> {
+        let hashed: Vec<_> = chunk.iter().map(signature_checks).collect();
+        let fresh = |link: &DepositLink| !self.state.outcomes.contains_key(link) && !self.depositing.contains_key(link);
+        let mut checked: Vec<Option<Checked>> = chunk
+            .iter()
+            .zip(&hashed)
+            .map(|(queued, (_, link))| {
+                let Move::Deposit { instruction, .. } = queued.deposit.statement.statement else {
+                    unreachable!("refused in handle");
+                };
+                match (instruction == queued.deposit.instruction.hash(), fresh(link)) {
+                    (false, _) => Some(Checked::Refused(Refusal::InstructionMismatch)),
+                    (true, false) => Some(Checked::Known { link: *link }),
+                    (true, true) => None,
+                }
+            })
+            .collect();
+        let to_verify: Vec<usize> = (0..chunk.len()).filter(|&i| checked[i].is_none()).collect();
+        let batch: Vec<&[SignatureCheck]> = to_verify.iter().map(|&i| hashed[i].0.as_slice()).collect();
+        for (&i, verdict) in to_verify.iter().zip(verify_batch(&batch)) {
+            let link = hashed[i].1;
+            checked[i] = Some(match verdict {
+                Ok(()) => Checked::Verified {
+                    link,
+                    issuances: self.reissue(&chunk[i].deposit.instruction, &link),
+                },
+                Err(statement) => Checked::Refused(Refusal::BadSignature { statement }),
+            });
+        }
+        checked.into_iter().map(|c| c.expect("every deposit checked")).collect()
+    }
+
+    /// Answers `ticket` with the outcome of the deposit `link` if it has one, or joins it to the
+    /// same deposit on its way to the log; false if the deposit is new.
+    fn joins(&mut self, ticket: Ticket, link: &DepositLink) -> bool {
+        if let Some(outcome) = self.state.outcomes.get(link) {
+            let outcome = outcome.clone();
+            self.reply(ticket, Reply::Deposited(outcome));
+            return true;
+        }
+        match self.depositing.get_mut(link) {
+            Some(tickets) => {
+                tickets.push(ticket);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The tokens a verified deposit's re-issue gives, signed (none for a defund).
-    fn reissue(&self, queued: &QueuedDeposit) -> Vec<Issuance> {
-        let Instruction::Reissue { outputs } = &queued.deposit.instruction else {
+    fn reissue(&self, instruction: &Instruction, link: &DepositLink) -> Vec<Issuance> {
+        let Instruction::Reissue { outputs } = instruction else {
             return Vec::new();
         };
         outputs
             .iter()
             .enumerate()
-            .map(|(i, (value, owner))| self.issuance(*value, b"reissue", &queued.link, i, *owner))
+            .map(|(i, (value, owner))| self.issuance(*value, b"reissue", link, i, *owner))
             .collect()
     }
 
@@ -484,7 +521,7 @@ impl OfflineAuthority {
         Reply::Evidence(evidence)
     }
 
-    fn answer_applied(&mut self, command: &Command, outcome: Option<DepositOutcome>) {
+    fn answer_applied(&mut self, command: &Command, deposited: Option<(DepositLink, DepositOutcome)>) {
         match command {
             Command::Register { identity } => {
                 for ticket in self.registering.remove(identity).unwrap_or_default() {
@@ -512,15 +549,11 @@ impl OfflineAuthority {
                 }
             }
             Command::Deposit(deposit) => {
-                let outcome = outcome.expect("a deposit has an outcome");
+                let (link, outcome) = deposited.expect("a deposit has an outcome");
                 if self.leading {
                     self.report_double_spend(&deposit.token.issuance.serial, &outcome);
                 }
-                let last = deposit.token.links().last().copied().expect("an issuance link");
-                let tickets = self
-                    .depositing
-                    .remove(&deposit_link(deposit, &last))
-                    .unwrap_or_default();
+                let tickets = self.depositing.remove(&link).unwrap_or_default();
                 for ticket in tickets {
                     self.reply(ticket, Reply::Deposited(outcome.clone()));
                 }

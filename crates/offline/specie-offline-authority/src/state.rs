@@ -12,7 +12,7 @@ use ed25519_dalek::VerifyingKey;
 use sha2::{Digest, Sha256};
 use specie_codec::{DecodeError, Reader};
 use specie_offline::{
-    Conflict, DoubleSpend, History, Instruction, Issuance, KeyBinding, KeyCertificate, PublicKey, Recorded,
+    Conflict, DoubleSpend, History, Instruction, Issuance, KeyBinding, KeyCertificate, Link, PublicKey, Recorded,
 };
 use thiserror::Error;
 
@@ -113,9 +113,9 @@ impl AuthorityState {
         self.denominations.get(issuing_key).copied().unwrap_or(0)
     }
 
-    /// Applies a durable command; a deposit's outcome is returned (and kept, so a deposit sent
-    /// again gets it again).
-    pub fn apply(&mut self, command: &Command) -> Option<DepositOutcome> {
+    /// Applies a durable command; a deposit's link and outcome are returned (and the outcome kept,
+    /// so a deposit sent again gets it again).
+    pub fn apply(&mut self, command: &Command) -> Option<(DepositLink, DepositOutcome)> {
         match command {
             Command::Register { identity } => {
                 self.identities.insert(*identity);
@@ -162,10 +162,14 @@ impl AuthorityState {
         }
     }
 
-    fn apply_deposit(&mut self, deposit: &Deposit) -> DepositOutcome {
-        let serial = deposit.token.issuance.serial;
+    fn apply_deposit(&mut self, deposit: &Deposit) -> (DepositLink, DepositOutcome) {
         let links = deposit.token.links();
         let link = deposit_link(deposit, links.last().expect("an issuance link"));
+        (link, self.decide(deposit, &links, link))
+    }
+
+    fn decide(&mut self, deposit: &Deposit, links: &[Link], link: DepositLink) -> DepositOutcome {
+        let serial = deposit.token.issuance.serial;
         if let Some(outcome) = self.outcomes.get(&link) {
             return outcome.clone();
         }
@@ -173,7 +177,7 @@ impl AuthorityState {
             .histories
             .entry(serial)
             .or_insert_with(|| History::new(&deposit.token.issuance));
-        let conflicts = match history.record(&deposit.token, Some(deposit.statement)) {
+        let conflicts = match history.record_linked(&deposit.token, links, Some(deposit.statement)) {
             // The leader checked the issuance against the issued table before proposing.
             Err(other) => panic!("a deposit of another issuance of a known serial reached the log: {other}"),
             Ok(Recorded::Known) => unreachable!("a deposit recorded before has an outcome"),

@@ -400,15 +400,17 @@ fn a_batch_with_one_forged_signature_refuses_only_that_deposit() {
             nonce: [0; 16],
         }
         .sign(&paid, signer);
-        authority.handle(
-            0,
-            Input::Deposit {
-                ticket: ticket as u64,
-                token: Box::new(paid),
-                statement,
-                instruction,
-            },
-        );
+        let deposit = |ticket: u64| Input::Deposit {
+            ticket,
+            token: Box::new(paid.clone()),
+            statement,
+            instruction: instruction.clone(),
+        };
+        authority.handle(0, deposit(ticket as u64));
+        if ticket == 0 {
+            // The same deposit again in the same turn: joined to the first, paid once.
+            authority.handle(0, deposit(10));
+        }
     }
     let mut replies = std::collections::BTreeMap::new();
     loop {
@@ -430,5 +432,15 @@ fn a_batch_with_one_forged_signature_refuses_only_that_deposit() {
         matches!(replies[&2], Reply::Deposited(DepositOutcome::Reissued { .. })),
         "{replies:?}"
     );
+    assert_eq!(
+        replies[&10], replies[&0],
+        "a deposit sent twice in one turn is answered alike"
+    );
+    authority.handle(0, Input::Books { ticket: 99 });
+    let Some((_, Reply::Books(books))) = Round::take(&mut authority).replies.pop() else {
+        panic!("books");
+    };
+    let paid: u128 = books.by_key.iter().map(|key| key.paid).sum();
+    assert_eq!(paid, 60, "50 + 10 paid, once each");
     authority.check_invariants().unwrap();
 }

@@ -225,7 +225,18 @@ impl History {
     /// signed on its last link, if any (verified too). A chain of another issuance of the same
     /// serial is refused: only an issuing key that signed twice makes one.
     pub fn record(&mut self, token: &Token, deposit: Option<SignedMove>) -> Result<Recorded, OtherIssuance> {
-        let links = token.links();
+        self.record_linked(token, &token.links(), deposit)
+    }
+
+    /// [`History::record`] with the chain's links computed already (`token.links()`), so a caller
+    /// that needs them too hashes the chain once.
+    pub fn record_linked(
+        &mut self,
+        token: &Token,
+        links: &[Link],
+        deposit: Option<SignedMove>,
+    ) -> Result<Recorded, OtherIssuance> {
+        assert_eq!(links.len(), token.hops.len() + 1, "the token's links");
         if links[0] != self.issuance.link() {
             return Err(OtherIssuance);
         }

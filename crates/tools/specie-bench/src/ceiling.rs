@@ -3,6 +3,8 @@
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
+
+use crate::cpu::CpuClock;
 use secp256k1::{Keypair, XOnlyPublicKey};
 use specie_transaction::signing::{schnorr_sign, schnorr_verify};
 use specie_transaction::NonceMode;
@@ -55,4 +57,24 @@ fn run_for(duration: Duration, mut batch: impl FnMut() -> usize) -> f64 {
         operations += batch();
     }
     operations as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Operations between two readings of the thread's CPU clock.
+const CPU_CHUNK: usize = 64;
+
+/// Runs `operation` until this thread has used `duration` of CPU time; operations per CPU second.
+pub(crate) fn per_cpu_second(duration: Duration, mut operation: impl FnMut()) -> f64 {
+    operation(); // warm up
+    let started = CpuClock::this_thread();
+    let mut operations = 0usize;
+    loop {
+        for _ in 0..CPU_CHUNK {
+            operation();
+        }
+        operations += CPU_CHUNK;
+        let used = CpuClock::this_thread().saturating_sub(started);
+        if used >= duration {
+            return operations as f64 / used.as_secs_f64();
+        }
+    }
 }

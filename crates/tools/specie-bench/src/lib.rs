@@ -12,8 +12,12 @@
 //! - [`byzantine`]: `specie bench byzantine`, a FastPay committee (the Byzantine mode) on durable
 //!   hosts: transfer and confirmation orders per second, CPU per order beside the signature work
 //!   it needs, and payment latency with every authority up and with one silent.
+//! - [`offline`]: `specie bench offline`, offline cash's authority (deposits with 3-signature
+//!   chains, on one thread and on every core, in memory and durably) and device-to-device
+//!   payments, beside the Ed25519 ceilings.
 //! - [`ceiling`]: what signing and verifying cost on all cores, the bound on every figure.
 
+mod cpu;
 mod error;
 
 pub mod byzantine;
@@ -21,6 +25,7 @@ pub mod ceiling;
 pub mod cluster;
 pub mod demo;
 pub mod demo_byzantine;
+pub mod offline;
 mod one_replica;
 pub mod postgres;
 mod replicated;

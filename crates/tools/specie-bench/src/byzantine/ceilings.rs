@@ -7,10 +7,7 @@ use specie_fastpay::{
     deterministic_key, AccountKey, Certificate, Committee, Recipient, SigningKey, TransferOrder, VoteStatement,
 };
 
-use super::cpu::CpuClock;
-
-/// Operations between two readings of the thread's CPU clock.
-const CHUNK: usize = 64;
+use crate::ceiling::per_cpu_second;
 
 /// Operations per second of one core's CPU time (the measuring thread's own CPU time, so other
 /// processes on the machine do not lower them).
@@ -112,22 +109,5 @@ pub(crate) fn measure(seconds: f64) -> Ceilings {
         certificate_check_per_s: per_cpu_second(duration, || {
             assert!(specimen.certificate.check(&specimen.committee).is_ok());
         }),
-    }
-}
-
-/// Runs `operation` until this thread has used `duration` of CPU time; operations per CPU second.
-fn per_cpu_second(duration: Duration, mut operation: impl FnMut()) -> f64 {
-    operation(); // warm up
-    let started = CpuClock::this_thread();
-    let mut operations = 0usize;
-    loop {
-        for _ in 0..CHUNK {
-            operation();
-        }
-        operations += CHUNK;
-        let used = CpuClock::this_thread().saturating_sub(started);
-        if used >= duration {
-            return operations as f64 / used.as_secs_f64();
-        }
     }
 }

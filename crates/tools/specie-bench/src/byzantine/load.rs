@@ -13,7 +13,7 @@ use specie_fastpay::{
 };
 use specie_log::{LogOptions, SyncMode};
 
-use super::cpu::{CpuClock, CpuUsed};
+use crate::cpu::{CpuClock, CpuUsed};
 use crate::error::{ensure_that, fail, BenchResult, StepContext};
 
 /// FastPay's smallest Byzantine-tolerant committee (f = 1), as the reference measures it.

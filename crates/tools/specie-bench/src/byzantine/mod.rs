@@ -18,7 +18,6 @@
 //! Each committee's books are audited when it stops: a run whose books do not balance fails.
 
 mod ceilings;
-mod cpu;
 mod latency;
 mod load;
 mod report;

@@ -1,0 +1,537 @@
+//! `specie bench offline`: offline cash's authority and devices measured on this machine, beside
+//! the Ed25519 ceilings measured in the same run and the prototype's figure (seed 001, Table I:
+//! 5,143 deposited tokens/s with 3-signature chains on one thread).
+//!
+//! One run measures, in this order:
+//! 1. the ceilings: strict single verifications and batch verification (64 signatures per batch)
+//!    per second of one core's CPU time, signatures per second, and batch verification on all
+//!    cores by the wall clock;
+//! 2. the authority's deposit path in memory, on one thread and on every core: `--tokens` tokens
+//!    with 3-signature chains (the issuance, one hop, the deposit statement), handed to the real
+//!    role in turns of [`DEPOSITS_PER_TURN`] as a host hands them, every proposed deposit applied
+//!    (the token's tree, the books). Once defunded (checks only) and once re-issued (one more
+//!    signature per token, by the authority);
+//! 3. the same deposits through the embedded host over a real log with fsync (one append and one
+//!    fsync per turn);
+//! 4. a device-to-device payment: the payer signs the hop, the payee checks the whole chain
+//!    strictly (its issuance, the new owner's certificate, the hop).
+//!
+//! The authority checks its own issuance and certificates by looking them up, so a token with a
+//! 3-signature chain costs it two signature checks; the all-core target is 90% of what the batch
+//! ceiling allows for two signatures per token.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use rayon::prelude::*;
+use specie_host::{EmbeddedHost, HostMessage, Wiring};
+use specie_log::LogOptions;
+use specie_offline::{
+    deterministic_key, Denominations, Instruction, KeyBinding, KeyCertificate, KeyRing, Move, PublicKey, SignedMove,
+    Token,
+};
+use specie_offline_authority::{
+    AuthorityKeys, DepositOutcome, Funding, Input, OfflineAuthority, Reply, Report, TOKENS_PER_FUNDING_MAX,
+};
+use specie_role::{Role, Round, Ticket};
+
+use crate::ceiling::per_cpu_second;
+use crate::error::{ensure_that, BenchResult, StepContext};
+
+/// The prototype's authority: deposited tokens with 3-signature chains per second, one thread.
+const PROTOTYPE_TOKENS_PER_S: f64 = 5_143.0;
+/// specie's targets: this multiple of the prototype on one thread…
+const PER_THREAD_TARGET_RATIO: f64 = 4.0;
+/// …and this share of the batch-verification ceiling on all cores.
+const ALL_CORES_TARGET_SHARE: f64 = 0.9;
+/// Signatures the authority checks per token with a 3-signature chain (the hop and the deposit).
+const SIGNATURES_PER_TOKEN: f64 = 2.0;
+/// Deposits handed to the role before its outputs are polled: one host turn.
+const DEPOSITS_PER_TURN: usize = 256;
+/// Signatures per batch in the batch ceiling: what a turn's batches of deposits hold.
+const CEILING_BATCH: usize = 64;
+/// The denomination every benchmark token has (one issuing key's).
+const VALUE: u64 = 50_000;
+/// One-time keys on each side: first owners, payees, re-issue owners.
+const KEYS_PER_SIDE: usize = 64;
+
+/// What `specie bench offline` runs.
+#[derive(Clone, Debug)]
+pub struct OfflineOptions {
+    pub tokens: usize,
+    pub ceiling_seconds: f64,
+    pub payments: usize,
+    pub json: bool,
+}
+
+/// Operations per second.
+#[derive(Clone, Copy, Debug, Default)]
+struct Ceilings {
+    verify_strict_per_s: f64,
+    batch_verify_per_s: f64,
+    sign_per_s: f64,
+    batch_verify_all_cores_per_s: f64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Rates {
+    defunded_per_s: f64,
+    reissued_per_s: f64,
+}
+
+#[derive(Clone, Debug)]
+struct OfflineReport {
+    cores: usize,
+    ceilings: Ceilings,
+    one_thread: Rates,
+    all_cores: Rates,
+    durable_per_s: f64,
+    payment_us_p50: f64,
+    payment_us_p99: f64,
+}
+
+/// `specie bench offline`.
+pub fn run(options: OfflineOptions) -> BenchResult<ExitCode> {
+    let say = |step: &str| {
+        if !options.json {
+            eprintln!("{step}");
+        }
+    };
+    let cores = rayon::current_num_threads();
+    say("ceilings …");
+    let ceilings = measure_ceilings(options.ceiling_seconds);
+    say("preparing tokens …");
+    let setup = Setup::new(options.tokens)?;
+    let rates = |threads: usize| -> BenchResult<Rates> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .step("a thread pool")?;
+        Ok(Rates {
+            defunded_per_s: pool.install(|| setup.deposit_in_memory(false))?,
+            reissued_per_s: pool.install(|| setup.deposit_in_memory(true))?,
+        })
+    };
+    say("the authority on one thread …");
+    let one_thread = rates(1)?;
+    say("the authority on every core …");
+    let all_cores = rates(cores)?;
+    say("the authority on the embedded host, fsync on …");
+    let durable_per_s = setup.deposit_durably()?;
+    say("device-to-device payments …");
+    let (payment_us_p50, payment_us_p99) = setup.payments(options.payments);
+    let report = OfflineReport {
+        cores,
+        ceilings,
+        one_thread,
+        all_cores,
+        durable_per_s,
+        payment_us_p50,
+        payment_us_p99,
+    };
+    match options.json {
+        true => println!("{}", json(&report)),
+        false => print!("{}", table(&report)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn measure_ceilings(seconds: f64) -> Ceilings {
+    let duration = Duration::from_secs_f64(seconds);
+    let keys: Vec<SigningKey> = (0..CEILING_BATCH as u64)
+        .map(|n| deterministic_key("bench-offline-ceiling", n))
+        .collect();
+    let verifying: Vec<VerifyingKey> = keys.iter().map(SigningKey::verifying_key).collect();
+    let messages: Vec<Vec<u8>> = (0..CEILING_BATCH).map(|n| vec![n as u8; 112]).collect();
+    let signatures: Vec<Signature> = keys.iter().zip(&messages).map(|(k, m)| k.sign(m)).collect();
+    let slices: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+    let batch = || ed25519_dalek::verify_batch(&slices, &signatures, &verifying).is_ok();
+    assert!(batch());
+    // Every core verifying batches on a thread of its own until the deadline, by the wall clock.
+    let batches_on = |threads: usize| -> usize {
+        let started = Instant::now();
+        std::thread::scope(|scope| {
+            let running: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut batches = 0usize;
+                        while started.elapsed() < duration {
+                            assert!(batch());
+                            batches += 1;
+                        }
+                        batches
+                    })
+                })
+                .collect();
+            running
+                .into_iter()
+                .map(|thread| thread.join().expect("a verifying thread"))
+                .sum()
+        })
+    };
+    let all_cores = batches_on(rayon::current_num_threads());
+    Ceilings {
+        batch_verify_all_cores_per_s: (all_cores * CEILING_BATCH) as f64 / seconds,
+        batch_verify_per_s: per_cpu_second(duration, || assert!(batch())) * CEILING_BATCH as f64,
+        verify_strict_per_s: per_cpu_second(duration, || {
+            assert!(verifying[0].verify_strict(&messages[0], &signatures[0]).is_ok());
+        }),
+        sign_per_s: per_cpu_second(duration, || {
+            std::hint::black_box(keys[0].sign(&messages[0]));
+        }),
+    }
+}
+
+/// An authority with its snapshot after the fundings, and the deposits to make: `tokens` tokens,
+/// each issued to a first owner, paid on to a payee, and deposited by the payee.
+struct Setup {
+    keys: fn() -> AuthorityKeys,
+    snapshot: Vec<u8>,
+    ring: KeyRing,
+    payees: Vec<SigningKey>,
+    /// Each token as its payee holds it, and the payee's key index.
+    paid: Vec<(Token, usize)>,
+    reissue_owners: Vec<PublicKey>,
+}
+
+fn bench_keys() -> AuthorityKeys {
+    AuthorityKeys::deterministic("bench-offline", Denominations::default(), 1)
+}
+
+/// Hands `input` to the role and drains it as a host would, applying what it proposes; the
+/// replies, by ticket.
+fn drive(authority: &mut OfflineAuthority, inputs: Vec<Input>) -> Vec<(Ticket, Reply)> {
+    for input in inputs {
+        authority.handle(0, input);
+    }
+    let mut replies = Vec::new();
+    loop {
+        let round = Round::take(authority);
+        replies.extend(round.replies);
+        if round.proposals.is_empty() {
+            return replies;
+        }
+        for command in &round.proposals {
+            authority.apply(0, command);
+        }
+    }
+}
+
+impl Setup {
+    fn new(tokens: usize) -> BenchResult<Setup> {
+        let mut authority = OfflineAuthority::new(bench_keys());
+        authority.lead(0);
+        let identity = deterministic_key("bench-offline-identity", 0);
+        let side = |label: &str| -> Vec<SigningKey> {
+            (0..KEYS_PER_SIDE as u64).map(|n| deterministic_key(label, n)).collect()
+        };
+        let (owners, payees, reissue) = (
+            side("bench-offline-owner"),
+            side("bench-offline-payee"),
+            side("bench-offline-reissue"),
+        );
+        let public =
+            |keys: &[SigningKey]| -> Vec<PublicKey> { keys.iter().map(|k| k.verifying_key().to_bytes()).collect() };
+        let register = Input::Register {
+            ticket: 0,
+            identity: identity.verifying_key().to_bytes(),
+        };
+        let bindings = [&owners, &payees, &reissue]
+            .into_iter()
+            .flat_map(|keys| public(keys))
+            .map(|key| KeyBinding::sign(&identity, key))
+            .collect();
+        // One after the other: a certification is checked against the identities already applied.
+        for input in [register, Input::Certify { ticket: 1, bindings }] {
+            let replies = drive(&mut authority, vec![input]);
+            ensure_that!(
+                matches!(replies[..], [(_, Reply::Registered | Reply::Certified { .. })]),
+                "enrolment refused: {replies:?}"
+            );
+        }
+        let owners_public = public(&owners);
+        let mut issued = Vec::with_capacity(tokens);
+        for (n, chunk) in (0..tokens)
+            .collect::<Vec<_>>()
+            .chunks(TOKENS_PER_FUNDING_MAX)
+            .enumerate()
+        {
+            let owners = chunk.iter().map(|i| owners_public[i % KEYS_PER_SIDE]).collect();
+            let mut id = [0; 32];
+            id[..8].copy_from_slice(&(n as u64).to_le_bytes());
+            let funding = Funding {
+                id,
+                amount: VALUE * chunk.len() as u64,
+                owners,
+            };
+            for (_, reply) in drive(&mut authority, vec![Input::Fund { ticket: 2, funding }]) {
+                let Reply::Funded { issuances } = reply else {
+                    return Err(crate::BenchError::Failed(format!("funding refused: {reply:?}")));
+                };
+                issued.extend(issuances);
+            }
+        }
+        let ring = authority.ring().clone();
+        let keys = bench_keys();
+        let certificates: Vec<KeyCertificate> = public(&payees)
+            .into_iter()
+            .map(|key| KeyCertificate::sign(key, keys.period, &keys.certifying))
+            .collect();
+        let paid = issued
+            .par_iter()
+            .enumerate()
+            .map(|(i, issuance)| {
+                let token = Token::issued(*issuance);
+                let payee = i % KEYS_PER_SIDE;
+                let nonce = (i as u128).to_le_bytes();
+                let paid = token
+                    .transfer(&owners[i % KEYS_PER_SIDE], certificates[payee], nonce)
+                    .expect("the first owner pays");
+                (paid, payee)
+            })
+            .collect();
+        Ok(Setup {
+            keys: bench_keys,
+            snapshot: specie_role::Durable::snapshot(&authority),
+            ring,
+            payees,
+            paid,
+            reissue_owners: public(&reissue),
+        })
+    }
+
+    /// Every token's deposit, signed by its payee (re-issued or defunded).
+    fn deposits(&self, reissue: bool) -> Vec<DepositRequest> {
+        self.paid
+            .par_iter()
+            .enumerate()
+            .map(|(i, (token, payee))| {
+                let instruction = match reissue {
+                    true => Instruction::Reissue {
+                        outputs: vec![(VALUE, self.reissue_owners[i % KEYS_PER_SIDE])],
+                    },
+                    false => Instruction::Defund { address: [1; 32] },
+                };
+                let statement = Move::Deposit {
+                    instruction: instruction.hash(),
+                    nonce: [0; 16],
+                }
+                .sign(token, &self.payees[*payee]);
+                DepositRequest {
+                    token: Box::new(token.clone()),
+                    statement,
+                    instruction,
+                }
+            })
+            .collect()
+    }
+
+    fn authority(&self) -> BenchResult<OfflineAuthority> {
+        let mut authority = OfflineAuthority::new((self.keys)());
+        specie_role::Durable::restore(&mut authority, &self.snapshot).step("restoring the authority")?;
+        authority.lead(0);
+        Ok(authority)
+    }
+
+    /// Deposits per second through the role in memory, on the current thread pool.
+    fn deposit_in_memory(&self, reissue: bool) -> BenchResult<f64> {
+        let mut authority = self.authority()?;
+        // The inputs as a host hands them, built before the clock starts: decoding requests is
+        // the transport's work, not the authority's.
+        let deposits = self.deposits(reissue);
+        let turns: Vec<Vec<Input>> = deposits
+            .chunks(DEPOSITS_PER_TURN)
+            .enumerate()
+            .map(|(n, turn)| {
+                let first = n * DEPOSITS_PER_TURN;
+                let inputs = turn.iter().enumerate();
+                inputs
+                    .map(|(i, deposit)| deposit.input((first + i) as Ticket))
+                    .collect()
+            })
+            .collect();
+        let started = Instant::now();
+        let mut paid = 0usize;
+        for inputs in turns {
+            paid += drive(&mut authority, inputs)
+                .iter()
+                .filter(|(_, reply)| {
+                    matches!(
+                        reply,
+                        Reply::Deposited(DepositOutcome::Reissued { .. } | DepositOutcome::Defunded { .. })
+                    )
+                })
+                .count();
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        ensure_that!(paid == self.paid.len(), "{paid} of {} deposits paid", self.paid.len());
+        specie_role::Durable::check_invariants(&authority).step("the authority's books")?;
+        Ok(paid as f64 / seconds)
+    }
+
+    /// Deposits per second through the embedded host over a real log, fsync on.
+    fn deposit_durably(&self) -> BenchResult<f64> {
+        let dir = tempfile::tempdir().step("a temporary directory")?;
+        let (replies_tx, replies) = crossbeam_channel::unbounded();
+        let host = EmbeddedHost::recover(
+            "offline-authority",
+            self.authority()?,
+            Replies(replies_tx),
+            dir.path(),
+            LogOptions::default(),
+            u64::MAX,
+        )
+        .step("starting the authority's host")?;
+        let (calls_tx, calls) = crossbeam_channel::unbounded();
+        let thread = std::thread::spawn(move || host.run(calls, crossbeam_channel::never()));
+        let deposits = self.deposits(true);
+        let count = deposits.len();
+        let started = Instant::now();
+        for chunk in deposits.chunks(DEPOSITS_PER_TURN) {
+            let calls = chunk.iter().cloned().map(|input| (input, ())).collect();
+            calls_tx.send(HostMessage::Calls(calls)).step("the host stopped")?;
+        }
+        let paid = replies
+            .iter()
+            .take(count)
+            .filter(|reply| matches!(reply, Reply::Deposited(DepositOutcome::Reissued { .. })))
+            .count();
+        let seconds = started.elapsed().as_secs_f64();
+        calls_tx.send(HostMessage::Stop).step("the host stopped")?;
+        let authority = thread
+            .join()
+            .map_err(|_| crate::BenchError::Failed("the host panicked".into()))?;
+        specie_role::Durable::check_invariants(&authority).step("the authority's books")?;
+        ensure_that!(paid == count, "{paid} of {count} durable deposits paid");
+        Ok(count as f64 / seconds)
+    }
+
+    /// A device-to-device payment's time: the payee's offer taken as given, the payer signs the
+    /// hop, the payee checks the chain strictly. p50 and p99 in microseconds.
+    fn payments(&self, payments: usize) -> (f64, f64) {
+        let keys = bench_keys();
+        let certificate = KeyCertificate::sign(self.reissue_owners[0], keys.period, &keys.certifying);
+        let mut times: Vec<f64> = self
+            .paid
+            .iter()
+            .cycle()
+            .take(payments)
+            .enumerate()
+            .map(|(i, (token, payee))| {
+                let started = Instant::now();
+                let paid = token
+                    .transfer(&self.payees[*payee], certificate, (i as u128).to_le_bytes())
+                    .expect("the payee pays on");
+                let verified = paid.verify(&self.ring).expect("the chain holds");
+                assert_eq!(verified.owner, certificate.key);
+                started.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize];
+        (at(0.5), at(0.99))
+    }
+}
+
+/// A device's deposit, before the host gives it a ticket.
+#[derive(Clone)]
+struct DepositRequest {
+    token: Box<Token>,
+    statement: SignedMove,
+    instruction: Instruction,
+}
+
+impl DepositRequest {
+    fn input(&self, ticket: Ticket) -> Input {
+        let request = self.clone();
+        Input::Deposit {
+            ticket,
+            token: request.token,
+            statement: request.statement,
+            instruction: request.instruction,
+        }
+    }
+}
+
+/// Replies go back to the benchmark's thread.
+struct Replies(crossbeam_channel::Sender<Reply>);
+
+impl Wiring<OfflineAuthority> for Replies {
+    type Call = DepositRequest;
+    type ReplyTo = ();
+    fn input(call: DepositRequest, ticket: Ticket) -> Input {
+        call.input(ticket)
+    }
+    fn send(&mut self, to: std::convert::Infallible, _message: std::convert::Infallible) {
+        match to {}
+    }
+    fn reply(&mut self, (): (), reply: Reply) {
+        let _ = self.0.send(reply);
+    }
+    fn report(&mut self, _report: Report) {}
+}
+
+fn table(r: &OfflineReport) -> String {
+    let c = &r.ceilings;
+    let token_ceiling_one = c.batch_verify_per_s / SIGNATURES_PER_TOKEN;
+    let token_ceiling_all = c.batch_verify_all_cores_per_s / SIGNATURES_PER_TOKEN;
+    let per_thread_ratio = r.one_thread.defunded_per_s / PROTOTYPE_TOKENS_PER_S;
+    let all_cores_share = r.all_cores.defunded_per_s / token_ceiling_all;
+    let verdict = |meets: bool| if meets { "meets target" } else { "below target" };
+    format!(
+        "offline cash on {cores} cores (Ed25519; a 3-signature chain: issuance, one hop, the deposit)\n\
+         ceilings (same run): strict verify {vs:.0}/s per core, batch verify {bv:.0} signatures/s per core \
+         ({bva:.0}/s on all cores), sign {sg:.0}/s per core\n\
+         authority, tokens deposited per second (in memory; 2 signature checks per token, issuance and \
+         certificates by lookup):\n\
+         \x20 one thread:  defunded {d1:.0}/s = {per_thread_ratio:.2}x the prototype's {proto:.0} ({pt}: >= {ptr}x); \
+         re-issued {r1:.0}/s; batch ceiling {tc1:.0}/s\n\
+         \x20 all cores:   defunded {da:.0}/s = {all_cores_share:.0}% of the batch ceiling {tca:.0}/s ({ac}: >= {acs:.0}%); \
+         re-issued {ra:.0}/s\n\
+         \x20 embedded host, fsync on, re-issued: {durable:.0}/s\n\
+         device-to-device payment (sign the hop, check the chain strictly): p50 {p50:.0} us, p99 {p99:.0} us\n",
+        cores = r.cores,
+        vs = c.verify_strict_per_s,
+        bv = c.batch_verify_per_s,
+        bva = c.batch_verify_all_cores_per_s,
+        sg = c.sign_per_s,
+        d1 = r.one_thread.defunded_per_s,
+        proto = PROTOTYPE_TOKENS_PER_S,
+        pt = verdict(per_thread_ratio >= PER_THREAD_TARGET_RATIO),
+        ptr = PER_THREAD_TARGET_RATIO,
+        r1 = r.one_thread.reissued_per_s,
+        tc1 = token_ceiling_one,
+        da = r.all_cores.defunded_per_s,
+        all_cores_share = all_cores_share * 100.0,
+        tca = token_ceiling_all,
+        ac = verdict(all_cores_share >= ALL_CORES_TARGET_SHARE),
+        acs = ALL_CORES_TARGET_SHARE * 100.0,
+        ra = r.all_cores.reissued_per_s,
+        durable = r.durable_per_s,
+        p50 = r.payment_us_p50,
+        p99 = r.payment_us_p99,
+    )
+}
+
+fn json(r: &OfflineReport) -> String {
+    let c = &r.ceilings;
+    serde_json::json!({
+        "cores": r.cores,
+        "ceilings": {
+            "verify_strict_per_s": c.verify_strict_per_s,
+            "batch_verify_per_s": c.batch_verify_per_s,
+            "batch_verify_all_cores_per_s": c.batch_verify_all_cores_per_s,
+            "sign_per_s": c.sign_per_s,
+        },
+        "one_thread": {"defunded_per_s": r.one_thread.defunded_per_s, "reissued_per_s": r.one_thread.reissued_per_s},
+        "all_cores": {"defunded_per_s": r.all_cores.defunded_per_s, "reissued_per_s": r.all_cores.reissued_per_s},
+        "durable_reissued_per_s": r.durable_per_s,
+        "payment_us_p50": r.payment_us_p50,
+        "payment_us_p99": r.payment_us_p99,
+        "prototype_tokens_per_s": PROTOTYPE_TOKENS_PER_S,
+        "per_thread_ratio": r.one_thread.defunded_per_s / PROTOTYPE_TOKENS_PER_S,
+        "all_cores_share_of_batch_ceiling": r.all_cores.defunded_per_s * SIGNATURES_PER_TOKEN / c.batch_verify_all_cores_per_s,
+    })
+    .to_string()
+}
