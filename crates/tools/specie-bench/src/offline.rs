@@ -93,11 +93,19 @@ struct OfflineReport {
 
 /// `specie bench offline`.
 pub fn run(options: OfflineOptions) -> BenchResult<ExitCode> {
-    let say = |step: &str| {
+    let report = measure(&options, |step| {
         if !options.json {
             eprintln!("{step}");
         }
-    };
+    })?;
+    match options.json {
+        true => println!("{}", json(&report)),
+        false => print!("{}", table(&report)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn measure(options: &OfflineOptions, say: impl Fn(&str)) -> BenchResult<OfflineReport> {
     let cores = rayon::current_num_threads();
     say("ceilings …");
     let ceilings = measure_ceilings(options.ceiling_seconds);
@@ -121,7 +129,7 @@ pub fn run(options: OfflineOptions) -> BenchResult<ExitCode> {
     let durable_per_s = setup.deposit_durably()?;
     say("device-to-device payments …");
     let (payment_us_p50, payment_us_p99) = setup.payments(options.payments);
-    let report = OfflineReport {
+    Ok(OfflineReport {
         cores,
         ceilings,
         one_thread,
@@ -129,12 +137,7 @@ pub fn run(options: OfflineOptions) -> BenchResult<ExitCode> {
         durable_per_s,
         payment_us_p50,
         payment_us_p99,
-    };
-    match options.json {
-        true => println!("{}", json(&report)),
-        false => print!("{}", table(&report)),
-    }
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
 fn measure_ceilings(seconds: f64) -> Ceilings {
@@ -514,7 +517,7 @@ fn table(r: &OfflineReport) -> String {
     )
 }
 
-fn json(r: &OfflineReport) -> String {
+fn json(r: &OfflineReport) -> serde_json::Value {
     let c = &r.ceilings;
     serde_json::json!({
         "cores": r.cores,
@@ -533,5 +536,44 @@ fn json(r: &OfflineReport) -> String {
         "per_thread_ratio": r.one_thread.defunded_per_s / PROTOTYPE_TOKENS_PER_S,
         "all_cores_share_of_batch_ceiling": r.all_cores.defunded_per_s * SIGNATURES_PER_TOKEN / c.batch_verify_all_cores_per_s,
     })
-    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The whole bench at a toy size: every phase runs, every deposit is paid (each phase checks
+    /// it), and every figure is a positive, finite number (no timing is asserted).
+    #[test]
+    fn the_bench_runs_every_phase_at_a_toy_size_and_reports_sane_figures() {
+        let options = OfflineOptions {
+            tokens: 300,
+            ceiling_seconds: 0.02,
+            payments: 20,
+            json: true,
+        };
+        let report = measure(&options, |_| {}).unwrap();
+        let json = json(&report);
+        for pointer in [
+            "/ceilings/verify_strict_per_s",
+            "/ceilings/batch_verify_per_s",
+            "/ceilings/batch_verify_all_cores_per_s",
+            "/ceilings/sign_per_s",
+            "/one_thread/defunded_per_s",
+            "/one_thread/reissued_per_s",
+            "/all_cores/defunded_per_s",
+            "/all_cores/reissued_per_s",
+            "/durable_reissued_per_s",
+            "/payment_us_p50",
+            "/per_thread_ratio",
+            "/all_cores_share_of_batch_ceiling",
+        ] {
+            let value = json.pointer(pointer).and_then(serde_json::Value::as_f64);
+            assert!(value.is_some_and(|v| v.is_finite() && v > 0.0), "{pointer} in {json}");
+        }
+        assert!(report.payment_us_p50 <= report.payment_us_p99);
+        let text = table(&report);
+        let verdicts = text.matches("meets target").count() + text.matches("below target").count();
+        assert_eq!(verdicts, 2, "one verdict per target:\n{text}");
+    }
 }
