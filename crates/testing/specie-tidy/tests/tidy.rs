@@ -50,6 +50,7 @@ const PURE_CRATES: &[&str] = &[
     "specie-authority",
     "specie-offline",
     "specie-offline-authority",
+    "specie-offline-device",
     // Not a role, but as pure: the workloads the demo, benchmarks and simulator share take their
     // randomness as an argument and leave submitting, and timing, to the caller.
     "specie-workload",

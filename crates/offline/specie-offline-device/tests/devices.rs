@@ -1,0 +1,209 @@
+//! Devices around a real authority (on the simulator's host): enrolled, funded, paying each other
+//! offline with exact change, refusing replays and everything past a limit with a message that
+//! names it, depositing and getting their value back re-issued.
+
+use specie_host::{SimEvent, SimHost};
+use specie_offline::{Denominations, KeyRing};
+use specie_offline_authority::{AuthorityKeys, DepositOutcome, Funding, Input, OfflineAuthority, Reply};
+use specie_offline_device::{Device, DeviceError, DeviceLimits};
+
+const HOUR_MS: u64 = 3_600_000;
+
+fn keys() -> AuthorityKeys {
+    AuthorityKeys::deterministic("device-tests", Denominations::default(), 1)
+}
+
+struct World {
+    host: SimHost<OfflineAuthority>,
+    ring: KeyRing,
+    next: u64,
+}
+
+impl World {
+    fn new() -> World {
+        World {
+            host: SimHost::start("offline-authority", || OfflineAuthority::new(keys())),
+            ring: keys().ring(),
+            next: 0,
+        }
+    }
+
+    fn call(&mut self, input: impl FnOnce(u64) -> Input) -> Reply {
+        self.next += 1;
+        let ticket = self.next;
+        let events = self.host.handle(0, input(ticket));
+        events
+            .into_iter()
+            .find_map(|event| match event {
+                SimEvent::Reply { ticket: t, reply } if t == ticket => Some(reply),
+                _ => None,
+            })
+            .expect("an answer")
+    }
+
+    /// A registered device with `keys` certified one-time keys, funded with `amount`.
+    fn device(&mut self, n: u8, limits: DeviceLimits, keys: usize, amount: u64) -> Device {
+        let mut device = Device::new([n; 32], limits, 0);
+        let identity = device.identity();
+        assert_eq!(
+            self.call(|ticket| Input::Register { ticket, identity }),
+            Reply::Registered
+        );
+        let bindings = device.bindings(keys);
+        let Reply::Certified { certificates } = self.call(|ticket| Input::Certify { ticket, bindings }) else {
+            panic!("certification refused");
+        };
+        device.certified(&certificates);
+        let owners = device
+            .funding_owners(Denominations::default().split(amount).len())
+            .unwrap();
+        let funding = Funding {
+            id: [n; 32],
+            amount,
+            owners,
+        };
+        let Reply::Funded { issuances } = self.call(|ticket| Input::Fund { ticket, funding }) else {
+            panic!("funding refused");
+        };
+        assert_eq!(device.receive_issued(&issuances, &self.ring), Ok(amount));
+        device
+    }
+}
+
+#[test]
+fn a_payment_moves_exact_change_and_a_replay_or_a_stale_request_is_refused() {
+    let mut world = World::new();
+    let limits = DeviceLimits::default();
+    let mut alice = world.device(1, limits, 8, 17); // 10 + 5 + 2
+    let mut bob = world.device(2, limits, 8, 0);
+    let request = bob.request(7, [1; 16], 0).unwrap();
+    let paid = alice.pay(&request, 0).unwrap();
+    assert_eq!(paid.len(), 2, "5 + 2");
+    assert_eq!(bob.receive(&[1; 16], &paid, &world.ring, 0), Ok(7));
+    assert_eq!((alice.balance(), bob.balance()), (10, 7));
+    assert_eq!(alice.signed().len(), 2, "one statement recorded per node signed");
+
+    // The same tokens again, under a fresh request: not to this key or nonce.
+    bob.request(7, [2; 16], 0).unwrap();
+    assert_eq!(
+        bob.receive(&[2; 16], &paid, &world.ring, 0),
+        Err(DeviceError::NotForThisPayment { index: 0 })
+    );
+    // Under the old request: it is closed.
+    assert_eq!(
+        bob.receive(&[1; 16], &paid, &world.ring, 0),
+        Err(DeviceError::UnknownRequest)
+    );
+    bob.cancel_request(&[2; 16]);
+
+    // 3 cannot be made of a single 10.
+    let request = bob.request(3, [3; 16], 0).unwrap();
+    let refused = alice.pay(&request, 0).unwrap_err();
+    assert_eq!(refused, DeviceError::NoExactChange { amount: 3 });
+    assert!(
+        refused.to_string().contains("exchange tokens for smaller ones"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn every_limit_is_enforced_with_a_message_that_names_it() {
+    let mut world = World::new();
+    let tight = DeviceLimits {
+        holding_max: 100,
+        payment_max: 50,
+        hops_max: 1,
+        sync_age_ms_max: 24 * HOUR_MS,
+    };
+    let mut alice = world.device(1, DeviceLimits::default(), 8, 190); // 100 + 50 + 20 + 20
+    let mut bob = world.device(2, tight, 8, 0);
+    let mut carol = world.device(3, DeviceLimits::default(), 8, 0);
+
+    let refused = bob.request(120, [1; 16], 0).unwrap_err();
+    assert_eq!(
+        refused,
+        DeviceError::HoldingLimit {
+            amount: 120,
+            total: 120,
+            limit: 100
+        }
+    );
+    assert!(refused.to_string().contains("holding limit of 100"), "{refused}");
+
+    let request = bob.request(70, [2; 16], 0).unwrap();
+    let paid = alice.pay(&request, 0).unwrap();
+    bob.receive(&[2; 16], &paid, &world.ring, 0).unwrap();
+    let request = carol.request(70, [3; 16], 0).unwrap();
+    let refused = bob.pay(&request, 0).unwrap_err();
+    assert_eq!(refused, DeviceError::PaymentLimit { amount: 70, limit: 50 });
+    assert!(refused.to_string().contains("per-payment limit of 50"), "{refused}");
+    carol.cancel_request(&[3; 16]);
+
+    // Bob's tokens have passed one hand, his limit: he cannot pay them on.
+    let request = carol.request(20, [4; 16], 0).unwrap();
+    let refused = bob.pay(&request, 0).unwrap_err();
+    assert_eq!(
+        refused,
+        DeviceError::NotEnough {
+            amount: 20,
+            spendable: 0,
+            blocked: 70
+        }
+    );
+    assert!(refused.to_string().contains("past the hop limit"), "{refused}");
+    carol.cancel_request(&[4; 16]);
+
+    // A payee whose hop limit a token exceeds refuses it.
+    let request = carol.request(20, [5; 16], 0).unwrap();
+    let to_carol = alice.pay(&request, 0).unwrap();
+    carol.receive(&[5; 16], &to_carol, &world.ring, 0).unwrap();
+    let request = bob.request(20, [6; 16], 0).unwrap();
+    let two_hops = carol.pay(&request, 0).unwrap();
+    let refused = bob.receive(&[6; 16], &two_hops, &world.ring, 0).unwrap_err();
+    assert_eq!(
+        refused,
+        DeviceError::TooManyHops {
+            index: 0,
+            hops: 2,
+            limit: 1
+        }
+    );
+
+    // Past a day without a sync, Bob neither pays nor asks to be paid.
+    let later = 25 * HOUR_MS;
+    let refused = bob.request(1, [7; 16], later).unwrap_err();
+    assert!(matches!(refused, DeviceError::SyncTooOld { .. }), "{refused}");
+    assert!(refused.to_string().contains("25 hours ago"), "{refused}");
+    bob.synced(&[], later);
+    bob.request(1, [7; 16], later).unwrap();
+}
+
+#[test]
+fn a_device_deposits_what_it_holds_and_holds_the_reissued_value() {
+    let mut world = World::new();
+    let mut alice = world.device(1, DeviceLimits::default(), 8, 0);
+    let mut bob = world.device(2, DeviceLimits::default(), 8, 25); // 20 + 5
+    let request = alice.request(25, [1; 16], 0).unwrap();
+    let paid = bob.pay(&request, 0).unwrap();
+    alice.receive(&[1; 16], &paid, &world.ring, 0).unwrap();
+    let deposits = alice.deposit_all([9; 32], false);
+    assert_eq!((deposits.len(), alice.balance(), alice.pending().len()), (2, 0, 2));
+    for deposit in deposits {
+        let link = deposit.link();
+        let input = |ticket| Input::Deposit {
+            ticket,
+            token: Box::new(deposit.token.clone()),
+            statement: deposit.statement,
+            instruction: deposit.instruction.clone(),
+        };
+        let Reply::Deposited(DepositOutcome::Reissued { issuances }) = world.call(input) else {
+            panic!("deposit refused");
+        };
+        alice.deposited(&link, &issuances, &world.ring).unwrap();
+    }
+    assert_eq!((alice.balance(), alice.pending().len()), (25, 0));
+    assert!(
+        alice.held().iter().all(|held| held.token.hops.is_empty()),
+        "fresh tokens"
+    );
+}
