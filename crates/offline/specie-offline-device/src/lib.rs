@@ -87,7 +87,12 @@ impl Device {
     }
 
     fn key(&self, index: u64) -> SigningKey {
-        derive_key(b"one-time", &self.seed, index)
+        one_time_key(&self.seed, index)
+    }
+
+    /// The index of this device's one-time key `key`, if it derived it.
+    pub fn key_index(&self, key: &PublicKey) -> Option<u64> {
+        self.keys.get(key).copied()
     }
 
     /// `count` fresh one-time keys, bound to the identity, for the authority to certify.
@@ -252,6 +257,12 @@ impl Device {
         self.pending.remove(at);
         Ok(())
     }
+}
+
+/// One-time key `index` of the device whose seed is `seed`. Only the device itself needs it; a
+/// simulation that plays a dishonest device (one that signs twice) derives it here.
+pub fn one_time_key(seed: &[u8; 32], index: u64) -> SigningKey {
+    derive_key(b"one-time", seed, index)
 }
 
 /// A device key: SHA-256 of a domain, the kind, the seed and the index, as an Ed25519 secret.

@@ -1,17 +1,19 @@
-//! Deterministic simulation of offline cash (docs/offline-mode.md): devices funded by the real
-//! `specie-offline-authority` role pay tokens to each other with no network, in random
-//! topologies; some devices keep a copy of what they pay and spend it again (to one payee or
-//! many), some replay an old payment; devices go online at random to deposit what they hold and
-//! fetch the revocation list, and answers get lost on the way back; the authority crashes and
-//! restarts from its log (the simulator's host checks that the log rebuilds the crashed state).
+//! Deterministic simulation of offline cash (docs/offline-mode.md): devices (the real
+//! `specie-offline-device` state machine) funded by the real `specie-offline-authority` role pay
+//! each other with no network, in random topologies; some devices cheat: they keep a copy of what
+//! they pay and spend it again (to one payee or several) or deposit it, signing with keys derived
+//! outside the device; payees are shown replays of old payments; devices go online at random to
+//! deposit what they hold and fetch the revocation list, and answers get lost on the way back; the
+//! authority crashes and restarts from its log (the simulator's host checks that the log rebuilds
+//! the crashed state).
 //!
-//! Every payee checks what it receives offline, as a device does: the chain verifies, the new
-//! owner is the key it offered and the last hop signs the nonce it offered for this payment (so a
-//! replayed payment is refused), the token is not on the revocation list it last fetched, and it
-//! has not passed the hop limit.
+//! Every payee's device checks what it receives offline: the chain verifies, the last hop gives
+//! the token to the key it offered and signs the nonce it offered for this payment (so a replay is
+//! refused), the token is not on the revocation list it last fetched, and it is within the hop
+//! limit.
 //!
 //! The world keeps its own model of every token's tree (who owned each node, and every statement
-//! signed on it). Checked after every step: the authority's invariants (per issuing key paid ≤
+//! signed on it; what reached the authority is what lies on the way from a deposit it recorded). Checked after every step: the authority's invariants (per issuing key paid ≤
 //! issued, value conserved, debts = refused value). A deposit sent again is answered exactly as
 //! the first time, and no token is paid twice. Once every device has synced everything: value is
 //! conserved (what was funded is what was defunded plus what the devices hold), and the debts are
@@ -23,7 +25,7 @@ mod devices;
 #[cfg(test)]
 mod planted;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
 use std::hash::{DefaultHasher, Hasher};
 
@@ -37,7 +39,9 @@ use specie_offline_authority::{
 use specie_role::{Durable, Role};
 
 use crate::world::Violation;
-use devices::{Device, Payment};
+use devices::SimDevice;
+use specie_offline::Token;
+use specie_offline_device::{Deposit, DeviceError};
 
 /// What the world can host as the authority: the real role, or a planted variant of it.
 pub trait OfflineRole:
@@ -121,6 +125,8 @@ pub struct OfflineReport {
 struct ModelNode {
     owner: usize,
     value: u64,
+    /// The node this one hangs under (none at an issuance).
+    parent: Option<Link>,
     children: Vec<Link>,
 }
 
@@ -132,14 +138,16 @@ struct World<R: OfflineRole> {
     /// Steps left before a crashed authority comes back.
     down_for: Option<u64>,
     ring: KeyRing,
-    devices: Vec<Device>,
+    devices: Vec<SimDevice>,
     model: HashMap<Link, ModelNode>,
-    /// Payments that happened, for replays: (payer, payee, the token as paid).
-    paid: Vec<Payment>,
+    /// Payments that happened, for replays: the payee and the tokens as paid.
+    paid: Vec<(usize, Vec<Token>)>,
     /// Every deposit's first outcome, by the deposit's link.
     outcomes: HashMap<Link, DepositOutcome>,
     /// The deposit that got each paid token's value, by serial.
     paid_serials: HashMap<[u8; 16], Link>,
+    /// The node each deposit the authority recorded was made on.
+    deposit_nodes: HashMap<Link, Link>,
     funded: u128,
     defunded: u128,
     next_ticket: u64,
@@ -171,6 +179,7 @@ fn run_offline_with<R: OfflineRole>(
         paid: Vec::new(),
         outcomes: HashMap::new(),
         paid_serials: HashMap::new(),
+        deposit_nodes: HashMap::new(),
         funded: 0,
         defunded: 0,
         next_ticket: 0,
@@ -239,8 +248,9 @@ impl<R: OfflineRole> World<R> {
     fn enrol_and_fund(&mut self) -> Result<(), Violation> {
         for n in 0..self.options.devices {
             let cheater = n < self.options.cheaters;
-            self.devices.push(Device::new(self.options.seed, n, cheater));
-            let identity = self.devices[n].identity();
+            let device = SimDevice::new(self.options.seed, n, cheater, self.options.hops_max);
+            self.devices.push(device);
+            let identity = self.devices[n].device.identity();
             match self.call(|ticket| Input::Register { ticket, identity })? {
                 Some(Reply::Registered) => {}
                 other => return Err(self.violation(format!("registration: {other:?}"))),
@@ -253,11 +263,13 @@ impl<R: OfflineRole> World<R> {
     }
 
     fn certify(&mut self, device: usize) -> Result<(), Violation> {
-        let bindings = self.devices[device].bindings(self.options.keys_per_certification);
+        let bindings = self.devices[device]
+            .device
+            .bindings(self.options.keys_per_certification);
         let count = bindings.len();
         match self.call(|ticket| Input::Certify { ticket, bindings })? {
             Some(Reply::Certified { certificates }) if certificates.len() == count => {
-                self.devices[device].certified(certificates);
+                self.devices[device].device.certified(&certificates);
                 Ok(())
             }
             // A named double spender gets no more keys: it can still deposit (to the core), but
@@ -270,24 +282,31 @@ impl<R: OfflineRole> World<R> {
 
     fn fund(&mut self, device: usize, amount: u64) -> Result<(), Violation> {
         let split = Denominations::default().split(amount);
-        let funding = self.devices[device].funding(amount, split.len());
+        let funding = self.devices[device]
+            .funding(amount, split.len())
+            .map_err(|error| self.violation(format!("device {device}'s funding: {error}")))?;
         match self.call(|ticket| Input::Fund { ticket, funding })? {
             Some(Reply::Funded { issuances }) => {
                 self.funded += u128::from(amount);
                 for (issuance, value) in issuances.iter().zip(split) {
-                    self.model_node(issuance.link(), device, value);
-                    self.devices[device].receive_issued(*issuance, value);
+                    self.model_node(issuance.link(), None, device, value);
                 }
+                let ring = self.ring.clone();
+                self.devices[device]
+                    .device
+                    .receive_issued(&issuances, &ring)
+                    .map_err(|error| self.violation(format!("device {device} refused its funding: {error}")))?;
                 Ok(())
             }
             other => Err(self.violation(format!("device {device}'s funding: {other:?}"))),
         }
     }
 
-    fn model_node(&mut self, link: Link, owner: usize, value: u64) {
+    fn model_node(&mut self, link: Link, parent: Option<Link>, owner: usize, value: u64) {
         self.model.entry(link).or_insert(ModelNode {
             owner,
             value,
+            parent,
             children: Vec::new(),
         });
     }
@@ -335,9 +354,9 @@ impl<R: OfflineRole> World<R> {
         }
     }
 
-    /// A payment between two devices, offline: the payee offers a fresh certified key and nonce
-    /// and looks at the token before the payer signs (not revoked); the payer passes it on
-    /// (keeping a copy, if it cheats); the payee checks what it got.
+    /// A payment between two devices, offline: the payee asks for an amount the payer can make
+    /// (a fresh certified key, a fresh nonce), the payer's device pays it (a cheater sometimes
+    /// keeps a copy, or spends a copy it kept), the payee's device checks it.
     fn pay(&mut self) -> Result<(), Violation> {
         let payer = self.rng.gen_range(0..self.devices.len());
         let mut payee = self.rng.gen_range(0..self.devices.len() - 1);
@@ -345,49 +364,80 @@ impl<R: OfflineRole> World<R> {
             payee += 1;
         }
         let pick = self.rng.gen_range(0..usize::MAX);
-        let Some(index) = self.devices[payer].choose(pick, self.options.hops_max) else {
-            self.report.hop_limit_reached += u64::from(!self.devices[payer].holding().is_empty());
+        let spend_copy = self.devices[payer].cheater && self.chance(500);
+        let amount = match spend_copy {
+            true => self.devices[payer].copy_value(pick),
+            false => self.devices[payer].payable_value(pick),
+        };
+        let Some(amount) = amount else {
+            let holds = !self.devices[payer].device.held().is_empty();
+            self.report.hop_limit_reached += u64::from(holds && !spend_copy);
             return Ok(());
         };
         let nonce: [u8; 16] = self.rng.gen();
-        let Some(offer) = self.devices[payee].offer(nonce) else {
-            return Ok(()); // no certified key left: it receives nothing until it syncs
+        let request = match self.devices[payee].device.request(amount, nonce, self.step) {
+            Ok(request) => request,
+            Err(DeviceError::NoKeys { .. }) => return Ok(()), // it receives nothing until it syncs
+            Err(error) => return Err(self.violation(format!("device {payee} asks for {amount}: {error}"))),
         };
-        if self.devices[payee]
-            .precheck(&self.devices[payer].held(index).token)
-            .is_err()
-        {
-            self.report.revoked_refused += 1;
-            self.devices[payee].withdraw_offer(&offer);
+        let keeps_it = self.chance(self.options.copy_per_mille);
+        let paid = match spend_copy {
+            true => self.devices[payer]
+                .pay_copy(&request, keeps_it)
+                .map(|token| vec![token]),
+            false => self.devices[payer].device.pay(&request, self.step).ok(),
+        };
+        let Some(paid) = paid else {
+            // Its tokens are revoked or cannot make the amount: nothing was signed.
+            self.devices[payee].device.cancel_request(&nonce);
             return Ok(());
+        };
+        let keep_copy = !spend_copy && self.devices[payer].cheater && self.chance(self.options.copy_per_mille);
+        if keep_copy {
+            let ring = self.ring.clone();
+            self.devices[payer].keep_copies(&paid, &ring);
+            self.report.copies_kept += paid.len() as u64;
         }
-        let keep_copy = self.devices[payer].cheater && self.chance(self.options.copy_per_mille);
-        let payment = self.devices[payer].pay(index, &offer, keep_copy);
-        let value = self.devices[payee]
-            .receive(&self.ring, &offer, &payment.token, self.options.hops_max)
-            .map_err(|refused| self.violation(format!("an honest payment refused: {refused}")))?;
-        let links = payment.token.links();
-        let (parent, child) = (links[links.len() - 2], links[links.len() - 1]);
-        self.model_child(parent, child)?;
-        self.model_node(child, payee, value);
+        let ring = self.ring.clone();
+        match self.devices[payee].device.receive(&nonce, &paid, &ring, self.step) {
+            Ok(_) => {}
+            Err(DeviceError::Revoked { .. }) => {
+                self.report.revoked_refused += 1;
+                self.devices[payee].device.cancel_request(&nonce);
+                return Ok(());
+            }
+            Err(error) => return Err(self.violation(format!("a payment refused: {error}"))),
+        }
+        for token in &paid {
+            let links = token.links();
+            let (parent, child) = (links[links.len() - 2], links[links.len() - 1]);
+            self.model_child(parent, child)?;
+            let value = self.model[&parent].value;
+            self.model_node(child, Some(parent), payee, value);
+            self.trace.write(&child);
+        }
         self.report.payments += 1;
-        self.report.copies_kept += u64::from(keep_copy);
-        self.trace.write(&child);
-        self.paid.push(Payment { payee, ..payment });
+        self.paid.push((payee, paid));
         Ok(())
     }
 
-    /// A payer presents an old payment to its payee again: the payee must refuse it, since the
-    /// nonce it signs is not one the payee is offering now.
+    /// A payer presents an old payment to its payee again, under a fresh request: the payee must
+    /// refuse it, since it is not paid to the key and nonce of this request.
     fn replay(&mut self) -> Result<(), Violation> {
-        let old = self.paid[self.rng.gen_range(0..self.paid.len())].clone();
+        let (payee, tokens) = self.paid[self.rng.gen_range(0..self.paid.len())].clone();
+        let amount = tokens
+            .iter()
+            .map(|token| self.model[token.links().last().expect("a link")].value)
+            .sum();
         let nonce: [u8; 16] = self.rng.gen();
-        let Some(offer) = self.devices[old.payee].offer(nonce) else {
+        if self.devices[payee].device.request(amount, nonce, self.step).is_err() {
             return Ok(());
-        };
-        match self.devices[old.payee].receive(&self.ring, &offer, &old.token, self.options.hops_max) {
-            Err(devices::Refused::NotForThisPayment) => {
-                self.devices[old.payee].withdraw_offer(&offer);
+        }
+        let ring = self.ring.clone();
+        let replayed = self.devices[payee].device.receive(&nonce, &tokens, &ring, self.step);
+        self.devices[payee].device.cancel_request(&nonce);
+        match replayed {
+            Err(DeviceError::NotForThisPayment { .. }) => {
                 self.report.replays_refused += 1;
                 Ok(())
             }
@@ -395,38 +445,40 @@ impl<R: OfflineRole> World<R> {
         }
     }
 
-    /// A device goes online: it resends the deposits nobody answered, deposits what it holds,
-    /// fetches the revocation list and certifies keys.
+    /// A device goes online: it deposits what it holds (a cheater its copies too), resends the
+    /// deposits nobody answered, fetches the revocation list and certifies keys.
     fn sync(&mut self, device: usize) -> Result<(), Violation> {
         if !self.host.is_up() {
             self.report.syncs_while_down += 1;
             return Ok(());
         }
-        let defund = self.options.defund_per_mille;
-        let defunds: Vec<bool> = (0..self.devices[device].holding().len())
-            .map(|_| self.chance(defund))
-            .collect();
-        self.devices[device].prepare_deposits(&defunds);
+        let defund = self.chance(self.options.defund_per_mille);
+        self.devices[device].device.deposit_all([device as u8; 32], defund);
+        self.devices[device].deposit_copies();
         let answer_loss = self.options.answer_loss_per_mille;
-        for deposit in self.devices[device].pending().to_vec() {
+        for deposit in self.devices[device].pending() {
             let lost = self.chance(answer_loss);
             self.deposit(device, deposit, lost)?;
         }
-        let from = self.devices[device].revocations_seen();
+        let from = self.devices[device].device.revocations_seen();
         if let Some(Reply::Revocations { serials, .. }) = self.call(|ticket| Input::Revocations { ticket, from })? {
-            self.devices[device].revoked(serials);
+            self.devices[device].device.synced(&serials, self.step);
         }
-        if self.devices[device].keys_left() < self.options.keys_per_certification / 2 {
+        if self.devices[device].device.keys_left() < self.options.keys_per_certification / 2 {
             self.certify(device)?;
         }
         Ok(())
     }
 
-    fn deposit(&mut self, device: usize, deposit: devices::PendingDeposit, lost: bool) -> Result<(), Violation> {
-        let links = deposit.token.links();
-        let parent = *links.last().expect("an issuance link");
+    fn deposit(&mut self, device: usize, deposit: Deposit, lost: bool) -> Result<(), Violation> {
+        let parent = *deposit.token.links().last().expect("an issuance link");
         let link = deposit.link();
-        let input = deposit.input();
+        let input = |ticket| Input::Deposit {
+            ticket,
+            token: Box::new(deposit.token.clone()),
+            statement: deposit.statement,
+            instruction: deposit.instruction.clone(),
+        };
         let Some(reply) = self.call(input)? else {
             return Ok(());
         };
@@ -435,6 +487,7 @@ impl<R: OfflineRole> World<R> {
         };
         self.report.deposits += 1;
         self.model_child(parent, link)?;
+        self.deposit_nodes.insert(link, parent);
         if let Some(first) = self.outcomes.get(&link) {
             self.report.deposits_resent += 1;
             if *first != outcome {
@@ -455,21 +508,27 @@ impl<R: OfflineRole> World<R> {
             self.report.answers_lost += 1;
             return Ok(());
         }
-        match &outcome {
+        let reissued = match &outcome {
             DepositOutcome::Reissued { issuances } => {
                 let value = self.model[&parent].value;
                 for issuance in issuances {
-                    self.model_node(issuance.link(), device, value);
+                    self.model_node(issuance.link(), None, device, value);
                 }
+                issuances.clone()
             }
-            DepositOutcome::Defunded { amount, .. } => self.defunded += u128::from(*amount),
-            DepositOutcome::DoubleSpent { .. } => {}
+            DepositOutcome::Defunded { amount, .. } => {
+                self.defunded += u128::from(*amount);
+                Vec::new()
+            }
+            DepositOutcome::DoubleSpent { .. } => Vec::new(),
             DepositOutcome::AlreadyDeposited => {
                 return Err(self.violation("a device's only deposit of a token called a second one"));
             }
-        }
-        self.devices[device].answered(&link, &outcome);
-        Ok(())
+        };
+        let ring = self.ring.clone();
+        self.devices[device]
+            .answered(&link, &reissued, &ring)
+            .map_err(|error| self.violation(format!("device {device} refused its re-issue: {error}")))
     }
 
     /// Faults stop: the authority comes back and every device syncs until nothing is pending.
@@ -485,8 +544,12 @@ impl<R: OfflineRole> World<R> {
                 self.sync(device)?;
             }
         }
-        if let Some(device) = self.devices.iter().position(|d| !d.pending().is_empty()) {
-            return Err(self.violation(format!("device {device} still has unanswered deposits")));
+        if let Some(device) = self
+            .devices
+            .iter()
+            .position(|d| !d.pending().is_empty() || d.copies_left() > 0)
+        {
+            return Err(self.violation(format!("device {device} still has unanswered deposits or copies")));
         }
         Ok(())
     }
@@ -498,26 +561,52 @@ impl<R: OfflineRole> World<R> {
         }
     }
 
+    /// Every statement the authority has seen: the deposits it recorded and every statement on
+    /// the way from each to its issuance. (A payment whose payee later lost the token, refused
+    /// as revoked further on, never reaches it.)
+    fn reached(&self) -> HashSet<Link> {
+        let mut reached = HashSet::new();
+        for (deposit, node) in &self.deposit_nodes {
+            reached.insert(*deposit);
+            let mut at = Some(*node);
+            while let Some(link) = at {
+                if !reached.insert(link) {
+                    break;
+                }
+                at = self.model[&link].parent;
+            }
+        }
+        reached
+    }
+
     /// Conservation, paid once, and debts exactly the model's.
     fn check_end(&mut self) -> Result<(), Violation> {
         let books = self.books()?;
-        let held: u128 = self.devices.iter().map(|d| u128::from(d.value_held())).sum();
+        let held: u128 = self.devices.iter().map(|d| u128::from(d.device.balance())).sum();
         if books.funded != self.funded || books.defunded != self.defunded || books.outstanding != held {
             return Err(self.violation(format!(
                 "value not conserved: authority funded {} defunded {} outstanding {}, world funded {} defunded {} held {held}",
                 books.funded, books.defunded, books.outstanding, self.funded, self.defunded
             )));
         }
+        let reached = self.reached();
         let mut expected: BTreeMap<PublicKey, u128> = BTreeMap::new();
-        for node in self.model.values().filter(|node| node.children.len() > 1) {
-            let identity = self.devices[node.owner].identity();
-            *expected.entry(identity).or_default() += (node.children.len() as u128 - 1) * u128::from(node.value);
+        for node in self.model.values() {
+            let children = node.children.iter().filter(|child| reached.contains(*child)).count() as u128;
+            if children > 1 {
+                let identity = self.devices[node.owner].device.identity();
+                *expected.entry(identity).or_default() += (children - 1) * u128::from(node.value);
+            }
         }
         let debts: BTreeMap<PublicKey, u128> = books.debts.iter().map(|d| (d.identity, d.value)).collect();
         if debts != expected {
             return Err(self.violation(format!("debts {debts:?} are not the model's {expected:?}")));
         }
-        let honest = |identity: &PublicKey| self.devices.iter().any(|d| !d.cheater && d.identity() == *identity);
+        let honest = |identity: &PublicKey| {
+            self.devices
+                .iter()
+                .any(|d| !d.cheater && d.device.identity() == *identity)
+        };
         if debts.keys().any(honest) {
             return Err(self.violation("an honest device is named"));
         }
