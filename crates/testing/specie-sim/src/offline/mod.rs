@@ -12,9 +12,10 @@
 //! refused), the token is not on the revocation list it last fetched, and it is within the hop
 //! limit.
 //!
-//! The world keeps its own model of every token's tree (who owned each node, and every statement
-//! signed on it; what reached the authority is what lies on the way from a deposit it recorded). Checked after every step: the authority's invariants (per issuing key paid ≤
-//! issued, value conserved, debts = refused value). A deposit sent again is answered exactly as
+//! The world keeps its own model of every token's tree: who owned each node, and every statement
+//! signed on it; what reached the authority is what lies on the way from a deposit it recorded.
+//! Checked after every step: the authority's invariants (per issuing key paid ≤ issued, value
+//! conserved, debts = refused value). A deposit sent again is answered exactly as
 //! the first time, and no token is paid twice. Once every device has synced everything: value is
 //! conserved (what was funded is what was defunded plus what the devices hold), and the debts are
 //! exactly the model's. An owner who signed c statements on one node owes c − 1 copies, and no one
