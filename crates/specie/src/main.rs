@@ -55,7 +55,7 @@ enum Command {
     Bench(bench_cmd::BenchArgs),
     /// The Byzantine mode (FastPay authorities): check evidence of equivocation.
     Byzantine(byzantine_cmd::ByzantineArgs),
-    /// Offline cash: check evidence of double spending.
+    /// Offline cash: run the offline authority, check evidence of double spending.
     Offline(offline_cmd::OfflineArgs),
 }
 
@@ -66,10 +66,9 @@ fn main() -> ExitCode {
     // would kill a replica, a sentinel, the demo or a benchmark in the middle of its work.
     // Commands that only print and read files get the default back, so that `specie tx inspect
     // … | head` ends quietly instead of panicking on a closed pipe.
-    if matches!(
-        cli.command,
-        Command::Tx(_) | Command::Sim(_) | Command::Byzantine(_) | Command::Offline(_)
-    ) {
+    if matches!(cli.command, Command::Tx(_) | Command::Sim(_) | Command::Byzantine(_))
+        || matches!(&cli.command, Command::Offline(args) if args.prints_only())
+    {
         reset_sigpipe();
     }
     init_logging(&cli.command);
@@ -128,7 +127,7 @@ fn init_logging(command: &Command) {
                     | Command::Coordinator(_)
                     | Command::Sentinel(_)
                     | Command::Authority(_)
-            ) =>
+            ) || matches!(command, Command::Offline(args) if !args.prints_only()) =>
         {
             tracing_subscriber::EnvFilter::new("warn")
         }

@@ -30,11 +30,51 @@ enum OfflineCommand {
         /// The evidence bundle, in its canonical encoding (docs/offline-format.md §13a).
         file: PathBuf,
     },
+    /// Run the offline authority: its durable log in --data-dir and an HTTP/JSON API for devices
+    /// and the operator, until Ctrl-C.
+    ///
+    /// Devices certify one-time keys, deposit tokens (re-issued, or defunded to the core) and
+    /// fetch the revocation list; anyone reads the key ring, the books and the evidence against
+    /// an identity. Registering identities and funding devices take the operator's bearer token,
+    /// which the first start writes to DATA_DIR/operator.token (0600) beside the authority's
+    /// secret seed (DATA_DIR/authority.seed). Every answer is durable first: `kill -9` loses
+    /// nothing that was answered (docs/offline-mode.md).
+    Authority {
+        /// Where the authority keeps its log, snapshots, seed and operator token.
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// Address of the HTTP API (loopback by default: put a TLS proxy in front to expose it).
+        #[arg(long, default_value = "127.0.0.1:8490")]
+        listen: std::net::SocketAddr,
+        /// Log bytes after which a snapshot is written and the log behind it dropped.
+        #[arg(long, default_value_t = 64 << 20)]
+        snapshot_log_bytes: u64,
+    },
+}
+
+impl OfflineArgs {
+    /// Whether the command only reads files and prints (not a server, which must ignore SIGPIPE).
+    pub fn prints_only(&self) -> bool {
+        matches!(self.command, OfflineCommand::CheckEvidence { .. })
+    }
 }
 
 pub fn run(args: OfflineArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         OfflineCommand::CheckEvidence { file } => check_evidence(&file),
+        OfflineCommand::Authority {
+            data_dir,
+            listen,
+            snapshot_log_bytes,
+        } => {
+            specie_offline_service::serve(specie_offline_service::ServeOptions {
+                data_dir,
+                listen,
+                limits: specie_api::HttpLimits::default(),
+                snapshot_log_bytes,
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

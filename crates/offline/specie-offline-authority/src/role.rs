@@ -30,13 +30,28 @@ pub struct AuthorityKeys {
 impl AuthorityKeys {
     /// Deterministic keys from a label (demos, simulations, tests: anyone can derive them).
     pub fn deterministic(label: &str, denominations: Denominations, period: u32) -> AuthorityKeys {
-        let issuing = (0..denominations.values().len())
-            .map(|i| specie_offline::deterministic_key(&format!("{label}/issuing"), i as u64))
+        let seed = Sha256::digest(format!("specie/offline/deterministic-authority/{label}")).into();
+        AuthorityKeys::from_seed(&seed, denominations, period)
+    }
+
+    /// The keys an authority derives from its secret `seed`: an issuing key per denomination and
+    /// the certifying key of `period`.
+    pub fn from_seed(seed: &[u8; 32], denominations: Denominations, period: u32) -> AuthorityKeys {
+        let key = |kind: &str, n: u64| {
+            let mut hasher = Sha256::new();
+            hasher.update(b"specie/offline/authority-key/v1/");
+            hasher.update(kind.as_bytes());
+            hasher.update(seed);
+            hasher.update(n.to_le_bytes());
+            SigningKey::from_bytes(&hasher.finalize().into())
+        };
+        let issuing = (0..denominations.values().len() as u64)
+            .map(|i| key("issuing", i))
             .collect();
         AuthorityKeys {
             denominations,
             issuing,
-            certifying: specie_offline::deterministic_key(&format!("{label}/certifying"), u64::from(period)),
+            certifying: key("certifying", u64::from(period)),
             period,
         }
     }

@@ -1,0 +1,349 @@
+//! The offline authority's HTTP/JSON API (docs/offline-mode.md, "The authority as a process").
+//! Binary values are hex of their canonical encodings; each is length-checked before it is
+//! decoded, and decoded with its bounded decoder.
+
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use specie_codec::{DecodeError, Reader};
+use specie_offline::{
+    EvidenceBundle, Instruction, KeyBinding, PublicKey, SignedMove, Token, INSTRUCTION_BYTES_MAX, KEY_BINDING_BYTES,
+    SIGNED_MOVE_BYTES_MAX, TOKEN_BYTES_MAX,
+};
+use specie_offline_authority::{
+    DepositOutcome, Funding, Input, Refusal, Reply, BINDINGS_PER_CALL_MAX, TOKENS_PER_FUNDING_MAX,
+};
+
+use crate::AuthorityHandle;
+
+/// Largest request body: a certification of the most keys, in hex, with room for JSON.
+const BODY_BYTES_MAX: usize = 2 * BINDINGS_PER_CALL_MAX * (KEY_BINDING_BYTES + 8) + 4_096;
+
+pub fn router(authority: AuthorityHandle) -> Router {
+    Router::new()
+        .route("/v1/offline/keys", get(keys))
+        .route("/v1/offline/register", post(register))
+        .route("/v1/offline/fund", post(fund))
+        .route("/v1/offline/certify", post(certify))
+        .route("/v1/offline/deposit", post(deposit))
+        .route("/v1/offline/revocations", get(revocations))
+        .route("/v1/offline/books", get(books))
+        .route("/v1/offline/evidence/{identity}", get(evidence))
+        .fallback(|| async {
+            error(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such endpoint; see docs/offline-mode.md",
+            )
+        })
+        .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
+        .with_state(authority)
+}
+
+/// An answer other than success: the status, a stable code, and what went wrong.
+struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"code": self.code, "message": self.message}});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError {
+        status,
+        code,
+        message: message.into(),
+    }
+}
+
+fn bad_request(message: impl Into<String>) -> ApiError {
+    error(StatusCode::BAD_REQUEST, "bad_request", message)
+}
+
+/// `what` in hex, at most `bytes_max` bytes, decoded exactly with `decode`.
+fn from_hex<T>(
+    what: &'static str,
+    text: &str,
+    bytes_max: usize,
+    decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
+) -> Result<T, ApiError> {
+    if text.len() > 2 * bytes_max {
+        return Err(bad_request(format!("{what}: longer than {bytes_max} bytes")));
+    }
+    let bytes = hex::decode(text).map_err(|e| bad_request(format!("{what}: not hex: {e}")))?;
+    specie_offline::decode_exact(what, &bytes, bytes_max, decode).map_err(|e| bad_request(format!("{what}: {e}")))
+}
+
+fn key_from_hex(what: &'static str, text: &str) -> Result<PublicKey, ApiError> {
+    from_hex(what, text, 32, |reader| reader.read_array(what))
+}
+
+fn refused(refusal: &Refusal) -> ApiError {
+    error(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string())
+}
+
+/// The authority's answer, or 503 if it stopped.
+async fn ask(
+    authority: &AuthorityHandle,
+    input: impl FnOnce(u64) -> Input + Send + 'static,
+) -> Result<Reply, ApiError> {
+    match authority.call(input).await {
+        Some(Reply::Refused(refusal)) => Err(refused(&refusal)),
+        Some(reply) => Ok(reply),
+        None => Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "stopping",
+            "the authority is stopping",
+        )),
+    }
+}
+
+fn operator_only(authority: &AuthorityHandle, headers: &HeaderMap) -> Result<(), ApiError> {
+    let token = headers
+        .get("authorization")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    match token.is_some_and(|token| authority.is_operator(token)) {
+        true => Ok(()),
+        false => Err(error(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "registering and funding need the operator's bearer token",
+        )),
+    }
+}
+
+fn unexpected(reply: Reply) -> ApiError {
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        format!("unexpected answer {reply:?}"),
+    )
+}
+
+async fn keys(State(authority): State<AuthorityHandle>) -> Response {
+    let mut ring = Vec::new();
+    authority.ring().encode_to(&mut ring);
+    Json(json!({"ring": hex::encode(ring), "fingerprint": hex::encode(authority.ring().fingerprint())})).into_response()
+}
+
+#[derive(Deserialize)]
+struct RegisterRequest {
+    identity: String,
+}
+
+async fn register(
+    State(authority): State<AuthorityHandle>,
+    headers: HeaderMap,
+    Json(request): Json<RegisterRequest>,
+) -> Result<Response, ApiError> {
+    operator_only(&authority, &headers)?;
+    let identity = key_from_hex("identity", &request.identity)?;
+    match ask(&authority, move |ticket| Input::Register { ticket, identity }).await? {
+        Reply::Registered => Ok(Json(json!({"registered": true})).into_response()),
+        other => Err(unexpected(other)),
+    }
+}
+
+#[derive(Deserialize)]
+struct FundRequest {
+    id: String,
+    amount: u64,
+    owners: Vec<String>,
+}
+
+async fn fund(
+    State(authority): State<AuthorityHandle>,
+    headers: HeaderMap,
+    Json(request): Json<FundRequest>,
+) -> Result<Response, ApiError> {
+    operator_only(&authority, &headers)?;
+    if request.owners.len() > TOKENS_PER_FUNDING_MAX {
+        return Err(bad_request(format!("more than {TOKENS_PER_FUNDING_MAX} owners")));
+    }
+    let funding = Funding {
+        id: from_hex("funding id", &request.id, 32, |reader| reader.read_array("funding id"))?,
+        amount: request.amount,
+        owners: request
+            .owners
+            .iter()
+            .map(|owner| key_from_hex("owner", owner))
+            .collect::<Result<_, _>>()?,
+    };
+    match ask(&authority, move |ticket| Input::Fund { ticket, funding }).await? {
+        Reply::Funded { issuances } => Ok(Json(json!({"issuances": issuances_hex(&issuances)})).into_response()),
+        other => Err(unexpected(other)),
+    }
+}
+
+fn issuances_hex(issuances: &[specie_offline::Issuance]) -> Vec<String> {
+    issuances
+        .iter()
+        .map(|issuance| {
+            let mut bytes = Vec::new();
+            issuance.encode_to(&mut bytes);
+            hex::encode(bytes)
+        })
+        .collect()
+}
+
+#[derive(Deserialize)]
+struct CertifyRequest {
+    bindings: Vec<String>,
+}
+
+async fn certify(
+    State(authority): State<AuthorityHandle>,
+    Json(request): Json<CertifyRequest>,
+) -> Result<Response, ApiError> {
+    if request.bindings.len() > BINDINGS_PER_CALL_MAX {
+        return Err(bad_request(format!("more than {BINDINGS_PER_CALL_MAX} bindings")));
+    }
+    let bindings = request
+        .bindings
+        .iter()
+        .map(|binding| from_hex("binding", binding, KEY_BINDING_BYTES, KeyBinding::decode_from))
+        .collect::<Result<Vec<_>, _>>()?;
+    match ask(&authority, move |ticket| Input::Certify { ticket, bindings }).await? {
+        Reply::Certified { certificates } => {
+            let certificates: Vec<String> = certificates
+                .iter()
+                .map(|certificate| {
+                    let mut bytes = Vec::new();
+                    certificate.encode_to(&mut bytes);
+                    hex::encode(bytes)
+                })
+                .collect();
+            Ok(Json(json!({"certificates": certificates})).into_response())
+        }
+        other => Err(unexpected(other)),
+    }
+}
+
+#[derive(Deserialize)]
+struct DepositRequest {
+    token: String,
+    statement: String,
+    instruction: String,
+}
+
+async fn deposit(
+    State(authority): State<AuthorityHandle>,
+    Json(request): Json<DepositRequest>,
+) -> Result<Response, ApiError> {
+    let token = from_hex("token", &request.token, TOKEN_BYTES_MAX, Token::decode_from)?;
+    let statement = from_hex(
+        "statement",
+        &request.statement,
+        SIGNED_MOVE_BYTES_MAX,
+        SignedMove::decode_from,
+    )?;
+    let instruction = from_hex(
+        "instruction",
+        &request.instruction,
+        INSTRUCTION_BYTES_MAX,
+        Instruction::decode_from,
+    )?;
+    let input = move |ticket| Input::Deposit {
+        ticket,
+        token: Box::new(token),
+        statement,
+        instruction,
+    };
+    match ask(&authority, input).await? {
+        Reply::Deposited(outcome) => Ok(Json(outcome_json(&outcome)).into_response()),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// A deposit's outcome as JSON (the same for a deposit sent again).
+pub fn outcome_json(outcome: &DepositOutcome) -> Value {
+    match outcome {
+        DepositOutcome::Reissued { issuances } => json!({"outcome": "reissued", "issuances": issuances_hex(issuances)}),
+        DepositOutcome::Defunded { address, amount } => {
+            json!({"outcome": "defunded", "address": hex::encode(address), "amount": amount})
+        }
+        DepositOutcome::DoubleSpent { serial, debtor, value } => json!({
+            "outcome": "double_spent",
+            "serial": hex::encode(serial),
+            "debtor": hex::encode(debtor),
+            "value": value,
+        }),
+        DepositOutcome::AlreadyDeposited => json!({"outcome": "already_deposited"}),
+    }
+}
+
+#[derive(Deserialize)]
+struct RevocationsQuery {
+    #[serde(default)]
+    from: u64,
+}
+
+async fn revocations(
+    State(authority): State<AuthorityHandle>,
+    Query(query): Query<RevocationsQuery>,
+) -> Result<Response, ApiError> {
+    let from = query.from;
+    match ask(&authority, move |ticket| Input::Revocations { ticket, from }).await? {
+        Reply::Revocations { from, serials } => {
+            let serials: Vec<String> = serials.iter().map(hex::encode).collect();
+            Ok(Json(json!({"from": from, "serials": serials})).into_response())
+        }
+        other => Err(unexpected(other)),
+    }
+}
+
+async fn books(State(authority): State<AuthorityHandle>) -> Result<Response, ApiError> {
+    match ask(&authority, |ticket| Input::Books { ticket }).await? {
+        Reply::Books(books) => Ok(Json(json!({
+            "funded": books.funded.to_string(),
+            "defunded": books.defunded.to_string(),
+            "outstanding": books.outstanding.to_string(),
+            "by_key": books.by_key.iter().map(|key| json!({
+                "issuing_key": hex::encode(key.issuing_key),
+                "denomination": key.denomination,
+                "issued": key.issued.to_string(),
+                "paid": key.paid.to_string(),
+            })).collect::<Vec<_>>(),
+            "debts": books.debts.iter().map(|debt| json!({
+                "identity": hex::encode(debt.identity),
+                "value": debt.value.to_string(),
+                "double_spends": debt.double_spends,
+            })).collect::<Vec<_>>(),
+        }))
+        .into_response()),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// The evidence against `identity`, as a bundle with the key ring (what `specie offline
+/// check-evidence` reads).
+async fn evidence(
+    State(authority): State<AuthorityHandle>,
+    Path(identity): Path<String>,
+) -> Result<Response, ApiError> {
+    let identity = key_from_hex("identity", &identity)?;
+    match ask(&authority, move |ticket| Input::Evidence { ticket, identity }).await? {
+        Reply::Evidence(double_spends) => {
+            let bundle = EvidenceBundle {
+                ring: authority.ring().clone(),
+                double_spends,
+            };
+            let mut bytes = Vec::new();
+            bundle.encode_to(&mut bytes);
+            let count = bundle.double_spends.len();
+            Ok(Json(json!({"double_spends": count, "bundle": hex::encode(bytes)})).into_response())
+        }
+        other => Err(unexpected(other)),
+    }
+}

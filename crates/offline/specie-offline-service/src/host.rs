@@ -1,0 +1,169 @@
+//! The authority on its own thread, on the embedded host over its log; callers hand it inputs
+//! and await the reply. Calls that arrive together are taken in one turn, so their deposits are
+//! checked in one batch and made durable with one fsync.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::Sender;
+use specie_host::{EmbeddedHost, HostMessage, RecoverError, Wiring};
+use specie_log::LogOptions;
+use specie_offline::KeyRing;
+use specie_offline_authority::{Input, OfflineAuthority, Reply, Report, StateError};
+use specie_role::Ticket;
+
+type Call = Box<dyn FnOnce(Ticket) -> Input + Send>;
+type ReplyTo = tokio::sync::oneshot::Sender<Reply>;
+
+/// Why the authority could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not 64 hexadecimal digits (a 32-byte secret); remove it only if nothing was issued with it")]
+    BadSecret { path: PathBuf },
+    #[error("cannot recover the authority: {0}")]
+    Recover(#[source] Box<RecoverError<StateError>>),
+}
+
+struct Replies;
+
+impl Wiring<OfflineAuthority> for Replies {
+    type Call = Call;
+    type ReplyTo = ReplyTo;
+    fn input(call: Call, ticket: Ticket) -> Input {
+        call(ticket)
+    }
+    fn send(&mut self, to: std::convert::Infallible, _message: std::convert::Infallible) {
+        match to {}
+    }
+    fn reply(&mut self, reply_to: ReplyTo, reply: Reply) {
+        // A caller that went away (its connection closed) needs no answer.
+        let _ = reply_to.send(reply);
+    }
+    fn report(&mut self, report: Report) {
+        let Report::DoubleSpend(evidence) = report;
+        tracing::warn!(
+            serial = hex::encode(evidence.token.issuance.serial),
+            identity = hex::encode(evidence.binding.identity),
+            "double spend: the owner signed twice; evidence at GET /v1/offline/evidence/<identity>"
+        );
+    }
+}
+
+/// The running authority: send it calls, read its key ring and operator token.
+#[derive(Clone)]
+pub struct AuthorityHandle {
+    calls: Sender<HostMessage<Call, ReplyTo>>,
+    thread: Arc<Mutex<Option<JoinHandle<OfflineAuthority>>>>,
+    ring: Arc<KeyRing>,
+    operator_token: Arc<String>,
+}
+
+impl AuthorityHandle {
+    /// Opens (or creates) the authority in `data_dir`: its secret seed and operator token, then
+    /// its log, replayed into the state it had.
+    pub fn open(data_dir: &Path, snapshot_log_bytes: u64) -> Result<AuthorityHandle, OpenError> {
+        create_private_dir(data_dir)?;
+        let keys = crate::authority_keys(data_dir)?;
+        let operator_token = hex::encode(secret_file(&data_dir.join("operator.token"))?);
+        let ring = keys.ring();
+        let host = EmbeddedHost::recover(
+            "offline-authority",
+            OfflineAuthority::new(keys),
+            Replies,
+            &data_dir.join("log"),
+            LogOptions::default(),
+            snapshot_log_bytes,
+        )
+        .map_err(|error| OpenError::Recover(Box::new(error)))?;
+        let (calls, received) = crossbeam_channel::unbounded();
+        let thread = std::thread::Builder::new()
+            .name("offline-authority".into())
+            .spawn(move || host.run(received, crossbeam_channel::never()))
+            .map_err(|source| OpenError::Io {
+                path: data_dir.to_path_buf(),
+                source,
+            })?;
+        Ok(AuthorityHandle {
+            calls,
+            thread: Arc::new(Mutex::new(Some(thread))),
+            ring: Arc::new(ring),
+            operator_token: Arc::new(operator_token),
+        })
+    }
+
+    /// The authority's answer to `input`, once it is durable; none if the authority stopped.
+    pub async fn call(&self, input: impl FnOnce(Ticket) -> Input + Send + 'static) -> Option<Reply> {
+        let (reply_to, reply) = tokio::sync::oneshot::channel();
+        let call: Call = Box::new(input);
+        self.calls.send(HostMessage::Calls(vec![(call, reply_to)])).ok()?;
+        reply.await.ok()
+    }
+
+    pub fn ring(&self) -> &KeyRing {
+        &self.ring
+    }
+
+    /// Whether `token` is the operator's, compared in constant time.
+    pub fn is_operator(&self, token: &str) -> bool {
+        let expected = self.operator_token.as_bytes();
+        let given = token.as_bytes();
+        given.len() == expected.len() && given.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    }
+
+    /// Finishes the turn in progress and stops the authority's thread.
+    pub fn stop(&self) {
+        let _ = self.calls.send(HostMessage::Stop);
+        let thread = self.thread.lock().map(|mut thread| thread.take());
+        if let Ok(Some(thread)) = thread {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), OpenError> {
+    let io = |source| OpenError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io)
+}
+
+/// A 32-byte secret kept as hex in `path`: read it, or create it (0600, written and synced before
+/// it is used) on first start.
+pub(crate) fn secret_file(path: &Path) -> Result<[u8; 32], OpenError> {
+    let io = |source| OpenError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let bytes = hex::decode(text.trim()).map_err(|_| OpenError::BadSecret { path: path.into() })?;
+            bytes.try_into().map_err(|_| OpenError::BadSecret { path: path.into() })
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let mut secret = [0u8; 32];
+            rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut secret);
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .map_err(io)?;
+            file.write_all(hex::encode(secret).as_bytes()).map_err(io)?;
+            file.sync_all().map_err(io)?;
+            Ok(secret)
+        }
+        Err(error) => Err(io(error)),
+    }
+}

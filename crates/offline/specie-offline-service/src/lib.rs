@@ -1,0 +1,89 @@
+//! `specie offline authority`: the offline authority as a process. The role runs on the embedded
+//! host over its own durable log (every change made durable before it is answered, so `kill -9`
+//! loses nothing that was answered), and an HTTP/JSON API serves devices and the operator.
+//!
+//! Who may do what: devices certify keys, deposit, and read the revocation list, evidence, books
+//! and key ring; only the operator (the registrar and the core bridge) registers identities and
+//! funds devices, with the bearer token in `DATA_DIR/operator.token` (created 0600 on first start;
+//! compared in constant time). Values travel as hex of their canonical encodings
+//! (docs/offline-format.md); every decoder is bounded.
+
+mod api;
+mod host;
+
+pub use api::router;
+pub use host::{AuthorityHandle, OpenError};
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use specie_api::HttpLimits;
+use specie_offline::Denominations;
+use specie_offline_authority::AuthorityKeys;
+
+/// Why the authority could not serve, or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{0}")]
+    Open(#[from] OpenError),
+    #[error("cannot start a runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error("cannot listen on {listen}: {source}")]
+    Listen {
+        listen: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the API server failed: {0}")]
+    Server(#[source] std::io::Error),
+}
+
+/// What `specie offline authority` runs with.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub limits: HttpLimits,
+    /// The log's size after which the authority writes a snapshot.
+    pub snapshot_log_bytes: u64,
+}
+
+/// The authority's keys, from the secret seed in `data_dir` (created on first start, 0600). One
+/// key set per authority for now (docs/offline-mode.md, "Key lifecycle": rotation is not built).
+pub fn authority_keys(data_dir: &Path) -> Result<AuthorityKeys, OpenError> {
+    let seed = host::secret_file(&data_dir.join("authority.seed"))?;
+    Ok(AuthorityKeys::from_seed(&seed, Denominations::default(), 1))
+}
+
+/// Opens the authority in `options.data_dir` and serves its API until Ctrl-C.
+pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
+    let authority = AuthorityHandle::open(&options.data_dir, options.snapshot_log_bytes)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(ServeError::Runtime)?;
+    let listen = options.listen;
+    let serving = authority.clone();
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|source| ServeError::Listen { listen, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| ServeError::Listen { listen, source })?;
+        eprintln!(
+            "specie offline authority: data in {}, API on http://{local}, operator token in {} (Ctrl-C to stop)",
+            options.data_dir.display(),
+            options.data_dir.join("operator.token").display()
+        );
+        specie_api::http_server::serve(listener, router(serving), options.limits, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .map_err(ServeError::Server)
+    })?;
+    authority.stop();
+    eprintln!("specie offline authority: stopped");
+    Ok(())
+}

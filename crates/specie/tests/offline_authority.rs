@@ -1,0 +1,285 @@
+//! The offline authority as a real process (`specie offline authority`), over HTTP on 127.0.0.1:
+//! devices enrolled and funded through the operator's token (and refused without it), 120 tokens
+//! paid offline and deposited by four clients at once, the process killed with SIGKILL in the
+//! middle, restarted on the same data directory; then every deposit sent again. Every deposit that
+//! was answered before the kill is answered the same way after it, every token is paid exactly
+//! once, a double spend is still refused and its evidence convicts the spender.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use specie_offline::{Instruction, KeyCertificate, KeyRing, Token};
+use specie_offline_device::{one_time_key, Deposit, Device, DeviceLimits};
+
+/// Starts the authority on a free port; returns it and its base URL.
+fn start(data_dir: &Path) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_specie"))
+        .args(["offline", "authority", "--data-dir"])
+        .arg(data_dir)
+        .args(["--listen", "127.0.0.1:0"])
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the specie binary runs");
+    let stderr = child.stderr.take().expect("piped");
+    let mut lines = BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines.next().expect("the authority says where it listens").unwrap();
+        if let Some(rest) = line.split("API on ").nth(1) {
+            break rest.split(',').next().unwrap().to_string();
+        }
+    };
+    // Keep draining its stderr so that it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
+}
+
+fn post(url: &str, path: &str, body: Value, token: Option<&str>) -> (u16, Value) {
+    let mut request = ureq::post(&format!("{url}{path}"));
+    if let Some(token) = token {
+        request = request.set("authorization", &format!("Bearer {token}"));
+    }
+    answer(request.send_json(body))
+}
+
+fn get(url: &str, path: &str) -> (u16, Value) {
+    answer(ureq::get(&format!("{url}{path}")).call())
+}
+
+fn answer(result: Result<ureq::Response, ureq::Error>) -> (u16, Value) {
+    match result {
+        Ok(response) => (response.status(), response.into_json().unwrap()),
+        Err(ureq::Error::Status(status, response)) => (status, response.into_json().unwrap()),
+        Err(error) => (0, json!({"transport": error.to_string()})),
+    }
+}
+
+fn issuances(value: &Value) -> Vec<Token> {
+    value["issuances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|hex| {
+            let bytes = hex::decode(hex.as_str().unwrap()).unwrap();
+            let issuance = specie_offline::Issuance::decode_from(&mut specie_codec_reader(&bytes)).unwrap();
+            Token::issued(issuance)
+        })
+        .collect()
+}
+
+fn specie_codec_reader(bytes: &[u8]) -> specie_codec::Reader<'_> {
+    specie_codec::Reader::new(bytes)
+}
+
+fn hex_of(encode: impl FnOnce(&mut Vec<u8>)) -> String {
+    let mut bytes = Vec::new();
+    encode(&mut bytes);
+    hex::encode(bytes)
+}
+
+fn deposit_body(deposit: &Deposit) -> Value {
+    json!({
+        "token": hex_of(|out| deposit.token.encode_to(out)),
+        "statement": hex_of(|out| deposit.statement.encode_to(out)),
+        "instruction": hex_of(|out| deposit.instruction.encode_to(out)),
+    })
+}
+
+/// Registers a device with `keys` certified keys.
+fn enrol(url: &str, token: &str, device: &mut Device, keys: usize) {
+    let (status, _) = post(
+        url,
+        "/v1/offline/register",
+        json!({"identity": hex::encode(device.identity())}),
+        Some(token),
+    );
+    assert_eq!(status, 200);
+    for chunk in device.bindings(keys).chunks(200) {
+        let bindings: Vec<String> = chunk.iter().map(|b| hex_of(|out| b.encode_to(out))).collect();
+        let (status, body) = post(url, "/v1/offline/certify", json!({"bindings": bindings}), None);
+        assert_eq!(status, 200, "{body}");
+        let certificates: Vec<KeyCertificate> = body["certificates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hex| {
+                KeyCertificate::decode_from(&mut specie_codec_reader(&hex::decode(hex.as_str().unwrap()).unwrap()))
+                    .unwrap()
+            })
+            .collect();
+        device.certified(&certificates);
+    }
+}
+
+#[test]
+fn a_killed_authority_loses_no_answered_deposit_and_still_names_the_double_spender() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut authority, url) = start(dir.path());
+    let token = std::fs::read_to_string(dir.path().join("operator.token")).unwrap();
+    let (_, keys) = get(&url, "/v1/offline/keys");
+    let ring_bytes = hex::decode(keys["ring"].as_str().unwrap()).unwrap();
+    let ring = KeyRing::decode_from(&mut specie_codec_reader(&ring_bytes)).unwrap();
+
+    let roomy = DeviceLimits {
+        holding_max: u64::MAX / 4,
+        payment_max: u64::MAX / 4,
+        ..DeviceLimits::default()
+    };
+    let (mut alice, mut bob, mut carol) = (
+        Device::new([1; 32], roomy, 0),
+        Device::new([2; 32], roomy, 0),
+        Device::new([3; 32], roomy, 0),
+    );
+    // Registering or funding without the operator's token is refused.
+    let (status, body) = post(
+        &url,
+        "/v1/offline/register",
+        json!({"identity": hex::encode(alice.identity())}),
+        None,
+    );
+    assert_eq!(status, 401, "{body}");
+    let (status, _) = post(
+        &url,
+        "/v1/offline/register",
+        json!({"identity": hex::encode(alice.identity())}),
+        Some("00"),
+    );
+    assert_eq!(status, 401);
+    enrol(&url, &token, &mut alice, 130);
+    enrol(&url, &token, &mut bob, 260);
+    enrol(&url, &token, &mut carol, 4);
+
+    // 120 tokens of 50,000 for Alice (a funding splits into the largest denominations).
+    let owners: Vec<String> = alice.funding_owners(120).unwrap().iter().map(hex::encode).collect();
+    let funding = json!({"id": hex::encode([7u8; 32]), "amount": 6_000_000u64, "owners": owners});
+    let (status, _) = post(&url, "/v1/offline/fund", funding.clone(), None);
+    assert_eq!(status, 401, "funding needs the operator");
+    let (status, funded) = post(&url, "/v1/offline/fund", funding, Some(&token));
+    assert_eq!(status, 200, "{funded}");
+    let tokens = issuances(&funded);
+    assert_eq!(tokens.len(), 120);
+    alice
+        .receive_issued(&tokens.iter().map(|t| t.issuance).collect::<Vec<_>>(), &ring)
+        .unwrap();
+
+    // Alice keeps the first token as she held it (and its key) to spend it again later: a cheat.
+    let first = alice.held()[0].clone();
+    for n in 0..120u64 {
+        let nonce = n.to_le_bytes().repeat(2).try_into().unwrap();
+        let request = bob.request(50_000, nonce, 0).unwrap();
+        let paid = alice.pay(&request, 0).unwrap();
+        bob.receive(&nonce, &paid, &ring, 0).unwrap();
+    }
+    let deposits = bob.deposit_all([2; 32], false);
+    assert_eq!(deposits.len(), 120);
+
+    // Four clients deposit at once, and keep sending (repeats too) until the authority is gone:
+    // it is killed under load, once 40 deposits are answered.
+    let answered: Arc<Mutex<Vec<(usize, Value)>>> = Arc::new(Mutex::new(Vec::new()));
+    let next = Arc::new(Mutex::new(0usize));
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let (answered, next, deposits, url) = (answered.clone(), next.clone(), deposits.clone(), url.clone());
+            std::thread::spawn(move || loop {
+                let i = {
+                    let mut next = next.lock().unwrap();
+                    *next += 1;
+                    (*next - 1) % deposits.len()
+                };
+                match post(&url, "/v1/offline/deposit", deposit_body(&deposits[i]), None) {
+                    (200, body) => answered.lock().unwrap().push((i, body)),
+                    (0, _) => return, // the authority is gone
+                    (status, body) => panic!("deposit {i}: {status} {body}"),
+                }
+            })
+        })
+        .collect();
+    let distinct = |answered: &[(usize, Value)]| {
+        let mut indices: Vec<usize> = answered.iter().map(|(i, _)| *i).collect();
+        indices.sort_unstable();
+        indices.dedup();
+        indices.len()
+    };
+    while distinct(&answered.lock().unwrap()) < 40 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    authority.kill().unwrap(); // SIGKILL
+    authority.wait().unwrap();
+    for client in clients {
+        client.join().unwrap();
+    }
+    let before = answered.lock().unwrap().clone();
+    assert!(distinct(&before) >= 40);
+    for (i, first) in &before {
+        let mut again = before.iter().filter(|(j, _)| j == i);
+        assert!(
+            again.all(|(_, body)| body == first),
+            "deposit {i} answered alike every time"
+        );
+    }
+
+    let (mut authority, url) = start(dir.path());
+    for (i, deposit) in deposits.iter().enumerate() {
+        let (status, body) = post(&url, "/v1/offline/deposit", deposit_body(deposit), None);
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["outcome"], "reissued", "deposit {i}: {body}");
+        if let Some((_, first_answer)) = before.iter().find(|(j, _)| *j == i) {
+            assert_eq!(&body, first_answer, "deposit {i} answered as before the kill");
+        }
+    }
+
+    // Alice's second spend of her first token, to Carol, deposited: refused, Alice named.
+    let nonce = [9; 16];
+    let request = carol.request(50_000, nonce, 0).unwrap();
+    let copy = first
+        .token
+        .transfer(&one_time_key(&[1; 32], first.key), request.certificate, nonce)
+        .unwrap();
+    carol.receive(&nonce, &[copy], &ring, 0).unwrap();
+    let carols = carol.deposit_all([3; 32], true);
+    let (status, body) = post(&url, "/v1/offline/deposit", deposit_body(&carols[0]), None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["outcome"], "double_spent");
+    assert_eq!(body["debtor"], hex::encode(alice.identity()));
+
+    let (_, books) = get(&url, "/v1/offline/books");
+    assert_eq!(books["funded"], "6000000");
+    assert_eq!(books["outstanding"], "6000000", "every token paid once, re-issued");
+    assert_eq!(books["debts"][0]["identity"], hex::encode(alice.identity()));
+    let (_, evidence) = get(&url, &format!("/v1/offline/evidence/{}", hex::encode(alice.identity())));
+    let bundle_bytes = hex::decode(evidence["bundle"].as_str().unwrap()).unwrap();
+    let bundle = specie_offline::EvidenceBundle::decode_from(&mut specie_codec_reader(&bundle_bytes)).unwrap();
+    assert_eq!(bundle.double_spends[0].check(&ring).unwrap().identity, alice.identity());
+    let (_, revoked) = get(&url, "/v1/offline/revocations?from=0");
+    assert_eq!(revoked["serials"][0], hex::encode(first.token.issuance.serial));
+
+    // Hostile input: not hex, too long, not a token.
+    let (status, _) = post(
+        &url,
+        "/v1/offline/deposit",
+        json!({"token": "zz", "statement": "", "instruction": ""}),
+        None,
+    );
+    assert_eq!(status, 400);
+    let long = "00".repeat(10_000);
+    let (status, _) = post(
+        &url,
+        "/v1/offline/deposit",
+        json!({"token": long, "statement": "", "instruction": ""}),
+        None,
+    );
+    assert_eq!(status, 400);
+    let (status, body) = post(
+        &url,
+        "/v1/offline/deposit",
+        json!({"token": "01", "statement": "", "instruction": hex_of(|o| Instruction::Defund { address: [0; 32] }.encode_to(o))}),
+        None,
+    );
+    assert_eq!(status, 400, "{body}");
+    authority.kill().unwrap();
+    authority.wait().unwrap();
+}
