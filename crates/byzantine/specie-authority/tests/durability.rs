@@ -11,7 +11,7 @@ use specie_fastpay::{
     deterministic_key, AccountKey, Certificate, Justification, JustificationError, Recipient, RoundChange, SignedOrder,
     SignedRoundRequest, TransferOrder, VoteKind,
 };
-use specie_host::{EmbeddedHost, HostMessage, Wiring};
+use specie_host::{call_in_turn, EmbeddedHost, Wiring};
 use specie_log::LogOptions;
 use specie_role::Ticket;
 
@@ -80,21 +80,7 @@ fn run(dir: &Path, snapshot_log_bytes: u64, calls: Vec<Call>) -> Vec<Reply> {
         snapshot_log_bytes,
     )
     .unwrap();
-    let (calls_tx, calls_rx) = crossbeam_channel::unbounded();
-    let thread = std::thread::spawn(move || host.run(calls_rx, crossbeam_channel::never()));
-    // One at a time: a transfer handled in the same turn as its funding would find the
-    // account not funded yet (the funding is not durable until the turn's fsync).
-    let answered = calls
-        .into_iter()
-        .map(|call| {
-            calls_tx.send(HostMessage::Calls(vec![(call, ())])).unwrap();
-            replies.recv().unwrap()
-        })
-        .collect();
-    // Stopped without a snapshot or any farewell: what a restart finds is only what the log has.
-    calls_tx.send(HostMessage::Stop).unwrap();
-    thread.join().unwrap();
-    answered
+    call_in_turn(host, calls, &replies)
 }
 
 /// Account 1's orders for its sequence number 0, each of all of its 10 to account `to`.

@@ -135,6 +135,50 @@ impl HttpLimits {
     }
 }
 
+/// Why a process could not serve its API, or stopped serving it with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeUntilError {
+    #[error("cannot start a runtime: {0}")]
+    Runtime(#[source] io::Error),
+    #[error("cannot listen on {listen}: {source}")]
+    Listen {
+        listen: std::net::SocketAddr,
+        #[source]
+        source: io::Error,
+    },
+    #[error("the API server failed: {0}")]
+    Server(#[source] io::Error),
+}
+
+/// Serves `router` on `listen` within `limits`, on a runtime of its own, until Ctrl-C. Once it
+/// listens, `started` is told the address it got (an ephemeral port, if asked for port 0).
+pub fn serve_until_ctrl_c(
+    listen: std::net::SocketAddr,
+    router: Router,
+    limits: HttpLimits,
+    started: impl FnOnce(std::net::SocketAddr),
+) -> Result<(), ServeUntilError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(ServeUntilError::Runtime)?;
+    runtime.block_on(async move {
+        let listener = TcpListener::bind(listen)
+            .await
+            .map_err(|source| ServeUntilError::Listen { listen, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| ServeUntilError::Listen { listen, source })?;
+        started(local);
+        serve(listener, router, limits, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .map_err(ServeUntilError::Server)
+    })
+}
+
 /// Serves `router` over HTTP/1.1 on `listener` within `limits` until `shutdown` resolves, then
 /// stops accepting, lets requests in progress finish (for up to [`SHUTDOWN_GRACE`]) and returns.
 /// Fails only if `limits` are invalid; accept errors (EMFILE) are logged and retried.

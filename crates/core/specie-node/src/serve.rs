@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use specie_api::http_server::HttpLimitError;
+use specie_api::http_server::{HttpLimitError, ServeUntilError};
 use specie_api::HttpLimits;
 
 use crate::{EmbeddedNode, NodeOptions, OpenError};
@@ -19,16 +19,8 @@ pub enum ServeError {
         #[source]
         source: Box<OpenError>,
     },
-    #[error("cannot start a runtime: {0}")]
-    Runtime(#[source] std::io::Error),
-    #[error("cannot listen on {listen}: {source}")]
-    Listen {
-        listen: SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("the API server failed: {0}")]
-    Server(#[source] std::io::Error),
+    #[error(transparent)]
+    Http(#[from] ServeUntilError),
 }
 
 /// Opens the node in `options.data_dir` and serves the API on `listen` with `limits` until
@@ -45,28 +37,13 @@ pub fn serve(options: NodeOptions, listen: SocketAddr, limits: HttpLimits) -> Re
     if manifest.issuers.is_empty() {
         eprintln!("warning: no issuer key configured, so nothing can be minted; restart with --issuer <HEX>");
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(ServeError::Runtime)?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .map_err(|source| ServeError::Listen { listen, source })?;
-        let local = listener
-            .local_addr()
-            .map_err(|source| ServeError::Listen { listen, source })?;
+    let router = specie_api::api::router(handle);
+    specie_api::http_server::serve_until_ctrl_c(listen, router, limits, |local| {
         eprintln!(
             "specie node: {} shards, data in {}, API on http://{local} (Ctrl-C to stop)",
             manifest.shards,
             data_dir.display(),
         );
-        specie_api::http_server::serve(listener, specie_api::api::router(handle), limits, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .map_err(ServeError::Server)
     })?;
     node.shutdown();
     eprintln!("specie node: stopped");

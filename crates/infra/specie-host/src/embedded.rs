@@ -297,6 +297,31 @@ impl<R: Durable, W: Wiring<R>> EmbeddedHost<R, W> {
     }
 }
 
+/// Runs `host` on a thread of its own, makes `calls` one at a time (each answered, through the
+/// wiring's `replies`, before the next is made, so each sees the one before made durable), then
+/// stops it with no snapshot or farewell: what a restart then finds is only what the log has, as
+/// after `kill -9`. The replies, in order. For tests of a role's durability.
+pub fn call_in_turn<R, W>(host: EmbeddedHost<R, W>, calls: Vec<W::Call>, replies: &Receiver<R::Reply>) -> Vec<R::Reply>
+where
+    R: Durable + Send + 'static,
+    W: Wiring<R, ReplyTo = ()> + Send + 'static,
+{
+    let (calls_tx, calls_rx) = crossbeam_channel::unbounded();
+    let thread = std::thread::spawn(move || host.run(calls_rx, crossbeam_channel::never()));
+    let answered = calls
+        .into_iter()
+        .map(|call| {
+            calls_tx
+                .send(HostMessage::Calls(vec![(call, ())]))
+                .expect("the host runs");
+            replies.recv().expect("the host answers")
+        })
+        .collect();
+    calls_tx.send(HostMessage::Stop).expect("the host runs");
+    thread.join().expect("the host stops");
+    answered
+}
+
 /// A role that cannot make its state durable must not answer anyone: it stops the process, and
 /// recovery replays what did reach the disk. Answering after a failed fsync could report a
 /// transaction confirmed that a restart would forget.
@@ -344,15 +369,7 @@ mod tests {
             snapshot_log_bytes,
         )
         .unwrap();
-        let (calls_tx, calls) = crossbeam_channel::unbounded();
-        let thread = std::thread::spawn(move || host.run(calls, crossbeam_channel::never()));
-        for amount in amounts {
-            calls_tx.send(HostMessage::Calls(vec![(*amount, ())])).unwrap();
-        }
-        let answered: Vec<u64> = amounts.iter().map(|_| replies.recv().unwrap()).collect();
-        calls_tx.send(HostMessage::Stop).unwrap();
-        thread.join().unwrap();
-        answered
+        call_in_turn(host, amounts.to_vec(), &replies)
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub mod simulated;
 #[cfg(test)]
 mod test_role;
 
-pub use embedded::{EmbeddedHost, HostMessage, RecoverError, Wiring};
+pub use embedded::{call_in_turn, EmbeddedHost, HostMessage, RecoverError, Wiring};
 pub use replicated::{
     CallError, Calls, Gather, GatherAnswer, HostStopped, Refuse, ReplicatedHost, RoleMachine, Slot, SnapshotPlan,
 };

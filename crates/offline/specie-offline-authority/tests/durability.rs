@@ -8,7 +8,7 @@ mod world;
 use std::path::Path;
 
 use crossbeam_channel::Sender;
-use specie_host::{EmbeddedHost, HostMessage, Wiring};
+use specie_host::{call_in_turn, EmbeddedHost, Wiring};
 use specie_log::LogOptions;
 use specie_offline::{deterministic_key, Instruction, KeyBinding, KeyCertificate, Move, SigningKey, Token};
 use specie_offline_authority::{DepositOutcome, Funding, Input, OfflineAuthority, Reply, Report};
@@ -47,18 +47,7 @@ fn run(dir: &Path, snapshot_log_bytes: u64, calls: Vec<Call>) -> Vec<Reply> {
         snapshot_log_bytes,
     )
     .unwrap();
-    let (calls_tx, calls_rx) = crossbeam_channel::unbounded();
-    let thread = std::thread::spawn(move || host.run(calls_rx, crossbeam_channel::never()));
-    let answered = calls
-        .into_iter()
-        .map(|call| {
-            calls_tx.send(HostMessage::Calls(vec![(call, ())])).unwrap();
-            replies.recv().unwrap()
-        })
-        .collect();
-    calls_tx.send(HostMessage::Stop).unwrap();
-    thread.join().unwrap();
-    answered
+    call_in_turn(host, calls, &replies)
 }
 
 fn deposit(token: &Token, owner: &SigningKey, to: [u8; 32]) -> Call {

@@ -17,6 +17,7 @@ pub use host::{AuthorityHandle, OpenError};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use specie_api::http_server::ServeUntilError;
 use specie_api::HttpLimits;
 use specie_offline::Denominations;
 use specie_offline_authority::AuthorityKeys;
@@ -26,16 +27,8 @@ use specie_offline_authority::AuthorityKeys;
 pub enum ServeError {
     #[error("{0}")]
     Open(#[from] OpenError),
-    #[error("cannot start a runtime: {0}")]
-    Runtime(#[source] std::io::Error),
-    #[error("cannot listen on {listen}: {source}")]
-    Listen {
-        listen: SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("the API server failed: {0}")]
-    Server(#[source] std::io::Error),
+    #[error(transparent)]
+    Http(#[from] ServeUntilError),
 }
 
 /// What `specie offline authority` runs with.
@@ -58,32 +51,21 @@ pub fn authority_keys(data_dir: &Path) -> Result<AuthorityKeys, OpenError> {
 /// Opens the authority in `options.data_dir` and serves its API until Ctrl-C.
 pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
     let authority = AuthorityHandle::open(&options.data_dir, options.snapshot_log_bytes)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(ServeError::Runtime)?;
-    let listen = options.listen;
-    let serving = authority.clone();
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .map_err(|source| ServeError::Listen { listen, source })?;
-        let local = listener
-            .local_addr()
-            .map_err(|source| ServeError::Listen { listen, source })?;
-        eprintln!(
-            "specie offline authority: data in {}, API on http://{local}, operator token in {} (Ctrl-C to stop)",
-            options.data_dir.display(),
-            options.data_dir.join("operator.token").display()
-        );
-        specie_api::http_server::serve(listener, router(serving), options.limits, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .map_err(ServeError::Server)
-    })?;
+    let data_dir = options.data_dir.clone();
+    let served = specie_api::http_server::serve_until_ctrl_c(
+        options.listen,
+        router(authority.clone()),
+        options.limits,
+        |local| {
+            eprintln!(
+                "specie offline authority: data in {}, API on http://{local}, operator token in {} (Ctrl-C to stop)",
+                data_dir.display(),
+                data_dir.join("operator.token").display()
+            );
+        },
+    );
     authority.stop();
+    served?;
     eprintln!("specie offline authority: stopped");
     Ok(())
 }
