@@ -11,6 +11,7 @@ mod demo_cmd;
 mod inspect;
 mod node_cmd;
 mod offline_cmd;
+mod offline_device_cmd;
 mod sim_cmd;
 mod wallet_cmd;
 mod wallet_fastpay_cmd;
@@ -55,7 +56,7 @@ enum Command {
     Bench(bench_cmd::BenchArgs),
     /// The Byzantine mode (FastPay authorities): check evidence of equivocation.
     Byzantine(byzantine_cmd::ByzantineArgs),
-    /// Offline cash: run the offline authority, check evidence of double spending.
+    /// Offline cash: a device wallet, the offline authority, checking evidence of double spending.
     Offline(offline_cmd::OfflineArgs),
 }
 

@@ -30,6 +30,9 @@ enum OfflineCommand {
         /// The evidence bundle, in its canonical encoding (docs/offline-format.md §13a).
         file: PathBuf,
     },
+    /// A device wallet: create, enrol and fund it, pay and receive offline, deposit and sync
+    /// online (`specie offline device --help`).
+    Device(crate::offline_device_cmd::DeviceArgs),
     /// Run the offline authority: its durable log in --data-dir and an HTTP/JSON API for devices
     /// and the operator, until Ctrl-C.
     ///
@@ -55,13 +58,17 @@ enum OfflineCommand {
 impl OfflineArgs {
     /// Whether the command only reads files and prints (not a server, which must ignore SIGPIPE).
     pub fn prints_only(&self) -> bool {
-        matches!(self.command, OfflineCommand::CheckEvidence { .. })
+        matches!(
+            self.command,
+            OfflineCommand::CheckEvidence { .. } | OfflineCommand::Device(_)
+        )
     }
 }
 
 pub fn run(args: OfflineArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         OfflineCommand::CheckEvidence { file } => check_evidence(&file),
+        OfflineCommand::Device(args) => crate::offline_device_cmd::run(args),
         OfflineCommand::Authority {
             data_dir,
             listen,

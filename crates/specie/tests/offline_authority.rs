@@ -283,3 +283,99 @@ fn a_killed_authority_loses_no_answered_deposit_and_still_names_the_double_spend
     authority.kill().unwrap();
     authority.wait().unwrap();
 }
+
+fn specie(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_specie"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the specie binary runs")
+}
+
+/// Runs `specie offline device --device FILE --authority URL ARGS`; its stdout, or its stderr as
+/// the error.
+fn device(file: &Path, url: &str, args: &[&str]) -> Result<String, String> {
+    let mut all = vec![
+        "offline",
+        "device",
+        "--device",
+        file.to_str().unwrap(),
+        "--authority",
+        url,
+    ];
+    all.extend_from_slice(args);
+    let output = specie(&all);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    match output.status.success() {
+        true => Ok(String::from_utf8_lossy(&output.stdout).trim().to_string()),
+        false => Err(stderr),
+    }
+}
+
+/// Two device wallets, enrolled and funded by the operator, pay each other offline with request
+/// and payment strings; a replayed payment, a payment over a limit and a bad string or file are
+/// refused with a message that says why; deposits come back re-issued.
+#[test]
+fn device_wallets_pay_offline_and_refuse_replays_limits_and_bad_files_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut authority, url) = start(&dir.path().join("authority"));
+    let token_file = dir.path().join("authority/operator.token");
+    let token_file = token_file.to_str().unwrap();
+    let (alice, bob) = (dir.path().join("alice.device"), dir.path().join("bob.device"));
+    device(&alice, &url, &["create"]).unwrap();
+    device(&bob, &url, &["create", "--holding-max", "1000"]).unwrap();
+    let refused = device(&alice, &url, &["create"]).unwrap_err();
+    assert!(refused.contains("exists"), "{refused}");
+    for file in [&alice, &bob] {
+        device(file, &url, &["enrol", "--operator-token-file", token_file]).unwrap();
+    }
+    let refused = device(&alice, &url, &["fund", "--operator-token-file", "/dev/null", "700"]).unwrap_err();
+    assert!(refused.contains("operator"), "{refused}");
+    device(&alice, &url, &["fund", "--operator-token-file", token_file, "700"]).unwrap();
+
+    let request = device(&bob, &url, &["request", "200"]).unwrap();
+    let payment = device(&alice, &url, &["pay", &request]).unwrap();
+    assert_eq!(
+        device(&bob, &url, &["receive", &payment]).unwrap(),
+        "received 200; balance 200"
+    );
+    assert!(device(&alice, &url, &["balance"]).unwrap().starts_with("balance 500;"));
+
+    // The same payment again, for a fresh request of Bob's: a replay.
+    let _ = device(&bob, &url, &["request", "200"]).unwrap();
+    let refused = device(&bob, &url, &["receive", &payment]).unwrap_err();
+    assert!(refused.contains("no payment request with this nonce"), "{refused}");
+    // Limits: Bob may hold 1,000; Alice may pay 500 at once.
+    let refused = device(&bob, &url, &["request", "900"]).unwrap_err();
+    assert!(refused.contains("over the holding limit of 1000"), "{refused}");
+    let big = device(&alice, &url, &["request", "600"]).unwrap();
+    let refused = device(&alice, &url, &["pay", &big]).unwrap_err();
+    assert!(refused.contains("per-payment limit of 500"), "{refused}");
+
+    // Bad strings and a damaged file: a clear error, never a crash.
+    let refused = device(&bob, &url, &["receive", "specie-offline-pay1:zz"]).unwrap_err();
+    assert!(refused.contains("not hex"), "{refused}");
+    let refused = device(&bob, &url, &["receive", "hello"]).unwrap_err();
+    assert!(
+        refused.contains("does not start with specie-offline-pay1:"),
+        "{refused}"
+    );
+    let truncated = &payment[..payment.len() - 10];
+    let refused = device(&bob, &url, &["receive", truncated]).unwrap_err();
+    assert!(refused.contains("payment"), "{refused}");
+    let damaged = dir.path().join("damaged.device");
+    std::fs::write(&damaged, b"\x01not a device").unwrap();
+    let refused = device(&damaged, &url, &["balance"]).unwrap_err();
+    assert!(refused.contains("not a device file"), "{refused}");
+
+    let deposited = device(&bob, &url, &["deposit"]).unwrap();
+    assert!(deposited.starts_with("deposited: 200 paid, 0 refused"), "{deposited}");
+    assert!(device(&bob, &url, &["balance"])
+        .unwrap()
+        .starts_with("balance 200; 1 tokens"));
+    let synced = device(&bob, &url, &["sync"]).unwrap();
+    assert!(synced.starts_with("synced: 0 revocations"), "{synced}");
+    authority.kill().unwrap();
+    authority.wait().unwrap();
+}

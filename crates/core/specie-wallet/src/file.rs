@@ -586,6 +586,19 @@ impl CoinRecord {
 }
 
 fn write_atomically(path: &Path, document: &WalletFile, replace: bool) -> Result<(), FileError> {
+    let mut json = serde_json::to_vec_pretty(document).map_err(|error| FileError::Io {
+        action: "serialize",
+        path: path.to_owned(),
+        source: std::io::Error::other(error),
+    })?;
+    json.push(b'\n');
+    write_file_atomically(path, &json, replace)
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either the old file or the new one, whole:
+/// a temporary file (0600) beside it, flushed, renamed over it (or, unless `replace`, only where
+/// no file is), and the directory flushed. For every file a wallet or device keeps.
+pub fn write_file_atomically(path: &Path, bytes: &[u8], replace: bool) -> Result<(), FileError> {
     let io = |action: &'static str| {
         move |source: std::io::Error| FileError::Io {
             action,
@@ -597,9 +610,7 @@ fn write_atomically(path: &Path, document: &WalletFile, replace: bool) -> Result
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
         _ => PathBuf::from("."),
     };
-    let mut json =
-        serde_json::to_vec_pretty(document).map_err(|error| io("serialize")(std::io::Error::other(error)))?;
-    json.push(b'\n');
+    let contents = bytes;
     // Same directory, so the rename cannot cross file systems and is atomic.
     let mut builder = tempfile::Builder::new();
     builder.prefix(".specie-wallet-").suffix(".tmp");
@@ -611,7 +622,7 @@ fn write_atomically(path: &Path, document: &WalletFile, replace: bool) -> Result
     let mut temp = builder
         .tempfile_in(&directory)
         .map_err(io("create a temporary file beside"))?;
-    temp.write_all(&json).map_err(io("write a temporary file beside"))?;
+    temp.write_all(contents).map_err(io("write a temporary file beside"))?;
     temp.as_file().sync_all().map_err(io("flush a temporary file beside"))?;
     if replace {
         temp.persist(path).map_err(|error| io("replace")(error.error))?;

@@ -41,7 +41,9 @@ pub use fastpay::{
     verify_certificate, FastpayAccount, FastpayBook, FastpayError, FundingRecord, SentTransfer, VerifiedTransfer,
     FASTPAY_ACCOUNTS_MAX,
 };
-pub use file::{FileError, WalletFile, WalletFileError, WalletLock, WALLET_FORMAT, WALLET_FORMAT_VERSION};
+pub use file::{
+    write_file_atomically, FileError, WalletFile, WalletFileError, WalletLock, WALLET_FORMAT, WALLET_FORMAT_VERSION,
+};
 pub use payment::{PaidOutput, PaymentString, PaymentStringError, PAYMENT_STRING_PREFIX};
 pub use select::{select_coins, Selection, SelectionError};
 pub use sync::{settle, sync, Outcome, SyncError, SyncReport};

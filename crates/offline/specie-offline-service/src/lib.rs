@@ -9,6 +9,7 @@
 //! (docs/offline-format.md); every decoder is bounded.
 
 mod api;
+pub mod device;
 mod host;
 
 pub use api::router;

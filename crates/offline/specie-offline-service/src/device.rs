@@ -1,0 +1,316 @@
+//! A device wallet on disk, and its calls to the authority: what `specie offline device …` does.
+//! The file is locked for a command's whole load–change–save (the core wallet's lock) and written
+//! atomically; anything the device signs is saved before it leaves the process (a payment string
+//! is printed, a deposit is sent), so a crash can only make it send the same bytes again.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use specie_codec::{DecodeError, Reader};
+use specie_offline::{Issuance, KeyCertificate, KeyRing, Token, CERTIFIED_KEY_BYTES, ISSUANCE_BYTES, TOKEN_BYTES_MAX};
+use specie_offline_device::{Device, DeviceError, DeviceLimits, PaymentRequest};
+use specie_wallet::{write_file_atomically, FileError, WalletLock};
+
+/// What a payment request string starts with.
+pub const REQUEST_PREFIX: &str = "specie-offline-request1:";
+/// What a payment string starts with.
+pub const PAYMENT_PREFIX: &str = "specie-offline-pay1:";
+/// Most tokens one payment string carries.
+const TOKENS_PER_PAYMENT_MAX: usize = 64;
+/// How long a command waits for another one on the same device file.
+const LOCK_WAIT_MS: u64 = 10_000;
+
+/// Why a device command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceCommandError {
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error("{path}: not a device file: {source}")]
+    NotADevice { path: PathBuf, source: DecodeError },
+    #[error("{path}: cannot read it: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{what}: {reason}")]
+    BadString { what: &'static str, reason: String },
+    #[error(transparent)]
+    Refused(#[from] DeviceError),
+    #[error("the authority at {url}: {reason}")]
+    Authority { url: String, reason: String },
+}
+
+/// A device file, locked while this value lives.
+pub struct DeviceFile {
+    path: PathBuf,
+    _lock: WalletLock,
+    pub device: Device,
+}
+
+impl DeviceFile {
+    /// Creates a device with a fresh secret seed (refuses to replace a file).
+    pub fn create(path: &Path, limits: DeviceLimits, now_ms: u64) -> Result<DeviceFile, DeviceCommandError> {
+        let lock = WalletLock::acquire(path, LOCK_WAIT_MS, || {})?;
+        let mut seed = [0u8; 32];
+        rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut seed);
+        let device = Device::new(seed, limits, now_ms);
+        write_file_atomically(path, &device.encode(), false)?;
+        Ok(DeviceFile {
+            path: path.to_owned(),
+            _lock: lock,
+            device,
+        })
+    }
+
+    /// Opens and locks the device at `path`.
+    pub fn open(path: &Path) -> Result<DeviceFile, DeviceCommandError> {
+        let lock = WalletLock::acquire(path, LOCK_WAIT_MS, || {
+            eprintln!("waiting for another command on {}", path.display());
+        })?;
+        let bytes = std::fs::read(path).map_err(|source| DeviceCommandError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let device = Device::decode(&bytes).map_err(|source| DeviceCommandError::NotADevice {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(DeviceFile {
+            path: path.to_owned(),
+            _lock: lock,
+            device,
+        })
+    }
+
+    pub fn save(&self) -> Result<(), DeviceCommandError> {
+        Ok(write_file_atomically(&self.path, &self.device.encode(), true)?)
+    }
+}
+
+/// A payment request as a string: amount, the payee's key certificate, the nonce.
+pub fn request_string(request: &PaymentRequest) -> String {
+    let mut bytes = request.amount.to_le_bytes().to_vec();
+    request.certificate.encode_to(&mut bytes);
+    bytes.extend_from_slice(&request.nonce);
+    format!("{REQUEST_PREFIX}{}", hex::encode(bytes))
+}
+
+pub fn parse_request(text: &str) -> Result<PaymentRequest, DeviceCommandError> {
+    let bytes = prefixed_hex("payment request", text, REQUEST_PREFIX, 8 + CERTIFIED_KEY_BYTES + 16)?;
+    decoded("payment request", &bytes, 8 + CERTIFIED_KEY_BYTES + 16, |reader| {
+        Ok(PaymentRequest {
+            amount: reader.read_u64("amount")?,
+            certificate: KeyCertificate::decode_from(reader)?,
+            nonce: reader.read_array("nonce")?,
+        })
+    })
+}
+
+/// A payment as a string: the request's nonce, then the tokens.
+pub fn payment_string(nonce: &[u8; 16], tokens: &[Token]) -> String {
+    let mut bytes = nonce.to_vec();
+    bytes.push(tokens.len() as u8);
+    for token in tokens {
+        token.encode_to(&mut bytes);
+    }
+    format!("{PAYMENT_PREFIX}{}", hex::encode(bytes))
+}
+
+pub fn parse_payment(text: &str) -> Result<([u8; 16], Vec<Token>), DeviceCommandError> {
+    let bytes_max = 16 + 1 + TOKENS_PER_PAYMENT_MAX * TOKEN_BYTES_MAX;
+    let bytes = prefixed_hex("payment", text, PAYMENT_PREFIX, bytes_max)?;
+    decoded("payment", &bytes, bytes_max, |reader| {
+        let nonce = reader.read_array("nonce")?;
+        let count = reader.read_u8_count("token count", TOKENS_PER_PAYMENT_MAX as u64, 146)?;
+        let tokens = (0..count)
+            .map(|_| Token::decode_from(reader))
+            .collect::<Result<_, _>>()?;
+        Ok((nonce, tokens))
+    })
+}
+
+fn prefixed_hex(what: &'static str, text: &str, prefix: &str, bytes_max: usize) -> Result<Vec<u8>, DeviceCommandError> {
+    let bad = |reason: String| DeviceCommandError::BadString { what, reason };
+    let body = text
+        .trim()
+        .strip_prefix(prefix)
+        .ok_or_else(|| bad(format!("does not start with {prefix}")))?;
+    if body.len() > 2 * bytes_max {
+        return Err(bad(format!("longer than {bytes_max} bytes")));
+    }
+    hex::decode(body).map_err(|error| bad(format!("not hex: {error}")))
+}
+
+fn decoded<T>(
+    what: &'static str,
+    bytes: &[u8],
+    bytes_max: usize,
+    decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
+) -> Result<T, DeviceCommandError> {
+    specie_codec::decode_bounded(what, bytes, bytes_max, decode).map_err(|error| DeviceCommandError::BadString {
+        what,
+        reason: error.to_string(),
+    })
+}
+
+/// The offline authority's API, as a device and the operator call it.
+pub struct AuthorityClient {
+    url: String,
+    operator_token: Option<String>,
+}
+
+impl AuthorityClient {
+    pub fn new(url: &str, operator_token: Option<String>) -> AuthorityClient {
+        AuthorityClient {
+            url: url.trim_end_matches('/').to_string(),
+            operator_token,
+        }
+    }
+
+    fn failed(&self, reason: impl Into<String>) -> DeviceCommandError {
+        DeviceCommandError::Authority {
+            url: self.url.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, DeviceCommandError> {
+        let mut request = ureq::request(method, &format!("{}{path}", self.url));
+        if let Some(token) = &self.operator_token {
+            request = request.set("authorization", &format!("Bearer {token}"));
+        }
+        let response = match body {
+            Some(body) => request.send_json(body),
+            None => request.call(),
+        };
+        match response {
+            Ok(response) => response.into_json().map_err(|e| self.failed(e.to_string())),
+            Err(ureq::Error::Status(_, response)) => {
+                let body: Value = response.into_json().unwrap_or_default();
+                Err(self.failed(body["error"]["message"].as_str().unwrap_or("refused").to_string()))
+            }
+            Err(error) => Err(self.failed(error.to_string())),
+        }
+    }
+
+    /// The authority's key ring.
+    pub fn ring(&self) -> Result<KeyRing, DeviceCommandError> {
+        let body = self.call("GET", "/v1/offline/keys", None)?;
+        let bytes = hex::decode(body["ring"].as_str().unwrap_or_default()).map_err(|e| self.failed(e.to_string()))?;
+        specie_codec::decode_bounded(
+            "key ring",
+            &bytes,
+            specie_offline::KEY_RING_BYTES_MAX,
+            KeyRing::decode_from,
+        )
+        .map_err(|e| self.failed(e.to_string()))
+    }
+
+    /// Registers the device's identity (operator) and certifies `keys` fresh one-time keys.
+    pub fn enrol(&self, device: &mut Device, keys: usize) -> Result<(), DeviceCommandError> {
+        let identity = hex::encode(device.identity());
+        self.call("POST", "/v1/offline/register", Some(json!({"identity": identity})))?;
+        self.certify(device, keys)
+    }
+
+    /// Certifies `keys` fresh one-time keys of the device.
+    pub fn certify(&self, device: &mut Device, keys: usize) -> Result<(), DeviceCommandError> {
+        let bindings: Vec<String> = device
+            .bindings(keys)
+            .iter()
+            .map(|binding| {
+                let mut bytes = Vec::new();
+                binding.encode_to(&mut bytes);
+                hex::encode(bytes)
+            })
+            .collect();
+        let body = self.call("POST", "/v1/offline/certify", Some(json!({"bindings": bindings})))?;
+        let certificates = strings(&body["certificates"])
+            .iter()
+            .map(|hex_text| {
+                let bytes = hex::decode(hex_text).map_err(|e| self.failed(e.to_string()))?;
+                specie_codec::decode_bounded("certificate", &bytes, CERTIFIED_KEY_BYTES, KeyCertificate::decode_from)
+                    .map_err(|e| self.failed(e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        device.certified(&certificates);
+        Ok(())
+    }
+
+    /// Funds the device with `amount` (operator; until the core bridge, the operator vouches
+    /// for the funding); the tokens are checked and held.
+    pub fn fund(&self, device: &mut Device, amount: u64, split: usize) -> Result<u64, DeviceCommandError> {
+        let owners: Vec<String> = device.funding_owners(split)?.iter().map(hex::encode).collect();
+        let mut id = [0u8; 32];
+        rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut id);
+        let body = json!({"id": hex::encode(id), "amount": amount, "owners": owners});
+        let answer = self.call("POST", "/v1/offline/fund", Some(body))?;
+        let issuances = self.issuances(&answer["issuances"])?;
+        Ok(device.receive_issued(&issuances, &self.ring()?)?)
+    }
+
+    fn issuances(&self, value: &Value) -> Result<Vec<Issuance>, DeviceCommandError> {
+        strings(value)
+            .iter()
+            .map(|hex_text| {
+                let bytes = hex::decode(hex_text).map_err(|e| self.failed(e.to_string()))?;
+                specie_codec::decode_bounded("issuance", &bytes, ISSUANCE_BYTES, Issuance::decode_from)
+                    .map_err(|e| self.failed(e.to_string()))
+            })
+            .collect()
+    }
+
+    /// Sends every pending deposit of the device (the file saved first by the caller) and takes
+    /// the answers; returns (paid, refused) values.
+    pub fn deposit_pending(&self, device: &mut Device) -> Result<(u64, u64), DeviceCommandError> {
+        let ring = self.ring()?;
+        let (mut paid, mut refused) = (0, 0);
+        for deposit in device.pending().to_vec() {
+            let hex_of = |encode: &dyn Fn(&mut Vec<u8>)| {
+                let mut bytes = Vec::new();
+                encode(&mut bytes);
+                hex::encode(bytes)
+            };
+            let body = json!({
+                "token": hex_of(&|out| deposit.token.encode_to(out)),
+                "statement": hex_of(&|out| deposit.statement.encode_to(out)),
+                "instruction": hex_of(&|out| deposit.instruction.encode_to(out)),
+            });
+            let answer = self.call("POST", "/v1/offline/deposit", Some(body))?;
+            let reissued = match answer["outcome"].as_str() {
+                Some("reissued") => self.issuances(&answer["issuances"])?,
+                _ => Vec::new(),
+            };
+            match answer["outcome"].as_str() {
+                Some("reissued" | "defunded") => paid += deposit.value,
+                _ => refused += deposit.value,
+            }
+            device.deposited(&deposit.link(), &reissued, &ring)?;
+        }
+        Ok((paid, refused))
+    }
+
+    /// Fetches the revocations the device has not seen.
+    pub fn sync(&self, device: &mut Device, now_ms: u64) -> Result<usize, DeviceCommandError> {
+        let from = device.revocations_seen();
+        let body = self.call("GET", &format!("/v1/offline/revocations?from={from}"), None)?;
+        let serials = strings(&body["serials"])
+            .iter()
+            .map(|text| {
+                let bytes = hex::decode(text).map_err(|e| self.failed(e.to_string()))?;
+                bytes.try_into().map_err(|_| self.failed("a serial is not 16 bytes"))
+            })
+            .collect::<Result<Vec<[u8; 16]>, _>>()?;
+        device.synced(&serials, now_ms);
+        Ok(serials.len())
+    }
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| item.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}

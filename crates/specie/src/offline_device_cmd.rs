@@ -1,0 +1,229 @@
+//! `specie offline device …`: a device wallet in a file, paying other devices with no network
+//! and going online to the offline authority to enrol, be funded, deposit and sync.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use specie_offline::{Denominations, KeyRing};
+use specie_offline_device::DeviceLimits;
+use specie_offline_service::device::{
+    parse_payment, parse_request, payment_string, request_string, AuthorityClient, DeviceFile,
+};
+
+#[derive(Args)]
+pub struct DeviceArgs {
+    /// The device file (created by `create`; locked while a command runs).
+    #[arg(long)]
+    device: PathBuf,
+    /// The offline authority's API (for the commands that go online).
+    #[arg(long, default_value = "http://127.0.0.1:8490")]
+    authority: String,
+    #[command(subcommand)]
+    command: DeviceCommand,
+}
+
+#[derive(Subcommand)]
+enum DeviceCommand {
+    /// Create a device with a fresh secret seed and its limits.
+    Create {
+        /// Most value the device may hold, in minor units.
+        #[arg(long, default_value_t = DeviceLimits::default().holding_max)]
+        holding_max: u64,
+        /// Most value one payment may move.
+        #[arg(long, default_value_t = DeviceLimits::default().payment_max)]
+        payment_max: u64,
+        /// Most hands a token may have passed before the device refuses it.
+        #[arg(long, default_value_t = DeviceLimits::default().hops_max)]
+        hops_max: usize,
+        /// Hours after the last sync during which the device pays and receives.
+        #[arg(long, default_value_t = 168)]
+        sync_age_hours: u64,
+    },
+    /// (Operator) register the device's identity at the authority and certify its first keys;
+    /// saves the authority's key ring beside the file, to check payments offline.
+    Enrol {
+        /// The operator's bearer token (DATA_DIR/operator.token of the authority).
+        #[arg(long)]
+        operator_token_file: PathBuf,
+        #[arg(long, default_value_t = 32)]
+        keys: usize,
+    },
+    /// (Operator) fund the device with AMOUNT, issued in the default denominations.
+    Fund {
+        #[arg(long)]
+        operator_token_file: PathBuf,
+        amount: u64,
+    },
+    /// Ask to be paid AMOUNT: prints a payment request string for the payer (offline).
+    Request { amount: u64 },
+    /// Pay a payment request string: prints the payment string for the payee (offline).
+    Pay { request: String },
+    /// Check and take a payment string for one of this device's open requests (offline).
+    Receive { payment: String },
+    /// Deposit every token held: re-issued to this device's fresh keys, or with --defund-to
+    /// sent back to that online-core address (hex of its 32-byte key).
+    Deposit {
+        #[arg(long)]
+        defund_to: Option<String>,
+    },
+    /// Go online: resend unanswered deposits, fetch revocations, certify keys if fewer than --keys-min are left.
+    Sync {
+        #[arg(long, default_value_t = 8)]
+        keys_min: usize,
+    },
+    /// Value held, keys left, deposits waiting.
+    Balance,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn ring_path(device: &Path) -> PathBuf {
+    let mut name = device.as_os_str().to_owned();
+    name.push(".ring");
+    PathBuf::from(name)
+}
+
+fn read_ring(device: &Path) -> anyhow::Result<KeyRing> {
+    let path = ring_path(device);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {} (enrol the device first)", path.display()))?;
+    let bytes = hex::decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
+    specie_codec::decode_bounded(
+        "key ring",
+        &bytes,
+        specie_offline::KEY_RING_BYTES_MAX,
+        KeyRing::decode_from,
+    )
+    .with_context(|| format!("{} is not a key ring", path.display()))
+}
+
+fn operator(client_url: &str, token_file: &Path) -> anyhow::Result<AuthorityClient> {
+    let token = std::fs::read_to_string(token_file)
+        .with_context(|| format!("cannot read the operator token {}", token_file.display()))?;
+    Ok(AuthorityClient::new(client_url, Some(token.trim().to_string())))
+}
+
+pub fn run(args: DeviceArgs) -> anyhow::Result<ExitCode> {
+    let path = &args.device;
+    if let DeviceCommand::Create {
+        holding_max,
+        payment_max,
+        hops_max,
+        sync_age_hours,
+    } = args.command
+    {
+        let limits = DeviceLimits {
+            holding_max,
+            payment_max,
+            hops_max,
+            sync_age_ms_max: sync_age_hours.saturating_mul(3_600_000),
+        };
+        let file = DeviceFile::create(path, limits, now_ms())?;
+        println!("identity {}", hex::encode(file.device.identity()));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut file = DeviceFile::open(path)?;
+    let device = &mut file.device;
+    match args.command {
+        DeviceCommand::Create { .. } => unreachable!("handled above"),
+        DeviceCommand::Enrol {
+            operator_token_file,
+            keys,
+        } => {
+            let client = operator(&args.authority, &operator_token_file)?;
+            let ring = client.ring()?;
+            client.enrol(device, keys)?;
+            let mut bytes = Vec::new();
+            ring.encode_to(&mut bytes);
+            specie_wallet::write_file_atomically(&ring_path(path), hex::encode(bytes).as_bytes(), true)?;
+            device.synced(&[], now_ms());
+            file.save()?;
+            println!("enrolled, {} keys certified", file.device.keys_left());
+        }
+        DeviceCommand::Fund {
+            operator_token_file,
+            amount,
+        } => {
+            let client = operator(&args.authority, &operator_token_file)?;
+            let split = Denominations::default().split(amount).len();
+            let funded = client.fund(device, amount, split)?;
+            file.save()?;
+            println!("funded {funded}; balance {}", file.device.balance());
+        }
+        DeviceCommand::Request { amount } => {
+            let mut nonce = [0u8; 16];
+            rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut nonce);
+            let request = device.request(amount, nonce, now_ms())?;
+            file.save()?;
+            println!("{}", request_string(&request));
+        }
+        DeviceCommand::Pay { request } => {
+            let request = parse_request(&request)?;
+            let tokens = device.pay(&request, now_ms())?;
+            // Saved before the payment leaves: the device never signs these tokens again.
+            file.save()?;
+            println!("{}", payment_string(&request.nonce, &tokens));
+        }
+        DeviceCommand::Receive { payment } => {
+            let (nonce, tokens) = parse_payment(&payment)?;
+            let received = device.receive(&nonce, &tokens, &read_ring(path)?, now_ms())?;
+            file.save()?;
+            println!("received {received}; balance {}", file.device.balance());
+        }
+        DeviceCommand::Deposit { defund_to } => deposit(&mut file, &args.authority, defund_to.as_deref())?,
+        DeviceCommand::Sync { keys_min } => sync(&mut file, &args.authority, keys_min)?,
+        DeviceCommand::Balance => {
+            println!(
+                "balance {}; {} tokens; {} keys left; {} deposits waiting",
+                device.balance(),
+                device.held().len(),
+                device.keys_left(),
+                device.pending().len()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Deposits every token held (re-issued, or defunded to `defund_to`), saved before it is sent.
+fn deposit(file: &mut DeviceFile, authority: &str, defund_to: Option<&str>) -> anyhow::Result<()> {
+    let address = match defund_to {
+        Some(text) => hex::decode(text)
+            .ok()
+            .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+            .context("--defund-to is not a 32-byte key in hex")?,
+        None => [0; 32],
+    };
+    file.device.deposit_all(address, defund_to.is_some());
+    file.save()?;
+    let (paid, refused) = AuthorityClient::new(authority, None).deposit_pending(&mut file.device)?;
+    file.save()?;
+    println!(
+        "deposited: {paid} paid, {refused} refused (spent twice by an earlier owner); balance {}",
+        file.device.balance()
+    );
+    Ok(())
+}
+
+/// Revocations, keys, and the deposits still unanswered.
+fn sync(file: &mut DeviceFile, authority: &str, keys_min: usize) -> anyhow::Result<()> {
+    let client = AuthorityClient::new(authority, None);
+    let revoked = client.sync(&mut file.device, now_ms())?;
+    if file.device.keys_left() < keys_min {
+        client.certify(&mut file.device, keys_min.max(32))?;
+    }
+    file.save()?;
+    let (paid, refused) = client.deposit_pending(&mut file.device)?;
+    file.save()?;
+    println!(
+        "synced: {revoked} revocations, {} keys, deposits answered {paid} paid / {refused} refused",
+        file.device.keys_left()
+    );
+    Ok(())
+}
