@@ -22,6 +22,9 @@
 
 #![forbid(unsafe_code)]
 
+mod group;
+pub use group::RoleGroup;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
