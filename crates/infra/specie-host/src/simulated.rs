@@ -72,9 +72,18 @@ impl<R: Durable> SimHost<R> {
 
     /// Gives the role an input and settles it; a crashed role loses the input.
     pub fn handle(&mut self, now_ms: u64, input: R::Input) -> Vec<SimEvent<R>> {
-        match self.role.as_mut() {
-            Some(role) => role.handle(now_ms, input),
-            None => return Vec::new(),
+        self.handle_all(now_ms, [input])
+    }
+
+    /// Gives the role every input of one turn, then settles it once, as the embedded host does
+    /// with the calls it takes together (so a role that batches its work sees the batch); a
+    /// crashed role loses them.
+    pub fn handle_all(&mut self, now_ms: u64, inputs: impl IntoIterator<Item = R::Input>) -> Vec<SimEvent<R>> {
+        let Some(role) = self.role.as_mut() else {
+            return Vec::new();
+        };
+        for input in inputs {
+            role.handle(now_ms, input);
         }
         self.settle(now_ms)
     }

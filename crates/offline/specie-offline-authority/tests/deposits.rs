@@ -377,24 +377,21 @@ fn bad_enrolments_and_fundings_are_refused_with_their_reason() {
 /// the batch refuses its own deposit and no other.
 #[test]
 fn a_batch_with_one_forged_signature_refuses_only_that_deposit() {
-    use specie_role::{Durable, Role, Round};
     let mut world = World::new();
     let (alice, bob) = (world.device(1, 4), world.device(2, 8));
     let tokens = world.fund(1, 80, &alice);
     assert_eq!(tokens.len(), 3, "50 + 20 + 10");
-    let mut authority = specie_offline_authority::OfflineAuthority::new(world::authority_keys());
-    authority
-        .restore(&world.host.role().expect("running").snapshot())
-        .unwrap();
-    authority.lead(0);
-    for (ticket, token) in tokens.iter().enumerate() {
-        let paid = pay(&world, token, &alice.keys[ticket], &bob, ticket, ticket as u8);
+    // Tickets of this turn's own, apart from those the world's calls use.
+    const TICKET: u64 = 1_000;
+    let mut inputs = Vec::new();
+    for (n, token) in tokens.iter().enumerate() {
+        let paid = pay(&world, token, &alice.keys[n], &bob, n, n as u8);
         let value = paid.verify(&world.ring).unwrap().denomination;
         let instruction = Instruction::Reissue {
-            outputs: vec![(value, bob.public(4 + ticket))],
+            outputs: vec![(value, bob.public(4 + n))],
         };
         // The second deposit is signed by Alice's key, not by Bob's, who owns the token now.
-        let signer = if ticket == 1 { &alice.keys[3] } else { &bob.keys[ticket] };
+        let signer = if n == 1 { &alice.keys[3] } else { &bob.keys[n] };
         let statement = Move::Deposit {
             instruction: instruction.hash(),
             nonce: [0; 16],
@@ -406,23 +403,21 @@ fn a_batch_with_one_forged_signature_refuses_only_that_deposit() {
             statement,
             instruction: instruction.clone(),
         };
-        authority.handle(0, deposit(ticket as u64));
-        if ticket == 0 {
+        inputs.push(deposit(TICKET + n as u64));
+        if n == 0 {
             // The same deposit again in the same turn: joined to the first, paid once.
-            authority.handle(0, deposit(10));
+            inputs.push(deposit(TICKET + 10));
         }
     }
-    let mut replies = std::collections::BTreeMap::new();
-    loop {
-        let round = Round::take(&mut authority);
-        replies.extend(round.replies);
-        if round.proposals.is_empty() {
-            break;
-        }
-        for command in &round.proposals {
-            authority.apply(0, command);
-        }
-    }
+    let replies: std::collections::BTreeMap<u64, Reply> = world
+        .host
+        .handle_all(0, inputs)
+        .into_iter()
+        .filter_map(|event| match event {
+            specie_host::SimEvent::Reply { ticket, reply } => Some((ticket - TICKET, reply)),
+            _ => None,
+        })
+        .collect();
     assert!(
         matches!(replies[&0], Reply::Deposited(DepositOutcome::Reissued { .. })),
         "{replies:?}"
@@ -436,11 +431,10 @@ fn a_batch_with_one_forged_signature_refuses_only_that_deposit() {
         replies[&10], replies[&0],
         "a deposit sent twice in one turn is answered alike"
     );
-    authority.handle(0, Input::Books { ticket: 99 });
-    let Some((_, Reply::Books(books))) = Round::take(&mut authority).replies.pop() else {
+    let Reply::Books(books) = world.call(|ticket| Input::Books { ticket }) else {
         panic!("books");
     };
     let paid: u128 = books.by_key.iter().map(|key| key.paid).sum();
     assert_eq!(paid, 60, "50 + 10 paid, once each");
-    authority.check_invariants().unwrap();
+    world.crash_and_restart();
 }

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use rayon::prelude::*;
-use specie_host::{EmbeddedHost, HostMessage, Wiring};
+use specie_host::{EmbeddedHost, HostMessage, SimEvent, SimHost, Wiring};
 use specie_log::LogOptions;
 use specie_offline::{
     deterministic_key, Denominations, Instruction, KeyBinding, KeyCertificate, KeyRing, Move, PublicKey, SignedMove,
@@ -34,7 +34,7 @@ use specie_offline::{
 use specie_offline_authority::{
     AuthorityKeys, DepositOutcome, Funding, Input, OfflineAuthority, Reply, Report, TOKENS_PER_FUNDING_MAX,
 };
-use specie_role::{Role, Round, Ticket};
+use specie_role::Ticket;
 
 use crate::ceiling::per_cpu_second;
 use crate::error::{ensure_that, BenchResult, StepContext};
@@ -202,29 +202,21 @@ fn bench_keys() -> AuthorityKeys {
     AuthorityKeys::deterministic("bench-offline", Denominations::default(), 1)
 }
 
-/// Hands `input` to the role and drains it as a host would, applying what it proposes; the
-/// replies, by ticket.
-fn drive(authority: &mut OfflineAuthority, inputs: Vec<Input>) -> Vec<(Ticket, Reply)> {
-    for input in inputs {
-        authority.handle(0, input);
-    }
-    let mut replies = Vec::new();
-    loop {
-        let round = Round::take(authority);
-        replies.extend(round.replies);
-        if round.proposals.is_empty() {
-            return replies;
-        }
-        for command in &round.proposals {
-            authority.apply(0, command);
-        }
-    }
+/// The authority's answers to one turn's `inputs`, by ticket, on the simulator's host (every
+/// command encoded for its log, as a durable host would).
+fn drive(host: &mut SimHost<OfflineAuthority>, inputs: Vec<Input>) -> Vec<(Ticket, Reply)> {
+    host.handle_all(0, inputs)
+        .into_iter()
+        .filter_map(|event| match event {
+            SimEvent::Reply { ticket, reply } => Some((ticket, reply)),
+            _ => None,
+        })
+        .collect()
 }
 
 impl Setup {
     fn new(tokens: usize) -> BenchResult<Setup> {
-        let mut authority = OfflineAuthority::new(bench_keys());
-        authority.lead(0);
+        let mut authority = SimHost::start("offline-authority", || OfflineAuthority::new(bench_keys()));
         let identity = deterministic_key("bench-offline-identity", 0);
         let side = |label: &str| -> Vec<SigningKey> {
             (0..KEYS_PER_SIDE as u64).map(|n| deterministic_key(label, n)).collect()
@@ -275,7 +267,8 @@ impl Setup {
                 issued.extend(issuances);
             }
         }
-        let ring = authority.ring().clone();
+        let role = authority.role().step("the authority is running")?;
+        let ring = role.ring().clone();
         let keys = bench_keys();
         let certificates: Vec<KeyCertificate> = public(&payees)
             .into_iter()
@@ -296,7 +289,7 @@ impl Setup {
             .collect();
         Ok(Setup {
             keys: bench_keys,
-            snapshot: specie_role::Durable::snapshot(&authority),
+            snapshot: specie_role::Durable::snapshot(role),
             ring,
             payees,
             paid,
@@ -330,16 +323,22 @@ impl Setup {
             .collect()
     }
 
+    /// The authority after the fundings (following: its host makes it lead).
     fn authority(&self) -> BenchResult<OfflineAuthority> {
         let mut authority = OfflineAuthority::new((self.keys)());
         specie_role::Durable::restore(&mut authority, &self.snapshot).step("restoring the authority")?;
-        authority.lead(0);
         Ok(authority)
     }
 
     /// Deposits per second through the role in memory, on the current thread pool.
     fn deposit_in_memory(&self, reissue: bool) -> BenchResult<f64> {
-        let mut authority = self.authority()?;
+        self.authority()?; // the snapshot restores: the host's `fresh` below may expect it to
+        let (keys, snapshot) = (self.keys, self.snapshot.clone());
+        let mut authority = SimHost::start("offline-authority", move || {
+            let mut authority = OfflineAuthority::new(keys());
+            specie_role::Durable::restore(&mut authority, &snapshot).expect("restored once already");
+            authority
+        });
         // The inputs as a host hands them, built before the clock starts: decoding requests is
         // the transport's work, not the authority's.
         let deposits = self.deposits(reissue);
@@ -369,7 +368,8 @@ impl Setup {
         }
         let seconds = started.elapsed().as_secs_f64();
         ensure_that!(paid == self.paid.len(), "{paid} of {} deposits paid", self.paid.len());
-        specie_role::Durable::check_invariants(&authority).step("the authority's books")?;
+        let role = authority.role().step("the authority is running")?;
+        specie_role::Durable::check_invariants(role).step("the authority's books")?;
         Ok(paid as f64 / seconds)
     }
 
