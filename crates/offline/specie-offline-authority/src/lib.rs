@@ -20,8 +20,8 @@ mod state;
 
 pub use messages::{
     Books, Command, Debt, Deposit, DepositOutcome, Funding, Input, KeyBooks, Refusal, Reply, Report,
-    AUTHORITY_ENCODING_VERSION, BINDINGS_PER_CALL_MAX, EVIDENCE_PER_ANSWER_MAX, REVOCATIONS_PER_ANSWER_MAX,
-    TOKENS_PER_FUNDING_MAX,
+    AUTHORITY_ENCODING_VERSION, BINDINGS_PER_CALL_MAX, EVIDENCE_PER_ANSWER_MAX, KEYS_PER_IDENTITY_MAX,
+    REVOCATIONS_PER_ANSWER_MAX, TOKENS_PER_FUNDING_MAX,
 };
 pub use role::{AuthorityKeys, OfflineAuthority};
 pub use state::StateError;

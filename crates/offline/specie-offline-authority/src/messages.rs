@@ -13,6 +13,9 @@ use thiserror::Error;
 pub const AUTHORITY_ENCODING_VERSION: u8 = 1;
 /// Most one-time keys one certification request may carry.
 pub const BINDINGS_PER_CALL_MAX: usize = 256;
+/// Most certified keys one identity holds: what one registered device can make the key table
+/// grow by (a device certifies a fresh batch as it uses its keys up).
+pub const KEYS_PER_IDENTITY_MAX: usize = 4_096;
 /// Most tokens one funding issues.
 pub const TOKENS_PER_FUNDING_MAX: usize = 1_024;
 /// Most revoked serials one answer carries; a device asks again from where it got to.
@@ -178,6 +181,8 @@ pub enum Refusal {
     Convicted { index: usize },
     #[error("binding {index}: the key is certified already, for another identity")]
     KeyTaken { index: usize },
+    #[error("the identity holds {held} certified keys and asks for {asked} more, over the limit of {limit}")]
+    TooManyKeys { held: usize, asked: usize, limit: usize },
     #[error("{count} items in one request, more than {max}")]
     TooMany { count: usize, max: usize },
     #[error("funding {id_hex} is known with other contents")]

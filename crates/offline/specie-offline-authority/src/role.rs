@@ -13,7 +13,7 @@ use specie_role::{Durable, Output, Role, Ticket};
 
 use crate::messages::{
     Command, Deposit, DepositLink, DepositOutcome, Funding, Input, Refusal, Reply, Report, BINDINGS_PER_CALL_MAX,
-    EVIDENCE_PER_ANSWER_MAX, REVOCATIONS_PER_ANSWER_MAX, TOKENS_PER_FUNDING_MAX,
+    EVIDENCE_PER_ANSWER_MAX, KEYS_PER_IDENTITY_MAX, REVOCATIONS_PER_ANSWER_MAX, TOKENS_PER_FUNDING_MAX,
 };
 use crate::state::{derive_serial, AuthorityState, StateError};
 
@@ -278,6 +278,7 @@ impl OfflineAuthority {
                 return Err(Refusal::KeyTaken { index });
             }
         }
+        self.check_keys_per_identity(&bindings)?;
         let certificates: Vec<KeyCertificate> = bindings
             .iter()
             .map(|binding| KeyCertificate::sign(binding.key, self.keys.period, &self.keys.certifying))
@@ -303,6 +304,33 @@ impl OfflineAuthority {
             period: self.keys.period,
             certified,
         });
+        Ok(())
+    }
+
+    /// No identity holds more than [`KEYS_PER_IDENTITY_MAX`] certified keys, counting those on
+    /// their way to the log: the key table grows with registered devices, not with requests.
+    fn check_keys_per_identity(&self, bindings: &[KeyBinding]) -> Result<(), Refusal> {
+        let mut asked: BTreeMap<PublicKey, usize> = BTreeMap::new();
+        for binding in bindings {
+            if self.holder(&binding.key).is_none() {
+                *asked.entry(binding.identity).or_default() += 1;
+            }
+        }
+        for (identity, new) in asked {
+            let in_flight = self
+                .certifying_keys
+                .values()
+                .filter(|holder| **holder == identity)
+                .count();
+            let held = self.state.keys_of(&identity) + in_flight;
+            if held + new > KEYS_PER_IDENTITY_MAX {
+                return Err(Refusal::TooManyKeys {
+                    held,
+                    asked: new,
+                    limit: KEYS_PER_IDENTITY_MAX,
+                });
+            }
+        }
         Ok(())
     }
 

@@ -54,6 +54,8 @@ pub(crate) struct AuthorityState {
     pub certified: BTreeMap<PublicKey, Certified>,
     /// Certified keys, decompressed once (derived: rebuilt as certifications are applied).
     verifying: HashMap<PublicKey, VerifyingKey>,
+    /// Certified keys per identity (derived likewise).
+    keys_by_identity: HashMap<PublicKey, usize>,
     pub fundings: BTreeMap<[u8; 32], (Funding, Vec<Issuance>)>,
     /// Every deposit recorded in a token's tree (paid or refused as double spent), in order.
     deposits: Vec<Deposit>,
@@ -104,6 +106,11 @@ impl AuthorityState {
         })
     }
 
+    /// How many keys are certified for `identity`.
+    pub fn keys_of(&self, identity: &PublicKey) -> usize {
+        self.keys_by_identity.get(identity).copied().unwrap_or(0)
+    }
+
     /// A certified key, ready to verify with.
     pub fn verifying_key(&self, key: &PublicKey) -> Option<&VerifyingKey> {
         self.verifying.get(key)
@@ -136,6 +143,7 @@ impl AuthorityState {
                     if let Ok(key) = VerifyingKey::from_bytes(&binding.key) {
                         self.verifying.insert(binding.key, key);
                     }
+                    *self.keys_by_identity.entry(binding.identity).or_default() += 1;
                 }
             }
             Command::Fund { funding, issuances } => self.apply_fund(funding, issuances),

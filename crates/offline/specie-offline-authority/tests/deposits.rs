@@ -438,3 +438,55 @@ fn a_batch_with_one_forged_signature_refuses_only_that_deposit() {
     assert_eq!(paid, 60, "50 + 10 paid, once each");
     world.crash_and_restart();
 }
+
+/// One registered device cannot grow the key table without bound: past KEYS_PER_IDENTITY_MAX
+/// certified keys, its certifications are refused (keys it holds already are answered again).
+#[test]
+fn an_identity_holds_at_most_the_key_limit() {
+    use specie_offline_authority::{BINDINGS_PER_CALL_MAX, KEYS_PER_IDENTITY_MAX};
+    let mut world = World::new();
+    let identity = specie_offline::deterministic_key("identity", 42);
+    let public = identity.verifying_key().to_bytes();
+    assert_eq!(
+        world.call(|ticket| Input::Register {
+            ticket,
+            identity: public
+        }),
+        Reply::Registered
+    );
+    let binding = |n: u64| {
+        let key = specie_offline::deterministic_key("limit-one-time", n)
+            .verifying_key()
+            .to_bytes();
+        specie_offline::KeyBinding::sign(&identity, key)
+    };
+    let limit = KEYS_PER_IDENTITY_MAX as u64;
+    for start in (0..limit).step_by(BINDINGS_PER_CALL_MAX) {
+        let bindings: Vec<_> = (start..(start + BINDINGS_PER_CALL_MAX as u64).min(limit))
+            .map(binding)
+            .collect();
+        let reply = world.call(|ticket| Input::Certify { ticket, bindings });
+        assert!(matches!(reply, Reply::Certified { .. }), "{reply:?}");
+    }
+    let reply = world.call(|ticket| Input::Certify {
+        ticket,
+        bindings: vec![binding(limit)],
+    });
+    assert_eq!(
+        reply,
+        Reply::Refused(Refusal::TooManyKeys {
+            held: KEYS_PER_IDENTITY_MAX,
+            asked: 1,
+            limit: KEYS_PER_IDENTITY_MAX
+        })
+    );
+    let again = world.call(|ticket| Input::Certify {
+        ticket,
+        bindings: vec![binding(0)],
+    });
+    assert!(
+        matches!(again, Reply::Certified { .. }),
+        "a key held already: {again:?}"
+    );
+    world.crash_and_restart();
+}
