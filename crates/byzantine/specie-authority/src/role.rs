@@ -16,7 +16,7 @@ use crate::state::{check_votable, hex_id, Settled, ShardState, StateError};
 
 mod recovery;
 
-/// Most transfer orders held for one account while its state is about to change.
+/// Most requests held for one account while its state is about to change.
 const DEFERRED_PER_ACCOUNT_MAX: usize = 16;
 
 /// Who this shard is and its limits.
@@ -59,11 +59,13 @@ pub struct AuthorityShard {
     confirms_in_flight: HashMap<(AccountKey, u64), (Certificate, Vec<Ticket>)>,
     fundings_in_flight: HashMap<[u8; 32], (Funding, Vec<Ticket>)>,
     /// A recovery command per account (round change, prepare or lock) with the reply it gets
-    /// once applied; one at a time per account, others are refused as busy.
+    /// once applied; one at a time per account, later requests wait in `deferred`.
     slot_in_flight: HashMap<AccountKey, (Reply, Vec<Ticket>)>,
-    /// Transfer orders that arrived while a confirmation or funding of their account was on its
-    /// way to the log: judged once it is applied, not refused for a state about to change.
-    deferred: HashMap<AccountKey, Vec<(Ticket, SignedOrder)>>,
+    /// Requests that arrived while a change of their account was on its way to the log, in
+    /// arrival order: judged once it is applied, not refused for a state about to change. (A
+    /// payer whose round change met a vote still in flight would otherwise hear "busy" and open
+    /// round after round while the vote was being written.)
+    deferred: HashMap<AccountKey, Vec<Input>>,
     /// Per channel, the next credit number already proposed (received) or acknowledged (sent).
     credits_proposed: BTreeMap<ShardIndex, u64>,
     acks_proposed: BTreeMap<ShardIndex, u64>,
@@ -207,12 +209,7 @@ impl AuthorityShard {
         self.owns(&sender)?;
         order.check()?;
         if self.account_changing(&sender) {
-            let deferred = self.deferred.entry(sender).or_default();
-            if deferred.len() >= DEFERRED_PER_ACCOUNT_MAX {
-                return Err(Refusal::Busy);
-            }
-            deferred.push((ticket, order));
-            return Ok(());
+            return self.defer(sender, Input::Transfer { ticket, order });
         }
         let account = self.state.accounts.get(&sender).ok_or(Refusal::UnknownAccount)?;
         if account.round > 0 && account.next_sequence == order.order.sequence && account.pending.is_none() {
@@ -273,15 +270,87 @@ impl AuthorityShard {
                 .any(|(funding, _)| funding.account == *account)
     }
 
-    /// Judges the transfer orders deferred while `account` was changing, if it no longer is.
+    /// Holds `input` until the change of `account` on its way to the log is applied, or refuses
+    /// it as busy if too many wait already.
+    fn defer(&mut self, account: AccountKey, input: Input) -> Result<(), Refusal> {
+        let deferred = self.deferred.entry(account).or_default();
+        if deferred.len() >= DEFERRED_PER_ACCOUNT_MAX {
+            return Err(Refusal::Busy);
+        }
+        deferred.push(input);
+        Ok(())
+    }
+
+    /// Judges, in arrival order, the requests deferred while `account` was changing, once
+    /// neither a change nor a vote of it is in flight. One that starts a change defers the rest
+    /// again.
     fn resume_deferred(&mut self, account: &AccountKey) {
-        if self.account_changing(account) {
+        if self.account_changing(account) || self.votes_in_flight.contains_key(account) {
             return;
         }
-        for (ticket, order) in self.deferred.remove(account).unwrap_or_default() {
-            if let Err(refusal) = self.transfer(ticket, order) {
-                self.refuse(ticket, refusal);
+        for input in self.deferred.remove(account).unwrap_or_default() {
+            self.judge(input);
+        }
+    }
+
+    /// Judges a request now, or defers it while its account is changing.
+    fn judge(&mut self, input: Input) {
+        if let Some((account, ticket)) = Self::recovery_account(&input) {
+            if self.account_changing(&account) || self.votes_in_flight.contains_key(&account) {
+                if let Err(refusal) = self.defer(account, input) {
+                    self.refuse(ticket, refusal);
+                }
+                return;
             }
+        }
+        let (ticket, result) = match input {
+            Input::Transfer { ticket, order } => (ticket, self.transfer(ticket, order)),
+            Input::Confirm { ticket, certificate } => (ticket, self.confirm(ticket, certificate)),
+            Input::Fund { ticket, funding } => (ticket, self.fund(ticket, funding)),
+            Input::RoundChange { ticket, request } => (ticket, self.round_change(ticket, &request)),
+            Input::Propose {
+                ticket,
+                order,
+                round,
+                justification,
+            } => (ticket, self.propose(ticket, order, round, &justification)),
+            Input::Lock { ticket, certificate } => (ticket, self.lock(ticket, certificate)),
+            Input::Account {
+                ticket,
+                account,
+                from_sequence,
+            } => {
+                let reply = match self.owns(&account) {
+                    Err(refusal) => Reply::Refused(refusal),
+                    Ok(()) => self
+                        .account(&account, from_sequence)
+                        .map_or(Reply::Refused(Refusal::UnknownAccount), |state| {
+                            Reply::Account(Box::new(state))
+                        }),
+                };
+                self.reply(ticket, reply);
+                return;
+            }
+            Input::Credits {
+                from,
+                first_sequence,
+                credits,
+            } => return self.receive_credits(from, first_sequence, credits),
+            Input::CreditAck { from, through } => return self.receive_ack(from, through),
+        };
+        if let Err(refusal) = result {
+            self.refuse(ticket, refusal);
+        }
+    }
+
+    /// The account a recovery request (round change, proposal, lock) is about: one such request
+    /// at a time per account, after any vote of it on its way to the log.
+    fn recovery_account(input: &Input) -> Option<(AccountKey, Ticket)> {
+        match input {
+            Input::RoundChange { request, ticket } => Some((request.request.account, *ticket)),
+            Input::Propose { order, ticket, .. } => Some((order.order.sender, *ticket)),
+            Input::Lock { certificate, ticket } => Some((certificate.order.order.sender, *ticket)),
+            _ => None,
         }
     }
 
@@ -458,6 +527,7 @@ impl AuthorityShard {
         for ticket in tickets {
             self.reply(ticket, reply.clone());
         }
+        self.resume_deferred(&order.order.sender);
     }
 
     fn apply_confirm(&mut self, certificate: &Certificate) {
@@ -572,44 +642,7 @@ impl Role for AuthorityShard {
 
     fn handle(&mut self, now_ms: u64, input: Input) {
         self.now_ms = now_ms;
-        let (ticket, result) = match input {
-            Input::Transfer { ticket, order } => (ticket, self.transfer(ticket, order)),
-            Input::Confirm { ticket, certificate } => (ticket, self.confirm(ticket, certificate)),
-            Input::Fund { ticket, funding } => (ticket, self.fund(ticket, funding)),
-            Input::RoundChange { ticket, request } => (ticket, self.round_change(ticket, &request)),
-            Input::Propose {
-                ticket,
-                order,
-                round,
-                justification,
-            } => (ticket, self.propose(ticket, order, round, &justification)),
-            Input::Lock { ticket, certificate } => (ticket, self.lock(ticket, certificate)),
-            Input::Account {
-                ticket,
-                account,
-                from_sequence,
-            } => {
-                let reply = match self.owns(&account) {
-                    Err(refusal) => Reply::Refused(refusal),
-                    Ok(()) => self
-                        .account(&account, from_sequence)
-                        .map_or(Reply::Refused(Refusal::UnknownAccount), |state| {
-                            Reply::Account(Box::new(state))
-                        }),
-                };
-                self.reply(ticket, reply);
-                return;
-            }
-            Input::Credits {
-                from,
-                first_sequence,
-                credits,
-            } => return self.receive_credits(from, first_sequence, credits),
-            Input::CreditAck { from, through } => return self.receive_ack(from, through),
-        };
-        if let Err(refusal) = result {
-            self.refuse(ticket, refusal);
-        }
+        self.judge(input);
     }
 
     fn apply(&mut self, now_ms: u64, command: &Command) {

@@ -738,6 +738,46 @@ fn every_round_zero_vote_is_final_at_once_and_a_quorum_of_them_is_a_lock_that_co
 }
 
 #[test]
+fn a_round_change_meeting_a_vote_on_its_way_to_the_log_waits_for_it_instead_of_being_refused() {
+    // A payer that heard "contested" from half the committee asks for round 1 at once, while
+    // this authority's round-0 vote is still being written: the round change must wait for it
+    // (and report it), not be refused as busy, or the payer opens round after round meanwhile.
+    let (mut c, to_bob, _) = Committee4::with_equivocating_owner();
+    let (mallory_key, _) = account(3);
+    let shard = shard_of(&to_bob.order.sender, SHARDS);
+    let request = c.signing.round_request(&mallory_key, 0, 1);
+    let waiting = 16;
+    let mut inputs = vec![Input::Transfer {
+        ticket: 900,
+        order: to_bob.clone(),
+    }];
+    inputs.extend((0..=waiting).map(|n| Input::RoundChange {
+        ticket: 901 + n,
+        request,
+    }));
+    c.deliver_together(0, shard, inputs);
+    assert!(
+        matches!(c.replies.remove(&900), Some(Reply::Voted(_))),
+        "{:?}",
+        c.replies
+    );
+    let Some(Reply::RoundChanged(change)) = c.replies.remove(&901) else {
+        panic!(
+            "the first round change is answered once the vote is applied: {:?}",
+            c.replies
+        )
+    };
+    assert_eq!(change.change.prepared_first, Some(to_bob.order.digest()));
+    for n in 1..waiting {
+        assert_eq!(c.replies.remove(&(901 + n)), Some(Reply::RoundChanged(change.clone())));
+    }
+    // Only beyond the bound on waiting requests is one refused.
+    assert_eq!(c.replies.remove(&(901 + waiting)), Some(Reply::Refused(Refusal::Busy)));
+    assert!(c.replies.is_empty(), "{:?}", c.replies);
+    c.audit();
+}
+
+#[test]
 fn an_owner_who_split_the_committee_recovers_in_round_one_and_the_other_order_is_refused_for_good() {
     let (mut c, to_bob, to_carol) = Committee4::with_equivocating_owner();
     let mallory = to_bob.order.sender;

@@ -31,11 +31,9 @@ impl AuthorityShard {
     /// final certificate (`Ok(false)`), so the caller learns how it ended.
     fn open_slot(&mut self, ticket: Ticket, account: &AccountKey, sequence: u64) -> Result<bool, Refusal> {
         self.owns(account)?;
-        // One change of an account on its way to the log at a time: a round change must report
-        // a round-0 vote that is about to be applied.
-        if self.account_changing(account) || self.votes_in_flight.contains_key(account) {
-            return Err(Refusal::Busy);
-        }
+        // One change of an account on its way to the log at a time (`judge` defers the rest): a
+        // round change must report a round-0 vote that is about to be applied.
+        debug_assert!(!self.account_changing(account) && !self.votes_in_flight.contains_key(account));
         let state = self.state.accounts.get(account).ok_or(Refusal::UnknownAccount)?;
         if let Some(settled) = state.confirmed.get(sequence as usize) {
             let reply = Reply::Final(Box::new(settled.clone()));
