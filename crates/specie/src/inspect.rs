@@ -70,9 +70,10 @@ fn print_json(inspection: &Inspection) {
         .collect();
     let marker = inspection.mint_marker.map(|id| hex::encode(id.0));
     let fastpay_marker = inspection.fastpay_marker.map(|id| hex::encode(id.0));
+    let offline_marker = inspection.offline_marker.map(|id| hex::encode(id.0));
     println!(
         "{}",
-        serde_json::json!({"kind": inspection.kind, "txid": inspection.txid.to_string(), "inputs": inputs, "outputs": outputs_json, "mint_marker": marker, "fastpay_marker": fastpay_marker, "verdict": verdict_json})
+        serde_json::json!({"kind": inspection.kind, "txid": inspection.txid.to_string(), "inputs": inputs, "outputs": outputs_json, "mint_marker": marker, "fastpay_marker": fastpay_marker, "offline_marker": offline_marker, "verdict": verdict_json})
     );
 }
 
@@ -90,6 +91,9 @@ fn print_text(inspection: &Inspection) {
     }
     if let Some(marker) = &inspection.fastpay_marker {
         println!("fastpay marker {}", hex::encode(marker.0));
+    }
+    if let Some(marker) = &inspection.offline_marker {
+        println!("offline marker {}", hex::encode(marker.0));
     }
     match &inspection.verdict {
         Ok(()) => println!("verdict   valid"),

@@ -27,6 +27,11 @@ pub struct NodeArgs {
     /// in node.toml.
     #[arg(long = "issuer", value_name = "HEX")]
     pub issuers: Vec<String>,
+    /// The offline authority's bridge key (hex, 32 bytes; `GET /v1/offline/keys` of the authority
+    /// shows it as `bridge`) this node banks for: offline fundings to it and payouts it signed
+    /// are valid. Without it, both are refused (`no_offline_authority`).
+    #[arg(long, value_name = "HEX", value_parser = parse_key_hex)]
+    pub offline_authority: Option<[u8; 32]>,
     /// Bech32 address prefix. Only for a new data directory.
     #[arg(long)]
     pub hrp: Option<String>,
@@ -93,7 +98,13 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     options.shards = args.shards;
     options.hrp = args.hrp;
     options.issuers = args.issuers;
+    options.offline_authority = args.offline_authority;
     options.batch_transactions_max = args.batch_transactions_max;
     specie_node::serve::serve(options, args.listen, limits)?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn parse_key_hex(text: &str) -> Result<[u8; 32], String> {
+    let bytes = hex::decode(text.trim()).map_err(|error| format!("not hex: {error}"))?;
+    <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| format!("{} bytes, a key has 32", bytes.len()))
 }

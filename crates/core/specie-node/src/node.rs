@@ -32,6 +32,10 @@ pub struct NodeOptions {
     /// keep the same committee for its life (committee changes are not built, and redeem
     /// markers name an account and sequence number, not a committee).
     pub fastpay_committee: Option<Committee>,
+    /// The offline authority's bridge key this node banks for: offline fundings to it and its
+    /// signed payouts are valid. `None`: both are invalid (`no_offline_authority`). Given at
+    /// every start, like the committee.
+    pub offline_authority: Option<[u8; 32]>,
     pub batch_transactions_max: usize,
     pub dtxns_in_flight_max: usize,
     /// Submissions waiting for a dtxn beyond this are answered `Busy`.
@@ -50,6 +54,7 @@ impl NodeOptions {
             hrp: None,
             issuers: vec![],
             fastpay_committee: None,
+            offline_authority: None,
             batch_transactions_max: 2000,
             dtxns_in_flight_max: 4,
             queue_transactions_max: 200_000,
@@ -213,7 +218,8 @@ impl EmbeddedNode {
 
         let shared = Shared {
             manifest,
-            trusted: TrustedKeys::new(issuers, options.fastpay_committee.clone()),
+            trusted: TrustedKeys::new(issuers, options.fastpay_committee.clone())
+                .with_offline_authority(options.offline_authority),
             ranges,
             submissions: submissions_tx,
             shards: shard_inboxes,

@@ -91,6 +91,43 @@ pub enum FastpayErrorCode {
     Certificate(CertificateError),
 }
 
+/// Why an offline funding or payout is refused (specie-only: the online core as the offline
+/// authority's bank).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OfflineErrorCode {
+    /// `zero_offline_amount`: a funding or payout must move at least 1 unit.
+    ZeroAmount,
+    /// `no_offline_authority`: this sentinel is configured with no offline authority.
+    NoAuthority,
+    /// `other_offline_authority`: the funding or payout names another authority than the
+    /// configured one.
+    OtherAuthority,
+    /// `invalid_payout_signature`: the payout's signature does not verify under the authority.
+    InvalidPayoutSignature,
+}
+
+impl OfflineErrorCode {
+    pub fn code(self) -> &'static str {
+        match self {
+            OfflineErrorCode::ZeroAmount => "zero_offline_amount",
+            OfflineErrorCode::NoAuthority => "no_offline_authority",
+            OfflineErrorCode::OtherAuthority => "other_offline_authority",
+            OfflineErrorCode::InvalidPayoutSignature => "invalid_payout_signature",
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            OfflineErrorCode::ZeroAmount => "an offline funding or payout of zero",
+            OfflineErrorCode::NoAuthority => "this node is configured with no offline authority",
+            OfflineErrorCode::OtherAuthority => "it names an offline authority other than the configured one",
+            OfflineErrorCode::InvalidPayoutSignature => {
+                "the payout's signature does not verify under the offline authority's key"
+            }
+        }
+    }
+}
+
 impl TxErrorCode {
     pub fn code(self) -> &'static str {
         match self {
@@ -253,6 +290,8 @@ pub enum ValidationError {
     Specie(SpecieErrorCode),
     #[error("{}", .0.describe())]
     Fastpay(FastpayErrorCode),
+    #[error("{}", .0.describe())]
+    Offline(OfflineErrorCode),
 }
 
 impl ValidationError {
@@ -265,6 +304,7 @@ impl ValidationError {
             ValidationError::Witness { code, .. } => code.code(),
             ValidationError::Specie(code) => code.code(),
             ValidationError::Fastpay(code) => code.code(),
+            ValidationError::Offline(code) => code.code(),
         }
     }
 
@@ -274,13 +314,16 @@ impl ValidationError {
             ValidationError::Input { index, .. }
             | ValidationError::Output { index, .. }
             | ValidationError::Witness { index, .. } => Some(*index),
-            ValidationError::Transaction(_) | ValidationError::Specie(_) | ValidationError::Fastpay(_) => None,
+            ValidationError::Transaction(_)
+            | ValidationError::Specie(_)
+            | ValidationError::Fastpay(_)
+            | ValidationError::Offline(_) => None,
         }
     }
 
     /// Which of the reference's error groups this is: `tx`, `input`, `output`, `witness`,
-    /// `specie` for the issuer and redeem errors the reference does not have, or `fastpay` for
-    /// FastPay fundings and redeems.
+    /// `specie` for the issuer and redeem errors the reference does not have, `fastpay` for
+    /// FastPay fundings and redeems, or `offline` for offline fundings and payouts.
     pub fn category(&self) -> &'static str {
         match self {
             ValidationError::Transaction(_) => "tx",
@@ -289,6 +332,7 @@ impl ValidationError {
             ValidationError::Witness { .. } => "witness",
             ValidationError::Specie(_) => "specie",
             ValidationError::Fastpay(_) => "fastpay",
+            ValidationError::Offline(_) => "offline",
         }
     }
 }

@@ -8,7 +8,8 @@ use crate::{validate, TrustedKeys, ValidationError};
 /// A decoded transaction as an operator reads it.
 #[derive(Debug)]
 pub struct Inspection {
-    /// "transfer", "mint", "redeem", "fastpay_funding" or "fastpay_redeem".
+    /// "transfer", "mint", "redeem", "fastpay_funding", "fastpay_redeem", "offline_funding" or
+    /// "offline_payout".
     pub kind: &'static str,
     pub txid: Txid,
     /// The UHS id each input spends.
@@ -19,6 +20,8 @@ pub struct Inspection {
     pub mint_marker: Option<UhsId>,
     /// A FastPay funding's or redeem's marker, which the shards also create.
     pub fastpay_marker: Option<UhsId>,
+    /// An offline funding's or payout's marker, which the shards also create.
+    pub offline_marker: Option<UhsId>,
     pub verdict: Result<(), ValidationError>,
 }
 
@@ -42,7 +45,13 @@ pub fn inspect(hex_text: &str, trusted: &TrustedKeys) -> Result<Inspection, Unde
         SpecieTransaction::Redeem(_) => "redeem",
         SpecieTransaction::FastpayFunding(_) => "fastpay_funding",
         SpecieTransaction::FastpayRedeem(_) => "fastpay_redeem",
+        SpecieTransaction::OfflineFunding(_) => "offline_funding",
+        SpecieTransaction::OfflinePayout(_) => "offline_payout",
     };
+    let is_offline = matches!(
+        tx,
+        SpecieTransaction::OfflineFunding(_) | SpecieTransaction::OfflinePayout(_)
+    );
     let is_fastpay = matches!(
         tx,
         SpecieTransaction::FastpayFunding(_) | SpecieTransaction::FastpayRedeem(_)
@@ -58,6 +67,7 @@ pub fn inspect(hex_text: &str, trusted: &TrustedKeys) -> Result<Inspection, Unde
             .collect(),
         mint_marker: matches!(tx, SpecieTransaction::Mint(_)).then(|| mint_marker(&txid)),
         fastpay_marker: tx.marker().filter(|_| is_fastpay),
+        offline_marker: tx.marker().filter(|_| is_offline),
         verdict: validate(&tx, trusted),
     })
 }

@@ -12,6 +12,10 @@ use crate::issuer::IssuerKeys;
 pub struct TrustedKeys {
     pub issuers: IssuerKeys,
     pub fastpay_committee: Option<Committee>,
+    /// The offline authority's bridge key (Ed25519), if the node banks for offline cash: offline
+    /// fundings must name it and payouts must carry its signature. Without it, both are invalid
+    /// (`no_offline_authority`).
+    pub offline_authority: Option<[u8; 32]>,
 }
 
 impl TrustedKeys {
@@ -19,6 +23,15 @@ impl TrustedKeys {
         TrustedKeys {
             issuers,
             fastpay_committee,
+            offline_authority: None,
+        }
+    }
+
+    /// These keys, banking for the offline authority whose bridge key is `authority` too.
+    pub fn with_offline_authority(self, authority: Option<[u8; 32]>) -> Self {
+        TrustedKeys {
+            offline_authority: authority,
+            ..self
         }
     }
 }

@@ -12,12 +12,12 @@ use secp256k1::XOnlyPublicKey;
 use specie_fastpay::{Committee, VerifyingKey};
 use specie_transaction::signing::{parse_xonly, schnorr_verify};
 use specie_transaction::{
-    FastpayFunding, FastpayRedeem, Input, MintTransaction, OutPoint, Output, P2pkParseError, P2pkWitness,
+    FastpayFunding, FastpayRedeem, Input, MintTransaction, OfflineFunding, OfflinePayout, OutPoint, Output, P2pkParseError, P2pkWitness,
     RedeemTransaction, SpecieTransaction, Transaction, Txid, Witness,
 };
 
 use crate::error::{
-    FastpayErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError, WitnessErrorCode,
+    FastpayErrorCode, InputErrorCode, OfflineErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError, WitnessErrorCode,
 };
 use crate::issuer::IssuerKeys;
 use crate::trusted::TrustedKeys;
@@ -252,6 +252,49 @@ pub(crate) fn check_fastpay_redeem(redeem: &FastpayRedeem, trusted: &TrustedKeys
         .map_err(|error| fastpay(FastpayErrorCode::Certificate(error)))
 }
 
+fn offline(code: OfflineErrorCode) -> ValidationError {
+    ValidationError::Offline(code)
+}
+
+/// The configured offline authority, and that `named` is it.
+fn check_offline_authority(named: &[u8; 32], trusted: &TrustedKeys) -> Check {
+    match &trusted.offline_authority {
+        None => Err(offline(OfflineErrorCode::NoAuthority)),
+        Some(authority) if authority != named => Err(offline(OfflineErrorCode::OtherAuthority)),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Offline funding: a FastPay funding's input, value and witness checks, then the configured
+/// authority. Whether the owners' digest matches the keys the tokens go to is the authority's
+/// check (the core never sees those keys).
+pub(crate) fn check_offline_funding(funding: &OfflineFunding, txid: &Txid, trusted: &TrustedKeys) -> Check {
+    check_input_count(&funding.inputs)?;
+    check_witness_count(&funding.inputs, &funding.witnesses)?;
+    check_input_set(&funding.inputs)?;
+    check_inputs_structure(&funding.inputs)?;
+    check_outputs_value(&funding.outputs)?;
+    if funding.amount < 1 {
+        return Err(offline(OfflineErrorCode::ZeroAmount));
+    }
+    check_in_out_set(&funding.inputs, &funding.outputs, funding.amount)?;
+    check_witnesses(&funding.inputs, &funding.witnesses, txid)?;
+    check_offline_authority(&funding.authority, trusted)
+}
+
+/// Offline payout: the configured authority signed it, for at least 1 unit. That a token's
+/// value comes back at most once is the shards' business: the payout's marker.
+pub(crate) fn check_offline_payout(payout: &OfflinePayout, trusted: &TrustedKeys) -> Check {
+    check_offline_authority(&payout.authority, trusted)?;
+    if payout.amount() < 1 {
+        return Err(offline(OfflineErrorCode::ZeroAmount));
+    }
+    if !payout.signature_valid() {
+        return Err(offline(OfflineErrorCode::InvalidPayoutSignature));
+    }
+    Ok(())
+}
+
 /// Validates any transaction whose txid is already known.
 pub(crate) fn check(tx: &SpecieTransaction, txid: &Txid, trusted: &TrustedKeys) -> Check {
     match tx {
@@ -260,5 +303,7 @@ pub(crate) fn check(tx: &SpecieTransaction, txid: &Txid, trusted: &TrustedKeys) 
         SpecieTransaction::Redeem(redeem) => check_redeem(redeem, txid, &trusted.issuers),
         SpecieTransaction::FastpayFunding(funding) => check_fastpay_funding(funding, txid, trusted),
         SpecieTransaction::FastpayRedeem(redeem) => check_fastpay_redeem(redeem, trusted),
+        SpecieTransaction::OfflineFunding(funding) => check_offline_funding(funding, txid, trusted),
+        SpecieTransaction::OfflinePayout(payout) => check_offline_payout(payout, trusted),
     }
 }

@@ -142,6 +142,9 @@ proptest! {
                 }
                 *redeem = specie_transaction::FastpayRedeem::new(certificate);
             }
+            SpecieTransaction::OfflineFunding(_) | SpecieTransaction::OfflinePayout(_) => {
+                unreachable!("the strategy makes no offline transactions (tests/offline.rs covers them)")
+            }
         }
         prop_assert!(validate(&tx, &trusted()).is_err());
     }
@@ -161,6 +164,9 @@ proptest! {
                             let mut certificate = r.certificate().clone();
                             certificate.signatures[0].1[byte % 64] ^= 1;
                             *r = specie_transaction::FastpayRedeem::new(certificate);
+                        }
+                        SpecieTransaction::OfflineFunding(_) | SpecieTransaction::OfflinePayout(_) => {
+                            unreachable!("the strategy makes no offline transactions")
                         }
                     }
                 }

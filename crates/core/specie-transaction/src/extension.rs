@@ -8,7 +8,8 @@
 //!
 //! * Extension transactions start with [`EXTENSION_HEADER`] = `0xFF 'S' 'P' 'C' 'E' 'X' 'T'`
 //!   (the 7-byte [`EXTENSION_MAGIC`]) then the version byte `0x01`, then a kind byte
-//!   (`0x01` mint, `0x02` redeem, `0x03` FastPay funding, `0x04` FastPay redeem). Read as the little-endian input count a reference transaction
+//!   (`0x01` mint, `0x02` redeem, `0x03` FastPay funding, `0x04` FastPay redeem, `0x05` offline
+//!   funding, `0x06` offline payout; the last two in module [`crate::offline`]). Read as the little-endian input count a reference transaction
 //!   starts with, those 8 bytes are `0x01_54_58_45_43_50_53_FF` ≥ 2^56 (and the magic alone is
 //!   ≥ 2^54 whatever the version), a count no transaction can have, so the two formats never
 //!   collide. Detection compares all 7 magic bytes, not just the first one: `0xFF` alone is the
@@ -26,6 +27,7 @@
 //! txid can never be replayed as one over a transfer txid or another kind's.
 
 use crate::fastpay::{FastpayFunding, FastpayRedeem};
+use crate::offline::{OfflineFunding, OfflinePayout};
 use crate::hash::{sha256, Sha256Writer};
 use crate::limits::{DecodeLimits, INPUT_BYTES, OUTPUT_BYTES, SIGNATURE_BYTES, XONLY_PUBKEY_BYTES};
 use crate::signing::{schnorr_sign, sign_inputs, xonly_bytes, NonceMode, SignError};
@@ -51,6 +53,10 @@ pub const KIND_REDEEM: u8 = 0x02;
 pub const KIND_FASTPAY_FUND: u8 = 0x03;
 /// Kind byte of a FastPay redeem (a certified transfer to the core becomes a core output).
 pub const KIND_FASTPAY_REDEEM: u8 = 0x04;
+/// Kind byte of an offline funding (value leaves the core for the offline authority's tokens).
+pub const KIND_OFFLINE_FUND: u8 = 0x05;
+/// Kind byte of an offline payout (a deposited token's value becomes a core output).
+pub const KIND_OFFLINE_PAYOUT: u8 = 0x06;
 /// Bytes in a mint nonce.
 pub const MINT_NONCE_BYTES: usize = 32;
 /// Domain separator of the mint marker id. The preimage is 21 + 32 = 53 bytes, while every
@@ -105,6 +111,8 @@ pub enum SpecieTransaction {
     Redeem(RedeemTransaction),
     FastpayFunding(FastpayFunding),
     FastpayRedeem(FastpayRedeem),
+    OfflineFunding(OfflineFunding),
+    OfflinePayout(OfflinePayout),
 }
 
 /// An output a transaction creates, with what a wallet needs to spend it later.
@@ -164,7 +172,10 @@ pub(crate) fn read_header(reader: &mut Reader<'_>, expected_kind: Option<u8>) ->
         });
     }
     let kind = reader.read_u8("extension kind")?;
-    let known = matches!(kind, KIND_MINT | KIND_REDEEM | KIND_FASTPAY_FUND | KIND_FASTPAY_REDEEM);
+    let known = matches!(
+        kind,
+        KIND_MINT | KIND_REDEEM | KIND_FASTPAY_FUND | KIND_FASTPAY_REDEEM | KIND_OFFLINE_FUND | KIND_OFFLINE_PAYOUT
+    );
     if !known || expected_kind.is_some_and(|expected| expected != kind) {
         return Err(DecodeError::UnknownKind {
             what: "extension transaction kind",
@@ -292,6 +303,8 @@ impl SpecieTransaction {
             SpecieTransaction::Redeem(redeem) => redeem.txid(),
             SpecieTransaction::FastpayFunding(funding) => funding.txid(),
             SpecieTransaction::FastpayRedeem(redeem) => redeem.txid(),
+            SpecieTransaction::OfflineFunding(funding) => funding.txid(),
+            SpecieTransaction::OfflinePayout(payout) => payout.txid(),
         }
     }
 
@@ -305,6 +318,8 @@ impl SpecieTransaction {
             SpecieTransaction::Redeem(redeem) => &redeem.outputs,
             SpecieTransaction::FastpayFunding(funding) => &funding.outputs,
             SpecieTransaction::FastpayRedeem(redeem) => redeem.outputs(),
+            SpecieTransaction::OfflineFunding(funding) => &funding.outputs,
+            SpecieTransaction::OfflinePayout(payout) => payout.outputs(),
         }
     }
 
@@ -312,9 +327,12 @@ impl SpecieTransaction {
     pub fn inputs(&self) -> &[Input] {
         match self {
             SpecieTransaction::Transfer(tx) => &tx.inputs,
-            SpecieTransaction::Mint(_) | SpecieTransaction::FastpayRedeem(_) => &[],
+            SpecieTransaction::Mint(_) | SpecieTransaction::FastpayRedeem(_) | SpecieTransaction::OfflinePayout(_) => {
+                &[]
+            }
             SpecieTransaction::Redeem(redeem) => &redeem.inputs,
             SpecieTransaction::FastpayFunding(funding) => &funding.inputs,
+            SpecieTransaction::OfflineFunding(funding) => &funding.inputs,
         }
     }
 
@@ -328,6 +346,8 @@ impl SpecieTransaction {
             SpecieTransaction::Mint(mint) => Some(mint_marker(&mint.txid())),
             SpecieTransaction::FastpayFunding(funding) => Some(funding.marker()),
             SpecieTransaction::FastpayRedeem(redeem) => Some(redeem.marker()),
+            SpecieTransaction::OfflineFunding(funding) => Some(funding.marker()),
+            SpecieTransaction::OfflinePayout(payout) => Some(payout.marker()),
         }
     }
 
@@ -388,6 +408,8 @@ impl Encode for SpecieTransaction {
             SpecieTransaction::Redeem(redeem) => redeem.encode_to(out),
             SpecieTransaction::FastpayFunding(funding) => funding.encode_to(out),
             SpecieTransaction::FastpayRedeem(redeem) => redeem.encode_to(out),
+            SpecieTransaction::OfflineFunding(funding) => funding.encode_to(out),
+            SpecieTransaction::OfflinePayout(payout) => payout.encode_to(out),
         }
     }
 }
@@ -432,6 +454,10 @@ impl Decode for SpecieTransaction {
                 reader, limits,
             )?)),
             KIND_FASTPAY_REDEEM => Ok(SpecieTransaction::FastpayRedeem(FastpayRedeem::decode_body(reader)?)),
+            KIND_OFFLINE_FUND => Ok(SpecieTransaction::OfflineFunding(OfflineFunding::decode_body(
+                reader, limits,
+            )?)),
+            KIND_OFFLINE_PAYOUT => Ok(SpecieTransaction::OfflinePayout(OfflinePayout::decode_body(reader)?)),
             kind => Err(DecodeError::UnknownKind {
                 what: "extension transaction kind",
                 kind,

@@ -161,15 +161,17 @@ impl FastpayFunding {
     }
 
     pub(crate) fn decode_body(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Self, DecodeError> {
-        let committee_id = reader.read_array("funding committee id")?;
-        let account = AccountKey(reader.read_array("funding account")?);
-        let amount = reader.read_u64("funding amount")?;
-        let inputs = read_inputs(reader, limits)?;
-        let outputs = read_outputs(reader, limits)?;
-        let witnesses = read_witnesses(reader, limits)?;
+        let FundingBody {
+            destination,
+            beneficiary,
+            amount,
+            inputs,
+            outputs,
+            witnesses,
+        } = read_funding_body(reader, limits)?;
         Ok(FastpayFunding {
-            committee_id,
-            account,
+            committee_id: destination,
+            account: AccountKey(beneficiary),
             amount,
             inputs,
             outputs,
@@ -178,14 +180,32 @@ impl FastpayFunding {
     }
 }
 
+/// A funding's fields after its kind, whichever mode it funds (FastPay's and offline cash's
+/// fundings are laid out alike): the mode's 32-byte destination and beneficiary, the amount,
+/// inputs, change and witnesses.
+pub(crate) struct FundingBody {
+    pub destination: [u8; 32],
+    pub beneficiary: [u8; 32],
+    pub amount: u64,
+    pub inputs: Vec<Input>,
+    pub outputs: Vec<Output>,
+    pub witnesses: Vec<Witness>,
+}
+
+pub(crate) fn read_funding_body(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<FundingBody, DecodeError> {
+    Ok(FundingBody {
+        destination: reader.read_array("funding destination")?,
+        beneficiary: reader.read_array("funding beneficiary")?,
+        amount: reader.read_u64("funding amount")?,
+        inputs: read_inputs(reader, limits)?,
+        outputs: read_outputs(reader, limits)?,
+        witnesses: read_witnesses(reader, limits)?,
+    })
+}
+
 impl Encode for FastpayFunding {
     fn encode_to(&self, out: &mut Vec<u8>) {
-        put_header(out, KIND_FASTPAY_FUND);
-        out.extend_from_slice(&self.committee_id);
-        out.extend_from_slice(&self.account.0);
-        put_u64(out, self.amount);
-        put_vec(out, &self.inputs);
-        put_vec(out, &self.outputs);
+        out.extend_from_slice(&self.txid_preimage());
         put_vec(out, &self.witnesses);
     }
 }

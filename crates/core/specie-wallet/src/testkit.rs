@@ -133,6 +133,9 @@ pub fn check_valid(tx: &SpecieTransaction, issuers: &[[u8; 32]]) -> Result<(), S
         SpecieTransaction::FastpayFunding(_) | SpecieTransaction::FastpayRedeem(_) => {
             Err("the memory ledger trusts no FastPay committee".into())
         }
+        SpecieTransaction::OfflineFunding(_) | SpecieTransaction::OfflinePayout(_) => {
+            Err("the memory ledger trusts no offline authority".into())
+        }
     }
 }
 
