@@ -23,7 +23,8 @@ use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{CompactTransaction, NonceMode, SpecieTransaction, Transaction};
 
 pub use error::{
-    FastpayErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError, WitnessErrorCode,
+    FastpayErrorCode, InputErrorCode, OfflineErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError,
+    WitnessErrorCode,
 };
 pub use issuer::{IssuerKeys, IssuerKeysError};
 pub use trusted::TrustedKeys;

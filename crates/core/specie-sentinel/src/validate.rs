@@ -12,12 +12,13 @@ use secp256k1::XOnlyPublicKey;
 use specie_fastpay::{Committee, VerifyingKey};
 use specie_transaction::signing::{parse_xonly, schnorr_verify};
 use specie_transaction::{
-    FastpayFunding, FastpayRedeem, Input, MintTransaction, OfflineFunding, OfflinePayout, OutPoint, Output, P2pkParseError, P2pkWitness,
-    RedeemTransaction, SpecieTransaction, Transaction, Txid, Witness,
+    FastpayFunding, FastpayRedeem, Input, MintTransaction, OfflineFunding, OfflinePayout, OutPoint, Output,
+    P2pkParseError, P2pkWitness, RedeemTransaction, SpecieTransaction, Transaction, Txid, Witness,
 };
 
 use crate::error::{
-    FastpayErrorCode, InputErrorCode, OfflineErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError, WitnessErrorCode,
+    FastpayErrorCode, InputErrorCode, OfflineErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError,
+    WitnessErrorCode,
 };
 use crate::issuer::IssuerKeys;
 use crate::trusted::TrustedKeys;

@@ -27,9 +27,9 @@
 //! txid can never be replayed as one over a transfer txid or another kind's.
 
 use crate::fastpay::{FastpayFunding, FastpayRedeem};
-use crate::offline::{OfflineFunding, OfflinePayout};
 use crate::hash::{sha256, Sha256Writer};
 use crate::limits::{DecodeLimits, INPUT_BYTES, OUTPUT_BYTES, SIGNATURE_BYTES, XONLY_PUBKEY_BYTES};
+use crate::offline::{OfflineFunding, OfflinePayout};
 use crate::signing::{schnorr_sign, sign_inputs, xonly_bytes, NonceMode, SignError};
 use crate::transaction::{
     outputs_uhs_ids, read_inputs, read_outputs, read_witnesses, uhs_id_for, Input, OutPoint, Output, Transaction,

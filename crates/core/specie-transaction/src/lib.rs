@@ -32,11 +32,11 @@ pub use address::{Address, AddressError, DEFAULT_HRP};
 pub use compact::AttestationError;
 pub use extension::{mint_marker, CreatedOutput, MintTransaction, RedeemTransaction, SpecieTransaction};
 pub use fastpay::{fastpay_funding_marker, fastpay_redeem_marker, FastpayFunding, FastpayFundingClaim, FastpayRedeem};
+pub use limits::DecodeLimits;
 pub use offline::{
     offline_funding_marker, offline_owners_digest, offline_payout_marker, OfflineFunding, OfflinePayout,
     OFFLINE_SERIAL_BYTES,
 };
-pub use limits::DecodeLimits;
 pub use signing::{
     witness_program_commitment, witness_program_commitment_of, NonceMode, P2pkParseError, P2pkWitness, SignError,
 };
