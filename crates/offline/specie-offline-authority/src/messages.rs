@@ -7,6 +7,7 @@ use specie_offline::{
     ISSUANCE_BYTES, KEY_BINDING_BYTES, REISSUE_OUTPUTS_MAX, TOKEN_BYTES_MAX,
 };
 use specie_role::Ticket;
+use specie_transaction::{offline_owners_digest, OfflineFunding, OfflinePayout};
 use thiserror::Error;
 
 /// The first byte of every command and snapshot of this role.
@@ -39,6 +40,25 @@ pub struct Funding {
     pub id: [u8; 32],
     pub amount: u64,
     pub owners: Vec<PublicKey>,
+}
+
+impl Funding {
+    /// What a core offline funding (confirmed: its marker is in the UHS, which the bridge
+    /// checks) entitles `owners` to: its amount, credited once under its marker, if it names
+    /// this authority's `bridge` key and exactly these owners.
+    pub fn from_core(core: &OfflineFunding, bridge: &PublicKey, owners: Vec<PublicKey>) -> Result<Funding, Refusal> {
+        if core.authority != *bridge {
+            return Err(Refusal::FundingOtherAuthority);
+        }
+        if offline_owners_digest(&owners) != core.owners_digest {
+            return Err(Refusal::FundingOwnersDigest);
+        }
+        Ok(Funding {
+            id: core.marker().0,
+            amount: core.amount,
+            owners,
+        })
+    }
 }
 
 /// What the authority makes durable before it acts (its log's records).
@@ -111,8 +131,13 @@ pub enum Input {
 pub enum DepositOutcome {
     /// Paid: these fresh tokens replace it.
     Reissued { issuances: Vec<Issuance> },
-    /// Paid: the value goes back to the online core, to `address`.
-    Defunded { address: [u8; 32], amount: u64 },
+    /// Paid: the value goes back to the online core, to `address` (an x-only key). Answered
+    /// with the signed payout ([`Reply::PaidOut`]) that the core accepts once per serial.
+    Defunded {
+        serial: [u8; 16],
+        address: [u8; 32],
+        amount: u64,
+    },
     /// Refused: another branch of this token was paid first. `debtor` (a registered identity)
     /// signed two statements on one node; the value is its debt, and the evidence names it.
     DoubleSpent {
@@ -159,10 +184,23 @@ pub struct Debt {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {
     Registered,
-    Certified { certificates: Vec<KeyCertificate> },
-    Funded { issuances: Vec<Issuance> },
+    Certified {
+        certificates: Vec<KeyCertificate>,
+    },
+    Funded {
+        issuances: Vec<Issuance>,
+    },
     Deposited(DepositOutcome),
-    Revocations { from: u64, serials: Vec<[u8; 16]> },
+    /// A deposit defunded (the outcome), with the payout for the online core signed by the
+    /// bridge key (the same payout for the same deposit sent again).
+    PaidOut {
+        outcome: DepositOutcome,
+        payout: Box<OfflinePayout>,
+    },
+    Revocations {
+        from: u64,
+        serials: Vec<[u8; 16]>,
+    },
     Evidence(Vec<DoubleSpend>),
     Books(Box<Books>),
     Refused(Refusal),
@@ -187,6 +225,10 @@ pub enum Refusal {
     TooMany { count: usize, max: usize },
     #[error("funding {id_hex} is known with other contents")]
     FundingMismatch { id_hex: String },
+    #[error("the core funding names another authority's bridge key")]
+    FundingOtherAuthority,
+    #[error("the owners given are not the ones the core funding names (their digest differs)")]
+    FundingOwnersDigest,
     #[error("an amount of {amount} splits into {needed} tokens but {given} owners were given")]
     FundingOwners { amount: u64, needed: usize, given: usize },
     #[error("owner {index} is not a key this authority certified")]

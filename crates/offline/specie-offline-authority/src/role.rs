@@ -10,6 +10,7 @@ use specie_offline::{
     SignedMove, Token, HOPS_MAX, REISSUE_OUTPUTS_MAX,
 };
 use specie_role::{Durable, Output, Role, Ticket};
+use specie_transaction::{witness_program_commitment, OfflinePayout};
 
 use crate::messages::{
     Command, Deposit, DepositLink, DepositOutcome, Funding, Input, Refusal, Reply, Report, BINDINGS_PER_CALL_MAX,
@@ -25,6 +26,9 @@ pub struct AuthorityKeys {
     pub issuing: Vec<SigningKey>,
     pub certifying: SigningKey,
     pub period: u32,
+    /// Signs payouts for the online core (docs/transaction-format.md §5.8); the core banks for
+    /// its public key (`specie node --offline-authority`).
+    pub bridge: SigningKey,
 }
 
 impl AuthorityKeys {
@@ -53,6 +57,7 @@ impl AuthorityKeys {
             issuing,
             certifying: key("certifying", u64::from(period)),
             period,
+            bridge: key("bridge", 0),
         }
     }
 
@@ -505,8 +510,8 @@ impl OfflineAuthority {
     /// same deposit on its way to the log; false if the deposit is new.
     fn joins(&mut self, ticket: Ticket, link: &DepositLink) -> bool {
         if let Some(outcome) = self.state.outcomes.get(link) {
-            let outcome = outcome.clone();
-            self.reply(ticket, Reply::Deposited(outcome));
+            let reply = self.deposit_reply(outcome.clone());
+            self.reply(ticket, reply);
             return true;
         }
         match self.depositing.get_mut(link) {
@@ -597,10 +602,32 @@ impl OfflineAuthority {
                     self.report_double_spend(&deposit.token.issuance.serial, &outcome);
                 }
                 let tickets = self.depositing.remove(&link).unwrap_or_default();
-                for ticket in tickets {
-                    self.reply(ticket, Reply::Deposited(outcome.clone()));
+                if !tickets.is_empty() {
+                    let reply = self.deposit_reply(outcome);
+                    for ticket in tickets {
+                        self.reply(ticket, reply.clone());
+                    }
                 }
             }
+        }
+    }
+
+    /// A deposit's answer: a defund's comes with its payout for the core, signed now (Ed25519
+    /// signing is deterministic: the same deposit sent again gets the same payout).
+    fn deposit_reply(&self, outcome: DepositOutcome) -> Reply {
+        let DepositOutcome::Defunded {
+            serial,
+            address,
+            amount,
+        } = outcome
+        else {
+            return Reply::Deposited(outcome);
+        };
+        let commitment = witness_program_commitment(&address);
+        let payout = OfflinePayout::new_signed(&self.keys.bridge, serial, commitment, amount);
+        Reply::PaidOut {
+            outcome,
+            payout: Box::new(payout),
         }
     }
 

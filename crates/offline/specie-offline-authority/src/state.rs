@@ -220,6 +220,7 @@ impl AuthorityState {
             Instruction::Defund { address } => {
                 self.defunded += u128::from(value);
                 DepositOutcome::Defunded {
+                    serial,
                     address: *address,
                     amount: value,
                 }

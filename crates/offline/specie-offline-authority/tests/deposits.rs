@@ -7,7 +7,7 @@ mod world;
 
 use specie_offline::{Instruction, Move};
 use specie_offline_authority::{DepositOutcome, Input, Refusal, Reply, Report};
-use world::{pay, World};
+use world::{authority_keys, pay, World};
 
 #[test]
 fn a_token_paid_twice_offline_is_reissued_once_a_repeat_gets_the_same_answer_and_a_defund_leaves_the_books() {
@@ -52,11 +52,33 @@ fn a_token_paid_twice_offline_is_reissued_once_a_repeat_gets_the_same_answer_and
 
     let twenty = specie_offline::Token::issued(issuances[0]);
     let address = [7; 32];
+    let serial = twenty.issuance.serial;
+    let paid_out = world.deposit(&twenty, &carol.keys[1], Instruction::Defund { address }, 0);
+    let Reply::PaidOut { outcome, payout } = paid_out.clone() else {
+        panic!("a defund is answered with its payout: {paid_out:?}");
+    };
+    assert_eq!(
+        outcome,
+        DepositOutcome::Defunded {
+            serial,
+            address,
+            amount: 20
+        }
+    );
+    // The payout the core takes: 20 to the address's witness program, for this serial, signed
+    // by the bridge key the core banks for.
+    assert_eq!(
+        (payout.amount(), payout.address(), payout.serial),
+        (20, specie_transaction::witness_program_commitment(&address), serial)
+    );
+    assert_eq!(payout.authority, authority_keys().bridge.verifying_key().to_bytes());
+    assert!(payout.signature_valid());
+    world.crash_and_restart();
     assert_eq!(
         world.deposit(&twenty, &carol.keys[1], Instruction::Defund { address }, 0),
-        Reply::Deposited(DepositOutcome::Defunded { address, amount: 20 })
+        paid_out,
+        "the same payout for the same deposit after a crash (the core takes one per serial)"
     );
-    world.crash_and_restart();
     let Reply::Books(books) = world.call(|ticket| Input::Books { ticket }) else {
         panic!("books");
     };
@@ -489,4 +511,35 @@ fn an_identity_holds_at_most_the_key_limit() {
         "a key held already: {again:?}"
     );
     world.crash_and_restart();
+}
+
+/// A core funding entitles exactly the owners it names, at this authority only, under its marker.
+#[test]
+fn a_core_funding_credits_only_the_owners_it_names_and_only_here() {
+    use specie_offline_authority::Funding;
+    use specie_transaction::{offline_owners_digest, OfflineFunding};
+    let bridge = authority_keys().bridge.verifying_key().to_bytes();
+    let owners = vec![[1; 32], [2; 32]];
+    let core = OfflineFunding {
+        authority: bridge,
+        owners_digest: offline_owners_digest(&owners),
+        amount: 70,
+        inputs: vec![],
+        outputs: vec![],
+        witnesses: vec![],
+    };
+    let funding = Funding::from_core(&core, &bridge, owners.clone()).unwrap();
+    assert_eq!(
+        (funding.id, funding.amount, &funding.owners),
+        (core.marker().0, 70, &owners)
+    );
+    let swapped = vec![owners[1], owners[0]];
+    assert_eq!(
+        Funding::from_core(&core, &bridge, swapped),
+        Err(Refusal::FundingOwnersDigest)
+    );
+    assert_eq!(
+        Funding::from_core(&core, &[9; 32], owners),
+        Err(Refusal::FundingOtherAuthority)
+    );
 }

@@ -9,7 +9,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use specie_codec::{DecodeError, Reader};
+use specie_codec::{DecodeError, Encode, Reader};
 use specie_offline::{
     EvidenceBundle, Instruction, KeyBinding, PublicKey, SignedMove, Token, INSTRUCTION_BYTES_MAX, KEY_BINDING_BYTES,
     SIGNED_MOVE_BYTES_MAX, TOKEN_BYTES_MAX,
@@ -19,6 +19,7 @@ use specie_offline_authority::{
 };
 
 use crate::AuthorityHandle;
+use specie_transaction::SpecieTransaction;
 
 /// Largest request body: a certification of the most keys, in hex, with room for JSON.
 const BODY_BYTES_MAX: usize = 2 * BINDINGS_PER_CALL_MAX * (KEY_BINDING_BYTES + 8) + 4_096;
@@ -134,7 +135,12 @@ fn unexpected(reply: Reply) -> ApiError {
 async fn keys(State(authority): State<AuthorityHandle>) -> Response {
     let mut ring = Vec::new();
     authority.ring().encode_to(&mut ring);
-    Json(json!({"ring": hex::encode(ring), "fingerprint": hex::encode(authority.ring().fingerprint())})).into_response()
+    Json(json!({
+        "ring": hex::encode(ring),
+        "fingerprint": hex::encode(authority.ring().fingerprint()),
+        "bridge": hex::encode(authority.bridge()),
+    }))
+    .into_response()
 }
 
 #[derive(Deserialize)]
@@ -262,6 +268,12 @@ async fn deposit(
     };
     match ask(&authority, input).await? {
         Reply::Deposited(outcome) => Ok(Json(outcome_json(&outcome)).into_response()),
+        Reply::PaidOut { outcome, payout } => {
+            let mut answer = outcome_json(&outcome);
+            let payout = SpecieTransaction::OfflinePayout(*payout).encode();
+            answer["payout"] = Value::String(hex::encode(payout));
+            Ok(Json(answer).into_response())
+        }
         other => Err(unexpected(other)),
     }
 }
@@ -270,9 +282,16 @@ async fn deposit(
 pub fn outcome_json(outcome: &DepositOutcome) -> Value {
     match outcome {
         DepositOutcome::Reissued { issuances } => json!({"outcome": "reissued", "issuances": issuances_hex(issuances)}),
-        DepositOutcome::Defunded { address, amount } => {
-            json!({"outcome": "defunded", "address": hex::encode(address), "amount": amount})
-        }
+        DepositOutcome::Defunded {
+            serial,
+            address,
+            amount,
+        } => json!({
+            "outcome": "defunded",
+            "serial": hex::encode(serial),
+            "address": hex::encode(address),
+            "amount": amount,
+        }),
         DepositOutcome::DoubleSpent { serial, debtor, value } => json!({
             "outcome": "double_spent",
             "serial": hex::encode(serial),

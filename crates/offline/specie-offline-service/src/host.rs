@@ -64,6 +64,8 @@ pub struct AuthorityHandle {
     calls: Sender<HostMessage<Call, ReplyTo>>,
     thread: Arc<Mutex<Option<JoinHandle<OfflineAuthority>>>>,
     ring: Arc<KeyRing>,
+    /// The bridge key's public half: what the core banks for.
+    bridge: [u8; 32],
     operator_token: Arc<String>,
 }
 
@@ -75,6 +77,7 @@ impl AuthorityHandle {
         let keys = crate::authority_keys(data_dir)?;
         let operator_token = hex::encode(secret_file(&data_dir.join("operator.token"))?);
         let ring = keys.ring();
+        let bridge = keys.bridge.verifying_key().to_bytes();
         let host = EmbeddedHost::recover(
             "offline-authority",
             OfflineAuthority::new(keys),
@@ -96,6 +99,7 @@ impl AuthorityHandle {
             calls,
             thread: Arc::new(Mutex::new(Some(thread))),
             ring: Arc::new(ring),
+            bridge,
             operator_token: Arc::new(operator_token),
         })
     }
@@ -110,6 +114,11 @@ impl AuthorityHandle {
 
     pub fn ring(&self) -> &KeyRing {
         &self.ring
+    }
+
+    /// The public key the core must bank for (`specie node --offline-authority`).
+    pub fn bridge(&self) -> [u8; 32] {
+        self.bridge
     }
 
     /// Whether `token` is the operator's, compared in constant time.

@@ -361,7 +361,7 @@ impl Setup {
                 .filter(|(_, reply)| {
                     matches!(
                         reply,
-                        Reply::Deposited(DepositOutcome::Reissued { .. } | DepositOutcome::Defunded { .. })
+                        Reply::Deposited(DepositOutcome::Reissued { .. }) | Reply::PaidOut { .. }
                     )
                 })
                 .count();

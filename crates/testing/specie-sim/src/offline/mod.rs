@@ -483,8 +483,18 @@ impl<R: OfflineRole> World<R> {
         let Some(reply) = self.call(input)? else {
             return Ok(());
         };
-        let Reply::Deposited(outcome) = reply else {
-            return Err(self.violation(format!("device {device}'s deposit refused: {reply:?}")));
+        let outcome = match reply {
+            Reply::Deposited(outcome) => outcome,
+            Reply::PaidOut { outcome, payout } => {
+                let DepositOutcome::Defunded { serial, amount, .. } = outcome else {
+                    return Err(self.violation(format!("a payout for {outcome:?}")));
+                };
+                if (payout.serial, payout.amount()) != (serial, amount) || !payout.signature_valid() {
+                    return Err(self.violation(format!("a payout that does not match its deposit: {payout:?}")));
+                }
+                outcome
+            }
+            reply => return Err(self.violation(format!("device {device}'s deposit refused: {reply:?}"))),
         };
         self.report.deposits += 1;
         self.model_child(parent, link)?;
