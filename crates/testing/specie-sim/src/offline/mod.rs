@@ -22,7 +22,6 @@
 //! else owes anything, so every double spender whose branches reached the authority is named, with
 //! the right value, and no honest owner ever is.
 
-mod devices;
 #[cfg(test)]
 mod planted;
 
@@ -40,9 +39,10 @@ use specie_offline_authority::{
 use specie_role::{Durable, Role};
 
 use crate::world::Violation;
-use devices::SimDevice;
 use specie_offline::Token;
+use specie_offline_device::DeviceLimits;
 use specie_offline_device::{Deposit, DeviceError};
+use specie_workload::offline::OfflineActor;
 
 /// What the world can host as the authority: the real role, or a planted variant of it.
 pub trait OfflineRole:
@@ -139,7 +139,7 @@ struct World<R: OfflineRole> {
     /// Steps left before a crashed authority comes back.
     down_for: Option<u64>,
     ring: KeyRing,
-    devices: Vec<SimDevice>,
+    devices: Vec<OfflineActor>,
     model: HashMap<Link, ModelNode>,
     /// Payments that happened, for replays: the payee and the tokens as paid.
     paid: Vec<(usize, Vec<Token>)>,
@@ -249,7 +249,15 @@ impl<R: OfflineRole> World<R> {
     fn enrol_and_fund(&mut self) -> Result<(), Violation> {
         for n in 0..self.options.devices {
             let cheater = n < self.options.cheaters;
-            let device = SimDevice::new(self.options.seed, n, cheater, self.options.hops_max);
+            // The world has no clock worth a sync limit, and its amounts are not the point here:
+            // the device's own tests cover those limits. The hop limit varies by seed.
+            let limits = DeviceLimits {
+                holding_max: u64::MAX / 4,
+                payment_max: u64::MAX / 4,
+                hops_max: self.options.hops_max,
+                sync_age_ms_max: u64::MAX,
+            };
+            let device = OfflineActor::new(self.options.seed, n, cheater, limits, [n as u8; 32]);
             self.devices.push(device);
             let identity = self.devices[n].device.identity();
             match self.call(|ticket| Input::Register { ticket, identity })? {

@@ -1,6 +1,7 @@
-//! A device of the offline world: the real `specie-offline-device` state machine, plus, for a
-//! cheater, the copies it keeps of what it paid, spent or deposited again with keys derived
-//! outside the device (an honest device never signs twice on one node; a cheater's does).
+//! Offline cash's workload: a device as the demo and the simulator's offline world drive it,
+//! the real `specie-offline-device` state machine plus, for a cheater, the copies it keeps of
+//! what it paid, spent or deposited again with keys derived outside the device (an honest device
+//! never signs twice on one node; a cheater's does).
 
 use specie_offline::{Instruction, Issuance, KeyRing, Link, Move, SigningKey, Token};
 use specie_offline_authority::Funding;
@@ -14,10 +15,11 @@ struct Copy {
     value: u64,
 }
 
-pub(super) struct SimDevice {
+pub struct OfflineActor {
     pub device: Device,
     pub cheater: bool,
-    index: usize,
+    /// Where a cheater's copies are defunded to (an x-only key).
+    defund_to: [u8; 32],
     seed: [u8; 32],
     copies: Vec<Copy>,
     /// A cheater's deposits of its copies, signed outside the device, until answered.
@@ -25,23 +27,17 @@ pub(super) struct SimDevice {
     fundings: u32,
 }
 
-impl SimDevice {
-    pub fn new(world_seed: u64, index: usize, cheater: bool, hops_max: usize) -> SimDevice {
+impl OfflineActor {
+    /// Device `index` of the run `run_seed`, under `limits`; a cheater's copies are defunded to
+    /// `defund_to`.
+    pub fn new(run_seed: u64, index: usize, cheater: bool, limits: DeviceLimits, defund_to: [u8; 32]) -> OfflineActor {
         let mut seed = [0; 32];
-        seed[..8].copy_from_slice(&world_seed.to_le_bytes());
+        seed[..8].copy_from_slice(&run_seed.to_le_bytes());
         seed[8..16].copy_from_slice(&(index as u64).to_le_bytes());
-        // The world has no clock worth a sync limit, and its amounts are not the point here:
-        // the device's own tests cover those limits. The hop limit varies by seed.
-        let limits = DeviceLimits {
-            holding_max: u64::MAX / 4,
-            payment_max: u64::MAX / 4,
-            hops_max,
-            sync_age_ms_max: u64::MAX,
-        };
-        SimDevice {
+        OfflineActor {
             device: Device::new(seed, limits, 0),
             cheater,
-            index,
+            defund_to,
             seed,
             copies: Vec::new(),
             copy_deposits: Vec::new(),
@@ -49,7 +45,8 @@ impl SimDevice {
         }
     }
 
-    /// A funding from the core to `count` certified keys of this device.
+    /// A funding of `count` certified keys of this device under an id of its own (a world with
+    /// no core to fund from).
     pub fn funding(&mut self, amount: u64, count: usize) -> Result<Funding, DeviceError> {
         let owners = self.device.funding_owners(count)?;
         let mut id = [0; 32];
@@ -121,7 +118,7 @@ impl SimDevice {
         for copy in std::mem::take(&mut self.copies) {
             let key: SigningKey = one_time_key(&self.seed, copy.key);
             let instruction = Instruction::Defund {
-                address: [self.index as u8; 32],
+                address: self.defund_to,
             };
             let statement = Move::Deposit {
                 instruction: instruction.hash(),
