@@ -13,7 +13,7 @@ pub mod device;
 mod host;
 
 pub use api::router;
-pub use host::{AuthorityHandle, OpenError};
+pub use host::{AuthorityCall, AuthorityHandle, OpenError};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

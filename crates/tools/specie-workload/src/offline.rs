@@ -151,3 +151,86 @@ impl OfflineActor {
         self.copies.len() + self.copy_deposits.len()
     }
 }
+
+/// The choices one offline payment makes (a seeded run draws them): which token value to pay
+/// (`pick`), whether a cheating payer spends a kept copy instead, whether it keeps that copy for
+/// yet another spend (`keeps_it`) or keeps a copy of what it pays now (`keep_copy`), and the
+/// payee's nonce.
+#[derive(Clone, Copy, Debug)]
+pub struct PaymentChoice {
+    pub pick: usize,
+    pub spend_copy: bool,
+    pub keeps_it: bool,
+    pub keep_copy: bool,
+    pub nonce: [u8; 16],
+}
+
+/// How an offline payment between two actors ended.
+#[derive(Debug)]
+pub enum PaymentEnd {
+    /// The payee checked and holds `tokens`; the payer kept `copies_kept` copies of them.
+    Paid { tokens: Vec<Token>, copies_kept: usize },
+    /// The payer has nothing it may pay (`hop_limit`: it holds tokens, all at the hop limit).
+    NothingPayable { hop_limit: bool },
+    /// The payee has no certified key left to receive with (until it syncs).
+    PayeeHasNoKeys,
+    /// The payer's tokens cannot make the amount, or are revoked: nothing was signed.
+    NotMade,
+    /// The payee refused a revoked token (the request is withdrawn).
+    RevokedRefused,
+}
+
+/// One payment from `payer` to `payee`, offline: the payee asks for an amount the payer can
+/// make (a fresh certified key, the choice's nonce), the payer pays it (a cheater spending a
+/// copy if so chosen), the payee's device checks it. An error is a payment an honest payee
+/// should have taken and refused.
+pub fn pay(
+    actors: &mut [OfflineActor],
+    payer: usize,
+    payee: usize,
+    choice: PaymentChoice,
+    ring: &KeyRing,
+    now_ms: u64,
+) -> Result<PaymentEnd, DeviceError> {
+    let spend_copy = choice.spend_copy && actors[payer].cheater;
+    let amount = match spend_copy {
+        true => actors[payer].copy_value(choice.pick),
+        false => actors[payer].payable_value(choice.pick),
+    };
+    let Some(amount) = amount else {
+        let holds = !actors[payer].device.held().is_empty();
+        return Ok(PaymentEnd::NothingPayable {
+            hop_limit: holds && !spend_copy,
+        });
+    };
+    let request = match actors[payee].device.request(amount, choice.nonce, now_ms) {
+        Ok(request) => request,
+        Err(DeviceError::NoKeys { .. }) => return Ok(PaymentEnd::PayeeHasNoKeys),
+        Err(error) => return Err(error),
+    };
+    let paid = match spend_copy {
+        true => actors[payer]
+            .pay_copy(&request, choice.keeps_it)
+            .map(|token| vec![token]),
+        false => actors[payer].device.pay(&request, now_ms).ok(),
+    };
+    let Some(paid) = paid else {
+        actors[payee].device.cancel_request(&choice.nonce);
+        return Ok(PaymentEnd::NotMade);
+    };
+    let keep_copy = !spend_copy && actors[payer].cheater && choice.keep_copy;
+    if keep_copy {
+        actors[payer].keep_copies(&paid, ring);
+    }
+    match actors[payee].device.receive(&choice.nonce, &paid, ring, now_ms) {
+        Ok(_) => Ok(PaymentEnd::Paid {
+            copies_kept: if keep_copy { paid.len() } else { 0 },
+            tokens: paid,
+        }),
+        Err(DeviceError::Revoked { .. }) => {
+            actors[payee].device.cancel_request(&choice.nonce);
+            Ok(PaymentEnd::RevokedRefused)
+        }
+        Err(error) => Err(error),
+    }
+}

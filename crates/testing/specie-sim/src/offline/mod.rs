@@ -42,7 +42,7 @@ use crate::world::Violation;
 use specie_offline::Token;
 use specie_offline_device::DeviceLimits;
 use specie_offline_device::{Deposit, DeviceError};
-use specie_workload::offline::OfflineActor;
+use specie_workload::offline::{self, OfflineActor, PaymentChoice, PaymentEnd};
 
 /// What the world can host as the authority: the real role, or a planted variant of it.
 pub trait OfflineRole:
@@ -372,51 +372,31 @@ impl<R: OfflineRole> World<R> {
         if payee >= payer {
             payee += 1;
         }
-        let pick = self.rng.gen_range(0..usize::MAX);
-        let spend_copy = self.devices[payer].cheater && self.chance(500);
-        let amount = match spend_copy {
-            true => self.devices[payer].copy_value(pick),
-            false => self.devices[payer].payable_value(pick),
+        let choice = PaymentChoice {
+            pick: self.rng.gen_range(0..usize::MAX),
+            spend_copy: self.devices[payer].cheater && self.chance(500),
+            nonce: self.rng.gen(),
+            keeps_it: self.chance(self.options.copy_per_mille),
+            keep_copy: self.chance(self.options.copy_per_mille),
         };
-        let Some(amount) = amount else {
-            let holds = !self.devices[payer].device.held().is_empty();
-            self.report.hop_limit_reached += u64::from(holds && !spend_copy);
-            return Ok(());
-        };
-        let nonce: [u8; 16] = self.rng.gen();
-        let request = match self.devices[payee].device.request(amount, nonce, self.step) {
-            Ok(request) => request,
-            Err(DeviceError::NoKeys { .. }) => return Ok(()), // it receives nothing until it syncs
-            Err(error) => return Err(self.violation(format!("device {payee} asks for {amount}: {error}"))),
-        };
-        let keeps_it = self.chance(self.options.copy_per_mille);
-        let paid = match spend_copy {
-            true => self.devices[payer]
-                .pay_copy(&request, keeps_it)
-                .map(|token| vec![token]),
-            false => self.devices[payer].device.pay(&request, self.step).ok(),
-        };
-        let Some(paid) = paid else {
-            // Its tokens are revoked or cannot make the amount: nothing was signed.
-            self.devices[payee].device.cancel_request(&nonce);
-            return Ok(());
-        };
-        let keep_copy = !spend_copy && self.devices[payer].cheater && self.chance(self.options.copy_per_mille);
-        if keep_copy {
-            let ring = self.ring.clone();
-            self.devices[payer].keep_copies(&paid, &ring);
-            self.report.copies_kept += paid.len() as u64;
-        }
         let ring = self.ring.clone();
-        match self.devices[payee].device.receive(&nonce, &paid, &ring, self.step) {
-            Ok(_) => {}
-            Err(DeviceError::Revoked { .. }) => {
-                self.report.revoked_refused += 1;
-                self.devices[payee].device.cancel_request(&nonce);
+        let paid = match offline::pay(&mut self.devices, payer, payee, choice, &ring, self.step) {
+            Ok(PaymentEnd::Paid { tokens, copies_kept }) => {
+                self.report.copies_kept += copies_kept as u64;
+                tokens
+            }
+            Ok(PaymentEnd::NothingPayable { hop_limit }) => {
+                self.report.hop_limit_reached += u64::from(hop_limit);
                 return Ok(());
             }
-            Err(error) => return Err(self.violation(format!("a payment refused: {error}"))),
-        }
+            // It receives nothing until it syncs; or nothing was signed.
+            Ok(PaymentEnd::PayeeHasNoKeys | PaymentEnd::NotMade) => return Ok(()),
+            Ok(PaymentEnd::RevokedRefused) => {
+                self.report.revoked_refused += 1;
+                return Ok(());
+            }
+            Err(error) => return Err(self.violation(format!("a payment from {payer} to {payee} refused: {error}"))),
+        };
         for token in &paid {
             let links = token.links();
             let (parent, child) = (links[links.len() - 2], links[links.len() - 1]);
