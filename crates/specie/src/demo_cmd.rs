@@ -64,9 +64,31 @@ pub struct DemoArgs {
     /// (--byzantine) Fraction of payments that redeem to the owner's core address.
     #[arg(long, default_value_t = 0.05, requires = "byzantine")]
     pub redeem_fraction: f64,
+    /// Run offline cash instead: an embedded core banking for an offline authority (both fsync
+    /// on). --wallets devices are funded from core coins, --payments payments pass device to
+    /// device with no network (some payers cheat and spend copies again), every device deposits
+    /// (half of them back to the core), the double spenders are named with evidence you can check,
+    /// and the platform-wide audit ends it. See docs/offline-mode.md.
+    #[arg(long, conflicts_with_all = ["cluster", "byzantine"])]
+    pub offline: bool,
+    /// (--offline) Fraction of devices that cheat: they keep copies of tokens they paid and spend
+    /// them again.
+    #[arg(long, default_value_t = 0.1, requires = "offline")]
+    pub cheater_fraction: f64,
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    if args.offline {
+        let options = specie_bench::demo_offline::OfflineDemoOptions {
+            devices: args.wallets,
+            payments: args.payments,
+            cheater_fraction: args.cheater_fraction,
+            seed: args.seed,
+            data_dir: args.data_dir,
+            json: args.json,
+        };
+        return Ok(specie_bench::demo_offline::run(&options)?);
+    }
     if args.byzantine {
         let options = specie_bench::demo_byzantine::ByzantineDemoOptions {
             accounts: args.wallets,

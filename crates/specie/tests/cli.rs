@@ -504,6 +504,72 @@ fn demo_byzantine_funds_from_the_core_pays_redeems_once_and_audits() {
     );
 }
 
+/// Offline cash end to end: devices funded from the core, cheaters caught and named with
+/// evidence that `specie offline check-evidence` accepts, payouts back to the core once, and the
+/// supply audit across both.
+#[test]
+fn demo_offline_funds_from_the_core_names_the_cheaters_pays_out_once_and_audits() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("demo");
+    let output = specie(&[
+        "demo",
+        "--offline",
+        "--payments",
+        "1500",
+        "--wallets",
+        "16",
+        "--cheater-fraction",
+        "0.25",
+        "--seed",
+        "7",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_exit(&output, 0);
+    let text = stdout(&output);
+    let summary: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"));
+    let audit = &summary["audit"];
+    assert_eq!(audit["ok"], true, "{summary}");
+    assert_eq!(audit["minted"], 16 * 800, "{summary}");
+    let outstanding: u64 = audit["offline_outstanding"].as_str().unwrap().parse().unwrap();
+    assert_eq!(
+        audit["core_spendable"].as_u64().unwrap() + outstanding,
+        16 * 800,
+        "{summary}"
+    );
+    assert_eq!(summary["payments"], 1500, "{summary}");
+    assert!(
+        summary["syncs"].as_u64().unwrap() > 0,
+        "no token reached the hop limit: {summary}"
+    );
+    let deposits = &summary["deposits"];
+    assert!(deposits["double_spends_refused"].as_u64().unwrap() > 0, "{summary}");
+    let named = summary["named"].as_array().unwrap();
+    assert!(
+        !named.is_empty() && named.len() <= 4,
+        "only the 4 cheaters may be named: {summary}"
+    );
+    assert_eq!(
+        summary["evidence_checked"], deposits["double_spends_refused"],
+        "{summary}"
+    );
+    let payouts = &summary["payouts"];
+    assert!(payouts["confirmed"].as_u64().unwrap() > 0, "{summary}");
+    assert_eq!(payouts["replays_refused"], payouts["confirmed"], "{summary}");
+
+    let evidence = data.join("evidence.bin");
+    let output = specie(&["offline", "check-evidence", evidence.to_str().unwrap()]);
+    assert_exit(&output, 0);
+    for identity in named {
+        assert!(
+            stdout(&output).contains(identity.as_str().unwrap()),
+            "{}",
+            stdout(&output)
+        );
+    }
+}
+
 /// Alice's one-time key pays one token to Bob and to Carol; the evidence, built from the
 /// authority's tree as the authority builds it, convicts Alice's identity and no one else.
 fn offline_double_spend() -> specie_offline::EvidenceBundle {

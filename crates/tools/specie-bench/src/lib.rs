@@ -25,6 +25,7 @@ pub mod ceiling;
 pub mod cluster;
 pub mod demo;
 pub mod demo_byzantine;
+pub mod demo_offline;
 pub mod offline;
 mod one_replica;
 pub mod postgres;
