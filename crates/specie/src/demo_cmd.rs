@@ -75,6 +75,10 @@ pub struct DemoArgs {
     /// them again.
     #[arg(long, default_value_t = 0.1, requires = "offline")]
     pub cheater_fraction: f64,
+    /// (--offline) Fraction of payments replayed: sent again to the payee, under their own nonce
+    /// and to a fresh request. Every replay must be refused.
+    #[arg(long, default_value_t = 0.05, requires = "offline")]
+    pub replay_fraction: f64,
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -83,6 +87,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             devices: args.wallets,
             payments: args.payments,
             cheater_fraction: args.cheater_fraction,
+            replay_fraction: args.replay_fraction,
             seed: args.seed,
             data_dir: args.data_dir,
             json: args.json,

@@ -15,6 +15,7 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use secp256k1::Keypair;
+use sha2::{Digest, Sha256};
 use specie_api::{Completion, TxStatus};
 use specie_node::{EmbeddedNode, NodeHandle, NodeOptions};
 use specie_offline::{Denominations, EvidenceBundle, KeyRing, PublicKey};
@@ -41,6 +42,8 @@ pub struct OfflineDemoOptions {
     pub devices: usize,
     pub payments: usize,
     pub cheater_fraction: f64,
+    /// Fraction of payments the payee is sent again (both replays must be refused).
+    pub replay_fraction: f64,
     pub seed: u64,
     pub data_dir: Option<PathBuf>,
     pub json: bool,
@@ -72,12 +75,17 @@ struct Tally {
     /// Times a device went online mid-run (its tokens at the hop limit).
     syncs: u64,
     revoked_refused: u64,
+    /// Devices that got a copy of a token they paid away accepted (double spenders).
+    double_spenders: BTreeSet<usize>,
+    replays_tried: u64,
+    replays_refused: u64,
 }
 
 pub fn run(args: &OfflineDemoOptions) -> BenchResult<ExitCode> {
-    if args.devices < 2 || args.devices > 5_000 || !(0.0..=0.5).contains(&args.cheater_fraction) {
+    let fraction = |f: f64| (0.0..=0.5).contains(&f);
+    if args.devices < 2 || args.devices > 5_000 || !fraction(args.cheater_fraction) || !fraction(args.replay_fraction) {
         return Err(BenchError::InvalidOptions(
-            "--wallets must be 2..=5000 and --cheater-fraction between 0 and 0.5".into(),
+            "--wallets must be 2..=5000, --cheater-fraction and --replay-fraction between 0 and 0.5".into(),
         ));
     }
     let temp = tempfile::Builder::new().prefix("specie-demo-offline-").tempdir()?;
@@ -285,9 +293,15 @@ fn pay_offline(
         let now_ms = started.elapsed().as_millis() as u64;
         let copy = choice.spend_copy && actors[payer].cheater;
         match offline::pay(actors, payer, payee, choice, ring, now_ms) {
-            Ok(PaymentEnd::Paid { .. }) => {
+            Ok(PaymentEnd::Paid { tokens, .. }) => {
                 tally.payments += 1;
                 tally.copies_spent += u64::from(copy);
+                if copy {
+                    tally.double_spenders.insert(payer);
+                }
+                if rng.gen_bool(args.replay_fraction) {
+                    replay(actors, payee, &tokens, choice.nonce, ring, now_ms, tally)?;
+                }
                 bar.inc(1);
             }
             Ok(PaymentEnd::NothingPayable { hop_limit: true }) => sync(authority, actors, payer, ring, tally, now_ms)?,
@@ -299,6 +313,46 @@ fn pay_offline(
         }
     }
     bar.finish_and_clear();
+    Ok(())
+}
+
+/// A payment received is sent again: to its payee under the same nonce (the request is closed),
+/// and to another request of the same payee (the proof signs the first nonce). Both refused.
+fn replay(
+    actors: &mut [OfflineActor],
+    payee: usize,
+    tokens: &[specie_offline::Token],
+    nonce: [u8; 16],
+    ring: &KeyRing,
+    now_ms: u64,
+    tally: &mut Tally,
+) -> BenchResult<()> {
+    let device = &mut actors[payee].device;
+    tally.replays_tried += 2;
+    if device.receive(&nonce, tokens, ring, now_ms).is_ok() {
+        fail!("a payment sent again under its own nonce was accepted");
+    }
+    tally.replays_refused += 1;
+    let amount: u64 = tokens
+        .iter()
+        .map(|token| {
+            ring.issuing_key(&token.issuance.issuing_key)
+                .map_or(0, |(value, _)| value)
+        })
+        .sum();
+    let fresh = Sha256::digest(nonce)[..16].try_into().expect("16 bytes");
+    // The payee may be out of keys or over its holding limit: then there is no request to
+    // replay against.
+    if device.request(amount, fresh, now_ms).is_err() {
+        tally.replays_tried -= 1;
+        return Ok(());
+    }
+    let accepted = device.receive(&fresh, tokens, ring, now_ms).is_ok();
+    device.cancel_request(&fresh);
+    if accepted {
+        fail!("a payment replayed to a fresh request was accepted");
+    }
+    tally.replays_refused += 1;
     Ok(())
 }
 
@@ -520,6 +574,9 @@ struct Audit {
     devices_hold: u128,
     books_balanced: bool,
     replays_refused: bool,
+    /// Every device that got a copy accepted is named (no honest one is: checked with the
+    /// evidence).
+    double_spenders_named: bool,
     ok: bool,
 }
 
@@ -533,7 +590,12 @@ impl Audit {
         let books_balanced = books.by_key.iter().all(|key| key.paid <= key.issued)
             && books.funded == u128::from(minted)
             && books.defunded == u128::from(tally.payout_value);
-        let replays_refused = tally.payout_replays_refused == tally.payouts_confirmed;
+        let replays_refused =
+            tally.payout_replays_refused == tally.payouts_confirmed && tally.replays_refused == tally.replays_tried;
+        let double_spenders_named = tally
+            .double_spenders
+            .iter()
+            .all(|&n| tally.debtors.contains(&users.actors[n].device.identity()));
         let sums = u128::from(core_spendable) + books.outstanding == u128::from(minted);
         Audit {
             minted,
@@ -542,7 +604,8 @@ impl Audit {
             devices_hold,
             books_balanced,
             replays_refused,
-            ok: sums && devices_hold == books.outstanding && books_balanced && replays_refused,
+            double_spenders_named,
+            ok: sums && devices_hold == books.outstanding && books_balanced && replays_refused && double_spenders_named,
         }
     }
 }
@@ -554,6 +617,8 @@ fn report(args: &OfflineDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
         "cheaters": (args.devices as f64 * args.cheater_fraction).ceil() as u64,
         "payments": tally.payments,
         "copies_spent_again": tally.copies_spent,
+        "double_spenders": tally.double_spenders.len(),
+        "replays": { "tried": tally.replays_tried, "refused": tally.replays_refused },
         "syncs": tally.syncs,
         "revoked_tokens_refused": tally.revoked_refused,
         "refused_by_device_limits": tally.refused_by_limits,
@@ -574,6 +639,7 @@ fn report(args: &OfflineDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
             "devices_hold": audit.devices_hold.to_string(),
             "books_balanced": audit.books_balanced,
             "replays_refused": audit.replays_refused,
+            "double_spenders_named": audit.double_spenders_named,
             "ok": audit.ok,
         },
     });
@@ -593,16 +659,17 @@ fn report(args: &OfflineDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
         tally.refused_by_limits
     );
     println!(
-        "{} syncs (tokens at the hop limit back to the authority, revocations fetched); {} revoked tokens refused by payees",
-        tally.syncs, tally.revoked_refused
+        "{} syncs (tokens at the hop limit back to the authority, revocations fetched); {} revoked tokens refused by payees; {} of {} replayed payments refused",
+        tally.syncs, tally.revoked_refused, tally.replays_refused, tally.replays_tried
     );
     println!(
-        "deposits: {} re-issued, {} back to the core; {} double spends refused ({} units), {} spender(s) named, {} pieces of evidence checked",
+        "deposits: {} re-issued, {} back to the core; {} double spends refused ({} units); {} of {} double spenders named (no honest device), {} pieces of evidence checked",
         tally.reissued,
         tally.defunded,
         tally.double_spends_refused,
         tally.double_spent_value,
         tally.debtors.len(),
+        tally.double_spenders.len(),
         tally.evidence_checked
     );
     println!(
