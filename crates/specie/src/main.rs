@@ -10,6 +10,7 @@ mod cluster_cmd;
 mod demo_cmd;
 mod inspect;
 mod node_cmd;
+mod offline_bridge_cmd;
 mod offline_cmd;
 mod offline_device_cmd;
 mod sim_cmd;

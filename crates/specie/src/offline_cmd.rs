@@ -36,12 +36,19 @@ enum OfflineCommand {
     /// Run the offline authority: its durable log in --data-dir and an HTTP/JSON API for devices
     /// and the operator, until Ctrl-C.
     ///
-    /// Devices certify one-time keys, deposit tokens (re-issued, or defunded to the core) and
+    /// Devices certify one-time keys, deposit tokens (re-issued, or paid out to the core) and
     /// fetch the revocation list; anyone reads the key ring, the books and the evidence against
-    /// an identity. Registering identities and funding devices take the operator's bearer token,
-    /// which the first start writes to DATA_DIR/operator.token (0600) beside the authority's
-    /// secret seed (DATA_DIR/authority.seed). Every answer is durable first: `kill -9` loses
-    /// nothing that was answered (docs/offline-mode.md).
+    /// an identity. Value comes in from the online core: a device's offline funding, once the
+    /// core at --core confirms it, is issued as tokens (the authority asks the core itself).
+    /// Registering identities takes the operator's bearer token, which the first start writes to
+    /// DATA_DIR/operator.token (0600) beside the authority's secret seed (DATA_DIR/authority.seed).
+    /// Every answer is durable first: `kill -9` loses nothing that was answered
+    /// (docs/offline-mode.md).
+    ///
+    /// First start, with a node that banks for this authority:
+    ///   specie offline authority --data-dir auth --show-bridge-key        # creates the seed
+    ///   specie node --data-dir core --issuer <KEY> --offline-authority <BRIDGE-KEY>
+    ///   specie offline authority --data-dir auth --core http://127.0.0.1:8470
     Authority {
         /// Where the authority keeps its log, snapshots, seed and operator token.
         #[arg(long)]
@@ -52,6 +59,17 @@ enum OfflineCommand {
         /// Log bytes after which a snapshot is written and the log behind it dropped.
         #[arg(long, default_value_t = 64 << 20)]
         snapshot_log_bytes: u64,
+        /// The online core's HTTP API, asked whether a funding is confirmed.
+        #[arg(long)]
+        core: Option<String>,
+        /// Let the operator fund devices on its word, value from nowhere that no core backs: only
+        /// for a trial without a core (the platform's supply audit cannot cover it).
+        #[arg(long)]
+        allow_operator_funding: bool,
+        /// Print the bridge key (what `specie node --offline-authority` takes), creating the
+        /// authority's seed if needed, and exit.
+        #[arg(long)]
+        show_bridge_key: bool,
     },
 }
 
@@ -73,12 +91,24 @@ pub fn run(args: OfflineArgs) -> anyhow::Result<ExitCode> {
             data_dir,
             listen,
             snapshot_log_bytes,
+            core,
+            allow_operator_funding,
+            show_bridge_key,
         } => {
+            if show_bridge_key {
+                let keys = specie_offline_service::authority_keys(&data_dir)?;
+                println!("{}", hex::encode(keys.bridge.verifying_key().to_bytes()));
+                return Ok(ExitCode::SUCCESS);
+            }
             specie_offline_service::serve(specie_offline_service::ServeOptions {
                 data_dir,
                 listen,
                 limits: specie_api::HttpLimits::default(),
                 snapshot_log_bytes,
+                bridge: specie_offline_service::Bridge {
+                    core_url: core,
+                    operator_funding: allow_operator_funding,
+                },
             })?;
             Ok(ExitCode::SUCCESS)
         }

@@ -50,7 +50,20 @@ enum DeviceCommand {
         #[arg(long, default_value_t = 32)]
         keys: usize,
     },
-    /// (Operator) fund the device with AMOUNT, issued in the default denominations.
+    /// Move AMOUNT from a core wallet into this device: an offline funding the core confirms,
+    /// then tokens issued by the authority (which checks the core itself) to this device's keys.
+    /// If the authority could not be reached after the core confirmed, run it again: the
+    /// confirmed funding is kept beside the device file (DEVICE.funding) and handed in first.
+    FundFromCore {
+        /// The core wallet that pays (locked while this runs).
+        #[arg(long)]
+        wallet: PathBuf,
+        /// The core node's API [default: the one the wallet remembers].
+        #[arg(long)]
+        node: Option<String>,
+        amount: u64,
+    },
+    /// (Operator, trial without a core) fund the device with AMOUNT on the operator's word.
     Fund {
         #[arg(long)]
         operator_token_file: PathBuf,
@@ -62,11 +75,18 @@ enum DeviceCommand {
     Pay { request: String },
     /// Check and take a payment string for one of this device's open requests (offline).
     Receive { payment: String },
-    /// Deposit every token held: re-issued to this device's fresh keys, or with --defund-to
-    /// sent back to that online-core address (hex of its 32-byte key).
+    /// Deposit every token held: re-issued to this device's fresh keys, or paid out to the
+    /// online core: to a new address of the core wallet --wallet (the payouts submitted to the
+    /// node and the wallet credited), or to --defund-to (hex of a 32-byte x-only key; the payouts
+    /// are printed for whoever holds that key to submit).
     Deposit {
-        #[arg(long)]
+        #[arg(long, conflicts_with = "wallet")]
         defund_to: Option<String>,
+        #[arg(long)]
+        wallet: Option<PathBuf>,
+        /// The core node's API [default: the one the wallet remembers].
+        #[arg(long, requires = "wallet")]
+        node: Option<String>,
     },
     /// Go online: resend unanswered deposits, fetch revocations, certify keys if fewer than --keys-min are left.
     Sync {
@@ -176,7 +196,18 @@ pub fn run(args: DeviceArgs) -> anyhow::Result<ExitCode> {
             file.save()?;
             println!("received {received}; balance {}", file.device.balance());
         }
-        DeviceCommand::Deposit { defund_to } => deposit(&mut file, &args.authority, defund_to.as_deref())?,
+        DeviceCommand::FundFromCore { wallet, node, amount } => {
+            crate::offline_bridge_cmd::fund_from_core(&mut file, &args.authority, &wallet, node.as_deref(), amount)?
+        }
+        DeviceCommand::Deposit {
+            defund_to,
+            wallet: Some(wallet),
+            node,
+        } => {
+            debug_assert!(defund_to.is_none());
+            crate::offline_bridge_cmd::deposit_to_wallet(&mut file, &args.authority, &wallet, node.as_deref())?
+        }
+        DeviceCommand::Deposit { defund_to, .. } => deposit(&mut file, &args.authority, defund_to.as_deref())?,
         DeviceCommand::Sync { keys_min } => sync(&mut file, &args.authority, keys_min)?,
         DeviceCommand::Balance => {
             println!(
@@ -202,12 +233,21 @@ fn deposit(file: &mut DeviceFile, authority: &str, defund_to: Option<&str>) -> a
     };
     file.device.deposit_all(address, defund_to.is_some());
     file.save()?;
-    let (paid, refused) = AuthorityClient::new(authority, None).deposit_pending(&mut file.device)?;
+    let deposited = AuthorityClient::new(authority, None).deposit_pending(&mut file.device)?;
     file.save()?;
     println!(
-        "deposited: {paid} paid, {refused} refused (spent twice by an earlier owner); balance {}",
+        "deposited: {} paid, {} refused (spent twice by an earlier owner); balance {}",
+        deposited.paid,
+        deposited.refused,
         file.device.balance()
     );
+    for payout in &deposited.payouts {
+        let tx = specie_transaction::SpecieTransaction::OfflinePayout(payout.clone());
+        println!(
+            "payout for the core: {}",
+            hex::encode(specie_codec::Encode::encode(&tx))
+        );
+    }
     Ok(())
 }
 
@@ -219,11 +259,13 @@ fn sync(file: &mut DeviceFile, authority: &str, keys_min: usize) -> anyhow::Resu
         client.certify(&mut file.device, keys_min.max(32))?;
     }
     file.save()?;
-    let (paid, refused) = client.deposit_pending(&mut file.device)?;
+    let deposited = client.deposit_pending(&mut file.device)?;
     file.save()?;
     println!(
-        "synced: {revoked} revocations, {} keys, deposits answered {paid} paid / {refused} refused",
-        file.device.keys_left()
+        "synced: {revoked} revocations, {} keys, deposits answered {} paid / {} refused",
+        file.device.keys_left(),
+        deposited.paid,
+        deposited.refused
     );
     Ok(())
 }

@@ -21,7 +21,7 @@ use specie_wallet::{
 const SUBMIT_TIMEOUT_MS_DEFAULT: u64 = 30_000;
 /// How long a command waits for another one on the same wallet: longer than any one command
 /// takes (its node time-out is at most 120 s).
-const WALLET_LOCK_WAIT_MS: u64 = 150_000;
+pub(crate) const WALLET_LOCK_WAIT_MS: u64 = 150_000;
 /// Exit status when a transaction was accepted but is not final yet (0 = done, 1 = failed).
 const EXIT_NOT_FINAL: u8 = 2;
 
@@ -459,6 +459,7 @@ fn describe(wallet: &Wallet, kind: &PendingKind, unit: &str) -> String {
         PendingKind::Redeem { amount } => format!("redeem of {amount} {unit}"),
         PendingKind::FastpayFunding { amount } => format!("funding of {amount} {unit} into a Byzantine-mode account"),
         PendingKind::FastpayRedeem { amount } => format!("{amount} {unit} back from a Byzantine-mode account"),
+        PendingKind::OfflineFunding { amount } => format!("funding of {amount} {unit} into offline cash"),
     }
 }
 

@@ -19,7 +19,7 @@ fn start(data_dir: &Path) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_specie"))
         .args(["offline", "authority", "--data-dir"])
         .arg(data_dir)
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", "127.0.0.1:0", "--allow-operator-funding"])
         .env_remove("RUST_LOG")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -378,4 +378,180 @@ fn device_wallets_pay_offline_and_refuse_replays_limits_and_bad_files_clearly() 
     assert!(synced.starts_with("synced: 0 revocations"), "{synced}");
     authority.kill().unwrap();
     authority.wait().unwrap();
+}
+
+/// Starts `specie node` banking for the offline authority `bridge` with `issuer`; its child and URL.
+fn start_node(data_dir: &Path, issuer: &str, bridge: &str) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_specie"))
+        .args([
+            "node",
+            "--listen",
+            "127.0.0.1:0",
+            "--issuer",
+            issuer,
+            "--offline-authority",
+            bridge,
+        ])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the specie binary runs");
+    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
+    let url = loop {
+        let line = lines.next().expect("the node says where it listens").unwrap();
+        if let Some(rest) = line.split("API on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
+}
+
+fn core_wallet(path: &Path, args: &[&str]) -> String {
+    let mut all = vec!["wallet", "--wallet", path.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let output = specie(&all);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "specie wallet {args:?}: {text}");
+    text
+}
+
+/// The whole bridge with real processes: a core wallet funds a device through the online core
+/// (the authority checks the core itself), the device pays another offline, the payee deposits
+/// back to its own core wallet, and the coins are spendable there; a funding the core never
+/// confirmed is refused, and so is one handed in for other owners than it commits to.
+#[test]
+fn a_core_wallet_funds_a_device_and_a_deposit_comes_back_to_a_core_wallet() {
+    let dir = tempfile::tempdir().unwrap();
+    let authority_dir = dir.path().join("authority");
+    let bridge = specie(&[
+        "offline",
+        "authority",
+        "--data-dir",
+        authority_dir.to_str().unwrap(),
+        "--show-bridge-key",
+    ]);
+    let bridge = String::from_utf8(bridge.stdout).unwrap().trim().to_string();
+    assert_eq!(bridge.len(), 64, "{bridge}");
+    let issuer_wallet = dir.path().join("issuer.json");
+    let created = core_wallet(&issuer_wallet, &["create", "--issuer"]);
+    let issuer = created
+        .lines()
+        .find_map(|line| line.strip_prefix("issuer public key: "))
+        .unwrap()
+        .to_string();
+    let (mut node, node_url) = start_node(&dir.path().join("core"), &issuer, &bridge);
+    let mut authority = Command::new(env!("CARGO_BIN_EXE_specie"))
+        .args([
+            "offline",
+            "authority",
+            "--listen",
+            "127.0.0.1:0",
+            "--core",
+            &node_url,
+            "--data-dir",
+        ])
+        .arg(&authority_dir)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(authority.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("the authority starts").unwrap();
+        if let Some(rest) = line.split("API on ").nth(1) {
+            break rest.split(',').next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    let token_file = authority_dir.join("operator.token");
+    let token_file = token_file.to_str().unwrap();
+
+    // Alice's core wallet gets 1,000 minted; her device and Bob's are enrolled.
+    let alice_wallet = dir.path().join("alice.json");
+    core_wallet(&alice_wallet, &["create", "--node", &node_url]);
+    let address = core_wallet(&alice_wallet, &["address"])
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .to_string();
+    let minted = core_wallet(&issuer_wallet, &["--node", &node_url, "mint", "1000", "--to", &address]);
+    let payment_string = minted
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with("specie-pay1"))
+        .unwrap()
+        .to_string();
+    core_wallet(&alice_wallet, &["import", &payment_string]);
+    let (alice, bob) = (dir.path().join("alice.device"), dir.path().join("bob.device"));
+    for file in [&alice, &bob] {
+        device(file, &url, &["create"]).unwrap();
+        device(file, &url, &["enrol", "--operator-token-file", token_file]).unwrap();
+    }
+    // Funding on the operator's word is off without --allow-operator-funding.
+    let refused = device(&alice, &url, &["fund", "--operator-token-file", token_file, "100"]).unwrap_err();
+    assert!(refused.contains("operator's word is off"), "{refused}");
+
+    let alice_wallet_arg = alice_wallet.to_str().unwrap();
+    let funded = device(&alice, &url, &["fund-from-core", "--wallet", alice_wallet_arg, "700"]).unwrap();
+    assert!(funded.starts_with("funded 700 from the core"), "{funded}");
+    assert!(
+        core_wallet(&alice_wallet, &["balance"]).contains("spendable:   300"),
+        "the change stays in the wallet"
+    );
+    assert!(
+        !dir.path().join("alice.device.funding").exists(),
+        "nothing left to hand in"
+    );
+
+    let request = device(&bob, &url, &["request", "500"]).unwrap();
+    let payment = device(&alice, &url, &["pay", &request]).unwrap();
+    device(&bob, &url, &["receive", &payment]).unwrap();
+
+    // Bob deposits back to a core wallet of his: the payout confirmed, the coins spendable.
+    let bob_wallet = dir.path().join("bob.json");
+    core_wallet(&bob_wallet, &["create", "--node", &node_url]);
+    let deposited = device(&bob, &url, &["deposit", "--wallet", bob_wallet.to_str().unwrap()]).unwrap();
+    assert!(
+        deposited.starts_with("deposited: 500 paid (500 back to the core, 500 now spendable"),
+        "{deposited}"
+    );
+    assert!(core_wallet(&bob_wallet, &["balance"]).contains("spendable:   500"));
+
+    // A funding the core never confirmed is refused; so is one naming other owners.
+    let unconfirmed = {
+        let mut wallet = specie_wallet::WalletFile::load(&alice_wallet).unwrap();
+        let owners = [[9u8; 32]];
+        let tx = wallet
+            .build_offline_funding(
+                <[u8; 32]>::try_from(hex::decode(&bridge).unwrap()).unwrap(),
+                specie_transaction::offline_owners_digest(&owners),
+                100,
+                &mut rand::thread_rng(),
+            )
+            .unwrap();
+        hex::encode(specie_codec::Encode::encode(&tx))
+    };
+    let body = serde_json::json!({"transaction": unconfirmed, "owners": [hex::encode([9u8; 32])]});
+    let (status, answer) = post(&url, "/v1/offline/fund-from-core", body, None);
+    assert_eq!(status, 409, "{answer}");
+    let body = serde_json::json!({"transaction": unconfirmed, "owners": [hex::encode([8u8; 32])]});
+    let (status, answer) = post(&url, "/v1/offline/fund-from-core", body, None);
+    assert_eq!(status, 422, "{answer}");
+    assert!(answer.to_string().contains("owners"), "{answer}");
+
+    for child in [&mut authority, &mut node] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 }

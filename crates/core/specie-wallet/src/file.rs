@@ -259,6 +259,7 @@ pub enum KindRecord {
     Redeem { amount: u64 },
     FastpayFunding { amount: u64 },
     FastpayRedeem { amount: u64 },
+    OfflineFunding { amount: u64 },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -362,6 +363,7 @@ impl WalletFile {
                         PendingKind::Redeem { amount } => KindRecord::Redeem { amount },
                         PendingKind::FastpayFunding { amount } => KindRecord::FastpayFunding { amount },
                         PendingKind::FastpayRedeem { amount } => KindRecord::FastpayRedeem { amount },
+                        PendingKind::OfflineFunding { amount } => KindRecord::OfflineFunding { amount },
                     },
                     transaction: hex::encode(pending.tx.encode()),
                     spends: pending
@@ -518,6 +520,7 @@ impl PendingRecord {
             KindRecord::Redeem { amount } => PendingKind::Redeem { amount: *amount },
             KindRecord::FastpayFunding { amount } => PendingKind::FastpayFunding { amount: *amount },
             KindRecord::FastpayRedeem { amount } => PendingKind::FastpayRedeem { amount: *amount },
+            KindRecord::OfflineFunding { amount } => PendingKind::OfflineFunding { amount: *amount },
         };
         Ok(PendingTx {
             txid,

@@ -24,6 +24,7 @@ mod error;
 mod fastpay;
 mod fastpay_file;
 mod file;
+mod offline;
 mod payment;
 mod select;
 pub mod session;

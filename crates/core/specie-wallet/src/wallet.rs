@@ -145,6 +145,10 @@ pub enum PendingKind {
     FastpayRedeem {
         amount: u64,
     },
+    /// Coins moved into offline cash (`crate::offline`).
+    OfflineFunding {
+        amount: u64,
+    },
 }
 
 /// A transaction this wallet built and has not seen resolved.

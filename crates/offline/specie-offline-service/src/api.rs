@@ -18,17 +18,31 @@ use specie_offline_authority::{
     DepositOutcome, Funding, Input, Refusal, Reply, BINDINGS_PER_CALL_MAX, TOKENS_PER_FUNDING_MAX,
 };
 
+use std::sync::Arc;
+
 use crate::AuthorityHandle;
 use specie_transaction::SpecieTransaction;
 
 /// Largest request body: a certification of the most keys, in hex, with room for JSON.
 const BODY_BYTES_MAX: usize = 2 * BINDINGS_PER_CALL_MAX * (KEY_BINDING_BYTES + 8) + 4_096;
 
-pub fn router(authority: AuthorityHandle) -> Router {
+/// How the authority learns that value left the online core for it.
+#[derive(Clone, Debug, Default)]
+pub struct Bridge {
+    /// The online core's HTTP API (`specie node`, or a cluster's), asked whether a funding's
+    /// marker is in the UHS: `POST /v1/offline/fund-from-core`.
+    pub core_url: Option<String>,
+    /// Whether the operator may fund devices on its word (`POST /v1/offline/fund`): value from
+    /// nowhere, outside the platform's supply audit. For trials without a core only.
+    pub operator_funding: bool,
+}
+
+pub fn router(authority: AuthorityHandle, bridge: Bridge) -> Router {
     Router::new()
         .route("/v1/offline/keys", get(keys))
         .route("/v1/offline/register", post(register))
         .route("/v1/offline/fund", post(fund))
+        .route("/v1/offline/fund-from-core", post(fund_from_core))
         .route("/v1/offline/certify", post(certify))
         .route("/v1/offline/deposit", post(deposit))
         .route("/v1/offline/revocations", get(revocations))
@@ -42,6 +56,7 @@ pub fn router(authority: AuthorityHandle) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
+        .layer(axum::Extension(Arc::new(bridge)))
         .with_state(authority)
 }
 
@@ -170,9 +185,18 @@ struct FundRequest {
 
 async fn fund(
     State(authority): State<AuthorityHandle>,
+    axum::Extension(bridge): axum::Extension<Arc<Bridge>>,
     headers: HeaderMap,
     Json(request): Json<FundRequest>,
 ) -> Result<Response, ApiError> {
+    if !bridge.operator_funding {
+        return Err(error(
+            StatusCode::FORBIDDEN,
+            "operator_funding_off",
+            "funding on the operator's word is off (start the authority with --allow-operator-funding for a \
+             trial without a core); fund from the core: POST /v1/offline/fund-from-core",
+        ));
+    }
     operator_only(&authority, &headers)?;
     if request.owners.len() > TOKENS_PER_FUNDING_MAX {
         return Err(bad_request(format!("more than {TOKENS_PER_FUNDING_MAX} owners")));
@@ -190,6 +214,87 @@ async fn fund(
         Reply::Funded { issuances } => Ok(Json(json!({"issuances": issuances_hex(&issuances)})).into_response()),
         other => Err(unexpected(other)),
     }
+}
+
+#[derive(Deserialize)]
+struct FundFromCoreRequest {
+    /// The offline funding transaction (hex of its core encoding), confirmed by the core.
+    transaction: String,
+    /// The one-time keys that get the tokens, in the order their digest was taken.
+    owners: Vec<String>,
+}
+
+/// A funding the core confirmed: credited once its marker is found in the core's UHS (asked
+/// here, never taken from the caller), to exactly the owners the transaction commits to, once
+/// per marker. Needs no operator: the core transaction is the authorisation.
+async fn fund_from_core(
+    State(authority): State<AuthorityHandle>,
+    axum::Extension(bridge): axum::Extension<Arc<Bridge>>,
+    Json(request): Json<FundFromCoreRequest>,
+) -> Result<Response, ApiError> {
+    let Some(core_url) = bridge.core_url.clone() else {
+        return Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no_core",
+            "this authority was started without --core, so it cannot check fundings",
+        ));
+    };
+    if request.owners.len() > TOKENS_PER_FUNDING_MAX {
+        return Err(bad_request(format!("more than {TOKENS_PER_FUNDING_MAX} owners")));
+    }
+    let limits = specie_transaction::limits::DecodeLimits::default();
+    let transaction = from_hex(
+        "transaction",
+        &request.transaction,
+        limits.transaction_bytes_max,
+        |reader| <SpecieTransaction as specie_codec::Decode>::decode_from(reader, &limits),
+    )?;
+    let SpecieTransaction::OfflineFunding(core) = transaction else {
+        return Err(bad_request("transaction: not an offline funding (kind 0x05)"));
+    };
+    let owners = request
+        .owners
+        .iter()
+        .map(|owner| key_from_hex("owner", owner))
+        .collect::<Result<Vec<_>, _>>()?;
+    let funding = Funding::from_core(&core, &authority.bridge(), owners).map_err(|refusal| refused(&refusal))?;
+    let marker = hex::encode(funding.id);
+    let confirmed = tokio::task::spawn_blocking(move || marker_in_core(&core_url, &marker))
+        .await
+        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    match confirmed {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(error(
+                StatusCode::CONFLICT,
+                "funding_unconfirmed",
+                "the funding's marker is not in the online core's UHS: submit it to the core first, and send it \
+                 here once it is confirmed",
+            ))
+        }
+        Err(reason) => return Err(error(StatusCode::BAD_GATEWAY, "core_unreachable", reason)),
+    }
+    match ask(&authority, move |ticket| Input::Fund { ticket, funding }).await? {
+        Reply::Funded { issuances } => Ok(Json(json!({"issuances": issuances_hex(&issuances)})).into_response()),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// Whether the core at `core_url` holds the UHS id `marker_hex` (`GET /v1/uhs/{id}`).
+fn marker_in_core(core_url: &str, marker_hex: &str) -> Result<bool, String> {
+    let url = format!("{}/v1/uhs/{marker_hex}", core_url.trim_end_matches('/'));
+    let agent = ureq::AgentBuilder::new()
+        .timeout(std::time::Duration::from_secs(10))
+        .build();
+    let answer: Value = agent
+        .get(&url)
+        .call()
+        .map_err(|e| format!("{url}: {e}"))?
+        .into_json()
+        .map_err(|e| format!("{url}: {e}"))?;
+    answer["present"]
+        .as_bool()
+        .ok_or_else(|| format!("{url}: no \"present\" in the answer"))
 }
 
 fn issuances_hex(issuances: &[specie_offline::Issuance]) -> Vec<String> {

@@ -6,9 +6,12 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use specie_codec::{DecodeError, Reader};
-use specie_offline::{Issuance, KeyCertificate, KeyRing, Token, CERTIFIED_KEY_BYTES, ISSUANCE_BYTES, TOKEN_BYTES_MAX};
+use specie_codec::{Decode, DecodeError, Reader};
+use specie_offline::{
+    Issuance, KeyCertificate, KeyRing, PublicKey, Token, CERTIFIED_KEY_BYTES, ISSUANCE_BYTES, TOKEN_BYTES_MAX,
+};
 use specie_offline_device::{Device, DeviceError, DeviceLimits, PaymentRequest};
+use specie_transaction::{OfflinePayout, SpecieTransaction};
 use specie_wallet::{write_file_atomically, FileError, WalletLock};
 
 /// What a payment request string starts with.
@@ -45,6 +48,10 @@ pub struct DeviceFile {
 }
 
 impl DeviceFile {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Creates a device with a fresh secret seed (refuses to replace a file).
     pub fn create(path: &Path, limits: DeviceLimits, now_ms: u64) -> Result<DeviceFile, DeviceCommandError> {
         let lock = WalletLock::acquire(path, LOCK_WAIT_MS, || {})?;
@@ -150,6 +157,15 @@ fn decoded<T>(
     })
 }
 
+/// What a round of deposits came to.
+#[derive(Debug, Default)]
+pub struct Deposited {
+    pub paid: u64,
+    pub refused: u64,
+    /// Signed payouts for the online core (deposits defunded to a core address).
+    pub payouts: Vec<OfflinePayout>,
+}
+
 /// The offline authority's API, as a device and the operator call it.
 pub struct AuthorityClient {
     url: String,
@@ -234,8 +250,32 @@ impl AuthorityClient {
         Ok(())
     }
 
-    /// Funds the device with `amount` (operator; until the core bridge, the operator vouches
-    /// for the funding); the tokens are checked and held.
+    /// The bridge key the online core banks for (what an offline funding names).
+    pub fn bridge(&self) -> Result<PublicKey, DeviceCommandError> {
+        let body = self.call("GET", "/v1/offline/keys", None)?;
+        hex::decode(body["bridge"].as_str().unwrap_or_default())
+            .ok()
+            .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+            .ok_or_else(|| self.failed("no bridge key in GET /v1/offline/keys"))
+    }
+
+    /// Hands in an offline funding the core confirmed (`transaction`, hex) for `owners`; the
+    /// authority checks the core and issues the tokens, which the device checks and holds.
+    pub fn fund_from_core(
+        &self,
+        device: &mut Device,
+        transaction: &str,
+        owners: &[PublicKey],
+    ) -> Result<u64, DeviceCommandError> {
+        let owners: Vec<String> = owners.iter().map(hex::encode).collect();
+        let body = json!({"transaction": transaction, "owners": owners});
+        let answer = self.call("POST", "/v1/offline/fund-from-core", Some(body))?;
+        let issuances = self.issuances(&answer["issuances"])?;
+        Ok(device.receive_issued(&issuances, &self.ring()?)?)
+    }
+
+    /// Funds the device with `amount` on the operator's word (an authority started with
+    /// `--allow-operator-funding`, a trial without a core); the tokens are checked and held.
     pub fn fund(&self, device: &mut Device, amount: u64, split: usize) -> Result<u64, DeviceCommandError> {
         let owners: Vec<String> = device.funding_owners(split)?.iter().map(hex::encode).collect();
         let mut id = [0u8; 32];
@@ -258,10 +298,10 @@ impl AuthorityClient {
     }
 
     /// Sends every pending deposit of the device (the file saved first by the caller) and takes
-    /// the answers; returns (paid, refused) values.
-    pub fn deposit_pending(&self, device: &mut Device) -> Result<(u64, u64), DeviceCommandError> {
+    /// the answers: the values paid and refused, and the payouts for the core of those paid out.
+    pub fn deposit_pending(&self, device: &mut Device) -> Result<Deposited, DeviceCommandError> {
         let ring = self.ring()?;
-        let (mut paid, mut refused) = (0, 0);
+        let mut deposited = Deposited::default();
         for deposit in device.pending().to_vec() {
             let hex_of = |encode: &dyn Fn(&mut Vec<u8>)| {
                 let mut bytes = Vec::new();
@@ -279,12 +319,23 @@ impl AuthorityClient {
                 _ => Vec::new(),
             };
             match answer["outcome"].as_str() {
-                Some("reissued" | "defunded") => paid += deposit.value,
-                _ => refused += deposit.value,
+                Some("reissued" | "defunded") => deposited.paid += deposit.value,
+                _ => deposited.refused += deposit.value,
+            }
+            if let Some(payout) = answer["payout"].as_str() {
+                deposited.payouts.push(self.payout(payout)?);
             }
             device.deposited(&deposit.link(), &reissued, &ring)?;
         }
-        Ok((paid, refused))
+        Ok(deposited)
+    }
+
+    fn payout(&self, hex_text: &str) -> Result<OfflinePayout, DeviceCommandError> {
+        let bytes = hex::decode(hex_text).map_err(|e| self.failed(e.to_string()))?;
+        match SpecieTransaction::decode_exact(&bytes) {
+            Ok(SpecieTransaction::OfflinePayout(payout)) => Ok(payout),
+            _ => Err(self.failed("a payout that is not an offline payout")),
+        }
     }
 
     /// Fetches the revocations the device has not seen.

@@ -157,7 +157,7 @@ impl AuthorityHandle {
     }
 }
 
-fn create_private_dir(dir: &Path) -> Result<(), OpenError> {
+pub(crate) fn create_private_dir(dir: &Path) -> Result<(), OpenError> {
     let io = |source| OpenError::Io {
         path: dir.to_path_buf(),
         source,

@@ -3,16 +3,17 @@
 //! loses nothing that was answered), and an HTTP/JSON API serves devices and the operator.
 //!
 //! Who may do what: devices certify keys, deposit, and read the revocation list, evidence, books
-//! and key ring; only the operator (the registrar and the core bridge) registers identities and
-//! funds devices, with the bearer token in `DATA_DIR/operator.token` (created 0600 on first start;
-//! compared in constant time). Values travel as hex of their canonical encodings
+//! and key ring; anyone may hand in an offline funding the online core confirmed (the authority
+//! checks the core itself); only the operator (the registrar) registers identities, with the
+//! bearer token in `DATA_DIR/operator.token` (created 0600 on first start; compared in constant
+//! time), and funds devices on its word only if started so, for trials without a core. Values travel as hex of their canonical encodings
 //! (docs/offline-format.md); every decoder is bounded.
 
 mod api;
 pub mod device;
 mod host;
 
-pub use api::router;
+pub use api::{router, Bridge};
 pub use host::{AuthorityCall, AuthorityHandle, OpenError};
 
 use std::net::SocketAddr;
@@ -40,11 +41,13 @@ pub struct ServeOptions {
     pub limits: HttpLimits,
     /// The log's size after which the authority writes a snapshot.
     pub snapshot_log_bytes: u64,
+    pub bridge: Bridge,
 }
 
 /// The authority's keys, from the secret seed in `data_dir` (created on first start, 0600). One
 /// key set per authority for now (docs/offline-mode.md, "Key lifecycle": rotation is not built).
 pub fn authority_keys(data_dir: &Path) -> Result<AuthorityKeys, OpenError> {
+    host::create_private_dir(data_dir)?;
     let seed = host::secret_file(&data_dir.join("authority.seed"))?;
     Ok(AuthorityKeys::from_seed(&seed, Denominations::default(), 1))
 }
@@ -55,7 +58,7 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
     let data_dir = options.data_dir.clone();
     let served = specie_api::http_server::serve_until_ctrl_c(
         options.listen,
-        router(authority.clone()),
+        router(authority.clone(), options.bridge.clone()),
         options.limits,
         |local| {
             eprintln!(

@@ -1,0 +1,78 @@
+//! Coins moved into offline cash: an offline funding (docs/transaction-format.md §5.7) built
+//! from this wallet's coins, for the device keys that will hold the tokens. The device side
+//! (keys, tokens) lives in the device file; this wallet only pays for it.
+
+use rand::{CryptoRng, RngCore};
+use specie_transaction::{NonceMode, OfflineFunding, SpecieTransaction};
+
+use crate::error::WalletError;
+use crate::wallet::{PendingKind, Spending, Wallet};
+
+impl Wallet {
+    /// Builds and signs a funding of `amount` from this wallet's coins to the offline authority
+    /// whose bridge key is `authority`, for the device keys whose digest is `owners_digest`;
+    /// recorded as a pending core transaction (so `sync` resolves it after a crash).
+    pub fn build_offline_funding(
+        &mut self,
+        authority: [u8; 32],
+        owners_digest: [u8; 32],
+        amount: u64,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<SpecieTransaction, WalletError> {
+        let Spending {
+            inputs,
+            owners,
+            change_output,
+            change_key,
+            ..
+        } = self.spend(amount, rng)?;
+        let funding = OfflineFunding::new_signed(
+            authority,
+            owners_digest,
+            amount,
+            inputs,
+            change_output,
+            &owners,
+            NonceMode::Randomized,
+        )
+        .map_err(WalletError::Sign)?;
+        if let Some(key) = change_key {
+            self.add_key(key);
+        }
+        let tx = SpecieTransaction::OfflineFunding(funding);
+        self.record(tx.clone(), PendingKind::OfflineFunding { amount });
+        Ok(tx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{funded_wallet, rng};
+    use specie_transaction::SpecieTransaction;
+
+    #[test]
+    fn an_offline_funding_spends_coins_keeps_the_change_and_waits_as_pending() {
+        let mut rng = rng(7);
+        let mut wallet = funded_wallet(&[300, 500], &mut rng);
+        let before = wallet.balance();
+        let tx = wallet.build_offline_funding([5; 32], [6; 32], 650, &mut rng).unwrap();
+        let SpecieTransaction::OfflineFunding(funding) = &tx else {
+            panic!("an offline funding")
+        };
+        assert_eq!(
+            (funding.authority, funding.owners_digest, funding.amount),
+            ([5; 32], [6; 32], 650)
+        );
+        let spent: u64 = funding.inputs.iter().map(|input| input.data.value).sum();
+        let change: u64 = funding.outputs.iter().map(|output| output.value).sum();
+        assert_eq!(spent, change + 650, "the change comes back");
+        assert_eq!(wallet.pending().count(), 1);
+        assert!(wallet.balance().spendable < before.spendable);
+        assert!(
+            wallet
+                .build_offline_funding([5; 32], [6; 32], 10_000, &mut rng)
+                .is_err(),
+            "more than it has"
+        );
+    }
+}

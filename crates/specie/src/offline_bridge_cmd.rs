@@ -1,0 +1,173 @@
+//! Value between a core wallet and a device, through the online core: `specie offline device
+//! fund-from-core` (an offline funding, then tokens) and `deposit --wallet` (payouts, then core
+//! coins in the wallet).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde_json::json;
+use specie_codec::Encode;
+use specie_offline::{Denominations, PublicKey};
+use specie_offline_service::device::{AuthorityClient, DeviceFile};
+use specie_transaction::{offline_owners_digest, SpecieTransaction};
+use specie_wallet::session::{self, Submitted};
+use specie_wallet::{Outcome, PaidOutput, PaymentString, WalletFile, WalletLock};
+
+use crate::wallet_cmd::WALLET_LOCK_WAIT_MS;
+
+/// How long the node may take to make a funding or payout final.
+const SUBMIT_TIMEOUT_MS: u64 = 10_000;
+
+/// The funding the core may have confirmed and the authority not yet credited, beside the
+/// device file: `{"transaction": hex, "owners": [hex]}`.
+fn funding_path(device: &Path) -> PathBuf {
+    let mut name = device.as_os_str().to_owned();
+    name.push(".funding");
+    PathBuf::from(name)
+}
+
+fn lock_wallet(path: &Path) -> anyhow::Result<WalletLock> {
+    Ok(WalletLock::acquire(path, WALLET_LOCK_WAIT_MS, || {
+        eprintln!("waiting for another command using {} to finish…", path.display())
+    })?)
+}
+
+/// A funding kept beside the device: the core transaction (hex) and the owners it commits to.
+fn read_kept_funding(path: &Path) -> anyhow::Result<Option<(String, Vec<PublicKey>)>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let kept: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is damaged", path.display()))?;
+    let transaction = kept["transaction"].as_str().context("no transaction")?.to_string();
+    let owners = kept["owners"]
+        .as_array()
+        .context("no owners")?
+        .iter()
+        .map(|owner| {
+            let bytes = hex::decode(owner.as_str().unwrap_or_default())?;
+            <[u8; 32]>::try_from(bytes).map_err(|_| anyhow::anyhow!("an owner is not 32 bytes"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()
+        .with_context(|| format!("{} is damaged", path.display()))?;
+    Ok(Some((transaction, owners)))
+}
+
+/// Pays `amount` from the core wallet into an offline funding for fresh keys of the device,
+/// waits for the core to confirm it, then has the authority issue the tokens. A funding kept
+/// from an earlier run (confirmed, not yet credited) is handed in first, instead.
+pub fn fund_from_core(
+    file: &mut DeviceFile,
+    authority_url: &str,
+    wallet_path: &Path,
+    node: Option<&str>,
+    amount: u64,
+) -> anyhow::Result<()> {
+    let authority = AuthorityClient::new(authority_url, None);
+    let kept_path = funding_path(file.path());
+    if let Some((transaction, owners)) = read_kept_funding(&kept_path)? {
+        let funded = authority.fund_from_core(&mut file.device, &transaction, &owners)?;
+        file.save()?;
+        std::fs::remove_file(&kept_path)?;
+        println!(
+            "an earlier funding was handed in: {funded} received; balance {} (run again to fund {amount})",
+            file.device.balance()
+        );
+        return Ok(());
+    }
+    let _lock = lock_wallet(wallet_path)?;
+    let mut wallet = WalletFile::load(wallet_path)?;
+    let client = session::client_for(&wallet, node)?;
+    let split = Denominations::default().split(amount).len();
+    let owners = file.device.funding_owners(split)?;
+    file.save()?;
+    let tx = wallet.build_offline_funding(
+        authority.bridge()?,
+        offline_owners_digest(&owners),
+        amount,
+        &mut rand::thread_rng(),
+    )?;
+    let transaction = hex::encode(tx.encode());
+    let owners_hex: Vec<String> = owners.iter().map(hex::encode).collect();
+    let kept = json!({"transaction": transaction, "owners": owners_hex}).to_string();
+    specie_wallet::write_file_atomically(&kept_path, kept.as_bytes(), true)?;
+    match session::submit(wallet_path, &mut wallet, &client, &tx, SUBMIT_TIMEOUT_MS)? {
+        Submitted::Settled(Outcome::Confirmed(_)) => {}
+        Submitted::Settled(Outcome::StillPending { reason }) => {
+            bail!("the core has not made the funding final yet ({reason}): run this again later")
+        }
+        Submitted::Unknown(error) => {
+            bail!(
+                "whether the core received the funding is unknown ({error}): run `specie wallet sync`, then this again"
+            )
+        }
+        Submitted::Settled(refused) => {
+            std::fs::remove_file(&kept_path)?;
+            bail!("the core refused the funding: {refused:?}; the wallet's coins are released")
+        }
+    }
+    let funded = authority
+        .fund_from_core(&mut file.device, &transaction, &owners)
+        .context("the core confirmed the funding but the authority did not credit it: run this again to hand it in")?;
+    file.save()?;
+    std::fs::remove_file(&kept_path)?;
+    println!(
+        "funded {funded} from the core (txid {}); balance {}",
+        tx.txid(),
+        file.device.balance()
+    );
+    Ok(())
+}
+
+/// Deposits every token held, paid out to a new address of the core wallet; submits the payouts
+/// to the node and credits them to the wallet.
+pub fn deposit_to_wallet(
+    file: &mut DeviceFile,
+    authority_url: &str,
+    wallet_path: &Path,
+    node: Option<&str>,
+) -> anyhow::Result<()> {
+    let _lock = lock_wallet(wallet_path)?;
+    let mut wallet = WalletFile::load(wallet_path)?;
+    let client = session::client_for(&wallet, node)?;
+    let address = wallet.new_address(&mut rand::thread_rng())?;
+    WalletFile::save(wallet_path, &wallet)?;
+    file.device.deposit_all(address.pubkey().serialize(), true);
+    file.save()?;
+    let deposited = AuthorityClient::new(authority_url, None).deposit_pending(&mut file.device)?;
+    file.save()?;
+    let txs: Vec<SpecieTransaction> = deposited
+        .payouts
+        .iter()
+        .cloned()
+        .map(SpecieTransaction::OfflinePayout)
+        .collect();
+    let results = client.submit(&txs, SUBMIT_TIMEOUT_MS)?;
+    let mut credited = 0;
+    for (tx, result) in txs.iter().zip(results) {
+        // A payout presented before (a repeated deposit) is refused as a replay: its output is
+        // in the core already, and the import below finds it.
+        let payment = PaymentString::new(
+            tx.txid(),
+            vec![PaidOutput {
+                index: 0,
+                output: tx.outputs()[0],
+            }],
+        );
+        let report = session::import(wallet_path, &mut wallet, &client, &payment.to_string())?;
+        credited += report.imported.spendable;
+        if report.imported.spendable == 0 {
+            eprintln!("payout {} not credited yet: {:?}", tx.txid(), result.status);
+        }
+    }
+    println!(
+        "deposited: {} paid ({} back to the core, {credited} now spendable in the wallet), {} refused (spent twice by an earlier owner); device balance {}",
+        deposited.paid,
+        deposited.payouts.iter().map(|p| p.amount()).sum::<u64>(),
+        deposited.refused,
+        file.device.balance()
+    );
+    Ok(())
+}
