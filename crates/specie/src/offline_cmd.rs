@@ -30,6 +30,17 @@ enum OfflineCommand {
         /// The evidence bundle, in its canonical encoding (docs/offline-format.md §13a).
         file: PathBuf,
     },
+    /// Audit the authority's books: value funded from the core, paid back, outstanding; per
+    /// issuing key, value paid back never above value issued; refused double-spent value and
+    /// who owes it. Exits 0 when the books hold, 1 when they do not.
+    Audit {
+        /// The offline authority's API.
+        #[arg(long, default_value = "http://127.0.0.1:8490")]
+        authority: String,
+        /// Print the books and the verdict as one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// A device wallet: create, enrol and fund it, pay and receive offline, deposit and sync
     /// online (`specie offline device --help`).
     Device(crate::offline_device_cmd::DeviceArgs),
@@ -78,7 +89,7 @@ impl OfflineArgs {
     pub fn prints_only(&self) -> bool {
         matches!(
             self.command,
-            OfflineCommand::CheckEvidence { .. } | OfflineCommand::Device(_)
+            OfflineCommand::CheckEvidence { .. } | OfflineCommand::Device(_) | OfflineCommand::Audit { .. }
         )
     }
 }
@@ -87,6 +98,7 @@ pub fn run(args: OfflineArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         OfflineCommand::CheckEvidence { file } => check_evidence(&file),
         OfflineCommand::Device(args) => crate::offline_device_cmd::run(args),
+        OfflineCommand::Audit { authority, json } => audit(&authority, json),
         OfflineCommand::Authority {
             data_dir,
             listen,
@@ -147,4 +159,64 @@ fn check_evidence(file: &std::path::Path) -> anyhow::Result<ExitCode> {
         true => ExitCode::SUCCESS,
         false => ExitCode::from(1),
     })
+}
+
+/// Reads the books and checks them: funded − paid back = outstanding, and per key paid back ≤
+/// issued (value out never exceeds value in, key by key).
+fn audit(authority: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let books = specie_offline_service::device::AuthorityClient::new(authority, None).books()?;
+    let number = |value: &serde_json::Value| value.as_str().and_then(|text| text.parse::<u128>().ok());
+    let (Some(funded), Some(defunded), Some(outstanding)) = (
+        number(&books["funded"]),
+        number(&books["defunded"]),
+        number(&books["outstanding"]),
+    ) else {
+        anyhow::bail!("{authority} answered books without funded, defunded and outstanding: {books}");
+    };
+    let keys = books["by_key"].as_array().cloned().unwrap_or_default();
+    let over: Vec<&serde_json::Value> = keys
+        .iter()
+        .filter(|key| number(&key["paid"]) > number(&key["issued"]))
+        .collect();
+    let debts = books["debts"].as_array().cloned().unwrap_or_default();
+    let owed: u128 = debts.iter().filter_map(|debt| number(&debt["value"])).sum();
+    let balanced = funded.checked_sub(defunded) == Some(outstanding);
+    let ok = balanced && over.is_empty();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"books": books, "double_spent_value": owed.to_string(), "balanced": balanced, "keys_over_issued": over.len(), "ok": ok})
+        );
+    } else {
+        println!("funded from the core   {funded}");
+        println!("paid back to the core  {defunded}");
+        println!(
+            "outstanding in tokens  {outstanding}  (funded − paid back: {})",
+            if balanced { "holds" } else { "DOES NOT HOLD" }
+        );
+        for key in &keys {
+            println!(
+                "  denomination {:>6}: issued {}, paid back {} (key {})",
+                key["denomination"],
+                key["issued"].as_str().unwrap_or("?"),
+                key["paid"].as_str().unwrap_or("?"),
+                key["issuing_key"].as_str().unwrap_or("?")
+            );
+        }
+        if !over.is_empty() {
+            println!("{} keys paid back more than they issued", over.len());
+        }
+        println!("double-spent value refused: {owed}, owed by {} identities", debts.len());
+        for debt in &debts {
+            println!(
+                "  {} owes {} ({} double spends; evidence: GET /v1/offline/evidence/{})",
+                debt["identity"].as_str().unwrap_or("?"),
+                debt["value"].as_str().unwrap_or("?"),
+                debt["double_spends"],
+                debt["identity"].as_str().unwrap_or("?")
+            );
+        }
+        println!("audit {}", if ok { "OK" } else { "FAILED" });
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -527,6 +527,16 @@ fn a_core_wallet_funds_a_device_and_a_deposit_comes_back_to_a_core_wallet() {
         "{deposited}"
     );
     assert!(core_wallet(&bob_wallet, &["balance"]).contains("spendable:   500"));
+    let audit = specie(&["offline", "audit", "--authority", &url, "--json"]);
+    assert!(audit.status.success(), "{}", String::from_utf8_lossy(&audit.stderr));
+    let audit: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(audit["ok"], true, "{audit}");
+    let books = &audit["books"];
+    assert_eq!(
+        (&books["funded"], &books["defunded"], &books["outstanding"]),
+        (&json!("700"), &json!("500"), &json!("200")),
+        "{audit}"
+    );
 
     // A funding the core never confirmed is refused; so is one naming other owners.
     let unconfirmed = {

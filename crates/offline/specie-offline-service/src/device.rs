@@ -338,6 +338,11 @@ impl AuthorityClient {
         }
     }
 
+    /// The authority's books (`GET /v1/offline/books`), as JSON.
+    pub fn books(&self) -> Result<Value, DeviceCommandError> {
+        self.call("GET", "/v1/offline/books", None)
+    }
+
     /// Fetches the revocations the device has not seen.
     pub fn sync(&self, device: &mut Device, now_ms: u64) -> Result<usize, DeviceCommandError> {
         let from = device.revocations_seen();
