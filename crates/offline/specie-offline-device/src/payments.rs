@@ -78,12 +78,7 @@ impl Device {
                 limit: self.limits.payment_max,
             });
         }
-        let payable: Vec<usize> = (0..self.held.len())
-            .filter(|&i| {
-                let held = &self.held[i];
-                held.token.hops.len() < self.limits.hops_max && !self.revoked.contains(&held.token.issuance.serial)
-            })
-            .collect();
+        let payable = self.payable_indices();
         let spendable: u64 = payable.iter().map(|&i| self.held[i].value).sum();
         if request.amount > spendable {
             return Err(DeviceError::NotEnough {
@@ -110,6 +105,35 @@ impl Device {
         }
         paid.reverse();
         Ok(paid)
+    }
+
+    /// The held tokens this device may pay now: within the hop limit, not revoked.
+    fn payable_indices(&self) -> Vec<usize> {
+        (0..self.held.len())
+            .filter(|&i| {
+                let held = &self.held[i];
+                held.token.hops.len() < self.limits.hops_max && !self.revoked.contains(&held.token.issuance.serial)
+            })
+            .collect()
+    }
+
+    /// The smallest amount of at least `amount`, within the per-payment limit, that this device
+    /// can pay exactly: what a payer without exact change offers, taking the difference back as
+    /// change from the payee in the same exchange. `None` if there is none.
+    pub fn smallest_payable_from(&self, amount: u64) -> Option<u64> {
+        let values: Vec<u64> = self.payable_indices().iter().map(|&i| self.held[i].value).collect();
+        let bound = values.iter().sum::<u64>().min(self.limits.payment_max);
+        if amount > bound {
+            return None;
+        }
+        let reachable = reachable_sums(&values, bound);
+        (amount..=bound).find(|&a| reachable[a as usize])
+    }
+
+    /// Whether this device can pay exactly `amount` now (a payee asked for change checks this
+    /// before it takes the larger payment).
+    pub fn can_pay_exactly(&self, amount: u64) -> bool {
+        amount <= self.limits.payment_max && self.smallest_payable_from(amount) == Some(amount)
     }
 
     /// Checks a payment against the open request of `nonce` (seed 001, §IV-C, and the nonce of
@@ -165,6 +189,23 @@ impl Device {
 
 /// Indices into `values` of a subset adding up to exactly `amount`, with as few tokens as
 /// possible; none if no subset does.
+/// Which sums up to `bound` some subset of `values` makes (`bound` is at most the per-payment
+/// limit, so the table is bounded by configuration, never by a peer).
+fn reachable_sums(values: &[u64], bound: u64) -> Vec<bool> {
+    let bound = usize::try_from(bound).expect("a payment limit that fits in memory");
+    let mut reachable = vec![false; bound + 1];
+    reachable[0] = true;
+    for &value in values {
+        let Ok(value) = usize::try_from(value) else {
+            continue;
+        };
+        for a in (value..=bound).rev() {
+            reachable[a] |= reachable[a - value];
+        }
+    }
+    reachable
+}
+
 fn exact_subset(values: &[u64], amount: u64) -> Option<Vec<usize>> {
     let amount = usize::try_from(amount).ok()?;
     // fewest[a] after token i: the fewest of tokens 0..=i that make a; took[i][a]: token i used.
@@ -233,6 +274,18 @@ mod tests {
                     });
                     prop_assert!(!exists);
                 }
+            }
+        }
+
+        #[test]
+        fn the_reachable_sums_are_exactly_the_amounts_a_subset_makes(
+            values in prop::collection::vec(prop::sample::select(vec![1u64, 2, 5, 10, 20, 50]), 0..10),
+            bound in 0u64..120,
+        ) {
+            let reachable = reachable_sums(&values, bound);
+            prop_assert_eq!(reachable.len() as u64, bound + 1);
+            for amount in 0..=bound {
+                prop_assert_eq!(reachable[amount as usize], exact_subset(&values, amount).is_some());
             }
         }
     }

@@ -5,7 +5,9 @@
 use specie_host::{SimEvent, SimHost};
 use specie_offline::{Denominations, KeyRing};
 use specie_offline_authority::{AuthorityKeys, DepositOutcome, Funding, Input, OfflineAuthority, Reply};
-use specie_offline_device::{Device, DeviceError, DeviceLimits};
+use specie_offline_device::{
+    Device, DeviceError, DeviceLimits, ExchangeError, ExchangeMessage, Exchanged, PayeeExchange, PayerExchange, Step,
+};
 
 const HOUR_MS: u64 = 3_600_000;
 
@@ -245,4 +247,122 @@ fn a_device_file_round_trips_and_mutations_never_panic() {
     let mut bob = Device::decode(&bob.encode()).unwrap();
     let request_again = bob.request(1, [9; 16], 20);
     assert!(request_again.is_ok());
+}
+
+/// Runs one exchange in memory, the payee asking `amount` of a payer who agrees to pay at most
+/// `max`: each side's result, as its driver would see it.
+fn exchange(
+    ring: &KeyRing,
+    payee: &mut Device,
+    payer: &mut Device,
+    amount: u64,
+    max: u64,
+) -> (Result<Exchanged, ExchangeError>, Result<Exchanged, ExchangeError>) {
+    let mut nonces = (100u8..).map(|n| [n; 16]);
+    let (mut payee_side, first) = match PayeeExchange::start(payee, amount, nonces.next().unwrap(), 0) {
+        Ok(started) => started,
+        Err(error) => return (Err(error.clone()), Err(ExchangeError::Refused(error.to_string()))),
+    };
+    let mut payer_side = PayerExchange::new(max);
+    let (mut payee_result, mut payer_result) = (None, None);
+    let mut to_payer = Some(first);
+    let mut to_payee = None;
+    for _ in 0..8 {
+        if let Some(message) = to_payer.take() {
+            match payer_side.on_message(payer, message, ring, nonces.next().unwrap(), 0) {
+                Ok(Step::Send(reply)) => to_payee = Some(reply),
+                Ok(Step::Finish(last, done)) => {
+                    to_payee = last;
+                    payer_result = Some(Ok(done));
+                }
+                Err(error) => {
+                    payer_side.abandon(payer);
+                    // A refusal is the last word: it is not answered.
+                    if !matches!(error, ExchangeError::Refused(_)) {
+                        to_payee = Some(ExchangeMessage::Refused(error.to_string()));
+                    }
+                    payer_result = Some(Err(error));
+                }
+            }
+        }
+        if let Some(message) = to_payee.take() {
+            match payee_side.on_message(payee, message, ring, nonces.next().unwrap(), 0) {
+                Ok(Step::Send(reply)) => to_payer = Some(reply),
+                Ok(Step::Finish(last, done)) => {
+                    to_payer = last;
+                    payee_result = Some(Ok(done));
+                }
+                Err(error) => {
+                    payee_side.abandon(payee);
+                    // A refusal is the last word: it is not answered.
+                    if !matches!(error, ExchangeError::Refused(_)) {
+                        to_payer = Some(ExchangeMessage::Refused(error.to_string()));
+                    }
+                    payee_result = Some(Err(error));
+                }
+            }
+        }
+        if to_payer.is_none() && to_payee.is_none() {
+            break;
+        }
+    }
+    (
+        payee_result.expect("the payee ended"),
+        payer_result.expect("the payer ended"),
+    )
+}
+
+#[test]
+fn a_payer_without_exact_change_pays_more_and_gets_the_change_in_the_same_exchange() {
+    let mut world = World::new();
+    let limits = DeviceLimits::default();
+    let ring = world.ring.clone();
+    let mut payer = world.device(1, limits, 8, 10); // one 10
+    let mut payee = world.device(2, limits, 8, 7); // 5 + 2
+    let (payee_end, payer_end) = exchange(&ring, &mut payee, &mut payer, 3, 3);
+    assert_eq!(payee_end, Ok(Exchanged { received: 10, paid: 7 }));
+    assert_eq!(payer_end, Ok(Exchanged { received: 7, paid: 10 }));
+    assert_eq!((payer.balance(), payee.balance()), (7, 10), "3 moved");
+
+    // Exact: no change.
+    let (payee_end, payer_end) = exchange(&ring, &mut payee, &mut payer, 5, 5);
+    assert_eq!(
+        (payee_end, payer_end),
+        (
+            Ok(Exchanged { received: 5, paid: 0 }),
+            Ok(Exchanged { received: 0, paid: 5 })
+        )
+    );
+    assert_eq!((payer.balance(), payee.balance()), (2, 15));
+}
+
+#[test]
+fn an_exchange_stops_cleanly_without_change_over_the_payers_maximum_or_out_of_turn() {
+    let mut world = World::new();
+    let limits = DeviceLimits::default();
+    let ring = world.ring.clone();
+    let mut payer = world.device(1, limits, 8, 10);
+    let mut payee = world.device(2, limits, 8, 0);
+    let keys = payee.keys_left();
+    // The payee cannot give 7 back: it says so before it takes anything.
+    let (payee_end, payer_end) = exchange(&ring, &mut payee, &mut payer, 3, 3);
+    assert_eq!(payee_end, Err(ExchangeError::NoChange { change: 7 }));
+    assert!(matches!(payer_end, Err(ExchangeError::Refused(why)) if why.contains("cannot pay 7 back")));
+    assert_eq!((payer.balance(), payee.balance()), (10, 0), "nothing moved");
+    assert_eq!(payee.keys_left(), keys, "the withdrawn request's key is kept");
+
+    // More than the payer agreed to pay.
+    let (payee_end, payer_end) = exchange(&ring, &mut payee, &mut payer, 10, 9);
+    assert_eq!(payer_end, Err(ExchangeError::OverMax { asked: 10, max: 9 }));
+    assert!(matches!(payee_end, Err(ExchangeError::Refused(_))));
+    assert_eq!((payer.balance(), payee.balance()), (10, 0));
+
+    // A payee that gets "done" before anything was paid.
+    let (mut side, _) = PayeeExchange::start(&mut payee, 4, [9; 16], 0).unwrap();
+    assert_eq!(
+        side.on_message(&mut payee, ExchangeMessage::Done, &ring, [8; 16], 0),
+        Err(ExchangeError::OutOfTurn("done"))
+    );
+    side.abandon(&mut payee);
+    assert_eq!(payee.keys_left(), keys);
 }

@@ -1,0 +1,295 @@
+//! One exchange between two devices that can talk (a local link: 127.0.0.1, NFC, Bluetooth), as
+//! two sans-IO state machines: the payee asks, the payer pays; a payer without exact change pays
+//! the smallest amount above it can make and asks for the difference back, which the payee pays
+//! in the same exchange. The driver carries [`ExchangeMessage`]s and hands each side its fresh
+//! nonces and the time.
+//!
+//! Who goes first when there is change: the payer pays the larger amount, then the payee pays
+//! the change, as with cash over a counter. The payee promises change only after checking it can
+//! make it exactly, so an honest payee always completes; a payee that vanishes after taking the
+//! larger amount leaves the payer short by the change, as a cashier who walks off would (the
+//! payer's device caps what it pays with `max`).
+
+use specie_offline::{KeyRing, Token};
+
+use crate::{Device, DeviceError, PaymentRequest};
+
+/// What one device sends the other.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExchangeMessage {
+    /// The payee asks for a payment (first, and again for the larger amount of a change).
+    Request(PaymentRequest),
+    /// Tokens paying the request of `nonce` (the payer's, or the payee's change).
+    Payment { nonce: [u8; 16], tokens: Vec<Token> },
+    /// The payer cannot make the amount exactly: it offers `offer` and asks for `change` back.
+    Change { offer: u64, change: PaymentRequest },
+    /// The last word of the side that received last: the exchange is complete.
+    Done,
+    /// The sender gives up, saying why; nothing more comes.
+    Refused(String),
+}
+
+/// How an exchange ended for one side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exchanged {
+    /// Value this device received (the payee's amount or offer; the payer's change).
+    pub received: u64,
+    /// Value this device paid.
+    pub paid: u64,
+}
+
+/// What a side does after a message.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Send this and wait for the next message.
+    Send(ExchangeMessage),
+    /// Send this (if any) and stop: the exchange is complete.
+    Finish(Option<ExchangeMessage>, Exchanged),
+}
+
+/// Why an exchange stopped short. The side has withdrawn what it offered; it sends
+/// [`ExchangeMessage::Refused`] with this error's message if the other side can still hear it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ExchangeError {
+    #[error("{0}")]
+    Device(#[from] DeviceError),
+    #[error("the other device refused: {0}")]
+    Refused(String),
+    #[error("the other device sent {0} out of turn")]
+    OutOfTurn(&'static str),
+    #[error("asked to pay {asked}, more than the {max} allowed for this exchange")]
+    OverMax { asked: u64, max: u64 },
+    #[error("the change offered ({offer} for {amount}) is not a larger payment with change back")]
+    BadChange { offer: u64, amount: u64 },
+    #[error("no change: this device cannot pay {change} back exactly")]
+    NoChange { change: u64 },
+}
+
+fn kind(message: &ExchangeMessage) -> &'static str {
+    match message {
+        ExchangeMessage::Request(_) => "a request",
+        ExchangeMessage::Payment { .. } => "a payment",
+        ExchangeMessage::Change { .. } => "a change offer",
+        ExchangeMessage::Done => "done",
+        ExchangeMessage::Refused(_) => "a refusal",
+    }
+}
+
+enum PayeeStage {
+    /// Asked for `amount` at `nonce`.
+    Asked { nonce: [u8; 16] },
+    /// Asked for `offer` at `nonce`, with `change` to pay back once it is paid.
+    ChangeAsked {
+        nonce: [u8; 16],
+        offer: u64,
+        change: PaymentRequest,
+    },
+    /// Paid the change; waiting for the payer's done.
+    ChangeGiven { received: u64, paid: u64 },
+}
+
+/// The payee's side of an exchange.
+pub struct PayeeExchange {
+    amount: u64,
+    stage: PayeeStage,
+}
+
+impl PayeeExchange {
+    /// Starts by asking for `amount` (a fresh key, the caller's fresh `nonce`): send the request.
+    pub fn start(
+        device: &mut Device,
+        amount: u64,
+        nonce: [u8; 16],
+        now_ms: u64,
+    ) -> Result<(PayeeExchange, ExchangeMessage), ExchangeError> {
+        let request = device.request(amount, nonce, now_ms)?;
+        let exchange = PayeeExchange {
+            amount,
+            stage: PayeeStage::Asked { nonce },
+        };
+        Ok((exchange, ExchangeMessage::Request(request)))
+    }
+
+    /// Withdraws the open request (on any error, or if the link drops).
+    pub fn abandon(&self, device: &mut Device) {
+        match self.stage {
+            PayeeStage::Asked { nonce } | PayeeStage::ChangeAsked { nonce, .. } => device.cancel_request(&nonce),
+            PayeeStage::ChangeGiven { .. } => {}
+        }
+    }
+
+    /// The payer's next message; `fresh_nonce` is used if the payee must ask again.
+    pub fn on_message(
+        &mut self,
+        device: &mut Device,
+        message: ExchangeMessage,
+        ring: &KeyRing,
+        fresh_nonce: [u8; 16],
+        now_ms: u64,
+    ) -> Result<Step, ExchangeError> {
+        match (&self.stage, message) {
+            (_, ExchangeMessage::Refused(why)) => Err(ExchangeError::Refused(why)),
+            (PayeeStage::Asked { nonce }, ExchangeMessage::Payment { nonce: paid_at, tokens }) if *nonce == paid_at => {
+                let received = device.receive(nonce, &tokens, ring, now_ms)?;
+                Ok(Step::Finish(
+                    Some(ExchangeMessage::Done),
+                    Exchanged { received, paid: 0 },
+                ))
+            }
+            (PayeeStage::Asked { nonce }, ExchangeMessage::Change { offer, change }) => {
+                let nonce = *nonce;
+                let back = offer
+                    .checked_sub(self.amount)
+                    .filter(|back| *back > 0 && change.amount == *back);
+                let Some(back) = back else {
+                    return Err(ExchangeError::BadChange {
+                        offer,
+                        amount: self.amount,
+                    });
+                };
+                if !device.can_pay_exactly(back) {
+                    return Err(ExchangeError::NoChange { change: back });
+                }
+                let request = device.request(offer, fresh_nonce, now_ms)?;
+                device.cancel_request(&nonce);
+                self.stage = PayeeStage::ChangeAsked {
+                    nonce: fresh_nonce,
+                    offer,
+                    change,
+                };
+                Ok(Step::Send(ExchangeMessage::Request(request)))
+            }
+            (PayeeStage::ChangeAsked { nonce, offer, change }, ExchangeMessage::Payment { nonce: paid_at, tokens })
+                if *nonce == paid_at =>
+            {
+                let (nonce, offer, change) = (*nonce, *offer, *change);
+                let received = device.receive(&nonce, &tokens, ring, now_ms)?;
+                debug_assert_eq!(received, offer, "receive checks the amount asked");
+                let tokens = device.pay(&change, now_ms)?;
+                self.stage = PayeeStage::ChangeGiven {
+                    received,
+                    paid: change.amount,
+                };
+                Ok(Step::Send(ExchangeMessage::Payment {
+                    nonce: change.nonce,
+                    tokens,
+                }))
+            }
+            (PayeeStage::ChangeGiven { received, paid }, ExchangeMessage::Done) => Ok(Step::Finish(
+                None,
+                Exchanged {
+                    received: *received,
+                    paid: *paid,
+                },
+            )),
+            (_, message) => Err(ExchangeError::OutOfTurn(kind(&message))),
+        }
+    }
+}
+
+enum PayerStage {
+    Start,
+    /// Paid `paid` exactly; waiting for the payee's done.
+    Paid {
+        paid: u64,
+    },
+    /// Offered more than asked; waiting for the payee's request for it.
+    Offered {
+        offer: u64,
+        change: PaymentRequest,
+    },
+    /// Paid the offer; waiting for the change.
+    AwaitingChange {
+        paid: u64,
+        change: PaymentRequest,
+    },
+}
+
+/// The payer's side of an exchange: pays at most `max` (what its user agreed to).
+pub struct PayerExchange {
+    max: u64,
+    stage: PayerStage,
+}
+
+impl PayerExchange {
+    pub fn new(max: u64) -> PayerExchange {
+        PayerExchange {
+            max,
+            stage: PayerStage::Start,
+        }
+    }
+
+    /// Withdraws the change request, if one is open (on any error, or if the link drops).
+    pub fn abandon(&self, device: &mut Device) {
+        match &self.stage {
+            PayerStage::Offered { change, .. } | PayerStage::AwaitingChange { change, .. } => {
+                device.cancel_request(&change.nonce)
+            }
+            PayerStage::Start | PayerStage::Paid { .. } => {}
+        }
+    }
+
+    /// The payee's next message; `fresh_nonce` is the change request's, if one is needed.
+    pub fn on_message(
+        &mut self,
+        device: &mut Device,
+        message: ExchangeMessage,
+        ring: &KeyRing,
+        fresh_nonce: [u8; 16],
+        now_ms: u64,
+    ) -> Result<Step, ExchangeError> {
+        match (&self.stage, message) {
+            (_, ExchangeMessage::Refused(why)) => Err(ExchangeError::Refused(why)),
+            (PayerStage::Start, ExchangeMessage::Request(request)) => {
+                if request.amount > self.max {
+                    return Err(ExchangeError::OverMax {
+                        asked: request.amount,
+                        max: self.max,
+                    });
+                }
+                match device.pay(&request, now_ms) {
+                    Ok(tokens) => {
+                        self.stage = PayerStage::Paid { paid: request.amount };
+                        Ok(Step::Send(ExchangeMessage::Payment {
+                            nonce: request.nonce,
+                            tokens,
+                        }))
+                    }
+                    Err(DeviceError::NoExactChange { amount }) => {
+                        let offer = device
+                            .smallest_payable_from(amount)
+                            .ok_or(DeviceError::NoExactChange { amount })?;
+                        let change = device.request(offer - amount, fresh_nonce, now_ms)?;
+                        self.stage = PayerStage::Offered { offer, change };
+                        Ok(Step::Send(ExchangeMessage::Change { offer, change }))
+                    }
+                    Err(error) => Err(error.into()),
+                }
+            }
+            (PayerStage::Offered { offer, change }, ExchangeMessage::Request(request)) if request.amount == *offer => {
+                let (offer, change) = (*offer, *change);
+                let tokens = device.pay(&request, now_ms)?;
+                self.stage = PayerStage::AwaitingChange { paid: offer, change };
+                Ok(Step::Send(ExchangeMessage::Payment {
+                    nonce: request.nonce,
+                    tokens,
+                }))
+            }
+            (PayerStage::Paid { paid }, ExchangeMessage::Done) => Ok(Step::Finish(
+                None,
+                Exchanged {
+                    received: 0,
+                    paid: *paid,
+                },
+            )),
+            (PayerStage::AwaitingChange { paid, change }, ExchangeMessage::Payment { nonce, tokens })
+                if nonce == change.nonce =>
+            {
+                let paid = *paid;
+                let received = device.receive(&nonce, &tokens, ring, now_ms)?;
+                Ok(Step::Finish(Some(ExchangeMessage::Done), Exchanged { received, paid }))
+            }
+            (_, message) => Err(ExchangeError::OutOfTurn(kind(&message))),
+        }
+    }
+}
