@@ -240,7 +240,7 @@ fn exact_subset(values: &[u64], amount: u64) -> Option<Vec<usize>> {
 
 #[cfg(test)]
 mod tests {
-    use super::exact_subset;
+    use super::{exact_subset, reachable_sums};
     use proptest::prelude::*;
 
     #[test]
