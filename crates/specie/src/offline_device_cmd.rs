@@ -11,6 +11,7 @@ use specie_offline_device::DeviceLimits;
 use specie_offline_service::device::{
     parse_payment, parse_request, payment_string, request_string, AuthorityClient, DeviceFile,
 };
+use specie_offline_service::exchange;
 
 #[derive(Args)]
 pub struct DeviceArgs {
@@ -75,6 +76,28 @@ enum DeviceCommand {
     Pay { request: String },
     /// Check and take a payment string for one of this device's open requests (offline).
     Receive { payment: String },
+    /// Be paid AMOUNT by another device directly: listen on --listen for one payer (a local
+    /// link), ask, check, and give change if the payer has no exact change and asks for it.
+    /// Prints `listening on ADDRESS` first.
+    ReceiveDirect {
+        #[arg(long, default_value = "127.0.0.1:8495")]
+        listen: std::net::SocketAddr,
+        /// How long to wait for each message of the other device, in seconds.
+        #[arg(long, default_value_t = 60)]
+        timeout_s: u64,
+        amount: u64,
+    },
+    /// Pay the device listening at --to what it asks, if at most --max; without exact change,
+    /// pay more and take the change back in the same exchange.
+    PayDirect {
+        #[arg(long)]
+        to: std::net::SocketAddr,
+        /// The most this payment may take (what you agreed to pay).
+        #[arg(long)]
+        max: u64,
+        #[arg(long, default_value_t = 60)]
+        timeout_s: u64,
+    },
     /// Deposit every token held: re-issued to this device's fresh keys, or paid out to the
     /// online core: to a new address of the core wallet --wallet (the payouts submitted to the
     /// node and the wallet credited), or to --defund-to (hex of a 32-byte x-only key; the payouts
@@ -95,6 +118,13 @@ enum DeviceCommand {
     },
     /// Value held, keys left, deposits waiting.
     Balance,
+}
+
+fn change_note(verb: &str, change: u64) -> String {
+    match change {
+        0 => String::new(),
+        change => format!(" ({verb} {change} change in the same exchange)"),
+    }
 }
 
 fn now_ms() -> u64 {
@@ -195,6 +225,36 @@ pub fn run(args: DeviceArgs) -> anyhow::Result<ExitCode> {
             let received = device.receive(&nonce, &tokens, &read_ring(path)?, now_ms())?;
             file.save()?;
             println!("received {received}; balance {}", file.device.balance());
+        }
+        DeviceCommand::ReceiveDirect {
+            listen,
+            timeout_s,
+            amount,
+        } => {
+            let ring = read_ring(path)?;
+            let listener = std::net::TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
+            println!("listening on {}", listener.local_addr()?);
+            use std::io::Write;
+            std::io::stdout().flush()?;
+            let timeout = std::time::Duration::from_secs(timeout_s.max(1));
+            let done = exchange::receive_direct(&mut file, &listener, amount, &ring, timeout, now_ms())?;
+            println!(
+                "received {}{}; balance {}",
+                done.received - done.paid,
+                change_note("gave", done.paid),
+                file.device.balance()
+            );
+        }
+        DeviceCommand::PayDirect { to, max, timeout_s } => {
+            let ring = read_ring(path)?;
+            let timeout = std::time::Duration::from_secs(timeout_s.max(1));
+            let done = exchange::pay_direct(&mut file, to, max, &ring, timeout, now_ms())?;
+            println!(
+                "paid {}{}; balance {}",
+                done.paid - done.received,
+                change_note("got", done.received),
+                file.device.balance()
+            );
         }
         DeviceCommand::FundFromCore { wallet, node, amount } => {
             crate::offline_bridge_cmd::fund_from_core(&mut file, &args.authority, &wallet, node.as_deref(), amount)?

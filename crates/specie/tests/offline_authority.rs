@@ -565,3 +565,56 @@ fn a_core_wallet_funds_a_device_and_a_deposit_comes_back_to_a_core_wallet() {
         child.wait().unwrap();
     }
 }
+
+/// Two device processes pay each other directly over 127.0.0.1: the payer, holding a single 10,
+/// pays 3 by paying 10 and getting 7 back in the same exchange; a request above what the payer
+/// agreed to is refused on both sides and moves nothing.
+#[test]
+fn two_device_processes_exchange_over_a_local_link_with_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut authority, url) = start(&dir.path().join("authority"));
+    let token_file = dir.path().join("authority/operator.token");
+    let token_file = token_file.to_str().unwrap();
+    let (alice, bob) = (dir.path().join("alice.device"), dir.path().join("bob.device"));
+    for (file, amount) in [(&alice, "10"), (&bob, "7")] {
+        device(file, &url, &["create"]).unwrap();
+        device(file, &url, &["enrol", "--operator-token-file", token_file]).unwrap();
+        device(file, &url, &["fund", "--operator-token-file", token_file, amount]).unwrap();
+    }
+    let exchange = |amount: &str, max: &str| {
+        let mut payee = Command::new(env!("CARGO_BIN_EXE_specie"))
+            .args(["offline", "device", "--device", bob.to_str().unwrap(), "receive-direct"])
+            .args(["--listen", "127.0.0.1:0", "--timeout-s", "20", amount])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(payee.stdout.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        let address = first.strip_prefix("listening on ").unwrap().to_string();
+        let paid = device(&alice, &url, &["pay-direct", "--to", &address, "--max", max]);
+        let status = payee.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(payee.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        let received = match status.success() {
+            true => Ok(lines.map(Result::unwrap).collect::<Vec<_>>().join("\n")),
+            false => Err(stderr),
+        };
+        (received, paid)
+    };
+    let (received, paid) = exchange("3", "3");
+    assert_eq!(paid.unwrap(), "paid 3 (got 7 change in the same exchange); balance 7");
+    assert_eq!(
+        received.unwrap(),
+        "received 3 (gave 7 change in the same exchange); balance 10"
+    );
+
+    let (received, paid) = exchange("5", "4");
+    assert!(paid.unwrap_err().contains("asked to pay 5, more than the 4 allowed"));
+    assert!(received.unwrap_err().contains("the other device refused"));
+    assert!(device(&alice, &url, &["balance"]).unwrap().starts_with("balance 7;"));
+    assert!(device(&bob, &url, &["balance"]).unwrap().starts_with("balance 10;"));
+    authority.kill().unwrap();
+    authority.wait().unwrap();
+}

@@ -19,7 +19,7 @@ pub const REQUEST_PREFIX: &str = "specie-offline-request1:";
 /// What a payment string starts with.
 pub const PAYMENT_PREFIX: &str = "specie-offline-pay1:";
 /// Most tokens one payment string carries.
-const TOKENS_PER_PAYMENT_MAX: usize = 64;
+pub const TOKENS_PER_PAYMENT_MAX: usize = 64;
 /// How long a command waits for another one on the same device file.
 const LOCK_WAIT_MS: u64 = 10_000;
 

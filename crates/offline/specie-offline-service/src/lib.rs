@@ -11,6 +11,7 @@
 
 mod api;
 pub mod device;
+pub mod exchange;
 mod host;
 
 pub use api::{router, Bridge};

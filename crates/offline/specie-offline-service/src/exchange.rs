@@ -1,0 +1,277 @@
+//! A direct exchange between two device processes over a local TCP link (127.0.0.1 in tests; a
+//! phone would use NFC or Bluetooth): the device crate's exchange state machines, one message per
+//! line. The payee listens; the payer connects. Every line is bounded before it is read whole,
+//! every wait has a time-out, and the device file is saved before any message that its state
+//! change produced leaves the process.
+//!
+//! Lines: `request <request string>`, `pay <payment string>`, `change <offer> <request string>`,
+//! `done`, `refused <why>` (the strings of `specie offline device request` and `pay`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::Duration;
+
+use specie_offline::{KeyRing, TOKEN_BYTES_MAX};
+use specie_offline_device::{ExchangeError, ExchangeMessage, Exchanged, PayeeExchange, PayerExchange, Step};
+
+use crate::device::{
+    parse_payment, parse_request, payment_string, request_string, DeviceCommandError, DeviceFile,
+    TOKENS_PER_PAYMENT_MAX,
+};
+
+/// The longest line: a payment string of the most tokens, with room for the word before it.
+pub const EXCHANGE_LINE_BYTES_MAX: usize = 2 * (16 + 1 + TOKENS_PER_PAYMENT_MAX * TOKEN_BYTES_MAX) + 256;
+/// The longest a refusal's reason may be.
+const REASON_BYTES_MAX: usize = 512;
+
+/// Why a direct exchange failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DirectError {
+    #[error("the link to the other device: {0}")]
+    Link(#[from] std::io::Error),
+    #[error("the other device sent a line longer than {EXCHANGE_LINE_BYTES_MAX} bytes")]
+    LineTooLong,
+    #[error("the other device sent something that is not an exchange message: {0}")]
+    Garbled(String),
+    #[error(transparent)]
+    Exchange(#[from] ExchangeError),
+    #[error(transparent)]
+    Device(#[from] DeviceCommandError),
+}
+
+fn encode(message: &ExchangeMessage) -> String {
+    match message {
+        ExchangeMessage::Request(request) => format!("request {}", request_string(request)),
+        ExchangeMessage::Payment { nonce, tokens } => format!("pay {}", payment_string(nonce, tokens)),
+        ExchangeMessage::Change { offer, change } => format!("change {offer} {}", request_string(change)),
+        ExchangeMessage::Done => "done".into(),
+        ExchangeMessage::Refused(why) => {
+            let mut why: String = why.chars().filter(|c| !c.is_control()).collect();
+            why.truncate(why.floor_char_boundary(REASON_BYTES_MAX));
+            format!("refused {why}")
+        }
+    }
+}
+
+fn decode(line: &str) -> Result<ExchangeMessage, DirectError> {
+    let garbled = |why: String| DirectError::Garbled(why);
+    let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+    match word {
+        "request" => Ok(ExchangeMessage::Request(parse_request(rest)?)),
+        "pay" => {
+            let (nonce, tokens) = parse_payment(rest)?;
+            Ok(ExchangeMessage::Payment { nonce, tokens })
+        }
+        "change" => {
+            let (offer, request) = rest
+                .split_once(' ')
+                .ok_or_else(|| garbled("a change without its request".into()))?;
+            let offer = offer
+                .parse()
+                .map_err(|_| garbled(format!("a change offer that is not an amount: {offer}")))?;
+            Ok(ExchangeMessage::Change {
+                offer,
+                change: parse_request(request)?,
+            })
+        }
+        "done" if rest.is_empty() => Ok(ExchangeMessage::Done),
+        "refused" => Ok(ExchangeMessage::Refused(rest.chars().take(REASON_BYTES_MAX).collect())),
+        _ => Err(garbled(format!(
+            "a line starting {:?}",
+            word.chars().take(16).collect::<String>()
+        ))),
+    }
+}
+
+/// One side of the link, with its time-out.
+struct Link {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl Link {
+    fn new(stream: TcpStream, timeout: Duration) -> Result<Link, DirectError> {
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        Ok(Link {
+            writer: stream.try_clone()?,
+            reader: BufReader::new(stream),
+        })
+    }
+
+    fn send(&mut self, message: &ExchangeMessage) -> Result<(), DirectError> {
+        let mut line = encode(message);
+        line.push('\n');
+        self.writer.write_all(line.as_bytes())?;
+        Ok(self.writer.flush()?)
+    }
+
+    fn receive(&mut self) -> Result<ExchangeMessage, DirectError> {
+        let mut line = Vec::new();
+        let limit = EXCHANGE_LINE_BYTES_MAX as u64 + 1;
+        (&mut self.reader).take(limit).read_until(b'\n', &mut line)?;
+        if line.last() != Some(&b'\n') {
+            return Err(match line.len() as u64 >= limit {
+                true => DirectError::LineTooLong,
+                false => DirectError::Link(std::io::ErrorKind::UnexpectedEof.into()),
+            });
+        }
+        let text =
+            std::str::from_utf8(&line[..line.len() - 1]).map_err(|_| DirectError::Garbled("not UTF-8".into()))?;
+        decode(text.trim_end_matches('\r'))
+    }
+}
+
+/// A side of an exchange, whichever it is.
+trait Side {
+    fn step(
+        &mut self,
+        file: &mut DeviceFile,
+        message: ExchangeMessage,
+        ring: &KeyRing,
+        now_ms: u64,
+    ) -> Result<Step, ExchangeError>;
+    fn abandon(&self, file: &mut DeviceFile);
+}
+
+fn fresh_nonce() -> [u8; 16] {
+    let mut nonce = [0u8; 16];
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut nonce);
+    nonce
+}
+
+impl Side for PayeeExchange {
+    fn step(
+        &mut self,
+        file: &mut DeviceFile,
+        message: ExchangeMessage,
+        ring: &KeyRing,
+        now_ms: u64,
+    ) -> Result<Step, ExchangeError> {
+        self.on_message(&mut file.device, message, ring, fresh_nonce(), now_ms)
+    }
+    fn abandon(&self, file: &mut DeviceFile) {
+        PayeeExchange::abandon(self, &mut file.device)
+    }
+}
+
+impl Side for PayerExchange {
+    fn step(
+        &mut self,
+        file: &mut DeviceFile,
+        message: ExchangeMessage,
+        ring: &KeyRing,
+        now_ms: u64,
+    ) -> Result<Step, ExchangeError> {
+        self.on_message(&mut file.device, message, ring, fresh_nonce(), now_ms)
+    }
+    fn abandon(&self, file: &mut DeviceFile) {
+        PayerExchange::abandon(self, &mut file.device)
+    }
+}
+
+/// Runs `side` until the exchange ends: each message from the other device is stepped, the file
+/// saved, then the answer sent. On any failure the side withdraws what it offered, tells the
+/// other device why (unless it was the one refusing), and saves.
+fn run(
+    side: &mut dyn Side,
+    file: &mut DeviceFile,
+    link: &mut Link,
+    ring: &KeyRing,
+    now_ms: u64,
+) -> Result<Exchanged, DirectError> {
+    loop {
+        let stepped = link
+            .receive()
+            .and_then(|message| Ok(side.step(file, message, ring, now_ms)?));
+        match stepped {
+            Ok(Step::Send(message)) => {
+                file.save()?;
+                link.send(&message)?;
+            }
+            Ok(Step::Finish(last, exchanged)) => {
+                file.save()?;
+                if let Some(message) = last {
+                    link.send(&message)?;
+                }
+                return Ok(exchanged);
+            }
+            Err(error) => {
+                side.abandon(file);
+                file.save()?;
+                if !matches!(
+                    error,
+                    DirectError::Exchange(ExchangeError::Refused(_)) | DirectError::Link(_)
+                ) {
+                    let _ = link.send(&ExchangeMessage::Refused(error.to_string()));
+                }
+                return Err(error);
+            }
+        }
+    }
+}
+
+/// The payee: waits on `listener` for one payer, asks it for `amount`, and takes the payment
+/// (giving change if the payer asks and it can).
+pub fn receive_direct(
+    file: &mut DeviceFile,
+    listener: &TcpListener,
+    amount: u64,
+    ring: &KeyRing,
+    timeout: Duration,
+    now_ms: u64,
+) -> Result<Exchanged, DirectError> {
+    let (stream, _) = listener.accept()?;
+    let mut link = Link::new(stream, timeout)?;
+    let (mut side, request) = PayeeExchange::start(&mut file.device, amount, fresh_nonce(), now_ms)?;
+    file.save()?;
+    if let Err(error) = link.send(&request) {
+        side.abandon(&mut file.device);
+        file.save()?;
+        return Err(error);
+    }
+    run(&mut side, file, &mut link, ring, now_ms)
+}
+
+/// The payer: connects to the payee at `to` and pays what it asks, if at most `max`.
+pub fn pay_direct(
+    file: &mut DeviceFile,
+    to: SocketAddr,
+    max: u64,
+    ring: &KeyRing,
+    timeout: Duration,
+    now_ms: u64,
+) -> Result<Exchanged, DirectError> {
+    let stream = TcpStream::connect_timeout(&to, timeout)?;
+    let mut link = Link::new(stream, timeout)?;
+    run(&mut PayerExchange::new(max), file, &mut link, ring, now_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_line_is_bounded_and_single_line() {
+        let message = ExchangeMessage::Refused(format!("a\nb{}", "x".repeat(4 * REASON_BYTES_MAX)));
+        let line = encode(&message);
+        assert!(!line.contains('\n'));
+        assert!(line.len() <= "refused ".len() + REASON_BYTES_MAX);
+        assert!(matches!(decode(&line), Ok(ExchangeMessage::Refused(_))));
+    }
+
+    #[test]
+    fn garbage_lines_are_refused_with_a_reason() {
+        for line in [
+            "",
+            "hello",
+            "done now",
+            "change 5",
+            "change five specie-offline-request1:00",
+            "pay zz",
+        ] {
+            assert!(decode(line).is_err(), "{line:?}");
+        }
+        assert_eq!(decode("done").unwrap(), ExchangeMessage::Done);
+    }
+}
