@@ -119,11 +119,14 @@ check_token("token[1]", [hop1])
 check_token("token[2]", [hop1, hop2])
 check_token("branch_token", [(certificates[2], NONCE_C, secrets["one_time[0]"], branch)])
 
-# Key ring (§13a): 01 || issuing count (u8) || (key || denomination u64) each || certifying count
-# (u8) || (period u32 || key) each; its fingerprint hashes "specie/offline/key-ring/v1" with it.
-ring = VERSION + bytes([1]) + pub["issuing"] + u64(DENOMINATION) + bytes([1]) + u32(PERIOD) + pub["certifying"]
+# Key ring (§13a), version 02: current period, spend periods, deposit periods (u32 each; the
+# defaults 0, 3, 12) || issuing count (u8) || (key || denomination u64 || period u32 || flags u8)
+# each || certifying count (u8) || (period u32 || key) each; its fingerprint hashes
+# "specie/offline/key-ring/v2" with it.
+ring = (bytes([2]) + u32(0) + u32(3) + u32(12) + bytes([1]) + pub["issuing"] + u64(DENOMINATION) + u32(0)
+        + bytes([0]) + bytes([1]) + u32(PERIOD) + pub["certifying"])
 assert ring == get("key_ring")
-assert sha256(b"specie/offline/key-ring/v1" + ring) == get("key_ring_fingerprint")
+assert sha256(b"specie/offline/key-ring/v2" + ring) == get("key_ring_fingerprint")
 # Instruction (§13b): 01 || 00 re-issue || count (u8) || (value u64 || owner) each; a deposit
 # statement signs SHA-256("specie/offline/instruction/v1" || encoding).
 instruction = VERSION + bytes([0, 1]) + u64(DENOMINATION) + owner[2]

@@ -215,7 +215,7 @@ pub fn run(args: DeviceArgs) -> anyhow::Result<ExitCode> {
         }
         DeviceCommand::Pay { request } => {
             let request = parse_request(&request)?;
-            let tokens = device.pay(&request, now_ms())?;
+            let tokens = device.pay(&request, &read_ring(path)?, now_ms())?;
             // Saved before the payment leaves: the device never signs these tokens again.
             file.save()?;
             println!("{}", payment_string(&request.nonce, &tokens));

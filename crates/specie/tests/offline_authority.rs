@@ -171,7 +171,7 @@ fn a_killed_authority_loses_no_answered_deposit_and_still_names_the_double_spend
     for n in 0..120u64 {
         let nonce = n.to_le_bytes().repeat(2).try_into().unwrap();
         let request = bob.request(50_000, nonce, 0).unwrap();
-        let paid = alice.pay(&request, 0).unwrap();
+        let paid = alice.pay(&request, &ring, 0).unwrap();
         bob.receive(&nonce, &paid, &ring, 0).unwrap();
     }
     let deposits = bob.deposit_all([2; 32], false);

@@ -3,8 +3,8 @@
 
 use specie_codec::{put_u64, DecodeError, Reader};
 use specie_offline::{
-    DoubleSpend, Instruction, Issuance, KeyBinding, KeyCertificate, KeyError, Link, PublicKey, SignedMove, Token,
-    ISSUANCE_BYTES, KEY_BINDING_BYTES, REISSUE_OUTPUTS_MAX, TOKEN_BYTES_MAX,
+    DoubleSpend, Instruction, Issuance, KeyBinding, KeyCertificate, KeyError, KeyRing, KeyStatus, Link, PublicKey,
+    SignedMove, Token, DENOMINATIONS_MAX, ISSUANCE_BYTES, KEY_BINDING_BYTES, REISSUE_OUTPUTS_MAX, TOKEN_BYTES_MAX,
 };
 use specie_role::Ticket;
 use specie_transaction::{offline_owners_digest, OfflineFunding, OfflinePayout};
@@ -31,6 +31,8 @@ const COMMAND_REGISTER: u8 = 0;
 const COMMAND_CERTIFY: u8 = 1;
 const COMMAND_FUND: u8 = 2;
 const COMMAND_DEPOSIT: u8 = 3;
+const COMMAND_ROTATE: u8 = 4;
+const COMMAND_REVOKE_KEY: u8 = 5;
 
 /// Value moved out of the online core for offline cash, as the core bridge saw it confirmed: the
 /// core transaction's id (credited once), the amount, and the certified one-time keys that get the
@@ -77,6 +79,12 @@ pub enum Command {
     /// A verified deposit: the chain, the owner's deposit statement, its instruction, and the
     /// tokens a re-issue would give (signed by the leader; kept only if the deposit is paid).
     Deposit(Box<Deposit>),
+    /// The next period begins: its issuing keys with their denominations (derived by the leader
+    /// from the seed; the log keeps the public halves, so every replica knows them).
+    Rotate { period: u32, keys: Vec<(PublicKey, u64)> },
+    /// An issuing key is revoked (compromised): devices refuse its tokens, which go back to the
+    /// authority, where those its issuance log holds are paid (recoup).
+    RevokeKey { key: PublicKey },
 }
 
 /// A deposit as the log keeps it.
@@ -124,6 +132,19 @@ pub enum Input {
     Books {
         ticket: Ticket,
     },
+    /// The key ring now (periods, windows, revocations): what devices fetch when they sync.
+    Keys {
+        ticket: Ticket,
+    },
+    /// (Operator) begin the next period: issue and certify with its keys from now on.
+    Rotate {
+        ticket: Ticket,
+    },
+    /// (Operator) revoke an issuing key; if it is of the current period, the next one begins.
+    RevokeKey {
+        ticket: Ticket,
+        key: PublicKey,
+    },
 }
 
 /// What happened to a deposit. A deposit sent again gets the same outcome.
@@ -161,6 +182,10 @@ pub struct Books {
     pub by_key: Vec<KeyBooks>,
     /// Value of issued tokens not yet paid: funded − defunded.
     pub outstanding: u128,
+    /// Of it, the value of tokens past their key's deposit window: worth nothing any more, like
+    /// destroyed cash.
+    pub expired: u128,
+    pub current_period: u32,
     /// Refused double-spent value, and who owes it (sorted by identity).
     pub debts: Vec<Debt>,
 }
@@ -169,6 +194,8 @@ pub struct Books {
 pub struct KeyBooks {
     pub issuing_key: PublicKey,
     pub denomination: u64,
+    pub period: u32,
+    pub status: KeyStatus,
     pub issued: u128,
     pub paid: u128,
 }
@@ -203,6 +230,8 @@ pub enum Reply {
     },
     Evidence(Vec<DoubleSpend>),
     Books(Box<Books>),
+    /// The key ring now (also the answer to a rotation or a revocation).
+    Keys(Box<KeyRing>),
     Refused(Refusal),
 }
 
@@ -249,6 +278,14 @@ pub enum Refusal {
     ReissueValue { asked: u128, value: u64 },
     #[error("re-issued value {value} is not a denomination")]
     NotADenomination { value: u64 },
+    #[error(
+        "the token's key (period {period}) took deposits through period {depositable_through}; it is worth nothing now"
+    )]
+    Expired { period: u32, depositable_through: u32 },
+    #[error("not an issuing key of this authority")]
+    UnknownIssuingKey,
+    #[error("the key is revoked already")]
+    AlreadyRevoked,
 }
 
 fn put_issuances(out: &mut Vec<u8>, issuances: &[Issuance]) {
@@ -302,6 +339,20 @@ impl Command {
                 deposit.statement.encode_to(out);
                 deposit.instruction.encode_to(out);
                 put_issuances(out, &deposit.issuances);
+            }
+            Command::Rotate { period, keys } => {
+                assert!(keys.len() <= DENOMINATIONS_MAX, "one key per denomination");
+                out.push(COMMAND_ROTATE);
+                out.extend_from_slice(&period.to_le_bytes());
+                out.push(keys.len() as u8);
+                for (key, denomination) in keys {
+                    out.extend_from_slice(key);
+                    put_u64(out, *denomination);
+                }
+            }
+            Command::RevokeKey { key } => {
+                out.push(COMMAND_REVOKE_KEY);
+                out.extend_from_slice(key);
             }
         }
     }
@@ -360,6 +411,17 @@ impl Command {
                 instruction: Instruction::decode_from(reader)?,
                 issuances: read_issuances(reader, REISSUE_OUTPUTS_MAX)?,
             })),
+            COMMAND_ROTATE => {
+                let period = reader.read_u32("period")?;
+                let count = reader.read_u8_count("rotated key count", DENOMINATIONS_MAX as u64, 40)?;
+                let keys = (0..count)
+                    .map(|_| Ok((reader.read_array("issuing key")?, reader.read_u64("denomination")?)))
+                    .collect::<Result<_, DecodeError>>()?;
+                Command::Rotate { period, keys }
+            }
+            COMMAND_REVOKE_KEY => Command::RevokeKey {
+                key: reader.read_array("revoked key")?,
+            },
             kind => {
                 return Err(DecodeError::UnknownKind {
                     what: "command kind",

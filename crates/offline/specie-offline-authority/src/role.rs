@@ -1,13 +1,13 @@
 //! The offline authority as a role: checks (and signatures) in `handle`, effects in `apply`.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use specie_offline::{
-    check_public_key, Denominations, Hop, Instruction, Issuance, KeyBinding, KeyCertificate, KeyRing, Move, PublicKey,
-    SignedMove, Token, HOPS_MAX, REISSUE_OUTPUTS_MAX,
+    check_public_key, Denominations, Hop, Instruction, Issuance, KeyBinding, KeyCertificate, KeyRing, KeyStatus,
+    Lifecycle, Move, PublicKey, SignedMove, Token, HOPS_MAX, REISSUE_OUTPUTS_MAX,
 };
 use specie_role::{Durable, Output, Role, Ticket};
 use specie_transaction::{witness_program_commitment, OfflinePayout};
@@ -18,73 +18,132 @@ use crate::messages::{
 };
 use crate::state::{derive_serial, AuthorityState, StateError};
 
-/// The authority's secret keys: one issuing key per denomination, and the certifying key of the
-/// current period.
+/// The authority's secret keys, all derived from its seed: per period, one issuing key per
+/// denomination and a certifying key; and the bridge key that signs payouts for the core.
 pub struct AuthorityKeys {
+    seed: [u8; 32],
     pub denominations: Denominations,
-    /// `issuing[i]` issues tokens of `denominations.values()[i]`.
-    pub issuing: Vec<SigningKey>,
-    pub certifying: SigningKey,
-    pub period: u32,
+    /// The windows, and the period the authority starts in (later ones come from its log).
+    pub lifecycle: Lifecycle,
     /// Signs payouts for the online core (docs/transaction-format.md §5.8); the core banks for
     /// its public key (`specie node --offline-authority`).
     pub bridge: SigningKey,
 }
 
+/// One period's secret keys.
+struct PeriodKeys {
+    period: u32,
+    /// `issuing[i]` issues tokens of `denominations.values()[i]`.
+    issuing: Vec<SigningKey>,
+    certifying: SigningKey,
+}
+
 impl AuthorityKeys {
-    /// Deterministic keys from a label (demos, simulations, tests: anyone can derive them).
+    /// Deterministic keys from a label, starting in `period` with the default windows (demos,
+    /// simulations, tests: anyone can derive them).
     pub fn deterministic(label: &str, denominations: Denominations, period: u32) -> AuthorityKeys {
         let seed = Sha256::digest(format!("specie/offline/deterministic-authority/{label}")).into();
-        AuthorityKeys::from_seed(&seed, denominations, period)
-    }
-
-    /// The keys an authority derives from its secret `seed`: an issuing key per denomination and
-    /// the certifying key of `period`.
-    pub fn from_seed(seed: &[u8; 32], denominations: Denominations, period: u32) -> AuthorityKeys {
-        let key = |kind: &str, n: u64| {
-            let mut hasher = Sha256::new();
-            hasher.update(b"specie/offline/authority-key/v1/");
-            hasher.update(kind.as_bytes());
-            hasher.update(seed);
-            hasher.update(n.to_le_bytes());
-            SigningKey::from_bytes(&hasher.finalize().into())
+        let lifecycle = Lifecycle {
+            current_period: period,
+            ..Lifecycle::default()
         };
-        let issuing = (0..denominations.values().len() as u64)
-            .map(|i| key("issuing", i))
-            .collect();
+        AuthorityKeys::from_seed(&seed, denominations, lifecycle)
+    }
+
+    /// The keys an authority derives from its secret `seed`, starting in
+    /// `lifecycle.current_period`. At most `KEY_RING_KEYS_MAX` issuing keys are live at once (the
+    /// deposit window's periods times the denominations).
+    pub fn from_seed(seed: &[u8; 32], denominations: Denominations, lifecycle: Lifecycle) -> AuthorityKeys {
+        let live = (lifecycle.deposit_periods as usize + 2) * denominations.values().len();
+        let certifying = (lifecycle.spend_periods + lifecycle.deposit_periods) as usize + 2;
+        assert!(
+            live.max(certifying) <= specie_offline::KEY_RING_KEYS_MAX
+                && lifecycle.spend_periods <= lifecycle.deposit_periods,
+            "the deposit window's issuing keys fit in a key ring, and it is at least the spend window"
+        );
         AuthorityKeys {
+            seed: *seed,
             denominations,
-            issuing,
-            certifying: key("certifying", u64::from(period)),
+            lifecycle,
+            bridge: derive_key(seed, "bridge", 0),
+        }
+    }
+
+    fn period_keys(&self, period: u32) -> PeriodKeys {
+        let issuing = (0..self.denominations.values().len() as u64)
+            .map(|i| derive_key(&self.seed, "issuing", (u64::from(period) << 32) | i))
+            .collect();
+        PeriodKeys {
             period,
-            bridge: key("bridge", 0),
+            issuing,
+            certifying: self.certifying(period),
         }
     }
 
-    /// Issuing key → the denomination it issues.
-    pub fn denominations_by_key(&self) -> BTreeMap<PublicKey, u64> {
-        let keys = self.issuing.iter().map(|key| key.verifying_key().to_bytes());
-        keys.zip(self.denominations.values().iter().copied()).collect()
+    /// The certifying key of `period`.
+    pub fn certifying(&self, period: u32) -> SigningKey {
+        derive_key(&self.seed, "certifying", u64::from(period))
     }
 
-    /// What a payee trusts: the issuing keys with their denominations, and the certifying key.
-    pub fn ring(&self) -> KeyRing {
-        let mut ring = KeyRing::default();
-        for (key, value) in self.issuing.iter().zip(self.denominations.values()) {
-            ring.add_issuing_key(key.verifying_key().to_bytes(), *value)
-                .expect("distinct, valid issuing keys");
+    /// The issuing keys of `period` (public) with the denominations they issue.
+    pub fn issuing_keys(&self, period: u32) -> Vec<(PublicKey, u64)> {
+        let keys = self.period_keys(period).issuing;
+        let publics = keys.iter().map(|key| key.verifying_key().to_bytes());
+        publics.zip(self.denominations.values().iter().copied()).collect()
+    }
+
+    /// What a payee trusts under `lifecycle`: the issuing keys of every period whose tokens may
+    /// still be deposited (and the next period's, announced), with `revoked` marked, and those
+    /// periods' certifying keys.
+    pub fn ring_at(&self, lifecycle: Lifecycle, revoked: &BTreeSet<PublicKey>) -> KeyRing {
+        let mut ring = KeyRing::new(lifecycle);
+        let start = self.lifecycle.current_period;
+        let next = lifecycle.current_period.saturating_add(1);
+        for period in lifecycle.oldest_live_period().max(start)..=next {
+            for (key, value) in self.issuing_keys(period) {
+                ring.add_issuing_key_of(key, value, period)
+                    .expect("distinct, valid issuing keys");
+                if revoked.contains(&key) {
+                    ring.revoke_issuing_key(&key).expect("just added");
+                }
+            }
         }
-        ring.add_certifying_key(self.period, self.certifying.verifying_key().to_bytes())
-            .expect("a valid certifying key");
+        for period in lifecycle.oldest_certifying_period().max(start)..=next {
+            ring.add_certifying_key(period, self.certifying(period).verifying_key().to_bytes())
+                .expect("a valid certifying key");
+        }
         ring
     }
+
+    /// The ring at the start (the first period, nothing revoked).
+    pub fn ring(&self) -> KeyRing {
+        self.ring_at(self.lifecycle, &BTreeSet::new())
+    }
+}
+
+/// A key derived from the authority's seed: SHA-256 of a domain, the kind, the seed and `n`.
+fn derive_key(seed: &[u8; 32], kind: &str, n: u64) -> SigningKey {
+    let mut hasher = Sha256::new();
+    hasher.update(b"specie/offline/authority-key/v1/");
+    hasher.update(kind.as_bytes());
+    hasher.update(seed);
+    hasher.update(n.to_le_bytes());
+    SigningKey::from_bytes(&hasher.finalize().into())
 }
 
 /// The offline authority: enrols identities, certifies one-time keys, issues tokens against
 /// fundings from the online core, and takes deposits back, naming whoever spent a token twice.
 pub struct OfflineAuthority {
     keys: AuthorityKeys,
+    /// The current period's secret keys, and the ring of every live period.
+    current: PeriodKeys,
     ring: KeyRing,
+    /// Rotations and revocations on their way to the log; the operators waiting for the ring
+    /// they make (answered when none is left in flight).
+    key_changes_in_flight: usize,
+    key_changes_waiting: Vec<Ticket>,
+    /// The last period a proposed rotation begins (so two rotations in flight name two periods).
+    rotation_proposed: u32,
     /// Denomination → the key that issues it.
     issuing: BTreeMap<u64, usize>,
     state: AuthorityState,
@@ -187,13 +246,10 @@ fn verify_batch(deposits: &[&[SignatureCheck]]) -> Vec<Result<(), usize>> {
 
 impl OfflineAuthority {
     pub fn new(keys: AuthorityKeys) -> OfflineAuthority {
-        assert_eq!(
-            keys.issuing.len(),
-            keys.denominations.values().len(),
-            "one issuing key per denomination"
-        );
         let ring = keys.ring();
-        let state = AuthorityState::new(keys.denominations_by_key());
+        let first = keys.lifecycle.current_period;
+        let state = AuthorityState::new(keys.lifecycle, &keys.issuing_keys(first));
+        let current = keys.period_keys(first);
         let issuing = keys
             .denominations
             .values()
@@ -203,7 +259,11 @@ impl OfflineAuthority {
             .collect();
         OfflineAuthority {
             keys,
+            current,
             ring,
+            key_changes_in_flight: 0,
+            key_changes_waiting: Vec::new(),
+            rotation_proposed: 0,
             issuing,
             state,
             leading: false,
@@ -286,7 +346,7 @@ impl OfflineAuthority {
         self.check_keys_per_identity(&bindings)?;
         let certificates: Vec<KeyCertificate> = bindings
             .iter()
-            .map(|binding| KeyCertificate::sign(binding.key, self.keys.period, &self.keys.certifying))
+            .map(|binding| KeyCertificate::sign(binding.key, self.current.period, &self.current.certifying))
             .collect();
         let Some(first) = bindings.first().map(|binding| binding.key) else {
             self.reply(ticket, Reply::Certified { certificates });
@@ -306,7 +366,7 @@ impl OfflineAuthority {
             .collect();
         self.certifying.insert(first, (ticket, certificates));
         self.propose(Command::Certify {
-            period: self.keys.period,
+            period: self.current.period,
             certified,
         });
         Ok(())
@@ -340,7 +400,7 @@ impl OfflineAuthority {
     }
 
     fn issuance(&self, value: u64, kind: &[u8], source: &[u8; 32], index: usize, owner: PublicKey) -> Issuance {
-        let key = &self.keys.issuing[self.issuing[&value]];
+        let key = &self.current.issuing[self.issuing[&value]];
         Issuance::sign(key, derive_serial(kind, source, index), owner)
     }
 
@@ -451,6 +511,18 @@ impl OfflineAuthority {
     /// re-issue signed; deposits known already are not checked again. Then, in the order they
     /// came: known deposits answered (or joined to the same deposit on its way), the others
     /// proposed or refused.
+    /// The refusal of a token past its key's deposit window, if it is.
+    fn expired(&self, token: &Token) -> Option<Refusal> {
+        let key = &token.issuance.issuing_key;
+        match self.state.key_status(key)? {
+            KeyStatus::Expired { depositable_through } => Some(Refusal::Expired {
+                period: self.state.key_period(key).unwrap_or(0),
+                depositable_through,
+            }),
+            _ => None,
+        }
+    }
+
     fn verify_queued(&mut self) {
         let queued = std::mem::take(&mut self.queue);
         let checked: Vec<Checked> = queued
@@ -463,6 +535,14 @@ impl OfflineAuthority {
                 Checked::Refused(refusal) => self.reply(ticket, Reply::Refused(refusal)),
                 Checked::Known { link } | Checked::Verified { link, .. } if self.joins(ticket, &link) => {}
                 Checked::Known { link } => unreachable!("a known deposit {link:?} is answered or joined"),
+                // A new deposit past its key's deposit window: worth nothing. (Checked after the
+                // lookup above, so a deposit paid before and sent again gets its answer again.
+                // A revoked key's tokens are paid as any other: the issuance log is the recoup
+                // check.)
+                Checked::Verified { .. } if self.expired(&queued.deposit.token).is_some() => {
+                    let refusal = self.expired(&queued.deposit.token).expect("just checked");
+                    self.reply(ticket, Reply::Refused(refusal));
+                }
                 Checked::Verified { link, issuances } => {
                     self.depositing.insert(link, vec![ticket]);
                     let mut deposit = queued.deposit;
@@ -569,6 +649,51 @@ impl OfflineAuthority {
         Reply::Evidence(evidence)
     }
 
+    /// The next period: its keys proposed (their public halves go in the log).
+    fn rotate(&mut self) {
+        let period = self.state.lifecycle.current_period.max(self.rotation_proposed) + 1;
+        self.rotation_proposed = period;
+        let keys = self.keys.issuing_keys(period);
+        self.key_changes_in_flight += 1;
+        self.propose(Command::Rotate { period, keys });
+    }
+
+    /// Revokes an issuing key; one of the current period's makes the next period begin at once,
+    /// so nothing more is issued with it.
+    fn revoke_key(&mut self, key: PublicKey) -> Result<(), Refusal> {
+        let period = self.state.key_period(&key).ok_or(Refusal::UnknownIssuingKey)?;
+        if self.state.revoked_keys.contains(&key) {
+            return Err(Refusal::AlreadyRevoked);
+        }
+        self.key_changes_in_flight += 1;
+        self.propose(Command::RevokeKey { key });
+        if period == self.state.lifecycle.current_period {
+            self.rotate();
+        }
+        Ok(())
+    }
+
+    /// After a rotation or revocation is applied: the current period's keys and the ring follow
+    /// the state; the operators waiting get the ring once no key change is left in flight.
+    fn keys_changed(&mut self) {
+        self.refresh_keys();
+        self.key_changes_in_flight = self.key_changes_in_flight.saturating_sub(1);
+        if self.key_changes_in_flight == 0 {
+            for ticket in std::mem::take(&mut self.key_changes_waiting) {
+                self.reply(ticket, Reply::Keys(Box::new(self.ring.clone())));
+            }
+        }
+    }
+
+    /// The current period's keys and the ring, as the state says.
+    fn refresh_keys(&mut self) {
+        let lifecycle = self.state.lifecycle;
+        if self.current.period != lifecycle.current_period {
+            self.current = self.keys.period_keys(lifecycle.current_period);
+        }
+        self.ring = self.keys.ring_at(lifecycle, &self.state.revoked_keys);
+    }
+
     fn answer_applied(&mut self, command: &Command, deposited: Option<(DepositLink, DepositOutcome)>) {
         match command {
             Command::Register { identity } => {
@@ -609,6 +734,7 @@ impl OfflineAuthority {
                     }
                 }
             }
+            Command::Rotate { .. } | Command::RevokeKey { .. } => self.keys_changed(),
         }
     }
 
@@ -667,6 +793,9 @@ impl Role for OfflineAuthority {
         self.funding.clear();
         self.depositing.clear();
         self.queue.clear();
+        self.key_changes_in_flight = 0;
+        self.key_changes_waiting.clear();
+        self.rotation_proposed = 0;
     }
 
     fn handle(&mut self, _now_ms: u64, input: Input) {
@@ -694,6 +823,22 @@ impl Role for OfflineAuthority {
                 let reply = self.evidence(&identity);
                 self.reply(ticket, reply);
                 return;
+            }
+            Input::Keys { ticket } => {
+                self.reply(ticket, Reply::Keys(Box::new(self.ring.clone())));
+                return;
+            }
+            Input::Rotate { ticket } => {
+                self.rotate();
+                self.key_changes_waiting.push(ticket);
+                return;
+            }
+            Input::RevokeKey { ticket, key } => {
+                let result = self.revoke_key(key);
+                if result.is_ok() {
+                    self.key_changes_waiting.push(ticket);
+                }
+                (ticket, result)
             }
             Input::Books { ticket } => {
                 let books = Box::new(self.state.books());
@@ -741,7 +886,9 @@ impl Durable for OfflineAuthority {
     }
 
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), StateError> {
-        self.state = AuthorityState::decode(self.keys.denominations_by_key(), snapshot)?;
+        let first = self.keys.lifecycle.current_period;
+        self.state = AuthorityState::decode(self.keys.lifecycle, &self.keys.issuing_keys(first), snapshot)?;
+        self.refresh_keys();
         Ok(())
     }
 

@@ -12,7 +12,8 @@ use ed25519_dalek::VerifyingKey;
 use sha2::{Digest, Sha256};
 use specie_codec::{DecodeError, Reader};
 use specie_offline::{
-    Conflict, DoubleSpend, History, Instruction, Issuance, KeyBinding, KeyCertificate, Link, PublicKey, Recorded,
+    Conflict, DoubleSpend, History, Instruction, Issuance, KeyBinding, KeyCertificate, KeyStatus, Lifecycle, Link,
+    PublicKey, Recorded,
 };
 use thiserror::Error;
 
@@ -46,8 +47,14 @@ pub(crate) struct Conviction {
 
 #[derive(Default)]
 pub(crate) struct AuthorityState {
-    /// Issuing key → its denomination (from the configuration, not the log).
-    denominations: BTreeMap<PublicKey, u64>,
+    /// Issuing key → its denomination and period: the first period's from the configuration,
+    /// later ones from the log's rotations.
+    denominations: BTreeMap<PublicKey, (u64, u32)>,
+    /// The windows (from the configuration) and the current period (from the log).
+    pub lifecycle: Lifecycle,
+    /// The rotations applied, in order: what a snapshot replays.
+    rotations: Vec<(u32, Vec<(PublicKey, u64)>)>,
+    pub revoked_keys: BTreeSet<PublicKey>,
     pub identities: BTreeSet<PublicKey>,
     /// One-time key → the period it was certified for, its binding to an identity, and its
     /// certificate's signature.
@@ -92,11 +99,24 @@ pub(crate) fn deposit_link(deposit: &Deposit, last_link: &[u8; 32]) -> DepositLi
 }
 
 impl AuthorityState {
-    pub fn new(denominations: BTreeMap<PublicKey, u64>) -> AuthorityState {
+    /// A state starting in `lifecycle.current_period` with its issuing keys `first`.
+    pub fn new(lifecycle: Lifecycle, first: &[(PublicKey, u64)]) -> AuthorityState {
+        let period = lifecycle.current_period;
         AuthorityState {
-            denominations,
+            denominations: first.iter().map(|(key, value)| (*key, (*value, period))).collect(),
+            lifecycle,
             ..AuthorityState::default()
         }
+    }
+
+    /// Where the tokens of `issuing_key` stand now, if it is one of this authority's keys.
+    pub fn key_status(&self, issuing_key: &PublicKey) -> Option<KeyStatus> {
+        let (_, period) = self.denominations.get(issuing_key)?;
+        Some(self.lifecycle.status(*period, self.revoked_keys.contains(issuing_key)))
+    }
+
+    pub fn key_period(&self, issuing_key: &PublicKey) -> Option<u32> {
+        self.denominations.get(issuing_key).map(|(_, period)| *period)
     }
 
     /// Whether `certificate` is, byte for byte, one this authority issued.
@@ -117,7 +137,7 @@ impl AuthorityState {
     }
 
     pub fn denomination(&self, issuing_key: &PublicKey) -> u64 {
-        self.denominations.get(issuing_key).copied().unwrap_or(0)
+        self.denominations.get(issuing_key).map_or(0, |(value, _)| *value)
     }
 
     /// Applies a durable command; a deposit's link and outcome are returned (and the outcome kept,
@@ -148,6 +168,17 @@ impl AuthorityState {
             }
             Command::Fund { funding, issuances } => self.apply_fund(funding, issuances),
             Command::Deposit(deposit) => return Some(self.apply_deposit(deposit)),
+            Command::Rotate { period, keys } => {
+                assert!(*period > self.lifecycle.current_period, "periods only move forward");
+                self.lifecycle.current_period = *period;
+                for (key, value) in keys {
+                    self.denominations.insert(*key, (*value, *period));
+                }
+                self.rotations.push((*period, keys.clone()));
+            }
+            Command::RevokeKey { key } => {
+                self.revoked_keys.insert(*key);
+            }
         }
         None
     }
@@ -271,21 +302,30 @@ impl AuthorityState {
     }
 
     pub fn books(&self) -> Books {
-        let by_key = self
+        let by_key: Vec<KeyBooks> = self
             .denominations
             .iter()
-            .map(|(key, denomination)| KeyBooks {
+            .map(|(key, (denomination, period))| KeyBooks {
                 issuing_key: *key,
                 denomination: *denomination,
+                period: *period,
+                status: self.lifecycle.status(*period, self.revoked_keys.contains(key)),
                 issued: self.issued_by_key.get(key).copied().unwrap_or(0),
                 paid: self.paid_by_key.get(key).copied().unwrap_or(0),
             })
             .collect();
+        let expired = by_key
+            .iter()
+            .filter(|key| matches!(key.status, KeyStatus::Expired { .. }))
+            .map(|key| key.issued - key.paid)
+            .sum();
         Books {
             funded: self.funded,
             defunded: self.defunded,
             by_key,
             outstanding: self.funded - self.defunded,
+            expired,
+            current_period: self.lifecycle.current_period,
             debts: self.debts.values().copied().collect(),
         }
     }
@@ -345,6 +385,11 @@ impl AuthorityState {
         };
         let applicable = match command {
             Command::Register { .. } | Command::Certify { .. } => true,
+            Command::Rotate { period, keys } => {
+                *period > self.lifecycle.current_period
+                    && keys.iter().all(|(key, _)| !self.denominations.contains_key(key))
+            }
+            Command::RevokeKey { key } => self.denominations.contains_key(key),
             Command::Fund { issuances, .. } => fresh(issuances),
             Command::Deposit(deposit) => {
                 self.issued.get(&deposit.token.issuance.serial) == Some(&deposit.token.issuance)
@@ -360,8 +405,9 @@ impl AuthorityState {
         }
     }
 
-    /// The primary record as commands, in an order that rebuilds this state: identities, certified
-    /// keys (sorted), fundings (by id), then deposits in the order they were recorded.
+    /// The primary record as commands, in an order that rebuilds this state: identities,
+    /// rotations (in order), revoked keys (sorted), certified keys (sorted), fundings (by id), then
+    /// deposits in the order they were recorded.
     pub fn encode(&self) -> Vec<u8> {
         let mut commands: Vec<Command> = Vec::new();
         commands.extend(
@@ -369,6 +415,11 @@ impl AuthorityState {
                 .iter()
                 .map(|identity| Command::Register { identity: *identity }),
         );
+        commands.extend(self.rotations.iter().map(|(period, keys)| Command::Rotate {
+            period: *period,
+            keys: keys.clone(),
+        }));
+        commands.extend(self.revoked_keys.iter().map(|key| Command::RevokeKey { key: *key }));
         commands.extend(self.certified.values().map(|certified| Command::Certify {
             period: certified.period,
             certified: vec![(certified.binding, certified.signature)],
@@ -391,11 +442,15 @@ impl AuthorityState {
     }
 
     /// A state rebuilt from a snapshot, which must be in canonical form.
-    pub fn decode(denominations: BTreeMap<PublicKey, u64>, bytes: &[u8]) -> Result<AuthorityState, StateError> {
+    pub fn decode(
+        lifecycle: Lifecycle,
+        first: &[(PublicKey, u64)],
+        bytes: &[u8],
+    ) -> Result<AuthorityState, StateError> {
         let mut reader = Reader::new(bytes);
         reader.read_version("authority snapshot", AUTHORITY_ENCODING_VERSION)?;
         let count = reader.read_count("snapshot command count", u64::MAX, 33)?;
-        let mut state = AuthorityState::new(denominations);
+        let mut state = AuthorityState::new(lifecycle, first);
         for _ in 0..count {
             let command = Command::decode_body(&mut reader)?;
             state.check_applicable(&command)?;

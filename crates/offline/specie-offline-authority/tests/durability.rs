@@ -76,7 +76,7 @@ fn a_restarted_authority_answers_deposits_as_before_and_keeps_the_evidence() {
     let identity = |n: u64| deterministic_key("identity", n);
     let one_time = |n: u64, i: u64| deterministic_key("one-time", n * 1_000 + i);
     let public = |key: SigningKey| key.verifying_key().to_bytes();
-    let certificate = |n: u64, i: u64| KeyCertificate::sign(public(one_time(n, i)), PERIOD, &keys.certifying);
+    let certificate = |n: u64, i: u64| KeyCertificate::sign(public(one_time(n, i)), PERIOD, &keys.certifying(PERIOD));
     for snapshot_log_bytes in [u64::MAX, 0] {
         let dir = tempfile::tempdir().unwrap();
         let mut enrol: Vec<Call> = Vec::new();

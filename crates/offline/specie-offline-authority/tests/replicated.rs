@@ -79,7 +79,7 @@ async fn after_a_leader_crash_the_new_leader_answers_deposits_alike_and_still_na
         panic!("funding refused");
     };
     let token = Token::issued(issuances[0]);
-    let certificate = |n: u64| KeyCertificate::sign(public(&one_time(n, 0)), PERIOD, &keys.certifying);
+    let certificate = |n: u64| KeyCertificate::sign(public(&one_time(n, 0)), PERIOD, &keys.certifying(PERIOD));
     let to_bob = token.transfer(&one_time(1, 0), certificate(2), [1; 16]).unwrap();
     let to_carol = token.transfer(&one_time(1, 0), certificate(3), [2; 16]).unwrap();
     let deposit = |paid: &Token, n: u64| {

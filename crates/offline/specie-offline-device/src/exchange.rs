@@ -147,7 +147,7 @@ impl PayeeExchange {
                         amount: self.amount,
                     });
                 };
-                if !device.can_pay_exactly(back) {
+                if !device.can_pay_exactly(back, ring) {
                     return Err(ExchangeError::NoChange { change: back });
                 }
                 let request = device.request(offer, fresh_nonce, now_ms)?;
@@ -165,7 +165,7 @@ impl PayeeExchange {
                 let (nonce, offer, change) = (*nonce, *offer, *change);
                 let received = device.receive(&nonce, &tokens, ring, now_ms)?;
                 debug_assert_eq!(received, offer, "receive checks the amount asked");
-                let tokens = device.pay(&change, now_ms)?;
+                let tokens = device.pay(&change, ring, now_ms)?;
                 self.stage = PayeeStage::ChangeGiven {
                     received,
                     paid: change.amount,
@@ -247,7 +247,7 @@ impl PayerExchange {
                         max: self.max,
                     });
                 }
-                match device.pay(&request, now_ms) {
+                match device.pay(&request, ring, now_ms) {
                     Ok(tokens) => {
                         self.stage = PayerStage::Paid { paid: request.amount };
                         Ok(Step::Send(ExchangeMessage::Payment {
@@ -257,7 +257,7 @@ impl PayerExchange {
                     }
                     Err(DeviceError::NoExactChange { amount }) => {
                         let offer = device
-                            .smallest_payable_from(amount)
+                            .smallest_payable_from(amount, ring)
                             .ok_or(DeviceError::NoExactChange { amount })?;
                         let change = device.request(offer - amount, fresh_nonce, now_ms)?;
                         self.stage = PayerStage::Offered { offer, change };
@@ -268,7 +268,7 @@ impl PayerExchange {
             }
             (PayerStage::Offered { offer, change }, ExchangeMessage::Request(request)) if request.amount == *offer => {
                 let (offer, change) = (*offer, *change);
-                let tokens = device.pay(&request, now_ms)?;
+                let tokens = device.pay(&request, ring, now_ms)?;
                 self.stage = PayerStage::AwaitingChange { paid: offer, change };
                 Ok(Step::Send(ExchangeMessage::Payment {
                     nonce: request.nonce,

@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use sha2::{Digest, Sha256};
 use specie_offline::{
-    Instruction, Issuance, KeyBinding, KeyCertificate, KeyRing, Link, Move, PublicKey, SigningKey, Token,
+    Instruction, Issuance, KeyBinding, KeyCertificate, KeyRing, Link, Move, PublicKey, SigningKey, Token, TokenError,
 };
 
 /// A token the device holds: the chain, the index of its key that owns it, its value.
@@ -194,6 +194,17 @@ impl Device {
         self.last_sync_ms = self.last_sync_ms.max(now_ms);
     }
 
+    /// Forgets the unused one-time keys that may no longer be paid to under `ring` (certified
+    /// in a period past its spend window); returns how many. A syncing device calls it before it
+    /// certifies more.
+    pub fn forget_stale_keys(&mut self, ring: &KeyRing) -> usize {
+        let lifecycle = ring.lifecycle();
+        let before = self.unused.len();
+        self.unused
+            .retain(|(_, certificate)| lifecycle.certificate_receivable(certificate.period));
+        before - self.unused.len()
+    }
+
     fn check_sync_age(&self, now_ms: u64) -> Result<(), DeviceError> {
         let age_ms = now_ms.saturating_sub(self.last_sync_ms);
         match age_ms > self.limits.sync_age_ms_max {
@@ -257,7 +268,17 @@ impl Device {
         let Some(at) = self.pending.iter().position(|deposit| deposit.link() == *link) else {
             return Ok(());
         };
-        self.receive_issued(reissued, ring)?;
+        match self.receive_issued(reissued, ring) {
+            // The answer came back after the re-issued tokens' key left the ring (its deposit
+            // window closed while the device stayed away): they are worth nothing now.
+            Err(DeviceError::BadToken {
+                error: TokenError::UnknownIssuingKey,
+                ..
+            }) => {}
+            result => {
+                result?;
+            }
+        }
         self.pending.remove(at);
         Ok(())
     }

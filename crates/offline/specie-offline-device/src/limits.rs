@@ -1,7 +1,7 @@
 //! A device's limits and why it refuses: each refusal names the limit and the numbers, so a person
 //! at a market stall knows what to do next.
 
-use specie_offline::TokenError;
+use specie_offline::{KeyError, TokenError};
 use thiserror::Error;
 
 /// What a device allows offline. Without a secure element a modified device can ignore its own
@@ -58,6 +58,20 @@ pub enum DeviceError {
     TooManyHops { index: usize, hops: usize, limit: usize },
     #[error("token {index} is revoked (it was spent twice)")]
     Revoked { index: usize },
+    #[error("token {index} expired: its key's tokens could be spent offline through period {spendable_through}; its holder must deposit it")]
+    Expired { index: usize, spendable_through: u32 },
+    #[error(
+        "token {index} is worth nothing: its key's tokens could be deposited through period {depositable_through}"
+    )]
+    Worthless { index: usize, depositable_through: u32 },
+    #[error("the payment request's key certificate does not check under the authority's keys: {0}")]
+    BadRequest(KeyError),
+    #[error(
+        "this request's key was certified in period {period}, too long ago to be paid to: sync to certify fresh keys"
+    )]
+    StaleKey { period: u32 },
+    #[error("token {index} is of a revoked issuing key: its holder must deposit it, and is paid if the authority issued it (recoup)")]
+    KeyRevoked { index: usize },
     #[error("token {index} does not verify: {error}")]
     BadToken { index: usize, error: TokenError },
     #[error("token {index} is not paid to the key and nonce of this payment: a replay, or another payment's token")]

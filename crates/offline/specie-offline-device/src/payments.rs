@@ -3,7 +3,7 @@
 //! them. And a deposit, as the device sends it to the authority.
 
 use sha2::{Digest, Sha256};
-use specie_offline::{Instruction, KeyCertificate, KeyRing, Link, SignedMove, Token};
+use specie_offline::{Instruction, KeyCertificate, KeyRing, KeyStatus, Link, SignedMove, Token};
 
 use crate::{Device, DeviceError, Held};
 
@@ -70,15 +70,24 @@ impl Device {
     /// Pays `request` with held tokens that make exactly its amount, each signed over to the
     /// requested key at the requested nonce. What this device signed is recorded before the
     /// tokens are returned, and they are no longer held.
-    pub fn pay(&mut self, request: &PaymentRequest, now_ms: u64) -> Result<Vec<Token>, DeviceError> {
+    pub fn pay(&mut self, request: &PaymentRequest, ring: &KeyRing, now_ms: u64) -> Result<Vec<Token>, DeviceError> {
         self.check_sync_age(now_ms)?;
+        // Never sign tokens over to a key the payee could not be paid to: one the ring does not
+        // vouch for, or certified too long ago (the payee would refuse, and the tokens would be
+        // lost to both).
+        request.certificate.check(ring).map_err(DeviceError::BadRequest)?;
+        if !ring.lifecycle().certificate_receivable(request.certificate.period) {
+            return Err(DeviceError::StaleKey {
+                period: request.certificate.period,
+            });
+        }
         if request.amount > self.limits.payment_max {
             return Err(DeviceError::PaymentLimit {
                 amount: request.amount,
                 limit: self.limits.payment_max,
             });
         }
-        let payable = self.payable_indices();
+        let payable = self.payable_indices(ring);
         let spendable: u64 = payable.iter().map(|&i| self.held[i].value).sum();
         if request.amount > spendable {
             return Err(DeviceError::NotEnough {
@@ -107,12 +116,16 @@ impl Device {
         Ok(paid)
     }
 
-    /// The held tokens this device may pay now: within the hop limit, not revoked.
-    fn payable_indices(&self) -> Vec<usize> {
+    /// The held tokens this device may pay now: within the hop limit, not revoked, and of a key
+    /// still in its spend window and not revoked (as `ring`, the last one fetched, says).
+    fn payable_indices(&self, ring: &KeyRing) -> Vec<usize> {
         (0..self.held.len())
             .filter(|&i| {
                 let held = &self.held[i];
-                held.token.hops.len() < self.limits.hops_max && !self.revoked.contains(&held.token.issuance.serial)
+                let status = ring.key_status(&held.token.issuance.issuing_key);
+                held.token.hops.len() < self.limits.hops_max
+                    && !self.revoked.contains(&held.token.issuance.serial)
+                    && status == Some(KeyStatus::Spendable)
             })
             .collect()
     }
@@ -120,8 +133,8 @@ impl Device {
     /// The smallest amount of at least `amount`, within the per-payment limit, that this device
     /// can pay exactly: what a payer without exact change offers, taking the difference back as
     /// change from the payee in the same exchange. `None` if there is none.
-    pub fn smallest_payable_from(&self, amount: u64) -> Option<u64> {
-        let values: Vec<u64> = self.payable_indices().iter().map(|&i| self.held[i].value).collect();
+    pub fn smallest_payable_from(&self, amount: u64, ring: &KeyRing) -> Option<u64> {
+        let values: Vec<u64> = self.payable_indices(ring).iter().map(|&i| self.held[i].value).collect();
         let bound = values.iter().sum::<u64>().min(self.limits.payment_max);
         if amount > bound {
             return None;
@@ -132,8 +145,8 @@ impl Device {
 
     /// Whether this device can pay exactly `amount` now (a payee asked for change checks this
     /// before it takes the larger payment).
-    pub fn can_pay_exactly(&self, amount: u64) -> bool {
-        amount <= self.limits.payment_max && self.smallest_payable_from(amount) == Some(amount)
+    pub fn can_pay_exactly(&self, amount: u64, ring: &KeyRing) -> bool {
+        amount <= self.limits.payment_max && self.smallest_payable_from(amount, ring) == Some(amount)
     }
 
     /// Checks a payment against the open request of `nonce` (seed 001, §IV-C, and the nonce of
@@ -149,6 +162,11 @@ impl Device {
     ) -> Result<u64, DeviceError> {
         self.check_sync_age(now_ms)?;
         let &(key, certificate, asked) = self.offers.get(nonce).ok_or(DeviceError::UnknownRequest)?;
+        if !ring.lifecycle().certificate_receivable(certificate.period) {
+            return Err(DeviceError::StaleKey {
+                period: certificate.period,
+            });
+        }
         let mut received = Vec::with_capacity(tokens.len());
         for (index, token) in tokens.iter().enumerate() {
             let verified = token
@@ -167,6 +185,23 @@ impl Device {
             }
             if self.revoked.contains(&token.issuance.serial) {
                 return Err(DeviceError::Revoked { index });
+            }
+            match ring.key_status(&token.issuance.issuing_key) {
+                Some(KeyStatus::Spendable) => {}
+                Some(KeyStatus::Revoked) => return Err(DeviceError::KeyRevoked { index }),
+                Some(KeyStatus::SpendExpired { spendable_through }) => {
+                    return Err(DeviceError::Expired {
+                        index,
+                        spendable_through,
+                    })
+                }
+                Some(KeyStatus::Expired { depositable_through }) => {
+                    return Err(DeviceError::Worthless {
+                        index,
+                        depositable_through,
+                    })
+                }
+                None => unreachable!("a token that verifies is of a key in the ring"),
             }
             if received.iter().any(|held: &Held| held.token == *token) {
                 return Err(DeviceError::NotForThisPayment { index });

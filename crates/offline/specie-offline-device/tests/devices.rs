@@ -79,7 +79,7 @@ fn a_payment_moves_exact_change_and_a_replay_or_a_stale_request_is_refused() {
     let mut alice = world.device(1, limits, 8, 17); // 10 + 5 + 2
     let mut bob = world.device(2, limits, 8, 0);
     let request = bob.request(7, [1; 16], 0).unwrap();
-    let paid = alice.pay(&request, 0).unwrap();
+    let paid = alice.pay(&request, &world.ring, 0).unwrap();
     assert_eq!(paid.len(), 2, "5 + 2");
     assert_eq!(bob.receive(&[1; 16], &paid, &world.ring, 0), Ok(7));
     assert_eq!((alice.balance(), bob.balance()), (10, 7));
@@ -100,7 +100,7 @@ fn a_payment_moves_exact_change_and_a_replay_or_a_stale_request_is_refused() {
 
     // 3 cannot be made of a single 10.
     let request = bob.request(3, [3; 16], 0).unwrap();
-    let refused = alice.pay(&request, 0).unwrap_err();
+    let refused = alice.pay(&request, &world.ring, 0).unwrap_err();
     assert_eq!(refused, DeviceError::NoExactChange { amount: 3 });
     assert!(
         refused.to_string().contains("exchange tokens for smaller ones"),
@@ -133,17 +133,17 @@ fn every_limit_is_enforced_with_a_message_that_names_it() {
     assert!(refused.to_string().contains("holding limit of 100"), "{refused}");
 
     let request = bob.request(70, [2; 16], 0).unwrap();
-    let paid = alice.pay(&request, 0).unwrap();
+    let paid = alice.pay(&request, &world.ring, 0).unwrap();
     bob.receive(&[2; 16], &paid, &world.ring, 0).unwrap();
     let request = carol.request(70, [3; 16], 0).unwrap();
-    let refused = bob.pay(&request, 0).unwrap_err();
+    let refused = bob.pay(&request, &world.ring, 0).unwrap_err();
     assert_eq!(refused, DeviceError::PaymentLimit { amount: 70, limit: 50 });
     assert!(refused.to_string().contains("per-payment limit of 50"), "{refused}");
     carol.cancel_request(&[3; 16]);
 
     // Bob's tokens have passed one hand, his limit: he cannot pay them on.
     let request = carol.request(20, [4; 16], 0).unwrap();
-    let refused = bob.pay(&request, 0).unwrap_err();
+    let refused = bob.pay(&request, &world.ring, 0).unwrap_err();
     assert_eq!(
         refused,
         DeviceError::NotEnough {
@@ -157,10 +157,10 @@ fn every_limit_is_enforced_with_a_message_that_names_it() {
 
     // A payee whose hop limit a token exceeds refuses it.
     let request = carol.request(20, [5; 16], 0).unwrap();
-    let to_carol = alice.pay(&request, 0).unwrap();
+    let to_carol = alice.pay(&request, &world.ring, 0).unwrap();
     carol.receive(&[5; 16], &to_carol, &world.ring, 0).unwrap();
     let request = bob.request(20, [6; 16], 0).unwrap();
-    let two_hops = carol.pay(&request, 0).unwrap();
+    let two_hops = carol.pay(&request, &world.ring, 0).unwrap();
     let refused = bob.receive(&[6; 16], &two_hops, &world.ring, 0).unwrap_err();
     assert_eq!(
         refused,
@@ -186,7 +186,7 @@ fn a_device_deposits_what_it_holds_and_holds_the_reissued_value() {
     let mut alice = world.device(1, DeviceLimits::default(), 8, 0);
     let mut bob = world.device(2, DeviceLimits::default(), 8, 25); // 20 + 5
     let request = alice.request(25, [1; 16], 0).unwrap();
-    let paid = bob.pay(&request, 0).unwrap();
+    let paid = bob.pay(&request, &world.ring, 0).unwrap();
     alice.receive(&[1; 16], &paid, &world.ring, 0).unwrap();
     let deposits = alice.deposit_all([9; 32], false);
     assert_eq!((deposits.len(), alice.balance(), alice.pending().len()), (2, 0, 2));
@@ -218,7 +218,7 @@ fn a_device_file_round_trips_and_mutations_never_panic() {
     let mut alice = world.device(1, DeviceLimits::default(), 8, 77);
     let mut bob = world.device(2, DeviceLimits::default(), 8, 0);
     let request = bob.request(70, [1; 16], 0).unwrap();
-    let paid = alice.pay(&request, 0).unwrap();
+    let paid = alice.pay(&request, &world.ring, 0).unwrap();
     bob.receive(&[1; 16], &paid, &world.ring, 0).unwrap();
     bob.request(5, [2; 16], 0).unwrap(); // left open
     bob.synced(&[[3; 16]], 10);
@@ -365,4 +365,55 @@ fn an_exchange_stops_cleanly_without_change_over_the_payers_maximum_or_out_of_tu
     );
     side.abandon(&mut payee);
     assert_eq!(payee.keys_left(), keys);
+}
+
+#[test]
+fn tokens_of_a_revoked_or_spend_expired_key_are_neither_paid_nor_taken_offline() {
+    let mut world = World::new();
+    let limits = DeviceLimits::default();
+    let mut alice = world.device(1, limits, 8, 10);
+    let mut bob = world.device(2, limits, 8, 0);
+    let key = alice.held()[0].token.issuance.issuing_key;
+    let Reply::Keys(revoked) = world.call(|ticket| Input::RevokeKey { ticket, key }) else {
+        panic!("revocation refused");
+    };
+    let request = bob.request(10, [1; 16], 0).unwrap();
+    assert_eq!(
+        alice.pay(&request, &revoked, 0),
+        Err(DeviceError::NotEnough {
+            amount: 10,
+            spendable: 0,
+            blocked: 10
+        }),
+        "a device that synced does not offer them"
+    );
+    // A device that did not sync pays them; a payee that did refuses them, saying what to do.
+    let paid = alice.pay(&request, &world.ring, 0).unwrap();
+    let refused = bob.receive(&[1; 16], &paid, &revoked, 0).unwrap_err();
+    assert_eq!(refused, DeviceError::KeyRevoked { index: 0 });
+    assert!(refused.to_string().contains("must deposit it"), "{refused}");
+
+    // Spend window: a period's keys' tokens pass hand to hand through spend_periods more.
+    let mut carol = world.device(3, limits, 8, 5);
+    let mut dave = world.device(4, limits, 8, 0);
+    let spend_periods = keys().lifecycle.spend_periods;
+    let mut ring = *revoked;
+    for _ in 0..=spend_periods {
+        let Reply::Keys(next) = world.call(|ticket| Input::Rotate { ticket }) else {
+            panic!("rotation refused");
+        };
+        ring = *next;
+    }
+    let request = dave.request(5, [2; 16], 0).unwrap();
+    let paid = carol.pay(&request, &world.ring, 0).unwrap();
+    let refused = dave.receive(&[2; 16], &paid, &ring, 0).unwrap_err();
+    let through = ring.lifecycle().current_period - 1;
+    assert_eq!(
+        refused,
+        DeviceError::Expired {
+            index: 0,
+            spendable_through: through
+        }
+    );
+    assert!(refused.to_string().contains("must deposit it"), "{refused}");
 }

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use specie_codec::{DecodeError, Encode, Reader};
 use specie_offline::{
-    EvidenceBundle, Instruction, KeyBinding, PublicKey, SignedMove, Token, INSTRUCTION_BYTES_MAX, KEY_BINDING_BYTES,
-    SIGNED_MOVE_BYTES_MAX, TOKEN_BYTES_MAX,
+    EvidenceBundle, Instruction, KeyBinding, KeyRing, KeyStatus, PublicKey, SignedMove, Token, INSTRUCTION_BYTES_MAX,
+    KEY_BINDING_BYTES, SIGNED_MOVE_BYTES_MAX, TOKEN_BYTES_MAX,
 };
 use specie_offline_authority::{
     DepositOutcome, Funding, Input, Refusal, Reply, BINDINGS_PER_CALL_MAX, TOKENS_PER_FUNDING_MAX,
@@ -40,6 +40,8 @@ pub struct Bridge {
 pub fn router(authority: AuthorityHandle, bridge: Bridge) -> Router {
     Router::new()
         .route("/v1/offline/keys", get(keys))
+        .route("/v1/offline/rotate", post(rotate))
+        .route("/v1/offline/revoke-key", post(revoke_key))
         .route("/v1/offline/register", post(register))
         .route("/v1/offline/fund", post(fund))
         .route("/v1/offline/fund-from-core", post(fund_from_core))
@@ -147,15 +149,60 @@ fn unexpected(reply: Reply) -> ApiError {
     )
 }
 
-async fn keys(State(authority): State<AuthorityHandle>) -> Response {
-    let mut ring = Vec::new();
-    authority.ring().encode_to(&mut ring);
+/// The key ring now, as JSON.
+fn keys_json(authority: &AuthorityHandle, ring: &KeyRing) -> Response {
+    let mut bytes = Vec::new();
+    ring.encode_to(&mut bytes);
+    let lifecycle = ring.lifecycle();
     Json(json!({
-        "ring": hex::encode(ring),
-        "fingerprint": hex::encode(authority.ring().fingerprint()),
+        "ring": hex::encode(bytes),
+        "fingerprint": hex::encode(ring.fingerprint()),
         "bridge": hex::encode(authority.bridge()),
+        "current_period": lifecycle.current_period,
+        "spend_periods": lifecycle.spend_periods,
+        "deposit_periods": lifecycle.deposit_periods,
     }))
     .into_response()
+}
+
+async fn ring(authority: &AuthorityHandle) -> Result<KeyRing, ApiError> {
+    match ask(authority, |ticket| Input::Keys { ticket }).await? {
+        Reply::Keys(ring) => Ok(*ring),
+        other => Err(unexpected(other)),
+    }
+}
+
+async fn keys(State(authority): State<AuthorityHandle>) -> Result<Response, ApiError> {
+    let ring = ring(&authority).await?;
+    Ok(keys_json(&authority, &ring))
+}
+
+/// (Operator) the next period begins; answered with the new ring.
+async fn rotate(State(authority): State<AuthorityHandle>, headers: HeaderMap) -> Result<Response, ApiError> {
+    operator_only(&authority, &headers)?;
+    match ask(&authority, |ticket| Input::Rotate { ticket }).await? {
+        Reply::Keys(ring) => Ok(keys_json(&authority, &ring)),
+        other => Err(unexpected(other)),
+    }
+}
+
+#[derive(Deserialize)]
+struct RevokeKeyRequest {
+    key: String,
+}
+
+/// (Operator) revokes an issuing key; answered with the new ring.
+async fn revoke_key(
+    State(authority): State<AuthorityHandle>,
+    headers: HeaderMap,
+    Json(request): Json<RevokeKeyRequest>,
+) -> Result<Response, ApiError> {
+    operator_only(&authority, &headers)?;
+    let key = key_from_hex("key", &request.key)?;
+    match ask(&authority, move |ticket| Input::RevokeKey { ticket, key }).await? {
+        Reply::Keys(ring) => Ok(keys_json(&authority, &ring)),
+        other => Err(unexpected(other)),
+    }
 }
 
 #[derive(Deserialize)]
@@ -433,9 +480,13 @@ async fn books(State(authority): State<AuthorityHandle>) -> Result<Response, Api
             "funded": books.funded.to_string(),
             "defunded": books.defunded.to_string(),
             "outstanding": books.outstanding.to_string(),
+            "expired": books.expired.to_string(),
+            "current_period": books.current_period,
             "by_key": books.by_key.iter().map(|key| json!({
                 "issuing_key": hex::encode(key.issuing_key),
                 "denomination": key.denomination,
+                "period": key.period,
+                "status": key_status_name(key.status),
                 "issued": key.issued.to_string(),
                 "paid": key.paid.to_string(),
             })).collect::<Vec<_>>(),
@@ -460,7 +511,7 @@ async fn evidence(
     match ask(&authority, move |ticket| Input::Evidence { ticket, identity }).await? {
         Reply::Evidence(double_spends) => {
             let bundle = EvidenceBundle {
-                ring: authority.ring().clone(),
+                ring: ring(&authority).await?,
                 double_spends,
             };
             let mut bytes = Vec::new();
@@ -469,5 +520,14 @@ async fn evidence(
             Ok(Json(json!({"double_spends": count, "bundle": hex::encode(bytes)})).into_response())
         }
         other => Err(unexpected(other)),
+    }
+}
+
+fn key_status_name(status: KeyStatus) -> &'static str {
+    match status {
+        KeyStatus::Spendable => "spendable",
+        KeyStatus::SpendExpired { .. } => "deposit_only",
+        KeyStatus::Expired { .. } => "expired",
+        KeyStatus::Revoked => "revoked",
     }
 }

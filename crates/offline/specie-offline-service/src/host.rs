@@ -11,7 +11,6 @@ use std::thread::JoinHandle;
 use crossbeam_channel::Sender;
 use specie_host::{EmbeddedHost, HostMessage, RecoverError, Wiring};
 use specie_log::LogOptions;
-use specie_offline::KeyRing;
 use specie_offline_authority::{Input, OfflineAuthority, Reply, Report, StateError};
 use specie_role::Ticket;
 
@@ -65,7 +64,6 @@ impl Wiring<OfflineAuthority> for Replies {
 pub struct AuthorityHandle {
     calls: Sender<HostMessage<Call, ReplyTo>>,
     thread: Arc<Mutex<Option<JoinHandle<OfflineAuthority>>>>,
-    ring: Arc<KeyRing>,
     /// The bridge key's public half: what the core banks for.
     bridge: [u8; 32],
     operator_token: Arc<String>,
@@ -78,7 +76,6 @@ impl AuthorityHandle {
         create_private_dir(data_dir)?;
         let keys = crate::authority_keys(data_dir)?;
         let operator_token = hex::encode(secret_file(&data_dir.join("operator.token"))?);
-        let ring = keys.ring();
         let bridge = keys.bridge.verifying_key().to_bytes();
         let host = EmbeddedHost::recover(
             "offline-authority",
@@ -100,7 +97,6 @@ impl AuthorityHandle {
         Ok(AuthorityHandle {
             calls,
             thread: Arc::new(Mutex::new(Some(thread))),
-            ring: Arc::new(ring),
             bridge,
             operator_token: Arc::new(operator_token),
         })
@@ -129,10 +125,6 @@ impl AuthorityHandle {
             return replies.iter().map(|_| None).collect();
         }
         replies.into_iter().map(|reply| reply.blocking_recv().ok()).collect()
-    }
-
-    pub fn ring(&self) -> &KeyRing {
-        &self.ring
     }
 
     /// The public key the core must bank for (`specie node --offline-authority`).

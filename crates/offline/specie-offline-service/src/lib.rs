@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use specie_api::http_server::ServeUntilError;
 use specie_api::HttpLimits;
-use specie_offline::Denominations;
+use specie_offline::{Denominations, Lifecycle};
 use specie_offline_authority::AuthorityKeys;
 
 /// Why the authority could not serve, or stopped with an error.
@@ -45,12 +45,16 @@ pub struct ServeOptions {
     pub bridge: Bridge,
 }
 
-/// The authority's keys, from the secret seed in `data_dir` (created on first start, 0600). One
-/// key set per authority for now (docs/offline-mode.md, "Key lifecycle": rotation is not built).
+/// The authority's keys, from the secret seed in `data_dir` (created on first start, 0600): it
+/// starts in period 1 with the default windows; later periods come from its log (rotations).
 pub fn authority_keys(data_dir: &Path) -> Result<AuthorityKeys, OpenError> {
     host::create_private_dir(data_dir)?;
     let seed = host::secret_file(&data_dir.join("authority.seed"))?;
-    Ok(AuthorityKeys::from_seed(&seed, Denominations::default(), 1))
+    let lifecycle = Lifecycle {
+        current_period: 1,
+        ..Lifecycle::default()
+    };
+    Ok(AuthorityKeys::from_seed(&seed, Denominations::default(), lifecycle))
 }
 
 /// Opens the authority in `options.data_dir` and serves its API until Ctrl-C.

@@ -23,12 +23,19 @@ const KEY_CERTIFICATE_DOMAIN: &[u8] = b"specie/offline/key-certificate/v1";
 const KEY_BINDING_DOMAIN: &[u8] = b"specie/offline/key-binding/v1";
 
 /// Hashed with a key ring's encoding: its fingerprint.
-const KEY_RING_DOMAIN: &[u8] = b"specie/offline/key-ring/v1";
+const KEY_RING_DOMAIN: &[u8] = b"specie/offline/key-ring/v2";
+/// The key ring's own version: 2 since it carries the key lifecycle (periods, windows,
+/// revocations).
+pub const KEY_RING_VERSION: u8 = 2;
 /// Most keys of each kind (issuing, certifying) a key ring's encoding holds.
 pub const KEY_RING_KEYS_MAX: usize = 255;
+/// An issuing key's entry: key, denomination, period, flags.
+const ISSUING_ENTRY_BYTES: usize = PUBLIC_KEY_BYTES + 8 + 4 + 1;
+/// The flag of a revoked issuing key.
+const FLAG_REVOKED: u8 = 1;
 /// The longest canonical key ring.
 pub const KEY_RING_BYTES_MAX: usize =
-    1 + 1 + KEY_RING_KEYS_MAX * (PUBLIC_KEY_BYTES + 8) + 1 + KEY_RING_KEYS_MAX * (4 + PUBLIC_KEY_BYTES);
+    1 + 3 * 4 + 1 + KEY_RING_KEYS_MAX * ISSUING_ENTRY_BYTES + 1 + KEY_RING_KEYS_MAX * (4 + PUBLIC_KEY_BYTES);
 /// A key binding's encoding: the identity, the key, the identity's signature.
 pub const KEY_BINDING_BYTES: usize = 2 * PUBLIC_KEY_BYTES + SIGNATURE_BYTES;
 /// A key certificate's encoding: the key, the period, the certifying key's signature.
@@ -51,6 +58,90 @@ pub enum KeyError {
     DuplicateIssuingKey,
     #[error("a certifying key for period {period} is already in the ring")]
     DuplicatePeriod { period: u32 },
+    #[error("an issuing key of period {period}, after the ring's next period")]
+    FuturePeriod { period: u32 },
+    #[error("not an issuing key of this ring")]
+    UnknownIssuingKey,
+}
+
+/// The key lifecycle (docs/offline-mode.md, "Key lifecycle"): the authority issues with the keys
+/// of the current period; a token stays spendable offline through `spend_periods` periods after
+/// its key's, and may be deposited through `deposit_periods` periods after it. The authority
+/// moves to the next period when its operator rotates (a logged command, so every replica agrees
+/// on it); devices learn the current period when they sync.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lifecycle {
+    pub current_period: u32,
+    pub spend_periods: u32,
+    pub deposit_periods: u32,
+}
+
+impl Default for Lifecycle {
+    /// Three periods to spend, twelve to deposit (with monthly rotation: a quarter and a year).
+    fn default() -> Lifecycle {
+        Lifecycle {
+            current_period: 0,
+            spend_periods: 3,
+            deposit_periods: 12,
+        }
+    }
+}
+
+/// Where a token of an issuing key stands now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyStatus {
+    /// Its tokens may pass from device to device.
+    Spendable,
+    /// Past its spend window (through `spendable_through`): its tokens may only be deposited.
+    SpendExpired { spendable_through: u32 },
+    /// Past its deposit window too: its tokens are worth nothing any more, like destroyed cash.
+    Expired { depositable_through: u32 },
+    /// Revoked (compromised): its tokens may only be deposited, where the authority pays those
+    /// its issuance log holds (recoup) and nothing else.
+    Revoked,
+}
+
+impl Lifecycle {
+    /// The status of a key of `period` that is (or is not) `revoked`.
+    pub fn status(&self, period: u32, revoked: bool) -> KeyStatus {
+        let spendable_through = period.saturating_add(self.spend_periods);
+        let depositable_through = period.saturating_add(self.deposit_periods);
+        match () {
+            _ if self.current_period > depositable_through => KeyStatus::Expired { depositable_through },
+            _ if revoked => KeyStatus::Revoked,
+            _ if self.current_period > spendable_through => KeyStatus::SpendExpired { spendable_through },
+            _ => KeyStatus::Spendable,
+        }
+    }
+
+    /// The oldest period whose issuing keys still matter (their tokens may be deposited).
+    pub fn oldest_live_period(&self) -> u32 {
+        self.current_period.saturating_sub(self.deposit_periods)
+    }
+
+    /// Whether a one-time key certified in `period` may still be paid to: through the spend
+    /// window of its period, as a token of that period's keys.
+    pub fn certificate_receivable(&self, period: u32) -> bool {
+        self.current_period <= period.saturating_add(self.spend_periods)
+    }
+
+    /// The oldest period whose certifying key still matters: a key certified then received
+    /// tokens at most `spend_periods` later, and those are depositable `deposit_periods` after
+    /// their own key's period, so their chains must verify that long.
+    pub fn oldest_certifying_period(&self) -> u32 {
+        self.current_period
+            .saturating_sub(self.spend_periods)
+            .saturating_sub(self.deposit_periods)
+    }
+}
+
+/// An issuing key as the ring holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct IssuingKey {
+    denomination: u64,
+    period: u32,
+    revoked: bool,
+    verifying: VerifyingKey,
 }
 
 /// The key `bytes` encode, refused if it does not decompress or is of small order.
@@ -181,20 +272,71 @@ impl KeyBinding {
 /// What a verifier trusts, from the authority's key set: issuing keys with the denomination of
 /// their tokens, and the certifying key of each period. Keys are kept decompressed, so that a
 /// verifier pays for decompression once, not per token.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KeyRing {
-    issuing: BTreeMap<PublicKey, (u64, VerifyingKey)>,
+    issuing: BTreeMap<PublicKey, IssuingKey>,
     certifying: BTreeMap<u32, (PublicKey, VerifyingKey)>,
+    lifecycle: Lifecycle,
 }
 
 impl KeyRing {
+    /// An empty ring under `lifecycle`.
+    pub fn new(lifecycle: Lifecycle) -> KeyRing {
+        KeyRing {
+            lifecycle,
+            ..KeyRing::default()
+        }
+    }
+
+    pub fn lifecycle(&self) -> Lifecycle {
+        self.lifecycle
+    }
+
+    /// Adds an issuing key of the ring's current period.
     pub fn add_issuing_key(&mut self, key: PublicKey, denomination: u64) -> Result<(), KeyError> {
+        self.add_issuing_key_of(key, denomination, self.lifecycle.current_period)
+    }
+
+    /// Adds an issuing key of `period` (at most the next one: keys are announced before use).
+    pub fn add_issuing_key_of(&mut self, key: PublicKey, denomination: u64, period: u32) -> Result<(), KeyError> {
         let verifying = check_public_key(&key)?;
+        if period > self.lifecycle.current_period.saturating_add(1) {
+            return Err(KeyError::FuturePeriod { period });
+        }
         if self.issuing.contains_key(&key) {
             return Err(KeyError::DuplicateIssuingKey);
         }
-        self.issuing.insert(key, (denomination, verifying));
+        let entry = IssuingKey {
+            denomination,
+            period,
+            revoked: false,
+            verifying,
+        };
+        self.issuing.insert(key, entry);
         Ok(())
+    }
+
+    /// Marks an issuing key revoked: devices refuse its tokens, which go back to the authority.
+    pub fn revoke_issuing_key(&mut self, key: &PublicKey) -> Result<(), KeyError> {
+        let entry = self.issuing.get_mut(key).ok_or(KeyError::UnknownIssuingKey)?;
+        entry.revoked = true;
+        Ok(())
+    }
+
+    /// Where the tokens of issuing key `key` stand, if the ring knows it.
+    pub fn key_status(&self, key: &PublicKey) -> Option<KeyStatus> {
+        let entry = self.issuing.get(key)?;
+        Some(self.lifecycle.status(entry.period, entry.revoked))
+    }
+
+    /// Every issuing key the ring holds, in key order.
+    pub fn issuing_keys(&self) -> impl Iterator<Item = &PublicKey> {
+        self.issuing.keys()
+    }
+
+    /// The period of issuing key `key`, if the ring knows it.
+    pub fn key_period(&self, key: &PublicKey) -> Option<u32> {
+        self.issuing.get(key).map(|entry| entry.period)
     }
 
     pub fn add_certifying_key(&mut self, period: u32, key: PublicKey) -> Result<(), KeyError> {
@@ -206,18 +348,25 @@ impl KeyRing {
         Ok(())
     }
 
-    /// Version, issuing-key count (`u8`) and (key, denomination `u64`) each in key order,
-    /// certifying-key count (`u8`) and (period `u32`, key) each in period order.
+    /// Version 2, the lifecycle (current period, spend periods, deposit periods: `u32` each),
+    /// issuing-key count (`u8`) and (key, denomination `u64`, period `u32`, flags `u8`: 1 if
+    /// revoked) each in key order, certifying-key count (`u8`) and (period `u32`, key) each in
+    /// period order.
     pub fn encode_to(&self, out: &mut Vec<u8>) {
         assert!(
             self.issuing.len() <= KEY_RING_KEYS_MAX && self.certifying.len() <= KEY_RING_KEYS_MAX,
             "a key ring holds at most KEY_RING_KEYS_MAX keys of each kind"
         );
-        out.push(ENCODING_VERSION);
+        out.push(KEY_RING_VERSION);
+        put_u32(out, self.lifecycle.current_period);
+        put_u32(out, self.lifecycle.spend_periods);
+        put_u32(out, self.lifecycle.deposit_periods);
         out.push(self.issuing.len() as u8);
-        for (key, (denomination, _)) in &self.issuing {
+        for (key, entry) in &self.issuing {
             out.extend_from_slice(key);
-            out.extend_from_slice(&denomination.to_le_bytes());
+            out.extend_from_slice(&entry.denomination.to_le_bytes());
+            put_u32(out, entry.period);
+            out.push(if entry.revoked { FLAG_REVOKED } else { 0 });
         }
         out.push(self.certifying.len() as u8);
         for (period, (key, _)) in &self.certifying {
@@ -228,26 +377,42 @@ impl KeyRing {
 
     /// A ring in canonical form: keys valid, each once, in order.
     pub fn decode_from(reader: &mut Reader<'_>) -> Result<KeyRing, DecodeError> {
-        crate::read_version(reader, "key ring")?;
+        reader.read_version("key ring", KEY_RING_VERSION)?;
         let invalid = |reason: String| DecodeError::Invalid {
             what: "key ring",
             reason,
         };
-        let mut ring = KeyRing::default();
+        let lifecycle = Lifecycle {
+            current_period: reader.read_u32("current period")?,
+            spend_periods: reader.read_u32("spend periods")?,
+            deposit_periods: reader.read_u32("deposit periods")?,
+        };
+        if lifecycle.deposit_periods < lifecycle.spend_periods {
+            return Err(invalid("deposit window shorter than the spend window".into()));
+        }
+        let mut ring = KeyRing::new(lifecycle);
         let issuing = reader.read_u8("issuing key count")?;
         let mut last = None;
         for _ in 0..issuing {
             let key: PublicKey = reader.read_array("issuing key")?;
             let denomination = reader.read_u64("denomination")?;
+            let period = reader.read_u32("issuing key period")?;
+            let flags = reader.read_u8("issuing key flags")?;
             if last.is_some_and(|last| last >= key) {
                 return Err(DecodeError::NonCanonical {
                     what: "key ring",
                     reason: "issuing keys not in increasing order",
                 });
             }
+            if flags & !FLAG_REVOKED != 0 {
+                return Err(invalid(format!("unknown issuing key flags {flags:#04x}")));
+            }
             last = Some(key);
-            ring.add_issuing_key(key, denomination)
+            ring.add_issuing_key_of(key, denomination, period)
                 .map_err(|error| invalid(format!("issuing key: {error}")))?;
+            if flags & FLAG_REVOKED != 0 {
+                ring.revoke_issuing_key(&key).expect("just added");
+            }
         }
         let certifying = reader.read_u8("certifying key count")?;
         let mut last = None;
@@ -277,7 +442,9 @@ impl KeyRing {
 
     /// The denomination of tokens `key` issues and the key itself, if it is a known issuing key.
     pub fn issuing_key(&self, key: &PublicKey) -> Option<(u64, &VerifyingKey)> {
-        self.issuing.get(key).map(|(denomination, key)| (*denomination, key))
+        self.issuing
+            .get(key)
+            .map(|entry| (entry.denomination, &entry.verifying))
     }
 
     pub fn certifying_key(&self, period: u32) -> Option<(&PublicKey, &VerifyingKey)> {
@@ -344,5 +511,73 @@ mod tests {
             ..binding
         };
         assert_eq!(other_identity.check(), Err(KeyError::BadBinding));
+    }
+
+    #[test]
+    fn a_key_is_spendable_then_deposit_only_then_worthless_and_revoked_keys_are_deposit_only() {
+        let at = |current_period| Lifecycle {
+            current_period,
+            spend_periods: 2,
+            deposit_periods: 5,
+        };
+        assert_eq!(at(3).status(3, false), KeyStatus::Spendable);
+        assert_eq!(at(5).status(3, false), KeyStatus::Spendable);
+        assert_eq!(at(6).status(3, false), KeyStatus::SpendExpired { spendable_through: 5 });
+        assert_eq!(at(8).status(3, false), KeyStatus::SpendExpired { spendable_through: 5 });
+        assert_eq!(at(9).status(3, false), KeyStatus::Expired { depositable_through: 8 });
+        assert_eq!(at(3).status(3, true), KeyStatus::Revoked);
+        assert_eq!(at(9).status(3, true), KeyStatus::Expired { depositable_through: 8 });
+        assert_eq!(at(9).oldest_live_period(), 4);
+        assert_eq!(
+            at(u32::MAX).status(u32::MAX - 1, false),
+            KeyStatus::Spendable,
+            "no overflow"
+        );
+    }
+
+    #[test]
+    fn a_ring_with_periods_and_a_revoked_key_round_trips_and_its_canonical_form_is_enforced() {
+        let lifecycle = Lifecycle {
+            current_period: 4,
+            spend_periods: 1,
+            deposit_periods: 3,
+        };
+        let mut ring = KeyRing::new(lifecycle);
+        ring.add_issuing_key_of(key(1).verifying_key().to_bytes(), 10, 2)
+            .unwrap();
+        ring.add_issuing_key(key(2).verifying_key().to_bytes(), 10).unwrap();
+        ring.add_issuing_key_of(key(3).verifying_key().to_bytes(), 10, 5)
+            .unwrap();
+        assert_eq!(
+            ring.add_issuing_key_of(key(4).verifying_key().to_bytes(), 10, 6),
+            Err(KeyError::FuturePeriod { period: 6 })
+        );
+        ring.revoke_issuing_key(&key(2).verifying_key().to_bytes()).unwrap();
+        ring.add_certifying_key(4, key(5).verifying_key().to_bytes()).unwrap();
+        let mut bytes = Vec::new();
+        ring.encode_to(&mut bytes);
+        let decoded = KeyRing::decode_from(&mut Reader::new(&bytes)).unwrap();
+        assert_eq!(decoded.fingerprint(), ring.fingerprint());
+        assert_eq!(decoded.lifecycle(), lifecycle);
+        let status = |n: u8| decoded.key_status(&key(n).verifying_key().to_bytes());
+        assert_eq!(status(1), Some(KeyStatus::SpendExpired { spendable_through: 3 }));
+        assert_eq!(status(2), Some(KeyStatus::Revoked));
+        assert_eq!(status(3), Some(KeyStatus::Spendable));
+        assert_eq!(status(4), None);
+
+        // A flag byte other than 0 or 1, and a deposit window shorter than the spend window.
+        let first_flags = 1 + 12 + 1 + PUBLIC_KEY_BYTES + 8 + 4;
+        let mut flagged = bytes.clone();
+        flagged[first_flags] = 2;
+        assert!(KeyRing::decode_from(&mut Reader::new(&flagged)).is_err());
+        let mut short = bytes.clone();
+        short[9..13].copy_from_slice(&0u32.to_le_bytes());
+        assert!(KeyRing::decode_from(&mut Reader::new(&short)).is_err());
+        let mut old = bytes;
+        old[0] = 1;
+        assert!(
+            KeyRing::decode_from(&mut Reader::new(&old)).is_err(),
+            "version 1 rings are refused"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! CI's share of the offline-cash simulation: devices paying each other offline in random
-//! topologies, cheaters keeping copies of what they pay, replays, late syncs, lost answers and
-//! authority crashes, with the authority's invariants checked after every step and, once every
+//! topologies, cheaters keeping copies of what they pay, replays, late syncs, lost answers,
+//! authority crashes, and the key lifecycle (rotations, revocations, tokens expiring), with the authority's invariants checked after every step and, once every
 //! device has synced, conservation and debts exactly as the model says. `specie sim --seeds N`
 //! runs the long soak.
 
@@ -36,6 +36,9 @@ fn hundreds_of_offline_seeds_hold_every_invariant_and_exercise_every_fault() {
         t.debtors += r.debtors;
         t.crashes += r.crashes;
         t.syncs_while_down += r.syncs_while_down;
+        t.rotations += r.rotations;
+        t.keys_revoked += r.keys_revoked;
+        t.expired_refused += r.expired_refused;
     }
     println!("{CI_SEEDS} offline seeds: {t:?}");
     // The seeds must reach every path the checks are about, or passing them means little.
@@ -50,6 +53,9 @@ fn hundreds_of_offline_seeds_hold_every_invariant_and_exercise_every_fault() {
         ("double spends refused", t.double_spends_refused),
         ("authority crashes", t.crashes),
         ("syncs while the authority was down", t.syncs_while_down),
+        ("key rotations", t.rotations),
+        ("key revocations", t.keys_revoked),
+        ("deposits refused past their key's deposit window", t.expired_refused),
     ];
     for (what, count) in exercised {
         assert!(count > 0, "no seed exercised {what}: {t:?}");

@@ -99,7 +99,10 @@ pub fn run(args: &OfflineDemoOptions) -> BenchResult<ExitCode> {
     node_options.offline_authority = Some(authority.bridge());
     let node = EmbeddedNode::open(node_options).step("cannot start the embedded core")?;
     let core = node.handle();
-    let ring = authority.ring().clone();
+    let Reply::Keys(ring) = ask(&authority, |ticket| Input::Keys { ticket })? else {
+        fail!("the authority did not show its keys");
+    };
+    let ring = *ring;
 
     let started = Instant::now();
     let mut users = make_users(args, &mut rng);

@@ -269,10 +269,11 @@ impl Setup {
         }
         let role = authority.role().step("the authority is running")?;
         let ring = role.ring().clone();
-        let keys = bench_keys();
+        let period = bench_keys().lifecycle.current_period;
+        let certifying = bench_keys().certifying(period);
         let certificates: Vec<KeyCertificate> = public(&payees)
             .into_iter()
-            .map(|key| KeyCertificate::sign(key, keys.period, &keys.certifying))
+            .map(|key| KeyCertificate::sign(key, period, &certifying))
             .collect();
         let paid = issued
             .par_iter()
@@ -413,8 +414,8 @@ impl Setup {
     /// A device-to-device payment's time: the payee's offer taken as given, the payer signs the
     /// hop, the payee checks the chain strictly. p50 and p99 in microseconds.
     fn payments(&self, payments: usize) -> (f64, f64) {
-        let keys = bench_keys();
-        let certificate = KeyCertificate::sign(self.reissue_owners[0], keys.period, &keys.certifying);
+        let period = bench_keys().lifecycle.current_period;
+        let certificate = KeyCertificate::sign(self.reissue_owners[0], period, &bench_keys().certifying(period));
         let mut times: Vec<f64> = self
             .paid
             .iter()

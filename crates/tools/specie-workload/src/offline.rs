@@ -176,7 +176,8 @@ pub enum PaymentEnd {
     PayeeHasNoKeys,
     /// The payer's tokens cannot make the amount, or are revoked: nothing was signed.
     NotMade,
-    /// The payee refused a revoked token (the request is withdrawn).
+    /// The payee refused a token it must not take offline: one found double spent, or of an
+    /// expired or revoked key (the request is withdrawn).
     RevokedRefused,
 }
 
@@ -212,7 +213,7 @@ pub fn pay(
         true => actors[payer]
             .pay_copy(&request, choice.keeps_it)
             .map(|token| vec![token]),
-        false => actors[payer].device.pay(&request, now_ms).ok(),
+        false => actors[payer].device.pay(&request, ring, now_ms).ok(),
     };
     let Some(paid) = paid else {
         actors[payee].device.cancel_request(&choice.nonce);
@@ -227,7 +228,18 @@ pub fn pay(
             copies_kept: if keep_copy { paid.len() } else { 0 },
             tokens: paid,
         }),
-        Err(DeviceError::Revoked { .. }) => {
+        Err(
+            DeviceError::Revoked { .. }
+            | DeviceError::KeyRevoked { .. }
+            | DeviceError::Expired { .. }
+            | DeviceError::Worthless { .. },
+        ) => {
+            actors[payee].device.cancel_request(&choice.nonce);
+            Ok(PaymentEnd::RevokedRefused)
+        }
+        // A cheater's copy (signed outside the device, so unchecked) of a token whose key has
+        // left the ring, or to a payee key gone stale: refused like any stale token.
+        Err(DeviceError::BadToken { .. } | DeviceError::StaleKey { .. }) if spend_copy => {
             actors[payee].device.cancel_request(&choice.nonce);
             Ok(PaymentEnd::RevokedRefused)
         }

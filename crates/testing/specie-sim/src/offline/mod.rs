@@ -32,7 +32,7 @@ use std::hash::{DefaultHasher, Hasher};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use specie_host::{SimEvent, SimHost};
-use specie_offline::{Denominations, KeyRing, Link, PublicKey};
+use specie_offline::{Denominations, KeyRing, KeyStatus, Lifecycle, Link, PublicKey};
 use specie_offline_authority::{
     AuthorityKeys, Command, DepositOutcome, Input, OfflineAuthority, Refusal, Reply, Report,
 };
@@ -78,6 +78,10 @@ pub struct OfflineOptions {
     pub hops_max: usize,
     /// One-time keys a device has certified at a time.
     pub keys_per_certification: usize,
+    /// Chance per step that the operator begins the next period, and that it revokes a live
+    /// issuing key.
+    pub rotate_per_mille: u32,
+    pub revoke_per_mille: u32,
 }
 
 impl OfflineOptions {
@@ -98,6 +102,8 @@ impl OfflineOptions {
             defund_per_mille: rng.gen_range(0..=200),
             hops_max: rng.gen_range(2..=8),
             keys_per_certification: 16,
+            rotate_per_mille: rng.gen_range(0..=120),
+            revoke_per_mille: rng.gen_range(0..=40),
         }
     }
 }
@@ -118,6 +124,10 @@ pub struct OfflineReport {
     pub debtors: u64,
     pub crashes: u64,
     pub syncs_while_down: u64,
+    pub rotations: u64,
+    pub keys_revoked: u64,
+    /// Deposits refused because their key's deposit window had closed.
+    pub expired_refused: u64,
     pub trace_digest: u64,
 }
 
@@ -161,8 +171,16 @@ pub fn run_offline(options: OfflineOptions) -> Result<OfflineReport, Violation> 
     run_offline_with(options, || OfflineAuthority::new(authority_keys()))
 }
 
+/// Short windows, so that a run's rotations take keys through their whole life: tokens are
+/// spendable for one period after their key's and depositable for two.
 fn authority_keys() -> AuthorityKeys {
-    AuthorityKeys::deterministic("sim-offline", Denominations::default(), 1)
+    let lifecycle = Lifecycle {
+        current_period: 1,
+        spend_periods: 1,
+        deposit_periods: 2,
+    };
+    let seed = [0x51; 32];
+    AuthorityKeys::from_seed(&seed, Denominations::default(), lifecycle)
 }
 
 fn run_offline_with<R: OfflineRole>(
@@ -343,6 +361,12 @@ impl<R: OfflineRole> World<R> {
             self.down_for = Some(self.rng.gen_range(1..=5));
             return Ok(());
         }
+        if self.chance(self.options.rotate_per_mille) {
+            return self.rotate();
+        }
+        if self.chance(self.options.revoke_per_mille) {
+            return self.revoke_key();
+        }
         let replay = self.options.replay_per_mille;
         let sync = self.options.sync_per_mille;
         if !self.paid.is_empty() && self.chance(replay) {
@@ -352,6 +376,49 @@ impl<R: OfflineRole> World<R> {
             self.sync(device)
         } else {
             self.pay()
+        }
+    }
+
+    /// The operator begins the next period; devices see the new ring from now on.
+    fn rotate(&mut self) -> Result<(), Violation> {
+        match self.call(|ticket| Input::Rotate { ticket })? {
+            Some(Reply::Keys(ring)) => {
+                self.ring = *ring;
+                self.report.rotations += 1;
+                Ok(())
+            }
+            None => Ok(()),
+            Some(other) => Err(self.violation(format!("rotation: {other:?}"))),
+        }
+    }
+
+    /// The operator revokes a live issuing key (its tokens go back to the authority, where the
+    /// issued ones are paid).
+    fn revoke_key(&mut self) -> Result<(), Violation> {
+        // A key in use: spendable, and not one of the next period's, which are only announced.
+        let current = self.ring.lifecycle().current_period;
+        let live: Vec<PublicKey> = self
+            .ring
+            .issuing_keys()
+            .filter(|key| self.ring.key_status(key) == Some(KeyStatus::Spendable))
+            .filter(|key| self.ring.key_period(key) <= Some(current))
+            .copied()
+            .collect();
+        if live.is_empty() {
+            return Ok(());
+        }
+        let key = live[self.rng.gen_range(0..live.len())];
+        match self.call(|ticket| Input::RevokeKey { ticket, key })? {
+            Some(Reply::Keys(ring)) => {
+                if ring.key_status(&key) != Some(KeyStatus::Revoked) {
+                    return Err(self.violation("a revoked key is not marked revoked in the ring"));
+                }
+                self.ring = *ring;
+                self.report.keys_revoked += 1;
+                Ok(())
+            }
+            None => Ok(()),
+            Some(other) => Err(self.violation(format!("revocation: {other:?}"))),
         }
     }
 
@@ -430,7 +497,9 @@ impl<R: OfflineRole> World<R> {
                 self.report.replays_refused += 1;
                 Ok(())
             }
-            other => Err(self.violation(format!("a replayed payment was not refused: {other:?}"))),
+            // Refused before the nonce is looked at: the payee's key or the tokens went stale.
+            Err(_) => Ok(()),
+            Ok(_) => Err(self.violation("a replayed payment was accepted")),
         }
     }
 
@@ -453,6 +522,8 @@ impl<R: OfflineRole> World<R> {
         if let Some(Reply::Revocations { serials, .. }) = self.call(|ticket| Input::Revocations { ticket, from })? {
             self.devices[device].device.synced(&serials, self.step);
         }
+        let ring = self.ring.clone();
+        self.devices[device].device.forget_stale_keys(&ring);
         if self.devices[device].device.keys_left() < self.options.keys_per_certification / 2 {
             self.certify(device)?;
         }
@@ -481,6 +552,18 @@ impl<R: OfflineRole> World<R> {
                     return Err(self.violation(format!("a payout that does not match its deposit: {payout:?}")));
                 }
                 outcome
+            }
+            Reply::Refused(Refusal::Expired { .. }) => {
+                // Past its deposit window a key leaves the ring.
+                let status = self.ring.key_status(&deposit.token.issuance.issuing_key);
+                if !matches!(status, None | Some(KeyStatus::Expired { .. })) {
+                    return Err(self.violation(format!("a deposit refused as expired, its key {status:?}")));
+                }
+                self.report.expired_refused += 1;
+                let ring = self.ring.clone();
+                return self.devices[device]
+                    .answered(&deposit.link(), &[], &ring)
+                    .map_err(|error| self.violation(format!("device {device}: {error}")));
             }
             reply => return Err(self.violation(format!("device {device}'s deposit refused: {reply:?}"))),
         };
@@ -582,10 +665,13 @@ impl<R: OfflineRole> World<R> {
     fn check_end(&mut self) -> Result<(), Violation> {
         let books = self.books()?;
         let held: u128 = self.devices.iter().map(|d| u128::from(d.device.balance())).sum();
-        if books.funded != self.funded || books.defunded != self.defunded || books.outstanding != held {
+        // Expired tokens are worth nothing: the devices dropped them when their deposits were
+        // refused, and the books count them apart.
+        let live = books.outstanding - books.expired;
+        if books.funded != self.funded || books.defunded != self.defunded || live != held {
             return Err(self.violation(format!(
-                "value not conserved: authority funded {} defunded {} outstanding {}, world funded {} defunded {} held {held}",
-                books.funded, books.defunded, books.outstanding, self.funded, self.defunded
+                "value not conserved: authority funded {} defunded {} outstanding {} (expired {}), world funded {} defunded {} held {held}",
+                books.funded, books.defunded, books.outstanding, books.expired, self.funded, self.defunded
             )));
         }
         let reached = self.reached();
