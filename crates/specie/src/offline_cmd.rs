@@ -41,6 +41,27 @@ enum OfflineCommand {
         #[arg(long)]
         json: bool,
     },
+    /// (Operator) begin the next key period: the authority issues and certifies with the new
+    /// period's keys from now on; tokens of older keys stay spendable through their spend window
+    /// and depositable through their deposit window. Devices learn it when they sync. Run it on a
+    /// schedule (monthly, say): the windows are counted in periods.
+    Rotate {
+        #[arg(long, default_value = "http://127.0.0.1:8490")]
+        authority: String,
+        /// The operator's bearer token (DATA_DIR/operator.token of the authority).
+        #[arg(long)]
+        operator_token_file: PathBuf,
+    },
+    /// (Operator) revoke an issuing key (hex), for instance one that leaked: devices refuse its
+    /// tokens from their next sync, and holders deposit them, the authority paying those it
+    /// issued (recoup) and nothing forged. Revoking a key of the current period begins the next.
+    RevokeKey {
+        #[arg(long, default_value = "http://127.0.0.1:8490")]
+        authority: String,
+        #[arg(long)]
+        operator_token_file: PathBuf,
+        key: String,
+    },
     /// A device wallet: create, enrol and fund it, pay and receive offline, deposit and sync
     /// online (`specie offline device --help`).
     Device(crate::offline_device_cmd::DeviceArgs),
@@ -89,7 +110,11 @@ impl OfflineArgs {
     pub fn prints_only(&self) -> bool {
         matches!(
             self.command,
-            OfflineCommand::CheckEvidence { .. } | OfflineCommand::Device(_) | OfflineCommand::Audit { .. }
+            OfflineCommand::CheckEvidence { .. }
+                | OfflineCommand::Device(_)
+                | OfflineCommand::Audit { .. }
+                | OfflineCommand::Rotate { .. }
+                | OfflineCommand::RevokeKey { .. }
         )
     }
 }
@@ -99,6 +124,25 @@ pub fn run(args: OfflineArgs) -> anyhow::Result<ExitCode> {
         OfflineCommand::CheckEvidence { file } => check_evidence(&file),
         OfflineCommand::Device(args) => crate::offline_device_cmd::run(args),
         OfflineCommand::Audit { authority, json } => audit(&authority, json),
+        OfflineCommand::Rotate {
+            authority,
+            operator_token_file,
+        } => key_change(
+            &authority,
+            &operator_token_file,
+            "/v1/offline/rotate",
+            serde_json::json!({}),
+        ),
+        OfflineCommand::RevokeKey {
+            authority,
+            operator_token_file,
+            key,
+        } => key_change(
+            &authority,
+            &operator_token_file,
+            "/v1/offline/revoke-key",
+            serde_json::json!({ "key": key }),
+        ),
         OfflineCommand::Authority {
             data_dir,
             listen,
@@ -219,4 +263,22 @@ fn audit(authority: &str, json: bool) -> anyhow::Result<ExitCode> {
         println!("audit {}", if ok { "OK" } else { "FAILED" });
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// An operator's key change (rotation or revocation); prints the period the authority is in.
+fn key_change(
+    authority: &str,
+    token_file: &std::path::Path,
+    path: &str,
+    body: serde_json::Value,
+) -> anyhow::Result<ExitCode> {
+    let token = std::fs::read_to_string(token_file)
+        .with_context(|| format!("cannot read the operator token {}", token_file.display()))?;
+    let client = specie_offline_service::device::AuthorityClient::new(authority, Some(token.trim().to_string()));
+    let answer = client.post(path, body)?;
+    println!(
+        "the authority is in period {} (tokens spendable {} periods after their key's, depositable {})",
+        answer["current_period"], answer["spend_periods"], answer["deposit_periods"]
+    );
+    Ok(ExitCode::SUCCESS)
 }

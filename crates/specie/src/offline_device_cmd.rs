@@ -139,6 +139,17 @@ fn ring_path(device: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Keeps the authority's key ring beside the device file, to check payments offline.
+fn write_ring(device: &Path, ring: &KeyRing) -> anyhow::Result<()> {
+    let mut bytes = Vec::new();
+    ring.encode_to(&mut bytes);
+    Ok(specie_wallet::write_file_atomically(
+        &ring_path(device),
+        hex::encode(bytes).as_bytes(),
+        true,
+    )?)
+}
+
 fn read_ring(device: &Path) -> anyhow::Result<KeyRing> {
     let path = ring_path(device);
     let text = std::fs::read_to_string(&path)
@@ -187,11 +198,8 @@ pub fn run(args: DeviceArgs) -> anyhow::Result<ExitCode> {
             keys,
         } => {
             let client = operator(&args.authority, &operator_token_file)?;
-            let ring = client.ring()?;
+            write_ring(path, &client.ring()?)?;
             client.enrol(device, keys)?;
-            let mut bytes = Vec::new();
-            ring.encode_to(&mut bytes);
-            specie_wallet::write_file_atomically(&ring_path(path), hex::encode(bytes).as_bytes(), true)?;
             device.synced(&[], now_ms());
             file.save()?;
             println!("enrolled, {} keys certified", file.device.keys_left());
@@ -315,6 +323,13 @@ fn deposit(file: &mut DeviceFile, authority: &str, defund_to: Option<&str>) -> a
 fn sync(file: &mut DeviceFile, authority: &str, keys_min: usize) -> anyhow::Result<()> {
     let client = AuthorityClient::new(authority, None);
     let revoked = client.sync(&mut file.device, now_ms())?;
+    // The ring now: this period's keys, what expired, what was revoked.
+    let ring = client.ring()?;
+    write_ring(file.path(), &ring)?;
+    let forgotten = file.device.forget_stale_keys(&ring);
+    if forgotten > 0 {
+        eprintln!("{forgotten} one-time keys certified too long ago were dropped");
+    }
     if file.device.keys_left() < keys_min {
         client.certify(&mut file.device, keys_min.max(32))?;
     }
@@ -322,7 +337,8 @@ fn sync(file: &mut DeviceFile, authority: &str, keys_min: usize) -> anyhow::Resu
     let deposited = client.deposit_pending(&mut file.device)?;
     file.save()?;
     println!(
-        "synced: {revoked} revocations, {} keys, deposits answered {} paid / {} refused",
+        "synced: {revoked} revocations, period {}, {} keys, deposits answered {} paid / {} refused",
+        ring.lifecycle().current_period,
         file.device.keys_left(),
         deposited.paid,
         deposited.refused

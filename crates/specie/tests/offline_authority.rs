@@ -375,7 +375,25 @@ fn device_wallets_pay_offline_and_refuse_replays_limits_and_bad_files_clearly() 
         .unwrap()
         .starts_with("balance 200; 1 tokens"));
     let synced = device(&bob, &url, &["sync"]).unwrap();
-    assert!(synced.starts_with("synced: 0 revocations"), "{synced}");
+    assert!(synced.starts_with("synced: 0 revocations, period 1"), "{synced}");
+
+    // The operator rotates to the next period; a wrong token changes nothing.
+    let rotate = |token: &str| specie(&["offline", "rotate", "--authority", &url, "--operator-token-file", token]);
+    let refused = rotate("/dev/null");
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("operator"));
+    let rotated = rotate(token_file);
+    assert!(rotated.status.success(), "{}", String::from_utf8_lossy(&rotated.stderr));
+    assert!(String::from_utf8_lossy(&rotated.stdout).contains("period 2"));
+    let synced = device(&bob, &url, &["sync"]).unwrap();
+    assert!(synced.starts_with("synced: 0 revocations, period 2"), "{synced}");
+    // Bob's tokens (period 1) still pay: within their spend window.
+    let request = device(&alice, &url, &["request", "200"]).unwrap();
+    let payment = device(&bob, &url, &["pay", &request]).unwrap();
+    assert_eq!(
+        device(&alice, &url, &["receive", &payment]).unwrap(),
+        "received 200; balance 700"
+    );
     authority.kill().unwrap();
     authority.wait().unwrap();
 }

@@ -338,6 +338,11 @@ impl AuthorityClient {
         }
     }
 
+    /// An operator's POST of `body` to `path`, answered as JSON.
+    pub fn post(&self, path: &str, body: Value) -> Result<Value, DeviceCommandError> {
+        self.call("POST", path, Some(body))
+    }
+
     /// The authority's books (`GET /v1/offline/books`), as JSON.
     pub fn books(&self) -> Result<Value, DeviceCommandError> {
         self.call("GET", "/v1/offline/books", None)
