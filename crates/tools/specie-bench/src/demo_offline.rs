@@ -74,6 +74,8 @@ struct Tally {
     payouts: Vec<OfflinePayout>,
     /// Times a device went online mid-run (its tokens at the hop limit).
     syncs: u64,
+    /// Key periods the operator began during the run.
+    rotations: u64,
     revoked_refused: u64,
     /// Devices that got a copy of a token they paid away accepted (double spenders).
     double_spenders: BTreeSet<usize>,
@@ -109,7 +111,8 @@ pub fn run(args: &OfflineDemoOptions) -> BenchResult<ExitCode> {
     enrol(&authority, &mut users)?;
     fund_from_core(&core, &authority, &issuer, &mut users, &ring, &mut rng)?;
     let mut tally = Tally::default();
-    pay_offline(args, &authority, &mut users, &ring, &mut rng, &mut tally, started)?;
+    let mut ring = ring;
+    pay_offline(args, &authority, &mut users, &mut ring, &mut rng, &mut tally, started)?;
     deposit_all(&authority, &mut users, &ring, &mut rng, &mut tally)?;
     let payouts = std::mem::take(&mut tally.payouts);
     present_payouts(&core, &payouts, &mut tally)?;
@@ -265,7 +268,7 @@ fn pay_offline(
     args: &OfflineDemoOptions,
     authority: &AuthorityHandle,
     users: &mut Users,
-    ring: &KeyRing,
+    ring: &mut KeyRing,
     rng: &mut StdRng,
     tally: &mut Tally,
     started: Instant,
@@ -281,6 +284,16 @@ fn pay_offline(
     let mut attempts = 0usize;
     while (tally.payments as usize) < args.payments && attempts < args.payments.saturating_mul(20) {
         attempts += 1;
+        // The operator rotates the keys twice during the run (a third and two thirds in):
+        // older tokens keep passing within their spend window.
+        if tally.rotations < 2 && tally.payments as usize >= (tally.rotations as usize + 1) * args.payments / 3 {
+            let Reply::Keys(rotated) = ask(authority, |ticket| Input::Rotate { ticket })? else {
+                fail!("the rotation was refused");
+            };
+            *ring = *rotated;
+            tally.rotations += 1;
+        }
+        let ring = &*ring;
         let payer = rng.gen_range(0..actors.len());
         let payee = (payer + rng.gen_range(1..actors.len())) % actors.len();
         if actors[payee].device.keys_left() < 2 {
@@ -391,6 +404,7 @@ fn sync(
     tally: &mut Tally,
     now_ms: u64,
 ) -> BenchResult<()> {
+    actors[n].device.forget_stale_keys(ring);
     if actors[n].device.keys_left() < KEYS_PER_CERTIFICATION / 2 {
         certify(authority, &mut actors[n])?;
     }
@@ -623,6 +637,7 @@ fn report(args: &OfflineDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
         "double_spenders": tally.double_spenders.len(),
         "replays": { "tried": tally.replays_tried, "refused": tally.replays_refused },
         "syncs": tally.syncs,
+        "key_rotations": tally.rotations,
         "revoked_tokens_refused": tally.revoked_refused,
         "refused_by_device_limits": tally.refused_by_limits,
         "deposits": {
@@ -662,8 +677,8 @@ fn report(args: &OfflineDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
         tally.refused_by_limits
     );
     println!(
-        "{} syncs (tokens at the hop limit back to the authority, revocations fetched); {} revoked tokens refused by payees; {} of {} replayed payments refused",
-        tally.syncs, tally.revoked_refused, tally.replays_refused, tally.replays_tried
+        "{} syncs (tokens at the hop limit back to the authority, revocations fetched); {} key rotations; {} revoked tokens refused by payees; {} of {} replayed payments refused",
+        tally.syncs, tally.rotations, tally.revoked_refused, tally.replays_refused, tally.replays_tried
     );
     println!(
         "deposits: {} re-issued, {} back to the core; {} double spends refused ({} units); {} of {} double spenders named (no honest device), {} pieces of evidence checked",
