@@ -26,10 +26,19 @@ fn funding_path(device: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-fn lock_wallet(path: &Path) -> anyhow::Result<WalletLock> {
-    Ok(WalletLock::acquire(path, WALLET_LOCK_WAIT_MS, || {
+/// Locks the core wallet at `path`, unless it is the one the device is kept in (locked already,
+/// by this very command).
+fn lock_wallet(file: &DeviceFile, path: &Path) -> anyhow::Result<Option<WalletLock>> {
+    let same = |kept: &Path| match (std::fs::canonicalize(kept), std::fs::canonicalize(path)) {
+        (Ok(kept), Ok(path)) => kept == path,
+        _ => kept == path,
+    };
+    if file.wallet().is_some_and(same) {
+        return Ok(None);
+    }
+    Ok(Some(WalletLock::acquire(path, WALLET_LOCK_WAIT_MS, || {
         eprintln!("waiting for another command using {} to finish…", path.display())
-    })?)
+    })?))
 }
 
 /// A funding kept beside the device: the core transaction (hex) and the owners it commits to.
@@ -77,12 +86,13 @@ pub fn fund_from_core(
         );
         return Ok(());
     }
-    let _lock = lock_wallet(wallet_path)?;
-    let mut wallet = WalletFile::load(wallet_path)?;
-    let client = session::client_for(&wallet, node)?;
+    let _lock = lock_wallet(file, wallet_path)?;
     let split = Denominations::default().split(amount).len();
     let owners = file.device.funding_owners(split)?;
     file.save()?;
+    // Read after the device is saved: a wallet that keeps the device must keep its latest state.
+    let mut wallet = WalletFile::load(wallet_path)?;
+    let client = session::client_for(&wallet, node)?;
     let tx = wallet.build_offline_funding(
         authority.bridge()?,
         offline_owners_digest(&owners),
@@ -129,7 +139,7 @@ pub fn deposit_to_wallet(
     wallet_path: &Path,
     node: Option<&str>,
 ) -> anyhow::Result<()> {
-    let _lock = lock_wallet(wallet_path)?;
+    let _lock = lock_wallet(file, wallet_path)?;
     let mut wallet = WalletFile::load(wallet_path)?;
     let client = session::client_for(&wallet, node)?;
     let address = wallet.new_address(&mut rand::thread_rng())?;
@@ -138,6 +148,8 @@ pub fn deposit_to_wallet(
     file.save()?;
     let deposited = AuthorityClient::new(authority_url, None).deposit_pending(&mut file.device)?;
     file.save()?;
+    // Read again after the device is saved (see fund_from_core).
+    let mut wallet = WalletFile::load(wallet_path)?;
     let txs: Vec<SpecieTransaction> = deposited
         .payouts
         .iter()

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use specie_offline::{Denominations, KeyRing};
 use specie_offline_device::DeviceLimits;
 use specie_offline_service::device::{
-    parse_payment, parse_request, payment_string, request_string, AuthorityClient, DeviceFile,
+    parse_payment, parse_request, payment_string, request_string, AuthorityClient, DeviceFile, DeviceStore,
 };
 use specie_offline_service::exchange;
 
@@ -25,7 +25,17 @@ pub struct DeviceArgs {
     command: DeviceCommand,
 }
 
-#[derive(Subcommand)]
+/// `specie wallet offline …`: the same commands, on the device kept in the wallet file.
+#[derive(Args, Debug)]
+pub struct WalletDeviceArgs {
+    /// The offline authority's API (for the commands that go online).
+    #[arg(long, default_value = "http://127.0.0.1:8490")]
+    authority: String,
+    #[command(subcommand)]
+    command: DeviceCommand,
+}
+
+#[derive(Subcommand, Debug)]
 enum DeviceCommand {
     /// Create a device with a fresh secret seed and its limits.
     Create {
@@ -56,9 +66,10 @@ enum DeviceCommand {
     /// If the authority could not be reached after the core confirmed, run it again: the
     /// confirmed funding is kept beside the device file (DEVICE.funding) and handed in first.
     FundFromCore {
-        /// The core wallet that pays (locked while this runs).
+        /// The core wallet that pays (locked while this runs) [default, for a device kept in a
+        /// wallet: that wallet].
         #[arg(long)]
-        wallet: PathBuf,
+        wallet: Option<PathBuf>,
         /// The core node's API [default: the one the wallet remembers].
         #[arg(long)]
         node: Option<String>,
@@ -103,10 +114,13 @@ enum DeviceCommand {
     /// node and the wallet credited), or to --defund-to (hex of a 32-byte x-only key; the payouts
     /// are printed for whoever holds that key to submit).
     Deposit {
-        #[arg(long, conflicts_with = "wallet")]
+        #[arg(long, conflicts_with_all = ["wallet", "to_core"])]
         defund_to: Option<String>,
         #[arg(long)]
         wallet: Option<PathBuf>,
+        /// Back to the core, to the wallet the device is kept in.
+        #[arg(long, conflicts_with = "wallet")]
+        to_core: bool,
         /// The core node's API [default: the one the wallet remembers].
         #[arg(long, requires = "wallet")]
         node: Option<String>,
@@ -171,13 +185,33 @@ fn operator(client_url: &str, token_file: &Path) -> anyhow::Result<AuthorityClie
 }
 
 pub fn run(args: DeviceArgs) -> anyhow::Result<ExitCode> {
-    let path = &args.device;
+    run_on(&DeviceStore::File(args.device), &args.authority, args.command)
+}
+
+/// `specie wallet --wallet W offline …`.
+pub fn run_in_wallet(wallet: &Path, args: WalletDeviceArgs) -> anyhow::Result<ExitCode> {
+    run_on(
+        &DeviceStore::Wallet(wallet.to_path_buf()),
+        &args.authority,
+        args.command,
+    )
+}
+
+/// The core wallet a bridge command uses: the one given, or the one the device is kept in.
+fn core_wallet(given: Option<PathBuf>, file: &DeviceFile, what: &str) -> anyhow::Result<PathBuf> {
+    given
+        .or_else(|| file.wallet().map(Path::to_path_buf))
+        .with_context(|| format!("{what}: name the core wallet with --wallet"))
+}
+
+fn run_on(store: &DeviceStore, authority: &str, command: DeviceCommand) -> anyhow::Result<ExitCode> {
+    let path = store.path();
     if let DeviceCommand::Create {
         holding_max,
         payment_max,
         hops_max,
         sync_age_hours,
-    } = args.command
+    } = command
     {
         let limits = DeviceLimits {
             holding_max,
@@ -185,19 +219,19 @@ pub fn run(args: DeviceArgs) -> anyhow::Result<ExitCode> {
             hops_max,
             sync_age_ms_max: sync_age_hours.saturating_mul(3_600_000),
         };
-        let file = DeviceFile::create(path, limits, now_ms())?;
+        let file = DeviceFile::create(store, limits, now_ms())?;
         println!("identity {}", hex::encode(file.device.identity()));
         return Ok(ExitCode::SUCCESS);
     }
-    let mut file = DeviceFile::open(path)?;
+    let mut file = DeviceFile::open(store)?;
     let device = &mut file.device;
-    match args.command {
+    match command {
         DeviceCommand::Create { .. } => unreachable!("handled above"),
         DeviceCommand::Enrol {
             operator_token_file,
             keys,
         } => {
-            let client = operator(&args.authority, &operator_token_file)?;
+            let client = operator(authority, &operator_token_file)?;
             write_ring(path, &client.ring()?)?;
             client.enrol(device, keys)?;
             device.synced(&[], now_ms());
@@ -208,7 +242,7 @@ pub fn run(args: DeviceArgs) -> anyhow::Result<ExitCode> {
             operator_token_file,
             amount,
         } => {
-            let client = operator(&args.authority, &operator_token_file)?;
+            let client = operator(authority, &operator_token_file)?;
             let split = Denominations::default().split(amount).len();
             let funded = client.fund(device, amount, split)?;
             file.save()?;
@@ -265,18 +299,21 @@ pub fn run(args: DeviceArgs) -> anyhow::Result<ExitCode> {
             );
         }
         DeviceCommand::FundFromCore { wallet, node, amount } => {
-            crate::offline_bridge_cmd::fund_from_core(&mut file, &args.authority, &wallet, node.as_deref(), amount)?
+            let wallet = core_wallet(wallet, &file, "fund-from-core")?;
+            crate::offline_bridge_cmd::fund_from_core(&mut file, authority, &wallet, node.as_deref(), amount)?
         }
         DeviceCommand::Deposit {
             defund_to,
-            wallet: Some(wallet),
+            wallet,
+            to_core,
             node,
-        } => {
+        } if wallet.is_some() || to_core => {
             debug_assert!(defund_to.is_none());
-            crate::offline_bridge_cmd::deposit_to_wallet(&mut file, &args.authority, &wallet, node.as_deref())?
+            let wallet = core_wallet(wallet, &file, "deposit --to-core")?;
+            crate::offline_bridge_cmd::deposit_to_wallet(&mut file, authority, &wallet, node.as_deref())?
         }
-        DeviceCommand::Deposit { defund_to, .. } => deposit(&mut file, &args.authority, defund_to.as_deref())?,
-        DeviceCommand::Sync { keys_min } => sync(&mut file, &args.authority, keys_min)?,
+        DeviceCommand::Deposit { defund_to, .. } => deposit(&mut file, authority, defund_to.as_deref())?,
+        DeviceCommand::Sync { keys_min } => sync(&mut file, authority, keys_min)?,
         DeviceCommand::Balance => {
             println!(
                 "balance {}; {} tokens; {} keys left; {} deposits waiting",

@@ -154,6 +154,16 @@ pub enum WalletCommand {
     /// certificates it missed before it signs anything.
     #[command(verbatim_doc_comment)]
     Fastpay(crate::wallet_fastpay_cmd::FastpayArgs),
+    /// Offline cash: a device kept in this wallet file, with the commands of `specie offline
+    /// device` (create, enrol, fund-from-core, request, pay, receive, receive-direct, pay-direct,
+    /// deposit --to-core, sync, balance). Funding and deposits back to the core use this
+    /// wallet's coins, so one file holds the owner's money in every mode.
+    ///
+    ///   specie wallet --wallet me.json offline create
+    ///   specie wallet --wallet me.json offline enrol --operator-token-file ./offline/operator.token
+    ///   specie wallet --wallet me.json offline fund-from-core 500
+    ///   specie wallet --wallet me.json offline deposit --to-core
+    Offline(crate::offline_device_cmd::WalletDeviceArgs),
 }
 
 /// Runs one `specie wallet` command.
@@ -178,6 +188,11 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
         WalletCommand::Redeem { amount, timeout_ms } => redeem(path, node, amount, timeout_ms),
         WalletCommand::ListCoins => list_coins(path),
         WalletCommand::Fastpay(fastpay) => crate::wallet_fastpay_cmd::run(path, node, fastpay),
+        WalletCommand::Offline(offline) => {
+            // The device's commands take the wallet's lock themselves.
+            drop(_lock);
+            crate::offline_device_cmd::run_in_wallet(path, offline)
+        }
     }
 }
 

@@ -556,6 +556,27 @@ fn a_core_wallet_funds_a_device_and_a_deposit_comes_back_to_a_core_wallet() {
         "{audit}"
     );
 
+    // One file for everything: Bob keeps a device in his core wallet, funds it from the
+    // wallet's coins and deposits back to them.
+    let in_wallet = |args: &[&str]| {
+        let mut all = vec!["--node", node_url.as_str(), "offline", "--authority", url.as_str()];
+        all.extend_from_slice(args);
+        core_wallet(&bob_wallet, &all)
+    };
+    in_wallet(&["create"]);
+    in_wallet(&["enrol", "--operator-token-file", token_file]);
+    let funded = in_wallet(&["fund-from-core", "200"]);
+    assert!(funded.contains("funded 200 from the core"), "{funded}");
+    assert!(core_wallet(&bob_wallet, &["balance"]).contains("spendable:   300"));
+    assert!(in_wallet(&["balance"]).starts_with("balance 200;"));
+    let back = in_wallet(&["deposit", "--to-core"]);
+    assert!(
+        back.contains("200 paid (200 back to the core, 200 now spendable"),
+        "{back}"
+    );
+    assert!(core_wallet(&bob_wallet, &["balance"]).contains("spendable:   500"));
+    assert!(in_wallet(&["balance"]).starts_with("balance 0;"));
+
     // A funding the core never confirmed is refused; so is one naming other owners.
     let unconfirmed = {
         let mut wallet = specie_wallet::WalletFile::load(&alice_wallet).unwrap();

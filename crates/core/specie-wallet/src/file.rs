@@ -214,6 +214,9 @@ pub struct WalletFile {
     /// Byzantine-mode accounts (version 2); absent while the wallet has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fastpay: Option<FastpayRecord>,
+    /// An offline-cash device (hex of its canonical encoding); absent while the wallet has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offline_device: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -389,6 +392,7 @@ impl WalletFile {
                 })
                 .collect(),
             fastpay: wallet.fastpay().map(FastpayRecord::from_book),
+            offline_device: wallet.offline_device().map(hex::encode),
         }
     }
 
@@ -403,6 +407,13 @@ impl WalletFile {
         self.restore_keys(&mut wallet)?;
         if let Some(record) = &self.fastpay {
             wallet.fastpay = Some(record.to_book()?);
+        }
+        if let Some(text) = &self.offline_device {
+            let bytes = hex::decode(text).map_err(|_| WalletFileError::NotHex {
+                what: "offline device".into(),
+                text: text.chars().take(16).collect(),
+            })?;
+            wallet.offline_device = Some(bytes);
         }
         for record in &self.pending {
             let pending = record.to_pending(&wallet)?;

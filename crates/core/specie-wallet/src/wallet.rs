@@ -277,6 +277,9 @@ pub struct Wallet {
     pub(crate) pending: BTreeMap<Txid, PendingTx>,
     /// Byzantine-mode accounts, once the wallet has a committee.
     pub(crate) fastpay: Option<crate::fastpay::FastpayBook>,
+    /// An offline-cash device kept in this wallet: its canonical encoding, which the offline
+    /// crates read and write (docs/offline-format.md); the wallet only keeps it.
+    pub(crate) offline_device: Option<Vec<u8>>,
 }
 
 fn unix_now_s() -> u64 {
@@ -320,7 +323,18 @@ impl Wallet {
             coins: BTreeMap::new(),
             pending: BTreeMap::new(),
             fastpay: None,
+            offline_device: None,
         })
+    }
+
+    /// The offline device kept in this wallet, as its encoding, if it has one.
+    pub fn offline_device(&self) -> Option<&[u8]> {
+        self.offline_device.as_deref()
+    }
+
+    /// Keeps `device` (an offline device's encoding) in this wallet, replacing any before it.
+    pub fn set_offline_device(&mut self, device: Vec<u8>) {
+        self.offline_device = Some(device);
     }
 
     pub(crate) fn add_key(&mut self, key: WalletKey) {

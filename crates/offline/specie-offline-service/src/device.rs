@@ -12,7 +12,7 @@ use specie_offline::{
 };
 use specie_offline_device::{Device, DeviceError, DeviceLimits, PaymentRequest};
 use specie_transaction::{OfflinePayout, SpecieTransaction};
-use specie_wallet::{write_file_atomically, FileError, WalletLock};
+use specie_wallet::{write_file_atomically, FileError, WalletFile, WalletLock};
 
 /// What a payment request string starts with.
 pub const REQUEST_PREFIX: &str = "specie-offline-request1:";
@@ -40,54 +40,120 @@ pub enum DeviceCommandError {
     Authority { url: String, reason: String },
 }
 
-/// A device file, locked while this value lives.
+/// Where a device is kept: a file of its own, or inside a core wallet file (one file for the
+/// owner's coins, accounts and device).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceStore {
+    File(PathBuf),
+    Wallet(PathBuf),
+}
+
+impl DeviceStore {
+    /// The file that holds the device, whichever kind.
+    pub fn path(&self) -> &Path {
+        match self {
+            DeviceStore::File(path) | DeviceStore::Wallet(path) => path,
+        }
+    }
+}
+
+/// A device, its file locked while this value lives.
 pub struct DeviceFile {
-    path: PathBuf,
+    store: DeviceStore,
     _lock: WalletLock,
     pub device: Device,
 }
 
 impl DeviceFile {
+    /// The file that holds the device (its own, or the wallet it is kept in).
     pub fn path(&self) -> &Path {
-        &self.path
+        self.store.path()
     }
 
-    /// Creates a device with a fresh secret seed (refuses to replace a file).
-    pub fn create(path: &Path, limits: DeviceLimits, now_ms: u64) -> Result<DeviceFile, DeviceCommandError> {
-        let lock = WalletLock::acquire(path, LOCK_WAIT_MS, || {})?;
+    /// The wallet file the device is kept in, if it is kept in one.
+    pub fn wallet(&self) -> Option<&Path> {
+        match &self.store {
+            DeviceStore::Wallet(path) => Some(path),
+            DeviceStore::File(_) => None,
+        }
+    }
+
+    fn lock(store: &DeviceStore) -> Result<WalletLock, DeviceCommandError> {
+        let path = store.path();
+        Ok(WalletLock::acquire(path, LOCK_WAIT_MS, || {
+            eprintln!("waiting for another command on {}", path.display());
+        })?)
+    }
+
+    /// Creates a device with a fresh secret seed (refuses to replace one).
+    pub fn create(store: &DeviceStore, limits: DeviceLimits, now_ms: u64) -> Result<DeviceFile, DeviceCommandError> {
+        let lock = Self::lock(store)?;
         let mut seed = [0u8; 32];
         rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut seed);
         let device = Device::new(seed, limits, now_ms);
-        write_file_atomically(path, &device.encode(), false)?;
+        match store {
+            DeviceStore::File(path) => write_file_atomically(path, &device.encode(), false)?,
+            DeviceStore::Wallet(path) => {
+                let mut wallet = WalletFile::load(path)?;
+                if wallet.offline_device().is_some() {
+                    return Err(DeviceCommandError::BadString {
+                        what: "wallet",
+                        reason: format!("{} keeps a device already", path.display()),
+                    });
+                }
+                wallet.set_offline_device(device.encode());
+                WalletFile::save(path, &wallet)?;
+            }
+        }
         Ok(DeviceFile {
-            path: path.to_owned(),
+            store: store.clone(),
             _lock: lock,
             device,
         })
     }
 
-    /// Opens and locks the device at `path`.
-    pub fn open(path: &Path) -> Result<DeviceFile, DeviceCommandError> {
-        let lock = WalletLock::acquire(path, LOCK_WAIT_MS, || {
-            eprintln!("waiting for another command on {}", path.display());
-        })?;
-        let bytes = std::fs::read(path).map_err(|source| DeviceCommandError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
+    /// Opens and locks the device kept in `store`.
+    pub fn open(store: &DeviceStore) -> Result<DeviceFile, DeviceCommandError> {
+        let lock = Self::lock(store)?;
+        let path = store.path();
+        let bytes = match store {
+            DeviceStore::File(path) => std::fs::read(path).map_err(|source| DeviceCommandError::Read {
+                path: path.to_owned(),
+                source,
+            })?,
+            DeviceStore::Wallet(path) => WalletFile::load(path)?
+                .offline_device()
+                .ok_or_else(|| DeviceCommandError::BadString {
+                    what: "wallet",
+                    reason: format!(
+                        "{} keeps no offline device: create one with `specie wallet offline create`",
+                        path.display()
+                    ),
+                })?
+                .to_vec(),
+        };
         let device = Device::decode(&bytes).map_err(|source| DeviceCommandError::NotADevice {
             path: path.to_owned(),
             source,
         })?;
         Ok(DeviceFile {
-            path: path.to_owned(),
+            store: store.clone(),
             _lock: lock,
             device,
         })
     }
 
+    /// Writes the device back, atomically. In a wallet, the wallet is read again first, so what
+    /// this command changed in it meanwhile (coins of a funding) is kept.
     pub fn save(&self) -> Result<(), DeviceCommandError> {
-        Ok(write_file_atomically(&self.path, &self.device.encode(), true)?)
+        match &self.store {
+            DeviceStore::File(path) => Ok(write_file_atomically(path, &self.device.encode(), true)?),
+            DeviceStore::Wallet(path) => {
+                let mut wallet = WalletFile::load(path)?;
+                wallet.set_offline_device(self.device.encode());
+                Ok(WalletFile::save(path, &wallet)?)
+            }
+        }
     }
 }
 
