@@ -53,7 +53,9 @@ fn encode(message: &ExchangeMessage) -> String {
     }
 }
 
-fn decode(line: &str) -> Result<ExchangeMessage, DirectError> {
+/// One line (without its newline) as an exchange message: what the other device sent, hostile until
+/// checked.
+pub fn decode_line(line: &str) -> Result<ExchangeMessage, DirectError> {
     let garbled = |why: String| DirectError::Garbled(why);
     let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
     match word {
@@ -118,7 +120,7 @@ impl Link {
         }
         let text =
             std::str::from_utf8(&line[..line.len() - 1]).map_err(|_| DirectError::Garbled("not UTF-8".into()))?;
-        decode(text.trim_end_matches('\r'))
+        decode_line(text.trim_end_matches('\r'))
     }
 }
 
@@ -257,7 +259,7 @@ mod tests {
         let line = encode(&message);
         assert!(!line.contains('\n'));
         assert!(line.len() <= "refused ".len() + REASON_BYTES_MAX);
-        assert!(matches!(decode(&line), Ok(ExchangeMessage::Refused(_))));
+        assert!(matches!(decode_line(&line), Ok(ExchangeMessage::Refused(_))));
     }
 
     #[test]
@@ -270,8 +272,8 @@ mod tests {
             "change five specie-offline-request1:00",
             "pay zz",
         ] {
-            assert!(decode(line).is_err(), "{line:?}");
+            assert!(decode_line(line).is_err(), "{line:?}");
         }
-        assert_eq!(decode("done").unwrap(), ExchangeMessage::Done);
+        assert_eq!(decode_line("done").unwrap(), ExchangeMessage::Done);
     }
 }
