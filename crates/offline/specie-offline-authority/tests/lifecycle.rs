@@ -123,3 +123,24 @@ fn a_revoked_current_key_begins_the_next_period_and_its_issued_tokens_are_recoup
         "the ring a device fetches is the one the operator got"
     );
 }
+
+/// Two leaders in turn may each propose the rotation to the same period: the second one that
+/// reaches the log changes nothing (it must not stop the replicas).
+#[test]
+fn a_rotation_to_a_period_reached_already_changes_nothing() {
+    use specie_offline_authority::{Command, OfflineAuthority};
+    use specie_role::{Durable, Role};
+    let keys = authority_keys();
+    let next = keys.lifecycle.current_period + 1;
+    let rotation = Command::Rotate {
+        period: next,
+        keys: keys.issuing_keys(next),
+    };
+    let mut role = OfflineAuthority::new(authority_keys());
+    role.apply(0, &rotation);
+    let after_first = role.snapshot();
+    role.apply(0, &rotation);
+    assert_eq!(role.snapshot(), after_first);
+    role.check_invariants().expect("the invariants hold");
+    assert_eq!(role.ring().lifecycle().current_period, next);
+}
