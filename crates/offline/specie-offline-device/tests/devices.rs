@@ -6,7 +6,8 @@ use specie_host::{SimEvent, SimHost};
 use specie_offline::{Denominations, KeyRing};
 use specie_offline_authority::{AuthorityKeys, DepositOutcome, Funding, Input, OfflineAuthority, Reply};
 use specie_offline_device::{
-    Device, DeviceError, DeviceLimits, ExchangeError, ExchangeMessage, Exchanged, PayeeExchange, PayerExchange, Step,
+    one_time_key, Device, DeviceError, DeviceLimits, ExchangeError, ExchangeMessage, Exchanged, PayeeExchange,
+    PayerExchange, Step,
 };
 
 const HOUR_MS: u64 = 3_600_000;
@@ -395,7 +396,6 @@ fn tokens_of_a_revoked_or_spend_expired_key_are_neither_paid_nor_taken_offline()
 
     // Spend window: a period's keys' tokens pass hand to hand through spend_periods more.
     let mut carol = world.device(3, limits, 8, 5);
-    let mut dave = world.device(4, limits, 8, 0);
     let spend_periods = keys().lifecycle.spend_periods;
     let mut ring = *revoked;
     for _ in 0..=spend_periods {
@@ -404,9 +404,23 @@ fn tokens_of_a_revoked_or_spend_expired_key_are_neither_paid_nor_taken_offline()
         };
         ring = *next;
     }
+    world.ring = ring.clone();
+    let mut dave = world.device(4, limits, 8, 0);
     let request = dave.request(5, [2; 16], 0).unwrap();
-    let paid = carol.pay(&request, &world.ring, 0).unwrap();
-    let refused = dave.receive(&[2; 16], &paid, &ring, 0).unwrap_err();
+    assert!(
+        matches!(
+            carol.pay(&request, &ring, 0),
+            Err(DeviceError::NotEnough { blocked: 5, .. })
+        ),
+        "a device that synced does not offer a token past its spend window"
+    );
+    // Signed over all the same (a device that ignores the ring), the payee refuses it.
+    let held = &carol.held()[0];
+    let paid = held
+        .token
+        .transfer(&one_time_key(&[3; 32], held.key), request.certificate, [2; 16])
+        .unwrap();
+    let refused = dave.receive(&[2; 16], &[paid], &ring, 0).unwrap_err();
     let through = ring.lifecycle().current_period - 1;
     assert_eq!(
         refused,
