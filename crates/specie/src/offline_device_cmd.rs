@@ -272,32 +272,8 @@ fn run_on(store: &DeviceStore, authority: &str, command: DeviceCommand) -> anyho
             listen,
             timeout_s,
             amount,
-        } => {
-            let ring = read_ring(path)?;
-            let listener = std::net::TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
-            println!("listening on {}", listener.local_addr()?);
-            use std::io::Write;
-            std::io::stdout().flush()?;
-            let timeout = std::time::Duration::from_secs(timeout_s.max(1));
-            let done = exchange::receive_direct(&mut file, &listener, amount, &ring, timeout, now_ms())?;
-            println!(
-                "received {}{}; balance {}",
-                done.received - done.paid,
-                change_note("gave", done.paid),
-                file.device.balance()
-            );
-        }
-        DeviceCommand::PayDirect { to, max, timeout_s } => {
-            let ring = read_ring(path)?;
-            let timeout = std::time::Duration::from_secs(timeout_s.max(1));
-            let done = exchange::pay_direct(&mut file, to, max, &ring, timeout, now_ms())?;
-            println!(
-                "paid {}{}; balance {}",
-                done.paid - done.received,
-                change_note("got", done.received),
-                file.device.balance()
-            );
-        }
+        } => receive_direct(&mut file, listen, timeout_s, amount)?,
+        DeviceCommand::PayDirect { to, max, timeout_s } => pay_direct(&mut file, to, max, timeout_s)?,
         DeviceCommand::FundFromCore { wallet, node, amount } => {
             let wallet = core_wallet(wallet, &file, "fund-from-core")?;
             crate::offline_bridge_cmd::fund_from_core(&mut file, authority, &wallet, node.as_deref(), amount)?
@@ -325,6 +301,43 @@ fn run_on(store: &DeviceStore, authority: &str, command: DeviceCommand) -> anyho
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The payee's side of a direct exchange: listens, asks for `amount`, takes the payment.
+fn receive_direct(
+    file: &mut DeviceFile,
+    listen: std::net::SocketAddr,
+    timeout_s: u64,
+    amount: u64,
+) -> anyhow::Result<()> {
+    let ring = read_ring(file.path())?;
+    let listener = std::net::TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
+    println!("listening on {}", listener.local_addr()?);
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    let timeout = std::time::Duration::from_secs(timeout_s.max(1));
+    let done = exchange::receive_direct(file, &listener, amount, &ring, timeout, now_ms())?;
+    println!(
+        "received {}{}; balance {}",
+        done.received - done.paid,
+        change_note("gave", done.paid),
+        file.device.balance()
+    );
+    Ok(())
+}
+
+/// The payer's side of a direct exchange: pays what the device at `to` asks, up to `max`.
+fn pay_direct(file: &mut DeviceFile, to: std::net::SocketAddr, max: u64, timeout_s: u64) -> anyhow::Result<()> {
+    let ring = read_ring(file.path())?;
+    let timeout = std::time::Duration::from_secs(timeout_s.max(1));
+    let done = exchange::pay_direct(file, to, max, &ring, timeout, now_ms())?;
+    println!(
+        "paid {}{}; balance {}",
+        done.paid - done.received,
+        change_note("got", done.received),
+        file.device.balance()
+    );
+    Ok(())
 }
 
 /// Deposits every token held (re-issued, or defunded to `defund_to`), saved before it is sent.

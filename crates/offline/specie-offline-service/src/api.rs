@@ -319,7 +319,7 @@ async fn fund_from_core(
                  here once it is confirmed",
             ))
         }
-        Err(reason) => return Err(error(StatusCode::BAD_GATEWAY, "core_unreachable", reason)),
+        Err(reason) => return Err(error(StatusCode::BAD_GATEWAY, "core_unreachable", reason.to_string())),
     }
     match ask(&authority, move |ticket| Input::Fund { ticket, funding }).await? {
         Reply::Funded { issuances } => Ok(Json(json!({"issuances": issuances_hex(&issuances)})).into_response()),
@@ -327,21 +327,33 @@ async fn fund_from_core(
     }
 }
 
+/// Why the core could not say whether a funding is confirmed.
+#[derive(Debug, thiserror::Error)]
+#[error("the online core at {url}: {reason}")]
+struct CoreUnreachable {
+    url: String,
+    reason: String,
+}
+
 /// Whether the core at `core_url` holds the UHS id `marker_hex` (`GET /v1/uhs/{id}`).
-fn marker_in_core(core_url: &str, marker_hex: &str) -> Result<bool, String> {
+fn marker_in_core(core_url: &str, marker_hex: &str) -> Result<bool, CoreUnreachable> {
     let url = format!("{}/v1/uhs/{marker_hex}", core_url.trim_end_matches('/'));
+    let failed = |reason: String| CoreUnreachable {
+        url: url.clone(),
+        reason,
+    };
     let agent = ureq::AgentBuilder::new()
         .timeout(std::time::Duration::from_secs(10))
         .build();
     let answer: Value = agent
         .get(&url)
         .call()
-        .map_err(|e| format!("{url}: {e}"))?
+        .map_err(|e| failed(e.to_string()))?
         .into_json()
-        .map_err(|e| format!("{url}: {e}"))?;
+        .map_err(|e| failed(e.to_string()))?;
     answer["present"]
         .as_bool()
-        .ok_or_else(|| format!("{url}: no \"present\" in the answer"))
+        .ok_or_else(|| failed("no \"present\" in the answer".into()))
 }
 
 fn issuances_hex(issuances: &[specie_offline::Issuance]) -> Vec<String> {
