@@ -157,6 +157,8 @@ pub struct OfflineAuthority {
     funding: HashMap<[u8; 32], (Funding, Vec<Ticket>)>,
     /// Deposits by link, from the moment they are queued until they are applied or refused.
     depositing: HashMap<DepositLink, Vec<Ticket>>,
+    /// Payouts signed ahead for defunds on their way to the log, by link.
+    payouts: HashMap<DepositLink, OfflinePayout>,
     /// Deposits past their cheap checks, waiting for the turn's batch signature check.
     queue: Vec<QueuedDeposit>,
 }
@@ -182,10 +184,13 @@ struct QueuedDeposit {
 
 /// What the parallel phase made of a queued deposit.
 enum Checked {
-    /// Its signatures hold: its link and the re-issue's tokens, signed.
+    /// Its signatures hold: its link and the re-issue's tokens, signed; or, for a defund, the
+    /// payout it will be answered with if it is paid (signed here, on every core, not on the
+    /// role's thread).
     Verified {
         link: DepositLink,
         issuances: Vec<Issuance>,
+        payout: Option<OfflinePayout>,
     },
     /// A deposit known already, or on its way to the log (not checked again).
     Known {
@@ -273,6 +278,7 @@ impl OfflineAuthority {
             certifying: HashMap::new(),
             funding: HashMap::new(),
             depositing: HashMap::new(),
+            payouts: HashMap::new(),
             queue: Vec::new(),
         }
     }
@@ -543,8 +549,15 @@ impl OfflineAuthority {
                     let refusal = self.expired(&queued.deposit.token).expect("just checked");
                     self.reply(ticket, Reply::Refused(refusal));
                 }
-                Checked::Verified { link, issuances } => {
+                Checked::Verified {
+                    link,
+                    issuances,
+                    payout,
+                } => {
                     self.depositing.insert(link, vec![ticket]);
+                    if let Some(payout) = payout {
+                        self.payouts.insert(link, payout);
+                    }
                     let mut deposit = queued.deposit;
                     deposit.issuances = issuances;
                     self.propose(Command::Deposit(Box::new(deposit)));
@@ -579,6 +592,7 @@ impl OfflineAuthority {
                 Ok(()) => Checked::Verified {
                     link,
                     issuances: self.reissue(&chunk[i].deposit.instruction, &link),
+                    payout: self.payout_for(&chunk[i].deposit),
                 },
                 Err(statement) => Checked::Refused(Refusal::BadSignature { statement }),
             });
@@ -590,7 +604,7 @@ impl OfflineAuthority {
     /// same deposit on its way to the log; false if the deposit is new.
     fn joins(&mut self, ticket: Ticket, link: &DepositLink) -> bool {
         if let Some(outcome) = self.state.outcomes.get(link) {
-            let reply = self.deposit_reply(outcome.clone());
+            let reply = self.deposit_reply(link, outcome.clone());
             self.reply(ticket, reply);
             return true;
         }
@@ -727,8 +741,10 @@ impl OfflineAuthority {
                     self.report_double_spend(&deposit.token.issuance.serial, &outcome);
                 }
                 let tickets = self.depositing.remove(&link).unwrap_or_default();
-                if !tickets.is_empty() {
-                    let reply = self.deposit_reply(outcome);
+                if tickets.is_empty() {
+                    self.payouts.remove(&link);
+                } else {
+                    let reply = self.deposit_reply(&link, outcome);
                     for ticket in tickets {
                         self.reply(ticket, reply.clone());
                     }
@@ -740,7 +756,8 @@ impl OfflineAuthority {
 
     /// A deposit's answer: a defund's comes with its payout for the core, signed now (Ed25519
     /// signing is deterministic: the same deposit sent again gets the same payout).
-    fn deposit_reply(&self, outcome: DepositOutcome) -> Reply {
+    fn deposit_reply(&mut self, link: &DepositLink, outcome: DepositOutcome) -> Reply {
+        let signed = self.payouts.remove(link);
         let DepositOutcome::Defunded {
             serial,
             address,
@@ -749,12 +766,26 @@ impl OfflineAuthority {
         else {
             return Reply::Deposited(outcome);
         };
-        let commitment = witness_program_commitment(&address);
-        let payout = OfflinePayout::new_signed(&self.keys.bridge, serial, commitment, amount);
+        let payout = signed.unwrap_or_else(|| self.payout(serial, address, amount));
+        debug_assert_eq!((payout.serial, payout.amount()), (serial, amount));
         Reply::PaidOut {
             outcome,
             payout: Box::new(payout),
         }
+    }
+
+    /// The payout of `amount` to the core address of x-only key `address` for token `serial`.
+    fn payout(&self, serial: [u8; 16], address: [u8; 32], amount: u64) -> OfflinePayout {
+        OfflinePayout::new_signed(&self.keys.bridge, serial, witness_program_commitment(&address), amount)
+    }
+
+    /// For a defund, the payout it is answered with if paid, signed ahead.
+    fn payout_for(&self, deposit: &Deposit) -> Option<OfflinePayout> {
+        let Instruction::Defund { address } = deposit.instruction else {
+            return None;
+        };
+        let issuance = &deposit.token.issuance;
+        Some(self.payout(issuance.serial, address, self.state.denomination(&issuance.issuing_key)))
     }
 
     fn report_double_spend(&mut self, serial: &[u8; 16], outcome: &DepositOutcome) {
@@ -792,6 +823,7 @@ impl Role for OfflineAuthority {
         self.certifying.clear();
         self.funding.clear();
         self.depositing.clear();
+        self.payouts.clear();
         self.queue.clear();
         self.key_changes_in_flight = 0;
         self.key_changes_waiting.clear();
