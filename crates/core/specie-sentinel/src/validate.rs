@@ -218,16 +218,15 @@ fn configured_committee(trusted: &TrustedKeys) -> Result<&Committee, ValidationE
 /// committee is configured, the funding names it, and the account is a key someone can sign
 /// with (otherwise the value would be credited by nobody, or spendable by nobody).
 pub(crate) fn check_fastpay_funding(funding: &FastpayFunding, txid: &Txid, trusted: &TrustedKeys) -> Check {
-    check_input_count(&funding.inputs)?;
-    check_witness_count(&funding.inputs, &funding.witnesses)?;
-    check_input_set(&funding.inputs)?;
-    check_inputs_structure(&funding.inputs)?;
-    check_outputs_value(&funding.outputs)?;
-    if funding.amount < 1 {
-        return Err(fastpay(FastpayErrorCode::ZeroFundingAmount));
-    }
-    check_in_out_set(&funding.inputs, &funding.outputs, funding.amount)?;
-    check_witnesses(&funding.inputs, &funding.witnesses, txid)?;
+    let zero = fastpay(FastpayErrorCode::ZeroFundingAmount);
+    check_funding_value(
+        &funding.inputs,
+        &funding.outputs,
+        &funding.witnesses,
+        funding.amount,
+        zero,
+        txid,
+    )?;
     let committee = configured_committee(trusted)?;
     if funding.committee_id != committee.id() {
         return Err(fastpay(FastpayErrorCode::FundingOtherCommittee));
@@ -270,17 +269,38 @@ fn check_offline_authority(named: &[u8; 32], trusted: &TrustedKeys) -> Check {
 /// authority. Whether the owners' digest matches the keys the tokens go to is the authority's
 /// check (the core never sees those keys).
 pub(crate) fn check_offline_funding(funding: &OfflineFunding, txid: &Txid, trusted: &TrustedKeys) -> Check {
-    check_input_count(&funding.inputs)?;
-    check_witness_count(&funding.inputs, &funding.witnesses)?;
-    check_input_set(&funding.inputs)?;
-    check_inputs_structure(&funding.inputs)?;
-    check_outputs_value(&funding.outputs)?;
-    if funding.amount < 1 {
-        return Err(offline(OfflineErrorCode::ZeroAmount));
-    }
-    check_in_out_set(&funding.inputs, &funding.outputs, funding.amount)?;
-    check_witnesses(&funding.inputs, &funding.witnesses, txid)?;
+    let zero = offline(OfflineErrorCode::ZeroAmount);
+    check_funding_value(
+        &funding.inputs,
+        &funding.outputs,
+        &funding.witnesses,
+        funding.amount,
+        zero,
+        txid,
+    )?;
     check_offline_authority(&funding.authority, trusted)
+}
+
+/// A funding's inputs, change and witnesses, in the redeem's order of checks, with `zero` for an
+/// amount of nothing: whichever mode it funds.
+fn check_funding_value(
+    inputs: &[Input],
+    outputs: &[Output],
+    witnesses: &[Witness],
+    amount: u64,
+    zero: ValidationError,
+    txid: &Txid,
+) -> Check {
+    check_input_count(inputs)?;
+    check_witness_count(inputs, witnesses)?;
+    check_input_set(inputs)?;
+    check_inputs_structure(inputs)?;
+    check_outputs_value(outputs)?;
+    if amount < 1 {
+        return Err(zero);
+    }
+    check_in_out_set(inputs, outputs, amount)?;
+    check_witnesses(inputs, witnesses, txid)
 }
 
 /// Offline payout: the configured authority signed it, for at least 1 unit. That a token's

@@ -145,8 +145,8 @@ fn make_users(args: &ByzantineDemoOptions, rng: &mut StdRng) -> Vec<User> {
         .collect()
 }
 
-/// Submits transactions to the core and waits for every outcome.
-fn submit_all(core: &NodeHandle, txs: Vec<SpecieTransaction>) -> BenchResult<Vec<TxStatus>> {
+/// Submits transactions to the core and waits for every outcome (the demos of every mode).
+pub(crate) fn submit_all(core: &NodeHandle, txs: Vec<SpecieTransaction>) -> BenchResult<Vec<TxStatus>> {
     let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<Completion>();
     let count = txs.len();
     core.submit(
@@ -422,9 +422,15 @@ fn redeem_to_core(core: &NodeHandle, redeems: &[FastpayRedeem], tally: &mut Tall
 
 /// The value of the outputs the redeems created that the core still holds.
 fn core_value(core: &NodeHandle, redeems: &[FastpayRedeem]) -> BenchResult<u64> {
-    let outputs: Vec<(UhsId, u64)> = redeems
+    let txs: Vec<SpecieTransaction> = redeems.iter().cloned().map(SpecieTransaction::FastpayRedeem).collect();
+    value_held_by_core(core, &txs)
+}
+
+/// The value of the outputs `txs` created that the core still holds (the demos' audits).
+pub(crate) fn value_held_by_core(core: &NodeHandle, txs: &[SpecieTransaction]) -> BenchResult<u64> {
+    let outputs: Vec<(UhsId, u64)> = txs
         .iter()
-        .flat_map(|r| SpecieTransaction::FastpayRedeem(r.clone()).created_outputs())
+        .flat_map(SpecieTransaction::created_outputs)
         .map(|o| (o.uhs_id, o.output.value))
         .collect();
     let ids: Vec<UhsId> = outputs.iter().map(|(id, _)| *id).collect();

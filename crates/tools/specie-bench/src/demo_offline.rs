@@ -16,7 +16,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use secp256k1::Keypair;
 use sha2::{Digest, Sha256};
-use specie_api::{Completion, TxStatus};
+use specie_api::TxStatus;
 use specie_node::{EmbeddedNode, NodeHandle, NodeOptions};
 use specie_offline::{Denominations, EvidenceBundle, KeyRing, PublicKey};
 use specie_offline_authority::{Books, DepositOutcome, Funding, Input, Refusal, Reply};
@@ -29,6 +29,7 @@ use specie_transaction::{
 };
 use specie_workload::offline::{self, OfflineActor, PaymentChoice, PaymentEnd};
 
+use crate::demo_byzantine::submit_all;
 use crate::error::{fail, BenchError, BenchResult, StepContext};
 
 /// Value minted to each user and moved whole into offline cash (8.00: tokens of 5, 2 and 1).
@@ -473,22 +474,6 @@ fn settle_deposits(
     Ok(())
 }
 
-/// Submits transactions to the core and waits for every outcome.
-fn submit_all(core: &NodeHandle, txs: Vec<SpecieTransaction>) -> BenchResult<Vec<TxStatus>> {
-    let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<Completion>();
-    let count = txs.len();
-    core.submit(
-        txs.into_iter().enumerate().map(|(n, tx)| (n as u64, tx)).collect(),
-        &reply,
-    );
-    let mut statuses = vec![TxStatus::Unknown; count];
-    for _ in 0..count {
-        let completion = completions.blocking_recv().step("the core stopped")?;
-        statuses[completion.client_ref as usize] = completion.status;
-    }
-    Ok(statuses)
-}
-
 /// Presents every payout to the core, then each again: the second is refused (its marker).
 fn present_payouts(core: &NodeHandle, payouts: &[OfflinePayout], tally: &mut Tally) -> BenchResult<()> {
     let txs = || {
@@ -569,19 +554,8 @@ fn books(authority: &AuthorityHandle) -> BenchResult<Books> {
 
 /// The value of the payout outputs the core holds.
 fn core_value(core: &NodeHandle, payouts: &[OfflinePayout]) -> BenchResult<u64> {
-    let outputs: Vec<(UhsId, u64)> = payouts
-        .iter()
-        .flat_map(|p| SpecieTransaction::OfflinePayout(p.clone()).created_outputs())
-        .map(|o| (o.uhs_id, o.output.value))
-        .collect();
-    let ids: Vec<UhsId> = outputs.iter().map(|(id, _)| *id).collect();
-    let present = core.query_uhs(&ids).step("cannot query the core")?;
-    Ok(outputs
-        .iter()
-        .zip(present)
-        .filter(|(_, p)| *p)
-        .map(|((_, v), _)| v)
-        .sum())
+    let txs: Vec<SpecieTransaction> = payouts.iter().cloned().map(SpecieTransaction::OfflinePayout).collect();
+    crate::demo_byzantine::value_held_by_core(core, &txs)
 }
 
 struct Audit {
