@@ -399,25 +399,41 @@ fn refusal_reason(error: &specie_committee::PaymentError) -> String {
 
 /// Presents every certified redeem to the core, then presents each again: the second is refused.
 fn redeem_to_core(core: &NodeHandle, redeems: &[FastpayRedeem], tally: &mut Tally) -> BenchResult<()> {
-    let txs = || {
-        redeems
-            .iter()
-            .cloned()
-            .map(SpecieTransaction::FastpayRedeem)
-            .collect::<Vec<_>>()
+    let txs: Vec<SpecieTransaction> = redeems.iter().cloned().map(SpecieTransaction::FastpayRedeem).collect();
+    let presented = present_twice(core, &txs, "a certified redeem")?;
+    (tally.redeemed, tally.redeemed_value, tally.replays_refused) =
+        (presented.confirmed, presented.value, presented.replays_refused);
+    Ok(())
+}
+
+/// What presenting transactions to the core twice came to.
+pub(crate) struct PresentedTwice {
+    pub confirmed: u64,
+    /// The value of the outputs the confirmed transactions created.
+    pub value: u64,
+    pub replays_refused: u64,
+}
+
+/// Presents `txs` to the core (each must be confirmed), then each again: the demos' check that
+/// value comes back into the core once (the redeem and payout markers).
+pub(crate) fn present_twice(core: &NodeHandle, txs: &[SpecieTransaction], what: &str) -> BenchResult<PresentedTwice> {
+    let mut presented = PresentedTwice {
+        confirmed: 0,
+        value: 0,
+        replays_refused: 0,
     };
-    for (redeem, status) in redeems.iter().zip(submit_all(core, txs())?) {
+    for (tx, status) in txs.iter().zip(submit_all(core, txs.to_vec())?) {
         if status != TxStatus::Confirmed {
-            fail!("a certified redeem was not confirmed: {status:?}");
+            fail!("{what} was not confirmed: {status:?}");
         }
-        tally.redeemed += 1;
-        tally.redeemed_value += redeem.certificate().order.order.amount;
+        presented.confirmed += 1;
+        presented.value += tx.outputs().iter().map(|output| output.value).sum::<u64>();
     }
-    tally.replays_refused = submit_all(core, txs())?
+    presented.replays_refused = submit_all(core, txs.to_vec())?
         .iter()
         .filter(|s| **s != TxStatus::Confirmed)
         .count() as u64;
-    Ok(())
+    Ok(presented)
 }
 
 /// The value of the outputs the redeems created that the core still holds.

@@ -29,7 +29,7 @@ use specie_transaction::{
 };
 use specie_workload::offline::{self, OfflineActor, PaymentChoice, PaymentEnd};
 
-use crate::demo_byzantine::submit_all;
+use crate::demo_byzantine::{present_twice, submit_all};
 use crate::error::{fail, BenchError, BenchResult, StepContext};
 
 /// Value minted to each user and moved whole into offline cash (8.00: tokens of 5, 2 and 1).
@@ -476,24 +476,13 @@ fn settle_deposits(
 
 /// Presents every payout to the core, then each again: the second is refused (its marker).
 fn present_payouts(core: &NodeHandle, payouts: &[OfflinePayout], tally: &mut Tally) -> BenchResult<()> {
-    let txs = || {
-        payouts
-            .iter()
-            .cloned()
-            .map(SpecieTransaction::OfflinePayout)
-            .collect::<Vec<_>>()
-    };
-    for (payout, status) in payouts.iter().zip(submit_all(core, txs())?) {
-        if status != TxStatus::Confirmed {
-            fail!("a payout was not confirmed: {status:?}");
-        }
-        tally.payouts_confirmed += 1;
-        tally.payout_value += payout.amount();
-    }
-    tally.payout_replays_refused = submit_all(core, txs())?
-        .iter()
-        .filter(|s| **s != TxStatus::Confirmed)
-        .count() as u64;
+    let txs: Vec<SpecieTransaction> = payouts.iter().cloned().map(SpecieTransaction::OfflinePayout).collect();
+    let presented = present_twice(core, &txs, "a payout")?;
+    (
+        tally.payouts_confirmed,
+        tally.payout_value,
+        tally.payout_replays_refused,
+    ) = (presented.confirmed, presented.value, presented.replays_refused);
     Ok(())
 }
 
