@@ -17,7 +17,8 @@ pub struct ClusterArgs {
 #[derive(Subcommand, Debug)]
 pub enum ClusterCommand {
     /// Start a local cluster on 127.0.0.1: shard groups and coordinator groups replicated by Raft,
-    /// sentinels serving the wallets' HTTP API and, with --authorities, a FastPay committee. Writes DIR/cluster.toml on first use (edit
+    /// sentinels serving the wallets' HTTP API, with --authorities a FastPay committee and, with
+    /// --offline, the offline cash authority. Writes DIR/cluster.toml on first use (edit
     /// it to change the topology) and issues what DIR/pki lacks: a cluster CA and one key and
     /// certificate per process, for mutual TLS between all of them (to bring your own CA, see
     /// docs/operator-guide.md). Logs to DIR/logs, and returns once every group has a leader.
@@ -71,6 +72,12 @@ pub struct UpArgs {
     /// committed before it leaves), 3 survive the loss of one machine.
     #[arg(long, default_value_t = 1)]
     pub authority_replicas: usize,
+    /// Also run the offline cash authority as a Raft group of this many replicas beside the
+    /// online core (`--offline` alone: 3, which survive the loss of one). Its seed and operator
+    /// token are made in DIR/pki; the sentinels bank for its bridge key; devices reach it over
+    /// HTTP (`specie offline device --authority URL,URL,…`).
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "3")]
+    pub offline: Option<usize>,
 }
 
 /// Run one replica of a group of a cluster: a shard, coordinator or FastPay authority shard group.
@@ -112,6 +119,18 @@ pub fn run_authority(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+pub fn run_offline_authority(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
+    if args.group != specie_cluster::OFFLINE_AUTHORITY_GROUP {
+        anyhow::bail!(
+            "the offline authority's group is named '{}', not '{}'",
+            specie_cluster::OFFLINE_AUTHORITY_GROUP,
+            args.group
+        );
+    }
+    role_process::run_offline_authority(&args.cluster, args.replica)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run_sentinel(args: SentinelArgs) -> anyhow::Result<ExitCode> {
     role_process::run_sentinel(&args.cluster, args.name)?;
     Ok(ExitCode::SUCCESS)
@@ -133,6 +152,7 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
                         shards: args.authority_shards,
                         replicas: args.authority_replicas,
                     }),
+                    offline_replicas: args.offline.unwrap_or(0),
                 },
                 issuers: args.issuers,
             })?;

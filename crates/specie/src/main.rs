@@ -47,6 +47,9 @@ enum Command {
     /// --authorities`): votes and confirmations over its HTTP API, credits to its authority's
     /// other shards over mutual TLS.
     Authority(cluster_cmd::ReplicaArgs),
+    /// Run one replica of the offline cash authority's group of a cluster (started by `specie
+    /// cluster up --offline`): the devices' HTTP API, every answer committed by Raft first.
+    OfflineAuthority(cluster_cmd::ReplicaArgs),
     /// Manage a wallet: keys, addresses, balance, payments, and (issuer) mint and redeem.
     Wallet(wallet_cmd::WalletArgs),
     /// Work with serialized transactions.
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Command::Coordinator(args) => cluster_cmd::run_coordinator(args),
         Command::Sentinel(args) => cluster_cmd::run_sentinel(args),
         Command::Authority(args) => cluster_cmd::run_authority(args),
+        Command::OfflineAuthority(args) => cluster_cmd::run_offline_authority(args),
         Command::Wallet(args) => wallet_cmd::run(args),
         Command::Tx(args) => inspect::run(args),
         Command::Sim(args) => sim_cmd::run_sim(args),
@@ -129,6 +133,7 @@ fn init_logging(command: &Command) {
                     | Command::Coordinator(_)
                     | Command::Sentinel(_)
                     | Command::Authority(_)
+                    | Command::OfflineAuthority(_)
             ) || matches!(command, Command::Offline(args) if !args.prints_only()) =>
         {
             tracing_subscriber::EnvFilter::new("warn")

@@ -106,5 +106,8 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
 
 fn parse_key_hex(text: &str) -> Result<[u8; 32], String> {
     let bytes = hex::decode(text.trim()).map_err(|error| format!("not hex: {error}"))?;
-    <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| format!("{} bytes, a key has 32", bytes.len()))
+    let key = <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| format!("{} bytes, a key has 32", bytes.len()))?;
+    // A small-order key would let anyone forge payouts.
+    specie_ed25519::check_public_key(&key).map_err(|error| error.to_string())?;
+    Ok(key)
 }

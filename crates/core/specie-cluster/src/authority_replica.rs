@@ -23,13 +23,13 @@ use specie_committee::Call;
 use specie_fastpay::Committee;
 use specie_host::{CallError, Calls, Gather, HostStopped, ReplicatedHost, RoleMachine, Slot, Wiring};
 use specie_role::Ticket;
-use specie_shard::ShardRange;
 use specie_transaction::UhsId;
 use specie_wire::InvalidWireLimits;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::authority_tally::TalliedShard;
+use crate::core_uhs::CoreUhs;
 use crate::credentials::{self, CredentialsError};
 use crate::group_client::{GroupClient, GroupError};
 use crate::host::{
@@ -209,13 +209,6 @@ pub enum AuthorityCallError {
     Stopping,
 }
 
-/// The online core's shard groups, as an authority reads the UHS.
-struct CoreUhs {
-    groups: Vec<GroupClient>,
-    ranges: Vec<ShardRange>,
-    timeout: Duration,
-}
-
 /// What starting an authority replica needs besides its Raft replica.
 struct Parts {
     place: AuthorityPlace,
@@ -334,31 +327,13 @@ impl AuthorityReplica {
 
     /// Whether `marker` is in the online core's UHS, asked of the shard group that owns it.
     pub async fn in_core(&self, marker: UhsId) -> Result<bool, GroupError> {
-        let group = &self.core.groups[ShardRange::owner(&self.core.ranges, &marker)];
-        match group
-            .call(&RoleRequest::ShardQuery(vec![marker]), self.core.timeout)
-            .await?
-        {
-            RoleResponse::ShardQuery(present) if present.len() == 1 => Ok(present[0]),
-            other => Err(GroupError::Malformed {
-                group: group.name().to_string(),
-                reason: format!("answered {}", other_kind(&other)),
-            }),
-        }
+        self.core.contains(marker).await
     }
 
     /// The HTTP API of the replica `leader` of this group, for a client sent elsewhere.
     pub fn http_of(&self, leader: Option<u64>) -> Option<SocketAddr> {
         let leader = leader?;
         self.group.replicas.iter().find(|r| r.id == leader).map(|r| r.http)
-    }
-}
-
-fn other_kind(response: &RoleResponse) -> &'static str {
-    match response {
-        RoleResponse::NotLeader(_) => "not leader",
-        RoleResponse::Status(_) => "a status",
-        _ => "something else",
     }
 }
 
@@ -389,22 +364,13 @@ fn parts(topology: &Topology, group: &AuthorityGroup, id: u64) -> Result<Parts, 
         siblings.insert(sibling.name.clone(), sibling.place.shard);
         peers.push((sibling.place.shard, client));
     }
-    let core_groups = topology
-        .shard_groups
-        .iter()
-        .map(|g| GroupClient::new(GroupRole::Shard, &g.name, &g.replicas, &limits, &transport))
-        .collect::<Result<Vec<_>, _>>()?;
     Ok(Parts {
         place: group.place,
         group: group.clone(),
         committee,
         siblings,
         peers,
-        core: CoreUhs {
-            groups: core_groups,
-            ranges: topology.shard_ranges(),
-            timeout: timeout * 5,
-        },
+        core: CoreUhs::new(topology, &limits, &transport)?,
         evidence_dir: replica_dir(topology, &group.name, id).join("evidence"),
         timeout,
     })

@@ -52,6 +52,8 @@ pub enum CredentialsError {
     BadAuthorityKey { path: PathBuf },
     #[error("{path} does not match fastpay_committee.members[{authority}] in the cluster file")]
     AuthorityKeyMismatch { path: PathBuf, authority: u16 },
+    #[error("{path}: its bridge key does not match offline_authority.bridge in the cluster file")]
+    OfflineBridgeMismatch { path: PathBuf },
     #[error("cannot generate the cluster CA: {0}")]
     GenerateCa(#[source] rcgen::Error),
     #[error("{key} and {cert}: {source}")]
@@ -186,6 +188,52 @@ pub fn create_authority_key(pki_dir: &Path, authority: u16) -> Result<String, Cr
     let key = SigningKey::from_bytes(&rand::random::<[u8; 32]>());
     write_secret(&authority_key_path(pki_dir, authority), &hex::encode(key.to_bytes()))?;
     Ok(hex::encode(key.verifying_key().to_bytes()))
+}
+
+/// The offline authority's secret seed (every replica derives the same keys from it).
+pub fn offline_seed_path(pki_dir: &Path) -> PathBuf {
+    pki_dir.join("offline-authority.seed")
+}
+
+/// The offline authority operator's bearer token (registering identities, rotating and revoking
+/// keys over the authority's HTTP API).
+pub fn offline_operator_token_path(pki_dir: &Path) -> PathBuf {
+    pki_dir.join("offline-operator.token")
+}
+
+/// A new offline authority: its secret seed and operator token written to the PKI directory;
+/// returns its bridge key (hex), for `offline_authority.bridge`.
+pub fn create_offline_authority(pki_dir: &Path) -> Result<String, CredentialsError> {
+    create_private_dir(pki_dir)?;
+    let seed = rand::random::<[u8; 32]>();
+    write_secret(&offline_seed_path(pki_dir), &hex::encode(seed))?;
+    write_secret(
+        &offline_operator_token_path(pki_dir),
+        &hex::encode(rand::random::<[u8; 32]>()),
+    )?;
+    let keys = specie_offline_service::keys_from_seed(&seed);
+    Ok(hex::encode(keys.bridge.verifying_key().to_bytes()))
+}
+
+/// The offline authority's keys and operator token, the keys checked against the bridge key
+/// the topology lists.
+pub fn offline_authority(
+    topology: &Topology,
+) -> Result<(specie_offline_authority::AuthorityKeys, String), CredentialsError> {
+    let path = offline_seed_path(&topology.pki_dir);
+    let Some(seed) = hex::decode(read_text(&path)?.trim())
+        .ok()
+        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+    else {
+        return Err(CredentialsError::BadAuthorityKey { path });
+    };
+    let keys = specie_offline_service::keys_from_seed(&seed);
+    let listed = topology.offline_authority.as_ref().and_then(|o| o.bridge_key());
+    if listed != Some(keys.bridge.verifying_key().to_bytes()) {
+        return Err(CredentialsError::OfflineBridgeMismatch { path });
+    }
+    let token = read_text(&offline_operator_token_path(&topology.pki_dir))?;
+    Ok((keys, token.trim().to_string()))
 }
 
 /// Writes `text` to a new file readable only by its owner, and syncs it.

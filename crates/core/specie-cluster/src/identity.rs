@@ -8,6 +8,7 @@
 //! | replica `N` of shard group `G` | `N.G.shard.specie` |
 //! | replica `N` of coordinator group `G` | `N.G.coordinator.specie` |
 //! | replica `N` of FastPay authority shard group `G` (`authority-A-shard-S`) | `N.G.authority.specie` |
+//! | replica `N` of the offline cash authority's group | `N.offline-authority.offline.specie` |
 //! | sentinel `S` | `S.sentinel.specie` |
 //! | the operator's tools (`cluster status`, audits) | `operator.specie` |
 //!
@@ -29,6 +30,8 @@ pub enum GroupRole {
     Coordinator,
     /// One shard of one FastPay authority (Byzantine mode).
     Authority,
+    /// The offline cash authority.
+    Offline,
 }
 
 impl GroupRole {
@@ -37,11 +40,12 @@ impl GroupRole {
             GroupRole::Shard => "shard",
             GroupRole::Coordinator => "coordinator",
             GroupRole::Authority => "authority",
+            GroupRole::Offline => "offline",
         }
     }
 }
 
-/// `shard`, `coordinator` or `authority`, as in certificate names.
+/// `shard`, `coordinator`, `authority` or `offline`, as in certificate names.
 impl fmt::Display for GroupRole {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.label())
@@ -91,6 +95,14 @@ impl Identity {
         }
     }
 
+    pub fn offline(group: &str, id: u64) -> Identity {
+        Identity::Replica {
+            role: GroupRole::Offline,
+            group: group.to_string(),
+            id,
+        }
+    }
+
     pub fn sentinel(name: &str) -> Identity {
         Identity::Sentinel { name: name.to_string() }
     }
@@ -109,6 +121,7 @@ impl Identity {
                     "shard" => GroupRole::Shard,
                     "coordinator" => GroupRole::Coordinator,
                     "authority" => GroupRole::Authority,
+                    "offline" => GroupRole::Offline,
                     _ => return None,
                 };
                 // Canonical decimal only, so one replica has one name.
@@ -156,6 +169,17 @@ impl Identity {
                     .iter()
                     .any(|r| r.id == *id)
             }),
+            Identity::Replica {
+                role: GroupRole::Offline,
+                group,
+                id,
+            } => {
+                group == crate::topology::OFFLINE_AUTHORITY_GROUP
+                    && topology
+                        .offline_authority
+                        .as_ref()
+                        .is_some_and(|o| o.replicas.iter().any(|r| r.id == *id))
+            }
         }
     }
 
@@ -184,6 +208,14 @@ pub fn every_identity(topology: &Topology) -> Vec<Identity> {
     }
     for group in topology.authority_groups() {
         all.extend(group.replicas.iter().map(|r| Identity::authority(&group.name, r.id)));
+    }
+    if let Some(offline) = &topology.offline_authority {
+        all.extend(
+            offline
+                .replicas
+                .iter()
+                .map(|r| Identity::offline(crate::topology::OFFLINE_AUTHORITY_GROUP, r.id)),
+        );
     }
     all.extend(topology.sentinels.iter().map(|s| Identity::sentinel(&s.name)));
     all
@@ -227,9 +259,13 @@ fn replica_allows(topology: &Topology, me: &Identity, role: GroupRole, group: &s
         // 2PC phases change the UHS: only a coordinator drives them.
         tag::SHARD_BATCH => role == GroupRole::Shard && peer.is_replica_of(GroupRole::Coordinator),
         tag::SHARD_QUERY => {
-            // Authorities look for a funding's marker in the UHS themselves before crediting it.
+            // Authorities (FastPay's and the offline one) look for a funding's marker in the UHS
+            // themselves before crediting it.
             role == GroupRole::Shard
-                && (peer.is_sentinel() || *peer == Identity::Operator || peer.is_replica_of(GroupRole::Authority))
+                && (peer.is_sentinel()
+                    || *peer == Identity::Operator
+                    || peer.is_replica_of(GroupRole::Authority)
+                    || peer.is_replica_of(GroupRole::Offline))
         }
         tag::SHARD_IDS => role == GroupRole::Shard && (peer.is_sentinel() || *peer == Identity::Operator),
         // Transactions enter only through a sentinel, which validated them.
@@ -279,7 +315,7 @@ mod tests {
                 )
             })
             .collect();
-        Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), authority_keys).unwrap()
+        Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), authority_keys, None).unwrap()
     }
 
     #[test]
@@ -388,6 +424,71 @@ mod tests {
     /// An authority shard replica takes Raft from its group only, credits only from the other
     /// shards of its own authority (whatever their replica), status from every member, and
     /// nothing else: every tag, every kind of peer.
+    /// The offline authority's replicas take Raft from their group only and status from anyone;
+    /// of the core they may only read the UHS (a funding's marker), never submit or drive 2PC.
+    #[test]
+    fn the_offline_authority_group_reads_the_uhs_and_takes_raft_only_from_itself() {
+        let shape = Shape {
+            offline_replicas: 3,
+            ..Shape::default()
+        };
+        for bad in [hex::encode([0u8; 32]), "not hex".into(), hex::encode([7u8; 31])] {
+            assert_eq!(
+                Topology::local(
+                    shape,
+                    Path::new("/tmp/x"),
+                    vec![],
+                    test_keys(2),
+                    vec![],
+                    Some(bad.clone())
+                ),
+                Err(crate::InvalidTopology::OfflineBridgeKey),
+                "{bad}: a small-order point, not hex, too short"
+            );
+        }
+        let bridge = hex::encode(
+            specie_fastpay::deterministic_key("bridge", 0)
+                .verifying_key()
+                .to_bytes(),
+        );
+        let topology = Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), vec![], Some(bridge)).unwrap();
+        let me = Identity::offline(crate::OFFLINE_AUTHORITY_GROUP, 1);
+        assert_eq!(me.to_string(), "1.offline-authority.offline.specie");
+        assert_eq!(Identity::parse(&me.to_string()), Some(me.clone()));
+        assert!(me.is_member_of(&topology));
+        assert!(!Identity::offline(crate::OFFLINE_AUTHORITY_GROUP, 4).is_member_of(&topology));
+        assert!(!Identity::offline("offline-other", 1).is_member_of(&topology));
+        let group_peer = Identity::offline(crate::OFFLINE_AUTHORITY_GROUP, 2);
+        let everyone = [
+            &group_peer,
+            &Identity::shard("shard-0", 1),
+            &Identity::coordinator("coordinator-0", 1),
+            &Identity::sentinel("sentinel-0"),
+            &Identity::Operator,
+        ];
+        for tag in 0..=u8::MAX {
+            let allowed: Vec<&Identity> = everyone
+                .iter()
+                .copied()
+                .filter(|peer| authorize(&topology, &me, peer, tag).is_ok())
+                .collect();
+            let expected: Vec<&Identity> = match tag {
+                tag::RAFT => vec![&group_peer],
+                tag::STATUS => everyone.to_vec(),
+                _ => vec![],
+            };
+            assert_eq!(allowed, expected, "tag {tag} ({})", tag::name(tag));
+        }
+        let shard = Identity::shard("shard-0", 1);
+        assert!(authorize(&topology, &shard, &me, tag::SHARD_QUERY).is_ok());
+        for tag in [tag::SHARD_BATCH, tag::SHARD_IDS, tag::RAFT] {
+            assert!(authorize(&topology, &shard, &me, tag).is_err(), "{}", tag::name(tag));
+        }
+        let coordinator = Identity::coordinator("coordinator-0", 1);
+        assert!(authorize(&topology, &coordinator, &me, tag::SUBMIT).is_err());
+        assert!(every_identity(&topology).contains(&me));
+    }
+
     #[test]
     fn an_authority_shard_takes_credits_only_from_its_own_authoritys_other_shards() {
         let topology = topology();

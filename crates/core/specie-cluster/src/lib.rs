@@ -7,6 +7,8 @@
 //! - [`sentinel`]: validates transactions and serves the wallets' HTTP API in front of the cluster.
 //! - [`authority_replica`] / [`authority_http`]: a FastPay authority shard (Byzantine mode) as a
 //!   replica group member, serving its clients' HTTP API; the online core is its Primary.
+//! - [`offline_replica`]: the offline cash authority as a replica group member, serving devices'
+//!   HTTP API; the online core funds it and takes its payouts.
 //! - [`group_client`]: leader discovery and fail-over for calls to a replica group.
 //! - [`supervisor`] / [`role_process`]: `specie cluster up | status | down` (processes, pid files,
 //!   logs) and the entry points of the processes it starts.
@@ -17,10 +19,12 @@ pub mod authority_http;
 pub mod authority_replica;
 pub mod authority_tally;
 pub mod coordinator_replica;
+mod core_uhs;
 pub mod credentials;
 pub mod group_client;
 mod host;
 pub mod identity;
+pub mod offline_replica;
 pub mod operator;
 pub mod protocol;
 mod raft_transport;
@@ -34,6 +38,6 @@ pub use host::{Caller, Hosted, ReplicaError, RoleStatus, ServeError};
 pub use identity::{GroupRole, Identity};
 pub use topology::{
     authority_group_name, AuthorityGroup, AuthorityPlace, AuthorityProcesses, AuthorityReplica, AuthorityShardGroup,
-    CommitteeShape, FastpayCommitteeConfig, InvalidTopology, Limits, Replica, ReplicaGroup, Sentinel, Shape,
-    ShardGroup, Topology, TopologyError, TransportMode, UnknownGroup,
+    CommitteeShape, FastpayCommitteeConfig, InvalidTopology, Limits, OfflineAuthorityConfig, Replica, ReplicaGroup,
+    Sentinel, Shape, ShardGroup, Topology, TopologyError, TransportMode, UnknownGroup, OFFLINE_AUTHORITY_GROUP,
 };

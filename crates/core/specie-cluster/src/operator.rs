@@ -58,6 +58,11 @@ pub async fn replica_statuses(
         .into_iter()
         .map(|g| (g.name.clone(), g.wire_replicas()))
         .collect();
+    let offline_group: Vec<(String, Vec<crate::Replica>)> = topology
+        .offline_authority
+        .iter()
+        .map(|o| (crate::OFFLINE_AUTHORITY_GROUP.to_string(), o.wire_replicas()))
+        .collect();
     let groups = topology
         .shard_groups
         .iter()
@@ -72,6 +77,11 @@ pub async fn replica_statuses(
             authority_groups
                 .iter()
                 .map(|(name, replicas)| (GroupRole::Authority, name, replicas)),
+        )
+        .chain(
+            offline_group
+                .iter()
+                .map(|(name, replicas)| (GroupRole::Offline, name, replicas)),
         )
         .filter(|(_, name, _)| group.is_none_or(|wanted| wanted == name.as_str()));
     let mut statuses = vec![];

@@ -1,9 +1,10 @@
-//! The processes `specie cluster up` starts: one shard, coordinator or FastPay authority shard
-//! replica, or one sentinel, each on its own two-thread runtime until it is stopped.
+//! The processes `specie cluster up` starts: one shard, coordinator, FastPay authority shard or
+//! offline authority replica, or one sentinel, each on its own two-thread runtime until it is stopped.
 
 use std::path::Path;
 
 use crate::authority_replica::AuthorityReplicaError;
+use crate::offline_replica::{self, OfflineReplicaError};
 use crate::sentinel::SentinelError;
 use crate::{authority_replica, coordinator_replica, sentinel, shard_replica, ReplicaError, Topology, TopologyError};
 
@@ -20,6 +21,8 @@ pub enum RoleProcessError {
     Sentinel(#[from] SentinelError),
     #[error(transparent)]
     Authority(#[from] AuthorityReplicaError),
+    #[error(transparent)]
+    Offline(#[from] OfflineReplicaError),
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, RoleProcessError> {
@@ -61,4 +64,12 @@ pub fn run_authority(cluster: &Path, group: String, replica: u64) -> Result<(), 
     runtime()?
         .block_on(authority_replica::run(topology, group, replica))
         .map_err(RoleProcessError::Authority)
+}
+
+/// Runs replica `replica` of the offline authority's group of the cluster in the file `cluster`.
+pub fn run_offline_authority(cluster: &Path, replica: u64) -> Result<(), RoleProcessError> {
+    let topology = Topology::load(cluster)?;
+    runtime()?
+        .block_on(offline_replica::run(topology, replica))
+        .map_err(RoleProcessError::Offline)
 }

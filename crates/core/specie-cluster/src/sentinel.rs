@@ -107,7 +107,8 @@ impl ClusterBackend {
                 runtime,
                 hrp: topology.hrp.clone(),
                 issuers_hex: topology.issuers.clone(),
-                trusted: TrustedKeys::new(issuers, fastpay_committee),
+                trusted: TrustedKeys::new(issuers, fastpay_committee)
+                    .with_offline_authority(topology.offline_authority.as_ref().and_then(|o| o.bridge_key())),
                 coordinators,
                 shards,
                 ranges: topology.shard_ranges(),

@@ -89,6 +89,7 @@ impl UpOptions {
                 sentinels: 2,
                 base_port: 18_470,
                 committee: None,
+                offline_replicas: 0,
             },
             issuers: vec![],
         }
@@ -127,9 +128,15 @@ pub fn members(topology_path: &Path, topology: &Topology) -> Vec<Member> {
         .into_iter()
         .map(|g| (g.name.clone(), g.wire_replicas()))
         .collect();
-    let groups = groups
-        .into_iter()
-        .chain([("authority", authority_groups.iter().map(|(n, r)| (n, r)).collect())]);
+    let offline_group: Vec<(String, Vec<crate::Replica>)> = topology
+        .offline_authority
+        .iter()
+        .map(|o| (crate::topology::OFFLINE_AUTHORITY_GROUP.to_string(), o.wire_replicas()))
+        .collect();
+    let groups = groups.into_iter().chain([
+        ("authority", authority_groups.iter().map(|(n, r)| (n, r)).collect()),
+        ("offline-authority", offline_group.iter().map(|(n, r)| (n, r)).collect()),
+    ]);
     for (role, groups) in groups {
         for (group, replicas) in groups {
             for replica in replicas {
@@ -244,8 +251,21 @@ fn create(options: &UpOptions, path: &Path) -> Result<(), SupervisorError> {
                 .map_err(credentials("cannot create the FastPay authorities' signing keys"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let topology = Topology::local(options.shape, &dir, issuers, attestation_keys, authority_keys)
-        .map_err(SupervisorError::Shape)?;
+    let offline_bridge = (options.shape.offline_replicas > 0)
+        .then(|| credentials::create_offline_authority(&dir.join("pki")))
+        .transpose()
+        .map_err(credentials(
+            "cannot create the offline authority's seed and operator token",
+        ))?;
+    let topology = Topology::local(
+        options.shape,
+        &dir,
+        issuers,
+        attestation_keys,
+        authority_keys,
+        offline_bridge,
+    )
+    .map_err(SupervisorError::Shape)?;
     std::fs::write(path, topology.to_toml()).map_err(io(format!("cannot write {}", path.display())))?;
     println!("wrote {} (edit it to change the topology)", path.display());
     Ok(())
@@ -304,6 +324,14 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
     for group in topology.authority_groups() {
         let http: Vec<String> = group.replicas.iter().map(|r| format!("http://{}", r.http)).collect();
         println!("  {} (FastPay): {}", group.name, http.join(" "));
+    }
+    if let Some(offline) = &topology.offline_authority {
+        println!(
+            "  offline authority: {} (operator token in {})",
+            offline.http_urls(),
+            credentials::offline_operator_token_path(&topology.pki_dir).display()
+        );
+        println!("devices:  specie offline device --authority {} …", offline.http_urls());
     }
     let first = &topology.sentinels[0].http;
     println!("wallets:  specie wallet --node http://{first} …");
@@ -379,7 +407,37 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
         );
     }
     print_authority_figures(&topology, &statuses);
+    print_offline_figures(&statuses);
     Ok(healthy)
+}
+
+/// The offline authority's books, from each replica's copy of its role.
+fn print_offline_figures(statuses: &[ReplicaStatus]) {
+    let answered: Vec<(&ReplicaStatus, &serde_json::Value)> = statuses
+        .iter()
+        .filter(|s| s.group == crate::OFFLINE_AUTHORITY_GROUP)
+        .filter_map(|s| Some((s, s.status.as_ref().ok()?)))
+        .collect();
+    if answered.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "{:<20} {:>7} {:>14} {:>14} {:>14} {:>7} {:>8}",
+        "offline authority", "replica", "funded", "defunded", "outstanding", "period", "debtors"
+    );
+    for (ReplicaStatus { group, id, .. }, s) in answered {
+        let books = &s["offline"];
+        let show = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+        println!(
+            "{group:<20} {id:>7} {:>14} {:>14} {:>14} {:>7} {:>8}",
+            show(&books["funded"]),
+            show(&books["defunded"]),
+            show(&books["outstanding"]),
+            show(&books["current_period"]),
+            show(&books["debtors"]),
+        );
+    }
 }
 
 /// The FastPay authority shards' own figures, from each replica's copy of its role.

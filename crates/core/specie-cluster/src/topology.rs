@@ -25,6 +25,11 @@ pub struct Topology {
     /// and redeems of its certificates. Absent: every FastPay funding and redeem is invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fastpay_committee: Option<FastpayCommitteeConfig>,
+    /// The offline cash authority as a Raft group of this cluster (`[offline_authority]`): its
+    /// sentinels accept fundings to it and its payouts. Absent: every offline funding and payout
+    /// is invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offline_authority: Option<OfflineAuthorityConfig>,
     /// Where each replica keeps its log and snapshots: `<data_dir>/<group>-<replica>/`.
     pub data_dir: PathBuf,
     /// The cluster's PKI: `ca.crt` (the CA every process's certificate must chain to) and, per
@@ -172,6 +177,39 @@ impl AuthorityReplica {
             id: self.id,
             address: self.address,
         }
+    }
+}
+
+/// The offline cash authority's replica group (`[offline_authority]`), named
+/// [`OFFLINE_AUTHORITY_GROUP`]. Its secret seed is `<pki_dir>/offline-authority.seed` and the
+/// operator's bearer token `<pki_dir>/offline-operator.token` (both made by `cluster up`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OfflineAuthorityConfig {
+    /// The Ed25519 public key (hex) the authority signs payouts with and fundings are made out to:
+    /// what the sentinels bank for. Derived from the seed; a replica refuses to start if they differ.
+    pub bridge: String,
+    pub replicas: Vec<AuthorityReplica>,
+}
+
+/// The offline authority group's name: a label of its replicas' certificate names
+/// (`1.offline-authority.offline.specie`) and of their data directories.
+pub const OFFLINE_AUTHORITY_GROUP: &str = "offline-authority";
+
+impl OfflineAuthorityConfig {
+    /// The bridge key's bytes, if `bridge` is 32 bytes of hex.
+    pub fn bridge_key(&self) -> Option<[u8; 32]> {
+        hex::decode(&self.bridge).ok()?.try_into().ok()
+    }
+
+    pub fn wire_replicas(&self) -> Vec<Replica> {
+        self.replicas.iter().map(AuthorityReplica::wire).collect()
+    }
+
+    /// Every replica's HTTP API, comma-separated: what devices are given as `--authority`.
+    pub fn http_urls(&self) -> String {
+        let urls: Vec<String> = self.replicas.iter().map(|r| format!("http://{}", r.http)).collect();
+        urls.join(",")
     }
 }
 
@@ -401,6 +439,11 @@ pub enum InvalidTopology {
     CommitteeNeedsMutualTls,
     #[error("fastpay_committee.{name} must be positive")]
     ZeroCommitteeLimit { name: &'static str },
+    #[error(
+        "offline_authority.bridge must be a 32-byte Ed25519 public key of full order, in hex (an offline \
+         authority group needs one; `cluster up --offline` makes it)"
+    )]
+    OfflineBridgeKey,
     #[error("{authorities} authorities need as many signing keys, got {keys}")]
     AuthorityKeyCount { authorities: usize, keys: usize },
 }
@@ -424,6 +467,8 @@ pub struct Shape {
     pub base_port: u16,
     /// A FastPay committee run as processes beside the online core, which is its Primary.
     pub committee: Option<CommitteeShape>,
+    /// Replicas of an offline cash authority group beside the online core (0: none).
+    pub offline_replicas: usize,
 }
 
 /// The shape of a FastPay committee run by the cluster.
@@ -456,6 +501,7 @@ impl Default for Shape {
             sentinels: 2,
             base_port: 18_470,
             committee: None,
+            offline_replicas: 0,
         }
     }
 }
@@ -489,15 +535,19 @@ impl Topology {
     }
 
     /// A local topology on 127.0.0.1 with consecutive ports, its data and PKI under `dir`, one
-    /// attestation key (x-only hex) per sentinel and, if the shape has a committee, one Ed25519
-    /// public key (hex) per authority.
+    /// attestation key (x-only hex) per sentinel, if the shape has a committee one Ed25519
+    /// public key (hex) per authority and, if it has an offline authority, its bridge key (hex).
     pub fn local(
         shape: Shape,
         dir: &Path,
         issuers: Vec<String>,
         attestation_keys: Vec<String>,
         authority_keys: Vec<String>,
+        offline_bridge: Option<String>,
     ) -> Result<Topology, InvalidTopology> {
+        if (shape.offline_replicas > 0) != offline_bridge.is_some() {
+            return Err(InvalidTopology::OfflineBridgeKey);
+        }
         if attestation_keys.len() != shape.sentinels {
             return Err(InvalidTopology::AttestationKeyCount {
                 sentinels: shape.sentinels,
@@ -568,11 +618,22 @@ impl Topology {
                 })
                 .collect(),
         });
+        let offline_authority = offline_bridge.map(|bridge| OfflineAuthorityConfig {
+            bridge,
+            replicas: (1..=shape.offline_replicas as u64)
+                .map(|id| AuthorityReplica {
+                    id,
+                    address: next(),
+                    http: next(),
+                })
+                .collect(),
+        });
         let topology = Topology {
             format_version: FORMAT_VERSION,
             hrp: "usd".into(),
             issuers,
             fastpay_committee,
+            offline_authority,
             data_dir: dir.join("data"),
             pki_dir: dir.join("pki"),
             transport: TransportMode::default(),
@@ -666,6 +727,11 @@ impl Topology {
             committee.committee()?;
             committee.validate_processes(self.transport)?;
         }
+        if let Some(offline) = &self.offline_authority {
+            let key = offline.bridge_key().ok_or(InvalidTopology::OfflineBridgeKey)?;
+            // A small-order key would let anyone forge payouts (a signature by it verifies for many messages).
+            specie_ed25519::check_public_key(&key).map_err(|_| InvalidTopology::OfflineBridgeKey)?;
+        }
         if let Some(sentinel) = self.sentinels.iter().find(|s| xonly_hex(&s.attestation_key).is_none()) {
             return Err(InvalidTopology::BadAttestationKey {
                 sentinel: sentinel.name.clone(),
@@ -685,6 +751,11 @@ impl Topology {
             .authority_groups()
             .iter()
             .map(|g| (g.name.clone(), g.wire_replicas()))
+            .chain(
+                self.offline_authority
+                    .iter()
+                    .map(|o| (OFFLINE_AUTHORITY_GROUP.to_string(), o.wire_replicas())),
+            )
             .collect();
         let groups = self
             .shard_groups
@@ -719,6 +790,7 @@ impl Topology {
             .authority_groups()
             .into_iter()
             .flat_map(|g| g.replicas)
+            .chain(self.offline_authority.iter().flat_map(|o| o.replicas.clone()))
             .map(|r| r.http);
         for address in http {
             if !addresses.insert(address) {
@@ -808,7 +880,15 @@ mod tests {
 
     #[test]
     fn the_default_local_topology_round_trips_through_toml() {
-        let topology = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2), vec![]).unwrap();
+        let topology = Topology::local(
+            Shape::default(),
+            Path::new("/tmp/x"),
+            vec![],
+            test_keys(2),
+            vec![],
+            None,
+        )
+        .unwrap();
         assert_eq!(topology.shard_groups.len(), 2);
         assert_eq!(topology.coordinator_groups.len(), 1);
         assert!(topology.shard_groups.iter().all(|g| g.replicas.len() == 3));
@@ -822,8 +902,15 @@ mod tests {
 
     #[test]
     fn a_fastpay_committee_round_trips_through_toml_and_builds_its_committee() {
-        let mut topology =
-            Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2), vec![]).unwrap();
+        let mut topology = Topology::local(
+            Shape::default(),
+            Path::new("/tmp/x"),
+            vec![],
+            test_keys(2),
+            vec![],
+            None,
+        )
+        .unwrap();
         let keys: Vec<[u8; 32]> = (0..4)
             .map(|i| {
                 specie_fastpay::deterministic_key("authority", i)
@@ -862,7 +949,7 @@ mod tests {
                 )
             })
             .collect();
-        Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), keys).unwrap()
+        Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), keys, None).unwrap()
     }
 
     #[test]
@@ -896,7 +983,15 @@ mod tests {
         assert_eq!(Topology::load(&path).unwrap(), topology);
 
         // A file from before the committee's processes: epoch and members only.
-        let mut old = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2), vec![]).unwrap();
+        let mut old = Topology::local(
+            Shape::default(),
+            Path::new("/tmp/x"),
+            vec![],
+            test_keys(2),
+            vec![],
+            None,
+        )
+        .unwrap();
         let members: Vec<String> = topology.fastpay_committee.as_ref().unwrap().members.clone();
         let mut text = old.to_toml();
         text.push_str(&format!("\n[fastpay_committee]\nepoch = 1\nmembers = {members:?}\n"));
@@ -979,7 +1074,7 @@ mod tests {
             ..Shape::default()
         };
         assert_eq!(
-            Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), vec![]),
+            Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), vec![], None),
             Err(InvalidTopology::AuthorityKeyCount {
                 authorities: 4,
                 keys: 0
@@ -989,7 +1084,15 @@ mod tests {
 
     #[test]
     fn mistakes_are_named() {
-        let good = Topology::local(Shape::default(), Path::new("/tmp/x"), vec![], test_keys(2), vec![]).unwrap();
+        let good = Topology::local(
+            Shape::default(),
+            Path::new("/tmp/x"),
+            vec![],
+            test_keys(2),
+            vec![],
+            None,
+        )
+        .unwrap();
         let mut bad_name = good.clone();
         bad_name.shard_groups[0].name = "Shard.0".into();
         assert_eq!(

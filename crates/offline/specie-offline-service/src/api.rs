@@ -20,8 +20,12 @@ use specie_offline_authority::{
 
 use std::sync::Arc;
 
+use crate::service::{AuthorityService, CoreCheckError, EmbeddedAuthority, Unavailable};
 use crate::AuthorityHandle;
 use specie_transaction::SpecieTransaction;
+
+/// The authority the API serves, however it is hosted.
+pub type Authority = Arc<dyn AuthorityService>;
 
 /// Largest request body: a certification of the most keys, in hex, with room for JSON.
 const BODY_BYTES_MAX: usize = 2 * BINDINGS_PER_CALL_MAX * (KEY_BINDING_BYTES + 8) + 4_096;
@@ -37,7 +41,16 @@ pub struct Bridge {
     pub operator_funding: bool,
 }
 
+/// The API of the authority on this process's embedded host.
 pub fn router(authority: AuthorityHandle, bridge: Bridge) -> Router {
+    service_router(Arc::new(EmbeddedAuthority {
+        handle: authority,
+        bridge,
+    }))
+}
+
+/// The API of `authority`, however it is hosted.
+pub fn service_router(authority: Authority) -> Router {
     Router::new()
         .route("/v1/offline/keys", get(keys))
         .route("/v1/offline/rotate", post(rotate))
@@ -58,7 +71,6 @@ pub fn router(authority: AuthorityHandle, bridge: Bridge) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
-        .layer(axum::Extension(Arc::new(bridge)))
         .with_state(authority)
 }
 
@@ -67,11 +79,16 @@ struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
+    /// Where the caller should ask instead: the leader's API, from a replica that does not lead.
+    leader_http: Option<String>,
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": self.message}});
+        let mut body = json!({"error": {"code": self.code, "message": self.message}});
+        if let Some(leader_http) = self.leader_http {
+            body["error"]["leader_http"] = Value::String(leader_http);
+        }
         (self.status, Json(body)).into_response()
     }
 }
@@ -81,7 +98,21 @@ fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> 
         status,
         code,
         message: message.into(),
+        leader_http: None,
     }
+}
+
+fn unavailable(why: Unavailable) -> ApiError {
+    let code = match &why {
+        Unavailable::Stopping => "stopping",
+        Unavailable::NotLeader { .. } => "not_leader",
+        Unavailable::OutcomeUnknown => "outcome_unknown",
+    };
+    let mut answer = error(StatusCode::SERVICE_UNAVAILABLE, code, why.to_string());
+    if let Unavailable::NotLeader { leader_http } = why {
+        answer.leader_http = leader_http;
+    }
+    answer
 }
 
 fn bad_request(message: impl Into<String>) -> ApiError {
@@ -110,23 +141,16 @@ fn refused(refusal: &Refusal) -> ApiError {
     error(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string())
 }
 
-/// The authority's answer, or 503 if it stopped.
-async fn ask(
-    authority: &AuthorityHandle,
-    input: impl FnOnce(u64) -> Input + Send + 'static,
-) -> Result<Reply, ApiError> {
-    match authority.call(input).await {
-        Some(Reply::Refused(refusal)) => Err(refused(&refusal)),
-        Some(reply) => Ok(reply),
-        None => Err(error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "stopping",
-            "the authority is stopping",
-        )),
+/// The authority's answer, or 503 if it cannot give one here (stopping, or not the leader).
+async fn ask(authority: &Authority, input: impl FnOnce(u64) -> Input + Send + 'static) -> Result<Reply, ApiError> {
+    match authority.call(Box::new(input)).await {
+        Ok(Reply::Refused(refusal)) => Err(refused(&refusal)),
+        Ok(reply) => Ok(reply),
+        Err(why) => Err(unavailable(why)),
     }
 }
 
-fn operator_only(authority: &AuthorityHandle, headers: &HeaderMap) -> Result<(), ApiError> {
+fn operator_only(authority: &Authority, headers: &HeaderMap) -> Result<(), ApiError> {
     let token = headers
         .get("authorization")
         .and_then(|value| value.to_str().ok())
@@ -150,7 +174,7 @@ fn unexpected(reply: Reply) -> ApiError {
 }
 
 /// The key ring now, as JSON.
-fn keys_json(authority: &AuthorityHandle, ring: &KeyRing) -> Response {
+fn keys_json(authority: &Authority, ring: &KeyRing) -> Response {
     let mut bytes = Vec::new();
     ring.encode_to(&mut bytes);
     let lifecycle = ring.lifecycle();
@@ -165,20 +189,20 @@ fn keys_json(authority: &AuthorityHandle, ring: &KeyRing) -> Response {
     .into_response()
 }
 
-async fn ring(authority: &AuthorityHandle) -> Result<KeyRing, ApiError> {
+async fn ring(authority: &Authority) -> Result<KeyRing, ApiError> {
     match ask(authority, |ticket| Input::Keys { ticket }).await? {
         Reply::Keys(ring) => Ok(*ring),
         other => Err(unexpected(other)),
     }
 }
 
-async fn keys(State(authority): State<AuthorityHandle>) -> Result<Response, ApiError> {
+async fn keys(State(authority): State<Authority>) -> Result<Response, ApiError> {
     let ring = ring(&authority).await?;
     Ok(keys_json(&authority, &ring))
 }
 
 /// (Operator) the next period begins; answered with the new ring.
-async fn rotate(State(authority): State<AuthorityHandle>, headers: HeaderMap) -> Result<Response, ApiError> {
+async fn rotate(State(authority): State<Authority>, headers: HeaderMap) -> Result<Response, ApiError> {
     operator_only(&authority, &headers)?;
     match ask(&authority, |ticket| Input::Rotate { ticket }).await? {
         Reply::Keys(ring) => Ok(keys_json(&authority, &ring)),
@@ -193,7 +217,7 @@ struct RevokeKeyRequest {
 
 /// (Operator) revokes an issuing key; answered with the new ring.
 async fn revoke_key(
-    State(authority): State<AuthorityHandle>,
+    State(authority): State<Authority>,
     headers: HeaderMap,
     Json(request): Json<RevokeKeyRequest>,
 ) -> Result<Response, ApiError> {
@@ -211,7 +235,7 @@ struct RegisterRequest {
 }
 
 async fn register(
-    State(authority): State<AuthorityHandle>,
+    State(authority): State<Authority>,
     headers: HeaderMap,
     Json(request): Json<RegisterRequest>,
 ) -> Result<Response, ApiError> {
@@ -231,12 +255,11 @@ struct FundRequest {
 }
 
 async fn fund(
-    State(authority): State<AuthorityHandle>,
-    axum::Extension(bridge): axum::Extension<Arc<Bridge>>,
+    State(authority): State<Authority>,
     headers: HeaderMap,
     Json(request): Json<FundRequest>,
 ) -> Result<Response, ApiError> {
-    if !bridge.operator_funding {
+    if !authority.operator_funding() {
         return Err(error(
             StatusCode::FORBIDDEN,
             "operator_funding_off",
@@ -275,17 +298,9 @@ struct FundFromCoreRequest {
 /// here, never taken from the caller), to exactly the owners the transaction commits to, once
 /// per marker. Needs no operator: the core transaction is the authorisation.
 async fn fund_from_core(
-    State(authority): State<AuthorityHandle>,
-    axum::Extension(bridge): axum::Extension<Arc<Bridge>>,
+    State(authority): State<Authority>,
     Json(request): Json<FundFromCoreRequest>,
 ) -> Result<Response, ApiError> {
-    let Some(core_url) = bridge.core_url.clone() else {
-        return Err(error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no_core",
-            "this authority was started without --core, so it cannot check fundings",
-        ));
-    };
     if request.owners.len() > TOKENS_PER_FUNDING_MAX {
         return Err(bad_request(format!("more than {TOKENS_PER_FUNDING_MAX} owners")));
     }
@@ -305,11 +320,7 @@ async fn fund_from_core(
         .map(|owner| key_from_hex("owner", owner))
         .collect::<Result<Vec<_>, _>>()?;
     let funding = Funding::from_core(&core, &authority.bridge(), owners).map_err(|refusal| refused(&refusal))?;
-    let marker = hex::encode(funding.id);
-    let confirmed = tokio::task::spawn_blocking(move || marker_in_core(&core_url, &marker))
-        .await
-        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
-    match confirmed {
+    match authority.in_core(funding.id).await {
         Ok(true) => {}
         Ok(false) => {
             return Err(error(
@@ -319,41 +330,19 @@ async fn fund_from_core(
                  here once it is confirmed",
             ))
         }
+        Err(CoreCheckError::NoCore) => {
+            return Err(error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "no_core",
+                CoreCheckError::NoCore.to_string(),
+            ))
+        }
         Err(reason) => return Err(error(StatusCode::BAD_GATEWAY, "core_unreachable", reason.to_string())),
     }
     match ask(&authority, move |ticket| Input::Fund { ticket, funding }).await? {
         Reply::Funded { issuances } => Ok(Json(json!({"issuances": issuances_hex(&issuances)})).into_response()),
         other => Err(unexpected(other)),
     }
-}
-
-/// Why the core could not say whether a funding is confirmed.
-#[derive(Debug, thiserror::Error)]
-#[error("the online core at {url}: {reason}")]
-struct CoreUnreachable {
-    url: String,
-    reason: String,
-}
-
-/// Whether the core at `core_url` holds the UHS id `marker_hex` (`GET /v1/uhs/{id}`).
-fn marker_in_core(core_url: &str, marker_hex: &str) -> Result<bool, CoreUnreachable> {
-    let url = format!("{}/v1/uhs/{marker_hex}", core_url.trim_end_matches('/'));
-    let failed = |reason: String| CoreUnreachable {
-        url: url.clone(),
-        reason,
-    };
-    let agent = ureq::AgentBuilder::new()
-        .timeout(std::time::Duration::from_secs(10))
-        .build();
-    let answer: Value = agent
-        .get(&url)
-        .call()
-        .map_err(|e| failed(e.to_string()))?
-        .into_json()
-        .map_err(|e| failed(e.to_string()))?;
-    answer["present"]
-        .as_bool()
-        .ok_or_else(|| failed("no \"present\" in the answer".into()))
 }
 
 fn issuances_hex(issuances: &[specie_offline::Issuance]) -> Vec<String> {
@@ -373,7 +362,7 @@ struct CertifyRequest {
 }
 
 async fn certify(
-    State(authority): State<AuthorityHandle>,
+    State(authority): State<Authority>,
     Json(request): Json<CertifyRequest>,
 ) -> Result<Response, ApiError> {
     if request.bindings.len() > BINDINGS_PER_CALL_MAX {
@@ -408,7 +397,7 @@ struct DepositRequest {
 }
 
 async fn deposit(
-    State(authority): State<AuthorityHandle>,
+    State(authority): State<Authority>,
     Json(request): Json<DepositRequest>,
 ) -> Result<Response, ApiError> {
     let token = from_hex("token", &request.token, TOKEN_BYTES_MAX, Token::decode_from)?;
@@ -473,7 +462,7 @@ struct RevocationsQuery {
 }
 
 async fn revocations(
-    State(authority): State<AuthorityHandle>,
+    State(authority): State<Authority>,
     Query(query): Query<RevocationsQuery>,
 ) -> Result<Response, ApiError> {
     let from = query.from;
@@ -486,7 +475,7 @@ async fn revocations(
     }
 }
 
-async fn books(State(authority): State<AuthorityHandle>) -> Result<Response, ApiError> {
+async fn books(State(authority): State<Authority>) -> Result<Response, ApiError> {
     match ask(&authority, |ticket| Input::Books { ticket }).await? {
         Reply::Books(books) => Ok(Json(json!({
             "funded": books.funded.to_string(),
@@ -515,10 +504,7 @@ async fn books(State(authority): State<AuthorityHandle>) -> Result<Response, Api
 
 /// The evidence against `identity`, as a bundle with the key ring (what `specie offline
 /// check-evidence` reads).
-async fn evidence(
-    State(authority): State<AuthorityHandle>,
-    Path(identity): Path<String>,
-) -> Result<Response, ApiError> {
+async fn evidence(State(authority): State<Authority>, Path(identity): Path<String>) -> Result<Response, ApiError> {
     let identity = key_from_hex("identity", &identity)?;
     match ask(&authority, move |ticket| Input::Evidence { ticket, identity }).await? {
         Reply::Evidence(double_spends) => {

@@ -50,13 +50,19 @@ impl Wiring<OfflineAuthority> for Replies {
         let _ = reply_to.send(reply);
     }
     fn report(&mut self, report: Report) {
-        let Report::DoubleSpend(evidence) = report;
-        tracing::warn!(
-            serial = hex::encode(evidence.token.issuance.serial),
-            identity = hex::encode(evidence.binding.identity),
-            "double spend: the owner signed twice; evidence at GET /v1/offline/evidence/<identity>"
-        );
+        log_report(&report);
     }
+}
+
+/// Logs what the authority reports (a double spend: whose, and where its evidence is), however
+/// it is hosted.
+pub fn log_report(report: &Report) {
+    let Report::DoubleSpend(evidence) = report;
+    tracing::warn!(
+        serial = hex::encode(evidence.token.issuance.serial),
+        identity = hex::encode(evidence.binding.identity),
+        "double spend: the owner signed twice; evidence at GET /v1/offline/evidence/<identity>"
+    );
 }
 
 /// The running authority: send it calls, read its key ring and operator token.
@@ -134,9 +140,7 @@ impl AuthorityHandle {
 
     /// Whether `token` is the operator's, compared in constant time.
     pub fn is_operator(&self, token: &str) -> bool {
-        let expected = self.operator_token.as_bytes();
-        let given = token.as_bytes();
-        given.len() == expected.len() && given.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+        crate::service::token_matches(&self.operator_token, token)
     }
 
     /// Finishes the turn in progress and stops the authority's thread.

@@ -13,9 +13,10 @@ mod api;
 pub mod device;
 pub mod exchange;
 mod host;
+pub mod service;
 
-pub use api::{router, Bridge};
-pub use host::{AuthorityCall, AuthorityHandle, OpenError};
+pub use api::{router, service_router, Bridge};
+pub use host::{log_report, AuthorityCall, AuthorityHandle, OpenError};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -45,16 +46,21 @@ pub struct ServeOptions {
     pub bridge: Bridge,
 }
 
-/// The authority's keys, from the secret seed in `data_dir` (created on first start, 0600): it
-/// starts in period 1 with the default windows; later periods come from its log (rotations).
+/// The authority's keys, from the secret seed in `data_dir` (created on first start, 0600).
 pub fn authority_keys(data_dir: &Path) -> Result<AuthorityKeys, OpenError> {
     host::create_private_dir(data_dir)?;
     let seed = host::secret_file(&data_dir.join("authority.seed"))?;
+    Ok(keys_from_seed(&seed))
+}
+
+/// The authority's keys from its secret seed, wherever it is hosted: it starts in period 1 with
+/// the default denominations and windows; later periods come from its log (rotations).
+pub fn keys_from_seed(seed: &[u8; 32]) -> AuthorityKeys {
     let lifecycle = Lifecycle {
         current_period: 1,
         ..Lifecycle::default()
     };
-    Ok(AuthorityKeys::from_seed(&seed, Denominations::default(), lifecycle))
+    AuthorityKeys::from_seed(seed, Denominations::default(), lifecycle)
 }
 
 /// Opens the authority in `options.data_dir` and serves its API until Ctrl-C.

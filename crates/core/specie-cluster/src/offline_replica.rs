@@ -1,0 +1,241 @@
+//! The offline cash authority as a Raft group of the cluster: its role
+//! ([`specie_offline_authority::OfflineAuthority`]) on the shared replicated host, so every
+//! verified history, funding, payout and key rotation is committed to a majority of replicas
+//! (one fsync each) before it is answered, and a new leader resumes from the log.
+//!
+//! It serves, on its wire `address` (mutual TLS), Raft within its group and status. On its `http`
+//! address it serves the devices' and the operator's API, the same as `specie offline authority`
+//! (`specie_offline_service::service_router`); a replica that does not lead answers 503
+//! `not_leader` with the leader's API. It checks each funding's marker in the online core's UHS
+//! itself, over the cluster's mutual TLS, as the FastPay authorities do.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use specie_host::{CallError, Calls, Gather, HostStopped, ReplicatedHost, RoleMachine, Slot, Wiring};
+use specie_offline_authority::{Input, OfflineAuthority, Reply, Report};
+use specie_offline_service::service::{AuthorityService, CoreCheckError, Pending, Unavailable};
+use specie_offline_service::AuthorityCall;
+use specie_role::Ticket;
+use specie_wire::InvalidWireLimits;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::core_uhs::CoreUhs;
+use crate::credentials::{self, CredentialsError};
+use crate::host::{
+    serve_replica, wait_for_stop_signal, wire_limits, Hosted, ReplicaError, RoleStatus, ServeError,
+    ROLE_CALLS_QUEUED_MAX,
+};
+use crate::identity::Identity;
+use crate::protocol::RoleResponse;
+use crate::topology::{OfflineAuthorityConfig, Topology, OFFLINE_AUTHORITY_GROUP};
+
+/// The offline authority as Raft's state machine.
+pub type OfflineMachine = RoleMachine<OfflineAuthority>;
+
+impl RoleStatus for OfflineMachine {
+    fn role_status(&self) -> serde_json::Value {
+        let books = self.role().books();
+        serde_json::json!({ "offline": {
+            "funded": books.funded.to_string(),
+            "defunded": books.defunded.to_string(),
+            "outstanding": books.outstanding.to_string(),
+            "expired": books.expired.to_string(),
+            "current_period": books.current_period,
+            "debtors": books.debts.len(),
+        }})
+    }
+}
+
+/// Why an offline authority replica could not start, or stopped other than on a signal.
+#[derive(Debug, thiserror::Error)]
+pub enum OfflineReplicaError {
+    #[error("the cluster file has no [offline_authority]: start the cluster with `specie cluster up --offline`")]
+    NotInCluster,
+    #[error("the offline authority's group has no replica {id}")]
+    NoSuchReplica { id: u64 },
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    #[error("invalid wire limits: {0}")]
+    WireLimits(#[from] InvalidWireLimits),
+    #[error("cannot listen on {address} (the offline authority's API): {source}")]
+    Listen {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Replica(#[from] ReplicaError),
+}
+
+/// Calls wait in slots; the authority sends nothing to peers; its reports are logged.
+struct OfflineReplicaWiring;
+
+impl Wiring<OfflineAuthority> for OfflineReplicaWiring {
+    type Call = AuthorityCall;
+    type ReplyTo = Slot<Reply>;
+
+    fn input(call: AuthorityCall, ticket: Ticket) -> Input {
+        call(ticket)
+    }
+
+    fn send(&mut self, to: std::convert::Infallible, _message: std::convert::Infallible) {
+        match to {}
+    }
+
+    fn reply(&mut self, slot: Slot<Reply>, reply: Reply) {
+        slot.fill(reply);
+    }
+
+    fn report(&mut self, report: Report) {
+        specie_offline_service::log_report(&report);
+    }
+}
+
+/// A running offline authority replica: its Raft replica, the way into its host, and what its
+/// HTTP API needs.
+pub struct OfflineReplica {
+    pub hosted: Arc<Hosted<OfflineMachine>>,
+    calls: mpsc::Sender<Calls<OfflineReplicaWiring, OfflineAuthority>>,
+    config: OfflineAuthorityConfig,
+    bridge: [u8; 32],
+    operator_token: String,
+    core: CoreUhs,
+}
+
+impl OfflineReplica {
+    fn start(
+        hosted: Arc<Hosted<OfflineMachine>>,
+        config: OfflineAuthorityConfig,
+        bridge: [u8; 32],
+        operator_token: String,
+        core: CoreUhs,
+    ) -> (Arc<OfflineReplica>, JoinHandle<Result<(), HostStopped>>) {
+        let (calls, calls_rx) = mpsc::channel(ROLE_CALLS_QUEUED_MAX);
+        let mut host = ReplicatedHost::new(hosted.group.clone(), hosted.replica.clone(), OfflineReplicaWiring);
+        if let Some(plan) = hosted.snapshots {
+            host = host.with_snapshots(plan);
+        }
+        // The authority takes no peer messages: its inputs all come as calls.
+        let (_no_inputs, inputs_rx) = mpsc::channel(1);
+        let task = tokio::spawn(host.run(calls_rx, inputs_rx));
+        let replica = OfflineReplica {
+            hosted,
+            calls,
+            config,
+            bridge,
+            operator_token,
+            core,
+        };
+        (Arc::new(replica), task)
+    }
+
+    /// The HTTP API of replica `leader`, for a caller sent there.
+    fn http_of(&self, leader: Option<u64>) -> Option<String> {
+        let leader = leader?;
+        let replica = self.config.replicas.iter().find(|r| r.id == leader)?;
+        Some(replica.http.to_string())
+    }
+
+    fn not_leader(&self, leader: Option<u64>) -> Unavailable {
+        Unavailable::NotLeader {
+            leader_http: self.http_of(leader),
+        }
+    }
+
+    async fn ask(&self, call: AuthorityCall) -> Result<Reply, Unavailable> {
+        if !self.hosted.is_leader() {
+            return Err(self.not_leader(self.hosted.replica.leader()));
+        }
+        let (mut slots, gathered) = Gather::slots(1);
+        let slot = slots.pop().expect("one slot");
+        if self.calls.send(vec![(call, slot)]).await.is_err() {
+            return Err(Unavailable::Stopping);
+        }
+        match gathered.replies().await {
+            Ok(mut replies) => Ok(replies.pop().expect("one reply")),
+            Err(CallError::NotLeader { leader }) => Err(self.not_leader(leader)),
+            Err(CallError::Unknown) => Err(Unavailable::OutcomeUnknown),
+        }
+    }
+}
+
+impl AuthorityService for OfflineReplica {
+    fn call(&self, call: AuthorityCall) -> Pending<'_, Result<Reply, Unavailable>> {
+        Box::pin(self.ask(call))
+    }
+
+    fn bridge(&self) -> [u8; 32] {
+        self.bridge
+    }
+
+    fn is_operator(&self, token: &str) -> bool {
+        specie_offline_service::service::token_matches(&self.operator_token, token)
+    }
+
+    /// A cluster's authority has a core: value enters only through it.
+    fn operator_funding(&self) -> bool {
+        false
+    }
+
+    fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>> {
+        Box::pin(async move {
+            self.core
+                .contains(specie_transaction::UhsId(marker))
+                .await
+                .map_err(|error| CoreCheckError::Unreachable {
+                    at: "the cluster's shard groups".into(),
+                    reason: error.to_string(),
+                })
+        })
+    }
+}
+
+/// Runs replica `id` of the offline authority's group until stopped.
+pub async fn run(topology: Topology, id: u64) -> Result<(), OfflineReplicaError> {
+    let config = topology
+        .offline_authority
+        .clone()
+        .ok_or(OfflineReplicaError::NotInCluster)?;
+    let Some(http) = config.replicas.iter().find(|r| r.id == id).map(|r| r.http) else {
+        return Err(OfflineReplicaError::NoSuchReplica { id });
+    };
+    let me = Identity::offline(OFFLINE_AUTHORITY_GROUP, id);
+    let (keys, operator_token) = credentials::offline_authority(&topology)?;
+    let bridge = keys.bridge.verifying_key().to_bytes();
+    let transport = credentials::transport(&topology, &me)?;
+    let core = CoreUhs::new(&topology, &wire_limits(&topology), &transport)?;
+    let listener = tokio::net::TcpListener::bind(http)
+        .await
+        .map_err(|source| OfflineReplicaError::Listen { address: http, source })?;
+    let http_limits = topology.http;
+    let replicas = config.wire_replicas();
+    serve_replica(
+        &topology,
+        me,
+        &replicas,
+        RoleMachine::new(OfflineAuthority::new(keys)),
+        move |hosted| {
+            let (replica, task) = OfflineReplica::start(hosted, config, bridge, operator_token, core);
+            let router = specie_offline_service::service_router(replica.clone());
+            eprintln!("{OFFLINE_AUTHORITY_GROUP} replica {id}: offline authority API on http://{http}");
+            tokio::spawn(async move {
+                let served =
+                    specie_api::http_server::serve(listener, router, http_limits, wait_for_stop_signal()).await;
+                if let Err(error) = served {
+                    tracing::error!(%error, "the offline authority API stopped");
+                }
+            });
+            (replica, task)
+        },
+        |replica: Arc<OfflineReplica>, caller, request| async move {
+            Err::<RoleResponse, ServeError>(replica.hosted.refuse(
+                &caller,
+                format_args!("the offline authority does not serve {}", request.kind()),
+            ))
+        },
+    )
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! What the HTTP API needs of an authority, whoever hosts it: the role on this process's embedded
+//! host ([`EmbeddedAuthority`]), or a Raft group's replica in a cluster (`specie-cluster`), whose
+//! followers send callers to the leader.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+use specie_offline_authority::Reply;
+
+use crate::{AuthorityCall, AuthorityHandle, Bridge};
+
+/// A future the API awaits, boxed so the service can sit behind `dyn`.
+pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Why a call got no answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    #[error("the authority is stopping")]
+    Stopping,
+    /// This replica does not lead its group; the leader's HTTP API, if known.
+    #[error("this replica does not lead the authority's group: ask the leader")]
+    NotLeader { leader_http: Option<String> },
+    /// The lead was lost while the call was in flight: the log decides. Every call is safe to
+    /// send again (a deposit or a funding sent again gets its first answer).
+    #[error("the lead was lost while the call was in flight: send it again")]
+    OutcomeUnknown,
+}
+
+/// Why the online core could not say whether a funding is confirmed.
+#[derive(Debug, thiserror::Error)]
+pub enum CoreCheckError {
+    #[error("this authority was started without a core, so it cannot check fundings")]
+    NoCore,
+    #[error("the online core at {at}: {reason}")]
+    Unreachable { at: String, reason: String },
+}
+
+/// The authority as the API reaches it.
+pub trait AuthorityService: Send + Sync + 'static {
+    /// The authority's answer to the call, once it is durable.
+    fn call(&self, call: AuthorityCall) -> Pending<'_, Result<Reply, Unavailable>>;
+    /// The bridge key's public half: what the core banks for.
+    fn bridge(&self) -> [u8; 32];
+    /// Whether `token` is the operator's bearer token.
+    fn is_operator(&self, token: &str) -> bool;
+    /// Whether the operator may fund devices on its word (trials without a core only).
+    fn operator_funding(&self) -> bool;
+    /// Whether the UHS id `marker` is in the online core's UHS, asked of the core itself.
+    fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>>;
+}
+
+/// Compares a bearer token in constant time.
+pub fn token_matches(expected: &str, given: &str) -> bool {
+    let (expected, given) = (expected.as_bytes(), given.as_bytes());
+    given.len() == expected.len() && given.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
+/// The authority on this process's embedded host, checking fundings with the core's HTTP API.
+pub struct EmbeddedAuthority {
+    pub handle: AuthorityHandle,
+    pub bridge: Bridge,
+}
+
+impl AuthorityService for EmbeddedAuthority {
+    fn call(&self, call: AuthorityCall) -> Pending<'_, Result<Reply, Unavailable>> {
+        Box::pin(async move { self.handle.call(call).await.ok_or(Unavailable::Stopping) })
+    }
+
+    fn bridge(&self) -> [u8; 32] {
+        self.handle.bridge()
+    }
+
+    fn is_operator(&self, token: &str) -> bool {
+        self.handle.is_operator(token)
+    }
+
+    fn operator_funding(&self) -> bool {
+        self.bridge.operator_funding
+    }
+
+    fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>> {
+        let core_url = self.bridge.core_url.clone();
+        Box::pin(async move {
+            let core_url = core_url.ok_or(CoreCheckError::NoCore)?;
+            tokio::task::spawn_blocking(move || marker_in_core(&core_url, &hex::encode(marker)))
+                .await
+                .map_err(|e| CoreCheckError::Unreachable {
+                    at: "this process".into(),
+                    reason: e.to_string(),
+                })?
+        })
+    }
+}
+
+/// Whether the core at `core_url` holds the UHS id `marker_hex` (`GET /v1/uhs/{id}`).
+fn marker_in_core(core_url: &str, marker_hex: &str) -> Result<bool, CoreCheckError> {
+    let url = format!("{}/v1/uhs/{marker_hex}", core_url.trim_end_matches('/'));
+    let failed = |reason: String| CoreCheckError::Unreachable {
+        at: url.clone(),
+        reason,
+    };
+    let agent = ureq::AgentBuilder::new()
+        .timeout(std::time::Duration::from_secs(10))
+        .build();
+    let answer: Value = agent
+        .get(&url)
+        .call()
+        .map_err(|e| failed(e.to_string()))?
+        .into_json()
+        .map_err(|e| failed(e.to_string()))?;
+    answer["present"]
+        .as_bool()
+        .ok_or_else(|| failed("no \"present\" in the answer".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::token_matches;
+
+    #[test]
+    fn a_token_matches_only_itself() {
+        assert!(token_matches("abc123", "abc123"));
+        assert!(!token_matches("abc123", "abc124"));
+        assert!(!token_matches("abc123", "abc12"));
+        assert!(!token_matches("abc123", ""));
+    }
+}
