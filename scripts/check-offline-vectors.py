@@ -127,6 +127,15 @@ ring = (bytes([2]) + u32(0) + u32(3) + u32(12) + bytes([1]) + pub["issuing"] + u
         + bytes([0]) + bytes([1]) + u32(PERIOD) + pub["certifying"])
 assert ring == get("key_ring")
 assert sha256(b"specie/offline/key-ring/v2" + ring) == get("key_ring_fingerprint")
+# Signed key ring (§9b): the bridge key signs "specie/offline/signed-key-ring/v1" || 01 || its
+# public key || the ring's fingerprint; published as public key || signature || ring.
+bridge = seed("bridge", 0)
+assert get("bridge_seed") == bridge and get("bridge_public_key") == public(bridge)
+ring_statement = b"specie/offline/signed-key-ring/v1" + VERSION + public(bridge) + get("key_ring_fingerprint")
+assert ring_statement == get("signed_key_ring_signing_bytes")
+signed_ring = get("signed_key_ring")
+assert signed_ring[:32] == public(bridge) and signed_ring[96:] == ring
+signed_by(bridge, ring_statement, signed_ring[32:96])
 # Instruction (§13b): 01 || 00 re-issue || count (u8) || (value u64 || owner) each; a deposit
 # statement signs SHA-256("specie/offline/instruction/v1" || encoding).
 instruction = VERSION + bytes([0, 1]) + u64(DENOMINATION) + owner[2]

@@ -69,12 +69,11 @@ fn read_kept_funding(path: &Path) -> anyhow::Result<Option<(String, Vec<PublicKe
 /// from an earlier run (confirmed, not yet credited) is handed in first, instead.
 pub fn fund_from_core(
     file: &mut DeviceFile,
-    authority_url: &str,
+    authority: &AuthorityClient,
     wallet_path: &Path,
     node: Option<&str>,
     amount: u64,
 ) -> anyhow::Result<()> {
-    let authority = AuthorityClient::new(authority_url, None);
     let kept_path = funding_path(file.path());
     if let Some((transaction, owners)) = read_kept_funding(&kept_path)? {
         let funded = authority.fund_from_core(&mut file.device, &transaction, &owners)?;
@@ -135,7 +134,7 @@ pub fn fund_from_core(
 /// to the node and credits them to the wallet.
 pub fn deposit_to_wallet(
     file: &mut DeviceFile,
-    authority_url: &str,
+    authority: &AuthorityClient,
     wallet_path: &Path,
     node: Option<&str>,
 ) -> anyhow::Result<()> {
@@ -146,7 +145,7 @@ pub fn deposit_to_wallet(
     WalletFile::save(wallet_path, &wallet)?;
     file.device.deposit_all(address.pubkey().serialize(), true);
     file.save()?;
-    let deposited = AuthorityClient::new(authority_url, None).deposit_pending(&mut file.device)?;
+    let deposited = authority.deposit_pending(&mut file.device)?;
     file.save()?;
     // Read again after the device is saved (see fund_from_core).
     let mut wallet = WalletFile::load(wallet_path)?;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use specie_offline::{Denominations, KeyRing};
+use specie_offline::Denominations;
 use specie_offline_device::DeviceLimits;
 use specie_offline_service::device::{
     parse_payment, parse_request, payment_string, request_string, AuthorityClient, DeviceFile, DeviceStore,
@@ -18,19 +18,45 @@ pub struct DeviceArgs {
     /// The device file (created by `create`; locked while a command runs).
     #[arg(long)]
     device: PathBuf,
-    /// The offline authority's API (for the commands that go online).
-    #[arg(long, default_value = "http://127.0.0.1:8490")]
-    authority: String,
+    #[command(flatten)]
+    online: Online,
     #[command(subcommand)]
     command: DeviceCommand,
+}
+
+/// Where the authority is, and which one the device trusts.
+#[derive(Args, Debug, Clone)]
+pub struct Online {
+    /// The offline authority's API, for the commands that go online: one URL, or a cluster
+    /// group's replicas comma-separated (calls follow its leader).
+    #[arg(long, default_value = "http://127.0.0.1:8490")]
+    authority: String,
+    /// The authority's bridge key (hex), got from its operator out of band: the device then takes
+    /// key rings signed by it only. Without it, the first ring the device keeps (on enrolment)
+    /// decides which authority it trusts from then on.
+    #[arg(long, value_name = "HEX", value_parser = parse_authority_key)]
+    authority_key: Option<specie_offline::PublicKey>,
+}
+
+fn parse_authority_key(text: &str) -> Result<specie_offline::PublicKey, String> {
+    let bytes = hex::decode(text.trim()).map_err(|error| format!("not hex: {error}"))?;
+    let key = <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| format!("{} bytes, a key has 32", bytes.len()))?;
+    specie_offline::check_public_key(&key).map_err(|error| error.to_string())?;
+    Ok(key)
+}
+
+impl Online {
+    /// A client of the authority that takes key rings only from the one `file` trusts.
+    pub fn client(&self, file: &DeviceFile, operator_token: Option<String>) -> anyhow::Result<AuthorityClient> {
+        Ok(file.authority_client(&self.authority, operator_token, self.authority_key)?)
+    }
 }
 
 /// `specie wallet offline …`: the same commands, on the device kept in the wallet file.
 #[derive(Args, Debug)]
 pub struct WalletDeviceArgs {
-    /// The offline authority's API (for the commands that go online).
-    #[arg(long, default_value = "http://127.0.0.1:8490")]
-    authority: String,
+    #[command(flatten)]
+    online: Online,
     #[command(subcommand)]
     command: DeviceCommand,
 }
@@ -147,54 +173,19 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-fn ring_path(device: &Path) -> PathBuf {
-    let mut name = device.as_os_str().to_owned();
-    name.push(".ring");
-    PathBuf::from(name)
-}
-
-/// Keeps the authority's key ring beside the device file, to check payments offline.
-fn write_ring(device: &Path, ring: &KeyRing) -> anyhow::Result<()> {
-    let mut bytes = Vec::new();
-    ring.encode_to(&mut bytes);
-    Ok(specie_wallet::write_file_atomically(
-        &ring_path(device),
-        hex::encode(bytes).as_bytes(),
-        true,
-    )?)
-}
-
-fn read_ring(device: &Path) -> anyhow::Result<KeyRing> {
-    let path = ring_path(device);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {} (enrol the device first)", path.display()))?;
-    let bytes = hex::decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?;
-    specie_codec::decode_bounded(
-        "key ring",
-        &bytes,
-        specie_offline::KEY_RING_BYTES_MAX,
-        KeyRing::decode_from,
-    )
-    .with_context(|| format!("{} is not a key ring", path.display()))
-}
-
-fn operator(client_url: &str, token_file: &Path) -> anyhow::Result<AuthorityClient> {
+fn operator(online: &Online, file: &DeviceFile, token_file: &Path) -> anyhow::Result<AuthorityClient> {
     let token = std::fs::read_to_string(token_file)
         .with_context(|| format!("cannot read the operator token {}", token_file.display()))?;
-    Ok(AuthorityClient::new(client_url, Some(token.trim().to_string())))
+    online.client(file, Some(token.trim().to_string()))
 }
 
 pub fn run(args: DeviceArgs) -> anyhow::Result<ExitCode> {
-    run_on(&DeviceStore::File(args.device), &args.authority, args.command)
+    run_on(&DeviceStore::File(args.device), &args.online, args.command)
 }
 
 /// `specie wallet --wallet W offline …`.
 pub fn run_in_wallet(wallet: &Path, args: WalletDeviceArgs) -> anyhow::Result<ExitCode> {
-    run_on(
-        &DeviceStore::Wallet(wallet.to_path_buf()),
-        &args.authority,
-        args.command,
-    )
+    run_on(&DeviceStore::Wallet(wallet.to_path_buf()), &args.online, args.command)
 }
 
 /// The core wallet a bridge command uses: the one given, or the one the device is kept in.
@@ -204,8 +195,7 @@ fn core_wallet(given: Option<PathBuf>, file: &DeviceFile, what: &str) -> anyhow:
         .with_context(|| format!("{what}: name the core wallet with --wallet"))
 }
 
-fn run_on(store: &DeviceStore, authority: &str, command: DeviceCommand) -> anyhow::Result<ExitCode> {
-    let path = store.path();
+fn run_on(store: &DeviceStore, online: &Online, command: DeviceCommand) -> anyhow::Result<ExitCode> {
     if let DeviceCommand::Create {
         holding_max,
         payment_max,
@@ -231,18 +221,25 @@ fn run_on(store: &DeviceStore, authority: &str, command: DeviceCommand) -> anyho
             operator_token_file,
             keys,
         } => {
-            let client = operator(authority, &operator_token_file)?;
-            write_ring(path, &client.ring()?)?;
+            let client = operator(online, &file, &operator_token_file)?;
+            let ring = client.signed_ring()?;
+            file.keep_ring(&ring)?;
+            let device = &mut file.device;
             client.enrol(device, keys)?;
             device.synced(&[], now_ms());
             file.save()?;
-            println!("enrolled, {} keys certified", file.device.keys_left());
+            println!(
+                "enrolled, {} keys certified; trusting authority key {}",
+                file.device.keys_left(),
+                hex::encode(ring.authority)
+            );
         }
         DeviceCommand::Fund {
             operator_token_file,
             amount,
         } => {
-            let client = operator(authority, &operator_token_file)?;
+            let client = operator(online, &file, &operator_token_file)?;
+            let device = &mut file.device;
             let split = Denominations::default().split(amount).len();
             let funded = client.fund(device, amount, split)?;
             file.save()?;
@@ -257,14 +254,16 @@ fn run_on(store: &DeviceStore, authority: &str, command: DeviceCommand) -> anyho
         }
         DeviceCommand::Pay { request } => {
             let request = parse_request(&request)?;
-            let tokens = device.pay(&request, &read_ring(path)?, now_ms())?;
+            let ring = file.ring()?;
+            let tokens = file.device.pay(&request, &ring, now_ms())?;
             // Saved before the payment leaves: the device never signs these tokens again.
             file.save()?;
             println!("{}", payment_string(&request.nonce, &tokens));
         }
         DeviceCommand::Receive { payment } => {
             let (nonce, tokens) = parse_payment(&payment)?;
-            let received = device.receive(&nonce, &tokens, &read_ring(path)?, now_ms())?;
+            let ring = file.ring()?;
+            let received = file.device.receive(&nonce, &tokens, &ring, now_ms())?;
             file.save()?;
             println!("received {received}; balance {}", file.device.balance());
         }
@@ -276,7 +275,8 @@ fn run_on(store: &DeviceStore, authority: &str, command: DeviceCommand) -> anyho
         DeviceCommand::PayDirect { to, max, timeout_s } => pay_direct(&mut file, to, max, timeout_s)?,
         DeviceCommand::FundFromCore { wallet, node, amount } => {
             let wallet = core_wallet(wallet, &file, "fund-from-core")?;
-            crate::offline_bridge_cmd::fund_from_core(&mut file, authority, &wallet, node.as_deref(), amount)?
+            let client = online.client(&file, None)?;
+            crate::offline_bridge_cmd::fund_from_core(&mut file, &client, &wallet, node.as_deref(), amount)?
         }
         DeviceCommand::Deposit {
             defund_to,
@@ -286,10 +286,17 @@ fn run_on(store: &DeviceStore, authority: &str, command: DeviceCommand) -> anyho
         } if wallet.is_some() || to_core => {
             debug_assert!(defund_to.is_none());
             let wallet = core_wallet(wallet, &file, "deposit --to-core")?;
-            crate::offline_bridge_cmd::deposit_to_wallet(&mut file, authority, &wallet, node.as_deref())?
+            let client = online.client(&file, None)?;
+            crate::offline_bridge_cmd::deposit_to_wallet(&mut file, &client, &wallet, node.as_deref())?
         }
-        DeviceCommand::Deposit { defund_to, .. } => deposit(&mut file, authority, defund_to.as_deref())?,
-        DeviceCommand::Sync { keys_min } => sync(&mut file, authority, keys_min)?,
+        DeviceCommand::Deposit { defund_to, .. } => {
+            let client = online.client(&file, None)?;
+            deposit(&mut file, &client, defund_to.as_deref())?
+        }
+        DeviceCommand::Sync { keys_min } => {
+            let client = online.client(&file, None)?;
+            sync(&mut file, &client, keys_min)?
+        }
         DeviceCommand::Balance => {
             println!(
                 "balance {}; {} tokens; {} keys left; {} deposits waiting",
@@ -310,7 +317,7 @@ fn receive_direct(
     timeout_s: u64,
     amount: u64,
 ) -> anyhow::Result<()> {
-    let ring = read_ring(file.path())?;
+    let ring = file.ring()?;
     let listener = std::net::TcpListener::bind(listen).with_context(|| format!("cannot listen on {listen}"))?;
     println!("listening on {}", listener.local_addr()?);
     use std::io::Write;
@@ -328,7 +335,7 @@ fn receive_direct(
 
 /// The payer's side of a direct exchange: pays what the device at `to` asks, up to `max`.
 fn pay_direct(file: &mut DeviceFile, to: std::net::SocketAddr, max: u64, timeout_s: u64) -> anyhow::Result<()> {
-    let ring = read_ring(file.path())?;
+    let ring = file.ring()?;
     let timeout = std::time::Duration::from_secs(timeout_s.max(1));
     let done = exchange::pay_direct(file, to, max, &ring, timeout, now_ms())?;
     println!(
@@ -341,7 +348,7 @@ fn pay_direct(file: &mut DeviceFile, to: std::net::SocketAddr, max: u64, timeout
 }
 
 /// Deposits every token held (re-issued, or defunded to `defund_to`), saved before it is sent.
-fn deposit(file: &mut DeviceFile, authority: &str, defund_to: Option<&str>) -> anyhow::Result<()> {
+fn deposit(file: &mut DeviceFile, client: &AuthorityClient, defund_to: Option<&str>) -> anyhow::Result<()> {
     let address = match defund_to {
         Some(text) => hex::decode(text)
             .ok()
@@ -351,7 +358,7 @@ fn deposit(file: &mut DeviceFile, authority: &str, defund_to: Option<&str>) -> a
     };
     file.device.deposit_all(address, defund_to.is_some());
     file.save()?;
-    let deposited = AuthorityClient::new(authority, None).deposit_pending(&mut file.device)?;
+    let deposited = client.deposit_pending(&mut file.device)?;
     file.save()?;
     println!(
         "deposited: {} paid, {} refused (spent twice by an earlier owner); balance {}",
@@ -370,12 +377,12 @@ fn deposit(file: &mut DeviceFile, authority: &str, defund_to: Option<&str>) -> a
 }
 
 /// Revocations, keys, and the deposits still unanswered.
-fn sync(file: &mut DeviceFile, authority: &str, keys_min: usize) -> anyhow::Result<()> {
-    let client = AuthorityClient::new(authority, None);
+fn sync(file: &mut DeviceFile, client: &AuthorityClient, keys_min: usize) -> anyhow::Result<()> {
     let revoked = client.sync(&mut file.device, now_ms())?;
-    // The ring now: this period's keys, what expired, what was revoked.
-    let ring = client.ring()?;
-    write_ring(file.path(), &ring)?;
+    // The ring now (this period's keys, what expired, what was revoked), from the trusted signer.
+    let signed = client.signed_ring()?;
+    file.keep_ring(&signed)?;
+    let ring = signed.ring;
     let forgotten = file.device.forget_stale_keys(&ring);
     if forgotten > 0 {
         eprintln!("{forgotten} one-time keys certified too long ago were dropped");

@@ -125,6 +125,29 @@ fn an_offline_authority_group_survives_losing_its_leader_and_settles_through_the
         device(file, &urls, &["create"]).unwrap();
         device(file, &urls, &["enrol", "--operator-token-file", token_file]).unwrap();
     }
+    // A device takes key rings signed by one authority only: the one it pinned.
+    let bridge = &topology.offline_authority.as_ref().unwrap().bridge;
+    let enrolled = device(&alice, &urls, &["balance"]).unwrap();
+    assert!(enrolled.starts_with("balance 0;"), "{enrolled}");
+    let other_key = hex::encode(
+        specie_offline::deterministic_key("not-the-authority", 0)
+            .verifying_key()
+            .to_bytes(),
+    );
+    let carol = temp.path().join("carol.device");
+    let pinned_other = |file: &Path, args: &[&str]| {
+        let mut all = vec!["--authority-key", other_key.as_str()];
+        all.extend_from_slice(args);
+        device(file, &urls, &all)
+    };
+    pinned_other(&carol, &["create"]).unwrap();
+    let refused = pinned_other(&carol, &["enrol", "--operator-token-file", token_file]).unwrap_err();
+    assert!(refused.contains(&format!("signed by {bridge}")), "{refused}");
+    let refused = pinned_other(&alice, &["sync"]).unwrap_err();
+    assert!(
+        refused.contains(&format!("the device trusts authority key {bridge}")),
+        "{refused}"
+    );
     let refused = device(&alice, &urls, &["fund", "--operator-token-file", token_file, "100"]).unwrap_err();
     assert!(refused.contains("operator's word is off"), "{refused}");
     let funded = device(

@@ -3,8 +3,9 @@
 
 use specie_codec::{put_u64, DecodeError, Reader};
 use specie_offline::{
-    DoubleSpend, Instruction, Issuance, KeyBinding, KeyCertificate, KeyError, KeyRing, KeyStatus, Link, PublicKey,
-    SignedMove, Token, DENOMINATIONS_MAX, ISSUANCE_BYTES, KEY_BINDING_BYTES, REISSUE_OUTPUTS_MAX, TOKEN_BYTES_MAX,
+    DoubleSpend, Instruction, Issuance, KeyBinding, KeyCertificate, KeyError, KeyStatus, Link, PublicKey,
+    SignedKeyRing, SignedMove, Token, DENOMINATIONS_MAX, ISSUANCE_BYTES, KEY_BINDING_BYTES, REISSUE_OUTPUTS_MAX,
+    TOKEN_BYTES_MAX,
 };
 use specie_role::Ticket;
 use specie_transaction::{offline_owners_digest, OfflineFunding, OfflinePayout};
@@ -230,8 +231,8 @@ pub enum Reply {
     },
     Evidence(Vec<DoubleSpend>),
     Books(Box<Books>),
-    /// The key ring now (also the answer to a rotation or a revocation).
-    Keys(Box<KeyRing>),
+    /// The key ring now, signed by the bridge key (also the answer to a rotation or a revocation).
+    Keys(Box<SignedKeyRing>),
     Refused(Refusal),
 }
 

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use specie_offline::{
     check_public_key, Denominations, Hop, Instruction, Issuance, KeyBinding, KeyCertificate, KeyRing, KeyStatus,
-    Lifecycle, Move, PublicKey, SignedMove, Token, HOPS_MAX, REISSUE_OUTPUTS_MAX,
+    Lifecycle, Move, PublicKey, SignedKeyRing, SignedMove, Token, HOPS_MAX, REISSUE_OUTPUTS_MAX,
 };
 use specie_role::{Durable, Output, Role, Ticket};
 use specie_transaction::{witness_program_commitment, OfflinePayout};
@@ -138,6 +138,8 @@ pub struct OfflineAuthority {
     /// The current period's secret keys, and the ring of every live period.
     current: PeriodKeys,
     ring: KeyRing,
+    /// The ring as published: signed by the bridge key (again each time the ring changes).
+    signed_ring: SignedKeyRing,
     /// Rotations and revocations on their way to the log; the operators waiting for the ring
     /// they make (answered when none is left in flight).
     key_changes_in_flight: usize,
@@ -252,6 +254,7 @@ fn verify_batch(deposits: &[&[SignatureCheck]]) -> Vec<Result<(), usize>> {
 impl OfflineAuthority {
     pub fn new(keys: AuthorityKeys) -> OfflineAuthority {
         let ring = keys.ring();
+        let signed_ring = SignedKeyRing::sign(ring.clone(), &keys.bridge);
         let first = keys.lifecycle.current_period;
         let state = AuthorityState::new(keys.lifecycle, &keys.issuing_keys(first));
         let current = keys.period_keys(first);
@@ -266,6 +269,7 @@ impl OfflineAuthority {
             keys,
             current,
             ring,
+            signed_ring,
             key_changes_in_flight: 0,
             key_changes_waiting: Vec::new(),
             rotation_proposed: 0,
@@ -694,7 +698,7 @@ impl OfflineAuthority {
         self.key_changes_in_flight = self.key_changes_in_flight.saturating_sub(1);
         if self.key_changes_in_flight == 0 {
             for ticket in std::mem::take(&mut self.key_changes_waiting) {
-                self.reply(ticket, Reply::Keys(Box::new(self.ring.clone())));
+                self.reply(ticket, Reply::Keys(Box::new(self.signed_ring.clone())));
             }
         }
     }
@@ -705,7 +709,11 @@ impl OfflineAuthority {
         if self.current.period != lifecycle.current_period {
             self.current = self.keys.period_keys(lifecycle.current_period);
         }
-        self.ring = self.keys.ring_at(lifecycle, &self.state.revoked_keys);
+        let ring = self.keys.ring_at(lifecycle, &self.state.revoked_keys);
+        if ring != self.ring {
+            self.signed_ring = SignedKeyRing::sign(ring.clone(), &self.keys.bridge);
+            self.ring = ring;
+        }
     }
 
     fn answer_applied(&mut self, command: &Command, deposited: Option<(DepositLink, DepositOutcome)>) {
@@ -857,7 +865,7 @@ impl Role for OfflineAuthority {
                 return;
             }
             Input::Keys { ticket } => {
-                self.reply(ticket, Reply::Keys(Box::new(self.ring.clone())));
+                self.reply(ticket, Reply::Keys(Box::new(self.signed_ring.clone())));
                 return;
             }
             Input::Rotate { ticket } => {

@@ -13,7 +13,15 @@ use world::{authority_keys, World, PERIOD};
 
 fn rotate(world: &mut World) -> specie_offline::KeyRing {
     match world.call(|ticket| Input::Rotate { ticket }) {
-        Reply::Keys(ring) => *ring,
+        Reply::Keys(signed) => {
+            // Published signed by the bridge key, re-signed as it changes.
+            let bridge = authority_keys().bridge.verifying_key().to_bytes();
+            signed
+                .check(Some(&bridge))
+                .expect("the ring is signed by the bridge key");
+            assert!(signed.check(Some(&[9; 32])).is_err(), "and by no other");
+            signed.ring
+        }
         other => panic!("rotation refused: {other:?}"),
     }
 }
@@ -90,9 +98,9 @@ fn a_revoked_current_key_begins_the_next_period_and_its_issued_tokens_are_recoup
     let Reply::Keys(ring) = world.call(|ticket| Input::RevokeKey { ticket, key }) else {
         panic!("revocation refused");
     };
-    assert_eq!(ring.key_status(&key), Some(KeyStatus::Revoked));
+    assert_eq!(ring.ring.key_status(&key), Some(KeyStatus::Revoked));
     assert_eq!(
-        ring.lifecycle().current_period,
+        ring.ring.lifecycle().current_period,
         PERIOD + 1,
         "nothing more is issued with it"
     );
@@ -105,7 +113,7 @@ fn a_revoked_current_key_begins_the_next_period_and_its_issued_tokens_are_recoup
         world.call(|ticket| Input::RevokeKey { ticket, key: [7; 32] }),
         Reply::Refused(Refusal::UnknownIssuingKey)
     );
-    world.ring = *ring;
+    world.ring = ring.ring;
     // Recoup: the honest holder deposits and is re-issued under the new period's key.
     let DepositOutcome::Reissued { issuances } = world.deposit_to(&tokens[0], &alice.keys[0], &alice, 3) else {
         panic!("recoup refused");
@@ -119,7 +127,7 @@ fn a_revoked_current_key_begins_the_next_period_and_its_issued_tokens_are_recoup
         panic!("keys");
     };
     assert_eq!(
-        *after, world.ring,
+        after.ring, world.ring,
         "the ring a device fetches is the one the operator got"
     );
 }

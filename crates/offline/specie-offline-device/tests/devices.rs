@@ -378,6 +378,7 @@ fn tokens_of_a_revoked_or_spend_expired_key_are_neither_paid_nor_taken_offline()
     let Reply::Keys(revoked) = world.call(|ticket| Input::RevokeKey { ticket, key }) else {
         panic!("revocation refused");
     };
+    let revoked = revoked.ring;
     let request = bob.request(10, [1; 16], 0).unwrap();
     assert_eq!(
         alice.pay(&request, &revoked, 0),
@@ -397,12 +398,12 @@ fn tokens_of_a_revoked_or_spend_expired_key_are_neither_paid_nor_taken_offline()
     // Spend window: a period's keys' tokens pass hand to hand through spend_periods more.
     let mut carol = world.device(3, limits, 8, 5);
     let spend_periods = keys().lifecycle.spend_periods;
-    let mut ring = *revoked;
+    let mut ring = revoked;
     for _ in 0..=spend_periods {
         let Reply::Keys(next) = world.call(|ticket| Input::Rotate { ticket }) else {
             panic!("rotation refused");
         };
-        ring = *next;
+        ring = next.ring;
     }
     world.ring = ring.clone();
     let mut dave = world.device(4, limits, 8, 0);

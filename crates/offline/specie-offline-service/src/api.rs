@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use specie_codec::{DecodeError, Encode, Reader};
 use specie_offline::{
-    EvidenceBundle, Instruction, KeyBinding, KeyRing, KeyStatus, PublicKey, SignedMove, Token, INSTRUCTION_BYTES_MAX,
-    KEY_BINDING_BYTES, SIGNED_MOVE_BYTES_MAX, TOKEN_BYTES_MAX,
+    EvidenceBundle, Instruction, KeyBinding, KeyStatus, PublicKey, SignedKeyRing, SignedMove, Token,
+    INSTRUCTION_BYTES_MAX, KEY_BINDING_BYTES, SIGNED_MOVE_BYTES_MAX, TOKEN_BYTES_MAX,
 };
 use specie_offline_authority::{
     DepositOutcome, Funding, Input, Refusal, Reply, BINDINGS_PER_CALL_MAX, TOKENS_PER_FUNDING_MAX,
@@ -173,12 +173,15 @@ fn unexpected(reply: Reply) -> ApiError {
     )
 }
 
-/// The key ring now, as JSON.
-fn keys_json(authority: &Authority, ring: &KeyRing) -> Response {
-    let mut bytes = Vec::new();
+/// The key ring now, as JSON: signed (what devices take), and plain.
+fn keys_json(authority: &Authority, signed: &SignedKeyRing) -> Response {
+    let ring = &signed.ring;
+    let (mut bytes, mut signed_bytes) = (Vec::new(), Vec::new());
     ring.encode_to(&mut bytes);
+    signed.encode_to(&mut signed_bytes);
     let lifecycle = ring.lifecycle();
     Json(json!({
+        "signed_ring": hex::encode(signed_bytes),
         "ring": hex::encode(bytes),
         "fingerprint": hex::encode(ring.fingerprint()),
         "bridge": hex::encode(authority.bridge()),
@@ -189,7 +192,7 @@ fn keys_json(authority: &Authority, ring: &KeyRing) -> Response {
     .into_response()
 }
 
-async fn ring(authority: &Authority) -> Result<KeyRing, ApiError> {
+async fn ring(authority: &Authority) -> Result<SignedKeyRing, ApiError> {
     match ask(authority, |ticket| Input::Keys { ticket }).await? {
         Reply::Keys(ring) => Ok(*ring),
         other => Err(unexpected(other)),
@@ -509,7 +512,7 @@ async fn evidence(State(authority): State<Authority>, Path(identity): Path<Strin
     match ask(&authority, move |ticket| Input::Evidence { ticket, identity }).await? {
         Reply::Evidence(double_spends) => {
             let bundle = EvidenceBundle {
-                ring: ring(&authority).await?,
+                ring: ring(&authority).await?.ring,
                 double_spends,
             };
             let mut bytes = Vec::new();

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 use specie_codec::{Decode, DecodeError, Reader};
 use specie_offline::{
-    Issuance, KeyCertificate, KeyRing, PublicKey, Token, CERTIFIED_KEY_BYTES, ISSUANCE_BYTES, TOKEN_BYTES_MAX,
+    Issuance, KeyCertificate, KeyError, KeyRing, PublicKey, SignedKeyRing, Token, CERTIFIED_KEY_BYTES, ISSUANCE_BYTES,
+    SIGNED_KEY_RING_BYTES_MAX, TOKEN_BYTES_MAX,
 };
 use specie_offline_device::{Device, DeviceError, DeviceLimits, PaymentRequest};
 use specie_transaction::{OfflinePayout, SpecieTransaction};
@@ -38,6 +39,8 @@ pub enum DeviceCommandError {
     Refused(#[from] DeviceError),
     #[error("the authority at {url}: {reason}")]
     Authority { url: String, reason: String },
+    #[error("{path}: {reason}")]
+    Ring { path: PathBuf, reason: String },
 }
 
 /// Where a device is kept: a file of its own, or inside a core wallet file (one file for the
@@ -157,6 +160,88 @@ impl DeviceFile {
     }
 }
 
+impl DeviceFile {
+    /// Beside the device: the authority's signed key ring, what payments are checked against
+    /// offline and whose signer the device trusts from then on.
+    fn ring_path(&self) -> PathBuf {
+        let mut name = self.path().as_os_str().to_owned();
+        name.push(".ring");
+        PathBuf::from(name)
+    }
+
+    /// The signed key ring kept beside the device (its signature checked again), if any.
+    pub fn kept_ring(&self) -> Result<Option<SignedKeyRing>, DeviceCommandError> {
+        let path = self.ring_path();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(DeviceCommandError::Read { path, source }),
+        };
+        let bad = |reason: String| DeviceCommandError::Ring {
+            path: path.clone(),
+            reason,
+        };
+        let bytes = hex::decode(text.trim()).map_err(|e| bad(format!("not hex: {e}")))?;
+        let ring = specie_codec::decode_bounded(
+            "signed key ring",
+            &bytes,
+            SIGNED_KEY_RING_BYTES_MAX,
+            SignedKeyRing::decode_from,
+        )
+        .map_err(|e| bad(e.to_string()))?;
+        ring.check(None).map_err(|e| bad(e.to_string()))?;
+        Ok(Some(ring))
+    }
+
+    /// The kept ring's key ring, for the commands that check payments offline.
+    pub fn ring(&self) -> Result<KeyRing, DeviceCommandError> {
+        self.kept_ring()?
+            .map(|signed| signed.ring)
+            .ok_or_else(|| DeviceCommandError::Ring {
+                path: self.ring_path(),
+                reason: "no key ring yet: enrol the device first".into(),
+            })
+    }
+
+    /// Keeps `ring` beside the device (the client that fetched it checked its signer).
+    pub fn keep_ring(&self, ring: &SignedKeyRing) -> Result<(), DeviceCommandError> {
+        let mut bytes = Vec::new();
+        ring.encode_to(&mut bytes);
+        Ok(write_file_atomically(
+            &self.ring_path(),
+            hex::encode(bytes).as_bytes(),
+            true,
+        )?)
+    }
+
+    /// A client of the authority at `url` that takes key rings signed only by the authority this
+    /// device trusts: the signer of the ring it keeps, or before it keeps one `authority_key`
+    /// (given out of band), or else whoever answers first (trust on first use).
+    pub fn authority_client(
+        &self,
+        url: &str,
+        operator_token: Option<String>,
+        authority_key: Option<PublicKey>,
+    ) -> Result<AuthorityClient, DeviceCommandError> {
+        let kept = self.kept_ring()?.map(|ring| ring.authority);
+        if let (Some(kept), Some(given)) = (kept, authority_key) {
+            if kept != given {
+                return Err(DeviceCommandError::Ring {
+                    path: self.ring_path(),
+                    reason: format!(
+                        "the device trusts authority key {}, not the {} given",
+                        hex::encode(kept),
+                        hex::encode(given)
+                    ),
+                });
+            }
+        }
+        let mut client = AuthorityClient::new(url, operator_token);
+        client.trusted = kept.or(authority_key);
+        Ok(client)
+    }
+}
+
 /// A payment request as a string: amount, the payee's key certificate, the nonce.
 pub fn request_string(request: &PaymentRequest) -> String {
     let mut bytes = request.amount.to_le_bytes().to_vec();
@@ -239,6 +324,8 @@ pub struct Deposited {
 pub struct AuthorityClient {
     urls: Vec<String>,
     operator_token: Option<String>,
+    /// The only authority key whose signed key ring the client takes (none: any that verifies).
+    trusted: Option<PublicKey>,
     /// The replica that answered last: asked first.
     preferred: std::cell::Cell<usize>,
 }
@@ -270,6 +357,7 @@ impl AuthorityClient {
                 .filter(|url| !url.is_empty())
                 .collect(),
             operator_token,
+            trusted: None,
             preferred: std::cell::Cell::new(0),
         }
     }
@@ -352,17 +440,31 @@ impl AuthorityClient {
         Err(self.failed(last))
     }
 
-    /// The authority's key ring.
-    pub fn ring(&self) -> Result<KeyRing, DeviceCommandError> {
+    /// The authority's key ring, signed by the authority the client trusts.
+    pub fn signed_ring(&self) -> Result<SignedKeyRing, DeviceCommandError> {
         let body = self.call("GET", "/v1/offline/keys", None)?;
-        let bytes = hex::decode(body["ring"].as_str().unwrap_or_default()).map_err(|e| self.failed(e.to_string()))?;
-        specie_codec::decode_bounded(
-            "key ring",
+        let text = body["signed_ring"].as_str().unwrap_or_default();
+        let bytes = hex::decode(text).map_err(|e| self.failed(e.to_string()))?;
+        let ring = specie_codec::decode_bounded(
+            "signed key ring",
             &bytes,
-            specie_offline::KEY_RING_BYTES_MAX,
-            KeyRing::decode_from,
+            SIGNED_KEY_RING_BYTES_MAX,
+            SignedKeyRing::decode_from,
         )
-        .map_err(|e| self.failed(e.to_string()))
+        .map_err(|e| self.failed(e.to_string()))?;
+        ring.check(self.trusted.as_ref()).map_err(|error| match error {
+            KeyError::OtherAuthority { expected, found } => self.failed(format!(
+                "{error}: signed by {}, the device trusts {}",
+                hex::encode(found),
+                hex::encode(expected)
+            )),
+            other => self.failed(other.to_string()),
+        })?;
+        Ok(ring)
+    }
+
+    pub fn ring(&self) -> Result<KeyRing, DeviceCommandError> {
+        Ok(self.signed_ring()?.ring)
     }
 
     /// Registers the device's identity (operator) and certifies `keys` fresh one-time keys.
@@ -396,13 +498,10 @@ impl AuthorityClient {
         Ok(())
     }
 
-    /// The bridge key the online core banks for (what an offline funding names).
+    /// The bridge key the online core banks for (what an offline funding names): the key the
+    /// authority's key ring is signed by.
     pub fn bridge(&self) -> Result<PublicKey, DeviceCommandError> {
-        let body = self.call("GET", "/v1/offline/keys", None)?;
-        hex::decode(body["bridge"].as_str().unwrap_or_default())
-            .ok()
-            .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
-            .ok_or_else(|| self.failed("no bridge key in GET /v1/offline/keys"))
+        Ok(self.signed_ring()?.authority)
     }
 
     /// Hands in an offline funding the core confirmed (`transaction`, hex) for `owners`; the

@@ -24,6 +24,9 @@ const KEY_BINDING_DOMAIN: &[u8] = b"specie/offline/key-binding/v1";
 
 /// Hashed with a key ring's encoding: its fingerprint.
 const KEY_RING_DOMAIN: &[u8] = b"specie/offline/key-ring/v2";
+/// Signed by the authority's bridge key (its long-term public identity, which the core banks
+/// for): this key ring is mine.
+const SIGNED_KEY_RING_DOMAIN: &[u8] = b"specie/offline/signed-key-ring/v1";
 /// The key ring's own version: 2 since it carries the key lifecycle (periods, windows,
 /// revocations).
 pub const KEY_RING_VERSION: u8 = 2;
@@ -36,6 +39,8 @@ const FLAG_REVOKED: u8 = 1;
 /// The longest canonical key ring.
 pub const KEY_RING_BYTES_MAX: usize =
     1 + 3 * 4 + 1 + KEY_RING_KEYS_MAX * ISSUING_ENTRY_BYTES + 1 + KEY_RING_KEYS_MAX * (4 + PUBLIC_KEY_BYTES);
+/// The longest canonical signed key ring: the authority's key, its signature, the ring.
+pub const SIGNED_KEY_RING_BYTES_MAX: usize = PUBLIC_KEY_BYTES + SIGNATURE_BYTES + KEY_RING_BYTES_MAX;
 /// A key binding's encoding: the identity, the key, the identity's signature.
 pub const KEY_BINDING_BYTES: usize = 2 * PUBLIC_KEY_BYTES + SIGNATURE_BYTES;
 /// A key certificate's encoding: the key, the period, the certifying key's signature.
@@ -62,6 +67,10 @@ pub enum KeyError {
     FuturePeriod { period: u32 },
     #[error("not an issuing key of this ring")]
     UnknownIssuingKey,
+    #[error("the key ring's signature does not verify")]
+    BadRingSignature,
+    #[error("the key ring is signed by another authority than the one this device trusts")]
+    OtherAuthority { expected: PublicKey, found: PublicKey },
 }
 
 /// The key lifecycle (docs/offline-mode.md, "Key lifecycle"): the authority issues with the keys
@@ -452,12 +461,120 @@ impl KeyRing {
     }
 }
 
+/// A key ring as the authority publishes it: signed by its bridge key, so a device that pinned
+/// that key (on enrolment, or given out of band) takes no ring from anyone else, whoever answers
+/// at the authority's address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignedKeyRing {
+    /// The authority's bridge key.
+    pub authority: PublicKey,
+    pub signature: [u8; SIGNATURE_BYTES],
+    pub ring: KeyRing,
+}
+
+impl SignedKeyRing {
+    /// The domain, the version, the authority's key and the ring's fingerprint.
+    pub fn signing_bytes(authority: &PublicKey, ring: &KeyRing) -> Vec<u8> {
+        let mut bytes = SIGNED_KEY_RING_DOMAIN.to_vec();
+        bytes.push(ENCODING_VERSION);
+        bytes.extend_from_slice(authority);
+        bytes.extend_from_slice(&ring.fingerprint());
+        bytes
+    }
+
+    pub fn sign(ring: KeyRing, authority: &SigningKey) -> SignedKeyRing {
+        let authority_bytes = authority.verifying_key().to_bytes();
+        SignedKeyRing {
+            authority: authority_bytes,
+            signature: authority.sign(&Self::signing_bytes(&authority_bytes, &ring)).to_bytes(),
+            ring,
+        }
+    }
+
+    /// The signature verifies under the ring's authority key, and that key is `pinned` if one is
+    /// given.
+    pub fn check(&self, pinned: Option<&PublicKey>) -> Result<(), KeyError> {
+        if let Some(pinned) = pinned.filter(|pinned| **pinned != self.authority) {
+            return Err(KeyError::OtherAuthority {
+                expected: *pinned,
+                found: self.authority,
+            });
+        }
+        let authority = check_public_key(&self.authority)?;
+        authority
+            .verify_strict(
+                &Self::signing_bytes(&self.authority, &self.ring),
+                &Signature::from_bytes(&self.signature),
+            )
+            .map_err(|_| KeyError::BadRingSignature)
+    }
+
+    /// The authority's key, the signature, then the ring.
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.authority);
+        out.extend_from_slice(&self.signature);
+        self.ring.encode_to(out);
+    }
+
+    pub fn decode_from(reader: &mut Reader<'_>) -> Result<SignedKeyRing, DecodeError> {
+        Ok(SignedKeyRing {
+            authority: reader.read_array("key ring authority")?,
+            signature: reader.read_array("key ring signature")?,
+            ring: KeyRing::decode_from(reader)?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn key(n: u8) -> SigningKey {
         SigningKey::from_bytes(&[n; 32])
+    }
+
+    #[test]
+    fn a_signed_key_ring_verifies_only_unchanged_and_only_under_its_authority() {
+        let mut ring = KeyRing::new(Lifecycle::default());
+        ring.add_issuing_key(key(1).verifying_key().to_bytes(), 100).unwrap();
+        ring.add_certifying_key(0, key(2).verifying_key().to_bytes()).unwrap();
+        let authority = key(3);
+        let signed = SignedKeyRing::sign(ring.clone(), &authority);
+        let authority_bytes = authority.verifying_key().to_bytes();
+        assert_eq!(signed.check(None), Ok(()));
+        assert_eq!(signed.check(Some(&authority_bytes)), Ok(()));
+        let other = key(4).verifying_key().to_bytes();
+        assert_eq!(
+            signed.check(Some(&other)),
+            Err(KeyError::OtherAuthority {
+                expected: other,
+                found: authority_bytes
+            })
+        );
+        // Another ring under the same signature, or the signature claimed by another key: refused.
+        let mut changed = signed.clone();
+        changed
+            .ring
+            .add_issuing_key(key(5).verifying_key().to_bytes(), 200)
+            .unwrap();
+        assert_eq!(changed.check(None), Err(KeyError::BadRingSignature));
+        let mut claimed = signed.clone();
+        claimed.authority = other;
+        assert_eq!(claimed.check(None), Err(KeyError::BadRingSignature));
+        // A re-signed ring of an impostor verifies on its own, but not for a device that pinned.
+        let impostor = SignedKeyRing::sign(ring, &key(4));
+        assert_eq!(impostor.check(None), Ok(()));
+        assert!(impostor.check(Some(&authority_bytes)).is_err());
+        let mut bytes = Vec::new();
+        signed.encode_to(&mut bytes);
+        let decoded = specie_codec::decode_bounded(
+            "signed key ring",
+            &bytes,
+            SIGNED_KEY_RING_BYTES_MAX,
+            SignedKeyRing::decode_from,
+        )
+        .unwrap();
+        assert_eq!(decoded, signed);
     }
 
     #[test]

@@ -23,8 +23,9 @@ pub use evidence::{
 pub use history::{Conflict, History, Move, OtherIssuance, Recorded, SignedMove, SIGNED_MOVE_BYTES_MAX};
 pub use instruction::{Instruction, INSTRUCTION_BYTES_MAX, REISSUE_OUTPUTS_MAX};
 pub use keys::{
-    check_public_key, KeyBinding, KeyCertificate, KeyError, KeyRing, KeyStatus, Lifecycle, PublicKey,
+    check_public_key, KeyBinding, KeyCertificate, KeyError, KeyRing, KeyStatus, Lifecycle, PublicKey, SignedKeyRing,
     CERTIFIED_KEY_BYTES, KEY_BINDING_BYTES, KEY_RING_BYTES_MAX, KEY_RING_KEYS_MAX, KEY_RING_VERSION,
+    SIGNED_KEY_RING_BYTES_MAX,
 };
 pub use token::{
     Hop, Issuance, Link, Token, TokenError, Verified, HOPS_MAX, HOP_BYTES, ISSUANCE_BYTES, TOKEN_BYTES_MAX,

@@ -15,8 +15,9 @@ use sha2::{Digest, Sha256};
 use specie_codec::{DecodeError, Reader};
 use specie_offline::{
     decode_exact, deterministic_key, Conflict, DoubleSpend, EvidenceBundle, History, Hop, Instruction, Issuance,
-    KeyBinding, KeyCertificate, KeyRing, Move, Recorded, SignedMove, SigningKey, Token, Verified, VerifyingKey,
-    CERTIFIED_KEY_BYTES, EVIDENCE_BUNDLE_BYTES_MAX, INSTRUCTION_BYTES_MAX, TOKEN_BYTES_MAX,
+    KeyBinding, KeyCertificate, KeyRing, Move, Recorded, SignedKeyRing, SignedMove, SigningKey, Token, Verified,
+    VerifyingKey, CERTIFIED_KEY_BYTES, EVIDENCE_BUNDLE_BYTES_MAX, INSTRUCTION_BYTES_MAX, SIGNED_KEY_RING_BYTES_MAX,
+    TOKEN_BYTES_MAX,
 };
 use specie_vectors::{assert_file_matches, encoded, read_or_write, stored_bytes, vectors_text, Vector};
 
@@ -211,8 +212,31 @@ fn put_ring_instruction_and_evidence(put: &mut impl FnMut(String, String, &[u8])
     );
     put(
         "key_ring_fingerprint".into(),
-        "SHA-256(\"specie/offline/key-ring/v1\" || key_ring)".into(),
+        "SHA-256(\"specie/offline/key-ring/v2\" || key_ring)".into(),
         &ring.fingerprint(),
+    );
+    let bridge = deterministic_key("bridge", 0);
+    put(
+        "bridge_seed".into(),
+        "Ed25519 secret key (seed) of deterministic_key(\"bridge\", 0): the authority's bridge key, which signs its key ring"
+            .into(),
+        &bridge.to_bytes(),
+    );
+    put(
+        "bridge_public_key".into(),
+        "the authority's bridge key: public key".into(),
+        bridge.verifying_key().as_bytes(),
+    );
+    let signed = SignedKeyRing::sign(ring.clone(), &bridge);
+    put(
+        "signed_key_ring_signing_bytes".into(),
+        "\"specie/offline/signed-key-ring/v1\" || 01 || bridge_public_key || key_ring_fingerprint".into(),
+        &SignedKeyRing::signing_bytes(&signed.authority, &ring),
+    );
+    put(
+        "signed_key_ring".into(),
+        "the key ring as the authority publishes it: bridge_public_key || signature || key_ring".into(),
+        &encoded(|o| signed.encode_to(o)),
     );
     let instruction = scenario_instruction(s);
     put(
@@ -427,6 +451,39 @@ fn the_stored_keys_certificates_and_binding_decode_and_check() {
             stored_array(stored, &format!("{name}_public_key")),
             "{name}: the public key is the seed's"
         );
+    }
+}
+
+#[test]
+fn the_stored_signed_key_ring_verifies_under_the_bridge_key_only() {
+    let stored = &stored();
+    let signed = round_trip(
+        stored,
+        "signed_key_ring",
+        SIGNED_KEY_RING_BYTES_MAX,
+        SignedKeyRing::decode_from,
+        SignedKeyRing::encode_to,
+    );
+    let bridge: [u8; 32] = stored_array(stored, "bridge_public_key");
+    assert_eq!(signed.authority, bridge);
+    assert_eq!(signed.ring, stored_ring(stored));
+    assert_eq!(
+        SignedKeyRing::signing_bytes(&bridge, &signed.ring),
+        stored_bytes(stored, "signed_key_ring_signing_bytes")
+    );
+    assert_eq!(signed.check(Some(&bridge)), Ok(()));
+    let issuing: [u8; 32] = stored_array(stored, "issuing_public_key");
+    assert!(signed.check(Some(&issuing)).is_err(), "pinned to another key");
+    let mut bytes = stored_bytes(stored, "signed_key_ring");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    if let Ok(tampered) = decode_exact(
+        "tampered",
+        &bytes,
+        SIGNED_KEY_RING_BYTES_MAX,
+        SignedKeyRing::decode_from,
+    ) {
+        assert!(tampered.check(None).is_err(), "a changed ring no longer verifies");
     }
 }
 

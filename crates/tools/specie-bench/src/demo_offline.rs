@@ -105,7 +105,10 @@ pub fn run(args: &OfflineDemoOptions) -> BenchResult<ExitCode> {
     let Reply::Keys(ring) = ask(&authority, |ticket| Input::Keys { ticket })? else {
         fail!("the authority did not show its keys");
     };
-    let ring = *ring;
+    // Devices take the ring only signed by the bridge key the core banks for.
+    ring.check(Some(&authority.bridge()))
+        .step("the authority's key ring is not signed by its bridge key")?;
+    let ring = ring.ring;
 
     let started = Instant::now();
     let mut users = make_users(args, &mut rng);
@@ -291,7 +294,10 @@ fn pay_offline(
             let Reply::Keys(rotated) = ask(authority, |ticket| Input::Rotate { ticket })? else {
                 fail!("the rotation was refused");
             };
-            *ring = *rotated;
+            rotated
+                .check(Some(&authority.bridge()))
+                .step("the rotated key ring is not signed by the bridge key")?;
+            *ring = rotated.ring;
             tally.rotations += 1;
         }
         let ring = &*ring;

@@ -383,7 +383,7 @@ impl<R: OfflineRole> World<R> {
     fn rotate(&mut self) -> Result<(), Violation> {
         match self.call(|ticket| Input::Rotate { ticket })? {
             Some(Reply::Keys(ring)) => {
-                self.ring = *ring;
+                self.ring = ring.ring;
                 self.report.rotations += 1;
                 Ok(())
             }
@@ -410,10 +410,10 @@ impl<R: OfflineRole> World<R> {
         let key = live[self.rng.gen_range(0..live.len())];
         match self.call(|ticket| Input::RevokeKey { ticket, key })? {
             Some(Reply::Keys(ring)) => {
-                if ring.key_status(&key) != Some(KeyStatus::Revoked) {
+                if ring.ring.key_status(&key) != Some(KeyStatus::Revoked) {
                     return Err(self.violation("a revoked key is not marked revoked in the ring"));
                 }
-                self.ring = *ring;
+                self.ring = ring.ring;
                 self.report.keys_revoked += 1;
                 Ok(())
             }
