@@ -1,6 +1,6 @@
 //! Feeds arbitrary bytes to the decoders of offline cash's signed vocabulary (`specie_offline`,
 //! the format of `docs/offline-format.md`): token, key certificate, double-spend evidence, evidence
-//! bundle, key ring and deposit instruction, each through `decode_exact`, and to the offline
+//! bundle, key ring, signed key ring and deposit instruction, each through `decode_exact`, and to the offline
 //! authority's log records (`specie_offline_authority::Command`). Every input goes to all of them.
 //!
 //! Nothing may panic; whatever decodes must re-encode to exactly the input (each format has one
@@ -18,7 +18,8 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use specie_codec::{DecodeError, Reader};
 use specie_offline::{
-    deterministic_key, DoubleSpend, EvidenceBundle, Instruction, KeyCertificate, KeyRing, Token, HOPS_MAX, HOP_BYTES,
+    deterministic_key, DoubleSpend, EvidenceBundle, Instruction, KeyCertificate, KeyRing, PublicKey, SignedKeyRing,
+    Token, HOPS_MAX, HOP_BYTES,
 };
 use specie_offline_authority::Command;
 
@@ -39,6 +40,12 @@ fn vectors_ring() -> &'static KeyRing {
         ring.add_certifying_key(PERIOD, certifying).expect("a valid key");
         ring
     })
+}
+
+/// The vectors' bridge key (`deterministic_key("bridge", 0)`), which signs their key ring.
+fn bridge() -> &'static PublicKey {
+    static BRIDGE: OnceLock<PublicKey> = OnceLock::new();
+    BRIDGE.get_or_init(|| deterministic_key("bridge", 0).verifying_key().to_bytes())
 }
 
 /// Decodes all of `data` as one `T`; if that succeeds, the encoding must be `data` again.
@@ -65,6 +72,12 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Some(ring) = decode_canonical("key ring", data, KeyRing::decode_from, KeyRing::encode_to) {
         let _ = ring.fingerprint();
+    }
+    if let Some(signed) = decode_canonical("signed key ring", data, SignedKeyRing::decode_from, SignedKeyRing::encode_to) {
+        // Only the vectors' bridge key's ring may verify pinned to it, and only unchanged.
+        if signed.check(Some(bridge())).is_ok() {
+            assert_eq!(&signed.authority, bridge());
+        }
     }
     if let Some(instruction) = decode_canonical("instruction", data, Instruction::decode_from, Instruction::encode_to) {
         let _ = instruction.hash();

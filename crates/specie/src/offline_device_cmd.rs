@@ -209,9 +209,7 @@ fn run_on(store: &DeviceStore, online: &Online, command: DeviceCommand) -> anyho
             hops_max,
             sync_age_ms_max: sync_age_hours.saturating_mul(3_600_000),
         };
-        let file = DeviceFile::create(store, limits, now_ms())?;
-        println!("identity {}", hex::encode(file.device.identity()));
-        return Ok(ExitCode::SUCCESS);
+        return create(store, limits);
     }
     let mut file = DeviceFile::open(store)?;
     let device = &mut file.device;
@@ -220,20 +218,7 @@ fn run_on(store: &DeviceStore, online: &Online, command: DeviceCommand) -> anyho
         DeviceCommand::Enrol {
             operator_token_file,
             keys,
-        } => {
-            let client = operator(online, &file, &operator_token_file)?;
-            let ring = client.signed_ring()?;
-            file.keep_ring(&ring)?;
-            let device = &mut file.device;
-            client.enrol(device, keys)?;
-            device.synced(&[], now_ms());
-            file.save()?;
-            println!(
-                "enrolled, {} keys certified; trusting authority key {}",
-                file.device.keys_left(),
-                hex::encode(ring.authority)
-            );
-        }
+        } => enrol(&mut file, online, &operator_token_file, keys)?,
         DeviceCommand::Fund {
             operator_token_file,
             amount,
@@ -308,6 +293,29 @@ fn run_on(store: &DeviceStore, online: &Online, command: DeviceCommand) -> anyho
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn create(store: &DeviceStore, limits: DeviceLimits) -> anyhow::Result<ExitCode> {
+    let file = DeviceFile::create(store, limits, now_ms())?;
+    println!("identity {}", hex::encode(file.device.identity()));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Registers the device and certifies its first keys; keeps the authority's signed ring, whose
+/// signer the device trusts from then on.
+fn enrol(file: &mut DeviceFile, online: &Online, token_file: &Path, keys: usize) -> anyhow::Result<()> {
+    let client = operator(online, file, token_file)?;
+    let ring = client.signed_ring()?;
+    file.keep_ring(&ring)?;
+    client.enrol(&mut file.device, keys)?;
+    file.device.synced(&[], now_ms());
+    file.save()?;
+    println!(
+        "enrolled, {} keys certified; trusting authority key {}",
+        file.device.keys_left(),
+        hex::encode(ring.authority)
+    );
+    Ok(())
 }
 
 /// The payee's side of a direct exchange: listens, asks for `amount`, takes the payment.

@@ -456,6 +456,38 @@ pub struct UnknownGroup {
     pub name: String,
 }
 
+/// Consecutive ports on 127.0.0.1 for a local topology, in the order roles take them.
+struct LocalPorts(u16);
+
+impl LocalPorts {
+    fn next(&mut self) -> SocketAddr {
+        let address = SocketAddr::from(([127, 0, 0, 1], self.0));
+        self.0 = self.0.checked_add(1).expect("ports fit");
+        address
+    }
+
+    /// `count` replicas, ids from 1, each with a wire address.
+    fn replicas(&mut self, count: usize) -> Vec<Replica> {
+        (1..=count as u64)
+            .map(|id| Replica {
+                id,
+                address: self.next(),
+            })
+            .collect()
+    }
+
+    /// `count` replicas, ids from 1, each with a wire address and then an HTTP address.
+    fn serving_replicas(&mut self, count: usize) -> Vec<AuthorityReplica> {
+        (1..=count as u64)
+            .map(|id| AuthorityReplica {
+                id,
+                address: self.next(),
+                http: self.next(),
+            })
+            .collect()
+    }
+}
+
 /// The shape `specie cluster up` creates when given no file.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
@@ -562,30 +594,20 @@ impl Topology {
             });
         }
         let ranges = ShardRange::partition(shape.shard_groups).map_err(InvalidTopology::ShardRanges)?;
-        let mut port = shape.base_port;
-        let mut next = || {
-            let address = SocketAddr::from(([127, 0, 0, 1], port));
-            port = port.checked_add(1).expect("ports fit");
-            address
-        };
-        let mut replicas = |count: usize| {
-            (1..=count as u64)
-                .map(|id| Replica { id, address: next() })
-                .collect::<Vec<_>>()
-        };
+        let mut ports = LocalPorts(shape.base_port);
         let shard_groups = ranges
             .iter()
             .enumerate()
             .map(|(i, range)| ShardGroup {
                 name: format!("shard-{i}"),
                 range: [range.first, range.last],
-                replicas: replicas(shape.replicas),
+                replicas: ports.replicas(shape.replicas),
             })
             .collect();
         let coordinator_groups = (0..shape.coordinator_groups)
             .map(|i| ReplicaGroup {
                 name: format!("coordinator-{i}"),
-                replicas: replicas(shape.replicas),
+                replicas: ports.replicas(shape.replicas),
             })
             .collect();
         let sentinels = attestation_keys
@@ -593,7 +615,7 @@ impl Topology {
             .enumerate()
             .map(|(i, attestation_key)| Sentinel {
                 name: Shape::sentinel_name(i),
-                http: next(),
+                http: ports.next(),
                 attestation_key,
             })
             .collect();
@@ -606,13 +628,7 @@ impl Topology {
                 .map(|_| AuthorityProcesses {
                     shards: (0..committee.shards)
                         .map(|_| AuthorityShardGroup {
-                            replicas: (1..=committee.replicas as u64)
-                                .map(|id| AuthorityReplica {
-                                    id,
-                                    address: next(),
-                                    http: next(),
-                                })
-                                .collect(),
+                            replicas: ports.serving_replicas(committee.replicas),
                         })
                         .collect(),
                 })
@@ -620,13 +636,7 @@ impl Topology {
         });
         let offline_authority = offline_bridge.map(|bridge| OfflineAuthorityConfig {
             bridge,
-            replicas: (1..=shape.offline_replicas as u64)
-                .map(|id| AuthorityReplica {
-                    id,
-                    address: next(),
-                    http: next(),
-                })
-                .collect(),
+            replicas: ports.serving_replicas(shape.offline_replicas),
         });
         let topology = Topology {
             format_version: FORMAT_VERSION,
