@@ -141,35 +141,47 @@ fn signatures_valid(ledger: &Ledger, transactions: &[SignedTransaction]) -> Vec<
 }
 
 impl Ledger {
-    /// Assembles and applies the next block from `candidates`: those whose signature verifies and
-    /// that pass the screen, cleared at the prices the clearing computes.
-    pub fn propose(&mut self, candidates: Vec<SignedTransaction>) -> (Block, Executed) {
+    /// Assembles the next block from `candidates`, changing nothing: those whose signature
+    /// verifies and that pass the screen (the refused ones are returned with their refusal, for
+    /// their senders), cleared once at the prices the clearing computes for the books the block
+    /// leaves. Apply it with [`Ledger::apply`] like any replica.
+    pub fn assemble(&self, candidates: Vec<SignedTransaction>) -> (Block, Vec<(SignedTransaction, Refusal)>) {
         let max = self.config.block_transactions_max;
         let valid = signatures_valid(self, &candidates);
-        let signed: Vec<SignedTransaction> = candidates
-            .into_iter()
-            .zip(valid)
-            .filter_map(|(t, ok)| ok.then_some(t))
-            .take(max)
-            .collect();
+        let mut refused = Vec::new();
+        let mut signed = Vec::with_capacity(candidates.len().min(max));
+        for (transaction, ok) in candidates.into_iter().zip(valid) {
+            match (ok, signed.len() < max) {
+                (true, true) => signed.push(transaction),
+                (false, _) => refused.push((transaction, Refusal::Signature)),
+                (true, false) => refused.push((transaction, Refusal::BlockFull)),
+            }
+        }
         let (verdicts, effects) = screen(self, &signed);
-        let transactions: Vec<SignedTransaction> = signed
-            .into_iter()
-            .zip(&verdicts)
-            .filter_map(|(t, verdict)| verdict.is_none().then_some(t))
-            .collect();
-        let previous = self.state_hash;
-        self.apply_effects(effects);
-        let clearing = specie_clearing::compute(self.config.assets, &self.supply(), &self.config.clearing);
-        let checked = specie_clearing::check(self.config.assets, &self.supply(), &self.config.clearing, &clearing);
+        let mut transactions = Vec::with_capacity(signed.len());
+        for (transaction, verdict) in signed.into_iter().zip(verdicts) {
+            match verdict {
+                None => transactions.push(transaction),
+                Some(refusal) => refused.push((transaction, refusal)),
+            }
+        }
+        let supply = self.supply_after(&effects);
+        let clearing = specie_clearing::compute(self.config.assets, &supply, &self.config.clearing);
+        let checked = specie_clearing::check(self.config.assets, &supply, &self.config.clearing, &clearing);
         assert_eq!(checked, Ok(()), "the clearing's own result passes its check");
-        let executed = self.execute(&clearing, transactions.len());
         let block = Block {
-            height: self.height,
-            previous,
+            height: self.height + 1,
+            previous: self.state_hash,
             transactions,
             clearing,
         };
+        (block, refused)
+    }
+
+    /// [`Ledger::assemble`] then [`Ledger::apply`]: what a lone proposer does.
+    pub fn propose(&mut self, candidates: Vec<SignedTransaction>) -> (Block, Executed) {
+        let (block, _) = self.assemble(candidates);
+        let executed = self.apply(&block).expect("an assembled block applies");
         (block, executed)
     }
 

@@ -244,3 +244,121 @@ pub(crate) fn levels(offers: impl Iterator<Item = (LimitPrice, u64)>) -> Vec<(Li
     }
     levels
 }
+
+/// The first byte of a ledger snapshot.
+pub const SNAPSHOT_VERSION: u8 = 1;
+/// Most accounts and resting offers a snapshot's decoder takes.
+pub const SNAPSHOT_ITEMS_MAX: u64 = 1 << 32;
+
+impl Ledger {
+    /// The state as bytes: version, height, state hash, per asset (deposited, withdrawn, burned:
+    /// `u128` each), account count (`u64`) and accounts in id order (id, key, last sequence,
+    /// balances), offer count (`u64`) and offers in (pair, key) order (sell, buy, limit, account,
+    /// sequence, amount). Equal states give equal bytes.
+    pub fn snapshot(&self) -> Vec<u8> {
+        use specie_codec::put_u64;
+        let mut out = vec![SNAPSHOT_VERSION];
+        put_u64(&mut out, self.height);
+        out.extend_from_slice(&self.state_hash);
+        for totals in &self.totals {
+            for figure in [totals.deposited, totals.withdrawn, totals.burned] {
+                out.extend_from_slice(&figure.to_le_bytes());
+            }
+        }
+        let mut accounts: Vec<(&AccountId, &Account)> = self.accounts().collect();
+        accounts.sort_unstable_by_key(|(id, _)| **id);
+        put_u64(&mut out, accounts.len() as u64);
+        for (id, account) in accounts {
+            out.extend_from_slice(&crate::state_hash::account_leaf(*id, account));
+        }
+        put_u64(&mut out, self.offer_count() as u64);
+        for (&(sell, buy), book) in &self.books {
+            for (key, amount) in book {
+                out.extend_from_slice(&sell.to_le_bytes());
+                out.extend_from_slice(&buy.to_le_bytes());
+                for figure in [key.limit.0, key.account, key.sequence, *amount] {
+                    put_u64(&mut out, figure);
+                }
+            }
+        }
+        out
+    }
+
+    /// The state a snapshot holds, under `config`; its state hash is computed again and must be
+    /// the one recorded, and the audit must hold.
+    pub fn restore(config: ExchangeConfig, bytes: &[u8]) -> Result<Ledger, specie_codec::DecodeError> {
+        use specie_codec::DecodeError;
+        let invalid = |reason: String| DecodeError::Invalid {
+            what: "exchange snapshot",
+            reason,
+        };
+        let mut reader = specie_codec::Reader::new(bytes);
+        reader.read_version("exchange snapshot", SNAPSHOT_VERSION)?;
+        let height = reader.read_u64("height")?;
+        let state_hash = reader.read_array("state hash")?;
+        let mut totals = Vec::with_capacity(config.assets);
+        for _ in 0..config.assets {
+            let mut figure = || reader.read_array::<16>("total").map(u128::from_le_bytes);
+            totals.push(AssetTotals {
+                deposited: figure()?,
+                withdrawn: figure()?,
+                burned: figure()?,
+            });
+        }
+        let mut shards = vec![BTreeMap::new(); ACCOUNT_SHARDS];
+        let accounts = reader.read_count("accounts", SNAPSHOT_ITEMS_MAX, 48 + 8 * config.assets)?;
+        let mut last = None;
+        for _ in 0..accounts {
+            let id = reader.read_u64("account")?;
+            if last.is_some_and(|last| last >= id) {
+                return Err(invalid("accounts not in increasing id order".into()));
+            }
+            last = Some(id);
+            let key = reader.read_array("key")?;
+            let last_sequence = reader.read_u64("last sequence")?;
+            let balances = (0..config.assets)
+                .map(|_| reader.read_u64("balance"))
+                .collect::<Result<_, _>>()?;
+            shards[shard_of(id)].insert(
+                id,
+                Account {
+                    key,
+                    last_sequence,
+                    balances,
+                },
+            );
+        }
+        let mut books: BTreeMap<Pair, BTreeMap<OfferKey, u64>> = BTreeMap::new();
+        let offers = reader.read_count("offers", SNAPSHOT_ITEMS_MAX, 36)?;
+        for _ in 0..offers {
+            let sell = u16::from_le_bytes(reader.read_array("sold asset")?);
+            let buy = u16::from_le_bytes(reader.read_array("bought asset")?);
+            let key = OfferKey {
+                limit: LimitPrice(reader.read_u64("limit")?),
+                account: reader.read_u64("offer account")?,
+                sequence: reader.read_u64("offer sequence")?,
+            };
+            let amount = reader.read_u64("offer amount")?;
+            if usize::from(sell.max(buy)) >= config.assets || sell == buy || amount == 0 {
+                return Err(invalid("an offer of no pair, or of nothing".into()));
+            }
+            if books.entry((sell, buy)).or_default().insert(key, amount).is_some() {
+                return Err(invalid("an offer twice".into()));
+            }
+        }
+        reader.finish()?;
+        let ledger = Ledger {
+            config,
+            shards,
+            books,
+            totals,
+            height,
+            state_hash,
+        };
+        if ledger.compute_state_hash() != state_hash {
+            return Err(invalid("the state does not hash to the recorded state hash".into()));
+        }
+        ledger.audit().map_err(|e| invalid(e.to_string()))?;
+        Ok(ledger)
+    }
+}

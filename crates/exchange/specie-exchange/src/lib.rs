@@ -11,9 +11,11 @@
 //! - [`screen`]: which transactions a block may hold, order-independently.
 //! - [`block`]: blocks, proposing, checking and executing them.
 //! - [`state_hash`]: the Merkle state hash and account proofs.
+//! - [`role`]: the exchange behind the shared role contract: blocks as its durable commands.
 
 pub mod block;
 pub mod ledger;
+pub mod role;
 pub mod screen;
 pub mod state_hash;
 pub mod transaction;
@@ -22,6 +24,7 @@ pub use block::{payout, Block, BlockError, Executed, BLOCK_VERSION};
 pub use ledger::{
     Account, AssetTotals, ExchangeConfig, Ledger, LedgerError, OfferKey, Pair, ACCOUNT_SHARDS, ASSET_TOTAL_MAX,
 };
+pub use role::{ExchangeInput, ExchangeReply, ExchangeReport, ExchangeRole, ExchangeStateError, Fate, RoleLimits};
 pub use screen::{Effects, Refusal};
 pub use specie_clearing::{Clearing, ClearingParams, LimitPrice, PairTrade, Valuation};
 pub use state_hash::AccountProof;

@@ -48,6 +48,10 @@ pub enum Refusal {
     CreatedTwice,
     #[error("the same transaction twice")]
     Duplicate,
+    #[error("the signature does not verify")]
+    Signature,
+    #[error("the block is full: send it again")]
+    BlockFull,
 }
 
 /// A block's commutative effects.
