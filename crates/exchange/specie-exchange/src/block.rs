@@ -225,15 +225,7 @@ impl Ledger {
         for (pair, key, amount) in &effects.offers {
             books.entry(*pair).or_default().insert(*key, *amount);
         }
-        let staged = Ledger {
-            books,
-            shards: Vec::new(),
-            config: self.config.clone(),
-            totals: Vec::new(),
-            height: self.height,
-            state_hash: self.state_hash,
-        };
-        staged.supply()
+        crate::ledger::supply_of(&books)
     }
 
     /// Step 1: the effects, account shard by shard and book by book, in parallel.
@@ -272,6 +264,14 @@ impl Ledger {
             }
         });
         self.books.retain(|_, book| !book.is_empty());
+        for withdrawal in effects.withdrawals {
+            self.totals[usize::from(withdrawal.asset)].withdrawn += u128::from(withdrawal.amount);
+            let id = (withdrawal.account, withdrawal.sequence);
+            assert!(
+                self.withdrawals.insert(id, withdrawal).is_none(),
+                "a sequence is used once"
+            );
+        }
     }
 
     /// Steps 3 and the end of the block: trades executed pair by pair in parallel, sellers paid

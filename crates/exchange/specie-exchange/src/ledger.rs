@@ -3,10 +3,11 @@
 //! [`ACCOUNT_SHARDS`] maps by id, so a block's effects are applied shard by shard on every core
 //! with no lock (the shards are disjoint); a book per pair is likewise its own unit of work.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use specie_clearing::{ClearingParams, LimitPrice, PairSupply, ASSETS_MAX};
 
+use crate::screen::Withdrawal;
 use crate::transaction::{AccountId, AssetId};
 
 /// Account maps a ledger is split into (a power of two: the shard is the id's low bits).
@@ -79,8 +80,38 @@ pub struct Ledger {
     pub(crate) shards: Vec<BTreeMap<AccountId, Account>>,
     pub(crate) books: BTreeMap<Pair, BTreeMap<OfferKey, u64>>,
     pub(crate) totals: Vec<AssetTotals>,
+    /// Withdrawals executed, by (account, sequence): what the exchange's payouts to the online
+    /// cores pay (each core pays one at most once: its marker).
+    pub(crate) withdrawals: BTreeMap<(AccountId, u64), Withdrawal>,
+    /// The funding markers of the core deposits credited: each is credited once.
+    pub(crate) credited: BTreeSet<[u8; 32]>,
     pub(crate) height: u64,
     pub(crate) state_hash: [u8; 32],
+}
+
+/// Value that came in from an online core: a funding of `amount` of `asset` to the exchange,
+/// confirmed there (its `marker` is in that core's UHS), for `account`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Deposit {
+    pub asset: AssetId,
+    pub marker: [u8; 32],
+    pub account: AccountId,
+    pub amount: u64,
+}
+
+/// Why a deposit is not credited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DepositRefusal {
+    #[error("this funding was credited already")]
+    AlreadyCredited,
+    #[error("no such account")]
+    NoSuchAccount,
+    #[error("no such asset")]
+    NoSuchAsset,
+    #[error("a zero amount")]
+    ZeroAmount,
+    #[error("the asset's total on the exchange would pass ASSET_TOTAL_MAX")]
+    TooMuch,
 }
 
 /// Why a genesis or an audit fails.
@@ -141,6 +172,8 @@ impl Ledger {
             shards,
             books: BTreeMap::new(),
             totals,
+            withdrawals: BTreeMap::new(),
+            credited: BTreeSet::new(),
             height: 0,
             state_hash: [0; 32],
         };
@@ -188,15 +221,55 @@ impl Ledger {
 
     /// Every pair's offers as clearing sees them: aggregated by limit price, ascending.
     pub fn supply(&self) -> Vec<PairSupply> {
-        self.books
-            .iter()
-            .filter(|(_, book)| !book.is_empty())
-            .map(|(&(sell, buy), book)| PairSupply {
-                sell,
-                buy,
-                levels: levels(book.iter().map(|(key, amount)| (key.limit, *amount))),
-            })
-            .collect()
+        supply_of(&self.books)
+    }
+
+    /// The withdrawals executed, in (account, sequence) order.
+    pub fn withdrawals(&self) -> impl Iterator<Item = &Withdrawal> {
+        self.withdrawals.values()
+    }
+
+    pub fn withdrawal(&self, account: AccountId, sequence: u64) -> Option<&Withdrawal> {
+        self.withdrawals.get(&(account, sequence))
+    }
+
+    /// Whether [`Ledger::deposit`] would credit `deposit` now.
+    pub fn check_deposit(&self, deposit: &Deposit) -> Result<(), DepositRefusal> {
+        let asset = usize::from(deposit.asset);
+        let refusal = match () {
+            _ if asset >= self.config.assets => Some(DepositRefusal::NoSuchAsset),
+            _ if deposit.amount == 0 => Some(DepositRefusal::ZeroAmount),
+            _ if self.credited.contains(&deposit.marker) => Some(DepositRefusal::AlreadyCredited),
+            _ if self.account(deposit.account).is_none() => Some(DepositRefusal::NoSuchAccount),
+            _ => None,
+        };
+        if let Some(refusal) = refusal {
+            return Err(refusal);
+        }
+        let totals = &self.totals[asset];
+        let on_exchange = totals.deposited + u128::from(deposit.amount) - totals.withdrawn;
+        if on_exchange > u128::from(ASSET_TOTAL_MAX) {
+            return Err(DepositRefusal::TooMuch);
+        }
+        Ok(())
+    }
+
+    /// Credits a deposit from an online core, once per funding marker.
+    pub fn deposit(&mut self, deposit: &Deposit) -> Result<(), DepositRefusal> {
+        self.check_deposit(deposit)?;
+        let asset = usize::from(deposit.asset);
+        self.totals[asset].deposited += u128::from(deposit.amount);
+        self.credited.insert(deposit.marker);
+        let account = self.shards[shard_of(deposit.account)]
+            .get_mut(&deposit.account)
+            .expect("checked above");
+        account.balances[asset] += deposit.amount;
+        self.state_hash = self.compute_state_hash();
+        Ok(())
+    }
+
+    pub fn credited(&self, marker: &[u8; 32]) -> bool {
+        self.credited.contains(marker)
     }
 
     /// Per asset: unlocked balances + locked in offers + burned = deposited − withdrawn, exactly.
@@ -230,6 +303,32 @@ impl Ledger {
     }
 }
 
+/// A withdrawal's bytes in snapshots and the state hash.
+const WITHDRAWAL_BYTES: usize = 8 + 8 + 2 + 8 + 32;
+
+pub(crate) fn withdrawal_bytes(withdrawal: &Withdrawal) -> [u8; WITHDRAWAL_BYTES] {
+    let mut bytes = [0u8; WITHDRAWAL_BYTES];
+    bytes[..8].copy_from_slice(&withdrawal.account.to_le_bytes());
+    bytes[8..16].copy_from_slice(&withdrawal.sequence.to_le_bytes());
+    bytes[16..18].copy_from_slice(&withdrawal.asset.to_le_bytes());
+    bytes[18..26].copy_from_slice(&withdrawal.amount.to_le_bytes());
+    bytes[26..].copy_from_slice(&withdrawal.address);
+    bytes
+}
+
+/// Every nonempty book's offers as clearing sees them.
+pub(crate) fn supply_of(books: &BTreeMap<Pair, BTreeMap<OfferKey, u64>>) -> Vec<PairSupply> {
+    books
+        .iter()
+        .filter(|(_, book)| !book.is_empty())
+        .map(|(&(sell, buy), book)| PairSupply {
+            sell,
+            buy,
+            levels: levels(book.iter().map(|(key, amount)| (key.limit, *amount))),
+        })
+        .collect()
+}
+
 /// (limit, amount) in ascending limit order, summed per distinct limit.
 pub(crate) fn levels(offers: impl Iterator<Item = (LimitPrice, u64)>) -> Vec<(LimitPrice, u64)> {
     let mut levels: Vec<(LimitPrice, u64)> = Vec::new();
@@ -254,7 +353,9 @@ impl Ledger {
     /// The state as bytes: version, height, state hash, per asset (deposited, withdrawn, burned:
     /// `u128` each), account count (`u64`) and accounts in id order (id, key, last sequence,
     /// balances), offer count (`u64`) and offers in (pair, key) order (sell, buy, limit, account,
-    /// sequence, amount). Equal states give equal bytes.
+    /// sequence, amount), withdrawal count (`u64`) and withdrawals in (account, sequence) order
+    /// (account, sequence, asset, amount, address), credited marker count (`u64`) and markers in
+    /// order. Equal states give equal bytes.
     pub fn snapshot(&self) -> Vec<u8> {
         use specie_codec::put_u64;
         let mut out = vec![SNAPSHOT_VERSION];
@@ -281,6 +382,12 @@ impl Ledger {
                 }
             }
         }
+        put_u64(&mut out, self.withdrawals.len() as u64);
+        self.withdrawals
+            .values()
+            .for_each(|w| out.extend_from_slice(&withdrawal_bytes(w)));
+        put_u64(&mut out, self.credited.len() as u64);
+        self.credited.iter().for_each(|marker| out.extend_from_slice(marker));
         out
     }
 
@@ -346,12 +453,39 @@ impl Ledger {
                 return Err(invalid("an offer twice".into()));
             }
         }
+        let mut withdrawals = BTreeMap::new();
+        let count = reader.read_count("withdrawals", SNAPSHOT_ITEMS_MAX, WITHDRAWAL_BYTES)?;
+        for _ in 0..count {
+            let withdrawal = Withdrawal {
+                account: reader.read_u64("withdrawal account")?,
+                sequence: reader.read_u64("withdrawal sequence")?,
+                asset: u16::from_le_bytes(reader.read_array("withdrawal asset")?),
+                amount: reader.read_u64("withdrawal amount")?,
+                address: reader.read_array("withdrawal address")?,
+            };
+            let id = (withdrawal.account, withdrawal.sequence);
+            if withdrawals.last_key_value().is_some_and(|(last, _)| *last >= id) {
+                return Err(invalid("withdrawals not in increasing order".into()));
+            }
+            withdrawals.insert(id, withdrawal);
+        }
+        let mut credited = BTreeSet::new();
+        let count = reader.read_count("credited markers", SNAPSHOT_ITEMS_MAX, 32)?;
+        for _ in 0..count {
+            let marker: [u8; 32] = reader.read_array("credited marker")?;
+            if credited.last().is_some_and(|last| *last >= marker) {
+                return Err(invalid("credited markers not in increasing order".into()));
+            }
+            credited.insert(marker);
+        }
         reader.finish()?;
         let ledger = Ledger {
             config,
             shards,
             books,
             totals,
+            withdrawals,
+            credited,
             height,
             state_hash,
         };

@@ -22,10 +22,13 @@ pub mod transaction;
 
 pub use block::{payout, Block, BlockError, Executed, BLOCK_VERSION};
 pub use ledger::{
-    Account, AssetTotals, ExchangeConfig, Ledger, LedgerError, OfferKey, Pair, ACCOUNT_SHARDS, ASSET_TOTAL_MAX,
+    Account, AssetTotals, Deposit, DepositRefusal, ExchangeConfig, Ledger, LedgerError, OfferKey, Pair, ACCOUNT_SHARDS,
+    ASSET_TOTAL_MAX,
 };
-pub use role::{ExchangeInput, ExchangeReply, ExchangeReport, ExchangeRole, ExchangeStateError, Fate, RoleLimits};
-pub use screen::{Effects, Refusal};
+pub use role::{
+    ExchangeCommand, ExchangeInput, ExchangeReply, ExchangeReport, ExchangeRole, ExchangeStateError, Fate, RoleLimits,
+};
+pub use screen::{Effects, Refusal, Withdrawal};
 pub use specie_clearing::{Clearing, ClearingParams, LimitPrice, PairTrade, Valuation};
 pub use state_hash::AccountProof;
 pub use transaction::{

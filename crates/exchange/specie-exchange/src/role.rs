@@ -1,5 +1,6 @@
 //! The exchange as a role of the shared contract (`specie-role`), so it runs on the embedded host
-//! over its log, replicated by Raft, and in the simulator. Its one command is a block: the leader
+//! over its log, replicated by Raft, and in the simulator. Its commands are blocks and deposits
+//! (value a core confirmed moving to the exchange, credited once per funding marker). The leader
 //! assembles one every `block_interval_ms` from what traders submitted (clearing it once), the
 //! host makes it durable (one fsync, or one Raft entry, per block) and every replica applies it.
 //! A submission is answered only once its transactions are in a durable block, or refused: what
@@ -11,8 +12,8 @@ use specie_codec::DecodeError;
 use specie_role::{Durable, Output, Role, Ticket};
 
 use crate::block::{Block, BlockError};
-use crate::ledger::{Account, ExchangeConfig, Ledger, LedgerError};
-use crate::screen::Refusal;
+use crate::ledger::{Account, Deposit, DepositRefusal, ExchangeConfig, Ledger, LedgerError};
+use crate::screen::{Refusal, Withdrawal};
 use crate::transaction::{AccountId, SignedTransaction};
 
 /// How the role paces and bounds its work.
@@ -52,7 +53,28 @@ pub enum ExchangeInput {
     LastBlock {
         ticket: Ticket,
     },
+    /// A deposit whose funding the caller found confirmed in the asset's core (the service
+    /// checks the core itself; the role credits each marker once).
+    Deposit {
+        ticket: Ticket,
+        deposit: Deposit,
+    },
+    Withdrawal {
+        ticket: Ticket,
+        account: AccountId,
+        sequence: u64,
+    },
 }
+
+/// What the exchange makes durable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExchangeCommand {
+    Block(Block),
+    Deposit(Deposit),
+}
+
+const COMMAND_BLOCK: u8 = 1;
+const COMMAND_DEPOSIT: u8 = 2;
 
 /// What a transaction of a submission came to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +97,9 @@ pub enum ExchangeReply {
     Dropped,
     Account(Option<Account>),
     LastBlock(Option<Box<Block>>),
+    Deposited,
+    DepositRefused(DepositRefusal),
+    Withdrawal(Option<Withdrawal>),
 }
 
 /// What the operator must see: a committed block that does not apply is a bug (only the leader
@@ -100,6 +125,8 @@ pub struct ExchangeRole {
     in_flight: Option<Vec<(Ticket, usize)>>,
     next_block_ms: Option<u64>,
     last_block: Option<Box<Block>>,
+    /// Deposits on their way to the log, by marker, with whoever waits for each.
+    depositing: HashMap<[u8; 32], Vec<Ticket>>,
     outputs: VecDeque<Output<ExchangeRole>>,
 }
 
@@ -114,7 +141,46 @@ impl ExchangeRole {
             in_flight: None,
             next_block_ms: None,
             last_block: None,
+            depositing: HashMap::new(),
             outputs: VecDeque::new(),
+        }
+    }
+
+    fn apply_block(&mut self, now_ms: u64, block: &Block) {
+        match self.ledger.apply(block) {
+            Ok(_) => {
+                let height = block.height;
+                for (ticket, index) in self.in_flight.take().unwrap_or_default() {
+                    self.settle(ticket, index, Fate::Included { height });
+                }
+                self.last_block = Some(Box::new(block.clone()));
+            }
+            Err(error) => {
+                self.in_flight = None;
+                let report = ExchangeReport::BlockRefused {
+                    height: block.height,
+                    error,
+                };
+                self.outputs.push_back(Output::Report(report));
+            }
+        }
+        if self.leading && !self.mempool.is_empty() {
+            self.next_block_ms = Some(now_ms + self.limits.block_interval_ms);
+        }
+    }
+
+    /// A deposit: refused at once if the state refuses it, else proposed (once per marker).
+    fn deposit(&mut self, ticket: Ticket, deposit: Deposit) {
+        if let Some(waiting) = self.depositing.get_mut(&deposit.marker) {
+            return waiting.push(ticket);
+        }
+        match self.ledger.check_deposit(&deposit) {
+            Err(refusal) => self.reply(ticket, ExchangeReply::DepositRefused(refusal)),
+            Ok(()) => {
+                self.depositing.insert(deposit.marker, vec![ticket]);
+                self.outputs
+                    .push_back(Output::Propose(ExchangeCommand::Deposit(deposit)));
+            }
         }
     }
 
@@ -191,12 +257,12 @@ impl ExchangeRole {
             .filter_map(|t| origins.get(t).copied())
             .collect();
         self.in_flight = Some(in_flight);
-        self.outputs.push_back(Output::Propose(block));
+        self.outputs.push_back(Output::Propose(ExchangeCommand::Block(block)));
     }
 }
 
 impl Role for ExchangeRole {
-    type Command = Block;
+    type Command = ExchangeCommand;
     type Input = ExchangeInput;
     type Peer = std::convert::Infallible;
     type Message = std::convert::Infallible;
@@ -212,7 +278,9 @@ impl Role for ExchangeRole {
         self.mempool.clear();
         self.in_flight = None;
         self.next_block_ms = None;
-        for ticket in self.waiting.drain().map(|(ticket, _)| ticket).collect::<Vec<_>>() {
+        let depositing: Vec<Ticket> = self.depositing.drain().flat_map(|(_, tickets)| tickets).collect();
+        let waiting = self.waiting.drain().map(|(ticket, _)| ticket);
+        for ticket in waiting.chain(depositing).collect::<Vec<_>>() {
             self.reply(ticket, ExchangeReply::Dropped);
         }
     }
@@ -229,29 +297,31 @@ impl Role for ExchangeRole {
                 let last = self.last_block.clone();
                 self.reply(ticket, ExchangeReply::LastBlock(last));
             }
+            ExchangeInput::Deposit { ticket, deposit } if self.leading => self.deposit(ticket, deposit),
+            ExchangeInput::Deposit { ticket, .. } => self.reply(ticket, ExchangeReply::Dropped),
+            ExchangeInput::Withdrawal {
+                ticket,
+                account,
+                sequence,
+            } => {
+                let withdrawal = self.ledger.withdrawal(account, sequence).copied();
+                self.reply(ticket, ExchangeReply::Withdrawal(withdrawal));
+            }
         }
     }
 
-    fn apply(&mut self, now_ms: u64, block: &Block) {
-        match self.ledger.apply(block) {
-            Ok(_) => {
-                let height = block.height;
-                for (ticket, index) in self.in_flight.take().unwrap_or_default() {
-                    self.settle(ticket, index, Fate::Included { height });
-                }
-                self.last_block = Some(Box::new(block.clone()));
-            }
-            Err(error) => {
-                self.in_flight = None;
-                let report = ExchangeReport::BlockRefused {
-                    height: block.height,
-                    error,
+    fn apply(&mut self, now_ms: u64, command: &ExchangeCommand) {
+        match command {
+            ExchangeCommand::Block(block) => self.apply_block(now_ms, block),
+            ExchangeCommand::Deposit(deposit) => {
+                let reply = match self.ledger.deposit(deposit) {
+                    Ok(()) => ExchangeReply::Deposited,
+                    Err(refusal) => ExchangeReply::DepositRefused(refusal),
                 };
-                self.outputs.push_back(Output::Report(report));
+                for ticket in self.depositing.remove(&deposit.marker).unwrap_or_default() {
+                    self.reply(ticket, reply.clone());
+                }
             }
-        }
-        if self.leading && !self.mempool.is_empty() {
-            self.next_block_ms = Some(now_ms + self.limits.block_interval_ms);
         }
     }
 
@@ -291,20 +361,44 @@ pub enum ExchangeStateError {
 impl Durable for ExchangeRole {
     type StateError = ExchangeStateError;
 
-    fn encode_command(block: &Block) -> Vec<u8> {
+    /// A tag, then a block (`0x01`) or a deposit (`0x02`: asset, marker, account, amount).
+    fn encode_command(command: &ExchangeCommand) -> Vec<u8> {
         let mut bytes = Vec::new();
-        block.encode_to(&mut bytes);
+        match command {
+            ExchangeCommand::Block(block) => {
+                bytes.push(COMMAND_BLOCK);
+                block.encode_to(&mut bytes);
+            }
+            ExchangeCommand::Deposit(deposit) => {
+                bytes.push(COMMAND_DEPOSIT);
+                bytes.extend_from_slice(&deposit.asset.to_le_bytes());
+                bytes.extend_from_slice(&deposit.marker);
+                specie_codec::put_u64(&mut bytes, deposit.account);
+                specie_codec::put_u64(&mut bytes, deposit.amount);
+            }
+        }
         bytes
     }
 
-    fn decode_command(&self, bytes: &[u8]) -> Result<Block, ExchangeStateError> {
+    fn decode_command(&self, bytes: &[u8]) -> Result<ExchangeCommand, ExchangeStateError> {
         let max = self.ledger.config().block_transactions_max;
-        Ok(specie_codec::decode_bounded(
-            "exchange block",
-            bytes,
-            Block::encoded_bytes_max(max),
-            |reader| Block::decode_from(reader, max),
-        )?)
+        let command =
+            specie_codec::decode_bounded("exchange command", bytes, 1 + Block::encoded_bytes_max(max), |reader| {
+                match reader.read_u8("command")? {
+                    COMMAND_BLOCK => Block::decode_from(reader, max).map(ExchangeCommand::Block),
+                    COMMAND_DEPOSIT => Ok(ExchangeCommand::Deposit(Deposit {
+                        asset: u16::from_le_bytes(reader.read_array("asset")?),
+                        marker: reader.read_array("marker")?,
+                        account: reader.read_u64("account")?,
+                        amount: reader.read_u64("amount")?,
+                    })),
+                    tag => Err(DecodeError::Invalid {
+                        what: "exchange command",
+                        reason: format!("unknown command {tag:#04x}"),
+                    }),
+                }
+            })?;
+        Ok(command)
     }
 
     fn snapshot(&self) -> Vec<u8> {

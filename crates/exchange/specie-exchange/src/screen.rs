@@ -64,6 +64,19 @@ pub struct Effects {
     pub cancels: Vec<(Pair, OfferKey)>,
     pub offers: Vec<(Pair, OfferKey, u64)>,
     pub new_accounts: Vec<(AccountId, [u8; 32])>,
+    /// In (account, sequence) order, whatever the order of the block's transactions.
+    pub withdrawals: Vec<Withdrawal>,
+}
+
+/// Value leaving the exchange for an online core: what the exchange's payout for that core
+/// pays. Known by (account, sequence), unique on the exchange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Withdrawal {
+    pub account: AccountId,
+    pub sequence: u64,
+    pub asset: AssetId,
+    pub amount: u64,
+    pub address: [u8; 32],
 }
 
 /// Screens `transactions` (signatures already checked) against `ledger`: the verdict per
@@ -155,6 +168,13 @@ fn alone(ledger: &Ledger, signed: &SignedTransaction) -> Result<(), Refusal> {
             }
             ledger.account(to).map(|_| ()).ok_or(Refusal::NoSuchPayee)
         }
+        Operation::Withdraw { asset, amount, .. } => {
+            in_range(asset)?;
+            if amount == 0 {
+                return Err(Refusal::ZeroAmount);
+            }
+            Ok(())
+        }
     }
 }
 
@@ -176,7 +196,9 @@ fn together<'a>(
         }
         match signed.transaction.operation {
             Operation::SellOffer { sell, amount, .. } => taken[usize::from(sell)] += u128::from(amount),
-            Operation::Payment { asset, amount, .. } => taken[usize::from(asset)] += u128::from(amount),
+            Operation::Payment { asset, amount, .. } | Operation::Withdraw { asset, amount, .. } => {
+                taken[usize::from(asset)] += u128::from(amount)
+            }
             Operation::CancelOffer {
                 sell,
                 buy,
@@ -260,7 +282,18 @@ fn effects(ledger: &Ledger, transactions: &[SignedTransaction], verdicts: &[Opti
                 entry.0[usize::from(asset)] += amount;
                 effects.credits.push((to, asset, amount));
             }
+            Operation::Withdraw { asset, amount, address } => {
+                entry.0[usize::from(asset)] += amount;
+                effects.withdrawals.push(Withdrawal {
+                    account,
+                    sequence: transaction.sequence,
+                    asset,
+                    amount,
+                    address,
+                });
+            }
         }
     }
+    effects.withdrawals.sort_unstable();
     effects
 }

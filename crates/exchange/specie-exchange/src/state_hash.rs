@@ -1,6 +1,7 @@
 //! The state hash replicas compare after every block: SHA-256 over the height, the per-asset
-//! totals, and the roots of two Merkle trees, one over the accounts in id order and one over the
-//! resting offers in (pair, limit, account, sequence) order. A leaf and an inner node are hashed
+//! totals, and the roots of Merkle trees over the accounts in id order, the resting offers in
+//! (pair, limit, account, sequence) order, the withdrawals in (account, sequence) order and the
+//! credited deposit markers in order. A leaf and an inner node are hashed
 //! under different prefixes, and an odd node moves up a level unhashed, so no two trees share a
 //! root. An account's leaf and the path to the root prove its balances to anyone who has the
 //! state hash ([`Ledger::account_proof`]).
@@ -144,6 +145,14 @@ impl Ledger {
             }
         }
         rest.extend_from_slice(&root(&levels(offers)));
+        let withdrawals = self
+            .withdrawals
+            .values()
+            .map(|w| leaf_hash(&crate::ledger::withdrawal_bytes(w)))
+            .collect();
+        rest.extend_from_slice(&root(&levels(withdrawals)));
+        let credited = self.credited.iter().map(|marker| leaf_hash(marker)).collect();
+        rest.extend_from_slice(&root(&levels(credited)));
         rest
     }
 

@@ -17,13 +17,14 @@ const TRANSACTION_DOMAIN: &[u8] = b"specie/exchange/transaction/v1";
 /// The first byte of every transaction's encoding.
 pub const TRANSACTION_VERSION: u8 = 1;
 /// Every signed transaction's largest encoding: version, account, sequence, tag, the largest
-/// operation (a new account: id and key), signature.
-pub const SIGNED_TRANSACTION_BYTES_MAX: usize = 1 + 8 + 8 + 1 + 40 + 64;
+/// operation (a withdrawal: asset, amount, core address), signature.
+pub const SIGNED_TRANSACTION_BYTES_MAX: usize = 1 + 8 + 8 + 1 + 42 + 64;
 
 const TAG_CREATE_ACCOUNT: u8 = 1;
 const TAG_SELL_OFFER: u8 = 2;
 const TAG_CANCEL_OFFER: u8 = 3;
 const TAG_PAYMENT: u8 = 4;
+const TAG_WITHDRAW: u8 = 5;
 
 /// One operation. Offers are sell offers only: limit buy offers make clearing PPAD-hard
 /// (SPEEDEX Appendix H).
@@ -50,6 +51,13 @@ pub enum Operation {
     },
     /// Pay `amount` of `asset` to the existing account `to`.
     Payment { to: AccountId, asset: AssetId, amount: u64 },
+    /// Take `amount` of `asset` out of the exchange, to `address` (an x-only key) on the asset's
+    /// online core: the block's execution records a payout the exchange signs for that core.
+    Withdraw {
+        asset: AssetId,
+        amount: u64,
+        address: [u8; 32],
+    },
 }
 
 /// A transaction before it is signed.
@@ -109,6 +117,12 @@ impl Transaction {
                 out.extend_from_slice(&asset.to_le_bytes());
                 put_u64(out, amount);
             }
+            Operation::Withdraw { asset, amount, address } => {
+                out.push(TAG_WITHDRAW);
+                out.extend_from_slice(&asset.to_le_bytes());
+                put_u64(out, amount);
+                out.extend_from_slice(&address);
+            }
         }
     }
 
@@ -143,6 +157,11 @@ impl Transaction {
                 to: reader.read_u64("payee")?,
                 asset: u16::from_le_bytes(reader.read_array("asset")?),
                 amount: reader.read_u64("amount")?,
+            },
+            TAG_WITHDRAW => Operation::Withdraw {
+                asset: u16::from_le_bytes(reader.read_array("asset")?),
+                amount: reader.read_u64("amount")?,
+                address: reader.read_array("core address")?,
             },
             tag => {
                 return Err(DecodeError::Invalid {
@@ -229,6 +248,11 @@ mod tests {
                 to,
                 asset,
                 amount
+            }),
+            (any::<u16>(), any::<u64>(), any::<[u8; 32]>()).prop_map(|(asset, amount, address)| Operation::Withdraw {
+                asset,
+                amount,
+                address
             }),
         ]
     }

@@ -98,10 +98,15 @@ impl World {
                     },
                 }
             }
-            7 | 8 => Operation::Payment {
+            7 => Operation::Payment {
                 to: *ids.choose(&mut self.rng).unwrap(),
                 asset,
                 amount: spend(&mut self.rng, balances[usize::from(asset)]),
+            },
+            8 => Operation::Withdraw {
+                asset,
+                amount: spend(&mut self.rng, balances[usize::from(asset)]),
+                address: [account as u8; 32],
             },
             _ => Operation::CreateAccount {
                 id: self.rng.gen_range(1..40),
@@ -193,6 +198,9 @@ fn model(before: &Ledger, block: &Block) -> (Balances, Books) {
                 balances.get_mut(&t.account).unwrap()[usize::from(asset)] -= amount;
                 balances.get_mut(&to).unwrap()[usize::from(asset)] += amount;
             }
+            Operation::Withdraw { asset, amount, .. } => {
+                balances.get_mut(&t.account).unwrap()[usize::from(asset)] -= amount;
+            }
         }
     }
     let prices: Vec<u128> = block.clearing.prices.iter().map(|p| u128::from(p.0)).collect();
@@ -225,12 +233,12 @@ fn check_against_model(before: &Ledger, after: &Ledger, block: &Block) {
     assert_eq!(after.offer_count(), books.values().map(BTreeMap::len).sum::<usize>());
 }
 
-/// How many transactions of each kind blocks held (create, offer, cancel, pay), and how many
+/// How many transactions of each kind blocks held (create, offer, cancel, pay, withdraw), and how many
 /// candidates the proposer dropped: a world that exercises nothing proves nothing.
-fn run_world(seed: u64, blocks: usize, per_block: usize) -> ([usize; 4], usize) {
+fn run_world(seed: u64, blocks: usize, per_block: usize) -> ([usize; 5], usize) {
     let mut world = World::new(seed, 8);
     let single = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    let (mut kinds, mut dropped) = ([0usize; 4], 0);
+    let (mut kinds, mut dropped) = ([0usize; 5], 0);
     for _ in 0..blocks {
         let before = world.ledger.clone();
         let candidates = world.candidates(per_block);
@@ -242,6 +250,7 @@ fn run_world(seed: u64, blocks: usize, per_block: usize) -> ([usize; 4], usize) 
                 Operation::SellOffer { .. } => 1,
                 Operation::CancelOffer { .. } => 2,
                 Operation::Payment { .. } => 3,
+                Operation::Withdraw { .. } => 4,
             }] += 1;
         }
         world.ledger.audit().unwrap();

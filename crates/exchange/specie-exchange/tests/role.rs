@@ -6,8 +6,8 @@
 
 use ed25519_dalek::SigningKey;
 use specie_exchange::{
-    ExchangeConfig, ExchangeInput, ExchangeReply, ExchangeRole, Fate, Ledger, LimitPrice, Operation, Refusal,
-    RoleLimits, Transaction,
+    Deposit, DepositRefusal, ExchangeConfig, ExchangeInput, ExchangeReply, ExchangeRole, Fate, Ledger, LimitPrice,
+    Operation, Refusal, RoleLimits, Transaction, Withdrawal,
 };
 use specie_host::{SimEvent, SimHost};
 use specie_role::{Durable, Role};
@@ -159,6 +159,94 @@ fn submissions_are_answered_once_in_a_durable_block_and_survive_a_crash() {
     let last = damaged.len() - 1;
     damaged[last] ^= 1;
     assert!(fresh().restore(&damaged).is_err(), "a damaged snapshot is refused");
+}
+
+#[test]
+fn a_deposit_is_credited_once_and_a_withdrawal_is_recorded_for_its_payout() {
+    let mut host = SimHost::start("exchange", fresh);
+    let deposit = Deposit {
+        asset: 2,
+        marker: [9; 32],
+        account: 3,
+        amount: 700,
+    };
+    let first = replies(host.handle(0, ExchangeInput::Deposit { ticket: 1, deposit }));
+    assert_eq!(first, vec![(1, ExchangeReply::Deposited)]);
+    let again = replies(host.handle(0, ExchangeInput::Deposit { ticket: 2, deposit }));
+    assert_eq!(
+        again,
+        vec![(2, ExchangeReply::DepositRefused(DepositRefusal::AlreadyCredited))]
+    );
+    let nobody = Deposit {
+        account: 99,
+        marker: [8; 32],
+        ..deposit
+    };
+    let refused = replies(host.handle(
+        0,
+        ExchangeInput::Deposit {
+            ticket: 3,
+            deposit: nobody,
+        },
+    ));
+    assert_eq!(
+        refused,
+        vec![(3, ExchangeReply::DepositRefused(DepositRefusal::NoSuchAccount))]
+    );
+    let withdraw = Transaction {
+        account: 3,
+        sequence: 1,
+        operation: Operation::Withdraw {
+            asset: 2,
+            amount: 3_500,
+            address: [5; 32],
+        },
+    }
+    .sign(&EXCHANGE, &key(3));
+    host.handle(
+        0,
+        ExchangeInput::Submit {
+            ticket: 4,
+            transactions: vec![withdraw],
+        },
+    );
+    assert_eq!(
+        replies(host.tick(100)),
+        vec![(4, ExchangeReply::Settled(vec![Fate::Included { height: 1 }]))]
+    );
+    let found = replies(host.handle(
+        100,
+        ExchangeInput::Withdrawal {
+            ticket: 5,
+            account: 3,
+            sequence: 1,
+        },
+    ));
+    let expected = Withdrawal {
+        account: 3,
+        sequence: 1,
+        asset: 2,
+        amount: 3_500,
+        address: [5; 32],
+    };
+    assert_eq!(found, vec![(5, ExchangeReply::Withdrawal(Some(expected)))]);
+    let ledger = host.role().unwrap().ledger();
+    assert_eq!(ledger.account(3).unwrap().balances[2], 3_000 + 700 - 3_500);
+    assert_eq!(
+        (ledger.totals()[2].deposited, ledger.totals()[2].withdrawn),
+        (4 * 3_000 + 700, 3_500)
+    );
+    ledger.audit().unwrap();
+    // The deposit and the withdrawal survive a crash, from the log.
+    let hash = ledger.state_hash();
+    host.crash();
+    host.restart(200).unwrap();
+    assert_eq!(host.role().unwrap().ledger().state_hash(), hash);
+    let again = replies(host.handle(200, ExchangeInput::Deposit { ticket: 6, deposit }));
+    assert_eq!(
+        again,
+        vec![(6, ExchangeReply::DepositRefused(DepositRefusal::AlreadyCredited))]
+    );
 }
 
 #[test]
