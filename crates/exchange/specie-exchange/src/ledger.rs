@@ -303,6 +303,47 @@ impl Ledger {
     }
 }
 
+fn read_withdrawals(
+    reader: &mut specie_codec::Reader<'_>,
+) -> Result<BTreeMap<(AccountId, u64), Withdrawal>, specie_codec::DecodeError> {
+    let mut withdrawals = BTreeMap::new();
+    let count = reader.read_count("withdrawals", SNAPSHOT_ITEMS_MAX, WITHDRAWAL_BYTES)?;
+    for _ in 0..count {
+        let withdrawal = Withdrawal {
+            account: reader.read_u64("withdrawal account")?,
+            sequence: reader.read_u64("withdrawal sequence")?,
+            asset: u16::from_le_bytes(reader.read_array("withdrawal asset")?),
+            amount: reader.read_u64("withdrawal amount")?,
+            address: reader.read_array("withdrawal address")?,
+        };
+        let id = (withdrawal.account, withdrawal.sequence);
+        if withdrawals.last_key_value().is_some_and(|(last, _)| *last >= id) {
+            return Err(specie_codec::DecodeError::NonCanonical {
+                what: "exchange snapshot",
+                reason: "withdrawals not in increasing order",
+            });
+        }
+        withdrawals.insert(id, withdrawal);
+    }
+    Ok(withdrawals)
+}
+
+fn read_credited(reader: &mut specie_codec::Reader<'_>) -> Result<BTreeSet<[u8; 32]>, specie_codec::DecodeError> {
+    let mut credited = BTreeSet::new();
+    let count = reader.read_count("credited markers", SNAPSHOT_ITEMS_MAX, 32)?;
+    for _ in 0..count {
+        let marker: [u8; 32] = reader.read_array("credited marker")?;
+        if credited.last().is_some_and(|last| *last >= marker) {
+            return Err(specie_codec::DecodeError::NonCanonical {
+                what: "exchange snapshot",
+                reason: "credited markers not in increasing order",
+            });
+        }
+        credited.insert(marker);
+    }
+    Ok(credited)
+}
+
 /// A withdrawal's bytes in snapshots and the state hash.
 const WITHDRAWAL_BYTES: usize = 8 + 8 + 2 + 8 + 32;
 
@@ -453,31 +494,8 @@ impl Ledger {
                 return Err(invalid("an offer twice".into()));
             }
         }
-        let mut withdrawals = BTreeMap::new();
-        let count = reader.read_count("withdrawals", SNAPSHOT_ITEMS_MAX, WITHDRAWAL_BYTES)?;
-        for _ in 0..count {
-            let withdrawal = Withdrawal {
-                account: reader.read_u64("withdrawal account")?,
-                sequence: reader.read_u64("withdrawal sequence")?,
-                asset: u16::from_le_bytes(reader.read_array("withdrawal asset")?),
-                amount: reader.read_u64("withdrawal amount")?,
-                address: reader.read_array("withdrawal address")?,
-            };
-            let id = (withdrawal.account, withdrawal.sequence);
-            if withdrawals.last_key_value().is_some_and(|(last, _)| *last >= id) {
-                return Err(invalid("withdrawals not in increasing order".into()));
-            }
-            withdrawals.insert(id, withdrawal);
-        }
-        let mut credited = BTreeSet::new();
-        let count = reader.read_count("credited markers", SNAPSHOT_ITEMS_MAX, 32)?;
-        for _ in 0..count {
-            let marker: [u8; 32] = reader.read_array("credited marker")?;
-            if credited.last().is_some_and(|last| *last >= marker) {
-                return Err(invalid("credited markers not in increasing order".into()));
-            }
-            credited.insert(marker);
-        }
+        let withdrawals = read_withdrawals(&mut reader)?;
+        let credited = read_credited(&mut reader)?;
         reader.finish()?;
         let ledger = Ledger {
             config,
