@@ -32,6 +32,11 @@ pub struct NodeArgs {
     /// are valid. Without it, both are refused (`no_offline_authority`).
     #[arg(long, value_name = "HEX", value_parser = parse_key_hex)]
     pub offline_authority: Option<[u8; 32]>,
+    /// The exchange's bridge key (hex, 32 bytes) this node banks for: deposits to the exchange
+    /// and the withdrawals it signed are valid. Without it (and without --offline-authority),
+    /// both are refused.
+    #[arg(long, value_name = "HEX", value_parser = parse_key_hex)]
+    pub exchange: Option<[u8; 32]>,
     /// Bech32 address prefix. Only for a new data directory.
     #[arg(long)]
     pub hrp: Option<String>,
@@ -99,6 +104,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     options.hrp = args.hrp;
     options.issuers = args.issuers;
     options.offline_authority = args.offline_authority;
+    options.exchange = args.exchange;
     options.batch_transactions_max = args.batch_transactions_max;
     specie_node::serve::serve(options, args.listen, limits)?;
     Ok(ExitCode::SUCCESS)

@@ -36,6 +36,9 @@ pub struct NodeOptions {
     /// signed payouts are valid. `None`: both are invalid (`no_offline_authority`). Given at
     /// every start, like the committee.
     pub offline_authority: Option<[u8; 32]>,
+    /// The exchange's bridge key this node banks for: deposits to the exchange and its signed
+    /// withdrawals are valid (the same two kinds as the offline authority's). Given at every start.
+    pub exchange: Option<[u8; 32]>,
     pub batch_transactions_max: usize,
     pub dtxns_in_flight_max: usize,
     /// Submissions waiting for a dtxn beyond this are answered `Busy`.
@@ -55,6 +58,7 @@ impl NodeOptions {
             issuers: vec![],
             fastpay_committee: None,
             offline_authority: None,
+            exchange: None,
             batch_transactions_max: 2000,
             dtxns_in_flight_max: 4,
             queue_transactions_max: 200_000,
@@ -219,7 +223,8 @@ impl EmbeddedNode {
         let shared = Shared {
             manifest,
             trusted: TrustedKeys::new(issuers, options.fastpay_committee.clone())
-                .with_offline_authority(options.offline_authority),
+                .with_offline_authority(options.offline_authority)
+                .with_exchange(options.exchange),
             ranges,
             submissions: submissions_tx,
             shards: shard_inboxes,

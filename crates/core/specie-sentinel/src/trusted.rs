@@ -16,6 +16,10 @@ pub struct TrustedKeys {
     /// fundings must name it and payouts must carry its signature. Without it, both are invalid
     /// (`no_offline_authority`).
     pub offline_authority: Option<[u8; 32]>,
+    /// The exchange's bridge key (Ed25519), if the node banks for the exchange: deposits to it
+    /// and withdrawals it signed travel as the same two kinds as offline fundings and payouts
+    /// (docs/transaction-format.md §5.7–5.8), naming this key.
+    pub exchange: Option<[u8; 32]>,
 }
 
 impl TrustedKeys {
@@ -24,7 +28,22 @@ impl TrustedKeys {
             issuers,
             fastpay_committee,
             offline_authority: None,
+            exchange: None,
         }
+    }
+
+    /// These keys, banking for the exchange whose bridge key is `exchange` too.
+    pub fn with_exchange(self, exchange: Option<[u8; 32]>) -> Self {
+        TrustedKeys { exchange, ..self }
+    }
+
+    /// Whether `key` is a bridge the node banks for: the offline authority or the exchange.
+    pub fn is_bridge(&self, key: &[u8; 32]) -> bool {
+        self.offline_authority.as_ref() == Some(key) || self.exchange.as_ref() == Some(key)
+    }
+
+    pub fn has_bridge(&self) -> bool {
+        self.offline_authority.is_some() || self.exchange.is_some()
     }
 
     /// These keys, banking for the offline authority whose bridge key is `authority` too.

@@ -256,12 +256,12 @@ fn offline(code: OfflineErrorCode) -> ValidationError {
     ValidationError::Offline(code)
 }
 
-/// The configured offline authority, and that `named` is it.
-fn check_offline_authority(named: &[u8; 32], trusted: &TrustedKeys) -> Check {
-    match &trusted.offline_authority {
-        None => Err(offline(OfflineErrorCode::NoAuthority)),
-        Some(authority) if authority != named => Err(offline(OfflineErrorCode::OtherAuthority)),
-        Some(_) => Ok(()),
+/// A configured bridge (the offline authority or the exchange), and that `named` is one.
+fn check_bridge(named: &[u8; 32], trusted: &TrustedKeys) -> Check {
+    match () {
+        _ if !trusted.has_bridge() => Err(offline(OfflineErrorCode::NoAuthority)),
+        _ if !trusted.is_bridge(named) => Err(offline(OfflineErrorCode::OtherAuthority)),
+        _ => Ok(()),
     }
 }
 
@@ -278,7 +278,7 @@ pub(crate) fn check_offline_funding(funding: &OfflineFunding, txid: &Txid, trust
         zero,
         txid,
     )?;
-    check_offline_authority(&funding.authority, trusted)
+    check_bridge(&funding.authority, trusted)
 }
 
 /// A funding's inputs, change and witnesses, in the redeem's order of checks, with `zero` for an
@@ -306,7 +306,7 @@ fn check_funding_value(
 /// Offline payout: the configured authority signed it, for at least 1 unit. That a token's
 /// value comes back at most once is the shards' business: the payout's marker.
 pub(crate) fn check_offline_payout(payout: &OfflinePayout, trusted: &TrustedKeys) -> Check {
-    check_offline_authority(&payout.authority, trusted)?;
+    check_bridge(&payout.authority, trusted)?;
     if payout.amount() < 1 {
         return Err(offline(OfflineErrorCode::ZeroAmount));
     }

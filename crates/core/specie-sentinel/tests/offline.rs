@@ -156,6 +156,27 @@ fn payout_refusals_signature_amount_and_the_authority() {
     );
 }
 
+/// The exchange banks through the same two kinds: a node that banks for it takes payouts and
+/// fundings naming its key, beside the offline authority's, and refuses every other key.
+#[test]
+fn the_exchange_is_a_second_bridge_of_the_same_kinds() {
+    let exchange = deterministic_key(b"specie/test/", "exchange", 0);
+    let both = banking().with_exchange(Some(exchange.verifying_key().to_bytes()));
+    let by_exchange = SpecieTransaction::OfflinePayout(OfflinePayout::new_signed(&exchange, [7; 16], [2; 32], 9));
+    assert_eq!(validate(&by_exchange, &both), Ok(()));
+    assert_eq!(validate(&SpecieTransaction::OfflinePayout(payout(40)), &both), Ok(()));
+    let exchange_only = trusted().with_exchange(Some(exchange.verifying_key().to_bytes()));
+    assert_eq!(validate(&by_exchange, &exchange_only), Ok(()));
+    assert_eq!(
+        validate(&SpecieTransaction::OfflinePayout(payout(40)), &exchange_only),
+        Err(offline_error(OfflineErrorCode::OtherAuthority))
+    );
+    assert_eq!(
+        validate(&by_exchange, &banking()),
+        Err(offline_error(OfflineErrorCode::OtherAuthority))
+    );
+}
+
 #[test]
 fn truncated_and_extended_encodings_are_refused() {
     for tx in [
