@@ -90,13 +90,27 @@ pub struct Ledger {
 }
 
 /// Value that came in from an online core: a funding of `amount` of `asset` to the exchange,
-/// confirmed there (its `marker` is in that core's UHS), for `account`.
+/// confirmed there (its `marker` is in that core's UHS), for `account` with `key`: the funding
+/// commits to both ([`deposit_commitment`]). A first deposit opens the account.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Deposit {
     pub asset: AssetId,
     pub marker: [u8; 32],
     pub account: AccountId,
+    pub key: [u8; 32],
     pub amount: u64,
+}
+
+/// What a core funding to the exchange names as its `owners_digest`: SHA-256 of the domain, the
+/// account and its key, so that whoever sees the funding confirmed cannot have it credited to an
+/// account of their own.
+pub fn deposit_commitment(account: AccountId, key: &[u8; 32]) -> [u8; 32] {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(b"specie/exchange/deposit/v1");
+    hasher.update(account.to_le_bytes());
+    hasher.update(key);
+    hasher.finalize().into()
 }
 
 /// Why a deposit is not credited.
@@ -104,8 +118,10 @@ pub struct Deposit {
 pub enum DepositRefusal {
     #[error("this funding was credited already")]
     AlreadyCredited,
-    #[error("no such account")]
-    NoSuchAccount,
+    #[error("the account exists with another key")]
+    OtherKey,
+    #[error("not a valid Ed25519 public key for a new account")]
+    BadKey,
     #[error("no such asset")]
     NoSuchAsset,
     #[error("a zero amount")]
@@ -240,8 +256,13 @@ impl Ledger {
             _ if asset >= self.config.assets => Some(DepositRefusal::NoSuchAsset),
             _ if deposit.amount == 0 => Some(DepositRefusal::ZeroAmount),
             _ if self.credited.contains(&deposit.marker) => Some(DepositRefusal::AlreadyCredited),
-            _ if self.account(deposit.account).is_none() => Some(DepositRefusal::NoSuchAccount),
-            _ => None,
+            _ => match self.account(deposit.account) {
+                Some(account) if account.key != deposit.key => Some(DepositRefusal::OtherKey),
+                Some(_) => None,
+                None => specie_ed25519::check_public_key(&deposit.key)
+                    .err()
+                    .map(|_| DepositRefusal::BadKey),
+            },
         };
         if let Some(refusal) = refusal {
             return Err(refusal);
@@ -260,9 +281,14 @@ impl Ledger {
         let asset = usize::from(deposit.asset);
         self.totals[asset].deposited += u128::from(deposit.amount);
         self.credited.insert(deposit.marker);
+        let assets = self.config.assets;
         let account = self.shards[shard_of(deposit.account)]
-            .get_mut(&deposit.account)
-            .expect("checked above");
+            .entry(deposit.account)
+            .or_insert_with(|| Account {
+                key: deposit.key,
+                last_sequence: 0,
+                balances: vec![0; assets],
+            });
         account.balances[asset] += deposit.amount;
         self.state_hash = self.compute_state_hash();
         Ok(())

@@ -22,8 +22,8 @@ pub mod transaction;
 
 pub use block::{payout, Block, BlockError, Executed, BLOCK_VERSION};
 pub use ledger::{
-    Account, AssetTotals, Deposit, DepositRefusal, ExchangeConfig, Ledger, LedgerError, OfferKey, Pair, ACCOUNT_SHARDS,
-    ASSET_TOTAL_MAX,
+    deposit_commitment, Account, AssetTotals, Deposit, DepositRefusal, ExchangeConfig, Ledger, LedgerError, OfferKey,
+    Pair, ACCOUNT_SHARDS, ASSET_TOTAL_MAX,
 };
 pub use role::{
     ExchangeCommand, ExchangeInput, ExchangeReply, ExchangeReport, ExchangeRole, ExchangeStateError, Fate, RoleLimits,

@@ -361,7 +361,7 @@ pub enum ExchangeStateError {
 impl Durable for ExchangeRole {
     type StateError = ExchangeStateError;
 
-    /// A tag, then a block (`0x01`) or a deposit (`0x02`: asset, marker, account, amount).
+    /// A tag, then a block (`0x01`) or a deposit (`0x02`: asset, marker, account, key, amount).
     fn encode_command(command: &ExchangeCommand) -> Vec<u8> {
         let mut bytes = Vec::new();
         match command {
@@ -374,6 +374,7 @@ impl Durable for ExchangeRole {
                 bytes.extend_from_slice(&deposit.asset.to_le_bytes());
                 bytes.extend_from_slice(&deposit.marker);
                 specie_codec::put_u64(&mut bytes, deposit.account);
+                bytes.extend_from_slice(&deposit.key);
                 specie_codec::put_u64(&mut bytes, deposit.amount);
             }
         }
@@ -390,6 +391,7 @@ impl Durable for ExchangeRole {
                         asset: u16::from_le_bytes(reader.read_array("asset")?),
                         marker: reader.read_array("marker")?,
                         account: reader.read_u64("account")?,
+                        key: reader.read_array("key")?,
                         amount: reader.read_u64("amount")?,
                     })),
                     tag => Err(DecodeError::Invalid {

@@ -168,6 +168,7 @@ fn a_deposit_is_credited_once_and_a_withdrawal_is_recorded_for_its_payout() {
         asset: 2,
         marker: [9; 32],
         account: 3,
+        key: key(3).verifying_key().to_bytes(),
         amount: 700,
     };
     let first = replies(host.handle(0, ExchangeInput::Deposit { ticket: 1, deposit }));
@@ -177,21 +178,40 @@ fn a_deposit_is_credited_once_and_a_withdrawal_is_recorded_for_its_payout() {
         again,
         vec![(2, ExchangeReply::DepositRefused(DepositRefusal::AlreadyCredited))]
     );
-    let nobody = Deposit {
-        account: 99,
+    let wrong_key = Deposit {
         marker: [8; 32],
+        key: key(4).verifying_key().to_bytes(),
         ..deposit
     };
     let refused = replies(host.handle(
         0,
         ExchangeInput::Deposit {
             ticket: 3,
-            deposit: nobody,
+            deposit: wrong_key,
         },
     ));
     assert_eq!(
         refused,
-        vec![(3, ExchangeReply::DepositRefused(DepositRefusal::NoSuchAccount))]
+        vec![(3, ExchangeReply::DepositRefused(DepositRefusal::OtherKey))]
+    );
+    // A first deposit opens an account.
+    let opening = Deposit {
+        marker: [7; 32],
+        account: 42,
+        key: key(42).verifying_key().to_bytes(),
+        ..deposit
+    };
+    let opened = replies(host.handle(
+        0,
+        ExchangeInput::Deposit {
+            ticket: 7,
+            deposit: opening,
+        },
+    ));
+    assert_eq!(opened, vec![(7, ExchangeReply::Deposited)]);
+    assert_eq!(
+        host.role().unwrap().ledger().account(42).unwrap().balances,
+        vec![0, 0, 700]
     );
     let withdraw = Transaction {
         account: 3,
@@ -234,7 +254,7 @@ fn a_deposit_is_credited_once_and_a_withdrawal_is_recorded_for_its_payout() {
     assert_eq!(ledger.account(3).unwrap().balances[2], 3_000 + 700 - 3_500);
     assert_eq!(
         (ledger.totals()[2].deposited, ledger.totals()[2].withdrawn),
-        (4 * 3_000 + 700, 3_500)
+        (4 * 3_000 + 2 * 700, 3_500)
     );
     ledger.audit().unwrap();
     // The deposit and the withdrawal survive a crash, from the log.
