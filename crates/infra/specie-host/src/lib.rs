@@ -5,6 +5,7 @@
 //!   proposals are one append and one fsync, then applied, then answered.
 //! - [`replicated`]: one task per replica over Raft (`specie-raft`): the role lives in the Raft
 //!   state machine, leads while its replica does, and a round's proposals are one Raft entry.
+//! - [`thread`]: the embedded host on a thread of its own, for a service's or a demo's callers.
 //! - [`simulated`]: one role in a deterministic simulation: the world owns time and the network,
 //!   the host owns the log (which survives crashes) and checks each restart against the crash.
 //!
@@ -14,6 +15,7 @@
 pub mod embedded;
 pub mod replicated;
 pub mod simulated;
+pub mod thread;
 #[cfg(test)]
 mod test_role;
 
@@ -22,3 +24,4 @@ pub use replicated::{
     CallError, Calls, Gather, GatherAnswer, HostStopped, Refuse, ReplicatedHost, RoleMachine, Slot, SnapshotPlan,
 };
 pub use simulated::{SimEvent, SimHost, SimRestartError};
+pub use thread::{RoleCall, RoleThread, RoleThreadError};

@@ -5,19 +5,15 @@
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 
-use crossbeam_channel::Sender;
-use specie_host::{EmbeddedHost, HostMessage, RecoverError, Wiring};
+use specie_host::{RecoverError, RoleCall, RoleThread, RoleThreadError};
 use specie_log::LogOptions;
 use specie_offline_authority::{Input, OfflineAuthority, Reply, Report, StateError};
 use specie_role::Ticket;
 
 /// One call to the authority: its input, once the host gives it a ticket.
-pub type AuthorityCall = Box<dyn FnOnce(Ticket) -> Input + Send>;
-type Call = AuthorityCall;
-type ReplyTo = tokio::sync::oneshot::Sender<Reply>;
+pub type AuthorityCall = RoleCall<OfflineAuthority>;
 
 /// Why the authority could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -32,26 +28,8 @@ pub enum OpenError {
     BadSecret { path: PathBuf },
     #[error("cannot recover the authority: {0}")]
     Recover(#[source] Box<RecoverError<StateError>>),
-}
-
-struct Replies;
-
-impl Wiring<OfflineAuthority> for Replies {
-    type Call = Call;
-    type ReplyTo = ReplyTo;
-    fn input(call: Call, ticket: Ticket) -> Input {
-        call(ticket)
-    }
-    fn send(&mut self, to: std::convert::Infallible, _message: std::convert::Infallible) {
-        match to {}
-    }
-    fn reply(&mut self, reply_to: ReplyTo, reply: Reply) {
-        // A caller that went away (its connection closed) needs no answer.
-        let _ = reply_to.send(reply);
-    }
-    fn report(&mut self, report: Report) {
-        log_report(&report);
-    }
+    #[error("cannot start the authority: {0}")]
+    Start(String),
 }
 
 /// Logs what the authority reports (a double spend: whose, and where its evidence is), however
@@ -68,8 +46,7 @@ pub fn log_report(report: &Report) {
 /// The running authority: send it calls, read its key ring and operator token.
 #[derive(Clone)]
 pub struct AuthorityHandle {
-    calls: Sender<HostMessage<Call, ReplyTo>>,
-    thread: Arc<Mutex<Option<JoinHandle<OfflineAuthority>>>>,
+    role: RoleThread<OfflineAuthority>,
     /// The bridge key's public half: what the core banks for.
     bridge: [u8; 32],
     operator_token: Arc<String>,
@@ -83,26 +60,20 @@ impl AuthorityHandle {
         let keys = crate::authority_keys(data_dir)?;
         let operator_token = hex::encode(secret_file(&data_dir.join("operator.token"))?);
         let bridge = keys.bridge.verifying_key().to_bytes();
-        let host = EmbeddedHost::recover(
+        let role = RoleThread::start(
             "offline-authority",
             OfflineAuthority::new(keys),
-            Replies,
             &data_dir.join("log"),
             LogOptions::default(),
             snapshot_log_bytes,
+            |report| log_report(&report),
         )
-        .map_err(|error| OpenError::Recover(Box::new(error)))?;
-        let (calls, received) = crossbeam_channel::unbounded();
-        let thread = std::thread::Builder::new()
-            .name("offline-authority".into())
-            .spawn(move || host.run(received, crossbeam_channel::never()))
-            .map_err(|source| OpenError::Io {
-                path: data_dir.to_path_buf(),
-                source,
-            })?;
+        .map_err(|error| match error {
+            RoleThreadError::Recover(error) => OpenError::Recover(error),
+            other => OpenError::Start(other.to_string()),
+        })?;
         Ok(AuthorityHandle {
-            calls,
-            thread: Arc::new(Mutex::new(Some(thread))),
+            role,
             bridge,
             operator_token: Arc::new(operator_token),
         })
@@ -110,27 +81,14 @@ impl AuthorityHandle {
 
     /// The authority's answer to `input`, once it is durable; none if the authority stopped.
     pub async fn call(&self, input: impl FnOnce(Ticket) -> Input + Send + 'static) -> Option<Reply> {
-        let (reply_to, reply) = tokio::sync::oneshot::channel();
-        let call: Call = Box::new(input);
-        self.calls.send(HostMessage::Calls(vec![(call, reply_to)])).ok()?;
-        reply.await.ok()
+        self.role.call(input).await
     }
 
     /// The answers to `calls`, handed over together so the host takes them in one turn (their
     /// deposits checked in one batch, made durable with one fsync), waited for on this thread
     /// (not from an async task). `None` where the authority stopped first.
     pub fn call_together(&self, calls: Vec<AuthorityCall>) -> Vec<Option<Reply>> {
-        let (batch, replies): (Vec<_>, Vec<_>) = calls
-            .into_iter()
-            .map(|call| {
-                let (reply_to, reply) = tokio::sync::oneshot::channel();
-                ((call, reply_to), reply)
-            })
-            .unzip();
-        if self.calls.send(HostMessage::Calls(batch)).is_err() {
-            return replies.iter().map(|_| None).collect();
-        }
-        replies.into_iter().map(|reply| reply.blocking_recv().ok()).collect()
+        self.role.call_together(calls)
     }
 
     /// The public key the core must bank for (`specie node --offline-authority`).
@@ -145,11 +103,7 @@ impl AuthorityHandle {
 
     /// Finishes the turn in progress and stops the authority's thread.
     pub fn stop(&self) {
-        let _ = self.calls.send(HostMessage::Stop);
-        let thread = self.thread.lock().map(|mut thread| thread.take());
-        if let Ok(Some(thread)) = thread {
-            let _ = thread.join();
-        }
+        self.role.stop();
     }
 }
 
