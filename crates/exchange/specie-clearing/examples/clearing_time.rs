@@ -35,9 +35,15 @@ fn main() {
             let (clearing, report) = compute_with_report(50, &m.supply, &params);
             let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
             times_ms.push(elapsed_ms);
+            let checked = Instant::now();
             let ok = check(50, &m.supply, &params, &clearing).is_ok();
+            let check_ms = checked.elapsed().as_secs_f64() * 1e3;
+            // quality() = preprocessing the book (what compute does first) + the measure.
+            let measured = Instant::now();
+            let _ = specie_clearing::quality(50, &m.supply, &params, &clearing);
+            let book_ms = measured.elapsed().as_secs_f64() * 1e3;
             println!(
-                "  {offers:>7} offers run {run}: {elapsed_ms:8.2} ms  converged {} rounds {:>5} lp {} used {}  unrealized/realized {:.4}%  cleared {:.2}%  below-mu misses {}  check {}",
+                "  {offers:>7} offers run {run}: {elapsed_ms:8.2} ms  converged {} rounds {:>5} lp {} used {}  unrealized/realized {:.4}%  cleared {:.2}%  below-mu misses {}  check {} ({check_ms:.2} ms; book preprocessing ~{book_ms:.2} ms)",
                 report.converged, report.rounds, report.lp_solved, report.lp_used,
                 report.quality.unrealized_utility_ratio * 100.0, report.quality.volume_cleared_share() * 100.0,
                 report.quality.offers_below_mu_not_full, if ok { "ok" } else { "FAILED" },
