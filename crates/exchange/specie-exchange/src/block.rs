@@ -361,7 +361,11 @@ fn execute_pair(
         if *offered == 0 {
             emptied.push(*key);
         }
-        payouts.push((key.account, payout(sold, p_sell, p_buy, fee_bits)));
+        // The clearing's own payout: what `check` bounded, so the auctioneer never pays more.
+        let paid = specie_clearing::payout(sold, p_sell as u64, p_buy as u64, fee_bits)
+            .and_then(|paid| u64::try_from(paid).ok())
+            .expect("a checked clearing's payouts fit a u64");
+        payouts.push((key.account, paid));
     }
     assert_eq!(left, 0, "a checked trade is within the book");
     emptied.iter().for_each(|key| {
@@ -373,14 +377,6 @@ fn execute_pair(
         sold: amount,
         payouts,
     }
-}
-
-/// What a seller of `sold` gets: fee(floor(sold · p_sell / p_buy)), fee(v) = v − ceil(v / 2^fee_bits).
-pub fn payout(sold: u64, p_sell: u128, p_buy: u128, fee_bits: u8) -> u64 {
-    let value = u128::from(sold) * p_sell / p_buy;
-    let fee = value.div_ceil(1u128 << fee_bits);
-    // At most the sold amount's worth, within the bought asset's total.
-    u64::try_from(value - fee).expect("a payout fits a u64")
 }
 
 /// One account shard's part of a block.

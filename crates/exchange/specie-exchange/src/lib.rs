@@ -20,7 +20,7 @@ pub mod screen;
 pub mod state_hash;
 pub mod transaction;
 
-pub use block::{payout, Block, BlockError, Executed, BLOCK_VERSION};
+pub use block::{Block, BlockError, Executed, BLOCK_VERSION};
 pub use ledger::{
     deposit_commitment, Account, AssetTotals, Deposit, DepositRefusal, ExchangeConfig, Ledger, LedgerError, OfferKey,
     Pair, ACCOUNT_SHARDS, ASSET_TOTAL_MAX,
@@ -29,7 +29,7 @@ pub use role::{
     ExchangeCommand, ExchangeInput, ExchangeReply, ExchangeReport, ExchangeRole, ExchangeStateError, Fate, RoleLimits,
 };
 pub use screen::{Effects, Refusal, Withdrawal};
-pub use specie_clearing::{Clearing, ClearingParams, LimitPrice, PairTrade, Valuation};
+pub use specie_clearing::{payout, Clearing, ClearingParams, LimitPrice, PairTrade, Valuation};
 pub use state_hash::AccountProof;
 pub use transaction::{
     AccountId, AssetId, Operation, SignedTransaction, Transaction, SIGNED_TRANSACTION_BYTES_MAX, TRANSACTION_VERSION,

@@ -203,7 +203,7 @@ fn model(before: &Ledger, block: &Block) -> (Balances, Books) {
             }
         }
     }
-    let prices: Vec<u128> = block.clearing.prices.iter().map(|p| u128::from(p.0)).collect();
+    let prices: Vec<u64> = block.clearing.prices.iter().map(|p| p.0).collect();
     for trade in &block.clearing.trades {
         let book = books.get_mut(&(trade.sell, trade.buy)).unwrap();
         let mut left = trade.amount;
@@ -213,7 +213,8 @@ fn model(before: &Ledger, block: &Block) -> (Balances, Books) {
             *offered -= sold;
             let (p_sell, p_buy) = (prices[usize::from(trade.sell)], prices[usize::from(trade.buy)]);
             if sold > 0 {
-                balances.get_mut(&key.account).unwrap()[usize::from(trade.buy)] += payout(sold, p_sell, p_buy, 15);
+                balances.get_mut(&key.account).unwrap()[usize::from(trade.buy)] +=
+                    payout(sold, p_sell, p_buy, 15).unwrap() as u64;
             }
         }
         book.retain(|_, amount| *amount > 0);
@@ -235,15 +236,16 @@ fn check_against_model(before: &Ledger, after: &Ledger, block: &Block) {
 
 /// How many transactions of each kind blocks held (create, offer, cancel, pay, withdraw), and how many
 /// candidates the proposer dropped: a world that exercises nothing proves nothing.
-fn run_world(seed: u64, blocks: usize, per_block: usize) -> ([usize; 5], usize) {
+fn run_world(seed: u64, blocks: usize, per_block: usize) -> ([usize; 5], usize, usize) {
     let mut world = World::new(seed, 8);
     let single = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    let (mut kinds, mut dropped) = ([0usize; 5], 0);
+    let (mut kinds, mut dropped, mut traded) = ([0usize; 5], 0, 0);
     for _ in 0..blocks {
         let before = world.ledger.clone();
         let candidates = world.candidates(per_block);
-        let (block, _) = world.ledger.propose(candidates);
+        let (block, executed) = world.ledger.propose(candidates);
         dropped += per_block - block.transactions.len();
+        traded += executed.offers_traded;
         for signed in &block.transactions {
             kinds[match signed.transaction.operation {
                 Operation::CreateAccount { .. } => 0,
@@ -269,14 +271,14 @@ fn run_world(seed: u64, blocks: usize, per_block: usize) -> ([usize; 5], usize) 
         );
         assert_eq!(alone, world.ledger);
     }
-    (kinds, dropped)
+    (kinds, dropped, traded)
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
     #[test]
     fn replicas_agree_with_the_proposer_and_the_model_whatever_the_order(seed: u64) {
-        let (kinds, dropped) = run_world(seed, 6, 40);
+        let (kinds, dropped, _) = run_world(seed, 6, 40);
         prop_assert!(kinds[1] > 0 && kinds[3] > 0, "offers and payments: {kinds:?}");
         prop_assert!(dropped > 0, "the screen dropped something");
     }
@@ -284,9 +286,10 @@ proptest! {
 
 #[test]
 fn a_long_world_holds_every_kind_of_transaction() {
-    let (kinds, dropped) = run_world(42, 30, 60);
+    let (kinds, dropped, traded) = run_world(42, 30, 60);
     assert!(kinds.iter().all(|k| *k > 0), "{kinds:?}");
     assert!(dropped > 0);
+    assert!(traded > 0, "offers crossed and traded at the blocks' prices");
 }
 
 #[test]

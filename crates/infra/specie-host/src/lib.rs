@@ -15,9 +15,9 @@
 pub mod embedded;
 pub mod replicated;
 pub mod simulated;
-pub mod thread;
 #[cfg(test)]
 mod test_role;
+pub mod thread;
 
 pub use embedded::{call_in_turn, EmbeddedHost, HostMessage, RecoverError, Wiring};
 pub use replicated::{
