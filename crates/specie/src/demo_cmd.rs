@@ -79,9 +79,33 @@ pub struct DemoArgs {
     /// and to a fresh request. Every replay must be refused.
     #[arg(long, default_value_t = 0.05, requires = "offline")]
     pub replay_fraction: f64,
+    /// Run the exchange instead (SPEEDEX): three currencies (usd, eur, gbp), each minted by its
+    /// own issuer on its own embedded core, and the exchange between them (all fsync on).
+    /// --wallets traders deposit through the cores, trade in --blocks blocks of offers, cancels and
+    /// payments cleared at one price per currency, withdraw everything back to the cores, and the
+    /// per-currency audit ends it; writes a chart of prices and volume. See docs/exchange.md.
+    #[arg(long, conflicts_with_all = ["cluster", "byzantine", "offline"])]
+    pub exchange: bool,
+    /// (--exchange) Blocks to trade.
+    #[arg(long, default_value_t = 40, requires = "exchange")]
+    pub blocks: usize,
+    /// (--exchange) Where to write the chart (SVG) of clearing prices and volume per block.
+    #[arg(long, default_value = "specie-exchange-demo.svg", requires = "exchange")]
+    pub chart: PathBuf,
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    if args.exchange {
+        let options = specie_bench::demo_exchange::ExchangeDemoOptions {
+            traders: args.wallets,
+            blocks: args.blocks,
+            seed: args.seed,
+            data_dir: args.data_dir,
+            chart: args.chart,
+            json: args.json,
+        };
+        return Ok(specie_bench::demo_exchange::run(&options)?);
+    }
     if args.offline {
         let options = specie_bench::demo_offline::OfflineDemoOptions {
             devices: args.wallets,

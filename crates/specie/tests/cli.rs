@@ -647,3 +647,42 @@ fn offline_check_evidence_convicts_the_double_spender_and_refuses_doctored_evide
         stderr(&output)
     );
 }
+
+/// The exchange end to end: three currencies on three cores, deposits, blocks cleared at one
+/// price per currency, every offer cancelled and everything withdrawn back to the cores, the
+/// per-currency audit (the exchange keeps only its commission), and the chart.
+#[test]
+fn demo_exchange_trades_three_currencies_withdraws_everything_and_audits() {
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("chart.svg");
+    let output = specie(&[
+        "demo",
+        "--exchange",
+        "--wallets",
+        "12",
+        "--blocks",
+        "4",
+        "--seed",
+        "3",
+        "--chart",
+        chart.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_exit(&output, 0);
+    let text = stdout(&output);
+    let summary: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"));
+    assert_eq!(summary["ok"], true, "{summary}");
+    assert!(summary["included"].as_u64().unwrap() > 0, "{summary}");
+    assert!(
+        summary["volume_usd"].as_f64().unwrap() > 0.0,
+        "nothing traded: {summary}"
+    );
+    let currencies = summary["audit"].as_array().unwrap();
+    assert_eq!(currencies.len(), 3);
+    for currency in currencies {
+        assert_eq!(currency["ok"], true, "{summary}");
+        assert_eq!(currency["on_exchange"], currency["burned"], "{summary}");
+    }
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("polyline"), "{svg}");
+}

@@ -37,8 +37,15 @@ impl ExchangeConfig {
             assets,
             clearing: ClearingParams::default(),
             sequence_window: 64,
-            block_transactions_max: 500_000,
+            // SPEEDEX's blocks hold 500,000; 100,000 keeps a block's log record near 12 MB.
+            block_transactions_max: 100_000,
         }
+    }
+
+    /// The largest command the exchange logs (a full block): what its log's record limit and
+    /// its Raft entries must admit.
+    pub fn command_bytes_max(&self) -> usize {
+        1 + crate::block::Block::encoded_bytes_max(self.block_transactions_max)
     }
 }
 
@@ -225,6 +232,16 @@ impl Ledger {
     /// The resting offers of `pair`, in execution order.
     pub fn book(&self, pair: Pair) -> impl Iterator<Item = (&OfferKey, &u64)> {
         self.books.get(&pair).into_iter().flat_map(|book| book.iter())
+    }
+
+    /// `account`'s resting offers, by pair then key (a scan of every book: for queries, not
+    /// for blocks).
+    pub fn offers_of(&self, account: AccountId) -> Vec<(Pair, OfferKey, u64)> {
+        self.books
+            .iter()
+            .flat_map(|(pair, book)| book.iter().map(move |(key, amount)| (*pair, *key, *amount)))
+            .filter(|(_, key, _)| key.account == account)
+            .collect()
     }
 
     pub fn offer_count(&self) -> usize {

@@ -10,10 +10,12 @@
 //! - [`ledger`]: accounts in shards, one book per ordered pair, per-asset totals, the audit.
 //! - [`screen`]: which transactions a block may hold, order-independently.
 //! - [`block`]: blocks, proposing, checking and executing them.
+//! - [`bridge`]: deposits from and payouts to the online cores, one per asset.
 //! - [`state_hash`]: the Merkle state hash and account proofs.
 //! - [`role`]: the exchange behind the shared role contract: blocks as its durable commands.
 
 pub mod block;
+pub mod bridge;
 pub mod ledger;
 pub mod role;
 pub mod screen;
@@ -21,6 +23,7 @@ pub mod state_hash;
 pub mod transaction;
 
 pub use block::{Block, BlockError, Executed, BLOCK_VERSION};
+pub use bridge::{deposit_from_core, payout as bridge_payout, BridgeRefusal};
 pub use ledger::{
     deposit_commitment, Account, AssetTotals, Deposit, DepositRefusal, ExchangeConfig, Ledger, LedgerError, OfferKey,
     Pair, ACCOUNT_SHARDS, ASSET_TOTAL_MAX,

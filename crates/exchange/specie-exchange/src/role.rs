@@ -49,6 +49,11 @@ pub enum ExchangeInput {
         ticket: Ticket,
         id: AccountId,
     },
+    /// An account's resting offers.
+    Offers {
+        ticket: Ticket,
+        account: AccountId,
+    },
     /// The last block's height, state hash and clearing.
     LastBlock {
         ticket: Ticket,
@@ -96,6 +101,7 @@ pub enum ExchangeReply {
     /// The lead was lost before the transactions were in a block: send them again.
     Dropped,
     Account(Option<Account>),
+    Offers(Vec<(crate::ledger::Pair, crate::ledger::OfferKey, u64)>),
     LastBlock(Option<Box<Block>>),
     Deposited,
     DepositRefused(DepositRefusal),
@@ -292,6 +298,10 @@ impl Role for ExchangeRole {
             ExchangeInput::Account { ticket, id } => {
                 let account = self.ledger.account(id).cloned();
                 self.reply(ticket, ExchangeReply::Account(account));
+            }
+            ExchangeInput::Offers { ticket, account } => {
+                let offers = self.ledger.offers_of(account);
+                self.reply(ticket, ExchangeReply::Offers(offers));
             }
             ExchangeInput::LastBlock { ticket } => {
                 let last = self.last_block.clone();

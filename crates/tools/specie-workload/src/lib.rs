@@ -16,11 +16,13 @@
 //! - [`ledger`]: compact load *with values* (mints, swaps, replays, conflicting twins, unknown
 //!   inputs) and the audit of a UHS against it: the simulators' workload.
 //! - [`audit`]: the supply audit's figures and verdict.
+//! - [`exchange`]: traders of the exchange: offers around drifting valuations, cancels, payments.
 //! - [`offline`]: devices of offline cash, honest or cheating, as the demo and the simulator
 //!   drive them.
 
 pub mod audit;
 pub mod compact;
+pub mod exchange;
 pub mod ledger;
 pub mod offline;
 pub mod payments;
