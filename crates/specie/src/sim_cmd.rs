@@ -1,6 +1,6 @@
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use specie_sim::{
     run, run_byzantine, run_cluster, run_offline, run_replication, ByzantineOptions, ClusterOptions, OfflineOptions,
     ReplicationOptions, SimOptions, Violation, BYZANTINE_AUTHORITIES,
@@ -13,8 +13,9 @@ use specie_sim::{
 /// (a FastPay committee of 4 sharded authorities, one of them Byzantine in most seeds, with
 /// correct and Byzantine users), each under crashes, restarts, partitions and a network that
 /// drops, duplicates, delays and reorders messages; and offline cash (devices paying each other
-/// offline, cheaters spending copies, replays, late syncs, lost answers, authority crashes).
-/// Invariants are checked as the run goes and once it settles; a failing seed replays exactly
+/// offline, cheaters spending copies, replays, late syncs, lost answers, authority crashes, and
+/// direct exchanges with change over a link that is cut, a side that vanishes, hostile messages).
+/// `--world` runs one of them. Invariants are checked as the run goes and once it settles; a failing seed replays exactly
 /// with `--seed N`.
 #[derive(Args, Debug)]
 pub struct SimArgs {
@@ -29,6 +30,21 @@ pub struct SimArgs {
     /// Print one line per seed.
     #[arg(long)]
     pub verbose: bool,
+    /// Run only this world (all five by default).
+    #[arg(long, value_enum, default_value_t = World::All)]
+    pub world: World,
+}
+
+/// The worlds `specie sim` can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum World {
+    All,
+    #[value(name = "2pc")]
+    TwoPc,
+    Replication,
+    Cluster,
+    Byzantine,
+    Offline,
 }
 
 /// Totals over the seeds run.
@@ -42,6 +58,12 @@ struct Totals {
     cluster_confirmed: u64,
     byzantine_payments: u64,
     offline_payments: u64,
+    exchanges: u64,
+    exchanges_completed: u64,
+    exchanges_with_change: u64,
+    exchanges_cut: u64,
+    exchanges_vanished: u64,
+    exchanges_refused: u64,
 }
 
 pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
@@ -53,14 +75,14 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
     let mut totals = Totals::default();
     for &seed in &seeds {
-        if let Err(violation) = run_seed(seed, verbose, &mut totals) {
+        if let Err(violation) = run_seed(seed, args.world, verbose, &mut totals) {
             eprintln!("FAILED {violation}");
             return Ok(ExitCode::FAILURE);
         }
     }
     let t = &totals;
     println!(
-        "{} seeds passed in {:.1} s: {} steps, {} transactions confirmed (2PC), {} commands acknowledged (Raft), {} transactions confirmed (cluster), {} payments settled (Byzantine mode), {} offline payments, {} elections, {} crashes injected",
+        "{} seeds passed in {:.1} s: {} steps, {} transactions confirmed (2PC), {} commands acknowledged (Raft), {} transactions confirmed (cluster), {} payments settled (Byzantine mode), {} offline payments, {} direct exchanges ({} completed, {} with change, {} cut, {} with a side vanished, {} refused), {} elections, {} crashes injected",
         seeds.len(),
         started.elapsed().as_secs_f64(),
         t.steps,
@@ -69,25 +91,48 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
         t.cluster_confirmed,
         t.byzantine_payments,
         t.offline_payments,
+        t.exchanges,
+        t.exchanges_completed,
+        t.exchanges_with_change,
+        t.exchanges_cut,
+        t.exchanges_vanished,
+        t.exchanges_refused,
         t.elections,
         t.crashes
     );
     Ok(ExitCode::SUCCESS)
 }
 
-/// The five worlds of one seed, each printing its report line when `verbose`.
-fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violation> {
-    let say = |line: String| {
-        if verbose {
-            println!("seed {seed}: ok — {line}");
+/// The worlds of one seed (all five, or the one chosen), each printing its report line when
+/// `verbose`.
+fn run_seed(seed: u64, world: World, verbose: bool, totals: &mut Totals) -> Result<(), Violation> {
+    type RunWorld = fn(u64, &mut Totals) -> Result<String, Violation>;
+    let worlds: [(World, RunWorld); 5] = [
+        (World::TwoPc, two_pc_world),
+        (World::Replication, replication_world),
+        (World::Cluster, cluster_world),
+        (World::Byzantine, byzantine_world),
+        (World::Offline, offline_world),
+    ];
+    for (which, run_world) in worlds {
+        if world == World::All || world == which {
+            let line = run_world(seed, totals)?;
+            if verbose {
+                println!("seed {seed}: ok — {line}");
+            }
         }
-    };
+    }
+    Ok(())
+}
+
+/// The 2PC world of one seed; returns its report line.
+fn two_pc_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
     let options = SimOptions::from_seed(seed);
     let r = run(options.clone())?;
     totals.confirmed += r.confirmed;
     totals.crashes += r.crashes;
     totals.steps += r.steps;
-    say(format!(
+    Ok(format!(
         "{} shards, {} steps, {} submitted, {} confirmed, {} rejected, {} crashes, {}",
         options.shards,
         r.steps,
@@ -96,15 +141,18 @@ fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violati
         r.rejected,
         r.crashes,
         network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
-    ));
+    ))
+}
 
+/// The replication world of one seed; returns its report line.
+fn replication_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
     let options = ReplicationOptions::from_seed(seed);
     let r = run_replication(options.clone())?;
     totals.acknowledged += r.acknowledged;
     totals.elections += r.term.saturating_sub(1);
     totals.crashes += r.crashes;
     totals.steps += r.steps;
-    say(format!(
+    Ok(format!(
         "raft group of {}, {} steps ({} ms virtual), {} proposed, {} acknowledged, {} unknown, {} applied, term {}, {} crashes, {} whole-group restarts, {} partitions, {}",
         options.replicas,
         r.steps,
@@ -118,15 +166,18 @@ fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violati
         r.full_restarts,
         r.partitions,
         network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
-    ));
+    ))
+}
 
+/// The cluster world of one seed; returns its report line.
+fn cluster_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
     let options = ClusterOptions::from_seed(seed);
     let r = run_cluster(options.clone())?;
     totals.cluster_confirmed += r.confirmed;
     totals.elections += r.elections;
     totals.crashes += r.crashes;
     totals.steps += r.steps;
-    say(format!(
+    Ok(format!(
         "cluster of {} shard group(s) + coordinator group, {} replicas each, {} steps, {} submitted, {} confirmed, {} rejected, {} unknown ({} applied), {} elections, {} crashes, {} whole-group restarts, {} partitions, {}",
         options.shard_groups,
         options.replicas,
@@ -141,16 +192,23 @@ fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violati
         r.full_restarts,
         r.partitions,
         network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
-    ));
+    ))
+}
 
-    say(byzantine_world(seed, totals)?);
-
+/// The offline-cash world of one seed; returns its report line.
+fn offline_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
     let options = OfflineOptions::from_seed(seed);
     let r = run_offline(options.clone())?;
     totals.offline_payments += r.payments;
     totals.crashes += r.crashes;
-    say(format!(
-        "offline cash: {} devices ({} cheating), {} payments offline, {} copies spent again, {} replays and {} revoked tokens refused by payees, {} deposits ({} sent again after a lost answer), {} double spends refused, {} owners named, {} authority crashes, trace {:016x}",
+    totals.exchanges += r.exchanges;
+    totals.exchanges_completed += r.exchanges_completed;
+    totals.exchanges_with_change += r.exchanges_with_change;
+    totals.exchanges_cut += r.exchanges_cut;
+    totals.exchanges_vanished += r.exchanges_vanished;
+    totals.exchanges_refused += r.exchanges_refused;
+    Ok(format!(
+        "offline cash: {} devices ({} cheating), {} payments offline, {} copies spent again, {} replays and {} revoked tokens refused by payees, {} deposits ({} sent again after a lost answer), {} double spends refused, {} owners named, {} direct exchanges ({} completed, {} with change, {} cut, {} with a side vanished, {} refused ({} not payable); {} hostile messages refused, {} lost payments refused late, {} tokens in limbo), {} authority crashes, trace {:016x}",
         options.devices,
         options.cheaters,
         r.payments,
@@ -161,10 +219,19 @@ fn run_seed(seed: u64, verbose: bool, totals: &mut Totals) -> Result<(), Violati
         r.deposits_resent,
         r.double_spends_refused,
         r.debtors,
+        r.exchanges,
+        r.exchanges_completed,
+        r.exchanges_with_change,
+        r.exchanges_cut,
+        r.exchanges_vanished,
+        r.exchanges_refused,
+        r.exchanges_not_payable,
+        r.hostile_refused,
+        r.late_payments_refused,
+        r.tokens_in_limbo,
         r.crashes,
         r.trace_digest
-    ));
-    Ok(())
+    ))
 }
 
 /// The Byzantine-mode world of one seed; returns its report line.

@@ -6,7 +6,8 @@
 //!
 //! Who goes first when there is change: the payer pays the larger amount, then the payee pays
 //! the change, as with cash over a counter. The payee promises change only after checking it can
-//! make it exactly, so an honest payee always completes; a payee that vanishes after taking the
+//! make it exactly and pay it to the payer's request (its key certified, and recently enough), so
+//! an honest payee always completes; a payee that vanishes after taking the
 //! larger amount leaves the payer short by the change, as a cashier who walks off would (the
 //! payer's device caps what it pays with `max`).
 
@@ -147,6 +148,11 @@ impl PayeeExchange {
                         amount: self.amount,
                     });
                 };
+                // Everything that could stop the change once the larger payment is taken is
+                // checked now: the payer's request (its key could be stale, or forged) and the
+                // tokens to make it. Else the payee would keep the larger payment and pay nothing
+                // back.
+                device.check_request(&change, ring)?;
                 if !device.can_pay_exactly(back, ring) {
                     return Err(ExchangeError::NoChange { change: back });
                 }

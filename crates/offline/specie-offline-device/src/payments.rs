@@ -72,21 +72,7 @@ impl Device {
     /// tokens are returned, and they are no longer held.
     pub fn pay(&mut self, request: &PaymentRequest, ring: &KeyRing, now_ms: u64) -> Result<Vec<Token>, DeviceError> {
         self.check_sync_age(now_ms)?;
-        // Never sign tokens over to a key the payee could not be paid to: one the ring does not
-        // vouch for, or certified too long ago (the payee would refuse, and the tokens would be
-        // lost to both).
-        request.certificate.check(ring).map_err(DeviceError::BadRequest)?;
-        if !ring.lifecycle().certificate_receivable(request.certificate.period) {
-            return Err(DeviceError::StaleKey {
-                period: request.certificate.period,
-            });
-        }
-        if request.amount > self.limits.payment_max {
-            return Err(DeviceError::PaymentLimit {
-                amount: request.amount,
-                limit: self.limits.payment_max,
-            });
-        }
+        self.check_request(request, ring)?;
         let payable = self.payable_indices(ring);
         let spendable: u64 = payable.iter().map(|&i| self.held[i].value).sum();
         if request.amount > spendable {
@@ -114,6 +100,26 @@ impl Device {
         }
         paid.reverse();
         Ok(paid)
+    }
+
+    /// Whether `request` is one this device may pay, its tokens aside: never sign tokens over to
+    /// a key the payee could not be paid to, one the ring does not vouch for or certified too long
+    /// ago (the payee would refuse, and the tokens would be lost to both), and not over the
+    /// per-payment limit. A payee asked for change checks this before it takes the larger payment.
+    pub fn check_request(&self, request: &PaymentRequest, ring: &KeyRing) -> Result<(), DeviceError> {
+        request.certificate.check(ring).map_err(DeviceError::BadRequest)?;
+        if !ring.lifecycle().certificate_receivable(request.certificate.period) {
+            return Err(DeviceError::StaleKey {
+                period: request.certificate.period,
+            });
+        }
+        if request.amount > self.limits.payment_max {
+            return Err(DeviceError::PaymentLimit {
+                amount: request.amount,
+                limit: self.limits.payment_max,
+            });
+        }
+        Ok(())
     }
 
     /// The held tokens this device may pay now: within the hop limit, not revoked, and of a key

@@ -369,6 +369,33 @@ fn an_exchange_stops_cleanly_without_change_over_the_payers_maximum_or_out_of_tu
 }
 
 #[test]
+fn a_payee_refuses_a_change_request_it_could_not_pay_before_it_takes_the_larger_payment() {
+    let mut world = World::new();
+    let limits = DeviceLimits::default();
+    let ring = world.ring.clone();
+    let mut payer = world.device(1, limits, 8, 10); // one 10
+    let mut payee = world.device(2, limits, 8, 7); // 5 + 2
+    let keys = payee.keys_left();
+    let (mut side, _) = PayeeExchange::start(&mut payee, 3, [100; 16], 0).unwrap();
+    // The payer offers 10 and asks 7 back, to a key whose certificate does not check: were the
+    // payee to take the 10 first, it could not pay the change, and would keep all 10.
+    let mut change = payer.request(7, [101; 16], 0).unwrap();
+    change.certificate.signature[0] ^= 1;
+    let offer = ExchangeMessage::Change { offer: 10, change };
+    let refused = side.on_message(&mut payee, offer, &ring, [102; 16], 0);
+    assert!(
+        matches!(refused, Err(ExchangeError::Device(DeviceError::BadRequest(_)))),
+        "{refused:?}"
+    );
+    side.abandon(&mut payee);
+    assert_eq!(
+        (payee.balance(), payee.keys_left()),
+        (7, keys),
+        "nothing taken, nothing left open"
+    );
+}
+
+#[test]
 fn tokens_of_a_revoked_or_spend_expired_key_are_neither_paid_nor_taken_offline() {
     let mut world = World::new();
     let limits = DeviceLimits::default();

@@ -7,6 +7,11 @@
 //! authority crashes and restarts from its log (the simulator's host checks that the log rebuilds
 //! the crashed state).
 //!
+//! A share of the payments run as direct exchanges (`exchange`): the device crate's exchange
+//! state machines over a link the world carries, with change paid back, links cut, sides that
+//! vanish after taking a payment, and hostile messages; tokens signed over and never taken stay
+//! in limbo, known to the world, and outstanding at the authority.
+//!
 //! Every payee's device checks what it receives offline: the chain verifies, the last hop gives
 //! the token to the key it offered and signs the nonce it offered for this payment (so a replay is
 //! refused), the token is not on the revocation list it last fetched, and it is within the hop
@@ -17,13 +22,17 @@
 //! Checked after every step: the authority's invariants (per issuing key paid ≤ issued, value
 //! conserved, debts = refused value). A deposit sent again is answered exactly as
 //! the first time, and no token is paid twice. Once every device has synced everything: value is
-//! conserved (what was funded is what was defunded plus what the devices hold), and the debts are
+//! conserved (what was funded is what was defunded plus what the devices hold plus what is owed
+//! for tokens in limbo), and the debts are
 //! exactly the model's. An owner who signed c statements on one node owes c − 1 copies, and no one
 //! else owes anything, so every double spender whose branches reached the authority is named, with
 //! the right value, and no honest owner ever is.
 
+mod exchange;
 #[cfg(test)]
 mod planted;
+#[cfg(test)]
+mod planted_exchange;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
@@ -82,6 +91,10 @@ pub struct OfflineOptions {
     /// issuing key.
     pub rotate_per_mille: u32,
     pub revoke_per_mille: u32,
+    /// Share of payments made as a direct exchange (the device crate's exchange state machines
+    /// over a link the world carries), and the chance that such an exchange meets a fault.
+    pub exchange_per_mille: u32,
+    pub exchange_fault_per_mille: u32,
 }
 
 impl OfflineOptions {
@@ -104,6 +117,8 @@ impl OfflineOptions {
             keys_per_certification: 16,
             rotate_per_mille: rng.gen_range(0..=120),
             revoke_per_mille: rng.gen_range(0..=40),
+            exchange_per_mille: rng.gen_range(150..=450),
+            exchange_fault_per_mille: rng.gen_range(200..=600),
         }
     }
 }
@@ -128,6 +143,24 @@ pub struct OfflineReport {
     pub keys_revoked: u64,
     /// Deposits refused because their key's deposit window had closed.
     pub expired_refused: u64,
+    /// Direct exchanges begun, and how they ended: completed (of them, with change paid back),
+    /// cut on the link, a side vanished after taking a payment, or refused by a side (no change,
+    /// not payable, over the payer's maximum, a hostile message).
+    pub exchanges: u64,
+    pub exchanges_completed: u64,
+    pub exchanges_with_change: u64,
+    pub exchanges_cut: u64,
+    pub exchanges_vanished: u64,
+    pub exchanges_refused: u64,
+    /// Of the refused, those whose amount could not be made: the payer has too little, or the
+    /// payee cannot pay the change back.
+    pub exchanges_not_payable: u64,
+    /// Hostile messages (out of turn, garbage, duplicated) a side refused.
+    pub hostile_refused: u64,
+    /// Payments lost on the way (or refused as revoked), refused when they arrived late, and
+    /// their tokens, in limbo: signed to a payee that never took them.
+    pub late_payments_refused: u64,
+    pub tokens_in_limbo: u64,
     pub trace_digest: u64,
 }
 
@@ -161,6 +194,9 @@ struct World<R: OfflineRole> {
     deposit_nodes: HashMap<Link, Link>,
     funded: u128,
     defunded: u128,
+    /// Tokens signed over in an exchange and never taken (see `exchange`).
+    limbo: Vec<Token>,
+    sides: exchange::Sides,
     next_ticket: u64,
     trace: DefaultHasher,
     report: OfflineReport,
@@ -187,6 +223,16 @@ fn run_offline_with<R: OfflineRole>(
     options: OfflineOptions,
     fresh: impl Fn() -> R + 'static,
 ) -> Result<OfflineReport, Violation> {
+    run_world(options, fresh, exchange::Sides::real())
+}
+
+/// Runs the world of `options.seed` with the authority `fresh` makes and the exchange sides
+/// `sides` makes.
+fn run_world<R: OfflineRole>(
+    options: OfflineOptions,
+    fresh: impl Fn() -> R + 'static,
+    sides: exchange::Sides,
+) -> Result<OfflineReport, Violation> {
     let mut world = World {
         rng: StdRng::seed_from_u64(options.seed),
         step: 0,
@@ -201,6 +247,8 @@ fn run_offline_with<R: OfflineRole>(
         deposit_nodes: HashMap::new(),
         funded: 0,
         defunded: 0,
+        limbo: Vec::new(),
+        sides,
         next_ticket: 0,
         trace: DefaultHasher::new(),
         report: OfflineReport::default(),
@@ -374,6 +422,8 @@ impl<R: OfflineRole> World<R> {
         } else if self.chance(sync) {
             let device = self.rng.gen_range(0..self.devices.len());
             self.sync(device)
+        } else if self.chance(self.options.exchange_per_mille) {
+            self.exchange()
         } else {
             self.pay()
         }
@@ -661,6 +711,32 @@ impl<R: OfflineRole> World<R> {
         reached
     }
 
+    /// The value of the tokens in limbo (signed over in an exchange, never taken) that stays
+    /// outstanding: no deposit was ever made of one (nobody holds them), and a serial no deposit
+    /// was paid for, of a key not yet expired, is still owed (once, however many branches of it
+    /// are in limbo).
+    fn outstanding_in_limbo(&self, books: &specie_offline_authority::Books) -> Result<u128, Violation> {
+        let expired: HashSet<PublicKey> = books
+            .by_key
+            .iter()
+            .filter(|key| matches!(key.status, KeyStatus::Expired { .. }))
+            .map(|key| key.issuing_key)
+            .collect();
+        let deposited: HashSet<Link> = self.deposit_nodes.values().copied().collect();
+        let mut owed: HashMap<[u8; 16], u64> = HashMap::new();
+        for token in &self.limbo {
+            let link = *token.links().last().expect("a link");
+            if deposited.contains(&link) {
+                return Err(self.violation("a token in limbo was deposited"));
+            }
+            let serial = token.issuance.serial;
+            if !self.paid_serials.contains_key(&serial) && !expired.contains(&token.issuance.issuing_key) {
+                owed.insert(serial, self.model[&link].value);
+            }
+        }
+        Ok(owed.values().map(|value| u128::from(*value)).sum())
+    }
+
     /// Conservation, paid once, and debts exactly the model's.
     fn check_end(&mut self) -> Result<(), Violation> {
         let books = self.books()?;
@@ -668,9 +744,10 @@ impl<R: OfflineRole> World<R> {
         // Expired tokens are worth nothing: the devices dropped them when their deposits were
         // refused, and the books count them apart.
         let live = books.outstanding - books.expired;
-        if books.funded != self.funded || books.defunded != self.defunded || live != held {
+        let limbo = self.outstanding_in_limbo(&books)?;
+        if books.funded != self.funded || books.defunded != self.defunded || live != held + limbo {
             return Err(self.violation(format!(
-                "value not conserved: authority funded {} defunded {} outstanding {} (expired {}), world funded {} defunded {} held {held}",
+                "value not conserved: authority funded {} defunded {} outstanding {} (expired {}), world funded {} defunded {} held {held}, in limbo {limbo}",
                 books.funded, books.defunded, books.outstanding, books.expired, self.funded, self.defunded
             )));
         }
