@@ -8,8 +8,10 @@
 //! the change, as with cash over a counter. The payee promises change only after checking it can
 //! make it exactly and pay it to the payer's request (its key certified, and recently enough), so
 //! an honest payee always completes; a payee that vanishes after taking the
-//! larger amount leaves the payer short by the change, as a cashier who walks off would (the
-//! payer's device caps what it pays with `max`).
+//! larger amount leaves the payer short by the change, as a cashier who walks off would. The
+//! payer's `max` caps the amount asked (what the payment takes in the end), not the larger amount
+//! it hands over first: that is the smallest amount above the price its tokens make, so what a
+//! vanishing payee can keep beyond the price is less than the smallest token handed over.
 
 use specie_offline::{KeyRing, Token};
 
