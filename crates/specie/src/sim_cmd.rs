@@ -2,11 +2,11 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use specie_sim::{
-    run, run_byzantine, run_cluster, run_offline, run_replication, ByzantineOptions, ClusterOptions, OfflineOptions,
-    ReplicationOptions, SimOptions, Violation, BYZANTINE_AUTHORITIES,
+    run, run_byzantine, run_cluster, run_exchange, run_offline, run_replication, ByzantineOptions, ClusterOptions,
+    ExchangeOptions, OfflineOptions, ReplicationOptions, SimOptions, Violation, BYZANTINE_AUTHORITIES,
 };
 
-/// Deterministic simulation, five worlds per seed: the 2PC protocol (shards and coordinator over
+/// Deterministic simulation, six worlds per seed: the 2PC protocol (shards and coordinator over
 /// modelled replicated logs, thousands of steps), the replication layer (real Raft replicas of
 /// one group, with snapshots and whole-group restarts), the whole cluster (shard groups and a
 /// coordinator group of real Raft replicas running the cluster's roles), and the Byzantine mode
@@ -14,8 +14,10 @@ use specie_sim::{
 /// correct and Byzantine users), each under crashes, restarts, partitions and a network that
 /// drops, duplicates, delays and reorders messages; and offline cash (devices paying each other
 /// offline, cheaters spending copies, replays, late syncs, lost answers, authority crashes, and
-/// direct exchanges with change over a link that is cut, a side that vanishes, hostile messages).
-/// `--world` runs one of them. Invariants are checked as the run goes and once it settles; a failing seed replays exactly
+/// direct exchanges with change over a link that is cut, a side that vanishes, hostile messages);
+/// and the exchange (blocks of offers cleared at one price per asset, replicas applying them
+/// shuffled and on one thread, proposer crashes, replicas restored from snapshots, hostile
+/// transactions, deposits handed in twice). `--world` runs one of them. Invariants are checked as the run goes and once it settles; a failing seed replays exactly
 /// with `--seed N`.
 #[derive(Args, Debug)]
 pub struct SimArgs {
@@ -30,7 +32,7 @@ pub struct SimArgs {
     /// Print one line per seed.
     #[arg(long)]
     pub verbose: bool,
-    /// Run only this world (all five by default).
+    /// Run only this world (all six by default).
     #[arg(long, value_enum, default_value_t = World::All)]
     pub world: World,
 }
@@ -45,6 +47,7 @@ pub enum World {
     Cluster,
     Byzantine,
     Offline,
+    Exchange,
 }
 
 /// Totals over the seeds run.
@@ -64,6 +67,8 @@ struct Totals {
     exchanges_cut: u64,
     exchanges_vanished: u64,
     exchanges_refused: u64,
+    exchange_blocks: u64,
+    exchange_trades: u64,
 }
 
 pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
@@ -82,7 +87,7 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
     }
     let t = &totals;
     println!(
-        "{} seeds passed in {:.1} s: {} steps, {} transactions confirmed (2PC), {} commands acknowledged (Raft), {} transactions confirmed (cluster), {} payments settled (Byzantine mode), {} offline payments, {} direct exchanges ({} completed, {} with change, {} cut, {} with a side vanished, {} refused), {} elections, {} crashes injected",
+        "{} seeds passed in {:.1} s: {} steps, {} transactions confirmed (2PC), {} commands acknowledged (Raft), {} transactions confirmed (cluster), {} payments settled (Byzantine mode), {} offline payments, {} direct exchanges ({} completed, {} with change, {} cut, {} with a side vanished, {} refused), {} exchange blocks ({} offers traded), {} elections, {} crashes injected",
         seeds.len(),
         started.elapsed().as_secs_f64(),
         t.steps,
@@ -97,22 +102,25 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
         t.exchanges_cut,
         t.exchanges_vanished,
         t.exchanges_refused,
+        t.exchange_blocks,
+        t.exchange_trades,
         t.elections,
         t.crashes
     );
     Ok(ExitCode::SUCCESS)
 }
 
-/// The worlds of one seed (all five, or the one chosen), each printing its report line when
+/// The worlds of one seed (all six, or the one chosen), each printing its report line when
 /// `verbose`.
 fn run_seed(seed: u64, world: World, verbose: bool, totals: &mut Totals) -> Result<(), Violation> {
     type RunWorld = fn(u64, &mut Totals) -> Result<String, Violation>;
-    let worlds: [(World, RunWorld); 5] = [
+    let worlds: [(World, RunWorld); 6] = [
         (World::TwoPc, two_pc_world),
         (World::Replication, replication_world),
         (World::Cluster, cluster_world),
         (World::Byzantine, byzantine_world),
         (World::Offline, offline_world),
+        (World::Exchange, exchange_world),
     ];
     for (which, run_world) in worlds {
         if world == World::All || world == which {
@@ -230,6 +238,29 @@ fn offline_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
         r.late_payments_refused,
         r.tokens_in_limbo,
         r.crashes,
+        r.trace_digest
+    ))
+}
+
+/// The exchange's world of one seed; returns its report line.
+fn exchange_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
+    let options = ExchangeOptions::from_seed(seed);
+    let r = run_exchange(options.clone())?;
+    totals.exchange_blocks += r.blocks;
+    totals.exchange_trades += r.offers_traded;
+    totals.crashes += r.crashes;
+    Ok(format!(
+        "exchange: {} traders, {} assets, {} blocks, {} transactions included and {} refused ({} hostile), {} offers traded, {} deposits (each refused when handed in again), {} proposer crashes, {} replicas restored from snapshots, trace {:016x}",
+        options.traders,
+        options.assets,
+        r.blocks,
+        r.included,
+        r.refused,
+        r.hostile_refused,
+        r.offers_traded,
+        r.deposits,
+        r.crashes,
+        r.replicas_restored,
         r.trace_digest
     ))
 }

@@ -20,6 +20,12 @@
 //!   convicts only the Byzantine authority, forgeries change nothing, each authority's books
 //!   balance, and once the network heals every correct payment is settled everywhere.
 //!
+//! - [`run_exchange`] (`exchange`): the exchange. The real exchange role proposes blocks on the
+//!   simulated host (crashing and restarting from its log); replica ledgers apply every durable
+//!   block with its transactions shuffled, one on a single thread, some rebuilt from snapshots.
+//!   Checked: every replica at the proposer's state hash, the per-asset audit, every submission
+//!   answered with its transactions' fates, hostile transactions refused, deposits credited once.
+//!
 //! In all of them, every source of nondeterminism (the network, the clock, crashes, the workload,
 //! openraft's election time-outs) comes from the seed, so a seed replays the same run bit for
 //! bit; the trace digest proves it. The network drops, duplicates, delays and reorders messages.
@@ -34,6 +40,7 @@
 
 mod byzantine;
 mod cluster;
+mod exchange;
 mod offline;
 mod replication;
 mod world;
@@ -43,6 +50,7 @@ pub use byzantine::{
     AUTHORITIES as BYZANTINE_AUTHORITIES,
 };
 pub use cluster::{run_cluster, ClusterOptions, ClusterReport};
+pub use exchange::{run_exchange, ExchangeOptions, ExchangeReport};
 pub use offline::{run_offline, OfflineOptions, OfflineReport};
 pub use replication::{run_replication, ReplicationFaults, ReplicationOptions, ReplicationReport};
 pub use world::{run, Faults, SimOptions, SimReport, Violation};
