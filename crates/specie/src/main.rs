@@ -8,6 +8,7 @@ mod bench_cmd;
 mod byzantine_cmd;
 mod cluster_cmd;
 mod demo_cmd;
+mod exchange_cmd;
 mod inspect;
 mod node_cmd;
 mod offline_bridge_cmd;
@@ -60,6 +61,8 @@ enum Command {
     Bench(bench_cmd::BenchArgs),
     /// The Byzantine mode (FastPay authorities): check evidence of equivocation.
     Byzantine(byzantine_cmd::ByzantineArgs),
+    /// The exchange between currencies (SPEEDEX batch auctions): run it, show its bridge key.
+    Exchange(exchange_cmd::ExchangeArgs),
     /// Offline cash: a device wallet, the offline authority, checking evidence of double spending.
     Offline(offline_cmd::OfflineArgs),
 }
@@ -86,6 +89,7 @@ fn main() -> ExitCode {
         Command::Sentinel(args) => cluster_cmd::run_sentinel(args),
         Command::Authority(args) => cluster_cmd::run_authority(args),
         Command::OfflineAuthority(args) => cluster_cmd::run_offline_authority(args),
+        Command::Exchange(args) => exchange_cmd::run(args),
         Command::Wallet(args) => wallet_cmd::run(args),
         Command::Tx(args) => inspect::run(args),
         Command::Sim(args) => sim_cmd::run_sim(args),

@@ -5,6 +5,8 @@
 //! was answered before the kill is answered the same way after it, every token is paid exactly
 //! once, a double spend is still refused and its evidence convicts the spender.
 
+mod cluster_harness;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -400,32 +402,18 @@ fn device_wallets_pay_offline_and_refuse_replays_limits_and_bad_files_clearly() 
 
 /// Starts `specie node` banking for the offline authority `bridge` with `issuer`; its child and URL.
 fn start_node(data_dir: &Path, issuer: &str, bridge: &str) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_specie"))
-        .args([
-            "node",
-            "--listen",
-            "127.0.0.1:0",
-            "--issuer",
-            issuer,
-            "--offline-authority",
-            bridge,
-        ])
-        .arg("--data-dir")
-        .arg(data_dir)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the specie binary runs");
-    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
-    let url = loop {
-        let line = lines.next().expect("the node says where it listens").unwrap();
-        if let Some(rest) = line.split("API on ").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    (child, url)
+    let data_dir = data_dir.to_str().unwrap();
+    cluster_harness::start_serving(&[
+        "node",
+        "--listen",
+        "127.0.0.1:0",
+        "--issuer",
+        issuer,
+        "--offline-authority",
+        bridge,
+        "--data-dir",
+        data_dir,
+    ])
 }
 
 fn core_wallet(path: &Path, args: &[&str]) -> String {

@@ -90,8 +90,9 @@ pub struct Ledger {
     /// Withdrawals executed, by (account, sequence): what the exchange's payouts to the online
     /// cores pay (each core pays one at most once: its marker).
     pub(crate) withdrawals: BTreeMap<(AccountId, u64), Withdrawal>,
-    /// The funding markers of the core deposits credited: each is credited once.
-    pub(crate) credited: BTreeSet<[u8; 32]>,
+    /// The (asset, funding marker) of the core deposits credited: each is credited once. The
+    /// asset is part of it: each core has its own UHS, so only the pair names one funding.
+    pub(crate) credited: BTreeSet<(AssetId, [u8; 32])>,
     pub(crate) height: u64,
     pub(crate) state_hash: [u8; 32],
 }
@@ -272,7 +273,7 @@ impl Ledger {
         let refusal = match () {
             _ if asset >= self.config.assets => Some(DepositRefusal::NoSuchAsset),
             _ if deposit.amount == 0 => Some(DepositRefusal::ZeroAmount),
-            _ if self.credited.contains(&deposit.marker) => Some(DepositRefusal::AlreadyCredited),
+            _ if self.credited.contains(&(deposit.asset, deposit.marker)) => Some(DepositRefusal::AlreadyCredited),
             _ => match self.account(deposit.account) {
                 Some(account) if account.key != deposit.key => Some(DepositRefusal::OtherKey),
                 Some(_) => None,
@@ -297,7 +298,7 @@ impl Ledger {
         self.check_deposit(deposit)?;
         let asset = usize::from(deposit.asset);
         self.totals[asset].deposited += u128::from(deposit.amount);
-        self.credited.insert(deposit.marker);
+        self.credited.insert((deposit.asset, deposit.marker));
         let assets = self.config.assets;
         let account = self.shards[shard_of(deposit.account)]
             .entry(deposit.account)
@@ -311,8 +312,8 @@ impl Ledger {
         Ok(())
     }
 
-    pub fn credited(&self, marker: &[u8; 32]) -> bool {
-        self.credited.contains(marker)
+    pub fn credited(&self, asset: AssetId, marker: &[u8; 32]) -> bool {
+        self.credited.contains(&(asset, *marker))
     }
 
     /// Per asset: unlocked balances + locked in offers + burned = deposited − withdrawn, exactly.
@@ -371,11 +372,16 @@ fn read_withdrawals(
     Ok(withdrawals)
 }
 
-fn read_credited(reader: &mut specie_codec::Reader<'_>) -> Result<BTreeSet<[u8; 32]>, specie_codec::DecodeError> {
+fn read_credited(
+    reader: &mut specie_codec::Reader<'_>,
+) -> Result<BTreeSet<(AssetId, [u8; 32])>, specie_codec::DecodeError> {
     let mut credited = BTreeSet::new();
-    let count = reader.read_count("credited markers", SNAPSHOT_ITEMS_MAX, 32)?;
+    let count = reader.read_count("credited markers", SNAPSHOT_ITEMS_MAX, 34)?;
     for _ in 0..count {
-        let marker: [u8; 32] = reader.read_array("credited marker")?;
+        let marker = (
+            u16::from_le_bytes(reader.read_array("credited asset")?),
+            reader.read_array("credited marker")?,
+        );
         if credited.last().is_some_and(|last| *last >= marker) {
             return Err(specie_codec::DecodeError::NonCanonical {
                 what: "exchange snapshot",
@@ -438,8 +444,8 @@ impl Ledger {
     /// `u128` each), account count (`u64`) and accounts in id order (id, key, last sequence,
     /// balances), offer count (`u64`) and offers in (pair, key) order (sell, buy, limit, account,
     /// sequence, amount), withdrawal count (`u64`) and withdrawals in (account, sequence) order
-    /// (account, sequence, asset, amount, address), credited marker count (`u64`) and markers in
-    /// order. Equal states give equal bytes.
+    /// (account, sequence, asset, amount, address), credited count (`u64`) and (asset, marker) pairs
+    /// in order. Equal states give equal bytes.
     pub fn snapshot(&self) -> Vec<u8> {
         use specie_codec::put_u64;
         let mut out = vec![SNAPSHOT_VERSION];
@@ -471,7 +477,10 @@ impl Ledger {
             .values()
             .for_each(|w| out.extend_from_slice(&withdrawal_bytes(w)));
         put_u64(&mut out, self.credited.len() as u64);
-        self.credited.iter().for_each(|marker| out.extend_from_slice(marker));
+        for (asset, marker) in &self.credited {
+            out.extend_from_slice(&asset.to_le_bytes());
+            out.extend_from_slice(marker);
+        }
         out
     }
 

@@ -32,7 +32,7 @@ pub use role::{
     ExchangeCommand, ExchangeInput, ExchangeReply, ExchangeReport, ExchangeRole, ExchangeStateError, Fate, RoleLimits,
 };
 pub use screen::{Effects, Refusal, Withdrawal};
-pub use specie_clearing::{payout, Clearing, ClearingParams, LimitPrice, PairTrade, Valuation};
+pub use specie_clearing::{payout, Clearing, ClearingParams, LimitPrice, PairTrade, Valuation, ASSETS_MAX};
 pub use state_hash::AccountProof;
 pub use transaction::{
     AccountId, AssetId, Operation, SignedTransaction, Transaction, SIGNED_TRANSACTION_BYTES_MAX, TRANSACTION_VERSION,

@@ -49,6 +49,10 @@ pub enum ExchangeInput {
         ticket: Ticket,
         id: AccountId,
     },
+    /// The height and state hash now.
+    Summary {
+        ticket: Ticket,
+    },
     /// An account's resting offers.
     Offers {
         ticket: Ticket,
@@ -102,6 +106,10 @@ pub enum ExchangeReply {
     Dropped,
     Account(Option<Account>),
     Offers(Vec<(crate::ledger::Pair, crate::ledger::OfferKey, u64)>),
+    Summary {
+        height: u64,
+        state_hash: [u8; 32],
+    },
     LastBlock(Option<Box<Block>>),
     Deposited,
     DepositRefused(DepositRefusal),
@@ -132,7 +140,7 @@ pub struct ExchangeRole {
     next_block_ms: Option<u64>,
     last_block: Option<Box<Block>>,
     /// Deposits on their way to the log, by marker, with whoever waits for each.
-    depositing: HashMap<[u8; 32], Vec<Ticket>>,
+    depositing: HashMap<(u16, [u8; 32]), Vec<Ticket>>,
     outputs: VecDeque<Output<ExchangeRole>>,
 }
 
@@ -177,13 +185,13 @@ impl ExchangeRole {
 
     /// A deposit: refused at once if the state refuses it, else proposed (once per marker).
     fn deposit(&mut self, ticket: Ticket, deposit: Deposit) {
-        if let Some(waiting) = self.depositing.get_mut(&deposit.marker) {
+        if let Some(waiting) = self.depositing.get_mut(&(deposit.asset, deposit.marker)) {
             return waiting.push(ticket);
         }
         match self.ledger.check_deposit(&deposit) {
             Err(refusal) => self.reply(ticket, ExchangeReply::DepositRefused(refusal)),
             Ok(()) => {
-                self.depositing.insert(deposit.marker, vec![ticket]);
+                self.depositing.insert((deposit.asset, deposit.marker), vec![ticket]);
                 self.outputs
                     .push_back(Output::Propose(ExchangeCommand::Deposit(deposit)));
             }
@@ -299,6 +307,10 @@ impl Role for ExchangeRole {
                 let account = self.ledger.account(id).cloned();
                 self.reply(ticket, ExchangeReply::Account(account));
             }
+            ExchangeInput::Summary { ticket } => {
+                let (height, state_hash) = (self.ledger.height(), self.ledger.state_hash());
+                self.reply(ticket, ExchangeReply::Summary { height, state_hash });
+            }
             ExchangeInput::Offers { ticket, account } => {
                 let offers = self.ledger.offers_of(account);
                 self.reply(ticket, ExchangeReply::Offers(offers));
@@ -328,7 +340,11 @@ impl Role for ExchangeRole {
                     Ok(()) => ExchangeReply::Deposited,
                     Err(refusal) => ExchangeReply::DepositRefused(refusal),
                 };
-                for ticket in self.depositing.remove(&deposit.marker).unwrap_or_default() {
+                for ticket in self
+                    .depositing
+                    .remove(&(deposit.asset, deposit.marker))
+                    .unwrap_or_default()
+                {
                     self.reply(ticket, reply.clone());
                 }
             }

@@ -1,7 +1,7 @@
 //! The state hash replicas compare after every block: SHA-256 over the height, the per-asset
 //! totals, and the roots of Merkle trees over the accounts in id order, the resting offers in
 //! (pair, limit, account, sequence) order, the withdrawals in (account, sequence) order and the
-//! credited deposit markers in order. A leaf and an inner node are hashed
+//! credited (asset, deposit marker) pairs in order. A leaf and an inner node are hashed
 //! under different prefixes, and an odd node moves up a level unhashed, so no two trees share a
 //! root. An account's leaf and the path to the root prove its balances to anyone who has the
 //! state hash ([`Ledger::account_proof`]).
@@ -151,7 +151,11 @@ impl Ledger {
             .map(|w| leaf_hash(&crate::ledger::withdrawal_bytes(w)))
             .collect();
         rest.extend_from_slice(&root(&levels(withdrawals)));
-        let credited = self.credited.iter().map(|marker| leaf_hash(marker)).collect();
+        let credited = self
+            .credited
+            .iter()
+            .map(|(asset, marker)| leaf_hash(&[&asset.to_le_bytes()[..], marker].concat()))
+            .collect();
         rest.extend_from_slice(&root(&levels(credited)));
         rest
     }

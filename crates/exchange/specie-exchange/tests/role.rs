@@ -194,6 +194,16 @@ fn a_deposit_is_credited_once_and_a_withdrawal_is_recorded_for_its_payout() {
         refused,
         vec![(3, ExchangeReply::DepositRefused(DepositRefusal::OtherKey))]
     );
+    // The same marker on another asset's core is another funding.
+    let other_core = Deposit { asset: 1, ..deposit };
+    let credited = replies(host.handle(
+        0,
+        ExchangeInput::Deposit {
+            ticket: 8,
+            deposit: other_core,
+        },
+    ));
+    assert_eq!(credited, vec![(8, ExchangeReply::Deposited)]);
     // A first deposit opens an account.
     let opening = Deposit {
         marker: [7; 32],

@@ -87,7 +87,7 @@ pub fn kill_9(dir: &str, member: &str) {
 }
 
 /// Each transaction's status as the sentinel answers its submission.
-fn post_transactions(sentinel: &str, txs: &[SpecieTransaction]) -> Vec<String> {
+pub fn post_transactions(sentinel: &str, txs: &[SpecieTransaction]) -> Vec<String> {
     let hexes: Vec<String> = txs.iter().map(|tx| hex::encode(tx.encode())).collect();
     let body: serde_json::Value = ureq::post(&format!("{sentinel}/v1/transactions"))
         .timeout(Duration::from_secs(30))
@@ -117,6 +117,32 @@ pub fn confirm_in_core(sentinel: &str, txs: &[SpecieTransaction]) {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Starts `specie ARGS` in the background; its child and the URL it says it serves on (the
+/// first stderr line with "API on "). Its later output is drained.
+pub fn start_serving(args: &[&str]) -> (Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the specie binary runs");
+    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
+    let url = loop {
+        let line = lines.next().expect("the process says where it serves").unwrap();
+        if let Some(rest) = line.split("API on ").nth(1) {
+            break rest
+                .split(|c: char| c.is_whitespace() || c == ',')
+                .next()
+                .unwrap()
+                .to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
 }
 
 pub fn start_demo(dir: &str, payments: &str, seed: &str) -> Child {

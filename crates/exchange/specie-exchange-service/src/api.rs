@@ -1,0 +1,372 @@
+//! The exchange's HTTP/JSON API. Binary values are hex of their canonical encodings, each
+//! length-checked before it is decoded with its bounded decoder; amounts are JSON numbers.
+//!
+//! | endpoint | what |
+//! |---|---|
+//! | `GET /v1/exchange` | identity, bridge key, assets, height, state hash |
+//! | `POST /v1/exchange/transactions` `{transactions: [hex]}` | answered once in a durable block: each one's fate |
+//! | `GET /v1/exchange/accounts/{id}` | key, last sequence, balances by asset |
+//! | `GET /v1/exchange/accounts/{id}/offers` | resting offers |
+//! | `GET /v1/exchange/blocks/last` | the last block's height, prices and trades |
+//! | `POST /v1/exchange/deposits` `{asset, transaction, account, key}` | a confirmed core funding, credited once (the exchange asks the core itself) |
+//! | `GET /v1/exchange/withdrawals/{account}/{sequence}` | the payout for the core (hex), signed by the bridge key |
+
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use specie_codec::Encode;
+use specie_exchange::{
+    bridge_payout, deposit_from_core, ExchangeInput, ExchangeReply, Fate, SignedTransaction,
+    SIGNED_TRANSACTION_BYTES_MAX,
+};
+use specie_transaction::SpecieTransaction;
+
+use crate::ExchangeHandle;
+
+/// Most transactions one request carries (the role's submission limit).
+const TRANSACTIONS_PER_REQUEST_MAX: usize = 10_000;
+const BODY_BYTES_MAX: usize = TRANSACTIONS_PER_REQUEST_MAX * (2 * SIGNED_TRANSACTION_BYTES_MAX + 4) + 4_096;
+
+pub fn router(exchange: ExchangeHandle) -> Router {
+    Router::new()
+        .route("/v1/exchange", get(summary))
+        .route("/v1/exchange/transactions", post(transactions))
+        .route("/v1/exchange/accounts/{id}", get(account))
+        .route("/v1/exchange/accounts/{id}/offers", get(offers))
+        .route("/v1/exchange/blocks/last", get(last_block))
+        .route("/v1/exchange/deposits", post(deposit))
+        .route("/v1/exchange/withdrawals/{account}/{sequence}", get(withdrawal))
+        .fallback(|| async {
+            error(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such endpoint; see docs/exchange.md",
+            )
+        })
+        .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
+        .with_state(exchange)
+}
+
+struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            Json(json!({"error": {"code": self.code, "message": self.message}})),
+        )
+            .into_response()
+    }
+}
+
+fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError {
+        status,
+        code,
+        message: message.into(),
+    }
+}
+
+fn bad_request(message: impl Into<String>) -> ApiError {
+    error(StatusCode::BAD_REQUEST, "bad_request", message)
+}
+
+async fn ask(
+    exchange: &ExchangeHandle,
+    input: impl FnOnce(u64) -> ExchangeInput + Send + 'static,
+) -> Result<ExchangeReply, ApiError> {
+    match exchange.role.call(input).await {
+        Some(ExchangeReply::Dropped) | None => Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "stopping",
+            "the exchange is stopping: send it again",
+        )),
+        Some(ExchangeReply::Busy {
+            mempool_transactions_max,
+        }) => Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            format!("{mempool_transactions_max} transactions wait for a block already: send them again shortly"),
+        )),
+        Some(reply) => Ok(reply),
+    }
+}
+
+fn unexpected(reply: ExchangeReply) -> ApiError {
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        format!("unexpected answer {reply:?}"),
+    )
+}
+
+fn hex_of(encode: impl FnOnce(&mut Vec<u8>)) -> String {
+    let mut bytes = Vec::new();
+    encode(&mut bytes);
+    hex::encode(bytes)
+}
+
+async fn summary(State(exchange): State<ExchangeHandle>) -> Result<Response, ApiError> {
+    let ExchangeReply::Summary { height, state_hash } =
+        ask(&exchange, |ticket| ExchangeInput::Summary { ticket }).await?
+    else {
+        return Err(error(StatusCode::INTERNAL_SERVER_ERROR, "internal", "no summary"));
+    };
+    let assets: Vec<&str> = exchange.assets.iter().map(|a| a.name.as_str()).collect();
+    Ok(Json(json!({
+        "exchange": hex::encode(exchange.id),
+        "bridge": hex::encode(exchange.bridge.verifying_key().to_bytes()),
+        "assets": assets,
+        "height": height,
+        "state_hash": hex::encode(state_hash),
+    }))
+    .into_response())
+}
+
+#[derive(Deserialize)]
+struct TransactionsRequest {
+    transactions: Vec<String>,
+}
+
+async fn transactions(
+    State(exchange): State<ExchangeHandle>,
+    Json(request): Json<TransactionsRequest>,
+) -> Result<Response, ApiError> {
+    if request.transactions.len() > TRANSACTIONS_PER_REQUEST_MAX {
+        return Err(bad_request(format!(
+            "more than {TRANSACTIONS_PER_REQUEST_MAX} transactions"
+        )));
+    }
+    let transactions = request
+        .transactions
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            if text.len() > 2 * SIGNED_TRANSACTION_BYTES_MAX {
+                return Err(bad_request(format!("transaction {index}: too long")));
+            }
+            let bytes = hex::decode(text).map_err(|e| bad_request(format!("transaction {index}: not hex: {e}")))?;
+            specie_codec::decode_bounded(
+                "transaction",
+                &bytes,
+                SIGNED_TRANSACTION_BYTES_MAX,
+                SignedTransaction::decode_from,
+            )
+            .map_err(|e| bad_request(format!("transaction {index}: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    match ask(&exchange, move |ticket| ExchangeInput::Submit { ticket, transactions }).await? {
+        ExchangeReply::Settled(fates) => {
+            let fates: Vec<Value> = fates
+                .iter()
+                .map(|fate| match fate {
+                    Fate::Included { height } => json!({"included": height}),
+                    Fate::Refused(refusal) => json!({"refused": refusal.to_string()}),
+                })
+                .collect();
+            Ok(Json(json!({"fates": fates})).into_response())
+        }
+        other => Err(unexpected(other)),
+    }
+}
+
+async fn account(State(exchange): State<ExchangeHandle>, Path(id): Path<u64>) -> Result<Response, ApiError> {
+    match ask(&exchange, move |ticket| ExchangeInput::Account { ticket, id }).await? {
+        ExchangeReply::Account(Some(account)) => {
+            let balances: serde_json::Map<String, Value> = exchange
+                .assets
+                .iter()
+                .zip(&account.balances)
+                .map(|(a, b)| (a.name.clone(), json!(b)))
+                .collect();
+            Ok(Json(json!({
+                "key": hex::encode(account.key),
+                "last_sequence": account.last_sequence,
+                "balances": balances,
+            }))
+            .into_response())
+        }
+        ExchangeReply::Account(None) => Err(error(StatusCode::NOT_FOUND, "no_such_account", "no such account")),
+        other => Err(unexpected(other)),
+    }
+}
+
+async fn offers(State(exchange): State<ExchangeHandle>, Path(id): Path<u64>) -> Result<Response, ApiError> {
+    match ask(&exchange, move |ticket| ExchangeInput::Offers { ticket, account: id }).await? {
+        ExchangeReply::Offers(offers) => {
+            let name = |asset: u16| {
+                exchange
+                    .assets
+                    .get(usize::from(asset))
+                    .map_or("?", |a| a.name.as_str())
+                    .to_string()
+            };
+            let offers: Vec<Value> = offers
+                .iter()
+                .map(|((sell, buy), key, amount)| {
+                    json!({"sell": name(*sell), "buy": name(*buy), "limit": key.limit.0, "sequence": key.sequence, "amount": amount})
+                })
+                .collect();
+            Ok(Json(json!({"offers": offers})).into_response())
+        }
+        other => Err(unexpected(other)),
+    }
+}
+
+async fn last_block(State(exchange): State<ExchangeHandle>) -> Result<Response, ApiError> {
+    match ask(&exchange, |ticket| ExchangeInput::LastBlock { ticket }).await? {
+        ExchangeReply::LastBlock(None) => Ok(Json(json!({"height": 0})).into_response()),
+        ExchangeReply::LastBlock(Some(block)) => {
+            let name = |asset: u16| {
+                exchange
+                    .assets
+                    .get(usize::from(asset))
+                    .map_or("?", |a| a.name.as_str())
+                    .to_string()
+            };
+            let trades: Vec<Value> = block
+                .clearing
+                .trades
+                .iter()
+                .map(|t| json!({"sell": name(t.sell), "buy": name(t.buy), "amount": t.amount}))
+                .collect();
+            let prices: Vec<u64> = block.clearing.prices.iter().map(|p| p.0).collect();
+            Ok(Json(json!({
+                "height": block.height,
+                "transactions": block.transactions.len(),
+                "prices": prices,
+                "trades": trades,
+            }))
+            .into_response())
+        }
+        other => Err(unexpected(other)),
+    }
+}
+
+#[derive(Deserialize)]
+struct DepositRequest {
+    asset: String,
+    /// The core funding (hex of its core encoding), confirmed by the asset's core.
+    transaction: String,
+    account: u64,
+    key: String,
+}
+
+/// A core funding to the exchange, credited once its marker is found in its core's UHS (asked
+/// here, never taken from the caller), to exactly the account and key it commits to.
+async fn deposit(
+    State(exchange): State<ExchangeHandle>,
+    Json(request): Json<DepositRequest>,
+) -> Result<Response, ApiError> {
+    let Some(asset) = exchange.assets.iter().position(|a| a.name == request.asset) else {
+        return Err(bad_request(format!("asset: the exchange trades no {}", request.asset)));
+    };
+    let Some(core_url) = exchange.assets[asset].core_url.clone() else {
+        return Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no_core",
+            format!("no core configured for {}", request.asset),
+        ));
+    };
+    let limits = specie_transaction::limits::DecodeLimits::default();
+    if request.transaction.len() > 2 * limits.transaction_bytes_max {
+        return Err(bad_request("transaction: too long"));
+    }
+    let bytes = hex::decode(&request.transaction).map_err(|e| bad_request(format!("transaction: not hex: {e}")))?;
+    let transaction = <SpecieTransaction as specie_codec::Decode>::decode_exact_with(&bytes, &limits)
+        .map_err(|e| bad_request(format!("transaction: {e}")))?;
+    let SpecieTransaction::OfflineFunding(funding) = transaction else {
+        return Err(bad_request("transaction: not a funding (kind 0x05)"));
+    };
+    let key: [u8; 32] = hex::decode(&request.key)
+        .ok()
+        .and_then(|bytes| bytes.try_into().ok())
+        .ok_or_else(|| bad_request("key: not 32 bytes of hex"))?;
+    let bridge = exchange.bridge.verifying_key().to_bytes();
+    let deposit = deposit_from_core(&funding, &bridge, asset as u16, request.account, key)
+        .map_err(|refusal| error(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string()))?;
+    let marker = hex::encode(deposit.marker);
+    let confirmed = tokio::task::spawn_blocking(move || marker_in_core(&core_url, &marker))
+        .await
+        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    match confirmed {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(error(
+                StatusCode::CONFLICT,
+                "funding_unconfirmed",
+                "the funding's marker is not in its core's UHS: submit it to the core first",
+            ))
+        }
+        Err(reason) => return Err(error(StatusCode::BAD_GATEWAY, "core_unreachable", reason.to_string())),
+    }
+    match ask(&exchange, move |ticket| ExchangeInput::Deposit { ticket, deposit }).await? {
+        ExchangeReply::Deposited => Ok(Json(json!({"credited": true})).into_response()),
+        ExchangeReply::DepositRefused(refusal) => {
+            Err(error(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string()))
+        }
+        other => Err(unexpected(other)),
+    }
+}
+
+/// Why a core could not say whether a funding is confirmed.
+#[derive(Debug, thiserror::Error)]
+#[error("the online core at {url}: {reason}")]
+struct CoreUnreachable {
+    url: String,
+    reason: String,
+}
+
+/// Whether the core at `core_url` holds the UHS id `marker_hex` (`GET /v1/uhs/{id}`).
+fn marker_in_core(core_url: &str, marker_hex: &str) -> Result<bool, CoreUnreachable> {
+    let url = format!("{}/v1/uhs/{marker_hex}", core_url.trim_end_matches('/'));
+    let failed = |reason: String| CoreUnreachable {
+        url: url.clone(),
+        reason,
+    };
+    let agent = ureq::AgentBuilder::new()
+        .timeout(std::time::Duration::from_secs(10))
+        .build();
+    let answer: Value = agent
+        .get(&url)
+        .call()
+        .map_err(|e| failed(e.to_string()))?
+        .into_json()
+        .map_err(|e| failed(e.to_string()))?;
+    answer["present"]
+        .as_bool()
+        .ok_or_else(|| failed("no \"present\" in the answer".into()))
+}
+
+async fn withdrawal(
+    State(exchange): State<ExchangeHandle>,
+    Path((account, sequence)): Path<(u64, u64)>,
+) -> Result<Response, ApiError> {
+    match ask(&exchange, move |ticket| ExchangeInput::Withdrawal {
+        ticket,
+        account,
+        sequence,
+    })
+    .await?
+    {
+        ExchangeReply::Withdrawal(Some(withdrawal)) => {
+            let payout = SpecieTransaction::OfflinePayout(bridge_payout(&withdrawal, &exchange.bridge));
+            Ok(
+                Json(json!({"payout": hex_of(|out| payout.encode_to(out)), "amount": withdrawal.amount}))
+                    .into_response(),
+            )
+        }
+        ExchangeReply::Withdrawal(None) => {
+            Err(error(StatusCode::NOT_FOUND, "no_such_withdrawal", "no such withdrawal"))
+        }
+        other => Err(unexpected(other)),
+    }
+}

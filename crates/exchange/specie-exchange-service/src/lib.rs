@@ -1,0 +1,231 @@
+//! `specie exchange serve`: the exchange as a process. The role runs on the embedded host over
+//! its own durable log (a block is one record and one fsync; answered only once durable, so
+//! `kill -9` loses nothing answered), its bridge reaches each currency's online core over HTTP to
+//! find a funding's marker before crediting it, and an HTTP/JSON API serves traders
+//! (docs/exchange.md, "The exchange as a process").
+//!
+//! `DATA_DIR` (0700) holds `exchange.seed` (0600: the exchange's identity and its bridge key
+//! derive from it), `assets` (the currencies' names, in asset order, fixed at creation) and
+//! `log/`.
+
+mod api;
+
+pub use api::router;
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use ed25519_dalek::SigningKey;
+use sha2::{Digest, Sha256};
+use specie_api::HttpLimits;
+use specie_exchange::{ExchangeConfig, ExchangeInput, ExchangeReply, ExchangeRole, Ledger, RoleLimits};
+use specie_host::RoleThread;
+use specie_log::LogOptions;
+
+/// Why the exchange could not be opened or served.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeServiceError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not 64 hexadecimal digits (a 32-byte secret)")]
+    BadSeed { path: PathBuf },
+    #[error(
+        "the exchange in {dir} trades {existing:?}; asked to trade {given:?} (the assets are fixed when the exchange is created)"
+    )]
+    OtherAssets {
+        dir: PathBuf,
+        existing: Vec<String>,
+        given: Vec<String>,
+    },
+    #[error("an exchange trades 2 to 64 assets, each once; got {0:?}")]
+    BadAssets(Vec<String>),
+    #[error("cannot start the exchange: {0}")]
+    Start(String),
+    #[error(transparent)]
+    Http(#[from] specie_api::http_server::ServeUntilError),
+}
+
+/// A currency the exchange trades, and the online core that mints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Asset {
+    pub name: String,
+    pub core_url: Option<String>,
+}
+
+/// What `specie exchange serve` runs with.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub assets: Vec<Asset>,
+    pub limits: HttpLimits,
+    pub block_interval_ms: u64,
+}
+
+/// The running exchange.
+#[derive(Clone)]
+pub struct ExchangeHandle {
+    pub role: RoleThread<ExchangeRole>,
+    pub id: [u8; 32],
+    pub bridge: SigningKey,
+    pub assets: Vec<Asset>,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ExchangeServiceError + '_ {
+    move |source| ExchangeServiceError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The exchange's seed in `data_dir` (created 0600, synced, on first start).
+fn seed(data_dir: &Path) -> Result<[u8; 32], ExchangeServiceError> {
+    let path = data_dir.join("exchange.seed");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => hex::decode(text.trim())
+            .ok()
+            .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+            .ok_or(ExchangeServiceError::BadSeed { path }),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let seed: [u8; 32] = rand::random();
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .map_err(io(&path))?;
+            file.write_all(hex::encode(seed).as_bytes()).map_err(io(&path))?;
+            file.sync_all().map_err(io(&path))?;
+            Ok(seed)
+        }
+        Err(error) => Err(io(&path)(error)),
+    }
+}
+
+/// A key derived from the seed: SHA-256 of a domain, the purpose and the seed.
+fn derive(seed: &[u8; 32], purpose: &str) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"specie/exchange/seed/v1/");
+    hasher.update(purpose.as_bytes());
+    hasher.update(seed);
+    hasher.finalize().into()
+}
+
+/// The assets' names as the data directory fixed them (written on first start).
+fn fixed_assets(data_dir: &Path, given: &[Asset]) -> Result<(), ExchangeServiceError> {
+    let names: Vec<String> = given.iter().map(|a| a.name.clone()).collect();
+    let unique: std::collections::BTreeSet<&String> = names.iter().collect();
+    if !(2..=specie_exchange::ASSETS_MAX).contains(&names.len())
+        || unique.len() != names.len()
+        || names
+            .iter()
+            .any(|n| n.is_empty() || !n.bytes().all(|b| b.is_ascii_lowercase()))
+    {
+        return Err(ExchangeServiceError::BadAssets(names));
+    }
+    let path = data_dir.join("assets");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let existing: Vec<String> = text.lines().map(str::to_string).collect();
+            if existing != names {
+                return Err(ExchangeServiceError::OtherAssets {
+                    dir: data_dir.to_path_buf(),
+                    existing,
+                    given: names,
+                });
+            }
+            Ok(())
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::write(&path, names.join("\n")).map_err(io(&path))
+        }
+        Err(error) => Err(io(&path)(error)),
+    }
+}
+
+impl ExchangeHandle {
+    /// Opens (or creates) the exchange in `data_dir` trading `assets`, replaying its log.
+    pub fn open(
+        data_dir: &Path,
+        assets: Vec<Asset>,
+        block_interval_ms: u64,
+    ) -> Result<ExchangeHandle, ExchangeServiceError> {
+        std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
+        std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700)).map_err(io(data_dir))?;
+        fixed_assets(data_dir, &assets)?;
+        let seed = seed(data_dir)?;
+        let id = derive(&seed, "identity");
+        let bridge = SigningKey::from_bytes(&derive(&seed, "bridge"));
+        let config = ExchangeConfig::new(id, assets.len());
+        let record_bytes_max = u32::try_from(config.command_bytes_max()).expect("a block's record fits the log");
+        let log = LogOptions {
+            record_bytes_max,
+            segment_bytes_max: 4 * u64::from(record_bytes_max),
+            ..LogOptions::default()
+        };
+        let ledger = Ledger::genesis(config, vec![]).map_err(|e| ExchangeServiceError::Start(e.to_string()))?;
+        let limits = RoleLimits {
+            block_interval_ms,
+            ..RoleLimits::default()
+        };
+        let role = RoleThread::start(
+            "exchange",
+            ExchangeRole::new(ledger, limits),
+            &data_dir.join("log"),
+            log,
+            256 << 20,
+            |report| eprintln!("exchange: {report:?}"),
+        )
+        .map_err(|e| ExchangeServiceError::Start(e.to_string()))?;
+        Ok(ExchangeHandle {
+            role,
+            id,
+            bridge,
+            assets,
+        })
+    }
+
+    /// The height and state hash now.
+    pub fn summary(&self) -> Option<(u64, [u8; 32])> {
+        match self.role.call_blocking(|ticket| ExchangeInput::Summary { ticket })? {
+            ExchangeReply::Summary { height, state_hash } => Some((height, state_hash)),
+            _ => None,
+        }
+    }
+}
+
+/// The bridge key of the exchange in `data_dir` (created with its seed if new): what each
+/// currency's core must bank for (`specie node --exchange`).
+pub fn bridge_key(data_dir: &Path) -> Result<[u8; 32], ExchangeServiceError> {
+    std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
+    let seed = seed(data_dir)?;
+    Ok(SigningKey::from_bytes(&derive(&seed, "bridge"))
+        .verifying_key()
+        .to_bytes())
+}
+
+/// Opens the exchange and serves its API until Ctrl-C.
+pub fn serve(options: ServeOptions) -> Result<(), ExchangeServiceError> {
+    let exchange = ExchangeHandle::open(&options.data_dir, options.assets, options.block_interval_ms)?;
+    let data_dir = options.data_dir.clone();
+    let served = specie_api::http_server::serve_until_ctrl_c(
+        options.listen,
+        router(exchange.clone()),
+        options.limits,
+        |local| {
+            eprintln!(
+                "specie exchange: data in {}, API on http://{local} (Ctrl-C to stop)",
+                data_dir.display()
+            );
+        },
+    );
+    exchange.role.stop();
+    served?;
+    Ok(())
+}
