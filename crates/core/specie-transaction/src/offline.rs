@@ -31,7 +31,8 @@ use crate::limits::{DecodeLimits, HASH_BYTES, INPUT_BYTES, OUTPUT_BYTES};
 use crate::signing::{sign_inputs, NonceMode, SignError};
 use crate::transaction::{Input, Output, Witness};
 use crate::{Txid, UhsId};
-use ed25519_dalek::{Signer, SigningKey};
+use ed25519_dalek::ed25519::signature::Keypair as Ed25519Keypair;
+use ed25519_dalek::{Signature, Signer, VerifyingKey};
 use secp256k1::Keypair;
 use specie_codec::{put_u64, put_vec, DecodeError, Encode, Reader};
 
@@ -171,13 +172,17 @@ pub struct OfflinePayout {
 
 impl OfflinePayout {
     /// A payout of `amount` to `address` (a witness program commitment) for the token `serial`,
-    /// signed by the authority's bridge key.
-    pub fn new_signed(
-        bridge: &SigningKey,
+    /// signed by the authority's bridge key (a `SigningKey`, or one expanded once:
+    /// `specie_ed25519::ExpandedSigningKey`).
+    pub fn new_signed<K>(
+        bridge: &K,
         serial: [u8; OFFLINE_SERIAL_BYTES],
         address: [u8; 32],
         amount: u64,
-    ) -> OfflinePayout {
+    ) -> OfflinePayout
+    where
+        K: Signer<Signature> + Ed25519Keypair<VerifyingKey = VerifyingKey>,
+    {
         let mut payout = OfflinePayout {
             authority: bridge.verifying_key().to_bytes(),
             serial,

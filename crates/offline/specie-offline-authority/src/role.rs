@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
+use specie_ed25519::ExpandedSigningKey;
 use specie_offline::{
     check_public_key, Denominations, Hop, Instruction, Issuance, KeyBinding, KeyCertificate, KeyRing, KeyStatus,
     Lifecycle, Move, PublicKey, SignedKeyRing, SignedMove, Token, HOPS_MAX, REISSUE_OUTPUTS_MAX,
@@ -33,8 +34,9 @@ pub struct AuthorityKeys {
 /// One period's secret keys.
 struct PeriodKeys {
     period: u32,
-    /// `issuing[i]` issues tokens of `denominations.values()[i]`.
-    issuing: Vec<SigningKey>,
+    /// `issuing[i]` issues tokens of `denominations.values()[i]` (expanded once: they sign every
+    /// token issued).
+    issuing: Vec<ExpandedSigningKey>,
     certifying: SigningKey,
 }
 
@@ -70,14 +72,18 @@ impl AuthorityKeys {
     }
 
     fn period_keys(&self, period: u32) -> PeriodKeys {
-        let issuing = (0..self.denominations.values().len() as u64)
-            .map(|i| derive_key(&self.seed, "issuing", (u64::from(period) << 32) | i))
-            .collect();
         PeriodKeys {
             period,
-            issuing,
+            issuing: self.issuing(period).iter().map(ExpandedSigningKey::new).collect(),
             certifying: self.certifying(period),
         }
+    }
+
+    /// The issuing keys of `period`, in the order of the denominations.
+    fn issuing(&self, period: u32) -> Vec<SigningKey> {
+        (0..self.denominations.values().len() as u64)
+            .map(|i| derive_key(&self.seed, "issuing", (u64::from(period) << 32) | i))
+            .collect()
     }
 
     /// The certifying key of `period`.
@@ -87,7 +93,7 @@ impl AuthorityKeys {
 
     /// The issuing keys of `period` (public) with the denominations they issue.
     pub fn issuing_keys(&self, period: u32) -> Vec<(PublicKey, u64)> {
-        let keys = self.period_keys(period).issuing;
+        let keys = self.issuing(period);
         let publics = keys.iter().map(|key| key.verifying_key().to_bytes());
         publics.zip(self.denominations.values().iter().copied()).collect()
     }
@@ -135,6 +141,8 @@ fn derive_key(seed: &[u8; 32], kind: &str, n: u64) -> SigningKey {
 /// fundings from the online core, and takes deposits back, naming whoever spent a token twice.
 pub struct OfflineAuthority {
     keys: AuthorityKeys,
+    /// `keys.bridge` expanded once: it signs every defund's payout.
+    bridge: ExpandedSigningKey,
     /// The current period's secret keys, and the ring of every live period.
     current: PeriodKeys,
     ring: KeyRing,
@@ -165,9 +173,12 @@ pub struct OfflineAuthority {
     queue: Vec<QueuedDeposit>,
 }
 
-/// Deposits whose signatures one batch equation checks (a few dozen signatures: large enough to
-/// amortise, small enough that a bad signature costs its neighbours little).
-const DEPOSITS_PER_BATCH: usize = 32;
+/// Deposits whose signatures one batch equation checks: with one-hop tokens, 128 signatures and
+/// 257 points, past the size (190 points) where curve25519-dalek's multiscalar multiplication
+/// switches from Straus to Pippenger, which costs less per point (with 32 deposits, one-thread
+/// deposits ran 5-8% slower); a turn of a few hundred deposits still makes a few batches for the
+/// cores to share. A bad signature has every signature of its batch checked alone.
+pub const DEPOSITS_PER_BATCH: usize = 64;
 
 /// One signature a deposit needs checked: an owner's, over a statement no table vouches for.
 struct SignatureCheck {
@@ -266,6 +277,7 @@ impl OfflineAuthority {
             .map(|(i, value)| (*value, i))
             .collect();
         OfflineAuthority {
+            bridge: ExpandedSigningKey::new(&keys.bridge),
             keys,
             current,
             ring,
@@ -784,7 +796,7 @@ impl OfflineAuthority {
 
     /// The payout of `amount` to the core address of x-only key `address` for token `serial`.
     fn payout(&self, serial: [u8; 16], address: [u8; 32], amount: u64) -> OfflinePayout {
-        OfflinePayout::new_signed(&self.keys.bridge, serial, witness_program_commitment(&address), amount)
+        OfflinePayout::new_signed(&self.bridge, serial, witness_program_commitment(&address), amount)
     }
 
     /// For a defund, the payout it is answered with if paid, signed ahead.

@@ -218,7 +218,7 @@ impl AuthorityState {
             .histories
             .entry(serial)
             .or_insert_with(|| History::new(&deposit.token.issuance));
-        let conflicts = match history.record_linked(&deposit.token, links, Some(deposit.statement)) {
+        let conflicts = match history.record_linked(&deposit.token, links, Some((deposit.statement, link))) {
             // The leader checked the issuance against the issued table before proposing.
             Err(other) => panic!("a deposit of another issuance of a known serial reached the log: {other}"),
             Ok(Recorded::Known) => unreachable!("a deposit recorded before has an outcome"),

@@ -182,6 +182,8 @@ pub struct OtherIssuance;
 #[derive(Clone, Debug)]
 pub struct History {
     issuance: Issuance,
+    /// The issuance's link (hashed once).
+    root: Link,
     nodes: HashMap<Link, Node>,
 }
 
@@ -196,6 +198,7 @@ impl History {
         };
         History {
             issuance: *issuance,
+            root,
             nodes: HashMap::from([(root, node)]),
         }
     }
@@ -225,19 +228,29 @@ impl History {
     /// signed on its last link, if any (verified too). A chain of another issuance of the same
     /// serial is refused: only an issuing key that signed twice makes one.
     pub fn record(&mut self, token: &Token, deposit: Option<SignedMove>) -> Result<Recorded, OtherIssuance> {
-        self.record_linked(token, &token.links(), deposit)
+        let links = token.links();
+        let last = links.last().expect("an issuance link");
+        let deposit = deposit.map(|deposit| {
+            let index = (token.hops.len() + 1) as u8;
+            (
+                deposit,
+                Sha256::digest(deposit.statement.signing_bytes(last, index)).into(),
+            )
+        });
+        self.record_linked(token, &links, deposit)
     }
 
-    /// [`History::record`] with the chain's links computed already (`token.links()`), so a caller
-    /// that needs them too hashes the chain once.
+    /// [`History::record`] with the chain's links computed already (`token.links()`), and the
+    /// deposit statement's with it (the link it makes on the chain's last one), so a caller that
+    /// needs them too hashes the chain once.
     pub fn record_linked(
         &mut self,
         token: &Token,
         links: &[Link],
-        deposit: Option<SignedMove>,
+        deposit: Option<(SignedMove, Link)>,
     ) -> Result<Recorded, OtherIssuance> {
         assert_eq!(links.len(), token.hops.len() + 1, "the token's links");
-        if links[0] != self.issuance.link() {
+        if links[0] != self.root {
             return Err(OtherIssuance);
         }
         let mut conflicts = Vec::new();
@@ -255,11 +268,11 @@ impl History {
                 });
             }
         }
-        if let Some(deposit) = deposit {
+        if let Some((deposit, link)) = deposit {
             assert!(deposit.statement.is_deposit(), "a deposit statement");
             let last = *links.last().expect("an issuance link");
             let node = &self.nodes[&last];
-            let link: Link = Sha256::digest(deposit.statement.signing_bytes(&last, node.index + 1)).into();
+            debug_assert_eq!(usize::from(node.index), token.hops.len(), "the last link's node");
             let earlier = node
                 .children
                 .iter()

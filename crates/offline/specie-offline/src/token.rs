@@ -5,7 +5,8 @@
 //! link: the authority tells them apart from the statements alone (docs/offline-mode.md, "The
 //! double-spend rule").
 
-use ed25519_dalek::{Signature, Signer, SigningKey};
+use ed25519_dalek::ed25519::signature::Keypair;
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 use specie_codec::{put_u32, DecodeError, Reader};
 use thiserror::Error;
@@ -53,7 +54,11 @@ impl Issuance {
         bytes
     }
 
-    pub fn sign(issuing: &SigningKey, serial: [u8; SERIAL_BYTES], first_owner: PublicKey) -> Issuance {
+    /// Signed by `issuing`: a [`SigningKey`], or one expanded once (`specie_ed25519::ExpandedSigningKey`).
+    pub fn sign<K>(issuing: &K, serial: [u8; SERIAL_BYTES], first_owner: PublicKey) -> Issuance
+    where
+        K: Signer<Signature> + Keypair<VerifyingKey = VerifyingKey>,
+    {
         let mut issuance = Issuance {
             issuing_key: issuing.verifying_key().to_bytes(),
             serial,

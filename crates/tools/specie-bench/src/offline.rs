@@ -3,7 +3,8 @@
 //! 5,143 deposited tokens/s with 3-signature chains on one thread).
 //!
 //! One run measures, in this order:
-//! 1. the ceilings: strict single verifications and batch verification (64 signatures per batch)
+//! 1. the ceilings: strict single verifications and batch verification (as many signatures per
+//!    batch as the authority's batches hold)
 //!    per second of one core's CPU time, signatures per second, and batch verification on all
 //!    cores by the wall clock;
 //! 2. the authority's deposit path in memory, on one thread and on every core: `--tokens` tokens
@@ -32,7 +33,8 @@ use specie_offline::{
     Token,
 };
 use specie_offline_authority::{
-    AuthorityKeys, DepositOutcome, Funding, Input, OfflineAuthority, Reply, Report, TOKENS_PER_FUNDING_MAX,
+    AuthorityKeys, DepositOutcome, Funding, Input, OfflineAuthority, Reply, Report, DEPOSITS_PER_BATCH,
+    TOKENS_PER_FUNDING_MAX,
 };
 use specie_role::Ticket;
 
@@ -49,8 +51,9 @@ const ALL_CORES_TARGET_SHARE: f64 = 0.9;
 const SIGNATURES_PER_TOKEN: f64 = 2.0;
 /// Deposits handed to the role before its outputs are polled: one host turn.
 const DEPOSITS_PER_TURN: usize = 256;
-/// Signatures per batch in the batch ceiling: what a turn's batches of deposits hold.
-const CEILING_BATCH: usize = 64;
+/// Signatures per batch in the batch ceiling: what the authority's batches of deposits hold (two
+/// signatures checked per token).
+const CEILING_BATCH: usize = DEPOSITS_PER_BATCH * SIGNATURES_PER_TOKEN as usize;
 /// The denomination every benchmark token has (one issuing key's).
 const VALUE: u64 = 50_000;
 /// One-time keys on each side: first owners, payees, re-issue owners.
