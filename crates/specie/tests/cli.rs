@@ -294,6 +294,66 @@ fn help_describes_the_commands() {
     }
 }
 
+/// `specie bench exchange` teaches its figures and runs at a toy size: every clearing valid, the
+/// JSON has each phase's figures (no timing is asserted).
+#[test]
+fn bench_exchange_explains_itself_and_runs_at_a_toy_size() {
+    let output = specie(&["bench", "exchange", "--help"]);
+    assert_exit(&output, 0);
+    let text = stdout(&output);
+    for expected in [
+        "Tatonnement",
+        "time-out",
+        "state hash",
+        "fdatasync",
+        "--offers",
+        "--accounts",
+        "--json",
+    ] {
+        assert!(text.contains(expected), "{expected} missing from:\n{text}");
+    }
+    let output = specie(&[
+        "bench",
+        "exchange",
+        "--assets",
+        "2,3",
+        "--offers",
+        "0,300",
+        "--runs",
+        "1",
+        "--accounts",
+        "300",
+        "--execution-assets",
+        "3",
+        "--block-transactions",
+        "200",
+        "--blocks",
+        "1",
+        "--ceiling-seconds",
+        "0.02",
+        "--json",
+    ]);
+    assert_exit(&output, 0);
+    let json: Value = serde_json::from_str(&stdout(&output)).expect("one JSON object");
+    assert_eq!(
+        json.pointer("/clearing_summary/invalid"),
+        Some(&Value::from(0)),
+        "{json:#}"
+    );
+    assert_eq!(json["clearing"].as_array().map(Vec::len), Some(4), "{json:#}");
+    for pointer in [
+        "/clearing/1/compute_ms/p99",
+        "/clearing/3/volume_cleared_share/median",
+        "/ceiling/verify_strict_per_core_per_s",
+        "/execution/kinds/0/durable_per_s",
+        "/execution/kinds/3/per_cpu_s",
+        "/execution/one_thread_payments_vs_paper",
+    ] {
+        let value = json.pointer(pointer).and_then(Value::as_f64);
+        assert!(value.is_some_and(|v| v.is_finite() && v > 0.0), "{pointer} in {json:#}");
+    }
+}
+
 #[test]
 fn demo_runs_and_audits() {
     let output = specie(&["demo", "--payments", "2000", "--wallets", "20", "--json"]);

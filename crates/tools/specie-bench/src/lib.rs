@@ -15,6 +15,9 @@
 //! - [`offline`]: `specie bench offline`, offline cash's authority (deposits with 3-signature
 //!   chains, on one thread and on every core, in memory and durably) and device-to-device
 //!   payments, beside the Ed25519 ceilings.
+//! - [`exchange`]: `specie bench exchange`, the SPEEDEX exchange: clearing time and quality per
+//!   (assets, offers), and block execution (payments, offers) with state hashing and fsync on, on
+//!   one thread and on every core, beside the reference's figures and the Ed25519 ceiling.
 //! - [`ceiling`]: what signing and verifying cost on all cores, the bound on every figure.
 
 mod cpu;
@@ -27,6 +30,7 @@ pub mod demo;
 pub mod demo_byzantine;
 pub mod demo_exchange;
 pub mod demo_offline;
+pub mod exchange;
 mod exchange_chart;
 pub mod offline;
 mod one_replica;
