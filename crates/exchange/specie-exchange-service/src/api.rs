@@ -25,6 +25,8 @@ use specie_exchange::{
 };
 use specie_transaction::SpecieTransaction;
 
+use specie_offline_service::service::marker_in_core;
+
 use crate::ExchangeHandle;
 
 /// Most transactions one request carries (the role's submission limit).
@@ -293,8 +295,8 @@ async fn deposit(
     let bridge = exchange.bridge.verifying_key().to_bytes();
     let deposit = deposit_from_core(&funding, &bridge, asset as u16, request.account, key)
         .map_err(|refusal| error(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string()))?;
-    let marker = hex::encode(deposit.marker);
-    let confirmed = tokio::task::spawn_blocking(move || marker_in_core(&core_url, &marker))
+    let marker = deposit.marker;
+    let confirmed = tokio::task::spawn_blocking(move || marker_in_core(&core_url, marker))
         .await
         .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
     match confirmed {
@@ -315,35 +317,6 @@ async fn deposit(
         }
         other => Err(unexpected(other)),
     }
-}
-
-/// Why a core could not say whether a funding is confirmed.
-#[derive(Debug, thiserror::Error)]
-#[error("the online core at {url}: {reason}")]
-struct CoreUnreachable {
-    url: String,
-    reason: String,
-}
-
-/// Whether the core at `core_url` holds the UHS id `marker_hex` (`GET /v1/uhs/{id}`).
-fn marker_in_core(core_url: &str, marker_hex: &str) -> Result<bool, CoreUnreachable> {
-    let url = format!("{}/v1/uhs/{marker_hex}", core_url.trim_end_matches('/'));
-    let failed = |reason: String| CoreUnreachable {
-        url: url.clone(),
-        reason,
-    };
-    let agent = ureq::AgentBuilder::new()
-        .timeout(std::time::Duration::from_secs(10))
-        .build();
-    let answer: Value = agent
-        .get(&url)
-        .call()
-        .map_err(|e| failed(e.to_string()))?
-        .into_json()
-        .map_err(|e| failed(e.to_string()))?;
-    answer["present"]
-        .as_bool()
-        .ok_or_else(|| failed("no \"present\" in the answer".into()))
 }
 
 async fn withdrawal(

@@ -5,7 +5,6 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use serde_json::Value;
 use specie_offline_authority::Reply;
 
 use crate::{AuthorityCall, AuthorityHandle, Bridge};
@@ -83,7 +82,7 @@ impl AuthorityService for EmbeddedAuthority {
         let core_url = self.bridge.core_url.clone();
         Box::pin(async move {
             let core_url = core_url.ok_or(CoreCheckError::NoCore)?;
-            tokio::task::spawn_blocking(move || marker_in_core(&core_url, &hex::encode(marker)))
+            tokio::task::spawn_blocking(move || marker_in_core(&core_url, marker))
                 .await
                 .map_err(|e| CoreCheckError::Unreachable {
                     at: "this process".into(),
@@ -93,25 +92,15 @@ impl AuthorityService for EmbeddedAuthority {
     }
 }
 
-/// Whether the core at `core_url` holds the UHS id `marker_hex` (`GET /v1/uhs/{id}`).
-fn marker_in_core(core_url: &str, marker_hex: &str) -> Result<bool, CoreCheckError> {
-    let url = format!("{}/v1/uhs/{marker_hex}", core_url.trim_end_matches('/'));
-    let failed = |reason: String| CoreCheckError::Unreachable {
-        at: url.clone(),
-        reason,
+/// Whether the core at `core_url` holds the UHS id `marker`, asked with the wallets' node client.
+pub fn marker_in_core(core_url: &str, marker: [u8; 32]) -> Result<bool, CoreCheckError> {
+    let failed = |error: specie_wallet::ClientError| CoreCheckError::Unreachable {
+        at: core_url.to_string(),
+        reason: error.to_string(),
     };
-    let agent = ureq::AgentBuilder::new()
-        .timeout(std::time::Duration::from_secs(10))
-        .build();
-    let answer: Value = agent
-        .get(&url)
-        .call()
-        .map_err(|e| failed(e.to_string()))?
-        .into_json()
-        .map_err(|e| failed(e.to_string()))?;
-    answer["present"]
-        .as_bool()
-        .ok_or_else(|| failed("no \"present\" in the answer".into()))
+    let client = specie_wallet::NodeClient::new(core_url).map_err(failed)?;
+    let present = client.query_uhs(&[specie_transaction::UhsId(marker)]).map_err(failed)?;
+    Ok(present.first().copied().unwrap_or(false))
 }
 
 #[cfg(test)]
