@@ -7,6 +7,8 @@
 
 mod cluster_harness;
 
+use cluster_harness::offline_devices::{core_wallet, device, enrolled_devices, minted_wallet};
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -294,27 +296,6 @@ fn specie(args: &[&str]) -> std::process::Output {
         .expect("the specie binary runs")
 }
 
-/// Runs `specie offline device --device FILE --authority URL ARGS`; its stdout, or its stderr as
-/// the error.
-fn device(file: &Path, url: &str, args: &[&str]) -> Result<String, String> {
-    let mut all = vec![
-        "offline",
-        "device",
-        "--device",
-        file.to_str().unwrap(),
-        "--authority",
-        url,
-    ];
-    all.extend_from_slice(args);
-    let output = specie(&all);
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    match output.status.success() {
-        true => Ok(String::from_utf8_lossy(&output.stdout).trim().to_string()),
-        false => Err(stderr),
-    }
-}
-
 /// Two device wallets, enrolled and funded by the operator, pay each other offline with request
 /// and payment strings; a replayed payment, a payment over a limit and a bad string or file are
 /// refused with a message that says why; deposits come back re-issued.
@@ -416,19 +397,6 @@ fn start_node(data_dir: &Path, issuer: &str, bridge: &str) -> (Child, String) {
     ])
 }
 
-fn core_wallet(path: &Path, args: &[&str]) -> String {
-    let mut all = vec!["wallet", "--wallet", path.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let output = specie(&all);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success(), "specie wallet {args:?}: {text}");
-    text
-}
-
 /// The whole bridge with real processes: a core wallet funds a device through the online core
 /// (the authority checks the core itself), the device pays another offline, the payee deposits
 /// back to its own core wallet, and the coins are spendable there; a funding the core never
@@ -483,27 +451,8 @@ fn a_core_wallet_funds_a_device_and_a_deposit_comes_back_to_a_core_wallet() {
 
     // Alice's core wallet gets 1,000 minted; her device and Bob's are enrolled.
     let alice_wallet = dir.path().join("alice.json");
-    core_wallet(&alice_wallet, &["create", "--node", &node_url]);
-    let address = core_wallet(&alice_wallet, &["address"])
-        .trim()
-        .lines()
-        .last()
-        .unwrap()
-        .trim()
-        .to_string();
-    let minted = core_wallet(&issuer_wallet, &["--node", &node_url, "mint", "1000", "--to", &address]);
-    let payment_string = minted
-        .lines()
-        .map(str::trim)
-        .find(|line| line.starts_with("specie-pay1"))
-        .unwrap()
-        .to_string();
-    core_wallet(&alice_wallet, &["import", &payment_string]);
-    let (alice, bob) = (dir.path().join("alice.device"), dir.path().join("bob.device"));
-    for file in [&alice, &bob] {
-        device(file, &url, &["create"]).unwrap();
-        device(file, &url, &["enrol", "--operator-token-file", token_file]).unwrap();
-    }
+    minted_wallet(&issuer_wallet, &alice_wallet, &node_url, "1000");
+    let (alice, bob) = enrolled_devices(dir.path(), &url, token_file);
     // Funding on the operator's word is off without --allow-operator-funding.
     let refused = device(&alice, &url, &["fund", "--operator-token-file", token_file, "100"]).unwrap_err();
     assert!(refused.contains("operator's word is off"), "{refused}");

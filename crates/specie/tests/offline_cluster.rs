@@ -8,45 +8,12 @@
 mod cluster_harness;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+use cluster_harness::offline_devices::{core_wallet as wallet, device, enrolled_devices, minted_wallet, run};
 use cluster_harness::{free_ports, kill_9, specie, status, Down};
 use serde_json::Value;
 use specie_cluster::Topology;
-
-fn run(args: &[&str]) -> Result<String, String> {
-    let output = Command::new(cluster_harness::BIN)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("the specie binary runs");
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    match output.status.success() {
-        true => Ok(String::from_utf8_lossy(&output.stdout).into_owned()),
-        false => Err(stderr),
-    }
-}
-
-fn wallet(path: &Path, args: &[&str]) -> String {
-    let mut all = vec!["wallet", "--wallet", path.to_str().unwrap()];
-    all.extend_from_slice(args);
-    run(&all).unwrap_or_else(|error| panic!("specie wallet {args:?}: {error}"))
-}
-
-fn device(file: &Path, urls: &str, args: &[&str]) -> Result<String, String> {
-    let mut all = vec![
-        "offline",
-        "device",
-        "--device",
-        file.to_str().unwrap(),
-        "--authority",
-        urls,
-    ];
-    all.extend_from_slice(args);
-    run(&all).map(|out| out.trim().to_string())
-}
 
 /// The offline authority group's rows of `cluster status`: (replica, role).
 fn offline_roles(dir: &str) -> Vec<(u64, String)> {
@@ -104,27 +71,8 @@ fn an_offline_authority_group_survives_losing_its_leader_and_settles_through_the
 
     // Alice's core wallet gets 1,000 minted and funds her device with 700 through the core.
     let alice_wallet = temp.path().join("alice.json");
-    wallet(&alice_wallet, &["create", "--node", &sentinel]);
-    let address = wallet(&alice_wallet, &["address"])
-        .trim()
-        .lines()
-        .last()
-        .unwrap()
-        .trim()
-        .to_string();
-    let minted = wallet(&issuer_wallet, &["--node", &sentinel, "mint", "1000", "--to", &address]);
-    let payment = minted
-        .lines()
-        .map(str::trim)
-        .find(|l| l.starts_with("specie-pay1"))
-        .unwrap()
-        .to_string();
-    wallet(&alice_wallet, &["import", &payment]);
-    let (alice, bob) = (temp.path().join("alice.device"), temp.path().join("bob.device"));
-    for file in [&alice, &bob] {
-        device(file, &urls, &["create"]).unwrap();
-        device(file, &urls, &["enrol", "--operator-token-file", token_file]).unwrap();
-    }
+    minted_wallet(&issuer_wallet, &alice_wallet, &sentinel, "1000");
+    let (alice, bob) = enrolled_devices(temp.path(), &urls, token_file);
     // A device takes key rings signed by one authority only: the one it pinned.
     let bridge = &topology.offline_authority.as_ref().unwrap().bridge;
     let enrolled = device(&alice, &urls, &["balance"]).unwrap();

@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test file uses its own part of this
 
 pub mod authority_state;
+pub mod offline_devices;
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
