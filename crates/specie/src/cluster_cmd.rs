@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use specie_cluster::supervisor::{self, UpOptions};
-use specie_cluster::{role_process, CommitteeShape, Shape};
+use specie_cluster::{role_process, CommitteeShape, ExchangeAsset, ExchangeShape, Shape};
 
 #[derive(Args, Debug)]
 pub struct ClusterArgs {
@@ -17,8 +17,8 @@ pub struct ClusterArgs {
 #[derive(Subcommand, Debug)]
 pub enum ClusterCommand {
     /// Start a local cluster on 127.0.0.1: shard groups and coordinator groups replicated by Raft,
-    /// sentinels serving the wallets' HTTP API, with --authorities a FastPay committee and, with
-    /// --offline, the offline cash authority. Writes DIR/cluster.toml on first use (edit
+    /// sentinels serving the wallets' HTTP API, with --authorities a FastPay committee, with
+    /// --offline the offline cash authority and with --exchange the exchange. Writes DIR/cluster.toml on first use (edit
     /// it to change the topology) and issues what DIR/pki lacks: a cluster CA and one key and
     /// certificate per process, for mutual TLS between all of them (to bring your own CA, see
     /// docs/operator-guide.md). Logs to DIR/logs, and returns once every group has a leader.
@@ -78,6 +78,18 @@ pub struct UpArgs {
     /// HTTP (`specie offline device --authority URL,URL,…`).
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "3")]
     pub offline: Option<usize>,
+    /// Also run the exchange between currencies (SPEEDEX batch auctions) as a Raft group of this
+    /// many replicas (`--exchange` alone: 3). It trades the cluster's own currency (usd) and each
+    /// --exchange-asset; its seed is made in DIR/pki; the sentinels bank for its bridge key, and
+    /// so must each other currency's core (`specie node --exchange <BRIDGE-KEY>`, printed by
+    /// `cluster up`). Traders reach it over HTTP (`specie exchange … --exchange URL,URL,…`).
+    /// Example: specie cluster up --exchange --exchange-asset eur=http://127.0.0.1:8471
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "3")]
+    pub exchange: Option<usize>,
+    /// (with --exchange) Another currency to trade: its name and the HTTP API of the online core
+    /// that mints it, NAME=URL; at least one.
+    #[arg(long = "exchange-asset", value_name = "NAME=URL", requires = "exchange")]
+    pub exchange_assets: Vec<String>,
 }
 
 /// Run one replica of a group of a cluster: a shard, coordinator or FastPay authority shard group.
@@ -131,6 +143,41 @@ pub fn run_offline_authority(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+pub fn run_exchange(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
+    if args.group != specie_cluster::EXCHANGE_GROUP {
+        anyhow::bail!(
+            "the exchange's group is named '{}', not '{}'",
+            specie_cluster::EXCHANGE_GROUP,
+            args.group
+        );
+    }
+    role_process::run_exchange(&args.cluster, args.replica)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The exchange group `cluster up` asks for: `--exchange [N]` and each `--exchange-asset NAME=URL`.
+fn exchange_shape(replicas: Option<usize>, assets: &[String]) -> anyhow::Result<Option<ExchangeShape>> {
+    let Some(replicas) = replicas else {
+        return Ok(None);
+    };
+    let other_assets = assets
+        .iter()
+        .map(|asset| {
+            let (name, url) = asset
+                .split_once('=')
+                .ok_or_else(|| anyhow::anyhow!("--exchange-asset {asset}: expected NAME=URL, e.g. eur=http://127.0.0.1:8471"))?;
+            Ok(ExchangeAsset {
+                name: name.to_string(),
+                core: Some(url.to_string()),
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if other_assets.is_empty() {
+        anyhow::bail!("--exchange needs at least one --exchange-asset NAME=URL besides the cluster's own currency");
+    }
+    Ok(Some(ExchangeShape { replicas, other_assets }))
+}
+
 pub fn run_sentinel(args: SentinelArgs) -> anyhow::Result<ExitCode> {
     role_process::run_sentinel(&args.cluster, args.name)?;
     Ok(ExitCode::SUCCESS)
@@ -153,6 +200,7 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
                         replicas: args.authority_replicas,
                     }),
                     offline_replicas: args.offline.unwrap_or(0),
+                    exchange: exchange_shape(args.exchange, &args.exchange_assets)?,
                 },
                 issuers: args.issuers,
             })?;

@@ -51,6 +51,9 @@ enum Command {
     /// Run one replica of the offline cash authority's group of a cluster (started by `specie
     /// cluster up --offline`): the devices' HTTP API, every answer committed by Raft first.
     OfflineAuthority(cluster_cmd::ReplicaArgs),
+    /// Run one replica of the exchange's group of a cluster (started by `specie cluster up
+    /// --exchange`): the traders' HTTP API, every block and deposit committed by Raft first.
+    ExchangeReplica(cluster_cmd::ReplicaArgs),
     /// Manage a wallet: keys, addresses, balance, payments, and (issuer) mint and redeem.
     Wallet(wallet_cmd::WalletArgs),
     /// Work with serialized transactions.
@@ -89,6 +92,7 @@ fn main() -> ExitCode {
         Command::Sentinel(args) => cluster_cmd::run_sentinel(args),
         Command::Authority(args) => cluster_cmd::run_authority(args),
         Command::OfflineAuthority(args) => cluster_cmd::run_offline_authority(args),
+        Command::ExchangeReplica(args) => cluster_cmd::run_exchange(args),
         Command::Exchange(args) => exchange_cmd::run(args),
         Command::Wallet(args) => wallet_cmd::run(args),
         Command::Tx(args) => inspect::run(args),
@@ -138,6 +142,7 @@ fn init_logging(command: &Command) {
                     | Command::Sentinel(_)
                     | Command::Authority(_)
                     | Command::OfflineAuthority(_)
+                    | Command::ExchangeReplica(_)
             ) || matches!(command, Command::Offline(args) if !args.prints_only()) =>
         {
             tracing_subscriber::EnvFilter::new("warn")

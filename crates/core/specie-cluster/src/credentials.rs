@@ -48,12 +48,14 @@ pub enum CredentialsError {
     BadAttestationKey { path: PathBuf },
     #[error("{path} does not match the attestation_key the cluster file lists for sentinel '{sentinel}'")]
     AttestationKeyMismatch { path: PathBuf, sentinel: String },
-    #[error("{path} does not hold a 32-byte Ed25519 secret key in hex")]
+    #[error("{path} does not hold a 32-byte secret (key or seed) in hex")]
     BadAuthorityKey { path: PathBuf },
     #[error("{path} does not match fastpay_committee.members[{authority}] in the cluster file")]
     AuthorityKeyMismatch { path: PathBuf, authority: u16 },
     #[error("{path}: its bridge key does not match offline_authority.bridge in the cluster file")]
     OfflineBridgeMismatch { path: PathBuf },
+    #[error("{path}: its bridge key does not match exchange.bridge in the cluster file")]
+    ExchangeBridgeMismatch { path: PathBuf },
     #[error("cannot generate the cluster CA: {0}")]
     GenerateCa(#[source] rcgen::Error),
     #[error("{key} and {cert}: {source}")]
@@ -163,14 +165,7 @@ pub fn attestation_key(topology: &Topology, name: &str) -> Result<Keypair, Crede
 /// Authority `authority`'s signing key, checked against the committee member the topology lists.
 pub fn authority_key(topology: &Topology, authority: u16) -> Result<SigningKey, CredentialsError> {
     let path = authority_key_path(&topology.pki_dir, authority);
-    let text = read_text(&path)?;
-    let Some(seed) = hex::decode(text.trim())
-        .ok()
-        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
-    else {
-        return Err(CredentialsError::BadAuthorityKey { path });
-    };
-    let key = SigningKey::from_bytes(&seed);
+    let key = SigningKey::from_bytes(&read_seed(&path)?);
     let listed = topology
         .fastpay_committee
         .as_ref()
@@ -221,12 +216,7 @@ pub fn offline_authority(
     topology: &Topology,
 ) -> Result<(specie_offline_authority::AuthorityKeys, String), CredentialsError> {
     let path = offline_seed_path(&topology.pki_dir);
-    let Some(seed) = hex::decode(read_text(&path)?.trim())
-        .ok()
-        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
-    else {
-        return Err(CredentialsError::BadAuthorityKey { path });
-    };
+    let seed = read_seed(&path)?;
     let keys = specie_offline_service::keys_from_seed(&seed);
     let listed = topology.offline_authority.as_ref().and_then(|o| o.bridge_key());
     if listed != Some(keys.bridge.verifying_key().to_bytes()) {
@@ -234,6 +224,42 @@ pub fn offline_authority(
     }
     let token = read_text(&offline_operator_token_path(&topology.pki_dir))?;
     Ok((keys, token.trim().to_string()))
+}
+
+/// The exchange's secret seed (every replica derives the same identity and bridge key from it).
+pub fn exchange_seed_path(pki_dir: &Path) -> PathBuf {
+    pki_dir.join("exchange.seed")
+}
+
+/// A new exchange: its secret seed written to the PKI directory; returns its bridge key (hex),
+/// for `exchange.bridge`.
+pub fn create_exchange(pki_dir: &Path) -> Result<String, CredentialsError> {
+    create_private_dir(pki_dir)?;
+    let seed = rand::random::<[u8; 32]>();
+    write_secret(&exchange_seed_path(pki_dir), &hex::encode(seed))?;
+    let (_, bridge) = specie_exchange_service::keys_from_seed(&seed);
+    Ok(hex::encode(bridge.verifying_key().to_bytes()))
+}
+
+/// The exchange's identity and bridge key, the key checked against the bridge key the topology
+/// lists.
+pub fn exchange_keys(topology: &Topology) -> Result<([u8; 32], SigningKey), CredentialsError> {
+    let path = exchange_seed_path(&topology.pki_dir);
+    let seed = read_seed(&path)?;
+    let (id, bridge) = specie_exchange_service::keys_from_seed(&seed);
+    let listed = topology.exchange.as_ref().and_then(|e| e.bridge_key());
+    if listed != Some(bridge.verifying_key().to_bytes()) {
+        return Err(CredentialsError::ExchangeBridgeMismatch { path });
+    }
+    Ok((id, bridge))
+}
+
+/// A 32-byte secret seed, hex in a file.
+fn read_seed(path: &Path) -> Result<[u8; 32], CredentialsError> {
+    hex::decode(read_text(path)?.trim())
+        .ok()
+        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+        .ok_or_else(|| CredentialsError::BadAuthorityKey { path: path.to_path_buf() })
 }
 
 /// Writes `text` to a new file readable only by its owner, and syncs it.

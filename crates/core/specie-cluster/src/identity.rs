@@ -32,6 +32,8 @@ pub enum GroupRole {
     Authority,
     /// The offline cash authority.
     Offline,
+    /// The exchange between currencies.
+    Exchange,
 }
 
 impl GroupRole {
@@ -41,11 +43,12 @@ impl GroupRole {
             GroupRole::Coordinator => "coordinator",
             GroupRole::Authority => "authority",
             GroupRole::Offline => "offline",
+            GroupRole::Exchange => "exchange",
         }
     }
 }
 
-/// `shard`, `coordinator`, `authority` or `offline`, as in certificate names.
+/// `shard`, `coordinator`, `authority`, `offline` or `exchange`, as in certificate names.
 impl fmt::Display for GroupRole {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.label())
@@ -103,6 +106,14 @@ impl Identity {
         }
     }
 
+    pub fn exchange(id: u64) -> Identity {
+        Identity::Replica {
+            role: GroupRole::Exchange,
+            group: crate::topology::EXCHANGE_GROUP.to_string(),
+            id,
+        }
+    }
+
     pub fn sentinel(name: &str) -> Identity {
         Identity::Sentinel { name: name.to_string() }
     }
@@ -122,6 +133,7 @@ impl Identity {
                     "coordinator" => GroupRole::Coordinator,
                     "authority" => GroupRole::Authority,
                     "offline" => GroupRole::Offline,
+                    "exchange" => GroupRole::Exchange,
                     _ => return None,
                 };
                 // Canonical decimal only, so one replica has one name.
@@ -180,6 +192,17 @@ impl Identity {
                         .as_ref()
                         .is_some_and(|o| o.replicas.iter().any(|r| r.id == *id))
             }
+            Identity::Replica {
+                role: GroupRole::Exchange,
+                group,
+                id,
+            } => {
+                group == crate::topology::EXCHANGE_GROUP
+                    && topology
+                        .exchange
+                        .as_ref()
+                        .is_some_and(|e| e.replicas.iter().any(|r| r.id == *id))
+            }
         }
     }
 
@@ -200,22 +223,12 @@ impl Identity {
 /// Every identity the topology lists, operator included: what `cluster up` issues certificates for.
 pub fn every_identity(topology: &Topology) -> Vec<Identity> {
     let mut all = vec![Identity::Operator];
-    for group in &topology.shard_groups {
-        all.extend(group.replicas.iter().map(|r| Identity::shard(&group.name, r.id)));
-    }
-    for group in &topology.coordinator_groups {
-        all.extend(group.replicas.iter().map(|r| Identity::coordinator(&group.name, r.id)));
-    }
-    for group in topology.authority_groups() {
-        all.extend(group.replicas.iter().map(|r| Identity::authority(&group.name, r.id)));
-    }
-    if let Some(offline) = &topology.offline_authority {
-        all.extend(
-            offline
-                .replicas
-                .iter()
-                .map(|r| Identity::offline(crate::topology::OFFLINE_AUTHORITY_GROUP, r.id)),
-        );
+    for (role, group, replicas) in topology.replica_groups() {
+        all.extend(replicas.iter().map(|r| Identity::Replica {
+            role,
+            group: group.clone(),
+            id: r.id,
+        }));
     }
     all.extend(topology.sentinels.iter().map(|s| Identity::sentinel(&s.name)));
     all
@@ -259,13 +272,14 @@ fn replica_allows(topology: &Topology, me: &Identity, role: GroupRole, group: &s
         // 2PC phases change the UHS: only a coordinator drives them.
         tag::SHARD_BATCH => role == GroupRole::Shard && peer.is_replica_of(GroupRole::Coordinator),
         tag::SHARD_QUERY => {
-            // Authorities (FastPay's and the offline one) look for a funding's marker in the UHS
-            // themselves before crediting it.
+            // Authorities (FastPay's and the offline one) and the exchange look for a funding's
+            // marker in the UHS themselves before crediting it.
             role == GroupRole::Shard
                 && (peer.is_sentinel()
                     || *peer == Identity::Operator
                     || peer.is_replica_of(GroupRole::Authority)
-                    || peer.is_replica_of(GroupRole::Offline))
+                    || peer.is_replica_of(GroupRole::Offline)
+                    || peer.is_replica_of(GroupRole::Exchange))
         }
         tag::SHARD_IDS => role == GroupRole::Shard && (peer.is_sentinel() || *peer == Identity::Operator),
         // Transactions enter only through a sentinel, which validated them.
@@ -294,7 +308,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::topology::{test_keys, CommitteeShape, Shape};
+    use crate::topology::{test_keys, CommitteeShape, GroupBridges, Shape};
 
     /// The default shape with a committee of 4 authorities × 3 shards × 2 replicas.
     fn topology() -> Topology {
@@ -315,7 +329,7 @@ mod tests {
                 )
             })
             .collect();
-        Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), authority_keys, None).unwrap()
+        Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), authority_keys, GroupBridges::default()).unwrap()
     }
 
     #[test]
@@ -421,74 +435,95 @@ mod tests {
         );
     }
 
+    /// The offline authority's and the exchange's replicas take Raft from their own group only and
+    /// status from anyone; of the core they may only read the UHS (a funding's marker), never
+    /// submit or drive 2PC.
+    #[test]
+    fn the_offline_authority_and_exchange_groups_read_the_uhs_and_take_raft_only_from_themselves() {
+        let shape = Shape {
+            offline_replicas: 3,
+            exchange: Some(crate::topology::ExchangeShape {
+                replicas: 3,
+                other_assets: vec![crate::topology::ExchangeAsset {
+                    name: "eur".into(),
+                    core: Some("http://127.0.0.1:9".into()),
+                }],
+            }),
+            ..Shape::default()
+        };
+        let key = |n| hex::encode(specie_fastpay::deterministic_key("bridge", n).verifying_key().to_bytes());
+        let bridges = |offline: String, exchange: String| GroupBridges {
+            offline: Some(offline),
+            exchange: Some(exchange),
+        };
+        let local = |bridges| Topology::local(shape.clone(), Path::new("/tmp/x"), vec![], test_keys(2), vec![], bridges);
+        for bad in [hex::encode([0u8; 32]), "not hex".into(), hex::encode([7u8; 31])] {
+            let refused = [
+                (local(bridges(bad.clone(), key(1))), crate::InvalidTopology::OfflineBridgeKey),
+                (local(bridges(key(0), bad.clone())), crate::InvalidTopology::ExchangeBridgeKey),
+            ];
+            for (topology, expected) in refused {
+                assert_eq!(topology, Err(expected), "{bad}: a small-order point, not hex, too short");
+            }
+        }
+        let topology = local(bridges(key(0), key(1))).unwrap();
+        let groups = [
+            (GroupRole::Offline, crate::OFFLINE_AUTHORITY_GROUP, "1.offline-authority.offline.specie"),
+            (GroupRole::Exchange, crate::EXCHANGE_GROUP, "1.exchange.exchange.specie"),
+        ];
+        for (role, group, name) in groups {
+            let replica = |group: &str, id| Identity::Replica {
+                role,
+                group: group.to_string(),
+                id,
+            };
+            let me = replica(group, 1);
+            assert_eq!(me.to_string(), name);
+            assert_eq!(Identity::parse(name), Some(me.clone()));
+            assert!(me.is_member_of(&topology));
+            assert!(!replica(group, 4).is_member_of(&topology));
+            assert!(!replica("other", 1).is_member_of(&topology));
+            let group_peer = replica(group, 2);
+            let other_group = if role == GroupRole::Offline {
+                Identity::exchange(1)
+            } else {
+                Identity::offline(crate::OFFLINE_AUTHORITY_GROUP, 1)
+            };
+            let everyone = [
+                &group_peer,
+                &other_group,
+                &Identity::shard("shard-0", 1),
+                &Identity::coordinator("coordinator-0", 1),
+                &Identity::sentinel("sentinel-0"),
+                &Identity::Operator,
+            ];
+            for tag in 0..=u8::MAX {
+                let allowed: Vec<&Identity> = everyone
+                    .iter()
+                    .copied()
+                    .filter(|peer| authorize(&topology, &me, peer, tag).is_ok())
+                    .collect();
+                let expected: Vec<&Identity> = match tag {
+                    tag::RAFT => vec![&group_peer],
+                    tag::STATUS => everyone.to_vec(),
+                    _ => vec![],
+                };
+                assert_eq!(allowed, expected, "{name}: tag {tag} ({})", tag::name(tag));
+            }
+            let shard = Identity::shard("shard-0", 1);
+            assert!(authorize(&topology, &shard, &me, tag::SHARD_QUERY).is_ok());
+            for tag in [tag::SHARD_BATCH, tag::SHARD_IDS, tag::RAFT] {
+                assert!(authorize(&topology, &shard, &me, tag).is_err(), "{}", tag::name(tag));
+            }
+            let coordinator = Identity::coordinator("coordinator-0", 1);
+            assert!(authorize(&topology, &coordinator, &me, tag::SUBMIT).is_err());
+            assert!(every_identity(&topology).contains(&me));
+        }
+    }
+
     /// An authority shard replica takes Raft from its group only, credits only from the other
     /// shards of its own authority (whatever their replica), status from every member, and
     /// nothing else: every tag, every kind of peer.
-    /// The offline authority's replicas take Raft from their group only and status from anyone;
-    /// of the core they may only read the UHS (a funding's marker), never submit or drive 2PC.
-    #[test]
-    fn the_offline_authority_group_reads_the_uhs_and_takes_raft_only_from_itself() {
-        let shape = Shape {
-            offline_replicas: 3,
-            ..Shape::default()
-        };
-        for bad in [hex::encode([0u8; 32]), "not hex".into(), hex::encode([7u8; 31])] {
-            assert_eq!(
-                Topology::local(
-                    shape,
-                    Path::new("/tmp/x"),
-                    vec![],
-                    test_keys(2),
-                    vec![],
-                    Some(bad.clone())
-                ),
-                Err(crate::InvalidTopology::OfflineBridgeKey),
-                "{bad}: a small-order point, not hex, too short"
-            );
-        }
-        let bridge = hex::encode(
-            specie_fastpay::deterministic_key("bridge", 0)
-                .verifying_key()
-                .to_bytes(),
-        );
-        let topology = Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), vec![], Some(bridge)).unwrap();
-        let me = Identity::offline(crate::OFFLINE_AUTHORITY_GROUP, 1);
-        assert_eq!(me.to_string(), "1.offline-authority.offline.specie");
-        assert_eq!(Identity::parse(&me.to_string()), Some(me.clone()));
-        assert!(me.is_member_of(&topology));
-        assert!(!Identity::offline(crate::OFFLINE_AUTHORITY_GROUP, 4).is_member_of(&topology));
-        assert!(!Identity::offline("offline-other", 1).is_member_of(&topology));
-        let group_peer = Identity::offline(crate::OFFLINE_AUTHORITY_GROUP, 2);
-        let everyone = [
-            &group_peer,
-            &Identity::shard("shard-0", 1),
-            &Identity::coordinator("coordinator-0", 1),
-            &Identity::sentinel("sentinel-0"),
-            &Identity::Operator,
-        ];
-        for tag in 0..=u8::MAX {
-            let allowed: Vec<&Identity> = everyone
-                .iter()
-                .copied()
-                .filter(|peer| authorize(&topology, &me, peer, tag).is_ok())
-                .collect();
-            let expected: Vec<&Identity> = match tag {
-                tag::RAFT => vec![&group_peer],
-                tag::STATUS => everyone.to_vec(),
-                _ => vec![],
-            };
-            assert_eq!(allowed, expected, "tag {tag} ({})", tag::name(tag));
-        }
-        let shard = Identity::shard("shard-0", 1);
-        assert!(authorize(&topology, &shard, &me, tag::SHARD_QUERY).is_ok());
-        for tag in [tag::SHARD_BATCH, tag::SHARD_IDS, tag::RAFT] {
-            assert!(authorize(&topology, &shard, &me, tag).is_err(), "{}", tag::name(tag));
-        }
-        let coordinator = Identity::coordinator("coordinator-0", 1);
-        assert!(authorize(&topology, &coordinator, &me, tag::SUBMIT).is_err());
-        assert!(every_identity(&topology).contains(&me));
-    }
-
     #[test]
     fn an_authority_shard_takes_credits_only_from_its_own_authoritys_other_shards() {
         let topology = topology();

@@ -21,6 +21,7 @@ pub mod authority_tally;
 pub mod coordinator_replica;
 mod core_uhs;
 pub mod credentials;
+pub mod exchange_replica;
 pub mod group_client;
 mod host;
 pub mod identity;
@@ -30,6 +31,7 @@ pub mod protocol;
 mod raft_transport;
 pub mod role_process;
 pub mod sentinel;
+mod serving_replica;
 pub mod shard_replica;
 pub mod supervisor;
 pub mod topology;
@@ -38,6 +40,7 @@ pub use host::{Caller, Hosted, ReplicaError, RoleStatus, ServeError};
 pub use identity::{GroupRole, Identity};
 pub use topology::{
     authority_group_name, AuthorityGroup, AuthorityPlace, AuthorityProcesses, AuthorityReplica, AuthorityShardGroup,
-    CommitteeShape, FastpayCommitteeConfig, InvalidTopology, Limits, OfflineAuthorityConfig, Replica, ReplicaGroup,
-    Sentinel, Shape, ShardGroup, Topology, TopologyError, TransportMode, UnknownGroup, OFFLINE_AUTHORITY_GROUP,
+    CommitteeShape, ExchangeAsset, ExchangeGroupConfig, ExchangeShape, FastpayCommitteeConfig, GroupBridges,
+    InvalidTopology, Limits, OfflineAuthorityConfig, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup, Topology,
+    TopologyError, TransportMode, UnknownGroup, EXCHANGE_GROUP, OFFLINE_AUTHORITY_GROUP,
 };

@@ -12,24 +12,19 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use specie_host::{CallError, Calls, Gather, HostStopped, ReplicatedHost, RoleMachine, Slot, Wiring};
-use specie_offline_authority::{Input, OfflineAuthority, Reply, Report};
+use specie_host::RoleMachine;
+use specie_offline_authority::{OfflineAuthority, Reply};
 use specie_offline_service::service::{AuthorityService, CoreCheckError, Pending, Unavailable};
 use specie_offline_service::AuthorityCall;
-use specie_role::Ticket;
 use specie_wire::InvalidWireLimits;
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use crate::core_uhs::CoreUhs;
 use crate::credentials::{self, CredentialsError};
-use crate::host::{
-    serve_replica, wait_for_stop_signal, wire_limits, Hosted, ReplicaError, RoleStatus, ServeError,
-    ROLE_CALLS_QUEUED_MAX,
-};
+use crate::host::{serve_replica, wait_for_stop_signal, wire_limits, ReplicaError, RoleStatus, ServeError};
 use crate::identity::Identity;
 use crate::protocol::RoleResponse;
-use crate::topology::{OfflineAuthorityConfig, Topology, OFFLINE_AUTHORITY_GROUP};
+use crate::serving_replica::ServingReplica;
+use crate::topology::{Topology, OFFLINE_AUTHORITY_GROUP};
 
 /// The offline authority as Raft's state machine.
 pub type OfflineMachine = RoleMachine<OfflineAuthority>;
@@ -69,101 +64,17 @@ pub enum OfflineReplicaError {
     Replica(#[from] ReplicaError),
 }
 
-/// Calls wait in slots; the authority sends nothing to peers; its reports are logged.
-struct OfflineReplicaWiring;
-
-impl Wiring<OfflineAuthority> for OfflineReplicaWiring {
-    type Call = AuthorityCall;
-    type ReplyTo = Slot<Reply>;
-
-    fn input(call: AuthorityCall, ticket: Ticket) -> Input {
-        call(ticket)
-    }
-
-    fn send(&mut self, to: std::convert::Infallible, _message: std::convert::Infallible) {
-        match to {}
-    }
-
-    fn reply(&mut self, slot: Slot<Reply>, reply: Reply) {
-        slot.fill(reply);
-    }
-
-    fn report(&mut self, report: Report) {
-        specie_offline_service::log_report(&report);
-    }
-}
-
-/// A running offline authority replica: its Raft replica, the way into its host, and what its
-/// HTTP API needs.
+/// A running offline authority replica: the role's host and what its HTTP API needs.
 pub struct OfflineReplica {
-    pub hosted: Arc<Hosted<OfflineMachine>>,
-    calls: mpsc::Sender<Calls<OfflineReplicaWiring, OfflineAuthority>>,
-    config: OfflineAuthorityConfig,
+    serving: ServingReplica<OfflineAuthority>,
     bridge: [u8; 32],
     operator_token: String,
     core: CoreUhs,
 }
 
-impl OfflineReplica {
-    fn start(
-        hosted: Arc<Hosted<OfflineMachine>>,
-        config: OfflineAuthorityConfig,
-        bridge: [u8; 32],
-        operator_token: String,
-        core: CoreUhs,
-    ) -> (Arc<OfflineReplica>, JoinHandle<Result<(), HostStopped>>) {
-        let (calls, calls_rx) = mpsc::channel(ROLE_CALLS_QUEUED_MAX);
-        let mut host = ReplicatedHost::new(hosted.group.clone(), hosted.replica.clone(), OfflineReplicaWiring);
-        if let Some(plan) = hosted.snapshots {
-            host = host.with_snapshots(plan);
-        }
-        // The authority takes no peer messages: its inputs all come as calls.
-        let (_no_inputs, inputs_rx) = mpsc::channel(1);
-        let task = tokio::spawn(host.run(calls_rx, inputs_rx));
-        let replica = OfflineReplica {
-            hosted,
-            calls,
-            config,
-            bridge,
-            operator_token,
-            core,
-        };
-        (Arc::new(replica), task)
-    }
-
-    /// The HTTP API of replica `leader`, for a caller sent there.
-    fn http_of(&self, leader: Option<u64>) -> Option<String> {
-        let leader = leader?;
-        let replica = self.config.replicas.iter().find(|r| r.id == leader)?;
-        Some(replica.http.to_string())
-    }
-
-    fn not_leader(&self, leader: Option<u64>) -> Unavailable {
-        Unavailable::NotLeader {
-            leader_http: self.http_of(leader),
-        }
-    }
-
-    async fn ask(&self, call: AuthorityCall) -> Result<Reply, Unavailable> {
-        if !self.hosted.is_leader() {
-            return Err(self.not_leader(self.hosted.replica.leader()));
-        }
-        let (mut slots, gathered) = Gather::slots(1);
-        let slot = slots.pop().expect("one slot");
-        if self.calls.send(vec![(call, slot)]).await.is_err() {
-            return Err(Unavailable::Stopping);
-        }
-        match gathered.replies().await {
-            Ok(mut replies) => Ok(replies.pop().expect("one reply")),
-            Err(CallError::NotLeader { leader }) => Err(self.not_leader(leader)),
-            Err(CallError::Unknown) => Err(Unavailable::OutcomeUnknown),
-        }
-    }
-}
-
 impl AuthorityService for OfflineReplica {
     fn call(&self, call: AuthorityCall) -> Pending<'_, Result<Reply, Unavailable>> {
-        Box::pin(self.ask(call))
+        Box::pin(self.serving.ask(call))
     }
 
     fn bridge(&self) -> [u8; 32] {
@@ -217,7 +128,14 @@ pub async fn run(topology: Topology, id: u64) -> Result<(), OfflineReplicaError>
         &replicas,
         RoleMachine::new(OfflineAuthority::new(keys)),
         move |hosted| {
-            let (replica, task) = OfflineReplica::start(hosted, config, bridge, operator_token, core);
+            let apis = config.replicas.iter().map(|r| (r.id, r.http)).collect();
+            let (serving, task) = ServingReplica::start(hosted, apis, specie_offline_service::log_report);
+            let replica = Arc::new(OfflineReplica {
+                serving,
+                bridge,
+                operator_token,
+                core,
+            });
             let router = specie_offline_service::service_router(replica.clone());
             eprintln!("{OFFLINE_AUTHORITY_GROUP} replica {id}: offline authority API on http://{http}");
             tokio::spawn(async move {
@@ -230,7 +148,7 @@ pub async fn run(topology: Topology, id: u64) -> Result<(), OfflineReplicaError>
             (replica, task)
         },
         |replica: Arc<OfflineReplica>, caller, request| async move {
-            Err::<RoleResponse, ServeError>(replica.hosted.refuse(
+            Err::<RoleResponse, ServeError>(replica.serving.hosted.refuse(
                 &caller,
                 format_args!("the offline authority does not serve {}", request.kind()),
             ))

@@ -8,7 +8,7 @@ use specie_wire::InvalidWireLimits;
 use crate::credentials::{self, CredentialsError};
 use crate::group_client::{GroupClient, ReplicaCallError};
 use crate::host::wire_limits;
-use crate::identity::{GroupRole, Identity};
+use crate::identity::Identity;
 use crate::protocol::{RoleRequest, RoleResponse};
 use crate::topology::Topology;
 
@@ -53,40 +53,13 @@ pub async fn replica_statuses(
 ) -> Result<Vec<ReplicaStatus>, OperatorError> {
     let transport = credentials::transport(topology, &Identity::Operator)?;
     let limits = wire_limits(topology);
-    let authority_groups: Vec<(String, Vec<crate::Replica>)> = topology
-        .authority_groups()
-        .into_iter()
-        .map(|g| (g.name.clone(), g.wire_replicas()))
-        .collect();
-    let offline_group: Vec<(String, Vec<crate::Replica>)> = topology
-        .offline_authority
+    let groups = topology.replica_groups();
+    let groups = groups
         .iter()
-        .map(|o| (crate::OFFLINE_AUTHORITY_GROUP.to_string(), o.wire_replicas()))
-        .collect();
-    let groups = topology
-        .shard_groups
-        .iter()
-        .map(|g| (GroupRole::Shard, &g.name, &g.replicas))
-        .chain(
-            topology
-                .coordinator_groups
-                .iter()
-                .map(|g| (GroupRole::Coordinator, &g.name, &g.replicas)),
-        )
-        .chain(
-            authority_groups
-                .iter()
-                .map(|(name, replicas)| (GroupRole::Authority, name, replicas)),
-        )
-        .chain(
-            offline_group
-                .iter()
-                .map(|(name, replicas)| (GroupRole::Offline, name, replicas)),
-        )
         .filter(|(_, name, _)| group.is_none_or(|wanted| wanted == name.as_str()));
     let mut statuses = vec![];
     for (role, name, replicas) in groups {
-        let client = GroupClient::new(role, name, replicas, &limits, &transport)?;
+        let client = GroupClient::new(*role, name, replicas, &limits, &transport)?;
         for replica in replicas {
             let status = match client.call_replica(replica.id, &RoleRequest::Status, timeout).await {
                 Ok(RoleResponse::Status(json)) => serde_json::from_str(&json).map_err(StatusError::NotJson),

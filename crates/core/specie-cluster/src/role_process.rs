@@ -1,9 +1,10 @@
-//! The processes `specie cluster up` starts: one shard, coordinator, FastPay authority shard or
-//! offline authority replica, or one sentinel, each on its own two-thread runtime until it is stopped.
+//! The processes `specie cluster up` starts: one shard, coordinator, FastPay authority shard,
+//! offline authority or exchange replica, or one sentinel, each on its own two-thread runtime until it is stopped.
 
 use std::path::Path;
 
 use crate::authority_replica::AuthorityReplicaError;
+use crate::exchange_replica::{self, ExchangeReplicaError};
 use crate::offline_replica::{self, OfflineReplicaError};
 use crate::sentinel::SentinelError;
 use crate::{authority_replica, coordinator_replica, sentinel, shard_replica, ReplicaError, Topology, TopologyError};
@@ -23,6 +24,8 @@ pub enum RoleProcessError {
     Authority(#[from] AuthorityReplicaError),
     #[error(transparent)]
     Offline(#[from] OfflineReplicaError),
+    #[error(transparent)]
+    Exchange(#[from] ExchangeReplicaError),
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, RoleProcessError> {
@@ -72,4 +75,12 @@ pub fn run_offline_authority(cluster: &Path, replica: u64) -> Result<(), RolePro
     runtime()?
         .block_on(offline_replica::run(topology, replica))
         .map_err(RoleProcessError::Offline)
+}
+
+/// Runs replica `replica` of the exchange's group of the cluster in the file `cluster`.
+pub fn run_exchange(cluster: &Path, replica: u64) -> Result<(), RoleProcessError> {
+    let topology = Topology::load(cluster)?;
+    runtime()?
+        .block_on(exchange_replica::run(topology, replica))
+        .map_err(RoleProcessError::Exchange)
 }

@@ -108,7 +108,8 @@ impl ClusterBackend {
                 hrp: topology.hrp.clone(),
                 issuers_hex: topology.issuers.clone(),
                 trusted: TrustedKeys::new(issuers, fastpay_committee)
-                    .with_offline_authority(topology.offline_authority.as_ref().and_then(|o| o.bridge_key())),
+                    .with_offline_authority(topology.offline_authority.as_ref().and_then(|o| o.bridge_key()))
+                    .with_exchange(topology.exchange.as_ref().and_then(|e| e.bridge_key())),
                 coordinators,
                 shards,
                 ranges: topology.shard_ranges(),

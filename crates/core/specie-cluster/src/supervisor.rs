@@ -12,7 +12,7 @@ use specie_transaction::signing::xonly_bytes;
 
 use crate::credentials::{self, CredentialsError};
 use crate::operator::{self, OperatorError, ReplicaStatus};
-use crate::{InvalidTopology, Shape, Topology, TopologyError};
+use crate::{GroupBridges, GroupRole, InvalidTopology, Shape, Topology, TopologyError};
 
 /// The cluster file in a cluster's directory.
 pub const TOPOLOGY_FILE: &str = "cluster.toml";
@@ -82,15 +82,7 @@ impl UpOptions {
     pub fn with_defaults(dir: &Path) -> UpOptions {
         UpOptions {
             dir: dir.to_path_buf(),
-            shape: Shape {
-                shard_groups: 2,
-                coordinator_groups: 1,
-                replicas: 3,
-                sentinels: 2,
-                base_port: 18_470,
-                committee: None,
-                offline_replicas: 0,
-            },
+            shape: Shape::default(),
             issuers: vec![],
         }
     }
@@ -105,54 +97,28 @@ pub struct Member {
 pub fn members(topology_path: &Path, topology: &Topology) -> Vec<Member> {
     let file = topology_path.display().to_string();
     let mut members = vec![];
-    let groups = [
-        (
-            "shard",
-            topology
-                .shard_groups
-                .iter()
-                .map(|g| (&g.name, &g.replicas))
-                .collect::<Vec<_>>(),
-        ),
-        (
-            "coordinator",
-            topology
-                .coordinator_groups
-                .iter()
-                .map(|g| (&g.name, &g.replicas))
-                .collect(),
-        ),
-    ];
-    let authority_groups: Vec<(String, Vec<crate::Replica>)> = topology
-        .authority_groups()
-        .into_iter()
-        .map(|g| (g.name.clone(), g.wire_replicas()))
-        .collect();
-    let offline_group: Vec<(String, Vec<crate::Replica>)> = topology
-        .offline_authority
-        .iter()
-        .map(|o| (crate::topology::OFFLINE_AUTHORITY_GROUP.to_string(), o.wire_replicas()))
-        .collect();
-    let groups = groups.into_iter().chain([
-        ("authority", authority_groups.iter().map(|(n, r)| (n, r)).collect()),
-        ("offline-authority", offline_group.iter().map(|(n, r)| (n, r)).collect()),
-    ]);
-    for (role, groups) in groups {
-        for (group, replicas) in groups {
-            for replica in replicas {
-                members.push(Member {
-                    name: format!("{group}-{}", replica.id),
-                    args: vec![
-                        role.into(),
-                        "--cluster".into(),
-                        file.clone(),
-                        "--group".into(),
-                        group.clone(),
-                        "--replica".into(),
-                        replica.id.to_string(),
-                    ],
-                });
-            }
+    for (role, group, replicas) in topology.replica_groups() {
+        // The hidden subcommand that runs one replica of a group of this role.
+        let command = match role {
+            GroupRole::Shard => "shard",
+            GroupRole::Coordinator => "coordinator",
+            GroupRole::Authority => "authority",
+            GroupRole::Offline => "offline-authority",
+            GroupRole::Exchange => "exchange-replica",
+        };
+        for replica in replicas {
+            members.push(Member {
+                name: format!("{group}-{}", replica.id),
+                args: vec![
+                    command.into(),
+                    "--cluster".into(),
+                    file.clone(),
+                    "--group".into(),
+                    group.clone(),
+                    "--replica".into(),
+                    replica.id.to_string(),
+                ],
+            });
         }
     }
     for sentinel in &topology.sentinels {
@@ -257,13 +223,24 @@ fn create(options: &UpOptions, path: &Path) -> Result<(), SupervisorError> {
         .map_err(credentials(
             "cannot create the offline authority's seed and operator token",
         ))?;
+    let exchange_bridge = options
+        .shape
+        .exchange
+        .is_some()
+        .then(|| credentials::create_exchange(&dir.join("pki")))
+        .transpose()
+        .map_err(credentials("cannot create the exchange's seed"))?;
+    let bridges = GroupBridges {
+        offline: offline_bridge,
+        exchange: exchange_bridge,
+    };
     let topology = Topology::local(
-        options.shape,
+        options.shape.clone(),
         &dir,
         issuers,
         attestation_keys,
         authority_keys,
-        offline_bridge,
+        bridges,
     )
     .map_err(SupervisorError::Shape)?;
     std::fs::write(path, topology.to_toml()).map_err(io(format!("cannot write {}", path.display())))?;
@@ -332,6 +309,16 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
             credentials::offline_operator_token_path(&topology.pki_dir).display()
         );
         println!("devices:  specie offline device --authority {} …", offline.http_urls());
+    }
+    if let Some(exchange) = &topology.exchange {
+        let assets: Vec<&str> = exchange.assets.iter().map(|a| a.name.as_str()).collect();
+        println!(
+            "  exchange ({}): {} (bridge key {})",
+            assets.join(", "),
+            exchange.http_urls(),
+            exchange.bridge
+        );
+        println!("traders:  specie exchange account --exchange {} …", exchange.http_urls());
     }
     let first = &topology.sentinels[0].http;
     println!("wallets:  specie wallet --node http://{first} …");
@@ -408,6 +395,7 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
     }
     print_authority_figures(&topology, &statuses);
     print_offline_figures(&statuses);
+    print_exchange_figures(&statuses);
     Ok(healthy)
 }
 
@@ -436,6 +424,34 @@ fn print_offline_figures(statuses: &[ReplicaStatus]) {
             show(&books["outstanding"]),
             show(&books["current_period"]),
             show(&books["debtors"]),
+        );
+    }
+}
+
+/// The exchange's height and state hash, from each replica's copy of its ledger: equal hashes
+/// at equal heights say the replicas agree.
+fn print_exchange_figures(statuses: &[ReplicaStatus]) {
+    let answered: Vec<(&ReplicaStatus, &serde_json::Value)> = statuses
+        .iter()
+        .filter(|s| s.group == crate::EXCHANGE_GROUP)
+        .filter_map(|s| Some((s, s.status.as_ref().ok()?)))
+        .collect();
+    if answered.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "{:<20} {:>7} {:>9} {:>9} {:>9}  state hash",
+        "exchange", "replica", "height", "accounts", "offers"
+    );
+    for (ReplicaStatus { group, id, .. }, s) in answered {
+        let ledger = &s["exchange"];
+        println!(
+            "{group:<20} {id:>7} {:>9} {:>9} {:>9}  {}",
+            ledger["height"],
+            ledger["accounts"],
+            ledger["offers"],
+            ledger["state_hash"].as_str().unwrap_or("?"),
         );
     }
 }

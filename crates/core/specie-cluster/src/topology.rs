@@ -30,6 +30,11 @@ pub struct Topology {
     /// is invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offline_authority: Option<OfflineAuthorityConfig>,
+    /// The exchange between currencies (SPEEDEX) as a Raft group of this cluster (`[exchange]`):
+    /// its sentinels accept deposits to it and its payouts. Absent: every exchange deposit and
+    /// payout is invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange: Option<ExchangeGroupConfig>,
     /// Where each replica keeps its log and snapshots: `<data_dir>/<group>-<replica>/`.
     pub data_dir: PathBuf,
     /// The cluster's PKI: `ca.crt` (the CA every process's certificate must chain to) and, per
@@ -210,6 +215,86 @@ impl OfflineAuthorityConfig {
     pub fn http_urls(&self) -> String {
         let urls: Vec<String> = self.replicas.iter().map(|r| format!("http://{}", r.http)).collect();
         urls.join(",")
+    }
+}
+
+/// The exchange's replica group (`[exchange]`), named [`EXCHANGE_GROUP`]. Its secret seed is
+/// `<pki_dir>/exchange.seed` (made by `cluster up`); its identity and bridge key derive from it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExchangeGroupConfig {
+    /// The Ed25519 public key (hex) that signs the exchange's payouts and that deposits are made
+    /// out to: what every trading currency's core banks for (`specie node --exchange`). Derived
+    /// from the seed; a replica refuses to start if they differ.
+    pub bridge: String,
+    /// How long traders' transactions wait for the next block (the batch auction's period).
+    #[serde(default = "default_block_interval_ms")]
+    pub block_interval_ms: u64,
+    /// The currencies traded, in asset order (fixed once the group has a log).
+    pub assets: Vec<ExchangeAsset>,
+    pub replicas: Vec<AuthorityReplica>,
+}
+
+/// A currency the exchange trades.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExchangeAsset {
+    /// Lowercase letters, e.g. `eur`.
+    pub name: String,
+    /// The HTTP API of the online core that mints it (where deposits are checked). Absent only
+    /// for the cluster's own currency (`hrp`), whose shards the replicas ask over mutual TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core: Option<String>,
+}
+
+fn default_block_interval_ms() -> u64 {
+    250
+}
+
+/// The exchange group's name: a label of its replicas' certificate names
+/// (`1.exchange.exchange.specie`) and of their data directories.
+pub const EXCHANGE_GROUP: &str = "exchange";
+
+impl ExchangeGroupConfig {
+    /// The bridge key's bytes, if `bridge` is 32 bytes of hex.
+    pub fn bridge_key(&self) -> Option<[u8; 32]> {
+        hex::decode(&self.bridge).ok()?.try_into().ok()
+    }
+
+    pub fn wire_replicas(&self) -> Vec<Replica> {
+        self.replicas.iter().map(AuthorityReplica::wire).collect()
+    }
+
+    /// Every replica's HTTP API, comma-separated: what traders are given as `--exchange`.
+    pub fn http_urls(&self) -> String {
+        let urls: Vec<String> = self.replicas.iter().map(|r| format!("http://{}", r.http)).collect();
+        urls.join(",")
+    }
+
+    /// 2 to 64 assets, lowercase names used once, each with a core: its own URL, or the cluster's
+    /// shards for the cluster's currency.
+    fn validate(&self, hrp: &str) -> Result<(), InvalidTopology> {
+        let key = self.bridge_key().ok_or(InvalidTopology::ExchangeBridgeKey)?;
+        specie_ed25519::check_public_key(&key).map_err(|_| InvalidTopology::ExchangeBridgeKey)?;
+        let names: BTreeSet<&str> = self.assets.iter().map(|a| a.name.as_str()).collect();
+        let well_named = self
+            .assets
+            .iter()
+            .all(|a| !a.name.is_empty() && a.name.bytes().all(|b| b.is_ascii_lowercase()));
+        if !(2..=64).contains(&self.assets.len()) || names.len() != self.assets.len() || !well_named {
+            return Err(InvalidTopology::ExchangeAssets(
+                "2 to 64 assets, each named once in lowercase letters",
+            ));
+        }
+        if self.assets.iter().any(|a| a.core.is_none() != (a.name == hrp)) {
+            return Err(InvalidTopology::ExchangeAssets(
+                "each asset but the cluster's own currency (hrp) needs `core`, the HTTP API of the core that mints it",
+            ));
+        }
+        if !(10..=60_000).contains(&self.block_interval_ms) {
+            return Err(InvalidTopology::ExchangeAssets("block_interval_ms must be 10 to 60000"));
+        }
+        Ok(())
     }
 }
 
@@ -444,6 +529,13 @@ pub enum InvalidTopology {
          authority group needs one; `cluster up --offline` makes it)"
     )]
     OfflineBridgeKey,
+    #[error(
+        "exchange.bridge must be a 32-byte Ed25519 public key of full order, in hex (an exchange group \
+         needs one; `cluster up --exchange` makes it)"
+    )]
+    ExchangeBridgeKey,
+    #[error("exchange.assets: {0}")]
+    ExchangeAssets(&'static str),
     #[error("{authorities} authorities need as many signing keys, got {keys}")]
     AuthorityKeyCount { authorities: usize, keys: usize },
 }
@@ -488,8 +580,15 @@ impl LocalPorts {
     }
 }
 
+/// The bridge keys (hex) of the groups a local cluster runs beside its core.
+#[derive(Clone, Debug, Default)]
+pub struct GroupBridges {
+    pub offline: Option<String>,
+    pub exchange: Option<String>,
+}
+
 /// The shape `specie cluster up` creates when given no file.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Shape {
     pub shard_groups: usize,
     pub coordinator_groups: usize,
@@ -501,6 +600,16 @@ pub struct Shape {
     pub committee: Option<CommitteeShape>,
     /// Replicas of an offline cash authority group beside the online core (0: none).
     pub offline_replicas: usize,
+    /// An exchange group beside the online core.
+    pub exchange: Option<ExchangeShape>,
+}
+
+/// The shape of the exchange group `specie cluster up --exchange` creates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExchangeShape {
+    pub replicas: usize,
+    /// The currencies other than the cluster's own: each name and its core's HTTP API.
+    pub other_assets: Vec<ExchangeAsset>,
 }
 
 /// The shape of a FastPay committee run by the cluster.
@@ -534,6 +643,7 @@ impl Default for Shape {
             base_port: 18_470,
             committee: None,
             offline_replicas: 0,
+            exchange: None,
         }
     }
 }
@@ -568,17 +678,20 @@ impl Topology {
 
     /// A local topology on 127.0.0.1 with consecutive ports, its data and PKI under `dir`, one
     /// attestation key (x-only hex) per sentinel, if the shape has a committee one Ed25519
-    /// public key (hex) per authority and, if it has an offline authority, its bridge key (hex).
+    /// public key (hex) per authority and the bridge keys of its offline authority and exchange.
     pub fn local(
         shape: Shape,
         dir: &Path,
         issuers: Vec<String>,
         attestation_keys: Vec<String>,
         authority_keys: Vec<String>,
-        offline_bridge: Option<String>,
+        bridges: GroupBridges,
     ) -> Result<Topology, InvalidTopology> {
-        if (shape.offline_replicas > 0) != offline_bridge.is_some() {
+        if (shape.offline_replicas > 0) != bridges.offline.is_some() {
             return Err(InvalidTopology::OfflineBridgeKey);
+        }
+        if shape.exchange.is_some() != bridges.exchange.is_some() {
+            return Err(InvalidTopology::ExchangeBridgeKey);
         }
         if attestation_keys.len() != shape.sentinels {
             return Err(InvalidTopology::AttestationKeyCount {
@@ -634,16 +747,30 @@ impl Topology {
                 })
                 .collect(),
         });
-        let offline_authority = offline_bridge.map(|bridge| OfflineAuthorityConfig {
+        let offline_authority = bridges.offline.map(|bridge| OfflineAuthorityConfig {
             bridge,
             replicas: ports.serving_replicas(shape.offline_replicas),
         });
+        let hrp = "usd";
+        let exchange = shape.exchange.zip(bridges.exchange).map(|(exchange, bridge)| {
+            let own = ExchangeAsset {
+                name: hrp.into(),
+                core: None,
+            };
+            ExchangeGroupConfig {
+                bridge,
+                block_interval_ms: default_block_interval_ms(),
+                assets: std::iter::once(own).chain(exchange.other_assets).collect(),
+                replicas: ports.serving_replicas(exchange.replicas),
+            }
+        });
         let topology = Topology {
             format_version: FORMAT_VERSION,
-            hrp: "usd".into(),
+            hrp: hrp.into(),
             issuers,
             fastpay_committee,
             offline_authority,
+            exchange,
             data_dir: dir.join("data"),
             pki_dir: dir.join("pki"),
             transport: TransportMode::default(),
@@ -674,6 +801,50 @@ impl Topology {
     }
 
     /// Every authority shard group of the committee this cluster runs (none if it runs none).
+    /// Every Raft group of the cluster, with what it replicates: one place that lists them, for
+    /// the supervisor, the operator's status, the PKI and validation.
+    pub fn replica_groups(&self) -> Vec<(GroupRole, String, Vec<Replica>)> {
+        let mut groups: Vec<(GroupRole, String, Vec<Replica>)> = vec![];
+        groups.extend(
+            self.shard_groups
+                .iter()
+                .map(|g| (GroupRole::Shard, g.name.clone(), g.replicas.clone())),
+        );
+        groups.extend(
+            self.coordinator_groups
+                .iter()
+                .map(|g| (GroupRole::Coordinator, g.name.clone(), g.replicas.clone())),
+        );
+        groups.extend(
+            self.authority_groups()
+                .into_iter()
+                .map(|g| (GroupRole::Authority, g.name.clone(), g.wire_replicas())),
+        );
+        groups.extend(
+            self.offline_authority
+                .iter()
+                .map(|o| (GroupRole::Offline, OFFLINE_AUTHORITY_GROUP.to_string(), o.wire_replicas())),
+        );
+        groups.extend(
+            self.exchange
+                .iter()
+                .map(|e| (GroupRole::Exchange, EXCHANGE_GROUP.to_string(), e.wire_replicas())),
+        );
+        groups
+    }
+
+    /// The HTTP API of every replica that serves one (FastPay authorities, the offline
+    /// authority, the exchange).
+    fn serving_http(&self) -> Vec<SocketAddr> {
+        self.authority_groups()
+            .into_iter()
+            .flat_map(|g| g.replicas)
+            .chain(self.offline_authority.iter().flat_map(|o| o.replicas.clone()))
+            .chain(self.exchange.iter().flat_map(|e| e.replicas.clone()))
+            .map(|r| r.http)
+            .collect()
+    }
+
     pub fn authority_groups(&self) -> Vec<AuthorityGroup> {
         self.fastpay_committee
             .as_ref()
@@ -742,6 +913,9 @@ impl Topology {
             // A small-order key would let anyone forge payouts (a signature by it verifies for many messages).
             specie_ed25519::check_public_key(&key).map_err(|_| InvalidTopology::OfflineBridgeKey)?;
         }
+        if let Some(exchange) = &self.exchange {
+            exchange.validate(&self.hrp)?;
+        }
         if let Some(sentinel) = self.sentinels.iter().find(|s| xonly_hex(&s.attestation_key).is_none()) {
             return Err(InvalidTopology::BadAttestationKey {
                 sentinel: sentinel.name.clone(),
@@ -757,23 +931,8 @@ impl Topology {
     fn validate_names_and_addresses(&self) -> Result<(), InvalidTopology> {
         let mut names = BTreeSet::new();
         let mut addresses = BTreeSet::new();
-        let authority_groups: Vec<(String, Vec<Replica>)> = self
-            .authority_groups()
-            .iter()
-            .map(|g| (g.name.clone(), g.wire_replicas()))
-            .chain(
-                self.offline_authority
-                    .iter()
-                    .map(|o| (OFFLINE_AUTHORITY_GROUP.to_string(), o.wire_replicas())),
-            )
-            .collect();
-        let groups = self
-            .shard_groups
-            .iter()
-            .map(|g| (&g.name, &g.replicas))
-            .chain(self.coordinator_groups.iter().map(|g| (&g.name, &g.replicas)))
-            .chain(authority_groups.iter().map(|(name, replicas)| (name, replicas)));
-        for (name, replicas) in groups {
+        let groups = self.replica_groups();
+        for (_, name, replicas) in &groups {
             dns_label(name)?;
             if !names.insert(name.clone()) {
                 return Err(InvalidTopology::GroupNameTwice { name: name.clone() });
@@ -796,13 +955,7 @@ impl Topology {
                 }
             }
         }
-        let http = self
-            .authority_groups()
-            .into_iter()
-            .flat_map(|g| g.replicas)
-            .chain(self.offline_authority.iter().flat_map(|o| o.replicas.clone()))
-            .map(|r| r.http);
-        for address in http {
+        for address in self.serving_http() {
             if !addresses.insert(address) {
                 return Err(InvalidTopology::AddressTwice { address });
             }
@@ -896,7 +1049,7 @@ mod tests {
             vec![],
             test_keys(2),
             vec![],
-            None,
+            GroupBridges::default(),
         )
         .unwrap();
         assert_eq!(topology.shard_groups.len(), 2);
@@ -918,7 +1071,7 @@ mod tests {
             vec![],
             test_keys(2),
             vec![],
-            None,
+            GroupBridges::default(),
         )
         .unwrap();
         let keys: Vec<[u8; 32]> = (0..4)
@@ -959,7 +1112,7 @@ mod tests {
                 )
             })
             .collect();
-        Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), keys, None).unwrap()
+        Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), keys, GroupBridges::default()).unwrap()
     }
 
     #[test]
@@ -999,7 +1152,7 @@ mod tests {
             vec![],
             test_keys(2),
             vec![],
-            None,
+            GroupBridges::default(),
         )
         .unwrap();
         let members: Vec<String> = topology.fastpay_committee.as_ref().unwrap().members.clone();
@@ -1084,7 +1237,7 @@ mod tests {
             ..Shape::default()
         };
         assert_eq!(
-            Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), vec![], None),
+            Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), vec![], GroupBridges::default()),
             Err(InvalidTopology::AuthorityKeyCount {
                 authorities: 4,
                 keys: 0
@@ -1100,7 +1253,7 @@ mod tests {
             vec![],
             test_keys(2),
             vec![],
-            None,
+            GroupBridges::default(),
         )
         .unwrap();
         let mut bad_name = good.clone();

@@ -25,15 +25,18 @@ use specie_exchange::{
 };
 use specie_transaction::SpecieTransaction;
 
-use specie_offline_service::service::marker_in_core;
+use std::sync::Arc;
 
-use crate::ExchangeHandle;
+use crate::service::{CoreCheckError, ExchangeService, Unavailable};
+
+/// The exchange the API serves, however hosted.
+type Exchange = Arc<dyn ExchangeService>;
 
 /// Most transactions one request carries (the role's submission limit).
 const TRANSACTIONS_PER_REQUEST_MAX: usize = 10_000;
 const BODY_BYTES_MAX: usize = TRANSACTIONS_PER_REQUEST_MAX * (2 * SIGNED_TRANSACTION_BYTES_MAX + 4) + 4_096;
 
-pub fn router(exchange: ExchangeHandle) -> Router {
+pub fn router(exchange: Arc<dyn ExchangeService>) -> Router {
     Router::new()
         .route("/v1/exchange", get(summary))
         .route("/v1/exchange/transactions", post(transactions))
@@ -57,15 +60,17 @@ struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
+    /// Where a follower sends the caller: the leader's API.
+    leader_http: Option<String>,
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(json!({"error": {"code": self.code, "message": self.message}})),
-        )
-            .into_response()
+        let mut body = json!({"error": {"code": self.code, "message": self.message}});
+        if let Some(leader_http) = self.leader_http {
+            body["error"]["leader_http"] = Value::String(leader_http);
+        }
+        (self.status, Json(body)).into_response()
     }
 }
 
@@ -74,7 +79,22 @@ fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> 
         status,
         code,
         message: message.into(),
+        leader_http: None,
     }
+}
+
+/// A call with no answer: 503, and the leader's API if a follower was asked.
+fn unavailable(why: Unavailable) -> ApiError {
+    let code = match why {
+        Unavailable::Stopping => "stopping",
+        Unavailable::NotLeader { .. } => "not_leader",
+        Unavailable::OutcomeUnknown => "outcome_unknown",
+    };
+    let mut answer = error(StatusCode::SERVICE_UNAVAILABLE, code, why.to_string());
+    if let Unavailable::NotLeader { leader_http } = why {
+        answer.leader_http = leader_http;
+    }
+    answer
 }
 
 fn bad_request(message: impl Into<String>) -> ApiError {
@@ -82,23 +102,23 @@ fn bad_request(message: impl Into<String>) -> ApiError {
 }
 
 async fn ask(
-    exchange: &ExchangeHandle,
+    exchange: &Exchange,
     input: impl FnOnce(u64) -> ExchangeInput + Send + 'static,
 ) -> Result<ExchangeReply, ApiError> {
-    match exchange.role.call(input).await {
-        Some(ExchangeReply::Dropped) | None => Err(error(
+    match exchange.call(Box::new(input)).await.map_err(unavailable)? {
+        ExchangeReply::Dropped => Err(error(
             StatusCode::SERVICE_UNAVAILABLE,
-            "stopping",
-            "the exchange is stopping: send it again",
+            "dropped",
+            "the exchange lost the lead or stopped before the transactions were in a block: send them again",
         )),
-        Some(ExchangeReply::Busy {
+        ExchangeReply::Busy {
             mempool_transactions_max,
-        }) => Err(error(
+        } => Err(error(
             StatusCode::SERVICE_UNAVAILABLE,
             "busy",
             format!("{mempool_transactions_max} transactions wait for a block already: send them again shortly"),
         )),
-        Some(reply) => Ok(reply),
+        reply => Ok(reply),
     }
 }
 
@@ -110,23 +130,26 @@ fn unexpected(reply: ExchangeReply) -> ApiError {
     )
 }
 
+fn asset_name(names: &[String], asset: u16) -> String {
+    names.get(usize::from(asset)).map_or("?", String::as_str).to_string()
+}
+
 fn hex_of(encode: impl FnOnce(&mut Vec<u8>)) -> String {
     let mut bytes = Vec::new();
     encode(&mut bytes);
     hex::encode(bytes)
 }
 
-async fn summary(State(exchange): State<ExchangeHandle>) -> Result<Response, ApiError> {
+async fn summary(State(exchange): State<Exchange>) -> Result<Response, ApiError> {
     let ExchangeReply::Summary { height, state_hash } =
         ask(&exchange, |ticket| ExchangeInput::Summary { ticket }).await?
     else {
         return Err(error(StatusCode::INTERNAL_SERVER_ERROR, "internal", "no summary"));
     };
-    let assets: Vec<&str> = exchange.assets.iter().map(|a| a.name.as_str()).collect();
     Ok(Json(json!({
-        "exchange": hex::encode(exchange.id),
-        "bridge": hex::encode(exchange.bridge.verifying_key().to_bytes()),
-        "assets": assets,
+        "exchange": hex::encode(exchange.id()),
+        "bridge": hex::encode(exchange.bridge().verifying_key().to_bytes()),
+        "assets": exchange.asset_names(),
         "height": height,
         "state_hash": hex::encode(state_hash),
     }))
@@ -139,7 +162,7 @@ struct TransactionsRequest {
 }
 
 async fn transactions(
-    State(exchange): State<ExchangeHandle>,
+    State(exchange): State<Exchange>,
     Json(request): Json<TransactionsRequest>,
 ) -> Result<Response, ApiError> {
     if request.transactions.len() > TRANSACTIONS_PER_REQUEST_MAX {
@@ -180,14 +203,14 @@ async fn transactions(
     }
 }
 
-async fn account(State(exchange): State<ExchangeHandle>, Path(id): Path<u64>) -> Result<Response, ApiError> {
+async fn account(State(exchange): State<Exchange>, Path(id): Path<u64>) -> Result<Response, ApiError> {
     match ask(&exchange, move |ticket| ExchangeInput::Account { ticket, id }).await? {
         ExchangeReply::Account(Some(account)) => {
             let balances: serde_json::Map<String, Value> = exchange
-                .assets
-                .iter()
+                .asset_names()
+                .into_iter()
                 .zip(&account.balances)
-                .map(|(a, b)| (a.name.clone(), json!(b)))
+                .map(|(name, b)| (name, json!(b)))
                 .collect();
             Ok(Json(json!({
                 "key": hex::encode(account.key),
@@ -201,16 +224,11 @@ async fn account(State(exchange): State<ExchangeHandle>, Path(id): Path<u64>) ->
     }
 }
 
-async fn offers(State(exchange): State<ExchangeHandle>, Path(id): Path<u64>) -> Result<Response, ApiError> {
+async fn offers(State(exchange): State<Exchange>, Path(id): Path<u64>) -> Result<Response, ApiError> {
     match ask(&exchange, move |ticket| ExchangeInput::Offers { ticket, account: id }).await? {
         ExchangeReply::Offers(offers) => {
-            let name = |asset: u16| {
-                exchange
-                    .assets
-                    .get(usize::from(asset))
-                    .map_or("?", |a| a.name.as_str())
-                    .to_string()
-            };
+            let names = exchange.asset_names();
+            let name = |asset: u16| asset_name(&names, asset);
             let offers: Vec<Value> = offers
                 .iter()
                 .map(|((sell, buy), key, amount)| {
@@ -223,17 +241,12 @@ async fn offers(State(exchange): State<ExchangeHandle>, Path(id): Path<u64>) -> 
     }
 }
 
-async fn last_block(State(exchange): State<ExchangeHandle>) -> Result<Response, ApiError> {
+async fn last_block(State(exchange): State<Exchange>) -> Result<Response, ApiError> {
     match ask(&exchange, |ticket| ExchangeInput::LastBlock { ticket }).await? {
         ExchangeReply::LastBlock(None) => Ok(Json(json!({"height": 0})).into_response()),
         ExchangeReply::LastBlock(Some(block)) => {
-            let name = |asset: u16| {
-                exchange
-                    .assets
-                    .get(usize::from(asset))
-                    .map_or("?", |a| a.name.as_str())
-                    .to_string()
-            };
+            let names = exchange.asset_names();
+            let name = |asset: u16| asset_name(&names, asset);
             let trades: Vec<Value> = block
                 .clearing
                 .trades
@@ -265,18 +278,11 @@ struct DepositRequest {
 /// A core funding to the exchange, credited once its marker is found in its core's UHS (asked
 /// here, never taken from the caller), to exactly the account and key it commits to.
 async fn deposit(
-    State(exchange): State<ExchangeHandle>,
+    State(exchange): State<Exchange>,
     Json(request): Json<DepositRequest>,
 ) -> Result<Response, ApiError> {
-    let Some(asset) = exchange.assets.iter().position(|a| a.name == request.asset) else {
+    let Some(asset) = exchange.asset_names().iter().position(|name| *name == request.asset) else {
         return Err(bad_request(format!("asset: the exchange trades no {}", request.asset)));
-    };
-    let Some(core_url) = exchange.assets[asset].core_url.clone() else {
-        return Err(error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "no_core",
-            format!("no core configured for {}", request.asset),
-        ));
     };
     let limits = specie_transaction::limits::DecodeLimits::default();
     if request.transaction.len() > 2 * limits.transaction_bytes_max {
@@ -292,20 +298,25 @@ async fn deposit(
         .ok()
         .and_then(|bytes| bytes.try_into().ok())
         .ok_or_else(|| bad_request("key: not 32 bytes of hex"))?;
-    let bridge = exchange.bridge.verifying_key().to_bytes();
-    let deposit = deposit_from_core(&funding, &bridge, asset as u16, request.account, key)
+    let bridge = exchange.bridge().verifying_key().to_bytes();
+    let asset_index = u16::try_from(asset).expect("an exchange trades at most 64 assets");
+    let deposit = deposit_from_core(&funding, &bridge, asset_index, request.account, key)
         .map_err(|refusal| error(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string()))?;
     let marker = deposit.marker;
-    let confirmed = tokio::task::spawn_blocking(move || marker_in_core(&core_url, marker))
-        .await
-        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
-    match confirmed {
+    match exchange.in_core(asset, marker).await {
         Ok(true) => {}
         Ok(false) => {
             return Err(error(
                 StatusCode::CONFLICT,
                 "funding_unconfirmed",
                 "the funding's marker is not in its core's UHS: submit it to the core first",
+            ))
+        }
+        Err(CoreCheckError::NoCore) => {
+            return Err(error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "no_core",
+                format!("no core configured for {}", request.asset),
             ))
         }
         Err(reason) => return Err(error(StatusCode::BAD_GATEWAY, "core_unreachable", reason.to_string())),
@@ -320,7 +331,7 @@ async fn deposit(
 }
 
 async fn withdrawal(
-    State(exchange): State<ExchangeHandle>,
+    State(exchange): State<Exchange>,
     Path((account, sequence)): Path<(u64, u64)>,
 ) -> Result<Response, ApiError> {
     match ask(&exchange, move |ticket| ExchangeInput::Withdrawal {
@@ -331,7 +342,7 @@ async fn withdrawal(
     .await?
     {
         ExchangeReply::Withdrawal(Some(withdrawal)) => {
-            let payout = SpecieTransaction::OfflinePayout(bridge_payout(&withdrawal, &exchange.bridge));
+            let payout = SpecieTransaction::OfflinePayout(bridge_payout(&withdrawal, exchange.bridge()));
             Ok(
                 Json(json!({"payout": hex_of(|out| payout.encode_to(out)), "amount": withdrawal.amount}))
                     .into_response(),

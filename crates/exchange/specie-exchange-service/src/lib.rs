@@ -9,8 +9,10 @@
 //! `log/`.
 
 mod api;
+pub mod service;
 
 pub use api::router;
+pub use service::ExchangeService;
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -108,6 +110,12 @@ fn seed(data_dir: &Path) -> Result<[u8; 32], ExchangeServiceError> {
     }
 }
 
+/// The exchange's identity and bridge key, derived from its secret seed: the same for every
+/// replica of a cluster's exchange group, and for `specie exchange serve` over its data directory.
+pub fn keys_from_seed(seed: &[u8; 32]) -> ([u8; 32], SigningKey) {
+    (derive(seed, "identity"), SigningKey::from_bytes(&derive(seed, "bridge")))
+}
+
 /// A key derived from the seed: SHA-256 of a domain, the purpose and the seed.
 fn derive(seed: &[u8; 32], purpose: &str) -> [u8; 32] {
     let mut hasher = Sha256::new();
@@ -159,9 +167,7 @@ impl ExchangeHandle {
         std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
         std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700)).map_err(io(data_dir))?;
         fixed_assets(data_dir, &assets)?;
-        let seed = seed(data_dir)?;
-        let id = derive(&seed, "identity");
-        let bridge = SigningKey::from_bytes(&derive(&seed, "bridge"));
+        let (id, bridge) = keys_from_seed(&seed(data_dir)?);
         let config = ExchangeConfig::new(id, assets.len());
         let record_bytes_max = u32::try_from(config.command_bytes_max()).expect("a block's record fits the log");
         let log = LogOptions {
@@ -180,7 +186,7 @@ impl ExchangeHandle {
             &data_dir.join("log"),
             log,
             256 << 20,
-            |report| eprintln!("exchange: {report:?}"),
+            |report| log_report(&report),
         )
         .map_err(|e| ExchangeServiceError::Start(e.to_string()))?;
         Ok(ExchangeHandle {
@@ -200,14 +206,16 @@ impl ExchangeHandle {
     }
 }
 
+/// What the operator must see of the role's reports (a committed block that does not apply).
+pub fn log_report(report: &specie_exchange::ExchangeReport) {
+    eprintln!("exchange: {report:?}");
+}
+
 /// The bridge key of the exchange in `data_dir` (created with its seed if new): what each
 /// currency's core must bank for (`specie node --exchange`).
 pub fn bridge_key(data_dir: &Path) -> Result<[u8; 32], ExchangeServiceError> {
     std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
-    let seed = seed(data_dir)?;
-    Ok(SigningKey::from_bytes(&derive(&seed, "bridge"))
-        .verifying_key()
-        .to_bytes())
+    Ok(keys_from_seed(&seed(data_dir)?).1.verifying_key().to_bytes())
 }
 
 /// Opens the exchange and serves its API until Ctrl-C.
@@ -216,7 +224,7 @@ pub fn serve(options: ServeOptions) -> Result<(), ExchangeServiceError> {
     let data_dir = options.data_dir.clone();
     let served = specie_api::http_server::serve_until_ctrl_c(
         options.listen,
-        router(exchange.clone()),
+        router(std::sync::Arc::new(exchange.clone())),
         options.limits,
         |local| {
             eprintln!(

@@ -12,13 +12,13 @@ use crate::{AuthorityCall, AuthorityHandle, Bridge};
 /// A future the API awaits, boxed so the service can sit behind `dyn`.
 pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Why a call got no answer.
+/// Why a call got no answer (from the offline authority or the exchange, however hosted).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Unavailable {
-    #[error("the authority is stopping")]
+    #[error("the service is stopping")]
     Stopping,
     /// This replica does not lead its group; the leader's HTTP API, if known.
-    #[error("this replica does not lead the authority's group: ask the leader")]
+    #[error("this replica does not lead its group: ask the leader")]
     NotLeader { leader_http: Option<String> },
     /// The lead was lost while the call was in flight: the log decides. Every call is safe to
     /// send again (a deposit or a funding sent again gets its first answer).
@@ -29,7 +29,7 @@ pub enum Unavailable {
 /// Why the online core could not say whether a funding is confirmed.
 #[derive(Debug, thiserror::Error)]
 pub enum CoreCheckError {
-    #[error("this authority was started without a core, so it cannot check fundings")]
+    #[error("started without a core for this currency, so it cannot check fundings")]
     NoCore,
     #[error("the online core at {at}: {reason}")]
     Unreachable { at: String, reason: String },

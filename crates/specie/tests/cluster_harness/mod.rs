@@ -5,6 +5,7 @@
 #![allow(dead_code)] // each test file uses its own part of this
 
 pub mod authority_state;
+pub mod exchange_traders;
 pub mod offline_devices;
 
 use std::path::Path;
