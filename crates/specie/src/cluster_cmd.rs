@@ -163,9 +163,9 @@ fn exchange_shape(replicas: Option<usize>, assets: &[String]) -> anyhow::Result<
     let other_assets = assets
         .iter()
         .map(|asset| {
-            let (name, url) = asset
-                .split_once('=')
-                .ok_or_else(|| anyhow::anyhow!("--exchange-asset {asset}: expected NAME=URL, e.g. eur=http://127.0.0.1:8471"))?;
+            let (name, url) = asset.split_once('=').ok_or_else(|| {
+                anyhow::anyhow!("--exchange-asset {asset}: expected NAME=URL, e.g. eur=http://127.0.0.1:8471")
+            })?;
             Ok(ExchangeAsset {
                 name: name.to_string(),
                 core: Some(url.to_string()),

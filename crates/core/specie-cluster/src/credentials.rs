@@ -259,7 +259,9 @@ fn read_seed(path: &Path) -> Result<[u8; 32], CredentialsError> {
     hex::decode(read_text(path)?.trim())
         .ok()
         .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
-        .ok_or_else(|| CredentialsError::BadAuthorityKey { path: path.to_path_buf() })
+        .ok_or_else(|| CredentialsError::BadAuthorityKey {
+            path: path.to_path_buf(),
+        })
 }
 
 /// Writes `text` to a new file readable only by its owner, and syncs it.

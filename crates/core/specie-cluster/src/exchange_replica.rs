@@ -60,7 +60,7 @@ pub enum ExchangeReplicaError {
         source: std::io::Error,
     },
     #[error("the exchange's genesis: {0}")]
-    Genesis(#[from] specie_exchange::LedgerError),
+    Genesis(Box<specie_exchange::LedgerError>),
     #[error(transparent)]
     Replica(#[from] ReplicaError),
 }
@@ -135,7 +135,8 @@ pub async fn run(topology: Topology, id: u64) -> Result<(), ExchangeReplicaError
     let listener = tokio::net::TcpListener::bind(http)
         .await
         .map_err(|source| ExchangeReplicaError::Listen { address: http, source })?;
-    let ledger = Ledger::genesis(exchange_config(&topology, &config, exchange_id), vec![])?;
+    let ledger = Ledger::genesis(exchange_config(&topology, &config, exchange_id), vec![])
+        .map_err(|error| ExchangeReplicaError::Genesis(Box::new(error)))?;
     let limits = RoleLimits {
         block_interval_ms: config.block_interval_ms,
         ..RoleLimits::default()
@@ -169,10 +170,12 @@ pub async fn run(topology: Topology, id: u64) -> Result<(), ExchangeReplicaError
             (replica, task)
         },
         |replica: Arc<ExchangeReplica>, caller, request| async move {
-            Err::<RoleResponse, ServeError>(replica.serving.hosted.refuse(
-                &caller,
-                format_args!("the exchange does not serve {}", request.kind()),
-            ))
+            Err::<RoleResponse, ServeError>(
+                replica
+                    .serving
+                    .hosted
+                    .refuse(&caller, format_args!("the exchange does not serve {}", request.kind())),
+            )
         },
     )
     .await?;

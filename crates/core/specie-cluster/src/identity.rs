@@ -329,7 +329,15 @@ mod tests {
                 )
             })
             .collect();
-        Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), authority_keys, GroupBridges::default()).unwrap()
+        Topology::local(
+            shape,
+            Path::new("/tmp/x"),
+            vec![],
+            test_keys(2),
+            authority_keys,
+            GroupBridges::default(),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -451,24 +459,53 @@ mod tests {
             }),
             ..Shape::default()
         };
-        let key = |n| hex::encode(specie_fastpay::deterministic_key("bridge", n).verifying_key().to_bytes());
+        let key = |n| {
+            hex::encode(
+                specie_fastpay::deterministic_key("bridge", n)
+                    .verifying_key()
+                    .to_bytes(),
+            )
+        };
         let bridges = |offline: String, exchange: String| GroupBridges {
             offline: Some(offline),
             exchange: Some(exchange),
         };
-        let local = |bridges| Topology::local(shape.clone(), Path::new("/tmp/x"), vec![], test_keys(2), vec![], bridges);
+        let local = |bridges| {
+            Topology::local(
+                shape.clone(),
+                Path::new("/tmp/x"),
+                vec![],
+                test_keys(2),
+                vec![],
+                bridges,
+            )
+        };
         for bad in [hex::encode([0u8; 32]), "not hex".into(), hex::encode([7u8; 31])] {
             let refused = [
-                (local(bridges(bad.clone(), key(1))), crate::InvalidTopology::OfflineBridgeKey),
-                (local(bridges(key(0), bad.clone())), crate::InvalidTopology::ExchangeBridgeKey),
+                (
+                    local(bridges(bad.clone(), key(1))),
+                    crate::InvalidTopology::OfflineBridgeKey,
+                ),
+                (
+                    local(bridges(key(0), bad.clone())),
+                    crate::InvalidTopology::ExchangeBridgeKey,
+                ),
             ];
             for (topology, expected) in refused {
-                assert_eq!(topology, Err(expected), "{bad}: a small-order point, not hex, too short");
+                assert_eq!(
+                    topology,
+                    Err(expected),
+                    "{bad}: a small-order point, not hex, too short"
+                );
             }
         }
         let topology = local(bridges(key(0), key(1))).unwrap();
         let groups = [
-            (GroupRole::Offline, crate::OFFLINE_AUTHORITY_GROUP, "1.offline-authority.offline.specie"),
+            (
+                GroupRole::Offline,
+                crate::OFFLINE_AUTHORITY_GROUP,
+                "1.offline-authority.offline.specie",
+            ),
             (GroupRole::Exchange, crate::EXCHANGE_GROUP, "1.exchange.exchange.specie"),
         ];
         for (role, group, name) in groups {

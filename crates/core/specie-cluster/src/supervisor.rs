@@ -318,7 +318,10 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
             exchange.http_urls(),
             exchange.bridge
         );
-        println!("traders:  specie exchange account --exchange {} …", exchange.http_urls());
+        println!(
+            "traders:  specie exchange account --exchange {} …",
+            exchange.http_urls()
+        );
     }
     let first = &topology.sentinels[0].http;
     println!("wallets:  specie wallet --node http://{first} …");
@@ -446,11 +449,12 @@ fn print_exchange_figures(statuses: &[ReplicaStatus]) {
     );
     for (ReplicaStatus { group, id, .. }, s) in answered {
         let ledger = &s["exchange"];
+        let show = |field: &str| ledger[field].to_string();
         println!(
             "{group:<20} {id:>7} {:>9} {:>9} {:>9}  {}",
-            ledger["height"],
-            ledger["accounts"],
-            ledger["offers"],
+            show("height"),
+            show("accounts"),
+            show("offers"),
             ledger["state_hash"].as_str().unwrap_or("?"),
         );
     }

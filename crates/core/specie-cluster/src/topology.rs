@@ -820,11 +820,13 @@ impl Topology {
                 .into_iter()
                 .map(|g| (GroupRole::Authority, g.name.clone(), g.wire_replicas())),
         );
-        groups.extend(
-            self.offline_authority
-                .iter()
-                .map(|o| (GroupRole::Offline, OFFLINE_AUTHORITY_GROUP.to_string(), o.wire_replicas())),
-        );
+        groups.extend(self.offline_authority.iter().map(|o| {
+            (
+                GroupRole::Offline,
+                OFFLINE_AUTHORITY_GROUP.to_string(),
+                o.wire_replicas(),
+            )
+        }));
         groups.extend(
             self.exchange
                 .iter()
@@ -1112,7 +1114,15 @@ mod tests {
                 )
             })
             .collect();
-        Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), keys, GroupBridges::default()).unwrap()
+        Topology::local(
+            shape,
+            Path::new("/tmp/x"),
+            vec![],
+            test_keys(2),
+            keys,
+            GroupBridges::default(),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -1237,7 +1247,14 @@ mod tests {
             ..Shape::default()
         };
         assert_eq!(
-            Topology::local(shape, Path::new("/tmp/x"), vec![], test_keys(2), vec![], GroupBridges::default()),
+            Topology::local(
+                shape,
+                Path::new("/tmp/x"),
+                vec![],
+                test_keys(2),
+                vec![],
+                GroupBridges::default()
+            ),
             Err(InvalidTopology::AuthorityKeyCount {
                 authorities: 4,
                 keys: 0

@@ -277,10 +277,7 @@ struct DepositRequest {
 
 /// A core funding to the exchange, credited once its marker is found in its core's UHS (asked
 /// here, never taken from the caller), to exactly the account and key it commits to.
-async fn deposit(
-    State(exchange): State<Exchange>,
-    Json(request): Json<DepositRequest>,
-) -> Result<Response, ApiError> {
+async fn deposit(State(exchange): State<Exchange>, Json(request): Json<DepositRequest>) -> Result<Response, ApiError> {
     let Some(asset) = exchange.asset_names().iter().position(|name| *name == request.asset) else {
         return Err(bad_request(format!("asset: the exchange trades no {}", request.asset)));
     };

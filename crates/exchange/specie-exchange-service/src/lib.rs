@@ -113,7 +113,10 @@ fn seed(data_dir: &Path) -> Result<[u8; 32], ExchangeServiceError> {
 /// The exchange's identity and bridge key, derived from its secret seed: the same for every
 /// replica of a cluster's exchange group, and for `specie exchange serve` over its data directory.
 pub fn keys_from_seed(seed: &[u8; 32]) -> ([u8; 32], SigningKey) {
-    (derive(seed, "identity"), SigningKey::from_bytes(&derive(seed, "bridge")))
+    (
+        derive(seed, "identity"),
+        SigningKey::from_bytes(&derive(seed, "bridge")),
+    )
 }
 
 /// A key derived from the seed: SHA-256 of a domain, the purpose and the seed.

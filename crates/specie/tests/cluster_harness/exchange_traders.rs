@@ -10,7 +10,7 @@ use std::time::Duration;
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 use specie_codec::Encode;
-use specie_exchange::{deposit_commitment, LimitPrice, Operation, Transaction};
+use specie_exchange::{deposit_commitment, LimitPrice, Operation, SignedTransaction, Transaction};
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
     witness_program_commitment, MintTransaction, NonceMode, OfflineFunding, Output, SpecieTransaction,
@@ -103,6 +103,12 @@ pub fn deposit_all(url: &str, asset: &str, fundings: &[OfflineFunding]) {
     }
 }
 
+fn hex_of(signed: &SignedTransaction) -> String {
+    let mut bytes = Vec::new();
+    signed.encode_to(&mut bytes);
+    hex::encode(bytes)
+}
+
 /// One round of load: every trader makes an offer (both directions, crossing) or a payment.
 fn round(id: &[u8; 32], sequences: &BTreeMap<u64, u64>, round: u64) -> Vec<String> {
     (1..=TRADERS)
@@ -132,7 +138,7 @@ fn round(id: &[u8; 32], sequences: &BTreeMap<u64, u64>, round: u64) -> Vec<Strin
                 operation,
             }
             .sign(id, &trader_key(account));
-            hex::encode(signed.encode())
+            hex_of(&signed)
         })
         .collect()
 }
@@ -151,7 +157,10 @@ pub fn run_load(urls: Arc<Mutex<Vec<String>>>, id: [u8; 32], stop: Arc<AtomicBoo
             let urls = urls.lock().unwrap();
             urls[at % urls.len()].clone()
         });
-        match post(&format!("{url}/v1/exchange/transactions"), json!({ "transactions": batch })) {
+        match post(
+            &format!("{url}/v1/exchange/transactions"),
+            json!({ "transactions": batch }),
+        ) {
             Ok(answer) => {
                 for (account, fate) in (1..=TRADERS).zip(answer["fates"].as_array().expect("fates")) {
                     if fate.get("included").is_some() {
@@ -162,7 +171,9 @@ pub fn run_load(urls: Arc<Mutex<Vec<String>>>, id: [u8; 32], stop: Arc<AtomicBoo
                 n += 1;
             }
             Err((_, refusal)) => {
-                leader = refusal["error"]["leader_http"].as_str().map(|http| format!("http://{http}"));
+                leader = refusal["error"]["leader_http"]
+                    .as_str()
+                    .map(|http| format!("http://{http}"));
                 if leader.is_none() {
                     at += 1;
                     std::thread::sleep(Duration::from_millis(50));
@@ -202,7 +213,7 @@ pub fn withdraw_once(url: &str, id: &[u8; 32], core_url: &str) {
     .sign(id, &trader_key(1));
     let answer = post(
         &format!("{url}/v1/exchange/transactions"),
-        json!({"transactions": [hex::encode(withdraw.encode())]}),
+        json!({"transactions": [hex_of(&withdraw)]}),
     )
     .unwrap();
     assert!(answer["fates"][0].get("included").is_some(), "{answer}");
@@ -219,10 +230,19 @@ pub fn withdraw_once(url: &str, id: &[u8; 32], core_url: &str) {
 /// The exchange's identity, height and state hash at `url`.
 pub fn summary(url: &str) -> ([u8; 32], u64, String) {
     let info = get(&format!("{url}/v1/exchange"));
-    let id = hex::decode(info["exchange"].as_str().unwrap()).unwrap().try_into().unwrap();
+    let id = hex::decode(info["exchange"].as_str().unwrap())
+        .unwrap()
+        .try_into()
+        .unwrap();
     (
         id,
         info["height"].as_u64().unwrap(),
         info["state_hash"].as_str().unwrap().to_string(),
     )
+}
+
+/// The exchange's height at `url`, if it answers (a replica just elected may not yet).
+pub fn height(url: &str) -> Option<u64> {
+    let info: Value = ureq::get(&format!("{url}/v1/exchange")).call().ok()?.into_json().ok()?;
+    info["height"].as_u64()
 }
