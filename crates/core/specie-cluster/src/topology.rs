@@ -649,6 +649,36 @@ impl Default for Shape {
 }
 
 impl Shape {
+    /// Whether a local topology of this shape gets what keys it needs: one attestation key per
+    /// sentinel, one per FastPay authority, and a bridge key for each group that has one.
+    fn check_keys(
+        &self,
+        attestation_keys: usize,
+        authority_keys: usize,
+        bridges: &GroupBridges,
+    ) -> Result<(), InvalidTopology> {
+        if (self.offline_replicas > 0) != bridges.offline.is_some() {
+            return Err(InvalidTopology::OfflineBridgeKey);
+        }
+        if self.exchange.is_some() != bridges.exchange.is_some() {
+            return Err(InvalidTopology::ExchangeBridgeKey);
+        }
+        if attestation_keys != self.sentinels {
+            return Err(InvalidTopology::AttestationKeyCount {
+                sentinels: self.sentinels,
+                keys: attestation_keys,
+            });
+        }
+        let authorities = self.committee.map_or(0, |c| c.authorities);
+        if authority_keys != authorities {
+            return Err(InvalidTopology::AuthorityKeyCount {
+                authorities,
+                keys: authority_keys,
+            });
+        }
+        Ok(())
+    }
+
     /// The name `Topology::local` gives the `index`-th sentinel.
     pub fn sentinel_name(index: usize) -> String {
         format!("sentinel-{index}")
@@ -687,25 +717,7 @@ impl Topology {
         authority_keys: Vec<String>,
         bridges: GroupBridges,
     ) -> Result<Topology, InvalidTopology> {
-        if (shape.offline_replicas > 0) != bridges.offline.is_some() {
-            return Err(InvalidTopology::OfflineBridgeKey);
-        }
-        if shape.exchange.is_some() != bridges.exchange.is_some() {
-            return Err(InvalidTopology::ExchangeBridgeKey);
-        }
-        if attestation_keys.len() != shape.sentinels {
-            return Err(InvalidTopology::AttestationKeyCount {
-                sentinels: shape.sentinels,
-                keys: attestation_keys.len(),
-            });
-        }
-        let authorities = shape.committee.map_or(0, |c| c.authorities);
-        if authority_keys.len() != authorities {
-            return Err(InvalidTopology::AuthorityKeyCount {
-                authorities,
-                keys: authority_keys.len(),
-            });
-        }
+        shape.check_keys(attestation_keys.len(), authority_keys.len(), &bridges)?;
         let ranges = ShardRange::partition(shape.shard_groups).map_err(InvalidTopology::ShardRanges)?;
         let mut ports = LocalPorts(shape.base_port);
         let shard_groups = ranges
