@@ -9,6 +9,7 @@
 //! `log/`.
 
 mod api;
+pub mod client;
 
 pub use api::router;
 
