@@ -89,7 +89,7 @@ pub fn parse_limit_price(text: &str) -> Result<LimitPrice, PriceError> {
     } else {
         fraction.parse().map_err(|_| out_of_range())?
     };
-    let fixed = (whole << 32) + ((numerator << 32) + scale - 1) / scale;
+    let fixed = (whole << 32) + (numerator << 32).div_ceil(scale);
     match u64::try_from(fixed) {
         Ok(0) | Err(_) => Err(out_of_range()),
         Ok(fixed) => Ok(LimitPrice(fixed)),
