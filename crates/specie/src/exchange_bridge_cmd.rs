@@ -228,8 +228,10 @@ fn pay_out(trader: &mut Trader, other: &mut Option<OtherWallet>, index: usize) -
     let (path, wallet) = core(trader, other);
     let node = session::client_for(wallet, None)?;
     // Presented before (a crash after it): refused as paid, and the import below finds it.
+    let kept = "the withdrawal is kept: run any `specie exchange` command on this wallet later to finish it";
     let status = node
-        .submit(std::slice::from_ref(&payout), CORE_SUBMIT_TIMEOUT_MS)?
+        .submit(std::slice::from_ref(&payout), CORE_SUBMIT_TIMEOUT_MS)
+        .with_context(|| format!("the core did not take the payout; {kept}"))?
         .remove(0)
         .status;
     let payment = PaymentString::new(
@@ -241,10 +243,7 @@ fn pay_out(trader: &mut Trader, other: &mut Option<OtherWallet>, index: usize) -
     );
     let report = session::import(path, wallet, &node, &payment.to_string())?;
     if report.imported.spendable == 0 && report.imported.already_known == 0 {
-        bail!(
-            "the withdrawal's payout is not paid by the core yet ({}); it is kept: run any `specie exchange` command on this wallet later to finish it",
-            status.reason()
-        );
+        bail!("the core has not paid the payout yet ({}); {kept}", status.reason());
     }
     trader.account_mut().withdrawals.remove(index);
     trader.save()?;

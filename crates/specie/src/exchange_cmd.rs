@@ -53,6 +53,7 @@ pub enum ExchangeCommand {
     Account {
         #[command(flatten)]
         trader: TraderArgs,
+        /// Print JSON.
         #[arg(long)]
         json: bool,
     },
@@ -62,6 +63,7 @@ pub enum ExchangeCommand {
     LastBlock {
         #[command(flatten)]
         trader: TraderArgs,
+        /// Print JSON.
         #[arg(long)]
         json: bool,
     },
@@ -82,6 +84,7 @@ pub enum ExchangeCommand {
         /// The currency to deposit (the exchange's name for it: the core's address prefix).
         #[arg(long)]
         asset: String,
+        /// How much, in the currency's smallest unit.
         #[arg(long)]
         amount: u64,
         /// The core wallet of that currency, if it is not --wallet (which keeps the account).
@@ -101,12 +104,16 @@ pub enum ExchangeCommand {
     Offer {
         #[command(flatten)]
         trader: TraderArgs,
+        /// The asset sold (its name on the exchange: usd, eur, …).
         #[arg(long)]
         sell: String,
+        /// The asset bought.
         #[arg(long)]
         buy: String,
+        /// How much of --sell to sell, in its smallest unit.
         #[arg(long)]
         amount: u64,
+        /// The least units of --buy accepted per unit of --sell, as a decimal (0.9, 1.25).
         #[arg(long, value_name = "DECIMAL")]
         min_price: String,
     },
@@ -117,6 +124,7 @@ pub enum ExchangeCommand {
     Cancel {
         #[command(flatten)]
         trader: TraderArgs,
+        /// The offer's id (the sequence number of the transaction that made it).
         #[arg(long, value_name = "ID")]
         offer: u64,
     },
@@ -127,10 +135,13 @@ pub enum ExchangeCommand {
     Pay {
         #[command(flatten)]
         trader: TraderArgs,
+        /// The payee's account number.
         #[arg(long, value_name = "ACCOUNT")]
         to: AccountId,
+        /// The asset paid.
         #[arg(long)]
         asset: String,
+        /// How much, in the asset's smallest unit.
         #[arg(long)]
         amount: u64,
     },
@@ -146,8 +157,10 @@ pub enum ExchangeCommand {
     Withdraw {
         #[command(flatten)]
         trader: TraderArgs,
+        /// The currency to withdraw.
         #[arg(long)]
         asset: String,
+        /// How much, in the currency's smallest unit.
         #[arg(long)]
         amount: u64,
         /// The core wallet of that currency, if it is not --wallet (which keeps the account).

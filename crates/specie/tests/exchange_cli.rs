@@ -25,12 +25,12 @@ fn issuer_wallet(path: &Path, hrp: &str) -> String {
         .to_string()
 }
 
-/// A core for `hrp` with `issuer`, banking for the exchange's `bridge`.
-fn start_core(dir: &Path, hrp: &str, issuer: &str, bridge: &str) -> (Child, String) {
+/// A core for `hrp` with `issuer` on `listen`, banking for the exchange's `bridge`.
+fn start_core(dir: &Path, listen: &str, hrp: &str, issuer: &str, bridge: &str) -> (Child, String) {
     start_serving(&[
         "node",
         "--listen",
-        "127.0.0.1:0",
+        listen,
         "--hrp",
         hrp,
         "--issuer",
@@ -89,8 +89,11 @@ fn a_trader_deposits_trades_pays_and_withdraws_with_the_cli_only() {
     let bridge = run(&["exchange", "bridge-key", "--data-dir", exchange_dir.to_str().unwrap()]).unwrap();
     let bridge = bridge.trim();
     let (usd_issuer, eur_issuer) = (path("usd-issuer.json"), path("eur-issuer.json"));
-    let (mut usd, usd_url) = start_core(dir.path(), "usd", &issuer_wallet(&usd_issuer, "usd"), bridge);
-    let (mut eur, eur_url) = start_core(dir.path(), "eur", &issuer_wallet(&eur_issuer, "eur"), bridge);
+    let (usd_key, eur_key) = (issuer_wallet(&usd_issuer, "usd"), issuer_wallet(&eur_issuer, "eur"));
+    let (mut usd, usd_url) = start_core(dir.path(), "127.0.0.1:0", "usd", &usd_key, bridge);
+    // On a port of its own: it is restarted on it below.
+    let eur_listen = format!("127.0.0.1:{}", cluster_harness::free_ports(1));
+    let (mut eur, eur_url) = start_core(dir.path(), &eur_listen, "eur", &eur_key, bridge);
     let (mut ex, url) = start_serving(&[
         "exchange",
         "serve",
@@ -232,6 +235,42 @@ fn a_trader_deposits_trades_pays_and_withdraws_with_the_cli_only() {
     assert!(bad.contains("--min-price") && bad.contains("not a decimal"), "{bad}");
     let wrong = exchange("withdraw", &alice, &["--asset", "eur", "--amount", "1"]).unwrap_err();
     assert!(wrong.contains("--core-wallet"), "{wrong}");
+
+    // A deposit interrupted (its core is down) is kept in the wallet, and the next command,
+    // once the core is back, sends it again and has it credited: once.
+    eur.kill().unwrap();
+    eur.wait().unwrap();
+    let interrupted = exchange("deposit", &bob, &["--asset", "eur", "--amount", "1000"]).unwrap_err();
+    assert!(interrupted.contains("it is kept"), "{interrupted}");
+    assert_eq!(
+        account(&bob)["under_way"].as_array().unwrap().len(),
+        1,
+        "kept while the core is down"
+    );
+    (eur, _) = start_core(dir.path(), &eur_listen, "eur", &eur_key, bridge);
+    let state = account(&bob);
+    assert_eq!(state["balances"]["eur"], 4010, "credited once: {state}");
+    assert_eq!(state["under_way"].as_array().unwrap().len(), 0, "{state}");
+    assert_eq!(account(&bob)["balances"]["eur"], 4010, "not credited twice");
+    core_wallet(&bob, &["sync"]);
+    assert_eq!(
+        spendable(&bob),
+        4000,
+        "10000 − 5000 − 1000: no coin lost or spent twice"
+    );
+
+    // A withdrawal interrupted (the core is down when its payout is presented) is kept, and
+    // finished by the next command: paid once.
+    eur.kill().unwrap();
+    eur.wait().unwrap();
+    let interrupted = exchange("withdraw", &bob, &["--asset", "eur", "--amount", "500"]).unwrap_err();
+    assert!(interrupted.contains("is kept"), "{interrupted}");
+    (eur, _) = start_core(dir.path(), &eur_listen, "eur", &eur_key, bridge);
+    let state = account(&bob);
+    assert_eq!(state["balances"]["eur"], 3510, "{state}");
+    assert_eq!(state["under_way"].as_array().unwrap().len(), 0, "{state}");
+    exchange("account", &bob, &[]).unwrap();
+    assert_eq!(spendable(&bob), 4500, "the payout is in the wallet, once");
     for child in [&mut ex, &mut usd, &mut eur] {
         child.kill().unwrap();
         child.wait().unwrap();
