@@ -149,10 +149,19 @@ impl ReplicaClient {
             }
             let first = self.preferred.get();
             let (mut hinted, mut group_answered) = (None::<String>, false);
-            for step in 0..self.urls.len() {
-                let url = hinted
-                    .take()
-                    .unwrap_or_else(|| self.urls[(first + step) % self.urls.len()].clone());
+            let (mut next, mut attempts) = (0, 0);
+            // Each listed replica once, and the leader each names (even one not listed), up to
+            // twice as many attempts in all: two replicas naming each other end the round.
+            while attempts < 2 * self.urls.len() {
+                let url = match hinted.take() {
+                    Some(leader) => leader,
+                    None if next < self.urls.len() => {
+                        next += 1;
+                        self.urls[(first + next - 1) % self.urls.len()].clone()
+                    }
+                    None => break,
+                };
+                attempts += 1;
                 match self.attempt(&url, method, path, body.as_ref()) {
                     Attempt::Answered(value) => {
                         if let Some(known) = self.urls.iter().position(|u| *u == url) {
@@ -188,6 +197,49 @@ mod tests {
             ReplicaClient::new(" , ", None).call("GET", "/", None),
             Err(ReplicaError::NoUrl)
         );
+    }
+
+    /// A one-connection-at-a-time HTTP server answering every request with `status` and `body`.
+    fn serve(status: &'static str, body: String) -> String {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let mut stream = stream.unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap() > 2 {
+                    line.clear();
+                }
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                stream.write_all(answer.as_bytes()).unwrap();
+            }
+        });
+        address
+    }
+
+    #[test]
+    fn a_follower_sends_the_call_to_its_leader_and_refusals_carry_code_and_message() {
+        let leader = serve("200 OK", r#"{"height": 7}"#.into());
+        let follower = serve(
+            "503 Service Unavailable",
+            format!(r#"{{"error": {{"code": "not_leader", "message": "ask the leader", "leader_http": "{leader}"}}}}"#),
+        );
+        let client = ReplicaClient::new(&format!("http://{follower}"), None);
+        assert_eq!(client.call("GET", "/x", None).unwrap()["height"], 7);
+        let refusing = serve(
+            "422 Unprocessable Entity",
+            r#"{"error": {"code": "refused", "message": "no such asset"}}"#.into(),
+        );
+        let error = ReplicaClient::new(&format!("http://{refusing}"), None)
+            .call("GET", "/x", None)
+            .unwrap_err();
+        assert_eq!((error.status(), error.code()), (Some(422), Some("refused")));
+        assert_eq!(error.to_string(), "no such asset");
     }
 
     #[test]
