@@ -8,7 +8,9 @@ mod bench_cmd;
 mod byzantine_cmd;
 mod cluster_cmd;
 mod demo_cmd;
+mod exchange_bridge_cmd;
 mod exchange_cmd;
+mod exchange_trader_cmd;
 mod inspect;
 mod node_cmd;
 mod offline_bridge_cmd;
@@ -64,7 +66,8 @@ enum Command {
     Bench(bench_cmd::BenchArgs),
     /// The Byzantine mode (FastPay authorities): check evidence of equivocation.
     Byzantine(byzantine_cmd::ByzantineArgs),
-    /// The exchange between currencies (SPEEDEX batch auctions): run it, show its bridge key.
+    /// The exchange between currencies (SPEEDEX batch auctions): run it, show its bridge key,
+    /// and trade on it from a wallet (deposit, offer, cancel, pay, withdraw).
     Exchange(exchange_cmd::ExchangeArgs),
     /// Offline cash: a device wallet, the offline authority, checking evidence of double spending.
     Offline(offline_cmd::OfflineArgs),

@@ -21,6 +21,7 @@ use specie_codec::{Decode, DecodeError, Encode};
 use specie_transaction::{Address, OutPoint, Output, SpecieTransaction, Txid};
 use thiserror::Error;
 
+use crate::exchange::ExchangeRecord;
 use crate::fastpay_file::FastpayRecord;
 use crate::wallet::{Coin, CoinState, PendingKind, PendingTx, Wallet, WalletKey};
 use crate::WalletError;
@@ -127,6 +128,9 @@ pub enum WalletFileError {
     /// Something in the Byzantine-mode section (`fastpay`) does not decode or add up.
     #[error("fastpay: {what}: {problem}")]
     Fastpay { what: String, problem: String },
+    /// Something in the exchange account's section (`exchange`) does not decode.
+    #[error("exchange: {what}: {problem}")]
+    Exchange { what: String, problem: String },
 }
 
 /// Exclusive use of one wallet file, for one command's whole load–change–save: two commands on
@@ -217,6 +221,9 @@ pub struct WalletFile {
     /// An offline-cash device (hex of its canonical encoding); absent while the wallet has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offline_device: Option<String>,
+    /// The trader's exchange account (`specie exchange …`); absent while the wallet has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange: Option<ExchangeRecord>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -393,6 +400,7 @@ impl WalletFile {
                 .collect(),
             fastpay: wallet.fastpay().map(FastpayRecord::from_book),
             offline_device: wallet.offline_device().map(hex::encode),
+            exchange: wallet.exchange().map(ExchangeRecord::from_account),
         }
     }
 
@@ -414,6 +422,9 @@ impl WalletFile {
                 text: text.chars().take(16).collect(),
             })?;
             wallet.offline_device = Some(bytes);
+        }
+        if let Some(record) = &self.exchange {
+            wallet.exchange = Some(record.to_account()?);
         }
         for record in &self.pending {
             let pending = record.to_pending(&wallet)?;

@@ -21,11 +21,13 @@
 
 mod client;
 mod error;
+pub mod exchange;
 mod fastpay;
 mod fastpay_file;
 mod file;
 mod offline;
 mod payment;
+pub mod replicas;
 mod select;
 pub mod session;
 mod sync;

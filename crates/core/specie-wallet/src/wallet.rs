@@ -280,6 +280,8 @@ pub struct Wallet {
     /// An offline-cash device kept in this wallet: its canonical encoding, which the offline
     /// crates read and write (docs/offline-format.md); the wallet only keeps it.
     pub(crate) offline_device: Option<Vec<u8>>,
+    /// The trader's exchange account, once it has one.
+    pub(crate) exchange: Option<crate::exchange::ExchangeAccount>,
 }
 
 fn unix_now_s() -> u64 {
@@ -324,6 +326,7 @@ impl Wallet {
             pending: BTreeMap::new(),
             fastpay: None,
             offline_device: None,
+            exchange: None,
         })
     }
 
@@ -335,6 +338,21 @@ impl Wallet {
     /// Keeps `device` (an offline device's encoding) in this wallet, replacing any before it.
     pub fn set_offline_device(&mut self, device: Vec<u8>) {
         self.offline_device = Some(device);
+    }
+
+    /// The trader's exchange account kept in this wallet, if any.
+    pub fn exchange(&self) -> Option<&crate::exchange::ExchangeAccount> {
+        self.exchange.as_ref()
+    }
+
+    /// The exchange account, to change (its sequence, deposits and withdrawals under way).
+    pub fn exchange_mut(&mut self) -> Option<&mut crate::exchange::ExchangeAccount> {
+        self.exchange.as_mut()
+    }
+
+    /// Keeps `account` in this wallet, replacing any before it.
+    pub fn set_exchange(&mut self, account: crate::exchange::ExchangeAccount) {
+        self.exchange = Some(account);
     }
 
     pub(crate) fn add_key(&mut self, key: WalletKey) {

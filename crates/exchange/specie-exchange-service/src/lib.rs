@@ -9,6 +9,7 @@
 //! `log/`.
 
 mod api;
+pub mod client;
 pub mod service;
 
 pub use api::router;

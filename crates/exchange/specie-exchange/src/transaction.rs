@@ -51,8 +51,9 @@ pub enum Operation {
     },
     /// Pay `amount` of `asset` to the existing account `to`.
     Payment { to: AccountId, asset: AssetId, amount: u64 },
-    /// Take `amount` of `asset` out of the exchange, to `address` (an x-only key) on the asset's
-    /// online core: the block's execution records a payout the exchange signs for that core.
+    /// Take `amount` of `asset` out of the exchange, to `address` on the asset's online core (a
+    /// witness program commitment, as a core output names its owner: what the payout's one
+    /// output pays): the block's execution records a payout the exchange signs for that core.
     Withdraw {
         asset: AssetId,
         amount: u64,

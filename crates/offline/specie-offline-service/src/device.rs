@@ -13,6 +13,7 @@ use specie_offline::{
 };
 use specie_offline_device::{Device, DeviceError, DeviceLimits, PaymentRequest};
 use specie_transaction::{OfflinePayout, SpecieTransaction};
+use specie_wallet::replicas::ReplicaClient;
 use specie_wallet::{write_file_atomically, FileError, WalletFile, WalletLock};
 
 /// What a payment request string starts with.
@@ -320,124 +321,34 @@ pub struct Deposited {
 /// The offline authority's API, as a device and the operator call it. The authority may be one
 /// process or a cluster's Raft group: `url` may list the group's replicas, comma-separated; a
 /// replica that does not lead sends the call to the leader, and a replica that does not answer
-/// is passed over for the next.
+/// is passed over for the next ([`ReplicaClient`]).
 pub struct AuthorityClient {
-    urls: Vec<String>,
-    operator_token: Option<String>,
+    replicas: ReplicaClient,
     /// The only authority key whose signed key ring the client takes (none: any that verifies).
     trusted: Option<PublicKey>,
-    /// The replica that answered last: asked first.
-    preferred: std::cell::Cell<usize>,
-}
-
-/// Rounds over the replicas before a call gives up (an election takes well under a second).
-const AUTHORITY_ATTEMPTS_MAX: usize = 20;
-/// How long a call waits between rounds while no replica leads.
-const AUTHORITY_RETRY_WAIT_MS: u64 = 250;
-
-/// What one replica said to one call.
-enum Attempt {
-    Answered(Value),
-    Refused(String),
-    /// Ask elsewhere: the leader, if this replica knows it.
-    Elsewhere {
-        leader_http: Option<String>,
-        why: String,
-    },
-    /// No answer at all: down, or not there.
-    Down(String),
 }
 
 impl AuthorityClient {
     pub fn new(url: &str, operator_token: Option<String>) -> AuthorityClient {
         AuthorityClient {
-            urls: url
-                .split(',')
-                .map(|url| url.trim().trim_end_matches('/').to_string())
-                .filter(|url| !url.is_empty())
-                .collect(),
-            operator_token,
+            replicas: ReplicaClient::new(url, operator_token),
             trusted: None,
-            preferred: std::cell::Cell::new(0),
         }
     }
 
     fn failed(&self, reason: impl Into<String>) -> DeviceCommandError {
         DeviceCommandError::Authority {
-            url: self.urls.join(","),
+            url: self.replicas.urls(),
             reason: reason.into(),
         }
     }
 
-    fn attempt(&self, url: &str, method: &str, path: &str, body: Option<&Value>) -> Attempt {
-        let mut request = ureq::request(method, &format!("{url}{path}"));
-        if let Some(token) = &self.operator_token {
-            request = request.set("authorization", &format!("Bearer {token}"));
-        }
-        let response = match body {
-            Some(body) => request.send_json(body),
-            None => request.call(),
-        };
-        match response {
-            Ok(response) => match response.into_json() {
-                Ok(value) => Attempt::Answered(value),
-                Err(error) => Attempt::Refused(format!("{url}: {error}")),
-            },
-            Err(ureq::Error::Status(status, response)) => {
-                let body: Value = response.into_json().unwrap_or_default();
-                let message = body["error"]["message"].as_str().unwrap_or("refused").to_string();
-                match (status, body["error"]["code"].as_str()) {
-                    (503, Some("not_leader" | "outcome_unknown")) => Attempt::Elsewhere {
-                        leader_http: body["error"]["leader_http"]
-                            .as_str()
-                            .map(|http| format!("http://{http}")),
-                        why: message,
-                    },
-                    _ => Attempt::Refused(message),
-                }
-            }
-            Err(error) => Attempt::Down(format!("{url}: {error}")),
-        }
-    }
-
     /// One call, leader search included: every call is safe to send again (the authority answers
-    /// a deposit or a funding sent again as it did the first time). A lone authority that does
-    /// not answer fails the call at once; a group is given time to elect a leader.
+    /// a deposit or a funding sent again as it did the first time).
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, DeviceCommandError> {
-        if self.urls.is_empty() {
-            return Err(self.failed("no authority URL"));
-        }
-        let mut last = String::new();
-        for round in 0..AUTHORITY_ATTEMPTS_MAX {
-            if round > 0 {
-                std::thread::sleep(std::time::Duration::from_millis(AUTHORITY_RETRY_WAIT_MS));
-            }
-            let first = self.preferred.get();
-            let (mut hinted, mut group_answered) = (None::<String>, false);
-            for step in 0..self.urls.len() {
-                let url = hinted
-                    .take()
-                    .unwrap_or_else(|| self.urls[(first + step) % self.urls.len()].clone());
-                match self.attempt(&url, method, path, body.as_ref()) {
-                    Attempt::Answered(value) => {
-                        if let Some(known) = self.urls.iter().position(|u| *u == url) {
-                            self.preferred.set(known);
-                        }
-                        return Ok(value);
-                    }
-                    Attempt::Refused(message) => return Err(self.failed(message)),
-                    Attempt::Elsewhere { leader_http, why } => {
-                        hinted = leader_http.filter(|leader| *leader != url);
-                        (last, group_answered) = (why, true);
-                    }
-                    Attempt::Down(why) => last = why,
-                }
-            }
-            if self.urls.len() == 1 && !group_answered {
-                break;
-            }
-        }
-        Err(self.failed(last))
+        self.replicas
+            .call(method, path, body)
+            .map_err(|error| self.failed(error.to_string()))
     }
 
     /// The authority's key ring, signed by the authority the client trusts.

@@ -1,0 +1,485 @@
+//! A trader's client of the exchange's HTTP/JSON API (the endpoints in [`crate::router`]),
+//! blocking. The exchange may be one process or a replicated group: `urls` lists its replicas,
+//! comma-separated; a replica that does not lead answers 503 `not_leader` with the leader's
+//! address and the call follows it (`specie_wallet::replicas::ReplicaClient`, which the offline
+//! authority's client shares). Errors carry the API's `{error: {code, message}}`.
+//!
+//! The answers are read by pure functions (`*_from` below), so what the client makes of an
+//! answer is tested without a server; beside them, the trader's conversions: a decimal limit
+//! price to the exchange's Q32.32 [`LimitPrice`] and back, and an account's id from its key.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use specie_codec::{Decode, Encode};
+use specie_exchange::{AccountId, AssetId, LimitPrice, SignedTransaction};
+use specie_transaction::SpecieTransaction;
+use specie_wallet::replicas::{ReplicaClient, ReplicaError};
+
+/// How long one request may take: a submission is answered once its block is durable.
+pub const REQUEST_TIMEOUT_MS: u64 = 60_000;
+/// Digits after the decimal point a limit price may have (Q32.32 resolves about 2.3e-10).
+pub const PRICE_FRACTION_DIGITS_MAX: usize = 18;
+/// The most transactions one submission carries (the API's limit).
+pub const TRANSACTIONS_PER_SUBMISSION_MAX: usize = 10_000;
+
+/// Why a call to the exchange failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeClientError {
+    /// The exchange answered with an error.
+    #[error("the exchange at {urls} refused: {message} ({code}, HTTP {status})")]
+    Api {
+        urls: String,
+        status: u16,
+        code: String,
+        message: String,
+    },
+    #[error("the exchange at {urls} did not answer: {reason}")]
+    Unavailable { urls: String, reason: String },
+    #[error("the exchange at {urls} answered something unexpected: {reason}")]
+    BadAnswer { urls: String, reason: String },
+    #[error("the exchange trades no asset {asset:?} (it trades {assets:?})")]
+    NoSuchAsset { asset: String, assets: Vec<String> },
+}
+
+impl ExchangeClientError {
+    /// The API's error code, if the exchange answered with one.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            ExchangeClientError::Api { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+}
+
+/// Why a decimal is not a limit price.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PriceError {
+    #[error("{0:?} is not a decimal number like 1.25")]
+    NotDecimal(String),
+    #[error("{0:?} has more than {PRICE_FRACTION_DIGITS_MAX} digits after the point")]
+    TooPrecise(String),
+    #[error("{0:?} is out of range: a limit price is above 0 and below 4294967296 (2^32)")]
+    OutOfRange(String),
+}
+
+/// A decimal price (units of the bought asset per unit sold) as the exchange's Q32.32 fixed
+/// point, rounded up: an offer never accepts less than the price asked.
+pub fn parse_limit_price(text: &str) -> Result<LimitPrice, PriceError> {
+    let trimmed = text.trim();
+    let (whole, fraction) = trimmed.split_once('.').unwrap_or((trimmed, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && fraction.is_empty()) || !digits(whole) || !digits(fraction) {
+        return Err(PriceError::NotDecimal(text.to_string()));
+    }
+    if fraction.len() > PRICE_FRACTION_DIGITS_MAX {
+        return Err(PriceError::TooPrecise(text.to_string()));
+    }
+    let whole = whole.trim_start_matches('0');
+    let out_of_range = || PriceError::OutOfRange(text.to_string());
+    let whole: u128 = match whole {
+        "" => 0,
+        w if w.len() > 10 => return Err(out_of_range()),
+        w => w.parse().map_err(|_| out_of_range())?,
+    };
+    let scale = 10u128.pow(fraction.len() as u32);
+    let numerator: u128 = if fraction.is_empty() {
+        0
+    } else {
+        fraction.parse().map_err(|_| out_of_range())?
+    };
+    let fixed = (whole << 32) + (numerator << 32).div_ceil(scale);
+    match u64::try_from(fixed) {
+        Ok(0) | Err(_) => Err(out_of_range()),
+        Ok(fixed) => Ok(LimitPrice(fixed)),
+    }
+}
+
+/// A limit price as a decimal, to 6 places (rounded down).
+pub fn limit_price_text(limit: LimitPrice) -> String {
+    let whole = limit.0 >> 32;
+    let millionths = (u128::from(limit.0 & 0xffff_ffff) * 1_000_000) >> 32;
+    format!("{whole}.{millionths:06}")
+}
+
+/// The account id a trader's key opens: the first 8 bytes of SHA-256 of a domain and the key.
+/// Keys are random, so ids are as unlikely to collide as 64-bit random numbers, and nobody can
+/// take a trader's id before the trader's first deposit reveals the key.
+pub fn account_id(key: &[u8; 32]) -> AccountId {
+    let digest = Sha256::new()
+        .chain_update(b"specie/exchange/account-id/v1")
+        .chain_update(key)
+        .finalize();
+    u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))
+}
+
+/// `GET /v1/exchange`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExchangeInfo {
+    pub exchange: [u8; 32],
+    pub bridge: [u8; 32],
+    pub assets: Vec<String>,
+    pub height: u64,
+    pub state_hash: [u8; 32],
+}
+
+impl ExchangeInfo {
+    /// The index of the asset named `name`.
+    pub fn asset(&self, name: &str) -> Result<AssetId, ExchangeClientError> {
+        self.assets
+            .iter()
+            .position(|a| a == name)
+            .map(|index| index as AssetId)
+            .ok_or_else(|| ExchangeClientError::NoSuchAsset {
+                asset: name.to_string(),
+                assets: self.assets.clone(),
+            })
+    }
+
+    /// The name of asset `id` (`?` if out of range).
+    pub fn asset_name(&self, id: AssetId) -> &str {
+        self.assets.get(usize::from(id)).map_or("?", String::as_str)
+    }
+}
+
+/// `GET /v1/exchange/accounts/{id}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccountState {
+    pub key: [u8; 32],
+    pub last_sequence: u64,
+    /// Unlocked balance per asset, by name, in the exchange's asset order.
+    pub balances: Vec<(String, u64)>,
+}
+
+/// One resting offer, as `GET /v1/exchange/accounts/{id}/offers` gives it; its id is the
+/// sequence number of the transaction that made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestingOffer {
+    pub sell: String,
+    pub buy: String,
+    pub limit: LimitPrice,
+    pub sequence: u64,
+    pub amount: u64,
+}
+
+/// `GET /v1/exchange/blocks/last`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LastBlock {
+    pub height: u64,
+    pub transactions: u64,
+    /// Each asset's valuation, in asset order (a pair trades at the ratio of its two).
+    pub prices: Vec<u64>,
+    /// (sold, bought, amount sold) per pair that traded.
+    pub trades: Vec<(String, String, u64)>,
+}
+
+/// What became of one submitted transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TxFate {
+    Included { height: u64 },
+    Refused(String),
+}
+
+/// What the exchange made of a deposit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DepositAnswer {
+    Credited,
+    /// Credited by an earlier call (the exchange credits a funding once).
+    CreditedBefore,
+    /// The funding's core does not hold it (yet).
+    Unconfirmed,
+}
+
+/// A client of one exchange (its replicas).
+pub struct ExchangeClient {
+    replicas: ReplicaClient,
+}
+
+fn bad(urls: &str, reason: impl Into<String>) -> ExchangeClientError {
+    ExchangeClientError::BadAnswer {
+        urls: urls.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn hex32(value: &Value) -> Option<[u8; 32]> {
+    hex::decode(value.as_str()?).ok()?.try_into().ok()
+}
+
+fn hex_of(transaction: &SignedTransaction) -> String {
+    let mut bytes = Vec::new();
+    transaction.encode_to(&mut bytes);
+    hex::encode(bytes)
+}
+
+impl ExchangeClient {
+    /// `urls`: the exchange's replicas, comma-separated (`http://127.0.0.1:8480,…`).
+    pub fn new(urls: &str) -> ExchangeClient {
+        ExchangeClient {
+            replicas: ReplicaClient::new(urls, None).with_timeout(Duration::from_millis(REQUEST_TIMEOUT_MS)),
+        }
+    }
+
+    pub fn urls(&self) -> String {
+        self.replicas.urls()
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, ExchangeClientError> {
+        let urls = self.replicas.urls();
+        self.replicas.call(method, path, body).map_err(|error| match error {
+            ReplicaError::Refused { status, code, message } => ExchangeClientError::Api {
+                urls,
+                status,
+                code,
+                message,
+            },
+            ReplicaError::BadAnswer { reason, .. } => bad(&urls, reason),
+            other => ExchangeClientError::Unavailable {
+                urls,
+                reason: other.to_string(),
+            },
+        })
+    }
+
+    pub fn info(&self) -> Result<ExchangeInfo, ExchangeClientError> {
+        info_from(&self.call("GET", "/v1/exchange", None)?).ok_or_else(|| bad(&self.urls(), "no exchange summary"))
+    }
+
+    /// The account's state, or `None` if the exchange has no such account (yet).
+    pub fn account(&self, id: AccountId) -> Result<Option<AccountState>, ExchangeClientError> {
+        match self.call("GET", &format!("/v1/exchange/accounts/{id}"), None) {
+            Ok(answer) => account_from(&answer)
+                .map(Some)
+                .ok_or_else(|| bad(&self.urls(), "no account state")),
+            Err(error) if error.code() == Some("no_such_account") => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    pub fn offers(&self, id: AccountId) -> Result<Vec<RestingOffer>, ExchangeClientError> {
+        offers_from(&self.call("GET", &format!("/v1/exchange/accounts/{id}/offers"), None)?)
+            .ok_or_else(|| bad(&self.urls(), "no offers list"))
+    }
+
+    pub fn last_block(&self) -> Result<LastBlock, ExchangeClientError> {
+        last_block_from(&self.call("GET", "/v1/exchange/blocks/last", None)?)
+            .ok_or_else(|| bad(&self.urls(), "no block"))
+    }
+
+    /// Submits `transactions` (at most [`TRANSACTIONS_PER_SUBMISSION_MAX`]); answered once
+    /// they are in a durable block: each one's fate, in order.
+    pub fn submit(&self, transactions: &[SignedTransaction]) -> Result<Vec<TxFate>, ExchangeClientError> {
+        let encoded: Vec<String> = transactions.iter().map(hex_of).collect();
+        let answer = self.call(
+            "POST",
+            "/v1/exchange/transactions",
+            Some(json!({"transactions": encoded})),
+        )?;
+        fates_from(&answer)
+            .filter(|fates| fates.len() == transactions.len())
+            .ok_or_else(|| bad(&self.urls(), "not one fate per transaction"))
+    }
+
+    /// Hands in a core funding to the exchange (`funding`), for `account` with `key`.
+    pub fn deposit(
+        &self,
+        asset: &str,
+        funding: &SpecieTransaction,
+        account: AccountId,
+        key: &[u8; 32],
+    ) -> Result<DepositAnswer, ExchangeClientError> {
+        let body = json!({
+            "asset": asset,
+            "transaction": hex::encode(funding.encode()),
+            "account": account,
+            "key": hex::encode(key),
+        });
+        match self.call("POST", "/v1/exchange/deposits", Some(body)) {
+            Ok(_) => Ok(DepositAnswer::Credited),
+            Err(ExchangeClientError::Api { code, message, .. })
+                if code == "refused" && message == specie_exchange::DepositRefusal::AlreadyCredited.to_string() =>
+            {
+                Ok(DepositAnswer::CreditedBefore)
+            }
+            Err(error) if error.code() == Some("funding_unconfirmed") => Ok(DepositAnswer::Unconfirmed),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The core payout of the withdrawal made by `account`'s transaction `sequence`, signed by
+    /// the exchange's bridge key, or `None` if no such withdrawal was executed.
+    pub fn withdrawal(
+        &self,
+        account: AccountId,
+        sequence: u64,
+    ) -> Result<Option<SpecieTransaction>, ExchangeClientError> {
+        match self.call("GET", &format!("/v1/exchange/withdrawals/{account}/{sequence}"), None) {
+            Ok(answer) => payout_from(&answer)
+                .map(Some)
+                .ok_or_else(|| bad(&self.urls(), "no payout")),
+            Err(error) if error.code() == Some("no_such_withdrawal") => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// The summary in an answer of `GET /v1/exchange`.
+pub fn info_from(answer: &Value) -> Option<ExchangeInfo> {
+    Some(ExchangeInfo {
+        exchange: hex32(&answer["exchange"])?,
+        bridge: hex32(&answer["bridge"])?,
+        assets: answer["assets"]
+            .as_array()?
+            .iter()
+            .map(|a| a.as_str().map(String::from))
+            .collect::<Option<_>>()?,
+        height: answer["height"].as_u64()?,
+        state_hash: hex32(&answer["state_hash"])?,
+    })
+}
+
+pub fn account_from(answer: &Value) -> Option<AccountState> {
+    Some(AccountState {
+        key: hex32(&answer["key"])?,
+        last_sequence: answer["last_sequence"].as_u64()?,
+        balances: answer["balances"]
+            .as_object()?
+            .iter()
+            .map(|(name, balance)| Some((name.clone(), balance.as_u64()?)))
+            .collect::<Option<_>>()?,
+    })
+}
+
+pub fn offers_from(answer: &Value) -> Option<Vec<RestingOffer>> {
+    answer["offers"]
+        .as_array()?
+        .iter()
+        .map(|offer| {
+            Some(RestingOffer {
+                sell: offer["sell"].as_str()?.to_string(),
+                buy: offer["buy"].as_str()?.to_string(),
+                limit: LimitPrice(offer["limit"].as_u64()?),
+                sequence: offer["sequence"].as_u64()?,
+                amount: offer["amount"].as_u64()?,
+            })
+        })
+        .collect()
+}
+
+pub fn last_block_from(answer: &Value) -> Option<LastBlock> {
+    let height = answer["height"].as_u64()?;
+    let list = |field: &str| answer[field].as_array().cloned().unwrap_or_default();
+    Some(LastBlock {
+        height,
+        transactions: answer["transactions"].as_u64().unwrap_or(0),
+        prices: list("prices").iter().map(Value::as_u64).collect::<Option<_>>()?,
+        trades: list("trades")
+            .iter()
+            .map(|t| {
+                Some((
+                    t["sell"].as_str()?.to_string(),
+                    t["buy"].as_str()?.to_string(),
+                    t["amount"].as_u64()?,
+                ))
+            })
+            .collect::<Option<_>>()?,
+    })
+}
+
+pub fn fates_from(answer: &Value) -> Option<Vec<TxFate>> {
+    answer["fates"]
+        .as_array()?
+        .iter()
+        .map(|fate| match (fate["included"].as_u64(), fate["refused"].as_str()) {
+            (Some(height), _) => Some(TxFate::Included { height }),
+            (None, Some(reason)) => Some(TxFate::Refused(reason.to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The payout in an answer of `GET /v1/exchange/withdrawals/…`: an offline payout only.
+pub fn payout_from(answer: &Value) -> Option<SpecieTransaction> {
+    let bytes = hex::decode(answer["payout"].as_str()?).ok()?;
+    match SpecieTransaction::decode_exact(&bytes).ok()? {
+        payout @ SpecieTransaction::OfflinePayout(_) => Some(payout),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_prices_convert_to_q32_32_rounded_up() {
+        assert_eq!(parse_limit_price("1"), Ok(LimitPrice(1 << 32)));
+        assert_eq!(parse_limit_price("1.5"), Ok(LimitPrice(3 << 31)));
+        assert_eq!(parse_limit_price("0.5"), Ok(LimitPrice(1 << 31)));
+        assert_eq!(parse_limit_price(".25"), Ok(LimitPrice(1 << 30)));
+        assert_eq!(parse_limit_price("007.0"), Ok(LimitPrice(7 << 32)));
+        // 0.1 is not a binary fraction: rounded up, never below what was asked.
+        let tenth = parse_limit_price("0.1").unwrap();
+        assert!(u128::from(tenth.0) * 10 >= 1 << 32 && u128::from(tenth.0 - 1) * 10 < 1 << 32);
+        assert_eq!(
+            parse_limit_price("4294967295.99"),
+            Ok(LimitPrice(u64::MAX - 42_949_671))
+        );
+        assert_eq!(limit_price_text(parse_limit_price("1.25").unwrap()), "1.250000");
+        assert_eq!(limit_price_text(LimitPrice(1)), "0.000000");
+    }
+
+    #[test]
+    fn malformed_or_out_of_range_prices_are_refused_clearly() {
+        for text in ["", ".", "abc", "1.2.3", "-1", "1e3", "1,5", " "] {
+            assert!(
+                matches!(parse_limit_price(text), Err(PriceError::NotDecimal(_))),
+                "{text}"
+            );
+        }
+        for text in [
+            "0",
+            "0.0",
+            "4294967296",
+            "99999999999999999999",
+            "0.0000000000000000001",
+        ] {
+            let error = parse_limit_price(text).unwrap_err();
+            assert!(
+                matches!(error, PriceError::OutOfRange(_) | PriceError::TooPrecise(_)),
+                "{text}: {error}"
+            );
+        }
+        assert!(parse_limit_price("0").unwrap_err().to_string().contains("2^32"));
+    }
+
+    #[test]
+    fn account_ids_come_from_the_key() {
+        assert_eq!(account_id(&[1; 32]), account_id(&[1; 32]));
+        assert_ne!(account_id(&[1; 32]), account_id(&[2; 32]));
+    }
+
+    #[test]
+    fn answers_are_read_or_refused() {
+        let info = json!({"exchange": hex::encode([1u8; 32]), "bridge": hex::encode([2u8; 32]),
+            "assets": ["usd", "eur"], "height": 4, "state_hash": hex::encode([3u8; 32])});
+        let info = info_from(&info).unwrap();
+        assert_eq!((info.asset("eur").unwrap(), info.asset_name(0)), (1, "usd"));
+        assert!(info.asset("gbp").unwrap_err().to_string().contains("no asset \"gbp\""));
+        assert_eq!(info_from(&json!({"exchange": "zz"})), None);
+        let fates = fates_from(&json!({"fates": [{"included": 3}, {"refused": "no such payee"}]})).unwrap();
+        assert_eq!(
+            fates,
+            vec![TxFate::Included { height: 3 }, TxFate::Refused("no such payee".into())]
+        );
+        assert_eq!(fates_from(&json!({"fates": [{}]})), None);
+        let block = last_block_from(&json!({"height": 0})).unwrap();
+        assert_eq!((block.height, block.trades.len()), (0, 0));
+        let offers = offers_from(
+            &json!({"offers": [{"sell": "usd", "buy": "eur", "limit": 1u64 << 32, "sequence": 2, "amount": 9}]}),
+        );
+        assert_eq!(offers.unwrap()[0].limit, LimitPrice(1 << 32));
+        assert_eq!(payout_from(&json!({"payout": "00"})), None);
+    }
+}

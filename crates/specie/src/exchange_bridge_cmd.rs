@@ -1,0 +1,299 @@
+//! `specie exchange deposit|withdraw`: value between a currency's core wallet and the trader's
+//! exchange account, through that currency's core.
+//!
+//! A deposit is a core funding to the exchange's bridge key committing to the account and its
+//! key; it is recorded in the wallet's exchange section before it is sent, sent and made final on
+//! the core, then handed to the exchange, which credits each funding once. A withdrawal is a
+//! `Withdraw` transaction to a fresh address of the core wallet; recorded before it is sent, then
+//! its payout (signed by the exchange's bridge key) is fetched, presented to the core (which pays
+//! it once) and imported into the core wallet. Whatever a crash or a lost connection interrupts
+//! stays recorded and is finished by the next `specie exchange` command on that wallet
+//! ([`finish_under_way`]): never lost, never credited or paid twice.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use specie_exchange::{deposit_commitment, Operation};
+use specie_exchange_service::client::{DepositAnswer, TxFate};
+use specie_wallet::exchange::{ExchangeDeposit, ExchangeWithdrawal};
+use specie_wallet::session::{self, Submitted};
+use specie_wallet::{NodeClient, Outcome, PaidOutput, PaymentString, SubmitStatus, Wallet, WalletFile, WalletLock};
+
+use crate::exchange_trader_cmd::{same_file, Trader, TraderArgs};
+use crate::wallet_cmd::WALLET_LOCK_WAIT_MS;
+
+/// How long a core may take to make a funding or a payout final.
+const CORE_SUBMIT_TIMEOUT_MS: u64 = 10_000;
+
+/// A core wallet other than the trader's, locked for the command.
+struct OtherWallet {
+    path: PathBuf,
+    wallet: Wallet,
+    _lock: WalletLock,
+}
+
+/// The core wallet at `path`, unless it is the trader's own (then `None`: use the trader's).
+fn open_other(trader: &Trader, path: Option<&Path>) -> anyhow::Result<Option<OtherWallet>> {
+    let Some(path) = path.filter(|path| !same_file(path, &trader.path)) else {
+        return Ok(None);
+    };
+    let lock = WalletLock::acquire(path, WALLET_LOCK_WAIT_MS, || {
+        eprintln!("waiting for another command using {} to finish…", path.display())
+    })?;
+    Ok(Some(OtherWallet {
+        path: path.to_path_buf(),
+        wallet: WalletFile::load(path)?,
+        _lock: lock,
+    }))
+}
+
+/// The core wallet to use: the other one if open, else the trader's.
+fn core<'a>(trader: &'a mut Trader, other: &'a mut Option<OtherWallet>) -> (&'a Path, &'a mut Wallet) {
+    match other {
+        Some(other) => (&other.path, &mut other.wallet),
+        None => (&trader.path, &mut trader.wallet),
+    }
+}
+
+/// Checks that the core wallet holds the currency `asset`.
+fn check_currency(path: &Path, wallet: &Wallet, asset: &str) -> anyhow::Result<()> {
+    if wallet.hrp() != asset {
+        bail!(
+            "{} is a {} wallet, not a {asset} one: pass the {asset} wallet with --core-wallet",
+            path.display(),
+            wallet.hrp()
+        );
+    }
+    Ok(())
+}
+
+/// `specie exchange deposit`: core coins of `asset` into the exchange account (opened by the
+/// first deposit).
+pub fn deposit(args: &TraderArgs, core_wallet: Option<&Path>, asset: &str, amount: u64) -> anyhow::Result<()> {
+    if amount == 0 {
+        bail!("--amount: a deposit is more than 0");
+    }
+    let mut trader = Trader::open(args, true)?;
+    trader.info.asset(asset)?;
+    let mut other = open_other(&trader, core_wallet)?;
+    let (bridge, id, key) = (trader.info.bridge, trader.id(), trader.key().verifying_key().to_bytes());
+    let (tx, node_url) = {
+        let (path, wallet) = core(&mut trader, &mut other);
+        check_currency(path, wallet, asset)?;
+        let tx = wallet.build_offline_funding(bridge, deposit_commitment(id, &key), amount, &mut rand::thread_rng())?;
+        (tx, wallet.node_url().to_string())
+    };
+    trader.account_mut().deposits.push(ExchangeDeposit {
+        asset: asset.to_string(),
+        node_url,
+        transaction: tx.clone(),
+    });
+    // Recorded before the funding can leave the process (with it, if one wallet holds both).
+    trader.save()?;
+    let (path, wallet) = core(&mut trader, &mut other);
+    let client = session::client_for(wallet, None)?;
+    match session::submit(path, wallet, &client, &tx, CORE_SUBMIT_TIMEOUT_MS)? {
+        Submitted::Settled(Outcome::Confirmed(_)) => {}
+        Submitted::Settled(Outcome::StillPending { reason }) => {
+            bail!("the core has not made the funding final yet ({reason}); it is kept: run any `specie exchange` command on this wallet later to finish it")
+        }
+        Submitted::Unknown(error) => {
+            bail!("whether the core received the funding is unknown ({error}); it is kept: run any `specie exchange` command on this wallet later to finish it")
+        }
+        Submitted::Settled(refused) => {
+            let txid = tx.txid();
+            trader.account_mut().deposits.retain(|d| d.transaction.txid() != txid);
+            trader.save()?;
+            bail!("the core refused the funding: {refused:?}; nothing was spent")
+        }
+    }
+    let index = trader.account().deposits.len() - 1;
+    hand_in(&mut trader, index)?;
+    println!("deposited {amount} {asset} into account {id} (core txid {})", tx.txid());
+    Ok(())
+}
+
+/// Hands deposit `index` (confirmed by its core) to the exchange; removed once credited.
+fn hand_in(trader: &mut Trader, index: usize) -> anyhow::Result<DepositAnswer> {
+    let deposit = trader.account().deposits[index].clone();
+    let key = trader.key().verifying_key().to_bytes();
+    let answer = trader
+        .client
+        .deposit(&deposit.asset, &deposit.transaction, trader.id(), &key)
+        .context("the core has the funding but the exchange did not credit it; it is kept: run any `specie exchange` command on this wallet to hand it in again")?;
+    if answer != DepositAnswer::Unconfirmed {
+        trader.account_mut().deposits.remove(index);
+        trader.save()?;
+    }
+    Ok(answer)
+}
+
+/// Finishes a deposit an earlier command left: handed in if its core has it; sent to its core
+/// again if not (the same signed funding: it is made final or refused, never paid twice); dropped
+/// only if the core refuses it (then nothing was spent).
+fn finish_deposit(trader: &mut Trader, index: usize) -> anyhow::Result<()> {
+    if hand_in(trader, index)? != DepositAnswer::Unconfirmed {
+        eprintln!("an earlier deposit was credited");
+        return Ok(());
+    }
+    let deposit = trader.account().deposits[index].clone();
+    let node = NodeClient::new(&deposit.node_url)?;
+    let status = node
+        .submit(std::slice::from_ref(&deposit.transaction), CORE_SUBMIT_TIMEOUT_MS)?
+        .remove(0)
+        .status;
+    match status {
+        SubmitStatus::Confirmed => {
+            if hand_in(trader, index)? == DepositAnswer::Unconfirmed {
+                bail!("the core confirmed an earlier deposit's funding but the exchange does not see it yet: run this again");
+            }
+            eprintln!("an earlier deposit was sent to its core again and credited");
+        }
+        SubmitStatus::Invalid { .. } | SubmitStatus::Rejected { .. } | SubmitStatus::Malformed { .. } => {
+            eprintln!(
+                "an earlier deposit's funding ({}) was refused by its core ({}): dropped, nothing was spent (`specie wallet sync` releases the coins)",
+                deposit.transaction.txid(),
+                status.reason()
+            );
+            trader.account_mut().deposits.remove(index);
+            trader.save()?;
+        }
+        other => bail!(
+            "an earlier deposit is not final on its core yet ({}): run this again later",
+            other.reason()
+        ),
+    }
+    Ok(())
+}
+
+/// `specie exchange withdraw`: `amount` of `asset` out of the exchange into the core wallet.
+pub fn withdraw(args: &TraderArgs, core_wallet: Option<&Path>, asset: &str, amount: u64) -> anyhow::Result<()> {
+    if amount == 0 {
+        bail!("--amount: a withdrawal is more than 0");
+    }
+    let mut trader = Trader::open(args, false)?;
+    let asset_id = trader.info.asset(asset)?;
+    let mut other = open_other(&trader, core_wallet)?;
+    let (core_path, address) = {
+        let (path, wallet) = core(&mut trader, &mut other);
+        check_currency(path, wallet, asset)?;
+        let address = wallet.new_address(&mut rand::thread_rng())?;
+        // The address's key is kept before anything pays it.
+        WalletFile::save(path, wallet)?;
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        // What the payout's one output pays (the exchange's `address` is the core's witness
+        // program commitment, as the bridge signs it).
+        (path, address.witness_program_commitment())
+    };
+    let operation = Operation::Withdraw {
+        asset: asset_id,
+        amount,
+        address,
+    };
+    let (sequence, fate) = trader.sign_and_submit(operation, |account, sequence, bytes| {
+        account.withdrawals.push(ExchangeWithdrawal {
+            asset: asset.to_string(),
+            sequence,
+            amount,
+            transaction: bytes.to_vec(),
+            core_wallet: core_path.display().to_string(),
+        })
+    })?;
+    if let TxFate::Refused(reason) = fate {
+        trader.account_mut().withdrawals.retain(|w| w.sequence != sequence);
+        trader.save()?;
+        bail!(
+            "withdrawal of {amount} {asset}: refused by the exchange: {}",
+            trader.in_words(&reason)
+        );
+    }
+    let index = trader.account().withdrawals.len() - 1;
+    let paid = pay_out(&mut trader, &mut other, index)?;
+    println!(
+        "withdrew {amount} {asset}: {paid} now spendable in {}",
+        core_path.display()
+    );
+    Ok(())
+}
+
+/// Presents withdrawal `index`'s payout to its core and imports it into the core wallet
+/// (`other`, or the trader's own); removed once the wallet holds the coin. Returns the value
+/// made spendable.
+fn pay_out(trader: &mut Trader, other: &mut Option<OtherWallet>, index: usize) -> anyhow::Result<u64> {
+    let withdrawal = trader.account().withdrawals[index].clone();
+    let payout = trader
+        .client
+        .withdrawal(trader.id(), withdrawal.sequence)?
+        .context("the exchange executed no such withdrawal")?;
+    let (path, wallet) = core(trader, other);
+    let node = session::client_for(wallet, None)?;
+    // Presented before (a crash after it): refused as paid, and the import below finds it.
+    let kept = "the withdrawal is kept: run any `specie exchange` command on this wallet later to finish it";
+    let status = node
+        .submit(std::slice::from_ref(&payout), CORE_SUBMIT_TIMEOUT_MS)
+        .with_context(|| format!("the core did not take the payout; {kept}"))?
+        .remove(0)
+        .status;
+    let payment = PaymentString::new(
+        payout.txid(),
+        vec![PaidOutput {
+            index: 0,
+            output: payout.outputs()[0],
+        }],
+    );
+    let report = session::import(path, wallet, &node, &payment.to_string())?;
+    if report.imported.spendable == 0 && report.imported.already_known == 0 {
+        bail!("the core has not paid the payout yet ({}); {kept}", status.reason());
+    }
+    trader.account_mut().withdrawals.remove(index);
+    trader.save()?;
+    Ok(report.imported.spendable)
+}
+
+/// Finishes a withdrawal an earlier command left: its transaction sent again if the exchange
+/// has no such withdrawal (refused then if it was used: then it was never executed, and it is
+/// dropped), then paid out.
+fn finish_withdrawal(trader: &mut Trader, index: usize) -> anyhow::Result<()> {
+    let withdrawal = trader.account().withdrawals[index].clone();
+    if trader.client.withdrawal(trader.id(), withdrawal.sequence)?.is_none() {
+        let signed = specie_codec::decode_bounded(
+            "exchange transaction",
+            &withdrawal.transaction,
+            specie_exchange::SIGNED_TRANSACTION_BYTES_MAX,
+            specie_exchange::SignedTransaction::decode_from,
+        )?;
+        if let TxFate::Refused(reason) = trader.client.submit(&[signed])?.remove(0) {
+            if trader.client.withdrawal(trader.id(), withdrawal.sequence)?.is_none() {
+                eprintln!(
+                    "an earlier withdrawal of {} {} was refused by the exchange ({}): dropped",
+                    withdrawal.amount,
+                    withdrawal.asset,
+                    trader.in_words(&reason)
+                );
+                trader.account_mut().withdrawals.remove(index);
+                return trader.save();
+            }
+        }
+    }
+    let path = PathBuf::from(&withdrawal.core_wallet);
+    let mut other = open_other(trader, Some(&path))?;
+    let paid = pay_out(trader, &mut other, index)?;
+    eprintln!(
+        "an earlier withdrawal of {} {} was paid: {paid} now spendable in {}",
+        withdrawal.amount,
+        withdrawal.asset,
+        path.display()
+    );
+    Ok(())
+}
+
+/// Finishes every deposit and withdrawal earlier commands left under way, oldest first.
+pub fn finish_under_way(trader: &mut Trader) -> anyhow::Result<()> {
+    while !trader.account().deposits.is_empty() {
+        finish_deposit(trader, 0)?;
+    }
+    while !trader.account().withdrawals.is_empty() {
+        finish_withdrawal(trader, 0)?;
+    }
+    Ok(())
+}
