@@ -3,8 +3,8 @@
 //! deposits it finds in the shards' UHS itself) and eur (minted by a separate core it asks over
 //! HTTP). Traders deposit, then trade under load while the group's leader is killed with SIGKILL;
 //! the load follows the group's `not_leader` answers to the new leader, nothing answered is lost,
-//! the restarted replica catches up to the identical height and state hash, and a withdrawal is
-//! paid by the cluster's core once.
+//! the restarted replica catches up to the identical height and state hash, the trader's CLI
+//! finds the leader among the replicas' URLs, and a withdrawal is paid by the cluster's core once.
 
 mod cluster_harness;
 
@@ -154,6 +154,12 @@ fn an_exchange_group_survives_losing_its_leader_and_its_replicas_agree() {
         assert!(Instant::now() < deadline, "the replicas disagree: {ledgers:?}");
         std::thread::sleep(Duration::from_millis(300));
     }
+
+    // The trader's CLI, given every replica's API, finds the leader (the first URL may be a
+    // follower, or the replica that was killed).
+    let cli = specie(&["exchange", "last-block", "--exchange", &exchange.http_urls(), "--json"]);
+    let last: serde_json::Value = serde_json::from_slice(&cli.stdout).unwrap();
+    assert_eq!(last["height"].as_u64(), Some(summary(&url).1), "{last}");
 
     // A withdrawal of usd: its payout is paid by the cluster's core once.
     withdraw_once(&url, &id, &sentinel);
