@@ -81,15 +81,8 @@ pub enum ExchangeCommand {
     Deposit {
         #[command(flatten)]
         trader: TraderArgs,
-        /// The currency to deposit (the exchange's name for it: the core's address prefix).
-        #[arg(long)]
-        asset: String,
-        /// How much, in the currency's smallest unit.
-        #[arg(long)]
-        amount: u64,
-        /// The core wallet of that currency, if it is not --wallet (which keeps the account).
-        #[arg(long, value_name = "PATH")]
-        core_wallet: Option<PathBuf>,
+        #[command(flatten)]
+        movement: Movement,
     },
     /// Offer to sell AMOUNT of one asset for another, at no less than a minimum price.
     ///
@@ -157,15 +150,8 @@ pub enum ExchangeCommand {
     Withdraw {
         #[command(flatten)]
         trader: TraderArgs,
-        /// The currency to withdraw.
-        #[arg(long)]
-        asset: String,
-        /// How much, in the currency's smallest unit.
-        #[arg(long)]
-        amount: u64,
-        /// The core wallet of that currency, if it is not --wallet (which keeps the account).
-        #[arg(long, value_name = "PATH")]
-        core_wallet: Option<PathBuf>,
+        #[command(flatten)]
+        movement: Movement,
     },
 }
 
@@ -175,6 +161,20 @@ fn asset(text: &str) -> anyhow::Result<Asset> {
         name: name.to_string(),
         core_url: Some(url.to_string()),
     })
+}
+
+/// Value moved between a core wallet and the exchange account.
+#[derive(Args, Debug)]
+pub struct Movement {
+    /// The currency (the exchange's name for it: the core's address prefix).
+    #[arg(long)]
+    asset: String,
+    /// How much, in the currency's smallest unit.
+    #[arg(long)]
+    amount: u64,
+    /// The core wallet of that currency, if it is not --wallet (which keeps the account).
+    #[arg(long, value_name = "PATH")]
+    core_wallet: Option<PathBuf>,
 }
 
 pub fn run(args: ExchangeArgs) -> anyhow::Result<ExitCode> {
@@ -208,12 +208,12 @@ fn run_trader(command: ExchangeCommand) -> anyhow::Result<()> {
     match command {
         ExchangeCommand::Account { trader, json } => trade::account(&trader, json),
         ExchangeCommand::LastBlock { trader, json } => trade::last_block(&trader, json),
-        ExchangeCommand::Deposit {
-            trader,
-            asset,
-            amount,
-            core_wallet,
-        } => bridge::deposit(&trader, core_wallet.as_deref(), &asset, amount),
+        ExchangeCommand::Deposit { trader, movement } => bridge::deposit(
+            &trader,
+            movement.core_wallet.as_deref(),
+            &movement.asset,
+            movement.amount,
+        ),
         ExchangeCommand::Offer {
             trader,
             sell,
@@ -228,12 +228,12 @@ fn run_trader(command: ExchangeCommand) -> anyhow::Result<()> {
             asset,
             amount,
         } => trade::pay(&trader, to, &asset, amount),
-        ExchangeCommand::Withdraw {
-            trader,
-            asset,
-            amount,
-            core_wallet,
-        } => bridge::withdraw(&trader, core_wallet.as_deref(), &asset, amount),
+        ExchangeCommand::Withdraw { trader, movement } => bridge::withdraw(
+            &trader,
+            movement.core_wallet.as_deref(),
+            &movement.asset,
+            movement.amount,
+        ),
         ExchangeCommand::Serve { .. } | ExchangeCommand::BridgeKey { .. } => unreachable!("not a trader's command"),
     }
 }

@@ -16,16 +16,12 @@ use std::time::{Duration, Instant};
 use cluster_harness::exchange_traders::{
     assert_included_kept, deposit_all, fund_exchange, height, issuer_hex, run_load, summary, withdraw_once,
 };
-use cluster_harness::{free_ports, kill_9, specie, start_serving, status, Down};
+use cluster_harness::{free_ports, group_roles, kill_9, specie, start_serving, Down};
 use specie_cluster::Topology;
 
 /// The exchange group's rows of `cluster status`: (replica, role).
 fn exchange_roles(dir: &str) -> Vec<(u64, String)> {
-    status(dir)
-        .into_iter()
-        .filter(|row| row.group == specie_cluster::EXCHANGE_GROUP)
-        .map(|row| (row.replica, row.role))
-        .collect()
+    group_roles(dir, specie_cluster::EXCHANGE_GROUP)
 }
 
 /// Each exchange replica's (height, state hash) that answered `cluster status`.

@@ -11,17 +11,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cluster_harness::offline_devices::{core_wallet as wallet, device, enrolled_devices, minted_wallet, run};
-use cluster_harness::{free_ports, kill_9, specie, status, Down};
+use cluster_harness::{free_ports, group_roles, kill_9, specie, Down};
 use serde_json::Value;
 use specie_cluster::Topology;
 
 /// The offline authority group's rows of `cluster status`: (replica, role).
 fn offline_roles(dir: &str) -> Vec<(u64, String)> {
-    status(dir)
-        .into_iter()
-        .filter(|row| row.group == specie_cluster::OFFLINE_AUTHORITY_GROUP)
-        .map(|row| (row.replica, row.role))
-        .collect()
+    group_roles(dir, specie_cluster::OFFLINE_AUTHORITY_GROUP)
 }
 
 /// Each offline replica's books (funded, defunded, outstanding) from `cluster status`.

@@ -33,8 +33,8 @@ use crate::core_uhs::CoreUhs;
 use crate::credentials::{self, CredentialsError};
 use crate::group_client::{GroupClient, GroupError};
 use crate::host::{
-    replica_dir, serve_replica, wait_for_stop_signal, wire_limits, Caller, Hosted, ReplicaError, RoleStatus,
-    ServeError, ROLE_CALLS_QUEUED_MAX,
+    replica_dir, serve_replica, spawn_api, wire_limits, Caller, Hosted, ReplicaError, RoleStatus, ServeError,
+    ROLE_CALLS_QUEUED_MAX,
 };
 use crate::identity::{GroupRole, Identity};
 use crate::protocol::{RoleRequest, RoleResponse};
@@ -408,13 +408,7 @@ pub async fn run(topology: Topology, group: String, id: u64) -> Result<(), Autho
             let (replica, task) = AuthorityReplica::start(hosted, parts);
             let router = crate::authority_http::router(replica.clone());
             eprintln!("{} replica {id}: FastPay API on http://{http}", replica.group.name);
-            tokio::spawn(async move {
-                let served =
-                    specie_api::http_server::serve(listener, router, http_limits, wait_for_stop_signal()).await;
-                if let Err(error) = served {
-                    tracing::error!(%error, "the FastPay API stopped");
-                }
-            });
+            spawn_api(listener, router, http_limits, "FastPay");
             (replica, task)
         },
         |replica: Arc<AuthorityReplica>, caller, request| async move { replica.serve(caller, request).await },

@@ -21,7 +21,7 @@ use specie_wire::InvalidWireLimits;
 
 use crate::core_uhs::CoreUhs;
 use crate::credentials::{self, CredentialsError};
-use crate::host::{serve_replica, wait_for_stop_signal, wire_limits, ReplicaError, RoleStatus, ServeError};
+use crate::host::{serve_replica, spawn_api, wire_limits, ReplicaError, RoleStatus, ServeError};
 use crate::identity::Identity;
 use crate::protocol::RoleResponse;
 use crate::serving_replica::ServingReplica;
@@ -160,13 +160,7 @@ pub async fn run(topology: Topology, id: u64) -> Result<(), ExchangeReplicaError
             });
             let router = specie_exchange_service::router(replica.clone());
             eprintln!("{EXCHANGE_GROUP} replica {id}: exchange API on http://{http}");
-            tokio::spawn(async move {
-                let served =
-                    specie_api::http_server::serve(listener, router, http_limits, wait_for_stop_signal()).await;
-                if let Err(error) = served {
-                    tracing::error!(%error, "the exchange API stopped");
-                }
-            });
+            spawn_api(listener, router, http_limits, "exchange");
             (replica, task)
         },
         |replica: Arc<ExchangeReplica>, caller, request| async move {

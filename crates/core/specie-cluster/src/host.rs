@@ -425,3 +425,19 @@ pub async fn wait_for_stop_signal() {
         _ = terminate.recv() => {}
     }
 }
+
+/// Serves a replica's HTTP API on `listener` until the process is told to stop; `what` names the
+/// API in the log if it stops on an error.
+pub fn spawn_api(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    limits: specie_api::HttpLimits,
+    what: &'static str,
+) {
+    tokio::spawn(async move {
+        let served = specie_api::http_server::serve(listener, router, limits, wait_for_stop_signal()).await;
+        if let Err(error) = served {
+            tracing::error!(%error, "the {what} API stopped");
+        }
+    });
+}

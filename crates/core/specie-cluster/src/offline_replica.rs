@@ -20,7 +20,7 @@ use specie_wire::InvalidWireLimits;
 
 use crate::core_uhs::CoreUhs;
 use crate::credentials::{self, CredentialsError};
-use crate::host::{serve_replica, wait_for_stop_signal, wire_limits, ReplicaError, RoleStatus, ServeError};
+use crate::host::{serve_replica, spawn_api, wire_limits, ReplicaError, RoleStatus, ServeError};
 use crate::identity::Identity;
 use crate::protocol::RoleResponse;
 use crate::serving_replica::ServingReplica;
@@ -138,13 +138,7 @@ pub async fn run(topology: Topology, id: u64) -> Result<(), OfflineReplicaError>
             });
             let router = specie_offline_service::service_router(replica.clone());
             eprintln!("{OFFLINE_AUTHORITY_GROUP} replica {id}: offline authority API on http://{http}");
-            tokio::spawn(async move {
-                let served =
-                    specie_api::http_server::serve(listener, router, http_limits, wait_for_stop_signal()).await;
-                if let Err(error) = served {
-                    tracing::error!(%error, "the offline authority API stopped");
-                }
-            });
+            spawn_api(listener, router, http_limits, "offline authority");
             (replica, task)
         },
         |replica: Arc<OfflineReplica>, caller, request| async move {

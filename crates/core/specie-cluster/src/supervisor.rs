@@ -402,13 +402,21 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
     Ok(healthy)
 }
 
+/// The replicas of the groups `wanted` picks that answered, with their status.
+fn answered_in(
+    statuses: &[ReplicaStatus],
+    wanted: impl Fn(&String) -> bool,
+) -> Vec<(&ReplicaStatus, &serde_json::Value)> {
+    statuses
+        .iter()
+        .filter(|s| wanted(&s.group))
+        .filter_map(|s| Some((s, s.status.as_ref().ok()?)))
+        .collect()
+}
+
 /// The offline authority's books, from each replica's copy of its role.
 fn print_offline_figures(statuses: &[ReplicaStatus]) {
-    let answered: Vec<(&ReplicaStatus, &serde_json::Value)> = statuses
-        .iter()
-        .filter(|s| s.group == crate::OFFLINE_AUTHORITY_GROUP)
-        .filter_map(|s| Some((s, s.status.as_ref().ok()?)))
-        .collect();
+    let answered = answered_in(statuses, |group| group == crate::OFFLINE_AUTHORITY_GROUP);
     if answered.is_empty() {
         return;
     }
@@ -434,11 +442,7 @@ fn print_offline_figures(statuses: &[ReplicaStatus]) {
 /// The exchange's height and state hash, from each replica's copy of its ledger: equal hashes
 /// at equal heights say the replicas agree.
 fn print_exchange_figures(statuses: &[ReplicaStatus]) {
-    let answered: Vec<(&ReplicaStatus, &serde_json::Value)> = statuses
-        .iter()
-        .filter(|s| s.group == crate::EXCHANGE_GROUP)
-        .filter_map(|s| Some((s, s.status.as_ref().ok()?)))
-        .collect();
+    let answered = answered_in(statuses, |group| group == crate::EXCHANGE_GROUP);
     if answered.is_empty() {
         return;
     }
@@ -463,11 +467,7 @@ fn print_exchange_figures(statuses: &[ReplicaStatus]) {
 /// The FastPay authority shards' own figures, from each replica's copy of its role.
 fn print_authority_figures(topology: &Topology, statuses: &[ReplicaStatus]) {
     let groups: BTreeSet<String> = topology.authority_groups().into_iter().map(|g| g.name).collect();
-    let answered: Vec<(&ReplicaStatus, &serde_json::Value)> = statuses
-        .iter()
-        .filter(|s| groups.contains(&s.group))
-        .filter_map(|s| Some((s, s.status.as_ref().ok()?)))
-        .collect();
+    let answered = answered_in(statuses, |group| groups.contains(group));
     if answered.is_empty() {
         return;
     }

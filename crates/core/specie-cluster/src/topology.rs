@@ -185,6 +185,17 @@ impl AuthorityReplica {
     }
 }
 
+/// A 32-byte key from its hex, if it is that.
+fn key_bytes(hex_text: &str) -> Option<[u8; 32]> {
+    hex::decode(hex_text).ok()?.try_into().ok()
+}
+
+/// The replicas' HTTP APIs as URLs, comma-separated (what clients of a replicated service take).
+fn http_urls(replicas: &[AuthorityReplica]) -> String {
+    let urls: Vec<String> = replicas.iter().map(|r| format!("http://{}", r.http)).collect();
+    urls.join(",")
+}
+
 /// The offline cash authority's replica group (`[offline_authority]`), named
 /// [`OFFLINE_AUTHORITY_GROUP`]. Its secret seed is `<pki_dir>/offline-authority.seed` and the
 /// operator's bearer token `<pki_dir>/offline-operator.token` (both made by `cluster up`).
@@ -204,7 +215,7 @@ pub const OFFLINE_AUTHORITY_GROUP: &str = "offline-authority";
 impl OfflineAuthorityConfig {
     /// The bridge key's bytes, if `bridge` is 32 bytes of hex.
     pub fn bridge_key(&self) -> Option<[u8; 32]> {
-        hex::decode(&self.bridge).ok()?.try_into().ok()
+        key_bytes(&self.bridge)
     }
 
     pub fn wire_replicas(&self) -> Vec<Replica> {
@@ -213,8 +224,7 @@ impl OfflineAuthorityConfig {
 
     /// Every replica's HTTP API, comma-separated: what devices are given as `--authority`.
     pub fn http_urls(&self) -> String {
-        let urls: Vec<String> = self.replicas.iter().map(|r| format!("http://{}", r.http)).collect();
-        urls.join(",")
+        http_urls(&self.replicas)
     }
 }
 
@@ -258,7 +268,7 @@ pub const EXCHANGE_GROUP: &str = "exchange";
 impl ExchangeGroupConfig {
     /// The bridge key's bytes, if `bridge` is 32 bytes of hex.
     pub fn bridge_key(&self) -> Option<[u8; 32]> {
-        hex::decode(&self.bridge).ok()?.try_into().ok()
+        key_bytes(&self.bridge)
     }
 
     pub fn wire_replicas(&self) -> Vec<Replica> {
@@ -267,8 +277,7 @@ impl ExchangeGroupConfig {
 
     /// Every replica's HTTP API, comma-separated: what traders are given as `--exchange`.
     pub fn http_urls(&self) -> String {
-        let urls: Vec<String> = self.replicas.iter().map(|r| format!("http://{}", r.http)).collect();
-        urls.join(",")
+        http_urls(&self.replicas)
     }
 
     /// 2 to 64 assets, lowercase names used once, each with a core: its own URL, or the cluster's

@@ -85,12 +85,7 @@ fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> 
 
 /// A call with no answer: 503, and the leader's API if a follower was asked.
 fn unavailable(why: Unavailable) -> ApiError {
-    let code = match why {
-        Unavailable::Stopping => "stopping",
-        Unavailable::NotLeader { .. } => "not_leader",
-        Unavailable::OutcomeUnknown => "outcome_unknown",
-    };
-    let mut answer = error(StatusCode::SERVICE_UNAVAILABLE, code, why.to_string());
+    let mut answer = error(StatusCode::SERVICE_UNAVAILABLE, why.code(), why.to_string());
     if let Unavailable::NotLeader { leader_http } = why {
         answer.leader_http = leader_http;
     }

@@ -26,6 +26,17 @@ pub enum Unavailable {
     OutcomeUnknown,
 }
 
+impl Unavailable {
+    /// The API's error code for it (a 503 either way; `not_leader` comes with `leader_http`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Unavailable::Stopping => "stopping",
+            Unavailable::NotLeader { .. } => "not_leader",
+            Unavailable::OutcomeUnknown => "outcome_unknown",
+        }
+    }
+}
+
 /// Why the online core could not say whether a funding is confirmed.
 #[derive(Debug, thiserror::Error)]
 pub enum CoreCheckError {

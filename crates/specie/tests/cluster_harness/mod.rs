@@ -78,6 +78,15 @@ pub fn status(dir: &str) -> Vec<Row> {
         .collect()
 }
 
+/// The rows of `cluster status` for the replicas of `group`: (replica, role).
+pub fn group_roles(dir: &str, group: &str) -> Vec<(u64, String)> {
+    status(dir)
+        .into_iter()
+        .filter(|row| row.group == group)
+        .map(|row| (row.replica, row.role))
+        .collect()
+}
+
 /// `kill -9` of the cluster member `member` (its pid from DIR/pids).
 pub fn kill_9(dir: &str, member: &str) {
     let pid = std::fs::read_to_string(Path::new(dir).join("pids").join(format!("{member}.pid"))).unwrap();
