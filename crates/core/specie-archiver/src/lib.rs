@@ -1,0 +1,21 @@
+//! The ledger of record (the Fabric CBDC framework's system of record; Hamilton's archiver): every
+//! transaction the online core confirms, as the payer signed it and with the endorsements the core
+//! accepted, in blocks chained by hash. Replaying the blocks from genesis gives exactly the UHS the
+//! shards hold, so the ledger and the shards check each other; a transaction's block and position
+//! come with a Merkle proof against the block's header, so anyone can show it is in the ledger.
+//!
+//! The 2PC core has no global order: its coordinators commit independently. The ledger makes one.
+//! It takes confirmed transactions in any order and seals them into blocks in an order in which
+//! every transaction's inputs exist before it spends them (the dependency order of the Fabric
+//! framework's committer, Appendix A), so a replay never meets a spend of an unknown output.
+//!
+//! Pure: [`LedgerOfRecord`] holds the chain's head, the replayed UHS and the index; blocks are
+//! stored and served by whoever hosts it.
+
+mod block;
+mod ledger;
+mod record;
+
+pub use block::{Block, BlockError, BlockHeader, BlockLimits, BLOCK_DOMAIN, RECORDS_DOMAIN};
+pub use ledger::{LedgerLimits, LedgerOfRecord, Located, Offered};
+pub use record::{Record, RecordError, RecordLimits};
