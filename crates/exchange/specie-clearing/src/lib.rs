@@ -35,7 +35,7 @@
 //!    criterion: the smoothed flows conserve every asset with commission ε/2, which makes them a
 //!    feasible point of the LP below. `instances` instances with different step parameters and
 //!    volume normalisations (`tatonnement::STRATEGIES`) race on their own threads; the first to
-//!    meet the criterion stops the others. Otherwise, at `rounds_max` or after 60% of the time
+//!    meet the criterion stops the others. Otherwise, at `rounds_max` or after 40% of the time
 //!    budget, each instance's prices are turned into a full integer clearing (smoothed flows,
 //!    rounded down and repaired) and the best by [`quality`] (least unrealized/realized utility)
 //!    is kept.
@@ -93,7 +93,7 @@ const VALUATION_TOP: f64 = 4_611_686_018_427_387_904.0;
 /// The largest integer valuation (2^63 − 1).
 const VALUATION_MAX: u64 = (1 << 63) - 1;
 /// Share of the time budget for Tâtonnement; the rest is the LP's (and the cheap integer steps').
-const TATONNEMENT_BUDGET_SHARE: f64 = 0.6;
+const TATONNEMENT_BUDGET_SHARE: f64 = 0.4;
 /// The commission Tâtonnement's stopping criterion allows, as a share of ε.
 const STOP_FEE_SHARE: f64 = 0.5;
 /// The commission the LP assumes, as a share of ε (below 1: the rest is room for rounding).
@@ -258,8 +258,37 @@ pub struct ComputeReport {
     pub quality: Quality,
 }
 
+/// [`compute`] with Tâtonnement's first instance started from `start` (the previous block's
+/// valuations, say: a market moves little between blocks), the others from equal valuations.
+/// `start` of another length, or with a zero, is ignored. Only where the search starts changes:
+/// the result is checked as any other.
+pub fn compute_from(assets: usize, supply: &[PairSupply], params: &ClearingParams, start: &[Valuation]) -> Clearing {
+    compute_with_report_from(assets, supply, params, start).0
+}
+
 /// [`compute`], also saying how it went.
 pub fn compute_with_report(assets: usize, supply: &[PairSupply], params: &ClearingParams) -> (Clearing, ComputeReport) {
+    compute_with_report_from(assets, supply, params, &[])
+}
+
+/// Log-valuations, mean zero, from integer ones; empty if they are not one per asset, nonzero.
+fn warm_log_prices(assets: usize, start: &[Valuation]) -> Vec<f64> {
+    if start.len() != assets || start.iter().any(|p| p.0 == 0) {
+        return Vec::new();
+    }
+    let mut log_prices: Vec<f64> = start.iter().map(|p| (p.0 as f64).ln()).collect();
+    let mean = log_prices.iter().sum::<f64>() / assets as f64;
+    log_prices.iter_mut().for_each(|lp| *lp -= mean);
+    log_prices
+}
+
+/// [`compute_from`], also saying how it went.
+pub fn compute_with_report_from(
+    assets: usize,
+    supply: &[PairSupply],
+    params: &ClearingParams,
+    start: &[Valuation],
+) -> (Clearing, ComputeReport) {
     let started = Instant::now();
     let mut report = ComputeReport::default();
     if assets > ASSETS_MAX {
@@ -289,6 +318,7 @@ pub fn compute_with_report(assets: usize, supply: &[PairSupply], params: &Cleari
         eps_stop: eps * STOP_FEE_SHARE,
         rounds_max: params.rounds_max,
         deadline: started + budget.mul_f64(TATONNEMENT_BUDGET_SHARE),
+        warm_start: warm_log_prices(book.assets, start),
     };
     let instances = usize::from(params.instances.clamp(1, INSTANCES_MAX));
     let candidates = tatonnement::race(&book, &setup, instances);

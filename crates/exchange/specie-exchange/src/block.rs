@@ -200,7 +200,8 @@ impl Ledger {
             }
         }
         let supply = self.supply_after(&effects);
-        let clearing = specie_clearing::compute(self.config.assets, &supply, &self.config.clearing);
+        let (assets, params) = (self.config.assets, &self.config.clearing);
+        let clearing = specie_clearing::compute_from(assets, &supply, params, &self.previous_prices.0);
         let checked = specie_clearing::check(self.config.assets, &supply, &self.config.clearing, &clearing);
         assert_eq!(checked, Ok(()), "the clearing's own result passes its check");
         let block = Block {
@@ -370,6 +371,7 @@ impl Ledger {
             self.totals[asset].burned += kept;
         }
         self.height += 1;
+        self.previous_prices = crate::ledger::PreviousPrices(clearing.prices.clone());
         self.rehash(touched);
         executed
     }

@@ -113,7 +113,23 @@ pub struct Ledger {
     pub(crate) state_hash: [u8; 32],
     /// The Merkle trees `state_hash` is the root of, kept to rehash only what a block touches.
     pub(crate) trees: crate::state_hash::StateTrees,
+    /// The last block's valuations, where a proposer's price search starts.
+    pub(crate) previous_prices: PreviousPrices,
 }
+
+/// The last applied block's valuations: not state (neither hashed, snapshotted nor compared;
+/// empty after a restore), only where the next proposal's Tâtonnement starts. Replicas check
+/// the prices a block carries, wherever its proposer's search started.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PreviousPrices(pub(crate) Vec<specie_clearing::Valuation>);
+
+impl PartialEq for PreviousPrices {
+    fn eq(&self, _: &PreviousPrices) -> bool {
+        true
+    }
+}
+
+impl Eq for PreviousPrices {}
 
 /// Value that came in from an online core: a funding of `amount` of `asset` to the exchange,
 /// confirmed there (its `marker` is in that core's UHS), for `account` with `key`: the funding
@@ -220,6 +236,7 @@ impl Ledger {
             height: 0,
             state_hash: [0; 32],
             trees: crate::state_hash::StateTrees::empty(),
+            previous_prices: PreviousPrices::default(),
         };
         ledger.rebuild_trees();
         Ok(ledger)
@@ -591,6 +608,7 @@ impl Ledger {
             height,
             state_hash,
             trees: crate::state_hash::StateTrees::empty(),
+            previous_prices: PreviousPrices::default(),
         };
         ledger.rebuild_trees();
         if ledger.state_hash != state_hash {

@@ -95,7 +95,8 @@ pub struct PerBlockMs {
     pub apply: Ms,
     /// Encoding the block and appending it to the log with fdatasync.
     pub log: Ms,
-    /// The proposer's `compute` (Tâtonnement and LP), not part of `apply`.
+    /// The proposer's `compute_from` the last block's prices (Tâtonnement and LP), not part of
+    /// `apply`.
     pub proposer_clearing: Ms,
 }
 
@@ -161,6 +162,8 @@ struct Exec {
     one_thread: ThreadPool,
     /// Every thread asked for: also signs the planned transactions (not timed).
     all_cores: ThreadPool,
+    /// The last block's valuations, where the proposer's next search starts (as `Ledger::assemble`).
+    previous_prices: Vec<Valuation>,
 }
 
 pub fn measure(options: &ExchangeBenchOptions, ceiling: &Ceiling, say: &impl Fn(&str)) -> BenchResult<ExecutionReport> {
@@ -248,6 +251,7 @@ impl Exec {
             _dir: dir,
             one_thread: pool(1)?,
             all_cores,
+            previous_prices: Vec::new(),
         })
     }
 
@@ -341,7 +345,7 @@ impl Exec {
             1 => &self.one_thread,
             _ => &self.all_cores,
         };
-        let ledger = &mut self.ledger;
+        let (ledger, previous) = (&mut self.ledger, &self.previous_prices);
         let verify_apart = sums.signature_blocks == 0;
         let ms = &mut sums.ms;
         let (block, executed) = pool.install(|| -> BenchResult<_> {
@@ -358,7 +362,7 @@ impl Exec {
             let (supply, took) = Ms::time(|| supply_after(ledger, &effects));
             ms.supply_check.add(took);
             let (assets, params) = (ledger.config().assets, ledger.config().clearing.clone());
-            let (clearing, took) = Ms::time(|| specie_clearing::compute(assets, &supply, &params));
+            let (clearing, took) = Ms::time(|| specie_clearing::compute_from(assets, &supply, &params, previous));
             ms.proposer_clearing.add(took);
             let (checked, took) = Ms::time(|| specie_clearing::check(assets, &supply, &params, &clearing));
             checked.step("the proposer's clearing")?;
@@ -373,6 +377,7 @@ impl Exec {
             ms.apply.add(took);
             Ok((block, executed.step("the block does not apply")?))
         })?;
+        self.previous_prices.clone_from(&block.clearing.prices);
         sums.signature_blocks += usize::from(verify_apart);
         sums.blocks += 1;
         sums.transactions += executed.transactions;
