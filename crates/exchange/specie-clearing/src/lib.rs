@@ -35,7 +35,7 @@
 //!    criterion: the smoothed flows conserve every asset with commission ε/2, which makes them a
 //!    feasible point of the LP below. `instances` instances with different step parameters and
 //!    volume normalisations (`tatonnement::STRATEGIES`) race on their own threads; the first to
-//!    meet the criterion stops the others. Otherwise, at `rounds_max` or after 40% of the time
+//!    meet the criterion stops the others. Otherwise, at `rounds_max` or after 60% of the time
 //!    budget, each instance's prices are turned into a full integer clearing (smoothed flows,
 //!    rounded down and repaired) and the best by [`quality`] (least unrealized/realized utility)
 //!    is kept.
@@ -61,7 +61,9 @@
 //!
 //! At most [`ASSETS_MAX`] assets (above it `compute` returns an empty clearing and `check` refuses
 //! every clearing); at most [`INSTANCES_MAX`] Tâtonnement threads; time budget at most
-//! [`TIME_BUDGET_MS_MAX`]. Tâtonnement's rounds are O(pairs · log levels) each; the LP has one
+//! [`TIME_BUDGET_MS_MAX`]. Tâtonnement's rounds are O(pairs · log levels) each, and an instance
+//! runs at least 32 of them (`tatonnement::ROUNDS_BEFORE_DEADLINE`) whatever the clock says, so
+//! that a large book on a loaded machine is not cleared at its starting prices; the LP has one
 //! variable per pair with offers in the money and one row per asset; the repair makes at most
 //! 4·ASSETS_MAX + 8 passes of O(assets²).
 
@@ -93,7 +95,7 @@ const VALUATION_TOP: f64 = 4_611_686_018_427_387_904.0;
 /// The largest integer valuation (2^63 − 1).
 const VALUATION_MAX: u64 = (1 << 63) - 1;
 /// Share of the time budget for Tâtonnement; the rest is the LP's (and the cheap integer steps').
-const TATONNEMENT_BUDGET_SHARE: f64 = 0.4;
+const TATONNEMENT_BUDGET_SHARE: f64 = 0.6;
 /// The commission Tâtonnement's stopping criterion allows, as a share of ε.
 const STOP_FEE_SHARE: f64 = 0.5;
 /// The commission the LP assumes, as a share of ε (below 1: the rest is room for rounding).
@@ -238,7 +240,7 @@ pub fn quality(assets: usize, supply: &[PairSupply], params: &ClearingParams, cl
 
 /// The proposer's clearing: Tâtonnement instances raced in parallel, then the LP, then exact integer
 /// repair and `check` (see the crate documentation). Never fails; returns within the time budget
-/// plus the (bounded, budget-independent) integer steps.
+/// plus the (bounded, budget-independent) integer steps and, at most, 32 Tâtonnement rounds.
 pub fn compute(assets: usize, supply: &[PairSupply], params: &ClearingParams) -> Clearing {
     compute_with_report(assets, supply, params).0
 }
