@@ -6,8 +6,9 @@
 //! before it: the signatures (verified as `apply` verifies them), the screen
 //! (`specie_exchange::screen::screen`, public), the books after the effects and the clearing's
 //! `check`. A block with no transactions, applied after each kind's blocks, costs what every block
-//! costs whatever it holds: the full Merkle state hash over every account and resting offer, and
-//! the copy of the books. What is left of `apply` is the effects and the trades.
+//! costs whatever it holds (the copy of the books, the state hash's top; before the state hash was
+//! kept incremental, the full Merkle hash over every account and offer). What is left of `apply`
+//! is the effects, the trades and the rehash of what they touched.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -452,11 +453,12 @@ fn supply_after(ledger: &Ledger, effects: &Effects) -> Vec<PairSupply> {
 }
 
 pub fn table(report: &ExecutionReport, ceiling: &Ceiling, cores: usize) -> String {
-    let mut out = format!(
+    let mut out =
+        format!(
         "execution: {} accounts, {} assets, blocks of {} transactions; Ledger::apply (signatures, screen, clearing \
-         check, effects, trades, full state hash) then the block appended to a real log with fdatasync; genesis {:.1} s\n\
+         check, effects, trades, state hash) then the block appended to a real log with fdatasync; genesis {:.1} s\n\
          ceiling (same run): Ed25519 strict verification {:.0}/s per core (CPU time), {:.0}/s on {cores} threads \
-         (wall clock); per core: {:.0}/s decompressing the key each time (as apply does), {:.0}/s in batches of 64\n\
+         (wall clock); per core: {:.0}/s decompressing the key each time, {:.0}/s in batches of 64 (as apply does)\n\
          {:>7} {:>8} {:>8} {:>9} {:>9} {:>10} {:>6} {:>8} {:>9} {:>8} {:>8} {:>7} {:>7} {:>12}\n",
         report.accounts,
         report.assets,
@@ -544,9 +546,9 @@ fn breakdown(report: &ExecutionReport) -> String {
         ));
     }
     out.push_str(
-        "(steps timed apart on the same pool and block; empty block: apply of a block with no transactions, the full \
-         state hash over every account and offer and the books' copy, paid by every block; effects+: apply less the \
-         steps timed apart, i.e. effects and trades; proposer: the proposer's clearing, not part of apply)\n",
+        "(steps timed apart on the same pool and block; empty block: apply of a block with no transactions, the \
+         books' copy and the state hash's top, paid by every block; effects+: apply less the steps timed apart, \
+         i.e. effects, trades and the rehash of the accounts and books they touched; proposer: the proposer's clearing, not part of apply)\n",
     );
     out
 }
