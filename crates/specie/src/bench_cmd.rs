@@ -117,14 +117,15 @@ pub enum BenchCommand {
     ///
     ///   Execution: --blocks blocks of --block-transactions payments, then as many of offers
     ///     (crossing: they trade), signed beforehand, applied with Ledger::apply (signatures,
-    ///     screen, clearing check, effects, trades, the full Merkle state hash) to a ledger of
+    ///     screen, clearing check, effects, trades, the Merkle state hash) to a ledger of
     ///     --accounts accounts with --execution-assets assets, each block appended to a real log
     ///     with fdatasync; on a pool of one thread, then of --threads. Transactions per second
     ///     applied and durable (apply then fdatasync), per thread against the paper's ~10k
     ///     payments/s per thread (target: 2x), and as a share of the verification ceiling. Each
     ///     block's time broken down: signatures, screen, supply+check (timed apart on the same
-    ///     block), the empty block (apply of a block with no transactions: the full state hash and
-    ///     the books' copy, which every block pays), the rest (effects and trades), the log.
+    ///     block), the empty block (apply of a block with no transactions: the books' copy and the
+    ///     state hash's top, which every block pays), the rest (effects, trades, the rehash of what
+    ///     they touched), the log.
     ///
     /// The defaults take about 1-2 minutes in release on 2 cores and about 1 GiB of memory.
     #[command(verbatim_doc_comment)]

@@ -61,7 +61,9 @@
 //!
 //! At most [`ASSETS_MAX`] assets (above it `compute` returns an empty clearing and `check` refuses
 //! every clearing); at most [`INSTANCES_MAX`] Tâtonnement threads; time budget at most
-//! [`TIME_BUDGET_MS_MAX`]. Tâtonnement's rounds are O(pairs · log levels) each; the LP has one
+//! [`TIME_BUDGET_MS_MAX`]. Tâtonnement's rounds are O(pairs · log levels) each, and an instance
+//! runs at least 32 of them (`tatonnement::ROUNDS_BEFORE_DEADLINE`) whatever the clock says, so
+//! that a large book on a loaded machine is not cleared at its starting prices; the LP has one
 //! variable per pair with offers in the money and one row per asset; the repair makes at most
 //! 4·ASSETS_MAX + 8 passes of O(assets²).
 
@@ -238,7 +240,7 @@ pub fn quality(assets: usize, supply: &[PairSupply], params: &ClearingParams, cl
 
 /// The proposer's clearing: Tâtonnement instances raced in parallel, then the LP, then exact integer
 /// repair and `check` (see the crate documentation). Never fails; returns within the time budget
-/// plus the (bounded, budget-independent) integer steps.
+/// plus the (bounded, budget-independent) integer steps and, at most, 32 Tâtonnement rounds.
 pub fn compute(assets: usize, supply: &[PairSupply], params: &ClearingParams) -> Clearing {
     compute_with_report(assets, supply, params).0
 }
@@ -258,8 +260,37 @@ pub struct ComputeReport {
     pub quality: Quality,
 }
 
+/// [`compute`] with Tâtonnement's first instance started from `start` (the previous block's
+/// valuations, say: a market moves little between blocks), the others from equal valuations.
+/// `start` of another length, or with a zero, is ignored. Only where the search starts changes:
+/// the result is checked as any other.
+pub fn compute_from(assets: usize, supply: &[PairSupply], params: &ClearingParams, start: &[Valuation]) -> Clearing {
+    compute_with_report_from(assets, supply, params, start).0
+}
+
 /// [`compute`], also saying how it went.
 pub fn compute_with_report(assets: usize, supply: &[PairSupply], params: &ClearingParams) -> (Clearing, ComputeReport) {
+    compute_with_report_from(assets, supply, params, &[])
+}
+
+/// Log-valuations, mean zero, from integer ones; empty if they are not one per asset, nonzero.
+fn warm_log_prices(assets: usize, start: &[Valuation]) -> Vec<f64> {
+    if start.len() != assets || start.iter().any(|p| p.0 == 0) {
+        return Vec::new();
+    }
+    let mut log_prices: Vec<f64> = start.iter().map(|p| (p.0 as f64).ln()).collect();
+    let mean = log_prices.iter().sum::<f64>() / assets as f64;
+    log_prices.iter_mut().for_each(|lp| *lp -= mean);
+    log_prices
+}
+
+/// [`compute_from`], also saying how it went.
+pub fn compute_with_report_from(
+    assets: usize,
+    supply: &[PairSupply],
+    params: &ClearingParams,
+    start: &[Valuation],
+) -> (Clearing, ComputeReport) {
     let started = Instant::now();
     let mut report = ComputeReport::default();
     if assets > ASSETS_MAX {
@@ -289,6 +320,7 @@ pub fn compute_with_report(assets: usize, supply: &[PairSupply], params: &Cleari
         eps_stop: eps * STOP_FEE_SHARE,
         rounds_max: params.rounds_max,
         deadline: started + budget.mul_f64(TATONNEMENT_BUDGET_SHARE),
+        warm_start: warm_log_prices(book.assets, start),
     };
     let instances = usize::from(params.instances.clamp(1, INSTANCES_MAX));
     let candidates = tatonnement::race(&book, &setup, instances);

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use market::{execute, market, Offer, Shape};
 use proptest::prelude::*;
 use specie_clearing::{
-    check, compute, compute_with_report, quality, Clearing, ClearingParams, ClearingViolation, LimitPrice, PairSupply,
-    PairTrade, Valuation, ASSETS_MAX,
+    check, compute, compute_from, compute_with_report, compute_with_report_from, quality, Clearing, ClearingParams,
+    ClearingViolation, LimitPrice, PairSupply, PairTrade, Valuation, ASSETS_MAX,
 };
 
 fn params(time_budget_ms: u64) -> ClearingParams {
@@ -98,6 +98,56 @@ proptest! {
         prop_assert_eq!(first, check(assets, &m.supply, &p, &clearing));
         let _ = quality(assets, &m.supply, &p, &clearing);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Wherever Tâtonnement starts (a previous block's prices, prices of another length, zeros,
+    /// extremes), the clearing passes check and the ledger model.
+    #[test]
+    fn compute_from_any_start_passes_check(
+        seed in any::<u64>(),
+        assets in 2usize..=6,
+        offers in 0usize..=200,
+        start in proptest::collection::vec(prop_oneof![Just(0u64), Just(1u64), Just(u64::MAX), any::<u64>()], 0..=7),
+    ) {
+        let m = market(seed, wild(assets, offers));
+        let start: Vec<Valuation> = start.into_iter().map(Valuation).collect();
+        let p = params(20);
+        let clearing = compute_from(assets, &m.supply, &p, &start);
+        prop_assert_eq!(check(assets, &m.supply, &p, &clearing), Ok(()));
+        execute(&m.offers, &clearing, p.fee_bits).expect("the ledger model accepts the clearing");
+    }
+}
+
+/// Started from the prices a clearing found, the next clearing of the same book meets the
+/// criterion in fewer rounds.
+#[test]
+fn a_warm_start_from_converged_prices_converges_sooner() {
+    let p = ClearingParams {
+        instances: 1,
+        ..params(1_000)
+    };
+    let mut converged = 0;
+    for seed in 0..8 {
+        let m = market(seed, deep(6, 2_000));
+        let (cold, report) = compute_with_report(6, &m.supply, &p);
+        if !report.converged || report.rounds == 0 {
+            continue;
+        }
+        converged += 1;
+        let (warm, again) = compute_with_report_from(6, &m.supply, &p, &cold.prices);
+        assert!(again.converged, "{again:?}");
+        assert!(
+            again.rounds < report.rounds,
+            "{} rounds warm, {} cold",
+            again.rounds,
+            report.rounds
+        );
+        assert_eq!(check(6, &m.supply, &p, &warm), Ok(()));
+    }
+    assert!(converged > 0, "some market converged cold");
 }
 
 #[test]

@@ -5,6 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use ed25519_dalek::VerifyingKey;
+use rayon::prelude::*;
 use specie_clearing::{ClearingParams, LimitPrice, PairSupply, ASSETS_MAX};
 
 use crate::screen::Withdrawal;
@@ -57,6 +59,20 @@ pub struct Account {
     pub last_sequence: u64,
     /// Unlocked balance per asset (what offers lock is in the books).
     pub balances: Vec<u64>,
+    /// `key` decompressed, once when the account is made or restored (`None`: not a key
+    /// [`specie_ed25519::check_public_key`] accepts, so nothing it signs verifies).
+    pub(crate) verifying: Option<VerifyingKey>,
+}
+
+impl Account {
+    pub(crate) fn new(key: [u8; 32], last_sequence: u64, balances: Vec<u64>) -> Account {
+        Account {
+            key,
+            last_sequence,
+            balances,
+            verifying: specie_ed25519::check_public_key(&key).ok(),
+        }
+    }
 }
 
 /// A resting offer's place in its pair's book: by limit price, then account, then the sequence
@@ -95,7 +111,25 @@ pub struct Ledger {
     pub(crate) credited: BTreeSet<(AssetId, [u8; 32])>,
     pub(crate) height: u64,
     pub(crate) state_hash: [u8; 32],
+    /// The Merkle trees `state_hash` is the root of, kept to rehash only what a block touches.
+    pub(crate) trees: crate::state_hash::StateTrees,
+    /// The last block's valuations, where a proposer's price search starts.
+    pub(crate) previous_prices: PreviousPrices,
 }
+
+/// The last applied block's valuations: not state (neither hashed, snapshotted nor compared;
+/// empty after a restore), only where the next proposal's Tâtonnement starts. Replicas check
+/// the prices a block carries, wherever its proposer's search started.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PreviousPrices(pub(crate) Vec<specie_clearing::Valuation>);
+
+impl PartialEq for PreviousPrices {
+    fn eq(&self, _: &PreviousPrices) -> bool {
+        true
+    }
+}
+
+impl Eq for PreviousPrices {}
 
 /// Value that came in from an online core: a funding of `amount` of `asset` to the exchange,
 /// confirmed there (its `marker` is in that core's UHS), for `account` with `key`: the funding
@@ -172,9 +206,9 @@ impl Ledger {
     ) -> Result<Ledger, LedgerError> {
         let mut shards = vec![BTreeMap::new(); ACCOUNT_SHARDS];
         let mut totals = vec![AssetTotals::default(); config.assets];
-        for (id, key, balances) in accounts {
+        for (id, _, balances) in &accounts {
             if balances.len() != config.assets {
-                return Err(LedgerError::BalanceCount(id, balances.len(), config.assets));
+                return Err(LedgerError::BalanceCount(*id, balances.len(), config.assets));
             }
             for (asset, balance) in balances.iter().enumerate() {
                 totals[asset].deposited += u128::from(*balance);
@@ -182,11 +216,12 @@ impl Ledger {
                     return Err(LedgerError::TooMuch(asset as AssetId));
                 }
             }
-            let account = Account {
-                key,
-                last_sequence: 0,
-                balances,
-            };
+        }
+        let accounts: Vec<(AccountId, Account)> = accounts
+            .into_par_iter()
+            .map(|(id, key, balances)| (id, Account::new(key, 0, balances)))
+            .collect();
+        for (id, account) in accounts {
             if shards[shard_of(id)].insert(id, account).is_some() {
                 return Err(LedgerError::AccountTwice(id));
             }
@@ -200,8 +235,10 @@ impl Ledger {
             credited: BTreeSet::new(),
             height: 0,
             state_hash: [0; 32],
+            trees: crate::state_hash::StateTrees::empty(),
+            previous_prices: PreviousPrices::default(),
         };
-        ledger.state_hash = ledger.compute_state_hash();
+        ledger.rebuild_trees();
         Ok(ledger)
     }
 
@@ -302,13 +339,13 @@ impl Ledger {
         let assets = self.config.assets;
         let account = self.shards[shard_of(deposit.account)]
             .entry(deposit.account)
-            .or_insert_with(|| Account {
-                key: deposit.key,
-                last_sequence: 0,
-                balances: vec![0; assets],
-            });
+            .or_insert_with(|| Account::new(deposit.key, 0, vec![0; assets]));
         account.balances[asset] += deposit.amount;
-        self.state_hash = self.compute_state_hash();
+        self.rehash(crate::state_hash::Touched {
+            accounts: vec![deposit.account],
+            credited: true,
+            ..Default::default()
+        });
         Ok(())
     }
 
@@ -345,6 +382,40 @@ impl Ledger {
         }
         Ok(())
     }
+}
+
+/// A snapshot's accounts, in increasing id order, into shards (their keys decompressed in
+/// parallel).
+fn read_accounts(
+    reader: &mut specie_codec::Reader<'_>,
+    assets: usize,
+) -> Result<Vec<BTreeMap<AccountId, Account>>, specie_codec::DecodeError> {
+    let count = reader.read_count("accounts", SNAPSHOT_ITEMS_MAX, 48 + 8 * assets)?;
+    let mut read: Vec<(AccountId, [u8; 32], u64, Vec<u64>)> = Vec::with_capacity(count);
+    for _ in 0..count {
+        let id = reader.read_u64("account")?;
+        if read.last().is_some_and(|(last, ..)| *last >= id) {
+            return Err(specie_codec::DecodeError::Invalid {
+                what: "exchange snapshot",
+                reason: "accounts not in increasing id order".into(),
+            });
+        }
+        let key: [u8; 32] = reader.read_array("key")?;
+        let last_sequence = reader.read_u64("last sequence")?;
+        let balances: Vec<u64> = (0..assets)
+            .map(|_| reader.read_u64("balance"))
+            .collect::<Result<_, _>>()?;
+        read.push((id, key, last_sequence, balances));
+    }
+    let accounts: Vec<(AccountId, Account)> = read
+        .into_par_iter()
+        .map(|(id, key, last_sequence, balances)| (id, Account::new(key, last_sequence, balances)))
+        .collect();
+    let mut shards = vec![BTreeMap::new(); ACCOUNT_SHARDS];
+    for (id, account) in accounts {
+        shards[shard_of(id)].insert(id, account);
+    }
+    Ok(shards)
 }
 
 fn read_withdrawals(
@@ -505,29 +576,7 @@ impl Ledger {
                 burned: figure()?,
             });
         }
-        let mut shards = vec![BTreeMap::new(); ACCOUNT_SHARDS];
-        let accounts = reader.read_count("accounts", SNAPSHOT_ITEMS_MAX, 48 + 8 * config.assets)?;
-        let mut last = None;
-        for _ in 0..accounts {
-            let id = reader.read_u64("account")?;
-            if last.is_some_and(|last| last >= id) {
-                return Err(invalid("accounts not in increasing id order".into()));
-            }
-            last = Some(id);
-            let key = reader.read_array("key")?;
-            let last_sequence = reader.read_u64("last sequence")?;
-            let balances = (0..config.assets)
-                .map(|_| reader.read_u64("balance"))
-                .collect::<Result<_, _>>()?;
-            shards[shard_of(id)].insert(
-                id,
-                Account {
-                    key,
-                    last_sequence,
-                    balances,
-                },
-            );
-        }
+        let shards = read_accounts(&mut reader, config.assets)?;
         let mut books: BTreeMap<Pair, BTreeMap<OfferKey, u64>> = BTreeMap::new();
         let offers = reader.read_count("offers", SNAPSHOT_ITEMS_MAX, 36)?;
         for _ in 0..offers {
@@ -549,7 +598,7 @@ impl Ledger {
         let withdrawals = read_withdrawals(&mut reader)?;
         let credited = read_credited(&mut reader)?;
         reader.finish()?;
-        let ledger = Ledger {
+        let mut ledger = Ledger {
             config,
             shards,
             books,
@@ -558,8 +607,11 @@ impl Ledger {
             credited,
             height,
             state_hash,
+            trees: crate::state_hash::StateTrees::empty(),
+            previous_prices: PreviousPrices::default(),
         };
-        if ledger.compute_state_hash() != state_hash {
+        ledger.rebuild_trees();
+        if ledger.state_hash != state_hash {
             return Err(invalid("the state does not hash to the recorded state hash".into()));
         }
         ledger.audit().map_err(|e| invalid(e.to_string()))?;

@@ -270,6 +270,15 @@ fn run_world(seed: u64, blocks: usize, per_block: usize) -> ([usize; 5], usize, 
             "thread count does not matter"
         );
         assert_eq!(alone, world.ledger);
+        // The state hash kept block by block is the full recomputation's, and stays so after a
+        // snapshot and restore (the next block is applied to the restored ledger).
+        assert_eq!(world.ledger.state_hash(), world.ledger.compute_state_hash());
+        let restored = Ledger::restore(world.ledger.config().clone(), &world.ledger.snapshot()).unwrap();
+        assert_eq!(
+            restored, world.ledger,
+            "a restored ledger is the one snapshotted, trees and all"
+        );
+        world.ledger = restored;
     }
     (kinds, dropped, traded)
 }
@@ -372,4 +381,71 @@ fn a_block_round_trips_its_encoding_and_a_proof_shows_an_accounts_balances() {
         );
     }
     assert!(world.ledger.account_proof(999_999).is_none());
+}
+
+/// Payments signed by `accounts` accounts in turn, `count` of them.
+fn payments(ledger: &Ledger, accounts: u64, count: u64) -> Vec<SignedTransaction> {
+    (0..count)
+        .map(|n| {
+            let account = n % accounts + 1;
+            let transaction = Transaction {
+                account,
+                sequence: ledger.account(account).unwrap().last_sequence + 1 + n / accounts,
+                operation: Operation::Payment {
+                    to: (account % accounts) + 1,
+                    asset: 0,
+                    amount: 1,
+                },
+            };
+            transaction.sign(&EXCHANGE, &key(account))
+        })
+        .collect()
+}
+
+/// Signatures are checked in batches, but a block is refused exactly as if each were checked
+/// alone: at its first bad signature, whichever batch it falls in, and the verdicts are those of
+/// each signature alone.
+#[test]
+fn a_block_with_one_bad_signature_among_many_is_refused_at_it() {
+    let world = World::new(3, 50);
+    let before = world.ledger.clone();
+    let transactions = payments(&before, 50, 300);
+    let (block, _) = before.clone().propose(transactions.clone());
+    assert_eq!(block.transactions.len(), 300);
+    for bad in [vec![0], vec![63], vec![64], vec![200, 299], vec![299], vec![130, 70]] {
+        let mut tampered = block.clone();
+        for &index in &bad {
+            tampered.transactions[index].signature[if index % 2 == 0 { 10 } else { 40 }] ^= 0x40;
+        }
+        let verdicts = specie_exchange::block::signatures_valid(&before, &tampered.transactions);
+        let alone: Vec<bool> = tampered
+            .transactions
+            .iter()
+            .map(|signed| {
+                let key =
+                    ed25519_dalek::VerifyingKey::from_bytes(&before.account(signed.transaction.account).unwrap().key);
+                let message = signed.transaction.signing_bytes(&EXCHANGE);
+                key.unwrap()
+                    .verify_strict(&message, &ed25519_dalek::Signature::from_bytes(&signed.signature))
+                    .is_ok()
+            })
+            .collect();
+        assert_eq!(verdicts, alone, "batched verdicts are the single ones");
+        let mut replica = before.clone();
+        let error = replica.apply(&tampered).unwrap_err();
+        let first = *bad.iter().min().unwrap();
+        assert_eq!(error, BlockError::Signature { index: first });
+        assert_eq!(replica, before, "a refused block changes nothing");
+        // A proposer drops exactly the bad ones.
+        let (proposed, refused) = before.assemble(tampered.transactions.clone());
+        assert_eq!(proposed.transactions.len(), 300 - bad.len());
+        assert!(refused.iter().all(|(_, refusal)| *refusal == Refusal::Signature));
+    }
+    // A signature of another transaction (valid, for another message) is bad too.
+    let mut swapped = block.clone();
+    swapped.transactions[100].signature = block.transactions[101].signature;
+    let error = before.clone().apply(&swapped).unwrap_err();
+    assert_eq!(error, BlockError::Signature { index: 100 });
+    let mut replica = before.clone();
+    replica.apply(&block).unwrap();
 }

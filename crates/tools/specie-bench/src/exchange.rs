@@ -11,8 +11,8 @@
 //! 2. **the ceiling**: Ed25519 strict single verifications per second of one core's CPU time and
 //!    on all cores by the wall clock (the exchange verifies every transaction's signature);
 //! 3. **execution** ([`execution`]): blocks of payments and blocks of crossing offers applied with
-//!    `Ledger::apply` (signatures, screen, clearing check, effects, trades, the full Merkle state
-//!    hash) to a ledger of `--accounts` accounts, each block then appended to a real log with
+//!    `Ledger::apply` (signatures in batches, screen, clearing check, effects, trades, the Merkle
+//!    state hash rehashed where the block touched it) to a ledger of `--accounts` accounts, each block then appended to a real log with
 //!    fdatasync, on a rayon pool of one thread and on all cores; the time of a block broken down
 //!    into its steps.
 
