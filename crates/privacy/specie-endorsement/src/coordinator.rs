@@ -41,6 +41,9 @@ pub struct CoordinatorConfig {
     pub round_timeout_ms: u64,
     /// Signing attempts per batch before its transactions are answered `Failed`.
     pub attempts_max: u32,
+    /// Endorsers asked for commitments beyond the k needed: round 2 goes to the first k that
+    /// answer, so one slow or silent endorser does not cost an attempt.
+    pub spare_endorsers: u16,
 }
 
 impl Default for CoordinatorConfig {
@@ -52,6 +55,7 @@ impl Default for CoordinatorConfig {
             batches_in_flight_max: 8,
             round_timeout_ms: 500,
             attempts_max: 8,
+            spare_endorsers: 1,
         }
     }
 }
@@ -288,17 +292,18 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
         }
     }
 
-    /// Picks k endorsers for a batch's next attempt, leaving out its suspects while at least k
-    /// others remain, starting at a rotating position.
+    /// Picks the k (plus spares) endorsers asked in a batch's next attempt, leaving out its
+    /// suspects while at least k others remain, starting at a rotating position.
     fn choose_signers(&mut self, suspects: &BTreeSet<EndorserId>) -> BTreeSet<EndorserId> {
         let n = self.threshold.n;
         let k = usize::from(self.threshold.k);
+        let asked = usize::from(self.threshold.k.saturating_add(self.config.spare_endorsers).min(n));
         let rotated: Vec<EndorserId> = (0..n).map(|i| EndorserId((self.rotation + i) % n + 1)).collect();
         self.rotation = (self.rotation + 1) % n;
         let trusted: Vec<EndorserId> = rotated.iter().copied().filter(|id| !suspects.contains(id)).collect();
         let pool = if trusted.len() >= k { trusted } else { rotated };
-        let signers: BTreeSet<_> = pool.into_iter().take(k).collect();
-        assert_eq!(signers.len(), k, "a group has at least k endorsers");
+        let signers: BTreeSet<_> = pool.into_iter().take(asked).collect();
+        assert!(signers.len() >= k, "a group has at least k endorsers");
         signers
     }
 
@@ -371,10 +376,11 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
         self.advance(now_ms, session);
     }
 
-    /// Moves a session on once every chosen endorser has answered its round.
+    /// Moves a session on once k endorsers committed, or every chosen endorser has answered.
     fn advance(&mut self, now_ms: u64, session: SessionId) {
         let batch = self.batches.get(&session).expect("advance is called on a live session");
-        if !batch.silent().is_empty() {
+        let committed = matches!(&batch.phase, Phase::Committing(c) if c.len() == usize::from(self.threshold.k));
+        if !committed && !batch.silent().is_empty() {
             return;
         }
         let batch = self.batches.remove(&session).expect("present");
@@ -384,6 +390,12 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
     /// Ends a round whose chosen endorsers have all answered or timed out.
     fn conclude_round(&mut self, now_ms: u64, session: SessionId, mut batch: Batch<I, R>) {
         let k = usize::from(self.threshold.k);
+        if let Phase::Committing(commitments) = &batch.phase {
+            if commitments.len() == k {
+                // Round 2 goes to the k that committed; spares still thinking are not suspects.
+                batch.signers.retain(|id| commitments.contains_key(&id.identifier()));
+            }
+        }
         let silent = batch.silent();
         if !silent.is_empty() {
             self.report(CoordinatorReport::Unresponsive {

@@ -11,15 +11,17 @@ use rand::SeedableRng;
 use secp256k1::{schnorr, XOnlyPublicKey, SECP256K1};
 use specie_endorsement::frost;
 use specie_endorsement::{
-    deal, group_key, Ceremony, CeremonyError, CeremonyInput, CeremonyKind, CeremonyMessage, CeremonyReport,
-    EndorserId, EndorserKeys, MerkleTree, Threshold,
+    deal, group_key, Ceremony, CeremonyError, CeremonyInput, CeremonyKind, CeremonyMessage, CeremonyReport, EndorserId,
+    EndorserKeys, MerkleTree, Threshold,
 };
 use specie_role::{Role, Round};
 
 fn bip340_verify(key: &[u8; 32], message: &[u8; 32], signature: &frost::Signature) -> bool {
     let bytes: [u8; 64] = signature.serialize().unwrap().try_into().unwrap();
     let key = XOnlyPublicKey::from_byte_array(key).unwrap();
-    SECP256K1.verify_schnorr(&schnorr::Signature::from_byte_array(bytes), message, &key).is_ok()
+    SECP256K1
+        .verify_schnorr(&schnorr::Signature::from_byte_array(bytes), message, &key)
+        .is_ok()
 }
 
 #[test]
@@ -38,7 +40,10 @@ fn frost_signature_is_bip340_under_the_xonly_group_key() {
         assert!(bip340_verify(&key.0, &message, &signature), "seed {seed}");
         let mut other = message;
         other[0] ^= 1;
-        assert!(!bip340_verify(&key.0, &other, &signature), "seed {seed}: a different message");
+        assert!(
+            !bip340_verify(&key.0, &other, &signature),
+            "seed {seed}: a different message"
+        );
     }
     assert!(parities[0] > 0 && parities[1] > 0, "both y parities seen: {parities:?}");
 }
@@ -48,7 +53,10 @@ fn fewer_than_k_shares_cannot_sign() {
     let (keys, public) = deal(Threshold::new(3, 5).unwrap(), 1).unwrap();
     let message = [9u8; 32];
     let two = [EndorserId(2), EndorserId(4)];
-    assert!(frost_sign(&keys, &public, &two, &message, 1).is_err(), "FROST refuses k - 1 signers");
+    assert!(
+        frost_sign(&keys, &public, &two, &message, 1).is_err(),
+        "FROST refuses k - 1 signers"
+    );
     // Nor does the secret the k - 1 shares interpolate sign for the group (FROST's reconstruct
     // refuses k - 1 shares, so they are relabelled as a 2-of-n group's to interpolate anyway).
     let shares: Vec<_> = two
@@ -84,7 +92,9 @@ fn a_wrong_key_set_is_refused() {
 }
 
 /// Runs one ceremony per participant to the end over a lossless network.
-fn run_ceremonies(mut participants: BTreeMap<EndorserId, Ceremony>) -> BTreeMap<EndorserId, Result<EndorserKeys, CeremonyError>> {
+fn run_ceremonies(
+    mut participants: BTreeMap<EndorserId, Ceremony>,
+) -> BTreeMap<EndorserId, Result<EndorserKeys, CeremonyError>> {
     let mut queue: Vec<(EndorserId, EndorserId, CeremonyMessage)> = Vec::new();
     let ids: Vec<_> = participants.keys().copied().collect();
     let mut outcomes = BTreeMap::new();
@@ -123,20 +133,37 @@ fn run_ceremonies(mut participants: BTreeMap<EndorserId, Ceremony>) -> BTreeMap<
 fn dkg(threshold: Threshold, seed: u8) -> BTreeMap<EndorserId, EndorserKeys> {
     let participants = threshold
         .endorsers()
-        .map(|id| (id, Ceremony::new(id, threshold, CeremonyKind::Generate, 1_000, [seed ^ id.0 as u8; 32])))
+        .map(|id| {
+            (
+                id,
+                Ceremony::new(id, threshold, CeremonyKind::Generate, 1_000, [seed ^ id.0 as u8; 32]),
+            )
+        })
         .collect();
-    run_ceremonies(participants).into_iter().map(|(id, outcome)| (id, outcome.expect("DKG succeeds"))).collect()
+    run_ceremonies(participants)
+        .into_iter()
+        .map(|(id, outcome)| (id, outcome.expect("DKG succeeds")))
+        .collect()
 }
 
-fn refresh(keys: &BTreeMap<EndorserId, EndorserKeys>, threshold: Threshold, seed: u8) -> BTreeMap<EndorserId, EndorserKeys> {
+fn refresh(
+    keys: &BTreeMap<EndorserId, EndorserKeys>,
+    threshold: Threshold,
+    seed: u8,
+) -> BTreeMap<EndorserId, EndorserKeys> {
     let participants = keys
         .iter()
         .map(|(id, old)| {
-            let kind = CeremonyKind::Refresh { old: Box::new(old.clone()) };
+            let kind = CeremonyKind::Refresh {
+                old: Box::new(old.clone()),
+            };
             (*id, Ceremony::new(*id, threshold, kind, 1_000, [seed ^ id.0 as u8; 32]))
         })
         .collect();
-    run_ceremonies(participants).into_iter().map(|(id, outcome)| (id, outcome.expect("refresh succeeds"))).collect()
+    run_ceremonies(participants)
+        .into_iter()
+        .map(|(id, outcome)| (id, outcome.expect("refresh succeeds")))
+        .collect()
 }
 
 #[test]
@@ -145,7 +172,9 @@ fn dkg_gives_every_endorser_a_share_of_one_bip340_key() {
     let keys = dkg(threshold, 0x40);
     assert_eq!(keys.len(), 5);
     let key = keys[&EndorserId(1)].group_key();
-    assert!(keys.values().all(|k| k.group_key() == key && k.public == keys[&EndorserId(1)].public));
+    assert!(keys
+        .values()
+        .all(|k| k.group_key() == key && k.public == keys[&EndorserId(1)].public));
     let public = keys[&EndorserId(1)].public.clone();
     let message = [3u8; 32];
     for subset in [[1, 2, 3], [1, 4, 5], [2, 3, 5], [3, 4, 5]] {
@@ -165,12 +194,19 @@ fn refresh_keeps_the_group_key_and_retires_the_old_shares() {
     let new = refresh(&old, threshold, 0x20);
     let key = old[&EndorserId(1)].group_key();
     assert!(new.values().all(|k| k.group_key() == key), "the group key is unchanged");
-    assert!(new.iter().all(|(id, k)| k.share.signing_share() != old[id].share.signing_share()), "every share changed");
+    assert!(
+        new.iter()
+            .all(|(id, k)| k.share.signing_share() != old[id].share.signing_share()),
+        "every share changed"
+    );
     let public = new[&EndorserId(1)].public.clone();
     let message = [5u8; 32];
     let ids = [EndorserId(1), EndorserId(2), EndorserId(3)];
     let signature = frost_sign(&new, &public, &ids, &message, 1).unwrap();
-    assert!(bip340_verify(&key.0, &message, &signature), "new shares sign for the same key");
+    assert!(
+        bip340_verify(&key.0, &message, &signature),
+        "new shares sign for the same key"
+    );
     // Two new shares and one old one: FROST refuses the old share under the new public shares...
     let mut mixed = new.clone();
     mixed.insert(EndorserId(3), old[&EndorserId(3)].clone());
@@ -184,7 +220,11 @@ fn refresh_keeps_the_group_key_and_retires_the_old_shares() {
     // k new shares interpolate the group secret, as the old k did.
     let shares: Vec<_> = ids.iter().map(|id| new[id].share.clone()).collect();
     let secret = frost::keys::reconstruct(&shares).unwrap();
-    assert!(bip340_verify(&key.0, &message, &secret.sign(StdRng::seed_from_u64(4), &message)));
+    assert!(bip340_verify(
+        &key.0,
+        &message,
+        &secret.sign(StdRng::seed_from_u64(4), &message)
+    ));
 }
 
 #[test]
@@ -200,7 +240,12 @@ fn an_equivocating_participant_fails_the_confirmation() {
     let threshold = Threshold::new(2, 3).unwrap();
     let mut participants: BTreeMap<EndorserId, Ceremony> = threshold
         .endorsers()
-        .map(|id| (id, Ceremony::new(id, threshold, CeremonyKind::Generate, 1_000, [id.0 as u8; 32])))
+        .map(|id| {
+            (
+                id,
+                Ceremony::new(id, threshold, CeremonyKind::Generate, 1_000, [id.0 as u8; 32]),
+            )
+        })
         .collect();
     // Endorser 3 shows endorser 1 a different round-1 package (from a second polynomial) than
     // it shows endorser 2.
@@ -230,11 +275,19 @@ fn an_equivocating_participant_fails_the_confirmation() {
             ceremony.handle(1, CeremonyInput::FromPeer { from, message });
             let round = Round::take(ceremony);
             queue.extend(round.sends.into_iter().map(|(t, m)| (to, t, m)));
-            failures.extend(round.reports.into_iter().filter(|r| matches!(r, CeremonyReport::Failed(_))));
+            failures.extend(
+                round
+                    .reports
+                    .into_iter()
+                    .filter(|r| matches!(r, CeremonyReport::Failed(_))),
+            );
         }
     }
     assert!(!failures.is_empty(), "someone notices");
-    assert!(participants.values().all(|c| c.outcome().is_none()), "no one finishes with a split key");
+    assert!(
+        participants.values().all(|c| c.outcome().is_none()),
+        "no one finishes with a split key"
+    );
 }
 
 #[test]
@@ -248,6 +301,9 @@ fn a_silent_participant_times_the_ceremony_out() {
     let reports = Round::take(&mut ceremony).reports;
     assert_eq!(
         reports,
-        vec![CeremonyReport::Failed(CeremonyError::Timeout { round: 1, missing: vec![EndorserId(2), EndorserId(3)] })]
+        vec![CeremonyReport::Failed(CeremonyError::Timeout {
+            round: 1,
+            missing: vec![EndorserId(2), EndorserId(3)]
+        })]
     );
 }

@@ -159,7 +159,10 @@ impl World {
                 let mut seed_bytes = [0u8; 32];
                 seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
                 seed_bytes[8..10].copy_from_slice(&id.0.to_le_bytes());
-                (*id, Endorser::new(k.clone(), validator, EndorserConfig::default(), seed_bytes))
+                (
+                    *id,
+                    Endorser::new(k.clone(), validator, EndorserConfig::default(), seed_bytes),
+                )
             })
             .collect();
         World {
@@ -178,7 +181,8 @@ impl World {
     }
 
     pub fn submit(&mut self, ticket: Ticket, item: TestTx) {
-        self.coordinator.handle(self.now_ms, CoordinatorInput::Submit { ticket, item });
+        self.coordinator
+            .handle(self.now_ms, CoordinatorInput::Submit { ticket, item });
         self.drain_coordinator();
     }
 
@@ -202,7 +206,10 @@ impl World {
             self.post(Envelope::ToEndorser(to, message));
         }
         for (ticket, reply) in round.replies {
-            assert!(self.replies.insert(ticket, reply).is_none(), "ticket {ticket} answered twice");
+            assert!(
+                self.replies.insert(ticket, reply).is_none(),
+                "ticket {ticket} answered twice"
+            );
         }
         self.reports.extend(round.reports);
     }
@@ -218,9 +225,10 @@ impl World {
         self.endorser_reports.extend(round.reports);
         for (_, message) in round.sends {
             let message = match (fault, message) {
-                (Fault::GarbleShares, EndorserMessage::Share { session, .. }) => {
-                    EndorserMessage::Share { session, share: random_share(&mut self.rng) }
-                }
+                (Fault::GarbleShares, EndorserMessage::Share { session, .. }) => EndorserMessage::Share {
+                    session,
+                    share: random_share(&mut self.rng),
+                },
                 (_, message) => message,
             };
             self.post(Envelope::ToCoordinator(id, message));
@@ -232,8 +240,15 @@ impl World {
         loop {
             let next_message = self.in_flight.keys().next().map(|(at, _)| *at);
             let endorser_timeouts = self.endorsers.values().filter_map(|e| e.poll_timeout());
-            let next_timeout = self.coordinator.poll_timeout().into_iter().chain(endorser_timeouts).min();
-            let Some(next) = next_message.into_iter().chain(next_timeout).min() else { return };
+            let next_timeout = self
+                .coordinator
+                .poll_timeout()
+                .into_iter()
+                .chain(endorser_timeouts)
+                .min();
+            let Some(next) = next_message.into_iter().chain(next_timeout).min() else {
+                return;
+            };
             if next > until_ms {
                 return;
             }
@@ -244,7 +259,8 @@ impl World {
                 match envelope {
                     Envelope::ToEndorser(id, message) => self.deliver_to_endorser(id, message),
                     Envelope::ToCoordinator(from, message) => {
-                        self.coordinator.handle(self.now_ms, CoordinatorInput::FromEndorser { from, message });
+                        self.coordinator
+                            .handle(self.now_ms, CoordinatorInput::FromEndorser { from, message });
                         self.drain_coordinator();
                     }
                 }
@@ -277,21 +293,42 @@ pub fn random_share(rng: &mut StdRng) -> frost::round2::SignatureShare {
 /// a different session, a batch with a transaction removed.
 fn garble(envelope: Envelope, rng: &mut StdRng) -> Envelope {
     match envelope {
-        Envelope::ToCoordinator(from, EndorserMessage::Share { session, .. }) => {
-            Envelope::ToCoordinator(from, EndorserMessage::Share { session, share: random_share(rng) })
-        }
+        Envelope::ToCoordinator(from, EndorserMessage::Share { session, .. }) => Envelope::ToCoordinator(
+            from,
+            EndorserMessage::Share {
+                session,
+                share: random_share(rng),
+            },
+        ),
         Envelope::ToCoordinator(from, EndorserMessage::Commitments { session, .. }) => {
             let secret = frost::keys::SigningShare::deserialize(&[7u8; 32]).expect("a scalar");
             let (_, commitments) = frost::round1::commit(&secret, rng);
             Envelope::ToCoordinator(from, EndorserMessage::Commitments { session, commitments })
         }
-        Envelope::ToEndorser(to, CoordinatorMessage::Sign { session, mut items, package }) if items.len() > 1 => {
+        Envelope::ToEndorser(
+            to,
+            CoordinatorMessage::Sign {
+                session,
+                mut items,
+                package,
+            },
+        ) if items.len() > 1 => {
             items.pop();
-            Envelope::ToEndorser(to, CoordinatorMessage::Sign { session, items, package })
+            Envelope::ToEndorser(
+                to,
+                CoordinatorMessage::Sign {
+                    session,
+                    items,
+                    package,
+                },
+            )
         }
-        Envelope::ToEndorser(to, CoordinatorMessage::Commit { session }) => {
-            Envelope::ToEndorser(to, CoordinatorMessage::Commit { session: session + 1_000_000 })
-        }
+        Envelope::ToEndorser(to, CoordinatorMessage::Commit { session }) => Envelope::ToEndorser(
+            to,
+            CoordinatorMessage::Commit {
+                session: session + 1_000_000,
+            },
+        ),
         other => other,
     }
 }
