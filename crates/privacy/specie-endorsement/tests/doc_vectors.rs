@@ -33,7 +33,12 @@ fn generate() -> Vec<(String, String)> {
         out.push((format!("{name}-root"), hex::encode(tree.root())));
         out.push((format!("{name}-message"), hex::encode(tree.message())));
         for index in 0..tree.leaf_count() {
-            let e = Endorsement { signature, leaf_count: tree.leaf_count(), index, siblings: tree.path(index) };
+            let e = Endorsement {
+                signature,
+                leaf_count: tree.leaf_count(),
+                index,
+                siblings: tree.path(index),
+            };
             out.push((format!("{name}-endorsement-{index}"), hex::encode(e.encode())));
         }
     }
@@ -46,7 +51,9 @@ fn documented() -> Vec<(String, String)> {
         .filter_map(|line| line.split_once(" = "))
         .filter(|(name, value)| {
             !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
                 && value.chars().all(|c| c.is_ascii_hexdigit())
         })
         .map(|(name, value)| (name.to_string(), value.to_string()))
@@ -61,8 +68,14 @@ fn the_documented_vectors_are_what_the_code_makes() {
             println!("{name} = {value}");
         }
     }
-    let documented: Vec<_> = documented().into_iter().filter(|(name, _)| !name.starts_with("invalid-")).collect();
-    assert_eq!(documented, generated, "docs/endorsement-format.md and the code disagree");
+    let documented: Vec<_> = documented()
+        .into_iter()
+        .filter(|(name, _)| !name.starts_with("invalid-"))
+        .collect();
+    assert_eq!(
+        documented, generated,
+        "docs/endorsement-format.md and the code disagree"
+    );
 }
 
 #[test]
@@ -72,16 +85,26 @@ fn each_documented_endorsement_decodes_reencodes_and_verifies() {
     let key = GroupKey(get("group-key").try_into().unwrap());
     let mut checked = 0;
     for (name, value) in &vectors {
-        let Some(rest) = name.strip_prefix("batch-endorsement-").or_else(|| name.strip_prefix("single-endorsement-")) else { continue };
+        let Some(rest) = name
+            .strip_prefix("batch-endorsement-")
+            .or_else(|| name.strip_prefix("single-endorsement-"))
+        else {
+            continue;
+        };
         let bytes = hex::decode(value).unwrap();
         let endorsement = Endorsement::decode_exact(&bytes).unwrap();
         assert_eq!(endorsement.encode(), bytes);
         let index: usize = rest.parse().unwrap();
         let digest: [u8; 32] = get(&format!("digest-{index}")).try_into().unwrap();
-        endorsement.verify(&key, &digest).unwrap_or_else(|e| panic!("{name}: {e}"));
+        endorsement
+            .verify(&key, &digest)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         let mut wrong = digest;
         wrong[0] ^= 1;
-        assert!(endorsement.verify(&key, &wrong).is_err(), "{name} endorses only its own digest");
+        assert!(
+            endorsement.verify(&key, &wrong).is_err(),
+            "{name} endorses only its own digest"
+        );
         checked += 1;
     }
     assert_eq!(checked, 6);
@@ -90,7 +113,10 @@ fn each_documented_endorsement_decodes_reencodes_and_verifies() {
 #[test]
 fn each_documented_invalid_encoding_is_refused_as_documented() {
     let vectors = documented();
-    let invalid: Vec<_> = vectors.iter().filter(|(name, _)| name.starts_with("invalid-")).collect();
+    let invalid: Vec<_> = vectors
+        .iter()
+        .filter(|(name, _)| name.starts_with("invalid-"))
+        .collect();
     assert_eq!(invalid.len(), 6);
     for (name, value) in invalid {
         let error = Endorsement::decode_exact(&hex::decode(value).unwrap()).expect_err(name);

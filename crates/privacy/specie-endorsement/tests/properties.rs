@@ -15,7 +15,10 @@ use specie_endorsement::{
     ENDORSEMENT_BYTES_MAX,
 };
 
-type Group = (std::collections::BTreeMap<EndorserId, EndorserKeys>, frost::keys::PublicKeyPackage);
+type Group = (
+    std::collections::BTreeMap<EndorserId, EndorserKeys>,
+    frost::keys::PublicKeyPackage,
+);
 
 /// A 4-of-7 group, dealt once for all cases.
 fn group() -> &'static Group {
@@ -24,7 +27,10 @@ fn group() -> &'static Group {
 }
 
 fn subset(mask: u8) -> Vec<EndorserId> {
-    (1..=7u16).filter(|i| mask & (1 << (i - 1)) != 0).map(EndorserId).collect()
+    (1..=7u16)
+        .filter(|i| mask & (1 << (i - 1)) != 0)
+        .map(EndorserId)
+        .collect()
 }
 
 /// Endorsements of every transaction of a batch of `digests`, signed by `signers`.
@@ -34,7 +40,12 @@ fn endorse(digests: &[[u8; 32]], signers: &[EndorserId], seed: u64) -> Vec<Endor
     let signature = frost_sign(keys, public, signers, &tree.message(), seed).expect("k signers");
     let signature: [u8; 64] = signature.serialize().unwrap().try_into().unwrap();
     (0..tree.leaf_count())
-        .map(|index| Endorsement { signature, leaf_count: tree.leaf_count(), index, siblings: tree.path(index) })
+        .map(|index| Endorsement {
+            signature,
+            leaf_count: tree.leaf_count(),
+            index,
+            siblings: tree.path(index),
+        })
         .collect()
 }
 
@@ -138,5 +149,8 @@ fn batches_of_two_orders_or_two_sizes_have_different_messages() {
     let c = [[1u8; 32], [2u8; 32], [3u8; 32], [3u8; 32]];
     assert_ne!(MerkleTree::new(&a).root(), MerkleTree::new(&c).root());
     // A leaf cannot pose as a node: the root of two leaves is not the leaf hash of their concatenation.
-    assert_ne!(MerkleTree::new(&a[..2]).root(), MerkleTree::new(&[MerkleTree::new(&a[..2]).root()]).root());
+    assert_ne!(
+        MerkleTree::new(&a[..2]).root(),
+        MerkleTree::new(&[MerkleTree::new(&a[..2]).root()]).root()
+    );
 }
