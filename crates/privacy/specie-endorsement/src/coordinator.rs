@@ -339,7 +339,7 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
         self.batches.insert(session, batch);
     }
 
-    fn from_endorser(&mut self, now_ms: u64, from: EndorserId, message: EndorserMessage<R>) {
+    fn on_endorser(&mut self, now_ms: u64, from: EndorserId, message: EndorserMessage<R>) {
         let session = message.session();
         // Answers to finished or superseded sessions, and from endorsers not chosen, are moot.
         let Some(batch) = self.batches.get_mut(&session) else {
@@ -351,7 +351,7 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
         let identifier = from.identifier();
         match (message, &mut batch.phase) {
             (EndorserMessage::Commitments { commitments, .. }, Phase::Committing(gathered)) => {
-                gathered.entry(identifier).or_insert(commitments);
+                gathered.entry(identifier).or_insert(*commitments);
             }
             (EndorserMessage::Share { share, .. }, Phase::Signing { shares, .. }) => {
                 shares.entry(identifier).or_insert(share);
@@ -554,7 +554,7 @@ impl<I: BatchItem, R: Reason> Role for Coordinator<I, R> {
     fn handle(&mut self, now_ms: u64, input: Self::Input) {
         match input {
             CoordinatorInput::Submit { ticket, item } => self.submit(now_ms, ticket, item),
-            CoordinatorInput::FromEndorser { from, message } => self.from_endorser(now_ms, from, message),
+            CoordinatorInput::FromEndorser { from, message } => self.on_endorser(now_ms, from, message),
         }
         self.refill(now_ms);
     }

@@ -136,7 +136,13 @@ impl<V: Validator> Endorser<V> {
     fn commit(&mut self, now_ms: u64, from: CoordinatorId, session: SessionId) {
         if let Some(open) = self.sessions.get(&(from, session)) {
             let commitments = open.commitments;
-            return self.send(from, EndorserMessage::Commitments { session, commitments });
+            return self.send(
+                from,
+                EndorserMessage::Commitments {
+                    session,
+                    commitments: Box::new(commitments),
+                },
+            );
         }
         while self.sessions.len() >= self.config.sessions_max {
             let oldest = self.opened.pop_front().expect("sessions are tracked in opened");
@@ -159,7 +165,13 @@ impl<V: Validator> Endorser<V> {
         self.sessions.insert((from, session), fresh);
         self.opened.push_back((from, session));
         debug_assert!(self.sessions.len() <= self.config.sessions_max);
-        self.send(from, EndorserMessage::Commitments { session, commitments });
+        self.send(
+            from,
+            EndorserMessage::Commitments {
+                session,
+                commitments: Box::new(commitments),
+            },
+        );
     }
 
     /// Checks a round-2 request against the session and the items; the share to send, or why not.

@@ -68,9 +68,10 @@ pub enum CoordinatorMessage<I> {
 /// What an endorser answers a coordinator.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EndorserMessage<R> {
+    /// Boxed: commitments are two points, ten times the other answers.
     Commitments {
         session: SessionId,
-        commitments: SigningCommitments,
+        commitments: Box<SigningCommitments>,
     },
     Share {
         session: SessionId,

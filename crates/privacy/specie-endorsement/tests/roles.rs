@@ -34,7 +34,7 @@ fn ask(endorser: &mut TestEndorser, message: CoordinatorMessage<TestTx>) -> Endo
 
 fn commitments(message: EndorserMessage<&'static str>) -> frost::round1::SigningCommitments {
     match message {
-        EndorserMessage::Commitments { commitments, .. } => commitments,
+        EndorserMessage::Commitments { commitments, .. } => *commitments,
         other => panic!("expected commitments, got {other:?}"),
     }
 }

@@ -303,7 +303,13 @@ fn garble(envelope: Envelope, rng: &mut StdRng) -> Envelope {
         Envelope::ToCoordinator(from, EndorserMessage::Commitments { session, .. }) => {
             let secret = frost::keys::SigningShare::deserialize(&[7u8; 32]).expect("a scalar");
             let (_, commitments) = frost::round1::commit(&secret, rng);
-            Envelope::ToCoordinator(from, EndorserMessage::Commitments { session, commitments })
+            Envelope::ToCoordinator(
+                from,
+                EndorserMessage::Commitments {
+                    session,
+                    commitments: Box::new(commitments),
+                },
+            )
         }
         Envelope::ToEndorser(
             to,
