@@ -1,0 +1,38 @@
+//! Threshold endorsement (Fabric CBDC's endorsement policy, seed 003; issue 12): a transaction
+//! is valid for the online core when k of the n endorsers (sentinels) signed it, as one FROST
+//! signature that is an ordinary BIP340 signature under the group's x-only key.
+//!
+//! Endorsers sign batches: the Merkle root of a batch of transaction digests ([`merkle`]), and
+//! every transaction carries the batch's signature and its path ([`Endorsement`], format in
+//! docs/endorsement-format.md). A shard, the atomizer or an auditor checks one signature per
+//! batch ([`EndorsementVerifier`]) and a path per transaction.
+//!
+//! The protocol roles are pure state machines behind `specie_role::Role`: the [`Coordinator`]
+//! (batches, FROST's two rounds, time-outs and retries with another k-subset), the [`Endorser`]
+//! (validates through a [`Validator`], keeps its nonces, never reuses one) and the [`Ceremony`]
+//! (distributed key generation and proactive refresh, three rounds each). Randomness comes in
+//! as seeds from the host; nothing here reads a clock, a socket or a file.
+
+pub mod ceremony;
+pub mod coordinator;
+pub mod endorser;
+pub mod format;
+pub mod keys;
+pub mod merkle;
+pub mod messages;
+
+pub use ceremony::{
+    Ceremony, CeremonyError, CeremonyInput, CeremonyKind, CeremonyMessage, CeremonyReport, Confirmation,
+};
+pub use coordinator::{Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorReport, EndorseReply};
+pub use endorser::{Endorser, EndorserConfig, EndorserInput, EndorserReport};
+pub use format::{
+    Endorsement, EndorsementVerifier, GroupKey, VerifyError, ENDORSEMENT_BYTES_MAX, ENDORSEMENT_BYTES_MIN,
+    ENDORSEMENT_VERSION, SIGNATURE_BYTES,
+};
+pub use frost_secp256k1_tr as frost;
+pub use keys::{deal, group_key, EndorserId, EndorserKeys, KeyError, Threshold, ENDORSERS_MAX};
+pub use merkle::{Hash, MerkleTree, BATCH_TRANSACTIONS_MAX, PATH_SIBLINGS_MAX};
+pub use messages::{
+    BatchItem, CoordinatorId, CoordinatorMessage, EndorserMessage, Reason, Refusal, SessionId, Validator,
+};
