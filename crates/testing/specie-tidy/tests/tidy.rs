@@ -51,6 +51,9 @@ const PURE_CRATES: &[&str] = &[
     "specie-offline",
     "specie-offline-authority",
     "specie-offline-device",
+    "specie-merkle",
+    "specie-archiver",
+    "specie-endorsement",
     // Not a role, but as pure: the workloads the demo, benchmarks and simulator share take their
     // randomness as an argument and leave submitting, and timing, to the caller.
     "specie-workload",
