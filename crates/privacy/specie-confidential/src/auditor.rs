@@ -71,6 +71,11 @@ impl AuditorSecret {
         AuditorSecret { secret, public }
     }
 
+    #[cfg(test)]
+    pub(crate) fn secret_for_tests(&self) -> Scalar {
+        self.secret
+    }
+
     pub fn public(&self) -> AuditorKey {
         self.public
     }

@@ -345,7 +345,7 @@ impl ConfidentialTransfer {
 
     /// Whether the balance (`balance`) or validity (`!balance`) equation alone holds: names the
     /// failing proof after a combined check failed.
-    fn sigma_part_holds(&self, digest: &[u8; 32], balance: bool) -> bool {
+    pub(crate) fn sigma_part_holds(&self, digest: &[u8; 32], balance: bool) -> bool {
         let mut weights = vec![Scalar::ZERO; 2 + self.statement.auditors.len()];
         if balance {
             weights[0] = Scalar::ONE;
