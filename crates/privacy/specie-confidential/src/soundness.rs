@@ -118,7 +118,11 @@ fn a_negative_output_that_wraps_around_fails_the_range_proof() {
     let secrets = limb_secrets(&values, &mut rng);
     // The best range proof the forger has: for the limb it would like to have (0).
     let t = forge(&inputs, &secrets, &[15, 0, 0, 0, 0, 0, 0, 0], &mut rng);
-    assert_eq!(sigma_holds(&t), (true, true), "balance and validity proofs hold for the forgery");
+    assert_eq!(
+        sigma_holds(&t),
+        (true, true),
+        "balance and validity proofs hold for the forgery"
+    );
     assert!(matches!(t.verify(&CONTEXT), Err(VerifyError::Range { .. })));
 }
 
@@ -195,10 +199,18 @@ fn a_handle_that_decrypts_to_another_value_fails_the_validity_proof() {
     let mut statement = honest.statement.clone();
     // C − s·D = 61·G  ⇔  D = s⁻¹·(C − 61·G).
     let forged = s.invert() * (statement.limbs[0].point - Scalar::from(aimed) * generators().value);
-    let entry = statement.auditors.iter_mut().find(|a| a.key == auditor.public()).unwrap();
+    let entry = statement
+        .auditors
+        .iter_mut()
+        .find(|a| a.key == auditor.public())
+        .unwrap();
     entry.handles[0] = Point::new(forged);
     let t = prove_statement(statement, &inputs, &secrets, &range_values, &mut rng);
-    assert_eq!(t.audit(auditor), Ok(vec![aimed, 40]), "the forged handle reads as another value");
+    assert_eq!(
+        t.audit(auditor),
+        Ok(vec![aimed, 40]),
+        "the forged handle reads as another value"
+    );
     assert_eq!(sigma_holds(&t), (true, false), "only the validity equation fails");
     assert_eq!(t.verify(&CONTEXT), Err(VerifyError::AuditorValidity));
 }

@@ -6,8 +6,8 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use specie_codec::{Decode, DecodeError, Encode};
 use specie_confidential::{
-    verify_batch, AuditError, AuditorSecret, ConfidentialTransfer, Opening, ProveError, TransferLimits,
-    TransferPlan, VerifyError, AUDITORS_MAX, INPUTS_MAX, OUTPUTS_MAX, TRANSFER_BYTES_MAX,
+    verify_batch, AuditError, AuditorSecret, ConfidentialTransfer, Opening, ProveError, TransferLimits, TransferPlan,
+    VerifyError, AUDITORS_MAX, INPUTS_MAX, OUTPUTS_MAX, TRANSFER_BYTES_MAX,
 };
 
 const CONTEXT: [u8; 32] = [3; 32];
@@ -16,7 +16,13 @@ fn auditors(n: u8) -> Vec<AuditorSecret> {
     (0..n).map(|i| AuditorSecret::from_seed(&[i + 1; 32])).collect()
 }
 
-fn plan(rng: &mut StdRng, inputs: &[u64], outputs: &[u64], public: (u64, u64), auditors: &[AuditorSecret]) -> TransferPlan {
+fn plan(
+    rng: &mut StdRng,
+    inputs: &[u64],
+    outputs: &[u64],
+    public: (u64, u64),
+    auditors: &[AuditorSecret],
+) -> TransferPlan {
     TransferPlan {
         context: CONTEXT,
         inputs: inputs.iter().map(|v| Opening::random(*v, rng)).collect(),
@@ -40,7 +46,10 @@ fn round_trip(inputs: &[u64], outputs: &[u64], public: (u64, u64), auditor_count
     for auditor in &auditors {
         assert_eq!(transfer.audit(auditor).as_deref(), Ok(outputs));
     }
-    assert_eq!(transfer.audit(&AuditorSecret::from_seed(&[99; 32])), Err(AuditError::NotAddressed));
+    assert_eq!(
+        transfer.audit(&AuditorSecret::from_seed(&[99; 32])),
+        Err(AuditError::NotAddressed)
+    );
     let decoded = ConfidentialTransfer::decode_exact(&transfer.encode()).unwrap();
     assert_eq!(decoded, transfer);
     assert_eq!(decoded.verify(&CONTEXT), Ok(()));
@@ -69,15 +78,27 @@ fn the_prover_refuses_what_it_cannot_prove() {
     let unbalanced = plan(&mut rng, &[10], &[11], (0, 0), &a);
     assert_eq!(
         ConfidentialTransfer::prove(&unbalanced, &mut rng).err(),
-        Some(ProveError::Unbalanced { incoming: 10, outgoing: 11 })
+        Some(ProveError::Unbalanced {
+            incoming: 10,
+            outgoing: 11
+        })
     );
     let too_many = plan(&mut rng, &[9], &[1; OUTPUTS_MAX + 1], (0, 0), &a);
-    assert!(matches!(ConfidentialTransfer::prove(&too_many, &mut rng), Err(ProveError::TooManyOutputs { .. })));
+    assert!(matches!(
+        ConfidentialTransfer::prove(&too_many, &mut rng),
+        Err(ProveError::TooManyOutputs { .. })
+    ));
     let none = plan(&mut rng, &[9], &[], (0, 9), &a);
-    assert_eq!(ConfidentialTransfer::prove(&none, &mut rng).err(), Some(ProveError::NoOutputs));
+    assert_eq!(
+        ConfidentialTransfer::prove(&none, &mut rng).err(),
+        Some(ProveError::NoOutputs)
+    );
     let mut twice = plan(&mut rng, &[9], &[9], (0, 0), &a);
     twice.auditors.push(twice.auditors[0]);
-    assert_eq!(ConfidentialTransfer::prove(&twice, &mut rng).err(), Some(ProveError::DuplicateAuditor));
+    assert_eq!(
+        ConfidentialTransfer::prove(&twice, &mut rng).err(),
+        Some(ProveError::DuplicateAuditor)
+    );
 }
 
 #[test]
@@ -85,7 +106,11 @@ fn a_batch_names_the_transfer_that_fails() {
     let mut rng = StdRng::seed_from_u64(2);
     let a = auditors(2);
     let transfers: Vec<ConfidentialTransfer> = (0..5)
-        .map(|i| ConfidentialTransfer::prove(&plan(&mut rng, &[100 + i], &[60, 40 + i], (0, 0), &a), &mut rng).unwrap().0)
+        .map(|i| {
+            ConfidentialTransfer::prove(&plan(&mut rng, &[100 + i], &[60, 40 + i], (0, 0), &a), &mut rng)
+                .unwrap()
+                .0
+        })
         .collect();
     let mut batch: Vec<(&ConfidentialTransfer, [u8; 32])> = transfers.iter().map(|t| (t, CONTEXT)).collect();
     assert_eq!(verify_batch(&batch), Ok(()));
@@ -110,7 +135,10 @@ fn every_single_bit_flip_of_a_transfer_is_refused() {
         let mut changed = bytes.clone();
         changed[at] ^= 1;
         if let Ok(t) = ConfidentialTransfer::decode_exact(&changed) {
-            assert!(t.verify(&CONTEXT).is_err(), "flipping a bit of byte {at} still verifies");
+            assert!(
+                t.verify(&CONTEXT).is_err(),
+                "flipping a bit of byte {at} still verifies"
+            );
         }
     }
 }
@@ -118,7 +146,10 @@ fn every_single_bit_flip_of_a_transfer_is_refused() {
 #[test]
 fn the_decoder_checks_limits_before_allocating() {
     let (_, bytes) = sample();
-    let tight = TransferLimits { inputs_max: 1, ..TransferLimits::default() };
+    let tight = TransferLimits {
+        inputs_max: 1,
+        ..TransferLimits::default()
+    };
     assert!(matches!(
         ConfidentialTransfer::decode_exact_with(&bytes, &tight),
         Err(DecodeError::CountTooLarge { what: "inputs", .. }) | Err(DecodeError::TooLarge { .. })
@@ -127,18 +158,27 @@ fn the_decoder_checks_limits_before_allocating() {
     let mut huge = bytes[..17].to_vec();
     huge.extend_from_slice(&(1u64 << 63).to_le_bytes());
     huge.extend_from_slice(&[0; 64]);
-    assert!(matches!(ConfidentialTransfer::decode_exact(&huge), Err(DecodeError::CountTooLarge { .. })));
+    assert!(matches!(
+        ConfidentialTransfer::decode_exact(&huge),
+        Err(DecodeError::CountTooLarge { .. })
+    ));
     let mut few = bytes[..17].to_vec();
     few.extend_from_slice(&3u64.to_le_bytes());
     few.extend_from_slice(&[0; 64]);
-    assert!(matches!(ConfidentialTransfer::decode_exact(&few), Err(DecodeError::CountExceedsInput { .. })));
+    assert!(matches!(
+        ConfidentialTransfer::decode_exact(&few),
+        Err(DecodeError::CountExceedsInput { .. })
+    ));
     assert!(matches!(
         ConfidentialTransfer::decode_exact(&vec![1; TRANSFER_BYTES_MAX + 1]),
         Err(DecodeError::TooLarge { .. })
     ));
     let mut version = bytes.clone();
     version[0] = 2;
-    assert!(matches!(ConfidentialTransfer::decode_exact(&version), Err(DecodeError::UnsupportedVersion { .. })));
+    assert!(matches!(
+        ConfidentialTransfer::decode_exact(&version),
+        Err(DecodeError::UnsupportedVersion { .. })
+    ));
     let mut trailing = bytes;
     trailing.push(0);
     assert!(ConfidentialTransfer::decode_exact(&trailing).is_err());
@@ -155,7 +195,10 @@ fn auditor_keys_must_be_ascending() {
     let mut swapped = bytes.clone();
     swapped[start..start + record].copy_from_slice(&bytes[start + record..start + 2 * record]);
     swapped[start + record..start + 2 * record].copy_from_slice(&bytes[start..start + record]);
-    assert!(matches!(ConfidentialTransfer::decode_exact(&swapped), Err(DecodeError::NonCanonical { .. })));
+    assert!(matches!(
+        ConfidentialTransfer::decode_exact(&swapped),
+        Err(DecodeError::NonCanonical { .. })
+    ));
 }
 
 proptest! {

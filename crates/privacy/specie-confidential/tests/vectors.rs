@@ -29,7 +29,10 @@ fn path() -> PathBuf {
 }
 
 fn auditors() -> [AuditorSecret; 2] {
-    [AuditorSecret::from_seed(&[0xa1; 32]), AuditorSecret::from_seed(&[0xa2; 32])]
+    [
+        AuditorSecret::from_seed(&[0xa1; 32]),
+        AuditorSecret::from_seed(&[0xa2; 32]),
+    ]
 }
 
 fn vector(name: &str, description: &str, bytes: &[u8]) -> Vector {
@@ -55,25 +58,65 @@ fn vectors() -> Vec<Vector> {
     let (transfer, openings) = ConfidentialTransfer::prove(&plan, &mut rng).unwrap();
     let (g, h) = generator_points();
     let mut v = vec![
-        vector("generator_value", "G: SHA-512(\"specie/confidential/generator/v1/value\") mapped by from_uniform_bytes", &g.to_bytes()),
-        vector("generator_blinding", "H: SHA-512(\"specie/confidential/generator/v1/blinding\") mapped by from_uniform_bytes", &h.to_bytes()),
+        vector(
+            "generator_value",
+            "G: SHA-512(\"specie/confidential/generator/v1/value\") mapped by from_uniform_bytes",
+            &g.to_bytes(),
+        ),
+        vector(
+            "generator_blinding",
+            "H: SHA-512(\"specie/confidential/generator/v1/blinding\") mapped by from_uniform_bytes",
+            &h.to_bytes(),
+        ),
     ];
     for (i, a) in auditors.iter().enumerate() {
         let seed = [0xa1 + i as u8; 32];
-        v.push(vector(&format!("auditor[{i}]_seed"), "seed of AuditorSecret::from_seed", &seed));
-        v.push(vector(&format!("auditor[{i}]_public_key"), "P = s⁻¹·H, s = SHA-512(\"specie/confidential/auditor-key/v1\" ‖ seed) mod ℓ", &a.public().to_bytes()));
+        v.push(vector(
+            &format!("auditor[{i}]_seed"),
+            "seed of AuditorSecret::from_seed",
+            &seed,
+        ));
+        v.push(vector(
+            &format!("auditor[{i}]_public_key"),
+            "P = s⁻¹·H, s = SHA-512(\"specie/confidential/auditor-key/v1\" ‖ seed) mod ℓ",
+            &a.public().to_bytes(),
+        ));
     }
     for (i, o) in inputs.iter().enumerate() {
-        v.push(vector(&format!("input[{i}]_blinding"), &format!("blinding of input {i} (value {})", o.value), o.blinding.as_bytes()));
-        v.push(vector(&format!("input[{i}]_commitment"), "value·G + blinding·H", &o.commitment().to_bytes()));
+        v.push(vector(
+            &format!("input[{i}]_blinding"),
+            &format!("blinding of input {i} (value {})", o.value),
+            o.blinding.as_bytes(),
+        ));
+        v.push(vector(
+            &format!("input[{i}]_commitment"),
+            "value·G + blinding·H",
+            &o.commitment().to_bytes(),
+        ));
     }
     for (i, o) in openings.iter().enumerate() {
-        v.push(vector(&format!("output[{i}]_blinding"), &format!("blinding of output {i} (value {}): Σ 2^(16j)·r_j", o.value), o.blinding.as_bytes()));
-        v.push(vector(&format!("output[{i}]_commitment"), "Σ 2^(16j)·C_j of its limbs", &o.commitment().to_bytes()));
+        v.push(vector(
+            &format!("output[{i}]_blinding"),
+            &format!("blinding of output {i} (value {}): Σ 2^(16j)·r_j", o.value),
+            o.blinding.as_bytes(),
+        ));
+        v.push(vector(
+            &format!("output[{i}]_commitment"),
+            "Σ 2^(16j)·C_j of its limbs",
+            &o.commitment().to_bytes(),
+        ));
     }
     v.push(vector("context", "the enclosing transaction's context", &CONTEXT));
-    v.push(vector("statement_digest", "SHA-256(\"specie/confidential/statement/v1\" ‖ context ‖ statement)", &transfer.digest(&CONTEXT)));
-    v.push(vector("transfer", "the 2-in/2-out transfer, fee 100, auditors 0 and 1 (format version 1)", &transfer.encode()));
+    v.push(vector(
+        "statement_digest",
+        "SHA-256(\"specie/confidential/statement/v1\" ‖ context ‖ statement)",
+        &transfer.digest(&CONTEXT),
+    ));
+    v.push(vector(
+        "transfer",
+        "the 2-in/2-out transfer, fee 100, auditors 0 and 1 (format version 1)",
+        &transfer.encode(),
+    ));
     v
 }
 
@@ -99,6 +142,16 @@ fn the_stored_transfer_verifies_and_audits() {
     for auditor in auditors() {
         assert_eq!(transfer.audit(&auditor), Ok(OUTPUTS.to_vec()));
     }
-    let outputs: Vec<Vec<u8>> = transfer.output_commitments().iter().map(|c| c.to_bytes().to_vec()).collect();
-    assert_eq!(outputs, [stored_bytes(&stored, "output[0]_commitment"), stored_bytes(&stored, "output[1]_commitment")]);
+    let outputs: Vec<Vec<u8>> = transfer
+        .output_commitments()
+        .iter()
+        .map(|c| c.to_bytes().to_vec())
+        .collect();
+    assert_eq!(
+        outputs,
+        [
+            stored_bytes(&stored, "output[0]_commitment"),
+            stored_bytes(&stored, "output[1]_commitment")
+        ]
+    );
 }

@@ -51,6 +51,8 @@ const PURE_CRATES: &[&str] = &[
     "specie-offline",
     "specie-offline-authority",
     "specie-offline-device",
+    // Not a role, but pure: the confidential payments' proofs take their randomness as an argument.
+    "specie-confidential",
     // Not a role, but as pure: the workloads the demo, benchmarks and simulator share take their
     // randomness as an argument and leave submitting, and timing, to the caller.
     "specie-workload",
