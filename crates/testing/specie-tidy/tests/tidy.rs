@@ -54,6 +54,8 @@ const PURE_CRATES: &[&str] = &[
     "specie-merkle",
     "specie-archiver",
     "specie-endorsement",
+    // Not a role, but pure: the confidential payments' proofs take their randomness as an argument.
+    "specie-confidential",
     // Not a role, but as pure: the workloads the demo, benchmarks and simulator share take their
     // randomness as an argument and leave submitting, and timing, to the caller.
     "specie-workload",
