@@ -66,20 +66,66 @@ fn level_up(domain: &[u8], level: &[[u8; 32]]) -> Vec<[u8; 32]> {
         .collect()
 }
 
+/// A tree with every level kept, so that each leaf's proof is read off it in O(log n).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tree {
+    /// `levels[0]` are the leaf hashes; the last level is the top hash alone (none if empty).
+    levels: Vec<Vec<[u8; 32]>>,
+    root: [u8; 32],
+}
+
+impl Tree {
+    /// The tree of kind `domain` over `leaves` (leaf hashes, from [`leaf_hash`]).
+    pub fn new(domain: &[u8], leaves: Vec<[u8; 32]>) -> Tree {
+        assert!(
+            leaves.len() as u64 <= LEAVES_MAX,
+            "a tree has at most LEAVES_MAX leaves"
+        );
+        let count = leaves.len() as u64;
+        let mut levels = vec![leaves];
+        while levels.last().expect("the leaves").len() > 1 {
+            let above = level_up(domain, levels.last().expect("a level"));
+            levels.push(above);
+        }
+        let top = levels.last().expect("a level").first().copied().unwrap_or([0; 32]);
+        Tree {
+            root: bound_root(domain, count, &top),
+            levels,
+        }
+    }
+
+    pub fn root(&self) -> [u8; 32] {
+        self.root
+    }
+
+    pub fn leaves(&self) -> u64 {
+        self.levels[0].len() as u64
+    }
+
+    /// The proof for leaf `index`; `None` if there is no such leaf.
+    pub fn prove(&self, index: usize) -> Option<InclusionProof> {
+        if index >= self.levels[0].len() {
+            return None;
+        }
+        let mut siblings = Vec::new();
+        let mut at = index;
+        for level in &self.levels[..self.levels.len() - 1] {
+            if let Some(sibling) = level.get(at ^ 1) {
+                siblings.push(*sibling);
+            }
+            at /= 2;
+        }
+        Some(InclusionProof {
+            index: index as u64,
+            leaves: self.leaves(),
+            siblings,
+        })
+    }
+}
+
 /// The root over `leaves` (leaf hashes, from [`leaf_hash`]).
 pub fn root(domain: &[u8], leaves: &[[u8; 32]]) -> [u8; 32] {
-    assert!(
-        leaves.len() as u64 <= LEAVES_MAX,
-        "a tree has at most LEAVES_MAX leaves"
-    );
-    if leaves.is_empty() {
-        return bound_root(domain, 0, &[0; 32]);
-    }
-    let mut level = leaves.to_vec();
-    while level.len() > 1 {
-        level = level_up(domain, &level);
-    }
-    bound_root(domain, leaves.len() as u64, &level[0])
+    Tree::new(domain, leaves.to_vec()).root()
 }
 
 /// Proof that one leaf is at `index` of a list of `leaves` leaves.
@@ -105,41 +151,24 @@ pub enum ProofError {
 
 /// The proof for leaf `index` of `leaves`; `None` if there is no such leaf.
 pub fn prove(domain: &[u8], leaves: &[[u8; 32]], index: usize) -> Option<InclusionProof> {
-    if index >= leaves.len() {
-        return None;
-    }
-    let mut siblings = Vec::new();
-    let mut level = leaves.to_vec();
-    let mut at = index;
-    while level.len() > 1 {
-        let sibling = at ^ 1;
-        if sibling < level.len() {
-            siblings.push(level[sibling]);
+    Tree::new(domain, leaves.to_vec()).prove(index)
+}
+
+/// How many sibling hashes the proof of leaf `index` of `leaves` has: one per level, except where
+/// the leaf's hash is carried up alone.
+pub fn path_len(index: u64, leaves: u64) -> usize {
+    let (mut at, mut width, mut needed) = (index, leaves, 0);
+    while width > 1 {
+        if (at ^ 1) < width {
+            needed += 1;
         }
-        level = level_up(domain, &level);
         at /= 2;
+        width = width.div_ceil(2);
     }
-    Some(InclusionProof {
-        index: index as u64,
-        leaves: leaves.len() as u64,
-        siblings,
-    })
+    needed
 }
 
 impl InclusionProof {
-    /// How many sibling hashes a proof for `index` of `leaves` has.
-    fn siblings_needed(index: u64, leaves: u64) -> usize {
-        let (mut at, mut width, mut needed) = (index, leaves, 0);
-        while width > 1 {
-            if (at ^ 1) < width {
-                needed += 1;
-            }
-            at /= 2;
-            width = width.div_ceil(2);
-        }
-        needed
-    }
-
     /// The root this proof leads to from `leaf` (a leaf hash), if its shape is right.
     pub fn root_from(&self, domain: &[u8], leaf: &[u8; 32]) -> Result<[u8; 32], ProofError> {
         if self.index >= self.leaves || self.leaves > LEAVES_MAX {
@@ -148,7 +177,7 @@ impl InclusionProof {
                 leaves: self.leaves,
             });
         }
-        let needed = Self::siblings_needed(self.index, self.leaves);
+        let needed = path_len(self.index, self.leaves);
         if self.siblings.len() != needed {
             return Err(ProofError::WrongLength {
                 given: self.siblings.len(),
