@@ -97,14 +97,7 @@ impl ExchangeService for ExchangeReplica {
             match core_url {
                 None => Err(CoreCheckError::NoCore),
                 // The cluster's own currency: its shards, over mutual TLS.
-                Some(None) => self
-                    .core
-                    .contains(specie_transaction::UhsId(marker))
-                    .await
-                    .map_err(|error| CoreCheckError::Unreachable {
-                        at: "the cluster's shard groups".into(),
-                        reason: error.to_string(),
-                    }),
+                Some(None) => self.core.holds_marker(marker).await,
                 Some(Some(url)) => specie_exchange_service::service::marker_in_http_core(url, marker).await,
             }
         })

@@ -91,15 +91,7 @@ impl AuthorityService for OfflineReplica {
     }
 
     fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>> {
-        Box::pin(async move {
-            self.core
-                .contains(specie_transaction::UhsId(marker))
-                .await
-                .map_err(|error| CoreCheckError::Unreachable {
-                    at: "the cluster's shard groups".into(),
-                    reason: error.to_string(),
-                })
-        })
+        Box::pin(self.core.holds_marker(marker))
     }
 }
 
