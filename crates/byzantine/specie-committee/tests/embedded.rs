@@ -153,12 +153,15 @@ fn an_owner_who_signed_two_orders_gets_the_account_back_in_a_recovery_round() {
     assert_eq!(recovered.certificate.kind, VoteKind::Commit);
     assert_eq!(recovered.certificate.check(committee.committee()), Ok(()));
     assert!([&first, &second].contains(&&recovered.certificate.order));
-    // The account is the owner's again: its next payment takes the fast path.
+    // The account is the owner's again: its next payment settles in round 0, with no recovery.
+    // (By the fast path when all four authorities answer within `fast_path_wait_ms` of the
+    // quorum, else by round 0's slow path: which one is a matter of timing, not of correctness.)
     let next = pipeline
         .settle(key, order(1, 3, 5), Duration::from_secs(30))
         .expect("an outcome")
         .expect("the next payment settles");
-    assert_eq!((next.round, next.certificate.kind), (0, VoteKind::Prepare));
+    assert_eq!(next.round, 0, "no recovery round for the next payment");
+    assert_eq!(next.certificate.check(committee.committee()), Ok(()));
     std::thread::sleep(Duration::from_millis(300));
     let reports = committee.reports();
     for (authority, shards) in committee.stop().iter().enumerate() {
