@@ -27,7 +27,9 @@ use specie_transaction::SpecieTransaction;
 
 use std::sync::Arc;
 
-use crate::service::{CoreCheckError, ExchangeService, Unavailable};
+use specie_offline_service::api_error::{bad_request, error, unavailable, ApiError};
+
+use crate::service::{CoreCheckError, ExchangeService};
 
 /// The exchange the API serves, however hosted.
 type Exchange = Arc<dyn ExchangeService>;
@@ -54,46 +56,6 @@ pub fn router(exchange: Arc<dyn ExchangeService>) -> Router {
         })
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
         .with_state(exchange)
-}
-
-struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-    /// Where a follower sends the caller: the leader's API.
-    leader_http: Option<String>,
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut body = json!({"error": {"code": self.code, "message": self.message}});
-        if let Some(leader_http) = self.leader_http {
-            body["error"]["leader_http"] = Value::String(leader_http);
-        }
-        (self.status, Json(body)).into_response()
-    }
-}
-
-fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-    ApiError {
-        status,
-        code,
-        message: message.into(),
-        leader_http: None,
-    }
-}
-
-/// A call with no answer: 503, and the leader's API if a follower was asked.
-fn unavailable(why: Unavailable) -> ApiError {
-    let mut answer = error(StatusCode::SERVICE_UNAVAILABLE, why.code(), why.to_string());
-    if let Unavailable::NotLeader { leader_http } = why {
-        answer.leader_http = leader_http;
-    }
-    answer
-}
-
-fn bad_request(message: impl Into<String>) -> ApiError {
-    error(StatusCode::BAD_REQUEST, "bad_request", message)
 }
 
 async fn ask(

@@ -20,7 +20,8 @@ use specie_offline_authority::{
 
 use std::sync::Arc;
 
-use crate::service::{AuthorityService, CoreCheckError, EmbeddedAuthority, Unavailable};
+use crate::api_error::{bad_request, error, unavailable, ApiError};
+use crate::service::{AuthorityService, CoreCheckError, EmbeddedAuthority};
 use crate::AuthorityHandle;
 use specie_transaction::SpecieTransaction;
 
@@ -72,46 +73,6 @@ pub fn service_router(authority: Authority) -> Router {
         })
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
         .with_state(authority)
-}
-
-/// An answer other than success: the status, a stable code, and what went wrong.
-struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-    /// Where the caller should ask instead: the leader's API, from a replica that does not lead.
-    leader_http: Option<String>,
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut body = json!({"error": {"code": self.code, "message": self.message}});
-        if let Some(leader_http) = self.leader_http {
-            body["error"]["leader_http"] = Value::String(leader_http);
-        }
-        (self.status, Json(body)).into_response()
-    }
-}
-
-fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-    ApiError {
-        status,
-        code,
-        message: message.into(),
-        leader_http: None,
-    }
-}
-
-fn unavailable(why: Unavailable) -> ApiError {
-    let mut answer = error(StatusCode::SERVICE_UNAVAILABLE, why.code(), why.to_string());
-    if let Unavailable::NotLeader { leader_http } = why {
-        answer.leader_http = leader_http;
-    }
-    answer
-}
-
-fn bad_request(message: impl Into<String>) -> ApiError {
-    error(StatusCode::BAD_REQUEST, "bad_request", message)
 }
 
 /// `what` in hex, at most `bytes_max` bytes, decoded exactly with `decode`.

@@ -10,6 +10,7 @@
 //! (docs/offline-format.md); every decoder is bounded.
 
 mod api;
+pub mod api_error;
 pub mod device;
 pub mod exchange;
 mod host;
