@@ -11,8 +11,8 @@ use specie_transaction::{CompactTransaction, DecodeLimits, SpecieTransaction, Tx
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     transaction: SpecieTransaction,
-    endorsements: BTreeMap<[u8; 32], [u8; 64]>,
-    /// Derived from `transaction` once: what the ledger spends and creates.
+    /// Derived from `transaction` once (what the ledger spends and creates), with the
+    /// endorsements as its attestations.
     compact: CompactTransaction,
 }
 
@@ -51,12 +51,8 @@ impl Record {
 
     fn from_parts(transaction: SpecieTransaction, endorsements: BTreeMap<[u8; 32], [u8; 64]>) -> Record {
         let mut compact = transaction.compact();
-        compact.attestations = endorsements.clone();
-        Record {
-            transaction,
-            endorsements,
-            compact,
-        }
+        compact.attestations = endorsements;
+        Record { transaction, compact }
     }
 
     pub fn txid(&self) -> Txid {
@@ -90,8 +86,8 @@ impl Record {
 impl Encode for Record {
     fn encode_to(&self, out: &mut Vec<u8>) {
         self.transaction.encode_to(out);
-        put_count(out, self.endorsements.len());
-        for (key, signature) in &self.endorsements {
+        put_count(out, self.compact.attestations.len());
+        for (key, signature) in &self.compact.attestations {
             out.extend_from_slice(key);
             out.extend_from_slice(signature);
         }
