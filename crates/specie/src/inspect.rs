@@ -69,11 +69,12 @@ fn print_json(inspection: &Inspection) {
         .map(|(value, id)| serde_json::json!({"value": value, "uhs_id": hex::encode(id.0)}))
         .collect();
     let marker = inspection.mint_marker.map(|id| hex::encode(id.0));
+    let redeem_marker = inspection.redeem_marker.map(|id| hex::encode(id.0));
     let fastpay_marker = inspection.fastpay_marker.map(|id| hex::encode(id.0));
     let offline_marker = inspection.offline_marker.map(|id| hex::encode(id.0));
     println!(
         "{}",
-        serde_json::json!({"kind": inspection.kind, "txid": inspection.txid.to_string(), "inputs": inputs, "outputs": outputs_json, "mint_marker": marker, "fastpay_marker": fastpay_marker, "offline_marker": offline_marker, "verdict": verdict_json})
+        serde_json::json!({"kind": inspection.kind, "txid": inspection.txid.to_string(), "inputs": inputs, "outputs": outputs_json, "mint_marker": marker, "redeem_marker": redeem_marker, "fastpay_marker": fastpay_marker, "offline_marker": offline_marker, "verdict": verdict_json})
     );
 }
 
@@ -88,6 +89,9 @@ fn print_text(inspection: &Inspection) {
     }
     if let Some(marker) = &inspection.mint_marker {
         println!("mint marker   {}", hex::encode(marker.0));
+    }
+    if let Some(marker) = &inspection.redeem_marker {
+        println!("redeem marker {}", hex::encode(marker.0));
     }
     if let Some(marker) = &inspection.fastpay_marker {
         println!("fastpay marker {}", hex::encode(marker.0));

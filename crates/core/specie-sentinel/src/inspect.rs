@@ -1,7 +1,7 @@
 //! `specie tx inspect`: what a serialized transaction is, and the sentinel's verdict on it.
 
 use specie_codec::{Decode, DecodeError};
-use specie_transaction::{mint_marker, SpecieTransaction, Txid, UhsId};
+use specie_transaction::{mint_marker, redeem_marker, SpecieTransaction, Txid, UhsId};
 
 use crate::{validate, TrustedKeys, ValidationError};
 
@@ -18,6 +18,8 @@ pub struct Inspection {
     pub outputs: Vec<(u64, UhsId)>,
     /// A mint's replay marker, which the shards also create.
     pub mint_marker: Option<UhsId>,
+    /// A redeem's marker, which the shards also create.
+    pub redeem_marker: Option<UhsId>,
     /// A FastPay funding's or redeem's marker, which the shards also create.
     pub fastpay_marker: Option<UhsId>,
     /// An offline funding's or payout's marker, which the shards also create.
@@ -66,6 +68,7 @@ pub fn inspect(hex_text: &str, trusted: &TrustedKeys) -> Result<Inspection, Unde
             .map(|c| (c.output.value, c.uhs_id))
             .collect(),
         mint_marker: matches!(tx, SpecieTransaction::Mint(_)).then(|| mint_marker(&txid)),
+        redeem_marker: matches!(tx, SpecieTransaction::Redeem(_)).then(|| redeem_marker(&txid)),
         fastpay_marker: tx.marker().filter(|_| is_fastpay),
         offline_marker: tx.marker().filter(|_| is_offline),
         verdict: validate(&tx, trusted),

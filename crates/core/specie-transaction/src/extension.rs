@@ -21,7 +21,10 @@
 //! * Redeem: `header ‖ kind ‖ amount(u64) ‖ vec<Input> ‖ vec<Output> (change) ‖ vec<Witness> ‖
 //!   issuer_pubkey(32) ‖ issuer_signature(64)`, txid = SHA-256(header ‖ kind ‖ u64le(amount) ‖
 //!   ser(vec<Input>) ‖ ser(vec<Output>)), signed by every input owner and by the issuer.
-//!   sum(inputs) = sum(change) + amount, amount ≥ 1 (checked by the sentinel).
+//!   sum(inputs) = sum(change) + amount, amount ≥ 1 (checked by the sentinel). The compact
+//!   transaction creates the change's UHS ids plus [`redeem_marker`]`(txid)`: a redeem may have
+//!   no change, and the marker makes every confirmed transaction leave an id in the UHS, which
+//!   is how the ledger of record tells, after a crash, which transactions the shards committed.
 //!
 //! Because every txid preimage starts with the header and kind, a signature over an extension
 //! txid can never be replayed as one over a transfer txid or another kind's.
@@ -62,6 +65,7 @@ pub const MINT_NONCE_BYTES: usize = 32;
 /// Domain separator of the mint marker id. The preimage is 21 + 32 = 53 bytes, while every
 /// spendable UHS id hashes an 80-byte input, so the marker can never equal a spendable id.
 pub const MINT_MARKER_DOMAIN: &[u8; 21] = b"specie/mint-marker/v1";
+pub const REDEEM_MARKER_DOMAIN: &[u8; 23] = b"specie/redeem-marker/v1";
 
 const _: () = assert!(EXTENSION_HEADER[7] == EXTENSION_VERSION);
 // The header, read as a little-endian input count, is at least 2^56.
@@ -71,6 +75,14 @@ const _: () = assert!(u64::from_le_bytes(EXTENSION_HEADER) >= 1 << 56);
 pub fn mint_marker(txid: &Txid) -> UhsId {
     let mut hasher = Sha256Writer::new();
     hasher.update(MINT_MARKER_DOMAIN);
+    hasher.update(&txid.0);
+    UhsId(hasher.finish())
+}
+
+/// The mark of a confirmed redeem: SHA-256("specie/redeem-marker/v1" ‖ txid). Never spent.
+pub fn redeem_marker(txid: &Txid) -> UhsId {
+    let mut hasher = Sha256Writer::new();
+    hasher.update(REDEEM_MARKER_DOMAIN);
     hasher.update(&txid.0);
     UhsId(hasher.finish())
 }
@@ -337,13 +349,14 @@ impl SpecieTransaction {
     }
 
     /// The value-less, unspendable id this transaction creates after its outputs, if its kind
-    /// has one: a mint's [`mint_marker`], a funding's
+    /// has one: a mint's [`mint_marker`], a redeem's [`redeem_marker`], a funding's
     /// [`fastpay_funding_marker`](crate::fastpay::fastpay_funding_marker), a FastPay redeem's
     /// [`fastpay_redeem_marker`](crate::fastpay::fastpay_redeem_marker).
     pub fn marker(&self) -> Option<UhsId> {
         match self {
-            SpecieTransaction::Transfer(_) | SpecieTransaction::Redeem(_) => None,
+            SpecieTransaction::Transfer(_) => None,
             SpecieTransaction::Mint(mint) => Some(mint_marker(&mint.txid())),
+            SpecieTransaction::Redeem(redeem) => Some(redeem_marker(&redeem.txid())),
             SpecieTransaction::FastpayFunding(funding) => Some(funding.marker()),
             SpecieTransaction::FastpayRedeem(redeem) => Some(redeem.marker()),
             SpecieTransaction::OfflineFunding(funding) => Some(funding.marker()),
@@ -477,6 +490,9 @@ mod tests {
     fn header_bytes() {
         assert_eq!(hex::encode(EXTENSION_HEADER), "ff53504345585401");
         assert_eq!(MINT_MARKER_DOMAIN.len() + 32, 53);
+        assert_eq!(REDEEM_MARKER_DOMAIN.len() + 32, 55);
+        assert_ne!(REDEEM_MARKER_DOMAIN.len() + 32, crate::limits::INPUT_BYTES);
+        assert_ne!(redeem_marker(&Txid([1; 32])), mint_marker(&Txid([1; 32])));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use specie_transaction::extension::{EXTENSION_HEADER, KIND_FASTPAY_FUND, KIND_FA
 use specie_transaction::hash::sha256;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{
-    mint_marker, witness_program_commitment, CompactTransaction, CreatedOutput, FastpayFunding, FastpayRedeem, Input,
+    mint_marker, redeem_marker, witness_program_commitment, CompactTransaction, CreatedOutput, FastpayFunding, FastpayRedeem, Input,
     MintTransaction, NonceMode, Output, RedeemTransaction, SpecieTransaction, Transaction, UhsId,
 };
 
@@ -235,7 +235,8 @@ fn documented_bytes_decode_and_hash_as_specified() {
     assert_eq!(sha256(&preimage), v.hash("redeem_txid"));
     let redeem_compact = CompactTransaction::decode_exact(&v.bytes("redeem_compact_ser")).unwrap();
     assert_eq!(redeem_compact.spent, vec![UhsId(v.hash("mint_uhs_id[1]"))]);
-    assert_eq!(redeem_compact.created.len(), 1);
+    assert_eq!(redeem_compact.created.len(), 2, "the change, then the marker");
+    assert_eq!(redeem_compact.created[1], redeem_marker(&redeem.txid()));
     let input: Input = redeem.inputs[0];
     assert_eq!(input.data.value, 50);
 }
