@@ -342,6 +342,34 @@ impl Log {
         Ok(())
     }
 
+    /// The payload of record `index`, read back from its segment. Costs one read and scan of
+    /// that segment (at most `segment_bytes_max`): for logs read now and then, such as a
+    /// ledger's blocks served on request, not for a hot path.
+    pub fn read(&self, index: u64) -> Result<Vec<u8>, LogError> {
+        self.check_poisoned()?;
+        let first_held = self.segments[0].max(self.snapshot_last_index + 1);
+        if index < first_held || index > self.last_index {
+            return Err(LogError::IndexAbsent {
+                index,
+                first_index: first_held,
+                last_index: self.last_index,
+            });
+        }
+        let position = self.segments.partition_point(|&first| first <= index) - 1;
+        let first_index = self.segments[position];
+        let path = segment::path(&self.dir, first_index);
+        let bytes = fs::read(&path).map_err(io_error(&path))?;
+        let sealed = position + 1 < self.segments.len();
+        let mut scan = segment::SegmentScan::new(&path, &bytes, first_index, sealed, self.options.record_bytes_max);
+        loop {
+            match scan.step()? {
+                segment::Scanned::Frame { frame, .. } if frame.index == index => return Ok(frame.payload.to_vec()),
+                segment::Scanned::Frame { .. } => {}
+                segment::Scanned::End(_) => unreachable!("record {index} is below last_index, so in its segment"),
+            }
+        }
+    }
+
     /// Index of the newest record, or of the snapshot if it is newer; 0 for an empty log.
     pub fn last_index(&self) -> u64 {
         self.last_index

@@ -84,6 +84,16 @@ fn round_trip_across_segment_rolls_and_reopen() {
     let (log, recovered) = Log::open(dir.path(), options(4096)).unwrap();
     assert_eq!(recovered.records, expected);
     assert_eq!(log.last_index(), expected.len() as u64);
+    // Every record reads back by index, from sealed segments and the active one alike.
+    for (index, payload) in &expected {
+        assert_eq!(&log.read(*index).unwrap(), payload, "record {index}");
+    }
+    for absent in [0, expected.len() as u64 + 1] {
+        assert!(
+            matches!(log.read(absent), Err(LogError::IndexAbsent { index, .. }) if index == absent),
+            "record {absent}"
+        );
+    }
 
     let segments = segment_files(dir.path());
     assert!(segments.len() > 10, "expected many rolls, got {}", segments.len());
