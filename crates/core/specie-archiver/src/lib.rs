@@ -14,8 +14,10 @@
 
 mod block;
 mod ledger;
+mod reconcile;
 mod record;
 
 pub use block::{Block, BlockError, BlockHeader, BlockLimits, BLOCK_DOMAIN, RECORDS_DOMAIN};
 pub use ledger::{LedgerLimits, LedgerOfRecord, Located, Offered};
+pub use reconcile::{committed, created_ids};
 pub use record::{Record, RecordError, RecordLimits};

@@ -49,6 +49,13 @@ impl Record {
         Ok(Record::from_parts(transaction, compact.attestations.clone()))
     }
 
+    /// The record of `transaction` from the compact form a sentinel derived from it while
+    /// validating it, so the hashing is not done twice on the data plane.
+    pub fn from_sentinel(transaction: SpecieTransaction, compact: CompactTransaction) -> Record {
+        debug_assert_eq!(transaction.compact().txid, compact.txid, "the sentinel's compact form is its own");
+        Record { transaction, compact }
+    }
+
     fn from_parts(transaction: SpecieTransaction, endorsements: BTreeMap<[u8; 32], [u8; 64]>) -> Record {
         let mut compact = transaction.compact();
         compact.attestations = endorsements;

@@ -3,10 +3,10 @@
 //! model's unspent set; every transaction has a block, a position and a proof; a block that was
 //! tampered with, reordered against its dependencies, or repeated is refused and changes nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use proptest::prelude::*;
-use specie_archiver::{Block, BlockError, LedgerLimits, LedgerOfRecord, Offered, Record, RECORDS_DOMAIN};
+use specie_archiver::{committed, created_ids, Block, BlockError, LedgerLimits, LedgerOfRecord, Offered, Record, RECORDS_DOMAIN};
 use specie_codec::{Decode, Encode};
 use specie_transaction::{CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction, Transaction, UhsId};
 
@@ -120,6 +120,43 @@ proptest! {
             prop_assert_eq!(proof.verify(RECORDS_DOMAIN, &record.leaf(), &header.records_root), Ok(()));
             prop_assert_eq!(ledger.offer(record.clone()), Offered::Known);
         }
+    }
+
+    /// A crash left written-ahead records whose outcome nobody wrote down: the shards committed
+    /// a prefix of the history (and refused a double spend of every other committed transfer).
+    /// Read off the UHS, exactly the prefix comes out committed, whatever the order.
+    #[test]
+    fn the_uhs_tells_exactly_which_written_ahead_records_were_committed(
+        outputs in 1usize..6,
+        transfers in prop::collection::vec((any::<usize>(), any::<usize>(), any::<u8>()), 0..40),
+        committed_count in any::<prop::sample::Index>(),
+        order in any::<prop::sample::Index>(),
+    ) {
+        let (records, _) = history(outputs, &transfers);
+        let committed_count = committed_count.index(records.len() + 1);
+        let prefix = &records[..committed_count];
+        let created: BTreeSet<UhsId> = prefix.iter().flat_map(|r| r.created().to_vec()).collect();
+        let spent: BTreeSet<UhsId> = prefix.iter().flat_map(|r| r.spent().to_vec()).collect();
+        let uhs: HashSet<UhsId> = created.difference(&spent).copied().collect();
+        let mut pending: Vec<(Record, bool)> = records
+            .iter()
+            .enumerate()
+            .map(|(index, record)| (record.clone(), index < committed_count))
+            .collect();
+        for (n, record) in prefix.iter().enumerate().filter(|(n, _)| n % 2 == 1) {
+            if let SpecieTransaction::Transfer(transfer) = record.transaction() {
+                let mut twin = transfer.clone();
+                twin.outputs[0].witness_program_commitment = [0xEE; 32];
+                twin.outputs[0].value = n as u64;
+                let twin = SpecieTransaction::Transfer(twin);
+                pending.push((Record::new(twin.clone(), &twin.compact()).unwrap(), false));
+            }
+        }
+        let rotate = order.index(pending.len());
+        pending.rotate_left(rotate);
+        let (pending, expected): (Vec<Record>, Vec<bool>) = pending.into_iter().unzip();
+        let asked: HashSet<UhsId> = created_ids(&pending).into_iter().filter(|id| uhs.contains(id)).collect();
+        prop_assert_eq!(committed(&pending, &asked), expected);
     }
 }
 
