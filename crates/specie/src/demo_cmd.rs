@@ -50,6 +50,10 @@ pub struct DemoArgs {
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Run the embedded node without the ledger of record (which is on by default and checked at
+    /// the end: its blocks must replay to exactly the shards' UHS). To measure what it costs.
+    #[arg(long, conflicts_with = "cluster")]
+    pub no_ledger_of_record: bool,
     /// Run the Byzantine mode instead (FastPay): an embedded core as the Primary and a committee
     /// of 4 authorities, one of them Byzantine (it forges its votes), each with --shards shards.
     /// --wallets accounts are funded from the core, --payments payments stream between them
@@ -144,6 +148,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         data_dir: args.data_dir,
         cluster: args.cluster,
         json: args.json,
+        ledger_of_record: !args.no_ledger_of_record,
     };
     Ok(specie_bench::demo::run(&options)?)
 }

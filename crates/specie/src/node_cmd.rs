@@ -40,6 +40,12 @@ pub struct NodeArgs {
     /// Bech32 address prefix. Only for a new data directory.
     #[arg(long)]
     pub hrp: Option<String>,
+    /// Create the data directory without the ledger of record (blocks of every confirmed
+    /// transaction under <data-dir>/ledger, served at /v1/ledger). Only for a new data
+    /// directory: a ledger must hold every transaction from genesis, so it cannot be added or
+    /// dropped later.
+    #[arg(long)]
+    pub no_ledger_of_record: bool,
     /// Most compact transactions per dtxn (Hamilton used 2000).
     #[arg(long, default_value_t = 2000)]
     pub batch_transactions_max: usize,
@@ -106,6 +112,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     options.offline_authority = args.offline_authority;
     options.exchange = args.exchange;
     options.batch_transactions_max = args.batch_transactions_max;
+    options.ledger_of_record = args.no_ledger_of_record.then_some(false);
     specie_node::serve::serve(options, args.listen, limits)?;
     Ok(ExitCode::SUCCESS)
 }

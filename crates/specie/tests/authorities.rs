@@ -115,7 +115,10 @@ fn check_bad_input(topology: &Topology, mint: &SpecieTransaction, fundings: &[Fa
     assert_eq!(
         // One byte over: the server has read all but that byte when it answers, so the client is
         // not still writing (and failing with a broken pipe) when the connection closes.
-        answer(&format!("{api}/v1/fastpay/certificates"), Some(&vec![1; BODY_BYTES_MAX + 1])),
+        answer(
+            &format!("{api}/v1/fastpay/certificates"),
+            Some(&vec![1; BODY_BYTES_MAX + 1])
+        ),
         (413, "body_too_large".into())
     );
     assert_eq!(

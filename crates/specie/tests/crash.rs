@@ -1,6 +1,8 @@
 //! `kill -9` of a loaded node loses no confirmed transaction, and a restart restores the exact
 //! UHS. A real `specie node` process on 127.0.0.1 is driven over HTTP by several clients,
-//! killed with SIGKILL mid-load, and restarted on the same data directory.
+//! killed with SIGKILL mid-load, and restarted on the same data directory. The ledger of record
+//! comes back replaying to that same UHS (the transactions in flight at the kill decided by the
+//! shards), and every transaction a client saw confirmed is in it, with a proof that checks.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -10,11 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use secp256k1::Keypair;
-use specie_codec::Encode;
+use specie_archiver::{BlockHeader, Record, RECORDS_DOMAIN};
+use specie_codec::{Decode, Encode};
+use specie_merkle::InclusionProof;
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
     mint_marker, witness_program_commitment, CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction,
-    Transaction, UhsId,
+    Transaction, Txid, UhsId,
 };
 
 const CLIENTS: usize = 4;
@@ -105,9 +109,49 @@ fn query(node_url: &str, ids: &[UhsId]) -> Vec<bool> {
 
 /// What a client learned: transactions confirmed, and a batch whose fate the kill hid.
 #[derive(Default)]
-struct Ledger {
+struct Seen {
     confirmed: Vec<(Vec<UhsId>, Vec<UhsId>)>,
+    confirmed_txids: Vec<Txid>,
     unknown: Vec<(Vec<UhsId>, Vec<UhsId>)>,
+}
+
+/// The ledger of record's replayed UHS: count and digest.
+fn ledger_digest(node_url: &str) -> (u64, String) {
+    let body: serde_json::Value = ureq::get(&format!("{node_url}/v1/ledger"))
+        .call()
+        .expect("ledger head")
+        .into_json()
+        .expect("json");
+    assert_eq!(body["waiting"], 0, "{body}");
+    (
+        body["uhs_ids"].as_u64().expect("ids"),
+        body["uhs_sha256_sorted"].as_str().expect("sha").to_string(),
+    )
+}
+
+/// Fetches `txid`'s place in the ledger and checks its proof against the header given, and that
+/// header against the block the ledger serves at that height.
+fn check_in_ledger(node_url: &str, txid: &Txid) {
+    let body: serde_json::Value = ureq::get(&format!("{node_url}/v1/ledger/transactions/{}", hex::encode(txid.0)))
+        .call()
+        .unwrap_or_else(|e| panic!("{txid} is not in the ledger: {e}"))
+        .into_json()
+        .expect("json");
+    let bytes = |key: &str| hex::decode(body[key].as_str().expect(key)).expect("hex");
+    let record = Record::decode_exact(&bytes("record")).expect("record");
+    assert_eq!(&record.txid(), txid);
+    let proof = InclusionProof::decode_exact(&bytes("proof")).expect("proof");
+    let header = BlockHeader::decode_exact(&hex::decode(body["header"]["encoded"].as_str().unwrap()).unwrap()).unwrap();
+    assert_eq!(
+        proof.verify(RECORDS_DOMAIN, &record.leaf(), &header.records_root),
+        Ok(())
+    );
+    let block: serde_json::Value = ureq::get(&format!("{node_url}/v1/ledger/blocks/{}", header.height))
+        .call()
+        .expect("block")
+        .into_json()
+        .expect("json");
+    assert_eq!(block["header"]["hash"].as_str().unwrap(), hex::encode(header.hash()));
 }
 
 fn spent_created(tx: &SpecieTransaction) -> (Vec<UhsId>, Vec<UhsId>) {
@@ -143,7 +187,7 @@ fn kill_9_under_load_loses_nothing_and_restart_restores_the_exact_uhs() {
     );
     let coins = mint.created_outputs();
 
-    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let ledger = Arc::new(Mutex::new(Seen::default()));
     let stop = Arc::new(AtomicBool::new(false));
     let clients: Vec<_> = coins
         .chunks(COINS_PER_CLIENT)
@@ -181,6 +225,7 @@ fn kill_9_under_load_loses_nothing_and_restart_restores_the_exact_uhs() {
                             for (tx, status) in txs.iter().zip(statuses) {
                                 assert_eq!(status, "confirmed", "an honest transfer was refused");
                                 ledger.confirmed.push(spent_created(tx));
+                                ledger.confirmed_txids.push(tx.txid());
                                 coins.extend(tx.created_outputs());
                             }
                         }
@@ -250,6 +295,11 @@ fn kill_9_under_load_loses_nothing_and_restart_restores_the_exact_uhs() {
         "restart must restore exactly the confirmed UHS ({} confirmed, {applied_unknown} in flight applied)",
         ledger.confirmed.len()
     );
+    assert_eq!(
+        ledger_digest(&node.url),
+        expected,
+        "the ledger of record, reconciled after the kill, replays to the UHS"
+    );
 
     // And a second kill and restart of the idle node changes nothing.
     let mut node = node;
@@ -257,6 +307,19 @@ fn kill_9_under_load_loses_nothing_and_restart_restores_the_exact_uhs() {
     node.child.wait().unwrap();
     let mut again = start(dir.path(), &issuer_hex);
     assert_eq!(digest(&again.url), expected);
+    assert_eq!(
+        ledger_digest(&again.url),
+        expected,
+        "the ledger of record replays to the same UHS"
+    );
+    for txid in ledger
+        .confirmed_txids
+        .iter()
+        .step_by(ledger.confirmed_txids.len() / 50 + 1)
+    {
+        check_in_ledger(&again.url, txid);
+    }
+    check_in_ledger(&again.url, &mint.txid());
     again.child.kill().unwrap();
     again.child.wait().unwrap();
 }

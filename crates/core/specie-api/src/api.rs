@@ -10,8 +10,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use specie_archiver::{Block, BlockHeader, LedgerEntry, LedgerHead};
 use specie_codec::Decode;
-use specie_transaction::{SpecieTransaction, UhsId};
+use specie_codec::Encode;
+use specie_transaction::{SpecieTransaction, Txid, UhsId};
 
 use crate::status::{CompletionSender, NodeInfo, TxStatus};
 
@@ -33,6 +35,9 @@ pub enum BackendError {
     /// No leader took up the work in time (after a failover).
     #[error("no {role} leader within {timeout_ms} ms")]
     NoLeader { role: String, timeout_ms: u64 },
+    /// This backend keeps no ledger of record.
+    #[error("this node keeps no ledger of record")]
+    NoLedger,
 }
 
 /// What the API needs from whatever stands behind it: an embedded node, or a sentinel in front
@@ -49,6 +54,18 @@ pub trait Backend: Clone + Send + Sync + 'static {
     fn wait_for_leaders(&self, _timeout: std::time::Duration) -> Result<(), BackendError> {
         Ok(())
     }
+    /// The ledger of record's head, if this backend keeps one.
+    fn ledger_head(&self) -> Result<LedgerHead, BackendError> {
+        Err(BackendError::NoLedger)
+    }
+    /// Block `height` of the ledger of record; `None` past the head.
+    fn ledger_block(&self, _height: u64) -> Result<Option<Block>, BackendError> {
+        Err(BackendError::NoLedger)
+    }
+    /// Where `txid` is in the ledger of record, with the proof; `None` if it is in no block.
+    fn ledger_transaction(&self, _txid: Txid) -> Result<Option<LedgerEntry>, BackendError> {
+        Err(BackendError::NoLedger)
+    }
 }
 
 pub fn router<B: Backend>(node: B) -> Router {
@@ -58,6 +75,9 @@ pub fn router<B: Backend>(node: B) -> Router {
         .route("/v1/uhs/query", post(query::<B>))
         .route("/v1/uhs/digest", get(digest::<B>))
         .route("/v1/uhs/{id}", get(query_one::<B>))
+        .route("/v1/ledger", get(ledger_head::<B>))
+        .route("/v1/ledger/blocks/{height}", get(ledger_block::<B>))
+        .route("/v1/ledger/transactions/{txid}", get(ledger_transaction::<B>))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -120,6 +140,7 @@ async fn on_node<T: Send + 'static>(
         .map_err(|_| ApiError::stopping())?
         .map_err(|error| match error {
             BackendError::Stopping => ApiError::stopping(),
+            BackendError::NoLedger => ApiError::new(StatusCode::NOT_FOUND, "no_ledger_of_record", error.to_string()),
             other => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", other.to_string()),
         })
 }
@@ -342,4 +363,82 @@ async fn query_one<B: Backend>(
 async fn digest<B: Backend>(State(node): State<B>) -> Result<Json<serde_json::Value>, ApiError> {
     let (ids, sha256) = on_node(move || node.uhs_digest()).await?;
     Ok(Json(json!({"ids": ids, "sha256_sorted": hex::encode(sha256)})))
+}
+
+fn header_json(header: &BlockHeader) -> serde_json::Value {
+    json!({
+        "height": header.height,
+        "hash": hex::encode(header.hash()),
+        "previous": hex::encode(header.previous),
+        "records": header.records,
+        "records_root": hex::encode(header.records_root),
+        "encoded": hex::encode(header.encode()),
+    })
+}
+
+async fn ledger_head<B: Backend>(State(node): State<B>) -> Result<Json<serde_json::Value>, ApiError> {
+    let head = on_node(move || node.ledger_head()).await?;
+    Ok(Json(json!({
+        "height": head.height,
+        "head": head.head.as_ref().map(header_json),
+        "uhs_ids": head.uhs.0,
+        "uhs_sha256_sorted": hex::encode(head.uhs.1),
+        "waiting": head.waiting,
+        "undecided": head.undecided,
+    })))
+}
+
+async fn ledger_block<B: Backend>(
+    State(node): State<B>,
+    Path(height): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let height: u64 = height.parse().ok().filter(|h| *h > 0).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_height",
+            format!("block height '{height}' is not a whole number from 1"),
+        )
+    })?;
+    let block = on_node(move || node.ledger_block(height)).await?.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_such_block",
+            format!("the ledger has no block {height} yet"),
+        )
+    })?;
+    let txids: Vec<String> = block.records.iter().map(|r| hex::encode(r.txid().0)).collect();
+    Ok(Json(json!({
+        "header": header_json(&block.header),
+        "txids": txids,
+        "encoded": hex::encode(block.encode()),
+    })))
+}
+
+async fn ledger_transaction<B: Backend>(
+    State(node): State<B>,
+    Path(txid): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let txid = Txid(parse_id(&txid, "the txid in the path")?.0);
+    let reader = node.clone();
+    let Some(entry) = on_node(move || reader.ledger_transaction(txid)).await? else {
+        let head = on_node(move || node.ledger_head()).await?;
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_in_ledger",
+            format!(
+                "transaction {} is in no block up to height {} ({} confirmed transactions wait for a block)",
+                hex::encode(txid.0),
+                head.height,
+                head.waiting
+            ),
+        ));
+    };
+    Ok(Json(json!({
+        "txid": hex::encode(txid.0),
+        "height": entry.located.height,
+        "position": entry.located.position,
+        "header": header_json(&entry.header),
+        "record": hex::encode(entry.record.encode()),
+        "proof": hex::encode(entry.proof.encode()),
+    })))
 }

@@ -103,6 +103,11 @@ impl LedgerOfRecord {
         self.waiting.len()
     }
 
+    /// The confirmed records waiting for a block, in the order they came.
+    pub fn waiting_records(&self) -> impl Iterator<Item = &Record> {
+        self.waiting.iter()
+    }
+
     /// The count of the UHS the ledger replays to, and SHA-256 over its ids in ascending order:
     /// the digest the core's shards give for theirs (`uhs_digest`).
     pub fn uhs_digest(&self) -> (u64, [u8; 32]) {

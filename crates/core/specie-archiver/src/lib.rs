@@ -14,10 +14,12 @@
 
 mod block;
 mod ledger;
+mod query;
 mod reconcile;
 mod record;
 
 pub use block::{Block, BlockError, BlockHeader, BlockLimits, BLOCK_DOMAIN, RECORDS_DOMAIN};
 pub use ledger::{LedgerLimits, LedgerOfRecord, Located, Offered};
+pub use query::{LedgerEntry, LedgerHead};
 pub use reconcile::{committed, created_ids};
 pub use record::{Record, RecordError, RecordLimits};

@@ -22,7 +22,10 @@ use crate::record::Record;
 
 /// Every id the records create: what to ask the shards about.
 pub fn created_ids(records: &[Record]) -> Vec<UhsId> {
-    records.iter().flat_map(|record| record.created().iter().copied()).collect()
+    records
+        .iter()
+        .flat_map(|record| record.created().iter().copied())
+        .collect()
 }
 
 /// Which of `records` (distinct transactions) were committed, given which of their created ids

@@ -52,7 +52,11 @@ impl Record {
     /// The record of `transaction` from the compact form a sentinel derived from it while
     /// validating it, so the hashing is not done twice on the data plane.
     pub fn from_sentinel(transaction: SpecieTransaction, compact: CompactTransaction) -> Record {
-        debug_assert_eq!(transaction.compact().txid, compact.txid, "the sentinel's compact form is its own");
+        debug_assert_eq!(
+            transaction.compact().txid,
+            compact.txid,
+            "the sentinel's compact form is its own"
+        );
         Record { transaction, compact }
     }
 

@@ -6,7 +6,9 @@
 use std::collections::{BTreeSet, HashSet};
 
 use proptest::prelude::*;
-use specie_archiver::{committed, created_ids, Block, BlockError, LedgerLimits, LedgerOfRecord, Offered, Record, RECORDS_DOMAIN};
+use specie_archiver::{
+    committed, created_ids, Block, BlockError, LedgerLimits, LedgerOfRecord, Offered, Record, RECORDS_DOMAIN,
+};
 use specie_codec::{Decode, Encode};
 use specie_transaction::{CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction, Transaction, UhsId};
 

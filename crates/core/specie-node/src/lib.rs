@@ -11,6 +11,7 @@
 //! after `kill -9` the same log replays into the same state, and the coordinator resumes every
 //! dtxn in flight from its last phase.
 
+pub mod archive;
 mod manifest;
 mod node;
 pub mod serve;

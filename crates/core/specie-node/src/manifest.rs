@@ -11,6 +11,10 @@ pub struct NodeManifest {
     pub hrp: String,
     /// x-only issuer public keys, hex: only these may sign mints and redeems.
     pub issuers: Vec<String>,
+    /// Whether the node keeps the ledger of record. Chosen at creation: a ledger started later
+    /// could not replay to the UHS. Absent in directories from before the ledger: off.
+    #[serde(default)]
+    pub ledger_of_record: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +37,8 @@ pub enum NodeManifestError {
         existing: String,
         requested: String,
     },
+    #[error("{path} was created {}the ledger of record; it cannot be reopened {} it (the ledger must hold every transaction from genesis)", if *.existing { "with " } else { "without " }, if *.existing { "without" } else { "with" })]
+    LedgerChanged { path: String, existing: bool },
 }
 
 pub const MANIFEST_FILE: &str = "node.toml";
@@ -46,6 +52,7 @@ impl NodeManifest {
         shards: Option<usize>,
         hrp: Option<&str>,
         issuers: &[String],
+        ledger_of_record: Option<bool>,
     ) -> Result<NodeManifest, NodeManifestError> {
         let path = dir.join(MANIFEST_FILE);
         let shown = path.display().to_string();
@@ -76,6 +83,12 @@ impl NodeManifest {
                         requested: requested.to_string(),
                     });
                 }
+                if ledger_of_record.is_some_and(|requested| requested != manifest.ledger_of_record) {
+                    return Err(NodeManifestError::LedgerChanged {
+                        path: shown,
+                        existing: manifest.ledger_of_record,
+                    });
+                }
                 manifest
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => NodeManifest {
@@ -83,6 +96,7 @@ impl NodeManifest {
                 shards: shards.unwrap_or(2),
                 hrp: hrp.unwrap_or("usd").to_string(),
                 issuers: vec![],
+                ledger_of_record: ledger_of_record.unwrap_or(true),
             },
             Err(source) => return Err(NodeManifestError::Read { path: shown, source }),
         };
@@ -154,24 +168,48 @@ mod tests {
     #[test]
     fn bad_options_are_refused_before_anything_is_written() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(NodeManifest::load_or_create(dir.path(), Some(0), None, &[]).is_err());
-        assert!(NodeManifest::load_or_create(dir.path(), None, Some("USD"), &[]).is_err());
-        assert!(NodeManifest::load_or_create(dir.path(), None, None, &["zz".to_string()]).is_err());
+        assert!(NodeManifest::load_or_create(dir.path(), Some(0), None, &[], None).is_err());
+        assert!(NodeManifest::load_or_create(dir.path(), None, Some("USD"), &[], None).is_err());
+        assert!(NodeManifest::load_or_create(dir.path(), None, None, &["zz".to_string()], None).is_err());
         assert!(
             !dir.path().join(MANIFEST_FILE).exists(),
             "nothing stored after refusals"
         );
-        let created = NodeManifest::load_or_create(dir.path(), Some(3), None, &[]).unwrap();
+        let created = NodeManifest::load_or_create(dir.path(), Some(3), None, &[], None).unwrap();
         assert_eq!(created.shards, 3);
-        let reopened = NodeManifest::load_or_create(dir.path(), None, None, &[]).unwrap();
+        let reopened = NodeManifest::load_or_create(dir.path(), None, None, &[], None).unwrap();
         assert_eq!(reopened, created);
         assert!(matches!(
-            NodeManifest::load_or_create(dir.path(), Some(4), None, &[]),
+            NodeManifest::load_or_create(dir.path(), Some(4), None, &[], None),
             Err(NodeManifestError::ShardsChanged {
                 existing: 3,
                 requested: 4,
                 ..
             })
         ));
+        assert!(created.ledger_of_record, "on by default for a new directory");
+        let error = NodeManifest::load_or_create(dir.path(), None, None, &[], Some(false)).unwrap_err();
+        assert!(
+            matches!(error, NodeManifestError::LedgerChanged { existing: true, .. }),
+            "{error:?}"
+        );
+        assert!(
+            error.to_string().contains("created with the ledger of record"),
+            "{error}"
+        );
+        // A directory from before the ledger has none, and keeps none.
+        let old = tempfile::tempdir().unwrap();
+        std::fs::write(
+            old.path().join(MANIFEST_FILE),
+            "format_version = 1\nshards = 2\nhrp = \"usd\"\nissuers = []\n",
+        )
+        .unwrap();
+        let reopened = NodeManifest::load_or_create(old.path(), None, None, &[], None).unwrap();
+        assert!(!reopened.ledger_of_record);
+        let error = NodeManifest::load_or_create(old.path(), None, None, &[], Some(true)).unwrap_err();
+        assert!(
+            error.to_string().contains("created without the ledger of record"),
+            "{error}"
+        );
     }
 }

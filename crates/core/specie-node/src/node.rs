@@ -4,16 +4,18 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
+use specie_archiver::{Block, LedgerEntry, LedgerHead, Record};
 use specie_coordinator::CoordinatorConfig;
 use specie_fastpay::Committee;
 use specie_sentinel::{IssuerKeys, IssuerKeysError, TrustedKeys};
 use specie_shard::{ShardRange, ShardRangeError, ShardStateError};
-use specie_transaction::{CompactTransaction, SpecieTransaction, UhsId};
+use specie_transaction::{CompactTransaction, SpecieTransaction, Txid, UhsId};
 
 use specie_coordinator::{Coordinator, CoordinatorState, CoordinatorStateError};
 use specie_host::{EmbeddedHost, HostMessage, RecoverError};
 use specie_shard::{Shard, ShardCall, ShardRead, ShardReply};
 
+use crate::archive::{Archive, ArchiveError, ArchiveMessage, ArchiveOptions, LedgerRead, LedgerReply};
 use crate::manifest::{NodeManifest, NodeManifestError};
 use crate::wiring::{CoordinatorMessage, CoordinatorWiring, ShardMessage, ShardReplyTo, ShardWiring};
 
@@ -47,6 +49,11 @@ pub struct NodeOptions {
     pub snapshot_log_bytes: u64,
     /// Off only for benchmarks that measure everything but the disk.
     pub fsync: bool,
+    /// Whether the node keeps the ledger of record (`<data dir>/ledger`): every confirmed
+    /// transaction, in hash-chained blocks. Applies only when the data directory is new (the
+    /// ledger must start at genesis to replay to the UHS); `None` means on for a new directory
+    /// and whatever `node.toml` says for an existing one.
+    pub ledger_of_record: Option<bool>,
 }
 
 impl NodeOptions {
@@ -64,6 +71,7 @@ impl NodeOptions {
             queue_transactions_max: 200_000,
             snapshot_log_bytes: 256 * 1024 * 1024,
             fsync: true,
+            ledger_of_record: None,
         }
     }
 
@@ -104,11 +112,83 @@ pub enum OpenError {
     },
     #[error("{dtxns} dtxns resumed from the log were still unfinished after {limit_ms} ms")]
     ResumeStalled { dtxns: usize, limit_ms: u64 },
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
+    #[error("the ledger of record replays to {ledger_ids} UHS ids (digest {ledger_digest}) but the shards hold {shard_ids} (digest {shard_digest}): one of them lost or invented a transaction")]
+    LedgerDiverged {
+        ledger_ids: u64,
+        ledger_digest: String,
+        shard_ids: u64,
+        shard_digest: String,
+    },
 }
 
 /// How long opening may spend finishing the dtxns that were in flight at the last stop. Local
 /// shards answer in microseconds; running out means a shard is wedged, not slow.
 const RESUME_LIMIT_MS: u64 = 30_000;
+
+/// Opens the ledger of record once the coordinator has finished every dtxn in flight, and
+/// checks it against the shards: with nothing waiting for a block, the blocks must replay to
+/// exactly the UHS the shards hold.
+fn open_archive(handle: &NodeHandle, options: ArchiveOptions) -> Result<Archive, OpenError> {
+    let archive = Archive::open(options, |ids| handle.query_uhs(ids).map_err(|error| error.to_string()))?;
+    if archive.ledger().waiting() == 0 {
+        let (ledger_ids, ledger_digest) = archive.ledger().uhs_digest();
+        let (shard_ids, shard_digest) = handle
+            .uhs_digest()
+            .map_err(|error| ArchiveError::Uhs(error.to_string()))?;
+        if (ledger_ids, ledger_digest) != (shard_ids, shard_digest) {
+            return Err(OpenError::LedgerDiverged {
+                ledger_ids,
+                ledger_digest: hex::encode(ledger_digest),
+                shard_ids,
+                shard_digest: hex::encode(shard_digest),
+            });
+        }
+    } else {
+        tracing::error!(
+            waiting = archive.ledger().waiting(),
+            "ledger of record: confirmed transactions spend outputs no block creates"
+        );
+    }
+    Ok(archive)
+}
+
+/// The shards' threads and their inboxes, in shard order.
+type StartedShards = (Vec<JoinHandle<()>>, Vec<Sender<ShardMessage>>);
+
+/// Recovers every shard from its log and starts its thread; they answer the coordinator on
+/// `answers`.
+fn start_shards(
+    options: &NodeOptions,
+    ranges: &[ShardRange],
+    log_options: &specie_log::LogOptions,
+    answers: Sender<Vec<specie_coordinator::CoordinatorInput>>,
+) -> Result<StartedShards, OpenError> {
+    let mut threads = vec![];
+    let mut inboxes = vec![];
+    for (index, range) in ranges.iter().enumerate() {
+        let wiring = ShardWiring {
+            index,
+            coordinator: answers.clone(),
+            answers: vec![],
+        };
+        let host = EmbeddedHost::recover(
+            format!("shard {index}"),
+            Shard::empty(*range),
+            wiring,
+            &options.data_dir.join(format!("shard-{index}")),
+            log_options.clone(),
+            options.snapshot_log_bytes,
+        )?;
+        let (inbox_tx, inbox_rx) = unbounded();
+        threads.push(spawn(format!("shard-{index}"), move || {
+            host.run(inbox_rx, crossbeam_channel::never());
+        })?);
+        inboxes.push(inbox_tx);
+    }
+    Ok((threads, inboxes))
+}
 
 /// Starts the thread `name` running `run`.
 fn spawn(name: String, run: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, OpenError> {
@@ -120,6 +200,8 @@ fn spawn(name: String, run: impl FnOnce() + Send + 'static) -> Result<JoinHandle
 
 struct Shared {
     manifest: NodeManifest,
+    /// The archiver's inbox, if the node keeps the ledger of record.
+    archive: Option<Sender<ArchiveMessage>>,
     trusted: TrustedKeys,
     ranges: Vec<ShardRange>,
     submissions: Sender<CoordinatorMessage>,
@@ -151,6 +233,7 @@ impl EmbeddedNode {
             options.shards,
             options.hrp.as_deref(),
             &options.issuers,
+            options.ledger_of_record,
         )?;
         let issuers = IssuerKeys::from_hex(&manifest.issuers).map_err(OpenError::Issuers)?;
         let ranges = ShardRange::partition(manifest.shards)?;
@@ -163,36 +246,19 @@ impl EmbeddedNode {
             },
             ..specie_log::LogOptions::default()
         };
+        let archive_options = ArchiveOptions::new(&options.data_dir, log_options.sync);
 
         let (answers_tx, answers_rx) = unbounded();
-        let mut threads = vec![];
-        let mut shard_inboxes = vec![];
-        for (index, range) in ranges.iter().enumerate() {
-            let wiring = ShardWiring {
-                index,
-                coordinator: answers_tx.clone(),
-                answers: vec![],
-            };
-            let host = EmbeddedHost::recover(
-                format!("shard {index}"),
-                Shard::empty(*range),
-                wiring,
-                &options.data_dir.join(format!("shard-{index}")),
-                log_options.clone(),
-                options.snapshot_log_bytes,
-            )?;
-            let (inbox_tx, inbox_rx) = unbounded();
-            threads.push(spawn(format!("shard-{index}"), move || {
-                host.run(inbox_rx, crossbeam_channel::never());
-            })?);
-            shard_inboxes.push(inbox_tx);
-        }
-        drop(answers_tx);
+        let (mut threads, shard_inboxes) = start_shards(&options, &ranges, &log_options, answers_tx)?;
 
         let config = options.coordinator_config(ranges.clone());
+        let (archive_tx, archive_rx) = unbounded();
+        let archive_tx = manifest.ledger_of_record.then_some(archive_tx);
         let wiring = CoordinatorWiring {
             shards: shard_inboxes.clone(),
             requests: vec![vec![]; ranges.len()],
+            archive: archive_tx.clone(),
+            outcomes: vec![],
         };
         let mut host = EmbeddedHost::recover(
             "coordinator",
@@ -221,6 +287,7 @@ impl EmbeddedNode {
         })?);
 
         let shared = Shared {
+            archive: archive_tx,
             manifest,
             trusted: TrustedKeys::new(issuers, options.fastpay_committee.clone())
                 .with_offline_authority(options.offline_authority)
@@ -229,12 +296,17 @@ impl EmbeddedNode {
             submissions: submissions_tx,
             shards: shard_inboxes,
         };
-        Ok(EmbeddedNode {
-            handle: NodeHandle {
-                shared: Arc::new(shared),
-            },
-            threads,
-        })
+        let handle = NodeHandle {
+            shared: Arc::new(shared),
+        };
+        // Built before the archive opens, so that a failure there stops the roles again.
+        let mut node = EmbeddedNode { handle, threads };
+        if node.handle.shared.manifest.ledger_of_record {
+            let archive = open_archive(&node.handle, archive_options)?;
+            node.threads
+                .push(spawn("archiver".into(), move || archive.run(archive_rx))?);
+        }
+        Ok(node)
     }
 
     pub fn handle(&self) -> NodeHandle {
@@ -248,6 +320,9 @@ impl EmbeddedNode {
 
     fn stop(&mut self) {
         let _ = self.handle.shared.submissions.send(HostMessage::Stop);
+        if let Some(archive) = &self.handle.shared.archive {
+            let _ = archive.send(ArchiveMessage::Stop);
+        }
         for shard in &self.handle.shared.shards {
             let _ = shard.send(HostMessage::Stop);
         }
@@ -278,9 +353,15 @@ impl NodeHandle {
         let (refs, txs): (Vec<u64>, Vec<SpecieTransaction>) = txs.into_iter().unzip();
         let verdicts = specie_sentinel::validate_batch(&txs, &self.shared.trusted);
         let mut accepted = Vec::with_capacity(txs.len());
+        let mut records = vec![];
         for ((client_ref, tx), verdict) in refs.into_iter().zip(&txs).zip(verdicts) {
             match verdict {
-                Ok(compact) => accepted.push((compact, (client_ref, reply.clone()))),
+                Ok(compact) => {
+                    if self.shared.archive.is_some() {
+                        records.push(Record::from_sentinel(tx.clone(), compact.clone()));
+                    }
+                    accepted.push((compact, (client_ref, reply.clone())));
+                }
                 Err(error) => {
                     let _ = reply.send(Completion {
                         client_ref,
@@ -290,17 +371,41 @@ impl NodeHandle {
                 }
             }
         }
+        if !records.is_empty() && !self.write_ahead(records) {
+            drop_all(accepted);
+            return;
+        }
         self.forward(accepted);
+    }
+
+    /// Makes the records durable in the ledger of record's pending log before the coordinator
+    /// sees their transactions, so a transaction the shards commit is never missing from the
+    /// ledger. `false` if they could not be written: they must not go on.
+    fn write_ahead(&self, records: Vec<Record>) -> bool {
+        let archive = self
+            .shared
+            .archive
+            .as_ref()
+            .expect("records are made only for an archive");
+        let (written, durable) = bounded(1);
+        archive.send(ArchiveMessage::WriteAhead { records, written }).is_ok() && durable.recv().unwrap_or(false)
     }
 
     /// Hands compact transactions straight to the coordinator, skipping the sentinel. Only for
     /// benchmarks of the 2PC engine (Hamilton §6.1 measured swap without sentinels) and trusted
     /// tooling: nothing here checks signatures or balances.
+    /// With the ledger of record on, every one is dropped: the ledger keeps full transactions,
+    /// and a compact one bypassing it would leave it unable to replay to the UHS.
     pub fn submit_compact(&self, txs: Vec<(u64, CompactTransaction)>, reply: &CompletionSender) {
         let accepted = txs
             .into_iter()
             .map(|(client_ref, compact)| (compact, (client_ref, reply.clone())))
             .collect();
+        if self.shared.archive.is_some() {
+            tracing::warn!("compact transactions refused: this node keeps the ledger of record");
+            drop_all(accepted);
+            return;
+        }
         self.forward(accepted);
     }
 
@@ -311,14 +416,7 @@ impl NodeHandle {
         if let Err(crossbeam_channel::SendError(HostMessage::Calls(lost))) =
             self.shared.submissions.send(HostMessage::Calls(accepted))
         {
-            for (compact, (client_ref, reply)) in lost {
-                let completion = Completion {
-                    client_ref,
-                    txid: compact.txid,
-                    status: TxStatus::Dropped,
-                };
-                let _ = reply.send(completion);
-            }
+            drop_all(lost);
         }
     }
 
@@ -397,6 +495,56 @@ impl NodeHandle {
     }
 }
 
+/// Answers every transaction `dropped`: nothing of it was applied.
+fn drop_all(transactions: Vec<(CompactTransaction, (u64, CompletionSender))>) {
+    for (compact, (client_ref, reply)) in transactions {
+        let _ = reply.send(Completion {
+            client_ref,
+            txid: compact.txid,
+            status: TxStatus::Dropped,
+        });
+    }
+}
+
+impl NodeHandle {
+    fn ask_archive(&self, read: LedgerRead) -> Result<LedgerReply, BackendError> {
+        let archive = self.shared.archive.as_ref().ok_or(BackendError::NoLedger)?;
+        let (tx, rx) = bounded(1);
+        archive
+            .send(ArchiveMessage::Read(read, tx))
+            .map_err(|_| BackendError::Stopping)?;
+        match rx.recv().map_err(|_| BackendError::Stopping)? {
+            LedgerReply::Failed(reason) => Err(BackendError::Unavailable {
+                role: "archiver".into(),
+                reason,
+            }),
+            reply => Ok(reply),
+        }
+    }
+
+    /// The ledger of record's head: its height and the UHS its blocks replay to.
+    pub fn ledger_head(&self) -> Result<LedgerHead, BackendError> {
+        match self.ask_archive(LedgerRead::Head)? {
+            LedgerReply::Head(head) => Ok(head),
+            other => unreachable!("the archiver answers a head read with a head, not {other:?}"),
+        }
+    }
+
+    pub fn ledger_block(&self, height: u64) -> Result<Option<Block>, BackendError> {
+        match self.ask_archive(LedgerRead::Block(height))? {
+            LedgerReply::Block(block) => Ok(block),
+            other => unreachable!("the archiver answers a block read with a block, not {other:?}"),
+        }
+    }
+
+    pub fn ledger_transaction(&self, txid: Txid) -> Result<Option<LedgerEntry>, BackendError> {
+        match self.ask_archive(LedgerRead::Transaction(txid))? {
+            LedgerReply::Transaction(entry) => Ok(entry.map(|entry| *entry)),
+            other => unreachable!("the archiver answers a transaction read with an entry, not {other:?}"),
+        }
+    }
+}
+
 impl Backend for NodeHandle {
     fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender) {
         NodeHandle::submit(self, txs, reply)
@@ -409,6 +557,15 @@ impl Backend for NodeHandle {
     }
     fn uhs_digest(&self) -> Result<(u64, [u8; 32]), BackendError> {
         NodeHandle::uhs_digest(self)
+    }
+    fn ledger_head(&self) -> Result<LedgerHead, BackendError> {
+        NodeHandle::ledger_head(self)
+    }
+    fn ledger_block(&self, height: u64) -> Result<Option<Block>, BackendError> {
+        NodeHandle::ledger_block(self, height)
+    }
+    fn ledger_transaction(&self, txid: Txid) -> Result<Option<LedgerEntry>, BackendError> {
+        NodeHandle::ledger_transaction(self, txid)
     }
 }
 

@@ -4,11 +4,13 @@
 
 use crossbeam_channel::Sender;
 use specie_api::{Completion, CompletionSender, TxStatus};
-use specie_coordinator::{Coordinator, CoordinatorInput, CoordinatorReport, TxOutcome};
+use specie_coordinator::{Coordinator, CoordinatorInput, CoordinatorReport, TxOutcome, TxResult};
 use specie_host::{HostMessage, Wiring};
 use specie_role::Ticket;
 use specie_shard::{Shard, ShardCall, ShardInput, ShardReply, ShardRequest, ShardResponse};
-use specie_transaction::CompactTransaction;
+use specie_transaction::{CompactTransaction, Txid};
+
+use crate::archive::ArchiveMessage;
 
 /// Who waits for a shard's answer.
 pub enum ShardReplyTo {
@@ -70,6 +72,10 @@ pub struct CoordinatorWiring {
     pub shards: Vec<Sender<ShardMessage>>,
     /// Requests of the current round, per shard: one message per shard per round.
     pub requests: Vec<Vec<ShardRequest>>,
+    /// The archiver, told every outcome so it can seal the confirmed transactions.
+    pub archive: Option<Sender<ArchiveMessage>>,
+    /// Outcomes of the current round: one message to the archiver per round.
+    pub outcomes: Vec<(Txid, bool)>,
 }
 
 impl Wiring<Coordinator> for CoordinatorWiring {
@@ -85,6 +91,10 @@ impl Wiring<Coordinator> for CoordinatorWiring {
     }
 
     fn reply(&mut self, (client_ref, reply): (u64, CompletionSender), outcome: TxOutcome) {
+        if self.archive.is_some() {
+            self.outcomes
+                .push((outcome.txid, matches!(outcome.result, TxResult::Confirmed)));
+        }
         let _ = reply.send(Completion {
             client_ref,
             txid: outcome.txid,
@@ -99,6 +109,11 @@ impl Wiring<Coordinator> for CoordinatorWiring {
     }
 
     fn flush(&mut self) {
+        if let Some(archive) = &self.archive {
+            if !self.outcomes.is_empty() {
+                let _ = archive.send(ArchiveMessage::Outcomes(std::mem::take(&mut self.outcomes)));
+            }
+        }
         for (shard, requests) in self.requests.iter_mut().enumerate() {
             if !requests.is_empty() {
                 let calls = requests

@@ -28,9 +28,14 @@ struct Server {
 
 impl Server {
     fn start(issuer: &Keypair) -> Server {
+        Server::start_with(issuer, true)
+    }
+
+    fn start_with(issuer: &Keypair, ledger_of_record: bool) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut options = NodeOptions::new(dir.path());
         options.shards = Some(2);
+        options.ledger_of_record = Some(ledger_of_record);
         options.issuers = vec![hex::encode(xonly_bytes(issuer))];
         let node = EmbeddedNode::open(options).expect("node opens");
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -188,7 +193,8 @@ fn api_end_to_end() {
     assert_eq!(info["issuers"], json!([hex::encode(xonly_bytes(&issuer))]), "{info}");
     assert_eq!(info["uhs_ids"], 0, "{info}");
 
-    check_transactions(&server, &issuer);
+    let (confirmed, refused) = check_transactions(&server, &issuer);
+    check_ledger_of_record(&server, &confirmed, &refused);
     let (status, digest) = server.get("/v1/uhs/digest");
     assert_eq!(status, 200, "{digest}");
     assert_eq!(digest["ids"], server.info()["uhs_ids"], "{digest}");
@@ -204,7 +210,8 @@ fn api_end_to_end() {
     node.shutdown();
 }
 
-fn check_transactions(server: &Server, issuer: &Keypair) {
+/// Submits transactions of every outcome; returns the txids confirmed and those refused.
+fn check_transactions(server: &Server, issuer: &Keypair) -> (Vec<String>, Vec<String>) {
     let alice = keypair();
     let bob = keypair();
 
@@ -339,6 +346,84 @@ fn check_transactions(server: &Server, issuer: &Keypair) {
 
     // An empty list is a valid request with no results.
     assert!(server.submit(&[]).is_empty());
+    let confirmed = [&mint, &pay, &spend_bob, &replay_across_shards];
+    (
+        confirmed.iter().map(|tx| tx.txid().to_string()).collect(),
+        vec![forged.txid().to_string()],
+    )
+}
+
+/// The ledger of record holds exactly the confirmed transactions, each with a proof, and its
+/// blocks replay to the shards' UHS; bad requests get clear errors.
+fn check_ledger_of_record(server: &Server, confirmed: &[String], refused: &[String]) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let head = loop {
+        let (status, head) = server.get("/v1/ledger");
+        assert_eq!(status, 200, "{head}");
+        if head["waiting"] == 0 && head["undecided"] == 0 {
+            break head;
+        }
+        assert!(std::time::Instant::now() < deadline, "the ledger never settled: {head}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (_, digest) = server.get("/v1/uhs/digest");
+    assert_eq!(head["uhs_ids"], digest["ids"], "{head} {digest}");
+    assert_eq!(head["uhs_sha256_sorted"], digest["sha256_sorted"], "{head} {digest}");
+    let height = head["height"].as_u64().expect("height");
+    let mut in_blocks = vec![];
+    let mut previous = "00".repeat(32);
+    for h in 1..=height {
+        let (status, block) = server.get(&format!("/v1/ledger/blocks/{h}"));
+        assert_eq!(status, 200, "{block}");
+        assert_eq!(block["header"]["height"], h, "{block}");
+        assert_eq!(block["header"]["previous"], previous.as_str(), "{block}");
+        previous = block["header"]["hash"].as_str().unwrap().to_string();
+        in_blocks.extend(
+            block["txids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap().to_string()),
+        );
+    }
+    assert_eq!(head["head"]["hash"], previous.as_str(), "{head}");
+    in_blocks.sort();
+    let mut expected = confirmed.to_vec();
+    expected.sort();
+    assert_eq!(in_blocks, expected, "every confirmed transaction once, nothing else");
+    for txid in confirmed {
+        let (status, entry) = server.get(&format!("/v1/ledger/transactions/{txid}"));
+        assert_eq!(status, 200, "{entry}");
+        assert_eq!(entry["txid"], txid.as_str(), "{entry}");
+        assert!(entry["proof"].as_str().is_some_and(|p| !p.is_empty()), "{entry}");
+    }
+    for txid in refused {
+        assert_error(
+            server.get(&format!("/v1/ledger/transactions/{txid}")),
+            404,
+            "not_in_ledger",
+        );
+    }
+    assert_error(server.get("/v1/ledger/blocks/0"), 400, "bad_height");
+    assert_error(server.get("/v1/ledger/blocks/-1"), 400, "bad_height");
+    assert_error(
+        server.get(&format!("/v1/ledger/blocks/{}", height + 1)),
+        404,
+        "no_such_block",
+    );
+    assert_error(server.get("/v1/ledger/transactions/zz"), 400, "bad_hex");
+}
+
+#[test]
+fn a_node_without_the_ledger_of_record_says_so() {
+    let server = Server::start_with(&keypair(), false);
+    assert_error(server.get("/v1/ledger"), 404, "no_ledger_of_record");
+    assert_error(server.get("/v1/ledger/blocks/1"), 404, "no_ledger_of_record");
+    assert_error(
+        server.get(&format!("/v1/ledger/transactions/{}", "00".repeat(32))),
+        404,
+        "no_ledger_of_record",
+    );
 }
 
 fn check_error_paths(server: &Server) {

@@ -15,8 +15,8 @@ use specie_transaction::extension::{EXTENSION_HEADER, KIND_FASTPAY_FUND, KIND_FA
 use specie_transaction::hash::sha256;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{
-    mint_marker, redeem_marker, witness_program_commitment, CompactTransaction, CreatedOutput, FastpayFunding, FastpayRedeem, Input,
-    MintTransaction, NonceMode, Output, RedeemTransaction, SpecieTransaction, Transaction, UhsId,
+    mint_marker, redeem_marker, witness_program_commitment, CompactTransaction, CreatedOutput, FastpayFunding,
+    FastpayRedeem, Input, MintTransaction, NonceMode, Output, RedeemTransaction, SpecieTransaction, Transaction, UhsId,
 };
 
 fn key(byte: u8) -> Keypair {

@@ -36,7 +36,11 @@ pub enum LogError {
 
     /// A read of an index the log does not hold: after its end, or folded into a snapshot.
     #[error("record {index} is not in the log (it holds {first_index}..={last_index})")]
-    IndexAbsent { index: u64, first_index: u64, last_index: u64 },
+    IndexAbsent {
+        index: u64,
+        first_index: u64,
+        last_index: u64,
+    },
 
     #[error("snapshot last_index {last_index} is before the installed snapshot's {snapshot_last_index}")]
     SnapshotRegressed { last_index: u64, snapshot_last_index: u64 },

@@ -43,6 +43,8 @@ pub struct DemoOptions {
     pub cluster: Option<PathBuf>,
     /// Print the summary as one JSON object.
     pub json: bool,
+    /// Whether the embedded node keeps the ledger of record (checked against the UHS at the end).
+    pub ledger_of_record: bool,
 }
 
 const COIN_VALUE: u64 = 1_000;
@@ -76,6 +78,7 @@ struct Measured {
     elapsed: Duration,
     audit: SupplyAudit,
     info: NodeInfo,
+    ledger: Option<LedgerCheck>,
 }
 
 pub fn run(args: &DemoOptions) -> BenchResult<ExitCode> {
@@ -135,10 +138,12 @@ pub fn run(args: &DemoOptions) -> BenchResult<ExitCode> {
             let mut options = NodeOptions::new(&data_dir);
             options.shards = Some(args.shards);
             options.issuers = vec![hex::encode(xonly_bytes(&issuer))];
+            options.ledger_of_record = Some(args.ledger_of_record);
             let node = EmbeddedNode::open(options).step("cannot start the embedded node")?;
             let label = format!(
-                "embedded node, {} shards, fsync on, data in {}",
+                "embedded node, {} shards, fsync on, ledger of record {}, data in {}",
                 args.shards,
+                if args.ledger_of_record { "on" } else { "off" },
                 data_dir.display()
             );
             run_with(args, &node.handle(), issuer, rng, &label, move || node.shutdown())
@@ -198,19 +203,59 @@ fn run_with<B: Backend>(
         .filter(|p| **p)
         .count();
     let info = backend.info()?;
+    let ledger = check_ledger_of_record(backend)?;
     finish();
     let measured = Measured {
         planned,
         elapsed,
         audit: demo.workload.audit(held_present, spent_present),
         info,
+        ledger,
     };
     demo.report(args, label, &measured);
-    Ok(if measured.audit.ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(
+        if measured.audit.ok() && measured.ledger.as_ref().is_none_or(|l| l.replays_to_uhs) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        },
+    )
+}
+
+/// The ledger of record, checked against the shards once it has sealed everything.
+struct LedgerCheck {
+    blocks: u64,
+    replays_to_uhs: bool,
+}
+
+/// How long the archiver may take to seal what was confirmed last (it seals every 100 ms).
+const LEDGER_SETTLE_MS_MAX: u64 = 10_000;
+
+/// `None` if the backend keeps no ledger of record; otherwise whether its blocks replay to
+/// exactly the UHS the shards hold, once nothing waits for a block.
+fn check_ledger_of_record<B: Backend>(backend: &B) -> BenchResult<Option<LedgerCheck>> {
+    let deadline = Instant::now() + Duration::from_millis(LEDGER_SETTLE_MS_MAX);
+    loop {
+        let head = match backend.ledger_head() {
+            Ok(head) => head,
+            Err(specie_api::BackendError::NoLedger) => return Ok(None),
+            Err(error) => return Err(error.into()),
+        };
+        if head.waiting == 0 && head.undecided == 0 {
+            return Ok(Some(LedgerCheck {
+                blocks: head.height,
+                replays_to_uhs: head.uhs == backend.uhs_digest()?,
+            }));
+        }
+        if Instant::now() > deadline {
+            fail!(
+                "the ledger of record still has {} transactions waiting and {} undecided after {LEDGER_SETTLE_MS_MAX} ms",
+                head.waiting,
+                head.undecided
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// How the workload's book-keeping reads a transaction's final status.
@@ -420,6 +465,8 @@ impl Demo {
                 "shards": measured.info.shards,
                 "backend": label,
                 "wallets": args.wallets,
+                "ledger_of_record_blocks": measured.ledger.as_ref().map(|l| l.blocks),
+                "ledger_of_record_replays_to_uhs": measured.ledger.as_ref().map(|l| l.replays_to_uhs),
                 "audit_ok": audit.ok(),
             });
             println!("{summary}");
@@ -437,6 +484,13 @@ impl Demo {
             "  ceiling      sign+verify of 2-in/2-out on all cores: {ceiling_tps:.0} tx/s; end to end is {:.0}% of it",
             100.0 * throughput_tps / ceiling_tps
         );
+        if let Some(ledger) = &measured.ledger {
+            println!(
+                "  ledger       {} blocks of every confirmed transaction replay to exactly the shards' UHS  [{}]",
+                ledger.blocks,
+                if ledger.replays_to_uhs { "ok" } else { "FAILED" }
+            );
+        }
         self.report_audit(audit);
     }
 

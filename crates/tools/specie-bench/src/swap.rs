@@ -155,6 +155,8 @@ pub fn measure_swap(args: &SwapParams) -> BenchResult<SwapReport> {
     let mut options = NodeOptions::new(dir.path());
     options.shards = Some(args.shards);
     options.fsync = args.fsync;
+    // Compact transactions bypass the ledger of record, which keeps full ones.
+    options.ledger_of_record = Some(false);
     let node = EmbeddedNode::open(options).step("cannot start the embedded node")?;
     let handle = node.handle();
     let report = drive_swaps(args, |batch, reply| handle.submit_compact(batch, reply));
