@@ -106,6 +106,53 @@ pub enum OfflineErrorCode {
     InvalidPayoutSignature,
 }
 
+/// Why a confidential transaction is refused (specie-only: Fabric CBDC's confidential level).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConfidentialErrorCode {
+    /// `confidential_public_in_mismatch`: the proof's `public_in` is not the transparent inputs' total.
+    PublicInMismatch,
+    /// `confidential_public_out_mismatch`: the proof's `public_out` is not the transparent outputs' total.
+    PublicOutMismatch,
+    /// `confidential_input_mismatch`: the proof's input commitments are not the spent outputs'.
+    InputCommitmentMismatch,
+    /// `confidential_owner_count`: the owners listed are not one per output the proof commits to.
+    OwnerCount,
+    /// `auditor_missing`: an auditor with jurisdiction cannot read the values.
+    AuditorMissing,
+    /// `invalid_confidential_proof`: a range, balance or auditor-validity proof fails.
+    InvalidProof,
+}
+
+impl ConfidentialErrorCode {
+    pub fn code(self) -> &'static str {
+        match self {
+            ConfidentialErrorCode::PublicInMismatch => "confidential_public_in_mismatch",
+            ConfidentialErrorCode::PublicOutMismatch => "confidential_public_out_mismatch",
+            ConfidentialErrorCode::InputCommitmentMismatch => "confidential_input_mismatch",
+            ConfidentialErrorCode::OwnerCount => "confidential_owner_count",
+            ConfidentialErrorCode::AuditorMissing => "auditor_missing",
+            ConfidentialErrorCode::InvalidProof => "invalid_confidential_proof",
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            ConfidentialErrorCode::PublicInMismatch => {
+                "the proof's clear input value is not the total of the transparent inputs"
+            }
+            ConfidentialErrorCode::PublicOutMismatch => {
+                "the proof's clear output value is not the total of the transparent outputs"
+            }
+            ConfidentialErrorCode::InputCommitmentMismatch => {
+                "the proof's input commitments are not those of the confidential outputs spent"
+            }
+            ConfidentialErrorCode::OwnerCount => "there is not one owner per confidential output",
+            ConfidentialErrorCode::AuditorMissing => "an auditor with jurisdiction is not given the values",
+            ConfidentialErrorCode::InvalidProof => "the confidential transfer's proofs do not verify",
+        }
+    }
+}
+
 impl OfflineErrorCode {
     pub fn code(self) -> &'static str {
         match self {
@@ -292,6 +339,8 @@ pub enum ValidationError {
     Fastpay(FastpayErrorCode),
     #[error("{}", .0.describe())]
     Offline(OfflineErrorCode),
+    #[error("{}", .0.describe())]
+    Confidential(ConfidentialErrorCode),
 }
 
 impl ValidationError {
@@ -305,6 +354,7 @@ impl ValidationError {
             ValidationError::Specie(code) => code.code(),
             ValidationError::Fastpay(code) => code.code(),
             ValidationError::Offline(code) => code.code(),
+            ValidationError::Confidential(code) => code.code(),
         }
     }
 
@@ -317,7 +367,8 @@ impl ValidationError {
             ValidationError::Transaction(_)
             | ValidationError::Specie(_)
             | ValidationError::Fastpay(_)
-            | ValidationError::Offline(_) => None,
+            | ValidationError::Offline(_)
+            | ValidationError::Confidential(_) => None,
         }
     }
 
@@ -333,6 +384,7 @@ impl ValidationError {
             ValidationError::Specie(_) => "specie",
             ValidationError::Fastpay(_) => "fastpay",
             ValidationError::Offline(_) => "offline",
+            ValidationError::Confidential(_) => "confidential",
         }
     }
 }

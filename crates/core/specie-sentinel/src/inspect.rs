@@ -49,6 +49,7 @@ pub fn inspect(hex_text: &str, trusted: &TrustedKeys) -> Result<Inspection, Unde
         SpecieTransaction::FastpayRedeem(_) => "fastpay_redeem",
         SpecieTransaction::OfflineFunding(_) => "offline_funding",
         SpecieTransaction::OfflinePayout(_) => "offline_payout",
+        SpecieTransaction::Confidential(_) => "confidential",
     };
     let is_offline = matches!(
         tx,

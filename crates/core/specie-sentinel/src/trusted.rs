@@ -20,6 +20,9 @@ pub struct TrustedKeys {
     /// and withdrawals it signed travel as the same two kinds as offline fundings and payouts
     /// (docs/transaction-format.md §5.7–5.8), naming this key.
     pub exchange: Option<[u8; 32]>,
+    /// The auditors with jurisdiction (Ristretto keys, compressed): every confidential
+    /// transaction must give each of them its values (docs/privacy.md, "Auditors").
+    pub auditors: Vec<[u8; 32]>,
 }
 
 impl TrustedKeys {
@@ -29,6 +32,7 @@ impl TrustedKeys {
             fastpay_committee,
             offline_authority: None,
             exchange: None,
+            auditors: vec![],
         }
     }
 
@@ -44,6 +48,11 @@ impl TrustedKeys {
 
     pub fn has_bridge(&self) -> bool {
         self.offline_authority.is_some() || self.exchange.is_some()
+    }
+
+    /// These keys, requiring every confidential transaction to address `auditors`.
+    pub fn with_auditors(self, auditors: Vec<[u8; 32]>) -> Self {
+        TrustedKeys { auditors, ..self }
     }
 
     /// These keys, banking for the offline authority whose bridge key is `authority` too.

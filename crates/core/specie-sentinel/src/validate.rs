@@ -12,13 +12,13 @@ use secp256k1::XOnlyPublicKey;
 use specie_fastpay::{Committee, VerifyingKey};
 use specie_transaction::signing::{parse_xonly, schnorr_verify};
 use specie_transaction::{
-    FastpayFunding, FastpayRedeem, Input, MintTransaction, OfflineFunding, OfflinePayout, OutPoint, Output,
-    P2pkParseError, P2pkWitness, RedeemTransaction, SpecieTransaction, Transaction, Txid, Witness,
+    ConfidentialTransaction, FastpayFunding, FastpayRedeem, Input, MintTransaction, OfflineFunding, OfflinePayout,
+    OutPoint, Output, P2pkParseError, P2pkWitness, RedeemTransaction, SpecieTransaction, Transaction, Txid, Witness,
 };
 
 use crate::error::{
-    FastpayErrorCode, InputErrorCode, OfflineErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError,
-    WitnessErrorCode,
+    ConfidentialErrorCode, FastpayErrorCode, InputErrorCode, OfflineErrorCode, OutputErrorCode, SpecieErrorCode,
+    TxErrorCode, ValidationError, WitnessErrorCode,
 };
 use crate::issuer::IssuerKeys;
 use crate::trusted::TrustedKeys;
@@ -120,14 +120,14 @@ fn check_in_out_set(inputs: &[Input], outputs: &[Output], redeemed: u64) -> Chec
 }
 
 /// `check_witness` → `check_p2pk_witness` for witness `index`, over `txid`.
-fn check_witness(input: &Input, witness: &Witness, txid: &Txid) -> Result<(), WitnessErrorCode> {
+fn check_witness(owner: &[u8; 32], witness: &Witness, txid: &Txid) -> Result<(), WitnessErrorCode> {
     let p2pk = P2pkWitness::parse(witness).map_err(|error| match error {
         P2pkParseError::MissingProgramType => WitnessErrorCode::MissingWitnessProgramType,
         P2pkParseError::UnknownProgramType(_) => WitnessErrorCode::UnknownWitnessProgramType,
         P2pkParseError::WrongLength(_) => WitnessErrorCode::Malformed,
     })?;
     // check_p2pk_witness_commitment
-    if p2pk.program_commitment() != input.data.witness_program_commitment {
+    if p2pk.program_commitment() != *owner {
         return Err(WitnessErrorCode::ProgramMismatch);
     }
     // check_p2pk_witness_signature
@@ -139,10 +139,16 @@ fn check_witness(input: &Input, witness: &Witness, txid: &Txid) -> Result<(), Wi
 }
 
 fn check_witnesses(inputs: &[Input], witnesses: &[Witness], txid: &Txid) -> Check {
+    let owners: Vec<[u8; 32]> = inputs.iter().map(|i| i.data.witness_program_commitment).collect();
+    check_owner_witnesses(&owners, witnesses, txid)
+}
+
+/// Witness `i` is the p2pk witness of `owners[i]` over the txid.
+fn check_owner_witnesses(owners: &[[u8; 32]], witnesses: &[Witness], txid: &Txid) -> Check {
     // check_witness_count ran first, so the lists pair up exactly.
-    assert_eq!(inputs.len(), witnesses.len(), "witness count checked before witnesses");
-    for (index, (input, witness)) in inputs.iter().zip(witnesses).enumerate() {
-        check_witness(input, witness, txid).map_err(|code| ValidationError::Witness {
+    assert_eq!(owners.len(), witnesses.len(), "witness count checked before witnesses");
+    for (index, (owner, witness)) in owners.iter().zip(witnesses).enumerate() {
+        check_witness(owner, witness, txid).map_err(|code| ValidationError::Witness {
             index: index as u64,
             code,
         })?;
@@ -316,6 +322,74 @@ pub(crate) fn check_offline_payout(payout: &OfflinePayout, trusted: &TrustedKeys
     Ok(())
 }
 
+fn confidential(code: ConfidentialErrorCode) -> ValidationError {
+    ValidationError::Confidential(code)
+}
+
+/// Confidential: the transfer's structure checks over both input lists (the transparent
+/// inputs first), the clear values against the proof's, the spent commitments, the auditors
+/// with jurisdiction, the witnesses; and last, as the costliest, the proofs themselves.
+pub(crate) fn check_confidential(tx: &ConfidentialTransaction, txid: &Txid, trusted: &TrustedKeys) -> Check {
+    let inputs = tx.transparent_inputs.len() + tx.confidential_inputs.len();
+    if inputs == 0 {
+        return Err(ValidationError::Transaction(TxErrorCode::NoInputs));
+    }
+    if tx.transparent_outputs.is_empty() && tx.owners.is_empty() {
+        return Err(ValidationError::Transaction(TxErrorCode::NoOutputs));
+    }
+    if tx.witnesses.len() != inputs {
+        return Err(ValidationError::Transaction(TxErrorCode::MissingWitness));
+    }
+    let prevouts = tx
+        .transparent_inputs
+        .iter()
+        .map(|i| &i.prevout)
+        .chain(tx.confidential_inputs.iter().map(|i| &i.prevout));
+    let mut seen: BTreeSet<&OutPoint> = BTreeSet::new();
+    for (index, prevout) in prevouts.enumerate() {
+        if !seen.insert(prevout) {
+            return Err(ValidationError::Input {
+                index: index as u64,
+                code: InputErrorCode::Duplicate,
+                data_error: None,
+            });
+        }
+    }
+    check_inputs_structure(&tx.transparent_inputs)?;
+    check_outputs_value(&tx.transparent_outputs)?;
+    check_confidential_statement(tx, trusted)?;
+    check_owner_witnesses(&tx.input_owners(), &tx.witnesses, txid)?;
+    tx.proof
+        .verify(&tx.context())
+        .map_err(|_| confidential(ConfidentialErrorCode::InvalidProof))
+}
+
+/// What the proof states against the transaction: clear values, spent commitments, one owner
+/// per output, every auditor with jurisdiction addressed.
+fn check_confidential_statement(tx: &ConfidentialTransaction, trusted: &TrustedKeys) -> Check {
+    let public_in = total(tx.transparent_inputs.iter().map(|i| i.data.value))?;
+    if tx.proof.public_in() != public_in {
+        return Err(confidential(ConfidentialErrorCode::PublicInMismatch));
+    }
+    let public_out = total(tx.transparent_outputs.iter().map(|o| o.value))?;
+    if tx.proof.public_out() != public_out {
+        return Err(confidential(ConfidentialErrorCode::PublicOutMismatch));
+    }
+    let spent = tx.confidential_inputs.iter().map(|i| i.commitment);
+    let stated = tx.proof.input_commitments().iter().map(|c| c.to_bytes());
+    if tx.proof.input_commitments().len() != tx.confidential_inputs.len() || !spent.eq(stated) {
+        return Err(confidential(ConfidentialErrorCode::InputCommitmentMismatch));
+    }
+    if tx.proof.output_commitments().len() != tx.owners.len() {
+        return Err(confidential(ConfidentialErrorCode::OwnerCount));
+    }
+    let addressed: Vec<[u8; 32]> = tx.proof.auditors().iter().map(|a| a.to_bytes()).collect();
+    if !trusted.auditors.iter().all(|a| addressed.contains(a)) {
+        return Err(confidential(ConfidentialErrorCode::AuditorMissing));
+    }
+    Ok(())
+}
+
 /// Validates any transaction whose txid is already known.
 pub(crate) fn check(tx: &SpecieTransaction, txid: &Txid, trusted: &TrustedKeys) -> Check {
     match tx {
@@ -326,5 +400,6 @@ pub(crate) fn check(tx: &SpecieTransaction, txid: &Txid, trusted: &TrustedKeys) 
         SpecieTransaction::FastpayRedeem(redeem) => check_fastpay_redeem(redeem, trusted),
         SpecieTransaction::OfflineFunding(funding) => check_offline_funding(funding, txid, trusted),
         SpecieTransaction::OfflinePayout(payout) => check_offline_payout(payout, trusted),
+        SpecieTransaction::Confidential(tx) => check_confidential(tx, txid, trusted),
     }
 }

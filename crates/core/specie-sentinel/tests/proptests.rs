@@ -142,8 +142,10 @@ proptest! {
                 }
                 *redeem = specie_transaction::FastpayRedeem::new(certificate);
             }
-            SpecieTransaction::OfflineFunding(_) | SpecieTransaction::OfflinePayout(_) => {
-                unreachable!("the strategy makes no offline transactions (tests/offline.rs covers them)")
+            SpecieTransaction::OfflineFunding(_)
+            | SpecieTransaction::OfflinePayout(_)
+            | SpecieTransaction::Confidential(_) => {
+                unreachable!("the strategy makes no offline or confidential transactions (their own tests cover them)")
             }
         }
         prop_assert!(validate(&tx, &trusted()).is_err());
@@ -165,8 +167,10 @@ proptest! {
                             certificate.signatures[0].1[byte % 64] ^= 1;
                             *r = specie_transaction::FastpayRedeem::new(certificate);
                         }
-                        SpecieTransaction::OfflineFunding(_) | SpecieTransaction::OfflinePayout(_) => {
-                            unreachable!("the strategy makes no offline transactions")
+                        SpecieTransaction::OfflineFunding(_)
+                        | SpecieTransaction::OfflinePayout(_)
+                        | SpecieTransaction::Confidential(_) => {
+                            unreachable!("the strategy makes no offline or confidential transactions")
                         }
                     }
                 }

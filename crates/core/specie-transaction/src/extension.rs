@@ -29,6 +29,7 @@
 //! Because every txid preimage starts with the header and kind, a signature over an extension
 //! txid can never be replayed as one over a transfer txid or another kind's.
 
+use crate::confidential::ConfidentialTransaction;
 use crate::fastpay::{FastpayFunding, FastpayRedeem};
 use crate::hash::{sha256, Sha256Writer};
 use crate::limits::{DecodeLimits, INPUT_BYTES, OUTPUT_BYTES, SIGNATURE_BYTES, XONLY_PUBKEY_BYTES};
@@ -60,6 +61,8 @@ pub const KIND_FASTPAY_REDEEM: u8 = 0x04;
 pub const KIND_OFFLINE_FUND: u8 = 0x05;
 /// Kind byte of an offline payout (a deposited token's value becomes a core output).
 pub const KIND_OFFLINE_PAYOUT: u8 = 0x06;
+/// A confidential transaction (module [`crate::confidential`]).
+pub const KIND_CONFIDENTIAL: u8 = 0x07;
 /// Bytes in a mint nonce.
 pub const MINT_NONCE_BYTES: usize = 32;
 /// Domain separator of the mint marker id. The preimage is 21 + 32 = 53 bytes, while every
@@ -125,6 +128,7 @@ pub enum SpecieTransaction {
     FastpayRedeem(FastpayRedeem),
     OfflineFunding(OfflineFunding),
     OfflinePayout(OfflinePayout),
+    Confidential(ConfidentialTransaction),
 }
 
 /// An output a transaction creates, with what a wallet needs to spend it later.
@@ -317,6 +321,7 @@ impl SpecieTransaction {
             SpecieTransaction::FastpayRedeem(redeem) => redeem.txid(),
             SpecieTransaction::OfflineFunding(funding) => funding.txid(),
             SpecieTransaction::OfflinePayout(payout) => payout.txid(),
+            SpecieTransaction::Confidential(tx) => tx.txid(),
         }
     }
 
@@ -332,10 +337,12 @@ impl SpecieTransaction {
             SpecieTransaction::FastpayRedeem(redeem) => redeem.outputs(),
             SpecieTransaction::OfflineFunding(funding) => &funding.outputs,
             SpecieTransaction::OfflinePayout(payout) => payout.outputs(),
+            SpecieTransaction::Confidential(tx) => &tx.transparent_outputs,
         }
     }
 
-    /// The inputs this transaction spends (none for a mint or a FastPay redeem).
+    /// The transparent inputs this transaction spends (none for a mint or a FastPay redeem; a
+    /// confidential transaction's confidential inputs are in its own list).
     pub fn inputs(&self) -> &[Input] {
         match self {
             SpecieTransaction::Transfer(tx) => &tx.inputs,
@@ -345,6 +352,7 @@ impl SpecieTransaction {
             SpecieTransaction::Redeem(redeem) => &redeem.inputs,
             SpecieTransaction::FastpayFunding(funding) => &funding.inputs,
             SpecieTransaction::OfflineFunding(funding) => &funding.inputs,
+            SpecieTransaction::Confidential(tx) => &tx.transparent_inputs,
         }
     }
 
@@ -354,7 +362,7 @@ impl SpecieTransaction {
     /// [`fastpay_redeem_marker`](crate::fastpay::fastpay_redeem_marker).
     pub fn marker(&self) -> Option<UhsId> {
         match self {
-            SpecieTransaction::Transfer(_) => None,
+            SpecieTransaction::Transfer(_) | SpecieTransaction::Confidential(_) => None,
             SpecieTransaction::Mint(mint) => Some(mint_marker(&mint.txid())),
             SpecieTransaction::Redeem(redeem) => Some(redeem_marker(&redeem.txid())),
             SpecieTransaction::FastpayFunding(funding) => Some(funding.marker()),
@@ -374,6 +382,15 @@ impl SpecieTransaction {
     /// [`marker`](SpecieTransaction::marker), if any, last.
     pub fn compact(&self) -> CompactTransaction {
         let txid = self.txid();
+        if let SpecieTransaction::Confidential(tx) = self {
+            let (spent, created) = tx.uhs_ids();
+            return CompactTransaction {
+                txid,
+                spent,
+                created,
+                attestations: Default::default(),
+            };
+        }
         let spent: Vec<UhsId> = self.inputs().iter().map(Input::uhs_id).collect();
         let mut created = outputs_uhs_ids(&txid, self.outputs());
         created.extend(self.marker());
@@ -423,6 +440,7 @@ impl Encode for SpecieTransaction {
             SpecieTransaction::FastpayRedeem(redeem) => redeem.encode_to(out),
             SpecieTransaction::OfflineFunding(funding) => funding.encode_to(out),
             SpecieTransaction::OfflinePayout(payout) => payout.encode_to(out),
+            SpecieTransaction::Confidential(tx) => tx.encode_to(out),
         }
     }
 }
@@ -471,6 +489,9 @@ impl Decode for SpecieTransaction {
                 reader, limits,
             )?)),
             KIND_OFFLINE_PAYOUT => Ok(SpecieTransaction::OfflinePayout(OfflinePayout::decode_body(reader)?)),
+            KIND_CONFIDENTIAL => Ok(SpecieTransaction::Confidential(ConfidentialTransaction::decode_body(
+                reader, limits,
+            )?)),
             kind => Err(DecodeError::UnknownKind {
                 what: "extension transaction kind",
                 kind,

@@ -12,6 +12,8 @@
 //! * [`fastpay`]: FastPay funding and redeem, the online core as FastPay's Primary, and the
 //!   markers that make each happen once.
 //! * [`compact`]: compact transactions and sentinel attestations.
+//! * [`confidential`]: confidential transactions (values in Pedersen commitments, proofs by
+//!   `specie-confidential`).
 //!
 //! The byte-level specification with test vectors is `docs/transaction-format.md`.
 //! Nothing here panics on any input; decoding allocates at most a small multiple of the input.
@@ -19,6 +21,7 @@
 pub mod address;
 
 pub mod compact;
+pub mod confidential;
 pub mod extension;
 pub mod fastpay;
 pub mod hash;
@@ -30,6 +33,7 @@ pub mod transaction;
 pub use address::{Address, AddressError, DEFAULT_HRP};
 
 pub use compact::AttestationError;
+pub use confidential::{ConfidentialInput, ConfidentialTransaction, CreatedConfidentialOutput};
 pub use extension::{mint_marker, redeem_marker, CreatedOutput, MintTransaction, RedeemTransaction, SpecieTransaction};
 pub use fastpay::{fastpay_funding_marker, fastpay_redeem_marker, FastpayFunding, FastpayFundingClaim, FastpayRedeem};
 pub use limits::DecodeLimits;
