@@ -57,6 +57,22 @@ pub(crate) fn generators() -> &'static Generators {
     })
 }
 
+/// The fixed generators' compressed encodings, by name (for the vectors and the format document).
+pub fn generator_encodings() -> Vec<(String, Vec<u8>)> {
+    let g = generators();
+    let mut named = vec![
+        ("bbs_g1".to_string(), compressed(&g.bbs.g1)),
+        ("bbs_g2".to_string(), compressed(&g.bbs.g2)),
+    ];
+    for (i, h) in g.bbs.h.iter().enumerate() {
+        named.push((format!("bbs_h{}", i + 1), compressed(h)));
+    }
+    named.push(("owner_id".to_string(), compressed(&g.owner_id)));
+    named.push(("owner_blinding".to_string(), compressed(&g.owner_blinding)));
+    named.push(("auditor".to_string(), compressed(&g.auditor)));
+    named
+}
+
 /// A Fiat–Shamir transcript: SHA-512 over a domain and the statement, reduced to a scalar (64
 /// bytes, so the reduction's bias is negligible).
 pub(crate) struct Transcript(Sha512);

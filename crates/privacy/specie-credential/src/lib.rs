@@ -23,8 +23,8 @@ pub use authority::{
 pub use codec::*;
 pub use error::{AuditError, BatchError, CredentialError, EnrolError, ProveError, VerifyError};
 pub use group::{
-    CREDENTIAL_ATTRIBUTES, DOMAIN_AUDITOR_GENERATOR, DOMAIN_BBS_GENERATORS, DOMAIN_OWNER_BLINDING_GENERATOR,
-    DOMAIN_OWNER_ID_GENERATOR, G1_BYTES, G2_BYTES, SCALAR_BYTES,
+    generator_encodings, CREDENTIAL_ATTRIBUTES, DOMAIN_AUDITOR_GENERATOR, DOMAIN_BBS_GENERATORS,
+    DOMAIN_OWNER_BLINDING_GENERATOR, DOMAIN_OWNER_ID_GENERATOR, G1_BYTES, G2_BYTES, SCALAR_BYTES,
 };
 pub use owner::{
     AuditDirectory, AuditTag, AuditorKey, AuditorSecret, OwnerAudit, OwnerCiphertext, OwnerCommitment, OwnerOpening,
