@@ -8,6 +8,11 @@
 //!
 //! Sans-IO: provers and the RA take their randomness as an argument; verifiers need none (batch
 //! weights are hashed from the batch). No clocks, no I/O, no threads.
+//!
+//! Cost (`examples/credential_timing.rs`, release, one core of the 2-core development machine):
+//! enrol 0.43 ms for the user's request and 0.64 ms for the RA's checks and signature; a spend proof
+//! of 387 bytes (+272 per auditor) takes 1.6 ms to prove and 2.7 ms to verify alone, 1.25 ms per
+//! proof in a batch of 32 (the pairings folded into one); with one auditor 2.3, 3.3 and 2.0 ms.
 
 mod authority;
 mod codec;
