@@ -20,7 +20,8 @@ use specie_credential::{
 /// vectors' proofs, grown by the fuzzer, verify until a byte changes.
 const MESSAGE: [u8; 32] = [0xc0; 32];
 const RA_SEED: [u8; 32] = [0x0a; 32];
-const OWNER_COMMITMENT_HEX: &str = "0105b72f713c5709e006bab7967f02a7d27d135380305bc931e59cde304571fd26a9769ba4c3a990a88223a235ce4a37c5ce";
+const OWNER_COMMITMENT_HEX: &str =
+    "0105b72f713c5709e006bab7967f02a7d27d135380305bc931e59cde304571fd26a9769ba4c3a990a88223a235ce4a37c5ce";
 
 fn round_trip<T: Decode<Limits = ()> + Encode>(data: &[u8]) -> Option<T> {
     let value = T::decode_exact(data).ok()?;
