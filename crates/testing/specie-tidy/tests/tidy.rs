@@ -56,6 +56,9 @@ const PURE_CRATES: &[&str] = &[
     "specie-endorsement",
     // Not a role, but pure: the confidential payments' proofs take their randomness as an argument.
     "specie-confidential",
+    // Not a role, but pure: the registration authority and the credential proofs take their
+    // randomness as an argument.
+    "specie-credential",
     // Not a role, but as pure: the workloads the demo, benchmarks and simulator share take their
     // randomness as an argument and leave submitting, and timing, to the caller.
     "specie-workload",
