@@ -22,9 +22,12 @@
 //!   ‖ owner ‖ commitment), a 129-byte preimage: it can never equal a transparent output's id
 //!   (80 bytes) or a marker.
 
+use rand::{CryptoRng, RngCore};
 use secp256k1::Keypair;
 use specie_codec::{put_byte_vec, put_vec, Decode, DecodeError, Encode, Reader};
-use specie_confidential::{ConfidentialTransfer, TransferLimits, TRANSFER_BYTES_MAX};
+use specie_confidential::{
+    AuditorKey, ConfidentialTransfer, Opening, ProveError, TransferLimits, TransferPlan, TRANSFER_BYTES_MAX,
+};
 
 use crate::extension::{put_header, read_header, KIND_CONFIDENTIAL};
 use crate::hash::{sha256, Sha256Writer};
@@ -299,4 +302,82 @@ impl Decode for ConfidentialTransaction {
     fn encoded_bytes_max(limits: &DecodeLimits) -> usize {
         limits.transaction_bytes_max
     }
+}
+
+/// What a wallet wants a confidential transaction to do; [`ConfidentialPlan::prove_and_sign`]
+/// makes it.
+#[derive(Clone, Debug)]
+pub struct ConfidentialPlan {
+    pub transparent_inputs: Vec<Input>,
+    /// Confidential outputs spent, each with the opening its owner holds.
+    pub confidential_inputs: Vec<(ConfidentialInput, Opening)>,
+    /// Confidential outputs to create: owner and value.
+    pub outputs: Vec<([u8; 32], u64)>,
+    pub transparent_outputs: Vec<Output>,
+    /// The auditors with jurisdiction: each can read every output's value.
+    pub auditors: Vec<AuditorKey>,
+}
+
+/// Why a confidential transaction could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("cannot prove the transfer: {0}")]
+    Prove(#[from] ProveError),
+    #[error("cannot sign: {0}")]
+    Sign(#[from] SignError),
+    #[error("the transparent values overflow a u64")]
+    Overflow,
+}
+
+impl ConfidentialPlan {
+    /// Proves the plan (range, balance and auditor proofs bound to the transaction) and signs
+    /// every input with `keys[i]` (transparent inputs first). Returns the transaction and each
+    /// confidential output's opening, in order: what its payee needs to know and spend it.
+    pub fn prove_and_sign(
+        &self,
+        keys: &[Keypair],
+        mode: NonceMode,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(ConfidentialTransaction, Vec<Opening>), BuildError> {
+        let public_in = clear_total(self.transparent_inputs.iter().map(|i| i.data.value))?;
+        let public_out = clear_total(self.transparent_outputs.iter().map(|o| o.value))?;
+        let confidential_inputs: Vec<ConfidentialInput> = self.confidential_inputs.iter().map(|(i, _)| *i).collect();
+        let owners: Vec<[u8; 32]> = self.outputs.iter().map(|(owner, _)| *owner).collect();
+        let context = ConfidentialTransaction::context_of(
+            &self.transparent_inputs,
+            &confidential_inputs,
+            &owners,
+            &self.transparent_outputs,
+        );
+        let plan = TransferPlan {
+            context,
+            inputs: self
+                .confidential_inputs
+                .iter()
+                .map(|(_, opening)| opening.clone())
+                .collect(),
+            outputs: self.outputs.iter().map(|(_, value)| *value).collect(),
+            public_in,
+            public_out,
+            auditors: self.auditors.clone(),
+        };
+        let (proof, openings) = ConfidentialTransfer::prove(&plan, rng)?;
+        let mut tx = ConfidentialTransaction {
+            transparent_inputs: self.transparent_inputs.clone(),
+            confidential_inputs,
+            owners,
+            transparent_outputs: self.transparent_outputs.clone(),
+            proof,
+            witnesses: vec![],
+        };
+        tx.sign(keys, mode)?;
+        Ok((tx, openings))
+    }
+}
+
+fn clear_total(values: impl Iterator<Item = u64>) -> Result<u64, BuildError> {
+    let mut values = values;
+    values
+        .try_fold(0u64, |sum, value| sum.checked_add(value))
+        .ok_or(BuildError::Overflow)
 }

@@ -190,7 +190,13 @@ pub(crate) fn read_header(reader: &mut Reader<'_>, expected_kind: Option<u8>) ->
     let kind = reader.read_u8("extension kind")?;
     let known = matches!(
         kind,
-        KIND_MINT | KIND_REDEEM | KIND_FASTPAY_FUND | KIND_FASTPAY_REDEEM | KIND_OFFLINE_FUND | KIND_OFFLINE_PAYOUT
+        KIND_MINT
+            | KIND_REDEEM
+            | KIND_FASTPAY_FUND
+            | KIND_FASTPAY_REDEEM
+            | KIND_OFFLINE_FUND
+            | KIND_OFFLINE_PAYOUT
+            | KIND_CONFIDENTIAL
     );
     if !known || expected_kind.is_some_and(|expected| expected != kind) {
         return Err(DecodeError::UnknownKind {
@@ -535,12 +541,12 @@ mod tests {
     #[test]
     fn header_errors_are_typed() {
         let mut bytes = EXTENSION_HEADER.to_vec();
-        bytes.push(0x07);
+        bytes.push(0x08);
         assert_eq!(
             SpecieTransaction::decode_exact(&bytes),
             Err(DecodeError::UnknownKind {
                 what: "extension transaction kind",
-                kind: 7
+                kind: 8
             })
         );
         bytes[7] = 2;

@@ -33,7 +33,9 @@ pub mod transaction;
 pub use address::{Address, AddressError, DEFAULT_HRP};
 
 pub use compact::AttestationError;
-pub use confidential::{ConfidentialInput, ConfidentialTransaction, CreatedConfidentialOutput};
+pub use confidential::{
+    BuildError, ConfidentialInput, ConfidentialPlan, ConfidentialTransaction, CreatedConfidentialOutput,
+};
 pub use extension::{mint_marker, redeem_marker, CreatedOutput, MintTransaction, RedeemTransaction, SpecieTransaction};
 pub use fastpay::{fastpay_funding_marker, fastpay_redeem_marker, FastpayFunding, FastpayFundingClaim, FastpayRedeem};
 pub use limits::DecodeLimits;

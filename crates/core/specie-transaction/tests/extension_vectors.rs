@@ -6,6 +6,8 @@ mod common;
 
 use std::collections::BTreeMap;
 
+use rand::SeedableRng;
+
 use common::{format_doc, parse_kv_blocks, read, Vectors};
 use secp256k1::Keypair;
 use specie_codec::{Decode, Encode};
@@ -15,8 +17,9 @@ use specie_transaction::extension::{EXTENSION_HEADER, KIND_FASTPAY_FUND, KIND_FA
 use specie_transaction::hash::sha256;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{
-    mint_marker, redeem_marker, witness_program_commitment, CompactTransaction, CreatedOutput, FastpayFunding,
-    FastpayRedeem, Input, MintTransaction, NonceMode, Output, RedeemTransaction, SpecieTransaction, Transaction, UhsId,
+    mint_marker, redeem_marker, witness_program_commitment, CompactTransaction, ConfidentialPlan, CreatedOutput,
+    FastpayFunding, FastpayRedeem, Input, MintTransaction, NonceMode, Output, RedeemTransaction, SpecieTransaction,
+    Transaction, UhsId,
 };
 
 fn key(byte: u8) -> Keypair {
@@ -96,7 +99,38 @@ fn computed() -> BTreeMap<String, String> {
 
     let alice_change = transfer.created_outputs()[1];
     fastpay_vectors(&mut v, &alice, &bob, alice_change);
+    confidential_vectors(&mut v, &alice, &bob, transfer.created_outputs()[0]);
     v
+}
+
+/// Bob shields the 60 alice paid him: 45 to alice and 15 to himself, confidential, readable by
+/// the auditor of seed `a1`×32; proven with `StdRng::seed_from_u64(2026)`.
+fn confidential_vectors(v: &mut BTreeMap<String, String>, alice: &Keypair, bob: &Keypair, bobs: CreatedOutput) {
+    let mut put = |name: &str, bytes: &[u8]| {
+        v.insert(name.to_owned(), hex::encode(bytes));
+    };
+    let auditor = specie_confidential::AuditorSecret::from_seed(&[0xa1; 32]);
+    put("confidential_auditor_key", &auditor.public().to_bytes());
+    let plan = ConfidentialPlan {
+        transparent_inputs: vec![bobs.to_input()],
+        confidential_inputs: vec![],
+        outputs: vec![
+            (pays(alice, 0).witness_program_commitment, 45),
+            (pays(bob, 0).witness_program_commitment, 15),
+        ],
+        transparent_outputs: vec![],
+        auditors: vec![auditor.public()],
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2026);
+    let (tx, openings) = plan
+        .prove_and_sign(&[*bob], NonceMode::Deterministic, &mut rng)
+        .unwrap();
+    put("confidential_context", &tx.context());
+    let tx = SpecieTransaction::Confidential(tx);
+    put("confidential_ser", &tx.encode());
+    put("confidential_txid", &tx.txid().0);
+    put("confidential_compact_ser", &tx.compact().encode());
+    put("confidential_opening[0]_blinding", openings[0].blinding.as_bytes());
 }
 
 /// The FastPay vectors: a committee of four authorities and one Byzantine-mode account, keys from
