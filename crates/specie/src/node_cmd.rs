@@ -37,6 +37,11 @@ pub struct NodeArgs {
     /// both are refused.
     #[arg(long, value_name = "HEX", value_parser = parse_key_hex)]
     pub exchange: Option<[u8; 32]>,
+    /// An auditor with jurisdiction (its public key, hex, as `specie audit keygen` prints it);
+    /// repeat for several. Every confidential transaction must encrypt its values to each, or
+    /// it is refused (`auditor_missing`). Given at every start.
+    #[arg(long = "auditor", value_name = "HEX", value_parser = parse_auditor_key)]
+    pub auditors: Vec<[u8; 32]>,
     /// Bech32 address prefix. Only for a new data directory.
     #[arg(long)]
     pub hrp: Option<String>,
@@ -111,6 +116,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     options.issuers = args.issuers;
     options.offline_authority = args.offline_authority;
     options.exchange = args.exchange;
+    options.auditors = args.auditors;
     options.batch_transactions_max = args.batch_transactions_max;
     options.ledger_of_record = args.no_ledger_of_record.then_some(false);
     specie_node::serve::serve(options, args.listen, limits)?;
@@ -122,5 +128,13 @@ fn parse_key_hex(text: &str) -> Result<[u8; 32], String> {
     let key = <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| format!("{} bytes, a key has 32", bytes.len()))?;
     // A small-order key would let anyone forge payouts.
     specie_ed25519::check_public_key(&key).map_err(|error| error.to_string())?;
+    Ok(key)
+}
+
+/// An auditor's public key: 32 bytes of hex that decode to a Ristretto point.
+pub fn parse_auditor_key(text: &str) -> Result<[u8; 32], String> {
+    let bytes = hex::decode(text.trim()).map_err(|error| format!("not hex: {error}"))?;
+    let key = <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| format!("{} bytes, a key has 32", bytes.len()))?;
+    specie_confidential::AuditorKey::from_bytes(key).ok_or("not an auditor key (no Ristretto point)")?;
     Ok(key)
 }

@@ -57,6 +57,9 @@ pub struct NodeInfo {
     pub shards: usize,
     pub issuers: Vec<String>,
     pub uhs_ids: u64,
+    /// The auditors with jurisdiction (Ristretto keys, hex): every confidential transaction must
+    /// give each of them its values.
+    pub auditors: Vec<String>,
 }
 
 impl From<TxResult> for TxStatus {

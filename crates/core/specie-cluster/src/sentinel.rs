@@ -265,6 +265,7 @@ impl Backend for ClusterBackend {
             shards: self.inner.shards.len(),
             issuers: self.inner.issuers_hex.clone(),
             uhs_ids: ids.iter().map(|ids| ids.len() as u64).sum(),
+            auditors: vec![],
         })
     }
 

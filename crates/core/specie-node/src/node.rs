@@ -49,6 +49,9 @@ pub struct NodeOptions {
     pub snapshot_log_bytes: u64,
     /// Off only for benchmarks that measure everything but the disk.
     pub fsync: bool,
+    /// The auditors with jurisdiction (compressed Ristretto keys): every confidential
+    /// transaction must give each of them its values. Given at every start.
+    pub auditors: Vec<[u8; 32]>,
     /// Whether the node keeps the ledger of record (`<data dir>/ledger`): every confirmed
     /// transaction, in hash-chained blocks. Applies only when the data directory is new (the
     /// ledger must start at genesis to replay to the UHS); `None` means on for a new directory
@@ -72,6 +75,7 @@ impl NodeOptions {
             snapshot_log_bytes: 256 * 1024 * 1024,
             fsync: true,
             ledger_of_record: None,
+            auditors: vec![],
         }
     }
 
@@ -291,7 +295,8 @@ impl EmbeddedNode {
             manifest,
             trusted: TrustedKeys::new(issuers, options.fastpay_committee.clone())
                 .with_offline_authority(options.offline_authority)
-                .with_exchange(options.exchange),
+                .with_exchange(options.exchange)
+                .with_auditors(options.auditors.clone()),
             ranges,
             submissions: submissions_tx,
             shards: shard_inboxes,
@@ -473,6 +478,7 @@ impl NodeHandle {
             shards: manifest.shards,
             issuers: manifest.issuers.clone(),
             uhs_ids,
+            auditors: self.shared.trusted.auditors.iter().map(hex::encode).collect(),
         })
     }
 

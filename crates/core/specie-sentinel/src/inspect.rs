@@ -41,16 +41,7 @@ pub fn inspect(hex_text: &str, trusted: &TrustedKeys) -> Result<Inspection, Unde
     let bytes = hex::decode(hex_text.trim())?;
     let tx = SpecieTransaction::decode_exact(&bytes).map_err(Undecodable::NotATransaction)?;
     let txid = tx.txid();
-    let kind = match &tx {
-        SpecieTransaction::Transfer(_) => "transfer",
-        SpecieTransaction::Mint(_) => "mint",
-        SpecieTransaction::Redeem(_) => "redeem",
-        SpecieTransaction::FastpayFunding(_) => "fastpay_funding",
-        SpecieTransaction::FastpayRedeem(_) => "fastpay_redeem",
-        SpecieTransaction::OfflineFunding(_) => "offline_funding",
-        SpecieTransaction::OfflinePayout(_) => "offline_payout",
-        SpecieTransaction::Confidential(_) => "confidential",
-    };
+    let kind = tx.kind_name();
     let is_offline = matches!(
         tx,
         SpecieTransaction::OfflineFunding(_) | SpecieTransaction::OfflinePayout(_)

@@ -318,6 +318,20 @@ impl RedeemTransaction {
 }
 
 impl SpecieTransaction {
+    /// The kind's stable name, as APIs, the inspector and auditors print it.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            SpecieTransaction::Transfer(_) => "transfer",
+            SpecieTransaction::Mint(_) => "mint",
+            SpecieTransaction::Redeem(_) => "redeem",
+            SpecieTransaction::FastpayFunding(_) => "fastpay_funding",
+            SpecieTransaction::FastpayRedeem(_) => "fastpay_redeem",
+            SpecieTransaction::OfflineFunding(_) => "offline_funding",
+            SpecieTransaction::OfflinePayout(_) => "offline_payout",
+            SpecieTransaction::Confidential(_) => "confidential",
+        }
+    }
+
     pub fn txid(&self) -> Txid {
         match self {
             SpecieTransaction::Transfer(tx) => tx.txid(),

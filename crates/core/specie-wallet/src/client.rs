@@ -73,6 +73,9 @@ pub struct NodeInfo {
     /// x-only public keys (hex) the node accepts mints and redeems from.
     pub issuers: Vec<String>,
     pub uhs_ids: u64,
+    /// Auditors with jurisdiction (hex Ristretto keys); absent from older nodes.
+    #[serde(default)]
+    pub auditors: Vec<String>,
 }
 
 /// The fate of one submitted transaction, mirroring `docs/api.md`.

@@ -54,6 +54,7 @@ const PURE_CRATES: &[&str] = &[
     "specie-merkle",
     "specie-archiver",
     "specie-endorsement",
+    "specie-auditor",
     // Not a role, but pure: the confidential payments' proofs take their randomness as an argument.
     "specie-confidential",
     // Not a role, but pure: the registration authority and the credential proofs take their

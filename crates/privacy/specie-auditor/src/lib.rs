@@ -1,0 +1,172 @@
+//! Passive auditors (Fabric CBDC framework, seed 003 §2 and App. C): an auditor with jurisdiction
+//! reads the ledger of record from genesis and reconstructs who paid whom what.
+//!
+//! - Transparent transactions are read as they are.
+//! - Every confidential transaction carries its output values encrypted to the auditors with
+//!   jurisdiction, with a proof that they are the committed values. The sentinels refuse one that
+//!   leaves an auditor out. The auditor decrypts the values of the outputs.
+//! - It learns the values of confidential *inputs* by remembering the outputs it read before, so
+//!   it must read from genesis. That is why it reads the ledger rather than the UHS.
+//!
+//! Pure: the caller fetches the blocks (`GET /v1/ledger/blocks/{height}`) and hands them over in
+//! order. Nothing here reads a clock, a file or a socket.
+
+use std::collections::HashMap;
+
+use specie_archiver::Block;
+use specie_confidential::AuditorSecret;
+use specie_transaction::{SpecieTransaction, Txid, UhsId};
+
+/// One side of a payment: whose it is, and how much, if the auditor can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Party {
+    /// The witness program commitment of the owner.
+    pub owner: [u8; 32],
+    /// `None` for a confidential value this auditor cannot read (another jurisdiction's).
+    pub value: Option<u64>,
+}
+
+/// A transaction as the auditor sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Audited {
+    pub height: u64,
+    pub position: u32,
+    pub txid: Txid,
+    pub kind: &'static str,
+    pub confidential: bool,
+    /// Who paid: the outputs spent.
+    pub inputs: Vec<Party>,
+    /// Who was paid: the outputs created, transparent first.
+    pub outputs: Vec<Party>,
+    /// Value entering or leaving circulation in clear (mint, redeem, fundings, payouts): what
+    /// the inputs and outputs do not show.
+    pub clear_in: u64,
+    pub clear_out: u64,
+    /// An output's value is over the auditor's threshold.
+    pub flagged: bool,
+}
+
+impl Audited {
+    /// Whether every value is known to the auditor.
+    pub fn readable(&self) -> bool {
+        self.inputs.iter().chain(&self.outputs).all(|p| p.value.is_some())
+    }
+
+    /// The total paid out, if every output is readable.
+    pub fn paid(&self) -> Option<u64> {
+        self.outputs.iter().map(|p| p.value).sum()
+    }
+}
+
+/// A passive auditor's state: its key, and what it knows of every unspent output.
+pub struct PassiveAuditor {
+    secret: AuditorSecret,
+    flag_over: u64,
+    unspent: HashMap<UhsId, Party>,
+    height: u64,
+}
+
+/// Why a block cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AuditReadError {
+    #[error("block {got} does not follow block {read}, the last one read")]
+    OutOfOrder { read: u64, got: u64 },
+}
+
+impl PassiveAuditor {
+    /// An auditor holding `secret` that flags every transaction with an output over `flag_over`.
+    pub fn new(secret: AuditorSecret, flag_over: u64) -> PassiveAuditor {
+        PassiveAuditor {
+            secret,
+            flag_over,
+            unspent: HashMap::new(),
+            height: 0,
+        }
+    }
+
+    /// The height of the last block read.
+    pub fn height(&self) -> u64 {
+        self.height
+    }
+
+    /// Reads the next block of the ledger: every transaction in it, as this auditor sees it.
+    pub fn read(&mut self, block: &Block) -> Result<Vec<Audited>, AuditReadError> {
+        if block.header.height != self.height + 1 {
+            return Err(AuditReadError::OutOfOrder {
+                read: self.height,
+                got: block.header.height,
+            });
+        }
+        let audited = block
+            .records
+            .iter()
+            .enumerate()
+            .map(|(position, record)| self.read_transaction(block.header.height, position as u32, record.transaction()))
+            .collect();
+        self.height = block.header.height;
+        Ok(audited)
+    }
+
+    fn read_transaction(&mut self, height: u64, position: u32, tx: &SpecieTransaction) -> Audited {
+        let compact = tx.compact();
+        let inputs: Vec<Party> = compact
+            .spent
+            .iter()
+            .map(|id| {
+                self.unspent.remove(id).unwrap_or(Party {
+                    owner: [0; 32],
+                    value: None,
+                })
+            })
+            .collect();
+        let mut outputs: Vec<Party> = tx
+            .outputs()
+            .iter()
+            .map(|o| Party {
+                owner: o.witness_program_commitment,
+                value: Some(o.value),
+            })
+            .collect();
+        if let SpecieTransaction::Confidential(confidential) = tx {
+            let values = confidential.proof.audit(&self.secret).ok();
+            outputs.extend(confidential.owners.iter().enumerate().map(|(i, owner)| Party {
+                owner: *owner,
+                value: values.as_ref().and_then(|v| v.get(i).copied()),
+            }));
+        }
+        // The created ids are the outputs' in order, then the kind's marker (which no one owns).
+        for (id, party) in compact.created.iter().zip(&outputs) {
+            self.unspent.insert(*id, *party);
+        }
+        let (clear_in, clear_out) = clear_values(tx);
+        let flagged = outputs.iter().any(|p| p.value.is_some_and(|v| v > self.flag_over));
+        Audited {
+            height,
+            position,
+            txid: compact.txid,
+            kind: tx.kind_name(),
+            confidential: matches!(tx, SpecieTransaction::Confidential(_)),
+            inputs,
+            outputs,
+            clear_in,
+            clear_out,
+            flagged,
+        }
+    }
+}
+
+/// Value a transaction brings into or takes out of the outputs it spends and creates, in clear:
+/// a mint's outputs come from nowhere; a redeem, funding or payout moves value to or from
+/// another mode or out of circulation.
+fn clear_values(tx: &SpecieTransaction) -> (u64, u64) {
+    match tx {
+        SpecieTransaction::Mint(mint) => (mint.outputs.iter().map(|o| o.value).sum(), 0),
+        SpecieTransaction::Redeem(redeem) => (0, redeem.amount),
+        SpecieTransaction::FastpayFunding(funding) => (0, funding.amount),
+        SpecieTransaction::OfflineFunding(funding) => (0, funding.amount),
+        SpecieTransaction::FastpayRedeem(_) | SpecieTransaction::OfflinePayout(_) => {
+            (tx.outputs().iter().map(|o| o.value).sum(), 0)
+        }
+        SpecieTransaction::Transfer(_) | SpecieTransaction::Confidential(_) => (0, 0),
+    }
+}
