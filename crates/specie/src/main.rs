@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod audit_cmd;
 mod bench_cmd;
 mod byzantine_cmd;
 mod cluster_cmd;
@@ -71,6 +72,9 @@ enum Command {
     Exchange(exchange_cmd::ExchangeArgs),
     /// Offline cash: a device wallet, the offline authority, checking evidence of double spending.
     Offline(offline_cmd::OfflineArgs),
+    /// A passive auditor: make its key, and read the ledger of record with it (who paid whom
+    /// what, confidential values of its jurisdiction included, flags over a threshold).
+    Audit(audit_cmd::AuditArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,7 +84,10 @@ fn main() -> ExitCode {
     // would kill a replica, a sentinel, the demo or a benchmark in the middle of its work.
     // Commands that only print and read files get the default back, so that `specie tx inspect
     // … | head` ends quietly instead of panicking on a closed pipe.
-    if matches!(cli.command, Command::Tx(_) | Command::Sim(_) | Command::Byzantine(_))
+    if matches!(
+        cli.command,
+        Command::Tx(_) | Command::Sim(_) | Command::Byzantine(_) | Command::Audit(_)
+    )
         || matches!(&cli.command, Command::Offline(args) if args.prints_only())
     {
         reset_sigpipe();
@@ -103,6 +110,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench_cmd::run(args),
         Command::Byzantine(args) => byzantine_cmd::run(args),
         Command::Offline(args) => offline_cmd::run(args),
+        Command::Audit(args) => audit_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -25,6 +25,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const SUBMIT_SLACK: Duration = Duration::from_secs(10);
 /// Largest response body read: 1000 results with messages, or 10000 booleans, fit easily.
 const RESPONSE_BYTES_MAX: u64 = 8 * 1024 * 1024;
+/// A ledger block's answer: up to 10,000 records of a few kilobytes each, in hex.
+const BLOCK_RESPONSE_BYTES_MAX: u64 = 128 * 1024 * 1024;
 
 /// Why talking to the node failed. Each message names the URL.
 #[derive(Debug, Error)]
@@ -243,23 +245,60 @@ impl NodeClient {
     }
 
     fn parse<T: for<'de> Deserialize<'de>>(&self, url: &str, response: ureq::Response) -> Result<T, ClientError> {
+        self.parse_limited(url, response, RESPONSE_BYTES_MAX)
+    }
+
+    fn parse_limited<T: for<'de> Deserialize<'de>>(
+        &self,
+        url: &str,
+        response: ureq::Response,
+        bytes_max: u64,
+    ) -> Result<T, ClientError> {
         let bad = |reason: String| ClientError::BadResponse {
             url: url.to_owned(),
             reason,
         };
-        let body = read_limited(response).map_err(|error| bad(error.to_string()))?;
+        let body = read_limited_to(response, bytes_max).map_err(|error| bad(error.to_string()))?;
         serde_json::from_slice(&body).map_err(|error| bad(error.to_string()))
     }
 
-    /// `GET /v1/info`.
-    pub fn info(&self) -> Result<NodeInfo, ClientError> {
-        let url = self.endpoint("/v1/info");
+    fn get<T: for<'de> Deserialize<'de>>(&self, path: &str, bytes_max: u64) -> Result<T, ClientError> {
+        let url = self.endpoint(path);
         let response = self
             .agent
             .get(&url)
             .call()
             .map_err(|error| self.transport_error(&url, error))?;
-        self.parse(&url, response)
+        self.parse_limited(&url, response, bytes_max)
+    }
+
+    /// `GET /v1/ledger`: the height of the node's ledger of record.
+    pub fn ledger_height(&self) -> Result<u64, ClientError> {
+        #[derive(Deserialize)]
+        struct Head {
+            height: u64,
+        }
+        Ok(self.get::<Head>("/v1/ledger", RESPONSE_BYTES_MAX)?.height)
+    }
+
+    /// `GET /v1/ledger/blocks/{height}`: the block's canonical encoding (to decode and check
+    /// as `specie_archiver::Block`).
+    pub fn ledger_block_bytes(&self, height: u64) -> Result<Vec<u8>, ClientError> {
+        #[derive(Deserialize)]
+        struct BlockBody {
+            encoded: String,
+        }
+        let path = format!("/v1/ledger/blocks/{height}");
+        let body: BlockBody = self.get(&path, BLOCK_RESPONSE_BYTES_MAX)?;
+        hex::decode(&body.encoded).map_err(|error| ClientError::BadResponse {
+            url: self.endpoint(&path),
+            reason: format!("the block is not hex: {error}"),
+        })
+    }
+
+    /// `GET /v1/info`.
+    pub fn info(&self) -> Result<NodeInfo, ClientError> {
+        self.get("/v1/info", RESPONSE_BYTES_MAX)
     }
 
     /// `POST /v1/transactions`, in chunks of [`SUBMIT_TRANSACTIONS_MAX`]. `timeout_ms` is
@@ -337,14 +376,15 @@ impl Ledger for NodeClient {
 /// Reads a body of at most [`RESPONSE_BYTES_MAX`] bytes; a longer one is an error rather than
 /// an unbounded allocation.
 fn read_limited(response: ureq::Response) -> std::io::Result<Vec<u8>> {
+    read_limited_to(response, RESPONSE_BYTES_MAX)
+}
+
+fn read_limited_to(response: ureq::Response, bytes_max: u64) -> std::io::Result<Vec<u8>> {
     let mut body = Vec::new();
-    response
-        .into_reader()
-        .take(RESPONSE_BYTES_MAX + 1)
-        .read_to_end(&mut body)?;
-    if body.len() as u64 > RESPONSE_BYTES_MAX {
+    response.into_reader().take(bytes_max + 1).read_to_end(&mut body)?;
+    if body.len() as u64 > bytes_max {
         return Err(std::io::Error::other(format!(
-            "the response is larger than {RESPONSE_BYTES_MAX} bytes"
+            "the response is larger than {bytes_max} bytes"
         )));
     }
     Ok(body)

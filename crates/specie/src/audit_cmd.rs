@@ -1,0 +1,216 @@
+//! `specie audit …`: a passive auditor's tools. See docs/privacy.md, "The auditor's guide".
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use specie_archiver::{Block, BlockLimits};
+use specie_auditor::{Audited, PassiveAuditor};
+use specie_codec::Decode;
+use specie_confidential::AuditorSecret;
+use specie_wallet::NodeClient;
+
+#[derive(Args)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    command: AuditCommand,
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Make an auditor's key: a 32-byte secret seed written to FILE (readable by you alone), and
+    /// the public key printed, to give the node operator (`specie node --auditor HEX`) and the
+    /// wallets, who encrypt every confidential value to it.
+    Keygen {
+        /// Where to write the secret seed (hex). Refuses to overwrite an existing file.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Print the public key of the auditor whose seed is in FILE.
+    Key {
+        #[arg(long)]
+        key: PathBuf,
+    },
+    /// Read the node's ledger of record from genesis as a passive auditor: every transaction,
+    /// with its payers and payees and the values this auditor can read (all transparent values,
+    /// and the confidential values of its jurisdiction), flagging any payment over the
+    /// threshold. Exits 0.
+    Show {
+        /// The node's API.
+        #[arg(long, default_value = "http://127.0.0.1:8470")]
+        node: String,
+        /// The auditor's secret seed file (from `specie audit keygen`).
+        #[arg(long)]
+        key: PathBuf,
+        /// Flag a transaction with an output over this value (smallest units).
+        #[arg(long, default_value_t = 1_000_000)]
+        flag_over: u64,
+        /// Print only the flagged transactions (the summary counts them all).
+        #[arg(long)]
+        flagged_only: bool,
+        /// One JSON object per transaction, then a summary object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        AuditCommand::Keygen { out } => keygen(&out),
+        AuditCommand::Key { key } => {
+            println!("{}", hex::encode(read_secret(&key)?.public().to_bytes()));
+            Ok(ExitCode::SUCCESS)
+        }
+        AuditCommand::Show {
+            node,
+            key,
+            flag_over,
+            flagged_only,
+            json,
+        } => show(&node, &key, flag_over, flagged_only, json),
+    }
+}
+
+fn keygen(out: &Path) -> anyhow::Result<ExitCode> {
+    let seed: [u8; 32] = rand::random();
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(out)
+        .with_context(|| format!("cannot create {} (it must not exist yet)", out.display()))?;
+    writeln!(file, "{}", hex::encode(seed)).with_context(|| format!("cannot write {}", out.display()))?;
+    file.sync_all()?;
+    println!("{}", hex::encode(AuditorSecret::from_seed(&seed).public().to_bytes()));
+    eprintln!(
+        "secret seed written to {}; the line above is the public key for `specie node --auditor`",
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_secret(path: &Path) -> anyhow::Result<AuditorSecret> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let seed: [u8; 32] = hex::decode(text.trim())
+        .ok()
+        .and_then(|bytes| bytes.try_into().ok())
+        .with_context(|| format!("{} does not hold a 32-byte hex seed", path.display()))?;
+    Ok(AuditorSecret::from_seed(&seed))
+}
+
+/// What the auditor counted over the whole ledger.
+#[derive(Default)]
+struct Summary {
+    transactions: u64,
+    confidential: u64,
+    unreadable: u64,
+    flagged: u64,
+    minted: u64,
+    taken_out: u64,
+}
+
+fn show(node: &str, key: &Path, flag_over: u64, flagged_only: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let client = NodeClient::new(node)?;
+    let mut auditor = PassiveAuditor::new(read_secret(key)?, flag_over);
+    let height = client.ledger_height()?;
+    let limits = BlockLimits::default();
+    let mut summary = Summary::default();
+    for h in 1..=height {
+        let bytes = client.ledger_block_bytes(h)?;
+        let block = Block::decode_exact_with(&bytes, &limits).with_context(|| format!("block {h} does not decode"))?;
+        anyhow::ensure!(block.commits_to_records(), "block {h}'s header does not commit to its records");
+        for audited in auditor.read(&block)? {
+            summary.transactions += 1;
+            summary.confidential += u64::from(audited.confidential);
+            summary.unreadable += u64::from(!audited.readable());
+            summary.flagged += u64::from(audited.flagged);
+            summary.minted += audited.clear_in;
+            summary.taken_out += audited.clear_out;
+            if !flagged_only || audited.flagged {
+                print_audited(&audited, json);
+            }
+        }
+    }
+    print_summary(&summary, height, json);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn short(owner: &[u8; 32]) -> String {
+    hex::encode(&owner[..6])
+}
+
+fn print_audited(audited: &Audited, json: bool) {
+    let value = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
+    if json {
+        let parties = |parties: &[specie_auditor::Party]| {
+            parties
+                .iter()
+                .map(|p| serde_json::json!({"owner": hex::encode(p.owner), "value": p.value}))
+                .collect::<Vec<_>>()
+        };
+        let line = serde_json::json!({
+            "height": audited.height,
+            "position": audited.position,
+            "txid": audited.txid.to_string(),
+            "kind": audited.kind,
+            "confidential": audited.confidential,
+            "inputs": parties(&audited.inputs),
+            "outputs": parties(&audited.outputs),
+            "clear_in": audited.clear_in,
+            "clear_out": audited.clear_out,
+            "readable": audited.readable(),
+            "flagged": audited.flagged,
+        });
+        println!("{line}");
+        return;
+    }
+    let side = |parties: &[specie_auditor::Party]| {
+        parties
+            .iter()
+            .map(|p| format!("{}:{}", short(&p.owner), value(p.value)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    println!(
+        "{:>6}:{:<5} {} {:<15} {} -> {}{}",
+        audited.height,
+        audited.position,
+        &audited.txid.to_string()[..16],
+        audited.kind,
+        side(&audited.inputs),
+        side(&audited.outputs),
+        if audited.flagged { "  FLAGGED" } else { "" }
+    );
+}
+
+fn print_summary(summary: &Summary, height: u64, json: bool) {
+    if json {
+        let line = serde_json::json!({
+            "summary": {
+                "blocks": height,
+                "transactions": summary.transactions,
+                "confidential": summary.confidential,
+                "unreadable": summary.unreadable,
+                "flagged": summary.flagged,
+                "minted_in_clear": summary.minted,
+                "taken_out_in_clear": summary.taken_out,
+            }
+        });
+        println!("{line}");
+        return;
+    }
+    println!(
+        "{} blocks, {} transactions ({} confidential, {} with values of another jurisdiction), {} flagged; \
+         {} came in and {} went out in clear",
+        height,
+        summary.transactions,
+        summary.confidential,
+        summary.unreadable,
+        summary.flagged,
+        summary.minted,
+        summary.taken_out
+    );
+}
