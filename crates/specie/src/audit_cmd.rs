@@ -121,7 +121,10 @@ fn show(node: &str, key: &Path, flag_over: u64, flagged_only: bool, json: bool) 
     for h in 1..=height {
         let bytes = client.ledger_block_bytes(h)?;
         let block = Block::decode_exact_with(&bytes, &limits).with_context(|| format!("block {h} does not decode"))?;
-        anyhow::ensure!(block.commits_to_records(), "block {h}'s header does not commit to its records");
+        anyhow::ensure!(
+            block.commits_to_records(),
+            "block {h}'s header does not commit to its records"
+        );
         for audited in auditor.read(&block)? {
             summary.transactions += 1;
             summary.confidential += u64::from(audited.confidential);

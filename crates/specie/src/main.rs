@@ -87,8 +87,7 @@ fn main() -> ExitCode {
     if matches!(
         cli.command,
         Command::Tx(_) | Command::Sim(_) | Command::Byzantine(_) | Command::Audit(_)
-    )
-        || matches!(&cli.command, Command::Offline(args) if args.prints_only())
+    ) || matches!(&cli.command, Command::Offline(args) if args.prints_only())
     {
         reset_sigpipe();
     }

@@ -391,6 +391,33 @@ fn demo_runs_and_audits() {
 }
 
 #[test]
+fn demo_privacy_refuses_every_forgery_and_the_auditor_agrees_with_the_wallets() {
+    let output = specie(&["demo", "--privacy", "--wallets", "8", "--rounds", "3", "--json"]);
+    assert_exit(&output, 0);
+    let text = stdout(&output);
+    let summary: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"));
+    let count = |key: &str| {
+        summary[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{key} is not a count: {summary}"))
+    };
+    assert!(count("transparent_payments") > 0, "{summary}");
+    assert!(count("confidential_transactions") > 0, "{summary}");
+    assert!(count("forgeries") >= 5, "{summary}");
+    assert_eq!(count("forgeries_refused"), count("forgeries"), "{summary}");
+    assert_eq!(count("honest_refused"), 0, "{summary}");
+    assert!(count("auditor_reconstructed") > 0, "{summary}");
+    assert_eq!(count("auditor_mismatches"), 0, "{summary}");
+    assert_eq!(
+        count("auditor_held"),
+        count("minted") - count("redeemed"),
+        "the auditor's reading of the ledger is the money in circulation: {summary}"
+    );
+    assert_eq!(summary["ledger_replays_to_uhs"], true, "{summary}");
+    assert_eq!(summary["audit_ok"], true, "{summary}");
+}
+
+#[test]
 fn demo_rejects_bad_flags() {
     let cases: [(&[&str], &str); 6] = [
         (&["--double-spend-fraction", "2"], "--double-spend-fraction"),

@@ -29,7 +29,7 @@ fn auditors() -> Vec<AuditorKey> {
 }
 
 fn code(tx: &ConfidentialTransaction, trusted: &TrustedKeys) -> Option<&'static str> {
-    validate(&SpecieTransaction::Confidential(tx.clone()), trusted)
+    validate(&SpecieTransaction::from(tx.clone()), trusted)
         .err()
         .map(|e| e.code())
 }
@@ -55,7 +55,7 @@ fn pay_and_unshield(rng: &mut StdRng) -> (ConfidentialTransaction, ConfidentialP
     let input = shielded.created_confidential_outputs()[0].to_input();
     let plan = ConfidentialPlan {
         transparent_inputs: vec![],
-        confidential_inputs: vec![(input, openings[0].clone())],
+        confidential_inputs: vec![(input, openings[0])],
         outputs: vec![(owner(&key(3)), 70)],
         transparent_outputs: vec![pays(&bob, 50)],
         auditors: auditors(),
@@ -75,14 +75,14 @@ fn shielding_paying_and_unshielding_are_valid_and_the_auditor_reads_the_values()
     assert_eq!(code(&paid, &with_auditor()), None);
     assert_eq!(paid.proof.audit(&auditor()).unwrap(), vec![70]);
     // Its transparent output is an ordinary output, numbered before the confidential one.
-    let compact = SpecieTransaction::Confidential(paid.clone()).compact();
-    let created = SpecieTransaction::Confidential(paid.clone()).created_outputs();
+    let compact = SpecieTransaction::from(paid.clone()).compact();
+    let created = SpecieTransaction::from(paid.clone()).created_outputs();
     assert_eq!(compact.created[0], created[0].uhs_id);
     assert_eq!(compact.created[1], paid.created_confidential_outputs()[0].uhs_id);
     assert_eq!(paid.created_confidential_outputs()[0].outpoint.index, 1);
     assert_eq!(compact.spent, vec![paid.confidential_inputs[0].uhs_id()]);
     // Encodings round-trip.
-    let tx = SpecieTransaction::Confidential(paid);
+    let tx = SpecieTransaction::from(paid);
     let bytes = specie_codec::Encode::encode(&tx);
     assert_eq!(
         <SpecieTransaction as specie_codec::Decode>::decode_exact(&bytes).unwrap(),
@@ -170,7 +170,7 @@ fn a_bad_witness_or_a_tampered_proof_is_refused() {
     unsigned.witnesses.clear();
     assert_eq!(code(&unsigned, &with_auditor()), Some("missing_witness"));
     // Flip bytes across the proof's encoding: it either no longer decodes or no longer verifies.
-    let tx = SpecieTransaction::Confidential(paid.clone());
+    let tx = SpecieTransaction::from(paid.clone());
     let bytes = specie_codec::Encode::encode(&tx);
     let proof_bytes = specie_codec::Encode::encode(&paid.proof);
     let start = bytes.windows(proof_bytes.len()).position(|w| w == proof_bytes).unwrap();

@@ -351,11 +351,7 @@ impl ConfidentialPlan {
         );
         let plan = TransferPlan {
             context,
-            inputs: self
-                .confidential_inputs
-                .iter()
-                .map(|(_, opening)| opening.clone())
-                .collect(),
+            inputs: self.confidential_inputs.iter().map(|(_, opening)| *opening).collect(),
             outputs: self.outputs.iter().map(|(_, value)| *value).collect(),
             public_in,
             public_out,

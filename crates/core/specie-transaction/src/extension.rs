@@ -128,7 +128,8 @@ pub enum SpecieTransaction {
     FastpayRedeem(FastpayRedeem),
     OfflineFunding(OfflineFunding),
     OfflinePayout(OfflinePayout),
-    Confidential(ConfidentialTransaction),
+    /// Boxed: a confidential transaction's proofs make it several times larger than any other kind.
+    Confidential(Box<ConfidentialTransaction>),
 }
 
 /// An output a transaction creates, with what a wallet needs to spend it later.
@@ -314,6 +315,12 @@ impl RedeemTransaction {
             issuer_pubkey,
             issuer_signature,
         })
+    }
+}
+
+impl From<ConfidentialTransaction> for SpecieTransaction {
+    fn from(tx: ConfidentialTransaction) -> SpecieTransaction {
+        SpecieTransaction::Confidential(Box::new(tx))
     }
 }
 
@@ -509,7 +516,7 @@ impl Decode for SpecieTransaction {
                 reader, limits,
             )?)),
             KIND_OFFLINE_PAYOUT => Ok(SpecieTransaction::OfflinePayout(OfflinePayout::decode_body(reader)?)),
-            KIND_CONFIDENTIAL => Ok(SpecieTransaction::Confidential(ConfidentialTransaction::decode_body(
+            KIND_CONFIDENTIAL => Ok(SpecieTransaction::from(ConfidentialTransaction::decode_body(
                 reader, limits,
             )?)),
             kind => Err(DecodeError::UnknownKind {

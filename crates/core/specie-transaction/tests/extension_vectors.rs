@@ -126,7 +126,7 @@ fn confidential_vectors(v: &mut BTreeMap<String, String>, alice: &Keypair, bob: 
         .prove_and_sign(&[*bob], NonceMode::Deterministic, &mut rng)
         .unwrap();
     put("confidential_context", &tx.context());
-    let tx = SpecieTransaction::Confidential(tx);
+    let tx = SpecieTransaction::from(tx);
     put("confidential_ser", &tx.encode());
     put("confidential_txid", &tx.txid().0);
     put("confidential_compact_ser", &tx.compact().encode());

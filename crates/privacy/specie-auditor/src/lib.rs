@@ -89,6 +89,14 @@ impl PassiveAuditor {
         self.height
     }
 
+    /// The value of every unspent output the auditor has read, and how many it cannot read
+    /// (another jurisdiction's): with nothing unreadable, the money in circulation.
+    pub fn holdings(&self) -> (u64, usize) {
+        let readable = self.unspent.values().filter_map(|p| p.value).sum();
+        let unreadable = self.unspent.values().filter(|p| p.value.is_none()).count();
+        (readable, unreadable)
+    }
+
     /// Reads the next block of the ledger: every transaction in it, as this auditor sees it.
     pub fn read(&mut self, block: &Block) -> Result<Vec<Audited>, AuditReadError> {
         if block.header.height != self.height + 1 {

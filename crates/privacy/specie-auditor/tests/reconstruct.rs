@@ -71,7 +71,7 @@ fn a_passive_auditor_reconstructs_its_jurisdiction_and_only_it() {
     .unwrap();
     let (pay, _) = ConfidentialPlan {
         transparent_inputs: vec![],
-        confidential_inputs: vec![(shield.created_confidential_outputs()[0].to_input(), openings[0].clone())],
+        confidential_inputs: vec![(shield.created_confidential_outputs()[0].to_input(), openings[0])],
         outputs: vec![(owner(&carol), 70)],
         transparent_outputs: vec![Output {
             witness_program_commitment: owner(&bob),
@@ -95,12 +95,9 @@ fn a_passive_auditor_reconstructs_its_jurisdiction_and_only_it() {
     let first = seal(&mut ledger, &[mint]);
     let second = seal(
         &mut ledger,
-        &[
-            SpecieTransaction::Confidential(shield),
-            SpecieTransaction::Confidential(elsewhere),
-        ],
+        &[SpecieTransaction::from(shield), SpecieTransaction::from(elsewhere)],
     );
-    let third = seal(&mut ledger, &[SpecieTransaction::Confidential(pay)]);
+    let third = seal(&mut ledger, &[SpecieTransaction::from(pay)]);
 
     let mut auditor = PassiveAuditor::new(ours, 100);
     assert_eq!(

@@ -223,9 +223,9 @@ fn run_with<B: Backend>(
 }
 
 /// The ledger of record, checked against the shards once it has sealed everything.
-struct LedgerCheck {
-    blocks: u64,
-    replays_to_uhs: bool,
+pub(crate) struct LedgerCheck {
+    pub(crate) blocks: u64,
+    pub(crate) replays_to_uhs: bool,
 }
 
 /// How long the archiver may take to seal what was confirmed last (it seals every 100 ms).
@@ -233,7 +233,7 @@ const LEDGER_SETTLE_MS_MAX: u64 = 10_000;
 
 /// `None` if the backend keeps no ledger of record; otherwise whether its blocks replay to
 /// exactly the UHS the shards hold, once nothing waits for a block.
-fn check_ledger_of_record<B: Backend>(backend: &B) -> BenchResult<Option<LedgerCheck>> {
+pub(crate) fn check_ledger_of_record<B: Backend>(backend: &B) -> BenchResult<Option<LedgerCheck>> {
     let deadline = Instant::now() + Duration::from_millis(LEDGER_SETTLE_MS_MAX);
     loop {
         let head = match backend.ledger_head() {

@@ -3,6 +3,8 @@
 //!
 //! - [`demo`]: `specie demo`, a short run of the payment workload ending in the supply audit.
 //! - [`demo_byzantine`]: `specie demo --byzantine`, the Byzantine mode with the core as its Primary.
+//! - [`demo_privacy`]: `specie demo --privacy`, transparent and confidential payments, forgeries,
+//!   the passive auditor's reconstruction from the ledger of record and the supply audit.
 //! - [`swap`]: `specie bench validate | swap` against an embedded node (and, to weigh running
 //!   embedded mode through Raft, against one-replica Raft groups in the same process).
 //! - [`postgres`]: `specie bench postgres`, the PostgreSQL baseline of Hamilton §6.1 (a throwaway
@@ -30,6 +32,7 @@ pub mod demo;
 pub mod demo_byzantine;
 pub mod demo_exchange;
 pub mod demo_offline;
+pub mod demo_privacy;
 pub mod exchange;
 mod exchange_chart;
 pub mod offline;
