@@ -130,6 +130,37 @@ pub enum BenchCommand {
     /// The defaults take about 1-2 minutes in release on 2 cores and about 1 GiB of memory.
     #[command(verbatim_doc_comment)]
     Exchange(ExchangeBenchArgs),
+    /// The privacy levels (transparent and confidential), beside the primitives measured in the
+    /// same run.
+    ///
+    ///   Primitives, per CPU second of one core: a BIP-340 verification; a confidential
+    ///     2-output transfer's proofs (range, balance, auditor validity) verified alone and in
+    ///     batches of 32; a wallet proving and signing a 2-in/2-out confidential transaction.
+    ///   Sentinel validation of 2-in/2-out transactions of each level, on one core (CPU time)
+    ///     and on all cores (wall clock), and what one costs in BIP-340 verifications.
+    ///   The ledger of record: confirmed 2-in/2-out records sealed, applied, encoded and
+    ///     appended with one fsync per block of 1000.
+    ///   End to end: --payments 2-in/2-out payments of each level submitted to an embedded node
+    ///     (fsync on, ledger of record on, one auditor), from submission to confirmation.
+    ///
+    /// Targets (issue 12): confidential verification <= 5 ms on one core and proving <= 20 ms
+    /// (the Go reference, fabric-token-sdk: ~90 ms and ~175 ms). About 30 s on 2 cores.
+    #[command(verbatim_doc_comment)]
+    Privacy(PrivacyBenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PrivacyBenchArgs {
+    /// Milliseconds each per-second figure is measured for.
+    #[arg(long, default_value_t = 1_500)]
+    pub measure_ms: u64,
+    /// 2-in/2-out payments of each level submitted end to end (each confidential one is proven
+    /// beforehand, not measured).
+    #[arg(long, default_value_t = 400)]
+    pub payments: usize,
+    /// Print the figures as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -272,6 +303,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchCommand::Offline(args) => specie_bench::offline::run(specie_bench::offline::OfflineOptions {
             tokens: args.tokens,
             ceiling_seconds: args.ceiling_seconds,
+            payments: args.payments,
+            json: args.json,
+        })?,
+        BenchCommand::Privacy(args) => specie_bench::privacy::run(&specie_bench::privacy::PrivacyBenchOptions {
+            measure_ms: args.measure_ms,
             payments: args.payments,
             json: args.json,
         })?,

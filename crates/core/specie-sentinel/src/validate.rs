@@ -328,8 +328,9 @@ fn confidential(code: ConfidentialErrorCode) -> ValidationError {
 
 /// Confidential: the transfer's structure checks over both input lists (the transparent
 /// inputs first), the clear values against the proof's, the spent commitments, the auditors
-/// with jurisdiction, the witnesses; and last, as the costliest, the proofs themselves.
-pub(crate) fn check_confidential(tx: &ConfidentialTransaction, txid: &Txid, trusted: &TrustedKeys) -> Check {
+/// with jurisdiction, the witnesses. The proofs, the costliest, are left to the caller, who
+/// may verify many transactions' together.
+pub(crate) fn check_confidential_but_proofs(tx: &ConfidentialTransaction, txid: &Txid, trusted: &TrustedKeys) -> Check {
     let inputs = tx.transparent_inputs.len() + tx.confidential_inputs.len();
     if inputs == 0 {
         return Err(ValidationError::Transaction(TxErrorCode::NoInputs));
@@ -358,10 +359,17 @@ pub(crate) fn check_confidential(tx: &ConfidentialTransaction, txid: &Txid, trus
     check_inputs_structure(&tx.transparent_inputs)?;
     check_outputs_value(&tx.transparent_outputs)?;
     check_confidential_statement(tx, trusted)?;
-    check_owner_witnesses(&tx.input_owners(), &tx.witnesses, txid)?;
-    tx.proof
-        .verify(&tx.context())
-        .map_err(|_| confidential(ConfidentialErrorCode::InvalidProof))
+    check_owner_witnesses(&tx.input_owners(), &tx.witnesses, txid)
+}
+
+/// Every check of a confidential transaction, the proofs last.
+pub(crate) fn check_confidential(tx: &ConfidentialTransaction, txid: &Txid, trusted: &TrustedKeys) -> Check {
+    check_confidential_but_proofs(tx, txid, trusted)?;
+    tx.proof.verify(&tx.context()).map_err(|_| invalid_proof())
+}
+
+pub(crate) fn invalid_proof() -> ValidationError {
+    confidential(ConfidentialErrorCode::InvalidProof)
 }
 
 /// What the proof states against the transaction: clear values, spent commitments, one owner

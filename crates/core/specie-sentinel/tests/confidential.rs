@@ -188,3 +188,34 @@ fn a_bad_witness_or_a_tampered_proof_is_refused() {
         }
     }
 }
+
+#[test]
+fn a_batch_verifies_proofs_together_and_gives_each_transaction_its_own_verdict() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut txs = vec![];
+    for n in 0..40 {
+        let (mut paid, _) = pay_and_unshield(&mut rng);
+        if n % 7 == 3 {
+            // A proof made for another transaction: only the proofs can tell.
+            paid.proof = pay_and_unshield(&mut rng).0.proof;
+            paid.sign(&[key(2)], NonceMode::Deterministic).unwrap();
+        }
+        if n % 11 == 5 {
+            paid.witnesses[0].0[40] ^= 1;
+        }
+        txs.push(SpecieTransaction::from(paid));
+        if n % 5 == 0 {
+            txs.push(SpecieTransaction::Transfer(common::valid_transfer()));
+        }
+    }
+    let trusted = with_auditor();
+    let batch = specie_sentinel::validate_batch(&txs, &trusted);
+    let sequential: Vec<_> = txs
+        .iter()
+        .map(|tx| specie_sentinel::validate_and_compact(tx, &trusted))
+        .collect();
+    assert_eq!(batch, sequential);
+    let refused = batch.iter().filter(|v| v.is_err()).count();
+    assert!(refused >= 8, "the forgeries are refused: {refused}");
+    assert!(batch.iter().filter(|v| v.is_ok()).count() > 30);
+}

@@ -20,6 +20,9 @@
 //! - [`exchange`]: `specie bench exchange`, the SPEEDEX exchange: clearing time and quality per
 //!   (assets, offers), and block execution (payments, offers) with state hashing and fsync on, on
 //!   one thread and on every core, beside the reference's figures and the Ed25519 ceiling.
+//! - [`privacy`]: `specie bench privacy`, the privacy levels: validation per level on one core
+//!   and all cores, proving in the wallet, the ledger of record's append rate and end-to-end
+//!   payments per level, beside BIP-340 and the confidential proofs' own verification.
 //! - [`ceiling`]: what signing and verifying cost on all cores, the bound on every figure.
 
 mod cpu;
@@ -38,6 +41,7 @@ mod exchange_chart;
 pub mod offline;
 mod one_replica;
 pub mod postgres;
+pub mod privacy;
 mod replicated;
 pub mod swap;
 
