@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use specie_codec::{put_count, Decode, DecodeError, Encode, Reader};
+use specie_endorsement::{Endorsement, ENDORSEMENT_BYTES_MAX};
 use specie_transaction::limits::ATTESTATION_BYTES;
 use specie_transaction::{CompactTransaction, DecodeLimits, SpecieTransaction, Txid, UhsId};
 
@@ -14,6 +15,9 @@ pub struct Record {
     /// Derived from `transaction` once (what the ledger spends and creates), with the
     /// endorsements as its attestations.
     compact: CompactTransaction,
+    /// The endorsers' threshold signature over the transaction's batch, where the core requires
+    /// one: k of n endorsers vouched for it, and anyone can check it against the group key.
+    endorsement: Option<Endorsement>,
 }
 
 /// Why a record is not what it claims to be.
@@ -57,13 +61,33 @@ impl Record {
             compact.txid,
             "the sentinel's compact form is its own"
         );
-        Record { transaction, compact }
+        Record {
+            transaction,
+            compact,
+            endorsement: None,
+        }
+    }
+
+    /// This record, with the endorsers' threshold signature it was committed under.
+    pub fn with_endorsement(self, endorsement: Endorsement) -> Record {
+        Record {
+            endorsement: Some(endorsement),
+            ..self
+        }
+    }
+
+    pub fn endorsement(&self) -> Option<&Endorsement> {
+        self.endorsement.as_ref()
     }
 
     fn from_parts(transaction: SpecieTransaction, endorsements: BTreeMap<[u8; 32], [u8; 64]>) -> Record {
         let mut compact = transaction.compact();
         compact.attestations = endorsements;
-        Record { transaction, compact }
+        Record {
+            transaction,
+            compact,
+            endorsement: None,
+        }
     }
 
     pub fn txid(&self) -> Txid {
@@ -93,7 +117,8 @@ impl Record {
     }
 }
 
-/// `transaction ‖ count ‖ (x-only key ‖ BIP-340 signature)*`, keys strictly ascending.
+/// `transaction ‖ count ‖ (x-only key ‖ BIP-340 signature)* ‖ 0x00` (no threshold endorsement)
+/// or `… ‖ 0x01 ‖ endorsement`; attestation keys strictly ascending.
 impl Encode for Record {
     fn encode_to(&self, out: &mut Vec<u8>) {
         self.transaction.encode_to(out);
@@ -101,6 +126,13 @@ impl Encode for Record {
         for (key, signature) in &self.compact.attestations {
             out.extend_from_slice(key);
             out.extend_from_slice(signature);
+        }
+        match &self.endorsement {
+            None => out.push(0),
+            Some(endorsement) => {
+                out.push(1);
+                endorsement.encode_to(out);
+            }
         }
     }
 }
@@ -124,12 +156,25 @@ impl Decode for Record {
             }
             endorsements.insert(key, signature);
         }
-        Ok(Record::from_parts(transaction, endorsements))
+        let endorsement = match reader.read_u8("endorsement flag")? {
+            0 => None,
+            1 => Some(Endorsement::decode_from(reader, &())?),
+            _ => {
+                return Err(DecodeError::NonCanonical {
+                    what: "endorsement flag",
+                    reason: "must be 0 (none) or 1 (one follows)",
+                })
+            }
+        };
+        let record = Record::from_parts(transaction, endorsements);
+        Ok(Record { endorsement, ..record })
     }
 
     fn encoded_bytes_max(limits: &RecordLimits) -> usize {
         SpecieTransaction::encoded_bytes_max(&limits.transaction)
             + 9
             + limits.transaction.attestations_max as usize * ATTESTATION_BYTES
+            + 1
+            + ENDORSEMENT_BYTES_MAX
     }
 }

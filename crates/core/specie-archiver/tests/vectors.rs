@@ -121,6 +121,19 @@ fn vectors() -> Vec<Vector> {
             second.encode(),
         ),
         vector(
+            "record_endorsed",
+            "block 2's transfer record carrying a threshold endorsement (flag 0x01 then the endorsement of docs/endorsement-format.md; its signature bytes are 0x5e x 64, for the layout only)",
+            second.records[0]
+                .clone()
+                .with_endorsement(specie_endorsement::Endorsement {
+                    signature: [0x5e; 64],
+                    leaf_count: 3,
+                    index: 2,
+                    siblings: vec![[0xab; 32]],
+                })
+                .encode(),
+        ),
+        vector(
             "proof_2_1",
             "the inclusion proof of block 2's record 1 (the redeem): index ‖ leaves ‖ count ‖ siblings",
             second.prove(1).unwrap().encode(),
@@ -165,4 +178,16 @@ fn the_stored_ledger_decodes_replays_and_proves() {
     assert!(proof
         .verify(RECORDS_DOMAIN, &blocks[1].records[0].leaf(), &header.records_root)
         .is_err());
+    let endorsed = Record::decode_exact(&stored_bytes(&stored, "record_endorsed")).unwrap();
+    assert_eq!(endorsed.endorsement().map(|e| e.index), Some(2));
+    assert_eq!(endorsed.transaction(), blocks[1].records[0].transaction());
+    assert_ne!(
+        endorsed.leaf(),
+        blocks[1].records[0].leaf(),
+        "the leaf covers the endorsement"
+    );
+    // A flag other than 0 or 1 is not a record.
+    let mut bytes = blocks[1].records[0].encode();
+    *bytes.last_mut().unwrap() = 2;
+    assert!(Record::decode_exact(&bytes).is_err());
 }

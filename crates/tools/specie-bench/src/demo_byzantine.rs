@@ -449,6 +449,11 @@ pub(crate) fn value_held_by_core(core: &NodeHandle, txs: &[SpecieTransaction]) -
         .flat_map(SpecieTransaction::created_outputs)
         .map(|o| (o.uhs_id, o.output.value))
         .collect();
+    value_in_uhs(core, &outputs)
+}
+
+/// The total value of those of `outputs` (UHS id and value) the core's UHS holds.
+pub(crate) fn value_in_uhs(core: &NodeHandle, outputs: &[(UhsId, u64)]) -> BenchResult<u64> {
     let ids: Vec<UhsId> = outputs.iter().map(|(id, _)| *id).collect();
     let present = core.query_uhs(&ids).step("cannot query the core")?;
     Ok(outputs

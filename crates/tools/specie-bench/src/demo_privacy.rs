@@ -32,7 +32,7 @@ use specie_transaction::{
     MintTransaction, NonceMode, Output, RedeemTransaction, SpecieTransaction, Transaction, Txid, UhsId,
 };
 
-use crate::demo_byzantine::submit_all;
+use crate::demo_byzantine::{submit_all, value_in_uhs};
 use crate::error::{fail, BenchError, BenchResult, StepContext};
 
 /// Minted to each user, in clear, as four coins.
@@ -209,6 +209,15 @@ fn prove_all(
         .collect()
 }
 
+/// Submits proven transactions, every one of which must be confirmed.
+fn submit_proven(core: &NodeHandle, proven: &[(ConfidentialTransaction, Vec<Opening>)], what: &str) -> BenchResult<()> {
+    let txs = proven
+        .iter()
+        .map(|(tx, _)| SpecieTransaction::from(tx.clone()))
+        .collect();
+    expect_confirmed(submit_all(core, txs)?, what)
+}
+
 /// Every user shields `SHIELDED_COINS` of their coins into two notes of their own.
 fn shield(
     core: &NodeHandle,
@@ -234,14 +243,7 @@ fn shield(
         .collect();
     let proven = prove_all(plans, rng.gen())?;
     tally.shielded_value = proven.iter().map(|(tx, _)| tx.proof.public_in()).sum();
-    let statuses = submit_all(
-        core,
-        proven
-            .iter()
-            .map(|(tx, _)| SpecieTransaction::from(tx.clone()))
-            .collect(),
-    )?;
-    expect_confirmed(statuses, "a shielding")?;
+    submit_proven(core, &proven, "a shielding")?;
     for (user, (tx, openings)) in users.iter_mut().zip(proven) {
         receive_notes(user, &tx, &openings, 0..openings.len());
         tally.confidential += 1;
@@ -479,14 +481,7 @@ fn unshield_and_redeem(
         who.push(index);
     }
     let proven = prove_all(plans, rng.gen())?;
-    let statuses = submit_all(
-        core,
-        proven
-            .iter()
-            .map(|(tx, _)| SpecieTransaction::from(tx.clone()))
-            .collect(),
-    )?;
-    expect_confirmed(statuses, "an unshielding")?;
+    submit_proven(core, &proven, "an unshielding")?;
     for ((tx, openings), index) in proven.iter().zip(who) {
         tally.confidential += 1;
         tally.unshielded_value += tx.proof.public_out();
@@ -549,18 +544,6 @@ impl Audit {
     }
 }
 
-/// The values of `ids` (with their values) the core's UHS holds.
-fn held(core: &NodeHandle, outputs: &[(UhsId, u64)]) -> BenchResult<u64> {
-    let ids: Vec<UhsId> = outputs.iter().map(|(id, _)| *id).collect();
-    let present = core.query_uhs(&ids).step("cannot query the core")?;
-    Ok(outputs
-        .iter()
-        .zip(present)
-        .filter(|(_, p)| *p)
-        .map(|((_, v), _)| v)
-        .sum())
-}
-
 fn audit(core: &NodeHandle, users: &[User], secret: &AuditorSecret, tally: &Tally, minted: u64) -> BenchResult<Audit> {
     let coins: Vec<(UhsId, u64)> = users
         .iter()
@@ -603,8 +586,8 @@ fn audit(core: &NodeHandle, users: &[User], secret: &AuditorSecret, tally: &Tall
     Ok(Audit {
         minted,
         redeemed: tally.redeemed,
-        transparent_held: held(core, &coins)?,
-        confidential_held: held(core, &notes)?,
+        transparent_held: value_in_uhs(core, &coins)?,
+        confidential_held: value_in_uhs(core, &notes)?,
         auditor_held,
         auditor_unreadable,
         reconstructed,
