@@ -60,6 +60,9 @@ pub struct NodeInfo {
     /// The auditors with jurisdiction (Ristretto keys, hex): every confidential transaction must
     /// give each of them its values.
     pub auditors: Vec<String>,
+    /// The endorsers' group key (x-only, hex), if every transaction needs their threshold
+    /// endorsement: what the ledger's endorsements verify under.
+    pub endorsement_group_key: Option<String>,
 }
 
 impl From<TxResult> for TxStatus {

@@ -266,6 +266,7 @@ impl Backend for ClusterBackend {
             issuers: self.inner.issuers_hex.clone(),
             uhs_ids: ids.iter().map(|ids| ids.len() as u64).sum(),
             auditors: vec![],
+            endorsement_group_key: None,
         })
     }
 

@@ -12,6 +12,7 @@
 //! dtxn in flight from its last phase.
 
 pub mod archive;
+pub mod endorsement;
 mod manifest;
 mod node;
 pub mod serve;

@@ -1,13 +1,14 @@
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
 use specie_archiver::{Block, LedgerEntry, LedgerHead, Record};
 use specie_coordinator::CoordinatorConfig;
+use specie_endorsement::{BatchItem, EndorseReply, Endorsement, EndorsementVerifier, GroupKey};
 use specie_fastpay::Committee;
-use specie_sentinel::{IssuerKeys, IssuerKeysError, TrustedKeys};
+use specie_sentinel::{IssuerKeys, IssuerKeysError, SpecieErrorCode, TrustedKeys, ValidationError};
 use specie_shard::{ShardRange, ShardRangeError, ShardStateError};
 use specie_transaction::{CompactTransaction, SpecieTransaction, Txid, UhsId};
 
@@ -16,6 +17,7 @@ use specie_host::{EmbeddedHost, HostMessage, RecoverError};
 use specie_shard::{Shard, ShardCall, ShardRead, ShardReply};
 
 use crate::archive::{Archive, ArchiveError, ArchiveMessage, ArchiveOptions, LedgerRead, LedgerReply};
+use crate::endorsement::{Candidate, EndorsementGroup, EndorsementHandle, EndorsementOptions};
 use crate::manifest::{NodeManifest, NodeManifestError};
 use crate::wiring::{CoordinatorMessage, CoordinatorWiring, ShardMessage, ShardReplyTo, ShardWiring};
 
@@ -52,6 +54,10 @@ pub struct NodeOptions {
     /// The auditors with jurisdiction (compressed Ristretto keys): every confidential
     /// transaction must give each of them its values. Given at every start.
     pub auditors: Vec<[u8; 32]>,
+    /// Threshold endorsement: a transaction reaches the coordinator only endorsed by k of n
+    /// endorsers (each running the sentinel's checks). `None`: the node's sentinel validates
+    /// alone. Given at every start (the same seed keeps the same group key).
+    pub endorsement: Option<EndorsementOptions>,
     /// Whether the node keeps the ledger of record (`<data dir>/ledger`): every confirmed
     /// transaction, in hash-chained blocks. Applies only when the data directory is new (the
     /// ledger must start at genesis to replay to the UHS); `None` means on for a new directory
@@ -76,6 +82,7 @@ impl NodeOptions {
             fsync: true,
             ledger_of_record: None,
             auditors: vec![],
+            endorsement: None,
         }
     }
 
@@ -118,6 +125,8 @@ pub enum OpenError {
     ResumeStalled { dtxns: usize, limit_ms: u64 },
     #[error(transparent)]
     Archive(#[from] ArchiveError),
+    #[error("cannot form the endorsement group: {0}")]
+    Endorsement(#[from] specie_endorsement::KeyError),
     #[error("the ledger of record replays to {ledger_ids} UHS ids (digest {ledger_digest}) but the shards hold {shard_ids} (digest {shard_digest}): one of them lost or invented a transaction")]
     LedgerDiverged {
         ledger_ids: u64,
@@ -126,6 +135,10 @@ pub enum OpenError {
         shard_digest: String,
     },
 }
+
+/// Endorsed batches whose signature the core's gate keeps as checked (each batch's signature is
+/// verified once, then only each transaction's path).
+const VERIFIED_BATCHES_CACHED: usize = 4096;
 
 /// How long opening may spend finishing the dtxns that were in flight at the last stop. Local
 /// shards answer in microseconds; running out means a shard is wedged, not slow.
@@ -204,6 +217,9 @@ fn spawn(name: String, run: impl FnOnce() + Send + 'static) -> Result<JoinHandle
 
 struct Shared {
     manifest: NodeManifest,
+    /// The endorsement group, and the core's check of what it signs, if the node requires
+    /// threshold endorsement.
+    endorsement: Option<(EndorsementHandle, Mutex<EndorsementVerifier>)>,
     /// The archiver's inbox, if the node keeps the ledger of record.
     archive: Option<Sender<ArchiveMessage>>,
     trusted: TrustedKeys,
@@ -290,13 +306,25 @@ impl EmbeddedNode {
             host.run(submissions_rx, answers_rx);
         })?);
 
+        let trusted = TrustedKeys::new(issuers, options.fastpay_committee.clone())
+            .with_offline_authority(options.offline_authority)
+            .with_exchange(options.exchange)
+            .with_auditors(options.auditors.clone());
+        let endorsement = match &options.endorsement {
+            Some(endorsement_options) => {
+                let (group, handle, inbox) = EndorsementGroup::new(endorsement_options, trusted.clone())?;
+                threads.push(spawn("endorsement".into(), move || group.run(inbox))?);
+                let verifier = EndorsementVerifier::new(&handle.group_key(), VERIFIED_BATCHES_CACHED)
+                    .map_err(|_| specie_endorsement::KeyError::BadGroupKey)?;
+                Some((handle, Mutex::new(verifier)))
+            }
+            None => None,
+        };
         let shared = Shared {
+            endorsement,
             archive: archive_tx,
             manifest,
-            trusted: TrustedKeys::new(issuers, options.fastpay_committee.clone())
-                .with_offline_authority(options.offline_authority)
-                .with_exchange(options.exchange)
-                .with_auditors(options.auditors.clone()),
+            trusted,
             ranges,
             submissions: submissions_tx,
             shards: shard_inboxes,
@@ -325,6 +353,9 @@ impl EmbeddedNode {
 
     fn stop(&mut self) {
         let _ = self.handle.shared.submissions.send(HostMessage::Stop);
+        if let Some((endorsement, _)) = &self.handle.shared.endorsement {
+            endorsement.stop();
+        }
         if let Some(archive) = &self.handle.shared.archive {
             let _ = archive.send(ArchiveMessage::Stop);
         }
@@ -355,6 +386,9 @@ impl NodeHandle {
         if txs.is_empty() {
             return;
         }
+        if let Some((endorsement, _)) = &self.shared.endorsement {
+            return self.submit_through_endorsers(endorsement, txs, reply);
+        }
         let (refs, txs): (Vec<u64>, Vec<SpecieTransaction>) = txs.into_iter().unzip();
         let verdicts = specie_sentinel::validate_batch(&txs, &self.shared.trusted);
         let mut accepted = Vec::with_capacity(txs.len());
@@ -381,6 +415,95 @@ impl NodeHandle {
             return;
         }
         self.forward(accepted);
+    }
+
+    /// Has the endorsement group endorse `txs` (each endorser validates them), answers the ones
+    /// it refuses, and admits the endorsed ones through the core's gate.
+    fn submit_through_endorsers(
+        &self,
+        endorsement: &EndorsementHandle,
+        txs: Vec<(u64, SpecieTransaction)>,
+        reply: &CompletionSender,
+    ) {
+        let (refs, candidates): (Vec<u64>, Vec<Candidate>) = txs
+            .into_iter()
+            .map(|(client_ref, tx)| (client_ref, Candidate::new(tx)))
+            .unzip();
+        let Some(replies) = endorsement.endorse(candidates.clone()) else {
+            let lost = candidates
+                .into_iter()
+                .zip(refs)
+                .map(|(c, r)| (c.compact, (r, reply.clone())));
+            return drop_all(lost.collect());
+        };
+        let mut endorsed = vec![];
+        for ((client_ref, candidate), endorse_reply) in refs.into_iter().zip(candidates).zip(replies) {
+            let status = match endorse_reply {
+                EndorseReply::Endorsed(proof) => {
+                    endorsed.push((client_ref, candidate, proof));
+                    continue;
+                }
+                // The reason of the first honest endorser that refused it.
+                EndorseReply::Refused { reasons } => TxStatus::Invalid(
+                    reasons
+                        .first()
+                        .map_or(ValidationError::Specie(SpecieErrorCode::NotEndorsed), |(_, r)| *r),
+                ),
+                EndorseReply::Busy => TxStatus::Busy,
+                EndorseReply::Failed | EndorseReply::NotLeading => TxStatus::Dropped,
+            };
+            let _ = reply.send(Completion {
+                client_ref,
+                txid: candidate.compact.txid,
+                status,
+            });
+        }
+        self.admit_endorsed(endorsed, reply);
+    }
+
+    /// The core's gate for endorsed transactions: each is admitted only if its endorsement
+    /// verifies under the group key for its own digest; any other is `not_endorsed`. A node
+    /// without an endorsement group admits none this way.
+    pub fn submit_endorsed(&self, txs: Vec<(u64, SpecieTransaction, Endorsement)>, reply: &CompletionSender) {
+        let items = txs
+            .into_iter()
+            .map(|(client_ref, tx, proof)| (client_ref, Candidate::new(tx), proof))
+            .collect();
+        self.admit_endorsed(items, reply);
+    }
+
+    fn admit_endorsed(&self, items: Vec<(u64, Candidate, Endorsement)>, reply: &CompletionSender) {
+        let mut accepted = Vec::with_capacity(items.len());
+        let mut records = vec![];
+        let verifier = self.shared.endorsement.as_ref().map(|(_, verifier)| verifier);
+        for (client_ref, candidate, proof) in items {
+            let verified = verifier.is_some_and(|verifier| {
+                let mut verifier = verifier.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                verifier.verify(&proof, &candidate.digest()).is_ok()
+            });
+            if !verified {
+                let _ = reply.send(Completion {
+                    client_ref,
+                    txid: candidate.compact.txid,
+                    status: TxStatus::Invalid(ValidationError::Specie(SpecieErrorCode::NotEndorsed)),
+                });
+                continue;
+            }
+            if self.shared.archive.is_some() {
+                let tx = Arc::unwrap_or_clone(candidate.tx.clone());
+                records.push(Record::from_sentinel(tx, candidate.compact.clone()).with_endorsement(proof));
+            }
+            accepted.push((candidate.compact, (client_ref, reply.clone())));
+        }
+        if !records.is_empty() && !self.write_ahead(records) {
+            return drop_all(accepted);
+        }
+        self.forward(accepted);
+    }
+
+    /// The endorsers' group key, if the node requires threshold endorsement.
+    pub fn endorsement_group_key(&self) -> Option<GroupKey> {
+        self.shared.endorsement.as_ref().map(|(handle, _)| handle.group_key())
     }
 
     /// Makes the records durable in the ledger of record's pending log before the coordinator
@@ -479,6 +602,7 @@ impl NodeHandle {
             issuers: manifest.issuers.clone(),
             uhs_ids,
             auditors: self.shared.trusted.auditors.iter().map(hex::encode).collect(),
+            endorsement_group_key: self.endorsement_group_key().map(|key| hex::encode(key.0)),
         })
     }
 

@@ -68,6 +68,10 @@ pub enum SpecieErrorCode {
     UnknownIssuer,
     /// `invalid_issuer_signature`: the issuer signature does not verify over the txid.
     InvalidIssuerSignature,
+    /// `not_endorsed`: the core requires a threshold endorsement and the transaction carries
+    /// none that verifies under the endorsers' group key (fewer than k signed, another key set
+    /// signed, or the endorsement is another transaction's).
+    NotEndorsed,
 }
 
 /// Why a FastPay funding or redeem is refused (specie-only: the online core as FastPay's Primary).
@@ -250,6 +254,7 @@ impl SpecieErrorCode {
             SpecieErrorCode::ZeroRedeemAmount => "zero_redeem_amount",
             SpecieErrorCode::UnknownIssuer => "unknown_issuer",
             SpecieErrorCode::InvalidIssuerSignature => "invalid_issuer_signature",
+            SpecieErrorCode::NotEndorsed => "not_endorsed",
         }
     }
 
@@ -258,6 +263,9 @@ impl SpecieErrorCode {
             SpecieErrorCode::ZeroRedeemAmount => "redeem amount is zero",
             SpecieErrorCode::UnknownIssuer => "issuer public key is not one of the configured issuer keys",
             SpecieErrorCode::InvalidIssuerSignature => "issuer signature does not verify over the txid",
+            SpecieErrorCode::NotEndorsed => {
+                "no threshold endorsement by the endorsers' group verifies for this transaction"
+            }
         }
     }
 }

@@ -78,6 +78,8 @@ pub struct NodeInfo {
     /// Auditors with jurisdiction (hex Ristretto keys); absent from older nodes.
     #[serde(default)]
     pub auditors: Vec<String>,
+    #[serde(default)]
+    pub endorsement_group_key: Option<String>,
 }
 
 /// The fate of one submitted transaction, mirroring `docs/api.md`.

@@ -1,0 +1,333 @@
+//! Threshold endorsement in the embedded node (the Fabric CBDC framework's endorsement policy):
+//! a transaction reaches the coordinator only with one FROST signature of k of the n endorsers
+//! over its batch, each endorser having validated every transaction of the batch itself.
+//!
+//! ```text
+//! submit ─▶ endorsement thread: coordinator ⇄ n endorsers (each a sentinel's checks) ─▶ replies
+//!        ─▶ the core's gate: the endorsement verifies under the group key ─▶ write ahead ─▶ 2PC
+//! ```
+//!
+//! The roles are `specie-endorsement`'s sans-IO state machines; this thread delivers their
+//! messages in memory and runs the endorsers of one round in parallel. All n endorsers live in
+//! this one process, so here endorsement adds no security. The gate is what this module adds:
+//! `NodeHandle::submit_endorsed` refuses a transaction whose endorsement does not verify, so the
+//! same checks stand when endorsers run as separate sentinels (not built yet).
+//!
+//! Keys come from a trusted dealer seeded by the options, so a restart finds the same group key
+//! that the ledger of record's endorsements verify under. A real group runs the distributed key
+//! generation of `specie_endorsement::ceremony`, so that no one holds the group secret.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use rayon::prelude::*;
+use specie_endorsement::{
+    deal, BatchItem, Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorMessage, EndorseReply, Endorser,
+    EndorserConfig, EndorserId, EndorserInput, EndorserMessage, GroupKey, Hash, KeyError, Threshold, Validator,
+};
+use specie_role::{Role, Round, Ticket};
+use specie_sentinel::{TrustedKeys, ValidationError};
+use specie_transaction::{CompactTransaction, SpecieTransaction};
+
+/// How the embedded node endorses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EndorsementOptions {
+    /// Signatures needed.
+    pub k: u16,
+    /// Endorsers.
+    pub n: u16,
+    /// Seed of the dealt shares: the same seed gives the same group key after a restart.
+    pub seed: u64,
+    /// Endorsers (1 to n) whose checks are switched off: compromised, they sign whatever they
+    /// are sent. For demonstrations and tests of what fewer than k of them can do.
+    pub compromised: Vec<u16>,
+}
+
+/// A transaction to endorse, with the digest its batch's tree commits to (its compact form's
+/// attestation message), computed once.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub tx: Arc<SpecieTransaction>,
+    pub compact: CompactTransaction,
+    digest: Hash,
+}
+
+impl Candidate {
+    pub fn new(tx: SpecieTransaction) -> Candidate {
+        let compact = tx.compact();
+        let digest = compact.attestation_message();
+        Candidate {
+            tx: Arc::new(tx),
+            compact,
+            digest,
+        }
+    }
+}
+
+impl BatchItem for Candidate {
+    fn digest(&self) -> Hash {
+        self.digest
+    }
+}
+
+/// An endorser's validation: the sentinel's checks, on the transaction it was sent (never on a
+/// digest the coordinator computed). A compromised endorser's accepts everything.
+struct SentinelChecks {
+    trusted: TrustedKeys,
+    compromised: bool,
+}
+
+impl Validator for SentinelChecks {
+    type Item = Candidate;
+    type Reason = ValidationError;
+
+    fn validate(&mut self, item: &Candidate) -> Result<(), ValidationError> {
+        if self.compromised {
+            return Ok(());
+        }
+        specie_sentinel::validate(&item.tx, &self.trusted)
+    }
+}
+
+pub type Reply = EndorseReply<ValidationError>;
+
+/// What the endorsement thread is asked.
+pub enum Call {
+    /// Endorse these; the replies, one each in order, go to the sender.
+    Endorse(Vec<Candidate>, Sender<Vec<Reply>>),
+    Stop,
+}
+
+/// The one coordinator of the embedded group.
+const COORDINATOR: u32 = 1;
+
+/// The way into the endorsement thread.
+#[derive(Clone)]
+pub struct EndorsementHandle {
+    requests: Sender<Call>,
+    group_key: GroupKey,
+    threshold: Threshold,
+}
+
+impl EndorsementHandle {
+    pub fn group_key(&self) -> GroupKey {
+        self.group_key
+    }
+
+    pub fn threshold(&self) -> Threshold {
+        self.threshold
+    }
+
+    /// Has the group endorse `candidates`; one reply each, in order. `None` if the thread is gone.
+    pub fn endorse(&self, candidates: Vec<Candidate>) -> Option<Vec<Reply>> {
+        let (reply, replies) = crossbeam_channel::bounded(1);
+        self.requests.send(Call::Endorse(candidates, reply)).ok()?;
+        replies.recv().ok()
+    }
+
+    /// Stops the thread once it has answered what it holds.
+    pub fn stop(&self) {
+        let _ = self.requests.send(Call::Stop);
+    }
+}
+
+/// A group ready to run, the way in, and its inbox.
+pub type StartedGroup = (EndorsementGroup, EndorsementHandle, Receiver<Call>);
+
+/// The endorsement thread's roles and bookkeeping.
+pub struct EndorsementGroup {
+    coordinator: Coordinator<Candidate, ValidationError>,
+    endorsers: Vec<(EndorserId, Endorser<SentinelChecks>)>,
+    started: Instant,
+    next_ticket: Ticket,
+    /// Ticket → (request, position in it).
+    waiting: HashMap<Ticket, (u64, usize)>,
+    /// Request → its replies so far, how many are missing, and where they go.
+    requests: BTreeMap<u64, (Vec<Option<Reply>>, usize, Sender<Vec<Reply>>)>,
+    next_request: u64,
+}
+
+impl EndorsementGroup {
+    /// Deals the group's shares and starts its coordinator and endorsers.
+    pub fn new(options: &EndorsementOptions, trusted: TrustedKeys) -> Result<StartedGroup, KeyError> {
+        let threshold = Threshold::new(options.k, options.n)?;
+        let (shares, public) = deal(threshold, options.seed)?;
+        let config = CoordinatorConfig {
+            batch_delay_ms: 1,
+            round_timeout_ms: 2_000,
+            ..CoordinatorConfig::default()
+        };
+        let mut coordinator = Coordinator::new(COORDINATOR, public, config, 1)?;
+        coordinator.lead(0);
+        let endorsers = shares
+            .into_iter()
+            .map(|(id, keys)| {
+                let checks = SentinelChecks {
+                    trusted: trusted.clone(),
+                    compromised: options.compromised.contains(&id.0),
+                };
+                let mut seed = [0u8; 32];
+                seed[..8].copy_from_slice(&options.seed.to_le_bytes());
+                seed[8..10].copy_from_slice(&id.0.to_le_bytes());
+                // Fresh nonces after every restart: the seed mixes in the time the group started.
+                let started_ns = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |since| since.as_nanos());
+                seed[10..26].copy_from_slice(&started_ns.to_le_bytes());
+                (id, Endorser::new(keys, checks, EndorserConfig::default(), seed))
+            })
+            .collect();
+        let (requests, inbox) = crossbeam_channel::bounded(1024);
+        let handle = EndorsementHandle {
+            requests,
+            group_key: coordinator.group_key(),
+            threshold,
+        };
+        let group = EndorsementGroup {
+            coordinator,
+            endorsers,
+            started: Instant::now(),
+            next_ticket: 0,
+            waiting: HashMap::new(),
+            requests: BTreeMap::new(),
+            next_request: 0,
+        };
+        Ok((group, handle, inbox))
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// Runs until told to stop or every handle is gone.
+    pub fn run(mut self, inbox: Receiver<Call>) {
+        loop {
+            let wait = self.next_timeout().map_or(Duration::from_secs(3600), |at| {
+                Duration::from_millis(at.saturating_sub(self.now_ms()))
+            });
+            let mut calls = match inbox.recv_timeout(wait) {
+                Ok(call) => vec![call],
+                Err(RecvTimeoutError::Timeout) => vec![],
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            calls.extend(inbox.try_iter());
+            let mut stop = false;
+            for call in calls {
+                match call {
+                    Call::Endorse(candidates, reply) => self.accept(candidates, reply),
+                    Call::Stop => stop = true,
+                }
+            }
+            self.fire_timeouts();
+            self.pump();
+            if stop {
+                return;
+            }
+        }
+    }
+
+    fn next_timeout(&self) -> Option<u64> {
+        let endorsers = self.endorsers.iter().filter_map(|(_, e)| e.poll_timeout());
+        self.coordinator.poll_timeout().into_iter().chain(endorsers).min()
+    }
+
+    fn fire_timeouts(&mut self) {
+        let now = self.now_ms();
+        if self.coordinator.poll_timeout().is_some_and(|at| at <= now) {
+            self.coordinator.handle_timeout(now);
+        }
+        for (_, endorser) in &mut self.endorsers {
+            if endorser.poll_timeout().is_some_and(|at| at <= now) {
+                endorser.handle_timeout(now);
+            }
+        }
+    }
+
+    fn accept(&mut self, candidates: Vec<Candidate>, reply: Sender<Vec<Reply>>) {
+        let request = self.next_request;
+        self.next_request += 1;
+        let now = self.now_ms();
+        let count = candidates.len();
+        self.requests.insert(request, (vec![None; count], count, reply));
+        for (position, item) in candidates.into_iter().enumerate() {
+            let ticket = self.next_ticket;
+            self.next_ticket += 1;
+            self.waiting.insert(ticket, (request, position));
+            self.coordinator.handle(now, CoordinatorInput::Submit { ticket, item });
+        }
+        if count == 0 {
+            self.finish(request);
+        }
+    }
+
+    /// Delivers messages between the coordinator and the endorsers until none is left, with the
+    /// endorsers of each round working in parallel.
+    fn pump(&mut self) {
+        loop {
+            let round = Round::take(&mut self.coordinator);
+            for (ticket, reply) in round.replies {
+                self.answer(ticket, reply);
+            }
+            for report in round.reports {
+                tracing::debug!(?report, "endorsement coordinator");
+            }
+            if round.sends.is_empty() {
+                return;
+            }
+            let mut inboxes: BTreeMap<EndorserId, Vec<CoordinatorMessage<Candidate>>> = BTreeMap::new();
+            for (to, message) in round.sends {
+                inboxes.entry(to).or_default().push(message);
+            }
+            let now = self.now_ms();
+            let answers: Vec<(EndorserId, EndorserMessage<ValidationError>)> = self
+                .endorsers
+                .par_iter_mut()
+                .flat_map_iter(|(id, endorser)| {
+                    for message in inboxes.get(id).into_iter().flatten() {
+                        let input = EndorserInput {
+                            from: COORDINATOR,
+                            message: message.clone(),
+                        };
+                        endorser.handle(now, input);
+                    }
+                    let id = *id;
+                    Round::take(endorser)
+                        .sends
+                        .into_iter()
+                        .map(move |(_, message)| (id, message))
+                })
+                .collect();
+            for (from, message) in answers {
+                self.coordinator
+                    .handle(now, CoordinatorInput::FromEndorser { from, message });
+            }
+        }
+    }
+
+    fn answer(&mut self, ticket: Ticket, reply: Reply) {
+        let Some((request, position)) = self.waiting.remove(&ticket) else {
+            return;
+        };
+        let Some((replies, missing, _)) = self.requests.get_mut(&request) else {
+            return;
+        };
+        if replies[position].replace(reply).is_none() {
+            *missing -= 1;
+        }
+        if *missing == 0 {
+            self.finish(request);
+        }
+    }
+
+    fn finish(&mut self, request: u64) {
+        if let Some((replies, _, sender)) = self.requests.remove(&request) {
+            let replies = replies
+                .into_iter()
+                .map(|r| r.expect("every position answered"))
+                .collect();
+            let _ = sender.send(replies);
+        }
+    }
+}
