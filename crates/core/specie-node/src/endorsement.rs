@@ -133,6 +133,13 @@ impl EndorsementHandle {
     }
 }
 
+/// One request's replies so far, how many are missing, and where they go.
+struct Pending {
+    replies: Vec<Option<Reply>>,
+    missing: usize,
+    to: Sender<Vec<Reply>>,
+}
+
 /// A group ready to run, the way in, and its inbox.
 pub type StartedGroup = (EndorsementGroup, EndorsementHandle, Receiver<Call>);
 
@@ -144,8 +151,7 @@ pub struct EndorsementGroup {
     next_ticket: Ticket,
     /// Ticket → (request, position in it).
     waiting: HashMap<Ticket, (u64, usize)>,
-    /// Request → its replies so far, how many are missing, and where they go.
-    requests: BTreeMap<u64, (Vec<Option<Reply>>, usize, Sender<Vec<Reply>>)>,
+    requests: BTreeMap<u64, Pending>,
     next_request: u64,
 }
 
@@ -250,7 +256,12 @@ impl EndorsementGroup {
         self.next_request += 1;
         let now = self.now_ms();
         let count = candidates.len();
-        self.requests.insert(request, (vec![None; count], count, reply));
+        let pending = Pending {
+            replies: vec![None; count],
+            missing: count,
+            to: reply,
+        };
+        self.requests.insert(request, pending);
         for (position, item) in candidates.into_iter().enumerate() {
             let ticket = self.next_ticket;
             self.next_ticket += 1;
@@ -310,13 +321,13 @@ impl EndorsementGroup {
         let Some((request, position)) = self.waiting.remove(&ticket) else {
             return;
         };
-        let Some((replies, missing, _)) = self.requests.get_mut(&request) else {
+        let Some(pending) = self.requests.get_mut(&request) else {
             return;
         };
-        if replies[position].replace(reply).is_none() {
-            *missing -= 1;
+        if pending.replies[position].replace(reply).is_none() {
+            pending.missing -= 1;
         }
-        if *missing == 0 {
+        if pending.missing == 0 {
             self.finish(request);
         }
     }
