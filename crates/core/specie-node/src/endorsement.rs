@@ -333,12 +333,13 @@ impl EndorsementGroup {
     }
 
     fn finish(&mut self, request: u64) {
-        if let Some((replies, _, sender)) = self.requests.remove(&request) {
-            let replies = replies
+        if let Some(pending) = self.requests.remove(&request) {
+            let replies = pending
+                .replies
                 .into_iter()
                 .map(|r| r.expect("every position answered"))
                 .collect();
-            let _ = sender.send(replies);
+            let _ = pending.to.send(replies);
         }
     }
 }
