@@ -30,7 +30,7 @@ fn options(dir: &std::path::Path, issuer: &Keypair, endorsement: bool) -> NodeOp
     options
 }
 
-fn statuses(core: &NodeHandle, run: impl FnOnce(&specie_api::CompletionSender), count: usize) -> Vec<TxStatus> {
+fn statuses(run: impl FnOnce(&specie_api::CompletionSender), count: usize) -> Vec<TxStatus> {
     let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<Completion>();
     run(&reply);
     let mut statuses = vec![TxStatus::Unknown; count];
@@ -43,7 +43,7 @@ fn statuses(core: &NodeHandle, run: impl FnOnce(&specie_api::CompletionSender), 
 
 fn submit(core: &NodeHandle, txs: &[SpecieTransaction]) -> Vec<TxStatus> {
     let numbered = txs.iter().cloned().enumerate().map(|(n, tx)| (n as u64, tx)).collect();
-    statuses(core, |reply| core.submit(numbered, reply), txs.len())
+    statuses(|reply| core.submit(numbered, reply), txs.len())
 }
 
 fn submit_endorsed(core: &NodeHandle, txs: Vec<(SpecieTransaction, Endorsement)>) -> Vec<TxStatus> {
@@ -53,7 +53,7 @@ fn submit_endorsed(core: &NodeHandle, txs: Vec<(SpecieTransaction, Endorsement)>
         .enumerate()
         .map(|(n, (tx, e))| (n as u64, tx, e))
         .collect();
-    statuses(core, |reply| core.submit_endorsed(numbered, reply), count)
+    statuses(|reply| core.submit_endorsed(numbered, reply), count)
 }
 
 fn code(status: &TxStatus) -> &'static str {
