@@ -414,6 +414,9 @@ fn demo_privacy_refuses_every_forgery_and_the_auditor_agrees_with_the_wallets() 
         "the auditor's reading of the ledger is the money in circulation: {summary}"
     );
     assert_eq!(summary["ledger_replays_to_uhs"], true, "{summary}");
+    assert!(count("forged_endorsements") > 0, "{summary}");
+    assert!(count("ledger_records_endorsed") > 0, "{summary}");
+    assert_eq!(count("ledger_records_unendorsed"), 0, "{summary}");
     assert_eq!(summary["audit_ok"], true, "{summary}");
 }
 

@@ -25,7 +25,10 @@ use specie_api::TxStatus;
 use specie_archiver::Block;
 use specie_auditor::PassiveAuditor;
 use specie_confidential::{AuditorSecret, Opening};
+use specie_endorsement::Endorsement;
+use specie_node::endorsement::EndorsementOptions;
 use specie_node::{EmbeddedNode, NodeHandle, NodeOptions};
+use specie_transaction::signing::schnorr_sign;
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
     witness_program_commitment, ConfidentialInput, ConfidentialPlan, ConfidentialTransaction, CreatedOutput,
@@ -80,6 +83,8 @@ struct Tally {
     forged: u64,
     forged_refused: u64,
     forged_codes: std::collections::BTreeMap<String, u64>,
+    /// Forgeries that went around the endorsers with an endorsement made up or borrowed.
+    forged_endorsements: u64,
     refused_honest: u64,
     known: HashMap<Txid, Known>,
 }
@@ -99,6 +104,12 @@ pub fn run(args: &PrivacyDemoOptions) -> BenchResult<ExitCode> {
     options.issuers = vec![hex::encode(xonly_bytes(&issuer))];
     options.ledger_of_record = Some(true);
     options.auditors = vec![auditor.public().to_bytes()];
+    options.endorsement = Some(EndorsementOptions {
+        k: ENDORSERS_K,
+        n: ENDORSERS_N,
+        seed: args.seed,
+        compromised: vec![COMPROMISED_ENDORSER],
+    });
     let node = EmbeddedNode::open(options).step("cannot start the embedded core")?;
     let core = node.handle();
     let started = Instant::now();
@@ -358,14 +369,21 @@ fn pay_round(
     Ok(())
 }
 
-/// The ways a forger tries to cheat with a confidential transaction; every one must be refused.
-const FORGERIES: [&str; 5] = [
+/// The ways a forger tries to cheat; every one must be refused.
+const FORGERIES: [&str; 7] = [
     "transplanted proof",
     "clear output beyond the proof",
     "auditor left out",
     "tampered range proof",
     "replayed transaction",
+    "endorsement by a key outside the group",
+    "another transaction's endorsement",
 ];
+/// The endorsement group: 3 of 4 endorsers must sign, and endorser 4 is compromised (it signs
+/// whatever it is sent).
+const ENDORSERS_K: u16 = 3;
+const ENDORSERS_N: u16 = 4;
+const COMPROMISED_ENDORSER: u16 = 4;
 
 /// The forger (user 0) submits one forgery of each kind, built from a note it holds.
 fn forge(
@@ -426,14 +444,25 @@ fn forge(
         // Not even a transaction any more: refused before any sentinel sees it.
         _ => count_forgery(tally, "undecodable"),
     }
+    let printing = SpecieTransaction::from(forged[1].clone());
     let mut txs: Vec<SpecieTransaction> = forged.into_iter().map(SpecieTransaction::from).collect();
     // A replay of a confidential payment the shards already applied.
-    if let Some(confirmed) = tally.known.keys().next().copied() {
-        if let Some(tx) = core.ledger_transaction(confirmed).ok().flatten() {
-            txs.push(tx.record.transaction().clone());
-        }
+    let confirmed = tally.known.keys().next().copied();
+    let confirmed = confirmed.and_then(|txid| core.ledger_transaction(txid).ok().flatten());
+    if let Some(entry) = &confirmed {
+        txs.push(entry.record.transaction().clone());
     }
-    for status in submit_all(core, txs)? {
+    let mut statuses = submit_all(core, txs)?;
+    // The compromised sentinel goes around the endorsers, straight to the core's gate, with the
+    // money-printing transaction: endorsed by a key outside the group, or by another
+    // transaction's genuine endorsement.
+    let mut around = vec![(printing.clone(), outsider_endorsement(&printing, rng))];
+    if let Some(endorsement) = confirmed.as_ref().and_then(|entry| entry.record.endorsement()) {
+        around.push((printing, endorsement.clone()));
+    }
+    tally.forged_endorsements += around.len() as u64;
+    statuses.extend(submit_endorsed_all(core, around)?);
+    for status in statuses {
         if status == TxStatus::Confirmed {
             tally.forged += 1;
         } else {
@@ -441,6 +470,36 @@ fn forge(
         }
     }
     Ok(())
+}
+
+/// An endorsement of `tx` alone in its batch, signed by a key outside the endorsers' group.
+fn outsider_endorsement(tx: &SpecieTransaction, rng: &mut StdRng) -> Endorsement {
+    let digest = tx.compact().attestation_message();
+    let message = specie_endorsement::merkle::MerkleTree::new(&[digest]).message();
+    Endorsement {
+        signature: schnorr_sign(&Keypair::new_global(rng), &message, NonceMode::Randomized),
+        leaf_count: 1,
+        index: 0,
+        siblings: vec![],
+    }
+}
+
+/// Hands endorsed transactions to the core's gate and waits for every outcome.
+fn submit_endorsed_all(core: &NodeHandle, txs: Vec<(SpecieTransaction, Endorsement)>) -> BenchResult<Vec<TxStatus>> {
+    let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<specie_api::Completion>();
+    let count = txs.len();
+    let numbered = txs
+        .into_iter()
+        .enumerate()
+        .map(|(n, (tx, e))| (n as u64, tx, e))
+        .collect();
+    core.submit_endorsed(numbered, &reply);
+    let mut statuses = vec![TxStatus::Unknown; count];
+    for _ in 0..count {
+        let completion = completions.blocking_recv().step("the core stopped")?;
+        statuses[completion.client_ref as usize] = completion.status;
+    }
+    Ok(statuses)
 }
 
 fn count_forgery(tally: &mut Tally, code: &str) {
@@ -517,6 +576,10 @@ struct Audit {
     reconstructed: u64,
     reconstructed_mismatches: u64,
     unreadable_payments: u64,
+    /// Ledger records whose endorsement verifies under the group key, and those that do not.
+    endorsed_records: u64,
+    unendorsed_records: u64,
+    forged_endorsements: u64,
     ledger_blocks: u64,
     ledger_replays_to_uhs: bool,
     forgeries_refused: bool,
@@ -541,6 +604,8 @@ impl Audit {
             && self.ledger_replays_to_uhs
             && self.forgeries_refused
             && self.honest_refused == 0
+            && self.unendorsed_records == 0
+            && self.forged_endorsements > 0
     }
 }
 
@@ -556,11 +621,22 @@ fn audit(core: &NodeHandle, users: &[User], secret: &AuditorSecret, tally: &Tall
     let ledger = crate::demo::check_ledger_of_record(core)?.step("the demo's core keeps a ledger of record")?;
     let mut auditor = PassiveAuditor::new(secret.clone(), COIN_VALUE);
     let (mut reconstructed, mut mismatches, mut unreadable) = (0, 0, 0);
+    let (mut endorsed_records, mut unendorsed_records) = (0, 0);
+    let group_key = core
+        .endorsement_group_key()
+        .step("the demo's core has an endorsement group")?;
     for height in 1..=ledger.blocks {
         let block: Block = core
             .ledger_block(height)
             .step("cannot read the ledger")?
             .step("a block below the head is missing")?;
+        for record in &block.records {
+            let digest = record.compact().attestation_message();
+            match record.endorsement().map(|e| e.verify(&group_key, &digest)) {
+                Some(Ok(())) => endorsed_records += 1,
+                _ => unendorsed_records += 1,
+            }
+        }
         for seen in auditor
             .read(&block)
             .map_err(|error| BenchError::Failed(error.to_string()))?
@@ -593,6 +669,9 @@ fn audit(core: &NodeHandle, users: &[User], secret: &AuditorSecret, tally: &Tall
         reconstructed,
         reconstructed_mismatches: mismatches,
         unreadable_payments: unreadable,
+        endorsed_records,
+        unendorsed_records,
+        forged_endorsements: tally.forged_endorsements,
         ledger_blocks: ledger.blocks,
         ledger_replays_to_uhs: ledger.replays_to_uhs,
         forgeries_refused: tally.forged > 0 && tally.forged == tally.forged_refused,
@@ -624,14 +703,17 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
             "auditor_held": audit.auditor_held,
             "ledger_blocks": audit.ledger_blocks,
             "ledger_replays_to_uhs": audit.ledger_replays_to_uhs,
-            "endorsement": "not wired yet: the embedded core's sentinel validates alone",
+            "endorsers": format!("{ENDORSERS_K} of {ENDORSERS_N}, endorser {COMPROMISED_ENDORSER} compromised"),
+            "forged_endorsements": audit.forged_endorsements,
+            "ledger_records_endorsed": audit.endorsed_records,
+            "ledger_records_unendorsed": audit.unendorsed_records,
             "audit_ok": audit.ok(),
         });
         println!("{summary}");
         return;
     }
     println!(
-        "specie demo --privacy: {} users, {} rounds, embedded core with the ledger of record and one auditor, in {:.1} s",
+        "specie demo --privacy: {} users, {} rounds, embedded core with the ledger of record, threshold endorsement and one auditor, in {:.1} s",
         args.users,
         args.rounds,
         elapsed.as_secs_f64()
@@ -671,7 +753,14 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
         audit.auditor_held,
         mark(audit.supply_ok())
     );
-    println!("  endorsement  not wired yet: the embedded core's sentinel validates alone (threshold endorsement is issue 12's next step)");
+    println!(
+        "  endorsement  {ENDORSERS_K} of {ENDORSERS_N} endorsers sign each batch (endorser {COMPROMISED_ENDORSER} compromised, signing anything); \
+         {} forged endorsements refused at the core's gate; {} of {} ledger records carry an endorsement that verifies  [{}]",
+        audit.forged_endorsements,
+        audit.endorsed_records,
+        audit.endorsed_records + audit.unendorsed_records,
+        mark(audit.unendorsed_records == 0 && audit.forged_endorsements > 0)
+    );
     println!(
         "  audit        {}",
         if audit.ok() {
