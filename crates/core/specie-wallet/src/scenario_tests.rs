@@ -236,7 +236,11 @@ fn lost_mint_is_resubmitted_and_its_replay_refused() {
     assert_eq!(submit_one(&ledger, &redeem), SubmitStatus::Confirmed);
     issuer.on_confirmed(&redeemed.txid).unwrap();
     assert_eq!(issuer.balance(), Default::default());
-    assert_eq!(ledger.uhs.borrow().len(), 1, "only the mint marker remains");
+    assert_eq!(
+        ledger.uhs.borrow().len(),
+        2,
+        "only the mint's and the redeem's markers remain"
+    );
 }
 
 #[derive(Clone, Debug)]
