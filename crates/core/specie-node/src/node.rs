@@ -393,11 +393,11 @@ impl NodeHandle {
         let verdicts = specie_sentinel::validate_batch(&txs, &self.shared.trusted);
         let mut accepted = Vec::with_capacity(txs.len());
         let mut records = vec![];
-        for ((client_ref, tx), verdict) in refs.into_iter().zip(&txs).zip(verdicts) {
+        for ((client_ref, tx), verdict) in refs.into_iter().zip(txs).zip(verdicts) {
             match verdict {
                 Ok(compact) => {
                     if self.shared.archive.is_some() {
-                        records.push(Record::from_sentinel(tx.clone(), compact.clone()));
+                        records.push(Record::from_sentinel(tx, compact.clone()));
                     }
                     accepted.push((compact, (client_ref, reply.clone())));
                 }
