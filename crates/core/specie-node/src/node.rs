@@ -475,12 +475,16 @@ impl NodeHandle {
     fn admit_endorsed(&self, items: Vec<(u64, Candidate, Endorsement)>, reply: &CompletionSender) {
         let mut accepted = Vec::with_capacity(items.len());
         let mut records = vec![];
-        let verifier = self.shared.endorsement.as_ref().map(|(_, verifier)| verifier);
+        // Locked once per batch, not per transaction: a batch's signature is checked once anyway.
+        let mut verifier = self
+            .shared
+            .endorsement
+            .as_ref()
+            .map(|(_, verifier)| verifier.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         for (client_ref, candidate, proof) in items {
-            let verified = verifier.is_some_and(|verifier| {
-                let mut verifier = verifier.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                verifier.verify(&proof, &candidate.digest()).is_ok()
-            });
+            let verified = verifier
+                .as_mut()
+                .is_some_and(|verifier| verifier.verify(&proof, &candidate.digest()).is_ok());
             if !verified {
                 let _ = reply.send(Completion {
                     client_ref,
@@ -495,6 +499,7 @@ impl NodeHandle {
             }
             accepted.push((candidate.compact, (client_ref, reply.clone())));
         }
+        drop(verifier);
         if !records.is_empty() && !self.write_ahead(records) {
             return drop_all(accepted);
         }

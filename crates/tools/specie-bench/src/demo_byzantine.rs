@@ -147,12 +147,19 @@ fn make_users(args: &ByzantineDemoOptions, rng: &mut StdRng) -> Vec<User> {
 
 /// Submits transactions to the core and waits for every outcome (the demos of every mode).
 pub(crate) fn submit_all(core: &NodeHandle, txs: Vec<SpecieTransaction>) -> BenchResult<Vec<TxStatus>> {
-    let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<Completion>();
     let count = txs.len();
-    core.submit(
-        txs.into_iter().enumerate().map(|(n, tx)| (n as u64, tx)).collect(),
-        &reply,
-    );
+    let numbered = txs.into_iter().enumerate().map(|(n, tx)| (n as u64, tx)).collect();
+    wait_for_outcomes(count, |reply| core.submit(numbered, reply))
+}
+
+/// Runs `submit`, which hands `count` transactions numbered from 0 to the core, and waits for
+/// every outcome, in that order.
+pub(crate) fn wait_for_outcomes(
+    count: usize,
+    submit: impl FnOnce(&specie_api::CompletionSender),
+) -> BenchResult<Vec<TxStatus>> {
+    let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<Completion>();
+    submit(&reply);
     let mut statuses = vec![TxStatus::Unknown; count];
     for _ in 0..count {
         let completion = completions.blocking_recv().step("the core stopped")?;

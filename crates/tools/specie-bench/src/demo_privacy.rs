@@ -35,7 +35,7 @@ use specie_transaction::{
     MintTransaction, NonceMode, Output, RedeemTransaction, SpecieTransaction, Transaction, Txid, UhsId,
 };
 
-use crate::demo_byzantine::{submit_all, value_in_uhs};
+use crate::demo_byzantine::{submit_all, value_in_uhs, wait_for_outcomes};
 use crate::error::{fail, BenchError, BenchResult, StepContext};
 
 /// Minted to each user, in clear, as four coins.
@@ -486,20 +486,13 @@ fn outsider_endorsement(tx: &SpecieTransaction, rng: &mut StdRng) -> Endorsement
 
 /// Hands endorsed transactions to the core's gate and waits for every outcome.
 fn submit_endorsed_all(core: &NodeHandle, txs: Vec<(SpecieTransaction, Endorsement)>) -> BenchResult<Vec<TxStatus>> {
-    let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<specie_api::Completion>();
     let count = txs.len();
     let numbered = txs
         .into_iter()
         .enumerate()
         .map(|(n, (tx, e))| (n as u64, tx, e))
         .collect();
-    core.submit_endorsed(numbered, &reply);
-    let mut statuses = vec![TxStatus::Unknown; count];
-    for _ in 0..count {
-        let completion = completions.blocking_recv().step("the core stopped")?;
-        statuses[completion.client_ref as usize] = completion.status;
-    }
-    Ok(statuses)
+    wait_for_outcomes(count, |reply| core.submit_endorsed(numbered, reply))
 }
 
 fn count_forgery(tally: &mut Tally, code: &str) {
