@@ -36,7 +36,8 @@ enum AuditCommand {
     /// Read the node's ledger of record from genesis as a passive auditor: every transaction,
     /// with its payers and payees and the values this auditor can read (all transparent values,
     /// and the confidential values of its jurisdiction), flagging any payment over the
-    /// threshold. Exits 0.
+    /// threshold. The node is not trusted: the blocks must chain and every confidential proof
+    /// is verified again. Exits 1 if one fails.
     Show {
         /// The node's API.
         #[arg(long, default_value = "http://127.0.0.1:8470")]
@@ -105,6 +106,9 @@ fn read_secret(path: &Path) -> anyhow::Result<AuditorSecret> {
 #[derive(Default)]
 struct Summary {
     transactions: u64,
+    /// Confidential transactions in the ledger whose proofs do not verify: the ledger holds
+    /// something no honest sentinel accepted.
+    invalid_proofs: u64,
     confidential: u64,
     unreadable: u64,
     flagged: u64,
@@ -118,13 +122,22 @@ fn show(node: &str, key: &Path, flag_over: u64, flagged_only: bool, json: bool) 
     let height = client.ledger_height()?;
     let limits = BlockLimits::default();
     let mut summary = Summary::default();
+    let mut previous = [0u8; 32];
     for h in 1..=height {
         let bytes = client.ledger_block_bytes(h)?;
         let block = Block::decode_exact_with(&bytes, &limits).with_context(|| format!("block {h} does not decode"))?;
+        // The node is not trusted: the chain must link, and every confidential proof must hold.
+        anyhow::ensure!(
+            block.header.height == h && block.header.previous == previous,
+            "block {h} does not follow block {} of the chain the node served",
+            h - 1
+        );
         anyhow::ensure!(
             block.commits_to_records(),
             "block {h}'s header does not commit to its records"
         );
+        summary.invalid_proofs += invalid_proofs(&block);
+        previous = block.header.hash();
         for audited in auditor.read(&block)? {
             summary.transactions += 1;
             summary.confidential += u64::from(audited.confidential);
@@ -138,7 +151,40 @@ fn show(node: &str, key: &Path, flag_over: u64, flagged_only: bool, json: bool) 
         }
     }
     print_summary(&summary, height, json);
-    Ok(ExitCode::SUCCESS)
+    Ok(if summary.invalid_proofs == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Confidential transactions of `block` whose proofs fail, verified together (one by one only
+/// if the batch fails), each reported.
+fn invalid_proofs(block: &Block) -> u64 {
+    let confidential: Vec<(&specie_transaction::ConfidentialTransaction, [u8; 32])> = block
+        .records
+        .iter()
+        .filter_map(|record| match record.transaction() {
+            specie_transaction::SpecieTransaction::Confidential(tx) => Some((tx.as_ref(), tx.context())),
+            _ => None,
+        })
+        .collect();
+    let batch: Vec<_> = confidential.iter().map(|(tx, context)| (&tx.proof, *context)).collect();
+    if batch.is_empty() || specie_confidential::verify_batch(&batch).is_ok() {
+        return 0;
+    }
+    let mut invalid = 0;
+    for (tx, context) in confidential {
+        if tx.proof.verify(&context).is_err() {
+            eprintln!(
+                "INVALID PROOF in block {}: transaction {}",
+                block.header.height,
+                tx.txid()
+            );
+            invalid += 1;
+        }
+    }
+    invalid
 }
 
 fn short(owner: &[u8; 32]) -> String {
@@ -198,6 +244,7 @@ fn print_summary(summary: &Summary, height: u64, json: bool) {
                 "confidential": summary.confidential,
                 "unreadable": summary.unreadable,
                 "flagged": summary.flagged,
+                "invalid_proofs": summary.invalid_proofs,
                 "minted_in_clear": summary.minted,
                 "taken_out_in_clear": summary.taken_out,
             }
@@ -206,12 +253,13 @@ fn print_summary(summary: &Summary, height: u64, json: bool) {
         return;
     }
     println!(
-        "{} blocks, {} transactions ({} confidential, {} with values of another jurisdiction), {} flagged; \
-         {} came in and {} went out in clear",
+        "{} blocks, {} transactions ({} confidential, {} with values of another jurisdiction, {} with invalid proofs), \
+         {} flagged; {} came in and {} went out in clear",
         height,
         summary.transactions,
         summary.confidential,
         summary.unreadable,
+        summary.invalid_proofs,
         summary.flagged,
         summary.minted,
         summary.taken_out
