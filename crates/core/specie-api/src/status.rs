@@ -63,6 +63,8 @@ pub struct NodeInfo {
     /// The endorsers' group key (x-only, hex), if every transaction needs their threshold
     /// endorsement: what the ledger's endorsements verify under.
     pub endorsement_group_key: Option<String>,
+    /// How the core orders transactions: `2pc` (two-phase commit) or `atomizer` (blocks).
+    pub shape: &'static str,
 }
 
 impl From<TxResult> for TxStatus {

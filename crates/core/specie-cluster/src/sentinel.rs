@@ -267,6 +267,8 @@ impl Backend for ClusterBackend {
             uhs_ids: ids.iter().map(|ids| ids.len() as u64).sum(),
             auditors: vec![],
             endorsement_group_key: None,
+            // The cluster runs two-phase commit; the atomizer shape is embedded only for now.
+            shape: "2pc",
         })
     }
 

@@ -18,5 +18,5 @@ mod node;
 pub mod serve;
 mod wiring;
 
-pub use manifest::{NodeManifest, NodeManifestError};
+pub use manifest::{CoreShape, NodeManifest, NodeManifestError};
 pub use node::{EmbeddedNode, NodeHandle, NodeOptions, OpenError};

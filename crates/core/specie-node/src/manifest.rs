@@ -15,6 +15,38 @@ pub struct NodeManifest {
     /// could not replay to the UHS. Absent in directories from before the ledger: off.
     #[serde(default)]
     pub ledger_of_record: bool,
+    /// How the core orders transactions. Chosen at creation: the two shapes keep different logs.
+    /// Absent in directories from before the atomizer shape: two-phase commit.
+    #[serde(default)]
+    pub shape: CoreShape,
+}
+
+/// The online core's two deployment shapes (Hamilton §4 and §5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CoreShape {
+    /// Shards commit each batch by two-phase commit: no global order, the highest throughput.
+    #[default]
+    #[serde(rename = "2pc")]
+    TwoPhaseCommit,
+    /// An atomizer orders every transaction into blocks that the shards apply: one global order.
+    #[serde(rename = "atomizer")]
+    Atomizer,
+}
+
+impl CoreShape {
+    /// As in `node.toml` and `/v1/info`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CoreShape::TwoPhaseCommit => "2pc",
+            CoreShape::Atomizer => "atomizer",
+        }
+    }
+}
+
+impl std::fmt::Display for CoreShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +71,12 @@ pub enum NodeManifestError {
     },
     #[error("{path} was created {}the ledger of record; it cannot be reopened {} it (the ledger must hold every transaction from genesis)", if *.existing { "with " } else { "without " }, if *.existing { "without" } else { "with" })]
     LedgerChanged { path: String, existing: bool },
+    #[error("{path} was created in the {existing} shape; it cannot be reopened in the {requested} shape (their logs differ)")]
+    ShapeChanged {
+        path: String,
+        existing: CoreShape,
+        requested: CoreShape,
+    },
 }
 
 pub const MANIFEST_FILE: &str = "node.toml";
@@ -53,6 +91,7 @@ impl NodeManifest {
         hrp: Option<&str>,
         issuers: &[String],
         ledger_of_record: Option<bool>,
+        shape: Option<CoreShape>,
     ) -> Result<NodeManifest, NodeManifestError> {
         let path = dir.join(MANIFEST_FILE);
         let shown = path.display().to_string();
@@ -89,6 +128,13 @@ impl NodeManifest {
                         existing: manifest.ledger_of_record,
                     });
                 }
+                if let Some(requested) = shape.filter(|s| *s != manifest.shape) {
+                    return Err(NodeManifestError::ShapeChanged {
+                        path: shown,
+                        existing: manifest.shape,
+                        requested,
+                    });
+                }
                 manifest
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => NodeManifest {
@@ -97,6 +143,7 @@ impl NodeManifest {
                 hrp: hrp.unwrap_or("usd").to_string(),
                 issuers: vec![],
                 ledger_of_record: ledger_of_record.unwrap_or(true),
+                shape: shape.unwrap_or_default(),
             },
             Err(source) => return Err(NodeManifestError::Read { path: shown, source }),
         };
@@ -168,19 +215,19 @@ mod tests {
     #[test]
     fn bad_options_are_refused_before_anything_is_written() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(NodeManifest::load_or_create(dir.path(), Some(0), None, &[], None).is_err());
-        assert!(NodeManifest::load_or_create(dir.path(), None, Some("USD"), &[], None).is_err());
-        assert!(NodeManifest::load_or_create(dir.path(), None, None, &["zz".to_string()], None).is_err());
+        assert!(NodeManifest::load_or_create(dir.path(), Some(0), None, &[], None, None).is_err());
+        assert!(NodeManifest::load_or_create(dir.path(), None, Some("USD"), &[], None, None).is_err());
+        assert!(NodeManifest::load_or_create(dir.path(), None, None, &["zz".to_string()], None, None).is_err());
         assert!(
             !dir.path().join(MANIFEST_FILE).exists(),
             "nothing stored after refusals"
         );
-        let created = NodeManifest::load_or_create(dir.path(), Some(3), None, &[], None).unwrap();
+        let created = NodeManifest::load_or_create(dir.path(), Some(3), None, &[], None, None).unwrap();
         assert_eq!(created.shards, 3);
-        let reopened = NodeManifest::load_or_create(dir.path(), None, None, &[], None).unwrap();
+        let reopened = NodeManifest::load_or_create(dir.path(), None, None, &[], None, None).unwrap();
         assert_eq!(reopened, created);
         assert!(matches!(
-            NodeManifest::load_or_create(dir.path(), Some(4), None, &[], None),
+            NodeManifest::load_or_create(dir.path(), Some(4), None, &[], None, None),
             Err(NodeManifestError::ShardsChanged {
                 existing: 3,
                 requested: 4,
@@ -188,7 +235,7 @@ mod tests {
             })
         ));
         assert!(created.ledger_of_record, "on by default for a new directory");
-        let error = NodeManifest::load_or_create(dir.path(), None, None, &[], Some(false)).unwrap_err();
+        let error = NodeManifest::load_or_create(dir.path(), None, None, &[], Some(false), None).unwrap_err();
         assert!(
             matches!(error, NodeManifestError::LedgerChanged { existing: true, .. }),
             "{error:?}"
@@ -204,9 +251,13 @@ mod tests {
             "format_version = 1\nshards = 2\nhrp = \"usd\"\nissuers = []\n",
         )
         .unwrap();
-        let reopened = NodeManifest::load_or_create(old.path(), None, None, &[], None).unwrap();
+        let reopened = NodeManifest::load_or_create(old.path(), None, None, &[], None, None).unwrap();
         assert!(!reopened.ledger_of_record);
-        let error = NodeManifest::load_or_create(old.path(), None, None, &[], Some(true)).unwrap_err();
+        assert_eq!(reopened.shape, CoreShape::TwoPhaseCommit);
+        let error =
+            NodeManifest::load_or_create(old.path(), None, None, &[], None, Some(CoreShape::Atomizer)).unwrap_err();
+        assert!(error.to_string().contains("created in the 2pc shape"), "{error}");
+        let error = NodeManifest::load_or_create(old.path(), None, None, &[], Some(true), None).unwrap_err();
         assert!(
             error.to_string().contains("created without the ledger of record"),
             "{error}"

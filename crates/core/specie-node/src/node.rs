@@ -12,14 +12,18 @@ use specie_sentinel::{IssuerKeys, IssuerKeysError, SpecieErrorCode, TrustedKeys,
 use specie_shard::{ShardRange, ShardRangeError, ShardStateError};
 use specie_transaction::{CompactTransaction, SpecieTransaction, Txid, UhsId};
 
+use specie_atomizer::{Atomizer, AtomizerConfig, AtomizerStateError, UhsShard, UhsShardStateError};
 use specie_coordinator::{Coordinator, CoordinatorState, CoordinatorStateError};
 use specie_host::{EmbeddedHost, HostMessage, RecoverError};
 use specie_shard::{Shard, ShardCall, ShardRead, ShardReply};
 
 use crate::archive::{Archive, ArchiveError, ArchiveMessage, ArchiveOptions, LedgerRead, LedgerReply};
 use crate::endorsement::{Candidate, EndorsementGroup, EndorsementHandle, EndorsementOptions};
+use crate::manifest::CoreShape;
 use crate::manifest::{NodeManifest, NodeManifestError};
-use crate::wiring::{CoordinatorMessage, CoordinatorWiring, ShardMessage, ShardReplyTo, ShardWiring};
+use crate::wiring::{
+    OrdererWiring, ShardInboxes, ShardWiring, SubmissionMessage, UhsShardCall, UhsShardMessage, UhsShardWiring,
+};
 
 /// How a node is started. Shard count and address prefix apply only when the data directory is
 /// new; afterwards its manifest (`node.toml`) is authoritative.
@@ -63,6 +67,9 @@ pub struct NodeOptions {
     /// ledger must start at genesis to replay to the UHS); `None` means on for a new directory
     /// and whatever `node.toml` says for an existing one.
     pub ledger_of_record: Option<bool>,
+    /// The core's shape: two-phase commit, or an atomizer ordering every transaction into
+    /// blocks. Applies only when the data directory is new (`None`: two-phase commit).
+    pub shape: Option<CoreShape>,
 }
 
 impl NodeOptions {
@@ -81,6 +88,7 @@ impl NodeOptions {
             snapshot_log_bytes: 256 * 1024 * 1024,
             fsync: true,
             ledger_of_record: None,
+            shape: None,
             auditors: vec![],
             endorsement: None,
         }
@@ -115,6 +123,12 @@ pub enum OpenError {
     RecoverShard(#[from] RecoverError<ShardStateError>),
     #[error(transparent)]
     RecoverCoordinator(#[from] RecoverError<CoordinatorStateError>),
+    #[error(transparent)]
+    RecoverAtomizer(#[from] RecoverError<AtomizerStateError>),
+    #[error(transparent)]
+    RecoverUhsShard(#[from] RecoverError<UhsShardStateError>),
+    #[error("the shards had not caught up with the atomizer's {height} blocks after {limit_ms} ms")]
+    CatchUpStalled { height: u64, limit_ms: u64 },
     #[error("cannot start the {name} thread: {source}")]
     Thread {
         name: String,
@@ -171,40 +185,128 @@ fn open_archive(handle: &NodeHandle, options: ArchiveOptions) -> Result<Archive,
     Ok(archive)
 }
 
-/// The shards' threads and their inboxes, in shard order.
-type StartedShards = (Vec<JoinHandle<()>>, Vec<Sender<ShardMessage>>);
+/// The core's threads, its shards' inboxes and its submission channel.
+type StartedCore = (Vec<JoinHandle<()>>, ShardInboxes, Sender<SubmissionMessage>);
 
-/// Recovers every shard from its log and starts its thread; they answer the coordinator on
-/// `answers`.
-fn start_shards(
-    options: &NodeOptions,
-    ranges: &[ShardRange],
-    log_options: &specie_log::LogOptions,
-    answers: Sender<Vec<specie_coordinator::CoordinatorInput>>,
-) -> Result<StartedShards, OpenError> {
-    let mut threads = vec![];
-    let mut inboxes = vec![];
-    for (index, range) in ranges.iter().enumerate() {
-        let wiring = ShardWiring {
-            index,
-            coordinator: answers.clone(),
-            answers: vec![],
-        };
-        let host = EmbeddedHost::recover(
-            format!("shard {index}"),
-            Shard::empty(*range),
+/// What starting the core, in either shape, needs.
+struct CoreStart<'a> {
+    options: &'a NodeOptions,
+    ranges: &'a [ShardRange],
+    log_options: specie_log::LogOptions,
+    archive: Option<Sender<ArchiveMessage>>,
+}
+
+impl CoreStart<'_> {
+    /// Recovers `role` from its log in `<data dir>/<dir>`.
+    fn recover<R: specie_role::Durable, W: specie_host::Wiring<R>>(
+        &self,
+        name: String,
+        dir: &str,
+        role: R,
+        wiring: W,
+    ) -> Result<EmbeddedHost<R, W>, RecoverError<R::StateError>> {
+        let path = self.options.data_dir.join(dir);
+        EmbeddedHost::recover(
+            name,
+            role,
             wiring,
-            &options.data_dir.join(format!("shard-{index}")),
-            log_options.clone(),
-            options.snapshot_log_bytes,
-        )?;
-        let (inbox_tx, inbox_rx) = unbounded();
-        threads.push(spawn(format!("shard-{index}"), move || {
-            host.run(inbox_rx, crossbeam_channel::never());
-        })?);
-        inboxes.push(inbox_tx);
+            &path,
+            self.log_options.clone(),
+            self.options.snapshot_log_bytes,
+        )
     }
-    Ok((threads, inboxes))
+
+    /// Two-phase commit: the shards and the coordinator, which first finishes every dtxn that
+    /// was in flight at the last stop.
+    fn two_phase_commit(self) -> Result<StartedCore, OpenError> {
+        let (answers_tx, answers_rx) = unbounded();
+        let mut threads = vec![];
+        let mut inboxes = vec![];
+        for (index, range) in self.ranges.iter().enumerate() {
+            let wiring = ShardWiring {
+                index,
+                coordinator: answers_tx.clone(),
+                answers: vec![],
+            };
+            let host = self.recover(
+                format!("shard {index}"),
+                &format!("shard-{index}"),
+                Shard::empty(*range),
+                wiring,
+            )?;
+            let (inbox_tx, inbox_rx) = unbounded();
+            threads.push(spawn(format!("shard-{index}"), move || {
+                host.run(inbox_rx, crossbeam_channel::never());
+            })?);
+            inboxes.push(inbox_tx);
+        }
+        let config = self.options.coordinator_config(self.ranges.to_vec());
+        let wiring = OrdererWiring::<ShardCall>::new(inboxes.clone(), self.archive.clone());
+        let coordinator = Coordinator::new(config, CoordinatorState::default());
+        let mut host = self.recover("coordinator".into(), "coordinator", coordinator, wiring)?;
+        let resumed = host.role().state().active().len();
+        if resumed > 0 {
+            tracing::info!(dtxns = resumed, "finishing dtxns that were in flight");
+            // Before anyone is served: a reader must never see a resumed dtxn land under its feet.
+            let finished = host.run_inputs_until(&answers_rx, |c| c.state().active().is_empty(), RESUME_LIMIT_MS);
+            if !finished {
+                return Err(OpenError::ResumeStalled {
+                    dtxns: host.role().state().active().len(),
+                    limit_ms: RESUME_LIMIT_MS,
+                });
+            }
+        }
+        // Bounded: when the coordinator falls behind, submitters wait here (backpressure).
+        let (submissions_tx, submissions_rx) = bounded(1024);
+        threads.push(spawn("coordinator".into(), move || {
+            host.run(submissions_rx, answers_rx);
+        })?);
+        Ok((threads, ShardInboxes::TwoPhaseCommit(inboxes), submissions_tx))
+    }
+
+    /// The atomizer shape: the shards and the atomizer, which first brings every shard up to
+    /// its last block (a shard may have stopped before making the newest ones durable).
+    fn atomizer(self) -> Result<StartedCore, OpenError> {
+        let (answers_tx, answers_rx) = unbounded();
+        let mut threads = vec![];
+        let mut inboxes: Vec<Sender<UhsShardMessage>> = vec![];
+        for (index, range) in self.ranges.iter().enumerate() {
+            let wiring = UhsShardWiring {
+                index,
+                atomizer: answers_tx.clone(),
+                answers: vec![],
+            };
+            let shard = UhsShard::new(*range);
+            let host = self.recover(
+                format!("atomizer shard {index}"),
+                &format!("atomizer-shard-{index}"),
+                shard,
+                wiring,
+            )?;
+            let (inbox_tx, inbox_rx) = unbounded();
+            threads.push(spawn(format!("shard-{index}"), move || {
+                host.run(inbox_rx, crossbeam_channel::never());
+            })?);
+            inboxes.push(inbox_tx);
+        }
+        let mut config = AtomizerConfig::with_shards(self.ranges.to_vec());
+        config.block_transactions_max = self.options.batch_transactions_max;
+        config.queue_transactions_max = self.options.queue_transactions_max.max(config.block_transactions_max);
+        let wiring = OrdererWiring::<UhsShardCall>::new(inboxes.clone(), self.archive.clone());
+        let mut host = self.recover("atomizer".into(), "atomizer", Atomizer::new(config), wiring)?;
+        // Before anyone is served: a reader must see every block the atomizer made durable.
+        if !host.run_inputs_until(&answers_rx, Atomizer::shards_caught_up, RESUME_LIMIT_MS) {
+            return Err(OpenError::CatchUpStalled {
+                height: host.role().height(),
+                limit_ms: RESUME_LIMIT_MS,
+            });
+        }
+        let (submissions_tx, submissions_rx) = bounded(1024);
+        threads.push(spawn("atomizer".into(), move || {
+            host.run(submissions_rx, answers_rx);
+        })?);
+        Ok((threads, ShardInboxes::Atomizer(inboxes), submissions_tx))
+    }
 }
 
 /// Starts the thread `name` running `run`.
@@ -224,8 +326,8 @@ struct Shared {
     archive: Option<Sender<ArchiveMessage>>,
     trusted: TrustedKeys,
     ranges: Vec<ShardRange>,
-    submissions: Sender<CoordinatorMessage>,
-    shards: Vec<Sender<ShardMessage>>,
+    submissions: Sender<SubmissionMessage>,
+    shards: ShardInboxes,
 }
 
 /// A cheap, cloneable way in: submit transactions, query the UHS.
@@ -254,6 +356,7 @@ impl EmbeddedNode {
             options.hrp.as_deref(),
             &options.issuers,
             options.ledger_of_record,
+            options.shape,
         )?;
         let issuers = IssuerKeys::from_hex(&manifest.issuers).map_err(OpenError::Issuers)?;
         let ranges = ShardRange::partition(manifest.shards)?;
@@ -268,43 +371,18 @@ impl EmbeddedNode {
         };
         let archive_options = ArchiveOptions::new(&options.data_dir, log_options.sync);
 
-        let (answers_tx, answers_rx) = unbounded();
-        let (mut threads, shard_inboxes) = start_shards(&options, &ranges, &log_options, answers_tx)?;
-
-        let config = options.coordinator_config(ranges.clone());
         let (archive_tx, archive_rx) = unbounded();
         let archive_tx = manifest.ledger_of_record.then_some(archive_tx);
-        let wiring = CoordinatorWiring {
-            shards: shard_inboxes.clone(),
-            requests: vec![vec![]; ranges.len()],
-            archive: archive_tx.clone(),
-            outcomes: vec![],
-        };
-        let mut host = EmbeddedHost::recover(
-            "coordinator",
-            Coordinator::new(config, CoordinatorState::default()),
-            wiring,
-            &options.data_dir.join("coordinator"),
+        let core = CoreStart {
+            options: &options,
+            ranges: &ranges,
             log_options,
-            options.snapshot_log_bytes,
-        )?;
-        let resumed = host.role().state().active().len();
-        if resumed > 0 {
-            tracing::info!(dtxns = resumed, "finishing dtxns that were in flight");
-            // Before anyone is served: a reader must never see a resumed dtxn land under its feet.
-            let finished = host.run_inputs_until(&answers_rx, |c| c.state().active().is_empty(), RESUME_LIMIT_MS);
-            if !finished {
-                return Err(OpenError::ResumeStalled {
-                    dtxns: host.role().state().active().len(),
-                    limit_ms: RESUME_LIMIT_MS,
-                });
-            }
-        }
-        // Bounded: when the coordinator falls behind, submitters wait here (backpressure).
-        let (submissions_tx, submissions_rx) = bounded(1024);
-        threads.push(spawn("coordinator".into(), move || {
-            host.run(submissions_rx, answers_rx);
-        })?);
+            archive: archive_tx.clone(),
+        };
+        let (mut threads, shard_inboxes, submissions_tx) = match manifest.shape {
+            CoreShape::TwoPhaseCommit => core.two_phase_commit()?,
+            CoreShape::Atomizer => core.atomizer()?,
+        };
 
         let trusted = TrustedKeys::new(issuers, options.fastpay_committee.clone())
             .with_offline_authority(options.offline_authority)
@@ -359,9 +437,7 @@ impl EmbeddedNode {
         if let Some(archive) = &self.handle.shared.archive {
             let _ = archive.send(ArchiveMessage::Stop);
         }
-        for shard in &self.handle.shared.shards {
-            let _ = shard.send(HostMessage::Stop);
-        }
+        self.handle.shared.shards.stop();
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
@@ -557,12 +633,9 @@ impl NodeHandle {
     /// request sent to the shard before it.
     fn ask(&self, shard: usize, read: ShardRead) -> Result<Receiver<ShardReply>, BackendError> {
         let (tx, rx) = bounded(1);
-        self.shared.shards[shard]
-            .send(HostMessage::Calls(vec![(
-                ShardCall::Read(read),
-                ShardReplyTo::Reader(tx),
-            )]))
-            .map_err(|_| BackendError::Stopping)?;
+        if !self.shared.shards.read(shard, read, tx) {
+            return Err(BackendError::Stopping);
+        }
         Ok(rx)
     }
 
@@ -608,6 +681,7 @@ impl NodeHandle {
             uhs_ids,
             auditors: self.shared.trusted.auditors.iter().map(hex::encode).collect(),
             endorsement_group_key: self.endorsement_group_key().map(|key| hex::encode(key.0)),
+            shape: manifest.shape.name(),
         })
     }
 

@@ -1,25 +1,72 @@
 //! How the embedded node wires its roles together on the shared embedded host
-//! ([`specie_host::EmbeddedHost`]): the coordinator's requests go to the shards' call channels,
-//! the shards' answers come back on the coordinator's input channel, outcomes go to callers.
+//! ([`specie_host::EmbeddedHost`]), in either shape of the core: the orderer's (coordinator's or
+//! atomizer's) requests go to the shards' call channels, the shards' answers come back on the
+//! orderer's input channel, outcomes go to callers and to the archiver.
 
 use crossbeam_channel::Sender;
 use specie_api::{Completion, CompletionSender, TxStatus};
+use specie_atomizer::{
+    Atomizer, AtomizerInput, AtomizerReport, UhsShard, UhsShardInput, UhsShardReply, UhsShardReport,
+};
 use specie_coordinator::{Coordinator, CoordinatorInput, CoordinatorReport, TxOutcome, TxResult};
 use specie_host::{HostMessage, Wiring};
 use specie_role::Ticket;
-use specie_shard::{Shard, ShardCall, ShardInput, ShardReply, ShardRequest, ShardResponse};
+use specie_shard::{Shard, ShardCall, ShardInput, ShardRead, ShardReply, ShardRequest, ShardResponse};
 use specie_transaction::{CompactTransaction, Txid};
 
 use crate::archive::ArchiveMessage;
 
 /// Who waits for a shard's answer.
 pub enum ShardReplyTo {
-    Coordinator,
+    /// The coordinator or the atomizer.
+    Orderer,
     Reader(Sender<ShardReply>),
 }
 
 pub type ShardMessage = HostMessage<ShardCall, ShardReplyTo>;
-pub type CoordinatorMessage = HostMessage<CompactTransaction, (u64, CompletionSender)>;
+pub type UhsShardMessage = HostMessage<UhsShardCall, ShardReplyTo>;
+pub type SubmissionMessage = HostMessage<CompactTransaction, (u64, CompletionSender)>;
+
+/// What a shard of the atomizer shape is asked.
+pub enum UhsShardCall {
+    Atomizer(specie_atomizer::ShardMessage),
+    Read(ShardRead),
+}
+
+/// The shards' inboxes, in shard order.
+pub enum ShardInboxes {
+    TwoPhaseCommit(Vec<Sender<ShardMessage>>),
+    Atomizer(Vec<Sender<UhsShardMessage>>),
+}
+
+impl ShardInboxes {
+    pub fn len(&self) -> usize {
+        match self {
+            ShardInboxes::TwoPhaseCommit(inboxes) => inboxes.len(),
+            ShardInboxes::Atomizer(inboxes) => inboxes.len(),
+        }
+    }
+
+    /// Asks shard `shard` to read; the answer goes to `reader`. False if the shard has stopped.
+    pub fn read(&self, shard: usize, read: ShardRead, reader: Sender<ShardReply>) -> bool {
+        let reader = ShardReplyTo::Reader(reader);
+        match self {
+            ShardInboxes::TwoPhaseCommit(inboxes) => inboxes[shard]
+                .send(HostMessage::Calls(vec![(ShardCall::Read(read), reader)]))
+                .is_ok(),
+            ShardInboxes::Atomizer(inboxes) => inboxes[shard]
+                .send(HostMessage::Calls(vec![(UhsShardCall::Read(read), reader)]))
+                .is_ok(),
+        }
+    }
+
+    pub fn stop(&self) {
+        match self {
+            ShardInboxes::TwoPhaseCommit(inboxes) => inboxes.iter().for_each(|i| drop(i.send(HostMessage::Stop))),
+            ShardInboxes::Atomizer(inboxes) => inboxes.iter().for_each(|i| drop(i.send(HostMessage::Stop))),
+        }
+    }
+}
 
 pub struct ShardWiring {
     pub index: usize,
@@ -42,14 +89,14 @@ impl Wiring<Shard> for ShardWiring {
     fn reply(&mut self, reply_to: ShardReplyTo, reply: ShardReply) {
         match (reply_to, reply) {
             // Discarded needs no answer: the coordinator has already moved on.
-            (ShardReplyTo::Coordinator, ShardReply::Response(ShardResponse::Discarded { .. })) => {}
-            (ShardReplyTo::Coordinator, ShardReply::Response(response)) => {
+            (ShardReplyTo::Orderer, ShardReply::Response(ShardResponse::Discarded { .. })) => {}
+            (ShardReplyTo::Orderer, ShardReply::Response(response)) => {
                 self.answers.push(CoordinatorInput::ShardAnswer {
                     shard: self.index,
                     response,
                 });
             }
-            (ShardReplyTo::Coordinator, other) => unreachable!("the coordinator only sends requests, got {other:?}"),
+            (ShardReplyTo::Orderer, other) => unreachable!("the coordinator only sends requests, got {other:?}"),
             (ShardReplyTo::Reader(reader), reply) => {
                 let _ = reader.send(reply);
             }
@@ -68,29 +115,80 @@ impl Wiring<Shard> for ShardWiring {
     }
 }
 
-pub struct CoordinatorWiring {
-    pub shards: Vec<Sender<ShardMessage>>,
-    /// Requests of the current round, per shard: one message per shard per round.
-    pub requests: Vec<Vec<ShardRequest>>,
+pub struct UhsShardWiring {
+    pub index: usize,
+    pub atomizer: Sender<Vec<AtomizerInput>>,
+    pub answers: Vec<AtomizerInput>,
+}
+
+impl Wiring<UhsShard> for UhsShardWiring {
+    type Call = UhsShardCall;
+    type ReplyTo = ShardReplyTo;
+
+    fn input(call: UhsShardCall, ticket: Ticket) -> UhsShardInput {
+        match call {
+            UhsShardCall::Atomizer(message) => UhsShardInput::Atomizer { ticket, message },
+            UhsShardCall::Read(read) => UhsShardInput::Read { ticket, read },
+        }
+    }
+
+    fn send(&mut self, to: std::convert::Infallible, _message: std::convert::Infallible) {
+        match to {}
+    }
+
+    fn reply(&mut self, reply_to: ShardReplyTo, reply: UhsShardReply) {
+        match (reply_to, reply) {
+            (ShardReplyTo::Orderer, UhsShardReply::Answer(answer)) => self.answers.push(AtomizerInput::ShardAnswer {
+                shard: self.index,
+                answer,
+            }),
+            (ShardReplyTo::Reader(reader), UhsShardReply::Read(reply)) => {
+                let _ = reader.send(reply);
+            }
+            (_, reply) => unreachable!("a shard answers each caller in kind, got {reply:?}"),
+        }
+    }
+
+    fn report(&mut self, report: UhsShardReport) {
+        tracing::error!(
+            shard = self.index,
+            ?report,
+            "shard refused the atomizer's block: they disagree"
+        );
+    }
+
+    fn flush(&mut self) {
+        if !self.answers.is_empty() {
+            // A closed channel means the atomizer is gone: the node is stopping.
+            let _ = self.atomizer.send(std::mem::take(&mut self.answers));
+        }
+    }
+}
+
+/// The wiring of the role that orders transactions (the coordinator, or the atomizer), whose
+/// shard calls are `C`.
+pub struct OrdererWiring<C> {
+    pub shards: Vec<Sender<HostMessage<C, ShardReplyTo>>>,
+    /// Calls of the current round, per shard: one message per shard per round.
+    pub calls: Vec<Vec<C>>,
     /// The archiver, told every outcome so it can seal the confirmed transactions.
     pub archive: Option<Sender<ArchiveMessage>>,
     /// Outcomes of the current round: one message to the archiver per round.
     pub outcomes: Vec<(Txid, bool)>,
 }
 
-impl Wiring<Coordinator> for CoordinatorWiring {
-    type Call = CompactTransaction;
-    type ReplyTo = (u64, CompletionSender);
-
-    fn input(tx: CompactTransaction, ticket: Ticket) -> CoordinatorInput {
-        CoordinatorInput::Submit { ticket, tx }
+impl<C: Send> OrdererWiring<C> {
+    pub fn new(shards: Vec<Sender<HostMessage<C, ShardReplyTo>>>, archive: Option<Sender<ArchiveMessage>>) -> Self {
+        let calls = shards.iter().map(|_| vec![]).collect();
+        OrdererWiring {
+            shards,
+            calls,
+            archive,
+            outcomes: vec![],
+        }
     }
 
-    fn send(&mut self, shard: usize, request: ShardRequest) {
-        self.requests[shard].push(request);
-    }
-
-    fn reply(&mut self, (client_ref, reply): (u64, CompletionSender), outcome: TxOutcome) {
+    fn answer(&mut self, (client_ref, reply): (u64, CompletionSender), outcome: TxOutcome) {
         if self.archive.is_some() {
             self.outcomes
                 .push((outcome.txid, matches!(outcome.result, TxResult::Confirmed)));
@@ -102,6 +200,37 @@ impl Wiring<Coordinator> for CoordinatorWiring {
         });
     }
 
+    fn hand_on(&mut self) {
+        if let Some(archive) = &self.archive {
+            if !self.outcomes.is_empty() {
+                let _ = archive.send(ArchiveMessage::Outcomes(std::mem::take(&mut self.outcomes)));
+            }
+        }
+        for (shard, calls) in self.calls.iter_mut().enumerate() {
+            if !calls.is_empty() {
+                let calls = calls.drain(..).map(|call| (call, ShardReplyTo::Orderer)).collect();
+                let _ = self.shards[shard].send(HostMessage::Calls(calls));
+            }
+        }
+    }
+}
+
+impl Wiring<Coordinator> for OrdererWiring<ShardCall> {
+    type Call = CompactTransaction;
+    type ReplyTo = (u64, CompletionSender);
+
+    fn input(tx: CompactTransaction, ticket: Ticket) -> CoordinatorInput {
+        CoordinatorInput::Submit { ticket, tx }
+    }
+
+    fn send(&mut self, shard: usize, request: ShardRequest) {
+        self.calls[shard].push(ShardCall::Request(request));
+    }
+
+    fn reply(&mut self, reply_to: (u64, CompletionSender), outcome: TxOutcome) {
+        self.answer(reply_to, outcome);
+    }
+
     fn report(&mut self, report: CoordinatorReport) {
         if let CoordinatorReport::ShardRefused { shard, response } = report {
             tracing::error!(shard, ?response, "shard refused a request: protocol bug");
@@ -109,19 +238,34 @@ impl Wiring<Coordinator> for CoordinatorWiring {
     }
 
     fn flush(&mut self) {
-        if let Some(archive) = &self.archive {
-            if !self.outcomes.is_empty() {
-                let _ = archive.send(ArchiveMessage::Outcomes(std::mem::take(&mut self.outcomes)));
-            }
+        self.hand_on();
+    }
+}
+
+impl Wiring<Atomizer> for OrdererWiring<UhsShardCall> {
+    type Call = CompactTransaction;
+    type ReplyTo = (u64, CompletionSender);
+
+    fn input(tx: CompactTransaction, ticket: Ticket) -> AtomizerInput {
+        AtomizerInput::Submit { ticket, tx }
+    }
+
+    fn send(&mut self, shard: usize, message: specie_atomizer::ShardMessage) {
+        self.calls[shard].push(UhsShardCall::Atomizer(message));
+    }
+
+    fn reply(&mut self, reply_to: (u64, CompletionSender), outcome: TxOutcome) {
+        self.answer(reply_to, outcome);
+    }
+
+    fn report(&mut self, report: AtomizerReport) {
+        // Settled: a block replayed from the log, whose callers heard when it was first made.
+        if !matches!(report, AtomizerReport::Settled(_)) {
+            tracing::error!(?report, "atomizer: a shard answered as no correct shard does");
         }
-        for (shard, requests) in self.requests.iter_mut().enumerate() {
-            if !requests.is_empty() {
-                let calls = requests
-                    .drain(..)
-                    .map(|request| (ShardCall::Request(request), ShardReplyTo::Coordinator))
-                    .collect();
-                let _ = self.shards[shard].send(HostMessage::Calls(calls));
-            }
-        }
+    }
+
+    fn flush(&mut self) {
+        self.hand_on();
     }
 }
