@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use clap::Args;
 use specie_bench::demo::DemoOptions;
 
+use crate::node_cmd::ShapeArg;
+
 /// Run the whole system on this machine and audit it: the first thing to try.
 ///
 /// Starts an embedded node (fsync on) in a temporary directory, mints to a set of wallets, runs
@@ -54,6 +56,10 @@ pub struct DemoArgs {
     /// the end: its blocks must replay to exactly the shards' UHS). To measure what it costs.
     #[arg(long, conflicts_with = "cluster")]
     pub no_ledger_of_record: bool,
+    /// How the embedded core orders transactions: two-phase commit across the shards, or an
+    /// atomizer ordering every transaction into blocks (one global order). Also for --privacy.
+    #[arg(long, value_enum, default_value = "2pc", conflicts_with_all = ["cluster", "byzantine", "offline", "exchange"])]
+    pub shape: ShapeArg,
     /// Run the Byzantine mode instead (FastPay): an embedded core as the Primary and a committee
     /// of 4 authorities, one of them Byzantine (it forges its votes), each with --shards shards.
     /// --wallets accounts are funded from the core, --payments payments stream between them
@@ -120,6 +126,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             seed: args.seed,
             data_dir: args.data_dir,
             json: args.json,
+            shape: args.shape.into(),
         };
         return Ok(specie_bench::demo_privacy::run(&options)?);
     }
@@ -173,6 +180,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         cluster: args.cluster,
         json: args.json,
         ledger_of_record: !args.no_ledger_of_record,
+        shape: args.shape.into(),
     };
     Ok(specie_bench::demo::run(&options)?)
 }

@@ -2,9 +2,29 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use specie_api::HttpLimits;
-use specie_node::NodeOptions;
+use specie_node::{CoreShape, NodeOptions};
+
+/// How the core orders transactions (docs/architecture.md, "Two shapes of the core").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ShapeArg {
+    /// Two-phase commit across the shards (Hamilton §4): no global order, the most throughput.
+    #[value(name = "2pc")]
+    TwoPhaseCommit,
+    /// An atomizer orders every transaction into blocks the shards apply (Hamilton §5): one
+    /// global order.
+    Atomizer,
+}
+
+impl From<ShapeArg> for CoreShape {
+    fn from(shape: ShapeArg) -> CoreShape {
+        match shape {
+            ShapeArg::TwoPhaseCommit => CoreShape::TwoPhaseCommit,
+            ShapeArg::Atomizer => CoreShape::Atomizer,
+        }
+    }
+}
 
 /// Run every role (sentinel, coordinator, shards) in one process with a durable data directory,
 /// serving the HTTP/JSON API of docs/api.md.
@@ -51,6 +71,10 @@ pub struct NodeArgs {
     /// dropped later.
     #[arg(long)]
     pub no_ledger_of_record: bool,
+    /// How the core orders transactions. Only for a new data directory (node.toml keeps it):
+    /// the two shapes keep different logs. Default for a new directory: 2pc.
+    #[arg(long, value_enum)]
+    pub shape: Option<ShapeArg>,
     /// Most compact transactions per dtxn (Hamilton used 2000).
     #[arg(long, default_value_t = 2000)]
     pub batch_transactions_max: usize,
@@ -119,6 +143,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     options.auditors = args.auditors;
     options.batch_transactions_max = args.batch_transactions_max;
     options.ledger_of_record = args.no_ledger_of_record.then_some(false);
+    options.shape = args.shape.map(CoreShape::from);
     specie_node::serve::serve(options, args.listen, limits)?;
     Ok(ExitCode::SUCCESS)
 }

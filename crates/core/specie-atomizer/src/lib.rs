@@ -28,5 +28,6 @@ mod shard;
 pub use atomizer::{Atomizer, AtomizerConfig, AtomizerInput, AtomizerReport, AtomizerStateError};
 pub use block::{AtomizerBlock, AtomizerLimits, AtomizerState, ShardBlock};
 pub use shard::{
-    AttestRequest, ShardAnswer, ShardMessage, UhsShard, UhsShardInput, UhsShardReply, UhsShardReport, UhsShardStateError,
+    AttestRequest, ShardAnswer, ShardMessage, UhsShard, UhsShardInput, UhsShardReply, UhsShardReport,
+    UhsShardStateError,
 };

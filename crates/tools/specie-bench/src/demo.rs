@@ -16,7 +16,7 @@ use secp256k1::Keypair;
 use specie_api::{Backend, Completion, NodeInfo, TxStatus};
 use specie_cluster::sentinel::ClusterBackend;
 use specie_cluster::Topology;
-use specie_node::{EmbeddedNode, NodeOptions};
+use specie_node::{CoreShape, EmbeddedNode, NodeOptions};
 use specie_shard::Vote;
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
@@ -45,6 +45,8 @@ pub struct DemoOptions {
     pub json: bool,
     /// Whether the embedded node keeps the ledger of record (checked against the UHS at the end).
     pub ledger_of_record: bool,
+    /// How the embedded core orders transactions.
+    pub shape: CoreShape,
 }
 
 const COIN_VALUE: u64 = 1_000;
@@ -139,9 +141,11 @@ pub fn run(args: &DemoOptions) -> BenchResult<ExitCode> {
             options.shards = Some(args.shards);
             options.issuers = vec![hex::encode(xonly_bytes(&issuer))];
             options.ledger_of_record = Some(args.ledger_of_record);
+            options.shape = Some(args.shape);
             let node = EmbeddedNode::open(options).step("cannot start the embedded node")?;
             let label = format!(
-                "embedded node, {} shards, fsync on, ledger of record {}, data in {}",
+                "embedded node ({}), {} shards, fsync on, ledger of record {}, data in {}",
+                args.shape,
                 args.shards,
                 if args.ledger_of_record { "on" } else { "off" },
                 data_dir.display()
@@ -463,6 +467,7 @@ impl Demo {
                 "spent_outputs_in_uhs": audit.spent_outputs_in_uhs,
                 "uhs_ids": measured.info.uhs_ids,
                 "shards": measured.info.shards,
+                "shape": measured.info.shape,
                 "backend": label,
                 "wallets": args.wallets,
                 "ledger_of_record_blocks": measured.ledger.as_ref().map(|l| l.blocks),

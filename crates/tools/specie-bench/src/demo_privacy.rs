@@ -50,6 +50,8 @@ pub struct PrivacyDemoOptions {
     pub seed: u64,
     pub data_dir: Option<PathBuf>,
     pub json: bool,
+    /// How the core orders transactions.
+    pub shape: specie_node::CoreShape,
 }
 
 /// A confidential output a user can spend: where it is, and its opening.
@@ -103,6 +105,7 @@ pub fn run(args: &PrivacyDemoOptions) -> BenchResult<ExitCode> {
     let mut options = NodeOptions::new(root.join("core"));
     options.issuers = vec![hex::encode(xonly_bytes(&issuer))];
     options.ledger_of_record = Some(true);
+    options.shape = Some(args.shape);
     options.auditors = vec![auditor.public().to_bytes()];
     options.endorsement = Some(EndorsementOptions {
         k: ENDORSERS_K,
@@ -677,6 +680,7 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
     if args.json {
         let summary = serde_json::json!({
             "users": args.users,
+            "shape": args.shape.name(),
             "rounds": args.rounds,
             "elapsed_s": elapsed.as_secs_f64(),
             "transparent_payments": tally.transparent,
@@ -706,8 +710,9 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
         return;
     }
     println!(
-        "specie demo --privacy: {} users, {} rounds, embedded core with the ledger of record, threshold endorsement and one auditor, in {:.1} s",
+        "specie demo --privacy: {} users, {} rounds, embedded core ({}) with the ledger of record, threshold endorsement and one auditor, in {:.1} s",
         args.users,
+        args.shape,
         args.rounds,
         elapsed.as_secs_f64()
     );

@@ -23,7 +23,7 @@ use specie_api::TxStatus;
 use specie_archiver::{LedgerLimits, LedgerOfRecord, Record};
 use specie_codec::Encode;
 use specie_confidential::{AuditorSecret, ConfidentialTransfer};
-use specie_node::{EmbeddedNode, NodeHandle, NodeOptions};
+use specie_node::{CoreShape, EmbeddedNode, NodeHandle, NodeOptions};
 use specie_sentinel::{IssuerKeys, TrustedKeys};
 use specie_transaction::signing::{schnorr_sign, schnorr_verify, xonly_bytes};
 use specie_transaction::{
@@ -58,6 +58,9 @@ struct Figures {
     ledger_append_records_per_s: f64,
     end_to_end_transparent_tps: f64,
     end_to_end_confidential_tps: f64,
+    /// The same payments on a core in the atomizer shape (every transaction in a block).
+    end_to_end_atomizer_transparent_tps: f64,
+    end_to_end_atomizer_confidential_tps: f64,
     cores: usize,
 }
 
@@ -219,15 +222,29 @@ pub fn run(options: &PrivacyBenchOptions) -> BenchResult<ExitCode> {
         ledger_append_records_per_s: ledger_append_per_s(&[mints.clone(), transfers.clone()].concat())?,
         end_to_end_transparent_tps: 0.0,
         end_to_end_confidential_tps: 0.0,
+        end_to_end_atomizer_transparent_tps: 0.0,
+        end_to_end_atomizer_confidential_tps: 0.0,
         cores: rayon::current_num_threads(),
     };
     let mut figures = Figures {
         confidential_verify_ms: 1000.0 / figures.confidential_validate_per_cpu_s,
         ..figures
     };
-    let (transparent_tps, confidential_tps) = end_to_end(&issuer, &auditor, mints, shields, transfers, confidential)?;
-    figures.end_to_end_transparent_tps = transparent_tps;
-    figures.end_to_end_confidential_tps = confidential_tps;
+    let payments = EndToEnd {
+        issuer,
+        auditor,
+        mints,
+        shields: shields.into_iter().map(|(tx, _)| SpecieTransaction::from(tx)).collect(),
+        transfers,
+        confidential,
+    };
+    // Both shapes in the same run, one after the other, on the same payments.
+    (figures.end_to_end_transparent_tps, figures.end_to_end_confidential_tps) =
+        payments.run(CoreShape::TwoPhaseCommit)?;
+    (
+        figures.end_to_end_atomizer_transparent_tps,
+        figures.end_to_end_atomizer_confidential_tps,
+    ) = payments.run(CoreShape::Atomizer)?;
     report(&figures, options.json);
     Ok(ExitCode::SUCCESS)
 }
@@ -309,30 +326,35 @@ fn submit_measured(core: &NodeHandle, txs: Vec<SpecieTransaction>, what: &str) -
     Ok(count as f64 / elapsed.as_secs_f64())
 }
 
-/// End to end on an embedded node with the ledger of record: the transparent payments, then the
-/// confidential ones (after their notes were shielded, not measured).
-fn end_to_end(
-    issuer: &Keypair,
-    auditor: &AuditorSecret,
+/// The payments of the end-to-end runs, proven once.
+struct EndToEnd {
+    issuer: Keypair,
+    auditor: AuditorSecret,
     mints: Vec<SpecieTransaction>,
-    shields: Vec<(ConfidentialTransaction, Vec<specie_confidential::Opening>)>,
+    shields: Vec<SpecieTransaction>,
     transfers: Vec<SpecieTransaction>,
     confidential: Vec<SpecieTransaction>,
-) -> BenchResult<(f64, f64)> {
-    let dir = tempfile::tempdir()?;
-    let mut options = NodeOptions::new(dir.path());
-    options.issuers = vec![hex::encode(xonly_bytes(issuer))];
-    options.ledger_of_record = Some(true);
-    options.auditors = vec![auditor.public().to_bytes()];
-    let node = EmbeddedNode::open(options).step("cannot start the embedded node")?;
-    let core = node.handle();
-    submit_measured(&core, mints, "mint")?;
-    let transparent = submit_measured(&core, transfers, "transparent")?;
-    let shields = shields.into_iter().map(|(tx, _)| SpecieTransaction::from(tx)).collect();
-    submit_measured(&core, shields, "shielding")?;
-    let confidential = submit_measured(&core, confidential, "confidential")?;
-    node.shutdown();
-    Ok((transparent, confidential))
+}
+
+impl EndToEnd {
+    /// On a fresh embedded node of `shape` with the ledger of record: the transparent payments,
+    /// then the confidential ones (after their notes were shielded, not measured).
+    fn run(&self, shape: CoreShape) -> BenchResult<(f64, f64)> {
+        let dir = tempfile::tempdir()?;
+        let mut options = NodeOptions::new(dir.path());
+        options.issuers = vec![hex::encode(xonly_bytes(&self.issuer))];
+        options.ledger_of_record = Some(true);
+        options.shape = Some(shape);
+        options.auditors = vec![self.auditor.public().to_bytes()];
+        let node = EmbeddedNode::open(options).step("cannot start the embedded node")?;
+        let core = node.handle();
+        submit_measured(&core, self.mints.clone(), "mint")?;
+        let transparent = submit_measured(&core, self.transfers.clone(), "transparent")?;
+        submit_measured(&core, self.shields.clone(), "shielding")?;
+        let confidential = submit_measured(&core, self.confidential.clone(), "confidential")?;
+        node.shutdown();
+        Ok((transparent, confidential))
+    }
 }
 
 fn report(figures: &Figures, json: bool) {
@@ -379,8 +401,16 @@ fn report(figures: &Figures, json: bool) {
         "  ledger of record: {:.0} records/s sealed, encoded and appended (one fsync per block of 1000)",
         f.ledger_append_records_per_s
     );
+    println!("  end to end (embedded node, fsync on, ledger on), payments/s");
     println!(
-        "  end to end (embedded node, fsync on, ledger on): {:.0} transparent, {:.0} confidential payments/s",
+        "    2pc shape       {:>8.0} transparent, {:>8.0} confidential",
         f.end_to_end_transparent_tps, f.end_to_end_confidential_tps
+    );
+    println!(
+        "    atomizer shape  {:>8.0} transparent, {:>8.0} confidential   ({:.2}x and {:.2}x of 2pc)",
+        f.end_to_end_atomizer_transparent_tps,
+        f.end_to_end_atomizer_confidential_tps,
+        f.end_to_end_atomizer_transparent_tps / f.end_to_end_transparent_tps,
+        f.end_to_end_atomizer_confidential_tps / f.end_to_end_confidential_tps
     );
 }
