@@ -355,8 +355,23 @@ fn bench_exchange_explains_itself_and_runs_at_a_toy_size() {
 }
 
 #[test]
-fn demo_runs_and_audits() {
-    let output = specie(&["demo", "--payments", "2000", "--wallets", "20", "--json"]);
+fn demo_runs_and_audits_in_both_shapes_of_the_core() {
+    for shape in ["2pc", "atomizer"] {
+        demo_runs_and_audits(shape);
+    }
+}
+
+fn demo_runs_and_audits(shape: &str) {
+    let output = specie(&[
+        "demo",
+        "--payments",
+        "2000",
+        "--wallets",
+        "20",
+        "--shape",
+        shape,
+        "--json",
+    ]);
     assert_exit(&output, 0);
     let text = stdout(&output);
     assert_eq!(text.trim().lines().count(), 1, "not one line:\n{text}");
@@ -375,6 +390,8 @@ fn demo_runs_and_audits() {
     assert!(p50 >= 0.0 && p99 >= p50, "{summary}");
     assert!(summary["rejected"].is_object(), "{summary}");
     assert_eq!(summary["audit_ok"], true, "{summary}");
+    assert_eq!(summary["shape"], shape, "{summary}");
+    assert_eq!(summary["ledger_of_record_replays_to_uhs"], true, "{summary}");
 
     let checks = &summary["checks"];
     let count = |key: &str| {

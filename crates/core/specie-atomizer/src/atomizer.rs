@@ -127,6 +127,9 @@ pub struct Atomizer {
     next_round: u64,
     building: Pending,
     proposed: Option<Pending>,
+    /// Durable blocks' callers, told once every shard has applied the block: a transaction
+    /// reported confirmed is then visible to every read of the UHS, as in two-phase commit.
+    confirming: VecDeque<(u64, Vec<(Option<Ticket>, CompactTransaction)>)>,
     shards: Vec<ShardProgress>,
     outputs: VecDeque<Output<Self>>,
 }
@@ -152,6 +155,7 @@ impl Atomizer {
             next_round: 0,
             building: Pending::default(),
             proposed: None,
+            confirming: VecDeque::new(),
             outputs: VecDeque::new(),
         }
     }
@@ -414,6 +418,7 @@ impl Atomizer {
                 progress.acked = progress.acked.max(height);
                 progress.sent = progress.sent.max(progress.acked);
                 progress.known = true;
+                self.release_confirmed(false);
             }
             ShardAnswer::Behind { height } => {
                 let progress = &mut self.shards[shard];
@@ -440,6 +445,26 @@ impl Atomizer {
         for (ticket, tx) in waiting {
             if ticket.is_some() {
                 self.outcome(ticket, &tx, TxResult::Dropped);
+            }
+        }
+    }
+
+    /// Tells the callers of every block all shards have applied that it is confirmed; all of
+    /// them if `everyone`, since every block in `confirming` is durable.
+    fn release_confirmed(&mut self, everyone: bool) {
+        let applied_everywhere = self
+            .shards
+            .iter()
+            .map(|s| if s.known { s.acked } else { 0 })
+            .min()
+            .unwrap_or(0);
+        while let Some((height, _)) = self.confirming.front() {
+            if *height > applied_everywhere && !everyone {
+                return;
+            }
+            let (_, txs) = self.confirming.pop_front().expect("a block to confirm");
+            for (ticket, tx) in txs {
+                self.outcome(ticket, &tx, TxResult::Confirmed);
             }
         }
     }
@@ -495,6 +520,7 @@ impl Role for Atomizer {
 
     fn follow(&mut self) {
         self.drop_waiting();
+        self.release_confirmed(true);
         self.leading = false;
     }
 
@@ -522,9 +548,8 @@ impl Role for Atomizer {
         self.state.apply(block);
         match self.proposed.take() {
             Some(proposed) if proposed.height == block.height => {
-                for (ticket, tx) in proposed.tickets.into_iter().zip(&block.txs) {
-                    self.outcome(ticket, tx, TxResult::Confirmed);
-                }
+                let txs = proposed.tickets.into_iter().zip(proposed.txs).collect();
+                self.confirming.push_back((block.height, txs));
             }
             other => {
                 self.proposed = other;

@@ -13,7 +13,9 @@
 //! the atomizer. Here the atomizer asks the shards itself, in one batched request per shard per
 //! round, so that a transaction's caller, its attestations and its block meet in one role; the
 //! check the atomizer makes is Hamilton's. A transaction's outcome is Hamilton's watchtower
-//! answer, sent straight to the caller when its block is durable.
+//! answer, sent straight to the caller: a refusal at once, a confirmation once its block is
+//! durable and every shard has applied it (so that, as with two-phase commit, a transaction
+//! reported confirmed is visible to every read of the UHS).
 //!
 //! Safety rests on one rule: an id a shard attests at height `h` is unspent at the atomizer's
 //! height `H` exactly when no block in `(h, H]` spent it, and absent exactly when none created
