@@ -1,5 +1,5 @@
-//! `kill -9` of a loaded node loses no confirmed transaction, and a restart restores the exact
-//! UHS. A real `specie node` process on 127.0.0.1 is driven over HTTP by several clients,
+//! `kill -9` of a loaded node, in either shape of the core, loses no confirmed transaction, and
+//! a restart restores the exact UHS. A real `specie node` process on 127.0.0.1 is driven over HTTP by several clients,
 //! killed with SIGKILL mid-load, and restarted on the same data directory. The ledger of record
 //! comes back replaying to that same UHS (the transactions in flight at the kill decided by the
 //! shards), and every transaction a client saw confirmed is in it, with a proof that checks.
@@ -30,10 +30,12 @@ struct Node {
     url: String,
 }
 
-fn start(dir: &std::path::Path, issuer: &str) -> Node {
+fn start(dir: &std::path::Path, issuer: &str, shape: &str) -> Node {
     let mut child = Command::new(env!("CARGO_BIN_EXE_specie"))
         .args([
             "node",
+            "--shape",
+            shape,
             "--listen",
             "127.0.0.1:0",
             "--shards",
@@ -161,12 +163,23 @@ fn spent_created(tx: &SpecieTransaction) -> (Vec<UhsId>, Vec<UhsId>) {
 
 #[test]
 fn kill_9_under_load_loses_nothing_and_restart_restores_the_exact_uhs() {
+    kill_9_under_load("2pc");
+}
+
+/// The same in the atomizer shape: the blocks made durable before the kill survive it, and the
+/// shards catch up to the last of them before the node serves again.
+#[test]
+fn kill_9_of_the_atomizer_shape_loses_nothing_either() {
+    kill_9_under_load("atomizer");
+}
+
+fn kill_9_under_load(shape: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let issuer = Keypair::new_global(&mut rand::thread_rng());
     let owner = Keypair::new_global(&mut rand::thread_rng());
     let commitment = witness_program_commitment(&xonly_bytes(&owner));
     let issuer_hex = hex::encode(xonly_bytes(&issuer));
-    let mut node = start(dir.path(), &issuer_hex);
+    let mut node = start(dir.path(), &issuer_hex, shape);
 
     let outputs = vec![
         Output {
@@ -247,7 +260,7 @@ fn kill_9_under_load_loses_nothing_and_restart_restores_the_exact_uhs() {
         client.join().expect("client");
     }
 
-    let node = start(dir.path(), &issuer_hex);
+    let node = start(dir.path(), &issuer_hex, shape);
     let ledger = ledger.lock().unwrap();
     assert!(
         ledger.confirmed.len() > 100,
@@ -305,7 +318,7 @@ fn kill_9_under_load_loses_nothing_and_restart_restores_the_exact_uhs() {
     let mut node = node;
     node.child.kill().unwrap();
     node.child.wait().unwrap();
-    let mut again = start(dir.path(), &issuer_hex);
+    let mut again = start(dir.path(), &issuer_hex, shape);
     assert_eq!(digest(&again.url), expected);
     assert_eq!(
         ledger_digest(&again.url),
