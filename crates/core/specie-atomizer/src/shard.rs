@@ -276,6 +276,8 @@ pub enum UhsShardStateError {
     WrongRange { found: ShardRange, owned: ShardRange },
     #[error("{id} lies outside the shard's range")]
     OutOfRange { id: UhsId },
+    #[error("the snapshot's ids are not in ascending order, each once")]
+    NotCanonical,
 }
 
 impl Durable for UhsShard {
@@ -327,6 +329,10 @@ impl Durable for UhsShard {
         reader.finish()?;
         if let Some(id) = ids.iter().find(|id| !self.range.contains(id)) {
             return Err(UhsShardStateError::OutOfRange { id: *id });
+        }
+        // One encoding per state: ascending, each id once.
+        if ids.windows(2).any(|pair| pair[0] >= pair[1]) {
+            return Err(UhsShardStateError::NotCanonical);
         }
         *self = UhsShard::with_unspent(self.range, ids);
         self.height = height;
