@@ -6,10 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use specie_archiver::{Block, BlockLimits};
+use specie_archiver::{Block, BlockLimits, DisputeProof};
 use specie_auditor::{Audited, PassiveAuditor};
 use specie_codec::Decode;
 use specie_confidential::AuditorSecret;
+use specie_transaction::Txid;
 use specie_wallet::NodeClient;
 
 #[derive(Args)]
@@ -55,6 +56,37 @@ enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Dispute resolution: fetch from the node the proof that a transaction is, or is not, in
+    /// its ledger of record up to a height, and check it here without trusting the node (the
+    /// headers must chain from genesis; the record's Merkle path, or for every block the two
+    /// neighbouring txids of its ascending txids tree, must lead to the headers). Exits 1 if the
+    /// proof fails, or ends at another head than --head.
+    Prove {
+        #[arg(long, default_value = "http://127.0.0.1:8470")]
+        node: String,
+        /// The transaction's id (hex).
+        #[arg(long)]
+        txid: String,
+        /// Up to this height (default: the node's head).
+        #[arg(long)]
+        height: Option<u64>,
+        /// The header hash you trust at that height (from your own replay, or published): the
+        /// proof must end there.
+        #[arg(long)]
+        head: Option<String>,
+        /// Also write the proof's bytes here, for anyone to check with `specie audit check-proof`.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Check a proof written by `specie audit prove --out`, offline. Exits 1 if it fails, or
+    /// ends at another head than --head.
+    CheckProof {
+        /// The proof file.
+        file: PathBuf,
+        /// The header hash you trust at the proof's height.
+        #[arg(long)]
+        head: Option<String>,
+    },
 }
 
 pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
@@ -71,7 +103,70 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             flagged_only,
             json,
         } => show(&node, &key, flag_over, flagged_only, json),
+        AuditCommand::Prove {
+            node,
+            txid,
+            height,
+            head,
+            out,
+        } => {
+            let txid = Txid(parse_hash(&txid, "--txid")?);
+            let bytes = NodeClient::new(&node)?.ledger_dispute_bytes(&txid, height)?;
+            if let Some(out) = &out {
+                std::fs::write(out, &bytes).with_context(|| format!("cannot write {}", out.display()))?;
+            }
+            check_proof(&bytes, head.as_deref())
+        }
+        AuditCommand::CheckProof { file, head } => {
+            let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            check_proof(&bytes, head.as_deref())
+        }
     }
+}
+
+fn parse_hash(text: &str, what: &str) -> anyhow::Result<[u8; 32]> {
+    let bytes = hex::decode(text.trim()).with_context(|| format!("{what} is not hex"))?;
+    <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| anyhow::anyhow!("{what} is {} bytes, not 32", bytes.len()))
+}
+
+/// Checks a dispute proof and prints what it establishes.
+fn check_proof(bytes: &[u8], trusted_head: Option<&str>) -> anyhow::Result<ExitCode> {
+    let proof = DisputeProof::decode_exact(bytes).context("the proof does not decode")?;
+    let verdict = match proof.check() {
+        Ok(verdict) => verdict,
+        Err(error) => {
+            println!(
+                "INVALID: the proof for {} does not hold: {error}",
+                hex::encode(proof.txid.0)
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let txid = hex::encode(proof.txid.0);
+    match verdict.located {
+        Some(at) => println!(
+            "transaction {txid} IS in the ledger of record: block {}, position {}",
+            at.height, at.position
+        ),
+        None => println!(
+            "transaction {txid} is NOT in any block of the ledger of record up to height {}",
+            verdict.height
+        ),
+    }
+    println!(
+        "  checked against {} headers chained from genesis; head at height {}: {}",
+        verdict.height,
+        verdict.height,
+        hex::encode(verdict.head)
+    );
+    if let Some(trusted) = trusted_head {
+        if parse_hash(trusted, "--head")? != verdict.head {
+            println!("INVALID: the proof ends at another head than the one you trust ({trusted})");
+            return Ok(ExitCode::FAILURE);
+        }
+        println!("  the head is the one you trust");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn keygen(out: &Path) -> anyhow::Result<ExitCode> {

@@ -156,6 +156,54 @@ fn check_in_ledger(node_url: &str, txid: &Txid) {
     assert_eq!(block["header"]["hash"].as_str().unwrap(), hex::encode(header.hash()));
 }
 
+/// `specie audit prove` and `check-proof` against the node: a transaction in the ledger is proven
+/// in, a stranger proven out, each checked by the CLI itself; a proof ending at another head than
+/// the one trusted, or with a byte changed, fails with exit code 1.
+fn check_disputes_by_cli(node_url: &str, txid: &Txid) {
+    let dir = tempfile::tempdir().unwrap();
+    let proof_file = dir.path().join("proof.bin");
+    let audit = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_specie"))
+            .arg("audit")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    };
+    let head: serde_json::Value = ureq::get(&format!("{node_url}/v1/ledger"))
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
+    let head_hash = head["head"]["hash"].as_str().unwrap().to_string();
+    let txid_hex = hex::encode(txid.0);
+    let file = proof_file.to_str().unwrap();
+    let prove = [
+        "prove", "--node", node_url, "--txid", &txid_hex, "--out", file, "--head", &head_hash,
+    ];
+    let (code, text) = audit(&prove);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("IS in the ledger") && text.contains("the head is the one you trust"),
+        "{text}"
+    );
+    let stranger = "ab".repeat(32);
+    let (code, text) = audit(&["prove", "--node", node_url, "--txid", &stranger]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("is NOT in any block"), "{text}");
+    let (code, text) = audit(&["check-proof", file, "--head", &"00".repeat(32)]);
+    assert_eq!(code, Some(1), "another head: {text}");
+    let mut bytes = std::fs::read(&proof_file).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&proof_file, &bytes).unwrap();
+    let (code, text) = audit(&["check-proof", file]);
+    assert_ne!(code, Some(0), "a changed proof: {text}");
+}
+
 fn spent_created(tx: &SpecieTransaction) -> (Vec<UhsId>, Vec<UhsId>) {
     let compact = tx.compact();
     (compact.spent, compact.created)
@@ -333,6 +381,7 @@ fn kill_9_under_load(shape: &str) {
         check_in_ledger(&again.url, txid);
     }
     check_in_ledger(&again.url, &mint.txid());
+    check_disputes_by_cli(&again.url, &ledger.confirmed_txids[0]);
     again.child.kill().unwrap();
     again.child.wait().unwrap();
 }

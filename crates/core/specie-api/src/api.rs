@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use specie_archiver::{Block, BlockHeader, LedgerEntry, LedgerHead};
+use specie_archiver::{Block, BlockHeader, DisputeProof, LedgerEntry, LedgerHead};
 use specie_codec::Decode;
 use specie_codec::Encode;
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
@@ -63,6 +63,11 @@ pub trait Backend: Clone + Send + Sync + 'static {
         Err(BackendError::NoLedger)
     }
     /// Where `txid` is in the ledger of record, with the proof; `None` if it is in no block.
+    /// The proof that `txid` is, or is not, in the ledger of record up to `height` (the head if
+    /// `None`); `None` if the height is beyond the head.
+    fn ledger_dispute(&self, _txid: Txid, _height: Option<u64>) -> Result<Option<DisputeProof>, BackendError> {
+        Err(BackendError::NoLedger)
+    }
     fn ledger_transaction(&self, _txid: Txid) -> Result<Option<LedgerEntry>, BackendError> {
         Err(BackendError::NoLedger)
     }
@@ -78,6 +83,7 @@ pub fn router<B: Backend>(node: B) -> Router {
         .route("/v1/ledger", get(ledger_head::<B>))
         .route("/v1/ledger/blocks/{height}", get(ledger_block::<B>))
         .route("/v1/ledger/transactions/{txid}", get(ledger_transaction::<B>))
+        .route("/v1/ledger/disputes/{txid}", get(ledger_dispute::<B>))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -440,5 +446,48 @@ async fn ledger_transaction<B: Backend>(
         "header": header_json(&entry.header),
         "record": hex::encode(entry.record.encode()),
         "proof": hex::encode(entry.proof.encode()),
+    })))
+}
+
+#[derive(serde::Deserialize)]
+struct DisputeQuery {
+    height: Option<u64>,
+}
+
+/// `GET /v1/ledger/disputes/{txid}?height=H`: the proof that the transaction is, or is not, in
+/// the ledger up to height H (the head if absent), which anyone checks with the headers alone.
+async fn ledger_dispute<B: Backend>(
+    State(node): State<B>,
+    Path(txid): Path<String>,
+    query: Result<axum::extract::Query<DisputeQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let txid = Txid(parse_id(&txid, "the txid in the path")?.0);
+    let axum::extract::Query(query) = query.map_err(|_| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_height",
+            "height must be a whole number".to_string(),
+        )
+    })?;
+    let proof = on_node(move || node.ledger_dispute(txid, query.height))
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "no_such_block",
+                format!("the ledger has no block {} yet", query.height.unwrap_or_default()),
+            )
+        })?;
+    let verdict = proof
+        .check()
+        .map_err(|error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", error.to_string()))?;
+    Ok(Json(json!({
+        "txid": hex::encode(txid.0),
+        "height": verdict.height,
+        "head": hex::encode(verdict.head),
+        "included": verdict.located.is_some(),
+        "block": verdict.located.map(|l| l.height),
+        "position": verdict.located.map(|l| l.position),
+        "proof": hex::encode(proof.encode()),
     })))
 }

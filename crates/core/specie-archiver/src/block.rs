@@ -3,15 +3,21 @@
 use sha2::{Digest, Sha256};
 use specie_codec::{put_count, put_u64, Decode, DecodeError, Encode, Reader};
 
+use specie_transaction::Txid;
+
 use crate::record::{Record, RecordLimits};
 
 /// The domain of a block's records tree (its leaves are records).
 pub const RECORDS_DOMAIN: &[u8] = b"specie/ledger-of-record/records/v1";
+/// The domain of a block's txids tree (its leaves are the txids, in ascending order), from which
+/// a transaction's absence from the block is proven.
+pub const TXIDS_DOMAIN: &[u8] = b"specie/ledger-of-record/txids/v1";
 /// The domain of a header's hash.
 pub const BLOCK_DOMAIN: &[u8] = b"specie/ledger-of-record/block/v1";
 
-const HEADER_VERSION: u8 = 1;
-const HEADER_BYTES: usize = 1 + 8 + 32 + 4 + 32;
+/// 2: the header commits to the block's txids in ascending order too (`txids_root`).
+const HEADER_VERSION: u8 = 2;
+const HEADER_BYTES: usize = 1 + 8 + 32 + 4 + 32 + 32;
 
 /// What a block commits to: its height, the header before it, and its records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +29,26 @@ pub struct BlockHeader {
     pub records: u32,
     /// The Merkle root (`specie-merkle`, [`RECORDS_DOMAIN`]) over the records' leaves, in order.
     pub records_root: [u8; 32],
+    /// The Merkle root ([`TXIDS_DOMAIN`]) over the leaves of the records' txids, ascending: two
+    /// adjacent leaves around a txid prove it is not in the block.
+    pub txids_root: [u8; 32],
+}
+
+/// The leaf of `txid` in a block's txids tree.
+pub fn txid_leaf(txid: &Txid) -> [u8; 32] {
+    specie_merkle::leaf_hash(TXIDS_DOMAIN, &txid.0)
+}
+
+/// The txids of `records`, ascending.
+pub fn sorted_txids(records: &[Record]) -> Vec<Txid> {
+    let mut txids: Vec<Txid> = records.iter().map(Record::txid).collect();
+    txids.sort_unstable();
+    txids
+}
+
+fn txids_root(sorted: &[Txid]) -> [u8; 32] {
+    let leaves: Vec<[u8; 32]> = sorted.iter().map(txid_leaf).collect();
+    specie_merkle::root(TXIDS_DOMAIN, &leaves)
 }
 
 impl BlockHeader {
@@ -35,7 +61,8 @@ impl BlockHeader {
     }
 }
 
-/// `version (0x01) ‖ height (u64) ‖ previous (32) ‖ records (u32) ‖ records_root (32)`.
+/// `version (0x02) ‖ height (u64) ‖ previous (32) ‖ records (u32) ‖ records_root (32) ‖
+/// txids_root (32)`.
 impl Encode for BlockHeader {
     fn encode_to(&self, out: &mut Vec<u8>) {
         out.push(HEADER_VERSION);
@@ -43,6 +70,7 @@ impl Encode for BlockHeader {
         out.extend_from_slice(&self.previous);
         out.extend_from_slice(&self.records.to_le_bytes());
         out.extend_from_slice(&self.records_root);
+        out.extend_from_slice(&self.txids_root);
     }
 }
 
@@ -55,7 +83,7 @@ impl Decode for BlockHeader {
         if version != HEADER_VERSION {
             return Err(DecodeError::NonCanonical {
                 what: "header version",
-                reason: "only version 1 is defined",
+                reason: "only version 2 is defined",
             });
         }
         Ok(BlockHeader {
@@ -63,6 +91,7 @@ impl Decode for BlockHeader {
             previous: reader.read_array("previous header")?,
             records: u32::from_le_bytes(reader.read_array("record count")?),
             records_root: reader.read_array("records root")?,
+            txids_root: reader.read_array("txids root")?,
         })
     }
 
@@ -114,6 +143,7 @@ impl Block {
             previous: previous.map_or([0; 32], BlockHeader::hash),
             records: u32::try_from(records.len()).expect("a block holds fewer than 2^32 records"),
             records_root: specie_merkle::root(RECORDS_DOMAIN, &leaves),
+            txids_root: txids_root(&sorted_txids(&records)),
         };
         Block { header, records }
     }
@@ -123,6 +153,7 @@ impl Block {
         let leaves: Vec<[u8; 32]> = self.records.iter().map(Record::leaf).collect();
         self.header.records as usize == self.records.len()
             && specie_merkle::root(RECORDS_DOMAIN, &leaves) == self.header.records_root
+            && txids_root(&sorted_txids(&self.records)) == self.header.txids_root
     }
 
     /// The inclusion proof of record `position` against the header's records root.

@@ -6,7 +6,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use sha2::{Digest, Sha256};
 use specie_transaction::{Txid, UhsId};
 
-use crate::block::{Block, BlockError, BlockHeader};
+use crate::block::{sorted_txids, Block, BlockError, BlockHeader};
+use crate::dispute::BlockAbsence;
 use crate::record::Record;
 
 /// How much the ledger holds back and seals at once.
@@ -51,6 +52,8 @@ pub enum Offered {
 pub struct LedgerOfRecord {
     limits: LedgerLimits,
     headers: Vec<BlockHeader>,
+    /// Each block's txids, ascending, for absence proofs (32 bytes a transaction).
+    sorted_txids: Vec<Vec<Txid>>,
     uhs: HashSet<UhsId>,
     located: HashMap<Txid, Located>,
     waiting: VecDeque<Record>,
@@ -63,6 +66,7 @@ impl LedgerOfRecord {
         LedgerOfRecord {
             limits,
             headers: Vec::new(),
+            sorted_txids: Vec::new(),
             uhs: HashSet::new(),
             located: HashMap::new(),
             waiting: VecDeque::new(),
@@ -97,6 +101,21 @@ impl LedgerOfRecord {
 
     pub fn locate(&self, txid: &Txid) -> Option<Located> {
         self.located.get(txid).copied()
+    }
+
+    /// Headers 1 to `height` (all of them if the ledger is shorter).
+    pub fn headers_through(&self, height: u64) -> &[BlockHeader] {
+        let count = usize::try_from(height).unwrap_or(usize::MAX).min(self.headers.len());
+        &self.headers[..count]
+    }
+
+    /// The proof that `txid` is in no block up to `height`; `None` if it is in one.
+    pub fn absence(&self, txid: &Txid, height: u64) -> Option<Vec<BlockAbsence>> {
+        let count = self.headers_through(height).len();
+        self.sorted_txids[..count]
+            .iter()
+            .map(|sorted| BlockAbsence::of(sorted, txid))
+            .collect()
     }
 
     pub fn waiting(&self) -> usize {
@@ -212,6 +231,7 @@ impl LedgerOfRecord {
             self.located.insert(record.txid(), Located { height, position });
         }
         self.headers.push(block.header);
+        self.sorted_txids.push(sorted_txids(&block.records));
         if !self.waiting.is_empty() {
             self.waiting.retain(|record| !self.located.contains_key(&record.txid()));
             self.waiting_ids.retain(|txid| !self.located.contains_key(txid));

@@ -2,7 +2,9 @@
 //! transaction the online core confirms, as the payer signed it and with the endorsements the core
 //! accepted, in blocks chained by hash. Replaying the blocks from genesis gives exactly the UHS the
 //! shards hold, so the ledger and the shards check each other; a transaction's block and position
-//! come with a Merkle proof against the block's header, so anyone can show it is in the ledger.
+//! come with a Merkle proof against the block's header, so anyone can show it is in the ledger;
+//! and each header commits to its block's txids in ascending order too, so anyone can show a
+//! transaction is *not* in the ledger up to a height ([`DisputeProof`]).
 //!
 //! The 2PC core has no global order: its coordinators commit independently. The ledger makes one.
 //! It takes confirmed transactions in any order and seals them into blocks in an order in which
@@ -13,12 +15,16 @@
 //! stored and served by whoever hosts it.
 
 mod block;
+mod dispute;
 mod ledger;
 mod query;
 mod reconcile;
 mod record;
 
-pub use block::{Block, BlockError, BlockHeader, BlockLimits, BLOCK_DOMAIN, RECORDS_DOMAIN};
+pub use block::{
+    sorted_txids, txid_leaf, Block, BlockError, BlockHeader, BlockLimits, BLOCK_DOMAIN, RECORDS_DOMAIN, TXIDS_DOMAIN,
+};
+pub use dispute::{BlockAbsence, DisputeError, DisputeLimits, DisputeProof, Finding, TxidLeaf, Verdict};
 pub use ledger::{LedgerLimits, LedgerOfRecord, Located, Offered};
 pub use query::{LedgerEntry, LedgerHead};
 pub use reconcile::{committed, created_ids};

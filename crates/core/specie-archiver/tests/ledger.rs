@@ -7,10 +7,13 @@ use std::collections::{BTreeSet, HashSet};
 
 use proptest::prelude::*;
 use specie_archiver::{
-    committed, created_ids, Block, BlockError, LedgerLimits, LedgerOfRecord, Offered, Record, RECORDS_DOMAIN,
+    committed, created_ids, Block, BlockError, DisputeProof, Finding, LedgerEntry, LedgerLimits, LedgerOfRecord,
+    Offered, Record, RECORDS_DOMAIN,
 };
 use specie_codec::{Decode, Encode};
-use specie_transaction::{CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction, Transaction, UhsId};
+use specie_transaction::{
+    CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction, Transaction, Txid, UhsId,
+};
 
 fn issuer() -> secp256k1::Keypair {
     secp256k1::Keypair::from_seckey_slice(secp256k1::SECP256K1, &[7; 32]).unwrap()
@@ -252,4 +255,70 @@ fn a_record_must_be_its_transactions_own() {
     assert!(Record::new(records[1].transaction().clone(), &wrong).is_err());
     let other = records[0].compact();
     assert!(Record::new(records[1].transaction().clone(), other).is_err());
+}
+
+/// The dispute proof of `txid` at `height`, built as the node builds it.
+fn dispute(ledger: &LedgerOfRecord, blocks: &[Block], txid: Txid, height: u64) -> DisputeProof {
+    let headers = ledger.headers_through(height).to_vec();
+    let finding = match ledger.locate(&txid).filter(|at| at.height <= height) {
+        Some(located) => {
+            let block = &blocks[located.height as usize - 1];
+            Finding::Included(LedgerEntry {
+                located,
+                header: block.header,
+                record: block.records[located.position as usize].clone(),
+                proof: block.prove(located.position as usize).unwrap(),
+            })
+        }
+        None => Finding::Absent(ledger.absence(&txid, height).expect("in no block up to the height")),
+    };
+    DisputeProof { txid, headers, finding }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// For every transaction and a stranger, at every height: the proof checks, says exactly
+    /// whether the transaction is in the ledger up to that height, and ends at that height's
+    /// header. A proof with one byte changed fails to decode, fails its check, ends at a head
+    /// that is not the ledger's at its height, or tells the truth about the txid it names.
+    #[test]
+    fn dispute_proofs_tell_the_truth_and_nothing_else(
+        outputs in 1usize..5,
+        transfers in prop::collection::vec((any::<usize>(), any::<usize>(), any::<u8>()), 0..24),
+        block_records_max in 1usize..6,
+        stranger in any::<[u8; 32]>(),
+        flip in any::<prop::sample::Index>(),
+    ) {
+        let (records, _) = history(outputs, &transfers);
+        let limits = LedgerLimits { block_records_max, ..LedgerLimits::default() };
+        let mut ledger = LedgerOfRecord::new(limits);
+        let blocks = settle(&mut ledger, records.clone());
+        let heads: Vec<[u8; 32]> = std::iter::once([0; 32])
+            .chain((1..=ledger.height()).map(|h| ledger.header(h).unwrap().hash()))
+            .collect();
+        let truth = |txid: &Txid, height: u64| ledger.locate(txid).filter(|at| at.height <= height);
+        let txids: Vec<Txid> = records.iter().map(Record::txid).chain([Txid(stranger)]).collect();
+        for txid in &txids {
+            for height in 0..=ledger.height() {
+                let proof = dispute(&ledger, &blocks, *txid, height);
+                let verdict = proof.check().unwrap();
+                prop_assert_eq!(verdict.located, truth(txid, height));
+                prop_assert_eq!(verdict.head, heads[height as usize]);
+                let bytes = proof.encode();
+                let decoded = DisputeProof::decode_exact(&bytes).unwrap();
+                prop_assert_eq!(decoded.encode(), bytes.clone());
+                let mut tampered = bytes.clone();
+                let at = flip.index(tampered.len());
+                tampered[at] ^= 0x01;
+                if let Ok(forged) = DisputeProof::decode_exact(&tampered) {
+                    if let Ok(verdict) = forged.check() {
+                        if verdict.head == heads[verdict.height.min(ledger.height()) as usize] {
+                            prop_assert_eq!(verdict.located, truth(&forged.txid, verdict.height));
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

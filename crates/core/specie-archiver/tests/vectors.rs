@@ -10,12 +10,15 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use specie_archiver::{Block, BlockHeader, LedgerLimits, LedgerOfRecord, Record, RECORDS_DOMAIN};
+use specie_archiver::{
+    Block, BlockHeader, DisputeProof, Finding, LedgerEntry, LedgerLimits, LedgerOfRecord, Record, RECORDS_DOMAIN,
+};
 use specie_codec::{Decode, Encode};
 use specie_merkle::InclusionProof;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{
     witness_program_commitment, MintTransaction, NonceMode, Output, RedeemTransaction, SpecieTransaction, Transaction,
+    Txid,
 };
 use specie_vectors::{assert_file_matches, read_or_write, stored_bytes, Vector};
 
@@ -91,7 +94,7 @@ fn vectors() -> Vec<Vector> {
     vec![
         vector(
             "header_1",
-            "block 1's header: version, height 1, previous zero, one record, records root",
+            "block 1's header: version 2, height 1, previous zero, one record, records root, txids root",
             first.header.encode(),
         ),
         vector(
@@ -138,7 +141,40 @@ fn vectors() -> Vec<Vector> {
             "the inclusion proof of block 2's record 1 (the redeem): index ‖ leaves ‖ count ‖ siblings",
             second.prove(1).unwrap().encode(),
         ),
+        vector(
+            "dispute_redeem_at_2",
+            "the dispute proof that the redeem is in the ledger at height 2: version ‖ txid ‖ headers 1-2 ‖ 0x00 ‖ height ‖ position ‖ record ‖ inclusion proof",
+            dispute(&[first.clone(), second.clone()], second.records[1].txid()).encode(),
+        ),
+        vector(
+            "dispute_absent_at_2",
+            "the dispute proof that txid 0x80…80 is in no block up to height 2: version ‖ txid ‖ headers 1-2 ‖ 0x01 ‖ count ‖ per block its neighbours in the ascending txids tree",
+            dispute(&[first, second], Txid([0x80; 32])).encode(),
+        ),
     ]
+}
+
+/// The dispute proof of `txid` at the last of `blocks`.
+fn dispute(blocks: &[Block], txid: Txid) -> DisputeProof {
+    let ledger = LedgerOfRecord::replay(LedgerLimits::default(), blocks).unwrap();
+    let height = ledger.height();
+    let finding = match ledger.locate(&txid) {
+        Some(located) => {
+            let block = &blocks[located.height as usize - 1];
+            Finding::Included(LedgerEntry {
+                located,
+                header: block.header,
+                record: block.records[located.position as usize].clone(),
+                proof: block.prove(located.position as usize).unwrap(),
+            })
+        }
+        None => Finding::Absent(ledger.absence(&txid, height).unwrap()),
+    };
+    DisputeProof {
+        txid,
+        headers: ledger.headers_through(height).to_vec(),
+        finding,
+    }
 }
 
 fn stored() -> &'static str {
@@ -186,6 +222,17 @@ fn the_stored_ledger_decodes_replays_and_proves() {
         blocks[1].records[0].leaf(),
         "the leaf covers the endorsement"
     );
+    // The dispute proofs check, and say what the ledger holds.
+    let head = header.hash();
+    let included = DisputeProof::decode_exact(&stored_bytes(&stored, "dispute_redeem_at_2")).unwrap();
+    let verdict = included.check().unwrap();
+    assert_eq!(
+        (verdict.head, verdict.located.map(|l| (l.height, l.position))),
+        (head, Some((2, 1)))
+    );
+    let absent = DisputeProof::decode_exact(&stored_bytes(&stored, "dispute_absent_at_2")).unwrap();
+    assert_eq!(absent.check().unwrap().located, None);
+    assert_eq!(absent.check().unwrap().head, head);
     // A flag other than 0 or 1 is not a record.
     let mut bytes = blocks[1].records[0].encode();
     *bytes.last_mut().unwrap() = 2;

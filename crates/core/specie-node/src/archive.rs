@@ -18,7 +18,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use specie_archiver::{Block, BlockLimits, LedgerEntry, LedgerHead, LedgerLimits, LedgerOfRecord, Offered, Record};
+use specie_archiver::{
+    Block, BlockLimits, DisputeProof, Finding, LedgerEntry, LedgerHead, LedgerLimits, LedgerOfRecord, Located, Offered,
+    Record,
+};
 use specie_codec::{put_vec, Decode, DecodeError, Encode};
 use specie_log::{Log, LogError, LogOptions, SyncMode};
 use specie_transaction::{Txid, UhsId};
@@ -95,6 +98,8 @@ pub enum LedgerRead {
     Head,
     Block(u64),
     Transaction(Txid),
+    /// The dispute proof of a txid at a height (`None`: the head).
+    Dispute(Txid, Option<u64>),
 }
 
 #[derive(Clone, Debug)]
@@ -102,6 +107,8 @@ pub enum LedgerReply {
     Head(LedgerHead),
     Block(Option<Block>),
     Transaction(Option<Box<LedgerEntry>>),
+    /// `None`: the height is beyond the head.
+    Dispute(Option<Box<DisputeProof>>),
     Failed(String),
 }
 
@@ -391,25 +398,49 @@ impl Archive {
                 Ok(block) => LedgerReply::Block(block),
                 Err(error) => LedgerReply::Failed(error.to_string()),
             },
-            LedgerRead::Transaction(txid) => {
-                let Some(located) = self.ledger.locate(&txid) else {
-                    return LedgerReply::Transaction(None);
-                };
-                match self.block(located.height) {
-                    Ok(Some(block)) => {
-                        let position = located.position as usize;
-                        let proof = block.prove(position).expect("located records are in their block");
-                        LedgerReply::Transaction(Some(Box::new(LedgerEntry {
-                            located,
-                            header: block.header,
-                            record: block.records[position].clone(),
-                            proof,
-                        })))
-                    }
-                    Ok(None) => LedgerReply::Failed(format!("block {} is missing", located.height)),
-                    Err(error) => LedgerReply::Failed(error.to_string()),
+            LedgerRead::Transaction(txid) => match self.ledger.locate(&txid).map(|located| self.entry(located)) {
+                None => LedgerReply::Transaction(None),
+                Some(Ok(entry)) => LedgerReply::Transaction(Some(Box::new(entry))),
+                Some(Err(failed)) => failed,
+            },
+            LedgerRead::Dispute(txid, height) => {
+                let height = height.unwrap_or(self.ledger.height());
+                if height > self.ledger.height() {
+                    return LedgerReply::Dispute(None);
                 }
+                let finding = match self.ledger.locate(&txid).filter(|at| at.height <= height) {
+                    Some(located) => match self.entry(located) {
+                        Ok(entry) => Finding::Included(entry),
+                        Err(failed) => return failed,
+                    },
+                    None => Finding::Absent(
+                        self.ledger
+                            .absence(&txid, height)
+                            .expect("in no block up to the height"),
+                    ),
+                };
+                let headers = self.ledger.headers_through(height).to_vec();
+                LedgerReply::Dispute(Some(Box::new(DisputeProof { txid, headers, finding })))
             }
+        }
+    }
+
+    /// The record at `located`, with its block's header and its inclusion proof; the failure is
+    /// the reply to give.
+    fn entry(&self, located: Located) -> Result<LedgerEntry, LedgerReply> {
+        match self.block(located.height) {
+            Ok(Some(block)) => {
+                let position = located.position as usize;
+                let proof = block.prove(position).expect("located records are in their block");
+                Ok(LedgerEntry {
+                    located,
+                    header: block.header,
+                    record: block.records[position].clone(),
+                    proof,
+                })
+            }
+            Ok(None) => Err(LedgerReply::Failed(format!("block {} is missing", located.height))),
+            Err(error) => Err(LedgerReply::Failed(error.to_string())),
         }
     }
 

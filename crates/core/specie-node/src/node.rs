@@ -4,7 +4,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
-use specie_archiver::{Block, LedgerEntry, LedgerHead, Record};
+use specie_archiver::{Block, DisputeProof, LedgerEntry, LedgerHead, Record};
 use specie_coordinator::CoordinatorConfig;
 use specie_endorsement::{BatchItem, EndorseReply, Endorsement, EndorsementVerifier, GroupKey};
 use specie_fastpay::Committee;
@@ -752,6 +752,15 @@ impl NodeHandle {
             other => unreachable!("the archiver answers a transaction read with an entry, not {other:?}"),
         }
     }
+
+    /// The proof that `txid` is, or is not, in the ledger up to `height` (the head if `None`);
+    /// `None` if the height is beyond the head.
+    pub fn ledger_dispute(&self, txid: Txid, height: Option<u64>) -> Result<Option<DisputeProof>, BackendError> {
+        match self.ask_archive(LedgerRead::Dispute(txid, height))? {
+            LedgerReply::Dispute(proof) => Ok(proof.map(|proof| *proof)),
+            other => unreachable!("the archiver answers a dispute read with a proof, not {other:?}"),
+        }
+    }
 }
 
 impl Backend for NodeHandle {
@@ -775,6 +784,9 @@ impl Backend for NodeHandle {
     }
     fn ledger_transaction(&self, txid: Txid) -> Result<Option<LedgerEntry>, BackendError> {
         NodeHandle::ledger_transaction(self, txid)
+    }
+    fn ledger_dispute(&self, txid: Txid, height: Option<u64>) -> Result<Option<DisputeProof>, BackendError> {
+        NodeHandle::ledger_dispute(self, txid, height)
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use secp256k1::{Keypair, SECP256K1};
 use serde_json::{json, Value};
 use specie_api::HttpLimits;
-use specie_codec::Encode;
+use specie_codec::{Decode, Encode};
 use specie_node::{EmbeddedNode, NodeOptions};
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
@@ -404,6 +404,7 @@ fn check_ledger_of_record(server: &Server, confirmed: &[String], refused: &[Stri
             "not_in_ledger",
         );
     }
+    check_disputes(server, &confirmed[0], &refused[0], height, &previous);
     assert_error(server.get("/v1/ledger/blocks/0"), 400, "bad_height");
     assert_error(server.get("/v1/ledger/blocks/-1"), 400, "bad_height");
     assert_error(
@@ -412,6 +413,50 @@ fn check_ledger_of_record(server: &Server, confirmed: &[String], refused: &[Stri
         "no_such_block",
     );
     assert_error(server.get("/v1/ledger/transactions/zz"), 400, "bad_hex");
+}
+
+/// Dispute proofs: a confirmed transaction is in the ledger at the head, and in no block before
+/// its own; a refused one is in none. Each proof is checked here, with the headers it carries,
+/// and ends at the head the node published.
+fn check_disputes(server: &Server, confirmed: &str, refused: &str, height: u64, head: &str) {
+    let dispute = |txid: &str, at: Option<u64>| {
+        let query = at.map(|h| format!("?height={h}")).unwrap_or_default();
+        let (status, answer) = server.get(&format!("/v1/ledger/disputes/{txid}{query}"));
+        assert_eq!(status, 200, "{answer}");
+        let bytes = hex::decode(answer["proof"].as_str().unwrap()).unwrap();
+        let verdict = specie_archiver::DisputeProof::decode_exact(&bytes)
+            .unwrap()
+            .check()
+            .unwrap();
+        assert_eq!(answer["included"], verdict.located.is_some(), "{answer}");
+        assert_eq!(answer["head"], hex::encode(verdict.head), "{answer}");
+        (verdict, answer)
+    };
+    let (verdict, answer) = dispute(confirmed, None);
+    assert_eq!(
+        (verdict.height, hex::encode(verdict.head)),
+        (height, head.to_string()),
+        "{answer}"
+    );
+    let block = verdict
+        .located
+        .expect("a confirmed transaction is in the ledger")
+        .height;
+    let (before, _) = dispute(confirmed, Some(block - 1));
+    assert_eq!(
+        (before.located, before.height),
+        (None, block - 1),
+        "in no block before its own"
+    );
+    let (absent, _) = dispute(refused, None);
+    assert_eq!(absent.located, None);
+    let beyond = format!("/v1/ledger/disputes/{confirmed}?height={}", height + 1);
+    assert_error(server.get(&beyond), 404, "no_such_block");
+    assert_error(
+        server.get(&format!("/v1/ledger/disputes/{confirmed}?height=x")),
+        400,
+        "bad_height",
+    );
 }
 
 #[test]

@@ -298,6 +298,23 @@ impl NodeClient {
         })
     }
 
+    /// `GET /v1/ledger/disputes/{txid}?height=H`: the dispute proof's canonical encoding (to
+    /// decode and check as `specie_archiver::DisputeProof`; the node's own verdict is not read).
+    pub fn ledger_dispute_bytes(&self, txid: &Txid, height: Option<u64>) -> Result<Vec<u8>, ClientError> {
+        #[derive(Deserialize)]
+        struct DisputeBody {
+            proof: String,
+        }
+        let query = height.map(|h| format!("?height={h}")).unwrap_or_default();
+        let path = format!("/v1/ledger/disputes/{}{query}", hex::encode(txid.0));
+        // A proof carries every header to its height: allow what blocks are allowed.
+        let body: DisputeBody = self.get(&path, BLOCK_RESPONSE_BYTES_MAX)?;
+        hex::decode(&body.proof).map_err(|error| ClientError::BadResponse {
+            url: self.endpoint(&path),
+            reason: format!("the proof is not hex: {error}"),
+        })
+    }
+
     /// `GET /v1/info`.
     pub fn info(&self) -> Result<NodeInfo, ClientError> {
         self.get("/v1/info", RESPONSE_BYTES_MAX)
