@@ -378,6 +378,7 @@ fn header_json(header: &BlockHeader) -> serde_json::Value {
         "previous": hex::encode(header.previous),
         "records": header.records,
         "records_root": hex::encode(header.records_root),
+        "txids_root": hex::encode(header.txids_root),
         "encoded": hex::encode(header.encode()),
     })
 }
