@@ -63,6 +63,10 @@ pub trait Backend: Clone + Send + Sync + 'static {
         Err(BackendError::NoLedger)
     }
     /// Where `txid` is in the ledger of record, with the proof; `None` if it is in no block.
+    /// The watchtower's outcome of `txid`, if this backend decided it recently.
+    fn transaction_status(&self, _txid: Txid) -> Result<Option<TxStatus>, BackendError> {
+        Ok(None)
+    }
     /// The proof that `txid` is, or is not, in the ledger of record up to `height` (the head if
     /// `None`); `None` if the height is beyond the head.
     fn ledger_dispute(&self, _txid: Txid, _height: Option<u64>) -> Result<Option<DisputeProof>, BackendError> {
@@ -84,6 +88,7 @@ pub fn router<B: Backend>(node: B) -> Router {
         .route("/v1/ledger/blocks/{height}", get(ledger_block::<B>))
         .route("/v1/ledger/transactions/{txid}", get(ledger_transaction::<B>))
         .route("/v1/ledger/disputes/{txid}", get(ledger_dispute::<B>))
+        .route("/v1/transactions/{txid}", get(transaction_status::<B>))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -491,4 +496,24 @@ async fn ledger_dispute<B: Backend>(
         "position": verdict.located.map(|l| l.position),
         "proof": hex::encode(proof.encode()),
     })))
+}
+
+/// `GET /v1/transactions/{txid}`: the watchtower's outcome of a transaction this node decided
+/// recently.
+async fn transaction_status<B: Backend>(
+    State(node): State<B>,
+    Path(txid): Path<String>,
+) -> Result<Json<SubmitResult>, ApiError> {
+    let txid = Txid(parse_id(&txid, "the txid in the path")?.0);
+    let status = on_node(move || node.transaction_status(txid)).await?.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_transaction",
+            format!(
+                "this node has no recent outcome of {}: it never decided it, or has forgotten it (look for it in /v1/ledger/transactions, or query its outputs)",
+                hex::encode(txid.0)
+            ),
+        )
+    })?;
+    Ok(Json(SubmitResult::from_status(hex::encode(txid.0), &status)))
 }

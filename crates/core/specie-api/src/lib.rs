@@ -5,7 +5,9 @@
 pub mod api;
 pub mod http_server;
 mod status;
+mod watchtower;
 
 pub use api::{Backend, BackendError};
 pub use http_server::HttpLimits;
 pub use status::{Completion, CompletionSender, NodeInfo, TxStatus};
+pub use watchtower::{Watchtower, WATCHTOWER_CAPACITY_DEFAULT};

@@ -3,7 +3,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
-use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
+use specie_api::{
+    Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus, Watchtower, WATCHTOWER_CAPACITY_DEFAULT,
+};
 use specie_archiver::{Block, DisputeProof, LedgerEntry, LedgerHead, Record};
 use specie_coordinator::CoordinatorConfig;
 use specie_endorsement::{BatchItem, EndorseReply, Endorsement, EndorsementVerifier, GroupKey};
@@ -194,6 +196,7 @@ struct CoreStart<'a> {
     ranges: &'a [ShardRange],
     log_options: specie_log::LogOptions,
     archive: Option<Sender<ArchiveMessage>>,
+    watchtower: Arc<Mutex<Watchtower>>,
 }
 
 impl CoreStart<'_> {
@@ -241,7 +244,7 @@ impl CoreStart<'_> {
             inboxes.push(inbox_tx);
         }
         let config = self.options.coordinator_config(self.ranges.to_vec());
-        let wiring = OrdererWiring::<ShardCall>::new(inboxes.clone(), self.archive.clone());
+        let wiring = OrdererWiring::<ShardCall>::new(inboxes.clone(), self.archive.clone(), self.watchtower.clone());
         let coordinator = Coordinator::new(config, CoordinatorState::default());
         let mut host = self.recover("coordinator".into(), "coordinator", coordinator, wiring)?;
         let resumed = host.role().state().active().len();
@@ -292,7 +295,7 @@ impl CoreStart<'_> {
         let mut config = AtomizerConfig::with_shards(self.ranges.to_vec());
         config.block_transactions_max = self.options.batch_transactions_max;
         config.queue_transactions_max = self.options.queue_transactions_max.max(config.block_transactions_max);
-        let wiring = OrdererWiring::<UhsShardCall>::new(inboxes.clone(), self.archive.clone());
+        let wiring = OrdererWiring::<UhsShardCall>::new(inboxes.clone(), self.archive.clone(), self.watchtower.clone());
         let mut host = self.recover("atomizer".into(), "atomizer", Atomizer::new(config), wiring)?;
         // Before anyone is served: a reader must see every block the atomizer made durable.
         if !host.run_inputs_until(&answers_rx, Atomizer::shards_caught_up, RESUME_LIMIT_MS) {
@@ -324,6 +327,8 @@ struct Shared {
     endorsement: Option<(EndorsementHandle, Mutex<EndorsementVerifier>)>,
     /// The archiver's inbox, if the node keeps the ledger of record.
     archive: Option<Sender<ArchiveMessage>>,
+    /// Recent outcomes, for clients that lost theirs (Hamilton's watchtower).
+    watchtower: Arc<Mutex<Watchtower>>,
     trusted: TrustedKeys,
     ranges: Vec<ShardRange>,
     submissions: Sender<SubmissionMessage>,
@@ -373,11 +378,13 @@ impl EmbeddedNode {
 
         let (archive_tx, archive_rx) = unbounded();
         let archive_tx = manifest.ledger_of_record.then_some(archive_tx);
+        let watchtower = Arc::new(Mutex::new(Watchtower::new(WATCHTOWER_CAPACITY_DEFAULT)));
         let core = CoreStart {
             options: &options,
             ranges: &ranges,
             log_options,
             archive: archive_tx.clone(),
+            watchtower: watchtower.clone(),
         };
         let (mut threads, shard_inboxes, submissions_tx) = match manifest.shape {
             CoreShape::TwoPhaseCommit => core.two_phase_commit()?,
@@ -401,6 +408,7 @@ impl EmbeddedNode {
         let shared = Shared {
             endorsement,
             archive: archive_tx,
+            watchtower,
             manifest,
             trusted,
             ranges,
@@ -469,6 +477,7 @@ impl NodeHandle {
         let verdicts = specie_sentinel::validate_batch(&txs, &self.shared.trusted);
         let mut accepted = Vec::with_capacity(txs.len());
         let mut records = vec![];
+        let mut refused = vec![];
         for ((client_ref, tx), verdict) in refs.into_iter().zip(txs).zip(verdicts) {
             match verdict {
                 Ok(compact) => {
@@ -477,15 +486,14 @@ impl NodeHandle {
                     }
                     accepted.push((compact, (client_ref, reply.clone())));
                 }
-                Err(error) => {
-                    let _ = reply.send(Completion {
-                        client_ref,
-                        txid: tx.txid(),
-                        status: TxStatus::Invalid(error),
-                    });
-                }
+                Err(error) => refused.push(Completion {
+                    client_ref,
+                    txid: tx.txid(),
+                    status: TxStatus::Invalid(error),
+                }),
             }
         }
+        self.answer_now(refused, reply);
         if !records.is_empty() && !self.write_ahead(records) {
             drop_all(accepted);
             return;
@@ -513,6 +521,7 @@ impl NodeHandle {
             return drop_all(lost.collect());
         };
         let mut endorsed = vec![];
+        let mut refused = vec![];
         for ((client_ref, candidate), endorse_reply) in refs.into_iter().zip(candidates).zip(replies) {
             let status = match endorse_reply {
                 EndorseReply::Endorsed(proof) => {
@@ -528,12 +537,13 @@ impl NodeHandle {
                 EndorseReply::Busy => TxStatus::Busy,
                 EndorseReply::Failed | EndorseReply::NotLeading => TxStatus::Dropped,
             };
-            let _ = reply.send(Completion {
+            refused.push(Completion {
                 client_ref,
                 txid: candidate.compact.txid,
                 status,
             });
         }
+        self.answer_now(refused, reply);
         self.admit_endorsed(endorsed, reply);
     }
 
@@ -557,12 +567,13 @@ impl NodeHandle {
             .endorsement
             .as_ref()
             .map(|(_, verifier)| verifier.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let mut refused = vec![];
         for (client_ref, candidate, proof) in items {
             let verified = verifier
                 .as_mut()
                 .is_some_and(|verifier| verifier.verify(&proof, &candidate.digest()).is_ok());
             if !verified {
-                let _ = reply.send(Completion {
+                refused.push(Completion {
                     client_ref,
                     txid: candidate.compact.txid,
                     status: TxStatus::Invalid(ValidationError::Specie(SpecieErrorCode::NotEndorsed)),
@@ -576,10 +587,37 @@ impl NodeHandle {
             accepted.push((candidate.compact, (client_ref, reply.clone())));
         }
         drop(verifier);
+        self.answer_now(refused, reply);
         if !records.is_empty() && !self.write_ahead(records) {
             return drop_all(accepted);
         }
         self.forward(accepted);
+    }
+
+    /// Answers transactions refused before the core saw them, and tells the watchtower.
+    fn answer_now(&self, refused: Vec<Completion>, reply: &CompletionSender) {
+        if refused.is_empty() {
+            return;
+        }
+        let mut watchtower = self
+            .shared
+            .watchtower
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for completion in refused {
+            watchtower.record(completion.txid, completion.status.clone());
+            let _ = reply.send(completion);
+        }
+    }
+
+    /// The watchtower's outcome of `txid`, if this node decided it recently.
+    pub fn transaction_status(&self, txid: Txid) -> Option<TxStatus> {
+        let watchtower = self
+            .shared
+            .watchtower
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        watchtower.status(&txid).cloned()
     }
 
     /// The endorsers' group key, if the node requires threshold endorsement.
@@ -787,6 +825,9 @@ impl Backend for NodeHandle {
     }
     fn ledger_dispute(&self, txid: Txid, height: Option<u64>) -> Result<Option<DisputeProof>, BackendError> {
         NodeHandle::ledger_dispute(self, txid, height)
+    }
+    fn transaction_status(&self, txid: Txid) -> Result<Option<TxStatus>, BackendError> {
+        Ok(NodeHandle::transaction_status(self, txid))
     }
 }
 

@@ -4,7 +4,9 @@
 //! orderer's input channel, outcomes go to callers and to the archiver.
 
 use crossbeam_channel::Sender;
-use specie_api::{Completion, CompletionSender, TxStatus};
+use std::sync::{Arc, Mutex};
+
+use specie_api::{Completion, CompletionSender, TxStatus, Watchtower};
 use specie_atomizer::{
     Atomizer, AtomizerInput, AtomizerReport, UhsShard, UhsShardInput, UhsShardReply, UhsShardReport,
 };
@@ -175,16 +177,25 @@ pub struct OrdererWiring<C> {
     pub archive: Option<Sender<ArchiveMessage>>,
     /// Outcomes of the current round: one message to the archiver per round.
     pub outcomes: Vec<(Txid, bool)>,
+    /// Told every outcome, under one lock per round.
+    pub watchtower: Arc<Mutex<Watchtower>>,
+    pub decided: Vec<(Txid, TxStatus)>,
 }
 
 impl<C: Send> OrdererWiring<C> {
-    pub fn new(shards: Vec<Sender<HostMessage<C, ShardReplyTo>>>, archive: Option<Sender<ArchiveMessage>>) -> Self {
+    pub fn new(
+        shards: Vec<Sender<HostMessage<C, ShardReplyTo>>>,
+        archive: Option<Sender<ArchiveMessage>>,
+        watchtower: Arc<Mutex<Watchtower>>,
+    ) -> Self {
         let calls = shards.iter().map(|_| vec![]).collect();
         OrdererWiring {
             shards,
             calls,
             archive,
             outcomes: vec![],
+            watchtower,
+            decided: vec![],
         }
     }
 
@@ -193,14 +204,25 @@ impl<C: Send> OrdererWiring<C> {
             self.outcomes
                 .push((outcome.txid, matches!(outcome.result, TxResult::Confirmed)));
         }
+        let status = TxStatus::from(outcome.result);
+        self.decided.push((outcome.txid, status.clone()));
         let _ = reply.send(Completion {
             client_ref,
             txid: outcome.txid,
-            status: TxStatus::from(outcome.result),
+            status,
         });
     }
 
     fn hand_on(&mut self) {
+        if !self.decided.is_empty() {
+            let mut watchtower = self
+                .watchtower
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (txid, status) in self.decided.drain(..) {
+                watchtower.record(txid, status);
+            }
+        }
         if let Some(archive) = &self.archive {
             if !self.outcomes.is_empty() {
                 let _ = archive.send(ArchiveMessage::Outcomes(std::mem::take(&mut self.outcomes)));

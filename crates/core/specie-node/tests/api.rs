@@ -195,6 +195,7 @@ fn api_end_to_end() {
 
     let (confirmed, refused) = check_transactions(&server, &issuer);
     check_ledger_of_record(&server, &confirmed, &refused);
+    check_watchtower(&server, &confirmed, &refused);
     let (status, digest) = server.get("/v1/uhs/digest");
     assert_eq!(status, 200, "{digest}");
     assert_eq!(digest["ids"], server.info()["uhs_ids"], "{digest}");
@@ -413,6 +414,25 @@ fn check_ledger_of_record(server: &Server, confirmed: &[String], refused: &[Stri
         "no_such_block",
     );
     assert_error(server.get("/v1/ledger/transactions/zz"), 400, "bad_hex");
+}
+
+/// The watchtower answers each transaction's outcome: confirmed ones stay confirmed (a refused
+/// replay of one does not hide it), a forged one is invalid, a stranger is unknown.
+fn check_watchtower(server: &Server, confirmed: &[String], refused: &[String]) {
+    for txid in confirmed {
+        let (status, answer) = server.get(&format!("/v1/transactions/{txid}"));
+        assert_eq!((status, &answer["status"]), (200, &json!("confirmed")), "{answer}");
+    }
+    let (status, answer) = server.get(&format!("/v1/transactions/{}", refused[0]));
+    assert_eq!((status, &answer["status"]), (200, &json!("invalid")), "{answer}");
+    assert!(answer["code"].as_str().is_some_and(|c| !c.is_empty()), "{answer}");
+    let stranger = "ab".repeat(32);
+    assert_error(
+        server.get(&format!("/v1/transactions/{stranger}")),
+        404,
+        "unknown_transaction",
+    );
+    assert_error(server.get("/v1/transactions/zz"), 400, "bad_hex");
 }
 
 /// Dispute proofs: a confirmed transaction is in the ledger at the head, and in no block before
