@@ -27,4 +27,7 @@ mod shard;
 
 pub use atomizer::{Atomizer, AtomizerConfig, AtomizerInput, AtomizerReport, AtomizerStateError};
 pub use block::{AtomizerBlock, AtomizerLimits, AtomizerState, ShardBlock};
-pub use shard::{AttestRequest, ShardAnswer, ShardMessage, UhsShard, UhsShardInput, UhsShardStateError};
+pub use shard::{
+    AttestRequest, ShardAnswer, ShardMessage, UhsShard, UhsShardInput, UhsShardReply, UhsShardReport,
+    UhsShardStateError,
+};
