@@ -582,9 +582,12 @@ impl Role for Atomizer {
             let progress = self.shards[shard];
             let lagging = !progress.known || progress.acked < self.state.height();
             if lagging && due(progress.sent_ms) {
-                // Unknown since the lead began: ask with the newest block, as `lead` did.
+                // Unknown since the lead began, or known only from a `Behind` (which leaves
+                // `acked` at 0 after a restart, below the window): ask with the newest block, as
+                // `lead` did, and let the shard say where it is.
                 let height = self.state.height();
-                self.shards[shard].sent = if progress.known {
+                let next_in_window = self.state.block(progress.acked + 1).is_some();
+                self.shards[shard].sent = if progress.known && next_in_window {
                     progress.acked
                 } else {
                     height.saturating_sub(1)
@@ -770,6 +773,37 @@ mod tests {
         let (_, outcomes) = settle(&mut after, 1000);
         assert!(!confirmed(&outcomes), "id 1 was spent in block 1: {outcomes:?}");
         assert_eq!(after.height(), 2);
+    }
+
+    /// Found by the atomizer world: a restarted atomizer learns a lagging shard's height from
+    /// its `Behind` answer, which leaves the shard's acknowledged height at 0; when the blocks
+    /// streamed then were lost, the resend began at block 1, long gone from the window, and the
+    /// shard was declared too far behind for good.
+    #[test]
+    fn a_resend_after_a_restart_asks_the_shard_where_it_is() {
+        let mut config = AtomizerConfig::with_shards(ShardRange::partition(1).unwrap());
+        config.window_blocks = 4;
+        let mut atomizer = Atomizer::new(config);
+        for height in 1..=6 {
+            atomizer.apply(0, &AtomizerBlock { height, txs: vec![] });
+        }
+        atomizer.lead(0);
+        settle(&mut atomizer, 0);
+        let behind = ShardAnswer::Behind { height: 4 };
+        atomizer.handle(
+            0,
+            AtomizerInput::ShardAnswer {
+                shard: 0,
+                answer: behind,
+            },
+        );
+        let (lost, _) = settle(&mut atomizer, 0);
+        assert_eq!(lost.len(), 2, "blocks 5 and 6 streamed (and lost): {lost:?}");
+        let resend_ms = atomizer.poll_timeout().unwrap();
+        atomizer.handle_timeout(resend_ms);
+        let round = Round::take(&mut atomizer);
+        assert!(round.reports.is_empty(), "{:?}", round.reports);
+        assert!(matches!(round.sends.as_slice(), [(0, ShardMessage::Block(b))] if b.height == 6));
     }
 
     /// Found by the atomizer world: a mint re-creating an id spent within the window, then a

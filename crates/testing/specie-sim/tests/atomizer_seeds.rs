@@ -7,7 +7,7 @@
 
 use specie_sim::{run_atomizer, AtomizerPlantedFault, AtomizerWorldOptions, AtomizerWorldReport};
 
-const CI_SEEDS: u64 = 40;
+const CI_SEEDS: u64 = 150;
 
 fn run_seed(seed: u64, planted: AtomizerPlantedFault) -> Result<AtomizerWorldReport, specie_sim::Violation> {
     run_atomizer(AtomizerWorldOptions {
