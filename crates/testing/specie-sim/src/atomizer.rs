@@ -348,7 +348,7 @@ impl World {
             self.waiting.insert(ticket, Submitted { tx, must_confirm });
             self.report.submitted += 1;
         }
-        self.to_atomizer(inputs)
+        self.hand_atomizer(inputs)
     }
 
     fn release(&mut self, tx: &CompactTransaction) {
@@ -390,14 +390,14 @@ impl World {
             let ((_, order), packet) = entry.remove_entry();
             self.trace.write_u64(order);
             match packet {
-                Packet::ToShard { shard, message } => self.to_shard(shard, message)?,
+                Packet::ToShard { shard, message } => self.deliver_to_shard(shard, message)?,
                 Packet::ToAtomizer { shard, answer } => self.answer_atomizer(shard, answer)?,
             }
         }
         Ok(())
     }
 
-    fn to_shard(&mut self, shard: usize, message: ShardMessage) -> Result<(), Violation> {
+    fn deliver_to_shard(&mut self, shard: usize, message: ShardMessage) -> Result<(), Violation> {
         let (ticket, now_ms) = (self.ticket(), self.now_ms);
         let host = &mut self.shards[shard];
         let events = catch_unwind(AssertUnwindSafe(|| {
@@ -443,10 +443,10 @@ impl World {
                 self.heard.push((shard, answer.clone()));
             }
         }
-        self.to_atomizer(vec![AtomizerInput::ShardAnswer { shard, answer }])
+        self.hand_atomizer(vec![AtomizerInput::ShardAnswer { shard, answer }])
     }
 
-    fn to_atomizer(&mut self, inputs: Vec<AtomizerInput>) -> Result<(), Violation> {
+    fn hand_atomizer(&mut self, inputs: Vec<AtomizerInput>) -> Result<(), Violation> {
         let now_ms = self.now_ms;
         let host = &mut self.atomizer;
         let events = catch_unwind(AssertUnwindSafe(|| host.handle_all(now_ms, inputs)))
