@@ -2,11 +2,12 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use specie_sim::{
-    run, run_byzantine, run_cluster, run_exchange, run_offline, run_replication, ByzantineOptions, ClusterOptions,
-    ExchangeOptions, OfflineOptions, ReplicationOptions, SimOptions, Violation, BYZANTINE_AUTHORITIES,
+    run, run_atomizer, run_byzantine, run_cluster, run_exchange, run_offline, run_replication, AtomizerWorldOptions,
+    ByzantineOptions, ClusterOptions, ExchangeOptions, OfflineOptions, ReplicationOptions, SimOptions, Violation,
+    BYZANTINE_AUTHORITIES,
 };
 
-/// Deterministic simulation, six worlds per seed: the 2PC protocol (shards and coordinator over
+/// Deterministic simulation, seven worlds per seed: the 2PC protocol (shards and coordinator over
 /// modelled replicated logs, thousands of steps), the replication layer (real Raft replicas of
 /// one group, with snapshots and whole-group restarts), the whole cluster (shard groups and a
 /// coordinator group of real Raft replicas running the cluster's roles), and the Byzantine mode
@@ -17,7 +18,9 @@ use specie_sim::{
 /// direct exchanges with change over a link that is cut, a side that vanishes, hostile messages);
 /// and the exchange (blocks of offers cleared at one price per asset, replicas applying them
 /// shuffled and on one thread, proposer crashes, replicas restored from snapshots, hostile
-/// transactions, deposits handed in twice). `--world` runs one of them. Invariants are checked as the run goes and once it settles; a failing seed replays exactly
+/// transactions, deposits handed in twice); and the atomizer (blocks ordered from shards'
+/// attestations, stale attestations, double spends and replayed mints, atomizer and shard
+/// crashes). `--world` runs one of them. Invariants are checked as the run goes and once it settles; a failing seed replays exactly
 /// with `--seed N`.
 #[derive(Args, Debug)]
 pub struct SimArgs {
@@ -32,7 +35,7 @@ pub struct SimArgs {
     /// Print one line per seed.
     #[arg(long)]
     pub verbose: bool,
-    /// Run only this world (all six by default).
+    /// Run only this world (all seven by default).
     #[arg(long, value_enum, default_value_t = World::All)]
     pub world: World,
 }
@@ -48,6 +51,7 @@ pub enum World {
     Byzantine,
     Offline,
     Exchange,
+    Atomizer,
 }
 
 /// Totals over the seeds run.
@@ -69,6 +73,8 @@ struct Totals {
     exchanges_refused: u64,
     exchange_blocks: u64,
     exchange_trades: u64,
+    atomizer_blocks: u64,
+    atomizer_confirmed: u64,
 }
 
 pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
@@ -87,7 +93,7 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
     }
     let t = &totals;
     println!(
-        "{} seeds passed in {:.1} s: {} steps, {} transactions confirmed (2PC), {} commands acknowledged (Raft), {} transactions confirmed (cluster), {} payments settled (Byzantine mode), {} offline payments, {} direct exchanges ({} completed, {} with change, {} cut, {} with a side vanished, {} refused), {} exchange blocks ({} offers traded), {} elections, {} crashes injected",
+        "{} seeds passed in {:.1} s: {} steps, {} transactions confirmed (2PC), {} commands acknowledged (Raft), {} transactions confirmed (cluster), {} payments settled (Byzantine mode), {} offline payments, {} direct exchanges ({} completed, {} with change, {} cut, {} with a side vanished, {} refused), {} exchange blocks ({} offers traded), {} atomizer blocks ({} transactions confirmed), {} elections, {} crashes injected",
         seeds.len(),
         started.elapsed().as_secs_f64(),
         t.steps,
@@ -104,23 +110,26 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
         t.exchanges_refused,
         t.exchange_blocks,
         t.exchange_trades,
+        t.atomizer_blocks,
+        t.atomizer_confirmed,
         t.elections,
         t.crashes
     );
     Ok(ExitCode::SUCCESS)
 }
 
-/// The worlds of one seed (all six, or the one chosen), each printing its report line when
+/// The worlds of one seed (all seven, or the one chosen), each printing its report line when
 /// `verbose`.
 fn run_seed(seed: u64, world: World, verbose: bool, totals: &mut Totals) -> Result<(), Violation> {
     type RunWorld = fn(u64, &mut Totals) -> Result<String, Violation>;
-    let worlds: [(World, RunWorld); 6] = [
+    let worlds: [(World, RunWorld); 7] = [
         (World::TwoPc, two_pc_world),
         (World::Replication, replication_world),
         (World::Cluster, cluster_world),
         (World::Byzantine, byzantine_world),
         (World::Offline, offline_world),
         (World::Exchange, exchange_world),
+        (World::Atomizer, atomizer_world),
     ];
     for (which, run_world) in worlds {
         if world == World::All || world == which {
@@ -261,6 +270,39 @@ fn exchange_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
         r.deposits,
         r.crashes,
         r.replicas_restored,
+        r.trace_digest
+    ))
+}
+
+/// The atomizer's world of one seed; returns its report line.
+fn atomizer_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
+    let options = AtomizerWorldOptions::from_seed(seed);
+    let r = run_atomizer(options.clone())?;
+    totals.atomizer_blocks += r.blocks;
+    totals.atomizer_confirmed += r.confirmed;
+    totals.crashes += r.atomizer_crashes + r.shard_crashes;
+    Ok(format!(
+        "atomizer: {} shards, window {} blocks of at most {}, {} blocks, {} submitted, {} confirmed ({} once healed), {} rejected, {} dropped, {} busy, {} callers lost to crashes, {} double spends and {} replayed mints tried, {} stale attestations, {} resends, {} misbehaving answers, {} atomizer and {} shard crashes, {} dropped, {} duplicated, trace {:016x}",
+        options.shards,
+        options.window_blocks,
+        options.block_transactions_max,
+        r.blocks,
+        r.submitted,
+        r.confirmed,
+        r.healed_confirmed,
+        r.rejected,
+        r.dropped,
+        r.busy,
+        r.lost_to_crashes,
+        r.double_spends,
+        r.replayed_mints,
+        r.stale_attestations,
+        r.resends,
+        r.misbehaving_answers,
+        r.atomizer_crashes,
+        r.shard_crashes,
+        r.messages_dropped,
+        r.messages_duplicated,
         r.trace_digest
     ))
 }

@@ -234,7 +234,7 @@ impl Atomizer {
             }
         }
         let round = self.next_round;
-        self.next_round += 1;
+        self.next_round = self.next_round.wrapping_add(1);
         let answers = asked.iter().map(|_| None).collect();
         let attest = AttestRound {
             txs,
@@ -324,8 +324,12 @@ impl Atomizer {
             let (height, present) = attested(id);
             stale |= height + 1 < window_start;
             let created_since = self.state.created_at(id).is_some_and(|h| h > height);
+            // The window's caches hold one spend and one creation per id, and the shards check a
+            // block against the blocks they have not yet applied: an id spent within the window
+            // comes back (a replayed mint) only once that spend has left it.
+            let spent_in_window = self.state.spent_at(id).is_some();
             let pending = self.building.creates(id) || self.proposed.as_ref().is_some_and(|p| p.creates(id));
-            if present || created_since || pending || !seen.insert(*id) {
+            if present || created_since || spent_in_window || pending || !seen.insert(*id) {
                 vote = vote.or(Some(Vote::OutputExists));
             }
         }
@@ -487,6 +491,17 @@ impl Atomizer {
     }
 }
 
+/// Where a lead starts numbering its rounds. Leads must not share round numbers, or an
+/// attestation delayed across a restart answers a new round about other ids (one that is spent,
+/// say, attested present); the lead's time and height, mixed by SplitMix64's finalizer, start
+/// each lead at an unrelated point of the 2^64 round numbers.
+fn first_round(now_ms: u64, height: u64) -> u64 {
+    let mut z = now_ms ^ height.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 enum Verdict {
     Holds,
     Refused(Vote),
@@ -506,6 +521,7 @@ impl Role for Atomizer {
         self.leading = true;
         self.now_ms = now_ms;
         let height = self.state.height();
+        self.next_round = first_round(now_ms, height);
         for shard in 0..self.shards.len() {
             // A shard answers the newest block with how far it got; nothing to ask at genesis.
             self.shards[shard] = ShardProgress {
@@ -591,9 +607,12 @@ impl Role for Atomizer {
             let progress = self.shards[shard];
             let lagging = !progress.known || progress.acked < self.state.height();
             if lagging && due(progress.sent_ms) {
-                // Unknown since the lead began: ask with the newest block, as `lead` did.
+                // Unknown since the lead began, or known only from a `Behind` (which leaves
+                // `acked` at 0 after a restart, below the window): ask with the newest block, as
+                // `lead` did, and let the shard say where it is.
                 let height = self.state.height();
-                self.shards[shard].sent = if progress.known {
+                let next_in_window = self.state.block(progress.acked + 1).is_some();
+                self.shards[shard].sent = if progress.known && next_in_window {
                     progress.acked
                 } else {
                     height.saturating_sub(1)
@@ -665,5 +684,163 @@ impl Durable for Atomizer {
         self.state
             .check_invariants()
             .map_err(|violation| AtomizerSnapshotError::from(violation).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use specie_role::Round;
+    use specie_transaction::Txid;
+
+    fn id(n: u8) -> UhsId {
+        UhsId([n; 32])
+    }
+
+    fn tx(n: u8, spent: &[u8], created: &[u8]) -> CompactTransaction {
+        CompactTransaction {
+            txid: Txid([n; 32]),
+            spent: spent.iter().map(|b| id(*b)).collect(),
+            created: created.iter().map(|b| id(*b)).collect(),
+            attestations: Default::default(),
+        }
+    }
+
+    fn one_shard() -> Atomizer {
+        Atomizer::new(AtomizerConfig::with_shards(ShardRange::partition(1).unwrap()))
+    }
+
+    /// Settles the atomizer as a host does (every proposal durable, then applied); what it
+    /// sent and answered.
+    fn settle(atomizer: &mut Atomizer, now_ms: u64) -> (Vec<ShardMessage>, Vec<TxOutcome>) {
+        let (mut sends, mut replies) = (vec![], vec![]);
+        loop {
+            let round = Round::take(atomizer);
+            sends.extend(round.sends.into_iter().map(|(_, message)| message));
+            replies.extend(round.replies.into_iter().map(|(_, reply)| reply));
+            if round.proposals.is_empty() {
+                return (sends, replies);
+            }
+            round.proposals.iter().for_each(|block| atomizer.apply(now_ms, block));
+        }
+    }
+
+    /// Submits `tx` and answers its one attestation request with `present` at `height`; the
+    /// answer, and what the atomizer then answered its caller.
+    fn attest(
+        atomizer: &mut Atomizer,
+        now_ms: u64,
+        tx: CompactTransaction,
+        height: u64,
+        present: Vec<bool>,
+    ) -> (ShardAnswer, Vec<TxOutcome>) {
+        atomizer.handle(now_ms, AtomizerInput::Submit { ticket: 1, tx });
+        let (sends, _) = settle(atomizer, now_ms);
+        let [ShardMessage::Attest(request)] = sends.as_slice() else {
+            panic!("one attestation request expected, got {sends:?}");
+        };
+        let answer = ShardAnswer::Attested {
+            round: request.round,
+            height,
+            present,
+        };
+        let shard_answer = AtomizerInput::ShardAnswer {
+            shard: 0,
+            answer: answer.clone(),
+        };
+        atomizer.handle(now_ms, shard_answer);
+        (answer, settle(atomizer, now_ms).1)
+    }
+
+    fn confirmed(outcomes: &[TxOutcome]) -> bool {
+        outcomes.iter().any(|o| o.result == TxResult::Confirmed)
+    }
+
+    /// Found by the atomizer world: a restarted atomizer numbered its rounds from 0 again, so an
+    /// attestation delayed across the restart answered a new round about other ids, and a
+    /// double spend was sealed.
+    #[test]
+    fn an_attestation_from_before_a_restart_answers_no_round_after_it() {
+        let mut before = one_shard();
+        before.lead(0);
+        let (_, outcomes) = attest(&mut before, 0, tx(1, &[1], &[3]), 0, vec![true, false]);
+        assert!(confirmed(&outcomes));
+        let block = before.state().block(1).unwrap().clone();
+        let (delayed, _) = attest(&mut before, 0, tx(2, &[2], &[4]), 1, vec![true, false]);
+        let mut after = one_shard();
+        after.apply(0, &block);
+        after.lead(1000);
+        settle(&mut after, 1000);
+        after.handle(
+            1000,
+            AtomizerInput::ShardAnswer {
+                shard: 0,
+                answer: ShardAnswer::Applied { height: 1 },
+            },
+        );
+        let (_, outcomes) = attest(&mut after, 1000, tx(5, &[], &[5]), 1, vec![false]);
+        assert!(confirmed(&outcomes));
+        after.handle(
+            1000,
+            AtomizerInput::Submit {
+                ticket: 2,
+                tx: tx(6, &[1], &[6]),
+            },
+        );
+        settle(&mut after, 1000);
+        after.handle(
+            1000,
+            AtomizerInput::ShardAnswer {
+                shard: 0,
+                answer: delayed,
+            },
+        );
+        let (_, outcomes) = settle(&mut after, 1000);
+        assert!(!confirmed(&outcomes), "id 1 was spent in block 1: {outcomes:?}");
+        assert_eq!(after.height(), 2);
+    }
+
+    /// Found by the atomizer world: a restarted atomizer learns a lagging shard's height from
+    /// its `Behind` answer, which leaves the shard's acknowledged height at 0; when the blocks
+    /// streamed then were lost, the resend began at block 1, long gone from the window, and the
+    /// shard was declared too far behind for good.
+    #[test]
+    fn a_resend_after_a_restart_asks_the_shard_where_it_is() {
+        let mut config = AtomizerConfig::with_shards(ShardRange::partition(1).unwrap());
+        config.window_blocks = 4;
+        let mut atomizer = Atomizer::new(config);
+        for height in 1..=6 {
+            atomizer.apply(0, &AtomizerBlock { height, txs: vec![] });
+        }
+        atomizer.lead(0);
+        settle(&mut atomizer, 0);
+        let behind = ShardAnswer::Behind { height: 4 };
+        atomizer.handle(
+            0,
+            AtomizerInput::ShardAnswer {
+                shard: 0,
+                answer: behind,
+            },
+        );
+        let (lost, _) = settle(&mut atomizer, 0);
+        assert_eq!(lost.len(), 2, "blocks 5 and 6 streamed (and lost): {lost:?}");
+        let resend_ms = atomizer.poll_timeout().unwrap();
+        atomizer.handle_timeout(resend_ms);
+        let round = Round::take(&mut atomizer);
+        assert!(round.reports.is_empty(), "{:?}", round.reports);
+        assert!(matches!(round.sends.as_slice(), [(0, ShardMessage::Block(b))] if b.height == 6));
+    }
+
+    /// Found by the atomizer world: a mint re-creating an id spent within the window, then a
+    /// spend of it, broke the window's one-spend-per-id cache and panicked the atomizer.
+    #[test]
+    fn an_id_spent_within_the_window_is_not_created_again() {
+        let mut atomizer = one_shard();
+        atomizer.lead(0);
+        let (_, outcomes) = attest(&mut atomizer, 0, tx(1, &[1], &[2]), 0, vec![true, false]);
+        assert!(confirmed(&outcomes));
+        let (_, outcomes) = attest(&mut atomizer, 0, tx(2, &[], &[1]), 1, vec![false]);
+        assert_eq!(outcomes[0].result, TxResult::Rejected(Vote::OutputExists));
+        assert_eq!(atomizer.height(), 1);
     }
 }

@@ -26,6 +26,13 @@
 //!   Checked: every replica at the proposer's state hash, the per-asset audit, every submission
 //!   answered with its transactions' fates, hostile transactions refused, deposits credited once.
 //!
+//! - [`run_atomizer`] (`atomizer`): Hamilton's atomizer shape. The real atomizer and UHS shard
+//!   roles on the simulated host, over a lossy, duplicating, reordering network, crashing and
+//!   restarting from their logs, with double spends and replayed mints among valid spends.
+//!   Checked: every durable block fits a model UHS replayed from genesis, a confirmed transaction
+//!   is in exactly one block and any other in none, every shard holds the model at its height,
+//!   and once healed every shard applies every block and every valid transaction is confirmed.
+//!
 //! In all of them, every source of nondeterminism (the network, the clock, crashes, the workload,
 //! openraft's election time-outs) comes from the seed, so a seed replays the same run bit for
 //! bit; the trace digest proves it. The network drops, duplicates, delays and reorders messages.
@@ -38,6 +45,7 @@
 //! - every shard's locks match its prepared dtxns;
 //! - at the end, no lock is held, no dtxn is active, and the values in the UHS equal what was minted.
 
+mod atomizer;
 mod byzantine;
 mod cluster;
 mod exchange;
@@ -45,6 +53,7 @@ mod offline;
 mod replication;
 mod world;
 
+pub use atomizer::{run_atomizer, AtomizerPlantedFault, AtomizerWorldOptions, AtomizerWorldReport};
 pub use byzantine::{
     run_byzantine, AuthorityBehaviour, ByzantineFaults, ByzantineOptions, ByzantineReport,
     AUTHORITIES as BYZANTINE_AUTHORITIES,
