@@ -25,6 +25,14 @@
 //!   block with its transactions shuffled, one on a single thread, some rebuilt from snapshots.
 //!   Checked: every replica at the proposer's state hash, the per-asset audit, every submission
 //!   answered with its transactions' fates, hostile transactions refused, deposits credited once.
+//! - [`run_privacy`] (`privacy`): the privacy capability. Threshold endorsement: the real FROST
+//!   coordinator and k of n endorsers, some compromised (they sign anything), endorsing
+//!   authorised and forged transactions over a lossy network; checked: no forgery endorsed, every
+//!   endorsement verifies for its own transaction only, every authorised transaction endorsed once
+//!   the network stops dropping. The ledger of record: records written ahead, a model UHS that
+//!   refuses conflicting spends, blocks sealed at random, crashes after which the node's recovery
+//!   decides the written-ahead records by the UHS; checked: the blocks replay to the UHS, every
+//!   committed transaction in exactly one block, nothing else in any.
 //!
 //! In all of them, every source of nondeterminism (the network, the clock, crashes, the workload,
 //! openraft's election time-outs) comes from the seed, so a seed replays the same run bit for
@@ -42,6 +50,7 @@ mod byzantine;
 mod cluster;
 mod exchange;
 mod offline;
+mod privacy;
 mod replication;
 mod world;
 
@@ -52,5 +61,6 @@ pub use byzantine::{
 pub use cluster::{run_cluster, ClusterOptions, ClusterReport};
 pub use exchange::{run_exchange, ExchangeOptions, ExchangeReport};
 pub use offline::{run_offline, OfflineOptions, OfflineReport};
+pub use privacy::{run_privacy, PrivacyOptions, PrivacyReport};
 pub use replication::{run_replication, ReplicationFaults, ReplicationOptions, ReplicationReport};
 pub use world::{run, Faults, SimOptions, SimReport, Violation};
