@@ -1,8 +1,8 @@
 //! The privacy capability's world, two protocols under one seed:
 //!
 //! - threshold endorsement ([`endorsement`]): the real FROST `Coordinator` and k of n real
-//!   `Endorser`s, some of them compromised (they sign anything), on a network that drops,
-//!   duplicates, delays and reorders messages, endorsing a workload of authorised and forged
+//!   `Endorser`s, some of them compromised (they sign anything) and some restarted (losing their
+//!   sessions), on a network that drops, duplicates, delays and reorders messages, endorsing a workload of authorised and forged
 //!   transactions. Checked: a forged transaction never gets an endorsement, every endorsement
 //!   verifies under the group key for its own transaction's digest and for no other, and once the
 //!   network stops dropping, every authorised transaction (submitted again if it failed) is
@@ -40,6 +40,8 @@ pub struct PrivacyOptions {
     pub drop_per_mille: u32,
     pub duplicate_per_mille: u32,
     pub delay_ms_max: u64,
+    /// Endorser restarts per submitted transaction while the network is faulty.
+    pub endorser_restart_per_mille: u32,
     /// The most transactions in one endorsement batch.
     pub batch_transactions_max: usize,
     /// Steps of the ledger-of-record model.
@@ -70,9 +72,10 @@ impl PrivacyOptions {
             compromised,
             endorsement_transactions: rng.gen_range(10..=30),
             forged_per_mille: rng.gen_range(100..=300),
-            drop_per_mille: rng.gen_range(0..=150),
+            drop_per_mille: rng.gen_range(0..=200),
             duplicate_per_mille: rng.gen_range(0..=150),
             delay_ms_max: rng.gen_range(1..=20),
+            endorser_restart_per_mille: rng.gen_range(0..=100),
             batch_transactions_max: rng.gen_range(2..=8),
             ledger_steps: rng.gen_range(20..=60),
             double_spend_per_mille: rng.gen_range(50..=250),
@@ -97,6 +100,7 @@ pub struct PrivacyReport {
     pub resubmitted: u64,
     pub messages_dropped: u64,
     pub messages_duplicated: u64,
+    pub endorser_restarts: u64,
     /// Ledger transactions the model UHS committed.
     pub committed: u64,
     /// Ledger transactions the model UHS refused (a spend of what is not unspent).

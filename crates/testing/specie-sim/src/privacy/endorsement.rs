@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use sha2::{Digest, Sha256};
 use specie_endorsement::{
@@ -58,7 +59,11 @@ impl Candidate {
 
 impl BatchItem for Candidate {
     fn digest(&self) -> Hash {
-        Sha256::new().chain_update(self.body).chain_update(self.tag).finalize().into()
+        Sha256::new()
+            .chain_update(self.body)
+            .chain_update(self.tag)
+            .finalize()
+            .into()
     }
 }
 
@@ -102,6 +107,7 @@ struct World<'a> {
     drop_per_mille: u32,
     coordinator: Coordinator<Candidate, &'static str>,
     endorsers: BTreeMap<EndorserId, Endorser<Sentinel>>,
+    compromised: Vec<EndorserId>,
     /// (deliver at, sequence number) → message: equal times keep the order they were sent in.
     in_flight: BTreeMap<(u64, u64), Envelope>,
     sequence: u64,
@@ -117,14 +123,14 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
         .map_err(|e| violation(options, 0, format!("threshold: {e}")))?;
     let (keys, public) = deal(threshold, options.seed).map_err(|e| violation(options, 0, format!("deal: {e}")))?;
     let mut rng = StdRng::seed_from_u64(options.seed);
-    let mut ids: Vec<EndorserId> = keys.keys().copied().collect();
-    ids.sort_by_key(|_| rng.gen::<u64>());
-    ids.truncate(usize::from(options.compromised));
+    let mut compromised: Vec<EndorserId> = keys.keys().copied().collect();
+    compromised.shuffle(&mut rng);
+    compromised.truncate(usize::from(options.compromised));
     let endorsers = keys
         .into_iter()
         .map(|(id, keys)| {
             let sentinel = Sentinel {
-                compromised: ids.contains(&id),
+                compromised: compromised.contains(&id),
             };
             (id, Endorser::new(keys, sentinel, EndorserConfig::default(), rng.gen()))
         })
@@ -154,6 +160,7 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
         drop_per_mille: options.drop_per_mille,
         coordinator,
         endorsers,
+        compromised,
         in_flight: BTreeMap::new(),
         sequence: 0,
         fates: vec![Fate::Unsettled; candidates.len()],
@@ -174,6 +181,9 @@ impl World<'_> {
     /// again those that failed until every authorised one is endorsed.
     fn endorse_everything(&mut self) -> Result<(), Violation> {
         for index in 0..self.candidates.len() {
+            if chance(&mut self.rng, self.options.endorser_restart_per_mille) {
+                self.restart_an_endorser();
+            }
             self.submit(index)?;
             let until = self.now_ms + self.rng.gen_range(0..=3);
             self.run_until(until)?;
@@ -200,6 +210,21 @@ impl World<'_> {
         Err(self.violation(format!(
             "{unendorsed} transactions still unendorsed after {HEALED_ROUNDS_MAX} rounds on a network that no longer drops"
         )))
+    }
+
+    /// An endorser keeps nothing durable: restarted, it has forgotten its sessions (their nonces
+    /// with them) and draws fresh nonces from a new seed, as its host gives it at every start.
+    fn restart_an_endorser(&mut self) {
+        let id = EndorserId(self.rng.gen_range(1..=self.options.endorsers));
+        let seed: [u8; 32] = self.rng.gen();
+        let old = self.endorsers.remove(&id).expect("a member of the group");
+        let sentinel = Sentinel {
+            compromised: self.compromised.contains(&id),
+        };
+        let fresh = Endorser::new(old.keys().clone(), sentinel, EndorserConfig::default(), seed);
+        self.endorsers.insert(id, fresh);
+        self.report.endorser_restarts += 1;
+        self.trace.update(id.0.to_le_bytes());
     }
 
     fn submit(&mut self, index: usize) -> Result<(), Violation> {
@@ -262,7 +287,12 @@ impl World<'_> {
         loop {
             let next_message = self.in_flight.keys().next().map(|(at, _)| *at);
             let endorser_timeouts = self.endorsers.values().filter_map(|e| e.poll_timeout());
-            let next_timeout = self.coordinator.poll_timeout().into_iter().chain(endorser_timeouts).min();
+            let next_timeout = self
+                .coordinator
+                .poll_timeout()
+                .into_iter()
+                .chain(endorser_timeouts)
+                .min();
             let Some(next) = next_message.into_iter().chain(next_timeout).min() else {
                 return Ok(());
             };
