@@ -173,6 +173,7 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
 }
 
 impl World<'_> {
+    /// Endorsement runs on virtual time, not steps: a violation is placed by its millisecond.
     fn violation(&self, message: impl Into<String>) -> Violation {
         violation(self.options, self.now_ms, format!("endorsement: {}", message.into()))
     }
