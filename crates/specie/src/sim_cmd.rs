@@ -2,12 +2,12 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use specie_sim::{
-    run, run_atomizer, run_byzantine, run_cluster, run_exchange, run_offline, run_replication, AtomizerWorldOptions,
-    ByzantineOptions, ClusterOptions, ExchangeOptions, OfflineOptions, ReplicationOptions, SimOptions, Violation,
-    BYZANTINE_AUTHORITIES,
+    run, run_atomizer, run_byzantine, run_cluster, run_exchange, run_offline, run_privacy, run_replication,
+    AtomizerWorldOptions, ByzantineOptions, ClusterOptions, ExchangeOptions, OfflineOptions, PrivacyOptions,
+    ReplicationOptions, SimOptions, Violation, BYZANTINE_AUTHORITIES,
 };
 
-/// Deterministic simulation, seven worlds per seed: the 2PC protocol (shards and coordinator over
+/// Deterministic simulation, eight worlds per seed: the 2PC protocol (shards and coordinator over
 /// modelled replicated logs, thousands of steps), the replication layer (real Raft replicas of
 /// one group, with snapshots and whole-group restarts), the whole cluster (shard groups and a
 /// coordinator group of real Raft replicas running the cluster's roles), and the Byzantine mode
@@ -20,7 +20,9 @@ use specie_sim::{
 /// shuffled and on one thread, proposer crashes, replicas restored from snapshots, hostile
 /// transactions, deposits handed in twice); and the atomizer (blocks ordered from shards'
 /// attestations, stale attestations, double spends and replayed mints, atomizer and shard
-/// crashes). `--world` runs one of them. Invariants are checked as the run goes and once it settles; a failing seed replays exactly
+/// crashes); and privacy (threshold endorsement with compromised endorsers over a lossy network,
+/// forgeries refused; the ledger of record reconciled by the UHS after crashes). `--world` runs
+/// one of them. Invariants are checked as the run goes and once it settles; a failing seed replays exactly
 /// with `--seed N`.
 #[derive(Args, Debug)]
 pub struct SimArgs {
@@ -35,7 +37,7 @@ pub struct SimArgs {
     /// Print one line per seed.
     #[arg(long)]
     pub verbose: bool,
-    /// Run only this world (all seven by default).
+    /// Run only this world (all eight by default).
     #[arg(long, value_enum, default_value_t = World::All)]
     pub world: World,
 }
@@ -52,6 +54,7 @@ pub enum World {
     Offline,
     Exchange,
     Atomizer,
+    Privacy,
 }
 
 /// Totals over the seeds run.
@@ -118,11 +121,11 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The worlds of one seed (all seven, or the one chosen), each printing its report line when
+/// The worlds of one seed (all eight, or the one chosen), each printing its report line when
 /// `verbose`.
 fn run_seed(seed: u64, world: World, verbose: bool, totals: &mut Totals) -> Result<(), Violation> {
     type RunWorld = fn(u64, &mut Totals) -> Result<String, Violation>;
-    let worlds: [(World, RunWorld); 7] = [
+    let worlds: [(World, RunWorld); 8] = [
         (World::TwoPc, two_pc_world),
         (World::Replication, replication_world),
         (World::Cluster, cluster_world),
@@ -130,6 +133,7 @@ fn run_seed(seed: u64, world: World, verbose: bool, totals: &mut Totals) -> Resu
         (World::Offline, offline_world),
         (World::Exchange, exchange_world),
         (World::Atomizer, atomizer_world),
+        (World::Privacy, privacy_world),
     ];
     for (which, run_world) in worlds {
         if world == World::All || world == which {
@@ -304,6 +308,30 @@ fn atomizer_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
         r.messages_dropped,
         r.messages_duplicated,
         r.trace_digest
+    ))
+}
+
+/// The privacy world of one seed; returns its report line.
+fn privacy_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
+    let options = PrivacyOptions::from_seed(seed);
+    let r = run_privacy(options.clone())?;
+    totals.crashes += r.crashes;
+    Ok(format!(
+        "privacy: {}-of-{} endorsers ({} compromised), {} endorsed, {} forgeries refused, {} failed and submitted again once healed, {} endorser restarts; ledger of record: {} committed, {} refused, {} lost in a crash, {} blocks, {} crashes, {} records reconciled by the UHS, {}",
+        options.threshold,
+        options.endorsers,
+        options.compromised,
+        r.endorsed,
+        r.forged_refused,
+        r.resubmitted,
+        r.endorser_restarts,
+        r.committed,
+        r.refused,
+        r.lost_in_crash,
+        r.blocks,
+        r.crashes,
+        r.reconciled,
+        network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
     ))
 }
 

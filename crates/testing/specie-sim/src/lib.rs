@@ -1,4 +1,5 @@
-//! Deterministic simulation of specie, FoundationDB style, in four worlds:
+//! Deterministic simulation of specie, FoundationDB style, one world per protocol (`specie sim`
+//! runs all eight):
 //!
 //! - [`run`] (`world`): the 2PC protocol (Hamilton §4). The shard and coordinator state machines
 //!   run exactly as in a node, each role group modelled as its durable log plus a leader: a crash
@@ -25,6 +26,14 @@
 //!   block with its transactions shuffled, one on a single thread, some rebuilt from snapshots.
 //!   Checked: every replica at the proposer's state hash, the per-asset audit, every submission
 //!   answered with its transactions' fates, hostile transactions refused, deposits credited once.
+//! - [`run_privacy`] (`privacy`): the privacy capability. Threshold endorsement: the real FROST
+//!   coordinator and k of n endorsers, some compromised (they sign anything), endorsing
+//!   authorised and forged transactions over a lossy network; checked: no forgery endorsed, every
+//!   endorsement verifies for its own transaction only, every authorised transaction endorsed once
+//!   the network stops dropping. The ledger of record: records written ahead, a model UHS that
+//!   refuses conflicting spends, blocks sealed at random, crashes after which the node's recovery
+//!   decides the written-ahead records by the UHS; checked: the blocks replay to the UHS, every
+//!   committed transaction in exactly one block, nothing else in any.
 //!
 //! - [`run_atomizer`] (`atomizer`): Hamilton's atomizer shape. The real atomizer and UHS shard
 //!   roles on the simulated host, over a lossy, duplicating, reordering network, crashing and
@@ -50,6 +59,7 @@ mod byzantine;
 mod cluster;
 mod exchange;
 mod offline;
+mod privacy;
 mod replication;
 mod world;
 
@@ -61,5 +71,6 @@ pub use byzantine::{
 pub use cluster::{run_cluster, ClusterOptions, ClusterReport};
 pub use exchange::{run_exchange, ExchangeOptions, ExchangeReport};
 pub use offline::{run_offline, OfflineOptions, OfflineReport};
+pub use privacy::{run_privacy, PrivacyOptions, PrivacyReport};
 pub use replication::{run_replication, ReplicationFaults, ReplicationOptions, ReplicationReport};
 pub use world::{run, Faults, SimOptions, SimReport, Violation};
