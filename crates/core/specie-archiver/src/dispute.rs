@@ -70,7 +70,7 @@ impl BlockAbsence {
 /// What a dispute proof shows.
 #[derive(Clone, Debug)]
 pub enum Finding {
-    Included(LedgerEntry),
+    Included(Box<LedgerEntry>),
     /// One absence per block, from block 1.
     Absent(Vec<BlockAbsence>),
 }
@@ -245,12 +245,12 @@ impl Decode for DisputeProof {
                         what: "dispute proof",
                         reason: "the record's height is beyond the headers",
                     })?;
-                Finding::Included(LedgerEntry {
+                Finding::Included(Box::new(LedgerEntry {
                     located: Located { height, position },
                     header,
                     record,
                     proof,
-                })
+                }))
             }
             FINDING_ABSENT => Finding::Absent(reader.read_vec("absences", limits.headers_max, 1, |r| {
                 let flags = r.read_u8("absence flags")?;

@@ -263,12 +263,12 @@ fn dispute(ledger: &LedgerOfRecord, blocks: &[Block], txid: Txid, height: u64) -
     let finding = match ledger.locate(&txid).filter(|at| at.height <= height) {
         Some(located) => {
             let block = &blocks[located.height as usize - 1];
-            Finding::Included(LedgerEntry {
+            Finding::Included(Box::new(LedgerEntry {
                 located,
                 header: block.header,
                 record: block.records[located.position as usize].clone(),
                 proof: block.prove(located.position as usize).unwrap(),
-            })
+            }))
         }
         None => Finding::Absent(ledger.absence(&txid, height).expect("in no block up to the height")),
     };

@@ -161,12 +161,12 @@ fn dispute(blocks: &[Block], txid: Txid) -> DisputeProof {
     let finding = match ledger.locate(&txid) {
         Some(located) => {
             let block = &blocks[located.height as usize - 1];
-            Finding::Included(LedgerEntry {
+            Finding::Included(Box::new(LedgerEntry {
                 located,
                 header: block.header,
                 record: block.records[located.position as usize].clone(),
                 proof: block.prove(located.position as usize).unwrap(),
-            })
+            }))
         }
         None => Finding::Absent(ledger.absence(&txid, height).unwrap()),
     };

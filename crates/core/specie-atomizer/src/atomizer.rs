@@ -10,7 +10,7 @@ use specie_shard::{ShardRange, Vote};
 use specie_transaction::{CompactTransaction, DecodeLimits, UhsId};
 
 use crate::block::{AtomizerBlock, AtomizerLimits, AtomizerSnapshotError, AtomizerState};
-use crate::shard::{AttestRequest, ShardAnswer, ShardMessage};
+use crate::shard::{attested_ids_digest, AttestRequest, ShardAnswer, ShardMessage};
 
 /// The atomizer's deployment: its shards and its limits.
 #[derive(Clone, Debug)]
@@ -68,6 +68,9 @@ pub enum AtomizerReport {
     ShardTooFarBehind { shard: usize, height: u64 },
 }
 
+/// A transaction and who waits for its outcome (`None`: an earlier leader's caller).
+type Caller = (Option<Ticket>, CompactTransaction);
+
 struct Waiting {
     ticket: Option<Ticket>,
     tx: CompactTransaction,
@@ -80,6 +83,8 @@ struct AttestRound {
     /// Per shard, the ids asked (each transaction's owned spent then created ids, in order);
     /// empty for a shard not involved.
     asked: Vec<Vec<UhsId>>,
+    /// Per shard, the digest of the ids asked, which its answer must name.
+    asked_digests: Vec<[u8; 32]>,
     answers: Vec<Option<(u64, Vec<bool>)>>,
     sent_ms: u64,
 }
@@ -129,7 +134,7 @@ pub struct Atomizer {
     proposed: Option<Pending>,
     /// Durable blocks' callers, told once every shard has applied the block: a transaction
     /// reported confirmed is then visible to every read of the UHS, as in two-phase commit.
-    confirming: VecDeque<(u64, Vec<(Option<Ticket>, CompactTransaction)>)>,
+    confirming: VecDeque<(u64, Vec<Caller>)>,
     shards: Vec<ShardProgress>,
     outputs: VecDeque<Output<Self>>,
 }
@@ -236,9 +241,11 @@ impl Atomizer {
         let round = self.next_round;
         self.next_round = self.next_round.wrapping_add(1);
         let answers = asked.iter().map(|_| None).collect();
+        let asked_digests = asked.iter().map(|ids| attested_ids_digest(ids)).collect();
         let attest = AttestRound {
             txs,
             asked,
+            asked_digests,
             answers,
             sent_ms: self.now_ms,
         };
@@ -256,11 +263,12 @@ impl Atomizer {
         }
     }
 
-    fn on_attested(&mut self, shard: usize, round: u64, height: u64, present: Vec<bool>) {
+    fn on_attested(&mut self, shard: usize, round: u64, asked: [u8; 32], height: u64, present: Vec<bool>) {
         let Some(attest) = self.rounds.get_mut(&round) else {
             return; // A late or duplicated answer to a round already resolved.
         };
-        if attest.answers[shard].is_some() {
+        // Answered already, or an answer about other ids (from before a restart).
+        if attest.answers[shard].is_some() || attest.asked_digests[shard] != asked {
             return;
         }
         attest.answers[shard] = Some((height, present));
@@ -400,6 +408,7 @@ impl Atomizer {
                     round,
                     height: h,
                     present,
+                    ..
                 } => {
                     *h <= height
                         && self
@@ -416,7 +425,12 @@ impl Atomizer {
             return;
         }
         match answer {
-            ShardAnswer::Attested { round, height, present } => self.on_attested(shard, round, height, present),
+            ShardAnswer::Attested {
+                round,
+                asked,
+                height,
+                present,
+            } => self.on_attested(shard, round, asked, height, present),
             ShardAnswer::Applied { height } => {
                 let progress = &mut self.shards[shard];
                 progress.acked = progress.acked.max(height);
@@ -491,17 +505,6 @@ impl Atomizer {
     }
 }
 
-/// Where a lead starts numbering its rounds. Leads must not share round numbers, or an
-/// attestation delayed across a restart answers a new round about other ids (one that is spent,
-/// say, attested present); the lead's time and height, mixed by SplitMix64's finalizer, start
-/// each lead at an unrelated point of the 2^64 round numbers.
-fn first_round(now_ms: u64, height: u64) -> u64 {
-    let mut z = now_ms ^ height.rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 enum Verdict {
     Holds,
     Refused(Vote),
@@ -521,7 +524,6 @@ impl Role for Atomizer {
         self.leading = true;
         self.now_ms = now_ms;
         let height = self.state.height();
-        self.next_round = first_round(now_ms, height);
         for shard in 0..self.shards.len() {
             // A shard answers the newest block with how far it got; nothing to ask at genesis.
             self.shards[shard] = ShardProgress {
@@ -725,8 +727,9 @@ mod tests {
         }
     }
 
-    /// Submits `tx` and answers its one attestation request with `present` at `height`; the
-    /// answer, and what the atomizer then answered its caller.
+    /// Submits `tx` and answers its one attestation request with `present` at `height`, then
+    /// has the shard apply any block sent; the answer, and what the atomizer then answered its
+    /// caller.
     fn attest(
         atomizer: &mut Atomizer,
         now_ms: u64,
@@ -741,6 +744,7 @@ mod tests {
         };
         let answer = ShardAnswer::Attested {
             round: request.round,
+            asked: crate::shard::attested_ids_digest(&request.ids),
             height,
             present,
         };
@@ -749,16 +753,31 @@ mod tests {
             answer: answer.clone(),
         };
         atomizer.handle(now_ms, shard_answer);
-        (answer, settle(atomizer, now_ms).1)
+        let (sends, mut outcomes) = settle(atomizer, now_ms);
+        for message in sends {
+            if let ShardMessage::Block(block) = message {
+                let applied = ShardAnswer::Applied { height: block.height };
+                atomizer.handle(
+                    now_ms,
+                    AtomizerInput::ShardAnswer {
+                        shard: 0,
+                        answer: applied,
+                    },
+                );
+                outcomes.extend(settle(atomizer, now_ms).1);
+            }
+        }
+        (answer, outcomes)
     }
 
     fn confirmed(outcomes: &[TxOutcome]) -> bool {
         outcomes.iter().any(|o| o.result == TxResult::Confirmed)
     }
 
-    /// Found by the atomizer world: a restarted atomizer numbered its rounds from 0 again, so an
+    /// Found by the atomizer world: a restarted atomizer numbers its rounds from 0 again, so an
     /// attestation delayed across the restart answered a new round about other ids, and a
-    /// double spend was sealed.
+    /// double spend was sealed. An answer now names the digest of the ids it attests, and one
+    /// about other ids is dropped.
     #[test]
     fn an_attestation_from_before_a_restart_answers_no_round_after_it() {
         let mut before = one_shard();

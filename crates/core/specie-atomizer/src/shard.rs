@@ -27,12 +27,24 @@ pub enum ShardMessage {
     Block(ShardBlock),
 }
 
+/// What binds an attestation to the ids it answers: SHA-256 over a domain and the ids, in the
+/// order asked. An answer that reaches a later round under the same number (a restarted
+/// atomizer numbers its rounds afresh) does not answer that round's ids, and is dropped.
+pub fn attested_ids_digest(ids: &[UhsId]) -> [u8; 32] {
+    let mut hasher = specie_transaction::hash::Sha256Writer::new();
+    hasher.update(b"specie/atomizer/attested-ids/v1");
+    ids.iter().for_each(|id| hasher.update(&id.0));
+    hasher.finish()
+}
+
 /// A shard's answer to the atomizer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ShardAnswer {
-    /// At `height`, which of the round's ids were in the UHS, in the order asked.
+    /// At `height`, which of the round's ids (whose [`attested_ids_digest`] is `asked`) were in
+    /// the UHS, in the order asked.
     Attested {
         round: u64,
+        asked: [u8; 32],
         height: u64,
         present: Vec<bool>,
     },
@@ -215,7 +227,16 @@ impl Role for UhsShard {
             } => {
                 let present = request.ids.iter().map(|id| self.uhs.contains(id)).collect();
                 let (round, height) = (request.round, self.height);
-                self.answer(ticket, ShardAnswer::Attested { round, height, present });
+                let asked = attested_ids_digest(&request.ids);
+                self.answer(
+                    ticket,
+                    ShardAnswer::Attested {
+                        round,
+                        asked,
+                        height,
+                        present,
+                    },
+                );
             }
             UhsShardInput::Atomizer {
                 ticket,
@@ -447,6 +468,7 @@ mod tests {
         let (replies, _) = run(&mut shard, vec![attest]);
         let attested = ShardAnswer::Attested {
             round: 3,
+            asked: attested_ids_digest(&[id(1, 1), id(2, 2)]),
             height: 0,
             present: vec![true, false],
         };

@@ -78,6 +78,8 @@ pub enum ArchiveError {
     Uhs(String),
     #[error("ledger of record: the archiver stopped")]
     Stopped,
+    #[error("ledger of record: block {height} is missing")]
+    BlockMissing { height: u64 },
 }
 
 /// What the archiver's thread is asked.
@@ -401,7 +403,7 @@ impl Archive {
             LedgerRead::Transaction(txid) => match self.ledger.locate(&txid).map(|located| self.entry(located)) {
                 None => LedgerReply::Transaction(None),
                 Some(Ok(entry)) => LedgerReply::Transaction(Some(Box::new(entry))),
-                Some(Err(failed)) => failed,
+                Some(Err(error)) => LedgerReply::Failed(error.to_string()),
             },
             LedgerRead::Dispute(txid, height) => {
                 let height = height.unwrap_or(self.ledger.height());
@@ -410,8 +412,8 @@ impl Archive {
                 }
                 let finding = match self.ledger.locate(&txid).filter(|at| at.height <= height) {
                     Some(located) => match self.entry(located) {
-                        Ok(entry) => Finding::Included(entry),
-                        Err(failed) => return failed,
+                        Ok(entry) => Finding::Included(Box::new(entry)),
+                        Err(error) => return LedgerReply::Failed(error.to_string()),
                     },
                     None => Finding::Absent(
                         self.ledger
@@ -425,9 +427,8 @@ impl Archive {
         }
     }
 
-    /// The record at `located`, with its block's header and its inclusion proof; the failure is
-    /// the reply to give.
-    fn entry(&self, located: Located) -> Result<LedgerEntry, LedgerReply> {
+    /// The record at `located`, with its block's header and its inclusion proof.
+    fn entry(&self, located: Located) -> Result<LedgerEntry, ArchiveError> {
         match self.block(located.height) {
             Ok(Some(block)) => {
                 let position = located.position as usize;
@@ -439,8 +440,8 @@ impl Archive {
                     proof,
                 })
             }
-            Ok(None) => Err(LedgerReply::Failed(format!("block {} is missing", located.height))),
-            Err(error) => Err(LedgerReply::Failed(error.to_string())),
+            Ok(None) => Err(ArchiveError::BlockMissing { height: located.height }),
+            Err(error) => Err(error),
         }
     }
 
