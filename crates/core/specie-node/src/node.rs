@@ -23,9 +23,7 @@ use crate::archive::{Archive, ArchiveError, ArchiveMessage, ArchiveOptions, Ledg
 use crate::endorsement::{Candidate, EndorsementGroup, EndorsementHandle, EndorsementOptions};
 use crate::manifest::CoreShape;
 use crate::manifest::{NodeManifest, NodeManifestError};
-use crate::wiring::{
-    OrdererWiring, ShardInboxes, ShardWiring, SubmissionMessage, UhsShardCall, UhsShardMessage, UhsShardWiring,
-};
+use crate::wiring::{OrdererWiring, ShardInboxes, ShardWiring, SubmissionMessage, UhsShardCall, UhsShardWiring};
 
 /// How a node is started. Shard count and address prefix apply only when the data directory is
 /// new; afterwards its manifest (`node.toml`) is authoritative.
@@ -187,6 +185,9 @@ fn open_archive(handle: &NodeHandle, options: ArchiveOptions) -> Result<Archive,
     Ok(archive)
 }
 
+/// Where the callers of each shard put their calls, in shard order.
+type Inboxes<C, T> = Vec<Sender<HostMessage<C, T>>>;
+
 /// The core's threads, its shards' inboxes and its submission channel.
 type StartedCore = (Vec<JoinHandle<()>>, ShardInboxes, Sender<SubmissionMessage>);
 
@@ -219,23 +220,28 @@ impl CoreStart<'_> {
         )
     }
 
-    /// Two-phase commit: the shards and the coordinator, which first finishes every dtxn that
-    /// was in flight at the last stop.
-    fn two_phase_commit(self) -> Result<StartedCore, OpenError> {
-        let (answers_tx, answers_rx) = unbounded();
-        let mut threads = vec![];
+    /// Recovers one shard per range from `<data dir>/<dir>-<index>` and starts its thread; their
+    /// inboxes, in shard order.
+    fn start_shards<R, W>(
+        &self,
+        dir: &str,
+        role: impl Fn(ShardRange) -> R,
+        wiring: impl Fn(usize) -> W,
+        threads: &mut Vec<JoinHandle<()>>,
+    ) -> Result<Inboxes<W::Call, W::ReplyTo>, OpenError>
+    where
+        R: specie_role::Durable + Send + 'static,
+        R::Input: Send,
+        W: specie_host::Wiring<R> + Send + 'static,
+        OpenError: From<RecoverError<R::StateError>>,
+    {
         let mut inboxes = vec![];
         for (index, range) in self.ranges.iter().enumerate() {
-            let wiring = ShardWiring {
-                index,
-                coordinator: answers_tx.clone(),
-                answers: vec![],
-            };
             let host = self.recover(
-                format!("shard {index}"),
-                &format!("shard-{index}"),
-                Shard::empty(*range),
-                wiring,
+                format!("{dir} {index}"),
+                &format!("{dir}-{index}"),
+                role(*range),
+                wiring(index),
             )?;
             let (inbox_tx, inbox_rx) = unbounded();
             threads.push(spawn(format!("shard-{index}"), move || {
@@ -243,6 +249,20 @@ impl CoreStart<'_> {
             })?);
             inboxes.push(inbox_tx);
         }
+        Ok(inboxes)
+    }
+
+    /// Two-phase commit: the shards and the coordinator, which first finishes every dtxn that
+    /// was in flight at the last stop.
+    fn two_phase_commit(self) -> Result<StartedCore, OpenError> {
+        let (answers_tx, answers_rx) = unbounded();
+        let mut threads = vec![];
+        let wiring = |index| ShardWiring {
+            index,
+            coordinator: answers_tx.clone(),
+            answers: vec![],
+        };
+        let inboxes = self.start_shards("shard", Shard::empty, wiring, &mut threads)?;
         let config = self.options.coordinator_config(self.ranges.to_vec());
         let wiring = OrdererWiring::<ShardCall>::new(inboxes.clone(), self.archive.clone(), self.watchtower.clone());
         let coordinator = Coordinator::new(config, CoordinatorState::default());
@@ -259,12 +279,8 @@ impl CoreStart<'_> {
                 });
             }
         }
-        // Bounded: when the coordinator falls behind, submitters wait here (backpressure).
-        let (submissions_tx, submissions_rx) = bounded(1024);
-        threads.push(spawn("coordinator".into(), move || {
-            host.run(submissions_rx, answers_rx);
-        })?);
-        Ok((threads, ShardInboxes::TwoPhaseCommit(inboxes), submissions_tx))
+        let submissions = serve_orderer("coordinator", host, answers_rx, &mut threads)?;
+        Ok((threads, ShardInboxes::TwoPhaseCommit(inboxes), submissions))
     }
 
     /// The atomizer shape: the shards and the atomizer, which first brings every shard up to
@@ -272,26 +288,12 @@ impl CoreStart<'_> {
     fn atomizer(self) -> Result<StartedCore, OpenError> {
         let (answers_tx, answers_rx) = unbounded();
         let mut threads = vec![];
-        let mut inboxes: Vec<Sender<UhsShardMessage>> = vec![];
-        for (index, range) in self.ranges.iter().enumerate() {
-            let wiring = UhsShardWiring {
-                index,
-                atomizer: answers_tx.clone(),
-                answers: vec![],
-            };
-            let shard = UhsShard::new(*range);
-            let host = self.recover(
-                format!("atomizer shard {index}"),
-                &format!("atomizer-shard-{index}"),
-                shard,
-                wiring,
-            )?;
-            let (inbox_tx, inbox_rx) = unbounded();
-            threads.push(spawn(format!("shard-{index}"), move || {
-                host.run(inbox_rx, crossbeam_channel::never());
-            })?);
-            inboxes.push(inbox_tx);
-        }
+        let wiring = |index| UhsShardWiring {
+            index,
+            atomizer: answers_tx.clone(),
+            answers: vec![],
+        };
+        let inboxes = self.start_shards("atomizer-shard", UhsShard::new, wiring, &mut threads)?;
         let mut config = AtomizerConfig::with_shards(self.ranges.to_vec());
         config.block_transactions_max = self.options.batch_transactions_max;
         config.queue_transactions_max = self.options.queue_transactions_max.max(config.block_transactions_max);
@@ -304,12 +306,29 @@ impl CoreStart<'_> {
                 limit_ms: RESUME_LIMIT_MS,
             });
         }
-        let (submissions_tx, submissions_rx) = bounded(1024);
-        threads.push(spawn("atomizer".into(), move || {
-            host.run(submissions_rx, answers_rx);
-        })?);
-        Ok((threads, ShardInboxes::Atomizer(inboxes), submissions_tx))
+        let submissions = serve_orderer("atomizer", host, answers_rx, &mut threads)?;
+        Ok((threads, ShardInboxes::Atomizer(inboxes), submissions))
     }
+}
+
+/// Starts the thread of the role that orders transactions; its submission channel.
+fn serve_orderer<R, W>(
+    name: &str,
+    host: EmbeddedHost<R, W>,
+    answers: Receiver<Vec<R::Input>>,
+    threads: &mut Vec<JoinHandle<()>>,
+) -> Result<Sender<SubmissionMessage>, OpenError>
+where
+    R: specie_role::Durable + Send + 'static,
+    R::Input: Send,
+    W: specie_host::Wiring<R, Call = CompactTransaction, ReplyTo = (u64, CompletionSender)> + Send + 'static,
+{
+    // Bounded: when the orderer falls behind, submitters wait here (backpressure).
+    let (submissions_tx, submissions_rx) = bounded(1024);
+    threads.push(spawn(name.into(), move || {
+        host.run(submissions_rx, answers);
+    })?);
+    Ok(submissions_tx)
 }
 
 /// Starts the thread `name` running `run`.
