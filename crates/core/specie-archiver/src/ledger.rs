@@ -7,7 +7,8 @@ use sha2::{Digest, Sha256};
 use specie_transaction::{Txid, UhsId};
 
 use crate::block::{sorted_txids, Block, BlockError, BlockHeader};
-use crate::dispute::BlockAbsence;
+use crate::dispute::{BlockAbsence, DisputeProof, Finding};
+use crate::query::LedgerEntry;
 use crate::record::Record;
 
 /// How much the ledger holds back and seals at once.
@@ -107,6 +108,27 @@ impl LedgerOfRecord {
     pub fn headers_through(&self, height: u64) -> &[BlockHeader] {
         let count = usize::try_from(height).unwrap_or(usize::MAX).min(self.headers.len());
         &self.headers[..count]
+    }
+
+    /// The dispute proof of `txid` up to `height` (the head if `None`); `None` if the height is
+    /// beyond the head. `block` reads a block of this ledger (its host keeps them), for the record
+    /// if the transaction is in one.
+    pub fn dispute<E>(
+        &self,
+        txid: Txid,
+        height: Option<u64>,
+        block: impl FnOnce(u64) -> Result<Block, E>,
+    ) -> Result<Option<DisputeProof>, E> {
+        let height = height.unwrap_or(self.height());
+        if height > self.height() {
+            return Ok(None);
+        }
+        let finding = match self.locate(&txid).filter(|at| at.height <= height) {
+            Some(located) => Finding::Included(Box::new(LedgerEntry::of(&block(located.height)?, located))),
+            None => Finding::Absent(self.absence(&txid, height).expect("in no block up to the height")),
+        };
+        let headers = self.headers_through(height).to_vec();
+        Ok(Some(DisputeProof { txid, headers, finding }))
     }
 
     /// The proof that `txid` is in no block up to `height`; `None` if it is in one.

@@ -2,7 +2,7 @@
 
 use specie_merkle::InclusionProof;
 
-use crate::block::{BlockHeader, RECORDS_DOMAIN};
+use crate::block::{Block, BlockHeader, RECORDS_DOMAIN};
 use crate::ledger::Located;
 use crate::record::Record;
 
@@ -30,6 +30,21 @@ pub struct LedgerEntry {
 }
 
 impl LedgerEntry {
+    /// The record at `located` in `block` (which must be the block at that height), with its
+    /// proof.
+    ///
+    /// # Panics
+    /// If the block has no record at that position.
+    pub fn of(block: &Block, located: Located) -> LedgerEntry {
+        let position = located.position as usize;
+        LedgerEntry {
+            located,
+            header: block.header,
+            record: block.records[position].clone(),
+            proof: block.prove(position).expect("a located record is in its block"),
+        }
+    }
+
     /// Whether the proof takes the record's leaf to the header's records root at the stated
     /// height. That the header is the ledger's at that height is checked against the chain of
     /// headers (each names the hash of the one before), which the checker gets elsewhere.

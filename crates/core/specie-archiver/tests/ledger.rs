@@ -7,8 +7,8 @@ use std::collections::{BTreeSet, HashSet};
 
 use proptest::prelude::*;
 use specie_archiver::{
-    committed, created_ids, Block, BlockError, DisputeProof, Finding, LedgerEntry, LedgerLimits, LedgerOfRecord,
-    Offered, Record, RECORDS_DOMAIN,
+    committed, created_ids, Block, BlockError, DisputeProof, LedgerLimits, LedgerOfRecord, Offered, Record,
+    RECORDS_DOMAIN,
 };
 use specie_codec::{Decode, Encode};
 use specie_transaction::{
@@ -257,22 +257,13 @@ fn a_record_must_be_its_transactions_own() {
     assert!(Record::new(records[1].transaction().clone(), other).is_err());
 }
 
-/// The dispute proof of `txid` at `height`, built as the node builds it.
+/// The dispute proof of `txid` at `height`, as the node makes it.
 fn dispute(ledger: &LedgerOfRecord, blocks: &[Block], txid: Txid, height: u64) -> DisputeProof {
-    let headers = ledger.headers_through(height).to_vec();
-    let finding = match ledger.locate(&txid).filter(|at| at.height <= height) {
-        Some(located) => {
-            let block = &blocks[located.height as usize - 1];
-            Finding::Included(Box::new(LedgerEntry {
-                located,
-                header: block.header,
-                record: block.records[located.position as usize].clone(),
-                proof: block.prove(located.position as usize).unwrap(),
-            }))
-        }
-        None => Finding::Absent(ledger.absence(&txid, height).expect("in no block up to the height")),
-    };
-    DisputeProof { txid, headers, finding }
+    let block = |h: u64| Ok::<_, ()>(blocks[h as usize - 1].clone());
+    ledger
+        .dispute(txid, Some(height), block)
+        .unwrap()
+        .expect("a height of the ledger")
 }
 
 proptest! {

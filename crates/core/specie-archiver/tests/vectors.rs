@@ -10,9 +10,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use specie_archiver::{
-    Block, BlockHeader, DisputeProof, Finding, LedgerEntry, LedgerLimits, LedgerOfRecord, Record, RECORDS_DOMAIN,
-};
+use specie_archiver::{Block, BlockHeader, DisputeProof, LedgerLimits, LedgerOfRecord, Record, RECORDS_DOMAIN};
 use specie_codec::{Decode, Encode};
 use specie_merkle::InclusionProof;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
@@ -157,24 +155,8 @@ fn vectors() -> Vec<Vector> {
 /// The dispute proof of `txid` at the last of `blocks`.
 fn dispute(blocks: &[Block], txid: Txid) -> DisputeProof {
     let ledger = LedgerOfRecord::replay(LedgerLimits::default(), blocks).unwrap();
-    let height = ledger.height();
-    let finding = match ledger.locate(&txid) {
-        Some(located) => {
-            let block = &blocks[located.height as usize - 1];
-            Finding::Included(Box::new(LedgerEntry {
-                located,
-                header: block.header,
-                record: block.records[located.position as usize].clone(),
-                proof: block.prove(located.position as usize).unwrap(),
-            }))
-        }
-        None => Finding::Absent(ledger.absence(&txid, height).unwrap()),
-    };
-    DisputeProof {
-        txid,
-        headers: ledger.headers_through(height).to_vec(),
-        finding,
-    }
+    let block = |h: u64| Ok::<_, ()>(blocks[h as usize - 1].clone());
+    ledger.dispute(txid, None, block).unwrap().expect("the head")
 }
 
 fn stored() -> &'static str {

@@ -197,16 +197,7 @@ impl Atomizer {
         if !self.leading {
             return Err(SubmitError::NotLeader);
         }
-        if tx.spent.is_empty() && tx.created.is_empty() {
-            return Err(SubmitError::Empty);
-        }
-        let limits = &self.config.transaction_limits;
-        if tx.spent.len() as u64 > limits.compact_spent_max || tx.created.len() as u64 > limits.compact_created_max {
-            return Err(SubmitError::TooLarge {
-                spent: tx.spent.len(),
-                created: tx.created.len(),
-            });
-        }
+        SubmitError::check_shape(&tx, &self.config.transaction_limits)?;
         let queued = self.admitted();
         if queued >= self.config.queue_transactions_max {
             return Err(SubmitError::Busy { queued });

@@ -87,6 +87,22 @@ pub enum SubmitError {
     TooLarge { spent: usize, created: usize },
 }
 
+impl SubmitError {
+    /// Whether `tx` may be ordered at all: it spends or creates something, within the limits.
+    pub fn check_shape(tx: &CompactTransaction, limits: &DecodeLimits) -> Result<(), SubmitError> {
+        if tx.spent.is_empty() && tx.created.is_empty() {
+            return Err(SubmitError::Empty);
+        }
+        if tx.spent.len() as u64 > limits.compact_spent_max || tx.created.len() as u64 > limits.compact_created_max {
+            return Err(SubmitError::TooLarge {
+                spent: tx.spent.len(),
+                created: tx.created.len(),
+            });
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Phase {
     Preparing,
@@ -273,16 +289,7 @@ impl Coordinator {
         let Some(leader) = self.leader.as_mut() else {
             return Err(SubmitError::NotLeader);
         };
-        if tx.spent.is_empty() && tx.created.is_empty() {
-            return Err(SubmitError::Empty);
-        }
-        let limits = &self.config.transaction_limits;
-        if tx.spent.len() as u64 > limits.compact_spent_max || tx.created.len() as u64 > limits.compact_created_max {
-            return Err(SubmitError::TooLarge {
-                spent: tx.spent.len(),
-                created: tx.created.len(),
-            });
-        }
+        SubmitError::check_shape(&tx, &self.config.transaction_limits)?;
         if leader.queue.len() >= self.config.queue_transactions_max {
             return Err(SubmitError::Busy {
                 queued: leader.queue.len(),

@@ -19,8 +19,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use specie_archiver::{
-    Block, BlockLimits, DisputeProof, Finding, LedgerEntry, LedgerHead, LedgerLimits, LedgerOfRecord, Located, Offered,
-    Record,
+    Block, BlockLimits, DisputeProof, LedgerEntry, LedgerHead, LedgerLimits, LedgerOfRecord, Located, Offered, Record,
 };
 use specie_codec::{put_vec, Decode, DecodeError, Encode};
 use specie_log::{Log, LogError, LogOptions, SyncMode};
@@ -405,44 +404,21 @@ impl Archive {
                 Some(Ok(entry)) => LedgerReply::Transaction(Some(Box::new(entry))),
                 Some(Err(error)) => LedgerReply::Failed(error.to_string()),
             },
-            LedgerRead::Dispute(txid, height) => {
-                let height = height.unwrap_or(self.ledger.height());
-                if height > self.ledger.height() {
-                    return LedgerReply::Dispute(None);
-                }
-                let finding = match self.ledger.locate(&txid).filter(|at| at.height <= height) {
-                    Some(located) => match self.entry(located) {
-                        Ok(entry) => Finding::Included(Box::new(entry)),
-                        Err(error) => return LedgerReply::Failed(error.to_string()),
-                    },
-                    None => Finding::Absent(
-                        self.ledger
-                            .absence(&txid, height)
-                            .expect("in no block up to the height"),
-                    ),
-                };
-                let headers = self.ledger.headers_through(height).to_vec();
-                LedgerReply::Dispute(Some(Box::new(DisputeProof { txid, headers, finding })))
-            }
+            LedgerRead::Dispute(txid, height) => match self.ledger.dispute(txid, height, |h| self.existing_block(h)) {
+                Ok(proof) => LedgerReply::Dispute(proof.map(Box::new)),
+                Err(error) => LedgerReply::Failed(error.to_string()),
+            },
         }
     }
 
     /// The record at `located`, with its block's header and its inclusion proof.
     fn entry(&self, located: Located) -> Result<LedgerEntry, ArchiveError> {
-        match self.block(located.height) {
-            Ok(Some(block)) => {
-                let position = located.position as usize;
-                let proof = block.prove(position).expect("located records are in their block");
-                Ok(LedgerEntry {
-                    located,
-                    header: block.header,
-                    record: block.records[position].clone(),
-                    proof,
-                })
-            }
-            Ok(None) => Err(ArchiveError::BlockMissing { height: located.height }),
-            Err(error) => Err(error),
-        }
+        Ok(LedgerEntry::of(&self.existing_block(located.height)?, located))
+    }
+
+    /// Block `height`, which the ledger has.
+    fn existing_block(&self, height: u64) -> Result<Block, ArchiveError> {
+        self.block(height)?.ok_or(ArchiveError::BlockMissing { height })
     }
 
     fn block(&self, height: u64) -> Result<Option<Block>, ArchiveError> {
