@@ -101,40 +101,7 @@ impl NodeManifest {
                     path: shown.clone(),
                     reason: e.to_string(),
                 })?;
-                if manifest.format_version != FORMAT_VERSION {
-                    let reason = format!(
-                        "format_version {} is not supported (expected {FORMAT_VERSION})",
-                        manifest.format_version
-                    );
-                    return Err(NodeManifestError::Invalid { path: shown, reason });
-                }
-                if let Some(requested) = shards.filter(|s| *s != manifest.shards) {
-                    return Err(NodeManifestError::ShardsChanged {
-                        path: shown,
-                        existing: manifest.shards,
-                        requested,
-                    });
-                }
-                if let Some(requested) = hrp.filter(|h| *h != manifest.hrp) {
-                    return Err(NodeManifestError::HrpChanged {
-                        path: shown,
-                        existing: manifest.hrp,
-                        requested: requested.to_string(),
-                    });
-                }
-                if ledger_of_record.is_some_and(|requested| requested != manifest.ledger_of_record) {
-                    return Err(NodeManifestError::LedgerChanged {
-                        path: shown,
-                        existing: manifest.ledger_of_record,
-                    });
-                }
-                if let Some(requested) = shape.filter(|s| *s != manifest.shape) {
-                    return Err(NodeManifestError::ShapeChanged {
-                        path: shown,
-                        existing: manifest.shape,
-                        requested,
-                    });
-                }
+                manifest.check_reopened(&shown, shards, hrp, ledger_of_record, shape)?;
                 manifest
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => NodeManifest {
@@ -190,6 +157,55 @@ impl NodeManifest {
             manifest.store(dir)?;
         }
         Ok(manifest)
+    }
+
+    /// Refuses to reopen a directory with choices other than those it was created with.
+    fn check_reopened(
+        &self,
+        shown: &str,
+        shards: Option<usize>,
+        hrp: Option<&str>,
+        ledger_of_record: Option<bool>,
+        shape: Option<CoreShape>,
+    ) -> Result<(), NodeManifestError> {
+        if self.format_version != FORMAT_VERSION {
+            let reason = format!(
+                "format_version {} is not supported (expected {FORMAT_VERSION})",
+                self.format_version
+            );
+            return Err(NodeManifestError::Invalid {
+                path: shown.to_string(),
+                reason,
+            });
+        }
+        if let Some(requested) = shards.filter(|s| *s != self.shards) {
+            return Err(NodeManifestError::ShardsChanged {
+                path: shown.to_string(),
+                existing: self.shards,
+                requested,
+            });
+        }
+        if let Some(requested) = hrp.filter(|h| *h != self.hrp) {
+            return Err(NodeManifestError::HrpChanged {
+                path: shown.to_string(),
+                existing: self.hrp.clone(),
+                requested: requested.to_string(),
+            });
+        }
+        if ledger_of_record.is_some_and(|requested| requested != self.ledger_of_record) {
+            return Err(NodeManifestError::LedgerChanged {
+                path: shown.to_string(),
+                existing: self.ledger_of_record,
+            });
+        }
+        if let Some(requested) = shape.filter(|s| *s != self.shape) {
+            return Err(NodeManifestError::ShapeChanged {
+                path: shown.to_string(),
+                existing: self.shape,
+                requested,
+            });
+        }
+        Ok(())
     }
 
     fn store(&self, dir: &Path) -> Result<(), NodeManifestError> {

@@ -53,6 +53,7 @@ const PURE_CRATES: &[&str] = &[
     "specie-offline-device",
     "specie-merkle",
     "specie-archiver",
+    "specie-atomizer",
     "specie-endorsement",
     "specie-auditor",
     // Not a role, but pure: the confidential payments' proofs take their randomness as an argument.
