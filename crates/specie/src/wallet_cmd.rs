@@ -13,8 +13,8 @@ use clap::{Args, Subcommand};
 use specie_transaction::{Address, SpecieTransaction, Txid};
 use specie_wallet::session::{self, ImportReport, Submitted};
 use specie_wallet::{
-    sync, Balance, CoinState, NodeClient, Outcome, PaymentString, PendingKind, Wallet, WalletError, WalletFile,
-    WalletLock,
+    sync, Balance, CoinState, ConfidentialPaymentString, NodeClient, Outcome, PaymentString, PendingKind, Wallet,
+    WalletError, WalletFile, WalletLock, CONFIDENTIAL_PAYMENT_PREFIX,
 };
 
 /// How long `send`, `mint` and `redeem` wait for the node by default, in milliseconds.
@@ -78,16 +78,69 @@ pub enum WalletCommand {
     /// The recipient cannot see the payment on the ledger (it stores only hashes): give them
     /// the printed `specie-pay1…` string; they run `specie wallet import <STRING>`. If the node
     /// refuses the payment, it is rolled back and your coins are spendable again.
+    ///
+    /// With --confidential the payment is made from this wallet's confidential notes (see
+    /// `shield`): its value is hidden from everyone but the payee and the auditors, and the
+    /// payee needs the printed `specie-cpay1…` string (`specie wallet receive <STRING>`).
     /// Exit status: 0 confirmed, 1 refused or failed, 2 not final yet (run `sync` later).
     Send {
-        /// The recipient's address (e.g. usd1q…).
-        address: String,
-        /// Amount in the currency's smallest unit (a whole number, at least 1).
-        #[arg(value_parser = clap::value_parser!(u64).range(1..))]
-        amount: u64,
+        /// The recipient's address (e.g. usd1q…), or --to.
+        #[arg(required_unless_present = "to", conflicts_with = "to")]
+        address: Option<String>,
+        /// Amount in the currency's smallest unit (a whole number, at least 1), or --amount.
+        #[arg(value_parser = clap::value_parser!(u64).range(1..), required_unless_present = "amount_option", conflicts_with = "amount_option")]
+        amount: Option<u64>,
+        /// The recipient's address.
+        #[arg(long = "to", value_name = "ADDRESS")]
+        to: Option<String>,
+        /// Amount in the currency's smallest unit.
+        #[arg(long = "amount", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        amount_option: Option<u64>,
+        /// Pay from confidential notes, hiding the value.
+        #[arg(long)]
+        confidential: bool,
+        #[command(flatten)]
+        auditors: AuditorArgs,
         /// How long to wait for the node to make the payment final, in milliseconds (max 120000).
         #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
         timeout_ms: u64,
+    },
+
+    /// Turn AMOUNT of this wallet's coins into a confidential note of its own (any excess comes
+    /// back as a coin). Its value is then hidden in a commitment, readable by the auditors.
+    Shield {
+        /// Amount in the currency's smallest unit (a whole number, at least 1).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        amount: u64,
+        #[command(flatten)]
+        auditors: AuditorArgs,
+        /// How long to wait for the node to make it final, in milliseconds (max 120000).
+        #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
+        timeout_ms: u64,
+    },
+
+    /// Turn AMOUNT of this wallet's confidential notes back into a coin (the rest stays a note).
+    Unshield {
+        /// Amount in the currency's smallest unit (a whole number, at least 1).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        amount: u64,
+        #[command(flatten)]
+        auditors: AuditorArgs,
+        /// How long to wait for the node to make it final, in milliseconds (max 120000).
+        #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
+        timeout_ms: u64,
+    },
+
+    /// Receive a confidential payment: check the payer's `specie-cpay1…` string with the node
+    /// and keep its note.
+    ///
+    /// The note is kept only if it pays this wallet and the node holds it with exactly the
+    /// value and blinding the string states; anything else is refused and nothing is added.
+    /// Receiving the same string twice adds it once. A `specie-pay1…` string is imported as
+    /// `import` does.
+    Receive {
+        /// The `specie-cpay1…` string the payer gave you.
+        payment: String,
     },
 
     /// Receive a payment: check a sender's payment string with the node and add its money.
@@ -166,6 +219,15 @@ pub enum WalletCommand {
     Offline(crate::offline_device_cmd::WalletDeviceArgs),
 }
 
+/// Who can read a confidential transaction's values.
+#[derive(Args, Debug)]
+pub struct AuditorArgs {
+    /// An auditor's key (hex), repeatable [default: the auditors the node lists in /v1/info].
+    /// The node refuses a confidential transaction that leaves one of its auditors out.
+    #[arg(long = "auditor", value_name = "HEX")]
+    pub auditors: Vec<String>,
+}
+
 /// Runs one `specie wallet` command.
 pub fn run(args: WalletArgs) -> Result<ExitCode> {
     let path = args.wallet.as_path();
@@ -180,8 +242,32 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
         WalletCommand::Send {
             address,
             amount,
+            to,
+            amount_option,
+            confidential,
+            auditors,
             timeout_ms,
-        } => send(path, node, &address, amount, timeout_ms),
+        } => {
+            // Clap requires one of each pair.
+            let address = address.or(to).unwrap_or_default();
+            let amount = amount.or(amount_option).unwrap_or_default();
+            if confidential {
+                send_confidential(path, node, &address, amount, &auditors.auditors, timeout_ms)
+            } else {
+                send(path, node, &address, amount, timeout_ms)
+            }
+        }
+        WalletCommand::Shield {
+            amount,
+            auditors,
+            timeout_ms,
+        } => shield(path, node, amount, &auditors.auditors, timeout_ms),
+        WalletCommand::Unshield {
+            amount,
+            auditors,
+            timeout_ms,
+        } => unshield(path, node, amount, &auditors.auditors, timeout_ms),
+        WalletCommand::Receive { payment } => receive(path, node, &payment),
         WalletCommand::Import { payment } => import(path, node, &payment),
         WalletCommand::Sync => sync_command(path, node),
         WalletCommand::Mint { amount, to, timeout_ms } => mint(path, node, amount, to.as_deref(), timeout_ms),
@@ -222,6 +308,24 @@ fn print_balance(wallet: &Wallet) {
     if pending_out > 0 {
         println!("pending out: {pending_out} {unit} (locked in transactions waiting for the node)");
     }
+    let confidential = wallet.confidential_balance();
+    println!("confidential spendable:   {} {unit} (in notes)", confidential.spendable);
+    if confidential.pending_in > 0 {
+        println!("confidential pending in:  {} {unit}", confidential.pending_in);
+    }
+    if confidential.pending_out > 0 {
+        println!("confidential pending out: {} {unit}", confidential.pending_out);
+    }
+}
+
+/// Tells the payer how to hand over a confidential payment. The string reveals the value to
+/// whoever reads it, so it is printed for the payer to pass on, and nowhere else.
+fn print_confidential_payment_string(payment: &ConfidentialPaymentString) {
+    let text = payment.encode();
+    println!("The payee needs this confidential payment string to receive the money; send it to them privately:");
+    println!("  {text}");
+    println!("They run:");
+    println!("  specie wallet --wallet theirs.json receive {text}");
 }
 
 /// Tells the sender how to hand over a payment, with the exact command the recipient runs.
@@ -295,6 +399,20 @@ enum Built {
         amount: u64,
         change: u64,
     },
+    Shield {
+        amount: u64,
+        change: u64,
+    },
+    ConfidentialPayment {
+        to: Address,
+        amount: u64,
+        change: u64,
+        payment_string: ConfidentialPaymentString,
+    },
+    Unshield {
+        amount: u64,
+        change: u64,
+    },
 }
 
 fn send(path: &Path, node: Option<&str>, address: &str, amount: u64, timeout_ms: u64) -> Result<ExitCode> {
@@ -345,6 +463,76 @@ fn redeem(path: &Path, node: Option<&str>, amount: u64, timeout_ms: u64) -> Resu
         change: redeemed.change,
     };
     submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
+}
+
+fn send_confidential(
+    path: &Path,
+    node: Option<&str>,
+    address: &str,
+    amount: u64,
+    auditors: &[String],
+    timeout_ms: u64,
+) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    let client = client_for(&wallet, node)?;
+    let to = wallet.parse_address(address)?;
+    let auditors = session::auditors_for(&client, auditors)?;
+    let (tx, payment) = wallet.build_confidential_payment(&to, amount, &auditors, &mut rand::thread_rng())?;
+    let built = Built::ConfidentialPayment {
+        to,
+        amount,
+        change: payment.change,
+        payment_string: payment.payment_string,
+    };
+    submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
+}
+
+fn shield(path: &Path, node: Option<&str>, amount: u64, auditors: &[String], timeout_ms: u64) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    let client = client_for(&wallet, node)?;
+    let auditors = session::auditors_for(&client, auditors)?;
+    let (tx, shielded) = wallet.build_shield(amount, &auditors, &mut rand::thread_rng())?;
+    let built = Built::Shield {
+        amount,
+        change: shielded.change,
+    };
+    submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
+}
+
+fn unshield(path: &Path, node: Option<&str>, amount: u64, auditors: &[String], timeout_ms: u64) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    let client = client_for(&wallet, node)?;
+    let auditors = session::auditors_for(&client, auditors)?;
+    let (tx, unshielded) = wallet.build_unshield(amount, &auditors, &mut rand::thread_rng())?;
+    let built = Built::Unshield {
+        amount,
+        change: unshielded.change,
+    };
+    submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
+}
+
+fn receive(path: &Path, node: Option<&str>, text: &str) -> Result<ExitCode> {
+    if !text
+        .trim()
+        .to_ascii_lowercase()
+        .starts_with(CONFIDENTIAL_PAYMENT_PREFIX)
+    {
+        return import(path, node, text);
+    }
+    let mut wallet = load(path)?;
+    let client = client_for(&wallet, node)?;
+    let unit = wallet.hrp().to_owned();
+    let received = session::receive_confidential(path, &mut wallet, &client, text)?;
+    if received.already_known {
+        println!("this note is already in this wallet: nothing added");
+    } else {
+        println!(
+            "received {} {unit} confidentially: the node holds the note, spendable now",
+            received.value
+        );
+    }
+    print_balance(&wallet);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Submits through [`session::submit`] (saved as pending first), then reports.
@@ -432,6 +620,32 @@ fn report_built(wallet: &Wallet, built: &Built, unit: &str) {
             }
             println!();
         }
+        Built::Shield { amount, change } => {
+            print!("shielded {amount} {unit} into a confidential note of this wallet");
+            if *change > 0 {
+                print!("; {change} {unit} change came back as a coin");
+            }
+            println!();
+        }
+        Built::ConfidentialPayment {
+            to,
+            amount,
+            change,
+            payment_string,
+        } => {
+            println!(
+                "sent {amount} {unit} confidentially to {}; {change} {unit} came back as a note",
+                wallet.format_address(to)
+            );
+            if wallet.owns(&to.witness_program_commitment()) {
+                println!("(that address is this wallet's own: the note is already here)");
+            } else {
+                print_confidential_payment_string(payment_string);
+            }
+        }
+        Built::Unshield { amount, change } => {
+            println!("unshielded {amount} {unit} into a coin; {change} {unit} stays in notes");
+        }
     }
     print_balance(wallet);
 }
@@ -475,6 +689,12 @@ fn describe(wallet: &Wallet, kind: &PendingKind, unit: &str) -> String {
         PendingKind::FastpayFunding { amount } => format!("funding of {amount} {unit} into a Byzantine-mode account"),
         PendingKind::FastpayRedeem { amount } => format!("{amount} {unit} back from a Byzantine-mode account"),
         PendingKind::OfflineFunding { amount } => format!("funding of {amount} {unit} into offline cash"),
+        PendingKind::Shield { amount } => format!("shielding of {amount} {unit}"),
+        PendingKind::ConfidentialPayment { to, amount } => format!(
+            "confidential payment of {amount} {unit} to {}",
+            wallet.format_address(to)
+        ),
+        PendingKind::Unshield { amount } => format!("unshielding of {amount} {unit}"),
     }
 }
 
@@ -492,6 +712,10 @@ fn sync_command(path: &Path, node: Option<&str>) -> Result<ExitCode> {
                 wallet.payment_string_for(&pending.txid),
             )
         })
+        .collect();
+    let confidential_strings: Vec<(Txid, ConfidentialPaymentString)> = wallet
+        .pending()
+        .filter_map(|pending| Some((pending.txid, wallet.confidential_payment_string_for(&pending.txid)?)))
         .collect();
     let result = sync(&mut wallet, &client);
     save(path, &wallet)?;
@@ -512,6 +736,9 @@ fn sync_command(path: &Path, node: Option<&str>) -> Result<ExitCode> {
                 if let Some(payment_string) = payment_string {
                     print_payment_string(payment_string);
                 }
+                if let Some((_, payment)) = confidential_strings.iter().find(|(pending, _)| pending == txid) {
+                    print_confidential_payment_string(payment);
+                }
             }
             Outcome::Rejected { reason, .. } => {
                 println!("refused: txid {txid} ({description}): {reason}; its coins are spendable again");
@@ -531,6 +758,12 @@ fn sync_command(path: &Path, node: Option<&str>) -> Result<ExitCode> {
         println!(
             "received: {} {unit} from imported payments is now spendable",
             report.imports_confirmed
+        );
+    }
+    for (outpoint, value) in &report.notes_vanished {
+        println!(
+            "gone: note {}:{} ({value} {unit}) is no longer at the node (spent from another copy of this wallet?)",
+            outpoint.txid, outpoint.index
         );
     }
     for (outpoint, value) in &report.coins_vanished {
@@ -563,6 +796,20 @@ fn list_coins(path: &Path) -> Result<ExitCode> {
     }
     if !any {
         println!("no coins");
+    }
+    for note in wallet.notes() {
+        let state = match note.state {
+            CoinState::Spendable => "spendable".to_owned(),
+            CoinState::PendingSpend { txid } => format!("spending in {txid}"),
+            CoinState::PendingReceive { txid } => format!("arriving from {txid}"),
+        };
+        let outpoint = note.outpoint();
+        println!(
+            "{:>12} {unit}  {}:{}  confidential note, {state}",
+            note.value(),
+            outpoint.txid,
+            outpoint.index
+        );
     }
     for pending in wallet.pending() {
         println!(

@@ -66,6 +66,31 @@ pub enum WalletError {
     )]
     NotAddressedToThisWallet { outputs: usize, addresses: usize },
 
+    #[error("{}", insufficient_notes_message(*confidential, *needed, unit))]
+    InsufficientNotes {
+        confidential: u64,
+        needed: u64,
+        unit: String,
+    },
+
+    #[error("cannot make the confidential transaction: {0}")]
+    Confidential(#[from] specie_transaction::BuildError),
+
+    #[error("{text:?} is not an auditor key (64 hex digits of a Ristretto point, as `GET /v1/info` lists them)")]
+    BadAuditor { text: String },
+
+    #[error(
+        "this confidential payment is not addressed to this wallet: its output pays none of this wallet's \
+         {addresses} addresses"
+    )]
+    ConfidentialNotOurs { addresses: usize },
+
+    #[error(
+        "the node does not hold output {txid}:{index} with the value and blinding this string states: the string \
+         was altered or names another output, or the payment is not confirmed (yet); nothing was added"
+    )]
+    NoteNotAtNode { txid: Txid, index: u64 },
+
     #[error("transaction {0} is not pending in this wallet")]
     UnknownTransaction(Txid),
 
@@ -86,6 +111,13 @@ fn insufficient_message(spendable: u64, pending_in: u64, needed: u64, unit: &str
         ));
     }
     message
+}
+
+fn insufficient_notes_message(confidential: u64, needed: u64, unit: &str) -> String {
+    format!(
+        "this wallet holds {confidential} {unit} spendable in confidential notes but this needs {needed} {unit}; \
+         `specie wallet shield` turns coins into notes, and `specie wallet sync` settles notes still pending"
+    )
 }
 
 #[cfg(test)]

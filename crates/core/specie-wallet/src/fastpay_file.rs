@@ -345,7 +345,7 @@ mod tests {
         assert!(loaded.fastpay().is_none());
         WalletFile::save(&path, &loaded).unwrap();
         let saved: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
-        assert_eq!(saved["version"], 2);
+        assert_eq!(saved["version"], WALLET_FORMAT_VERSION);
     }
 
     #[test]

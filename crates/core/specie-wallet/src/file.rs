@@ -18,21 +18,26 @@ use std::path::{Path, PathBuf};
 use secp256k1::XOnlyPublicKey;
 use serde::{Deserialize, Serialize};
 use specie_codec::{Decode, DecodeError, Encode};
-use specie_transaction::{Address, OutPoint, Output, SpecieTransaction, Txid};
+use specie_confidential::{Opening, Scalar};
+use specie_transaction::{Address, ConfidentialInput, OutPoint, Output, SpecieTransaction, Txid};
 use thiserror::Error;
 
+use crate::confidential_payment::ConfidentialPaymentString;
 use crate::exchange::ExchangeRecord;
 use crate::fastpay_file::FastpayRecord;
+use crate::notes::Note;
 use crate::wallet::{Coin, CoinState, PendingKind, PendingTx, Wallet, WalletKey};
 use crate::WalletError;
 
 /// The `format` field of every wallet file.
 pub const WALLET_FORMAT: &str = "specie-wallet";
 /// The version this code writes. 2 added Byzantine-mode accounts (`fastpay`, absent when the
-/// wallet has none) and the pending kinds `fastpay_funding` and `fastpay_redeem`.
-pub const WALLET_FORMAT_VERSION: u32 = 2;
-/// The oldest version this code reads: a version-1 file is a version-2 file without `fastpay`
-/// and without the new pending kinds, so it loads as it is (and is written back as version 2).
+/// wallet has none) and the pending kinds `fastpay_funding` and `fastpay_redeem`; 3 added
+/// confidential notes (`notes`, `sent_confidential`, absent when empty) and the pending kinds
+/// `shield`, `confidential_payment` and `unshield`.
+pub const WALLET_FORMAT_VERSION: u32 = 3;
+/// The oldest version this code reads: each version only added optional sections and pending
+/// kinds, so an older file loads as it is (with no notes) and is written back as the newest.
 pub const WALLET_FORMAT_VERSION_OLDEST: u32 = 1;
 /// A wallet file larger than this is refused before parsing (a million coins is ~400 MB of
 /// JSON; no real wallet is near this, and a damaged file must not exhaust memory).
@@ -128,6 +133,12 @@ pub enum WalletFileError {
     /// Something in the Byzantine-mode section (`fastpay`) does not decode or add up.
     #[error("fastpay: {what}: {problem}")]
     Fastpay { what: String, problem: String },
+    /// A note's opening does not decode or does not open its commitment. Names the note only:
+    /// the opening is secret.
+    #[error("note {txid}:{index} has an opening that does not decode or does not match its commitment")]
+    BadNote { txid: Txid, index: u64 },
+    #[error("the payment string kept for confidential payment {txid} does not decode")]
+    BadSentPayment { txid: Txid },
     /// Something in the exchange account's section (`exchange`) does not decode.
     #[error("exchange: {what}: {problem}")]
     Exchange { what: String, problem: String },
@@ -224,6 +235,36 @@ pub struct WalletFile {
     /// The trader's exchange account (`specie exchange …`); absent while the wallet has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exchange: Option<ExchangeRecord>,
+    /// Confidential notes (version 3); absent while the wallet has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<NoteRecord>,
+    /// The payee's string of each pending confidential payment (version 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sent_confidential: Vec<SentConfidentialRecord>,
+}
+
+/// A confidential note. The opening (`value`, `blinding`) is as secret as a key: without it the
+/// note cannot be spent, and with it anyone learns the value.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NoteRecord {
+    pub txid: String,
+    pub index: u64,
+    /// Witness program commitment of the owning key.
+    pub owner: String,
+    /// The Pedersen commitment, compressed; checked on load to be the opening's.
+    pub commitment: String,
+    pub value: u64,
+    pub blinding: String,
+    /// For reading only: the id to look up at the node.
+    pub uhs_id: String,
+    pub state: StateRecord,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SentConfidentialRecord {
+    pub txid: String,
+    /// The `specie-cpay1…` string for the payee.
+    pub payment_string: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -270,6 +311,9 @@ pub enum KindRecord {
     FastpayFunding { amount: u64 },
     FastpayRedeem { amount: u64 },
     OfflineFunding { amount: u64 },
+    Shield { amount: u64 },
+    ConfidentialPayment { to: String, amount: u64 },
+    Unshield { amount: u64 },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -374,6 +418,12 @@ impl WalletFile {
                         PendingKind::FastpayFunding { amount } => KindRecord::FastpayFunding { amount },
                         PendingKind::FastpayRedeem { amount } => KindRecord::FastpayRedeem { amount },
                         PendingKind::OfflineFunding { amount } => KindRecord::OfflineFunding { amount },
+                        PendingKind::Shield { amount } => KindRecord::Shield { amount },
+                        PendingKind::ConfidentialPayment { to, amount } => KindRecord::ConfidentialPayment {
+                            to: wallet.format_address(&to),
+                            amount,
+                        },
+                        PendingKind::Unshield { amount } => KindRecord::Unshield { amount },
                     },
                     transaction: hex::encode(pending.tx.encode()),
                     spends: pending
@@ -401,6 +451,15 @@ impl WalletFile {
             fastpay: wallet.fastpay().map(FastpayRecord::from_book),
             offline_device: wallet.offline_device().map(hex::encode),
             exchange: wallet.exchange().map(ExchangeRecord::from_account),
+            notes: wallet.notes().map(|note| NoteRecord::from_note(note, state)).collect(),
+            sent_confidential: wallet
+                .sent_confidential
+                .iter()
+                .map(|(txid, payment)| SentConfidentialRecord {
+                    txid: txid.to_string(),
+                    payment_string: payment.encode(),
+                })
+                .collect(),
         }
     }
 
@@ -430,6 +489,7 @@ impl WalletFile {
             let pending = record.to_pending(&wallet)?;
             wallet.pending.insert(pending.txid, pending);
         }
+        self.restore_notes(&mut wallet)?;
         for record in &self.coins {
             let coin = record.to_coin(&wallet)?;
             let outpoint = coin.outpoint;
@@ -441,6 +501,28 @@ impl WalletFile {
             }
         }
         Ok(wallet)
+    }
+
+    /// The notes and the strings of pending confidential payments.
+    fn restore_notes(&self, wallet: &mut Wallet) -> Result<(), WalletFileError> {
+        for record in &self.notes {
+            let note = record.to_note(wallet)?;
+            let outpoint = note.outpoint();
+            if wallet.notes.insert(outpoint, note).is_some() {
+                return Err(WalletFileError::DuplicateCoin {
+                    txid: outpoint.txid,
+                    index: outpoint.index,
+                });
+            }
+        }
+        for record in &self.sent_confidential {
+            let txid = txid_from(&record.txid, "sent confidential payment txid")?;
+            // The error names the transaction only: the string holds the payee's opening.
+            let payment = ConfidentialPaymentString::parse(&record.payment_string)
+                .map_err(|_| WalletFileError::BadSentPayment { txid })?;
+            wallet.sent_confidential.insert(txid, payment);
+        }
+        Ok(())
     }
 
     /// The issuer key and the wallet's keys, each at most once.
@@ -543,6 +625,14 @@ impl PendingRecord {
             KindRecord::FastpayFunding { amount } => PendingKind::FastpayFunding { amount: *amount },
             KindRecord::FastpayRedeem { amount } => PendingKind::FastpayRedeem { amount: *amount },
             KindRecord::OfflineFunding { amount } => PendingKind::OfflineFunding { amount: *amount },
+            KindRecord::Shield { amount } => PendingKind::Shield { amount: *amount },
+            KindRecord::ConfidentialPayment { to, amount } => PendingKind::ConfidentialPayment {
+                to: wallet
+                    .parse_address(to)
+                    .map_err(|source| WalletFileError::PendingAddress { txid, source })?,
+                amount: *amount,
+            },
+            KindRecord::Unshield { amount } => PendingKind::Unshield { amount: *amount },
         };
         Ok(PendingTx {
             txid,
@@ -607,6 +697,78 @@ impl CoinRecord {
             owner,
             state,
         })
+    }
+}
+
+impl NoteRecord {
+    fn from_note(note: &Note, state: impl Fn(CoinState) -> StateRecord) -> Self {
+        NoteRecord {
+            txid: note.input.prevout.txid.to_string(),
+            index: note.input.prevout.index,
+            owner: hex::encode(note.input.owner),
+            commitment: hex::encode(note.input.commitment),
+            value: note.opening.value,
+            blinding: hex::encode(note.opening.blinding.as_bytes()),
+            uhs_id: note.uhs_id().to_string(),
+            state: state(note.state),
+        }
+    }
+
+    /// The note, checked to open its commitment, to belong to a key of `wallet` and, if marked
+    /// as being spent, to be spent by one of `wallet`'s pending transactions.
+    fn to_note(&self, wallet: &Wallet) -> Result<Note, WalletFileError> {
+        let prevout = OutPoint {
+            txid: txid_from(&self.txid, "note txid")?,
+            index: self.index,
+        };
+        let bad = || WalletFileError::BadNote {
+            txid: prevout.txid,
+            index: prevout.index,
+        };
+        let blinding: Option<[u8; 32]> = hex::decode(&self.blinding).ok().and_then(|bytes| bytes.try_into().ok());
+        let blinding = blinding
+            .and_then(|bytes| Option::<Scalar>::from(Scalar::from_canonical_bytes(bytes)))
+            .ok_or_else(bad)?;
+        let opening = Opening {
+            value: self.value,
+            blinding,
+        };
+        let input = ConfidentialInput {
+            prevout,
+            owner: hex32(&self.owner, "note owner")?,
+            commitment: hex32(&self.commitment, "note commitment")?,
+        };
+        if opening.commitment().to_bytes() != input.commitment {
+            return Err(bad());
+        }
+        if !wallet.owns(&input.owner) {
+            return Err(WalletFileError::NotOwned {
+                txid: prevout.txid,
+                index: prevout.index,
+            });
+        }
+        let state = match &self.state {
+            StateRecord::Spendable => CoinState::Spendable,
+            StateRecord::PendingSpend { txid } => {
+                let txid = txid_from(txid, "note state txid")?;
+                let spends = wallet.pending.get(&txid).is_some_and(|pending| match &pending.tx {
+                    SpecieTransaction::Confidential(tx) => tx.confidential_inputs.contains(&input),
+                    _ => false,
+                });
+                if !spends {
+                    return Err(WalletFileError::SpentByUnknown {
+                        txid: prevout.txid,
+                        index: prevout.index,
+                        spender: txid,
+                    });
+                }
+                CoinState::PendingSpend { txid }
+            }
+            StateRecord::PendingReceive { txid } => CoinState::PendingReceive {
+                txid: txid_from(txid, "note state txid")?,
+            },
+        };
+        Ok(Note { input, opening, state })
     }
 }
 

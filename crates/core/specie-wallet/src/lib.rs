@@ -14,17 +14,21 @@
 //!   never overwrites an existing wallet on create.
 //! * [`PaymentString`] (`specie-pay1…`) carries the output preimages from sender to recipient
 //!   (§3.7: the recipient cannot discover them from the ledger).
+//! * Confidential notes ([`Note`], docs/privacy.md): shield coins into notes, pay from notes
+//!   with a [`ConfidentialPaymentString`] (`specie-cpay1…`) for the payee, unshield.
 //! * Byzantine-mode (FastPay) accounts live in the same file ([`FastpayBook`]): their keys,
 //!   the signed order not yet certified (saved before it is sent), certificates and fundings.
 //! * [`NodeClient`] speaks the node's HTTP API (`docs/api.md`); [`sync()`] resolves pending
 //!   transactions by asking which UHS ids exist, resubmitting where that is safe.
 
 mod client;
+mod confidential_payment;
 mod error;
 pub mod exchange;
 mod fastpay;
 mod fastpay_file;
 mod file;
+mod notes;
 mod offline;
 mod payment;
 pub mod replicas;
@@ -34,11 +38,16 @@ mod sync;
 mod wallet;
 
 #[cfg(test)]
+mod confidential_tests;
+#[cfg(test)]
 mod scenario_tests;
 #[cfg(test)]
 mod testkit;
 
 pub use client::{BadSubmitResult, ClientError, Ledger, NodeClient, NodeInfo, SubmitResult, SubmitStatus};
+pub use confidential_payment::{
+    ConfidentialPaymentString, ConfidentialPaymentStringError, CONFIDENTIAL_PAYMENT_CHARS, CONFIDENTIAL_PAYMENT_PREFIX,
+};
 pub use error::WalletError;
 pub use fastpay::{
     verify_certificate, FastpayAccount, FastpayBook, FastpayError, FundingRecord, SentTransfer, VerifiedTransfer,
@@ -46,6 +55,10 @@ pub use fastpay::{
 };
 pub use file::{
     write_file_atomically, FileError, WalletFile, WalletFileError, WalletLock, WALLET_FORMAT, WALLET_FORMAT_VERSION,
+};
+pub use notes::{
+    parse_auditors, receive_confidential, ConfidentialPayment, Note, ReceivedNote, Shielded, Unshielded,
+    NOTE_INPUTS_MAX,
 };
 pub use payment::{PaidOutput, PaymentString, PaymentStringError, PAYMENT_STRING_PREFIX};
 pub use select::{select_coins, Selection, SelectionError};

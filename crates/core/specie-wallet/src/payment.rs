@@ -30,7 +30,7 @@ pub const PAYMENT_STRING_PREFIX: &str = "specie-pay1";
 pub const PAYMENT_STRING_VERSION: u8 = 1;
 /// Most outputs one payment string may carry: a transaction's output limit.
 pub const PAYMENT_OUTPUTS_MAX: u64 = specie_transaction::DecodeLimits::OUTPUTS_MAX_DEFAULT;
-const CHECKSUM_BYTES: usize = 4;
+pub(crate) const CHECKSUM_BYTES: usize = 4;
 const ENTRY_BYTES: usize = 8 + 32 + 8;
 const HEADER_BYTES: usize = 1 + 32 + 8;
 /// The longest string accepted: the prefix plus hex of the largest possible payload. Checked
@@ -207,8 +207,14 @@ impl PaymentString {
 }
 
 fn checksum(payload: &[u8]) -> [u8; CHECKSUM_BYTES] {
-    let mut preimage = Vec::with_capacity(PAYMENT_STRING_PREFIX.len() + payload.len());
-    preimage.extend_from_slice(PAYMENT_STRING_PREFIX.as_bytes());
+    checksum_with(PAYMENT_STRING_PREFIX, payload)
+}
+
+/// The first bytes of SHA-256(`prefix` ‖ `payload`): the prefix is hashed in so that a string of
+/// one kind can never pass as another kind with a valid checksum.
+pub(crate) fn checksum_with(prefix: &str, payload: &[u8]) -> [u8; CHECKSUM_BYTES] {
+    let mut preimage = Vec::with_capacity(prefix.len() + payload.len());
+    preimage.extend_from_slice(prefix.as_bytes());
     preimage.extend_from_slice(payload);
     let digest = sha256(&preimage);
     let mut out = [0u8; CHECKSUM_BYTES];
@@ -216,7 +222,7 @@ fn checksum(payload: &[u8]) -> [u8; CHECKSUM_BYTES] {
     out
 }
 
-fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+pub(crate) fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     let head = text.get(..prefix.len())?;
     head.eq_ignore_ascii_case(prefix).then(|| &text[prefix.len()..])
 }

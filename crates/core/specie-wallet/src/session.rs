@@ -10,9 +10,12 @@ use std::path::Path;
 
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
 
+use specie_confidential::AuditorKey;
+
 use crate::{
-    settle, ClientError, FileError, Imported, NodeClient, Outcome, PaymentString, PaymentStringError, SubmitStatus,
-    SyncError, Wallet, WalletError, WalletFile,
+    parse_auditors, settle, ClientError, ConfidentialPaymentString, ConfidentialPaymentStringError, FileError,
+    Imported, NodeClient, Outcome, PaymentString, PaymentStringError, ReceivedNote, SubmitStatus, SyncError, Wallet,
+    WalletError, WalletFile,
 };
 
 /// Why a wallet command could not do its work.
@@ -28,6 +31,8 @@ pub enum SessionError {
     Sync(#[from] SyncError),
     #[error(transparent)]
     PaymentString(#[from] PaymentStringError),
+    #[error(transparent)]
+    ConfidentialPaymentString(#[from] ConfidentialPaymentStringError),
     /// Saving the pending transaction failed, so it was not sent.
     #[error("the transaction was not sent: {0}")]
     NotSent(#[source] FileError),
@@ -144,4 +149,30 @@ pub fn import(path: &Path, wallet: &mut Wallet, client: &NodeClient, text: &str)
     let imported = wallet.import_payment(&payment, &confirmed)?;
     WalletFile::save(path, wallet)?;
     Ok(ImportReport { imported, node_error })
+}
+
+/// The auditors a confidential transaction must be readable by: `overrides` if any were given
+/// (`--auditor`), else those the node lists in `GET /v1/info` (a node refuses a confidential
+/// transaction that leaves one of its auditors out).
+pub fn auditors_for(client: &NodeClient, overrides: &[String]) -> Result<Vec<AuditorKey>, SessionError> {
+    if !overrides.is_empty() {
+        return Ok(parse_auditors(overrides)?);
+    }
+    Ok(parse_auditors(&client.info()?.auditors)?)
+}
+
+/// Receives the confidential payment string `text` (see [`crate::receive_confidential`]) and
+/// saves the wallet if it gained a note.
+pub fn receive_confidential(
+    path: &Path,
+    wallet: &mut Wallet,
+    client: &NodeClient,
+    text: &str,
+) -> Result<ReceivedNote, SessionError> {
+    let payment = ConfidentialPaymentString::parse(text)?;
+    let received = crate::receive_confidential(wallet, client, &payment)?;
+    if !received.already_known {
+        WalletFile::save(path, wallet)?;
+    }
+    Ok(received)
 }

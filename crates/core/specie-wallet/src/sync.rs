@@ -73,12 +73,45 @@ pub struct SyncReport {
     pub imports_confirmed: u64,
     /// Spendable coins that the node no longer holds: value forgotten.
     pub coins_vanished: Vec<(OutPoint, u64)>,
+    /// Spendable confidential notes that the node no longer holds: value forgotten.
+    pub notes_vanished: Vec<(OutPoint, u64)>,
 }
 
 impl SyncReport {
     pub fn is_empty(&self) -> bool {
-        self.outcomes.is_empty() && self.imports_confirmed == 0 && self.coins_vanished.is_empty()
+        self.outcomes.is_empty()
+            && self.imports_confirmed == 0
+            && self.coins_vanished.is_empty()
+            && self.notes_vanished.is_empty()
     }
+}
+
+/// Forgets spendable notes whose UHS ids the node no longer holds (spent from another copy of
+/// this wallet); asked after the pending transactions are resolved, so that a note this
+/// wallet's own confirmed transaction spent is already gone from the list.
+fn forget_vanished_notes<L: Ledger + ?Sized>(
+    wallet: &mut Wallet,
+    ledger: &L,
+) -> Result<Vec<(OutPoint, u64)>, ClientError> {
+    let spendable: Vec<(OutPoint, UhsId, u64)> = wallet
+        .notes()
+        .filter(|note| note.state == CoinState::Spendable)
+        .map(|note| (note.outpoint(), note.uhs_id(), note.value()))
+        .collect();
+    if spendable.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<UhsId> = spendable.iter().map(|(_, id, _)| *id).collect();
+    let present = ledger.query_uhs(&ids)?;
+    let vanished: Vec<(OutPoint, u64)> = spendable
+        .iter()
+        .zip(present)
+        .filter(|(_, present)| !present)
+        .map(|((outpoint, _, value), _)| (*outpoint, *value))
+        .collect();
+    let outpoints: Vec<OutPoint> = vanished.iter().map(|(outpoint, _)| *outpoint).collect();
+    wallet.forget_notes(&outpoints);
+    Ok(vanished)
 }
 
 /// What one presence look-up says about a pending transaction.
@@ -245,6 +278,7 @@ pub fn sync<L: Ledger + ?Sized>(wallet: &mut Wallet, ledger: &L) -> Result<SyncR
     let outpoints: Vec<OutPoint> = vanished.iter().map(|(outpoint, _)| *outpoint).collect();
     wallet.forget_coins(&outpoints);
     report.coins_vanished = vanished;
+    report.notes_vanished = forget_vanished_notes(wallet, ledger)?;
 
     Ok(report)
 }

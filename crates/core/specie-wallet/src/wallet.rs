@@ -149,6 +149,19 @@ pub enum PendingKind {
     OfflineFunding {
         amount: u64,
     },
+    /// Coins turned into a confidential note of this wallet (`crate::notes`).
+    Shield {
+        amount: u64,
+    },
+    /// Notes paid confidentially to `to`.
+    ConfidentialPayment {
+        to: Address,
+        amount: u64,
+    },
+    /// Notes turned back into a transparent coin.
+    Unshield {
+        amount: u64,
+    },
 }
 
 /// A transaction this wallet built and has not seen resolved.
@@ -178,9 +191,9 @@ impl PendingTx {
     /// marker if it has one (a mint's, a funding's, a FastPay redeem's), which stays even after
     /// every output has been spent (and is a funding's only proof when it has no change).
     pub fn proof_ids(&self) -> Vec<UhsId> {
-        let mut ids: Vec<UhsId> = self.creates().iter().map(|created| created.uhs_id).collect();
-        ids.extend(self.tx.marker());
-        ids
+        // The compact form lists the outputs, then the marker; for a confidential transaction
+        // also its confidential outputs, which may be all it creates.
+        self.tx.compact().created
     }
 }
 
@@ -282,6 +295,11 @@ pub struct Wallet {
     pub(crate) offline_device: Option<Vec<u8>>,
     /// The trader's exchange account, once it has one.
     pub(crate) exchange: Option<crate::exchange::ExchangeAccount>,
+    /// Confidential outputs this wallet can spend, with their openings (`crate::notes`).
+    pub(crate) notes: BTreeMap<OutPoint, crate::notes::Note>,
+    /// The payee's string of each pending confidential payment, kept until the payment is
+    /// resolved so that `sync` can hand it over if the first answer came too late.
+    pub(crate) sent_confidential: BTreeMap<Txid, crate::confidential_payment::ConfidentialPaymentString>,
 }
 
 fn unix_now_s() -> u64 {
@@ -327,6 +345,8 @@ impl Wallet {
             fastpay: None,
             offline_device: None,
             exchange: None,
+            notes: BTreeMap::new(),
+            sent_confidential: BTreeMap::new(),
         })
     }
 
@@ -775,6 +795,7 @@ impl Wallet {
             }
             _ => true,
         });
+        self.settle_notes(txid, true, &mut settled);
         Ok(settled)
     }
 
@@ -797,6 +818,7 @@ impl Wallet {
             }
             _ => true,
         });
+        self.settle_notes(txid, false, &mut settled);
         Ok(settled)
     }
 

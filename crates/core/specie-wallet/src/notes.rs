@@ -1,0 +1,561 @@
+//! Confidential notes: outputs of confidential transactions (docs/privacy.md) that this wallet
+//! can spend. A note's value is hidden in a Pedersen commitment, so besides where the output is
+//! the wallet must keep its opening (value and blinding): without it the note cannot be spent
+//! (the proof needs it) and its value is unknown even to its owner.
+//!
+//! * [`Wallet::build_shield`]: transparent coins → one note of this wallet (change in clear).
+//! * [`Wallet::build_confidential_payment`]: notes → a note for the payee and a change note,
+//!   two in and two out whenever the wallet holds two notes, so that an observer cannot tell
+//!   payments apart by their shape. The payee needs the [`ConfidentialPaymentString`].
+//! * [`Wallet::build_unshield`]: notes → a transparent coin (and a change note, which a
+//!   confidential transaction must have, of value 0 when nothing is left).
+//! * [`receive_confidential`]: accepts a payee's note only once the node holds its UHS id,
+//!   which commits to the owner and the opening's commitment.
+//!
+//! Notes follow the coins' life cycle ([`CoinState`]): inputs are `PendingSpend` and new notes
+//! `PendingReceive` until the transaction is resolved.
+
+use std::fmt;
+
+use rand::{CryptoRng, Rng, RngCore};
+use secp256k1::Keypair;
+use specie_confidential::{AuditorKey, Opening};
+use specie_transaction::{
+    Address, ConfidentialInput, ConfidentialPlan, ConfidentialTransaction, NonceMode, OutPoint, Output,
+    SpecieTransaction, Txid, UhsId,
+};
+
+use crate::client::Ledger;
+use crate::confidential_payment::ConfidentialPaymentString;
+use crate::error::WalletError;
+use crate::select::{select_coins, SelectionError};
+use crate::sync::SyncError;
+use crate::wallet::{Balance, CoinState, PendingKind, Settled, Wallet, WalletKey};
+
+/// Notes one confidential transaction may spend: the proof's limit.
+pub const NOTE_INPUTS_MAX: usize = specie_confidential::INPUTS_MAX;
+
+/// A confidential output this wallet can spend (or will, once confirmed).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Note {
+    /// Where the output is, its owner and its commitment: what a transaction spending it names.
+    pub input: ConfidentialInput,
+    pub opening: Opening,
+    pub state: CoinState,
+}
+
+impl Note {
+    pub fn uhs_id(&self) -> UhsId {
+        self.input.uhs_id()
+    }
+
+    pub fn value(&self) -> u64 {
+        self.opening.value
+    }
+
+    pub fn outpoint(&self) -> OutPoint {
+        self.input.prevout
+    }
+}
+
+impl fmt::Debug for Note {
+    /// Leaves out the opening: wallets end up in logs and bug reports, and a note's value is
+    /// what a confidential payment hides.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Note")
+            .field("outpoint", &self.input.prevout)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A shielding built by [`Wallet::build_shield`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shielded {
+    pub txid: Txid,
+    pub amount: u64,
+    /// Transparent change back to this wallet.
+    pub change: u64,
+}
+
+/// A confidential payment built by [`Wallet::build_confidential_payment`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfidentialPayment {
+    pub txid: Txid,
+    pub to: Address,
+    pub amount: u64,
+    /// Value of the change note back to this wallet.
+    pub change: u64,
+    pub inputs: usize,
+    /// What the payee needs; hand it over once the payment is confirmed.
+    pub payment_string: ConfidentialPaymentString,
+}
+
+/// An unshielding built by [`Wallet::build_unshield`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unshielded {
+    pub txid: Txid,
+    pub amount: u64,
+    /// Value of the change note back to this wallet.
+    pub change: u64,
+}
+
+/// What [`receive_confidential`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReceivedNote {
+    pub value: u64,
+    /// The wallet already held this note: nothing was added.
+    pub already_known: bool,
+}
+
+/// Parses auditor keys given as hex (as `GET /v1/info` lists them and `--auditor` takes them).
+pub fn parse_auditors(keys: &[String]) -> Result<Vec<AuditorKey>, WalletError> {
+    keys.iter()
+        .map(|text| {
+            let bytes: Option<[u8; 32]> = hex::decode(text.trim()).ok().and_then(|bytes| bytes.try_into().ok());
+            bytes
+                .and_then(AuditorKey::from_bytes)
+                .ok_or_else(|| WalletError::BadAuditor { text: text.clone() })
+        })
+        .collect()
+}
+
+/// Checks the payee's note of `payment` against the node and keeps it: refused unless it pays
+/// one of this wallet's keys and the node holds its UHS id (which commits to the outpoint, the
+/// owner and the commitment the opening makes, so a changed value or blinding, or another
+/// output, names an id the node does not hold). Receiving a note twice adds it once.
+pub fn receive_confidential<L: Ledger + ?Sized>(
+    wallet: &mut Wallet,
+    ledger: &L,
+    payment: &ConfidentialPaymentString,
+) -> Result<ReceivedNote, SyncError> {
+    wallet.check_confidential_payment(payment)?;
+    let present = ledger.query_uhs(&[payment.uhs_id()])?;
+    Ok(wallet.accept_note(payment, present.first().copied().unwrap_or(false))?)
+}
+
+impl Wallet {
+    pub fn notes(&self) -> impl Iterator<Item = &Note> {
+        self.notes.values()
+    }
+
+    /// The notes' values by state, as [`Wallet::balance`] sums the coins.
+    pub fn confidential_balance(&self) -> Balance {
+        let mut balance = Balance::default();
+        for note in self.notes.values() {
+            let bucket = match note.state {
+                CoinState::Spendable => &mut balance.spendable,
+                CoinState::PendingSpend { .. } => &mut balance.pending_out,
+                CoinState::PendingReceive { .. } => &mut balance.pending_in,
+            };
+            *bucket = bucket.saturating_add(note.value());
+        }
+        balance
+    }
+
+    /// Builds a shielding: `amount` of this wallet's coins into one note of a fresh key of this
+    /// wallet, readable by `auditors`, any excess back as a transparent coin.
+    pub fn build_shield(
+        &mut self,
+        amount: u64,
+        auditors: &[AuditorKey],
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(SpecieTransaction, Shielded), WalletError> {
+        let spending = self.spend(amount, rng)?;
+        let note_key = WalletKey::random(rng)?;
+        let plan = ConfidentialPlan {
+            transparent_inputs: spending.inputs,
+            confidential_inputs: vec![],
+            outputs: vec![(note_key.commitment, amount)],
+            transparent_outputs: spending.change_output,
+            auditors: auditors.to_vec(),
+        };
+        let (tx, openings) = plan.prove_and_sign(&spending.owners, NonceMode::Randomized, rng)?;
+        self.add_key(note_key);
+        if let Some(key) = spending.change_key {
+            self.add_key(key);
+        }
+        let (tx, txid) = self.record_confidential(tx, &openings, PendingKind::Shield { amount });
+        let change = spending.change;
+        Ok((tx, Shielded { txid, amount, change }))
+    }
+
+    /// Builds a confidential payment of `amount` to `to` from this wallet's notes, with the
+    /// change as a note of a fresh key; the two outputs in random order, so that their position
+    /// tells nothing.
+    pub fn build_confidential_payment(
+        &mut self,
+        to: &Address,
+        amount: u64,
+        auditors: &[AuditorKey],
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(SpecieTransaction, ConfidentialPayment), WalletError> {
+        self.check_pending_room()?;
+        let (notes, total) = self.select_notes(amount)?;
+        let change_key = WalletKey::random(rng)?;
+        let payee = (to.witness_program_commitment(), amount);
+        let mut outputs = vec![payee, (change_key.commitment, total - amount)];
+        if rng.gen_bool(0.5) {
+            outputs.swap(0, 1);
+        }
+        let payee_position = if outputs[0] == payee { 0 } else { 1 };
+        let plan = ConfidentialPlan {
+            transparent_inputs: vec![],
+            confidential_inputs: notes.iter().map(|note| (note.input, note.opening)).collect(),
+            outputs,
+            transparent_outputs: vec![],
+            auditors: auditors.to_vec(),
+        };
+        let (tx, openings) = plan.prove_and_sign(&self.keypairs_for_notes(&notes)?, NonceMode::Randomized, rng)?;
+        self.add_key(change_key);
+        let created = tx.created_confidential_outputs()[payee_position];
+        let payment_string = ConfidentialPaymentString {
+            txid: created.outpoint.txid,
+            index: created.outpoint.index,
+            owner: created.owner,
+            opening: openings[payee_position],
+        };
+        let kind = PendingKind::ConfidentialPayment { to: *to, amount };
+        let (tx, txid) = self.record_confidential(tx, &openings, kind);
+        self.sent_confidential.insert(txid, payment_string);
+        let payment = ConfidentialPayment {
+            txid,
+            to: *to,
+            amount,
+            change: total - amount,
+            inputs: notes.len(),
+            payment_string,
+        };
+        Ok((tx, payment))
+    }
+
+    /// Builds an unshielding: `amount` of this wallet's notes back into a transparent coin of a
+    /// fresh key, the rest as a change note (of value 0 if nothing is left: a confidential
+    /// transaction has at least one confidential output).
+    pub fn build_unshield(
+        &mut self,
+        amount: u64,
+        auditors: &[AuditorKey],
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(SpecieTransaction, Unshielded), WalletError> {
+        self.check_pending_room()?;
+        let (notes, total) = self.select_notes(amount)?;
+        let coin_key = WalletKey::random(rng)?;
+        let change_key = WalletKey::random(rng)?;
+        let plan = ConfidentialPlan {
+            transparent_inputs: vec![],
+            confidential_inputs: notes.iter().map(|note| (note.input, note.opening)).collect(),
+            outputs: vec![(change_key.commitment, total - amount)],
+            transparent_outputs: vec![Output {
+                witness_program_commitment: coin_key.commitment,
+                value: amount,
+            }],
+            auditors: auditors.to_vec(),
+        };
+        let (tx, openings) = plan.prove_and_sign(&self.keypairs_for_notes(&notes)?, NonceMode::Randomized, rng)?;
+        self.add_key(coin_key);
+        self.add_key(change_key);
+        let (tx, txid) = self.record_confidential(tx, &openings, PendingKind::Unshield { amount });
+        let change = total - amount;
+        Ok((tx, Unshielded { txid, amount, change }))
+    }
+
+    /// Spendable notes worth at least `amount`: the fewest that cover it, then, if that is one
+    /// and the wallet holds another, the smallest other one too, so that payments keep the
+    /// common two-in shape (and small notes get merged rather than pile up).
+    fn select_notes(&self, amount: u64) -> Result<(Vec<Note>, u64), WalletError> {
+        if amount == 0 {
+            return Err(WalletError::ZeroAmount);
+        }
+        let candidates: Vec<Note> = self
+            .notes
+            .values()
+            .filter(|note| note.state == CoinState::Spendable && note.value() > 0)
+            .copied()
+            .collect();
+        let values: Vec<u64> = candidates.iter().map(Note::value).collect();
+        let unit = self.hrp.clone();
+        let selection = select_coins(&values, amount, NOTE_INPUTS_MAX).map_err(|error| match error {
+            SelectionError::Insufficient { .. } => WalletError::InsufficientNotes {
+                confidential: self.confidential_balance().spendable,
+                needed: amount,
+                unit,
+            },
+            SelectionError::TooManyInputs {
+                needed,
+                inputs_needed,
+                inputs_max,
+            } => WalletError::TooManyInputs {
+                needed,
+                inputs_needed,
+                inputs_max,
+                unit,
+            },
+            SelectionError::ValueOverflow { needed } => WalletError::ValueOverflow { needed, unit },
+        })?;
+        let mut chosen = selection.chosen;
+        let mut total = selection.total;
+        if chosen.len() == 1 {
+            let other = (0..candidates.len())
+                .filter(|index| !chosen.contains(index))
+                .min_by_key(|&index| values[index]);
+            if let Some(index) = other.filter(|&index| total.checked_add(values[index]).is_some()) {
+                chosen.push(index);
+                total += values[index];
+            }
+        }
+        Ok((chosen.iter().map(|&index| candidates[index]).collect(), total))
+    }
+
+    fn keypairs_for_notes(&self, notes: &[Note]) -> Result<Vec<Keypair>, WalletError> {
+        notes
+            .iter()
+            .enumerate()
+            .map(|(index, note)| {
+                self.key_by_commitment
+                    .get(&note.input.owner)
+                    .map(|&key| self.keys[key].keypair)
+                    .ok_or(WalletError::Sign(specie_transaction::SignError::KeyMismatch { index }))
+            })
+            .collect()
+    }
+
+    /// Records a built confidential transaction: its notes become `PendingSpend`, its
+    /// confidential outputs that pay this wallet new `PendingReceive` notes (value-0 change
+    /// is not kept: it can pay nothing), and its transparent side is recorded as for any
+    /// transaction.
+    fn record_confidential(
+        &mut self,
+        tx: ConfidentialTransaction,
+        openings: &[Opening],
+        kind: PendingKind,
+    ) -> (SpecieTransaction, Txid) {
+        let txid = tx.txid();
+        for input in &tx.confidential_inputs {
+            if let Some(note) = self.notes.get_mut(&input.prevout) {
+                debug_assert_eq!(note.state, CoinState::Spendable, "only spendable notes are selected");
+                note.state = CoinState::PendingSpend { txid };
+            }
+        }
+        for (created, opening) in tx.created_confidential_outputs().iter().zip(openings) {
+            if self.owns(&created.owner) && opening.value > 0 {
+                let note = Note {
+                    input: created.to_input(),
+                    opening: *opening,
+                    state: CoinState::PendingReceive { txid },
+                };
+                self.notes.insert(created.outpoint, note);
+            }
+        }
+        let tx = SpecieTransaction::from(tx);
+        self.record(tx.clone(), kind);
+        (tx, txid)
+    }
+
+    /// Applies the fate of `txid` to the notes, as `on_confirmed` and `on_rejected` do to the
+    /// coins; the payee's string is no longer needed once the transaction is resolved.
+    pub(crate) fn settle_notes(&mut self, txid: &Txid, confirmed: bool, settled: &mut Settled) {
+        self.sent_confidential.remove(txid);
+        self.notes.retain(|_, note| match note.state {
+            CoinState::PendingSpend { txid: spender } if spender == *txid => {
+                if confirmed {
+                    settled.spent = settled.spent.saturating_add(note.value());
+                    return false;
+                }
+                note.state = CoinState::Spendable;
+                settled.released = settled.released.saturating_add(note.value());
+                true
+            }
+            CoinState::PendingReceive { txid: creator } if creator == *txid => {
+                if confirmed {
+                    note.state = CoinState::Spendable;
+                    settled.received = settled.received.saturating_add(note.value());
+                    return true;
+                }
+                settled.dropped = settled.dropped.saturating_add(note.value());
+                false
+            }
+            _ => true,
+        });
+    }
+
+    /// The payee's string of pending confidential payment `txid`, for the CLI to hand over
+    /// once `sync` learns the payment was confirmed.
+    pub fn confidential_payment_string_for(&self, txid: &Txid) -> Option<ConfidentialPaymentString> {
+        self.sent_confidential.get(txid).copied()
+    }
+
+    /// Refuses a payment whose output pays none of this wallet's keys.
+    pub fn check_confidential_payment(&self, payment: &ConfidentialPaymentString) -> Result<(), WalletError> {
+        if !self.owns(&payment.owner) {
+            return Err(WalletError::ConfidentialNotOurs {
+                addresses: self.keys.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Keeps the note of `payment` as spendable, if `present_at_node` (the caller asked the node
+    /// for its UHS id); a note already held is not added twice.
+    pub fn accept_note(
+        &mut self,
+        payment: &ConfidentialPaymentString,
+        present_at_node: bool,
+    ) -> Result<ReceivedNote, WalletError> {
+        self.check_confidential_payment(payment)?;
+        let value = payment.opening.value;
+        if self.notes.contains_key(&payment.outpoint()) {
+            return Ok(ReceivedNote {
+                value,
+                already_known: true,
+            });
+        }
+        if !present_at_node {
+            return Err(WalletError::NoteNotAtNode {
+                txid: payment.txid,
+                index: payment.index,
+            });
+        }
+        let note = Note {
+            input: payment.to_input(),
+            opening: payment.opening,
+            state: CoinState::Spendable,
+        };
+        self.notes.insert(payment.outpoint(), note);
+        Ok(ReceivedNote {
+            value,
+            already_known: false,
+        })
+    }
+
+    /// Removes spendable notes the node no longer holds (spent from another copy of this
+    /// wallet). Returns the value removed.
+    pub fn forget_notes(&mut self, outpoints: &[OutPoint]) -> u64 {
+        let mut removed = 0u64;
+        for outpoint in outpoints {
+            if self
+                .notes
+                .get(outpoint)
+                .is_some_and(|note| note.state == CoinState::Spendable)
+            {
+                removed = removed.saturating_add(self.notes.remove(outpoint).map_or(0, |note| note.value()));
+            }
+        }
+        removed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{check_valid, funded_wallet, rng, MemoryLedger};
+    use crate::{Ledger, SubmitStatus, WalletFile};
+
+    fn confirm(wallet: &mut Wallet, ledger: &MemoryLedger, tx: &SpecieTransaction) {
+        let status = ledger.submit(std::slice::from_ref(tx), 1000).unwrap().remove(0).status;
+        assert_eq!(status, SubmitStatus::Confirmed);
+        wallet.on_confirmed(&tx.txid()).unwrap();
+    }
+
+    /// The ledger holds the coins `funded_wallet` made up, as if they had been confirmed.
+    fn ledger_for(wallet: &Wallet) -> MemoryLedger {
+        let ledger = MemoryLedger::new(vec![]);
+        ledger.uhs.borrow_mut().extend(wallet.coins().map(|coin| coin.uhs_id()));
+        ledger
+    }
+
+    #[test]
+    fn a_rejected_payment_releases_its_notes_and_drops_its_change() {
+        let mut rng = rng(60);
+        let mut alice = funded_wallet(&[500], &mut rng);
+        let ledger = ledger_for(&alice);
+        let (shield, _) = alice.build_shield(300, &[], &mut rng).unwrap();
+        check_valid(&shield, &[]).unwrap();
+        confirm(&mut alice, &ledger, &shield);
+        let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+        let (_, payment) = alice.build_confidential_payment(&to, 120, &[], &mut rng).unwrap();
+        let hidden = alice.confidential_balance();
+        assert_eq!((hidden.spendable, hidden.pending_in, hidden.pending_out), (0, 180, 300));
+        assert!(alice.confidential_payment_string_for(&payment.txid).is_some());
+        let settled = alice.on_rejected(&payment.txid).unwrap();
+        assert_eq!((settled.released, settled.dropped), (300, 180));
+        assert_eq!(alice.confidential_balance().spendable, 300);
+        assert!(alice.confidential_payment_string_for(&payment.txid).is_none());
+        assert!(matches!(
+            alice.build_confidential_payment(&to, 301, &[], &mut rng),
+            Err(WalletError::InsufficientNotes {
+                confidential: 300,
+                needed: 301,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn two_notes_pay_in_the_two_in_two_out_shape() {
+        let mut rng = rng(61);
+        let mut alice = funded_wallet(&[100, 200], &mut rng);
+        let ledger = ledger_for(&alice);
+        for amount in [100, 200] {
+            let (shield, _) = alice.build_shield(amount, &[], &mut rng).unwrap();
+            confirm(&mut alice, &ledger, &shield);
+        }
+        let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+        let (tx, payment) = alice.build_confidential_payment(&to, 150, &[], &mut rng).unwrap();
+        check_valid(&tx, &[]).unwrap();
+        let SpecieTransaction::Confidential(confidential) = &tx else {
+            panic!("a confidential payment is a confidential transaction")
+        };
+        assert_eq!(
+            (confidential.confidential_inputs.len(), confidential.owners.len()),
+            (2, 2)
+        );
+        assert_eq!((payment.inputs, payment.change), (2, 150));
+        confirm(&mut alice, &ledger, &tx);
+        assert!(ledger.uhs.borrow().contains(&payment.payment_string.uhs_id()));
+    }
+
+    #[test]
+    fn notes_survive_the_file_and_an_old_file_loads_with_none() {
+        let mut rng = rng(62);
+        let mut alice = funded_wallet(&[500], &mut rng);
+        let ledger = ledger_for(&alice);
+        let (shield, _) = alice.build_shield(300, &[], &mut rng).unwrap();
+        confirm(&mut alice, &ledger, &shield);
+        let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+        let (_, payment) = alice.build_confidential_payment(&to, 100, &[], &mut rng).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("alice.json");
+        WalletFile::create(&path, &alice).unwrap();
+        let loaded = WalletFile::load(&path).unwrap();
+        assert_eq!(loaded.notes().collect::<Vec<_>>(), alice.notes().collect::<Vec<_>>());
+        assert_eq!(
+            loaded.confidential_payment_string_for(&payment.txid),
+            Some(payment.payment_string)
+        );
+        // A version-2 file has neither section.
+        let mut old = serde_json::to_value(WalletFile::from_wallet(&funded_wallet(&[7], &mut rng))).unwrap();
+        old["version"] = 2.into();
+        assert!(old.get("notes").is_none());
+        std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
+        let loaded = WalletFile::load(&path).unwrap();
+        assert_eq!((loaded.balance().spendable, loaded.notes().count()), (7, 0));
+    }
+
+    #[test]
+    fn a_note_that_does_not_open_its_commitment_is_refused_without_its_secret() {
+        let mut rng = rng(63);
+        let mut alice = funded_wallet(&[500], &mut rng);
+        let ledger = ledger_for(&alice);
+        let (shield, _) = alice.build_shield(300, &[], &mut rng).unwrap();
+        confirm(&mut alice, &ledger, &shield);
+        let mut document = serde_json::to_value(WalletFile::from_wallet(&alice)).unwrap();
+        let blinding = document["notes"][0]["blinding"].as_str().unwrap().to_owned();
+        document["notes"][0]["value"] = 301.into();
+        let file: WalletFile = serde_json::from_value(document).unwrap();
+        let error = file.into_wallet().unwrap_err().to_string();
+        assert!(error.contains("does not match its commitment"), "{error}");
+        assert!(!error.contains(&blinding) && !error.contains("301"), "{error}");
+        assert!(!format!("{alice:?}").contains(&blinding), "Debug hides openings");
+    }
+}
