@@ -712,8 +712,8 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
     println!(
         "specie demo --privacy: {} users, {} rounds, embedded core ({}) with the ledger of record, threshold endorsement and one auditor, in {:.1} s",
         args.users,
-        args.shape,
         args.rounds,
+        args.shape,
         elapsed.as_secs_f64()
     );
     println!(
