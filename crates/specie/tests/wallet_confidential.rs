@@ -23,7 +23,7 @@ fn balance(wallet: &Path, label: &str) -> u64 {
 
 /// The last line of `text` that starts with `prefix`.
 fn line_starting(text: &str, prefix: &str) -> String {
-    let found = text.lines().map(str::trim).filter(|l| l.starts_with(prefix)).last();
+    let found = text.lines().map(str::trim).rfind(|l| l.starts_with(prefix));
     found.unwrap_or_else(|| panic!("no {prefix}… in {text}")).to_string()
 }
 
