@@ -198,7 +198,7 @@ impl AtomizerState {
     }
 
     fn insert(&mut self, block: AtomizerBlock) -> Result<(), AtomizerInvariantViolation> {
-        if block.height != self.height + 1 {
+        if self.height.checked_add(1) != Some(block.height) {
             return Err(AtomizerInvariantViolation::OutOfOrder {
                 height: self.height,
                 found: block.height,
@@ -273,6 +273,14 @@ impl AtomizerState {
         let mut reader = Reader::new(bytes);
         reader.read_version("atomizer snapshot", SNAPSHOT_VERSION)?;
         let height = reader.read_u64("atomizer height")?;
+        if height == u64::MAX {
+            // No block could follow it (found by fuzzing: the next height overflowed).
+            return Err(DecodeError::NonCanonical {
+                what: "atomizer height",
+                reason: "the last height leaves no room for a next block",
+            }
+            .into());
+        }
         let window_blocks = reader.read_u64("window blocks")?;
         if !(2..=limits.window_blocks_max).contains(&window_blocks) {
             return Err(DecodeError::CountTooLarge {
@@ -362,6 +370,26 @@ mod tests {
             state.insert(block(2, vec![tx(3, &[8], &[10])])),
             Err(AtomizerInvariantViolation::CreatedTwice { id: UhsId([10; 32]) })
         );
+    }
+
+    /// Found by fuzzing (`atomizer_decoders`): a snapshot whose window reaches the last height
+    /// overflowed on the block after it, instead of being refused.
+    #[test]
+    fn a_snapshot_at_the_last_height_is_refused() {
+        let mut bytes = AtomizerState::new(4).encode_snapshot();
+        bytes[1..9].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(AtomizerState::decode_snapshot(&bytes, &AtomizerLimits::default()).is_err());
+        let crash = "01fffffff70100000000010000000000000600000000000000ffffffffffffffff00000000000000000000000004000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000002000000000000000000";
+        let crash: Vec<u8> = (0..crash.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&crash[i..i + 2], 16).unwrap())
+            .collect();
+        let fuzzed = AtomizerLimits {
+            block_transactions_max: 64,
+            shard_block_ids_max: 256,
+            ..AtomizerLimits::default()
+        };
+        assert!(AtomizerState::decode_snapshot(&crash, &fuzzed).is_err());
     }
 
     #[test]
