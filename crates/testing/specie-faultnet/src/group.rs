@@ -14,8 +14,9 @@ use tokio::sync::mpsc;
 use crate::FaultNetwork;
 
 type Calls<C, T> = mpsc::Sender<Vec<(C, Slot<T>)>>;
-/// A running replica and where its callers send.
-type Member<R, C, T> = (Arc<Replica<RoleMachine<R>>>, Calls<C, T>);
+type Inputs<I> = mpsc::Sender<Vec<I>>;
+/// A running replica, where its callers send, and where its peers send.
+type Member<R, C, T, I> = (Arc<Replica<RoleMachine<R>>>, Calls<C, T>, Inputs<I>);
 
 /// A Raft group of one role.
 pub struct RoleGroup<R, W>
@@ -24,7 +25,7 @@ where
     W: Wiring<R, ReplyTo = Slot<R::Reply>>,
 {
     network: FaultNetwork,
-    replicas: BTreeMap<NodeId, Member<R, W::Call, R::Reply>>,
+    replicas: BTreeMap<NodeId, Member<R, W::Call, R::Reply, R::Input>>,
     _dir: tempfile::TempDir,
 }
 
@@ -63,10 +64,10 @@ where
             network.register(id, replica.rpc_handler());
             let replica = Arc::new(replica);
             let (calls, calls_rx) = mpsc::channel(64);
-            let (_no_inputs, inputs_rx) = mpsc::channel(1);
+            let (inputs, inputs_rx) = mpsc::channel(64);
             let host = ReplicatedHost::new(format!("{name}/replica-{id}"), replica.clone(), wiring());
             tokio::spawn(host.run(calls_rx, inputs_rx));
-            started.insert(id, (replica, calls));
+            started.insert(id, (replica, calls, inputs));
         }
         RoleGroup {
             network,
@@ -82,7 +83,7 @@ where
             let leaders: Vec<NodeId> = self
                 .replicas
                 .iter()
-                .filter(|(_, (replica, _))| replica.is_leader())
+                .filter(|(_, (replica, ..))| replica.is_leader())
                 .map(|(id, _)| *id)
                 .collect();
             if let [leader] = leaders[..] {
@@ -111,10 +112,27 @@ where
         }
     }
 
+    /// Hands peers' messages to whichever replica leads now, as a network would: lost if none
+    /// does.
+    pub async fn input(&self, inputs: Vec<R::Input>) {
+        let leader = self.replicas.values().find(|(replica, ..)| replica.is_leader());
+        if let Some((_, _, to)) = leader {
+            let _ = to.send(inputs).await;
+        }
+    }
+
+    /// Reads every running replica's role, in replica order.
+    pub fn read_roles<T>(&self, read: impl Fn(&R) -> T) -> Vec<T> {
+        self.replicas
+            .values()
+            .map(|(replica, ..)| replica.with_state(|machine| read(machine.role())))
+            .collect()
+    }
+
     /// Crashes replica `id`: cut off and dropped with whatever it had in flight.
     pub async fn crash(&mut self, id: NodeId) {
         self.network.unregister(id);
-        let (replica, _calls) = self.replicas.remove(&id).expect("a running replica");
+        let (replica, ..) = self.replicas.remove(&id).expect("a running replica");
         replica.shutdown().await;
     }
 }
