@@ -14,9 +14,13 @@ use tokio::sync::mpsc;
 use crate::FaultNetwork;
 
 type Calls<C, T> = mpsc::Sender<Vec<(C, Slot<T>)>>;
-type Inputs<I> = mpsc::Sender<Vec<I>>;
+
 /// A running replica, where its callers send, and where its peers send.
-type Member<R, C, T, I> = (Arc<Replica<RoleMachine<R>>>, Calls<C, T>, Inputs<I>);
+struct Member<R: Durable, C, T> {
+    replica: Arc<Replica<RoleMachine<R>>>,
+    calls: Calls<C, T>,
+    inputs: mpsc::Sender<Vec<R::Input>>,
+}
 
 /// A Raft group of one role.
 pub struct RoleGroup<R, W>
@@ -25,7 +29,7 @@ where
     W: Wiring<R, ReplyTo = Slot<R::Reply>>,
 {
     network: FaultNetwork,
-    replicas: BTreeMap<NodeId, Member<R, W::Call, R::Reply, R::Input>>,
+    replicas: BTreeMap<NodeId, Member<R, W::Call, R::Reply>>,
     _dir: tempfile::TempDir,
 }
 
@@ -67,7 +71,7 @@ where
             let (inputs, inputs_rx) = mpsc::channel(64);
             let host = ReplicatedHost::new(format!("{name}/replica-{id}"), replica.clone(), wiring());
             tokio::spawn(host.run(calls_rx, inputs_rx));
-            started.insert(id, (replica, calls, inputs));
+            started.insert(id, Member { replica, calls, inputs });
         }
         RoleGroup {
             network,
@@ -83,7 +87,7 @@ where
             let leaders: Vec<NodeId> = self
                 .replicas
                 .iter()
-                .filter(|(_, (replica, ..))| replica.is_leader())
+                .filter(|(_, member)| member.replica.is_leader())
                 .map(|(id, _)| *id)
                 .collect();
             if let [leader] = leaders[..] {
@@ -100,7 +104,7 @@ where
         loop {
             let leader = self.leader().await;
             let (mut slots, answer) = Gather::slots(1);
-            let calls = &self.replicas[&leader].1;
+            let calls = &self.replicas[&leader].calls;
             if calls.send(vec![(make(), slots.remove(0))]).await.is_ok() {
                 match answer.replies().await {
                     Ok(mut replies) => return replies.remove(0),
@@ -115,9 +119,9 @@ where
     /// Hands peers' messages to whichever replica leads now, as a network would: lost if none
     /// does.
     pub async fn input(&self, inputs: Vec<R::Input>) {
-        let leader = self.replicas.values().find(|(replica, ..)| replica.is_leader());
-        if let Some((_, _, to)) = leader {
-            let _ = to.send(inputs).await;
+        let leader = self.replicas.values().find(|member| member.replica.is_leader());
+        if let Some(member) = leader {
+            let _ = member.inputs.send(inputs).await;
         }
     }
 
@@ -125,14 +129,14 @@ where
     pub fn read_roles<T>(&self, read: impl Fn(&R) -> T) -> Vec<T> {
         self.replicas
             .values()
-            .map(|(replica, ..)| replica.with_state(|machine| read(machine.role())))
+            .map(|member| member.replica.with_state(|machine| read(machine.role())))
             .collect()
     }
 
     /// Crashes replica `id`: cut off and dropped with whatever it had in flight.
     pub async fn crash(&mut self, id: NodeId) {
         self.network.unregister(id);
-        let (replica, ..) = self.replicas.remove(&id).expect("a running replica");
-        replica.shutdown().await;
+        let member = self.replicas.remove(&id).expect("a running replica");
+        member.replica.shutdown().await;
     }
 }
