@@ -78,6 +78,9 @@ struct Totals {
     exchange_trades: u64,
     atomizer_blocks: u64,
     atomizer_confirmed: u64,
+    endorsed: u64,
+    forgeries_refused: u64,
+    ledger_reconciled: u64,
 }
 
 pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
@@ -96,7 +99,7 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
     }
     let t = &totals;
     println!(
-        "{} seeds passed in {:.1} s: {} steps, {} transactions confirmed (2PC), {} commands acknowledged (Raft), {} transactions confirmed (cluster), {} payments settled (Byzantine mode), {} offline payments, {} direct exchanges ({} completed, {} with change, {} cut, {} with a side vanished, {} refused), {} exchange blocks ({} offers traded), {} atomizer blocks ({} transactions confirmed), {} elections, {} crashes injected",
+        "{} seeds passed in {:.1} s: {} steps, {} transactions confirmed (2PC), {} commands acknowledged (Raft), {} transactions confirmed (cluster), {} payments settled (Byzantine mode), {} offline payments, {} direct exchanges ({} completed, {} with change, {} cut, {} with a side vanished, {} refused), {} exchange blocks ({} offers traded), {} atomizer blocks ({} transactions confirmed), {} transactions endorsed and {} forgeries refused (threshold endorsement), {} written-ahead records reconciled (ledger of record), {} elections, {} crashes injected",
         seeds.len(),
         started.elapsed().as_secs_f64(),
         t.steps,
@@ -115,6 +118,9 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
         t.exchange_trades,
         t.atomizer_blocks,
         t.atomizer_confirmed,
+        t.endorsed,
+        t.forgeries_refused,
+        t.ledger_reconciled,
         t.elections,
         t.crashes
     );
@@ -316,6 +322,9 @@ fn privacy_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
     let options = PrivacyOptions::from_seed(seed);
     let r = run_privacy(options.clone())?;
     totals.crashes += r.crashes;
+    totals.endorsed += r.endorsed;
+    totals.forgeries_refused += r.forged_refused;
+    totals.ledger_reconciled += r.reconciled;
     Ok(format!(
         "privacy: {}-of-{} endorsers ({} compromised), {} endorsed, {} forgeries refused, {} failed and submitted again once healed, {} endorser restarts; ledger of record: {} committed, {} refused, {} lost in a crash, {} blocks, {} crashes, {} records reconciled by the UHS, {}",
         options.threshold,
