@@ -10,6 +10,7 @@ use specie_archiver::{Block, BlockLimits, DisputeProof};
 use specie_auditor::{Audited, PassiveAuditor};
 use specie_codec::Decode;
 use specie_confidential::AuditorSecret;
+use specie_endorsement::GroupKey;
 use specie_transaction::Txid;
 use specie_wallet::NodeClient;
 
@@ -37,8 +38,10 @@ enum AuditCommand {
     /// Read the node's ledger of record from genesis as a passive auditor: every transaction,
     /// with its payers and payees and the values this auditor can read (all transparent values,
     /// and the confidential values of its jurisdiction), flagging any payment over the
-    /// threshold. The node is not trusted: the blocks must chain and every confidential proof
-    /// is verified again. Exits 1 if one fails.
+    /// threshold. The node is not trusted: the blocks must chain, every confidential proof is
+    /// verified again, and, if the node has an endorsement group (or --group-key is given),
+    /// every record's threshold endorsement is verified under the group key. Exits 1 if one
+    /// fails.
     Show {
         /// The node's API.
         #[arg(long, default_value = "http://127.0.0.1:8470")]
@@ -55,6 +58,11 @@ enum AuditCommand {
         /// One JSON object per transaction, then a summary object.
         #[arg(long)]
         json: bool,
+        /// The endorsement group key (x-only, hex) every record must carry an endorsement under
+        /// (exit 1 if one does not). Default: the node's own (`/v1/info`), if it has a group;
+        /// give it to trust the node for less.
+        #[arg(long)]
+        group_key: Option<String>,
     },
     /// Dispute resolution: fetch from the node the proof that a transaction is, or is not, in
     /// its ledger of record up to a height, and check it here without trusting the node (the
@@ -102,7 +110,16 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             flag_over,
             flagged_only,
             json,
-        } => show(&node, &key, flag_over, flagged_only, json),
+            group_key,
+        } => {
+            let options = ShowOptions {
+                flag_over,
+                flagged_only,
+                json,
+                group_key,
+            };
+            show(&node, &key, &options)
+        }
         AuditCommand::Prove {
             node,
             txid,
@@ -209,10 +226,44 @@ struct Summary {
     flagged: u64,
     minted: u64,
     taken_out: u64,
+    /// Records whose threshold endorsement verifies under the group key, and those without one
+    /// that does (when a group key is known).
+    endorsed: u64,
+    unendorsed: u64,
 }
 
-fn show(node: &str, key: &Path, flag_over: u64, flagged_only: bool, json: bool) -> anyhow::Result<ExitCode> {
+struct ShowOptions {
+    flag_over: u64,
+    flagged_only: bool,
+    json: bool,
+    group_key: Option<String>,
+}
+
+/// The endorsement group key records are checked against: the one given, or the node's.
+fn group_key(client: &NodeClient, given: Option<&str>) -> anyhow::Result<Option<GroupKey>> {
+    let hex = match given {
+        Some(given) => Some(given.to_string()),
+        None => client.info()?.endorsement_group_key,
+    };
+    hex.map(|hex| Ok(GroupKey(parse_hash(&hex, "the endorsement group key")?)))
+        .transpose()
+}
+
+/// Counts `block`'s records endorsed under `key`, and those not.
+fn check_endorsements(block: &Block, key: &GroupKey, summary: &mut Summary) {
+    for record in &block.records {
+        let digest = record.compact().attestation_message();
+        match record.endorsement().map(|endorsement| endorsement.verify(key, &digest)) {
+            Some(Ok(())) => summary.endorsed += 1,
+            _ => summary.unendorsed += 1,
+        }
+    }
+}
+
+fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCode> {
+    let (flag_over, flagged_only, json) = (options.flag_over, options.flagged_only, options.json);
     let client = NodeClient::new(node)?;
+    let group_key = group_key(&client, options.group_key.as_deref())?;
     let mut auditor = PassiveAuditor::new(read_secret(key)?, flag_over);
     let height = client.ledger_height()?;
     let limits = BlockLimits::default();
@@ -232,6 +283,9 @@ fn show(node: &str, key: &Path, flag_over: u64, flagged_only: bool, json: bool) 
             "block {h}'s header does not commit to its records"
         );
         summary.invalid_proofs += invalid_proofs(&block);
+        if let Some(key) = &group_key {
+            check_endorsements(&block, key, &mut summary);
+        }
         previous = block.header.hash();
         for audited in auditor.read(&block)? {
             summary.transactions += 1;
@@ -246,7 +300,7 @@ fn show(node: &str, key: &Path, flag_over: u64, flagged_only: bool, json: bool) 
         }
     }
     print_summary(&summary, height, json);
-    Ok(if summary.invalid_proofs == 0 {
+    Ok(if summary.invalid_proofs == 0 && summary.unendorsed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -342,6 +396,8 @@ fn print_summary(summary: &Summary, height: u64, json: bool) {
                 "invalid_proofs": summary.invalid_proofs,
                 "minted_in_clear": summary.minted,
                 "taken_out_in_clear": summary.taken_out,
+                "endorsed": summary.endorsed,
+                "unendorsed": summary.unendorsed,
             }
         });
         println!("{line}");
@@ -349,7 +405,7 @@ fn print_summary(summary: &Summary, height: u64, json: bool) {
     }
     println!(
         "{} blocks, {} transactions ({} confidential, {} with values of another jurisdiction, {} with invalid proofs), \
-         {} flagged; {} came in and {} went out in clear",
+         {} flagged; {} came in and {} went out in clear; {} records endorsed under the group key, {} not",
         height,
         summary.transactions,
         summary.confidential,
@@ -357,6 +413,8 @@ fn print_summary(summary: &Summary, height: u64, json: bool) {
         summary.invalid_proofs,
         summary.flagged,
         summary.minted,
-        summary.taken_out
+        summary.taken_out,
+        summary.endorsed,
+        summary.unendorsed
     );
 }

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use specie_api::HttpLimits;
+use specie_node::endorsement::EndorsementOptions;
 use specie_node::{CoreShape, NodeOptions};
 
 /// How the core orders transactions (docs/architecture.md, "Two shapes of the core").
@@ -71,6 +72,17 @@ pub struct NodeArgs {
     /// dropped later.
     #[arg(long)]
     pub no_ledger_of_record: bool,
+    /// Threshold endorsement: every transaction is validated and endorsed by K of N endorsers
+    /// (FROST; docs/privacy.md) before the core takes it, and the ledger of record keeps each
+    /// endorsement, which `specie audit show` verifies. Given as `K-of-N`, e.g. `3-of-4`. The
+    /// endorsers are threads of this process: the protocol runs for real, but they add no
+    /// security until they run apart (not built yet). Given at every start.
+    #[arg(long, value_name = "K-of-N", value_parser = parse_threshold)]
+    pub endorsement: Option<(u16, u16)>,
+    /// (--endorsement) Seed of the dealt key shares: the same seed gives the same group key
+    /// after a restart, so the ledger's endorsements keep verifying.
+    #[arg(long, default_value_t = 0, requires = "endorsement")]
+    pub endorsement_seed: u64,
     /// How the core orders transactions. Only for a new data directory (node.toml keeps it):
     /// the two shapes keep different logs. Default for a new directory: 2pc.
     #[arg(long, value_enum)]
@@ -119,6 +131,25 @@ pub struct NodeArgs {
     pub http_idle_timeout_ms: u64,
 }
 
+/// `K-of-N`, with 2 ≤ K ≤ N ≤ 64 (a group of one is no threshold).
+fn parse_threshold(text: &str) -> Result<(u16, u16), String> {
+    let (k, n) = text
+        .split_once("-of-")
+        .ok_or_else(|| format!("'{text}' is not K-of-N (e.g. 3-of-4)"))?;
+    let number = |part: &str| {
+        part.parse::<u16>()
+            .map_err(|_| format!("'{part}' is not a whole number"))
+    };
+    let (k, n) = (number(k)?, number(n)?);
+    if k < 2 || k > n || n > specie_endorsement::ENDORSERS_MAX {
+        return Err(format!(
+            "{k}-of-{n}: need 2 <= K <= N <= {}",
+            specie_endorsement::ENDORSERS_MAX
+        ));
+    }
+    Ok((k, n))
+}
+
 fn at_least_one(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(0) => Err("must be at least 1".to_string()),
@@ -144,6 +175,12 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     options.batch_transactions_max = args.batch_transactions_max;
     options.ledger_of_record = args.no_ledger_of_record.then_some(false);
     options.shape = args.shape.map(CoreShape::from);
+    options.endorsement = args.endorsement.map(|(k, n)| EndorsementOptions {
+        k,
+        n,
+        seed: args.endorsement_seed,
+        compromised: vec![],
+    });
     specie_node::serve::serve(options, args.listen, limits)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,8 +1,10 @@
-//! Confidential payments with the CLI only, against a real `specie node --auditor` on 127.0.0.1:
+//! Confidential payments with the CLI only, against a real `specie node --auditor --endorsement
+//! 2-of-3` on 127.0.0.1:
 //! Alice is minted coins, shields part of them, pays Bob confidentially and gives him the
 //! printed `specie-cpay1…` string; Bob receives it (once, however often he tries), a string with
 //! a changed character is refused, Alice unshields the rest, and the auditor's reading of the
-//! ledger (`specie audit show`) agrees with both wallets.
+//! ledger (`specie audit show`) agrees with both wallets and verifies every record's threshold
+//! endorsement.
 
 mod cluster_harness;
 
@@ -50,6 +52,8 @@ fn shield_pay_receive_and_unshield_with_the_cli_and_the_auditor_agrees() {
         &issuer_key,
         "--auditor",
         auditor.trim(),
+        "--endorsement",
+        "2-of-3",
         "--data-dir",
         data.to_str().unwrap(),
     ]);
@@ -109,6 +113,14 @@ fn shield_pay_receive_and_unshield_with_the_cli_and_the_auditor_agrees() {
     assert!(summary["confidential"].as_u64().unwrap() >= 1, "{summary}");
     assert_eq!(summary["invalid_proofs"], 0, "{summary}");
     assert_eq!(summary["unreadable"], 0, "{summary}");
+    // Every record carries a 2-of-3 endorsement that verifies under the node's group key; under
+    // another key none does, and the auditor says so.
+    assert_eq!(summary["endorsed"], summary["transactions"], "{summary}");
+    assert_eq!(summary["unendorsed"], 0, "{summary}");
+    let other_key = "79be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798";
+    let mut wrong = show.to_vec();
+    wrong.extend(["--group-key", other_key]);
+    assert!(run(&wrong).is_err(), "records not endorsed under the key given: exit 1");
     node.kill().unwrap();
     node.wait().unwrap();
 }
