@@ -6,8 +6,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use sha2::{Digest, Sha256};
 use specie_transaction::{Txid, UhsId};
 
-use crate::block::{sorted_txids, Block, BlockError, BlockHeader};
-use crate::dispute::{BlockAbsence, DisputeProof, Finding};
+use crate::block::{Block, BlockError, BlockHeader};
+use crate::dispute::{BlockAbsence, DisputeProof, Finding, SortedTxids};
 use crate::query::LedgerEntry;
 use crate::record::Record;
 
@@ -53,8 +53,8 @@ pub enum Offered {
 pub struct LedgerOfRecord {
     limits: LedgerLimits,
     headers: Vec<BlockHeader>,
-    /// Each block's txids, ascending, for absence proofs (32 bytes a transaction).
-    sorted_txids: Vec<Vec<Txid>>,
+    /// Each block's txids, ascending, with their tree, for absence proofs.
+    sorted_txids: Vec<SortedTxids>,
     uhs: HashSet<UhsId>,
     located: HashMap<Txid, Located>,
     waiting: VecDeque<Record>,
@@ -236,7 +236,9 @@ impl LedgerOfRecord {
                 records_max: self.limits.block_records_max,
             });
         }
-        if !block.commits_to_records() {
+        // The txids tree is built once, to check the header and to keep for absence proofs.
+        let sorted = SortedTxids::new(&block.records);
+        if !block.commits_to_records_in_order() || sorted.root() != block.header.txids_root {
             return Err(BlockError::Records { height });
         }
         self.check_replay(block)?;
@@ -253,7 +255,7 @@ impl LedgerOfRecord {
             self.located.insert(record.txid(), Located { height, position });
         }
         self.headers.push(block.header);
-        self.sorted_txids.push(sorted_txids(&block.records));
+        self.sorted_txids.push(sorted);
         if !self.waiting.is_empty() {
             self.waiting.retain(|record| !self.located.contains_key(&record.txid()));
             self.waiting_ids.retain(|txid| !self.located.contains_key(txid));

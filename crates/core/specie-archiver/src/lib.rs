@@ -24,7 +24,7 @@ mod record;
 pub use block::{
     sorted_txids, txid_leaf, Block, BlockError, BlockHeader, BlockLimits, BLOCK_DOMAIN, RECORDS_DOMAIN, TXIDS_DOMAIN,
 };
-pub use dispute::{BlockAbsence, DisputeError, DisputeLimits, DisputeProof, Finding, TxidLeaf, Verdict};
+pub use dispute::{BlockAbsence, DisputeError, DisputeLimits, DisputeProof, Finding, SortedTxids, TxidLeaf, Verdict};
 pub use ledger::{LedgerLimits, LedgerOfRecord, Located, Offered};
 pub use query::{LedgerEntry, LedgerHead};
 pub use reconcile::{committed, created_ids};
