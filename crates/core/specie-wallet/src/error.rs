@@ -120,6 +120,31 @@ fn insufficient_notes_message(confidential: u64, needed: u64, unit: &str) -> Str
     )
 }
 
+impl WalletError {
+    /// Why coins or notes could not be chosen; `insufficient` says it for the kind chosen from.
+    pub(crate) fn from_selection(
+        error: crate::select::SelectionError,
+        unit: String,
+        insufficient: impl FnOnce() -> WalletError,
+    ) -> WalletError {
+        use crate::select::SelectionError;
+        match error {
+            SelectionError::Insufficient { .. } => insufficient(),
+            SelectionError::TooManyInputs {
+                needed,
+                inputs_needed,
+                inputs_max,
+            } => WalletError::TooManyInputs {
+                needed,
+                inputs_needed,
+                inputs_max,
+                unit,
+            },
+            SelectionError::ValueOverflow { needed } => WalletError::ValueOverflow { needed, unit },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

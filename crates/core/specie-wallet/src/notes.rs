@@ -28,7 +28,7 @@ use specie_transaction::{
 use crate::client::Ledger;
 use crate::confidential_payment::ConfidentialPaymentString;
 use crate::error::WalletError;
-use crate::select::{select_coins, SelectionError};
+use crate::select::select_coins;
 use crate::sync::SyncError;
 use crate::wallet::{Balance, CoinState, PendingKind, Settled, Wallet, WalletKey};
 
@@ -275,23 +275,12 @@ impl Wallet {
             .collect();
         let values: Vec<u64> = candidates.iter().map(Note::value).collect();
         let unit = self.hrp.clone();
-        let selection = select_coins(&values, amount, NOTE_INPUTS_MAX).map_err(|error| match error {
-            SelectionError::Insufficient { .. } => WalletError::InsufficientNotes {
+        let selection = select_coins(&values, amount, NOTE_INPUTS_MAX).map_err(|error| {
+            WalletError::from_selection(error, unit, || WalletError::InsufficientNotes {
                 confidential: self.confidential_balance().spendable,
                 needed: amount,
-                unit,
-            },
-            SelectionError::TooManyInputs {
-                needed,
-                inputs_needed,
-                inputs_max,
-            } => WalletError::TooManyInputs {
-                needed,
-                inputs_needed,
-                inputs_max,
-                unit,
-            },
-            SelectionError::ValueOverflow { needed } => WalletError::ValueOverflow { needed, unit },
+                unit: self.hrp.clone(),
+            })
         })?;
         let mut chosen = selection.chosen;
         let mut total = selection.total;

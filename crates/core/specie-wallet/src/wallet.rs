@@ -27,7 +27,7 @@ use specie_transaction::{
 
 use crate::error::WalletError;
 use crate::payment::{PaidOutput, PaymentString};
-use crate::select::{select_coins, SelectionError};
+use crate::select::select_coins;
 
 /// Where `specie node` listens unless told otherwise.
 pub const DEFAULT_NODE_URL: &str = "http://127.0.0.1:8470";
@@ -494,27 +494,16 @@ impl Wallet {
             .collect();
         let values: Vec<u64> = candidates.iter().map(Coin::value).collect();
         let unit = self.hrp.clone();
-        let selection = select_coins(&values, amount, INPUTS_MAX).map_err(|error| match error {
-            SelectionError::Insufficient { .. } => {
+        let selection = select_coins(&values, amount, INPUTS_MAX).map_err(|error| {
+            WalletError::from_selection(error, unit, || {
                 let balance = self.balance();
                 WalletError::InsufficientFunds {
                     spendable: balance.spendable,
                     pending_in: balance.pending_in,
                     needed: amount,
-                    unit,
+                    unit: self.hrp.clone(),
                 }
-            }
-            SelectionError::TooManyInputs {
-                needed,
-                inputs_needed,
-                inputs_max,
-            } => WalletError::TooManyInputs {
-                needed,
-                inputs_needed,
-                inputs_max,
-                unit,
-            },
-            SelectionError::ValueOverflow { needed } => WalletError::ValueOverflow { needed, unit },
+            })
         })?;
         let chosen = selection.chosen.iter().map(|&index| candidates[index]).collect();
         Ok((chosen, selection.total))
