@@ -179,6 +179,23 @@ pub fn serve_until_ctrl_c(
     })
 }
 
+/// Serves `router` on an ephemeral port of 127.0.0.1 within `limits`, on a runtime of its own
+/// (two worker threads) that serves until it is dropped: an embedding program's, or a test's,
+/// in-process server. The runtime, and the address it listens on.
+pub fn serve_on_loopback(
+    router: Router,
+    limits: HttpLimits,
+) -> io::Result<(tokio::runtime::Runtime, std::net::SocketAddr)> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0"))?;
+    let address = listener.local_addr()?;
+    runtime.spawn(serve(listener, router, limits, std::future::pending()));
+    Ok((runtime, address))
+}
+
 /// Serves `router` over HTTP/1.1 on `listener` within `limits` until `shutdown` resolves, then
 /// stops accepting, lets requests in progress finish (for up to [`SHUTDOWN_GRACE`]) and returns.
 /// Fails only if `limits` are invalid; accept errors (EMFILE) are logged and retried.

@@ -38,18 +38,9 @@ impl Server {
         options.ledger_of_record = Some(ledger_of_record);
         options.issuers = vec![hex::encode(xonly_bytes(issuer))];
         let node = EmbeddedNode::open(options).expect("node opens");
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .expect("bind");
-        let address = listener.local_addr().expect("local address");
-        let app = specie_api::api::router(node.handle());
-        let serve = specie_api::http_server::serve(listener, app, HttpLimits::default(), std::future::pending());
-        runtime.spawn(serve);
+        let router = specie_api::api::router(node.handle());
+        let (runtime, address) =
+            specie_api::http_server::serve_on_loopback(router, HttpLimits::default()).expect("serve on 127.0.0.1");
         let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(30)).build();
         Server {
             base: format!("http://{address}"),

@@ -28,22 +28,9 @@ fn start_node(dir: &Path, issuer: &Wallet, auditor: &AuditorKey) -> Node {
     options.issuers = vec![issuer.issuer_pubkey_hex().unwrap()];
     options.auditors = vec![auditor.to_bytes()];
     let node = EmbeddedNode::open(options).expect("node opens");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .expect("bind");
-    let address = listener.local_addr().expect("local address");
-    let app = specie_api::api::router(node.handle());
-    runtime.spawn(specie_api::http_server::serve(
-        listener,
-        app,
-        HttpLimits::default(),
-        std::future::pending(),
-    ));
+    let router = specie_api::api::router(node.handle());
+    let (runtime, address) =
+        specie_api::http_server::serve_on_loopback(router, HttpLimits::default()).expect("serve on 127.0.0.1");
     Node {
         client: NodeClient::new(&format!("http://{address}")).unwrap(),
         _runtime: runtime,
