@@ -10,7 +10,7 @@ use specie_api::{Completion, CompletionSender, TxStatus, Watchtower};
 use specie_atomizer::{
     Atomizer, AtomizerInput, AtomizerReport, UhsShard, UhsShardInput, UhsShardReply, UhsShardReport,
 };
-use specie_coordinator::{Coordinator, CoordinatorInput, CoordinatorReport, TxOutcome, TxResult};
+use specie_coordinator::{Coordinator, CoordinatorInput, CoordinatorReport, TxOutcome};
 use specie_host::{HostMessage, Wiring};
 use specie_role::Ticket;
 use specie_shard::{Shard, ShardCall, ShardInput, ShardRead, ShardReply, ShardRequest, ShardResponse};
@@ -175,10 +175,10 @@ pub struct OrdererWiring<C> {
     pub calls: Vec<Vec<C>>,
     /// The archiver, told every outcome so it can seal the confirmed transactions.
     pub archive: Option<Sender<ArchiveMessage>>,
-    /// Outcomes of the current round: one message to the archiver per round.
-    pub outcomes: Vec<(Txid, bool)>,
     /// Told every outcome, under one lock per round.
     pub watchtower: Arc<Mutex<Watchtower>>,
+    /// Outcomes of the current round: one message to the archiver and one lock of the
+    /// watchtower per round.
     pub decided: Vec<(Txid, TxStatus)>,
 }
 
@@ -193,17 +193,12 @@ impl<C: Send> OrdererWiring<C> {
             shards,
             calls,
             archive,
-            outcomes: vec![],
             watchtower,
             decided: vec![],
         }
     }
 
     fn answer(&mut self, (client_ref, reply): (u64, CompletionSender), outcome: TxOutcome) {
-        if self.archive.is_some() {
-            self.outcomes
-                .push((outcome.txid, matches!(outcome.result, TxResult::Confirmed)));
-        }
         let status = TxStatus::from(outcome.result);
         self.decided.push((outcome.txid, status.clone()));
         let _ = reply.send(Completion {
@@ -215,17 +210,20 @@ impl<C: Send> OrdererWiring<C> {
 
     fn hand_on(&mut self) {
         if !self.decided.is_empty() {
+            if let Some(archive) = &self.archive {
+                let outcomes = self
+                    .decided
+                    .iter()
+                    .map(|(txid, status)| (*txid, *status == TxStatus::Confirmed))
+                    .collect();
+                let _ = archive.send(ArchiveMessage::Outcomes(outcomes));
+            }
             let mut watchtower = self
                 .watchtower
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             for (txid, status) in self.decided.drain(..) {
                 watchtower.record(txid, status);
-            }
-        }
-        if let Some(archive) = &self.archive {
-            if !self.outcomes.is_empty() {
-                let _ = archive.send(ArchiveMessage::Outcomes(std::mem::take(&mut self.outcomes)));
             }
         }
         for (shard, calls) in self.calls.iter_mut().enumerate() {
