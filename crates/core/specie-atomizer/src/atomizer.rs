@@ -478,7 +478,11 @@ impl Atomizer {
         }
     }
 
+    /// After every input: the cheap invariants. The window's caches (O(window) to check) are
+    /// checked by the hosts after recovery and after every round in debug builds
+    /// (`Durable::check_invariants`), and here in debug builds.
     fn check(&self) {
+        #[cfg(debug_assertions)]
         if let Err(violation) = self.state.check_invariants() {
             panic!("atomizer invariant broken: {violation}");
         }
