@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use specie_archiver::{Block, BlockLimits, DisputeProof};
-use specie_auditor::{Audited, PassiveAuditor};
+use specie_auditor::{Audited, Owner, PassiveAuditor};
 use specie_codec::Decode;
 use specie_confidential::AuditorSecret;
 use specie_endorsement::GroupKey;
@@ -336,8 +336,12 @@ fn invalid_proofs(block: &Block) -> u64 {
     invalid
 }
 
-fn short(owner: &[u8; 32]) -> String {
-    hex::encode(&owner[..6])
+/// An owner in a line of text: a key's first 6 bytes, an enrolment id, or `unknown`.
+fn short(owner: &Owner) -> String {
+    match owner {
+        Owner::Key(key) => hex::encode(&key[..6]),
+        other => other.to_string(),
+    }
 }
 
 fn print_audited(audited: &Audited, json: bool) {
@@ -346,7 +350,7 @@ fn print_audited(audited: &Audited, json: bool) {
         let parties = |parties: &[specie_auditor::Party]| {
             parties
                 .iter()
-                .map(|p| serde_json::json!({"owner": hex::encode(p.owner), "value": p.value}))
+                .map(|p| serde_json::json!({"owner": p.owner.to_string(), "value": p.value}))
                 .collect::<Vec<_>>()
         };
         let line = serde_json::json!({
@@ -355,6 +359,7 @@ fn print_audited(audited: &Audited, json: bool) {
             "txid": audited.txid.to_string(),
             "kind": audited.kind,
             "confidential": audited.confidential,
+            "anonymous": audited.anonymous,
             "inputs": parties(&audited.inputs),
             "outputs": parties(&audited.outputs),
             "clear_in": audited.clear_in,

@@ -157,6 +157,56 @@ impl ConfidentialErrorCode {
     }
 }
 
+/// Why an anonymous transaction is refused (specie-only: Fabric CBDC's anonymous level).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AnonymousErrorCode {
+    /// `no_registration_authority`: the node trusts no registration authority, so it takes no
+    /// anonymous transaction.
+    NoRegistrationAuthority,
+    /// `anonymous_spend_proof_count`: there is not one spend proof per anonymous input.
+    SpendProofCount,
+    /// `anonymous_owner_count`: there is not one value per anonymous output.
+    OwnerCount,
+    /// `anonymous_zero_value`: an anonymous output's clear value is zero.
+    ZeroValue,
+    /// `anonymous_hidden_input_in_clear`: values in clear cannot spend a hidden value.
+    HiddenInputInClear,
+    /// `owner_auditor_missing`: an owner auditor with jurisdiction cannot read an owner.
+    OwnerAuditorMissing,
+    /// `invalid_owner_audit`: an owner's ciphertext is not proven to be the committed owner.
+    InvalidOwnerAudit,
+    /// `invalid_spend_proof`: a spend is not authorised by a credential for the committed owner.
+    InvalidSpendProof,
+}
+
+impl AnonymousErrorCode {
+    pub fn code(self) -> &'static str {
+        match self {
+            AnonymousErrorCode::NoRegistrationAuthority => "no_registration_authority",
+            AnonymousErrorCode::SpendProofCount => "anonymous_spend_proof_count",
+            AnonymousErrorCode::OwnerCount => "anonymous_owner_count",
+            AnonymousErrorCode::ZeroValue => "anonymous_zero_value",
+            AnonymousErrorCode::HiddenInputInClear => "anonymous_hidden_input_in_clear",
+            AnonymousErrorCode::OwnerAuditorMissing => "owner_auditor_missing",
+            AnonymousErrorCode::InvalidOwnerAudit => "invalid_owner_audit",
+            AnonymousErrorCode::InvalidSpendProof => "invalid_spend_proof",
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            AnonymousErrorCode::NoRegistrationAuthority => "this node trusts no registration authority",
+            AnonymousErrorCode::SpendProofCount => "there is not one spend proof per anonymous input",
+            AnonymousErrorCode::OwnerCount => "there is not one value per anonymous output",
+            AnonymousErrorCode::ZeroValue => "an anonymous output's value is zero",
+            AnonymousErrorCode::HiddenInputInClear => "a transaction with values in clear spends a hidden value",
+            AnonymousErrorCode::OwnerAuditorMissing => "an owner auditor with jurisdiction is not given the owners",
+            AnonymousErrorCode::InvalidOwnerAudit => "an owner audit does not verify",
+            AnonymousErrorCode::InvalidSpendProof => "a spend proof does not verify under the registration authority",
+        }
+    }
+}
+
 impl OfflineErrorCode {
     pub fn code(self) -> &'static str {
         match self {
@@ -349,6 +399,8 @@ pub enum ValidationError {
     Offline(OfflineErrorCode),
     #[error("{}", .0.describe())]
     Confidential(ConfidentialErrorCode),
+    #[error("{}", .0.describe())]
+    Anonymous(AnonymousErrorCode),
 }
 
 impl ValidationError {
@@ -363,6 +415,7 @@ impl ValidationError {
             ValidationError::Fastpay(code) => code.code(),
             ValidationError::Offline(code) => code.code(),
             ValidationError::Confidential(code) => code.code(),
+            ValidationError::Anonymous(code) => code.code(),
         }
     }
 
@@ -376,7 +429,8 @@ impl ValidationError {
             | ValidationError::Specie(_)
             | ValidationError::Fastpay(_)
             | ValidationError::Offline(_)
-            | ValidationError::Confidential(_) => None,
+            | ValidationError::Confidential(_)
+            | ValidationError::Anonymous(_) => None,
         }
     }
 
@@ -393,6 +447,7 @@ impl ValidationError {
             ValidationError::Fastpay(_) => "fastpay",
             ValidationError::Offline(_) => "offline",
             ValidationError::Confidential(_) => "confidential",
+            ValidationError::Anonymous(_) => "anonymous",
         }
     }
 }

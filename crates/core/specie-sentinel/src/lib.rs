@@ -11,6 +11,7 @@
 //! microseconds per input), so work is cut into chunks of many transactions to make the
 //! per-task cost of the pool negligible.
 
+mod anonymous;
 pub mod error;
 pub mod inspect;
 pub mod issuer;
@@ -23,8 +24,8 @@ use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{CompactTransaction, NonceMode, SpecieTransaction, Transaction};
 
 pub use error::{
-    FastpayErrorCode, InputErrorCode, OfflineErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError,
-    WitnessErrorCode,
+    AnonymousErrorCode, FastpayErrorCode, InputErrorCode, OfflineErrorCode, OutputErrorCode, SpecieErrorCode,
+    TxErrorCode, ValidationError, WitnessErrorCode,
 };
 pub use issuer::{IssuerKeys, IssuerKeysError};
 pub use trusted::TrustedKeys;
@@ -80,15 +81,18 @@ pub fn validate_batch(
     results
 }
 
-/// Validates and compacts one task's transactions. The confidential transactions' proofs are
-/// verified together in one batch (a third of the cost each); if the batch fails, one by one,
-/// so each transaction gets exactly the verdict [`validate_and_compact`] gives it.
+/// Validates and compacts one task's transactions. The confidential transfers' proofs (of
+/// confidential and anonymous transactions) are verified together in one batch (a third of the
+/// cost each), and so are the anonymous transactions' spend proofs (their pairings folded into
+/// one); if a batch fails, one by one, so each transaction gets exactly the verdict
+/// [`validate_and_compact`] gives it.
 fn validate_chunk(
     chunk: &[SpecieTransaction],
     trusted: &TrustedKeys,
 ) -> Vec<Result<CompactTransaction, ValidationError>> {
     let mut verdicts = Vec::with_capacity(chunk.len());
     let mut proofs = vec![];
+    let mut spends = vec![];
     for (position, tx) in chunk.iter().enumerate() {
         let txid = tx.txid();
         let verdict = match tx {
@@ -97,6 +101,13 @@ fn validate_chunk(
                     proofs.push((position, &confidential.proof, confidential.context()));
                 })
             }
+            SpecieTransaction::Anonymous(anonymous) => anonymous::check_anonymous_but_proofs(anonymous, &txid, trusted)
+                .inspect(|()| {
+                    if let specie_transaction::AnonymousValues::Hidden(proof) = &anonymous.values {
+                        proofs.push((position, proof, anonymous.context()));
+                    }
+                    spends.push((position, &**anonymous, txid));
+                }),
             _ => validate::check(tx, &txid, trusted),
         };
         verdicts.push(verdict.map(|()| tx.compact()));
@@ -108,6 +119,22 @@ fn validate_chunk(
             for (position, proof, context) in proofs {
                 if proof.verify(&context).is_err() {
                     verdicts[position] = Err(validate::invalid_proof());
+                }
+            }
+        }
+    }
+    if let (Some(authority), false) = (&trusted.registration_authority, spends.is_empty()) {
+        let items: Vec<specie_credential::SpendItem<'_>> = spends
+            .iter()
+            .flat_map(|(_, tx, txid)| anonymous::spend_items(tx, txid))
+            .collect();
+        if specie_credential::verify_batch(authority, &items).is_err() {
+            for (position, tx, txid) in &spends {
+                if let Err(error) = anonymous::spend_proofs_hold(tx, txid, trusted) {
+                    // A transaction whose values' proof also failed keeps that first verdict.
+                    if verdicts[*position].is_ok() {
+                        verdicts[*position] = Err(error);
+                    }
                 }
             }
         }

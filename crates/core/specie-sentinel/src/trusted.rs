@@ -1,5 +1,6 @@
 //! What a sentinel trusts beyond the reference's rules.
 
+use specie_credential::{AuditorKey as OwnerAuditorKey, RaPublicKey};
 use specie_fastpay::Committee;
 
 use crate::issuer::IssuerKeys;
@@ -23,6 +24,12 @@ pub struct TrustedKeys {
     /// The auditors with jurisdiction (Ristretto keys, compressed): every confidential
     /// transaction must give each of them its values (docs/privacy.md, "Auditors").
     pub auditors: Vec<[u8; 32]>,
+    /// The registration authority whose credentials authorise anonymous spends. Without it,
+    /// every anonymous transaction is invalid (`no_registration_authority`).
+    pub registration_authority: Option<RaPublicKey>,
+    /// The owner auditors with jurisdiction (BLS12-381 keys), strictly ascending: every anonymous
+    /// transaction must give each of them every owner it names (docs/privacy.md, "Auditors").
+    pub owner_auditors: Vec<OwnerAuditorKey>,
 }
 
 impl TrustedKeys {
@@ -33,6 +40,8 @@ impl TrustedKeys {
             offline_authority: None,
             exchange: None,
             auditors: vec![],
+            registration_authority: None,
+            owner_auditors: vec![],
         }
     }
 
@@ -53,6 +62,18 @@ impl TrustedKeys {
     /// These keys, requiring every confidential transaction to address `auditors`.
     pub fn with_auditors(self, auditors: Vec<[u8; 32]>) -> Self {
         TrustedKeys { auditors, ..self }
+    }
+
+    /// These keys, taking anonymous transactions under `authority`'s credentials, each naming
+    /// every one of `owner_auditors` (sorted here and deduplicated: their canonical order).
+    pub fn with_anonymity(self, authority: Option<RaPublicKey>, mut owner_auditors: Vec<OwnerAuditorKey>) -> Self {
+        owner_auditors.sort();
+        owner_auditors.dedup();
+        TrustedKeys {
+            registration_authority: authority,
+            owner_auditors,
+            ..self
+        }
     }
 
     /// These keys, banking for the offline authority whose bridge key is `authority` too.

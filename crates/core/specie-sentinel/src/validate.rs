@@ -23,7 +23,7 @@ use crate::error::{
 use crate::issuer::IssuerKeys;
 use crate::trusted::TrustedKeys;
 
-type Check = Result<(), ValidationError>;
+pub(crate) type Check = Result<(), ValidationError>;
 
 /// `check_input_count`.
 fn check_input_count(inputs: &[Input]) -> Check {
@@ -73,7 +73,7 @@ fn check_output_value(output: &Output) -> Result<(), OutputErrorCode> {
 }
 
 /// `check_input_structure` for every input.
-fn check_inputs_structure(inputs: &[Input]) -> Check {
+pub(crate) fn check_inputs_structure(inputs: &[Input]) -> Check {
     for (index, input) in inputs.iter().enumerate() {
         if let Err(data_error) = check_output_value(&input.data) {
             return Err(ValidationError::Input {
@@ -87,7 +87,7 @@ fn check_inputs_structure(inputs: &[Input]) -> Check {
 }
 
 /// `check_output_value` for every output.
-fn check_outputs_value(outputs: &[Output]) -> Check {
+pub(crate) fn check_outputs_value(outputs: &[Output]) -> Check {
     for (index, output) in outputs.iter().enumerate() {
         if let Err(code) = check_output_value(output) {
             return Err(ValidationError::Output {
@@ -104,7 +104,7 @@ fn overflow() -> ValidationError {
 }
 
 /// Sums values as `check_in_out_set` does: overflow is an error, not a wrap.
-fn total(mut values: impl Iterator<Item = u64>) -> Result<u64, ValidationError> {
+pub(crate) fn total(mut values: impl Iterator<Item = u64>) -> Result<u64, ValidationError> {
     values.try_fold(0u64, |sum, value| sum.checked_add(value).ok_or_else(overflow))
 }
 
@@ -144,7 +144,7 @@ fn check_witnesses(inputs: &[Input], witnesses: &[Witness], txid: &Txid) -> Chec
 }
 
 /// Witness `i` is the p2pk witness of `owners[i]` over the txid.
-fn check_owner_witnesses(owners: &[[u8; 32]], witnesses: &[Witness], txid: &Txid) -> Check {
+pub(crate) fn check_owner_witnesses(owners: &[[u8; 32]], witnesses: &[Witness], txid: &Txid) -> Check {
     // check_witness_count ran first, so the lists pair up exactly.
     assert_eq!(owners.len(), witnesses.len(), "witness count checked before witnesses");
     for (index, (owner, witness)) in owners.iter().zip(witnesses).enumerate() {
@@ -322,7 +322,7 @@ pub(crate) fn check_offline_payout(payout: &OfflinePayout, trusted: &TrustedKeys
     Ok(())
 }
 
-fn confidential(code: ConfidentialErrorCode) -> ValidationError {
+pub(crate) fn confidential(code: ConfidentialErrorCode) -> ValidationError {
     ValidationError::Confidential(code)
 }
 
@@ -409,5 +409,6 @@ pub(crate) fn check(tx: &SpecieTransaction, txid: &Txid, trusted: &TrustedKeys) 
         SpecieTransaction::OfflineFunding(funding) => check_offline_funding(funding, txid, trusted),
         SpecieTransaction::OfflinePayout(payout) => check_offline_payout(payout, trusted),
         SpecieTransaction::Confidential(tx) => check_confidential(tx, txid, trusted),
+        SpecieTransaction::Anonymous(tx) => crate::anonymous::check_anonymous(tx, txid, trusted),
     }
 }

@@ -144,8 +144,9 @@ proptest! {
             }
             SpecieTransaction::OfflineFunding(_)
             | SpecieTransaction::OfflinePayout(_)
-            | SpecieTransaction::Confidential(_) => {
-                unreachable!("the strategy makes no offline or confidential transactions (their own tests cover them)")
+            | SpecieTransaction::Confidential(_)
+            | SpecieTransaction::Anonymous(_) => {
+                unreachable!("the strategy makes no offline or private transactions (their own tests cover them)")
             }
         }
         prop_assert!(validate(&tx, &trusted()).is_err());
@@ -169,8 +170,9 @@ proptest! {
                         }
                         SpecieTransaction::OfflineFunding(_)
                         | SpecieTransaction::OfflinePayout(_)
-                        | SpecieTransaction::Confidential(_) => {
-                            unreachable!("the strategy makes no offline or confidential transactions")
+                        | SpecieTransaction::Confidential(_)
+                        | SpecieTransaction::Anonymous(_) => {
+                            unreachable!("the strategy makes no offline or private transactions")
                         }
                     }
                 }

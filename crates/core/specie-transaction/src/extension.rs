@@ -29,6 +29,7 @@
 //! Because every txid preimage starts with the header and kind, a signature over an extension
 //! txid can never be replayed as one over a transfer txid or another kind's.
 
+use crate::anonymous::AnonymousTransaction;
 use crate::confidential::ConfidentialTransaction;
 use crate::fastpay::{FastpayFunding, FastpayRedeem};
 use crate::hash::{sha256, Sha256Writer};
@@ -63,6 +64,9 @@ pub const KIND_OFFLINE_FUND: u8 = 0x05;
 pub const KIND_OFFLINE_PAYOUT: u8 = 0x06;
 /// A confidential transaction (module [`crate::confidential`]).
 pub const KIND_CONFIDENTIAL: u8 = 0x07;
+/// An anonymous transaction: owners hidden behind commitments, values in clear or hidden
+/// ([`crate::anonymous`]).
+pub const KIND_ANONYMOUS: u8 = 0x08;
 /// Bytes in a mint nonce.
 pub const MINT_NONCE_BYTES: usize = 32;
 /// Domain separator of the mint marker id. The preimage is 21 + 32 = 53 bytes, while every
@@ -130,6 +134,8 @@ pub enum SpecieTransaction {
     OfflinePayout(OfflinePayout),
     /// Boxed: a confidential transaction's proofs make it several times larger than any other kind.
     Confidential(Box<ConfidentialTransaction>),
+    /// Boxed, as a confidential transaction: its proofs dominate its size.
+    Anonymous(Box<AnonymousTransaction>),
 }
 
 /// An output a transaction creates, with what a wallet needs to spend it later.
@@ -198,6 +204,7 @@ pub(crate) fn read_header(reader: &mut Reader<'_>, expected_kind: Option<u8>) ->
             | KIND_OFFLINE_FUND
             | KIND_OFFLINE_PAYOUT
             | KIND_CONFIDENTIAL
+            | KIND_ANONYMOUS
     );
     if !known || expected_kind.is_some_and(|expected| expected != kind) {
         return Err(DecodeError::UnknownKind {
@@ -324,6 +331,12 @@ impl From<ConfidentialTransaction> for SpecieTransaction {
     }
 }
 
+impl From<AnonymousTransaction> for SpecieTransaction {
+    fn from(tx: AnonymousTransaction) -> SpecieTransaction {
+        SpecieTransaction::Anonymous(Box::new(tx))
+    }
+}
+
 impl SpecieTransaction {
     /// The kind's stable name, as APIs, the inspector and auditors print it.
     pub fn kind_name(&self) -> &'static str {
@@ -336,6 +349,7 @@ impl SpecieTransaction {
             SpecieTransaction::OfflineFunding(_) => "offline_funding",
             SpecieTransaction::OfflinePayout(_) => "offline_payout",
             SpecieTransaction::Confidential(_) => "confidential",
+            SpecieTransaction::Anonymous(_) => "anonymous",
         }
     }
 
@@ -349,6 +363,7 @@ impl SpecieTransaction {
             SpecieTransaction::OfflineFunding(funding) => funding.txid(),
             SpecieTransaction::OfflinePayout(payout) => payout.txid(),
             SpecieTransaction::Confidential(tx) => tx.txid(),
+            SpecieTransaction::Anonymous(tx) => tx.txid(),
         }
     }
 
@@ -365,6 +380,7 @@ impl SpecieTransaction {
             SpecieTransaction::OfflineFunding(funding) => &funding.outputs,
             SpecieTransaction::OfflinePayout(payout) => payout.outputs(),
             SpecieTransaction::Confidential(tx) => &tx.transparent_outputs,
+            SpecieTransaction::Anonymous(tx) => &tx.transparent_outputs,
         }
     }
 
@@ -380,6 +396,7 @@ impl SpecieTransaction {
             SpecieTransaction::FastpayFunding(funding) => &funding.inputs,
             SpecieTransaction::OfflineFunding(funding) => &funding.inputs,
             SpecieTransaction::Confidential(tx) => &tx.transparent_inputs,
+            SpecieTransaction::Anonymous(tx) => &tx.transparent_inputs,
         }
     }
 
@@ -389,7 +406,9 @@ impl SpecieTransaction {
     /// [`fastpay_redeem_marker`](crate::fastpay::fastpay_redeem_marker).
     pub fn marker(&self) -> Option<UhsId> {
         match self {
-            SpecieTransaction::Transfer(_) | SpecieTransaction::Confidential(_) => None,
+            SpecieTransaction::Transfer(_) | SpecieTransaction::Confidential(_) | SpecieTransaction::Anonymous(_) => {
+                None
+            }
             SpecieTransaction::Mint(mint) => Some(mint_marker(&mint.txid())),
             SpecieTransaction::Redeem(redeem) => Some(redeem_marker(&redeem.txid())),
             SpecieTransaction::FastpayFunding(funding) => Some(funding.marker()),
@@ -409,8 +428,12 @@ impl SpecieTransaction {
     /// [`marker`](SpecieTransaction::marker), if any, last.
     pub fn compact(&self) -> CompactTransaction {
         let txid = self.txid();
-        if let SpecieTransaction::Confidential(tx) = self {
-            let (spent, created) = tx.uhs_ids();
+        let private_ids = match self {
+            SpecieTransaction::Confidential(tx) => Some(tx.uhs_ids()),
+            SpecieTransaction::Anonymous(tx) => Some(tx.uhs_ids()),
+            _ => None,
+        };
+        if let Some((spent, created)) = private_ids {
             return CompactTransaction {
                 txid,
                 spent,
@@ -468,6 +491,7 @@ impl Encode for SpecieTransaction {
             SpecieTransaction::OfflineFunding(funding) => funding.encode_to(out),
             SpecieTransaction::OfflinePayout(payout) => payout.encode_to(out),
             SpecieTransaction::Confidential(tx) => tx.encode_to(out),
+            SpecieTransaction::Anonymous(tx) => tx.encode_to(out),
         }
     }
 }
@@ -517,6 +541,9 @@ impl Decode for SpecieTransaction {
             )?)),
             KIND_OFFLINE_PAYOUT => Ok(SpecieTransaction::OfflinePayout(OfflinePayout::decode_body(reader)?)),
             KIND_CONFIDENTIAL => Ok(SpecieTransaction::from(ConfidentialTransaction::decode_body(
+                reader, limits,
+            )?)),
+            KIND_ANONYMOUS => Ok(SpecieTransaction::from(AnonymousTransaction::decode_body(
                 reader, limits,
             )?)),
             kind => Err(DecodeError::UnknownKind {

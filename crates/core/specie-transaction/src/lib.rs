@@ -19,6 +19,7 @@
 //! Nothing here panics on any input; decoding allocates at most a small multiple of the input.
 
 pub mod address;
+pub mod anonymous;
 
 pub mod compact;
 pub mod confidential;
@@ -32,6 +33,10 @@ pub mod transaction;
 
 pub use address::{Address, AddressError, DEFAULT_HRP};
 
+pub use anonymous::{
+    AnonymousBuildError, AnonymousInput, AnonymousPlan, AnonymousSpend, AnonymousTransaction, AnonymousValue,
+    AnonymousValues, CreatedAnonymousOutput,
+};
 pub use compact::AttestationError;
 pub use confidential::{
     BuildError, ConfidentialInput, ConfidentialPlan, ConfidentialTransaction, CreatedConfidentialOutput,

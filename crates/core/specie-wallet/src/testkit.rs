@@ -136,6 +136,7 @@ pub fn check_valid(tx: &SpecieTransaction, issuers: &[[u8; 32]]) -> Result<(), S
         SpecieTransaction::OfflineFunding(_) | SpecieTransaction::OfflinePayout(_) => {
             Err("the memory ledger trusts no offline authority".into())
         }
+        SpecieTransaction::Anonymous(_) => Err("the memory ledger trusts no registration authority".into()),
         SpecieTransaction::Confidential(confidential) => {
             if confidential.witnesses.len() != confidential.input_owners().len() {
                 return Err("missing_witness".into());

@@ -8,6 +8,10 @@
 //! - It learns the values of confidential *inputs* by remembering the outputs it read before, so
 //!   it must read from genesis. That is why it reads the ledger rather than the UHS.
 //!
+//! - Every anonymous transaction carries each output's owner encrypted to the owner auditors with
+//!   jurisdiction (and each spend proof the payer's), proven to be the committed owner. An
+//!   auditor given its owner key and the directory of ids it oversees names those owners.
+//!
 //! Pure: the caller fetches the blocks (`GET /v1/ledger/blocks/{height}`) and hands them over in
 //! order. Nothing here reads a clock, a file or a socket.
 
@@ -15,13 +19,36 @@ use std::collections::HashMap;
 
 use specie_archiver::Block;
 use specie_confidential::AuditorSecret;
-use specie_transaction::{SpecieTransaction, Txid, UhsId};
+use specie_credential::{AuditDirectory, AuditorSecret as OwnerAuditorSecret, EnrolmentId};
+use specie_transaction::{AnonymousTransaction, AnonymousValues, SpecieTransaction, Txid, UhsId};
+
+/// Who owns an output, as far as the auditor can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// The witness program commitment of an ordinary or confidential output's owner.
+    Key([u8; 32]),
+    /// The enrolled owner of an anonymous output, named from its audit.
+    Enrolled(EnrolmentId),
+    /// An anonymous output whose owner this auditor cannot name (another jurisdiction's), or an
+    /// output the auditor never saw created.
+    Unknown,
+}
+
+impl std::fmt::Display for Owner {
+    /// `key:<hex>`, `id:<enrolment id>` or `unknown`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Owner::Key(key) => write!(f, "key:{}", hex::encode(key)),
+            Owner::Enrolled(id) => write!(f, "id:{}", id.0),
+            Owner::Unknown => f.write_str("unknown"),
+        }
+    }
+}
 
 /// One side of a payment: whose it is, and how much, if the auditor can tell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Party {
-    /// The witness program commitment of the owner.
-    pub owner: [u8; 32],
+    pub owner: Owner,
     /// `None` for a confidential value this auditor cannot read (another jurisdiction's).
     pub value: Option<u64>,
 }
@@ -33,7 +60,10 @@ pub struct Audited {
     pub position: u32,
     pub txid: Txid,
     pub kind: &'static str,
+    /// Values hidden (confidential, or anonymous and confidential).
     pub confidential: bool,
+    /// Owners hidden (anonymous).
+    pub anonymous: bool,
     /// Who paid: the outputs spent.
     pub inputs: Vec<Party>,
     /// Who was paid: the outputs created, transparent first.
@@ -58,9 +88,16 @@ impl Audited {
     }
 }
 
-/// A passive auditor's state: its key, and what it knows of every unspent output.
+/// What an auditor needs to name anonymous owners: its owner key and the ids it oversees.
+pub struct OwnerView {
+    pub secret: OwnerAuditorSecret,
+    pub directory: AuditDirectory,
+}
+
+/// A passive auditor's state: its keys, and what it knows of every unspent output.
 pub struct PassiveAuditor {
     secret: AuditorSecret,
+    owners: Option<OwnerView>,
     flag_over: u64,
     unspent: HashMap<UhsId, Party>,
     height: u64,
@@ -78,9 +115,18 @@ impl PassiveAuditor {
     pub fn new(secret: AuditorSecret, flag_over: u64) -> PassiveAuditor {
         PassiveAuditor {
             secret,
+            owners: None,
             flag_over,
             unspent: HashMap::new(),
             height: 0,
+        }
+    }
+
+    /// This auditor, naming the anonymous owners `view` can read.
+    pub fn with_owner_view(self, view: OwnerView) -> PassiveAuditor {
+        PassiveAuditor {
+            owners: Some(view),
+            ..self
         }
     }
 
@@ -122,7 +168,7 @@ impl PassiveAuditor {
             .iter()
             .map(|id| {
                 self.unspent.remove(id).unwrap_or(Party {
-                    owner: [0; 32],
+                    owner: Owner::Unknown,
                     value: None,
                 })
             })
@@ -131,16 +177,19 @@ impl PassiveAuditor {
             .outputs()
             .iter()
             .map(|o| Party {
-                owner: o.witness_program_commitment,
+                owner: Owner::Key(o.witness_program_commitment),
                 value: Some(o.value),
             })
             .collect();
         if let SpecieTransaction::Confidential(confidential) = tx {
             let values = confidential.proof.audit(&self.secret).ok();
             outputs.extend(confidential.owners.iter().enumerate().map(|(i, owner)| Party {
-                owner: *owner,
+                owner: Owner::Key(*owner),
                 value: values.as_ref().and_then(|v| v.get(i).copied()),
             }));
+        }
+        if let SpecieTransaction::Anonymous(anonymous) = tx {
+            outputs.extend(self.anonymous_outputs(anonymous));
         }
         // The created ids are the outputs' in order, then the kind's marker (which no one owns).
         for (id, party) in compact.created.iter().zip(&outputs) {
@@ -153,13 +202,55 @@ impl PassiveAuditor {
             position,
             txid: compact.txid,
             kind: tx.kind_name(),
-            confidential: matches!(tx, SpecieTransaction::Confidential(_)),
+            confidential: match tx {
+                SpecieTransaction::Confidential(_) => true,
+                SpecieTransaction::Anonymous(anonymous) => anonymous.values.clear().is_none(),
+                _ => false,
+            },
+            anonymous: matches!(tx, SpecieTransaction::Anonymous(_)),
             inputs,
             outputs,
             clear_in,
             clear_out,
             flagged,
         }
+    }
+}
+
+impl PassiveAuditor {
+    /// The anonymous outputs: each owner named from the audit addressed to this auditor (the
+    /// sentinels checked it is the committed owner), each value in clear or decrypted.
+    fn anonymous_outputs(&self, tx: &AnonymousTransaction) -> Vec<Party> {
+        let values: Vec<Option<u64>> = match &tx.values {
+            AnonymousValues::Clear(values) => values.iter().map(|v| Some(*v)).collect(),
+            AnonymousValues::Hidden(proof) => match proof.audit(&self.secret) {
+                Ok(values) => values.into_iter().map(Some).collect(),
+                Err(_) => vec![None; tx.owners.len()],
+            },
+        };
+        let audits_per_output = tx.owner_audits.len().checked_div(tx.owners.len()).unwrap_or(0);
+        (0..tx.owners.len())
+            .map(|i| {
+                let audits = tx
+                    .owner_audits
+                    .iter()
+                    .skip(i * audits_per_output)
+                    .take(audits_per_output);
+                let owner = self
+                    .owners
+                    .as_ref()
+                    .and_then(|view| {
+                        audits
+                            .filter_map(|audit| view.directory.identify(&view.secret, audit.ciphertext()).ok())
+                            .next()
+                    })
+                    .map_or(Owner::Unknown, Owner::Enrolled);
+                Party {
+                    owner,
+                    value: values.get(i).copied().flatten(),
+                }
+            })
+            .collect()
     }
 }
 
@@ -175,6 +266,6 @@ fn clear_values(tx: &SpecieTransaction) -> (u64, u64) {
         SpecieTransaction::FastpayRedeem(_) | SpecieTransaction::OfflinePayout(_) => {
             (tx.outputs().iter().map(|o| o.value).sum(), 0)
         }
-        SpecieTransaction::Transfer(_) | SpecieTransaction::Confidential(_) => (0, 0),
+        SpecieTransaction::Transfer(_) | SpecieTransaction::Confidential(_) | SpecieTransaction::Anonymous(_) => (0, 0),
     }
 }

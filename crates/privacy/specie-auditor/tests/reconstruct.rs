@@ -7,11 +7,16 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use secp256k1::Keypair;
 use specie_archiver::{Block, LedgerLimits, LedgerOfRecord, Offered, Record};
-use specie_auditor::{AuditReadError, Audited, PassiveAuditor};
+use specie_auditor::{AuditReadError, Audited, Owner, OwnerView, PassiveAuditor};
 use specie_confidential::AuditorSecret;
+use specie_credential::{
+    AuditDirectory, AuditorSecret as OwnerAuditorSecret, EnrolmentId, Identity, Jurisdiction, OwnerOpening,
+    RegistrationAuthority, UserSecret,
+};
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{
-    witness_program_commitment, ConfidentialPlan, MintTransaction, NonceMode, Output, SpecieTransaction,
+    witness_program_commitment, AnonymousPlan, AnonymousSpend, ConfidentialPlan, MintTransaction, NonceMode, Output,
+    SpecieTransaction,
 };
 
 fn key(byte: u8) -> Keypair {
@@ -117,7 +122,7 @@ fn a_passive_auditor_reconstructs_its_jurisdiction_and_only_it() {
     assert!(shield.confidential && shield.readable() && shield.flagged);
     assert_eq!(values(&shield.inputs), vec![Some(100), Some(50)]);
     assert_eq!(values(&shield.outputs), vec![Some(120), Some(30)]);
-    assert_eq!(shield.outputs[0].owner, owner(&bob));
+    assert_eq!(shield.outputs[0].owner, Owner::Key(owner(&bob)));
     let elsewhere = &seen[2];
     assert_eq!(
         values(&elsewhere.inputs),
@@ -133,12 +138,119 @@ fn a_passive_auditor_reconstructs_its_jurisdiction_and_only_it() {
     let pay = &seen[3];
     assert_eq!(
         pay.inputs[0].owner,
-        owner(&bob),
+        Owner::Key(owner(&bob)),
         "the payer, from the output read before"
     );
     assert_eq!(values(&pay.inputs), vec![Some(120)]);
     assert_eq!(values(&pay.outputs), vec![Some(50), Some(70)]);
-    assert_eq!(pay.outputs[1].owner, owner(&carol));
+    assert_eq!(pay.outputs[1].owner, Owner::Key(owner(&carol)));
     assert_eq!(pay.paid(), Some(120));
     assert!(!pay.flagged);
+}
+
+fn enrol(ra: &mut RegistrationAuthority, id: u64, rng: &mut StdRng) -> Identity {
+    let secret = UserSecret::from_seed(&[id as u8; 32]);
+    let challenge = ra.challenge(EnrolmentId(id), Jurisdiction(1), rng);
+    let request = secret.enrolment_request(&ra.public_key(), &challenge, rng);
+    let credential = ra.enrol(&request, rng).unwrap();
+    Identity::new(secret, credential, &ra.public_key()).unwrap()
+}
+
+/// Alice's coin enters as an anonymous output with its value in clear, then she pays bob
+/// anonymously with the values hidden. The auditor with the owner key and a directory names
+/// both and reads every value; one without the owner key sees the values but no owner.
+#[test]
+fn a_passive_auditor_names_anonymous_owners_in_its_directory() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let mut ra = RegistrationAuthority::from_seed(&[0x51; 32]);
+    let alice = enrol(&mut ra, 21, &mut rng);
+    enrol(&mut ra, 22, &mut rng);
+    let values = AuditorSecret::from_seed(&[0xa1; 32]);
+    let owners = OwnerAuditorSecret::from_seed(&[0xa1; 32]);
+    let alice_key = key(1);
+    let mint = SpecieTransaction::Mint(MintTransaction::new_signed(
+        [9; 32],
+        vec![Output {
+            witness_program_commitment: owner(&alice_key),
+            value: 100,
+        }],
+        &key(8),
+        NonceMode::Deterministic,
+    ));
+    let base = AnonymousPlan {
+        transparent_inputs: vec![],
+        anonymous_inputs: vec![],
+        outputs: vec![],
+        transparent_outputs: vec![],
+        hide_values: false,
+        value_auditors: vec![values.public()],
+        owner_auditors: vec![owners.public()],
+    };
+    let alice_owner = OwnerOpening::random(EnrolmentId(21), &mut rng);
+    let (enter, _) = AnonymousPlan {
+        transparent_inputs: vec![mint.created_outputs()[0].to_input()],
+        outputs: vec![(alice_owner, 100)],
+        ..base.clone()
+    }
+    .prove_and_sign(&[alice_key], None, &ra.public_key(), NonceMode::Deterministic, &mut rng)
+    .unwrap();
+    let (pay, _) = AnonymousPlan {
+        anonymous_inputs: vec![AnonymousSpend {
+            input: enter.created_anonymous_outputs()[0].to_input(),
+            owner: alice_owner,
+            value: None,
+        }],
+        outputs: vec![
+            (OwnerOpening::random(EnrolmentId(22), &mut rng), 60),
+            (OwnerOpening::random(EnrolmentId(21), &mut rng), 40),
+        ],
+        hide_values: true,
+        ..base
+    }
+    .prove_and_sign(&[], Some(&alice), &ra.public_key(), NonceMode::Deterministic, &mut rng)
+    .unwrap();
+
+    let mut ledger = LedgerOfRecord::new(LedgerLimits::default());
+    let blocks = [
+        seal(&mut ledger, &[mint]),
+        seal(&mut ledger, &[SpecieTransaction::from(enter)]),
+        seal(&mut ledger, &[SpecieTransaction::from(pay)]),
+    ];
+    let view = OwnerView {
+        secret: owners,
+        directory: AuditDirectory::new(ra.enrolled().map(|(id, _)| id)),
+    };
+    let mut named = PassiveAuditor::new(values.clone(), 1_000).with_owner_view(view);
+    let mut blind = PassiveAuditor::new(values, 1_000);
+    let read = |auditor: &mut PassiveAuditor| -> Vec<Audited> {
+        blocks.iter().flat_map(|b| auditor.read(b).unwrap()).collect()
+    };
+    let (seen, unnamed) = (read(&mut named), read(&mut blind));
+    let enter = &seen[1];
+    assert!(enter.anonymous && !enter.confidential && enter.readable());
+    assert_eq!(enter.inputs[0].owner, Owner::Key(owner(&alice_key)));
+    assert_eq!(enter.outputs[0].owner, Owner::Enrolled(EnrolmentId(21)));
+    let pay = &seen[2];
+    assert!(pay.anonymous && pay.confidential && pay.readable());
+    assert_eq!(
+        pay.inputs[0].owner,
+        Owner::Enrolled(EnrolmentId(21)),
+        "the payer, from the output read before"
+    );
+    let outputs: Vec<(Owner, Option<u64>)> = pay.outputs.iter().map(|p| (p.owner, p.value)).collect();
+    assert_eq!(
+        outputs,
+        vec![
+            (Owner::Enrolled(EnrolmentId(22)), Some(60)),
+            (Owner::Enrolled(EnrolmentId(21)), Some(40))
+        ]
+    );
+    assert_eq!(
+        unnamed[2].outputs[0],
+        specie_auditor::Party {
+            owner: Owner::Unknown,
+            value: Some(60)
+        }
+    );
+    assert_eq!(named.holdings(), (100, 0));
 }

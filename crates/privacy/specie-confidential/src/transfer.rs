@@ -283,6 +283,11 @@ impl ConfidentialTransfer {
             .collect()
     }
 
+    /// How many outputs the transfer creates, without computing their commitments.
+    pub fn output_count(&self) -> usize {
+        self.statement.limbs.len() / LIMBS
+    }
+
     pub fn auditors(&self) -> Vec<AuditorKey> {
         self.statement.keys()
     }

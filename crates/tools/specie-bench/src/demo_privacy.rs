@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use secp256k1::Keypair;
 use specie_api::TxStatus;
 use specie_archiver::Block;
-use specie_auditor::PassiveAuditor;
+use specie_auditor::{Owner, PassiveAuditor};
 use specie_confidential::{AuditorSecret, Opening};
 use specie_endorsement::Endorsement;
 use specie_node::endorsement::EndorsementOptions;
@@ -70,9 +70,9 @@ struct User {
 
 /// A confidential payment as its payer and payee know it: what the auditor must reconstruct.
 struct Known {
-    payer: [u8; 32],
+    payer: Owner,
     /// Each confidential output's owner and value, in order.
-    outputs: Vec<([u8; 32], u64)>,
+    outputs: Vec<(Owner, u64)>,
 }
 
 #[derive(Default)]
@@ -349,11 +349,11 @@ fn pay_round(
         tally.known.insert(
             tx.txid(),
             Known {
-                payer: users[*payer].owner,
+                payer: Owner::Key(users[*payer].owner),
                 outputs: tx
                     .owners
                     .iter()
-                    .copied()
+                    .map(|owner| Owner::Key(*owner))
                     .zip(openings.iter().map(|o| o.value))
                     .collect(),
             },
@@ -644,7 +644,7 @@ fn audit(core: &NodeHandle, users: &[User], secret: &AuditorSecret, tally: &Tall
                 continue;
             };
             reconstructed += 1;
-            let outputs: Vec<([u8; 32], u64)> = seen
+            let outputs: Vec<(Owner, u64)> = seen
                 .outputs
                 .iter()
                 .map(|p| (p.owner, p.value.unwrap_or(u64::MAX)))
