@@ -60,6 +60,12 @@ pub struct NodeInfo {
     /// The auditors with jurisdiction (Ristretto keys, hex): every confidential transaction must
     /// give each of them its values.
     pub auditors: Vec<String>,
+    /// The registration authority's key (its encoding, hex), if the node takes anonymous
+    /// transactions: what wallets enrol with and spend proofs verify under.
+    pub registration_authority: Option<String>,
+    /// The owner auditors with jurisdiction (their encodings, hex): every anonymous transaction
+    /// must give each of them every owner it names.
+    pub owner_auditors: Vec<String>,
     /// The endorsers' group key (x-only, hex), if every transaction needs their threshold
     /// endorsement: what the ledger's endorsements verify under.
     pub endorsement_group_key: Option<String>,

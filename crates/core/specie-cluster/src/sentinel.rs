@@ -266,6 +266,8 @@ impl Backend for ClusterBackend {
             issuers: self.inner.issuers_hex.clone(),
             uhs_ids: ids.iter().map(|ids| ids.len() as u64).sum(),
             auditors: vec![],
+            registration_authority: None,
+            owner_auditors: vec![],
             endorsement_group_key: None,
             // The cluster runs two-phase commit; the atomizer shape is embedded only for now.
             shape: "2pc",

@@ -7,6 +7,7 @@ use specie_api::{
     Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus, Watchtower, WATCHTOWER_CAPACITY_DEFAULT,
 };
 use specie_archiver::{Block, DisputeProof, LedgerEntry, LedgerHead, Record};
+use specie_codec::Encode;
 use specie_coordinator::CoordinatorConfig;
 use specie_endorsement::{BatchItem, EndorseReply, Endorsement, EndorsementVerifier, GroupKey};
 use specie_fastpay::Committee;
@@ -58,6 +59,12 @@ pub struct NodeOptions {
     /// The auditors with jurisdiction (compressed Ristretto keys): every confidential
     /// transaction must give each of them its values. Given at every start.
     pub auditors: Vec<[u8; 32]>,
+    /// The registration authority whose credentials authorise anonymous spends. `None`: every
+    /// anonymous transaction is refused (`no_registration_authority`). Given at every start.
+    pub registration_authority: Option<specie_credential::RaPublicKey>,
+    /// The owner auditors with jurisdiction: every anonymous transaction must give each of them
+    /// every owner it names. Given at every start.
+    pub owner_auditors: Vec<specie_credential::AuditorKey>,
     /// Threshold endorsement: a transaction reaches the coordinator only endorsed by k of n
     /// endorsers (each running the sentinel's checks). `None`: the node's sentinel validates
     /// alone. Given at every start (the same seed keeps the same group key).
@@ -90,6 +97,8 @@ impl NodeOptions {
             ledger_of_record: None,
             shape: None,
             auditors: vec![],
+            registration_authority: None,
+            owner_auditors: vec![],
             endorsement: None,
         }
     }
@@ -413,7 +422,8 @@ impl EmbeddedNode {
         let trusted = TrustedKeys::new(issuers, options.fastpay_committee.clone())
             .with_offline_authority(options.offline_authority)
             .with_exchange(options.exchange)
-            .with_auditors(options.auditors.clone());
+            .with_auditors(options.auditors.clone())
+            .with_anonymity(options.registration_authority.clone(), options.owner_auditors.clone());
         let endorsement = match &options.endorsement {
             Some(endorsement_options) => {
                 let (group, handle, inbox) = EndorsementGroup::new(endorsement_options, trusted.clone())?;
@@ -737,6 +747,19 @@ impl NodeHandle {
             issuers: manifest.issuers.clone(),
             uhs_ids,
             auditors: self.shared.trusted.auditors.iter().map(hex::encode).collect(),
+            registration_authority: self
+                .shared
+                .trusted
+                .registration_authority
+                .as_ref()
+                .map(|key| hex::encode(key.encode())),
+            owner_auditors: self
+                .shared
+                .trusted
+                .owner_auditors
+                .iter()
+                .map(|key| hex::encode(key.encode()))
+                .collect(),
             endorsement_group_key: self.endorsement_group_key().map(|key| hex::encode(key.0)),
             shape: manifest.shape.name(),
         })

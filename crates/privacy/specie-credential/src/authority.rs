@@ -220,6 +220,22 @@ impl RegistrationAuthority {
         self.public.clone()
     }
 
+    /// Takes back what an earlier run of this RA recorded (its outstanding challenges and its
+    /// enrolments), so that a driver keeping them durable answers after a restart as before.
+    pub fn restore(
+        &mut self,
+        pending: impl IntoIterator<Item = EnrolmentChallenge>,
+        enrolled: impl IntoIterator<Item = (EnrolmentId, UserPublicKey)>,
+    ) {
+        self.pending.extend(pending.into_iter().map(|c| (c.enrolment_id, c)));
+        self.enrolled.extend(enrolled);
+    }
+
+    /// The challenges issued and not yet answered.
+    pub fn pending(&self) -> impl Iterator<Item = &EnrolmentChallenge> + '_ {
+        self.pending.values()
+    }
+
     /// The enrolments signed so far, with the key each was signed for.
     pub fn enrolled(&self) -> impl Iterator<Item = (EnrolmentId, UserPublicKey)> + '_ {
         self.enrolled.iter().map(|(id, key)| (*id, *key))

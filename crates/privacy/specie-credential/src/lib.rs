@@ -20,6 +20,7 @@ mod error;
 mod group;
 mod owner;
 mod spend;
+mod text;
 
 pub use authority::{
     Credential, EnrolmentChallenge, EnrolmentId, EnrolmentRequest, Identity, Jurisdiction, RaPublicKey,
@@ -36,6 +37,7 @@ pub use owner::{
     DOMAIN_AUDITOR_KEY, DOMAIN_OWNER_AUDIT,
 };
 pub use spend::{verify_batch, SpendItem, SpendProof, DOMAIN_BATCH_WEIGHTS, DOMAIN_SPEND};
+pub use text::{TextError, Textual, CHALLENGE_PREFIX, CREDENTIAL_PREFIX, REQUEST_PREFIX};
 
 /// The format version, the first byte of every encoding.
 pub const FORMAT_VERSION: u8 = 1;
