@@ -80,6 +80,13 @@ pub struct NodeInfo {
     pub auditors: Vec<String>,
     #[serde(default)]
     pub endorsement_group_key: Option<String>,
+    /// The registration authority's key (hex of its encoding), if the node takes anonymous
+    /// transactions; absent from older nodes.
+    #[serde(default)]
+    pub registration_authority: Option<String>,
+    /// Owner auditors with jurisdiction (hex of their encodings); absent from older nodes.
+    #[serde(default)]
+    pub owner_auditors: Vec<String>,
 }
 
 /// The fate of one submitted transaction, mirroring `docs/api.md`.

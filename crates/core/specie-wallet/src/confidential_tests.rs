@@ -16,17 +16,22 @@ use crate::testkit::rng;
 use crate::{sync, ConfidentialPaymentString, NodeClient, Outcome, SyncError, Wallet, WalletError, WalletFile};
 
 /// A node serving its API on a loopback port. Fields drop in order: the server stops first.
-struct Node {
-    client: NodeClient,
+pub(crate) struct Node {
+    pub(crate) client: NodeClient,
     _runtime: tokio::runtime::Runtime,
     _node: EmbeddedNode,
 }
 
 fn start_node(dir: &Path, issuer: &Wallet, auditor: &AuditorKey) -> Node {
+    start_node_with(dir, issuer, |options| options.auditors = vec![auditor.to_bytes()])
+}
+
+/// A node with two shards accepting `issuer`, as `configure` adds to it.
+pub(crate) fn start_node_with(dir: &Path, issuer: &Wallet, configure: impl FnOnce(&mut NodeOptions)) -> Node {
     let mut options = NodeOptions::new(dir.join("node"));
     options.shards = Some(2);
     options.issuers = vec![issuer.issuer_pubkey_hex().unwrap()];
-    options.auditors = vec![auditor.to_bytes()];
+    configure(&mut options);
     let node = EmbeddedNode::open(options).expect("node opens");
     let router = specie_api::api::router(node.handle());
     let (runtime, address) =
@@ -38,27 +43,31 @@ fn start_node(dir: &Path, issuer: &Wallet, auditor: &AuditorKey) -> Node {
     }
 }
 
-const TIMEOUT_MS: u64 = 30_000;
+pub(crate) const TIMEOUT_MS: u64 = 30_000;
 
 /// A wallet kept in a file, as the CLI keeps it: every step loads it and saves it, so the notes
 /// go through the file format each time.
-struct Holder {
-    path: PathBuf,
+pub(crate) struct Holder {
+    pub(crate) path: PathBuf,
 }
 
 impl Holder {
-    fn create(dir: &Path, name: &str, issuer: bool, rng: &mut StdRng) -> Holder {
+    pub(crate) fn create(dir: &Path, name: &str, issuer: bool, rng: &mut StdRng) -> Holder {
         let path = dir.join(format!("{name}.json"));
         WalletFile::create(&path, &Wallet::new("usd", issuer, rng).unwrap()).unwrap();
         Holder { path }
     }
 
-    fn load(&self) -> Wallet {
+    pub(crate) fn load(&self) -> Wallet {
         WalletFile::load(&self.path).unwrap()
     }
 
     /// Builds with `build`, submits, and returns what `build` returned once confirmed.
-    fn submit<T>(&self, node: &Node, build: impl FnOnce(&mut Wallet) -> (SpecieTransaction, T)) -> (Outcome, T) {
+    pub(crate) fn submit<T>(
+        &self,
+        node: &Node,
+        build: impl FnOnce(&mut Wallet) -> (SpecieTransaction, T),
+    ) -> (Outcome, T) {
         let mut wallet = self.load();
         let (tx, built) = build(&mut wallet);
         match session::submit(&self.path, &mut wallet, &node.client, &tx, TIMEOUT_MS).unwrap() {
@@ -81,11 +90,14 @@ impl Holder {
     }
 }
 
-fn confirmed(outcome: &Outcome) -> bool {
+pub(crate) fn confirmed(outcome: &Outcome) -> bool {
     matches!(outcome, Outcome::Confirmed(_))
 }
 
-fn is_refused_as(result: Result<crate::ReceivedNote, SessionError>, expected: fn(&WalletError) -> bool) -> bool {
+pub(crate) fn is_refused_as(
+    result: Result<crate::ReceivedNote, SessionError>,
+    expected: fn(&WalletError) -> bool,
+) -> bool {
     match result {
         Err(SessionError::Sync(SyncError::Wallet(error))) => expected(&error),
         _ => false,
@@ -93,7 +105,7 @@ fn is_refused_as(result: Result<crate::ReceivedNote, SessionError>, expected: fn
 }
 
 /// Mints `amount` to `holder` through `issuer`, and has `holder` import it.
-fn fund(node: &Node, issuer: &Holder, holder: &Holder, amount: u64, rng: &mut StdRng) {
+pub(crate) fn fund(node: &Node, issuer: &Holder, holder: &Holder, amount: u64, rng: &mut StdRng) {
     let to = holder.load().latest_address().unwrap();
     let (outcome, minted) = issuer.submit(node, |wallet| wallet.build_mint(&[(to, amount)], rng).unwrap());
     assert!(confirmed(&outcome), "{outcome:?}");

@@ -91,6 +91,35 @@ pub enum WalletError {
     )]
     NoteNotAtNode { txid: Txid, index: u64 },
 
+    #[error(
+        "this wallet is not enrolled: `specie wallet enrol <CHALLENGE>` answers the registration authority's challenge"
+    )]
+    NotEnrolled,
+
+    #[error("this wallet is already enrolled, as id {enrolment_id}; a wallet holds one identity")]
+    AlreadyEnrolled { enrolment_id: u64 },
+
+    #[error("this wallet answered no enrolment challenge: `specie wallet enrol <CHALLENGE>` first")]
+    NotEnrolling,
+
+    #[error(
+        "the credential is not the registration authority's signature for this wallet's enrolment; nothing was kept"
+    )]
+    CredentialRefused,
+
+    #[error("this anonymous payment pays another enrolment id than this wallet's")]
+    AnonymousNotOurs,
+
+    #[error(
+        "this wallet holds {available} {unit} spendable in anonymous notes that can pay this way, but this needs \
+         {needed} {unit}; `specie wallet anonymise` turns coins into anonymous notes (notes with hidden values pay \
+         only with --hide-values)"
+    )]
+    InsufficientAnonymousNotes { available: u64, needed: u64, unit: String },
+
+    #[error("cannot make the anonymous transaction: {0}")]
+    Anonymous(#[from] specie_transaction::AnonymousBuildError),
+
     #[error("transaction {0} is not pending in this wallet")]
     UnknownTransaction(Txid),
 

@@ -22,20 +22,24 @@ use specie_confidential::{Opening, Scalar};
 use specie_transaction::{Address, ConfidentialInput, OutPoint, Output, SpecieTransaction, Txid};
 use thiserror::Error;
 
+use crate::anonymous_payment::AnonymousPaymentString;
 use crate::confidential_payment::ConfidentialPaymentString;
 use crate::exchange::ExchangeRecord;
 use crate::fastpay_file::FastpayRecord;
 use crate::notes::Note;
 use crate::wallet::{Coin, CoinState, PendingKind, PendingTx, Wallet, WalletKey};
 use crate::WalletError;
+use specie_credential::{Credential, EnrolmentChallenge, Identity, RaPublicKey, Textual, UserSecret};
 
 /// The `format` field of every wallet file.
 pub const WALLET_FORMAT: &str = "specie-wallet";
 /// The version this code writes. 2 added Byzantine-mode accounts (`fastpay`, absent when the
 /// wallet has none) and the pending kinds `fastpay_funding` and `fastpay_redeem`; 3 added
 /// confidential notes (`notes`, `sent_confidential`, absent when empty) and the pending kinds
-/// `shield`, `confidential_payment` and `unshield`.
-pub const WALLET_FORMAT_VERSION: u32 = 3;
+/// `shield`, `confidential_payment` and `unshield`; 4 added the anonymous level (`identity`,
+/// `enrolling`, `anonymous_notes`, `sent_anonymous`, absent when empty) and the pending kinds
+/// `anonymise` and `anonymous_payment`.
+pub const WALLET_FORMAT_VERSION: u32 = 4;
 /// The oldest version this code reads: each version only added optional sections and pending
 /// kinds, so an older file loads as it is (with no notes) and is written back as the newest.
 pub const WALLET_FORMAT_VERSION_OLDEST: u32 = 1;
@@ -139,6 +143,11 @@ pub enum WalletFileError {
     BadNote { txid: Txid, index: u64 },
     #[error("the payment string kept for confidential payment {txid} does not decode")]
     BadSentPayment { txid: Txid },
+    /// The identity section: the error never carries the secret.
+    #[error("its {what} does not decode or does not check out against the registration authority's key")]
+    BadIdentity { what: &'static str },
+    #[error("anonymous note {txid}:{index} does not decode, or does not pay this wallet's enrolment id")]
+    BadAnonymousNote { txid: Txid, index: u64 },
     /// Something in the exchange account's section (`exchange`) does not decode.
     #[error("exchange: {what}: {problem}")]
     Exchange { what: String, problem: String },
@@ -241,6 +250,46 @@ pub struct WalletFile {
     /// The payee's string of each pending confidential payment (version 3).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sent_confidential: Vec<SentConfidentialRecord>,
+    /// The enrolled identity (version 4); absent until enrolled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<IdentityRecord>,
+    /// An enrolment answered and waiting for its credential (version 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enrolling: Option<EnrollingRecord>,
+    /// Anonymous notes (version 4), each its `specie-apay1…` string and state.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anonymous_notes: Vec<AnonymousNoteRecord>,
+    /// The payee's string of each pending anonymous payment (version 4).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sent_anonymous: Vec<SentConfidentialRecord>,
+}
+
+/// The wallet's enrolled identity. `secret_seed` is as secret as a key: with it and the
+/// credential anyone spends this wallet's anonymous notes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IdentityRecord {
+    pub secret_seed: String,
+    /// The RA's `specie-credential1…` text.
+    pub credential: String,
+    /// The RA's key, hex of its encoding.
+    pub registration_authority: String,
+    /// For reading only.
+    pub enrolment_id: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EnrollingRecord {
+    pub secret_seed: String,
+    /// The RA's `specie-enrol-challenge1…` text this wallet answered.
+    pub challenge: String,
+    pub registration_authority: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AnonymousNoteRecord {
+    /// The note's `specie-apay1…` string: as secret as the note's value.
+    pub payment_string: String,
+    pub state: StateRecord,
 }
 
 /// A confidential note. The opening (`value`, `blinding`) is as secret as a key: without it the
@@ -314,6 +363,8 @@ pub enum KindRecord {
     Shield { amount: u64 },
     ConfidentialPayment { to: String, amount: u64 },
     Unshield { amount: u64 },
+    Anonymise { amount: u64 },
+    AnonymousPayment { to: u64, amount: u64 },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -424,6 +475,8 @@ impl WalletFile {
                             amount,
                         },
                         PendingKind::Unshield { amount } => KindRecord::Unshield { amount },
+                        PendingKind::Anonymise { amount } => KindRecord::Anonymise { amount },
+                        PendingKind::AnonymousPayment { to, amount } => KindRecord::AnonymousPayment { to, amount },
                     },
                     transaction: hex::encode(pending.tx.encode()),
                     spends: pending
@@ -452,6 +505,32 @@ impl WalletFile {
             offline_device: wallet.offline_device().map(hex::encode),
             exchange: wallet.exchange().map(ExchangeRecord::from_account),
             notes: wallet.notes().map(|note| NoteRecord::from_note(note, state)).collect(),
+            identity: wallet.identity.as_ref().map(|enrolled| IdentityRecord {
+                secret_seed: hex::encode(enrolled.seed),
+                credential: enrolled.identity.credential().to_text(),
+                registration_authority: hex::encode(enrolled.authority.encode()),
+                enrolment_id: enrolled.identity.enrolment_id().0,
+            }),
+            enrolling: wallet.enrolling.as_ref().map(|enrolling| EnrollingRecord {
+                secret_seed: hex::encode(enrolling.seed),
+                challenge: enrolling.challenge.to_text(),
+                registration_authority: hex::encode(enrolling.authority.encode()),
+            }),
+            anonymous_notes: wallet
+                .anonymous_notes()
+                .map(|note| AnonymousNoteRecord {
+                    payment_string: note.payment.encode(),
+                    state: state(note.state),
+                })
+                .collect(),
+            sent_anonymous: wallet
+                .sent_anonymous
+                .iter()
+                .map(|(txid, payment)| SentConfidentialRecord {
+                    txid: txid.to_string(),
+                    payment_string: payment.encode(),
+                })
+                .collect(),
             sent_confidential: wallet
                 .sent_confidential
                 .iter()
@@ -490,6 +569,7 @@ impl WalletFile {
             wallet.pending.insert(pending.txid, pending);
         }
         self.restore_notes(&mut wallet)?;
+        self.restore_anonymous(&mut wallet)?;
         for record in &self.coins {
             let coin = record.to_coin(&wallet)?;
             let outpoint = coin.outpoint;
@@ -521,6 +601,65 @@ impl WalletFile {
             let payment = ConfidentialPaymentString::parse(&record.payment_string)
                 .map_err(|_| WalletFileError::BadSentPayment { txid })?;
             wallet.sent_confidential.insert(txid, payment);
+        }
+        Ok(())
+    }
+
+    /// The identity, an enrolment under way, the anonymous notes (each paying the wallet's id, and
+    /// if being spent, by one of its pending transactions) and the strings of pending payments.
+    fn restore_anonymous(&self, wallet: &mut Wallet) -> Result<(), WalletFileError> {
+        if let Some(record) = &self.identity {
+            wallet.identity = Some(record.to_identity()?);
+        }
+        if let Some(record) = &self.enrolling {
+            let bad = |what| move |_| WalletFileError::BadIdentity { what };
+            wallet.enrolling = Some(crate::anonymous::Enrolling {
+                seed: hex32(&record.secret_seed, "enrolment secret seed")?,
+                challenge: EnrolmentChallenge::from_text(&record.challenge).map_err(bad("enrolment challenge"))?,
+                authority: ra_key_from(&record.registration_authority)?,
+            });
+        }
+        for record in &self.anonymous_notes {
+            let payment = AnonymousPaymentString::parse(&record.payment_string)
+                .map_err(|_| WalletFileError::BadIdentity { what: "anonymous note" })?;
+            let bad = || WalletFileError::BadAnonymousNote {
+                txid: payment.txid,
+                index: payment.index,
+            };
+            if wallet.enrolment_id() != Some(payment.payee()) {
+                return Err(bad());
+            }
+            let state = match &record.state {
+                StateRecord::Spendable => CoinState::Spendable,
+                StateRecord::PendingSpend { txid } => {
+                    let txid = txid_from(txid, "anonymous note state txid")?;
+                    let input = payment.to_input();
+                    let spends = wallet.pending.get(&txid).is_some_and(|pending| match &pending.tx {
+                        SpecieTransaction::Anonymous(tx) => tx.anonymous_inputs.contains(&input),
+                        _ => false,
+                    });
+                    if !spends {
+                        return Err(bad());
+                    }
+                    CoinState::PendingSpend { txid }
+                }
+                StateRecord::PendingReceive { txid } => CoinState::PendingReceive {
+                    txid: txid_from(txid, "anonymous note state txid")?,
+                },
+            };
+            let note = crate::anonymous::AnonymousNote { payment, state };
+            if wallet.anonymous_notes.insert(payment.outpoint(), note).is_some() {
+                return Err(WalletFileError::DuplicateCoin {
+                    txid: payment.txid,
+                    index: payment.index,
+                });
+            }
+        }
+        for record in &self.sent_anonymous {
+            let txid = txid_from(&record.txid, "sent anonymous payment txid")?;
+            let payment = AnonymousPaymentString::parse(&record.payment_string)
+                .map_err(|_| WalletFileError::BadSentPayment { txid })?;
+            wallet.sent_anonymous.insert(txid, payment);
         }
         Ok(())
     }
@@ -633,6 +772,11 @@ impl PendingRecord {
                 amount: *amount,
             },
             KindRecord::Unshield { amount } => PendingKind::Unshield { amount: *amount },
+            KindRecord::Anonymise { amount } => PendingKind::Anonymise { amount: *amount },
+            KindRecord::AnonymousPayment { to, amount } => PendingKind::AnonymousPayment {
+                to: *to,
+                amount: *amount,
+            },
         };
         Ok(PendingTx {
             txid,
@@ -696,6 +840,31 @@ impl CoinRecord {
             output,
             owner,
             state,
+        })
+    }
+}
+
+fn ra_key_from(text: &str) -> Result<RaPublicKey, WalletFileError> {
+    hex::decode(text)
+        .ok()
+        .and_then(|bytes| RaPublicKey::decode_exact(&bytes).ok())
+        .ok_or(WalletFileError::BadIdentity {
+            what: "registration authority key",
+        })
+}
+
+impl IdentityRecord {
+    fn to_identity(&self) -> Result<crate::anonymous::EnrolledIdentity, WalletFileError> {
+        let seed = hex32(&self.secret_seed, "identity secret seed")?;
+        let authority = ra_key_from(&self.registration_authority)?;
+        let credential =
+            Credential::from_text(&self.credential).map_err(|_| WalletFileError::BadIdentity { what: "credential" })?;
+        let identity = Identity::new(UserSecret::from_seed(&seed), credential, &authority)
+            .map_err(|_| WalletFileError::BadIdentity { what: "credential" })?;
+        Ok(crate::anonymous::EnrolledIdentity {
+            seed,
+            identity,
+            authority,
         })
     }
 }

@@ -21,6 +21,8 @@
 //! * [`NodeClient`] speaks the node's HTTP API (`docs/api.md`); [`sync()`] resolves pending
 //!   transactions by asking which UHS ids exist, resubmitting where that is safe.
 
+mod anonymous;
+mod anonymous_payment;
 mod client;
 mod confidential_payment;
 mod error;
@@ -38,12 +40,18 @@ mod sync;
 mod wallet;
 
 #[cfg(test)]
+mod anonymous_tests;
+#[cfg(test)]
 mod confidential_tests;
 #[cfg(test)]
 mod scenario_tests;
 #[cfg(test)]
 mod testkit;
 
+pub use anonymous::{receive_anonymous, AnonymousNote, AnonymousPayment, AnonymousPolicy};
+pub use anonymous_payment::{
+    AnonymousPaymentString, AnonymousPaymentStringError, ANONYMOUS_PAYMENT_CHARS, ANONYMOUS_PAYMENT_PREFIX,
+};
 pub use client::{BadSubmitResult, ClientError, Ledger, NodeClient, NodeInfo, SubmitResult, SubmitStatus};
 pub use confidential_payment::{
     ConfidentialPaymentString, ConfidentialPaymentStringError, CONFIDENTIAL_PAYMENT_CHARS, CONFIDENTIAL_PAYMENT_PREFIX,

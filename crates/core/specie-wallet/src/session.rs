@@ -33,6 +33,18 @@ pub enum SessionError {
     PaymentString(#[from] PaymentStringError),
     #[error(transparent)]
     ConfidentialPaymentString(#[from] ConfidentialPaymentStringError),
+    #[error(transparent)]
+    AnonymousPaymentString(#[from] crate::AnonymousPaymentStringError),
+    #[error("the enrolment text is not usable: {0}")]
+    EnrolmentText(#[from] specie_credential::TextError),
+    #[error("the node at {url} takes no anonymous transactions (it names no registration authority in /v1/info)")]
+    NoRegistrationAuthority { url: String },
+    #[error("the node at {url} lists a key that does not decode as {what}: {text}")]
+    BadNodeKey {
+        url: String,
+        what: &'static str,
+        text: String,
+    },
     /// Saving the pending transaction failed, so it was not sent.
     #[error("the transaction was not sent: {0}")]
     NotSent(#[source] FileError),
@@ -171,6 +183,93 @@ pub fn receive_confidential(
 ) -> Result<ReceivedNote, SessionError> {
     let payment = ConfidentialPaymentString::parse(text)?;
     let received = crate::receive_confidential(wallet, client, &payment)?;
+    if !received.already_known {
+        WalletFile::save(path, wallet)?;
+    }
+    Ok(received)
+}
+
+/// The registration authority the node at `client` trusts: what a wallet enrols with.
+pub fn registration_authority(client: &NodeClient) -> Result<specie_credential::RaPublicKey, SessionError> {
+    let url = client.url().to_string();
+    let text = client
+        .info()?
+        .registration_authority
+        .ok_or(SessionError::NoRegistrationAuthority { url: url.clone() })?;
+    decode_node_key(&url, "a registration authority key", &text)
+}
+
+fn decode_node_key<T: specie_codec::Decode<Limits = ()>>(
+    url: &str,
+    what: &'static str,
+    text: &str,
+) -> Result<T, SessionError> {
+    hex::decode(text)
+        .ok()
+        .and_then(|bytes| T::decode_exact(&bytes).ok())
+        .ok_or_else(|| SessionError::BadNodeKey {
+            url: url.to_owned(),
+            what,
+            text: text.chars().take(24).collect(),
+        })
+}
+
+/// The node's policy for anonymous transactions: its value and owner auditors (`GET /v1/info`).
+pub fn anonymous_policy(client: &NodeClient, hide_values: bool) -> Result<crate::AnonymousPolicy, SessionError> {
+    let info = client.info()?;
+    let url = client.url().to_string();
+    let owner_auditors = info
+        .owner_auditors
+        .iter()
+        .map(|text| decode_node_key(&url, "an owner auditor key", text))
+        .collect::<Result<Vec<specie_credential::AuditorKey>, _>>()?;
+    Ok(crate::AnonymousPolicy {
+        value_auditors: parse_auditors(&info.auditors)?,
+        owner_auditors,
+        hide_values,
+    })
+}
+
+/// Answers the RA's challenge `text` for the RA the node trusts, saves the wallet (so the secret
+/// is durable before the request leaves), and returns the request text for the RA.
+pub fn begin_enrolment(
+    path: &Path,
+    wallet: &mut Wallet,
+    client: &NodeClient,
+    text: &str,
+    rng: &mut (impl rand::RngCore + rand::CryptoRng),
+) -> Result<String, SessionError> {
+    use specie_credential::Textual;
+    let challenge = specie_credential::EnrolmentChallenge::from_text(text)?;
+    let authority = registration_authority(client)?;
+    let request = wallet.begin_enrolment(authority, challenge, rng)?;
+    WalletFile::save(path, wallet)?;
+    Ok(request.to_text())
+}
+
+/// Keeps the RA's credential `text` as this wallet's identity, and saves the wallet.
+pub fn finish_enrolment(
+    path: &Path,
+    wallet: &mut Wallet,
+    text: &str,
+) -> Result<specie_credential::EnrolmentId, SessionError> {
+    use specie_credential::Textual;
+    let credential = specie_credential::Credential::from_text(text)?;
+    let id = wallet.finish_enrolment(credential)?;
+    WalletFile::save(path, wallet)?;
+    Ok(id)
+}
+
+/// Receives the anonymous payment string `text` (see [`crate::receive_anonymous`]) and saves the
+/// wallet if it gained a note.
+pub fn receive_anonymous(
+    path: &Path,
+    wallet: &mut Wallet,
+    client: &NodeClient,
+    text: &str,
+) -> Result<ReceivedNote, SessionError> {
+    let payment = crate::AnonymousPaymentString::parse(text)?;
+    let received = crate::receive_anonymous(wallet, client, &payment)?;
     if !received.already_known {
         WalletFile::save(path, wallet)?;
     }

@@ -86,18 +86,22 @@ impl SyncReport {
     }
 }
 
-/// Forgets spendable notes whose UHS ids the node no longer holds (spent from another copy of
-/// this wallet); asked after the pending transactions are resolved, so that a note this
-/// wallet's own confirmed transaction spent is already gone from the list.
+/// Forgets spendable notes (confidential and anonymous) whose UHS ids the node no longer holds
+/// (spent from another copy of this wallet); asked after the pending transactions are
+/// resolved, so that a note this wallet's own confirmed transaction spent is already gone.
 fn forget_vanished_notes<L: Ledger + ?Sized>(
     wallet: &mut Wallet,
     ledger: &L,
 ) -> Result<Vec<(OutPoint, u64)>, ClientError> {
-    let spendable: Vec<(OutPoint, UhsId, u64)> = wallet
+    let confidential = wallet
         .notes()
         .filter(|note| note.state == CoinState::Spendable)
-        .map(|note| (note.outpoint(), note.uhs_id(), note.value()))
-        .collect();
+        .map(|note| (note.outpoint(), note.uhs_id(), note.value()));
+    let anonymous = wallet
+        .anonymous_notes()
+        .filter(|note| note.state == CoinState::Spendable)
+        .map(|note| (note.outpoint(), note.uhs_id(), note.value()));
+    let spendable: Vec<(OutPoint, UhsId, u64)> = confidential.chain(anonymous).collect();
     if spendable.is_empty() {
         return Ok(Vec::new());
     }
@@ -111,6 +115,7 @@ fn forget_vanished_notes<L: Ledger + ?Sized>(
         .collect();
     let outpoints: Vec<OutPoint> = vanished.iter().map(|(outpoint, _)| *outpoint).collect();
     wallet.forget_notes(&outpoints);
+    wallet.forget_anonymous_notes(&outpoints);
     Ok(vanished)
 }
 

@@ -162,6 +162,15 @@ pub enum PendingKind {
     Unshield {
         amount: u64,
     },
+    /// Coins turned into an anonymous note of this wallet (`crate::anonymous`).
+    Anonymise {
+        amount: u64,
+    },
+    /// Anonymous notes paid to enrolment id `to`.
+    AnonymousPayment {
+        to: u64,
+        amount: u64,
+    },
 }
 
 /// A transaction this wallet built and has not seen resolved.
@@ -297,6 +306,13 @@ pub struct Wallet {
     pub(crate) exchange: Option<crate::exchange::ExchangeAccount>,
     /// Confidential outputs this wallet can spend, with their openings (`crate::notes`).
     pub(crate) notes: BTreeMap<OutPoint, crate::notes::Note>,
+    /// The enrolled identity of the anonymous level, and an enrolment under way.
+    pub(crate) identity: Option<crate::anonymous::EnrolledIdentity>,
+    pub(crate) enrolling: Option<crate::anonymous::Enrolling>,
+    /// Anonymous outputs this wallet can spend (`crate::anonymous`).
+    pub(crate) anonymous_notes: BTreeMap<OutPoint, crate::anonymous::AnonymousNote>,
+    /// The payee's string of each pending anonymous payment.
+    pub(crate) sent_anonymous: BTreeMap<Txid, crate::anonymous_payment::AnonymousPaymentString>,
     /// The payee's string of each pending confidential payment, kept until the payment is
     /// resolved so that `sync` can hand it over if the first answer came too late.
     pub(crate) sent_confidential: BTreeMap<Txid, crate::confidential_payment::ConfidentialPaymentString>,
@@ -347,6 +363,10 @@ impl Wallet {
             exchange: None,
             notes: BTreeMap::new(),
             sent_confidential: BTreeMap::new(),
+            identity: None,
+            enrolling: None,
+            anonymous_notes: BTreeMap::new(),
+            sent_anonymous: BTreeMap::new(),
         })
     }
 
@@ -785,6 +805,7 @@ impl Wallet {
             _ => true,
         });
         self.settle_notes(txid, true, &mut settled);
+        self.settle_anonymous_notes(txid, true, &mut settled);
         Ok(settled)
     }
 
@@ -808,6 +829,7 @@ impl Wallet {
             _ => true,
         });
         self.settle_notes(txid, false, &mut settled);
+        self.settle_anonymous_notes(txid, false, &mut settled);
         Ok(settled)
     }
 

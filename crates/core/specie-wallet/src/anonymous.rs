@@ -1,0 +1,474 @@
+//! The anonymous level (docs/privacy.md, "Anonymous payments"): the wallet's enrolled identity
+//! and the anonymous outputs it can spend.
+//!
+//! * Enrolment: [`Wallet::begin_enrolment`] answers the registration authority's challenge with
+//!   a fresh secret's proof of possession; [`Wallet::finish_enrolment`] keeps the credential
+//!   once it checks out against the RA's key. One identity per wallet.
+//! * [`Wallet::build_anonymise`]: transparent coins → one anonymous note of this wallet.
+//! * [`Wallet::build_anonymous_payment`]: anonymous notes → a note for the payee (named by its
+//!   enrolment id) and a change note, spent with spend proofs of the credential; values in clear
+//!   or hidden. The payee needs the [`AnonymousPaymentString`].
+//! * [`receive_anonymous`]: keeps a payee's note only once the node holds its UHS id.
+//!
+//! A note is its payment string (where the output is, the owner's blinding, the value and a
+//! hidden value's blinding) and a state in the coins' life cycle ([`CoinState`]).
+
+use std::fmt;
+
+use rand::{CryptoRng, Rng, RngCore};
+use specie_credential::{
+    AuditorKey as OwnerAuditorKey, Credential, EnrolmentChallenge, EnrolmentId, EnrolmentRequest, Identity,
+    OwnerOpening, RaPublicKey, UserSecret,
+};
+use specie_transaction::{
+    AnonymousPlan, AnonymousSpend, AnonymousTransaction, AnonymousValue, NonceMode, OutPoint, SpecieTransaction, Txid,
+    UhsId,
+};
+
+use crate::anonymous_payment::AnonymousPaymentString;
+use crate::client::Ledger;
+use crate::error::WalletError;
+use crate::notes::{ReceivedNote, NOTE_INPUTS_MAX};
+use crate::select::select_coins;
+use crate::sync::SyncError;
+use crate::wallet::{Balance, CoinState, PendingKind, Settled, Wallet};
+
+/// The wallet's enrolled identity: the secret's seed (what the file keeps), the identity it
+/// makes with the credential, and the RA that signed it.
+#[derive(Clone)]
+pub struct EnrolledIdentity {
+    pub(crate) seed: [u8; 32],
+    pub(crate) identity: Identity,
+    pub(crate) authority: RaPublicKey,
+}
+
+impl fmt::Debug for EnrolledIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EnrolledIdentity")
+            .field("enrolment_id", &self.identity.enrolment_id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// An enrolment answered and waiting for the RA's credential.
+#[derive(Clone)]
+pub struct Enrolling {
+    pub(crate) seed: [u8; 32],
+    pub(crate) challenge: EnrolmentChallenge,
+    pub(crate) authority: RaPublicKey,
+}
+
+impl fmt::Debug for Enrolling {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Enrolling")
+            .field("enrolment_id", &self.challenge.enrolment_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An anonymous output this wallet can spend (or will, once confirmed).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct AnonymousNote {
+    pub payment: AnonymousPaymentString,
+    pub state: CoinState,
+}
+
+impl AnonymousNote {
+    pub fn value(&self) -> u64 {
+        self.payment.value
+    }
+
+    pub fn hidden(&self) -> bool {
+        self.payment.value_blinding.is_some()
+    }
+
+    pub fn uhs_id(&self) -> UhsId {
+        self.payment.uhs_id()
+    }
+
+    pub fn outpoint(&self) -> OutPoint {
+        self.payment.outpoint()
+    }
+}
+
+/// Who must be able to read an anonymous transaction, and how: the node's policy as the wallet
+/// learns it from `GET /v1/info`.
+#[derive(Clone, Debug, Default)]
+pub struct AnonymousPolicy {
+    pub value_auditors: Vec<specie_confidential::AuditorKey>,
+    pub owner_auditors: Vec<OwnerAuditorKey>,
+    /// Values hidden (anonymous and confidential) or in clear (anonymous).
+    pub hide_values: bool,
+}
+
+/// An anonymous payment built by [`Wallet::build_anonymous_payment`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnonymousPayment {
+    pub txid: Txid,
+    pub to: EnrolmentId,
+    pub amount: u64,
+    pub change: u64,
+    pub inputs: usize,
+    /// What the payee needs; hand it over once the payment is confirmed.
+    pub payment_string: AnonymousPaymentString,
+}
+
+/// Checks the payee's note of `payment` against the node and keeps it: refused unless it pays
+/// this wallet's enrolment id and the node holds its UHS id. Receiving it twice adds it once.
+pub fn receive_anonymous<L: Ledger + ?Sized>(
+    wallet: &mut Wallet,
+    ledger: &L,
+    payment: &AnonymousPaymentString,
+) -> Result<ReceivedNote, SyncError> {
+    wallet.check_anonymous_payment(payment)?;
+    let present = ledger.query_uhs(&[payment.uhs_id()])?;
+    Ok(wallet.accept_anonymous_note(payment, present.first().copied().unwrap_or(false))?)
+}
+
+impl Wallet {
+    /// Answers `challenge` of the RA whose key is `authority`: a request with a proof of
+    /// possession of a secret kept until the credential comes back. Answering again (a lost
+    /// request) reuses the secret, so the RA sees the same key.
+    pub fn begin_enrolment(
+        &mut self,
+        authority: RaPublicKey,
+        challenge: EnrolmentChallenge,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<EnrolmentRequest, WalletError> {
+        if let Some(enrolled) = &self.identity {
+            return Err(WalletError::AlreadyEnrolled {
+                enrolment_id: enrolled.identity.enrolment_id().0,
+            });
+        }
+        let seed = match &self.enrolling {
+            Some(enrolling) if enrolling.authority == authority => enrolling.seed,
+            _ => rng.gen(),
+        };
+        let request = UserSecret::from_seed(&seed).enrolment_request(&authority, &challenge, rng);
+        self.enrolling = Some(Enrolling {
+            seed,
+            challenge,
+            authority,
+        });
+        Ok(request)
+    }
+
+    /// Keeps `credential` as this wallet's identity, if it is the RA's signature for the secret
+    /// and the enrolment this wallet answered.
+    pub fn finish_enrolment(&mut self, credential: Credential) -> Result<EnrolmentId, WalletError> {
+        let enrolling = self.enrolling.as_ref().ok_or(WalletError::NotEnrolling)?;
+        if credential.enrolment_id != enrolling.challenge.enrolment_id {
+            return Err(WalletError::CredentialRefused);
+        }
+        let identity = Identity::new(UserSecret::from_seed(&enrolling.seed), credential, &enrolling.authority)
+            .map_err(|_| WalletError::CredentialRefused)?;
+        let enrolment_id = identity.enrolment_id();
+        self.identity = Some(EnrolledIdentity {
+            seed: enrolling.seed,
+            identity,
+            authority: enrolling.authority.clone(),
+        });
+        self.enrolling = None;
+        Ok(enrolment_id)
+    }
+
+    /// This wallet's enrolment id, once enrolled.
+    pub fn enrolment_id(&self) -> Option<EnrolmentId> {
+        self.identity.as_ref().map(|enrolled| enrolled.identity.enrolment_id())
+    }
+
+    /// The enrolment answered and not yet finished, if any.
+    pub fn enrolling_id(&self) -> Option<EnrolmentId> {
+        self.enrolling
+            .as_ref()
+            .map(|enrolling| enrolling.challenge.enrolment_id)
+    }
+
+    pub fn anonymous_notes(&self) -> impl Iterator<Item = &AnonymousNote> {
+        self.anonymous_notes.values()
+    }
+
+    /// The anonymous notes' values by state.
+    pub fn anonymous_balance(&self) -> Balance {
+        let mut balance = Balance::default();
+        for note in self.anonymous_notes.values() {
+            let bucket = match note.state {
+                CoinState::Spendable => &mut balance.spendable,
+                CoinState::PendingSpend { .. } => &mut balance.pending_out,
+                CoinState::PendingReceive { .. } => &mut balance.pending_in,
+            };
+            *bucket = bucket.saturating_add(note.value());
+        }
+        balance
+    }
+
+    fn enrolled(&self) -> Result<&EnrolledIdentity, WalletError> {
+        self.identity.as_ref().ok_or(WalletError::NotEnrolled)
+    }
+
+    /// Builds an entry into the anonymous level: `amount` of this wallet's coins into one
+    /// anonymous note of its own, any excess back as a transparent coin.
+    pub fn build_anonymise(
+        &mut self,
+        amount: u64,
+        policy: &AnonymousPolicy,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(SpecieTransaction, Txid), WalletError> {
+        let enrolled = self.enrolled()?;
+        let (authority, ours) = (enrolled.authority.clone(), enrolled.identity.enrolment_id());
+        let spending = self.spend(amount, rng)?;
+        let plan = AnonymousPlan {
+            transparent_inputs: spending.inputs,
+            anonymous_inputs: vec![],
+            outputs: vec![(OwnerOpening::random(ours, rng), amount)],
+            transparent_outputs: spending.change_output,
+            hide_values: policy.hide_values,
+            value_auditors: policy.value_auditors.clone(),
+            owner_auditors: policy.owner_auditors.clone(),
+        };
+        let (tx, openings) = plan.prove_and_sign(&spending.owners, None, &authority, NonceMode::Randomized, rng)?;
+        if let Some(key) = spending.change_key {
+            self.add_key(key);
+        }
+        Ok(self.record_anonymous(tx, &plan, &openings, PendingKind::Anonymise { amount }))
+    }
+
+    /// Builds an anonymous payment of `amount` to enrolment id `to` from this wallet's notes (in
+    /// clear only, when the values are to stay in clear), the change as a note of its own; the
+    /// two outputs in random order.
+    pub fn build_anonymous_payment(
+        &mut self,
+        to: EnrolmentId,
+        amount: u64,
+        policy: &AnonymousPolicy,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(SpecieTransaction, AnonymousPayment), WalletError> {
+        self.check_pending_room()?;
+        let enrolled = self.enrolled()?.clone();
+        let (notes, total) = self.select_anonymous_notes(amount, policy.hide_values)?;
+        let payee = (OwnerOpening::random(to, rng), amount);
+        let change = (
+            OwnerOpening::random(enrolled.identity.enrolment_id(), rng),
+            total - amount,
+        );
+        // No change output in clear when nothing is left: a clear value of 0 is refused.
+        let payee_position = usize::from(change.1 > 0 && rng.gen_bool(0.5));
+        let outputs = match (change.1 > 0 || policy.hide_values, payee_position) {
+            (false, _) => vec![payee],
+            (true, 0) => vec![payee, change],
+            (true, _) => vec![change, payee],
+        };
+        let plan = AnonymousPlan {
+            transparent_inputs: vec![],
+            anonymous_inputs: notes
+                .iter()
+                .map(|note| AnonymousSpend {
+                    input: note.payment.to_input(),
+                    owner: note.payment.owner,
+                    value: note.payment.value_opening(),
+                })
+                .collect(),
+            outputs,
+            transparent_outputs: vec![],
+            hide_values: policy.hide_values,
+            value_auditors: policy.value_auditors.clone(),
+            owner_auditors: policy.owner_auditors.clone(),
+        };
+        let (tx, openings) = plan.prove_and_sign(
+            &[],
+            Some(&enrolled.identity),
+            &enrolled.authority,
+            NonceMode::Randomized,
+            rng,
+        )?;
+        let payment_string = created_payment(&tx, &plan, &openings, payee_position);
+        let kind = PendingKind::AnonymousPayment { to: to.0, amount };
+        let (tx, txid) = self.record_anonymous(tx, &plan, &openings, kind);
+        self.sent_anonymous.insert(txid, payment_string);
+        let payment = AnonymousPayment {
+            txid,
+            to,
+            amount,
+            change: total - amount,
+            inputs: notes.len(),
+            payment_string,
+        };
+        Ok((tx, payment))
+    }
+
+    /// Spendable notes worth at least `amount` (only notes in clear for a payment in clear),
+    /// with a second one when one suffices, as for confidential notes.
+    fn select_anonymous_notes(&self, amount: u64, hide_values: bool) -> Result<(Vec<AnonymousNote>, u64), WalletError> {
+        if amount == 0 {
+            return Err(WalletError::ZeroAmount);
+        }
+        let candidates: Vec<AnonymousNote> = self
+            .anonymous_notes
+            .values()
+            .filter(|note| note.state == CoinState::Spendable && (hide_values || !note.hidden()))
+            .copied()
+            .collect();
+        let values: Vec<u64> = candidates.iter().map(AnonymousNote::value).collect();
+        let unit = self.hrp.clone();
+        let available: u64 = values.iter().fold(0u64, |sum, v| sum.saturating_add(*v));
+        let selection = select_coins(&values, amount, NOTE_INPUTS_MAX).map_err(|error| {
+            WalletError::from_selection(error, unit, || WalletError::InsufficientAnonymousNotes {
+                available,
+                needed: amount,
+                unit: self.hrp.clone(),
+            })
+        })?;
+        let (mut chosen, mut total) = (selection.chosen, selection.total);
+        if chosen.len() == 1 {
+            let other = (0..candidates.len())
+                .filter(|index| !chosen.contains(index))
+                .min_by_key(|&index| values[index]);
+            if let Some(index) = other.filter(|&index| total.checked_add(values[index]).is_some()) {
+                chosen.push(index);
+                total += values[index];
+            }
+        }
+        Ok((chosen.iter().map(|&index| candidates[index]).collect(), total))
+    }
+
+    /// Records a built anonymous transaction: its notes become `PendingSpend`, its outputs that
+    /// pay this wallet's id new `PendingReceive` notes, its transparent side as for any transaction.
+    fn record_anonymous(
+        &mut self,
+        tx: AnonymousTransaction,
+        plan: &AnonymousPlan,
+        openings: &[Option<specie_confidential::Opening>],
+        kind: PendingKind,
+    ) -> (SpecieTransaction, Txid) {
+        let txid = tx.txid();
+        for input in &tx.anonymous_inputs {
+            if let Some(note) = self.anonymous_notes.get_mut(&input.prevout) {
+                debug_assert_eq!(note.state, CoinState::Spendable, "only spendable notes are selected");
+                note.state = CoinState::PendingSpend { txid };
+            }
+        }
+        let ours = self.enrolment_id();
+        for position in 0..plan.outputs.len() {
+            let payment = created_payment(&tx, plan, openings, position);
+            if Some(payment.payee()) == ours && payment.value > 0 {
+                let note = AnonymousNote {
+                    payment,
+                    state: CoinState::PendingReceive { txid },
+                };
+                self.anonymous_notes.insert(payment.outpoint(), note);
+            }
+        }
+        let tx = SpecieTransaction::from(tx);
+        self.record(tx.clone(), kind);
+        (tx, txid)
+    }
+
+    /// Applies the fate of `txid` to the anonymous notes, as [`Wallet::on_confirmed`] and
+    /// [`Wallet::on_rejected`] do to the coins.
+    pub(crate) fn settle_anonymous_notes(&mut self, txid: &Txid, confirmed: bool, settled: &mut Settled) {
+        self.sent_anonymous.remove(txid);
+        self.anonymous_notes.retain(|_, note| match note.state {
+            CoinState::PendingSpend { txid: spender } if spender == *txid => {
+                if confirmed {
+                    settled.spent = settled.spent.saturating_add(note.value());
+                    return false;
+                }
+                note.state = CoinState::Spendable;
+                settled.released = settled.released.saturating_add(note.value());
+                true
+            }
+            CoinState::PendingReceive { txid: creator } if creator == *txid => {
+                if confirmed {
+                    note.state = CoinState::Spendable;
+                    settled.received = settled.received.saturating_add(note.value());
+                    return true;
+                }
+                settled.dropped = settled.dropped.saturating_add(note.value());
+                false
+            }
+            _ => true,
+        });
+    }
+
+    /// The payee's string of pending anonymous payment `txid`.
+    pub fn anonymous_payment_string_for(&self, txid: &Txid) -> Option<AnonymousPaymentString> {
+        self.sent_anonymous.get(txid).copied()
+    }
+
+    /// Refuses a payment to another enrolment id than this wallet's.
+    pub fn check_anonymous_payment(&self, payment: &AnonymousPaymentString) -> Result<(), WalletError> {
+        match self.enrolment_id() {
+            None => Err(WalletError::NotEnrolled),
+            Some(ours) if ours != payment.payee() => Err(WalletError::AnonymousNotOurs),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Keeps the note of `payment` as spendable if `present_at_node`; a note held is not added twice.
+    pub fn accept_anonymous_note(
+        &mut self,
+        payment: &AnonymousPaymentString,
+        present_at_node: bool,
+    ) -> Result<ReceivedNote, WalletError> {
+        self.check_anonymous_payment(payment)?;
+        let value = payment.value;
+        if self.anonymous_notes.contains_key(&payment.outpoint()) {
+            return Ok(ReceivedNote {
+                value,
+                already_known: true,
+            });
+        }
+        if !present_at_node {
+            return Err(WalletError::NoteNotAtNode {
+                txid: payment.txid,
+                index: payment.index,
+            });
+        }
+        let note = AnonymousNote {
+            payment: *payment,
+            state: CoinState::Spendable,
+        };
+        self.anonymous_notes.insert(payment.outpoint(), note);
+        Ok(ReceivedNote {
+            value,
+            already_known: false,
+        })
+    }
+
+    /// Removes spendable anonymous notes the node no longer holds. Returns the value removed.
+    pub fn forget_anonymous_notes(&mut self, outpoints: &[OutPoint]) -> u64 {
+        let mut removed = 0u64;
+        for outpoint in outpoints {
+            if self
+                .anonymous_notes
+                .get(outpoint)
+                .is_some_and(|note| note.state == CoinState::Spendable)
+            {
+                removed = removed.saturating_add(self.anonymous_notes.remove(outpoint).map_or(0, |n| n.value()));
+            }
+        }
+        removed
+    }
+}
+
+/// The payment string of the plan's output `position` in `tx`.
+fn created_payment(
+    tx: &AnonymousTransaction,
+    plan: &AnonymousPlan,
+    openings: &[Option<specie_confidential::Opening>],
+    position: usize,
+) -> AnonymousPaymentString {
+    let created = tx.created_anonymous_outputs()[position];
+    let (owner, value) = plan.outputs[position];
+    let value_blinding = match created.value {
+        AnonymousValue::Clear(_) => None,
+        AnonymousValue::Hidden(_) => openings[position].map(|opening| opening.blinding),
+    };
+    AnonymousPaymentString {
+        txid: created.outpoint.txid,
+        index: created.outpoint.index,
+        owner,
+        value,
+        value_blinding,
+    }
+}
