@@ -18,6 +18,7 @@ mod offline_bridge_cmd;
 mod offline_cmd;
 mod offline_device_cmd;
 mod sim_cmd;
+mod wallet_anonymous_cmd;
 mod wallet_cmd;
 mod wallet_fastpay_cmd;
 

@@ -13,8 +13,8 @@ use clap::{Args, Subcommand};
 use specie_transaction::{Address, SpecieTransaction, Txid};
 use specie_wallet::session::{self, ImportReport, Submitted};
 use specie_wallet::{
-    sync, Balance, CoinState, ConfidentialPaymentString, NodeClient, Outcome, PaymentString, PendingKind, Wallet,
-    WalletError, WalletFile, WalletLock, CONFIDENTIAL_PAYMENT_PREFIX,
+    sync, AnonymousPaymentString, Balance, CoinState, ConfidentialPaymentString, NodeClient, Outcome, PaymentString,
+    PendingKind, Wallet, WalletError, WalletFile, WalletLock, ANONYMOUS_PAYMENT_PREFIX, CONFIDENTIAL_PAYMENT_PREFIX,
 };
 
 /// How long `send`, `mint` and `redeem` wait for the node by default, in milliseconds.
@@ -131,16 +131,68 @@ pub enum WalletCommand {
         timeout_ms: u64,
     },
 
-    /// Receive a confidential payment: check the payer's `specie-cpay1…` string with the node
-    /// and keep its note.
+    /// Receive a confidential or anonymous payment: check the payer's `specie-cpay1…` or
+    /// `specie-apay1…` string with the node and keep its note.
     ///
     /// The note is kept only if it pays this wallet and the node holds it with exactly the
     /// value and blinding the string states; anything else is refused and nothing is added.
     /// Receiving the same string twice adds it once. A `specie-pay1…` string is imported as
     /// `import` does.
     Receive {
-        /// The `specie-cpay1…` string the payer gave you.
+        /// The `specie-cpay1…` or `specie-apay1…` string the payer gave you.
         payment: String,
+    },
+
+    /// Enrol for anonymous payments: answer the registration authority's challenge, then keep
+    /// the credential it signs.
+    ///
+    /// After KYC the registration authority gives you a `specie-enrol-challenge1…` text (from
+    /// `specie ra challenge`). `specie wallet enrol <CHALLENGE>` prints a `specie-enrol-request1…`
+    /// text for the RA (it proves this wallet holds the secret; the secret stays here); the RA
+    /// answers with a `specie-credential1…` text: `specie wallet enrol --credential <CREDENTIAL>`
+    /// keeps it. The RA must be the one the node trusts (`/v1/info`).
+    Enrol {
+        /// The RA's `specie-enrol-challenge1…` text.
+        #[arg(required_unless_present = "credential", conflicts_with = "credential")]
+        challenge: Option<String>,
+        /// The RA's `specie-credential1…` text, to finish the enrolment.
+        #[arg(long, value_name = "TEXT")]
+        credential: Option<String>,
+    },
+
+    /// Turn AMOUNT of this wallet's coins into an anonymous note of its own (enrolled wallets):
+    /// its owner is then hidden behind a commitment to your enrolment id, readable by the
+    /// owner auditors; with --hide-values its value is hidden too.
+    Anonymise {
+        /// Amount in the currency's smallest unit (a whole number, at least 1).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        amount: u64,
+        /// Hide the value in a commitment (anonymous and confidential).
+        #[arg(long)]
+        hide_values: bool,
+        /// How long to wait for the node to make it final, in milliseconds (max 120000).
+        #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
+        timeout_ms: u64,
+    },
+
+    /// Pay AMOUNT anonymously to the enrolled user ID from this wallet's anonymous notes: no
+    /// one but the payee and the auditors learns who paid whom. The spend is authorised by a
+    /// proof of your credential, not by a key anyone can link. With --hide-values the values
+    /// are hidden too (and notes with hidden values can pay). Prints the `specie-apay1…` string
+    /// the payee needs (`specie wallet receive <STRING>`).
+    SendAnonymous {
+        /// The payee's enrolment id.
+        #[arg(long = "to-id", value_name = "ID")]
+        to_id: u64,
+        /// Amount in the currency's smallest unit (a whole number, at least 1).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        amount: u64,
+        /// Hide the values in commitments (anonymous and confidential).
+        #[arg(long)]
+        hide_values: bool,
+        /// How long to wait for the node to make the payment final, in milliseconds (max 120000).
+        #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
+        timeout_ms: u64,
     },
 
     /// Receive a payment: check a sender's payment string with the node and add its money.
@@ -268,6 +320,20 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
             timeout_ms,
         } => unshield(path, node, amount, &auditors.auditors, timeout_ms),
         WalletCommand::Receive { payment } => receive(path, node, &payment),
+        WalletCommand::Enrol { challenge, credential } => {
+            crate::wallet_anonymous_cmd::enrol(path, node, challenge.as_deref(), credential.as_deref())
+        }
+        WalletCommand::Anonymise {
+            amount,
+            hide_values,
+            timeout_ms,
+        } => crate::wallet_anonymous_cmd::anonymise(path, node, amount, hide_values, timeout_ms),
+        WalletCommand::SendAnonymous {
+            to_id,
+            amount,
+            hide_values,
+            timeout_ms,
+        } => crate::wallet_anonymous_cmd::send(path, node, to_id, amount, hide_values, timeout_ms),
         WalletCommand::Import { payment } => import(path, node, &payment),
         WalletCommand::Sync => sync_command(path, node),
         WalletCommand::Mint { amount, to, timeout_ms } => mint(path, node, amount, to.as_deref(), timeout_ms),
@@ -282,7 +348,7 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
     }
 }
 
-fn load(path: &Path) -> Result<Wallet> {
+pub(crate) fn load(path: &Path) -> Result<Wallet> {
     Ok(WalletFile::load(path)?)
 }
 
@@ -290,11 +356,11 @@ fn save(path: &Path, wallet: &Wallet) -> Result<()> {
     Ok(WalletFile::save(path, wallet)?)
 }
 
-fn client_for(wallet: &Wallet, node: Option<&str>) -> Result<NodeClient> {
+pub(crate) fn client_for(wallet: &Wallet, node: Option<&str>) -> Result<NodeClient> {
     Ok(session::client_for(wallet, node)?)
 }
 
-fn print_balance(wallet: &Wallet) {
+pub(crate) fn print_balance(wallet: &Wallet) {
     let unit = wallet.hrp();
     let Balance {
         spendable,
@@ -315,6 +381,19 @@ fn print_balance(wallet: &Wallet) {
     }
     if confidential.pending_out > 0 {
         println!("confidential pending out: {} {unit}", confidential.pending_out);
+    }
+    if let Some(id) = wallet.enrolment_id() {
+        let anonymous = wallet.anonymous_balance();
+        println!(
+            "anonymous spendable:      {} {unit} (enrolled as id {})",
+            anonymous.spendable, id.0
+        );
+        if anonymous.pending_in > 0 {
+            println!("anonymous pending in:     {} {unit}", anonymous.pending_in);
+        }
+        if anonymous.pending_out > 0 {
+            println!("anonymous pending out:    {} {unit}", anonymous.pending_out);
+        }
     }
 }
 
@@ -383,7 +462,7 @@ fn balance(path: &Path) -> Result<ExitCode> {
 }
 
 /// What a built transaction was, for the messages after submission.
-enum Built {
+pub(crate) enum Built {
     Payment {
         to: Address,
         amount: u64,
@@ -412,6 +491,15 @@ enum Built {
     Unshield {
         amount: u64,
         change: u64,
+    },
+    Anonymise {
+        amount: u64,
+    },
+    AnonymousPayment {
+        to: u64,
+        amount: u64,
+        change: u64,
+        payment_string: AnonymousPaymentString,
     },
 }
 
@@ -512,17 +600,19 @@ fn unshield(path: &Path, node: Option<&str>, amount: u64, auditors: &[String], t
 }
 
 fn receive(path: &Path, node: Option<&str>, text: &str) -> Result<ExitCode> {
-    if !text
-        .trim()
-        .to_ascii_lowercase()
-        .starts_with(CONFIDENTIAL_PAYMENT_PREFIX)
-    {
+    let lowercase = text.trim().to_ascii_lowercase();
+    let anonymous = lowercase.starts_with(ANONYMOUS_PAYMENT_PREFIX);
+    if !anonymous && !lowercase.starts_with(CONFIDENTIAL_PAYMENT_PREFIX) {
         return import(path, node, text);
     }
     let mut wallet = load(path)?;
     let client = client_for(&wallet, node)?;
     let unit = wallet.hrp().to_owned();
-    let received = session::receive_confidential(path, &mut wallet, &client, text)?;
+    let received = if anonymous {
+        session::receive_anonymous(path, &mut wallet, &client, text)?
+    } else {
+        session::receive_confidential(path, &mut wallet, &client, text)?
+    };
     if received.already_known {
         println!("this note is already in this wallet: nothing added");
     } else {
@@ -536,7 +626,7 @@ fn receive(path: &Path, node: Option<&str>, text: &str) -> Result<ExitCode> {
 }
 
 /// Submits through [`session::submit`] (saved as pending first), then reports.
-fn submit_and_report(
+pub(crate) fn submit_and_report(
     path: &Path,
     wallet: &mut Wallet,
     client: &NodeClient,
@@ -646,6 +736,22 @@ fn report_built(wallet: &Wallet, built: &Built, unit: &str) {
         Built::Unshield { amount, change } => {
             println!("unshielded {amount} {unit} into a coin; {change} {unit} stays in notes");
         }
+        Built::Anonymise { amount } => {
+            println!("{amount} {unit} entered the anonymous level as a note of this wallet");
+        }
+        Built::AnonymousPayment {
+            to,
+            amount,
+            change,
+            payment_string,
+        } => {
+            println!("sent {amount} {unit} anonymously to enrolment id {to}; {change} {unit} came back as a note");
+            if wallet.enrolment_id().map(|id| id.0) == Some(*to) {
+                println!("(that id is this wallet's own: the note is already here)");
+            } else {
+                crate::wallet_anonymous_cmd::print_payment_string(payment_string);
+            }
+        }
     }
     print_balance(wallet);
 }
@@ -695,6 +801,10 @@ fn describe(wallet: &Wallet, kind: &PendingKind, unit: &str) -> String {
             wallet.format_address(to)
         ),
         PendingKind::Unshield { amount } => format!("unshielding of {amount} {unit}"),
+        PendingKind::Anonymise { amount } => format!("entry of {amount} {unit} into the anonymous level"),
+        PendingKind::AnonymousPayment { to, amount } => {
+            format!("anonymous payment of {amount} {unit} to enrolment id {to}")
+        }
     }
 }
 
@@ -717,6 +827,10 @@ fn sync_command(path: &Path, node: Option<&str>) -> Result<ExitCode> {
         .pending()
         .filter_map(|pending| Some((pending.txid, wallet.confidential_payment_string_for(&pending.txid)?)))
         .collect();
+    let anonymous_strings: Vec<(Txid, AnonymousPaymentString)> = wallet
+        .pending()
+        .filter_map(|pending| Some((pending.txid, wallet.anonymous_payment_string_for(&pending.txid)?)))
+        .collect();
     let result = sync(&mut wallet, &client);
     save(path, &wallet)?;
     let report = result?;
@@ -738,6 +852,9 @@ fn sync_command(path: &Path, node: Option<&str>) -> Result<ExitCode> {
                 }
                 if let Some((_, payment)) = confidential_strings.iter().find(|(pending, _)| pending == txid) {
                     print_confidential_payment_string(payment);
+                }
+                if let Some((_, payment)) = anonymous_strings.iter().find(|(pending, _)| pending == txid) {
+                    crate::wallet_anonymous_cmd::print_payment_string(payment);
                 }
             }
             Outcome::Rejected { reason, .. } => {
@@ -806,6 +923,20 @@ fn list_coins(path: &Path) -> Result<ExitCode> {
         let outpoint = note.outpoint();
         println!(
             "{:>12} {unit}  {}:{}  confidential note, {state}",
+            note.value(),
+            outpoint.txid,
+            outpoint.index
+        );
+    }
+    for note in wallet.anonymous_notes() {
+        let state = match note.state {
+            CoinState::Spendable => "spendable".to_owned(),
+            CoinState::PendingSpend { txid } => format!("spending in {txid}"),
+            CoinState::PendingReceive { txid } => format!("arriving from {txid}"),
+        };
+        let (outpoint, values) = (note.outpoint(), if note.hidden() { "hidden" } else { "in clear" });
+        println!(
+            "{:>12} {unit}  {}:{}  anonymous note (value {values}), {state}",
             note.value(),
             outpoint.txid,
             outpoint.index

@@ -1,0 +1,77 @@
+//! `specie wallet enrol | anonymise | send-anonymous`: the anonymous level from the command
+//! line (docs/privacy.md, "Anonymous payments"). Receiving is `specie wallet receive`, which
+//! takes `specie-apay1…` strings too.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use specie_credential::EnrolmentId;
+use specie_wallet::session;
+use specie_wallet::AnonymousPaymentString;
+
+use crate::wallet_cmd::{client_for, load, print_balance, submit_and_report, Built};
+
+/// Answers the RA's challenge (printing the request for the RA), or keeps its credential.
+pub fn enrol(path: &Path, node: Option<&str>, challenge: Option<&str>, credential: Option<&str>) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    if let Some(text) = credential {
+        let id = session::finish_enrolment(path, &mut wallet, text)?;
+        println!(
+            "enrolled as id {}: this wallet can now hold and pay anonymous notes",
+            id.0
+        );
+        print_balance(&wallet);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let client = client_for(&wallet, node)?;
+    let challenge = challenge.unwrap_or_default();
+    let request = session::begin_enrolment(path, &mut wallet, &client, challenge, &mut rand::thread_rng())?;
+    println!("Give this enrolment request to the registration authority (it holds no secret):");
+    println!("  {request}");
+    println!("It runs `specie ra enrol <REQUEST>` and gives you a credential; then run:");
+    println!(
+        "  specie wallet --wallet {} enrol --credential <CREDENTIAL>",
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn anonymise(path: &Path, node: Option<&str>, amount: u64, hide_values: bool, timeout_ms: u64) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    let client = client_for(&wallet, node)?;
+    let policy = session::anonymous_policy(&client, hide_values)?;
+    let (tx, _) = wallet.build_anonymise(amount, &policy, &mut rand::thread_rng())?;
+    submit_and_report(path, &mut wallet, &client, tx, Built::Anonymise { amount }, timeout_ms)
+}
+
+pub fn send(
+    path: &Path,
+    node: Option<&str>,
+    to: u64,
+    amount: u64,
+    hide_values: bool,
+    timeout_ms: u64,
+) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    let client = client_for(&wallet, node)?;
+    let policy = session::anonymous_policy(&client, hide_values)?;
+    let (tx, payment) = wallet.build_anonymous_payment(EnrolmentId(to), amount, &policy, &mut rand::thread_rng())?;
+    let built = Built::AnonymousPayment {
+        to,
+        amount,
+        change: payment.change,
+        payment_string: payment.payment_string,
+    };
+    submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
+}
+
+/// Tells the payer how to hand over an anonymous payment: the string reveals the value and lets
+/// its reader recognise the payee's output, so it is printed for the payer to pass on privately.
+pub fn print_payment_string(payment: &AnonymousPaymentString) {
+    let text = payment.encode();
+    println!("The payee needs this anonymous payment string to receive the money; send it to them privately:");
+    println!("  {text}");
+    println!("They run:");
+    println!("  specie wallet --wallet theirs.json receive {text}");
+}
