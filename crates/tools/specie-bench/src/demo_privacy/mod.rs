@@ -1,12 +1,16 @@
 //! `specie demo --privacy`: an embedded core keeping the ledger of record, with one auditor with
-//! jurisdiction, runs payments at two privacy levels. The issuer mints in clear. Users shield
-//! part of their money, then pay each other in rounds, some transparently and some
-//! confidentially (values in Pedersen commitments, proven in range and balanced, encrypted to the
-//! auditor). A forger submits confidential transactions that cheat in every way the proofs
-//! exclude, and all are refused. Users unshield some money and the issuer redeems some. Then:
+//! jurisdiction, runs payments at every privacy level. The issuer mints in clear. Users shield
+//! part of their money, enrol with the registration authority and turn a coin into an anonymous
+//! note, then pay each other in rounds, some transparently, some confidentially (values in
+//! Pedersen commitments, proven in range and balanced, encrypted to the auditor) and some
+//! anonymously (owners behind commitments to their enrolment ids, spends proven with the RA's
+//! credential, values in clear or hidden: [`anonymous`]). A forger submits transactions that
+//! cheat in every way the proofs exclude, and all are refused. Users unshield some money and the
+//! issuer redeems some. Then:
 //!
 //! - the passive auditor reads the ledger of record from genesis and reconstructs every
-//!   confidential payment, which must match what the wallets know;
+//!   confidential and anonymous payment (payers and payees by enrolment id), which must match
+//!   what the wallets know;
 //! - the supply audit holds: minted − redeemed = transparent value in the UHS + confidential
 //!   value in the UHS (by the wallets' openings, and again by the auditor's reading);
 //! - the ledger replays to exactly the UHS.
@@ -23,8 +27,9 @@ use rayon::prelude::*;
 use secp256k1::Keypair;
 use specie_api::TxStatus;
 use specie_archiver::Block;
-use specie_auditor::{Owner, PassiveAuditor};
+use specie_auditor::{Owner, OwnerView, PassiveAuditor};
 use specie_confidential::{AuditorSecret, Opening};
+use specie_credential::AuditDirectory;
 use specie_endorsement::Endorsement;
 use specie_node::endorsement::EndorsementOptions;
 use specie_node::{EmbeddedNode, NodeHandle, NodeOptions};
@@ -36,7 +41,10 @@ use specie_transaction::{
 };
 
 use crate::demo_byzantine::{submit_all, value_in_uhs, wait_for_outcomes};
+
+mod anonymous;
 use crate::error::{fail, BenchError, BenchResult, StepContext};
+use anonymous::{AnonymousHolder, AnonymousLevel, ANONYMOUS_FORGERIES};
 
 /// Minted to each user, in clear, as four coins.
 const COIN_VALUE: u64 = 25_000;
@@ -66,6 +74,7 @@ struct User {
     owner: [u8; 32],
     coins: Vec<CreatedOutput>,
     notes: Vec<Note>,
+    anonymous: AnonymousHolder,
 }
 
 /// A confidential payment as its payer and payee know it: what the auditor must reconstruct.
@@ -79,6 +88,9 @@ struct Known {
 struct Tally {
     transparent: u64,
     confidential: u64,
+    anonymous: u64,
+    /// Value that entered the anonymous level from coins.
+    anonymous_entered: u64,
     shielded_value: u64,
     unshielded_value: u64,
     redeemed: u64,
@@ -102,11 +114,14 @@ pub fn run(args: &PrivacyDemoOptions) -> BenchResult<ExitCode> {
     let mut rng = StdRng::seed_from_u64(args.seed);
     let issuer = Keypair::new_global(&mut rng);
     let auditor = AuditorSecret::random(&mut rng);
+    let (level, holders) = AnonymousLevel::enrol(args.users, auditor.public(), &mut rng);
     let mut options = NodeOptions::new(root.join("core"));
     options.issuers = vec![hex::encode(xonly_bytes(&issuer))];
     options.ledger_of_record = Some(true);
     options.shape = Some(args.shape);
     options.auditors = vec![auditor.public().to_bytes()];
+    options.registration_authority = Some(level.authority.clone());
+    options.owner_auditors = vec![level.owner_auditor.public()];
     options.endorsement = Some(EndorsementOptions {
         k: ENDORSERS_K,
         n: ENDORSERS_N,
@@ -118,13 +133,16 @@ pub fn run(args: &PrivacyDemoOptions) -> BenchResult<ExitCode> {
     let started = Instant::now();
     let progress = progress_bar(args);
 
-    let mut users = mint(&core, &issuer, args.users, &mut rng)?;
+    let mut users = mint(&core, &issuer, holders, &mut rng)?;
     let mut tally = Tally::default();
     shield(&core, &mut users, &auditor, &mut tally, &mut rng)?;
+    level.enter(&core, &mut users, &mut tally, &mut rng)?;
     progress.inc(1);
     for _ in 0..args.rounds {
         pay_round(&core, &mut users, &auditor, &mut tally, &mut rng)?;
+        level.pay_round(&core, &mut users, &mut tally, &mut rng)?;
         forge(&core, &users, &auditor, &mut tally, &mut rng)?;
+        level.forge(&core, &users, &mut tally, &mut rng)?;
         progress.inc(1);
     }
     unshield_and_redeem(&core, &mut users, &issuer, &auditor, &mut tally, &mut rng)?;
@@ -133,7 +151,7 @@ pub fn run(args: &PrivacyDemoOptions) -> BenchResult<ExitCode> {
     let audit = audit(
         &core,
         &users,
-        &auditor,
+        (&auditor, &level),
         &tally,
         args.users as u64 * COINS_PER_USER as u64 * COIN_VALUE,
     )?;
@@ -162,9 +180,14 @@ fn owner_of(key: &Keypair) -> [u8; 32] {
     witness_program_commitment(&xonly_bytes(key))
 }
 
-/// Mints `COINS_PER_USER` coins to every user, in clear.
-fn mint(core: &NodeHandle, issuer: &Keypair, count: usize, rng: &mut StdRng) -> BenchResult<Vec<User>> {
-    let keys: Vec<Keypair> = (0..count).map(|_| Keypair::new_global(rng)).collect();
+/// Mints `COINS_PER_USER` coins to every user (one per enrolled holder), in clear.
+fn mint(
+    core: &NodeHandle,
+    issuer: &Keypair,
+    holders: Vec<AnonymousHolder>,
+    rng: &mut StdRng,
+) -> BenchResult<Vec<User>> {
+    let keys: Vec<Keypair> = holders.iter().map(|_| Keypair::new_global(rng)).collect();
     let outputs: Vec<Output> = keys
         .iter()
         .flat_map(|key| {
@@ -191,11 +214,13 @@ fn mint(core: &NodeHandle, issuer: &Keypair, count: usize, rng: &mut StdRng) -> 
     Ok(keys
         .into_iter()
         .zip(created.chunks(COINS_PER_USER))
-        .map(|(key, coins)| User {
+        .zip(holders)
+        .map(|((key, coins), anonymous)| User {
             owner: owner_of(&key),
             key,
             coins: coins.to_vec(),
             notes: vec![],
+            anonymous,
         })
         .collect())
 }
@@ -567,6 +592,7 @@ struct Audit {
     redeemed: u64,
     transparent_held: u64,
     confidential_held: u64,
+    anonymous_held: u64,
     auditor_held: u64,
     auditor_unreadable: usize,
     reconstructed: u64,
@@ -585,7 +611,7 @@ struct Audit {
 impl Audit {
     fn supply_ok(&self) -> bool {
         let circulating = self.minted - self.redeemed;
-        self.transparent_held + self.confidential_held == circulating
+        self.transparent_held + self.confidential_held + self.anonymous_held == circulating
             && self.auditor_held == circulating
             && self.auditor_unreadable == 0
     }
@@ -605,7 +631,13 @@ impl Audit {
     }
 }
 
-fn audit(core: &NodeHandle, users: &[User], secret: &AuditorSecret, tally: &Tally, minted: u64) -> BenchResult<Audit> {
+fn audit(
+    core: &NodeHandle,
+    users: &[User],
+    (secret, level): (&AuditorSecret, &AnonymousLevel),
+    tally: &Tally,
+    minted: u64,
+) -> BenchResult<Audit> {
     let coins: Vec<(UhsId, u64)> = users
         .iter()
         .flat_map(|u| u.coins.iter().map(|c| (c.uhs_id, c.output.value)))
@@ -615,7 +647,12 @@ fn audit(core: &NodeHandle, users: &[User], secret: &AuditorSecret, tally: &Tall
         .flat_map(|u| u.notes.iter().map(|n| (n.input.uhs_id(), n.opening.value)))
         .collect();
     let ledger = crate::demo::check_ledger_of_record(core)?.step("the demo's core keeps a ledger of record")?;
-    let mut auditor = PassiveAuditor::new(secret.clone(), COIN_VALUE);
+    let anonymous_notes: Vec<(UhsId, u64)> = users.iter().flat_map(|u| u.anonymous.held()).collect();
+    let view = OwnerView {
+        secret: level.owner_auditor.clone(),
+        directory: AuditDirectory::new(users.iter().map(|u| u.anonymous.id)),
+    };
+    let mut auditor = PassiveAuditor::new(secret.clone(), COIN_VALUE).with_owner_view(view);
     let (mut reconstructed, mut mismatches, mut unreadable) = (0, 0, 0);
     let (mut endorsed_records, mut unendorsed_records) = (0, 0);
     let group_key = core
@@ -637,7 +674,8 @@ fn audit(core: &NodeHandle, users: &[User], secret: &AuditorSecret, tally: &Tall
             .read(&block)
             .map_err(|error| BenchError::Failed(error.to_string()))?
         {
-            if seen.confidential && !seen.readable() {
+            let unnamed = seen.outputs.iter().any(|p| p.owner == Owner::Unknown);
+            if (seen.confidential && !seen.readable()) || (seen.anonymous && unnamed) {
                 unreadable += 1;
             }
             let Some(known) = tally.known.get(&seen.txid) else {
@@ -660,6 +698,7 @@ fn audit(core: &NodeHandle, users: &[User], secret: &AuditorSecret, tally: &Tall
         redeemed: tally.redeemed,
         transparent_held: value_in_uhs(core, &coins)?,
         confidential_held: value_in_uhs(core, &notes)?,
+        anonymous_held: value_in_uhs(core, &anonymous_notes)?,
         auditor_held,
         auditor_unreadable,
         reconstructed,
@@ -685,6 +724,8 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
             "elapsed_s": elapsed.as_secs_f64(),
             "transparent_payments": tally.transparent,
             "confidential_transactions": tally.confidential,
+            "anonymous_transactions": tally.anonymous,
+            "anonymous_entered": tally.anonymous_entered,
             "shielded_value": tally.shielded_value,
             "unshielded_value": tally.unshielded_value,
             "forgeries": tally.forged,
@@ -697,6 +738,7 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
             "redeemed": audit.redeemed,
             "transparent_held": audit.transparent_held,
             "confidential_held": audit.confidential_held,
+            "anonymous_held": audit.anonymous_held,
             "auditor_held": audit.auditor_held,
             "ledger_blocks": audit.ledger_blocks,
             "ledger_replays_to_uhs": audit.ledger_replays_to_uhs,
@@ -717,20 +759,31 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
         elapsed.as_secs_f64()
     );
     println!(
-        "  payments     {} transparent, {} confidential transactions ({} shielded in clear, {} unshielded)",
-        tally.transparent, tally.confidential, tally.shielded_value, tally.unshielded_value
+        "  payments     {} transparent, {} confidential transactions ({} shielded in clear, {} unshielded), \
+         {} anonymous transactions ({} entered from coins; values in clear for half the users, hidden for the rest)",
+        tally.transparent,
+        tally.confidential,
+        tally.shielded_value,
+        tally.unshielded_value,
+        tally.anonymous,
+        tally.anonymous_entered
     );
     let codes: Vec<String> = tally.forged_codes.iter().map(|(k, v)| format!("{k}: {v}")).collect();
     println!(
         "  forgeries    {} submitted ({}), {} refused ({})  [{}]",
         tally.forged,
-        FORGERIES.join(", "),
+        FORGERIES
+            .iter()
+            .chain(&ANONYMOUS_FORGERIES)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", "),
         tally.forged_refused,
         codes.join(", "),
         mark(audit.forgeries_refused)
     );
     println!(
-        "  auditor      reconstructed {} confidential payments from the ledger: {} differ from the wallets, {} unreadable  [{}]",
+        "  auditor      reconstructed {} confidential and anonymous payments from the ledger (owners by enrolment id): {} differ from the wallets, {} unreadable  [{}]",
         audit.reconstructed,
         audit.reconstructed_mismatches,
         audit.unreadable_payments,
@@ -742,12 +795,13 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
         mark(audit.ledger_replays_to_uhs)
     );
     println!(
-        "  supply       minted {} - redeemed {} = {}; wallets hold {} in clear + {} confidential; the auditor reads {}  [{}]",
+        "  supply       minted {} - redeemed {} = {}; wallets hold {} in clear + {} confidential + {} anonymous; the auditor reads {}  [{}]",
         audit.minted,
         audit.redeemed,
         audit.minted - audit.redeemed,
         audit.transparent_held,
         audit.confidential_held,
+        audit.anonymous_held,
         audit.auditor_held,
         mark(audit.supply_ok())
     );
@@ -762,7 +816,7 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
     println!(
         "  audit        {}",
         if audit.ok() {
-            "OK: no money was created or destroyed, and the auditor sees every confidential payment"
+            "OK: no money was created or destroyed, and the auditor sees every confidential and anonymous payment"
         } else {
             "FAILED"
         }
