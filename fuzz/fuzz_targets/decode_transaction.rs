@@ -1,5 +1,5 @@
 //! Decodes arbitrary bytes as a `SpecieTransaction` (every kind: transfer, mint, redeem, FastPay
-//! funding and redeem, offline funding and payout, confidential) and as a `CompactTransaction`. Decoding must never panic or allocate
+//! funding and redeem, offline funding and payout, confidential, anonymous) and as a `CompactTransaction`. Decoding must never panic or allocate
 //! beyond the limits, and whatever decodes must re-encode to exactly the input bytes: specie has
 //! one encoding per value (docs/transaction-format.md).
 
@@ -18,17 +18,18 @@ fuzz_target!(|bytes: &[u8]| {
         );
         // Derived values must be computable for anything that decodes: every input spent, every
         // output created, then the kind's marker (mint, FastPay funding and redeem), last.
-        // A confidential transaction also spends and creates confidential outputs, after the
-        // transparent ones.
-        let (confidential_spent, confidential_created) = match &tx {
+        // A confidential or anonymous transaction also spends and creates confidential or
+        // anonymous outputs, after the transparent ones.
+        let (private_spent, private_created) = match &tx {
             SpecieTransaction::Confidential(c) => (c.confidential_inputs.len(), c.created_confidential_outputs().len()),
+            SpecieTransaction::Anonymous(a) => (a.anonymous_inputs.len(), a.created_anonymous_outputs().len()),
             _ => (0, 0),
         };
         let compact = tx.compact();
-        assert_eq!(compact.spent.len(), tx.inputs().len() + confidential_spent);
+        assert_eq!(compact.spent.len(), tx.inputs().len() + private_spent);
         assert_eq!(
             compact.created.len(),
-            tx.outputs().len() + confidential_created + usize::from(tx.marker().is_some())
+            tx.outputs().len() + private_created + usize::from(tx.marker().is_some())
         );
         if let Some(marker) = tx.marker() {
             assert_eq!(compact.created.last(), Some(&marker));

@@ -588,13 +588,14 @@ mod tests {
 
     #[test]
     fn header_errors_are_typed() {
+        // The first kind not defined (0x08 is now the anonymous transaction).
         let mut bytes = EXTENSION_HEADER.to_vec();
-        bytes.push(0x08);
+        bytes.push(KIND_ANONYMOUS + 1);
         assert_eq!(
             SpecieTransaction::decode_exact(&bytes),
             Err(DecodeError::UnknownKind {
                 what: "extension transaction kind",
-                kind: 8
+                kind: 9
             })
         );
         bytes[7] = 2;
