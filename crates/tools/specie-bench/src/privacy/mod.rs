@@ -9,8 +9,11 @@
 //!   second of one core and per second on all cores.
 //! - The ledger of record's append rate: 2-in/2-out records sealed into blocks, encoded and
 //!   appended with one fsync per block.
+//! - The anonymous level, in clear and hidden ([`anonymous`]): the spend proof alone and in
+//!   batches, proving in the wallet, and the sentinel's validation.
 //! - End to end on an embedded node (fsync on, ledger of record on): 2-in/2-out payments per
-//!   second, transparent and confidential, from submission to confirmation.
+//!   second, transparent, confidential, anonymous, and anonymous and confidential, from
+//!   submission to confirmation.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -32,8 +35,11 @@ use specie_transaction::{
 };
 
 use crate::ceiling::per_cpu_second;
+
+mod anonymous;
 use crate::demo_byzantine::submit_all;
 use crate::error::{fail, BenchResult, StepContext};
+use anonymous::{AnonymousFigures, AnonymousPayments};
 
 pub struct PrivacyBenchOptions {
     /// How long each per-second figure is measured.
@@ -61,6 +67,12 @@ struct Figures {
     /// The same payments on a core in the atomizer shape (every transaction in a block).
     end_to_end_atomizer_transparent_tps: f64,
     end_to_end_atomizer_confidential_tps: f64,
+    #[serde(flatten)]
+    anonymous: AnonymousFigures,
+    end_to_end_anonymous_tps: f64,
+    end_to_end_anonymous_confidential_tps: f64,
+    end_to_end_atomizer_anonymous_tps: f64,
+    end_to_end_atomizer_anonymous_confidential_tps: f64,
     cores: usize,
 }
 
@@ -170,12 +182,18 @@ pub fn run(options: &PrivacyBenchOptions) -> BenchResult<ExitCode> {
     let auditor = AuditorSecret::random(&mut rng);
     let payments = options.payments.max(1);
     if !options.json {
-        eprintln!("proving {payments} shieldings and {payments} confidential payments for the runs (not measured)...");
+        eprintln!(
+            "proving {payments} shieldings, {payments} confidential payments, {} anonymous entries and {payments} anonymous payments of each kind for the runs (not measured)...",
+            2 * payments
+        );
     }
-    // Coins for the end-to-end runs: 2 per transparent payment, 2 per shielding.
-    let mints = mint(&issuer, &alice, 4 * payments, &mut rng);
+    // Coins for the end-to-end runs: 2 per transparent payment, 2 per shielding, 2 per
+    // anonymous entry (one entry per anonymous payment).
+    let mints = mint(&issuer, &alice, 8 * payments, &mut rng);
     let coins: Vec<CreatedOutput> = mints.iter().flat_map(SpecieTransaction::created_outputs).collect();
-    let (for_transfers, for_shields) = coins.split_at(2 * payments);
+    let (for_transfers, rest) = coins.split_at(2 * payments);
+    let (for_shields, for_anonymous) = rest.split_at(2 * payments);
+    let anonymous = AnonymousPayments::prove(for_anonymous, &alice, auditor.public(), &mut rng);
     let shields = prove(
         for_shields
             .chunks(2)
@@ -224,6 +242,11 @@ pub fn run(options: &PrivacyBenchOptions) -> BenchResult<ExitCode> {
         end_to_end_confidential_tps: 0.0,
         end_to_end_atomizer_transparent_tps: 0.0,
         end_to_end_atomizer_confidential_tps: 0.0,
+        anonymous: anonymous.measure(&trusted, measure),
+        end_to_end_anonymous_tps: 0.0,
+        end_to_end_anonymous_confidential_tps: 0.0,
+        end_to_end_atomizer_anonymous_tps: 0.0,
+        end_to_end_atomizer_anonymous_confidential_tps: 0.0,
         cores: rayon::current_num_threads(),
     };
     let mut figures = Figures {
@@ -237,14 +260,21 @@ pub fn run(options: &PrivacyBenchOptions) -> BenchResult<ExitCode> {
         shields: shields.into_iter().map(|(tx, _)| SpecieTransaction::from(tx)).collect(),
         transfers,
         confidential,
+        anonymous,
     };
     // Both shapes in the same run, one after the other, on the same payments.
-    (figures.end_to_end_transparent_tps, figures.end_to_end_confidential_tps) =
-        payments.run(CoreShape::TwoPhaseCommit)?;
-    (
+    [
+        figures.end_to_end_transparent_tps,
+        figures.end_to_end_confidential_tps,
+        figures.end_to_end_anonymous_tps,
+        figures.end_to_end_anonymous_confidential_tps,
+    ] = payments.run(CoreShape::TwoPhaseCommit)?;
+    [
         figures.end_to_end_atomizer_transparent_tps,
         figures.end_to_end_atomizer_confidential_tps,
-    ) = payments.run(CoreShape::Atomizer)?;
+        figures.end_to_end_atomizer_anonymous_tps,
+        figures.end_to_end_atomizer_anonymous_confidential_tps,
+    ] = payments.run(CoreShape::Atomizer)?;
     report(&figures, options.json);
     Ok(ExitCode::SUCCESS)
 }
@@ -268,7 +298,7 @@ fn batch_verify_per_cpu_s(
 }
 
 /// Sentinel validation of `txs` (repeated) on all cores, per second of wall-clock time.
-fn validate_all_cores(txs: &[SpecieTransaction], trusted: &TrustedKeys, measure: Duration) -> f64 {
+pub(crate) fn validate_all_cores(txs: &[SpecieTransaction], trusted: &TrustedKeys, measure: Duration) -> f64 {
     let started = Instant::now();
     let mut validated = 0usize;
     while started.elapsed() < measure {
@@ -334,26 +364,34 @@ struct EndToEnd {
     shields: Vec<SpecieTransaction>,
     transfers: Vec<SpecieTransaction>,
     confidential: Vec<SpecieTransaction>,
+    anonymous: AnonymousPayments,
 }
 
 impl EndToEnd {
     /// On a fresh embedded node of `shape` with the ledger of record: the transparent payments,
-    /// then the confidential ones (after their notes were shielded, not measured).
-    fn run(&self, shape: CoreShape) -> BenchResult<(f64, f64)> {
+    /// then the confidential ones (after their notes were shielded, not measured), then the
+    /// anonymous ones in clear and hidden (after their entries, not measured).
+    fn run(&self, shape: CoreShape) -> BenchResult<[f64; 4]> {
         let dir = tempfile::tempdir()?;
         let mut options = NodeOptions::new(dir.path());
         options.issuers = vec![hex::encode(xonly_bytes(&self.issuer))];
         options.ledger_of_record = Some(true);
         options.shape = Some(shape);
         options.auditors = vec![self.auditor.public().to_bytes()];
+        options.registration_authority = Some(self.anonymous.authority.clone());
+        options.owner_auditors = vec![self.anonymous.owner_auditor.public()];
         let node = EmbeddedNode::open(options).step("cannot start the embedded node")?;
         let core = node.handle();
         submit_measured(&core, self.mints.clone(), "mint")?;
         let transparent = submit_measured(&core, self.transfers.clone(), "transparent")?;
         submit_measured(&core, self.shields.clone(), "shielding")?;
         let confidential = submit_measured(&core, self.confidential.clone(), "confidential")?;
+        submit_measured(&core, self.anonymous.entries.clone(), "anonymous entry")?;
+        let anonymous = submit_measured(&core, self.anonymous.clear.clone(), "anonymous")?;
+        let anonymous_confidential =
+            submit_measured(&core, self.anonymous.hidden.clone(), "anonymous and confidential")?;
         node.shutdown();
-        Ok((transparent, confidential))
+        Ok([transparent, confidential, anonymous, anonymous_confidential])
     }
 }
 
@@ -401,16 +439,29 @@ fn report(figures: &Figures, json: bool) {
         "  ledger of record: {:.0} records/s sealed, encoded and appended (one fsync per block of 1000)",
         f.ledger_append_records_per_s
     );
+    f.anonymous.print();
+    println!(
+        "    anonymous costs {:.1} BIP-340 verifications; anonymous and confidential {:.1}",
+        f.bip340_verify_per_cpu_s / f.anonymous.anonymous_validate_per_cpu_s,
+        f.bip340_verify_per_cpu_s / f.anonymous.anonymous_confidential_validate_per_cpu_s
+    );
     println!("  end to end (embedded node, fsync on, ledger on), payments/s");
     println!(
-        "    2pc shape       {:>8.0} transparent, {:>8.0} confidential",
-        f.end_to_end_transparent_tps, f.end_to_end_confidential_tps
+        "    2pc shape       {:>8.0} transparent, {:>8.0} confidential, {:>8.0} anonymous, {:>8.0} anonymous and confidential",
+        f.end_to_end_transparent_tps,
+        f.end_to_end_confidential_tps,
+        f.end_to_end_anonymous_tps,
+        f.end_to_end_anonymous_confidential_tps
     );
     println!(
-        "    atomizer shape  {:>8.0} transparent, {:>8.0} confidential   ({:.2}x and {:.2}x of 2pc)",
+        "    atomizer shape  {:>8.0} transparent, {:>8.0} confidential, {:>8.0} anonymous, {:>8.0} anonymous and confidential   ({:.2}x, {:.2}x, {:.2}x, {:.2}x of 2pc)",
         f.end_to_end_atomizer_transparent_tps,
         f.end_to_end_atomizer_confidential_tps,
+        f.end_to_end_atomizer_anonymous_tps,
+        f.end_to_end_atomizer_anonymous_confidential_tps,
         f.end_to_end_atomizer_transparent_tps / f.end_to_end_transparent_tps,
-        f.end_to_end_atomizer_confidential_tps / f.end_to_end_confidential_tps
+        f.end_to_end_atomizer_confidential_tps / f.end_to_end_confidential_tps,
+        f.end_to_end_atomizer_anonymous_tps / f.end_to_end_anonymous_tps,
+        f.end_to_end_atomizer_anonymous_confidential_tps / f.end_to_end_anonymous_confidential_tps
     );
 }
