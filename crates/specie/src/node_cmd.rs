@@ -69,10 +69,10 @@ pub struct NodeArgs {
     /// anonymous transaction (`no_registration_authority`). Given at every start.
     #[arg(long, value_name = "HEX", value_parser = parse_ra_key)]
     pub registration_authority: Option<specie_credential::RaPublicKey>,
-    /// An owner auditor with jurisdiction (its owner key, hex: the second line `specie audit
-    /// keygen` prints); repeat for several, at most 4. Every anonymous transaction must encrypt
-    /// every owner it names to each of them, or it is refused (`owner_auditor_missing`). Given
-    /// at every start.
+    /// An owner auditor with jurisdiction (its owner key, hex: what follows `owner auditor key:`
+    /// on the second line `specie audit keygen` prints); repeat for several, at most 4. Every
+    /// anonymous transaction must encrypt every owner it names to each of them, or it is refused
+    /// (`owner_auditor_missing`). Given at every start.
     #[arg(
         long = "owner-auditor",
         value_name = "HEX",
@@ -236,9 +236,10 @@ fn parse_ra_key(text: &str) -> Result<specie_credential::RaPublicKey, String> {
         .map_err(|error| format!("not a registration authority's public key (`specie ra key` prints it): {error}"))
 }
 
-/// An owner auditor's key: hex of its canonical encoding (the second line of `specie audit key`).
+/// An owner auditor's key: hex of its canonical encoding (on the second line of `specie audit key`).
 fn parse_owner_auditor_key(text: &str) -> Result<specie_credential::AuditorKey, String> {
     let bytes = hex::decode(text.trim()).map_err(|error| format!("not hex: {error}"))?;
-    specie_credential::AuditorKey::decode_exact(&bytes)
-        .map_err(|error| format!("not an owner auditor's key (the second line of `specie audit key` is one): {error}"))
+    specie_credential::AuditorKey::decode_exact(&bytes).map_err(|error| {
+        format!("not an owner auditor's key (`specie audit key` prints one after `owner auditor key:`): {error}")
+    })
 }
