@@ -1,15 +1,16 @@
 //! `specie audit …`: a passive auditor's tools. See docs/privacy.md, "The auditor's guide".
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use specie_archiver::{Block, BlockLimits, DisputeProof};
-use specie_auditor::{Audited, Owner, PassiveAuditor};
-use specie_codec::Decode;
+use specie_auditor::{Audited, Owner, OwnerView, PassiveAuditor};
+use specie_codec::{Decode, Encode};
 use specie_confidential::AuditorSecret;
+use specie_credential::{AuditDirectory, EnrolmentId};
 use specie_endorsement::GroupKey;
 use specie_transaction::Txid;
 use specie_wallet::NodeClient;
@@ -23,14 +24,17 @@ pub struct AuditArgs {
 #[derive(Subcommand)]
 enum AuditCommand {
     /// Make an auditor's key: a 32-byte secret seed written to FILE (readable by you alone), and
-    /// the public key printed, to give the node operator (`specie node --auditor HEX`) and the
-    /// wallets, who encrypt every confidential value to it.
+    /// its two public keys printed, to give the node operator and the wallets. The first line is
+    /// the value key (`specie node --auditor HEX`): wallets encrypt every confidential value to
+    /// it. The second, `owner auditor key: HEX`, is the owner key (`specie node --owner-auditor
+    /// HEX`): every anonymous transaction encrypts every owner it names to it.
     Keygen {
         /// Where to write the secret seed (hex). Refuses to overwrite an existing file.
         #[arg(long)]
         out: PathBuf,
     },
-    /// Print the public key of the auditor whose seed is in FILE.
+    /// Print the public keys of the auditor whose seed is in FILE: the value key (first line, for
+    /// `specie node --auditor`) and the owner key (second line, for `specie node --owner-auditor`).
     Key {
         #[arg(long)]
         key: PathBuf,
@@ -63,6 +67,12 @@ enum AuditCommand {
         /// give it to trust the node for less.
         #[arg(long)]
         group_key: Option<String>,
+        /// The enrolment ids this auditor oversees, one per line (what `specie ra list
+        /// --jurisdiction J` prints): the owners of anonymous transactions among them are named
+        /// `id:N`, with the owner key of the same seed file. Without it, or for an owner not in
+        /// it, an anonymous owner shows as `unknown`.
+        #[arg(long, value_name = "FILE")]
+        directory: Option<PathBuf>,
     },
     /// Dispute resolution: fetch from the node the proof that a transaction is, or is not, in
     /// its ledger of record up to a height, and check it here without trusting the node (the
@@ -101,7 +111,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         AuditCommand::Keygen { out } => keygen(&out),
         AuditCommand::Key { key } => {
-            println!("{}", hex::encode(read_secret(&key)?.public().to_bytes()));
+            print_keys(&read_seed(&key)?);
             Ok(ExitCode::SUCCESS)
         }
         AuditCommand::Show {
@@ -111,12 +121,14 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             flagged_only,
             json,
             group_key,
+            directory,
         } => {
             let options = ShowOptions {
                 flag_over,
                 flagged_only,
                 json,
                 group_key,
+                directory,
             };
             show(&node, &key, &options)
         }
@@ -197,21 +209,63 @@ fn keygen(out: &Path) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot create {} (it must not exist yet)", out.display()))?;
     writeln!(file, "{}", hex::encode(seed)).with_context(|| format!("cannot write {}", out.display()))?;
     file.sync_all()?;
-    println!("{}", hex::encode(AuditorSecret::from_seed(&seed).public().to_bytes()));
+    print_keys(&seed);
     eprintln!(
-        "secret seed written to {}; the line above is the public key for `specie node --auditor`",
+        "secret seed written to {}; the first line above is the public key for `specie node \
+         --auditor`, the second the owner key for `specie node --owner-auditor`",
         out.display()
     );
     Ok(ExitCode::SUCCESS)
 }
 
-fn read_secret(path: &Path) -> anyhow::Result<AuditorSecret> {
+/// The auditor's value key (hex), then its owner key (hex of its encoding), labelled.
+fn print_keys(seed: &[u8; 32]) {
+    println!("{}", hex::encode(AuditorSecret::from_seed(seed).public().to_bytes()));
+    let owner = specie_credential::AuditorSecret::from_seed(seed).public();
+    println!("owner auditor key: {}", hex::encode(owner.encode()));
+}
+
+fn read_seed(path: &Path) -> anyhow::Result<[u8; 32]> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let seed: [u8; 32] = hex::decode(text.trim())
+    hex::decode(text.trim())
         .ok()
         .and_then(|bytes| bytes.try_into().ok())
-        .with_context(|| format!("{} does not hold a 32-byte hex seed", path.display()))?;
-    Ok(AuditorSecret::from_seed(&seed))
+        .with_context(|| format!("{} does not hold a 32-byte hex seed", path.display()))
+}
+
+/// The most bytes of a directory file read (about 3 million ids).
+const DIRECTORY_BYTES_MAX: u64 = 64 << 20;
+
+/// The enrolment ids in `path`, one per line (blank lines and `#` comments skipped).
+fn read_directory(path: &Path) -> anyhow::Result<AuditDirectory> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(DIRECTORY_BYTES_MAX + 1).read_to_end(&mut bytes))
+        .with_context(|| format!("cannot read the directory {}", path.display()))?;
+    anyhow::ensure!(
+        bytes.len() as u64 <= DIRECTORY_BYTES_MAX,
+        "the directory {} is larger than {} MiB",
+        path.display(),
+        DIRECTORY_BYTES_MAX >> 20
+    );
+    let text = String::from_utf8(bytes).with_context(|| format!("the directory {} is not text", path.display()))?;
+    let mut ids = Vec::new();
+    for (at, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let id = line.parse::<u64>().map_err(|_| {
+            anyhow::anyhow!(
+                "{} line {}: {line:?} is not an enrolment id (one whole number per line, as `specie ra \
+                 list` prints)",
+                path.display(),
+                at + 1
+            )
+        })?;
+        ids.push(EnrolmentId(id));
+    }
+    Ok(AuditDirectory::new(ids))
 }
 
 /// What the auditor counted over the whole ledger.
@@ -237,6 +291,7 @@ struct ShowOptions {
     flagged_only: bool,
     json: bool,
     group_key: Option<String>,
+    directory: Option<PathBuf>,
 }
 
 /// The endorsement group key records are checked against: the one given, or the node's.
@@ -264,7 +319,14 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
     let (flag_over, flagged_only, json) = (options.flag_over, options.flagged_only, options.json);
     let client = NodeClient::new(node)?;
     let group_key = group_key(&client, options.group_key.as_deref())?;
-    let mut auditor = PassiveAuditor::new(read_secret(key)?, flag_over);
+    let seed = read_seed(key)?;
+    let mut auditor = PassiveAuditor::new(AuditorSecret::from_seed(&seed), flag_over);
+    if let Some(directory) = &options.directory {
+        auditor = auditor.with_owner_view(OwnerView {
+            secret: specie_credential::AuditorSecret::from_seed(&seed),
+            directory: read_directory(directory)?,
+        });
+    }
     let height = client.ledger_height()?;
     let limits = BlockLimits::default();
     let mut summary = Summary::default();

@@ -17,6 +17,7 @@ mod node_cmd;
 mod offline_bridge_cmd;
 mod offline_cmd;
 mod offline_device_cmd;
+mod ra_cmd;
 mod sim_cmd;
 mod wallet_anonymous_cmd;
 mod wallet_cmd;
@@ -76,6 +77,9 @@ enum Command {
     /// A passive auditor: make its key, and read the ledger of record with it (who paid whom
     /// what, confidential values of its jurisdiction included, flags over a threshold).
     Audit(audit_cmd::AuditArgs),
+    /// The registration authority of the anonymous privacy level: after KYC, open an
+    /// enrolment, check the wallet's answer, sign its credential; list the enrolled ids.
+    Ra(ra_cmd::RaArgs),
 }
 
 fn main() -> ExitCode {
@@ -87,7 +91,7 @@ fn main() -> ExitCode {
     // … | head` ends quietly instead of panicking on a closed pipe.
     if matches!(
         cli.command,
-        Command::Tx(_) | Command::Sim(_) | Command::Byzantine(_) | Command::Audit(_)
+        Command::Tx(_) | Command::Sim(_) | Command::Byzantine(_) | Command::Audit(_) | Command::Ra(_)
     ) || matches!(&cli.command, Command::Offline(args) if args.prints_only())
     {
         reset_sigpipe();
@@ -111,6 +115,7 @@ fn main() -> ExitCode {
         Command::Byzantine(args) => byzantine_cmd::run(args),
         Command::Offline(args) => offline_cmd::run(args),
         Command::Audit(args) => audit_cmd::run(args),
+        Command::Ra(args) => ra_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use specie_api::HttpLimits;
+use specie_codec::Decode;
 use specie_node::endorsement::EndorsementOptions;
 use specie_node::{CoreShape, NodeOptions};
 
@@ -63,6 +64,22 @@ pub struct NodeArgs {
     /// it is refused (`auditor_missing`). Given at every start.
     #[arg(long = "auditor", value_name = "HEX", value_parser = parse_auditor_key)]
     pub auditors: Vec<[u8; 32]>,
+    /// The registration authority whose credentials authorise anonymous spends (its public key,
+    /// hex, as `specie ra init` and `specie ra key` print it). Without it the node refuses every
+    /// anonymous transaction (`no_registration_authority`). Given at every start.
+    #[arg(long, value_name = "HEX", value_parser = parse_ra_key)]
+    pub registration_authority: Option<specie_credential::RaPublicKey>,
+    /// An owner auditor with jurisdiction (its owner key, hex: what follows `owner auditor key:`
+    /// on the second line `specie audit keygen` prints); repeat for several, at most 4. Every
+    /// anonymous transaction must encrypt every owner it names to each of them, or it is refused
+    /// (`owner_auditor_missing`). Given at every start.
+    #[arg(
+        long = "owner-auditor",
+        value_name = "HEX",
+        value_parser = parse_owner_auditor_key,
+        requires = "registration_authority"
+    )]
+    pub owner_auditors: Vec<specie_credential::AuditorKey>,
     /// Bech32 address prefix. Only for a new data directory.
     #[arg(long)]
     pub hrp: Option<String>,
@@ -172,6 +189,17 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     options.offline_authority = args.offline_authority;
     options.exchange = args.exchange;
     options.auditors = args.auditors;
+    let mut owner_auditors = args.owner_auditors;
+    owner_auditors.sort();
+    owner_auditors.dedup();
+    anyhow::ensure!(
+        owner_auditors.len() <= specie_credential::AUDITORS_MAX,
+        "{} owner auditors: a spend proof names at most {}, so every anonymous transaction would be refused",
+        owner_auditors.len(),
+        specie_credential::AUDITORS_MAX
+    );
+    options.registration_authority = args.registration_authority;
+    options.owner_auditors = owner_auditors;
     options.batch_transactions_max = args.batch_transactions_max;
     options.ledger_of_record = args.no_ledger_of_record.then_some(false);
     options.shape = args.shape.map(CoreShape::from);
@@ -199,4 +227,19 @@ pub fn parse_auditor_key(text: &str) -> Result<[u8; 32], String> {
     let key = <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| format!("{} bytes, a key has 32", bytes.len()))?;
     specie_confidential::AuditorKey::from_bytes(key).ok_or("not an auditor key (no Ristretto point)")?;
     Ok(key)
+}
+
+/// The registration authority's public key: hex of its canonical encoding (`specie ra key`).
+fn parse_ra_key(text: &str) -> Result<specie_credential::RaPublicKey, String> {
+    let bytes = hex::decode(text.trim()).map_err(|error| format!("not hex: {error}"))?;
+    specie_credential::RaPublicKey::decode_exact(&bytes)
+        .map_err(|error| format!("not a registration authority's public key (`specie ra key` prints it): {error}"))
+}
+
+/// An owner auditor's key: hex of its canonical encoding (on the second line of `specie audit key`).
+fn parse_owner_auditor_key(text: &str) -> Result<specie_credential::AuditorKey, String> {
+    let bytes = hex::decode(text.trim()).map_err(|error| format!("not hex: {error}"))?;
+    specie_credential::AuditorKey::decode_exact(&bytes).map_err(|error| {
+        format!("not an owner auditor's key (`specie audit key` prints one after `owner auditor key:`): {error}")
+    })
 }

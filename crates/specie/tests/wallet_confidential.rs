@@ -42,7 +42,8 @@ fn shield_pay_receive_and_unshield_with_the_cli_and_the_auditor_agrees() {
     let created = core_wallet(&issuer, &["create", "--issuer"]);
     let issuer_key = line_starting(&created, "issuer public key: ").replace("issuer public key: ", "");
     run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
-    let auditor = run(&["audit", "key", "--key", auditor_key.to_str().unwrap()]).unwrap();
+    let keys = run(&["audit", "key", "--key", auditor_key.to_str().unwrap()]).unwrap();
+    let auditor = keys.lines().next().unwrap().to_string();
     let data = path("node");
     let (mut node, url) = start_serving(&[
         "node",
