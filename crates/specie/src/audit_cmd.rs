@@ -276,6 +276,9 @@ struct Summary {
     /// something no honest sentinel accepted.
     invalid_proofs: u64,
     confidential: u64,
+    /// Anonymous transactions, and those with an owner this auditor cannot name.
+    anonymous: u64,
+    unnamed: u64,
     unreadable: u64,
     flagged: u64,
     minted: u64,
@@ -327,6 +330,12 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
             directory: read_directory(directory)?,
         });
     }
+    // The RA the node names, to check the spend proofs against; without one they cannot be.
+    let authority = client
+        .info()?
+        .registration_authority
+        .and_then(|text| hex::decode(text).ok())
+        .and_then(|bytes| specie_credential::RaPublicKey::decode_exact(&bytes).ok());
     let height = client.ledger_height()?;
     let limits = BlockLimits::default();
     let mut summary = Summary::default();
@@ -344,7 +353,7 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
             block.commits_to_records(),
             "block {h}'s header does not commit to its records"
         );
-        summary.invalid_proofs += invalid_proofs(&block);
+        summary.invalid_proofs += invalid_proofs(&block) + invalid_anonymous(&block, authority.as_ref());
         if let Some(key) = &group_key {
             check_endorsements(&block, key, &mut summary);
         }
@@ -352,6 +361,9 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
         for audited in auditor.read(&block)? {
             summary.transactions += 1;
             summary.confidential += u64::from(audited.confidential);
+            summary.anonymous += u64::from(audited.anonymous);
+            let unnamed = audited.outputs.iter().any(|p| p.owner == Owner::Unknown);
+            summary.unnamed += u64::from(audited.anonymous && unnamed);
             summary.unreadable += u64::from(!audited.readable());
             summary.flagged += u64::from(audited.flagged);
             summary.minted += audited.clear_in;
@@ -371,6 +383,48 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
 
 /// Confidential transactions of `block` whose proofs fail, verified together (one by one only
 /// if the batch fails), each reported.
+/// Anonymous transactions of `block` whose proofs fail: the values' transfer (hidden values),
+/// every owner audit, and (if the RA is known) every spend proof.
+fn invalid_anonymous(block: &Block, authority: Option<&specie_credential::RaPublicKey>) -> u64 {
+    let mut invalid = 0;
+    for record in &block.records {
+        let specie_transaction::SpecieTransaction::Anonymous(tx) = record.transaction() else {
+            continue;
+        };
+        let context = tx.context();
+        let values_hold = match &tx.values {
+            specie_transaction::AnonymousValues::Hidden(proof) => proof.verify(&context).is_ok(),
+            specie_transaction::AnonymousValues::Clear(_) => true,
+        };
+        // Output-major, the same number per output; the node is not trusted to keep that shape.
+        let per_output = tx.owner_audits.len().checked_div(tx.owners.len()).unwrap_or(0);
+        let audits_hold = tx.owner_audits.len() == per_output * tx.owners.len()
+            && tx
+                .owner_audits
+                .chunks(per_output.max(1))
+                .zip(&tx.owners)
+                .all(|(audits, owner)| audits.iter().all(|audit| audit.verify(owner, &context).is_ok()));
+        let txid = tx.txid();
+        let spends_hold = authority.is_none_or(|authority| {
+            let items: Vec<specie_credential::SpendItem<'_>> = tx
+                .spend_proofs
+                .iter()
+                .zip(&tx.anonymous_inputs)
+                .map(|(proof, input)| (proof, &input.owner, &txid.0))
+                .collect();
+            specie_credential::verify_batch(authority, &items).is_ok()
+        });
+        if !(values_hold && audits_hold && spends_hold) {
+            eprintln!(
+                "INVALID PROOF in block {}: anonymous transaction {txid}",
+                block.header.height
+            );
+            invalid += 1;
+        }
+    }
+    invalid
+}
+
 fn invalid_proofs(block: &Block) -> u64 {
     let confidential: Vec<(&specie_transaction::ConfidentialTransaction, [u8; 32])> = block
         .records
@@ -458,6 +512,8 @@ fn print_summary(summary: &Summary, height: u64, json: bool) {
                 "blocks": height,
                 "transactions": summary.transactions,
                 "confidential": summary.confidential,
+                "anonymous": summary.anonymous,
+                "unnamed": summary.unnamed,
                 "unreadable": summary.unreadable,
                 "flagged": summary.flagged,
                 "invalid_proofs": summary.invalid_proofs,
@@ -471,11 +527,14 @@ fn print_summary(summary: &Summary, height: u64, json: bool) {
         return;
     }
     println!(
-        "{} blocks, {} transactions ({} confidential, {} with values of another jurisdiction, {} with invalid proofs), \
-         {} flagged; {} came in and {} went out in clear; {} records endorsed under the group key, {} not",
+        "{} blocks, {} transactions ({} confidential, {} anonymous, {} with owners not in the directory, {} with values \
+         of another jurisdiction, {} with invalid proofs), {} flagged; {} came in and {} went out in clear; {} records \
+         endorsed under the group key, {} not",
         height,
         summary.transactions,
         summary.confidential,
+        summary.anonymous,
+        summary.unnamed,
         summary.unreadable,
         summary.invalid_proofs,
         summary.flagged,

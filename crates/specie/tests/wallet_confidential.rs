@@ -1,10 +1,17 @@
-//! Confidential payments with the CLI only, against a real `specie node --auditor --endorsement
-//! 2-of-3` on 127.0.0.1:
+//! Confidential and anonymous payments with the CLI only, against real nodes on 127.0.0.1.
+//!
+//! Confidential, against `specie node --auditor --endorsement 2-of-3`:
 //! Alice is minted coins, shields part of them, pays Bob confidentially and gives him the
 //! printed `specie-cpay1…` string; Bob receives it (once, however often he tries), a string with
 //! a changed character is refused, Alice unshields the rest, and the auditor's reading of the
 //! ledger (`specie audit show`) agrees with both wallets and verifies every record's threshold
 //! endorsement.
+//!
+//! Anonymous, against `specie node --registration-authority --owner-auditor`: Alice and Bob enrol
+//! with `specie ra` and `specie wallet enrol`, Alice's coins enter the anonymous level, she pays
+//! Bob by enrolment id with values in clear, Bob pays part back with values hidden, each receives
+//! the other's `specie-apay1…` string, and `specie audit show --directory` (the RA's list) names
+//! every payer and payee and finds every proof valid.
 
 mod cluster_harness;
 
@@ -122,6 +129,143 @@ fn shield_pay_receive_and_unshield_with_the_cli_and_the_auditor_agrees() {
     let mut wrong = show.to_vec();
     wrong.extend(["--group-key", other_key]);
     assert!(run(&wrong).is_err(), "records not endorsed under the key given: exit 1");
+    node.kill().unwrap();
+    node.wait().unwrap();
+}
+
+/// The lines of `specie audit show --json` that are transactions of kind `kind`.
+fn audited_of_kind(shown: &str, kind: &str) -> Vec<serde_json::Value> {
+    shown
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|line| line["kind"] == kind)
+        .collect()
+}
+
+#[test]
+fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    let (issuer, alice, bob, auditor_key, ra_dir) = (
+        path("issuer.json"),
+        path("alice.json"),
+        path("bob.json"),
+        path("auditor.key"),
+        path("ra"),
+    );
+    let ra = |args: &[&str]| {
+        let mut all = vec!["ra", "--dir", ra_dir.to_str().unwrap()];
+        all.extend_from_slice(args);
+        run(&all)
+            .unwrap_or_else(|error| panic!("specie ra {args:?}: {error}"))
+            .trim()
+            .to_string()
+    };
+    let created = core_wallet(&issuer, &["create", "--issuer"]);
+    let issuer_key = line_starting(&created, "issuer public key: ").replace("issuer public key: ", "");
+    let keys = run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
+    let value_auditor = keys.lines().next().unwrap().trim().to_string();
+    let owner_auditor = line_starting(&keys, "owner auditor key: ").replace("owner auditor key: ", "");
+    let ra_key = ra(&["init"]);
+    let (mut node, url) = start_serving(&[
+        "node",
+        "--listen",
+        "127.0.0.1:0",
+        "--issuer",
+        &issuer_key,
+        "--auditor",
+        &value_auditor,
+        "--registration-authority",
+        &ra_key,
+        "--owner-auditor",
+        &owner_auditor,
+        "--data-dir",
+        path("node").to_str().unwrap(),
+    ]);
+    for (wallet, id) in [(&alice, "7"), (&bob, "8")] {
+        core_wallet(wallet, &["create", "--node", &url]);
+        let challenge = ra(&["challenge", "--id", id]);
+        let request = line_starting(&core_wallet(wallet, &["enrol", &challenge]), "specie-enrol-request1");
+        let credential = ra(&["enrol", &request]);
+        let enrolled = core_wallet(wallet, &["enrol", "--credential", &credential]);
+        assert!(enrolled.contains(&format!("enrolled as id {id}")), "{enrolled}");
+    }
+    let address = core_wallet(&alice, &["address"])
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .to_string();
+    let minted = core_wallet(&issuer, &["--node", &url, "mint", "1000", "--to", &address]);
+    core_wallet(&alice, &["import", &line_starting(&minted, "specie-pay1")]);
+
+    core_wallet(&alice, &["anonymise", "--amount", "600"]);
+    assert_eq!(balance(&alice, "anonymous spendable:"), 600);
+    let sent = core_wallet(&alice, &["send-anonymous", "--to-id", "8", "--amount", "250"]);
+    let payment = line_starting(&sent, "specie-apay1");
+    assert!(
+        run(&["wallet", "--wallet", alice.to_str().unwrap(), "receive", &payment]).is_err(),
+        "a payment to id 8 is not alice's to receive"
+    );
+    core_wallet(&bob, &["receive", &payment]);
+    core_wallet(&bob, &["receive", &payment]);
+    assert_eq!(balance(&bob, "anonymous spendable:"), 250, "received once");
+    let back = core_wallet(
+        &bob,
+        &["send-anonymous", "--to-id", "7", "--amount", "100", "--hide-values"],
+    );
+    core_wallet(&alice, &["receive", &line_starting(&back, "specie-apay1")]);
+    assert_eq!(balance(&alice, "anonymous spendable:"), 450);
+    assert_eq!(balance(&bob, "anonymous spendable:"), 150);
+
+    // The auditor, with the RA's list as its directory, names both parties of every payment.
+    let directory = path("directory.txt");
+    std::fs::write(&directory, ra(&["list"])).unwrap();
+    let shown = run(&[
+        "audit",
+        "show",
+        "--node",
+        &url,
+        "--key",
+        auditor_key.to_str().unwrap(),
+        "--directory",
+        directory.to_str().unwrap(),
+        "--json",
+    ])
+    .unwrap();
+    let payments = audited_of_kind(&shown, "anonymous");
+    let parties: Vec<(String, Vec<(String, u64)>)> = payments
+        .iter()
+        .map(|line| {
+            let payer = line["inputs"][0]["owner"].as_str().unwrap().to_string();
+            let mut outputs: Vec<(String, u64)> = line["outputs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| (o["owner"].as_str().unwrap().to_string(), o["value"].as_u64().unwrap()))
+                .collect();
+            outputs.sort();
+            (payer, outputs)
+        })
+        .collect();
+    assert_eq!(parties.len(), 3, "{shown}");
+    assert_eq!(
+        parties[1],
+        ("id:7".into(), vec![("id:7".into(), 350), ("id:8".into(), 250)])
+    );
+    assert_eq!(
+        parties[2],
+        ("id:8".into(), vec![("id:7".into(), 100), ("id:8".into(), 150)])
+    );
+    let last: serde_json::Value = serde_json::from_str(shown.trim().lines().last().unwrap()).unwrap();
+    let summary = &last["summary"];
+    assert_eq!(
+        (summary["anonymous"].as_u64(), summary["unnamed"].as_u64()),
+        (Some(3), Some(0)),
+        "{summary}"
+    );
+    assert_eq!(summary["invalid_proofs"], 0, "{summary}");
     node.kill().unwrap();
     node.wait().unwrap();
 }
