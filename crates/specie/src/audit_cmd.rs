@@ -34,7 +34,8 @@ enum AuditCommand {
         out: PathBuf,
     },
     /// Print the public keys of the auditor whose seed is in FILE: the value key (first line, for
-    /// `specie node --auditor`) and the owner key (second line, for `specie node --owner-auditor`).
+    /// `specie node --auditor`), the owner key (second line, for `specie node --owner-auditor`)
+    /// and the co-signing key (third line, for `specie node --active-auditor`).
     Key {
         #[arg(long)]
         key: PathBuf,
@@ -74,6 +75,28 @@ enum AuditCommand {
         #[arg(long, value_name = "FILE")]
         directory: Option<PathBuf>,
     },
+    /// Serve as an active auditor: review every private transaction a wallet sends before it
+    /// is submitted (`specie wallet … --cosigner URL`), and co-sign it if this auditor can read
+    /// every value (and, with --directory, name every payer and payee), its proofs hold, and no
+    /// output is over --refuse-over. The node (`specie node --active-auditor KEY`, KEY the
+    /// `co-signing key:` line of `specie audit key`) refuses a private transaction without the
+    /// co-signature (`active_auditor_missing`). Serves until Ctrl-C; anyone who can reach the
+    /// port can ask, so keep it where only your wallets' users can.
+    Serve {
+        /// The auditor's secret seed file (from `specie audit keygen`).
+        #[arg(long)]
+        key: PathBuf,
+        /// Where to serve the co-signing API.
+        #[arg(long, default_value = "127.0.0.1:8475")]
+        listen: std::net::SocketAddr,
+        /// The enrolment ids this auditor oversees (as for `show`): with it, an anonymous
+        /// transaction is co-signed only if every payer and payee is among them.
+        #[arg(long, value_name = "FILE")]
+        directory: Option<PathBuf>,
+        /// Refuse a transaction with an output over this value (smallest units).
+        #[arg(long, value_name = "N")]
+        refuse_over: Option<u64>,
+    },
     /// Dispute resolution: fetch from the node the proof that a transaction is, or is not, in
     /// its ledger of record up to a height, and check it here without trusting the node (the
     /// headers must chain from genesis; the record's Merkle path, or for every block the two
@@ -110,6 +133,12 @@ enum AuditCommand {
 pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         AuditCommand::Keygen { out } => keygen(&out),
+        AuditCommand::Serve {
+            key,
+            listen,
+            directory,
+            refuse_over,
+        } => serve(&key, listen, directory.as_deref(), refuse_over),
         AuditCommand::Key { key } => {
             print_keys(&read_seed(&key)?);
             Ok(ExitCode::SUCCESS)
@@ -218,11 +247,38 @@ fn keygen(out: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The auditor's value key (hex), then its owner key (hex of its encoding), labelled.
+/// The auditor's value key (hex), then its owner key (hex of its encoding) and its co-signing
+/// key (x-only, hex), labelled.
 fn print_keys(seed: &[u8; 32]) {
     println!("{}", hex::encode(AuditorSecret::from_seed(seed).public().to_bytes()));
     let owner = specie_credential::AuditorSecret::from_seed(seed).public();
     println!("owner auditor key: {}", hex::encode(owner.encode()));
+    let cosigning = specie_auditor::ActiveAuditor::new(seed, None, None).public_key();
+    println!("co-signing key: {}", hex::encode(cosigning));
+}
+
+fn serve(
+    key: &Path,
+    listen: std::net::SocketAddr,
+    directory: Option<&Path>,
+    refuse_over: Option<u64>,
+) -> anyhow::Result<ExitCode> {
+    let seed = read_seed(key)?;
+    let owners = directory
+        .map(|directory| -> anyhow::Result<OwnerView> {
+            Ok(OwnerView {
+                secret: specie_credential::AuditorSecret::from_seed(&seed),
+                directory: read_directory(directory)?,
+            })
+        })
+        .transpose()?;
+    let auditor = specie_auditor::ActiveAuditor::new(&seed, owners, refuse_over);
+    let cosigning = hex::encode(auditor.public_key());
+    let router = specie_api::cosign_api::router(auditor);
+    specie_api::http_server::serve_until_ctrl_c(listen, router, specie_api::HttpLimits::default(), |address| {
+        eprintln!("active auditor {cosigning}: serving the co-signing API on http://{address}");
+    })?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn read_seed(path: &Path) -> anyhow::Result<[u8; 32]> {

@@ -80,6 +80,13 @@ pub struct NodeArgs {
         requires = "registration_authority"
     )]
     pub owner_auditors: Vec<specie_credential::AuditorKey>,
+    /// An active auditor (its co-signing key, hex: what follows `co-signing key:` in `specie
+    /// audit keygen`'s output); repeat for several, in order. Every confidential or anonymous
+    /// transaction must carry each one's co-signature after its own witnesses (the auditor's
+    /// `specie audit serve` gives it, `specie wallet … --cosigner URL` asks for it), or it is
+    /// refused (`active_auditor_missing`). Given at every start.
+    #[arg(long = "active-auditor", value_name = "HEX", value_parser = parse_xonly_key)]
+    pub active_auditors: Vec<[u8; 32]>,
     /// Bech32 address prefix. Only for a new data directory.
     #[arg(long)]
     pub hrp: Option<String>,
@@ -200,6 +207,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     );
     options.registration_authority = args.registration_authority;
     options.owner_auditors = owner_auditors;
+    options.active_auditors = args.active_auditors;
     options.batch_transactions_max = args.batch_transactions_max;
     options.ledger_of_record = args.no_ledger_of_record.then_some(false);
     options.shape = args.shape.map(CoreShape::from);
@@ -218,6 +226,14 @@ fn parse_key_hex(text: &str) -> Result<[u8; 32], String> {
     let key = <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| format!("{} bytes, a key has 32", bytes.len()))?;
     // A small-order key would let anyone forge payouts.
     specie_ed25519::check_public_key(&key).map_err(|error| error.to_string())?;
+    Ok(key)
+}
+
+/// A BIP-340 x-only public key: 32 bytes of hex on the curve.
+fn parse_xonly_key(text: &str) -> Result<[u8; 32], String> {
+    let bytes = hex::decode(text.trim()).map_err(|error| format!("not hex: {error}"))?;
+    let key = <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| format!("{} bytes, a key has 32", bytes.len()))?;
+    specie_transaction::signing::parse_xonly(&key).ok_or("not a BIP-340 public key (no curve point)")?;
     Ok(key)
 }
 

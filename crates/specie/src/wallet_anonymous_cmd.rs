@@ -37,26 +37,42 @@ pub fn enrol(path: &Path, node: Option<&str>, challenge: Option<&str>, credentia
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn anonymise(path: &Path, node: Option<&str>, amount: u64, hide_values: bool, timeout_ms: u64) -> Result<ExitCode> {
-    let mut wallet = load(path)?;
-    let client = client_for(&wallet, node)?;
-    let policy = session::anonymous_policy(&client, hide_values)?;
-    let (tx, _) = wallet.build_anonymise(amount, &policy, &mut rand::thread_rng())?;
-    submit_and_report(path, &mut wallet, &client, tx, Built::Anonymise { amount }, timeout_ms)
-}
-
-pub fn send(
+pub fn anonymise(
     path: &Path,
     node: Option<&str>,
-    to: u64,
     amount: u64,
     hide_values: bool,
+    cosigners: &[String],
     timeout_ms: u64,
 ) -> Result<ExitCode> {
     let mut wallet = load(path)?;
     let client = client_for(&wallet, node)?;
     let policy = session::anonymous_policy(&client, hide_values)?;
+    let (tx, _) = wallet.build_anonymise(amount, &policy, &mut rand::thread_rng())?;
+    let tx = session::cosign(&mut wallet, &client, tx, cosigners)?;
+    submit_and_report(path, &mut wallet, &client, tx, Built::Anonymise { amount }, timeout_ms)
+}
+
+/// What `send-anonymous` pays.
+pub struct Payment {
+    pub to_id: u64,
+    pub amount: u64,
+    pub hide_values: bool,
+}
+
+pub fn send(
+    path: &Path,
+    node: Option<&str>,
+    payment: &Payment,
+    cosigners: &[String],
+    timeout_ms: u64,
+) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    let client = client_for(&wallet, node)?;
+    let policy = session::anonymous_policy(&client, payment.hide_values)?;
+    let (to, amount) = (payment.to_id, payment.amount);
     let (tx, payment) = wallet.build_anonymous_payment(EnrolmentId(to), amount, &policy, &mut rand::thread_rng())?;
+    let tx = session::cosign(&mut wallet, &client, tx, cosigners)?;
     let built = Built::AnonymousPayment {
         to,
         amount,

@@ -170,6 +170,8 @@ pub enum WalletCommand {
         /// Hide the value in a commitment (anonymous and confidential).
         #[arg(long)]
         hide_values: bool,
+        #[command(flatten)]
+        cosigners: CosignerArgs,
         /// How long to wait for the node to make it final, in milliseconds (max 120000).
         #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
         timeout_ms: u64,
@@ -190,6 +192,8 @@ pub enum WalletCommand {
         /// Hide the values in commitments (anonymous and confidential).
         #[arg(long)]
         hide_values: bool,
+        #[command(flatten)]
+        cosigners: CosignerArgs,
         /// How long to wait for the node to make the payment final, in milliseconds (max 120000).
         #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
         timeout_ms: u64,
@@ -271,13 +275,24 @@ pub enum WalletCommand {
     Offline(crate::offline_device_cmd::WalletDeviceArgs),
 }
 
-/// Who can read a confidential transaction's values.
+/// Who can read a confidential transaction's values, and who co-signs it.
 #[derive(Args, Debug)]
 pub struct AuditorArgs {
     /// An auditor's key (hex), repeatable [default: the auditors the node lists in /v1/info].
     /// The node refuses a confidential transaction that leaves one of its auditors out.
     #[arg(long = "auditor", value_name = "HEX")]
     pub auditors: Vec<String>,
+    #[command(flatten)]
+    pub cosigners: CosignerArgs,
+}
+
+/// The active auditors a private transaction is sent to for co-signing before submission.
+#[derive(Args, Debug)]
+pub struct CosignerArgs {
+    /// The URL of an active auditor's co-signing service (`specie audit serve`), repeatable:
+    /// one for each active auditor the node requires (`/v1/info`, `active_auditors`).
+    #[arg(long = "cosigner", value_name = "URL")]
+    pub cosigners: Vec<String>,
 }
 
 /// Runs one `specie wallet` command.
@@ -304,7 +319,7 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
             let address = address.or(to).unwrap_or_default();
             let amount = amount.or(amount_option).unwrap_or_default();
             if confidential {
-                send_confidential(path, node, &address, amount, &auditors.auditors, timeout_ms)
+                send_confidential(path, node, &address, amount, &auditors, timeout_ms)
             } else {
                 send(path, node, &address, amount, timeout_ms)
             }
@@ -313,12 +328,12 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
             amount,
             auditors,
             timeout_ms,
-        } => shield(path, node, amount, &auditors.auditors, timeout_ms),
+        } => shield(path, node, amount, &auditors, timeout_ms),
         WalletCommand::Unshield {
             amount,
             auditors,
             timeout_ms,
-        } => unshield(path, node, amount, &auditors.auditors, timeout_ms),
+        } => unshield(path, node, amount, &auditors, timeout_ms),
         WalletCommand::Receive { payment } => receive(path, node, &payment),
         WalletCommand::Enrol { challenge, credential } => {
             crate::wallet_anonymous_cmd::enrol(path, node, challenge.as_deref(), credential.as_deref())
@@ -326,14 +341,23 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
         WalletCommand::Anonymise {
             amount,
             hide_values,
+            cosigners,
             timeout_ms,
-        } => crate::wallet_anonymous_cmd::anonymise(path, node, amount, hide_values, timeout_ms),
+        } => crate::wallet_anonymous_cmd::anonymise(path, node, amount, hide_values, &cosigners.cosigners, timeout_ms),
         WalletCommand::SendAnonymous {
             to_id,
             amount,
             hide_values,
+            cosigners,
             timeout_ms,
-        } => crate::wallet_anonymous_cmd::send(path, node, to_id, amount, hide_values, timeout_ms),
+        } => {
+            let payment = crate::wallet_anonymous_cmd::Payment {
+                to_id,
+                amount,
+                hide_values,
+            };
+            crate::wallet_anonymous_cmd::send(path, node, &payment, &cosigners.cosigners, timeout_ms)
+        }
         WalletCommand::Import { payment } => import(path, node, &payment),
         WalletCommand::Sync => sync_command(path, node),
         WalletCommand::Mint { amount, to, timeout_ms } => mint(path, node, amount, to.as_deref(), timeout_ms),
@@ -558,14 +582,15 @@ fn send_confidential(
     node: Option<&str>,
     address: &str,
     amount: u64,
-    auditors: &[String],
+    args: &AuditorArgs,
     timeout_ms: u64,
 ) -> Result<ExitCode> {
     let mut wallet = load(path)?;
     let client = client_for(&wallet, node)?;
     let to = wallet.parse_address(address)?;
-    let auditors = session::auditors_for(&client, auditors)?;
+    let auditors = session::auditors_for(&client, &args.auditors)?;
     let (tx, payment) = wallet.build_confidential_payment(&to, amount, &auditors, &mut rand::thread_rng())?;
+    let tx = session::cosign(&mut wallet, &client, tx, &args.cosigners.cosigners)?;
     let built = Built::ConfidentialPayment {
         to,
         amount,
@@ -575,11 +600,12 @@ fn send_confidential(
     submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
 }
 
-fn shield(path: &Path, node: Option<&str>, amount: u64, auditors: &[String], timeout_ms: u64) -> Result<ExitCode> {
+fn shield(path: &Path, node: Option<&str>, amount: u64, args: &AuditorArgs, timeout_ms: u64) -> Result<ExitCode> {
     let mut wallet = load(path)?;
     let client = client_for(&wallet, node)?;
-    let auditors = session::auditors_for(&client, auditors)?;
+    let auditors = session::auditors_for(&client, &args.auditors)?;
     let (tx, shielded) = wallet.build_shield(amount, &auditors, &mut rand::thread_rng())?;
+    let tx = session::cosign(&mut wallet, &client, tx, &args.cosigners.cosigners)?;
     let built = Built::Shield {
         amount,
         change: shielded.change,
@@ -587,11 +613,12 @@ fn shield(path: &Path, node: Option<&str>, amount: u64, auditors: &[String], tim
     submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
 }
 
-fn unshield(path: &Path, node: Option<&str>, amount: u64, auditors: &[String], timeout_ms: u64) -> Result<ExitCode> {
+fn unshield(path: &Path, node: Option<&str>, amount: u64, args: &AuditorArgs, timeout_ms: u64) -> Result<ExitCode> {
     let mut wallet = load(path)?;
     let client = client_for(&wallet, node)?;
-    let auditors = session::auditors_for(&client, auditors)?;
+    let auditors = session::auditors_for(&client, &args.auditors)?;
     let (tx, unshielded) = wallet.build_unshield(amount, &auditors, &mut rand::thread_rng())?;
+    let tx = session::cosign(&mut wallet, &client, tx, &args.cosigners.cosigners)?;
     let built = Built::Unshield {
         amount,
         change: unshielded.change,

@@ -225,7 +225,7 @@ fn node_takes_the_keys(dir: &Path, ra_public: &RaPublicKey, directory: &str) {
     let key = specie(&["audit", "key", "--key", auditor_key.to_str().unwrap()]);
     assert_eq!(key.stdout, keygen.stdout, "`audit key` prints what keygen printed");
     let lines: Vec<&str> = keygen.stdout.lines().collect();
-    assert_eq!(lines.len(), 2, "{}", keygen.stdout);
+    assert_eq!(lines.len(), 3, "{}", keygen.stdout);
     assert_eq!(
         lines[0].len(),
         64,

@@ -108,7 +108,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         ApiError {
             status,
             code,
@@ -116,7 +116,7 @@ impl ApiError {
         }
     }
 
-    fn from_json(rejection: JsonRejection) -> Self {
+    pub(crate) fn from_json(rejection: JsonRejection) -> Self {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             return ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,

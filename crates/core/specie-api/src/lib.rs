@@ -3,6 +3,7 @@
 //! bounded HTTP/1.1 server in front, and the transaction status types callers see.
 
 pub mod api;
+pub mod cosign_api;
 pub mod http_server;
 mod status;
 mod watchtower;

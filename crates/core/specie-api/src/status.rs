@@ -66,6 +66,9 @@ pub struct NodeInfo {
     /// The owner auditors with jurisdiction (their encodings, hex): every anonymous transaction
     /// must give each of them every owner it names.
     pub owner_auditors: Vec<String>,
+    /// The active auditors (x-only keys, hex): every private transaction must carry each one's
+    /// co-signature, appended after its own witnesses.
+    pub active_auditors: Vec<String>,
     /// The endorsers' group key (x-only, hex), if every transaction needs their threshold
     /// endorsement: what the ledger's endorsements verify under.
     pub endorsement_group_key: Option<String>,

@@ -268,6 +268,7 @@ impl Backend for ClusterBackend {
             auditors: vec![],
             registration_authority: None,
             owner_auditors: vec![],
+            active_auditors: vec![],
             endorsement_group_key: None,
             // The cluster runs two-phase commit; the atomizer shape is embedded only for now.
             shape: "2pc",

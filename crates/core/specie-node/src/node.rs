@@ -65,6 +65,9 @@ pub struct NodeOptions {
     /// The owner auditors with jurisdiction: every anonymous transaction must give each of them
     /// every owner it names. Given at every start.
     pub owner_auditors: Vec<specie_credential::AuditorKey>,
+    /// The active auditors (x-only BIP-340 keys): every private transaction must carry each
+    /// one's co-signature. Given at every start.
+    pub active_auditors: Vec<[u8; 32]>,
     /// Threshold endorsement: a transaction reaches the coordinator only endorsed by k of n
     /// endorsers (each running the sentinel's checks). `None`: the node's sentinel validates
     /// alone. Given at every start (the same seed keeps the same group key).
@@ -99,6 +102,7 @@ impl NodeOptions {
             auditors: vec![],
             registration_authority: None,
             owner_auditors: vec![],
+            active_auditors: vec![],
             endorsement: None,
         }
     }
@@ -423,7 +427,8 @@ impl EmbeddedNode {
             .with_offline_authority(options.offline_authority)
             .with_exchange(options.exchange)
             .with_auditors(options.auditors.clone())
-            .with_anonymity(options.registration_authority.clone(), options.owner_auditors.clone());
+            .with_anonymity(options.registration_authority.clone(), options.owner_auditors.clone())
+            .with_active_auditors(options.active_auditors.clone());
         let endorsement = match &options.endorsement {
             Some(endorsement_options) => {
                 let (group, handle, inbox) = EndorsementGroup::new(endorsement_options, trusted.clone())?;
@@ -747,6 +752,7 @@ impl NodeHandle {
             issuers: manifest.issuers.clone(),
             uhs_ids,
             auditors: self.shared.trusted.auditors.iter().map(hex::encode).collect(),
+            active_auditors: self.shared.trusted.active_auditors.iter().map(hex::encode).collect(),
             registration_authority: self
                 .shared
                 .trusted

@@ -11,7 +11,9 @@ use specie_transaction::{AnonymousTransaction, AnonymousValue, AnonymousValues, 
 
 use crate::error::{AnonymousErrorCode, ConfidentialErrorCode, InputErrorCode, TxErrorCode, ValidationError};
 use crate::trusted::TrustedKeys;
-use crate::validate::{check_inputs_structure, check_outputs_value, check_owner_witnesses, confidential, total, Check};
+use crate::validate::{
+    check_inputs_structure, check_outputs_value, check_owner_witnesses, confidential, own_witnesses, total, Check,
+};
 
 fn anonymous(code: AnonymousErrorCode) -> ValidationError {
     ValidationError::Anonymous(code)
@@ -28,9 +30,7 @@ pub(crate) fn check_anonymous_but_proofs(tx: &AnonymousTransaction, txid: &Txid,
     if tx.transparent_outputs.is_empty() && tx.owners.is_empty() {
         return Err(ValidationError::Transaction(TxErrorCode::NoOutputs));
     }
-    if tx.witnesses.len() != tx.transparent_inputs.len() {
-        return Err(ValidationError::Transaction(TxErrorCode::MissingWitness));
-    }
+    let own = own_witnesses(&tx.witnesses, tx.transparent_inputs.len(), txid, trusted)?;
     if tx.spend_proofs.len() != tx.anonymous_inputs.len() {
         return Err(anonymous(AnonymousErrorCode::SpendProofCount));
     }
@@ -61,7 +61,7 @@ pub(crate) fn check_anonymous_but_proofs(tx: &AnonymousTransaction, txid: &Txid,
         .iter()
         .map(|i| i.data.witness_program_commitment)
         .collect();
-    check_owner_witnesses(&owners, &tx.witnesses, txid)
+    check_owner_witnesses(&owners, own, txid)
 }
 
 /// Values in clear: one per owner, none zero, every anonymous input in clear, balanced.

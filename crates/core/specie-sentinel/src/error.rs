@@ -125,6 +125,11 @@ pub enum ConfidentialErrorCode {
     AuditorMissing,
     /// `invalid_confidential_proof`: a range, balance or auditor-validity proof fails.
     InvalidProof,
+    /// `active_auditor_missing`: a private transaction lacks the co-signature of an active
+    /// auditor with jurisdiction.
+    ActiveAuditorMissing,
+    /// `invalid_cosignature`: an active auditor's co-signature is not its signature of the txid.
+    InvalidCosignature,
 }
 
 impl ConfidentialErrorCode {
@@ -136,6 +141,8 @@ impl ConfidentialErrorCode {
             ConfidentialErrorCode::OwnerCount => "confidential_owner_count",
             ConfidentialErrorCode::AuditorMissing => "auditor_missing",
             ConfidentialErrorCode::InvalidProof => "invalid_confidential_proof",
+            ConfidentialErrorCode::ActiveAuditorMissing => "active_auditor_missing",
+            ConfidentialErrorCode::InvalidCosignature => "invalid_cosignature",
         }
     }
 
@@ -153,6 +160,8 @@ impl ConfidentialErrorCode {
             ConfidentialErrorCode::OwnerCount => "there is not one owner per confidential output",
             ConfidentialErrorCode::AuditorMissing => "an auditor with jurisdiction is not given the values",
             ConfidentialErrorCode::InvalidProof => "the confidential transfer's proofs do not verify",
+            ConfidentialErrorCode::ActiveAuditorMissing => "an active auditor with jurisdiction has not co-signed it",
+            ConfidentialErrorCode::InvalidCosignature => "an active auditor's co-signature does not verify",
         }
     }
 }

@@ -30,6 +30,10 @@ pub struct TrustedKeys {
     /// The owner auditors with jurisdiction (BLS12-381 keys), strictly ascending: every anonymous
     /// transaction must give each of them every owner it names (docs/privacy.md, "Auditors").
     pub owner_auditors: Vec<OwnerAuditorKey>,
+    /// The active auditors (x-only BIP-340 keys), in order: every private transaction (kinds
+    /// 0x07 and 0x08) carries, after its own witnesses, one p2pk witness of each over its txid:
+    /// their co-signatures, given before submission (docs/privacy.md, "Active auditors").
+    pub active_auditors: Vec<[u8; 32]>,
 }
 
 impl TrustedKeys {
@@ -42,6 +46,7 @@ impl TrustedKeys {
             auditors: vec![],
             registration_authority: None,
             owner_auditors: vec![],
+            active_auditors: vec![],
         }
     }
 
@@ -72,6 +77,14 @@ impl TrustedKeys {
         TrustedKeys {
             registration_authority: authority,
             owner_auditors,
+            ..self
+        }
+    }
+
+    /// These keys, requiring every private transaction to be co-signed by `active_auditors`.
+    pub fn with_active_auditors(self, active_auditors: Vec<[u8; 32]>) -> Self {
+        TrustedKeys {
+            active_auditors,
             ..self
         }
     }

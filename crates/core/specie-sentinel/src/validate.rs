@@ -156,6 +156,33 @@ pub(crate) fn check_owner_witnesses(owners: &[[u8; 32]], witnesses: &[Witness], 
     Ok(())
 }
 
+/// The witnesses of a private transaction's `signers` (its own), once the active auditors'
+/// co-signatures that follow them check out: one p2pk witness of each active auditor, in the
+/// trusted order, over the txid. Witnesses are outside the txid, so auditors co-sign a
+/// transaction already signed, and their signatures change nothing else.
+pub(crate) fn own_witnesses<'a>(
+    witnesses: &'a [Witness],
+    signers: usize,
+    txid: &Txid,
+    trusted: &TrustedKeys,
+) -> Result<&'a [Witness], ValidationError> {
+    let active = &trusted.active_auditors;
+    if witnesses.len() == signers && !active.is_empty() {
+        return Err(confidential(ConfidentialErrorCode::ActiveAuditorMissing));
+    }
+    if witnesses.len() != signers + active.len() {
+        return Err(ValidationError::Transaction(TxErrorCode::MissingWitness));
+    }
+    let (own, cosignatures) = witnesses.split_at(signers);
+    for (auditor, cosignature) in active.iter().zip(cosignatures) {
+        let program = specie_transaction::witness_program_commitment(auditor);
+        if check_witness(&program, cosignature, txid).is_err() {
+            return Err(confidential(ConfidentialErrorCode::InvalidCosignature));
+        }
+    }
+    Ok(own)
+}
+
 /// The issuer checks shared by mint and redeem: configured key, then signature over the txid.
 fn check_issuer(issuers: &IssuerKeys, pubkey: &[u8; 32], signature: &[u8; 64], txid: &Txid) -> Check {
     let key: &XOnlyPublicKey = issuers
@@ -338,9 +365,7 @@ pub(crate) fn check_confidential_but_proofs(tx: &ConfidentialTransaction, txid: 
     if tx.transparent_outputs.is_empty() && tx.owners.is_empty() {
         return Err(ValidationError::Transaction(TxErrorCode::NoOutputs));
     }
-    if tx.witnesses.len() != inputs {
-        return Err(ValidationError::Transaction(TxErrorCode::MissingWitness));
-    }
+    let own = own_witnesses(&tx.witnesses, inputs, txid, trusted)?;
     let prevouts = tx
         .transparent_inputs
         .iter()
@@ -359,7 +384,7 @@ pub(crate) fn check_confidential_but_proofs(tx: &ConfidentialTransaction, txid: 
     check_inputs_structure(&tx.transparent_inputs)?;
     check_outputs_value(&tx.transparent_outputs)?;
     check_confidential_statement(tx, trusted)?;
-    check_owner_witnesses(&tx.input_owners(), &tx.witnesses, txid)
+    check_owner_witnesses(&tx.input_owners(), own, txid)
 }
 
 /// Every check of a confidential transaction, the proofs last.

@@ -322,3 +322,29 @@ fn a_batch_gives_each_transaction_its_own_verdict() {
     assert_eq!(alone.iter().filter(|v| v.is_none()).count(), 8);
     assert_eq!(alone[8], Some("invalid_spend_proof"));
 }
+
+#[test]
+fn an_active_auditor_must_co_sign_every_private_transaction() {
+    use specie_transaction::signing::xonly_bytes;
+    use specie_transaction::P2pkWitness;
+    let mut w = world();
+    let auditor = key(0x71);
+    let trusted = policy(&w.authority).with_active_auditors(vec![xonly_bytes(&auditor)]);
+    let (entered, spend) = enter(&mut w, true);
+    let (paid, _) = pay(&mut w, spend, true);
+    for tx in [entered, paid] {
+        assert_eq!(code(&tx, &trusted), Some("active_auditor_missing"));
+        let cosigned_by = |signer: &secp256k1::Keypair, message: &[u8; 32]| {
+            let mut cosigned = tx.clone();
+            let witness = P2pkWitness::sign(signer, message, NonceMode::Deterministic).to_witness();
+            cosigned.witnesses.push(witness);
+            cosigned
+        };
+        let txid = tx.txid().0;
+        assert_eq!(code(&cosigned_by(&auditor, &txid), &trusted), None);
+        assert_eq!(code(&cosigned_by(&key(0x72), &txid), &trusted), Some("invalid_cosignature"));
+        assert_eq!(code(&cosigned_by(&auditor, &[0; 32]), &trusted), Some("invalid_cosignature"));
+        // Without active auditors, a co-signature is one witness too many.
+        assert_eq!(code(&cosigned_by(&auditor, &txid), &policy(&w.authority)), Some("missing_witness"));
+    }
+}

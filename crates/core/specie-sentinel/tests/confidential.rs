@@ -219,3 +219,22 @@ fn a_batch_verifies_proofs_together_and_gives_each_transaction_its_own_verdict()
     assert!(refused >= 8, "the forgeries are refused: {refused}");
     assert!(batch.iter().filter(|v| v.is_ok()).count() > 30);
 }
+
+#[test]
+fn an_active_auditor_must_co_sign_a_confidential_transaction() {
+    use specie_transaction::signing::xonly_bytes;
+    use specie_transaction::P2pkWitness;
+    let mut rng = StdRng::seed_from_u64(9);
+    let auditor = key(0x71);
+    let trusted = with_auditor().with_active_auditors(vec![xonly_bytes(&auditor)]);
+    let (shielded, _) = shield(&mut rng);
+    assert_eq!(code(&shielded, &trusted), Some("active_auditor_missing"));
+    let mut cosigned = shielded.clone();
+    let witness = P2pkWitness::sign(&auditor, &shielded.txid().0, NonceMode::Deterministic);
+    cosigned.witnesses.push(witness.to_witness());
+    assert_eq!(code(&cosigned, &trusted), None);
+    // The co-signature cannot stand in for an owner's witness: the owners still sign.
+    let mut unsigned = cosigned.clone();
+    unsigned.witnesses.remove(0);
+    assert_eq!(code(&unsigned, &trusted), Some("active_auditor_missing"));
+}

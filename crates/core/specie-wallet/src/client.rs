@@ -87,6 +87,17 @@ pub struct NodeInfo {
     /// Owner auditors with jurisdiction (hex of their encodings); absent from older nodes.
     #[serde(default)]
     pub owner_auditors: Vec<String>,
+    /// Active auditors whose co-signatures a private transaction needs (x-only keys, hex);
+    /// absent from older nodes.
+    #[serde(default)]
+    pub active_auditors: Vec<String>,
+}
+
+/// An active auditor's answer to `POST /v1/cosign`.
+#[derive(Deserialize)]
+struct CosignResponse {
+    auditor: String,
+    witness: String,
 }
 
 /// The fate of one submitted transaction, mirroring `docs/api.md`.
@@ -363,6 +374,29 @@ impl NodeClient {
             }
         }
         Ok(results)
+    }
+
+    /// `POST /v1/cosign` to an active auditor's service (`specie audit serve`; this client then
+    /// talks to the auditor, not to a node): its key and its co-signature of `tx`, a p2pk witness
+    /// to append after the transaction's own.
+    pub fn cosign(&self, tx: &SpecieTransaction) -> Result<([u8; 32], specie_transaction::Witness), ClientError> {
+        let url = self.endpoint("/v1/cosign");
+        let response = self
+            .agent
+            .post(&url)
+            .send_json(serde_json::json!({ "transaction": hex::encode(tx.encode()) }))
+            .map_err(|error| self.transport_error(&url, error))?;
+        let answer: CosignResponse = self.parse(&url, response)?;
+        let bad = |reason: &str| ClientError::BadResponse {
+            url: url.clone(),
+            reason: reason.to_owned(),
+        };
+        let auditor: [u8; 32] = hex::decode(&answer.auditor)
+            .ok()
+            .and_then(|bytes| bytes.try_into().ok())
+            .ok_or_else(|| bad("its auditor key is not 32 bytes of hex"))?;
+        let witness = hex::decode(&answer.witness).map_err(|_| bad("its witness is not hex"))?;
+        Ok((auditor, specie_transaction::Witness(witness)))
     }
 
     /// `POST /v1/uhs/query`, in chunks of [`QUERY_IDS_MAX`].

@@ -39,6 +39,13 @@ pub enum SessionError {
     EnrolmentText(#[from] specie_credential::TextError),
     #[error("the node at {url} takes no anonymous transactions (it names no registration authority in /v1/info)")]
     NoRegistrationAuthority { url: String },
+    #[error(
+        "the node at {url} requires the co-signature of active auditor {auditor}, and no --cosigner gave it; \
+         pass the URL of that auditor's `specie audit serve`"
+    )]
+    CosignerMissing { url: String, auditor: String },
+    #[error("the co-signer at {url} answered for auditor {auditor}, whom the node does not require")]
+    CosignerNotRequired { url: String, auditor: String },
     #[error("the node at {url} lists a key that does not decode as {what}: {text}")]
     BadNodeKey {
         url: String,
@@ -274,4 +281,48 @@ pub fn receive_anonymous(
         WalletFile::save(path, wallet)?;
     }
     Ok(received)
+}
+
+/// Has every active auditor the node requires co-sign `tx` through `cosigners` (their services'
+/// URLs, any order), appends the co-signatures in the node's order after the transaction's own
+/// witnesses, and records the co-signed transaction as the pending one. The node checks them.
+pub fn cosign(
+    wallet: &mut Wallet,
+    client: &NodeClient,
+    mut tx: SpecieTransaction,
+    cosigners: &[String],
+) -> Result<SpecieTransaction, SessionError> {
+    let required = client.info()?.active_auditors;
+    if required.is_empty() && cosigners.is_empty() {
+        return Ok(tx);
+    }
+    let mut given = Vec::with_capacity(cosigners.len());
+    for url in cosigners {
+        let (auditor, witness) = NodeClient::new(url)?.cosign(&tx)?;
+        let auditor = hex::encode(auditor);
+        if !required.iter().any(|key| key.eq_ignore_ascii_case(&auditor)) {
+            return Err(SessionError::CosignerNotRequired {
+                url: url.clone(),
+                auditor,
+            });
+        }
+        given.push((auditor, witness));
+    }
+    let mut cosignatures = Vec::with_capacity(required.len());
+    for key in &required {
+        let found = given.iter().find(|(auditor, _)| auditor.eq_ignore_ascii_case(key));
+        let (_, witness) = found.ok_or_else(|| SessionError::CosignerMissing {
+            url: client.url().to_string(),
+            auditor: key.clone(),
+        })?;
+        cosignatures.push(witness.clone());
+    }
+    match &mut tx {
+        SpecieTransaction::Confidential(private) => private.witnesses.extend(cosignatures),
+        SpecieTransaction::Anonymous(private) => private.witnesses.extend(cosignatures),
+        // Only private transactions are co-signed; the node checks nothing else.
+        _ => return Ok(tx),
+    }
+    wallet.replace_pending_transaction(tx.clone())?;
+    Ok(tx)
 }

@@ -568,6 +568,18 @@ impl Wallet {
             .collect()
     }
 
+    /// Replaces pending transaction `tx.txid()` with `tx`: the same transaction with more
+    /// witnesses (an active auditor's co-signature), so that a resubmission sends it whole.
+    pub fn replace_pending_transaction(&mut self, tx: SpecieTransaction) -> Result<(), WalletError> {
+        let txid = tx.txid();
+        let pending = self
+            .pending
+            .get_mut(&txid)
+            .ok_or(WalletError::UnknownTransaction(txid))?;
+        pending.tx = tx;
+        Ok(())
+    }
+
     /// Records a built transaction: its inputs become `PendingSpend`, its outputs that pay this
     /// wallet become `PendingReceive`, and it joins the pending list.
     pub(crate) fn record(&mut self, tx: SpecieTransaction, kind: PendingKind) -> Txid {

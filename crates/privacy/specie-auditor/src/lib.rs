@@ -94,6 +94,9 @@ pub struct OwnerView {
     pub directory: AuditDirectory,
 }
 
+mod active;
+pub use active::{ActiveAuditor, CosignRefusal, DOMAIN_COSIGNING_KEY};
+
 /// A passive auditor's state: its keys, and what it knows of every unspent output.
 pub struct PassiveAuditor {
     secret: AuditorSecret,
@@ -218,40 +221,43 @@ impl PassiveAuditor {
 }
 
 impl PassiveAuditor {
-    /// The anonymous outputs: each owner named from the audit addressed to this auditor (the
-    /// sentinels checked it is the committed owner), each value in clear or decrypted.
     fn anonymous_outputs(&self, tx: &AnonymousTransaction) -> Vec<Party> {
-        let values: Vec<Option<u64>> = match &tx.values {
-            AnonymousValues::Clear(values) => values.iter().map(|v| Some(*v)).collect(),
-            AnonymousValues::Hidden(proof) => match proof.audit(&self.secret) {
-                Ok(values) => values.into_iter().map(Some).collect(),
-                Err(_) => vec![None; tx.owners.len()],
-            },
-        };
-        let audits_per_output = tx.owner_audits.len().checked_div(tx.owners.len()).unwrap_or(0);
-        (0..tx.owners.len())
-            .map(|i| {
-                let audits = tx
-                    .owner_audits
-                    .iter()
-                    .skip(i * audits_per_output)
-                    .take(audits_per_output);
-                let owner = self
-                    .owners
-                    .as_ref()
-                    .and_then(|view| {
-                        audits
-                            .filter_map(|audit| view.directory.identify(&view.secret, audit.ciphertext()).ok())
-                            .next()
-                    })
-                    .map_or(Owner::Unknown, Owner::Enrolled);
-                Party {
-                    owner,
-                    value: values.get(i).copied().flatten(),
-                }
-            })
-            .collect()
+        anonymous_outputs(tx, &self.secret, self.owners.as_ref())
     }
+}
+
+/// The anonymous outputs of `tx`: each owner named from the audit addressed to `owners`' key
+/// (the sentinels checked it is the committed owner), each value in clear or decrypted with
+/// `values`.
+fn anonymous_outputs(tx: &AnonymousTransaction, values: &AuditorSecret, owners: Option<&OwnerView>) -> Vec<Party> {
+    let amounts: Vec<Option<u64>> = match &tx.values {
+        AnonymousValues::Clear(amounts) => amounts.iter().map(|v| Some(*v)).collect(),
+        AnonymousValues::Hidden(proof) => match proof.audit(values) {
+            Ok(amounts) => amounts.into_iter().map(Some).collect(),
+            Err(_) => vec![None; tx.owners.len()],
+        },
+    };
+    let audits_per_output = tx.owner_audits.len().checked_div(tx.owners.len()).unwrap_or(0);
+    (0..tx.owners.len())
+        .map(|i| {
+            let audits = tx
+                .owner_audits
+                .iter()
+                .skip(i * audits_per_output)
+                .take(audits_per_output);
+            let owner = owners
+                .and_then(|view| {
+                    audits
+                        .filter_map(|audit| view.directory.identify(&view.secret, audit.ciphertext()).ok())
+                        .next()
+                })
+                .map_or(Owner::Unknown, Owner::Enrolled);
+            Party {
+                owner,
+                value: amounts.get(i).copied().flatten(),
+            }
+        })
+        .collect()
 }
 
 /// Value a transaction brings into or takes out of the outputs it spends and creates, in clear:

@@ -1,0 +1,78 @@
+//! An active auditor's HTTP API (`specie audit serve`; docs/privacy.md, "Active auditors"):
+//!
+//! - `GET /v1/info`: `{"cosigning_key": hex}`, the key `specie node --active-auditor` takes;
+//! - `POST /v1/cosign` `{"transaction": hex}`: `{"auditor": hex, "witness": hex}`, the p2pk
+//!   witness to append after the transaction's own, or 422 with the refusal's code
+//!   (`not_private`, `invalid_proof`, `unreadable`, `unknown_owner`, `over_limit`), 400 for
+//!   what does not decode.
+//!
+//! Anyone who can reach it can ask; it signs only what its policy passes, and its signature is
+//! only an approval (the transaction still needs its owners' signatures or spend proofs).
+
+use std::sync::Arc;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use specie_auditor::ActiveAuditor;
+use specie_codec::Decode;
+use specie_transaction::{DecodeLimits, SpecieTransaction};
+
+use crate::api::ApiError;
+
+/// Largest request body: a hex transaction at the decoder's limit, and the JSON around it.
+pub const COSIGN_BODY_BYTES_MAX: usize = 2 * DecodeLimits::TRANSACTION_BYTES_MAX_DEFAULT + 1024;
+
+pub fn router(auditor: ActiveAuditor) -> Router {
+    Router::new()
+        .route("/v1/info", get(info))
+        .route("/v1/cosign", post(cosign))
+        .fallback(|| async {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such endpoint; see docs/privacy.md",
+            )
+        })
+        .layer(DefaultBodyLimit::max(COSIGN_BODY_BYTES_MAX))
+        .with_state(Arc::new(auditor))
+}
+
+async fn info(State(auditor): State<Arc<ActiveAuditor>>) -> Json<Value> {
+    Json(json!({ "cosigning_key": hex::encode(auditor.public_key()) }))
+}
+
+#[derive(serde::Deserialize)]
+struct CosignRequest {
+    transaction: String,
+}
+
+async fn cosign(
+    State(auditor): State<Arc<ActiveAuditor>>,
+    request: Result<Json<CosignRequest>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(request) = request.map_err(ApiError::from_json)?;
+    let bytes = hex::decode(request.transaction.trim())
+        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "bad_transaction", "the transaction is not hex"))?;
+    let tx = SpecieTransaction::decode_exact(&bytes)
+        .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, "bad_transaction", error.to_string()))?;
+    // Proof verification takes milliseconds: off the async workers.
+    let reviewer = auditor.clone();
+    let verdict = tokio::task::spawn_blocking(move || reviewer.review(&tx))
+        .await
+        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the review failed"))?;
+    match verdict {
+        Ok(witness) => Ok(Json(json!({
+            "auditor": hex::encode(auditor.public_key()),
+            "witness": hex::encode(&witness.0),
+        }))),
+        Err(refusal) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            refusal.code(),
+            refusal.to_string(),
+        )),
+    }
+}

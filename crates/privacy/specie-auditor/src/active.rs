@@ -1,0 +1,145 @@
+//! Active auditors (Fabric CBDC §2: "active auditors must co-sign before submission"): an active
+//! auditor reads a private transaction *before* it is submitted and co-signs it only if it can
+//! read all of it and its policy allows it. The sentinels of a node configured with active
+//! auditors refuse a private transaction without every one's co-signature
+//! (`active_auditor_missing`), so nothing private settles unseen.
+//!
+//! The co-signature is a p2pk witness (BIP-340 over the txid) appended after the transaction's
+//! own witnesses: witnesses are outside the txid, so co-signing changes nothing else, and the
+//! ledger of record keeps it (non-repudiation of the auditor's approval).
+//!
+//! It co-signs when:
+//! - the transaction is private (kind 0x07 or 0x08): there is nothing to co-sign otherwise;
+//! - its value proof holds and it can decrypt every value (and, given an owner view, the owner
+//!   audits hold and it can name every payee and every payer of an anonymous transaction);
+//! - no output is worth more than its limit, if it has one.
+
+use secp256k1::Keypair;
+use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
+use specie_transaction::{AnonymousTransaction, AnonymousValues, NonceMode, P2pkWitness, SpecieTransaction, Witness};
+
+use crate::{anonymous_outputs, AuditorSecret, Owner, OwnerView};
+
+/// Prefix of the hash that derives an auditor's co-signing key from its seed.
+pub const DOMAIN_COSIGNING_KEY: &[u8] = b"specie/auditor/cosigning-key/v1";
+
+/// Why an active auditor does not co-sign. The code is what its service answers.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CosignRefusal {
+    #[error("not a private transaction: only confidential and anonymous transactions are co-signed")]
+    NotPrivate,
+    #[error("its proofs do not verify")]
+    InvalidProof,
+    #[error("this auditor cannot read every value")]
+    Unreadable,
+    #[error("this auditor cannot name every payer and payee")]
+    UnknownOwner,
+    #[error("an output of {value} is over this auditor's limit of {limit}")]
+    OverLimit { value: u64, limit: u64 },
+}
+
+impl CosignRefusal {
+    pub fn code(&self) -> &'static str {
+        match self {
+            CosignRefusal::NotPrivate => "not_private",
+            CosignRefusal::InvalidProof => "invalid_proof",
+            CosignRefusal::Unreadable => "unreadable",
+            CosignRefusal::UnknownOwner => "unknown_owner",
+            CosignRefusal::OverLimit { .. } => "over_limit",
+        }
+    }
+}
+
+/// An active auditor: its value key, its co-signing key (both from one seed), an optional view
+/// of owners, and an optional limit per output.
+pub struct ActiveAuditor {
+    values: AuditorSecret,
+    cosigning: Keypair,
+    owners: Option<OwnerView>,
+    limit: Option<u64>,
+}
+
+impl ActiveAuditor {
+    pub fn new(seed: &[u8; 32], owners: Option<OwnerView>, limit: Option<u64>) -> ActiveAuditor {
+        ActiveAuditor {
+            values: AuditorSecret::from_seed(seed),
+            cosigning: cosigning_keypair(seed),
+            owners,
+            limit,
+        }
+    }
+
+    /// The x-only key its co-signatures verify under: what `specie node --active-auditor` takes.
+    pub fn public_key(&self) -> [u8; 32] {
+        xonly_bytes(&self.cosigning)
+    }
+
+    /// Reviews `tx` and, if it passes, returns the co-signature to append to its witnesses.
+    pub fn review(&self, tx: &SpecieTransaction) -> Result<Witness, CosignRefusal> {
+        let values: Vec<u64> = match tx {
+            SpecieTransaction::Confidential(tx) => {
+                tx.proof
+                    .verify(&tx.context())
+                    .map_err(|_| CosignRefusal::InvalidProof)?;
+                let hidden = tx.proof.audit(&self.values).map_err(|_| CosignRefusal::Unreadable)?;
+                tx.transparent_outputs.iter().map(|o| o.value).chain(hidden).collect()
+            }
+            SpecieTransaction::Anonymous(tx) => self.review_anonymous(tx)?,
+            _ => return Err(CosignRefusal::NotPrivate),
+        };
+        if let (Some(limit), Some(&value)) = (self.limit, values.iter().max()) {
+            if value > limit {
+                return Err(CosignRefusal::OverLimit { value, limit });
+            }
+        }
+        Ok(P2pkWitness::sign(&self.cosigning, &tx.txid().0, NonceMode::Randomized).to_witness())
+    }
+
+    /// Every output's value (transparent, then anonymous), once the proofs hold and, with an
+    /// owner view, every payee and payer is named.
+    fn review_anonymous(&self, tx: &AnonymousTransaction) -> Result<Vec<u64>, CosignRefusal> {
+        let context = tx.context();
+        if let AnonymousValues::Hidden(proof) = &tx.values {
+            proof.verify(&context).map_err(|_| CosignRefusal::InvalidProof)?;
+        }
+        let per_output = tx.owner_audits.len().checked_div(tx.owners.len()).unwrap_or(0);
+        let audits_hold = tx.owner_audits.len() == per_output * tx.owners.len()
+            && tx
+                .owner_audits
+                .chunks(per_output.max(1))
+                .zip(&tx.owners)
+                .all(|(audits, owner)| audits.iter().all(|audit| audit.verify(owner, &context).is_ok()));
+        if !audits_hold {
+            return Err(CosignRefusal::InvalidProof);
+        }
+        let outputs = anonymous_outputs(tx, &self.values, self.owners.as_ref());
+        if let Some(view) = &self.owners {
+            let payers_named = tx.spend_proofs.iter().all(|proof| {
+                proof
+                    .auditor_ciphertexts()
+                    .iter()
+                    .any(|c| view.directory.identify(&view.secret, c).is_ok())
+            });
+            if !payers_named || outputs.iter().any(|p| p.owner == Owner::Unknown) {
+                return Err(CosignRefusal::UnknownOwner);
+            }
+        }
+        let hidden: Option<Vec<u64>> = outputs.iter().map(|p| p.value).collect();
+        let hidden = hidden.ok_or(CosignRefusal::Unreadable)?;
+        Ok(tx.transparent_outputs.iter().map(|o| o.value).chain(hidden).collect())
+    }
+}
+
+/// The co-signing key of the auditor whose seed is `seed`.
+fn cosigning_keypair(seed: &[u8; 32]) -> Keypair {
+    let mut preimage = DOMAIN_COSIGNING_KEY.to_vec();
+    preimage.extend_from_slice(seed);
+    let mut secret = specie_transaction::hash::sha256(&preimage);
+    // A hash is a valid secret key but with probability ~2^-128; rehash until it is.
+    loop {
+        if let Some(keypair) = keypair_from_secret(&secret) {
+            return keypair;
+        }
+        secret = specie_transaction::hash::sha256(&secret);
+    }
+}
