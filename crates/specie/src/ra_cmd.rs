@@ -54,7 +54,8 @@ Nothing the RA printed is lost: its state (DIR/state.json) is replaced atomicall
 before a challenge or a credential is printed, and one command at a time holds DIR/lock.
 
 Protect DIR/secret: whoever holds it can sign a credential for any enrolment id, and so spend
-every anonymous output; and a lost one cannot be replaced (every credential and every node names
+any anonymous output whose opening it learns (as its payer, or from a payment string); and a
+lost one cannot be replaced (every credential and every node names
 its public key). Back up DIR (secret and state.json) after every change. The state's outstanding
 challenges let whoever reads them enrol in someone else's place: keep it as private as the secret.";
 

@@ -166,6 +166,7 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
     let keys = run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
     let value_auditor = keys.lines().next().unwrap().trim().to_string();
     let owner_auditor = line_starting(&keys, "owner auditor key: ").replace("owner auditor key: ", "");
+    let cosigning_key = line_starting(&keys, "co-signing key: ").replace("co-signing key: ", "");
     let ra_key = ra(&["init"]);
     let (mut node, url) = start_serving(&[
         "node",
@@ -179,6 +180,8 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
         &ra_key,
         "--owner-auditor",
         &owner_auditor,
+        "--active-auditor",
+        &cosigning_key,
         "--data-dir",
         path("node").to_str().unwrap(),
     ]);
@@ -200,9 +203,46 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
     let minted = core_wallet(&issuer, &["--node", &url, "mint", "1000", "--to", &address]);
     core_wallet(&alice, &["import", &line_starting(&minted, "specie-pay1")]);
 
-    core_wallet(&alice, &["anonymise", "--amount", "600"]);
+    // The same auditor is active: it co-signs what it can read, names, and finds within 600.
+    let directory = path("directory.txt");
+    std::fs::write(&directory, ra(&["list"])).unwrap();
+    let (mut cosigner, cosigner_url) = start_serving(&[
+        "audit",
+        "serve",
+        "--key",
+        auditor_key.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--directory",
+        directory.to_str().unwrap(),
+        "--refuse-over",
+        "600",
+    ]);
+    let alice_arg = alice.to_str().unwrap();
+    let refused = run(&["wallet", "--wallet", alice_arg, "anonymise", "--amount", "600"]).unwrap_err();
+    assert!(
+        refused.contains("active auditor"),
+        "no co-signer, nothing sent: {refused}"
+    );
+    let over = run(&[
+        "wallet",
+        "--wallet",
+        alice_arg,
+        "anonymise",
+        "--amount",
+        "700",
+        "--cosigner",
+        &cosigner_url,
+    ]);
+    assert!(over.unwrap_err().contains("over_limit"), "the auditor refuses 700");
+    assert_eq!(balance(&alice, "spendable:"), 1000, "nothing was spent");
+    let cosigned = ["--cosigner", cosigner_url.as_str()];
+    core_wallet(&alice, &[&["anonymise", "--amount", "600"][..], &cosigned].concat());
     assert_eq!(balance(&alice, "anonymous spendable:"), 600);
-    let sent = core_wallet(&alice, &["send-anonymous", "--to-id", "8", "--amount", "250"]);
+    let sent = core_wallet(
+        &alice,
+        &[&["send-anonymous", "--to-id", "8", "--amount", "250"][..], &cosigned].concat(),
+    );
     let payment = line_starting(&sent, "specie-apay1");
     assert!(
         run(&["wallet", "--wallet", alice.to_str().unwrap(), "receive", &payment]).is_err(),
@@ -213,15 +253,17 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
     assert_eq!(balance(&bob, "anonymous spendable:"), 250, "received once");
     let back = core_wallet(
         &bob,
-        &["send-anonymous", "--to-id", "7", "--amount", "100", "--hide-values"],
+        &[
+            &["send-anonymous", "--to-id", "7", "--amount", "100", "--hide-values"][..],
+            &cosigned,
+        ]
+        .concat(),
     );
     core_wallet(&alice, &["receive", &line_starting(&back, "specie-apay1")]);
     assert_eq!(balance(&alice, "anonymous spendable:"), 450);
     assert_eq!(balance(&bob, "anonymous spendable:"), 150);
 
     // The auditor, with the RA's list as its directory, names both parties of every payment.
-    let directory = path("directory.txt");
-    std::fs::write(&directory, ra(&["list"])).unwrap();
     let shown = run(&[
         "audit",
         "show",
@@ -266,6 +308,8 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
         "{summary}"
     );
     assert_eq!(summary["invalid_proofs"], 0, "{summary}");
-    node.kill().unwrap();
-    node.wait().unwrap();
+    for child in [&mut node, &mut cosigner] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 }

@@ -342,9 +342,18 @@ fn an_active_auditor_must_co_sign_every_private_transaction() {
         };
         let txid = tx.txid().0;
         assert_eq!(code(&cosigned_by(&auditor, &txid), &trusted), None);
-        assert_eq!(code(&cosigned_by(&key(0x72), &txid), &trusted), Some("invalid_cosignature"));
-        assert_eq!(code(&cosigned_by(&auditor, &[0; 32]), &trusted), Some("invalid_cosignature"));
+        assert_eq!(
+            code(&cosigned_by(&key(0x72), &txid), &trusted),
+            Some("invalid_cosignature")
+        );
+        assert_eq!(
+            code(&cosigned_by(&auditor, &[0; 32]), &trusted),
+            Some("invalid_cosignature")
+        );
         // Without active auditors, a co-signature is one witness too many.
-        assert_eq!(code(&cosigned_by(&auditor, &txid), &policy(&w.authority)), Some("missing_witness"));
+        assert_eq!(
+            code(&cosigned_by(&auditor, &txid), &policy(&w.authority)),
+            Some("missing_witness")
+        );
     }
 }

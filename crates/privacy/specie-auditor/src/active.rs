@@ -143,3 +143,97 @@ fn cosigning_keypair(seed: &[u8; 32]) -> Keypair {
         secret = specie_transaction::hash::sha256(&secret);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+    use specie_credential::{AuditDirectory, EnrolmentId, OwnerOpening, RegistrationAuthority};
+    use specie_transaction::signing::{keypair_from_secret, parse_xonly, schnorr_verify, xonly_bytes};
+    use specie_transaction::{witness_program_commitment, AnonymousPlan, MintTransaction, Output};
+
+    use super::*;
+
+    const SEED: [u8; 32] = [0xa7; 32];
+
+    /// An anonymous entry of 100 (hidden) to `owner_id`, proven for this auditor's keys.
+    fn entry(owner_id: u64, rng: &mut StdRng) -> SpecieTransaction {
+        let payer = keypair_from_secret(&[1; 32]).unwrap();
+        let mint = SpecieTransaction::Mint(MintTransaction::new_signed(
+            [3; 32],
+            vec![Output {
+                witness_program_commitment: witness_program_commitment(&xonly_bytes(&payer)),
+                value: 100,
+            }],
+            &keypair_from_secret(&[2; 32]).unwrap(),
+            NonceMode::Deterministic,
+        ));
+        // An entry spends coins, not anonymous notes: no credential is needed, only the RA's key.
+        let ra = RegistrationAuthority::from_seed(&[9; 32]);
+        let plan = AnonymousPlan {
+            transparent_inputs: vec![mint.created_outputs()[0].to_input()],
+            anonymous_inputs: vec![],
+            outputs: vec![(OwnerOpening::random(EnrolmentId(owner_id), rng), 100)],
+            transparent_outputs: vec![],
+            hide_values: true,
+            value_auditors: vec![AuditorSecret::from_seed(&SEED).public()],
+            owner_auditors: vec![specie_credential::AuditorSecret::from_seed(&SEED).public()],
+        };
+        let (tx, _) = plan
+            .prove_and_sign(&[payer], None, &ra.public_key(), NonceMode::Deterministic, rng)
+            .unwrap();
+        SpecieTransaction::from(tx)
+    }
+
+    fn view(ids: &[u64]) -> OwnerView {
+        OwnerView {
+            secret: specie_credential::AuditorSecret::from_seed(&SEED),
+            directory: AuditDirectory::new(ids.iter().map(|id| EnrolmentId(*id))),
+        }
+    }
+
+    #[test]
+    fn it_co_signs_what_it_can_read_and_its_policy_passes_and_nothing_else() {
+        let mut rng = StdRng::seed_from_u64(4);
+        let tx = entry(5, &mut rng);
+        let auditor = ActiveAuditor::new(&SEED, Some(view(&[5])), Some(100));
+        let witness = auditor.review(&tx).expect("readable, named, within the limit");
+        let p2pk = P2pkWitness::parse(&witness).unwrap();
+        assert_eq!(p2pk.pubkey, auditor.public_key());
+        let key = parse_xonly(&p2pk.pubkey).unwrap();
+        assert!(
+            schnorr_verify(&key, &tx.txid().0, &p2pk.signature),
+            "a BIP-340 signature of the txid"
+        );
+        assert_eq!(
+            ActiveAuditor::new(&SEED, Some(view(&[5])), Some(99)).review(&tx),
+            Err(CosignRefusal::OverLimit { value: 100, limit: 99 })
+        );
+        assert_eq!(
+            ActiveAuditor::new(&SEED, Some(view(&[6])), None).review(&tx),
+            Err(CosignRefusal::UnknownOwner),
+            "an owner outside its directory"
+        );
+        assert_eq!(
+            ActiveAuditor::new(&[0xa8; 32], None, None).review(&tx),
+            Err(CosignRefusal::Unreadable),
+            "another auditor's values"
+        );
+        let mint = SpecieTransaction::Mint(MintTransaction::new_signed(
+            [3; 32],
+            vec![],
+            &keypair_from_secret(&[2; 32]).unwrap(),
+            NonceMode::Deterministic,
+        ));
+        assert_eq!(auditor.review(&mint), Err(CosignRefusal::NotPrivate));
+        let SpecieTransaction::Anonymous(mut tampered) = tx else {
+            unreachable!()
+        };
+        tampered.owner_audits.clear();
+        assert_eq!(
+            auditor.review(&SpecieTransaction::from(*tampered)),
+            Err(CosignRefusal::UnknownOwner),
+            "no audit addressed to it: it cannot name the owner"
+        );
+    }
+}
