@@ -68,7 +68,7 @@ pub struct NodeArgs {
     /// hex, as `specie ra init` and `specie ra key` print it). Without it the node refuses every
     /// anonymous transaction (`no_registration_authority`). Given at every start.
     #[arg(long, value_name = "HEX", value_parser = parse_ra_key)]
-    pub registration_authority: Option<specie_credential::RaPublicKey>,
+    pub registration_authority: Option<Box<specie_credential::RaPublicKey>>,
     /// An owner auditor with jurisdiction (its owner key, hex: what follows `owner auditor key:`
     /// on the second line `specie audit keygen` prints); repeat for several, at most 4. Every
     /// anonymous transaction must encrypt every owner it names to each of them, or it is refused
@@ -205,7 +205,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
         owner_auditors.len(),
         specie_credential::AUDITORS_MAX
     );
-    options.registration_authority = args.registration_authority;
+    options.registration_authority = args.registration_authority.map(|key| *key);
     options.owner_auditors = owner_auditors;
     options.active_auditors = args.active_auditors;
     options.batch_transactions_max = args.batch_transactions_max;
@@ -246,9 +246,11 @@ pub fn parse_auditor_key(text: &str) -> Result<[u8; 32], String> {
 }
 
 /// The registration authority's public key: hex of its canonical encoding (`specie ra key`).
-fn parse_ra_key(text: &str) -> Result<specie_credential::RaPublicKey, String> {
+/// Boxed: a G2 point is large, and the arguments are one variant of the command enum.
+fn parse_ra_key(text: &str) -> Result<Box<specie_credential::RaPublicKey>, String> {
     let bytes = hex::decode(text.trim()).map_err(|error| format!("not hex: {error}"))?;
     specie_credential::RaPublicKey::decode_exact(&bytes)
+        .map(Box::new)
         .map_err(|error| format!("not a registration authority's public key (`specie ra key` prints it): {error}"))
 }
 
