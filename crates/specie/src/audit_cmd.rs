@@ -452,14 +452,8 @@ fn invalid_anonymous(block: &Block, authority: Option<&specie_credential::RaPubl
             specie_transaction::AnonymousValues::Hidden(proof) => proof.verify(&context).is_ok(),
             specie_transaction::AnonymousValues::Clear(_) => true,
         };
-        // Output-major, the same number per output; the node is not trusted to keep that shape.
-        let per_output = tx.owner_audits.len().checked_div(tx.owners.len()).unwrap_or(0);
-        let audits_hold = tx.owner_audits.len() == per_output * tx.owners.len()
-            && tx
-                .owner_audits
-                .chunks(per_output.max(1))
-                .zip(&tx.owners)
-                .all(|(audits, owner)| audits.iter().all(|audit| audit.verify(owner, &context).is_ok()));
+        // The node is not trusted to keep the audits' shape either: checked with them.
+        let audits_hold = tx.owner_audits_hold(&context);
         let txid = tx.txid();
         let spends_hold = authority.is_none_or(|authority| {
             let items: Vec<specie_credential::SpendItem<'_>> = tx

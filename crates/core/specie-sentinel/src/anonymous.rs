@@ -4,15 +4,14 @@
 //! jurisdiction), the transparent inputs' witnesses. The two costly proofs, the values' transfer
 //! and the spend proofs, are left to the caller, who verifies a whole chunk's in two batches.
 
-use std::collections::BTreeSet;
-
 use specie_credential::SpendItem;
-use specie_transaction::{AnonymousTransaction, AnonymousValue, AnonymousValues, OutPoint, Txid};
+use specie_transaction::{AnonymousTransaction, AnonymousValue, AnonymousValues, Txid};
 
-use crate::error::{AnonymousErrorCode, ConfidentialErrorCode, InputErrorCode, TxErrorCode, ValidationError};
+use crate::error::{AnonymousErrorCode, ConfidentialErrorCode, TxErrorCode, ValidationError};
 use crate::trusted::TrustedKeys;
 use crate::validate::{
-    check_inputs_structure, check_outputs_value, check_owner_witnesses, confidential, own_witnesses, total, Check,
+    check_distinct_prevouts, check_inputs_structure, check_outputs_value, check_owner_witnesses, confidential,
+    own_witnesses, total, Check,
 };
 
 fn anonymous(code: AnonymousErrorCode) -> ValidationError {
@@ -39,16 +38,7 @@ pub(crate) fn check_anonymous_but_proofs(tx: &AnonymousTransaction, txid: &Txid,
         .iter()
         .map(|i| &i.prevout)
         .chain(tx.anonymous_inputs.iter().map(|i| &i.prevout));
-    let mut seen: BTreeSet<&OutPoint> = BTreeSet::new();
-    for (index, prevout) in prevouts.enumerate() {
-        if !seen.insert(prevout) {
-            return Err(ValidationError::Input {
-                index: index as u64,
-                code: InputErrorCode::Duplicate,
-                data_error: None,
-            });
-        }
-    }
+    check_distinct_prevouts(prevouts)?;
     check_inputs_structure(&tx.transparent_inputs)?;
     check_outputs_value(&tx.transparent_outputs)?;
     match &tx.values {

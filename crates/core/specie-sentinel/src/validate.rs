@@ -371,6 +371,15 @@ pub(crate) fn check_confidential_but_proofs(tx: &ConfidentialTransaction, txid: 
         .iter()
         .map(|i| &i.prevout)
         .chain(tx.confidential_inputs.iter().map(|i| &i.prevout));
+    check_distinct_prevouts(prevouts)?;
+    check_inputs_structure(&tx.transparent_inputs)?;
+    check_outputs_value(&tx.transparent_outputs)?;
+    check_confidential_statement(tx, trusted)?;
+    check_owner_witnesses(&tx.input_owners(), own, txid)
+}
+
+/// No output spent twice by one transaction (its inputs of every list, in order).
+pub(crate) fn check_distinct_prevouts<'a>(prevouts: impl Iterator<Item = &'a OutPoint>) -> Check {
     let mut seen: BTreeSet<&OutPoint> = BTreeSet::new();
     for (index, prevout) in prevouts.enumerate() {
         if !seen.insert(prevout) {
@@ -381,10 +390,7 @@ pub(crate) fn check_confidential_but_proofs(tx: &ConfidentialTransaction, txid: 
             });
         }
     }
-    check_inputs_structure(&tx.transparent_inputs)?;
-    check_outputs_value(&tx.transparent_outputs)?;
-    check_confidential_statement(tx, trusted)?;
-    check_owner_witnesses(&tx.input_owners(), own, txid)
+    Ok(())
 }
 
 /// Every check of a confidential transaction, the proofs last.

@@ -365,6 +365,19 @@ impl AnonymousTransaction {
         (spent, created)
     }
 
+    /// Whether the owner audits have the canonical shape (the same number for every anonymous
+    /// output, output-major) and each is proven for its output and `context`. Which auditors
+    /// they address is the verifier's policy; this checks only that what is there holds.
+    pub fn owner_audits_hold(&self, context: &[u8; 32]) -> bool {
+        let per_output = self.owner_audits.len().checked_div(self.owners.len()).unwrap_or(0);
+        self.owner_audits.len() == per_output * self.owners.len()
+            && self
+                .owner_audits
+                .chunks(per_output.max(1))
+                .zip(&self.owners)
+                .all(|(audits, owner)| audits.iter().all(|audit| audit.verify(owner, context).is_ok()))
+    }
+
     pub(crate) fn decode_body(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Self, DecodeError> {
         let transparent_inputs = read_inputs(reader, limits)?;
         let anonymous_inputs = reader.read_vec(

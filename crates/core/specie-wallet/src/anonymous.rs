@@ -28,7 +28,7 @@ use specie_transaction::{
 use crate::anonymous_payment::AnonymousPaymentString;
 use crate::client::Ledger;
 use crate::error::WalletError;
-use crate::notes::{ReceivedNote, NOTE_INPUTS_MAX};
+use crate::notes::{balance_of, forget_spendable, settle, HeldNote, ReceivedNote, NOTE_INPUTS_MAX};
 use crate::select::select_coins;
 use crate::sync::SyncError;
 use crate::wallet::{Balance, CoinState, PendingKind, Settled, Wallet};
@@ -190,16 +190,7 @@ impl Wallet {
 
     /// The anonymous notes' values by state.
     pub fn anonymous_balance(&self) -> Balance {
-        let mut balance = Balance::default();
-        for note in self.anonymous_notes.values() {
-            let bucket = match note.state {
-                CoinState::Spendable => &mut balance.spendable,
-                CoinState::PendingSpend { .. } => &mut balance.pending_out,
-                CoinState::PendingReceive { .. } => &mut balance.pending_in,
-            };
-            *bucket = bucket.saturating_add(note.value());
-        }
-        balance
+        balance_of(self.anonymous_notes.values())
     }
 
     fn enrolled(&self) -> Result<&EnrolledIdentity, WalletError> {
@@ -367,27 +358,7 @@ impl Wallet {
     /// [`Wallet::on_rejected`] do to the coins.
     pub(crate) fn settle_anonymous_notes(&mut self, txid: &Txid, confirmed: bool, settled: &mut Settled) {
         self.sent_anonymous.remove(txid);
-        self.anonymous_notes.retain(|_, note| match note.state {
-            CoinState::PendingSpend { txid: spender } if spender == *txid => {
-                if confirmed {
-                    settled.spent = settled.spent.saturating_add(note.value());
-                    return false;
-                }
-                note.state = CoinState::Spendable;
-                settled.released = settled.released.saturating_add(note.value());
-                true
-            }
-            CoinState::PendingReceive { txid: creator } if creator == *txid => {
-                if confirmed {
-                    note.state = CoinState::Spendable;
-                    settled.received = settled.received.saturating_add(note.value());
-                    return true;
-                }
-                settled.dropped = settled.dropped.saturating_add(note.value());
-                false
-            }
-            _ => true,
-        });
+        settle(&mut self.anonymous_notes, txid, confirmed, settled);
     }
 
     /// The payee's string of pending anonymous payment `txid`.
@@ -437,17 +408,19 @@ impl Wallet {
 
     /// Removes spendable anonymous notes the node no longer holds. Returns the value removed.
     pub fn forget_anonymous_notes(&mut self, outpoints: &[OutPoint]) -> u64 {
-        let mut removed = 0u64;
-        for outpoint in outpoints {
-            if self
-                .anonymous_notes
-                .get(outpoint)
-                .is_some_and(|note| note.state == CoinState::Spendable)
-            {
-                removed = removed.saturating_add(self.anonymous_notes.remove(outpoint).map_or(0, |n| n.value()));
-            }
-        }
-        removed
+        forget_spendable(&mut self.anonymous_notes, outpoints)
+    }
+}
+
+impl HeldNote for AnonymousNote {
+    fn value(&self) -> u64 {
+        self.payment.value
+    }
+    fn state(&self) -> CoinState {
+        self.state
+    }
+    fn set_state(&mut self, state: CoinState) {
+        self.state = state;
     }
 }
 

@@ -420,11 +420,6 @@ impl WalletFile {
     /// The document for `wallet`.
     pub fn from_wallet(wallet: &Wallet) -> Self {
         let address = |pubkey: XOnlyPublicKey| wallet.format_address(&Address::from_pubkey(pubkey));
-        let state = |state: CoinState| match state {
-            CoinState::Spendable => StateRecord::Spendable,
-            CoinState::PendingSpend { txid } => StateRecord::PendingSpend { txid: txid.to_string() },
-            CoinState::PendingReceive { txid } => StateRecord::PendingReceive { txid: txid.to_string() },
-        };
         WalletFile {
             format: WALLET_FORMAT.to_owned(),
             version: WALLET_FORMAT_VERSION,
@@ -451,7 +446,7 @@ impl WalletFile {
                     value: coin.output.value,
                     owner: hex::encode(coin.owner.serialize()),
                     uhs_id: coin.uhs_id().to_string(),
-                    state: state(coin.state),
+                    state: state_record(coin.state),
                 })
                 .collect(),
             pending: wallet
@@ -504,7 +499,30 @@ impl WalletFile {
             fastpay: wallet.fastpay().map(FastpayRecord::from_book),
             offline_device: wallet.offline_device().map(hex::encode),
             exchange: wallet.exchange().map(ExchangeRecord::from_account),
-            notes: wallet.notes().map(|note| NoteRecord::from_note(note, state)).collect(),
+            notes: wallet
+                .notes()
+                .map(|note| NoteRecord::from_note(note, state_record))
+                .collect(),
+            identity: None,
+            enrolling: None,
+            anonymous_notes: vec![],
+            sent_anonymous: vec![],
+            sent_confidential: wallet
+                .sent_confidential
+                .iter()
+                .map(|(txid, payment)| SentConfidentialRecord {
+                    txid: txid.to_string(),
+                    payment_string: payment.encode(),
+                })
+                .collect(),
+        }
+        .with_anonymous(wallet)
+    }
+
+    /// This document with `wallet`'s anonymous level: its identity, an enrolment under way, its
+    /// notes and the strings of its pending anonymous payments.
+    fn with_anonymous(self, wallet: &Wallet) -> Self {
+        WalletFile {
             identity: wallet.identity.as_ref().map(|enrolled| IdentityRecord {
                 secret_seed: hex::encode(enrolled.seed),
                 credential: enrolled.identity.credential().to_text(),
@@ -520,7 +538,7 @@ impl WalletFile {
                 .anonymous_notes()
                 .map(|note| AnonymousNoteRecord {
                     payment_string: note.payment.encode(),
-                    state: state(note.state),
+                    state: state_record(note.state),
                 })
                 .collect(),
             sent_anonymous: wallet
@@ -531,14 +549,7 @@ impl WalletFile {
                     payment_string: payment.encode(),
                 })
                 .collect(),
-            sent_confidential: wallet
-                .sent_confidential
-                .iter()
-                .map(|(txid, payment)| SentConfidentialRecord {
-                    txid: txid.to_string(),
-                    payment_string: payment.encode(),
-                })
-                .collect(),
+            ..self
         }
     }
 
@@ -841,6 +852,14 @@ impl CoinRecord {
             owner,
             state,
         })
+    }
+}
+
+fn state_record(state: CoinState) -> StateRecord {
+    match state {
+        CoinState::Spendable => StateRecord::Spendable,
+        CoinState::PendingSpend { txid } => StateRecord::PendingSpend { txid: txid.to_string() },
+        CoinState::PendingReceive { txid } => StateRecord::PendingReceive { txid: txid.to_string() },
     }
 }
 

@@ -15,6 +15,7 @@
 //! Notes follow the coins' life cycle ([`CoinState`]): inputs are `PendingSpend` and new notes
 //! `PendingReceive` until the transaction is resolved.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use rand::{CryptoRng, Rng, RngCore};
@@ -141,16 +142,7 @@ impl Wallet {
 
     /// The notes' values by state, as [`Wallet::balance`] sums the coins.
     pub fn confidential_balance(&self) -> Balance {
-        let mut balance = Balance::default();
-        for note in self.notes.values() {
-            let bucket = match note.state {
-                CoinState::Spendable => &mut balance.spendable,
-                CoinState::PendingSpend { .. } => &mut balance.pending_out,
-                CoinState::PendingReceive { .. } => &mut balance.pending_in,
-            };
-            *bucket = bucket.saturating_add(note.value());
-        }
-        balance
+        balance_of(self.notes.values())
     }
 
     /// Builds a shielding: `amount` of this wallet's coins into one note of a fresh key of this
@@ -345,27 +337,7 @@ impl Wallet {
     /// coins; the payee's string is no longer needed once the transaction is resolved.
     pub(crate) fn settle_notes(&mut self, txid: &Txid, confirmed: bool, settled: &mut Settled) {
         self.sent_confidential.remove(txid);
-        self.notes.retain(|_, note| match note.state {
-            CoinState::PendingSpend { txid: spender } if spender == *txid => {
-                if confirmed {
-                    settled.spent = settled.spent.saturating_add(note.value());
-                    return false;
-                }
-                note.state = CoinState::Spendable;
-                settled.released = settled.released.saturating_add(note.value());
-                true
-            }
-            CoinState::PendingReceive { txid: creator } if creator == *txid => {
-                if confirmed {
-                    note.state = CoinState::Spendable;
-                    settled.received = settled.received.saturating_add(note.value());
-                    return true;
-                }
-                settled.dropped = settled.dropped.saturating_add(note.value());
-                false
-            }
-            _ => true,
-        });
+        settle(&mut self.notes, txid, confirmed, settled);
     }
 
     /// The payee's string of pending confidential payment `txid`, for the CLI to hand over
@@ -420,18 +392,85 @@ impl Wallet {
     /// Removes spendable notes the node no longer holds (spent from another copy of this
     /// wallet). Returns the value removed.
     pub fn forget_notes(&mut self, outpoints: &[OutPoint]) -> u64 {
-        let mut removed = 0u64;
-        for outpoint in outpoints {
-            if self
-                .notes
-                .get(outpoint)
-                .is_some_and(|note| note.state == CoinState::Spendable)
-            {
-                removed = removed.saturating_add(self.notes.remove(outpoint).map_or(0, |note| note.value()));
-            }
-        }
-        removed
+        forget_spendable(&mut self.notes, outpoints)
     }
+}
+
+/// A note of either private level (confidential or anonymous): what the coins' life cycle needs.
+pub(crate) trait HeldNote {
+    fn value(&self) -> u64;
+    fn state(&self) -> CoinState;
+    fn set_state(&mut self, state: CoinState);
+}
+
+impl HeldNote for Note {
+    fn value(&self) -> u64 {
+        self.opening.value
+    }
+    fn state(&self) -> CoinState {
+        self.state
+    }
+    fn set_state(&mut self, state: CoinState) {
+        self.state = state;
+    }
+}
+
+/// The notes' values by state.
+pub(crate) fn balance_of<'a, N: HeldNote + 'a>(notes: impl Iterator<Item = &'a N>) -> Balance {
+    let mut balance = Balance::default();
+    for note in notes {
+        let bucket = match note.state() {
+            CoinState::Spendable => &mut balance.spendable,
+            CoinState::PendingSpend { .. } => &mut balance.pending_out,
+            CoinState::PendingReceive { .. } => &mut balance.pending_in,
+        };
+        *bucket = bucket.saturating_add(note.value());
+    }
+    balance
+}
+
+/// Applies the fate of `txid` to `notes`, as `on_confirmed` and `on_rejected` do to the coins.
+pub(crate) fn settle<N: HeldNote>(
+    notes: &mut BTreeMap<OutPoint, N>,
+    txid: &Txid,
+    confirmed: bool,
+    settled: &mut Settled,
+) {
+    notes.retain(|_, note| match note.state() {
+        CoinState::PendingSpend { txid: spender } if spender == *txid => {
+            if confirmed {
+                settled.spent = settled.spent.saturating_add(note.value());
+                return false;
+            }
+            note.set_state(CoinState::Spendable);
+            settled.released = settled.released.saturating_add(note.value());
+            true
+        }
+        CoinState::PendingReceive { txid: creator } if creator == *txid => {
+            if confirmed {
+                note.set_state(CoinState::Spendable);
+                settled.received = settled.received.saturating_add(note.value());
+                return true;
+            }
+            settled.dropped = settled.dropped.saturating_add(note.value());
+            false
+        }
+        _ => true,
+    });
+}
+
+/// Removes the spendable notes at `outpoints` (the node no longer holds them). Returns the value removed.
+pub(crate) fn forget_spendable<N: HeldNote>(notes: &mut BTreeMap<OutPoint, N>, outpoints: &[OutPoint]) -> u64 {
+    let mut removed = 0u64;
+    for outpoint in outpoints {
+        if notes
+            .get(outpoint)
+            .is_some_and(|note| note.state() == CoinState::Spendable)
+        {
+            removed = removed.saturating_add(notes.remove(outpoint).map_or(0, |note| note.value()));
+        }
+    }
+    removed
 }
 
 #[cfg(test)]

@@ -102,13 +102,7 @@ impl ActiveAuditor {
         if let AnonymousValues::Hidden(proof) = &tx.values {
             proof.verify(&context).map_err(|_| CosignRefusal::InvalidProof)?;
         }
-        let per_output = tx.owner_audits.len().checked_div(tx.owners.len()).unwrap_or(0);
-        let audits_hold = tx.owner_audits.len() == per_output * tx.owners.len()
-            && tx
-                .owner_audits
-                .chunks(per_output.max(1))
-                .zip(&tx.owners)
-                .all(|(audits, owner)| audits.iter().all(|audit| audit.verify(owner, &context).is_ok()));
+        let audits_hold = tx.owner_audits_hold(&context);
         if !audits_hold {
             return Err(CosignRefusal::InvalidProof);
         }

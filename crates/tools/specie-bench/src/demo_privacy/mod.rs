@@ -714,40 +714,45 @@ fn audit(
     })
 }
 
+/// The demo's figures as one JSON object (`--json`).
+fn json_summary(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Duration) -> serde_json::Value {
+    serde_json::json!({
+        "users": args.users,
+        "shape": args.shape.name(),
+        "rounds": args.rounds,
+        "elapsed_s": elapsed.as_secs_f64(),
+        "transparent_payments": tally.transparent,
+        "confidential_transactions": tally.confidential,
+        "anonymous_transactions": tally.anonymous,
+        "anonymous_entered": tally.anonymous_entered,
+        "shielded_value": tally.shielded_value,
+        "unshielded_value": tally.unshielded_value,
+        "forgeries": tally.forged,
+        "forgeries_refused": tally.forged_refused,
+        "forgery_codes": tally.forged_codes,
+        "honest_refused": tally.refused_honest,
+        "auditor_reconstructed": audit.reconstructed,
+        "auditor_mismatches": audit.reconstructed_mismatches,
+        "minted": audit.minted,
+        "redeemed": audit.redeemed,
+        "transparent_held": audit.transparent_held,
+        "confidential_held": audit.confidential_held,
+        "anonymous_held": audit.anonymous_held,
+        "auditor_held": audit.auditor_held,
+        "ledger_blocks": audit.ledger_blocks,
+        "ledger_replays_to_uhs": audit.ledger_replays_to_uhs,
+        "endorsers": format!("{ENDORSERS_K} of {ENDORSERS_N}, endorser {COMPROMISED_ENDORSER} compromised"),
+        "forged_endorsements": audit.forged_endorsements,
+        "ledger_records_endorsed": audit.endorsed_records,
+        "ledger_records_unendorsed": audit.unendorsed_records,
+        "audit_ok": audit.ok(),
+    })
+}
+
 fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Duration) {
     let mark = |ok: bool| if ok { "ok" } else { "FAILED" };
     if args.json {
-        let summary = serde_json::json!({
-            "users": args.users,
-            "shape": args.shape.name(),
-            "rounds": args.rounds,
-            "elapsed_s": elapsed.as_secs_f64(),
-            "transparent_payments": tally.transparent,
-            "confidential_transactions": tally.confidential,
-            "anonymous_transactions": tally.anonymous,
-            "anonymous_entered": tally.anonymous_entered,
-            "shielded_value": tally.shielded_value,
-            "unshielded_value": tally.unshielded_value,
-            "forgeries": tally.forged,
-            "forgeries_refused": tally.forged_refused,
-            "forgery_codes": tally.forged_codes,
-            "honest_refused": tally.refused_honest,
-            "auditor_reconstructed": audit.reconstructed,
-            "auditor_mismatches": audit.reconstructed_mismatches,
-            "minted": audit.minted,
-            "redeemed": audit.redeemed,
-            "transparent_held": audit.transparent_held,
-            "confidential_held": audit.confidential_held,
-            "anonymous_held": audit.anonymous_held,
-            "auditor_held": audit.auditor_held,
-            "ledger_blocks": audit.ledger_blocks,
-            "ledger_replays_to_uhs": audit.ledger_replays_to_uhs,
-            "endorsers": format!("{ENDORSERS_K} of {ENDORSERS_N}, endorser {COMPROMISED_ENDORSER} compromised"),
-            "forged_endorsements": audit.forged_endorsements,
-            "ledger_records_endorsed": audit.endorsed_records,
-            "ledger_records_unendorsed": audit.unendorsed_records,
-            "audit_ok": audit.ok(),
-        });
+        let summary = json_summary(args, tally, audit, elapsed);
         println!("{summary}");
         return;
     }

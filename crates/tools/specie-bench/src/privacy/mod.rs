@@ -262,19 +262,7 @@ pub fn run(options: &PrivacyBenchOptions) -> BenchResult<ExitCode> {
         confidential,
         anonymous,
     };
-    // Both shapes in the same run, one after the other, on the same payments.
-    [
-        figures.end_to_end_transparent_tps,
-        figures.end_to_end_confidential_tps,
-        figures.end_to_end_anonymous_tps,
-        figures.end_to_end_anonymous_confidential_tps,
-    ] = payments.run(CoreShape::TwoPhaseCommit)?;
-    [
-        figures.end_to_end_atomizer_transparent_tps,
-        figures.end_to_end_atomizer_confidential_tps,
-        figures.end_to_end_atomizer_anonymous_tps,
-        figures.end_to_end_atomizer_anonymous_confidential_tps,
-    ] = payments.run(CoreShape::Atomizer)?;
+    payments.run_both_shapes(&mut figures)?;
     report(&figures, options.json);
     Ok(ExitCode::SUCCESS)
 }
@@ -368,6 +356,23 @@ struct EndToEnd {
 }
 
 impl EndToEnd {
+    /// Both shapes in the same run, one after the other, on the same payments.
+    fn run_both_shapes(&self, figures: &mut Figures) -> BenchResult<()> {
+        [
+            figures.end_to_end_transparent_tps,
+            figures.end_to_end_confidential_tps,
+            figures.end_to_end_anonymous_tps,
+            figures.end_to_end_anonymous_confidential_tps,
+        ] = self.run(CoreShape::TwoPhaseCommit)?;
+        [
+            figures.end_to_end_atomizer_transparent_tps,
+            figures.end_to_end_atomizer_confidential_tps,
+            figures.end_to_end_atomizer_anonymous_tps,
+            figures.end_to_end_atomizer_anonymous_confidential_tps,
+        ] = self.run(CoreShape::Atomizer)?;
+        Ok(())
+    }
+
     /// On a fresh embedded node of `shape` with the ledger of record: the transparent payments,
     /// then the confidential ones (after their notes were shielded, not measured), then the
     /// anonymous ones in clear and hidden (after their entries, not measured).
