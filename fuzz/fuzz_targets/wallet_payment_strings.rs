@@ -1,12 +1,23 @@
 //! Feeds arbitrary text to the wallet's payment-string decoders (`specie_wallet`): the
-//! transparent `specie-pay1…` and the confidential `specie-cpay1…` strings, which a payee pastes
-//! from anyone. Nothing may panic; whatever parses must encode back to one canonical string that
-//! parses to the same payment (the prefix's case is the only freedom).
+//! transparent `specie-pay1…`, the confidential `specie-cpay1…` and the anonymous `specie-apay1…`
+//! strings, which a payee pastes from anyone; and to the enrolment's texts (`specie_credential`:
+//! challenge, request, credential), which the wallet and the RA paste from each other. Nothing
+//! may panic; whatever parses must encode back to one canonical string that parses to the same
+//! value (the prefix's case is the only freedom of the payment strings).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use specie_wallet::{ConfidentialPaymentString, PaymentString};
+use specie_credential::{Credential, EnrolmentChallenge, EnrolmentRequest, Textual};
+use specie_wallet::{AnonymousPaymentString, ConfidentialPaymentString, PaymentString};
+
+fn canonical_text<T: Textual + PartialEq + std::fmt::Debug>(text: &str) {
+    if let Ok(value) = T::from_text(text) {
+        let canonical = value.to_text();
+        assert!(canonical.eq_ignore_ascii_case(text.trim()), "one text per message, up to the case of its hex");
+        assert_eq!(T::from_text(&canonical).expect("its own text parses"), value);
+    }
+}
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -21,4 +32,14 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(canonical, text.trim().to_ascii_lowercase(), "one string per output");
         assert_eq!(ConfidentialPaymentString::parse(&canonical).expect("its own encoding parses"), payment);
     }
+    if let Ok(payment) = AnonymousPaymentString::parse(text) {
+        let canonical = payment.encode();
+        assert_eq!(canonical, text.trim().to_ascii_lowercase(), "one string per output");
+        let again = AnonymousPaymentString::parse(&canonical).expect("its own encoding parses");
+        assert_eq!(again, payment);
+        assert_eq!(again.uhs_id(), payment.to_input().uhs_id());
+    }
+    canonical_text::<EnrolmentChallenge>(text);
+    canonical_text::<EnrolmentRequest>(text);
+    canonical_text::<Credential>(text);
 });
