@@ -313,3 +313,73 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
         child.wait().unwrap();
     }
 }
+
+/// A cluster's sentinels take private transactions too, as the topology's `[privacy]` section
+/// says (the same keys as `specie node`'s flags): enrolment and an anonymous payment, and a
+/// confidential shielding, all through a sentinel of a real cluster on 127.0.0.1.
+#[test]
+fn a_cluster_sentinel_takes_private_payments_under_its_privacy_section() {
+    let (_temp, dir, base, _down) = cluster_harness::start_cluster(1);
+    let url = format!("http://127.0.0.1:{}", base + 9);
+    let work = tempfile::tempdir().unwrap();
+    let path = |name: &str| work.path().join(name);
+    let (issuer, alice, bob, auditor_key, ra_dir) = (
+        path("issuer.json"),
+        path("alice.json"),
+        path("bob.json"),
+        path("auditor.key"),
+        path("ra"),
+    );
+    let ra = |args: &[&str]| {
+        let mut all = vec!["ra", "--dir", ra_dir.to_str().unwrap()];
+        all.extend_from_slice(args);
+        run(&all)
+            .unwrap_or_else(|error| panic!("specie ra {args:?}: {error}"))
+            .trim()
+            .to_string()
+    };
+    let created = core_wallet(&issuer, &["create", "--issuer", "--node", &url]);
+    let issuer_key = line_starting(&created, "issuer public key: ").replace("issuer public key: ", "");
+    let keys = run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
+    let owner_auditor = line_starting(&keys, "owner auditor key: ").replace("owner auditor key: ", "");
+    // The operator adds the issuer and the privacy section, and restarts the cluster.
+    cluster_harness::specie(&["cluster", "down", "--dir", &dir]);
+    let file = std::path::Path::new(&dir).join("cluster.toml");
+    let mut topology = specie_cluster::Topology::load(&file).unwrap();
+    topology.issuers = vec![issuer_key];
+    topology.privacy = Some(specie_cluster::PrivacyConfig {
+        auditors: vec![keys.lines().next().unwrap().trim().to_string()],
+        registration_authority: Some(ra(&["init"])),
+        owner_auditors: vec![owner_auditor],
+        active_auditors: vec![],
+    });
+    std::fs::write(&file, topology.to_toml()).unwrap();
+    cluster_harness::specie(&["cluster", "up", "--dir", &dir, "--base-port", &base.to_string()]);
+
+    for (wallet, id) in [(&alice, "7"), (&bob, "8")] {
+        core_wallet(wallet, &["create", "--node", &url]);
+        let challenge = ra(&["challenge", "--id", id]);
+        let request = line_starting(&core_wallet(wallet, &["enrol", &challenge]), "specie-enrol-request1");
+        core_wallet(wallet, &["enrol", "--credential", &ra(&["enrol", &request])]);
+    }
+    let address = core_wallet(&alice, &["address"])
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .to_string();
+    let minted = core_wallet(&issuer, &["mint", "1000", "--to", &address]);
+    core_wallet(&alice, &["import", &line_starting(&minted, "specie-pay1")]);
+    core_wallet(&alice, &["anonymise", "--amount", "600", "--hide-values"]);
+    let sent = core_wallet(
+        &alice,
+        &["send-anonymous", "--to-id", "8", "--amount", "250", "--hide-values"],
+    );
+    core_wallet(&bob, &["receive", &line_starting(&sent, "specie-apay1")]);
+    core_wallet(&alice, &["shield", "--amount", "300"]);
+    assert_eq!(balance(&alice, "anonymous spendable:"), 350);
+    assert_eq!(balance(&alice, "confidential spendable:"), 300);
+    assert_eq!(balance(&alice, "spendable:"), 100);
+    assert_eq!(balance(&bob, "anonymous spendable:"), 250);
+}

@@ -41,6 +41,6 @@ pub use identity::{GroupRole, Identity};
 pub use topology::{
     authority_group_name, AuthorityGroup, AuthorityPlace, AuthorityProcesses, AuthorityReplica, AuthorityShardGroup,
     CommitteeShape, ExchangeAsset, ExchangeGroupConfig, ExchangeShape, FastpayCommitteeConfig, GroupBridges,
-    InvalidTopology, Limits, OfflineAuthorityConfig, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup, Topology,
-    TopologyError, TransportMode, UnknownGroup, EXCHANGE_GROUP, OFFLINE_AUTHORITY_GROUP,
+    InvalidTopology, Limits, OfflineAuthorityConfig, PrivacyConfig, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup,
+    Topology, TopologyError, TransportMode, UnknownGroup, EXCHANGE_GROUP, OFFLINE_AUTHORITY_GROUP,
 };

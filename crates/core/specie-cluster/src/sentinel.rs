@@ -35,6 +35,8 @@ pub enum SentinelError {
     Issuers(#[source] IssuerKeysError),
     #[error("the cluster file's FastPay committee is invalid: {0}")]
     FastpayCommittee(#[source] InvalidTopology),
+    #[error("the cluster file's privacy keys are invalid: {0}")]
+    Privacy(#[source] InvalidTopology),
     #[error("cannot listen on {address}: {source}")]
     Listen {
         address: std::net::SocketAddr,
@@ -102,14 +104,19 @@ impl ClusterBackend {
             .map(FastpayCommitteeConfig::committee)
             .transpose()
             .map_err(SentinelError::FastpayCommittee)?;
+        let trusted = TrustedKeys::new(issuers, fastpay_committee)
+            .with_offline_authority(topology.offline_authority.as_ref().and_then(|o| o.bridge_key()))
+            .with_exchange(topology.exchange.as_ref().and_then(|e| e.bridge_key()));
+        let trusted = match &topology.privacy {
+            Some(privacy) => privacy.apply(trusted).map_err(SentinelError::Privacy)?,
+            None => trusted,
+        };
         Ok(ClusterBackend {
             inner: Arc::new(Inner {
                 runtime,
                 hrp: topology.hrp.clone(),
                 issuers_hex: topology.issuers.clone(),
-                trusted: TrustedKeys::new(issuers, fastpay_committee)
-                    .with_offline_authority(topology.offline_authority.as_ref().and_then(|o| o.bridge_key()))
-                    .with_exchange(topology.exchange.as_ref().and_then(|e| e.bridge_key())),
+                trusted,
                 coordinators,
                 shards,
                 ranges: topology.shard_ranges(),
@@ -265,10 +272,13 @@ impl Backend for ClusterBackend {
             shards: self.inner.shards.len(),
             issuers: self.inner.issuers_hex.clone(),
             uhs_ids: ids.iter().map(|ids| ids.len() as u64).sum(),
-            auditors: vec![],
-            registration_authority: None,
-            owner_auditors: vec![],
-            active_auditors: vec![],
+            auditors: self.inner.trusted.auditors.iter().map(hex::encode).collect(),
+            registration_authority: (self.inner.trusted.registration_authority.as_ref())
+                .map(|key| hex::encode(specie_codec::Encode::encode(key))),
+            owner_auditors: (self.inner.trusted.owner_auditors.iter())
+                .map(|key| hex::encode(specie_codec::Encode::encode(key)))
+                .collect(),
+            active_auditors: self.inner.trusted.active_auditors.iter().map(hex::encode).collect(),
             endorsement_group_key: None,
             // The cluster runs two-phase commit; the atomizer shape is embedded only for now.
             shape: "2pc",

@@ -35,6 +35,11 @@ pub struct Topology {
     /// payout is invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exchange: Option<ExchangeGroupConfig>,
+    /// The privacy levels' keys (`[privacy]`): the auditors with jurisdiction, the registration
+    /// authority of the anonymous level, the active auditors. Absent: confidential transactions
+    /// need no auditor, anonymous ones are refused, nothing needs a co-signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub privacy: Option<PrivacyConfig>,
     /// Where each replica keeps its log and snapshots: `<data_dir>/<group>-<replica>/`.
     pub data_dir: PathBuf,
     /// The cluster's PKI: `ca.crt` (the CA every process's certificate must chain to) and, per
@@ -53,6 +58,81 @@ pub struct Topology {
     pub shard_groups: Vec<ShardGroup>,
     pub coordinator_groups: Vec<ReplicaGroup>,
     pub sentinels: Vec<Sentinel>,
+}
+
+/// What the cluster's sentinels require of private transactions, as `specie node`'s flags of the
+/// same names do (docs/privacy.md): every key in hex, as `specie audit key` and `specie ra key`
+/// print them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrivacyConfig {
+    /// Value auditors (Ristretto keys): every confidential value is encrypted to each.
+    #[serde(default)]
+    pub auditors: Vec<String>,
+    /// The registration authority whose credentials authorise anonymous spends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registration_authority: Option<String>,
+    /// Owner auditors: every anonymous owner is encrypted to each (at most 4).
+    #[serde(default)]
+    pub owner_auditors: Vec<String>,
+    /// Active auditors (x-only co-signing keys), in order: every private transaction carries
+    /// each one's co-signature.
+    #[serde(default)]
+    pub active_auditors: Vec<String>,
+}
+
+impl PrivacyConfig {
+    /// `keys` requiring what this section says, or the first key that does not decode.
+    pub fn apply(&self, keys: specie_sentinel::TrustedKeys) -> Result<specie_sentinel::TrustedKeys, InvalidTopology> {
+        let bad = |field: &'static str, key: &str| InvalidTopology::PrivacyKey {
+            field,
+            key: key.chars().take(24).collect(),
+        };
+        let auditors = self
+            .auditors
+            .iter()
+            .map(|key| {
+                let bytes: Option<[u8; 32]> = hex::decode(key).ok().and_then(|b| b.try_into().ok());
+                bytes
+                    .filter(|b| specie_confidential::AuditorKey::from_bytes(*b).is_some())
+                    .ok_or_else(|| bad("auditors", key))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let decode = |field: &'static str, key: &str| hex::decode(key).ok().ok_or_else(|| bad(field, key));
+        use specie_codec::Decode;
+        let authority = self
+            .registration_authority
+            .as_ref()
+            .map(|key| {
+                specie_credential::RaPublicKey::decode_exact(&decode("registration_authority", key)?)
+                    .map_err(|_| bad("registration_authority", key))
+            })
+            .transpose()?;
+        let owner_auditors = self
+            .owner_auditors
+            .iter()
+            .map(|key| {
+                specie_credential::AuditorKey::decode_exact(&decode("owner_auditors", key)?)
+                    .map_err(|_| bad("owner_auditors", key))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if owner_auditors.len() > specie_credential::AUDITORS_MAX || (!owner_auditors.is_empty() && authority.is_none())
+        {
+            return Err(bad(
+                "owner_auditors",
+                "at most 4, and only beside a registration_authority",
+            ));
+        }
+        let active_auditors = self
+            .active_auditors
+            .iter()
+            .map(|key| xonly_hex(key).ok_or_else(|| bad("active_auditors", key)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(keys
+            .with_auditors(auditors)
+            .with_anonymity(authority, owner_auditors)
+            .with_active_auditors(active_auditors))
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -538,6 +618,8 @@ pub enum InvalidTopology {
          authority group needs one; `cluster up --offline` makes it)"
     )]
     OfflineBridgeKey,
+    #[error("privacy.{field}: '{key}' is not a key of that kind in hex (as `specie audit key` and `specie ra key` print them)")]
+    PrivacyKey { field: &'static str, key: String },
     #[error(
         "exchange.bridge must be a 32-byte Ed25519 public key of full order, in hex (an exchange group \
          needs one; `cluster up --exchange` makes it)"
@@ -792,6 +874,7 @@ impl Topology {
             fastpay_committee,
             offline_authority,
             exchange,
+            privacy: None,
             data_dir: dir.join("data"),
             pki_dir: dir.join("pki"),
             transport: TransportMode::default(),
@@ -939,6 +1022,9 @@ impl Topology {
         if let Some(exchange) = &self.exchange {
             exchange.validate(&self.hrp)?;
         }
+        if let Some(privacy) = &self.privacy {
+            privacy.apply(specie_sentinel::TrustedKeys::default())?;
+        }
         if let Some(sentinel) = self.sentinels.iter().find(|s| xonly_hex(&s.attestation_key).is_none()) {
             return Err(InvalidTopology::BadAttestationKey {
                 sentinel: sentinel.name.clone(),
@@ -1084,6 +1170,74 @@ mod tests {
         std::fs::write(&path, topology.to_toml()).unwrap();
         assert_eq!(Topology::load(&path).unwrap(), topology);
         assert!(!topology.to_toml().contains("fastpay_committee"), "absent, not empty");
+    }
+
+    #[test]
+    fn a_privacy_section_round_trips_and_every_bad_key_is_refused_by_name() {
+        let mut topology = Topology::local(
+            Shape::default(),
+            Path::new("/tmp/x"),
+            vec![],
+            test_keys(2),
+            vec![],
+            GroupBridges::default(),
+        )
+        .unwrap();
+        use specie_codec::Encode;
+        let ra = specie_credential::RegistrationAuthority::from_seed(&[1; 32]).public_key();
+        let owner = specie_credential::AuditorSecret::from_seed(&[2; 32]).public();
+        let value = specie_confidential::AuditorSecret::from_seed(&[3; 32]).public();
+        let good = PrivacyConfig {
+            auditors: vec![hex::encode(value.to_bytes())],
+            registration_authority: Some(hex::encode(ra.encode())),
+            owner_auditors: vec![hex::encode(owner.encode())],
+            active_auditors: test_keys(1),
+        };
+        topology.privacy = Some(good.clone());
+        assert_eq!(topology.validate(), Ok(()));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cluster.toml");
+        std::fs::write(&path, topology.to_toml()).unwrap();
+        assert_eq!(Topology::load(&path).unwrap(), topology);
+        let trusted = good.apply(specie_sentinel::TrustedKeys::default()).unwrap();
+        assert_eq!(
+            (trusted.auditors, trusted.registration_authority, trusted.owner_auditors),
+            (vec![value.to_bytes()], Some(ra), vec![owner])
+        );
+        let field = |config: PrivacyConfig| match config.apply(specie_sentinel::TrustedKeys::default()) {
+            Err(InvalidTopology::PrivacyKey { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        let not_a_point = "ff".repeat(32);
+        assert_eq!(
+            field(PrivacyConfig {
+                auditors: vec![not_a_point.clone()],
+                ..good.clone()
+            }),
+            "auditors"
+        );
+        let ra_bad = PrivacyConfig {
+            registration_authority: Some("00".into()),
+            ..good.clone()
+        };
+        assert_eq!(field(ra_bad), "registration_authority");
+        let owner_bad = PrivacyConfig {
+            owner_auditors: vec![not_a_point.clone()],
+            ..good.clone()
+        };
+        assert_eq!(field(owner_bad), "owner_auditors");
+        let no_ra = PrivacyConfig {
+            registration_authority: None,
+            ..good.clone()
+        };
+        assert_eq!(field(no_ra), "owner_auditors", "owner auditors only beside an RA");
+        assert_eq!(
+            field(PrivacyConfig {
+                active_auditors: vec![not_a_point],
+                ..good
+            }),
+            "active_auditors"
+        );
     }
 
     #[test]
