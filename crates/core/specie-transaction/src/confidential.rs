@@ -19,7 +19,7 @@
 //! - The txid hashes every part but the witnesses, the proof included; one p2pk witness per input
 //!   (transparent inputs first) signs it.
 //! - A confidential output's UHS id is SHA-256([`CONFIDENTIAL_OUTPUT_DOMAIN`] ‖ txid ‖ u64(index)
-//!   ‖ owner ‖ commitment), a 129-byte preimage: it can never equal a transparent output's id
+//!   ‖ owner ‖ commitment), a 133-byte preimage: it can never equal a transparent output's id
 //!   (80 bytes) or a marker.
 
 use rand::{CryptoRng, RngCore};
