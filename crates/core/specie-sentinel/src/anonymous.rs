@@ -18,8 +18,13 @@ fn anonymous(code: AnonymousErrorCode) -> ValidationError {
     ValidationError::Anonymous(code)
 }
 
-/// Every check but the values' proof and the spend proofs.
-pub(crate) fn check_anonymous_but_proofs(tx: &AnonymousTransaction, txid: &Txid, trusted: &TrustedKeys) -> Check {
+/// Every check but the values' proof and the spend proofs. Returns the transaction's context,
+/// which the values' proof is verified against.
+pub(crate) fn check_anonymous_but_proofs(
+    tx: &AnonymousTransaction,
+    txid: &Txid,
+    trusted: &TrustedKeys,
+) -> Result<[u8; 32], ValidationError> {
     if trusted.registration_authority.is_none() {
         return Err(anonymous(AnonymousErrorCode::NoRegistrationAuthority));
     }
@@ -45,13 +50,15 @@ pub(crate) fn check_anonymous_but_proofs(tx: &AnonymousTransaction, txid: &Txid,
         AnonymousValues::Clear(values) => check_clear_values(tx, values)?,
         AnonymousValues::Hidden(_) => check_hidden_statement(tx, trusted)?,
     }
-    check_owner_audits(tx, trusted)?;
+    let context = tx.context();
+    check_owner_audits(tx, &context, trusted)?;
     let owners: Vec<[u8; 32]> = tx
         .transparent_inputs
         .iter()
         .map(|i| i.data.witness_program_commitment)
         .collect();
-    check_owner_witnesses(&owners, own, txid)
+    check_owner_witnesses(&owners, own, txid)?;
+    Ok(context)
 }
 
 /// Values in clear: one per owner, none zero, every anonymous input in clear, balanced.
@@ -123,7 +130,7 @@ fn check_hidden_statement(tx: &AnonymousTransaction, trusted: &TrustedKeys) -> C
 
 /// Output-major, one audit per owner auditor in the trusted (ascending) order, each proven for
 /// its output and this transaction; and every spend proof names the same auditors.
-fn check_owner_audits(tx: &AnonymousTransaction, trusted: &TrustedKeys) -> Check {
+fn check_owner_audits(tx: &AnonymousTransaction, context: &[u8; 32], trusted: &TrustedKeys) -> Check {
     let auditors = &trusted.owner_auditors;
     if tx.owner_audits.len() != tx.owners.len() * auditors.len() {
         return Err(anonymous(AnonymousErrorCode::OwnerAuditorMissing));
@@ -137,13 +144,12 @@ fn check_owner_audits(tx: &AnonymousTransaction, trusted: &TrustedKeys) -> Check
     if auditors.is_empty() {
         return Ok(());
     }
-    let context = tx.context();
     for (owner, audits) in tx.owners.iter().zip(tx.owner_audits.chunks(auditors.len())) {
         for (audit, auditor) in audits.iter().zip(auditors) {
             if audit.ciphertext().auditor() != *auditor {
                 return Err(anonymous(AnonymousErrorCode::OwnerAuditorMissing));
             }
-            if audit.verify(owner, &context).is_err() {
+            if audit.verify(owner, context).is_err() {
                 return Err(anonymous(AnonymousErrorCode::InvalidOwnerAudit));
             }
         }

@@ -102,9 +102,9 @@ fn validate_chunk(
                 })
             }
             SpecieTransaction::Anonymous(anonymous) => anonymous::check_anonymous_but_proofs(anonymous, &txid, trusted)
-                .inspect(|()| {
+                .map(|context| {
                     if let specie_transaction::AnonymousValues::Hidden(proof) = &anonymous.values {
-                        proofs.push((position, proof, anonymous.context()));
+                        proofs.push((position, proof, context));
                     }
                     spends.push((position, &**anonymous, txid));
                 }),

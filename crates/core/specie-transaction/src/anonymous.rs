@@ -324,7 +324,11 @@ impl AnonymousTransaction {
     /// transaction with a count mismatch is invalid (the sentinel says so) and lists only the
     /// pairs it has.
     pub fn created_anonymous_outputs(&self) -> Vec<CreatedAnonymousOutput> {
-        let txid = self.txid();
+        self.created_anonymous_outputs_of(self.txid())
+    }
+
+    /// [`Self::created_anonymous_outputs`] for this transaction's txid, already hashed.
+    fn created_anonymous_outputs_of(&self, txid: Txid) -> Vec<CreatedAnonymousOutput> {
         let first = self.transparent_outputs.len() as u64;
         self.owners
             .iter()
@@ -361,7 +365,7 @@ impl AnonymousTransaction {
             .enumerate()
             .map(|(index, output)| uhs_id_for(&txid, index as u64, output))
             .collect();
-        created.extend(self.created_anonymous_outputs().iter().map(|c| c.uhs_id));
+        created.extend(self.created_anonymous_outputs_of(txid).iter().map(|c| c.uhs_id));
         (spent, created)
     }
 
