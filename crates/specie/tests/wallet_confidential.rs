@@ -142,6 +142,25 @@ fn audited_of_kind(shown: &str, kind: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// `specie ra --dir DIR ARGS`, which must succeed: its stdout, trimmed.
+fn ra(dir: &Path, args: &[&str]) -> String {
+    let mut all = vec!["ra", "--dir", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    run(&all)
+        .unwrap_or_else(|error| panic!("specie ra {args:?}: {error}"))
+        .trim()
+        .to_string()
+}
+
+/// Creates `wallet` for the node at `url` and enrols it as `id` with the RA in `ra_dir`: the RA's
+/// challenge, the wallet's request, the RA's credential. What `enrol --credential` printed.
+fn create_and_enrol(wallet: &Path, url: &str, ra_dir: &Path, id: &str) -> String {
+    core_wallet(wallet, &["create", "--node", url]);
+    let challenge = ra(ra_dir, &["challenge", "--id", id]);
+    let request = line_starting(&core_wallet(wallet, &["enrol", &challenge]), "specie-enrol-request1");
+    core_wallet(wallet, &["enrol", "--credential", &ra(ra_dir, &["enrol", &request])])
+}
+
 #[test]
 fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
     let dir = tempfile::tempdir().unwrap();
@@ -153,21 +172,13 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
         path("auditor.key"),
         path("ra"),
     );
-    let ra = |args: &[&str]| {
-        let mut all = vec!["ra", "--dir", ra_dir.to_str().unwrap()];
-        all.extend_from_slice(args);
-        run(&all)
-            .unwrap_or_else(|error| panic!("specie ra {args:?}: {error}"))
-            .trim()
-            .to_string()
-    };
     let created = core_wallet(&issuer, &["create", "--issuer"]);
     let issuer_key = line_starting(&created, "issuer public key: ").replace("issuer public key: ", "");
     let keys = run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
     let value_auditor = keys.lines().next().unwrap().trim().to_string();
     let owner_auditor = line_starting(&keys, "owner auditor key: ").replace("owner auditor key: ", "");
     let cosigning_key = line_starting(&keys, "co-signing key: ").replace("co-signing key: ", "");
-    let ra_key = ra(&["init"]);
+    let ra_key = ra(&ra_dir, &["init"]);
     let (mut node, url) = start_serving(&[
         "node",
         "--listen",
@@ -186,11 +197,7 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
         path("node").to_str().unwrap(),
     ]);
     for (wallet, id) in [(&alice, "7"), (&bob, "8")] {
-        core_wallet(wallet, &["create", "--node", &url]);
-        let challenge = ra(&["challenge", "--id", id]);
-        let request = line_starting(&core_wallet(wallet, &["enrol", &challenge]), "specie-enrol-request1");
-        let credential = ra(&["enrol", &request]);
-        let enrolled = core_wallet(wallet, &["enrol", "--credential", &credential]);
+        let enrolled = create_and_enrol(wallet, &url, &ra_dir, id);
         assert!(enrolled.contains(&format!("enrolled as id {id}")), "{enrolled}");
     }
     let address = core_wallet(&alice, &["address"])
@@ -205,7 +212,7 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
 
     // The same auditor is active: it co-signs what it can read, names, and finds within 600.
     let directory = path("directory.txt");
-    std::fs::write(&directory, ra(&["list"])).unwrap();
+    std::fs::write(&directory, ra(&ra_dir, &["list"])).unwrap();
     let (mut cosigner, cosigner_url) = start_serving(&[
         "audit",
         "serve",
@@ -330,14 +337,6 @@ fn a_cluster_sentinel_takes_private_payments_under_its_privacy_section() {
         path("auditor.key"),
         path("ra"),
     );
-    let ra = |args: &[&str]| {
-        let mut all = vec!["ra", "--dir", ra_dir.to_str().unwrap()];
-        all.extend_from_slice(args);
-        run(&all)
-            .unwrap_or_else(|error| panic!("specie ra {args:?}: {error}"))
-            .trim()
-            .to_string()
-    };
     let created = core_wallet(&issuer, &["create", "--issuer", "--node", &url]);
     let issuer_key = line_starting(&created, "issuer public key: ").replace("issuer public key: ", "");
     let keys = run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
@@ -349,7 +348,7 @@ fn a_cluster_sentinel_takes_private_payments_under_its_privacy_section() {
     topology.issuers = vec![issuer_key];
     topology.privacy = Some(specie_cluster::PrivacyConfig {
         auditors: vec![keys.lines().next().unwrap().trim().to_string()],
-        registration_authority: Some(ra(&["init"])),
+        registration_authority: Some(ra(&ra_dir, &["init"])),
         owner_auditors: vec![owner_auditor],
         active_auditors: vec![],
     });
@@ -357,10 +356,7 @@ fn a_cluster_sentinel_takes_private_payments_under_its_privacy_section() {
     cluster_harness::specie(&["cluster", "up", "--dir", &dir, "--base-port", &base.to_string()]);
 
     for (wallet, id) in [(&alice, "7"), (&bob, "8")] {
-        core_wallet(wallet, &["create", "--node", &url]);
-        let challenge = ra(&["challenge", "--id", id]);
-        let request = line_starting(&core_wallet(wallet, &["enrol", &challenge]), "specie-enrol-request1");
-        core_wallet(wallet, &["enrol", "--credential", &ra(&["enrol", &request])]);
+        create_and_enrol(wallet, &url, &ra_dir, id);
     }
     let address = core_wallet(&alice, &["address"])
         .trim()
