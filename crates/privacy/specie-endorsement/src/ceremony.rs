@@ -22,7 +22,7 @@ use frost_secp256k1_tr as frost;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use sha2::{Digest, Sha256};
-use specie_role::{Output, Role};
+use specie_role::{Output, Role, Round};
 use thiserror::Error;
 
 use crate::format::GroupKey;
@@ -382,4 +382,49 @@ impl Role for Ceremony {
     fn poll_timeout(&self) -> Option<u64> {
         self.deadline_ms
     }
+}
+
+/// Runs one ceremony per participant to the end, delivering their messages in this process:
+/// every participant's outcome (its key material, or why it failed). Every share passes through
+/// this process, so it is no safer than a trusted dealer: for a cluster's operator generating
+/// its sentinels' shares in one place (as the cluster's PKI is), for tests and simulations. A
+/// ceremony meant to leave no one holding the group secret runs each participant in its own
+/// process, over the wire protocol.
+pub fn run_together(
+    mut participants: BTreeMap<EndorserId, Ceremony>,
+) -> BTreeMap<EndorserId, Result<EndorserKeys, CeremonyError>> {
+    let mut queue: Vec<(EndorserId, EndorserId, CeremonyMessage)> = Vec::new();
+    let ids: Vec<_> = participants.keys().copied().collect();
+    let mut outcomes = BTreeMap::new();
+    let collect = |id: EndorserId, ceremony: &mut Ceremony, queue: &mut Vec<_>, outcomes: &mut BTreeMap<_, _>| {
+        let round = Round::take(ceremony);
+        for (to, message) in round.sends {
+            queue.push((id, to, message));
+        }
+        for report in round.reports {
+            let outcome = match report {
+                CeremonyReport::Finished { .. } => {
+                    Ok(ceremony.outcome().expect("a finished ceremony has keys").clone())
+                }
+                CeremonyReport::Failed(error) => Err(error),
+            };
+            outcomes.insert(id, outcome);
+        }
+    };
+    for id in &ids {
+        if let Some(ceremony) = participants.get_mut(id) {
+            ceremony.handle(0, CeremonyInput::Start);
+            collect(*id, ceremony, &mut queue, &mut outcomes);
+        }
+    }
+    // Bounded: each participant sends a fixed number of messages per round, three rounds.
+    while !queue.is_empty() {
+        for (from, to, message) in std::mem::take(&mut queue) {
+            if let Some(ceremony) = participants.get_mut(&to) {
+                ceremony.handle(1, CeremonyInput::FromPeer { from, message });
+                collect(to, ceremony, &mut queue, &mut outcomes);
+            }
+        }
+    }
+    outcomes
 }

@@ -22,7 +22,7 @@ pub mod merkle;
 pub mod messages;
 
 pub use ceremony::{
-    Ceremony, CeremonyError, CeremonyInput, CeremonyKind, CeremonyMessage, CeremonyReport, Confirmation,
+    run_together, Ceremony, CeremonyError, CeremonyInput, CeremonyKind, CeremonyMessage, CeremonyReport, Confirmation,
 };
 pub use coordinator::{Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorReport, EndorseReply};
 pub use endorser::{Endorser, EndorserConfig, EndorserInput, EndorserReport};

@@ -11,8 +11,8 @@ use rand::SeedableRng;
 use secp256k1::{schnorr, XOnlyPublicKey, SECP256K1};
 use specie_endorsement::frost;
 use specie_endorsement::{
-    deal, group_key, Ceremony, CeremonyError, CeremonyInput, CeremonyKind, CeremonyMessage, CeremonyReport, EndorserId,
-    EndorserKeys, MerkleTree, Threshold,
+    deal, group_key, run_together, Ceremony, CeremonyError, CeremonyInput, CeremonyKind, CeremonyMessage,
+    CeremonyReport, EndorserId, EndorserKeys, MerkleTree, Threshold,
 };
 use specie_role::{Role, Round};
 
@@ -91,45 +91,6 @@ fn a_wrong_key_set_is_refused() {
     }
 }
 
-/// Runs one ceremony per participant to the end over a lossless network.
-fn run_ceremonies(
-    mut participants: BTreeMap<EndorserId, Ceremony>,
-) -> BTreeMap<EndorserId, Result<EndorserKeys, CeremonyError>> {
-    let mut queue: Vec<(EndorserId, EndorserId, CeremonyMessage)> = Vec::new();
-    let ids: Vec<_> = participants.keys().copied().collect();
-    let mut outcomes = BTreeMap::new();
-    let collect = |id: EndorserId, ceremony: &mut Ceremony, queue: &mut Vec<_>, outcomes: &mut BTreeMap<_, _>| {
-        let round = Round::take(ceremony);
-        for (to, message) in round.sends {
-            queue.push((id, to, message));
-        }
-        for report in round.reports {
-            let outcome = match report {
-                CeremonyReport::Finished { group_key } => {
-                    let keys = ceremony.outcome().expect("finished").clone();
-                    assert_eq!(keys.group_key(), group_key);
-                    Ok(keys)
-                }
-                CeremonyReport::Failed(error) => Err(error),
-            };
-            outcomes.insert(id, outcome);
-        }
-    };
-    for id in &ids {
-        let ceremony = participants.get_mut(id).unwrap();
-        ceremony.handle(0, CeremonyInput::Start);
-        collect(*id, ceremony, &mut queue, &mut outcomes);
-    }
-    while !queue.is_empty() {
-        for (from, to, message) in std::mem::take(&mut queue) {
-            let ceremony = participants.get_mut(&to).unwrap();
-            ceremony.handle(1, CeremonyInput::FromPeer { from, message });
-            collect(to, ceremony, &mut queue, &mut outcomes);
-        }
-    }
-    outcomes
-}
-
 fn dkg(threshold: Threshold, seed: u8) -> BTreeMap<EndorserId, EndorserKeys> {
     let participants = threshold
         .endorsers()
@@ -140,7 +101,7 @@ fn dkg(threshold: Threshold, seed: u8) -> BTreeMap<EndorserId, EndorserKeys> {
             )
         })
         .collect();
-    run_ceremonies(participants)
+    run_together(participants)
         .into_iter()
         .map(|(id, outcome)| (id, outcome.expect("DKG succeeds")))
         .collect()
@@ -160,7 +121,7 @@ fn refresh(
             (*id, Ceremony::new(*id, threshold, kind, 1_000, [seed ^ id.0 as u8; 32]))
         })
         .collect();
-    run_ceremonies(participants)
+    run_together(participants)
         .into_iter()
         .map(|(id, outcome)| (id, outcome.expect("refresh succeeds")))
         .collect()
