@@ -18,18 +18,18 @@
 //! generation of `specie_endorsement::ceremony`, so that no one holds the group secret.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use rayon::prelude::*;
 use specie_endorsement::{
-    deal, BatchItem, Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorMessage, EndorseReply, Endorser,
-    EndorserConfig, EndorserId, EndorserInput, EndorserMessage, GroupKey, Hash, KeyError, Threshold, Validator,
+    deal, Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorMessage, EndorseReply, Endorser, EndorserConfig,
+    EndorserId, EndorserInput, EndorserMessage, GroupKey, KeyError, Threshold,
 };
 use specie_role::{Role, Round, Ticket};
+pub use specie_sentinel::endorsement::Candidate;
+use specie_sentinel::endorsement::SentinelChecks;
 use specie_sentinel::{TrustedKeys, ValidationError};
-use specie_transaction::{CompactTransaction, SpecieTransaction};
 
 /// How the embedded node endorses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,52 +43,6 @@ pub struct EndorsementOptions {
     /// Endorsers (1 to n) whose checks are switched off: compromised, they sign whatever they
     /// are sent. For demonstrations and tests of what fewer than k of them can do.
     pub compromised: Vec<u16>,
-}
-
-/// A transaction to endorse, with the digest its batch's tree commits to (its compact form's
-/// attestation message), computed once.
-#[derive(Clone, Debug)]
-pub struct Candidate {
-    pub tx: Arc<SpecieTransaction>,
-    pub compact: CompactTransaction,
-    digest: Hash,
-}
-
-impl Candidate {
-    pub fn new(tx: SpecieTransaction) -> Candidate {
-        let compact = tx.compact();
-        let digest = compact.attestation_message();
-        Candidate {
-            tx: Arc::new(tx),
-            compact,
-            digest,
-        }
-    }
-}
-
-impl BatchItem for Candidate {
-    fn digest(&self) -> Hash {
-        self.digest
-    }
-}
-
-/// An endorser's validation: the sentinel's checks, on the transaction it was sent (never on a
-/// digest the coordinator computed). A compromised endorser's accepts everything.
-struct SentinelChecks {
-    trusted: TrustedKeys,
-    compromised: bool,
-}
-
-impl Validator for SentinelChecks {
-    type Item = Candidate;
-    type Reason = ValidationError;
-
-    fn validate(&mut self, item: &Candidate) -> Result<(), ValidationError> {
-        if self.compromised {
-            return Ok(());
-        }
-        specie_sentinel::validate(&item.tx, &self.trusted)
-    }
 }
 
 pub type Reply = EndorseReply<ValidationError>;

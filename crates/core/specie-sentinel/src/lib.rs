@@ -12,6 +12,7 @@
 //! per-task cost of the pool negligible.
 
 mod anonymous;
+pub mod endorsement;
 pub mod error;
 pub mod inspect;
 pub mod issuer;
