@@ -20,6 +20,7 @@ use specie_role::{Output, Role};
 use crate::keys::EndorserKeys;
 use crate::merkle::MerkleTree;
 use crate::messages::{BatchItem, CoordinatorId, CoordinatorMessage, EndorserMessage, Refusal, SessionId, Validator};
+use crate::wire::refusal_text;
 
 /// An endorser's limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,7 +215,8 @@ impl<V: Validator> Endorser<V> {
         let open = self.sessions.get_mut(&(from, session)).expect("looked up above");
         // Taken before signing: whatever happens next, these nonces never sign again.
         let nonces = open.nonces.take().expect("an unsigned session still holds its nonces");
-        let share = frost::round2::sign(package, &nonces, &self.keys.share).map_err(Refusal::Frost)?;
+        let share = frost::round2::sign(package, &nonces, &self.keys.share)
+            .map_err(|error| Refusal::Frost(refusal_text(&error.to_string())))?;
         open.signed = Some((package.clone(), share));
         Ok(share)
     }

@@ -20,6 +20,7 @@ pub mod format;
 pub mod keys;
 pub mod merkle;
 pub mod messages;
+pub mod wire;
 
 pub use ceremony::{
     run_together, Ceremony, CeremonyError, CeremonyInput, CeremonyKind, CeremonyMessage, CeremonyReport, Confirmation,
@@ -35,4 +36,9 @@ pub use keys::{deal, group_key, EndorserId, EndorserKeys, KeyError, Threshold, E
 pub use merkle::{Hash, MerkleTree, BATCH_TRANSACTIONS_MAX, PATH_SIBLINGS_MAX};
 pub use messages::{
     BatchItem, CoordinatorId, CoordinatorMessage, EndorserMessage, Reason, Refusal, SessionId, Validator,
+};
+pub use wire::{
+    refusal_text, signing_package_bytes_max, MessageLimits, RefusalCode, ReplyLimits, COMMITMENTS_BYTES, KEYS_VERSION,
+    KEY_PACKAGE_BYTES_MAX, PUBLIC_KEY_PACKAGE_BYTES_MAX, REFUSAL_CODE_BYTES_MAX, REFUSAL_TEXT_BYTES_MAX, SHARE_BYTES,
+    WIRE_VERSION,
 };

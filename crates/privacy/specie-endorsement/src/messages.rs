@@ -109,6 +109,8 @@ pub enum Refusal<R> {
     WrongCommitments,
     /// The batch is empty or larger than the endorser accepts.
     BadBatchSize { items: usize, items_max: usize },
-    /// FROST refused to sign (e.g. fewer than k signers in the package).
-    Frost(frost::Error),
+    /// FROST refused to sign (e.g. fewer than k signers in the package): its error's text, at
+    /// most [`crate::wire::REFUSAL_TEXT_BYTES_MAX`] bytes, since a `frost::Error` cannot be
+    /// rebuilt from bytes received from another process.
+    Frost(String),
 }

@@ -2,6 +2,8 @@
 //! seeded network that runs a coordinator with endorsers, dropping and garbling messages.
 #![allow(dead_code)]
 
+pub mod wire_run;
+
 use std::collections::BTreeMap;
 
 use rand::rngs::StdRng;
