@@ -1,5 +1,5 @@
 //! Byte encodings of what the roles say to each other and of an endorser's key material
-//! (docs/endorsement-format.md §6): the coordinator's and the endorsers' messages travel between
+//! (docs/endorsement-format.md §7): the coordinator's and the endorsers' messages travel between
 //! sentinels of a cluster, and a sentinel keeps its share in a file.
 //!
 //! Every byte decoded here may come from a faulty or hostile peer (mutual TLS authenticates it,

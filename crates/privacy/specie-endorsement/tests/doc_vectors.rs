@@ -1,14 +1,20 @@
 //! The vectors of docs/endorsement-format.md: regenerated from a fixed scenario (dealt 3-of-5
 //! group, seeded FROST nonces) and compared with the document line by line; each endorsement in
 //! the document is also decoded, re-encoded and verified on its own, and each invalid encoding
-//! refused with the documented error. `ENDORSEMENT_VECTORS_PRINT=1` prints the block to paste.
+//! refused with the documented error. The `wire-*` vectors (§7) come from a deterministic run of
+//! the roles (`common::wire_run`) and are decoded and re-encoded too.
+//! `ENDORSEMENT_VECTORS_PRINT=1` prints the blocks to paste.
 
 mod common;
 
 use common::frost_sign;
+use common::wire_run::{wire_digest, wire_run};
 use sha2::{Digest, Sha256};
 use specie_codec::{Decode, DecodeError, Encode};
-use specie_endorsement::{deal, group_key, Endorsement, EndorserId, GroupKey, MerkleTree, Threshold};
+use specie_endorsement::{
+    deal, group_key, CoordinatorMessage, Endorsement, EndorserId, EndorserMessage, GroupKey, MerkleTree, RefusalCode,
+    Threshold,
+};
 
 const DOC: &str = include_str!("../../../../docs/endorsement-format.md");
 
@@ -70,7 +76,7 @@ fn the_documented_vectors_are_what_the_code_makes() {
     }
     let documented: Vec<_> = documented()
         .into_iter()
-        .filter(|(name, _)| !name.starts_with("invalid-"))
+        .filter(|(name, _)| !name.starts_with("invalid-") && !name.starts_with("wire-"))
         .collect();
     assert_eq!(
         documented, generated,
@@ -130,5 +136,60 @@ fn each_documented_invalid_encoding_is_refused_as_documented() {
             other => panic!("undocumented invalid vector {other}"),
         };
         assert!(matches, "{name}: {error:?}");
+    }
+}
+
+/// The wire scenario: a 2-of-3 group dealt from seed 2024, endorser nonce seeds `[id; 32]`; the
+/// coordinator batches wire digests 0 and 1 and asks endorsers 1 and 2; endorser 2 refuses
+/// digest 1 as `double_spend`. The messages are those to and from endorser 1, and endorser 2's
+/// refusal.
+fn generate_wire() -> Vec<(String, String)> {
+    let run = wire_run(2024);
+    let commit = run.sent_to(1, |m| matches!(m, CoordinatorMessage::Commit { .. }));
+    let sign = run.sent_to(1, |m| matches!(m, CoordinatorMessage::Sign { .. }));
+    let commitments = run.answered_by(1, |m| matches!(m, EndorserMessage::Commitments { .. }));
+    let share = run.answered_by(1, |m| matches!(m, EndorserMessage::Share { .. }));
+    let refused = run.answered_by(2, |m| matches!(m, EndorserMessage::Refused { .. }));
+    [
+        ("wire-group-key", group_key(&run.public).unwrap().0.to_vec()),
+        ("wire-digest-0", wire_digest(0).to_vec()),
+        ("wire-digest-1", wire_digest(1).to_vec()),
+        ("wire-commit", commit.encode()),
+        ("wire-sign", sign.encode()),
+        ("wire-commitments", commitments.encode()),
+        ("wire-share", share.encode()),
+        ("wire-refused-invalid", refused.encode()),
+    ]
+    .into_iter()
+    .map(|(name, bytes)| (name.to_string(), hex::encode(bytes)))
+    .collect()
+}
+
+#[test]
+fn the_documented_wire_vectors_are_what_the_roles_send() {
+    let generated = generate_wire();
+    if std::env::var("ENDORSEMENT_VECTORS_PRINT").is_ok() {
+        for (name, value) in &generated {
+            println!("{name} = {value}");
+        }
+    }
+    let documented: Vec<_> = documented()
+        .into_iter()
+        .filter(|(name, _)| name.starts_with("wire-"))
+        .collect();
+    assert_eq!(
+        documented, generated,
+        "docs/endorsement-format.md's wire vectors and the code disagree"
+    );
+    for (name, value) in &documented {
+        let bytes = hex::decode(value).unwrap();
+        let again = match name.as_str() {
+            "wire-commit" | "wire-sign" => CoordinatorMessage::<[u8; 32]>::decode_exact(&bytes).unwrap().encode(),
+            "wire-commitments" | "wire-share" | "wire-refused-invalid" => {
+                EndorserMessage::<RefusalCode>::decode_exact(&bytes).unwrap().encode()
+            }
+            _ => continue,
+        };
+        assert_eq!(again, bytes, "{name} re-encodes to itself");
     }
 }

@@ -440,3 +440,22 @@ fn every_dealt_share_round_trips_and_mismatched_key_files_are_refused() {
     }
     let _ = COORDINATOR;
 }
+
+#[test]
+fn the_documented_bounds_are_the_code_s() {
+    assert_eq!(signing_package_bytes_max(2), 245);
+    assert_eq!(signing_package_bytes_max(64), 6_631);
+    assert_eq!(signing_package_bytes_max(u16::MAX), 6_631, "clamped to ENDORSERS_MAX");
+    assert_eq!(KEY_PACKAGE_BYTES_MAX, 138);
+    assert_eq!(PUBLIC_KEY_PACKAGE_BYTES_MAX, 4_203);
+    assert_eq!(Request::encoded_bytes_max(&MessageLimits::default()), 2_103_809);
+    assert_eq!(Answer::encoded_bytes_max(&ReplyLimits::default()), 4_980_755);
+    assert_eq!(EndorserKeys::encoded_bytes_max(&()), 4_360);
+    assert_eq!(RefusalCode::encoded_bytes_max(&()), 72);
+    let small = ReplyLimits {
+        refused_items_max: 0,
+        ..ReplyLimits::default()
+    };
+    // The largest of the other answers: a FROST text of 256 bytes.
+    assert_eq!(Answer::encoded_bytes_max(&small), 10 + 1 + 8 + REFUSAL_TEXT_BYTES_MAX);
+}
