@@ -90,6 +90,14 @@ pub struct UpArgs {
     /// that mints it, NAME=URL; at least one.
     #[arg(long = "exchange-asset", value_name = "NAME=URL", requires = "exchange")]
     pub exchange_assets: Vec<String>,
+    /// Make the sentinels a threshold group of endorsers: a transaction reaches the core only
+    /// with one FROST signature of K of them, each having validated it (so one compromised
+    /// sentinel cannot have anything committed). Their key shares are made in DIR/pki by a
+    /// distributed key generation run there; coordinators verify every endorsement under the
+    /// group key the cluster file lists. Needs 1 ≤ K ≤ --sentinels; e.g. --sentinels 3
+    /// --endorsement 2.
+    #[arg(long, value_name = "K")]
+    pub endorsement: Option<u16>,
 }
 
 /// Run one replica of a group of a cluster: a shard, coordinator or FastPay authority shard group.
@@ -114,6 +122,10 @@ pub struct SentinelArgs {
     /// The sentinel's name in the cluster file.
     #[arg(long)]
     pub name: String,
+    /// DANGEROUS, for fault tests and demonstrations only: act as a compromised sentinel that
+    /// validates nothing and endorses whatever it is asked to (what the threshold must stop).
+    #[arg(long, hide = true)]
+    pub compromised: bool,
 }
 
 pub fn run_shard(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
@@ -179,7 +191,7 @@ fn exchange_shape(replicas: Option<usize>, assets: &[String]) -> anyhow::Result<
 }
 
 pub fn run_sentinel(args: SentinelArgs) -> anyhow::Result<ExitCode> {
-    role_process::run_sentinel(&args.cluster, args.name)?;
+    role_process::run_sentinel(&args.cluster, args.name, args.compromised)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -201,6 +213,7 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
                     }),
                     offline_replicas: args.offline.unwrap_or(0),
                     exchange: exchange_shape(args.exchange, &args.exchange_assets)?,
+                    endorsement_threshold: args.endorsement,
                 },
                 issuers: args.issuers,
             })?;

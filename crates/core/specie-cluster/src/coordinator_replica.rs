@@ -7,12 +7,13 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use specie_coordinator::{
     Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorReport, CoordinatorState, TxOutcome,
 };
+use specie_endorsement::EndorsementVerifier;
 use specie_host::{Calls, Gather, HostStopped, ReplicatedHost, RoleMachine, Slot, Wiring};
 use specie_role::Ticket;
 use specie_shard::{ShardRequest, ShardResponse};
@@ -26,8 +27,8 @@ use crate::host::{
     call_host, serve_replica, wire_limits, Caller, Hosted, ReplicaError, ServeError, ROLE_CALLS_QUEUED_MAX,
 };
 use crate::identity::{GroupRole, Identity};
-use crate::protocol::{RoleRequest, RoleResponse, SentinelKeys, SubmitOutcome};
-use crate::topology::Topology;
+use crate::protocol::{RoleRequest, RoleResponse, SentinelKeys, Submission, SubmitOutcome};
+use crate::topology::{EndorsementConfig, Topology};
 
 /// Shard answers waiting for the coordinator's host; beyond this the calls that carry them wait.
 const SHARD_ANSWERS_QUEUED_MAX: usize = 1024;
@@ -143,12 +144,68 @@ impl Wiring<Coordinator> for CoordinatorReplicaWiring {
     }
 }
 
-/// A running coordinator replica: its Raft replica, the way into its host, and whose
-/// attestations a submission needs.
+/// What a submission needs before a coordinator acts on it.
+pub struct Admission {
+    /// Whose attestation: the sending sentinel's key.
+    pub sentinel_keys: SentinelKeys,
+    /// Whether every transaction needs the sentinels' threshold endorsement, and under which
+    /// group key (verified batches cached, so one signature check per batch).
+    pub endorsement: Option<Mutex<EndorsementVerifier>>,
+}
+
+/// Batches whose endorsement signature a coordinator remembers as verified.
+const ENDORSED_BATCHES_CACHED_MAX: usize = 1024;
+
+impl Admission {
+    /// Attestation only.
+    pub fn attested(sentinel_keys: SentinelKeys) -> Admission {
+        Admission {
+            sentinel_keys,
+            endorsement: None,
+        }
+    }
+
+    /// Attestation and, when the topology says so, threshold endorsement.
+    pub fn of(topology: &Topology) -> Admission {
+        let endorsement = (topology.endorsement.as_ref())
+            .and_then(EndorsementConfig::group_key)
+            .and_then(|key| EndorsementVerifier::new(&key, ENDORSED_BATCHES_CACHED_MAX).ok())
+            .map(Mutex::new);
+        Admission {
+            sentinel_keys: topology.sentinel_keys(),
+            endorsement,
+        }
+    }
+
+    /// Whether the transactions of `submission` carry the endorsements the cluster requires: one
+    /// each, verifying over the transaction's attestation message (the digest the endorsers'
+    /// batch tree commits to).
+    fn check_endorsements(&self, submission: &Submission) -> Result<(), String> {
+        let Some(verifier) = &self.endorsement else {
+            return Ok(());
+        };
+        if submission.txs.is_empty() {
+            return Ok(());
+        }
+        if submission.endorsements.len() != submission.txs.len() {
+            return Err("the cluster requires a threshold endorsement of every transaction".into());
+        }
+        let mut verifier = verifier.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (index, (tx, endorsement)) in submission.txs.iter().zip(&submission.endorsements).enumerate() {
+            if let Err(error) = verifier.verify(endorsement, &tx.attestation_message()) {
+                return Err(format!("transaction {index} ({}) is not endorsed: {error}", tx.txid));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A running coordinator replica: its Raft replica, the way into its host, and what a
+/// submission needs.
 pub struct CoordinatorReplica {
     pub hosted: Arc<Hosted<CoordinatorMachine>>,
     calls: mpsc::Sender<Calls<CoordinatorReplicaWiring, Coordinator>>,
-    sentinel_keys: SentinelKeys,
+    admission: Admission,
 }
 
 impl CoordinatorReplica {
@@ -157,7 +214,7 @@ impl CoordinatorReplica {
     pub fn start(
         hosted: Arc<Hosted<CoordinatorMachine>>,
         shards: Arc<dyn ShardGroups>,
-        sentinel_keys: SentinelKeys,
+        admission: Admission,
     ) -> (Arc<CoordinatorReplica>, JoinHandle<Result<(), HostStopped>>) {
         let (calls, calls_rx) = mpsc::channel(ROLE_CALLS_QUEUED_MAX);
         let (answers, answers_rx) = mpsc::channel(SHARD_ANSWERS_QUEUED_MAX);
@@ -177,7 +234,7 @@ impl CoordinatorReplica {
         let replica = CoordinatorReplica {
             hosted,
             calls,
-            sentinel_keys,
+            admission,
         };
         (Arc::new(replica), task)
     }
@@ -185,7 +242,8 @@ impl CoordinatorReplica {
     /// Serves one role request: `Submit` runs the transactions through 2PC and answers one
     /// outcome each; a replica that does not lead answers `NotLeader`. A submission is acted on
     /// only with a valid attestation by the sending sentinel's key (by any sentinel's key when
-    /// the transport authenticates no one).
+    /// the transport authenticates no one) and, in a cluster whose sentinels endorse, with every
+    /// transaction's threshold endorsement: a sentinel alone cannot have anything committed.
     pub async fn serve(&self, caller: Caller, request: RoleRequest) -> Result<RoleResponse, ServeError> {
         let RoleRequest::Submit(submission) = request else {
             return Err(self
@@ -196,11 +254,14 @@ impl CoordinatorReplica {
             return Ok(self.hosted.not_leader());
         }
         let trusted: Vec<&[u8; 32]> = match caller.as_deref() {
-            None => self.sentinel_keys.values().collect(),
-            Some(Identity::Sentinel { name }) => self.sentinel_keys.get(name).into_iter().collect(),
+            None => self.admission.sentinel_keys.values().collect(),
+            Some(Identity::Sentinel { name }) => self.admission.sentinel_keys.get(name).into_iter().collect(),
             Some(_) => vec![],
         };
         if let Err(error) = submission.verify(trusted.into_iter()) {
+            return Err(self.hosted.refuse(&caller, error));
+        }
+        if let Err(error) = self.admission.check_endorsements(&submission) {
             return Err(self.hosted.refuse(&caller, error));
         }
         if submission.txs.is_empty() {
@@ -234,13 +295,13 @@ pub async fn run(topology: Topology, group: String, id: u64) -> Result<(), Repli
     config.batch_transactions_max = topology.limits.batch_transactions_max as usize;
     config.dtxns_in_flight_max = topology.limits.dtxns_in_flight_max as usize;
     config.retry_timeout_ms = topology.limits.request_timeout_ms;
-    let sentinel_keys = topology.sentinel_keys();
+    let admission = Admission::of(&topology);
     serve_replica(
         &topology,
         me,
         &coordinator_group.replicas,
         coordinator_machine(config),
-        move |hosted| CoordinatorReplica::start(hosted, shards, sentinel_keys),
+        move |hosted| CoordinatorReplica::start(hosted, shards, admission),
         |coordinator: Arc<CoordinatorReplica>, caller, request| async move { coordinator.serve(caller, request).await },
     )
     .await

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use secp256k1::Keypair;
+use specie_codec::{Decode, Encode};
 use specie_fastpay::SigningKey;
 use specie_transaction::signing::xonly_bytes;
 use specie_wire::pki::{CertificateAuthority, PkiError, PROCESS_VALIDITY};
@@ -56,6 +57,24 @@ pub enum CredentialsError {
     OfflineBridgeMismatch { path: PathBuf },
     #[error("{path}: its bridge key does not match exchange.bridge in the cluster file")]
     ExchangeBridgeMismatch { path: PathBuf },
+    #[error("{path} does not hold an endorser's key share (hex of docs/endorsement-format.md's encoding): {reason}")]
+    BadEndorserKeys { path: PathBuf, reason: String },
+    #[error(
+        "{path} is endorser {found}'s share of group key {group_key}, but sentinel '{sentinel}' is endorser \
+         {expected} of group key {listed} in the cluster file"
+    )]
+    EndorserKeysMismatch {
+        path: PathBuf,
+        sentinel: String,
+        found: u16,
+        expected: u16,
+        group_key: String,
+        listed: String,
+    },
+    #[error("the sentinels' key generation ceremony failed: {0}")]
+    EndorserCeremony(String),
+    #[error("the cluster file has no [endorsement] section, or no sentinel named '{sentinel}'")]
+    NotAnEndorser { sentinel: String },
     #[error("cannot generate the cluster CA: {0}")]
     GenerateCa(#[source] rcgen::Error),
     #[error("{key} and {cert}: {source}")]
@@ -106,6 +125,11 @@ pub fn authority_key_path(pki_dir: &Path, authority: u16) -> PathBuf {
 
 pub fn attestation_key_path(pki_dir: &Path, sentinel: &str) -> PathBuf {
     pki_dir.join(format!("{}.attestation.key", Identity::sentinel(sentinel).file_stem()))
+}
+
+/// Where sentinel `sentinel`'s share of the endorsement group key is.
+pub fn endorser_keys_path(pki_dir: &Path, sentinel: &str) -> PathBuf {
+    pki_dir.join(format!("{}.endorser.key", Identity::sentinel(sentinel).file_stem()))
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, CredentialsError> {
@@ -297,6 +321,72 @@ pub fn create_attestation_key(pki_dir: &Path, name: &str) -> Result<String, Cred
         &hex::encode(keypair.secret_bytes()),
     )?;
     Ok(hex::encode(xonly_bytes(&keypair)))
+}
+
+/// Generates the endorsement group of `sentinels` (in cluster order; sentinel `i` is endorser
+/// `i + 1`) with FROST's distributed key generation, its participants run together in this
+/// process (`specie_endorsement::run_together`, as the PKI is made in one place), and writes each
+/// sentinel's share to the PKI directory; returns the group key in hex, for `[endorsement]`.
+pub fn create_endorser_keys(pki_dir: &Path, sentinels: &[String], threshold: u16) -> Result<String, CredentialsError> {
+    use specie_endorsement::{Ceremony, CeremonyKind, Threshold};
+    create_private_dir(pki_dir)?;
+    let ceremony_failed = CredentialsError::EndorserCeremony;
+    let n = u16::try_from(sentinels.len()).map_err(|_| ceremony_failed("too many sentinels".into()))?;
+    let group = Threshold::new(threshold, n).map_err(|error| ceremony_failed(error.to_string()))?;
+    const ROUND_TIMEOUT_MS: u64 = 60_000;
+    let participants = group
+        .endorsers()
+        .map(|id| {
+            (
+                id,
+                Ceremony::new(id, group, CeremonyKind::Generate, ROUND_TIMEOUT_MS, rand::random()),
+            )
+        })
+        .collect();
+    let mut group_key = None;
+    for (id, outcome) in specie_endorsement::run_together(participants) {
+        let keys = outcome.map_err(|error| ceremony_failed(format!("endorser {}: {error}", id.0)))?;
+        let sentinel = &sentinels[usize::from(id.0 - 1)];
+        write_secret(&endorser_keys_path(pki_dir, sentinel), &hex::encode(keys.encode()))?;
+        group_key = Some(keys.group_key());
+    }
+    let missing = || ceremony_failed("no participant finished".into());
+    Ok(hex::encode(group_key.ok_or_else(missing)?.0))
+}
+
+/// Sentinel `name`'s share of the endorsement group key, checked against the cluster file: it
+/// is the share of endorser `index + 1` (the sentinel's place in the list) of the listed key.
+pub fn endorser_keys(topology: &Topology, name: &str) -> Result<specie_endorsement::EndorserKeys, CredentialsError> {
+    let not_an_endorser = || CredentialsError::NotAnEndorser {
+        sentinel: name.to_string(),
+    };
+    let config = topology.endorsement.as_ref().ok_or_else(not_an_endorser)?;
+    let index = topology
+        .sentinels
+        .iter()
+        .position(|s| s.name == name)
+        .ok_or_else(not_an_endorser)?;
+    let path = endorser_keys_path(&topology.pki_dir, name);
+    let text = read_text(&path)?;
+    let bad = |reason: String| CredentialsError::BadEndorserKeys {
+        path: path.clone(),
+        reason,
+    };
+    let bytes = hex::decode(text.trim()).map_err(|error| bad(error.to_string()))?;
+    let keys = specie_endorsement::EndorserKeys::decode_exact(&bytes).map_err(|error| bad(error.to_string()))?;
+    let expected = u16::try_from(index + 1).unwrap_or(u16::MAX);
+    let found_key = hex::encode(keys.group_key().0);
+    if keys.id.0 != expected || found_key != config.group_key.to_ascii_lowercase() {
+        return Err(CredentialsError::EndorserKeysMismatch {
+            path,
+            sentinel: name.to_string(),
+            found: keys.id.0,
+            expected,
+            group_key: found_key,
+            listed: config.group_key.clone(),
+        });
+    }
+    Ok(keys)
 }
 
 /// Makes every credential the topology needs that does not exist yet: the CA (unless the

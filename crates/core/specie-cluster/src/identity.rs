@@ -249,8 +249,12 @@ pub struct Unauthorised {
 pub fn authorize(topology: &Topology, me: &Identity, peer: &Identity, tag: u8) -> Result<(), Unauthorised> {
     let allowed = match me {
         Identity::Replica { role, group, .. } => replica_allows(topology, me, *role, group, peer, tag),
-        // Only replicas serve the wire protocol.
-        Identity::Sentinel { .. } | Identity::Operator => false,
+        // A sentinel serves one request, and only when the sentinels endorse: another sentinel
+        // asking it to endorse (operators read its status over HTTP).
+        Identity::Sentinel { .. } => {
+            tag == tag::ENDORSE && topology.endorsement.is_some() && peer.is_sentinel() && peer != me
+        }
+        Identity::Operator => false,
     };
     if allowed {
         Ok(())
@@ -283,7 +287,7 @@ fn replica_allows(topology: &Topology, me: &Identity, role: GroupRole, group: &s
         }
         tag::SHARD_IDS => role == GroupRole::Shard && (peer.is_sentinel() || *peer == Identity::Operator),
         // Transactions enter only through a sentinel, which validated them.
-        tag::SUBMIT => role == GroupRole::Coordinator && peer.is_sentinel(),
+        tag::SUBMIT | tag::SUBMIT_ENDORSED => role == GroupRole::Coordinator && peer.is_sentinel(),
         // Credits move value between an authority's own shards: only another shard of the same
         // authority may send them (FastPay's trust domain is the authority).
         tag::CREDITS | tag::CREDIT_ACK => {
@@ -429,7 +433,28 @@ mod tests {
             assert!(allowed(&coordinator, read).is_empty());
         }
         assert_eq!(allowed(&coordinator, tag::SUBMIT), vec![sentinel.to_string()]);
+        assert_eq!(allowed(&coordinator, tag::SUBMIT_ENDORSED), vec![sentinel.to_string()]);
         assert!(allowed(&shard, tag::SUBMIT).is_empty());
+        // Sentinels ask each other to endorse, and nothing else, only when the cluster says so.
+        let other_sentinel = Identity::sentinel("sentinel-1");
+        assert!(authorize(&topology, &other_sentinel, &sentinel, tag::ENDORSE).is_err());
+        let mut endorsing = topology.clone();
+        endorsing.endorsement = Some(crate::topology::EndorsementConfig {
+            threshold: 1,
+            group_key: String::new(),
+        });
+        assert!(authorize(&endorsing, &other_sentinel, &sentinel, tag::ENDORSE).is_ok());
+        assert!(authorize(&endorsing, &sentinel, &sentinel, tag::ENDORSE).is_err());
+        for peer in all.iter().filter(|peer| !peer.is_sentinel()) {
+            assert!(
+                authorize(&endorsing, &other_sentinel, peer, tag::ENDORSE).is_err(),
+                "{peer}"
+            );
+        }
+        for other in [tag::RAFT, tag::SUBMIT, tag::SHARD_BATCH, tag::STATUS, tag::CREDITS] {
+            assert!(authorize(&endorsing, &other_sentinel, &sentinel, other).is_err());
+        }
+        assert!(authorize(&endorsing, &coordinator, &sentinel, tag::ENDORSE).is_err());
         assert_eq!(allowed(&shard, tag::STATUS).len(), all.len());
         assert!(allowed(&shard, 0xee).is_empty());
         for credits in [tag::CREDITS, tag::CREDIT_ACK] {

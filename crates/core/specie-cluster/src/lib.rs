@@ -21,6 +21,7 @@ pub mod authority_tally;
 pub mod coordinator_replica;
 mod core_uhs;
 pub mod credentials;
+pub mod endorsing;
 pub mod exchange_replica;
 pub mod group_client;
 mod host;
@@ -40,7 +41,7 @@ pub use host::{Caller, Hosted, ReplicaError, RoleStatus, ServeError};
 pub use identity::{GroupRole, Identity};
 pub use topology::{
     authority_group_name, AuthorityGroup, AuthorityPlace, AuthorityProcesses, AuthorityReplica, AuthorityShardGroup,
-    CommitteeShape, ExchangeAsset, ExchangeGroupConfig, ExchangeShape, FastpayCommitteeConfig, GroupBridges,
-    InvalidTopology, Limits, OfflineAuthorityConfig, PrivacyConfig, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup,
-    Topology, TopologyError, TransportMode, UnknownGroup, EXCHANGE_GROUP, OFFLINE_AUTHORITY_GROUP,
+    CommitteeShape, EndorsementConfig, ExchangeAsset, ExchangeGroupConfig, ExchangeShape, FastpayCommitteeConfig,
+    GroupBridges, InvalidTopology, Limits, OfflineAuthorityConfig, PrivacyConfig, Replica, ReplicaGroup, Sentinel,
+    Shape, ShardGroup, Topology, TopologyError, TransportMode, UnknownGroup, EXCHANGE_GROUP, OFFLINE_AUTHORITY_GROUP,
 };

@@ -7,6 +7,11 @@ use secp256k1::Keypair;
 use specie_authority::{Credit, Message as AuthorityMessage, CREDITS_PER_MESSAGE_MAX};
 use specie_codec::{put_byte_vec, put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
 use specie_coordinator::TxResult;
+use specie_endorsement::{
+    CoordinatorMessage, Endorsement, EndorserMessage, MessageLimits, RefusalCode, ReplyLimits, BATCH_TRANSACTIONS_MAX,
+    ENDORSEMENT_BYTES_MIN, ENDORSERS_MAX,
+};
+use specie_sentinel::endorsement::Candidate;
 use specie_shard::{ShardRequest, ShardResponse, ShardWireLimits, Vote};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::signing::{parse_xonly, schnorr_sign, schnorr_verify, xonly_bytes, NonceMode};
@@ -28,6 +33,11 @@ pub mod tag {
     pub const CREDIT_ACK: u8 = 9;
     /// The answer to credits or an acknowledgement: handed to the receiving shard's role.
     pub const TAKEN: u8 = 10;
+    /// A submission whose every transaction carries the sentinels' threshold endorsement.
+    pub const SUBMIT_ENDORSED: u8 = 11;
+    /// Sentinel (coordinating an endorsement) → sentinel (an endorser): a round of FROST signing,
+    /// answered by the endorser's message under the same tag.
+    pub const ENDORSE: u8 = 12;
 
     /// For log lines and refusals.
     pub fn name(tag: u8) -> &'static str {
@@ -42,11 +52,16 @@ pub mod tag {
             CREDITS => "credits",
             CREDIT_ACK => "credit ack",
             TAKEN => "taken",
+            SUBMIT_ENDORSED => "endorsed submit",
+            ENDORSE => "endorse",
             _ => "unknown request",
         }
     }
 }
-use tag::{CREDITS, CREDIT_ACK, NOT_LEADER, RAFT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT, TAKEN};
+use tag::{
+    CREDITS, CREDIT_ACK, ENDORSE, NOT_LEADER, RAFT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT,
+    SUBMIT_ENDORSED, TAKEN,
+};
 
 /// A batch of requests carries at most this many items (transactions, ids, shard requests).
 pub const BATCH_ITEMS_MAX: u64 = 100_000;
@@ -54,7 +69,7 @@ const UHS_ID_BYTES: usize = 32;
 /// A credit's encoding: recipient, amount, sender, the sender's sequence number.
 const CREDIT_BYTES: usize = 32 + 8 + 32 + 8;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum RoleRequest {
     /// A Raft RPC for this process's replica.
     Raft(Vec<u8>),
@@ -71,6 +86,10 @@ pub enum RoleRequest {
     /// Authority shard → another shard of the same authority (its group's leader): credits or
     /// an acknowledgement. Who sent it is the sender's certificate, never the message.
     Authority(AuthorityMessage),
+    /// Sentinel → sentinel: a round of threshold endorsement, the batch's full transactions
+    /// included (each endorser validates them itself). Which coordinator asks is the sender's
+    /// certificate, never the message.
+    Endorse(Box<CoordinatorMessage<Candidate>>),
 }
 
 /// Compact transactions a sentinel validated, with its BIP-340 signature over all of them
@@ -86,6 +105,10 @@ pub struct Submission {
     pub sentinel: [u8; 32],
     pub signature: [u8; 64],
     pub txs: Vec<CompactTransaction>,
+    /// One per transaction, in order, when the cluster requires threshold endorsement (sent
+    /// with tag 11); otherwise none (tag 5). Not covered by the attestation: each verifies on
+    /// its own under the endorsers' group key.
+    pub endorsements: Vec<Endorsement>,
 }
 
 /// Why a submission's attestation does not check out.
@@ -121,6 +144,16 @@ impl Submission {
             sentinel: xonly_bytes(sentinel),
             signature,
             txs,
+            endorsements: vec![],
+        }
+    }
+
+    /// `txs`, attested by `sentinel`, each with its threshold endorsement.
+    pub fn attest_endorsed(endorsed: Vec<(CompactTransaction, Endorsement)>, sentinel: &Keypair) -> Submission {
+        let (txs, endorsements) = endorsed.into_iter().unzip();
+        Submission {
+            endorsements,
+            ..Submission::attest(txs, sentinel)
         }
     }
 
@@ -206,7 +239,7 @@ impl From<SubmitOutcome> for specie_api::TxStatus {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum RoleResponse {
     Raft(Vec<u8>),
     ShardBatch(Vec<ShardResponse>),
@@ -220,6 +253,56 @@ pub enum RoleResponse {
     /// An authority shard's leader took the message (it will act on it or not, as its role
     /// decides; the sender retransmits until acknowledged either way).
     Taken,
+    /// An endorser's answer to a round of threshold endorsement.
+    Endorser(Box<EndorserMessage<RefusalCode>>),
+}
+
+/// What an endorsement round may carry: a batch of at most `BATCH_ITEMS_MAX` transactions
+/// (further bounded by the frame), signed by at most every sentinel.
+fn endorse_limits() -> MessageLimits<DecodeLimits> {
+    MessageLimits {
+        items: DecodeLimits::default(),
+        batch_items_max: BATCH_ITEMS_MAX.min(BATCH_TRANSACTIONS_MAX as u64) as u32,
+        signers_max: ENDORSERS_MAX,
+    }
+}
+
+/// What an endorser's answer may carry: refusal codes for at most a whole batch.
+fn endorser_reply_limits() -> ReplyLimits<()> {
+    ReplyLimits {
+        reasons: (),
+        refused_items_max: BATCH_ITEMS_MAX.min(BATCH_TRANSACTIONS_MAX as u64) as u32,
+    }
+}
+
+impl Submission {
+    fn decode_body(reader: &mut Reader<'_>, kind: u8) -> Result<Submission, DecodeError> {
+        let limits = DecodeLimits::default();
+        let sentinel = reader.read_array("sentinel key")?;
+        let signature = reader.read_array("sentinel attestation")?;
+        let txs = reader.read_vec("transactions", BATCH_ITEMS_MAX, 56, |r| {
+            CompactTransaction::decode_from(r, &limits)
+        })?;
+        let mut endorsements = vec![];
+        if kind == SUBMIT_ENDORSED {
+            endorsements = reader.read_vec("endorsements", BATCH_ITEMS_MAX, ENDORSEMENT_BYTES_MIN, |r| {
+                Endorsement::decode_from(r, &())
+            })?;
+            // One encoding per submission: an endorsed one endorses each of its transactions.
+            if txs.is_empty() || endorsements.len() != txs.len() {
+                return Err(DecodeError::NonCanonical {
+                    what: "endorsed submission",
+                    reason: "not one endorsement per transaction",
+                });
+            }
+        }
+        Ok(Submission {
+            sentinel,
+            signature,
+            txs,
+            endorsements,
+        })
+    }
 }
 
 fn read_bytes_vec(reader: &mut Reader<'_>, what: &'static str) -> Result<Vec<u8>, DecodeError> {
@@ -246,10 +329,18 @@ impl Encode for RoleRequest {
             }
             RoleRequest::ShardIds => out.push(SHARD_IDS),
             RoleRequest::Submit(submission) => {
-                out.push(SUBMIT);
+                let endorsed = !submission.endorsements.is_empty();
+                out.push(if endorsed { SUBMIT_ENDORSED } else { SUBMIT });
                 out.extend_from_slice(&submission.sentinel);
                 out.extend_from_slice(&submission.signature);
                 put_vec(out, &submission.txs);
+                if endorsed {
+                    put_vec(out, &submission.endorsements);
+                }
+            }
+            RoleRequest::Endorse(message) => {
+                out.push(ENDORSE);
+                message.encode_to(out);
             }
             RoleRequest::Status => out.push(STATUS),
             RoleRequest::Authority(AuthorityMessage::Credits {
@@ -280,7 +371,9 @@ impl RoleRequest {
             RoleRequest::ShardBatch(_) => SHARD_BATCH,
             RoleRequest::ShardQuery(_) => SHARD_QUERY,
             RoleRequest::ShardIds => SHARD_IDS,
+            RoleRequest::Submit(submission) if !submission.endorsements.is_empty() => SUBMIT_ENDORSED,
             RoleRequest::Submit(_) => SUBMIT,
+            RoleRequest::Endorse(_) => ENDORSE,
             RoleRequest::Status => STATUS,
             RoleRequest::Authority(AuthorityMessage::Credits { .. }) => CREDITS,
             RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => CREDIT_ACK,
@@ -302,19 +395,11 @@ impl RoleRequest {
                 reader.read_vec("ids", BATCH_ITEMS_MAX, UHS_ID_BYTES, |r| UhsId::decode_from(r, &()))?,
             ),
             SHARD_IDS => RoleRequest::ShardIds,
-            SUBMIT => {
-                let limits = DecodeLimits::default();
-                let sentinel = reader.read_array("sentinel key")?;
-                let signature = reader.read_array("sentinel attestation")?;
-                let txs = reader.read_vec("transactions", BATCH_ITEMS_MAX, 56, |r| {
-                    CompactTransaction::decode_from(r, &limits)
-                })?;
-                RoleRequest::Submit(Submission {
-                    sentinel,
-                    signature,
-                    txs,
-                })
-            }
+            kind @ (SUBMIT | SUBMIT_ENDORSED) => RoleRequest::Submit(Submission::decode_body(&mut reader, kind)?),
+            ENDORSE => RoleRequest::Endorse(Box::new(CoordinatorMessage::decode_from(
+                &mut reader,
+                &endorse_limits(),
+            )?)),
             STATUS => RoleRequest::Status,
             CREDITS => RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence: reader.read_u64("first credit sequence")?,
@@ -372,6 +457,10 @@ impl Encode for RoleResponse {
                 put_u64(out, leader.unwrap_or(0));
             }
             RoleResponse::Taken => out.push(TAKEN),
+            RoleResponse::Endorser(message) => {
+                out.push(ENDORSE);
+                message.encode_to(out);
+            }
         }
     }
 }
@@ -425,6 +514,10 @@ impl RoleResponse {
                 RoleResponse::NotLeader((leader != 0).then_some(leader))
             }
             TAKEN => RoleResponse::Taken,
+            ENDORSE => RoleResponse::Endorser(Box::new(EndorserMessage::decode_from(
+                &mut reader,
+                &endorser_reply_limits(),
+            )?)),
             kind => {
                 return Err(DecodeError::UnknownKind {
                     what: "role response",
@@ -473,6 +566,7 @@ mod tests {
                     spent: vec![id],
                     ..Default::default()
                 }],
+                endorsements: vec![],
             }),
             RoleRequest::Status,
             RoleRequest::Authority(AuthorityMessage::Credits {

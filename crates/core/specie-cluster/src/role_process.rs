@@ -53,10 +53,10 @@ pub fn run_coordinator(cluster: &Path, group: String, replica: u64) -> Result<()
 }
 
 /// Runs the sentinel `name` of the cluster in the file `cluster`.
-pub fn run_sentinel(cluster: &Path, name: String) -> Result<(), RoleProcessError> {
+pub fn run_sentinel(cluster: &Path, name: String, compromised: bool) -> Result<(), RoleProcessError> {
     let topology = Topology::load(cluster)?;
     runtime()?
-        .block_on(sentinel::run(topology, name))
+        .block_on(sentinel::run(topology, name, compromised))
         .map_err(RoleProcessError::Sentinel)
 }
 

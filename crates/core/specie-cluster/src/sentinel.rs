@@ -7,12 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
-use specie_sentinel::{IssuerKeys, IssuerKeysError, TrustedKeys};
+use specie_endorsement::{EndorseReply, Endorsement};
+use specie_sentinel::endorsement::Candidate;
+use specie_sentinel::{IssuerKeys, IssuerKeysError, SpecieErrorCode, TrustedKeys, ValidationError};
 use specie_shard::ShardRange;
 use specie_transaction::{CompactTransaction, SpecieTransaction, UhsId};
 use specie_wire::InvalidWireLimits;
 
 use crate::credentials::{self, CredentialsError};
+use crate::endorsing::{self, EndorsementClient, EndorserService, EndorsingError};
 use crate::group_client::{GroupClient, GroupError};
 use crate::host::{wait_for_stop_signal, wire_limits};
 use crate::identity::{GroupRole, Identity};
@@ -45,6 +48,10 @@ pub enum SentinelError {
     },
     #[error("the API server failed: {0}")]
     Server(#[source] std::io::Error),
+    #[error("threshold endorsement: {0}")]
+    Endorsing(#[from] EndorsingError),
+    #[error("the endorser server failed: {0}")]
+    EndorserServer(#[source] std::io::Error),
 }
 
 struct Inner {
@@ -59,6 +66,10 @@ struct Inner {
     request_timeout: Duration,
     /// Signs every submission, so coordinators know a sentinel validated it.
     attestation_key: secp256k1::Keypair,
+    /// The sentinels' endorsement group, when the cluster requires k of them to sign.
+    endorsement: Option<EndorsementClient>,
+    /// Compromised (fault tests, demonstrations): passes whatever it is sent on to the group.
+    compromised: bool,
 }
 
 /// The cluster seen as one node. Cheap to clone. Blocking methods must not be called on an
@@ -75,6 +86,22 @@ impl ClusterBackend {
         topology: &Topology,
         runtime: tokio::runtime::Handle,
         name: &str,
+    ) -> Result<ClusterBackend, SentinelError> {
+        let trusted = trusted_keys(topology)?;
+        let endorser = (topology.endorsement.is_some())
+            .then(|| endorsing::endorser_service(topology, name, trusted, false))
+            .transpose()?;
+        ClusterBackend::with_endorser(topology, runtime, name, endorser, false)
+    }
+
+    /// The cluster as seen by sentinel `name`, with its own endorser `endorser` (when the
+    /// cluster's sentinels endorse); a `compromised` sentinel validates nothing it is sent.
+    pub fn with_endorser(
+        topology: &Topology,
+        runtime: tokio::runtime::Handle,
+        name: &str,
+        endorser: Option<Arc<EndorserService>>,
+        compromised: bool,
     ) -> Result<ClusterBackend, SentinelError> {
         let limits = wire_limits(topology);
         let transport = credentials::transport(topology, &Identity::sentinel(name))?;
@@ -97,19 +124,10 @@ impl ClusterBackend {
             GroupRole::Shard,
             topology.shard_groups.iter().map(|g| (&g.name, &g.replicas)).collect(),
         )?;
-        let issuers = IssuerKeys::from_hex(&topology.issuers).map_err(SentinelError::Issuers)?;
-        let fastpay_committee = topology
-            .fastpay_committee
-            .as_ref()
-            .map(FastpayCommitteeConfig::committee)
-            .transpose()
-            .map_err(SentinelError::FastpayCommittee)?;
-        let trusted = TrustedKeys::new(issuers, fastpay_committee)
-            .with_offline_authority(topology.offline_authority.as_ref().and_then(|o| o.bridge_key()))
-            .with_exchange(topology.exchange.as_ref().and_then(|e| e.bridge_key()));
-        let trusted = match &topology.privacy {
-            Some(privacy) => privacy.apply(trusted).map_err(SentinelError::Privacy)?,
-            None => trusted,
+        let trusted = trusted_keys(topology)?;
+        let endorsement = match endorser {
+            Some(local) => Some(EndorsementClient::start(topology, name, local, &transport, &runtime)?),
+            None => None,
         };
         Ok(ClusterBackend {
             inner: Arc::new(Inner {
@@ -123,6 +141,8 @@ impl ClusterBackend {
                 next_coordinator: AtomicUsize::new(0),
                 request_timeout: Duration::from_millis(topology.limits.request_timeout_ms),
                 attestation_key,
+                endorsement,
+                compromised,
             }),
         })
     }
@@ -143,6 +163,24 @@ impl ClusterBackend {
     }
 }
 
+/// What the sentinels of `topology` trust: its issuers, the groups it banks for, its privacy keys.
+fn trusted_keys(topology: &Topology) -> Result<TrustedKeys, SentinelError> {
+    let issuers = IssuerKeys::from_hex(&topology.issuers).map_err(SentinelError::Issuers)?;
+    let fastpay_committee = topology
+        .fastpay_committee
+        .as_ref()
+        .map(FastpayCommitteeConfig::committee)
+        .transpose()
+        .map_err(SentinelError::FastpayCommittee)?;
+    let trusted = TrustedKeys::new(issuers, fastpay_committee)
+        .with_offline_authority(topology.offline_authority.as_ref().and_then(|o| o.bridge_key()))
+        .with_exchange(topology.exchange.as_ref().and_then(|e| e.bridge_key()));
+    match &topology.privacy {
+        Some(privacy) => privacy.apply(trusted).map_err(SentinelError::Privacy),
+        None => Ok(trusted),
+    }
+}
+
 fn unavailable(group: &GroupClient, reason: impl std::fmt::Display) -> BackendError {
     BackendError::Unavailable {
         role: format!("group {}", group.name()),
@@ -158,34 +196,80 @@ impl ClusterBackend {
         if accepted.is_empty() {
             return;
         }
-        let inner = &self.inner;
-        let next = inner.next_coordinator.fetch_add(1, Ordering::Relaxed);
-        let group = inner.coordinators[next % inner.coordinators.len()].clone();
-        let reply = reply.clone();
-        let attestation_key = inner.attestation_key;
-        inner.runtime.spawn(async move {
-            let (refs, compacts): (Vec<u64>, Vec<CompactTransaction>) = accepted.into_iter().unzip();
-            let txids: Vec<_> = compacts.iter().map(|c| c.txid).collect();
-            let count = compacts.len();
-            let submit = RoleRequest::Submit(Submission::attest(compacts, &attestation_key));
-            let statuses: Vec<TxStatus> = match group.call_once(&submit, Duration::from_millis(SUBMIT_TIMEOUT_MS)).await
-            {
-                Ok(RoleResponse::Submitted(outcomes)) if outcomes.len() == count => {
-                    outcomes.into_iter().map(TxStatus::from).collect()
-                }
-                Err(GroupError::NoLeader { .. }) => vec![TxStatus::Busy; count],
-                other => {
-                    tracing::warn!(?other, "submission outcome unknown");
-                    vec![TxStatus::Unknown; count]
-                }
-            };
-            for ((client_ref, txid), status) in refs.into_iter().zip(txids).zip(statuses) {
+        let (refs, compacts): (Vec<u64>, Vec<CompactTransaction>) = accepted.into_iter().unzip();
+        let submission = Submission::attest(compacts, &self.inner.attestation_key);
+        let (inner, reply) = (self.inner.clone(), reply.clone());
+        self.inner
+            .runtime
+            .spawn(async move { send_submission(&inner, refs, submission, &reply).await });
+    }
+
+    /// Has the sentinels endorse `accepted` (k of them signing), then hands the endorsed ones to
+    /// a coordinator group; the others are answered at once.
+    fn endorse_and_submit(&self, group: EndorsementClient, accepted: Vec<(u64, Candidate)>, reply: &CompletionSender) {
+        if accepted.is_empty() {
+            return;
+        }
+        let (inner, reply) = (self.inner.clone(), reply.clone());
+        self.inner.runtime.spawn(async move {
+            let (refs, candidates): (Vec<u64>, Vec<Candidate>) = accepted.into_iter().unzip();
+            let count = candidates.len();
+            let replies =
+                (group.endorse(candidates.clone()).await).unwrap_or_else(|| vec![EndorseReply::Failed; count]);
+            let mut endorsed: Vec<(u64, (CompactTransaction, Endorsement))> = vec![];
+            for ((client_ref, candidate), answer) in refs.into_iter().zip(candidates).zip(replies) {
+                let status = match answer {
+                    EndorseReply::Endorsed(endorsement) => {
+                        endorsed.push((client_ref, (candidate.compact, endorsement)));
+                        continue;
+                    }
+                    EndorseReply::Refused { reasons } => {
+                        tracing::info!(txid = %candidate.compact.txid, ?reasons, "endorsers refused a transaction");
+                        TxStatus::Invalid(ValidationError::Specie(SpecieErrorCode::NotEndorsed))
+                    }
+                    EndorseReply::Busy => TxStatus::Busy,
+                    // Nothing was signed, so nothing reaches the core.
+                    EndorseReply::Failed | EndorseReply::NotLeading => TxStatus::Dropped,
+                };
+                let txid = candidate.compact.txid;
                 let _ = reply.send(Completion {
                     client_ref,
                     txid,
                     status,
                 });
             }
+            if endorsed.is_empty() {
+                return;
+            }
+            let (refs, endorsed): (Vec<u64>, Vec<_>) = endorsed.into_iter().unzip();
+            let submission = Submission::attest_endorsed(endorsed, &inner.attestation_key);
+            send_submission(&inner, refs, submission, &reply).await;
+        });
+    }
+}
+
+/// Sends one submission to the next coordinator group and answers its transactions' callers.
+async fn send_submission(inner: &Inner, refs: Vec<u64>, submission: Submission, reply: &CompletionSender) {
+    let next = inner.next_coordinator.fetch_add(1, Ordering::Relaxed);
+    let group = &inner.coordinators[next % inner.coordinators.len()];
+    let txids: Vec<_> = submission.txs.iter().map(|c| c.txid).collect();
+    let count = txids.len();
+    let submit = RoleRequest::Submit(submission);
+    let statuses: Vec<TxStatus> = match group.call_once(&submit, Duration::from_millis(SUBMIT_TIMEOUT_MS)).await {
+        Ok(RoleResponse::Submitted(outcomes)) if outcomes.len() == count => {
+            outcomes.into_iter().map(TxStatus::from).collect()
+        }
+        Err(GroupError::NoLeader { .. }) => vec![TxStatus::Busy; count],
+        other => {
+            tracing::warn!(?other, "submission outcome unknown");
+            vec![TxStatus::Unknown; count]
+        }
+    };
+    for ((client_ref, txid), status) in refs.into_iter().zip(txids).zip(statuses) {
+        let _ = reply.send(Completion {
+            client_ref,
+            txid,
+            status,
         });
     }
 }
@@ -219,11 +303,15 @@ impl Backend for ClusterBackend {
 
     fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender) {
         let (refs, txs): (Vec<u64>, Vec<SpecieTransaction>) = txs.into_iter().unzip();
-        let verdicts = specie_sentinel::validate_batch(&txs, &self.inner.trusted);
+        let verdicts = if self.inner.compromised {
+            txs.iter().map(|tx| Ok(tx.compact())).collect()
+        } else {
+            specie_sentinel::validate_batch(&txs, &self.inner.trusted)
+        };
         let mut accepted = vec![];
-        for ((client_ref, tx), verdict) in refs.into_iter().zip(&txs).zip(verdicts) {
+        for ((client_ref, tx), verdict) in refs.into_iter().zip(txs).zip(verdicts) {
             match verdict {
-                Ok(compact) => accepted.push((client_ref, compact)),
+                Ok(compact) => accepted.push((client_ref, tx, compact)),
                 Err(error) => {
                     let _ = reply.send(Completion {
                         client_ref,
@@ -233,7 +321,16 @@ impl Backend for ClusterBackend {
                 }
             }
         }
-        self.submit_compact(accepted, reply);
+        match &self.inner.endorsement {
+            None => self.submit_compact(
+                accepted.into_iter().map(|(r, _, compact)| (r, compact)).collect(),
+                reply,
+            ),
+            Some(group) => {
+                let candidates = accepted.into_iter().map(|(r, tx, _)| (r, Candidate::new(tx))).collect();
+                self.endorse_and_submit(group.clone(), candidates, reply);
+            }
+        }
     }
 
     fn query_uhs(&self, ids: &[UhsId]) -> Result<Vec<bool>, BackendError> {
@@ -279,7 +376,7 @@ impl Backend for ClusterBackend {
                 .map(|key| hex::encode(specie_codec::Encode::encode(key)))
                 .collect(),
             active_auditors: self.inner.trusted.active_auditors.iter().map(hex::encode).collect(),
-            endorsement_group_key: None,
+            endorsement_group_key: (self.inner.endorsement.as_ref()).map(|group| hex::encode(group.group_key().0)),
             // The cluster runs two-phase commit; the atomizer shape is embedded only for now.
             shape: "2pc",
         })
@@ -299,12 +396,35 @@ impl Backend for ClusterBackend {
     }
 }
 
-/// Runs sentinel `name` (the wallets' HTTP API) until stopped.
-pub async fn run(topology: Topology, name: String) -> Result<(), SentinelError> {
+/// Runs sentinel `name` (the wallets' HTTP API, and its endorser when the cluster's sentinels
+/// endorse) until stopped. A `compromised` sentinel validates nothing and endorses everything:
+/// only for fault tests and demonstrations of what one such sentinel can do.
+pub async fn run(topology: Topology, name: String, compromised: bool) -> Result<(), SentinelError> {
     let Some(sentinel) = topology.sentinels.iter().find(|s| s.name == name).cloned() else {
         return Err(SentinelError::UnknownSentinel { name });
     };
-    let backend = ClusterBackend::new(&topology, tokio::runtime::Handle::current(), &name)?;
+    let runtime = tokio::runtime::Handle::current();
+    let mut endorser = None;
+    if topology.endorsement.is_some() {
+        let service = endorsing::endorser_service(&topology, &name, trusted_keys(&topology)?, compromised)?;
+        let address = sentinel
+            .endorser
+            .ok_or_else(|| EndorsingError::NotAnEndorser { name: name.clone() })?;
+        let serving = endorsing::serve_endorser(topology.clone(), Identity::sentinel(&name), address, service.clone());
+        let (name, served) = (name.clone(), tokio::spawn(serving));
+        eprintln!("{name}: endorser {} on {address}", service.id().0);
+        tokio::spawn(async move {
+            if let Ok(Err(error)) = served.await {
+                tracing::error!(%error, sentinel = %name, "the endorser server stopped");
+                std::process::exit(1);
+            }
+        });
+        endorser = Some(service);
+    }
+    if compromised {
+        tracing::warn!(sentinel = %name, "compromised: this sentinel validates nothing and endorses everything");
+    }
+    let backend = ClusterBackend::with_endorser(&topology, runtime, &name, endorser, compromised)?;
     let listener = tokio::net::TcpListener::bind(sentinel.http)
         .await
         .map_err(|source| SentinelError::Listen {

@@ -12,6 +12,7 @@ use specie_transaction::signing::xonly_bytes;
 
 use crate::credentials::{self, CredentialsError};
 use crate::operator::{self, OperatorError, ReplicaStatus};
+use crate::topology::EndorsementConfig;
 use crate::{GroupBridges, GroupRole, InvalidTopology, Shape, Topology, TopologyError};
 
 /// The cluster file in a cluster's directory.
@@ -234,7 +235,7 @@ fn create(options: &UpOptions, path: &Path) -> Result<(), SupervisorError> {
         offline: offline_bridge,
         exchange: exchange_bridge,
     };
-    let topology = Topology::local(
+    let mut topology = Topology::local(
         options.shape.clone(),
         &dir,
         issuers,
@@ -243,6 +244,13 @@ fn create(options: &UpOptions, path: &Path) -> Result<(), SupervisorError> {
         bridges,
     )
     .map_err(SupervisorError::Shape)?;
+    if let Some(threshold) = options.shape.endorsement_threshold {
+        let names: Vec<String> = topology.sentinels.iter().map(|s| s.name.clone()).collect();
+        let group_key = credentials::create_endorser_keys(&topology.pki_dir, &names, threshold)
+            .map_err(credentials("cannot generate the sentinels' endorsement keys"))?;
+        topology.endorsement = Some(EndorsementConfig { threshold, group_key });
+        topology.validate().map_err(SupervisorError::Shape)?;
+    }
     std::fs::write(path, topology.to_toml()).map_err(io(format!("cannot write {}", path.display())))?;
     println!("wrote {} (edit it to change the topology)", path.display());
     Ok(())

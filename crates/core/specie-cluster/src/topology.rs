@@ -40,6 +40,11 @@ pub struct Topology {
     /// need no auditor, anonymous ones are refused, nothing needs a co-signature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub privacy: Option<PrivacyConfig>,
+    /// Threshold endorsement (`[endorsement]`): a transaction reaches a coordinator only with
+    /// one FROST signature of `threshold` of the sentinels, each having validated it. Absent:
+    /// one sentinel's attestation suffices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endorsement: Option<EndorsementConfig>,
     /// Where each replica keeps its log and snapshots: `<data_dir>/<group>-<replica>/`.
     pub data_dir: PathBuf,
     /// The cluster's PKI: `ca.crt` (the CA every process's certificate must chain to) and, per
@@ -132,6 +137,39 @@ impl PrivacyConfig {
             .with_auditors(auditors)
             .with_anonymity(authority, owner_auditors)
             .with_active_auditors(active_auditors))
+    }
+}
+
+/// The sentinels as a threshold group of endorsers (docs/endorsement-format.md): sentinel `i`
+/// of the list is endorser `i + 1`, its share in `<pki_dir>/<identity>.endorser.key`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndorsementConfig {
+    /// Signatures a transaction needs (k); every sentinel is an endorser (n).
+    pub threshold: u16,
+    /// The group's x-only key (hex): what coordinators verify endorsements under.
+    pub group_key: String,
+}
+
+impl EndorsementConfig {
+    pub fn group_key(&self) -> Option<specie_endorsement::GroupKey> {
+        let key = specie_endorsement::GroupKey(xonly_hex(&self.group_key)?);
+        key.xonly().map(|_| key)
+    }
+
+    fn validate(&self, sentinels: &[Sentinel]) -> Result<(), InvalidTopology> {
+        let n = u16::try_from(sentinels.len()).unwrap_or(u16::MAX);
+        specie_endorsement::Threshold::new(self.threshold, n).map_err(|_| InvalidTopology::EndorsementThreshold {
+            threshold: self.threshold,
+            sentinels: sentinels.len(),
+        })?;
+        self.group_key().ok_or(InvalidTopology::EndorsementGroupKey)?;
+        match sentinels.iter().find(|s| s.endorser.is_none()) {
+            Some(sentinel) => Err(InvalidTopology::NoEndorserAddress {
+                sentinel: sentinel.name.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 }
 
@@ -539,6 +577,10 @@ pub struct Sentinel {
     /// The x-only public key (hex) whose signature coordinators require on this sentinel's
     /// submissions; the secret key is `<pki_dir>/<identity>.attestation.key`.
     pub attestation_key: String,
+    /// Where the sentinel serves the other sentinels as an endorser (framed binary protocol,
+    /// mutual TLS); needed when the cluster has an `[endorsement]` section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endorser: Option<SocketAddr>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -629,6 +671,14 @@ pub enum InvalidTopology {
     ExchangeAssets(&'static str),
     #[error("{authorities} authorities need as many signing keys, got {keys}")]
     AuthorityKeyCount { authorities: usize, keys: usize },
+    #[error("endorsement.threshold {threshold} must be 1 to the number of sentinels ({sentinels}, at most 64)")]
+    EndorsementThreshold { threshold: u16, sentinels: usize },
+    #[error(
+        "endorsement.group_key must be a 32-byte x-only public key in hex (`cluster up --endorsement K` makes it)"
+    )]
+    EndorsementGroupKey,
+    #[error("sentinel '{sentinel}' needs an endorser address: the cluster has an [endorsement] section")]
+    NoEndorserAddress { sentinel: String },
 }
 
 /// A group name the cluster file does not list.
@@ -693,6 +743,8 @@ pub struct Shape {
     pub offline_replicas: usize,
     /// An exchange group beside the online core.
     pub exchange: Option<ExchangeShape>,
+    /// The sentinels as a threshold group of endorsers, k of them signing each transaction.
+    pub endorsement_threshold: Option<u16>,
 }
 
 /// The shape of the exchange group `specie cluster up --exchange` creates.
@@ -735,6 +787,7 @@ impl Default for Shape {
             committee: None,
             offline_replicas: 0,
             exchange: None,
+            endorsement_threshold: None,
         }
     }
 }
@@ -833,6 +886,7 @@ impl Topology {
                 name: Shape::sentinel_name(i),
                 http: ports.next(),
                 attestation_key,
+                endorser: shape.endorsement_threshold.map(|_| ports.next()),
             })
             .collect();
         let fastpay_committee = shape.committee.map(|committee| FastpayCommitteeConfig {
@@ -875,6 +929,7 @@ impl Topology {
             offline_authority,
             exchange,
             privacy: None,
+            endorsement: None,
             data_dir: dir.join("data"),
             pki_dir: dir.join("pki"),
             transport: TransportMode::default(),
@@ -1025,6 +1080,9 @@ impl Topology {
         if let Some(privacy) = &self.privacy {
             privacy.apply(specie_sentinel::TrustedKeys::default())?;
         }
+        if let Some(endorsement) = &self.endorsement {
+            endorsement.validate(&self.sentinels)?;
+        }
         if let Some(sentinel) = self.sentinels.iter().find(|s| xonly_hex(&s.attestation_key).is_none()) {
             return Err(InvalidTopology::BadAttestationKey {
                 sentinel: sentinel.name.clone(),
@@ -1076,8 +1134,10 @@ impl Topology {
                     name: sentinel.name.clone(),
                 });
             }
-            if !addresses.insert(sentinel.http) {
-                return Err(InvalidTopology::AddressTwice { address: sentinel.http });
+            for address in std::iter::once(sentinel.http).chain(sentinel.endorser) {
+                if !addresses.insert(address) {
+                    return Err(InvalidTopology::AddressTwice { address });
+                }
             }
         }
         Ok(())

@@ -16,6 +16,7 @@ use specie_authority::{Credit, Message as AuthorityMessage};
 use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission, SubmitOutcome};
 use specie_codec::{Decode, Encode};
 use specie_coordinator::{Applied, CommandLimits, CoordinatorCommand, CoordinatorState};
+use specie_endorsement::{CoordinatorMessage, Endorsement, EndorserMessage, Refusal as EndorseRefusal, RefusalCode};
 use specie_fastpay::AccountKey;
 use specie_shard::{Refusal, ShardRange, ShardRequest, ShardResponse, ShardState, ShardTx, Vote};
 use specie_transaction::signing::{keypair_from_secret, parse_xonly, schnorr_verify, xonly_bytes};
@@ -26,7 +27,7 @@ fn doc_vectors() -> BTreeMap<String, Vec<u8>> {
     doc_vectors::named_vectors(&doc_vectors::wire_protocol_doc(env!("CARGO_MANIFEST_DIR")))
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 enum Message {
     Request(RoleRequest),
     Response(RoleResponse),
@@ -46,7 +47,11 @@ impl Message {
                 RoleRequest::ShardBatch(_) => "role-shard-batch-request",
                 RoleRequest::ShardQuery(_) => "role-shard-query-request",
                 RoleRequest::ShardIds => "role-shard-ids-request",
+                RoleRequest::Submit(submission) if !submission.endorsements.is_empty() => {
+                    "role-endorsed-submit-request"
+                }
                 RoleRequest::Submit(_) => "role-submit-request",
+                RoleRequest::Endorse(_) => "role-endorse-request",
                 RoleRequest::Status => "role-status-request",
                 RoleRequest::Authority(AuthorityMessage::Credits { .. }) => "role-credits-request",
                 RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => "role-credit-ack-request",
@@ -61,6 +66,7 @@ impl Message {
                 RoleResponse::NotLeader(Some(_)) => "role-not-leader-response",
                 RoleResponse::NotLeader(None) => "role-not-leader-unknown-response",
                 RoleResponse::Taken => "role-taken-response",
+                RoleResponse::Endorser(_) => "role-endorser-response",
             },
             Message::Shard(request) => match request {
                 ShardRequest::Prepare { .. } => "shard-prepare",
@@ -167,6 +173,10 @@ const SENTINEL_XONLY: &str = "462779ad4aad39514614751a71085f2f10e1c7a593e4e030ef
 /// `the_submission_message_is_the_documented_hash_and_attestations_verify`.
 const SUBMIT_SIGNATURE: &str = "b774ad9589d5ce4fab51419f318b6ede365624fd49d3e603c352e9c4638dd0e723235cd20f4ce596ee2a9bcc44ad9b8b1b3bdd4f89c92242b7a6b3e957002496";
 
+/// docs/endorsement-format.md §6's `single-endorsement-0`: an endorsement's bytes (of another
+/// digest than this transaction's; the coordinator, not the decoder, verifies it).
+const ENDORSEMENT: &str = "01a43c0bf72b2cba376d14d7b9ececeefe7229fd9839286910c2c4bb9a1762b898f46d1e93639da316c795e9d5768cec455469eea333bd6cecdcbbdb009fa4709b010000000000000000";
+
 fn hex_array<const N: usize>(text: &str) -> [u8; N] {
     hex::decode(text).expect("hex").try_into().expect("length")
 }
@@ -176,6 +186,7 @@ fn submit_vector_message() -> Submission {
         sentinel: hex_array(SENTINEL_XONLY),
         signature: hex_array(SUBMIT_SIGNATURE),
         txs: vec![transfer_compact()],
+        endorsements: vec![],
     }
 }
 
@@ -209,6 +220,21 @@ fn messages(doc: &BTreeMap<String, Vec<u8>>) -> Vec<Message> {
         Message::Request(RoleRequest::ShardIds),
         Message::Response(RoleResponse::ShardIds(vec![alice_40(), bob_60()])),
         Message::Request(RoleRequest::Submit(submit_vector_message())),
+        Message::Request(RoleRequest::Submit(Submission {
+            endorsements: vec![
+                Endorsement::decode_exact(&hex::decode(ENDORSEMENT).expect("hex")).expect("an endorsement")
+            ],
+            ..submit_vector_message()
+        })),
+        Message::Request(RoleRequest::Endorse(Box::new(CoordinatorMessage::Commit {
+            session: 7,
+        }))),
+        Message::Response(RoleResponse::Endorser(Box::new(EndorserMessage::Refused {
+            session: 7,
+            refusal: EndorseRefusal::Invalid {
+                items: vec![(1, RefusalCode::new("unknown_issuer").expect("a code"))],
+            },
+        }))),
         Message::Response(RoleResponse::Submitted(vec![
             SubmitOutcome::Confirmed,
             SubmitOutcome::Rejected(Vote::InputMissing),

@@ -34,7 +34,7 @@ use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use specie_cluster::coordinator_replica::{
-    coordinator_machine, shard_answers, CoordinatorReplica, ShardCallError, ShardGroupCall, ShardGroups,
+    coordinator_machine, shard_answers, Admission, CoordinatorReplica, ShardCallError, ShardGroupCall, ShardGroups,
 };
 use specie_cluster::protocol::{self, RoleRequest, RoleResponse, SubmitOutcome};
 use specie_cluster::shard_replica::{shard_machine, ShardReplica};
@@ -341,7 +341,7 @@ impl World {
                 running: self.shards.clone(),
                 network: self.roles.clone(),
             });
-            let (replica, host) = CoordinatorReplica::start(hosted, shards, sentinel_keys);
+            let (replica, host) = CoordinatorReplica::start(hosted, shards, Admission::attested(sentinel_keys));
             self.coordinators.insert(id, Coordinator { replica, host });
         } else {
             let replica = self.open(group, id, shard_machine(self.ranges[group])).await?;

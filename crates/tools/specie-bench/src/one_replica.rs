@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use specie_api::{Completion, CompletionSender, TxStatus};
 use specie_cluster::coordinator_replica::{
-    coordinator_machine, shard_answers, CoordinatorReplica, ShardGroupCall, ShardGroups,
+    coordinator_machine, shard_answers, Admission, CoordinatorReplica, ShardGroupCall, ShardGroups,
 };
 use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission};
 use specie_cluster::shard_replica::{shard_machine, ShardReplica};
@@ -106,7 +106,8 @@ pub(crate) fn measure_one_replica_raft(args: &SwapParams) -> BenchResult<SwapRep
         let config = NodeOptions::new(dir.path()).coordinator_config(ranges);
         let hosted = one_replica(dir.path(), "coordinator", coordinator_machine(config)).await?;
         let keys = [(SENTINEL.to_string(), xonly_bytes(&sentinel))].into();
-        let (coordinator, _host) = CoordinatorReplica::start(hosted, Arc::new(LocalShards(shards.clone())), keys);
+        let (coordinator, _host) =
+            CoordinatorReplica::start(hosted, Arc::new(LocalShards(shards.clone())), Admission::attested(keys));
         wait_until_leading(&coordinator, &sentinel).await?;
         BenchResult::Ok(coordinator)
     })?;

@@ -1,0 +1,503 @@
+//! The sentinels as a threshold group of endorsers (issue 12; docs/endorsement-format.md): in a
+//! cluster with an `[endorsement]` section, a transaction reaches a coordinator only with one
+//! FROST signature of k of the n sentinels, each having validated it itself.
+//!
+//! ```text
+//! wallet ─▶ sentinel S: validates ─▶ S's endorsement coordinator ⇄ k endorsers (sentinels, mutual TLS)
+//!                                      ─▶ coordinator group: attestation + endorsement verified ─▶ 2PC
+//! ```
+//!
+//! Every sentinel runs both roles of `specie-endorsement`: an [`Endorser`] serving the other
+//! sentinels on its `endorser` address ([`EndorserService`], [`serve_endorser`]), and a
+//! [`Coordinator`] for the transactions its own wallets submit ([`EndorsementClient`]). The
+//! roles are the same sans-IO state machines the embedded node and the simulator run; this
+//! module only moves their messages. A sentinel's endorser is its own first signer: it is reached
+//! in-process, the others over the wire.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use specie_codec::Encode;
+use specie_endorsement::{
+    BatchItem, Coordinator, CoordinatorConfig, CoordinatorId, CoordinatorInput, CoordinatorMessage, EndorseReply,
+    Endorser, EndorserConfig, EndorserId, EndorserInput, EndorserKeys, EndorserMessage, GroupKey, Hash, RefusalCode,
+    Validator,
+};
+use specie_role::{Role, Round, Ticket};
+use specie_sentinel::endorsement::{Candidate, SentinelChecks};
+use specie_sentinel::TrustedKeys;
+use specie_wire::{handler_fn, Admit, Client, InvalidWireLimits, Peer, ServerCounters, ServerSetup, Transport};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::credentials::{self, CredentialsError};
+use crate::host::{wait_for_stop_signal, wire_limits};
+use crate::identity::{authorize, Identity};
+use crate::protocol::{tag, RoleRequest, RoleResponse};
+use crate::topology::Topology;
+
+/// Endorsement requests waiting for a sentinel's coordinator; beyond this submitters wait.
+const CALLS_QUEUED_MAX: usize = 1024;
+/// Endorsers' answers waiting for the coordinator.
+const ANSWERS_QUEUED_MAX: usize = 4096;
+/// A refusal reason that is not a valid code (never, for the sentinel's own codes).
+const FALLBACK_REFUSAL: &str = "invalid";
+
+/// The reply to one transaction submitted for endorsement, with endorsers' refusal codes.
+pub type Reply = EndorseReply<RefusalCode>;
+
+/// An endorser's checks with the verdicts computed before it runs: a batch is validated on all
+/// cores (`specie_sentinel::validate_batch`, which also batches signature checks) outside the
+/// endorser's lock, and the endorser reads the verdicts by digest.
+struct PrevalidatedChecks {
+    verdicts: Arc<Mutex<HashMap<Hash, Result<(), RefusalCode>>>>,
+    /// For an item without a verdict (none: every batch is prevalidated).
+    checks: SentinelChecks,
+}
+
+fn refusal_code(error: &specie_sentinel::ValidationError) -> RefusalCode {
+    RefusalCode::new(error.code())
+        .or_else(|| RefusalCode::new(FALLBACK_REFUSAL))
+        .expect("a valid code")
+}
+
+impl Validator for PrevalidatedChecks {
+    type Item = Candidate;
+    type Reason = RefusalCode;
+
+    fn validate(&mut self, item: &Candidate) -> Result<(), RefusalCode> {
+        let known = self
+            .verdicts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&item.digest())
+            .cloned();
+        match known {
+            Some(verdict) => verdict,
+            None => self.checks.validate(item).map_err(|error| refusal_code(&error)),
+        }
+    }
+}
+
+/// A sentinel's endorser, shared by the connections of the sentinels that ask it to sign.
+pub struct EndorserService {
+    endorser: Mutex<Endorser<PrevalidatedChecks>>,
+    verdicts: Arc<Mutex<HashMap<Hash, Result<(), RefusalCode>>>>,
+    trusted: TrustedKeys,
+    compromised: bool,
+    started: Instant,
+}
+
+impl EndorserService {
+    /// The endorser holding `keys`; `compromised` makes it sign whatever it is sent (fault
+    /// tests and demonstrations of what fewer than k such sentinels can do).
+    pub fn new(keys: EndorserKeys, trusted: TrustedKeys, compromised: bool) -> EndorserService {
+        let verdicts: Arc<Mutex<HashMap<Hash, Result<(), RefusalCode>>>> = Arc::default();
+        let checks = PrevalidatedChecks {
+            verdicts: verdicts.clone(),
+            checks: SentinelChecks {
+                trusted: trusted.clone(),
+                compromised,
+            },
+        };
+        let config = EndorserConfig {
+            batch_transactions_max: specie_endorsement::BATCH_TRANSACTIONS_MAX,
+            ..EndorserConfig::default()
+        };
+        // Fresh nonce randomness at every start: a restarted endorser never repeats a nonce.
+        let endorser = Endorser::new(keys, checks, config, rand::random());
+        EndorserService {
+            endorser: Mutex::new(endorser),
+            verdicts,
+            trusted,
+            compromised,
+            started: Instant::now(),
+        }
+    }
+
+    pub fn id(&self) -> EndorserId {
+        self.lock().keys().id
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Endorser<PrevalidatedChecks>> {
+        self.endorser.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Coordinator `from`'s request, answered (blocking: it validates a whole batch, so call it
+    /// off the async workers). `None` if the endorser has nothing to say (it never happens for
+    /// a well-formed request; the coordinator times the round out).
+    pub fn handle(
+        &self,
+        from: CoordinatorId,
+        message: CoordinatorMessage<Candidate>,
+    ) -> Option<EndorserMessage<RefusalCode>> {
+        if let CoordinatorMessage::Sign { items, .. } = &message {
+            let verdicts = self.prevalidate(items);
+            *self.verdicts.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = verdicts;
+        }
+        let mut endorser = self.lock();
+        let now_ms = self.started.elapsed().as_millis() as u64;
+        if endorser.poll_timeout().is_some_and(|at| at <= now_ms) {
+            endorser.handle_timeout(now_ms);
+        }
+        endorser.handle(now_ms, EndorserInput { from, message });
+        let answer = Round::take(&mut *endorser)
+            .sends
+            .into_iter()
+            .find_map(|(to, message)| (to == from).then_some(message));
+        self.verdicts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+        answer
+    }
+
+    fn prevalidate(&self, items: &[Candidate]) -> HashMap<Hash, Result<(), RefusalCode>> {
+        if self.compromised {
+            return items.iter().map(|item| (item.digest(), Ok(()))).collect();
+        }
+        let txs: Vec<_> = items.iter().map(|item| (*item.tx).clone()).collect();
+        let verdicts = specie_sentinel::validate_batch(&txs, &self.trusted);
+        items
+            .iter()
+            .zip(verdicts)
+            .map(|(item, verdict)| (item.digest(), verdict.map(drop).map_err(|error| refusal_code(&error))))
+            .collect()
+    }
+}
+
+/// Sentinel `index` of the cluster file is endorser `index + 1`, and coordinator `index + 1`
+/// when it asks the others to sign.
+fn endorser_number(topology: &Topology, sentinel: &str) -> Option<u16> {
+    let index = topology.sentinels.iter().position(|s| s.name == sentinel)?;
+    u16::try_from(index + 1).ok()
+}
+
+/// Serves `service` to the other sentinels on `address` until the process is told to stop. Only
+/// members of the cluster are admitted, and only a sentinel's `endorse` request is served;
+/// which coordinator asks is the sender's certificate.
+pub async fn serve_endorser(
+    topology: Topology,
+    me: Identity,
+    address: std::net::SocketAddr,
+    service: Arc<EndorserService>,
+) -> Result<(), std::io::Error> {
+    let transport = credentials::transport(&topology, &me).map_err(std::io::Error::other)?;
+    let limits = wire_limits(&topology);
+    let listener = tokio::net::TcpListener::bind(address).await?;
+    let counters: Arc<ServerCounters> = Arc::default();
+    let admit = admit_sentinels(Arc::new(topology), Arc::new(me), service, counters.clone());
+    let setup = ServerSetup {
+        limits,
+        transport,
+        counters,
+    };
+    let (stop, stopped) = watch::channel(false);
+    let server = tokio::spawn(specie_wire::serve(listener, admit, setup, stopped));
+    wait_for_stop_signal().await;
+    let _ = stop.send(true);
+    let _ = server.await;
+    Ok(())
+}
+
+fn admit_sentinels(
+    topology: Arc<Topology>,
+    me: Arc<Identity>,
+    service: Arc<EndorserService>,
+    counters: Arc<ServerCounters>,
+) -> Admit {
+    Arc::new(move |peer: &Peer| {
+        let Some(name) = &peer.name else {
+            return Err("an endorser answers authenticated sentinels only".to_string());
+        };
+        let caller = Identity::parse(name).ok_or_else(|| format!("'{name}' is not a specie identity"))?;
+        let Identity::Sentinel { name: sentinel } = &caller else {
+            return Err(format!("{caller} is not a sentinel"));
+        };
+        let from =
+            endorser_number(&topology, sentinel).ok_or_else(|| format!("{caller} is not a member of this cluster"))?;
+        let (topology, me, service, counters) = (topology.clone(), me.clone(), service.clone(), counters.clone());
+        Ok(handler_fn(move |bytes: Vec<u8>| {
+            let (topology, me, service, counters, caller) = (
+                topology.clone(),
+                me.clone(),
+                service.clone(),
+                counters.clone(),
+                caller.clone(),
+            );
+            async move {
+                let refused = |reason: String| {
+                    counters
+                        .requests_refused
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tracing::warn!(peer = %caller, %reason, "endorse request refused");
+                    reason
+                };
+                let request_tag = *bytes.first().ok_or_else(|| refused("empty request".into()))?;
+                // Decided on the tag alone: a refused request is never decoded.
+                authorize(&topology, &me, &caller, request_tag).map_err(|e| refused(format!("not authorised: {e}")))?;
+                let RoleRequest::Endorse(message) =
+                    RoleRequest::decode(&bytes).map_err(|e| refused(format!("malformed request: {e}")))?
+                else {
+                    return Err(refused(format!(
+                        "an endorser does not serve {}",
+                        tag::name(request_tag)
+                    )));
+                };
+                let answer = tokio::task::spawn_blocking(move || service.handle(u32::from(from), *message))
+                    .await
+                    .map_err(|_| "the endorser stopped".to_string())?
+                    .ok_or_else(|| "the endorser had no answer".to_string())?;
+                Ok(RoleResponse::Endorser(Box::new(answer)).encode())
+            }
+        }))
+    })
+}
+
+/// How a sentinel's coordinator reaches an endorser.
+#[derive(Clone)]
+enum EndorserLink {
+    /// This sentinel's own endorser.
+    Local(Arc<EndorserService>),
+    Remote(Client),
+}
+
+impl EndorserLink {
+    /// One round's request to the endorser; `None` when it did not answer usefully (the
+    /// coordinator times the round out and picks other endorsers).
+    async fn call(
+        &self,
+        me: CoordinatorId,
+        message: CoordinatorMessage<Candidate>,
+        timeout: Duration,
+    ) -> Option<EndorserMessage<RefusalCode>> {
+        match self {
+            EndorserLink::Local(service) => {
+                let service = service.clone();
+                tokio::task::spawn_blocking(move || service.handle(me, message))
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            EndorserLink::Remote(client) => {
+                let request = RoleRequest::Endorse(Box::new(message)).encode();
+                match client
+                    .call(request, timeout)
+                    .await
+                    .map(|bytes| RoleResponse::decode(&bytes))
+                {
+                    Ok(Ok(RoleResponse::Endorser(answer))) => Some(*answer),
+                    other => {
+                        tracing::debug!(endorser = client.addr(), ?other, "no endorsement answer");
+                        None
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Why a sentinel could not join its cluster's endorsement group.
+#[derive(Debug, thiserror::Error)]
+pub enum EndorsingError {
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    #[error("invalid wire limits: {0}")]
+    WireLimits(#[from] InvalidWireLimits),
+    #[error("the endorsement keys do not make a coordinator: {0}")]
+    Keys(#[from] specie_endorsement::KeyError),
+    #[error("the cluster file lists no sentinel '{name}' with an endorser address")]
+    NotAnEndorser { name: String },
+}
+
+/// A sentinel's way to have transactions endorsed by the group. Cheap to clone.
+#[derive(Clone)]
+pub struct EndorsementClient {
+    calls: mpsc::Sender<(Vec<Candidate>, oneshot::Sender<Vec<Reply>>)>,
+    group_key: GroupKey,
+}
+
+impl EndorsementClient {
+    /// Starts sentinel `name`'s coordinator on the current runtime, with `local` as its own
+    /// endorser and the other sentinels' endorsers over the wire.
+    pub fn start(
+        topology: &Topology,
+        name: &str,
+        local: Arc<EndorserService>,
+        transport: &Transport,
+        runtime: &tokio::runtime::Handle,
+    ) -> Result<EndorsementClient, EndorsingError> {
+        let not_an_endorser = || EndorsingError::NotAnEndorser { name: name.to_string() };
+        let me = endorser_number(topology, name).ok_or_else(not_an_endorser)?;
+        let limits = wire_limits(topology);
+        let mut links = BTreeMap::new();
+        for (index, sentinel) in topology.sentinels.iter().enumerate() {
+            let id = EndorserId(u16::try_from(index + 1).map_err(|_| not_an_endorser())?);
+            let link = if id.0 == me {
+                EndorserLink::Local(local.clone())
+            } else {
+                let address = sentinel.endorser.ok_or_else(not_an_endorser)?;
+                let identity = Identity::sentinel(&sentinel.name).to_string();
+                EndorserLink::Remote(Client::new(
+                    address.to_string(),
+                    identity,
+                    limits.clone(),
+                    transport.clone(),
+                )?)
+            };
+            links.insert(id, link);
+        }
+        let public = local.lock().keys().public.clone();
+        let config = CoordinatorConfig {
+            batch_transactions_max: topology.limits.batch_transactions_max as usize,
+            round_timeout_ms: topology.limits.request_timeout_ms,
+            ..CoordinatorConfig::default()
+        };
+        // Session ids from the clock: above every session an earlier run of this sentinel used.
+        let first_session = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |since| since.as_nanos() as u64);
+        let mut coordinator = Coordinator::new(u32::from(me), public, config, first_session)?;
+        coordinator.lead(0);
+        let group_key = coordinator.group_key();
+        let (calls, inbox) = mpsc::channel(CALLS_QUEUED_MAX);
+        let timeout = Duration::from_millis(topology.limits.request_timeout_ms);
+        runtime.spawn(run_coordinator(coordinator, links, inbox, timeout));
+        Ok(EndorsementClient { calls, group_key })
+    }
+
+    pub fn group_key(&self) -> GroupKey {
+        self.group_key
+    }
+
+    /// Has the group endorse `candidates`: one reply each, in order; `None` if the coordinator
+    /// stopped.
+    pub async fn endorse(&self, candidates: Vec<Candidate>) -> Option<Vec<Reply>> {
+        let (reply, replies) = oneshot::channel();
+        self.calls.send((candidates, reply)).await.ok()?;
+        replies.await.ok()
+    }
+}
+
+/// One request's replies so far, and where they go.
+struct Pending {
+    replies: Vec<Option<Reply>>,
+    missing: usize,
+    to: oneshot::Sender<Vec<Reply>>,
+}
+
+/// The coordinator's bookkeeping around the role: who waits for which ticket.
+struct Waiting {
+    next_ticket: Ticket,
+    next_request: u64,
+    tickets: HashMap<Ticket, (u64, usize)>,
+    requests: HashMap<u64, Pending>,
+}
+
+impl Waiting {
+    fn answer(&mut self, ticket: Ticket, reply: Reply) {
+        let Some((request, position)) = self.tickets.remove(&ticket) else {
+            return;
+        };
+        let Some(pending) = self.requests.get_mut(&request) else {
+            return;
+        };
+        if pending.replies[position].replace(reply).is_none() {
+            pending.missing -= 1;
+        }
+        if pending.missing == 0 {
+            self.finish(request);
+        }
+    }
+
+    fn finish(&mut self, request: u64) {
+        if let Some(pending) = self.requests.remove(&request) {
+            let replies = pending
+                .replies
+                .into_iter()
+                .map(|r| r.unwrap_or(EndorseReply::Failed))
+                .collect();
+            let _ = pending.to.send(replies);
+        }
+    }
+}
+
+/// Drives a sentinel's coordinator: takes submissions, sends each round's messages to the chosen
+/// endorsers (each call its own task, so a slow endorser delays no one), feeds their answers
+/// back, fires time-outs, and answers submitters. Ends when every client is gone.
+async fn run_coordinator(
+    mut coordinator: Coordinator<Candidate, RefusalCode>,
+    links: BTreeMap<EndorserId, EndorserLink>,
+    mut calls: mpsc::Receiver<(Vec<Candidate>, oneshot::Sender<Vec<Reply>>)>,
+    timeout: Duration,
+) {
+    let started = Instant::now();
+    let now_ms = || started.elapsed().as_millis() as u64;
+    let me = coordinator.id();
+    let (answers, mut answered) = mpsc::channel::<(EndorserId, EndorserMessage<RefusalCode>)>(ANSWERS_QUEUED_MAX);
+    let mut waiting = Waiting {
+        next_ticket: 0,
+        next_request: 0,
+        tickets: HashMap::new(),
+        requests: HashMap::new(),
+    };
+    loop {
+        let round = Round::take(&mut coordinator);
+        for (ticket, reply) in round.replies {
+            waiting.answer(ticket, reply);
+        }
+        for report in round.reports {
+            tracing::debug!(?report, "endorsement coordinator");
+        }
+        for (to, message) in round.sends {
+            let (Some(link), answers) = (links.get(&to).cloned(), answers.clone()) else {
+                continue;
+            };
+            tokio::spawn(async move {
+                if let Some(answer) = link.call(me, message, timeout).await {
+                    let _ = answers.send((to, answer)).await;
+                }
+            });
+        }
+        let wake = coordinator.poll_timeout().map_or(Duration::from_secs(3600), |at| {
+            Duration::from_millis(at.saturating_sub(now_ms()))
+        });
+        tokio::select! {
+            call = calls.recv() => {
+                let Some((candidates, reply)) = call else { return };
+                let request = waiting.next_request;
+                waiting.next_request += 1;
+                let count = candidates.len();
+                waiting.requests.insert(request, Pending { replies: vec![None; count], missing: count, to: reply });
+                for (position, item) in candidates.into_iter().enumerate() {
+                    let ticket = waiting.next_ticket;
+                    waiting.next_ticket += 1;
+                    waiting.tickets.insert(ticket, (request, position));
+                    coordinator.handle(now_ms(), CoordinatorInput::Submit { ticket, item });
+                }
+                if count == 0 {
+                    waiting.finish(request);
+                }
+            }
+            Some((from, message)) = answered.recv() => {
+                coordinator.handle(now_ms(), CoordinatorInput::FromEndorser { from, message });
+            }
+            () = tokio::time::sleep(wake) => {
+                if coordinator.poll_timeout().is_some_and(|at| at <= now_ms()) {
+                    coordinator.handle_timeout(now_ms());
+                }
+            }
+        }
+    }
+}
+
+/// Sentinel `name`'s endorser, from its share in the PKI directory.
+pub fn endorser_service(
+    topology: &Topology,
+    name: &str,
+    trusted: TrustedKeys,
+    compromised: bool,
+) -> Result<Arc<EndorserService>, EndorsingError> {
+    let keys = credentials::endorser_keys(topology, name)?;
+    Ok(Arc::new(EndorserService::new(keys, trusted, compromised)))
+}
