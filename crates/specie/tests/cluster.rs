@@ -275,3 +275,226 @@ fn leader_kills_partition_and_restart_lose_nothing() {
     specie(&["cluster", "up", "--dir", dir]);
     assert_eq!(digest(&sentinel), before, "a full restart changed the UHS");
 }
+
+/// Each transaction's result object (`status`, `code`, …) as a sentinel answers its submission.
+fn submit_results(sentinel: &str, txs: &[specie_transaction::SpecieTransaction]) -> Vec<serde_json::Value> {
+    use specie_codec::Encode;
+    let hexes: Vec<String> = txs.iter().map(|tx| hex::encode(tx.encode())).collect();
+    let body: serde_json::Value = ureq::post(&format!("{sentinel}/v1/transactions"))
+        .timeout(Duration::from_secs(60))
+        .send_json(serde_json::json!({ "transactions": hexes }))
+        .expect("submit")
+        .into_json()
+        .expect("json");
+    body["results"].as_array().expect("results").clone()
+}
+
+/// A mint of `value` by an issuer the cluster does not trust: what a compromised sentinel would
+/// like committed.
+fn forged_mint(value: u64) -> specie_transaction::SpecieTransaction {
+    use specie_transaction::signing::NonceMode;
+    use specie_transaction::{witness_program_commitment, MintTransaction, Output, SpecieTransaction};
+    let stranger = secp256k1::Keypair::new_global(&mut rand::thread_rng());
+    let output = Output {
+        witness_program_commitment: witness_program_commitment(&specie_transaction::signing::xonly_bytes(&stranger)),
+        value,
+    };
+    SpecieTransaction::Mint(MintTransaction::new_signed(
+        rand::random(),
+        vec![output],
+        &stranger,
+        NonceMode::Randomized,
+    ))
+}
+
+/// Threshold endorsement in a real cluster (issue 12): three sentinels, any two of which must
+/// sign every transaction, one of them compromised (it validates nothing and endorses
+/// everything). Valid payments confirm through the compromised sentinel and through an honest
+/// one; a forged mint sent to the compromised one is refused by the other two (`not_endorsed`);
+/// the compromised sentinel's own submissions straight to the coordinators, without an
+/// endorsement or with one of another transaction, are refused; with an honest sentinel down,
+/// payments still confirm (two of three remain) and the forgery still gets nowhere. The UHS
+/// holds exactly what the valid payments made.
+#[test]
+fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() {
+    use cluster_harness::offline_devices::core_wallet;
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("cluster").to_str().unwrap().to_string();
+    let base = cluster_harness::free_ports(12).to_string();
+    let _down = cluster_harness::Down(dir.clone());
+    let up = || {
+        specie(&[
+            "cluster",
+            "up",
+            "--dir",
+            &dir,
+            "--base-port",
+            &base,
+            "--shard-groups",
+            "1",
+            "--replicas",
+            "1",
+            "--sentinels",
+            "3",
+            "--endorsement",
+            "2",
+        ])
+    };
+    up();
+    let file = Path::new(&dir).join("cluster.toml");
+    let mut topology = Topology::load(&file).unwrap();
+    let endorsement = topology
+        .endorsement
+        .clone()
+        .expect("cluster up --endorsement writes [endorsement]");
+    assert_eq!(endorsement.threshold, 2);
+    let urls: Vec<String> = topology
+        .sentinels
+        .iter()
+        .map(|s| format!("http://{}", s.http))
+        .collect();
+    let info: serde_json::Value = ureq::get(&format!("{}/v1/info", urls[1]))
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
+    assert_eq!(info["endorsement_group_key"], endorsement.group_key.as_str(), "{info}");
+
+    // The issuer's key goes into the cluster file; sentinel 0 comes back compromised.
+    let wallet = |name: &str| temp.path().join(name);
+    let (issuer, alice, bob) = (wallet("issuer.json"), wallet("alice.json"), wallet("bob.json"));
+    let created = core_wallet(&issuer, &["create", "--issuer", "--node", &urls[1]]);
+    let issuer_key = created
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("issuer public key: "))
+        .expect("the issuer's key")
+        .to_string();
+    specie(&["cluster", "down", "--dir", &dir]);
+    topology.issuers = vec![issuer_key];
+    std::fs::write(&file, topology.to_toml()).unwrap();
+    up();
+    cluster_harness::kill_9(&dir, "sentinel-0");
+    let log = std::fs::File::create(Path::new(&dir).join("logs").join("sentinel-0.compromised.log")).unwrap();
+    let compromised = Command::new(BIN)
+        .args([
+            "sentinel",
+            "--cluster",
+            file.to_str().unwrap(),
+            "--name",
+            "sentinel-0",
+            "--compromised",
+        ])
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    std::fs::write(
+        Path::new(&dir).join("pids").join("sentinel-0.pid"),
+        compromised.id().to_string(),
+    )
+    .unwrap();
+    let started = Instant::now();
+    while ureq::get(&format!("{}/v1/info", urls[0])).call().is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the compromised sentinel did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Valid payments: minted through an honest sentinel, paid on through the compromised one.
+    core_wallet(&alice, &["create", "--node", &urls[0]]);
+    core_wallet(&bob, &["create", "--node", &urls[2]]);
+    let address = |wallet: &Path| {
+        core_wallet(wallet, &["address"])
+            .trim()
+            .lines()
+            .last()
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let minted = core_wallet(&issuer, &["mint", "1000", "--to", &address(&alice)]);
+    let payment = minted
+        .lines()
+        .map(str::trim)
+        .rfind(|l| l.starts_with("specie-pay1"))
+        .unwrap()
+        .to_string();
+    core_wallet(&alice, &["import", &payment]);
+    core_wallet(&alice, &["send", &address(&bob), "100"]);
+    let before = digest(&urls[1]);
+
+    // The forgery, through the compromised sentinel: endorsers 2 and 3 refuse it.
+    let results = submit_results(&urls[0], &[forged_mint(1_000_000)]);
+    assert_eq!(results[0]["status"], "invalid", "{results:?}");
+    assert_eq!(results[0]["code"], "not_endorsed", "{results:?}");
+    // Through an honest sentinel it never leaves the front door.
+    let results = submit_results(&urls[1], &[forged_mint(1_000_000)]);
+    assert_eq!(results[0]["code"], "unknown_issuer", "{results:?}");
+    assert_eq!(digest(&urls[1]), before, "nothing was committed");
+
+    // The compromised sentinel submits to the coordinators itself, with its own credentials.
+    bypass_the_endorsers(&topology);
+    assert_eq!(digest(&urls[1]), before, "nothing was committed");
+
+    // An honest sentinel goes down: two of three remain, so payments confirm and forgeries fail.
+    cluster_harness::kill_9(&dir, "sentinel-2");
+    core_wallet(&alice, &["send", &address(&bob), "50"]);
+    let results = submit_results(&urls[0], &[forged_mint(1_000_000)]);
+    assert_ne!(results[0]["status"], "confirmed", "{results:?}");
+    let after = digest(&urls[1]);
+    assert_eq!(
+        after["count"].as_u64(),
+        before["count"].as_u64().map(|count| count + 1),
+        "one more payment (one id spent, change and payee created) and nothing else: {after}"
+    );
+    let spendable = |wallet: &Path| {
+        let text = core_wallet(wallet, &["balance"]);
+        let line = text
+            .lines()
+            .find(|l| l.trim().starts_with("spendable:"))
+            .unwrap()
+            .to_string();
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap()
+    };
+    assert_eq!(spendable(&alice), 850);
+}
+
+/// Sentinel 0's credentials (certificate and attestation key), used to submit a mint straight to
+/// the coordinators: without an endorsement, and with an endorsement of another transaction.
+fn bypass_the_endorsers(topology: &Topology) {
+    use specie_cluster::group_client::GroupClient;
+    use specie_cluster::protocol::{RoleRequest, Submission};
+    use specie_cluster::{credentials, GroupRole, Identity};
+    use specie_codec::Decode;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let transport = credentials::transport(topology, &Identity::sentinel("sentinel-0")).unwrap();
+    let key = credentials::attestation_key(topology, "sentinel-0").unwrap();
+    let group = &topology.coordinator_groups[0];
+    let coordinators = GroupClient::new(
+        GroupRole::Coordinator,
+        &group.name,
+        &group.replicas,
+        &specie_wire::WireLimits::default(),
+        &transport,
+    )
+    .unwrap();
+    let mint = forged_mint(1_000_000).compact();
+    // docs/endorsement-format.md's `single-endorsement-0`: a genuine endorsement, of another digest.
+    let other = hex::decode(
+        "01a43c0bf72b2cba376d14d7b9ececeefe7229fd9839286910c2c4bb9a1762b898f46d1e93639da316c795e9d5768c\
+         ec455469eea333bd6cecdcbbdb009fa4709b010000000000000000",
+    )
+    .unwrap();
+    let other = specie_endorsement::Endorsement::decode_exact(&other).unwrap();
+    for submission in [
+        Submission::attest(vec![mint.clone()], &key),
+        Submission::attest_endorsed(vec![(mint.clone(), other)], &key),
+    ] {
+        let answer =
+            runtime.block_on(coordinators.call_once(&RoleRequest::Submit(submission), Duration::from_secs(10)));
+        let shown = format!("{answer:?}");
+        assert!(shown.contains("refused") && shown.contains("endorse"), "{shown}");
+    }
+}
