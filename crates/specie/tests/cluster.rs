@@ -375,7 +375,7 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
     up();
     cluster_harness::kill_9(&dir, "sentinel-0");
     let log = std::fs::File::create(Path::new(&dir).join("logs").join("sentinel-0.compromised.log")).unwrap();
-    let compromised = Command::new(BIN)
+    let mut compromised = Command::new(BIN)
         .args([
             "sentinel",
             "--cluster",
@@ -459,6 +459,8 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
         line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap()
     };
     assert_eq!(spendable(&alice), 850);
+    specie(&["cluster", "down", "--dir", &dir]);
+    compromised.wait().unwrap();
 }
 
 /// Sentinel 0's credentials (certificate and attestation key), used to submit a mint straight to

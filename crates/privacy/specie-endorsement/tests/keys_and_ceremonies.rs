@@ -11,8 +11,8 @@ use rand::SeedableRng;
 use secp256k1::{schnorr, XOnlyPublicKey, SECP256K1};
 use specie_endorsement::frost;
 use specie_endorsement::{
-    deal, group_key, run_together, Ceremony, CeremonyError, CeremonyInput, CeremonyKind, CeremonyMessage,
-    CeremonyReport, EndorserId, EndorserKeys, MerkleTree, Threshold,
+    deal, group_key, run_together, Ceremony, CeremonyError, CeremonyInput, CeremonyKind, CeremonyReport, EndorserId,
+    EndorserKeys, MerkleTree, Threshold,
 };
 use specie_role::{Role, Round};
 
