@@ -153,6 +153,20 @@ pub struct Admission {
     pub endorsement: Option<Mutex<EndorsementVerifier>>,
 }
 
+/// Why a submission lacks the endorsements the cluster requires.
+#[derive(Debug, thiserror::Error)]
+pub enum EndorsementRefusal {
+    #[error("the cluster requires a threshold endorsement of every transaction")]
+    Missing,
+    #[error("transaction {index} ({txid}) is not endorsed: {source}")]
+    Invalid {
+        index: usize,
+        txid: specie_transaction::Txid,
+        #[source]
+        source: specie_endorsement::VerifyError,
+    },
+}
+
 /// Batches whose endorsement signature a coordinator remembers as verified.
 const ENDORSED_BATCHES_CACHED_MAX: usize = 1024;
 
@@ -180,7 +194,7 @@ impl Admission {
     /// Whether the transactions of `submission` carry the endorsements the cluster requires: one
     /// each, verifying over the transaction's attestation message (the digest the endorsers'
     /// batch tree commits to).
-    fn check_endorsements(&self, submission: &Submission) -> Result<(), String> {
+    fn check_endorsements(&self, submission: &Submission) -> Result<(), EndorsementRefusal> {
         let Some(verifier) = &self.endorsement else {
             return Ok(());
         };
@@ -188,12 +202,16 @@ impl Admission {
             return Ok(());
         }
         if submission.endorsements.len() != submission.txs.len() {
-            return Err("the cluster requires a threshold endorsement of every transaction".into());
+            return Err(EndorsementRefusal::Missing);
         }
         let mut verifier = verifier.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         for (index, (tx, endorsement)) in submission.txs.iter().zip(&submission.endorsements).enumerate() {
-            if let Err(error) = verifier.verify(endorsement, &tx.attestation_message()) {
-                return Err(format!("transaction {index} ({}) is not endorsed: {error}", tx.txid));
+            if let Err(source) = verifier.verify(endorsement, &tx.attestation_message()) {
+                return Err(EndorsementRefusal::Invalid {
+                    index,
+                    txid: tx.txid,
+                    source,
+                });
             }
         }
         Ok(())
