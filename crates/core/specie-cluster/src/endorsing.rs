@@ -14,7 +14,7 @@
 //! module only moves their messages. A sentinel's endorser is its own first signer: it is reached
 //! in-process, the others over the wire.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -48,10 +48,12 @@ pub type Reply = EndorseReply<RefusalCode>;
 
 /// An endorser's checks with the verdicts computed before it runs: a batch is validated on all
 /// cores (`specie_sentinel::validate_batch`, which also batches signature checks) outside the
-/// endorser's lock, and the endorser reads the verdicts by digest.
+/// endorser's lock, and the endorser takes the verdicts in the batch's order. A digest does not
+/// commit to a transaction's witnesses, so verdicts go by position, never by digest.
 struct PrevalidatedChecks {
-    verdicts: Arc<Mutex<HashMap<Hash, Result<(), RefusalCode>>>>,
-    /// For an item without a verdict (none: every batch is prevalidated).
+    /// Set and consumed under the endorser's lock, for the one `Sign` being handled.
+    verdicts: VecDeque<(Hash, Result<(), RefusalCode>)>,
+    /// For an item without its verdict (none: every batch is prevalidated).
     checks: SentinelChecks,
 }
 
@@ -66,15 +68,12 @@ impl Validator for PrevalidatedChecks {
     type Reason = RefusalCode;
 
     fn validate(&mut self, item: &Candidate) -> Result<(), RefusalCode> {
-        let known = self
-            .verdicts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&item.digest())
-            .cloned();
-        match known {
-            Some(verdict) => verdict,
-            None => self.checks.validate(item).map_err(|error| refusal_code(&error)),
+        match self.verdicts.pop_front() {
+            Some((digest, verdict)) if digest == item.digest() => verdict,
+            _ => {
+                self.verdicts.clear();
+                self.checks.validate(item).map_err(|error| refusal_code(&error))
+            }
         }
     }
 }
@@ -82,7 +81,6 @@ impl Validator for PrevalidatedChecks {
 /// A sentinel's endorser, shared by the connections of the sentinels that ask it to sign.
 pub struct EndorserService {
     endorser: Mutex<Endorser<PrevalidatedChecks>>,
-    verdicts: Arc<Mutex<HashMap<Hash, Result<(), RefusalCode>>>>,
     trusted: TrustedKeys,
     compromised: bool,
     started: Instant,
@@ -92,9 +90,8 @@ impl EndorserService {
     /// The endorser holding `keys`; `compromised` makes it sign whatever it is sent (fault
     /// tests and demonstrations of what fewer than k such sentinels can do).
     pub fn new(keys: EndorserKeys, trusted: TrustedKeys, compromised: bool) -> EndorserService {
-        let verdicts: Arc<Mutex<HashMap<Hash, Result<(), RefusalCode>>>> = Arc::default();
         let checks = PrevalidatedChecks {
-            verdicts: verdicts.clone(),
+            verdicts: VecDeque::new(),
             checks: SentinelChecks {
                 trusted: trusted.clone(),
                 compromised,
@@ -108,7 +105,6 @@ impl EndorserService {
         let endorser = Endorser::new(keys, checks, config, rand::random());
         EndorserService {
             endorser: Mutex::new(endorser),
-            verdicts,
             trusted,
             compromised,
             started: Instant::now(),
@@ -131,11 +127,13 @@ impl EndorserService {
         from: CoordinatorId,
         message: CoordinatorMessage<Candidate>,
     ) -> Option<EndorserMessage<RefusalCode>> {
-        if let CoordinatorMessage::Sign { items, .. } = &message {
-            let verdicts = self.prevalidate(items);
-            *self.verdicts.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = verdicts;
-        }
+        let verdicts = match &message {
+            CoordinatorMessage::Sign { items, .. } => self.prevalidate(items),
+            CoordinatorMessage::Commit { .. } => VecDeque::new(),
+        };
         let mut endorser = self.lock();
+        // Under the lock, so another coordinator's batch cannot slip its verdicts in between.
+        endorser.validator_mut().verdicts = verdicts;
         let now_ms = self.started.elapsed().as_millis() as u64;
         if endorser.poll_timeout().is_some_and(|at| at <= now_ms) {
             endorser.handle_timeout(now_ms);
@@ -145,14 +143,11 @@ impl EndorserService {
             .sends
             .into_iter()
             .find_map(|(to, message)| (to == from).then_some(message));
-        self.verdicts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
+        endorser.validator_mut().verdicts.clear();
         answer
     }
 
-    fn prevalidate(&self, items: &[Candidate]) -> HashMap<Hash, Result<(), RefusalCode>> {
+    fn prevalidate(&self, items: &[Candidate]) -> VecDeque<(Hash, Result<(), RefusalCode>)> {
         if self.compromised {
             return items.iter().map(|item| (item.digest(), Ok(()))).collect();
         }
@@ -500,4 +495,121 @@ pub fn endorser_service(
 ) -> Result<Arc<EndorserService>, EndorsingError> {
     let keys = credentials::endorser_keys(topology, name)?;
     Ok(Arc::new(EndorserService::new(keys, trusted, compromised)))
+}
+
+#[cfg(test)]
+mod tests {
+    use specie_endorsement::{deal, Threshold};
+    use specie_sentinel::IssuerKeys;
+    use specie_transaction::signing::{keypair_from_secret, xonly_bytes, NonceMode};
+    use specie_transaction::{MintTransaction, Output, SpecieTransaction};
+
+    use super::*;
+
+    /// Runs one coordinator against `endorsers` in memory until every submission is answered.
+    fn endorse(endorsers: &[(EndorserId, EndorserService)], candidates: Vec<Candidate>) -> Vec<Reply> {
+        let public = endorsers[0].1.lock().keys().public.clone();
+        let mut coordinator: Coordinator<Candidate, RefusalCode> =
+            Coordinator::new(7, public, CoordinatorConfig::default(), 1).unwrap();
+        coordinator.lead(0);
+        let count = candidates.len();
+        for (ticket, item) in candidates.into_iter().enumerate() {
+            coordinator.handle(
+                0,
+                CoordinatorInput::Submit {
+                    ticket: ticket as u64,
+                    item,
+                },
+            );
+        }
+        let mut replies = vec![None; count];
+        for now_ms in (0..100).map(|step| step * 10) {
+            if coordinator.poll_timeout().is_some_and(|at| at <= now_ms) {
+                coordinator.handle_timeout(now_ms);
+            }
+            let round = Round::take(&mut coordinator);
+            for (ticket, reply) in round.replies {
+                replies[ticket as usize] = Some(reply);
+            }
+            for (to, message) in round.sends {
+                let (_, service) = endorsers.iter().find(|(id, _)| *id == to).unwrap();
+                if let Some(answer) = service.handle(7, message) {
+                    coordinator.handle(
+                        now_ms,
+                        CoordinatorInput::FromEndorser {
+                            from: to,
+                            message: answer,
+                        },
+                    );
+                }
+            }
+            if replies.iter().all(Option::is_some) {
+                break;
+            }
+        }
+        replies
+            .into_iter()
+            .map(|r| r.expect("every submission answered"))
+            .collect()
+    }
+
+    /// A 2-of-2 group whose endorser 1 is compromised or not, and a valid mint and its twin with
+    /// a broken issuer signature: the same digest (a digest does not cover signatures).
+    fn group_and_mints(compromised: bool) -> (Vec<(EndorserId, EndorserService)>, Candidate, Candidate) {
+        let issuer = keypair_from_secret(&[3; 32]).unwrap();
+        let issuers = IssuerKeys::from_hex(&[hex::encode(xonly_bytes(&issuer))]).unwrap();
+        let trusted = TrustedKeys::new(issuers, None);
+        let (keys, _) = deal(Threshold::new(2, 2).unwrap(), 5).unwrap();
+        let endorsers = keys
+            .into_iter()
+            .map(|(id, keys)| {
+                (
+                    id,
+                    EndorserService::new(keys, trusted.clone(), compromised && id.0 == 1),
+                )
+            })
+            .collect();
+        let output = Output {
+            witness_program_commitment: [9; 32],
+            value: 50,
+        };
+        let mint = MintTransaction::new_signed([1; 32], vec![output], &issuer, NonceMode::Deterministic);
+        let mut forged = mint.clone();
+        forged.issuer_signature[0] ^= 1;
+        let (valid, forged) = (
+            Candidate::new(SpecieTransaction::Mint(mint)),
+            Candidate::new(SpecieTransaction::Mint(forged)),
+        );
+        assert_eq!(valid.digest(), forged.digest());
+        (endorsers, valid, forged)
+    }
+
+    #[test]
+    fn each_transaction_gets_its_own_verdict_even_beside_a_twin_with_the_same_digest() {
+        let (endorsers, valid, forged) = group_and_mints(false);
+        let replies = endorse(&endorsers, vec![valid.clone(), forged.clone()]);
+        assert!(
+            matches!(&replies[0], EndorseReply::Endorsed(e) if e.verify(&endorsers[0].1.lock().keys().group_key(), &valid.digest()).is_ok()),
+            "{replies:?}"
+        );
+        assert!(
+            matches!(&replies[1], EndorseReply::Refused { reasons } if reasons.iter().all(|(_, code)| code.as_str() == "invalid_issuer_signature")),
+            "{replies:?}"
+        );
+        // The forgery first, then the valid one: still each its own verdict.
+        let replies = endorse(&endorsers, vec![forged, valid]);
+        assert!(matches!(replies[0], EndorseReply::Refused { .. }), "{replies:?}");
+        assert!(matches!(replies[1], EndorseReply::Endorsed(_)), "{replies:?}");
+    }
+
+    #[test]
+    fn a_compromised_endorser_alone_cannot_endorse_a_forgery() {
+        let (endorsers, valid, forged) = group_and_mints(true);
+        let replies = endorse(&endorsers, vec![forged, valid]);
+        assert!(
+            matches!(replies[0], EndorseReply::Refused { .. } | EndorseReply::Failed),
+            "{replies:?}"
+        );
+        assert!(matches!(replies[1], EndorseReply::Endorsed(_)), "{replies:?}");
+    }
 }

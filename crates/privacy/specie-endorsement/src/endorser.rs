@@ -103,6 +103,12 @@ impl<V: Validator> Endorser<V> {
         }
     }
 
+    /// The validator, for a host that hands it what it needs before each input (verdicts
+    /// computed in parallel, say).
+    pub fn validator_mut(&mut self) -> &mut V {
+        &mut self.validator
+    }
+
     pub fn keys(&self) -> &EndorserKeys {
         &self.keys
     }
