@@ -14,6 +14,7 @@
 //! as seeds from the host; nothing here reads a clock, a socket or a file.
 
 pub mod ceremony;
+pub mod ceremony_wire;
 pub mod coordinator;
 pub mod endorser;
 pub mod format;
@@ -24,6 +25,10 @@ pub mod wire;
 
 pub use ceremony::{
     run_together, Ceremony, CeremonyError, CeremonyInput, CeremonyKind, CeremonyMessage, CeremonyReport, Confirmation,
+};
+pub use ceremony_wire::{
+    round1_package_bytes_max, CEREMONY_VERSION, CONFIRMATION_BYTES, PROOF_OF_KNOWLEDGE_BYTES, ROUND1_PACKAGE_BYTES_MAX,
+    ROUND2_PACKAGE_BYTES,
 };
 pub use coordinator::{Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorReport, EndorseReply};
 pub use endorser::{Endorser, EndorserConfig, EndorserInput, EndorserReport};

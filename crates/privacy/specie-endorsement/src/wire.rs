@@ -46,7 +46,7 @@ pub const BATCH_MESSAGE_BYTES: usize = 32;
 const VARINT_U16_BYTES_MAX: usize = 3;
 /// postcard prefixes maps and byte strings with a variable-length count, one byte below 128:
 /// at most [`ENDORSERS_MAX`] (64) signers and a 32-byte message stay below it.
-const SHORT_COUNT_BYTES: usize = 1;
+pub(crate) const SHORT_COUNT_BYTES: usize = 1;
 
 /// FROST's serialization of a `KeyPackage`: header, identifier, signing share, verifying share,
 /// group verifying key, `min_signers` (138 bytes at most).
@@ -224,7 +224,7 @@ impl Decode for RefusalCode {
 
 /// Reads a length-prefixed FROST serialization of at most `bytes_max` bytes and refuses it
 /// unless FROST serializes what it decoded to exactly those bytes.
-fn read_frost<T>(
+pub(crate) fn read_frost<T>(
     reader: &mut Reader<'_>,
     what: &'static str,
     bytes_max: usize,
@@ -232,6 +232,16 @@ fn read_frost<T>(
     serialize: impl FnOnce(&T) -> Result<Vec<u8>, frost::Error>,
 ) -> Result<T, DecodeError> {
     let bytes = reader.read_byte_vec(what, bytes_max as u64)?;
+    frost_canonical(bytes, what, deserialize, serialize)
+}
+
+/// FROST's value of `bytes`, refused unless FROST serializes it back to exactly `bytes`.
+pub(crate) fn frost_canonical<T>(
+    bytes: &[u8],
+    what: &'static str,
+    deserialize: impl FnOnce(&[u8]) -> Result<T, frost::Error>,
+    serialize: impl FnOnce(&T) -> Result<Vec<u8>, frost::Error>,
+) -> Result<T, DecodeError> {
     let value = deserialize(bytes).map_err(|error| DecodeError::Invalid {
         what,
         reason: error.to_string(),
