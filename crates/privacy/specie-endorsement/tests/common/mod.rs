@@ -2,6 +2,7 @@
 //! seeded network that runs a coordinator with endorsers, dropping and garbling messages.
 #![allow(dead_code)]
 
+pub mod ceremony_run;
 pub mod wire_run;
 
 use std::collections::BTreeMap;
