@@ -2,18 +2,20 @@
 //! group, seeded FROST nonces) and compared with the document line by line; each endorsement in
 //! the document is also decoded, re-encoded and verified on its own, and each invalid encoding
 //! refused with the documented error. The `wire-*` vectors (§7) come from a deterministic run of
-//! the roles (`common::wire_run`) and are decoded and re-encoded too.
+//! the roles (`common::wire_run`) and are decoded and re-encoded too; the `ceremony-*` vectors
+//! come from a deterministic key generation (`common::ceremony_run`).
 //! `ENDORSEMENT_VECTORS_PRINT=1` prints the blocks to paste.
 
 mod common;
 
+use common::ceremony_run::{generate as generate_keys, is_confirm, is_round1, is_round2};
 use common::frost_sign;
 use common::wire_run::{wire_digest, wire_run};
 use sha2::{Digest, Sha256};
 use specie_codec::{Decode, DecodeError, Encode};
 use specie_endorsement::{
-    deal, group_key, CoordinatorMessage, Endorsement, EndorserId, EndorserMessage, GroupKey, MerkleTree, RefusalCode,
-    Threshold,
+    deal, group_key, CeremonyMessage, CoordinatorMessage, Endorsement, EndorserId, EndorserMessage, GroupKey,
+    MerkleTree, RefusalCode, Threshold,
 };
 
 const DOC: &str = include_str!("../../../../docs/endorsement-format.md");
@@ -76,7 +78,9 @@ fn the_documented_vectors_are_what_the_code_makes() {
     }
     let documented: Vec<_> = documented()
         .into_iter()
-        .filter(|(name, _)| !name.starts_with("invalid-") && !name.starts_with("wire-"))
+        .filter(|(name, _)| {
+            !name.starts_with("invalid-") && !name.starts_with("wire-") && !name.starts_with("ceremony-")
+        })
         .collect();
     assert_eq!(
         documented, generated,
@@ -190,6 +194,46 @@ fn the_documented_wire_vectors_are_what_the_roles_send() {
             }
             _ => continue,
         };
+        assert_eq!(again, bytes, "{name} re-encodes to itself");
+    }
+}
+
+/// The ceremony scenario: a 2-of-3 key generation, participant `id` seeded with `[id; 32]`
+/// (rand 0.8's `StdRng`), messages delivered in the order sent. The messages are endorser 1's
+/// round-1 broadcast, its round-2 share for endorser 2, and its confirmation.
+fn generate_ceremony() -> Vec<(String, String)> {
+    let run = generate_keys(Threshold::new(2, 3).unwrap(), 0);
+    let group_key = run.keys[&EndorserId(1)].group_key();
+    [
+        ("ceremony-group-key", group_key.0.to_vec()),
+        ("ceremony-round1", run.message(1, 2, is_round1).encode()),
+        ("ceremony-round2", run.message(1, 2, is_round2).encode()),
+        ("ceremony-confirm", run.message(1, 2, is_confirm).encode()),
+    ]
+    .into_iter()
+    .map(|(name, bytes)| (name.to_string(), hex::encode(bytes)))
+    .collect()
+}
+
+#[test]
+fn the_documented_ceremony_vectors_are_what_a_key_generation_sends() {
+    let generated = generate_ceremony();
+    if std::env::var("ENDORSEMENT_VECTORS_PRINT").is_ok() {
+        for (name, value) in &generated {
+            println!("{name} = {value}");
+        }
+    }
+    let documented: Vec<_> = documented()
+        .into_iter()
+        .filter(|(name, _)| name.starts_with("ceremony-"))
+        .collect();
+    assert_eq!(
+        documented, generated,
+        "docs/endorsement-format.md's ceremony vectors and the code disagree"
+    );
+    for (name, value) in documented.iter().filter(|(name, _)| name != "ceremony-group-key") {
+        let bytes = hex::decode(value).unwrap();
+        let again = CeremonyMessage::decode_exact(&bytes).unwrap().encode();
         assert_eq!(again, bytes, "{name} re-encodes to itself");
     }
 }
