@@ -92,10 +92,11 @@ pub struct UpArgs {
     pub exchange_assets: Vec<String>,
     /// Make the sentinels a threshold group of endorsers: a transaction reaches the core only
     /// with one FROST signature of K of them, each having validated it (so one compromised
-    /// sentinel cannot have anything committed). Their key shares are made in DIR/pki by a
-    /// distributed key generation run there; coordinators verify every endorsement under the
-    /// group key the cluster file lists. Needs 1 ≤ K ≤ --sentinels; e.g. --sentinels 3
-    /// --endorsement 2.
+    /// sentinel cannot have anything committed). The sentinels make their key shares among
+    /// themselves at first start (FROST's distributed key generation over mutual TLS; each keeps
+    /// its share in DIR/data/SENTINEL/endorser.key), and `up` writes the group key they agree on
+    /// into the cluster file before it starts the coordinators, which verify every endorsement
+    /// under it. Needs 1 ≤ K ≤ --sentinels; e.g. --sentinels 3 --endorsement 2.
     #[arg(long, value_name = "K")]
     pub endorsement: Option<u16>,
 }

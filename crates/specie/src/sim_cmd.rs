@@ -21,7 +21,8 @@ use specie_sim::{
 /// transactions, deposits handed in twice); and the atomizer (blocks ordered from shards'
 /// attestations, stale attestations, double spends and replayed mints, atomizer and shard
 /// crashes); and privacy (threshold endorsement with compromised endorsers over a lossy network,
-/// forgeries refused; the ledger of record reconciled by the UHS after crashes). `--world` runs
+/// forgeries refused; the endorsers' key generation with messages resent, duplicated and
+/// reordered, an equivocator caught; the ledger of record reconciled by the UHS after crashes). `--world` runs
 /// one of them. Invariants are checked as the run goes and once it settles; a failing seed replays exactly
 /// with `--seed N`.
 #[derive(Args, Debug)]
@@ -326,7 +327,7 @@ fn privacy_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
     totals.forgeries_refused += r.forged_refused;
     totals.ledger_reconciled += r.reconciled;
     Ok(format!(
-        "privacy: {}-of-{} endorsers ({} compromised), {} endorsed, {} forgeries refused, {} failed and submitted again once healed, {} endorser restarts; ledger of record: {} committed, {} refused, {} lost in a crash, {} blocks, {} crashes, {} records reconciled by the UHS, {}",
+        "privacy: {}-of-{} endorsers ({} compromised), {} endorsed, {} forgeries refused, {} failed and submitted again once healed, {} endorser restarts; key generation: {}; ledger of record: {} committed, {} refused, {} lost in a crash, {} blocks, {} crashes, {} records reconciled by the UHS, {}",
         options.threshold,
         options.endorsers,
         options.compromised,
@@ -334,6 +335,11 @@ fn privacy_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
         r.forged_refused,
         r.resubmitted,
         r.endorser_restarts,
+        if r.ceremonies_caught_equivocating > 0 {
+            "an equivocator caught, no honest share made"
+        } else {
+            "one key, every share made, k of them sign"
+        },
         r.committed,
         r.refused,
         r.lost_in_crash,

@@ -307,8 +307,9 @@ fn forged_mint(value: u64) -> specie_transaction::SpecieTransaction {
     ))
 }
 
-/// Threshold endorsement in a real cluster (issue 12): three sentinels, any two of which must
-/// sign every transaction, one of them compromised (it validates nothing and endorses
+/// Threshold endorsement in a real cluster (issue 12): three sentinels, which make their key
+/// shares among themselves at first start, any two of which must sign every transaction, one of
+/// them compromised (it validates nothing and endorses
 /// everything). Valid payments confirm through the compromised sentinel and through an honest
 /// one; a forged mint sent to the compromised one is refused by the other two (`not_endorsed`);
 /// the compromised sentinel's own submissions straight to the coordinators, without an
@@ -348,17 +349,30 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
         .clone()
         .expect("cluster up --endorsement writes [endorsement]");
     assert_eq!(endorsement.threshold, 2);
+    let group_key = endorsement.group_key.expect("the group key the sentinels made");
     let urls: Vec<String> = topology
         .sentinels
         .iter()
         .map(|s| format!("http://{}", s.http))
         .collect();
-    let info: serde_json::Value = ureq::get(&format!("{}/v1/info", urls[1]))
-        .call()
-        .unwrap()
-        .into_json()
-        .unwrap();
-    assert_eq!(info["endorsement_group_key"], endorsement.group_key.as_str(), "{info}");
+    for url in &urls {
+        let info: serde_json::Value = ureq::get(&format!("{url}/v1/info"))
+            .call()
+            .unwrap()
+            .into_json()
+            .unwrap();
+        assert_eq!(info["endorsement_group_key"], group_key.as_str(), "{info}");
+    }
+    // Each sentinel made its own share (the distributed key generation); no tool of the
+    // operator holds one.
+    for sentinel in &topology.sentinels {
+        let share = Path::new(&dir).join("data").join(&sentinel.name).join("endorser.key");
+        assert!(share.exists(), "{}", share.display());
+    }
+    let pki = std::fs::read_dir(Path::new(&dir).join("pki")).unwrap();
+    assert!(pki
+        .flatten()
+        .all(|f| !f.file_name().to_string_lossy().contains("endorser")));
 
     // The issuer's key goes into the cluster file; sentinel 0 comes back compromised.
     let wallet = |name: &str| temp.path().join(name);

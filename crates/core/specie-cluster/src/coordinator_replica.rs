@@ -149,8 +149,18 @@ pub struct Admission {
     /// Whose attestation: the sending sentinel's key.
     pub sentinel_keys: SentinelKeys,
     /// Whether every transaction needs the sentinels' threshold endorsement, and under which
-    /// group key (verified batches cached, so one signature check per batch).
-    pub endorsement: Option<Mutex<EndorsementVerifier>>,
+    /// group key.
+    pub endorsement: EndorsementGate,
+}
+
+/// What a coordinator requires of a submission's endorsements.
+pub enum EndorsementGate {
+    NotRequired,
+    /// Required, but the cluster file names no group key yet (the sentinels' ceremony has not
+    /// finished): nothing passes.
+    Unknown,
+    /// Verified under the group key, verified batches cached (one signature check per batch).
+    Verify(Mutex<EndorsementVerifier>),
 }
 
 /// Why a submission lacks the endorsements the cluster requires.
@@ -158,6 +168,8 @@ pub struct Admission {
 pub enum EndorsementRefusal {
     #[error("the cluster requires a threshold endorsement of every transaction")]
     Missing,
+    #[error("the cluster file names no endorsement group key yet: the sentinels' key generation has not finished")]
+    NoGroupKey,
     #[error("transaction {index} ({txid}) is not endorsed: {source}")]
     Invalid {
         index: usize,
@@ -175,16 +187,22 @@ impl Admission {
     pub fn attested(sentinel_keys: SentinelKeys) -> Admission {
         Admission {
             sentinel_keys,
-            endorsement: None,
+            endorsement: EndorsementGate::NotRequired,
         }
     }
 
     /// Attestation and, when the topology says so, threshold endorsement.
     pub fn of(topology: &Topology) -> Admission {
-        let endorsement = (topology.endorsement.as_ref())
-            .and_then(EndorsementConfig::group_key)
-            .and_then(|key| EndorsementVerifier::new(&key, ENDORSED_BATCHES_CACHED_MAX).ok())
-            .map(Mutex::new);
+        let verifier = |config: &EndorsementConfig| {
+            let key = config.group_key()?;
+            EndorsementVerifier::new(&key, ENDORSED_BATCHES_CACHED_MAX).ok()
+        };
+        let endorsement = match &topology.endorsement {
+            None => EndorsementGate::NotRequired,
+            Some(config) => {
+                verifier(config).map_or(EndorsementGate::Unknown, |v| EndorsementGate::Verify(Mutex::new(v)))
+            }
+        };
         Admission {
             sentinel_keys: topology.sentinel_keys(),
             endorsement,
@@ -195,12 +213,14 @@ impl Admission {
     /// each, verifying over the transaction's attestation message (the digest the endorsers'
     /// batch tree commits to).
     fn check_endorsements(&self, submission: &Submission) -> Result<(), EndorsementRefusal> {
-        let Some(verifier) = &self.endorsement else {
-            return Ok(());
-        };
         if submission.txs.is_empty() {
             return Ok(());
         }
+        let verifier = match &self.endorsement {
+            EndorsementGate::NotRequired => return Ok(()),
+            EndorsementGate::Unknown => return Err(EndorsementRefusal::NoGroupKey),
+            EndorsementGate::Verify(verifier) => verifier,
+        };
         if submission.endorsements.len() != submission.txs.len() {
             return Err(EndorsementRefusal::Missing);
         }

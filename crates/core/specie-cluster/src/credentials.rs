@@ -71,8 +71,6 @@ pub enum CredentialsError {
         group_key: String,
         listed: String,
     },
-    #[error("the sentinels' key generation ceremony failed: {0}")]
-    EndorserCeremony(String),
     #[error("the cluster file has no [endorsement] section, or no sentinel named '{sentinel}'")]
     NotAnEndorser { sentinel: String },
     #[error("cannot generate the cluster CA: {0}")]
@@ -127,9 +125,10 @@ pub fn attestation_key_path(pki_dir: &Path, sentinel: &str) -> PathBuf {
     pki_dir.join(format!("{}.attestation.key", Identity::sentinel(sentinel).file_stem()))
 }
 
-/// Where sentinel `sentinel`'s share of the endorsement group key is.
-pub fn endorser_keys_path(pki_dir: &Path, sentinel: &str) -> PathBuf {
-    pki_dir.join(format!("{}.endorser.key", Identity::sentinel(sentinel).file_stem()))
+/// Where sentinel `sentinel` keeps its share of the endorsement group key: its own data, made
+/// by the ceremony it ran with the other sentinels, never by the operator's tools.
+pub fn endorser_keys_path(topology: &Topology, sentinel: &str) -> PathBuf {
+    topology.data_dir.join(sentinel).join("endorser.key")
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, CredentialsError> {
@@ -323,40 +322,14 @@ pub fn create_attestation_key(pki_dir: &Path, name: &str) -> Result<String, Cred
     Ok(hex::encode(xonly_bytes(&keypair)))
 }
 
-/// Generates the endorsement group of `sentinels` (in cluster order; sentinel `i` is endorser
-/// `i + 1`) with FROST's distributed key generation, its participants run together in this
-/// process (`specie_endorsement::run_together`, as the PKI is made in one place), and writes each
-/// sentinel's share to the PKI directory; returns the group key in hex, for `[endorsement]`.
-pub fn create_endorser_keys(pki_dir: &Path, sentinels: &[String], threshold: u16) -> Result<String, CredentialsError> {
-    use specie_endorsement::{Ceremony, CeremonyKind, Threshold};
-    create_private_dir(pki_dir)?;
-    let ceremony_failed = CredentialsError::EndorserCeremony;
-    let n = u16::try_from(sentinels.len()).map_err(|_| ceremony_failed("too many sentinels".into()))?;
-    let group = Threshold::new(threshold, n).map_err(|error| ceremony_failed(error.to_string()))?;
-    const ROUND_TIMEOUT_MS: u64 = 60_000;
-    let participants = group
-        .endorsers()
-        .map(|id| {
-            (
-                id,
-                Ceremony::new(id, group, CeremonyKind::Generate, ROUND_TIMEOUT_MS, rand::random()),
-            )
-        })
-        .collect();
-    let mut group_key = None;
-    for (id, outcome) in specie_endorsement::run_together(participants) {
-        let keys = outcome.map_err(|error| ceremony_failed(format!("endorser {}: {error}", id.0)))?;
-        let sentinel = &sentinels[usize::from(id.0 - 1)];
-        write_secret(&endorser_keys_path(pki_dir, sentinel), &hex::encode(keys.encode()))?;
-        group_key = Some(keys.group_key());
-    }
-    let missing = || ceremony_failed("no participant finished".into());
-    Ok(hex::encode(group_key.ok_or_else(missing)?.0))
-}
-
-/// Sentinel `name`'s share of the endorsement group key, checked against the cluster file: it
-/// is the share of endorser `index + 1` (the sentinel's place in the list) of the listed key.
-pub fn endorser_keys(topology: &Topology, name: &str) -> Result<specie_endorsement::EndorserKeys, CredentialsError> {
+/// Sentinel `name`'s share of the endorsement group key, if its ceremony made one; checked
+/// against the cluster file: the share of endorser `index + 1` (the sentinel's place in the
+/// list), of a group of the listed threshold and size, and of the listed group key once there is
+/// one.
+pub fn endorser_keys(
+    topology: &Topology,
+    name: &str,
+) -> Result<Option<specie_endorsement::EndorserKeys>, CredentialsError> {
     let not_an_endorser = || CredentialsError::NotAnEndorser {
         sentinel: name.to_string(),
     };
@@ -366,7 +339,10 @@ pub fn endorser_keys(topology: &Topology, name: &str) -> Result<specie_endorseme
         .iter()
         .position(|s| s.name == name)
         .ok_or_else(not_an_endorser)?;
-    let path = endorser_keys_path(&topology.pki_dir, name);
+    let path = endorser_keys_path(topology, name);
+    if !path.exists() {
+        return Ok(None);
+    }
     let text = read_text(&path)?;
     let bad = |reason: String| CredentialsError::BadEndorserKeys {
         path: path.clone(),
@@ -376,17 +352,48 @@ pub fn endorser_keys(topology: &Topology, name: &str) -> Result<specie_endorseme
     let keys = specie_endorsement::EndorserKeys::decode_exact(&bytes).map_err(|error| bad(error.to_string()))?;
     let expected = u16::try_from(index + 1).unwrap_or(u16::MAX);
     let found_key = hex::encode(keys.group_key().0);
-    if keys.id.0 != expected || found_key != config.group_key.to_ascii_lowercase() {
+    let listed = config.group_key.as_ref().map(|key| key.to_ascii_lowercase());
+    let threshold = config.threshold(topology.sentinels.len());
+    let signers = keys.public.min_signers().as_ref().copied();
+    let group_size = keys.public.verifying_shares().len();
+    let same_group = threshold.is_some_and(|t| Some(t.k) == signers && usize::from(t.n) == group_size);
+    if keys.id.0 != expected || listed.as_ref().is_some_and(|key| *key != found_key) || !same_group {
         return Err(CredentialsError::EndorserKeysMismatch {
             path,
             sentinel: name.to_string(),
             found: keys.id.0,
             expected,
             group_key: found_key,
-            listed: config.group_key.clone(),
+            listed: listed.unwrap_or_else(|| "(none yet)".into()),
         });
     }
-    Ok(keys)
+    Ok(Some(keys))
+}
+
+/// Keeps sentinel `name`'s share (mode 0600, written whole and synced before it is renamed
+/// into place, so a crash leaves the old state or the new one). Never replaces a share.
+pub fn save_endorser_keys(
+    topology: &Topology,
+    name: &str,
+    keys: &specie_endorsement::EndorserKeys,
+) -> Result<(), CredentialsError> {
+    let path = endorser_keys_path(topology, name);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    create_private_dir(dir)?;
+    let temporary = path.with_extension("key.new");
+    let _ = std::fs::remove_file(&temporary);
+    write_secret(&temporary, &hex::encode(keys.encode()))?;
+    if path.exists() {
+        return Err(CredentialsError::Io {
+            action: "keep (a share is there already)",
+            path,
+            source: std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+        });
+    }
+    std::fs::rename(&temporary, &path).map_err(io_error("rename into place", &path))?;
+    std::fs::File::open(dir)
+        .and_then(|dir| dir.sync_all())
+        .map_err(io_error("sync", dir))
 }
 
 /// Makes every credential the topology needs that does not exist yet: the CA (unless the

@@ -15,14 +15,14 @@
 //! in-process, the others over the wire.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use specie_codec::Encode;
 use specie_endorsement::{
-    BatchItem, Coordinator, CoordinatorConfig, CoordinatorId, CoordinatorInput, CoordinatorMessage, EndorseReply,
-    Endorser, EndorserConfig, EndorserId, EndorserInput, EndorserKeys, EndorserMessage, GroupKey, Hash, RefusalCode,
-    Validator,
+    BatchItem, Ceremony, CeremonyInput, CeremonyKind, CeremonyMessage, CeremonyReport, Coordinator, CoordinatorConfig,
+    CoordinatorId, CoordinatorInput, CoordinatorMessage, EndorseReply, Endorser, EndorserConfig, EndorserId,
+    EndorserInput, EndorserKeys, EndorserMessage, GroupKey, Hash, RefusalCode, Validator,
 };
 use specie_role::{Role, Round, Ticket};
 use specie_sentinel::endorsement::{Candidate, SentinelChecks};
@@ -33,7 +33,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::credentials::{self, CredentialsError};
 use crate::host::{wait_for_stop_signal, wire_limits};
 use crate::identity::{authorize, Identity};
-use crate::protocol::{tag, RoleRequest, RoleResponse};
+use crate::protocol::{RoleRequest, RoleResponse};
 use crate::topology::Topology;
 
 /// Endorsement requests waiting for a sentinel's coordinator; beyond this submitters wait.
@@ -168,20 +168,71 @@ fn endorser_number(topology: &Topology, sentinel: &str) -> Option<u16> {
     u16::try_from(index + 1).ok()
 }
 
-/// Serves `service` to the other sentinels on `address` until the process is told to stop. Only
-/// members of the cluster are admitted, and only a sentinel's `endorse` request is served;
-/// which coordinator asks is the sender's certificate.
+/// What a sentinel serves the other sentinels: its endorser once it holds a share, and its key
+/// generation ceremony while it runs one.
+#[derive(Default)]
+pub struct EndorserServer {
+    service: OnceLock<Arc<EndorserService>>,
+    ceremony: Mutex<Option<mpsc::Sender<(EndorserId, CeremonyMessage)>>>,
+}
+
+impl EndorserServer {
+    /// Endorses from now on with `service`.
+    pub fn serve(&self, service: Arc<EndorserService>) {
+        let _ = self.service.set(service);
+    }
+
+    /// Passes the other sentinels' ceremony messages to the receiver returned, for
+    /// [`generate_keys`]. Called before the server starts, so that no early message is taken and
+    /// lost (a sender stops resending what was taken).
+    pub fn open_ceremony(&self) -> CeremonyInbox {
+        let (sender, inbox) = mpsc::channel(CEREMONY_INBOX_MAX);
+        *self.ceremony.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sender);
+        CeremonyInbox(inbox)
+    }
+
+    async fn answer(&self, from: EndorserId, request: RoleRequest) -> Result<RoleResponse, String> {
+        match request {
+            RoleRequest::Endorse(message) => {
+                let service = self.service.get().cloned().ok_or("this endorser holds no share yet")?;
+                let answer = tokio::task::spawn_blocking(move || service.handle(u32::from(from.0), *message))
+                    .await
+                    .map_err(|_| "the endorser stopped".to_string())?
+                    .ok_or_else(|| "the endorser had no answer".to_string())?;
+                Ok(RoleResponse::Endorser(Box::new(answer)))
+            }
+            RoleRequest::Ceremony(message) => {
+                let ceremony = self
+                    .ceremony
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone();
+                // Taken whether or not a ceremony still runs here: a finished one needs nothing more,
+                // and the sender stops resending.
+                if let Some(ceremony) = ceremony {
+                    let _ = ceremony.send((from, *message)).await;
+                }
+                Ok(RoleResponse::Taken)
+            }
+            other => Err(format!("an endorser does not serve {}", other.kind())),
+        }
+    }
+}
+
+/// Serves `server` to the other sentinels on `address` until the process is told to stop. Only
+/// members of the cluster are admitted, and only a sentinel's `endorse` and `ceremony` requests
+/// are served; which sentinel asks is the sender's certificate.
 pub async fn serve_endorser(
     topology: Topology,
     me: Identity,
     address: std::net::SocketAddr,
-    service: Arc<EndorserService>,
+    server: Arc<EndorserServer>,
 ) -> Result<(), std::io::Error> {
     let transport = credentials::transport(&topology, &me).map_err(std::io::Error::other)?;
     let limits = wire_limits(&topology);
     let listener = tokio::net::TcpListener::bind(address).await?;
     let counters: Arc<ServerCounters> = Arc::default();
-    let admit = admit_sentinels(Arc::new(topology), Arc::new(me), service, counters.clone());
+    let admit = admit_sentinels(Arc::new(topology), Arc::new(me), server, counters.clone());
     let setup = ServerSetup {
         limits,
         transport,
@@ -198,7 +249,7 @@ pub async fn serve_endorser(
 fn admit_sentinels(
     topology: Arc<Topology>,
     me: Arc<Identity>,
-    service: Arc<EndorserService>,
+    server: Arc<EndorserServer>,
     counters: Arc<ServerCounters>,
 ) -> Admit {
     Arc::new(move |peer: &Peer| {
@@ -209,14 +260,15 @@ fn admit_sentinels(
         let Identity::Sentinel { name: sentinel } = &caller else {
             return Err(format!("{caller} is not a sentinel"));
         };
-        let from =
-            endorser_number(&topology, sentinel).ok_or_else(|| format!("{caller} is not a member of this cluster"))?;
-        let (topology, me, service, counters) = (topology.clone(), me.clone(), service.clone(), counters.clone());
+        let from = endorser_number(&topology, sentinel)
+            .map(EndorserId)
+            .ok_or_else(|| format!("{caller} is not a member of this cluster"))?;
+        let (topology, me, server, counters) = (topology.clone(), me.clone(), server.clone(), counters.clone());
         Ok(handler_fn(move |bytes: Vec<u8>| {
-            let (topology, me, service, counters, caller) = (
+            let (topology, me, server, counters, caller) = (
                 topology.clone(),
                 me.clone(),
-                service.clone(),
+                server.clone(),
                 counters.clone(),
                 caller.clone(),
             );
@@ -225,28 +277,139 @@ fn admit_sentinels(
                     counters
                         .requests_refused
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    tracing::warn!(peer = %caller, %reason, "endorse request refused");
+                    tracing::warn!(peer = %caller, %reason, "request to the endorser refused");
                     reason
                 };
                 let request_tag = *bytes.first().ok_or_else(|| refused("empty request".into()))?;
                 // Decided on the tag alone: a refused request is never decoded.
                 authorize(&topology, &me, &caller, request_tag).map_err(|e| refused(format!("not authorised: {e}")))?;
-                let RoleRequest::Endorse(message) =
-                    RoleRequest::decode(&bytes).map_err(|e| refused(format!("malformed request: {e}")))?
-                else {
-                    return Err(refused(format!(
-                        "an endorser does not serve {}",
-                        tag::name(request_tag)
-                    )));
-                };
-                let answer = tokio::task::spawn_blocking(move || service.handle(u32::from(from), *message))
-                    .await
-                    .map_err(|_| "the endorser stopped".to_string())?
-                    .ok_or_else(|| "the endorser had no answer".to_string())?;
-                Ok(RoleResponse::Endorser(Box::new(answer)).encode())
+                let request = RoleRequest::decode(&bytes).map_err(|e| refused(format!("malformed request: {e}")))?;
+                Ok(server.answer(from, request).await.map_err(refused)?.encode())
             }
         }))
     })
+}
+
+/// How long the sentinels' key generation may take: every sentinel must be up within it.
+const CEREMONY_ROUND_TIMEOUT_MS: u64 = 120_000;
+/// Pause between two deliveries of a ceremony message to a sentinel that did not take it.
+const CEREMONY_RESEND_MS: u64 = 250;
+/// Ceremony messages from the other sentinels waiting for this one's ceremony.
+const CEREMONY_INBOX_MAX: usize = 256;
+
+/// The other sentinels' ceremony messages, as this sentinel's endorser server takes them.
+pub struct CeremonyInbox(mpsc::Receiver<(EndorserId, CeremonyMessage)>);
+
+/// Why the sentinels' key generation failed here.
+#[derive(Debug, thiserror::Error)]
+pub enum CeremonyFailed {
+    #[error(transparent)]
+    Ceremony(#[from] specie_endorsement::CeremonyError),
+    #[error("the ceremony's inbox closed")]
+    Stopped,
+}
+
+/// Runs sentinel `name`'s part of the distributed key generation with the other sentinels, over
+/// the wire protocol's mutual TLS (round 2 carries secret shares), and returns its key
+/// material once every participant confirmed the same transcript and group key. No process
+/// ever sees another's share, and none holds the group secret.
+pub async fn generate_keys(
+    topology: &Topology,
+    name: &str,
+    CeremonyInbox(mut inbox): CeremonyInbox,
+    transport: &Transport,
+) -> Result<EndorserKeys, EndorsingError> {
+    let not_an_endorser = || EndorsingError::NotAnEndorser { name: name.to_string() };
+    let me = EndorserId(endorser_number(topology, name).ok_or_else(not_an_endorser)?);
+    let threshold = (topology.endorsement.as_ref())
+        .and_then(|config| config.threshold(topology.sentinels.len()))
+        .ok_or_else(not_an_endorser)?;
+    let peers = endorser_clients(topology, me, transport)?;
+    let mut ceremony = Ceremony::new(
+        me,
+        threshold,
+        CeremonyKind::Generate,
+        CEREMONY_ROUND_TIMEOUT_MS,
+        rand::random(),
+    );
+    let started = Instant::now();
+    let now_ms = || started.elapsed().as_millis() as u64;
+    let timeout = Duration::from_millis(topology.limits.request_timeout_ms);
+    ceremony.handle(now_ms(), CeremonyInput::Start);
+    loop {
+        let round = Round::take(&mut ceremony);
+        for (to, message) in round.sends {
+            if let Some(client) = peers.get(&to).cloned() {
+                tokio::spawn(deliver(client, message, timeout));
+            }
+        }
+        // A ceremony reports once, when it finishes or fails.
+        match round.reports.into_iter().next() {
+            Some(CeremonyReport::Finished { .. }) => {
+                return ceremony.outcome().cloned().ok_or(CeremonyFailed::Stopped.into());
+            }
+            Some(CeremonyReport::Failed(error)) => return Err(CeremonyFailed::from(error).into()),
+            None => {}
+        }
+        let wake = (ceremony.poll_timeout()).map_or(Duration::from_secs(3600), |at| {
+            Duration::from_millis(at.saturating_sub(now_ms()))
+        });
+        tokio::select! {
+            received = inbox.recv() => {
+                let (from, message) = received.ok_or(CeremonyFailed::Stopped)?;
+                ceremony.handle(now_ms(), CeremonyInput::FromPeer { from, message });
+            }
+            () = tokio::time::sleep(wake) => {
+                if ceremony.poll_timeout().is_some_and(|at| at <= now_ms()) {
+                    ceremony.handle_timeout(now_ms());
+                }
+            }
+        }
+    }
+}
+
+/// Sends `message` to a sentinel until it takes it (it may not be up yet), for as long as a
+/// ceremony may last.
+async fn deliver(client: Client, message: CeremonyMessage, timeout: Duration) {
+    let request = RoleRequest::Ceremony(Box::new(message)).encode();
+    let deadline = Instant::now() + Duration::from_millis(CEREMONY_ROUND_TIMEOUT_MS * 3);
+    while Instant::now() < deadline {
+        match client
+            .call(request.clone(), timeout)
+            .await
+            .map(|bytes| RoleResponse::decode(&bytes))
+        {
+            Ok(Ok(RoleResponse::Taken)) => return,
+            other => tracing::debug!(sentinel = client.addr(), ?other, "ceremony message not taken yet"),
+        }
+        tokio::time::sleep(Duration::from_millis(CEREMONY_RESEND_MS)).await;
+    }
+}
+
+/// A client for every other sentinel's endorser address, each of which must prove it is that
+/// sentinel.
+fn endorser_clients(
+    topology: &Topology,
+    me: EndorserId,
+    transport: &Transport,
+) -> Result<BTreeMap<EndorserId, Client>, EndorsingError> {
+    let limits = wire_limits(topology);
+    let mut clients = BTreeMap::new();
+    for (index, sentinel) in topology.sentinels.iter().enumerate() {
+        let id = EndorserId(u16::try_from(index + 1).unwrap_or(u16::MAX));
+        if id == me {
+            continue;
+        }
+        let address = (sentinel.endorser).ok_or_else(|| EndorsingError::NotAnEndorser {
+            name: sentinel.name.clone(),
+        })?;
+        let identity = Identity::sentinel(&sentinel.name).to_string();
+        clients.insert(
+            id,
+            Client::new(address.to_string(), identity, limits.clone(), transport.clone())?,
+        );
+    }
+    Ok(clients)
 }
 
 /// How a sentinel's coordinator reaches an endorser.
@@ -303,6 +466,10 @@ pub enum EndorsingError {
     Keys(#[from] specie_endorsement::KeyError),
     #[error("the cluster file lists no sentinel '{name}' with an endorser address")]
     NotAnEndorser { name: String },
+    #[error("sentinel '{name}' holds no endorsement share yet: start it (`cluster up`) to run the key generation")]
+    NoShare { name: String },
+    #[error("the key generation ceremony failed: {0} (remove every sentinel's endorser.key and start them again)")]
+    Ceremony(#[from] CeremonyFailed),
 }
 
 /// A sentinel's way to have transactions endorsed by the group. Cheap to clone.
@@ -486,14 +653,15 @@ async fn run_coordinator(
     }
 }
 
-/// Sentinel `name`'s endorser, from its share in the PKI directory.
+/// Sentinel `name`'s endorser, from the share its ceremony made.
 pub fn endorser_service(
     topology: &Topology,
     name: &str,
     trusted: TrustedKeys,
     compromised: bool,
 ) -> Result<Arc<EndorserService>, EndorsingError> {
-    let keys = credentials::endorser_keys(topology, name)?;
+    let keys = credentials::endorser_keys(topology, name)?
+        .ok_or_else(|| EndorsingError::NoShare { name: name.to_string() })?;
     Ok(Arc::new(EndorserService::new(keys, trusted, compromised)))
 }
 

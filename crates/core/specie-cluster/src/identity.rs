@@ -249,10 +249,14 @@ pub struct Unauthorised {
 pub fn authorize(topology: &Topology, me: &Identity, peer: &Identity, tag: u8) -> Result<(), Unauthorised> {
     let allowed = match me {
         Identity::Replica { role, group, .. } => replica_allows(topology, me, *role, group, peer, tag),
-        // A sentinel serves one request, and only when the sentinels endorse: another sentinel
-        // asking it to endorse (operators read its status over HTTP).
+        // A sentinel serves two requests, and only when the sentinels endorse: another sentinel
+        // asking it to endorse, or taking part in their key generation (operators read its
+        // status over HTTP).
         Identity::Sentinel { .. } => {
-            tag == tag::ENDORSE && topology.endorsement.is_some() && peer.is_sentinel() && peer != me
+            matches!(tag, tag::ENDORSE | tag::CEREMONY)
+                && topology.endorsement.is_some()
+                && peer.is_sentinel()
+                && peer != me
         }
         Identity::Operator => false,
     };
@@ -441,9 +445,11 @@ mod tests {
         let mut endorsing = topology.clone();
         endorsing.endorsement = Some(crate::topology::EndorsementConfig {
             threshold: 1,
-            group_key: String::new(),
+            group_key: None,
         });
         assert!(authorize(&endorsing, &other_sentinel, &sentinel, tag::ENDORSE).is_ok());
+        assert!(authorize(&endorsing, &other_sentinel, &sentinel, tag::CEREMONY).is_ok());
+        assert!(authorize(&topology, &other_sentinel, &sentinel, tag::CEREMONY).is_err());
         assert!(authorize(&endorsing, &sentinel, &sentinel, tag::ENDORSE).is_err());
         for peer in all.iter().filter(|peer| !peer.is_sentinel()) {
             assert!(

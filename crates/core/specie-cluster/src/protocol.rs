@@ -8,8 +8,8 @@ use specie_authority::{Credit, Message as AuthorityMessage, CREDITS_PER_MESSAGE_
 use specie_codec::{put_byte_vec, put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
 use specie_coordinator::TxResult;
 use specie_endorsement::{
-    CoordinatorMessage, Endorsement, EndorserMessage, MessageLimits, RefusalCode, ReplyLimits, BATCH_TRANSACTIONS_MAX,
-    ENDORSEMENT_BYTES_MIN, ENDORSERS_MAX,
+    CeremonyMessage, CoordinatorMessage, Endorsement, EndorserMessage, MessageLimits, RefusalCode, ReplyLimits,
+    BATCH_TRANSACTIONS_MAX, ENDORSEMENT_BYTES_MIN, ENDORSERS_MAX,
 };
 use specie_sentinel::endorsement::Candidate;
 use specie_shard::{ShardRequest, ShardResponse, ShardWireLimits, Vote};
@@ -38,6 +38,8 @@ pub mod tag {
     /// Sentinel (coordinating an endorsement) → sentinel (an endorser): a round of FROST signing,
     /// answered by the endorser's message under the same tag.
     pub const ENDORSE: u8 = 12;
+    /// Sentinel → sentinel: a message of their key generation ceremony, answered `Taken`.
+    pub const CEREMONY: u8 = 13;
 
     /// For log lines and refusals.
     pub fn name(tag: u8) -> &'static str {
@@ -54,12 +56,13 @@ pub mod tag {
             TAKEN => "taken",
             SUBMIT_ENDORSED => "endorsed submit",
             ENDORSE => "endorse",
+            CEREMONY => "key generation ceremony",
             _ => "unknown request",
         }
     }
 }
 use tag::{
-    CREDITS, CREDIT_ACK, ENDORSE, NOT_LEADER, RAFT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT,
+    CEREMONY, CREDITS, CREDIT_ACK, ENDORSE, NOT_LEADER, RAFT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT,
     SUBMIT_ENDORSED, TAKEN,
 };
 
@@ -90,6 +93,9 @@ pub enum RoleRequest {
     /// included (each endorser validates them itself). Which coordinator asks is the sender's
     /// certificate, never the message.
     Endorse(Box<CoordinatorMessage<Candidate>>),
+    /// Sentinel → sentinel: a message of the sentinels' key generation ceremony (round 2 carries
+    /// a secret share, which the channel's TLS keeps secret). Who sent it is the certificate.
+    Ceremony(Box<CeremonyMessage>),
 }
 
 /// Compact transactions a sentinel validated, with its BIP-340 signature over all of them
@@ -342,6 +348,10 @@ impl Encode for RoleRequest {
                 out.push(ENDORSE);
                 message.encode_to(out);
             }
+            RoleRequest::Ceremony(message) => {
+                out.push(CEREMONY);
+                message.encode_to(out);
+            }
             RoleRequest::Status => out.push(STATUS),
             RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence,
@@ -374,6 +384,7 @@ impl RoleRequest {
             RoleRequest::Submit(submission) if !submission.endorsements.is_empty() => SUBMIT_ENDORSED,
             RoleRequest::Submit(_) => SUBMIT,
             RoleRequest::Endorse(_) => ENDORSE,
+            RoleRequest::Ceremony(_) => CEREMONY,
             RoleRequest::Status => STATUS,
             RoleRequest::Authority(AuthorityMessage::Credits { .. }) => CREDITS,
             RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => CREDIT_ACK,
@@ -400,6 +411,7 @@ impl RoleRequest {
                 &mut reader,
                 &endorse_limits(),
             )?)),
+            CEREMONY => RoleRequest::Ceremony(Box::new(CeremonyMessage::decode_from(&mut reader, &())?)),
             STATUS => RoleRequest::Status,
             CREDITS => RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence: reader.read_u64("first credit sequence")?,

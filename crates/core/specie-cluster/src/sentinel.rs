@@ -15,7 +15,7 @@ use specie_transaction::{CompactTransaction, SpecieTransaction, UhsId};
 use specie_wire::InvalidWireLimits;
 
 use crate::credentials::{self, CredentialsError};
-use crate::endorsing::{self, EndorsementClient, EndorserService, EndorsingError};
+use crate::endorsing::{self, EndorsementClient, EndorserServer, EndorserService, EndorsingError};
 use crate::group_client::{GroupClient, GroupError};
 use crate::host::{wait_for_stop_signal, wire_limits};
 use crate::identity::{GroupRole, Identity};
@@ -396,6 +396,49 @@ impl Backend for ClusterBackend {
     }
 }
 
+/// Serves this sentinel's endorser to the others, first running the key generation ceremony
+/// with them if it holds no share yet (the share is kept before it endorses anything).
+async fn start_endorser(
+    topology: &Topology,
+    sentinel: &crate::topology::Sentinel,
+    compromised: bool,
+) -> Result<Arc<EndorserService>, SentinelError> {
+    let name = &sentinel.name;
+    let address = (sentinel.endorser).ok_or_else(|| EndorsingError::NotAnEndorser { name: name.clone() })?;
+    let me = Identity::sentinel(name);
+    let server = Arc::new(EndorserServer::default());
+    // The share, or the inbox of the ceremony that will make it (open before the server starts).
+    let share = credentials::endorser_keys(topology, name)?.ok_or_else(|| server.open_ceremony());
+    let served = tokio::spawn(endorsing::serve_endorser(
+        topology.clone(),
+        me.clone(),
+        address,
+        server.clone(),
+    ));
+    let watched = name.clone();
+    tokio::spawn(async move {
+        if let Ok(Err(error)) = served.await {
+            tracing::error!(%error, sentinel = %watched, "the endorser server stopped");
+            std::process::exit(1);
+        }
+    });
+    let keys = match share {
+        Ok(keys) => keys,
+        Err(inbox) => {
+            eprintln!("{name}: no endorsement share yet: key generation with the other sentinels on {address}…");
+            let transport = credentials::transport(topology, &me)?;
+            let keys = endorsing::generate_keys(topology, name, inbox, &transport).await?;
+            credentials::save_endorser_keys(topology, name, &keys)?;
+            eprintln!("{name}: group key {}", hex::encode(keys.group_key().0));
+            keys
+        }
+    };
+    let service = Arc::new(EndorserService::new(keys, trusted_keys(topology)?, compromised));
+    eprintln!("{name}: endorser {} on {address}", service.id().0);
+    server.serve(service.clone());
+    Ok(service)
+}
+
 /// Runs sentinel `name` (the wallets' HTTP API, and its endorser when the cluster's sentinels
 /// endorse) until stopped. A `compromised` sentinel validates nothing and endorses everything:
 /// only for fault tests and demonstrations of what one such sentinel can do.
@@ -404,23 +447,10 @@ pub async fn run(topology: Topology, name: String, compromised: bool) -> Result<
         return Err(SentinelError::UnknownSentinel { name });
     };
     let runtime = tokio::runtime::Handle::current();
-    let mut endorser = None;
-    if topology.endorsement.is_some() {
-        let service = endorsing::endorser_service(&topology, &name, trusted_keys(&topology)?, compromised)?;
-        let address = sentinel
-            .endorser
-            .ok_or_else(|| EndorsingError::NotAnEndorser { name: name.clone() })?;
-        let serving = endorsing::serve_endorser(topology.clone(), Identity::sentinel(&name), address, service.clone());
-        let (name, served) = (name.clone(), tokio::spawn(serving));
-        eprintln!("{name}: endorser {} on {address}", service.id().0);
-        tokio::spawn(async move {
-            if let Ok(Err(error)) = served.await {
-                tracing::error!(%error, sentinel = %name, "the endorser server stopped");
-                std::process::exit(1);
-            }
-        });
-        endorser = Some(service);
-    }
+    let endorser = match topology.endorsement {
+        Some(_) => Some(start_endorser(&topology, &sentinel, compromised).await?),
+        None => None,
+    };
     if compromised {
         tracing::warn!(sentinel = %name, "compromised: this sentinel validates nothing and endorses everything");
     }

@@ -12,7 +12,6 @@ use specie_transaction::signing::xonly_bytes;
 
 use crate::credentials::{self, CredentialsError};
 use crate::operator::{self, OperatorError, ReplicaStatus};
-use crate::topology::EndorsementConfig;
 use crate::{GroupBridges, GroupRole, InvalidTopology, Shape, Topology, TopologyError};
 
 /// The cluster file in a cluster's directory.
@@ -47,6 +46,18 @@ pub enum SupervisorError {
     },
     #[error("cannot ask the replicas for their status: {0}")]
     Status(#[source] OperatorError),
+    #[error(
+        "the sentinels' key generation ceremony did not finish in {waited_s} s ({finished} of {sentinels} hold a \
+         share); see {logs}"
+    )]
+    NoGroupKey {
+        finished: usize,
+        sentinels: usize,
+        waited_s: u64,
+        logs: String,
+    },
+    #[error("the sentinels hold shares of different group keys ({keys:?}): remove every sentinel's endorser.key and run `cluster up` again")]
+    GroupKeysDiffer { keys: Vec<String> },
     #[error("only {leaders} of {groups} groups have a leader after {waited_s} s; see {logs}")]
     NoLeaders {
         leaders: usize,
@@ -235,7 +246,7 @@ fn create(options: &UpOptions, path: &Path) -> Result<(), SupervisorError> {
         offline: offline_bridge,
         exchange: exchange_bridge,
     };
-    let mut topology = Topology::local(
+    let topology = Topology::local(
         options.shape.clone(),
         &dir,
         issuers,
@@ -244,13 +255,6 @@ fn create(options: &UpOptions, path: &Path) -> Result<(), SupervisorError> {
         bridges,
     )
     .map_err(SupervisorError::Shape)?;
-    if let Some(threshold) = options.shape.endorsement_threshold {
-        let names: Vec<String> = topology.sentinels.iter().map(|s| s.name.clone()).collect();
-        let group_key = credentials::create_endorser_keys(&topology.pki_dir, &names, threshold)
-            .map_err(credentials("cannot generate the sentinels' endorsement keys"))?;
-        topology.endorsement = Some(EndorsementConfig { threshold, group_key });
-        topology.validate().map_err(SupervisorError::Shape)?;
-    }
     std::fs::write(path, topology.to_toml()).map_err(io(format!("cannot write {}", path.display())))?;
     println!("wrote {} (edit it to change the topology)", path.display());
     Ok(())
@@ -275,17 +279,34 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
         );
     }
     // Idempotent: starts only what is not running, so it also restarts a member that died.
-    let stopped: Vec<Member> = members(&path, &topology)
-        .into_iter()
-        .filter(|m| !read_pid(dir, &m.name).is_some_and(is_alive))
-        .collect();
+    let is_stopped = |m: &Member| !read_pid(dir, &m.name).is_some_and(is_alive);
+    let mut started_count = 0;
+    let (path, topology) = if topology.endorsement.as_ref().is_some_and(|e| e.group_key.is_none()) {
+        // The sentinels make the group key first; the coordinators start once the file names it.
+        let sentinels: Vec<Member> = members(&path, &topology)
+            .into_iter()
+            .filter(|m| topology.sentinels.iter().any(|s| s.name == m.name))
+            .filter(is_stopped)
+            .collect();
+        for member in &sentinels {
+            spawn_member(dir, member)?;
+        }
+        started_count += sentinels.len();
+        println!(
+            "started the {} sentinels: their key generation ceremony…",
+            topology.sentinels.len()
+        );
+        record_group_key(dir, &path, topology)?;
+        load(dir)?
+    } else {
+        (path, topology)
+    };
+    let stopped: Vec<Member> = members(&path, &topology).into_iter().filter(is_stopped).collect();
     for member in &stopped {
         spawn_member(dir, member)?;
     }
-    println!(
-        "started {} processes; waiting for every group to elect a leader…",
-        stopped.len()
-    );
+    started_count += stopped.len();
+    println!("started {started_count} processes; waiting for every group to elect a leader…");
     let started = Instant::now();
     loop {
         let (leaders, groups) = leaders_elected(&topology)?;
@@ -353,6 +374,47 @@ fn leaders_elected(topology: &Topology) -> Result<(usize, usize), SupervisorErro
     let groups: BTreeSet<&String> = statuses.iter().map(|s| &s.group).collect();
     let leading: BTreeSet<&String> = statuses.iter().filter(|s| s.is_leader()).map(|s| &s.group).collect();
     Ok((leading.len(), groups.len()))
+}
+
+/// How long the sentinels have for their key generation ceremony.
+const CEREMONY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Waits until every sentinel holds its share of one group key, and writes that key into the
+/// cluster file (`[endorsement] group_key`), which coordinators verify endorsements under.
+fn record_group_key(dir: &Path, path: &Path, mut topology: Topology) -> Result<(), SupervisorError> {
+    let started = Instant::now();
+    let keys = loop {
+        let shares = (topology.sentinels.iter())
+            .map(|s| credentials::endorser_keys(&topology, &s.name))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(credentials("cannot read a sentinel's share"))?;
+        let finished: Vec<_> = shares.into_iter().flatten().collect();
+        if finished.len() == topology.sentinels.len() {
+            break finished;
+        }
+        if started.elapsed() > CEREMONY_TIMEOUT {
+            return Err(SupervisorError::NoGroupKey {
+                finished: finished.len(),
+                sentinels: topology.sentinels.len(),
+                waited_s: CEREMONY_TIMEOUT.as_secs(),
+                logs: format!("{}/logs", dir.display()),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut group_keys: Vec<String> = keys.iter().map(|k| hex::encode(k.group_key().0)).collect();
+    group_keys.dedup();
+    let [group_key] = group_keys.as_slice() else {
+        return Err(SupervisorError::GroupKeysDiffer { keys: group_keys });
+    };
+    println!(
+        "the sentinels' group key: {group_key} ({:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(endorsement) = topology.endorsement.as_mut() {
+        endorsement.group_key = Some(group_key.clone());
+    }
+    std::fs::write(path, topology.to_toml()).map_err(io(format!("cannot write {}", path.display())))
 }
 
 /// `specie cluster status`: prints each replica's and sentinel's state; returns whether every

@@ -141,29 +141,40 @@ impl PrivacyConfig {
 }
 
 /// The sentinels as a threshold group of endorsers (docs/endorsement-format.md): sentinel `i`
-/// of the list is endorser `i + 1`, its share in `<pki_dir>/<identity>.endorser.key`.
+/// of the list is endorser `i + 1`, its share in `<data_dir>/<sentinel>/endorser.key`, made by
+/// the sentinels' own key generation ceremony.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EndorsementConfig {
     /// Signatures a transaction needs (k); every sentinel is an endorser (n).
     pub threshold: u16,
-    /// The group's x-only key (hex): what coordinators verify endorsements under.
-    pub group_key: String,
+    /// The group's x-only key (hex): what coordinators verify endorsements under. Absent until
+    /// the sentinels' ceremony made it (`cluster up` writes it then); meanwhile sentinels without
+    /// a share run the ceremony and coordinators refuse every transaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_key: Option<String>,
 }
 
 impl EndorsementConfig {
+    /// The listed group key, if there is one (validated by [`Topology::validate`]).
     pub fn group_key(&self) -> Option<specie_endorsement::GroupKey> {
-        let key = specie_endorsement::GroupKey(xonly_hex(&self.group_key)?);
+        let key = specie_endorsement::GroupKey(xonly_hex(self.group_key.as_ref()?)?);
         key.xonly().map(|_| key)
     }
 
+    pub fn threshold(&self, sentinels: usize) -> Option<specie_endorsement::Threshold> {
+        specie_endorsement::Threshold::new(self.threshold, u16::try_from(sentinels).ok()?).ok()
+    }
+
     fn validate(&self, sentinels: &[Sentinel]) -> Result<(), InvalidTopology> {
-        let n = u16::try_from(sentinels.len()).unwrap_or(u16::MAX);
-        specie_endorsement::Threshold::new(self.threshold, n).map_err(|_| InvalidTopology::EndorsementThreshold {
-            threshold: self.threshold,
-            sentinels: sentinels.len(),
-        })?;
-        self.group_key().ok_or(InvalidTopology::EndorsementGroupKey)?;
+        self.threshold(sentinels.len())
+            .ok_or(InvalidTopology::EndorsementThreshold {
+                threshold: self.threshold,
+                sentinels: sentinels.len(),
+            })?;
+        if self.group_key.is_some() && self.group_key().is_none() {
+            return Err(InvalidTopology::EndorsementGroupKey);
+        }
         match sentinels.iter().find(|s| s.endorser.is_none()) {
             Some(sentinel) => Err(InvalidTopology::NoEndorserAddress {
                 sentinel: sentinel.name.clone(),
@@ -929,7 +940,10 @@ impl Topology {
             offline_authority,
             exchange,
             privacy: None,
-            endorsement: None,
+            endorsement: (shape.endorsement_threshold).map(|threshold| EndorsementConfig {
+                threshold,
+                group_key: None,
+            }),
             data_dir: dir.join("data"),
             pki_dir: dir.join("pki"),
             transport: TransportMode::default(),

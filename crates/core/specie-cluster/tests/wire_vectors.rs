@@ -16,7 +16,10 @@ use specie_authority::{Credit, Message as AuthorityMessage};
 use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission, SubmitOutcome};
 use specie_codec::{Decode, Encode};
 use specie_coordinator::{Applied, CommandLimits, CoordinatorCommand, CoordinatorState};
-use specie_endorsement::{CoordinatorMessage, Endorsement, EndorserMessage, Refusal as EndorseRefusal, RefusalCode};
+use specie_endorsement::{
+    CeremonyMessage, Confirmation, CoordinatorMessage, Endorsement, EndorserMessage, GroupKey,
+    Refusal as EndorseRefusal, RefusalCode,
+};
 use specie_fastpay::AccountKey;
 use specie_shard::{Refusal, ShardRange, ShardRequest, ShardResponse, ShardState, ShardTx, Vote};
 use specie_transaction::signing::{keypair_from_secret, parse_xonly, schnorr_verify, xonly_bytes};
@@ -52,6 +55,7 @@ impl Message {
                 }
                 RoleRequest::Submit(_) => "role-submit-request",
                 RoleRequest::Endorse(_) => "role-endorse-request",
+                RoleRequest::Ceremony(_) => "role-ceremony-request",
                 RoleRequest::Status => "role-status-request",
                 RoleRequest::Authority(AuthorityMessage::Credits { .. }) => "role-credits-request",
                 RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => "role-credit-ack-request",
@@ -175,6 +179,8 @@ const SUBMIT_SIGNATURE: &str = "b774ad9589d5ce4fab51419f318b6ede365624fd49d3e603
 
 /// docs/endorsement-format.md §6's `single-endorsement-0`: an endorsement's bytes (of another
 /// digest than this transaction's; the coordinator, not the decoder, verifies it).
+/// The group key of docs/endorsement-format.md's vectors.
+const ENDORSEMENT_GROUP_KEY: &str = "f4641cc6d368e09ee50b7493496c4fee63af7bc14de45403f1d5b4c5a7e1b85b";
 const ENDORSEMENT: &str = "01a43c0bf72b2cba376d14d7b9ececeefe7229fd9839286910c2c4bb9a1762b898f46d1e93639da316c795e9d5768cec455469eea333bd6cecdcbbdb009fa4709b010000000000000000";
 
 fn hex_array<const N: usize>(text: &str) -> [u8; N] {
@@ -229,6 +235,13 @@ fn messages(doc: &BTreeMap<String, Vec<u8>>) -> Vec<Message> {
         Message::Request(RoleRequest::Endorse(Box::new(CoordinatorMessage::Commit {
             session: 7,
         }))),
+        Message::Request(RoleRequest::Ceremony(Box::new(CeremonyMessage::Confirm(
+            Confirmation {
+                transcript: [0x11; 32],
+                group_key: GroupKey(hex_array(ENDORSEMENT_GROUP_KEY)),
+                public_shares: [0x22; 32],
+            },
+        )))),
         Message::Response(RoleResponse::Endorser(Box::new(EndorserMessage::Refused {
             session: 7,
             refusal: EndorseRefusal::Invalid {

@@ -127,3 +127,34 @@ pub fn deal(
     }
     Ok((keys, public))
 }
+
+/// Signs `message` with the shares of `signers`, all held here (FROST's two rounds, then the
+/// aggregate): for tests and simulations that check what a group's shares can sign, as
+/// [`deal`] is. The roles never do this: each endorser signs with its own share.
+pub fn sign_together(
+    keys: &BTreeMap<EndorserId, EndorserKeys>,
+    public: &PublicKeyPackage,
+    signers: &[EndorserId],
+    message: &[u8],
+    seed: u64,
+) -> Result<frost::Signature, frost::Error> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut nonces = BTreeMap::new();
+    let mut commitments = BTreeMap::new();
+    for id in signers {
+        let share = &keys.get(id).ok_or(frost::Error::UnknownIdentifier)?.share;
+        let (nonce, commitment) = frost::round1::commit(share.signing_share(), &mut rng);
+        nonces.insert(id.identifier(), nonce);
+        commitments.insert(id.identifier(), commitment);
+    }
+    let package = frost::SigningPackage::new(commitments, message);
+    let mut shares = BTreeMap::new();
+    for id in signers {
+        let share = &keys.get(id).ok_or(frost::Error::UnknownIdentifier)?.share;
+        shares.insert(
+            id.identifier(),
+            frost::round2::sign(&package, &nonces[&id.identifier()], share)?,
+        );
+    }
+    frost::aggregate(&package, &shares, public)
+}

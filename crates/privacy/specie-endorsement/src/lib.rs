@@ -37,7 +37,7 @@ pub use format::{
     ENDORSEMENT_VERSION, SIGNATURE_BYTES,
 };
 pub use frost_secp256k1_tr as frost;
-pub use keys::{deal, group_key, EndorserId, EndorserKeys, KeyError, Threshold, ENDORSERS_MAX};
+pub use keys::{deal, group_key, sign_together, EndorserId, EndorserKeys, KeyError, Threshold, ENDORSERS_MAX};
 pub use merkle::{Hash, MerkleTree, BATCH_TRANSACTIONS_MAX, PATH_SIBLINGS_MAX};
 pub use messages::{
     BatchItem, CoordinatorId, CoordinatorMessage, EndorserMessage, Reason, Refusal, SessionId, Validator,

@@ -9,13 +9,12 @@
 mod common;
 
 use common::ceremony_run::{generate as generate_keys, is_confirm, is_round1, is_round2};
-use common::frost_sign;
 use common::wire_run::{wire_digest, wire_run};
 use sha2::{Digest, Sha256};
 use specie_codec::{Decode, DecodeError, Encode};
 use specie_endorsement::{
-    deal, group_key, CeremonyMessage, CoordinatorMessage, Endorsement, EndorserId, EndorserMessage, GroupKey,
-    MerkleTree, RefusalCode, Threshold,
+    deal, group_key, sign_together, CeremonyMessage, CoordinatorMessage, Endorsement, EndorserId, EndorserMessage,
+    GroupKey, MerkleTree, RefusalCode, Threshold,
 };
 
 const DOC: &str = include_str!("../../../../docs/endorsement-format.md");
@@ -36,7 +35,7 @@ fn generate() -> Vec<(String, String)> {
     }
     for (name, batch) in [("batch", &digests[..]), ("single", &digests[..1])] {
         let tree = MerkleTree::new(batch);
-        let signature = frost_sign(&keys, &public, &signers, &tree.message(), 7).unwrap();
+        let signature = sign_together(&keys, &public, &signers, &tree.message(), 7).unwrap();
         let signature: [u8; 64] = signature.serialize().unwrap().try_into().unwrap();
         out.push((format!("{name}-root"), hex::encode(tree.root())));
         out.push((format!("{name}-message"), hex::encode(tree.message())));

@@ -5,14 +5,13 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::frost_sign;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use secp256k1::{schnorr, XOnlyPublicKey, SECP256K1};
 use specie_endorsement::frost;
 use specie_endorsement::{
-    deal, group_key, run_together, Ceremony, CeremonyError, CeremonyInput, CeremonyKind, CeremonyReport, EndorserId,
-    EndorserKeys, MerkleTree, Threshold,
+    deal, group_key, run_together, sign_together, Ceremony, CeremonyError, CeremonyInput, CeremonyKind, CeremonyReport,
+    EndorserId, EndorserKeys, MerkleTree, Threshold,
 };
 use specie_role::{Role, Round};
 
@@ -36,7 +35,7 @@ fn frost_signature_is_bip340_under_the_xonly_group_key() {
         let key = group_key(&public).unwrap();
         let message = MerkleTree::new(&[[seed as u8; 32]]).message();
         let ids = [EndorserId(1), EndorserId(3), EndorserId(5)];
-        let signature = frost_sign(&keys, &public, &ids, &message, seed).unwrap();
+        let signature = sign_together(&keys, &public, &ids, &message, seed).unwrap();
         assert!(bip340_verify(&key.0, &message, &signature), "seed {seed}");
         let mut other = message;
         other[0] ^= 1;
@@ -54,7 +53,7 @@ fn fewer_than_k_shares_cannot_sign() {
     let message = [9u8; 32];
     let two = [EndorserId(2), EndorserId(4)];
     assert!(
-        frost_sign(&keys, &public, &two, &message, 1).is_err(),
+        sign_together(&keys, &public, &two, &message, 1).is_err(),
         "FROST refuses k - 1 signers"
     );
     // Nor does the secret the k - 1 shares interpolate sign for the group (FROST's reconstruct
@@ -78,12 +77,12 @@ fn a_wrong_key_set_is_refused() {
     let (other_keys, other_public) = deal(Threshold::new(3, 5).unwrap(), 3).unwrap();
     let message = [1u8; 32];
     let ids = [EndorserId(1), EndorserId(2), EndorserId(3)];
-    let signature = frost_sign(&other_keys, &other_public, &ids, &message, 4).unwrap();
+    let signature = sign_together(&other_keys, &other_public, &ids, &message, 4).unwrap();
     assert!(!bip340_verify(&group_key(&public).unwrap().0, &message, &signature));
     // Shares of two groups do not aggregate, and FROST names the strangers.
     let mut mixed: BTreeMap<EndorserId, EndorserKeys> = keys.clone();
     mixed.insert(EndorserId(3), other_keys[&EndorserId(3)].clone());
-    match frost_sign(&mixed, &public, &ids, &message, 5) {
+    match sign_together(&mixed, &public, &ids, &message, 5) {
         Err(frost::Error::InvalidSignatureShare { culprits }) => {
             assert_eq!(culprits, vec![EndorserId(3).identifier()])
         }
@@ -140,10 +139,10 @@ fn dkg_gives_every_endorser_a_share_of_one_bip340_key() {
     let message = [3u8; 32];
     for subset in [[1, 2, 3], [1, 4, 5], [2, 3, 5], [3, 4, 5]] {
         let ids = subset.map(EndorserId);
-        let signature = frost_sign(&keys, &public, &ids, &message, 7).unwrap();
+        let signature = sign_together(&keys, &public, &ids, &message, 7).unwrap();
         assert!(bip340_verify(&key.0, &message, &signature), "subset {subset:?}");
     }
-    assert!(frost_sign(&keys, &public, &[EndorserId(1), EndorserId(2)], &message, 7).is_err());
+    assert!(sign_together(&keys, &public, &[EndorserId(1), EndorserId(2)], &message, 7).is_err());
     // A second run is a different group.
     assert_ne!(dkg(threshold, 0x41)[&EndorserId(1)].group_key(), key);
 }
@@ -163,7 +162,7 @@ fn refresh_keeps_the_group_key_and_retires_the_old_shares() {
     let public = new[&EndorserId(1)].public.clone();
     let message = [5u8; 32];
     let ids = [EndorserId(1), EndorserId(2), EndorserId(3)];
-    let signature = frost_sign(&new, &public, &ids, &message, 1).unwrap();
+    let signature = sign_together(&new, &public, &ids, &message, 1).unwrap();
     assert!(
         bip340_verify(&key.0, &message, &signature),
         "new shares sign for the same key"
@@ -171,7 +170,7 @@ fn refresh_keeps_the_group_key_and_retires_the_old_shares() {
     // Two new shares and one old one: FROST refuses the old share under the new public shares...
     let mut mixed = new.clone();
     mixed.insert(EndorserId(3), old[&EndorserId(3)].clone());
-    assert!(frost_sign(&mixed, &public, &ids, &message, 2).is_err());
+    assert!(sign_together(&mixed, &public, &ids, &message, 2).is_err());
     // ...and even computed without that check, the mix does not make a valid signature: the
     // secret they interpolate is not the group's.
     let shares: Vec<_> = ids.iter().map(|id| mixed[id].share.clone()).collect();

@@ -5,14 +5,13 @@ mod common;
 
 use std::sync::OnceLock;
 
-use common::frost_sign;
 use proptest::prelude::*;
 use specie_codec::{Decode, Encode};
 use specie_endorsement::frost;
 use specie_endorsement::merkle::{batch_message, path_len, root_from_path};
 use specie_endorsement::{
-    deal, group_key, Endorsement, EndorsementVerifier, EndorserId, EndorserKeys, GroupKey, MerkleTree, Threshold,
-    ENDORSEMENT_BYTES_MAX,
+    deal, group_key, sign_together, Endorsement, EndorsementVerifier, EndorserId, EndorserKeys, GroupKey, MerkleTree,
+    Threshold, ENDORSEMENT_BYTES_MAX,
 };
 
 type Group = (
@@ -37,7 +36,7 @@ fn subset(mask: u8) -> Vec<EndorserId> {
 fn endorse(digests: &[[u8; 32]], signers: &[EndorserId], seed: u64) -> Vec<Endorsement> {
     let (keys, public) = group();
     let tree = MerkleTree::new(digests);
-    let signature = frost_sign(keys, public, signers, &tree.message(), seed).expect("k signers");
+    let signature = sign_together(keys, public, signers, &tree.message(), seed).expect("k signers");
     let signature: [u8; 64] = signature.serialize().unwrap().try_into().unwrap();
     (0..tree.leaf_count())
         .map(|index| Endorsement {
@@ -62,7 +61,7 @@ proptest! {
         let (keys, public) = group();
         let digest = [mask; 32];
         let message = MerkleTree::new(&[digest]).message();
-        let result = frost_sign(keys, public, &signers, &message, seed);
+        let result = sign_together(keys, public, &signers, &message, seed);
         if signers.len() >= 4 {
             let signature = result.expect("k or more sign");
             let endorsement = Endorsement {

@@ -7,6 +7,10 @@
 //!   verifies under the group key for its own transaction's digest and for no other, and once the
 //!   network stops dropping, every authorised transaction (submitted again if it failed) is
 //!   endorsed;
+//! - the sentinels' key generation ([`ceremony`]) as a cluster runs it: every participant's real
+//!   `Ceremony`, messages resent until taken, duplicated, delayed and reordered, sometimes one
+//!   participant equivocating. Checked: honest participants all finish with one group key whose
+//!   k shares sign, or, with an equivocator, none finishes;
 //! - the ledger of record's reconciliation ([`ledger`]): the embedded node's archiver writing
 //!   records ahead, a model UHS committing some of them in order and refusing conflicting spends,
 //!   blocks sealed at random moments, and crashes that lose the archiver's memory, after which the
@@ -14,6 +18,7 @@
 //!   recovery, the blocks replay from genesis to the model UHS, every committed transaction is in
 //!   exactly one block and no other transaction is in any.
 
+mod ceremony;
 mod endorsement;
 mod ledger;
 
@@ -111,6 +116,10 @@ pub struct PrivacyReport {
     pub crashes: u64,
     /// Records a recovery found committed by the UHS (their outcome was lost in the crash).
     pub reconciled: u64,
+    /// Key generation ceremonies every participant finished with one key that signs.
+    pub ceremonies_finished: u64,
+    /// Ceremonies with an equivocating participant that no honest participant finished.
+    pub ceremonies_caught_equivocating: u64,
     pub trace_digest: [u8; 32],
 }
 
@@ -118,6 +127,7 @@ pub fn run_privacy(options: PrivacyOptions) -> Result<PrivacyReport, Violation> 
     let mut report = PrivacyReport::default();
     let mut trace = Sha256::new();
     endorsement::run(&options, &mut report, &mut trace)?;
+    ceremony::run(&options, &mut report, &mut trace)?;
     ledger::run(&options, &mut report, &mut trace)?;
     report.trace_digest = trace.finalize().into();
     Ok(report)

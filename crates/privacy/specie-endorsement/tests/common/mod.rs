@@ -71,31 +71,6 @@ impl Validator for TestValidator {
     }
 }
 
-/// Signs `message` with the shares of `signers` directly (both rounds, then aggregate).
-pub fn frost_sign(
-    keys: &BTreeMap<EndorserId, EndorserKeys>,
-    public: &frost::keys::PublicKeyPackage,
-    signers: &[EndorserId],
-    message: &[u8],
-    seed: u64,
-) -> Result<frost::Signature, frost::Error> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut nonces = BTreeMap::new();
-    let mut commitments = BTreeMap::new();
-    for id in signers {
-        let (n, c) = frost::round1::commit(keys[id].share.signing_share(), &mut rng);
-        nonces.insert(id.identifier(), n);
-        commitments.insert(id.identifier(), c);
-    }
-    let package = frost::SigningPackage::new(commitments, message);
-    let mut shares = BTreeMap::new();
-    for id in signers {
-        let share = frost::round2::sign(&package, &nonces[&id.identifier()], &keys[id].share)?;
-        shares.insert(id.identifier(), share);
-    }
-    frost::aggregate(&package, &shares, public)
-}
-
 pub type TestCoordinator = Coordinator<TestTx, &'static str>;
 pub type TestEndorser = Endorser<TestValidator>;
 
