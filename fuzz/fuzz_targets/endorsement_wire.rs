@@ -1,15 +1,16 @@
 //! Feeds arbitrary bytes to the endorsement protocol's wire decoders (docs/endorsement-format.md
 //! §7): the coordinator's messages (`CoordinatorMessage<[u8; 32]>`), the endorsers' answers
-//! (`EndorserMessage<RefusalCode>`) and an endorser's key file (`EndorserKeys`). Nothing may
-//! panic; whatever decodes must re-encode to exactly the input (one encoding per value) and fit
-//! the decoder's `encoded_bytes_max`.
+//! (`EndorserMessage<RefusalCode>`), an endorser's key file (`EndorserKeys`) and the key
+//! generation and refresh ceremony's messages (`CeremonyMessage`). Nothing may panic; whatever
+//! decodes must re-encode to exactly the input (one encoding per value) and fit the decoder's
+//! `encoded_bytes_max`.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use specie_codec::{Decode, Encode};
 use specie_endorsement::{
-    CoordinatorMessage, EndorserKeys, EndorserMessage, MessageLimits, RefusalCode, ReplyLimits,
+    CeremonyMessage, CoordinatorMessage, EndorserKeys, EndorserMessage, MessageLimits, RefusalCode, ReplyLimits,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -24,5 +25,9 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(keys) = EndorserKeys::decode_exact(data) {
         assert_eq!(keys.encode(), data, "one encoding per key file");
         assert!(data.len() <= EndorserKeys::encoded_bytes_max(&()));
+    }
+    if let Ok(message) = CeremonyMessage::decode_exact(data) {
+        assert_eq!(message.encode(), data, "one encoding per ceremony message");
+        assert!(data.len() <= CeremonyMessage::encoded_bytes_max(&()));
     }
 });
