@@ -87,13 +87,12 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
             )
         })
         .collect();
-    // What the equivocator shows one peer instead of its real round-1 package.
+    // The equivocator's second face: a ceremony of its own id with another polynomial, fed
+    // everything the equivocator receives, whose messages (round 1, the round-2 shares that match
+    // it, the confirmation) alone reach one peer. That peer can finish with a consistent share of
+    // another key; only the confirmation round tells the group.
     let mut twin =
         equivocator.map(|id| Ceremony::new(id, threshold, CeremonyKind::Generate, ROUND_TIMEOUT_MS, rng.gen()));
-    let false_round1 = twin.as_mut().and_then(|twin| {
-        twin.handle(0, CeremonyInput::Start);
-        Round::take(twin).sends.into_iter().next().map(|(_, message)| message)
-    });
     let deceived = equivocator.map(|id| EndorserId(id.0 % options.endorsers + 1));
     let mut network = Network {
         options,
@@ -112,7 +111,11 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
     loop {
         step += 1;
         let next_delivery = network.queue.peek().map(|Reverse((at, ..))| *at);
-        let next_timeout = participants.values().filter_map(Role::poll_timeout).min();
+        let next_timeout = participants
+            .values()
+            .chain(twin.as_ref())
+            .filter_map(Role::poll_timeout)
+            .min();
         let start_at = starts.get(next_start).map(|(at, _)| *at);
         let Some(now_ms) = [next_delivery, next_timeout, start_at].into_iter().flatten().min() else {
             break;
@@ -125,6 +128,9 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
                 .get_mut(&id)
                 .expect("a participant")
                 .handle(now_ms, CeremonyInput::Start);
+            if let Some(twin) = twin.as_mut().filter(|_| Some(id) == equivocator) {
+                twin.handle(now_ms, CeremonyInput::Start);
+            }
             touched.insert(id);
         } else if next_delivery == Some(now_ms) {
             let Reverse((_, _, from, to, bytes)) = network.queue.pop().expect("peeked");
@@ -132,6 +138,10 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
             let message = <CeremonyMessage as specie_codec::Decode>::decode_exact(&bytes)
                 .map_err(|error| violation(options, step, format!("a ceremony message does not decode: {error}")))?;
             let (from, to) = (EndorserId(from), EndorserId(to));
+            if let Some(twin) = twin.as_mut().filter(|_| Some(to) == equivocator) {
+                let message = message.clone();
+                twin.handle(now_ms, CeremonyInput::FromPeer { from, message });
+            }
             participants
                 .get_mut(&to)
                 .expect("a participant")
@@ -144,14 +154,23 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
                     touched.insert(*id);
                 }
             }
+            if let Some(twin) = twin
+                .as_mut()
+                .filter(|twin| twin.poll_timeout().is_some_and(|at| at <= now_ms))
+            {
+                twin.handle_timeout(now_ms);
+            }
         }
         for id in touched {
             let ceremony = participants.get_mut(&id).expect("a participant");
             let round = Round::take(ceremony);
-            for (to, mut message) in round.sends {
-                if Some(id) == equivocator && Some(to) == deceived && matches!(message, CeremonyMessage::Round1(_)) {
-                    message = false_round1.clone().expect("the twin's package");
-                }
+            let mut sends = round.sends;
+            if let Some(twin) = twin.as_mut().filter(|_| Some(id) == equivocator) {
+                sends.retain(|(to, _)| Some(*to) != deceived);
+                let second_face = Round::take(twin).sends.into_iter();
+                sends.extend(second_face.filter(|(to, _)| Some(*to) == deceived));
+            }
+            for (to, message) in sends {
                 network.send(now_ms, id, to, &message, report);
             }
             for outcome in round.reports {
