@@ -276,19 +276,6 @@ fn leader_kills_partition_and_restart_lose_nothing() {
     assert_eq!(digest(&sentinel), before, "a full restart changed the UHS");
 }
 
-/// Each transaction's result object (`status`, `code`, …) as a sentinel answers its submission.
-fn submit_results(sentinel: &str, txs: &[specie_transaction::SpecieTransaction]) -> Vec<serde_json::Value> {
-    use specie_codec::Encode;
-    let hexes: Vec<String> = txs.iter().map(|tx| hex::encode(tx.encode())).collect();
-    let body: serde_json::Value = ureq::post(&format!("{sentinel}/v1/transactions"))
-        .timeout(Duration::from_secs(60))
-        .send_json(serde_json::json!({ "transactions": hexes }))
-        .expect("submit")
-        .into_json()
-        .expect("json");
-    body["results"].as_array().expect("results").clone()
-}
-
 /// A mint of `value` by an issuer the cluster does not trust: what a compromised sentinel would
 /// like committed.
 fn forged_mint(value: u64) -> specie_transaction::SpecieTransaction {
@@ -318,7 +305,7 @@ fn forged_mint(value: u64) -> specie_transaction::SpecieTransaction {
 /// holds exactly what the valid payments made.
 #[test]
 fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() {
-    use cluster_harness::offline_devices::core_wallet;
+    use cluster_harness::offline_devices::{core_wallet, line_starting, wallet_address, wallet_balance};
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("cluster").to_str().unwrap().to_string();
     let base = cluster_harness::free_ports(12).to_string();
@@ -378,11 +365,7 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
     let wallet = |name: &str| temp.path().join(name);
     let (issuer, alice, bob) = (wallet("issuer.json"), wallet("alice.json"), wallet("bob.json"));
     let created = core_wallet(&issuer, &["create", "--issuer", "--node", &urls[1]]);
-    let issuer_key = created
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("issuer public key: "))
-        .expect("the issuer's key")
-        .to_string();
+    let issuer_key = line_starting(&created, "issuer public key: ").replace("issuer public key: ", "");
     specie(&["cluster", "down", "--dir", &dir]);
     topology.issuers = vec![issuer_key];
     std::fs::write(&file, topology.to_toml()).unwrap();
@@ -419,32 +402,17 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
     // Valid payments: minted through an honest sentinel, paid on through the compromised one.
     core_wallet(&alice, &["create", "--node", &urls[0]]);
     core_wallet(&bob, &["create", "--node", &urls[2]]);
-    let address = |wallet: &Path| {
-        core_wallet(wallet, &["address"])
-            .trim()
-            .lines()
-            .last()
-            .unwrap()
-            .trim()
-            .to_string()
-    };
-    let minted = core_wallet(&issuer, &["mint", "1000", "--to", &address(&alice)]);
-    let payment = minted
-        .lines()
-        .map(str::trim)
-        .rfind(|l| l.starts_with("specie-pay1"))
-        .unwrap()
-        .to_string();
-    core_wallet(&alice, &["import", &payment]);
-    core_wallet(&alice, &["send", &address(&bob), "100"]);
+    let minted = core_wallet(&issuer, &["mint", "1000", "--to", &wallet_address(&alice)]);
+    core_wallet(&alice, &["import", &line_starting(&minted, "specie-pay1")]);
+    core_wallet(&alice, &["send", &wallet_address(&bob), "100"]);
     let before = digest(&urls[1]);
 
     // The forgery, through the compromised sentinel: endorsers 2 and 3 refuse it.
-    let results = submit_results(&urls[0], &[forged_mint(1_000_000)]);
+    let results = cluster_harness::submit_results(&urls[0], &[forged_mint(1_000_000)]);
     assert_eq!(results[0]["status"], "invalid", "{results:?}");
     assert_eq!(results[0]["code"], "not_endorsed", "{results:?}");
     // Through an honest sentinel it never leaves the front door.
-    let results = submit_results(&urls[1], &[forged_mint(1_000_000)]);
+    let results = cluster_harness::submit_results(&urls[1], &[forged_mint(1_000_000)]);
     assert_eq!(results[0]["code"], "unknown_issuer", "{results:?}");
     assert_eq!(digest(&urls[1]), before, "nothing was committed");
 
@@ -454,8 +422,8 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
 
     // An honest sentinel goes down: two of three remain, so payments confirm and forgeries fail.
     cluster_harness::kill_9(&dir, "sentinel-2");
-    core_wallet(&alice, &["send", &address(&bob), "50"]);
-    let results = submit_results(&urls[0], &[forged_mint(1_000_000)]);
+    core_wallet(&alice, &["send", &wallet_address(&bob), "50"]);
+    let results = cluster_harness::submit_results(&urls[0], &[forged_mint(1_000_000)]);
     assert_ne!(results[0]["status"], "confirmed", "{results:?}");
     let after = digest(&urls[1]);
     assert_eq!(
@@ -463,16 +431,7 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
         before["count"].as_u64().map(|count| count + 1),
         "one more payment (one id spent, change and payee created) and nothing else: {after}"
     );
-    let spendable = |wallet: &Path| {
-        let text = core_wallet(wallet, &["balance"]);
-        let line = text
-            .lines()
-            .find(|l| l.trim().starts_with("spendable:"))
-            .unwrap()
-            .to_string();
-        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap()
-    };
-    assert_eq!(spendable(&alice), 850);
+    assert_eq!(wallet_balance(&alice, "spendable:"), 850);
     specie(&["cluster", "down", "--dir", &dir]);
     compromised.wait().unwrap();
 }

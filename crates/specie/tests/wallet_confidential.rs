@@ -17,24 +17,8 @@ mod cluster_harness;
 
 use std::path::Path;
 
-use cluster_harness::offline_devices::{core_wallet, run};
+use cluster_harness::offline_devices::{core_wallet, line_starting, run, wallet_address, wallet_balance};
 use cluster_harness::start_serving;
-
-/// The number after `label` in `specie wallet balance`.
-fn balance(wallet: &Path, label: &str) -> u64 {
-    let text = core_wallet(wallet, &["balance"]);
-    text.lines()
-        .find_map(|line| line.trim().strip_prefix(label))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no '{label}' in {text}"))
-}
-
-/// The last line of `text` that starts with `prefix`.
-fn line_starting(text: &str, prefix: &str) -> String {
-    let found = text.lines().map(str::trim).rfind(|l| l.starts_with(prefix));
-    found.unwrap_or_else(|| panic!("no {prefix}… in {text}")).to_string()
-}
 
 #[test]
 fn shield_pay_receive_and_unshield_with_the_cli_and_the_auditor_agrees() {
@@ -68,21 +52,13 @@ fn shield_pay_receive_and_unshield_with_the_cli_and_the_auditor_agrees() {
     for wallet in [&alice, &bob] {
         core_wallet(wallet, &["create", "--node", &url]);
     }
-    let address = |wallet: &Path| {
-        core_wallet(wallet, &["address"])
-            .trim()
-            .lines()
-            .last()
-            .unwrap()
-            .trim()
-            .to_string()
-    };
+    let address = wallet_address;
     let minted = core_wallet(&issuer, &["--node", &url, "mint", "1000", "--to", &address(&alice)]);
     core_wallet(&alice, &["import", &line_starting(&minted, "specie-pay1")]);
 
     core_wallet(&alice, &["shield", "--amount", "600"]);
-    assert_eq!(balance(&alice, "spendable:"), 400);
-    assert_eq!(balance(&alice, "confidential spendable:"), 600);
+    assert_eq!(wallet_balance(&alice, "spendable:"), 400);
+    assert_eq!(wallet_balance(&alice, "confidential spendable:"), 600);
     let sent = core_wallet(
         &alice,
         &["send", "--confidential", "--to", &address(&bob), "--amount", "250"],
@@ -100,10 +76,10 @@ fn shield_pay_receive_and_unshield_with_the_cli_and_the_auditor_agrees() {
     );
     core_wallet(&bob, &["receive", &payment]);
     core_wallet(&bob, &["receive", &payment]);
-    assert_eq!(balance(&bob, "confidential spendable:"), 250, "received once");
+    assert_eq!(wallet_balance(&bob, "confidential spendable:"), 250, "received once");
     core_wallet(&alice, &["unshield", "--amount", "350"]);
-    assert_eq!(balance(&alice, "spendable:"), 750);
-    assert_eq!(balance(&alice, "confidential spendable:"), 0);
+    assert_eq!(wallet_balance(&alice, "spendable:"), 750);
+    assert_eq!(wallet_balance(&alice, "confidential spendable:"), 0);
 
     // The auditor reads the ledger from genesis: the confidential values, all of its jurisdiction.
     let show = [
@@ -200,13 +176,7 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
         let enrolled = create_and_enrol(wallet, &url, &ra_dir, id);
         assert!(enrolled.contains(&format!("enrolled as id {id}")), "{enrolled}");
     }
-    let address = core_wallet(&alice, &["address"])
-        .trim()
-        .lines()
-        .last()
-        .unwrap()
-        .trim()
-        .to_string();
+    let address = wallet_address(&alice);
     let minted = core_wallet(&issuer, &["--node", &url, "mint", "1000", "--to", &address]);
     core_wallet(&alice, &["import", &line_starting(&minted, "specie-pay1")]);
 
@@ -242,10 +212,10 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
         &cosigner_url,
     ]);
     assert!(over.unwrap_err().contains("over_limit"), "the auditor refuses 700");
-    assert_eq!(balance(&alice, "spendable:"), 1000, "nothing was spent");
+    assert_eq!(wallet_balance(&alice, "spendable:"), 1000, "nothing was spent");
     let cosigned = ["--cosigner", cosigner_url.as_str()];
     core_wallet(&alice, &[&["anonymise", "--amount", "600"][..], &cosigned].concat());
-    assert_eq!(balance(&alice, "anonymous spendable:"), 600);
+    assert_eq!(wallet_balance(&alice, "anonymous spendable:"), 600);
     let sent = core_wallet(
         &alice,
         &[&["send-anonymous", "--to-id", "8", "--amount", "250"][..], &cosigned].concat(),
@@ -257,7 +227,7 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
     );
     core_wallet(&bob, &["receive", &payment]);
     core_wallet(&bob, &["receive", &payment]);
-    assert_eq!(balance(&bob, "anonymous spendable:"), 250, "received once");
+    assert_eq!(wallet_balance(&bob, "anonymous spendable:"), 250, "received once");
     let back = core_wallet(
         &bob,
         &[
@@ -267,8 +237,8 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
         .concat(),
     );
     core_wallet(&alice, &["receive", &line_starting(&back, "specie-apay1")]);
-    assert_eq!(balance(&alice, "anonymous spendable:"), 450);
-    assert_eq!(balance(&bob, "anonymous spendable:"), 150);
+    assert_eq!(wallet_balance(&alice, "anonymous spendable:"), 450);
+    assert_eq!(wallet_balance(&bob, "anonymous spendable:"), 150);
 
     // The auditor, with the RA's list as its directory, names both parties of every payment.
     let shown = run(&[
@@ -358,13 +328,7 @@ fn a_cluster_sentinel_takes_private_payments_under_its_privacy_section() {
     for (wallet, id) in [(&alice, "7"), (&bob, "8")] {
         create_and_enrol(wallet, &url, &ra_dir, id);
     }
-    let address = core_wallet(&alice, &["address"])
-        .trim()
-        .lines()
-        .last()
-        .unwrap()
-        .trim()
-        .to_string();
+    let address = wallet_address(&alice);
     let minted = core_wallet(&issuer, &["mint", "1000", "--to", &address]);
     core_wallet(&alice, &["import", &line_starting(&minted, "specie-pay1")]);
     core_wallet(&alice, &["anonymise", "--amount", "600", "--hide-values"]);
@@ -374,8 +338,8 @@ fn a_cluster_sentinel_takes_private_payments_under_its_privacy_section() {
     );
     core_wallet(&bob, &["receive", &line_starting(&sent, "specie-apay1")]);
     core_wallet(&alice, &["shield", "--amount", "300"]);
-    assert_eq!(balance(&alice, "anonymous spendable:"), 350);
-    assert_eq!(balance(&alice, "confidential spendable:"), 300);
-    assert_eq!(balance(&alice, "spendable:"), 100);
-    assert_eq!(balance(&bob, "anonymous spendable:"), 250);
+    assert_eq!(wallet_balance(&alice, "anonymous spendable:"), 350);
+    assert_eq!(wallet_balance(&alice, "confidential spendable:"), 300);
+    assert_eq!(wallet_balance(&alice, "spendable:"), 100);
+    assert_eq!(wallet_balance(&bob, "anonymous spendable:"), 250);
 }

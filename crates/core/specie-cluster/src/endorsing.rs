@@ -14,7 +14,7 @@
 //! module only moves their messages. A sentinel's endorser is its own first signer: it is reached
 //! in-process, the others over the wire.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -22,9 +22,9 @@ use specie_codec::Encode;
 use specie_endorsement::{
     BatchItem, Ceremony, CeremonyInput, CeremonyKind, CeremonyMessage, CeremonyReport, Coordinator, CoordinatorConfig,
     CoordinatorId, CoordinatorInput, CoordinatorMessage, EndorseReply, Endorser, EndorserConfig, EndorserId,
-    EndorserInput, EndorserKeys, EndorserMessage, GroupKey, Hash, RefusalCode, Validator,
+    EndorserInput, EndorserKeys, EndorserMessage, GroupKey, Hash, RefusalCode, Replies, Validator,
 };
-use specie_role::{Role, Round, Ticket};
+use specie_role::{Role, Round};
 use specie_sentinel::endorsement::{Candidate, SentinelChecks};
 use specie_sentinel::TrustedKeys;
 use specie_wire::{handler_fn, Admit, Client, InvalidWireLimits, Peer, ServerCounters, ServerSetup, Transport};
@@ -541,49 +541,6 @@ impl EndorsementClient {
     }
 }
 
-/// One request's replies so far, and where they go.
-struct Pending {
-    replies: Vec<Option<Reply>>,
-    missing: usize,
-    to: oneshot::Sender<Vec<Reply>>,
-}
-
-/// The coordinator's bookkeeping around the role: who waits for which ticket.
-struct Waiting {
-    next_ticket: Ticket,
-    next_request: u64,
-    tickets: HashMap<Ticket, (u64, usize)>,
-    requests: HashMap<u64, Pending>,
-}
-
-impl Waiting {
-    fn answer(&mut self, ticket: Ticket, reply: Reply) {
-        let Some((request, position)) = self.tickets.remove(&ticket) else {
-            return;
-        };
-        let Some(pending) = self.requests.get_mut(&request) else {
-            return;
-        };
-        if pending.replies[position].replace(reply).is_none() {
-            pending.missing -= 1;
-        }
-        if pending.missing == 0 {
-            self.finish(request);
-        }
-    }
-
-    fn finish(&mut self, request: u64) {
-        if let Some(pending) = self.requests.remove(&request) {
-            let replies = pending
-                .replies
-                .into_iter()
-                .map(|r| r.unwrap_or(EndorseReply::Failed))
-                .collect();
-            let _ = pending.to.send(replies);
-        }
-    }
-}
-
 /// Drives a sentinel's coordinator: takes submissions, sends each round's messages to the chosen
 /// endorsers (each call its own task, so a slow endorser delays no one), feeds their answers
 /// back, fires time-outs, and answers submitters. Ends when every client is gone.
@@ -597,16 +554,16 @@ async fn run_coordinator(
     let now_ms = || started.elapsed().as_millis() as u64;
     let me = coordinator.id();
     let (answers, mut answered) = mpsc::channel::<(EndorserId, EndorserMessage<RefusalCode>)>(ANSWERS_QUEUED_MAX);
-    let mut waiting = Waiting {
-        next_ticket: 0,
-        next_request: 0,
-        tickets: HashMap::new(),
-        requests: HashMap::new(),
+    let mut waiting: Replies<RefusalCode, oneshot::Sender<Vec<Reply>>> = Replies::default();
+    let answer = |answered: Option<specie_endorsement::Answered<RefusalCode, oneshot::Sender<Vec<Reply>>>>| {
+        if let Some((to, replies)) = answered {
+            let _ = to.send(replies);
+        }
     };
     loop {
         let round = Round::take(&mut coordinator);
         for (ticket, reply) in round.replies {
-            waiting.answer(ticket, reply);
+            answer(waiting.answer(ticket, reply));
         }
         for report in round.reports {
             tracing::debug!(?report, "endorsement coordinator");
@@ -627,19 +584,11 @@ async fn run_coordinator(
         tokio::select! {
             call = calls.recv() => {
                 let Some((candidates, reply)) = call else { return };
-                let request = waiting.next_request;
-                waiting.next_request += 1;
-                let count = candidates.len();
-                waiting.requests.insert(request, Pending { replies: vec![None; count], missing: count, to: reply });
-                for (position, item) in candidates.into_iter().enumerate() {
-                    let ticket = waiting.next_ticket;
-                    waiting.next_ticket += 1;
-                    waiting.tickets.insert(ticket, (request, position));
+                let (tickets, answered) = waiting.open(candidates.len(), reply);
+                for (ticket, item) in tickets.into_iter().zip(candidates) {
                     coordinator.handle(now_ms(), CoordinatorInput::Submit { ticket, item });
                 }
-                if count == 0 {
-                    waiting.finish(request);
-                }
+                answer(answered);
             }
             Some((from, message)) = answered.recv() => {
                 coordinator.handle(now_ms(), CoordinatorInput::FromEndorser { from, message });

@@ -17,14 +17,14 @@
 //! that the ledger of record's endorsements verify under. A real group runs the distributed key
 //! generation of `specie_endorsement::ceremony`, so that no one holds the group secret.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use rayon::prelude::*;
 use specie_endorsement::{
     deal, Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorMessage, EndorseReply, Endorser, EndorserConfig,
-    EndorserId, EndorserInput, EndorserMessage, GroupKey, KeyError, Threshold,
+    EndorserId, EndorserInput, EndorserMessage, GroupKey, KeyError, Replies, Threshold,
 };
 use specie_role::{Role, Round, Ticket};
 pub use specie_sentinel::endorsement::Candidate;
@@ -87,13 +87,6 @@ impl EndorsementHandle {
     }
 }
 
-/// One request's replies so far, how many are missing, and where they go.
-struct Pending {
-    replies: Vec<Option<Reply>>,
-    missing: usize,
-    to: Sender<Vec<Reply>>,
-}
-
 /// A group ready to run, the way in, and its inbox.
 pub type StartedGroup = (EndorsementGroup, EndorsementHandle, Receiver<Call>);
 
@@ -102,11 +95,7 @@ pub struct EndorsementGroup {
     coordinator: Coordinator<Candidate, ValidationError>,
     endorsers: Vec<(EndorserId, Endorser<SentinelChecks>)>,
     started: Instant,
-    next_ticket: Ticket,
-    /// Ticket → (request, position in it).
-    waiting: HashMap<Ticket, (u64, usize)>,
-    requests: BTreeMap<u64, Pending>,
-    next_request: u64,
+    replies: Replies<ValidationError, Sender<Vec<Reply>>>,
 }
 
 impl EndorsementGroup {
@@ -149,10 +138,7 @@ impl EndorsementGroup {
             coordinator,
             endorsers,
             started: Instant::now(),
-            next_ticket: 0,
-            waiting: HashMap::new(),
-            requests: BTreeMap::new(),
-            next_request: 0,
+            replies: Replies::default(),
         };
         Ok((group, handle, inbox))
     }
@@ -206,24 +192,13 @@ impl EndorsementGroup {
     }
 
     fn accept(&mut self, candidates: Vec<Candidate>, reply: Sender<Vec<Reply>>) {
-        let request = self.next_request;
-        self.next_request += 1;
         let now = self.now_ms();
-        let count = candidates.len();
-        let pending = Pending {
-            replies: vec![None; count],
-            missing: count,
-            to: reply,
-        };
-        self.requests.insert(request, pending);
-        for (position, item) in candidates.into_iter().enumerate() {
-            let ticket = self.next_ticket;
-            self.next_ticket += 1;
-            self.waiting.insert(ticket, (request, position));
+        let (tickets, answered) = self.replies.open(candidates.len(), reply);
+        for (ticket, item) in tickets.into_iter().zip(candidates) {
             self.coordinator.handle(now, CoordinatorInput::Submit { ticket, item });
         }
-        if count == 0 {
-            self.finish(request);
+        if let Some((to, replies)) = answered {
+            let _ = to.send(replies);
         }
     }
 
@@ -272,28 +247,8 @@ impl EndorsementGroup {
     }
 
     fn answer(&mut self, ticket: Ticket, reply: Reply) {
-        let Some((request, position)) = self.waiting.remove(&ticket) else {
-            return;
-        };
-        let Some(pending) = self.requests.get_mut(&request) else {
-            return;
-        };
-        if pending.replies[position].replace(reply).is_none() {
-            pending.missing -= 1;
-        }
-        if pending.missing == 0 {
-            self.finish(request);
-        }
-    }
-
-    fn finish(&mut self, request: u64) {
-        if let Some(pending) = self.requests.remove(&request) {
-            let replies = pending
-                .replies
-                .into_iter()
-                .map(|r| r.expect("every position answered"))
-                .collect();
-            let _ = pending.to.send(replies);
+        if let Some((to, replies)) = self.replies.answer(ticket, reply) {
+            let _ = to.send(replies);
         }
     }
 }

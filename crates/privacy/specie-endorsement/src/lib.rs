@@ -21,6 +21,7 @@ pub mod format;
 pub mod keys;
 pub mod merkle;
 pub mod messages;
+pub mod replies;
 pub mod wire;
 
 pub use ceremony::{
@@ -42,6 +43,7 @@ pub use merkle::{Hash, MerkleTree, BATCH_TRANSACTIONS_MAX, PATH_SIBLINGS_MAX};
 pub use messages::{
     BatchItem, CoordinatorId, CoordinatorMessage, EndorserMessage, Reason, Refusal, SessionId, Validator,
 };
+pub use replies::{Answered, Replies};
 pub use wire::{
     refusal_text, signing_package_bytes_max, MessageLimits, RefusalCode, ReplyLimits, COMMITMENTS_BYTES, KEYS_VERSION,
     KEY_PACKAGE_BYTES_MAX, PUBLIC_KEY_PACKAGE_BYTES_MAX, REFUSAL_CODE_BYTES_MAX, REFUSAL_TEXT_BYTES_MAX, SHARE_BYTES,

@@ -97,18 +97,21 @@ pub fn kill_9(dir: &str, member: &str) {
         .success());
 }
 
-/// Each transaction's status as the sentinel answers its submission.
-pub fn post_transactions(sentinel: &str, txs: &[SpecieTransaction]) -> Vec<String> {
+/// Each transaction's result object (`status`, `code`, …) as the sentinel answers its submission.
+pub fn submit_results(sentinel: &str, txs: &[SpecieTransaction]) -> Vec<serde_json::Value> {
     let hexes: Vec<String> = txs.iter().map(|tx| hex::encode(tx.encode())).collect();
     let body: serde_json::Value = ureq::post(&format!("{sentinel}/v1/transactions"))
-        .timeout(Duration::from_secs(30))
+        .timeout(Duration::from_secs(60))
         .send_json(serde_json::json!({ "transactions": hexes }))
         .expect("submit")
         .into_json()
         .expect("json");
-    body["results"]
-        .as_array()
-        .expect("results")
+    body["results"].as_array().expect("results").clone()
+}
+
+/// Each transaction's status as the sentinel answers its submission.
+pub fn post_transactions(sentinel: &str, txs: &[SpecieTransaction]) -> Vec<String> {
+    submit_results(sentinel, txs)
         .iter()
         .map(|r| r["status"].as_str().expect("status").to_string())
         .collect()

@@ -28,6 +28,28 @@ pub fn core_wallet(path: &Path, args: &[&str]) -> String {
     run(&all).unwrap_or_else(|error| panic!("specie wallet {args:?}: {error}"))
 }
 
+/// A new address of the wallet at `path` (the last line `specie wallet address` prints).
+pub fn wallet_address(path: &Path) -> String {
+    let printed = core_wallet(path, &["address"]);
+    printed.trim().lines().last().expect("an address").trim().to_string()
+}
+
+/// The number after `label` in `specie wallet balance` (e.g. `spendable:`).
+pub fn wallet_balance(path: &Path, label: &str) -> u64 {
+    let text = core_wallet(path, &["balance"]);
+    text.lines()
+        .find_map(|line| line.trim().strip_prefix(label))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no '{label}' in {text}"))
+}
+
+/// The last line of `text` that starts with `prefix` (a payment string, a key line).
+pub fn line_starting(text: &str, prefix: &str) -> String {
+    let found = text.lines().map(str::trim).rfind(|l| l.starts_with(prefix));
+    found.unwrap_or_else(|| panic!("no {prefix}… in {text}")).to_string()
+}
+
 /// `specie offline device --device FILE --authority URLS ARGS`: its stdout (trimmed), or its
 /// stderr as the error.
 pub fn device(file: &Path, urls: &str, args: &[&str]) -> Result<String, String> {
