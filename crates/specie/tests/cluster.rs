@@ -418,6 +418,7 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
 
     // The compromised sentinel submits to the coordinators itself, with its own credentials.
     bypass_the_endorsers(&topology);
+    hostile_requests_to_an_endorser(&topology);
     assert_eq!(digest(&urls[1]), before, "nothing was committed");
 
     // An honest sentinel goes down: two of three remain, so payments confirm and forgeries fail.
@@ -472,4 +473,65 @@ fn bypass_the_endorsers(topology: &Topology) {
         let shown = format!("{answer:?}");
         assert!(shown.contains("refused") && shown.contains("endorse"), "{shown}");
     }
+}
+
+/// An honest sentinel's endorser port, asked by a member that is no sentinel (refused at
+/// admission), and by the compromised sentinel with garbage, a request of another tag and a
+/// signing round for a session it never opened: each refused or answered, nothing panics, and
+/// the endorser goes on serving (the payments after this still confirm).
+fn hostile_requests_to_an_endorser(topology: &Topology) {
+    use specie_cluster::protocol::{tag, RoleRequest, RoleResponse};
+    use specie_cluster::{credentials, Identity};
+    use specie_codec::Encode;
+    use specie_endorsement::{CoordinatorMessage, EndorserMessage};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let honest = &topology.sentinels[1];
+    let endorser = honest.endorser.expect("an endorser address").to_string();
+    let client = |identity: &Identity| {
+        let transport = credentials::transport(topology, identity).unwrap();
+        let limits = specie_wire::WireLimits::default();
+        specie_wire::Client::new(
+            endorser.clone(),
+            Identity::sentinel(&honest.name).to_string(),
+            limits,
+            transport,
+        )
+        .unwrap()
+    };
+    let call =
+        |client: &specie_wire::Client, bytes: Vec<u8>| runtime.block_on(client.call(bytes, Duration::from_secs(5)));
+    let coordinator = client(&Identity::coordinator(&topology.coordinator_groups[0].name, 1));
+    let refused = call(
+        &coordinator,
+        RoleRequest::Endorse(Box::new(CoordinatorMessage::Commit { session: 1 })).encode(),
+    );
+    assert!(format!("{refused:?}").contains("not a sentinel"), "{refused:?}");
+    let compromised = client(&Identity::sentinel("sentinel-0"));
+    for garbage in [
+        vec![tag::ENDORSE, 0xff, 0x00],
+        vec![tag::ENDORSE],
+        vec![tag::SUBMIT, 1, 2, 3],
+        vec![0xee],
+    ] {
+        let answer = call(&compromised, garbage.clone());
+        assert!(format!("{answer:?}").contains("Remote"), "{garbage:?}: {answer:?}");
+    }
+    // A signing round with no signers is refused by the decoder; a well-formed request is
+    // still answered.
+    let empty = CoordinatorMessage::Sign {
+        session: u64::MAX,
+        items: vec![],
+        package: specie_endorsement::frost::SigningPackage::new(Default::default(), &[0; 32]),
+    };
+    let answer = call(&compromised, RoleRequest::Endorse(Box::new(empty)).encode());
+    assert!(format!("{answer:?}").contains("malformed"), "{answer:?}");
+    let answer = call(
+        &compromised,
+        RoleRequest::Endorse(Box::new(CoordinatorMessage::Commit { session: 42 })).encode(),
+    );
+    let commitments = RoleResponse::decode(&answer.unwrap()).unwrap();
+    assert!(
+        matches!(&commitments, RoleResponse::Endorser(m) if matches!(**m, EndorserMessage::Commitments { session: 42, .. })),
+        "{commitments:?}"
+    );
 }
