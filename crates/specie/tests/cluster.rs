@@ -435,6 +435,22 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
     assert_eq!(wallet_balance(&alice, "spendable:"), 850);
     specie(&["cluster", "down", "--dir", &dir]);
     compromised.wait().unwrap();
+
+    // A sentinel given another's share refuses to start, naming both.
+    let share = |name: &str| Path::new(&dir).join("data").join(name).join("endorser.key");
+    std::fs::copy(share("sentinel-2"), share("sentinel-1")).unwrap();
+    let refused = cluster_harness::offline_devices::run(&[
+        "sentinel",
+        "--cluster",
+        file.to_str().unwrap(),
+        "--name",
+        "sentinel-1",
+    ]);
+    let error = refused.expect_err("a sentinel with another's share must not start");
+    assert!(
+        error.contains("is endorser 3's share") && error.contains("is endorser 2"),
+        "{error}"
+    );
 }
 
 /// Sentinel 0's credentials (certificate and attestation key), used to submit a mint straight to
