@@ -31,6 +31,12 @@ pub enum ClusterCommand {
     Status(DirArgs),
     /// Stop every process of the cluster (SIGTERM, then SIGKILL after 10 s). Data stays in DIR.
     Down(DirArgs),
+    /// Give every sentinel a new share of the same endorsement group key (FROST's proactive
+    /// refresh, run among the sentinels as their key generation is): restarts the sentinels,
+    /// waits until each has replaced its share. Old shares no longer combine with new ones, so
+    /// what an attacker learned of fewer than k old shares is worthless afterwards. Every
+    /// sentinel must take part.
+    RefreshEndorsement(DirArgs),
 }
 
 #[derive(Args, Debug)]
@@ -227,6 +233,10 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
         }),
         ClusterCommand::Down(args) => {
             supervisor::down(&args.dir)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::RefreshEndorsement(args) => {
+            supervisor::refresh_endorsement(&args.dir)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -433,11 +433,38 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
         "one more payment (one id spent, change and payee created) and nothing else: {after}"
     );
     assert_eq!(wallet_balance(&alice, "spendable:"), 850);
+
+    // The proactive refresh: every sentinel (the compromised one restarted honest, the one
+    // killed started again) gets a new share of the same key, and payments go on under it.
+    let share = |name: &str| Path::new(&dir).join("data").join(name).join("endorser.key");
+    let old: Vec<String> = topology
+        .sentinels
+        .iter()
+        .map(|s| std::fs::read_to_string(share(&s.name)).unwrap())
+        .collect();
+    let refreshed = String::from_utf8(specie(&["cluster", "refresh-endorsement", "--dir", &dir]).stdout).unwrap();
+    assert!(
+        refreshed.contains(&format!("group key {group_key} unchanged")),
+        "{refreshed}"
+    );
+    for (sentinel, old) in topology.sentinels.iter().zip(&old) {
+        assert_ne!(
+            &std::fs::read_to_string(share(&sentinel.name)).unwrap(),
+            old,
+            "{} kept its share",
+            sentinel.name
+        );
+    }
+    assert_eq!(
+        Topology::load(&file).unwrap().endorsement.and_then(|e| e.group_key),
+        Some(group_key)
+    );
+    core_wallet(&alice, &["send", &wallet_address(&bob), "25"]);
+    assert_eq!(wallet_balance(&alice, "spendable:"), 825);
     specie(&["cluster", "down", "--dir", &dir]);
     compromised.wait().unwrap();
 
     // A sentinel given another's share refuses to start, naming both.
-    let share = |name: &str| Path::new(&dir).join("data").join(name).join("endorser.key");
     std::fs::copy(share("sentinel-2"), share("sentinel-1")).unwrap();
     let refused = cluster_harness::offline_devices::run(&[
         "sentinel",

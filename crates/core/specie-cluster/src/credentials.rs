@@ -131,6 +131,11 @@ pub fn endorser_keys_path(topology: &Topology, sentinel: &str) -> PathBuf {
     topology.data_dir.join(sentinel).join("endorser.key")
 }
 
+/// Where the operator asks sentinel `sentinel` to refresh its share at its next start.
+pub fn refresh_marker_path(topology: &Topology, sentinel: &str) -> PathBuf {
+    topology.data_dir.join(sentinel).join("endorser.refresh")
+}
+
 fn read(path: &Path) -> Result<Vec<u8>, CredentialsError> {
     std::fs::read(path).map_err(io_error("read", path))
 }
@@ -371,11 +376,13 @@ pub fn endorser_keys(
 }
 
 /// Keeps sentinel `name`'s share (mode 0600, written whole and synced before it is renamed
-/// into place, so a crash leaves the old state or the new one). Never replaces a share.
+/// into place, so a crash leaves the old share or the new one). Replaces a share only when
+/// `refreshed` (a refresh's new share of the same key).
 pub fn save_endorser_keys(
     topology: &Topology,
     name: &str,
     keys: &specie_endorsement::EndorserKeys,
+    refreshed: bool,
 ) -> Result<(), CredentialsError> {
     let path = endorser_keys_path(topology, name);
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -383,7 +390,7 @@ pub fn save_endorser_keys(
     let temporary = path.with_extension("key.new");
     let _ = std::fs::remove_file(&temporary);
     write_secret(&temporary, &hex::encode(keys.encode()))?;
-    if path.exists() {
+    if path.exists() && !refreshed {
         return Err(CredentialsError::Io {
             action: "keep (a share is there already)",
             path,

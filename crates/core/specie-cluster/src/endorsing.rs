@@ -309,14 +309,16 @@ pub enum CeremonyFailed {
     Stopped,
 }
 
-/// Runs sentinel `name`'s part of the distributed key generation with the other sentinels, over
-/// the wire protocol's mutual TLS (round 2 carries secret shares), and returns its key
-/// material once every participant confirmed the same transcript and group key. No process
-/// ever sees another's share, and none holds the group secret.
+/// Runs sentinel `name`'s part of the distributed key generation (or, with
+/// `CeremonyKind::Refresh`, the proactive refresh of its share) with the other sentinels, over
+/// the wire protocol's mutual TLS (round 2 carries secret shares), and returns its key material
+/// once every participant confirmed the same transcript and group key. No process ever sees
+/// another's share, and none holds the group secret.
 pub async fn generate_keys(
     topology: &Topology,
     name: &str,
     CeremonyInbox(mut inbox): CeremonyInbox,
+    kind: CeremonyKind,
     transport: &Transport,
 ) -> Result<EndorserKeys, EndorsingError> {
     let not_an_endorser = || EndorsingError::NotAnEndorser { name: name.to_string() };
@@ -325,13 +327,7 @@ pub async fn generate_keys(
         .and_then(|config| config.threshold(topology.sentinels.len()))
         .ok_or_else(not_an_endorser)?;
     let peers = endorser_clients(topology, me, transport)?;
-    let mut ceremony = Ceremony::new(
-        me,
-        threshold,
-        CeremonyKind::Generate,
-        CEREMONY_ROUND_TIMEOUT_MS,
-        rand::random(),
-    );
+    let mut ceremony = Ceremony::new(me, threshold, kind, CEREMONY_ROUND_TIMEOUT_MS, rand::random());
     let started = Instant::now();
     let now_ms = || started.elapsed().as_millis() as u64;
     let timeout = Duration::from_millis(topology.limits.request_timeout_ms);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
-use specie_endorsement::{EndorseReply, Endorsement};
+use specie_endorsement::{CeremonyKind, EndorseReply, Endorsement};
 use specie_sentinel::endorsement::Candidate;
 use specie_sentinel::{IssuerKeys, IssuerKeysError, SpecieErrorCode, TrustedKeys, ValidationError};
 use specie_shard::ShardRange;
@@ -407,8 +407,14 @@ async fn start_endorser(
     let address = (sentinel.endorser).ok_or_else(|| EndorsingError::NotAnEndorser { name: name.clone() })?;
     let me = Identity::sentinel(name);
     let server = Arc::new(EndorserServer::default());
-    // The share, or the inbox of the ceremony that will make it (open before the server starts).
-    let share = credentials::endorser_keys(topology, name)?.ok_or_else(|| server.open_ceremony());
+    // The share, or the ceremony that makes it (its inbox open before the server starts): the
+    // key generation, or the refresh the operator asked for (`cluster refresh-endorsement`).
+    let refresh = credentials::refresh_marker_path(topology, name);
+    let share = match credentials::endorser_keys(topology, name)? {
+        Some(old) if refresh.exists() => Err((server.open_ceremony(), CeremonyKind::Refresh { old: Box::new(old) })),
+        Some(keys) => Ok(keys),
+        None => Err((server.open_ceremony(), CeremonyKind::Generate)),
+    };
     let served = tokio::spawn(endorsing::serve_endorser(
         topology.clone(),
         me.clone(),
@@ -424,11 +430,20 @@ async fn start_endorser(
     });
     let keys = match share {
         Ok(keys) => keys,
-        Err(inbox) => {
-            eprintln!("{name}: no endorsement share yet: key generation with the other sentinels on {address}…");
+        Err((inbox, kind)) => {
+            let refreshing = matches!(kind, CeremonyKind::Refresh { .. });
+            let what = if refreshing {
+                "refresh of its share"
+            } else {
+                "key generation"
+            };
+            eprintln!("{name}: {what} with the other sentinels on {address}…");
             let transport = credentials::transport(topology, &me)?;
-            let keys = endorsing::generate_keys(topology, name, inbox, &transport).await?;
-            credentials::save_endorser_keys(topology, name, &keys)?;
+            let keys = endorsing::generate_keys(topology, name, inbox, kind, &transport).await?;
+            credentials::save_endorser_keys(topology, name, &keys, refreshing)?;
+            if refreshing {
+                let _ = std::fs::remove_file(&refresh);
+            }
             eprintln!("{name}: group key {}", hex::encode(keys.group_key().0));
             keys
         }

@@ -56,6 +56,8 @@ pub enum SupervisorError {
         waited_s: u64,
         logs: String,
     },
+    #[error("the cluster file has no [endorsement] group key to refresh the shares of")]
+    NoEndorsementGroup,
     #[error("the sentinels hold shares of different group keys ({keys:?}): remove every sentinel's endorser.key and run `cluster up` again")]
     GroupKeysDiffer { keys: Vec<String> },
     #[error("only {leaders} of {groups} groups have a leader after {waited_s} s; see {logs}")]
@@ -570,9 +572,23 @@ fn signal(pid: u32, name: &str) {
 /// [`STOP_TIMEOUT`]. The data stays.
 pub fn down(dir: &Path) -> Result<(), SupervisorError> {
     let (path, topology) = load(dir)?;
-    let running: Vec<(String, u32)> = members(&path, &topology)
-        .into_iter()
-        .filter_map(|m| read_pid(dir, &m.name).filter(|p| is_alive(*p)).map(|p| (m.name, p)))
+    let stopped = stop(dir, &members(&path, &topology));
+    println!(
+        "stopped {stopped} processes; data kept in {}",
+        topology.data_dir.display()
+    );
+    Ok(())
+}
+
+/// Stops `members` that run (SIGTERM, then SIGKILL after `STOP_TIMEOUT`); how many ran.
+fn stop(dir: &Path, members: &[Member]) -> usize {
+    let running: Vec<(&str, u32)> = members
+        .iter()
+        .filter_map(|m| {
+            read_pid(dir, &m.name)
+                .filter(|p| is_alive(*p))
+                .map(|p| (m.name.as_str(), p))
+        })
         .collect();
     for (_, pid) in &running {
         signal(*pid, "TERM");
@@ -588,10 +604,57 @@ pub fn down(dir: &Path) -> Result<(), SupervisorError> {
         }
         let _ = std::fs::remove_file(pid_file(dir, name));
     }
+    running.len()
+}
+
+/// `specie cluster refresh-endorsement`: new shares of the same group key for every sentinel
+/// (FROST's proactive refresh, among the sentinels as their key generation is). Each sentinel is
+/// told by a marker in its data directory, restarted, runs the refresh with the others, replaces
+/// its share and removes the marker. Old shares stop combining with new ones, so whatever an
+/// attacker learned of fewer than k old shares is worthless afterwards.
+pub fn refresh_endorsement(dir: &Path) -> Result<(), SupervisorError> {
+    let (path, topology) = load(dir)?;
+    let listed = (topology.endorsement.as_ref())
+        .and_then(|e| e.group_key.clone())
+        .ok_or(SupervisorError::NoEndorsementGroup)?;
+    for sentinel in &topology.sentinels {
+        let marker = credentials::refresh_marker_path(&topology, &sentinel.name);
+        std::fs::write(&marker, b"refresh\n").map_err(io(format!("cannot write {}", marker.display())))?;
+    }
+    let sentinels: Vec<Member> = members(&path, &topology)
+        .into_iter()
+        .filter(|m| topology.sentinels.iter().any(|s| s.name == m.name))
+        .collect();
+    stop(dir, &sentinels);
+    for member in &sentinels {
+        spawn_member(dir, member)?;
+    }
+    println!("restarted the {} sentinels: their refresh ceremony…", sentinels.len());
+    let started = Instant::now();
+    let pending = || {
+        (topology.sentinels.iter())
+            .filter(|s| credentials::refresh_marker_path(&topology, &s.name).exists())
+            .count()
+    };
+    while pending() > 0 {
+        if started.elapsed() > CEREMONY_TIMEOUT {
+            return Err(SupervisorError::NoGroupKey {
+                finished: topology.sentinels.len() - pending(),
+                sentinels: topology.sentinels.len(),
+                waited_s: CEREMONY_TIMEOUT.as_secs(),
+                logs: format!("{}/logs", dir.display()),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for sentinel in &topology.sentinels {
+        // Each share is checked against the listed group key, so it did not change.
+        credentials::endorser_keys(&topology, &sentinel.name)
+            .map_err(credentials("a refreshed share does not check"))?;
+    }
     println!(
-        "stopped {} processes; data kept in {}",
-        running.len(),
-        topology.data_dir.display()
+        "refreshed every sentinel's share in {:.1} s; group key {listed} unchanged",
+        started.elapsed().as_secs_f64()
     );
     Ok(())
 }
