@@ -151,12 +151,26 @@ impl EndorserService {
         if self.compromised {
             return items.iter().map(|item| (item.digest(), Ok(()))).collect();
         }
-        let txs: Vec<_> = items.iter().map(|item| (*item.tx).clone()).collect();
-        let verdicts = specie_sentinel::validate_batch(&txs, &self.trusted);
+        // What this sentinel's front door validated is not validated twice; every item from
+        // another sentinel is (a decoded candidate is never `validated_here`).
+        let unchecked: Vec<_> = items
+            .iter()
+            .filter(|item| !item.validated_here())
+            .map(|item| (*item.tx).clone())
+            .collect();
+        let mut verdicts = specie_sentinel::validate_batch(&unchecked, &self.trusted).into_iter();
         items
             .iter()
-            .zip(verdicts)
-            .map(|(item, verdict)| (item.digest(), verdict.map(drop).map_err(|error| refusal_code(&error))))
+            .map(|item| {
+                let verdict = match item.validated_here() {
+                    true => Ok(()),
+                    false => match verdicts.next() {
+                        Some(verdict) => verdict.map(drop).map_err(|error| refusal_code(&error)),
+                        None => Err(RefusalCode::new(FALLBACK_REFUSAL).expect("a valid code")),
+                    },
+                };
+                (item.digest(), verdict)
+            })
             .collect()
     }
 }
@@ -713,6 +727,20 @@ mod tests {
         let replies = endorse(&endorsers, vec![forged, valid]);
         assert!(matches!(replies[0], EndorseReply::Refused { .. }), "{replies:?}");
         assert!(matches!(replies[1], EndorseReply::Endorsed(_)), "{replies:?}");
+    }
+
+    #[test]
+    fn only_what_this_process_validated_skips_its_endorsers_checks() {
+        use specie_codec::Decode;
+        let (endorsers, valid, forged) = group_and_mints(false);
+        let vouched = Candidate::validated((*valid.tx).clone(), valid.compact.clone());
+        // A candidate from the wire is never vouched for, whatever its sender did.
+        let decoded = Candidate::decode_exact(&vouched.encode()).unwrap();
+        assert!(vouched.validated_here() && !decoded.validated_here());
+        let replies = endorse(&endorsers, vec![vouched.clone(), forged, decoded]);
+        assert!(matches!(replies[0], EndorseReply::Endorsed(_)), "{replies:?}");
+        assert!(matches!(replies[1], EndorseReply::Refused { .. }), "{replies:?}");
+        assert!(matches!(replies[2], EndorseReply::Endorsed(_)), "{replies:?}");
     }
 
     #[test]

@@ -327,7 +327,9 @@ impl Backend for ClusterBackend {
                 reply,
             ),
             Some(group) => {
-                let candidates = accepted.into_iter().map(|(r, tx, _)| (r, Candidate::new(tx))).collect();
+                let candidates = (accepted.into_iter())
+                    .map(|(r, tx, compact)| (r, Candidate::validated(tx, compact)))
+                    .collect();
                 self.endorse_and_submit(group.clone(), candidates, reply);
             }
         }

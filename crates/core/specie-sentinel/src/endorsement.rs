@@ -18,6 +18,9 @@ pub struct Candidate {
     pub tx: Arc<SpecieTransaction>,
     pub compact: CompactTransaction,
     digest: Hash,
+    /// Validated by this process's own sentinel checks before it became a candidate. Never
+    /// encoded, never set by a decoder: only the process that validated it can vouch for it.
+    validated_here: bool,
 }
 
 impl Candidate {
@@ -28,7 +31,24 @@ impl Candidate {
             tx: Arc::new(tx),
             compact,
             digest,
+            validated_here: false,
         }
+    }
+
+    /// A candidate this process's sentinel checks accepted (`compact` is what they returned), so
+    /// that this process's own endorser need not check it again.
+    pub fn validated(tx: SpecieTransaction, compact: CompactTransaction) -> Candidate {
+        let digest = compact.attestation_message();
+        Candidate {
+            tx: Arc::new(tx),
+            compact,
+            digest,
+            validated_here: true,
+        }
+    }
+
+    pub fn validated_here(&self) -> bool {
+        self.validated_here
     }
 }
 
