@@ -386,10 +386,9 @@ impl Role for Ceremony {
 
 /// Runs one ceremony per participant to the end, delivering their messages in this process:
 /// every participant's outcome (its key material, or why it failed). Every share passes through
-/// this process, so it is no safer than a trusted dealer: for a cluster's operator generating
-/// its sentinels' shares in one place (as the cluster's PKI is), for tests and simulations. A
-/// ceremony meant to leave no one holding the group secret runs each participant in its own
-/// process, over the wire protocol.
+/// this process, so it is no safer than a trusted dealer: for tests, as [`crate::deal`] is. A
+/// cluster's sentinels run each participant in its own process, over the wire protocol
+/// (`specie_cluster::endorsing::generate_keys`).
 pub fn run_together(
     mut participants: BTreeMap<EndorserId, Ceremony>,
 ) -> BTreeMap<EndorserId, Result<EndorserKeys, CeremonyError>> {
