@@ -205,14 +205,14 @@ impl EndorserServer {
         CeremonyInbox(inbox)
     }
 
-    async fn answer(&self, from: EndorserId, request: RoleRequest) -> Result<RoleResponse, String> {
+    async fn answer(&self, from: EndorserId, request: RoleRequest) -> Result<RoleResponse, EndorserRefusal> {
         match request {
             RoleRequest::Endorse(message) => {
-                let service = self.service.get().cloned().ok_or("this endorser holds no share yet")?;
+                let service = self.service.get().cloned().ok_or(EndorserRefusal::NoShare)?;
                 let answer = tokio::task::spawn_blocking(move || service.handle(u32::from(from.0), *message))
                     .await
-                    .map_err(|_| "the endorser stopped".to_string())?
-                    .ok_or_else(|| "the endorser had no answer".to_string())?;
+                    .map_err(|_| EndorserRefusal::Stopped)?
+                    .ok_or(EndorserRefusal::NoAnswer)?;
                 Ok(RoleResponse::Endorser(Box::new(answer)))
             }
             RoleRequest::Ceremony(message) => {
@@ -228,9 +228,22 @@ impl EndorserServer {
                 }
                 Ok(RoleResponse::Taken)
             }
-            other => Err(format!("an endorser does not serve {}", other.kind())),
+            other => Err(EndorserRefusal::NotServed { request: other.kind() }),
         }
     }
+}
+
+/// Why a sentinel's endorser did not answer a request (what the asking sentinel reads).
+#[derive(Debug, thiserror::Error)]
+pub enum EndorserRefusal {
+    #[error("this endorser holds no share yet")]
+    NoShare,
+    #[error("the endorser stopped")]
+    Stopped,
+    #[error("the endorser had no answer")]
+    NoAnswer,
+    #[error("an endorser does not serve {request}")]
+    NotServed { request: &'static str },
 }
 
 /// Serves `server` to the other sentinels on `address` until the process is told to stop. Only
@@ -298,7 +311,8 @@ fn admit_sentinels(
                 // Decided on the tag alone: a refused request is never decoded.
                 authorize(&topology, &me, &caller, request_tag).map_err(|e| refused(format!("not authorised: {e}")))?;
                 let request = RoleRequest::decode(&bytes).map_err(|e| refused(format!("malformed request: {e}")))?;
-                Ok(server.answer(from, request).await.map_err(refused)?.encode())
+                let answer = server.answer(from, request).await;
+                Ok(answer.map_err(|refusal| refused(refusal.to_string()))?.encode())
             }
         }))
     })

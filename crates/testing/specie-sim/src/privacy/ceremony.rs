@@ -163,26 +163,50 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
         }
         for id in touched {
             let ceremony = participants.get_mut(&id).expect("a participant");
-            let round = Round::take(ceremony);
-            let mut sends = round.sends;
-            if let Some(twin) = twin.as_mut().filter(|_| Some(id) == equivocator) {
-                sends.retain(|(to, _)| Some(*to) != deceived);
-                let second_face = Round::take(twin).sends.into_iter();
-                sends.extend(second_face.filter(|(to, _)| Some(*to) == deceived));
-            }
-            for (to, message) in sends {
-                network.send(now_ms, id, to, &message, report);
-            }
-            for outcome in round.reports {
-                let outcome = match outcome {
-                    CeremonyReport::Finished { .. } => Ok(ceremony.outcome().cloned().expect("finished with keys")),
-                    CeremonyReport::Failed(error) => Err(error),
-                };
-                outcomes.insert(id, outcome);
-            }
+            let faces = Faces {
+                twin: twin.as_mut().filter(|_| Some(id) == equivocator),
+                deceived,
+            };
+            emit(now_ms, id, ceremony, faces, &mut network, &mut outcomes, report);
         }
     }
     check(options, step, threshold, equivocator, &outcomes, report)
+}
+
+/// The equivocator's second face, and the peer it shows it to.
+struct Faces<'a> {
+    twin: Option<&'a mut Ceremony>,
+    deceived: Option<EndorserId>,
+}
+
+/// Sends what participant `id` has to say (its second face's messages instead, to the deceived
+/// peer) and records its outcome if it has one.
+fn emit(
+    now_ms: u64,
+    id: EndorserId,
+    ceremony: &mut Ceremony,
+    faces: Faces<'_>,
+    network: &mut Network<'_>,
+    outcomes: &mut BTreeMap<EndorserId, Result<EndorserKeys, CeremonyError>>,
+    report: &mut PrivacyReport,
+) {
+    let round = Round::take(ceremony);
+    let mut sends = round.sends;
+    if let Some(twin) = faces.twin {
+        sends.retain(|(to, _)| Some(*to) != faces.deceived);
+        let second_face = Round::take(twin).sends.into_iter();
+        sends.extend(second_face.filter(|(to, _)| Some(*to) == faces.deceived));
+    }
+    for (to, message) in sends {
+        network.send(now_ms, id, to, &message, report);
+    }
+    for outcome in round.reports {
+        let outcome = match outcome {
+            CeremonyReport::Finished { .. } => Ok(ceremony.outcome().cloned().expect("finished with keys")),
+            CeremonyReport::Failed(error) => Err(error),
+        };
+        outcomes.insert(id, outcome);
+    }
 }
 
 fn check(
