@@ -50,8 +50,6 @@ pub enum SentinelError {
     Server(#[source] std::io::Error),
     #[error("threshold endorsement: {0}")]
     Endorsing(#[from] EndorsingError),
-    #[error("the endorser server failed: {0}")]
-    EndorserServer(#[source] std::io::Error),
 }
 
 struct Inner {

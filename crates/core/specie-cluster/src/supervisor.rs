@@ -46,11 +46,9 @@ pub enum SupervisorError {
     },
     #[error("cannot ask the replicas for their status: {0}")]
     Status(#[source] OperatorError),
-    #[error(
-        "the sentinels' key generation ceremony did not finish in {waited_s} s ({finished} of {sentinels} hold a \
-         share); see {logs}"
-    )]
-    NoGroupKey {
+    #[error("the sentinels' {ceremony} did not finish in {waited_s} s ({finished} of {sentinels} done); see {logs}")]
+    CeremonyUnfinished {
+        ceremony: &'static str,
         finished: usize,
         sentinels: usize,
         waited_s: u64,
@@ -395,7 +393,8 @@ fn record_group_key(dir: &Path, path: &Path, mut topology: Topology) -> Result<(
             break finished;
         }
         if started.elapsed() > CEREMONY_TIMEOUT {
-            return Err(SupervisorError::NoGroupKey {
+            return Err(SupervisorError::CeremonyUnfinished {
+                ceremony: "key generation",
                 finished: finished.len(),
                 sentinels: topology.sentinels.len(),
                 waited_s: CEREMONY_TIMEOUT.as_secs(),
@@ -638,7 +637,8 @@ pub fn refresh_endorsement(dir: &Path) -> Result<(), SupervisorError> {
     };
     while pending() > 0 {
         if started.elapsed() > CEREMONY_TIMEOUT {
-            return Err(SupervisorError::NoGroupKey {
+            return Err(SupervisorError::CeremonyUnfinished {
+                ceremony: "refresh of their shares",
                 finished: topology.sentinels.len() - pending(),
                 sentinels: topology.sentinels.len(),
                 waited_s: CEREMONY_TIMEOUT.as_secs(),
