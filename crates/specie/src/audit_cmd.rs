@@ -74,6 +74,11 @@ enum AuditCommand {
         /// it, an anonymous owner shows as `unknown`.
         #[arg(long, value_name = "FILE")]
         directory: Option<PathBuf>,
+        /// The registration authority's public key (hex, as `specie ra key` prints it) that
+        /// every anonymous spend proof must verify under (exit 1 if one does not). Default: the
+        /// node's own (`/v1/info`); give it to trust the node for less.
+        #[arg(long, value_name = "HEX")]
+        registration_authority: Option<String>,
     },
     /// Serve as an active auditor: review every private transaction a wallet sends before it
     /// is submitted (`specie wallet … --cosigner URL`), and co-sign it if this auditor can read
@@ -151,6 +156,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             json,
             group_key,
             directory,
+            registration_authority,
         } => {
             let options = ShowOptions {
                 flag_over,
@@ -158,6 +164,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
                 json,
                 group_key,
                 directory,
+                registration_authority,
             };
             show(&node, &key, &options)
         }
@@ -351,6 +358,25 @@ struct ShowOptions {
     json: bool,
     group_key: Option<String>,
     directory: Option<PathBuf>,
+    registration_authority: Option<String>,
+}
+
+/// The registration authority anonymous spend proofs are checked against: the one given, or the
+/// node's; without either they cannot be (and count as invalid).
+fn registration_authority(
+    client: &NodeClient,
+    given: Option<&str>,
+) -> anyhow::Result<Option<specie_credential::RaPublicKey>> {
+    let parse = |text: &str| {
+        let bytes = hex::decode(text).ok()?;
+        specie_credential::RaPublicKey::decode_exact(&bytes).ok()
+    };
+    match given {
+        Some(text) => parse(text).map(Some).ok_or_else(|| {
+            anyhow::anyhow!("--registration-authority is not an RA public key in hex (`specie ra key` prints it)")
+        }),
+        None => Ok(client.info()?.registration_authority.as_deref().and_then(parse)),
+    }
 }
 
 /// The endorsement group key records are checked against: the one given, or the node's.
@@ -386,12 +412,7 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
             directory: read_directory(directory)?,
         });
     }
-    // The RA the node names, to check the spend proofs against; without one they cannot be.
-    let authority = client
-        .info()?
-        .registration_authority
-        .and_then(|text| hex::decode(text).ok())
-        .and_then(|bytes| specie_credential::RaPublicKey::decode_exact(&bytes).ok());
+    let authority = registration_authority(&client, options.registration_authority.as_deref())?;
     let height = client.ledger_height()?;
     let limits = BlockLimits::default();
     let mut summary = Summary::default();

@@ -285,6 +285,24 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
         "{summary}"
     );
     assert_eq!(summary["invalid_proofs"], 0, "{summary}");
+    // The auditor can pin the RA instead of taking the node's word for it: under the RA's own key
+    // the spend proofs hold; under another RA's (a node lying about its RA) they do not.
+    let pinned = |key: &str| {
+        let args = [
+            "audit",
+            "show",
+            "--node",
+            &url,
+            "--key",
+            auditor_key.to_str().unwrap(),
+            "--json",
+        ];
+        run(&[&args[..], &["--registration-authority", key]].concat())
+    };
+    pinned(&ra_key).expect("the spend proofs verify under the RA that issued the credentials");
+    let other_ra = ra(&path("other-ra"), &["init"]);
+    let refused = pinned(&other_ra).expect_err("spend proofs must not verify under another RA");
+    assert!(refused.contains("INVALID PROOF"), "{refused}");
     for child in [&mut node, &mut cosigner] {
         child.kill().unwrap();
         child.wait().unwrap();
