@@ -356,6 +356,13 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
         let share = Path::new(&dir).join("data").join(&sentinel.name).join("endorser.key");
         assert!(share.exists(), "{}", share.display());
     }
+    let status = String::from_utf8(specie(&["cluster", "status", "--dir", &dir]).stdout).unwrap();
+    assert!(
+        status.contains(&format!(
+            "endorsement: 2 of 3 sentinels sign each transaction; group key {group_key}"
+        )) && status.matches("  endorser 127.0.0.1:").count() == 3,
+        "{status}"
+    );
     let pki = std::fs::read_dir(Path::new(&dir).join("pki")).unwrap();
     assert!(pki
         .flatten()

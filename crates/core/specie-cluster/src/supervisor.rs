@@ -457,14 +457,36 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
             }
         }
     }
+    let answers = |address: &std::net::SocketAddr| {
+        std::net::TcpStream::connect_timeout(address, Duration::from_millis(500)).is_ok()
+    };
     for sentinel in &topology.sentinels {
-        let up = std::net::TcpStream::connect_timeout(&sentinel.http, Duration::from_millis(500)).is_ok();
+        let up = answers(&sentinel.http);
         healthy &= up;
-        println!(
+        print!(
             "{:<20} http://{:<22} {}",
             sentinel.name,
             sentinel.http,
             if up { "ok" } else { "DOWN" }
+        );
+        match sentinel.endorser.filter(|_| topology.endorsement.is_some()) {
+            Some(endorser) => {
+                let up = answers(&endorser);
+                healthy &= up;
+                println!("  endorser {endorser} {}", if up { "ok" } else { "DOWN" });
+            }
+            None => println!(),
+        }
+    }
+    if let Some(endorsement) = &topology.endorsement {
+        println!(
+            "endorsement: {} of {} sentinels sign each transaction; group key {}",
+            endorsement.threshold,
+            topology.sentinels.len(),
+            endorsement
+                .group_key
+                .as_deref()
+                .unwrap_or("not made yet (the sentinels' key generation)")
         );
     }
     print_authority_figures(&topology, &statuses);
