@@ -553,6 +553,7 @@ fn print_audited(audited: &Audited, json: bool) {
             "clear_out": audited.clear_out,
             "readable": audited.readable(),
             "flagged": audited.flagged,
+            "cosigned_by": audited.cosigned_by.iter().map(hex::encode).collect::<Vec<_>>(),
         });
         println!("{line}");
         return;
@@ -564,14 +565,20 @@ fn print_audited(audited: &Audited, json: bool) {
             .collect::<Vec<_>>()
             .join(" ")
     };
+    let cosigned: String = audited
+        .cosigned_by
+        .iter()
+        .map(|key| format!("  co-signed:{}", &hex::encode(key)[..8]))
+        .collect();
     println!(
-        "{:>6}:{:<5} {} {:<15} {} -> {}{}",
+        "{:>6}:{:<5} {} {:<15} {} -> {}{}{}",
         audited.height,
         audited.position,
         &audited.txid.to_string()[..16],
         audited.kind,
         side(&audited.inputs),
         side(&audited.outputs),
+        cosigned,
         if audited.flagged { "  FLAGGED" } else { "" }
     );
 }

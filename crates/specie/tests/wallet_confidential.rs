@@ -269,6 +269,10 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
         })
         .collect();
     assert_eq!(parties.len(), 3, "{shown}");
+    // Every anonymous transaction was co-signed by the active auditor, and the passive one sees it.
+    for payment in &payments {
+        assert_eq!(payment["cosigned_by"], serde_json::json!([cosigning_key]), "{payment}");
+    }
     assert_eq!(
         parties[1],
         ("id:7".into(), vec![("id:7".into(), 350), ("id:8".into(), 250)])

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use specie_archiver::Block;
 use specie_confidential::AuditorSecret;
 use specie_credential::{AuditDirectory, AuditorSecret as OwnerAuditorSecret, EnrolmentId};
+use specie_transaction::signing::{parse_xonly, schnorr_verify, P2pkWitness};
 use specie_transaction::{AnonymousTransaction, AnonymousValues, SpecieTransaction, Txid, UhsId};
 
 /// Who owns an output, as far as the auditor can tell.
@@ -74,6 +75,9 @@ pub struct Audited {
     pub clear_out: u64,
     /// An output's value is over the auditor's threshold.
     pub flagged: bool,
+    /// The x-only keys whose co-signatures of the txid follow a private transaction's own
+    /// witnesses and verify (the active auditors who approved it before submission).
+    pub cosigned_by: Vec<[u8; 32]>,
 }
 
 impl Audited {
@@ -216,8 +220,32 @@ impl PassiveAuditor {
             clear_in,
             clear_out,
             flagged,
+            cosigned_by: cosigners(tx, &compact.txid),
         }
     }
+}
+
+/// The keys whose p2pk co-signatures of `txid` follow a private transaction's own witnesses
+/// (one per input a key owns: every confidential one's, an anonymous one's transparent ones) and
+/// verify. A co-signature that does not verify is not listed:
+/// the sentinels refused such a transaction, so one in the ledger means the node let it in.
+fn cosigners(tx: &SpecieTransaction, txid: &Txid) -> Vec<[u8; 32]> {
+    let (witnesses, own) = match tx {
+        SpecieTransaction::Confidential(tx) => (
+            &tx.witnesses,
+            tx.transparent_inputs.len() + tx.confidential_inputs.len(),
+        ),
+        SpecieTransaction::Anonymous(tx) => (&tx.witnesses, tx.transparent_inputs.len()),
+        _ => return vec![],
+    };
+    let verifies = |p2pk: &P2pkWitness| {
+        parse_xonly(&p2pk.pubkey).is_some_and(|key| schnorr_verify(&key, &txid.0, &p2pk.signature))
+    };
+    (witnesses.iter().skip(own))
+        .filter_map(|witness| P2pkWitness::parse(witness).ok())
+        .filter(verifies)
+        .map(|p2pk| p2pk.pubkey)
+        .collect()
 }
 
 impl PassiveAuditor {
