@@ -1224,9 +1224,9 @@ pub(crate) fn test_keys(count: usize) -> Vec<String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_default_local_topology_round_trips_through_toml() {
-        let topology = Topology::local(
+    /// `Topology::local` of the default shape, under /tmp/x, with two sentinels' keys.
+    fn default_local() -> Topology {
+        Topology::local(
             Shape::default(),
             Path::new("/tmp/x"),
             vec![],
@@ -1234,7 +1234,12 @@ mod tests {
             vec![],
             GroupBridges::default(),
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn the_default_local_topology_round_trips_through_toml() {
+        let topology = default_local();
         assert_eq!(topology.shard_groups.len(), 2);
         assert_eq!(topology.coordinator_groups.len(), 1);
         assert!(topology.shard_groups.iter().all(|g| g.replicas.len() == 3));
@@ -1248,15 +1253,7 @@ mod tests {
 
     #[test]
     fn a_privacy_section_round_trips_and_every_bad_key_is_refused_by_name() {
-        let mut topology = Topology::local(
-            Shape::default(),
-            Path::new("/tmp/x"),
-            vec![],
-            test_keys(2),
-            vec![],
-            GroupBridges::default(),
-        )
-        .unwrap();
+        let mut topology = default_local();
         use specie_codec::Encode;
         let ra = specie_credential::RegistrationAuthority::from_seed(&[1; 32]).public_key();
         let owner = specie_credential::AuditorSecret::from_seed(&[2; 32]).public();
@@ -1315,9 +1312,13 @@ mod tests {
     }
 
     #[test]
-    fn a_fastpay_committee_round_trips_through_toml_and_builds_its_committee() {
+    fn an_endorsement_section_is_validated_before_anything_starts() {
+        let shape = Shape {
+            endorsement_threshold: Some(2),
+            ..Shape::default()
+        };
         let mut topology = Topology::local(
-            Shape::default(),
+            shape,
             Path::new("/tmp/x"),
             vec![],
             test_keys(2),
@@ -1325,6 +1326,54 @@ mod tests {
             GroupBridges::default(),
         )
         .unwrap();
+        assert!(
+            topology.sentinels.iter().all(|s| s.endorser.is_some()),
+            "every sentinel gets an endorser port"
+        );
+        let key = "f4641cc6d368e09ee50b7493496c4fee63af7bc14de45403f1d5b4c5a7e1b85b".to_string();
+        let endorsement = |threshold: u16, group_key: Option<&str>| {
+            Some(EndorsementConfig {
+                threshold,
+                group_key: group_key.map(str::to_string),
+            })
+        };
+        topology.endorsement = endorsement(2, Some(&key));
+        assert_eq!(topology.validate(), Ok(()));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cluster.toml");
+        std::fs::write(&path, topology.to_toml()).unwrap();
+        assert_eq!(Topology::load(&path).unwrap(), topology);
+        let refused = |topology: &Topology| topology.validate().unwrap_err();
+        for threshold in [0, 3] {
+            let mut bad = topology.clone();
+            bad.endorsement = endorsement(threshold, Some(&key));
+            assert!(
+                matches!(refused(&bad), InvalidTopology::EndorsementThreshold { .. }),
+                "k = {threshold}"
+            );
+        }
+        let mut bad = topology.clone();
+        bad.endorsement = endorsement(2, Some(&"ff".repeat(32)));
+        assert_eq!(refused(&bad), InvalidTopology::EndorsementGroupKey);
+        let mut bad = topology.clone();
+        bad.sentinels[1].endorser = None;
+        assert_eq!(
+            refused(&bad),
+            InvalidTopology::NoEndorserAddress {
+                sentinel: "sentinel-1".into()
+            }
+        );
+        let mut bad = topology.clone();
+        bad.sentinels[1].endorser = Some(bad.sentinels[0].http);
+        assert!(matches!(refused(&bad), InvalidTopology::AddressTwice { .. }));
+        // No group key yet (the sentinels have not made it): valid, and coordinators refuse all.
+        topology.endorsement = endorsement(2, None);
+        assert_eq!(topology.validate(), Ok(()));
+    }
+
+    #[test]
+    fn a_fastpay_committee_round_trips_through_toml_and_builds_its_committee() {
+        let mut topology = default_local();
         let keys: Vec<[u8; 32]> = (0..4)
             .map(|i| {
                 specie_fastpay::deterministic_key("authority", i)
@@ -1405,15 +1454,7 @@ mod tests {
         assert_eq!(Topology::load(&path).unwrap(), topology);
 
         // A file from before the committee's processes: epoch and members only.
-        let mut old = Topology::local(
-            Shape::default(),
-            Path::new("/tmp/x"),
-            vec![],
-            test_keys(2),
-            vec![],
-            GroupBridges::default(),
-        )
-        .unwrap();
+        let mut old = default_local();
         let members: Vec<String> = topology.fastpay_committee.as_ref().unwrap().members.clone();
         let mut text = old.to_toml();
         text.push_str(&format!("\n[fastpay_committee]\nepoch = 1\nmembers = {members:?}\n"));
@@ -1513,15 +1554,7 @@ mod tests {
 
     #[test]
     fn mistakes_are_named() {
-        let good = Topology::local(
-            Shape::default(),
-            Path::new("/tmp/x"),
-            vec![],
-            test_keys(2),
-            vec![],
-            GroupBridges::default(),
-        )
-        .unwrap();
+        let good = default_local();
         let mut bad_name = good.clone();
         bad_name.shard_groups[0].name = "Shard.0".into();
         assert_eq!(
