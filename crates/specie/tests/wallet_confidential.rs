@@ -82,16 +82,7 @@ fn shield_pay_receive_and_unshield_with_the_cli_and_the_auditor_agrees() {
     assert_eq!(wallet_balance(&alice, "confidential spendable:"), 0);
 
     // The auditor reads the ledger from genesis: the confidential values, all of its jurisdiction.
-    let show = [
-        "audit",
-        "show",
-        "--node",
-        &url,
-        "--key",
-        auditor_key.to_str().unwrap(),
-        "--json",
-    ];
-    let shown = run(&show).unwrap();
+    let shown = audit_show(&url, &auditor_key, &[]).unwrap();
     let last: serde_json::Value = serde_json::from_str(shown.trim().lines().last().unwrap()).unwrap();
     let summary = &last["summary"];
     assert!(summary["confidential"].as_u64().unwrap() >= 1, "{summary}");
@@ -102,9 +93,8 @@ fn shield_pay_receive_and_unshield_with_the_cli_and_the_auditor_agrees() {
     assert_eq!(summary["endorsed"], summary["transactions"], "{summary}");
     assert_eq!(summary["unendorsed"], 0, "{summary}");
     let other_key = "79be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798";
-    let mut wrong = show.to_vec();
-    wrong.extend(["--group-key", other_key]);
-    assert!(run(&wrong).is_err(), "records not endorsed under the key given: exit 1");
+    let wrong = audit_show(&url, &auditor_key, &["--group-key", other_key]);
+    assert!(wrong.is_err(), "records not endorsed under the key given: exit 1");
     node.kill().unwrap();
     node.wait().unwrap();
 }
@@ -116,6 +106,12 @@ fn audited_of_kind(shown: &str, kind: &str) -> Vec<serde_json::Value> {
         .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
         .filter(|line| line["kind"] == kind)
         .collect()
+}
+
+/// `specie audit show --node URL --key KEY --json EXTRA`: its stdout, or its stderr if it failed.
+fn audit_show(url: &str, key: &Path, extra: &[&str]) -> Result<String, String> {
+    let args = ["audit", "show", "--node", url, "--key", key.to_str().unwrap(), "--json"];
+    run(&[&args[..], extra].concat())
 }
 
 /// `specie ra --dir DIR ARGS`, which must succeed: its stdout, trimmed.
@@ -241,18 +237,7 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
     assert_eq!(wallet_balance(&bob, "anonymous spendable:"), 150);
 
     // The auditor, with the RA's list as its directory, names both parties of every payment.
-    let shown = run(&[
-        "audit",
-        "show",
-        "--node",
-        &url,
-        "--key",
-        auditor_key.to_str().unwrap(),
-        "--directory",
-        directory.to_str().unwrap(),
-        "--json",
-    ])
-    .unwrap();
+    let shown = audit_show(&url, &auditor_key, &["--directory", directory.to_str().unwrap()]).unwrap();
     let payments = audited_of_kind(&shown, "anonymous");
     let parties: Vec<(String, Vec<(String, u64)>)> = payments
         .iter()
@@ -291,18 +276,7 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
     assert_eq!(summary["invalid_proofs"], 0, "{summary}");
     // The auditor can pin the RA instead of taking the node's word for it: under the RA's own key
     // the spend proofs hold; under another RA's (a node lying about its RA) they do not.
-    let pinned = |key: &str| {
-        let args = [
-            "audit",
-            "show",
-            "--node",
-            &url,
-            "--key",
-            auditor_key.to_str().unwrap(),
-            "--json",
-        ];
-        run(&[&args[..], &["--registration-authority", key]].concat())
-    };
+    let pinned = |key: &str| audit_show(&url, &auditor_key, &["--registration-authority", key]);
     pinned(&ra_key).expect("the spend proofs verify under the RA that issued the credentials");
     let other_ra = ra(&path("other-ra"), &["init"]);
     let refused = pinned(&other_ra).expect_err("spend proofs must not verify under another RA");
