@@ -11,9 +11,11 @@
 //! every transaction's inputs exist before it spends them (the dependency order of the Fabric
 //! framework's committer, Appendix A), so a replay never meets a spend of an unknown output.
 //!
-//! Pure: [`LedgerOfRecord`] holds the chain's head, the replayed UHS and the index; blocks are
+//! Pure: [`Archiver`] is the ledger as a role of the role contract (replicated by a cluster's
+//! archiver group); [`LedgerOfRecord`] holds the chain's head, the replayed UHS and the index; blocks are
 //! stored and served by whoever hosts it.
 
+mod archiver;
 mod block;
 mod dispute;
 mod ledger;
@@ -21,11 +23,12 @@ mod query;
 mod reconcile;
 mod record;
 
+pub use archiver::{Archiver, ArchiverCommand, ArchiverConfig, ArchiverInput, ArchiverReply, ArchiverReport, ArchiverStateError};
 pub use block::{
     sorted_txids, txid_leaf, Block, BlockError, BlockHeader, BlockLimits, BLOCK_DOMAIN, RECORDS_DOMAIN, TXIDS_DOMAIN,
 };
 pub use dispute::{BlockAbsence, DisputeError, DisputeLimits, DisputeProof, Finding, SortedTxids, TxidLeaf, Verdict};
 pub use ledger::{LedgerLimits, LedgerOfRecord, Located, Offered};
-pub use query::{LedgerEntry, LedgerHead};
+pub use query::{LedgerEntry, LedgerHead, LedgerRead, LedgerReply, LedgerReplyLimits, FAILURE_BYTES_MAX};
 pub use reconcile::{committed, created_ids};
 pub use record::{Record, RecordError, RecordLimits};

@@ -7,10 +7,11 @@ use std::collections::{BTreeSet, HashSet};
 
 use proptest::prelude::*;
 use specie_archiver::{
-    committed, created_ids, Block, BlockError, DisputeProof, LedgerLimits, LedgerOfRecord, Offered, Record,
-    RECORDS_DOMAIN,
+    committed, created_ids, Archiver, ArchiverConfig, ArchiverInput, ArchiverReply, ArchiverReport, Block, BlockError,
+    DisputeProof, LedgerLimits, LedgerOfRecord, LedgerRead, LedgerReply, Offered, Record, RECORDS_DOMAIN,
 };
 use specie_codec::{Decode, Encode};
+use specie_role::{Durable, Role, Round};
 use specie_transaction::{
     CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction, Transaction, Txid, UhsId,
 };
@@ -312,4 +313,231 @@ proptest! {
             }
         }
     }
+}
+
+/// The archiver role on a host that makes every command durable at once: each command goes
+/// through its encoding and back before it is applied, and the invariants are checked after.
+struct ArchiverHost {
+    role: Archiver,
+    now_ms: u64,
+    next_ticket: u64,
+    replies: Vec<(u64, ArchiverReply)>,
+    reports: Vec<ArchiverReport>,
+}
+
+impl ArchiverHost {
+    fn new(config: ArchiverConfig) -> ArchiverHost {
+        let mut role = Archiver::new(config);
+        role.lead(0);
+        ArchiverHost {
+            role,
+            now_ms: 0,
+            next_ticket: 0,
+            replies: vec![],
+            reports: vec![],
+        }
+    }
+
+    /// Hands the role one input built around a fresh ticket; returns the ticket's reply.
+    fn ask(&mut self, input: impl FnOnce(u64) -> ArchiverInput) -> ArchiverReply {
+        self.next_ticket += 1;
+        let ticket = self.next_ticket;
+        self.role.handle(self.now_ms, input(ticket));
+        self.pump();
+        let at = self.replies.iter().position(|(t, _)| *t == ticket).expect("answered");
+        self.replies.remove(at).1
+    }
+
+    fn pump(&mut self) {
+        loop {
+            let round = Round::take(&mut self.role);
+            self.replies.extend(round.replies);
+            self.reports.extend(round.reports);
+            if round.proposals.is_empty() {
+                break;
+            }
+            for command in round.proposals {
+                let bytes = Archiver::encode_command(&command);
+                let decoded = self.role.decode_command(&bytes).unwrap();
+                assert_eq!(decoded, command);
+                self.role.apply(self.now_ms, &decoded);
+                self.role.check_invariants().unwrap();
+            }
+        }
+    }
+
+    fn advance(&mut self, ms: u64) {
+        self.now_ms += ms;
+        if self.role.poll_timeout().is_some_and(|at| at <= self.now_ms) {
+            self.role.handle_timeout(self.now_ms);
+            self.pump();
+        }
+    }
+
+    /// What the leader's driver does: the stale records, the model UHS's answer, settled.
+    fn reconcile(&mut self, uhs: &HashSet<UhsId>) {
+        let ArchiverReply::Stale(stale) = self.ask(|ticket| ArchiverInput::Stale { ticket }) else {
+            panic!("stale records asked")
+        };
+        let asked: Vec<Txid> = stale.iter().map(|(txid, _)| *txid).collect();
+        let present: Vec<UhsId> = stale.iter().flat_map(|(_, ids)| ids.clone()).filter(|id| uhs.contains(id)).collect();
+        let reply = self.ask(|ticket| ArchiverInput::Evidence { ticket, asked, present });
+        assert!(matches!(reply, ArchiverReply::Decided));
+    }
+}
+
+fn read(host: &mut ArchiverHost, read: LedgerRead) -> LedgerReply {
+    let reply = host.ask(|ticket| ArchiverInput::Read { ticket, read });
+    let ArchiverReply::Read(reply) = reply else { panic!("a read is answered") };
+    // Through the wire's encoding and back.
+    let bytes = reply.encode();
+    let decoded = LedgerReply::decode_exact_with(&bytes, &Default::default()).unwrap();
+    assert_eq!(decoded.encode(), bytes);
+    decoded
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Sentinels write a history ahead in batches: the shards committed a prefix of it and refused
+    /// a twin of some committed transfers; some outcomes reach the archiver, the others are lost
+    /// with their sentinel, and a new leader takes over. The UHS decides what no one reported,
+    /// and the ledger replays to exactly the UHS of the prefix, on this replica and on one
+    /// restored from its snapshot.
+    #[test]
+    fn the_archiver_ledgers_exactly_what_the_core_committed(
+        outputs in 1usize..5,
+        transfers in prop::collection::vec((any::<usize>(), any::<usize>(), any::<u8>()), 0..30),
+        committed_count in any::<prop::sample::Index>(),
+        reported in prop::collection::vec(any::<bool>(), 64),
+        batch in 1usize..6,
+        block_records_max in 1usize..6,
+    ) {
+        let (records, _) = history(outputs, &transfers);
+        let committed_count = committed_count.index(records.len() + 1);
+        let prefix = &records[..committed_count];
+        let created: BTreeSet<UhsId> = prefix.iter().flat_map(|r| r.created().to_vec()).collect();
+        let spent: BTreeSet<UhsId> = prefix.iter().flat_map(|r| r.spent().to_vec()).collect();
+        let model: BTreeSet<UhsId> = created.difference(&spent).copied().collect();
+        let mut written: Vec<(Record, bool)> = records
+            .iter()
+            .enumerate()
+            .map(|(index, record)| (record.clone(), index < committed_count))
+            .collect();
+        for (n, record) in prefix.iter().enumerate().filter(|(n, _)| n % 3 == 1) {
+            if let SpecieTransaction::Transfer(transfer) = record.transaction() {
+                let mut twin = transfer.clone();
+                twin.outputs[0].value = 1_000 + n as u64;
+                let twin = SpecieTransaction::Transfer(twin);
+                written.push((Record::new(twin.clone(), &twin.compact()).unwrap(), false));
+            }
+        }
+        let config = ArchiverConfig {
+            ledger: LedgerLimits { block_records_max, ..LedgerLimits::default() },
+            ..ArchiverConfig::default()
+        };
+        let mut host = ArchiverHost::new(config);
+        for chunk in written.chunks(batch) {
+            let records = chunk.iter().map(|(record, _)| record.clone()).collect();
+            let reply = host.ask(|ticket| ArchiverInput::WriteAhead { ticket, records });
+            prop_assert!(matches!(reply, ArchiverReply::Written));
+            let outcomes: Vec<(Txid, bool)> = chunk
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| reported[(written.len() + i) % reported.len()])
+                .map(|(_, (record, committed))| (record.txid(), *committed))
+                .collect();
+            let reply = host.ask(|ticket| ArchiverInput::Outcomes { ticket, outcomes });
+            prop_assert!(matches!(reply, ArchiverReply::Decided));
+            host.advance(50);
+        }
+        // A new leader: it decides nothing from the UHS before it has known a record long enough.
+        host.role.follow();
+        host.role.lead(host.now_ms);
+        let uhs: HashSet<UhsId> = model.iter().copied().collect();
+        host.reconcile(&uhs);
+        let undecided_before = host.role.undecided();
+        host.advance(config.decide_after_ms);
+        host.reconcile(&uhs);
+        host.advance(config.seal_interval_ms);
+        prop_assert!(undecided_before == 0 || !host.reports.is_empty());
+        prop_assert_eq!(host.role.undecided(), 0);
+        prop_assert_eq!(host.role.ledger().waiting(), 0);
+        prop_assert_eq!(host.role.ledger().uhs_digest(), digest_of(&model));
+        for (record, committed) in &written {
+            let LedgerReply::Transaction(entry) = read(&mut host, LedgerRead::Transaction(record.txid())) else {
+                panic!("a transaction read is answered with an entry")
+            };
+            prop_assert_eq!(entry.as_ref().is_some_and(|e| e.verifies() && &e.record == record), *committed);
+            let LedgerReply::Dispute(Some(proof)) = read(&mut host, LedgerRead::Dispute(record.txid(), None)) else {
+                panic!("a dispute at the head is answered")
+            };
+            prop_assert_eq!(proof.check().unwrap().located.is_some(), *committed);
+        }
+        // A replica restored from the snapshot holds the same ledger.
+        let snapshot = host.role.snapshot();
+        let mut restored = Archiver::new(config);
+        restored.restore(&snapshot).unwrap();
+        prop_assert_eq!(restored.head(), host.role.head());
+        prop_assert_eq!(restored.snapshot(), snapshot);
+        let LedgerReply::Head(head) = read(&mut host, LedgerRead::Head) else { panic!("a head") };
+        prop_assert_eq!(&head, &host.role.head());
+        if head.height > 0 {
+            let LedgerReply::Block(Some(block)) = read(&mut host, LedgerRead::Block(head.height)) else { panic!("the head block") };
+            prop_assert_eq!(Some(block.header), head.head);
+        }
+        prop_assert!(matches!(read(&mut host, LedgerRead::Block(head.height + 1)), LedgerReply::Block(None)));
+    }
+}
+
+#[test]
+fn the_archiver_waits_for_an_undecided_spender_and_refuses_beyond_its_bounds() {
+    let (records, _) = history(1, &[(0, 1, 9), (0, 1, 8)]);
+    let [mint, first, second] = [records[0].clone(), records[1].clone(), records[2].clone()];
+    let config = ArchiverConfig {
+        undecided_max: 3,
+        decide_after_ms: 1_000,
+        ..ArchiverConfig::default()
+    };
+    let mut host = ArchiverHost::new(config);
+    let write = |host: &mut ArchiverHost, records: Vec<Record>| host.ask(|ticket| ArchiverInput::WriteAhead { ticket, records });
+    assert!(matches!(write(&mut host, vec![mint.clone(), first.clone()]), ArchiverReply::Written));
+    // Beyond undecided_max: refused, nothing written.
+    assert!(matches!(write(&mut host, vec![second.clone(), second.clone()]), ArchiverReply::Busy));
+    assert_eq!(host.role.undecided(), 2);
+    host.advance(1_000);
+    assert!(matches!(write(&mut host, vec![second.clone()]), ArchiverReply::Written));
+    // The mint and the first transfer are stale; the second transfer (which spends the first's
+    // output) is not. The UHS holds none of their outputs, but the second may still commit: the
+    // first transfer is left for its outcome, and so is the mint, whose output the first spends.
+    let stale = match host.ask(|ticket| ArchiverInput::Stale { ticket }) {
+        ArchiverReply::Stale(stale) => stale,
+        other => panic!("{other:?}"),
+    };
+    let asked: Vec<Txid> = stale.iter().map(|(txid, _)| *txid).collect();
+    assert_eq!(asked.len(), 2);
+    host.ask(|ticket| ArchiverInput::Evidence { ticket, asked, present: vec![] });
+    assert_eq!(host.role.undecided(), 3, "the first transfer and the mint wait for the spender");
+    // The spender's outcome arrives: committed. Its output is in the UHS now, so the walk back
+    // along its spends finds the first transfer and the mint committed.
+    let outcomes = vec![(second.txid(), true)];
+    host.ask(|ticket| ArchiverInput::Outcomes { ticket, outcomes });
+    host.advance(1_000);
+    host.reconcile(&second.created().iter().copied().collect());
+    host.advance(config.seal_interval_ms);
+    assert_eq!(host.role.undecided(), 0);
+    assert_eq!(host.role.ledger().waiting(), 0);
+    for record in [&mint, &first, &second] {
+        assert!(host.role.ledger().locate(&record.txid()).is_some());
+    }
+    // A follower answers nothing that changes state; what a leader had in flight is dropped.
+    host.role.follow();
+    let records = vec![mint.clone()];
+    assert!(matches!(write(&mut host, records), ArchiverReply::Dropped));
+    host.role.handle(0, ArchiverInput::WriteAhead { ticket: 99, records: vec![] });
+    // Garbage is refused by the command decoder, never applied.
+    for bad in [&[][..], &[0][..], &[9][..], &[4, 0][..], &[2, 1, 0, 0, 0, 0, 0, 0, 0][..]] {
+        assert!(host.role.decode_command(bad).is_err(), "{bad:?}");
+    }
+    assert!(host.role.restore(&[2]).is_err());
 }

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use specie_archiver::{
-    Block, BlockLimits, DisputeProof, LedgerEntry, LedgerHead, LedgerLimits, LedgerOfRecord, Located, Offered, Record,
+    Block, BlockLimits, LedgerEntry, LedgerHead, LedgerLimits, LedgerOfRecord, LedgerRead, LedgerReply, Located, Offered,
+    Record,
 };
 use specie_codec::{put_vec, Decode, DecodeError, Encode};
 use specie_log::{Log, LogError, LogOptions, SyncMode};
@@ -92,25 +93,6 @@ pub enum ArchiveMessage {
     Outcomes(Vec<(Txid, bool)>),
     Read(LedgerRead, Sender<LedgerReply>),
     Stop,
-}
-
-#[derive(Clone, Debug)]
-pub enum LedgerRead {
-    Head,
-    Block(u64),
-    Transaction(Txid),
-    /// The dispute proof of a txid at a height (`None`: the head).
-    Dispute(Txid, Option<u64>),
-}
-
-#[derive(Clone, Debug)]
-pub enum LedgerReply {
-    Head(LedgerHead),
-    Block(Option<Block>),
-    Transaction(Option<Box<LedgerEntry>>),
-    /// `None`: the height is beyond the head.
-    Dispute(Option<Box<DisputeProof>>),
-    Failed(String),
 }
 
 /// How many recent blocks are kept in memory to answer reads without going to disk.

@@ -20,7 +20,8 @@ use specie_coordinator::{Coordinator, CoordinatorState, CoordinatorStateError};
 use specie_host::{EmbeddedHost, HostMessage, RecoverError};
 use specie_shard::{Shard, ShardCall, ShardRead, ShardReply};
 
-use crate::archive::{Archive, ArchiveError, ArchiveMessage, ArchiveOptions, LedgerRead, LedgerReply};
+use crate::archive::{Archive, ArchiveError, ArchiveMessage, ArchiveOptions};
+use specie_archiver::{LedgerRead, LedgerReply};
 use crate::endorsement::{Candidate, EndorsementGroup, EndorsementHandle, EndorsementOptions};
 use crate::manifest::CoreShape;
 use crate::manifest::{NodeManifest, NodeManifestError};

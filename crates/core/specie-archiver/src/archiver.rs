@@ -1,0 +1,599 @@
+//! The archiver as a role of the role contract: the ledger of record kept by a replicated group
+//! (a Raft group of `specie cluster`), where the embedded node keeps it in its own thread.
+//!
+//! ```text
+//! sentinel ─ write ahead (records) ─▶ archiver ──▶ coordinator ─▶ shards
+//!          ─ outcomes (txid, committed?) ─▶ archiver: committed records ─▶ blocks
+//! leader's driver: stale undecided records ─▶ shards (created ids in the UHS?) ─▶ evidence
+//! ```
+//!
+//! A sentinel writes every batch's records ahead before a coordinator sees it, and reports the
+//! outcomes it is answered. Each is one command, made durable by the group before it is answered,
+//! so no transaction the core commits can be missing from the ledger. A sentinel that dies between
+//! the coordinator's answer and its report leaves records undecided: once a record has been
+//! undecided for `decide_after_ms` under one leader, the leader's driver asks the shards which of
+//! their created ids are in the UHS and hands the answer back as evidence ([`crate::committed`]).
+//!
+//! Everything applied is deterministic (no clock, no map iteration order), so every replica seals
+//! the same blocks; the blocks are part of the replicated state and of its snapshots.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::convert::Infallible;
+
+use specie_codec::{put_count, put_u32, Decode, DecodeError, Encode, Reader};
+use specie_role::{Durable, Output, Role, Ticket};
+use specie_transaction::{Txid, UhsId};
+
+use crate::block::{Block, BlockError, BlockLimits};
+use crate::ledger::{LedgerLimits, LedgerOfRecord, Offered};
+use crate::query::{LedgerHead, LedgerRead, LedgerReply};
+use crate::record::{Record, RecordLimits};
+use crate::reconcile::committed;
+
+/// How the archiver cuts blocks and bounds what it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArchiverConfig {
+    pub ledger: LedgerLimits,
+    /// The leader seals what is waiting at least this often.
+    pub seal_interval_ms: u64,
+    /// A record undecided this long under one leader is decided from the UHS.
+    pub decide_after_ms: u64,
+    /// Written-ahead records whose outcome is unknown; beyond it, writes are refused (`Busy`).
+    pub undecided_max: usize,
+    /// Records in one write-ahead command, one outcome command, one evidence round.
+    pub batch_records_max: usize,
+}
+
+impl Default for ArchiverConfig {
+    fn default() -> Self {
+        ArchiverConfig {
+            ledger: LedgerLimits::default(),
+            seal_interval_ms: 200,
+            decide_after_ms: 30_000,
+            undecided_max: 1 << 20,
+            batch_records_max: 100_000,
+        }
+    }
+}
+
+pub enum ArchiverInput {
+    /// Make these records durable before their transactions reach a coordinator.
+    WriteAhead { ticket: Ticket, records: Vec<Record> },
+    /// What became of written-ahead transactions: `true` for committed.
+    Outcomes {
+        ticket: Ticket,
+        outcomes: Vec<(Txid, bool)>,
+    },
+    Read { ticket: Ticket, read: LedgerRead },
+    /// Which records have been undecided for `decide_after_ms`, with the ids they create.
+    Stale { ticket: Ticket },
+    /// Which of the ids created by the records `asked` the shards hold now.
+    Evidence {
+        ticket: Ticket,
+        asked: Vec<Txid>,
+        present: Vec<UhsId>,
+    },
+}
+
+/// What the archiver makes durable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArchiverCommand {
+    WriteAhead(Vec<Record>),
+    /// Outcomes as sentinels saw them: each decides one copy of a transaction written twice.
+    Decide(Vec<(Txid, bool)>),
+    /// Outcomes read off the UHS: final, whatever copies are left.
+    Settle(Vec<(Txid, bool)>),
+    /// Seal every block the waiting records make.
+    Seal,
+}
+
+#[derive(Clone, Debug)]
+pub enum ArchiverReply {
+    /// The records are durable: their transactions may go to a coordinator.
+    Written,
+    /// Durable.
+    Decided,
+    /// Too much undecided, or too large a batch: send again later.
+    Busy,
+    /// The replica stopped leading before this was durable.
+    Dropped,
+    Read(LedgerReply),
+    Stale(Vec<(Txid, Vec<UhsId>)>),
+}
+
+/// What an operator must see.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArchiverReport {
+    /// Records the UHS decided, after no sentinel reported them.
+    Settled { committed: usize, not_committed: usize },
+    /// A confirmed record had no room to wait for its block; it stays undecided until the UHS
+    /// decides it again.
+    WaitingRoomFull { txid: Txid },
+}
+
+impl std::fmt::Display for ArchiverReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArchiverReport::Settled {
+                committed,
+                not_committed,
+            } => write!(
+                f,
+                "ledger of record: the UHS decided {committed} committed and {not_committed} not committed of the records no sentinel reported"
+            ),
+            ArchiverReport::WaitingRoomFull { txid } => {
+                write!(f, "ledger of record: waiting room full; {txid} waits to be decided again")
+            }
+        }
+    }
+}
+
+/// A written-ahead record and how many of its copies are undecided (a transaction sent twice is
+/// committed once and refused once, in either order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Undecided {
+    record: Record,
+    copies: u32,
+}
+
+/// The ledger of record as a replicated role.
+pub struct Archiver {
+    config: ArchiverConfig,
+    // Replicated state.
+    ledger: LedgerOfRecord,
+    blocks: Vec<Block>,
+    undecided: BTreeMap<Txid, Undecided>,
+    // The leader's own.
+    leading: bool,
+    /// The tickets of this leader's proposals, in proposal order (`None`: nobody waits).
+    proposed: VecDeque<Option<Ticket>>,
+    /// Records written ahead and not yet applied, counted against `undecided_max`.
+    proposed_records: usize,
+    /// When this leader first knew each undecided record.
+    first_seen_ms: HashMap<Txid, u64>,
+    next_seal_ms: Option<u64>,
+    outputs: VecDeque<Output<Archiver>>,
+}
+
+impl Archiver {
+    pub fn new(config: ArchiverConfig) -> Archiver {
+        assert!(config.batch_records_max > 0 && config.undecided_max > 0);
+        Archiver {
+            config,
+            ledger: LedgerOfRecord::new(config.ledger),
+            blocks: Vec::new(),
+            undecided: BTreeMap::new(),
+            leading: false,
+            proposed: VecDeque::new(),
+            proposed_records: 0,
+            first_seen_ms: HashMap::new(),
+            next_seal_ms: None,
+            outputs: VecDeque::new(),
+        }
+    }
+
+    pub fn ledger(&self) -> &LedgerOfRecord {
+        &self.ledger
+    }
+
+    pub fn undecided(&self) -> usize {
+        self.undecided.len()
+    }
+
+    pub fn head(&self) -> LedgerHead {
+        LedgerHead {
+            height: self.ledger.height(),
+            head: self.ledger.head().copied(),
+            uhs: self.ledger.uhs_digest(),
+            waiting: self.ledger.waiting(),
+            undecided: self.undecided.len(),
+        }
+    }
+
+    fn reply(&mut self, ticket: Ticket, reply: ArchiverReply) {
+        self.outputs.push_back(Output::Reply { ticket, reply });
+    }
+
+    fn propose(&mut self, ticket: Option<Ticket>, command: ArchiverCommand) {
+        self.proposed.push_back(ticket);
+        self.outputs.push_back(Output::Propose(command));
+    }
+
+    fn read(&self, read: LedgerRead) -> LedgerReply {
+        let block = |height: u64| -> Option<&Block> { self.blocks.get(usize::try_from(height.checked_sub(1)?).ok()?) };
+        match read {
+            LedgerRead::Head => LedgerReply::Head(self.head()),
+            LedgerRead::Block(height) => LedgerReply::Block(block(height).cloned()),
+            LedgerRead::Transaction(txid) => LedgerReply::Transaction(self.ledger.locate(&txid).map(|located| {
+                let block = block(located.height).expect("a located transaction's block is kept");
+                Box::new(crate::query::LedgerEntry::of(block, located))
+            })),
+            LedgerRead::Dispute(txid, height) => {
+                let proof = self.ledger.dispute(txid, height, |height| {
+                    Ok::<_, Infallible>(block(height).expect("the ledger's blocks are kept").clone())
+                });
+                LedgerReply::Dispute(proof.unwrap_or_else(|never| match never {}).map(Box::new))
+            }
+        }
+    }
+
+    /// The undecided records this leader has known for `decide_after_ms`, oldest txids first.
+    fn stale(&self, now_ms: u64) -> Vec<(Txid, Vec<UhsId>)> {
+        self.undecided
+            .iter()
+            .filter(|(txid, _)| {
+                self.first_seen_ms
+                    .get(txid)
+                    .is_some_and(|seen| now_ms.saturating_sub(*seen) >= self.config.decide_after_ms)
+            })
+            .take(self.config.batch_records_max)
+            .map(|(txid, undecided)| (*txid, undecided.record.created().to_vec()))
+            .collect()
+    }
+
+    /// What the UHS says of the records `asked`: committed if one of their created ids is there,
+    /// or is spent by a committed record (waiting for its block, or asked too). A record with no
+    /// such evidence whose ids another undecided record spends is left for that record's outcome.
+    fn settle(&self, asked: &[Txid], present: &[UhsId]) -> Vec<(Txid, bool)> {
+        let asked: Vec<&Record> = asked
+            .iter()
+            .filter_map(|txid| self.undecided.get(txid).map(|u| &u.record))
+            .collect();
+        let asked_ids: HashSet<Txid> = asked.iter().map(|r| r.txid()).collect();
+        let mut records: Vec<Record> = asked.iter().map(|r| (*r).clone()).collect();
+        records.extend(self.ledger.waiting_records().cloned());
+        // Waiting records were committed: their outputs count as present.
+        let mut in_uhs: HashSet<UhsId> = present.iter().copied().collect();
+        in_uhs.extend(self.ledger.waiting_records().flat_map(|r| r.created().iter().copied()));
+        let verdicts = committed(&records, &in_uhs);
+        // What a record that may still commit spends: those of the undecided not asked, then
+        // of every asked record left waiting for one of them, back along the spends.
+        let mut spent_by_open: HashSet<UhsId> = (self.undecided.iter())
+            .filter(|(txid, _)| !asked_ids.contains(txid))
+            .flat_map(|(_, u)| u.record.spent().iter().copied())
+            .collect();
+        let mut open = vec![false; asked.len()];
+        loop {
+            let mut changed = false;
+            for (index, record) in asked.iter().enumerate() {
+                if !verdicts[index] && !open[index] && record.created().iter().any(|id| spent_by_open.contains(id)) {
+                    open[index] = true;
+                    spent_by_open.extend(record.spent().iter().copied());
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        asked
+            .iter()
+            .zip(verdicts)
+            .zip(open)
+            .filter(|(_, open)| !open)
+            .map(|((record, committed), _)| (record.txid(), committed))
+            .collect()
+    }
+
+    fn write_ahead(&mut self, ticket: Ticket, records: Vec<Record>) {
+        let too_many = self.undecided.len() + self.proposed_records + records.len() > self.config.undecided_max;
+        if records.len() > self.config.batch_records_max || too_many {
+            return self.reply(ticket, ArchiverReply::Busy);
+        }
+        self.proposed_records += records.len();
+        self.propose(Some(ticket), ArchiverCommand::WriteAhead(records));
+    }
+
+    /// Offers a committed record to the ledger; `false` if it has no room.
+    fn offer(&mut self, record: Record) -> bool {
+        let txid = record.txid();
+        match self.ledger.offer(record.clone()) {
+            Offered::Waiting | Offered::Known => true,
+            Offered::Full => {
+                self.outputs
+                    .push_back(Output::Report(ArchiverReport::WaitingRoomFull { txid }));
+                self.undecided.entry(txid).or_insert(Undecided { record, copies: 1 });
+                false
+            }
+        }
+    }
+
+    fn decide(&mut self, outcomes: &[(Txid, bool)], settled: bool) {
+        for &(txid, was_committed) in outcomes {
+            let Some(undecided) = self.undecided.get_mut(&txid) else {
+                // Another copy of a transaction sent twice was decided already.
+                continue;
+            };
+            undecided.copies -= 1;
+            if was_committed || settled || undecided.copies == 0 {
+                let undecided = self.undecided.remove(&txid).expect("present");
+                self.first_seen_ms.remove(&txid);
+                if was_committed {
+                    self.offer(undecided.record);
+                }
+            }
+        }
+    }
+
+    /// Seals and appends every block the waiting records make (`full_only`: only while a full
+    /// block's worth waits).
+    fn seal(&mut self, full_only: bool) {
+        while !full_only || self.ledger.waiting() >= self.config.ledger.block_records_max {
+            let Some(block) = self.ledger.seal() else { break };
+            self.ledger.apply(&block).expect("a sealed block extends the ledger");
+            self.blocks.push(block);
+        }
+    }
+
+    fn apply_command(&mut self, now_ms: u64, command: &ArchiverCommand) {
+        match command {
+            ArchiverCommand::WriteAhead(records) => {
+                for record in records {
+                    let txid = record.txid();
+                    self.undecided
+                        .entry(txid)
+                        .or_insert_with(|| Undecided {
+                            record: record.clone(),
+                            copies: 0,
+                        })
+                        .copies += 1;
+                    if self.leading {
+                        self.first_seen_ms.entry(txid).or_insert(now_ms);
+                    }
+                }
+            }
+            ArchiverCommand::Decide(outcomes) => self.decide(outcomes, false),
+            ArchiverCommand::Settle(outcomes) => self.decide(outcomes, true),
+            ArchiverCommand::Seal => self.seal(false),
+        }
+        self.seal(true);
+    }
+}
+
+impl Role for Archiver {
+    type Command = ArchiverCommand;
+    type Input = ArchiverInput;
+    type Peer = Infallible;
+    type Message = Infallible;
+    type Reply = ArchiverReply;
+    type Report = ArchiverReport;
+
+    fn lead(&mut self, now_ms: u64) {
+        self.leading = true;
+        self.first_seen_ms = self.undecided.keys().map(|txid| (*txid, now_ms)).collect();
+        self.next_seal_ms = Some(now_ms + self.config.seal_interval_ms);
+    }
+
+    fn follow(&mut self) {
+        self.leading = false;
+        self.first_seen_ms.clear();
+        self.next_seal_ms = None;
+        self.proposed_records = 0;
+        for ticket in std::mem::take(&mut self.proposed).into_iter().flatten() {
+            self.reply(ticket, ArchiverReply::Dropped);
+        }
+    }
+
+    fn handle(&mut self, now_ms: u64, input: ArchiverInput) {
+        match input {
+            ArchiverInput::Read { ticket, read } => {
+                let reply = self.read(read);
+                self.reply(ticket, ArchiverReply::Read(reply));
+            }
+            ArchiverInput::WriteAhead { ticket, .. }
+            | ArchiverInput::Outcomes { ticket, .. }
+            | ArchiverInput::Stale { ticket }
+            | ArchiverInput::Evidence { ticket, .. }
+                if !self.leading =>
+            {
+                self.reply(ticket, ArchiverReply::Dropped)
+            }
+            ArchiverInput::WriteAhead { ticket, records } => self.write_ahead(ticket, records),
+            ArchiverInput::Outcomes { ticket, outcomes } if outcomes.len() > self.config.batch_records_max => {
+                self.reply(ticket, ArchiverReply::Busy)
+            }
+            ArchiverInput::Outcomes { ticket, outcomes } => self.propose(Some(ticket), ArchiverCommand::Decide(outcomes)),
+            ArchiverInput::Stale { ticket } => {
+                let stale = self.stale(now_ms);
+                self.reply(ticket, ArchiverReply::Stale(stale));
+            }
+            ArchiverInput::Evidence { ticket, asked, present } => {
+                let settled = self.settle(&asked, &present);
+                let committed = settled.iter().filter(|(_, committed)| *committed).count();
+                if !settled.is_empty() {
+                    self.outputs.push_back(Output::Report(ArchiverReport::Settled {
+                        committed,
+                        not_committed: settled.len() - committed,
+                    }));
+                    self.propose(None, ArchiverCommand::Settle(settled));
+                }
+                self.reply(ticket, ArchiverReply::Decided);
+            }
+        }
+    }
+
+    fn apply(&mut self, now_ms: u64, command: &ArchiverCommand) {
+        self.apply_command(now_ms, command);
+        if !self.leading {
+            return;
+        }
+        if let ArchiverCommand::WriteAhead(records) = command {
+            self.proposed_records = self.proposed_records.saturating_sub(records.len());
+        }
+        if let Some(Some(ticket)) = self.proposed.pop_front() {
+            let reply = match command {
+                ArchiverCommand::WriteAhead(_) => ArchiverReply::Written,
+                _ => ArchiverReply::Decided,
+            };
+            self.reply(ticket, reply);
+        }
+    }
+
+    fn handle_timeout(&mut self, now_ms: u64) {
+        if !self.leading {
+            return;
+        }
+        self.next_seal_ms = Some(now_ms + self.config.seal_interval_ms);
+        // One seal in flight at a time is enough: it seals whatever waits when it applies.
+        let sealing = self.outputs.iter().any(|o| matches!(o, Output::Propose(ArchiverCommand::Seal)));
+        if self.ledger.waiting() > 0 && !sealing {
+            self.propose(None, ArchiverCommand::Seal);
+        }
+    }
+
+    fn poll_output(&mut self) -> Option<Output<Self>> {
+        self.outputs.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        self.next_seal_ms
+    }
+}
+
+/// Why a command or snapshot is refused, or the state is inconsistent.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiverStateError {
+    #[error("{0}")]
+    Decode(#[from] DecodeError),
+    #[error("the snapshot's blocks do not replay: {0}")]
+    Replay(#[from] BlockError),
+    #[error("the ledger is at height {ledger} but {blocks} blocks are kept")]
+    Blocks { ledger: u64, blocks: usize },
+    #[error("undecided transaction {txid} has no copy left")]
+    NoCopies { txid: Txid },
+}
+
+const COMMAND_WRITE_AHEAD: u8 = 1;
+const COMMAND_DECIDE: u8 = 2;
+const COMMAND_SETTLE: u8 = 3;
+const COMMAND_SEAL: u8 = 4;
+const SNAPSHOT_VERSION: u8 = 1;
+/// A record is at least its transaction's three counts and its endorsements' count and flag.
+const RECORD_BYTES_MIN: usize = 33;
+
+fn put_outcomes(out: &mut Vec<u8>, outcomes: &[(Txid, bool)]) {
+    put_count(out, outcomes.len());
+    for (txid, committed) in outcomes {
+        out.extend_from_slice(&txid.0);
+        out.push(u8::from(*committed));
+    }
+}
+
+fn read_outcomes(reader: &mut Reader<'_>, max: usize) -> Result<Vec<(Txid, bool)>, DecodeError> {
+    reader.read_vec("outcomes", max as u64, 33, |r| {
+        Ok((Txid(r.read_array("txid")?), r.read_bool("committed")?))
+    })
+}
+
+fn read_records(reader: &mut Reader<'_>, max: usize) -> Result<Vec<Record>, DecodeError> {
+    let limits = RecordLimits::default();
+    reader.read_vec("records", max as u64, RECORD_BYTES_MIN, |r| Record::decode_from(r, &limits))
+}
+
+impl Archiver {
+    fn block_limits(&self) -> BlockLimits {
+        BlockLimits {
+            records_max: self.config.ledger.block_records_max,
+            ..BlockLimits::default()
+        }
+    }
+}
+
+impl Durable for Archiver {
+    type StateError = ArchiverStateError;
+
+    /// `0x01 ‖ records` (write ahead) | `0x02 ‖ outcomes` (decide) | `0x03 ‖ outcomes` (settle) |
+    /// `0x04` (seal); an outcome is `txid ‖ 0x00 | 0x01` (committed).
+    fn encode_command(command: &ArchiverCommand) -> Vec<u8> {
+        let mut out = Vec::new();
+        match command {
+            ArchiverCommand::WriteAhead(records) => {
+                out.push(COMMAND_WRITE_AHEAD);
+                specie_codec::put_vec(&mut out, records);
+            }
+            ArchiverCommand::Decide(outcomes) => {
+                out.push(COMMAND_DECIDE);
+                put_outcomes(&mut out, outcomes);
+            }
+            ArchiverCommand::Settle(outcomes) => {
+                out.push(COMMAND_SETTLE);
+                put_outcomes(&mut out, outcomes);
+            }
+            ArchiverCommand::Seal => out.push(COMMAND_SEAL),
+        }
+        out
+    }
+
+    fn decode_command(&self, bytes: &[u8]) -> Result<ArchiverCommand, ArchiverStateError> {
+        let max = self.config.batch_records_max;
+        let command = specie_codec::decode_bounded("archiver command", bytes, bytes.len(), |reader| {
+            Ok(match reader.read_u8("archiver command")? {
+                COMMAND_WRITE_AHEAD => ArchiverCommand::WriteAhead(read_records(reader, max)?),
+                COMMAND_DECIDE => ArchiverCommand::Decide(read_outcomes(reader, max)?),
+                COMMAND_SETTLE => ArchiverCommand::Settle(read_outcomes(reader, max)?),
+                COMMAND_SEAL => ArchiverCommand::Seal,
+                kind => {
+                    return Err(DecodeError::UnknownKind {
+                        what: "archiver command",
+                        kind,
+                    })
+                }
+            })
+        })?;
+        Ok(command)
+    }
+
+    /// `version ‖ blocks ‖ waiting records ‖ count ‖ (record ‖ copies (u32))*`, undecided
+    /// records in txid order.
+    fn snapshot(&self) -> Vec<u8> {
+        let mut out = vec![SNAPSHOT_VERSION];
+        specie_codec::put_vec(&mut out, &self.blocks);
+        let waiting: Vec<Record> = self.ledger.waiting_records().cloned().collect();
+        specie_codec::put_vec(&mut out, &waiting);
+        put_count(&mut out, self.undecided.len());
+        for undecided in self.undecided.values() {
+            undecided.record.encode_to(&mut out);
+            put_u32(&mut out, undecided.copies);
+        }
+        out
+    }
+
+    fn restore(&mut self, snapshot: &[u8]) -> Result<(), ArchiverStateError> {
+        let limits = self.block_limits();
+        let (blocks, waiting, undecided) = specie_codec::decode_bounded("archiver snapshot", snapshot, snapshot.len(), |r| {
+            r.read_version("archiver snapshot", SNAPSHOT_VERSION)?;
+            let blocks = r.read_vec("blocks", u64::MAX, 1, |r| Block::decode_from(r, &limits))?;
+            let waiting = read_records(r, usize::MAX)?;
+            let undecided = r.read_vec("undecided", u64::MAX, RECORD_BYTES_MIN + 4, |r| {
+                let record = Record::decode_from(r, &RecordLimits::default())?;
+                Ok(Undecided {
+                    record,
+                    copies: r.read_u32("copies")?,
+                })
+            })?;
+            Ok((blocks, waiting, undecided))
+        })?;
+        let mut ledger = LedgerOfRecord::replay(self.config.ledger, &blocks)?;
+        for record in waiting {
+            ledger.offer(record);
+        }
+        self.ledger = ledger;
+        self.blocks = blocks;
+        self.undecided = undecided.into_iter().map(|u| (u.record.txid(), u)).collect();
+        self.first_seen_ms.clear();
+        self.check_invariants()
+    }
+
+    fn check_invariants(&self) -> Result<(), ArchiverStateError> {
+        if self.ledger.height() != self.blocks.len() as u64 {
+            return Err(ArchiverStateError::Blocks {
+                ledger: self.ledger.height(),
+                blocks: self.blocks.len(),
+            });
+        }
+        if let Some((txid, _)) = self.undecided.iter().find(|(_, u)| u.copies == 0) {
+            return Err(ArchiverStateError::NoCopies { txid: *txid });
+        }
+        Ok(())
+    }
+}
