@@ -105,6 +105,13 @@ pub struct UpArgs {
     /// under it. Needs 1 ≤ K ≤ --sentinels; e.g. --sentinels 3 --endorsement 2.
     #[arg(long, value_name = "K")]
     pub endorsement: Option<u16>,
+    /// Also keep the ledger of record (every confirmed transaction, with its endorsements, in
+    /// hash-chained blocks that replay to the shards' UHS) in an archiver group of this many
+    /// replicas (`--ledger-of-record` alone: 3, which survive the loss of one). Sentinels write each
+    /// transaction ahead to it before a coordinator sees it; wallets and auditors read it at
+    /// /v1/ledger on any sentinel. Chosen at creation: a ledger started later could not replay.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "3")]
+    pub ledger_of_record: Option<usize>,
 }
 
 /// Run one replica of a group of a cluster: a shard, coordinator or FastPay authority shard group.
@@ -150,27 +157,33 @@ pub fn run_authority(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_offline_authority(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
-    if args.group != specie_cluster::OFFLINE_AUTHORITY_GROUP {
-        anyhow::bail!(
-            "the offline authority's group is named '{}', not '{}'",
-            specie_cluster::OFFLINE_AUTHORITY_GROUP,
-            args.group
-        );
+/// A group a cluster has one of has one name: `--group` must be it.
+fn check_single_group(args: &ReplicaArgs, name: &str, what: &str) -> anyhow::Result<()> {
+    if args.group != name {
+        anyhow::bail!("{what} group is named '{name}', not '{}'", args.group);
     }
+    Ok(())
+}
+
+pub fn run_offline_authority(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
+    check_single_group(
+        &args,
+        specie_cluster::OFFLINE_AUTHORITY_GROUP,
+        "the offline authority's",
+    )?;
     role_process::run_offline_authority(&args.cluster, args.replica)?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn run_exchange(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
-    if args.group != specie_cluster::EXCHANGE_GROUP {
-        anyhow::bail!(
-            "the exchange's group is named '{}', not '{}'",
-            specie_cluster::EXCHANGE_GROUP,
-            args.group
-        );
-    }
+    check_single_group(&args, specie_cluster::EXCHANGE_GROUP, "the exchange's")?;
     role_process::run_exchange(&args.cluster, args.replica)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_archiver(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
+    check_single_group(&args, specie_cluster::ARCHIVER_GROUP, "the archiver's")?;
+    role_process::run_archiver(&args.cluster, args.replica)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -221,6 +234,7 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
                     offline_replicas: args.offline.unwrap_or(0),
                     exchange: exchange_shape(args.exchange, &args.exchange_assets)?,
                     endorsement_threshold: args.endorsement,
+                    ledger_replicas: args.ledger_of_record.unwrap_or(0),
                 },
                 issuers: args.issuers,
             })?;

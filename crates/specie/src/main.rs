@@ -59,6 +59,9 @@ enum Command {
     /// Run one replica of the exchange's group of a cluster (started by `specie cluster up
     /// --exchange`): the traders' HTTP API, every block and deposit committed by Raft first.
     ExchangeReplica(cluster_cmd::ReplicaArgs),
+    /// Run one replica of the archiver group of a cluster (started by `specie cluster up
+    /// --ledger-of-record`): the ledger of record, every write-ahead and block committed by Raft.
+    Archiver(cluster_cmd::ReplicaArgs),
     /// Manage a wallet: keys, addresses, balance, payments, and (issuer) mint and redeem.
     Wallet(wallet_cmd::WalletArgs),
     /// Work with serialized transactions.
@@ -107,6 +110,7 @@ fn main() -> ExitCode {
         Command::Authority(args) => cluster_cmd::run_authority(args),
         Command::OfflineAuthority(args) => cluster_cmd::run_offline_authority(args),
         Command::ExchangeReplica(args) => cluster_cmd::run_exchange(args),
+        Command::Archiver(args) => cluster_cmd::run_archiver(args),
         Command::Exchange(args) => exchange_cmd::run(args),
         Command::Wallet(args) => wallet_cmd::run(args),
         Command::Tx(args) => inspect::run(args),
@@ -159,6 +163,7 @@ fn init_logging(command: &Command) {
                     | Command::Authority(_)
                     | Command::OfflineAuthority(_)
                     | Command::ExchangeReplica(_)
+                    | Command::Archiver(_)
             ) || matches!(command, Command::Offline(args) if !args.prints_only()) =>
         {
             tracing_subscriber::EnvFilter::new("warn")

@@ -585,3 +585,181 @@ fn hostile_requests_to_an_endorser(topology: &Topology) {
         "{commitments:?}"
     );
 }
+
+/// The ledger of record as a Raft group of the cluster (`cluster up --ledger-of-record`): the
+/// audited demo runs while its leader is killed; a record whose sentinel never reported its
+/// outcome is decided from the UHS (one committed straight through a coordinator, one never
+/// submitted); strangers and garbage are refused; and through all of it, and after a restart of
+/// the whole cluster, the ledger replays to exactly the UHS the shards hold.
+#[test]
+fn the_ledger_of_record_survives_its_leader_and_lost_reports_and_replays_to_the_uhs() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("cluster").to_str().unwrap().to_string();
+    let base = cluster_harness::free_ports(10).to_string();
+    let _down = cluster_harness::Down(dir.clone());
+    let up = || {
+        specie(&[
+            "cluster",
+            "up",
+            "--dir",
+            &dir,
+            "--base-port",
+            &base,
+            "--replicas",
+            "1",
+            "--sentinels",
+            "1",
+            "--ledger-of-record",
+        ])
+    };
+    up();
+    // Records no sentinel reports are decided after 1 s (the default is a minute).
+    specie(&["cluster", "down", "--dir", &dir]);
+    let topology_file = Path::new(&dir).join("cluster.toml");
+    let mut topology = Topology::load(&topology_file).unwrap();
+    topology.ledger_of_record.as_mut().unwrap().decide_after_ms = 1_000;
+    std::fs::write(&topology_file, topology.to_toml()).unwrap();
+    up();
+    let sentinel = format!("http://{}", topology.sentinels[0].http);
+
+    let demo = start_demo(&dir, "3000", "5");
+    std::thread::sleep(Duration::from_millis(1500));
+    kill_leader_and_time_failover(&dir, "archiver");
+    assert_audit(&finish_demo(demo));
+    // The killed replica comes back and catches up.
+    up();
+
+    let (committed, never_submitted) = write_ahead_and_lose_the_reports(&topology);
+    hostile_requests_to_the_archiver(&topology);
+    let head = ledger_caught_up(&sentinel);
+    assert!(head["height"].as_u64().unwrap() >= 1, "{head}");
+    let found = ureq::get(&format!("{sentinel}/v1/ledger/transactions/{committed}"))
+        .call()
+        .unwrap()
+        .into_json::<serde_json::Value>()
+        .unwrap();
+    assert_eq!(found["txid"], committed.as_str(), "{found}");
+    let missing = ureq::get(&format!("{sentinel}/v1/ledger/transactions/{never_submitted}")).call();
+    assert!(matches!(missing, Err(ureq::Error::Status(404, _))), "{missing:?}");
+
+    // A whole restart: the replicas replay their logs to the same ledger.
+    specie(&["cluster", "down", "--dir", &dir]);
+    up();
+    assert_eq!(ledger_caught_up(&sentinel), head);
+}
+
+/// Waits until the ledger has decided and sealed everything and replays to the shards' UHS;
+/// returns its head.
+fn ledger_caught_up(sentinel: &str) -> serde_json::Value {
+    let started = Instant::now();
+    loop {
+        let head: Option<serde_json::Value> = ureq::get(&format!("{sentinel}/v1/ledger"))
+            .call()
+            .ok()
+            .and_then(|r| r.into_json().ok());
+        let uhs = digest(sentinel);
+        if let Some(head) = head {
+            if head["undecided"] == 0
+                && head["waiting"] == 0
+                && head["uhs_ids"] == uhs["ids"]
+                && head["uhs_sha256_sorted"] == uhs["sha256_sorted"]
+            {
+                return head;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the ledger {head} is not the UHS {uhs}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// As sentinel 0: writes two mints ahead, has a coordinator commit one, and reports neither
+/// outcome (as a sentinel killed at that moment would). Their txids: committed, never submitted.
+fn write_ahead_and_lose_the_reports(topology: &Topology) -> (String, String) {
+    use specie_cluster::group_client::GroupClient;
+    use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission};
+    use specie_cluster::{credentials, GroupRole, Identity, ARCHIVER_GROUP};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let transport = credentials::transport(topology, &Identity::sentinel("sentinel-0")).unwrap();
+    let key = credentials::attestation_key(topology, "sentinel-0").unwrap();
+    let limits = specie_wire::WireLimits::default();
+    let group = &topology.coordinator_groups[0];
+    let coordinators = GroupClient::new(
+        GroupRole::Coordinator,
+        &group.name,
+        &group.replicas,
+        &limits,
+        &transport,
+    )
+    .unwrap();
+    let ledger = topology.ledger_of_record.as_ref().unwrap();
+    let archiver = GroupClient::new(
+        GroupRole::Archiver,
+        ARCHIVER_GROUP,
+        &ledger.replicas,
+        &limits,
+        &transport,
+    )
+    .unwrap();
+    let timeout = Duration::from_secs(10);
+    let [committed, never] = [forged_mint(7), forged_mint(8)];
+    let records = [&committed, &never]
+        .map(|tx| specie_archiver::Record::new(tx.clone(), &tx.compact()).unwrap())
+        .to_vec();
+    let written = runtime.block_on(archiver.call_once(&RoleRequest::ArchiveWrite(records), timeout));
+    assert!(matches!(written, Ok(RoleResponse::Taken)), "{written:?}");
+    let submission = Submission::attest(vec![committed.compact()], &key);
+    let answer = runtime.block_on(coordinators.call_once(&RoleRequest::Submit(submission), timeout));
+    assert!(format!("{answer:?}").contains("Confirmed"), "{answer:?}");
+    (committed.txid().to_string(), never.txid().to_string())
+}
+
+/// The archiver's port, asked by members that may not write to it and with garbage: refused,
+/// nothing panics, and the operator may read.
+fn hostile_requests_to_the_archiver(topology: &Topology) {
+    use specie_cluster::protocol::{tag, RoleRequest, RoleResponse};
+    use specie_cluster::{credentials, Identity};
+    use specie_codec::Encode;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let replicas = &topology.ledger_of_record.as_ref().unwrap().replicas;
+    let client = |identity: &Identity, replica: &specie_cluster::Replica| {
+        let transport = credentials::transport(topology, identity).unwrap();
+        specie_wire::Client::new(
+            replica.address.to_string(),
+            Identity::archiver(replica.id).to_string(),
+            specie_wire::WireLimits::default(),
+            transport,
+        )
+        .unwrap()
+    };
+    let call =
+        |client: &specie_wire::Client, bytes: Vec<u8>| runtime.block_on(client.call(bytes, Duration::from_secs(5)));
+    let coordinator = Identity::coordinator(&topology.coordinator_groups[0].name, 1);
+    for replica in replicas {
+        let stranger = client(&coordinator, replica);
+        for request in [RoleRequest::ArchiveWrite(vec![]), RoleRequest::ArchiveOutcomes(vec![])] {
+            let refused = call(&stranger, request.encode());
+            assert!(format!("{refused:?}").contains("not authorised"), "{refused:?}");
+        }
+        let sentinel = client(&Identity::sentinel("sentinel-0"), replica);
+        for garbage in [
+            vec![tag::ARCHIVE_WRITE, 0xff],
+            vec![tag::ARCHIVE_OUTCOMES, 1, 0, 0, 0, 0, 0, 0, 0],
+        ] {
+            let answer = call(&sentinel, garbage.clone());
+            assert!(format!("{answer:?}").contains("malformed"), "{garbage:?}: {answer:?}");
+        }
+        let operator = client(&Identity::Operator, replica);
+        let read = call(
+            &operator,
+            RoleRequest::LedgerRead(specie_archiver::LedgerRead::Head).encode(),
+        );
+        let read = RoleResponse::decode(&read.unwrap()).unwrap();
+        assert!(
+            matches!(read, RoleResponse::Ledger(_) | RoleResponse::NotLeader(_)),
+            "{read:?}"
+        );
+    }
+}

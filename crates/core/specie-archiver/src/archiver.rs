@@ -27,8 +27,8 @@ use specie_transaction::{Txid, UhsId};
 use crate::block::{Block, BlockError, BlockLimits};
 use crate::ledger::{LedgerLimits, LedgerOfRecord, Offered};
 use crate::query::{LedgerHead, LedgerRead, LedgerReply};
-use crate::record::{Record, RecordLimits};
 use crate::reconcile::committed;
+use crate::record::{Record, RecordLimits};
 
 /// How the archiver cuts blocks and bounds what it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,15 +58,23 @@ impl Default for ArchiverConfig {
 
 pub enum ArchiverInput {
     /// Make these records durable before their transactions reach a coordinator.
-    WriteAhead { ticket: Ticket, records: Vec<Record> },
+    WriteAhead {
+        ticket: Ticket,
+        records: Vec<Record>,
+    },
     /// What became of written-ahead transactions: `true` for committed.
     Outcomes {
         ticket: Ticket,
         outcomes: Vec<(Txid, bool)>,
     },
-    Read { ticket: Ticket, read: LedgerRead },
+    Read {
+        ticket: Ticket,
+        read: LedgerRead,
+    },
     /// Which records have been undecided for `decide_after_ms`, with the ids they create.
-    Stale { ticket: Ticket },
+    Stale {
+        ticket: Ticket,
+    },
     /// Which of the ids created by the records `asked` the shards hold now.
     Evidence {
         ticket: Ticket,
@@ -392,7 +400,9 @@ impl Role for Archiver {
             ArchiverInput::Outcomes { ticket, outcomes } if outcomes.len() > self.config.batch_records_max => {
                 self.reply(ticket, ArchiverReply::Busy)
             }
-            ArchiverInput::Outcomes { ticket, outcomes } => self.propose(Some(ticket), ArchiverCommand::Decide(outcomes)),
+            ArchiverInput::Outcomes { ticket, outcomes } => {
+                self.propose(Some(ticket), ArchiverCommand::Decide(outcomes))
+            }
             ArchiverInput::Stale { ticket } => {
                 let stale = self.stale(now_ms);
                 self.reply(ticket, ArchiverReply::Stale(stale));
@@ -435,7 +445,10 @@ impl Role for Archiver {
         }
         self.next_seal_ms = Some(now_ms + self.config.seal_interval_ms);
         // One seal in flight at a time is enough: it seals whatever waits when it applies.
-        let sealing = self.outputs.iter().any(|o| matches!(o, Output::Propose(ArchiverCommand::Seal)));
+        let sealing = self
+            .outputs
+            .iter()
+            .any(|o| matches!(o, Output::Propose(ArchiverCommand::Seal)));
         if self.ledger.waiting() > 0 && !sealing {
             self.propose(None, ArchiverCommand::Seal);
         }
@@ -487,7 +500,9 @@ fn read_outcomes(reader: &mut Reader<'_>, max: usize) -> Result<Vec<(Txid, bool)
 
 fn read_records(reader: &mut Reader<'_>, max: usize) -> Result<Vec<Record>, DecodeError> {
     let limits = RecordLimits::default();
-    reader.read_vec("records", max as u64, RECORD_BYTES_MIN, |r| Record::decode_from(r, &limits))
+    reader.read_vec("records", max as u64, RECORD_BYTES_MIN, |r| {
+        Record::decode_from(r, &limits)
+    })
 }
 
 impl Archiver {
@@ -560,19 +575,20 @@ impl Durable for Archiver {
 
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), ArchiverStateError> {
         let limits = self.block_limits();
-        let (blocks, waiting, undecided) = specie_codec::decode_bounded("archiver snapshot", snapshot, snapshot.len(), |r| {
-            r.read_version("archiver snapshot", SNAPSHOT_VERSION)?;
-            let blocks = r.read_vec("blocks", u64::MAX, 1, |r| Block::decode_from(r, &limits))?;
-            let waiting = read_records(r, usize::MAX)?;
-            let undecided = r.read_vec("undecided", u64::MAX, RECORD_BYTES_MIN + 4, |r| {
-                let record = Record::decode_from(r, &RecordLimits::default())?;
-                Ok(Undecided {
-                    record,
-                    copies: r.read_u32("copies")?,
-                })
+        let (blocks, waiting, undecided) =
+            specie_codec::decode_bounded("archiver snapshot", snapshot, snapshot.len(), |r| {
+                r.read_version("archiver snapshot", SNAPSHOT_VERSION)?;
+                let blocks = r.read_vec("blocks", u64::MAX, 1, |r| Block::decode_from(r, &limits))?;
+                let waiting = read_records(r, usize::MAX)?;
+                let undecided = r.read_vec("undecided", u64::MAX, RECORD_BYTES_MIN + 4, |r| {
+                    let record = Record::decode_from(r, &RecordLimits::default())?;
+                    Ok(Undecided {
+                        record,
+                        copies: r.read_u32("copies")?,
+                    })
+                })?;
+                Ok((blocks, waiting, undecided))
             })?;
-            Ok((blocks, waiting, undecided))
-        })?;
         let mut ledger = LedgerOfRecord::replay(self.config.ledger, &blocks)?;
         for record in waiting {
             ledger.offer(record);

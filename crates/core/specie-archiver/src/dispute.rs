@@ -92,7 +92,7 @@ impl BlockAbsence {
 }
 
 /// What a dispute proof shows.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Finding {
     Included(Box<LedgerEntry>),
     /// One absence per block, from block 1.
@@ -101,7 +101,7 @@ pub enum Finding {
 
 /// A transaction's presence in, or absence from, the ledger up to a height, with the chain of
 /// headers to that height.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DisputeProof {
     pub txid: Txid,
     /// Headers 1 to the height the proof is for (none for the empty ledger).

@@ -23,7 +23,9 @@ mod query;
 mod reconcile;
 mod record;
 
-pub use archiver::{Archiver, ArchiverCommand, ArchiverConfig, ArchiverInput, ArchiverReply, ArchiverReport, ArchiverStateError};
+pub use archiver::{
+    Archiver, ArchiverCommand, ArchiverConfig, ArchiverInput, ArchiverReply, ArchiverReport, ArchiverStateError,
+};
 pub use block::{
     sorted_txids, txid_leaf, Block, BlockError, BlockHeader, BlockLimits, BLOCK_DOMAIN, RECORDS_DOMAIN, TXIDS_DOMAIN,
 };

@@ -73,7 +73,7 @@ pub enum LedgerRead {
 }
 
 /// A ledger of record's answer to a [`LedgerRead`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LedgerReply {
     Head(LedgerHead),
     Block(Option<Block>),
@@ -127,7 +127,12 @@ impl Decode for LedgerRead {
                 let txid = Txid(reader.read_array("txid")?);
                 LedgerRead::Dispute(txid, read_option(reader, "height", |r| r.read_u64("height"))?)
             }
-            kind => return Err(DecodeError::UnknownKind { what: "ledger read", kind }),
+            kind => {
+                return Err(DecodeError::UnknownKind {
+                    what: "ledger read",
+                    kind,
+                })
+            }
         })
     }
 
@@ -245,12 +250,19 @@ impl Decode for LedgerReply {
             })?),
             REPLY_FAILED => {
                 let bytes = reader.read_byte_vec("failure", FAILURE_BYTES_MAX as u64)?;
-                LedgerReply::Failed(String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::NonCanonical {
-                    what: "failure",
-                    reason: "not UTF-8",
-                })?)
+                LedgerReply::Failed(
+                    String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::NonCanonical {
+                        what: "failure",
+                        reason: "not UTF-8",
+                    })?,
+                )
             }
-            kind => return Err(DecodeError::UnknownKind { what: "ledger reply", kind }),
+            kind => {
+                return Err(DecodeError::UnknownKind {
+                    what: "ledger reply",
+                    kind,
+                })
+            }
         })
     }
 

@@ -380,7 +380,11 @@ impl ArchiverHost {
             panic!("stale records asked")
         };
         let asked: Vec<Txid> = stale.iter().map(|(txid, _)| *txid).collect();
-        let present: Vec<UhsId> = stale.iter().flat_map(|(_, ids)| ids.clone()).filter(|id| uhs.contains(id)).collect();
+        let present: Vec<UhsId> = stale
+            .iter()
+            .flat_map(|(_, ids)| ids.clone())
+            .filter(|id| uhs.contains(id))
+            .collect();
         let reply = self.ask(|ticket| ArchiverInput::Evidence { ticket, asked, present });
         assert!(matches!(reply, ArchiverReply::Decided));
     }
@@ -388,7 +392,9 @@ impl ArchiverHost {
 
 fn read(host: &mut ArchiverHost, read: LedgerRead) -> LedgerReply {
     let reply = host.ask(|ticket| ArchiverInput::Read { ticket, read });
-    let ArchiverReply::Read(reply) = reply else { panic!("a read is answered") };
+    let ArchiverReply::Read(reply) = reply else {
+        panic!("a read is answered")
+    };
     // Through the wire's encoding and back.
     let bytes = reply.encode();
     let decoded = LedgerReply::decode_exact_with(&bytes, &Default::default()).unwrap();
@@ -500,10 +506,18 @@ fn the_archiver_waits_for_an_undecided_spender_and_refuses_beyond_its_bounds() {
         ..ArchiverConfig::default()
     };
     let mut host = ArchiverHost::new(config);
-    let write = |host: &mut ArchiverHost, records: Vec<Record>| host.ask(|ticket| ArchiverInput::WriteAhead { ticket, records });
-    assert!(matches!(write(&mut host, vec![mint.clone(), first.clone()]), ArchiverReply::Written));
+    let write = |host: &mut ArchiverHost, records: Vec<Record>| {
+        host.ask(|ticket| ArchiverInput::WriteAhead { ticket, records })
+    };
+    assert!(matches!(
+        write(&mut host, vec![mint.clone(), first.clone()]),
+        ArchiverReply::Written
+    ));
     // Beyond undecided_max: refused, nothing written.
-    assert!(matches!(write(&mut host, vec![second.clone(), second.clone()]), ArchiverReply::Busy));
+    assert!(matches!(
+        write(&mut host, vec![second.clone(), second.clone()]),
+        ArchiverReply::Busy
+    ));
     assert_eq!(host.role.undecided(), 2);
     host.advance(1_000);
     assert!(matches!(write(&mut host, vec![second.clone()]), ArchiverReply::Written));
@@ -516,8 +530,16 @@ fn the_archiver_waits_for_an_undecided_spender_and_refuses_beyond_its_bounds() {
     };
     let asked: Vec<Txid> = stale.iter().map(|(txid, _)| *txid).collect();
     assert_eq!(asked.len(), 2);
-    host.ask(|ticket| ArchiverInput::Evidence { ticket, asked, present: vec![] });
-    assert_eq!(host.role.undecided(), 3, "the first transfer and the mint wait for the spender");
+    host.ask(|ticket| ArchiverInput::Evidence {
+        ticket,
+        asked,
+        present: vec![],
+    });
+    assert_eq!(
+        host.role.undecided(),
+        3,
+        "the first transfer and the mint wait for the spender"
+    );
     // The spender's outcome arrives: committed. Its output is in the UHS now, so the walk back
     // along its spends finds the first transfer and the mint committed.
     let outcomes = vec![(second.txid(), true)];
@@ -534,9 +556,21 @@ fn the_archiver_waits_for_an_undecided_spender_and_refuses_beyond_its_bounds() {
     host.role.follow();
     let records = vec![mint.clone()];
     assert!(matches!(write(&mut host, records), ArchiverReply::Dropped));
-    host.role.handle(0, ArchiverInput::WriteAhead { ticket: 99, records: vec![] });
+    host.role.handle(
+        0,
+        ArchiverInput::WriteAhead {
+            ticket: 99,
+            records: vec![],
+        },
+    );
     // Garbage is refused by the command decoder, never applied.
-    for bad in [&[][..], &[0][..], &[9][..], &[4, 0][..], &[2, 1, 0, 0, 0, 0, 0, 0, 0][..]] {
+    for bad in [
+        &[][..],
+        &[0][..],
+        &[9][..],
+        &[4, 0][..],
+        &[2, 1, 0, 0, 0, 0, 0, 0, 0][..],
+    ] {
         assert!(host.role.decode_command(bad).is_err(), "{bad:?}");
     }
     assert!(host.role.restore(&[2]).is_err());

@@ -1,6 +1,7 @@
-//! The online core's UHS as an authority reads it: before crediting a funding, an authority
+//! The online core's UHS as other roles read it: before crediting a funding, an authority
 //! (FastPay's or the offline one) finds the funding's marker in the UHS itself, asking the shard
-//! group that owns it, and takes no one's word for it.
+//! group that owns it, and takes no one's word for it; the archiver reads there what became of
+//! records no sentinel reported; sentinels answer the wallets' UHS queries.
 
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use crate::Topology;
 /// A query waits this many request time-outs: the shard group may be electing a leader.
 const QUERY_TIMEOUTS: u32 = 5;
 
-/// The online core's shard groups, as an authority reads the UHS.
+/// The online core's shard groups, as other roles read the UHS.
 pub struct CoreUhs {
     groups: Vec<GroupClient>,
     ranges: Vec<ShardRange>,
@@ -37,16 +38,59 @@ impl CoreUhs {
         })
     }
 
+    /// How many shard groups hold the UHS.
+    pub fn groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Every id of every shard group, group by group (ascending ranges, each ascending).
+    pub async fn all_ids(&self) -> Result<Vec<Vec<UhsId>>, GroupError> {
+        let mut all = vec![];
+        for group in &self.groups {
+            match group.call(&RoleRequest::ShardIds, self.timeout).await? {
+                RoleResponse::ShardIds(ids) => all.push(ids),
+                other => {
+                    return Err(GroupError::Malformed {
+                        group: group.name().to_string(),
+                        reason: format!("answered {}", other_kind(&other)),
+                    })
+                }
+            }
+        }
+        Ok(all)
+    }
+
     /// Whether `marker` is in the UHS, asked of the shard group that owns it.
     pub async fn contains(&self, marker: UhsId) -> Result<bool, GroupError> {
-        let group = &self.groups[ShardRange::owner(&self.ranges, &marker)];
-        match group.call(&RoleRequest::ShardQuery(vec![marker]), self.timeout).await? {
-            RoleResponse::ShardQuery(present) if present.len() == 1 => Ok(present[0]),
-            other => Err(GroupError::Malformed {
-                group: group.name().to_string(),
-                reason: format!("answered {}", other_kind(&other)),
-            }),
+        Ok(self.holds(&[marker]).await?[0])
+    }
+
+    /// Which of `ids` are in the UHS: one query to each shard group that owns some of them.
+    pub async fn holds(&self, ids: &[UhsId]) -> Result<Vec<bool>, GroupError> {
+        let mut by_shard: Vec<Vec<(usize, UhsId)>> = vec![vec![]; self.ranges.len()];
+        for (position, id) in ids.iter().enumerate() {
+            by_shard[ShardRange::owner(&self.ranges, id)].push((position, *id));
         }
+        let mut present = vec![false; ids.len()];
+        for (shard, asked) in by_shard.into_iter().enumerate().filter(|(_, a)| !a.is_empty()) {
+            let (positions, shard_ids): (Vec<usize>, Vec<UhsId>) = asked.into_iter().unzip();
+            let count = shard_ids.len();
+            let group = &self.groups[shard];
+            match group.call(&RoleRequest::ShardQuery(shard_ids), self.timeout).await? {
+                RoleResponse::ShardQuery(answers) if answers.len() == count => {
+                    for (position, answer) in positions.into_iter().zip(answers) {
+                        present[position] = answer;
+                    }
+                }
+                other => {
+                    return Err(GroupError::Malformed {
+                        group: group.name().to_string(),
+                        reason: format!("answered {}", other_kind(&other)),
+                    })
+                }
+            }
+        }
+        Ok(present)
     }
 }
 
@@ -66,9 +110,11 @@ impl CoreUhs {
     }
 }
 
-fn other_kind(response: &RoleResponse) -> &'static str {
+/// A response's kind, for refusals of an unexpected answer (never its payload).
+pub(crate) fn other_kind(response: &RoleResponse) -> &'static str {
     match response {
         RoleResponse::NotLeader(_) => "not leader",
+        RoleResponse::ArchiveBusy => "busy",
         RoleResponse::Status(_) => "a status",
         _ => "something else",
     }

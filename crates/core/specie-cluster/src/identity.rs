@@ -9,6 +9,7 @@
 //! | replica `N` of coordinator group `G` | `N.G.coordinator.specie` |
 //! | replica `N` of FastPay authority shard group `G` (`authority-A-shard-S`) | `N.G.authority.specie` |
 //! | replica `N` of the offline cash authority's group | `N.offline-authority.offline.specie` |
+//! | replica `N` of the archiver group (the ledger of record) | `N.archiver.archiver.specie` |
 //! | sentinel `S` | `S.sentinel.specie` |
 //! | the operator's tools (`cluster status`, audits) | `operator.specie` |
 //!
@@ -34,6 +35,8 @@ pub enum GroupRole {
     Offline,
     /// The exchange between currencies.
     Exchange,
+    /// The ledger of record.
+    Archiver,
 }
 
 impl GroupRole {
@@ -44,11 +47,12 @@ impl GroupRole {
             GroupRole::Authority => "authority",
             GroupRole::Offline => "offline",
             GroupRole::Exchange => "exchange",
+            GroupRole::Archiver => "archiver",
         }
     }
 }
 
-/// `shard`, `coordinator`, `authority`, `offline` or `exchange`, as in certificate names.
+/// `shard`, `coordinator`, `authority`, `offline`, `exchange` or `archiver`, as in certificate names.
 impl fmt::Display for GroupRole {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.label())
@@ -114,6 +118,14 @@ impl Identity {
         }
     }
 
+    pub fn archiver(id: u64) -> Identity {
+        Identity::Replica {
+            role: GroupRole::Archiver,
+            group: crate::topology::ARCHIVER_GROUP.to_string(),
+            id,
+        }
+    }
+
     pub fn sentinel(name: &str) -> Identity {
         Identity::Sentinel { name: name.to_string() }
     }
@@ -134,6 +146,7 @@ impl Identity {
                     "authority" => GroupRole::Authority,
                     "offline" => GroupRole::Offline,
                     "exchange" => GroupRole::Exchange,
+                    "archiver" => GroupRole::Archiver,
                     _ => return None,
                 };
                 // Canonical decimal only, so one replica has one name.
@@ -202,6 +215,17 @@ impl Identity {
                         .exchange
                         .as_ref()
                         .is_some_and(|e| e.replicas.iter().any(|r| r.id == *id))
+            }
+            Identity::Replica {
+                role: GroupRole::Archiver,
+                group,
+                id,
+            } => {
+                group == crate::topology::ARCHIVER_GROUP
+                    && topology
+                        .ledger_of_record
+                        .as_ref()
+                        .is_some_and(|l| l.replicas.iter().any(|r| r.id == *id))
             }
         }
     }
@@ -287,11 +311,16 @@ fn replica_allows(topology: &Topology, me: &Identity, role: GroupRole, group: &s
                     || *peer == Identity::Operator
                     || peer.is_replica_of(GroupRole::Authority)
                     || peer.is_replica_of(GroupRole::Offline)
-                    || peer.is_replica_of(GroupRole::Exchange))
+                    || peer.is_replica_of(GroupRole::Exchange)
+                    // The archiver decides from the UHS what no sentinel reported.
+                    || peer.is_replica_of(GroupRole::Archiver))
         }
         tag::SHARD_IDS => role == GroupRole::Shard && (peer.is_sentinel() || *peer == Identity::Operator),
         // Transactions enter only through a sentinel, which validated them.
         tag::SUBMIT | tag::SUBMIT_ENDORSED => role == GroupRole::Coordinator && peer.is_sentinel(),
+        // What goes into the ledger of record comes from the sentinels that submitted it.
+        tag::ARCHIVE_WRITE | tag::ARCHIVE_OUTCOMES => role == GroupRole::Archiver && peer.is_sentinel(),
+        tag::LEDGER_READ => role == GroupRole::Archiver && (peer.is_sentinel() || *peer == Identity::Operator),
         // Credits move value between an authority's own shards: only another shard of the same
         // authority may send them (FastPay's trust domain is the authority).
         tag::CREDITS | tag::CREDIT_ACK => {

@@ -15,6 +15,7 @@
 //! - [`identity`] / [`credentials`]: who each process is (its certificate's name), what each role
 //!   may ask of each other role, and the PKI files that prove it.
 
+pub mod archiver_replica;
 pub mod authority_http;
 pub mod authority_replica;
 pub mod authority_tally;
@@ -42,6 +43,7 @@ pub use identity::{GroupRole, Identity};
 pub use topology::{
     authority_group_name, AuthorityGroup, AuthorityPlace, AuthorityProcesses, AuthorityReplica, AuthorityShardGroup,
     CommitteeShape, EndorsementConfig, ExchangeAsset, ExchangeGroupConfig, ExchangeShape, FastpayCommitteeConfig,
-    GroupBridges, InvalidTopology, Limits, OfflineAuthorityConfig, PrivacyConfig, Replica, ReplicaGroup, Sentinel,
-    Shape, ShardGroup, Topology, TopologyError, TransportMode, UnknownGroup, EXCHANGE_GROUP, OFFLINE_AUTHORITY_GROUP,
+    GroupBridges, InvalidTopology, LedgerOfRecordConfig, Limits, OfflineAuthorityConfig, PrivacyConfig, Replica,
+    ReplicaGroup, Sentinel, Shape, ShardGroup, Topology, TopologyError, TransportMode, UnknownGroup, ARCHIVER_GROUP,
+    EXCHANGE_GROUP, OFFLINE_AUTHORITY_GROUP,
 };

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use secp256k1::Keypair;
+use specie_archiver::{LedgerRead, LedgerReply, LedgerReplyLimits, Record, RecordLimits};
 use specie_authority::{Credit, Message as AuthorityMessage, CREDITS_PER_MESSAGE_MAX};
 use specie_codec::{put_byte_vec, put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
 use specie_coordinator::TxResult;
@@ -15,7 +16,7 @@ use specie_sentinel::endorsement::Candidate;
 use specie_shard::{ShardRequest, ShardResponse, ShardWireLimits, Vote};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::signing::{parse_xonly, schnorr_sign, schnorr_verify, xonly_bytes, NonceMode};
-use specie_transaction::{CompactTransaction, DecodeLimits, UhsId};
+use specie_transaction::{CompactTransaction, DecodeLimits, Txid, UhsId};
 
 /// The first byte of every payload: what kind of message follows. Authorisation is decided on it
 /// alone, before the rest is decoded.
@@ -40,6 +41,14 @@ pub mod tag {
     pub const ENDORSE: u8 = 12;
     /// Sentinel → sentinel: a message of their key generation ceremony, answered `Taken`.
     pub const CEREMONY: u8 = 13;
+    /// Sentinel → archiver group: records to make durable before their transactions reach a
+    /// coordinator; answered `Taken`, or `ARCHIVE_WRITE` (busy).
+    pub const ARCHIVE_WRITE: u8 = 14;
+    /// Sentinel → archiver group: what became of written-ahead transactions; answered `Taken`.
+    pub const ARCHIVE_OUTCOMES: u8 = 15;
+    /// Sentinel or operator → archiver group: a read of the ledger of record, answered under
+    /// the same tag.
+    pub const LEDGER_READ: u8 = 16;
 
     /// For log lines and refusals.
     pub fn name(tag: u8) -> &'static str {
@@ -57,15 +66,21 @@ pub mod tag {
             SUBMIT_ENDORSED => "endorsed submit",
             ENDORSE => "endorse",
             CEREMONY => "key generation ceremony",
+            ARCHIVE_WRITE => "archive write-ahead",
+            ARCHIVE_OUTCOMES => "archive outcomes",
+            LEDGER_READ => "ledger read",
             _ => "unknown request",
         }
     }
 }
 use tag::{
-    CEREMONY, CREDITS, CREDIT_ACK, ENDORSE, NOT_LEADER, RAFT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT,
-    SUBMIT_ENDORSED, TAKEN,
+    ARCHIVE_OUTCOMES, ARCHIVE_WRITE, CEREMONY, CREDITS, CREDIT_ACK, ENDORSE, LEDGER_READ, NOT_LEADER, RAFT,
+    SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT, SUBMIT_ENDORSED, TAKEN,
 };
 
+/// The smallest record: its transaction's three counts, its attestations' count and its
+/// endorsement flag (checked against the bytes left before anything is allocated).
+const RECORD_BYTES_MIN: usize = 33;
 /// A batch of requests carries at most this many items (transactions, ids, shard requests).
 pub const BATCH_ITEMS_MAX: u64 = 100_000;
 const UHS_ID_BYTES: usize = 32;
@@ -96,6 +111,12 @@ pub enum RoleRequest {
     /// Sentinel → sentinel: a message of the sentinels' key generation ceremony (round 2 carries
     /// a secret share, which the channel's TLS keeps secret). Who sent it is the certificate.
     Ceremony(Box<CeremonyMessage>),
+    /// Sentinel → archiver group leader: the records of a batch, written ahead.
+    ArchiveWrite(Vec<Record>),
+    /// Sentinel → archiver group leader: `(txid, committed)` for written-ahead transactions.
+    ArchiveOutcomes(Vec<(Txid, bool)>),
+    /// Sentinel or operator → archiver group leader.
+    LedgerRead(LedgerRead),
 }
 
 /// Compact transactions a sentinel validated, with its BIP-340 signature over all of them
@@ -261,6 +282,10 @@ pub enum RoleResponse {
     Taken,
     /// An endorser's answer to a round of threshold endorsement.
     Endorser(Box<EndorserMessage<RefusalCode>>),
+    /// The archiver group has too much undecided: write ahead again later.
+    ArchiveBusy,
+    /// The ledger of record's answer to a read.
+    Ledger(Box<LedgerReply>),
 }
 
 /// What an endorsement round may carry: a batch of at most `BATCH_ITEMS_MAX` transactions
@@ -352,6 +377,22 @@ impl Encode for RoleRequest {
                 out.push(CEREMONY);
                 message.encode_to(out);
             }
+            RoleRequest::ArchiveWrite(records) => {
+                out.push(ARCHIVE_WRITE);
+                put_vec(out, records);
+            }
+            RoleRequest::ArchiveOutcomes(outcomes) => {
+                out.push(ARCHIVE_OUTCOMES);
+                put_count(out, outcomes.len());
+                for (txid, committed) in outcomes {
+                    out.extend_from_slice(&txid.0);
+                    out.push(u8::from(*committed));
+                }
+            }
+            RoleRequest::LedgerRead(read) => {
+                out.push(LEDGER_READ);
+                read.encode_to(out);
+            }
             RoleRequest::Status => out.push(STATUS),
             RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence,
@@ -385,6 +426,9 @@ impl RoleRequest {
             RoleRequest::Submit(_) => SUBMIT,
             RoleRequest::Endorse(_) => ENDORSE,
             RoleRequest::Ceremony(_) => CEREMONY,
+            RoleRequest::ArchiveWrite(_) => ARCHIVE_WRITE,
+            RoleRequest::ArchiveOutcomes(_) => ARCHIVE_OUTCOMES,
+            RoleRequest::LedgerRead(_) => LEDGER_READ,
             RoleRequest::Status => STATUS,
             RoleRequest::Authority(AuthorityMessage::Credits { .. }) => CREDITS,
             RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => CREDIT_ACK,
@@ -412,6 +456,18 @@ impl RoleRequest {
                 &endorse_limits(),
             )?)),
             CEREMONY => RoleRequest::Ceremony(Box::new(CeremonyMessage::decode_from(&mut reader, &())?)),
+            ARCHIVE_WRITE => {
+                let limits = RecordLimits::default();
+                RoleRequest::ArchiveWrite(reader.read_vec("records", BATCH_ITEMS_MAX, RECORD_BYTES_MIN, |r| {
+                    Record::decode_from(r, &limits)
+                })?)
+            }
+            ARCHIVE_OUTCOMES => {
+                RoleRequest::ArchiveOutcomes(reader.read_vec("outcomes", BATCH_ITEMS_MAX, 33, |r| {
+                    Ok((Txid(r.read_array("txid")?), r.read_bool("committed")?))
+                })?)
+            }
+            LEDGER_READ => RoleRequest::LedgerRead(LedgerRead::decode_from(&mut reader, &())?),
             STATUS => RoleRequest::Status,
             CREDITS => RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence: reader.read_u64("first credit sequence")?,
@@ -473,6 +529,11 @@ impl Encode for RoleResponse {
                 out.push(ENDORSE);
                 message.encode_to(out);
             }
+            RoleResponse::ArchiveBusy => out.push(ARCHIVE_WRITE),
+            RoleResponse::Ledger(reply) => {
+                out.push(LEDGER_READ);
+                reply.encode_to(out);
+            }
         }
     }
 }
@@ -529,6 +590,11 @@ impl RoleResponse {
             ENDORSE => RoleResponse::Endorser(Box::new(EndorserMessage::decode_from(
                 &mut reader,
                 &endorser_reply_limits(),
+            )?)),
+            ARCHIVE_WRITE => RoleResponse::ArchiveBusy,
+            LEDGER_READ => RoleResponse::Ledger(Box::new(LedgerReply::decode_from(
+                &mut reader,
+                &LedgerReplyLimits::default(),
             )?)),
             kind => {
                 return Err(DecodeError::UnknownKind {

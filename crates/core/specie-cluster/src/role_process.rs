@@ -1,8 +1,9 @@
 //! The processes `specie cluster up` starts: one shard, coordinator, FastPay authority shard,
-//! offline authority or exchange replica, or one sentinel, each on its own two-thread runtime until it is stopped.
+//! offline authority, exchange or archiver replica, or one sentinel, each on its own two-thread runtime until it is stopped.
 
 use std::path::Path;
 
+use crate::archiver_replica::{self, ArchiverReplicaError};
 use crate::authority_replica::AuthorityReplicaError;
 use crate::exchange_replica::{self, ExchangeReplicaError};
 use crate::offline_replica::{self, OfflineReplicaError};
@@ -26,6 +27,8 @@ pub enum RoleProcessError {
     Offline(#[from] OfflineReplicaError),
     #[error(transparent)]
     Exchange(#[from] ExchangeReplicaError),
+    #[error(transparent)]
+    Archiver(#[from] ArchiverReplicaError),
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, RoleProcessError> {
@@ -83,4 +86,13 @@ pub fn run_exchange(cluster: &Path, replica: u64) -> Result<(), RoleProcessError
     runtime()?
         .block_on(exchange_replica::run(topology, replica))
         .map_err(RoleProcessError::Exchange)
+}
+
+/// Runs replica `replica` of the archiver group (the ledger of record) of the cluster in the
+/// file `cluster`.
+pub fn run_archiver(cluster: &Path, replica: u64) -> Result<(), RoleProcessError> {
+    let topology = Topology::load(cluster)?;
+    runtime()?
+        .block_on(archiver_replica::run(topology, replica))
+        .map_err(RoleProcessError::Archiver)
 }

@@ -7,20 +7,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
+use specie_archiver::{Block, DisputeProof, LedgerEntry, LedgerHead, LedgerRead, LedgerReply, Record};
 use specie_endorsement::{CeremonyKind, EndorseReply, Endorsement};
 use specie_sentinel::endorsement::Candidate;
 use specie_sentinel::{IssuerKeys, IssuerKeysError, SpecieErrorCode, TrustedKeys, ValidationError};
-use specie_shard::ShardRange;
-use specie_transaction::{CompactTransaction, SpecieTransaction, UhsId};
+use specie_transaction::{CompactTransaction, SpecieTransaction, Txid, UhsId};
 use specie_wire::InvalidWireLimits;
 
+use crate::core_uhs::{other_kind, CoreUhs};
 use crate::credentials::{self, CredentialsError};
 use crate::endorsing::{self, EndorsementClient, EndorserServer, EndorserService, EndorsingError};
 use crate::group_client::{GroupClient, GroupError};
 use crate::host::{wait_for_stop_signal, wire_limits};
 use crate::identity::{GroupRole, Identity};
-use crate::protocol::{RoleRequest, RoleResponse, Submission};
-use crate::topology::{FastpayCommitteeConfig, InvalidTopology, Topology};
+use crate::protocol::{RoleRequest, RoleResponse, Submission, SubmitOutcome};
+use crate::topology::{FastpayCommitteeConfig, InvalidTopology, Topology, ARCHIVER_GROUP};
 
 /// How long a submission may take end to end before its fate is reported unknown.
 const SUBMIT_TIMEOUT_MS: u64 = 30_000;
@@ -58,8 +59,9 @@ struct Inner {
     issuers_hex: Vec<String>,
     trusted: TrustedKeys,
     coordinators: Vec<GroupClient>,
-    shards: Vec<GroupClient>,
-    ranges: Vec<ShardRange>,
+    core: CoreUhs,
+    /// The archiver group, when the cluster keeps a ledger of record.
+    archiver: Option<GroupClient>,
     next_coordinator: AtomicUsize,
     request_timeout: Duration,
     /// Signs every submission, so coordinators know a sentinel validated it.
@@ -118,10 +120,17 @@ impl ClusterBackend {
                 .map(|g| (&g.name, &g.replicas))
                 .collect(),
         )?;
-        let shards = groups(
-            GroupRole::Shard,
-            topology.shard_groups.iter().map(|g| (&g.name, &g.replicas)).collect(),
-        )?;
+        let archiver = (topology.ledger_of_record.as_ref())
+            .map(|ledger| {
+                GroupClient::new(
+                    GroupRole::Archiver,
+                    ARCHIVER_GROUP,
+                    &ledger.replicas,
+                    &limits,
+                    &transport,
+                )
+            })
+            .transpose()?;
         let trusted = trusted_keys(topology)?;
         let endorsement = match endorser {
             Some(local) => Some(EndorsementClient::start(topology, name, local, &transport, &runtime)?),
@@ -134,8 +143,8 @@ impl ClusterBackend {
                 issuers_hex: topology.issuers.clone(),
                 trusted,
                 coordinators,
-                shards,
-                ranges: topology.shard_ranges(),
+                core: CoreUhs::new(topology, &limits, &transport)?,
+                archiver,
                 next_coordinator: AtomicUsize::new(0),
                 request_timeout: Duration::from_millis(topology.limits.request_timeout_ms),
                 attestation_key,
@@ -146,18 +155,36 @@ impl ClusterBackend {
     }
 
     async fn shard_ids(&self) -> Result<Vec<Vec<UhsId>>, BackendError> {
-        let mut all = vec![];
-        for group in &self.inner.shards {
-            match group
-                .call(&RoleRequest::ShardIds, self.inner.request_timeout * 5)
-                .await
-                .map_err(|error| unavailable(group, error))?
-            {
-                RoleResponse::ShardIds(ids) => all.push(ids),
-                other => return Err(unavailable(group, format_args!("answered {other:?}"))),
-            }
+        self.inner
+            .core
+            .all_ids()
+            .await
+            .map_err(|error| core_unavailable(&error))
+    }
+
+    /// The ledger of record's answer to `read`, from the archiver group's leader.
+    fn ledger_read(&self, read: LedgerRead) -> Result<LedgerReply, BackendError> {
+        let archiver = self.inner.archiver.as_ref().ok_or(BackendError::NoLedger)?;
+        let request = RoleRequest::LedgerRead(read);
+        match self
+            .inner
+            .runtime
+            .block_on(archiver.call(&request, self.inner.request_timeout * 5))
+            .map_err(|error| unavailable(archiver, error))?
+        {
+            RoleResponse::Ledger(reply) => match *reply {
+                LedgerReply::Failed(reason) => Err(unavailable(archiver, reason)),
+                reply => Ok(reply),
+            },
+            other => Err(unavailable(archiver, format_args!("answered {}", other_kind(&other)))),
         }
-        Ok(all)
+    }
+}
+
+fn core_unavailable(error: &GroupError) -> BackendError {
+    BackendError::Unavailable {
+        role: "the shard groups".into(),
+        reason: error.to_string(),
     }
 }
 
@@ -187,19 +214,58 @@ fn unavailable(group: &GroupClient, reason: impl std::fmt::Display) -> BackendEr
 }
 
 impl ClusterBackend {
-    /// Hands compact transactions to a coordinator group, skipping validation. Only for
-    /// benchmarks of the replicated 2PC engine (Hamilton §6.1 measured swap without sentinels)
-    /// and for accepted transactions from [`Backend::submit`].
+    /// Hands compact transactions to a coordinator group, skipping validation: only for
+    /// benchmarks of the replicated 2PC engine (Hamilton §6.1 measured swap without sentinels).
+    /// A cluster that keeps a ledger of record takes nothing this way: it could not be ledgered.
     pub fn submit_compact(&self, accepted: Vec<(u64, CompactTransaction)>, reply: &CompletionSender) {
-        if accepted.is_empty() {
+        if self.inner.archiver.is_some() {
+            tracing::error!("a cluster with a ledger of record takes only full transactions");
+            for (client_ref, compact) in accepted {
+                let _ = reply.send(Completion {
+                    client_ref,
+                    txid: compact.txid,
+                    status: TxStatus::Dropped,
+                });
+            }
             return;
         }
         let (refs, compacts): (Vec<u64>, Vec<CompactTransaction>) = accepted.into_iter().unzip();
-        let submission = Submission::attest(compacts, &self.inner.attestation_key);
+        self.submit_batch(
+            refs,
+            vec![],
+            Submission::attest(compacts, &self.inner.attestation_key),
+            reply,
+        );
+    }
+
+    /// Validated transactions to a coordinator group, their records written ahead first.
+    fn submit_validated(&self, accepted: Vec<(u64, SpecieTransaction, CompactTransaction)>, reply: &CompletionSender) {
+        let mut refs = Vec::with_capacity(accepted.len());
+        let mut records = vec![];
+        let mut compacts = Vec::with_capacity(accepted.len());
+        for (client_ref, tx, compact) in accepted {
+            refs.push(client_ref);
+            if self.inner.archiver.is_some() {
+                records.push(Record::from_sentinel(tx, compact.clone()));
+            }
+            compacts.push(compact);
+        }
+        self.submit_batch(
+            refs,
+            records,
+            Submission::attest(compacts, &self.inner.attestation_key),
+            reply,
+        );
+    }
+
+    fn submit_batch(&self, refs: Vec<u64>, records: Vec<Record>, submission: Submission, reply: &CompletionSender) {
+        if refs.is_empty() {
+            return;
+        }
         let (inner, reply) = (self.inner.clone(), reply.clone());
         self.inner
             .runtime
-            .spawn(async move { send_submission(&inner, refs, submission, &reply).await });
+            .spawn(async move { submit_ledgered(&inner, refs, records, submission, &reply).await });
     }
 
     /// Has the sentinels endorse `accepted` (k of them signing), then hands the endorsed ones to
@@ -214,11 +280,11 @@ impl ClusterBackend {
             let count = candidates.len();
             let replies =
                 (group.endorse(candidates.clone()).await).unwrap_or_else(|| vec![EndorseReply::Failed; count]);
-            let mut endorsed: Vec<(u64, (CompactTransaction, Endorsement))> = vec![];
+            let mut endorsed: Vec<(u64, Candidate, Endorsement)> = vec![];
             for ((client_ref, candidate), answer) in refs.into_iter().zip(candidates).zip(replies) {
                 let status = match answer {
                     EndorseReply::Endorsed(endorsement) => {
-                        endorsed.push((client_ref, (candidate.compact, endorsement)));
+                        endorsed.push((client_ref, candidate, endorsement));
                         continue;
                     }
                     EndorseReply::Refused { reasons } => {
@@ -239,30 +305,108 @@ impl ClusterBackend {
             if endorsed.is_empty() {
                 return;
             }
-            let (refs, endorsed): (Vec<u64>, Vec<_>) = endorsed.into_iter().unzip();
-            let submission = Submission::attest_endorsed(endorsed, &inner.attestation_key);
-            send_submission(&inner, refs, submission, &reply).await;
+            let mut refs = Vec::with_capacity(endorsed.len());
+            let mut records = vec![];
+            let mut submitted = Vec::with_capacity(endorsed.len());
+            for (client_ref, candidate, endorsement) in endorsed {
+                refs.push(client_ref);
+                if inner.archiver.is_some() {
+                    let tx = Arc::unwrap_or_clone(candidate.tx);
+                    records.push(
+                        Record::from_sentinel(tx, candidate.compact.clone()).with_endorsement(endorsement.clone()),
+                    );
+                }
+                submitted.push((candidate.compact, endorsement));
+            }
+            let submission = Submission::attest_endorsed(submitted, &inner.attestation_key);
+            submit_ledgered(&inner, refs, records, submission, &reply).await;
         });
     }
 }
 
-/// Sends one submission to the next coordinator group and answers its transactions' callers.
-async fn send_submission(inner: &Inner, refs: Vec<u64>, submission: Submission, reply: &CompletionSender) {
+/// Writes the batch's records ahead to the ledger of record (when the cluster keeps one: a
+/// transaction reaches a coordinator only once its record is durable), hands the batch to a
+/// coordinator group, answers its callers, and reports to the ledger what the coordinator said.
+async fn submit_ledgered(
+    inner: &Inner,
+    refs: Vec<u64>,
+    records: Vec<Record>,
+    submission: Submission,
+    reply: &CompletionSender,
+) {
+    let Some(archiver) = &inner.archiver else {
+        send_submission(inner, refs, submission, reply).await;
+        return;
+    };
+    let timeout = Duration::from_millis(SUBMIT_TIMEOUT_MS);
+    let written = archiver.call_once(&RoleRequest::ArchiveWrite(records), timeout).await;
+    if !matches!(written, Ok(RoleResponse::Taken)) {
+        let status = match written {
+            Ok(RoleResponse::ArchiveBusy) | Err(GroupError::NoLeader { .. }) => TxStatus::Busy,
+            other => {
+                tracing::warn!(
+                    ?other,
+                    "ledger of record: write-ahead failed; the batch goes no further"
+                );
+                TxStatus::Dropped
+            }
+        };
+        for (client_ref, tx) in refs.into_iter().zip(&submission.txs) {
+            let _ = reply.send(Completion {
+                client_ref,
+                txid: tx.txid,
+                status: status.clone(),
+            });
+        }
+        return;
+    }
+    let txids: Vec<Txid> = submission.txs.iter().map(|c| c.txid).collect();
+    let Some(outcomes) = send_submission(inner, refs, submission, reply).await else {
+        // What the coordinator did is unknown: the archiver reads it off the UHS later.
+        return;
+    };
+    // Only what the coordinator decided for certain: a dropped transaction's dtxn may still be
+    // committed by its group's next leader, so the UHS decides it.
+    let decided: Vec<(Txid, bool)> = (txids.into_iter().zip(outcomes))
+        .filter_map(|(txid, outcome)| match outcome {
+            SubmitOutcome::Confirmed => Some((txid, true)),
+            SubmitOutcome::Rejected(_) | SubmitOutcome::Busy => Some((txid, false)),
+            SubmitOutcome::Dropped => None,
+        })
+        .collect();
+    if let Err(error) = archiver
+        .call_once(&RoleRequest::ArchiveOutcomes(decided), timeout)
+        .await
+    {
+        tracing::warn!(%error, "ledger of record: outcomes not reported; the archiver reads them off the UHS later");
+    }
+}
+
+/// Sends one submission to the next coordinator group and answers its transactions' callers;
+/// the coordinator's outcomes, if it answered.
+async fn send_submission(
+    inner: &Inner,
+    refs: Vec<u64>,
+    submission: Submission,
+    reply: &CompletionSender,
+) -> Option<Vec<SubmitOutcome>> {
     let next = inner.next_coordinator.fetch_add(1, Ordering::Relaxed);
     let group = &inner.coordinators[next % inner.coordinators.len()];
     let txids: Vec<_> = submission.txs.iter().map(|c| c.txid).collect();
     let count = txids.len();
     let submit = RoleRequest::Submit(submission);
-    let statuses: Vec<TxStatus> = match group.call_once(&submit, Duration::from_millis(SUBMIT_TIMEOUT_MS)).await {
-        Ok(RoleResponse::Submitted(outcomes)) if outcomes.len() == count => {
-            outcomes.into_iter().map(TxStatus::from).collect()
-        }
-        Err(GroupError::NoLeader { .. }) => vec![TxStatus::Busy; count],
-        other => {
-            tracing::warn!(?other, "submission outcome unknown");
-            vec![TxStatus::Unknown; count]
-        }
-    };
+    let (outcomes, statuses): (Option<Vec<SubmitOutcome>>, Vec<TxStatus>) =
+        match group.call_once(&submit, Duration::from_millis(SUBMIT_TIMEOUT_MS)).await {
+            Ok(RoleResponse::Submitted(outcomes)) if outcomes.len() == count => {
+                let statuses = outcomes.iter().copied().map(TxStatus::from).collect();
+                (Some(outcomes), statuses)
+            }
+            Err(GroupError::NoLeader { .. }) => (None, vec![TxStatus::Busy; count]),
+            other => {
+                tracing::warn!(?other, "submission outcome unknown");
+                (None, vec![TxStatus::Unknown; count])
+            }
+        };
     for ((client_ref, txid), status) in refs.into_iter().zip(txids).zip(statuses) {
         let _ = reply.send(Completion {
             client_ref,
@@ -270,6 +414,7 @@ async fn send_submission(inner: &Inner, refs: Vec<u64>, submission: Submission, 
             status,
         });
     }
+    outcomes
 }
 
 impl Backend for ClusterBackend {
@@ -320,10 +465,7 @@ impl Backend for ClusterBackend {
             }
         }
         match &self.inner.endorsement {
-            None => self.submit_compact(
-                accepted.into_iter().map(|(r, _, compact)| (r, compact)).collect(),
-                reply,
-            ),
+            None => self.submit_validated(accepted, reply),
             Some(group) => {
                 let candidates = (accepted.into_iter())
                     .map(|(r, tx, compact)| (r, Candidate::validated(tx, compact)))
@@ -334,31 +476,10 @@ impl Backend for ClusterBackend {
     }
 
     fn query_uhs(&self, ids: &[UhsId]) -> Result<Vec<bool>, BackendError> {
-        let mut by_shard: Vec<Vec<(usize, UhsId)>> = vec![vec![]; self.inner.ranges.len()];
-        for (position, id) in ids.iter().enumerate() {
-            by_shard[ShardRange::owner(&self.inner.ranges, id)].push((position, *id));
-        }
-        self.inner.runtime.block_on(async {
-            let mut present = vec![false; ids.len()];
-            for (shard, asked) in by_shard.into_iter().enumerate().filter(|(_, a)| !a.is_empty()) {
-                let (positions, shard_ids): (Vec<usize>, Vec<UhsId>) = asked.into_iter().unzip();
-                let count = shard_ids.len();
-                let group = &self.inner.shards[shard];
-                match group
-                    .call(&RoleRequest::ShardQuery(shard_ids), self.inner.request_timeout * 5)
-                    .await
-                    .map_err(|error| unavailable(group, error))?
-                {
-                    RoleResponse::ShardQuery(answers) if answers.len() == count => {
-                        for (position, answer) in positions.into_iter().zip(answers) {
-                            present[position] = answer;
-                        }
-                    }
-                    other => return Err(unavailable(group, format_args!("answered {other:?}"))),
-                }
-            }
-            Ok(present)
-        })
+        self.inner
+            .runtime
+            .block_on(self.inner.core.holds(ids))
+            .map_err(|error| core_unavailable(&error))
     }
 
     fn info(&self) -> Result<NodeInfo, BackendError> {
@@ -366,7 +487,7 @@ impl Backend for ClusterBackend {
         Ok(NodeInfo {
             version: env!("CARGO_PKG_VERSION"),
             hrp: self.inner.hrp.clone(),
-            shards: self.inner.shards.len(),
+            shards: self.inner.core.groups(),
             issuers: self.inner.issuers_hex.clone(),
             uhs_ids: ids.iter().map(|ids| ids.len() as u64).sum(),
             auditors: self.inner.trusted.auditors.iter().map(hex::encode).collect(),
@@ -393,6 +514,41 @@ impl Backend for ClusterBackend {
             count += 1;
         }
         Ok((count, hasher.finish()))
+    }
+
+    fn ledger_head(&self) -> Result<LedgerHead, BackendError> {
+        match self.ledger_read(LedgerRead::Head)? {
+            LedgerReply::Head(head) => Ok(head),
+            other => Err(wrong_ledger_reply(&other)),
+        }
+    }
+
+    fn ledger_block(&self, height: u64) -> Result<Option<Block>, BackendError> {
+        match self.ledger_read(LedgerRead::Block(height))? {
+            LedgerReply::Block(block) => Ok(block),
+            other => Err(wrong_ledger_reply(&other)),
+        }
+    }
+
+    fn ledger_transaction(&self, txid: Txid) -> Result<Option<LedgerEntry>, BackendError> {
+        match self.ledger_read(LedgerRead::Transaction(txid))? {
+            LedgerReply::Transaction(entry) => Ok(entry.map(|entry| *entry)),
+            other => Err(wrong_ledger_reply(&other)),
+        }
+    }
+
+    fn ledger_dispute(&self, txid: Txid, height: Option<u64>) -> Result<Option<DisputeProof>, BackendError> {
+        match self.ledger_read(LedgerRead::Dispute(txid, height))? {
+            LedgerReply::Dispute(proof) => Ok(proof.map(|proof| *proof)),
+            other => Err(wrong_ledger_reply(&other)),
+        }
+    }
+}
+
+fn wrong_ledger_reply(reply: &LedgerReply) -> BackendError {
+    BackendError::Unavailable {
+        role: format!("group {ARCHIVER_GROUP}"),
+        reason: format!("answered another read: {reply:?}").chars().take(200).collect(),
     }
 }
 

@@ -117,6 +117,7 @@ pub fn members(topology_path: &Path, topology: &Topology) -> Vec<Member> {
             GroupRole::Authority => "authority",
             GroupRole::Offline => "offline-authority",
             GroupRole::Exchange => "exchange-replica",
+            GroupRole::Archiver => "archiver",
         };
         for replica in replicas {
             members.push(Member {

@@ -45,6 +45,11 @@ pub struct Topology {
     /// one sentinel's attestation suffices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endorsement: Option<EndorsementConfig>,
+    /// The ledger of record as a Raft group of this cluster (`[ledger_of_record]`): sentinels
+    /// write every transaction's record ahead to it before a coordinator sees it, and report its
+    /// outcome after; it seals the committed ones into hash-chained blocks. Absent: no ledger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger_of_record: Option<LedgerOfRecordConfig>,
     /// Where each replica keeps its log and snapshots: `<data_dir>/<group>-<replica>/`.
     pub data_dir: PathBuf,
     /// The cluster's PKI: `ca.crt` (the CA every process's certificate must chain to) and, per
@@ -390,6 +395,78 @@ fn default_block_interval_ms() -> u64 {
     250
 }
 
+/// The archiver group: the ledger of record, replicated (docs/operator-guide.md, "The ledger of
+/// record in a cluster").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerOfRecordConfig {
+    /// The leader seals what waits into a block at least this often.
+    #[serde(default = "default_seal_interval_ms")]
+    pub seal_interval_ms: u64,
+    /// A record no sentinel reported for this long is decided from the UHS. Longer than any
+    /// transaction can spend in flight (the sentinels give up after 30 s).
+    #[serde(default = "default_decide_after_ms")]
+    pub decide_after_ms: u64,
+    #[serde(default = "default_block_records_max")]
+    pub block_records_max: u32,
+    pub replicas: Vec<Replica>,
+}
+
+/// The name of the archiver group (certificates, data directories).
+pub const ARCHIVER_GROUP: &str = "archiver";
+
+fn default_seal_interval_ms() -> u64 {
+    200
+}
+
+fn default_decide_after_ms() -> u64 {
+    60_000
+}
+
+fn default_block_records_max() -> u32 {
+    10_000
+}
+
+impl LedgerOfRecordConfig {
+    pub fn new(replicas: Vec<Replica>) -> LedgerOfRecordConfig {
+        LedgerOfRecordConfig {
+            seal_interval_ms: default_seal_interval_ms(),
+            decide_after_ms: default_decide_after_ms(),
+            block_records_max: default_block_records_max(),
+            replicas,
+        }
+    }
+
+    /// The archiver role's configuration.
+    pub fn archiver(&self) -> specie_archiver::ArchiverConfig {
+        let defaults = specie_archiver::ArchiverConfig::default();
+        specie_archiver::ArchiverConfig {
+            ledger: specie_archiver::LedgerLimits {
+                block_records_max: self.block_records_max as usize,
+                ..defaults.ledger
+            },
+            seal_interval_ms: self.seal_interval_ms,
+            decide_after_ms: self.decide_after_ms,
+            ..defaults
+        }
+    }
+
+    fn validate(&self) -> Result<(), InvalidTopology> {
+        if !(10..=60_000).contains(&self.seal_interval_ms) {
+            return Err(InvalidTopology::LedgerOfRecord("seal_interval_ms must be 10 to 60000"));
+        }
+        if !(1_000..=86_400_000).contains(&self.decide_after_ms) {
+            return Err(InvalidTopology::LedgerOfRecord(
+                "decide_after_ms must be 1000 to 86400000",
+            ));
+        }
+        if !(1..=10_000).contains(&self.block_records_max) {
+            return Err(InvalidTopology::LedgerOfRecord("block_records_max must be 1 to 10000"));
+        }
+        Ok(())
+    }
+}
+
 /// The exchange group's name: a label of its replicas' certificate names
 /// (`1.exchange.exchange.specie`) and of their data directories.
 pub const EXCHANGE_GROUP: &str = "exchange";
@@ -680,6 +757,8 @@ pub enum InvalidTopology {
     ExchangeBridgeKey,
     #[error("exchange.assets: {0}")]
     ExchangeAssets(&'static str),
+    #[error("ledger_of_record: {0}")]
+    LedgerOfRecord(&'static str),
     #[error("{authorities} authorities need as many signing keys, got {keys}")]
     AuthorityKeyCount { authorities: usize, keys: usize },
     #[error("endorsement.threshold {threshold} must be 1 to the number of sentinels ({sentinels}, at most 64)")]
@@ -756,6 +835,8 @@ pub struct Shape {
     pub exchange: Option<ExchangeShape>,
     /// The sentinels as a threshold group of endorsers, k of them signing each transaction.
     pub endorsement_threshold: Option<u16>,
+    /// Replicas of the archiver group keeping the ledger of record (0: no ledger).
+    pub ledger_replicas: usize,
 }
 
 /// The shape of the exchange group `specie cluster up --exchange` creates.
@@ -799,6 +880,7 @@ impl Default for Shape {
             offline_replicas: 0,
             exchange: None,
             endorsement_threshold: None,
+            ledger_replicas: 0,
         }
     }
 }
@@ -932,6 +1014,8 @@ impl Topology {
                 replicas: ports.serving_replicas(exchange.replicas),
             }
         });
+        let ledger_of_record =
+            (shape.ledger_replicas > 0).then(|| LedgerOfRecordConfig::new(ports.replicas(shape.ledger_replicas)));
         let topology = Topology {
             format_version: FORMAT_VERSION,
             hrp: hrp.into(),
@@ -944,6 +1028,7 @@ impl Topology {
                 threshold,
                 group_key: None,
             }),
+            ledger_of_record,
             data_dir: dir.join("data"),
             pki_dir: dir.join("pki"),
             transport: TransportMode::default(),
@@ -1004,6 +1089,11 @@ impl Topology {
             self.exchange
                 .iter()
                 .map(|e| (GroupRole::Exchange, EXCHANGE_GROUP.to_string(), e.wire_replicas())),
+        );
+        groups.extend(
+            self.ledger_of_record
+                .iter()
+                .map(|l| (GroupRole::Archiver, ARCHIVER_GROUP.to_string(), l.replicas.clone())),
         );
         groups
     }
@@ -1096,6 +1186,9 @@ impl Topology {
         }
         if let Some(endorsement) = &self.endorsement {
             endorsement.validate(&self.sentinels)?;
+        }
+        if let Some(ledger) = &self.ledger_of_record {
+            ledger.validate()?;
         }
         if let Some(sentinel) = self.sentinels.iter().find(|s| xonly_hex(&s.attestation_key).is_none()) {
             return Err(InvalidTopology::BadAttestationKey {

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use specie_archiver::{
-    Block, BlockLimits, LedgerEntry, LedgerHead, LedgerLimits, LedgerOfRecord, LedgerRead, LedgerReply, Located, Offered,
-    Record,
+    Block, BlockLimits, LedgerEntry, LedgerHead, LedgerLimits, LedgerOfRecord, LedgerRead, LedgerReply, Located,
+    Offered, Record,
 };
 use specie_codec::{put_vec, Decode, DecodeError, Encode};
 use specie_log::{Log, LogError, LogOptions, SyncMode};

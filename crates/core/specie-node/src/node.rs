@@ -21,11 +21,11 @@ use specie_host::{EmbeddedHost, HostMessage, RecoverError};
 use specie_shard::{Shard, ShardCall, ShardRead, ShardReply};
 
 use crate::archive::{Archive, ArchiveError, ArchiveMessage, ArchiveOptions};
-use specie_archiver::{LedgerRead, LedgerReply};
 use crate::endorsement::{Candidate, EndorsementGroup, EndorsementHandle, EndorsementOptions};
 use crate::manifest::CoreShape;
 use crate::manifest::{NodeManifest, NodeManifestError};
 use crate::wiring::{OrdererWiring, ShardInboxes, ShardWiring, SubmissionMessage, UhsShardCall, UhsShardWiring};
+use specie_archiver::{LedgerRead, LedgerReply};
 
 /// How a node is started. Shard count and address prefix apply only when the data directory is
 /// new; afterwards its manifest (`node.toml`) is authoritative.
