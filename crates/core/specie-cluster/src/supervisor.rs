@@ -354,6 +354,12 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
         );
     }
     let first = &topology.sentinels[0].http;
+    if let Some(ledger) = &topology.ledger_of_record {
+        println!(
+            "  ledger of record: {} archiver replicas; read it at http://{first}/v1/ledger",
+            ledger.replicas.len()
+        );
+    }
     println!("wallets:  specie wallet --node http://{first} …");
     println!("demo:     specie demo --cluster {}", dir.display());
     println!("status:   specie cluster status --dir {}", dir.display());
@@ -493,7 +499,35 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
     print_authority_figures(&topology, &statuses);
     print_offline_figures(&statuses);
     print_exchange_figures(&statuses);
+    print_ledger_figures(&statuses);
     Ok(healthy)
+}
+
+/// The ledger of record as each archiver replica holds it: equal heads at equal heights say the
+/// replicas agree; the UHS digest is the one the shards' must equal once nothing is undecided.
+fn print_ledger_figures(statuses: &[ReplicaStatus]) {
+    let answered = answered_in(statuses, |group| group == crate::ARCHIVER_GROUP);
+    if answered.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "{:<10} {:>7} {:>8} {:<16} {:>10} {:<16} {:>8} {:>9}",
+        "ledger", "replica", "height", "head", "uhs ids", "uhs digest", "waiting", "undecided"
+    );
+    for (ReplicaStatus { group, id, .. }, s) in answered {
+        let ledger = &s["ledger"];
+        let short = |v: &serde_json::Value| v.as_str().map_or("-".to_string(), |h| h.chars().take(16).collect());
+        println!(
+            "{group:<10} {id:>7} {:>8} {:<16} {:>10} {:<16} {:>8} {:>9}",
+            ledger["height"],
+            short(&ledger["head"]),
+            ledger["uhs_ids"],
+            short(&ledger["uhs_digest"]),
+            ledger["waiting"],
+            ledger["undecided"],
+        );
+    }
 }
 
 /// The replicas of the groups `wanted` picks that answered, with their status.

@@ -232,8 +232,10 @@ pub(crate) struct LedgerCheck {
     pub(crate) replays_to_uhs: bool,
 }
 
-/// How long the archiver may take to seal what was confirmed last (it seals every 100 ms).
-const LEDGER_SETTLE_MS_MAX: u64 = 10_000;
+/// How long the archiver may take to seal what was confirmed last (it seals every 100–200 ms)
+/// and to decide what no sentinel reported (a cluster's archiver reads those off the UHS after
+/// `decide_after_ms`, a minute by default).
+const LEDGER_SETTLE_MS_MAX: u64 = 90_000;
 
 /// `None` if the backend keeps no ledger of record; otherwise whether its blocks replay to
 /// exactly the UHS the shards hold, once nothing waits for a block.
