@@ -160,6 +160,8 @@ pub struct Archiver {
     /// When this leader first knew each undecided record.
     first_seen_ms: HashMap<Txid, u64>,
     next_seal_ms: Option<u64>,
+    /// A seal proposed and not yet applied: one at a time is enough, it seals whatever waits.
+    sealing: bool,
     outputs: VecDeque<Output<Archiver>>,
 }
 
@@ -176,6 +178,7 @@ impl Archiver {
             proposed_records: 0,
             first_seen_ms: HashMap::new(),
             next_seal_ms: None,
+            sealing: false,
             outputs: VecDeque::new(),
         }
     }
@@ -284,6 +287,9 @@ impl Archiver {
     }
 
     fn write_ahead(&mut self, ticket: Ticket, records: Vec<Record>) {
+        if records.is_empty() {
+            return self.reply(ticket, ArchiverReply::Written);
+        }
         let too_many = self.undecided.len() + self.proposed_records + records.len() > self.config.undecided_max;
         if records.len() > self.config.batch_records_max || too_many {
             return self.reply(ticket, ArchiverReply::Busy);
@@ -376,6 +382,7 @@ impl Role for Archiver {
         self.leading = false;
         self.first_seen_ms.clear();
         self.next_seal_ms = None;
+        self.sealing = false;
         self.proposed_records = 0;
         for ticket in std::mem::take(&mut self.proposed).into_iter().flatten() {
             self.reply(ticket, ArchiverReply::Dropped);
@@ -399,6 +406,9 @@ impl Role for Archiver {
             ArchiverInput::WriteAhead { ticket, records } => self.write_ahead(ticket, records),
             ArchiverInput::Outcomes { ticket, outcomes } if outcomes.len() > self.config.batch_records_max => {
                 self.reply(ticket, ArchiverReply::Busy)
+            }
+            ArchiverInput::Outcomes { ticket, outcomes } if outcomes.is_empty() => {
+                self.reply(ticket, ArchiverReply::Decided)
             }
             ArchiverInput::Outcomes { ticket, outcomes } => {
                 self.propose(Some(ticket), ArchiverCommand::Decide(outcomes))
@@ -427,8 +437,12 @@ impl Role for Archiver {
         if !self.leading {
             return;
         }
-        if let ArchiverCommand::WriteAhead(records) = command {
-            self.proposed_records = self.proposed_records.saturating_sub(records.len());
+        match command {
+            ArchiverCommand::WriteAhead(records) => {
+                self.proposed_records = self.proposed_records.saturating_sub(records.len());
+            }
+            ArchiverCommand::Seal => self.sealing = false,
+            ArchiverCommand::Decide(_) | ArchiverCommand::Settle(_) => {}
         }
         if let Some(Some(ticket)) = self.proposed.pop_front() {
             let reply = match command {

@@ -503,6 +503,58 @@ mod tests {
         );
     }
 
+    /// The archiver group takes write-aheads and outcomes from sentinels only, reads from sentinels
+    /// and the operator, Raft from its own group; it reads the UHS; it may not submit or drive 2PC.
+    #[test]
+    fn the_archiver_group_takes_records_from_sentinels_only() {
+        let shape = Shape {
+            ledger_replicas: 3,
+            ..Shape::default()
+        };
+        let topology = Topology::local(
+            shape,
+            Path::new("/tmp/x"),
+            vec![],
+            crate::topology::test_keys(2),
+            vec![],
+            GroupBridges::default(),
+        )
+        .unwrap();
+        let archiver = Identity::archiver(1);
+        let archiver_peer = Identity::archiver(2);
+        let sentinel = Identity::sentinel("sentinel-0");
+        let coordinator = Identity::coordinator("coordinator-0", 1);
+        let shard = Identity::shard("shard-0", 1);
+        assert!(archiver.is_member_of(&topology) && archiver_peer.is_member_of(&topology));
+        assert!(!Identity::archiver(4).is_member_of(&topology));
+        assert_eq!(
+            Identity::parse("2.archiver.archiver.specie"),
+            Some(archiver_peer.clone())
+        );
+        let all = [&archiver_peer, &sentinel, &coordinator, &shard, &Identity::Operator];
+        let allowed = |me: &Identity, tag: u8| -> Vec<String> {
+            all.iter()
+                .filter(|peer| authorize(&topology, me, peer, tag).is_ok())
+                .map(|peer| peer.to_string())
+                .collect()
+        };
+        for write in [tag::ARCHIVE_WRITE, tag::ARCHIVE_OUTCOMES] {
+            assert_eq!(allowed(&archiver, write), vec![sentinel.to_string()]);
+            assert!(allowed(&shard, write).is_empty() && allowed(&coordinator, write).is_empty());
+        }
+        assert_eq!(
+            allowed(&archiver, tag::LEDGER_READ),
+            vec![sentinel.to_string(), Identity::Operator.to_string()]
+        );
+        assert_eq!(allowed(&archiver, tag::RAFT), vec![archiver_peer.to_string()]);
+        assert!(allowed(&shard, tag::SHARD_QUERY).contains(&archiver_peer.to_string()));
+        for core in [tag::SHARD_BATCH, tag::SUBMIT, tag::SUBMIT_ENDORSED, tag::SHARD_IDS] {
+            assert!(!allowed(&shard, core).contains(&archiver_peer.to_string()));
+            assert!(!allowed(&coordinator, core).contains(&archiver_peer.to_string()));
+            assert!(allowed(&archiver, core).is_empty());
+        }
+    }
+
     /// The offline authority's and the exchange's replicas take Raft from their own group only and
     /// status from anyone; of the core they may only read the UHS (a funding's marker), never
     /// submit or drive 2PC.

@@ -661,6 +661,10 @@ mod tests {
                 credits: vec![],
             }),
             RoleRequest::Authority(AuthorityMessage::CreditAck { through: 9 }),
+            RoleRequest::ArchiveWrite(vec![record()]),
+            RoleRequest::ArchiveOutcomes(vec![(Txid([1; 32]), true), (Txid([2; 32]), false)]),
+            RoleRequest::LedgerRead(LedgerRead::Dispute(Txid([1; 32]), Some(3))),
+            RoleRequest::LedgerRead(LedgerRead::Head),
         ];
         for request in requests {
             let bytes = request.encode();
@@ -687,6 +691,9 @@ mod tests {
             RoleResponse::NotLeader(Some(2)),
             RoleResponse::NotLeader(None),
             RoleResponse::Taken,
+            RoleResponse::ArchiveBusy,
+            RoleResponse::Ledger(Box::new(LedgerReply::Block(None))),
+            RoleResponse::Ledger(Box::new(LedgerReply::Failed("a disk".into()))),
         ];
         for response in responses {
             assert_eq!(RoleResponse::decode(&response.encode()).unwrap(), response);
@@ -696,6 +703,31 @@ mod tests {
         forged_count.extend_from_slice(&[0; 96]);
         forged_count.extend_from_slice(&[0xff; 8]);
         assert!(RoleRequest::decode(&forged_count).is_err());
+        // A record count beyond what the bytes could hold, and an outcome flag that is no bool.
+        let mut forged_records = vec![ARCHIVE_WRITE];
+        forged_records.extend_from_slice(&[0xff; 8]);
+        assert!(RoleRequest::decode(&forged_records).is_err());
+        let mut bad_flag = vec![ARCHIVE_OUTCOMES, 1, 0, 0, 0, 0, 0, 0, 0];
+        bad_flag.extend_from_slice(&[0; 32]);
+        bad_flag.push(2);
+        assert!(RoleRequest::decode(&bad_flag).is_err());
+    }
+
+    /// A record of an issuer's mint, as a sentinel writes it ahead.
+    fn record() -> Record {
+        use specie_transaction::{MintTransaction, NonceMode, Output, SpecieTransaction};
+        let issuer = secp256k1::Keypair::from_seckey_slice(secp256k1::SECP256K1, &[7; 32]).unwrap();
+        let output = Output {
+            witness_program_commitment: [1; 32],
+            value: 5,
+        };
+        let mint = SpecieTransaction::Mint(MintTransaction::new_signed(
+            [2; 32],
+            vec![output],
+            &issuer,
+            NonceMode::Deterministic,
+        ));
+        Record::new(mint.clone(), &mint.compact()).unwrap()
     }
 
     #[test]

@@ -374,6 +374,9 @@ async fn submit_ledgered(
             SubmitOutcome::Dropped => None,
         })
         .collect();
+    if decided.is_empty() {
+        return;
+    }
     if let Err(error) = archiver
         .call_once(&RoleRequest::ArchiveOutcomes(decided), timeout)
         .await

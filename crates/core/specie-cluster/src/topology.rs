@@ -1405,6 +1405,73 @@ mod tests {
     }
 
     #[test]
+    fn a_ledger_of_record_section_is_validated_and_survives_the_file() {
+        let shape = Shape {
+            ledger_replicas: 3,
+            ..Shape::default()
+        };
+        let local = Topology::local(
+            shape,
+            Path::new("/tmp/x"),
+            vec![],
+            test_keys(2),
+            vec![],
+            GroupBridges::default(),
+        )
+        .unwrap();
+        let ledger = local.ledger_of_record.clone().unwrap();
+        assert_eq!(ledger.replicas.len(), 3);
+        assert_eq!(toml::from_str::<Topology>(&local.to_toml()).unwrap(), local);
+        assert!(local
+            .replica_groups()
+            .iter()
+            .any(|(role, name, _)| *role == GroupRole::Archiver && name == ARCHIVER_GROUP));
+        let config = ledger.archiver();
+        assert_eq!(config.decide_after_ms, 60_000);
+        assert_eq!(config.ledger.block_records_max, 10_000);
+        for (broken, field) in [
+            (
+                LedgerOfRecordConfig {
+                    seal_interval_ms: 0,
+                    ..ledger.clone()
+                },
+                "seal_interval_ms",
+            ),
+            (
+                LedgerOfRecordConfig {
+                    decide_after_ms: 10,
+                    ..ledger.clone()
+                },
+                "decide_after_ms",
+            ),
+            (
+                LedgerOfRecordConfig {
+                    block_records_max: 0,
+                    ..ledger.clone()
+                },
+                "block_records_max",
+            ),
+            (
+                LedgerOfRecordConfig {
+                    block_records_max: 10_001,
+                    ..ledger.clone()
+                },
+                "block_records_max",
+            ),
+        ] {
+            let topology = Topology {
+                ledger_of_record: Some(broken),
+                ..local.clone()
+            };
+            let error = topology.validate().unwrap_err().to_string();
+            assert!(error.contains(field), "{error}");
+        }
+        let mut twice = local.clone();
+        twice.ledger_of_record.as_mut().unwrap().replicas[1].address = local.shard_groups[0].replicas[0].address;
+        assert!(matches!(twice.validate(), Err(InvalidTopology::AddressTwice { .. })));
+    }
+
+    #[test]
     fn an_endorsement_section_is_validated_before_anything_starts() {
         let shape = Shape {
             endorsement_threshold: Some(2),
