@@ -426,18 +426,23 @@ impl Backend for ClusterBackend {
     fn wait_for_leaders(&self, timeout: Duration) -> Result<(), BackendError> {
         let deadline = std::time::Instant::now() + timeout;
         let empty = RoleRequest::Submit(Submission::attest(vec![], &self.inner.attestation_key));
-        for group in &self.inner.coordinators {
+        let head = RoleRequest::LedgerRead(LedgerRead::Head);
+        // Every coordinator group, and the archiver group when the cluster keeps a ledger.
+        let waits = (self.inner.coordinators.iter())
+            .map(|group| (group, &empty, "coordinator group"))
+            .chain(self.inner.archiver.iter().map(|group| (group, &head, "archiver group")));
+        for (group, request, what) in waits {
             loop {
                 let answer = self
                     .inner
                     .runtime
-                    .block_on(group.call(&empty, Duration::from_millis(SUBMIT_TIMEOUT_MS)));
-                if matches!(answer, Ok(RoleResponse::Submitted(_))) {
+                    .block_on(group.call(request, Duration::from_millis(SUBMIT_TIMEOUT_MS)));
+                if matches!(answer, Ok(RoleResponse::Submitted(_) | RoleResponse::Ledger(_))) {
                     break;
                 }
                 if std::time::Instant::now() >= deadline {
                     return Err(BackendError::NoLeader {
-                        role: format!("coordinator group {}", group.name()),
+                        role: format!("{what} {}", group.name()),
                         timeout_ms: timeout.as_millis() as u64,
                     });
                 }
