@@ -598,19 +598,11 @@ fn the_ledger_of_record_survives_its_leader_and_lost_reports_and_replays_to_the_
     let base = cluster_harness::free_ports(10).to_string();
     let _down = cluster_harness::Down(dir.clone());
     let up = || {
-        specie(&[
-            "cluster",
-            "up",
-            "--dir",
+        cluster_harness::cluster_up(
             &dir,
-            "--base-port",
             &base,
-            "--replicas",
-            "1",
-            "--sentinels",
-            "1",
-            "--ledger-of-record",
-        ])
+            &["--replicas", "1", "--sentinels", "1", "--ledger-of-record"],
+        )
     };
     up();
     // Records no sentinel reports are decided after 1 s (the default is a minute).

@@ -511,15 +511,7 @@ mod tests {
             ledger_replicas: 3,
             ..Shape::default()
         };
-        let topology = Topology::local(
-            shape,
-            Path::new("/tmp/x"),
-            vec![],
-            crate::topology::test_keys(2),
-            vec![],
-            GroupBridges::default(),
-        )
-        .unwrap();
+        let topology = crate::topology::local_for_tests(shape);
         let archiver = Identity::archiver(1);
         let archiver_peer = Identity::archiver(2);
         let sentinel = Identity::sentinel("sentinel-0");

@@ -1313,21 +1313,28 @@ pub(crate) fn test_keys(count: usize) -> Vec<String> {
         .collect()
 }
 
+/// `Topology::local` of `shape` (no committee, offline authority or exchange) under /tmp/x,
+/// with a key for each sentinel.
+#[cfg(test)]
+pub(crate) fn local_for_tests(shape: Shape) -> Topology {
+    let sentinels = shape.sentinels;
+    Topology::local(
+        shape,
+        Path::new("/tmp/x"),
+        vec![],
+        test_keys(sentinels),
+        vec![],
+        GroupBridges::default(),
+    )
+    .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// `Topology::local` of the default shape, under /tmp/x, with two sentinels' keys.
     fn default_local() -> Topology {
-        Topology::local(
-            Shape::default(),
-            Path::new("/tmp/x"),
-            vec![],
-            test_keys(2),
-            vec![],
-            GroupBridges::default(),
-        )
-        .unwrap()
+        local_for_tests(Shape::default())
     }
 
     #[test]
@@ -1477,15 +1484,7 @@ mod tests {
             endorsement_threshold: Some(2),
             ..Shape::default()
         };
-        let mut topology = Topology::local(
-            shape,
-            Path::new("/tmp/x"),
-            vec![],
-            test_keys(2),
-            vec![],
-            GroupBridges::default(),
-        )
-        .unwrap();
+        let mut topology = local_for_tests(shape);
         assert!(
             topology.sentinels.iter().all(|s| s.endorser.is_some()),
             "every sentinel gets an endorser port"

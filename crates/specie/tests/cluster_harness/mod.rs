@@ -231,6 +231,11 @@ pub fn start_cluster(sentinels: u16) -> (tempfile::TempDir, String, u16, Down) {
     (temp, dir, base, guard)
 }
 
+/// `specie cluster up --dir DIR --base-port BASE` with `more` options.
+pub fn cluster_up(dir: &str, base: &str, more: &[&str]) -> Output {
+    specie(&[&["cluster", "up", "--dir", dir, "--base-port", base][..], more].concat())
+}
+
 /// A cluster in `dir` on ports from `base`: a core of one replica per group and one sentinel, and
 /// the FastPay committee that `committee` (`cluster up` options: `--authorities`, …) describes.
 pub fn cluster_up_with_committee(dir: &str, base: u16, committee: &[&str]) {
