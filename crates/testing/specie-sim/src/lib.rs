@@ -33,7 +33,11 @@
 //!   the network stops dropping. The ledger of record: records written ahead, a model UHS that
 //!   refuses conflicting spends, blocks sealed at random, crashes after which the node's recovery
 //!   decides the written-ahead records by the UHS; checked: the blocks replay to the UHS, every
-//!   committed transaction in exactly one block, nothing else in any.
+//!   committed transaction in exactly one block, nothing else in any. The replicated archiver:
+//!   the real `Archiver` role on the simulated host (crashing, restarting as a new leader), fed
+//!   by sentinels that die before reporting, report only some outcomes or report late, and by
+//!   the leader's driver handing back evidence from the UHS; checked the same, at every step and
+//!   once settled, and a replica restored from the role's snapshot has its head.
 //!
 //! - [`run_atomizer`] (`atomizer`): Hamilton's atomizer shape. The real atomizer and UHS shard
 //!   roles on the simulated host, over a lossy, duplicating, reordering network, crashing and

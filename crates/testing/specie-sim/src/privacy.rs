@@ -1,4 +1,4 @@
-//! The privacy capability's world, two protocols under one seed:
+//! The privacy capability's world, its protocols under one seed:
 //!
 //! - threshold endorsement ([`endorsement`]): the real FROST `Coordinator` and k of n real
 //!   `Endorser`s, some of them compromised (they sign anything) and some restarted (losing their
@@ -16,8 +16,19 @@
 //!   blocks sealed at random moments, and crashes that lose the archiver's memory, after which the
 //!   records written ahead are decided by the UHS exactly as the node does. Checked: after every
 //!   recovery, the blocks replay from genesis to the model UHS, every committed transaction is in
-//!   exactly one block and no other transaction is in any.
+//!   exactly one block and no other transaction is in any;
+//! - the ledger of record as a cluster's archiver group keeps it ([`archiver`]): the real
+//!   replicated `Archiver` role on the simulated host, crashing and restarting from its log as a
+//!   new leader; sentinels writing batches ahead, the model UHS deciding them (double spends and
+//!   twins refused), and reporting the outcomes, except when a sentinel dies, reports only some,
+//!   or reports late; the leader's driver asking for the stale records, reading the model UHS and
+//!   handing the evidence back at random moments; seals from the role's timer. Checked at every
+//!   step: the role's invariants, the blocks chain and hold only committed transactions, each
+//!   once, and none is lost in a restart; once settled: nothing undecided or waiting, the ledger
+//!   replays to the model UHS, every committed transaction is in exactly one block, and a replica
+//!   restored from the role's snapshot has the same head.
 
+mod archiver;
 mod ceremony;
 mod endorsement;
 mod ledger;
@@ -61,6 +72,35 @@ pub struct PrivacyOptions {
     /// the UHS, so the transactions whose outcomes the crash lost never reach a block. The world
     /// must report it.
     pub skip_reconciliation: bool,
+    /// Steps of the replicated archiver's part.
+    pub archiver_steps: u64,
+    pub archiver_seal_interval_ms: u64,
+    pub archiver_decide_after_ms: u64,
+    /// The role's bound on undecided records: beyond it, write-aheads are answered `Busy`.
+    pub archiver_undecided_max: usize,
+    /// The most records in one write-ahead, one report, one evidence round. From the seed, no
+    /// fewer than the undecided records: with fewer, the role does not yet decide them all (see
+    /// the tests).
+    pub archiver_batch_records_max: usize,
+    /// The ledger's waiting room. From the seed, room for the whole run: the role does not yet
+    /// drain a full one (see the tests).
+    pub archiver_waiting_records_max: usize,
+    /// Sentinels that die after the coordinator answered, before reporting anything.
+    pub sentinel_dies_per_mille: u32,
+    /// Sentinels that report only some outcomes (the others answered as dropped).
+    pub sentinel_partial_per_mille: u32,
+    /// Reports that reach the archiver some steps late.
+    pub sentinel_late_per_mille: u32,
+    /// Reports that reach the archiver twice (a retry on a new leader of one the old leader had
+    /// made durable). Zero from the seed: the role does not yet survive it (see the tests).
+    pub sentinel_repeats_per_mille: u32,
+    /// Steps at which the leader's driver takes its next step.
+    pub archiver_reconcile_per_mille: u32,
+    pub archiver_crash_per_mille: u32,
+    /// A planted bug: the leader's driver hands back no evidence (the shards hold none of the ids
+    /// asked about), so committed transactions whose outcome a sentinel never reported are
+    /// decided as not committed and never reach a block. The world must report it.
+    pub archiver_ignores_evidence: bool,
 }
 
 impl PrivacyOptions {
@@ -89,6 +129,20 @@ impl PrivacyOptions {
             crash_per_mille: rng.gen_range(20..=120),
             block_records_max: rng.gen_range(1..=6),
             skip_reconciliation: false,
+            archiver_steps: rng.gen_range(20..=50),
+            archiver_seal_interval_ms: rng.gen_range(50..=400),
+            archiver_decide_after_ms: rng.gen_range(200..=1_500),
+            archiver_undecided_max: rng.gen_range(12..=64),
+            // Never fewer than `archiver_undecided_max`.
+            archiver_batch_records_max: 64,
+            archiver_waiting_records_max: 1 << 20,
+            sentinel_dies_per_mille: rng.gen_range(50..=250),
+            sentinel_partial_per_mille: rng.gen_range(50..=250),
+            sentinel_late_per_mille: rng.gen_range(0..=200),
+            sentinel_repeats_per_mille: 0,
+            archiver_reconcile_per_mille: rng.gen_range(100..=500),
+            archiver_crash_per_mille: rng.gen_range(20..=120),
+            archiver_ignores_evidence: false,
         }
     }
 }
@@ -116,6 +170,21 @@ pub struct PrivacyReport {
     pub crashes: u64,
     /// Records a recovery found committed by the UHS (their outcome was lost in the crash).
     pub reconciled: u64,
+    /// Replicated archiver: transactions the model UHS committed and refused.
+    pub archiver_committed: u64,
+    pub archiver_refused: u64,
+    /// Transactions whose write-ahead was answered `Busy` or by no leader (never submitted).
+    pub archiver_not_written: u64,
+    /// Outcomes no sentinel reported (dead, dropped, or no leader to take them).
+    pub archiver_outcomes_lost: u64,
+    /// Records the UHS decided (`ArchiverReport::Settled`), committed and not.
+    pub archiver_settled_committed: u64,
+    pub archiver_settled_not_committed: u64,
+    pub archiver_waiting_room_full: u64,
+    /// Evidence handed back by the leader's driver.
+    pub archiver_evidence_rounds: u64,
+    pub archiver_blocks: u64,
+    pub archiver_crashes: u64,
     /// Key generation ceremonies every participant finished with one key that signs.
     pub ceremonies_finished: u64,
     /// Ceremonies with an equivocating participant that no honest participant finished.
@@ -129,6 +198,7 @@ pub fn run_privacy(options: PrivacyOptions) -> Result<PrivacyReport, Violation> 
     endorsement::run(&options, &mut report, &mut trace)?;
     ceremony::run(&options, &mut report, &mut trace)?;
     ledger::run(&options, &mut report, &mut trace)?;
+    archiver::run(&options, &mut report, &mut trace)?;
     report.trace_digest = trace.finalize().into();
     Ok(report)
 }

@@ -12,7 +12,7 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use sha2::{Digest, Sha256};
-use specie_archiver::{committed, created_ids, Block, LedgerLimits, LedgerOfRecord, Offered, Record};
+use specie_archiver::{committed, created_ids, Block, LedgerLimits, LedgerOfRecord, Offered, Record, RecordError};
 use specie_transaction::{
     CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction, Transaction, Txid, UhsId,
 };
@@ -26,16 +26,16 @@ const COIN_VALUE: u64 = 1_000;
 /// The shards as one model UHS: transactions are decided in the order the coordinator got them;
 /// a spend of what is not unspent, or the creation of an id that ever existed, is refused.
 #[derive(Default)]
-struct ModelUhs {
-    unspent: BTreeSet<UhsId>,
+pub(super) struct ModelUhs {
+    pub(super) unspent: BTreeSet<UhsId>,
     ever_created: BTreeSet<UhsId>,
     /// Handed to the coordinator, not yet decided.
     queue: VecDeque<Record>,
-    committed: BTreeSet<Txid>,
+    pub(super) committed: BTreeSet<Txid>,
 }
 
 impl ModelUhs {
-    fn decide(&mut self, record: &Record) -> bool {
+    pub(super) fn decide(&mut self, record: &Record) -> bool {
         let distinct: BTreeSet<&UhsId> = record.spent().iter().collect();
         let spendable = distinct.len() == record.spent().len() && distinct.iter().all(|id| self.unspent.contains(id));
         let fresh = record.created().iter().all(|id| !self.ever_created.contains(id));
@@ -53,7 +53,7 @@ impl ModelUhs {
 
     /// The digest `LedgerOfRecord::uhs_digest` gives for the same set: its count, and SHA-256
     /// over its ids in ascending order.
-    fn digest(&self) -> (u64, [u8; 32]) {
+    pub(super) fn digest(&self) -> (u64, [u8; 32]) {
         let mut hasher = Sha256::new();
         for id in &self.unspent {
             hasher.update(id.0);
@@ -73,7 +73,7 @@ struct Archiver {
 
 /// Payers spending coins: the coins of every transaction submitted (committed or not, so
 /// descendants of a refused transaction are refused too), and coins spent already, to spend again.
-struct Payers {
+pub(super) struct Payers {
     issuer: secp256k1::Keypair,
     coins: Vec<CreatedOutput>,
     spent_coins: Vec<CreatedOutput>,
@@ -103,7 +103,6 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
         block_records_max: options.block_records_max,
         ..LedgerLimits::default()
     };
-    let issuer = secp256k1::Keypair::from_seckey_slice(secp256k1::SECP256K1, &[0x1e; 32]).expect("a valid key");
     let mut world = World {
         options,
         report,
@@ -119,13 +118,7 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
             inbox: VecDeque::new(),
         },
         uhs: ModelUhs::default(),
-        payers: Payers {
-            issuer,
-            coins: Vec::new(),
-            spent_coins: Vec::new(),
-            mints: 0,
-            outputs: 0,
-        },
+        payers: Payers::new(),
         sealed: BTreeSet::new(),
     };
     while world.step < options.ledger_steps {
@@ -172,46 +165,10 @@ impl World<'_> {
         Ok(())
     }
 
-    /// A payment of one or two coins, sometimes of a coin spent already; a mint when coins run
-    /// short.
     fn next_transaction(&mut self) -> Result<Record, Violation> {
-        let payers = &mut self.payers;
-        let transaction = if payers.coins.len() < 2 {
-            payers.mints += 1;
-            let mut nonce = [0u8; 32];
-            nonce[..8].copy_from_slice(&payers.mints.to_le_bytes());
-            let outputs = (0..MINT_OUTPUTS).map(|_| payers.output(COIN_VALUE)).collect();
-            SpecieTransaction::Mint(MintTransaction::new_signed(
-                nonce,
-                outputs,
-                &payers.issuer,
-                NonceMode::Deterministic,
-            ))
-        } else {
-            let mut inputs = Vec::new();
-            let spend_again = chance(&mut self.rng, self.options.double_spend_per_mille);
-            if let (true, Some(coin)) = (spend_again, payers.spent_coins.choose(&mut self.rng)) {
-                inputs.push(coin.to_input());
-            } else {
-                let coin = payers.coins.swap_remove(self.rng.gen_range(0..payers.coins.len()));
-                inputs.push(coin.to_input());
-                payers.spent_coins.push(coin);
-            }
-            if self.rng.gen_bool(0.5) && !payers.coins.is_empty() {
-                let coin = payers.coins.swap_remove(self.rng.gen_range(0..payers.coins.len()));
-                inputs.push(coin.to_input());
-                payers.spent_coins.push(coin);
-            }
-            let total: u64 = inputs.iter().map(|input| input.data.value).sum();
-            let outputs = vec![payers.output(total / 2), payers.output(total - total / 2)];
-            SpecieTransaction::Transfer(Transaction {
-                inputs,
-                outputs,
-                witnesses: vec![],
-            })
-        };
-        payers.coins.extend(transaction.created_outputs());
-        Record::new(transaction.clone(), &transaction.compact()).map_err(|e| self.violation(e.to_string()))
+        self.payers
+            .next_record(&mut self.rng, self.options.double_spend_per_mille)
+            .map_err(|e| self.violation(e.to_string()))
     }
 
     /// The node's write-ahead: durable before the coordinator sees the transaction.
@@ -375,8 +332,59 @@ impl World<'_> {
 }
 
 impl Payers {
+    pub(super) fn new() -> Payers {
+        Payers {
+            issuer: secp256k1::Keypair::from_seckey_slice(secp256k1::SECP256K1, &[0x1e; 32]).expect("a valid key"),
+            coins: Vec::new(),
+            spent_coins: Vec::new(),
+            mints: 0,
+            outputs: 0,
+        }
+    }
+
+    /// A payment of one or two coins, sometimes of a coin spent already; a mint when coins run
+    /// short.
+    pub(super) fn next_record(&mut self, rng: &mut StdRng, double_spend_per_mille: u32) -> Result<Record, RecordError> {
+        let transaction = if self.coins.len() < 2 {
+            self.mints += 1;
+            let mut nonce = [0u8; 32];
+            nonce[..8].copy_from_slice(&self.mints.to_le_bytes());
+            let outputs = (0..MINT_OUTPUTS).map(|_| self.output(COIN_VALUE)).collect();
+            SpecieTransaction::Mint(MintTransaction::new_signed(
+                nonce,
+                outputs,
+                &self.issuer,
+                NonceMode::Deterministic,
+            ))
+        } else {
+            let mut inputs = Vec::new();
+            let spend_again = chance(rng, double_spend_per_mille);
+            if let (true, Some(coin)) = (spend_again, self.spent_coins.choose(rng)) {
+                inputs.push(coin.to_input());
+            } else {
+                let coin = self.coins.swap_remove(rng.gen_range(0..self.coins.len()));
+                inputs.push(coin.to_input());
+                self.spent_coins.push(coin);
+            }
+            if rng.gen_bool(0.5) && !self.coins.is_empty() {
+                let coin = self.coins.swap_remove(rng.gen_range(0..self.coins.len()));
+                inputs.push(coin.to_input());
+                self.spent_coins.push(coin);
+            }
+            let total: u64 = inputs.iter().map(|input| input.data.value).sum();
+            let outputs = vec![self.output(total / 2), self.output(total - total / 2)];
+            SpecieTransaction::Transfer(Transaction {
+                inputs,
+                outputs,
+                witnesses: vec![],
+            })
+        };
+        self.coins.extend(transaction.created_outputs());
+        Record::new(transaction.clone(), &transaction.compact())
+    }
+
     /// A payer told that its transaction failed does not spend what it would have created.
-    fn forget_coins_of(&mut self, record: &Record) {
+    pub(super) fn forget_coins_of(&mut self, record: &Record) {
         self.coins.retain(|coin| !record.created().contains(&coin.uhs_id));
     }
 
