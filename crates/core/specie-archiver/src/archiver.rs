@@ -62,7 +62,10 @@ pub enum ArchiverInput {
         ticket: Ticket,
         records: Vec<Record>,
     },
-    /// What became of written-ahead transactions: `true` for committed.
+    /// What became of written-ahead transactions: `true` for committed. Each report must reach
+    /// the role at most once (a transaction written twice gets one report per copy): a sentinel
+    /// never sends again a report that may have been applied, and a cluster's replica answers one
+    /// it dropped as of unknown outcome, never as "not the leader".
     Outcomes {
         ticket: Ticket,
         outcomes: Vec<(Txid, bool)>,
@@ -162,12 +165,28 @@ pub struct Archiver {
     next_seal_ms: Option<u64>,
     /// A seal proposed and not yet applied: one at a time is enough, it seals whatever waits.
     sealing: bool,
+    /// Records were offered since the last seal this leader proposed: only then can a new seal
+    /// make a block (one that waits for a missing parent stays unsealable until one arrives).
+    offered_since_seal: bool,
+    /// The last txid asked about in a stale question: the next question goes on after it, so
+    /// records left open (their spender not yet decided) never crowd out the others.
+    stale_cursor: Option<Txid>,
     outputs: VecDeque<Output<Archiver>>,
 }
 
 impl Archiver {
     pub fn new(config: ArchiverConfig) -> Archiver {
         assert!(config.batch_records_max > 0 && config.undecided_max > 0);
+        // Admission bounds undecided and waiting records together by `undecided_max`, and every
+        // waiting record was undecided first: with a room at least that large no committed
+        // record is ever refused a place (one refused could hold up every record after it).
+        let config = ArchiverConfig {
+            ledger: LedgerLimits {
+                waiting_records_max: config.ledger.waiting_records_max.max(config.undecided_max),
+                ..config.ledger
+            },
+            ..config
+        };
         Archiver {
             config,
             ledger: LedgerOfRecord::new(config.ledger),
@@ -179,6 +198,8 @@ impl Archiver {
             first_seen_ms: HashMap::new(),
             next_seal_ms: None,
             sealing: false,
+            offered_since_seal: false,
+            stale_cursor: None,
             outputs: VecDeque::new(),
         }
     }
@@ -228,18 +249,30 @@ impl Archiver {
         }
     }
 
-    /// The undecided records this leader has known for `decide_after_ms`, oldest txids first.
-    fn stale(&self, now_ms: u64) -> Vec<(Txid, Vec<UhsId>)> {
-        self.undecided
-            .iter()
-            .filter(|(txid, _)| {
-                self.first_seen_ms
-                    .get(txid)
-                    .is_some_and(|seen| now_ms.saturating_sub(*seen) >= self.config.decide_after_ms)
-            })
+    /// Up to a batch of the undecided records this leader has known for `decide_after_ms`, in
+    /// txid order from after the last question's, wrapping around.
+    fn stale(&mut self, now_ms: u64) -> Vec<(Txid, Vec<UhsId>)> {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let (from, wrapped) = match self.stale_cursor {
+            Some(cursor) => (
+                Excluded(cursor),
+                Some(self.undecided.range((Unbounded, Included(cursor)))),
+            ),
+            None => (Unbounded, None),
+        };
+        let old_enough = |txid: &Txid| {
+            self.first_seen_ms
+                .get(txid)
+                .is_some_and(|seen| now_ms.saturating_sub(*seen) >= self.config.decide_after_ms)
+        };
+        let stale: Vec<(Txid, Vec<UhsId>)> = (self.undecided.range((from, Unbounded)))
+            .chain(wrapped.into_iter().flatten())
+            .filter(|(txid, _)| old_enough(txid))
             .take(self.config.batch_records_max)
             .map(|(txid, undecided)| (*txid, undecided.record.created().to_vec()))
-            .collect()
+            .collect();
+        self.stale_cursor = stale.last().map(|(txid, _)| *txid);
+        stale
     }
 
     /// What the UHS says of the records `asked`: committed if one of their created ids is there,
@@ -290,7 +323,8 @@ impl Archiver {
         if records.is_empty() {
             return self.reply(ticket, ArchiverReply::Written);
         }
-        let too_many = self.undecided.len() + self.proposed_records + records.len() > self.config.undecided_max;
+        let held = self.undecided.len() + self.ledger.waiting() + self.proposed_records;
+        let too_many = held + records.len() > self.config.undecided_max;
         if records.len() > self.config.batch_records_max || too_many {
             return self.reply(ticket, ArchiverReply::Busy);
         }
@@ -298,21 +332,25 @@ impl Archiver {
         self.propose(Some(ticket), ArchiverCommand::WriteAhead(records));
     }
 
-    /// Offers a committed record to the ledger; `false` if it has no room.
-    fn offer(&mut self, record: Record) -> bool {
+    /// Offers a committed record to the ledger. Admission keeps the room from filling; should it
+    /// fill all the same, the record goes back to undecided, for the UHS to decide again.
+    fn offer(&mut self, now_ms: u64, record: Record) {
         let txid = record.txid();
         match self.ledger.offer(record.clone()) {
-            Offered::Waiting | Offered::Known => true,
+            Offered::Waiting => self.offered_since_seal = true,
+            Offered::Known => {}
             Offered::Full => {
                 self.outputs
                     .push_back(Output::Report(ArchiverReport::WaitingRoomFull { txid }));
                 self.undecided.entry(txid).or_insert(Undecided { record, copies: 1 });
-                false
+                if self.leading {
+                    self.first_seen_ms.insert(txid, now_ms);
+                }
             }
         }
     }
 
-    fn decide(&mut self, outcomes: &[(Txid, bool)], settled: bool) {
+    fn decide(&mut self, now_ms: u64, outcomes: &[(Txid, bool)], settled: bool) {
         for &(txid, was_committed) in outcomes {
             let Some(undecided) = self.undecided.get_mut(&txid) else {
                 // Another copy of a transaction sent twice was decided already.
@@ -323,7 +361,7 @@ impl Archiver {
                 let undecided = self.undecided.remove(&txid).expect("present");
                 self.first_seen_ms.remove(&txid);
                 if was_committed {
-                    self.offer(undecided.record);
+                    self.offer(now_ms, undecided.record);
                 }
             }
         }
@@ -356,8 +394,8 @@ impl Archiver {
                     }
                 }
             }
-            ArchiverCommand::Decide(outcomes) => self.decide(outcomes, false),
-            ArchiverCommand::Settle(outcomes) => self.decide(outcomes, true),
+            ArchiverCommand::Decide(outcomes) => self.decide(now_ms, outcomes, false),
+            ArchiverCommand::Settle(outcomes) => self.decide(now_ms, outcomes, true),
             ArchiverCommand::Seal => self.seal(false),
         }
         self.seal(true);
@@ -375,6 +413,7 @@ impl Role for Archiver {
     fn lead(&mut self, now_ms: u64) {
         self.leading = true;
         self.first_seen_ms = self.undecided.keys().map(|txid| (*txid, now_ms)).collect();
+        self.offered_since_seal = self.ledger.waiting() > 0;
         self.next_seal_ms = Some(now_ms + self.config.seal_interval_ms);
     }
 
@@ -383,6 +422,8 @@ impl Role for Archiver {
         self.first_seen_ms.clear();
         self.next_seal_ms = None;
         self.sealing = false;
+        self.offered_since_seal = false;
+        self.stale_cursor = None;
         self.proposed_records = 0;
         for ticket in std::mem::take(&mut self.proposed).into_iter().flatten() {
             self.reply(ticket, ArchiverReply::Dropped);

@@ -88,7 +88,9 @@ impl ArchiverReplica {
         Ok(match self.ask(call).await? {
             ArchiverReply::Written | ArchiverReply::Decided => RoleResponse::Taken,
             ArchiverReply::Busy => RoleResponse::ArchiveBusy,
-            ArchiverReply::Dropped => hosted.not_leader(),
+            // Proposed, perhaps committed: never "not the leader", which would have the caller
+            // send it again (a report applied twice could decide a committed twin refused).
+            ArchiverReply::Dropped => return Err(ServeError::OutcomeUnknown),
             ArchiverReply::Read(reply) => RoleResponse::Ledger(Box::new(reply)),
             ArchiverReply::Stale(_) => return Err(ServeError::WrongReply("a ledger request")),
         })

@@ -267,22 +267,14 @@ impl World<'_> {
         Ok(())
     }
 
-    /// A sentinel's report reaches the leader (and, when it repeats itself, reaches it twice: a
-    /// retry after a reply that never came back).
+    /// A sentinel's report reaches the leader, at most once: a sentinel never sends again a report
+    /// that may have been applied (a cluster's replica answers one it dropped as of unknown
+    /// outcome, never as "not the leader").
     fn report_outcomes(&mut self, outcomes: Vec<(Txid, bool)>) {
         let count = outcomes.len() as u64;
-        let repeat = chance(&mut self.rng, self.options.sentinel_repeats_per_mille);
-        let again = outcomes.clone();
         let reply = self.ask(|ticket| ArchiverInput::Outcomes { ticket, outcomes });
         if !matches!(reply, Some(ArchiverReply::Decided)) {
             self.report.archiver_outcomes_lost += count;
-            return;
-        }
-        if repeat {
-            self.ask(|ticket| ArchiverInput::Outcomes {
-                ticket,
-                outcomes: again,
-            });
         }
     }
 
