@@ -3,15 +3,18 @@
 //! to it. The set of names in the document must equal the set known here, so a vector cannot go
 //! unchecked and a message kind cannot lose its vector. Names starting with `raft-` are the Raft
 //! RPCs, whose codec is private to `specie-raft`: `crates/infra/specie-raft/tests/wire_vectors.rs`
-//! checks those. The `coordinator-command-…` vectors and the two snapshots are what Raft entries
-//! and install-snapshot requests carry (§5.7); the snapshots are built by applying commands and
-//! requests to fresh states through the public API.
+//! checks those. The `coordinator-command-…` and `archiver-command-…` vectors and the three
+//! snapshots are what Raft entries and install-snapshot requests carry (§5.7); the snapshots are
+//! built by applying commands and requests to fresh states through the public API.
 
 #[path = "../../../infra/specie-wire/tests/doc_vectors/mod.rs"]
 mod doc_vectors;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use specie_archiver::{
+    Archiver, ArchiverCommand, ArchiverConfig, ArchiverStateError, LedgerHead, LedgerRead, LedgerReply, Record,
+};
 use specie_authority::{Credit, Message as AuthorityMessage};
 use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission, SubmitOutcome};
 use specie_codec::{Decode, Encode};
@@ -21,9 +24,10 @@ use specie_endorsement::{
     Refusal as EndorseRefusal, RefusalCode,
 };
 use specie_fastpay::AccountKey;
+use specie_role::{Durable, Role};
 use specie_shard::{Refusal, ShardRange, ShardRequest, ShardResponse, ShardState, ShardTx, Vote};
 use specie_transaction::signing::{keypair_from_secret, parse_xonly, schnorr_verify, xonly_bytes};
-use specie_transaction::{CompactTransaction, Txid, UhsId};
+use specie_transaction::{CompactTransaction, SpecieTransaction, Txid, UhsId};
 
 /// Every `<!-- vector: NAME -->` block of the document, by name.
 fn doc_vectors() -> BTreeMap<String, Vec<u8>> {
@@ -38,6 +42,8 @@ enum Message {
     ShardAnswer(ShardResponse),
     /// A command of a coordinator group's Raft log (§5.7).
     Coordinator(CoordinatorCommand),
+    /// A command of the archiver group's Raft log (§5.7).
+    Archiver(ArchiverCommand),
 }
 
 impl Message {
@@ -56,6 +62,9 @@ impl Message {
                 RoleRequest::Submit(_) => "role-submit-request",
                 RoleRequest::Endorse(_) => "role-endorse-request",
                 RoleRequest::Ceremony(_) => "role-ceremony-request",
+                RoleRequest::ArchiveWrite(_) => "role-archive-write-request",
+                RoleRequest::ArchiveOutcomes(_) => "role-archive-outcomes-request",
+                RoleRequest::LedgerRead(_) => "role-ledger-read-request",
                 RoleRequest::Status => "role-status-request",
                 RoleRequest::Authority(AuthorityMessage::Credits { .. }) => "role-credits-request",
                 RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => "role-credit-ack-request",
@@ -71,6 +80,8 @@ impl Message {
                 RoleResponse::NotLeader(None) => "role-not-leader-unknown-response",
                 RoleResponse::Taken => "role-taken-response",
                 RoleResponse::Endorser(_) => "role-endorser-response",
+                RoleResponse::ArchiveBusy => "role-archive-busy-response",
+                RoleResponse::Ledger(_) => "role-ledger-response",
             },
             Message::Shard(request) => match request {
                 ShardRequest::Prepare { .. } => "shard-prepare",
@@ -89,6 +100,12 @@ impl Message {
                 CoordinatorCommand::Commit { .. } => "coordinator-command-commit",
                 CoordinatorCommand::Finish { .. } => "coordinator-command-finish",
             },
+            Message::Archiver(command) => match command {
+                ArchiverCommand::WriteAhead(_) => "archiver-command-write-ahead",
+                ArchiverCommand::Decide(_) => "archiver-command-decide",
+                ArchiverCommand::Settle(_) => "archiver-command-settle",
+                ArchiverCommand::Seal => "archiver-command-seal",
+            },
         }
     }
 
@@ -99,6 +116,7 @@ impl Message {
             Message::Shard(m) => m.encode(),
             Message::ShardAnswer(m) => m.encode(),
             Message::Coordinator(m) => m.encode(),
+            Message::Archiver(m) => Archiver::encode_command(m),
         }
     }
 
@@ -113,6 +131,12 @@ impl Message {
             // As a coordinator replica decodes its log: under the default `CommandLimits`.
             Message::Coordinator(_) => Message::Coordinator(
                 CoordinatorCommand::decode_exact_with(bytes, &CommandLimits::default()).map_err(text)?,
+            ),
+            // As an archiver replica decodes its log: under the default `ArchiverConfig`.
+            Message::Archiver(_) => Message::Archiver(
+                Archiver::new(ArchiverConfig::default())
+                    .decode_command(bytes)
+                    .map_err(|e| e.to_string())?,
             ),
         })
     }
@@ -167,6 +191,47 @@ fn transfer_compact() -> CompactTransaction {
         created: vec![bob_60(), alice_40()],
         attestations: Default::default(),
     }
+}
+
+/// The issuer's mint as the issuer signed it (`mint_ser` of docs/transaction-format.md §8).
+const MINT_SER: &str = "ff5350434558540101000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f0200000000000000da24aa23a493b40070ab2b078e87302dc86244e5e75d702df5182cad469a33e76400000000000000ca8793c887f62b66780df2b2700b5d17094ef3267d72c6128de6af680e33ea3d3200000000000000531fe6068134503d2723133227c867ac8fa6c83c537e9a44c3c5bdbdcb1fe337e165933313b8d5bf1593da6a99b078225005a7674c336d14519e779f932215a6f5c4703af79406d8829864f6c9bb3d56979d1bd48fd6c8920ac6053fcbf1d5ab";
+
+/// The ledger of record's record of the mint: no sentinel attestation, no threshold
+/// endorsement.
+fn mint_record() -> Record {
+    let mint = SpecieTransaction::decode_exact(&hex::decode(MINT_SER).expect("hex")).expect("the mint");
+    let compact = mint.compact();
+    assert_eq!(compact, mint_compact(), "mint_compact_ser is the mint's compact form");
+    Record::new(mint, &compact).expect("its own compact form")
+}
+
+/// The archiver group's log of the vectors (§5.7): the mint written ahead, reported committed
+/// by its sentinel, alice's payment settled from the UHS as not committed (nobody wrote it
+/// ahead here, so that changes nothing), and a seal.
+fn archiver_commands() -> Vec<ArchiverCommand> {
+    vec![
+        ArchiverCommand::WriteAhead(vec![mint_record()]),
+        ArchiverCommand::Decide(vec![(mint_compact().txid, true)]),
+        ArchiverCommand::Settle(vec![(transfer_compact().txid, false)]),
+        ArchiverCommand::Seal,
+    ]
+}
+
+/// An archiver replica that applied `archiver_commands` (as a follower): block 1 holds the mint.
+fn archiver_state() -> Archiver {
+    let mut archiver = Archiver::new(ArchiverConfig::default());
+    for command in archiver_commands() {
+        archiver.apply(0, &command);
+    }
+    archiver.check_invariants().expect("a consistent archiver");
+    let head = archiver.head();
+    assert_eq!((head.height, head.waiting, head.undecided), (1, 0, 0));
+    archiver
+}
+
+/// What the archiver group answers a read of its head after `archiver_commands`.
+fn ledger_head() -> LedgerHead {
+    archiver_state().head()
 }
 
 /// The sentinel of docs/transaction-format.md §8: secret key 0x04 × 32.
@@ -300,7 +365,23 @@ fn messages(doc: &BTreeMap<String, Vec<u8>>) -> Vec<Message> {
             outcomes: vec![Vote::InputLocked],
         }),
         Message::Coordinator(CoordinatorCommand::Finish { dtxns: vec![2] }),
+        // The ledger of record's (§5.2, §5.3): a batch of one record written ahead, the
+        // outcomes of a batch of two, a dispute read and the head after `archiver_commands`.
+        Message::Request(RoleRequest::ArchiveWrite(vec![mint_record()])),
+        Message::Request(RoleRequest::ArchiveOutcomes(vec![
+            (mint_compact().txid, true),
+            (transfer_compact().txid, false),
+        ])),
+        Message::Request(RoleRequest::LedgerRead(LedgerRead::Dispute(
+            transfer_compact().txid,
+            Some(1),
+        ))),
+        Message::Response(RoleResponse::ArchiveBusy),
+        Message::Response(RoleResponse::Ledger(Box::new(LedgerReply::Head(ledger_head())))),
     ]
+    .into_iter()
+    .chain(archiver_commands().into_iter().map(Message::Archiver))
+    .collect()
 }
 
 /// The story behind the snapshot vectors (§5.7), on a two-shard cluster: dtxn 0 is the mint of
@@ -428,6 +509,12 @@ fn snapshots() -> Vec<SnapshotCheck> {
         assert_eq!(state.stats(), shard_snapshot_state().stats());
         Ok(state.encode_snapshot())
     }
+    fn archiver(bytes: &[u8]) -> Result<Vec<u8>, String> {
+        let mut state = Archiver::new(ArchiverConfig::default());
+        state.restore(bytes).map_err(|e| e.to_string())?;
+        assert_eq!(state.head(), archiver_state().head(), "archiver-snapshot: decode");
+        Ok(state.snapshot())
+    }
     vec![
         (
             "coordinator-snapshot",
@@ -435,6 +522,7 @@ fn snapshots() -> Vec<SnapshotCheck> {
             coordinator,
         ),
         ("shard-snapshot", shard_snapshot_state().encode_snapshot(), shard),
+        ("archiver-snapshot", archiver_state().snapshot(), archiver),
     ]
 }
 
@@ -587,4 +675,37 @@ fn snapshot_decoders_refuse_what_the_document_says() {
             "coordinator snapshot accepted: {what}"
         );
     }
+    let archiver = archiver_state().snapshot();
+    let restore = |bytes: &[u8]| Archiver::new(ArchiverConfig::default()).restore(bytes);
+    // Block 1's header starts after the version and the block count; its records root after
+    // the header's version, height, previous header and record count.
+    let header = 1 + 8;
+    let records_root = header + 1 + 8 + 32 + 4;
+    // The same state with one undecided record (the snapshot ends with the undecided count).
+    let undecided = |copies: u32| {
+        let mut bytes = archiver[..archiver.len() - 8].to_vec();
+        bytes.extend_from_slice(&1u64.to_le_bytes());
+        bytes.extend_from_slice(&mint_record().encode());
+        bytes.extend_from_slice(&copies.to_le_bytes());
+        bytes
+    };
+    let refused = [
+        ("version 2", edit(&archiver, 0, &[2])),
+        (
+            "a first block at height 2",
+            edit(&archiver, header + 1, &2u64.to_le_bytes()),
+        ),
+        (
+            "a header that does not commit to its records",
+            edit(&archiver, records_root, &[0; 32]),
+        ),
+    ];
+    assert!(restore(&archiver).is_ok());
+    for (what, bytes) in refused {
+        assert!(restore(&bytes).is_err(), "archiver snapshot accepted: {what}");
+    }
+    assert!(
+        matches!(restore(&undecided(0)), Err(ArchiverStateError::NoCopies { .. })),
+        "archiver snapshot accepted: an undecided record with 0 copies"
+    );
 }
