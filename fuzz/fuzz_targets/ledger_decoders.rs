@@ -1,18 +1,21 @@
 //! Feeds arbitrary bytes to the ledger of record's decoders (`specie_archiver`, `specie_merkle`):
-//! a record, a block header, a block, an inclusion proof and a dispute proof. Nothing may panic;
-//! whatever decodes must re-encode to exactly the input (one encoding each); a decoded proof must
-//! verify, or be refused, without panicking; a decoded block must replay on an empty ledger or be
-//! refused.
+//! a record, a block header, a block, an inclusion proof, a dispute proof, a ledger read and a
+//! ledger reply (what tag 16 of the wire protocol carries), a command of the archiver group's Raft
+//! log and an archiver snapshot. Nothing may panic; whatever decodes (a snapshot aside) must
+//! re-encode to exactly the input (one encoding each); a decoded proof must verify, or be refused,
+//! without panicking; a decoded block must replay on an empty ledger or be refused; a snapshot is
+//! restored or refused, and a restored one snapshots again.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use specie_archiver::{
-    Block, BlockHeader, BlockLimits, DisputeLimits, DisputeProof, LedgerLimits, LedgerOfRecord, Record, RecordLimits,
-    RECORDS_DOMAIN,
+    Archiver, ArchiverConfig, Block, BlockHeader, BlockLimits, DisputeLimits, DisputeProof, LedgerLimits,
+    LedgerOfRecord, LedgerRead, LedgerReply, LedgerReplyLimits, Record, RecordLimits, RECORDS_DOMAIN,
 };
 use specie_codec::{Decode, Encode};
 use specie_merkle::InclusionProof;
+use specie_role::Durable;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(record) = Record::decode_exact_with(data, &RecordLimits::default()) {
@@ -45,5 +48,31 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(dispute) = DisputeProof::decode_exact_with(data, &dispute_limits) {
         assert_eq!(dispute.encode(), data, "a dispute proof has one encoding");
         let _ = dispute.check();
+    }
+    if let Ok(read) = LedgerRead::decode_exact(data) {
+        assert_eq!(read.encode(), data, "a ledger read has one encoding");
+    }
+    if let Ok(reply) = LedgerReply::decode_exact_with(data, &LedgerReplyLimits::default()) {
+        assert_eq!(reply.encode(), data, "a ledger reply has one encoding");
+        match &reply {
+            LedgerReply::Transaction(Some(entry)) => {
+                let _ = entry.verifies();
+            }
+            LedgerReply::Dispute(Some(dispute)) => {
+                let _ = dispute.check();
+            }
+            _ => {}
+        }
+    }
+    let mut archiver = Archiver::new(ArchiverConfig::default());
+    if let Ok(command) = archiver.decode_command(data) {
+        assert_eq!(
+            Archiver::encode_command(&command),
+            data,
+            "an archiver command has one encoding"
+        );
+    }
+    if archiver.restore(data).is_ok() {
+        let _ = archiver.snapshot();
     }
 });
