@@ -24,7 +24,7 @@ use specie_codec::{put_count, put_u32, Decode, DecodeError, Encode, Reader};
 use specie_role::{Durable, Output, Role, Ticket};
 use specie_transaction::{Txid, UhsId};
 
-use crate::block::{Block, BlockError, BlockLimits};
+use crate::block::{Block, BlockError, BlockHeader, BlockLimits};
 use crate::ledger::{LedgerLimits, LedgerOfRecord, Offered};
 use crate::query::{LedgerHead, LedgerRead, LedgerReply};
 use crate::reconcile::committed;
@@ -382,13 +382,12 @@ impl Archiver {
             ArchiverCommand::WriteAhead(records) => {
                 for record in records {
                     let txid = record.txid();
-                    self.undecided
-                        .entry(txid)
-                        .or_insert_with(|| Undecided {
-                            record: record.clone(),
-                            copies: 0,
-                        })
-                        .copies += 1;
+                    let undecided = self.undecided.entry(txid).or_insert_with(|| Undecided {
+                        record: record.clone(),
+                        copies: 0,
+                    });
+                    // Saturates: four billion copies of one transaction are not a count to keep.
+                    undecided.copies = undecided.copies.saturating_add(1);
                     if self.leading {
                         self.first_seen_ms.entry(txid).or_insert(now_ms);
                     }
@@ -529,6 +528,10 @@ pub enum ArchiverStateError {
     Blocks { ledger: u64, blocks: usize },
     #[error("undecided transaction {txid} has no copy left")]
     NoCopies { txid: Txid },
+    #[error("waiting transaction {txid} is in the ledger already, twice in the room, or has no room")]
+    Waiting { txid: Txid },
+    #[error("undecided transaction {txid} is out of order or repeated")]
+    UndecidedOrder { txid: Txid },
 }
 
 const COMMAND_WRITE_AHEAD: u8 = 1;
@@ -628,12 +631,17 @@ impl Durable for Archiver {
         out
     }
 
+    /// Refuses, and changes nothing, unless the snapshot is canonical: its blocks replay from
+    /// genesis, its waiting records each find a place, its undecided records come in strictly
+    /// ascending txid order with at least one copy each.
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), ArchiverStateError> {
         let limits = self.block_limits();
+        // A block is at least its header and its record count.
+        let block_bytes_min = BlockHeader::encoded_bytes_max(&()) + 8;
         let (blocks, waiting, undecided) =
             specie_codec::decode_bounded("archiver snapshot", snapshot, snapshot.len(), |r| {
                 r.read_version("archiver snapshot", SNAPSHOT_VERSION)?;
-                let blocks = r.read_vec("blocks", u64::MAX, 1, |r| Block::decode_from(r, &limits))?;
+                let blocks = r.read_vec("blocks", u64::MAX, block_bytes_min, |r| Block::decode_from(r, &limits))?;
                 let waiting = read_records(r, usize::MAX)?;
                 let undecided = r.read_vec("undecided", u64::MAX, RECORD_BYTES_MIN + 4, |r| {
                     let record = Record::decode_from(r, &RecordLimits::default())?;
@@ -646,11 +654,28 @@ impl Durable for Archiver {
             })?;
         let mut ledger = LedgerOfRecord::replay(self.config.ledger, &blocks)?;
         for record in waiting {
-            ledger.offer(record);
+            let txid = record.txid();
+            if ledger.offer(record) != Offered::Waiting {
+                return Err(ArchiverStateError::Waiting { txid });
+            }
+        }
+        let mut undecided_by_txid = BTreeMap::new();
+        for undecided in undecided {
+            let txid = undecided.record.txid();
+            if undecided_by_txid
+                .last_key_value()
+                .is_some_and(|(last, _)| *last >= txid)
+            {
+                return Err(ArchiverStateError::UndecidedOrder { txid });
+            }
+            if undecided.copies == 0 {
+                return Err(ArchiverStateError::NoCopies { txid });
+            }
+            undecided_by_txid.insert(txid, undecided);
         }
         self.ledger = ledger;
         self.blocks = blocks;
-        self.undecided = undecided.into_iter().map(|u| (u.record.txid(), u)).collect();
+        self.undecided = undecided_by_txid;
         self.first_seen_ms.clear();
         self.check_invariants()
     }

@@ -225,13 +225,24 @@ impl Decode for LedgerReply {
 
     fn decode_from(reader: &mut Reader<'_>, limits: &LedgerReplyLimits) -> Result<Self, DecodeError> {
         Ok(match reader.read_u8("ledger reply")? {
-            READ_HEAD => LedgerReply::Head(LedgerHead {
-                height: reader.read_u64("height")?,
-                head: read_option(reader, "head", |r| BlockHeader::decode_from(r, &()))?,
-                uhs: (reader.read_u64("uhs count")?, reader.read_array("uhs digest")?),
-                waiting: read_usize(reader, "waiting")?,
-                undecided: read_usize(reader, "undecided")?,
-            }),
+            READ_HEAD => {
+                let height = reader.read_u64("height")?;
+                let head = read_option(reader, "head", |r| BlockHeader::decode_from(r, &()))?;
+                // The head is the header at the height: present exactly when there is a block.
+                if head.map_or(0, |header| header.height) != height {
+                    return Err(DecodeError::NonCanonical {
+                        what: "ledger head",
+                        reason: "the head's header is not at the ledger's height",
+                    });
+                }
+                LedgerReply::Head(LedgerHead {
+                    height,
+                    head,
+                    uhs: (reader.read_u64("uhs count")?, reader.read_array("uhs digest")?),
+                    waiting: read_usize(reader, "waiting")?,
+                    undecided: read_usize(reader, "undecided")?,
+                })
+            }
             READ_BLOCK => LedgerReply::Block(read_option(reader, "block", |r| Block::decode_from(r, &limits.block))?),
             READ_TRANSACTION => LedgerReply::Transaction(read_option(reader, "entry", |r| {
                 let located = Located {

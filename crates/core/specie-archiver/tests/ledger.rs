@@ -574,4 +574,31 @@ fn the_archiver_waits_for_an_undecided_spender_and_refuses_beyond_its_bounds() {
         assert!(host.role.decode_command(bad).is_err(), "{bad:?}");
     }
     assert!(host.role.restore(&[2]).is_err());
+    // A snapshot must be canonical: undecided records strictly ascending, waiting ones each new.
+    // A refused one changes nothing.
+    let before = host.role.snapshot();
+    let snapshot = |waiting: &[&Record], undecided: &[(&Record, u32)]| {
+        let mut bytes = vec![1];
+        bytes.extend_from_slice(&0u64.to_le_bytes());
+        bytes.extend_from_slice(&(waiting.len() as u64).to_le_bytes());
+        waiting.iter().for_each(|r| r.encode_to(&mut bytes));
+        bytes.extend_from_slice(&(undecided.len() as u64).to_le_bytes());
+        for (record, copies) in undecided {
+            record.encode_to(&mut bytes);
+            bytes.extend_from_slice(&copies.to_le_bytes());
+        }
+        bytes
+    };
+    let refused = [
+        snapshot(&[], &[(&mint, 1), (&mint, 1)]),
+        snapshot(&[], &[(&mint, 0)]),
+        snapshot(&[&mint, &mint], &[]),
+    ];
+    for bytes in refused {
+        assert!(host.role.restore(&bytes).is_err());
+        assert_eq!(host.role.snapshot(), before);
+    }
+    let mut fresh = Archiver::new(config);
+    fresh.restore(&snapshot(&[&mint], &[(&first, 2)])).unwrap();
+    assert_eq!((fresh.ledger().waiting(), fresh.undecided()), (1, 1));
 }
