@@ -22,7 +22,8 @@ use specie_sim::{
 /// attestations, stale attestations, double spends and replayed mints, atomizer and shard
 /// crashes); and privacy (threshold endorsement with compromised endorsers over a lossy network,
 /// forgeries refused; the endorsers' key generation with messages resent, duplicated and
-/// reordered, an equivocator caught; the ledger of record reconciled by the UHS after crashes). `--world` runs
+/// reordered, an equivocator caught; the ledger of record reconciled by the UHS after crashes;
+/// the replicated archiver with lost outcome reports and leader crashes). `--world` runs
 /// one of them. Invariants are checked as the run goes and once it settles; a failing seed replays exactly
 /// with `--seed N`.
 #[derive(Args, Debug)]
@@ -325,9 +326,10 @@ fn privacy_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
     totals.crashes += r.crashes;
     totals.endorsed += r.endorsed;
     totals.forgeries_refused += r.forged_refused;
-    totals.ledger_reconciled += r.reconciled;
+    totals.ledger_reconciled += r.reconciled + r.archiver_settled_committed + r.archiver_settled_not_committed;
+    totals.crashes += r.archiver_crashes;
     Ok(format!(
-        "privacy: {}-of-{} endorsers ({} compromised), {} endorsed, {} forgeries refused, {} failed and submitted again once healed, {} endorser restarts; key generation: {}; ledger of record: {} committed, {} refused, {} lost in a crash, {} blocks, {} crashes, {} records reconciled by the UHS, {}",
+        "privacy: {}-of-{} endorsers ({} compromised), {} endorsed, {} forgeries refused, {} failed and submitted again once healed, {} endorser restarts; key generation: {}; ledger of record: {} committed, {} refused, {} lost in a crash, {} blocks, {} crashes, {} records reconciled by the UHS; replicated archiver: {} committed, {} refused, {} outcomes lost, {} + {} decided by the UHS in {} rounds, {} blocks, {} leader crashes, {}",
         options.threshold,
         options.endorsers,
         options.compromised,
@@ -346,6 +348,14 @@ fn privacy_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
         r.blocks,
         r.crashes,
         r.reconciled,
+        r.archiver_committed,
+        r.archiver_refused,
+        r.archiver_outcomes_lost,
+        r.archiver_settled_committed,
+        r.archiver_settled_not_committed,
+        r.archiver_evidence_rounds,
+        r.archiver_blocks,
+        r.archiver_crashes,
         network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
     ))
 }
