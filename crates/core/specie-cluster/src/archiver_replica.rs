@@ -57,6 +57,15 @@ pub enum ArchiverReplicaError {
     Replica(#[from] ReplicaError),
 }
 
+/// Why a round of reconciliation did not finish (the next round tries again).
+#[derive(Debug, thiserror::Error)]
+enum ReconcileError {
+    #[error("the archiver: {0}")]
+    Archiver(#[from] ServeError),
+    #[error("the shards: {0}")]
+    Shards(#[from] crate::group_client::GroupError),
+}
+
 /// How often the leader looks for records no sentinel reported.
 const RECONCILE_INTERVAL_MS: u64 = 1_000;
 
@@ -98,20 +107,16 @@ impl ArchiverReplica {
 
     /// One round of the leader's reconciliation: the records undecided for `decide_after_ms`,
     /// what the shards hold of the ids they create, handed back as evidence.
-    async fn reconcile(&self, core: &CoreUhs) -> Result<(), String> {
-        let ArchiverReply::Stale(stale) = self
-            .ask(Box::new(|ticket| ArchiverInput::Stale { ticket }))
-            .await
-            .map_err(|e| e.to_string())?
-        else {
-            return Err("the archiver answered the stale records' question with something else".into());
+    async fn reconcile(&self, core: &CoreUhs) -> Result<(), ReconcileError> {
+        let ArchiverReply::Stale(stale) = self.ask(Box::new(|ticket| ArchiverInput::Stale { ticket })).await? else {
+            return Err(ServeError::WrongReply("the stale records' question").into());
         };
         if stale.is_empty() {
             return Ok(());
         }
         let asked: Vec<Txid> = stale.iter().map(|(txid, _)| *txid).collect();
         let ids: Vec<UhsId> = stale.into_iter().flat_map(|(_, ids)| ids).collect();
-        let held = core.holds(&ids).await.map_err(|e| e.to_string())?;
+        let held = core.holds(&ids).await?;
         let present: Vec<UhsId> = ids
             .into_iter()
             .zip(held)
@@ -123,8 +128,7 @@ impl ArchiverReplica {
             asked,
             present,
         }))
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
         Ok(())
     }
 }

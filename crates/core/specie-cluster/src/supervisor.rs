@@ -325,6 +325,12 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
         std::thread::sleep(Duration::from_millis(200));
     }
     println!("cluster up in {:.1} s", started.elapsed().as_secs_f64());
+    print_where_to_reach(dir, &topology);
+    Ok(())
+}
+
+/// Where each service of the cluster `up` started listens, and the commands that reach them.
+fn print_where_to_reach(dir: &Path, topology: &Topology) {
     for sentinel in &topology.sentinels {
         println!("  {}: http://{}", sentinel.name, sentinel.http);
     }
@@ -363,7 +369,6 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
     println!("wallets:  specie wallet --node http://{first} …");
     println!("demo:     specie demo --cluster {}", dir.display());
     println!("status:   specie cluster status --dir {}", dir.display());
-    Ok(())
 }
 
 fn replica_statuses(topology: &Topology) -> Result<Vec<ReplicaStatus>, SupervisorError> {
