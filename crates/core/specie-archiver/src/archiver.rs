@@ -3,16 +3,19 @@
 //!
 //! ```text
 //! sentinel ─ write ahead (records) ─▶ archiver ──▶ coordinator ─▶ shards
-//!          ─ outcomes (txid, committed?) ─▶ archiver: committed records ─▶ blocks
-//! leader's driver: stale undecided records ─▶ shards (created ids in the UHS?) ─▶ evidence
+//!          ─ outcomes (txid, committed?): hints ─▶ archiver
+//! leader's driver: records ready ─▶ shards (created ids in the UHS?) ─▶ evidence ─▶ settled
+//!                                   committed records ─▶ blocks
 //! ```
 //!
-//! A sentinel writes every batch's records ahead before a coordinator sees it, and reports the
-//! outcomes it is answered. Each is one command, made durable by the group before it is answered,
-//! so no transaction the core commits can be missing from the ledger. A sentinel that dies between
-//! the coordinator's answer and its report leaves records undecided: once a record has been
-//! undecided for `decide_after_ms` under one leader, the leader's driver asks the shards which of
-//! their created ids are in the UHS and hands the answer back as evidence ([`crate::committed`]).
+//! A sentinel writes every batch's records ahead before a coordinator sees it: one command,
+//! made durable by the group before it is answered, so no transaction the core commits can be
+//! missing from the ledger. What becomes of each record is decided by the UHS alone
+//! ([`crate::committed`]), never by a sentinel's word: the outcomes a sentinel reports only make
+//! its records ready to be asked about at once. The leader's driver asks the shards which of the
+//! ready records' created ids they hold and hands the answer back as evidence; a record no
+//! sentinel reported (one died between the coordinator's answer and its report) is ready once it
+//! has been undecided for `decide_after_ms` under one leader.
 //!
 //! Everything applied is deterministic (no clock, no map iteration order), so every replica seals
 //! the same blocks; the blocks are part of the replicated state and of its snapshots.
@@ -62,10 +65,12 @@ pub enum ArchiverInput {
         ticket: Ticket,
         records: Vec<Record>,
     },
-    /// What became of written-ahead transactions: `true` for committed. Each report must reach
-    /// the role at most once (a transaction written twice gets one report per copy): a sentinel
-    /// never sends again a report that may have been applied, and a cluster's replica answers one
-    /// it dropped as of unknown outcome, never as "not the leader".
+    /// What the coordinators told sentinels of written-ahead transactions: `true` for committed.
+    /// A hint, never a decision: it makes the records ready for the UHS to decide at once (a
+    /// `true`, or a `false` from every copy of a transaction written twice), where unreported
+    /// ones wait `decide_after_ms`. So a sentinel's false report cannot put into the ledger what
+    /// the core did not commit, nor keep out what it did. Held by the leader only: a new leader
+    /// waits `decide_after_ms` for what its predecessor was told.
     Outcomes {
         ticket: Ticket,
         outcomes: Vec<(Txid, bool)>,
@@ -74,7 +79,8 @@ pub enum ArchiverInput {
         ticket: Ticket,
         read: LedgerRead,
     },
-    /// Which records have been undecided for `decide_after_ms`, with the ids they create.
+    /// Which records are ready for the UHS to decide (reported, or undecided for
+    /// `decide_after_ms` under this leader), with the ids they create.
     Stale {
         ticket: Ticket,
     },
@@ -90,9 +96,7 @@ pub enum ArchiverInput {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ArchiverCommand {
     WriteAhead(Vec<Record>),
-    /// Outcomes as sentinels saw them: each decides one copy of a transaction written twice.
-    Decide(Vec<(Txid, bool)>),
-    /// Outcomes read off the UHS: final, whatever copies are left.
+    /// Outcomes read off the UHS: final, whatever copies there were.
     Settle(Vec<(Txid, bool)>),
     /// Seal every block the waiting records make.
     Seal,
@@ -102,7 +106,7 @@ pub enum ArchiverCommand {
 pub enum ArchiverReply {
     /// The records are durable: their transactions may go to a coordinator.
     Written,
-    /// Durable.
+    /// Taken (outcomes, evidence).
     Decided,
     /// Too much undecided, or too large a batch: send again later.
     Busy,
@@ -115,7 +119,7 @@ pub enum ArchiverReply {
 /// What an operator must see.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ArchiverReport {
-    /// Records the UHS decided, after no sentinel reported them.
+    /// Records the UHS decided that no sentinel had reported.
     Settled { committed: usize, not_committed: usize },
     /// A confirmed record had no room to wait for its block; it stays undecided until the UHS
     /// decides it again.
@@ -139,12 +143,19 @@ impl std::fmt::Display for ArchiverReport {
     }
 }
 
-/// A written-ahead record and how many of its copies are undecided (a transaction sent twice is
+/// A written-ahead record and how many copies of it were written (a transaction sent twice is
 /// committed once and refused once, in either order).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Undecided {
     record: Record,
     copies: u32,
+}
+
+/// What sentinels told the leader of one undecided record.
+#[derive(Clone, Copy, Debug, Default)]
+struct Reported {
+    committed: bool,
+    refusals: u32,
 }
 
 /// The ledger of record as a replicated role.
@@ -162,6 +173,8 @@ pub struct Archiver {
     proposed_records: usize,
     /// When this leader first knew each undecided record.
     first_seen_ms: HashMap<Txid, u64>,
+    /// What sentinels told this leader of undecided records.
+    reports: HashMap<Txid, Reported>,
     next_seal_ms: Option<u64>,
     /// A seal proposed and not yet applied: one at a time is enough, it seals whatever waits.
     sealing: bool,
@@ -196,6 +209,7 @@ impl Archiver {
             proposed: VecDeque::new(),
             proposed_records: 0,
             first_seen_ms: HashMap::new(),
+            reports: HashMap::new(),
             next_seal_ms: None,
             sealing: false,
             offered_since_seal: false,
@@ -249,8 +263,8 @@ impl Archiver {
         }
     }
 
-    /// Up to a batch of the undecided records this leader has known for `decide_after_ms`, in
-    /// txid order from after the last question's, wrapping around.
+    /// Up to a batch of the undecided records ready for the UHS to decide, in txid order from
+    /// after the last question's, wrapping around.
     fn stale(&mut self, now_ms: u64) -> Vec<(Txid, Vec<UhsId>)> {
         use std::ops::Bound::{Excluded, Included, Unbounded};
         let (from, wrapped) = match self.stale_cursor {
@@ -260,14 +274,20 @@ impl Archiver {
             ),
             None => (Unbounded, None),
         };
-        let old_enough = |txid: &Txid| {
-            self.first_seen_ms
+        let ready = |txid: &Txid, undecided: &Undecided| {
+            let reported = self
+                .reports
                 .get(txid)
-                .is_some_and(|seen| now_ms.saturating_sub(*seen) >= self.config.decide_after_ms)
+                .is_some_and(|r| r.committed || r.refusals >= undecided.copies);
+            reported
+                || self
+                    .first_seen_ms
+                    .get(txid)
+                    .is_some_and(|seen| now_ms.saturating_sub(*seen) >= self.config.decide_after_ms)
         };
         let stale: Vec<(Txid, Vec<UhsId>)> = (self.undecided.range((from, Unbounded)))
             .chain(wrapped.into_iter().flatten())
-            .filter(|(txid, _)| old_enough(txid))
+            .filter(|(txid, undecided)| ready(txid, undecided))
             .take(self.config.batch_records_max)
             .map(|(txid, undecided)| (*txid, undecided.record.created().to_vec()))
             .collect();
@@ -350,19 +370,31 @@ impl Archiver {
         }
     }
 
-    fn decide(&mut self, now_ms: u64, outcomes: &[(Txid, bool)], settled: bool) {
+    fn decide(&mut self, now_ms: u64, outcomes: &[(Txid, bool)]) {
         for &(txid, was_committed) in outcomes {
-            let Some(undecided) = self.undecided.get_mut(&txid) else {
-                // Another copy of a transaction sent twice was decided already.
+            // Absent: decided already (asked twice before the first answer applied).
+            let Some(undecided) = self.undecided.remove(&txid) else {
                 continue;
             };
-            undecided.copies -= 1;
-            if was_committed || settled || undecided.copies == 0 {
-                let undecided = self.undecided.remove(&txid).expect("present");
-                self.first_seen_ms.remove(&txid);
-                if was_committed {
-                    self.offer(now_ms, undecided.record);
-                }
+            self.first_seen_ms.remove(&txid);
+            self.reports.remove(&txid);
+            if was_committed {
+                self.offer(now_ms, undecided.record);
+            }
+        }
+    }
+
+    /// Takes sentinels' reports as hints (see [`ArchiverInput::Outcomes`]).
+    fn hear(&mut self, outcomes: Vec<(Txid, bool)>) {
+        for (txid, committed) in outcomes {
+            if !self.undecided.contains_key(&txid) {
+                continue;
+            }
+            let reported = self.reports.entry(txid).or_default();
+            if committed {
+                reported.committed = true;
+            } else {
+                reported.refusals = reported.refusals.saturating_add(1);
             }
         }
     }
@@ -393,8 +425,7 @@ impl Archiver {
                     }
                 }
             }
-            ArchiverCommand::Decide(outcomes) => self.decide(now_ms, outcomes, false),
-            ArchiverCommand::Settle(outcomes) => self.decide(now_ms, outcomes, true),
+            ArchiverCommand::Settle(outcomes) => self.decide(now_ms, outcomes),
             ArchiverCommand::Seal => self.seal(false),
         }
         self.seal(true);
@@ -419,6 +450,7 @@ impl Role for Archiver {
     fn follow(&mut self) {
         self.leading = false;
         self.first_seen_ms.clear();
+        self.reports.clear();
         self.next_seal_ms = None;
         self.sealing = false;
         self.offered_since_seal = false;
@@ -447,11 +479,9 @@ impl Role for Archiver {
             ArchiverInput::Outcomes { ticket, outcomes } if outcomes.len() > self.config.batch_records_max => {
                 self.reply(ticket, ArchiverReply::Busy)
             }
-            ArchiverInput::Outcomes { ticket, outcomes } if outcomes.is_empty() => {
-                self.reply(ticket, ArchiverReply::Decided)
-            }
             ArchiverInput::Outcomes { ticket, outcomes } => {
-                self.propose(Some(ticket), ArchiverCommand::Decide(outcomes))
+                self.hear(outcomes);
+                self.reply(ticket, ArchiverReply::Decided);
             }
             ArchiverInput::Stale { ticket } => {
                 let stale = self.stale(now_ms);
@@ -459,12 +489,25 @@ impl Role for Archiver {
             }
             ArchiverInput::Evidence { ticket, asked, present } => {
                 let settled = self.settle(&asked, &present);
-                let committed = settled.iter().filter(|(_, committed)| *committed).count();
-                if !settled.is_empty() {
+                let unreported = settled.iter().filter(|(txid, _)| !self.reports.contains_key(txid));
+                let (committed, not_committed) =
+                    unreported.fold(
+                        (0, 0),
+                        |(yes, no), (_, committed)| {
+                            if *committed {
+                                (yes + 1, no)
+                            } else {
+                                (yes, no + 1)
+                            }
+                        },
+                    );
+                if committed + not_committed > 0 {
                     self.outputs.push_back(Output::Report(ArchiverReport::Settled {
                         committed,
-                        not_committed: settled.len() - committed,
+                        not_committed,
                     }));
+                }
+                if !settled.is_empty() {
                     self.propose(None, ArchiverCommand::Settle(settled));
                 }
                 self.reply(ticket, ArchiverReply::Decided);
@@ -482,7 +525,7 @@ impl Role for Archiver {
                 self.proposed_records = self.proposed_records.saturating_sub(records.len());
             }
             ArchiverCommand::Seal => self.sealing = false,
-            ArchiverCommand::Decide(_) | ArchiverCommand::Settle(_) => {}
+            ArchiverCommand::Settle(_) => {}
         }
         if let Some(Some(ticket)) = self.proposed.pop_front() {
             let reply = match command {
@@ -535,7 +578,7 @@ pub enum ArchiverStateError {
 }
 
 const COMMAND_WRITE_AHEAD: u8 = 1;
-const COMMAND_DECIDE: u8 = 2;
+// 2 is not used (it was the sentinels' outcomes, before they became hints).
 const COMMAND_SETTLE: u8 = 3;
 const COMMAND_SEAL: u8 = 4;
 const SNAPSHOT_VERSION: u8 = 1;
@@ -575,7 +618,7 @@ impl Archiver {
 impl Durable for Archiver {
     type StateError = ArchiverStateError;
 
-    /// `0x01 ‖ records` (write ahead) | `0x02 ‖ outcomes` (decide) | `0x03 ‖ outcomes` (settle) |
+    /// `0x01 ‖ records` (write ahead) | `0x03 ‖ outcomes` (settle) |
     /// `0x04` (seal); an outcome is `txid ‖ 0x00 | 0x01` (committed).
     fn encode_command(command: &ArchiverCommand) -> Vec<u8> {
         let mut out = Vec::new();
@@ -583,10 +626,6 @@ impl Durable for Archiver {
             ArchiverCommand::WriteAhead(records) => {
                 out.push(COMMAND_WRITE_AHEAD);
                 specie_codec::put_vec(&mut out, records);
-            }
-            ArchiverCommand::Decide(outcomes) => {
-                out.push(COMMAND_DECIDE);
-                put_outcomes(&mut out, outcomes);
             }
             ArchiverCommand::Settle(outcomes) => {
                 out.push(COMMAND_SETTLE);
@@ -602,7 +641,6 @@ impl Durable for Archiver {
         let command = specie_codec::decode_bounded("archiver command", bytes, bytes.len(), |reader| {
             Ok(match reader.read_u8("archiver command")? {
                 COMMAND_WRITE_AHEAD => ArchiverCommand::WriteAhead(read_records(reader, max)?),
-                COMMAND_DECIDE => ArchiverCommand::Decide(read_outcomes(reader, max)?),
                 COMMAND_SETTLE => ArchiverCommand::Settle(read_outcomes(reader, max)?),
                 COMMAND_SEAL => ArchiverCommand::Seal,
                 kind => {

@@ -407,15 +407,16 @@ proptest! {
 
     /// Sentinels write a history ahead in batches: the shards committed a prefix of it and refused
     /// a twin of some committed transfers; some outcomes reach the archiver, the others are lost
-    /// with their sentinel, and a new leader takes over. The UHS decides what no one reported,
-    /// and the ledger replays to exactly the UHS of the prefix, on this replica and on one
-    /// restored from its snapshot.
+    /// with their sentinel, some of those that arrive are lies (a compromised sentinel), and a
+    /// new leader takes over. The UHS decides every record, and the ledger replays to exactly
+    /// the UHS of the prefix, on this replica and on one restored from its snapshot.
     #[test]
     fn the_archiver_ledgers_exactly_what_the_core_committed(
         outputs in 1usize..5,
         transfers in prop::collection::vec((any::<usize>(), any::<usize>(), any::<u8>()), 0..30),
         committed_count in any::<prop::sample::Index>(),
         reported in prop::collection::vec(any::<bool>(), 64),
+        lies in prop::collection::vec(any::<bool>(), 64),
         batch in 1usize..6,
         block_records_max in 1usize..6,
     ) {
@@ -451,7 +452,7 @@ proptest! {
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| reported[(written.len() + i) % reported.len()])
-                .map(|(_, (record, committed))| (record.txid(), *committed))
+                .map(|(i, (record, committed))| (record.txid(), *committed != lies[(written.len() + i) % lies.len()]))
                 .collect();
             let reply = host.ask(|ticket| ArchiverInput::Outcomes { ticket, outcomes });
             prop_assert!(matches!(reply, ArchiverReply::Decided));

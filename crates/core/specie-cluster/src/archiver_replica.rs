@@ -5,9 +5,9 @@
 //!
 //! It serves, on its wire `address` (mutual TLS), Raft within its group, the sentinels'
 //! write-aheads and outcomes (tags 14 and 15), and ledger reads (tag 16) for sentinels (which
-//! answer the wallets' `/v1/ledger` API with them) and the operator. Its leader decides from the
-//! UHS, read from the shard groups over the cluster's mutual TLS, the records no sentinel
-//! reported ([`specie_archiver::Archiver`]'s evidence).
+//! answer the wallets' `/v1/ledger` API with them) and the operator. Its leader decides every
+//! record from the UHS, read from the shard groups over the cluster's mutual TLS
+//! ([`specie_archiver::Archiver`]'s evidence): the sentinels' reports only make records ready.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,8 +66,9 @@ enum ReconcileError {
     Shards(#[from] crate::group_client::GroupError),
 }
 
-/// How often the leader looks for records no sentinel reported.
-const RECONCILE_INTERVAL_MS: u64 = 1_000;
+/// How often the leader decides from the UHS the records that are ready (what sentinels
+/// reported, and what they did not for `decide_after_ms`): the ledger's lag behind the core.
+const RECONCILE_INTERVAL_MS: u64 = 250;
 
 struct ArchiverReplica {
     serving: ServingReplica<Archiver>,
@@ -105,8 +106,8 @@ impl ArchiverReplica {
         })
     }
 
-    /// One round of the leader's reconciliation: the records undecided for `decide_after_ms`,
-    /// what the shards hold of the ids they create, handed back as evidence.
+    /// One round of the leader's reconciliation: the records ready to be decided, what the
+    /// shards hold of the ids they create, handed back as evidence.
     async fn reconcile(&self, core: &CoreUhs) -> Result<(), ReconcileError> {
         let ArchiverReply::Stale(stale) = self.ask(Box::new(|ticket| ArchiverInput::Stale { ticket })).await? else {
             return Err(ServeError::WrongReply("the stale records' question").into());

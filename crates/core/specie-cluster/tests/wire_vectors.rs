@@ -102,7 +102,6 @@ impl Message {
             },
             Message::Archiver(command) => match command {
                 ArchiverCommand::WriteAhead(_) => "archiver-command-write-ahead",
-                ArchiverCommand::Decide(_) => "archiver-command-decide",
                 ArchiverCommand::Settle(_) => "archiver-command-settle",
                 ArchiverCommand::Seal => "archiver-command-seal",
             },
@@ -205,14 +204,12 @@ fn mint_record() -> Record {
     Record::new(mint, &compact).expect("its own compact form")
 }
 
-/// The archiver group's log of the vectors (§5.7): the mint written ahead, reported committed
-/// by its sentinel, alice's payment settled from the UHS as not committed (nobody wrote it
-/// ahead here, so that changes nothing), and a seal.
+/// The archiver group's log of the vectors (§5.7): the mint written ahead, settled from the UHS
+/// as committed, and a seal.
 fn archiver_commands() -> Vec<ArchiverCommand> {
     vec![
         ArchiverCommand::WriteAhead(vec![mint_record()]),
-        ArchiverCommand::Decide(vec![(mint_compact().txid, true)]),
-        ArchiverCommand::Settle(vec![(transfer_compact().txid, false)]),
+        ArchiverCommand::Settle(vec![(mint_compact().txid, true)]),
         ArchiverCommand::Seal,
     ]
 }
