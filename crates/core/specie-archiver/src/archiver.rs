@@ -489,18 +489,13 @@ impl Role for Archiver {
             }
             ArchiverInput::Evidence { ticket, asked, present } => {
                 let settled = self.settle(&asked, &present);
-                let unreported = settled.iter().filter(|(txid, _)| !self.reports.contains_key(txid));
-                let (committed, not_committed) =
-                    unreported.fold(
-                        (0, 0),
-                        |(yes, no), (_, committed)| {
-                            if *committed {
-                                (yes + 1, no)
-                            } else {
-                                (yes, no + 1)
-                            }
-                        },
-                    );
+                // Each verdict on a record no sentinel reported, for the operator.
+                let unreported: Vec<bool> = (settled.iter())
+                    .filter(|(txid, _)| !self.reports.contains_key(txid))
+                    .map(|(_, committed)| *committed)
+                    .collect();
+                let committed = unreported.iter().filter(|committed| **committed).count();
+                let not_committed = unreported.len() - committed;
                 if committed + not_committed > 0 {
                     self.outputs.push_back(Output::Report(ArchiverReport::Settled {
                         committed,
