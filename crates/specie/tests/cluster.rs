@@ -311,13 +311,7 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
     let base = cluster_harness::free_ports(12).to_string();
     let _down = cluster_harness::Down(dir.clone());
     let up = || {
-        specie(&[
-            "cluster",
-            "up",
-            "--dir",
-            &dir,
-            "--base-port",
-            &base,
+        let shape = [
             "--shard-groups",
             "1",
             "--replicas",
@@ -326,7 +320,8 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
             "3",
             "--endorsement",
             "2",
-        ])
+        ];
+        cluster_harness::cluster_up(&dir, &base, &shape)
     };
     up();
     let file = Path::new(&dir).join("cluster.toml");

@@ -580,7 +580,9 @@ const SNAPSHOT_VERSION: u8 = 1;
 /// A record is at least its transaction's three counts and its endorsements' count and flag.
 const RECORD_BYTES_MIN: usize = 33;
 
-fn put_outcomes(out: &mut Vec<u8>, outcomes: &[(Txid, bool)]) {
+/// Outcomes as the archiver's commands and the sentinels' reports (wire tag 15) carry them:
+/// `count ‖ (txid ‖ 0x00 | 0x01)*`.
+pub fn put_outcomes(out: &mut Vec<u8>, outcomes: &[(Txid, bool)]) {
     put_count(out, outcomes.len());
     for (txid, committed) in outcomes {
         out.extend_from_slice(&txid.0);
@@ -588,7 +590,8 @@ fn put_outcomes(out: &mut Vec<u8>, outcomes: &[(Txid, bool)]) {
     }
 }
 
-fn read_outcomes(reader: &mut Reader<'_>, max: usize) -> Result<Vec<(Txid, bool)>, DecodeError> {
+/// Reads what [`put_outcomes`] writes, at most `max` outcomes.
+pub fn read_outcomes(reader: &mut Reader<'_>, max: usize) -> Result<Vec<(Txid, bool)>, DecodeError> {
     reader.read_vec("outcomes", max as u64, 33, |r| {
         Ok((Txid(r.read_array("txid")?), r.read_bool("committed")?))
     })

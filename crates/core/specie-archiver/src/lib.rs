@@ -24,7 +24,8 @@ mod reconcile;
 mod record;
 
 pub use archiver::{
-    Archiver, ArchiverCommand, ArchiverConfig, ArchiverInput, ArchiverReply, ArchiverReport, ArchiverStateError,
+    put_outcomes, read_outcomes, Archiver, ArchiverCommand, ArchiverConfig, ArchiverInput, ArchiverReply,
+    ArchiverReport, ArchiverStateError,
 };
 pub use block::{
     sorted_txids, txid_leaf, Block, BlockError, BlockHeader, BlockLimits, BLOCK_DOMAIN, RECORDS_DOMAIN, TXIDS_DOMAIN,

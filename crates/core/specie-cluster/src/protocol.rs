@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use secp256k1::Keypair;
-use specie_archiver::{LedgerRead, LedgerReply, LedgerReplyLimits, Record, RecordLimits};
+use specie_archiver::{put_outcomes, read_outcomes, LedgerRead, LedgerReply, LedgerReplyLimits, Record, RecordLimits};
 use specie_authority::{Credit, Message as AuthorityMessage, CREDITS_PER_MESSAGE_MAX};
 use specie_codec::{put_byte_vec, put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
 use specie_coordinator::TxResult;
@@ -383,11 +383,7 @@ impl Encode for RoleRequest {
             }
             RoleRequest::ArchiveOutcomes(outcomes) => {
                 out.push(ARCHIVE_OUTCOMES);
-                put_count(out, outcomes.len());
-                for (txid, committed) in outcomes {
-                    out.extend_from_slice(&txid.0);
-                    out.push(u8::from(*committed));
-                }
+                put_outcomes(out, outcomes);
             }
             RoleRequest::LedgerRead(read) => {
                 out.push(LEDGER_READ);
@@ -462,11 +458,7 @@ impl RoleRequest {
                     Record::decode_from(r, &limits)
                 })?)
             }
-            ARCHIVE_OUTCOMES => {
-                RoleRequest::ArchiveOutcomes(reader.read_vec("outcomes", BATCH_ITEMS_MAX, 33, |r| {
-                    Ok((Txid(r.read_array("txid")?), r.read_bool("committed")?))
-                })?)
-            }
+            ARCHIVE_OUTCOMES => RoleRequest::ArchiveOutcomes(read_outcomes(&mut reader, BATCH_ITEMS_MAX as usize)?),
             LEDGER_READ => RoleRequest::LedgerRead(LedgerRead::decode_from(&mut reader, &())?),
             STATUS => RoleRequest::Status,
             CREDITS => RoleRequest::Authority(AuthorityMessage::Credits {
