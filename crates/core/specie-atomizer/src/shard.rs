@@ -4,7 +4,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::convert::Infallible;
 
-use specie_codec::{put_count, put_u64, Decode, DecodeError, Encode, Reader};
+use specie_codec::{put_byte_vec, put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
 use specie_role::{Durable, Output, Role, Ticket};
 use specie_shard::{ShardRange, ShardRead, ShardReply, ShardStats};
 use specie_transaction::UhsId;
@@ -52,6 +52,143 @@ pub enum ShardAnswer {
     Applied { height: u64 },
     /// A block beyond the next one arrived: send again from `height + 1`.
     Behind { height: u64 },
+}
+
+const MESSAGE_ATTEST: u8 = 0;
+const MESSAGE_BLOCK: u8 = 1;
+const ANSWER_ATTESTED: u8 = 0;
+const ANSWER_APPLIED: u8 = 1;
+const ANSWER_BEHIND: u8 = 2;
+const UHS_ID_BYTES: usize = 32;
+
+/// Bounds on a message between the atomizer and a shard as it crosses a network.
+#[derive(Clone, Debug)]
+pub struct ShardMessageLimits {
+    /// Ids one attestation may ask about or answer.
+    pub attest_ids_max: u64,
+    pub block: AtomizerLimits,
+}
+
+impl Default for ShardMessageLimits {
+    fn default() -> Self {
+        ShardMessageLimits {
+            attest_ids_max: 1_000_000,
+            block: AtomizerLimits::default(),
+        }
+    }
+}
+
+/// One kind byte, then the body: `0` attest (round ‖ ids), `1` a shard's block.
+impl Encode for ShardMessage {
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        match self {
+            ShardMessage::Attest(request) => {
+                out.push(MESSAGE_ATTEST);
+                put_u64(out, request.round);
+                put_vec(out, &request.ids);
+            }
+            ShardMessage::Block(block) => {
+                out.push(MESSAGE_BLOCK);
+                block.encode_to(out);
+            }
+        }
+    }
+}
+
+impl Decode for ShardMessage {
+    type Limits = ShardMessageLimits;
+    const WHAT: &'static str = "atomizer message to a shard";
+
+    fn decode_from(reader: &mut Reader<'_>, limits: &ShardMessageLimits) -> Result<Self, DecodeError> {
+        match reader.read_u8("atomizer message kind")? {
+            MESSAGE_ATTEST => {
+                let round = reader.read_u64("attest round")?;
+                let ids = reader.read_vec("attest ids", limits.attest_ids_max, UHS_ID_BYTES, |r| {
+                    UhsId::decode_from(r, &())
+                })?;
+                Ok(ShardMessage::Attest(AttestRequest { round, ids }))
+            }
+            MESSAGE_BLOCK => Ok(ShardMessage::Block(ShardBlock::decode_from(reader, &limits.block)?)),
+            _ => Err(DecodeError::NonCanonical {
+                what: Self::WHAT,
+                reason: "unknown message kind",
+            }),
+        }
+    }
+
+    fn encoded_bytes_max(limits: &ShardMessageLimits) -> usize {
+        let attest = 17usize.saturating_add((limits.attest_ids_max as usize).saturating_mul(UHS_ID_BYTES));
+        1 + attest.max(ShardBlock::encoded_bytes_max(&limits.block))
+    }
+}
+
+/// One kind byte, then the body: `0` attested (round ‖ digest asked ‖ height ‖ one byte 0 or 1
+/// per id), `1` applied (height), `2` behind (height).
+impl Encode for ShardAnswer {
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        match self {
+            ShardAnswer::Attested {
+                round,
+                asked,
+                height,
+                present,
+            } => {
+                out.push(ANSWER_ATTESTED);
+                put_u64(out, *round);
+                out.extend_from_slice(asked);
+                put_u64(out, *height);
+                put_byte_vec(out, &present.iter().map(|p| u8::from(*p)).collect::<Vec<u8>>());
+            }
+            ShardAnswer::Applied { height } => {
+                out.push(ANSWER_APPLIED);
+                put_u64(out, *height);
+            }
+            ShardAnswer::Behind { height } => {
+                out.push(ANSWER_BEHIND);
+                put_u64(out, *height);
+            }
+        }
+    }
+}
+
+impl Decode for ShardAnswer {
+    type Limits = ShardMessageLimits;
+    const WHAT: &'static str = "shard answer to the atomizer";
+
+    fn decode_from(reader: &mut Reader<'_>, limits: &ShardMessageLimits) -> Result<Self, DecodeError> {
+        match reader.read_u8("shard answer kind")? {
+            ANSWER_ATTESTED => {
+                let round = reader.read_u64("attested round")?;
+                let asked = reader.read_array("attested ids digest")?;
+                let height = reader.read_u64("attested height")?;
+                let flags = reader.read_byte_vec("presence flags", limits.attest_ids_max)?;
+                let present = flags
+                    .iter()
+                    .map(|&flag| Reader::new(&[flag]).read_bool("presence flag"))
+                    .collect::<Result<_, _>>()?;
+                Ok(ShardAnswer::Attested {
+                    round,
+                    asked,
+                    height,
+                    present,
+                })
+            }
+            ANSWER_APPLIED => Ok(ShardAnswer::Applied {
+                height: reader.read_u64("applied height")?,
+            }),
+            ANSWER_BEHIND => Ok(ShardAnswer::Behind {
+                height: reader.read_u64("shard height")?,
+            }),
+            _ => Err(DecodeError::NonCanonical {
+                what: Self::WHAT,
+                reason: "unknown answer kind",
+            }),
+        }
+    }
+
+    fn encoded_bytes_max(limits: &ShardMessageLimits) -> usize {
+        1 + 8 + 32 + 8 + 8 + limits.attest_ids_max as usize
+    }
 }
 
 /// What callers and the atomizer hand a shard.
@@ -473,5 +610,57 @@ mod tests {
             present: vec![true, false],
         };
         assert_eq!(replies, vec![UhsShardReply::Answer(attested)]);
+    }
+
+    fn any_id() -> impl proptest::strategy::Strategy<Value = UhsId> {
+        proptest::array::uniform32(proptest::prelude::any::<u8>()).prop_map(UhsId)
+    }
+
+    fn any_message() -> impl proptest::strategy::Strategy<Value = ShardMessage> {
+        use proptest::prelude::*;
+        let ids = || proptest::collection::vec(any_id(), 0..5);
+        prop_oneof![
+            (any::<u64>(), ids()).prop_map(|(round, ids)| ShardMessage::Attest(AttestRequest { round, ids })),
+            (any::<u64>(), ids(), ids())
+                .prop_map(|(height, spent, created)| ShardMessage::Block(ShardBlock { height, spent, created })),
+        ]
+    }
+
+    fn any_answer() -> impl proptest::strategy::Strategy<Value = ShardAnswer> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (any::<u64>(), any::<[u8; 32]>(), any::<u64>(), proptest::collection::vec(any::<bool>(), 0..9)).prop_map(
+                |(round, asked, height, present)| ShardAnswer::Attested {
+                    round,
+                    asked,
+                    height,
+                    present
+                }
+            ),
+            any::<u64>().prop_map(|height| ShardAnswer::Applied { height }),
+            any::<u64>().prop_map(|height| ShardAnswer::Behind { height }),
+        ]
+    }
+
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        /// One encoding each: what is encoded decodes to itself, and every strict prefix is refused.
+        #[test]
+        fn messages_and_answers_round_trip(message in any_message(), answer in any_answer()) {
+            let limits = ShardMessageLimits::default();
+            let bytes = message.encode();
+            proptest::prop_assert_eq!(&ShardMessage::decode_exact_with(&bytes, &limits).unwrap(), &message);
+            proptest::prop_assert!(bytes.len() <= ShardMessage::encoded_bytes_max(&limits));
+            for cut in 0..bytes.len() {
+                proptest::prop_assert!(ShardMessage::decode_exact_with(&bytes[..cut], &limits).is_err());
+            }
+            let bytes = answer.encode();
+            proptest::prop_assert_eq!(&ShardAnswer::decode_exact_with(&bytes, &limits).unwrap(), &answer);
+            proptest::prop_assert!(bytes.len() <= ShardAnswer::encoded_bytes_max(&limits));
+            for cut in 0..bytes.len() {
+                proptest::prop_assert!(ShardAnswer::decode_exact_with(&bytes[..cut], &limits).is_err());
+            }
+        }
     }
 }
