@@ -53,8 +53,15 @@ pub struct UpArgs {
     /// Shard groups (only when DIR/cluster.toml does not exist yet; likewise below).
     #[arg(long, default_value_t = 2)]
     pub shard_groups: usize,
+    /// Coordinator groups (the 2PC shape).
     #[arg(long, default_value_t = 1)]
     pub coordinator_groups: usize,
+    /// How the core orders transactions: `2pc`, coordinator groups running two-phase commit
+    /// across the shard groups (Hamilton §4, the most throughput), or `atomizer`, one atomizer
+    /// group ordering every transaction into blocks the shard groups apply (Hamilton §5, one
+    /// global order; docs/atomizer-shape.md). Chosen at creation.
+    #[arg(long, value_enum, default_value = "2pc")]
+    pub shape: crate::node_cmd::ShapeArg,
     /// Replicas per group (3 tolerates one failure, 5 two).
     #[arg(long, default_value_t = 3)]
     pub replicas: usize,
@@ -181,6 +188,12 @@ pub fn run_exchange(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+pub fn run_atomizer(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
+    check_single_group(&args, specie_cluster::ATOMIZER_GROUP, "the atomizer's")?;
+    role_process::run_atomizer(&args.cluster, args.replica)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run_archiver(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
     check_single_group(&args, specie_cluster::ARCHIVER_GROUP, "the archiver's")?;
     role_process::run_archiver(&args.cluster, args.replica)?;
@@ -235,6 +248,10 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
                     exchange: exchange_shape(args.exchange, &args.exchange_assets)?,
                     endorsement_threshold: args.endorsement,
                     ledger_replicas: args.ledger_of_record.unwrap_or(0),
+                    atomizer_replicas: match args.shape {
+                        crate::node_cmd::ShapeArg::TwoPhaseCommit => 0,
+                        crate::node_cmd::ShapeArg::Atomizer => args.replicas,
+                    },
                 },
                 issuers: args.issuers,
             })?;

@@ -62,6 +62,9 @@ enum Command {
     /// Run one replica of the archiver group of a cluster (started by `specie cluster up
     /// --ledger-of-record`): the ledger of record, every write-ahead and block committed by Raft.
     Archiver(cluster_cmd::ReplicaArgs),
+    /// Run one replica of the atomizer group of a cluster (started by `specie cluster up --shape
+    /// atomizer`): orders every transaction into blocks the shard groups apply.
+    Atomizer(cluster_cmd::ReplicaArgs),
     /// Manage a wallet: keys, addresses, balance, payments, and (issuer) mint and redeem.
     Wallet(wallet_cmd::WalletArgs),
     /// Work with serialized transactions.
@@ -111,6 +114,7 @@ fn main() -> ExitCode {
         Command::OfflineAuthority(args) => cluster_cmd::run_offline_authority(args),
         Command::ExchangeReplica(args) => cluster_cmd::run_exchange(args),
         Command::Archiver(args) => cluster_cmd::run_archiver(args),
+        Command::Atomizer(args) => cluster_cmd::run_atomizer(args),
         Command::Exchange(args) => exchange_cmd::run(args),
         Command::Wallet(args) => wallet_cmd::run(args),
         Command::Tx(args) => inspect::run(args),
@@ -164,6 +168,7 @@ fn init_logging(command: &Command) {
                     | Command::OfflineAuthority(_)
                     | Command::ExchangeReplica(_)
                     | Command::Archiver(_)
+                    | Command::Atomizer(_)
             ) || matches!(command, Command::Offline(args) if !args.prints_only()) =>
         {
             tracing_subscriber::EnvFilter::new("warn")

@@ -750,3 +750,118 @@ fn hostile_requests_to_the_archiver(topology: &Topology) {
         );
     }
 }
+
+/// The atomizer shape as a cluster (`cluster up --shape atomizer`): an atomizer group of three
+/// replicas orders every transaction into blocks the two shard groups apply. The audited demo
+/// runs while the atomizer's leader is killed; the ledger of record replays to exactly the UHS
+/// the shards hold; the shards take blocks and attestation requests from the atomizer group
+/// only; and a restart of the whole cluster comes back to the same UHS and ledger.
+#[test]
+fn the_atomizer_shape_orders_the_demo_through_a_leader_kill_and_replays_to_the_uhs() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("cluster").to_str().unwrap().to_string();
+    let base = cluster_harness::free_ports(14).to_string();
+    let _down = cluster_harness::Down(dir.clone());
+    let up = || {
+        cluster_harness::cluster_up(
+            &dir,
+            &base,
+            &["--shape", "atomizer", "--sentinels", "1", "--ledger-of-record", "1"],
+        )
+    };
+    let started = String::from_utf8_lossy(&up().stdout).to_string();
+    assert!(started.contains("shape: atomizer"), "{started}");
+    let topology = Topology::load(&Path::new(&dir).join("cluster.toml")).unwrap();
+    assert!(topology.coordinator_groups.is_empty() && topology.atomizer.is_some());
+    let sentinel = format!("http://{}", topology.sentinels[0].http);
+
+    let demo = start_demo(&dir, "3000", "6");
+    std::thread::sleep(Duration::from_millis(1500));
+    kill_leader_and_time_failover(&dir, "atomizer");
+    let summary = finish_demo(demo);
+    assert_audit(&summary);
+    assert_eq!(summary["ledger_of_record_replays_to_uhs"], true, "{summary}");
+    // The killed replica comes back, and every replica of every group reaches the same height.
+    up();
+    let heights = atomizer_shape_caught_up(&dir);
+    assert!(heights >= 2, "blocks sealed: {heights}");
+    hostile_requests_to_an_atomizer_shard(&topology);
+
+    let head = ledger_caught_up(&sentinel);
+    let uhs = digest(&sentinel);
+    specie(&["cluster", "down", "--dir", &dir]);
+    up();
+    assert_eq!(digest(&sentinel), uhs);
+    assert_eq!(ledger_caught_up(&sentinel), head);
+    assert_eq!(atomizer_shape_caught_up(&dir), heights);
+}
+
+/// Waits until every atomizer and shard replica reports the same block height; returns it.
+fn atomizer_shape_caught_up(dir: &str) -> u64 {
+    let started = Instant::now();
+    loop {
+        let output = specie(&["cluster", "status", "--dir", dir]);
+        let text = String::from_utf8_lossy(&output.stdout).to_string();
+        let table = text.split("atomizer shape").nth(1).unwrap_or_default();
+        let heights: Vec<&str> = table
+            .lines()
+            .skip(1)
+            .filter_map(|line| line.split_whitespace().nth(2))
+            .collect();
+        // 3 atomizer replicas and 2 shard groups of 3.
+        if heights.len() == 9 && heights.iter().all(|h| *h == heights[0]) {
+            return heights[0].parse().unwrap();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the shape never caught up:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// A shard replica's port, asked by members that may not move it and with garbage: refused,
+/// nothing panics, nothing moves.
+fn hostile_requests_to_an_atomizer_shard(topology: &Topology) {
+    use specie_atomizer::{ShardBlock, ShardMessage};
+    use specie_cluster::protocol::{tag, RoleRequest};
+    use specie_cluster::{credentials, Identity};
+    use specie_codec::Encode;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let group = &topology.shard_groups[0];
+    let client = |identity: &Identity, replica: &specie_cluster::Replica| {
+        let transport = credentials::transport(topology, identity).unwrap();
+        specie_wire::Client::new(
+            replica.address.to_string(),
+            Identity::shard(&group.name, replica.id).to_string(),
+            specie_wire::WireLimits::default(),
+            transport,
+        )
+        .unwrap()
+    };
+    let call =
+        |client: &specie_wire::Client, bytes: Vec<u8>| runtime.block_on(client.call(bytes, Duration::from_secs(5)));
+    // A block that would create an id out of nowhere: value from nothing, if a shard took it.
+    let forged = RoleRequest::AtomizerShard(vec![ShardMessage::Block(ShardBlock {
+        height: u64::MAX,
+        spent: vec![],
+        created: vec![specie_transaction::UhsId([1; 32])],
+    })]);
+    for replica in &group.replicas {
+        for stranger in [Identity::sentinel("sentinel-0"), Identity::Operator] {
+            let refused = call(&client(&stranger, replica), forged.encode());
+            assert!(format!("{refused:?}").contains("not authorised"), "{refused:?}");
+        }
+        let atomizer = client(&Identity::atomizer(1), replica);
+        // A 2PC batch is no request of this shape, even from the atomizer.
+        let refused = call(&atomizer, RoleRequest::ShardBatch(vec![]).encode());
+        assert!(format!("{refused:?}").contains("not authorised"), "{refused:?}");
+        for garbage in [
+            vec![tag::ATOMIZER_SHARD, 0xff],
+            vec![tag::ATOMIZER_SHARD, 1, 0, 0, 0, 0, 0, 0, 0, 9],
+        ] {
+            let answer = call(&atomizer, garbage.clone());
+            assert!(format!("{answer:?}").contains("malformed"), "{garbage:?}: {answer:?}");
+        }
+    }
+}

@@ -165,6 +165,10 @@ impl Atomizer {
         }
     }
 
+    pub fn config(&self) -> &AtomizerConfig {
+        &self.config
+    }
+
     pub fn state(&self) -> &AtomizerState {
         &self.state
     }

@@ -30,6 +30,6 @@ mod shard;
 pub use atomizer::{Atomizer, AtomizerConfig, AtomizerInput, AtomizerReport, AtomizerStateError};
 pub use block::{AtomizerBlock, AtomizerLimits, AtomizerState, ShardBlock};
 pub use shard::{
-    attested_ids_digest, AttestRequest, ShardAnswer, ShardMessage, ShardMessageLimits, UhsShard, UhsShardInput, UhsShardReply,
-    UhsShardReport, UhsShardStateError,
+    attested_ids_digest, AttestRequest, ShardAnswer, ShardMessage, ShardMessageLimits, UhsShard, UhsShardInput,
+    UhsShardReply, UhsShardReport, UhsShardStateError,
 };

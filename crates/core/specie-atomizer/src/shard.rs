@@ -621,22 +621,29 @@ mod tests {
         let ids = || proptest::collection::vec(any_id(), 0..5);
         prop_oneof![
             (any::<u64>(), ids()).prop_map(|(round, ids)| ShardMessage::Attest(AttestRequest { round, ids })),
-            (any::<u64>(), ids(), ids())
-                .prop_map(|(height, spent, created)| ShardMessage::Block(ShardBlock { height, spent, created })),
+            (any::<u64>(), ids(), ids()).prop_map(|(height, spent, created)| ShardMessage::Block(ShardBlock {
+                height,
+                spent,
+                created
+            })),
         ]
     }
 
     fn any_answer() -> impl proptest::strategy::Strategy<Value = ShardAnswer> {
         use proptest::prelude::*;
         prop_oneof![
-            (any::<u64>(), any::<[u8; 32]>(), any::<u64>(), proptest::collection::vec(any::<bool>(), 0..9)).prop_map(
-                |(round, asked, height, present)| ShardAnswer::Attested {
+            (
+                any::<u64>(),
+                any::<[u8; 32]>(),
+                any::<u64>(),
+                proptest::collection::vec(any::<bool>(), 0..9)
+            )
+                .prop_map(|(round, asked, height, present)| ShardAnswer::Attested {
                     round,
                     asked,
                     height,
                     present
-                }
-            ),
+                }),
             any::<u64>().prop_map(|height| ShardAnswer::Applied { height }),
             any::<u64>().prop_map(|height| ShardAnswer::Behind { height }),
         ]

@@ -158,7 +158,11 @@ fn the_stored_bytes_decode_re_encode_and_restore() {
     assert_eq!(block.encode(), bytes);
     let bytes = stored_bytes(&stored, "shard_0_block_1");
     let decoded_share = ShardBlock::decode_exact_with(&bytes, &limits).unwrap();
-    assert_eq!((decoded_share.spent.len(), decoded_share.created.len()), (1, 2), "the ids below 0x80");
+    assert_eq!(
+        (decoded_share.spent.len(), decoded_share.created.len()),
+        (1, 2),
+        "the ids below 0x80"
+    );
     let bytes = stored_bytes(&stored, "atomizer_snapshot_1");
     let state = AtomizerState::decode_snapshot(&bytes, &limits).unwrap();
     assert_eq!((state.height(), state.spent_at(&id(0xc0, 4))), (1, Some(1)));
@@ -178,14 +182,20 @@ fn the_stored_bytes_decode_re_encode_and_restore() {
 
     let message_limits = ShardMessageLimits::default();
     let bytes = stored_bytes(&stored, "message_attest");
-    assert_eq!(ShardMessage::decode_exact_with(&bytes, &message_limits).unwrap(), attest());
+    assert_eq!(
+        ShardMessage::decode_exact_with(&bytes, &message_limits).unwrap(),
+        attest()
+    );
     let bytes = stored_bytes(&stored, "message_block_1");
     assert_eq!(
         ShardMessage::decode_exact_with(&bytes, &message_limits).unwrap(),
         ShardMessage::Block(share())
     );
     let bytes = stored_bytes(&stored, "answer_attested");
-    assert_eq!(ShardAnswer::decode_exact_with(&bytes, &message_limits).unwrap(), attested());
+    assert_eq!(
+        ShardAnswer::decode_exact_with(&bytes, &message_limits).unwrap(),
+        attested()
+    );
     // A presence flag other than 0 or 1 would be a second encoding of the same answer.
     let mut flag_2 = bytes.clone();
     *flag_2.last_mut().unwrap() = 2;

@@ -78,6 +78,8 @@ pub enum ReplicaError {
         #[source]
         source: StartError,
     },
+    #[error("the cluster file has no [atomizer] group: it runs the 2PC shape (`specie cluster up --shape atomizer` makes a cluster of the atomizer shape)")]
+    NoAtomizer,
     #[error("{me}: its role host ended")]
     HostEnded { me: Identity },
     #[error(transparent)]

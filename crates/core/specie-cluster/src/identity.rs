@@ -10,6 +10,7 @@
 //! | replica `N` of FastPay authority shard group `G` (`authority-A-shard-S`) | `N.G.authority.specie` |
 //! | replica `N` of the offline cash authority's group | `N.offline-authority.offline.specie` |
 //! | replica `N` of the archiver group (the ledger of record) | `N.archiver.archiver.specie` |
+//! | replica `N` of the atomizer group (the atomizer shape) | `N.atomizer.atomizer.specie` |
 //! | sentinel `S` | `S.sentinel.specie` |
 //! | the operator's tools (`cluster status`, audits) | `operator.specie` |
 //!
@@ -37,6 +38,8 @@ pub enum GroupRole {
     Exchange,
     /// The ledger of record.
     Archiver,
+    /// Hamilton's atomizer: the one group that orders every transaction, in the atomizer shape.
+    Atomizer,
 }
 
 impl GroupRole {
@@ -48,11 +51,13 @@ impl GroupRole {
             GroupRole::Offline => "offline",
             GroupRole::Exchange => "exchange",
             GroupRole::Archiver => "archiver",
+            GroupRole::Atomizer => "atomizer",
         }
     }
 }
 
-/// `shard`, `coordinator`, `authority`, `offline`, `exchange` or `archiver`, as in certificate names.
+/// `shard`, `coordinator`, `authority`, `offline`, `exchange`, `archiver` or `atomizer`, as in
+/// certificate names.
 impl fmt::Display for GroupRole {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.label())
@@ -126,6 +131,14 @@ impl Identity {
         }
     }
 
+    pub fn atomizer(id: u64) -> Identity {
+        Identity::Replica {
+            role: GroupRole::Atomizer,
+            group: crate::topology::ATOMIZER_GROUP.to_string(),
+            id,
+        }
+    }
+
     pub fn sentinel(name: &str) -> Identity {
         Identity::Sentinel { name: name.to_string() }
     }
@@ -147,6 +160,7 @@ impl Identity {
                     "offline" => GroupRole::Offline,
                     "exchange" => GroupRole::Exchange,
                     "archiver" => GroupRole::Archiver,
+                    "atomizer" => GroupRole::Atomizer,
                     _ => return None,
                 };
                 // Canonical decimal only, so one replica has one name.
@@ -227,6 +241,17 @@ impl Identity {
                         .as_ref()
                         .is_some_and(|l| l.replicas.iter().any(|r| r.id == *id))
             }
+            Identity::Replica {
+                role: GroupRole::Atomizer,
+                group,
+                id,
+            } => {
+                group == crate::topology::ATOMIZER_GROUP
+                    && topology
+                        .atomizer
+                        .as_ref()
+                        .is_some_and(|a| a.replicas.iter().any(|r| r.id == *id))
+            }
         }
     }
 
@@ -303,6 +328,9 @@ fn replica_allows(topology: &Topology, me: &Identity, role: GroupRole, group: &s
         }
         // 2PC phases change the UHS: only a coordinator drives them.
         tag::SHARD_BATCH => role == GroupRole::Shard && peer.is_replica_of(GroupRole::Coordinator),
+        // In the atomizer shape, only the atomizer moves the UHS (its blocks) or asks for
+        // attestations.
+        tag::ATOMIZER_SHARD => role == GroupRole::Shard && peer.is_replica_of(GroupRole::Atomizer),
         tag::SHARD_QUERY => {
             // Authorities (FastPay's and the offline one) and the exchange look for a funding's
             // marker in the UHS themselves before crediting it.
@@ -317,7 +345,9 @@ fn replica_allows(topology: &Topology, me: &Identity, role: GroupRole, group: &s
         }
         tag::SHARD_IDS => role == GroupRole::Shard && (peer.is_sentinel() || *peer == Identity::Operator),
         // Transactions enter only through a sentinel, which validated them.
-        tag::SUBMIT | tag::SUBMIT_ENDORSED => role == GroupRole::Coordinator && peer.is_sentinel(),
+        tag::SUBMIT | tag::SUBMIT_ENDORSED => {
+            matches!(role, GroupRole::Coordinator | GroupRole::Atomizer) && peer.is_sentinel()
+        }
         // What goes into the ledger of record comes from the sentinels that submitted it.
         tag::ARCHIVE_WRITE | tag::ARCHIVE_OUTCOMES => role == GroupRole::Archiver && peer.is_sentinel(),
         tag::LEDGER_READ => role == GroupRole::Archiver && (peer.is_sentinel() || *peer == Identity::Operator),
@@ -544,6 +574,52 @@ mod tests {
             assert!(!allowed(&shard, core).contains(&archiver_peer.to_string()));
             assert!(!allowed(&coordinator, core).contains(&archiver_peer.to_string()));
             assert!(allowed(&archiver, core).is_empty());
+        }
+    }
+
+    /// In the atomizer shape, the shards take attestation requests and blocks from the atomizer
+    /// group only, and the atomizer takes submissions from sentinels only; nothing else of the
+    /// core may reach either, and a coordinator's name is no member.
+    #[test]
+    fn in_the_atomizer_shape_only_the_atomizer_moves_the_shards() {
+        let topology = crate::topology::local_for_tests(Shape {
+            atomizer_replicas: 3,
+            ..Shape::default()
+        });
+        assert!(topology.coordinator_groups.is_empty());
+        let atomizer = Identity::atomizer(1);
+        let atomizer_peer = Identity::atomizer(2);
+        let sentinel = Identity::sentinel("sentinel-0");
+        let shard = Identity::shard("shard-0", 1);
+        assert!(atomizer.is_member_of(&topology) && atomizer_peer.is_member_of(&topology));
+        assert!(!Identity::atomizer(4).is_member_of(&topology));
+        assert!(!Identity::coordinator("coordinator-0", 1).is_member_of(&topology));
+        assert_eq!(
+            Identity::parse("2.atomizer.atomizer.specie"),
+            Some(atomizer_peer.clone())
+        );
+        let all = [&atomizer_peer, &sentinel, &shard, &Identity::Operator];
+        let allowed = |me: &Identity, tag: u8| -> Vec<String> {
+            all.iter()
+                .filter(|peer| authorize(&topology, me, peer, tag).is_ok())
+                .map(|peer| peer.to_string())
+                .collect()
+        };
+        assert_eq!(allowed(&shard, tag::ATOMIZER_SHARD), vec![atomizer_peer.to_string()]);
+        for submit in [tag::SUBMIT, tag::SUBMIT_ENDORSED] {
+            assert_eq!(allowed(&atomizer, submit), vec![sentinel.to_string()]);
+        }
+        assert_eq!(allowed(&atomizer, tag::RAFT), vec![atomizer_peer.to_string()]);
+        assert!(!allowed(&shard, tag::SHARD_BATCH).contains(&atomizer_peer.to_string()));
+        for other in [
+            tag::ATOMIZER_SHARD,
+            tag::SHARD_BATCH,
+            tag::SHARD_QUERY,
+            tag::SHARD_IDS,
+            tag::ARCHIVE_WRITE,
+            tag::LEDGER_READ,
+        ] {
+            assert!(allowed(&atomizer, other).is_empty(), "{}", tag::name(other));
         }
     }
 

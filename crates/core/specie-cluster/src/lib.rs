@@ -16,6 +16,7 @@
 //!   may ask of each other role, and the PKI files that prove it.
 
 pub mod archiver_replica;
+pub mod atomizer_replica;
 pub mod authority_http;
 pub mod authority_replica;
 pub mod authority_tally;
@@ -29,6 +30,7 @@ mod host;
 pub mod identity;
 pub mod offline_replica;
 pub mod operator;
+pub mod ordering_replica;
 pub mod protocol;
 mod raft_transport;
 pub mod role_process;
@@ -41,9 +43,9 @@ pub mod topology;
 pub use host::{Caller, Hosted, ReplicaError, RoleStatus, ServeError};
 pub use identity::{GroupRole, Identity};
 pub use topology::{
-    authority_group_name, AuthorityGroup, AuthorityPlace, AuthorityProcesses, AuthorityReplica, AuthorityShardGroup,
-    CommitteeShape, EndorsementConfig, ExchangeAsset, ExchangeGroupConfig, ExchangeShape, FastpayCommitteeConfig,
-    GroupBridges, InvalidTopology, LedgerOfRecordConfig, Limits, OfflineAuthorityConfig, PrivacyConfig, Replica,
-    ReplicaGroup, Sentinel, Shape, ShardGroup, Topology, TopologyError, TransportMode, UnknownGroup, ARCHIVER_GROUP,
-    EXCHANGE_GROUP, OFFLINE_AUTHORITY_GROUP,
+    authority_group_name, AtomizerGroupConfig, AuthorityGroup, AuthorityPlace, AuthorityProcesses, AuthorityReplica,
+    AuthorityShardGroup, CommitteeShape, EndorsementConfig, ExchangeAsset, ExchangeGroupConfig, ExchangeShape,
+    FastpayCommitteeConfig, GroupBridges, InvalidTopology, LedgerOfRecordConfig, Limits, OfflineAuthorityConfig,
+    PrivacyConfig, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup, Topology, TopologyError, TransportMode,
+    UnknownGroup, ARCHIVER_GROUP, ATOMIZER_GROUP, EXCHANGE_GROUP, OFFLINE_AUTHORITY_GROUP,
 };

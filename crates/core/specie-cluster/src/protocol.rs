@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use secp256k1::Keypair;
 use specie_archiver::{put_outcomes, read_outcomes, LedgerRead, LedgerReply, LedgerReplyLimits, Record, RecordLimits};
+use specie_atomizer::{ShardAnswer, ShardMessage, ShardMessageLimits};
 use specie_authority::{Credit, Message as AuthorityMessage, CREDITS_PER_MESSAGE_MAX};
 use specie_codec::{put_byte_vec, put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
 use specie_coordinator::TxResult;
@@ -49,6 +50,9 @@ pub mod tag {
     /// Sentinel or operator → archiver group: a read of the ledger of record, answered under
     /// the same tag.
     pub const LEDGER_READ: u8 = 16;
+    /// Atomizer group leader → shard group leader (the atomizer shape): attestation requests
+    /// and blocks, answered under the same tag.
+    pub const ATOMIZER_SHARD: u8 = 17;
 
     /// For log lines and refusals.
     pub fn name(tag: u8) -> &'static str {
@@ -69,13 +73,14 @@ pub mod tag {
             ARCHIVE_WRITE => "archive write-ahead",
             ARCHIVE_OUTCOMES => "archive outcomes",
             LEDGER_READ => "ledger read",
+            ATOMIZER_SHARD => "atomizer to shard",
             _ => "unknown request",
         }
     }
 }
 use tag::{
-    ARCHIVE_OUTCOMES, ARCHIVE_WRITE, CEREMONY, CREDITS, CREDIT_ACK, ENDORSE, LEDGER_READ, NOT_LEADER, RAFT,
-    SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT, SUBMIT_ENDORSED, TAKEN,
+    ARCHIVE_OUTCOMES, ARCHIVE_WRITE, ATOMIZER_SHARD, CEREMONY, CREDITS, CREDIT_ACK, ENDORSE, LEDGER_READ, NOT_LEADER,
+    RAFT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT, SUBMIT_ENDORSED, TAKEN,
 };
 
 /// The smallest record: its transaction's three counts, its attestations' count and its
@@ -84,6 +89,10 @@ const RECORD_BYTES_MIN: usize = 33;
 /// A batch of requests carries at most this many items (transactions, ids, shard requests).
 pub const BATCH_ITEMS_MAX: u64 = 100_000;
 const UHS_ID_BYTES: usize = 32;
+/// The smallest atomizer message: kind, round and an empty count (an attestation request).
+const ATOMIZER_MESSAGE_BYTES_MIN: usize = 17;
+/// The smallest shard answer: kind and height.
+const SHARD_ANSWER_BYTES_MIN: usize = 9;
 /// A credit's encoding: recipient, amount, sender, the sender's sequence number.
 const CREDIT_BYTES: usize = 32 + 8 + 32 + 8;
 
@@ -117,6 +126,9 @@ pub enum RoleRequest {
     ArchiveOutcomes(Vec<(Txid, bool)>),
     /// Sentinel or operator → archiver group leader.
     LedgerRead(LedgerRead),
+    /// Atomizer group leader → shard group leader: one round of attestation requests and
+    /// blocks, each block made durable through the shard group's Raft before it is answered.
+    AtomizerShard(Vec<ShardMessage>),
 }
 
 /// Compact transactions a sentinel validated, with its BIP-340 signature over all of them
@@ -286,6 +298,8 @@ pub enum RoleResponse {
     ArchiveBusy,
     /// The ledger of record's answer to a read.
     Ledger(Box<LedgerReply>),
+    /// A shard's answers to the atomizer, in the order of its messages.
+    AtomizerShard(Vec<ShardAnswer>),
 }
 
 /// What an endorsement round may carry: a batch of at most `BATCH_ITEMS_MAX` transactions
@@ -389,6 +403,10 @@ impl Encode for RoleRequest {
                 out.push(LEDGER_READ);
                 read.encode_to(out);
             }
+            RoleRequest::AtomizerShard(messages) => {
+                out.push(ATOMIZER_SHARD);
+                put_vec(out, messages);
+            }
             RoleRequest::Status => out.push(STATUS),
             RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence,
@@ -425,6 +443,7 @@ impl RoleRequest {
             RoleRequest::ArchiveWrite(_) => ARCHIVE_WRITE,
             RoleRequest::ArchiveOutcomes(_) => ARCHIVE_OUTCOMES,
             RoleRequest::LedgerRead(_) => LEDGER_READ,
+            RoleRequest::AtomizerShard(_) => ATOMIZER_SHARD,
             RoleRequest::Status => STATUS,
             RoleRequest::Authority(AuthorityMessage::Credits { .. }) => CREDITS,
             RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => CREDIT_ACK,
@@ -460,6 +479,15 @@ impl RoleRequest {
             }
             ARCHIVE_OUTCOMES => RoleRequest::ArchiveOutcomes(read_outcomes(&mut reader, BATCH_ITEMS_MAX as usize)?),
             LEDGER_READ => RoleRequest::LedgerRead(LedgerRead::decode_from(&mut reader, &())?),
+            ATOMIZER_SHARD => {
+                let limits = ShardMessageLimits::default();
+                RoleRequest::AtomizerShard(reader.read_vec(
+                    "atomizer messages",
+                    BATCH_ITEMS_MAX,
+                    ATOMIZER_MESSAGE_BYTES_MIN,
+                    |r| ShardMessage::decode_from(r, &limits),
+                )?)
+            }
             STATUS => RoleRequest::Status,
             CREDITS => RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence: reader.read_u64("first credit sequence")?,
@@ -526,6 +554,10 @@ impl Encode for RoleResponse {
                 out.push(LEDGER_READ);
                 reply.encode_to(out);
             }
+            RoleResponse::AtomizerShard(answers) => {
+                out.push(ATOMIZER_SHARD);
+                put_vec(out, answers);
+            }
         }
     }
 }
@@ -588,6 +620,15 @@ impl RoleResponse {
                 &mut reader,
                 &LedgerReplyLimits::default(),
             )?)),
+            ATOMIZER_SHARD => {
+                let limits = ShardMessageLimits::default();
+                RoleResponse::AtomizerShard(reader.read_vec(
+                    "shard answers",
+                    BATCH_ITEMS_MAX,
+                    SHARD_ANSWER_BYTES_MIN,
+                    |r| ShardAnswer::decode_from(r, &limits),
+                )?)
+            }
             kind => {
                 return Err(DecodeError::UnknownKind {
                     what: "role response",
@@ -657,6 +698,7 @@ mod tests {
             RoleRequest::ArchiveOutcomes(vec![(Txid([1; 32]), true), (Txid([2; 32]), false)]),
             RoleRequest::LedgerRead(LedgerRead::Dispute(Txid([1; 32]), Some(3))),
             RoleRequest::LedgerRead(LedgerRead::Head),
+            RoleRequest::AtomizerShard(atomizer_messages()),
         ];
         for request in requests {
             let bytes = request.encode();
@@ -686,6 +728,7 @@ mod tests {
             RoleResponse::ArchiveBusy,
             RoleResponse::Ledger(Box::new(LedgerReply::Block(None))),
             RoleResponse::Ledger(Box::new(LedgerReply::Failed("a disk".into()))),
+            RoleResponse::AtomizerShard(shard_answers()),
         ];
         for response in responses {
             assert_eq!(RoleResponse::decode(&response.encode()).unwrap(), response);
@@ -703,6 +746,33 @@ mod tests {
         bad_flag.extend_from_slice(&[0; 32]);
         bad_flag.push(2);
         assert!(RoleRequest::decode(&bad_flag).is_err());
+    }
+
+    fn atomizer_messages() -> Vec<ShardMessage> {
+        vec![
+            ShardMessage::Attest(specie_atomizer::AttestRequest {
+                round: 4,
+                ids: vec![UhsId([1; 32]), UhsId([2; 32])],
+            }),
+            ShardMessage::Block(specie_atomizer::ShardBlock {
+                height: 9,
+                spent: vec![UhsId([1; 32])],
+                created: vec![],
+            }),
+        ]
+    }
+
+    fn shard_answers() -> Vec<ShardAnswer> {
+        vec![
+            ShardAnswer::Attested {
+                round: 4,
+                asked: [3; 32],
+                height: 8,
+                present: vec![true, false],
+            },
+            ShardAnswer::Applied { height: 9 },
+            ShardAnswer::Behind { height: 8 },
+        ]
     }
 
     /// A record of an issuer's mint, as a sentinel writes it ahead.

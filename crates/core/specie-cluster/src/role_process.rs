@@ -1,5 +1,5 @@
-//! The processes `specie cluster up` starts: one shard, coordinator, FastPay authority shard,
-//! offline authority, exchange or archiver replica, or one sentinel, each on its own two-thread runtime until it is stopped.
+//! The processes `specie cluster up` starts: one shard, coordinator, atomizer, FastPay authority
+//! shard, offline authority, exchange or archiver replica, or one sentinel, each on its own two-thread runtime until it is stopped.
 
 use std::path::Path;
 
@@ -8,7 +8,10 @@ use crate::authority_replica::AuthorityReplicaError;
 use crate::exchange_replica::{self, ExchangeReplicaError};
 use crate::offline_replica::{self, OfflineReplicaError};
 use crate::sentinel::SentinelError;
-use crate::{authority_replica, coordinator_replica, sentinel, shard_replica, ReplicaError, Topology, TopologyError};
+use crate::{
+    atomizer_replica, authority_replica, coordinator_replica, sentinel, shard_replica, ReplicaError, Topology,
+    TopologyError,
+};
 
 /// Why a role process could not start, or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +55,15 @@ pub fn run_coordinator(cluster: &Path, group: String, replica: u64) -> Result<()
     let topology = Topology::load(cluster)?;
     runtime()?
         .block_on(coordinator_replica::run(topology, group, replica))
+        .map_err(RoleProcessError::Replica)
+}
+
+/// Runs replica `replica` of the atomizer group (the atomizer shape) of the cluster in the file
+/// `cluster`.
+pub fn run_atomizer(cluster: &Path, replica: u64) -> Result<(), RoleProcessError> {
+    let topology = Topology::load(cluster)?;
+    runtime()?
+        .block_on(atomizer_replica::run(topology, replica))
         .map_err(RoleProcessError::Replica)
 }
 

@@ -1,5 +1,6 @@
 //! A sentinel in front of a cluster: validates transactions on all cores (Hamilton §3.5),
-//! forwards the compact ones to a coordinator group, and serves the wallets' HTTP API
+//! forwards the compact ones to a coordinator group (or, in the atomizer shape, to the atomizer
+//! group), and serves the wallets' HTTP API
 //! (docs/api.md) exactly as the embedded node does.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -58,11 +59,12 @@ struct Inner {
     hrp: String,
     issuers_hex: Vec<String>,
     trusted: TrustedKeys,
-    coordinators: Vec<GroupClient>,
+    /// The coordinator groups (2PC), or the atomizer group (the atomizer shape).
+    ordering_groups: Vec<GroupClient>,
     core: CoreUhs,
     /// The archiver group, when the cluster keeps a ledger of record.
     archiver: Option<GroupClient>,
-    next_coordinator: AtomicUsize,
+    next_ordering_group: AtomicUsize,
     request_timeout: Duration,
     /// Signs every submission, so coordinators know a sentinel validated it.
     attestation_key: secp256k1::Keypair,
@@ -106,20 +108,9 @@ impl ClusterBackend {
         let limits = wire_limits(topology);
         let transport = credentials::transport(topology, &Identity::sentinel(name))?;
         let attestation_key = credentials::attestation_key(topology, name)?;
-        let groups = |role: GroupRole, groups: Vec<(&String, &Vec<crate::topology::Replica>)>| {
-            groups
-                .into_iter()
-                .map(|(group, replicas)| GroupClient::new(role, group, replicas, &limits, &transport))
-                .collect::<Result<Vec<_>, InvalidWireLimits>>()
-        };
-        let coordinators = groups(
-            GroupRole::Coordinator,
-            topology
-                .coordinator_groups
-                .iter()
-                .map(|g| (&g.name, &g.replicas))
-                .collect(),
-        )?;
+        let ordering_groups = (topology.ordering_groups().iter())
+            .map(|(role, group, replicas)| GroupClient::new(*role, group, replicas, &limits, &transport))
+            .collect::<Result<Vec<_>, InvalidWireLimits>>()?;
         let archiver = (topology.ledger_of_record.as_ref())
             .map(|ledger| {
                 GroupClient::new(
@@ -142,10 +133,10 @@ impl ClusterBackend {
                 hrp: topology.hrp.clone(),
                 issuers_hex: topology.issuers.clone(),
                 trusted,
-                coordinators,
+                ordering_groups,
                 core: CoreUhs::new(topology, &limits, &transport)?,
                 archiver,
-                next_coordinator: AtomicUsize::new(0),
+                next_ordering_group: AtomicUsize::new(0),
                 request_timeout: Duration::from_millis(topology.limits.request_timeout_ms),
                 attestation_key,
                 endorsement,
@@ -393,8 +384,8 @@ async fn send_submission(
     submission: Submission,
     reply: &CompletionSender,
 ) -> Option<Vec<SubmitOutcome>> {
-    let next = inner.next_coordinator.fetch_add(1, Ordering::Relaxed);
-    let group = &inner.coordinators[next % inner.coordinators.len()];
+    let next = inner.next_ordering_group.fetch_add(1, Ordering::Relaxed);
+    let group = &inner.ordering_groups[next % inner.ordering_groups.len()];
     let txids: Vec<_> = submission.txs.iter().map(|c| c.txid).collect();
     let count = txids.len();
     let submit = RoleRequest::Submit(submission);
@@ -427,9 +418,10 @@ impl Backend for ClusterBackend {
         let deadline = std::time::Instant::now() + timeout;
         let empty = RoleRequest::Submit(Submission::attest(vec![], &self.inner.attestation_key));
         let head = RoleRequest::LedgerRead(LedgerRead::Head);
-        // Every coordinator group, and the archiver group when the cluster keeps a ledger.
-        let waits = (self.inner.coordinators.iter())
-            .map(|group| (group, &empty, "coordinator group"))
+        // Every ordering group (coordinators or the atomizer), and the archiver group when the
+        // cluster keeps a ledger.
+        let waits = (self.inner.ordering_groups.iter())
+            .map(|group| (group, &empty, "ordering group"))
             .chain(self.inner.archiver.iter().map(|group| (group, &head, "archiver group")));
         for (group, request, what) in waits {
             loop {

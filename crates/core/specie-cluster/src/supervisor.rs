@@ -118,6 +118,7 @@ pub fn members(topology_path: &Path, topology: &Topology) -> Vec<Member> {
             GroupRole::Offline => "offline-authority",
             GroupRole::Exchange => "exchange-replica",
             GroupRole::Archiver => "archiver",
+            GroupRole::Atomizer => "atomizer",
         };
         for replica in replicas {
             members.push(Member {
@@ -366,6 +367,13 @@ fn print_where_to_reach(dir: &Path, topology: &Topology) {
             ledger.replicas.len()
         );
     }
+    if let Some(atomizer) = &topology.atomizer {
+        println!(
+            "  shape: atomizer ({} replicas order every transaction into blocks; window {} blocks)",
+            atomizer.replicas.len(),
+            atomizer.window_blocks
+        );
+    }
     println!("wallets:  specie wallet --node http://{first} …");
     println!("demo:     specie demo --cluster {}", dir.display());
     println!("status:   specie cluster status --dir {}", dir.display());
@@ -505,7 +513,37 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
     print_offline_figures(&statuses);
     print_exchange_figures(&statuses);
     print_ledger_figures(&statuses);
+    print_atomizer_figures(&statuses);
     Ok(healthy)
+}
+
+/// The atomizer shape: the atomizer replicas' block height and the height each shard replica
+/// applied; a shard group behind the atomizer's leader is catching up (or stuck: see its log).
+fn print_atomizer_figures(statuses: &[ReplicaStatus]) {
+    let answered: Vec<_> = answered_in(statuses, |_| true)
+        .into_iter()
+        .filter_map(|(status, s)| {
+            let figures = s.get("atomizer").or_else(|| s.get("uhs_shard"))?;
+            Some((status, figures))
+        })
+        .collect();
+    if answered.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "{:<20} {:>7} {:>8} {:>9} {:>12}",
+        "atomizer shape", "replica", "height", "admitted", "shards at it"
+    );
+    for (ReplicaStatus { group, id, .. }, figures) in answered {
+        let show = |v: &serde_json::Value| if v.is_null() { "-".to_string() } else { v.to_string() };
+        println!(
+            "{group:<20} {id:>7} {:>8} {:>9} {:>12}",
+            show(&figures["height"]),
+            show(&figures["admitted"]),
+            show(&figures["shards_caught_up"]),
+        );
+    }
 }
 
 /// The ledger of record as each archiver replica holds it: equal heads at equal heights say the

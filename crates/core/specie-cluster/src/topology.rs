@@ -50,6 +50,10 @@ pub struct Topology {
     /// outcome after; it seals the committed ones into hash-chained blocks. Absent: no ledger.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ledger_of_record: Option<LedgerOfRecordConfig>,
+    /// The atomizer shape (`[atomizer]`, Hamilton §5): one Raft group orders every transaction
+    /// into blocks, and the shard groups apply the blocks; then there are no coordinator groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atomizer: Option<AtomizerGroupConfig>,
     /// Where each replica keeps its log and snapshots: `<data_dir>/<group>-<replica>/`.
     pub data_dir: PathBuf,
     /// The cluster's PKI: `ca.crt` (the CA every process's certificate must chain to) and, per
@@ -415,6 +419,51 @@ pub struct LedgerOfRecordConfig {
 /// The name of the archiver group (certificates, data directories).
 pub const ARCHIVER_GROUP: &str = "archiver";
 
+/// The atomizer group: the one ordering group of the atomizer shape (docs/atomizer-shape.md).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AtomizerGroupConfig {
+    /// Blocks whose ids the atomizer remembers to check attestations against (Hamilton's STXO
+    /// cache); no shard group may lag by more than half of it.
+    #[serde(default = "default_window_blocks")]
+    pub window_blocks: u64,
+    #[serde(default = "default_atomizer_block_transactions_max")]
+    pub block_transactions_max: u32,
+    pub replicas: Vec<Replica>,
+}
+
+/// The name of the atomizer group (certificates, data directories).
+pub const ATOMIZER_GROUP: &str = "atomizer";
+
+fn default_window_blocks() -> u64 {
+    64
+}
+
+fn default_atomizer_block_transactions_max() -> u32 {
+    2000
+}
+
+impl AtomizerGroupConfig {
+    pub fn new(replicas: Vec<Replica>) -> AtomizerGroupConfig {
+        AtomizerGroupConfig {
+            window_blocks: default_window_blocks(),
+            block_transactions_max: default_atomizer_block_transactions_max(),
+            replicas,
+        }
+    }
+
+    fn validate(&self) -> Result<(), InvalidTopology> {
+        let window_blocks_max = specie_atomizer::AtomizerLimits::default().window_blocks_max;
+        if !(4..=window_blocks_max).contains(&self.window_blocks) {
+            return Err(InvalidTopology::Atomizer("window_blocks must be 4 to 4096"));
+        }
+        if !(1..=100_000).contains(&self.block_transactions_max) {
+            return Err(InvalidTopology::Atomizer("block_transactions_max must be 1 to 100000"));
+        }
+        Ok(())
+    }
+}
+
 fn default_seal_interval_ms() -> u64 {
     200
 }
@@ -690,8 +739,12 @@ pub enum TopologyError {
 pub enum InvalidTopology {
     #[error("format_version {found} is not supported (expected {})", FORMAT_VERSION)]
     UnsupportedFormat { found: u32 },
-    #[error("a cluster needs at least one shard group, one coordinator group and one sentinel")]
+    #[error("a cluster needs at least one shard group, one sentinel, and either coordinator groups (2PC) or an [atomizer] group")]
     MissingRole,
+    #[error("a cluster runs one shape: coordinator groups (2PC) or an [atomizer] group, not both")]
+    TwoShapes,
+    #[error("atomizer: {0}")]
+    Atomizer(&'static str),
     #[error("shard group ranges: {0}")]
     ShardRanges(#[source] ShardRangeError),
     #[error("issuer '{issuer}' is not a 32-byte x-only public key in hex")]
@@ -837,6 +890,9 @@ pub struct Shape {
     pub endorsement_threshold: Option<u16>,
     /// Replicas of the archiver group keeping the ledger of record (0: no ledger).
     pub ledger_replicas: usize,
+    /// Replicas of the atomizer group, for the atomizer shape (0: the 2PC shape, with
+    /// `coordinator_groups`).
+    pub atomizer_replicas: usize,
 }
 
 /// The shape of the exchange group `specie cluster up --exchange` creates.
@@ -881,6 +937,7 @@ impl Default for Shape {
             exchange: None,
             endorsement_threshold: None,
             ledger_replicas: 0,
+            atomizer_replicas: 0,
         }
     }
 }
@@ -966,7 +1023,12 @@ impl Topology {
                 replicas: ports.replicas(shape.replicas),
             })
             .collect();
-        let coordinator_groups = (0..shape.coordinator_groups)
+        let coordinator_count = if shape.atomizer_replicas > 0 {
+            0
+        } else {
+            shape.coordinator_groups
+        };
+        let coordinator_groups = (0..coordinator_count)
             .map(|i| ReplicaGroup {
                 name: format!("coordinator-{i}"),
                 replicas: ports.replicas(shape.replicas),
@@ -1016,6 +1078,8 @@ impl Topology {
         });
         let ledger_of_record =
             (shape.ledger_replicas > 0).then(|| LedgerOfRecordConfig::new(ports.replicas(shape.ledger_replicas)));
+        let atomizer =
+            (shape.atomizer_replicas > 0).then(|| AtomizerGroupConfig::new(ports.replicas(shape.atomizer_replicas)));
         let topology = Topology {
             format_version: FORMAT_VERSION,
             hrp: hrp.into(),
@@ -1029,6 +1093,7 @@ impl Topology {
                 group_key: None,
             }),
             ledger_of_record,
+            atomizer,
             data_dir: dir.join("data"),
             pki_dir: dir.join("pki"),
             transport: TransportMode::default(),
@@ -1056,6 +1121,14 @@ impl Topology {
             role: GroupRole::Coordinator,
             name: name.to_string(),
         })
+    }
+
+    /// The groups a sentinel submits to: the coordinator groups (2PC), or the atomizer group.
+    pub fn ordering_groups(&self) -> Vec<(GroupRole, String, Vec<Replica>)> {
+        self.replica_groups()
+            .into_iter()
+            .filter(|(role, _, _)| matches!(role, GroupRole::Coordinator | GroupRole::Atomizer))
+            .collect()
     }
 
     /// Every authority shard group of the committee this cluster runs (none if it runs none).
@@ -1094,6 +1167,11 @@ impl Topology {
             self.ledger_of_record
                 .iter()
                 .map(|l| (GroupRole::Archiver, ARCHIVER_GROUP.to_string(), l.replicas.clone())),
+        );
+        groups.extend(
+            self.atomizer
+                .iter()
+                .map(|a| (GroupRole::Atomizer, ATOMIZER_GROUP.to_string(), a.replicas.clone())),
         );
         groups
     }
@@ -1162,8 +1240,12 @@ impl Topology {
                 found: self.format_version,
             });
         }
-        if self.shard_groups.is_empty() || self.coordinator_groups.is_empty() || self.sentinels.is_empty() {
+        let ordering = (!self.coordinator_groups.is_empty(), self.atomizer.is_some());
+        if self.shard_groups.is_empty() || ordering == (false, false) || self.sentinels.is_empty() {
             return Err(InvalidTopology::MissingRole);
+        }
+        if ordering == (true, true) {
+            return Err(InvalidTopology::TwoShapes);
         }
         ShardRange::check_cover(&self.shard_ranges()).map_err(InvalidTopology::ShardRanges)?;
         if let Some(issuer) = self.issuers.iter().find(|issuer| xonly_hex(issuer).is_none()) {
@@ -1189,6 +1271,9 @@ impl Topology {
         }
         if let Some(ledger) = &self.ledger_of_record {
             ledger.validate()?;
+        }
+        if let Some(atomizer) = &self.atomizer {
+            atomizer.validate()?;
         }
         if let Some(sentinel) = self.sentinels.iter().find(|s| xonly_hex(&s.attestation_key).is_none()) {
             return Err(InvalidTopology::BadAttestationKey {
