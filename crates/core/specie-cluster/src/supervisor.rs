@@ -524,7 +524,7 @@ fn print_atomizer_figures(statuses: &[ReplicaStatus]) {
         .into_iter()
         .filter_map(|(status, s)| {
             let figures = s.get("atomizer").or_else(|| s.get("uhs_shard"))?;
-            Some((status, figures))
+            Some((status, s["role"] == "leader", figures))
         })
         .collect();
     if answered.is_empty() {
@@ -535,13 +535,16 @@ fn print_atomizer_figures(statuses: &[ReplicaStatus]) {
         "{:<20} {:>7} {:>8} {:>9} {:>12}",
         "atomizer shape", "replica", "height", "admitted", "shards at it"
     );
-    for (ReplicaStatus { group, id, .. }, figures) in answered {
+    for (ReplicaStatus { group, id, .. }, leads, figures) in answered {
         let show = |v: &serde_json::Value| if v.is_null() { "-".to_string() } else { v.to_string() };
+        // Only the atomizer's leader tracks the shards and admits transactions.
+        let (admitted, caught_up) = match leads {
+            true => (show(&figures["admitted"]), show(&figures["shards_caught_up"])),
+            false => ("-".to_string(), "-".to_string()),
+        };
         println!(
-            "{group:<20} {id:>7} {:>8} {:>9} {:>12}",
+            "{group:<20} {id:>7} {:>8} {admitted:>9} {caught_up:>12}",
             show(&figures["height"]),
-            show(&figures["admitted"]),
-            show(&figures["shards_caught_up"]),
         );
     }
 }
@@ -563,12 +566,12 @@ fn print_ledger_figures(statuses: &[ReplicaStatus]) {
         let short = |v: &serde_json::Value| v.as_str().map_or("-".to_string(), |h| h.chars().take(16).collect());
         println!(
             "{group:<10} {id:>7} {:>8} {:<16} {:>10} {:<16} {:>8} {:>9}",
-            ledger["height"],
+            ledger["height"].to_string(),
             short(&ledger["head"]),
-            ledger["uhs_ids"],
+            ledger["uhs_ids"].to_string(),
             short(&ledger["uhs_digest"]),
-            ledger["waiting"],
-            ledger["undecided"],
+            ledger["waiting"].to_string(),
+            ledger["undecided"].to_string(),
         );
     }
 }
