@@ -1563,6 +1563,57 @@ mod tests {
         assert!(matches!(twice.validate(), Err(InvalidTopology::AddressTwice { .. })));
     }
 
+    /// One shape at a time: an `[atomizer]` group replaces the coordinator groups, survives the
+    /// file, is validated, and is what sentinels submit to.
+    #[test]
+    fn an_atomizer_section_replaces_the_coordinators_and_is_validated() {
+        let local = local_for_tests(Shape {
+            atomizer_replicas: 3,
+            ..Shape::default()
+        });
+        let atomizer = local.atomizer.clone().unwrap();
+        assert_eq!((atomizer.replicas.len(), atomizer.window_blocks), (3, 64));
+        assert!(local.coordinator_groups.is_empty());
+        assert_eq!(toml::from_str::<Topology>(&local.to_toml()).unwrap(), local);
+        let ordering = local.ordering_groups();
+        assert_eq!(ordering.len(), 1);
+        assert_eq!(
+            (ordering[0].0, ordering[0].1.as_str()),
+            (GroupRole::Atomizer, ATOMIZER_GROUP)
+        );
+        let both = Topology {
+            coordinator_groups: local_for_tests(Shape::default()).coordinator_groups,
+            ..local.clone()
+        };
+        assert!(matches!(both.validate(), Err(InvalidTopology::TwoShapes)));
+        let neither = Topology {
+            atomizer: None,
+            ..local.clone()
+        };
+        assert!(matches!(neither.validate(), Err(InvalidTopology::MissingRole)));
+        for (broken, field) in [
+            (3, 2000, "window_blocks"),
+            (4097, 2000, "window_blocks"),
+            (64, 0, "block_transactions_max"),
+            (64, 100_001, "block_transactions_max"),
+        ]
+        .map(|(window_blocks, block_transactions_max, field)| {
+            let config = AtomizerGroupConfig {
+                window_blocks,
+                block_transactions_max,
+                ..atomizer.clone()
+            };
+            (config, field)
+        }) {
+            let topology = Topology {
+                atomizer: Some(broken),
+                ..local.clone()
+            };
+            let error = topology.validate().unwrap_err().to_string();
+            assert!(error.contains(field), "{error}");
+        }
+    }
+
     #[test]
     fn an_endorsement_section_is_validated_before_anything_starts() {
         let shape = Shape {

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use specie_archiver::{
     Archiver, ArchiverCommand, ArchiverConfig, ArchiverStateError, LedgerHead, LedgerRead, LedgerReply, Record,
 };
+use specie_atomizer::{attested_ids_digest, AttestRequest, ShardAnswer, ShardBlock, ShardMessage};
 use specie_authority::{Credit, Message as AuthorityMessage};
 use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission, SubmitOutcome};
 use specie_codec::{Decode, Encode};
@@ -65,6 +66,7 @@ impl Message {
                 RoleRequest::ArchiveWrite(_) => "role-archive-write-request",
                 RoleRequest::ArchiveOutcomes(_) => "role-archive-outcomes-request",
                 RoleRequest::LedgerRead(_) => "role-ledger-read-request",
+                RoleRequest::AtomizerShard(_) => "role-atomizer-shard-request",
                 RoleRequest::Status => "role-status-request",
                 RoleRequest::Authority(AuthorityMessage::Credits { .. }) => "role-credits-request",
                 RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => "role-credit-ack-request",
@@ -82,6 +84,7 @@ impl Message {
                 RoleResponse::Endorser(_) => "role-endorser-response",
                 RoleResponse::ArchiveBusy => "role-archive-busy-response",
                 RoleResponse::Ledger(_) => "role-ledger-response",
+                RoleResponse::AtomizerShard(_) => "role-atomizer-shard-response",
             },
             Message::Shard(request) => match request {
                 ShardRequest::Prepare { .. } => "shard-prepare",
@@ -375,6 +378,28 @@ fn messages(doc: &BTreeMap<String, Vec<u8>>) -> Vec<Message> {
         ))),
         Message::Response(RoleResponse::ArchiveBusy),
         Message::Response(RoleResponse::Ledger(Box::new(LedgerReply::Head(ledger_head())))),
+        // The atomizer shape's (§5.2, §5.3): a round to shard 0 of 2, which owns the ids of
+        // alice's payment to bob below 0x80 (the two it creates), and its answers.
+        Message::Request(RoleRequest::AtomizerShard(vec![
+            ShardMessage::Attest(AttestRequest {
+                round: 1,
+                ids: vec![bob_60(), alice_40()],
+            }),
+            ShardMessage::Block(ShardBlock {
+                height: 2,
+                spent: vec![],
+                created: vec![bob_60(), alice_40()],
+            }),
+        ])),
+        Message::Response(RoleResponse::AtomizerShard(vec![
+            ShardAnswer::Attested {
+                round: 1,
+                asked: attested_ids_digest(&[bob_60(), alice_40()]),
+                height: 1,
+                present: vec![false, false],
+            },
+            ShardAnswer::Applied { height: 2 },
+        ])),
     ]
     .into_iter()
     .chain(archiver_commands().into_iter().map(Message::Archiver))
