@@ -781,6 +781,7 @@ fn the_atomizer_shape_orders_the_demo_through_a_leader_kill_and_replays_to_the_u
     let summary = finish_demo(demo);
     assert_audit(&summary);
     assert_eq!(summary["ledger_of_record_replays_to_uhs"], true, "{summary}");
+    assert_eq!(summary["shape"], "atomizer", "{summary}");
     // The killed replica comes back, and every replica of every group reaches the same height.
     up();
     let heights = atomizer_shape_caught_up(&dir);

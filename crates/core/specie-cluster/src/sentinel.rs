@@ -59,6 +59,8 @@ struct Inner {
     hrp: String,
     issuers_hex: Vec<String>,
     trusted: TrustedKeys,
+    /// `2pc` or `atomizer`: how the cluster's core orders transactions.
+    shape: &'static str,
     /// The coordinator groups (2PC), or the atomizer group (the atomizer shape).
     ordering_groups: Vec<GroupClient>,
     core: CoreUhs,
@@ -133,6 +135,7 @@ impl ClusterBackend {
                 hrp: topology.hrp.clone(),
                 issuers_hex: topology.issuers.clone(),
                 trusted,
+                shape: topology.shape_name(),
                 ordering_groups,
                 core: CoreUhs::new(topology, &limits, &transport)?,
                 archiver,
@@ -498,8 +501,7 @@ impl Backend for ClusterBackend {
                 .collect(),
             active_auditors: self.inner.trusted.active_auditors.iter().map(hex::encode).collect(),
             endorsement_group_key: (self.inner.endorsement.as_ref()).map(|group| hex::encode(group.group_key().0)),
-            // The cluster runs two-phase commit; the atomizer shape is embedded only for now.
-            shape: "2pc",
+            shape: self.inner.shape,
         })
     }
 

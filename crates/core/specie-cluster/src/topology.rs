@@ -1123,6 +1123,15 @@ impl Topology {
         })
     }
 
+    /// How the core orders transactions: `2pc` or `atomizer` (as `cluster up --shape` takes it).
+    pub fn shape_name(&self) -> &'static str {
+        if self.atomizer.is_some() {
+            "atomizer"
+        } else {
+            "2pc"
+        }
+    }
+
     /// The groups a sentinel submits to: the coordinator groups (2PC), or the atomizer group.
     pub fn ordering_groups(&self) -> Vec<(GroupRole, String, Vec<Replica>)> {
         self.replica_groups()

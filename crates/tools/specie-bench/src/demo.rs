@@ -124,9 +124,10 @@ pub fn run(args: &DemoOptions) -> BenchResult<ExitCode> {
                 .step("cannot reach the cluster")?;
             let replicas = topology.shard_groups[0].replicas.len();
             let label = format!(
-                "cluster {} ({} shard groups × {replicas} replicas)",
+                "cluster {} ({} shard groups × {replicas} replicas, {} shape)",
                 dir.display(),
-                topology.shard_groups.len()
+                topology.shard_groups.len(),
+                topology.shape_name()
             );
             run_with(args, &backend, issuer, rng, &label, || {})
         }

@@ -646,6 +646,7 @@ pub(crate) fn cluster_json(dir: &Path, topology: &Topology) -> serde_json::Value
         "dir": dir.display().to_string(),
         "shard_groups": topology.shard_groups.len(),
         "coordinator_groups": topology.coordinator_groups.len(),
+        "shape": topology.shape_name(),
         "replicas": topology.shard_groups.first().map_or(0, |g| g.replicas.len()),
     })
 }

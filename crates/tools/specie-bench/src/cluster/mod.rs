@@ -174,16 +174,17 @@ pub fn run(args: ClusterBenchOptions) -> BenchResult<ExitCode> {
 }
 
 pub(crate) fn shape_text(topology: &Topology) -> String {
+    let ordering = match topology.atomizer {
+        Some(_) => "an atomizer group".to_string(),
+        None => match topology.coordinator_groups.len() {
+            1 => "1 coordinator group".to_string(),
+            n => format!("{n} coordinator groups"),
+        },
+    };
     format!(
-        "{} shard group{}, {} coordinator group{}, {} replicas each",
+        "{} shard group{}, {ordering}, {} replicas each",
         topology.shard_groups.len(),
         if topology.shard_groups.len() == 1 { "" } else { "s" },
-        topology.coordinator_groups.len(),
-        if topology.coordinator_groups.len() == 1 {
-            ""
-        } else {
-            "s"
-        },
         topology.shard_groups.first().map_or(0, |g| g.replicas.len())
     )
 }
