@@ -117,7 +117,7 @@ impl Decode for ShardMessage {
     }
 
     fn encoded_bytes_max(limits: &ShardMessageLimits) -> usize {
-        let attest = 17usize.saturating_add((limits.attest_ids_max as usize).saturating_mul(UHS_ID_BYTES));
+        let attest = 16usize.saturating_add((limits.attest_ids_max as usize).saturating_mul(UHS_ID_BYTES));
         1 + attest.max(ShardBlock::encoded_bytes_max(&limits.block))
     }
 }
