@@ -1,11 +1,13 @@
-//! Deterministic simulation of the whole online core as deployed: shard groups and a coordinator
+//! Deterministic simulation of the whole online core as deployed: shard groups and an ordering
 //! group, each a Raft group of real `specie-raft` replicas running the roles exactly as the
-//! cluster's processes do (`specie-cluster`'s shard and coordinator state machines, the
-//! coordinator's leader engine with its resume-on-failover, the shards' request handling), on
-//! the seeded single-threaded runtime of [`crate::replication`]. Only the sockets are replaced:
-//! Raft messages, coordinator → shard calls and client submissions cross simulated links that
-//! drop, duplicate, delay and reorder. Replicas of every group crash and restart, leaders
-//! especially; sometimes a whole group restarts at once; replicas are cut off from their peers.
+//! cluster's processes do (`specie-cluster`'s ordering and shard replicas, the ordering role's
+//! leader engine with its resume-on-failover, the shards' request handling), on the seeded
+//! single-threaded runtime of [`crate::replication`], in either shape of the core
+//! ([`ClusterShape`]): a coordinator group over 2PC shard groups, or an atomizer group over UHS
+//! shard groups. Only the sockets are replaced: Raft messages, ordering group → shard calls and
+//! client submissions cross simulated links that drop, duplicate, delay and reorder. Replicas of
+//! every group crash and restart, leaders especially; sometimes a whole group restarts at once;
+//! replicas are cut off from their peers.
 //!
 //! The workload is specie-workload's compact ledger, shared with the 2PC world: mints, swaps of
 //! known unspent ids, replays of spent ids, inputs that never existed and conflicting pairs (here
@@ -17,13 +19,15 @@
 //! - a transaction whose inputs the ledger vouches for is never refused as "input missing" (a
 //!   confirmed output never vanishes), and no fresh output "already exists";
 //!
-//! and once faults stop and the cluster settles (every submission answered, no dtxn active at
-//! the coordinator, no lock held, every replica equal to its leader):
+//! and once faults stop and the cluster settles (every submission answered; no dtxn active at
+//! the coordinator and no lock held, or nothing admitted at the atomizer and every shard holding
+//! its last block; every replica equal to its leader):
 //! - every transaction answered `unknown` applied all or nothing, and not beside a confirmed
 //!   transaction that spent one of its inputs (its inputs are never planned again);
 //! - every confirmed transaction's inputs are gone, and every id in the UHS is one the ledger
 //!   created;
-//! - the values in the UHS add up to exactly what the applied mints created.
+//! - the values in the UHS add up to exactly what the applied mints created;
+//! - the UHS holds exactly the ids the applied transactions left unspent.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -33,17 +37,17 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use specie_cluster::coordinator_replica::{
-    coordinator_machine, shard_answers, Admission, CoordinatorReplica, ShardCallError, ShardGroupCall, ShardGroups,
-};
+use specie_atomizer::{Atomizer, AtomizerConfig};
+use specie_cluster::coordinator_replica::{Admission, ShardCallError, ShardGroupCall, ShardGroups};
+use specie_cluster::ordering_replica::OrderingReplica;
 use specie_cluster::protocol::{self, RoleRequest, RoleResponse, SubmitOutcome};
-use specie_cluster::shard_replica::{shard_machine, ShardReplica};
+use specie_cluster::shard_replica::ShardReplica;
 use specie_cluster::{Caller, Hosted, Identity};
-use specie_coordinator::CoordinatorConfig;
+use specie_coordinator::{Coordinator, CoordinatorConfig};
 use specie_faultnet::FaultNetwork;
 use specie_host::HostStopped;
 use specie_raft::{NodeId, Replica, ReplicaConfig, ReplicatedStateMachine};
-use specie_shard::{ShardRange, ShardRequest, Vote};
+use specie_shard::{ShardRange, Vote};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{CompactTransaction, UhsId};
@@ -52,6 +56,30 @@ use tokio::task::JoinHandle;
 
 use crate::replication::{run_seeded, sim_replica_config, ReplicationFaults};
 use crate::world::Violation;
+
+mod shape;
+
+use shape::SimShape;
+
+/// Which shape of the core the cluster world deploys.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClusterShape {
+    /// Two-phase commit: a coordinator group over shard groups of `specie_shard::Shard`.
+    TwoPhaseCommit,
+    /// Hamilton's atomizer: an atomizer group over shard groups of `specie_atomizer::UhsShard`.
+    Atomizer(AtomizerShape),
+}
+
+/// The atomizer's limits in the atomizer shape: small, so that attestations go stale, blocks
+/// wait for lagging shards and submissions meet a full queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AtomizerShape {
+    pub window_blocks: u64,
+    pub block_transactions_max: usize,
+    pub queue_transactions_max: usize,
+    pub attest_tries_max: u32,
+    pub resend_after_ms: u64,
+}
 
 #[derive(Clone, Debug)]
 pub struct ClusterOptions {
@@ -66,6 +94,7 @@ pub struct ClusterOptions {
     pub faults: ReplicationFaults,
     pub mix: CompactMix,
     pub settle_ms_max: u64,
+    pub shape: ClusterShape,
 }
 
 impl ClusterOptions {
@@ -96,6 +125,24 @@ impl ClusterOptions {
                 unknown_input_per_mille: 20,
             },
             settle_ms_max: 60_000,
+            shape: ClusterShape::TwoPhaseCommit,
+        }
+    }
+
+    /// The atomizer shape under the faults and workload of 2PC's seed `seed`, its limits drawn
+    /// apart so that 2PC's seeds run as they always did.
+    pub fn atomizer_from_seed(seed: u64) -> ClusterOptions {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0xA70_C105);
+        let shape = AtomizerShape {
+            window_blocks: rng.gen_range(4..=16),
+            block_transactions_max: rng.gen_range(1..=8),
+            queue_transactions_max: rng.gen_range(16..=64),
+            attest_tries_max: rng.gen_range(0..=3),
+            resend_after_ms: rng.gen_range(100..=400),
+        };
+        ClusterOptions {
+            shape: ClusterShape::Atomizer(shape),
+            ..ClusterOptions::from_seed(seed)
         }
     }
 }
@@ -117,31 +164,34 @@ pub struct ClusterReport {
     pub messages_duplicated: u64,
     /// Elections after the first, summed over groups.
     pub elections: u64,
+    /// The atomizer's height once at rest (the atomizer shape only).
+    pub blocks: u64,
     pub trace_digest: [u8; 32],
 }
 
-/// Where a group's replicas live: the shard groups first, then the coordinator group.
+/// Where a group's replicas live: the shard groups first, then the ordering group.
 type GroupIndex = usize;
 
-/// The running replicas of every shard group, shared with the coordinators' [`SimShards`].
-type RunningShards = Arc<Mutex<Vec<BTreeMap<NodeId, Arc<ShardReplica>>>>>;
+/// The running replicas of every shard group, shared with the ordering replicas' [`SimShards`].
+type RunningShards<R> = Arc<Mutex<Vec<BTreeMap<NodeId, Arc<ShardReplica<<R as SimShape>::Shard>>>>>>;
 
 /// The simulated clients submit as this sentinel, attesting every submission with its key.
 const SENTINEL: &str = "sim-sentinel";
 
-/// Shard batches come from the coordinator group, as the authorisation table requires.
-fn coordinator() -> Caller {
-    Some(Arc::new(Identity::coordinator("coordinator", 1)))
+/// Shard rounds come from the ordering group, as the authorisation table requires.
+fn ordering_caller<R: SimShape>() -> Caller {
+    Some(Arc::new(R::identity()))
 }
 
-struct SimShards {
-    running: RunningShards,
+struct SimShards<R: SimShape> {
+    running: RunningShards<R>,
     network: FaultNetwork,
 }
 
-impl ShardGroups for SimShards {
-    fn call(&self, shard: usize, requests: Vec<ShardRequest>) -> ShardGroupCall {
+impl<R: SimShape> ShardGroups<R> for SimShards<R> {
+    fn call(&self, shard: usize, messages: Vec<R::Message>) -> ShardGroupCall<R::Answer> {
         let (running, network) = (self.running.clone(), self.network.clone());
+        let request = R::request(messages);
         Box::pin(async move {
             let there = network.fate();
             there.in_transit().await;
@@ -152,19 +202,19 @@ impl ShardGroups for SimShards {
             let leader = running.lock()[shard].values().find(|s| s.hosted.is_leader()).cloned();
             let leader = leader.ok_or(ShardCallError::NoLeader)?;
             if let Some(after) = there.duplicate_after {
-                let (leader, requests) = (leader.clone(), requests.clone());
+                let (leader, request) = (leader.clone(), request.clone());
                 tokio::spawn(async move {
                     tokio::time::sleep(after).await;
-                    let _ = leader.serve(coordinator(), RoleRequest::ShardBatch(requests)).await;
+                    let _ = leader.serve(ordering_caller::<R>(), request).await;
                 });
             }
-            let response = leader.serve(coordinator(), RoleRequest::ShardBatch(requests)).await?;
+            let response = leader.serve(ordering_caller::<R>(), request).await?;
             let back = network.fate();
             back.in_transit().await;
             if back.dropped {
                 return Err(ShardCallError::Lost);
             }
-            shard_answers(response)
+            R::answers(response)
         })
     }
 }
@@ -184,13 +234,16 @@ struct Submission {
     answers: Vec<Answer>,
 }
 
-struct Coordinator {
-    replica: Arc<CoordinatorReplica>,
+/// A running replica of the ordering group.
+struct Orderer<R: SimShape> {
+    replica: Arc<OrderingReplica<R>>,
     host: JoinHandle<Result<(), HostStopped>>,
 }
 
-struct World {
+struct World<R: SimShape> {
     options: ClusterOptions,
+    /// What every replica of the ordering group starts from.
+    ordering: R::Config,
     rng: StdRng,
     /// The key the simulated sentinel attests submissions with.
     sentinel: secp256k1::Keypair,
@@ -201,8 +254,8 @@ struct World {
     /// One Raft network per group, and one for role calls.
     networks: Vec<FaultNetwork>,
     roles: FaultNetwork,
-    shards: RunningShards,
-    coordinators: BTreeMap<NodeId, Coordinator>,
+    shards: RunningShards<R>,
+    orderers: BTreeMap<NodeId, Orderer<R>>,
     /// The shard replicas' host tasks, to stop with their replicas.
     shard_hosts: BTreeMap<(GroupIndex, NodeId), JoinHandle<Result<(), HostStopped>>>,
     answers_tx: tokio::sync::mpsc::UnboundedSender<Submission>,
@@ -220,22 +273,51 @@ struct World {
     report: ClusterReport,
 }
 
-/// Runs one seed of the cluster world. Returns the first invariant violated, if any.
+/// Runs one seed of the cluster world, in the shape `options` name. Returns the first invariant
+/// violated, if any.
 pub fn run_cluster(options: ClusterOptions) -> Result<ClusterReport, Violation> {
+    let ranges = ShardRange::partition(options.shard_groups).expect("1 to 3 shard groups");
+    match options.shape.clone() {
+        ClusterShape::TwoPhaseCommit => {
+            let mut config = CoordinatorConfig::with_shards(ranges.clone());
+            config.batch_transactions_max = 16;
+            config.retry_timeout_ms = 400;
+            run_shape::<Coordinator>(options, ranges, config)
+        }
+        ClusterShape::Atomizer(shape) => {
+            let config = AtomizerConfig {
+                window_blocks: shape.window_blocks,
+                block_transactions_max: shape.block_transactions_max,
+                queue_transactions_max: shape.queue_transactions_max,
+                attest_tries_max: shape.attest_tries_max,
+                resend_after_ms: shape.resend_after_ms,
+                ..AtomizerConfig::with_shards(ranges.clone())
+            };
+            run_shape::<Atomizer>(options, ranges, config)
+        }
+    }
+}
+
+fn run_shape<R: SimShape>(
+    options: ClusterOptions,
+    ranges: Vec<ShardRange>,
+    ordering: R::Config,
+) -> Result<ClusterReport, Violation> {
     run_seeded(options.seed, "specie-sim-cluster-", |root| async move {
-        World::new(options, root).run().await
+        World::<R>::new(options, ranges, ordering, root).run().await
     })
 }
 
-impl World {
-    fn new(options: ClusterOptions, root: PathBuf) -> World {
+impl<R: SimShape> World<R> {
+    fn new(options: ClusterOptions, ranges: Vec<ShardRange>, ordering: R::Config, root: PathBuf) -> World<R> {
         let groups = options.shard_groups + 1;
         let (answers_tx, answers) = tokio::sync::mpsc::unbounded_channel();
         World {
             rng: StdRng::seed_from_u64(options.seed),
             sentinel: keypair_from_secret(&[0x5e; 32]).expect("a valid secret key"),
             config: sim_replica_config(options.snapshot_every_entries),
-            ranges: ShardRange::partition(options.shard_groups).expect("1 to 3 shard groups"),
+            ordering,
+            ranges,
             members: (1..=options.replicas).collect(),
             root,
             networks: (0..groups)
@@ -243,7 +325,7 @@ impl World {
                 .collect(),
             roles: FaultNetwork::new(options.seed ^ 0x524F_4C45, options.faults.link()),
             shards: Arc::new(Mutex::new(vec![BTreeMap::new(); options.shard_groups])),
-            coordinators: BTreeMap::new(),
+            orderers: BTreeMap::new(),
             shard_hosts: BTreeMap::new(),
             answers_tx,
             answers,
@@ -262,7 +344,7 @@ impl World {
         }
     }
 
-    fn coordinator_group(&self) -> GroupIndex {
+    fn ordering_group(&self) -> GroupIndex {
         self.options.shard_groups
     }
 
@@ -270,7 +352,7 @@ impl World {
         Violation {
             seed: self.options.seed,
             step: self.step,
-            message: format!("cluster: {message}"),
+            message: format!("{}: {message}", R::WORLD),
         }
     }
 
@@ -286,18 +368,18 @@ impl World {
     }
 
     fn running(&self, group: GroupIndex) -> Vec<NodeId> {
-        if group == self.coordinator_group() {
-            self.coordinators.keys().copied().collect()
+        if group == self.ordering_group() {
+            self.orderers.keys().copied().collect()
         } else {
             self.shards.lock()[group].keys().copied().collect()
         }
     }
 
     fn leader(&self, group: GroupIndex) -> Option<NodeId> {
-        if group == self.coordinator_group() {
-            self.coordinators
+        if group == self.ordering_group() {
+            self.orderers
                 .iter()
-                .find(|(_, c)| c.replica.hosted.is_leader())
+                .find(|(_, o)| o.replica.hosted.is_leader())
                 .map(|(&id, _)| id)
         } else {
             self.shards.lock()[group]
@@ -330,21 +412,18 @@ impl World {
     }
 
     async fn start(&mut self, group: GroupIndex, id: NodeId) -> Result<(), Violation> {
-        if group == self.coordinator_group() {
-            let mut config = CoordinatorConfig::with_shards(self.ranges.clone());
-            config.batch_transactions_max = 16;
-            config.retry_timeout_ms = 400;
-            let replica = self.open(group, id, coordinator_machine(config)).await?;
-            let hosted = Arc::new(Hosted::new("coordinator", replica));
+        if group == self.ordering_group() {
+            let replica = self.open(group, id, R::machine(self.ordering.clone())).await?;
+            let hosted = Arc::new(Hosted::new(R::GROUP, replica));
             let sentinel_keys = [(SENTINEL.to_string(), xonly_bytes(&self.sentinel))].into();
-            let shards: Arc<dyn ShardGroups> = Arc::new(SimShards {
+            let shards: Arc<dyn ShardGroups<R>> = Arc::new(SimShards::<R> {
                 running: self.shards.clone(),
                 network: self.roles.clone(),
             });
-            let (replica, host) = CoordinatorReplica::start(hosted, shards, Admission::attested(sentinel_keys));
-            self.coordinators.insert(id, Coordinator { replica, host });
+            let (replica, host) = OrderingReplica::start(hosted, shards, Admission::attested(sentinel_keys));
+            self.orderers.insert(id, Orderer { replica, host });
         } else {
-            let replica = self.open(group, id, shard_machine(self.ranges[group])).await?;
+            let replica = self.open(group, id, R::shard_machine(self.ranges[group])).await?;
             let hosted = Arc::new(Hosted::new(format!("shard-{group}"), replica));
             let (shard, host) = ShardReplica::start(hosted);
             self.shards.lock()[group].insert(id, shard);
@@ -356,10 +435,10 @@ impl World {
 
     async fn crash(&mut self, group: GroupIndex, id: NodeId) {
         self.networks[group].unregister(id);
-        if group == self.coordinator_group() {
-            if let Some(coordinator) = self.coordinators.remove(&id) {
-                coordinator.host.abort();
-                coordinator.replica.hosted.replica.shutdown().await;
+        if group == self.ordering_group() {
+            if let Some(orderer) = self.orderers.remove(&id) {
+                orderer.host.abort();
+                orderer.replica.hosted.replica.shutdown().await;
             }
         } else {
             let shard = self.shards.lock()[group].remove(&id);
@@ -387,7 +466,7 @@ impl World {
         planned
     }
 
-    /// Sends a few transactions to whichever coordinator replica reports leading.
+    /// Sends a few transactions to whichever ordering replica reports leading.
     fn submit(&mut self) {
         let sent = self.plan_submission();
         let number = self.next_submission;
@@ -396,21 +475,21 @@ impl World {
         self.record("submit", &[number, sent.len() as u64]);
         let txs: Vec<CompactTransaction> = sent.iter().map(|s| s.tx.clone()).collect();
         self.in_flight.insert(number, sent);
-        let target = match self.leader(self.coordinator_group()) {
+        let target = match self.leader(self.ordering_group()) {
             Some(id) => Some(id),
             None => {
-                let ids = self.running(self.coordinator_group());
+                let ids = self.running(self.ordering_group());
                 (!ids.is_empty()).then(|| ids[self.rng.gen_range(0..ids.len())])
             }
         };
-        let target = target.map(|id| self.coordinators[&id].replica.clone());
+        let target = target.map(|id| self.orderers[&id].replica.clone());
         let (network, answers) = (self.roles.clone(), self.answers_tx.clone());
         let count = txs.len();
         let submission = protocol::Submission::attest(txs, &self.sentinel);
         tokio::spawn(async move {
             let unknown = || vec![Answer::Unknown; count];
             let result = async {
-                let Some(coordinator) = target else {
+                let Some(orderer) = target else {
                     return vec![Answer::NotApplied; count];
                 };
                 let there = network.fate();
@@ -420,7 +499,7 @@ impl World {
                     return unknown();
                 }
                 let sentinel = Some(Arc::new(Identity::sentinel(SENTINEL)));
-                let serve = coordinator.serve(sentinel, RoleRequest::Submit(submission));
+                let serve = orderer.serve(sentinel, RoleRequest::Submit(submission));
                 let response = tokio::time::timeout(Duration::from_secs(10), serve).await;
                 let back = network.fate();
                 back.in_transit().await;
@@ -475,7 +554,9 @@ impl World {
                                 hex::encode(&tx.txid.0[..8])
                             )));
                         }
-                        if vote == Vote::OutputExists && !tx.spent.is_empty() {
+                        // The ledger's outputs are fresh, a mint's as much as a swap's: without this,
+                        // a shard that refused every mint would pass, having nothing to spend.
+                        if vote == Vote::OutputExists {
                             return Err(self.violation(format!(
                                 "transaction {} refused because a fresh output already exists",
                                 hex::encode(&tx.txid.0[..8])
@@ -510,7 +591,7 @@ impl World {
     async fn step(&mut self) -> Result<(), Violation> {
         let faults = self.options.faults.clone();
         let quorum = self.members.len() / 2 + 1;
-        for group in 0..=self.coordinator_group() {
+        for group in 0..=self.ordering_group() {
             if roll(&mut self.rng, faults.full_restart_per_mille) {
                 for id in self.running(group) {
                     self.crash(group, id).await;
@@ -554,11 +635,11 @@ impl World {
     /// Folds every replica's role, term and applied index into the trace.
     fn observe(&mut self) {
         let mut seen = vec![];
-        for group in 0..=self.coordinator_group() {
-            let metrics: Vec<_> = if group == self.coordinator_group() {
-                self.coordinators
+        for group in 0..=self.ordering_group() {
+            let metrics: Vec<_> = if group == self.ordering_group() {
+                self.orderers
                     .values()
-                    .map(|c| c.replica.hosted.replica.metrics())
+                    .map(|o| o.replica.hosted.replica.metrics())
                     .collect()
             } else {
                 self.shards.lock()[group]
@@ -580,7 +661,7 @@ impl World {
     }
 
     async fn run(&mut self) -> Result<ClusterReport, Violation> {
-        for group in 0..=self.coordinator_group() {
+        for group in 0..=self.ordering_group() {
             for id in self.members.clone() {
                 self.start(group, id).await?;
             }
@@ -597,8 +678,8 @@ impl World {
         }
         self.report.steps = self.options.steps;
         self.report.trace_digest = std::mem::take(&mut self.trace).finish();
-        for coordinator in std::mem::take(&mut self.coordinators).into_values() {
-            coordinator.replica.hosted.replica.shutdown().await;
+        for orderer in std::mem::take(&mut self.orderers).into_values() {
+            orderer.replica.hosted.replica.shutdown().await;
         }
         let shards: Vec<_> = std::mem::take(&mut *self.shards.lock());
         for shard in shards.into_iter().flat_map(BTreeMap::into_values) {
@@ -607,22 +688,23 @@ impl World {
         Ok(self.report.clone())
     }
 
-    /// Whether the cluster has come to rest: every submission answered, a coordinator leader
-    /// with no dtxn active, every shard group led and holding no lock, its replicas equal. (A
-    /// shard may still remember the answers of dtxns whose discard was lost: the next discard it
-    /// receives carries the coordinator's watermark and drops them, as designed.)
+    /// Whether the cluster has come to rest: every submission answered, an ordering leader with
+    /// nothing left to do, every shard group led and holding nothing for an undecided
+    /// transaction, its replicas equal. (A 2PC shard may still remember the answers of dtxns
+    /// whose discard was lost: the next discard it receives carries the coordinator's watermark
+    /// and drops them, as designed.)
     fn at_rest(&self) -> bool {
         if !self.in_flight.is_empty() {
             return false;
         }
-        let Some(leader) = self.leader(self.coordinator_group()) else {
+        let Some(leader) = self.leader(self.ordering_group()) else {
             return false;
         };
-        if !self.coordinators[&leader]
+        if !self.orderers[&leader]
             .replica
             .hosted
             .replica
-            .with_state(|m| m.role().state().active().is_empty())
+            .with_state(|m| m.role().idle())
         {
             return false;
         }
@@ -631,32 +713,36 @@ impl World {
             let Some(leader) = group.values().find(|h| h.hosted.is_leader()) else {
                 return false;
             };
-            let stats = leader.hosted.replica.with_state(|m| m.role().state().stats());
-            let ids = leader.hosted.replica.with_state(|m| m.role().state().sorted_ids());
-            stats.locked_ids == 0
-                && group
-                    .values()
-                    .all(|h| h.hosted.replica.with_state(|m| m.role().state().sorted_ids()) == ids)
+            let (idle, view) = leader
+                .hosted
+                .replica
+                .with_state(|m| (R::shard_idle(m.role()), R::shard_view(m.role())));
+            idle && group
+                .values()
+                .all(|h| h.hosted.replica.with_state(|m| R::shard_view(m.role())) == view)
         })
     }
 
     /// Every replica's role and state, for a violation's message.
     fn describe(&self) -> String {
         let mut parts = vec![];
-        for (id, c) in &self.coordinators {
-            let m = c.replica.hosted.replica.metrics();
-            let active = c.replica.hosted.replica.with_state(|s| s.role().state().active().len());
+        for (id, o) in &self.orderers {
+            let m = o.replica.hosted.replica.metrics();
+            let state = o.replica.hosted.replica.with_state(|s| s.role().describe());
             parts.push(format!(
-                "coordinator {id}: {:?} term {} applied {:?}, {active} dtxns active",
-                m.role, m.term, m.applied_index
+                "{} {id}: {:?} term {} applied {:?}, {state}",
+                R::GROUP,
+                m.role,
+                m.term,
+                m.applied_index
             ));
         }
         for (group, replicas) in self.shards.lock().iter().enumerate() {
             for (id, h) in replicas {
                 let m = h.hosted.replica.metrics();
-                let stats = h.hosted.replica.with_state(|s| s.role().state().stats());
+                let state = h.hosted.replica.with_state(|s| R::shard_describe(s.role()));
                 parts.push(format!(
-                    "shard-{group} {id}: {:?} term {} applied {:?}, {stats:?}",
+                    "shard-{group} {id}: {:?} term {} applied {:?}, {state}",
                     m.role, m.term, m.applied_index
                 ));
             }
@@ -669,7 +755,7 @@ impl World {
         for network in self.networks.iter().chain([&self.roles]) {
             network.make_reliable();
         }
-        for group in 0..=self.coordinator_group() {
+        for group in 0..=self.ordering_group() {
             for id in self.members.clone() {
                 if !self.running(group).contains(&id) {
                     self.start(group, id).await?;
@@ -692,11 +778,11 @@ impl World {
                 )));
             }
         }
-        for group in 0..=self.coordinator_group() {
-            let term = if group == self.coordinator_group() {
-                self.coordinators
+        for group in 0..=self.ordering_group() {
+            let term = if group == self.ordering_group() {
+                self.orderers
                     .values()
-                    .map(|c| c.replica.hosted.replica.metrics().term)
+                    .map(|o| o.replica.hosted.replica.metrics().term)
                     .max()
             } else {
                 self.shards.lock()[group]
@@ -716,7 +802,7 @@ impl World {
             .iter()
             .flat_map(|group| {
                 let leader = group.values().find(|h| h.hosted.is_leader()).expect("at rest");
-                leader.hosted.replica.with_state(|m| m.role().state().sorted_ids())
+                leader.hosted.replica.with_state(|m| R::shard_view(m.role()).ids)
             })
             .collect();
         for tx in std::mem::take(&mut self.unknown) {
@@ -726,8 +812,25 @@ impl World {
             }
         }
         self.ledger
-            .audit(uhs)
+            .audit(uhs.iter().copied())
             .map_err(|violation| self.violation(violation.to_string()))?;
+        // The audit counts value, and a swap's twin carries an output of value 0: only the ids
+        // themselves show such an output lost.
+        let unspent: BTreeSet<UhsId> = self.ledger.spendable().copied().collect();
+        if unspent != uhs {
+            return Err(self.violation(format!(
+                "the UHS holds {} ids, the applied transactions leave {}: {} of theirs missing",
+                uhs.len(),
+                unspent.len(),
+                unspent.difference(&uhs).count()
+            )));
+        }
+        let leader = self.leader(self.ordering_group()).expect("at rest");
+        self.report.blocks = self.orderers[&leader]
+            .replica
+            .hosted
+            .replica
+            .with_state(|m| m.role().blocks());
         Ok(())
     }
 }

@@ -1,5 +1,5 @@
 //! Deterministic simulation of specie, FoundationDB style, one world per protocol (`specie sim`
-//! runs all eight):
+//! runs all nine):
 //!
 //! - [`run`] (`world`): the 2PC protocol (Hamilton §4). The shard and coordinator state machines
 //!   run exactly as in a node, each role group modelled as its durable log plus a leader: a crash
@@ -12,8 +12,12 @@
 //! - [`run_cluster`] (`cluster`): both together, as deployed. Shard groups and a coordinator group
 //!   of real replicas run `specie-cluster`'s roles (the coordinator's leader engine, the shards'
 //!   request handling); only sockets are simulated. Checked: no id spent twice, nothing
-//!   confirmed lost, every transaction all or nothing, value conserved, and the cluster at rest
-//!   (no dtxn active at the coordinator, no lock held, replicas equal) once faults stop.
+//!   confirmed lost, every transaction all or nothing, value conserved, the UHS exactly what the
+//!   applied transactions leave, and the cluster at rest (no dtxn active at the coordinator, no
+//!   lock held, replicas equal) once faults stop. `atomizer-cluster` is the same world in the
+//!   atomizer's shape ([`ClusterShape::Atomizer`]): an atomizer group over UHS shard groups,
+//!   under the same faults and checks, at rest once nothing is admitted and every shard holds the
+//!   last block.
 //! - [`run_byzantine`] (`byzantine`): the Byzantine mode. A FastPay committee of 4 authorities,
 //!   each 2–3 shards of the real `specie-authority` role on their own durable logs, with correct
 //!   users, Byzantine users and up to one Byzantine authority. Checked: no honest authority signs
@@ -72,7 +76,7 @@ pub use byzantine::{
     run_byzantine, AuthorityBehaviour, ByzantineFaults, ByzantineOptions, ByzantineReport,
     AUTHORITIES as BYZANTINE_AUTHORITIES,
 };
-pub use cluster::{run_cluster, ClusterOptions, ClusterReport};
+pub use cluster::{run_cluster, AtomizerShape, ClusterOptions, ClusterReport, ClusterShape};
 pub use exchange::{run_exchange, ExchangeOptions, ExchangeReport};
 pub use offline::{run_offline, OfflineOptions, OfflineReport};
 pub use privacy::{run_privacy, PrivacyOptions, PrivacyReport};
