@@ -3,14 +3,15 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use specie_sim::{
     run, run_atomizer, run_byzantine, run_cluster, run_exchange, run_offline, run_privacy, run_replication,
-    AtomizerWorldOptions, ByzantineOptions, ClusterOptions, ExchangeOptions, OfflineOptions, PrivacyOptions,
-    ReplicationOptions, SimOptions, Violation, BYZANTINE_AUTHORITIES,
+    AtomizerWorldOptions, ByzantineOptions, ClusterOptions, ClusterShape, ExchangeOptions, OfflineOptions,
+    PrivacyOptions, ReplicationOptions, SimOptions, Violation, BYZANTINE_AUTHORITIES,
 };
 
-/// Deterministic simulation, eight worlds per seed: the 2PC protocol (shards and coordinator over
+/// Deterministic simulation, nine worlds per seed: the 2PC protocol (shards and coordinator over
 /// modelled replicated logs, thousands of steps), the replication layer (real Raft replicas of
 /// one group, with snapshots and whole-group restarts), the whole cluster (shard groups and a
-/// coordinator group of real Raft replicas running the cluster's roles), and the Byzantine mode
+/// coordinator group of real Raft replicas running the cluster's roles; and the same in the
+/// atomizer's shape, an atomizer group over UHS shard groups), and the Byzantine mode
 /// (a FastPay committee of 4 sharded authorities, one of them Byzantine in most seeds, with
 /// correct and Byzantine users), each under crashes, restarts, partitions and a network that
 /// drops, duplicates, delays and reorders messages; and offline cash (devices paying each other
@@ -39,7 +40,7 @@ pub struct SimArgs {
     /// Print one line per seed.
     #[arg(long)]
     pub verbose: bool,
-    /// Run only this world (all eight by default).
+    /// Run only this world (all nine by default).
     #[arg(long, value_enum, default_value_t = World::All)]
     pub world: World,
 }
@@ -56,6 +57,8 @@ pub enum World {
     Offline,
     Exchange,
     Atomizer,
+    /// The cluster world in the atomizer's shape.
+    AtomizerCluster,
     Privacy,
 }
 
@@ -129,11 +132,11 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The worlds of one seed (all eight, or the one chosen), each printing its report line when
+/// The worlds of one seed (all nine, or the one chosen), each printing its report line when
 /// `verbose`.
 fn run_seed(seed: u64, world: World, verbose: bool, totals: &mut Totals) -> Result<(), Violation> {
     type RunWorld = fn(u64, &mut Totals) -> Result<String, Violation>;
-    let worlds: [(World, RunWorld); 8] = [
+    let worlds: [(World, RunWorld); 9] = [
         (World::TwoPc, two_pc_world),
         (World::Replication, replication_world),
         (World::Cluster, cluster_world),
@@ -141,6 +144,7 @@ fn run_seed(seed: u64, world: World, verbose: bool, totals: &mut Totals) -> Resu
         (World::Offline, offline_world),
         (World::Exchange, exchange_world),
         (World::Atomizer, atomizer_world),
+        (World::AtomizerCluster, atomizer_cluster_world),
         (World::Privacy, privacy_world),
     ];
     for (which, run_world) in worlds {
@@ -198,16 +202,31 @@ fn replication_world(seed: u64, totals: &mut Totals) -> Result<String, Violation
     ))
 }
 
-/// The cluster world of one seed; returns its report line.
+/// The cluster world of one seed, in 2PC's shape; returns its report line.
 fn cluster_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
-    let options = ClusterOptions::from_seed(seed);
+    shaped_cluster_world(ClusterOptions::from_seed(seed), totals)
+}
+
+/// The cluster world of one seed, in the atomizer's shape; returns its report line.
+fn atomizer_cluster_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
+    shaped_cluster_world(ClusterOptions::atomizer_from_seed(seed), totals)
+}
+
+fn shaped_cluster_world(options: ClusterOptions, totals: &mut Totals) -> Result<String, Violation> {
     let r = run_cluster(options.clone())?;
     totals.cluster_confirmed += r.confirmed;
     totals.elections += r.elections;
     totals.crashes += r.crashes;
     totals.steps += r.steps;
+    let ordering = match &options.shape {
+        ClusterShape::TwoPhaseCommit => "coordinator group".to_string(),
+        ClusterShape::Atomizer(a) => format!(
+            "atomizer group (window {} blocks of at most {}, {} blocks made)",
+            a.window_blocks, a.block_transactions_max, r.blocks
+        ),
+    };
     Ok(format!(
-        "cluster of {} shard group(s) + coordinator group, {} replicas each, {} steps, {} submitted, {} confirmed, {} rejected, {} unknown ({} applied), {} elections, {} crashes, {} whole-group restarts, {} partitions, {}",
+        "cluster of {} shard group(s) + {ordering}, {} replicas each, {} steps, {} submitted, {} confirmed, {} rejected, {} unknown ({} applied), {} elections, {} crashes, {} whole-group restarts, {} partitions, {}",
         options.shard_groups,
         options.replicas,
         r.steps,
