@@ -442,19 +442,21 @@ impl Atomizer {
         }
     }
 
-    /// Every caller still waiting is told its transaction was dropped (the lead is lost).
+    /// The lead is lost: every caller whose transaction is in no proposed block is told it was
+    /// dropped (nothing of it was applied). A proposed block's callers are told nothing: the
+    /// next leader may still commit that block, so the log decides, and their host tells them
+    /// the outcome is unknown. (Found by `specie sim --world atomizer-cluster`, seed 133: an
+    /// embedded host makes every proposal durable at once, so only a replicated one shows it.)
     fn drop_waiting(&mut self) {
         let mut waiting: Vec<(Option<Ticket>, CompactTransaction)> =
             self.queue.drain(..).map(|w| (w.ticket, w.tx)).collect();
         for (_, round) in std::mem::take(&mut self.rounds) {
             waiting.extend(round.txs.into_iter().map(|w| (w.ticket, w.tx)));
         }
-        for pending in [
-            std::mem::take(&mut self.building),
-            self.proposed.take().unwrap_or_default(),
-        ] {
-            waiting.extend(pending.tickets.into_iter().zip(pending.txs));
-        }
+        // Cleared, not kept: another leader's block may land at its height.
+        self.proposed = None;
+        let building = std::mem::take(&mut self.building);
+        waiting.extend(building.tickets.into_iter().zip(building.txs));
         for (ticket, tx) in waiting {
             if ticket.is_some() {
                 self.outcome(ticket, &tx, TxResult::Dropped);
