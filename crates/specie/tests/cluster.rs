@@ -526,23 +526,13 @@ fn bypass_the_endorsers(topology: &Topology) {
 /// the endorser goes on serving (the payments after this still confirm).
 fn hostile_requests_to_an_endorser(topology: &Topology) {
     use specie_cluster::protocol::{tag, RoleRequest, RoleResponse};
-    use specie_cluster::{credentials, Identity};
+    use specie_cluster::Identity;
     use specie_codec::Encode;
     use specie_endorsement::{CoordinatorMessage, EndorserMessage};
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let honest = &topology.sentinels[1];
     let endorser = honest.endorser.expect("an endorser address").to_string();
-    let client = |identity: &Identity| {
-        let transport = credentials::transport(topology, identity).unwrap();
-        let limits = specie_wire::WireLimits::default();
-        specie_wire::Client::new(
-            endorser.clone(),
-            Identity::sentinel(&honest.name).to_string(),
-            limits,
-            transport,
-        )
-        .unwrap()
-    };
+    let client = |identity: &Identity| wire_client(topology, identity, &endorser, &Identity::sentinel(&honest.name));
     let call =
         |client: &specie_wire::Client, bytes: Vec<u8>| runtime.block_on(client.call(bytes, Duration::from_secs(5)));
     let coordinator = client(&Identity::coordinator(&topology.coordinator_groups[0].name, 1));
@@ -707,19 +697,17 @@ fn write_ahead_and_lose_the_reports(topology: &Topology) -> (String, String) {
 /// nothing panics, and the operator may read.
 fn hostile_requests_to_the_archiver(topology: &Topology) {
     use specie_cluster::protocol::{tag, RoleRequest, RoleResponse};
-    use specie_cluster::{credentials, Identity};
+    use specie_cluster::Identity;
     use specie_codec::Encode;
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let replicas = &topology.ledger_of_record.as_ref().unwrap().replicas;
     let client = |identity: &Identity, replica: &specie_cluster::Replica| {
-        let transport = credentials::transport(topology, identity).unwrap();
-        specie_wire::Client::new(
-            replica.address.to_string(),
-            Identity::archiver(replica.id).to_string(),
-            specie_wire::WireLimits::default(),
-            transport,
+        wire_client(
+            topology,
+            identity,
+            &replica.address.to_string(),
+            &Identity::archiver(replica.id),
         )
-        .unwrap()
     };
     let call =
         |client: &specie_wire::Client, bytes: Vec<u8>| runtime.block_on(client.call(bytes, Duration::from_secs(5)));
@@ -826,19 +814,13 @@ fn atomizer_shape_caught_up(dir: &str) -> u64 {
 fn hostile_requests_to_an_atomizer_shard(topology: &Topology) {
     use specie_atomizer::{ShardBlock, ShardMessage};
     use specie_cluster::protocol::{tag, RoleRequest};
-    use specie_cluster::{credentials, Identity};
+    use specie_cluster::Identity;
     use specie_codec::Encode;
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let group = &topology.shard_groups[0];
     let client = |identity: &Identity, replica: &specie_cluster::Replica| {
-        let transport = credentials::transport(topology, identity).unwrap();
-        specie_wire::Client::new(
-            replica.address.to_string(),
-            Identity::shard(&group.name, replica.id).to_string(),
-            specie_wire::WireLimits::default(),
-            transport,
-        )
-        .unwrap()
+        let server = Identity::shard(&group.name, replica.id);
+        wire_client(topology, identity, &replica.address.to_string(), &server)
     };
     let call =
         |client: &specie_wire::Client, bytes: Vec<u8>| runtime.block_on(client.call(bytes, Duration::from_secs(5)));
@@ -865,4 +847,16 @@ fn hostile_requests_to_an_atomizer_shard(topology: &Topology) {
             assert!(format!("{answer:?}").contains("malformed"), "{garbage:?}: {answer:?}");
         }
     }
+}
+
+/// A wire client holding `me`'s certificate, to the process `server` listening at `address`.
+fn wire_client(
+    topology: &Topology,
+    me: &specie_cluster::Identity,
+    address: &str,
+    server: &specie_cluster::Identity,
+) -> specie_wire::Client {
+    let transport = specie_cluster::credentials::transport(topology, me).unwrap();
+    let limits = specie_wire::WireLimits::default();
+    specie_wire::Client::new(address.to_string(), server.to_string(), limits, transport).unwrap()
 }

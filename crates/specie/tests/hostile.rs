@@ -174,16 +174,28 @@ fn hostile_peers_change_nothing_and_crash_nothing() {
             let damage = match target.role {
                 GroupRole::Shard => minting_batch(forged_id(&topology, 0xcd)),
                 GroupRole::Coordinator => RoleRequest::Submit(Submission::attest(vec![mint.clone()], &sentinel_key)),
-                GroupRole::Authority | GroupRole::Offline | GroupRole::Exchange | GroupRole::Archiver => {
-                    unreachable!("this cluster runs no FastPay committee, offline authority, exchange or archiver")
+                GroupRole::Authority
+                | GroupRole::Offline
+                | GroupRole::Exchange
+                | GroupRole::Archiver
+                | GroupRole::Atomizer => {
+                    unreachable!(
+                        "this 2PC cluster runs no FastPay committee, offline authority, exchange, archiver or atomizer"
+                    )
                 }
             };
             // The identity that may send it, and one of the wrong role.
             let (rightful, wrong_role) = match target.role {
                 GroupRole::Shard => (Identity::coordinator("coordinator-0", 1), sentinel.clone()),
                 GroupRole::Coordinator => (sentinel.clone(), Identity::shard("shard-0", 1)),
-                GroupRole::Authority | GroupRole::Offline | GroupRole::Exchange | GroupRole::Archiver => {
-                    unreachable!("this cluster runs no FastPay committee, offline authority, exchange or archiver")
+                GroupRole::Authority
+                | GroupRole::Offline
+                | GroupRole::Exchange
+                | GroupRole::Archiver
+                | GroupRole::Atomizer => {
+                    unreachable!(
+                        "this 2PC cluster runs no FastPay committee, offline authority, exchange, archiver or atomizer"
+                    )
                 }
             };
             let who = &target.identity;
@@ -217,8 +229,14 @@ fn hostile_peers_change_nothing_and_crash_nothing() {
             let not_a_member = match target.role {
                 GroupRole::Shard => Identity::coordinator("coordinator-0", 9),
                 GroupRole::Coordinator => Identity::sentinel("sentinel-9"),
-                GroupRole::Authority | GroupRole::Offline | GroupRole::Exchange | GroupRole::Archiver => {
-                    unreachable!("this cluster runs no FastPay committee, offline authority, exchange or archiver")
+                GroupRole::Authority
+                | GroupRole::Offline
+                | GroupRole::Exchange
+                | GroupRole::Archiver
+                | GroupRole::Atomizer => {
+                    unreachable!(
+                        "this 2PC cluster runs no FastPay committee, offline authority, exchange, archiver or atomizer"
+                    )
                 }
             };
             let error = refused(
