@@ -943,6 +943,16 @@ impl Default for Shape {
 }
 
 impl Shape {
+    /// The coordinator groups this shape runs: none in the atomizer shape, whose atomizer group
+    /// orders every transaction.
+    fn coordinator_group_count(&self) -> usize {
+        if self.atomizer_replicas > 0 {
+            0
+        } else {
+            self.coordinator_groups
+        }
+    }
+
     /// Whether a local topology of this shape gets what keys it needs: one attestation key per
     /// sentinel, one per FastPay authority, and a bridge key for each group that has one.
     fn check_keys(
@@ -1023,12 +1033,7 @@ impl Topology {
                 replicas: ports.replicas(shape.replicas),
             })
             .collect();
-        let coordinator_count = if shape.atomizer_replicas > 0 {
-            0
-        } else {
-            shape.coordinator_groups
-        };
-        let coordinator_groups = (0..coordinator_count)
+        let coordinator_groups = (0..shape.coordinator_group_count())
             .map(|i| ReplicaGroup {
                 name: format!("coordinator-{i}"),
                 replicas: ports.replicas(shape.replicas),
