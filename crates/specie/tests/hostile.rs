@@ -174,29 +174,13 @@ fn hostile_peers_change_nothing_and_crash_nothing() {
             let damage = match target.role {
                 GroupRole::Shard => minting_batch(forged_id(&topology, 0xcd)),
                 GroupRole::Coordinator => RoleRequest::Submit(Submission::attest(vec![mint.clone()], &sentinel_key)),
-                GroupRole::Authority
-                | GroupRole::Offline
-                | GroupRole::Exchange
-                | GroupRole::Archiver
-                | GroupRole::Atomizer => {
-                    unreachable!(
-                        "this 2PC cluster runs no FastPay committee, offline authority, exchange, archiver or atomizer"
-                    )
-                }
+                other => unreachable!("this 2PC cluster runs no {other} group"),
             };
             // The identity that may send it, and one of the wrong role.
             let (rightful, wrong_role) = match target.role {
                 GroupRole::Shard => (Identity::coordinator("coordinator-0", 1), sentinel.clone()),
                 GroupRole::Coordinator => (sentinel.clone(), Identity::shard("shard-0", 1)),
-                GroupRole::Authority
-                | GroupRole::Offline
-                | GroupRole::Exchange
-                | GroupRole::Archiver
-                | GroupRole::Atomizer => {
-                    unreachable!(
-                        "this 2PC cluster runs no FastPay committee, offline authority, exchange, archiver or atomizer"
-                    )
-                }
+                other => unreachable!("this 2PC cluster runs no {other} group"),
             };
             let who = &target.identity;
             let strangers = [
@@ -229,15 +213,7 @@ fn hostile_peers_change_nothing_and_crash_nothing() {
             let not_a_member = match target.role {
                 GroupRole::Shard => Identity::coordinator("coordinator-0", 9),
                 GroupRole::Coordinator => Identity::sentinel("sentinel-9"),
-                GroupRole::Authority
-                | GroupRole::Offline
-                | GroupRole::Exchange
-                | GroupRole::Archiver
-                | GroupRole::Atomizer => {
-                    unreachable!(
-                        "this 2PC cluster runs no FastPay committee, offline authority, exchange, archiver or atomizer"
-                    )
-                }
+                other => unreachable!("this 2PC cluster runs no {other} group"),
             };
             let error = refused(
                 &target,
