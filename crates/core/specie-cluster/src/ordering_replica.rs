@@ -65,7 +65,7 @@ const SHARD_ANSWERS_QUEUED_MAX: usize = 1024;
 /// The future of one [`ShardGroups::call`].
 pub type ShardGroupCall<A = ShardResponse> = Pin<Box<dyn Future<Output = Result<Vec<A>, ShardCallError>> + Send>>;
 
-/// Why a shard group gave no answer to one batch (the coordinator's timer sends it again).
+/// Why a shard group gave no answer to one round (the ordering role's timer sends it again).
 #[derive(Debug, thiserror::Error)]
 pub enum ShardCallError {
     /// Over the network: no replica of the group answered as leader.
