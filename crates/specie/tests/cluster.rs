@@ -654,6 +654,8 @@ fn ledger_caught_up(sentinel: &str) -> serde_json::Value {
 
 /// As sentinel 0: writes two mints ahead, has a coordinator commit one, and reports neither
 /// outcome (as a sentinel killed at that moment would). Their txids: committed, never submitted.
+/// Before that, as a compromised sentinel would, submits one without writing it ahead, and
+/// then another compact form under a written txid: the coordinator orders neither.
 fn write_ahead_and_lose_the_reports(topology: &Topology) -> (String, String) {
     use specie_cluster::group_client::GroupClient;
     use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission};
@@ -682,11 +684,21 @@ fn write_ahead_and_lose_the_reports(topology: &Topology) -> (String, String) {
     .unwrap();
     let timeout = Duration::from_secs(10);
     let [committed, never] = [forged_mint(7), forged_mint(8)];
+    let submit = |txs| {
+        let submission = Submission::attest(txs, &key);
+        runtime.block_on(coordinators.call_once(&RoleRequest::Submit(submission), timeout))
+    };
+    let bypass = submit(vec![committed.compact()]);
+    assert!(format!("{bypass:?}").contains("not written ahead"), "{bypass:?}");
     let records = [&committed, &never]
         .map(|tx| specie_archiver::Record::new(tx.clone(), &tx.compact()).unwrap())
         .to_vec();
     let written = runtime.block_on(archiver.call_once(&RoleRequest::ArchiveWrite(records), timeout));
     assert!(matches!(written, Ok(RoleResponse::Taken)), "{written:?}");
+    let mut swapped = never.compact();
+    swapped.created = committed.compact().created;
+    let swapped = submit(vec![swapped]);
+    assert!(format!("{swapped:?}").contains("not written ahead"), "{swapped:?}");
     let submission = Submission::attest(vec![committed.compact()], &key);
     let answer = runtime.block_on(coordinators.call_once(&RoleRequest::Submit(submission), timeout));
     assert!(format!("{answer:?}").contains("Confirmed"), "{answer:?}");
@@ -694,7 +706,7 @@ fn write_ahead_and_lose_the_reports(topology: &Topology) -> (String, String) {
 }
 
 /// The archiver's port, asked by members that may not write to it and with garbage: refused,
-/// nothing panics, and the operator may read.
+/// nothing panics, and the operator may read. A coordinator may only ask what is written ahead.
 fn hostile_requests_to_the_archiver(topology: &Topology) {
     use specie_cluster::protocol::{tag, RoleRequest, RoleResponse};
     use specie_cluster::Identity;
@@ -726,6 +738,11 @@ fn hostile_requests_to_the_archiver(topology: &Topology) {
             let answer = call(&sentinel, garbage.clone());
             assert!(format!("{answer:?}").contains("malformed"), "{garbage:?}: {answer:?}");
         }
+        // Only an ordering group asks what is written ahead, and it too must send a question.
+        let asked = call(&sentinel, RoleRequest::WrittenAhead(vec![]).encode());
+        assert!(format!("{asked:?}").contains("not authorised"), "{asked:?}");
+        let garbage = call(&stranger, vec![tag::WRITTEN_AHEAD, 2, 0, 0, 0, 0, 0, 0, 0, 1]);
+        assert!(format!("{garbage:?}").contains("malformed"), "{garbage:?}");
         let operator = client(&Identity::Operator, replica);
         let read = call(
             &operator,

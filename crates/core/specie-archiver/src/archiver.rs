@@ -79,6 +79,15 @@ pub enum ArchiverInput {
         ticket: Ticket,
         read: LedgerRead,
     },
+    /// An ordering group's question before it orders a submission: is each transaction, by
+    /// txid and the digest of the compact form submitted (its attestation message), written
+    /// ahead and undecided? Answered from the replicated state, so a replica's `true` means the
+    /// record is durable in the group; a `false` keeps the transaction from the core, which is
+    /// what makes the ledger of record impossible to bypass.
+    WrittenAhead {
+        ticket: Ticket,
+        asked: Vec<(Txid, [u8; 32])>,
+    },
     /// Which records are ready for the UHS to decide (reported, or undecided for
     /// `decide_after_ms` under this leader), with the ids they create.
     Stale {
@@ -113,6 +122,8 @@ pub enum ArchiverReply {
     /// The replica stopped leading before this was durable.
     Dropped,
     Read(LedgerReply),
+    /// One flag per transaction asked, in order.
+    WrittenAhead(Vec<bool>),
     Stale(Vec<(Txid, Vec<UhsId>)>),
 }
 
@@ -261,6 +272,16 @@ impl Archiver {
                 LedgerReply::Dispute(proof.unwrap_or_else(|never| match never {}).map(Box::new))
             }
         }
+    }
+
+    /// Whether each `(txid, compact digest)` asked is an undecided record of that very compact
+    /// form: a record written ahead for one compact form does not admit another under its txid.
+    fn written_ahead(&self, asked: &[(Txid, [u8; 32])]) -> Vec<bool> {
+        (asked.iter())
+            .map(|(txid, digest)| {
+                (self.undecided.get(txid)).is_some_and(|u| u.record.compact().attestation_message() == *digest)
+            })
+            .collect()
     }
 
     /// Up to a batch of the undecided records ready for the UHS to decide, in txid order from
@@ -466,6 +487,10 @@ impl Role for Archiver {
             ArchiverInput::Read { ticket, read } => {
                 let reply = self.read(read);
                 self.reply(ticket, ArchiverReply::Read(reply));
+            }
+            ArchiverInput::WrittenAhead { ticket, asked } => {
+                let written = self.written_ahead(&asked);
+                self.reply(ticket, ArchiverReply::WrittenAhead(written));
             }
             ArchiverInput::WriteAhead { ticket, .. }
             | ArchiverInput::Outcomes { ticket, .. }

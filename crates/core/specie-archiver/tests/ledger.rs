@@ -603,3 +603,43 @@ fn the_archiver_waits_for_an_undecided_spender_and_refuses_beyond_its_bounds() {
     fresh.restore(&snapshot(&[&mint], &[(&first, 2)])).unwrap();
     assert_eq!((fresh.ledger().waiting(), fresh.undecided()), (1, 1));
 }
+
+/// An ordering group asks before it orders: a transaction is admitted only while its record is
+/// written ahead and undecided, and only in the compact form written (another compact form under
+/// the same txid, one never written, or one already decided is not).
+#[test]
+fn only_an_undecided_record_of_the_same_compact_form_is_written_ahead() {
+    let (records, _) = history(2, &[(0, 1, 9)]);
+    let [mint, transfer] = [records[0].clone(), records[1].clone()];
+    let mut host = ArchiverHost::new(ArchiverConfig::default());
+    let ask = |host: &mut ArchiverHost, asked: Vec<(Txid, [u8; 32])>| -> Vec<bool> {
+        match host.ask(|ticket| ArchiverInput::WrittenAhead { ticket, asked }) {
+            ArchiverReply::WrittenAhead(flags) => flags,
+            other => panic!("{other:?}"),
+        }
+    };
+    let digest = |record: &Record| record.compact().attestation_message();
+    let mut forged = transfer.compact().clone();
+    forged.created.push(UhsId([0xee; 32]));
+    let questions = || {
+        vec![
+            (mint.txid(), digest(&mint)),
+            (transfer.txid(), digest(&transfer)),
+            (transfer.txid(), forged.attestation_message()),
+        ]
+    };
+    assert_eq!(ask(&mut host, questions()), [false, false, false]);
+    host.ask(|ticket| ArchiverInput::WriteAhead {
+        ticket,
+        records: vec![mint.clone(), transfer.clone()],
+    });
+    assert_eq!(ask(&mut host, questions()), [true, true, false]);
+    // The mint is decided committed: no longer undecided, so never admitted again.
+    let outcomes = vec![(mint.txid(), true)];
+    host.ask(|ticket| ArchiverInput::Outcomes { ticket, outcomes });
+    host.reconcile(&mint.created().iter().copied().collect());
+    assert_eq!(ask(&mut host, questions()), [false, true, false]);
+    // A follower answers from the replicated state too.
+    host.role.follow();
+    assert_eq!(ask(&mut host, questions()), [false, true, false]);
+}

@@ -4,8 +4,9 @@
 //! answered, and a new leader resumes from the log.
 //!
 //! It serves, on its wire `address` (mutual TLS), Raft within its group, the sentinels'
-//! write-aheads and outcomes (tags 14 and 15), and ledger reads (tag 16) for sentinels (which
-//! answer the wallets' `/v1/ledger` API with them) and the operator. Its leader decides every
+//! write-aheads and outcomes (tags 14 and 15), ledger reads (tag 16) for sentinels (which
+//! answer the wallets' `/v1/ledger` API with them) and the operator, and the ordering groups'
+//! question whether a submission is written ahead (tag 18), without which they order nothing. Its leader decides every
 //! record from the UHS, read from the shard groups over the cluster's mutual TLS
 //! ([`specie_archiver::Archiver`]'s evidence): the sentinels' reports only make records ready.
 
@@ -93,6 +94,7 @@ impl ArchiverReplica {
                 Box::new(move |ticket| ArchiverInput::Outcomes { ticket, outcomes })
             }
             RoleRequest::LedgerRead(read) => Box::new(move |ticket| ArchiverInput::Read { ticket, read }),
+            RoleRequest::WrittenAhead(asked) => Box::new(move |ticket| ArchiverInput::WrittenAhead { ticket, asked }),
             other => return Err(hosted.refuse(&caller, format_args!("the archiver does not serve {}", other.kind()))),
         };
         Ok(match self.ask(call).await? {
@@ -102,6 +104,7 @@ impl ArchiverReplica {
             // send it again (a report applied twice could decide a committed twin refused).
             ArchiverReply::Dropped => return Err(ServeError::OutcomeUnknown),
             ArchiverReply::Read(reply) => RoleResponse::Ledger(Box::new(reply)),
+            ArchiverReply::WrittenAhead(written) => RoleResponse::WrittenAhead(written),
             ArchiverReply::Stale(_) => return Err(ServeError::WrongReply("a ledger request")),
         })
     }

@@ -351,6 +351,11 @@ fn replica_allows(topology: &Topology, me: &Identity, role: GroupRole, group: &s
         // What goes into the ledger of record comes from the sentinels that submitted it.
         tag::ARCHIVE_WRITE | tag::ARCHIVE_OUTCOMES => role == GroupRole::Archiver && peer.is_sentinel(),
         tag::LEDGER_READ => role == GroupRole::Archiver && (peer.is_sentinel() || *peer == Identity::Operator),
+        // Only what orders transactions asks whether they are written ahead.
+        tag::WRITTEN_AHEAD => {
+            role == GroupRole::Archiver
+                && (peer.is_replica_of(GroupRole::Coordinator) || peer.is_replica_of(GroupRole::Atomizer))
+        }
         // Credits move value between an authority's own shards: only another shard of the same
         // authority may send them (FastPay's trust domain is the authority).
         tag::CREDITS | tag::CREDIT_ACK => {
@@ -568,6 +573,8 @@ mod tests {
             allowed(&archiver, tag::LEDGER_READ),
             vec![sentinel.to_string(), Identity::Operator.to_string()]
         );
+        assert_eq!(allowed(&archiver, tag::WRITTEN_AHEAD), vec![coordinator.to_string()]);
+        assert!(allowed(&coordinator, tag::WRITTEN_AHEAD).is_empty() && allowed(&shard, tag::WRITTEN_AHEAD).is_empty());
         assert_eq!(allowed(&archiver, tag::RAFT), vec![archiver_peer.to_string()]);
         assert!(allowed(&shard, tag::SHARD_QUERY).contains(&archiver_peer.to_string()));
         for core in [tag::SHARD_BATCH, tag::SUBMIT, tag::SUBMIT_ENDORSED, tag::SHARD_IDS] {

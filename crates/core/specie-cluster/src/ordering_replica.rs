@@ -6,7 +6,8 @@
 //! the shard groups, resuming whatever it had in flight (shards answer a message sent again as
 //! they did the first time). On losing the lead it follows at once: its unproposed work is
 //! answered as dropped. Both shapes take the same submissions from sentinels, under the same
-//! admission (attestation, and threshold endorsement when the cluster requires it).
+//! admission (attestation, threshold endorsement when the cluster requires it, and the ledger
+//! of record's word that every transaction is written ahead when the cluster keeps one).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -29,7 +30,7 @@ use crate::host::{
 };
 use crate::identity::{GroupRole, Identity};
 use crate::protocol::{RoleRequest, RoleResponse, SentinelKeys, Submission, SubmitOutcome};
-use crate::topology::{EndorsementConfig, Replica as ReplicaAddress, Topology};
+use crate::topology::{EndorsementConfig, Replica as ReplicaAddress, Topology, ARCHIVER_GROUP};
 
 /// A role that orders the core's compact transactions by talking to the shard groups: what an
 /// [`OrderingReplica`] needs of it beyond the role contract.
@@ -159,6 +160,61 @@ pub struct Admission {
     /// Whether every transaction needs the sentinels' threshold endorsement, and under which
     /// group key.
     pub endorsement: EndorsementGate,
+    /// In a cluster that keeps a ledger of record: the archiver group, which must hold every
+    /// transaction written ahead before it is ordered.
+    pub ledger: Option<LedgerGate>,
+}
+
+/// The ledger of record's gate: a submission is ordered only once the archiver group says each
+/// of its transactions is written ahead, undecided, in the very compact form submitted. So a
+/// sentinel (or k endorsers) cannot have the core commit what the ledger never took.
+pub struct LedgerGate {
+    pub archiver: GroupClient,
+    pub timeout: Duration,
+}
+
+/// Why a submission does not pass the ledger's gate.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerRefusal {
+    #[error("transaction {index} ({txid}) is not written ahead to the ledger of record in this compact form")]
+    NotWrittenAhead {
+        index: usize,
+        txid: specie_transaction::Txid,
+    },
+    #[error("the ledger of record cannot say what is written ahead: {0}")]
+    Unavailable(#[from] GroupError),
+    #[error("the ledger of record answered {answered} flags for {asked} transactions")]
+    WrongCount { asked: usize, answered: usize },
+    #[error("the ledger of record answered a written-ahead question with another kind of response")]
+    WrongReply,
+}
+
+impl LedgerGate {
+    /// Whether every transaction of `txs` is written ahead.
+    async fn check(&self, txs: &[CompactTransaction]) -> Result<(), LedgerRefusal> {
+        let asked = txs.iter().map(|tx| (tx.txid, tx.attestation_message())).collect();
+        let answer = self
+            .archiver
+            .call(&RoleRequest::WrittenAhead(asked), self.timeout)
+            .await?;
+        let written = match answer {
+            RoleResponse::WrittenAhead(written) if written.len() == txs.len() => written,
+            RoleResponse::WrittenAhead(written) => {
+                return Err(LedgerRefusal::WrongCount {
+                    asked: txs.len(),
+                    answered: written.len(),
+                })
+            }
+            _ => return Err(LedgerRefusal::WrongReply),
+        };
+        match written.iter().position(|written| !written) {
+            None => Ok(()),
+            Some(index) => Err(LedgerRefusal::NotWrittenAhead {
+                index,
+                txid: txs[index].txid,
+            }),
+        }
+    }
 }
 
 /// What a coordinator requires of a submission's endorsements.
@@ -196,6 +252,7 @@ impl Admission {
         Admission {
             sentinel_keys,
             endorsement: EndorsementGate::NotRequired,
+            ledger: None,
         }
     }
 
@@ -214,6 +271,7 @@ impl Admission {
         Admission {
             sentinel_keys: topology.sentinel_keys(),
             endorsement,
+            ledger: None,
         }
     }
 
@@ -312,6 +370,19 @@ impl<R: OrderingRole> OrderingReplica<R> {
         if submission.txs.is_empty() {
             return Ok(RoleResponse::Submitted(vec![]));
         }
+        if let Some(ledger) = &self.admission.ledger {
+            match ledger.check(&submission.txs).await {
+                Ok(()) => {}
+                Err(refusal @ LedgerRefusal::NotWrittenAhead { .. }) => {
+                    return Err(self.hosted.refuse(&caller, refusal))
+                }
+                Err(unavailable) => {
+                    // Nothing was ordered: the sentinel may submit again once the ledger answers.
+                    tracing::warn!(%unavailable, "a submission waits for the ledger of record");
+                    return Ok(RoleResponse::Submitted(vec![SubmitOutcome::Busy; submission.txs.len()]));
+                }
+            }
+        }
         let (slots, gathered) = Gather::slots(submission.txs.len());
         let calls = submission.txs.into_iter().zip(slots).collect();
         call_host(&self.hosted, &self.calls, calls, gathered, "a submission", |outcomes| {
@@ -334,16 +405,29 @@ where
 {
     let limits = wire_limits(&topology);
     let transport = credentials::transport(&topology, &me)?;
+    let timeout = Duration::from_millis(topology.limits.request_timeout_ms);
     let clients = topology
         .shard_groups
         .iter()
         .map(|g| GroupClient::new(GroupRole::Shard, &g.name, &g.replicas, &limits, &transport))
         .collect::<Result<Vec<_>, _>>()?;
-    let shards: Arc<dyn ShardGroups<R>> = Arc::new(WireShardGroups {
-        clients,
-        timeout: Duration::from_millis(topology.limits.request_timeout_ms),
-    });
-    let admission = Admission::of(&topology);
+    let shards: Arc<dyn ShardGroups<R>> = Arc::new(WireShardGroups { clients, timeout });
+    let ledger = (topology.ledger_of_record.as_ref())
+        .map(|ledger| -> Result<LedgerGate, ReplicaError> {
+            let archiver = GroupClient::new(
+                GroupRole::Archiver,
+                ARCHIVER_GROUP,
+                &ledger.replicas,
+                &limits,
+                &transport,
+            )?;
+            Ok(LedgerGate { archiver, timeout })
+        })
+        .transpose()?;
+    let admission = Admission {
+        ledger,
+        ..Admission::of(&topology)
+    };
     serve_replica(
         &topology,
         me,

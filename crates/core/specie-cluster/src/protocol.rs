@@ -53,6 +53,10 @@ pub mod tag {
     /// Atomizer group leader → shard group leader (the atomizer shape): attestation requests
     /// and blocks, answered under the same tag.
     pub const ATOMIZER_SHARD: u8 = 17;
+    /// Ordering group leader (a coordinator or the atomizer) → archiver group: which of a
+    /// submission's transactions are written ahead, by txid and compact digest; answered under
+    /// the same tag, one flag each. Nothing reaches the core the ledger of record did not take.
+    pub const WRITTEN_AHEAD: u8 = 18;
 
     /// For log lines and refusals.
     pub fn name(tag: u8) -> &'static str {
@@ -74,13 +78,14 @@ pub mod tag {
             ARCHIVE_OUTCOMES => "archive outcomes",
             LEDGER_READ => "ledger read",
             ATOMIZER_SHARD => "atomizer to shard",
+            WRITTEN_AHEAD => "written-ahead question",
             _ => "unknown request",
         }
     }
 }
 use tag::{
     ARCHIVE_OUTCOMES, ARCHIVE_WRITE, ATOMIZER_SHARD, CEREMONY, CREDITS, CREDIT_ACK, ENDORSE, LEDGER_READ, NOT_LEADER,
-    RAFT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT, SUBMIT_ENDORSED, TAKEN,
+    RAFT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT, SUBMIT_ENDORSED, TAKEN, WRITTEN_AHEAD,
 };
 
 /// The smallest record: its transaction's three counts, its attestations' count and its
@@ -89,6 +94,8 @@ const RECORD_BYTES_MIN: usize = 33;
 /// A batch of requests carries at most this many items (transactions, ids, shard requests).
 pub const BATCH_ITEMS_MAX: u64 = 100_000;
 const UHS_ID_BYTES: usize = 32;
+/// A written-ahead question: a txid and the digest of its compact form.
+const WRITTEN_AHEAD_QUESTION_BYTES: usize = 64;
 /// The smallest atomizer message: kind, round and an empty count (an attestation request).
 const ATOMIZER_MESSAGE_BYTES_MIN: usize = 17;
 /// The smallest shard answer: kind and height.
@@ -129,6 +136,9 @@ pub enum RoleRequest {
     /// Atomizer group leader → shard group leader: one round of attestation requests and
     /// blocks, each block made durable through the shard group's Raft before it is answered.
     AtomizerShard(Vec<ShardMessage>),
+    /// Ordering group leader → archiver group leader: `(txid, compact digest)` of each
+    /// transaction of a submission, before it is ordered.
+    WrittenAhead(Vec<(Txid, [u8; 32])>),
 }
 
 /// Compact transactions a sentinel validated, with its BIP-340 signature over all of them
@@ -300,6 +310,8 @@ pub enum RoleResponse {
     Ledger(Box<LedgerReply>),
     /// A shard's answers to the atomizer, in the order of its messages.
     AtomizerShard(Vec<ShardAnswer>),
+    /// Whether each transaction asked is written ahead and undecided, in order.
+    WrittenAhead(Vec<bool>),
 }
 
 /// What an endorsement round may carry: a batch of at most `BATCH_ITEMS_MAX` transactions
@@ -348,6 +360,17 @@ impl Submission {
             endorsements,
         })
     }
+}
+
+/// One byte per flag, 0 or 1, as a byte vector.
+fn put_flags(out: &mut Vec<u8>, flags: &[bool]) {
+    put_byte_vec(out, &flags.iter().map(|f| u8::from(*f)).collect::<Vec<u8>>());
+}
+
+fn read_flags(reader: &mut Reader<'_>, what: &'static str) -> Result<Vec<bool>, DecodeError> {
+    (reader.read_byte_vec(what, BATCH_ITEMS_MAX)?.iter())
+        .map(|&flag| Reader::new(&[flag]).read_bool(what))
+        .collect()
 }
 
 fn read_bytes_vec(reader: &mut Reader<'_>, what: &'static str) -> Result<Vec<u8>, DecodeError> {
@@ -407,6 +430,14 @@ impl Encode for RoleRequest {
                 out.push(ATOMIZER_SHARD);
                 put_vec(out, messages);
             }
+            RoleRequest::WrittenAhead(asked) => {
+                out.push(WRITTEN_AHEAD);
+                put_count(out, asked.len());
+                for (txid, digest) in asked {
+                    out.extend_from_slice(&txid.0);
+                    out.extend_from_slice(digest);
+                }
+            }
             RoleRequest::Status => out.push(STATUS),
             RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence,
@@ -444,6 +475,7 @@ impl RoleRequest {
             RoleRequest::ArchiveOutcomes(_) => ARCHIVE_OUTCOMES,
             RoleRequest::LedgerRead(_) => LEDGER_READ,
             RoleRequest::AtomizerShard(_) => ATOMIZER_SHARD,
+            RoleRequest::WrittenAhead(_) => WRITTEN_AHEAD,
             RoleRequest::Status => STATUS,
             RoleRequest::Authority(AuthorityMessage::Credits { .. }) => CREDITS,
             RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => CREDIT_ACK,
@@ -488,6 +520,12 @@ impl RoleRequest {
                     |r| ShardMessage::decode_from(r, &limits),
                 )?)
             }
+            WRITTEN_AHEAD => RoleRequest::WrittenAhead(reader.read_vec(
+                "written-ahead questions",
+                BATCH_ITEMS_MAX,
+                WRITTEN_AHEAD_QUESTION_BYTES,
+                |r| Ok((Txid(r.read_array("txid")?), r.read_array("compact digest")?)),
+            )?),
             STATUS => RoleRequest::Status,
             CREDITS => RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence: reader.read_u64("first credit sequence")?,
@@ -526,7 +564,7 @@ impl Encode for RoleResponse {
             }
             RoleResponse::ShardQuery(present) => {
                 out.push(SHARD_QUERY);
-                put_byte_vec(out, &present.iter().map(|p| u8::from(*p)).collect::<Vec<u8>>());
+                put_flags(out, present);
             }
             RoleResponse::ShardIds(ids) => {
                 out.push(SHARD_IDS);
@@ -558,6 +596,10 @@ impl Encode for RoleResponse {
                 out.push(ATOMIZER_SHARD);
                 put_vec(out, answers);
             }
+            RoleResponse::WrittenAhead(written) => {
+                out.push(WRITTEN_AHEAD);
+                put_flags(out, written);
+            }
         }
     }
 }
@@ -574,15 +616,7 @@ impl RoleResponse {
                     ShardResponse::decode_exact_with(bytes, &limits)
                 })?)
             }
-            SHARD_QUERY => {
-                let flags = reader.read_byte_vec("presence flags", BATCH_ITEMS_MAX)?;
-                RoleResponse::ShardQuery(
-                    flags
-                        .iter()
-                        .map(|&f| Reader::new(&[f]).read_bool("presence flag"))
-                        .collect::<Result<_, _>>()?,
-                )
-            }
+            SHARD_QUERY => RoleResponse::ShardQuery(read_flags(&mut reader, "presence flags")?),
             SHARD_IDS => {
                 RoleResponse::ShardIds(reader.read_vec("ids", u64::MAX, UHS_ID_BYTES, |r| UhsId::decode_from(r, &()))?)
             }
@@ -620,6 +654,7 @@ impl RoleResponse {
                 &mut reader,
                 &LedgerReplyLimits::default(),
             )?)),
+            WRITTEN_AHEAD => RoleResponse::WrittenAhead(read_flags(&mut reader, "written-ahead flags")?),
             ATOMIZER_SHARD => {
                 let limits = ShardMessageLimits::default();
                 RoleResponse::AtomizerShard(reader.read_vec(
@@ -699,6 +734,8 @@ mod tests {
             RoleRequest::LedgerRead(LedgerRead::Dispute(Txid([1; 32]), Some(3))),
             RoleRequest::LedgerRead(LedgerRead::Head),
             RoleRequest::AtomizerShard(atomizer_messages()),
+            RoleRequest::WrittenAhead(vec![(Txid([1; 32]), [2; 32]), (Txid([3; 32]), [4; 32])]),
+            RoleRequest::WrittenAhead(vec![]),
         ];
         for request in requests {
             let bytes = request.encode();
@@ -729,6 +766,7 @@ mod tests {
             RoleResponse::Ledger(Box::new(LedgerReply::Block(None))),
             RoleResponse::Ledger(Box::new(LedgerReply::Failed("a disk".into()))),
             RoleResponse::AtomizerShard(shard_answers()),
+            RoleResponse::WrittenAhead(vec![true, false]),
         ];
         for response in responses {
             assert_eq!(RoleResponse::decode(&response.encode()).unwrap(), response);
@@ -746,6 +784,12 @@ mod tests {
         bad_flag.extend_from_slice(&[0; 32]);
         bad_flag.push(2);
         assert!(RoleRequest::decode(&bad_flag).is_err());
+        // A written-ahead question count beyond the bytes; a written-ahead flag that is no bool.
+        let mut forged_questions = vec![WRITTEN_AHEAD];
+        forged_questions.extend_from_slice(&[0xff; 8]);
+        assert!(RoleRequest::decode(&forged_questions).is_err());
+        assert!(RoleResponse::decode(&[WRITTEN_AHEAD, 1, 0, 0, 0, 0, 0, 0, 0, 2]).is_err());
+        assert!(RoleResponse::decode(&[WRITTEN_AHEAD, 1, 0, 0, 0, 0, 0, 0, 0, 1]).is_ok());
     }
 
     fn atomizer_messages() -> Vec<ShardMessage> {

@@ -67,6 +67,7 @@ impl Message {
                 RoleRequest::ArchiveOutcomes(_) => "role-archive-outcomes-request",
                 RoleRequest::LedgerRead(_) => "role-ledger-read-request",
                 RoleRequest::AtomizerShard(_) => "role-atomizer-shard-request",
+                RoleRequest::WrittenAhead(_) => "role-written-ahead-request",
                 RoleRequest::Status => "role-status-request",
                 RoleRequest::Authority(AuthorityMessage::Credits { .. }) => "role-credits-request",
                 RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => "role-credit-ack-request",
@@ -85,6 +86,7 @@ impl Message {
                 RoleResponse::ArchiveBusy => "role-archive-busy-response",
                 RoleResponse::Ledger(_) => "role-ledger-response",
                 RoleResponse::AtomizerShard(_) => "role-atomizer-shard-response",
+                RoleResponse::WrittenAhead(_) => "role-written-ahead-response",
             },
             Message::Shard(request) => match request {
                 ShardRequest::Prepare { .. } => "shard-prepare",
@@ -376,6 +378,18 @@ fn messages(doc: &BTreeMap<String, Vec<u8>>) -> Vec<Message> {
             transfer_compact().txid,
             Some(1),
         ))),
+        // A coordinator's question before it orders alice's payment to bob and a mint whose
+        // record was written ahead in another compact form (the transfer's created ids): the
+        // payment is written ahead, the mint is not.
+        Message::Request(RoleRequest::WrittenAhead(vec![
+            (transfer_compact().txid, transfer_compact().attestation_message()),
+            (mint_compact().txid, {
+                let mut other = mint_compact();
+                other.created = transfer_compact().created;
+                other.attestation_message()
+            }),
+        ])),
+        Message::Response(RoleResponse::WrittenAhead(vec![true, false])),
         Message::Response(RoleResponse::ArchiveBusy),
         Message::Response(RoleResponse::Ledger(Box::new(LedgerReply::Head(ledger_head())))),
         // The atomizer shape's (§5.2, §5.3): a round to shard 0 of 2, which owns the ids of
