@@ -590,12 +590,7 @@ fn the_ledger_of_record_survives_its_leader_and_lost_reports_and_replays_to_the_
         )
     };
     up();
-    // Records no sentinel reports are decided after 1 s (the default is a minute).
-    specie(&["cluster", "down", "--dir", &dir]);
-    let topology_file = Path::new(&dir).join("cluster.toml");
-    let mut topology = Topology::load(&topology_file).unwrap();
-    topology.ledger_of_record.as_mut().unwrap().decide_after_ms = 1_000;
-    std::fs::write(&topology_file, topology.to_toml()).unwrap();
+    let topology = decide_unreported_records_after_a_second(&dir);
     up();
     let sentinel = format!("http://{}", topology.sentinels[0].http);
 
@@ -606,7 +601,7 @@ fn the_ledger_of_record_survives_its_leader_and_lost_reports_and_replays_to_the_
     // The killed replica comes back and catches up.
     up();
 
-    let (committed, never_submitted) = write_ahead_and_lose_the_reports(&topology);
+    let (committed, never_submitted) = write_ahead_two_and_submit_one(&topology);
     hostile_requests_to_the_archiver(&topology);
     let head = ledger_caught_up(&sentinel);
     assert!(head["height"].as_u64().unwrap() >= 1, "{head}");
@@ -623,6 +618,17 @@ fn the_ledger_of_record_survives_its_leader_and_lost_reports_and_replays_to_the_
     specie(&["cluster", "down", "--dir", &dir]);
     up();
     assert_eq!(ledger_caught_up(&sentinel), head);
+}
+
+/// Stops the cluster in `dir` and has its archivers decide records nobody reported after 1 s
+/// (the default is a minute), as those in flight at a leader's kill; returns its topology.
+fn decide_unreported_records_after_a_second(dir: &str) -> Topology {
+    specie(&["cluster", "down", "--dir", dir]);
+    let topology_file = Path::new(dir).join("cluster.toml");
+    let mut topology = Topology::load(&topology_file).unwrap();
+    topology.ledger_of_record.as_mut().unwrap().decide_after_ms = 1_000;
+    std::fs::write(&topology_file, topology.to_toml()).unwrap();
+    topology
 }
 
 /// Waits until the ledger has decided and sealed everything and replays to the shards' UHS;
@@ -652,11 +658,12 @@ fn ledger_caught_up(sentinel: &str) -> serde_json::Value {
     }
 }
 
-/// As sentinel 0: writes two mints ahead, has a coordinator commit one, and reports neither
-/// outcome (as a sentinel killed at that moment would). Their txids: committed, never submitted.
+/// As sentinel 0: writes two mints ahead, has a coordinator commit one (the coordinator reports
+/// it), and never submits the other (as a sentinel killed after its write-ahead would), which
+/// the UHS decides. Their txids: committed, never submitted.
 /// Before that, as a compromised sentinel would, submits one without writing it ahead, and
 /// then another compact form under a written txid: the coordinator orders neither.
-fn write_ahead_and_lose_the_reports(topology: &Topology) -> (String, String) {
+fn write_ahead_two_and_submit_one(topology: &Topology) -> (String, String) {
     use specie_cluster::group_client::GroupClient;
     use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission};
     use specie_cluster::{credentials, GroupRole, Identity, ARCHIVER_GROUP};
@@ -706,7 +713,7 @@ fn write_ahead_and_lose_the_reports(topology: &Topology) -> (String, String) {
 }
 
 /// The archiver's port, asked by members that may not write to it and with garbage: refused,
-/// nothing panics, and the operator may read. A coordinator may only ask what is written ahead.
+/// nothing panics, and the operator may read.
 fn hostile_requests_to_the_archiver(topology: &Topology) {
     use specie_cluster::protocol::{tag, RoleRequest, RoleResponse};
     use specie_cluster::Identity;
@@ -725,24 +732,27 @@ fn hostile_requests_to_the_archiver(topology: &Topology) {
         |client: &specie_wire::Client, bytes: Vec<u8>| runtime.block_on(client.call(bytes, Duration::from_secs(5)));
     let coordinator = Identity::coordinator(&topology.coordinator_groups[0].name, 1);
     for replica in replicas {
-        let stranger = client(&coordinator, replica);
-        for request in [RoleRequest::ArchiveWrite(vec![]), RoleRequest::ArchiveOutcomes(vec![])] {
-            let refused = call(&stranger, request.encode());
+        // Sentinels write ahead; only what orders transactions reports their outcomes and asks
+        // what is written ahead. Each is refused from the other, and garbage from either.
+        let orderer = client(&coordinator, replica);
+        let sentinel = client(&Identity::sentinel("sentinel-0"), replica);
+        let refused = [
+            call(&orderer, RoleRequest::ArchiveWrite(vec![]).encode()),
+            call(&sentinel, RoleRequest::ArchiveOutcomes(vec![]).encode()),
+            call(&sentinel, RoleRequest::WrittenAhead(vec![]).encode()),
+        ];
+        for refused in refused {
             assert!(format!("{refused:?}").contains("not authorised"), "{refused:?}");
         }
-        let sentinel = client(&Identity::sentinel("sentinel-0"), replica);
-        for garbage in [
-            vec![tag::ARCHIVE_WRITE, 0xff],
-            vec![tag::ARCHIVE_OUTCOMES, 1, 0, 0, 0, 0, 0, 0, 0],
-        ] {
-            let answer = call(&sentinel, garbage.clone());
+        let garbage = [
+            (&sentinel, vec![tag::ARCHIVE_WRITE, 0xff]),
+            (&orderer, vec![tag::ARCHIVE_OUTCOMES, 1, 0, 0, 0, 0, 0, 0, 0]),
+            (&orderer, vec![tag::WRITTEN_AHEAD, 2, 0, 0, 0, 0, 0, 0, 0, 1]),
+        ];
+        for (client, garbage) in garbage {
+            let answer = call(client, garbage.clone());
             assert!(format!("{answer:?}").contains("malformed"), "{garbage:?}: {answer:?}");
         }
-        // Only an ordering group asks what is written ahead, and it too must send a question.
-        let asked = call(&sentinel, RoleRequest::WrittenAhead(vec![]).encode());
-        assert!(format!("{asked:?}").contains("not authorised"), "{asked:?}");
-        let garbage = call(&stranger, vec![tag::WRITTEN_AHEAD, 2, 0, 0, 0, 0, 0, 0, 0, 1]);
-        assert!(format!("{garbage:?}").contains("malformed"), "{garbage:?}");
         let operator = client(&Identity::Operator, replica);
         let read = call(
             &operator,
@@ -774,9 +784,10 @@ fn the_atomizer_shape_orders_the_demo_through_a_leader_kill_and_replays_to_the_u
             &["--shape", "atomizer", "--sentinels", "1", "--ledger-of-record", "1"],
         )
     };
+    up();
+    let topology = decide_unreported_records_after_a_second(&dir);
     let started = String::from_utf8_lossy(&up().stdout).to_string();
     assert!(started.contains("shape: atomizer"), "{started}");
-    let topology = Topology::load(&Path::new(&dir).join("cluster.toml")).unwrap();
     assert!(topology.coordinator_groups.is_empty() && topology.atomizer.is_some());
     let sentinel = format!("http://{}", topology.sentinels[0].http);
 

@@ -2,20 +2,23 @@
 //! (a Raft group of `specie cluster`), where the embedded node keeps it in its own thread.
 //!
 //! ```text
-//! sentinel ─ write ahead (records) ─▶ archiver ──▶ coordinator ─▶ shards
-//!          ─ outcomes (txid, committed?): hints ─▶ archiver
+//! sentinel ─ write ahead (records) ─▶ archiver
+//!          ─ submit ─▶ coordinator ─ written ahead? ─▶ archiver
+//!                      coordinator ─▶ shards
+//!                      coordinator ─ outcomes (txid, committed?): hints ─▶ archiver
 //! leader's driver: records ready ─▶ shards (created ids in the UHS?) ─▶ evidence ─▶ settled
 //!                                   committed records ─▶ blocks
 //! ```
 //!
 //! A sentinel writes every batch's records ahead before a coordinator sees it: one command,
-//! made durable by the group before it is answered, so no transaction the core commits can be
-//! missing from the ledger. What becomes of each record is decided by the UHS alone
-//! ([`crate::committed`]), never by a sentinel's word: the outcomes a sentinel reports only make
-//! its records ready to be asked about at once. The leader's driver asks the shards which of the
-//! ready records' created ids they hold and hands the answer back as evidence; a record no
-//! sentinel reported (one died between the coordinator's answer and its report) is ready once it
-//! has been undecided for `decide_after_ms` under one leader.
+//! made durable by the group before it is answered, and the coordinator orders only what the
+//! archiver says is written ahead ([`ArchiverInput::WrittenAhead`]), so no transaction the core
+//! commits can be missing from the ledger. What becomes of each record is decided by the UHS
+//! alone ([`crate::committed`]), never by a reporter's word: the outcomes reported (by the
+//! ordering group in a cluster) only make records ready to be asked about at once. The leader's
+//! driver asks the shards which of the ready records' created ids they hold and hands the answer
+//! back as evidence; a record nobody reported (its reporter died between the decision and the
+//! report) is ready once it has been undecided for `decide_after_ms` under one leader.
 //!
 //! Everything applied is deterministic (no clock, no map iteration order), so every replica seals
 //! the same blocks; the blocks are part of the replicated state and of its snapshots.
@@ -65,12 +68,14 @@ pub enum ArchiverInput {
         ticket: Ticket,
         records: Vec<Record>,
     },
-    /// What the coordinators told sentinels of written-ahead transactions: `true` for committed.
-    /// A hint, never a decision: it makes the records ready for the UHS to decide at once (a
-    /// `true`, or a `false` from every copy of a transaction written twice), where unreported
-    /// ones wait `decide_after_ms`. So a sentinel's false report cannot put into the ledger what
-    /// the core did not commit, nor keep out what it did. Held by the leader only: a new leader
-    /// waits `decide_after_ms` for what its predecessor was told.
+    /// What the core decided of written-ahead transactions (`true` for committed), as the
+    /// ordering group reports it in a cluster. A hint, never a decision: it makes the records
+    /// ready for the UHS to decide at once (a `true`, or a `false` from every copy of a
+    /// transaction written twice), where unreported ones wait `decide_after_ms`. So a false
+    /// report cannot put into the ledger what the core did not commit; one sent before the
+    /// commit could keep out what it did, which is why, in a cluster, only what orders the
+    /// transactions may report. Held by the leader only: a new leader waits `decide_after_ms`
+    /// for what its predecessor was told.
     Outcomes {
         ticket: Ticket,
         outcomes: Vec<(Txid, bool)>,
@@ -130,7 +135,7 @@ pub enum ArchiverReply {
 /// What an operator must see.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ArchiverReport {
-    /// Records the UHS decided that no sentinel had reported.
+    /// Records the UHS decided that nobody had reported.
     Settled { committed: usize, not_committed: usize },
     /// A confirmed record had no room to wait for its block; it stays undecided until the UHS
     /// decides it again.
@@ -145,7 +150,7 @@ impl std::fmt::Display for ArchiverReport {
                 not_committed,
             } => write!(
                 f,
-                "ledger of record: the UHS decided {committed} committed and {not_committed} not committed of the records no sentinel reported"
+                "ledger of record: the UHS decided {committed} committed and {not_committed} not committed of the records nobody reported"
             ),
             ArchiverReport::WaitingRoomFull { txid } => {
                 write!(f, "ledger of record: waiting room full; {txid} waits to be decided again")
@@ -514,7 +519,7 @@ impl Role for Archiver {
             }
             ArchiverInput::Evidence { ticket, asked, present } => {
                 let settled = self.settle(&asked, &present);
-                // Each verdict on a record no sentinel reported, for the operator.
+                // Each verdict on a record nobody reported, for the operator.
                 let unreported: Vec<bool> = (settled.iter())
                     .filter(|(txid, _)| !self.reports.contains_key(txid))
                     .map(|(_, committed)| *committed)

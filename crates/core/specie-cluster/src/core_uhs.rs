@@ -1,7 +1,7 @@
 //! The online core's UHS as other roles read it: before crediting a funding, an authority
 //! (FastPay's or the offline one) finds the funding's marker in the UHS itself, asking the shard
 //! group that owns it, and takes no one's word for it; the archiver reads there what became of
-//! records no sentinel reported; sentinels answer the wallets' UHS queries.
+//! records nobody reported; sentinels answer the wallets' UHS queries.
 
 use std::time::Duration;
 

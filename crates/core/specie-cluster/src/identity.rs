@@ -340,7 +340,7 @@ fn replica_allows(topology: &Topology, me: &Identity, role: GroupRole, group: &s
                     || peer.is_replica_of(GroupRole::Authority)
                     || peer.is_replica_of(GroupRole::Offline)
                     || peer.is_replica_of(GroupRole::Exchange)
-                    // The archiver decides from the UHS what no sentinel reported.
+                    // The archiver decides from the UHS what nobody reported.
                     || peer.is_replica_of(GroupRole::Archiver))
         }
         tag::SHARD_IDS => role == GroupRole::Shard && (peer.is_sentinel() || *peer == Identity::Operator),
@@ -349,13 +349,13 @@ fn replica_allows(topology: &Topology, me: &Identity, role: GroupRole, group: &s
             matches!(role, GroupRole::Coordinator | GroupRole::Atomizer) && peer.is_sentinel()
         }
         // What goes into the ledger of record comes from the sentinels that submitted it.
-        tag::ARCHIVE_WRITE | tag::ARCHIVE_OUTCOMES => role == GroupRole::Archiver && peer.is_sentinel(),
-        tag::LEDGER_READ => role == GroupRole::Archiver && (peer.is_sentinel() || *peer == Identity::Operator),
-        // Only what orders transactions asks whether they are written ahead.
-        tag::WRITTEN_AHEAD => {
+        tag::ARCHIVE_WRITE => role == GroupRole::Archiver && peer.is_sentinel(),
+        // What became of it, from what ordered it: a sentinel's report could come too early.
+        tag::ARCHIVE_OUTCOMES | tag::WRITTEN_AHEAD => {
             role == GroupRole::Archiver
                 && (peer.is_replica_of(GroupRole::Coordinator) || peer.is_replica_of(GroupRole::Atomizer))
         }
+        tag::LEDGER_READ => role == GroupRole::Archiver && (peer.is_sentinel() || *peer == Identity::Operator),
         // Credits move value between an authority's own shards: only another shard of the same
         // authority may send them (FastPay's trust domain is the authority).
         tag::CREDITS | tag::CREDIT_ACK => {
@@ -565,16 +565,17 @@ mod tests {
                 .map(|peer| peer.to_string())
                 .collect()
         };
-        for write in [tag::ARCHIVE_WRITE, tag::ARCHIVE_OUTCOMES] {
-            assert_eq!(allowed(&archiver, write), vec![sentinel.to_string()]);
+        assert_eq!(allowed(&archiver, tag::ARCHIVE_WRITE), vec![sentinel.to_string()]);
+        for ordering in [tag::ARCHIVE_OUTCOMES, tag::WRITTEN_AHEAD] {
+            assert_eq!(allowed(&archiver, ordering), vec![coordinator.to_string()]);
+        }
+        for write in [tag::ARCHIVE_WRITE, tag::ARCHIVE_OUTCOMES, tag::WRITTEN_AHEAD] {
             assert!(allowed(&shard, write).is_empty() && allowed(&coordinator, write).is_empty());
         }
         assert_eq!(
             allowed(&archiver, tag::LEDGER_READ),
             vec![sentinel.to_string(), Identity::Operator.to_string()]
         );
-        assert_eq!(allowed(&archiver, tag::WRITTEN_AHEAD), vec![coordinator.to_string()]);
-        assert!(allowed(&coordinator, tag::WRITTEN_AHEAD).is_empty() && allowed(&shard, tag::WRITTEN_AHEAD).is_empty());
         assert_eq!(allowed(&archiver, tag::RAFT), vec![archiver_peer.to_string()]);
         assert!(allowed(&shard, tag::SHARD_QUERY).contains(&archiver_peer.to_string()));
         for core in [tag::SHARD_BATCH, tag::SUBMIT, tag::SUBMIT_ENDORSED, tag::SHARD_IDS] {

@@ -19,7 +19,7 @@ use specie_endorsement::EndorsementVerifier;
 use specie_host::{Calls, Gather, HostStopped, ReplicatedHost, RoleMachine, Slot, Wiring};
 use specie_role::{Durable, Ticket};
 use specie_shard::ShardResponse;
-use specie_transaction::CompactTransaction;
+use specie_transaction::{CompactTransaction, Txid};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -167,7 +167,10 @@ pub struct Admission {
 
 /// The ledger of record's gate: a submission is ordered only once the archiver group says each
 /// of its transactions is written ahead, undecided, in the very compact form submitted. So a
-/// sentinel (or k endorsers) cannot have the core commit what the ledger never took.
+/// sentinel (or k endorsers) cannot have the core commit what the ledger never took. What the
+/// role then decided is reported to the archiver from here, not by the sentinel: the report
+/// only hurries the UHS's decision, and a sentinel's false "refused" sent before the commit
+/// could have had it decide too early.
 pub struct LedgerGate {
     pub archiver: GroupClient,
     pub timeout: Duration,
@@ -177,10 +180,7 @@ pub struct LedgerGate {
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerRefusal {
     #[error("transaction {index} ({txid}) is not written ahead to the ledger of record in this compact form")]
-    NotWrittenAhead {
-        index: usize,
-        txid: specie_transaction::Txid,
-    },
+    NotWrittenAhead { index: usize, txid: Txid },
     #[error("the ledger of record cannot say what is written ahead: {0}")]
     Unavailable(#[from] GroupError),
     #[error("the ledger of record answered {answered} flags for {asked} transactions")]
@@ -190,6 +190,30 @@ pub enum LedgerRefusal {
 }
 
 impl LedgerGate {
+    /// Tells the archiver, in the background, what became of `txids` for certain: a dropped
+    /// transaction may still be committed by the next leader, so only the UHS decides it.
+    fn report(&self, txids: Vec<Txid>, outcomes: &[SubmitOutcome]) {
+        let decided: Vec<(Txid, bool)> = (txids.into_iter().zip(outcomes))
+            .filter_map(|(txid, outcome)| match outcome {
+                SubmitOutcome::Confirmed => Some((txid, true)),
+                SubmitOutcome::Rejected(_) | SubmitOutcome::Busy => Some((txid, false)),
+                SubmitOutcome::Dropped => None,
+            })
+            .collect();
+        if decided.is_empty() {
+            return;
+        }
+        let (archiver, timeout) = (self.archiver.clone(), self.timeout);
+        tokio::spawn(async move {
+            if let Err(error) = archiver
+                .call_once(&RoleRequest::ArchiveOutcomes(decided), timeout)
+                .await
+            {
+                tracing::warn!(%error, "ledger of record: outcomes not reported; the archiver reads them off the UHS later");
+            }
+        });
+    }
+
     /// Whether every transaction of `txs` is written ahead.
     async fn check(&self, txs: &[CompactTransaction]) -> Result<(), LedgerRefusal> {
         let asked = txs.iter().map(|tx| (tx.txid, tx.attestation_message())).collect();
@@ -383,12 +407,17 @@ impl<R: OrderingRole> OrderingReplica<R> {
                 }
             }
         }
+        let txids: Vec<Txid> = submission.txs.iter().map(|tx| tx.txid).collect();
         let (slots, gathered) = Gather::slots(submission.txs.len());
         let calls = submission.txs.into_iter().zip(slots).collect();
-        call_host(&self.hosted, &self.calls, calls, gathered, "a submission", |outcomes| {
+        let response = call_host(&self.hosted, &self.calls, calls, gathered, "a submission", |outcomes| {
             Some(RoleResponse::Submitted(outcomes))
         })
-        .await
+        .await?;
+        if let (Some(ledger), RoleResponse::Submitted(outcomes)) = (&self.admission.ledger, &response) {
+            ledger.report(txids, outcomes);
+        }
+        Ok(response)
     }
 }
 

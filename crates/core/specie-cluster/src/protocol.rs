@@ -45,7 +45,8 @@ pub mod tag {
     /// Sentinel → archiver group: records to make durable before their transactions reach a
     /// coordinator; answered `Taken`, or `ARCHIVE_WRITE` (busy).
     pub const ARCHIVE_WRITE: u8 = 14;
-    /// Sentinel → archiver group: what became of written-ahead transactions; answered `Taken`.
+    /// Ordering group leader → archiver group: what became of written-ahead transactions;
+    /// answered `Taken`.
     pub const ARCHIVE_OUTCOMES: u8 = 15;
     /// Sentinel or operator → archiver group: a read of the ledger of record, answered under
     /// the same tag.
@@ -129,7 +130,8 @@ pub enum RoleRequest {
     Ceremony(Box<CeremonyMessage>),
     /// Sentinel → archiver group leader: the records of a batch, written ahead.
     ArchiveWrite(Vec<Record>),
-    /// Sentinel → archiver group leader: `(txid, committed)` for written-ahead transactions.
+    /// Ordering group leader → archiver group leader: `(txid, committed)` for written-ahead
+    /// transactions it decided.
     ArchiveOutcomes(Vec<(Txid, bool)>),
     /// Sentinel or operator → archiver group leader.
     LedgerRead(LedgerRead),

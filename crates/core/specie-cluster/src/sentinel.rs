@@ -21,7 +21,7 @@ use crate::endorsing::{self, EndorsementClient, EndorserServer, EndorserService,
 use crate::group_client::{GroupClient, GroupError};
 use crate::host::{wait_for_stop_signal, wire_limits};
 use crate::identity::{GroupRole, Identity};
-use crate::protocol::{RoleRequest, RoleResponse, Submission, SubmitOutcome};
+use crate::protocol::{RoleRequest, RoleResponse, Submission};
 use crate::topology::{FastpayCommitteeConfig, InvalidTopology, Topology, ARCHIVER_GROUP};
 
 /// How long a submission may take end to end before its fate is reported unknown.
@@ -319,8 +319,9 @@ impl ClusterBackend {
 }
 
 /// Writes the batch's records ahead to the ledger of record (when the cluster keeps one: a
-/// transaction reaches a coordinator only once its record is durable), hands the batch to a
-/// coordinator group, answers its callers, and reports to the ledger what the coordinator said.
+/// transaction reaches a coordinator only once its record is durable, and the coordinator checks
+/// that it is), hands the batch to an ordering group and answers its callers. What the ordering
+/// group decided, it reports to the ledger itself.
 async fn submit_ledgered(
     inner: &Inner,
     refs: Vec<u64>,
@@ -354,56 +355,26 @@ async fn submit_ledgered(
         }
         return;
     }
-    let txids: Vec<Txid> = submission.txs.iter().map(|c| c.txid).collect();
-    let Some(outcomes) = send_submission(inner, refs, submission, reply).await else {
-        // What the coordinator did is unknown: the archiver reads it off the UHS later.
-        return;
-    };
-    // Only what the coordinator decided for certain: a dropped transaction's dtxn may still be
-    // committed by its group's next leader, so the UHS decides it.
-    let decided: Vec<(Txid, bool)> = (txids.into_iter().zip(outcomes))
-        .filter_map(|(txid, outcome)| match outcome {
-            SubmitOutcome::Confirmed => Some((txid, true)),
-            SubmitOutcome::Rejected(_) | SubmitOutcome::Busy => Some((txid, false)),
-            SubmitOutcome::Dropped => None,
-        })
-        .collect();
-    if decided.is_empty() {
-        return;
-    }
-    if let Err(error) = archiver
-        .call_once(&RoleRequest::ArchiveOutcomes(decided), timeout)
-        .await
-    {
-        tracing::warn!(%error, "ledger of record: outcomes not reported; the archiver reads them off the UHS later");
-    }
+    send_submission(inner, refs, submission, reply).await;
 }
 
-/// Sends one submission to the next coordinator group and answers its transactions' callers;
-/// the coordinator's outcomes, if it answered.
-async fn send_submission(
-    inner: &Inner,
-    refs: Vec<u64>,
-    submission: Submission,
-    reply: &CompletionSender,
-) -> Option<Vec<SubmitOutcome>> {
+/// Sends one submission to the next ordering group and answers its transactions' callers.
+async fn send_submission(inner: &Inner, refs: Vec<u64>, submission: Submission, reply: &CompletionSender) {
     let next = inner.next_ordering_group.fetch_add(1, Ordering::Relaxed);
     let group = &inner.ordering_groups[next % inner.ordering_groups.len()];
     let txids: Vec<_> = submission.txs.iter().map(|c| c.txid).collect();
     let count = txids.len();
     let submit = RoleRequest::Submit(submission);
-    let (outcomes, statuses): (Option<Vec<SubmitOutcome>>, Vec<TxStatus>) =
-        match group.call_once(&submit, Duration::from_millis(SUBMIT_TIMEOUT_MS)).await {
-            Ok(RoleResponse::Submitted(outcomes)) if outcomes.len() == count => {
-                let statuses = outcomes.iter().copied().map(TxStatus::from).collect();
-                (Some(outcomes), statuses)
-            }
-            Err(GroupError::NoLeader { .. }) => (None, vec![TxStatus::Busy; count]),
-            other => {
-                tracing::warn!(?other, "submission outcome unknown");
-                (None, vec![TxStatus::Unknown; count])
-            }
-        };
+    let statuses: Vec<TxStatus> = match group.call_once(&submit, Duration::from_millis(SUBMIT_TIMEOUT_MS)).await {
+        Ok(RoleResponse::Submitted(outcomes)) if outcomes.len() == count => {
+            outcomes.into_iter().map(TxStatus::from).collect()
+        }
+        Err(GroupError::NoLeader { .. }) => vec![TxStatus::Busy; count],
+        other => {
+            tracing::warn!(?other, "submission outcome unknown");
+            vec![TxStatus::Unknown; count]
+        }
+    };
     for ((client_ref, txid), status) in refs.into_iter().zip(txids).zip(statuses) {
         let _ = reply.send(Completion {
             client_ref,
@@ -411,7 +382,6 @@ async fn send_submission(
             status,
         });
     }
-    outcomes
 }
 
 impl Backend for ClusterBackend {

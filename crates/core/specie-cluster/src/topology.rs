@@ -407,7 +407,7 @@ pub struct LedgerOfRecordConfig {
     /// The leader seals what waits into a block at least this often.
     #[serde(default = "default_seal_interval_ms")]
     pub seal_interval_ms: u64,
-    /// A record no sentinel reported for this long is decided from the UHS. Longer than any
+    /// A record nobody reported for this long is decided from the UHS. Longer than any
     /// transaction can spend in flight (the sentinels give up after 30 s).
     #[serde(default = "default_decide_after_ms")]
     pub decide_after_ms: u64,

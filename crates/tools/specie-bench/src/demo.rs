@@ -234,7 +234,7 @@ pub(crate) struct LedgerCheck {
 }
 
 /// How long the archiver may take to seal what was confirmed last (it seals every 100–200 ms)
-/// and to decide what no sentinel reported (a cluster's archiver reads those off the UHS after
+/// and to decide what nobody reported (a cluster's archiver reads those off the UHS after
 /// `decide_after_ms`, a minute by default).
 const LEDGER_SETTLE_MS_MAX: u64 = 90_000;
 
