@@ -12,7 +12,7 @@
 //!
 //! A sentinel writes every batch's records ahead before a coordinator sees it: one command,
 //! made durable by the group before it is answered, and the coordinator orders only what the
-//! archiver says is written ahead ([`ArchiverInput::WrittenAhead`]), so no transaction the core
+//! archiver says is written ahead ([`Archiver::written_ahead`]), so no transaction the core
 //! commits can be missing from the ledger. What becomes of each record is decided by the UHS
 //! alone ([`crate::committed`]), never by a reporter's word: the outcomes reported (by the
 //! ordering group in a cluster) only make records ready to be asked about at once. The leader's
@@ -84,15 +84,6 @@ pub enum ArchiverInput {
         ticket: Ticket,
         read: LedgerRead,
     },
-    /// An ordering group's question before it orders a submission: is each transaction, by
-    /// txid and the digest of the compact form submitted (its attestation message), written
-    /// ahead and undecided? Answered from the replicated state, so a replica's `true` means the
-    /// record is durable in the group; a `false` keeps the transaction from the core, which is
-    /// what makes the ledger of record impossible to bypass.
-    WrittenAhead {
-        ticket: Ticket,
-        asked: Vec<(Txid, [u8; 32])>,
-    },
     /// Which records are ready for the UHS to decide (reported, or undecided for
     /// `decide_after_ms` under this leader), with the ids they create.
     Stale {
@@ -127,8 +118,6 @@ pub enum ArchiverReply {
     /// The replica stopped leading before this was durable.
     Dropped,
     Read(LedgerReply),
-    /// One flag per transaction asked, in order.
-    WrittenAhead(Vec<bool>),
     Stale(Vec<(Txid, Vec<UhsId>)>),
 }
 
@@ -279,9 +268,13 @@ impl Archiver {
         }
     }
 
-    /// Whether each `(txid, compact digest)` asked is an undecided record of that very compact
-    /// form: a record written ahead for one compact form does not admit another under its txid.
-    fn written_ahead(&self, asked: &[(Txid, [u8; 32])]) -> Vec<bool> {
+    /// An ordering group's question before it orders a submission: whether each transaction,
+    /// by txid and the digest of the compact form submitted (its attestation message), is an
+    /// undecided record of that very compact form. Read from the replicated state (a host asks
+    /// it of the applied state, so a `true` means the record is durable in the group); a
+    /// `false` keeps the transaction from the core, which is what makes the ledger of record
+    /// impossible to bypass, and a record written for one compact form admits no other.
+    pub fn written_ahead(&self, asked: &[(Txid, [u8; 32])]) -> Vec<bool> {
         (asked.iter())
             .map(|(txid, digest)| {
                 (self.undecided.get(txid)).is_some_and(|u| u.record.compact().attestation_message() == *digest)
@@ -492,10 +485,6 @@ impl Role for Archiver {
             ArchiverInput::Read { ticket, read } => {
                 let reply = self.read(read);
                 self.reply(ticket, ArchiverReply::Read(reply));
-            }
-            ArchiverInput::WrittenAhead { ticket, asked } => {
-                let written = self.written_ahead(&asked);
-                self.reply(ticket, ArchiverReply::WrittenAhead(written));
             }
             ArchiverInput::WriteAhead { ticket, .. }
             | ArchiverInput::Outcomes { ticket, .. }

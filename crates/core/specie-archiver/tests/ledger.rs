@@ -612,12 +612,7 @@ fn only_an_undecided_record_of_the_same_compact_form_is_written_ahead() {
     let (records, _) = history(2, &[(0, 1, 9)]);
     let [mint, transfer] = [records[0].clone(), records[1].clone()];
     let mut host = ArchiverHost::new(ArchiverConfig::default());
-    let ask = |host: &mut ArchiverHost, asked: Vec<(Txid, [u8; 32])>| -> Vec<bool> {
-        match host.ask(|ticket| ArchiverInput::WrittenAhead { ticket, asked }) {
-            ArchiverReply::WrittenAhead(flags) => flags,
-            other => panic!("{other:?}"),
-        }
-    };
+    let ask = |host: &mut ArchiverHost, asked: Vec<(Txid, [u8; 32])>| host.role.written_ahead(&asked);
     let digest = |record: &Record| record.compact().attestation_message();
     let mut forged = transfer.compact().clone();
     forged.created.push(UhsId([0xee; 32]));
@@ -639,7 +634,10 @@ fn only_an_undecided_record_of_the_same_compact_form_is_written_ahead() {
     host.ask(|ticket| ArchiverInput::Outcomes { ticket, outcomes });
     host.reconcile(&mint.created().iter().copied().collect());
     assert_eq!(ask(&mut host, questions()), [false, true, false]);
-    // A follower answers from the replicated state too.
+    // A follower answers from the replicated state too, and a replica restored from a snapshot.
+    let mut restored = Archiver::new(ArchiverConfig::default());
+    restored.restore(&host.role.snapshot()).unwrap();
+    assert_eq!(restored.written_ahead(&questions()), [false, true, false]);
     host.role.follow();
     assert_eq!(ask(&mut host, questions()), [false, true, false]);
 }

@@ -88,13 +88,18 @@ impl ArchiverReplica {
         if !hosted.is_leader() {
             return Ok(hosted.not_leader());
         }
+        if let RoleRequest::WrittenAhead(asked) = &request {
+            // From the applied state, at once: applied means committed, and an ordering group's
+            // question need not queue behind the role's calls while a batch waits on it.
+            let written = (hosted.replica).with_state(|machine| machine.role().written_ahead(asked));
+            return Ok(RoleResponse::WrittenAhead(written));
+        }
         let call: RoleCall<Archiver> = match request {
             RoleRequest::ArchiveWrite(records) => Box::new(move |ticket| ArchiverInput::WriteAhead { ticket, records }),
             RoleRequest::ArchiveOutcomes(outcomes) => {
                 Box::new(move |ticket| ArchiverInput::Outcomes { ticket, outcomes })
             }
             RoleRequest::LedgerRead(read) => Box::new(move |ticket| ArchiverInput::Read { ticket, read }),
-            RoleRequest::WrittenAhead(asked) => Box::new(move |ticket| ArchiverInput::WrittenAhead { ticket, asked }),
             other => return Err(hosted.refuse(&caller, format_args!("the archiver does not serve {}", other.kind()))),
         };
         Ok(match self.ask(call).await? {
@@ -104,7 +109,6 @@ impl ArchiverReplica {
             // send it again (a report applied twice could decide a committed twin refused).
             ArchiverReply::Dropped => return Err(ServeError::OutcomeUnknown),
             ArchiverReply::Read(reply) => RoleResponse::Ledger(Box::new(reply)),
-            ArchiverReply::WrittenAhead(written) => RoleResponse::WrittenAhead(written),
             ArchiverReply::Stale(_) => return Err(ServeError::WrongReply("a ledger request")),
         })
     }
