@@ -4,11 +4,11 @@
 //! answered, and a new leader resumes from the log.
 //!
 //! It serves, on its wire `address` (mutual TLS), Raft within its group, the sentinels'
-//! write-aheads and outcomes (tags 14 and 15), ledger reads (tag 16) for sentinels (which
-//! answer the wallets' `/v1/ledger` API with them) and the operator, and the ordering groups'
-//! question whether a submission is written ahead (tag 18), without which they order nothing. Its leader decides every
-//! record from the UHS, read from the shard groups over the cluster's mutual TLS
-//! ([`specie_archiver::Archiver`]'s evidence): the sentinels' reports only make records ready.
+//! write-aheads (tag 14), ledger reads (tag 16) for sentinels (which answer the wallets'
+//! `/v1/ledger` API with them) and the operator, and the ordering groups' outcomes (tag 15) and
+//! question whether a submission is written ahead (tag 18), without which they order nothing.
+//! Its leader decides every record from the UHS, read from the shard groups over the cluster's
+//! mutual TLS ([`specie_archiver::Archiver`]'s evidence): the outcomes only make records ready.
 
 use std::sync::Arc;
 use std::time::Duration;
