@@ -805,12 +805,41 @@ fn the_atomizer_shape_orders_the_demo_through_a_leader_kill_and_replays_to_the_u
     hostile_requests_to_an_atomizer_shard(&topology);
 
     let head = ledger_caught_up(&sentinel);
+    // The atomizer reports what it decided: only what was in flight at its leader's kill went
+    // unreported (and was decided from the UHS after a second).
+    let (reported, unreported) = archiver_verdicts(&topology);
+    assert!(
+        reported > 1000 && reported > unreported,
+        "{reported} reported, {unreported} not"
+    );
     let uhs = digest(&sentinel);
     specie(&["cluster", "down", "--dir", &dir]);
     up();
     assert_eq!(digest(&sentinel), uhs);
     assert_eq!(ledger_caught_up(&sentinel), head);
     assert_eq!(atomizer_shape_caught_up(&dir), heights);
+}
+
+/// The verdicts every archiver replica proposed while it led, from its status (tag 6): on
+/// records someone reported, and on records nobody did.
+fn archiver_verdicts(topology: &Topology) -> (u64, u64) {
+    use specie_cluster::protocol::{RoleRequest, RoleResponse};
+    use specie_cluster::Identity;
+    use specie_codec::Encode;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut verdicts = (0, 0);
+    for replica in &topology.ledger_of_record.as_ref().unwrap().replicas {
+        let server = Identity::archiver(replica.id);
+        let client = wire_client(topology, &Identity::Operator, &replica.address.to_string(), &server);
+        let answer = runtime.block_on(client.call(RoleRequest::Status.encode(), Duration::from_secs(5)));
+        let RoleResponse::Status(json) = RoleResponse::decode(&answer.unwrap()).unwrap() else {
+            panic!("a status answer")
+        };
+        let status: serde_json::Value = serde_json::from_str(&json).unwrap();
+        verdicts.0 += status["ledger"]["verdicts_on_reported"].as_u64().unwrap();
+        verdicts.1 += status["ledger"]["verdicts_on_unreported"].as_u64().unwrap();
+    }
+    verdicts
 }
 
 /// Waits until every atomizer and shard replica reports the same block height; returns it.

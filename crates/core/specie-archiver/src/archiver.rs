@@ -156,7 +156,14 @@ struct Undecided {
     copies: u32,
 }
 
-/// What sentinels told the leader of one undecided record.
+/// How many verdicts a replica proposed while it led, by whether the record was reported.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Verdicts {
+    pub reported: u64,
+    pub unreported: u64,
+}
+
+/// What the leader was told of one undecided record.
 #[derive(Clone, Copy, Debug, Default)]
 struct Reported {
     committed: bool,
@@ -189,6 +196,9 @@ pub struct Archiver {
     /// The last txid asked about in a stale question: the next question goes on after it, so
     /// records left open (their spender not yet decided) never crowd out the others.
     stale_cursor: Option<Txid>,
+    /// Verdicts this replica's leadership proposed since the process started: on records someone
+    /// reported, and on records nobody did. Many unreported verdicts mean lost reports.
+    verdicts: Verdicts,
     outputs: VecDeque<Output<Archiver>>,
 }
 
@@ -219,6 +229,7 @@ impl Archiver {
             sealing: false,
             offered_since_seal: false,
             stale_cursor: None,
+            verdicts: Verdicts::default(),
             outputs: VecDeque::new(),
         }
     }
@@ -229,6 +240,10 @@ impl Archiver {
 
     pub fn undecided(&self) -> usize {
         self.undecided.len()
+    }
+
+    pub fn verdicts(&self) -> Verdicts {
+        self.verdicts
     }
 
     pub fn head(&self) -> LedgerHead {
@@ -515,6 +530,8 @@ impl Role for Archiver {
                     .collect();
                 let committed = unreported.iter().filter(|committed| **committed).count();
                 let not_committed = unreported.len() - committed;
+                self.verdicts.unreported += unreported.len() as u64;
+                self.verdicts.reported += (settled.len() - unreported.len()) as u64;
                 if committed + not_committed > 0 {
                     self.outputs.push_back(Output::Report(ArchiverReport::Settled {
                         committed,

@@ -25,7 +25,7 @@ mod record;
 
 pub use archiver::{
     put_outcomes, read_outcomes, Archiver, ArchiverCommand, ArchiverConfig, ArchiverInput, ArchiverReply,
-    ArchiverReport, ArchiverStateError,
+    ArchiverReport, ArchiverStateError, Verdicts,
 };
 pub use block::{
     sorted_txids, txid_leaf, Block, BlockError, BlockHeader, BlockLimits, BLOCK_DOMAIN, RECORDS_DOMAIN, TXIDS_DOMAIN,

@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashSet};
 use proptest::prelude::*;
 use specie_archiver::{
     committed, created_ids, Archiver, ArchiverConfig, ArchiverInput, ArchiverReply, ArchiverReport, Block, BlockError,
-    DisputeProof, LedgerLimits, LedgerOfRecord, LedgerRead, LedgerReply, Offered, Record, RECORDS_DOMAIN,
+    DisputeProof, LedgerLimits, LedgerOfRecord, LedgerRead, LedgerReply, Offered, Record, Verdicts, RECORDS_DOMAIN,
 };
 use specie_codec::{Decode, Encode};
 use specie_role::{Durable, Role, Round};
@@ -550,6 +550,14 @@ fn the_archiver_waits_for_an_undecided_spender_and_refuses_beyond_its_bounds() {
     host.advance(config.seal_interval_ms);
     assert_eq!(host.role.undecided(), 0);
     assert_eq!(host.role.ledger().waiting(), 0);
+    // The spender's verdict was on a reported record; the other two on records nobody reported.
+    assert_eq!(
+        host.role.verdicts(),
+        Verdicts {
+            reported: 1,
+            unreported: 2
+        }
+    );
     for record in [&mint, &first, &second] {
         assert!(host.role.ledger().locate(&record.txid()).is_some());
     }

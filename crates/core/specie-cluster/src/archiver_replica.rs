@@ -32,7 +32,10 @@ pub type ArchiverMachine = RoleMachine<Archiver>;
 impl RoleStatus for ArchiverMachine {
     fn role_status(&self) -> serde_json::Value {
         let head = self.role().head();
+        let verdicts = self.role().verdicts();
         serde_json::json!({ "ledger": {
+            "verdicts_on_reported": verdicts.reported,
+            "verdicts_on_unreported": verdicts.unreported,
             "height": head.height,
             "head": head.head.map(|h| hex::encode(h.hash())),
             "uhs_ids": head.uhs.0,
