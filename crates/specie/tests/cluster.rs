@@ -666,7 +666,7 @@ fn ledger_caught_up(sentinel: &str) -> serde_json::Value {
 fn write_ahead_two_and_submit_one(topology: &Topology) -> (String, String) {
     use specie_cluster::group_client::GroupClient;
     use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission};
-    use specie_cluster::{credentials, GroupRole, Identity, ARCHIVER_GROUP};
+    use specie_cluster::{credentials, GroupRole, Identity};
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let transport = credentials::transport(topology, &Identity::sentinel("sentinel-0")).unwrap();
     let key = credentials::attestation_key(topology, "sentinel-0").unwrap();
@@ -680,15 +680,7 @@ fn write_ahead_two_and_submit_one(topology: &Topology) -> (String, String) {
         &transport,
     )
     .unwrap();
-    let ledger = topology.ledger_of_record.as_ref().unwrap();
-    let archiver = GroupClient::new(
-        GroupRole::Archiver,
-        ARCHIVER_GROUP,
-        &ledger.replicas,
-        &limits,
-        &transport,
-    )
-    .unwrap();
+    let archiver = GroupClient::archiver(topology, &limits, &transport).unwrap().unwrap();
     let timeout = Duration::from_secs(10);
     let [committed, never] = [forged_mint(7), forged_mint(8)];
     let submit = |txs| {

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use crate::identity::{GroupRole, Identity};
 use crate::protocol::{RoleRequest, RoleResponse};
-use crate::topology::Replica;
+use crate::topology::{Replica, Topology, ARCHIVER_GROUP};
 
 /// Pause before trying the next replica when none answers, so a group mid-election is not
 /// hammered; bounded by the caller's deadline.
@@ -89,6 +89,17 @@ impl GroupClient {
             replicas: Arc::new(clients),
             leader: Arc::new(AtomicUsize::new(0)),
         })
+    }
+
+    /// A client for the topology's archiver group, if it keeps a ledger of record.
+    pub fn archiver(
+        topology: &Topology,
+        limits: &WireLimits,
+        transport: &Transport,
+    ) -> Result<Option<GroupClient>, InvalidWireLimits> {
+        (topology.ledger_of_record.as_ref())
+            .map(|ledger| GroupClient::new(GroupRole::Archiver, ARCHIVER_GROUP, &ledger.replicas, limits, transport))
+            .transpose()
     }
 
     pub fn name(&self) -> &str {

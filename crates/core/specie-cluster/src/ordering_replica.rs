@@ -30,7 +30,7 @@ use crate::host::{
 };
 use crate::identity::{GroupRole, Identity};
 use crate::protocol::{RoleRequest, RoleResponse, SentinelKeys, Submission, SubmitOutcome};
-use crate::topology::{EndorsementConfig, Replica as ReplicaAddress, Topology, ARCHIVER_GROUP};
+use crate::topology::{EndorsementConfig, Replica as ReplicaAddress, Topology};
 
 /// A role that orders the core's compact transactions by talking to the shard groups: what an
 /// [`OrderingReplica`] needs of it beyond the role contract.
@@ -441,18 +441,8 @@ where
         .map(|g| GroupClient::new(GroupRole::Shard, &g.name, &g.replicas, &limits, &transport))
         .collect::<Result<Vec<_>, _>>()?;
     let shards: Arc<dyn ShardGroups<R>> = Arc::new(WireShardGroups { clients, timeout });
-    let ledger = (topology.ledger_of_record.as_ref())
-        .map(|ledger| -> Result<LedgerGate, ReplicaError> {
-            let archiver = GroupClient::new(
-                GroupRole::Archiver,
-                ARCHIVER_GROUP,
-                &ledger.replicas,
-                &limits,
-                &transport,
-            )?;
-            Ok(LedgerGate { archiver, timeout })
-        })
-        .transpose()?;
+    let ledger =
+        GroupClient::archiver(&topology, &limits, &transport)?.map(|archiver| LedgerGate { archiver, timeout });
     let admission = Admission {
         ledger,
         ..Admission::of(&topology)

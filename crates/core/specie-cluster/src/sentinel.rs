@@ -20,7 +20,7 @@ use crate::credentials::{self, CredentialsError};
 use crate::endorsing::{self, EndorsementClient, EndorserServer, EndorserService, EndorsingError};
 use crate::group_client::{GroupClient, GroupError};
 use crate::host::{wait_for_stop_signal, wire_limits};
-use crate::identity::{GroupRole, Identity};
+use crate::identity::Identity;
 use crate::protocol::{RoleRequest, RoleResponse, Submission};
 use crate::topology::{FastpayCommitteeConfig, InvalidTopology, Topology, ARCHIVER_GROUP};
 
@@ -113,17 +113,7 @@ impl ClusterBackend {
         let ordering_groups = (topology.ordering_groups().iter())
             .map(|(role, group, replicas)| GroupClient::new(*role, group, replicas, &limits, &transport))
             .collect::<Result<Vec<_>, InvalidWireLimits>>()?;
-        let archiver = (topology.ledger_of_record.as_ref())
-            .map(|ledger| {
-                GroupClient::new(
-                    GroupRole::Archiver,
-                    ARCHIVER_GROUP,
-                    &ledger.replicas,
-                    &limits,
-                    &transport,
-                )
-            })
-            .transpose()?;
+        let archiver = GroupClient::archiver(topology, &limits, &transport)?;
         let trusted = trusted_keys(topology)?;
         let endorsement = match endorser {
             Some(local) => Some(EndorsementClient::start(topology, name, local, &transport, &runtime)?),
