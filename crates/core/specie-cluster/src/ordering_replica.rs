@@ -214,9 +214,10 @@ impl LedgerGate {
         });
     }
 
-    /// Whether every transaction of `txs` is written ahead.
-    async fn check(&self, txs: &[CompactTransaction]) -> Result<(), LedgerRefusal> {
-        let asked = txs.iter().map(|tx| (tx.txid, tx.attestation_message())).collect();
+    /// Whether every transaction of `txs` (whose attestation messages are `digests`) is written
+    /// ahead.
+    async fn check(&self, txs: &[CompactTransaction], digests: &[[u8; 32]]) -> Result<(), LedgerRefusal> {
+        let asked = txs.iter().zip(digests).map(|(tx, digest)| (tx.txid, *digest)).collect();
         let answer = self
             .archiver
             .call(&RoleRequest::WrittenAhead(asked), self.timeout)
@@ -302,7 +303,7 @@ impl Admission {
     /// Whether the transactions of `submission` carry the endorsements the cluster requires: one
     /// each, verifying over the transaction's attestation message (the digest the endorsers'
     /// batch tree commits to).
-    fn check_endorsements(&self, submission: &Submission) -> Result<(), EndorsementRefusal> {
+    fn check_endorsements(&self, submission: &Submission, digests: &[[u8; 32]]) -> Result<(), EndorsementRefusal> {
         if submission.txs.is_empty() {
             return Ok(());
         }
@@ -315,8 +316,9 @@ impl Admission {
             return Err(EndorsementRefusal::Missing);
         }
         let mut verifier = verifier.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (index, (tx, endorsement)) in submission.txs.iter().zip(&submission.endorsements).enumerate() {
-            if let Err(source) = verifier.verify(endorsement, &tx.attestation_message()) {
+        let endorsed = submission.txs.iter().zip(&submission.endorsements).zip(digests);
+        for (index, ((tx, endorsement), digest)) in endorsed.enumerate() {
+            if let Err(source) = verifier.verify(endorsement, digest) {
                 return Err(EndorsementRefusal::Invalid {
                     index,
                     txid: tx.txid,
@@ -385,17 +387,20 @@ impl<R: OrderingRole> OrderingReplica<R> {
             Some(Identity::Sentinel { name }) => self.admission.sentinel_keys.get(name).into_iter().collect(),
             Some(_) => vec![],
         };
-        if let Err(error) = submission.verify(trusted.into_iter()) {
+        // Each transaction's attestation message, hashed once: the attestation, the
+        // endorsements and the ledger's gate are all over it.
+        let digests = submission.digests();
+        if let Err(error) = submission.verify_digests(trusted.into_iter(), &digests) {
             return Err(self.hosted.refuse(&caller, error));
         }
-        if let Err(error) = self.admission.check_endorsements(&submission) {
+        if let Err(error) = self.admission.check_endorsements(&submission, &digests) {
             return Err(self.hosted.refuse(&caller, error));
         }
         if submission.txs.is_empty() {
             return Ok(RoleResponse::Submitted(vec![]));
         }
         if let Some(ledger) = &self.admission.ledger {
-            match ledger.check(&submission.txs).await {
+            match ledger.check(&submission.txs, &digests).await {
                 Ok(()) => {}
                 Err(refusal @ LedgerRefusal::NotWrittenAhead { .. }) => {
                     return Err(self.hosted.refuse(&caller, refusal))

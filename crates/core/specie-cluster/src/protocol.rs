@@ -179,13 +179,25 @@ impl Submission {
     /// The 32 bytes a sentinel signs: SHA-256 over the domain tag, the count (`u64` LE) and each
     /// transaction's attestation message (the reference's per-transaction attestation hash).
     pub fn message(txs: &[CompactTransaction]) -> [u8; 32] {
+        let digests: Vec<[u8; 32]> = txs.iter().map(CompactTransaction::attestation_message).collect();
+        Self::message_of_digests(&digests)
+    }
+
+    /// [`Submission::message`] from each transaction's attestation message, for a receiver that
+    /// needs those digests again (endorsements, the ledger's gate) and hashes each once.
+    fn message_of_digests(digests: &[[u8; 32]]) -> [u8; 32] {
         let mut hasher = Sha256Writer::new();
         hasher.update(SUBMISSION_DOMAIN);
-        hasher.update(&(txs.len() as u64).to_le_bytes());
-        for tx in txs {
-            hasher.update(&tx.attestation_message());
+        hasher.update(&(digests.len() as u64).to_le_bytes());
+        for digest in digests {
+            hasher.update(digest);
         }
         hasher.finish()
+    }
+
+    /// Each transaction's attestation message, in order.
+    pub fn digests(&self) -> Vec<[u8; 32]> {
+        self.txs.iter().map(CompactTransaction::attestation_message).collect()
     }
 
     /// `txs`, attested by `sentinel`.
@@ -209,14 +221,24 @@ impl Submission {
     }
 
     /// Checks the attestation against the keys the sender may use.
-    pub fn verify<'a>(&self, mut trusted: impl Iterator<Item = &'a [u8; 32]>) -> Result<(), AttestationError> {
+    pub fn verify<'a>(&self, trusted: impl Iterator<Item = &'a [u8; 32]>) -> Result<(), AttestationError> {
+        self.verify_digests(trusted, &self.digests())
+    }
+
+    /// [`Submission::verify`], given [`Submission::digests`].
+    pub fn verify_digests<'a>(
+        &self,
+        mut trusted: impl Iterator<Item = &'a [u8; 32]>,
+        digests: &[[u8; 32]],
+    ) -> Result<(), AttestationError> {
+        debug_assert_eq!(digests.len(), self.txs.len());
         if !trusted.any(|key| *key == self.sentinel) {
             return Err(AttestationError::UntrustedKey {
                 key: hex::encode(self.sentinel),
             });
         }
         let key = parse_xonly(&self.sentinel).ok_or(AttestationError::BadSignature)?;
-        if schnorr_verify(&key, &Self::message(&self.txs), &self.signature) {
+        if schnorr_verify(&key, &Self::message_of_digests(digests), &self.signature) {
             Ok(())
         } else {
             Err(AttestationError::BadSignature)
