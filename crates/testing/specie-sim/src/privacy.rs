@@ -19,14 +19,17 @@
 //!   exactly one block and no other transaction is in any;
 //! - the ledger of record as a cluster's archiver group keeps it ([`archiver`]): the real
 //!   replicated `Archiver` role on the simulated host, crashing and restarting from its log as a
-//!   new leader; sentinels writing batches ahead, the model UHS deciding them (double spends and
-//!   twins refused), and reporting the outcomes, except when a sentinel dies, reports only some,
-//!   or reports late; the leader's driver asking for the stale records, reading the model UHS and
-//!   handing the evidence back at random moments; seals from the role's timer. Checked at every
-//!   step: the role's invariants, the blocks chain and hold only committed transactions, each
-//!   once, and none is lost in a restart; once settled: nothing undecided or waiting, the ledger
-//!   replays to the model UHS, every committed transaction is in exactly one block, and a replica
-//!   restored from the role's snapshot has the same head.
+//!   new leader; sentinels writing batches ahead, a compromised one submitting forged compact
+//!   forms of what was written; the ordering leader's gate asking the role what is written ahead,
+//!   the model UHS deciding what passes (double spends and twins refused), and the ordering
+//!   leader reporting the outcomes, except when it dies, reports only some, or reports late; the
+//!   archiver leader's driver asking for the stale records, reading the model UHS and handing the
+//!   evidence back at random moments; seals from the role's timer. Checked at every step: every
+//!   honest batch written ahead passes the gate and no forgery does, the role's invariants, the
+//!   blocks chain and hold only committed transactions, each once, and none is lost in a
+//!   restart; once settled: nothing undecided or waiting, the ledger replays to the model UHS,
+//!   every committed transaction is in exactly one block, and a replica restored from the role's
+//!   snapshot has the same head.
 
 mod archiver;
 mod ceremony;
@@ -82,19 +85,26 @@ pub struct PrivacyOptions {
     pub archiver_batch_records_max: usize,
     /// The ledger's waiting room as configured (the role makes it at least `undecided_max`).
     pub archiver_waiting_records_max: usize,
-    /// Sentinels that die after the coordinator answered, before reporting anything.
-    pub sentinel_dies_per_mille: u32,
-    /// Sentinels that report only some outcomes (the others answered as dropped).
-    pub sentinel_partial_per_mille: u32,
+    /// Ordering leaders that die once the UHS decided a submission, before reporting anything.
+    pub ordering_leader_dies_per_mille: u32,
+    /// Ordering leaders that report only some outcomes (the others dropped in a failover).
+    pub ordering_leader_partial_per_mille: u32,
     /// Reports that reach the archiver some steps late.
-    pub sentinel_late_per_mille: u32,
+    pub report_late_per_mille: u32,
     /// Steps at which the leader's driver takes its next step.
     pub archiver_reconcile_per_mille: u32,
     pub archiver_crash_per_mille: u32,
     /// A planted bug: the leader's driver hands back no evidence (the shards hold none of the ids
-    /// asked about), so committed transactions whose outcome a sentinel never reported are
+    /// asked about), so committed transactions whose outcome no ordering leader reported are
     /// decided as not committed and never reach a block. The world must report it.
     pub archiver_ignores_evidence: bool,
+    /// Batches after whose write-ahead a compromised sentinel submits a forged compact form of
+    /// one of them: under its txid (its inputs, other outputs), or under a txid never written.
+    pub sentinel_forges_per_mille: u32,
+    /// A planted bug: the ordering leader does not ask the archiver what is written ahead, so a
+    /// forgery is ordered and the ledger of record misses what the UHS committed. The world
+    /// must report it.
+    pub ordering_skips_ledger_gate: bool,
 }
 
 impl PrivacyOptions {
@@ -129,12 +139,15 @@ impl PrivacyOptions {
             archiver_undecided_max: rng.gen_range(12..=64),
             archiver_batch_records_max: rng.gen_range(1..=64),
             archiver_waiting_records_max: rng.gen_range(1..=64),
-            sentinel_dies_per_mille: rng.gen_range(50..=250),
-            sentinel_partial_per_mille: rng.gen_range(50..=250),
-            sentinel_late_per_mille: rng.gen_range(0..=200),
+            ordering_leader_dies_per_mille: rng.gen_range(50..=250),
+            ordering_leader_partial_per_mille: rng.gen_range(50..=250),
+            report_late_per_mille: rng.gen_range(0..=200),
             archiver_reconcile_per_mille: rng.gen_range(100..=500),
             archiver_crash_per_mille: rng.gen_range(20..=120),
             archiver_ignores_evidence: false,
+            // Drawn last, so that every option before it is what the seed always gave.
+            sentinel_forges_per_mille: rng.gen_range(50..=300),
+            ordering_skips_ledger_gate: false,
         }
     }
 }
@@ -167,8 +180,10 @@ pub struct PrivacyReport {
     pub archiver_refused: u64,
     /// Transactions whose write-ahead was answered `Busy` or by no leader (never submitted).
     pub archiver_not_written: u64,
-    /// Outcomes no sentinel reported (dead, dropped, or no leader to take them).
+    /// Outcomes no ordering leader reported (dead, dropped, or no archiver leader to take them).
     pub archiver_outcomes_lost: u64,
+    /// Forged compact forms a compromised sentinel submitted, refused at the ledger's gate.
+    pub archiver_forgeries_refused: u64,
     /// Records the UHS decided (`ArchiverReport::Settled`), committed and not.
     pub archiver_settled_committed: u64,
     pub archiver_settled_not_committed: u64,

@@ -1,9 +1,10 @@
 //! CI's share of the privacy capability's simulation: FROST threshold endorsement with
 //! compromised endorsers on a network that drops, duplicates, delays and reorders messages, the
-//! ledger of record reconciled by the UHS after crashes, and the replicated archiver role with
-//! sentinels that die before reporting. A seed replays bit for bit, and planted bugs (a restart
-//! that does not reconcile the records written ahead; a leader's driver that hands back no
-//! evidence) are caught.
+//! ledger of record reconciled by the UHS after crashes, and the replicated archiver role behind
+//! the ordering leader's gate, with forging sentinels and ordering leaders that die before
+//! reporting. A seed replays bit for bit, and planted bugs (a restart that does not reconcile the
+//! records written ahead; a leader's driver that hands back no evidence; an ordering leader that
+//! skips the gate) are caught.
 //! `specie sim --world privacy --seeds N` runs the long soak.
 
 use specie_sim::{run_privacy, PrivacyOptions, PrivacyReport};
@@ -32,6 +33,7 @@ fn privacy_seeds_hold_every_invariant_and_exercise_every_fault() {
         t.archiver_refused += r.archiver_refused;
         t.archiver_not_written += r.archiver_not_written;
         t.archiver_outcomes_lost += r.archiver_outcomes_lost;
+        t.archiver_forgeries_refused += r.archiver_forgeries_refused;
         t.archiver_settled_committed += r.archiver_settled_committed;
         t.archiver_settled_not_committed += r.archiver_settled_not_committed;
         t.archiver_evidence_rounds += r.archiver_evidence_rounds;
@@ -62,8 +64,12 @@ fn privacy_seeds_hold_every_invariant_and_exercise_every_fault() {
         "{t:?}"
     );
     assert!(
+        t.archiver_forgeries_refused > 0,
+        "compromised sentinels' forgeries met the ledger's gate: {t:?}"
+    );
+    assert!(
         t.archiver_evidence_rounds > 0 && t.archiver_settled_committed > 0 && t.archiver_settled_not_committed > 0,
-        "the UHS decided records no sentinel reported, both ways: {t:?}"
+        "the UHS decided records no ordering leader reported, both ways: {t:?}"
     );
 }
 
@@ -97,7 +103,23 @@ fn the_world_catches_an_archiver_driver_that_hands_back_no_evidence() {
         };
         run_privacy(options).err()
     });
-    let violation = caught.expect("committed transactions no sentinel reported never reach a block");
+    let violation = caught.expect("committed transactions no ordering leader reported never reach a block");
+    assert!(violation.message.contains("replicated archiver"), "{violation}");
+    assert!(violation.message.contains("in no block once settled"), "{violation}");
+}
+
+/// The ledger's gate is what keeps a compromised sentinel's forgery out of the core: without it,
+/// the UHS commits what the ledger of record never holds.
+#[test]
+fn the_world_catches_an_ordering_leader_that_skips_the_ledgers_gate() {
+    let caught = (0..10).find_map(|seed| {
+        let options = PrivacyOptions {
+            ordering_skips_ledger_gate: true,
+            ..PrivacyOptions::from_seed(seed)
+        };
+        run_privacy(options).err()
+    });
+    let violation = caught.expect("a forgery ordered without the gate is committed and missing from the ledger");
     assert!(violation.message.contains("replicated archiver"), "{violation}");
     assert!(violation.message.contains("in no block once settled"), "{violation}");
 }

@@ -4,14 +4,20 @@
 //!
 //! Simulated sentinels take payments from the same workload as [`super::ledger`] (double spends
 //! among them, and transactions submitted twice, in one batch or by another sentinel later),
-//! write each batch ahead, hand it to the coordinator (a model UHS deciding it in order) only once
-//! the archiver answered `Written`, and report the outcomes. A sentinel may die before reporting,
-//! report only some outcomes (those the coordinator answered as dropped), or report late. The
-//! leader's driver asks for the stale records, reads the model UHS for the ids they create and
+//! write each batch ahead, and hand it to the ordering group only once the archiver answered
+//! `Written`. A compromised sentinel submits, right after a write-ahead, a forged compact form of
+//! one of its transactions: under the written txid (same inputs, other outputs) or under a txid
+//! never written. The ordering leader (`specie-cluster`'s `LedgerGate`) asks the role which
+//! transactions are written ahead in the very compact form submitted (`Archiver::written_ahead`,
+//! read from the applied state as the archiver replica does), refuses the submission unless all
+//! are, has the model UHS decide the rest in order, and reports the outcomes. It may die before
+//! reporting, report only some (the others dropped in a failover), or report late. The
+//! archiver leader's driver asks for the stale records, reads the model UHS for the ids they create and
 //! hands the evidence back, each at its own random moment, as `archiver_replica`'s `reconcile`
 //! does; time advances and seals come from the role's timer.
 //!
-//! Checked at every step: the role's invariants; the blocks (read from the role) chain from
+//! Checked at every step: an honest batch written ahead passes the gate, a forgery never does;
+//! the role's invariants; the blocks (read from the role) chain from
 //! genesis, hold only transactions the UHS committed, each in one block only, and none is lost
 //! across a restart; every record waiting for a block was committed. Once the run settles (every
 //! outcome delivered, time past `decide_after_ms`, the stale records decided, time past
@@ -30,7 +36,7 @@ use specie_archiver::{
 };
 use specie_host::{SimEvent, SimHost};
 use specie_role::Durable;
-use specie_transaction::{Txid, UhsId};
+use specie_transaction::{CompactTransaction, Txid, UhsId};
 
 use super::ledger::{ModelUhs, Payers};
 use super::{chance, violation, PrivacyOptions, PrivacyReport};
@@ -66,9 +72,12 @@ struct World<'a> {
     host: SimHost<Archiver>,
     uhs: ModelUhs,
     payers: Payers,
+    /// The compromised sentinel's own randomness, so that a run whose forgeries are all refused
+    /// is the run of the same seed without them.
+    adversary: StdRng,
     /// Transactions another sentinel submits again later.
     resubmit: Vec<Record>,
-    /// Sentinels' reports on their way, delivered at a later step.
+    /// Ordering leaders' reports on their way, delivered at a later step.
     late: Vec<Vec<(Txid, bool)>>,
     driver: Driver,
     next_ticket: u64,
@@ -104,6 +113,7 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
         host: SimHost::start("archiver", move || Archiver::new(config)),
         uhs: ModelUhs::default(),
         payers: Payers::new(),
+        adversary: StdRng::seed_from_u64(options.seed ^ 0xf0e9_ed00),
         resubmit: Vec::new(),
         late: Vec::new(),
         driver: Driver::Idle,
@@ -198,8 +208,56 @@ impl World<'_> {
         }
     }
 
-    /// One sentinel's batch: written ahead, decided by the UHS in order, and reported (or not).
+    /// One sentinel's batch: written ahead, maybe followed by a compromised sentinel's forgery,
+    /// ordered through the ledger's gate, and reported (or not).
     fn sentinel(&mut self) -> Result<(), Violation> {
+        let batch = self.next_batch()?;
+        let records = batch.clone();
+        let written = self.ask(|ticket| ArchiverInput::WriteAhead { ticket, records });
+        if !matches!(written, Some(ArchiverReply::Written)) {
+            // Busy, or no leader: the batch goes no further, and its payers are told so.
+            self.report.archiver_not_written += batch.len() as u64;
+            for record in &batch {
+                self.payers.forget_coins_of(record);
+            }
+            return Ok(());
+        }
+        if chance(&mut self.adversary, self.options.sentinel_forges_per_mille) {
+            self.forge(&batch)?;
+        }
+        let submission: Vec<CompactTransaction> = batch.iter().map(|record| record.compact().clone()).collect();
+        let Some(mut outcomes) = self.order(&submission) else {
+            return Err(self.violation("a batch written ahead is refused at the ledger's gate"));
+        };
+        let fate = self.rng.gen_range(0..1000);
+        if fate < self.options.ordering_leader_dies_per_mille {
+            // Dead before answering anyone: the sentinel's payers spend what refused transactions
+            // would have created, and are refused again.
+            self.report.archiver_outcomes_lost += outcomes.len() as u64;
+            return Ok(());
+        }
+        for (record, (_, committed)) in batch.iter().zip(&outcomes) {
+            if !committed {
+                self.payers.forget_coins_of(record);
+            }
+        }
+        if fate < self.options.ordering_leader_dies_per_mille + self.options.ordering_leader_partial_per_mille {
+            // Some were dropped in a failover: their outcomes are the UHS's to tell.
+            let before = outcomes.len();
+            outcomes.retain(|_| self.rng.gen_bool(0.5));
+            self.report.archiver_outcomes_lost += (before - outcomes.len()) as u64;
+        }
+        if chance(&mut self.rng, self.options.report_late_per_mille) {
+            self.late.push(outcomes);
+        } else {
+            self.report_outcomes(outcomes);
+        }
+        Ok(())
+    }
+
+    /// A batch of fresh payments, double spends among them, some twice (in the batch, or kept
+    /// for another sentinel to submit later).
+    fn next_batch(&mut self) -> Result<Vec<Record>, Violation> {
         let mut batch = Vec::new();
         if !self.resubmit.is_empty() && self.rng.gen_bool(0.5) {
             let index = self.rng.gen_range(0..self.resubmit.len());
@@ -219,57 +277,70 @@ impl World<'_> {
             }
             batch.push(record);
         }
-        let records = batch.clone();
-        let written = self.ask(|ticket| ArchiverInput::WriteAhead { ticket, records });
-        if !matches!(written, Some(ArchiverReply::Written)) {
-            // Busy, or no leader: the batch goes no further, and its payers are told so.
-            self.report.archiver_not_written += batch.len() as u64;
-            for record in &batch {
-                self.payers.forget_coins_of(record);
-            }
-            return Ok(());
+        Ok(batch)
+    }
+
+    /// A compromised sentinel, holding a valid attestation key, submits a compact form of one of
+    /// `batch`'s transactions paying itself instead: the shards would apply it, and the ledger
+    /// holds (or will hold) the record of another.
+    fn forge(&mut self, batch: &[Record]) -> Result<(), Violation> {
+        let record = &batch[self.adversary.gen_range(0..batch.len())];
+        let mut forged = record.compact().clone();
+        let retag = |tag: &[u8], bytes: &[u8; 32]| -> [u8; 32] {
+            Sha256::new().chain_update(tag).chain_update(bytes).finalize().into()
+        };
+        forged.created = (forged.created.iter())
+            .map(|id| UhsId(retag(b"forged output", &id.0)))
+            .collect();
+        if self.adversary.gen_bool(0.5) {
+            forged.txid = Txid(retag(b"forged txid", &forged.txid.0));
         }
-        let mut outcomes = Vec::with_capacity(batch.len());
-        for record in &batch {
-            let committed = self.uhs.decide(record);
+        self.trace.update(forged.txid.0);
+        match self.order(std::slice::from_ref(&forged)) {
+            None => {
+                self.report.archiver_forgeries_refused += 1;
+                Ok(())
+            }
+            Some(_) if self.options.ordering_skips_ledger_gate => Ok(()),
+            Some(_) => Err(self.violation(format!(
+                "a forged compact form of {} passes the ledger's gate",
+                record.txid()
+            ))),
+        }
+    }
+
+    /// The ordering group's leader takes a submission: unless the archiver says every
+    /// transaction is written ahead in this very compact form, nothing is ordered (`None`);
+    /// otherwise the UHS decides each in order.
+    fn order(&mut self, submission: &[CompactTransaction]) -> Option<Vec<(Txid, bool)>> {
+        if !self.options.ordering_skips_ledger_gate {
+            let asked: Vec<(Txid, [u8; 32])> = (submission.iter())
+                .map(|tx| (tx.txid, tx.attestation_message()))
+                .collect();
+            let written = self.role().map(|role| role.written_ahead(&asked));
+            if !written.is_some_and(|written| written.iter().all(|w| *w)) {
+                self.trace.update(b"refused at the gate");
+                return None;
+            }
+        }
+        let mut outcomes = Vec::with_capacity(submission.len());
+        for tx in submission {
+            let committed = self.uhs.decide(tx);
             if committed {
                 self.report.archiver_committed += 1;
             } else {
                 self.report.archiver_refused += 1;
             }
-            self.trace.update(record.txid().0);
+            self.trace.update(tx.txid.0);
             self.trace.update([u8::from(committed)]);
-            outcomes.push((record.txid(), committed));
+            outcomes.push((tx.txid, committed));
         }
-        let fate = self.rng.gen_range(0..1000);
-        if fate < self.options.sentinel_dies_per_mille {
-            // Dead before answering anyone: its payers spend what refused transactions would
-            // have created, and are refused again.
-            self.report.archiver_outcomes_lost += outcomes.len() as u64;
-            return Ok(());
-        }
-        for (record, (_, committed)) in batch.iter().zip(&outcomes) {
-            if !committed {
-                self.payers.forget_coins_of(record);
-            }
-        }
-        if fate < self.options.sentinel_dies_per_mille + self.options.sentinel_partial_per_mille {
-            // The coordinator answered some as dropped: their outcomes are the UHS's to tell.
-            let before = outcomes.len();
-            outcomes.retain(|_| self.rng.gen_bool(0.5));
-            self.report.archiver_outcomes_lost += (before - outcomes.len()) as u64;
-        }
-        if chance(&mut self.rng, self.options.sentinel_late_per_mille) {
-            self.late.push(outcomes);
-        } else {
-            self.report_outcomes(outcomes);
-        }
-        Ok(())
+        Some(outcomes)
     }
 
-    /// A sentinel's report reaches the leader, at most once: a sentinel never sends again a report
-    /// that may have been applied (a cluster's replica answers one it dropped as of unknown
-    /// outcome, never as "not the leader").
+    /// An ordering leader's report reaches the archiver's leader, at most once: it never sends
+    /// again a report that may have been applied (a cluster's replica answers one it dropped as of
+    /// unknown outcome, never as "not the leader").
     fn report_outcomes(&mut self, outcomes: Vec<(Txid, bool)>) {
         let count = outcomes.len() as u64;
         let reply = self.ask(|ticket| ArchiverInput::Outcomes { ticket, outcomes });

@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use sha2::{Digest, Sha256};
 use specie_archiver::{committed, created_ids, Block, LedgerLimits, LedgerOfRecord, Offered, Record, RecordError};
 use specie_transaction::{
-    CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction, Transaction, Txid, UhsId,
+    CompactTransaction, CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction, Transaction, Txid, UhsId,
 };
 
 use super::{chance, violation, PrivacyOptions, PrivacyReport};
@@ -35,19 +35,20 @@ pub(super) struct ModelUhs {
 }
 
 impl ModelUhs {
-    pub(super) fn decide(&mut self, record: &Record) -> bool {
-        let distinct: BTreeSet<&UhsId> = record.spent().iter().collect();
-        let spendable = distinct.len() == record.spent().len() && distinct.iter().all(|id| self.unspent.contains(id));
-        let fresh = record.created().iter().all(|id| !self.ever_created.contains(id));
+    /// Decides `tx`, the compact form the shards apply (for an honest sentinel, its record's).
+    pub(super) fn decide(&mut self, tx: &CompactTransaction) -> bool {
+        let distinct: BTreeSet<&UhsId> = tx.spent.iter().collect();
+        let spendable = distinct.len() == tx.spent.len() && distinct.iter().all(|id| self.unspent.contains(id));
+        let fresh = tx.created.iter().all(|id| !self.ever_created.contains(id));
         if !(spendable && fresh) {
             return false;
         }
-        for id in record.spent() {
+        for id in &tx.spent {
             self.unspent.remove(id);
         }
-        self.unspent.extend(record.created().iter().copied());
-        self.ever_created.extend(record.created().iter().copied());
-        self.committed.insert(record.txid());
+        self.unspent.extend(tx.created.iter().copied());
+        self.ever_created.extend(tx.created.iter().copied());
+        self.committed.insert(tx.txid);
         true
     }
 
@@ -180,7 +181,7 @@ impl World<'_> {
     /// The shards decide the first `count` transactions the coordinator holds.
     fn shards_decide(&mut self, count: usize) {
         for record in self.uhs.queue.drain(..count).collect::<Vec<_>>() {
-            let committed = self.uhs.decide(&record);
+            let committed = self.uhs.decide(record.compact());
             if committed {
                 self.report.committed += 1;
             } else {
