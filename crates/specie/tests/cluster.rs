@@ -669,10 +669,11 @@ fn ledger_caught_up(sentinel: &str) -> serde_json::Value {
 /// it), and never submits the other (as a sentinel killed after its write-ahead would), which
 /// the UHS decides. Their txids: committed, never submitted.
 /// Before that, as a compromised sentinel would, submits one without writing it ahead, and
-/// then another compact form under a written txid: the coordinator orders neither.
+/// then another compact form under a written txid: the coordinator orders neither. The forged
+/// form submitted beside the written one is answered busy, and the written one committed.
 fn write_ahead_two_and_submit_one(topology: &Topology) -> (String, String) {
     use specie_cluster::group_client::GroupClient;
-    use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission};
+    use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission, SubmitOutcome};
     use specie_cluster::{credentials, GroupRole, Identity};
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let transport = credentials::transport(topology, &Identity::sentinel("sentinel-0")).unwrap();
@@ -703,11 +704,15 @@ fn write_ahead_two_and_submit_one(topology: &Topology) -> (String, String) {
     assert!(matches!(written, Ok(RoleResponse::Taken)), "{written:?}");
     let mut swapped = never.compact();
     swapped.created = committed.compact().created;
-    let swapped = submit(vec![swapped]);
-    assert!(format!("{swapped:?}").contains("not written ahead"), "{swapped:?}");
-    let submission = Submission::attest(vec![committed.compact()], &key);
-    let answer = runtime.block_on(coordinators.call_once(&RoleRequest::Submit(submission), timeout));
-    assert!(format!("{answer:?}").contains("Confirmed"), "{answer:?}");
+    let refused = submit(vec![swapped.clone()]);
+    assert!(format!("{refused:?}").contains("not written ahead"), "{refused:?}");
+    // Had the forgery been ordered after the written one, the shards would have refused it as
+    // creating what exists; busy says it was never ordered.
+    let answer = submit(vec![committed.compact(), swapped]);
+    assert!(
+        matches!(&answer, Ok(RoleResponse::Submitted(outcomes)) if outcomes[..] == [SubmitOutcome::Confirmed, SubmitOutcome::Busy]),
+        "{answer:?}"
+    );
     (committed.txid().to_string(), never.txid().to_string())
 }
 

@@ -165,9 +165,9 @@ pub struct Admission {
     pub ledger: Option<LedgerGate>,
 }
 
-/// The ledger of record's gate: a submission is ordered only once the archiver group says each
-/// of its transactions is written ahead, undecided, in the very compact form submitted. So a
-/// sentinel (or k endorsers) cannot have the core commit what the ledger never took. What the
+/// The ledger of record's gate: a transaction is ordered only once the archiver group says it
+/// is written ahead, undecided, in the very compact form submitted. So a sentinel (or k
+/// endorsers) cannot have the core commit what the ledger never took. What the
 /// role then decided is reported to the archiver from here, not by the sentinel: the report
 /// only hurries the UHS's decision, and a sentinel's false "refused" sent before the commit
 /// could have had it decide too early.
@@ -214,32 +214,43 @@ impl LedgerGate {
         });
     }
 
-    /// Whether every transaction of `txs` (whose attestation messages are `digests`) is written
-    /// ahead.
-    async fn check(&self, txs: &[CompactTransaction], digests: &[[u8; 32]]) -> Result<(), LedgerRefusal> {
+    /// For each transaction of `txs` (whose attestation messages are `digests`), whether it is
+    /// written ahead in this compact form.
+    async fn written_ahead(
+        &self,
+        txs: &[CompactTransaction],
+        digests: &[[u8; 32]],
+    ) -> Result<Vec<bool>, LedgerRefusal> {
         let asked = txs.iter().zip(digests).map(|(tx, digest)| (tx.txid, *digest)).collect();
         let answer = self
             .archiver
             .call(&RoleRequest::WrittenAhead(asked), self.timeout)
             .await?;
-        let written = match answer {
-            RoleResponse::WrittenAhead(written) if written.len() == txs.len() => written,
-            RoleResponse::WrittenAhead(written) => {
-                return Err(LedgerRefusal::WrongCount {
-                    asked: txs.len(),
-                    answered: written.len(),
-                })
-            }
-            _ => return Err(LedgerRefusal::WrongReply),
-        };
-        match written.iter().position(|written| !written) {
-            None => Ok(()),
-            Some(index) => Err(LedgerRefusal::NotWrittenAhead {
-                index,
-                txid: txs[index].txid,
+        match answer {
+            RoleResponse::WrittenAhead(written) if written.len() == txs.len() => Ok(written),
+            RoleResponse::WrittenAhead(written) => Err(LedgerRefusal::WrongCount {
+                asked: txs.len(),
+                answered: written.len(),
             }),
+            _ => Err(LedgerRefusal::WrongReply),
         }
     }
+}
+
+/// The outcomes of a submission of which only the transactions flagged in `ordered` were
+/// ordered (`outcomes`, in their order): the others are answered busy, as nothing of them was
+/// applied and a sentinel that writes them ahead may submit them again.
+fn outcomes_beside_the_unordered(ordered: &[bool], outcomes: Vec<SubmitOutcome>) -> Vec<SubmitOutcome> {
+    assert_eq!(ordered.iter().filter(|o| **o).count(), outcomes.len());
+    let mut outcomes = outcomes.into_iter();
+    let merged: Vec<SubmitOutcome> = (ordered.iter())
+        .map(|ordered| match ordered {
+            true => outcomes.next().expect("one outcome per ordered transaction"),
+            false => SubmitOutcome::Busy,
+        })
+        .collect();
+    assert!(outcomes.next().is_none());
+    merged
 }
 
 /// What a coordinator requires of a submission's endorsements.
@@ -368,10 +379,12 @@ impl<R: OrderingRole> OrderingReplica<R> {
     }
 
     /// Serves one role request: `Submit` has the role order the transactions (2PC, or the
-    /// atomizer's blocks) and answers one outcome each; a replica that does not lead answers `NotLeader`. A submission is acted on
-    /// only with a valid attestation by the sending sentinel's key (by any sentinel's key when
-    /// the transport authenticates no one) and, in a cluster whose sentinels endorse, with every
-    /// transaction's threshold endorsement: a sentinel alone cannot have anything committed.
+    /// atomizer's blocks) and answers one outcome each; a replica that does not lead answers
+    /// `NotLeader`. A submission is acted on only with a valid attestation by the sending
+    /// sentinel's key (by any sentinel's key when the transport authenticates no one) and, in a
+    /// cluster whose sentinels endorse, with every transaction's threshold endorsement: a
+    /// sentinel alone cannot have anything committed. With a ledger of record, only what it
+    /// holds written ahead is ordered ([`LedgerGate`]).
     pub async fn serve(&self, caller: Caller, request: RoleRequest) -> Result<RoleResponse, ServeError> {
         let RoleRequest::Submit(submission) = request else {
             return Err(self.hosted.refuse(
@@ -399,28 +412,47 @@ impl<R: OrderingRole> OrderingReplica<R> {
         if submission.txs.is_empty() {
             return Ok(RoleResponse::Submitted(vec![]));
         }
-        if let Some(ledger) = &self.admission.ledger {
-            match ledger.check(&submission.txs, &digests).await {
-                Ok(()) => {}
-                Err(refusal @ LedgerRefusal::NotWrittenAhead { .. }) => {
-                    return Err(self.hosted.refuse(&caller, refusal))
-                }
+        // Which transactions the ledger of record holds written ahead: only those are ordered.
+        let written = match &self.admission.ledger {
+            None => None,
+            Some(ledger) => match ledger.written_ahead(&submission.txs, &digests).await {
+                Ok(written) => Some(written),
                 Err(unavailable) => {
                     // Nothing was ordered: the sentinel may submit again once the ledger answers.
                     tracing::warn!(%unavailable, "a submission waits for the ledger of record");
                     return Ok(RoleResponse::Submitted(vec![SubmitOutcome::Busy; submission.txs.len()]));
                 }
+            },
+        };
+        if let Some(index) = written.as_ref().and_then(|written| written.iter().position(|w| !w)) {
+            let refusal = LedgerRefusal::NotWrittenAhead {
+                index,
+                txid: submission.txs[index].txid,
+            };
+            // None written: a sentinel that skipped the ledger, refused outright. Some: another
+            // copy of a transaction may have been decided since its write-ahead (a client that
+            // sent it to two sentinels), so the rest of the batch goes on.
+            let error = self.hosted.refuse(&caller, refusal);
+            if !written.as_ref().is_some_and(|written| written.contains(&true)) {
+                return Err(error);
             }
         }
-        let txids: Vec<Txid> = submission.txs.iter().map(|tx| tx.txid).collect();
-        let (slots, gathered) = Gather::slots(submission.txs.len());
-        let calls = submission.txs.into_iter().zip(slots).collect();
+        let ordered = written.unwrap_or_else(|| vec![true; submission.txs.len()]);
+        let txs: Vec<CompactTransaction> = (submission.txs.into_iter().zip(&ordered))
+            .filter_map(|(tx, ordered)| ordered.then_some(tx))
+            .collect();
+        let txids: Vec<Txid> = txs.iter().map(|tx| tx.txid).collect();
+        let (slots, gathered) = Gather::slots(txs.len());
+        let calls = txs.into_iter().zip(slots).collect();
         let response = call_host(&self.hosted, &self.calls, calls, gathered, "a submission", |outcomes| {
-            Some(RoleResponse::Submitted(outcomes))
+            Some(RoleResponse::Submitted(outcomes_beside_the_unordered(
+                &ordered, outcomes,
+            )))
         })
         .await?;
         if let (Some(ledger), RoleResponse::Submitted(outcomes)) = (&self.admission.ledger, &response) {
-            ledger.report(txids, outcomes);
+            let reported = (outcomes.iter().zip(&ordered)).filter_map(|(outcome, ordered)| ordered.then_some(*outcome));
+            ledger.report(txids, &reported.collect::<Vec<_>>());
         }
         Ok(response)
     }

@@ -3,27 +3,26 @@
 //! and restarts from its durable log as a new leader.
 //!
 //! Simulated sentinels take payments from the same workload as [`super::ledger`] (double spends
-//! among them, and transactions submitted twice, in one batch or by another sentinel later),
-//! write each batch ahead, and hand it to the ordering group only once the archiver answered
-//! `Written`. A compromised sentinel submits, right after a write-ahead, a forged compact form of
-//! one of its transactions: under the written txid (same inputs, other outputs) or under a txid
-//! never written. The ordering leader (`specie-cluster`'s `LedgerGate`) asks the role which
-//! transactions are written ahead in the very compact form submitted (`Archiver::written_ahead`,
-//! read from the applied state as the archiver replica does), refuses the submission unless all
-//! are, has the model UHS decide the rest in order, and reports the outcomes. It may die before
-//! reporting, report only some (the others dropped in a failover), or report late. The
-//! archiver leader's driver asks for the stale records, reads the model UHS for the ids they create and
-//! hands the evidence back, each at its own random moment, as `archiver_replica`'s `reconcile`
-//! does; time advances and seals come from the role's timer.
+//! among them, and transactions submitted twice, in one batch or by another sentinel later), write
+//! each batch ahead, and hand it to the ordering group only once the archiver answered `Written`. A
+//! compromised sentinel submits, right after a write-ahead, a forged compact form of one of its
+//! transactions: under the written txid (same inputs, other outputs) or under a txid never written.
+//! The ordering leader (`specie-cluster`'s `LedgerGate`) asks the role which transactions are
+//! written ahead in the very compact form submitted (`Archiver::written_ahead`, read from the
+//! applied state as the archiver replica does), orders only those (a forgery is submitted alone,
+//! and an honest batch must pass whole), has the model UHS decide them in order, and reports the
+//! outcomes. It may die before reporting, report only some (the others dropped in a failover), or
+//! report late. The archiver leader's driver asks for the stale records, reads the model UHS for
+//! the ids they create and hands the evidence back, each at its own random moment, as
+//! `archiver_replica`'s `reconcile` does; time advances and seals come from the role's timer.
 //!
-//! Checked at every step: an honest batch written ahead passes the gate, a forgery never does;
-//! the role's invariants; the blocks (read from the role) chain from
-//! genesis, hold only transactions the UHS committed, each in one block only, and none is lost
-//! across a restart; every record waiting for a block was committed. Once the run settles (every
-//! outcome delivered, time past `decide_after_ms`, the stale records decided, time past
-//! `seal_interval_ms`): nothing is undecided or waiting, the ledger replays to the model UHS,
-//! every committed transaction is in exactly one block, and a replica restored from the role's
-//! snapshot has the same head.
+//! Checked at every step: an honest batch written ahead passes the gate, a forgery never does; the
+//! role's invariants; the blocks (read from the role) chain from genesis, hold only transactions
+//! the UHS committed, each in one block only, and none is lost across a restart; every record
+//! waiting for a block was committed. Once the run settles (every outcome delivered, time past
+//! `decide_after_ms`, the stale records decided, time past `seal_interval_ms`): nothing is
+//! undecided or waiting, the ledger replays to the model UHS, every committed transaction is in
+//! exactly one block, and a replica restored from the role's snapshot has the same head.
 
 use std::collections::BTreeMap;
 
