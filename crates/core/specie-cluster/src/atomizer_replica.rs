@@ -6,6 +6,7 @@
 //! brings every shard group to its last block.
 
 use specie_atomizer::{Atomizer, AtomizerConfig, AtomizerInput, AtomizerReport, ShardAnswer, ShardMessage};
+use specie_coordinator::TxOutcome;
 use specie_host::RoleMachine;
 use specie_role::Ticket;
 use specie_transaction::CompactTransaction;
@@ -58,8 +59,8 @@ impl OrderingRole for Atomizer {
 
     fn log_report(report: AtomizerReport) {
         match report {
-            // A block of an earlier leader, whose callers heard "dropped" or nothing: the
-            // ledger of record decides their records from the UHS.
+            // A block of an earlier leader, whose callers heard "dropped" or nothing: reported
+            // to the ledger of record by the replica's wiring.
             AtomizerReport::Settled(outcome) => tracing::debug!(?outcome, "an earlier leader's transaction settled"),
             AtomizerReport::ShardMisbehaved { shard, answer } => {
                 tracing::error!(
@@ -73,6 +74,13 @@ impl OrderingRole for Atomizer {
                 height,
                 "a shard group needs a block older than the atomizer's window: restore it from a snapshot"
             ),
+        }
+    }
+
+    fn settled(report: &AtomizerReport) -> Option<&TxOutcome> {
+        match report {
+            AtomizerReport::Settled(outcome) => Some(outcome),
+            AtomizerReport::ShardMisbehaved { .. } | AtomizerReport::ShardTooFarBehind { .. } => None,
         }
     }
 }

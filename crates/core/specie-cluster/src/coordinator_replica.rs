@@ -2,7 +2,9 @@
 //! ([`specie_coordinator::Coordinator`]) as the ordering role of the 2PC shape
 //! ([`crate::ordering_replica`]), driving two-phase commit on the shard groups.
 
-use specie_coordinator::{Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorReport, CoordinatorState};
+use specie_coordinator::{
+    Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorReport, CoordinatorState, TxOutcome,
+};
 use specie_host::RoleMachine;
 use specie_role::Ticket;
 use specie_shard::{ShardRequest, ShardResponse};
@@ -62,6 +64,13 @@ impl OrderingRole for Coordinator {
     fn log_report(report: CoordinatorReport) {
         if let CoordinatorReport::ShardRefused { shard, response } = report {
             tracing::error!(shard, ?response, "a shard refused a request: protocol bug");
+        }
+    }
+
+    fn settled(report: &CoordinatorReport) -> Option<&TxOutcome> {
+        match report {
+            CoordinatorReport::Settled(outcome) => Some(outcome),
+            CoordinatorReport::ShardRefused { .. } => None,
         }
     }
 }

@@ -58,6 +58,9 @@ pub trait OrderingRole:
     fn answers(response: RoleResponse) -> Result<Vec<Self::Answer>, ShardCallError>;
     /// Tells the operator (the log) what the role reports.
     fn log_report(report: Self::Report);
+    /// The outcome `report` gives of a transaction an earlier leader took (resumed after a
+    /// failover or a restart), which no caller waits for.
+    fn settled(report: &Self::Report) -> Option<&TxOutcome>;
 }
 
 /// Shard answers waiting for the ordering role's host; beyond this the calls that carry them wait.
@@ -105,12 +108,16 @@ impl<R: OrderingRole> ShardGroups<R> for WireShardGroups {
 }
 
 /// Messages go to the shard groups (one call per group per round); their answers come back as
-/// the role's inputs; outcomes fill the callers' slots.
+/// the role's inputs; outcomes fill the callers' slots. With a ledger of record, the outcomes of
+/// transactions an earlier leader took go to the archiver once a round, as the callers' do.
 struct OrderingReplicaWiring<R: OrderingRole> {
     shards: Arc<dyn ShardGroups<R>>,
     answers: mpsc::Sender<Vec<R::Input>>,
     /// Messages of the current round, per shard.
     messages: Vec<Vec<R::Message>>,
+    ledger: Option<LedgerGate>,
+    /// Earlier leaders' transactions settled this round, for the ledger of record.
+    settled: Vec<(Txid, SubmitOutcome)>,
 }
 
 impl<R: OrderingRole> Wiring<R> for OrderingReplicaWiring<R> {
@@ -130,10 +137,17 @@ impl<R: OrderingRole> Wiring<R> for OrderingReplicaWiring<R> {
     }
 
     fn report(&mut self, report: R::Report) {
+        if let (Some(_), Some(outcome)) = (&self.ledger, R::settled(&report)) {
+            self.settled.push((outcome.txid, SubmitOutcome::from(outcome.result)));
+        }
         R::log_report(report);
     }
 
     fn flush(&mut self) {
+        if let (Some(ledger), false) = (&self.ledger, self.settled.is_empty()) {
+            let (txids, outcomes): (Vec<Txid>, Vec<SubmitOutcome>) = self.settled.drain(..).unzip();
+            ledger.report(txids, &outcomes);
+        }
         for (shard, messages) in self.messages.iter_mut().enumerate() {
             if messages.is_empty() {
                 continue;
@@ -171,6 +185,7 @@ pub struct Admission {
 /// role then decided is reported to the archiver from here, not by the sentinel: the report
 /// only hurries the UHS's decision, and a sentinel's false "refused" sent before the commit
 /// could have had it decide too early.
+#[derive(Clone)]
 pub struct LedgerGate {
     pub archiver: GroupClient,
     pub timeout: Duration,
@@ -364,6 +379,8 @@ impl<R: OrderingRole> OrderingReplica<R> {
             shards,
             answers,
             messages: (0..shard_count).map(|_| vec![]).collect(),
+            ledger: admission.ledger.clone(),
+            settled: vec![],
         };
         let mut host = ReplicatedHost::new(hosted.group.clone(), hosted.replica.clone(), wiring);
         if let Some(plan) = hosted.snapshots {
