@@ -204,20 +204,32 @@ fn replication_world(seed: u64, totals: &mut Totals) -> Result<String, Violation
 
 /// The cluster world of one seed, in 2PC's shape; returns its report line.
 fn cluster_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
-    shaped_cluster_world(ClusterOptions::from_seed(seed), totals)
+    shaped_cluster_world(seed, ClusterOptions::from_seed(seed), totals)
 }
 
 /// The cluster world of one seed, in the atomizer's shape; returns its report line.
 fn atomizer_cluster_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
-    shaped_cluster_world(ClusterOptions::atomizer_from_seed(seed), totals)
+    shaped_cluster_world(seed, ClusterOptions::atomizer_from_seed(seed), totals)
 }
 
-fn shaped_cluster_world(options: ClusterOptions, totals: &mut Totals) -> Result<String, Violation> {
+/// Odd seeds run the ordering replicas behind the ledger of record's gate.
+fn shaped_cluster_world(seed: u64, options: ClusterOptions, totals: &mut Totals) -> Result<String, Violation> {
+    let options = ClusterOptions {
+        ledger_of_record: seed % 2 == 1,
+        ..options
+    };
     let r = run_cluster(options.clone())?;
     totals.cluster_confirmed += r.confirmed;
     totals.elections += r.elections;
     totals.crashes += r.crashes;
     totals.steps += r.steps;
+    let ledger_of_record = match options.ledger_of_record {
+        true => format!(
+            "ledger of record's gate: {} not written ahead (none applied), {} outcomes reported, all true ({} of them the client never heard), ",
+            r.not_written_ahead, r.ledger_reports, r.ledger_reports_of_unknown
+        ),
+        false => String::new(),
+    };
     let ordering = match &options.shape {
         ClusterShape::TwoPhaseCommit => "coordinator group".to_string(),
         ClusterShape::Atomizer(a) => format!(
@@ -226,7 +238,7 @@ fn shaped_cluster_world(options: ClusterOptions, totals: &mut Totals) -> Result<
         ),
     };
     Ok(format!(
-        "cluster of {} shard group(s) + {ordering}, {} replicas each, {} steps, {} submitted, {} confirmed, {} rejected, {} unknown ({} applied), {} elections, {} crashes, {} whole-group restarts, {} partitions, {}",
+        "cluster of {} shard group(s) + {ordering}, {} replicas each, {} steps, {} submitted, {} confirmed, {} rejected, {} unknown ({} applied), {} elections, {} crashes, {} whole-group restarts, {} partitions, {}{}",
         options.shard_groups,
         options.replicas,
         r.steps,
@@ -239,6 +251,7 @@ fn shaped_cluster_world(options: ClusterOptions, totals: &mut Totals) -> Result<
         r.crashes,
         r.full_restarts,
         r.partitions,
+        ledger_of_record,
         network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
     ))
 }

@@ -181,15 +181,27 @@ pub struct Admission {
 
 /// The ledger of record's gate: a transaction is ordered only once the archiver group says it
 /// is written ahead, undecided, in the very compact form submitted. So a sentinel (or k
-/// endorsers) cannot have the core commit what the ledger never took. What the
-/// role then decided is reported to the archiver from here, not by the sentinel: the report
-/// only hurries the UHS's decision, and a sentinel's false "refused" sent before the commit
-/// could have had it decide too early.
+/// endorsers) cannot have the core commit what the ledger never took. What the role then
+/// decided is reported to the archiver from here, not by the sentinel: the report only hurries
+/// the UHS's decision, and a sentinel's false "refused" sent before the commit could have had it
+/// decide too early.
 #[derive(Clone)]
 pub struct LedgerGate {
-    pub archiver: GroupClient,
-    pub timeout: Duration,
+    link: Arc<dyn LedgerLink>,
 }
+
+/// How an ordering replica reaches the ledger of record: the archiver group over the cluster's
+/// transport ([`LedgerGate::archiver_group`]), or the simulator's model of it.
+pub trait LedgerLink: Send + Sync + 'static {
+    /// For each transaction, by txid and the digest of the compact form submitted, whether it
+    /// is written ahead in that form.
+    fn written_ahead(&self, asked: Vec<(Txid, [u8; 32])>) -> LedgerCall<Vec<bool>>;
+    /// Tells the archiver, in the background, what became of these transactions for certain.
+    fn report(&self, decided: Vec<(Txid, bool)>);
+}
+
+/// The future of one [`LedgerLink::written_ahead`].
+pub type LedgerCall<T> = Pin<Box<dyn Future<Output = Result<T, LedgerRefusal>> + Send>>;
 
 /// Why a submission does not pass the ledger's gate.
 #[derive(Debug, thiserror::Error)]
@@ -202,22 +214,29 @@ pub enum LedgerRefusal {
     WrongCount { asked: usize, answered: usize },
     #[error("the ledger of record answered a written-ahead question with another kind of response")]
     WrongReply,
+    /// The question or its answer was lost (the simulator's network).
+    #[error("the written-ahead question or its answer was lost")]
+    Lost,
 }
 
-impl LedgerGate {
-    /// Tells the archiver, in the background, what became of `txids` for certain: a dropped
-    /// transaction may still be committed by the next leader, so only the UHS decides it.
-    fn report(&self, txids: Vec<Txid>, outcomes: &[SubmitOutcome]) {
-        let decided: Vec<(Txid, bool)> = (txids.into_iter().zip(outcomes))
-            .filter_map(|(txid, outcome)| match outcome {
-                SubmitOutcome::Confirmed => Some((txid, true)),
-                SubmitOutcome::Rejected(_) | SubmitOutcome::Busy => Some((txid, false)),
-                SubmitOutcome::Dropped => None,
-            })
-            .collect();
-        if decided.is_empty() {
-            return;
-        }
+/// The archiver group, over the cluster's transport.
+struct ArchiverGroup {
+    archiver: GroupClient,
+    timeout: Duration,
+}
+
+impl LedgerLink for ArchiverGroup {
+    fn written_ahead(&self, asked: Vec<(Txid, [u8; 32])>) -> LedgerCall<Vec<bool>> {
+        let (archiver, timeout) = (self.archiver.clone(), self.timeout);
+        Box::pin(async move {
+            match archiver.call(&RoleRequest::WrittenAhead(asked), timeout).await? {
+                RoleResponse::WrittenAhead(written) => Ok(written),
+                _ => Err(LedgerRefusal::WrongReply),
+            }
+        })
+    }
+
+    fn report(&self, decided: Vec<(Txid, bool)>) {
         let (archiver, timeout) = (self.archiver.clone(), self.timeout);
         tokio::spawn(async move {
             if let Err(error) = archiver
@@ -228,6 +247,32 @@ impl LedgerGate {
             }
         });
     }
+}
+
+impl LedgerGate {
+    pub fn new(link: Arc<dyn LedgerLink>) -> LedgerGate {
+        LedgerGate { link }
+    }
+
+    /// The gate to the archiver group `archiver`, each call given `timeout`.
+    pub fn archiver_group(archiver: GroupClient, timeout: Duration) -> LedgerGate {
+        LedgerGate::new(Arc::new(ArchiverGroup { archiver, timeout }))
+    }
+
+    /// Tells the archiver, in the background, what became of `txids` for certain: a dropped
+    /// transaction may still be committed by the next leader, so only the UHS decides it.
+    fn report(&self, txids: Vec<Txid>, outcomes: &[SubmitOutcome]) {
+        let decided: Vec<(Txid, bool)> = (txids.into_iter().zip(outcomes))
+            .filter_map(|(txid, outcome)| match outcome {
+                SubmitOutcome::Confirmed => Some((txid, true)),
+                SubmitOutcome::Rejected(_) | SubmitOutcome::Busy => Some((txid, false)),
+                SubmitOutcome::Dropped => None,
+            })
+            .collect();
+        if !decided.is_empty() {
+            self.link.report(decided);
+        }
+    }
 
     /// For each transaction of `txs` (whose attestation messages are `digests`), whether it is
     /// written ahead in this compact form.
@@ -237,18 +282,14 @@ impl LedgerGate {
         digests: &[[u8; 32]],
     ) -> Result<Vec<bool>, LedgerRefusal> {
         let asked = txs.iter().zip(digests).map(|(tx, digest)| (tx.txid, *digest)).collect();
-        let answer = self
-            .archiver
-            .call(&RoleRequest::WrittenAhead(asked), self.timeout)
-            .await?;
-        match answer {
-            RoleResponse::WrittenAhead(written) if written.len() == txs.len() => Ok(written),
-            RoleResponse::WrittenAhead(written) => Err(LedgerRefusal::WrongCount {
+        let written = self.link.written_ahead(asked).await?;
+        if written.len() != txs.len() {
+            return Err(LedgerRefusal::WrongCount {
                 asked: txs.len(),
                 answered: written.len(),
-            }),
-            _ => Err(LedgerRefusal::WrongReply),
+            });
         }
+        Ok(written)
     }
 }
 
@@ -495,8 +536,8 @@ where
         .map(|g| GroupClient::new(GroupRole::Shard, &g.name, &g.replicas, &limits, &transport))
         .collect::<Result<Vec<_>, _>>()?;
     let shards: Arc<dyn ShardGroups<R>> = Arc::new(WireShardGroups { clients, timeout });
-    let ledger =
-        GroupClient::archiver(&topology, &limits, &transport)?.map(|archiver| LedgerGate { archiver, timeout });
+    let ledger = GroupClient::archiver(&topology, &limits, &transport)?
+        .map(|archiver| LedgerGate::archiver_group(archiver, timeout));
     let admission = Admission {
         ledger,
         ..Admission::of(&topology)

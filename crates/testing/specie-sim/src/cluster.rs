@@ -28,6 +28,11 @@
 //!   created;
 //! - the values in the UHS add up to exactly what the applied mints created;
 //! - the UHS holds exactly the ids the applied transactions left unspent.
+//!
+//! With [`ClusterOptions::ledger_of_record`], the ordering replicas pass every submission through
+//! the ledger of record's gate to a model archiver group, and the sentinel skips writing a few
+//! transactions ahead ([`ledger_link`]). Checked once at rest: none of those applied, and every
+//! outcome the ordering group reported to the archiver is what the UHS did.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -50,15 +55,17 @@ use specie_raft::{NodeId, Replica, ReplicaConfig, ReplicatedStateMachine};
 use specie_shard::{ShardRange, Vote};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
-use specie_transaction::{CompactTransaction, UhsId};
+use specie_transaction::{CompactTransaction, Txid, UhsId};
 use specie_workload::{roll, CompactLedger, CompactMix, CompactPlanned};
 use tokio::task::JoinHandle;
 
 use crate::replication::{run_seeded, sim_replica_config, ReplicationFaults};
 use crate::world::Violation;
 
+mod ledger_link;
 mod shape;
 
+use ledger_link::SimLedger;
 use shape::SimShape;
 
 /// Which shape of the core the cluster world deploys.
@@ -95,6 +102,10 @@ pub struct ClusterOptions {
     pub mix: CompactMix,
     pub settle_ms_max: u64,
     pub shape: ClusterShape,
+    /// The ordering replicas pass every submission through the ledger of record's gate, to a
+    /// model archiver group ([`ledger_link`]). Off in the seeds' options, so that every seed
+    /// without it runs as it always did.
+    pub ledger_of_record: bool,
 }
 
 impl ClusterOptions {
@@ -126,6 +137,7 @@ impl ClusterOptions {
             },
             settle_ms_max: 60_000,
             shape: ClusterShape::TwoPhaseCommit,
+            ledger_of_record: false,
         }
     }
 
@@ -166,6 +178,12 @@ pub struct ClusterReport {
     pub elections: u64,
     /// The atomizer's height once at rest (the atomizer shape only).
     pub blocks: u64,
+    /// With the ledger of record: transactions the sentinel submitted without writing them
+    /// ahead, the outcomes the ordering group reported, and those of them the client never
+    /// heard (settled by a later leader, or answered on a lost link).
+    pub not_written_ahead: u64,
+    pub ledger_reports: u64,
+    pub ledger_reports_of_unknown: u64,
     pub trace_digest: [u8; 32],
 }
 
@@ -177,6 +195,9 @@ type RunningShards<R> = Arc<Mutex<Vec<BTreeMap<NodeId, Arc<ShardReplica<<R as Si
 
 /// The simulated clients submit as this sentinel, attesting every submission with its key.
 const SENTINEL: &str = "sim-sentinel";
+
+/// With the ledger of record, the transactions the sentinel submits without writing them ahead.
+const NOT_WRITTEN_AHEAD_PER_MILLE: u32 = 50;
 
 /// Shard rounds come from the ordering group, as the authorisation table requires.
 fn ordering_caller<R: SimShape>() -> Caller {
@@ -256,6 +277,11 @@ struct World<R: SimShape> {
     roles: FaultNetwork,
     shards: RunningShards<R>,
     orderers: BTreeMap<NodeId, Orderer<R>>,
+    ledger_of_record: Option<SimLedger>,
+    /// Whether each transaction applied, once known.
+    fates: BTreeMap<Txid, bool>,
+    not_written_ahead: BTreeSet<Txid>,
+    unknown_txids: BTreeSet<Txid>,
     /// The shard replicas' host tasks, to stop with their replicas.
     shard_hosts: BTreeMap<(GroupIndex, NodeId), JoinHandle<Result<(), HostStopped>>>,
     answers_tx: tokio::sync::mpsc::UnboundedSender<Submission>,
@@ -326,6 +352,12 @@ impl<R: SimShape> World<R> {
             roles: FaultNetwork::new(options.seed ^ 0x524F_4C45, options.faults.link()),
             shards: Arc::new(Mutex::new(vec![BTreeMap::new(); options.shard_groups])),
             orderers: BTreeMap::new(),
+            ledger_of_record: options
+                .ledger_of_record
+                .then(|| SimLedger::new(FaultNetwork::new(options.seed ^ 0x1ED6_E700, options.faults.link()))),
+            fates: BTreeMap::new(),
+            not_written_ahead: BTreeSet::new(),
+            unknown_txids: BTreeSet::new(),
             shard_hosts: BTreeMap::new(),
             answers_tx,
             answers,
@@ -420,7 +452,11 @@ impl<R: SimShape> World<R> {
                 running: self.shards.clone(),
                 network: self.roles.clone(),
             });
-            let (replica, host) = OrderingReplica::start(hosted, shards, Admission::attested(sentinel_keys));
+            let admission = Admission {
+                ledger: self.ledger_of_record.as_ref().map(SimLedger::gate),
+                ..Admission::attested(sentinel_keys)
+            };
+            let (replica, host) = OrderingReplica::start(hosted, shards, admission);
             self.orderers.insert(id, Orderer { replica, host });
         } else {
             let replica = self.open(group, id, R::shard_machine(self.ranges[group])).await?;
@@ -474,6 +510,7 @@ impl<R: SimShape> World<R> {
         self.report.submitted += sent.len() as u64;
         self.record("submit", &[number, sent.len() as u64]);
         let txs: Vec<CompactTransaction> = sent.iter().map(|s| s.tx.clone()).collect();
+        self.write_ahead(&txs);
         self.in_flight.insert(number, sent);
         let target = match self.leader(self.ordering_group()) {
             Some(id) => Some(id),
@@ -527,6 +564,21 @@ impl<R: SimShape> World<R> {
         });
     }
 
+    /// With the ledger of record, the sentinel writes `txs` ahead, but for a few it skips, as a
+    /// compromised one would: the ordering group must not order those.
+    fn write_ahead(&mut self, txs: &[CompactTransaction]) {
+        let Some(ledger) = &self.ledger_of_record else {
+            return;
+        };
+        for tx in txs {
+            if self.rng.gen_bool(NOT_WRITTEN_AHEAD_PER_MILLE as f64 / 1000.0) {
+                self.not_written_ahead.insert(tx.txid);
+            } else {
+                ledger.write_ahead(tx.txid, tx.attestation_message());
+            }
+        }
+    }
+
     fn collect_answers(&mut self) -> Result<(), Violation> {
         while let Ok(submission) = self.answers.try_recv() {
             let sent = self.in_flight.remove(&submission.number).expect("submitted");
@@ -539,6 +591,17 @@ impl<R: SimShape> World<R> {
                     Answer::Unknown => 0x101,
                 };
                 self.record("answer", &[submission.number, code]);
+                match answer {
+                    Answer::Confirmed => {
+                        self.fates.insert(tx.txid, true);
+                    }
+                    Answer::Rejected(_) | Answer::NotApplied => {
+                        self.fates.insert(tx.txid, false);
+                    }
+                    Answer::Unknown => {
+                        self.unknown_txids.insert(tx.txid);
+                    }
+                }
                 match answer {
                     Answer::Confirmed => {
                         self.report.confirmed += 1;
@@ -795,6 +858,30 @@ impl<R: SimShape> World<R> {
         self.check_final()
     }
 
+    /// Nothing the sentinel skipped writing ahead applied, and every report the ordering group
+    /// sent the archiver is the truth.
+    fn check_ledger_of_record(&mut self) -> Result<(), Violation> {
+        let Some(ledger) = &self.ledger_of_record else {
+            return Ok(());
+        };
+        if let Some(txid) = (self.not_written_ahead.iter()).find(|txid| self.fates.get(*txid) != Some(&false)) {
+            return Err(self.violation(format!(
+                "transaction {} applied, though it was never written ahead to the ledger of record",
+                hex::encode(&txid.0[..8])
+            )));
+        }
+        if let Some(false_report) = ledger.false_report(&self.fates) {
+            return Err(self.violation(false_report));
+        }
+        let reports = std::mem::take(&mut ledger.model.lock().reports);
+        self.report.not_written_ahead = self.not_written_ahead.len() as u64;
+        self.report.ledger_reports = reports.len() as u64;
+        self.report.ledger_reports_of_unknown = (reports.iter())
+            .filter(|(txid, _)| self.unknown_txids.contains(txid))
+            .count() as u64;
+        Ok(())
+    }
+
     fn check_final(&mut self) -> Result<(), Violation> {
         let uhs: BTreeSet<UhsId> = self
             .shards
@@ -807,10 +894,14 @@ impl<R: SimShape> World<R> {
             .collect();
         for tx in std::mem::take(&mut self.unknown) {
             match self.ledger.resolve(&tx, &uhs) {
-                Ok(applied) => self.report.unknown_applied += u64::from(applied),
+                Ok(applied) => {
+                    self.report.unknown_applied += u64::from(applied);
+                    self.fates.insert(tx.txid, applied);
+                }
                 Err(violation) => return Err(self.violation(violation.to_string())),
             }
         }
+        self.check_ledger_of_record()?;
         self.ledger
             .audit(uhs.iter().copied())
             .map_err(|violation| self.violation(violation.to_string()))?;
