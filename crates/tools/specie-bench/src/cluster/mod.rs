@@ -149,6 +149,13 @@ pub fn run(args: ClusterBenchOptions) -> BenchResult<ExitCode> {
         );
     }
     let topology = Topology::load(&topology_file)?;
+    if let Some(reason) = takes_no_compact_load(&topology) {
+        fail!(
+            "specie bench cluster submits compact transactions (as Hamilton's benchmark does), but {reason}; \
+             measure this cluster with `specie demo --cluster {}`, or bench one started without it",
+            args.dir.display()
+        );
+    }
     let topology_path = std::fs::canonicalize(&topology_file)?;
     for fault in &args.kill_leader {
         ensure_that!(
@@ -171,6 +178,19 @@ pub fn run(args: ClusterBenchOptions) -> BenchResult<ExitCode> {
     );
     run_load(&args, &topology, &topology_path, &out, None)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why `topology` cannot take the bench's compact transactions, if it cannot: a cluster that
+/// keeps a ledger of record takes only full transactions (the ledger records them), and one whose
+/// sentinels endorse takes only what k of them endorsed.
+fn takes_no_compact_load(topology: &Topology) -> Option<&'static str> {
+    if topology.ledger_of_record.is_some() {
+        return Some("this cluster keeps a ledger of record ([ledger_of_record]), which takes only full transactions");
+    }
+    if topology.endorsement.is_some() {
+        return Some("this cluster's sentinels endorse every transaction ([endorsement]), from full transactions only");
+    }
+    None
 }
 
 pub(crate) fn shape_text(topology: &Topology) -> String {
@@ -204,6 +224,31 @@ pub(crate) fn load_text(args: &ClusterBenchOptions) -> String {
 mod tests {
     use super::*;
     use std::str::FromStr;
+
+    /// What `specie cluster up` makes by default takes the bench's compact load; with a ledger of
+    /// record it does not, and the bench says so before it starts.
+    #[test]
+    fn a_cluster_with_a_ledger_of_record_is_refused_a_compact_load() {
+        use specie_cluster::{GroupBridges, LedgerOfRecordConfig, Shape};
+        let keys = [[1u8; 32], [2; 32]]
+            .map(|secret| {
+                let key = specie_transaction::signing::keypair_from_secret(&secret).unwrap();
+                hex::encode(specie_transaction::signing::xonly_bytes(&key))
+            })
+            .to_vec();
+        let mut topology = Topology::local(
+            Shape::default(),
+            Path::new("/tmp/x"),
+            vec![],
+            keys,
+            vec![],
+            GroupBridges::default(),
+        )
+        .unwrap();
+        assert_eq!(takes_no_compact_load(&topology), None);
+        topology.ledger_of_record = Some(LedgerOfRecordConfig::new(vec![]));
+        assert!(takes_no_compact_load(&topology).is_some_and(|reason| reason.contains("ledger of record")));
+    }
 
     #[test]
     fn fault_specs_parse() {
