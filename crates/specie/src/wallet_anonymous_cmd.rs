@@ -10,7 +10,7 @@ use specie_credential::EnrolmentId;
 use specie_wallet::session;
 use specie_wallet::AnonymousPaymentString;
 
-use crate::wallet_cmd::{client_for, load, print_balance, submit_and_report, Built};
+use crate::wallet_cmd::{client_for, load, print_balance, submit_and_report, Built, LevelMove};
 
 /// Answers the RA's challenge (printing the request for the RA), or keeps its credential.
 pub fn enrol(path: &Path, node: Option<&str>, challenge: Option<&str>, credential: Option<&str>) -> Result<ExitCode> {
@@ -37,20 +37,30 @@ pub fn enrol(path: &Path, node: Option<&str>, challenge: Option<&str>, credentia
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn anonymise(
-    path: &Path,
-    node: Option<&str>,
-    amount: u64,
-    hide_values: bool,
-    cosigners: &[String],
-    timeout_ms: u64,
-) -> Result<ExitCode> {
-    let mut wallet = load(path)?;
+pub fn anonymise(path: &Path, node: Option<&str>, moved: &LevelMove) -> Result<ExitCode> {
+    let (mut wallet, amount) = (load(path)?, moved.amount);
     let client = client_for(&wallet, node)?;
-    let policy = session::anonymous_policy(&client, hide_values)?;
+    let policy = session::anonymous_policy(&client, moved.hide_values)?;
     let (tx, _) = wallet.build_anonymise(amount, &policy, &mut rand::thread_rng())?;
-    let tx = session::cosign(&mut wallet, &client, tx, cosigners)?;
-    submit_and_report(path, &mut wallet, &client, tx, Built::Anonymise { amount }, timeout_ms)
+    let tx = session::cosign(&mut wallet, &client, tx, &moved.cosigners.cosigners)?;
+    submit_and_report(
+        path,
+        &mut wallet,
+        &client,
+        tx,
+        Built::Anonymise { amount },
+        moved.timeout_ms,
+    )
+}
+
+pub fn leave_anonymous(path: &Path, node: Option<&str>, moved: &LevelMove) -> Result<ExitCode> {
+    let (mut wallet, amount) = (load(path)?, moved.amount);
+    let client = client_for(&wallet, node)?;
+    let policy = session::anonymous_policy(&client, moved.hide_values)?;
+    let (tx, _, change) = wallet.build_leave_anonymous(amount, &policy, &mut rand::thread_rng())?;
+    let tx = session::cosign(&mut wallet, &client, tx, &moved.cosigners.cosigners)?;
+    let built = Built::LeaveAnonymous { amount, change };
+    submit_and_report(path, &mut wallet, &client, tx, built, moved.timeout_ms)
 }
 
 /// What `send-anonymous` pays.

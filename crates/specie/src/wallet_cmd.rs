@@ -163,19 +163,13 @@ pub enum WalletCommand {
     /// Turn AMOUNT of this wallet's coins into an anonymous note of its own (enrolled wallets):
     /// its owner is then hidden behind a commitment to your enrolment id, readable by the
     /// owner auditors; with --hide-values its value is hidden too.
-    Anonymise {
-        /// Amount in the currency's smallest unit (a whole number, at least 1).
-        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-        amount: u64,
-        /// Hide the value in a commitment (anonymous and confidential).
-        #[arg(long)]
-        hide_values: bool,
-        #[command(flatten)]
-        cosigners: CosignerArgs,
-        /// How long to wait for the node to make it final, in milliseconds (max 120000).
-        #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
-        timeout_ms: u64,
-    },
+    Anonymise(LevelMove),
+
+    /// Turn AMOUNT of this wallet's anonymous notes back into a transparent coin of its own
+    /// (the rest stays a note): the coin's value and owner are public from then on, and the owner
+    /// auditors can tell the notes were yours. Without --hide-values only notes whose values are
+    /// in clear are spent; with it, any note (and the change is hidden).
+    LeaveAnonymous(LevelMove),
 
     /// Pay AMOUNT anonymously to the enrolled user ID from this wallet's anonymous notes: no
     /// one but the payee and the auditors learns who paid whom. The spend is authorised by a
@@ -286,6 +280,22 @@ pub struct AuditorArgs {
     pub cosigners: CosignerArgs,
 }
 
+/// Value moved into or out of the anonymous level, within one wallet.
+#[derive(Args, Debug)]
+pub struct LevelMove {
+    /// Amount in the currency's smallest unit (a whole number, at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub amount: u64,
+    /// Hide the values in commitments (anonymous and confidential).
+    #[arg(long)]
+    pub hide_values: bool,
+    #[command(flatten)]
+    pub cosigners: CosignerArgs,
+    /// How long to wait for the node to make it final, in milliseconds (max 120000).
+    #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
+    pub timeout_ms: u64,
+}
+
 /// The active auditors a private transaction is sent to for co-signing before submission.
 #[derive(Args, Debug)]
 pub struct CosignerArgs {
@@ -338,12 +348,8 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
         WalletCommand::Enrol { challenge, credential } => {
             crate::wallet_anonymous_cmd::enrol(path, node, challenge.as_deref(), credential.as_deref())
         }
-        WalletCommand::Anonymise {
-            amount,
-            hide_values,
-            cosigners,
-            timeout_ms,
-        } => crate::wallet_anonymous_cmd::anonymise(path, node, amount, hide_values, &cosigners.cosigners, timeout_ms),
+        WalletCommand::Anonymise(moved) => crate::wallet_anonymous_cmd::anonymise(path, node, &moved),
+        WalletCommand::LeaveAnonymous(moved) => crate::wallet_anonymous_cmd::leave_anonymous(path, node, &moved),
         WalletCommand::SendAnonymous {
             to_id,
             amount,
@@ -518,6 +524,10 @@ pub(crate) enum Built {
     },
     Anonymise {
         amount: u64,
+    },
+    LeaveAnonymous {
+        amount: u64,
+        change: u64,
     },
     AnonymousPayment {
         to: u64,
@@ -766,6 +776,11 @@ fn report_built(wallet: &Wallet, built: &Built, unit: &str) {
         Built::Anonymise { amount } => {
             println!("{amount} {unit} entered the anonymous level as a note of this wallet");
         }
+        Built::LeaveAnonymous { amount, change } => {
+            println!(
+                "{amount} {unit} left the anonymous level as a coin of this wallet; {change} {unit} stays in notes"
+            );
+        }
         Built::AnonymousPayment {
             to,
             amount,
@@ -829,6 +844,7 @@ fn describe(wallet: &Wallet, kind: &PendingKind, unit: &str) -> String {
         ),
         PendingKind::Unshield { amount } => format!("unshielding of {amount} {unit}"),
         PendingKind::Anonymise { amount } => format!("entry of {amount} {unit} into the anonymous level"),
+        PendingKind::LeaveAnonymous { amount } => format!("exit of {amount} {unit} from the anonymous level"),
         PendingKind::AnonymousPayment { to, amount } => {
             format!("anonymous payment of {amount} {unit} to enrolment id {to}")
         }

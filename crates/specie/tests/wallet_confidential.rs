@@ -288,8 +288,9 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
 }
 
 /// A cluster's sentinels take private transactions too, as the topology's `[privacy]` section
-/// says (the same keys as `specie node`'s flags): enrolment and an anonymous payment, and a
-/// confidential shielding, all through a sentinel of a real cluster on 127.0.0.1.
+/// says (the same keys as `specie node`'s flags): enrolment and an anonymous payment, a way back
+/// out of the anonymous level, and a confidential shielding, all through a sentinel of a real
+/// cluster on 127.0.0.1.
 #[test]
 fn a_cluster_sentinel_takes_private_payments_under_its_privacy_section() {
     let (_temp, dir, base, _down) = cluster_harness::start_cluster(1);
@@ -338,4 +339,13 @@ fn a_cluster_sentinel_takes_private_payments_under_its_privacy_section() {
     assert_eq!(wallet_balance(&alice, "confidential spendable:"), 300);
     assert_eq!(wallet_balance(&alice, "spendable:"), 100);
     assert_eq!(wallet_balance(&bob, "anonymous spendable:"), 250);
+    // Bob takes 100 out of the anonymous level: his note's value is hidden, so only with
+    // --hide-values.
+    let bob_arg = bob.to_str().unwrap();
+    let refused = run(&["wallet", "--wallet", bob_arg, "leave-anonymous", "--amount", "100"]).unwrap_err();
+    assert!(refused.contains("only with --hide-values"), "{refused}");
+    let left = core_wallet(&bob, &["leave-anonymous", "--amount", "100", "--hide-values"]);
+    assert!(left.contains("left the anonymous level"), "{left}");
+    assert_eq!(wallet_balance(&bob, "anonymous spendable:"), 150);
+    assert_eq!(wallet_balance(&bob, "spendable:"), 100);
 }

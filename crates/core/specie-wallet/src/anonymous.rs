@@ -21,8 +21,8 @@ use specie_credential::{
     OwnerOpening, RaPublicKey, UserSecret,
 };
 use specie_transaction::{
-    AnonymousPlan, AnonymousSpend, AnonymousTransaction, AnonymousValue, NonceMode, OutPoint, SpecieTransaction, Txid,
-    UhsId,
+    AnonymousPlan, AnonymousSpend, AnonymousTransaction, AnonymousValue, NonceMode, OutPoint, Output,
+    SpecieTransaction, Txid, UhsId,
 };
 
 use crate::anonymous_payment::AnonymousPaymentString;
@@ -31,7 +31,7 @@ use crate::error::WalletError;
 use crate::notes::{balance_of, forget_spendable, settle, HeldNote, ReceivedNote, NOTE_INPUTS_MAX};
 use crate::select::select_coins;
 use crate::sync::SyncError;
-use crate::wallet::{Balance, CoinState, PendingKind, Settled, Wallet};
+use crate::wallet::{Balance, CoinState, PendingKind, Settled, Wallet, WalletKey};
 
 /// The wallet's enrolled identity: the secret's seed (what the file keeps), the identity it
 /// makes with the credential, and the RA that signed it.
@@ -285,6 +285,57 @@ impl Wallet {
             payment_string,
         };
         Ok((tx, payment))
+    }
+
+    /// Builds a way out of the anonymous level: `amount` of this wallet's notes (only notes in
+    /// clear, when the values are to stay in clear) into a transparent coin of a fresh key, the
+    /// rest back as a note of its own. Returns the change. The coin's value is public, and the
+    /// owner auditors learn who spent the notes, as for any anonymous spend.
+    pub fn build_leave_anonymous(
+        &mut self,
+        amount: u64,
+        policy: &AnonymousPolicy,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(SpecieTransaction, Txid, u64), WalletError> {
+        self.check_pending_room()?;
+        let enrolled = self.enrolled()?.clone();
+        let (notes, total) = self.select_anonymous_notes(amount, policy.hide_values)?;
+        let change = total - amount;
+        let coin_key = WalletKey::random(rng)?;
+        // No change output in clear when nothing is left: a clear value of 0 is refused.
+        let outputs = match change > 0 || policy.hide_values {
+            true => vec![(OwnerOpening::random(enrolled.identity.enrolment_id(), rng), change)],
+            false => vec![],
+        };
+        let plan = AnonymousPlan {
+            transparent_inputs: vec![],
+            anonymous_inputs: notes
+                .iter()
+                .map(|note| AnonymousSpend {
+                    input: note.payment.to_input(),
+                    owner: note.payment.owner,
+                    value: note.payment.value_opening(),
+                })
+                .collect(),
+            outputs,
+            transparent_outputs: vec![Output {
+                witness_program_commitment: coin_key.commitment,
+                value: amount,
+            }],
+            hide_values: policy.hide_values,
+            value_auditors: policy.value_auditors.clone(),
+            owner_auditors: policy.owner_auditors.clone(),
+        };
+        let (tx, openings) = plan.prove_and_sign(
+            &[],
+            Some(&enrolled.identity),
+            &enrolled.authority,
+            NonceMode::Randomized,
+            rng,
+        )?;
+        self.add_key(coin_key);
+        let (tx, txid) = self.record_anonymous(tx, &plan, &openings, PendingKind::LeaveAnonymous { amount });
+        Ok((tx, txid, change))
     }
 
     /// Spendable notes worth at least `amount` (only notes in clear for a payment in clear),

@@ -123,6 +123,38 @@ fn enrol_enter_pay_in_clear_pay_back_hidden_against_a_node() {
         assert!(report.notes_vanished.is_empty(), "{report:?}");
     }
     assert_eq!(holdings(&alice), (400, 50));
+
+    // Out of the anonymous level: Alice's last note is hidden, so not in clear; Bob takes 100
+    // of his 150 into a coin, Alice all of her 50 (her change a hidden note of 0).
+    let error = alice.load().build_leave_anonymous(50, &clear, &mut rng).unwrap_err();
+    assert!(
+        matches!(error, WalletError::InsufficientAnonymousNotes { available: 0, .. }),
+        "{error}"
+    );
+    let (outcome, _) = bob.submit(&node, |w| {
+        let (tx, txid, change) = w.build_leave_anonymous(100, &hidden, &mut rng).unwrap();
+        assert_eq!(change, 50);
+        (tx, txid)
+    });
+    assert!(confirmed(&outcome), "{outcome:?}");
+    let (outcome, _) = alice.submit(&node, |w| {
+        let (tx, txid, change) = w.build_leave_anonymous(50, &hidden, &mut rng).unwrap();
+        assert_eq!(change, 0);
+        (tx, txid)
+    });
+    assert!(confirmed(&outcome), "{outcome:?}");
+    assert_eq!((holdings(&alice), holdings(&bob)), ((450, 0), (100, 50)));
+    for holder in [&alice, &bob] {
+        let report = sync(&mut holder.load(), &node.client).unwrap();
+        assert!(
+            report.notes_vanished.is_empty() && report.coins_vanished.is_empty(),
+            "{report:?}"
+        );
+    }
+    // The coin is the wallet's like any other: it can enter the anonymous level again.
+    let (outcome, _) = bob.submit(&node, |w| w.build_anonymise(100, &clear, &mut rng).unwrap());
+    assert!(confirmed(&outcome), "{outcome:?}");
+    assert_eq!(holdings(&bob), (0, 150));
 }
 
 /// Every altered or misdirected string is refused, and the wallet gains nothing.

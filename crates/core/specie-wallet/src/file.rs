@@ -365,6 +365,7 @@ pub enum KindRecord {
     Unshield { amount: u64 },
     Anonymise { amount: u64 },
     AnonymousPayment { to: u64, amount: u64 },
+    LeaveAnonymous { amount: u64 },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -472,6 +473,7 @@ impl WalletFile {
                         PendingKind::Unshield { amount } => KindRecord::Unshield { amount },
                         PendingKind::Anonymise { amount } => KindRecord::Anonymise { amount },
                         PendingKind::AnonymousPayment { to, amount } => KindRecord::AnonymousPayment { to, amount },
+                        PendingKind::LeaveAnonymous { amount } => KindRecord::LeaveAnonymous { amount },
                     },
                     transaction: hex::encode(pending.tx.encode()),
                     spends: pending
@@ -784,6 +786,7 @@ impl PendingRecord {
             },
             KindRecord::Unshield { amount } => PendingKind::Unshield { amount: *amount },
             KindRecord::Anonymise { amount } => PendingKind::Anonymise { amount: *amount },
+            KindRecord::LeaveAnonymous { amount } => PendingKind::LeaveAnonymous { amount: *amount },
             KindRecord::AnonymousPayment { to, amount } => PendingKind::AnonymousPayment {
                 to: *to,
                 amount: *amount,

@@ -171,6 +171,10 @@ pub enum PendingKind {
         to: u64,
         amount: u64,
     },
+    /// Anonymous notes turned back into a transparent coin of this wallet.
+    LeaveAnonymous {
+        amount: u64,
+    },
 }
 
 /// A transaction this wallet built and has not seen resolved.
