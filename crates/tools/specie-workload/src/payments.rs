@@ -383,8 +383,10 @@ impl PaymentWorkload {
             Kind::Payment => self.finish_payment(&sent, outcome),
             Kind::Replay => {
                 self.checks.replays += 1;
-                // Refused by the shards (spent input), or never applied: either way not confirmed.
-                if matches!(outcome, Outcome::InputMissing | Outcome::Dropped) {
+                // Refused by the shards (spent input), or never applied (dropped, or not taken
+                // while a group failed over): either way not confirmed. Whether it applied all
+                // the same, the UHS check of the audit tells.
+                if matches!(outcome, Outcome::InputMissing | Outcome::Dropped | Outcome::Busy) {
                     self.checks.replays_rejected += 1;
                 }
             }
