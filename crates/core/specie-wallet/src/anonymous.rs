@@ -249,22 +249,7 @@ impl Wallet {
             (true, 0) => vec![payee, change],
             (true, _) => vec![change, payee],
         };
-        let plan = AnonymousPlan {
-            transparent_inputs: vec![],
-            anonymous_inputs: notes
-                .iter()
-                .map(|note| AnonymousSpend {
-                    input: note.payment.to_input(),
-                    owner: note.payment.owner,
-                    value: note.payment.value_opening(),
-                })
-                .collect(),
-            outputs,
-            transparent_outputs: vec![],
-            hide_values: policy.hide_values,
-            value_auditors: policy.value_auditors.clone(),
-            owner_auditors: policy.owner_auditors.clone(),
-        };
+        let plan = plan_spending_notes(&notes, outputs, vec![], policy);
         let (tx, openings) = plan.prove_and_sign(
             &[],
             Some(&enrolled.identity),
@@ -307,25 +292,11 @@ impl Wallet {
             true => vec![(OwnerOpening::random(enrolled.identity.enrolment_id(), rng), change)],
             false => vec![],
         };
-        let plan = AnonymousPlan {
-            transparent_inputs: vec![],
-            anonymous_inputs: notes
-                .iter()
-                .map(|note| AnonymousSpend {
-                    input: note.payment.to_input(),
-                    owner: note.payment.owner,
-                    value: note.payment.value_opening(),
-                })
-                .collect(),
-            outputs,
-            transparent_outputs: vec![Output {
-                witness_program_commitment: coin_key.commitment,
-                value: amount,
-            }],
-            hide_values: policy.hide_values,
-            value_auditors: policy.value_auditors.clone(),
-            owner_auditors: policy.owner_auditors.clone(),
+        let coin = Output {
+            witness_program_commitment: coin_key.commitment,
+            value: amount,
         };
+        let plan = plan_spending_notes(&notes, outputs, vec![coin], policy);
         let (tx, openings) = plan.prove_and_sign(
             &[],
             Some(&enrolled.identity),
@@ -476,6 +447,31 @@ impl HeldNote for AnonymousNote {
 }
 
 /// The payment string of the plan's output `position` in `tx`.
+/// A plan spending `notes` (with spend proofs of the wallet's credential) into `outputs`, owned
+/// behind commitments, and `transparent_outputs`, under `policy`.
+fn plan_spending_notes(
+    notes: &[AnonymousNote],
+    outputs: Vec<(OwnerOpening, u64)>,
+    transparent_outputs: Vec<Output>,
+    policy: &AnonymousPolicy,
+) -> AnonymousPlan {
+    AnonymousPlan {
+        transparent_inputs: vec![],
+        anonymous_inputs: (notes.iter())
+            .map(|note| AnonymousSpend {
+                input: note.payment.to_input(),
+                owner: note.payment.owner,
+                value: note.payment.value_opening(),
+            })
+            .collect(),
+        outputs,
+        transparent_outputs,
+        hide_values: policy.hide_values,
+        value_auditors: policy.value_auditors.clone(),
+        owner_auditors: policy.owner_auditors.clone(),
+    }
+}
+
 fn created_payment(
     tx: &AnonymousTransaction,
     plan: &AnonymousPlan,

@@ -81,14 +81,17 @@ fn a_seed_replays_bit_for_bit() {
     assert!(first.endorsed > 0 && first.blocks > 0);
 }
 
+/// The first violation the world reports over the first `seeds` seeds, each with a bug planted
+/// by `plant`.
+fn first_caught(seeds: u64, plant: impl Fn(PrivacyOptions) -> PrivacyOptions) -> Option<specie_sim::Violation> {
+    (0..seeds).find_map(|seed| run_privacy(plant(PrivacyOptions::from_seed(seed))).err())
+}
+
 #[test]
 fn the_world_catches_a_restart_that_does_not_reconcile_the_records_written_ahead() {
-    let caught = (0..20).find_map(|seed| {
-        let options = PrivacyOptions {
-            skip_reconciliation: true,
-            ..PrivacyOptions::from_seed(seed)
-        };
-        run_privacy(options).err()
+    let caught = first_caught(20, |options| PrivacyOptions {
+        skip_reconciliation: true,
+        ..options
     });
     let violation = caught.expect("committed transactions whose outcome a crash lost never reach a block");
     assert!(violation.message.contains("in no block after recovery"), "{violation}");
@@ -96,12 +99,9 @@ fn the_world_catches_a_restart_that_does_not_reconcile_the_records_written_ahead
 
 #[test]
 fn the_world_catches_an_archiver_driver_that_hands_back_no_evidence() {
-    let caught = (0..10).find_map(|seed| {
-        let options = PrivacyOptions {
-            archiver_ignores_evidence: true,
-            ..PrivacyOptions::from_seed(seed)
-        };
-        run_privacy(options).err()
+    let caught = first_caught(10, |options| PrivacyOptions {
+        archiver_ignores_evidence: true,
+        ..options
     });
     let violation = caught.expect("committed transactions no ordering leader reported never reach a block");
     assert!(violation.message.contains("replicated archiver"), "{violation}");
@@ -112,12 +112,9 @@ fn the_world_catches_an_archiver_driver_that_hands_back_no_evidence() {
 /// the UHS commits what the ledger of record never holds.
 #[test]
 fn the_world_catches_an_ordering_leader_that_skips_the_ledgers_gate() {
-    let caught = (0..10).find_map(|seed| {
-        let options = PrivacyOptions {
-            ordering_skips_ledger_gate: true,
-            ..PrivacyOptions::from_seed(seed)
-        };
-        run_privacy(options).err()
+    let caught = first_caught(10, |options| PrivacyOptions {
+        ordering_skips_ledger_gate: true,
+        ..options
     });
     let violation = caught.expect("a forgery ordered without the gate is committed and missing from the ledger");
     assert!(violation.message.contains("replicated archiver"), "{violation}");
@@ -165,13 +162,9 @@ mod archiver_role_regressions {
 /// a forgery gathers k shares and the world reports it.
 #[test]
 fn the_world_catches_a_forgery_endorsed_by_a_compromised_quorum() {
-    let caught = (0..20).find_map(|seed| {
-        let options = PrivacyOptions::from_seed(seed);
-        let options = PrivacyOptions {
-            compromised: options.threshold,
-            ..options
-        };
-        run_privacy(options).err()
+    let caught = first_caught(20, |options| PrivacyOptions {
+        compromised: options.threshold,
+        ..options
     });
     let violation = caught.expect("k compromised endorsers endorse a forgery");
     assert!(violation.message.contains("forged transaction"), "{violation}");
