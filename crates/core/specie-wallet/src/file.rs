@@ -417,6 +417,32 @@ fn key_from(text: &str, what: &str) -> Result<WalletKey, WalletFileError> {
     WalletKey::from_secret(secret).ok_or_else(|| WalletFileError::BadSecretKey { what: what.to_owned() })
 }
 
+impl KindRecord {
+    /// How the wallet file records a pending transaction's kind (addresses in `wallet`'s format).
+    fn of(kind: PendingKind, wallet: &Wallet) -> KindRecord {
+        match kind {
+            PendingKind::Payment { to, amount } => KindRecord::Payment {
+                to: wallet.format_address(&to),
+                amount,
+            },
+            PendingKind::Mint { total } => KindRecord::Mint { total },
+            PendingKind::Redeem { amount } => KindRecord::Redeem { amount },
+            PendingKind::FastpayFunding { amount } => KindRecord::FastpayFunding { amount },
+            PendingKind::FastpayRedeem { amount } => KindRecord::FastpayRedeem { amount },
+            PendingKind::OfflineFunding { amount } => KindRecord::OfflineFunding { amount },
+            PendingKind::Shield { amount } => KindRecord::Shield { amount },
+            PendingKind::ConfidentialPayment { to, amount } => KindRecord::ConfidentialPayment {
+                to: wallet.format_address(&to),
+                amount,
+            },
+            PendingKind::Unshield { amount } => KindRecord::Unshield { amount },
+            PendingKind::Anonymise { amount } => KindRecord::Anonymise { amount },
+            PendingKind::AnonymousPayment { to, amount } => KindRecord::AnonymousPayment { to, amount },
+            PendingKind::LeaveAnonymous { amount } => KindRecord::LeaveAnonymous { amount },
+        }
+    }
+}
+
 impl WalletFile {
     /// The document for `wallet`.
     pub fn from_wallet(wallet: &Wallet) -> Self {
@@ -455,26 +481,7 @@ impl WalletFile {
                 .map(|pending| PendingRecord {
                     txid: pending.txid.to_string(),
                     created_at_unix_s: pending.created_at_unix_s,
-                    kind: match pending.kind {
-                        PendingKind::Payment { to, amount } => KindRecord::Payment {
-                            to: wallet.format_address(&to),
-                            amount,
-                        },
-                        PendingKind::Mint { total } => KindRecord::Mint { total },
-                        PendingKind::Redeem { amount } => KindRecord::Redeem { amount },
-                        PendingKind::FastpayFunding { amount } => KindRecord::FastpayFunding { amount },
-                        PendingKind::FastpayRedeem { amount } => KindRecord::FastpayRedeem { amount },
-                        PendingKind::OfflineFunding { amount } => KindRecord::OfflineFunding { amount },
-                        PendingKind::Shield { amount } => KindRecord::Shield { amount },
-                        PendingKind::ConfidentialPayment { to, amount } => KindRecord::ConfidentialPayment {
-                            to: wallet.format_address(&to),
-                            amount,
-                        },
-                        PendingKind::Unshield { amount } => KindRecord::Unshield { amount },
-                        PendingKind::Anonymise { amount } => KindRecord::Anonymise { amount },
-                        PendingKind::AnonymousPayment { to, amount } => KindRecord::AnonymousPayment { to, amount },
-                        PendingKind::LeaveAnonymous { amount } => KindRecord::LeaveAnonymous { amount },
-                    },
+                    kind: KindRecord::of(pending.kind, wallet),
                     transaction: hex::encode(pending.tx.encode()),
                     spends: pending
                         .spends()
