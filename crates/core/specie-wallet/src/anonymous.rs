@@ -235,13 +235,10 @@ impl Wallet {
         rng: &mut (impl RngCore + CryptoRng),
     ) -> Result<(SpecieTransaction, AnonymousPayment), WalletError> {
         self.check_pending_room()?;
-        let enrolled = self.enrolled()?.clone();
+        let ours = self.enrolled()?.identity.enrolment_id();
         let (notes, total) = self.select_anonymous_notes(amount, policy.hide_values)?;
         let payee = (OwnerOpening::random(to, rng), amount);
-        let change = (
-            OwnerOpening::random(enrolled.identity.enrolment_id(), rng),
-            total - amount,
-        );
+        let change = (OwnerOpening::random(ours, rng), total - amount);
         // No change output in clear when nothing is left: a clear value of 0 is refused.
         let payee_position = usize::from(change.1 > 0 && rng.gen_bool(0.5));
         let outputs = match (change.1 > 0 || policy.hide_values, payee_position) {
@@ -250,13 +247,7 @@ impl Wallet {
             (true, _) => vec![change, payee],
         };
         let plan = plan_spending_notes(&notes, outputs, vec![], policy);
-        let (tx, openings) = plan.prove_and_sign(
-            &[],
-            Some(&enrolled.identity),
-            &enrolled.authority,
-            NonceMode::Randomized,
-            rng,
-        )?;
+        let (tx, openings) = self.prove_spending(&plan, rng)?;
         let payment_string = created_payment(&tx, &plan, &openings, payee_position);
         let kind = PendingKind::AnonymousPayment { to: to.0, amount };
         let (tx, txid) = self.record_anonymous(tx, &plan, &openings, kind);
@@ -283,13 +274,13 @@ impl Wallet {
         rng: &mut (impl RngCore + CryptoRng),
     ) -> Result<(SpecieTransaction, Txid, u64), WalletError> {
         self.check_pending_room()?;
-        let enrolled = self.enrolled()?.clone();
+        let ours = self.enrolled()?.identity.enrolment_id();
         let (notes, total) = self.select_anonymous_notes(amount, policy.hide_values)?;
         let change = total - amount;
         let coin_key = WalletKey::random(rng)?;
         // No change output in clear when nothing is left: a clear value of 0 is refused.
         let outputs = match change > 0 || policy.hide_values {
-            true => vec![(OwnerOpening::random(enrolled.identity.enrolment_id(), rng), change)],
+            true => vec![(OwnerOpening::random(ours, rng), change)],
             false => vec![],
         };
         let coin = Output {
@@ -297,16 +288,27 @@ impl Wallet {
             value: amount,
         };
         let plan = plan_spending_notes(&notes, outputs, vec![coin], policy);
-        let (tx, openings) = plan.prove_and_sign(
+        let (tx, openings) = self.prove_spending(&plan, rng)?;
+        self.add_key(coin_key);
+        let (tx, txid) = self.record_anonymous(tx, &plan, &openings, PendingKind::LeaveAnonymous { amount });
+        Ok((tx, txid, change))
+    }
+
+    /// Proves `plan`'s spends of this wallet's notes with its credential, and signs it.
+    fn prove_spending(
+        &self,
+        plan: &AnonymousPlan,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(AnonymousTransaction, Vec<Option<specie_confidential::Opening>>), WalletError> {
+        let enrolled = self.enrolled()?;
+        let proven = plan.prove_and_sign(
             &[],
             Some(&enrolled.identity),
             &enrolled.authority,
             NonceMode::Randomized,
             rng,
         )?;
-        self.add_key(coin_key);
-        let (tx, txid) = self.record_anonymous(tx, &plan, &openings, PendingKind::LeaveAnonymous { amount });
-        Ok((tx, txid, change))
+        Ok(proven)
     }
 
     /// Spendable notes worth at least `amount` (only notes in clear for a payment in clear),
