@@ -53,13 +53,17 @@ pub fn anonymise(path: &Path, node: Option<&str>, moved: &LevelMove) -> Result<E
     )
 }
 
-pub fn leave_anonymous(path: &Path, node: Option<&str>, moved: &LevelMove) -> Result<ExitCode> {
+/// Out of the anonymous level into a coin: this wallet's, or `to`'s (an address).
+pub fn leave_anonymous(path: &Path, node: Option<&str>, moved: &LevelMove, to: Option<&str>) -> Result<ExitCode> {
     let (mut wallet, amount) = (load(path)?, moved.amount);
     let client = client_for(&wallet, node)?;
+    let to = to.map(|text| wallet.parse_address(text)).transpose()?;
     let policy = session::anonymous_policy(&client, moved.hide_values)?;
-    let (tx, _, change) = wallet.build_leave_anonymous(amount, &policy, &mut rand::thread_rng())?;
+    let (tx, txid, change) = wallet.build_leave_anonymous(amount, to.as_ref(), &policy, &mut rand::thread_rng())?;
+    // None when `to` is this wallet's own address: the coin is already here.
+    let paid = to.zip(wallet.payment_string_for(&txid));
     let tx = session::cosign(&mut wallet, &client, tx, &moved.cosigners.cosigners)?;
-    let built = Built::LeaveAnonymous { amount, change };
+    let built = Built::LeaveAnonymous { amount, change, paid };
     submit_and_report(path, &mut wallet, &client, tx, built, moved.timeout_ms)
 }
 

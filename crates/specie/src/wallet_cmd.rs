@@ -165,11 +165,20 @@ pub enum WalletCommand {
     /// owner auditors; with --hide-values its value is hidden too.
     Anonymise(LevelMove),
 
-    /// Turn AMOUNT of this wallet's anonymous notes back into a transparent coin of its own
-    /// (the rest stays a note): the coin's value and owner are public from then on, and the owner
-    /// auditors can tell the notes were yours. Without --hide-values only notes whose values are
-    /// in clear are spent; with it, any note (and the change is hidden).
-    LeaveAnonymous(LevelMove),
+    /// Turn AMOUNT of this wallet's anonymous notes back into a transparent coin, of its own or,
+    /// with --to, of another wallet's address (the rest stays a note): the coin's value and
+    /// owner are public from then on, and the owner auditors can tell the notes were yours.
+    /// Without --hide-values only notes whose values are in clear are spent; with it, any note
+    /// (and the change is hidden). Paying another address prints the `specie-pay1…` string its
+    /// owner needs (`specie wallet import <STRING>`), as `send` does.
+    LeaveAnonymous {
+        #[command(flatten)]
+        moved: LevelMove,
+        /// Pay the coin to this address (`specie wallet address` of the payee) instead of to a
+        /// fresh address of this wallet.
+        #[arg(long, value_name = "ADDRESS")]
+        to: Option<String>,
+    },
 
     /// Pay AMOUNT anonymously to the enrolled user ID from this wallet's anonymous notes: no
     /// one but the payee and the auditors learns who paid whom. The spend is authorised by a
@@ -349,7 +358,9 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
             crate::wallet_anonymous_cmd::enrol(path, node, challenge.as_deref(), credential.as_deref())
         }
         WalletCommand::Anonymise(moved) => crate::wallet_anonymous_cmd::anonymise(path, node, &moved),
-        WalletCommand::LeaveAnonymous(moved) => crate::wallet_anonymous_cmd::leave_anonymous(path, node, &moved),
+        WalletCommand::LeaveAnonymous { moved, to } => {
+            crate::wallet_anonymous_cmd::leave_anonymous(path, node, &moved, to.as_deref())
+        }
         WalletCommand::SendAnonymous {
             to_id,
             amount,
@@ -438,7 +449,7 @@ fn print_confidential_payment_string(payment: &ConfidentialPaymentString) {
 }
 
 /// Tells the sender how to hand over a payment, with the exact command the recipient runs.
-fn print_payment_string(payment: &PaymentString) {
+pub(crate) fn print_payment_string(payment: &PaymentString) {
     let text = payment.encode();
     println!("The recipient needs this payment string to receive the money; send it to them:");
     println!("  {text}");
@@ -528,6 +539,8 @@ pub(crate) enum Built {
     LeaveAnonymous {
         amount: u64,
         change: u64,
+        /// Another wallet's address and the string its owner needs; `None`: this wallet's coin.
+        paid: Option<(Address, PaymentString)>,
     },
     AnonymousPayment {
         to: u64,
@@ -776,11 +789,18 @@ fn report_built(wallet: &Wallet, built: &Built, unit: &str) {
         Built::Anonymise { amount } => {
             println!("{amount} {unit} entered the anonymous level as a note of this wallet");
         }
-        Built::LeaveAnonymous { amount, change } => {
-            println!(
+        Built::LeaveAnonymous { amount, change, paid } => match paid {
+            None => println!(
                 "{amount} {unit} left the anonymous level as a coin of this wallet; {change} {unit} stays in notes"
-            );
-        }
+            ),
+            Some((to, payment_string)) => {
+                println!(
+                    "paid {amount} {unit} from the anonymous level to {}; {change} {unit} stays in notes",
+                    wallet.format_address(to)
+                );
+                print_payment_string(payment_string);
+            }
+        },
         Built::AnonymousPayment {
             to,
             amount,

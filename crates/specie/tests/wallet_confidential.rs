@@ -348,4 +348,13 @@ fn a_cluster_sentinel_takes_private_payments_under_its_privacy_section() {
     assert!(left.contains("left the anonymous level"), "{left}");
     assert_eq!(wallet_balance(&bob, "anonymous spendable:"), 150);
     assert_eq!(wallet_balance(&bob, "spendable:"), 100);
+    // Out of the level into Alice's coin: she imports the string `send` would have given her.
+    let paid = core_wallet(
+        &bob,
+        &["leave-anonymous", "--amount", "30", "--hide-values", "--to", &address],
+    );
+    core_wallet(&alice, &["import", &line_starting(&paid, "specie-pay1")]);
+    assert_eq!(wallet_balance(&alice, "spendable:"), 130);
+    assert_eq!(wallet_balance(&bob, "anonymous spendable:"), 120);
+    assert_eq!(wallet_balance(&bob, "spendable:"), 100);
 }

@@ -21,7 +21,7 @@ use specie_credential::{
     OwnerOpening, RaPublicKey, UserSecret,
 };
 use specie_transaction::{
-    AnonymousPlan, AnonymousSpend, AnonymousTransaction, AnonymousValue, NonceMode, OutPoint, Output,
+    Address, AnonymousPlan, AnonymousSpend, AnonymousTransaction, AnonymousValue, NonceMode, OutPoint, Output,
     SpecieTransaction, Txid, UhsId,
 };
 
@@ -264,12 +264,15 @@ impl Wallet {
     }
 
     /// Builds a way out of the anonymous level: `amount` of this wallet's notes (only notes in
-    /// clear, when the values are to stay in clear) into a transparent coin of a fresh key, the
-    /// rest back as a note of its own. Returns the change. The coin's value is public, and the
-    /// owner auditors learn who spent the notes, as for any anonymous spend.
+    /// clear, when the values are to stay in clear) into a transparent coin of `to`, or of a
+    /// fresh key of this wallet when `to` is `None`, the rest back as a note of its own. Returns
+    /// the change. The coin's value and owner are public, and the owner auditors learn who spent
+    /// the notes, as for any anonymous spend. Paid to another wallet, the payee needs
+    /// [`Wallet::payment_string_for`] the txid, as for a transparent payment.
     pub fn build_leave_anonymous(
         &mut self,
         amount: u64,
+        to: Option<&Address>,
         policy: &AnonymousPolicy,
         rng: &mut (impl RngCore + CryptoRng),
     ) -> Result<(SpecieTransaction, Txid, u64), WalletError> {
@@ -277,20 +280,32 @@ impl Wallet {
         let ours = self.enrolled()?.identity.enrolment_id();
         let (notes, total) = self.select_anonymous_notes(amount, policy.hide_values)?;
         let change = total - amount;
-        let coin_key = WalletKey::random(rng)?;
+        let (commitment, coin_key, kind) = match to {
+            Some(to) => (
+                to.witness_program_commitment(),
+                None,
+                PendingKind::Payment { to: *to, amount },
+            ),
+            None => {
+                let key = WalletKey::random(rng)?;
+                (key.commitment, Some(key), PendingKind::LeaveAnonymous { amount })
+            }
+        };
         // No change output in clear when nothing is left: a clear value of 0 is refused.
         let outputs = match change > 0 || policy.hide_values {
             true => vec![(OwnerOpening::random(ours, rng), change)],
             false => vec![],
         };
         let coin = Output {
-            witness_program_commitment: coin_key.commitment,
+            witness_program_commitment: commitment,
             value: amount,
         };
         let plan = plan_spending_notes(&notes, outputs, vec![coin], policy);
         let (tx, openings) = self.prove_spending(&plan, rng)?;
-        self.add_key(coin_key);
-        let (tx, txid) = self.record_anonymous(tx, &plan, &openings, PendingKind::LeaveAnonymous { amount });
+        if let Some(key) = coin_key {
+            self.add_key(key);
+        }
+        let (tx, txid) = self.record_anonymous(tx, &plan, &openings, kind);
         Ok((tx, txid, change))
     }
 

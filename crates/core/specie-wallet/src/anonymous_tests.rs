@@ -126,19 +126,22 @@ fn enrol_enter_pay_in_clear_pay_back_hidden_against_a_node() {
 
     // Out of the anonymous level: Alice's last note is hidden, so not in clear; Bob takes 100
     // of his 150 into a coin, Alice all of her 50 (her change a hidden note of 0).
-    let error = alice.load().build_leave_anonymous(50, &clear, &mut rng).unwrap_err();
+    let error = alice
+        .load()
+        .build_leave_anonymous(50, None, &clear, &mut rng)
+        .unwrap_err();
     assert!(
         matches!(error, WalletError::InsufficientAnonymousNotes { available: 0, .. }),
         "{error}"
     );
     let (outcome, _) = bob.submit(&node, |w| {
-        let (tx, txid, change) = w.build_leave_anonymous(100, &hidden, &mut rng).unwrap();
+        let (tx, txid, change) = w.build_leave_anonymous(100, None, &hidden, &mut rng).unwrap();
         assert_eq!(change, 50);
         (tx, txid)
     });
     assert!(confirmed(&outcome), "{outcome:?}");
     let (outcome, _) = alice.submit(&node, |w| {
-        let (tx, txid, change) = w.build_leave_anonymous(50, &hidden, &mut rng).unwrap();
+        let (tx, txid, change) = w.build_leave_anonymous(50, None, &hidden, &mut rng).unwrap();
         assert_eq!(change, 0);
         (tx, txid)
     });
@@ -155,6 +158,20 @@ fn enrol_enter_pay_in_clear_pay_back_hidden_against_a_node() {
     let (outcome, _) = bob.submit(&node, |w| w.build_anonymise(100, &clear, &mut rng).unwrap());
     assert!(confirmed(&outcome), "{outcome:?}");
     assert_eq!(holdings(&bob), (0, 150));
+
+    // Out of the level into another wallet's coin: Bob pays Alice's address 40 from his notes,
+    // and she takes it with the string, as a transparent payment.
+    let to = alice.load().latest_address().unwrap();
+    let (outcome, (change, payment_string)) = bob.submit(&node, |w| {
+        let (tx, txid, change) = w.build_leave_anonymous(40, Some(&to), &clear, &mut rng).unwrap();
+        let payment_string = w.payment_string_for(&txid).expect("a coin of another wallet");
+        (tx, (change, payment_string))
+    });
+    assert!(confirmed(&outcome), "{outcome:?}");
+    assert_eq!(change, 60, "Bob's 100 note pays 40");
+    assert_eq!(bob.load().coins().count(), 0, "the coin is Alice's, not Bob's");
+    session::import(&alice.path, &mut alice.load(), &node.client, &payment_string.encode()).unwrap();
+    assert_eq!((holdings(&alice), holdings(&bob)), ((490, 0), (0, 110)));
 }
 
 /// Every altered or misdirected string is refused, and the wallet gains nothing.
