@@ -281,7 +281,6 @@ struct World<R: SimShape> {
     /// Whether each transaction applied, once known.
     fates: BTreeMap<Txid, bool>,
     not_written_ahead: BTreeSet<Txid>,
-    unknown_txids: BTreeSet<Txid>,
     /// The shard replicas' host tasks, to stop with their replicas.
     shard_hosts: BTreeMap<(GroupIndex, NodeId), JoinHandle<Result<(), HostStopped>>>,
     answers_tx: tokio::sync::mpsc::UnboundedSender<Submission>,
@@ -357,7 +356,6 @@ impl<R: SimShape> World<R> {
                 .then(|| SimLedger::new(FaultNetwork::new(options.seed ^ 0x1ED6_E700, options.faults.link()))),
             fates: BTreeMap::new(),
             not_written_ahead: BTreeSet::new(),
-            unknown_txids: BTreeSet::new(),
             shard_hosts: BTreeMap::new(),
             answers_tx,
             answers,
@@ -593,21 +591,8 @@ impl<R: SimShape> World<R> {
                 self.record("answer", &[submission.number, code]);
                 match answer {
                     Answer::Confirmed => {
-                        self.fates.insert(tx.txid, true);
-                    }
-                    Answer::Rejected(_) | Answer::NotApplied => {
-                        self.fates.insert(tx.txid, false);
-                    }
-                    Answer::Unknown => {
-                        self.unknown_txids.insert(tx.txid);
-                    }
-                }
-                match answer {
-                    Answer::Confirmed => {
                         self.report.confirmed += 1;
-                        if let Err(violation) = self.ledger.settle(&tx, true) {
-                            return Err(self.violation(violation.to_string()));
-                        }
+                        self.settle_answered(&tx, true)?;
                     }
                     Answer::Rejected(vote) => {
                         self.report.rejected += 1;
@@ -625,9 +610,9 @@ impl<R: SimShape> World<R> {
                                 hex::encode(&tx.txid.0[..8])
                             )));
                         }
-                        self.settle_not_applied(&tx)?;
+                        self.settle_answered(&tx, false)?;
                     }
-                    Answer::NotApplied => self.settle_not_applied(&tx)?,
+                    Answer::NotApplied => self.settle_answered(&tx, false)?,
                     Answer::Unknown => {
                         self.report.unknown += 1;
                         self.unknown.push(tx);
@@ -638,9 +623,11 @@ impl<R: SimShape> World<R> {
         Ok(())
     }
 
-    fn settle_not_applied(&mut self, tx: &CompactTransaction) -> Result<(), Violation> {
+    /// Settles `tx` in the world's ledger as its client heard it, and keeps its fate.
+    fn settle_answered(&mut self, tx: &CompactTransaction, applied: bool) -> Result<(), Violation> {
+        self.fates.insert(tx.txid, applied);
         self.ledger
-            .settle(tx, false)
+            .settle(tx, applied)
             .map_err(|violation| self.violation(violation.to_string()))
     }
 
@@ -859,8 +846,8 @@ impl<R: SimShape> World<R> {
     }
 
     /// Nothing the sentinel skipped writing ahead applied, and every report the ordering group
-    /// sent the archiver is the truth.
-    fn check_ledger_of_record(&mut self) -> Result<(), Violation> {
+    /// sent the archiver is the truth. `unknown`: the transactions whose client heard nothing.
+    fn check_ledger_of_record(&mut self, unknown: &BTreeSet<Txid>) -> Result<(), Violation> {
         let Some(ledger) = &self.ledger_of_record else {
             return Ok(());
         };
@@ -876,9 +863,8 @@ impl<R: SimShape> World<R> {
         let reports = std::mem::take(&mut ledger.model.lock().reports);
         self.report.not_written_ahead = self.not_written_ahead.len() as u64;
         self.report.ledger_reports = reports.len() as u64;
-        self.report.ledger_reports_of_unknown = (reports.iter())
-            .filter(|(txid, _)| self.unknown_txids.contains(txid))
-            .count() as u64;
+        self.report.ledger_reports_of_unknown =
+            (reports.iter()).filter(|(txid, _)| unknown.contains(txid)).count() as u64;
         Ok(())
     }
 
@@ -892,6 +878,7 @@ impl<R: SimShape> World<R> {
                 leader.hosted.replica.with_state(|m| R::shard_view(m.role()).ids)
             })
             .collect();
+        let unknown: BTreeSet<Txid> = self.unknown.iter().map(|tx| tx.txid).collect();
         for tx in std::mem::take(&mut self.unknown) {
             match self.ledger.resolve(&tx, &uhs) {
                 Ok(applied) => {
@@ -901,7 +888,7 @@ impl<R: SimShape> World<R> {
                 Err(violation) => return Err(self.violation(violation.to_string())),
             }
         }
-        self.check_ledger_of_record()?;
+        self.check_ledger_of_record(&unknown)?;
         self.ledger
             .audit(uhs.iter().copied())
             .map_err(|violation| self.violation(violation.to_string()))?;
