@@ -1,4 +1,4 @@
-//! `specie wallet enrol | anonymise | send-anonymous`: the anonymous level from the command
+//! `specie wallet enrol | anonymise | send-anonymous | leave-anonymous`: the anonymous level from the command
 //! line (docs/privacy.md, "Anonymous payments"). Receiving is `specie wallet receive`, which
 //! takes `specie-apay1…` strings too.
 
@@ -7,8 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use specie_credential::EnrolmentId;
+use specie_transaction::SpecieTransaction;
 use specie_wallet::session;
-use specie_wallet::AnonymousPaymentString;
+use specie_wallet::{AnonymousPaymentString, AnonymousPolicy, Wallet};
 
 use crate::wallet_cmd::{client_for, load, print_balance, submit_and_report, Built, LevelMove};
 
@@ -37,34 +38,58 @@ pub fn enrol(path: &Path, node: Option<&str>, challenge: Option<&str>, credentia
     Ok(ExitCode::SUCCESS)
 }
 
+/// What every anonymous-level command does around building its transaction: the node's policy
+/// (its auditors), the active auditors' co-signatures, submission and the report.
+struct Submit<'a> {
+    path: &'a Path,
+    node: Option<&'a str>,
+    hide_values: bool,
+    cosigners: &'a [String],
+    timeout_ms: u64,
+}
+
+impl Submit<'_> {
+    fn level_move<'a>(path: &'a Path, node: Option<&'a str>, moved: &'a LevelMove) -> Submit<'a> {
+        Submit {
+            path,
+            node,
+            hide_values: moved.hide_values,
+            cosigners: &moved.cosigners.cosigners,
+            timeout_ms: moved.timeout_ms,
+        }
+    }
+
+    fn run(
+        &self,
+        mut wallet: Wallet,
+        build: impl FnOnce(&mut Wallet, &AnonymousPolicy) -> Result<(SpecieTransaction, Built)>,
+    ) -> Result<ExitCode> {
+        let client = client_for(&wallet, self.node)?;
+        let policy = session::anonymous_policy(&client, self.hide_values)?;
+        let (tx, built) = build(&mut wallet, &policy)?;
+        let tx = session::cosign(&mut wallet, &client, tx, self.cosigners)?;
+        submit_and_report(self.path, &mut wallet, &client, tx, built, self.timeout_ms)
+    }
+}
+
 pub fn anonymise(path: &Path, node: Option<&str>, moved: &LevelMove) -> Result<ExitCode> {
-    let (mut wallet, amount) = (load(path)?, moved.amount);
-    let client = client_for(&wallet, node)?;
-    let policy = session::anonymous_policy(&client, moved.hide_values)?;
-    let (tx, _) = wallet.build_anonymise(amount, &policy, &mut rand::thread_rng())?;
-    let tx = session::cosign(&mut wallet, &client, tx, &moved.cosigners.cosigners)?;
-    submit_and_report(
-        path,
-        &mut wallet,
-        &client,
-        tx,
-        Built::Anonymise { amount },
-        moved.timeout_ms,
-    )
+    let amount = moved.amount;
+    Submit::level_move(path, node, moved).run(load(path)?, |wallet, policy| {
+        let (tx, _) = wallet.build_anonymise(amount, policy, &mut rand::thread_rng())?;
+        Ok((tx, Built::Anonymise { amount }))
+    })
 }
 
 /// Out of the anonymous level into a coin: this wallet's, or `to`'s (an address).
 pub fn leave_anonymous(path: &Path, node: Option<&str>, moved: &LevelMove, to: Option<&str>) -> Result<ExitCode> {
-    let (mut wallet, amount) = (load(path)?, moved.amount);
-    let client = client_for(&wallet, node)?;
+    let (wallet, amount) = (load(path)?, moved.amount);
     let to = to.map(|text| wallet.parse_address(text)).transpose()?;
-    let policy = session::anonymous_policy(&client, moved.hide_values)?;
-    let (tx, txid, change) = wallet.build_leave_anonymous(amount, to.as_ref(), &policy, &mut rand::thread_rng())?;
-    // None when `to` is this wallet's own address: the coin is already here.
-    let paid = to.zip(wallet.payment_string_for(&txid));
-    let tx = session::cosign(&mut wallet, &client, tx, &moved.cosigners.cosigners)?;
-    let built = Built::LeaveAnonymous { amount, change, paid };
-    submit_and_report(path, &mut wallet, &client, tx, built, moved.timeout_ms)
+    Submit::level_move(path, node, moved).run(wallet, |wallet, policy| {
+        let (tx, txid, change) = wallet.build_leave_anonymous(amount, to.as_ref(), policy, &mut rand::thread_rng())?;
+        // None when `to` is this wallet's own address: the coin is already here.
+        let paid = to.zip(wallet.payment_string_for(&txid));
+        Ok((tx, Built::LeaveAnonymous { amount, change, paid }))
+    })
 }
 
 /// What `send-anonymous` pays.
@@ -81,19 +106,24 @@ pub fn send(
     cosigners: &[String],
     timeout_ms: u64,
 ) -> Result<ExitCode> {
-    let mut wallet = load(path)?;
-    let client = client_for(&wallet, node)?;
-    let policy = session::anonymous_policy(&client, payment.hide_values)?;
-    let (to, amount) = (payment.to_id, payment.amount);
-    let (tx, payment) = wallet.build_anonymous_payment(EnrolmentId(to), amount, &policy, &mut rand::thread_rng())?;
-    let tx = session::cosign(&mut wallet, &client, tx, cosigners)?;
-    let built = Built::AnonymousPayment {
-        to,
-        amount,
-        change: payment.change,
-        payment_string: payment.payment_string,
+    let submit = Submit {
+        path,
+        node,
+        hide_values: payment.hide_values,
+        cosigners,
+        timeout_ms,
     };
-    submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
+    let (to, amount) = (payment.to_id, payment.amount);
+    submit.run(load(path)?, |wallet, policy| {
+        let (tx, payment) = wallet.build_anonymous_payment(EnrolmentId(to), amount, policy, &mut rand::thread_rng())?;
+        let built = Built::AnonymousPayment {
+            to,
+            amount,
+            change: payment.change,
+            payment_string: payment.payment_string,
+        };
+        Ok((tx, built))
+    })
 }
 
 /// Tells the payer how to hand over an anonymous payment: the string reveals the value and lets

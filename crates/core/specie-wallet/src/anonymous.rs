@@ -463,7 +463,6 @@ impl HeldNote for AnonymousNote {
     }
 }
 
-/// The payment string of the plan's output `position` in `tx`.
 /// A plan spending `notes` (with spend proofs of the wallet's credential) into `outputs`, owned
 /// behind commitments, and `transparent_outputs`, under `policy`.
 fn plan_spending_notes(
@@ -489,6 +488,7 @@ fn plan_spending_notes(
     }
 }
 
+/// The payment string of the plan's output `position` in `tx`.
 fn created_payment(
     tx: &AnonymousTransaction,
     plan: &AnonymousPlan,
