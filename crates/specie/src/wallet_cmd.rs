@@ -449,7 +449,7 @@ fn print_confidential_payment_string(payment: &ConfidentialPaymentString) {
 }
 
 /// Tells the sender how to hand over a payment, with the exact command the recipient runs.
-pub(crate) fn print_payment_string(payment: &PaymentString) {
+fn print_payment_string(payment: &PaymentString) {
     let text = payment.encode();
     println!("The recipient needs this payment string to receive the money; send it to them:");
     println!("  {text}");
