@@ -23,7 +23,7 @@ pub enum ClusterCommand {
     /// certificate per process, for mutual TLS between all of them (to bring your own CA, see
     /// docs/operator-guide.md). Logs to DIR/logs, and returns once every group has a leader.
     /// Starts only members that are not running, so it also restarts one that died.
-    Up(UpArgs),
+    Up(Box<UpArgs>),
     /// Show each group's leader, term, commit and applied index, how many connections and
     /// requests each replica refused (which and why: its log in DIR/logs), each process's
     /// health, and each FastPay authority shard's accounts, votes, confirmations and
@@ -50,26 +50,28 @@ pub struct DirArgs {
 pub struct UpArgs {
     #[command(flatten)]
     pub dir: DirArgs,
-    /// Shard groups (only when DIR/cluster.toml does not exist yet; likewise below).
-    #[arg(long, default_value_t = 2)]
-    pub shard_groups: usize,
-    /// Coordinator groups (the 2PC shape).
-    #[arg(long, default_value_t = 1)]
-    pub coordinator_groups: usize,
+    /// Shard groups [default: 2]. This flag and those below shape a new cluster: on a DIR whose
+    /// cluster.toml exists, a flag that asks for something else than the cluster has is refused.
+    #[arg(long)]
+    pub shard_groups: Option<usize>,
+    /// Coordinator groups (the 2PC shape) [default: 1].
+    #[arg(long)]
+    pub coordinator_groups: Option<usize>,
     /// How the core orders transactions: `2pc`, coordinator groups running two-phase commit
     /// across the shard groups (Hamilton §4, the most throughput), or `atomizer`, one atomizer
     /// group ordering every transaction into blocks the shard groups apply (Hamilton §5, one
-    /// global order; docs/atomizer-shape.md). Chosen at creation.
-    #[arg(long, value_enum, default_value = "2pc")]
-    pub shape: crate::node_cmd::ShapeArg,
-    /// Replicas per group (3 tolerates one failure, 5 two).
-    #[arg(long, default_value_t = 3)]
-    pub replicas: usize,
-    #[arg(long, default_value_t = 2)]
-    pub sentinels: usize,
-    /// First port of the consecutive range the processes listen on.
-    #[arg(long, default_value_t = 18_470)]
-    pub base_port: u16,
+    /// global order; docs/atomizer-shape.md). Chosen at creation [default: 2pc].
+    #[arg(long, value_enum)]
+    pub shape: Option<crate::node_cmd::ShapeArg>,
+    /// Replicas per group (3 tolerates one failure, 5 two) [default: 3].
+    #[arg(long)]
+    pub replicas: Option<usize>,
+    /// Sentinels, each serving the wallets' HTTP API [default: 2].
+    #[arg(long)]
+    pub sentinels: Option<usize>,
+    /// First port of the consecutive range the processes listen on [default: 18470].
+    #[arg(long)]
+    pub base_port: Option<u16>,
     /// Another issuer x-only public key (hex) to trust, e.g. from `specie wallet create --issuer`.
     #[arg(long = "issuer", value_name = "HEX")]
     pub issuers: Vec<String>,
@@ -78,13 +80,13 @@ pub struct UpArgs {
     /// made in DIR/pki; its shards serve FastPay clients over HTTP (docs/api.md).
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "4")]
     pub authorities: Option<usize>,
-    /// Shards per authority (with --authorities).
-    #[arg(long, default_value_t = 2)]
-    pub authority_shards: usize,
+    /// Shards per authority (with --authorities) [default: 2].
+    #[arg(long)]
+    pub authority_shards: Option<usize>,
     /// Replicas per authority shard (with --authorities): 1 is durable already (every vote is
-    /// committed before it leaves), 3 survive the loss of one machine.
-    #[arg(long, default_value_t = 1)]
-    pub authority_replicas: usize,
+    /// committed before it leaves), 3 survive the loss of one machine [default: 1].
+    #[arg(long)]
+    pub authority_replicas: Option<usize>,
     /// Also run the offline cash authority as a Raft group of this many replicas beside the
     /// online core (`--offline` alone: 3, which survive the loss of one). Its seed and operator
     /// token are made in DIR/pki; the sentinels bank for its bridge key; devices reach it over
@@ -228,33 +230,61 @@ pub fn run_sentinel(args: SentinelArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What `cluster up` asks: the shape of a new cluster (defaults where a flag is not given), and
+/// the flags given, which an existing cluster must match.
+fn up_options(args: UpArgs) -> anyhow::Result<UpOptions> {
+    use supervisor::Given;
+    let defaults = Shape::default();
+    let committee_defaults = CommitteeShape::default();
+    let atomizer = args.shape.map(|shape| shape == crate::node_cmd::ShapeArg::Atomizer);
+    let replicas = args.replicas.unwrap_or(defaults.replicas);
+    let given: Vec<Given> = [
+        args.shard_groups.map(Given::ShardGroups),
+        args.coordinator_groups.map(Given::CoordinatorGroups),
+        atomizer.map(Given::Atomizer),
+        args.replicas.map(Given::Replicas),
+        args.sentinels.map(Given::Sentinels),
+        args.base_port.map(Given::BasePort),
+        args.authorities.map(Given::Authorities),
+        args.authority_shards.map(Given::AuthorityShards),
+        args.authority_replicas.map(Given::AuthorityReplicas),
+        args.offline.map(Given::Offline),
+        args.exchange.map(Given::Exchange),
+        args.endorsement.map(Given::Endorsement),
+        args.ledger_of_record.map(Given::LedgerOfRecord),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(args.issuers.iter().cloned().map(Given::Issuer))
+    .collect();
+    Ok(UpOptions {
+        dir: args.dir.dir,
+        shape: Shape {
+            shard_groups: args.shard_groups.unwrap_or(defaults.shard_groups),
+            coordinator_groups: args.coordinator_groups.unwrap_or(defaults.coordinator_groups),
+            replicas,
+            sentinels: args.sentinels.unwrap_or(defaults.sentinels),
+            base_port: args.base_port.unwrap_or(defaults.base_port),
+            committee: args.authorities.map(|authorities| CommitteeShape {
+                authorities,
+                shards: args.authority_shards.unwrap_or(committee_defaults.shards),
+                replicas: args.authority_replicas.unwrap_or(committee_defaults.replicas),
+            }),
+            offline_replicas: args.offline.unwrap_or(0),
+            exchange: exchange_shape(args.exchange, &args.exchange_assets)?,
+            endorsement_threshold: args.endorsement,
+            ledger_replicas: args.ledger_of_record.unwrap_or(0),
+            atomizer_replicas: if atomizer == Some(true) { replicas } else { 0 },
+        },
+        issuers: args.issuers,
+        given,
+    })
+}
+
 pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         ClusterCommand::Up(args) => {
-            supervisor::up(&UpOptions {
-                dir: args.dir.dir,
-                shape: Shape {
-                    shard_groups: args.shard_groups,
-                    coordinator_groups: args.coordinator_groups,
-                    replicas: args.replicas,
-                    sentinels: args.sentinels,
-                    base_port: args.base_port,
-                    committee: args.authorities.map(|authorities| CommitteeShape {
-                        authorities,
-                        shards: args.authority_shards,
-                        replicas: args.authority_replicas,
-                    }),
-                    offline_replicas: args.offline.unwrap_or(0),
-                    exchange: exchange_shape(args.exchange, &args.exchange_assets)?,
-                    endorsement_threshold: args.endorsement,
-                    ledger_replicas: args.ledger_of_record.unwrap_or(0),
-                    atomizer_replicas: match args.shape {
-                        crate::node_cmd::ShapeArg::TwoPhaseCommit => 0,
-                        crate::node_cmd::ShapeArg::Atomizer => args.replicas,
-                    },
-                },
-                issuers: args.issuers,
-            })?;
+            supervisor::up(&up_options(*args)?)?;
             Ok(ExitCode::SUCCESS)
         }
         ClusterCommand::Status(args) => Ok(if supervisor::status(&args.dir)? {

@@ -8,6 +8,34 @@ use specie_bench::demo::DemoOptions;
 
 use crate::node_cmd::ShapeArg;
 
+/// The directory the demos make their temporary directories in: one per run, removed when the
+/// run ends, and on Ctrl-C too (a demo interrupted leaves nothing behind in the system's
+/// temporary directory).
+struct Scratch {
+    _dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> anyhow::Result<Scratch> {
+        let dir = tempfile::Builder::new().prefix("specie-demo-run-").tempdir()?;
+        // The demos' temporary directories go under it: `tempfile` asks `std::env::temp_dir`,
+        // which reads TMPDIR. Set before the demo starts any thread.
+        std::env::set_var("TMPDIR", dir.path());
+        let path = dir.path().to_path_buf();
+        std::thread::Builder::new().name("ctrl-c".into()).spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build();
+            if let Ok(runtime) = runtime {
+                if runtime.block_on(tokio::signal::ctrl_c()).is_ok() {
+                    let _ = std::fs::remove_dir_all(&path);
+                    eprintln!("interrupted: removed the demo's data in {}", path.display());
+                    std::process::exit(130);
+                }
+            }
+        })?;
+        Ok(Scratch { _dir: dir })
+    }
+}
+
 /// Run the whole system on this machine and audit it: the first thing to try.
 ///
 /// Starts an embedded node (fsync on) in a temporary directory, mints to a set of wallets, runs
@@ -117,6 +145,7 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let _scratch = Scratch::new()?;
     if args.privacy {
         let options = specie_bench::demo_privacy::PrivacyDemoOptions {
             // The default 200 wallets suit the other modes; each confidential payment takes

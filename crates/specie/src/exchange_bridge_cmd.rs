@@ -9,12 +9,19 @@
 //! it once) and imported into the core wallet. Whatever a crash or a lost connection interrupts
 //! stays recorded and is finished by the next `specie exchange` command on that wallet
 //! ([`finish_under_way`]): never lost, never credited or paid twice.
+//!
+//! Before paying anything, a deposit checks that the exchange could credit it: the account must
+//! be free or this wallet's key's (a funding committing to an account another key holds could
+//! never be credited). That check is the wallet's courtesy, not the guarantee: a funding the
+//! exchange can never credit is refunded by the exchange to the owner of its first input (the
+//! core wallet that paid it), and the refund's payout is presented to the core and imported here
+//! like a withdrawal's.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use specie_exchange::{deposit_commitment, Operation};
-use specie_exchange_service::client::{DepositAnswer, TxFate};
+use specie_exchange_service::client::{DepositAnswer, Refund, TxFate};
 use specie_wallet::exchange::{ExchangeDeposit, ExchangeWithdrawal};
 use specie_wallet::session::{self, Submitted};
 use specie_wallet::{NodeClient, Outcome, PaidOutput, PaymentString, SubmitStatus, Wallet, WalletFile, WalletLock};
@@ -77,6 +84,7 @@ pub fn deposit(args: &TraderArgs, core_wallet: Option<&Path>, asset: &str, amoun
     trader.info.asset(asset)?;
     let mut other = open_other(&trader, core_wallet)?;
     let (bridge, id, key) = (trader.info.bridge, trader.id(), trader.key().verifying_key().to_bytes());
+    check_creditable(&trader, id, &key)?;
     let (tx, node_url) = {
         let (path, wallet) = core(&mut trader, &mut other);
         check_currency(path, wallet, asset)?;
@@ -91,7 +99,9 @@ pub fn deposit(args: &TraderArgs, core_wallet: Option<&Path>, asset: &str, amoun
     // Recorded before the funding can leave the process (with it, if one wallet holds both).
     trader.save()?;
     let (path, wallet) = core(&mut trader, &mut other);
-    let client = session::client_for(wallet, None)?;
+    let client = session::client_for(wallet, None).context(
+        "the funding was not sent; it is kept: run any `specie exchange` command on this wallet later to finish it",
+    )?;
     match session::submit(path, wallet, &client, &tx, CORE_SUBMIT_TIMEOUT_MS)? {
         Submitted::Settled(Outcome::Confirmed(_)) => {}
         Submitted::Settled(Outcome::StillPending { reason }) => {
@@ -108,12 +118,35 @@ pub fn deposit(args: &TraderArgs, core_wallet: Option<&Path>, asset: &str, amoun
         }
     }
     let index = trader.account().deposits.len() - 1;
-    hand_in(&mut trader, index)?;
+    if let DepositAnswer::Refunded(refund) = hand_in(&mut trader, index)? {
+        let (path, wallet) = core(&mut trader, &mut other);
+        let shown = path.display().to_string();
+        let back = take_refund(path, wallet, &refund)?;
+        trader.account_mut().deposits.remove(index);
+        trader.save()?;
+        bail!(
+            "the exchange could not credit the deposit ({}) and refunded the funding: {back} {asset} spendable again in {shown}",
+            refund.reason
+        );
+    }
     println!("deposited {amount} {asset} into account {id} (core txid {})", tx.txid());
     Ok(())
 }
 
-/// Hands deposit `index` (confirmed by its core) to the exchange; removed once credited.
+/// Refuses, before anything is paid, a deposit the exchange could never credit: one to an
+/// account the exchange holds under another key.
+fn check_creditable(trader: &Trader, id: u64, key: &[u8; 32]) -> anyhow::Result<()> {
+    match trader.client.account(id)? {
+        Some(state) if state.key != *key => bail!(
+            "the exchange at {} holds account {id} under another key than this wallet's, so it could never credit a deposit to it; nothing was paid (this wallet's exchange account is not the one on the exchange: use the wallet that holds it)",
+            trader.client.urls()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Hands deposit `index` (confirmed by its core) to the exchange; removed once credited (a
+/// refunded one is removed by the caller, once the refund is taken back).
 fn hand_in(trader: &mut Trader, index: usize) -> anyhow::Result<DepositAnswer> {
     let deposit = trader.account().deposits[index].clone();
     let key = trader.key().verifying_key().to_bytes();
@@ -121,34 +154,115 @@ fn hand_in(trader: &mut Trader, index: usize) -> anyhow::Result<DepositAnswer> {
         .client
         .deposit(&deposit.asset, &deposit.transaction, trader.id(), &key)
         .context("the core has the funding but the exchange did not credit it; it is kept: run any `specie exchange` command on this wallet to hand it in again")?;
-    if answer != DepositAnswer::Unconfirmed {
+    if matches!(answer, DepositAnswer::Credited | DepositAnswer::CreditedBefore) {
         trader.account_mut().deposits.remove(index);
         trader.save()?;
     }
     Ok(answer)
 }
 
+/// The payment string of a payout's one output.
+fn payout_payment(payout: &specie_transaction::SpecieTransaction) -> PaymentString {
+    PaymentString::new(
+        payout.txid(),
+        vec![PaidOutput {
+            index: 0,
+            output: payout.outputs()[0],
+        }],
+    )
+}
+
+/// Takes a refunded funding back into `wallet` (the core wallet that paid it): the refund's
+/// payout presented to the core (which pays it once, however often presented), then its coin
+/// imported. Returns the value made spendable.
+fn take_refund(path: &Path, wallet: &mut Wallet, refund: &Refund) -> anyhow::Result<u64> {
+    let kept = "the deposit is kept: run any `specie exchange` command on this wallet later to take the refund back";
+    let node = session::client_for(wallet, None).with_context(|| format!("the core was not reached; {kept}"))?;
+    let status = node
+        .submit(std::slice::from_ref(&refund.payout), CORE_SUBMIT_TIMEOUT_MS)
+        .with_context(|| format!("the core did not take the exchange's refund; {kept}"))?
+        .remove(0)
+        .status;
+    let report = session::import(path, wallet, &node, &payout_payment(&refund.payout).to_string())?;
+    if report.imported.spendable == 0 && report.imported.already_known == 0 {
+        bail!(
+            "the core has not paid the exchange's refund yet ({}); {kept}",
+            status.reason()
+        );
+    }
+    Ok(report.imported.spendable)
+}
+
+/// A refund an earlier deposit left: taken back into the trader's wallet if that wallet paid
+/// the funding; otherwise presented to the core, with the payment string the paying wallet
+/// imports (`specie wallet import`).
+fn finish_refund(trader: &mut Trader, index: usize, refund: &Refund) -> anyhow::Result<()> {
+    let deposit = trader.account().deposits[index].clone();
+    let payment = payout_payment(&refund.payout);
+    if trader.wallet.hrp() == deposit.asset && trader.wallet.receivable_outputs(&payment).is_ok() {
+        let back = take_refund(&trader.path.clone(), &mut trader.wallet, refund)?;
+        eprintln!(
+            "an earlier deposit of {} {} could not be credited by the exchange ({}) and was refunded: {back} spendable again",
+            refund.amount, deposit.asset, refund.reason
+        );
+    } else {
+        let node = deposit_node(trader, &deposit)?;
+        let status = node
+            .submit(std::slice::from_ref(&refund.payout), CORE_SUBMIT_TIMEOUT_MS)?
+            .remove(0)
+            .status;
+        let created: Vec<_> = payment.created_outputs().iter().map(|created| created.uhs_id).collect();
+        if !node.query_uhs(&created)?.iter().all(|present| *present) {
+            bail!(
+                "the core has not paid the exchange's refund of an earlier deposit yet ({}); it is kept: run this again later",
+                status.reason()
+            );
+        }
+        eprintln!(
+            "an earlier deposit of {} {} could not be credited by the exchange ({}) and was refunded to the {} wallet that paid it: import it there with `specie wallet --wallet <that wallet> import {payment}`",
+            refund.amount, deposit.asset, refund.reason, deposit.asset
+        );
+    }
+    trader.account_mut().deposits.remove(index);
+    trader.save()
+}
+
+/// The core an earlier deposit's funding went to: checked to be the trader's wallet's network
+/// when that wallet holds the deposit's currency (a node of another network would refuse the
+/// funding, and the deposit would be dropped on its word).
+fn deposit_node(trader: &mut Trader, deposit: &ExchangeDeposit) -> anyhow::Result<NodeClient> {
+    if trader.wallet.hrp() == deposit.asset {
+        return Ok(session::client_for(&mut trader.wallet, Some(&deposit.node_url))?);
+    }
+    Ok(NodeClient::new(&deposit.node_url)?)
+}
+
 /// Finishes a deposit an earlier command left: handed in if its core has it; sent to its core
 /// again if not (the same signed funding: it is made final or refused, never paid twice); dropped
 /// only if the core refuses it (then nothing was spent).
 fn finish_deposit(trader: &mut Trader, index: usize) -> anyhow::Result<()> {
-    if hand_in(trader, index)? != DepositAnswer::Unconfirmed {
-        eprintln!("an earlier deposit was credited");
-        return Ok(());
+    match hand_in(trader, index)? {
+        DepositAnswer::Unconfirmed => {}
+        DepositAnswer::Refunded(refund) => return finish_refund(trader, index, &refund),
+        _ => {
+            eprintln!("an earlier deposit was credited");
+            return Ok(());
+        }
     }
     let deposit = trader.account().deposits[index].clone();
-    let node = NodeClient::new(&deposit.node_url)?;
+    let node = deposit_node(trader, &deposit)?;
     let status = node
         .submit(std::slice::from_ref(&deposit.transaction), CORE_SUBMIT_TIMEOUT_MS)?
         .remove(0)
         .status;
     match status {
-        SubmitStatus::Confirmed => {
-            if hand_in(trader, index)? == DepositAnswer::Unconfirmed {
-                bail!("the core confirmed an earlier deposit's funding but the exchange does not see it yet: run this again");
+        SubmitStatus::Confirmed => match hand_in(trader, index)? {
+            DepositAnswer::Unconfirmed => {
+                bail!("the core confirmed an earlier deposit's funding but the exchange does not see it yet: run this again")
             }
-            eprintln!("an earlier deposit was sent to its core again and credited");
-        }
+            DepositAnswer::Refunded(refund) => return finish_refund(trader, index, &refund),
+            _ => eprintln!("an earlier deposit was sent to its core again and credited"),
+        },
         SubmitStatus::Invalid { .. } | SubmitStatus::Rejected { .. } | SubmitStatus::Malformed { .. } => {
             eprintln!(
                 "an earlier deposit's funding ({}) was refused by its core ({}): dropped, nothing was spent (`specie wallet sync` releases the coins)",
@@ -226,22 +340,15 @@ fn pay_out(trader: &mut Trader, other: &mut Option<OtherWallet>, index: usize) -
         .withdrawal(trader.id(), withdrawal.sequence)?
         .context("the exchange executed no such withdrawal")?;
     let (path, wallet) = core(trader, other);
-    let node = session::client_for(wallet, None)?;
-    // Presented before (a crash after it): refused as paid, and the import below finds it.
     let kept = "the withdrawal is kept: run any `specie exchange` command on this wallet later to finish it";
+    let node = session::client_for(wallet, None).with_context(|| format!("the core was not reached; {kept}"))?;
+    // Presented before (a crash after it): refused as paid, and the import below finds it.
     let status = node
         .submit(std::slice::from_ref(&payout), CORE_SUBMIT_TIMEOUT_MS)
         .with_context(|| format!("the core did not take the payout; {kept}"))?
         .remove(0)
         .status;
-    let payment = PaymentString::new(
-        payout.txid(),
-        vec![PaidOutput {
-            index: 0,
-            output: payout.outputs()[0],
-        }],
-    );
-    let report = session::import(path, wallet, &node, &payment.to_string())?;
+    let report = session::import(path, wallet, &node, &payout_payment(&payout).to_string())?;
     if report.imported.spendable == 0 && report.imported.already_known == 0 {
         bail!("the core has not paid the payout yet ({}); {kept}", status.reason());
     }

@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 use specie_api::HttpLimits;
 use specie_codec::Decode;
 use specie_node::endorsement::EndorsementOptions;
+use specie_node::settings::{KeptSetting, SettingsChange};
 use specie_node::{CoreShape, NodeOptions};
 
 /// How the core orders transactions (docs/architecture.md, "Two shapes of the core").
@@ -36,7 +37,8 @@ impl From<ShapeArg> for CoreShape {
 ///   specie node --data-dir ./node-data --issuer <ISSUER-PUBLIC-KEY>
 #[derive(Args, Debug)]
 pub struct NodeArgs {
-    /// Data directory (created if missing). Holds node.toml and one log per role.
+    /// Data directory (created if missing). Holds node.toml and one log per role; locked (LOCK)
+    /// while the node runs, so a second process on it is refused.
     #[arg(long, default_value = "./specie-data")]
     pub data_dir: PathBuf,
     /// Address to serve the API on. Keep it on loopback unless a proxy adds TLS and auth.
@@ -51,28 +53,28 @@ pub struct NodeArgs {
     pub issuers: Vec<String>,
     /// The offline authority's bridge key (hex, 32 bytes; `GET /v1/offline/keys` of the authority
     /// shows it as `bridge`) this node banks for: offline fundings to it and payouts it signed
-    /// are valid. Without it, both are refused (`no_offline_authority`).
+    /// are valid. Without it, both are refused (`no_offline_authority`). Kept in node.toml.
     #[arg(long, value_name = "HEX", value_parser = parse_key_hex)]
     pub offline_authority: Option<[u8; 32]>,
     /// The exchange's bridge key (hex, 32 bytes) this node banks for: deposits to the exchange
     /// and the withdrawals it signed are valid. Without it (and without --offline-authority),
-    /// both are refused.
+    /// both are refused. Kept in node.toml.
     #[arg(long, value_name = "HEX", value_parser = parse_key_hex)]
     pub exchange: Option<[u8; 32]>,
     /// An auditor with jurisdiction (its public key, hex, as `specie audit keygen` prints it);
     /// repeat for several. Every confidential transaction must encrypt its values to each, or
-    /// it is refused (`auditor_missing`). Given at every start.
+    /// it is refused (`auditor_missing`). Kept in node.toml.
     #[arg(long = "auditor", value_name = "HEX", value_parser = parse_auditor_key)]
     pub auditors: Vec<[u8; 32]>,
     /// The registration authority whose credentials authorise anonymous spends (its public key,
     /// hex, as `specie ra init` and `specie ra key` print it). Without it the node refuses every
-    /// anonymous transaction (`no_registration_authority`). Given at every start.
+    /// anonymous transaction (`no_registration_authority`). Kept in node.toml.
     #[arg(long, value_name = "HEX", value_parser = parse_ra_key)]
     pub registration_authority: Option<Box<specie_credential::RaPublicKey>>,
     /// An owner auditor with jurisdiction (its owner key, hex: what follows `owner auditor key:`
     /// on the second line `specie audit keygen` prints); repeat for several, at most 4. Every
     /// anonymous transaction must encrypt every owner it names to each of them, or it is refused
-    /// (`owner_auditor_missing`). Given at every start.
+    /// (`owner_auditor_missing`). Kept in node.toml.
     #[arg(
         long = "owner-auditor",
         value_name = "HEX",
@@ -84,9 +86,19 @@ pub struct NodeArgs {
     /// audit keygen`'s output); repeat for several, in order. Every confidential or anonymous
     /// transaction must carry each one's co-signature after its own witnesses (the auditor's
     /// `specie audit serve` gives it, `specie wallet … --cosigner URL` asks for it), or it is
-    /// refused (`active_auditor_missing`). Given at every start.
+    /// refused (`active_auditor_missing`). Kept in node.toml.
     #[arg(long = "active-auditor", value_name = "HEX", value_parser = parse_xonly_key)]
     pub active_auditors: Vec<[u8; 32]>,
+    /// Replace the keys node.toml keeps with those given here (--offline-authority, --exchange,
+    /// --auditor, --registration-authority, --owner-auditor, --active-auditor, --endorsement).
+    /// Without it a key other than the kept one is refused, and a key not given is kept: a
+    /// restart without a flag never changes what the node accepts.
+    #[arg(long)]
+    pub reconfigure: bool,
+    /// Drop a kept setting before this start's flags apply (repeat for several); `issuers`
+    /// drops every issuer but those given with --issuer.
+    #[arg(long, value_name = "SETTING", value_parser = parse_setting)]
+    pub forget: Vec<KeptSetting>,
     /// Bech32 address prefix. Only for a new data directory.
     #[arg(long)]
     pub hrp: Option<String>,
@@ -100,7 +112,7 @@ pub struct NodeArgs {
     /// (FROST; docs/privacy.md) before the core takes it, and the ledger of record keeps each
     /// endorsement, which `specie audit show` verifies. Given as `K-of-N`, e.g. `3-of-4`. The
     /// endorsers are threads of this process: the protocol runs for real, but they add no
-    /// security until they run apart (not built yet). Given at every start.
+    /// security until they run apart (not built yet). Kept in node.toml.
     #[arg(long, value_name = "K-of-N", value_parser = parse_threshold)]
     pub endorsement: Option<(u16, u16)>,
     /// (--endorsement) Seed of the dealt key shares: the same seed gives the same group key
@@ -153,6 +165,14 @@ pub struct NodeArgs {
         help_heading = "HTTP limits"
     )]
     pub http_idle_timeout_ms: u64,
+}
+
+/// A setting node.toml keeps, by its name (`--forget exchange`).
+fn parse_setting(text: &str) -> Result<KeptSetting, String> {
+    KeptSetting::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = KeptSetting::ALL.iter().map(|setting| setting.name()).collect();
+        format!("not a kept setting; one of: {}", names.join(", "))
+    })
 }
 
 /// `K-of-N`, with 2 ≤ K ≤ N ≤ 64 (a group of one is no threshold).
@@ -211,6 +231,10 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     options.batch_transactions_max = args.batch_transactions_max;
     options.ledger_of_record = args.no_ledger_of_record.then_some(false);
     options.shape = args.shape.map(CoreShape::from);
+    options.settings_change = SettingsChange {
+        reconfigure: args.reconfigure,
+        forget: args.forget,
+    };
     options.endorsement = args.endorsement.map(|(k, n)| EndorsementOptions {
         k,
         n,

@@ -1,14 +1,20 @@
 //! Value between a core wallet and a device, through the online core: `specie offline device
 //! fund-from-core` (an offline funding, then tokens) and `deposit --wallet` (payouts, then core
 //! coins in the wallet).
+//!
+//! Before paying, `fund-from-core` checks that the authority could issue the funding (its amount
+//! makes at most `TOKENS_PER_FUNDING_MAX` tokens of the ring's denominations; the owners are the
+//! device's keys the authority certified). A funding the authority can never issue anyway (built
+//! elsewhere, say) is refunded by the authority to the funding's first input's owner: its payout
+//! is presented to the core and imported into the wallet.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use serde_json::json;
 use specie_codec::Encode;
-use specie_offline::{Denominations, PublicKey};
-use specie_offline_service::device::{AuthorityClient, DeviceFile};
+use specie_offline::PublicKey;
+use specie_offline_service::device::{AuthorityClient, CoreFunded, DeviceFile};
 use specie_transaction::{offline_owners_digest, SpecieTransaction};
 use specie_wallet::session::{self, Submitted};
 use specie_wallet::{Outcome, PaidOutput, PaymentString, WalletFile, WalletLock};
@@ -76,9 +82,10 @@ pub fn fund_from_core(
 ) -> anyhow::Result<()> {
     let kept_path = funding_path(file.path());
     if let Some((transaction, owners)) = read_kept_funding(&kept_path)? {
+        // Held in case the funding is refunded into the wallet.
+        let _lock = lock_wallet(file, wallet_path)?;
         let funded = authority.fund_from_core(&mut file.device, &transaction, &owners)?;
-        file.save()?;
-        std::fs::remove_file(&kept_path)?;
+        let funded = received(file, wallet_path, node, &kept_path, funded)?;
         println!(
             "an earlier funding was handed in: {funded} received; balance {} (run again to fund {amount})",
             file.device.balance()
@@ -86,12 +93,13 @@ pub fn fund_from_core(
         return Ok(());
     }
     let _lock = lock_wallet(file, wallet_path)?;
-    let split = Denominations::default().split(amount).len();
+    // Refused here, before anything is paid, if the authority could never issue it.
+    let split = authority.funding_split(amount)?;
     let owners = file.device.funding_owners(split)?;
     file.save()?;
     // Read after the device is saved: a wallet that keeps the device must keep its latest state.
     let mut wallet = WalletFile::load(wallet_path)?;
-    let client = session::client_for(&wallet, node)?;
+    let client = session::client_for(&mut wallet, node)?;
     let tx = wallet.build_offline_funding(
         authority.bridge()?,
         offline_owners_digest(&owners),
@@ -120,14 +128,70 @@ pub fn fund_from_core(
     let funded = authority
         .fund_from_core(&mut file.device, &transaction, &owners)
         .context("the core confirmed the funding but the authority did not credit it: run this again to hand it in")?;
-    file.save()?;
-    std::fs::remove_file(&kept_path)?;
+    let funded = received(file, wallet_path, node, &kept_path, funded)?;
     println!(
         "funded {funded} from the core (txid {}); balance {}",
         tx.txid(),
         file.device.balance()
     );
     Ok(())
+}
+
+/// What the authority made of a funding handed in: tokens (the device saved, the kept funding
+/// removed; their value returned), or a refund (an error, once the refund's payout is presented
+/// to the core and its coin imported into the wallet, or its payment string printed if the
+/// wallet does not hold the key it pays).
+fn received(
+    file: &mut DeviceFile,
+    wallet_path: &Path,
+    node: Option<&str>,
+    kept_path: &Path,
+    funded: CoreFunded,
+) -> anyhow::Result<u64> {
+    let (reason, payout) = match funded {
+        CoreFunded::Funded(value) => {
+            file.save()?;
+            std::fs::remove_file(kept_path)?;
+            return Ok(value);
+        }
+        CoreFunded::Refunded { reason, payout } => (reason, *payout),
+    };
+    let mut wallet = WalletFile::load(wallet_path)?;
+    let kept = "the funding is kept beside the device: run this again to take the refund back";
+    let client = session::client_for(&mut wallet, node).with_context(|| format!("the core was not reached; {kept}"))?;
+    client
+        .submit(std::slice::from_ref(&payout), SUBMIT_TIMEOUT_MS)
+        .with_context(|| format!("the core did not take the offline authority's refund; {kept}"))?;
+    let payment = PaymentString::new(
+        payout.txid(),
+        vec![PaidOutput {
+            index: 0,
+            output: payout.outputs()[0],
+        }],
+    );
+    let back = match wallet.receivable_outputs(&payment) {
+        Ok(_) => {
+            let report = session::import(wallet_path, &mut wallet, &client, &payment.to_string())?;
+            if report.imported.spendable == 0 && report.imported.already_known == 0 {
+                bail!("the core has not paid the offline authority's refund yet; {kept}");
+            }
+            format!(
+                "{} spendable again in {}",
+                payout.outputs()[0].value,
+                wallet_path.display()
+            )
+        }
+        Err(_) => {
+            let created: Vec<_> = payment.created_outputs().iter().map(|created| created.uhs_id).collect();
+            if !client.query_uhs(&created)?.iter().all(|present| *present) {
+                bail!("the core has not paid the offline authority's refund yet; {kept}");
+            }
+            let value = payout.outputs()[0].value;
+            format!("{value} paid back to the wallet that paid the funding: import it there with `specie wallet --wallet <that wallet> import {payment}`")
+        }
+    };
+    std::fs::remove_file(kept_path)?;
+    bail!("the offline authority could not issue tokens for the funding ({reason}) and refunded it: {back}")
 }
 
 /// Deposits every token held, paid out to a new address of the core wallet; submits the payouts
@@ -140,7 +204,7 @@ pub fn deposit_to_wallet(
 ) -> anyhow::Result<()> {
     let _lock = lock_wallet(file, wallet_path)?;
     let mut wallet = WalletFile::load(wallet_path)?;
-    let client = session::client_for(&wallet, node)?;
+    let client = session::client_for(&mut wallet, node)?;
     let address = wallet.new_address(&mut rand::thread_rng())?;
     WalletFile::save(wallet_path, &wallet)?;
     file.device.deposit_all(address.pubkey().serialize(), true);

@@ -25,7 +25,7 @@ pub fn enrol(path: &Path, node: Option<&str>, challenge: Option<&str>, credentia
         print_balance(&wallet);
         return Ok(ExitCode::SUCCESS);
     }
-    let client = client_for(&wallet, node)?;
+    let client = client_for(&mut wallet, node)?;
     let challenge = challenge.unwrap_or_default();
     let request = session::begin_enrolment(path, &mut wallet, &client, challenge, &mut rand::thread_rng())?;
     println!("Give this enrolment request to the registration authority (it holds no secret):");
@@ -64,7 +64,7 @@ impl Submit<'_> {
         mut wallet: Wallet,
         build: impl FnOnce(&mut Wallet, &AnonymousPolicy) -> Result<(SpecieTransaction, Built)>,
     ) -> Result<ExitCode> {
-        let client = client_for(&wallet, self.node)?;
+        let client = client_for(&mut wallet, self.node)?;
         let policy = session::anonymous_policy(&client, self.hide_values)?;
         let (tx, built) = build(&mut wallet, &policy)?;
         let tx = session::cosign(&mut wallet, &client, tx, self.cosigners)?;

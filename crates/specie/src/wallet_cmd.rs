@@ -13,8 +13,9 @@ use clap::{Args, Subcommand};
 use specie_transaction::{Address, SpecieTransaction, Txid};
 use specie_wallet::session::{self, ImportReport, Submitted};
 use specie_wallet::{
-    sync, AnonymousPaymentString, Balance, CoinState, ConfidentialPaymentString, NodeClient, Outcome, PaymentString,
-    PendingKind, Wallet, WalletError, WalletFile, WalletLock, ANONYMOUS_PAYMENT_PREFIX, CONFIDENTIAL_PAYMENT_PREFIX,
+    sync, AnonymousPaymentString, Balance, CoinState, ConfidentialPaymentString, NodeAccess, NodeClient, Outcome,
+    Passphrase, PaymentString, PendingKind, Wallet, WalletError, WalletFile, WalletLock, ANONYMOUS_PAYMENT_PREFIX,
+    CONFIDENTIAL_PAYMENT_PREFIX, PASSPHRASE_ENV,
 };
 
 /// How long `send`, `mint` and `redeem` wait for the node by default, in milliseconds.
@@ -36,10 +37,28 @@ pub struct WalletArgs {
     #[arg(long, global = true, value_name = "PATH", default_value = "wallet.json")]
     pub wallet: PathBuf,
 
-    /// The node's HTTP address, for this command only (`create` saves it in the wallet).
+    /// The node's HTTP address, for this command only (`create` saves it in the wallet):
+    /// http://, or https:// for a node behind a TLS proxy.
     /// [default: the wallet's saved address, normally http://127.0.0.1:8470]
     #[arg(long, global = true, value_name = "URL")]
     pub node: Option<String>,
+
+    /// For an https:// node: trust the CA certificates in this PEM file (the TLS proxy's private
+    /// CA) instead of the public roots. For this command only; `create` saves it in the wallet.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
+
+    /// Send this file's contents (trimmed, one line, e.g. `Bearer …`) as the Authorization header
+    /// of every request to the node. For this command only; `create` saves the path (never the
+    /// contents) in the wallet, and later commands read the file each time.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub node_auth_file: Option<PathBuf>,
+
+    /// A file holding the passphrase of an encrypted wallet (its one line; `create --encrypt`,
+    /// `encrypt`, and every command on an encrypted wallet).
+    /// [default: the environment variable SPECIE_WALLET_PASSPHRASE]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub passphrase_file: Option<PathBuf>,
 
     #[command(subcommand)]
     pub command: WalletCommand,
@@ -59,7 +78,19 @@ pub enum WalletCommand {
         /// The currency's address prefix (bech32 human-readable part); the node's must match.
         #[arg(long, default_value = "usd")]
         hrp: String,
+        /// Encrypt the wallet file under the passphrase (--passphrase-file or
+        /// SPECIE_WALLET_PASSPHRASE); every command on it then needs the passphrase.
+        #[arg(long)]
+        encrypt: bool,
     },
+
+    /// Encrypt this wallet file (in clear now) under the passphrase (--passphrase-file or
+    /// SPECIE_WALLET_PASSPHRASE), in place and atomically. Offline.
+    ///
+    /// Argon2id stretches the passphrase; XChaCha20-Poly1305 seals the file. Every later command
+    /// on the wallet needs the passphrase, and keeps the file encrypted. Copies of the file in
+    /// clear (backups) are not touched: replace them too.
+    Encrypt,
 
     /// Make a new receiving address (one per payment keeps payments unlinkable).
     Address {
@@ -216,8 +247,16 @@ pub enum WalletCommand {
     ///
     /// Confirms transactions whose outputs exist, rolls back refused ones (resubmitting a
     /// transaction whose fate is unknown is safe: the node never applies one twice), makes
-    /// confirmed imports spendable, and forgets coins spent from another copy of this wallet.
-    Sync,
+    /// confirmed imports spendable, and marks missing the coins and notes the node no longer
+    /// holds (spent from another copy of this wallet?): they stay in the file, not spendable,
+    /// until a `sync` finds them at the node again or you run `forget-missing`. The wallet
+    /// talks only to nodes of its own currency and network, so a mistyped --node changes nothing.
+    Sync {
+        /// For a wallet file from before network ids: this node is the wallet's own, even though
+        /// it holds none of the wallet's coins (all spent from another copy). Remembers its network.
+        #[arg(long)]
+        accept_node: bool,
+    },
 
     /// Issuer only: create AMOUNT of new money, to this wallet or to --to ADDRESS.
     ///
@@ -246,6 +285,23 @@ pub enum WalletCommand {
 
     /// List every coin (state, value, outpoint) and every pending transaction. Offline.
     ListCoins,
+
+    /// Show again the payment strings of confirmed payments, newest last (the last 10 000 are
+    /// kept), for a payee who never got theirs: a payee cannot receive without it. Offline.
+    Sent {
+        /// Only this payment's.
+        #[arg(long, value_name = "TXID")]
+        txid: Option<String>,
+    },
+
+    /// Drop for good the coins and notes marked missing (`list-coins` shows them): do this only
+    /// once you know they were spent, for instance from another copy of this wallet. Offline;
+    /// without --yes it only says what it would drop.
+    ForgetMissing {
+        /// Really drop them.
+        #[arg(long)]
+        yes: bool,
+    },
 
     /// Byzantine-mode accounts (FastPay): money held at a committee of 3f+1 authorities, of which up
     /// to f may lie, paid between accounts without the online core.
@@ -318,11 +374,13 @@ pub struct CosignerArgs {
 pub fn run(args: WalletArgs) -> Result<ExitCode> {
     let path = args.wallet.as_path();
     let node = args.node.as_deref();
+    let access = install_secrets(&args)?;
     let _lock = WalletLock::acquire(path, WALLET_LOCK_WAIT_MS, || {
         eprintln!("waiting for another command using {} to finish…", path.display())
     })?;
     match args.command {
-        WalletCommand::Create { issuer, hrp } => create(path, node, &hrp, issuer),
+        WalletCommand::Create { issuer, hrp, encrypt } => create(path, node, &access, &hrp, issuer, encrypt),
+        WalletCommand::Encrypt => encrypt(path),
         WalletCommand::Address { list } => address(path, list),
         WalletCommand::Balance => balance(path),
         WalletCommand::Send {
@@ -376,10 +434,12 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
             crate::wallet_anonymous_cmd::send(path, node, &payment, &cosigners.cosigners, timeout_ms)
         }
         WalletCommand::Import { payment } => import(path, node, &payment),
-        WalletCommand::Sync => sync_command(path, node),
+        WalletCommand::Sync { accept_node } => sync_command(path, node, accept_node),
         WalletCommand::Mint { amount, to, timeout_ms } => mint(path, node, amount, to.as_deref(), timeout_ms),
         WalletCommand::Redeem { amount, timeout_ms } => redeem(path, node, amount, timeout_ms),
         WalletCommand::ListCoins => list_coins(path),
+        WalletCommand::ForgetMissing { yes } => forget_missing(path, yes),
+        WalletCommand::Sent { txid } => sent(path, txid.as_deref()),
         WalletCommand::Fastpay(fastpay) => crate::wallet_fastpay_cmd::run(path, node, fastpay),
         WalletCommand::Offline(offline) => {
             // The device's commands take the wallet's lock themselves.
@@ -397,7 +457,7 @@ fn save(path: &Path, wallet: &Wallet) -> Result<()> {
     Ok(WalletFile::save(path, wallet)?)
 }
 
-pub(crate) fn client_for(wallet: &Wallet, node: Option<&str>) -> Result<NodeClient> {
+pub(crate) fn client_for(wallet: &mut Wallet, node: Option<&str>) -> Result<NodeClient> {
     Ok(session::client_for(wallet, node)?)
 }
 
@@ -407,8 +467,15 @@ pub(crate) fn print_balance(wallet: &Wallet) {
         spendable,
         pending_in,
         pending_out,
+        missing,
     } = wallet.balance();
     println!("spendable:   {spendable} {unit}");
+    if missing > 0 {
+        println!(
+            "missing:     {missing} {unit} (not at the node at the last sync; `specie wallet sync` with the \
+             right node restores it, `specie wallet forget-missing` drops it)"
+        );
+    }
     if pending_in > 0 {
         println!("pending in:  {pending_in} {unit} (waiting for the node to confirm; run `specie wallet sync`)");
     }
@@ -446,6 +513,7 @@ fn print_confidential_payment_string(payment: &ConfidentialPaymentString) {
     println!("  {text}");
     println!("They run:");
     println!("  specie wallet --wallet theirs.json receive {text}");
+    println!("(`specie wallet sent` shows it again once the payment is confirmed)");
 }
 
 /// Tells the sender how to hand over a payment, with the exact command the recipient runs.
@@ -455,16 +523,61 @@ fn print_payment_string(payment: &PaymentString) {
     println!("  {text}");
     println!("They run:");
     println!("  specie wallet --wallet theirs.json import {text}");
+    println!("(`specie wallet sent` shows it again once the payment is confirmed)");
 }
 
-fn create(path: &Path, node: Option<&str>, hrp: &str, issuer: bool) -> Result<ExitCode> {
+/// Installs the passphrase (`--passphrase-file`) for every wallet file this command opens, and
+/// the node settings (`--ca-cert`, `--node-auth-file`) for every node it reaches; returns the
+/// latter, with absolute paths (what `create` saves).
+fn install_secrets(args: &WalletArgs) -> Result<NodeAccess> {
+    if let Some(file) = &args.passphrase_file {
+        anyhow::ensure!(Passphrase::from_file(file)?.install(), "a passphrase was given twice");
+    }
+    let absolute = |path: &Option<PathBuf>| path.as_deref().map(std::path::absolute).transpose();
+    let access = NodeAccess {
+        ca_cert: absolute(&args.ca_cert)?,
+        auth_file: absolute(&args.node_auth_file)?,
+    };
+    if !access.is_empty() {
+        session::set_node_access(access.clone());
+    }
+    Ok(access)
+}
+
+/// Why a command that encrypts cannot: it was given no passphrase.
+fn no_passphrase(command: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "`{command}` needs the passphrase to encrypt with: pass --passphrase-file FILE (a file holding it) \
+         or set the environment variable {PASSPHRASE_ENV}"
+    )
+}
+
+fn create(
+    path: &Path,
+    node: Option<&str>,
+    access: &NodeAccess,
+    hrp: &str,
+    issuer: bool,
+    encrypt: bool,
+) -> Result<ExitCode> {
+    let passphrase = if encrypt {
+        Some(Passphrase::process().ok_or_else(|| no_passphrase("wallet create --encrypt"))?)
+    } else {
+        None
+    };
     let mut wallet = Wallet::new(hrp, issuer, &mut rand::thread_rng())?;
     if let Some(url) = node {
-        // Check the URL now rather than on the first payment.
-        NodeClient::new(url)?;
         wallet.set_node_url(url);
     }
-    WalletFile::create(path, &wallet)?;
+    if node.is_some() || !access.is_empty() {
+        // Check the URL and the files now rather than on the first payment.
+        session::warn_if_unencrypted(&NodeClient::with_access(wallet.node_url(), access)?);
+    }
+    wallet.set_node_access(access.clone());
+    WalletFile::create_with(path, &wallet, passphrase)?;
+    if encrypt {
+        println!("encrypted under the passphrase: every command on this wallet needs it");
+    }
     let kind = if issuer { "issuer wallet" } else { "wallet" };
     println!("created {kind} {} for currency {:?}", path.display(), wallet.hrp());
     if let Some(address) = wallet.latest_address() {
@@ -479,6 +592,17 @@ fn create(path: &Path, node: Option<&str>, hrp: &str, issuer: bool) -> Result<Ex
         "keep {} safe and backed up: it holds your secret keys and the only copy of your coins' data",
         path.display()
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn encrypt(path: &Path) -> Result<ExitCode> {
+    let passphrase = Passphrase::process().ok_or_else(|| no_passphrase("wallet encrypt"))?;
+    WalletFile::encrypt(path, passphrase)?;
+    println!(
+        "encrypted {}: every command on it now needs the passphrase (--passphrase-file FILE or {PASSPHRASE_ENV})",
+        path.display()
+    );
+    println!("copies of the file in clear (backups) still hold its keys: replace them with this one");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -552,7 +676,7 @@ pub(crate) enum Built {
 
 fn send(path: &Path, node: Option<&str>, address: &str, amount: u64, timeout_ms: u64) -> Result<ExitCode> {
     let mut wallet = load(path)?;
-    let client = client_for(&wallet, node)?;
+    let client = client_for(&mut wallet, node)?;
     let to = wallet.parse_address(address)?;
     let (tx, payment) = wallet.build_payment(&to, amount, &mut rand::thread_rng())?;
     let built = Built::Payment {
@@ -569,7 +693,7 @@ fn mint(path: &Path, node: Option<&str>, amount: u64, to: Option<&str>, timeout_
     if !wallet.is_issuer() {
         return Err(WalletError::NotIssuer.into());
     }
-    let client = client_for(&wallet, node)?;
+    let client = client_for(&mut wallet, node)?;
     session::check_issuer_accepted(&wallet, &client)?;
     let mut rng = rand::thread_rng();
     let to = match to {
@@ -590,7 +714,7 @@ fn redeem(path: &Path, node: Option<&str>, amount: u64, timeout_ms: u64) -> Resu
     if !wallet.is_issuer() {
         return Err(WalletError::NotIssuer.into());
     }
-    let client = client_for(&wallet, node)?;
+    let client = client_for(&mut wallet, node)?;
     session::check_issuer_accepted(&wallet, &client)?;
     let (tx, redeemed) = wallet.build_redeem(amount, &mut rand::thread_rng())?;
     let built = Built::Redeem {
@@ -609,7 +733,7 @@ fn send_confidential(
     timeout_ms: u64,
 ) -> Result<ExitCode> {
     let mut wallet = load(path)?;
-    let client = client_for(&wallet, node)?;
+    let client = client_for(&mut wallet, node)?;
     let to = wallet.parse_address(address)?;
     let auditors = session::auditors_for(&client, &args.auditors)?;
     let (tx, payment) = wallet.build_confidential_payment(&to, amount, &auditors, &mut rand::thread_rng())?;
@@ -625,7 +749,7 @@ fn send_confidential(
 
 fn shield(path: &Path, node: Option<&str>, amount: u64, args: &AuditorArgs, timeout_ms: u64) -> Result<ExitCode> {
     let mut wallet = load(path)?;
-    let client = client_for(&wallet, node)?;
+    let client = client_for(&mut wallet, node)?;
     let auditors = session::auditors_for(&client, &args.auditors)?;
     let (tx, shielded) = wallet.build_shield(amount, &auditors, &mut rand::thread_rng())?;
     let tx = session::cosign(&mut wallet, &client, tx, &args.cosigners.cosigners)?;
@@ -638,7 +762,7 @@ fn shield(path: &Path, node: Option<&str>, amount: u64, args: &AuditorArgs, time
 
 fn unshield(path: &Path, node: Option<&str>, amount: u64, args: &AuditorArgs, timeout_ms: u64) -> Result<ExitCode> {
     let mut wallet = load(path)?;
-    let client = client_for(&wallet, node)?;
+    let client = client_for(&mut wallet, node)?;
     let auditors = session::auditors_for(&client, &args.auditors)?;
     let (tx, unshielded) = wallet.build_unshield(amount, &auditors, &mut rand::thread_rng())?;
     let tx = session::cosign(&mut wallet, &client, tx, &args.cosigners.cosigners)?;
@@ -656,7 +780,7 @@ fn receive(path: &Path, node: Option<&str>, text: &str) -> Result<ExitCode> {
         return import(path, node, text);
     }
     let mut wallet = load(path)?;
-    let client = client_for(&wallet, node)?;
+    let client = client_for(&mut wallet, node)?;
     let unit = wallet.hrp().to_owned();
     let received = if anonymous {
         session::receive_anonymous(path, &mut wallet, &client, text)?
@@ -666,8 +790,9 @@ fn receive(path: &Path, node: Option<&str>, text: &str) -> Result<ExitCode> {
     if received.already_known {
         println!("this note is already in this wallet: nothing added");
     } else {
+        let how = if anonymous { "anonymously" } else { "confidentially" };
         println!(
-            "received {} {unit} confidentially: the node holds the note, spendable now",
+            "received {} {unit} {how}: the node holds the note, spendable now",
             received.value
         );
     }
@@ -820,7 +945,7 @@ fn report_built(wallet: &Wallet, built: &Built, unit: &str) {
 
 fn import(path: &Path, node: Option<&str>, text: &str) -> Result<ExitCode> {
     let mut wallet = load(path)?;
-    let client = client_for(&wallet, node)?;
+    let client = client_for(&mut wallet, node)?;
     let unit = wallet.hrp().to_owned();
     let ImportReport { imported, node_error } = session::import(path, &mut wallet, &client, text)?;
     if imported.already_known > 0 {
@@ -871,9 +996,12 @@ fn describe(wallet: &Wallet, kind: &PendingKind, unit: &str) -> String {
     }
 }
 
-fn sync_command(path: &Path, node: Option<&str>) -> Result<ExitCode> {
+fn sync_command(path: &Path, node: Option<&str>, accept_node: bool) -> Result<ExitCode> {
     let mut wallet = load(path)?;
-    let client = client_for(&wallet, node)?;
+    let client = client_for(&mut wallet, node)?;
+    if accept_node {
+        wallet.accept_node();
+    }
     let unit = wallet.hrp().to_owned();
     // Descriptions and payment strings must be taken before sync resolves (and forgets) them.
     let before: Vec<(Txid, String, Option<PaymentString>)> = wallet
@@ -940,20 +1068,87 @@ fn sync_command(path: &Path, node: Option<&str>) -> Result<ExitCode> {
             report.imports_confirmed
         );
     }
-    for (outpoint, value) in &report.notes_vanished {
+    let missing = (report.notes_missing.iter().map(|found| ("note", found)))
+        .chain(report.coins_missing.iter().map(|found| ("coin", found)));
+    for (what, (outpoint, value)) in missing {
         println!(
-            "gone: note {}:{} ({value} {unit}) is no longer at the node (spent from another copy of this wallet?)",
-            outpoint.txid, outpoint.index
+            "missing: {what} {}:{} ({value} {unit}) is not at the node {}: kept in the wallet but not \
+             spendable (spent from another copy of this wallet?). A later `sync` with a node that holds it \
+             makes it spendable again; `specie wallet forget-missing` drops it",
+            outpoint.txid,
+            outpoint.index,
+            client.url()
         );
     }
-    for (outpoint, value) in &report.coins_vanished {
+    for (outpoint, value) in &report.restored {
         println!(
-            "gone: coin {}:{} ({value} {unit}) is no longer at the node (spent from another copy of this wallet?)",
+            "restored: {}:{} ({value} {unit}) is at the node after all: spendable again",
             outpoint.txid, outpoint.index
         );
     }
     print_balance(&wallet);
     Ok(code)
+}
+
+fn sent(path: &Path, txid: Option<&str>) -> Result<ExitCode> {
+    let wallet = load(path)?;
+    let wanted = txid
+        .map(|text| {
+            let bytes = hex::decode(text.trim())
+                .ok()
+                .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok());
+            bytes
+                .map(Txid)
+                .ok_or_else(|| anyhow::anyhow!("--txid {text}: not a transaction id (64 hex digits)"))
+        })
+        .transpose()?;
+    let mut any = false;
+    for sent in wallet.sent().filter(|sent| wanted.is_none_or(|txid| sent.txid == txid)) {
+        any = true;
+        println!(
+            "txid {} (confirmed at unix time {}):",
+            sent.txid, sent.confirmed_at_unix_s
+        );
+        println!("  {}", sent.payment_string);
+    }
+    if !any {
+        println!(
+            "no payment string kept{}",
+            if wanted.is_some() { " for that txid" } else { "" }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn forget_missing(path: &Path, yes: bool) -> Result<ExitCode> {
+    let mut wallet = load(path)?;
+    let unit = wallet.hrp().to_owned();
+    let missing = wallet.missing();
+    let value: u64 = missing.iter().map(|(_, _, value)| value).sum();
+    if missing.is_empty() {
+        println!("nothing to forget: no coin or note is marked missing");
+    } else if !yes {
+        println!(
+            "{} coins and notes worth {value} {unit} are marked missing; run again with --yes to drop them for good \
+             (a `sync` with a node that holds them would make them spendable again)",
+            missing.len()
+        );
+    } else {
+        let (count, value) = wallet.forget_missing();
+        save(path, &wallet)?;
+        println!("forgot {count} missing coins and notes worth {value} {unit}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A coin's or note's state, as `list-coins` shows it.
+fn state_text(state: CoinState) -> String {
+    match state {
+        CoinState::Spendable => "spendable".to_owned(),
+        CoinState::PendingSpend { txid } => format!("spending in {txid}"),
+        CoinState::PendingReceive { txid } => format!("arriving from {txid}"),
+        CoinState::Missing => "missing (not at the node at the last sync; not spendable)".to_owned(),
+    }
 }
 
 fn list_coins(path: &Path) -> Result<ExitCode> {
@@ -962,11 +1157,7 @@ fn list_coins(path: &Path) -> Result<ExitCode> {
     let mut any = false;
     for coin in wallet.coins() {
         any = true;
-        let state = match coin.state {
-            CoinState::Spendable => "spendable".to_owned(),
-            CoinState::PendingSpend { txid } => format!("spending in {txid}"),
-            CoinState::PendingReceive { txid } => format!("arriving from {txid}"),
-        };
+        let state = state_text(coin.state);
         println!(
             "{:>12} {unit}  {}:{}  {state}",
             coin.value(),
@@ -978,11 +1169,7 @@ fn list_coins(path: &Path) -> Result<ExitCode> {
         println!("no coins");
     }
     for note in wallet.notes() {
-        let state = match note.state {
-            CoinState::Spendable => "spendable".to_owned(),
-            CoinState::PendingSpend { txid } => format!("spending in {txid}"),
-            CoinState::PendingReceive { txid } => format!("arriving from {txid}"),
-        };
+        let state = state_text(note.state);
         let outpoint = note.outpoint();
         println!(
             "{:>12} {unit}  {}:{}  confidential note, {state}",
@@ -992,11 +1179,7 @@ fn list_coins(path: &Path) -> Result<ExitCode> {
         );
     }
     for note in wallet.anonymous_notes() {
-        let state = match note.state {
-            CoinState::Spendable => "spendable".to_owned(),
-            CoinState::PendingSpend { txid } => format!("spending in {txid}"),
-            CoinState::PendingReceive { txid } => format!("arriving from {txid}"),
-        };
+        let state = state_text(note.state);
         let (outpoint, values) = (note.outpoint(), if note.hidden() { "hidden" } else { "in clear" });
         println!(
             "{:>12} {unit}  {}:{}  anonymous note (value {values}), {state}",

@@ -168,9 +168,9 @@ pub fn run(path: &Path, node: Option<&str>, args: FastpayArgs) -> Result<ExitCod
         FastpayCommand::History => history(&wallet),
         command => {
             let authorities = connect(path, &mut wallet, given)?;
-            let client = session::client_for(&wallet, node)?;
             match command {
                 FastpayCommand::Fund { amount, account } => {
+                    let client = session::client_for(&mut wallet, node)?;
                     let account = choose_account(path, &mut wallet, account.as_deref(), true)?;
                     let funded = driver::fund(
                         path,
@@ -210,6 +210,7 @@ pub fn run(path: &Path, node: Option<&str>, args: FastpayArgs) -> Result<ExitCod
                     report_payment(&outcome, amount, wallet.hrp())
                 }
                 FastpayCommand::Redeem { amount, account } => {
+                    let client = session::client_for(&mut wallet, node)?;
                     let account = choose_account(path, &mut wallet, account.as_deref(), false)?;
                     let (outcome, presented) = driver::redeem(
                         path,
@@ -224,7 +225,10 @@ pub fn run(path: &Path, node: Option<&str>, args: FastpayArgs) -> Result<ExitCod
                     Ok(report_presented(&presented, wallet.hrp()).unwrap_or(code))
                 }
                 FastpayCommand::Balance => balance(&wallet, &authorities),
-                FastpayCommand::Sync => sync(path, &mut wallet, &client, &authorities),
+                FastpayCommand::Sync => {
+                    let client = session::client_for(&mut wallet, node)?;
+                    sync(path, &mut wallet, &client, &authorities)
+                }
                 FastpayCommand::Accounts { .. } | FastpayCommand::History | FastpayCommand::Verify { .. } => {
                     unreachable!()
                 }

@@ -491,6 +491,160 @@ fn concurrent_wallet_commands_lose_no_update() {
     assert_eq!(list(), before + 8, "every new address was kept");
 }
 
+/// Runs `specie wallet --wallet WALLET ARGS…` with `passphrase` (if any) in the environment and
+/// nothing else of the test's environment that could give one.
+fn wallet_command(wallet: &str, args: &[&str], passphrase: Option<&str>) -> ProcessOutput {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_specie"));
+    command
+        .args(["wallet", "--wallet", wallet])
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("SPECIE_WALLET_PASSPHRASE");
+    if let Some(passphrase) = passphrase {
+        command.env("SPECIE_WALLET_PASSPHRASE", passphrase);
+    }
+    command.output().expect("the specie binary runs")
+}
+
+/// An encrypted wallet file holds no key in clear; with its passphrase (a file or the
+/// environment) commands work as on any wallet; without it, or with a wrong one, they fail,
+/// saying what to do, and the file is not changed. `encrypt` turns a wallet in clear into one.
+#[test]
+fn encrypted_wallet_keeps_its_keys_out_of_the_file_and_needs_its_passphrase() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.json");
+    let wallet = path.to_str().unwrap();
+    let write = |name: &str, text: &str| {
+        let file = dir.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        file.to_str().unwrap().to_owned()
+    };
+    let pass = write("pass", "correct horse battery staple\n");
+    let wrong = write("wrong", "correct horse battery stable\n");
+
+    let refused = wallet_command(wallet, &["create", "--encrypt"], None);
+    assert_exit(&refused, 1);
+    assert!(stderr(&refused).contains("--passphrase-file"), "{}", stderr(&refused));
+    assert!(!path.exists(), "nothing was created");
+
+    let created = wallet_command(wallet, &["--passphrase-file", &pass, "create", "--encrypt"], None);
+    assert_exit(&created, 0);
+    let address = stdout(&created)
+        .lines()
+        .find_map(|line| line.strip_prefix("address: ").map(str::to_owned))
+        .expect("create prints the address");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"specie-wallet-encrypted\""), "{text}");
+    for clear in ["secret_key", "usd1", &address] {
+        assert!(!text.contains(clear), "{clear:?} is in the encrypted file");
+    }
+
+    let balance = wallet_command(wallet, &["--passphrase-file", &pass, "balance"], None);
+    assert_exit(&balance, 0);
+    assert!(stdout(&balance).contains("spendable:   0 usd"), "{}", stdout(&balance));
+    let made = wallet_command(wallet, &["address"], Some("correct horse battery staple"));
+    assert_exit(&made, 0);
+    let list = wallet_command(wallet, &["--passphrase-file", &pass, "address", "--list"], None);
+    assert_exit(&list, 0);
+    assert_eq!(stdout(&list).lines().count(), 2, "{}", stdout(&list));
+    assert!(stdout(&list).contains(&address));
+    let saved = std::fs::read(&path).unwrap();
+    assert!(
+        String::from_utf8_lossy(&saved).contains("specie-wallet-encrypted"),
+        "still encrypted"
+    );
+
+    let without = wallet_command(wallet, &["address"], None);
+    assert_exit(&without, 1);
+    let message = stderr(&without);
+    assert!(
+        message.contains("is an encrypted wallet file and no passphrase was given"),
+        "{message}"
+    );
+    assert!(
+        message.contains("--passphrase-file") && message.contains("SPECIE_WALLET_PASSPHRASE"),
+        "{message}"
+    );
+    for args in [
+        &["--passphrase-file", &wrong, "address"][..],
+        &["--passphrase-file", &wrong, "balance"],
+    ] {
+        let output = wallet_command(wallet, args, None);
+        assert_exit(&output, 1);
+        assert!(
+            stderr(&output).contains("the passphrase does not open"),
+            "{}",
+            stderr(&output)
+        );
+    }
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        saved,
+        "a refused command changes nothing"
+    );
+
+    let clear = dir.path().join("clear.json");
+    let clear = clear.to_str().unwrap();
+    assert_exit(&wallet_command(clear, &["create"], None), 0);
+    assert_exit(&wallet_command(clear, &["encrypt"], None), 1);
+    assert_exit(
+        &wallet_command(clear, &["--passphrase-file", &pass, "encrypt"], None),
+        0,
+    );
+    assert!(!std::fs::read_to_string(clear).unwrap().contains("secret_key"));
+    assert_exit(&wallet_command(clear, &["balance"], None), 1);
+    assert_exit(
+        &wallet_command(clear, &["balance"], Some("correct horse battery staple")),
+        0,
+    );
+}
+
+/// `create` keeps how to reach the node (the auth file's path, never its contents) beside the
+/// node's URL, and warns once that plain http:// to another machine is unencrypted.
+#[test]
+fn wallet_create_keeps_node_settings_and_warns_about_plain_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("node.token");
+    std::fs::write(&token, "Bearer not-for-printing\n").unwrap();
+    let wallet = dir.path().join("w.json");
+    let wallet = wallet.to_str().unwrap();
+    let args = [
+        "--node",
+        "http://192.0.2.7:8470",
+        "--node-auth-file",
+        token.to_str().unwrap(),
+        "create",
+    ];
+    let created = wallet_command(wallet, &args, None);
+    assert_exit(&created, 0);
+    let errors = stderr(&created);
+    let warnings: Vec<&str> = errors.lines().filter(|line| line.contains("unencrypted")).collect();
+    assert_eq!(warnings.len(), 1, "{}", stderr(&created));
+    assert!(
+        warnings[0].starts_with("warning: http://192.0.2.7:8470"),
+        "{warnings:?}"
+    );
+    let document: Value = serde_json::from_slice(&std::fs::read(wallet).unwrap()).unwrap();
+    assert_eq!(document["node_url"], "http://192.0.2.7:8470");
+    assert_eq!(document["node_auth_file"], token.to_str().unwrap());
+    let everything = format!("{}{}{document}", stdout(&created), stderr(&created));
+    assert!(!everything.contains("not-for-printing"), "{everything}");
+
+    let local = dir.path().join("local.json");
+    let local = wallet_command(
+        local.to_str().unwrap(),
+        &["--node", "http://127.0.0.1:8470", "create"],
+        None,
+    );
+    assert_exit(&local, 0);
+    assert!(!stderr(&local).contains("unencrypted"), "{}", stderr(&local));
+    let missing = dir.path().join("missing.token");
+    let args = ["--node-auth-file", missing.to_str().unwrap(), "create"];
+    let refused = wallet_command(dir.path().join("x.json").to_str().unwrap(), &args, None);
+    assert_exit(&refused, 1);
+    assert!(stderr(&refused).contains("--node-auth-file"), "{}", stderr(&refused));
+}
+
 /// Evidence from two conflicting final certificates (commit votes) of a 4-member committee:
 /// authorities 0 and 1 signed both; and a round change of authority 3 that hides its commit.
 fn conflicting_evidence() -> specie_fastpay::Evidence {
@@ -792,4 +946,176 @@ fn demo_exchange_trades_three_currencies_withdraws_everything_and_audits() {
     }
     let svg = std::fs::read_to_string(&chart).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("polyline"), "{svg}");
+}
+
+/// The walkthroughs in `docs/walkthroughs`, each with the documents that show or link it.
+const WALKTHROUGHS: [(&str, &[&str]); 9] = [
+    ("core-node.sh", &["README.md"]),
+    ("core-cluster.sh", &["README.md", "docs/operator-guide.md"]),
+    ("fastpay-cluster.sh", &["README.md", "docs/byzantine-mode.md"]),
+    ("offline-node.sh", &["README.md", "docs/offline-mode.md"]),
+    ("offline-cluster.sh", &["README.md", "docs/offline-mode.md"]),
+    ("exchange-node.sh", &["README.md", "docs/exchange.md"]),
+    ("exchange-cluster.sh", &["README.md", "docs/exchange.md"]),
+    ("privacy-node.sh", &["README.md", "docs/privacy.md"]),
+    ("privacy-cluster.sh", &["README.md", "docs/privacy.md"]),
+];
+
+/// How long one walkthrough may run (each takes a few seconds; its waits give up after 30 s).
+const WALKTHROUGH_LIMIT: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// A base port with `count` free consecutive ports above it, below Linux's ephemeral range (a
+/// port found free there can be taken by an outgoing connection before a server binds it).
+fn free_ports(count: u16) -> u16 {
+    let start = (std::process::id() % 600) as u16 * 20;
+    (0..1_000u16)
+        .map(|i| 20_000 + start.wrapping_add(i.wrapping_mul(37)) % 12_000)
+        .find(|base| (0..count).all(|p| std::net::TcpListener::bind(("127.0.0.1", base + p)).is_ok()))
+        .expect("free ports")
+}
+
+/// Sends `signal` to every process of the process group `group`.
+fn signal_group(group: u32, signal: &str) {
+    let _ = Command::new("kill")
+        .args([signal, "--", &format!("-{group}")])
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+/// The last lines of every log the walkthrough in `work` left (servers' and the cluster's).
+fn walkthrough_logs(work: &std::path::Path) -> String {
+    let mut logs = String::new();
+    for dir in [work.to_path_buf(), work.join("cluster").join("logs")] {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for path in paths.iter().filter(|p| p.extension().is_some_and(|e| e == "log")) {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+            logs.push_str(&format!("--- {}:\n{tail}\n", path.display()));
+        }
+    }
+    logs
+}
+
+/// Runs `sh SCRIPT` as a newcomer would: in an empty directory, `specie` on PATH, on free ports.
+/// Past [`WALKTHROUGH_LIMIT`] the script's process group is stopped. Fails with the script's
+/// output and its servers' logs unless it exits 0; returns how long it took.
+fn run_walkthrough(script: &std::path::Path) -> std::time::Duration {
+    use std::os::unix::process::CommandExt;
+    use std::time::{Duration, Instant};
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_specie")).parent().unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let work = tempfile::tempdir().unwrap();
+    let output_dir = tempfile::tempdir().unwrap();
+    let output_path = output_dir.path().join("output");
+    let output = std::fs::File::create(&output_path).unwrap();
+    // BASE_PORT takes up to 12 ports (a cluster with a FastPay committee); the nodes one each.
+    let base = free_ports(16);
+    let ports = [
+        ("BASE_PORT", 0),
+        ("PORT", 12),
+        ("EUR_PORT", 13),
+        ("OFFLINE_PORT", 14),
+        ("EXCHANGE_PORT", 15),
+    ];
+    let started = Instant::now();
+    let mut child = Command::new("sh")
+        .arg(script)
+        .current_dir(work.path())
+        .env("PATH", path)
+        .env_remove("RUST_LOG")
+        .envs(ports.map(|(name, offset)| (name, (base + offset).to_string())))
+        .stdin(std::process::Stdio::null())
+        .stdout(output.try_clone().unwrap())
+        .stderr(output)
+        .process_group(0)
+        .spawn()
+        .expect("sh runs");
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > WALKTHROUGH_LIMIT {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let elapsed = started.elapsed();
+    if status.is_none() {
+        // The script's trap stops what it started (and the cluster) on SIGTERM; then the rest.
+        signal_group(child.id(), "-TERM");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        signal_group(child.id(), "-KILL");
+        let _ = child.wait();
+    }
+    if status.is_some_and(|status| status.success()) {
+        // Its trap stopped every server it started (they share its process group).
+        let left = Command::new("kill")
+            .args(["-0", "--", &format!("-{}", child.id())])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        signal_group(child.id(), "-KILL");
+        assert!(!left.success(), "sh {} left processes running", script.display());
+        return elapsed;
+    }
+    let cluster = work.path().join("cluster");
+    if cluster.join("cluster.toml").exists() {
+        let _ = specie(&["cluster", "down", "--dir", cluster.to_str().unwrap()]);
+    }
+    let verdict = match status {
+        Some(status) => format!("exited with {status}"),
+        None => format!("still ran after {WALKTHROUGH_LIMIT:?}"),
+    };
+    panic!(
+        "sh {} {verdict} (ports from {base}). Its output:\n{}\nIts logs:\n{}",
+        script.display(),
+        std::fs::read_to_string(&output_path).unwrap_or_default(),
+        walkthrough_logs(work.path())
+    );
+}
+
+/// Every walkthrough of `docs/walkthroughs` runs as written, from nothing to its mode's payment
+/// and a check of it; the README shows the node walkthrough verbatim, and each mode's doc links
+/// its walkthroughs.
+#[test]
+fn every_walkthrough_runs_as_written_and_the_docs_show_it() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = root.join("docs/walkthroughs");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = WALKTHROUGHS.iter().map(|(name, _)| name.to_string()).collect();
+    listed.sort();
+    assert_eq!(
+        on_disk, listed,
+        "docs/walkthroughs holds exactly the walkthroughs this test runs"
+    );
+
+    let read = |path: &std::path::Path| std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let node = read(&dir.join("core-node.sh"));
+    assert!(
+        read(&root.join("README.md")).contains(&format!("```sh\n{node}```")),
+        "README.md shows docs/walkthroughs/core-node.sh verbatim, in a sh block"
+    );
+    for (script, docs) in WALKTHROUGHS {
+        for doc in docs {
+            let link = format!("walkthroughs/{script}");
+            assert!(read(&root.join(doc)).contains(&link), "{doc} does not link {link}");
+        }
+    }
+
+    let mut timings = Vec::new();
+    for (script, _) in WALKTHROUGHS {
+        let took = run_walkthrough(&dir.join(script));
+        timings.push(format!("{script} {:.1} s", took.as_secs_f64()));
+    }
+    eprintln!("walkthroughs: {}", timings.join(", "));
 }

@@ -921,3 +921,62 @@ fn wire_client(
     let limits = specie_wire::WireLimits::default();
     specie_wire::Client::new(address.to_string(), server.to_string(), limits, transport).unwrap()
 }
+
+/// `cluster up` on an existing cluster starts it as it is, or refuses a flag that asks for
+/// another topology (nothing silently ignored); a process that dies at start (here: its port is
+/// another cluster's) is reported at once with its log's last lines, not after a minute's wait;
+/// and `status` does not count another cluster's processes on its ports as its own.
+#[test]
+fn cluster_up_refuses_to_reshape_and_reports_a_process_that_dies_at_start() {
+    let work = tempfile::tempdir().unwrap();
+    let (a, b) = (work.path().join("a"), work.path().join("b"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let _down = (
+        cluster_harness::Down(a.to_string()),
+        cluster_harness::Down(b.to_string()),
+    );
+    let base = cluster_harness::free_ports(4).to_string();
+    let small = ["--replicas", "1", "--sentinels", "1", "--shard-groups", "1"];
+    cluster_harness::cluster_up(a, &base, &small);
+    let limit = Duration::from_secs(60);
+    let (code, stderr) = cluster_harness::run_to_exit(&["cluster", "up", "--dir", a, "--shard-groups", "2"], limit);
+    assert!(!code.success(), "{stderr}");
+    assert!(
+        stderr.contains("--shard-groups 1")
+            && stderr.contains("--shard-groups 2")
+            && stderr.contains("nothing was started"),
+        "{stderr}"
+    );
+    // The same flags again, or none: it is the same cluster, started as it is.
+    cluster_harness::cluster_up(a, &base, &small);
+    specie(&["cluster", "up", "--dir", a]);
+
+    // A second cluster on the same ports: its processes cannot listen, and `up` says so at once.
+    let started = Instant::now();
+    let mut second = vec!["cluster", "up", "--dir", b, "--base-port", &base];
+    second.extend_from_slice(&small);
+    let (code, stderr) = cluster_harness::run_to_exit(&second, limit);
+    assert!(!code.success(), "{stderr}");
+    assert!(
+        stderr.contains("exited as it started") && stderr.contains(".log"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "reported after {:?}",
+        started.elapsed()
+    );
+    let status = Command::new(BIN)
+        .args(["cluster", "status", "--dir", b])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&status.stdout);
+    assert_eq!(status.status.code(), Some(2), "{shown}");
+    assert!(shown.contains("another process answers on its port"), "{shown}");
+    assert!(Command::new(BIN)
+        .args(["cluster", "status", "--dir", a])
+        .output()
+        .unwrap()
+        .status
+        .success());
+}

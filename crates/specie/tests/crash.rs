@@ -3,6 +3,10 @@
 //! killed with SIGKILL mid-load, and restarted on the same data directory. The ledger of record
 //! comes back replaying to that same UHS (the transactions in flight at the kill decided by the
 //! shards), and every transaction a client saw confirmed is in it, with a proof that checks.
+//! And a data directory is one process's: a second node on it is refused while the first runs;
+//! and the keys it was started with are kept in it, changed only when a start says so.
+
+mod cluster_harness;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -384,4 +388,110 @@ fn kill_9_under_load(shape: &str) {
     check_disputes_by_cli(&again.url, &ledger.confirmed_txids[0]);
     again.child.kill().unwrap();
     again.child.wait().unwrap();
+}
+
+/// Runs `specie ARGS`, which must end within 30 s (killed, and the test failed, if not): its
+/// exit status and its stderr.
+fn run_to_exit(args: &[&str]) -> (std::process::ExitStatus, String) {
+    cluster_harness::run_to_exit(args, Duration::from_secs(30))
+}
+
+/// One process per data directory: a second node on the same directory (another port) is
+/// refused at once with a sentence naming the first, which still answers; and a busy port fails
+/// before a new data directory is made.
+#[test]
+fn a_second_node_on_one_data_directory_is_refused_and_a_busy_port_creates_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let issuer = Keypair::new_global(&mut rand::thread_rng());
+    let mut node = start(&data, &hex::encode(xonly_bytes(&issuer)), "2pc");
+    let started = Instant::now();
+    let (status, stderr) = run_to_exit(&["node", "--listen", "127.0.0.1:0", "--data-dir", data.to_str().unwrap()]);
+    assert!(!status.success(), "{stderr}");
+    let holder = format!("{} is in use by process {} (", data.display(), node.child.id());
+    assert!(stderr.contains(&holder), "{stderr}");
+    assert!(stderr.contains("stop that process first"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "refused only after {:?}",
+        started.elapsed()
+    );
+    let info = ureq::get(&format!("{}/v1/info", node.url))
+        .call()
+        .expect("the first node answers");
+    assert_eq!(info.status(), 200);
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let busy = taken.local_addr().unwrap().to_string();
+    let fresh = dir.path().join("fresh");
+    let (status, stderr) = run_to_exit(&["node", "--listen", &busy, "--data-dir", fresh.to_str().unwrap()]);
+    assert!(!status.success() && stderr.contains("cannot listen on"), "{stderr}");
+    assert!(!fresh.exists(), "a busy port left {} behind", fresh.display());
+    drop(taken);
+    node.child.kill().unwrap();
+    node.child.wait().unwrap();
+}
+
+/// The keys a node banks for are kept in node.toml: a restart without the flag keeps the key
+/// (shown at start and at `/v1/info`), a restart with another key is refused until it says
+/// `--reconfigure`, and `--forget` drops one.
+#[test]
+fn kept_keys_survive_a_restart_without_their_flags_and_change_only_when_asked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let bridge = |seed: u8| {
+        hex::encode(
+            ed25519_dalek::SigningKey::from_bytes(&[seed; 32])
+                .verifying_key()
+                .to_bytes(),
+        )
+    };
+    let (first, second) = (bridge(7), bridge(8));
+    let info_after = |extra: &[&str]| {
+        let mut args = vec!["node", "--listen", "127.0.0.1:0", "--data-dir", data];
+        args.extend_from_slice(extra);
+        let (mut child, url) = cluster_harness::start_serving(&args);
+        let info: serde_json::Value = ureq::get(&format!("{url}/v1/info"))
+            .call()
+            .unwrap()
+            .into_json()
+            .unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        info
+    };
+    let info = info_after(&["--exchange", &first]);
+    let network = info["network_id"].as_str().expect("a network id").to_string();
+    assert_eq!(info["exchange"], first.as_str());
+    let info = info_after(&[]);
+    assert_eq!(info["exchange"], first.as_str(), "kept without the flag: {info}");
+    assert_eq!(
+        info["network_id"],
+        network.as_str(),
+        "a directory's network never changes"
+    );
+    let (status, stderr) = run_to_exit(&[
+        "node",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data,
+        "--exchange",
+        &second,
+    ]);
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&first) && stderr.contains(&second) && stderr.contains("--reconfigure"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("Error {") && !stderr.contains("Some("),
+        "a sentence, not a dump: {stderr}"
+    );
+    assert_eq!(
+        info_after(&["--exchange", &second, "--reconfigure"])["exchange"],
+        second.as_str()
+    );
+    assert!(info_after(&["--forget", "exchange"])["exchange"].is_null());
 }

@@ -276,3 +276,39 @@ fn a_trader_deposits_trades_pays_and_withdraws_with_the_cli_only() {
         child.wait().unwrap();
     }
 }
+
+/// `specie exchange serve` on `data_dir` and `listen`; its cores are never asked here.
+fn exchange_serve_args<'a>(data_dir: &'a str, listen: &'a str) -> Vec<&'a str> {
+    let assets = ["--asset", "usd=http://127.0.0.1:9", "--asset", "eur=http://127.0.0.1:9"];
+    let mut args = vec!["exchange", "serve", "--data-dir", data_dir, "--listen", listen];
+    args.extend_from_slice(&assets);
+    args
+}
+
+/// One process per data directory: a second exchange on the same directory (another port) is
+/// refused at once, naming the first, which still answers; a busy port fails before a new data
+/// directory is made.
+#[test]
+fn a_second_exchange_on_one_data_directory_is_refused_and_the_first_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("exchange");
+    let data_text = data.to_str().unwrap();
+    let (mut first, url) = start_serving(&exchange_serve_args(data_text, "127.0.0.1:0"));
+    let limit = Duration::from_secs(30);
+    let (status, stderr) = cluster_harness::run_to_exit(&exchange_serve_args(data_text, "127.0.0.1:0"), limit);
+    assert!(!status.success(), "{stderr}");
+    let holder = format!("{} is in use by process {} (", data.display(), first.id());
+    assert!(stderr.contains(&holder), "{stderr}");
+    assert!(stderr.contains("stop that process first"), "{stderr}");
+    assert_eq!(ureq::get(&format!("{url}/v1/exchange")).call().unwrap().status(), 200);
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = taken.local_addr().unwrap().to_string();
+    let fresh = dir.path().join("fresh");
+    let (status, stderr) = cluster_harness::run_to_exit(&exchange_serve_args(fresh.to_str().unwrap(), &busy), limit);
+    assert!(!status.success() && stderr.contains("cannot listen on"), "{stderr}");
+    assert!(!fresh.exists(), "a busy port left {} behind", fresh.display());
+    drop(taken);
+    first.kill().unwrap();
+    first.wait().unwrap();
+}

@@ -535,11 +535,58 @@ fn a_core_wallet_funds_a_device_and_a_deposit_comes_back_to_a_core_wallet() {
     let (status, answer) = post(&url, "/v1/offline/fund-from-core", body, None);
     assert_eq!(status, 422, "{answer}");
     assert!(answer.to_string().contains("owners"), "{answer}");
+    refund_of_a_funding_to_uncertified_keys(&url, &node_url, &unconfirmed);
 
     for child in [&mut authority, &mut node] {
         child.kill().unwrap();
         child.wait().unwrap();
     }
+}
+
+/// Confirmed by the core, a funding of 100 to a key the authority never certified could never
+/// be issued: the authority refunds it (once) to the owner of its first input, the core pays the
+/// refund once, and the books count it in and out.
+fn refund_of_a_funding_to_uncertified_keys(url: &str, node_url: &str, funding_hex: &str) {
+    use specie_transaction::SpecieTransaction;
+    let decode = |text: &str| <SpecieTransaction as specie_codec::Decode>::decode_exact(&hex::decode(text).unwrap());
+    let funding = decode(funding_hex).unwrap();
+    cluster_harness::confirm_in_core(node_url, std::slice::from_ref(&funding));
+    let body = serde_json::json!({"transaction": funding_hex, "owners": [hex::encode([9u8; 32])]});
+    let (status, answer) = post(url, "/v1/offline/fund-from-core", body.clone(), None);
+    assert_eq!(status, 200, "{answer}");
+    let refunded = &answer["refunded"];
+    assert_eq!(
+        refunded["reason"], "owner 0 is not a key this authority certified",
+        "{answer}"
+    );
+    let payout = decode(refunded["payout"].as_str().unwrap()).unwrap();
+    let SpecieTransaction::OfflineFunding(paid) = &funding else {
+        panic!("a funding");
+    };
+    assert_eq!(
+        payout.outputs()[0],
+        specie_transaction::Output {
+            witness_program_commitment: paid.inputs[0].data.witness_program_commitment,
+            value: 100,
+        }
+    );
+    let (_, again) = post(url, "/v1/offline/fund-from-core", body, None);
+    assert_eq!(
+        again["refunded"]["payout"], refunded["payout"],
+        "refunded once: {again}"
+    );
+    cluster_harness::confirm_in_core(node_url, std::slice::from_ref(&payout));
+    let twice = cluster_harness::post_transactions(node_url, &[payout]);
+    assert_ne!(twice, vec!["confirmed".to_string()], "the core pays a refund once");
+    let audit = specie(&["offline", "audit", "--authority", url, "--json"]);
+    let audit: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(audit["ok"], true, "{audit}");
+    let books = &audit["books"];
+    assert_eq!(
+        (&books["funded"], &books["defunded"], &books["outstanding"]),
+        (&json!("1000"), &json!("800"), &json!("200")),
+        "{audit}"
+    );
 }
 
 /// Two device processes pay each other directly over 127.0.0.1: the payer, holding a single 10,
@@ -593,4 +640,49 @@ fn two_device_processes_exchange_over_a_local_link_with_change() {
     assert!(device(&bob, &url, &["balance"]).unwrap().starts_with("balance 10;"));
     authority.kill().unwrap();
     authority.wait().unwrap();
+}
+
+/// One process per data directory: a second authority on the same directory (another port) is
+/// refused at once, naming the first, which still answers; a busy port fails before a new data
+/// directory is made.
+#[test]
+fn a_second_authority_on_one_data_directory_is_refused_and_the_first_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("authority");
+    let (mut first, url) = start(&data);
+    let limit = std::time::Duration::from_secs(30);
+    let (status, stderr) = cluster_harness::run_to_exit(
+        &[
+            "offline",
+            "authority",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        limit,
+    );
+    assert!(!status.success(), "{stderr}");
+    let holder = format!("{} is in use by process {} (", data.display(), first.id());
+    assert!(stderr.contains(&holder), "{stderr}");
+    assert!(stderr.contains("stop that process first"), "{stderr}");
+    assert_eq!(get(&url, "/v1/offline/keys").0, 200);
+
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let fresh = dir.path().join("fresh");
+    let (status, stderr) = cluster_harness::run_to_exit(
+        &[
+            "offline",
+            "authority",
+            "--listen",
+            &busy.local_addr().unwrap().to_string(),
+            "--data-dir",
+            fresh.to_str().unwrap(),
+        ],
+        limit,
+    );
+    assert!(!status.success() && stderr.contains("cannot listen on"), "{stderr}");
+    assert!(!fresh.exists(), "a busy port left {} behind", fresh.display());
+    first.kill().unwrap();
+    first.wait().unwrap();
 }

@@ -1,4 +1,6 @@
-//! Confidential and anonymous payments with the CLI only, against real nodes on 127.0.0.1.
+//! Wallets with the CLI only, against real nodes on 127.0.0.1: confidential and anonymous
+//! payments, and the mistakes a person makes (the wrong node, the wrong currency, a copy of the
+//! wallet spending its coins) losing nothing.
 //!
 //! Confidential, against `specie node --auditor --endorsement 2-of-3`:
 //! Alice is minted coins, shields part of them, pays Bob confidentially and gives him the
@@ -19,6 +21,176 @@ use std::path::Path;
 
 use cluster_harness::offline_devices::{core_wallet, line_starting, run, wallet_address, wallet_balance};
 use cluster_harness::start_serving;
+
+/// `GET URL/v1/info`'s `network_id`.
+fn network_id(url: &str) -> String {
+    let info: serde_json::Value = ureq::get(&format!("{url}/v1/info"))
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
+    info["network_id"]
+        .as_str()
+        .expect("a node names its network")
+        .to_string()
+}
+
+/// The wallet file as JSON, to compare or to edit as an older version would have written it.
+fn wallet_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// A newcomer's slips with a core wallet, against real nodes, each losing nothing and answered
+/// with what to do: a mistyped `--node` (another node of the same currency, or of another
+/// currency) is refused before anything is sent or concluded, naming both networks; a wallet
+/// file from before network ids is not fooled by a stranger node either; coins a copy of the
+/// wallet spent are marked missing, never deleted, until the user drops them; an overspend; a
+/// closed stdout before the payment string is printed; a wallet file cut short. (A second
+/// process on a data directory and a busy port: `crash.rs`; FastPay overspends: the
+/// fastpay-wallet crate; the exchange's: `exchange_cli.rs`.)
+#[test]
+fn a_newcomers_slips_with_a_core_wallet_lose_nothing_and_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    let (issuer, alice, bob, copy) = (
+        path("issuer.json"),
+        path("alice.json"),
+        path("bob.json"),
+        path("copy.json"),
+    );
+    let created = core_wallet(&issuer, &["create", "--issuer"]);
+    let issuer_key = line_starting(&created, "issuer public key: ").replace("issuer public key: ", "");
+    let node = |name: &str, extra: &[&str]| {
+        let data = path(name);
+        let mut args = vec!["node", "--listen", "127.0.0.1:0", "--issuer", &issuer_key, "--data-dir"];
+        args.push(data.to_str().unwrap());
+        args.extend_from_slice(extra);
+        start_serving(&args)
+    };
+    let ((mut right, url), (mut other, other_url), (mut euro, euro_url)) =
+        (node("a", &[]), node("b", &[]), node("e", &["--hrp", "eur"]));
+    let (ours, theirs) = (network_id(&url), network_id(&other_url));
+    assert_ne!(ours, theirs, "every data directory is its own network");
+    for wallet in [&alice, &bob] {
+        core_wallet(wallet, &["create", "--node", &url]);
+    }
+    let minted = core_wallet(
+        &issuer,
+        &["--node", &url, "mint", "1000", "--to", &wallet_address(&alice)],
+    );
+    core_wallet(&alice, &["import", &line_starting(&minted, "specie-pay1")]);
+    assert_eq!(
+        wallet_json(&alice)["network_id"],
+        ours.as_str(),
+        "remembered once it holds money"
+    );
+
+    let before = std::fs::read(&alice).unwrap();
+    let alice_at = |url: &str, args: &[&str]| {
+        let mut all = vec!["wallet", "--wallet", alice.to_str().unwrap(), "--node", url];
+        all.extend_from_slice(args);
+        run(&all)
+    };
+    let error = alice_at(&other_url, &["sync"]).unwrap_err();
+    assert!(
+        error.contains(&ours) && error.contains(&theirs) && error.contains("nothing changed"),
+        "{error}"
+    );
+    let error = alice_at(&other_url, &["send", &wallet_address(&bob), "10"]).unwrap_err();
+    assert!(error.contains("belongs to network"), "{error}");
+    let error = alice_at(&euro_url, &["send", &wallet_address(&bob), "10"]).unwrap_err();
+    assert!(
+        error.contains("serves currency \"eur\"") && error.contains("nothing was sent"),
+        "{error}"
+    );
+    assert_eq!(std::fs::read(&alice).unwrap(), before, "the wallet file is untouched");
+    assert_eq!(wallet_balance(&alice, "spendable:"), 1000);
+
+    // A copy of Alice's wallet spends her coin: her sync marks it missing, keeps it, and only
+    // `forget-missing --yes` drops it.
+    std::fs::copy(&alice, &copy).unwrap();
+    let sent = core_wallet(&copy, &["send", &wallet_address(&bob), "400"]);
+    core_wallet(&bob, &["import", &line_starting(&sent, "specie-pay1")]);
+    let synced = core_wallet(&alice, &["sync"]);
+    assert!(
+        synced.contains("missing: coin") && synced.contains("forget-missing"),
+        "{synced}"
+    );
+    assert_eq!(wallet_balance(&alice, "missing:"), 1000);
+    assert_eq!(wallet_balance(&alice, "spendable:"), 0);
+    assert!(core_wallet(&alice, &["list-coins"]).contains("missing"));
+    assert!(core_wallet(&alice, &["forget-missing"]).contains("--yes"));
+    assert_eq!(wallet_balance(&alice, "missing:"), 1000, "not without --yes");
+    assert!(core_wallet(&alice, &["forget-missing", "--yes"]).contains("forgot 1"));
+    assert!(!core_wallet(&alice, &["balance"]).contains("missing:"));
+
+    // Bob's file as a version before network ids wrote it: a stranger node holding none of his
+    // coins is refused, not believed; his own node is, and is remembered again.
+    let mut old = wallet_json(&bob);
+    old.as_object_mut().unwrap().remove("network_id");
+    std::fs::write(&bob, serde_json::to_vec_pretty(&old).unwrap()).unwrap();
+    let bob_at = |url: &str| run(&["wallet", "--wallet", bob.to_str().unwrap(), "--node", url, "sync"]);
+    let error = bob_at(&other_url).unwrap_err();
+    assert!(
+        error.contains("holds none of this wallet's") && error.contains("nothing changed"),
+        "{error}"
+    );
+    assert_eq!(wallet_balance(&bob, "spendable:"), 400);
+    bob_at(&url).unwrap();
+    assert_eq!(wallet_json(&bob)["network_id"], ours.as_str());
+
+    // More than the wallet holds: refused in words, nothing changed.
+    let before = std::fs::read(&bob).unwrap();
+    let bob_cli = |args: &[&str]| {
+        let mut all = vec!["wallet", "--wallet", bob.to_str().unwrap()];
+        all.extend_from_slice(args);
+        run(&all)
+    };
+    let error = bob_cli(&["send", &wallet_address(&alice), "401"]).unwrap_err();
+    assert!(error.contains("401") && error.contains("400"), "{error}");
+    assert_eq!(std::fs::read(&bob).unwrap(), before);
+
+    // A terminal that drops the payment string (stdout closed before it is printed) loses no
+    // money: the payment is saved before anything is printed, and `sent` shows the string again.
+    let mut send = std::process::Command::new(cluster_harness::BIN)
+        .args([
+            "wallet",
+            "--wallet",
+            bob.to_str().unwrap(),
+            "send",
+            &wallet_address(&alice),
+            "150",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(send.stdout.take());
+    send.wait().unwrap();
+    let shown = bob_cli(&["sent"]).unwrap();
+    core_wallet(&alice, &["import", &line_starting(&shown, "specie-pay1")]);
+    assert_eq!(wallet_balance(&alice, "spendable:"), 150);
+    assert_eq!(wallet_balance(&bob, "spendable:"), 250);
+
+    // A wallet file cut short: refused, untouched, and the message says to restore a backup.
+    let whole = std::fs::read(&bob).unwrap();
+    std::fs::write(&bob, &whole[..whole.len() / 2]).unwrap();
+    let error = bob_cli(&["balance"]).unwrap_err();
+    assert!(
+        error.contains("restore it from your backup") && error.contains("nothing was changed"),
+        "{error}"
+    );
+    assert!(bob_cli(&["address"]).is_err());
+    assert_eq!(
+        std::fs::read(&bob).unwrap(),
+        &whole[..whole.len() / 2],
+        "never overwritten"
+    );
+    for child in [&mut right, &mut other, &mut euro] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
 
 #[test]
 fn shield_pay_receive_and_unshield_with_the_cli_and_the_auditor_agrees() {

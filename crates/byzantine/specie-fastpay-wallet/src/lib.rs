@@ -135,6 +135,27 @@ pub enum SessionError {
          `specie wallet fastpay sync` tells the authorities"
     )]
     FundingNotConfirmed { txid: Txid, why: String },
+    #[error(
+        "account {account} holds {balance} {unit} at the authorities (the most that f+1 of them agree on), so \
+         no quorum would certify paying {amount} {unit}, and a signed order would block the account until its \
+         balance reached that: nothing was signed. Pay at most {balance} {unit}, or wait for incoming credits \
+         (`specie wallet fastpay balance`)"
+    )]
+    Overspend {
+        account: String,
+        amount: u64,
+        balance: i128,
+        unit: String,
+    },
+    #[error(
+        "only {answered} authorities answered about account {account}, and checking that it can pay needs {needed}: \
+         nothing was signed; try again when more of the committee is reachable"
+    )]
+    TooFewAnswers {
+        account: String,
+        answered: usize,
+        needed: usize,
+    },
 }
 
 /// What [`recover`] learned from the authorities.
@@ -239,6 +260,7 @@ pub fn pay(
             why,
         });
     }
+    check_affordable(wallet, authorities, account, amount)?;
     let order = wallet.fastpay_sign_order(account, recipient, amount, memo)?;
     // Durable before any authority can vote on it (module docs).
     WalletFile::save(path, wallet).map_err(SessionError::NotSent)?;
@@ -252,6 +274,33 @@ pub fn pay(
         WalletFile::save(path, wallet)?;
     }
     Ok(outcome)
+}
+
+/// Refuses, before anything is signed, an order of `amount` that no quorum could certify now:
+/// more than the balance f+1 answering authorities agree on (so at least one honest one holds
+/// it). A signed order cannot be replaced (FastPay §4.4), so an overspend would block the account.
+fn check_affordable(
+    wallet: &Wallet,
+    authorities: &impl Authorities,
+    account: &AccountKey,
+    amount: u64,
+) -> Result<(), SessionError> {
+    let states = balances(authorities, account);
+    let committee = authorities.committee();
+    match agreed_balance(committee, &states) {
+        Some(balance) if i128::from(amount) <= balance => Ok(()),
+        Some(balance) => Err(SessionError::Overspend {
+            account: hex(account),
+            amount,
+            balance,
+            unit: wallet.hrp().to_owned(),
+        }),
+        None => Err(SessionError::TooFewAnswers {
+            account: hex(account),
+            answered: states.len(),
+            needed: committee.fault_tolerance() + 1,
+        }),
+    }
 }
 
 /// What funding did.
@@ -450,6 +499,8 @@ mod tests {
         /// What they report for any account: a pending order, and confirmed certificates.
         pending: RefCell<Option<SignedOrder>>,
         confirmed: RefCell<Vec<Certificate>>,
+        /// The balance every authority reports for any account.
+        balance: RefCell<i128>,
     }
 
     impl FakeAuthorities {
@@ -460,6 +511,7 @@ mod tests {
                 sent: RefCell::new(vec![]),
                 pending: RefCell::new(None),
                 confirmed: RefCell::new(vec![]),
+                balance: RefCell::new(1000),
             }
         }
     }
@@ -494,7 +546,7 @@ mod tests {
             (0..4)
                 .map(|authority| {
                     let state = AccountState {
-                        balance: 0,
+                        balance: *self.balance.borrow(),
                         next_sequence: from_sequence,
                         pending: pending.clone(),
                         confirmed: confirmed.clone(),
@@ -623,5 +675,35 @@ mod tests {
         let sent = authorities.sent.borrow();
         assert_eq!(sent[1], vec![in_flight]);
         assert_eq!(sent[2][0].order.sequence, 2);
+    }
+
+    /// An order over the balance the authorities agree on is refused before it is signed: it
+    /// would block the account (FastPay §4.4). Nothing is saved, nothing sent, and the account
+    /// pays as before.
+    #[test]
+    fn an_order_over_the_balance_is_never_signed() {
+        let dir = tempfile::tempdir().unwrap();
+        let authorities = FakeAuthorities::new();
+        let (path, mut wallet, account) = wallet_file(dir.path(), &authorities);
+        let payee = Recipient::Account(AccountKey([5; 32]));
+        *authorities.balance.borrow_mut() = 380;
+        let error = pay(&path, &mut wallet, &authorities, &account, payee, 100_000, vec![]).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            matches!(error, SessionError::Overspend { balance: 380, .. }),
+            "{message}"
+        );
+        assert!(
+            message.contains("nothing was signed") && message.contains("380 usd"),
+            "{message}"
+        );
+        assert!(authorities.sent.borrow().is_empty());
+        let on_disk = WalletFile::load(&path).unwrap();
+        assert!(pending_of(&on_disk, &account).is_empty() && pending_of(&wallet, &account).is_empty());
+        let outcome = pay(&path, &mut wallet, &authorities, &account, payee, 380, vec![]).unwrap();
+        assert!(
+            matches!(outcome, PayOutcome::Settled(ref c) if c.order.order.sequence == 0),
+            "{outcome:?}"
+        );
     }
 }

@@ -140,7 +140,15 @@ impl HttpLimits {
 pub enum ServeUntilError {
     #[error("cannot start a runtime: {0}")]
     Runtime(#[source] io::Error),
-    #[error("cannot listen on {listen}: {source}")]
+    #[error(
+        "cannot listen on {listen}: {source}{}",
+        if source.kind() == io::ErrorKind::AddrInUse {
+            "; another process (another node, or this one started twice?) serves that port: stop it, or \
+             choose another address with --listen"
+        } else {
+            ""
+        }
+    )]
     Listen {
         listen: std::net::SocketAddr,
         #[source]
@@ -158,25 +166,62 @@ pub fn serve_until_ctrl_c(
     limits: HttpLimits,
     started: impl FnOnce(std::net::SocketAddr),
 ) -> Result<(), ServeUntilError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(ServeUntilError::Runtime)?;
-    runtime.block_on(async move {
-        let listener = TcpListener::bind(listen)
-            .await
+    Listening::bind(listen)?.serve_until_ctrl_c(router, limits, started)
+}
+
+/// A port bound on a runtime of its own, not served yet: a server binds its port before it
+/// creates or locks anything, so that a busy port fails first and leaves nothing behind.
+pub struct Listening {
+    runtime: tokio::runtime::Runtime,
+    listener: TcpListener,
+    local: std::net::SocketAddr,
+}
+
+impl Listening {
+    /// Starts a runtime (two worker threads) and binds `listen` on it.
+    pub fn bind(listen: std::net::SocketAddr) -> Result<Listening, ServeUntilError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(ServeUntilError::Runtime)?;
+        let listener = runtime
+            .block_on(TcpListener::bind(listen))
             .map_err(|source| ServeUntilError::Listen { listen, source })?;
         let local = listener
             .local_addr()
             .map_err(|source| ServeUntilError::Listen { listen, source })?;
-        started(local);
-        serve(listener, router, limits, async {
-            let _ = tokio::signal::ctrl_c().await;
+        Ok(Listening {
+            runtime,
+            listener,
+            local,
         })
-        .await
-        .map_err(ServeUntilError::Server)
-    })
+    }
+
+    /// The address bound (the port chosen, if asked for port 0).
+    pub fn local_addr(&self) -> std::net::SocketAddr {
+        self.local
+    }
+
+    /// Serves `router` within `limits` until Ctrl-C; `started` is told the address first.
+    pub fn serve_until_ctrl_c(
+        self,
+        router: Router,
+        limits: HttpLimits,
+        started: impl FnOnce(std::net::SocketAddr),
+    ) -> Result<(), ServeUntilError> {
+        let Listening {
+            runtime,
+            listener,
+            local,
+        } = self;
+        started(local);
+        runtime
+            .block_on(serve(listener, router, limits, async {
+                let _ = tokio::signal::ctrl_c().await;
+            }))
+            .map_err(ServeUntilError::Server)
+    }
 }
 
 /// Serves `router` on an ephemeral port of 127.0.0.1 within `limits`, on a runtime of its own

@@ -54,6 +54,10 @@ pub type CompletionSender = tokio::sync::mpsc::UnboundedSender<Completion>;
 pub struct NodeInfo {
     pub version: &'static str,
     pub hrp: String,
+    /// The network's identity (16 bytes, hex): made when the node's data directory or the
+    /// cluster was created, never changed. Wallets remember it and refuse another network's
+    /// node. `None` for a cluster file from before it.
+    pub network_id: Option<String>,
     pub shards: usize,
     pub issuers: Vec<String>,
     pub uhs_ids: u64,
@@ -72,6 +76,10 @@ pub struct NodeInfo {
     /// The endorsers' group key (x-only, hex), if every transaction needs their threshold
     /// endorsement: what the ledger's endorsements verify under.
     pub endorsement_group_key: Option<String>,
+    /// The offline authority's bridge key (Ed25519, hex) the core banks for, if any.
+    pub offline_authority: Option<String>,
+    /// The exchange's bridge key (Ed25519, hex) the core banks for, if any.
+    pub exchange: Option<String>,
     /// How the core orders transactions: `2pc` (two-phase commit) or `atomizer` (blocks).
     pub shape: &'static str,
 }

@@ -57,6 +57,10 @@ pub enum SentinelError {
 struct Inner {
     runtime: tokio::runtime::Handle,
     hrp: String,
+    /// The cluster's identity, served at `/v1/info` (`Topology::network_id`).
+    network_id: Option<String>,
+    /// The offline authority's and the exchange's bridge keys, served at `/v1/info`.
+    bridges: (Option<String>, Option<String>),
     issuers_hex: Vec<String>,
     trusted: TrustedKeys,
     /// `2pc` or `atomizer`: how the cluster's core orders transactions.
@@ -123,6 +127,11 @@ impl ClusterBackend {
             inner: Arc::new(Inner {
                 runtime,
                 hrp: topology.hrp.clone(),
+                network_id: topology.network_id.clone(),
+                bridges: (
+                    (topology.offline_authority.as_ref()).map(|offline| offline.bridge.to_ascii_lowercase()),
+                    (topology.exchange.as_ref()).map(|exchange| exchange.bridge.to_ascii_lowercase()),
+                ),
                 issuers_hex: topology.issuers.clone(),
                 trusted,
                 shape: topology.shape_name(),
@@ -450,6 +459,7 @@ impl Backend for ClusterBackend {
         Ok(NodeInfo {
             version: env!("CARGO_PKG_VERSION"),
             hrp: self.inner.hrp.clone(),
+            network_id: self.inner.network_id.clone(),
             shards: self.inner.core.groups(),
             issuers: self.inner.issuers_hex.clone(),
             uhs_ids: ids.iter().map(|ids| ids.len() as u64).sum(),
@@ -461,6 +471,8 @@ impl Backend for ClusterBackend {
                 .collect(),
             active_auditors: self.inner.trusted.active_auditors.iter().map(hex::encode).collect(),
             endorsement_group_key: (self.inner.endorsement.as_ref()).map(|group| hex::encode(group.group_key().0)),
+            offline_authority: self.inner.bridges.0.clone(),
+            exchange: self.inner.bridges.1.clone(),
             shape: self.inner.shape,
         })
     }

@@ -36,6 +36,26 @@ pub enum SupervisorError {
     Topology(#[from] TopologyError),
     #[error("invalid cluster shape: {0}")]
     Shape(#[source] InvalidTopology),
+    #[error(
+        "{name} exited as it started, so the cluster cannot come up; the end of {}:\n  {tail}\nFix what it \
+         says (a busy port: another cluster or program on it? `specie cluster down --dir` the other one, or use \
+         --base-port on a new cluster), then run `specie cluster up` again",
+        log.display()
+    )]
+    DiedAtStart { name: String, log: PathBuf, tail: String },
+    #[error(
+        "{} exists with {flag} {has}, and this `up` asks for {flag} {asked}: nothing was started. A cluster's \
+         topology is fixed when it is made (its data is laid out for it): run `specie cluster up` without \
+         {flag} to start this cluster as it is, or give another --dir for a new one (issuers: add the key to \
+         `issuers` in the file, then `cluster down` and `up`)",
+        path.display()
+    )]
+    TopologyFixed {
+        path: PathBuf,
+        flag: &'static str,
+        asked: String,
+        has: String,
+    },
     /// Writing keys and certificates failed.
     #[error("{what}: {source}")]
     Credentials {
@@ -86,6 +106,106 @@ pub struct UpOptions {
     pub shape: Shape,
     /// More issuer x-only public keys (hex) to trust, besides the one `up` makes.
     pub issuers: Vec<String>,
+    /// The flags given on the command line: a cluster that exists already must have what they
+    /// ask, or `up` refuses (its topology is fixed at creation).
+    pub given: Vec<Given>,
+}
+
+/// A flag of `cluster up` given on the command line, with its value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Given {
+    ShardGroups(usize),
+    CoordinatorGroups(usize),
+    Atomizer(bool),
+    Replicas(usize),
+    Sentinels(usize),
+    BasePort(u16),
+    Authorities(usize),
+    AuthorityShards(usize),
+    AuthorityReplicas(usize),
+    Offline(usize),
+    Exchange(usize),
+    Endorsement(u16),
+    LedgerOfRecord(usize),
+    Issuer(String),
+}
+
+impl Given {
+    /// The flag, what it asks, and what `topology` has, where the two differ.
+    fn differs(&self, topology: &Topology) -> Option<(&'static str, String, String)> {
+        let committee = topology.fastpay_committee.as_ref();
+        let first_authority = committee.and_then(|c| c.authorities.first());
+        let count = |n: Option<usize>| n.unwrap_or(0);
+        let (flag, asked, has) = match self {
+            Given::ShardGroups(n) => ("--shard-groups", n.to_string(), topology.shard_groups.len().to_string()),
+            Given::CoordinatorGroups(n) => (
+                "--coordinator-groups",
+                n.to_string(),
+                topology.coordinator_groups.len().to_string(),
+            ),
+            Given::Atomizer(atomizer) => (
+                "--shape",
+                if *atomizer { "atomizer" } else { "2pc" }.to_string(),
+                topology.shape_name().to_string(),
+            ),
+            Given::Replicas(n) => (
+                "--replicas",
+                n.to_string(),
+                count(topology.shard_groups.first().map(|g| g.replicas.len())).to_string(),
+            ),
+            Given::Sentinels(n) => ("--sentinels", n.to_string(), topology.sentinels.len().to_string()),
+            Given::BasePort(port) => (
+                "--base-port",
+                port.to_string(),
+                (topology.shard_groups.first().and_then(|g| g.replicas.first()))
+                    .map_or_else(String::new, |r| r.address.port().to_string()),
+            ),
+            Given::Authorities(n) => (
+                "--authorities",
+                n.to_string(),
+                count(committee.map(|c| c.members.len())).to_string(),
+            ),
+            Given::AuthorityShards(n) => (
+                "--authority-shards",
+                n.to_string(),
+                count(first_authority.map(|a| a.shards.len())).to_string(),
+            ),
+            Given::AuthorityReplicas(n) => (
+                "--authority-replicas",
+                n.to_string(),
+                count(first_authority.and_then(|a| a.shards.first()).map(|s| s.replicas.len())).to_string(),
+            ),
+            Given::Offline(n) => (
+                "--offline",
+                n.to_string(),
+                count(topology.offline_authority.as_ref().map(|o| o.replicas.len())).to_string(),
+            ),
+            Given::Exchange(n) => (
+                "--exchange",
+                n.to_string(),
+                count(topology.exchange.as_ref().map(|e| e.replicas.len())).to_string(),
+            ),
+            Given::Endorsement(k) => (
+                "--endorsement",
+                k.to_string(),
+                (topology.endorsement.as_ref()).map_or_else(|| "none".into(), |e| e.threshold.to_string()),
+            ),
+            Given::LedgerOfRecord(n) => (
+                "--ledger-of-record",
+                n.to_string(),
+                count(topology.ledger_of_record.as_ref().map(|l| l.replicas.len())).to_string(),
+            ),
+            Given::Issuer(key) => {
+                let kept = topology.issuers.iter().any(|issuer| issuer.eq_ignore_ascii_case(key));
+                (
+                    "--issuer",
+                    key.clone(),
+                    if kept { key.clone() } else { topology.issuers.join(", ") },
+                )
+            }
+        };
+        (asked != has).then_some((flag, asked, has))
+    }
 }
 
 impl UpOptions {
@@ -96,6 +216,7 @@ impl UpOptions {
             dir: dir.to_path_buf(),
             shape: Shape::default(),
             issuers: vec![],
+            given: vec![],
         }
     }
 }
@@ -268,10 +389,16 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
     let dir = &options.dir;
     std::fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
     let path = dir.join(TOPOLOGY_FILE);
-    if !path.exists() {
+    let existed = path.exists();
+    if !existed {
         create(options, &path)?;
     }
     let (path, topology) = load(dir)?;
+    if existed {
+        if let Some((flag, asked, has)) = options.given.iter().find_map(|given| given.differs(&topology)) {
+            return Err(SupervisorError::TopologyFixed { path, flag, asked, has });
+        }
+    }
     let issued = credentials::ensure_pki(&topology).map_err(credentials("cannot issue the cluster's certificates"))?;
     if !issued.is_empty() {
         println!(
@@ -304,13 +431,17 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
         (path, topology)
     };
     let stopped: Vec<Member> = members(&path, &topology).into_iter().filter(is_stopped).collect();
+    let mut spawned = vec![];
     for member in &stopped {
-        spawn_member(dir, member)?;
+        spawned.push((member.name.as_str(), spawn_member(dir, member)?));
     }
     started_count += stopped.len();
     println!("started {started_count} processes; waiting for every group to elect a leader…");
     let started = Instant::now();
     loop {
+        if let Some(&(name, _)) = spawned.iter().find(|(_, pid)| !is_alive(*pid)) {
+            return Err(died_at_start(dir, name));
+        }
         let (leaders, groups) = leaders_elected(&topology)?;
         if leaders == groups {
             break;
@@ -328,6 +459,30 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
     println!("cluster up in {:.1} s", started.elapsed().as_secs_f64());
     print_where_to_reach(dir, &topology);
     Ok(())
+}
+
+/// A process `up` started that exited before its group had a leader, with the end of its log
+/// (where it says why: a busy port, a locked directory, a bad file).
+fn died_at_start(dir: &Path, name: &str) -> SupervisorError {
+    let log = dir.join("logs").join(format!("{name}.log"));
+    let text = std::fs::File::open(&log)
+        .and_then(|file| {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut file = file;
+            let length = file.metadata()?.len();
+            file.seek(SeekFrom::Start(length.saturating_sub(LOG_TAIL_BYTES)))?;
+            let mut bytes = Vec::new();
+            file.take(LOG_TAIL_BYTES).read_to_end(&mut bytes)?;
+            Ok(String::from_utf8_lossy(&bytes).into_owned())
+        })
+        .unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|line| !line.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n  ");
+    SupervisorError::DiedAtStart {
+        name: name.to_string(),
+        log,
+        tail,
+    }
 }
 
 /// Where each service of the cluster `up` started listens, and the commands that reach them.
@@ -440,6 +595,14 @@ fn record_group_key(dir: &Path, path: &Path, mut topology: Topology) -> Result<(
 
 /// `specie cluster status`: prints each replica's and sentinel's state; returns whether every
 /// one answered.
+/// How much of a process's log `up` shows when it died at start.
+const LOG_TAIL_BYTES: u64 = 4096;
+const LOG_TAIL_LINES: usize = 8;
+
+/// Why `status` does not count an answering process as this cluster's.
+const NOT_OURS: &str = "the process this directory started is not running; another process answers on its port: \
+                        another cluster? `specie cluster up` restarts this one's";
+
 pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
     let (_, topology) = load(dir)?;
     let mut healthy = true;
@@ -453,6 +616,15 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
         let pid = read_pid(dir, &format!("{group}-{id}"));
         let pid_text = pid.map_or("-".into(), |p| p.to_string());
         match status {
+            // An answer on its address from a process this directory did not start (another
+            // cluster on the same ports) says nothing about this cluster.
+            Ok(_) if !pid.is_some_and(is_alive) => {
+                healthy = false;
+                println!(
+                    "{group:<20} {id:>7} {pid_text:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  DOWN ({NOT_OURS})",
+                    "-", "-", "-", "-", "-", "-"
+                );
+            }
             Ok(s) => {
                 let show = |v: &serde_json::Value| if v.is_null() { "-".to_string() } else { v.to_string() };
                 println!(
@@ -481,14 +653,15 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
         std::net::TcpStream::connect_timeout(address, Duration::from_millis(500)).is_ok()
     };
     for sentinel in &topology.sentinels {
+        let ours = read_pid(dir, &sentinel.name).is_some_and(is_alive);
         let up = answers(&sentinel.http);
-        healthy &= up;
-        print!(
-            "{:<20} http://{:<22} {}",
-            sentinel.name,
-            sentinel.http,
-            if up { "ok" } else { "DOWN" }
-        );
+        healthy &= up && ours;
+        let health = match (up, ours) {
+            (true, true) => "ok".to_string(),
+            (true, false) => format!("DOWN ({NOT_OURS})"),
+            (false, _) => "DOWN".to_string(),
+        };
+        print!("{:<20} http://{:<22} {health}", sentinel.name, sentinel.http);
         match sentinel.endorser.filter(|_| topology.endorsement.is_some()) {
             Some(endorser) => {
                 let up = answers(&endorser);

@@ -11,6 +11,8 @@ use specie_shard::{ShardRange, ShardRangeError};
 use crate::identity::GroupRole;
 
 pub const FORMAT_VERSION: u32 = 1;
+/// Bytes of a network id (`network_id`, hex in the file and at `/v1/info`).
+pub const NETWORK_ID_BYTES: usize = 16;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -18,6 +20,11 @@ pub struct Topology {
     pub format_version: u32,
     /// Bech32 address prefix of the currency.
     pub hrp: String,
+    /// The cluster's identity (16 random bytes, hex), made by `cluster up` and served by every
+    /// sentinel at `/v1/info`: a wallet remembers it and refuses to talk to another network.
+    /// Absent in files from before it: the sentinels then serve none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_id: Option<String>,
     /// x-only issuer public keys (hex) allowed to mint and redeem.
     #[serde(default)]
     pub issuers: Vec<String>,
@@ -747,6 +754,11 @@ pub enum InvalidTopology {
     Atomizer(&'static str),
     #[error("shard group ranges: {0}")]
     ShardRanges(#[source] ShardRangeError),
+    #[error(
+        "network_id '{id}' is not {} bytes in lowercase hex (delete the line to serve none)",
+        NETWORK_ID_BYTES
+    )]
+    BadNetworkId { id: String },
     #[error("issuer '{issuer}' is not a 32-byte x-only public key in hex")]
     BadIssuer { issuer: String },
     #[error("fastpay_committee.members[{index}] '{member}' is not a 32-byte Ed25519 public key in hex")]
@@ -989,6 +1001,11 @@ impl Shape {
     }
 }
 
+/// Whether `id` is a network id as `cluster up` writes it: lowercase hex of [`NETWORK_ID_BYTES`].
+fn is_network_id(id: &str) -> bool {
+    id.len() == 2 * NETWORK_ID_BYTES && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 impl Topology {
     pub fn load(path: &Path) -> Result<Topology, TopologyError> {
         let shown = path.display().to_string();
@@ -1088,6 +1105,7 @@ impl Topology {
         let topology = Topology {
             format_version: FORMAT_VERSION,
             hrp: hrp.into(),
+            network_id: Some(hex::encode(rand::random::<[u8; NETWORK_ID_BYTES]>())),
             issuers,
             fastpay_committee,
             offline_authority,
@@ -1262,6 +1280,11 @@ impl Topology {
             return Err(InvalidTopology::TwoShapes);
         }
         ShardRange::check_cover(&self.shard_ranges()).map_err(InvalidTopology::ShardRanges)?;
+        if let Some(id) = self.network_id.as_ref().filter(|id| !is_network_id(id)) {
+            return Err(InvalidTopology::BadNetworkId {
+                id: id.chars().take(40).collect(),
+            });
+        }
         if let Some(issuer) = self.issuers.iter().find(|issuer| xonly_hex(issuer).is_none()) {
             return Err(InvalidTopology::BadIssuer { issuer: issuer.clone() });
         }

@@ -16,6 +16,7 @@ pub mod endorsement;
 mod manifest;
 mod node;
 pub mod serve;
+pub mod settings;
 mod wiring;
 
 pub use manifest::{CoreShape, NodeManifest, NodeManifestError};

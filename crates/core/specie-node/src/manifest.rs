@@ -2,6 +2,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::settings::{KeptSetting, KeptSettings, SettingsError};
+use crate::NodeOptions;
+
 /// What a data directory was created with. Fixed for its life: changing the shard count would
 /// move UHS ids between shards, which needs a migration, not a restart.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -9,6 +12,11 @@ pub struct NodeManifest {
     pub format_version: u32,
     pub shards: usize,
     pub hrp: String,
+    /// The network's identity: 16 random bytes (hex), made with the directory and served at
+    /// `/v1/info`, so that a wallet can tell this node from another of the same currency.
+    /// Directories from before it get one the next time they open.
+    #[serde(default)]
+    pub network_id: String,
     /// x-only issuer public keys, hex: only these may sign mints and redeems.
     pub issuers: Vec<String>,
     /// Whether the node keeps the ledger of record. Chosen at creation: a ledger started later
@@ -19,6 +27,10 @@ pub struct NodeManifest {
     /// Absent in directories from before the atomizer shape: two-phase commit.
     #[serde(default)]
     pub shape: CoreShape,
+    /// The keys the node banks and audits for (`[settings]`): kept from the start that first
+    /// gave each, changed only by a start with `--reconfigure` or `--forget`.
+    #[serde(default)]
+    pub settings: KeptSettings,
 }
 
 /// The online core's two deployment shapes (Hamilton §4 and §5).
@@ -80,6 +92,8 @@ pub enum NodeManifestError {
 }
 
 pub const MANIFEST_FILE: &str = "node.toml";
+/// Bytes of a network id.
+const NETWORK_ID_BYTES: usize = 16;
 const FORMAT_VERSION: u32 = 1;
 
 impl NodeManifest {
@@ -108,6 +122,8 @@ impl NodeManifest {
                 format_version: FORMAT_VERSION,
                 shards: shards.unwrap_or(2),
                 hrp: hrp.unwrap_or("usd").to_string(),
+                network_id: String::new(),
+                settings: KeptSettings::default(),
                 issuers: vec![],
                 ledger_of_record: ledger_of_record.unwrap_or(true),
                 shape: shape.unwrap_or_default(),
@@ -134,6 +150,16 @@ impl NodeManifest {
             );
             return Err(NodeManifestError::Invalid { path: shown, reason });
         }
+        let id_ok = manifest.network_id.is_empty()
+            || (manifest.network_id.len() == 2 * NETWORK_ID_BYTES
+                && (manifest.network_id.bytes()).all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        if !id_ok {
+            let reason = format!(
+                "network_id '{}' is not {NETWORK_ID_BYTES} bytes of lowercase hex; restore the directory's own id from a backup of node.toml (wallets remember it)",
+                manifest.network_id.chars().take(40).collect::<String>()
+            );
+            return Err(NodeManifestError::Invalid { path: shown, reason });
+        }
         for issuer in issuers {
             let parsed = hex::decode(issuer)
                 .ok()
@@ -147,6 +173,9 @@ impl NodeManifest {
             }
         }
         let before = manifest.clone();
+        if manifest.network_id.is_empty() {
+            manifest.network_id = hex::encode(rand::random::<[u8; NETWORK_ID_BYTES]>());
+        }
         for issuer in issuers {
             let issuer = issuer.to_ascii_lowercase();
             if !manifest.issuers.contains(&issuer) {
@@ -157,6 +186,27 @@ impl NodeManifest {
             manifest.store(dir)?;
         }
         Ok(manifest)
+    }
+
+    /// Settles the kept settings with what `options` gives and asks (`crate::settings`), stores
+    /// them if they changed, and puts them into `options`.
+    pub fn keep_settings(&mut self, dir: &Path, options: &mut NodeOptions) -> Result<(), SettingsError> {
+        let settings = self.settings.merge(options, &options.settings_change)?;
+        let mut issuers = self.issuers.clone();
+        if options.settings_change.forget.contains(&KeptSetting::Issuers) {
+            issuers = options
+                .issuers
+                .iter()
+                .map(|issuer| issuer.to_ascii_lowercase())
+                .collect();
+        }
+        settings.apply(options)?;
+        if settings != self.settings || issuers != self.issuers {
+            self.settings = settings;
+            self.issuers = issuers;
+            self.store(dir).map_err(|error| SettingsError::Store(Box::new(error)))?;
+        }
+        Ok(())
     }
 
     /// Refuses to reopen a directory with choices other than those it was created with.

@@ -47,7 +47,7 @@ pub struct NodeOptions {
     /// every start, like the committee.
     pub offline_authority: Option<[u8; 32]>,
     /// The exchange's bridge key this node banks for: deposits to the exchange and its signed
-    /// withdrawals are valid (the same two kinds as the offline authority's). Given at every start.
+    /// withdrawals are valid (the same two kinds as the offline authority's). Kept in node.toml.
     pub exchange: Option<[u8; 32]>,
     pub batch_transactions_max: usize,
     pub dtxns_in_flight_max: usize,
@@ -58,20 +58,20 @@ pub struct NodeOptions {
     /// Off only for benchmarks that measure everything but the disk.
     pub fsync: bool,
     /// The auditors with jurisdiction (compressed Ristretto keys): every confidential
-    /// transaction must give each of them its values. Given at every start.
+    /// transaction must give each of them its values. Kept in node.toml.
     pub auditors: Vec<[u8; 32]>,
     /// The registration authority whose credentials authorise anonymous spends. `None`: every
-    /// anonymous transaction is refused (`no_registration_authority`). Given at every start.
+    /// anonymous transaction is refused (`no_registration_authority`). Kept in node.toml.
     pub registration_authority: Option<specie_credential::RaPublicKey>,
     /// The owner auditors with jurisdiction: every anonymous transaction must give each of them
-    /// every owner it names. Given at every start.
+    /// every owner it names. Kept in node.toml.
     pub owner_auditors: Vec<specie_credential::AuditorKey>,
     /// The active auditors (x-only BIP-340 keys): every private transaction must carry each
-    /// one's co-signature. Given at every start.
+    /// one's co-signature. Kept in node.toml.
     pub active_auditors: Vec<[u8; 32]>,
     /// Threshold endorsement: a transaction reaches the coordinator only endorsed by k of n
     /// endorsers (each running the sentinel's checks). `None`: the node's sentinel validates
-    /// alone. Given at every start (the same seed keeps the same group key).
+    /// alone. Kept in node.toml with its seed (the same seed keeps the same group key).
     pub endorsement: Option<EndorsementOptions>,
     /// Whether the node keeps the ledger of record (`<data dir>/ledger`): every confirmed
     /// transaction, in hash-chained blocks. Applies only when the data directory is new (the
@@ -81,6 +81,9 @@ pub struct NodeOptions {
     /// The core's shape: two-phase commit, or an atomizer ordering every transaction into
     /// blocks. Applies only when the data directory is new (`None`: two-phase commit).
     pub shape: Option<CoreShape>,
+    /// Whether the keys given replace those `node.toml` keeps, and which kept ones to drop
+    /// (`crate::settings`). By default a key other than the kept one is refused.
+    pub settings_change: crate::settings::SettingsChange,
 }
 
 impl NodeOptions {
@@ -100,6 +103,7 @@ impl NodeOptions {
             fsync: true,
             ledger_of_record: None,
             shape: None,
+            settings_change: Default::default(),
             auditors: vec![],
             registration_authority: None,
             owner_auditors: vec![],
@@ -121,14 +125,14 @@ impl NodeOptions {
 /// Why an embedded node could not open its data directory or start its roles.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    #[error("cannot create data directory {path}: {source}")]
-    CreateDataDir {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// Another process holds the data directory (or cannot be told apart from one: an
+    /// instance in this process that did not let go within [`specie_log::dir_lock::RESTART_WAIT_MS`]).
+    #[error(transparent)]
+    Locked(#[from] specie_log::DirLockError),
     #[error(transparent)]
     Manifest(#[from] NodeManifestError),
+    #[error(transparent)]
+    Settings(#[from] crate::settings::SettingsError),
     #[error("node.toml lists an invalid issuer key: {0}")]
     Issuers(#[source] IssuerKeysError),
     #[error(transparent)]
@@ -378,17 +382,19 @@ pub struct NodeHandle {
 pub struct EmbeddedNode {
     handle: NodeHandle,
     threads: Vec<JoinHandle<()>>,
+    /// The data directory's lock (`<data dir>/LOCK`), held until the threads above have stopped:
+    /// a field after them, and `Drop` joins them first.
+    _lock: specie_log::DirLock,
 }
 
 impl EmbeddedNode {
-    /// Opens (or creates) the data directory, recovers every role from its snapshot and log, and
-    /// starts the drivers. The coordinator resumes any dtxn that was in flight at the last stop.
-    pub fn open(options: NodeOptions) -> Result<EmbeddedNode, OpenError> {
-        std::fs::create_dir_all(&options.data_dir).map_err(|source| OpenError::CreateDataDir {
-            path: options.data_dir.clone(),
-            source,
-        })?;
-        let manifest = NodeManifest::load_or_create(
+    /// Opens (or creates) and locks the data directory, recovers every role from its snapshot
+    /// and log, and starts the drivers. The coordinator resumes any dtxn that was in flight at
+    /// the last stop. A directory another process holds is refused; one that a node of this
+    /// process is still letting go of is waited for, briefly.
+    pub fn open(mut options: NodeOptions) -> Result<EmbeddedNode, OpenError> {
+        let lock = specie_log::DirLock::acquire(&options.data_dir, specie_log::dir_lock::RESTART_WAIT_MS)?;
+        let mut manifest = NodeManifest::load_or_create(
             &options.data_dir,
             options.shards,
             options.hrp.as_deref(),
@@ -396,6 +402,7 @@ impl EmbeddedNode {
             options.ledger_of_record,
             options.shape,
         )?;
+        manifest.keep_settings(&options.data_dir.clone(), &mut options)?;
         let issuers = IssuerKeys::from_hex(&manifest.issuers).map_err(OpenError::Issuers)?;
         let ranges = ShardRange::partition(manifest.shards)?;
         let log_options = specie_log::LogOptions {
@@ -454,7 +461,11 @@ impl EmbeddedNode {
             shared: Arc::new(shared),
         };
         // Built before the archive opens, so that a failure there stops the roles again.
-        let mut node = EmbeddedNode { handle, threads };
+        let mut node = EmbeddedNode {
+            handle,
+            threads,
+            _lock: lock,
+        };
         if node.handle.shared.manifest.ledger_of_record {
             let archive = open_archive(&node.handle, archive_options)?;
             node.threads
@@ -749,6 +760,7 @@ impl NodeHandle {
         Ok(NodeInfo {
             version: env!("CARGO_PKG_VERSION"),
             hrp: manifest.hrp.clone(),
+            network_id: Some(manifest.network_id.clone()),
             shards: manifest.shards,
             issuers: manifest.issuers.clone(),
             uhs_ids,
@@ -768,6 +780,8 @@ impl NodeHandle {
                 .map(|key| hex::encode(key.encode()))
                 .collect(),
             endorsement_group_key: self.endorsement_group_key().map(|key| hex::encode(key.0)),
+            offline_authority: manifest.settings.offline_authority.clone(),
+            exchange: manifest.settings.exchange.clone(),
             shape: manifest.shape.name(),
         })
     }

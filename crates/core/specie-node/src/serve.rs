@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use specie_api::http_server::{HttpLimitError, ServeUntilError};
+use specie_api::http_server::{HttpLimitError, Listening, ServeUntilError};
 use specie_api::HttpLimits;
 
 use crate::{EmbeddedNode, NodeOptions, OpenError};
@@ -12,6 +12,9 @@ use crate::{EmbeddedNode, NodeOptions, OpenError};
 pub enum ServeError {
     #[error("invalid HTTP limits: {0}")]
     Limits(#[from] HttpLimitError),
+    /// Another process serves this data directory.
+    #[error(transparent)]
+    Locked(specie_log::DirLockError),
     #[error("cannot start a node on {data_dir}: {source}")]
     Open {
         data_dir: String,
@@ -23,24 +26,38 @@ pub enum ServeError {
     Http(#[from] ServeUntilError),
 }
 
-/// Opens the node in `options.data_dir` and serves the API on `listen` with `limits` until
-/// Ctrl-C, then shuts the node down.
+/// Binds `listen`, then opens (and locks) the node in `options.data_dir` and serves the API with
+/// `limits` until Ctrl-C, then shuts the node down. A busy port fails before the data directory
+/// is created or locked.
 pub fn serve(options: NodeOptions, listen: SocketAddr, limits: HttpLimits) -> Result<(), ServeError> {
     limits.validate()?;
+    let listening = Listening::bind(listen)?;
     let data_dir = options.data_dir.clone();
-    let node = EmbeddedNode::open(options).map_err(|source| ServeError::Open {
-        data_dir: data_dir.display().to_string(),
-        source: Box::new(source),
+    let node = EmbeddedNode::open(options).map_err(|source| match source {
+        OpenError::Locked(locked) => ServeError::Locked(locked),
+        source => ServeError::Open {
+            data_dir: data_dir.display().to_string(),
+            source: Box::new(source),
+        },
     })?;
     let handle = node.handle();
     let manifest = handle.manifest().clone();
     if manifest.issuers.is_empty() {
         eprintln!("warning: no issuer key configured, so nothing can be minted; restart with --issuer <HEX>");
     }
+    // Everything the node accepts follows from these: shown at every start (docs/operator-guide.md).
+    if !manifest.issuers.is_empty() {
+        eprintln!("specie node: issuers: {}", manifest.issuers.join(", "));
+    }
+    for line in manifest.settings.describe() {
+        eprintln!("specie node: {line}");
+    }
     let router = specie_api::api::router(handle);
-    specie_api::http_server::serve_until_ctrl_c(listen, router, limits, |local| {
+    listening.serve_until_ctrl_c(router, limits, |local| {
         eprintln!(
-            "specie node: {} shards, data in {}, API on http://{local} (Ctrl-C to stop)",
+            "specie node: currency {}, network {}, {} shards, data in {}, API on http://{local} (Ctrl-C to stop)",
+            manifest.hrp,
+            manifest.network_id,
             manifest.shards,
             data_dir.display(),
         );

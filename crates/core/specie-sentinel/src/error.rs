@@ -95,16 +95,18 @@ pub enum FastpayErrorCode {
     Certificate(CertificateError),
 }
 
-/// Why an offline funding or payout is refused (specie-only: the online core as the offline
-/// authority's bank).
+/// Why an offline funding or payout is refused (specie-only: the online core as the bank of a
+/// bridge, the offline authority or the exchange, which share the two kinds; the codes keep
+/// the offline names they were given first, the sentences name both modes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OfflineErrorCode {
     /// `zero_offline_amount`: a funding or payout must move at least 1 unit.
     ZeroAmount,
-    /// `no_offline_authority`: this sentinel is configured with no offline authority.
+    /// `no_offline_authority`: this sentinel banks for no bridge (no offline authority, no
+    /// exchange).
     NoAuthority,
-    /// `other_offline_authority`: the funding or payout names another authority than the
-    /// configured one.
+    /// `other_offline_authority`: the funding or payout names a bridge key other than the
+    /// configured ones.
     OtherAuthority,
     /// `invalid_payout_signature`: the payout's signature does not verify under the authority.
     InvalidPayoutSignature,
@@ -228,11 +230,17 @@ impl OfflineErrorCode {
 
     fn describe(self) -> &'static str {
         match self {
-            OfflineErrorCode::ZeroAmount => "an offline funding or payout of zero",
-            OfflineErrorCode::NoAuthority => "this node is configured with no offline authority",
-            OfflineErrorCode::OtherAuthority => "it names an offline authority other than the configured one",
+            OfflineErrorCode::ZeroAmount => {
+                "a funding or payout of zero (to or from a bridge: the offline authority or the exchange)"
+            }
+            OfflineErrorCode::NoAuthority => {
+                "this node banks for no bridge: neither an offline authority (`--offline-authority`) nor an exchange (`--exchange`)"
+            }
+            OfflineErrorCode::OtherAuthority => {
+                "it names a bridge key this node does not bank for (neither its offline authority's nor its exchange's)"
+            }
             OfflineErrorCode::InvalidPayoutSignature => {
-                "the payout's signature does not verify under the offline authority's key"
+                "the payout's signature does not verify under the bridge key it names (the offline authority's or the exchange's)"
             }
         }
     }

@@ -28,7 +28,7 @@ use specie_transaction::{
 use crate::anonymous_payment::AnonymousPaymentString;
 use crate::client::Ledger;
 use crate::error::WalletError;
-use crate::notes::{balance_of, forget_spendable, settle, HeldNote, ReceivedNote, NOTE_INPUTS_MAX};
+use crate::notes::{balance_of, settle, HeldNote, ReceivedNote, NOTE_INPUTS_MAX};
 use crate::select::select_coins;
 use crate::sync::SyncError;
 use crate::wallet::{Balance, CoinState, PendingKind, Settled, Wallet, WalletKey};
@@ -445,9 +445,9 @@ impl Wallet {
         })
     }
 
-    /// Removes spendable anonymous notes the node no longer holds. Returns the value removed.
-    pub fn forget_anonymous_notes(&mut self, outpoints: &[OutPoint]) -> u64 {
-        forget_spendable(&mut self.anonymous_notes, outpoints)
+    /// Marks missing the spendable anonymous notes the node no longer holds. Returns their value.
+    pub fn mark_missing_anonymous_notes(&mut self, outpoints: &[OutPoint]) -> u64 {
+        crate::notes::mark_missing(&mut self.anonymous_notes, outpoints)
     }
 }
 

@@ -120,7 +120,7 @@ fn enrol_enter_pay_in_clear_pay_back_hidden_against_a_node() {
     for holder in [&alice, &bob] {
         let mut wallet = holder.load();
         let report = sync(&mut wallet, &node.client).unwrap();
-        assert!(report.notes_vanished.is_empty(), "{report:?}");
+        assert!(report.notes_missing.is_empty(), "{report:?}");
     }
     assert_eq!(holdings(&alice), (400, 50));
 
@@ -150,7 +150,7 @@ fn enrol_enter_pay_in_clear_pay_back_hidden_against_a_node() {
     for holder in [&alice, &bob] {
         let report = sync(&mut holder.load(), &node.client).unwrap();
         assert!(
-            report.notes_vanished.is_empty() && report.coins_vanished.is_empty(),
+            report.notes_missing.is_empty() && report.coins_missing.is_empty(),
             "{report:?}"
         );
     }

@@ -2,6 +2,8 @@
 //! that `sync` is written against so that tests can run it against an in-memory ledger.
 
 use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -27,6 +29,10 @@ const SUBMIT_SLACK: Duration = Duration::from_secs(10);
 const RESPONSE_BYTES_MAX: u64 = 8 * 1024 * 1024;
 /// A ledger block's answer: up to 10,000 records of a few kilobytes each, in hex.
 const BLOCK_RESPONSE_BYTES_MAX: u64 = 128 * 1024 * 1024;
+/// The largest `--node-auth-file`: an `Authorization` value is a line, not a document.
+pub const AUTH_FILE_BYTES_MAX: u64 = 4 * 1024;
+/// The largest `--ca-cert` file: room for a whole system bundle of root certificates.
+pub const CA_FILE_BYTES_MAX: u64 = 1024 * 1024;
 
 /// Why talking to the node failed. Each message names the URL.
 #[derive(Debug, Error)]
@@ -53,6 +59,49 @@ pub enum ClientError {
         #[source]
         problem: BadSubmitResult,
     },
+    /// `--ca-cert` or `--node-auth-file` names a file that cannot be used. Never quotes the
+    /// auth file's contents.
+    #[error("{what} {path} is not usable: {reason}")]
+    AccessFile {
+        what: &'static str,
+        path: PathBuf,
+        reason: String,
+    },
+    /// The TLS handshake failed: the certificate is not trusted, not for this host, expired…
+    #[error("could not talk securely to {url}: {reason}. {advice}")]
+    Tls {
+        url: String,
+        reason: String,
+        advice: String,
+    },
+    /// Something in front of the node (a TLS proxy) wants credentials this wallet did not give.
+    #[error("the server at {url} refused the request as not authorised (HTTP {status}). {advice}")]
+    NotAuthorized { url: String, status: u16, advice: String },
+}
+
+/// How to reach a node beyond its URL: whom to trust for `https://`, and what to authorise
+/// with. Both are files, read when a client is made: the paths are what a wallet file keeps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeAccess {
+    /// A PEM file of CA certificates to trust instead of the public roots (`--ca-cert`).
+    pub ca_cert: Option<PathBuf>,
+    /// A file whose contents, trimmed, are the `Authorization` header of every request
+    /// (`--node-auth-file`), e.g. `Bearer abc`.
+    pub auth_file: Option<PathBuf>,
+}
+
+impl NodeAccess {
+    pub fn is_empty(&self) -> bool {
+        self.ca_cert.is_none() && self.auth_file.is_none()
+    }
+
+    /// `self`, with each setting `over` has replaced by `over`'s.
+    pub fn overridden_by(self, over: &NodeAccess) -> NodeAccess {
+        NodeAccess {
+            ca_cert: over.ca_cert.clone().or(self.ca_cert),
+            auth_file: over.auth_file.clone().or(self.auth_file),
+        }
+    }
 }
 
 /// What is wrong with one entry of a submission's `results` (`docs/api.md`).
@@ -71,6 +120,9 @@ pub enum BadSubmitResult {
 pub struct NodeInfo {
     pub version: String,
     pub hrp: String,
+    /// The network's identity (hex); absent from older nodes and clusters.
+    #[serde(default)]
+    pub network_id: Option<String>,
     pub shards: u64,
     /// x-only public keys (hex) the node accepts mints and redeems from.
     pub issuers: Vec<String>,
@@ -151,11 +203,13 @@ pub trait Ledger {
     fn query_uhs(&self, ids: &[UhsId]) -> Result<Vec<bool>, ClientError>;
 }
 
-/// Blocking HTTP client for one node.
+/// Blocking HTTP(S) client for one node.
 #[derive(Clone, Debug)]
 pub struct NodeClient {
     base: String,
     agent: ureq::Agent,
+    /// For advice in errors; the auth file's contents live only in the agent's middleware.
+    access: NodeAccess,
 }
 
 #[derive(Serialize)]
@@ -200,28 +254,64 @@ struct ErrorDetail {
 }
 
 impl NodeClient {
-    /// A client for the node at `url` (e.g. `http://127.0.0.1:8470`). Only plain HTTP: the
-    /// node serves nothing else.
+    /// A client for the node at `url` (e.g. `http://127.0.0.1:8470`, or `https://…` for a node
+    /// behind a TLS proxy), trusting the public roots and sending no credentials.
     pub fn new(url: &str) -> Result<Self, ClientError> {
-        let base = url.trim().trim_end_matches('/').to_owned();
+        Self::with_access(url, &NodeAccess::default())
+    }
+
+    /// A client for the node at `url` that trusts and authorises as `access` says. Reads the
+    /// files now, so that a wrong path is reported before anything is sent.
+    pub fn with_access(url: &str, access: &NodeAccess) -> Result<Self, ClientError> {
+        let base = normalize_url(url).to_owned();
         let bad = |reason: &str| ClientError::BadUrl {
             url: url.to_owned(),
             reason: reason.to_owned(),
         };
-        if base.starts_with("https://") {
-            return Err(bad("the node speaks plain HTTP; use an http:// URL"));
-        }
-        let Some(rest) = base.strip_prefix("http://") else {
-            return Err(bad("it must start with http://, like http://127.0.0.1:8470"));
+        let Some(rest) = base.strip_prefix("http://").or_else(|| base.strip_prefix("https://")) else {
+            return Err(bad(
+                "it must start with http:// or https://, like http://127.0.0.1:8470",
+            ));
         };
-        if rest.is_empty() || rest.contains(char::is_whitespace) {
+        if host_of(rest).is_empty() || rest.contains(char::is_whitespace) {
             return Err(bad("it names no host"));
         }
-        let agent = ureq::AgentBuilder::new()
+        let mut builder = ureq::AgentBuilder::new()
             .timeout_connect(CONNECT_TIMEOUT)
             .timeout(REQUEST_TIMEOUT)
-            .build();
-        Ok(NodeClient { base, agent })
+            // The API never redirects; following one could carry a request off to another host.
+            .redirects(0);
+        if let Some(path) = &access.ca_cert {
+            builder = builder.tls_config(tls_config(path)?);
+        }
+        if let Some(path) = &access.auth_file {
+            let value = read_auth_value(path)?;
+            // The error is ureq's own: a middleware must return it as it is.
+            #[allow(clippy::result_large_err)]
+            let authorize = move |request: ureq::Request, next: ureq::MiddlewareNext| {
+                next.handle(request.set("Authorization", &value))
+            };
+            builder = builder.middleware(authorize);
+        }
+        Ok(NodeClient {
+            base,
+            agent: builder.build(),
+            access: access.clone(),
+        })
+    }
+
+    /// Whether requests travel unencrypted to another machine: a plain `http://` URL whose host
+    /// is not a loopback address (`localhost`, 127.0.0.0/8, `::1`).
+    pub fn is_unencrypted_remote(&self) -> bool {
+        match self.base.strip_prefix("http://") {
+            Some(rest) => !is_loopback(host_of(rest)),
+            None => false,
+        }
+    }
+
+    /// How this client reaches its node (the paths, not the auth file's contents).
+    pub fn access(&self) -> &NodeAccess {
+        &self.access
     }
 
     pub fn url(&self) -> &str {
@@ -239,6 +329,11 @@ impl NodeClient {
                 let body = read_limited(response).ok();
                 let detail = body.and_then(|body| serde_json::from_slice::<ErrorBody>(&body).ok());
                 match detail {
+                    None if matches!(status, 401 | 403 | 407) => ClientError::NotAuthorized {
+                        url: url.to_owned(),
+                        status,
+                        advice: self.auth_advice(),
+                    },
                     Some(ErrorBody { error }) => ClientError::Refused {
                         url: url.to_owned(),
                         status,
@@ -253,14 +348,76 @@ impl NodeClient {
                     },
                 }
             }
-            // ureq's own text repeats the URL; say the kind and the detail only.
-            ureq::Error::Transport(transport) => ClientError::Unreachable {
-                url: url.to_owned(),
-                reason: match transport.message() {
-                    Some(message) => format!("{}: {message}", transport.kind()),
-                    None => transport.kind().to_string(),
+            ureq::Error::Transport(transport) => match tls_problem(&transport) {
+                Some(problem) => {
+                    let (reason, advice) = self.tls_advice(&problem);
+                    ClientError::Tls {
+                        url: url.to_owned(),
+                        reason,
+                        advice,
+                    }
+                }
+                // ureq's own text repeats the URL; say the kind and the detail only.
+                None => ClientError::Unreachable {
+                    url: url.to_owned(),
+                    reason: match transport.message() {
+                        Some(message) => format!("{}: {message}", transport.kind()),
+                        None => transport.kind().to_string(),
+                    },
                 },
             },
+        }
+    }
+
+    /// What to do about a refusal for want of credentials.
+    fn auth_advice(&self) -> String {
+        match &self.access.auth_file {
+            None => "If the node is behind a proxy that wants credentials, pass --node-auth-file FILE, a file \
+                     holding the Authorization header's value (like `Bearer …`)"
+                .to_owned(),
+            Some(path) => format!(
+                "It refused the credentials in {}: check that file's contents with whoever runs the proxy",
+                path.display()
+            ),
+        }
+    }
+
+    /// What went wrong in a TLS handshake, and what to do about it.
+    fn tls_advice(&self, problem: &rustls::Error) -> (String, String) {
+        use rustls::CertificateError as Cert;
+        let ca = match &self.access.ca_cert {
+            Some(path) => format!("the CA certificates in {} did not sign it", path.display()),
+            None => "it is not signed by a public CA".to_owned(),
+        };
+        let pair = |reason: &str, advice: &str| (reason.to_owned(), advice.to_owned());
+        match problem {
+            rustls::Error::InvalidCertificate(Cert::UnknownIssuer | Cert::BadSignature) => (
+                format!("the server's certificate is not trusted ({ca})"),
+                "Pass --ca-cert FILE with the proxy's CA certificate (PEM)".to_owned(),
+            ),
+            rustls::Error::InvalidCertificate(Cert::NotValidForName | Cert::NotValidForNameContext { .. }) => pair(
+                "the server's certificate is not for the host in this URL",
+                "Use in --node the name or address the certificate is for, or have the proxy's certificate \
+                 issued for this one",
+            ),
+            rustls::Error::InvalidCertificate(
+                Cert::Expired | Cert::ExpiredContext { .. } | Cert::NotValidYet | Cert::NotValidYetContext { .. },
+            ) => pair(
+                "the server's certificate has expired or is not valid yet",
+                "Renew the proxy's certificate, or check this machine's clock",
+            ),
+            rustls::Error::InvalidCertificate(other) => (
+                format!("the server's certificate was refused ({other:?})"),
+                "Check the proxy's certificate, or pass --ca-cert FILE with its CA (PEM)".to_owned(),
+            ),
+            rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => (
+                format!("the server does not speak TLS there ({problem})"),
+                "If it serves plain HTTP, use an http:// URL".to_owned(),
+            ),
+            other => (
+                format!("the TLS handshake failed ({other})"),
+                "Check the URL and the proxy's TLS settings".to_owned(),
+            ),
         }
     }
 
@@ -278,6 +435,17 @@ impl NodeClient {
             url: url.to_owned(),
             reason,
         };
+        if (300..400).contains(&response.status()) {
+            let to = response
+                .header("location")
+                .unwrap_or("nowhere")
+                .chars()
+                .take(200)
+                .collect::<String>();
+            return Err(bad(format!(
+                "it redirects to {to}, which this wallet does not follow; give that URL with --node"
+            )));
+        }
         let body = read_limited_to(response, bytes_max).map_err(|error| bad(error.to_string()))?;
         serde_json::from_slice(&body).map_err(|error| bad(error.to_string()))
     }
@@ -433,6 +601,118 @@ impl Ledger for NodeClient {
     }
 }
 
+/// `url` without surrounding space and trailing slashes: how clients and wallet files name a node.
+pub(crate) fn normalize_url(url: &str) -> &str {
+    url.trim().trim_end_matches('/')
+}
+
+/// The host of a URL's remainder after `scheme://`: no user, port or path; IPv6 unbracketed.
+fn host_of(rest: &str) -> &str {
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority.rsplit('@').next().unwrap_or_default();
+    match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The rustls error under a failed connection, if TLS is what failed.
+fn tls_problem(transport: &ureq::Transport) -> Option<rustls::Error> {
+    let mut source = std::error::Error::source(transport);
+    while let Some(error) = source {
+        if let Some(problem) = error.downcast_ref::<rustls::Error>() {
+            return Some(problem.clone());
+        }
+        // An io::Error's `source` skips the error it wraps; look at that one too.
+        let inner = error.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref());
+        if let Some(problem) = inner.and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+            return Some(problem.clone());
+        }
+        source = error.source();
+    }
+    None
+}
+
+/// Reads at most `bytes_max` bytes of a small file, or says why not.
+fn read_small_file(what: &'static str, path: &Path, bytes_max: u64) -> Result<Vec<u8>, ClientError> {
+    let bad = |reason: String| ClientError::AccessFile {
+        what,
+        path: path.to_owned(),
+        reason,
+    };
+    let file = std::fs::File::open(path).map_err(|error| bad(format!("could not open it: {error}")))?;
+    let mut bytes = Vec::new();
+    file.take(bytes_max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| bad(format!("could not read it: {error}")))?;
+    if bytes.len() as u64 > bytes_max {
+        return Err(bad(format!("it is larger than {bytes_max} bytes")));
+    }
+    Ok(bytes)
+}
+
+/// The `Authorization` value in the file at `path`: its contents, trimmed, on one line.
+fn read_auth_value(path: &Path) -> Result<String, ClientError> {
+    const WHAT: &str = "the node auth file (--node-auth-file)";
+    let bad = |reason: &str| ClientError::AccessFile {
+        what: WHAT,
+        path: path.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let bytes = read_small_file(WHAT, path, AUTH_FILE_BYTES_MAX)?;
+    let text = String::from_utf8(bytes).map_err(|_| bad("it is not UTF-8 text"))?;
+    let value = text.trim();
+    if value.is_empty() {
+        return Err(bad(
+            "it is empty; it should hold the Authorization header's value, like `Bearer …`",
+        ));
+    }
+    if value.contains(['\n', '\r']) {
+        return Err(bad(
+            "it holds more than one line; it should hold the Authorization header's value alone",
+        ));
+    }
+    if value.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(bad("it holds control characters, which a header cannot carry"));
+    }
+    Ok(value.to_owned())
+}
+
+/// A TLS client configuration trusting exactly the CA certificates in the PEM file at `path`.
+fn tls_config(path: &Path) -> Result<Arc<rustls::ClientConfig>, ClientError> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    const WHAT: &str = "the CA certificate file (--ca-cert)";
+    let bad = |reason: String| ClientError::AccessFile {
+        what: WHAT,
+        path: path.to_owned(),
+        reason,
+    };
+    let pem = read_small_file(WHAT, path, CA_FILE_BYTES_MAX)?;
+    let certificates = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| bad(format!("it is not PEM: {error}")))?;
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, _ignored) = roots.add_parsable_certificates(certificates);
+    if added == 0 {
+        return Err(bad(
+            "it holds no usable certificate; it should hold the CA's certificate in PEM \
+             (-----BEGIN CERTIFICATE-----)"
+                .to_owned(),
+        ));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| bad(error.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
 /// Reads a body of at most [`RESPONSE_BYTES_MAX`] bytes; a longer one is an error rather than
 /// an unbounded allocation.
 fn read_limited(response: ureq::Response) -> std::io::Result<Vec<u8>> {
@@ -483,10 +763,11 @@ fn convert_result(raw: RawResult) -> Result<SubmitResult, BadSubmitResult> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::{BufRead, BufReader, Write};
     use std::net::TcpListener;
+    use std::path::PathBuf;
 
     #[test]
     fn urls_are_checked() {
@@ -499,8 +780,21 @@ mod tests {
             NodeClient::new("127.0.0.1:8470"),
             Err(ClientError::BadUrl { .. })
         ));
-        assert!(matches!(NodeClient::new("https://x"), Err(ClientError::BadUrl { .. })));
+        assert!(NodeClient::new("https://x").is_ok());
         assert!(matches!(NodeClient::new("http://"), Err(ClientError::BadUrl { .. })));
+        assert!(matches!(
+            NodeClient::new("https://:443"),
+            Err(ClientError::BadUrl { .. })
+        ));
+        assert!(matches!(NodeClient::new("ftp://x"), Err(ClientError::BadUrl { .. })));
+        let remote = |url: &str| NodeClient::new(url).unwrap().is_unencrypted_remote();
+        assert!(remote("http://10.0.0.1:8470"));
+        assert!(remote("http://node.example"));
+        assert!(!remote("http://127.0.0.1:8470"));
+        assert!(!remote("http://127.9.0.1"));
+        assert!(!remote("http://localhost:8470/"));
+        assert!(!remote("http://[::1]:8470"));
+        assert!(!remote("https://node.example"));
     }
 
     #[test]
@@ -624,5 +918,193 @@ mod tests {
         let error = client.query_uhs(&[UhsId([1; 32]), UhsId([2; 32])]).unwrap_err();
         server.join().unwrap();
         assert!(matches!(error, ClientError::BadResponse { .. }));
+    }
+
+    #[test]
+    fn redirects_are_not_followed() {
+        let (url, server) = serve_once(
+            "HTTP/1.1 301 Moved Permanently\r\nlocation: http://elsewhere.example/",
+            "",
+        );
+        let error = NodeClient::new(&url).unwrap().info().unwrap_err();
+        server.join().unwrap();
+        assert!(
+            error.to_string().contains("redirects to http://elsewhere.example/"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_refusal_for_want_of_credentials_says_how_to_give_them() {
+        let (url, server) = serve_once("HTTP/1.1 401 Unauthorized", "");
+        let error = NodeClient::new(&url).unwrap().info().unwrap_err();
+        server.join().unwrap();
+        assert!(
+            matches!(error, ClientError::NotAuthorized { status: 401, .. }),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("--node-auth-file"), "{error}");
+    }
+
+    /// A CA, and a server certificate it signed for `names`: (CA PEM, server chain, server key).
+    fn proxy_pki(
+        names: &[&str],
+    ) -> (
+        String,
+        Vec<rustls::pki_types::CertificateDer<'static>>,
+        rustls::pki_types::PrivateKeyDer<'static>,
+    ) {
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "test proxy CA");
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let names: Vec<String> = names.iter().map(|name| name.to_string()).collect();
+        let server_key = rcgen::KeyPair::generate().unwrap();
+        let server = rcgen::CertificateParams::new(names)
+            .unwrap()
+            .signed_by(&server_key, &ca, &ca_key)
+            .unwrap();
+        let key = rustls::pki_types::PrivatePkcs8KeyDer::from(server_key.serialize_der()).into();
+        (ca.pem(), vec![server.der().clone()], key)
+    }
+
+    /// A TLS server for `connections` connections, answering `GET /v1/info` with a fixed body;
+    /// returns each request's head (or what failed).
+    pub(crate) fn tls_server(
+        names: &[&str],
+        connections: usize,
+    ) -> (String, String, std::thread::JoinHandle<Vec<String>>) {
+        let (ca_pem, chain, key) = proxy_pki(names);
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap();
+        let config = Arc::new(config);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        let handle = std::thread::spawn(move || {
+            (0..connections)
+                .map(|_| {
+                    let (tcp, _) = listener.accept().unwrap();
+                    let connection = rustls::ServerConnection::new(config.clone()).unwrap();
+                    let mut tls = rustls::StreamOwned::new(connection, tcp);
+                    let mut head = String::new();
+                    let mut reader = BufReader::new(&mut tls);
+                    loop {
+                        let mut line = String::new();
+                        match reader.read_line(&mut line) {
+                            Ok(0) => return format!("closed after {head:?}"),
+                            Ok(_) if line == "\r\n" => break,
+                            Ok(_) => head.push_str(&line),
+                            Err(error) => return format!("failed: {error}"),
+                        }
+                    }
+                    let body = r#"{"version":"t","hrp":"usd","shards":1,"issuers":[],"uhs_ids":0}"#;
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                         connection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    tls.write_all(answer.as_bytes()).unwrap();
+                    tls.conn.send_close_notify();
+                    tls.flush().unwrap();
+                    head
+                })
+                .collect()
+        });
+        (url, ca_pem, handle)
+    }
+
+    #[test]
+    fn https_through_a_proxy_with_a_private_ca_and_credentials() {
+        let dir = tempfile::tempdir().unwrap();
+        let (url, ca_pem, server) = tls_server(&["127.0.0.1"], 2);
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, ca_pem).unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "  Bearer s3cret-token \n").unwrap();
+        let access = NodeAccess {
+            ca_cert: Some(ca.clone()),
+            auth_file: Some(token),
+        };
+        let client = NodeClient::with_access(&url, &access).unwrap();
+        assert!(!client.is_unencrypted_remote());
+        assert!(!format!("{client:?}").contains("s3cret"), "the credentials never show");
+        assert_eq!(client.info().unwrap().hrp, "usd");
+        // The public roots do not know the proxy's CA: the error says what to pass.
+        let error = NodeClient::new(&url).unwrap().info().unwrap_err();
+        assert!(matches!(error, ClientError::Tls { .. }), "{error:?}");
+        let message = error.to_string();
+        assert!(message.contains(&url) && message.contains("--ca-cert"), "{message}");
+        let heads = server.join().unwrap();
+        assert!(heads[0].starts_with("GET /v1/info "), "{heads:?}");
+        assert!(
+            heads[0]
+                .to_ascii_lowercase()
+                .contains("\r\nauthorization: bearer s3cret-token\r\n"),
+            "{heads:?}"
+        );
+        assert!(heads[1].starts_with("failed"), "{heads:?}");
+    }
+
+    #[test]
+    fn a_certificate_for_another_host_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let (url, ca_pem, server) = tls_server(&["node.example"], 1);
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, ca_pem).unwrap();
+        let access = NodeAccess {
+            ca_cert: Some(ca),
+            auth_file: None,
+        };
+        let error = NodeClient::with_access(&url, &access).unwrap().info().unwrap_err();
+        server.join().unwrap();
+        assert!(error.to_string().contains("not for the host"), "{error}");
+    }
+
+    #[test]
+    fn access_files_are_checked_and_never_quoted() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, contents: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, contents).unwrap();
+            path
+        };
+        let auth = |path: PathBuf| {
+            let access = NodeAccess {
+                ca_cert: None,
+                auth_file: Some(path),
+            };
+            NodeClient::with_access("https://node.example", &access)
+                .unwrap_err()
+                .to_string()
+        };
+        let message = auth(file("two-lines", b"Bearer s3cret\nX-Other: s3cret"));
+        assert!(
+            message.contains("more than one line") && !message.contains("s3cret"),
+            "{message}"
+        );
+        let message = auth(file("large", &vec![b'a'; AUTH_FILE_BYTES_MAX as usize + 1]));
+        assert!(message.contains("larger than"), "{message}");
+        assert!(auth(file("empty", b" \n")).contains("is empty"));
+        assert!(auth(file("control", b"Bearer \x01s3cret")).contains("control characters"));
+        assert!(auth(dir.path().join("missing")).contains("could not open it"));
+        let access = NodeAccess {
+            ca_cert: Some(file("not-pem", b"hello")),
+            auth_file: None,
+        };
+        let message = NodeClient::with_access("https://node.example", &access)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("--ca-cert") && message.contains("no usable certificate"),
+            "{message}"
+        );
     }
 }

@@ -173,7 +173,7 @@ fn shield_pay_receive_pay_back_and_unshield_against_a_node() {
     let mut wallet = alice.load();
     let report = sync(&mut wallet, &node.client).unwrap();
     assert!(
-        report.notes_vanished.is_empty() && report.coins_vanished.is_empty(),
+        report.notes_missing.is_empty() && report.coins_missing.is_empty(),
         "{report:?}"
     );
     assert_eq!(wallet.confidential_balance().spendable, 150);

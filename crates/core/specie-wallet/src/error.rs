@@ -17,6 +17,28 @@ pub enum WalletError {
     #[error("the amount must be at least 1 (amounts are whole numbers of the currency's smallest unit)")]
     ZeroAmount,
 
+    #[error(
+        "the node at {url} serves currency {node_hrp:?}, but this wallet holds {wallet_hrp:?}: nothing was \
+         sent and nothing changed. Use a {wallet_hrp} node (--node URL), or another wallet for {node_hrp}"
+    )]
+    WrongCurrency {
+        url: String,
+        node_hrp: String,
+        wallet_hrp: String,
+    },
+
+    #[error(
+        "the node at {url} belongs to network {node_network}, but this wallet's money is on network \
+         {wallet_network} (another node or cluster of the same currency): nothing was sent and nothing \
+         changed. Use a node of network {wallet_network} (--node URL; `GET /v1/info` shows a node's \
+         network_id)"
+    )]
+    WrongNetwork {
+        url: String,
+        node_network: String,
+        wallet_network: String,
+    },
+
     #[error("{}", insufficient_message(*spendable, *pending_in, *needed, unit))]
     InsufficientFunds {
         spendable: u64,

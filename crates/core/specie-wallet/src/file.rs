@@ -10,10 +10,17 @@
 //! coin must point at a stored transaction (or be an import waiting for `sync`). The `spends`
 //! and `creates` lists of a pending transaction are derived from its bytes and written only for
 //! people reading the file; loading recomputes them.
+//!
+//! A wallet file may be encrypted under a passphrase (`crate::envelope`): [`WalletFile::load`]
+//! and [`WalletFile::save`] handle both kinds. What a file is, and the key that opens it, are
+//! recorded when a command loads (or creates) it, per path, and a save writes the same kind
+//! again: a wallet that was encrypted stays encrypted, without deriving its key a second time.
 
+use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use secp256k1::XOnlyPublicKey;
 use serde::{Deserialize, Serialize};
@@ -23,7 +30,9 @@ use specie_transaction::{Address, ConfidentialInput, OutPoint, Output, SpecieTra
 use thiserror::Error;
 
 use crate::anonymous_payment::AnonymousPaymentString;
+use crate::client::NodeAccess;
 use crate::confidential_payment::ConfidentialPaymentString;
+use crate::envelope::{self, KdfCost, OpenError, Passphrase, Seal, PASSPHRASE_ENV};
 use crate::exchange::ExchangeRecord;
 use crate::fastpay_file::FastpayRecord;
 use crate::notes::Note;
@@ -33,19 +42,28 @@ use specie_credential::{Credential, EnrolmentChallenge, Identity, RaPublicKey, T
 
 /// The `format` field of every wallet file.
 pub const WALLET_FORMAT: &str = "specie-wallet";
+/// What to do with a wallet file that does not load. Saves replace the file atomically, so a
+/// damaged one was damaged outside specie (a copy cut short, a full disk, an editor).
+const DAMAGED_ADVICE: &str = "nothing was changed. If it was cut short or edited, restore it from your backup: \
+     the node keeps only hashes, so your coins' data is only in wallet files";
+
 /// The version this code writes. 2 added Byzantine-mode accounts (`fastpay`, absent when the
 /// wallet has none) and the pending kinds `fastpay_funding` and `fastpay_redeem`; 3 added
 /// confidential notes (`notes`, `sent_confidential`, absent when empty) and the pending kinds
 /// `shield`, `confidential_payment` and `unshield`; 4 added the anonymous level (`identity`,
 /// `enrolling`, `anonymous_notes`, `sent_anonymous`, absent when empty) and the pending kinds
-/// `anonymise` and `anonymous_payment`.
-pub const WALLET_FORMAT_VERSION: u32 = 4;
+/// `anonymise` and `anonymous_payment`; 5 added the wallet's network (`network_id`) and the
+/// coin and note state `missing`.
+pub const WALLET_FORMAT_VERSION: u32 = 5;
 /// The oldest version this code reads: each version only added optional sections and pending
 /// kinds, so an older file loads as it is (with no notes) and is written back as the newest.
 pub const WALLET_FORMAT_VERSION_OLDEST: u32 = 1;
 /// A wallet file larger than this is refused before parsing (a million coins is ~400 MB of
 /// JSON; no real wallet is near this, and a damaged file must not exhaust memory).
 pub const WALLET_FILE_BYTES_MAX: u64 = 512 * 1024 * 1024;
+/// An encrypted wallet file larger than this is refused before reading: its ciphertext is the
+/// largest wallet, in hex, and the header is a few hundred bytes.
+pub const ENCRYPTED_WALLET_FILE_BYTES_MAX: u64 = 2 * WALLET_FILE_BYTES_MAX + 64 * 1024;
 
 /// Why a wallet file could not be read or written.
 #[derive(Debug, Error)]
@@ -63,10 +81,10 @@ pub enum FileError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} is not a usable specie wallet file: {reason}")]
+    #[error("{path} is not a usable specie wallet file ({reason}); {DAMAGED_ADVICE}")]
     Invalid { path: PathBuf, reason: String },
     /// The file parses, but what it holds does not add up.
-    #[error("{path} is not a usable specie wallet file: {problem}")]
+    #[error("{path} is not a usable specie wallet file ({problem}); {DAMAGED_ADVICE}")]
     Inconsistent {
         path: PathBuf,
         /// Boxed: the coin and transaction ids it names would make every `FileError` large.
@@ -83,6 +101,19 @@ pub enum FileError {
         version: u32,
         supported: u32,
     },
+    #[error(
+        "{path} is an encrypted wallet file and no passphrase was given: pass --passphrase-file FILE (a file \
+         holding the passphrase) or set the environment variable {PASSPHRASE_ENV}"
+    )]
+    PassphraseNeeded { path: PathBuf },
+    /// Wrong passphrase, or an altered file: authenticated encryption cannot tell which.
+    #[error(
+        "the passphrase does not open {path}: it is not this wallet's passphrase, or the file was altered; \
+         nothing was changed"
+    )]
+    WrongPassphrase { path: PathBuf },
+    #[error("{path} is already encrypted; nothing was changed")]
+    AlreadyEncrypted { path: PathBuf },
     #[error(
         "another command has been using the wallet {path} for {waited_ms} ms (it holds {lock}); \
          try again once it has finished"
@@ -141,7 +172,7 @@ pub enum WalletFileError {
     /// the opening is secret.
     #[error("note {txid}:{index} has an opening that does not decode or does not match its commitment")]
     BadNote { txid: Txid, index: u64 },
-    #[error("the payment string kept for confidential payment {txid} does not decode")]
+    #[error("the payment string kept for payment {txid} does not decode")]
     BadSentPayment { txid: Txid },
     /// The identity section: the error never carries the secret.
     #[error("its {what} does not decode or does not check out against the registration authority's key")]
@@ -230,6 +261,18 @@ pub struct WalletFile {
     /// The currency's bech32 human-readable part, e.g. `usd`.
     pub hrp: String,
     pub node_url: String,
+    /// A PEM file of the CA certificates to trust for an `https://` `node_url` instead of the
+    /// public roots (`create --ca-cert`). Absent when not given; older programs ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_ca_cert: Option<PathBuf>,
+    /// A file whose contents are the `Authorization` header of every request to `node_url`
+    /// (`create --node-auth-file`): the path, never the secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_auth_file: Option<PathBuf>,
+    /// The network the wallet's money is on (`network_id` at `/v1/info`, version 5): the wallet
+    /// refuses any node of another. Absent until the wallet holds something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_id: Option<String>,
     /// Present only in an issuer wallet: the key that signs mints and redeems.
     pub issuer: Option<IssuerRecord>,
     pub keys: Vec<KeyRecord>,
@@ -262,6 +305,19 @@ pub struct WalletFile {
     /// The payee's string of each pending anonymous payment (version 4).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sent_anonymous: Vec<SentConfidentialRecord>,
+    /// The payee's strings of confirmed payments, oldest first (version 5), so that a string
+    /// the terminal lost can be shown again (`specie wallet sent`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sent: Vec<SentRecord>,
+}
+
+/// A confirmed payment's string for its payee.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SentRecord {
+    pub txid: String,
+    pub confirmed_at_unix_s: u64,
+    /// `specie-pay1…`, `specie-cpay1…` or `specie-apay1…`: as secret as the payment.
+    pub payment_string: String,
 }
 
 /// The wallet's enrolled identity. `secret_seed` is as secret as a key: with it and the
@@ -347,8 +403,14 @@ pub struct CoinRecord {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StateRecord {
     Spendable,
-    PendingSpend { txid: String },
-    PendingReceive { txid: String },
+    PendingSpend {
+        txid: String,
+    },
+    PendingReceive {
+        txid: String,
+    },
+    /// Not at the node at the last sync (version 5): kept, not spendable.
+    Missing,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -452,6 +514,9 @@ impl WalletFile {
             version: WALLET_FORMAT_VERSION,
             hrp: wallet.hrp().to_owned(),
             node_url: wallet.node_url().to_owned(),
+            node_ca_cert: wallet.node_access().ca_cert.clone(),
+            node_auth_file: wallet.node_access().auth_file.clone(),
+            network_id: wallet.network_id().map(str::to_owned),
             issuer: wallet.issuer_secret().map(|secret| IssuerRecord {
                 secret_key: hex::encode(secret),
                 public_key: wallet.issuer_pubkey_hex().unwrap_or_default(),
@@ -516,6 +581,7 @@ impl WalletFile {
             enrolling: None,
             anonymous_notes: vec![],
             sent_anonymous: vec![],
+            sent: vec![],
             sent_confidential: wallet
                 .sent_confidential
                 .iter()
@@ -558,6 +624,13 @@ impl WalletFile {
                     payment_string: payment.encode(),
                 })
                 .collect(),
+            sent: (wallet.sent())
+                .map(|sent| SentRecord {
+                    txid: sent.txid.to_string(),
+                    confirmed_at_unix_s: sent.confirmed_at_unix_s,
+                    payment_string: sent.payment_string.clone(),
+                })
+                .collect(),
             ..self
         }
     }
@@ -570,6 +643,11 @@ impl WalletFile {
         }
         let mut wallet = Wallet::empty(&self.hrp)?;
         wallet.set_node_url(&self.node_url);
+        wallet.set_node_access(NodeAccess {
+            ca_cert: self.node_ca_cert.clone(),
+            auth_file: self.node_auth_file.clone(),
+        });
+        wallet.network_id = self.network_id.clone();
         self.restore_keys(&mut wallet)?;
         if let Some(record) = &self.fastpay {
             wallet.fastpay = Some(record.to_book()?);
@@ -666,6 +744,7 @@ impl WalletFile {
                 StateRecord::PendingReceive { txid } => CoinState::PendingReceive {
                     txid: txid_from(txid, "anonymous note state txid")?,
                 },
+                StateRecord::Missing => CoinState::Missing,
             };
             let note = crate::anonymous::AnonymousNote { payment, state };
             if wallet.anonymous_notes.insert(payment.outpoint(), note).is_some() {
@@ -680,6 +759,21 @@ impl WalletFile {
             let payment = AnonymousPaymentString::parse(&record.payment_string)
                 .map_err(|_| WalletFileError::BadSentPayment { txid })?;
             wallet.sent_anonymous.insert(txid, payment);
+        }
+        for record in self.sent.iter().rev().take(crate::SENT_KEPT_MAX).rev() {
+            let txid = txid_from(&record.txid, "sent payment txid")?;
+            let text = record.payment_string.as_str();
+            let decodes = crate::PaymentString::parse(text).is_ok()
+                || ConfidentialPaymentString::parse(text).is_ok()
+                || AnonymousPaymentString::parse(text).is_ok();
+            if !decodes {
+                return Err(WalletFileError::BadSentPayment { txid });
+            }
+            wallet.keep_sent(crate::SentPayment {
+                txid,
+                confirmed_at_unix_s: record.confirmed_at_unix_s,
+                payment_string: record.payment_string.clone(),
+            });
         }
         Ok(())
     }
@@ -699,40 +793,47 @@ impl WalletFile {
         Ok(())
     }
 
-    /// Reads and checks the wallet at `path`.
+    /// Reads and checks the wallet at `path`, opening it with the process's passphrase
+    /// ([`Passphrase::process`]) if it is encrypted.
     pub fn load(path: &Path) -> Result<Wallet, FileError> {
-        let io = |action: &'static str| {
-            move |source: std::io::Error| FileError::Io {
-                action,
-                path: path.to_owned(),
-                source,
-            }
-        };
-        let file = match fs::File::open(path) {
-            Ok(file) => file,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Err(FileError::NotFound { path: path.to_owned() })
-            }
-            Err(error) => return Err(io("open")(error)),
-        };
-        let bytes = file.metadata().map_err(io("inspect"))?.len();
-        if bytes > WALLET_FILE_BYTES_MAX {
-            return Err(FileError::Invalid {
-                path: path.to_owned(),
-                reason: format!("it is {bytes} bytes, more than the {WALLET_FILE_BYTES_MAX} a wallet may be"),
-            });
-        }
-        let text = fs::read(path).map_err(io("read"))?;
+        Self::load_with(path, Passphrase::process())
+    }
+
+    /// Reads and checks the wallet at `path`, opening it with `passphrase` if it is encrypted
+    /// (and refusing it, if none is given). Records what the file is for later saves.
+    pub fn load_with(path: &Path, passphrase: Option<&Passphrase>) -> Result<Wallet, FileError> {
+        let (wallet, state) = Self::open(path, &read_bounded(path)?, passphrase)?;
+        remember(path, state);
+        Ok(wallet)
+    }
+
+    /// The wallet in `bytes` (the file at `path`), checked, and what the file is.
+    fn open(path: &Path, bytes: &[u8], passphrase: Option<&Passphrase>) -> Result<(Wallet, FileState), FileError> {
         let invalid = |reason: String| FileError::Invalid {
             path: path.to_owned(),
             reason,
         };
+        let decrypted;
+        let (plaintext, seal) = if envelope::is_envelope(bytes) {
+            let passphrase = passphrase.ok_or_else(|| FileError::PassphraseNeeded { path: path.to_owned() })?;
+            let (seal, opened) = Seal::open(bytes, passphrase).map_err(|error| open_error(path, error))?;
+            decrypted = opened;
+            (&decrypted[..], Some(seal))
+        } else {
+            (bytes, None)
+        };
+        if plaintext.len() as u64 > WALLET_FILE_BYTES_MAX {
+            return Err(invalid(format!(
+                "it is {} bytes, more than the {WALLET_FILE_BYTES_MAX} a wallet may be",
+                plaintext.len()
+            )));
+        }
         // Check the version before the full shape, so that a future format gets a clear message.
         #[derive(Deserialize)]
         struct Header {
             version: u32,
         }
-        let header: Header = serde_json::from_slice(&text).map_err(|error| invalid(error.to_string()))?;
+        let header: Header = serde_json::from_slice(plaintext).map_err(|error| invalid(error.to_string()))?;
         if !(WALLET_FORMAT_VERSION_OLDEST..=WALLET_FORMAT_VERSION).contains(&header.version) {
             return Err(FileError::UnsupportedVersion {
                 path: path.to_owned(),
@@ -740,26 +841,181 @@ impl WalletFile {
                 supported: WALLET_FORMAT_VERSION,
             });
         }
-        let document: WalletFile = serde_json::from_slice(&text).map_err(|error| invalid(error.to_string()))?;
-        document.into_wallet().map_err(|problem| FileError::Inconsistent {
+        let document: WalletFile = serde_json::from_slice(plaintext).map_err(|error| invalid(error.to_string()))?;
+        let state = FileState { seal };
+        let wallet = document.into_wallet().map_err(|problem| FileError::Inconsistent {
             path: path.to_owned(),
             problem: Box::new(problem),
-        })
+        })?;
+        Ok((wallet, state))
     }
 
     /// Writes a new wallet file; fails if `path` exists (even if it appears between the check
     /// and the write: the final step is an atomic no-clobber rename).
     pub fn create(path: &Path, wallet: &Wallet) -> Result<(), FileError> {
+        Self::create_with(path, wallet, None)
+    }
+
+    /// [`WalletFile::create`], encrypting the file under `passphrase` if one is given.
+    pub fn create_with(path: &Path, wallet: &Wallet, passphrase: Option<&Passphrase>) -> Result<(), FileError> {
+        Self::create_at_cost(path, wallet, passphrase, KdfCost::DEFAULT)
+    }
+
+    fn create_at_cost(
+        path: &Path,
+        wallet: &Wallet,
+        passphrase: Option<&Passphrase>,
+        cost: KdfCost,
+    ) -> Result<(), FileError> {
         if path.exists() {
             return Err(FileError::Exists { path: path.to_owned() });
         }
-        write_atomically(path, &WalletFile::from_wallet(wallet), false)
+        let seal = passphrase
+            .map(|passphrase| Seal::new(passphrase, cost))
+            .transpose()
+            .map_err(|error| open_error(path, error))?;
+        let state = FileState { seal };
+        write_state(path, wallet, &state, false)?;
+        remember(path, state);
+        Ok(())
     }
 
-    /// Replaces the wallet file at `path` with `wallet`, atomically.
+    /// Replaces the wallet file at `path` with `wallet`, atomically, as the same kind of file it
+    /// was when loaded: encrypted under the same key, or in clear. For a path this process has
+    /// not loaded, the file there decides (opened with the process's passphrase if encrypted).
     pub fn save(path: &Path, wallet: &Wallet) -> Result<(), FileError> {
-        write_atomically(path, &WalletFile::from_wallet(wallet), true)
+        let state = match remembered(path) {
+            Some(state) => state,
+            None => Self::state_on_disk(path, Passphrase::process())?,
+        };
+        write_state(path, wallet, &state, true)
     }
+
+    /// What the file at `path` is, for a save: nothing there, or a damaged file in clear, is
+    /// overwritten in clear; an encrypted one must open with `passphrase`.
+    fn state_on_disk(path: &Path, passphrase: Option<&Passphrase>) -> Result<FileState, FileError> {
+        let bytes = match read_bounded(path) {
+            Ok(bytes) => bytes,
+            Err(FileError::NotFound { .. }) => return Ok(FileState::default()),
+            Err(error) => return Err(error),
+        };
+        match Self::open(path, &bytes, passphrase) {
+            Ok((_, state)) => Ok(state),
+            Err(error) if envelope::is_envelope(&bytes) => Err(error),
+            Err(_) => Ok(FileState::default()),
+        }
+    }
+
+    /// Encrypts the wallet file at `path` (in clear) under `passphrase`, atomically: it is
+    /// checked as [`WalletFile::load`] checks it, then its exact contents are sealed into a file
+    /// beside it that is renamed over it, so a crash leaves one or the other, whole.
+    pub fn encrypt(path: &Path, passphrase: &Passphrase) -> Result<(), FileError> {
+        Self::encrypt_at_cost(path, passphrase, KdfCost::DEFAULT)
+    }
+
+    fn encrypt_at_cost(path: &Path, passphrase: &Passphrase, cost: KdfCost) -> Result<(), FileError> {
+        let bytes = read_bounded(path)?;
+        if envelope::is_envelope(&bytes) {
+            return Err(FileError::AlreadyEncrypted { path: path.to_owned() });
+        }
+        let (_, mut state) = Self::open(path, &bytes, None)?;
+        let seal = Seal::new(passphrase, cost).map_err(|error| open_error(path, error))?;
+        let sealed = seal.seal(&bytes).map_err(|error| open_error(path, error))?;
+        write_file_atomically(path, &sealed, true)?;
+        state.seal = Some(seal);
+        remember(path, state);
+        Ok(())
+    }
+
+    /// Whether the wallet file at `path` is encrypted (false if there is none).
+    pub fn is_encrypted(path: &Path) -> Result<bool, FileError> {
+        match read_bounded(path) {
+            Ok(bytes) => Ok(envelope::is_envelope(&bytes)),
+            Err(FileError::NotFound { .. }) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// What a wallet file is, beyond the wallet: whether (and under which key) it is encrypted.
+#[derive(Clone, Debug, Default)]
+struct FileState {
+    seal: Option<Seal>,
+}
+
+/// What each wallet file this process loaded or created is, by absolute path.
+static FILE_STATES: Mutex<BTreeMap<PathBuf, FileState>> = Mutex::new(BTreeMap::new());
+
+fn state_key(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+fn remember(path: &Path, state: FileState) {
+    let mut states = FILE_STATES.lock().unwrap_or_else(PoisonError::into_inner);
+    states.insert(state_key(path), state);
+}
+
+fn remembered(path: &Path) -> Option<FileState> {
+    let states = FILE_STATES.lock().unwrap_or_else(PoisonError::into_inner);
+    states.get(&state_key(path)).cloned()
+}
+
+/// The file at `path`, refused unread if it is larger than any wallet file may be.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, FileError> {
+    let io = |action: &'static str| {
+        move |source: std::io::Error| FileError::Io {
+            action,
+            path: path.to_owned(),
+            source,
+        }
+    };
+    let file = match fs::File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(FileError::NotFound { path: path.to_owned() })
+        }
+        Err(error) => return Err(io("open")(error)),
+    };
+    let too_large = |bytes: u64| FileError::Invalid {
+        path: path.to_owned(),
+        reason: format!(
+            "it is {bytes} bytes or more, more than the {ENCRYPTED_WALLET_FILE_BYTES_MAX} a wallet file may be"
+        ),
+    };
+    let bytes = file.metadata().map_err(io("inspect"))?.len();
+    if bytes > ENCRYPTED_WALLET_FILE_BYTES_MAX {
+        return Err(too_large(bytes));
+    }
+    let mut contents = Vec::with_capacity(bytes as usize);
+    // The length may have changed since: read no more than allowed whatever it says now.
+    file.take(ENCRYPTED_WALLET_FILE_BYTES_MAX + 1)
+        .read_to_end(&mut contents)
+        .map_err(io("read"))?;
+    if contents.len() as u64 > ENCRYPTED_WALLET_FILE_BYTES_MAX {
+        return Err(too_large(contents.len() as u64));
+    }
+    Ok(contents)
+}
+
+fn open_error(path: &Path, error: OpenError) -> FileError {
+    match error {
+        OpenError::NotOpened => FileError::WrongPassphrase { path: path.to_owned() },
+        OpenError::UnsupportedVersion(_) | OpenError::Invalid(_) => FileError::Invalid {
+            path: path.to_owned(),
+            reason: format!("its encryption envelope is not usable: {error}"),
+        },
+    }
+}
+
+/// Writes `wallet` to `path` as the kind of file `state` says.
+fn write_state(path: &Path, wallet: &Wallet, state: &FileState, replace: bool) -> Result<(), FileError> {
+    let document = WalletFile::from_wallet(wallet);
+    let Some(seal) = &state.seal else {
+        return write_atomically(path, &document, replace);
+    };
+    let json = zeroize::Zeroizing::new(document_json(path, &document)?);
+    let sealed = seal.seal(&json).map_err(|error| open_error(path, error))?;
+    write_file_atomically(path, &sealed, replace)
 }
 
 impl PendingRecord {
@@ -855,6 +1111,7 @@ impl CoinRecord {
             StateRecord::PendingReceive { txid } => CoinState::PendingReceive {
                 txid: txid_from(txid, "coin state txid")?,
             },
+            StateRecord::Missing => CoinState::Missing,
         };
         Ok(Coin {
             outpoint,
@@ -870,6 +1127,7 @@ fn state_record(state: CoinState) -> StateRecord {
         CoinState::Spendable => StateRecord::Spendable,
         CoinState::PendingSpend { txid } => StateRecord::PendingSpend { txid: txid.to_string() },
         CoinState::PendingReceive { txid } => StateRecord::PendingReceive { txid: txid.to_string() },
+        CoinState::Missing => StateRecord::Missing,
     }
 }
 
@@ -965,19 +1223,25 @@ impl NoteRecord {
             StateRecord::PendingReceive { txid } => CoinState::PendingReceive {
                 txid: txid_from(txid, "note state txid")?,
             },
+            StateRecord::Missing => CoinState::Missing,
         };
         Ok(Note { input, opening, state })
     }
 }
 
 fn write_atomically(path: &Path, document: &WalletFile, replace: bool) -> Result<(), FileError> {
+    write_file_atomically(path, &document_json(path, document)?, replace)
+}
+
+/// The file's text for `document`: pretty JSON and a final line break.
+fn document_json(path: &Path, document: &WalletFile) -> Result<Vec<u8>, FileError> {
     let mut json = serde_json::to_vec_pretty(document).map_err(|error| FileError::Io {
         action: "serialize",
         path: path.to_owned(),
         source: std::io::Error::other(error),
     })?;
     json.push(b'\n');
-    write_file_atomically(path, &json, replace)
+    Ok(json)
 }
 
 /// Writes `bytes` to `path` so that a crash leaves either the old file or the new one, whole:
@@ -1158,12 +1422,205 @@ mod tests {
             matches!(&error, FileError::Inconsistent { problem, .. } if matches!(**problem, WalletFileError::DuplicateCoin { .. })),
             "{error:?}"
         );
-        assert!(error.to_string().ends_with("appears twice"), "{error}");
+        assert!(
+            error.to_string().contains("appears twice); nothing was changed"),
+            "{error}"
+        );
 
         let mut document = WalletFile::from_wallet(&wallet);
         document.keys[0].secret_key = "zz".into();
         fs::write(&path, serde_json::to_vec(&document).unwrap()).unwrap();
         let message = WalletFile::load(&path).unwrap_err().to_string();
-        assert!(message.ends_with("secret key 0 \"zz\" is not hex"), "{message}");
+        assert!(
+            message.contains("secret key 0 \"zz\" is not hex); nothing was changed"),
+            "{message}"
+        );
+    }
+
+    fn passphrase(text: &str) -> Passphrase {
+        Passphrase::new(text.as_bytes().to_vec(), "a test").unwrap()
+    }
+
+    /// The secret keys of `wallet`, as the file in clear spells them.
+    fn secrets(wallet: &Wallet) -> Vec<String> {
+        let document = WalletFile::from_wallet(wallet);
+        let mut secrets: Vec<String> = document.keys.iter().map(|key| key.secret_key.clone()).collect();
+        secrets.extend(document.issuer.map(|issuer| issuer.secret_key));
+        secrets
+    }
+
+    #[test]
+    fn encrypted_wallets_round_trip_and_stay_encrypted() {
+        let mut rng = rng(23);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wallet.json");
+        let mut wallet = funded_wallet(&[40, 2], &mut rng);
+        let pass = passphrase("correct horse battery staple");
+        let cost = crate::envelope::tests::TEST_COST;
+        WalletFile::create_at_cost(&path, &wallet, Some(&pass), cost).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.contains(crate::ENCRYPTED_WALLET_FORMAT), "{text}");
+        for secret in secrets(&wallet) {
+            assert!(!text.contains(&secret), "a secret key is in clear");
+        }
+        assert!(WalletFile::is_encrypted(&path).unwrap());
+
+        let loaded = WalletFile::load_with(&path, Some(&pass)).unwrap();
+        assert_eq!(loaded.balance(), wallet.balance());
+        assert_eq!(loaded.addresses(), wallet.addresses());
+        // A save keeps it encrypted, under the same salt, with a new nonce.
+        wallet.new_address(&mut rng).unwrap();
+        WalletFile::save(&path, &wallet).unwrap();
+        let saved = fs::read_to_string(&path).unwrap();
+        let header = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+        assert_eq!(header(&saved)["kdf"], header(&text)["kdf"]);
+        assert_ne!(header(&saved)["nonce"], header(&text)["nonce"]);
+        let reloaded = WalletFile::load_with(&path, Some(&pass)).unwrap();
+        assert_eq!(reloaded.addresses(), wallet.addresses());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn encrypted_wallets_do_not_open_without_their_passphrase() {
+        let mut rng = rng(24);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wallet.json");
+        let wallet = funded_wallet(&[7], &mut rng);
+        let cost = crate::envelope::tests::TEST_COST;
+        WalletFile::create_at_cost(&path, &wallet, Some(&passphrase("right")), cost).unwrap();
+        let before = fs::read(&path).unwrap();
+
+        let error = WalletFile::load_with(&path, None).unwrap_err();
+        assert!(matches!(error, FileError::PassphraseNeeded { .. }), "{error:?}");
+        let message = error.to_string();
+        assert!(
+            message.contains("--passphrase-file") && message.contains(PASSPHRASE_ENV),
+            "{message}"
+        );
+
+        let error = WalletFile::load_with(&path, Some(&passphrase("wrong"))).unwrap_err();
+        assert!(matches!(error, FileError::WrongPassphrase { .. }), "{error:?}");
+        assert!(error.to_string().contains("nothing was changed"), "{error}");
+
+        // An altered ciphertext reads as a wrong passphrase: the cipher cannot tell them apart.
+        let mut envelope: serde_json::Value = serde_json::from_slice(&before).unwrap();
+        let mut ciphertext = hex::decode(envelope["ciphertext"].as_str().unwrap()).unwrap();
+        ciphertext[10] ^= 0x40;
+        envelope["ciphertext"] = hex::encode(ciphertext).into();
+        let altered = dir.path().join("altered.json");
+        fs::write(&altered, serde_json::to_vec(&envelope).unwrap()).unwrap();
+        assert!(matches!(
+            WalletFile::load_with(&altered, Some(&passphrase("right"))),
+            Err(FileError::WrongPassphrase { .. })
+        ));
+        // A header asking for too much memory is refused before anything is allocated.
+        envelope["kdf"]["memory_kib"] = (crate::envelope::MEMORY_KIB_MAX * 4).into();
+        fs::write(&altered, serde_json::to_vec(&envelope).unwrap()).unwrap();
+        let error = WalletFile::load_with(&altered, Some(&passphrase("right"))).unwrap_err();
+        assert!(
+            matches!(&error, FileError::Invalid { reason, .. } if reason.contains("KiB of memory")),
+            "{error:?}"
+        );
+
+        // A process that did not load it cannot save over it without the passphrase.
+        let other = dir.path().join("other.json");
+        fs::copy(&path, &other).unwrap();
+        assert!(matches!(
+            WalletFile::save(&other, &wallet),
+            Err(FileError::PassphraseNeeded { .. }) | Err(FileError::WrongPassphrase { .. })
+        ));
+        assert_eq!(fs::read(&other).unwrap(), before, "nothing changed");
+        assert_eq!(fs::read(&path).unwrap(), before, "nothing changed");
+    }
+
+    #[test]
+    fn encrypting_a_wallet_in_clear_keeps_its_contents() {
+        let mut rng = rng(25);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wallet.json");
+        let wallet = funded_wallet(&[3, 4], &mut rng);
+        WalletFile::create(&path, &wallet).unwrap();
+        assert!(!WalletFile::is_encrypted(&path).unwrap());
+        let clear = fs::read(&path).unwrap();
+        let pass = passphrase("p");
+        let cost = crate::envelope::tests::TEST_COST;
+        WalletFile::encrypt_at_cost(&path, &pass, cost).unwrap();
+        assert!(WalletFile::is_encrypted(&path).unwrap());
+        assert!(matches!(
+            WalletFile::encrypt_at_cost(&path, &pass, cost),
+            Err(FileError::AlreadyEncrypted { .. })
+        ));
+        let (_, opened) = Seal::open(&fs::read(&path).unwrap(), &pass).unwrap();
+        assert_eq!(&opened[..], &clear[..], "the exact file, sealed");
+        assert_eq!(
+            WalletFile::load_with(&path, Some(&pass)).unwrap().balance(),
+            wallet.balance()
+        );
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        // Files that are not wallets are not encrypted.
+        let junk = dir.path().join("junk.json");
+        fs::write(&junk, "{not json").unwrap();
+        assert!(matches!(
+            WalletFile::encrypt_at_cost(&junk, &pass, cost),
+            Err(FileError::Invalid { .. })
+        ));
+        assert_eq!(fs::read(&junk).unwrap(), b"{not json");
+    }
+
+    #[test]
+    fn node_settings_are_kept_beside_the_node_url() {
+        let mut rng = rng(26);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wallet.json");
+        let mut wallet = Wallet::new("usd", false, &mut rng).unwrap();
+        wallet.set_node_url("https://node.example:8443");
+        let access = NodeAccess {
+            ca_cert: Some(PathBuf::from("/etc/specie/proxy-ca.pem")),
+            auth_file: Some(PathBuf::from("/etc/specie/node.token")),
+        };
+        wallet.set_node_access(access.clone());
+        WalletFile::create_with(&path, &wallet, None).unwrap();
+        let document: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        assert_eq!(document["node_ca_cert"], "/etc/specie/proxy-ca.pem");
+        assert_eq!(document["node_auth_file"], "/etc/specie/node.token");
+        let mut loaded = WalletFile::load(&path).unwrap();
+        assert_eq!(loaded.node_access(), &access);
+        // A save writes them back.
+        loaded.new_address(&mut rng).unwrap();
+        WalletFile::save(&path, &loaded).unwrap();
+        let again: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        assert_eq!(again["node_ca_cert"], document["node_ca_cert"]);
+        assert_eq!(again["node_auth_file"], document["node_auth_file"]);
+        // Absent when not given.
+        let plain = dir.path().join("plain.json");
+        wallet.set_node_access(NodeAccess::default());
+        WalletFile::create(&plain, &wallet).unwrap();
+        let text = fs::read_to_string(&plain).unwrap();
+        assert!(
+            !text.contains("node_ca_cert") && !text.contains("node_auth_file"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn oversized_files_are_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge.json");
+        let file = fs::File::create(&path).unwrap();
+        file.set_len(ENCRYPTED_WALLET_FILE_BYTES_MAX + 1).unwrap();
+        let error = WalletFile::load(&path).unwrap_err();
+        assert!(
+            matches!(&error, FileError::Invalid { reason, .. } if reason.contains("more than")),
+            "{error:?}"
+        );
+        // A file in clear may not be as large as an encrypted one.
+        file.set_len(WALLET_FILE_BYTES_MAX + 1).unwrap();
+        let error = WalletFile::load(&path).unwrap_err();
+        assert!(matches!(&error, FileError::Invalid { .. }), "{error:?}");
     }
 }

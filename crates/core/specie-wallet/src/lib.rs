@@ -11,20 +11,24 @@
 //!   issuer mints and redeems, and applies outcomes ([`Wallet::on_confirmed`],
 //!   [`Wallet::on_rejected`]).
 //! * [`WalletFile`] persists it as JSON, atomically (temp file, fsync, rename), mode 0600, and
-//!   never overwrites an existing wallet on create.
+//!   never overwrites an existing wallet on create; optionally encrypted under a [`Passphrase`]
+//!   (Argon2id and XChaCha20-Poly1305, `envelope`).
 //! * [`PaymentString`] (`specie-pay1…`) carries the output preimages from sender to recipient
 //!   (§3.7: the recipient cannot discover them from the ledger).
 //! * Confidential notes ([`Note`], docs/privacy.md): shield coins into notes, pay from notes
 //!   with a [`ConfidentialPaymentString`] (`specie-cpay1…`) for the payee, unshield.
 //! * Byzantine-mode (FastPay) accounts live in the same file ([`FastpayBook`]): their keys,
 //!   the signed order not yet certified (saved before it is sent), certificates and fundings.
-//! * [`NodeClient`] speaks the node's HTTP API (`docs/api.md`); [`sync()`] resolves pending
-//!   transactions by asking which UHS ids exist, resubmitting where that is safe.
+//! * [`NodeClient`] speaks the node's HTTP API (`docs/api.md`), over HTTPS too, with the
+//!   [`NodeAccess`] a wallet keeps (a private CA, an `Authorization` header); [`sync()`]
+//!   resolves pending transactions by asking which UHS ids exist, resubmitting where that is
+//!   safe.
 
 mod anonymous;
 mod anonymous_payment;
 mod client;
 mod confidential_payment;
+mod envelope;
 mod error;
 pub mod exchange;
 mod fastpay;
@@ -52,9 +56,16 @@ pub use anonymous::{receive_anonymous, AnonymousNote, AnonymousPayment, Anonymou
 pub use anonymous_payment::{
     AnonymousPaymentString, AnonymousPaymentStringError, ANONYMOUS_PAYMENT_CHARS, ANONYMOUS_PAYMENT_PREFIX,
 };
-pub use client::{BadSubmitResult, ClientError, Ledger, NodeClient, NodeInfo, SubmitResult, SubmitStatus};
+pub use client::{
+    BadSubmitResult, ClientError, Ledger, NodeAccess, NodeClient, NodeInfo, SubmitResult, SubmitStatus,
+    AUTH_FILE_BYTES_MAX, CA_FILE_BYTES_MAX,
+};
 pub use confidential_payment::{
     ConfidentialPaymentString, ConfidentialPaymentStringError, CONFIDENTIAL_PAYMENT_CHARS, CONFIDENTIAL_PAYMENT_PREFIX,
+};
+pub use envelope::{
+    Passphrase, PassphraseError, ENCRYPTED_WALLET_FORMAT, ENCRYPTED_WALLET_VERSION, PASSPHRASE_ENV,
+    PASSPHRASE_FILE_BYTES_MAX,
 };
 pub use error::WalletError;
 pub use fastpay::{
@@ -62,7 +73,8 @@ pub use fastpay::{
     FASTPAY_ACCOUNTS_MAX,
 };
 pub use file::{
-    write_file_atomically, FileError, WalletFile, WalletFileError, WalletLock, WALLET_FORMAT, WALLET_FORMAT_VERSION,
+    write_file_atomically, FileError, WalletFile, WalletFileError, WalletLock, ENCRYPTED_WALLET_FILE_BYTES_MAX,
+    WALLET_FORMAT, WALLET_FORMAT_VERSION,
 };
 pub use notes::{
     parse_auditors, receive_confidential, ConfidentialPayment, Note, ReceivedNote, Shielded, Unshielded,
@@ -72,6 +84,6 @@ pub use payment::{PaidOutput, PaymentString, PaymentStringError, PAYMENT_STRING_
 pub use select::{select_coins, Selection, SelectionError};
 pub use sync::{settle, sync, Outcome, SyncError, SyncReport};
 pub use wallet::{
-    Balance, Coin, CoinState, Imported, Minted, Payment, PendingKind, PendingTx, Redeemed, Settled, Wallet,
-    DEFAULT_NODE_URL, PENDING_TRANSACTIONS_MAX,
+    Balance, Coin, CoinState, Imported, Minted, Payment, PendingKind, PendingTx, Redeemed, SentPayment, Settled,
+    Wallet, DEFAULT_NODE_URL, PENDING_TRANSACTIONS_MAX, SENT_KEPT_MAX,
 };

@@ -389,10 +389,10 @@ impl Wallet {
         })
     }
 
-    /// Removes spendable notes the node no longer holds (spent from another copy of this
-    /// wallet). Returns the value removed.
-    pub fn forget_notes(&mut self, outpoints: &[OutPoint]) -> u64 {
-        forget_spendable(&mut self.notes, outpoints)
+    /// Marks missing the spendable notes the node no longer holds (spent from another copy of
+    /// this wallet); a later `sync` restores any the node shows again. Returns their value.
+    pub fn mark_missing_notes(&mut self, outpoints: &[OutPoint]) -> u64 {
+        mark_missing(&mut self.notes, outpoints)
     }
 }
 
@@ -401,6 +401,18 @@ pub(crate) trait HeldNote {
     fn value(&self) -> u64;
     fn state(&self) -> CoinState;
     fn set_state(&mut self, state: CoinState);
+}
+
+impl HeldNote for crate::wallet::Coin {
+    fn value(&self) -> u64 {
+        self.output.value
+    }
+    fn state(&self) -> CoinState {
+        self.state
+    }
+    fn set_state(&mut self, state: CoinState) {
+        self.state = state;
+    }
 }
 
 impl HeldNote for Note {
@@ -423,6 +435,7 @@ pub(crate) fn balance_of<'a, N: HeldNote + 'a>(notes: impl Iterator<Item = &'a N
             CoinState::Spendable => &mut balance.spendable,
             CoinState::PendingSpend { .. } => &mut balance.pending_out,
             CoinState::PendingReceive { .. } => &mut balance.pending_in,
+            CoinState::Missing => &mut balance.missing,
         };
         *bucket = bucket.saturating_add(note.value());
     }
@@ -460,17 +473,31 @@ pub(crate) fn settle<N: HeldNote>(
 }
 
 /// Removes the spendable notes at `outpoints` (the node no longer holds them). Returns the value removed.
-pub(crate) fn forget_spendable<N: HeldNote>(notes: &mut BTreeMap<OutPoint, N>, outpoints: &[OutPoint]) -> u64 {
-    let mut removed = 0u64;
+/// Marks the spendable ones of `outpoints` missing ([`CoinState::Missing`]); returns their value.
+pub(crate) fn mark_missing<N: HeldNote>(held: &mut BTreeMap<OutPoint, N>, outpoints: &[OutPoint]) -> u64 {
+    let mut marked = 0u64;
     for outpoint in outpoints {
-        if notes
-            .get(outpoint)
-            .is_some_and(|note| note.state() == CoinState::Spendable)
+        if let Some(note) = held
+            .get_mut(outpoint)
+            .filter(|note| note.state() == CoinState::Spendable)
         {
-            removed = removed.saturating_add(notes.remove(outpoint).map_or(0, |note| note.value()));
+            note.set_state(CoinState::Missing);
+            marked = marked.saturating_add(note.value());
         }
     }
-    removed
+    marked
+}
+
+/// Makes the missing ones of `outpoints` spendable again; returns their value.
+pub(crate) fn restore_missing<N: HeldNote>(held: &mut BTreeMap<OutPoint, N>, outpoints: &[OutPoint]) -> u64 {
+    let mut restored = 0u64;
+    for outpoint in outpoints {
+        if let Some(note) = held.get_mut(outpoint).filter(|note| note.state() == CoinState::Missing) {
+            note.set_state(CoinState::Spendable);
+            restored = restored.saturating_add(note.value());
+        }
+    }
+    restored
 }
 
 #[cfg(test)]

@@ -165,14 +165,70 @@ fn sync_sees_inputs_spent_by_a_copy_of_the_wallet() {
     let (winner, won) = copy.build_payment(&to, 100, &mut rng).unwrap();
     assert_eq!(submit_one(&ledger, &winner), SubmitStatus::Confirmed);
     copy.on_confirmed(&won.txid).unwrap();
+    alice.accept_node();
     let report = sync(&mut alice, &ledger).unwrap();
     assert!(matches!(report.outcomes[..], [(_, Outcome::Conflicted { settled })] if settled.spent == 100));
-    assert_eq!(alice.balance(), Default::default());
+    // Kept, never selected: the copy's spend is the node's word, which only the user can accept.
+    assert_eq!(
+        alice.balance(),
+        crate::Balance {
+            missing: 100,
+            ..Default::default()
+        }
+    );
+    assert!(alice.coins().all(|coin| coin.state == CoinState::Missing));
+    assert_eq!(alice.forget_missing(), (1, 100));
     assert!(alice.coins().next().is_none());
 }
 
+/// A node that does not hold the wallet's coins (another node of the same currency, asked before
+/// the wallet knew its network) makes `sync` mark them missing, never delete them; the right
+/// node's `sync` restores them, and they pay again.
 #[test]
-fn sync_forgets_spendable_coins_that_vanished_and_confirms_imports() {
+fn coins_a_wrong_node_does_not_hold_are_marked_and_restored_by_the_right_one() {
+    let (issuer, ledger, mut alice, mut rng) = world(500, 37);
+    let empty = MemoryLedger::new(vec![issuer.issuer_pubkey().unwrap().serialize()]);
+    alice.accept_node();
+    let report = sync(&mut alice, &empty).unwrap();
+    assert_eq!(report.coins_missing.len(), 1, "{report:?}");
+    assert_eq!((alice.balance().spendable, alice.balance().missing), (0, 500));
+    let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+    assert!(
+        alice.build_payment(&to, 10, &mut rng).is_err(),
+        "a missing coin is never selected"
+    );
+    // Asking the empty node again changes nothing; the right node restores the coin.
+    assert!(sync(&mut alice, &empty).unwrap().restored.is_empty());
+    let report = sync(&mut alice, &ledger).unwrap();
+    assert_eq!(report.restored.iter().map(|(_, value)| value).sum::<u64>(), 500);
+    assert_eq!(alice.balance().spendable, 500);
+    let (tx, _) = alice.build_payment(&to, 10, &mut rng).unwrap();
+    assert_eq!(submit_one(&ledger, &tx), SubmitStatus::Confirmed);
+}
+
+/// A wallet talks only to nodes of its currency, and once it holds money only to its network.
+#[test]
+fn a_wallet_refuses_another_currency_or_network() {
+    let (_issuer, _ledger, mut alice, mut rng) = world(100, 38);
+    let url = "http://127.0.0.1:1";
+    let error = alice.check_network(url, "eur", Some("aa")).unwrap_err().to_string();
+    assert!(
+        error.contains("eur") && error.contains("usd") && error.contains(url),
+        "{error}"
+    );
+    alice.check_network(url, "usd", Some("aa")).unwrap();
+    assert_eq!(alice.network_id(), Some("aa"), "remembered: the wallet holds money");
+    let error = alice.check_network(url, "usd", Some("bb")).unwrap_err().to_string();
+    assert!(error.contains("aa") && error.contains("bb"), "{error}");
+    // An empty wallet remembers nothing yet: its first node may be a mistyped one.
+    let mut empty = Wallet::new("usd", false, &mut rng).unwrap();
+    empty.check_network(url, "usd", Some("bb")).unwrap();
+    assert_eq!(empty.network_id(), None);
+    empty.check_network(url, "usd", Some("aa")).unwrap();
+}
+
+#[test]
+fn sync_marks_missing_the_coins_that_vanished_and_confirms_imports() {
     let (_issuer, ledger, mut alice, mut rng) = world(100, 35);
     let mut copy = alice.clone();
     let mut bob = Wallet::new("usd", false, &mut rng).unwrap();
@@ -183,9 +239,23 @@ fn sync_forgets_spendable_coins_that_vanished_and_confirms_imports() {
     bob.import_payment(&payment.payment_string, &[]).unwrap();
     assert_eq!(bob.balance().pending_in, 100);
     assert_eq!(submit_one(&ledger, &tx), SubmitStatus::Confirmed);
-    let report = sync(&mut alice, &ledger).unwrap();
-    assert_eq!(report.coins_vanished.len(), 1);
-    assert_eq!(alice.balance().spendable, 0);
+    // Alice's only coin is gone: the node holds none of hers, which she takes for a stranger
+    // until she knows her network or vouches for the node.
+    assert!(matches!(
+        sync(&mut alice, &ledger),
+        Err(crate::SyncError::Stranger {
+            coins: 1,
+            value: 100,
+            ..
+        })
+    ));
+    assert_eq!(alice.balance().spendable, 100, "nothing changed");
+    alice.check_network("http://node", "usd", Some("aa")).unwrap();
+    let mut saved = crate::WalletFile::from_wallet(&alice).into_wallet().unwrap();
+    assert_eq!(saved.network_id(), Some("aa"));
+    let report = sync(&mut saved, &ledger).unwrap();
+    assert_eq!(report.coins_missing.len(), 1);
+    assert_eq!((saved.balance().spendable, saved.balance().missing), (0, 100));
     let report = sync(&mut bob, &ledger).unwrap();
     assert_eq!(report.imports_confirmed, 100);
     assert_eq!(bob.balance().spendable, 100);
@@ -310,4 +380,32 @@ proptest! {
         prop_assert_eq!(ledger_total(&ledger, &[&wallets[0], &wallets[1]]), 1000);
         prop_assert_eq!(ledger.uhs.borrow().len(), wallets[0].coins().count() + wallets[1].coins().count() + 1);
     }
+}
+
+/// The payee cannot receive without the payment string, so a confirmed payment's string stays in
+/// the wallet (and its file) to be shown again: a terminal that lost it loses no money.
+#[test]
+fn a_confirmed_payments_string_is_kept_to_be_shown_again() {
+    let (_issuer, ledger, mut alice, mut rng) = world(100, 39);
+    let mut bob = Wallet::new("usd", false, &mut rng).unwrap();
+    let (tx, payment) = alice
+        .build_payment(&bob.latest_address().unwrap(), 60, &mut rng)
+        .unwrap();
+    assert_eq!(alice.sent().count(), 0, "not before it is confirmed");
+    assert_eq!(submit_one(&ledger, &tx), SubmitStatus::Confirmed);
+    alice.on_confirmed(&payment.txid).unwrap();
+    let reloaded = crate::WalletFile::from_wallet(&alice).into_wallet().unwrap();
+    let kept: Vec<_> = reloaded.sent().collect();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(
+        (kept[0].txid, kept[0].payment_string.as_str()),
+        (payment.txid, payment.payment_string.encode().as_str())
+    );
+    // The kept string still pays Bob.
+    receive(
+        &mut bob,
+        &ledger,
+        &PaymentString::parse(&kept[0].payment_string).unwrap(),
+    );
+    assert_eq!(bob.balance().spendable, 60);
 }

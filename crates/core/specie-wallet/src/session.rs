@@ -6,7 +6,9 @@
 //! forgotten it spent; whatever the node's answer changed is saved before it is reported. The
 //! caller holds the wallet's [`crate::WalletLock`] throughout.
 
+use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
 
@@ -14,8 +16,8 @@ use specie_confidential::AuditorKey;
 
 use crate::{
     parse_auditors, settle, ClientError, ConfidentialPaymentString, ConfidentialPaymentStringError, FileError,
-    Imported, NodeClient, Outcome, PaymentString, PaymentStringError, ReceivedNote, SubmitStatus, SyncError, Wallet,
-    WalletError, WalletFile,
+    Imported, NodeAccess, NodeClient, Outcome, PaymentString, PaymentStringError, ReceivedNote, SubmitStatus,
+    SyncError, Wallet, WalletError, WalletFile,
 };
 
 /// Why a wallet command could not do its work.
@@ -64,12 +66,6 @@ pub enum SessionError {
         "the node at {url} does not accept this wallet's issuer key; restart it with `specie node --issuer {key}`"
     )]
     IssuerNotAccepted { url: String, key: String },
-    #[error("the node at {url} runs currency {node_hrp:?} but this wallet is for {wallet_hrp:?}")]
-    CurrencyMismatch {
-        url: String,
-        node_hrp: String,
-        wallet_hrp: String,
-    },
 }
 
 /// How a submission ended.
@@ -89,9 +85,61 @@ pub struct ImportReport {
     pub node_error: Option<ClientError>,
 }
 
-/// The node to talk to: `node` if given, else the one the wallet remembers.
-pub fn client_for(wallet: &Wallet, node: Option<&str>) -> Result<NodeClient, ClientError> {
-    NodeClient::new(node.unwrap_or(wallet.node_url()))
+/// The node settings the command line gave (`--ca-cert`, `--node-auth-file`), for every node
+/// [`client_for`] reaches in this process.
+static NODE_ACCESS: OnceLock<NodeAccess> = OnceLock::new();
+/// The URLs already warned about, so that a command warns once per node.
+static WARNED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// Makes `access` override, setting by setting, what wallet files keep for their node, for every
+/// client [`client_for`] makes in this process (the command line does this once, from its
+/// flags). False if it was set already.
+pub fn set_node_access(access: NodeAccess) -> bool {
+    NODE_ACCESS.set(access).is_ok()
+}
+
+/// How `wallet` reaches the node at `url`: what its file keeps if that is its own node (never for
+/// another: the credentials are for its node), overridden by [`set_node_access`].
+pub fn node_access_for(wallet: &Wallet, url: &str) -> NodeAccess {
+    let own = crate::client::normalize_url(url) == crate::client::normalize_url(wallet.node_url());
+    let saved = if own {
+        wallet.node_access().clone()
+    } else {
+        NodeAccess::default()
+    };
+    match NODE_ACCESS.get() {
+        Some(over) => saved.overridden_by(over),
+        None => saved,
+    }
+}
+
+/// Says on stderr, once per node and process, that requests to `client`'s node travel
+/// unencrypted, if they do and it is another machine.
+pub fn warn_if_unencrypted(client: &NodeClient) {
+    if !client.is_unencrypted_remote() {
+        return;
+    }
+    let mut warned = WARNED.lock().unwrap_or_else(PoisonError::into_inner);
+    if warned.insert(client.url().to_owned()) {
+        eprintln!(
+            "warning: {} is plain http:// to another machine: requests and answers travel unencrypted \
+             (use an https:// URL to a TLS proxy in front of the node)",
+            client.url()
+        );
+    }
+}
+
+/// The node to talk to: `node` if given, else the one the wallet remembers, reached as
+/// [`node_access_for`] says; refused unless it serves this wallet's currency and network
+/// (`Wallet::check_network`), so that nothing is sent to, or concluded from, another network's
+/// node. The one place a wallet command makes its node's client.
+pub fn client_for(wallet: &mut Wallet, node: Option<&str>) -> Result<NodeClient, SessionError> {
+    let url = node.unwrap_or(wallet.node_url());
+    let client = NodeClient::with_access(url, &node_access_for(wallet, url))?;
+    warn_if_unencrypted(&client);
+    let info = client.info()?;
+    wallet.check_network(client.url(), &info.hrp, info.network_id.as_deref())?;
+    Ok(client)
 }
 
 /// Checks that the node will accept this wallet's issuer signatures, before building anything.
@@ -102,13 +150,6 @@ pub fn check_issuer_accepted(wallet: &Wallet, client: &NodeClient) -> Result<(),
         return Err(SessionError::IssuerNotAccepted {
             url: client.url().to_string(),
             key,
-        });
-    }
-    if !info.hrp.eq_ignore_ascii_case(wallet.hrp()) {
-        return Err(SessionError::CurrencyMismatch {
-            url: client.url().to_string(),
-            node_hrp: info.hrp,
-            wallet_hrp: wallet.hrp().to_string(),
         });
     }
     Ok(())
@@ -325,4 +366,44 @@ pub fn cosign(
     }
     wallet.replace_pending_transaction(tx.clone())?;
     Ok(tx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::tests::tls_server;
+
+    /// A wallet file keeps how to reach its node; `client_for` reaches that node so, and gives
+    /// nothing of it to another URL (the credentials are for the wallet's own node).
+    #[test]
+    fn client_for_reaches_the_node_behind_a_tls_proxy_as_the_wallet_file_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let (url, ca_pem, server) = tls_server(&["127.0.0.1"], 2);
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, ca_pem).unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "Bearer from-the-wallet-file\n").unwrap();
+        let access = NodeAccess {
+            ca_cert: Some(ca),
+            auth_file: Some(token),
+        };
+        let mut wallet = Wallet::new("usd", false, &mut crate::testkit::rng(30)).unwrap();
+        wallet.set_node_url(&url);
+        wallet.set_node_access(access.clone());
+        let path = dir.path().join("w.json");
+        WalletFile::create_with(&path, &wallet, None).unwrap();
+
+        let mut loaded = WalletFile::load(&path).unwrap();
+        let client = client_for(&mut loaded, None).unwrap();
+        assert_eq!(client.access(), &access);
+        let again = client_for(&mut loaded, Some(&format!("{url}/"))).unwrap();
+        assert_eq!(again.access(), &access, "the same node, however its URL is spelt");
+        assert_eq!(node_access_for(&loaded, "https://127.0.0.1:1"), NodeAccess::default());
+        for head in server.join().unwrap() {
+            assert!(
+                head.contains("\r\nAuthorization: Bearer from-the-wallet-file\r\n"),
+                "{head}"
+            );
+        }
+    }
 }

@@ -28,7 +28,11 @@
 //!   refused. Resubmit the stored bytes once (fact 3 makes that safe) and act on the answer.
 //!
 //! Besides pending transactions, `sync` checks coins received by import that are still
-//! waiting (present → spendable) and spendable coins (absent → spent elsewhere, forgotten).
+//! waiting (present → spendable), spendable coins and notes (absent → spent elsewhere, marked
+//! missing: kept with their preimages, never selected) and missing ones (present again →
+//! spendable: restored). Nothing is deleted on a node's word: the wallet talks only to nodes of
+//! its own network (`Wallet::check_network`), and only the user drops missing coins
+//! (`Wallet::forget_missing`).
 
 use std::collections::HashMap;
 
@@ -50,6 +54,13 @@ pub enum SyncError {
     Client(#[from] ClientError),
     #[error(transparent)]
     Wallet(#[from] WalletError),
+    #[error(
+        "the node holds none of this wallet's {coins} coins and notes ({value} {unit}), and the wallet does not \
+         know its network yet (a file from before network ids), so this is probably not the node it was used \
+         with: nothing changed. Sync with the right node (--node URL); if every coin really was spent from \
+         another copy of this wallet, run `specie wallet sync --accept-node` to mark them missing"
+    )]
+    Stranger { coins: usize, value: u64, unit: String },
 }
 
 /// What became of one pending transaction.
@@ -71,25 +82,28 @@ pub struct SyncReport {
     pub outcomes: Vec<(Txid, Outcome)>,
     /// Imported coins that the node now shows: value made spendable.
     pub imports_confirmed: u64,
-    /// Spendable coins that the node no longer holds: value forgotten.
-    pub coins_vanished: Vec<(OutPoint, u64)>,
-    /// Spendable confidential notes that the node no longer holds: value forgotten.
-    pub notes_vanished: Vec<(OutPoint, u64)>,
+    /// Spendable coins that the node no longer holds: marked missing.
+    pub coins_missing: Vec<(OutPoint, u64)>,
+    /// Spendable notes (confidential or anonymous) that the node no longer holds: marked missing.
+    pub notes_missing: Vec<(OutPoint, u64)>,
+    /// Missing coins and notes that the node holds after all: spendable again.
+    pub restored: Vec<(OutPoint, u64)>,
 }
 
 impl SyncReport {
     pub fn is_empty(&self) -> bool {
         self.outcomes.is_empty()
             && self.imports_confirmed == 0
-            && self.coins_vanished.is_empty()
-            && self.notes_vanished.is_empty()
+            && self.coins_missing.is_empty()
+            && self.notes_missing.is_empty()
+            && self.restored.is_empty()
     }
 }
 
-/// Forgets spendable notes (confidential and anonymous) whose UHS ids the node no longer holds
-/// (spent from another copy of this wallet); asked after the pending transactions are
-/// resolved, so that a note this wallet's own confirmed transaction spent is already gone.
-fn forget_vanished_notes<L: Ledger + ?Sized>(
+/// Marks missing the spendable notes (confidential and anonymous) whose UHS ids the node no
+/// longer holds (spent from another copy of this wallet); asked after the pending transactions
+/// are resolved, so that a note this wallet's own confirmed transaction spent is already gone.
+fn mark_missing_notes<L: Ledger + ?Sized>(
     wallet: &mut Wallet,
     ledger: &L,
 ) -> Result<Vec<(OutPoint, u64)>, ClientError> {
@@ -114,8 +128,8 @@ fn forget_vanished_notes<L: Ledger + ?Sized>(
         .map(|((outpoint, _, value), _)| (*outpoint, *value))
         .collect();
     let outpoints: Vec<OutPoint> = vanished.iter().map(|(outpoint, _)| *outpoint).collect();
-    wallet.forget_notes(&outpoints);
-    wallet.forget_anonymous_notes(&outpoints);
+    wallet.mark_missing_notes(&outpoints);
+    wallet.mark_missing_anonymous_notes(&outpoints);
     Ok(vanished)
 }
 
@@ -205,7 +219,32 @@ pub fn settle<L: Ledger + ?Sized>(
     }
 }
 
-/// Resolves every pending transaction, confirms waiting imports and forgets vanished coins.
+fn outpoints_of(found: &[(OutPoint, u64)]) -> Vec<OutPoint> {
+    found.iter().map(|(outpoint, _)| *outpoint).collect()
+}
+
+/// A wallet that does not know its network cannot tell a stranger node from its own: a node
+/// that holds none of its coins (`held`) is taken for a stranger, and nothing is concluded
+/// from its answers.
+fn refuse_a_stranger<'a>(
+    wallet: &mut Wallet,
+    held: impl Iterator<Item = &'a (OutPoint, UhsId, u64)>,
+    is_present: impl Fn(&UhsId) -> bool,
+) -> Result<(), SyncError> {
+    let held: Vec<&(OutPoint, UhsId, u64)> = held.collect();
+    if wallet.node_vouched() || held.is_empty() || held.iter().any(|(_, id, _)| is_present(id)) {
+        return Ok(());
+    }
+    wallet.network_seen = None;
+    Err(SyncError::Stranger {
+        coins: held.len(),
+        value: held.iter().map(|(_, _, value)| value).sum(),
+        unit: wallet.hrp().to_owned(),
+    })
+}
+
+/// Resolves every pending transaction, confirms waiting imports, marks missing the coins the
+/// node no longer holds and restores missing ones it holds again.
 /// See the module docs for the reasoning. The caller saves the wallet afterwards (also after an
 /// error: whatever was resolved before it is correct).
 pub fn sync<L: Ledger + ?Sized>(wallet: &mut Wallet, ledger: &L) -> Result<SyncReport, SyncError> {
@@ -219,6 +258,7 @@ pub fn sync<L: Ledger + ?Sized>(wallet: &mut Wallet, ledger: &L) -> Result<SyncR
         .filter(|coin| coin.state == CoinState::Spendable)
         .map(|coin| (coin.outpoint, coin.uhs_id(), coin.value()))
         .collect();
+    let missing = wallet.missing();
     let mut ids: Vec<UhsId> = Vec::new();
     for txid in &pending_txids {
         if let Some(pending) = wallet.pending_tx(txid) {
@@ -228,10 +268,12 @@ pub fn sync<L: Ledger + ?Sized>(wallet: &mut Wallet, ledger: &L) -> Result<SyncR
     }
     ids.extend(imports.iter().map(|(_, id)| *id));
     ids.extend(spendable.iter().map(|(_, id, _)| *id));
+    ids.extend(missing.iter().map(|(_, id, _)| *id));
     ids.sort_unstable();
     ids.dedup();
     let present = query_map(ledger, ids)?;
     let is_present = |id: &UhsId| present.get(id).copied().unwrap_or(false);
+    refuse_a_stranger(wallet, spendable.iter().chain(&missing), is_present)?;
 
     let mut to_resubmit: Vec<(Txid, SpecieTransaction)> = Vec::new();
     for txid in &pending_txids {
@@ -275,15 +317,19 @@ pub fn sync<L: Ledger + ?Sized>(wallet: &mut Wallet, ledger: &L) -> Result<SyncR
         .collect();
     report.imports_confirmed = wallet.confirm_imported(&arrived);
 
-    let vanished: Vec<(OutPoint, u64)> = spendable
-        .iter()
-        .filter(|(_, id, _)| !is_present(id))
-        .map(|(outpoint, _, value)| (*outpoint, *value))
-        .collect();
-    let outpoints: Vec<OutPoint> = vanished.iter().map(|(outpoint, _)| *outpoint).collect();
-    wallet.forget_coins(&outpoints);
-    report.coins_vanished = vanished;
-    report.notes_vanished = forget_vanished_notes(wallet, ledger)?;
+    let picked = |held: &[(OutPoint, UhsId, u64)], present: bool| -> Vec<(OutPoint, u64)> {
+        (held.iter())
+            .filter(|(_, id, _)| is_present(id) == present)
+            .map(|(outpoint, _, value)| (*outpoint, *value))
+            .collect()
+    };
+    report.coins_missing = picked(&spendable, false);
+    wallet.mark_missing_coins(&outpoints_of(&report.coins_missing));
+    report.notes_missing = mark_missing_notes(wallet, ledger)?;
+    // Ids never come back (module docs), so a missing coin the node holds was never spent: the
+    // earlier answer came from a node that had not seen it.
+    report.restored = picked(&missing, true);
+    wallet.restore_missing(&outpoints_of(&report.restored));
 
     Ok(report)
 }

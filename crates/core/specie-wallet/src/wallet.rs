@@ -95,6 +95,10 @@ pub enum CoinState {
     PendingSpend { txid: Txid },
     /// Created by transaction `txid`, which the node has not confirmed yet.
     PendingReceive { txid: Txid },
+    /// The node did not hold it at the last `sync` (spent from another copy of this wallet, or
+    /// the wrong node asked): kept with its preimage but never selected, until a `sync` finds it
+    /// at the node again (spendable once more) or the user drops it (`forget-missing`).
+    Missing,
 }
 
 /// An output this wallet can spend (or will, once confirmed): its full preimage and its owner.
@@ -220,6 +224,8 @@ pub struct Balance {
     pub pending_in: u64,
     /// Coins locked as inputs of transactions waiting for the node.
     pub pending_out: u64,
+    /// Coins the node did not hold at the last `sync` ([`CoinState::Missing`]): not spendable.
+    pub missing: u64,
 }
 
 /// A payment built by [`Wallet::build_payment`], ready to submit.
@@ -296,11 +302,20 @@ pub(crate) struct Spending {
 pub struct Wallet {
     pub(crate) hrp: String,
     pub(crate) node_url: String,
+    /// How to reach `node_url`: a private CA, an `Authorization` header file.
+    pub(crate) node_access: crate::NodeAccess,
     pub(crate) keys: Vec<WalletKey>,
     pub(crate) key_by_commitment: HashMap<Hash32, usize>,
     pub(crate) issuer: Option<WalletKey>,
     pub(crate) coins: BTreeMap<OutPoint, Coin>,
     pub(crate) pending: BTreeMap<Txid, PendingTx>,
+    /// The network this wallet's money is on (`network_id` of `/v1/info`), once it holds any.
+    pub(crate) network_id: Option<String>,
+    /// The network of the node this command talked to, not yet remembered (the wallet held
+    /// nothing): remembered when the wallet is saved holding something.
+    pub(crate) network_seen: Option<String>,
+    /// The user vouched for this command's node (`sync --accept-node`); not saved.
+    pub(crate) node_accepted: bool,
     /// Byzantine-mode accounts, once the wallet has a committee.
     pub(crate) fastpay: Option<crate::fastpay::FastpayBook>,
     /// An offline-cash device kept in this wallet: its canonical encoding, which the offline
@@ -320,6 +335,22 @@ pub struct Wallet {
     /// The payee's string of each pending confidential payment, kept until the payment is
     /// resolved so that `sync` can hand it over if the first answer came too late.
     pub(crate) sent_confidential: BTreeMap<Txid, crate::confidential_payment::ConfidentialPaymentString>,
+    /// The payee's strings of confirmed payments, newest last, at most [`SENT_KEPT_MAX`]: the
+    /// payee cannot receive without one, so a string the terminal lost (a closed pipe, a closed
+    /// window) can be shown again (`specie wallet sent`).
+    pub(crate) sent: std::collections::VecDeque<SentPayment>,
+}
+
+/// How many confirmed payments' strings a wallet keeps (the oldest go first): enough for any
+/// payee to have received long before, small enough to keep the file well under its size limit.
+pub const SENT_KEPT_MAX: usize = 10_000;
+
+/// A confirmed payment's string for its payee (`specie-pay1…`, `specie-cpay1…` or `specie-apay1…`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SentPayment {
+    pub txid: Txid,
+    pub confirmed_at_unix_s: u64,
+    pub payment_string: String,
 }
 
 fn unix_now_s() -> u64 {
@@ -357,11 +388,15 @@ impl Wallet {
         Ok(Wallet {
             hrp: hrp.to_owned(),
             node_url: DEFAULT_NODE_URL.to_owned(),
+            node_access: crate::NodeAccess::default(),
             keys: Vec::new(),
             key_by_commitment: HashMap::new(),
             issuer: None,
             coins: BTreeMap::new(),
             pending: BTreeMap::new(),
+            network_id: None,
+            network_seen: None,
+            node_accepted: false,
             fastpay: None,
             offline_device: None,
             exchange: None,
@@ -371,6 +406,7 @@ impl Wallet {
             enrolling: None,
             anonymous_notes: BTreeMap::new(),
             sent_anonymous: BTreeMap::new(),
+            sent: std::collections::VecDeque::new(),
         })
     }
 
@@ -415,6 +451,15 @@ impl Wallet {
 
     pub fn set_node_url(&mut self, url: &str) {
         url.clone_into(&mut self.node_url);
+    }
+
+    /// How to reach the wallet's own node (`node_url`): kept in the file beside it.
+    pub fn node_access(&self) -> &crate::NodeAccess {
+        &self.node_access
+    }
+
+    pub fn set_node_access(&mut self, access: crate::NodeAccess) {
+        self.node_access = access;
     }
 
     pub fn is_issuer(&self) -> bool {
@@ -483,6 +528,7 @@ impl Wallet {
                 CoinState::Spendable => &mut balance.spendable,
                 CoinState::PendingSpend { .. } => &mut balance.pending_out,
                 CoinState::PendingReceive { .. } => &mut balance.pending_in,
+                CoinState::Missing => &mut balance.missing,
             };
             // Saturating: an unconfirmed import may claim any value; confirmed coins cannot
             // exceed the money supply, which fits in u64.
@@ -804,9 +850,22 @@ impl Wallet {
 
     /// The node applied `txid`: its inputs are gone for good and its outputs exist.
     pub fn on_confirmed(&mut self, txid: &Txid) -> Result<Settled, WalletError> {
+        let strings = [
+            self.payment_string_for(txid).map(|payment| payment.encode()),
+            self.confidential_payment_string_for(txid)
+                .map(|payment| payment.encode()),
+            self.anonymous_payment_string_for(txid).map(|payment| payment.encode()),
+        ];
         self.pending
             .remove(txid)
             .ok_or(WalletError::UnknownTransaction(*txid))?;
+        for payment_string in strings.into_iter().flatten() {
+            self.keep_sent(SentPayment {
+                txid: *txid,
+                confirmed_at_unix_s: unix_now_s(),
+                payment_string,
+            });
+        }
         let mut settled = Settled::default();
         self.coins.retain(|_, coin| match coin.state {
             CoinState::PendingSpend { txid: spender } if spender == *txid => {
@@ -850,29 +909,148 @@ impl Wallet {
     }
 
     /// `txid` can never be applied because some of its inputs were spent by another
-    /// transaction (for instance from a copy of this wallet): those inputs are gone, the others
-    /// are spendable again, and its outputs are forgotten.
+    /// transaction (for instance from a copy of this wallet): those inputs are marked missing
+    /// (kept, never selected, see [`CoinState::Missing`]), the others are spendable again, and
+    /// its outputs are forgotten.
     pub fn on_conflicted(&mut self, txid: &Txid, spent_elsewhere: &[OutPoint]) -> Result<Settled, WalletError> {
         let mut settled = self.on_rejected(txid)?;
-        let gone = self.forget_coins(spent_elsewhere);
+        let gone = self.mark_missing_coins(spent_elsewhere);
         settled.released -= gone;
         settled.spent += gone;
         Ok(settled)
     }
 
-    /// Removes spendable coins that the node no longer holds (spent by another copy of this
-    /// wallet, or by a transaction the wallet lost track of). Returns the value removed.
-    pub fn forget_coins(&mut self, outpoints: &[OutPoint]) -> u64 {
-        let mut removed = 0u64;
-        for outpoint in outpoints {
-            if let Some(coin) = self.coins.get(outpoint) {
-                if coin.state == CoinState::Spendable {
-                    removed += coin.value();
-                    self.coins.remove(outpoint);
-                }
+    /// Marks missing the spendable coins that the node no longer holds (spent by another copy of
+    /// this wallet, or the node is not the one the wallet thinks): they keep their preimages, so
+    /// a later `sync` can restore them. Returns the value marked.
+    pub fn mark_missing_coins(&mut self, outpoints: &[OutPoint]) -> u64 {
+        crate::notes::mark_missing(&mut self.coins, outpoints)
+    }
+
+    /// Every missing coin and note (of any level): outpoint, UHS id and value, for `sync` to ask
+    /// the node about.
+    pub fn missing(&self) -> Vec<(OutPoint, UhsId, u64)> {
+        let coins = (self.coins.values())
+            .filter(|coin| coin.state == CoinState::Missing)
+            .map(|coin| (coin.outpoint, coin.uhs_id(), coin.value()));
+        let notes = (self.notes.values())
+            .filter(|note| note.state == CoinState::Missing)
+            .map(|note| (note.outpoint(), note.uhs_id(), note.value()));
+        let anonymous = (self.anonymous_notes.values())
+            .filter(|note| note.state == CoinState::Missing)
+            .map(|note| (note.outpoint(), note.uhs_id(), note.value()));
+        coins.chain(notes).chain(anonymous).collect()
+    }
+
+    /// Makes the missing coins and notes at `outpoints` spendable again (the node holds them
+    /// after all). Returns the value restored.
+    pub fn restore_missing(&mut self, outpoints: &[OutPoint]) -> u64 {
+        use crate::notes::restore_missing;
+        let coins = restore_missing(&mut self.coins, outpoints);
+        let notes = restore_missing(&mut self.notes, outpoints);
+        let anonymous = restore_missing(&mut self.anonymous_notes, outpoints);
+        coins.saturating_add(notes).saturating_add(anonymous)
+    }
+
+    /// Drops every missing coin and note for good (`specie wallet forget-missing`): the user
+    /// says they are spent. Returns how many, and their value.
+    pub fn forget_missing(&mut self) -> (usize, u64) {
+        let mut forgotten = (0usize, 0u64);
+        let mut count = |value: u64| {
+            forgotten.0 += 1;
+            forgotten.1 = forgotten.1.saturating_add(value);
+        };
+        self.coins.retain(|_, coin| {
+            coin.state != CoinState::Missing || {
+                count(coin.value());
+                false
+            }
+        });
+        self.notes.retain(|_, note| {
+            note.state != CoinState::Missing || {
+                count(note.value());
+                false
+            }
+        });
+        self.anonymous_notes.retain(|_, note| {
+            note.state != CoinState::Missing || {
+                count(note.value());
+                false
+            }
+        });
+        forgotten
+    }
+
+    /// Keeps a confirmed payment's string, dropping the oldest beyond [`SENT_KEPT_MAX`].
+    pub(crate) fn keep_sent(&mut self, sent: SentPayment) {
+        if self.sent.len() == SENT_KEPT_MAX {
+            self.sent.pop_front();
+        }
+        self.sent.push_back(sent);
+    }
+
+    /// The payee's strings of confirmed payments, oldest first.
+    pub fn sent(&self) -> impl Iterator<Item = &SentPayment> {
+        self.sent.iter()
+    }
+
+    /// The network this wallet's money is on, once known (`network_id` at `/v1/info`).
+    pub fn network_id(&self) -> Option<&str> {
+        self.network_id
+            .as_deref()
+            .or(self.network_seen.as_deref().filter(|_| self.holds_anything()))
+    }
+
+    /// Whether this command may conclude from the node's answers that coins are missing: the
+    /// wallet's file records its network (checked against the node), or the user vouched for
+    /// the node ([`Wallet::accept_node`]).
+    pub(crate) fn node_vouched(&self) -> bool {
+        self.network_id.is_some() || self.node_accepted
+    }
+
+    /// The user says this command's node is the wallet's own (`sync --accept-node`): for a
+    /// wallet from before network ids whose every coin is gone. Its network is remembered.
+    pub fn accept_node(&mut self) {
+        self.node_accepted = true;
+        if self.network_id.is_none() {
+            self.network_id = self.network_seen.take();
+        }
+    }
+
+    /// Whether the wallet holds any coin, note or pending transaction of the core: then the
+    /// network it talks to is the one it must keep talking to.
+    fn holds_anything(&self) -> bool {
+        !(self.coins.is_empty() && self.pending.is_empty() && self.notes.is_empty() && self.anonymous_notes.is_empty())
+    }
+
+    /// Checks that the node at `url`, which serves currency `hrp` on network `network_id`, is
+    /// one this wallet may use, and remembers the network if the wallet knew none. Nothing is
+    /// sent to a node of another currency or network, so nothing is ever marked missing or
+    /// resolved on its word.
+    pub fn check_network(&mut self, url: &str, hrp: &str, network_id: Option<&str>) -> Result<(), WalletError> {
+        if !hrp.eq_ignore_ascii_case(&self.hrp) {
+            return Err(WalletError::WrongCurrency {
+                url: url.to_owned(),
+                node_hrp: hrp.to_owned(),
+                wallet_hrp: self.hrp.clone(),
+            });
+        }
+        let Some(seen) = network_id else {
+            // A cluster file from before network ids: only the currency can be checked.
+            return Ok(());
+        };
+        match self.network_id() {
+            Some(ours) if !ours.eq_ignore_ascii_case(seen) => Err(WalletError::WrongNetwork {
+                url: url.to_owned(),
+                node_network: seen.to_owned(),
+                wallet_network: ours.to_owned(),
+            }),
+            Some(_) => Ok(()),
+            None => {
+                self.network_seen = Some(seen.to_ascii_lowercase());
+                Ok(())
             }
         }
-        removed
     }
 
     /// Coins received by import that no pending transaction of this wallet will confirm: their
@@ -1006,7 +1184,8 @@ mod tests {
             Balance {
                 spendable: 100,
                 pending_in: 0,
-                pending_out: 50
+                pending_out: 50,
+                missing: 0
             }
         );
     }
@@ -1036,7 +1215,8 @@ mod tests {
             Balance {
                 spendable: 0,
                 pending_in: 30,
-                pending_out: 150
+                pending_out: 150,
+                missing: 0
             }
         );
         // The payment string names the payee's output, not the change.
@@ -1153,7 +1333,8 @@ mod tests {
             Balance {
                 spendable: 0,
                 pending_in: 380,
-                pending_out: 500
+                pending_out: 500,
+                missing: 0
             }
         );
         issuer.on_confirmed(&redeemed.txid).unwrap();

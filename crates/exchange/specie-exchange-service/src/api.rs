@@ -8,7 +8,7 @@
 //! | `GET /v1/exchange/accounts/{id}` | key, last sequence, balances by asset |
 //! | `GET /v1/exchange/accounts/{id}/offers` | resting offers |
 //! | `GET /v1/exchange/blocks/last` | the last block's height, prices and trades |
-//! | `POST /v1/exchange/deposits` `{asset, transaction, account, key}` | a confirmed core funding, credited once (the exchange asks the core itself) |
+//! | `POST /v1/exchange/deposits` `{asset, transaction, account, key}` | a confirmed core funding, credited once (the exchange asks the core itself), or refunded to its first input's owner if it can never be credited (`{credited: false, refunded: {…, payout}}`) |
 //! | `GET /v1/exchange/withdrawals/{account}/{sequence}` | the payout for the core (hex), signed by the bridge key |
 
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -20,8 +20,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use specie_codec::Encode;
 use specie_exchange::{
-    bridge_payout, deposit_from_core, ExchangeInput, ExchangeReply, Fate, SignedTransaction,
-    SIGNED_TRANSACTION_BYTES_MAX,
+    bridge_payout, deposit_from_core, refund_address, ExchangeInput, ExchangeReply, Fate, SignedTransaction,
+    Withdrawal, SIGNED_TRANSACTION_BYTES_MAX,
 };
 use specie_transaction::SpecieTransaction;
 
@@ -256,6 +256,7 @@ async fn deposit(State(exchange): State<Exchange>, Json(request): Json<DepositRe
     let asset_index = u16::try_from(asset).expect("an exchange trades at most 64 assets");
     let deposit = deposit_from_core(&funding, &bridge, asset_index, request.account, key)
         .map_err(|refusal| error(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string()))?;
+    let refund_to = Some(refund_address(&funding).map_err(|refusal| bad_request(format!("transaction: {refusal}")))?);
     let marker = deposit.marker;
     match exchange.in_core(asset, marker).await {
         Ok(true) => {}
@@ -275,13 +276,39 @@ async fn deposit(State(exchange): State<Exchange>, Json(request): Json<DepositRe
         }
         Err(reason) => return Err(error(StatusCode::BAD_GATEWAY, "core_unreachable", reason.to_string())),
     }
-    match ask(&exchange, move |ticket| ExchangeInput::Deposit { ticket, deposit }).await? {
+    let input = move |ticket| ExchangeInput::Deposit {
+        ticket,
+        deposit,
+        refund_to,
+    };
+    match ask(&exchange, input).await? {
         ExchangeReply::Deposited => Ok(Json(json!({"credited": true})).into_response()),
+        ExchangeReply::Refunded { withdrawal, reason } => {
+            let reason = reason.map_or_else(|| "refunded earlier".to_string(), |reason| reason.to_string());
+            Ok(
+                Json(json!({"credited": false, "refunded": refund_json(&exchange, &withdrawal, &reason)}))
+                    .into_response(),
+            )
+        }
         ExchangeReply::DepositRefused(refusal) => {
             Err(error(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string()))
         }
         other => Err(unexpected(other)),
     }
+}
+
+/// A refunded funding, as the deposit's answer gives it: why, the withdrawal it became (fetched
+/// again like any other), and its payout for the core, signed by the bridge key.
+fn refund_json(exchange: &Exchange, withdrawal: &Withdrawal, reason: &str) -> Value {
+    let payout = SpecieTransaction::OfflinePayout(bridge_payout(withdrawal, exchange.bridge()));
+    json!({
+        "reason": reason,
+        "account": withdrawal.account,
+        "sequence": withdrawal.sequence,
+        "amount": withdrawal.amount,
+        "address": hex::encode(withdrawal.address),
+        "payout": hex_of(|out| payout.encode_to(out)),
+    })
 }
 
 async fn withdrawal(

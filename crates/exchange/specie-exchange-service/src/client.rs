@@ -182,13 +182,27 @@ pub enum TxFate {
 }
 
 /// What the exchange made of a deposit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DepositAnswer {
     Credited,
     /// Credited by an earlier call (the exchange credits a funding once).
     CreditedBefore,
     /// The funding's core does not hold it (yet).
     Unconfirmed,
+    /// Never creditable as it stands (its account is another key's, say): refunded instead, to
+    /// the owner of the funding's first input, by the payout in it (now or by an earlier call).
+    Refunded(Box<Refund>),
+}
+
+/// A funding the exchange refunded: why, the withdrawal it became, and that withdrawal's payout
+/// for the core (signed by the bridge key; the core pays it once).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refund {
+    pub reason: String,
+    pub account: AccountId,
+    pub sequence: u64,
+    pub amount: u64,
+    pub payout: SpecieTransaction,
 }
 
 /// A client of one exchange (its replicas).
@@ -296,7 +310,9 @@ impl ExchangeClient {
             "key": hex::encode(key),
         });
         match self.call("POST", "/v1/exchange/deposits", Some(body)) {
-            Ok(_) => Ok(DepositAnswer::Credited),
+            Ok(answer) => {
+                deposit_answer_from(&answer).ok_or_else(|| bad(&self.urls(), "neither credited nor refunded"))
+            }
             Err(ExchangeClientError::Api { code, message, .. })
                 if code == "refused" && message == specie_exchange::DepositRefusal::AlreadyCredited.to_string() =>
             {
@@ -399,6 +415,21 @@ pub fn fates_from(answer: &Value) -> Option<Vec<TxFate>> {
         .collect()
 }
 
+/// A deposit's answer (`{credited: true}`, or `{credited: false, refunded: {…}}`).
+pub fn deposit_answer_from(answer: &Value) -> Option<DepositAnswer> {
+    if answer["credited"].as_bool()? {
+        return Some(DepositAnswer::Credited);
+    }
+    let refund = &answer["refunded"];
+    Some(DepositAnswer::Refunded(Box::new(Refund {
+        reason: refund["reason"].as_str()?.to_string(),
+        account: refund["account"].as_u64()?,
+        sequence: refund["sequence"].as_u64()?,
+        amount: refund["amount"].as_u64()?,
+        payout: payout_from(refund)?,
+    })))
+}
+
 /// The payout in an answer of `GET /v1/exchange/withdrawals/…`: an offline payout only.
 pub fn payout_from(answer: &Value) -> Option<SpecieTransaction> {
     let bytes = hex::decode(answer["payout"].as_str()?).ok()?;
@@ -481,5 +512,28 @@ mod tests {
         );
         assert_eq!(offers.unwrap()[0].limit, LimitPrice(1 << 32));
         assert_eq!(payout_from(&json!({"payout": "00"})), None);
+        assert_eq!(
+            deposit_answer_from(&json!({"credited": true})),
+            Some(DepositAnswer::Credited)
+        );
+        assert_eq!(deposit_answer_from(&json!({"credited": false})), None);
+        let payout = specie_exchange::bridge_payout(
+            &specie_exchange::Withdrawal {
+                account: 7,
+                sequence: specie_exchange::REFUND_SEQUENCE_BIT | 9,
+                asset: 0,
+                amount: 40,
+                address: [5; 32],
+            },
+            &ed25519_dalek::SigningKey::from_bytes(&[6; 32]),
+        );
+        let payout = SpecieTransaction::OfflinePayout(payout);
+        let refunded = json!({"credited": false, "refunded": {"reason": "the account exists with another key",
+            "account": 7, "sequence": specie_exchange::REFUND_SEQUENCE_BIT | 9, "amount": 40,
+            "payout": hex::encode(payout.encode())}});
+        let Some(DepositAnswer::Refunded(refund)) = deposit_answer_from(&refunded) else {
+            panic!("a refund is read");
+        };
+        assert_eq!((refund.amount, refund.payout), (40, payout));
     }
 }

@@ -50,6 +50,9 @@ pub enum ExchangeServiceError {
     BadAssets(Vec<String>),
     #[error("cannot start the exchange: {0}")]
     Start(String),
+    /// Another process serves this data directory.
+    #[error(transparent)]
+    Locked(#[from] specie_log::DirLockError),
     #[error(transparent)]
     Http(#[from] specie_api::http_server::ServeUntilError),
 }
@@ -222,21 +225,20 @@ pub fn bridge_key(data_dir: &Path) -> Result<[u8; 32], ExchangeServiceError> {
     Ok(keys_from_seed(&seed(data_dir)?).1.verifying_key().to_bytes())
 }
 
-/// Opens the exchange and serves its API until Ctrl-C.
+/// Binds the API's port, locks the data directory (held until the exchange has stopped), opens
+/// the exchange and serves its API until Ctrl-C. A busy port fails before the data directory is
+/// created or locked; a directory another process serves is refused.
 pub fn serve(options: ServeOptions) -> Result<(), ExchangeServiceError> {
+    let listening = specie_api::http_server::Listening::bind(options.listen)?;
+    let _lock = specie_log::DirLock::acquire(&options.data_dir, specie_log::dir_lock::RESTART_WAIT_MS)?;
     let exchange = ExchangeHandle::open(&options.data_dir, options.assets, options.block_interval_ms)?;
     let data_dir = options.data_dir.clone();
-    let served = specie_api::http_server::serve_until_ctrl_c(
-        options.listen,
-        router(std::sync::Arc::new(exchange.clone())),
-        options.limits,
-        |local| {
-            eprintln!(
-                "specie exchange: data in {}, API on http://{local} (Ctrl-C to stop)",
-                data_dir.display()
-            );
-        },
-    );
+    let served = listening.serve_until_ctrl_c(router(std::sync::Arc::new(exchange.clone())), options.limits, |local| {
+        eprintln!(
+            "specie exchange: data in {}, API on http://{local} (Ctrl-C to stop)",
+            data_dir.display()
+        );
+    });
     exchange.role.stop();
     served?;
     Ok(())

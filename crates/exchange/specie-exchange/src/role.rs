@@ -5,6 +5,13 @@
 //! host makes it durable (one fsync, or one Raft entry, per block) and every replica applies it.
 //! A submission is answered only once its transactions are in a durable block, or refused: what
 //! was answered is never lost. The mempool is bounded; beyond it a submission is refused as busy.
+//!
+//! A transaction is executed once however often it is submitted: the same transaction twice in
+//! one submission, in two submissions waiting together, or while its block is in flight, is
+//! queued once, and every submitter waiting for it gets its one fate (included at a height, or
+//! refused with the reason). Submitted again after its block (a retry whose first answer was
+//! lost with the lead), it is answered as included at that block's height, as long as the block
+//! is among the last ones remembered (`RoleLimits::recent_transactions_max`).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -12,6 +19,7 @@ use specie_codec::DecodeError;
 use specie_role::{Durable, Output, Role, Ticket};
 
 use crate::block::{Block, BlockError};
+use crate::bridge::Credit;
 use crate::ledger::{Account, Deposit, DepositRefusal, ExchangeConfig, Ledger, LedgerError};
 use crate::screen::{Refusal, Withdrawal};
 use crate::transaction::{AccountId, SignedTransaction};
@@ -25,6 +33,9 @@ pub struct RoleLimits {
     pub mempool_transactions_max: usize,
     /// Most transactions one submission carries.
     pub submission_transactions_max: usize,
+    /// Transactions of the last blocks remembered (whole blocks, at least the last one), so
+    /// that one submitted again after its block is answered as included there.
+    pub recent_transactions_max: usize,
 }
 
 impl Default for RoleLimits {
@@ -33,6 +44,7 @@ impl Default for RoleLimits {
             block_interval_ms: 250,
             mempool_transactions_max: 1 << 20,
             submission_transactions_max: 10_000,
+            recent_transactions_max: 1 << 18,
         }
     }
 }
@@ -63,10 +75,13 @@ pub enum ExchangeInput {
         ticket: Ticket,
     },
     /// A deposit whose funding the caller found confirmed in the asset's core (the service
-    /// checks the core itself; the role credits each marker once).
+    /// checks the core itself; the role credits each marker once). With `refund_to` (the
+    /// funding's `bridge::refund_address`), a funding that can never be credited as it stands is
+    /// refunded there instead of refused.
     Deposit {
         ticket: Ticket,
         deposit: Deposit,
+        refund_to: Option<[u8; 32]>,
     },
     Withdrawal {
         ticket: Ticket,
@@ -79,11 +94,18 @@ pub enum ExchangeInput {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ExchangeCommand {
     Block(Block),
+    /// Credited, or refused.
     Deposit(Deposit),
+    /// Credited, or refunded to `refund_to` if it never can be (`Ledger::deposit_or_refund`).
+    DepositOrRefund {
+        deposit: Deposit,
+        refund_to: [u8; 32],
+    },
 }
 
 const COMMAND_BLOCK: u8 = 1;
 const COMMAND_DEPOSIT: u8 = 2;
+const COMMAND_DEPOSIT_OR_REFUND: u8 = 3;
 
 /// What a transaction of a submission came to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +135,12 @@ pub enum ExchangeReply {
     LastBlock(Option<Box<Block>>),
     Deposited,
     DepositRefused(DepositRefusal),
+    /// The funding was not credited but refunded by this withdrawal (its payout is the bridge
+    /// key's, like any withdrawal's); `reason` is why (unknown when it was refunded earlier).
+    Refunded {
+        withdrawal: Withdrawal,
+        reason: Option<DepositRefusal>,
+    },
     Withdrawal(Option<Withdrawal>),
 }
 
@@ -129,14 +157,48 @@ struct Waiting {
     left: usize,
 }
 
+/// Who waits for one transaction: each submission, and the transaction's place in it, that sent
+/// it (one transaction, sent several times, is executed once and answers them all).
+type Waiters = Vec<(Ticket, usize)>;
+
+/// The transactions of the last blocks applied, with their heights: not state (neither hashed
+/// nor snapshotted; empty after a restore), only what answers a transaction submitted again.
+#[derive(Default)]
+struct Recent {
+    heights: HashMap<SignedTransaction, u64>,
+    blocks: VecDeque<Vec<SignedTransaction>>,
+    transactions: usize,
+}
+
+impl Recent {
+    fn remember(&mut self, block: &Block, max: usize) {
+        for transaction in &block.transactions {
+            self.heights.insert(*transaction, block.height);
+        }
+        self.transactions += block.transactions.len();
+        self.blocks.push_back(block.transactions.clone());
+        while self.transactions > max && self.blocks.len() > 1 {
+            let forgotten = self.blocks.pop_front().expect("more than one block");
+            self.transactions -= forgotten.len();
+            for transaction in forgotten {
+                self.heights.remove(&transaction);
+            }
+        }
+    }
+}
+
 pub struct ExchangeRole {
     ledger: Ledger,
     limits: RoleLimits,
     leading: bool,
-    mempool: Vec<(SignedTransaction, Ticket, usize)>,
+    /// Transactions waiting for a block, each once, in the order first submitted.
+    mempool: Vec<SignedTransaction>,
+    /// Who waits for each transaction of the mempool and of the block in flight.
+    waiters: HashMap<SignedTransaction, Waiters>,
     waiting: HashMap<Ticket, Waiting>,
-    /// Where each transaction in the block in flight came from.
-    in_flight: Option<Vec<(Ticket, usize)>>,
+    /// The transactions of the block in flight (proposed, not yet applied).
+    in_flight: Option<Vec<SignedTransaction>>,
+    recent: Recent,
     next_block_ms: Option<u64>,
     last_block: Option<Box<Block>>,
     /// Deposits on their way to the log, by marker, with whoever waits for each.
@@ -151,8 +213,10 @@ impl ExchangeRole {
             limits,
             leading: false,
             mempool: Vec::new(),
+            waiters: HashMap::new(),
             waiting: HashMap::new(),
             in_flight: None,
+            recent: Recent::default(),
             next_block_ms: None,
             last_block: None,
             depositing: HashMap::new(),
@@ -161,16 +225,22 @@ impl ExchangeRole {
     }
 
     fn apply_block(&mut self, now_ms: u64, block: &Block) {
+        let in_flight = self.in_flight.take().unwrap_or_default();
         match self.ledger.apply(block) {
             Ok(_) => {
                 let height = block.height;
-                for (ticket, index) in self.in_flight.take().unwrap_or_default() {
-                    self.settle(ticket, index, Fate::Included { height });
+                for transaction in in_flight {
+                    for (ticket, index) in self.waiters.remove(&transaction).unwrap_or_default() {
+                        self.settle(ticket, index, Fate::Included { height });
+                    }
                 }
+                self.recent.remember(block, self.limits.recent_transactions_max);
                 self.last_block = Some(Box::new(block.clone()));
             }
             Err(error) => {
-                self.in_flight = None;
+                // Nothing of it was executed: its transactions wait for the next block, with
+                // whoever waits for them.
+                self.mempool.splice(0..0, in_flight);
                 let report = ExchangeReport::BlockRefused {
                     height: block.height,
                     error,
@@ -184,17 +254,61 @@ impl ExchangeRole {
     }
 
     /// A deposit: refused at once if the state refuses it, else proposed (once per marker).
-    fn deposit(&mut self, ticket: Ticket, deposit: Deposit) {
+    fn deposit(&mut self, ticket: Ticket, deposit: Deposit, refund_to: Option<[u8; 32]>) {
         if let Some(waiting) = self.depositing.get_mut(&(deposit.asset, deposit.marker)) {
             return waiting.push(ticket);
         }
-        match self.ledger.check_deposit(&deposit) {
-            Err(refusal) => self.reply(ticket, ExchangeReply::DepositRefused(refusal)),
+        let (checked, command) = match refund_to {
+            Some(refund_to) => (
+                self.ledger.check_deposit_or_refund(&deposit).map(|_| ()),
+                ExchangeCommand::DepositOrRefund { deposit, refund_to },
+            ),
+            None => (self.ledger.check_deposit(&deposit), ExchangeCommand::Deposit(deposit)),
+        };
+        match checked {
+            Err(refusal) => {
+                let reply = self.deposit_refused(&deposit, refusal);
+                self.reply(ticket, reply);
+            }
             Ok(()) => {
                 self.depositing.insert((deposit.asset, deposit.marker), vec![ticket]);
-                self.outputs
-                    .push_back(Output::Propose(ExchangeCommand::Deposit(deposit)));
+                self.outputs.push_back(Output::Propose(command));
             }
+        }
+    }
+
+    /// The answer to a deposit refused for `refusal`: a funding refunded earlier is answered with
+    /// its refund (its marker counts as credited).
+    fn deposit_refused(&self, deposit: &Deposit, refusal: DepositRefusal) -> ExchangeReply {
+        match (refusal, self.ledger.refund_of(deposit.asset, &deposit.marker)) {
+            (DepositRefusal::AlreadyCredited, Some(withdrawal)) => ExchangeReply::Refunded {
+                withdrawal: *withdrawal,
+                reason: None,
+            },
+            _ => ExchangeReply::DepositRefused(refusal),
+        }
+    }
+
+    /// Applies a deposit command and answers whoever waits for it.
+    fn apply_deposit(&mut self, deposit: &Deposit, refund_to: Option<[u8; 32]>) {
+        let credited = match refund_to {
+            Some(refund_to) => self.ledger.deposit_or_refund(deposit, refund_to),
+            None => self.ledger.deposit(deposit).map(|()| Credit::Deposited),
+        };
+        let reply = match credited {
+            Ok(Credit::Deposited) => ExchangeReply::Deposited,
+            Ok(Credit::Refunded { withdrawal, reason }) => ExchangeReply::Refunded {
+                withdrawal,
+                reason: Some(reason),
+            },
+            Err(refusal) => self.deposit_refused(deposit, refusal),
+        };
+        for ticket in self
+            .depositing
+            .remove(&(deposit.asset, deposit.marker))
+            .unwrap_or_default()
+        {
+            self.reply(ticket, reply.clone());
         }
     }
 
@@ -249,29 +363,60 @@ impl ExchangeRole {
                 left: transactions.len(),
             },
         );
-        let entries = transactions.into_iter().enumerate().map(|(i, t)| (t, ticket, i));
-        self.mempool.extend(entries);
-        self.next_block_ms.get_or_insert(now_ms + self.limits.block_interval_ms);
+        for (index, transaction) in transactions.into_iter().enumerate() {
+            if let Some(waiters) = self.waiters.get_mut(&transaction) {
+                // Queued or in flight already: executed once, answering every submitter.
+                waiters.push((ticket, index));
+            } else if let Some(&height) = self.recent.heights.get(&transaction) {
+                // In a block applied already (so durable): its fate is known.
+                self.settle(ticket, index, Fate::Included { height });
+            } else {
+                self.waiters.insert(transaction, vec![(ticket, index)]);
+                self.mempool.push(transaction);
+            }
+        }
+        if !self.mempool.is_empty() {
+            self.next_block_ms.get_or_insert(now_ms + self.limits.block_interval_ms);
+        }
     }
 
     /// Assembles a block from the mempool and proposes it; refuses at once what the screen drops.
     fn assemble(&mut self) {
         let pool = std::mem::take(&mut self.mempool);
-        let origins: HashMap<SignedTransaction, (Ticket, usize)> =
-            pool.iter().map(|(t, ticket, index)| (*t, (*ticket, *index))).collect();
-        let (block, refused) = self.ledger.assemble(pool.into_iter().map(|(t, _, _)| t).collect());
+        let (block, refused) = self.ledger.assemble(pool);
         for (transaction, refusal) in refused {
-            if let Some(&(ticket, index)) = origins.get(&transaction) {
+            for (ticket, index) in self.waiters.remove(&transaction).unwrap_or_default() {
                 self.settle(ticket, index, Fate::Refused(refusal));
             }
         }
-        let in_flight = block
-            .transactions
-            .iter()
-            .filter_map(|t| origins.get(t).copied())
-            .collect();
-        self.in_flight = Some(in_flight);
+        self.in_flight = Some(block.transactions.clone());
         self.outputs.push_back(Output::Propose(ExchangeCommand::Block(block)));
+    }
+
+    /// On losing the lead: a submission none of whose transactions is in the block in flight is
+    /// answered as dropped (nothing of it will be executed); one with a transaction in flight is
+    /// not answered here, so its host tells it the outcome is unknown (the log decides).
+    fn drop_waiting(&mut self) {
+        let proposed: std::collections::HashSet<Ticket> = self
+            .in_flight
+            .take()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|transaction| self.waiters.get(transaction))
+            .flatten()
+            .map(|(ticket, _)| *ticket)
+            .collect();
+        self.waiters.clear();
+        let mut dropped: Vec<Ticket> = self
+            .waiting
+            .drain()
+            .map(|(ticket, _)| ticket)
+            .filter(|ticket| !proposed.contains(ticket))
+            .collect();
+        dropped.sort_unstable();
+        for ticket in dropped {
+            self.reply(ticket, ExchangeReply::Dropped);
+        }
     }
 }
 
@@ -290,11 +435,11 @@ impl Role for ExchangeRole {
     fn follow(&mut self) {
         self.leading = false;
         self.mempool.clear();
-        self.in_flight = None;
         self.next_block_ms = None;
+        self.drop_waiting();
+        // Handing a deposit in again is safe (credited once, answered from the state).
         let depositing: Vec<Ticket> = self.depositing.drain().flat_map(|(_, tickets)| tickets).collect();
-        let waiting = self.waiting.drain().map(|(ticket, _)| ticket);
-        for ticket in waiting.chain(depositing).collect::<Vec<_>>() {
+        for ticket in depositing {
             self.reply(ticket, ExchangeReply::Dropped);
         }
     }
@@ -319,7 +464,11 @@ impl Role for ExchangeRole {
                 let last = self.last_block.clone();
                 self.reply(ticket, ExchangeReply::LastBlock(last));
             }
-            ExchangeInput::Deposit { ticket, deposit } if self.leading => self.deposit(ticket, deposit),
+            ExchangeInput::Deposit {
+                ticket,
+                deposit,
+                refund_to,
+            } if self.leading => self.deposit(ticket, deposit, refund_to),
             ExchangeInput::Deposit { ticket, .. } => self.reply(ticket, ExchangeReply::Dropped),
             ExchangeInput::Withdrawal {
                 ticket,
@@ -335,19 +484,8 @@ impl Role for ExchangeRole {
     fn apply(&mut self, now_ms: u64, command: &ExchangeCommand) {
         match command {
             ExchangeCommand::Block(block) => self.apply_block(now_ms, block),
-            ExchangeCommand::Deposit(deposit) => {
-                let reply = match self.ledger.deposit(deposit) {
-                    Ok(()) => ExchangeReply::Deposited,
-                    Err(refusal) => ExchangeReply::DepositRefused(refusal),
-                };
-                for ticket in self
-                    .depositing
-                    .remove(&(deposit.asset, deposit.marker))
-                    .unwrap_or_default()
-                {
-                    self.reply(ticket, reply.clone());
-                }
-            }
+            ExchangeCommand::Deposit(deposit) => self.apply_deposit(deposit, None),
+            ExchangeCommand::DepositOrRefund { deposit, refund_to } => self.apply_deposit(deposit, Some(*refund_to)),
         }
     }
 
@@ -384,10 +522,30 @@ pub enum ExchangeStateError {
     StateHash,
 }
 
+fn encode_deposit(deposit: &Deposit, bytes: &mut Vec<u8>) {
+    bytes.extend_from_slice(&deposit.asset.to_le_bytes());
+    bytes.extend_from_slice(&deposit.marker);
+    specie_codec::put_u64(bytes, deposit.account);
+    bytes.extend_from_slice(&deposit.key);
+    specie_codec::put_u64(bytes, deposit.amount);
+}
+
+fn decode_deposit(reader: &mut specie_codec::Reader<'_>) -> Result<Deposit, DecodeError> {
+    Ok(Deposit {
+        asset: u16::from_le_bytes(reader.read_array("asset")?),
+        marker: reader.read_array("marker")?,
+        account: reader.read_u64("account")?,
+        key: reader.read_array("key")?,
+        amount: reader.read_u64("amount")?,
+    })
+}
+
 impl Durable for ExchangeRole {
     type StateError = ExchangeStateError;
 
-    /// A tag, then a block (`0x01`) or a deposit (`0x02`: asset, marker, account, key, amount).
+    /// A tag, then a block (`0x01`), a deposit (`0x02`: asset, marker, account, key, amount),
+    /// or a deposit refunded if it cannot be credited (`0x03`: the deposit as `0x02`, then the
+    /// refund address).
     fn encode_command(command: &ExchangeCommand) -> Vec<u8> {
         let mut bytes = Vec::new();
         match command {
@@ -397,11 +555,12 @@ impl Durable for ExchangeRole {
             }
             ExchangeCommand::Deposit(deposit) => {
                 bytes.push(COMMAND_DEPOSIT);
-                bytes.extend_from_slice(&deposit.asset.to_le_bytes());
-                bytes.extend_from_slice(&deposit.marker);
-                specie_codec::put_u64(&mut bytes, deposit.account);
-                bytes.extend_from_slice(&deposit.key);
-                specie_codec::put_u64(&mut bytes, deposit.amount);
+                encode_deposit(deposit, &mut bytes);
+            }
+            ExchangeCommand::DepositOrRefund { deposit, refund_to } => {
+                bytes.push(COMMAND_DEPOSIT_OR_REFUND);
+                encode_deposit(deposit, &mut bytes);
+                bytes.extend_from_slice(refund_to);
             }
         }
         bytes
@@ -413,13 +572,11 @@ impl Durable for ExchangeRole {
             specie_codec::decode_bounded("exchange command", bytes, 1 + Block::encoded_bytes_max(max), |reader| {
                 match reader.read_u8("command")? {
                     COMMAND_BLOCK => Block::decode_from(reader, max).map(ExchangeCommand::Block),
-                    COMMAND_DEPOSIT => Ok(ExchangeCommand::Deposit(Deposit {
-                        asset: u16::from_le_bytes(reader.read_array("asset")?),
-                        marker: reader.read_array("marker")?,
-                        account: reader.read_u64("account")?,
-                        key: reader.read_array("key")?,
-                        amount: reader.read_u64("amount")?,
-                    })),
+                    COMMAND_DEPOSIT => decode_deposit(reader).map(ExchangeCommand::Deposit),
+                    COMMAND_DEPOSIT_OR_REFUND => Ok(ExchangeCommand::DepositOrRefund {
+                        deposit: decode_deposit(reader)?,
+                        refund_to: reader.read_array("refund address")?,
+                    }),
                     tag => Err(DecodeError::Invalid {
                         what: "exchange command",
                         reason: format!("unknown command {tag:#04x}"),
@@ -437,6 +594,7 @@ impl Durable for ExchangeRole {
         let config: ExchangeConfig = self.ledger.config().clone();
         self.ledger = Ledger::restore(config, snapshot)?;
         self.last_block = None;
+        self.recent = Recent::default();
         Ok(())
     }
 

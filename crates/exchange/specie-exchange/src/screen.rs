@@ -4,10 +4,11 @@
 //!
 //! - a transaction alone: known account, assets in range, two different assets, a nonzero amount,
 //!   a nonzero limit, a payee that exists, a resting offer of its own to cancel, a valid new key;
-//! - an account's transactions together: sequence numbers distinct and in the window above its
-//!   last one; what its payments and offers take, per asset, within its balance (an overdraft is
-//!   impossible in any order); no offer cancelled twice. One failure drops all of them: which one
-//!   to keep would depend on order;
+//! - an account's transactions together: sequence numbers distinct, in the window above its
+//!   last one and below 2^63 (refunds' ids are above: `bridge::REFUND_SEQUENCE_BIT`); what its
+//!   payments and offers take, per asset, within its balance (an overdraft is impossible in any
+//!   order); no offer cancelled twice. One failure drops all of them: which one to keep would
+//!   depend on order;
 //! - new accounts: an id not taken, created once in the block (created twice: both dropped).
 //!
 //! What passes becomes [`Effects`]: debits, credits, book changes and new accounts, which commute.
@@ -191,7 +192,11 @@ fn together<'a>(
     let mut cancelled = BTreeSet::new();
     for signed in transactions {
         let sequence = signed.transaction.sequence;
-        if sequence == state.last_sequence || !window.contains(&sequence) || !sequences.insert(sequence) {
+        if sequence == state.last_sequence
+            || !window.contains(&sequence)
+            || sequence & crate::bridge::REFUND_SEQUENCE_BIT != 0
+            || !sequences.insert(sequence)
+        {
             return Err(Refusal::Sequence);
         }
         match signed.transaction.operation {

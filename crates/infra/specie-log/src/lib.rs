@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+pub mod dir_lock;
 mod error;
 pub mod frame;
 pub mod segment;
@@ -12,6 +13,7 @@ use std::io::Write;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
+pub use dir_lock::{DirLock, DirLockError};
 pub use error::{Corruption, FrameDefect, LogError};
 
 use error::io_error;

@@ -1,59 +1,11 @@
-//! Small file helpers shared by the log store and the state-machine store: the directory lock,
-//! and checksummed records replaced atomically (vote, purge point, snapshot).
+//! Small file helpers shared by the log store and the state-machine store: checksummed records
+//! replaced atomically (vote, purge point, snapshot). The directory lock is `specie_log::DirLock`.
 
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs::{self, File};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
 use specie_log::SyncMode;
-
-/// An exclusive lock on a replica directory (`LOCK`, flock), held by the log store, the state
-/// machine store and any snapshot being written, and released when the last of them drops. Two
-/// replicas writing one directory would corrupt it; a restart in the same process must wait for
-/// the old instance's background work to finish.
-#[derive(Debug)]
-pub(crate) struct DirLock {
-    dir: PathBuf,
-    _file: File,
-}
-
-impl DirLock {
-    /// Takes the lock, retrying for up to `wait` while another instance releases it.
-    pub(crate) fn acquire(dir: &Path, wait: Duration) -> io::Result<DirLock> {
-        fs::create_dir_all(dir)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("LOCK"))?;
-        let deadline = Instant::now() + wait;
-        loop {
-            match file.try_lock() {
-                Ok(()) => {
-                    return Ok(DirLock {
-                        dir: dir.to_path_buf(),
-                        _file: file,
-                    })
-                }
-                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err(TryLockError::WouldBlock) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::WouldBlock,
-                        format!("{} is locked by another replica", dir.display()),
-                    ))
-                }
-                Err(TryLockError::Error(error)) => return Err(error),
-            }
-        }
-    }
-
-    pub(crate) fn dir(&self) -> &Path {
-        &self.dir
-    }
-}
 
 /// Writes `magic ‖ crc32(body) ‖ u64 body length ‖ body` to `name.tmp`, syncs it, renames it over
 /// `name` and syncs the directory: after a crash the file holds either the old or the new record.
@@ -120,14 +72,5 @@ mod tests {
         *bytes.last_mut().unwrap() ^= 1;
         fs::write(&path, bytes).unwrap();
         assert!(read_record(dir.path(), "r", b"TESTMAGC").is_err());
-    }
-
-    #[test]
-    fn a_directory_is_locked_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let lock = DirLock::acquire(dir.path(), Duration::ZERO).unwrap();
-        assert!(DirLock::acquire(dir.path(), Duration::from_millis(20)).is_err());
-        drop(lock);
-        DirLock::acquire(dir.path(), Duration::ZERO).unwrap();
     }
 }

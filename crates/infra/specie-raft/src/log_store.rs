@@ -52,10 +52,10 @@ use openraft::{AnyError, LogState, RaftLogReader, StorageIOError};
 use parking_lot::RwLock;
 use specie_log::frame::{self, Frame};
 use specie_log::segment::{self, Scanned, SegmentEnd, SegmentScan};
-use specie_log::{Corruption, LogError, SyncMode};
+use specie_log::{Corruption, DirLock, LogError, SyncMode};
 
 use crate::codec::{self, Reader};
-use crate::fsio::{self, DirLock};
+use crate::fsio;
 use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
 
 const VOTE_MAGIC: &[u8; 8] = b"SPRAVOTE";
@@ -855,7 +855,6 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
-    use std::time::Duration;
 
     use openraft::{CommittedLeaderId, EmptyNode, EntryPayload, Membership};
 
@@ -871,7 +870,7 @@ mod tests {
     }
 
     pub(super) fn open(dir: &Path) -> (LogStore, Recovered) {
-        let lock = Arc::new(DirLock::acquire(dir, Duration::from_secs(1)).unwrap());
+        let lock = Arc::new(DirLock::acquire(dir, 1_000).unwrap());
         LogStore::open(lock, options()).unwrap()
     }
 
@@ -964,7 +963,7 @@ mod tests {
     }
 
     fn open_err(dir: &Path) -> io::Error {
-        let lock = Arc::new(DirLock::acquire(dir, Duration::from_secs(1)).unwrap());
+        let lock = Arc::new(DirLock::acquire(dir, 1_000).unwrap());
         LogStore::open(lock, options()).err().expect("corruption refused")
     }
 

@@ -13,9 +13,9 @@ use openraft::{Config, EmptyNode, Raft, RaftMetrics, ServerState, SnapshotPolicy
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use specie_log::SyncMode;
+use specie_log::{DirLock, DirLockError, SyncMode};
 
-use crate::fsio::{self, DirLock};
+use crate::fsio;
 use crate::log_store::{LogCounters, LogOptions, LogStore};
 use crate::network::{NetworkFactory, RaftTransport, RpcHandler, SnapshotStream};
 use crate::state_machine::{ReplicatedStateMachine, StateMachineStore};
@@ -143,6 +143,10 @@ pub enum StartError {
     InvalidConfig(String),
     #[error("node {id} is not among the group's members {members:?}")]
     NotAMember { id: NodeId, members: BTreeSet<NodeId> },
+    /// Another replica (another process, or an instance of this one that has not let go within
+    /// `lock_wait_ms`) holds the directory.
+    #[error(transparent)]
+    Locked(#[from] DirLockError),
     #[error("opening the replica directory: {0}")]
     Io(#[from] io::Error),
     #[error("starting raft: {0}")]
@@ -321,18 +325,18 @@ pub struct Replica<S> {
 /// The stores a replica opened in its directory, and the lock that keeps it theirs.
 type OpenedStores<S> = (LogStore, StateMachineStore<S>, Weak<DirLock>);
 
-/// Locks `dir` for replica `id` (waiting up to `lock_wait`), checks that it is `id`'s (or makes
+/// Locks `dir` for replica `id` (waiting up to `lock_wait_ms`), checks that it is `id`'s (or makes
 /// it so), and recovers the log and the state machine from it. Blocking: it may wait for the
 /// lock, and recovery reads the whole log.
 fn open_stores<S: ReplicatedStateMachine>(
     dir: &Path,
     id: NodeId,
-    lock_wait: Duration,
+    lock_wait_ms: u64,
     log_options: LogOptions,
     sync: SyncMode,
     state_machine: S,
-) -> io::Result<OpenedStores<S>> {
-    let lock = Arc::new(DirLock::acquire(dir, lock_wait)?);
+) -> Result<OpenedStores<S>, StartError> {
+    let lock = Arc::new(DirLock::acquire(dir, lock_wait_ms)?);
     // A directory holds one replica's log and votes for good: reusing it under another id
     // would let one vote count twice.
     match fsio::read_record(dir, "identity", IDENTITY_MAGIC)? {
@@ -340,7 +344,8 @@ fn open_stores<S: ReplicatedStateMachine>(
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("{} belongs to another replica than node {id}", dir.display()),
-            ))
+            )
+            .into())
         }
         Some(_) => {}
         None => fsio::write_record(dir, "identity", IDENTITY_MAGIC, &id.to_le_bytes(), sync)?,
@@ -384,9 +389,9 @@ impl<S: ReplicatedStateMachine> Replica<S> {
             sync: config.sync,
         };
         let dir = dir.to_path_buf();
-        let lock_wait = Duration::from_millis(config.lock_wait_ms);
+        let lock_wait_ms = config.lock_wait_ms;
         let sync = config.sync;
-        let open = move || open_stores(&dir, id, lock_wait, log_options, sync, state_machine);
+        let open = move || open_stores(&dir, id, lock_wait_ms, log_options, sync, state_machine);
         // Taking the lock may wait, and recovery reads the whole log: off the async workers,
         // except without syncs (benchmarks, and simulations that need no I/O beside the tasks).
         let (log_store, sm_store, dir_lock) = match sync {

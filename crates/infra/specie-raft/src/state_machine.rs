@@ -16,9 +16,9 @@ use openraft::{AnyError, EntryPayload, RaftSnapshotBuilder, Snapshot, StorageIOE
 use parking_lot::Mutex;
 
 use crate::codec::{self, Reader};
-use specie_log::SyncMode;
+use specie_log::{DirLock, SyncMode};
 
-use crate::fsio::{self, DirLock};
+use crate::fsio;
 use crate::types::{Entry, LogId, NodeId, Responses, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 
 const SNAPSHOT_MAGIC: &[u8; 8] = b"SPRASNAP";

@@ -1,14 +1,12 @@
 //! openraft's own storage test suite against the log store and the state-machine store.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use openraft::testing::{StoreBuilder, Suite};
 use tempfile::TempDir;
 
-use specie_log::SyncMode;
+use specie_log::{DirLock, SyncMode};
 
-use crate::fsio::DirLock;
 use crate::log_store::{LogOptions, LogStore};
 use crate::state_machine::{ReplicatedStateMachine, SnapshotRefused, StateMachineStore};
 use crate::types::{StorageError, TypeConfig};
@@ -44,7 +42,7 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachineStore<Counter>, TempDir> for
         let io =
             |e: std::io::Error| StorageError::from(openraft::StorageIOError::write_logs(openraft::AnyError::new(&e)));
         let dir = tempfile::tempdir().map_err(io)?;
-        let lock = Arc::new(DirLock::acquire(dir.path(), Duration::ZERO).map_err(io)?);
+        let lock = Arc::new(DirLock::acquire(dir.path(), 0).map_err(|e| io(std::io::Error::other(e)))?);
         let options = LogOptions {
             // Small segments, so the suite's purges and truncations cross segment boundaries.
             segment_bytes_max: 200,

@@ -515,10 +515,13 @@ async fn a_replica_directory_is_exclusive_and_bound_to_its_node_id() {
         async move { Replica::start(config, &dir, id, &BTreeSet::from([id]), transport, Chain::default()).await }
     };
     let running = start(1).await.expect("fresh directory");
-    assert!(
-        start(1).await.is_err(),
-        "a second instance must not open a locked directory"
-    );
+    let err = start(1)
+        .await
+        .err()
+        .expect("a second instance must not open a locked directory");
+    assert!(matches!(err, specie_raft::StartError::Locked(_)), "{err}");
+    let holder = format!("is in use by process {} (", std::process::id());
+    assert!(err.to_string().contains(&holder), "{err}");
     running.shutdown().await;
     let err = start(2).await.err().expect("another node id is refused");
     assert!(err.to_string().contains("another replica"), "{err}");

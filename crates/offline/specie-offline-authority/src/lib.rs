@@ -19,7 +19,7 @@ mod role;
 mod state;
 
 pub use messages::{
-    Books, Command, Debt, Deposit, DepositOutcome, Funding, Input, KeyBooks, Refusal, Reply, Report,
+    refund_serial, Books, Command, Debt, Deposit, DepositOutcome, Funding, Input, KeyBooks, Refusal, Reply, Report,
     AUTHORITY_ENCODING_VERSION, BINDINGS_PER_CALL_MAX, EVIDENCE_PER_ANSWER_MAX, KEYS_PER_IDENTITY_MAX,
     REVOCATIONS_PER_ANSWER_MAX, TOKENS_PER_FUNDING_MAX,
 };

@@ -34,6 +34,7 @@ const COMMAND_FUND: u8 = 2;
 const COMMAND_DEPOSIT: u8 = 3;
 const COMMAND_ROTATE: u8 = 4;
 const COMMAND_REVOKE_KEY: u8 = 5;
+const COMMAND_REFUND: u8 = 6;
 
 /// Value moved out of the online core for offline cash, as the core bridge saw it confirmed: the
 /// core transaction's id (credited once), the amount, and the certified one-time keys that get the
@@ -86,6 +87,22 @@ pub enum Command {
     /// An issuing key is revoked (compromised): devices refuse its tokens, which go back to the
     /// authority, where those its issuance log holds are paid (recoup).
     RevokeKey { key: PublicKey },
+    /// A core funding (`id`, its marker) that could never be issued as it stands (its owners are
+    /// not this authority's certified keys, or are not one per token of its amount), refunded:
+    /// its `amount` goes back to `address` (a core witness program commitment: the funding's
+    /// first input's owner) by the bridge key's payout for the serial [`refund_serial`]`(id)`.
+    /// Counted as funded and defunded; a funding is issued or refunded once.
+    Refund {
+        id: [u8; 32],
+        amount: u64,
+        address: [u8; 32],
+    },
+}
+
+/// The serial of the payout that refunds core funding `id` (a token serial's derivation, with a
+/// kind no token has, so no token's payout shares its marker).
+pub fn refund_serial(id: &[u8; 32]) -> [u8; 16] {
+    crate::state::derive_serial(b"refund", id, 0)
 }
 
 /// A deposit as the log keeps it.
@@ -113,6 +130,14 @@ pub enum Input {
     Fund {
         ticket: Ticket,
         funding: Funding,
+    },
+    /// A funding the core confirmed, as `Fund`; if it can never be issued as it stands
+    /// ([`Refusal::refundable`]), it is refunded to `refund_to` (its first input's owner on the
+    /// core) instead of refused.
+    FundOrRefund {
+        ticket: Ticket,
+        funding: Funding,
+        refund_to: [u8; 32],
     },
     Deposit {
         ticket: Ticket,
@@ -218,6 +243,12 @@ pub enum Reply {
     Funded {
         issuances: Vec<Issuance>,
     },
+    /// The funding could never be issued (`reason`; unknown when refunded earlier): refunded by
+    /// this payout for the core, signed by the bridge key (the same payout when asked again).
+    Refunded {
+        reason: Option<Refusal>,
+        payout: Box<OfflinePayout>,
+    },
     Deposited(DepositOutcome),
     /// A deposit defunded (the outcome), with the payout for the online core signed by the
     /// bridge key (the same payout for the same deposit sent again).
@@ -289,6 +320,18 @@ pub enum Refusal {
     AlreadyRevoked,
 }
 
+impl Refusal {
+    /// Whether a core funding refused for this can never be issued as it stands (the owners its
+    /// digest fixes are not certified keys of this authority, or not one per token, or too many):
+    /// then it is refunded rather than left out of every book.
+    pub fn refundable(&self) -> bool {
+        matches!(
+            self,
+            Refusal::FundingOwners { .. } | Refusal::UncertifiedOwner { .. } | Refusal::TooMany { .. }
+        )
+    }
+}
+
 fn put_issuances(out: &mut Vec<u8>, issuances: &[Issuance]) {
     out.extend_from_slice(&(issuances.len() as u32).to_le_bytes());
     for issuance in issuances {
@@ -354,6 +397,12 @@ impl Command {
             Command::RevokeKey { key } => {
                 out.push(COMMAND_REVOKE_KEY);
                 out.extend_from_slice(key);
+            }
+            Command::Refund { id, amount, address } => {
+                out.push(COMMAND_REFUND);
+                out.extend_from_slice(id);
+                put_u64(out, *amount);
+                out.extend_from_slice(address);
             }
         }
     }
@@ -422,6 +471,11 @@ impl Command {
             }
             COMMAND_REVOKE_KEY => Command::RevokeKey {
                 key: reader.read_array("revoked key")?,
+            },
+            COMMAND_REFUND => Command::Refund {
+                id: reader.read_array("refunded funding id")?,
+                amount: reader.read_u64("refunded amount")?,
+                address: reader.read_array("refund address")?,
             },
             kind => {
                 return Err(DecodeError::UnknownKind {

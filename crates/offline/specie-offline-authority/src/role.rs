@@ -14,8 +14,9 @@ use specie_role::{Durable, Output, Role, Ticket};
 use specie_transaction::{witness_program_commitment, OfflinePayout};
 
 use crate::messages::{
-    Command, Deposit, DepositLink, DepositOutcome, Funding, Input, Refusal, Reply, Report, BINDINGS_PER_CALL_MAX,
-    EVIDENCE_PER_ANSWER_MAX, KEYS_PER_IDENTITY_MAX, REVOCATIONS_PER_ANSWER_MAX, TOKENS_PER_FUNDING_MAX,
+    refund_serial, Command, Deposit, DepositLink, DepositOutcome, Funding, Input, Refusal, Reply, Report,
+    BINDINGS_PER_CALL_MAX, EVIDENCE_PER_ANSWER_MAX, KEYS_PER_IDENTITY_MAX, REVOCATIONS_PER_ANSWER_MAX,
+    TOKENS_PER_FUNDING_MAX,
 };
 use crate::state::{derive_serial, AuthorityState, StateError};
 
@@ -165,6 +166,8 @@ pub struct OfflineAuthority {
     /// Certification requests on their way to the log, by their first key.
     certifying: HashMap<PublicKey, (Ticket, Vec<KeyCertificate>)>,
     funding: HashMap<[u8; 32], (Funding, Vec<Ticket>)>,
+    /// Refunds on their way to the log, by funding id: why, and who waits.
+    refunding: HashMap<[u8; 32], (Refusal, Vec<Ticket>)>,
     /// Deposits by link, from the moment they are queued until they are applied or refused.
     depositing: HashMap<DepositLink, Vec<Ticket>>,
     /// Payouts signed ahead for defunds on their way to the log, by link.
@@ -293,6 +296,7 @@ impl OfflineAuthority {
             certifying_keys: HashMap::new(),
             certifying: HashMap::new(),
             funding: HashMap::new(),
+            refunding: HashMap::new(),
             depositing: HashMap::new(),
             payouts: HashMap::new(),
             queue: Vec::new(),
@@ -426,7 +430,9 @@ impl OfflineAuthority {
         Issuance::sign(key, derive_serial(kind, source, index), owner)
     }
 
-    fn fund(&mut self, ticket: Ticket, funding: Funding) -> Result<(), Refusal> {
+    /// A funding: issued (once per id); with `refund_to`, refunded there instead if it can never
+    /// be issued as it stands ([`Refusal::refundable`]).
+    fn fund(&mut self, ticket: Ticket, funding: Funding, refund_to: Option<[u8; 32]>) -> Result<(), Refusal> {
         let mismatch = || Refusal::FundingMismatch {
             id_hex: funding.id.iter().map(|b| format!("{b:02x}")).collect(),
         };
@@ -438,6 +444,11 @@ impl OfflineAuthority {
             self.reply(ticket, Reply::Funded { issuances });
             return Ok(());
         }
+        if let Some(&(amount, address)) = self.state.refunds.get(&funding.id) {
+            let payout = Box::new(self.refund_payout(&funding.id, amount, address));
+            self.reply(ticket, Reply::Refunded { reason: None, payout });
+            return Ok(());
+        }
         if let Some((known, tickets)) = self.funding.get_mut(&funding.id) {
             if *known != funding {
                 return Err(mismatch());
@@ -445,6 +456,31 @@ impl OfflineAuthority {
             tickets.push(ticket);
             return Ok(());
         }
+        if let Some((_, tickets)) = self.refunding.get_mut(&funding.id) {
+            tickets.push(ticket);
+            return Ok(());
+        }
+        match (self.issuances_for(&funding), refund_to) {
+            (Ok(issuances), _) => {
+                self.funding.insert(funding.id, (funding.clone(), vec![ticket]));
+                self.propose(Command::Fund { funding, issuances });
+            }
+            (Err(reason), Some(address)) if reason.refundable() => {
+                self.refunding.insert(funding.id, (reason, vec![ticket]));
+                self.propose(Command::Refund {
+                    id: funding.id,
+                    amount: funding.amount,
+                    address,
+                });
+            }
+            (Err(reason), _) => return Err(reason),
+        }
+        Ok(())
+    }
+
+    /// The tokens `funding` issues, signed, if its owners are one certified key per token of its
+    /// amount.
+    fn issuances_for(&self, funding: &Funding) -> Result<Vec<Issuance>, Refusal> {
         let values = self.keys.denominations.split(funding.amount);
         if values.len() > TOKENS_PER_FUNDING_MAX {
             return Err(Refusal::TooMany {
@@ -466,15 +502,18 @@ impl OfflineAuthority {
         {
             return Err(Refusal::UncertifiedOwner { index });
         }
-        let issuances = values
+        Ok(values
             .iter()
             .zip(&funding.owners)
             .enumerate()
             .map(|(i, (value, owner))| self.issuance(*value, b"fund", &funding.id, i, *owner))
-            .collect();
-        self.funding.insert(funding.id, (funding.clone(), vec![ticket]));
-        self.propose(Command::Fund { funding, issuances });
-        Ok(())
+            .collect())
+    }
+
+    /// The payout refunding core funding `id`: `amount` to the core witness program commitment
+    /// `address`, for the serial [`refund_serial`]`(id)`.
+    fn refund_payout(&self, id: &[u8; 32], amount: u64, address: [u8; 32]) -> OfflinePayout {
+        OfflinePayout::new_signed(&self.bridge, refund_serial(id), address, amount)
     }
 
     /// The seed's re-validation (001, §IV-E), with specie's changes, its lookups: the issuance is
@@ -770,6 +809,15 @@ impl OfflineAuthority {
                     }
                 }
             }
+            Command::Refund { id, amount, address } => {
+                if let Some((reason, tickets)) = self.refunding.remove(id) {
+                    let payout = Box::new(self.refund_payout(id, *amount, *address));
+                    for ticket in tickets {
+                        let (reason, payout) = (Some(reason.clone()), payout.clone());
+                        self.reply(ticket, Reply::Refunded { reason, payout });
+                    }
+                }
+            }
             Command::Rotate { .. } | Command::RevokeKey { .. } => self.keys_changed(),
         }
     }
@@ -842,6 +890,7 @@ impl Role for OfflineAuthority {
         self.certifying_keys.clear();
         self.certifying.clear();
         self.funding.clear();
+        self.refunding.clear();
         self.depositing.clear();
         self.payouts.clear();
         self.queue.clear();
@@ -854,7 +903,12 @@ impl Role for OfflineAuthority {
         let (ticket, result) = match input {
             Input::Register { ticket, identity } => (ticket, self.register(ticket, identity)),
             Input::Certify { ticket, bindings } => (ticket, self.certify(ticket, bindings)),
-            Input::Fund { ticket, funding } => (ticket, self.fund(ticket, funding)),
+            Input::Fund { ticket, funding } => (ticket, self.fund(ticket, funding, None)),
+            Input::FundOrRefund {
+                ticket,
+                funding,
+                refund_to,
+            } => (ticket, self.fund(ticket, funding, Some(refund_to))),
             Input::Deposit {
                 ticket,
                 token,

@@ -64,6 +64,8 @@ pub(crate) struct AuthorityState {
     /// Certified keys per identity (derived likewise).
     keys_by_identity: HashMap<PublicKey, usize>,
     pub fundings: BTreeMap<[u8; 32], (Funding, Vec<Issuance>)>,
+    /// Core fundings refunded (never issuable): id → (amount, the core address paid back).
+    pub refunds: BTreeMap<[u8; 32], (u64, [u8; 32])>,
     /// Every deposit recorded in a token's tree (paid or refused as double spent), in order.
     deposits: Vec<Deposit>,
     pub issued: HashMap<[u8; 16], Issuance>,
@@ -167,6 +169,7 @@ impl AuthorityState {
                 }
             }
             Command::Fund { funding, issuances } => self.apply_fund(funding, issuances),
+            Command::Refund { id, amount, address } => self.apply_refund(id, *amount, *address),
             Command::Deposit(deposit) => return Some(self.apply_deposit(deposit)),
             // A rotation to a period the authority is in or past already lost a race (two
             // leaders in turn proposed one): it changes nothing.
@@ -186,12 +189,22 @@ impl AuthorityState {
     }
 
     fn apply_fund(&mut self, funding: &Funding, issuances: &[Issuance]) {
-        if self.fundings.contains_key(&funding.id) {
+        if self.fundings.contains_key(&funding.id) || self.refunds.contains_key(&funding.id) {
             return;
         }
         self.fundings.insert(funding.id, (funding.clone(), issuances.to_vec()));
         self.funded += u128::from(funding.amount);
         self.issue(issuances);
+    }
+
+    /// A funding refunded: in and straight out again, once (issued or refunded, not both).
+    fn apply_refund(&mut self, id: &[u8; 32], amount: u64, address: [u8; 32]) {
+        if self.fundings.contains_key(id) || self.refunds.contains_key(id) {
+            return;
+        }
+        self.refunds.insert(*id, (amount, address));
+        self.funded += u128::from(amount);
+        self.defunded += u128::from(amount);
     }
 
     fn issue(&mut self, issuances: &[Issuance]) {
@@ -392,7 +405,8 @@ impl AuthorityState {
                     && keys.iter().all(|(key, _)| !self.denominations.contains_key(key))
             }
             Command::RevokeKey { key } => self.denominations.contains_key(key),
-            Command::Fund { issuances, .. } => fresh(issuances),
+            Command::Fund { funding, issuances } => fresh(issuances) && !self.refunds.contains_key(&funding.id),
+            Command::Refund { id, .. } => !self.fundings.contains_key(id) && !self.refunds.contains_key(id),
             Command::Deposit(deposit) => {
                 self.issued.get(&deposit.token.issuance.serial) == Some(&deposit.token.issuance)
                     && deposit.statement.statement.is_deposit()
@@ -402,14 +416,15 @@ impl AuthorityState {
         match applicable {
             true => Ok(()),
             false => Err(StateError::Invariant(
-                "a snapshot command re-issues a serial or deposits a token never issued".into(),
+                "a snapshot command re-issues a serial, deposits a token never issued, or refunds a funding issued or refunded"
+                    .into(),
             )),
         }
     }
 
     /// The primary record as commands, in an order that rebuilds this state: identities,
-    /// rotations (in order), revoked keys (sorted), certified keys (sorted), fundings (by id), then
-    /// deposits in the order they were recorded.
+    /// rotations (in order), revoked keys (sorted), certified keys (sorted), fundings (by id),
+    /// refunds (by id), then deposits in the order they were recorded.
     pub fn encode(&self) -> Vec<u8> {
         let mut commands: Vec<Command> = Vec::new();
         commands.extend(
@@ -429,6 +444,11 @@ impl AuthorityState {
         commands.extend(self.fundings.values().map(|(funding, issuances)| Command::Fund {
             funding: funding.clone(),
             issuances: issuances.clone(),
+        }));
+        commands.extend(self.refunds.iter().map(|(id, (amount, address))| Command::Refund {
+            id: *id,
+            amount: *amount,
+            address: *address,
         }));
         commands.extend(
             self.deposits

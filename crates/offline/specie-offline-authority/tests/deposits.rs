@@ -543,3 +543,92 @@ fn a_core_funding_credits_only_the_owners_it_names_and_only_here() {
         Err(Refusal::FundingOtherAuthority)
     );
 }
+
+/// A core funding the authority could never issue (its owners are not keys it certified, or
+/// not one per token) is refunded, once, to the address it names: the payout, signed by the
+/// bridge key for the funding's refund serial, is the same each time it is asked for, the books
+/// count it in and out, and the refund survives a crash. Without a refund address (the
+/// operator's funding) such a funding is refused as before.
+#[test]
+fn a_core_funding_that_can_never_be_issued_is_refunded_once() {
+    let mut world = World::new();
+    let alice = world.device(1, 2);
+    let uncertified = specie_offline_authority::Funding {
+        id: [6; 32],
+        amount: 2,
+        owners: vec![[5; 32]],
+    };
+    let refund = |ticket, funding: &specie_offline_authority::Funding| Input::FundOrRefund {
+        ticket,
+        funding: funding.clone(),
+        refund_to: [7; 32],
+    };
+    let Reply::Refunded {
+        reason: Some(Refusal::UncertifiedOwner { index: 0 }),
+        payout,
+    } = world.call(|ticket| refund(ticket, &uncertified))
+    else {
+        panic!("refunded");
+    };
+    let bridge = authority_keys().bridge.verifying_key().to_bytes();
+    assert_eq!(
+        (payout.authority, payout.serial, payout.address(), payout.amount()),
+        (bridge, specie_offline_authority::refund_serial(&[6; 32]), [7; 32], 2)
+    );
+    // Once: asked again (even as a plain funding, or with other owners), the same payout.
+    let again = world.call(|ticket| Input::Fund {
+        ticket,
+        funding: uncertified.clone(),
+    });
+    assert_eq!(
+        again,
+        Reply::Refunded {
+            reason: None,
+            payout: payout.clone()
+        }
+    );
+    // Owners that are certified keys but not one per token: refunded too.
+    let miscounted = specie_offline_authority::Funding {
+        id: [8; 32],
+        amount: 3,
+        owners: vec![alice.public(0)],
+    };
+    let reply = world.call(|ticket| refund(ticket, &miscounted));
+    assert!(
+        matches!(
+            reply,
+            Reply::Refunded {
+                reason: Some(Refusal::FundingOwners { .. }),
+                ..
+            }
+        ),
+        "{reply:?}"
+    );
+    // The operator's funding (no refund address) is refused as before.
+    let operator = specie_offline_authority::Funding {
+        id: [9; 32],
+        ..uncertified.clone()
+    };
+    let refused = world.call(|ticket| Input::Fund {
+        ticket,
+        funding: operator,
+    });
+    assert_eq!(refused, Reply::Refused(Refusal::UncertifiedOwner { index: 0 }));
+    let Reply::Books(books) = world.call(|ticket| Input::Books { ticket }) else {
+        panic!("books");
+    };
+    assert_eq!(
+        (books.funded, books.defunded, books.outstanding),
+        (5, 5, 0),
+        "in and out"
+    );
+    world.crash_and_restart();
+    let after = world.call(|ticket| refund(ticket, &uncertified));
+    assert_eq!(after, Reply::Refunded { reason: None, payout });
+    // A snapshot keeps the refunds (restored by replaying them, re-encoded byte for byte).
+    use specie_role::Durable;
+    let snapshot = world.host.role().unwrap().snapshot();
+    let mut restored = specie_offline_authority::OfflineAuthority::new(authority_keys());
+    restored.restore(&snapshot).unwrap();
+    assert_eq!(restored.snapshot(), snapshot);
+}

@@ -255,7 +255,10 @@ struct FundFromCoreRequest {
 
 /// A funding the core confirmed: credited once its marker is found in the core's UHS (asked
 /// here, never taken from the caller), to exactly the owners the transaction commits to, once
-/// per marker. Needs no operator: the core transaction is the authorisation.
+/// per marker. Needs no operator: the core transaction is the authorisation. A funding whose
+/// owners could never be issued tokens (not this authority's certified keys, or not one per
+/// token) is refunded to its first input's owner on the core: `{refunded: {reason, amount,
+/// address, payout}}`, the payout signed by the bridge key.
 async fn fund_from_core(
     State(authority): State<Authority>,
     Json(request): Json<FundFromCoreRequest>,
@@ -279,6 +282,9 @@ async fn fund_from_core(
         .map(|owner| key_from_hex("owner", owner))
         .collect::<Result<Vec<_>, _>>()?;
     let funding = Funding::from_core(&core, &authority.bridge(), owners).map_err(|refusal| refused(&refusal))?;
+    let Some(refund_to) = core.inputs.first().map(|input| input.data.witness_program_commitment) else {
+        return Err(bad_request("transaction: the funding spends no input"));
+    };
     match authority.in_core(funding.id).await {
         Ok(true) => {}
         Ok(false) => {
@@ -298,8 +304,24 @@ async fn fund_from_core(
         }
         Err(reason) => return Err(error(StatusCode::BAD_GATEWAY, "core_unreachable", reason.to_string())),
     }
-    match ask(&authority, move |ticket| Input::Fund { ticket, funding }).await? {
+    let input = move |ticket| Input::FundOrRefund {
+        ticket,
+        funding,
+        refund_to,
+    };
+    match ask(&authority, input).await? {
         Reply::Funded { issuances } => Ok(Json(json!({"issuances": issuances_hex(&issuances)})).into_response()),
+        Reply::Refunded { reason, payout } => {
+            let reason = reason.map_or_else(|| "refunded earlier".to_string(), |reason| reason.to_string());
+            let payout_hex = hex::encode(SpecieTransaction::OfflinePayout((*payout).clone()).encode());
+            Ok(Json(json!({"refunded": {
+                "reason": reason,
+                "amount": payout.amount(),
+                "address": hex::encode(payout.address()),
+                "payout": payout_hex,
+            }}))
+            .into_response())
+        }
         other => Err(unexpected(other)),
     }
 }

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 use specie_codec::{Decode, DecodeError, Reader};
 use specie_offline::{
-    Issuance, KeyCertificate, KeyError, KeyRing, PublicKey, SignedKeyRing, Token, CERTIFIED_KEY_BYTES, ISSUANCE_BYTES,
-    SIGNED_KEY_RING_BYTES_MAX, TOKEN_BYTES_MAX,
+    Denominations, Issuance, KeyCertificate, KeyError, KeyRing, PublicKey, SignedKeyRing, Token, CERTIFIED_KEY_BYTES,
+    ISSUANCE_BYTES, SIGNED_KEY_RING_BYTES_MAX, TOKEN_BYTES_MAX,
 };
+use specie_offline_authority::TOKENS_PER_FUNDING_MAX;
 use specie_offline_device::{Device, DeviceError, DeviceLimits, PaymentRequest};
 use specie_transaction::{OfflinePayout, SpecieTransaction};
 use specie_wallet::replicas::ReplicaClient;
@@ -42,6 +43,19 @@ pub enum DeviceCommandError {
     Authority { url: String, reason: String },
     #[error("{path}: {reason}")]
     Ring { path: PathBuf, reason: String },
+}
+
+/// What the authority made of a core funding handed in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CoreFunded {
+    /// Tokens of this value issued to the device.
+    Funded(u64),
+    /// Never issuable (`reason`): refunded by `payout`, which the core pays once to the owner of
+    /// the funding's first input.
+    Refunded {
+        reason: String,
+        payout: Box<SpecieTransaction>,
+    },
 }
 
 /// Where a device is kept: a file of its own, or inside a core wallet file (one file for the
@@ -415,19 +429,61 @@ impl AuthorityClient {
         Ok(self.signed_ring()?.authority)
     }
 
+    /// How many tokens the authority issues for a funding of `amount` (its split into the
+    /// current period's denominations, as the ring announces them): refused, before anything is
+    /// paid, if that is more than one funding may issue ([`TOKENS_PER_FUNDING_MAX`]), since the
+    /// authority could never issue such a funding.
+    pub fn funding_split(&self, amount: u64) -> Result<usize, DeviceCommandError> {
+        let ring = self.ring()?;
+        let period = ring.lifecycle().current_period;
+        let mut values: Vec<u64> = ring
+            .issuing_keys()
+            .filter(|key| ring.key_period(key) == Some(period))
+            .filter_map(|key| ring.issuing_key(key).map(|(denomination, _)| denomination))
+            .collect();
+        values.sort_unstable();
+        values.dedup();
+        let denominations = Denominations::new(values)
+            .map_err(|error| self.failed(format!("its key ring's denominations: {error}")))?;
+        let tokens = denominations.split(amount).len();
+        if tokens > TOKENS_PER_FUNDING_MAX {
+            let largest = denominations.values().last().copied().unwrap_or(1);
+            return Err(self.failed(format!(
+                "the offline authority issues at most {TOKENS_PER_FUNDING_MAX} tokens per funding and {amount} \
+                 makes {tokens} of its denominations: fund at most {} at a time (nothing was paid)",
+                largest.saturating_mul(TOKENS_PER_FUNDING_MAX as u64)
+            )));
+        }
+        Ok(tokens)
+    }
+
     /// Hands in an offline funding the core confirmed (`transaction`, hex) for `owners`; the
-    /// authority checks the core and issues the tokens, which the device checks and holds.
+    /// authority checks the core and issues the tokens, which the device checks and holds. A
+    /// funding whose owners could never be issued tokens is refunded instead: the payout for the
+    /// core that pays it back to its first input's owner.
     pub fn fund_from_core(
         &self,
         device: &mut Device,
         transaction: &str,
         owners: &[PublicKey],
-    ) -> Result<u64, DeviceCommandError> {
+    ) -> Result<CoreFunded, DeviceCommandError> {
         let owners: Vec<String> = owners.iter().map(hex::encode).collect();
         let body = json!({"transaction": transaction, "owners": owners});
         let answer = self.call("POST", "/v1/offline/fund-from-core", Some(body))?;
+        if let Some(refunded) = answer.get("refunded") {
+            let reason = refunded["reason"].as_str().unwrap_or("no reason given").to_string();
+            let payout = hex::decode(refunded["payout"].as_str().unwrap_or_default())
+                .ok()
+                .and_then(|bytes| SpecieTransaction::decode_exact(&bytes).ok())
+                .filter(|payout| matches!(payout, SpecieTransaction::OfflinePayout(_)))
+                .ok_or_else(|| self.failed("a refund without a payout"))?;
+            return Ok(CoreFunded::Refunded {
+                reason,
+                payout: Box::new(payout),
+            });
+        }
         let issuances = self.issuances(&answer["issuances"])?;
-        Ok(device.receive_issued(&issuances, &self.ring()?)?)
+        Ok(CoreFunded::Funded(device.receive_issued(&issuances, &self.ring()?)?))
     }
 
     /// Funds the device with `amount` on the operator's word (an authority started with

@@ -32,6 +32,9 @@ use specie_offline_authority::AuthorityKeys;
 pub enum ServeError {
     #[error("{0}")]
     Open(#[from] OpenError),
+    /// Another process serves this data directory.
+    #[error(transparent)]
+    Locked(#[from] specie_log::DirLockError),
     #[error(transparent)]
     Http(#[from] ServeUntilError),
 }
@@ -64,12 +67,15 @@ pub fn keys_from_seed(seed: &[u8; 32]) -> AuthorityKeys {
     AuthorityKeys::from_seed(seed, Denominations::default(), lifecycle)
 }
 
-/// Opens the authority in `options.data_dir` and serves its API until Ctrl-C.
+/// Binds the API's port, locks the data directory (held until the authority has stopped), opens
+/// the authority and serves its API until Ctrl-C. A busy port fails before the data directory is
+/// created or locked; a directory another process serves is refused.
 pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
+    let listening = specie_api::http_server::Listening::bind(options.listen)?;
+    let _lock = specie_log::DirLock::acquire(&options.data_dir, specie_log::dir_lock::RESTART_WAIT_MS)?;
     let authority = AuthorityHandle::open(&options.data_dir, options.snapshot_log_bytes)?;
     let data_dir = options.data_dir.clone();
-    let served = specie_api::http_server::serve_until_ctrl_c(
-        options.listen,
+    let served = listening.serve_until_ctrl_c(
         router(authority.clone(), options.bridge.clone()),
         options.limits,
         |local| {

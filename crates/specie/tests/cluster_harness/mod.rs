@@ -159,6 +159,38 @@ pub fn start_serving(args: &[&str]) -> (Child, String) {
     (child, url)
 }
 
+/// Runs `specie ARGS`, which must end within `limit` (it is killed and the test fails if not):
+/// its exit status and its stderr.
+pub fn run_to_exit(args: &[&str], limit: Duration) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the specie binary runs");
+    let mut stderr = child.stderr.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("specie {args:?} still ran after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, reader.join().expect("stderr read"))
+}
+
 pub fn start_demo(dir: &str, payments: &str, seed: &str) -> Child {
     Command::new(BIN)
         .args([

@@ -207,9 +207,14 @@ impl World {
         };
         for attempt in 0..2 {
             let ticket = self.ticket();
-            let events = self
-                .host
-                .handle(self.now_ms, ExchangeInput::Deposit { ticket, deposit });
+            let events = self.host.handle(
+                self.now_ms,
+                ExchangeInput::Deposit {
+                    ticket,
+                    deposit,
+                    refund_to: None,
+                },
+            );
             let replies = self.take_events(events)?;
             let expected = match attempt {
                 0 => ExchangeReply::Deposited,
@@ -350,6 +355,10 @@ impl World {
                     .map(|e| e.offers_traded as u64)
                     .map_err(|e| e.to_string()),
                 ExchangeCommand::Deposit(deposit) => replica.deposit(deposit).map(|()| 0).map_err(|e| e.to_string()),
+                ExchangeCommand::DepositOrRefund { deposit, refund_to } => replica
+                    .deposit_or_refund(deposit, *refund_to)
+                    .map(|_| 0)
+                    .map_err(|e| e.to_string()),
             };
             match applied {
                 Ok(traded) if index == 0 => self.report.offers_traded += traded,

@@ -240,7 +240,11 @@ fn deposit(
         }
         let deposit =
             deposit_from_core(&funding, &bridge_key, asset, account, key).step("a funding the exchange refuses")?;
-        calls.push(Box::new(move |ticket| ExchangeInput::Deposit { ticket, deposit }));
+        calls.push(Box::new(move |ticket| ExchangeInput::Deposit {
+            ticket,
+            deposit,
+            refund_to: None,
+        }));
     }
     for reply in venue.role.call_together(calls) {
         if reply != Some(ExchangeReply::Deposited) {
