@@ -13,6 +13,7 @@ mod exchange_bridge_cmd;
 mod exchange_cmd;
 mod exchange_trader_cmd;
 mod inspect;
+mod issuer_cmd;
 mod node_cmd;
 mod offline_bridge_cmd;
 mod offline_cmd;
@@ -86,6 +87,9 @@ enum Command {
     /// The registration authority of the anonymous privacy level: after KYC, open an
     /// enrolment, check the wallet's answer, sign its credential; list the enrolled ids.
     Ra(ra_cmd::RaArgs),
+    /// The issuer key apart from any wallet: make one, show its public key, and sign as the
+    /// issuer for a wallet created with `--issuer-signer` (the reference external signer).
+    Issuer(issuer_cmd::IssuerArgs),
 }
 
 fn main() -> ExitCode {
@@ -97,7 +101,12 @@ fn main() -> ExitCode {
     // … | head` ends quietly instead of panicking on a closed pipe.
     if matches!(
         cli.command,
-        Command::Tx(_) | Command::Sim(_) | Command::Byzantine(_) | Command::Audit(_) | Command::Ra(_)
+        Command::Tx(_)
+            | Command::Sim(_)
+            | Command::Byzantine(_)
+            | Command::Audit(_)
+            | Command::Ra(_)
+            | Command::Issuer(_)
     ) || matches!(&cli.command, Command::Offline(args) if args.prints_only())
     {
         reset_sigpipe();
@@ -117,6 +126,7 @@ fn main() -> ExitCode {
         Command::Atomizer(args) => cluster_cmd::run_atomizer(args),
         Command::Exchange(args) => exchange_cmd::run(args),
         Command::Wallet(args) => wallet_cmd::run(args),
+        Command::Issuer(args) => issuer_cmd::run(args),
         Command::Tx(args) => inspect::run(args),
         Command::Sim(args) => sim_cmd::run_sim(args),
         Command::Bench(args) => bench_cmd::run(args),

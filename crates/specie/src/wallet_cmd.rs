@@ -13,9 +13,9 @@ use clap::{Args, Subcommand};
 use specie_transaction::{Address, SpecieTransaction, Txid};
 use specie_wallet::session::{self, ImportReport, Submitted};
 use specie_wallet::{
-    sync, AnonymousPaymentString, Balance, CoinState, ConfidentialPaymentString, NodeAccess, NodeClient, Outcome,
-    Passphrase, PaymentString, PendingKind, Wallet, WalletError, WalletFile, WalletLock, ANONYMOUS_PAYMENT_PREFIX,
-    CONFIDENTIAL_PAYMENT_PREFIX, PASSPHRASE_ENV,
+    sync, AnonymousPaymentString, Balance, CoinState, ConfidentialPaymentString, ExternalSigner, NodeAccess,
+    NodeClient, Outcome, Passphrase, PaymentString, PendingKind, Wallet, WalletError, WalletFile, WalletLock,
+    ANONYMOUS_PAYMENT_PREFIX, CONFIDENTIAL_PAYMENT_PREFIX, PASSPHRASE_ENV,
 };
 
 /// How long `send`, `mint` and `redeem` wait for the node by default, in milliseconds.
@@ -64,25 +64,40 @@ pub struct WalletArgs {
     pub command: WalletCommand,
 }
 
+#[derive(Args, Debug)]
+pub struct CreateArgs {
+    /// Make an issuer wallet (holds the key that may mint and redeem).
+    #[arg(long)]
+    issuer: bool,
+    /// Make an issuer wallet whose issuer key is not in the file: this command (a program and
+    /// its arguments, split on spaces, no shell) signs each mint and redeem. It is given the
+    /// transaction id (64 hex digits and a newline) on standard input and answers the BIP-340
+    /// signature (128 hex digits); a signature that does not verify under --issuer-key is
+    /// refused. Example: --issuer-signer "ssh vault specie issuer sign --key-file /keys/issuer.key"
+    #[arg(long, value_name = "COMMAND", requires = "issuer_key", conflicts_with = "issuer")]
+    issuer_signer: Option<String>,
+    /// (--issuer-signer) The issuer's public key (hex, x-only), as `specie issuer key` prints it.
+    #[arg(long, value_name = "HEX", requires = "issuer_signer")]
+    issuer_key: Option<String>,
+    /// The currency's address prefix (bech32 human-readable part); the node's must match.
+    #[arg(long, default_value = "usd")]
+    hrp: String,
+    /// Encrypt the wallet file under the passphrase (--passphrase-file or
+    /// SPECIE_WALLET_PASSPHRASE); every command on it then needs the passphrase.
+    #[arg(long)]
+    encrypt: bool,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum WalletCommand {
     /// Create a new wallet file and print its first receiving address.
     ///
     /// Refuses to overwrite an existing file. With --issuer the wallet also holds the central
     /// bank's issuer key, which signs mints and redeems; start the node with that key
-    /// (`specie node --issuer <KEY>`, printed here) so that it accepts them.
-    Create {
-        /// Make an issuer wallet (holds the key that may mint and redeem).
-        #[arg(long)]
-        issuer: bool,
-        /// The currency's address prefix (bech32 human-readable part); the node's must match.
-        #[arg(long, default_value = "usd")]
-        hrp: String,
-        /// Encrypt the wallet file under the passphrase (--passphrase-file or
-        /// SPECIE_WALLET_PASSPHRASE); every command on it then needs the passphrase.
-        #[arg(long)]
-        encrypt: bool,
-    },
+    /// (`specie node --issuer <KEY>`, printed here) so that it accepts them. With
+    /// --issuer-signer the issuer key stays outside the wallet: an external command signs each
+    /// mint and redeem (e.g. `specie issuer sign --key-file FILE`, over ssh on another machine).
+    Create(CreateArgs),
 
     /// Encrypt this wallet file (in clear now) under the passphrase (--passphrase-file or
     /// SPECIE_WALLET_PASSPHRASE), in place and atomically. Offline.
@@ -379,7 +394,7 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
         eprintln!("waiting for another command using {} to finish…", path.display())
     })?;
     match args.command {
-        WalletCommand::Create { issuer, hrp, encrypt } => create(path, node, &access, &hrp, issuer, encrypt),
+        WalletCommand::Create(args) => create(path, node, &access, &args),
         WalletCommand::Encrypt => encrypt(path),
         WalletCommand::Address { list } => address(path, list),
         WalletCommand::Balance => balance(path),
@@ -552,20 +567,39 @@ fn no_passphrase(command: &str) -> anyhow::Error {
     )
 }
 
-fn create(
-    path: &Path,
-    node: Option<&str>,
-    access: &NodeAccess,
-    hrp: &str,
-    issuer: bool,
-    encrypt: bool,
-) -> Result<ExitCode> {
+/// The external issuer signer `--issuer-signer` and `--issuer-key` name, checked by signing a
+/// random message with it now rather than at the first mint.
+fn issuer_signer(command: &str, key: Option<&str>) -> Result<ExternalSigner> {
+    let key = key.unwrap_or_default();
+    let bytes = hex::decode(key.trim())
+        .ok()
+        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok());
+    let pubkey = bytes
+        .as_ref()
+        .and_then(specie_transaction::signing::parse_xonly)
+        .ok_or_else(|| anyhow::anyhow!("--issuer-key {key}: not an x-only public key (64 hex digits)"))?;
+    let signer = ExternalSigner::new(pubkey, command.split_whitespace().map(str::to_owned).collect())?;
+    signer.sign(&rand::random())?;
+    Ok(signer)
+}
+
+fn create(path: &Path, node: Option<&str>, access: &NodeAccess, args: &CreateArgs) -> Result<ExitCode> {
+    let CreateArgs {
+        issuer, hrp, encrypt, ..
+    } = args;
+    let (issuer, encrypt) = (*issuer || args.issuer_signer.is_some(), *encrypt);
     let passphrase = if encrypt {
         Some(Passphrase::process().ok_or_else(|| no_passphrase("wallet create --encrypt"))?)
     } else {
         None
     };
-    let mut wallet = Wallet::new(hrp, issuer, &mut rand::thread_rng())?;
+    let mut wallet = match &args.issuer_signer {
+        Some(command) => {
+            let signer = issuer_signer(command, args.issuer_key.as_deref())?;
+            Wallet::with_issuer_signer(hrp, signer, &mut rand::thread_rng())?
+        }
+        None => Wallet::new(hrp, issuer, &mut rand::thread_rng())?,
+    };
     if let Some(url) = node {
         wallet.set_node_url(url);
     }

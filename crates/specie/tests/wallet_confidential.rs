@@ -530,3 +530,72 @@ fn a_cluster_sentinel_takes_private_payments_under_its_privacy_section() {
     assert_eq!(wallet_balance(&bob, "anonymous spendable:"), 120);
     assert_eq!(wallet_balance(&bob, "spendable:"), 100);
 }
+
+/// The issuer key kept apart from the wallet: `specie issuer sign` signs each mint and redeem
+/// of a wallet created with `--issuer-signer`, whose file holds no issuer secret; a signer of
+/// another key is refused when the wallet is created.
+#[test]
+fn an_issuer_key_kept_apart_signs_mints_and_redeems_through_an_external_signer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    let (key_file, other_key, issuer, alice) = (
+        path("issuer.key"),
+        path("other.key"),
+        path("issuer.json"),
+        path("alice.json"),
+    );
+    let public = run(&["issuer", "keygen", "--key-file", key_file.to_str().unwrap()]).unwrap();
+    let public = public.trim();
+    assert_eq!(
+        run(&["issuer", "key", "--key-file", key_file.to_str().unwrap()])
+            .unwrap()
+            .trim(),
+        public
+    );
+    run(&["issuer", "keygen", "--key-file", other_key.to_str().unwrap()]).unwrap();
+    let signer = |key: &Path| format!("{} issuer sign --key-file {}", cluster_harness::BIN, key.display());
+    let create = |signer: &str| {
+        run(&[
+            "wallet",
+            "--wallet",
+            issuer.to_str().unwrap(),
+            "create",
+            "--issuer-signer",
+            signer,
+            "--issuer-key",
+            public,
+        ])
+    };
+    let error = create(&signer(&other_key)).unwrap_err();
+    assert!(error.contains("does not verify") && !issuer.exists(), "{error}");
+    let created = create(&signer(&key_file)).unwrap();
+    assert!(created.contains(public), "{created}");
+    let file = std::fs::read_to_string(&issuer).unwrap();
+    assert!(
+        !file.contains(std::fs::read_to_string(&key_file).unwrap().trim()),
+        "no issuer secret in the file"
+    );
+
+    let data = path("node");
+    let (mut node, url) = start_serving(&[
+        "node",
+        "--listen",
+        "127.0.0.1:0",
+        "--issuer",
+        public,
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
+    core_wallet(&alice, &["create", "--node", &url]);
+    let minted = core_wallet(
+        &issuer,
+        &["--node", &url, "mint", "700", "--to", &wallet_address(&alice)],
+    );
+    core_wallet(&alice, &["import", &line_starting(&minted, "specie-pay1")]);
+    assert_eq!(wallet_balance(&alice, "spendable:"), 700);
+    core_wallet(&issuer, &["--node", &url, "mint", "300"]);
+    core_wallet(&issuer, &["--node", &url, "redeem", "120"]);
+    assert_eq!(wallet_balance(&issuer, "spendable:"), 180);
+    node.kill().unwrap();
+    node.wait().unwrap();
+}

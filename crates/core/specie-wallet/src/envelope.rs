@@ -455,6 +455,28 @@ pub(crate) mod tests {
         ));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Any byte of an envelope changed (or the file cut short): it never opens to anything but
+        /// its own plaintext, and nothing panics; the decoder as the fuzz targets would drive it.
+        #[test]
+        fn a_damaged_envelope_never_opens_to_other_bytes(at in 0usize..4096, byte in proptest::prelude::any::<u8>(), cut in proptest::prelude::any::<bool>()) {
+            let pass = passphrase("p");
+            let plaintext = b"{\"format\": \"specie-wallet\"}";
+            let mut sealed = Seal::new(&pass, TEST_COST).unwrap().seal(plaintext).unwrap();
+            let at = at % sealed.len();
+            if cut {
+                sealed.truncate(at);
+            } else {
+                sealed[at] = byte;
+            }
+            let _ = is_envelope(&sealed);
+            if let Ok((_, opened)) = Seal::open(&sealed, &pass) {
+                proptest::prop_assert_eq!(&opened[..], &plaintext[..]);
+            }
+        }
+    }
+
     #[test]
     fn hostile_headers_are_refused_before_deriving() {
         let pass = passphrase("p");

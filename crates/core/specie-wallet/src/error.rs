@@ -70,6 +70,9 @@ pub enum WalletError {
     #[error("a mint may create at most {outputs_max} outputs, not {outputs}")]
     TooManyOutputs { outputs: usize, outputs_max: usize },
 
+    #[error("the issuer signer `{command}` did not sign: {reason}; nothing was built or sent")]
+    Signer { command: String, reason: String },
+
     #[error(
         "this wallet has no issuer key, so it cannot mint or redeem; an issuer wallet is made with \
          `specie wallet create --issuer`"

@@ -36,6 +36,7 @@ use crate::envelope::{self, KdfCost, OpenError, Passphrase, Seal, PASSPHRASE_ENV
 use crate::exchange::ExchangeRecord;
 use crate::fastpay_file::FastpayRecord;
 use crate::notes::Note;
+use crate::signer::IssuerSigner;
 use crate::wallet::{Coin, CoinState, PendingKind, PendingTx, Wallet, WalletKey};
 use crate::WalletError;
 use specie_credential::{Credential, EnrolmentChallenge, Identity, RaPublicKey, Textual, UserSecret};
@@ -172,6 +173,11 @@ pub enum WalletFileError {
     /// the opening is secret.
     #[error("note {txid}:{index} has an opening that does not decode or does not match its commitment")]
     BadNote { txid: Txid, index: u64 },
+    #[error(
+        "its issuer section does not add up: a secret key that is not the public key's, or both a secret \
+         key and an external signer, or a signer command that is empty or too long"
+    )]
+    BadIssuer,
     #[error("the payment string kept for payment {txid} does not decode")]
     BadSentPayment { txid: Txid },
     /// The identity section: the error never carries the secret.
@@ -374,9 +380,15 @@ pub struct SentConfidentialRecord {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IssuerRecord {
+    /// Absent when an external signer holds the key (`signer`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub secret_key: String,
-    /// For reading only: what `specie node --issuer` needs.
+    /// What `specie node --issuer` needs; checked against the secret on load, and the key an
+    /// external signer's signatures must verify under.
     pub public_key: String,
+    /// The external signer (program and arguments) that signs as the issuer (version 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -517,9 +529,13 @@ impl WalletFile {
             node_ca_cert: wallet.node_access().ca_cert.clone(),
             node_auth_file: wallet.node_access().auth_file.clone(),
             network_id: wallet.network_id().map(str::to_owned),
-            issuer: wallet.issuer_secret().map(|secret| IssuerRecord {
-                secret_key: hex::encode(secret),
+            issuer: wallet.issuer.as_ref().map(|issuer| IssuerRecord {
+                secret_key: wallet.issuer_secret().map(hex::encode).unwrap_or_default(),
                 public_key: wallet.issuer_pubkey_hex().unwrap_or_default(),
+                signer: match issuer {
+                    IssuerSigner::External(signer) => Some(signer.command.clone()),
+                    IssuerSigner::Key(_) => None,
+                },
             }),
             keys: wallet
                 .keys
@@ -781,7 +797,7 @@ impl WalletFile {
     /// The issuer key and the wallet's keys, each at most once.
     fn restore_keys(&self, wallet: &mut Wallet) -> Result<(), WalletFileError> {
         if let Some(issuer) = &self.issuer {
-            wallet.issuer = Some(key_from(&issuer.secret_key, "the issuer secret key")?);
+            wallet.issuer = Some(issuer.to_signer()?);
         }
         for (position, record) in self.keys.iter().enumerate() {
             let key = key_from(&record.secret_key, &format!("secret key {position}"))?;
@@ -1016,6 +1032,36 @@ fn write_state(path: &Path, wallet: &Wallet, state: &FileState, replace: bool) -
     let json = zeroize::Zeroizing::new(document_json(path, &document)?);
     let sealed = seal.seal(&json).map_err(|error| open_error(path, error))?;
     write_file_atomically(path, &sealed, replace)
+}
+
+impl IssuerRecord {
+    /// The issuer's signing: the secret key, which must match the public key; or the external
+    /// signer, for the public key.
+    fn to_signer(&self) -> Result<IssuerSigner, WalletFileError> {
+        let bad = || WalletFileError::BadIssuer;
+        match &self.signer {
+            None => {
+                let key = key_from(&self.secret_key, "the issuer secret key")?;
+                if !self.public_key.is_empty()
+                    && !self
+                        .public_key
+                        .eq_ignore_ascii_case(&hex::encode(key.pubkey.serialize()))
+                {
+                    return Err(bad());
+                }
+                Ok(IssuerSigner::Key(key))
+            }
+            Some(command) => {
+                let pubkey = hex32(&self.public_key, "the issuer public key")?;
+                let pubkey = specie_transaction::signing::parse_xonly(&pubkey).ok_or_else(bad)?;
+                if !self.secret_key.is_empty() {
+                    return Err(bad());
+                }
+                let signer = crate::ExternalSigner::new(pubkey, command.clone()).map_err(|_| bad())?;
+                Ok(IssuerSigner::External(signer))
+            }
+        }
+    }
 }
 
 impl PendingRecord {

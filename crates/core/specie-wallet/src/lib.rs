@@ -40,6 +40,7 @@ mod payment;
 pub mod replicas;
 mod select;
 pub mod session;
+mod signer;
 mod sync;
 mod wallet;
 
@@ -82,6 +83,7 @@ pub use notes::{
 };
 pub use payment::{PaidOutput, PaymentString, PaymentStringError, PAYMENT_STRING_PREFIX};
 pub use select::{select_coins, Selection, SelectionError};
+pub use signer::{ExternalSigner, SIGNER_TIMEOUT_MS};
 pub use sync::{settle, sync, Outcome, SyncError, SyncReport};
 pub use wallet::{
     Balance, Coin, CoinState, Imported, Minted, Payment, PendingKind, PendingTx, Redeemed, SentPayment, Settled,

@@ -19,7 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rand::{CryptoRng, Rng, RngCore};
 use secp256k1::{Keypair, XOnlyPublicKey};
-use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
+use specie_transaction::signing::keypair_from_secret;
 use specie_transaction::{
     Address, CreatedOutput, DecodeLimits, Hash32, Input, MintTransaction, NonceMode, OutPoint, Output,
     RedeemTransaction, SpecieTransaction, Transaction, Txid, UhsId,
@@ -306,7 +306,8 @@ pub struct Wallet {
     pub(crate) node_access: crate::NodeAccess,
     pub(crate) keys: Vec<WalletKey>,
     pub(crate) key_by_commitment: HashMap<Hash32, usize>,
-    pub(crate) issuer: Option<WalletKey>,
+    /// An issuer wallet's signing as the issuer: its key, or an external signer.
+    pub(crate) issuer: Option<crate::signer::IssuerSigner>,
     pub(crate) coins: BTreeMap<OutPoint, Coin>,
     pub(crate) pending: BTreeMap<Txid, PendingTx>,
     /// The network this wallet's money is on (`network_id` of `/v1/info`), once it holds any.
@@ -368,8 +369,20 @@ impl Wallet {
         let mut wallet = Wallet::empty(&hrp)?;
         wallet.new_address(rng)?;
         if issuer {
-            wallet.issuer = Some(WalletKey::random(rng)?);
+            wallet.issuer = Some(crate::signer::IssuerSigner::Key(WalletKey::random(rng)?));
         }
+        Ok(wallet)
+    }
+
+    /// A new issuer wallet whose issuer signatures come from `signer` (`specie wallet create
+    /// --issuer-signer`): the issuer key is not in the wallet.
+    pub fn with_issuer_signer(
+        hrp: &str,
+        signer: crate::ExternalSigner,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<Self, WalletError> {
+        let mut wallet = Wallet::new(hrp, false, rng)?;
+        wallet.issuer = Some(crate::signer::IssuerSigner::External(signer));
         Ok(wallet)
     }
 
@@ -468,7 +481,7 @@ impl Wallet {
 
     /// The issuer's x-only public key: what `specie node --issuer` must be given.
     pub fn issuer_pubkey(&self) -> Option<XOnlyPublicKey> {
-        self.issuer.as_ref().map(|key| key.pubkey)
+        self.issuer.as_ref().map(|signer| signer.pubkey())
     }
 
     /// Every address of this wallet, oldest first.
@@ -745,7 +758,7 @@ impl Wallet {
         outputs: &[(Address, u64)],
         rng: &mut (impl RngCore + CryptoRng),
     ) -> Result<(SpecieTransaction, Minted), WalletError> {
-        let issuer = self.issuer.as_ref().ok_or(WalletError::NotIssuer)?.keypair;
+        let issuer = self.issuer.as_ref().ok_or(WalletError::NotIssuer)?;
         self.check_pending_room()?;
         if outputs.is_empty() {
             return Err(WalletError::NoOutputs);
@@ -772,7 +785,13 @@ impl Wallet {
             .collect();
         let mut nonce = [0u8; 32];
         rng.fill_bytes(&mut nonce);
-        let mint = MintTransaction::new_signed(nonce, outputs, &issuer, NonceMode::Randomized);
+        let mut mint = MintTransaction {
+            nonce,
+            outputs,
+            issuer_pubkey: issuer.pubkey().serialize(),
+            issuer_signature: [0; 64],
+        };
+        mint.issuer_signature = issuer.sign(&mint.txid().0)?;
         let tx = SpecieTransaction::Mint(mint);
         let txid = self.record(tx.clone(), PendingKind::Mint { total });
         let mut to_self = 0u64;
@@ -807,7 +826,7 @@ impl Wallet {
         amount: u64,
         rng: &mut (impl RngCore + CryptoRng),
     ) -> Result<(SpecieTransaction, Redeemed), WalletError> {
-        let issuer = self.issuer.as_ref().ok_or(WalletError::NotIssuer)?.keypair;
+        let issuer = self.issuer.clone().ok_or(WalletError::NotIssuer)?;
         let Spending {
             inputs,
             owners,
@@ -815,8 +834,18 @@ impl Wallet {
             change_output,
             change_key,
         } = self.spend(amount, rng)?;
-        let redeem =
-            RedeemTransaction::new_signed(amount, inputs, change_output, &owners, &issuer, NonceMode::Randomized)?;
+        let mut redeem = RedeemTransaction {
+            amount,
+            inputs,
+            outputs: change_output,
+            witnesses: vec![],
+            issuer_pubkey: issuer.pubkey().serialize(),
+            issuer_signature: [0; 64],
+        };
+        let txid = redeem.txid();
+        redeem.witnesses =
+            specie_transaction::signing::sign_inputs(&redeem.inputs, &txid.0, &owners, NonceMode::Randomized)?;
+        redeem.issuer_signature = issuer.sign(&txid.0)?;
         assert_eq!(
             redeem
                 .inputs
@@ -1154,12 +1183,17 @@ impl Wallet {
 
     /// The secret of the issuer key, for the file.
     pub(crate) fn issuer_secret(&self) -> Option<[u8; 32]> {
-        self.issuer.as_ref().map(|key| key.secret)
+        match self.issuer.as_ref()? {
+            crate::signer::IssuerSigner::Key(key) => Some(key.secret),
+            crate::signer::IssuerSigner::External(_) => None,
+        }
     }
 
     /// The x-only bytes of the issuer key, as the node's `/v1/info` lists issuers.
     pub fn issuer_pubkey_hex(&self) -> Option<String> {
-        self.issuer.as_ref().map(|key| hex::encode(xonly_bytes(&key.keypair)))
+        self.issuer
+            .as_ref()
+            .map(|signer| hex::encode(signer.pubkey().serialize()))
     }
 }
 
