@@ -942,8 +942,8 @@ fn cluster_up_refuses_to_reshape_and_reports_a_process_that_dies_at_start() {
     let (code, stderr) = cluster_harness::run_to_exit(&["cluster", "up", "--dir", a, "--shard-groups", "2"], limit);
     assert!(!code.success(), "{stderr}");
     assert!(
-        stderr.contains("--shard-groups 1")
-            && stderr.contains("--shard-groups 2")
+        stderr.contains("was made with --shard-groups 1")
+            && stderr.contains("asks for --shard-groups 2")
             && stderr.contains("nothing was started"),
         "{stderr}"
     );

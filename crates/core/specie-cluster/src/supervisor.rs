@@ -44,7 +44,7 @@ pub enum SupervisorError {
     )]
     DiedAtStart { name: String, log: PathBuf, tail: String },
     #[error(
-        "{} exists with {flag} {has}, and this `up` asks for {flag} {asked}: nothing was started. A cluster's \
+        "{} was made {made}, and this `up` asks for {flag} {asked}: nothing was started. A cluster's \
          topology is fixed when it is made (its data is laid out for it): run `specie cluster up` without \
          {flag} to start this cluster as it is, or give another --dir for a new one (issuers: add the key to \
          `issuers` in the file, then `cluster down` and `up`)",
@@ -54,7 +54,8 @@ pub enum SupervisorError {
         path: PathBuf,
         flag: &'static str,
         asked: String,
-        has: String,
+        /// `with FLAG VALUE`, or `without FLAG`.
+        made: String,
     },
     /// Writing keys and certificates failed.
     #[error("{what}: {source}")]
@@ -396,7 +397,16 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
     let (path, topology) = load(dir)?;
     if existed {
         if let Some((flag, asked, has)) = options.given.iter().find_map(|given| given.differs(&topology)) {
-            return Err(SupervisorError::TopologyFixed { path, flag, asked, has });
+            let made = match has.as_str() {
+                "0" | "none" => format!("without {flag}"),
+                _ => format!("with {flag} {has}"),
+            };
+            return Err(SupervisorError::TopologyFixed {
+                path,
+                flag,
+                asked,
+                made,
+            });
         }
     }
     let issued = credentials::ensure_pki(&topology).map_err(credentials("cannot issue the cluster's certificates"))?;
