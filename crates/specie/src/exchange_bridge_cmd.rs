@@ -114,7 +114,7 @@ pub fn deposit(args: &TraderArgs, core_wallet: Option<&Path>, asset: &str, amoun
             let txid = tx.txid();
             trader.account_mut().deposits.retain(|d| d.transaction.txid() != txid);
             trader.save()?;
-            bail!("the core refused the funding: {refused:?}; nothing was spent")
+            bail!("the core did not take the funding: {refused}; nothing was spent")
         }
     }
     let index = trader.account().deposits.len() - 1;

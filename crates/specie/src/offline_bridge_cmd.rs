@@ -122,7 +122,7 @@ pub fn fund_from_core(
         }
         Submitted::Settled(refused) => {
             std::fs::remove_file(&kept_path)?;
-            bail!("the core refused the funding: {refused:?}; the wallet's coins are released")
+            bail!("the core did not take the funding: {refused}; the wallet's coins are released")
         }
     }
     let funded = authority
@@ -234,7 +234,7 @@ pub fn deposit_to_wallet(
         let report = session::import(wallet_path, &mut wallet, &client, &payment.to_string())?;
         credited += report.imported.spendable;
         if report.imported.spendable == 0 {
-            eprintln!("payout {} not credited yet: {:?}", tx.txid(), result.status);
+            eprintln!("payout {} not credited yet: {}", tx.txid(), result.status.reason());
         }
     }
     println!(

@@ -276,7 +276,7 @@ fn report_presented(presented: &[driver::Presented], unit: &str) -> Option<ExitC
                 println!("redeemed: {amount} {unit} back in the core (txid {txid})")
             }
             Submitted::Settled(other) => {
-                println!("redeem {txid} of {amount} {unit}: {other:?}; `specie wallet sync` resolves it");
+                println!("redeem {txid} of {amount} {unit}: {other}; `specie wallet sync` resolves it");
                 code = Some(ExitCode::from(EXIT_NOT_FINAL));
             }
             Submitted::Unknown(error) => {

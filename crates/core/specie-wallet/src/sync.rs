@@ -76,6 +76,18 @@ pub enum Outcome {
     StillPending { reason: String },
 }
 
+/// As a person reads it: what became of the transaction.
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Confirmed(_) => f.write_str("confirmed"),
+            Outcome::Rejected { reason, .. } => write!(f, "refused ({reason})"),
+            Outcome::Conflicted { .. } => f.write_str("never applied: its coins were spent by another transaction"),
+            Outcome::StillPending { reason } => write!(f, "not final yet ({reason})"),
+        }
+    }
+}
+
 /// Everything a `sync` changed, for the CLI to print.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SyncReport {
