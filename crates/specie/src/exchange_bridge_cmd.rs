@@ -10,6 +10,13 @@
 //! stays recorded and is finished by the next `specie exchange` command on that wallet
 //! ([`finish_under_way`]): never lost, never credited or paid twice.
 //!
+//! Nothing is dropped on a remote's word. The exchange's bridge key is pinned in the wallet
+//! (`Trader::open` checks it), and a payout, a withdrawal's or a refund's, is checked against it
+//! and against what is owed (serial, address, amount) before it is presented or the withdrawal
+//! or deposit is taken as paid. A funding its core refused is kept, marked refused, once the core
+//! does not hold its marker either: every later command asks that core again and hands it in if
+//! it does; only `specie exchange forget-refused --yes` drops it.
+//!
 //! Before paying anything, a deposit checks that the exchange could credit it: the account must
 //! be free or this wallet's key's (a funding committing to an account another key holds could
 //! never be credited). That check is the wallet's courtesy, not the guarantee: a funding the
@@ -21,7 +28,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use specie_exchange::{deposit_commitment, Operation};
-use specie_exchange_service::client::{DepositAnswer, Refund, TxFate};
+use specie_exchange_service::client::{
+    check_payout, owed_by_refund, owed_by_withdrawal, DepositAnswer, Refund, TxFate,
+};
 use specie_wallet::exchange::{ExchangeDeposit, ExchangeWithdrawal};
 use specie_wallet::session::{self, Submitted};
 use specie_wallet::{NodeClient, Outcome, PaidOutput, PaymentString, SubmitStatus, Wallet, WalletFile, WalletLock};
@@ -82,8 +91,9 @@ pub fn deposit(args: &TraderArgs, core_wallet: Option<&Path>, asset: &str, amoun
     }
     let mut trader = Trader::open(args, true)?;
     trader.info.asset(asset)?;
+    check_room(&trader)?;
     let mut other = open_other(&trader, core_wallet)?;
-    let (bridge, id, key) = (trader.info.bridge, trader.id(), trader.key().verifying_key().to_bytes());
+    let (bridge, id, key) = (trader.bridge(), trader.id(), trader.key().verifying_key().to_bytes());
     check_creditable(&trader, id, &key)?;
     let (tx, node_url) = {
         let (path, wallet) = core(&mut trader, &mut other);
@@ -95,6 +105,7 @@ pub fn deposit(args: &TraderArgs, core_wallet: Option<&Path>, asset: &str, amoun
         asset: asset.to_string(),
         node_url,
         transaction: tx.clone(),
+        refused: false,
     });
     // Recorded before the funding can leave the process (with it, if one wallet holds both).
     trader.save()?;
@@ -111,14 +122,20 @@ pub fn deposit(args: &TraderArgs, core_wallet: Option<&Path>, asset: &str, amoun
             bail!("whether the core received the funding is unknown ({error}); it is kept: run any `specie exchange` command on this wallet later to finish it")
         }
         Submitted::Settled(refused) => {
+            // The core wallet double-checked the refusal against the UHS; kept all the same,
+            // marked (module docs): if the node was wrong, these bytes are what the exchange
+            // credits.
             let txid = tx.txid();
-            trader.account_mut().deposits.retain(|d| d.transaction.txid() != txid);
+            for deposit in &mut trader.account_mut().deposits {
+                deposit.refused |= deposit.transaction.txid() == txid;
+            }
             trader.save()?;
-            bail!("the core did not take the funding: {refused}; nothing was spent")
+            bail!("the core did not take the funding: {refused}; its coins are released in the core wallet. {KEPT_REFUSED}")
         }
     }
     let index = trader.account().deposits.len() - 1;
     if let DepositAnswer::Refunded(refund) = hand_in(&mut trader, index)? {
+        check_refund(&trader, index, &refund)?;
         let (path, wallet) = core(&mut trader, &mut other);
         let shown = path.display().to_string();
         let back = take_refund(path, wallet, &refund)?;
@@ -131,6 +148,39 @@ pub fn deposit(args: &TraderArgs, core_wallet: Option<&Path>, asset: &str, amoun
     }
     println!("deposited {amount} {asset} into account {id} (core txid {})", tx.txid());
     Ok(())
+}
+
+/// What a refused deposit's message says of it.
+const KEPT_REFUSED: &str =
+    "The deposit is kept, marked refused (a wrong node may have said so): every `specie exchange` command \
+     asks its core again and hands it in if the core holds it; `specie exchange forget-refused --yes` drops it";
+
+/// Refuses a new deposit or withdrawal when the wallet keeps the most it may under way.
+fn check_room(trader: &Trader) -> anyhow::Result<()> {
+    if !trader.account().has_room() {
+        bail!(
+            "{} keeps {} deposits and withdrawals under way, the most it may: finish them first (any `specie exchange` \
+             command tries), or drop refused deposits with `specie exchange forget-refused --yes`",
+            trader.path.display(),
+            specie_wallet::exchange::EXCHANGE_PENDING_MAX
+        );
+    }
+    Ok(())
+}
+
+/// Checks that `refund` is the refund of deposit `index`: the pinned bridge key's payout of the
+/// funding's amount to its first input's owner, under the refund's id. Anything else is not
+/// taken back, and the deposit is kept.
+fn check_refund(trader: &Trader, index: usize, refund: &Refund) -> anyhow::Result<()> {
+    let deposit = &trader.account().deposits[index];
+    let owed = owed_by_refund(trader.info.asset(&deposit.asset)?, &deposit.transaction)?;
+    check_payout(&refund.payout, &trader.bridge(), &owed).with_context(|| {
+        format!(
+            "the exchange answered the deposit of {} (funding {}) with a refund that is not its refund; the deposit is kept",
+            deposit.asset,
+            deposit.transaction.txid()
+        )
+    })
 }
 
 /// Refuses, before anything is paid, a deposit the exchange could never credit: one to an
@@ -197,6 +247,7 @@ fn take_refund(path: &Path, wallet: &mut Wallet, refund: &Refund) -> anyhow::Res
 /// the funding; otherwise presented to the core, with the payment string the paying wallet
 /// imports (`specie wallet import`).
 fn finish_refund(trader: &mut Trader, index: usize, refund: &Refund) -> anyhow::Result<()> {
+    check_refund(trader, index, refund)?;
     let deposit = trader.account().deposits[index].clone();
     let payment = payout_payment(&refund.payout);
     if trader.wallet.hrp() == deposit.asset && trader.wallet.receivable_outputs(&payment).is_ok() {
@@ -237,9 +288,15 @@ fn deposit_node(trader: &mut Trader, deposit: &ExchangeDeposit) -> anyhow::Resul
     Ok(NodeClient::new(&deposit.node_url)?)
 }
 
+/// Whether the core at `node` holds the marker of `funding`: it was applied.
+fn core_holds(node: &NodeClient, funding: &specie_transaction::SpecieTransaction) -> anyhow::Result<bool> {
+    let marker = funding.marker().context("a funding has a marker")?;
+    Ok(node.query_uhs(&[marker])?.first().copied().unwrap_or(false))
+}
+
 /// Finishes a deposit an earlier command left: handed in if its core has it; sent to its core
-/// again if not (the same signed funding: it is made final or refused, never paid twice); dropped
-/// only if the core refuses it (then nothing was spent).
+/// again if not (the same signed funding: it is made final or refused, never paid twice); if the
+/// core refuses it and does not hold its marker, kept and marked refused (module docs).
 fn finish_deposit(trader: &mut Trader, index: usize) -> anyhow::Result<()> {
     match hand_in(trader, index)? {
         DepositAnswer::Unconfirmed => {}
@@ -264,12 +321,19 @@ fn finish_deposit(trader: &mut Trader, index: usize) -> anyhow::Result<()> {
             _ => eprintln!("an earlier deposit was sent to its core again and credited"),
         },
         SubmitStatus::Invalid { .. } | SubmitStatus::Rejected { .. } | SubmitStatus::Malformed { .. } => {
+            // "Refused" may mean "applied already" (its inputs are gone because it spent them).
+            if core_holds(&node, &deposit.transaction)? {
+                bail!(
+                    "the core holds an earlier deposit's funding but the exchange does not see it yet: run this again"
+                )
+            }
             eprintln!(
-                "an earlier deposit's funding ({}) was refused by its core ({}): dropped, nothing was spent (`specie wallet sync` releases the coins)",
+                "an earlier deposit's funding ({}) was refused by its core ({}): nothing was spent as far as it says \
+                 (`specie wallet sync` releases the coins). {KEPT_REFUSED}",
                 deposit.transaction.txid(),
                 status.reason()
             );
-            trader.account_mut().deposits.remove(index);
+            trader.account_mut().deposits[index].refused = true;
             trader.save()?;
         }
         other => bail!(
@@ -287,6 +351,7 @@ pub fn withdraw(args: &TraderArgs, core_wallet: Option<&Path>, asset: &str, amou
     }
     let mut trader = Trader::open(args, false)?;
     let asset_id = trader.info.asset(asset)?;
+    check_room(&trader)?;
     let mut other = open_other(&trader, core_wallet)?;
     let (core_path, address) = {
         let (path, wallet) = core(&mut trader, &mut other);
@@ -313,12 +378,16 @@ pub fn withdraw(args: &TraderArgs, core_wallet: Option<&Path>, asset: &str, amou
             core_wallet: core_path.display().to_string(),
         })
     })?;
-    if let TxFate::Refused(reason) = fate {
+    // A refusal is taken only if the exchange executed no such withdrawal either (a replica's
+    // answer may be behind): otherwise it is paid out like any other.
+    let executed =
+        matches!(fate, TxFate::Refused(_)) && trader.client.withdrawal(trader.id(), sequence).ok().flatten().is_some();
+    if let (TxFate::Refused(reason), false) = (&fate, executed) {
         trader.account_mut().withdrawals.retain(|w| w.sequence != sequence);
         trader.save()?;
         bail!(
             "withdrawal of {amount} {asset}: refused by the exchange: {}",
-            trader.in_words(&reason)
+            trader.in_words(reason)
         );
     }
     let index = trader.account().withdrawals.len() - 1;
@@ -335,12 +404,17 @@ pub fn withdraw(args: &TraderArgs, core_wallet: Option<&Path>, asset: &str, amou
 /// made spendable.
 fn pay_out(trader: &mut Trader, other: &mut Option<OtherWallet>, index: usize) -> anyhow::Result<u64> {
     let withdrawal = trader.account().withdrawals[index].clone();
+    let kept = "the withdrawal is kept: run any `specie exchange` command on this wallet later to finish it";
     let payout = trader
         .client
         .withdrawal(trader.id(), withdrawal.sequence)?
         .context("the exchange executed no such withdrawal")?;
+    // Only the payout of this very withdrawal, by the pinned bridge key, pays it (an older one
+    // of this wallet's would be "already known" to the import below).
+    let owed = owed_by_withdrawal(&withdrawal.transaction)?;
+    check_payout(&payout, &trader.bridge(), &owed)
+        .with_context(|| format!("the exchange served a payout that does not pay this withdrawal; {kept}"))?;
     let (path, wallet) = core(trader, other);
-    let kept = "the withdrawal is kept: run any `specie exchange` command on this wallet later to finish it";
     let node = session::client_for(wallet, None).with_context(|| format!("the core was not reached; {kept}"))?;
     // Presented before (a crash after it): refused as paid, and the import below finds it.
     let status = node
@@ -394,13 +468,67 @@ fn finish_withdrawal(trader: &mut Trader, index: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Finishes every deposit and withdrawal earlier commands left under way, oldest first.
+/// Asks the core of refused deposit `index` again: true (and no longer marked) if it holds the
+/// funding after all. A core that cannot be asked leaves it as it is, said on stderr.
+fn core_took_refused(trader: &mut Trader, index: usize) -> bool {
+    let deposit = trader.account().deposits[index].clone();
+    let held = deposit_node(trader, &deposit).and_then(|node| core_holds(&node, &deposit.transaction));
+    match held {
+        Ok(true) => {
+            eprintln!(
+                "an earlier deposit's funding ({}) that its core had refused is held by the core: handing it in",
+                deposit.transaction.txid()
+            );
+            trader.account_mut().deposits[index].refused = false;
+            true
+        }
+        Ok(false) => false,
+        Err(error) => {
+            eprintln!(
+                "warning: an earlier deposit's refused funding ({}) was not checked again: {error:#}",
+                deposit.transaction.txid()
+            );
+            false
+        }
+    }
+}
+
+/// Finishes every deposit and withdrawal earlier commands left under way, oldest first; a
+/// refused deposit only if its core holds it after all.
 pub fn finish_under_way(trader: &mut Trader) -> anyhow::Result<()> {
-    while !trader.account().deposits.is_empty() {
-        finish_deposit(trader, 0)?;
+    let mut index = 0;
+    while index < trader.account().deposits.len() {
+        if trader.account().deposits[index].refused && !core_took_refused(trader, index) {
+            index += 1;
+            continue;
+        }
+        let before = trader.account().deposits.len();
+        finish_deposit(trader, index)?;
+        if trader.account().deposits.len() == before {
+            index += 1; // kept, marked refused
+        }
     }
     while !trader.account().withdrawals.is_empty() {
         finish_withdrawal(trader, 0)?;
     }
+    Ok(())
+}
+
+/// `specie exchange forget-refused`: drops the deposits marked refused, for good.
+pub fn forget_refused(args: &TraderArgs, yes: bool) -> anyhow::Result<()> {
+    if !yes {
+        bail!(
+            "this drops every deposit marked refused for good; if a core took one after all, its value is lost: \
+             run any `specie exchange` command first (it asks the cores again), then add --yes"
+        );
+    }
+    let path = &args.wallet;
+    let _lock = WalletLock::acquire(path, WALLET_LOCK_WAIT_MS, || {
+        eprintln!("waiting for another command using {} to finish…", path.display())
+    })?;
+    let mut wallet = WalletFile::load(path)?;
+    let forgotten = wallet.exchange_mut().map_or(0, |account| account.forget_refused());
+    WalletFile::save(path, &wallet)?;
+    println!("forgot {forgotten} refused deposits");
     Ok(())
 }

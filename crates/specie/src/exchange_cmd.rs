@@ -153,6 +153,18 @@ pub enum ExchangeCommand {
         #[command(flatten)]
         movement: Movement,
     },
+    /// Drop the deposits marked refused: fundings their core refused and did not hold when asked.
+    ///
+    /// They are kept (a wrong node may have said so, and a funding's bytes are what the exchange
+    /// credits) and every command asks their core again; this drops them for good. Offline.
+    #[command(after_help = "Example:\n  specie exchange forget-refused --wallet alice-usd.json --yes")]
+    ForgetRefused {
+        #[command(flatten)]
+        trader: TraderArgs,
+        /// Confirms that the cores never took these fundings.
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 fn asset(text: &str) -> anyhow::Result<Asset> {
@@ -234,6 +246,7 @@ fn run_trader(command: ExchangeCommand) -> anyhow::Result<()> {
             &movement.asset,
             movement.amount,
         ),
+        ExchangeCommand::ForgetRefused { trader, yes } => bridge::forget_refused(&trader, yes),
         ExchangeCommand::Serve { .. } | ExchangeCommand::BridgeKey { .. } => unreachable!("not a trader's command"),
     }
 }

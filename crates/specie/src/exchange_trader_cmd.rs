@@ -67,7 +67,19 @@ impl Trader {
                 hex::encode(info.exchange),
                 hex::encode(account.exchange)
             ),
-            Some(account) => account.urls = urls,
+            Some(account) if account.bridge.is_some_and(|pinned| pinned != info.bridge) => bail!(
+                "the exchange at {urls} names bridge key {}, not the {} {}'s account pinned: deposits would be \
+                 paid to, and payouts checked against, another key; nothing was done",
+                hex::encode(info.bridge),
+                hex::encode(account.bridge.unwrap_or_default()),
+                path.display()
+            ),
+            Some(account) => {
+                account.urls = urls;
+                // A file from before the bridge key was kept: pinned now, by the exchange whose
+                // identity the account is on.
+                account.bridge.get_or_insert(info.bridge);
+            }
             None if open_account => wallet.set_exchange(new_account(&client, &info, &urls)?),
             None => bail!(
                 "{} has no exchange account yet: make a first deposit with `specie exchange deposit --exchange URL …`",
@@ -102,6 +114,12 @@ impl Trader {
 
     pub fn key(&self) -> SigningKey {
         SigningKey::from_bytes(&self.account().secret_key)
+    }
+
+    /// The exchange's bridge key, as the wallet pinned it ([`Trader::open`] checked the
+    /// exchange's answer against it).
+    pub fn bridge(&self) -> [u8; 32] {
+        self.account().bridge.unwrap_or(self.info.bridge)
     }
 
     pub fn save(&self) -> anyhow::Result<()> {
@@ -165,6 +183,7 @@ fn new_account(client: &ExchangeClient, info: &ExchangeInfo, urls: &str) -> anyh
         if client.account(id)?.is_none() {
             return Ok(ExchangeAccount {
                 exchange: info.exchange,
+                bridge: Some(info.bridge),
                 urls: urls.to_string(),
                 account: id,
                 secret_key: secret,
@@ -198,7 +217,7 @@ pub fn account(args: &TraderArgs, json_out: bool) -> anyhow::Result<()> {
     let pending: Vec<Value> = account
         .deposits
         .iter()
-        .map(|d| json!({"deposit": d.asset, "txid": d.transaction.txid().to_string()}))
+        .map(|d| json!({"deposit": d.asset, "txid": d.transaction.txid().to_string(), "refused": d.refused}))
         .chain(
             account
                 .withdrawals
@@ -237,7 +256,13 @@ pub fn account(args: &TraderArgs, json_out: bool) -> anyhow::Result<()> {
         );
     }
     for item in &pending {
-        println!("  under way (finished by the next command): {item}");
+        if item["refused"] == true {
+            println!(
+                "  refused by its core, kept (asked again by every command; `specie exchange forget-refused --yes` drops it): {item}"
+            );
+        } else {
+            println!("  under way (finished by the next command): {item}");
+        }
     }
     Ok(())
 }

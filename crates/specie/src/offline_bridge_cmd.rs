@@ -7,6 +7,11 @@
 //! device's keys the authority certified). A funding the authority can never issue anyway (built
 //! elsewhere, say) is refunded by the authority to the funding's first input's owner: its payout
 //! is presented to the core and imported into the wallet.
+//!
+//! Nothing is dropped on a remote's word: a refund is taken only if it is the funding's refund
+//! (`check_refund_payout`), a funding the core refused is kept beside the device
+//! (`DEVICE.funding.refused-TXID`), and a deposit paid out to the core stays pending on the
+//! device until the wallet holds its coin (the authority answers it again with the same payout).
 
 use std::path::{Path, PathBuf};
 
@@ -14,7 +19,7 @@ use anyhow::{bail, Context};
 use serde_json::json;
 use specie_codec::Encode;
 use specie_offline::PublicKey;
-use specie_offline_service::device::{AuthorityClient, CoreFunded, DeviceFile};
+use specie_offline_service::device::{check_refund_payout, AuthorityClient, CoreFunded, DeviceFile, PaidOut};
 use specie_transaction::{offline_owners_digest, SpecieTransaction};
 use specie_wallet::session::{self, Submitted};
 use specie_wallet::{Outcome, PaidOutput, PaymentString, WalletFile, WalletLock};
@@ -121,8 +126,17 @@ pub fn fund_from_core(
             )
         }
         Submitted::Settled(refused) => {
-            std::fs::remove_file(&kept_path)?;
-            bail!("the core did not take the funding: {refused}; the wallet's coins are released")
+            // Kept, under another name (so that the next run funds anew): if the node was
+            // wrong, these bytes are what the authority issues tokens for.
+            let mut archived = kept_path.as_os_str().to_owned();
+            archived.push(format!(".refused-{}", tx.txid()));
+            std::fs::rename(&kept_path, &archived)?;
+            bail!(
+                "the core did not take the funding: {refused}; the wallet's coins are released. The funding is kept \
+                 as {}: should the core hold it after all, rename it back to {} and run this again to hand it in",
+                PathBuf::from(&archived).display(),
+                kept_path.display()
+            )
         }
     }
     let funded = authority
@@ -156,6 +170,9 @@ fn received(
         }
         CoreFunded::Refunded { reason, payout } => (reason, *payout),
     };
+    // Only the funding's own refund ends it (a payout of anything else would be "already known").
+    let (funding, _) = read_kept_funding(kept_path)?.context("the funding kept beside the device is gone")?;
+    check_refund_payout(&payout, &funding)?;
     let mut wallet = WalletFile::load(wallet_path)?;
     let kept = "the funding is kept beside the device: run this again to take the refund back";
     let client = session::client_for(&mut wallet, node).with_context(|| format!("the core was not reached; {kept}"))?;
@@ -195,7 +212,9 @@ fn received(
 }
 
 /// Deposits every token held, paid out to a new address of the core wallet; submits the payouts
-/// to the node and credits them to the wallet.
+/// to the node and credits them to the wallet. A deposit stays pending on the device until the
+/// wallet holds its coin; one paid out elsewhere (an earlier `deposit --defund-to`) is left for
+/// that command.
 pub fn deposit_to_wallet(
     file: &mut DeviceFile,
     authority: &AuthorityClient,
@@ -213,15 +232,22 @@ pub fn deposit_to_wallet(
     file.save()?;
     // Read again after the device is saved (see fund_from_core).
     let mut wallet = WalletFile::load(wallet_path)?;
-    let txs: Vec<SpecieTransaction> = deposited
+    let (ours, elsewhere): (Vec<&PaidOut>, Vec<&PaidOut>) = deposited
         .payouts
         .iter()
-        .cloned()
-        .map(SpecieTransaction::OfflinePayout)
+        .partition(|paid| wallet.owns(&paid.payout.address()));
+    let txs: Vec<SpecieTransaction> = ours
+        .iter()
+        .map(|paid| SpecieTransaction::OfflinePayout(paid.payout.clone()))
         .collect();
-    let results = client.submit(&txs, SUBMIT_TIMEOUT_MS)?;
+    let results = match txs.is_empty() {
+        true => Vec::new(),
+        false => client
+            .submit(&txs, SUBMIT_TIMEOUT_MS)
+            .context("the core did not take the payouts; the deposits stay pending on the device: run this again")?,
+    };
     let mut credited = 0;
-    for (tx, result) in txs.iter().zip(results) {
+    for ((paid, tx), result) in ours.iter().zip(&txs).zip(results) {
         // A payout presented before (a repeated deposit) is refused as a replay: its output is
         // in the core already, and the import below finds it.
         let payment = PaymentString::new(
@@ -233,14 +259,30 @@ pub fn deposit_to_wallet(
         );
         let report = session::import(wallet_path, &mut wallet, &client, &payment.to_string())?;
         credited += report.imported.spendable;
-        if report.imported.spendable == 0 {
-            eprintln!("payout {} not credited yet: {}", tx.txid(), result.status.reason());
+        if report.imported.spendable == 0 && report.imported.already_known == 0 {
+            eprintln!(
+                "payout {} not credited yet ({}): its deposit stays pending on the device; run this again",
+                tx.txid(),
+                result.status.reason()
+            );
+        } else if file.device.paid_out(&paid.link) {
+            file.save()?;
         }
+    }
+    // Once more at the end: in a wallet, each import above saved the wallet with the device as
+    // it was read.
+    file.save()?;
+    if !elsewhere.is_empty() {
+        eprintln!(
+            "{} earlier deposits are paid out to another key than this wallet's: run `deposit --defund-to` with \
+             that key to print their payouts",
+            elsewhere.len()
+        );
     }
     println!(
         "deposited: {} paid ({} back to the core, {credited} now spendable in the wallet), {} refused (spent twice by an earlier owner); device balance {}",
         deposited.paid,
-        deposited.payouts.iter().map(|p| p.amount()).sum::<u64>(),
+        ours.iter().map(|paid| paid.payout.amount()).sum::<u64>(),
         deposited.refused,
         file.device.balance()
     );

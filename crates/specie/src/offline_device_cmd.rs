@@ -356,13 +356,24 @@ fn pay_direct(file: &mut DeviceFile, to: std::net::SocketAddr, max: u64, timeout
 }
 
 /// Deposits every token held (re-issued, or defunded to `defund_to`), saved before it is sent.
+/// Payouts are printed for whoever holds the key they pay; each deposit ends once its payout is
+/// printed (those of another key, from an earlier `deposit --wallet`, stay pending for it).
 fn deposit(file: &mut DeviceFile, client: &AuthorityClient, defund_to: Option<&str>) -> anyhow::Result<()> {
     let address = match defund_to {
         Some(text) => hex::decode(text)
             .ok()
             .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
             .context("--defund-to is not a 32-byte key in hex")?,
-        None => [0; 32],
+        None => {
+            // Re-issued to fresh keys: a token with no key left would be defunded to nobody.
+            let (tokens, keys) = (file.device.held().len(), file.device.keys_left());
+            anyhow::ensure!(
+                tokens <= keys,
+                "{tokens} tokens to re-issue and {keys} certified keys left: run `sync --keys-min {tokens}` first, \
+                 or deposit to the core (--wallet, --to-core, --defund-to)"
+            );
+            [0; 32]
+        }
     };
     file.device.deposit_all(address, defund_to.is_some());
     file.save()?;
@@ -374,17 +385,29 @@ fn deposit(file: &mut DeviceFile, client: &AuthorityClient, defund_to: Option<&s
         deposited.refused,
         file.device.balance()
     );
-    for payout in &deposited.payouts {
-        let tx = specie_transaction::SpecieTransaction::OfflinePayout(payout.clone());
+    let mut kept = 0;
+    for paid in &deposited.payouts {
+        let owed = file.device.owed_payout(&paid.link);
+        if defund_to.is_none() || owed.is_some_and(|(_, to, _)| to != address) {
+            kept += 1;
+            continue;
+        }
+        let tx = specie_transaction::SpecieTransaction::OfflinePayout(paid.payout.clone());
         println!(
             "payout for the core: {}",
             hex::encode(specie_codec::Encode::encode(&tx))
         );
+        file.device.paid_out(&paid.link);
+    }
+    file.save()?;
+    if kept > 0 {
+        eprintln!("{kept} payouts of earlier deposits to another key wait: `deposit` with that key (--wallet, --to-core or --defund-to) hands them on");
     }
     Ok(())
 }
 
-/// Revocations, keys, and the deposits still unanswered.
+/// Revocations, keys, and the deposits still unanswered (those paid out to the core stay
+/// pending until `deposit` hands their payouts on).
 fn sync(file: &mut DeviceFile, client: &AuthorityClient, keys_min: usize) -> anyhow::Result<()> {
     let revoked = client.sync(&mut file.device, now_ms())?;
     // The ring now (this period's keys, what expired, what was revoked), from the trusted signer.
@@ -408,5 +431,12 @@ fn sync(file: &mut DeviceFile, client: &AuthorityClient, keys_min: usize) -> any
         deposited.paid,
         deposited.refused
     );
+    if !deposited.payouts.is_empty() {
+        println!(
+            "{} deposits are paid out to the core and wait to be handed on: run `deposit` again with their key \
+             (--wallet, --to-core or --defund-to)",
+            deposited.payouts.len()
+        );
+    }
     Ok(())
 }

@@ -74,6 +74,14 @@ pub enum FastpayCommand {
     /// send pending orders again (as they are), tell the authorities of fundings the core
     /// confirmed, present certified transfers back to the core.
     Sync,
+    /// Drop the fundings marked refused (the core refused them, or did not hold them when
+    /// `sync` asked): kept until now in case the node was wrong, since a funding's bytes are
+    /// what the authorities credit. Offline; needs --yes.
+    ForgetRefused {
+        /// Confirms that the core never took these fundings.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Check a certificate offline against the committee: exit 0 valid, 1 invalid.
     Verify {
         /// The certificate: hex, or a file holding hex or its raw bytes.
@@ -166,6 +174,7 @@ pub fn run(path: &Path, node: Option<&str>, args: FastpayArgs) -> Result<ExitCod
     match args.command {
         FastpayCommand::Accounts { new } => accounts(path, &mut wallet, given, new),
         FastpayCommand::History => history(&wallet),
+        FastpayCommand::ForgetRefused { yes } => forget_refused(path, &mut wallet, yes),
         command => {
             let authorities = connect(path, &mut wallet, given)?;
             match command {
@@ -229,7 +238,10 @@ pub fn run(path: &Path, node: Option<&str>, args: FastpayArgs) -> Result<ExitCod
                     let client = session::client_for(&mut wallet, node)?;
                     sync(path, &mut wallet, &client, &authorities)
                 }
-                FastpayCommand::Accounts { .. } | FastpayCommand::History | FastpayCommand::Verify { .. } => {
+                FastpayCommand::Accounts { .. }
+                | FastpayCommand::History
+                | FastpayCommand::ForgetRefused { .. }
+                | FastpayCommand::Verify { .. } => {
                     unreachable!()
                 }
             }
@@ -328,6 +340,8 @@ fn history(wallet: &Wallet) -> Result<ExitCode> {
         for record in account.fundings() {
             let state = if record.credited {
                 "credited"
+            } else if record.refused {
+                "refused by the core (kept: `sync` asks again; `forget-refused` drops it)"
             } else {
                 "not credited by a quorum yet"
             };
@@ -342,6 +356,9 @@ fn history(wallet: &Wallet) -> Result<ExitCode> {
             let to = match order.recipient {
                 Recipient::Account(key) => format!("to account {}", account_hex(&key)),
                 Recipient::Core(address) => match sent.redeem_txid {
+                    Some(txid) if sent.redeemed => {
+                        format!("to the core ({}), redeemed (txid {txid})", hex::encode(address.0))
+                    }
                     Some(txid) => format!("to the core ({}), redeem txid {txid}", hex::encode(address.0)),
                     None => format!("to the core ({}), redeem not presented yet", hex::encode(address.0)),
                 },
@@ -429,17 +446,44 @@ fn sync(
                 );
                 code = ExitCode::from(EXIT_NOT_FINAL);
             }
-            Announced::Dropped => println!(
-                "{}: funding {txid} was refused by the core; dropped",
+            Announced::Refused => println!(
+                "{}: funding {txid}: the core does not hold it (refused); kept, asked again at the next sync \
+                 (`specie wallet fastpay forget-refused --yes` drops it)",
                 account_hex(&account)
             ),
         }
+    }
+    let checked = driver::check_redeems(path, wallet, client)?;
+    if checked.restored > 0 {
+        println!(
+            "redeems the core holds: {} {unit} restored to this wallet",
+            checked.restored
+        );
+    }
+    for (account, sequence) in &checked.again {
+        println!(
+            "{}: the core does not hold the redeem of transfer {sequence}; presenting it again",
+            account_hex(account)
+        );
     }
     let presented = driver::present_redeems(path, wallet, client, SUBMIT_TIMEOUT_MS)?;
     if let Some(other) = report_presented(&presented, &unit) {
         code = other;
     }
     Ok(code)
+}
+
+fn forget_refused(path: &Path, wallet: &mut Wallet, yes: bool) -> Result<ExitCode> {
+    if !yes {
+        bail!(
+            "this drops every funding marked refused for good; if the core took one after all, its value is \
+             lost: run `specie wallet fastpay sync` first (it asks the core again), then add --yes"
+        );
+    }
+    let (count, value) = wallet.fastpay_forget_refused();
+    WalletFile::save(path, wallet)?;
+    println!("forgot {count} refused fundings ({value} {})", wallet.hrp());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Reads a certificate: hex text, or a file of hex or raw bytes.

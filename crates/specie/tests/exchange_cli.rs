@@ -247,6 +247,8 @@ fn a_trader_deposits_trades_pays_and_withdraws_with_the_cli_only() {
         1,
         "kept while the core is down"
     );
+    let read_json = |path: &Path| -> Value { serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap() };
+    let interrupted_deposit = read_json(&bob)["exchange"]["deposits"][0].clone();
     (eur, _) = start_core(dir.path(), &eur_listen, "eur", &eur_key, bridge);
     let state = account(&bob);
     assert_eq!(state["balances"]["eur"], 4010, "credited once: {state}");
@@ -271,6 +273,30 @@ fn a_trader_deposits_trades_pays_and_withdraws_with_the_cli_only() {
     assert_eq!(state["under_way"].as_array().unwrap().len(), 0, "{state}");
     exchange("account", &bob, &[]).unwrap();
     assert_eq!(spendable(&bob), 4500, "the payout is in the wallet, once");
+
+    // A deposit marked refused (a node said its core refused it) whose funding the core holds:
+    // the next command asks the core, hands it in, and the exchange credits it once only.
+    let mut json = read_json(&bob);
+    assert_eq!(json["exchange"]["bridge"], bridge, "the bridge key is pinned");
+    let mut refused = interrupted_deposit.clone();
+    refused["refused"] = true.into();
+    json["exchange"]["deposits"] = vec![refused].into();
+    std::fs::write(&bob, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
+    let state = account(&bob);
+    assert_eq!(state["under_way"].as_array().unwrap().len(), 0, "{state}");
+    assert_eq!(state["balances"]["eur"], 3510, "not credited twice: {state}");
+    // An exchange that names another bridge key than the pinned one is refused.
+    let mut json = read_json(&bob);
+    json["exchange"]["bridge"] = "07".repeat(32).into();
+    std::fs::write(&bob, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
+    let other = exchange("account", &bob, &[]).unwrap_err();
+    assert!(other.contains("names bridge key") && other.contains(bridge), "{other}");
+    json["exchange"]["bridge"] = bridge.into();
+    std::fs::write(&bob, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
+    // Refused deposits are dropped only on the user's word.
+    assert!(exchange("forget-refused", &bob, &[]).unwrap_err().contains("--yes"));
+    let forgot = exchange("forget-refused", &bob, &["--yes"]).unwrap();
+    assert!(forgot.contains("forgot 0 refused deposits"), "{forgot}");
     for child in [&mut ex, &mut usd, &mut eur] {
         child.kill().unwrap();
         child.wait().unwrap();

@@ -377,6 +377,28 @@ fn device_wallets_pay_offline_and_refuse_replays_limits_and_bad_files_clearly() 
         device(&alice, &url, &["receive", &payment]).unwrap(),
         "received 200; balance 700"
     );
+
+    // A defund whose answer never came back (the device stopped after saving it): `sync` sends
+    // it again and keeps it pending with its payout, never dropping it on the answer; `deposit
+    // --defund-to` with its key prints the payout and only then ends it.
+    let mut held = specie_offline_device::Device::decode(&std::fs::read(&alice).unwrap()).unwrap();
+    let waiting = held.deposit_all([0x11; 32], true).len();
+    std::fs::write(&alice, held.encode()).unwrap();
+    let synced = device(&alice, &url, &["sync"]).unwrap();
+    assert!(
+        synced.contains(&format!("{waiting} deposits are paid out to the core and wait")),
+        "{synced}"
+    );
+    let balance = device(&alice, &url, &["balance"]).unwrap();
+    assert!(balance.ends_with(&format!("{waiting} deposits waiting")), "{balance}");
+    let deposited = device(&alice, &url, &["deposit", "--defund-to", &"11".repeat(32)]).unwrap();
+    assert_eq!(
+        deposited.matches("payout for the core: ").count(),
+        waiting,
+        "{deposited}"
+    );
+    let balance = device(&alice, &url, &["balance"]).unwrap();
+    assert!(balance.ends_with(" 0 deposits waiting"), "{balance}");
     authority.kill().unwrap();
     authority.wait().unwrap();
 }

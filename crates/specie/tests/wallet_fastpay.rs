@@ -168,5 +168,35 @@ fn fund_pay_verify_redeem_and_finish_a_pending_order_after_a_crash_and_a_restore
     assert!(sent_line(&history, 4).contains(" 11 usd"), "{history}");
     let out = ok(&bob, &["fastpay", "balance"]);
     assert!(out.lines().next().unwrap().ends_with(" 147 usd"), "{out}");
+    assert!(sent_line(&history, 1).contains("redeemed"), "{history}");
+
+    // A redeem a node called refused: the core wallet dropped it and its coin, and nothing is
+    // lost: `sync` finds the core without its marker and presents it again, paid once.
+    let mut loaded = WalletFile::load(&alice).unwrap();
+    let recipient = loaded.fastpay_redeem_recipient(&mut rand::thread_rng()).unwrap();
+    let order = loaded.fastpay_sign_order(&account, recipient, 5, vec![]).unwrap();
+    WalletFile::save(&alice, &loaded).unwrap();
+    let owner = loaded.fastpay().unwrap().accounts()[0].owner().clone();
+    let certificate = client.pay_orders(&owner, vec![order]).unwrap().certificate;
+    loaded.fastpay_on_certified(certificate).unwrap();
+    let redeem = loaded.build_fastpay_redeem(&account, 5).unwrap();
+    loaded.on_rejected(&redeem.txid()).unwrap();
+    WalletFile::save(&alice, &loaded).unwrap();
+    let out = ok(&alice, &["fastpay", "sync"]);
+    assert!(
+        out.contains("does not hold the redeem of transfer 5; presenting it again")
+            && out.contains("redeemed: 5 usd back in the core"),
+        "{out}"
+    );
+    assert!(ok(&alice, &["balance"]).contains("spendable:   605 usd"));
+    assert!(sent_line(&ok(&alice, &["fastpay", "history"]), 5).contains("redeemed"));
+    let out = ok(&alice, &["fastpay", "sync"]);
+    assert!(!out.contains("presenting it again"), "{out}");
+
+    // Refused fundings are dropped only on the user's word.
+    let (code, out) = wallet(&alice, &["fastpay", "forget-refused"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("--yes"), "{out}");
+    assert!(ok(&alice, &["fastpay", "forget-refused", "--yes"]).contains("forgot 0 refused fundings"));
     eprintln!("took {:?}", started.elapsed());
 }

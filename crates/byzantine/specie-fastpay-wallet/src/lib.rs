@@ -15,6 +15,13 @@
 //!   wallet until a quorum credited it ([`announce_fundings`]), so a crash in between loses
 //!   nothing; a transfer back to the core becomes a FastPay redeem recorded as a pending core
 //!   transaction, whose fate `specie wallet sync` resolves like any other ([`present_redeems`]).
+//! * **Nothing is dropped on a remote's word.** A funding the core refused, or whose marker a
+//!   node does not hold, is marked refused and asked about again at every sync (announced if
+//!   the core holds it after all); only `specie wallet fastpay forget-refused` drops it. A
+//!   redeem the core's pending machinery dropped is presented again until the core holds its
+//!   marker ([`check_redeems`]). An authority's `funded` counts only if it names the funding's
+//!   marker. Certificates and pending orders are checked against the committee and the owner's
+//!   key before they change anything.
 //!
 //! The authorities are behind the [`Authorities`] trait: [`HttpCommittee`] for processes, a
 //! fake in the tests. The caller holds the wallet's lock throughout.
@@ -22,13 +29,16 @@
 use std::path::Path;
 
 use specie_authority::AccountState;
-use specie_codec::Encode;
+use specie_codec::{Decode, Encode};
 use specie_committee::http_client::Request;
 use specie_committee::{AuthorityReply, FundWait, HttpCommittee, PayError, PaymentError};
 use specie_fastpay::{AccountKey, AuthorityIndex, Certificate, Committee, Recipient, SignedOrder, SigningKey};
-use specie_transaction::{SpecieTransaction, Txid};
+use specie_transaction::{SpecieTransaction, Txid, UhsId};
 use specie_wallet::session::{self, SessionError as CoreSessionError, Submitted};
-use specie_wallet::{ClientError, FastpayError, FileError, NodeClient, Outcome, Wallet, WalletFile};
+use specie_wallet::{
+    ClientError, FastpayError, FileError, Ledger, NodeClient, Outcome, PaidOutput, PaymentString, Wallet, WalletError,
+    WalletFile,
+};
 use thiserror::Error;
 
 /// How a payment to the authorities ended.
@@ -100,11 +110,21 @@ impl Authorities for HttpCommittee {
     }
 
     fn fund(&self, account: AccountKey, transaction: Vec<u8>) -> usize {
-        HttpCommittee::fund(self, account, transaction, FundWait::All)
-            .values()
-            .filter(|reply| matches!(reply, AuthorityReply::Funded { .. }))
-            .count()
+        let marker = SpecieTransaction::decode_exact(&transaction)
+            .ok()
+            .and_then(|tx| tx.marker());
+        let replies = HttpCommittee::fund(self, account, transaction, FundWait::All);
+        marker.map_or(0, |marker| credited_by(replies.values(), &marker))
     }
+}
+
+/// How many of `replies` say the funding whose marker is `marker` was credited: a `funded`
+/// naming another id (another funding, a confused or lying authority) does not count.
+pub fn credited_by<'a>(replies: impl IntoIterator<Item = &'a AuthorityReply>, marker: &UhsId) -> usize {
+    replies
+        .into_iter()
+        .filter(|reply| matches!(reply, AuthorityReply::Funded { id } if *id == marker.0))
+        .count()
 }
 
 /// Why a Byzantine-mode command could not do its work.
@@ -132,9 +152,12 @@ pub enum SessionError {
     },
     #[error(
         "the core has not confirmed funding {txid} ({why}); `specie wallet sync` resolves it, then \
-         `specie wallet fastpay sync` tells the authorities"
+         `specie wallet fastpay sync` tells the authorities (a funding the core refused is kept, marked \
+         refused, and asked about again)"
     )]
     FundingNotConfirmed { txid: Txid, why: String },
+    #[error(transparent)]
+    Wallet(#[from] WalletError),
     #[error(
         "account {account} holds {balance} {unit} at the authorities (the most that f+1 of them agree on), so \
          no quorum would certify paying {amount} {unit}, and a signed order would block the account until its \
@@ -333,8 +356,9 @@ pub fn fund(
     };
     if let Some(why) = why {
         if wallet.pending_tx(&txid).is_none() {
-            // Refused for good: the coins are back, and the funding means nothing.
-            wallet.fastpay_drop_funding(account, &txid)?;
+            // Refused: the coins are back. Kept, marked (module docs): if the node was wrong,
+            // these bytes are what the authorities credit.
+            wallet.fastpay_mark_refused(account, &txid)?;
             WalletFile::save(path, wallet)?;
         }
         return Err(SessionError::FundingNotConfirmed { txid, why });
@@ -354,15 +378,17 @@ pub enum Announced {
     Sent { credited_by: usize },
     /// Its core transaction is still pending in the wallet: `specie wallet sync` first.
     CoreUndecided,
-    /// The core does not hold its marker and the wallet no longer waits for it: refused, dropped.
-    Dropped,
+    /// The core does not hold its marker and the wallet no longer waits for it: refused, kept
+    /// and marked (asked about again at the next sync; `forget-refused` drops it).
+    Refused,
 }
 
-/// Sends every funding the core confirmed and a quorum has not credited yet to the authorities.
-pub fn announce_fundings(
+/// Sends every funding the core confirmed and a quorum has not credited yet to the authorities;
+/// one the core does not hold is marked refused (a refused one it holds after all is announced).
+pub fn announce_fundings<L: Ledger + ?Sized>(
     path: &Path,
     wallet: &mut Wallet,
-    node: &NodeClient,
+    node: &L,
     authorities: &impl Authorities,
 ) -> Result<Vec<(AccountKey, Txid, Announced)>, SessionError> {
     let waiting: Vec<(AccountKey, SpecieTransaction)> = wallet
@@ -389,10 +415,11 @@ pub fn announce_fundings(
         }
         let marker = tx.marker().expect("a funding has a marker");
         if !node.query_uhs(&[marker])?.first().copied().unwrap_or(false) {
-            wallet.fastpay_drop_funding(&account, &txid)?;
-            report.push((account, txid, Announced::Dropped));
+            wallet.fastpay_mark_refused(&account, &txid)?;
+            report.push((account, txid, Announced::Refused));
             continue;
         }
+        wallet.fastpay_restore_refused(&account, &txid)?;
         let credited_by = authorities.fund(account, tx.encode());
         if credited_by >= authorities.committee().quorum() {
             wallet.fastpay_on_credited(&account, &txid)?;
@@ -436,9 +463,90 @@ pub fn present_redeems(
     for (account, sequence, amount) in due {
         let tx = wallet.build_fastpay_redeem(&account, sequence)?;
         let submitted = session::submit(path, wallet, node, &tx, timeout_ms)?;
+        if let Submitted::Settled(Outcome::Confirmed(_)) = submitted {
+            wallet.fastpay_on_redeemed(&account, sequence)?;
+            WalletFile::save(path, wallet)?;
+        }
         presented.push((tx.txid(), amount, submitted));
     }
     Ok(presented)
+}
+
+/// What [`check_redeems`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RedeemsChecked {
+    /// Redeems the core holds: done.
+    pub held: usize,
+    /// Redeems the core does not hold and the wallet no longer waited for: due again, for
+    /// [`present_redeems`] to present (the same bytes).
+    pub again: Vec<(AccountKey, u64)>,
+    /// Value of redeem outputs the core holds that the wallet had dropped (a node had called the
+    /// redeem refused), imported again.
+    pub restored: u64,
+}
+
+/// Asks the core about every redeem built that the wallet's pending machinery no longer waits
+/// for and that is not known to be held: held (its marker in the UHS) is done, and its output
+/// imported if the core holds it and the wallet had dropped it; not held is due again. Saves.
+pub fn check_redeems<L: Ledger + ?Sized>(
+    path: &Path,
+    wallet: &mut Wallet,
+    node: &L,
+) -> Result<RedeemsChecked, SessionError> {
+    let to_check = wallet.fastpay_redeems_to_check();
+    let mut checked = RedeemsChecked::default();
+    if to_check.is_empty() {
+        return Ok(checked);
+    }
+    let markers: Vec<UhsId> = to_check
+        .iter()
+        .map(|(_, _, tx)| tx.marker().expect("a redeem has a marker"))
+        .collect();
+    let held = node.query_uhs(&markers)?;
+    for ((account, sequence, tx), held) in to_check.into_iter().zip(held) {
+        if !held {
+            if wallet.fastpay_redeem_again(&account, sequence)? {
+                checked.again.push((account, sequence));
+            }
+            continue;
+        }
+        wallet.fastpay_on_redeemed(&account, sequence)?;
+        checked.held += 1;
+        checked.restored += restore_redeem_output(wallet, node, &tx)?;
+    }
+    WalletFile::save(path, wallet)?;
+    Ok(checked)
+}
+
+/// Imports the output of the applied redeem `tx` if the core holds it and the wallet does not
+/// know it (only this wallet's key can spend it, so an output the core no longer holds was spent
+/// by this wallet). Returns the value imported.
+fn restore_redeem_output<L: Ledger + ?Sized>(
+    wallet: &mut Wallet,
+    node: &L,
+    tx: &SpecieTransaction,
+) -> Result<u64, SessionError> {
+    let txid = tx.txid();
+    if wallet.coins().any(|coin| coin.outpoint.txid == txid) {
+        return Ok(0);
+    }
+    let created = tx.created_outputs();
+    let ids: Vec<UhsId> = created.iter().map(|created| created.uhs_id).collect();
+    let present = node.query_uhs(&ids)?;
+    let outputs: Vec<PaidOutput> = created
+        .iter()
+        .zip(&present)
+        .filter(|(created, present)| **present && wallet.owns(&created.output.witness_program_commitment))
+        .map(|(created, _)| PaidOutput {
+            index: created.outpoint.index,
+            output: created.output,
+        })
+        .collect();
+    if outputs.is_empty() {
+        return Ok(0);
+    }
+    let payment = PaymentString::new(txid, outputs);
+    Ok(wallet.import_payment(&payment, &ids)?.spendable)
 }
 
 /// Pays `amount` from `account` back to a new core address of this wallet ([`pay`]), then
@@ -489,6 +597,22 @@ mod tests {
     use specie_wallet::PaymentString;
 
     use super::*;
+
+    /// A core that holds the UHS ids it is given, and takes no transaction.
+    #[derive(Default)]
+    struct FakeCore {
+        held: RefCell<std::collections::BTreeSet<UhsId>>,
+    }
+
+    impl Ledger for FakeCore {
+        fn submit(&self, _: &[SpecieTransaction], _: u64) -> Result<Vec<specie_wallet::SubmitResult>, ClientError> {
+            unreachable!("these tests submit nothing")
+        }
+
+        fn query_uhs(&self, ids: &[UhsId]) -> Result<Vec<bool>, ClientError> {
+            Ok(ids.iter().map(|id| self.held.borrow().contains(id)).collect())
+        }
+    }
 
     /// Authorities that certify every order sent unless told to fail, and remember every order
     /// they were sent and what they hold.
@@ -704,6 +828,82 @@ mod tests {
         assert!(
             matches!(outcome, PayOutcome::Settled(ref c) if c.order.order.sequence == 0),
             "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn only_a_funded_answer_naming_the_fundings_marker_counts() {
+        let marker = UhsId([7; 32]);
+        let replies = [
+            AuthorityReply::Funded { id: [7; 32] },
+            AuthorityReply::Funded { id: [8; 32] },
+            AuthorityReply::Funded { id: [7; 32] },
+        ];
+        assert_eq!(credited_by(&replies, &marker), 2);
+    }
+
+    /// A funding whose marker the core does not hold is kept, marked refused (a node may be
+    /// wrong; its bytes are what the authorities credit), and announced once the core holds it.
+    #[test]
+    fn a_funding_the_core_does_not_hold_is_kept_and_announced_once_it_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let authorities = FakeAuthorities::new();
+        let (path, mut wallet, account) = wallet_file(dir.path(), &authorities);
+        let imported: Vec<_> = wallet
+            .unconfirmed_imports()
+            .iter()
+            .map(|(outpoint, _)| *outpoint)
+            .collect();
+        wallet.confirm_imported(&imported);
+        let tx = wallet
+            .build_fastpay_funding(&account, 60, &mut rand::thread_rng())
+            .unwrap();
+        wallet.on_confirmed(&tx.txid()).unwrap();
+        let core = FakeCore::default();
+        let report = announce_fundings(&path, &mut wallet, &core, &authorities).unwrap();
+        assert_eq!(report, vec![(account, tx.txid(), Announced::Refused)]);
+        let on_disk = WalletFile::load(&path).unwrap();
+        let record = &on_disk.fastpay().unwrap().account(&account).unwrap().fundings()[0];
+        assert!(record.refused && !record.credited && record.funding.txid() == tx.txid());
+
+        core.held.borrow_mut().insert(tx.marker().unwrap());
+        let report = announce_fundings(&path, &mut wallet, &core, &authorities).unwrap();
+        assert_eq!(report, vec![(account, tx.txid(), Announced::Sent { credited_by: 4 })]);
+        let on_disk = WalletFile::load(&path).unwrap();
+        let record = &on_disk.fastpay().unwrap().account(&account).unwrap().fundings()[0];
+        assert!(record.credited && !record.refused);
+    }
+
+    /// A redeem a node called refused (the core wallet dropped it and its output) is presented
+    /// again while the core does not hold it; once it does, it is done and its output is back.
+    #[test]
+    fn a_redeem_dropped_on_a_nodes_word_is_due_again_or_restored() {
+        let dir = tempfile::tempdir().unwrap();
+        let authorities = FakeAuthorities::new();
+        let (path, mut wallet, account) = wallet_file(dir.path(), &authorities);
+        let recipient = wallet.fastpay_redeem_recipient(&mut rand::thread_rng()).unwrap();
+        pay(&path, &mut wallet, &authorities, &account, recipient, 30, vec![]).unwrap();
+        let redeem = wallet.build_fastpay_redeem(&account, 0).unwrap();
+        wallet.on_rejected(&redeem.txid()).unwrap(); // a node's word
+        let core = FakeCore::default();
+        let checked = check_redeems(&path, &mut wallet, &core).unwrap();
+        assert_eq!(checked.again, vec![(account, 0)]);
+        let sent = &wallet.fastpay().unwrap().account(&account).unwrap().sent()[0];
+        assert!(sent.redeem_due().is_some(), "presented again by present_redeems");
+        assert_eq!(wallet.build_fastpay_redeem(&account, 0).unwrap(), redeem);
+        wallet.on_rejected(&redeem.txid()).unwrap(); // refused once more, wrongly
+        core.held.borrow_mut().insert(redeem.marker().unwrap());
+        core.held
+            .borrow_mut()
+            .extend(redeem.created_outputs().iter().map(|created| created.uhs_id));
+        let checked = check_redeems(&path, &mut wallet, &core).unwrap();
+        assert_eq!((checked.held, checked.restored, checked.again.len()), (1, 30, 0));
+        let on_disk = WalletFile::load(&path).unwrap();
+        assert!(on_disk.fastpay().unwrap().account(&account).unwrap().sent()[0].redeemed);
+        assert_eq!(on_disk.balance().spendable, 30);
+        assert_eq!(
+            check_redeems(&path, &mut wallet, &core).unwrap(),
+            RedeemsChecked::default()
         );
     }
 }

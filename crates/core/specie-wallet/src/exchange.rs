@@ -1,10 +1,13 @@
 //! The trader's account on the exchange (docs/exchange.md), kept in the wallet file: which
-//! exchange, its account number and Ed25519 key, the next sequence number to sign with, and
-//! the deposits and withdrawals under way. A deposit is recorded here before its core funding is
-//! sent and a withdrawal before its exchange transaction is, and each is removed only once the
-//! exchange credited it or the core paid it: a crash leaves them here for the next command to
-//! finish (the exchange credits a funding once, the core pays a payout once, so finishing twice
-//! is harmless). The wallet only keeps these; the exchange's encodings are the CLI's business.
+//! exchange (its identity and its bridge key, pinned at first use), its account number and
+//! Ed25519 key, the next sequence number to sign with, and the deposits and withdrawals under
+//! way. A deposit is recorded here before its core funding is sent and a withdrawal before its
+//! exchange transaction is, and each is removed only once the exchange credited it or the core
+//! paid it: a crash leaves them here for the next command to finish (the exchange credits a
+//! funding once, the core pays a payout once, so finishing twice is harmless). A deposit whose
+//! funding the core refused is kept, marked refused ([`ExchangeDeposit::refused`]), never
+//! dropped on a node's word: its bytes are what the exchange credits if the core took it after
+//! all. The wallet only keeps these; the exchange's encodings are the CLI's business.
 
 use serde::{Deserialize, Serialize};
 use specie_codec::Decode;
@@ -20,6 +23,10 @@ pub const EXCHANGE_PENDING_MAX: usize = 64;
 pub struct ExchangeAccount {
     /// The exchange's identity, signed by every transaction.
     pub exchange: [u8; 32],
+    /// The exchange's bridge key: what deposits are paid to and what signs payouts. Pinned when
+    /// the account is opened (or, for a file from before it, at the next command), and checked
+    /// against the exchange's answer from then on.
+    pub bridge: Option<[u8; 32]>,
     /// The exchange's replicas, comma-separated.
     pub urls: String,
     pub account: u64,
@@ -35,6 +42,7 @@ impl std::fmt::Debug for ExchangeAccount {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExchangeAccount")
             .field("exchange", &hex::encode(self.exchange))
+            .field("bridge", &self.bridge.map(hex::encode))
             .field("urls", &self.urls)
             .field("account", &self.account)
             .field("secret_key", &"<secret>")
@@ -42,6 +50,21 @@ impl std::fmt::Debug for ExchangeAccount {
             .field("deposits", &self.deposits)
             .field("withdrawals", &self.withdrawals)
             .finish()
+    }
+}
+
+impl ExchangeAccount {
+    /// Whether another deposit or withdrawal may be recorded ([`EXCHANGE_PENDING_MAX`]).
+    pub fn has_room(&self) -> bool {
+        self.deposits.len() + self.withdrawals.len() < EXCHANGE_PENDING_MAX
+    }
+
+    /// Drops every deposit marked refused, for good (`specie exchange forget-refused`): the user
+    /// says the core never took them. Returns how many.
+    pub fn forget_refused(&mut self) -> usize {
+        let before = self.deposits.len();
+        self.deposits.retain(|deposit| !deposit.refused);
+        before - self.deposits.len()
     }
 }
 
@@ -53,6 +76,9 @@ pub struct ExchangeDeposit {
     pub node_url: String,
     /// The funding (an `OfflineFunding`), exactly as sent.
     pub transaction: SpecieTransaction,
+    /// Its core refused it, and did not hold its marker when asked: kept (a wrong or lying node
+    /// may have said so), asked about again by later commands, handed in if the core holds it.
+    pub refused: bool,
 }
 
 /// A withdrawal not yet known to be paid by its core.
@@ -75,6 +101,9 @@ pub struct ExchangeRecord {
     pub account: u64,
     pub secret_key: String,
     pub next_sequence: u64,
+    /// Absent in files from before it: pinned at the next command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bridge: Option<String>,
     #[serde(default)]
     pub deposits: Vec<ExchangeDepositRecord>,
     #[serde(default)]
@@ -86,6 +115,12 @@ pub struct ExchangeDepositRecord {
     pub asset: String,
     pub node_url: String,
     pub transaction: String,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub refused: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -119,6 +154,7 @@ impl ExchangeRecord {
             account: account.account,
             secret_key: hex::encode(account.secret_key),
             next_sequence: account.next_sequence,
+            bridge: account.bridge.map(hex::encode),
             deposits: account
                 .deposits
                 .iter()
@@ -126,6 +162,7 @@ impl ExchangeRecord {
                     asset: d.asset.clone(),
                     node_url: d.node_url.clone(),
                     transaction: hex::encode(specie_codec::Encode::encode(&d.transaction)),
+                    refused: d.refused,
                 })
                 .collect(),
             withdrawals: account
@@ -161,6 +198,7 @@ impl ExchangeRecord {
                     asset: d.asset.clone(),
                     node_url: d.node_url.clone(),
                     transaction,
+                    refused: d.refused,
                 })
             })
             .collect::<Result<_, WalletFileError>>()?;
@@ -179,6 +217,7 @@ impl ExchangeRecord {
             .collect::<Result<_, WalletFileError>>()?;
         Ok(ExchangeAccount {
             exchange: hex32("exchange", &self.exchange)?,
+            bridge: self.bridge.as_deref().map(|text| hex32("bridge", text)).transpose()?,
             urls: self.urls.clone(),
             account: self.account,
             secret_key: hex32("secret key", &self.secret_key)?,
@@ -196,6 +235,7 @@ mod tests {
     fn account() -> ExchangeAccount {
         ExchangeAccount {
             exchange: [1; 32],
+            bridge: Some([2; 32]),
             urls: "http://127.0.0.1:8480".into(),
             account: 77,
             secret_key: [9; 32],
@@ -238,7 +278,45 @@ mod tests {
             asset: "usd".into(),
             node_url: String::new(),
             transaction: "00".into(),
+            refused: false,
         });
         assert!(record.to_account().is_err());
+        let mut record = ExchangeRecord::from_account(&account());
+        record.bridge = Some("zz".into());
+        assert!(record.to_account().is_err());
+    }
+
+    /// A refused deposit keeps its funding and its mark; a file from before the bridge key and
+    /// the mark loads (the key unknown until pinned, nothing refused) and saves as it was.
+    #[test]
+    fn refused_deposits_and_the_bridge_key_are_kept_and_old_files_load() {
+        let mut rng = crate::testkit::rng(60);
+        let mut wallet = crate::testkit::funded_wallet(&[100], &mut rng);
+        let transaction = wallet.build_offline_funding([2; 32], [3; 32], 60, &mut rng).unwrap();
+        let mut refused = account();
+        refused.deposits.push(ExchangeDeposit {
+            asset: "usd".into(),
+            node_url: "http://127.0.0.1:8470".into(),
+            transaction,
+            refused: true,
+        });
+        let json = serde_json::to_value(ExchangeRecord::from_account(&refused)).unwrap();
+        assert_eq!(json["deposits"][0]["refused"], true);
+        let back: ExchangeRecord = serde_json::from_value(json).unwrap();
+        let mut back = back.to_account().unwrap();
+        assert_eq!(back, refused);
+        assert!(back.has_room());
+        assert_eq!(back.forget_refused(), 1);
+        assert!(back.deposits.is_empty());
+
+        let mut old = serde_json::to_value(ExchangeRecord::from_account(&account())).unwrap();
+        old.as_object_mut().unwrap().remove("bridge");
+        let loaded: ExchangeRecord = serde_json::from_value(old.clone()).unwrap();
+        let loaded = loaded.to_account().unwrap();
+        assert_eq!(loaded.bridge, None);
+        assert_eq!(
+            serde_json::to_value(ExchangeRecord::from_account(&loaded)).unwrap(),
+            old
+        );
     }
 }

@@ -14,7 +14,14 @@
 //! * **Its certificates**: the proof of every payment it made, and for a transfer back to the
 //!   core what the core needs to create the output ([`Wallet::build_fastpay_redeem`]).
 //! * **Fundings the core confirmed that the authorities have not credited yet**: the core took
-//!   the coins; the funding's bytes are what makes the authorities credit the account.
+//!   the coins; the funding's bytes are what makes the authorities credit the account. A funding
+//!   the core refused, or whose marker it did not hold when asked, is *marked* refused, never
+//!   dropped on its word ([`FundingRecord::refused`]): the next `fastpay sync` asks again and
+//!   announces it if the core holds it after all; only the user drops it
+//!   ([`Wallet::fastpay_forget_refused`]), as with the core's missing coins.
+//! * **Redeems until the core holds them**: a certified transfer back to the core whose redeem
+//!   the core refused (or a node said so) is presented again, the same bytes, until the core
+//!   holds the redeem's marker ([`SentTransfer::redeemed`]); the core pays a certificate once.
 
 use rand::{CryptoRng, RngCore};
 use specie_fastpay::{
@@ -84,6 +91,10 @@ pub struct SentTransfer {
     /// For a transfer to the core: the FastPay redeem transaction built from it, once built (its
     /// fate is then the core's pending machinery's, like any transaction of this wallet).
     pub redeem_txid: Option<Txid>,
+    /// The core holds the redeem's marker: the value is back in the core, nothing is left to do.
+    /// Until then a redeem the core's pending machinery dropped (refused, or a node's word) is
+    /// built and presented again (the same bytes; the core pays a certificate once).
+    pub redeemed: bool,
 }
 
 impl SentTransfer {
@@ -102,6 +113,10 @@ pub struct FundingRecord {
     pub funding: FastpayFunding,
     /// A quorum of authorities answered `funded`: the account can pay from it.
     pub credited: bool,
+    /// The core refused it, or did not hold its marker when last asked: kept (a wrong or lying
+    /// node may have said so, and its bytes are what the authorities credit), not announced;
+    /// `fastpay sync` asks the core again and clears this if the core holds it after all.
+    pub refused: bool,
 }
 
 /// One Byzantine-mode account.
@@ -347,6 +362,7 @@ impl Wallet {
         self.account_mut(account)?.fundings.push(FundingRecord {
             funding,
             credited: false,
+            refused: false,
         });
         Ok(tx)
     }
@@ -356,17 +372,52 @@ impl Wallet {
         for record in &mut self.account_mut(account)?.fundings {
             if record.funding.txid() == *txid {
                 record.credited = true;
+                record.refused = false;
             }
         }
         Ok(())
     }
 
-    /// Forgets a funding the core refused for good (its coins are spendable again).
-    pub fn fastpay_drop_funding(&mut self, account: &AccountKey, txid: &Txid) -> Result<(), FastpayError> {
-        self.account_mut(account)?
-            .fundings
-            .retain(|record| record.credited || record.funding.txid() != *txid);
-        Ok(())
+    /// The core refused the funding `txid`, or does not hold its marker: marked refused, kept
+    /// (module docs). Returns whether it was not marked before.
+    pub fn fastpay_mark_refused(&mut self, account: &AccountKey, txid: &Txid) -> Result<bool, FastpayError> {
+        let mut newly = false;
+        for record in &mut self.account_mut(account)?.fundings {
+            if record.funding.txid() == *txid && !record.credited && !record.refused {
+                record.refused = true;
+                newly = true;
+            }
+        }
+        Ok(newly)
+    }
+
+    /// The core holds the marker of the refused funding `txid` after all: announced again.
+    /// Returns whether it was marked refused.
+    pub fn fastpay_restore_refused(&mut self, account: &AccountKey, txid: &Txid) -> Result<bool, FastpayError> {
+        let mut restored = false;
+        for record in &mut self.account_mut(account)?.fundings {
+            if record.funding.txid() == *txid && record.refused {
+                record.refused = false;
+                restored = true;
+            }
+        }
+        Ok(restored)
+    }
+
+    /// Drops every funding marked refused, for good (`specie wallet fastpay forget-refused`):
+    /// the user says the core never took them. Returns how many, and their value.
+    pub fn fastpay_forget_refused(&mut self) -> (usize, u64) {
+        let mut forgotten = (0usize, 0u64);
+        for account in self.fastpay.iter_mut().flat_map(|book| book.accounts.iter_mut()) {
+            account.fundings.retain(|record| {
+                !record.refused || {
+                    forgotten.0 += 1;
+                    forgotten.1 = forgotten.1.saturating_add(record.funding.amount);
+                    false
+                }
+            });
+        }
+        forgotten
     }
 
     /// Signs the account's next order and records it as pending. The caller saves the wallet
@@ -449,6 +500,7 @@ impl Wallet {
         state.sent.push(SentTransfer {
             certificate,
             redeem_txid: None,
+            redeemed: false,
         });
         Ok(true)
     }
@@ -491,6 +543,60 @@ impl Wallet {
             }
         }
         Ok(tx)
+    }
+
+    /// The redeems built and not known to be held by the core, that the core's pending
+    /// machinery no longer waits for (confirmed since, or dropped as refused): (account,
+    /// sequence, the redeem), for `fastpay sync` to ask the core about.
+    pub fn fastpay_redeems_to_check(&self) -> Vec<(AccountKey, u64, SpecieTransaction)> {
+        let Some(book) = &self.fastpay else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for account in &book.accounts {
+            for sent in &account.sent {
+                let Some(txid) = sent.redeem_txid else { continue };
+                if sent.redeemed || self.pending_tx(&txid).is_some() {
+                    continue;
+                }
+                let redeem = SpecieTransaction::FastpayRedeem(FastpayRedeem::new(sent.certificate.clone()));
+                found.push((account.key, sent.certificate.order.order.sequence, redeem));
+            }
+        }
+        found
+    }
+
+    /// The core holds the marker of the redeem of the account's transfer `sequence`: done.
+    pub fn fastpay_on_redeemed(&mut self, account: &AccountKey, sequence: u64) -> Result<(), FastpayError> {
+        for sent in &mut self.account_mut(account)?.sent {
+            if sent.certificate.order.order.sequence == sequence && sent.redeem_txid.is_some() {
+                sent.redeemed = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// The core does not hold the redeem of the account's transfer `sequence`, and this wallet no
+    /// longer waits for it (its pending transaction was dropped as refused): due again, so that
+    /// the next [`Wallet::build_fastpay_redeem`] presents it once more. Returns whether it was.
+    pub fn fastpay_redeem_again(&mut self, account: &AccountKey, sequence: u64) -> Result<bool, FastpayError> {
+        let waiting = |txid: &Txid| self.pending_tx(txid).is_some();
+        let Some(state) = self.fastpay.as_ref().and_then(|book| book.account(account)) else {
+            return Err(FastpayError::UnknownAccount(hex_key(account)));
+        };
+        let due = state.sent.iter().any(|sent| {
+            sent.certificate.order.order.sequence == sequence
+                && !sent.redeemed
+                && sent.redeem_txid.is_some_and(|txid| !waiting(&txid))
+        });
+        if due {
+            for sent in &mut self.account_mut(account)?.sent {
+                if sent.certificate.order.order.sequence == sequence {
+                    sent.redeem_txid = None;
+                }
+            }
+        }
+        Ok(due)
     }
 }
 
@@ -603,6 +709,82 @@ mod tests {
             .unwrap();
         assert_eq!(adopted, 1);
         assert_eq!(wallet.fastpay().unwrap().accounts()[0].pending(), &[mine(0, 3)]);
+    }
+
+    /// A funding the core refused (or a node said it does not hold) is marked, never dropped:
+    /// its bytes are what the authorities credit if the core took it after all. Only the user
+    /// drops it.
+    #[test]
+    fn a_refused_funding_is_kept_until_the_user_forgets_it() {
+        let mut rng = rng(44);
+        let (committee, _) = committee();
+        let mut wallet = funded_wallet(&[70, 50], &mut rng);
+        wallet.fastpay_use_committee(&committee, None).unwrap();
+        let account = wallet.fastpay_new_account(&mut rng).unwrap();
+        let tx = wallet.build_fastpay_funding(&account, 60, &mut rng).unwrap();
+        wallet.on_rejected(&tx.txid()).unwrap();
+        assert!(wallet.fastpay_mark_refused(&account, &tx.txid()).unwrap());
+        assert!(!wallet.fastpay_mark_refused(&account, &tx.txid()).unwrap(), "once");
+        let record = &wallet.fastpay().unwrap().accounts()[0].fundings()[0];
+        assert!(record.refused && !record.credited);
+        assert_eq!(record.funding.txid(), tx.txid(), "the signed funding is kept");
+        // The core holds it after all: announced and credited like any other.
+        assert!(wallet.fastpay_restore_refused(&account, &tx.txid()).unwrap());
+        wallet.fastpay_on_credited(&account, &tx.txid()).unwrap();
+        assert!(
+            !wallet.fastpay_mark_refused(&account, &tx.txid()).unwrap(),
+            "credited stays credited"
+        );
+        assert_eq!(wallet.fastpay_forget_refused(), (0, 0));
+        assert_eq!(wallet.fastpay().unwrap().accounts()[0].local_balance(), 60);
+
+        let second = wallet.build_fastpay_funding(&account, 40, &mut rng).unwrap();
+        wallet.on_rejected(&second.txid()).unwrap();
+        wallet.fastpay_mark_refused(&account, &second.txid()).unwrap();
+        assert_eq!(wallet.fastpay_forget_refused(), (1, 40));
+        assert_eq!(wallet.fastpay().unwrap().accounts()[0].fundings().len(), 1);
+    }
+
+    /// A redeem whose pending transaction the core's machinery dropped (refused, on a node's
+    /// word) is due again, the same transaction; one the core holds is done.
+    #[test]
+    fn a_dropped_redeem_is_presented_again_until_the_core_holds_it() {
+        let mut rng = rng(45);
+        let (committee, keys) = committee();
+        let mut wallet = funded_wallet(&[100], &mut rng);
+        wallet.fastpay_use_committee(&committee, None).unwrap();
+        let account = wallet.fastpay_new_account(&mut rng).unwrap();
+        let recipient = wallet.fastpay_redeem_recipient(&mut rng).unwrap();
+        let order = wallet.fastpay_sign_order(&account, recipient, 30, vec![]).unwrap();
+        wallet.fastpay_on_certified(certify(&committee, &keys, order)).unwrap();
+        let redeem = wallet.build_fastpay_redeem(&account, 0).unwrap();
+        assert!(
+            wallet.fastpay_redeems_to_check().is_empty(),
+            "still pending in the core wallet"
+        );
+        assert!(!wallet.fastpay_redeem_again(&account, 0).unwrap(), "pending: not due");
+        wallet.on_rejected(&redeem.txid()).unwrap();
+        let to_check = wallet.fastpay_redeems_to_check();
+        assert_eq!(to_check.len(), 1);
+        assert_eq!((to_check[0].0, to_check[0].1), (account, 0));
+        assert_eq!(to_check[0].2, redeem, "the same redeem");
+        assert!(wallet.fastpay_redeem_again(&account, 0).unwrap());
+        let again = wallet.build_fastpay_redeem(&account, 0).unwrap();
+        assert_eq!(again, redeem, "the same bytes, paid once by the core");
+        wallet.on_confirmed(&again.txid()).unwrap();
+        assert_eq!(wallet.balance().spendable, 130);
+        assert_eq!(
+            wallet.fastpay_redeems_to_check().len(),
+            1,
+            "confirmed: the core is asked once"
+        );
+        wallet.fastpay_on_redeemed(&account, 0).unwrap();
+        assert!(wallet.fastpay_redeems_to_check().is_empty());
+        assert!(
+            !wallet.fastpay_redeem_again(&account, 0).unwrap(),
+            "redeemed: never again"
+        );
+        assert!(wallet.fastpay().unwrap().accounts()[0].sent()[0].redeemed);
     }
 
     #[test]

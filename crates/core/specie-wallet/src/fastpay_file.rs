@@ -57,6 +57,9 @@ pub struct SentRecord {
     /// The FastPay redeem built from a transfer back to the core, once built.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redeem_txid: Option<String>,
+    /// The core holds the redeem's marker (absent, false: presented again until it does).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub redeemed: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -69,6 +72,14 @@ pub struct FundingFileRecord {
     pub transaction: String,
     /// A quorum of authorities credited it.
     pub credited: bool,
+    /// The core refused it, or did not hold it when last asked: kept, asked again by
+    /// `fastpay sync` (absent, false, in files from before it).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub refused: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 fn problem(what: impl Into<String>, problem: impl std::fmt::Display) -> WalletFileError {
@@ -80,6 +91,32 @@ fn problem(what: impl Into<String>, problem: impl std::fmt::Display) -> WalletFi
 
 fn bytes_of(text: &str, what: &str) -> Result<Vec<u8>, WalletFileError> {
     hex::decode(text).map_err(|_| problem(what, "not hex"))
+}
+
+/// The redeem txid of certified transfer `index`, if one was built; a transfer marked redeemed
+/// must have one.
+fn redeem_txid_of(record: &SentRecord, index: usize, what: &str) -> Result<Option<Txid>, WalletFileError> {
+    let txid = match &record.redeem_txid {
+        Some(text) => Some(Txid(
+            hex::decode(text)
+                .ok()
+                .and_then(|bytes| bytes.try_into().ok())
+                .ok_or_else(|| {
+                    problem(
+                        what,
+                        format!("certificate {index}: its redeem txid is not 32 bytes of hex"),
+                    )
+                })?,
+        )),
+        None => None,
+    };
+    if record.redeemed && txid.is_none() {
+        return Err(problem(
+            what,
+            format!("certificate {index}: redeemed, but no redeem was built"),
+        ));
+    }
+    Ok(txid)
 }
 
 impl FastpayRecord {
@@ -151,6 +188,7 @@ impl FastpayAccountRecord {
                         amount: sent.certificate.order.order.amount,
                         certificate: hex::encode(bytes),
                         redeem_txid: sent.redeem_txid.map(|txid| txid.to_string()),
+                        redeemed: sent.redeemed,
                     }
                 })
                 .collect(),
@@ -162,6 +200,7 @@ impl FastpayAccountRecord {
                     amount: record.funding.amount,
                     transaction: hex::encode(SpecieTransaction::FastpayFunding(record.funding.clone()).encode()),
                     credited: record.credited,
+                    refused: record.refused,
                 })
                 .collect(),
         }
@@ -211,23 +250,11 @@ impl FastpayAccountRecord {
                     format!("certificate {index} is not this account's transfer {index}"),
                 ));
             }
-            let redeem_txid = match &record.redeem_txid {
-                Some(text) => Some(Txid(
-                    hex::decode(text)
-                        .ok()
-                        .and_then(|bytes| bytes.try_into().ok())
-                        .ok_or_else(|| {
-                            problem(
-                                what,
-                                format!("certificate {index}: its redeem txid is not 32 bytes of hex"),
-                            )
-                        })?,
-                )),
-                None => None,
-            };
+            let redeem_txid = redeem_txid_of(record, index, what)?;
             account.sent.push(SentTransfer {
                 certificate,
                 redeem_txid,
+                redeemed: record.redeemed,
             });
         }
         if account.sent.len() as u64 != account.next_sequence {
@@ -257,6 +284,7 @@ impl FastpayAccountRecord {
             account.fundings.push(FundingRecord {
                 funding,
                 credited: record.credited,
+                refused: record.refused && !record.credited,
             });
         }
         Ok(account)
@@ -327,6 +355,35 @@ mod tests {
         let json: serde_json::Value = serde_json::from_slice(&first).unwrap();
         assert_eq!(json["version"], WALLET_FORMAT_VERSION);
         assert_eq!(json["pending"][0]["kind"], "fastpay_redeem");
+    }
+
+    /// The marks that keep value on a node's word (a refused funding, a redeem the core holds)
+    /// are saved, and absent in files from before them.
+    #[test]
+    fn refused_fundings_and_redeemed_transfers_are_saved() {
+        let signing = SigningCommittee::deterministic(4, 1);
+        let (mut wallet, account) = busy_wallet(&signing, 53);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wallet.json");
+        WalletFile::create(&path, &wallet).unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        let record = &json["fastpay"]["accounts"][0];
+        assert!(record["fundings"][0].get("refused").is_none() && record["sent"][0].get("redeemed").is_none());
+
+        let mut rng = rng(54);
+        let refused = wallet.build_fastpay_funding(&account, 100, &mut rng).unwrap();
+        wallet.on_rejected(&refused.txid()).unwrap();
+        wallet.fastpay_mark_refused(&account, &refused.txid()).unwrap();
+        wallet.fastpay_on_redeemed(&account, 0).unwrap();
+        WalletFile::save(&path, &wallet).unwrap();
+        let loaded = WalletFile::load(&path).unwrap();
+        let state = loaded.fastpay().unwrap().account(&account).unwrap();
+        assert_eq!(
+            state.fundings(),
+            wallet.fastpay().unwrap().account(&account).unwrap().fundings()
+        );
+        assert!(state.fundings()[1].refused && !state.fundings()[0].refused);
+        assert!(state.sent()[0].redeemed);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use specie_codec::{Decode, Encode};
-use specie_exchange::{AccountId, AssetId, LimitPrice, SignedTransaction};
+use specie_exchange::{AccountId, AssetId, LimitPrice, Operation, SignedTransaction, Withdrawal};
 use specie_transaction::SpecieTransaction;
 use specie_wallet::replicas::{ReplicaClient, ReplicaError};
 
@@ -430,6 +430,103 @@ pub fn deposit_answer_from(answer: &Value) -> Option<DepositAnswer> {
     })))
 }
 
+/// Why a payout the exchange served is not the one the trader is owed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PayoutError {
+    #[error("the payout is not an offline payout")]
+    NotAPayout,
+    #[error("the payout is made by bridge key {found}, not by the exchange's {expected}")]
+    OtherBridge { expected: String, found: String },
+    #[error("the payout's signature does not verify")]
+    BadSignature,
+    #[error(
+        "the payout pays {found_amount} to {found_address} for serial {found_serial}, not the {amount} to \
+         {address} for serial {serial} owed"
+    )]
+    NotOwed {
+        amount: u64,
+        address: String,
+        serial: String,
+        found_amount: u64,
+        found_address: String,
+        found_serial: String,
+    },
+    #[error("the withdrawal kept in the wallet does not decode as one: {0}")]
+    NotAWithdrawal(String),
+    #[error("the deposit kept in the wallet is not a core funding")]
+    NotAFunding,
+    #[error("the deposit cannot be refunded: {0}")]
+    NotRefundable(#[from] specie_exchange::BridgeRefusal),
+}
+
+/// Checks that `payout` is the exchange's payout of `owed`: made by `bridge` (the key the
+/// wallet pinned), validly signed, for `owed`'s serial (its account and sequence), address and
+/// amount. Anything else cannot pay what is owed (the core pays a serial once), so taking the
+/// withdrawal or deposit as paid on it could lose it.
+pub fn check_payout(payout: &SpecieTransaction, bridge: &[u8; 32], owed: &Withdrawal) -> Result<(), PayoutError> {
+    let SpecieTransaction::OfflinePayout(payout) = payout else {
+        return Err(PayoutError::NotAPayout);
+    };
+    if payout.authority != *bridge {
+        return Err(PayoutError::OtherBridge {
+            expected: hex::encode(bridge),
+            found: hex::encode(payout.authority),
+        });
+    }
+    if !payout.signature_valid() {
+        return Err(PayoutError::BadSignature);
+    }
+    if (payout.serial, payout.address(), payout.amount()) != (owed.serial(), owed.address, owed.amount) {
+        return Err(PayoutError::NotOwed {
+            amount: owed.amount,
+            address: hex::encode(owed.address),
+            serial: hex::encode(owed.serial()),
+            found_amount: payout.amount(),
+            found_address: hex::encode(payout.address()),
+            found_serial: hex::encode(payout.serial),
+        });
+    }
+    Ok(())
+}
+
+/// What the withdrawal signed as `transaction` (its canonical bytes, as the wallet keeps them)
+/// is owed: its account, sequence, asset, amount and core address.
+pub fn owed_by_withdrawal(transaction: &[u8]) -> Result<Withdrawal, PayoutError> {
+    let signed = specie_codec::decode_bounded(
+        "exchange transaction",
+        transaction,
+        specie_exchange::SIGNED_TRANSACTION_BYTES_MAX,
+        SignedTransaction::decode_from,
+    )
+    .map_err(|error| PayoutError::NotAWithdrawal(error.to_string()))?;
+    let Operation::Withdraw { asset, amount, address } = signed.transaction.operation else {
+        return Err(PayoutError::NotAWithdrawal("another operation".into()));
+    };
+    Ok(Withdrawal {
+        account: signed.transaction.account,
+        sequence: signed.transaction.sequence,
+        asset,
+        amount,
+        address,
+    })
+}
+
+/// What the refund of `funding` (a deposit of `asset`) is owed: the funding's amount, to its
+/// first input's owner, under the refund's id (docs: `specie_exchange::bridge`).
+pub fn owed_by_refund(asset: AssetId, funding: &SpecieTransaction) -> Result<Withdrawal, PayoutError> {
+    let SpecieTransaction::OfflineFunding(funding) = funding else {
+        return Err(PayoutError::NotAFunding);
+    };
+    let (account, sequence) = specie_exchange::refund_id(asset, &funding.marker().0);
+    Ok(Withdrawal {
+        account,
+        sequence,
+        asset,
+        amount: funding.amount,
+        address: specie_exchange::refund_address(funding)?,
+    })
+}
+
 /// The payout in an answer of `GET /v1/exchange/withdrawals/…`: an offline payout only.
 pub fn payout_from(answer: &Value) -> Option<SpecieTransaction> {
     let bytes = hex::decode(answer["payout"].as_str()?).ok()?;
@@ -442,6 +539,7 @@ pub fn payout_from(answer: &Value) -> Option<SpecieTransaction> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use specie_exchange::Transaction;
 
     #[test]
     fn decimal_prices_convert_to_q32_32_rounded_up() {
@@ -535,5 +633,93 @@ mod tests {
             panic!("a refund is read");
         };
         assert_eq!((refund.amount, refund.payout), (40, payout));
+    }
+
+    fn bridge() -> ed25519_dalek::SigningKey {
+        ed25519_dalek::SigningKey::from_bytes(&[6; 32])
+    }
+
+    /// A withdrawal's payout is taken only if it is the one owed: the pinned bridge key's, validly
+    /// signed, for the withdrawal's serial, address and amount.
+    #[test]
+    fn a_payout_is_checked_against_what_is_owed() {
+        let key = bridge();
+        let mut bytes = Vec::new();
+        Transaction {
+            account: 7,
+            sequence: 9,
+            operation: Operation::Withdraw {
+                asset: 1,
+                amount: 40,
+                address: [5; 32],
+            },
+        }
+        .sign(&[1; 32], &key)
+        .encode_to(&mut bytes);
+        let owed = owed_by_withdrawal(&bytes).unwrap();
+        assert_eq!((owed.account, owed.sequence, owed.amount), (7, 9, 40));
+        let bridge_key = key.verifying_key().to_bytes();
+        let paid = |withdrawal: &Withdrawal, by: &ed25519_dalek::SigningKey| {
+            SpecieTransaction::OfflinePayout(specie_exchange::bridge_payout(withdrawal, by))
+        };
+        assert_eq!(check_payout(&paid(&owed, &key), &bridge_key, &owed), Ok(()));
+        let other_key = ed25519_dalek::SigningKey::from_bytes(&[8; 32]);
+        assert!(matches!(
+            check_payout(&paid(&owed, &other_key), &bridge_key, &owed),
+            Err(PayoutError::OtherBridge { .. })
+        ));
+        // An older payout of the same account (another sequence), or another amount: not owed.
+        for other in [
+            Withdrawal { sequence: 8, ..owed },
+            Withdrawal { amount: 41, ..owed },
+            Withdrawal {
+                address: [4; 32],
+                ..owed
+            },
+        ] {
+            let error = check_payout(&paid(&other, &key), &bridge_key, &owed).unwrap_err();
+            assert!(matches!(error, PayoutError::NotOwed { .. }), "{error}");
+        }
+        let SpecieTransaction::OfflinePayout(mut forged) = paid(&owed, &key) else {
+            unreachable!()
+        };
+        forged.signature[0] ^= 1;
+        assert_eq!(
+            check_payout(&SpecieTransaction::OfflinePayout(forged), &bridge_key, &owed),
+            Err(PayoutError::BadSignature)
+        );
+        assert!(owed_by_withdrawal(&[1, 2, 3]).is_err());
+    }
+
+    /// A refund is owed the funding's amount, to its first input's owner, under the refund id.
+    #[test]
+    fn a_refund_is_owed_to_the_fundings_first_input() {
+        let mut rng = rand::thread_rng();
+        let mut wallet = specie_wallet::Wallet::new("usd", false, &mut rng).unwrap();
+        let address = wallet.latest_address().unwrap();
+        let output = specie_transaction::Output {
+            witness_program_commitment: address.witness_program_commitment(),
+            value: 100,
+        };
+        let payment = specie_wallet::PaymentString::new(
+            specie_transaction::Txid([3; 32]),
+            vec![specie_wallet::PaidOutput { index: 0, output }],
+        );
+        let id = payment.created_outputs()[0].uhs_id;
+        wallet.import_payment(&payment, &[id]).unwrap();
+        let bridge_key = bridge().verifying_key().to_bytes();
+        let funding = wallet.build_offline_funding(bridge_key, [2; 32], 60, &mut rng).unwrap();
+        let owed = owed_by_refund(1, &funding).unwrap();
+        assert_eq!(owed.amount, 60);
+        assert_eq!(owed.address, address.witness_program_commitment());
+        assert_eq!(
+            (owed.account, owed.sequence),
+            specie_exchange::refund_id(1, &funding.marker().unwrap().0)
+        );
+        let payout = SpecieTransaction::OfflinePayout(specie_exchange::bridge_payout(&owed, &bridge()));
+        assert_eq!(check_payout(&payout, &bridge_key, &owed), Ok(()));
+        let other_asset = owed_by_refund(0, &funding).unwrap();
+        assert!(check_payout(&payout, &bridge_key, &other_asset).is_err());
+        assert_eq!(owed_by_refund(1, &payout), Err(PayoutError::NotAFunding));
     }
 }

@@ -264,10 +264,15 @@ impl Device {
     }
 
     /// The authority answered the deposit of link `link`: its re-issued tokens (if any) are held.
+    /// Re-issued tokens must be the ones the deposit's instruction asked for (its keys, its
+    /// denominations, in order), else the deposit is kept and nothing is taken: an answer that
+    /// does not pay it (another deposit's, a replay, a forgery) never ends it. None ends it
+    /// without tokens: the caller's reading of a refusal, or of a defund's payout handed on.
     pub fn deposited(&mut self, link: &Link, reissued: &[Issuance], ring: &KeyRing) -> Result<(), DeviceError> {
         let Some(at) = self.pending.iter().position(|deposit| deposit.link() == *link) else {
             return Ok(());
         };
+        check_reissue(&self.pending[at].instruction, reissued, ring)?;
         match self.receive_issued(reissued, ring) {
             // The answer came back after the re-issued tokens' key left the ring (its deposit
             // window closed while the device stayed away): they are worth nothing now.
@@ -282,6 +287,55 @@ impl Device {
         self.pending.remove(at);
         Ok(())
     }
+
+    /// What the payout of the pending defund `link` must pay: the token's serial, the defund
+    /// address (an x-only key; the payout's output carries its witness program commitment) and
+    /// the token's value. `None` if no such defund is pending.
+    pub fn owed_payout(&self, link: &Link) -> Option<([u8; 16], [u8; 32], u64)> {
+        let deposit = self.pending.iter().find(|deposit| deposit.link() == *link)?;
+        match deposit.instruction {
+            Instruction::Defund { address } => Some((deposit.token.issuance.serial, address, deposit.value)),
+            Instruction::Reissue { .. } => None,
+        }
+    }
+
+    /// The payout of the pending defund `link` was handed on (presented to the core and its coin
+    /// in a wallet, or printed for its payee): the deposit is done. Until then it stays pending
+    /// and is sent again, and the authority answers it with the same payout. False if no such
+    /// defund was pending.
+    pub fn paid_out(&mut self, link: &Link) -> bool {
+        let before = self.pending.len();
+        self.pending
+            .retain(|deposit| deposit.link() != *link || !matches!(deposit.instruction, Instruction::Defund { .. }));
+        self.pending.len() != before
+    }
+}
+
+/// Checks that `reissued`, if any, are the tokens `instruction` asked for: one per output, to its
+/// key, of its denomination where the ring still knows the issuing key (a key gone from the ring
+/// makes them worthless, which `deposited` handles); a defund asks for none.
+fn check_reissue(instruction: &Instruction, reissued: &[Issuance], ring: &KeyRing) -> Result<(), DeviceError> {
+    if reissued.is_empty() {
+        return Ok(());
+    }
+    let asked: &[(u64, PublicKey)] = match instruction {
+        Instruction::Reissue { outputs } => outputs,
+        Instruction::Defund { .. } => &[],
+    };
+    if reissued.len() != asked.len() {
+        return Err(DeviceError::NotTheReissueAsked {
+            index: reissued.len().min(asked.len()),
+        });
+    }
+    for (index, (issuance, (value, key))) in reissued.iter().zip(asked).enumerate() {
+        let denomination = ring
+            .issuing_key(&issuance.issuing_key)
+            .map(|(denomination, _)| denomination);
+        if issuance.first_owner != *key || denomination.is_some_and(|denomination| denomination != *value) {
+            return Err(DeviceError::NotTheReissueAsked { index });
+        }
+    }
+    Ok(())
 }
 
 /// One-time key `index` of the device whose seed is `seed`. Only the device itself needs it; a

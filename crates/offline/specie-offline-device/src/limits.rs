@@ -80,4 +80,9 @@ pub enum DeviceError {
     UnknownRequest,
     #[error("the payment is worth {paid}, not the {asked} asked")]
     WrongAmount { paid: u64, asked: u64 },
+    #[error(
+        "the authority's answer to a deposit gives other tokens than the deposit asked for (token {index}): \
+         the deposit is kept, to be sent again"
+    )]
+    NotTheReissueAsked { index: usize },
 }

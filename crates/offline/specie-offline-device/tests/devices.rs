@@ -191,8 +191,8 @@ fn a_device_deposits_what_it_holds_and_holds_the_reissued_value() {
     alice.receive(&[1; 16], &paid, &world.ring, 0).unwrap();
     let deposits = alice.deposit_all([9; 32], false);
     assert_eq!((deposits.len(), alice.balance(), alice.pending().len()), (2, 0, 2));
-    for deposit in deposits {
-        let link = deposit.link();
+    let mut answers = Vec::new();
+    for deposit in &deposits {
         let input = |ticket| Input::Deposit {
             ticket,
             token: Box::new(deposit.token.clone()),
@@ -202,13 +202,44 @@ fn a_device_deposits_what_it_holds_and_holds_the_reissued_value() {
         let Reply::Deposited(DepositOutcome::Reissued { issuances }) = world.call(input) else {
             panic!("deposit refused");
         };
-        alice.deposited(&link, &issuances, &world.ring).unwrap();
+        answers.push((deposit.link(), issuances));
+    }
+    // An answer that is not this deposit's (another deposit's tokens, or more) ends nothing.
+    let (first, second) = (&answers[0], &answers[1]);
+    let both: Vec<_> = first.1.iter().chain(&second.1).copied().collect();
+    for wrong in [&second.1, &both] {
+        let error = alice.deposited(&first.0, wrong, &world.ring).unwrap_err();
+        assert!(matches!(error, DeviceError::NotTheReissueAsked { .. }), "{error}");
+    }
+    assert_eq!((alice.balance(), alice.pending().len()), (0, 2), "kept, nothing taken");
+    for (link, issuances) in &answers {
+        alice.deposited(link, issuances, &world.ring).unwrap();
     }
     assert_eq!((alice.balance(), alice.pending().len()), (25, 0));
     assert!(
         alice.held().iter().all(|held| held.token.hops.is_empty()),
         "fresh tokens"
     );
+}
+
+/// A defund stays pending until its payout is handed on: the device says what the payout must
+/// pay (serial, address, value), and only `paid_out` ends it.
+#[test]
+fn a_defund_is_pending_until_its_payout_is_handed_on() {
+    let mut world = World::new();
+    let mut alice = world.device(1, DeviceLimits::default(), 8, 25);
+    let deposits = alice.deposit_all([4; 32], true);
+    let link = deposits[0].link();
+    let owed = alice.owed_payout(&link).unwrap();
+    assert_eq!(owed, (deposits[0].token.issuance.serial, [4; 32], deposits[0].value));
+    // A re-issue answer to a defund is not its answer.
+    let error = alice
+        .deposited(&link, &[deposits[1].token.issuance], &world.ring)
+        .unwrap_err();
+    assert!(matches!(error, DeviceError::NotTheReissueAsked { .. }), "{error}");
+    assert!(alice.paid_out(&link));
+    assert!(!alice.paid_out(&link), "once");
+    assert_eq!((alice.pending().len(), alice.owed_payout(&link)), (1, None));
 }
 
 /// A device after every kind of activity, written to its file and read back, is the same device;

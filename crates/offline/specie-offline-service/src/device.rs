@@ -2,18 +2,25 @@
 //! The file is locked for a command's whole load–change–save (the core wallet's lock) and written
 //! atomically; anything the device signs is saved before it leaves the process (a payment string
 //! is printed, a deposit is sent), so a crash can only make it send the same bytes again.
+//!
+//! Nothing held ends on an answer that does not pay it. Key rings are taken only signed by the
+//! authority the device trusts; a deposit ends only on an answer that says how it was paid or why
+//! it was refused (anything else keeps it, to be sent again); re-issued tokens must be the ones
+//! asked for; a defund's payout must be the trusted bridge key's, for the token's serial, address
+//! and value, and the deposit stays pending until the caller has handed that payout on
+//! (`Device::paid_out`): the authority answers a deposit sent again with the same payout.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use specie_codec::{Decode, DecodeError, Reader};
 use specie_offline::{
-    Denominations, Issuance, KeyCertificate, KeyError, KeyRing, PublicKey, SignedKeyRing, Token, CERTIFIED_KEY_BYTES,
-    ISSUANCE_BYTES, SIGNED_KEY_RING_BYTES_MAX, TOKEN_BYTES_MAX,
+    Denominations, Issuance, KeyCertificate, KeyError, KeyRing, Link, PublicKey, SignedKeyRing, Token,
+    CERTIFIED_KEY_BYTES, ISSUANCE_BYTES, SIGNED_KEY_RING_BYTES_MAX, TOKEN_BYTES_MAX,
 };
-use specie_offline_authority::TOKENS_PER_FUNDING_MAX;
-use specie_offline_device::{Device, DeviceError, DeviceLimits, PaymentRequest};
-use specie_transaction::{OfflinePayout, SpecieTransaction};
+use specie_offline_authority::{refund_serial, TOKENS_PER_FUNDING_MAX};
+use specie_offline_device::{Deposit, Device, DeviceError, DeviceLimits, PaymentRequest};
+use specie_transaction::{witness_program_commitment, OfflinePayout, SpecieTransaction};
 use specie_wallet::replicas::ReplicaClient;
 use specie_wallet::{write_file_atomically, FileError, WalletFile, WalletLock};
 
@@ -43,6 +50,12 @@ pub enum DeviceCommandError {
     Authority { url: String, reason: String },
     #[error("{path}: {reason}")]
     Ring { path: PathBuf, reason: String },
+    #[error("the authority's payout {what} does not pay what is owed: {reason}; the deposit or funding is kept")]
+    NotOwed { what: &'static str, reason: String },
+    #[error(
+        "the authority's answer to the funding is not its tokens: {0}; the funding is kept, to be handed in again"
+    )]
+    NotTheFundingsTokens(String),
 }
 
 /// What the authority made of a core funding handed in.
@@ -323,13 +336,146 @@ fn decoded<T>(
     })
 }
 
+/// The amount of the offline funding `transaction` (hex), if it is one.
+fn funding_amount(transaction: &str) -> Option<u64> {
+    let bytes = hex::decode(transaction).ok()?;
+    match SpecieTransaction::decode_exact(&bytes).ok()? {
+        SpecieTransaction::OfflineFunding(funding) => Some(funding.amount),
+        _ => None,
+    }
+}
+
+/// Checks that `issuances` are the tokens of a funding of `amount` for `owners` (hex): one to
+/// each owner, in order, worth `amount` together under `ring`. Anything else (an earlier
+/// funding's tokens to older keys of the device, some of them only) does not end the funding.
+fn check_issued(
+    issuances: &[Issuance],
+    owners: &[String],
+    amount: Option<u64>,
+    ring: &KeyRing,
+) -> Result<(), DeviceCommandError> {
+    let given: Vec<String> = issuances
+        .iter()
+        .map(|issuance| hex::encode(issuance.first_owner))
+        .collect();
+    if given != owners {
+        return Err(DeviceCommandError::NotTheFundingsTokens(format!(
+            "the authority issued {} tokens, not one to each of the funding's {} keys",
+            issuances.len(),
+            owners.len()
+        )));
+    }
+    let value = issuances.iter().try_fold(0u64, |sum, issuance| {
+        let (denomination, _) = ring.issuing_key(&issuance.issuing_key)?;
+        sum.checked_add(denomination)
+    });
+    match (value, amount) {
+        (Some(value), Some(amount)) if value == amount => Ok(()),
+        (value, amount) => Err(DeviceCommandError::NotTheFundingsTokens(format!(
+            "the tokens are worth {value:?}, not the funding's {amount:?}"
+        ))),
+    }
+}
+
 /// What a round of deposits came to.
 #[derive(Debug, Default)]
 pub struct Deposited {
     pub paid: u64,
     pub refused: u64,
-    /// Signed payouts for the online core (deposits defunded to a core address).
-    pub payouts: Vec<OfflinePayout>,
+    /// Signed payouts for the online core (deposits defunded to a core address), each checked
+    /// against its deposit. Their deposits stay pending until the caller hands each payout on
+    /// and calls `Device::paid_out`.
+    pub payouts: Vec<PaidOut>,
+}
+
+/// A defunded deposit's payout, and the deposit's link.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaidOut {
+    pub link: Link,
+    pub payout: OfflinePayout,
+}
+
+/// Checks that `payout` pays what `owed` says a defund is owed (the token's serial, the defund
+/// address's witness program commitment, the token's value), made by the bridge key `bridge`
+/// with a valid signature.
+pub fn check_deposit_payout(
+    payout: &OfflinePayout,
+    bridge: &PublicKey,
+    owed: ([u8; 16], [u8; 32], u64),
+) -> Result<(), DeviceCommandError> {
+    let (serial, address, value) = owed;
+    check_payout(
+        "of a deposit",
+        payout,
+        bridge,
+        serial,
+        witness_program_commitment(&address),
+        value,
+    )
+}
+
+/// Checks that `payout` is the refund of the core funding `funding` (hex of its encoding, as
+/// kept beside the device): the funding's bridge key's, validly signed, for the refund serial of
+/// its marker, paying its amount to its first input's owner.
+pub fn check_refund_payout(payout: &SpecieTransaction, funding: &str) -> Result<(), DeviceCommandError> {
+    let not_owed = |reason: &str| DeviceCommandError::NotOwed {
+        what: "refunding the funding",
+        reason: reason.to_string(),
+    };
+    let SpecieTransaction::OfflinePayout(payout) = payout else {
+        return Err(not_owed("not an offline payout"));
+    };
+    let funding = hex::decode(funding)
+        .ok()
+        .and_then(|bytes| SpecieTransaction::decode_exact(&bytes).ok());
+    let Some(SpecieTransaction::OfflineFunding(funding)) = funding else {
+        return Err(not_owed("the kept funding is not an offline funding"));
+    };
+    let Some(first) = funding.inputs.first() else {
+        return Err(not_owed("the funding has no input to refund"));
+    };
+    let serial = refund_serial(&funding.marker().0);
+    let address = first.data.witness_program_commitment;
+    check_payout(
+        "refunding the funding",
+        payout,
+        &funding.authority,
+        serial,
+        address,
+        funding.amount,
+    )
+}
+
+fn check_payout(
+    what: &'static str,
+    payout: &OfflinePayout,
+    bridge: &PublicKey,
+    serial: [u8; 16],
+    address: [u8; 32],
+    amount: u64,
+) -> Result<(), DeviceCommandError> {
+    let not_owed = |reason: String| DeviceCommandError::NotOwed { what, reason };
+    if payout.authority != *bridge {
+        return Err(not_owed(format!(
+            "made by {}, not the authority's bridge key {}",
+            hex::encode(payout.authority),
+            hex::encode(bridge)
+        )));
+    }
+    if !payout.signature_valid() {
+        return Err(not_owed("its signature does not verify".into()));
+    }
+    if (payout.serial, payout.address(), payout.amount()) != (serial, address, amount) {
+        return Err(not_owed(format!(
+            "it pays {} to {} for serial {}, not {amount} to {} for serial {}",
+            payout.amount(),
+            hex::encode(payout.address()),
+            hex::encode(payout.serial),
+            hex::encode(address),
+            hex::encode(serial)
+        )));
+    }
+    Ok(())
 }
 
 /// The offline authority's API, as a device and the operator call it. The authority may be one
@@ -483,7 +629,9 @@ impl AuthorityClient {
             });
         }
         let issuances = self.issuances(&answer["issuances"])?;
-        Ok(CoreFunded::Funded(device.receive_issued(&issuances, &self.ring()?)?))
+        let ring = self.ring()?;
+        check_issued(&issuances, &owners, funding_amount(transaction), &ring)?;
+        Ok(CoreFunded::Funded(device.receive_issued(&issuances, &ring)?))
     }
 
     /// Funds the device with `amount` on the operator's word (an authority started with
@@ -510,9 +658,10 @@ impl AuthorityClient {
     }
 
     /// Sends every pending deposit of the device (the file saved first by the caller) and takes
-    /// the answers: the values paid and refused, and the payouts for the core of those paid out.
+    /// the answers: the values paid and refused, and the payouts for the core of those paid out
+    /// (whose deposits stay pending until the caller hands them on: module docs).
     pub fn deposit_pending(&self, device: &mut Device) -> Result<Deposited, DeviceCommandError> {
-        let ring = self.ring()?;
+        let signed = self.signed_ring()?;
         let mut deposited = Deposited::default();
         for deposit in device.pending().to_vec() {
             let hex_of = |encode: &dyn Fn(&mut Vec<u8>)| {
@@ -526,20 +675,55 @@ impl AuthorityClient {
                 "instruction": hex_of(&|out| deposit.instruction.encode_to(out)),
             });
             let answer = self.call("POST", "/v1/offline/deposit", Some(body))?;
-            let reissued = match answer["outcome"].as_str() {
-                Some("reissued") => self.issuances(&answer["issuances"])?,
-                _ => Vec::new(),
-            };
-            match answer["outcome"].as_str() {
-                Some("reissued" | "defunded") => deposited.paid += deposit.value,
-                _ => deposited.refused += deposit.value,
-            }
-            if let Some(payout) = answer["payout"].as_str() {
-                deposited.payouts.push(self.payout(payout)?);
-            }
-            device.deposited(&deposit.link(), &reissued, &ring)?;
+            self.take_answer(device, &deposit, &answer, &signed, &mut deposited)?;
         }
         Ok(deposited)
+    }
+
+    /// Takes the authority's `answer` to `deposit` (module docs): re-issued tokens checked and
+    /// held, a refusal ends it, a defund's payout checked and returned, anything else kept.
+    fn take_answer(
+        &self,
+        device: &mut Device,
+        deposit: &Deposit,
+        answer: &Value,
+        signed: &SignedKeyRing,
+        deposited: &mut Deposited,
+    ) -> Result<(), DeviceCommandError> {
+        let link = deposit.link();
+        match answer["outcome"].as_str() {
+            Some("reissued") => {
+                let issuances = self.issuances(&answer["issuances"])?;
+                if issuances.is_empty() {
+                    return Err(self.failed("a deposit answered as re-issued with no tokens; it is kept"));
+                }
+                device.deposited(&link, &issuances, &signed.ring)?;
+                deposited.paid += deposit.value;
+            }
+            Some("defunded") => {
+                let payout = self.payout(answer["payout"].as_str().unwrap_or_default())?;
+                let owed = device
+                    .owed_payout(&link)
+                    .ok_or_else(|| self.failed("a deposit that is not a defund answered with a payout; it is kept"))?;
+                check_deposit_payout(&payout, &signed.authority, owed)?;
+                deposited.paid += deposit.value;
+                deposited.payouts.push(PaidOut { link, payout });
+            }
+            // Refused for good (another branch of the token was paid first, or its owner
+            // deposited it before with another instruction): the authority's evidence names who
+            // owes it.
+            Some("double_spent" | "already_deposited") => {
+                device.deposited(&link, &[], &signed.ring)?;
+                deposited.refused += deposit.value;
+            }
+            other => {
+                return Err(self.failed(format!(
+                    "an answer to a deposit that says neither how it was paid nor why it was refused \
+                     (outcome {other:?}); the deposit is kept, to be sent again"
+                )))
+            }
+        }
+        Ok(())
     }
 
     fn payout(&self, hex_text: &str) -> Result<OfflinePayout, DeviceCommandError> {
@@ -586,4 +770,227 @@ fn strings(value: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use specie_offline::SigningKey;
+    use specie_offline_authority::{AuthorityKeys, Funding, Input, OfflineAuthority, Reply};
+    use specie_transaction::{Output, Txid};
+    use specie_wallet::{PaidOutput, PaymentString, Wallet};
+
+    fn bridge() -> SigningKey {
+        SigningKey::from_bytes(&[5; 32])
+    }
+
+    /// A defund's payout is taken only if it pays the token's value to the defund address, for
+    /// the token's serial, signed by the trusted bridge key.
+    #[test]
+    fn a_deposits_payout_must_pay_what_the_deposit_is_owed() {
+        let key = bridge();
+        let trusted = key.verifying_key().to_bytes();
+        let owed = ([1; 16], [2; 32], 20);
+        let paying = |by: &SigningKey, serial, address: [u8; 32], amount| {
+            OfflinePayout::new_signed(by, serial, witness_program_commitment(&address), amount)
+        };
+        check_deposit_payout(&paying(&key, [1; 16], [2; 32], 20), &trusted, owed).unwrap();
+        for wrong in [
+            paying(&SigningKey::from_bytes(&[6; 32]), [1; 16], [2; 32], 20),
+            paying(&key, [9; 16], [2; 32], 20),
+            paying(&key, [1; 16], [3; 32], 20),
+            paying(&key, [1; 16], [2; 32], 19),
+            OfflinePayout::new_signed(&key, [1; 16], [2; 32], 20), // the key, not its commitment
+        ] {
+            let error = check_deposit_payout(&wrong, &trusted, owed).unwrap_err();
+            assert!(matches!(error, DeviceCommandError::NotOwed { .. }), "{error}");
+        }
+        let mut forged = paying(&key, [1; 16], [2; 32], 20);
+        forged.signature[3] ^= 1;
+        assert!(check_deposit_payout(&forged, &trusted, owed)
+            .unwrap_err()
+            .to_string()
+            .contains("signature"));
+    }
+
+    /// A refund is taken back only if it is the funding's refund: its amount, to its first
+    /// input's owner, for the refund serial of its marker, by the bridge key it paid.
+    #[test]
+    fn a_refund_must_be_the_fundings_refund() {
+        let mut rng = rand::thread_rng();
+        let mut wallet = Wallet::new("usd", false, &mut rng).unwrap();
+        let address = wallet.latest_address().unwrap();
+        let output = Output {
+            witness_program_commitment: address.witness_program_commitment(),
+            value: 100,
+        };
+        let payment = PaymentString::new(Txid([3; 32]), vec![PaidOutput { index: 0, output }]);
+        let id = payment.created_outputs()[0].uhs_id;
+        wallet.import_payment(&payment, &[id]).unwrap();
+        let key = bridge();
+        let funding = wallet
+            .build_offline_funding(key.verifying_key().to_bytes(), [7; 32], 60, &mut rng)
+            .unwrap();
+        let kept = hex::encode(specie_codec::Encode::encode(&funding));
+        let serial = refund_serial(&funding.marker().unwrap().0);
+        let commitment = address.witness_program_commitment();
+        let refund = |by: &SigningKey, serial, amount| {
+            SpecieTransaction::OfflinePayout(OfflinePayout::new_signed(by, serial, commitment, amount))
+        };
+        check_refund_payout(&refund(&key, serial, 60), &kept).unwrap();
+        for wrong in [
+            refund(&SigningKey::from_bytes(&[6; 32]), serial, 60),
+            refund(&key, [0; 16], 60),
+            refund(&key, serial, 59),
+        ] {
+            assert!(check_refund_payout(&wrong, &kept).is_err());
+        }
+        assert!(check_refund_payout(&funding, &kept).is_err(), "not a payout");
+        assert!(check_refund_payout(&refund(&key, serial, 60), "00").is_err());
+    }
+
+    /// An authority on the simulator's host, and a device of it holding `amount`.
+    fn world(amount: u64) -> (specie_host::SimHost<OfflineAuthority>, AuthorityKeys, Device) {
+        let keys = || AuthorityKeys::deterministic("device-answers", Denominations::default(), 1);
+        let mut host = specie_host::SimHost::start("offline-authority", move || OfflineAuthority::new(keys()));
+        let mut device = Device::new([1; 32], DeviceLimits::default(), 0);
+        let identity = device.identity();
+        call(&mut host, |ticket| Input::Register { ticket, identity });
+        let bindings = device.bindings(8);
+        let Reply::Certified { certificates } = call(&mut host, |ticket| Input::Certify { ticket, bindings }) else {
+            panic!("certification refused");
+        };
+        device.certified(&certificates);
+        let owners = device
+            .funding_owners(Denominations::default().split(amount).len())
+            .unwrap();
+        let funding = Funding {
+            id: [1; 32],
+            amount,
+            owners,
+        };
+        let Reply::Funded { issuances } = call(&mut host, |ticket| Input::Fund { ticket, funding }) else {
+            panic!("funding refused");
+        };
+        device.receive_issued(&issuances, &keys().ring()).unwrap();
+        (host, keys(), device)
+    }
+
+    fn call(host: &mut specie_host::SimHost<OfflineAuthority>, input: impl FnOnce(u64) -> Input) -> Reply {
+        host.handle(0, input(1))
+            .into_iter()
+            .find_map(|event| match event {
+                specie_host::SimEvent::Reply { reply, .. } => Some(reply),
+                _ => None,
+            })
+            .expect("an answer")
+    }
+
+    /// The authority's answer to `deposit`, as its API writes it.
+    fn answer(host: &mut specie_host::SimHost<OfflineAuthority>, deposit: &Deposit) -> Value {
+        let input = |ticket| Input::Deposit {
+            ticket,
+            token: Box::new(deposit.token.clone()),
+            statement: deposit.statement,
+            instruction: deposit.instruction.clone(),
+        };
+        match call(host, input) {
+            Reply::Deposited(outcome) => crate::api::outcome_json(&outcome),
+            Reply::PaidOut { outcome, payout } => {
+                let mut answer = crate::api::outcome_json(&outcome);
+                let payout = SpecieTransaction::OfflinePayout(*payout);
+                answer["payout"] = Value::String(hex::encode(specie_codec::Encode::encode(&payout)));
+                answer
+            }
+            other => panic!("deposit: {other:?}"),
+        }
+    }
+
+    /// A funding ends only on its own tokens: one to each of its keys, worth its amount.
+    #[test]
+    fn a_funding_ends_only_on_its_own_tokens() {
+        let (mut host, keys, mut device) = world(25);
+        let ring = keys.ring();
+        let owners = device.funding_owners(2).unwrap();
+        let hex_owners: Vec<String> = owners.iter().map(hex::encode).collect();
+        let funding = Funding {
+            id: [2; 32],
+            amount: 25,
+            owners,
+        };
+        let Reply::Funded { issuances } = call(&mut host, |ticket| Input::Fund { ticket, funding }) else {
+            panic!("funding refused");
+        };
+        check_issued(&issuances, &hex_owners, Some(25), &ring).unwrap();
+        let earlier: Vec<Issuance> = device.held().iter().map(|held| held.token.issuance).collect();
+        for (given, amount) in [
+            (&earlier, Some(25)),
+            (&issuances[..1].to_vec(), Some(25)),
+            (&issuances, Some(30)),
+        ] {
+            let error = check_issued(given, &hex_owners, amount, &ring).unwrap_err();
+            assert!(matches!(error, DeviceCommandError::NotTheFundingsTokens(_)), "{error}");
+        }
+    }
+
+    /// A deposit ends only on an answer that pays it or refuses it; a defund's checked payout
+    /// leaves it pending until it is handed on.
+    #[test]
+    fn a_deposit_ends_only_on_an_answer_that_pays_or_refuses_it() {
+        let (mut host, keys, mut device) = world(25); // 20 + 5
+        let signed = SignedKeyRing::sign(keys.ring(), &keys.bridge);
+        let client = AuthorityClient::new("http://127.0.0.1:9", None); // never called here
+        let deposits = device.deposit_all([0; 32], false);
+        let mut deposited = Deposited::default();
+        for junk in [
+            json!({}),
+            json!({"outcome": "paid"}),
+            json!({"outcome": "reissued", "issuances": []}),
+            json!({"outcome": "defunded"}),
+        ] {
+            assert!(client
+                .take_answer(&mut device, &deposits[0], &junk, &signed, &mut deposited)
+                .is_err());
+        }
+        // The other deposit's answer is not this one's.
+        let other = answer(&mut host, &deposits[1]);
+        assert!(client
+            .take_answer(&mut device, &deposits[0], &other, &signed, &mut deposited)
+            .is_err());
+        assert_eq!((device.pending().len(), device.balance(), deposited.paid), (2, 0, 0));
+        for deposit in &deposits {
+            let real = answer(&mut host, deposit);
+            client
+                .take_answer(&mut device, deposit, &real, &signed, &mut deposited)
+                .unwrap();
+        }
+        assert_eq!((device.pending().len(), device.balance(), deposited.paid), (0, 25, 25));
+
+        // A defund: its payout checked and returned, the deposit pending until handed on.
+        let deposits = device.deposit_all([3; 32], true);
+        let mut deposited = Deposited::default();
+        for deposit in &deposits {
+            let real = answer(&mut host, deposit);
+            client
+                .take_answer(&mut device, deposit, &real, &signed, &mut deposited)
+                .unwrap();
+        }
+        assert_eq!((deposited.paid, deposited.payouts.len()), (25, 2));
+        assert_eq!(device.pending().len(), 2, "pending until handed on");
+        let other_bridge = SignedKeyRing::sign(keys.ring(), &SigningKey::from_bytes(&[6; 32]));
+        let again = answer(&mut host, &deposits[0]);
+        assert!(client
+            .take_answer(
+                &mut device,
+                &deposits[0],
+                &again,
+                &other_bridge,
+                &mut Deposited::default()
+            )
+            .is_err());
+        for paid in &deposited.payouts {
+            assert!(device.paid_out(&paid.link));
+        }
+        assert!(device.pending().is_empty());
+    }
 }
