@@ -301,6 +301,19 @@ pub enum WalletCommand {
     /// List every coin (state, value, outpoint) and every pending transaction. Offline.
     ListCoins,
 
+    /// Abandon a payment whose fate is unknown (its answer was lost, the node was unreachable):
+    /// its coins are paid back to this wallet instead, so that once the node applies that, the
+    /// payment can never be applied. If the node applied the payment already, nothing is sent
+    /// and the payment is reported as it is. Only payments. Exit status: 0 abandoned (or
+    /// decided already), 1 failed, 2 not final yet (run `sync` later).
+    Abandon {
+        /// The payment's transaction id (`list-coins` shows pending ones).
+        txid: String,
+        /// How long to wait for the node, in milliseconds (max 120000).
+        #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
+        timeout_ms: u64,
+    },
+
     /// Show again the payment strings of confirmed payments, newest last (the last 10 000 are
     /// kept), for a payee who never got theirs: a payee cannot receive without it. Offline.
     Sent {
@@ -455,6 +468,7 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
         WalletCommand::ListCoins => list_coins(path),
         WalletCommand::ForgetMissing { yes } => forget_missing(path, yes),
         WalletCommand::Sent { txid } => sent(path, txid.as_deref()),
+        WalletCommand::Abandon { txid, timeout_ms } => abandon(path, node, &txid, timeout_ms),
         WalletCommand::Fastpay(fastpay) => crate::wallet_fastpay_cmd::run(path, node, fastpay),
         WalletCommand::Offline(offline) => {
             // The device's commands take the wallet's lock themselves.
@@ -870,7 +884,8 @@ pub(crate) fn submit_and_report(
         Outcome::Conflicted { settled } => {
             eprintln!(
                 "refused: txid {txid}: {} {unit} of its coins were already spent by another transaction \
-                 (from another copy of this wallet?); they are removed, the rest are spendable again",
+                 (from another copy of this wallet?); they are marked missing (`sync` restores them if the node \
+                 holds them), the rest are spendable again",
                 settled.spent
             );
             Ok(ExitCode::FAILURE)
@@ -1056,6 +1071,10 @@ fn sync_command(path: &Path, node: Option<&str>, accept_node: bool) -> Result<Ex
         .pending()
         .filter_map(|pending| Some((pending.txid, wallet.anonymous_payment_string_for(&pending.txid)?)))
         .collect();
+    let abandoned: Vec<Txid> = (wallet.pending())
+        .filter(|pending| pending.abandoned)
+        .map(|pending| pending.txid)
+        .collect();
     let result = sync(&mut wallet, &client);
     save(path, &wallet)?;
     let report = result?;
@@ -1085,6 +1104,10 @@ fn sync_command(path: &Path, node: Option<&str>, accept_node: bool) -> Result<Ex
             Outcome::Rejected { reason, .. } => {
                 println!("refused: txid {txid} ({description}): {reason}; its coins are spendable again");
             }
+            Outcome::Conflicted { .. } if abandoned.contains(txid) => println!(
+                "abandoned: txid {txid} ({description}) can never be applied: the payment of its coins back to this \
+                 wallet took them"
+            ),
             Outcome::Conflicted { settled } => println!(
                 "cannot happen: txid {txid} ({description}): its coins were spent elsewhere, or it was \
                  confirmed and the recipient has already spent every output; {} {unit} of coins are gone",
@@ -1126,16 +1149,7 @@ fn sync_command(path: &Path, node: Option<&str>, accept_node: bool) -> Result<Ex
 
 fn sent(path: &Path, txid: Option<&str>) -> Result<ExitCode> {
     let wallet = load(path)?;
-    let wanted = txid
-        .map(|text| {
-            let bytes = hex::decode(text.trim())
-                .ok()
-                .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok());
-            bytes
-                .map(Txid)
-                .ok_or_else(|| anyhow::anyhow!("--txid {text}: not a transaction id (64 hex digits)"))
-        })
-        .transpose()?;
+    let wanted = txid.map(|text| parse_txid("--txid", text)).transpose()?;
     let mut any = false;
     for sent in wallet.sent().filter(|sent| wanted.is_none_or(|txid| sent.txid == txid)) {
         any = true;
@@ -1152,6 +1166,55 @@ fn sent(path: &Path, txid: Option<&str>) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn parse_txid(what: &str, text: &str) -> Result<Txid> {
+    let bytes = hex::decode(text.trim())
+        .ok()
+        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok());
+    bytes
+        .map(Txid)
+        .ok_or_else(|| anyhow::anyhow!("{what} {text}: not a transaction id (64 hex digits)"))
+}
+
+fn abandon(path: &Path, node: Option<&str>, text: &str, timeout_ms: u64) -> Result<ExitCode> {
+    let txid = parse_txid("TXID", text)?;
+    let mut wallet = load(path)?;
+    let client = client_for(&mut wallet, node)?;
+    // Sends nothing: the node may have decided it already.
+    if let Some(outcome) = specie_wallet::resolve_by_presence(&mut wallet, &client, &txid)? {
+        save(path, &wallet)?;
+        println!("nothing to abandon: the node has decided txid {txid}: {outcome}");
+        print_balance(&wallet);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (tx, back) = wallet.build_abandon(&txid, &mut rand::thread_rng())?;
+    let code = match session::submit(path, &mut wallet, &client, &tx, timeout_ms)? {
+        Submitted::Settled(Outcome::Confirmed(_)) => {
+            // Its coins are spent by the replacement now, so the payment is decided.
+            specie_wallet::resolve_by_presence(&mut wallet, &client, &txid)?;
+            save(path, &wallet)?;
+            println!("abandoned: txid {txid} can never be applied; its coins came back to this wallet in txid {back}");
+            ExitCode::SUCCESS
+        }
+        Submitted::Settled(other) => {
+            println!(
+                "txid {back} (the payment's coins back to this wallet): {other}; `specie wallet sync` tells which of \
+                 the two the node applies"
+            );
+            ExitCode::from(EXIT_NOT_FINAL)
+        }
+        Submitted::Unknown(error) => {
+            eprintln!("error: {error}");
+            println!(
+                "txid {back} (the payment's coins back to this wallet) is saved as pending; run `specie wallet sync` \
+                 once the node is reachable"
+            );
+            ExitCode::from(EXIT_NOT_FINAL)
+        }
+    };
+    print_balance(&wallet);
+    Ok(code)
 }
 
 fn forget_missing(path: &Path, yes: bool) -> Result<ExitCode> {
@@ -1224,10 +1287,15 @@ fn list_coins(path: &Path) -> Result<ExitCode> {
     }
     for pending in wallet.pending() {
         println!(
-            "pending: txid {} ({}), built at unix time {}",
+            "pending: txid {} ({}), built at unix time {}{}",
             pending.txid,
             describe(&wallet, &pending.kind, unit),
-            pending.created_at_unix_s
+            pending.created_at_unix_s,
+            if pending.abandoned {
+                ", abandoned (never sent again)"
+            } else {
+                ""
+            }
         );
     }
     print_balance(&wallet);

@@ -70,6 +70,9 @@ pub enum WalletError {
     #[error("a mint may create at most {outputs_max} outputs, not {outputs}")]
     TooManyOutputs { outputs: usize, outputs_max: usize },
 
+    #[error("transaction {txid} cannot be abandoned: {reason}")]
+    CannotAbandon { txid: Txid, reason: String },
+
     #[error("the issuer signer `{command}` did not sign: {reason}; nothing was built or sent")]
     Signer { command: String, reason: String },
 

@@ -452,6 +452,10 @@ pub struct PendingRecord {
     pub transaction: String,
     pub spends: Vec<SpendRecord>,
     pub creates: Vec<CreateRecord>,
+    /// Abandoned (version 5): a payment of its coins back to this wallet is pending too, and
+    /// `sync` never sends this one again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abandoned: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -562,6 +566,7 @@ impl WalletFile {
                 .map(|pending| PendingRecord {
                     txid: pending.txid.to_string(),
                     created_at_unix_s: pending.created_at_unix_s,
+                    abandoned: pending.abandoned,
                     kind: KindRecord::of(pending.kind, wallet),
                     transaction: hex::encode(pending.tx.encode()),
                     spends: pending
@@ -1106,6 +1111,7 @@ impl PendingRecord {
             tx,
             created_at_unix_s: self.created_at_unix_s,
             kind,
+            abandoned: self.abandoned,
         })
     }
 }

@@ -84,7 +84,7 @@ pub use notes::{
 pub use payment::{PaidOutput, PaymentString, PaymentStringError, PAYMENT_STRING_PREFIX};
 pub use select::{select_coins, Selection, SelectionError};
 pub use signer::{ExternalSigner, SIGNER_TIMEOUT_MS};
-pub use sync::{settle, sync, Outcome, SyncError, SyncReport};
+pub use sync::{resolve_by_presence, settle, sync, Outcome, SyncError, SyncReport};
 pub use wallet::{
     Balance, Coin, CoinState, Imported, Minted, Payment, PendingKind, PendingTx, Redeemed, SentPayment, Settled,
     Wallet, DEFAULT_NODE_URL, PENDING_TRANSACTIONS_MAX, SENT_KEPT_MAX,

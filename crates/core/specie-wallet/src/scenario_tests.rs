@@ -409,3 +409,46 @@ fn a_confirmed_payments_string_is_kept_to_be_shown_again() {
     );
     assert_eq!(bob.balance().spendable, 60);
 }
+
+/// A payment whose fate is unknown (its answer lost) is abandoned: a payment of its coins back
+/// to the wallet is sent instead, and once the node applies that, the first can never be
+/// applied and `sync` resolves it, never sending it again. Had the first won the race, its
+/// change comes back and its coins are gone, not missing.
+#[test]
+fn an_abandoned_payment_is_never_sent_again_and_its_coins_come_back() {
+    let (_issuer, ledger, mut alice, mut rng) = world(100, 42);
+    let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
+    let (lost, payment) = alice.build_payment(&to, 40, &mut rng).unwrap();
+    ledger.mode.set(Mode::LoseAndTimeOut);
+    submit_one(&ledger, &lost);
+    ledger.mode.set(Mode::Normal);
+    // LoseAndTimeOut applied nothing; the answer said nothing either way.
+    assert!(crate::resolve_by_presence(&mut alice, &ledger, &payment.txid)
+        .unwrap()
+        .is_none());
+    let (_, back_txid) = alice.build_abandon(&payment.txid, &mut rng).unwrap();
+    assert!(alice.build_abandon(&payment.txid, &mut rng).is_err(), "once");
+    // Sync sends the replacement, never the abandoned payment; the next sync sees the
+    // abandoned one's coins gone and resolves it as never applied.
+    let report = sync(&mut alice, &ledger).unwrap();
+    assert_eq!(report.outcomes.len(), 1, "{report:?}");
+    assert!(matches!(report.outcomes[0], (txid, Outcome::Confirmed(_)) if txid == back_txid));
+    let report = sync(&mut alice, &ledger).unwrap();
+    assert!(matches!(report.outcomes[..], [(txid, Outcome::Conflicted { .. })] if txid == payment.txid));
+    assert!(alice.pending().next().is_none(), "{report:?}");
+    assert_eq!(alice.balance().spendable, 100);
+    assert!(
+        !ledger.uhs.borrow().contains(&lost.created_outputs()[0].uhs_id),
+        "the abandoned payment never applied"
+    );
+
+    // The race lost: the first payment applies before its replacement.
+    let (first, payment) = alice.build_payment(&to, 30, &mut rng).unwrap();
+    let (back, _) = alice.build_abandon(&payment.txid, &mut rng).unwrap();
+    assert_eq!(submit_one(&ledger, &first), SubmitStatus::Confirmed);
+    let status = submit_one(&ledger, &back);
+    assert!(matches!(status, SubmitStatus::Rejected { .. }), "{status:?}");
+    sync(&mut alice, &ledger).unwrap();
+    assert!(alice.pending().next().is_none());
+    assert_eq!((alice.balance().spendable, alice.balance().missing), (70, 0));
+}

@@ -178,7 +178,8 @@ fn query_map<L: Ledger + ?Sized>(ledger: &L, ids: Vec<UhsId>) -> Result<HashMap<
 
 /// Looks up a pending transaction's inputs, then its proof ids (in that order, see the module
 /// docs), and resolves it if the answer is conclusive. `None` = not applied, inputs unspent.
-fn resolve_by_presence<L: Ledger + ?Sized>(
+/// Sends nothing: what `abandon` asks before it builds anything.
+pub fn resolve_by_presence<L: Ledger + ?Sized>(
     wallet: &mut Wallet,
     ledger: &L,
     txid: &Txid,
@@ -298,14 +299,15 @@ pub fn sync<L: Ledger + ?Sized>(wallet: &mut Wallet, ledger: &L) -> Result<SyncR
                 // Ask again, proofs after inputs, before concluding (module docs).
                 if let Some(outcome) = resolve_by_presence(wallet, ledger, txid)? {
                     report.outcomes.push((*txid, outcome));
-                } else if let Some(pending) = wallet.pending_tx(txid) {
+                } else if let Some(pending) = wallet.pending_tx(txid).filter(|pending| !pending.abandoned) {
                     // The inputs are back?! Ids never reappear, so the first answer was
                     // wrong; treat it like any unapplied transaction.
                     to_resubmit.push((*txid, pending.tx.clone()));
                 }
             }
             Some(Presence::NotApplied) => {
-                if let Some(pending) = wallet.pending_tx(txid) {
+                // An abandoned one waits for its replacement to take its coins.
+                if let Some(pending) = wallet.pending_tx(txid).filter(|pending| !pending.abandoned) {
                     to_resubmit.push((*txid, pending.tx.clone()));
                 }
             }

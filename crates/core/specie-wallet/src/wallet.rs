@@ -191,6 +191,10 @@ pub struct PendingTx {
     /// Seconds since the Unix epoch when the wallet built it; informational only.
     pub created_at_unix_s: u64,
     pub kind: PendingKind,
+    /// The user abandoned it (`specie wallet abandon`): a payment of its coins back to this
+    /// wallet is pending beside it, and `sync` never sends it again; whichever the node applies
+    /// decides, and the other is resolved as never applied.
+    pub abandoned: bool,
 }
 
 impl PendingTx {
@@ -673,6 +677,7 @@ impl Wallet {
                 tx,
                 created_at_unix_s: unix_now_s(),
                 kind,
+                abandoned: false,
             },
         );
         txid
@@ -748,6 +753,67 @@ impl Wallet {
                 payment_string,
             },
         ))
+    }
+
+    /// Builds a payment of pending payment `txid`'s coins back to a fresh address of this
+    /// wallet, so that `txid` can never be applied once this one is (`specie wallet abandon`):
+    /// both spend the same coins, and the node applies at most one. `txid` stays pending, marked
+    /// abandoned, until the node shows which of the two it applied. Returns the new transaction
+    /// and its txid.
+    pub fn build_abandon(
+        &mut self,
+        txid: &Txid,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(SpecieTransaction, Txid), WalletError> {
+        let refuse = |reason: &str| WalletError::CannotAbandon {
+            txid: *txid,
+            reason: reason.to_owned(),
+        };
+        let pending = self.pending.get(txid).ok_or(WalletError::UnknownTransaction(*txid))?;
+        if pending.abandoned {
+            return Err(refuse("it is abandoned already; `specie wallet sync` resolves it"));
+        }
+        if !matches!(pending.kind, PendingKind::Payment { .. }) {
+            return Err(refuse(
+                "only a payment can be abandoned; `specie wallet sync` resolves the others",
+            ));
+        }
+        self.check_pending_room()?;
+        let coins: Vec<Coin> = (pending.spends().iter())
+            .map(|input| {
+                (self.coins.get(&input.prevout).copied())
+                    .filter(|coin| coin.state == CoinState::PendingSpend { txid: *txid })
+            })
+            .collect::<Option<_>>()
+            .ok_or_else(|| refuse("its coins are not this wallet's pending coins"))?;
+        let total = (coins.iter())
+            .try_fold(0u64, |total, coin| total.checked_add(coin.value()))
+            .ok_or(WalletError::AmountsOverflow)?;
+        let keypairs = self.keypairs_for(&coins)?;
+        let key = WalletKey::random(rng)?;
+        let mut tx = Transaction {
+            inputs: coins.iter().map(Coin::to_input).collect(),
+            outputs: vec![Output {
+                witness_program_commitment: key.commitment,
+                value: total,
+            }],
+            witnesses: Vec::new(),
+        };
+        tx.sign(&keypairs, NonceMode::Randomized)?;
+        assert_eq!(
+            tx.input_value_total(),
+            tx.output_value_total(),
+            "an abandon spends exactly what it creates"
+        );
+        let to = Address::from_pubkey(key.pubkey);
+        self.add_key(key);
+        for coin in &coins {
+            self.coins.get_mut(&coin.outpoint).expect("checked above").state = CoinState::Spendable;
+        }
+        let tx = SpecieTransaction::Transfer(tx);
+        let replacement = self.record(tx.clone(), PendingKind::Payment { to, amount: total });
+        self.pending.get_mut(txid).expect("checked above").abandoned = true;
+        Ok((tx, replacement))
     }
 
     /// Builds and signs a mint (issuer wallets only): new money for each `(address, amount)`,
@@ -885,7 +951,8 @@ impl Wallet {
                 .map(|payment| payment.encode()),
             self.anonymous_payment_string_for(txid).map(|payment| payment.encode()),
         ];
-        self.pending
+        let pending = self
+            .pending
             .remove(txid)
             .ok_or(WalletError::UnknownTransaction(*txid))?;
         for payment_string in strings.into_iter().flatten() {
@@ -895,9 +962,16 @@ impl Wallet {
                 payment_string,
             });
         }
+        // Its inputs are spent for good, whatever another pending transaction (an abandon's
+        // replacement that lost the race) or a missing mark says of them.
+        let spent: std::collections::BTreeSet<OutPoint> = pending.spends().iter().map(|input| input.prevout).collect();
         let mut settled = Settled::default();
-        self.coins.retain(|_, coin| match coin.state {
+        self.coins.retain(|outpoint, coin| match coin.state {
             CoinState::PendingSpend { txid: spender } if spender == *txid => {
+                settled.spent += coin.value();
+                false
+            }
+            _ if spent.contains(outpoint) => {
                 settled.spent += coin.value();
                 false
             }
