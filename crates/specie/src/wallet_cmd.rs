@@ -1125,6 +1125,13 @@ fn sync_command(path: &Path, node: Option<&str>, accept_node: bool) -> Result<Ex
             report.imports_confirmed
         );
     }
+    print_missing_and_restored(&report, &unit, client.url());
+    print_balance(&wallet);
+    Ok(code)
+}
+
+/// What `sync` marked missing and restored, with what the user can do about it.
+fn print_missing_and_restored(report: &specie_wallet::SyncReport, unit: &str, url: &str) {
     let missing = (report.notes_missing.iter().map(|found| ("note", found)))
         .chain(report.coins_missing.iter().map(|found| ("coin", found)));
     for (what, (outpoint, value)) in missing {
@@ -1132,9 +1139,7 @@ fn sync_command(path: &Path, node: Option<&str>, accept_node: bool) -> Result<Ex
             "missing: {what} {}:{} ({value} {unit}) is not at the node {}: kept in the wallet but not \
              spendable (spent from another copy of this wallet?). A later `sync` with a node that holds it \
              makes it spendable again; `specie wallet forget-missing` drops it",
-            outpoint.txid,
-            outpoint.index,
-            client.url()
+            outpoint.txid, outpoint.index, url
         );
     }
     for (outpoint, value) in &report.restored {
@@ -1143,8 +1148,6 @@ fn sync_command(path: &Path, node: Option<&str>, accept_node: bool) -> Result<Ex
             outpoint.txid, outpoint.index
         );
     }
-    print_balance(&wallet);
-    Ok(code)
 }
 
 fn sent(path: &Path, txid: Option<&str>) -> Result<ExitCode> {
