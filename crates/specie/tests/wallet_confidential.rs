@@ -22,6 +22,12 @@ use std::path::Path;
 use cluster_harness::offline_devices::{core_wallet, line_starting, run, wallet_address, wallet_balance};
 use cluster_harness::start_serving;
 
+/// Creates the issuer wallet at `path`: its issuer public key (hex).
+fn issuer_wallet(path: &Path) -> String {
+    let created = core_wallet(path, &["create", "--issuer"]);
+    line_starting(&created, "issuer public key: ").replace("issuer public key: ", "")
+}
+
 /// `GET URL/v1/info`'s `network_id`.
 fn network_id(url: &str) -> String {
     let info: serde_json::Value = ureq::get(&format!("{url}/v1/info"))
@@ -58,8 +64,7 @@ fn a_newcomers_slips_with_a_core_wallet_lose_nothing_and_say_what_to_do() {
         path("bob.json"),
         path("copy.json"),
     );
-    let created = core_wallet(&issuer, &["create", "--issuer"]);
-    let issuer_key = line_starting(&created, "issuer public key: ").replace("issuer public key: ", "");
+    let issuer_key = issuer_wallet(&issuer);
     let node = |name: &str, extra: &[&str]| {
         let data = path(name);
         let mut args = vec!["node", "--listen", "127.0.0.1:0", "--issuer", &issuer_key, "--data-dir"];
@@ -202,8 +207,7 @@ fn shield_pay_receive_and_unshield_with_the_cli_and_the_auditor_agrees() {
         path("bob.json"),
         path("auditor.key"),
     );
-    let created = core_wallet(&issuer, &["create", "--issuer"]);
-    let issuer_key = line_starting(&created, "issuer public key: ").replace("issuer public key: ", "");
+    let issuer_key = issuer_wallet(&issuer);
     run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
     let keys = run(&["audit", "key", "--key", auditor_key.to_str().unwrap()]).unwrap();
     let auditor = keys.lines().next().unwrap().to_string();
@@ -316,8 +320,7 @@ fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
         path("auditor.key"),
         path("ra"),
     );
-    let created = core_wallet(&issuer, &["create", "--issuer"]);
-    let issuer_key = line_starting(&created, "issuer public key: ").replace("issuer public key: ", "");
+    let issuer_key = issuer_wallet(&issuer);
     let keys = run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
     let value_auditor = keys.lines().next().unwrap().trim().to_string();
     let owner_auditor = line_starting(&keys, "owner auditor key: ").replace("owner auditor key: ", "");
