@@ -111,6 +111,7 @@ fn main() -> ExitCode {
     {
         reset_sigpipe();
     }
+    end_quietly_on_a_closed_stdout();
     init_logging(&cli.command);
     let result = match cli.command {
         Command::Demo(args) => demo_cmd::run(args),
@@ -145,15 +146,16 @@ fn main() -> ExitCode {
 }
 
 /// The error and its causes joined by `: `, like anyhow's `{:#}`, except that a cause is left
-/// out when the message so far already ends with it: the libraries' typed errors show their
-/// source in their own message as well as through `source()`, which `{:#}` would print twice.
+/// out when the message so far already holds it: the libraries' typed errors show their source
+/// in their own message (at its end, or before advice) as well as through `source()`, which
+/// `{:#}` would print twice.
 fn describe(error: &anyhow::Error) -> String {
     let mut message = String::new();
     for cause in error.chain() {
         let text = cause.to_string();
         if message.is_empty() {
             message = text;
-        } else if !message.ends_with(&text) {
+        } else if !message.contains(&text) {
             message.push_str(": ");
             message.push_str(&text);
         }
@@ -192,6 +194,25 @@ fn init_logging(command: &Command) {
         .init();
 }
 
+/// The commands that keep SIGPIPE ignored get `EPIPE` on a closed stdout instead, on which
+/// `println!` panics: `specie wallet sent | head -n 1` would end in a panic and a backtrace. Such a
+/// command ends quietly instead, at the same point and with the status SIGPIPE would give it
+/// (128 + 13): what it did before it printed is kept, as after any crash.
+fn end_quietly_on_a_closed_stdout() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.payload_as_str().is_some_and(is_a_closed_stdout) {
+            std::process::exit(128 + libc::SIGPIPE);
+        }
+        default_hook(info);
+    }));
+}
+
+/// Whether a panic's message is `println!`'s on a closed pipe.
+fn is_a_closed_stdout(message: &str) -> bool {
+    message.starts_with("failed printing to stdout: ") && message.ends_with(&format!("(os error {})", libc::EPIPE))
+}
+
 fn reset_sigpipe() {
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
     unsafe {
@@ -201,7 +222,7 @@ fn reset_sigpipe() {
 
 #[cfg(test)]
 mod tests {
-    use super::describe;
+    use super::{describe, is_a_closed_stdout};
 
     /// Shaped like the libraries' thiserror types: the source in the message and in `source()`.
     #[derive(Debug)]
@@ -221,6 +242,24 @@ mod tests {
         }
     }
 
+    /// The same, with advice after the source (`cannot listen on …: …; stop it, or …`).
+    #[derive(Debug)]
+    struct Advised {
+        source: std::io::Error,
+    }
+
+    impl std::fmt::Display for Advised {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot read x: {}; try another disk", self.source)
+        }
+    }
+
+    impl std::error::Error for Advised {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
     #[test]
     fn a_cause_already_in_the_message_is_shown_once() {
         let io = || std::io::Error::other("disk on fire");
@@ -230,5 +269,16 @@ mod tests {
         assert_eq!(describe(&context), "loading the wallet: disk on fire");
         let both = typed.context("loading the wallet");
         assert_eq!(describe(&both), "loading the wallet: cannot read x: disk on fire");
+        let advised = anyhow::Error::new(Advised { source: io() });
+        assert_eq!(describe(&advised), "cannot read x: disk on fire; try another disk");
+    }
+
+    #[test]
+    fn only_a_closed_stdout_ends_quietly() {
+        let closed = std::io::Error::from_raw_os_error(libc::EPIPE);
+        assert!(is_a_closed_stdout(&format!("failed printing to stdout: {closed}")));
+        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        assert!(!is_a_closed_stdout(&format!("failed printing to stdout: {full}")));
+        assert!(!is_a_closed_stdout(&format!("failed printing to stderr: {closed}")));
     }
 }

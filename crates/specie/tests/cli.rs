@@ -1119,3 +1119,18 @@ fn every_walkthrough_runs_as_written_and_the_docs_show_it() {
     }
     eprintln!("walkthroughs: {}", timings.join(", "));
 }
+
+/// The newcomer's tryout (`scripts/newcomer-tryout.sh`): the first day's mistakes made on
+/// purpose against real nodes, each refused with a message that says what to do, and nothing
+/// lost. It runs as the walkthroughs do; the operator guide links it.
+#[test]
+fn newcomer_tryout_is_refused_with_advice_and_loses_nothing() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let guide = std::fs::read_to_string(root.join("docs/operator-guide.md")).unwrap();
+    assert!(
+        guide.contains("scripts/newcomer-tryout.sh"),
+        "docs/operator-guide.md links the tryout"
+    );
+    let took = run_walkthrough(&root.join("scripts/newcomer-tryout.sh"));
+    eprintln!("newcomer-tryout.sh {:.1} s", took.as_secs_f64());
+}

@@ -227,6 +227,26 @@ fn a_wallet_refuses_another_currency_or_network() {
     empty.check_network(url, "usd", Some("aa")).unwrap();
 }
 
+/// An import that no node has confirmed (imported at a mistyped node, which holds none of it)
+/// does not tie the wallet to that node's network: its own node confirms it later.
+#[test]
+fn an_unconfirmed_import_remembers_no_network() {
+    let (_issuer, ledger, mut alice, mut rng) = world(100, 43);
+    let mut bob = Wallet::new("usd", false, &mut rng).unwrap();
+    let (tx, payment) = alice
+        .build_payment(&bob.latest_address().unwrap(), 100, &mut rng)
+        .unwrap();
+    bob.check_network("http://mistyped", "usd", Some("bb")).unwrap();
+    bob.import_payment(&payment.payment_string, &[]).unwrap();
+    assert_eq!(bob.balance().pending_in, 100);
+    let mut saved = crate::WalletFile::from_wallet(&bob).into_wallet().unwrap();
+    assert_eq!(saved.network_id(), None);
+    assert_eq!(submit_one(&ledger, &tx), SubmitStatus::Confirmed);
+    saved.check_network("http://node", "usd", Some("aa")).unwrap();
+    assert_eq!(sync(&mut saved, &ledger).unwrap().imports_confirmed, 100);
+    assert_eq!(saved.network_id(), Some("aa"), "remembered once the node confirmed it");
+}
+
 #[test]
 fn sync_marks_missing_the_coins_that_vanished_and_confirms_imports() {
     let (_issuer, ledger, mut alice, mut rng) = world(100, 35);

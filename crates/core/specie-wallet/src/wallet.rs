@@ -1121,9 +1121,16 @@ impl Wallet {
     }
 
     /// Whether the wallet holds any coin, note or pending transaction of the core: then the
-    /// network it talks to is the one it must keep talking to.
+    /// network it talks to is the one it must keep talking to. A payment imported that no node
+    /// has confirmed yet does not count: the node it was imported at may be a mistyped one that
+    /// holds none of it, and the wallet must still take it from its own.
     fn holds_anything(&self) -> bool {
-        !(self.coins.is_empty() && self.pending.is_empty() && self.notes.is_empty() && self.anonymous_notes.is_empty())
+        // With no pending transaction of its own, a coin or note waiting is an import.
+        let held = |state: &CoinState| !matches!(state, CoinState::PendingReceive { .. });
+        !self.pending.is_empty()
+            || self.coins.values().any(|coin| held(&coin.state))
+            || self.notes.values().any(|note| held(&note.state))
+            || self.anonymous_notes.values().any(|note| held(&note.state))
     }
 
     /// Checks that the node at `url`, which serves currency `hrp` on network `network_id`, is

@@ -38,7 +38,10 @@ const LOCK_WAIT_MS: u64 = 10_000;
 pub enum DeviceCommandError {
     #[error(transparent)]
     File(#[from] FileError),
-    #[error("{path}: not a device file: {source}")]
+    #[error(
+        "{path}: not a device file ({source}); nothing was changed. If it was cut short or edited, restore it from \
+         your backup: the device's tokens are only in it"
+    )]
     NotADevice { path: PathBuf, source: DecodeError },
     #[error("{path}: cannot read it: {source}")]
     Read { path: PathBuf, source: std::io::Error },
