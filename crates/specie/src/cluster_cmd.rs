@@ -54,7 +54,9 @@ pub struct UpArgs {
     /// cluster.toml exists, a flag that asks for something else than the cluster has is refused.
     #[arg(long)]
     pub shard_groups: Option<usize>,
-    /// Coordinator groups (the 2PC shape) [default: 1].
+    /// Coordinator groups (the 2PC shape). Sentinels send each group batches in turn and every
+    /// shard serves all of them at once, so 2PC's work spreads over the groups [default: one per
+    /// 8 cores of this machine, at least 1 and at most one per shard group].
     #[arg(long)]
     pub coordinator_groups: Option<usize>,
     /// How the core orders transactions: `2pc`, coordinator groups running two-phase commit
@@ -257,11 +259,24 @@ fn up_options(args: UpArgs) -> anyhow::Result<UpOptions> {
     .flatten()
     .chain(args.issuers.iter().cloned().map(Given::Issuer))
     .collect();
+    let shard_groups = args.shard_groups.unwrap_or(defaults.shard_groups);
+    let coordinator_groups = match args.coordinator_groups {
+        Some(groups) => groups,
+        None => {
+            let (groups, cores) = default_coordinator_groups(shard_groups);
+            if !args.dir.dir.join(specie_cluster::supervisor::TOPOLOGY_FILE).exists() && atomizer != Some(true) {
+                println!(
+                    "{groups} coordinator group(s): the default for {cores} cores (one per 8, at most one per shard group); --coordinator-groups N to choose"
+                );
+            }
+            groups
+        }
+    };
     Ok(UpOptions {
         dir: args.dir.dir,
         shape: Shape {
-            shard_groups: args.shard_groups.unwrap_or(defaults.shard_groups),
-            coordinator_groups: args.coordinator_groups.unwrap_or(defaults.coordinator_groups),
+            shard_groups,
+            coordinator_groups,
             replicas,
             sentinels: args.sentinels.unwrap_or(defaults.sentinels),
             base_port: args.base_port.unwrap_or(defaults.base_port),
@@ -279,6 +294,14 @@ fn up_options(args: UpArgs) -> anyhow::Result<UpOptions> {
         issuers: args.issuers,
         given,
     })
+}
+
+/// The coordinator groups a new cluster gets unless told: one per 8 cores of this machine, at
+/// least 1 and at most one per shard group (a group adds three processes; below 8 cores they
+/// would share the cores the first group already uses). Returns the groups and the cores.
+fn default_coordinator_groups(shard_groups: usize) -> (usize, usize) {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    ((cores / 8).clamp(1, shard_groups.max(1)), cores)
 }
 
 pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {

@@ -231,7 +231,7 @@ fn shaped_cluster_world(seed: u64, options: ClusterOptions, totals: &mut Totals)
         false => String::new(),
     };
     let ordering = match &options.shape {
-        ClusterShape::TwoPhaseCommit => "coordinator group".to_string(),
+        ClusterShape::TwoPhaseCommit => format!("{} coordinator group(s)", options.ordering_groups),
         ClusterShape::Atomizer(a) => format!(
             "atomizer group (window {} blocks of at most {}, {} blocks made)",
             a.window_blocks, a.block_transactions_max, r.blocks

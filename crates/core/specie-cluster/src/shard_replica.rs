@@ -12,14 +12,16 @@ use std::sync::Arc;
 use specie_atomizer::{ShardMessage, UhsShard, UhsShardInput, UhsShardReply, UhsShardReport};
 use specie_host::{Calls, Gather, HostStopped, ReplicatedHost, RoleMachine, Slot, Wiring};
 use specie_role::{Durable, Ticket};
-use specie_shard::{Shard, ShardCall, ShardInput, ShardRange, ShardRead, ShardReply, ShardResponse};
+use specie_shard::{
+    CoordinatorIndex, Shard, ShardCall, ShardCommand, ShardInput, ShardRange, ShardRead, ShardReply, ShardResponse,
+};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::host::{
     call_host, serve_replica, Caller, Hosted, ReplicaError, RoleStatus, ServeError, ROLE_CALLS_QUEUED_MAX,
 };
-use crate::identity::Identity;
+use crate::identity::{GroupRole, Identity};
 use crate::protocol::{RoleRequest, RoleResponse};
 use crate::topology::Topology;
 
@@ -57,8 +59,9 @@ pub trait ShardGroupRole:
     /// The answer to a [`ShardGroupRole::read`].
     fn read_reply(reply: Self::Reply) -> Option<ShardReply>;
     /// The ordering group's round as calls, or `None` for a request this shape's shards do not
-    /// take (a 2PC batch to an atomizer shape's shard, or the reverse).
-    fn ordering_calls(request: RoleRequest) -> Option<Vec<Self::Call>>;
+    /// take (a 2PC batch to an atomizer shape's shard, or the reverse). `coordinator` is the
+    /// sending coordinator group's index (the atomizer shape has one ordering group).
+    fn ordering_calls(coordinator: CoordinatorIndex, request: RoleRequest) -> Option<Vec<Self::Call>>;
     /// The ordering group's answer to [`ShardGroupRole::ordering_calls`], from their replies.
     fn ordering_response(replies: Vec<Self::Reply>) -> Option<RoleResponse>;
     fn log_report(report: Self::Report);
@@ -79,9 +82,14 @@ impl ShardGroupRole for Shard {
         Some(reply)
     }
 
-    fn ordering_calls(request: RoleRequest) -> Option<Vec<ShardCall>> {
+    fn ordering_calls(coordinator: CoordinatorIndex, request: RoleRequest) -> Option<Vec<ShardCall>> {
         match request {
-            RoleRequest::ShardBatch(requests) => Some(requests.into_iter().map(ShardCall::Request).collect()),
+            RoleRequest::ShardBatch(requests) => Some(
+                requests
+                    .into_iter()
+                    .map(|request| ShardCall::Request(ShardCommand { coordinator, request }))
+                    .collect(),
+            ),
             _ => None,
         }
     }
@@ -128,7 +136,7 @@ impl ShardGroupRole for UhsShard {
         }
     }
 
-    fn ordering_calls(request: RoleRequest) -> Option<Vec<UhsShardCall>> {
+    fn ordering_calls(_atomizer: CoordinatorIndex, request: RoleRequest) -> Option<Vec<UhsShardCall>> {
         match request {
             RoleRequest::AtomizerShard(messages) => Some(messages.into_iter().map(UhsShardCall::Atomizer).collect()),
             _ => None,
@@ -181,11 +189,18 @@ impl<R: ShardGroupRole> Wiring<R> for ShardReplicaWiring<R> {
 pub struct ShardReplica<R: ShardGroupRole = Shard> {
     pub hosted: Arc<Hosted<RoleMachine<R>>>,
     calls: mpsc::Sender<Calls<ShardReplicaWiring<R>, R>>,
+    /// The cluster's coordinator groups, by name, in the topology's order: a coordinator's
+    /// index is its group's position here.
+    coordinator_groups: Vec<String>,
 }
 
 impl<R: ShardGroupRole> ShardReplica<R> {
-    /// Starts the shard's host on `hosted`; the task ends when the replica stops.
-    pub fn start(hosted: Arc<Hosted<RoleMachine<R>>>) -> (Arc<ShardReplica<R>>, JoinHandle<Result<(), HostStopped>>) {
+    /// Starts the shard's host on `hosted`, serving the coordinator groups named (in the
+    /// topology's order); the task ends when the replica stops.
+    pub fn start(
+        hosted: Arc<Hosted<RoleMachine<R>>>,
+        coordinator_groups: Vec<String>,
+    ) -> (Arc<ShardReplica<R>>, JoinHandle<Result<(), HostStopped>>) {
         let (calls, calls_rx) = mpsc::channel(ROLE_CALLS_QUEUED_MAX);
         let wiring = ShardReplicaWiring(PhantomData);
         let mut host = ReplicatedHost::new(hosted.group.clone(), hosted.replica.clone(), wiring);
@@ -195,7 +210,37 @@ impl<R: ShardGroupRole> ShardReplica<R> {
         // A shard takes no peer messages: its inputs all come as calls.
         let (_no_inputs, inputs_rx) = mpsc::channel(1);
         let task = tokio::spawn(host.run(calls_rx, inputs_rx));
-        (Arc::new(ShardReplica { hosted, calls }), task)
+        let replica = ShardReplica {
+            hosted,
+            calls,
+            coordinator_groups,
+        };
+        (Arc::new(replica), task)
+    }
+
+    /// Which coordinator's dtxns an ordering round belongs to: the caller's coordinator group's
+    /// index, from its certificate, never from the request. Any other caller the authorisation
+    /// table lets send rounds (the atomizer) and an unauthenticated one (an insecure plaintext
+    /// transport, which a topology allows only with one coordinator group) are index 0.
+    fn coordinator_of(&self, caller: &Caller) -> Result<CoordinatorIndex, ServeError> {
+        let Some(Identity::Replica {
+            role: GroupRole::Coordinator,
+            group,
+            ..
+        }) = caller.as_deref()
+        else {
+            return Ok(0);
+        };
+        self.coordinator_groups
+            .iter()
+            .position(|name| name == group)
+            .and_then(|index| CoordinatorIndex::try_from(index).ok())
+            .ok_or_else(|| {
+                self.hosted.refuse(
+                    caller,
+                    format_args!("coordinator group '{group}' is not one of this cluster's"),
+                )
+            })
     }
 
     /// Serves one role request: the ordering group's round (made durable through Raft first), or
@@ -232,7 +277,8 @@ impl<R: ShardGroupRole> ShardReplica<R> {
             }
             other => {
                 let kind = other.kind();
-                match R::ordering_calls(other) {
+                let coordinator = self.coordinator_of(&caller)?;
+                match R::ordering_calls(coordinator, other) {
                     Some(calls) if calls.is_empty() => Ok(R::ordering_response(vec![]).expect("no replies answer")),
                     Some(calls) => self.call(calls, "an ordering round", R::ordering_response).await,
                     None => Err(self.hosted.refuse(
@@ -286,12 +332,13 @@ async fn serve_shard<R: ShardGroupRole>(
 where
     RoleMachine<R>: RoleStatus,
 {
+    let coordinator_groups: Vec<String> = topology.coordinator_groups.iter().map(|g| g.name.clone()).collect();
     serve_replica(
         topology,
         me,
         replicas,
         machine,
-        ShardReplica::start,
+        move |hosted| ShardReplica::start(hosted, coordinator_groups),
         |shard: Arc<ShardReplica<R>>, caller, request| async move { shard.serve(caller, request).await },
     )
     .await

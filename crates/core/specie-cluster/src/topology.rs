@@ -14,6 +14,10 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Bytes of a network id (`network_id`, hex in the file and at `/v1/info`).
 pub const NETWORK_ID_BYTES: usize = 16;
 
+/// The most coordinator groups a cluster may have: a shard keeps each one's dtxns apart, under a
+/// 16-bit index ([`specie_shard::CoordinatorIndex`]).
+pub const COORDINATOR_GROUPS_MAX: usize = 64;
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Topology {
@@ -806,6 +810,13 @@ pub enum InvalidTopology {
          authority's shards sent it credits from the sender's certificate)"
     )]
     CommitteeNeedsMutualTls,
+    #[error(
+        "transport: several coordinator groups need mutual-tls (a shard keeps each coordinator group's \
+         transactions apart by the sender's certificate); use one coordinator group, or mutual-tls"
+    )]
+    CoordinatorGroupsNeedMutualTls,
+    #[error("coordinator_groups: {groups} groups; use 1 to {COORDINATOR_GROUPS_MAX}")]
+    CoordinatorGroupCount { groups: usize },
     #[error("fastpay_committee.{name} must be positive")]
     ZeroCommitteeLimit { name: &'static str },
     #[error(
@@ -1278,6 +1289,14 @@ impl Topology {
         }
         if ordering == (true, true) {
             return Err(InvalidTopology::TwoShapes);
+        }
+        if self.coordinator_groups.len() > COORDINATOR_GROUPS_MAX {
+            return Err(InvalidTopology::CoordinatorGroupCount {
+                groups: self.coordinator_groups.len(),
+            });
+        }
+        if self.coordinator_groups.len() > 1 && self.transport != TransportMode::MutualTls {
+            return Err(InvalidTopology::CoordinatorGroupsNeedMutualTls);
         }
         ShardRange::check_cover(&self.shard_ranges()).map_err(InvalidTopology::ShardRanges)?;
         if let Some(id) = self.network_id.as_ref().filter(|id| !is_network_id(id)) {
@@ -1982,6 +2001,32 @@ mod tests {
         assert_eq!(
             good.coordinator_group("coordinator-9").unwrap_err().to_string(),
             "the cluster file has no coordinator group named 'coordinator-9'"
+        );
+    }
+
+    #[test]
+    fn several_coordinator_groups_need_certificates_to_be_told_apart() {
+        let two = local_for_tests(Shape {
+            coordinator_groups: 2,
+            ..Shape::default()
+        });
+        assert_eq!(two.validate(), Ok(()));
+        let mut plaintext = two.clone();
+        plaintext.transport = TransportMode::InsecurePlaintext;
+        assert_eq!(
+            plaintext.validate(),
+            Err(InvalidTopology::CoordinatorGroupsNeedMutualTls)
+        );
+        let mut one = local_for_tests(Shape::default());
+        one.transport = TransportMode::InsecurePlaintext;
+        assert_eq!(one.validate(), Ok(()), "one coordinator group needs no names");
+        let mut many = two.clone();
+        many.coordinator_groups = vec![two.coordinator_groups[0].clone(); COORDINATOR_GROUPS_MAX + 1];
+        assert_eq!(
+            many.validate(),
+            Err(InvalidTopology::CoordinatorGroupCount {
+                groups: COORDINATOR_GROUPS_MAX + 1
+            })
         );
     }
 }

@@ -522,7 +522,7 @@ fn shard_snapshot_state() -> ShardState {
         (prepare(3, &mint), prepared(3, Vote::OutputExists)),
     ];
     for (request, answer) in steps {
-        assert_eq!(shard.apply(&request), answer, "{request:?}");
+        assert_eq!(shard.apply(0, &request), answer, "{request:?}");
     }
     shard.check_invariants().expect("a consistent shard");
     shard
@@ -658,13 +658,13 @@ fn snapshot_decoders_refuse_what_the_document_says() {
     let shard = shard_snapshot_state().encode_snapshot();
     let end = shard.len();
     let refused = [
-        ("version 2", edit(&shard, 0, &[2])),
+        ("version 3", edit(&shard, 0, &[3])),
         ("range.last above 0xffff", edit(&shard, 9, &0x1_0000u64.to_le_bytes())),
         (
             "range.first above range.last",
             edit(&shard, 1, &0x8000u64.to_le_bytes()),
         ),
-        ("a UHS id repeated", edit(&shard, 33 + 32, &shard[33..33 + 32])),
+        ("a UHS id repeated", edit(&shard, 25 + 32, &shard[25..25 + 32])),
         // The last record starts 98 bytes before the end: dtxn 3 becomes 1.
         (
             "dtxn ids not strictly ascending",

@@ -174,7 +174,7 @@ impl World {
                     if duplicate {
                         self.to_shards.push((shard, request.clone()));
                     }
-                    let response = self.shards[shard].apply(&request);
+                    let response = self.shards[shard].apply(0, &request);
                     if let Err(error) = self.shards[shard].check_invariants() {
                         return Err(TestCaseError::fail(format!("shard {shard}: {error}")));
                     }

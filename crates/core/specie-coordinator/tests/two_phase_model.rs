@@ -98,7 +98,7 @@ impl World {
             if self.rng.gen_bool(0.05) {
                 self.to_shards.push((shard, request.clone()));
             }
-            let response = self.shards[shard].apply(&request);
+            let response = self.shards[shard].apply(0, &request);
             self.shards[shard].check_invariants().unwrap();
             if !matches!(response, ShardResponse::Discarded { .. }) {
                 self.to_coordinator.push((shard, response));

@@ -13,7 +13,7 @@ use specie_atomizer::{
 use specie_coordinator::{Coordinator, CoordinatorInput, CoordinatorReport, TxOutcome};
 use specie_host::{HostMessage, Wiring};
 use specie_role::Ticket;
-use specie_shard::{Shard, ShardCall, ShardInput, ShardRead, ShardReply, ShardRequest, ShardResponse};
+use specie_shard::{Shard, ShardCall, ShardCommand, ShardInput, ShardRead, ShardReply, ShardRequest, ShardResponse};
 use specie_transaction::{CompactTransaction, Txid};
 
 use crate::archive::ArchiveMessage;
@@ -244,7 +244,11 @@ impl Wiring<Coordinator> for OrdererWiring<ShardCall> {
     }
 
     fn send(&mut self, shard: usize, request: ShardRequest) {
-        self.calls[shard].push(ShardCall::Request(request));
+        // The embedded node runs one coordinator: index 0.
+        self.calls[shard].push(ShardCall::Request(ShardCommand {
+            coordinator: 0,
+            request,
+        }));
     }
 
     fn reply(&mut self, reply_to: (u64, CompletionSender), outcome: TxOutcome) {

@@ -11,14 +11,68 @@ use specie_role::{Durable, Output, Role, Ticket};
 use specie_transaction::UhsId;
 
 use crate::{
-    ShardInvariantViolation, ShardRange, ShardRequest, ShardResponse, ShardState, ShardStats, ShardWireLimits,
+    CoordinatorIndex, ShardInvariantViolation, ShardRange, ShardRequest, ShardResponse, ShardState, ShardStats,
+    ShardWireLimits,
 };
+
+/// A coordinator's request as the shard makes it durable: the request, and which coordinator
+/// sent it (its host knows that from the caller, and the log must keep it so that every replica
+/// applies the request to that coordinator's dtxns).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardCommand {
+    pub coordinator: CoordinatorIndex,
+    pub request: ShardRequest,
+}
+
+/// The log encoding of a command of a coordinator other than 0: this byte, the coordinator's
+/// index (u16, little-endian, never 0), then the request. Coordinator 0's commands are the bare
+/// request (a request's first byte is its kind, 0 to 2), as every command was before shards
+/// served several coordinators, so logs written then still replay.
+const COMMAND_OF_COORDINATOR: u8 = 0x80;
+
+impl ShardCommand {
+    pub fn encode(&self) -> Vec<u8> {
+        if self.coordinator == 0 {
+            return self.request.encode();
+        }
+        let mut out = vec![COMMAND_OF_COORDINATOR];
+        out.extend_from_slice(&self.coordinator.to_le_bytes());
+        self.request.encode_to(&mut out);
+        out
+    }
+
+    pub fn decode(bytes: &[u8], limits: &ShardWireLimits) -> Result<ShardCommand, DecodeError> {
+        let (coordinator, request) = match bytes {
+            [COMMAND_OF_COORDINATOR, low, high, request @ ..] => {
+                let coordinator = CoordinatorIndex::from_le_bytes([*low, *high]);
+                if coordinator == 0 {
+                    return Err(DecodeError::NonCanonical {
+                        what: "shard command",
+                        reason: "coordinator 0's commands are bare requests",
+                    });
+                }
+                (coordinator, request)
+            }
+            [COMMAND_OF_COORDINATOR, ..] => {
+                return Err(DecodeError::NonCanonical {
+                    what: "shard command",
+                    reason: "truncated coordinator index",
+                })
+            }
+            request => (0, request),
+        };
+        Ok(ShardCommand {
+            coordinator,
+            request: ShardRequest::decode_exact_with(request, limits)?,
+        })
+    }
+}
 
 /// What a shard is asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ShardInput {
     /// A coordinator's request: made durable, applied, then answered with its response.
-    Request { ticket: Ticket, request: ShardRequest },
+    Request { ticket: Ticket, command: ShardCommand },
     /// A read of the UHS.
     Read { ticket: Ticket, read: ShardRead },
 }
@@ -26,7 +80,7 @@ pub enum ShardInput {
 /// What a shard is asked, before its host gives the request a ticket.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ShardCall {
-    Request(ShardRequest),
+    Request(ShardCommand),
     Read(ShardRead),
 }
 
@@ -34,7 +88,7 @@ impl ShardCall {
     /// The role's input for this call, whose reply will carry `ticket`.
     pub fn into_input(self, ticket: Ticket) -> ShardInput {
         match self {
-            ShardCall::Request(request) => ShardInput::Request { ticket, request },
+            ShardCall::Request(command) => ShardInput::Request { ticket, command },
             ShardCall::Read(read) => ShardInput::Read { ticket, read },
         }
     }
@@ -108,7 +162,7 @@ impl Shard {
 }
 
 impl Role for Shard {
-    type Command = ShardRequest;
+    type Command = ShardCommand;
     type Input = ShardInput;
     /// A shard only answers: it never sends to a peer of its own accord.
     type Peer = Infallible;
@@ -133,17 +187,17 @@ impl Role for Shard {
     fn handle(&mut self, _now_ms: u64, input: ShardInput) {
         assert!(self.leading, "only a leading shard takes inputs");
         match input {
-            ShardInput::Request { ticket, request } => {
+            ShardInput::Request { ticket, command } => {
                 self.proposed.push_back(ticket);
-                self.outputs.push_back(Output::Propose(request));
+                self.outputs.push_back(Output::Propose(command));
             }
             ShardInput::Read { ticket, read } if self.proposed.is_empty() => self.answer(ticket, read),
             ShardInput::Read { ticket, read } => self.reads_waiting.push_back((ticket, read)),
         }
     }
 
-    fn apply(&mut self, _now_ms: u64, command: &ShardRequest) {
-        let response = self.state.apply(command);
+    fn apply(&mut self, _now_ms: u64, command: &ShardCommand) {
+        let response = self.state.apply(command.coordinator, &command.request);
         // A follower (or a leader replaying what an earlier leader proposed) answers no one.
         if !self.leading {
             return;
@@ -188,12 +242,12 @@ pub enum ShardStateError {
 impl Durable for Shard {
     type StateError = ShardStateError;
 
-    fn encode_command(command: &ShardRequest) -> Vec<u8> {
+    fn encode_command(command: &ShardCommand) -> Vec<u8> {
         command.encode()
     }
 
-    fn decode_command(&self, bytes: &[u8]) -> Result<ShardRequest, ShardStateError> {
-        Ok(ShardRequest::decode_exact_with(bytes, &ShardWireLimits::default())?)
+    fn decode_command(&self, bytes: &[u8]) -> Result<ShardCommand, ShardStateError> {
+        Ok(ShardCommand::decode(bytes, &ShardWireLimits::default())?)
     }
 
     fn snapshot(&self) -> Vec<u8> {
@@ -235,14 +289,18 @@ mod tests {
         UhsId([n; 32])
     }
 
-    fn mint(dtxn: u64, output: UhsId) -> ShardRequest {
-        ShardRequest::Prepare {
-            dtxn,
-            txs: vec![ShardTx {
-                index: 0,
-                spent: vec![],
-                created: vec![output],
-            }],
+    /// Coordinator 0's prepare of dtxn `dtxn` minting `output`.
+    fn mint(dtxn: u64, output: UhsId) -> ShardCommand {
+        ShardCommand {
+            coordinator: 0,
+            request: ShardRequest::Prepare {
+                dtxn,
+                txs: vec![ShardTx {
+                    index: 0,
+                    spent: vec![],
+                    created: vec![output],
+                }],
+            },
         }
     }
 
@@ -274,16 +332,19 @@ mod tests {
             0,
             ShardInput::Request {
                 ticket: 1,
-                request: mint(1, id(7)),
+                command: mint(1, id(7)),
             },
         );
         shard.handle(
             0,
             ShardInput::Request {
                 ticket: 2,
-                request: ShardRequest::Commit {
-                    dtxn: 1,
-                    complete: vec![true],
+                command: ShardCommand {
+                    coordinator: 0,
+                    request: ShardRequest::Commit {
+                        dtxn: 1,
+                        complete: vec![true],
+                    },
                 },
             },
         );
@@ -337,7 +398,7 @@ mod tests {
             0,
             ShardInput::Request {
                 ticket: 1,
-                request: mint(1, id(3)),
+                command: mint(1, id(3)),
             },
         );
         let round = Round::take(&mut leader);
@@ -357,7 +418,7 @@ mod tests {
             0,
             ShardInput::Request {
                 ticket: 1,
-                request: mint(1, id(3)),
+                command: mint(1, id(3)),
             },
         );
         shard.handle(
@@ -378,5 +439,60 @@ mod tests {
             1,
             "the durable command still applies"
         );
+    }
+
+    #[test]
+    fn commands_keep_their_coordinator_in_the_log_and_old_logs_still_replay() {
+        let ours = mint(4, id(1));
+        // Coordinator 0's command is the bare request, as every command was before.
+        assert_eq!(ours.encode(), ours.request.encode());
+        let theirs = ShardCommand {
+            coordinator: 3,
+            request: ours.request.clone(),
+        };
+        let limits = ShardWireLimits::default();
+        for command in [&ours, &theirs] {
+            assert_eq!(&ShardCommand::decode(&command.encode(), &limits).unwrap(), command);
+        }
+        let mut zero = theirs.encode();
+        zero[1..3].copy_from_slice(&[0, 0]);
+        assert!(
+            ShardCommand::decode(&zero, &limits).is_err(),
+            "coordinator 0 spelt long"
+        );
+        assert!(ShardCommand::decode(&[COMMAND_OF_COORDINATOR, 1], &limits).is_err());
+        assert!(ShardCommand::decode(&theirs.encode()[..3], &limits).is_err());
+    }
+
+    #[test]
+    fn two_coordinators_number_their_dtxns_alike_without_colliding() {
+        let mut shard = leading_shard();
+        let of = |coordinator, request: ShardRequest| ShardCommand { coordinator, request };
+        let commands = [
+            mint(0, id(1)),
+            of(1, mint(0, id(2)).request),
+            // Coordinator 1 wants the output coordinator 0's dtxn 0 reserved: refused.
+            of(1, mint(1, id(1)).request),
+        ];
+        for (ticket, command) in commands.into_iter().enumerate() {
+            shard.handle(
+                0,
+                ShardInput::Request {
+                    ticket: ticket as Ticket,
+                    command,
+                },
+            );
+        }
+        let replies = settle(&mut shard);
+        let votes: Vec<Vec<Vote>> = replies
+            .into_iter()
+            .map(|(_, reply)| match reply {
+                ShardReply::Response(ShardResponse::Prepared { votes, .. }) => votes,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(votes, [vec![Vote::Yes], vec![Vote::Yes], vec![Vote::OutputLocked]]);
+        assert_eq!(shard.state().stats().dtxns_active, 3);
+        shard.state().check_invariants().unwrap();
     }
 }

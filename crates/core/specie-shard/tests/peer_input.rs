@@ -1,12 +1,12 @@
-//! Whatever a peer sends, a shard answers: arbitrary sequences of arbitrary requests (from a small
-//! id and dtxn space, so that they collide with each other and with the shard's state) never
+//! Whatever a peer sends, a shard answers: arbitrary sequences of arbitrary requests of up to
+//! three coordinators (from a small id and dtxn space, so that they collide with each other,
+//! across coordinators, and with the shard's state) never
 //! make `apply` panic, leave the state consistent after every step, and drive two replicas to
 //! the same state and the same answers. Snapshots, even mutated ones, decode to a consistent
 //! state or to an error.
 
 use proptest::prelude::*;
-use specie_codec::{Decode, Encode};
-use specie_shard::{ShardRange, ShardRequest, ShardState, ShardTx};
+use specie_shard::{CoordinatorIndex, ShardCommand, ShardRange, ShardRequest, ShardState, ShardTx, ShardWireLimits};
 use specie_transaction::UhsId;
 
 /// Ten ids: the first six inside the test shard's range, the last four outside it.
@@ -58,34 +58,46 @@ fn request() -> impl Strategy<Value = ShardRequest> {
 /// of the sequence and carries one flag per transaction of it, so that commits actually swap.
 #[derive(Clone, Debug)]
 enum Step {
-    Request(ShardRequest),
+    Request(CoordinatorIndex, ShardRequest),
     CommitLatestPrepare(Vec<bool>),
 }
 
-fn steps(len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<ShardRequest>> {
+/// Mostly coordinators 0 to 2, whose dtxn numbers overlap; now and then a far one.
+fn coordinator() -> impl Strategy<Value = CoordinatorIndex> {
+    prop_oneof![8 => 0u16..3, 1 => any::<u16>()]
+}
+
+fn steps(len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<ShardCommand>> {
     let step = prop_oneof![
-        4 => request().prop_map(Step::Request),
+        4 => (coordinator(), request()).prop_map(|(coordinator, request)| Step::Request(coordinator, request)),
         1 => prop::collection::vec(any::<bool>(), 4).prop_map(Step::CommitLatestPrepare),
     ];
     prop::collection::vec(step, len).prop_map(|steps| {
-        let mut latest: Option<(u64, usize)> = None;
+        let mut latest: Option<(CoordinatorIndex, u64, usize)> = None;
         steps
             .into_iter()
             .map(|step| match step {
-                Step::Request(request) => {
+                Step::Request(coordinator, request) => {
                     if let ShardRequest::Prepare { dtxn, txs } = &request {
-                        latest = Some((*dtxn, txs.len()));
+                        latest = Some((coordinator, *dtxn, txs.len()));
                     }
-                    request
+                    ShardCommand { coordinator, request }
                 }
                 Step::CommitLatestPrepare(mut complete) => {
-                    let (dtxn, len) = latest.unwrap_or((0, 0));
+                    let (coordinator, dtxn, len) = latest.unwrap_or((0, 0, 0));
                     complete.resize(len, false);
-                    ShardRequest::Commit { dtxn, complete }
+                    ShardCommand {
+                        coordinator,
+                        request: ShardRequest::Commit { dtxn, complete },
+                    }
                 }
             })
             .collect()
     })
+}
+
+fn apply(shard: &mut ShardState, command: &ShardCommand) -> specie_shard::ShardResponse {
+    shard.apply(command.coordinator, &command.request)
 }
 
 proptest! {
@@ -95,13 +107,13 @@ proptest! {
     fn arbitrary_requests_never_panic_and_replicas_agree(requests in steps(0..40)) {
         let mut replica = shard();
         let mut other = shard();
-        for request in &requests {
-            let response = replica.apply(request);
-            prop_assert_eq!(response.dtxn(), request.dtxn(), "an answer names its request's dtxn");
+        for command in &requests {
+            let response = apply(&mut replica, command);
+            prop_assert_eq!(response.dtxn(), command.request.dtxn(), "an answer names its request's dtxn");
             if let Err(error) = replica.check_invariants() {
-                return Err(TestCaseError::fail(format!("after {request:?}: {error}")));
+                return Err(TestCaseError::fail(format!("after {command:?}: {error}")));
             }
-            prop_assert_eq!(other.apply(request), response, "replicas answer alike");
+            prop_assert_eq!(apply(&mut other, command), response, "replicas answer alike");
         }
         let snapshot = replica.encode_snapshot();
         prop_assert_eq!(&other.encode_snapshot(), &snapshot, "replicas agree");
@@ -113,9 +125,10 @@ proptest! {
     fn requests_survive_the_wire_and_still_apply(requests in steps(0..20)) {
         let mut replica = shard();
         let mut decoded_replica = shard();
-        for request in &requests {
-            let decoded = ShardRequest::decode_exact(&request.encode()).expect("round trip");
-            prop_assert_eq!(replica.apply(request), decoded_replica.apply(&decoded));
+        for command in &requests {
+            let decoded = ShardCommand::decode(&command.encode(), &ShardWireLimits::default()).expect("round trip");
+            prop_assert_eq!(&decoded, command);
+            prop_assert_eq!(apply(&mut replica, command), apply(&mut decoded_replica, &decoded));
         }
         prop_assert_eq!(replica.encode_snapshot(), decoded_replica.encode_snapshot());
     }
@@ -132,8 +145,8 @@ proptest! {
     ) {
         let _ = ShardState::decode_snapshot(&junk);
         let mut replica = shard();
-        for request in &history {
-            replica.apply(request);
+        for command in &history {
+            apply(&mut replica, command);
         }
         let mut bytes = replica.encode_snapshot();
         for (at, byte) in flips {
@@ -143,8 +156,8 @@ proptest! {
         for candidate in [&bytes[..], &bytes[..cut.index(bytes.len() + 1)]] {
             if let Ok(mut restored) = ShardState::decode_snapshot(candidate) {
                 prop_assert!(restored.check_invariants().is_ok());
-                for request in &later {
-                    restored.apply(request);
+                for command in &later {
+                    apply(&mut restored, command);
                     prop_assert!(restored.check_invariants().is_ok());
                 }
             }

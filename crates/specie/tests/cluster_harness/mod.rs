@@ -246,9 +246,15 @@ pub fn assert_audit(summary: &serde_json::Value) {
 /// directory (dropping it deletes the files), the cluster's directory inside it, its first port,
 /// and the guard that stops the cluster, even one that only half started.
 pub fn start_cluster(sentinels: u16) -> (tempfile::TempDir, String, u16, Down) {
+    start_cluster_with(sentinels, 1)
+}
+
+/// [`start_cluster`] with `coordinator_groups` coordinator groups of 3 replicas each. The
+/// sentinels' ports follow every replica's: `base + 3 × (2 + coordinator_groups)` onwards.
+pub fn start_cluster_with(sentinels: u16, coordinator_groups: u16) -> (tempfile::TempDir, String, u16, Down) {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("cluster").to_str().unwrap().to_string();
-    let base = free_ports(9 + sentinels);
+    let base = free_ports(3 * (2 + coordinator_groups) + sentinels);
     let guard = Down(dir.clone());
     specie(&[
         "cluster",
@@ -259,6 +265,8 @@ pub fn start_cluster(sentinels: u16) -> (tempfile::TempDir, String, u16, Down) {
         &base.to_string(),
         "--sentinels",
         &sentinels.to_string(),
+        "--coordinator-groups",
+        &coordinator_groups.to_string(),
     ]);
     (temp, dir, base, guard)
 }

@@ -106,6 +106,13 @@ pub struct ClusterOptions {
     /// model archiver group ([`ledger_link`]). Off in the seeds' options, so that every seed
     /// without it runs as it always did.
     pub ledger_of_record: bool,
+    /// Coordinator groups (2PC; the atomizer shape has one atomizer group). Submissions go to
+    /// each in turn, as sentinels send them; every shard serves all of them at once.
+    pub ordering_groups: usize,
+    /// A planted bug: the shard groups cannot tell coordinator groups apart (every group's
+    /// rounds reach them as the first group's), as before shards kept each coordinator's dtxns
+    /// apart. With two or more groups the world must report it.
+    pub shards_confuse_coordinators: bool,
 }
 
 impl ClusterOptions {
@@ -138,6 +145,9 @@ impl ClusterOptions {
             settle_ms_max: 60_000,
             shape: ClusterShape::TwoPhaseCommit,
             ledger_of_record: false,
+            // Drawn apart, so that the rest of a seed's options stay what they were.
+            ordering_groups: StdRng::seed_from_u64(seed ^ 0xC00_4D5).gen_range(1..=4),
+            shards_confuse_coordinators: false,
         }
     }
 
@@ -154,6 +164,7 @@ impl ClusterOptions {
         };
         ClusterOptions {
             shape: ClusterShape::Atomizer(shape),
+            ordering_groups: 1,
             ..ClusterOptions::from_seed(seed)
         }
     }
@@ -187,7 +198,7 @@ pub struct ClusterReport {
     pub trace_digest: [u8; 32],
 }
 
-/// Where a group's replicas live: the shard groups first, then the ordering group.
+/// Where a group's replicas live: the shard groups first, then the ordering groups.
 type GroupIndex = usize;
 
 /// The running replicas of every shard group, shared with the ordering replicas' [`SimShards`].
@@ -199,19 +210,24 @@ const SENTINEL: &str = "sim-sentinel";
 /// With the ledger of record, the transactions the sentinel submits without writing them ahead.
 const NOT_WRITTEN_AHEAD_PER_MILLE: u32 = 50;
 
-/// Shard rounds come from the ordering group, as the authorisation table requires.
-fn ordering_caller<R: SimShape>() -> Caller {
-    Some(Arc::new(R::identity()))
+/// The name of ordering group `index`: the shape's group name, numbered after the first.
+fn ordering_group_name<R: SimShape>(index: usize) -> String {
+    match index {
+        0 => R::GROUP.to_string(),
+        _ => format!("{}-{index}", R::GROUP),
+    }
 }
 
 struct SimShards<R: SimShape> {
     running: RunningShards<R>,
     network: FaultNetwork,
+    /// Who the ordering group is to the shards (its certificate's identity).
+    caller: Caller,
 }
 
 impl<R: SimShape> ShardGroups<R> for SimShards<R> {
     fn call(&self, shard: usize, messages: Vec<R::Message>) -> ShardGroupCall<R::Answer> {
-        let (running, network) = (self.running.clone(), self.network.clone());
+        let (running, network, caller) = (self.running.clone(), self.network.clone(), self.caller.clone());
         let request = R::request(messages);
         Box::pin(async move {
             let there = network.fate();
@@ -223,13 +239,13 @@ impl<R: SimShape> ShardGroups<R> for SimShards<R> {
             let leader = running.lock()[shard].values().find(|s| s.hosted.is_leader()).cloned();
             let leader = leader.ok_or(ShardCallError::NoLeader)?;
             if let Some(after) = there.duplicate_after {
-                let (leader, request) = (leader.clone(), request.clone());
+                let (leader, request, caller) = (leader.clone(), request.clone(), caller.clone());
                 tokio::spawn(async move {
                     tokio::time::sleep(after).await;
-                    let _ = leader.serve(ordering_caller::<R>(), request).await;
+                    let _ = leader.serve(caller, request).await;
                 });
             }
-            let response = leader.serve(ordering_caller::<R>(), request).await?;
+            let response = leader.serve(caller, request).await?;
             let back = network.fate();
             back.in_transit().await;
             if back.dropped {
@@ -276,7 +292,8 @@ struct World<R: SimShape> {
     networks: Vec<FaultNetwork>,
     roles: FaultNetwork,
     shards: RunningShards<R>,
-    orderers: BTreeMap<NodeId, Orderer<R>>,
+    /// The running replicas of each ordering group.
+    orderers: Vec<BTreeMap<NodeId, Orderer<R>>>,
     ledger_of_record: Option<SimLedger>,
     /// Whether each transaction applied, once known.
     fates: BTreeMap<Txid, bool>,
@@ -335,7 +352,8 @@ fn run_shape<R: SimShape>(
 
 impl<R: SimShape> World<R> {
     fn new(options: ClusterOptions, ranges: Vec<ShardRange>, ordering: R::Config, root: PathBuf) -> World<R> {
-        let groups = options.shard_groups + 1;
+        assert!(options.ordering_groups >= 1, "at least one ordering group");
+        let groups = options.shard_groups + options.ordering_groups;
         let (answers_tx, answers) = tokio::sync::mpsc::unbounded_channel();
         World {
             rng: StdRng::seed_from_u64(options.seed),
@@ -350,7 +368,7 @@ impl<R: SimShape> World<R> {
                 .collect(),
             roles: FaultNetwork::new(options.seed ^ 0x524F_4C45, options.faults.link()),
             shards: Arc::new(Mutex::new(vec![BTreeMap::new(); options.shard_groups])),
-            orderers: BTreeMap::new(),
+            orderers: (0..options.ordering_groups).map(|_| BTreeMap::new()).collect(),
             ledger_of_record: options
                 .ledger_of_record
                 .then(|| SimLedger::new(FaultNetwork::new(options.seed ^ 0x1ED6_E700, options.faults.link()))),
@@ -374,8 +392,14 @@ impl<R: SimShape> World<R> {
         }
     }
 
-    fn ordering_group(&self) -> GroupIndex {
-        self.options.shard_groups
+    /// Which ordering group `group` is, if it is one.
+    fn ordering(&self, group: GroupIndex) -> Option<usize> {
+        group.checked_sub(self.options.shard_groups)
+    }
+
+    /// Every group: the shard groups, then the ordering groups.
+    fn groups(&self) -> std::ops::Range<GroupIndex> {
+        0..self.options.shard_groups + self.options.ordering_groups
     }
 
     fn violation(&self, message: String) -> Violation {
@@ -398,16 +422,16 @@ impl<R: SimShape> World<R> {
     }
 
     fn running(&self, group: GroupIndex) -> Vec<NodeId> {
-        if group == self.ordering_group() {
-            self.orderers.keys().copied().collect()
+        if let Some(ordering) = self.ordering(group) {
+            self.orderers[ordering].keys().copied().collect()
         } else {
             self.shards.lock()[group].keys().copied().collect()
         }
     }
 
     fn leader(&self, group: GroupIndex) -> Option<NodeId> {
-        if group == self.ordering_group() {
-            self.orderers
+        if let Some(ordering) = self.ordering(group) {
+            self.orderers[ordering]
                 .iter()
                 .find(|(_, o)| o.replica.hosted.is_leader())
                 .map(|(&id, _)| id)
@@ -442,24 +466,35 @@ impl<R: SimShape> World<R> {
     }
 
     async fn start(&mut self, group: GroupIndex, id: NodeId) -> Result<(), Violation> {
-        if group == self.ordering_group() {
+        if let Some(ordering) = self.ordering(group) {
             let replica = self.open(group, id, R::machine(self.ordering.clone())).await?;
-            let hosted = Arc::new(Hosted::new(R::GROUP, replica));
+            let name = ordering_group_name::<R>(ordering);
+            let hosted = Arc::new(Hosted::new(name.clone(), replica));
             let sentinel_keys = [(SENTINEL.to_string(), xonly_bytes(&self.sentinel))].into();
+            // The planted bug: every group reaches the shards as the first.
+            let seen_as = if self.options.shards_confuse_coordinators {
+                ordering_group_name::<R>(0)
+            } else {
+                name
+            };
             let shards: Arc<dyn ShardGroups<R>> = Arc::new(SimShards::<R> {
                 running: self.shards.clone(),
                 network: self.roles.clone(),
+                caller: Some(Arc::new(R::identity(&seen_as))),
             });
             let admission = Admission {
                 ledger: self.ledger_of_record.as_ref().map(SimLedger::gate),
                 ..Admission::attested(sentinel_keys)
             };
             let (replica, host) = OrderingReplica::start(hosted, shards, admission);
-            self.orderers.insert(id, Orderer { replica, host });
+            self.orderers[ordering].insert(id, Orderer { replica, host });
         } else {
             let replica = self.open(group, id, R::shard_machine(self.ranges[group])).await?;
             let hosted = Arc::new(Hosted::new(format!("shard-{group}"), replica));
-            let (shard, host) = ShardReplica::start(hosted);
+            let names = (0..self.options.ordering_groups)
+                .map(ordering_group_name::<R>)
+                .collect();
+            let (shard, host) = ShardReplica::start(hosted, names);
             self.shards.lock()[group].insert(id, shard);
             self.shard_hosts.insert((group, id), host);
         }
@@ -469,8 +504,8 @@ impl<R: SimShape> World<R> {
 
     async fn crash(&mut self, group: GroupIndex, id: NodeId) {
         self.networks[group].unregister(id);
-        if group == self.ordering_group() {
-            if let Some(orderer) = self.orderers.remove(&id) {
+        if let Some(ordering) = self.ordering(group) {
+            if let Some(orderer) = self.orderers[ordering].remove(&id) {
                 orderer.host.abort();
                 orderer.replica.hosted.replica.shutdown().await;
             }
@@ -500,7 +535,8 @@ impl<R: SimShape> World<R> {
         planned
     }
 
-    /// Sends a few transactions to whichever ordering replica reports leading.
+    /// Sends a few transactions to whichever replica of the next ordering group (in turn, as
+    /// sentinels do) reports leading.
     fn submit(&mut self) {
         let sent = self.plan_submission();
         let number = self.next_submission;
@@ -510,14 +546,16 @@ impl<R: SimShape> World<R> {
         let txs: Vec<CompactTransaction> = sent.iter().map(|s| s.tx.clone()).collect();
         self.write_ahead(&txs);
         self.in_flight.insert(number, sent);
-        let target = match self.leader(self.ordering_group()) {
+        let ordering = number as usize % self.options.ordering_groups;
+        let group = self.options.shard_groups + ordering;
+        let target = match self.leader(group) {
             Some(id) => Some(id),
             None => {
-                let ids = self.running(self.ordering_group());
+                let ids = self.running(group);
                 (!ids.is_empty()).then(|| ids[self.rng.gen_range(0..ids.len())])
             }
         };
-        let target = target.map(|id| self.orderers[&id].replica.clone());
+        let target = target.map(|id| self.orderers[ordering][&id].replica.clone());
         let (network, answers) = (self.roles.clone(), self.answers_tx.clone());
         let count = txs.len();
         let submission = protocol::Submission::attest(txs, &self.sentinel);
@@ -641,7 +679,7 @@ impl<R: SimShape> World<R> {
     async fn step(&mut self) -> Result<(), Violation> {
         let faults = self.options.faults.clone();
         let quorum = self.members.len() / 2 + 1;
-        for group in 0..=self.ordering_group() {
+        for group in self.groups() {
             if roll(&mut self.rng, faults.full_restart_per_mille) {
                 for id in self.running(group) {
                     self.crash(group, id).await;
@@ -685,9 +723,9 @@ impl<R: SimShape> World<R> {
     /// Folds every replica's role, term and applied index into the trace.
     fn observe(&mut self) {
         let mut seen = vec![];
-        for group in 0..=self.ordering_group() {
-            let metrics: Vec<_> = if group == self.ordering_group() {
-                self.orderers
+        for group in self.groups() {
+            let metrics: Vec<_> = if let Some(ordering) = self.ordering(group) {
+                self.orderers[ordering]
                     .values()
                     .map(|o| o.replica.hosted.replica.metrics())
                     .collect()
@@ -711,7 +749,7 @@ impl<R: SimShape> World<R> {
     }
 
     async fn run(&mut self) -> Result<ClusterReport, Violation> {
-        for group in 0..=self.ordering_group() {
+        for group in self.groups() {
             for id in self.members.clone() {
                 self.start(group, id).await?;
             }
@@ -728,7 +766,10 @@ impl<R: SimShape> World<R> {
         }
         self.report.steps = self.options.steps;
         self.report.trace_digest = std::mem::take(&mut self.trace).finish();
-        for orderer in std::mem::take(&mut self.orderers).into_values() {
+        for orderer in std::mem::take(&mut self.orderers)
+            .into_iter()
+            .flat_map(BTreeMap::into_values)
+        {
             orderer.replica.hosted.replica.shutdown().await;
         }
         let shards: Vec<_> = std::mem::take(&mut *self.shards.lock());
@@ -738,8 +779,8 @@ impl<R: SimShape> World<R> {
         Ok(self.report.clone())
     }
 
-    /// Whether the cluster has come to rest: every submission answered, an ordering leader with
-    /// nothing left to do, every shard group led and holding nothing for an undecided
+    /// Whether the cluster has come to rest: every submission answered, a leader of every ordering
+    /// group with nothing left to do, every shard group led and holding nothing for an undecided
     /// transaction, its replicas equal. (A 2PC shard may still remember the answers of dtxns
     /// whose discard was lost: the next discard it receives carries the coordinator's watermark
     /// and drops them, as designed.)
@@ -747,16 +788,13 @@ impl<R: SimShape> World<R> {
         if !self.in_flight.is_empty() {
             return false;
         }
-        let Some(leader) = self.leader(self.ordering_group()) else {
-            return false;
-        };
-        if !self.orderers[&leader]
-            .replica
-            .hosted
-            .replica
-            .with_state(|m| m.role().idle())
-        {
-            return false;
+        for (ordering, orderers) in self.orderers.iter().enumerate() {
+            let Some(leader) = self.leader(self.options.shard_groups + ordering) else {
+                return false;
+            };
+            if !orderers[&leader].replica.hosted.replica.with_state(|m| m.role().idle()) {
+                return false;
+            }
         }
         let shards = self.shards.lock();
         shards.iter().all(|group| {
@@ -776,12 +814,13 @@ impl<R: SimShape> World<R> {
     /// Every replica's role and state, for a violation's message.
     fn describe(&self) -> String {
         let mut parts = vec![];
-        for (id, o) in &self.orderers {
+        let orderers = self.orderers.iter().enumerate();
+        for (ordering, id, o) in orderers.flat_map(|(ordering, g)| g.iter().map(move |(id, o)| (ordering, id, o))) {
             let m = o.replica.hosted.replica.metrics();
             let state = o.replica.hosted.replica.with_state(|s| s.role().describe());
             parts.push(format!(
                 "{} {id}: {:?} term {} applied {:?}, {state}",
-                R::GROUP,
+                ordering_group_name::<R>(ordering),
                 m.role,
                 m.term,
                 m.applied_index
@@ -805,7 +844,7 @@ impl<R: SimShape> World<R> {
         for network in self.networks.iter().chain([&self.roles]) {
             network.make_reliable();
         }
-        for group in 0..=self.ordering_group() {
+        for group in self.groups() {
             for id in self.members.clone() {
                 if !self.running(group).contains(&id) {
                     self.start(group, id).await?;
@@ -828,9 +867,9 @@ impl<R: SimShape> World<R> {
                 )));
             }
         }
-        for group in 0..=self.ordering_group() {
-            let term = if group == self.ordering_group() {
-                self.orderers
+        for group in self.groups() {
+            let term = if let Some(ordering) = self.ordering(group) {
+                self.orderers[ordering]
                     .values()
                     .map(|o| o.replica.hosted.replica.metrics().term)
                     .max()
@@ -903,8 +942,9 @@ impl<R: SimShape> World<R> {
                 unspent.difference(&uhs).count()
             )));
         }
-        let leader = self.leader(self.ordering_group()).expect("at rest");
-        self.report.blocks = self.orderers[&leader]
+        // The atomizer shape has one ordering group; 2PC makes no blocks.
+        let leader = self.leader(self.options.shard_groups).expect("at rest");
+        self.report.blocks = self.orderers[0][&leader]
             .replica
             .hosted
             .replica

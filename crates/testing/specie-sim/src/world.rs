@@ -8,7 +8,7 @@ use specie_coordinator::{
     TxOutcome, TxResult,
 };
 use specie_host::{SimEvent, SimHost};
-use specie_shard::{Shard, ShardInput, ShardRange, ShardReply, ShardRequest, ShardResponse, ShardTx};
+use specie_shard::{Shard, ShardCommand, ShardInput, ShardRange, ShardReply, ShardRequest, ShardResponse, ShardTx};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::{CompactTransaction, Txid, UhsId};
 use specie_workload::{CompactLedger, CompactMix};
@@ -302,7 +302,10 @@ impl World {
         // applies it and answers it.
         let input = ShardInput::Request {
             ticket: self.step,
-            request: request.clone(),
+            command: ShardCommand {
+                coordinator: 0,
+                request: request.clone(),
+            },
         };
         for event in self.shards[index].host.handle(self.now_ms, input) {
             match event {

@@ -1,5 +1,5 @@
-//! CI's share of the whole-cluster simulation: shard groups and a coordinator group of real Raft
-//! replicas running the cluster's roles, under crashes (leaders especially), whole-group
+//! CI's share of the whole-cluster simulation: shard groups and one to four coordinator groups of
+//! real Raft replicas running the cluster's roles, under crashes (leaders especially), whole-group
 //! restarts, partitions and a network that drops, duplicates, delays and reorders. `specie sim
 //! --seeds N` runs the long soak.
 
@@ -8,8 +8,12 @@ use specie_sim::{run_cluster, ClusterOptions};
 #[test]
 fn a_hundred_cluster_seeds_hold_every_invariant() {
     let (mut confirmed, mut unknown, mut rejected, mut crashes, mut elections, mut full_restarts) = (0, 0, 0, 0, 0, 0);
+    let mut confirmed_by_groups = [0u64; 4];
     for seed in 0..100 {
-        let report = run_cluster(ClusterOptions::from_seed(seed)).unwrap_or_else(|v| panic!("{v}"));
+        let options = ClusterOptions::from_seed(seed);
+        let groups = options.ordering_groups;
+        let report = run_cluster(options).unwrap_or_else(|v| panic!("{v}"));
+        confirmed_by_groups[groups - 1] += report.confirmed;
         confirmed += report.confirmed;
         unknown += report.unknown;
         rejected += report.rejected;
@@ -26,6 +30,37 @@ fn a_hundred_cluster_seeds_hold_every_invariant() {
         "{crashes} crashes, {elections} elections"
     );
     assert!(full_restarts > 10, "only {full_restarts} whole-group restarts");
+    assert!(
+        confirmed_by_groups.iter().all(|&c| c > 500),
+        "confirmed with 1, 2, 3 and 4 coordinator groups: {confirmed_by_groups:?}"
+    );
+}
+
+/// The planted bug: shard groups that cannot tell coordinator groups apart (the first group's
+/// dtxn 5 and the second's are one dtxn to them, and one group's watermark forgets the
+/// other's dtxns), as shards were before they kept each coordinator's dtxns apart. The world
+/// must report it on some seed with two or more groups, and pass those seeds without it.
+#[test]
+fn shards_that_confuse_coordinator_groups_are_caught() {
+    let mut caught = vec![];
+    for seed in 0..40 {
+        let options = ClusterOptions::from_seed(seed);
+        if options.ordering_groups < 2 {
+            continue;
+        }
+        let planted = ClusterOptions {
+            shards_confuse_coordinators: true,
+            ..options.clone()
+        };
+        if let Err(violation) = run_cluster(planted) {
+            caught.push(violation.to_string());
+            run_cluster(options).unwrap_or_else(|v| panic!("without the planted bug: {v}"));
+        }
+        if caught.len() >= 3 {
+            return;
+        }
+    }
+    panic!("the planted bug was caught on only {} seeds: {caught:?}", caught.len());
 }
 
 #[test]

@@ -123,8 +123,13 @@ pub fn run(args: &DemoOptions) -> BenchResult<ExitCode> {
             let backend = ClusterBackend::new(&topology, runtime.handle().clone(), &topology.sentinels[0].name)
                 .step("cannot reach the cluster")?;
             let replicas = topology.shard_groups[0].replicas.len();
+            let ordering = match topology.coordinator_groups.len() {
+                0 => "an atomizer group".to_string(),
+                1 => "1 coordinator group".to_string(),
+                groups => format!("{groups} coordinator groups"),
+            };
             let label = format!(
-                "cluster {} ({} shard groups × {replicas} replicas, {} shape)",
+                "cluster {} ({} shard groups and {ordering} × {replicas} replicas, {} shape)",
                 dir.display(),
                 topology.shard_groups.len(),
                 topology.shape_name()

@@ -99,7 +99,7 @@ pub(crate) fn measure_one_replica_raft(args: &SwapParams) -> BenchResult<SwapRep
         let mut shards = vec![];
         for (index, range) in ranges.iter().enumerate() {
             let hosted = one_replica(dir.path(), &format!("shard-{index}"), shard_machine(*range)).await?;
-            let (shard, _host) = ShardReplica::start(hosted);
+            let (shard, _host) = ShardReplica::start(hosted, vec!["coordinator".to_string()]);
             shards.push(shard);
         }
         // The embedded node's coordinator limits, so only the host differs.

@@ -30,9 +30,9 @@ pub(super) trait SimShape: OrderingRole + Sized {
     const WORLD: &'static str;
     /// The ordering group's name, in its replicas' `Hosted` and in descriptions.
     const GROUP: &'static str;
-    /// Who the ordering group is to the shard groups it calls: the authorisation table admits
-    /// only the shape's own ordering role to a shard.
-    fn identity() -> Identity;
+    /// Who a replica of the ordering group named `group` is to the shard groups it calls: the
+    /// authorisation table admits only the shape's own ordering role to a shard.
+    fn identity(group: &str) -> Identity;
     fn machine(config: Self::Config) -> RoleMachine<Self>;
     fn shard_machine(range: ShardRange) -> RoleMachine<Self::Shard>;
     /// The leader's role has nothing left to decide or to tell a shard.
@@ -52,8 +52,8 @@ impl SimShape for Coordinator {
     const WORLD: &'static str = "cluster";
     const GROUP: &'static str = "coordinator";
 
-    fn identity() -> Identity {
-        Identity::coordinator(Self::GROUP, 1)
+    fn identity(group: &str) -> Identity {
+        Identity::coordinator(group, 1)
     }
 
     fn machine(config: CoordinatorConfig) -> RoleMachine<Coordinator> {
@@ -98,7 +98,7 @@ impl SimShape for Atomizer {
     const WORLD: &'static str = "atomizer cluster";
     const GROUP: &'static str = "atomizer";
 
-    fn identity() -> Identity {
+    fn identity(_group: &str) -> Identity {
         Identity::atomizer(1)
     }
 
