@@ -24,7 +24,8 @@
 //!
 //! Everything in the header is checked against fixed limits before anything is allocated or
 //! derived, so a hostile file cannot make the wallet allocate more than [`MEMORY_KIB_MAX`] KiB
-//! or run Argon2 for long.
+//! or run Argon2 for long: memory × passes is bounded by [`WORK_KIB_PASSES_MAX`], about 21 times
+//! the default cost (0.3 s on a 2-core machine, so a few seconds at most).
 
 use std::fmt;
 use std::io::Read;
@@ -52,6 +53,9 @@ pub const MEMORY_KIB_MAX: u32 = 1024 * 1024;
 pub const ITERATIONS_MAX: u32 = 16;
 /// The most Argon2 lanes a file may ask for.
 pub const PARALLELISM_MAX: u32 = 16;
+/// The most Argon2 work a file may ask for, memory (KiB) × passes: 1 GiB × 4 passes. Each bound
+/// above alone would allow 1 GiB × 16 passes, tens of seconds per load.
+pub const WORK_KIB_PASSES_MAX: u64 = 4 * 1024 * 1024;
 
 const KDF_ALGORITHM: &str = "argon2id";
 /// Argon2 version 1.3 (0x13), the RFC's.
@@ -372,6 +376,14 @@ fn check_header(header: &Header) -> Result<Vec<u8>, OpenError> {
             8 * kdf.parallelism
         ));
     }
+    let work = u64::from(kdf.memory_kib) * u64::from(kdf.iterations);
+    if work > WORK_KIB_PASSES_MAX {
+        return invalid(format!(
+            "its key derivation asks for {} KiB × {} passes; this program allows at most \
+             {WORK_KIB_PASSES_MAX} KiB-passes (1 GiB × 4)",
+            kdf.memory_kib, kdf.iterations
+        ));
+    }
     match hex::decode(&kdf.salt) {
         Ok(salt) if (SALT_BYTES..=SALT_BYTES_MAX).contains(&salt.len()) => Ok(salt),
         _ => invalid(format!("its salt is not {SALT_BYTES} to {SALT_BYTES_MAX} bytes of hex")),
@@ -494,6 +506,13 @@ pub(crate) mod tests {
         );
         refused(|v| v["kdf"]["memory_kib"] = 7.into(), "KiB of memory");
         refused(|v| v["kdf"]["iterations"] = 1_000_000.into(), "passes");
+        refused(
+            |v| {
+                v["kdf"]["memory_kib"] = MEMORY_KIB_MAX.into();
+                v["kdf"]["iterations"] = 5.into();
+            },
+            "KiB-passes",
+        );
         refused(|v| v["kdf"]["parallelism"] = 0.into(), "lanes");
         refused(|v| v["kdf"]["algorithm"] = "scrypt".into(), "key derivation");
         refused(|v| v["kdf"]["salt"] = "00".repeat(65).into(), "salt");
