@@ -147,6 +147,43 @@ pub enum BenchCommand {
     /// (the Go reference, fabric-token-sdk: ~90 ms and ~175 ms). About 30 s on 2 cores.
     #[command(verbatim_doc_comment)]
     Privacy(PrivacyBenchArgs),
+    /// One workload at 1, 2, 4, … cores (up to this machine's), each run a fresh process pinned
+    /// to its cores, with its own ceiling measured inside the pinned run: throughput, speed-up and
+    /// efficiency against linear, the share of the ceiling, and each thread's CPU, naming the
+    /// busiest thread with its CPU µs per transaction and the throughput that caps (the serial
+    /// stage). On 2 cores the curve is short, but the busiest thread still shows.
+    Scale(ScaleArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ScaleWorkloadArg {
+    /// `specie demo`: the embedded node, ledger of record on, signed payments, the audit.
+    Demo,
+    /// `specie bench swap`: the 2PC engine alone (coordinator and shards, fsync on).
+    Swap,
+    /// `specie bench validate`: the sentinel's validation of 2-in/2-out transactions.
+    Validate,
+}
+
+#[derive(Args, Debug)]
+pub struct ScaleArgs {
+    #[arg(long, value_enum, default_value = "demo")]
+    pub workload: ScaleWorkloadArg,
+    /// Core counts, comma-separated [default: 1, 2, 4, … and this machine's count].
+    #[arg(long, value_delimiter = ',')]
+    pub cores: Vec<usize>,
+    /// Payments per demo run.
+    #[arg(long, default_value_t = 20_000)]
+    pub payments: u64,
+    /// Seconds per swap or validate run.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Print the curve as one JSON object (every thread of every run included).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the curve as an SVG chart to this file.
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -275,6 +312,19 @@ pub struct SwapArgs {
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(match args.command {
+        BenchCommand::Scale(args) => {
+            use specie_bench::scale::{ScaleOptions, ScaleWorkload};
+            let workload = match args.workload {
+                ScaleWorkloadArg::Demo => ScaleWorkload::Demo,
+                ScaleWorkloadArg::Swap => ScaleWorkload::Swap,
+                ScaleWorkloadArg::Validate => ScaleWorkload::Validate,
+            };
+            let mut options = ScaleOptions::new(workload, args.cores, args.payments, args.seconds);
+            options.json = args.json;
+            options.chart = args.chart;
+            specie_bench::scale::run(&options)?;
+            ExitCode::SUCCESS
+        }
         BenchCommand::Validate(args) => specie_bench::swap::validate(ValidateOptions {
             seconds: args.seconds,
             json: args.json,

@@ -112,6 +112,11 @@ fn main() -> ExitCode {
         reset_sigpipe();
     }
     end_quietly_on_a_closed_stdout();
+    // Named, so that per-thread CPU (`specie bench scale`, `top -H`) tells the shared pool's
+    // workers from the main thread. Fails only if a pool was built already: then it has a name.
+    let _ = rayon::ThreadPoolBuilder::new()
+        .thread_name(|index| format!("rayon-{index}"))
+        .build_global();
     init_logging(&cli.command);
     let result = match cli.command {
         Command::Demo(args) => demo_cmd::run(args),

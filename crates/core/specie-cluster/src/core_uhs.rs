@@ -11,7 +11,7 @@ use specie_wire::{InvalidWireLimits, Transport, WireLimits};
 
 use crate::group_client::{GroupClient, GroupError};
 use crate::identity::GroupRole;
-use crate::protocol::{RoleRequest, RoleResponse};
+use crate::protocol::{RoleRequest, RoleResponse, BATCH_ITEMS_MAX};
 use crate::Topology;
 
 /// A query waits this many request time-outs: the shard group may be electing a leader.
@@ -65,14 +65,11 @@ impl CoreUhs {
         Ok(self.holds(&[marker]).await?[0])
     }
 
-    /// Which of `ids` are in the UHS: one query to each shard group that owns some of them.
+    /// Which of `ids` are in the UHS: queries to each shard group that owns some of them, of at
+    /// most [`BATCH_ITEMS_MAX`] ids each (what a shard decodes), so an audit of any size is asked.
     pub async fn holds(&self, ids: &[UhsId]) -> Result<Vec<bool>, GroupError> {
-        let mut by_shard: Vec<Vec<(usize, UhsId)>> = vec![vec![]; self.ranges.len()];
-        for (position, id) in ids.iter().enumerate() {
-            by_shard[ShardRange::owner(&self.ranges, id)].push((position, *id));
-        }
         let mut present = vec![false; ids.len()];
-        for (shard, asked) in by_shard.into_iter().enumerate().filter(|(_, a)| !a.is_empty()) {
+        for (shard, asked) in queries(&self.ranges, ids, BATCH_ITEMS_MAX as usize) {
             let (positions, shard_ids): (Vec<usize>, Vec<UhsId>) = asked.into_iter().unzip();
             let count = shard_ids.len();
             let group = &self.groups[shard];
@@ -92,6 +89,18 @@ impl CoreUhs {
         }
         Ok(present)
     }
+}
+
+/// `ids` as queries of at most `ids_max` ids each to the shard groups owning them: each query
+/// its group's index and its ids, each with its position in `ids`.
+fn queries(ranges: &[ShardRange], ids: &[UhsId], ids_max: usize) -> Vec<(usize, Vec<(usize, UhsId)>)> {
+    let mut by_shard: Vec<Vec<(usize, UhsId)>> = vec![vec![]; ranges.len()];
+    for (position, id) in ids.iter().enumerate() {
+        by_shard[ShardRange::owner(ranges, id)].push((position, *id));
+    }
+    (by_shard.iter().enumerate())
+        .flat_map(|(shard, asked)| asked.chunks(ids_max).map(move |chunk| (shard, chunk.to_vec())))
+        .collect()
 }
 
 impl CoreUhs {
@@ -117,5 +126,28 @@ pub(crate) fn other_kind(response: &RoleResponse) -> &'static str {
         RoleResponse::ArchiveBusy => "busy",
         RoleResponse::Status(_) => "a status",
         _ => "something else",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_of_any_size_is_asked_in_pieces_a_shard_decodes() {
+        let ranges = ShardRange::partition(2).unwrap();
+        // Ids 0x00.. belong to shard 0, 0xff.. to shard 1; positions interleave.
+        let ids: Vec<UhsId> = (0..7u8)
+            .map(|n| UhsId([if n % 2 == 0 { 0 } else { 0xff }; 32]))
+            .collect();
+        let asked = queries(&ranges, &ids, 3);
+        let shape: Vec<(usize, Vec<usize>)> = (asked.iter())
+            .map(|(shard, chunk)| (*shard, chunk.iter().map(|(position, _)| *position).collect()))
+            .collect();
+        assert_eq!(shape, [(0, vec![0, 2, 4]), (0, vec![6]), (1, vec![1, 3, 5])]);
+        assert!(asked.iter().all(|(shard, chunk)| chunk
+            .iter()
+            .all(|(position, id)| ids[*position] == *id && ShardRange::owner(&ranges, id) == *shard)));
+        assert!(queries(&ranges, &[], 3).is_empty(), "nothing to ask, no query");
     }
 }

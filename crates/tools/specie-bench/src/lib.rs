@@ -23,6 +23,9 @@
 //! - [`privacy`]: `specie bench privacy`, the privacy levels: validation per level on one core
 //!   and all cores, proving in the wallet, the ledger of record's append rate and end-to-end
 //!   payments per level, beside BIP-340 and the confidential proofs' own verification.
+//! - [`scale`]: `specie bench scale`, one workload at 1, 2, 4, … cores, each run pinned to its
+//!   cores: the curve, its efficiency against linear, the same-run ceiling, and the busiest
+//!   thread with its CPU per transaction (the serial stage and the cap it sets).
 //! - [`ceiling`]: what signing and verifying cost on all cores, the bound on every figure.
 
 mod cpu;
@@ -43,6 +46,7 @@ mod one_replica;
 pub mod postgres;
 pub mod privacy;
 mod replicated;
+pub mod scale;
 pub mod swap;
 
 pub use error::{BenchError, BenchResult};

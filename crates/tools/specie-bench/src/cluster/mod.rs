@@ -4,7 +4,7 @@
 //! latency; writes `result.json`, `throughput.svg` (faults marked, as in Hamilton's Figure 5)
 //! and `latency.svg`. See docs/bench-cluster.md.
 
-mod chart;
+pub(crate) mod chart;
 mod cpu;
 mod faults;
 mod load;
