@@ -1,16 +1,16 @@
 #!/bin/sh
 # A newcomer's first day, mistakes included: a wallet pointed at the wrong node or at a node of
 # another currency, a second process on a data directory, payments over what is held (core,
-# offline device, exchange account), a server on a busy port, a wallet file cut short, and a
+# offline device, exchange account, FastPay account), a server on a busy port, a wallet file cut
+# short, and a
 # pipe closed on a command's output. Each mistake is made on purpose and checked twice: the
 # command refuses with a message that says what to do, and nothing is lost (the balances are the
 # same, the wallet file is unchanged or still whole). At the end every unit minted is accounted
-# for. FastPay is not tried here: it needs a cluster of authorities (its order over the balance
-# the authorities agree on is refused before anything is signed; the Rust tests check that).
-# Run it in an empty directory, with `specie` on PATH: sh newcomer-tryout.sh
+# for. Run it in an empty directory, with `specie` on PATH: sh newcomer-tryout.sh
 # (`cargo test -p specie --test cli newcomer` runs it). On 127.0.0.1: the usd node on $PORT
 # (default 8470), the eur node on $EUR_PORT (8471), the exchange on $EXCHANGE_PORT (8480), the
-# offline authority on $OFFLINE_PORT (8490), and on $BASE_PORT (8500) a second usd node: the
+# offline authority on $OFFLINE_PORT (8490), the FastPay committee on $COMMITTEE_PORT (8495),
+# and on $BASE_PORT (8500) a second usd node: the
 # "wrong node" a mistyped port reaches. $BASE_PORT + 1 must be free: the servers that are
 # refused for their data directory are given it.
 set -eu
@@ -18,6 +18,7 @@ PORT=${PORT:-8470}
 EUR_PORT=${EUR_PORT:-8471}
 EXCHANGE_PORT=${EXCHANGE_PORT:-8480}
 OFFLINE_PORT=${OFFLINE_PORT:-8490}
+COMMITTEE_PORT=${COMMITTEE_PORT:-8495}
 BASE_PORT=${BASE_PORT:-8500}
 SPARE=127.0.0.1:$((BASE_PORT + 1))
 USD=http://127.0.0.1:$PORT
@@ -25,6 +26,7 @@ EUR=http://127.0.0.1:$EUR_PORT
 WRONG=http://127.0.0.1:$BASE_PORT
 EXCHANGE=http://127.0.0.1:$EXCHANGE_PORT
 AUTHORITY=http://127.0.0.1:$OFFLINE_PORT
+COMMITTEE=http://127.0.0.1:$COMMITTEE_PORT
 
 # Stop what this script started when it ends, however it ends.
 PIDS=
@@ -97,18 +99,22 @@ spendable() { specie wallet --wallet "$1" balance | sed -n 's/^spendable: *//p';
 device_holds() { specie offline device --device "$1" balance | sed -n 's/^balance \([0-9]*\);.*/\1/p'; }
 account_holds() { specie exchange account --wallet "$1" | sed -n "s/^  $2: //p"; }
 payment_in() { sed -n 's/^  \(specie-pay1[^ ]*\)$/\1/p'; }
+fastpay_holds() { specie wallet --wallet "$1" fastpay balance | sed -n '1s/^[0-9a-f]* *\([0-9]*\).*/\1/p'; }
 
 # 0. What works, as the walkthroughs do it: the offline authority's and the exchange's bridge
-#    keys; a usd issuer and an eur issuer; a usd node banking for both, an eur node, and a second
-#    usd node of the same issuer (another network: the wrong node); the authority and the
-#    exchange. Then alice holds 1000 usd; bob has a usd wallet, eve an eur one.
+#    keys and the FastPay committee; a usd issuer and an eur issuer; a usd node banking for all
+#    three, an eur node, and a second usd node of the same issuer (another network: the wrong
+#    node); the authority, the exchange and the committee. Then alice holds 1000 usd; bob has a
+#    usd wallet, eve an eur one.
 OFFLINE_BRIDGE=$(specie offline authority --data-dir ./offline --show-bridge-key)
 EXCHANGE_BRIDGE=$(specie exchange bridge-key --data-dir ./exchange)
+FASTPAY_COMMITTEE=$(specie byzantine committee --data-dir ./committee --show-committee)
 ISSUER=$(specie wallet --wallet issuer.json --node "$USD" create --issuer | sed -n 's/^issuer public key: //p')
 EUR_ISSUER=$(specie wallet --wallet eur-issuer.json --node "$EUR" create --issuer --hrp eur |
     sed -n 's/^issuer public key: //p')
 specie node --data-dir ./usd-node --listen "127.0.0.1:$PORT" --issuer "$ISSUER" \
-    --offline-authority "$OFFLINE_BRIDGE" --exchange "$EXCHANGE_BRIDGE" >usd-node.log 2>&1 &
+    --offline-authority "$OFFLINE_BRIDGE" --exchange "$EXCHANGE_BRIDGE" \
+    --fastpay-committee "$FASTPAY_COMMITTEE" >usd-node.log 2>&1 &
 USD_PID=$!
 specie node --data-dir ./eur-node --hrp eur --listen "127.0.0.1:$EUR_PORT" --issuer "$EUR_ISSUER" \
     --exchange "$EXCHANGE_BRIDGE" >eur-node.log 2>&1 &
@@ -124,11 +130,16 @@ AUTHORITY_PID=$!
 specie exchange serve --data-dir ./exchange --listen "127.0.0.1:$EXCHANGE_PORT" \
     --asset "usd=$USD" --asset "eur=$EUR" >exchange.log 2>&1 &
 EXCHANGE_PID=$!
-PIDS="$PIDS $AUTHORITY_PID $EXCHANGE_PID"
+specie byzantine committee --data-dir ./committee --listen "127.0.0.1:$COMMITTEE_PORT" --core "$USD" \
+    >committee.log 2>&1 &
+COMMITTEE_PID=$!
+PIDS="$PIDS $AUTHORITY_PID $EXCHANGE_PID $COMMITTEE_PID"
 wait_for $AUTHORITY_PID specie offline audit --authority "$AUTHORITY"
 wait_for $EXCHANGE_PID specie exchange last-block --exchange "$EXCHANGE"
 ALICE=$(specie wallet --wallet alice.json --node "$USD" create | sed -n 's/^address: //p')
 BOB=$(specie wallet --wallet bob.json --node "$USD" create | sed -n 's/^address: //p')
+wait_for $COMMITTEE_PID specie wallet --wallet bob.json fastpay --committee-url "$COMMITTEE" accounts --new
+BOB_ACCOUNT=$(specie wallet --wallet bob.json fastpay accounts)
 EVE=$(specie wallet --wallet eve.json --node "$EUR" create --hrp eur | sed -n 's/^address: //p')
 specie wallet --wallet alice.json import "$(specie wallet --wallet issuer.json mint 1000 --to "$ALICE" | payment_in)"
 check "alice holds" "$(spendable alice.json)" "1000 usd"
@@ -170,6 +181,8 @@ refused "a second offline authority on ./offline" "in use by process $AUTHORITY_
     specie offline authority --data-dir ./offline --listen "$SPARE" --core "$USD"
 refused "a second exchange on ./exchange" "stop that process first, or give this one another data directory" \
     specie exchange serve --data-dir ./exchange --listen "$SPARE" --asset "usd=$USD" --asset "eur=$EUR"
+refused "a second committee on ./committee" "in use by process $COMMITTEE_PID" \
+    specie byzantine committee --data-dir ./committee --listen "$SPARE" --core "$USD"
 check "alice holds" "$(spendable alice.json)" "900 usd"
 
 # 4. Spending more than is held, in each mode a node offers. The core: alice holds 900.
@@ -204,6 +217,20 @@ refused "alice withdraws 300 usd" "take more of usd than it has" \
     specie exchange withdraw --wallet alice.json --core-wallet alice.json --asset usd --amount 300
 check "alice's exchange account holds" "$(account_holds alice.json usd)" "200"
 check "alice holds" "$(spendable alice.json)" "400 usd"
+#    FastPay: a funding over the wallet's 400, then a transfer over the account's 100. Neither
+#    is signed, so nothing is left waiting that would block the account.
+cp alice.json alice.kept
+refused "alice funds a FastPay account with 401" "this wallet holds 400 usd spendable" \
+    specie wallet --wallet alice.json fastpay --committee-url "$COMMITTEE" fund 401
+unchanged alice.json alice.kept
+specie wallet --wallet alice.json fastpay --committee-url "$COMMITTEE" fund 100
+cp alice.json alice.kept
+refused "alice's account pays bob 101" "nothing was signed. Pay at most 100 usd" \
+    specie wallet --wallet alice.json fastpay pay "$BOB_ACCOUNT" 101
+unchanged alice.json alice.kept
+specie wallet --wallet alice.json fastpay pay "$BOB_ACCOUNT" 30 >/dev/null
+check "alice's FastPay account holds" "$(fastpay_holds alice.json)" "70"
+check "alice holds" "$(spendable alice.json)" "300 usd"
 
 # 5. A busy port: each server binds its port before it creates anything, so it is refused at
 #    once and leaves no data directory behind.
@@ -214,7 +241,9 @@ refused "an authority on the authority's port" "choose another address with --li
 refused "an exchange on the exchange's port" "cannot listen on 127.0.0.1:$EXCHANGE_PORT" \
     specie exchange serve --data-dir ./busy-exchange --listen "127.0.0.1:$EXCHANGE_PORT" \
     --asset "usd=$USD" --asset "eur=$EUR"
-for DIR in busy-node busy-offline busy-exchange; do
+refused "a committee on the committee's port" "choose another address with --listen" \
+    specie byzantine committee --data-dir ./busy-committee --listen "127.0.0.1:$COMMITTEE_PORT" --core "$USD"
+for DIR in busy-node busy-offline busy-exchange busy-committee; do
     [ ! -e "$DIR" ] || { echo "FAILED: ./$DIR was created" >&2; exit 1; }
 done
 echo "ok: no data directory left behind"
@@ -230,7 +259,7 @@ unchanged cut.json cut.kept
 unchanged alice.json alice.kept
 head -c 200 alice.device >cut.device
 refused "the cut device's balance" "restore it from your backup" specie offline device --device cut.device balance
-check "alice holds" "$(spendable alice.json)" "400 usd"
+check "alice holds" "$(spendable alice.json)" "300 usd"
 
 # 7. A closed pipe on standard output: help, a balance, a listing, and a payment whose payment
 #    string never reaches the terminal; `specie wallet sent` shows it again, and bob imports it.
@@ -241,10 +270,11 @@ closed_stdout specie wallet --wallet alice.json list-coins
 closed_stdout specie wallet --wallet alice.json send "$BOB" 100
 specie wallet --wallet bob.json import "$(specie wallet --wallet alice.json sent | payment_in | tail -n 1)"
 check "bob holds" "$(spendable bob.json)" "200 usd"
-check "alice holds" "$(spendable alice.json)" "300 usd"
+check "alice holds" "$(spendable alice.json)" "200 usd"
 
-# 8. Nothing lost: of the 1000 minted, alice holds 300, bob 200, alice's device 300 and her
-#    exchange account 200.
-check "alice, bob, the device and the account hold" \
+# 8. Nothing lost: of the 1000 minted, alice holds 200, bob 200, alice's device 300, her
+#    exchange account 200, her FastPay account 70 and bob's 30.
+check "alice, bob, the device and the accounts hold" \
     "$(($(spendable alice.json | cut -d' ' -f1) + $(spendable bob.json | cut -d' ' -f1) + \
-    $(device_holds alice.device) + $(account_holds alice.json usd)))" "1000"
+    $(device_holds alice.device) + $(account_holds alice.json usd) + \
+    $(fastpay_holds alice.json) + $(fastpay_holds bob.json)))" "1000"

@@ -34,11 +34,85 @@ enum ByzantineCommand {
         /// The evidence, in its canonical encoding (docs/byzantine-format.md).
         file: PathBuf,
     },
+    /// Run a whole FastPay committee in this process beside a node, its Primary: every shard of
+    /// every authority on its own durable host, each serving the FastPay clients' API under
+    /// /fastpay/AUTHORITY/SHARD of one port; GET /v1/fastpay/committee tells wallets the committee
+    /// and those paths. A funding is credited only once each authority finds it in the node's
+    /// UHS itself (--core).
+    ///
+    /// One process holds every authority's key, so it tolerates no Byzantine authority: it is for
+    /// trying the mode on one machine (a committee operated apart runs in a cluster: `specie
+    /// cluster up --authorities`). The keys come from one secret seed, DATA_DIR/committee.seed
+    /// (0600, made on first start): the same directory always gives the same committee.
+    ///
+    /// First start, with a node that is the committee's Primary:
+    ///   specie byzantine committee --data-dir committee --show-committee       # makes the seed
+    ///   specie node --data-dir core --issuer <KEY> --fastpay-committee <COMMITTEE>
+    ///   specie byzantine committee --data-dir committee --core http://127.0.0.1:8470
+    ///   specie wallet --wallet alice.json fastpay --committee-url http://127.0.0.1:8495 fund 500
+    #[command(verbatim_doc_comment)]
+    Committee {
+        /// Where the committee keeps its seed and every shard's log and snapshots.
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// Address of the HTTP API (loopback by default: put a TLS proxy in front to expose it).
+        #[arg(long, default_value = "127.0.0.1:8495")]
+        listen: std::net::SocketAddr,
+        /// The node's HTTP API, asked whether a funding is confirmed.
+        #[arg(long, required_unless_present = "show_committee")]
+        core: Option<String>,
+        /// Authorities in the committee (3f + 1 tolerates f).
+        #[arg(long, default_value_t = 4)]
+        authorities: usize,
+        /// Shards per authority.
+        #[arg(long, default_value_t = 1)]
+        shards: u32,
+        /// Print the committee (what `specie node --fastpay-committee` takes), making the seed if
+        /// needed, and exit.
+        #[arg(long)]
+        show_committee: bool,
+    },
+}
+
+impl ByzantineArgs {
+    /// Whether the command only reads files and prints (not a server, which must ignore SIGPIPE).
+    pub fn prints_only(&self) -> bool {
+        match &self.command {
+            ByzantineCommand::CheckEvidence { .. } => true,
+            ByzantineCommand::Committee { show_committee, .. } => *show_committee,
+        }
+    }
 }
 
 pub fn run(args: ByzantineArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         ByzantineCommand::CheckEvidence { file } => check_evidence(&file),
+        ByzantineCommand::Committee {
+            data_dir,
+            listen,
+            core,
+            authorities,
+            shards,
+            show_committee,
+        } => {
+            use specie_committee::standalone;
+            if show_committee {
+                println!(
+                    "{}",
+                    standalone::committee_hex(&standalone::committee_keys(&data_dir, authorities)?)
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            standalone::serve(&standalone::CommitteeServeOptions {
+                data_dir,
+                listen,
+                limits: specie_api::HttpLimits::default(),
+                core: core.expect("clap requires --core unless --show-committee"),
+                authorities,
+                shards,
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -74,7 +74,8 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Measure throughput against the ceilings that bound it (not run by the tests).
     Bench(bench_cmd::BenchArgs),
-    /// The Byzantine mode (FastPay authorities): check evidence of equivocation.
+    /// The Byzantine mode (FastPay authorities): check evidence of equivocation, and run a whole
+    /// committee beside a node.
     Byzantine(byzantine_cmd::ByzantineArgs),
     /// The exchange between currencies (SPEEDEX batch auctions): run it, show its bridge key,
     /// and trade on it from a wallet (deposit, offer, cancel, pay, withdraw).
@@ -101,13 +102,9 @@ fn main() -> ExitCode {
     // … | head` ends quietly instead of panicking on a closed pipe.
     if matches!(
         cli.command,
-        Command::Tx(_)
-            | Command::Sim(_)
-            | Command::Byzantine(_)
-            | Command::Audit(_)
-            | Command::Ra(_)
-            | Command::Issuer(_)
+        Command::Tx(_) | Command::Sim(_) | Command::Audit(_) | Command::Ra(_) | Command::Issuer(_)
     ) || matches!(&cli.command, Command::Offline(args) if args.prints_only())
+        || matches!(&cli.command, Command::Byzantine(args) if args.prints_only())
     {
         reset_sigpipe();
     }
@@ -186,7 +183,8 @@ fn init_logging(command: &Command) {
                     | Command::ExchangeReplica(_)
                     | Command::Archiver(_)
                     | Command::Atomizer(_)
-            ) || matches!(command, Command::Offline(args) if !args.prints_only()) =>
+            ) || matches!(command, Command::Offline(args) if !args.prints_only())
+                || matches!(command, Command::Byzantine(args) if !args.prints_only()) =>
         {
             tracing_subscriber::EnvFilter::new("warn")
         }

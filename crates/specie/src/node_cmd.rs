@@ -89,8 +89,15 @@ pub struct NodeArgs {
     /// refused (`active_auditor_missing`). Kept in node.toml.
     #[arg(long = "active-auditor", value_name = "HEX", value_parser = parse_xonly_key)]
     pub active_auditors: Vec<[u8; 32]>,
+    /// The FastPay committee this node is the Primary of (hex of its canonical encoding, as
+    /// `specie byzantine committee --show-committee` prints it): fundings of its accounts and
+    /// redeems of its certificates are valid. Without it, both are refused
+    /// (`no_fastpay_committee`). Kept in node.toml.
+    #[arg(long, value_name = "HEX", value_parser = parse_fastpay_committee)]
+    pub fastpay_committee: Option<specie_fastpay::Committee>,
     /// Replace the keys node.toml keeps with those given here (--offline-authority, --exchange,
-    /// --auditor, --registration-authority, --owner-auditor, --active-auditor, --endorsement).
+    /// --auditor, --registration-authority, --owner-auditor, --active-auditor, --endorsement,
+    /// --fastpay-committee).
     /// Without it a key other than the kept one is refused, and a key not given is kept: a
     /// restart without a flag never changes what the node accepts.
     #[arg(long)]
@@ -167,6 +174,13 @@ pub struct NodeArgs {
     pub http_idle_timeout_ms: u64,
 }
 
+/// A FastPay committee, hex of its canonical encoding.
+fn parse_fastpay_committee(text: &str) -> Result<specie_fastpay::Committee, String> {
+    specie_node::settings::fastpay_committee(specie_node::settings::KeptSetting::FastpayCommittee, text.trim()).map_err(
+        |_| "not a FastPay committee: expected the hex `specie byzantine committee --show-committee` prints".into(),
+    )
+}
+
 /// A setting node.toml keeps, by its name (`--forget exchange`).
 fn parse_setting(text: &str) -> Result<KeptSetting, String> {
     KeptSetting::from_name(text).ok_or_else(|| {
@@ -228,6 +242,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     options.registration_authority = args.registration_authority.map(|key| *key);
     options.owner_auditors = owner_auditors;
     options.active_auditors = args.active_auditors;
+    options.fastpay_committee = args.fastpay_committee;
     options.batch_transactions_max = args.batch_transactions_max;
     options.ledger_of_record = args.no_ledger_of_record.then_some(false);
     options.shape = args.shape.map(CoreShape::from);

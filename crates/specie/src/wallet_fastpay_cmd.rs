@@ -12,7 +12,7 @@ use specie_committee::{AuthorityAddresses, HttpCommittee, HttpCommitteeOptions};
 use specie_fastpay::{decode_exact, AccountKey, Certificate, Committee, Recipient, CERTIFICATE_BYTES_MAX};
 use specie_fastpay_wallet::{self as driver, Announced, PayOutcome};
 use specie_wallet::session::{self, Submitted};
-use specie_wallet::{verify_certificate, Outcome, Wallet, WalletFile};
+use specie_wallet::{verify_certificate, CommitteeSource, Outcome, Wallet, WalletFile};
 
 /// Exit status when something was accepted but is not final yet.
 const EXIT_NOT_FINAL: u8 = 2;
@@ -24,6 +24,10 @@ pub struct FastpayArgs {
     /// The cluster file naming the committee and its authorities (saved in the wallet).
     #[arg(long, value_name = "PATH")]
     pub cluster_file: Option<PathBuf>,
+    /// Or the API of a committee run beside a node (`specie byzantine committee`), which names
+    /// the committee and its authorities (saved in the wallet).
+    #[arg(long, value_name = "URL", conflicts_with = "cluster_file")]
+    pub committee_url: Option<String>,
 
     #[command(subcommand)]
     pub command: FastpayCommand,
@@ -101,6 +105,57 @@ fn parse_account(text: &str) -> Result<AccountKey> {
     Ok(AccountKey(bytes))
 }
 
+/// Where the committee and its authorities' addresses are described.
+#[derive(Clone, Debug)]
+enum Source {
+    ClusterFile(PathBuf),
+    Url(String),
+}
+
+impl Source {
+    /// What `--cluster-file` or `--committee-url` gives, if either.
+    fn given(args: &FastpayArgs) -> Result<Option<Source>> {
+        if let Some(path) = &args.cluster_file {
+            let path = std::fs::canonicalize(path).with_context(|| format!("no cluster file at {}", path.display()))?;
+            return Ok(Some(Source::ClusterFile(path)));
+        }
+        Ok(args
+            .committee_url
+            .as_ref()
+            .map(|url| Source::Url(url.trim_end_matches('/').to_string())))
+    }
+
+    /// The source given now, else the one the wallet saved.
+    fn of(wallet: &Wallet, given: Option<&Source>) -> Result<Source> {
+        if let Some(source) = given {
+            return Ok(source.clone());
+        }
+        match wallet.fastpay().and_then(|book| book.source()) {
+            Some(CommitteeSource::ClusterFile(path)) => Ok(Source::ClusterFile(PathBuf::from(path))),
+            Some(CommitteeSource::Url(url)) => Ok(Source::Url(url.to_string())),
+            None => bail!(
+                "which committee? give it once with `specie wallet fastpay --cluster-file DIR/cluster.toml …` (a \
+                 cluster) or `--committee-url URL` (a committee beside a node)"
+            ),
+        }
+    }
+
+    fn remembered(&self) -> Option<CommitteeSource<'_>> {
+        match self {
+            Source::ClusterFile(path) => path.to_str().map(CommitteeSource::ClusterFile),
+            Source::Url(url) => Some(CommitteeSource::Url(url)),
+        }
+    }
+
+    /// The committee and the authorities' addresses.
+    fn read(&self) -> Result<(Committee, Vec<AuthorityAddresses>)> {
+        match self {
+            Source::ClusterFile(path) => read_cluster(path),
+            Source::Url(url) => Ok(specie_committee::standalone::read_committee(url)?),
+        }
+    }
+}
+
 /// The committee and the authorities' addresses from a cluster file.
 fn read_cluster(path: &Path) -> Result<(Committee, Vec<AuthorityAddresses>)> {
     let topology = specie_cluster::Topology::load(path).with_context(|| format!("reading {}", path.display()))?;
@@ -112,32 +167,20 @@ fn read_cluster(path: &Path) -> Result<(Committee, Vec<AuthorityAddresses>)> {
     })?;
     let committee = config.committee()?;
     let addresses = config.http_addresses();
-    Ok((committee, addresses))
-}
-
-/// The cluster file given now, else the one the wallet saved.
-fn cluster_path(wallet: &Wallet, given: Option<&Path>) -> Result<PathBuf> {
-    if let Some(path) = given {
-        return std::fs::canonicalize(path).with_context(|| format!("no cluster file at {}", path.display()));
-    }
-    wallet
-        .fastpay()
-        .and_then(|book| book.cluster_file())
-        .map(PathBuf::from)
-        .ok_or_else(|| anyhow!("which committee? give the cluster file once with `specie wallet fastpay --cluster-file DIR/cluster.toml …`"))
-}
-
-/// A client of the wallet's committee (checked to be the cluster file's), saving the file's path.
-fn connect(path: &Path, wallet: &mut Wallet, given: Option<&Path>) -> Result<HttpCommittee> {
-    let cluster = cluster_path(wallet, given)?;
-    let (committee, addresses) = read_cluster(&cluster)?;
     if addresses.is_empty() {
         bail!(
             "{} lists no authority processes ([[fastpay_committee.authorities]])",
-            cluster.display()
+            path.display()
         );
     }
-    wallet.fastpay_use_committee(&committee, cluster.to_str())?;
+    Ok((committee, addresses))
+}
+
+/// A client of the wallet's committee (checked to be the source's), saving the source.
+fn connect(path: &Path, wallet: &mut Wallet, given: Option<&Source>) -> Result<HttpCommittee> {
+    let source = Source::of(wallet, given)?;
+    let (committee, addresses) = source.read()?;
+    wallet.fastpay_use_committee(&committee, source.remembered())?;
     WalletFile::save(path, wallet)?;
     let options = HttpCommitteeOptions {
         request_timeout: Duration::from_secs(5),
@@ -166,11 +209,25 @@ fn choose_account(path: &Path, wallet: &mut Wallet, named: Option<&str>, make: b
 
 /// Runs one `specie wallet fastpay` command (the caller holds the wallet's lock).
 pub fn run(path: &Path, node: Option<&str>, args: FastpayArgs) -> Result<ExitCode> {
-    let given = args.cluster_file.as_deref();
+    let given = Source::given(&args)?;
+    let given = given.as_ref();
     if let FastpayCommand::Verify { certificate } = &args.command {
         return verify(path, given, certificate);
     }
     let mut wallet = WalletFile::load(path)?;
+    if let FastpayCommand::Fund { amount, .. } = args.command {
+        // Over what the wallet holds: refused before anything is saved (an account, the committee).
+        let balance = wallet.balance();
+        if amount > balance.spendable {
+            return Err(specie_wallet::WalletError::InsufficientFunds {
+                spendable: balance.spendable,
+                pending_in: balance.pending_in,
+                needed: amount,
+                unit: wallet.hrp().to_string(),
+            }
+            .into());
+        }
+    }
     match args.command {
         FastpayCommand::Accounts { new } => accounts(path, &mut wallet, given, new),
         FastpayCommand::History => history(&wallet),
@@ -302,12 +359,12 @@ fn report_presented(presented: &[driver::Presented], unit: &str) -> Option<ExitC
     code
 }
 
-fn accounts(path: &Path, wallet: &mut Wallet, given: Option<&Path>, new: bool) -> Result<ExitCode> {
+fn accounts(path: &Path, wallet: &mut Wallet, given: Option<&Source>, new: bool) -> Result<ExitCode> {
     if new {
         if wallet.fastpay().is_none() {
-            let (committee, _) = read_cluster(&cluster_path(wallet, given)?)?;
-            let cluster = cluster_path(wallet, given)?;
-            wallet.fastpay_use_committee(&committee, cluster.to_str())?;
+            let source = Source::of(wallet, given)?;
+            let (committee, _) = source.read()?;
+            wallet.fastpay_use_committee(&committee, source.remembered())?;
         }
         let key = wallet.fastpay_new_account(&mut rand::thread_rng())?;
         WalletFile::save(path, wallet)?;
@@ -506,13 +563,15 @@ fn read_certificate(text: &str) -> Result<Certificate> {
     )?)
 }
 
-fn verify(path: &Path, given: Option<&Path>, text: &str) -> Result<ExitCode> {
+fn verify(path: &Path, given: Option<&Source>, text: &str) -> Result<ExitCode> {
     let committee = match given {
-        Some(cluster) => read_cluster(cluster)?.0,
+        Some(source) => source.read()?.0,
         None => WalletFile::load(path)?
             .fastpay()
             .map(|book| book.committee().clone())
-            .ok_or_else(|| anyhow!("no committee to check against: give --cluster-file DIR/cluster.toml"))?,
+            .ok_or_else(|| {
+                anyhow!("no committee to check against: give --cluster-file DIR/cluster.toml or --committee-url URL")
+            })?,
     };
     let certificate = match read_certificate(text) {
         Ok(certificate) => certificate,

@@ -949,9 +949,10 @@ fn demo_exchange_trades_three_currencies_withdraws_everything_and_audits() {
 }
 
 /// The walkthroughs in `docs/walkthroughs`, each with the documents that show or link it.
-const WALKTHROUGHS: [(&str, &[&str]); 9] = [
+const WALKTHROUGHS: [(&str, &[&str]); 10] = [
     ("core-node.sh", &["README.md"]),
     ("core-cluster.sh", &["README.md", "docs/operator-guide.md"]),
+    ("fastpay-node.sh", &["README.md", "docs/byzantine-mode.md"]),
     ("fastpay-cluster.sh", &["README.md", "docs/byzantine-mode.md"]),
     ("offline-node.sh", &["README.md", "docs/offline-mode.md"]),
     ("offline-cluster.sh", &["README.md", "docs/offline-mode.md"]),
@@ -967,7 +968,11 @@ const WALKTHROUGH_LIMIT: std::time::Duration = std::time::Duration::from_secs(18
 /// A base port with `count` free consecutive ports above it, below Linux's ephemeral range (a
 /// port found free there can be taken by an outgoing connection before a server binds it).
 fn free_ports(count: u16) -> u16 {
-    let start = (std::process::id() % 600) as u16 * 20;
+    // Tests of this binary run at once: each call starts from its own place, so that two of
+    // them do not find the same free range before either binds it.
+    static CALLS: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let start = ((std::process::id() % 600) as u16 * 20).wrapping_add(call.wrapping_mul(3_001));
     (0..1_000u16)
         .map(|i| 20_000 + start.wrapping_add(i.wrapping_mul(37)) % 12_000)
         .find(|base| (0..count).all(|p| std::net::TcpListener::bind(("127.0.0.1", base + p)).is_ok()))
@@ -1011,14 +1016,15 @@ fn run_walkthrough(script: &std::path::Path) -> std::time::Duration {
     let output_dir = tempfile::tempdir().unwrap();
     let output_path = output_dir.path().join("output");
     let output = std::fs::File::create(&output_path).unwrap();
-    // BASE_PORT takes up to 12 ports (a cluster with a FastPay committee); the nodes one each.
-    let base = free_ports(16);
+    // BASE_PORT takes up to 12 ports (a cluster with a FastPay committee); the others one each.
+    let base = free_ports(17);
     let ports = [
         ("BASE_PORT", 0),
         ("PORT", 12),
         ("EUR_PORT", 13),
         ("OFFLINE_PORT", 14),
         ("EXCHANGE_PORT", 15),
+        ("COMMITTEE_PORT", 16),
     ];
     let started = Instant::now();
     let mut child = Command::new("sh")

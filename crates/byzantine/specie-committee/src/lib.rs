@@ -7,8 +7,10 @@ mod call;
 mod embedded;
 pub mod http_api;
 pub mod http_client;
+pub mod http_server;
 mod payment;
 mod pipeline;
+pub mod standalone;
 
 pub use call::{Call, Heard};
 pub use embedded::{Answer, Behaviour, EmbeddedCommittee, EmbeddedCommitteeOptions, StartError};

@@ -7,7 +7,7 @@
 //! It serves, on its wire `address` (mutual TLS): Raft within its group, credits and their
 //! acknowledgements from the other shards of its own authority (who sent them is the sender's
 //! certificate, never the message), and status. On its `http` address it serves the FastPay
-//! clients' API ([`crate::authority_http`]). It reaches the other shards of its authority to send
+//! clients' API ([`specie_committee::http_server`]). It reaches the other shards of its authority to send
 //! credits, and the online core's shard groups to find a funding's marker in the UHS before
 //! crediting it: it takes no one's word for a funding.
 
@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use specie_authority::{AuthorityConfig, AuthorityShard, Input, Message, Reply, Report, ShardIndex};
+use specie_committee::http_server::{Pending, ShardPlace, Unavailable};
 use specie_committee::Call;
 use specie_fastpay::Committee;
 use specie_host::{CallError, Calls, Gather, HostStopped, ReplicatedHost, RoleMachine, Slot, Wiring};
@@ -337,6 +338,52 @@ impl AuthorityReplica {
     }
 }
 
+impl specie_committee::http_server::AuthorityService for AuthorityReplica {
+    fn committee(&self) -> &Committee {
+        &self.committee
+    }
+
+    fn place(&self) -> ShardPlace {
+        ShardPlace {
+            authority: self.place.authority,
+            shard: self.place.shard,
+            shards: self.group.shards,
+            replica: self.hosted.replica.id(),
+        }
+    }
+
+    fn ready(&self) -> Result<(), Unavailable> {
+        if self.hosted.is_leader() {
+            return Ok(());
+        }
+        Err(self.not_leader(self.hosted.replica.leader()))
+    }
+
+    fn call(&self, call: Call) -> Pending<'_, Result<Reply, Unavailable>> {
+        Box::pin(async move {
+            AuthorityReplica::call(self, call).await.map_err(|error| match error {
+                AuthorityCallError::NotLeader(leader) => self.not_leader(leader),
+                AuthorityCallError::OutcomeUnknown => Unavailable::OutcomeUnknown,
+                AuthorityCallError::Stopping => Unavailable::Stopping,
+            })
+        })
+    }
+
+    fn in_core(&self, marker: UhsId) -> Pending<'_, Result<bool, String>> {
+        Box::pin(async move { AuthorityReplica::in_core(self, marker).await.map_err(|e| e.to_string()) })
+    }
+}
+
+impl AuthorityReplica {
+    /// Where a caller of a replica that does not lead should go.
+    fn not_leader(&self, leader: Option<u64>) -> Unavailable {
+        Unavailable::NotLeader {
+            leader,
+            leader_http: self.http_of(leader).map(|address| address.to_string()),
+        }
+    }
+}
+
 /// Everything replica `id` of `group` needs from the cluster file, its PKI and its peers.
 fn parts(topology: &Topology, group: &AuthorityGroup, id: u64) -> Result<Parts, AuthorityReplicaError> {
     let me = &Identity::authority(&group.name, id);
@@ -406,7 +453,7 @@ pub async fn run(topology: Topology, group: String, id: u64) -> Result<(), Autho
         machine,
         move |hosted| {
             let (replica, task) = AuthorityReplica::start(hosted, parts);
-            let router = crate::authority_http::router(replica.clone());
+            let router = specie_committee::http_server::router(replica.clone());
             eprintln!("{} replica {id}: FastPay API on http://{http}", replica.group.name);
             spawn_api(listener, router, http_limits, "FastPay");
             (replica, task)

@@ -5,7 +5,7 @@
 //! - [`shard_replica`] / [`coordinator_replica`]: a role's state machine replicated by Raft
 //!   (`specie-raft`), serving its peers and callers; only leaders act (Hamilton §4.2).
 //! - [`sentinel`]: validates transactions and serves the wallets' HTTP API in front of the cluster.
-//! - [`authority_replica`] / [`authority_http`]: a FastPay authority shard (Byzantine mode) as a
+//! - [`authority_replica`] (its HTTP API is `specie_committee::http_server`): a FastPay authority shard (Byzantine mode) as a
 //!   replica group member, serving its clients' HTTP API; the online core is its Primary.
 //! - [`offline_replica`]: the offline cash authority as a replica group member, serving devices'
 //!   HTTP API; the online core funds it and takes its payouts.
@@ -17,7 +17,6 @@
 
 pub mod archiver_replica;
 pub mod atomizer_replica;
-pub mod authority_http;
 pub mod authority_replica;
 pub mod authority_tally;
 pub mod coordinator_replica;

@@ -38,9 +38,9 @@ pub struct NodeOptions {
     pub issuers: Vec<String>,
     /// The FastPay committee this node is the Primary of: fundings to it and redeems of its
     /// certificates are valid. `None`: every FastPay funding and redeem is invalid
-    /// (`no_fastpay_committee`). Given at every start, not recorded in `node.toml`; a node must
-    /// keep the same committee for its life (committee changes are not built, and redeem
-    /// markers name an account and sequence number, not a committee).
+    /// (`no_fastpay_committee`). Kept in `node.toml` (`[settings]`); a node should keep the same
+    /// committee for its life (committee changes are not built, and redeem markers name an
+    /// account and sequence number, not a committee).
     pub fastpay_committee: Option<Committee>,
     /// The offline authority's bridge key this node banks for: offline fundings to it and its
     /// signed payouts are valid. `None`: both are invalid (`no_offline_authority`). Given at

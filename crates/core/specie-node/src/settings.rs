@@ -24,11 +24,12 @@ pub enum KeptSetting {
     OwnerAuditors,
     ActiveAuditors,
     Endorsement,
+    FastpayCommittee,
 }
 
 impl KeptSetting {
     /// Every setting, in the order the start banner shows them.
-    pub const ALL: [KeptSetting; 8] = [
+    pub const ALL: [KeptSetting; 9] = [
         KeptSetting::Issuers,
         KeptSetting::OfflineAuthority,
         KeptSetting::Exchange,
@@ -37,6 +38,7 @@ impl KeptSetting {
         KeptSetting::OwnerAuditors,
         KeptSetting::ActiveAuditors,
         KeptSetting::Endorsement,
+        KeptSetting::FastpayCommittee,
     ];
 
     /// The setting `name` names ([`KeptSetting::name`]).
@@ -55,6 +57,7 @@ impl KeptSetting {
             KeptSetting::OwnerAuditors => "owner-auditors",
             KeptSetting::ActiveAuditors => "active-auditors",
             KeptSetting::Endorsement => "endorsement",
+            KeptSetting::FastpayCommittee => "fastpay-committee",
         }
     }
 }
@@ -86,6 +89,9 @@ pub struct KeptSettings {
     pub active_auditors: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endorsement: Option<KeptEndorsement>,
+    /// The FastPay committee this node is the Primary of: its canonical encoding, hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fastpay_committee: Option<String>,
 }
 
 /// Threshold endorsement as kept: `k` of `n` endorsers, shares dealt from `seed`.
@@ -191,6 +197,11 @@ impl KeptSettings {
                 n: e.n,
                 seed: e.seed,
             }),
+            fastpay_committee: (options.fastpay_committee.as_ref()).map(|committee| {
+                let mut bytes = vec![];
+                committee.encode_to(&mut bytes);
+                hex::encode(bytes)
+            }),
         }
     }
 
@@ -255,6 +266,14 @@ impl KeptSettings {
                 change,
                 None,
             )?,
+            fastpay_committee: settle(
+                S::FastpayCommittee,
+                &self.fastpay_committee,
+                &given.fastpay_committee,
+                given.fastpay_committee.is_some(),
+                change,
+                None,
+            )?,
         })
     }
 
@@ -291,6 +310,9 @@ impl KeptSettings {
             seed: e.seed,
             compromised,
         });
+        options.fastpay_committee = (self.fastpay_committee.as_deref())
+            .map(|text| fastpay_committee(KeptSetting::FastpayCommittee, text))
+            .transpose()?;
         Ok(())
     }
 
@@ -323,8 +345,30 @@ impl KeptSettings {
         if self.endorsement.is_some() {
             add(KeptSetting::Endorsement, self.endorsement.shown());
         }
+        if let Some(text) = &self.fastpay_committee {
+            let shown = fastpay_committee(KeptSetting::FastpayCommittee, text).map_or_else(
+                |_| "does not decode".to_string(),
+                |c| {
+                    format!(
+                        "epoch {}, {} authorities, id {}",
+                        c.epoch(),
+                        c.size(),
+                        hex::encode(c.id())
+                    )
+                },
+            );
+            add(KeptSetting::FastpayCommittee, shown);
+        }
         lines
     }
+}
+
+/// A FastPay committee from the hex of its canonical encoding.
+pub fn fastpay_committee(setting: KeptSetting, text: &str) -> Result<specie_fastpay::Committee, SettingsError> {
+    let bytes = hex::decode(text).map_err(|_| bad(setting, "not hex", text))?;
+    let bytes_max = 1 + 8 + 4 + 32 * specie_fastpay::COMMITTEE_MEMBERS_MAX;
+    specie_fastpay::decode_exact("committee", &bytes, bytes_max, specie_fastpay::Committee::decode_from)
+        .map_err(|error| bad(setting, error.to_string(), text))
 }
 
 fn bad(setting: KeptSetting, reason: impl Into<String>, text: &str) -> SettingsError {

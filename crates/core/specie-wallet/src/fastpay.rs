@@ -201,12 +201,23 @@ impl FastpayAccount {
     }
 }
 
+/// Where a wallet learns its committee's authorities' addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitteeSource<'a> {
+    /// A cluster's file (`specie cluster up --authorities`), by path.
+    ClusterFile(&'a str),
+    /// A standalone committee's API (`specie byzantine committee`), by URL.
+    Url(&'a str),
+}
+
 /// The Byzantine-mode part of a wallet: one committee and its accounts.
 #[derive(Clone, Debug)]
 pub struct FastpayBook {
     pub(crate) committee: Committee,
     /// The cluster file that names the authorities' addresses, saved like the node's URL.
     pub(crate) cluster_file: Option<String>,
+    /// Or the standalone committee's API that names them (one of the two at most).
+    pub(crate) committee_url: Option<String>,
     pub(crate) accounts: Vec<FastpayAccount>,
 }
 
@@ -217,6 +228,25 @@ impl FastpayBook {
 
     pub fn cluster_file(&self) -> Option<&str> {
         self.cluster_file.as_deref()
+    }
+
+    pub fn committee_url(&self) -> Option<&str> {
+        self.committee_url.as_deref()
+    }
+
+    /// Where the authorities' addresses were last learnt, if anywhere.
+    pub fn source(&self) -> Option<CommitteeSource<'_>> {
+        (self.cluster_file.as_deref().map(CommitteeSource::ClusterFile))
+            .or_else(|| self.committee_url.as_deref().map(CommitteeSource::Url))
+    }
+
+    fn remember(&mut self, source: CommitteeSource<'_>) {
+        let (file, url) = match source {
+            CommitteeSource::ClusterFile(file) => (Some(file.to_owned()), None),
+            CommitteeSource::Url(url) => (None, Some(url.to_owned())),
+        };
+        self.cluster_file = file;
+        self.committee_url = url;
     }
 
     pub fn accounts(&self) -> &[FastpayAccount] {
@@ -285,29 +315,26 @@ impl Wallet {
     }
 
     /// Makes `committee` this wallet's (first use), or checks that it is already; remembers
-    /// `cluster_file` when given.
+    /// where its authorities' addresses came from when given.
     pub fn fastpay_use_committee(
         &mut self,
         committee: &Committee,
-        cluster_file: Option<&str>,
+        source: Option<CommitteeSource<'_>>,
     ) -> Result<(), FastpayError> {
-        match &mut self.fastpay {
-            Some(book) if book.committee != *committee => Err(mismatch(&book.committee, committee)),
-            Some(book) => {
-                if let Some(file) = cluster_file {
-                    book.cluster_file = Some(file.to_owned());
-                }
-                Ok(())
-            }
-            None => {
-                self.fastpay = Some(FastpayBook {
-                    committee: committee.clone(),
-                    cluster_file: cluster_file.map(str::to_owned),
-                    accounts: Vec::new(),
-                });
-                Ok(())
-            }
+        let book = match &mut self.fastpay {
+            Some(book) if book.committee != *committee => return Err(mismatch(&book.committee, committee)),
+            Some(book) => book,
+            None => self.fastpay.insert(FastpayBook {
+                committee: committee.clone(),
+                cluster_file: None,
+                committee_url: None,
+                accounts: Vec::new(),
+            }),
+        };
+        if let Some(source) = source {
+            book.remember(source);
         }
+        Ok(())
     }
 
     /// A new Byzantine-mode account.
@@ -621,7 +648,9 @@ mod tests {
         let mut rng = rng(40);
         let (committee, keys) = committee();
         let mut wallet = funded_wallet(&[100], &mut rng);
-        wallet.fastpay_use_committee(&committee, Some("c.toml")).unwrap();
+        wallet
+            .fastpay_use_committee(&committee, Some(CommitteeSource::ClusterFile("c.toml")))
+            .unwrap();
         let account = wallet.fastpay_new_account(&mut rng).unwrap();
         let payee = AccountKey(deterministic_key("payee", 0).verifying_key().to_bytes());
         let order = wallet

@@ -21,6 +21,9 @@ pub struct FastpayRecord {
     pub committee: CommitteeRecord,
     /// The cluster file naming the authorities' addresses, as given with `--cluster-file`.
     pub cluster_file: Option<String>,
+    /// Or the standalone committee's API naming them, as given with `--committee-url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub committee_url: Option<String>,
     pub accounts: Vec<FastpayAccountRecord>,
 }
 
@@ -129,6 +132,7 @@ impl FastpayRecord {
                 id: hex::encode(committee.id()),
             },
             cluster_file: book.cluster_file().map(str::to_owned),
+            committee_url: book.committee_url().map(str::to_owned),
             accounts: book.accounts().iter().map(FastpayAccountRecord::from_account).collect(),
         }
     }
@@ -157,9 +161,13 @@ impl FastpayRecord {
             }
             accounts.push(account);
         }
+        if self.cluster_file.is_some() && self.committee_url.is_some() {
+            return Err(problem("fastpay", "names both a cluster file and a committee URL"));
+        }
         Ok(FastpayBook {
             committee,
             cluster_file: self.cluster_file.clone(),
+            committee_url: self.committee_url.clone(),
             accounts,
         })
     }
@@ -308,7 +316,10 @@ mod tests {
         let mut rng = rng(seed);
         let mut wallet = funded_wallet(&[500], &mut rng);
         wallet
-            .fastpay_use_committee(&signing.committee, Some("/tmp/cluster.toml"))
+            .fastpay_use_committee(
+                &signing.committee,
+                Some(crate::fastpay::CommitteeSource::ClusterFile("/tmp/cluster.toml")),
+            )
             .unwrap();
         let account = wallet.fastpay_new_account(&mut rng).unwrap();
         wallet.fastpay_new_account(&mut rng).unwrap();

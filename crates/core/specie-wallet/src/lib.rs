@@ -70,8 +70,8 @@ pub use envelope::{
 };
 pub use error::WalletError;
 pub use fastpay::{
-    verify_certificate, FastpayAccount, FastpayBook, FastpayError, FundingRecord, SentTransfer, VerifiedTransfer,
-    FASTPAY_ACCOUNTS_MAX,
+    verify_certificate, CommitteeSource, FastpayAccount, FastpayBook, FastpayError, FundingRecord, SentTransfer,
+    VerifiedTransfer, FASTPAY_ACCOUNTS_MAX,
 };
 pub use file::{
     write_file_atomically, FileError, WalletFile, WalletFileError, WalletLock, ENCRYPTED_WALLET_FILE_BYTES_MAX,

@@ -4,6 +4,7 @@
 pub mod dir_lock;
 mod error;
 pub mod frame;
+pub mod secret;
 pub mod segment;
 mod snapshot;
 

@@ -2,8 +2,6 @@
 //! and await the reply. Calls that arrive together are taken in one turn, so their deposits are
 //! checked in one batch and made durable with one fsync.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -117,31 +115,10 @@ pub(crate) fn create_private_dir(dir: &Path) -> Result<(), OpenError> {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io)
 }
 
-/// A 32-byte secret kept as hex in `path`: read it, or create it (0600, written and synced before
-/// it is used) on first start.
+/// A 32-byte secret kept as hex in `path` ([`specie_log::secret`]).
 pub(crate) fn secret_file(path: &Path) -> Result<[u8; 32], OpenError> {
-    let io = |source| OpenError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
-            let bytes = hex::decode(text.trim()).map_err(|_| OpenError::BadSecret { path: path.into() })?;
-            bytes.try_into().map_err(|_| OpenError::BadSecret { path: path.into() })
-        }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            let mut secret = [0u8; 32];
-            rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut secret);
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(path)
-                .map_err(io)?;
-            file.write_all(hex::encode(secret).as_bytes()).map_err(io)?;
-            file.sync_all().map_err(io)?;
-            Ok(secret)
-        }
-        Err(error) => Err(io(error)),
-    }
+    specie_log::secret::read_or_create(path).map_err(|error| match error {
+        specie_log::secret::SecretFileError::Io { path, source } => OpenError::Io { path, source },
+        specie_log::secret::SecretFileError::Bad { path } => OpenError::BadSecret { path },
+    })
 }

@@ -1,10 +1,13 @@
-//! The FastPay clients' HTTP API of one authority shard replica (docs/api.md, "FastPay
-//! authorities"; the shapes are `specie_committee::http_api`). Requests are self-authenticating
-//! (the owner's signature on an order, a quorum's on a certificate, the core's UHS behind a
-//! funding), so no client certificate is asked for. Bodies are bounded; anything malformed gets
-//! a 4xx naming what is wrong; a replica that does not lead answers 503 `not_leader` with the
-//! leader's API, so clients retry there.
+//! The FastPay clients' HTTP API of one authority shard, however it is hosted (docs/api.md,
+//! "FastPay authorities"; the shapes are [`crate::http_api`]): a replica of a cluster's Raft
+//! group (`specie-cluster`), or a shard of a committee embedded in one process
+//! ([`crate::standalone`]). Requests are self-authenticating (the owner's signature on an order, a
+//! quorum's on a certificate, the core's UHS behind a funding), so no client certificate is asked
+//! for. Bodies are bounded; anything malformed gets a 4xx naming what is wrong; a replica that
+//! does not lead answers 503 `not_leader` with the leader's API, so clients retry there.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -16,23 +19,61 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
+use specie_authority::ShardIndex;
 use specie_authority::{shard_of, Funding, Refusal, Reply};
 use specie_codec::{Decode, DecodeError};
-use specie_committee::http_api::{
+use specie_fastpay::{
+    decode_exact, AccountKey, AuthorityIndex, Certificate, Committee, RoundRequest, SignedOrder, SignedRoundRequest,
+    CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
+};
+use specie_transaction::{SpecieTransaction, UhsId};
+
+use crate::http_api::{
     AccountBody, ConfirmedBody, ErrorBody, ErrorDetail, FundedBody, InfoBody, PendingBody, Proposal, ACCOUNTS_PATH,
     BODY_BYTES_MAX, CERTIFICATES_PATH, CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_SETTLED, CODE_STOPPING,
     FUNDINGS_PATH, INFO_PATH, LOCKS_PATH, ORDERS_PATH, PROPOSALS_PATH, ROUND_CHANGES_PATH,
 };
-use specie_committee::Call;
-use specie_fastpay::{
-    decode_exact, AccountKey, Certificate, RoundRequest, SignedOrder, SignedRoundRequest, CERTIFICATE_BYTES_MAX,
-    SIGNED_ORDER_BYTES_MAX,
-};
-use specie_transaction::SpecieTransaction;
+use crate::Call;
 
-use crate::authority_replica::{AuthorityCallError, AuthorityReplica};
+/// A future the API awaits, boxed so that the service can sit behind `dyn`.
+pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-type Shared = State<Arc<AuthorityReplica>>;
+/// Why a call got no answer from the authority shard.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unavailable {
+    /// This replica does not lead its shard group: the leader's id and HTTP API, if known.
+    NotLeader {
+        leader: Option<u64>,
+        leader_http: Option<String>,
+    },
+    /// The lead was lost while the call was in flight: the log decides; every call is idempotent.
+    OutcomeUnknown,
+    Stopping,
+}
+
+/// Which shard of which authority a service is, and whether it answers now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardPlace {
+    pub authority: AuthorityIndex,
+    pub shard: ShardIndex,
+    pub shards: u32,
+    /// The replica's id in its group (1 for a shard with no replicas).
+    pub replica: u64,
+}
+
+/// One authority shard as the API reaches it.
+pub trait AuthorityService: Send + Sync + 'static {
+    fn committee(&self) -> &Committee;
+    fn place(&self) -> ShardPlace;
+    /// Ok to take calls now, or why not (a follower names its leader).
+    fn ready(&self) -> Result<(), Unavailable>;
+    /// The role's reply to `call`, once it is durable.
+    fn call(&self, call: Call) -> Pending<'_, Result<Reply, Unavailable>>;
+    /// Whether the UHS id `marker` is in the online core's UHS, asked of the core itself.
+    fn in_core(&self, marker: UhsId) -> Pending<'_, Result<bool, String>>;
+}
+
+type Shared = State<Arc<dyn AuthorityService>>;
 
 /// An error answer: a status and `{"error": {...}}`.
 pub struct HttpError {
@@ -103,26 +144,26 @@ impl HttpError {
         )
     }
 
-    fn call(replica: &AuthorityReplica, error: AuthorityCallError) -> HttpError {
+    fn call(error: Unavailable) -> HttpError {
         match error {
-            AuthorityCallError::NotLeader(leader) => {
+            Unavailable::NotLeader { leader, leader_http } => {
                 let mut detail = ErrorDetail::new(
                     CODE_NOT_LEADER,
                     "this replica does not lead its shard group: ask the leader",
                 );
                 detail.leader = leader;
-                detail.leader_http = replica.http_of(leader).map(|address| address.to_string());
+                detail.leader_http = leader_http;
                 HttpError {
                     status: StatusCode::SERVICE_UNAVAILABLE,
                     detail: Box::new(detail),
                 }
             }
-            AuthorityCallError::OutcomeUnknown => HttpError::new(
+            Unavailable::OutcomeUnknown => HttpError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 CODE_OUTCOME_UNKNOWN,
                 "the replica lost the lead meanwhile: send the same request again (it is idempotent)",
             ),
-            AuthorityCallError::Stopping => HttpError::new(
+            Unavailable::Stopping => HttpError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 CODE_STOPPING,
                 "the replica is stopping",
@@ -138,7 +179,7 @@ impl IntoResponse for HttpError {
 }
 
 /// The API's routes, on `replica`.
-pub fn router(replica: Arc<AuthorityReplica>) -> Router {
+pub fn router(replica: Arc<dyn AuthorityService>) -> Router {
     Router::new()
         .route(ORDERS_PATH, post(order))
         .route(CERTIFICATES_PATH, post(certificate))
@@ -164,9 +205,9 @@ pub fn router(replica: Arc<AuthorityReplica>) -> Router {
 }
 
 /// The answer to a call that yields a vote or a signed round change as its canonical bytes.
-fn signed_answer(replica: &AuthorityReplica, answer: Result<Reply, AuthorityCallError>) -> Result<Response, HttpError> {
+fn signed_answer(answer: Result<Reply, Unavailable>) -> Result<Response, HttpError> {
     let mut bytes = vec![];
-    match answer.map_err(|error| HttpError::call(replica, error))? {
+    match answer.map_err(HttpError::call)? {
         Reply::Voted(vote) => vote.encode_to(&mut bytes),
         Reply::RoundChanged(change) => change.encode_to(&mut bytes),
         Reply::Final(certificate) => return Err(HttpError::settled(&certificate)),
@@ -185,14 +226,14 @@ async fn order(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> R
         SignedOrder::decode_from,
     )
     .map_err(|error| HttpError::undecodable("signed transfer order", error))?;
-    signed_answer(&replica, replica.call(Call::Transfer(order)).await)
+    signed_answer(replica.call(Call::Transfer(order)).await)
 }
 
 async fn lock(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
     let bytes = body.map_err(HttpError::body)?;
     let certificate = decode_exact("lock", &bytes, CERTIFICATE_BYTES_MAX, Certificate::decode_from)
         .map_err(|error| HttpError::undecodable("certificate", error))?;
-    signed_answer(&replica, replica.call(Call::Lock(certificate)).await)
+    signed_answer(replica.call(Call::Lock(certificate)).await)
 }
 
 async fn round_change(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
@@ -204,7 +245,7 @@ async fn round_change(State(replica): Shared, body: Result<Bytes, BytesRejection
         SignedRoundRequest::decode_from,
     )
     .map_err(|error| HttpError::undecodable("signed round request", error))?;
-    signed_answer(&replica, replica.call(Call::RoundChange(request)).await)
+    signed_answer(replica.call(Call::RoundChange(request)).await)
 }
 
 async fn proposal(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
@@ -215,7 +256,7 @@ async fn proposal(State(replica): Shared, body: Result<Bytes, BytesRejection>) -
         round: proposal.round,
         justification: Box::new(proposal.justification),
     };
-    signed_answer(&replica, replica.call(call).await)
+    signed_answer(replica.call(call).await)
 }
 
 async fn certificate(
@@ -228,7 +269,7 @@ async fn certificate(
     match replica
         .call(Call::Confirm(certificate))
         .await
-        .map_err(|error| HttpError::call(&replica, error))?
+        .map_err(HttpError::call)?
     {
         Reply::Confirmed { sender, sequence } => Ok(Json(ConfirmedBody {
             sender: hex::encode(sender.0),
@@ -267,11 +308,7 @@ async fn account(
         account: AccountKey(key),
         from_sequence: query.from_sequence.unwrap_or(0),
     };
-    match replica
-        .call(call)
-        .await
-        .map_err(|error| HttpError::call(&replica, error))?
-    {
+    match replica.call(call).await.map_err(HttpError::call)? {
         Reply::Account(state) => {
             let encoded = |encode: &dyn Fn(&mut Vec<u8>)| {
                 let mut bytes = vec![];
@@ -311,25 +348,24 @@ async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) ->
         ));
     };
     let claim = funding.claim();
-    if claim.committee_id != replica.committee.id() {
+    let committee_id = replica.committee().id();
+    if claim.committee_id != committee_id {
         return Err(HttpError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "wrong_committee",
             format!(
                 "the funding is for committee {}, this authority is in {}",
                 hex::encode(claim.committee_id),
-                hex::encode(replica.committee.id())
+                hex::encode(committee_id)
             ),
         ));
     }
-    let owner = shard_of(&claim.account, replica.group.shards);
-    if owner != replica.place.shard {
+    let place = replica.place();
+    let owner = shard_of(&claim.account, place.shards);
+    if owner != place.shard {
         return Err(HttpError::refused(&Refusal::WrongShard { owner }));
     }
-    if !replica.hosted.is_leader() {
-        let leader = replica.hosted.replica.leader();
-        return Err(HttpError::call(&replica, AuthorityCallError::NotLeader(leader)));
-    }
+    replica.ready().map_err(HttpError::call)?;
     match replica.in_core(claim.marker).await {
         Ok(true) => {}
         Ok(false) => {
@@ -353,11 +389,7 @@ async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) ->
         account: claim.account,
         amount: claim.amount,
     };
-    match replica
-        .call(Call::Fund(funding))
-        .await
-        .map_err(|error| HttpError::call(&replica, error))?
-    {
+    match replica.call(Call::Fund(funding)).await.map_err(HttpError::call)? {
         Reply::Funded { id } => Ok(Json(FundedBody {
             funded: hex::encode(id),
             account: hex::encode(claim.account.0),
@@ -369,13 +401,14 @@ async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) ->
 }
 
 async fn info(State(replica): Shared) -> Json<InfoBody> {
+    let place = replica.place();
     Json(InfoBody {
-        authority: replica.place.authority,
-        shard: replica.place.shard,
-        shards: replica.group.shards,
-        replica: replica.hosted.replica.id(),
-        leader: replica.hosted.is_leader(),
-        committee_id: hex::encode(replica.committee.id()),
-        epoch: replica.committee.epoch(),
+        authority: place.authority,
+        shard: place.shard,
+        shards: place.shards,
+        replica: place.replica,
+        leader: replica.ready().is_ok(),
+        committee_id: hex::encode(replica.committee().id()),
+        epoch: replica.committee().epoch(),
     })
 }
