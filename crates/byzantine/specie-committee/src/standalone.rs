@@ -184,7 +184,19 @@ fn committee_router(committee: &Arc<EmbeddedCommittee>, core: &str, encoded: Str
         committee: encoded,
         authorities: paths,
     };
-    router.route(COMMITTEE_PATH, get(move || async move { Json(body.clone()) }))
+    router
+        .route(COMMITTEE_PATH, get(move || async move { Json(body.clone()) }))
+        .fallback(|| async {
+            let detail = crate::http_api::ErrorDetail::new(
+                "not_found",
+                "no such endpoint: authority shards answer under /fastpay/AUTHORITY/SHARD (see GET \
+                 /v1/fastpay/committee and docs/api.md)",
+            );
+            (
+                axum::http::StatusCode::NOT_FOUND,
+                Json(crate::http_api::ErrorBody { error: detail }),
+            )
+        })
 }
 
 /// Why a wallet could not learn a standalone committee from its API.
@@ -201,10 +213,6 @@ pub enum ReadCommitteeError {
 pub fn read_committee(url: &str) -> Result<(Committee, Vec<AuthorityAddresses>), ReadCommitteeError> {
     let url = url.trim_end_matches('/');
     let asked = format!("{url}{COMMITTEE_PATH}");
-    let malformed = |reason: String| ReadCommitteeError::Malformed {
-        url: asked.clone(),
-        reason,
-    };
     let body: CommitteeBody = ureq::get(&asked)
         .timeout(Duration::from_secs(10))
         .call()
@@ -213,11 +221,19 @@ pub fn read_committee(url: &str) -> Result<(Committee, Vec<AuthorityAddresses>),
             reason: e.to_string(),
         })?
         .into_json()
-        .map_err(|e| malformed(e.to_string()))?;
-    let bytes = hex::decode(&body.committee).map_err(|_| malformed("the committee is not hex".into()))?;
+        .map_err(|e| ReadCommitteeError::Malformed {
+            url: asked.clone(),
+            reason: e.to_string(),
+        })?;
+    committee_at(url, &body).map_err(|reason| ReadCommitteeError::Malformed { url: asked, reason })
+}
+
+/// The committee `body` describes, and its authority shards' addresses under `url`.
+fn committee_at(url: &str, body: &CommitteeBody) -> Result<(Committee, Vec<AuthorityAddresses>), String> {
+    let bytes = hex::decode(&body.committee).map_err(|_| "the committee is not hex".to_string())?;
     let bytes_max = 1 + 8 + 4 + 32 * specie_fastpay::COMMITTEE_MEMBERS_MAX;
     let committee = specie_fastpay::decode_exact("committee", &bytes, bytes_max, Committee::decode_from)
-        .map_err(|e| malformed(e.to_string()))?;
+        .map_err(|e| e.to_string())?;
     // A path goes after the URL the user gave: only `/` and plain characters, so that an answer
     // cannot move the calls to another host (`@elsewhere`) or scheme.
     let plain = |path: &String| {
@@ -233,11 +249,11 @@ pub fn read_committee(url: &str) -> Result<(Committee, Vec<AuthorityAddresses>),
             .iter()
             .all(|shards| (1..=SHARDS_MAX as usize).contains(&shards.len()) && shards.iter().all(plain));
     if !shapes_fit {
-        return Err(malformed(format!(
+        return Err(format!(
             "{} authorities (with 1 to {SHARDS_MAX} plain paths each) named for a committee of {}",
             body.authorities.len(),
             committee.size()
-        )));
+        ));
     }
     let addresses = (body.authorities.iter())
         .map(|shards| AuthorityAddresses {
@@ -344,5 +360,39 @@ mod tests {
             ));
         }
         assert!(!dir.path().join("committee").exists());
+    }
+
+    #[test]
+    fn a_committee_answer_cannot_send_the_wallet_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = |paths: Vec<Vec<&str>>| CommitteeBody {
+            committee: committee_hex(&committee_keys(dir.path(), 4).unwrap()),
+            authorities: paths
+                .into_iter()
+                .map(|shards| shards.into_iter().map(str::to_string).collect())
+                .collect(),
+        };
+        let good = body((0..4).map(|_| vec!["/fastpay/0/0"]).collect());
+        let (committee, addresses) = committee_at("http://127.0.0.1:8495", &good).unwrap();
+        assert_eq!(committee.size(), 4);
+        assert_eq!(addresses[3].shards, [["http://127.0.0.1:8495/fastpay/0/0"]]);
+        for hostile in ["@evil.example/x", "//evil.example", "/a?b", "/a#b", "/a b", "/%2e"] {
+            let paths = (0..4).map(|_| vec![hostile]).collect();
+            assert!(
+                committee_at("http://127.0.0.1:8495", &body(paths)).is_err(),
+                "{hostile}"
+            );
+        }
+        assert!(
+            committee_at("http://x", &body(vec![vec!["/a"]; 3])).is_err(),
+            "3 authorities of 4"
+        );
+        assert!(
+            committee_at("http://x", &body(vec![vec![]; 4])).is_err(),
+            "an authority without shards"
+        );
+        let mut not_hex = good.clone();
+        not_hex.committee = "zz".into();
+        assert!(committee_at("http://x", &not_hex).is_err());
     }
 }
