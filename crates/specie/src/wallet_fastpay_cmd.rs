@@ -167,12 +167,6 @@ fn read_cluster(path: &Path) -> Result<(Committee, Vec<AuthorityAddresses>)> {
     })?;
     let committee = config.committee()?;
     let addresses = config.http_addresses();
-    if addresses.is_empty() {
-        bail!(
-            "{} lists no authority processes ([[fastpay_committee.authorities]])",
-            path.display()
-        );
-    }
     Ok((committee, addresses))
 }
 
@@ -180,6 +174,11 @@ fn read_cluster(path: &Path) -> Result<(Committee, Vec<AuthorityAddresses>)> {
 fn connect(path: &Path, wallet: &mut Wallet, given: Option<&Source>) -> Result<HttpCommittee> {
     let source = Source::of(wallet, given)?;
     let (committee, addresses) = source.read()?;
+    if addresses.is_empty() {
+        bail!(
+            "the committee's source lists no authority processes ([[fastpay_committee.authorities]] of a cluster file)"
+        );
+    }
     wallet.fastpay_use_committee(&committee, source.remembered())?;
     WalletFile::save(path, wallet)?;
     let options = HttpCommitteeOptions {

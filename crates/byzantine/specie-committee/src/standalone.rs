@@ -225,15 +225,20 @@ pub fn read_committee(url: &str) -> Result<(Committee, Vec<AuthorityAddresses>),
             url: asked.clone(),
             reason: e.to_string(),
         })?;
-    committee_at(url, &body).map_err(|reason| ReadCommitteeError::Malformed { url: asked, reason })
+    committee_at(url, &body)
 }
 
-/// The committee `body` describes, and its authority shards' addresses under `url`.
-fn committee_at(url: &str, body: &CommitteeBody) -> Result<(Committee, Vec<AuthorityAddresses>), String> {
-    let bytes = hex::decode(&body.committee).map_err(|_| "the committee is not hex".to_string())?;
+/// The committee `body` (the answer at `url`) describes, and its authority shards' addresses
+/// under `url`.
+fn committee_at(url: &str, body: &CommitteeBody) -> Result<(Committee, Vec<AuthorityAddresses>), ReadCommitteeError> {
+    let malformed = |reason: String| ReadCommitteeError::Malformed {
+        url: format!("{url}{COMMITTEE_PATH}"),
+        reason,
+    };
+    let bytes = hex::decode(&body.committee).map_err(|_| malformed("the committee is not hex".to_string()))?;
     let bytes_max = 1 + 8 + 4 + 32 * specie_fastpay::COMMITTEE_MEMBERS_MAX;
     let committee = specie_fastpay::decode_exact("committee", &bytes, bytes_max, Committee::decode_from)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| malformed(e.to_string()))?;
     // A path goes after the URL the user gave: only `/` and plain characters, so that an answer
     // cannot move the calls to another host (`@elsewhere`) or scheme.
     let plain = |path: &String| {
@@ -249,11 +254,11 @@ fn committee_at(url: &str, body: &CommitteeBody) -> Result<(Committee, Vec<Autho
             .iter()
             .all(|shards| (1..=SHARDS_MAX as usize).contains(&shards.len()) && shards.iter().all(plain));
     if !shapes_fit {
-        return Err(format!(
+        return Err(malformed(format!(
             "{} authorities (with 1 to {SHARDS_MAX} plain paths each) named for a committee of {}",
             body.authorities.len(),
             committee.size()
-        ));
+        )));
     }
     let addresses = (body.authorities.iter())
         .map(|shards| AuthorityAddresses {
