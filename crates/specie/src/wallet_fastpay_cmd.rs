@@ -216,16 +216,7 @@ pub fn run(path: &Path, node: Option<&str>, args: FastpayArgs) -> Result<ExitCod
     let mut wallet = WalletFile::load(path)?;
     if let FastpayCommand::Fund { amount, .. } = args.command {
         // Over what the wallet holds: refused before anything is saved (an account, the committee).
-        let balance = wallet.balance();
-        if amount > balance.spendable {
-            return Err(specie_wallet::WalletError::InsufficientFunds {
-                spendable: balance.spendable,
-                pending_in: balance.pending_in,
-                needed: amount,
-                unit: wallet.hrp().to_string(),
-            }
-            .into());
-        }
+        wallet.ensure_spendable(amount)?;
     }
     match args.command {
         FastpayCommand::Accounts { new } => accounts(path, &mut wallet, given, new),

@@ -118,11 +118,9 @@ pub fn committee_keys(data_dir: &Path, authorities: usize) -> Result<Vec<Signing
 
 /// The committee (epoch 0) of `keys`, hex of its canonical encoding.
 pub fn committee_hex(keys: &[SigningKey]) -> String {
-    let committee = Committee::new(0, keys.iter().map(|k| k.verifying_key().to_bytes()).collect())
-        .expect("distinct keys derived from one seed");
-    let mut bytes = vec![];
-    committee.encode_to(&mut bytes);
-    hex::encode(bytes)
+    Committee::new(0, keys.iter().map(|k| k.verifying_key().to_bytes()).collect())
+        .expect("distinct keys derived from one seed")
+        .to_hex()
 }
 
 /// Binds the port, locks the data directory, starts every authority shard and serves their API
@@ -235,10 +233,7 @@ fn committee_at(url: &str, body: &CommitteeBody) -> Result<(Committee, Vec<Autho
         url: format!("{url}{COMMITTEE_PATH}"),
         reason,
     };
-    let bytes = hex::decode(&body.committee).map_err(|_| malformed("the committee is not hex".to_string()))?;
-    let bytes_max = 1 + 8 + 4 + 32 * specie_fastpay::COMMITTEE_MEMBERS_MAX;
-    let committee = specie_fastpay::decode_exact("committee", &bytes, bytes_max, Committee::decode_from)
-        .map_err(|e| malformed(e.to_string()))?;
+    let committee = Committee::from_hex(&body.committee).map_err(|e| malformed(e.to_string()))?;
     // A path goes after the URL the user gave: only `/` and plain characters, so that an answer
     // cannot move the calls to another host (`@elsewhere`) or scheme.
     let plain = |path: &String| {

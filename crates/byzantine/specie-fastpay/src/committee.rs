@@ -12,6 +12,8 @@ pub type AuthorityIndex = u16;
 
 /// Most authorities one committee may have: bounds every certificate and decoder.
 pub const COMMITTEE_MEMBERS_MAX: usize = 256;
+/// The longest canonical encoding of a committee: version, epoch, member count, the keys.
+pub const COMMITTEE_BYTES_MAX: usize = 1 + 8 + 4 + PUBLIC_KEY_BYTES * COMMITTEE_MEMBERS_MAX;
 
 /// Hashed before a committee's encoding to form its id, so the id can never collide with
 /// another kind of signed or hashed FastPay value.
@@ -127,6 +129,23 @@ impl Committee {
     /// The canonical encoding: version, epoch, `u32` member count, the keys in order.
     pub fn encode_to(&self, out: &mut Vec<u8>) {
         encode_members(self.epoch, &self.members, out);
+    }
+
+    /// The canonical encoding as hex: how a committee is written where people copy it (a
+    /// node's `--fastpay-committee`, `node.toml`, a standalone committee's API).
+    pub fn to_hex(&self) -> String {
+        let mut bytes = vec![];
+        self.encode_to(&mut bytes);
+        hex::encode(bytes)
+    }
+
+    /// Reads [`Committee::to_hex`]'s form: hex of exactly one canonical committee.
+    pub fn from_hex(text: &str) -> Result<Committee, DecodeError> {
+        let bytes = hex::decode(text).map_err(|_| DecodeError::Invalid {
+            what: "committee",
+            reason: "not hex".into(),
+        })?;
+        crate::decode_exact("committee", &bytes, COMMITTEE_BYTES_MAX, Committee::decode_from)
     }
 
     /// Reads a committee and checks it as [`Committee::new`] does.

@@ -17,7 +17,7 @@ mod rounds;
 pub mod test_support;
 
 pub use certificate::{Certificate, CertificateError, Vote, VoteError, VoteKind, VoteStatement, CERTIFICATE_BYTES_MAX};
-pub use committee::{AuthorityIndex, Committee, CommitteeError, COMMITTEE_MEMBERS_MAX};
+pub use committee::{AuthorityIndex, Committee, CommitteeError, COMMITTEE_BYTES_MAX, COMMITTEE_MEMBERS_MAX};
 pub use evidence::{BrokenPromise, DoubleVote, Evidence, EvidenceError, SignedVote, EVIDENCE_VERSION};
 pub use order::{
     AccountKey, CoreAddress, OrderError, Recipient, SignedOrder, TransferOrder, MEMO_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,

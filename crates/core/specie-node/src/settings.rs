@@ -197,11 +197,10 @@ impl KeptSettings {
                 n: e.n,
                 seed: e.seed,
             }),
-            fastpay_committee: (options.fastpay_committee.as_ref()).map(|committee| {
-                let mut bytes = vec![];
-                committee.encode_to(&mut bytes);
-                hex::encode(bytes)
-            }),
+            fastpay_committee: options
+                .fastpay_committee
+                .as_ref()
+                .map(specie_fastpay::Committee::to_hex),
         }
     }
 
@@ -365,10 +364,7 @@ impl KeptSettings {
 
 /// A FastPay committee from the hex of its canonical encoding.
 pub fn fastpay_committee(setting: KeptSetting, text: &str) -> Result<specie_fastpay::Committee, SettingsError> {
-    let bytes = hex::decode(text).map_err(|_| bad(setting, "not hex", text))?;
-    let bytes_max = 1 + 8 + 4 + 32 * specie_fastpay::COMMITTEE_MEMBERS_MAX;
-    specie_fastpay::decode_exact("committee", &bytes, bytes_max, specie_fastpay::Committee::decode_from)
-        .map_err(|error| bad(setting, error.to_string(), text))
+    specie_fastpay::Committee::from_hex(text).map_err(|error| bad(setting, error.to_string(), text))
 }
 
 fn bad(setting: KeptSetting, reason: impl Into<String>, text: &str) -> SettingsError {

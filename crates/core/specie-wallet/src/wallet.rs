@@ -581,19 +581,29 @@ impl Wallet {
             .collect();
         let values: Vec<u64> = candidates.iter().map(Coin::value).collect();
         let unit = self.hrp.clone();
-        let selection = select_coins(&values, amount, INPUTS_MAX).map_err(|error| {
-            WalletError::from_selection(error, unit, || {
-                let balance = self.balance();
-                WalletError::InsufficientFunds {
-                    spendable: balance.spendable,
-                    pending_in: balance.pending_in,
-                    needed: amount,
-                    unit: self.hrp.clone(),
-                }
-            })
-        })?;
+        let selection = select_coins(&values, amount, INPUTS_MAX)
+            .map_err(|error| WalletError::from_selection(error, unit, || self.insufficient(amount)))?;
         let chosen = selection.chosen.iter().map(|&index| candidates[index]).collect();
         Ok((chosen, selection.total))
+    }
+
+    /// Refuses `amount` if it is more than the coins that can pay right now, before anything is
+    /// built or saved for it (a command that would make an account or a key first).
+    pub fn ensure_spendable(&self, amount: u64) -> Result<(), WalletError> {
+        match amount > self.balance().spendable {
+            true => Err(self.insufficient(amount)),
+            false => Ok(()),
+        }
+    }
+
+    fn insufficient(&self, needed: u64) -> WalletError {
+        let balance = self.balance();
+        WalletError::InsufficientFunds {
+            spendable: balance.spendable,
+            pending_in: balance.pending_in,
+            needed,
+            unit: self.hrp.clone(),
+        }
     }
 
     /// What a transaction that takes exactly `amount` out of this wallet's coins spends: coins
