@@ -405,7 +405,9 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
     while ureq::get(&format!("{}/v1/info", urls[0])).call().is_err() {
         assert!(
             started.elapsed() < Duration::from_secs(20),
-            "the compromised sentinel did not start"
+            "the compromised sentinel did not start: {}",
+            std::fs::read_to_string(Path::new(&dir).join("logs").join("sentinel-0.compromised.log"))
+                .unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -95,6 +95,23 @@ pub fn kill_9(dir: &str, member: &str) {
         .status()
         .unwrap()
         .success());
+    // SIGKILL is delivered, not yet acted on: wait until the process is gone (or a zombie), so
+    // that whatever replaces it finds its port and its data directory's lock free.
+    let started = std::time::Instant::now();
+    let gone = || match std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    };
+    while !gone() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{member} survived SIGKILL for 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Each transaction's result object (`status`, `code`, …) as the sentinel answers its submission.
