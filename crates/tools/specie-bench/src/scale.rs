@@ -35,7 +35,38 @@ pub enum ScaleWorkload {
     Swap,
     /// `specie bench validate`: the sentinel's validation of 2-in/2-out transactions.
     Validate,
+    /// `specie cluster up` then `specie bench cluster`: the replicated cluster (3-way Raft,
+    /// fsync, mutual TLS, its default groups for the cores it is given), closed-loop swaps.
+    Cluster,
+    /// `specie bench byzantine`: a FastPay committee of 4 authorities, transfer orders.
+    Byzantine,
+    /// `specie bench offline`: the offline authority's deposits on every core it is given.
+    Offline,
+    /// `specie bench exchange`: SPEEDEX's execution phase, payments on every core.
+    Exchange,
+    /// `specie bench privacy`: confidential 2-in/2-out validation on every core.
+    Privacy,
 }
+
+/// How one run at one core count goes: commands before and after the measured one (all pinned
+/// alike), where the measured figures are, and which processes' threads count.
+struct Plan {
+    setup: Vec<Vec<String>>,
+    measured: Vec<String>,
+    teardown: Vec<Vec<String>>,
+    /// The measured command's JSON summary is in this file, not on its standard output.
+    result_file: Option<PathBuf>,
+    /// A cluster's directory: the threads of every process in its `pids/` count too.
+    cluster_dir: Option<PathBuf>,
+    /// JSON pointers into the summary: throughput, transactions counted, the same-run ceiling.
+    tps: &'static str,
+    transactions: Option<&'static str>,
+    ceiling: Option<&'static str>,
+}
+
+/// The first port of a cluster `bench scale` starts (its own range, away from the default
+/// 18470 of `specie cluster up`, so a cluster the operator runs is never touched).
+const CLUSTER_BASE_PORT: u16 = 38_470;
 
 impl ScaleWorkload {
     pub fn name(self) -> &'static str {
@@ -43,24 +74,143 @@ impl ScaleWorkload {
             ScaleWorkload::Demo => "demo",
             ScaleWorkload::Swap => "swap",
             ScaleWorkload::Validate => "validate",
+            ScaleWorkload::Cluster => "cluster",
+            ScaleWorkload::Byzantine => "byzantine",
+            ScaleWorkload::Offline => "offline",
+            ScaleWorkload::Exchange => "exchange",
+            ScaleWorkload::Privacy => "privacy",
         }
     }
 
-    /// The child's arguments, and the JSON fields of its throughput, of the transactions it
-    /// counted, and of its ceiling (if it measures one).
-    fn command(self, options: &ScaleOptions) -> (Vec<String>, &'static str, &'static str, Option<&'static str>) {
+    /// The run at one core count; `work` is a fresh directory the run may use.
+    fn plan(self, options: &ScaleOptions, work: &Path) -> Plan {
         let seconds = format!("{}", options.seconds);
-        let args: Vec<&str> = match self {
-            ScaleWorkload::Demo => vec!["demo", "--json", "--payments", &options.payments_text],
-            ScaleWorkload::Swap => vec!["bench", "swap", "--json", "--seconds", &seconds],
-            ScaleWorkload::Validate => vec!["bench", "validate", "--json", "--seconds", &seconds],
+        let payments = options.payments.to_string();
+        let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        let single = |args: &[&str], tps, transactions, ceiling| Plan {
+            setup: vec![],
+            measured: owned(args),
+            teardown: vec![],
+            result_file: None,
+            cluster_dir: None,
+            tps,
+            transactions,
+            ceiling,
         };
-        let args = args.into_iter().map(str::to_string).collect();
         match self {
-            ScaleWorkload::Demo => (args, "throughput_tps", "confirmed", Some("sign_verify_ceiling_tps")),
-            ScaleWorkload::Swap => (args, "swap_tps", "confirmed", None),
-            ScaleWorkload::Validate => (args, "validate_tps", "", Some("ceiling_tps")),
+            ScaleWorkload::Demo => single(
+                &["demo", "--json", "--payments", &payments],
+                "/throughput_tps",
+                Some("/confirmed"),
+                Some("/sign_verify_ceiling_tps"),
+            ),
+            ScaleWorkload::Swap => single(
+                &["bench", "swap", "--json", "--seconds", &seconds],
+                "/swap_tps",
+                Some("/confirmed"),
+                None,
+            ),
+            ScaleWorkload::Validate => single(
+                &["bench", "validate", "--json", "--seconds", &seconds],
+                "/validate_tps",
+                None,
+                Some("/ceiling_tps"),
+            ),
+            ScaleWorkload::Byzantine => single(
+                &[
+                    "bench",
+                    "byzantine",
+                    "--json",
+                    "--orders",
+                    &payments,
+                    "--latency-payments",
+                    "500",
+                ],
+                "/transfer/committee_orders_per_s",
+                Some("/transfer/orders"),
+                Some("/transfer/committee_orders_per_s_signature_bound"),
+            ),
+            ScaleWorkload::Offline => single(
+                &[
+                    "bench",
+                    "offline",
+                    "--json",
+                    "--tokens",
+                    &payments,
+                    "--payments",
+                    "200",
+                    "--ceiling-seconds",
+                    "1",
+                ],
+                "/all_cores/defunded_per_s",
+                None,
+                Some("/all_cores/ceiling_defunded_per_s"),
+            ),
+            ScaleWorkload::Exchange => single(
+                &[
+                    "bench",
+                    "exchange",
+                    "--json",
+                    "--offers",
+                    "1000",
+                    "--runs",
+                    "1",
+                    "--accounts",
+                    "100000",
+                    "--blocks",
+                    "2",
+                    "--ceiling-seconds",
+                    "1",
+                ],
+                // One thread's payments, then offers; all cores' payments, then offers.
+                "/execution/kinds/2/durable_per_s",
+                Some("/execution/kinds/2/transactions"),
+                None,
+            ),
+            ScaleWorkload::Privacy => single(
+                &["bench", "privacy", "--json", "--payments", "100"],
+                "/confidential_validate_all_cores_per_s",
+                None,
+                None,
+            ),
+            ScaleWorkload::Cluster => cluster_plan(options, work),
         }
+    }
+}
+
+/// A fresh cluster in `work`, swaps against it, then it stops.
+fn cluster_plan(options: &ScaleOptions, work: &Path) -> Plan {
+    let dir = work.join("cluster");
+    let dir_text = dir.display().to_string();
+    let out = work.join("bench");
+    let args = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+    Plan {
+        setup: vec![args(&[
+            "cluster",
+            "up",
+            "--dir",
+            &dir_text,
+            "--base-port",
+            &CLUSTER_BASE_PORT.to_string(),
+        ])],
+        measured: args(&[
+            "bench",
+            "cluster",
+            "--dir",
+            &dir_text,
+            "--seconds",
+            &format!("{}", options.seconds),
+            "--preload",
+            "50000",
+            "--out",
+            &out.display().to_string(),
+        ]),
+        teardown: vec![args(&["cluster", "down", "--dir", &dir_text])],
+        result_file: Some(out.join("result.json")),
+        cluster_dir: Some(dir),
+        tps: "/throughput/mean_tps",
+        transactions: Some("/totals/confirmed"),
+        ceiling: None,
     }
 }
 
@@ -69,10 +219,9 @@ pub struct ScaleOptions {
     pub workload: ScaleWorkload,
     /// Core counts to run at; empty: 1, 2, 4, … and the machine's count.
     pub cores: Vec<usize>,
-    /// Payments per demo run.
+    /// Payments per demo run; orders per byzantine run; tokens per offline run.
     pub payments: u64,
-    payments_text: String,
-    /// Seconds per swap or validate run.
+    /// Seconds per swap, validate or cluster run.
     pub seconds: f64,
     pub json: bool,
     /// Where to write the curve as SVG.
@@ -85,7 +234,6 @@ impl ScaleOptions {
             workload,
             cores,
             payments,
-            payments_text: payments.to_string(),
             seconds,
             json: false,
             chart: None,
@@ -194,23 +342,97 @@ pub fn run(options: &ScaleOptions) -> BenchResult<()> {
     Ok(())
 }
 
-/// Runs the workload in a child pinned to cores `0..cores`, reading its threads as it runs.
+/// Runs the workload pinned to cores `0..cores` (set-up and tear-down too), reading the threads
+/// of the measured process, and of the cluster's processes if it has some, as it runs.
 fn run_pinned(exe: &Path, options: &ScaleOptions, cores: usize) -> BenchResult<Point> {
-    let (args, tps_field, transactions_field, ceiling_field) = options.workload.command(options);
+    let work = tempfile::tempdir().step("cannot create a working directory")?;
+    let plan = options.workload.plan(options, work.path());
+    for args in &plan.setup {
+        run_to_end(exe, args, cores)?;
+    }
+    let measured = measure_pinned(exe, &plan, cores);
+    // Tear down whatever happened: a cluster left running would hold its ports and cores.
+    let mut teardown = Ok(());
+    for args in &plan.teardown {
+        teardown = teardown.and(run_to_end(exe, args, cores).map(drop));
+    }
+    let (summary, threads, wall_s) = measured?;
+    teardown?;
+    let field = |pointer: &str| summary.pointer(pointer).and_then(Value::as_f64);
+    let tps =
+        field(plan.tps).ok_or_else(|| BenchError::Failed(format!("the summary has no {}: {summary}", plan.tps)))?;
+    let seconds = field("/seconds")
+        .or_else(|| field("/elapsed_s"))
+        .unwrap_or(options.seconds);
+    Ok(Point {
+        cores,
+        tps,
+        ceiling_tps: plan.ceiling.and_then(field),
+        transactions: plan.transactions.and_then(field).unwrap_or(tps * seconds),
+        wall_s,
+        threads: threads.into_values().collect(),
+    })
+}
+
+/// The measured command: its JSON summary, the CPU of every thread seen, its wall time.
+fn measure_pinned(exe: &Path, plan: &Plan, cores: usize) -> BenchResult<(Value, BTreeMap<u32, ThreadCpu>, f64)> {
     let mut command = Command::new(exe);
-    command.args(&args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+        .args(&plan.measured)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     pin_to_first_cores(&mut command, cores);
     let started = Instant::now();
-    let mut child = command
+    let child = command
         .spawn()
         .with_step(|| format!("cannot start {}", exe.display()))?;
+    let pid = child.id();
+    // Read the pipes on their own threads: a child blocked on a full pipe would stall the run.
+    let output = std::thread::spawn(move || child.wait_with_output());
     let mut threads: BTreeMap<u32, ThreadCpu> = BTreeMap::new();
-    while child.try_wait().step("cannot wait for the workload")?.is_none() {
-        read_threads(child.id(), &mut threads);
+    while !output.is_finished() {
+        read_threads(pid, "", &mut threads);
+        if let Some(dir) = &plan.cluster_dir {
+            for (member, member_pid) in cluster_pids(dir) {
+                read_threads(member_pid, &member, &mut threads);
+            }
+        }
         std::thread::sleep(Duration::from_millis(SAMPLE_INTERVAL_MS));
     }
     let wall_s = started.elapsed().as_secs_f64();
-    let output = child.wait_with_output().step("cannot read the workload's output")?;
+    let output = (output.join())
+        .map_err(|_| BenchError::Failed("the thread reading the workload's output panicked".into()))?
+        .step("cannot read the workload's output")?;
+    let shown = plan.measured.join(" ");
+    if !output.status.success() {
+        return Err(BenchError::Failed(format!(
+            "`specie {shown}` on {cores} core(s) failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    let summary: Value = match &plan.result_file {
+        None => serde_json::from_slice(&output.stdout),
+        Some(path) => {
+            serde_json::from_slice(&std::fs::read(path).with_step(|| format!("cannot read {}", path.display()))?)
+        }
+    }
+    .with_step(|| format!("`specie {shown}` left no JSON summary"))?;
+    Ok((summary, threads, wall_s))
+}
+
+/// Runs a set-up or tear-down command pinned like the measured one, to its end.
+fn run_to_end(exe: &Path, args: &[String], cores: usize) -> BenchResult<()> {
+    let mut command = Command::new(exe);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    pin_to_first_cores(&mut command, cores);
+    let output = command
+        .output()
+        .with_step(|| format!("cannot start {}", exe.display()))?;
     if !output.status.success() {
         return Err(BenchError::Failed(format!(
             "`specie {}` on {cores} core(s) failed ({}): {}",
@@ -219,22 +441,21 @@ fn run_pinned(exe: &Path, options: &ScaleOptions, cores: usize) -> BenchResult<P
             String::from_utf8_lossy(&output.stderr).trim()
         )));
     }
-    let summary: Value = serde_json::from_slice(&output.stdout)
-        .with_step(|| format!("`specie {}` printed no JSON summary", args.join(" ")))?;
-    let field = |name: &str| summary.get(name).and_then(Value::as_f64);
-    let tps =
-        field(tps_field).ok_or_else(|| BenchError::Failed(format!("the summary has no {tps_field}: {summary}")))?;
-    let seconds = field("seconds")
-        .or_else(|| field("elapsed_s"))
-        .unwrap_or(options.seconds);
-    Ok(Point {
-        cores,
-        tps,
-        ceiling_tps: ceiling_field.and_then(field),
-        transactions: field(transactions_field).unwrap_or(tps * seconds),
-        wall_s,
-        threads: threads.into_values().collect(),
-    })
+    Ok(())
+}
+
+/// The members of the cluster in `dir` and their process ids, from its `pids/` files.
+fn cluster_pids(dir: &Path) -> Vec<(String, u32)> {
+    let Ok(entries) = std::fs::read_dir(dir.join("pids")) else {
+        return vec![];
+    };
+    (entries.flatten())
+        .filter_map(|entry| {
+            let name = entry.file_name().to_str()?.strip_suffix(".pid")?.to_string();
+            let pid = std::fs::read_to_string(entry.path()).ok()?.trim().parse().ok()?;
+            Some((name, pid))
+        })
+        .collect()
 }
 
 /// Makes the child run on cores `0..cores` only, from before its first instruction.
@@ -258,8 +479,9 @@ fn pin_to_first_cores(command: &mut Command, cores: usize) {
 }
 
 /// Reads each thread's name and CPU time (user + system) from `/proc/PID/task/*/stat`, keeping
-/// the last reading of threads that have ended.
-fn read_threads(pid: u32, threads: &mut BTreeMap<u32, ThreadCpu>) {
+/// the last reading of threads that have ended. Names get `member:` in front when the process
+/// is a cluster member (every member is a `specie` with the same thread names).
+fn read_threads(pid: u32, member: &str, threads: &mut BTreeMap<u32, ThreadCpu>) {
     // SAFETY: sysconf has no preconditions.
     let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
@@ -276,7 +498,11 @@ fn read_threads(pid: u32, threads: &mut BTreeMap<u32, ThreadCpu>) {
             threads.insert(
                 tid,
                 ThreadCpu {
-                    name,
+                    name: if member.is_empty() {
+                        name
+                    } else {
+                        format!("{member}:{name}")
+                    },
                     cpu_s: ticks as f64 / ticks_per_s,
                 },
             );
