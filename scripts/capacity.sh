@@ -9,7 +9,12 @@
 #
 #   cargo build --release -p specie
 #   scripts/capacity.sh [SECONDS] [extra `specie cluster up` flags, e.g. --shard-groups 4]
+#   LOAD=demo scripts/capacity.sh 0   # signed payments through the sentinels instead
+#                                     # (`specie demo --cluster`, PAYMENTS of them, default 50000)
 #
+# `bench cluster` sends compact swaps straight to the coordinators (the sentinels idle): the 2PC
+# core's costs. `LOAD=demo` adds the sentinels' validation and the wallets' signing (in the demo
+# process, not counted as the cluster's).
 # Uses ports from 38570 and a temporary directory it removes; SPECIE=path picks the binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,8 +57,13 @@ if command -v perf >/dev/null; then
     PERF_PIDS+=($!)
   done <"$WORK/before"
 fi
-"$SPECIE" bench cluster --dir "$DIR" --seconds "$SECONDS_LOAD" --out "$WORK/bench" >"$WORK/bench.log" 2>&1 \
-  || { cat "$WORK/bench.log" >&2; exit 1; }
+if [ "${LOAD:-bench}" = demo ]; then
+  "$SPECIE" demo --cluster "$DIR" --payments "${PAYMENTS:-50000}" --json >"$WORK/demo.json" 2>"$WORK/bench.log" \
+    || { cat "$WORK/bench.log" >&2; exit 1; }
+else
+  "$SPECIE" bench cluster --dir "$DIR" --seconds "$SECONDS_LOAD" --out "$WORK/bench" >"$WORK/bench.log" 2>&1 \
+    || { cat "$WORK/bench.log" >&2; exit 1; }
+fi
 snapshot "$WORK/after"
 for pid in "${PERF_PIDS[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
 wait "${PERF_PIDS[@]}" 2>/dev/null || true
@@ -62,9 +72,20 @@ PERF_PIDS=()
 python3 - "$WORK" "$(getconf CLK_TCK)" <<'EOF'
 import json, os, sys, collections
 work, ticks_per_s = sys.argv[1], float(sys.argv[2])
-result = json.load(open(os.path.join(work, "bench", "result.json")))
-confirmed = result["totals"]["confirmed_during_load"]
-seconds = result["config"]["seconds"]
+if os.path.exists(os.path.join(work, "demo.json")):
+    demo = json.load(open(os.path.join(work, "demo.json")))
+    confirmed, seconds = demo["confirmed"], demo["elapsed_s"]
+    result = {}
+    print(f"demo --cluster: {confirmed} confirmed in {seconds:.1f} s = {confirmed / seconds:,.0f} tx/s, "
+          f"p50 {demo['latency_ms_p50']:.1f} ms, p99 {demo['latency_ms_p99']:.1f} ms, "
+          f"{demo['ratio_to_ceiling']:.0%} of the same-run sign+verify ceiling; {os.cpu_count()} cores")
+else:
+    result = json.load(open(os.path.join(work, "bench", "result.json")))
+    confirmed = result["totals"]["confirmed_during_load"]
+    seconds = result["config"]["seconds"]
+    print(f"cluster bench: {confirmed} confirmed in {seconds} s = {confirmed / seconds:,.0f} tx/s "
+          f"(closed loop, window {result['config']['window']}), p50 {result['latency_ms']['p50']:.1f} ms, "
+          f"p99 {result['latency_ms']['p99']:.1f} ms; {os.cpu_count()} cores")
 def table(path):
     return {f[0]: [float(x) for x in f[2:]] for f in (l.split() for l in open(path)) if f}
 before, after = table(os.path.join(work, "before")), table(os.path.join(work, "after"))
@@ -78,28 +99,30 @@ def syncs(name):
         if len(fields) > 2 and fields[2].startswith("syscalls:") and fields[0].strip().isdigit():
             count += int(fields[0])
     return count
-print(f"cluster bench: {confirmed} confirmed in {seconds} s = {confirmed / seconds:,.0f} tx/s "
-      f"(closed loop, window {result['config']['window']}), p50 {result['latency_ms']['p50']:.1f} ms, "
-      f"p99 {result['latency_ms']['p99']:.1f} ms; {os.cpu_count()} cores")
 print()
 print("| member | CPU µs/tx | network bytes/tx | disk bytes/tx | fsyncs/s | fsyncs per 1k tx |")
 print("|---|---|---|---|---|---|")
 roles = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0.0, 0])
-for name in sorted(after):
-    if name not in before:
-        continue
-    d = [a - b for a, b in zip(after[name], before[name])]
+deltas = {n: [a - b for a, b in zip(after[n], before[n])] for n in after if n in before}
+group_of = lambda name: name.rsplit("-", 1)[0] if name.split("-")[0] != "sentinel" else name
+least_written = {}
+for name, d in deltas.items():
+    g = group_of(name)
+    least_written[g] = min(least_written.get(g, d[1]), d[1])
+for name in sorted(deltas):
+    d = deltas[name]
     cpu_us = d[0] / ticks_per_s * 1e6 / max(confirmed, 1)
     disk = d[2] / max(confirmed, 1)
-    net = max(d[1] - d[2], 0) / max(confirmed, 1)
+    net = (d[1] - least_written[group_of(name)]) / max(confirmed, 1)
     s = syncs(name)
     role = name.split("-")[0]
     r = roles[role]
     r[0] += cpu_us; r[1] += net; r[2] += disk; r[3] += (s or 0); r[4] += 1
-    sync_text = "—" if s is None else f"{s / seconds:,.0f} | {1000 * s / max(confirmed, 1):.2f}"
-    if s is None:
-        sync_text = "— | —"
+    sync_text = "— | —" if s is None else f"{s / seconds:,.0f} | {1000 * s / max(confirmed, 1):.2f}"
     print(f"| {name} | {cpu_us:.1f} | {net:,.0f} | {disk:,.0f} | {sync_text} |")
+bench_us = (result.get("cpu") or {}).get("us_per_confirmed_tx", {}).get("bench")
+if bench_us is not None:
+    print(f"| the load generator (`bench cluster`, coordinator client) | {bench_us:.1f} | | | | |")
 print()
 print("| role (all its processes) | processes | CPU µs/tx | network bytes/tx | disk bytes/tx | fsyncs/s |")
 print("|---|---|---|---|---|---|")
