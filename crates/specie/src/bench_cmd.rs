@@ -7,6 +7,7 @@ use std::str::FromStr;
 use clap::{Args, Subcommand, ValueEnum};
 use specie_bench::byzantine::ByzantineOptions;
 use specie_bench::cluster::{ClusterBenchOptions, FaultSpec, LoadMode};
+use specie_bench::geo::{GeoOptions, RoundTrips};
 use specie_bench::postgres::{ClientLevels, PostgresOptions};
 use specie_bench::swap::{SwapOptions, ValidateOptions};
 
@@ -30,6 +31,42 @@ pub enum BenchCommand {
     /// Closed- or open-loop swap load against a running cluster (`specie cluster up`), with
     /// optional leader kills: per-second throughput, latency histogram, JSON and SVG charts.
     Cluster(ClusterBenchArgs),
+    /// The cluster across three regions, as Hamilton ran it (§6), on this machine: the same swap
+    /// load over loopback and with wide-area round trips injected, beside Hamilton's latency.
+    ///
+    ///   The cluster: a fresh one (`specie cluster up` in --dir, or a temporary directory removed
+    ///     at the end unless --keep), --shard-groups shard groups and 1 coordinator group of 3
+    ///     replicas, fsync on. Replica i of every group is in region i; the sentinels and the load
+    ///     generator are in region 0.
+    ///
+    ///   The regions: for each replica and each other region, this process runs a TCP relay on
+    ///     a fresh 127.0.0.1 port that forwards to the replica and holds every chunk of bytes for
+    ///     half the round trip between the two regions, each way (latency, not a bandwidth cap:
+    ///     bytes read 1 ms apart leave 1 ms apart). Each region gets a copy of the cluster file,
+    ///     DIR/cluster-region-R.toml, in which the other regions' replicas are at their relays for
+    ///     R; each member is started with its region's file. TLS names each peer by certificate,
+    ///     not address, so the relays are transparent. --rtt-ms sets the round trips
+    ///     r0-r1,r0-r2,r1-r2; the default is Hamilton's Virginia-Ohio 12 ms, Virginia-Oregon 62 ms,
+    ///     Ohio-Oregon 51 ms.
+    ///
+    ///   The runs: `specie bench cluster`'s closed loop (compact 2-in/2-out swaps straight to the
+    ///     coordinator group, --window in flight) for --seconds on the plain cluster (the
+    ///     baseline), then again after every member was restarted behind the relays. Each run's
+    ///     result.json and charts go to OUT/loopback and OUT/geo, the comparison to OUT/geo.json.
+    ///
+    ///   The window: a closed loop's throughput is window / latency (Little's law), so the window
+    ///     must cover the wide-area latency: by default 20 000 (what saturates the loopback
+    ///     cluster) plus 60 000 tx/s x 8 round trips of the longest round trip, i.e. 50 000 for
+    ///     Hamilton's. The same window is used in both runs.
+    ///
+    ///   Printed: mean and peak tx/s of each run and the geo/loopback ratio; p50 and p99 latency
+    ///     beside Hamilton's p50 < 500 ms and p99 < 1 s; window / tx/s (what a closed loop's
+    ///     latency is mostly made of); CPU of the cluster and of this process (which runs the load
+    ///     and the relays); which region each group's leader was in; what the relays carried.
+    ///
+    /// On 2 cores, the defaults take about 2 minutes. It exits non-zero if either run lost ids.
+    #[command(verbatim_doc_comment)]
+    Geo(GeoArgs),
     /// The Byzantine mode (FastPay): a committee of 4 authorities on durable hosts, fsync on.
     ///
     /// Measured beside the signature ceilings of the same run and the reference implementation's
@@ -163,6 +200,17 @@ pub enum ScaleWorkloadArg {
     Swap,
     /// `specie bench validate`: the sentinel's validation of 2-in/2-out transactions.
     Validate,
+    /// `specie cluster up` (ports from 38470) then `specie bench cluster`: the replicated
+    /// cluster, 3-way Raft with fsync, closed-loop swaps; every member's threads counted.
+    Cluster,
+    /// `specie bench byzantine`: a FastPay committee of 4 authorities (--payments orders).
+    Byzantine,
+    /// `specie bench offline`: the offline authority's deposits (--payments tokens).
+    Offline,
+    /// `specie bench exchange`: SPEEDEX's execution phase, payments on every core.
+    Exchange,
+    /// `specie bench privacy`: confidential 2-in/2-out validation on every core.
+    Privacy,
 }
 
 #[derive(Args, Debug)]
@@ -172,10 +220,10 @@ pub struct ScaleArgs {
     /// Core counts, comma-separated [default: 1, 2, 4, … and this machine's count].
     #[arg(long, value_delimiter = ',')]
     pub cores: Vec<usize>,
-    /// Payments per demo run.
+    /// Payments per demo run; orders per byzantine run; tokens per offline run.
     #[arg(long, default_value_t = 20_000)]
     pub payments: u64,
-    /// Seconds per swap or validate run.
+    /// Seconds per swap, validate or cluster run.
     #[arg(long, default_value_t = 5.0)]
     pub seconds: f64,
     /// Print the curve as one JSON object (every thread of every run included).
@@ -318,6 +366,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 ScaleWorkloadArg::Demo => ScaleWorkload::Demo,
                 ScaleWorkloadArg::Swap => ScaleWorkload::Swap,
                 ScaleWorkloadArg::Validate => ScaleWorkload::Validate,
+                ScaleWorkloadArg::Cluster => ScaleWorkload::Cluster,
+                ScaleWorkloadArg::Byzantine => ScaleWorkload::Byzantine,
+                ScaleWorkloadArg::Offline => ScaleWorkload::Offline,
+                ScaleWorkloadArg::Exchange => ScaleWorkload::Exchange,
+                ScaleWorkloadArg::Privacy => ScaleWorkload::Privacy,
             };
             let mut options = ScaleOptions::new(workload, args.cores, args.payments, args.seconds);
             options.json = args.json;
@@ -340,6 +393,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         })?,
         BenchCommand::Postgres(args) => specie_bench::postgres::run(args.into())?,
         BenchCommand::Cluster(args) => specie_bench::cluster::run(args.into())?,
+        BenchCommand::Geo(args) => specie_bench::geo::run(args.into())?,
         BenchCommand::Byzantine(args) => specie_bench::byzantine::run(ByzantineOptions {
             shards: args.shards,
             orders: args.orders,
@@ -522,6 +576,65 @@ impl From<ClusterBenchArgs> for ClusterBenchOptions {
             compare_transport: args.compare_transport,
             rounds: args.rounds,
             settle: args.settle,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct GeoArgs {
+    /// Where to make the cluster (it must not hold one already) [default: a temporary directory,
+    /// removed at the end unless --keep].
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Keep the temporary directory (the cluster's data, logs, region files and results).
+    #[arg(long)]
+    pub keep: bool,
+    /// Seconds of load in each run (loopback, then geo), after its preload.
+    #[arg(long, default_value_t = 20.0)]
+    pub seconds: f64,
+    /// Round trips between the regions in ms: r0-r1,r0-r2,r1-r2 (Hamilton §6: Virginia-Ohio,
+    /// Virginia-Oregon, Ohio-Oregon).
+    #[arg(long = "rtt-ms", value_name = "A,B,C", default_value = "12,62,51", value_parser = RoundTrips::from_str)]
+    pub rtt_ms: RoundTrips,
+    /// Transactions in flight in both runs [default: 20 000 + 60 000 tx/s x 8 x the longest
+    /// round trip, rounded up to a thousand: 50 000 for the default round trips].
+    #[arg(long)]
+    pub window: Option<usize>,
+    /// Shard groups of the cluster (plus 1 coordinator group; 3 replicas each).
+    #[arg(long, default_value_t = 2)]
+    pub shard_groups: usize,
+    /// First port of the cluster [default: a free range].
+    #[arg(long)]
+    pub base_port: Option<u16>,
+    /// Transactions per submission to the coordinator group.
+    #[arg(long, default_value_t = 1000)]
+    pub batch: usize,
+    /// The coordinator's pipeline depth, `limits.dtxns_in_flight_max` of the new cluster, in
+    /// both runs [default: the cluster's default].
+    #[arg(long, value_name = "N")]
+    pub dtxns_in_flight: Option<u32>,
+    /// Where each run's result.json and charts go, and geo.json [default: DIR/bench].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the comparison as one JSON object (the progress goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl From<GeoArgs> for GeoOptions {
+    fn from(args: GeoArgs) -> GeoOptions {
+        GeoOptions {
+            dir: args.dir,
+            keep: args.keep,
+            seconds: args.seconds,
+            round_trips: args.rtt_ms,
+            window: args.window,
+            shard_groups: args.shard_groups,
+            base_port: args.base_port,
+            batch: args.batch,
+            dtxns_in_flight: args.dtxns_in_flight,
+            out: args.out,
+            json: args.json,
         }
     }
 }

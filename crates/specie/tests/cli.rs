@@ -294,6 +294,41 @@ fn help_describes_the_commands() {
     }
 }
 
+/// `specie bench scale --workload cluster` starts a cluster pinned to one core, loads it, reads
+/// every member's threads (named by member) and the bench's figures, and stops the cluster: its
+/// ports are free again afterwards (no timing is asserted).
+#[test]
+fn bench_scale_runs_a_cluster_reads_its_members_threads_and_stops_it() {
+    let output = specie(&[
+        "bench",
+        "scale",
+        "--workload",
+        "cluster",
+        "--cores",
+        "1",
+        "--seconds",
+        "1",
+        "--json",
+    ]);
+    assert_exit(&output, 0);
+    let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(report["workload"], "cluster");
+    let point = &report["points"][0];
+    assert_eq!(point["cores"], 1);
+    assert!(point["tps"].as_f64().unwrap() > 0.0, "{point}");
+    let names: Vec<&str> = (point["threads"].as_array().unwrap().iter())
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for member in ["shard-", "coordinator-"] {
+        assert!(
+            names.iter().any(|n| n.starts_with(member)),
+            "no {member} thread in {names:?}"
+        );
+    }
+    // Torn down: the cluster's first port can be bound again.
+    std::net::TcpListener::bind("127.0.0.1:38470").expect("the scale run's cluster stopped");
+}
+
 /// `specie bench exchange` teaches its figures and runs at a toy size: every clearing valid, the
 /// JSON has each phase's figures (no timing is asserted).
 #[test]

@@ -11,6 +11,9 @@
 //!   server) beside specie's figures, embedded and replicated.
 //! - [`cluster`]: `specie bench cluster`, load against a running cluster with leader kills,
 //!   per-second throughput, latency and SVG charts.
+//! - [`geo`]: `specie bench geo`, a fresh cluster with one replica of every group in each of three
+//!   regions, Hamilton's round trips between them injected by in-process relays, the same load
+//!   over loopback and across the regions.
 //! - [`byzantine`]: `specie bench byzantine`, a FastPay committee (the Byzantine mode) on durable
 //!   hosts: transfer and confirmation orders per second, CPU per order beside the signature work
 //!   it needs, and payment latency with every authority up and with one silent.
@@ -41,6 +44,7 @@ pub mod demo_offline;
 pub mod demo_privacy;
 pub mod exchange;
 mod exchange_chart;
+pub mod geo;
 pub mod offline;
 mod one_replica;
 pub mod postgres;

@@ -581,3 +581,82 @@ mod tests {
         assert_eq!(verdicts, 2, "one verdict per target:\n{text}");
     }
 }
+
+#[cfg(test)]
+mod profile_tmp {
+    use super::*;
+    use crate::cpu::CpuClock;
+    use specie_role::{Durable, Role, Round};
+
+    fn profile(setup: &Setup, reissue: bool) {
+        let mut role = setup.authority().unwrap();
+        role.lead(0);
+        let deposits = setup.deposits(reissue);
+        let turns: Vec<Vec<Input>> = deposits
+            .chunks(DEPOSITS_PER_TURN)
+            .enumerate()
+            .map(|(n, turn)| turn.iter().enumerate().map(|(i, d)| d.input((n * DEPOSITS_PER_TURN + i) as Ticket)).collect())
+            .collect();
+        let mut t = [0f64; 5];
+        let mut c = [0f64; 5];
+        let started = Instant::now();
+        let p0 = CpuClock::now();
+        for inputs in turns {
+            let mut mark = (Instant::now(), CpuClock::this_thread());
+            let mut lap = |k: usize, mark: &mut (Instant, Duration)| {
+                t[k] += mark.0.elapsed().as_secs_f64();
+                c[k] += CpuClock::this_thread().saturating_sub(mark.1).as_secs_f64();
+                *mark = (Instant::now(), CpuClock::this_thread());
+            };
+            for input in inputs {
+                role.handle(0, input);
+            }
+            lap(0, &mut mark);
+            loop {
+                let round = Round::take(&mut role);
+                lap(1, &mut mark);
+                let records: Vec<Vec<u8>> = round.proposals.iter().map(OfflineAuthority::encode_command).collect();
+                std::hint::black_box(records);
+                lap(2, &mut mark);
+                for command in &round.proposals {
+                    role.apply(0, command);
+                }
+                lap(3, &mut mark);
+                let done = round.proposals.is_empty();
+                drop(round);
+                lap(4, &mut mark);
+                if done {
+                    break;
+                }
+            }
+        }
+        let wall = started.elapsed().as_secs_f64();
+        let used = p0.used();
+        let n = deposits.len() as f64;
+        eprintln!(
+            "reissue={reissue} threads={} {:.0}/s wall; process cpu {:.1}us/dep, role thread {:.1}us/dep",
+            rayon::current_num_threads(),
+            n / wall,
+            used.process_s / n * 1e6,
+            used.this_thread_s / n * 1e6
+        );
+        for (k, name) in ["handle", "take(verify)", "encode", "apply", "drop"].iter().enumerate() {
+            eprintln!("  {name:14} wall {:6.2}us/dep  thread-cpu {:6.2}us/dep", t[k] / n * 1e6, c[k] / n * 1e6);
+        }
+        role.check_invariants().unwrap();
+    }
+
+    #[test]
+    #[ignore]
+    fn profile_deposit_path() {
+        let tokens: usize = std::env::var("PROFILE_TOKENS").ok().and_then(|s| s.parse().ok()).unwrap_or(20_000);
+        let setup = Setup::new(tokens).unwrap();
+        for threads in [1, rayon::current_num_threads()] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                profile(&setup, false);
+                profile(&setup, true);
+            });
+        }
+    }
+}

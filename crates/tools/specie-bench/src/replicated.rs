@@ -55,7 +55,7 @@ impl Drop for TempCluster {
 }
 
 /// `count` consecutive TCP ports on 127.0.0.1 that were all free a moment ago.
-fn free_port_range(count: usize) -> BenchResult<u16> {
+pub(crate) fn free_port_range(count: usize) -> BenchResult<u16> {
     let count = u16::try_from(count).step("too many cluster members")?;
     // Probe from an ephemeral port the kernel hands out, then the ranges just above it.
     let start = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port().min(60_000);

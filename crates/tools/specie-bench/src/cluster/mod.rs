@@ -7,7 +7,7 @@
 pub(crate) mod chart;
 mod cpu;
 mod faults;
-mod load;
+pub(crate) mod load;
 mod recovery;
 mod transport;
 
