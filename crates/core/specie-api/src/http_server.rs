@@ -389,17 +389,30 @@ async fn serve_connection(
         async move {
             let _in_flight = in_flight;
             let timed_out = Arc::new(AtomicBool::new(false));
-            let request = request.map(|body| DeadlineBody {
-                inner: body,
-                deadline: Box::pin(tokio::time::sleep(body_timeout)),
-                timed_out: timed_out.clone(),
+            let read_whole = Arc::new(AtomicBool::new(false));
+            let request = request.map(|body| {
+                read_whole.store(hyper::body::Body::is_end_stream(&body), Ordering::Release);
+                DeadlineBody {
+                    inner: body,
+                    deadline: Box::pin(tokio::time::sleep(body_timeout)),
+                    timed_out: timed_out.clone(),
+                    read_whole: read_whole.clone(),
+                }
             });
-            let response = match TowerToHyperService::new(router).call(request).await {
+            let mut response = match TowerToHyperService::new(router).call(request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
             };
             if timed_out.load(Ordering::Acquire) {
                 return Ok::<_, Infallible>(body_timeout_response(body_timeout));
+            }
+            if !read_whole.load(Ordering::Acquire) {
+                // Refused before its body was read (a wrong content type, say): the rest of the
+                // body may still be on its way, and hyper may close rather than wait to drain
+                // it. Say so, or a client reusing the connection sees its next request fail.
+                response
+                    .headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
             }
             Ok(response)
         }
@@ -637,11 +650,13 @@ impl Future for HeadSleep {
 
 impl hyper::rt::Sleep for HeadSleep {}
 
-/// A request body that fails once its deadline passes, and says so in `timed_out`.
+/// A request body that fails once its deadline passes, and says so in `timed_out`; says in
+/// `read_whole` once it has been read to its end.
 struct DeadlineBody {
     inner: Incoming,
     deadline: Pin<Box<tokio::time::Sleep>>,
     timed_out: Arc<AtomicBool>,
+    read_whole: Arc<AtomicBool>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -655,6 +670,9 @@ impl hyper::body::Body for DeadlineBody {
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.get_mut();
         if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            if frame.is_none() || this.inner.is_end_stream() {
+                this.read_whole.store(true, Ordering::Release);
+            }
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
         if this.deadline.as_mut().poll(cx).is_ready() {

@@ -391,6 +391,38 @@ fn keep_alive_outlives_the_header_timeout_and_closes_when_idle() {
     server.shut_down();
 }
 
+/// A request refused before its body is read (JSON sent as text/plain, its body not even sent
+/// yet) is answered with
+/// `connection: close`, since the unread body still sits on the connection; one whose body was
+/// read keeps the connection for the next request. The header tells a pooling client not to
+/// reuse a connection the server is about to close.
+#[test]
+fn a_request_refused_before_its_body_is_read_closes_its_connection() {
+    let server = Server::node(limits(8, 1_000, 1_000, 5_000));
+    let body = r#"{"ids": []}"#;
+    let post = |content_type: &str| {
+        format!(
+            "POST /v1/uhs/query HTTP/1.1\r\nhost: test\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let mut stream = server.connect();
+    stream.write_all(post("application/json").as_bytes()).unwrap();
+    let (status, head, answer) = read_response(&mut stream).expect("a response");
+    assert_eq!(status, 200, "{answer}");
+    assert!(!head.contains("connection: close"), "{head}");
+    // The head only: the server refuses it by its content type, before any of the body came.
+    let request = post("text/plain");
+    stream
+        .write_all(&request.as_bytes()[..request.len() - body.len()])
+        .unwrap();
+    let (status, head, answer) = read_response(&mut stream).expect("a response on the same connection");
+    assert_eq!((status, error_code(&answer).as_str()), (400, "bad_json"));
+    assert!(head.contains("connection: close"), "{head}");
+    assert!(closed_within(&mut stream, Duration::from_secs(5)));
+    server.shut_down();
+}
+
 /// On shutdown the server stops accepting, a request in progress finishes and is answered,
 /// idle and silent connections are closed, and `serve` returns well before its grace period.
 #[test]
