@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! submit ─ sentinel ─▶ write ahead (ledger/pending, one fsync per group) ─▶ coordinator ─▶ shards
+//!         (returns at once: the archiver hands the batch on once it is durable)
 //!                                                         outcomes ◀────────────┘
 //!                       archiver thread: confirmed records ─▶ blocks (ledger/blocks, one fsync per group)
 //! ```
@@ -82,12 +83,19 @@ pub enum ArchiveError {
     BlockMissing { height: u64 },
 }
 
+/// What to do once a write-ahead is decided: called with `true` once the records are durable,
+/// `false` if they could not be written (the archiver's thread calls it; dropping it uncalled,
+/// as a stopping archiver does, must answer its transactions too).
+pub type AfterWrite = Box<dyn FnOnce(bool) + Send>;
+
 /// What the archiver's thread is asked.
 pub enum ArchiveMessage {
-    /// Make these records durable, then answer on `written`.
+    /// Make these records durable, then call `then`: the submitter does not wait for the fsync,
+    /// the archiver hands the transactions on (pipelined, so signing and validating the next
+    /// batch overlap this one's write).
     WriteAhead {
         records: Vec<Record>,
-        written: Sender<bool>,
+        then: AfterWrite,
     },
     /// What became of written-ahead transactions: `true` for committed.
     Outcomes(Vec<(Txid, bool)>),
@@ -281,13 +289,13 @@ impl Archive {
         let mut reads = vec![];
         for message in round {
             match message {
-                ArchiveMessage::WriteAhead { records, written } => {
+                ArchiveMessage::WriteAhead { records, then } => {
                     batches.push(encode_records(&records));
                     for record in records {
                         written_txids.push(record.txid());
                         self.undecided.entry(record.txid()).or_insert((record, 0)).1 += 1;
                     }
-                    waiting_writers.push(written);
+                    waiting_writers.push(then);
                 }
                 ArchiveMessage::Outcomes(outcomes) => self.decide(outcomes),
                 ArchiveMessage::Read(read, reply) => reads.push((read, reply)),
@@ -308,8 +316,8 @@ impl Archive {
                 // Their submitters answer `dropped`: they never reach the coordinator.
                 self.decide(written_txids.into_iter().map(|txid| (txid, false)).collect());
             }
-            for writer in waiting_writers {
-                let _ = writer.send(durable);
+            for then in waiting_writers {
+                then(durable);
             }
         }
         reads

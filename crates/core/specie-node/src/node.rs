@@ -20,7 +20,7 @@ use specie_coordinator::{Coordinator, CoordinatorState, CoordinatorStateError};
 use specie_host::{EmbeddedHost, HostMessage, RecoverError};
 use specie_shard::{Shard, ShardCall, ShardRead, ShardReply};
 
-use crate::archive::{Archive, ArchiveError, ArchiveMessage, ArchiveOptions};
+use crate::archive::{AfterWrite, Archive, ArchiveError, ArchiveMessage, ArchiveOptions};
 use crate::endorsement::{Candidate, EndorsementGroup, EndorsementHandle, EndorsementOptions};
 use crate::manifest::CoreShape;
 use crate::manifest::{NodeManifest, NodeManifestError};
@@ -370,6 +370,8 @@ struct Shared {
     ranges: Vec<ShardRange>,
     submissions: Sender<SubmissionMessage>,
     shards: ShardInboxes,
+    /// One place per write-ahead batch in the archiver's hands ([`WRITE_AHEADS_IN_FLIGHT_MAX`]).
+    write_aheads: (Sender<()>, Receiver<()>),
 }
 
 /// A cheap, cloneable way in: submit transactions, query the UHS.
@@ -456,6 +458,7 @@ impl EmbeddedNode {
             ranges,
             submissions: submissions_tx,
             shards: shard_inboxes,
+            write_aheads: bounded(WRITE_AHEADS_IN_FLIGHT_MAX),
         };
         let handle = NodeHandle {
             shared: Arc::new(shared),
@@ -540,9 +543,8 @@ impl NodeHandle {
             }
         }
         self.answer_now(refused, reply);
-        if !records.is_empty() && !self.write_ahead(records) {
-            drop_all(accepted);
-            return;
+        if !records.is_empty() {
+            return self.write_ahead_then_forward(records, accepted);
         }
         self.forward(accepted);
     }
@@ -634,8 +636,8 @@ impl NodeHandle {
         }
         drop(verifier);
         self.answer_now(refused, reply);
-        if !records.is_empty() && !self.write_ahead(records) {
-            return drop_all(accepted);
+        if !records.is_empty() {
+            return self.write_ahead_then_forward(records, accepted);
         }
         self.forward(accepted);
     }
@@ -673,15 +675,26 @@ impl NodeHandle {
 
     /// Makes the records durable in the ledger of record's pending log before the coordinator
     /// sees their transactions, so a transaction the shards commit is never missing from the
-    /// ledger. `false` if they could not be written: they must not go on.
-    fn write_ahead(&self, records: Vec<Record>) -> bool {
+    /// ledger; then the archiver's thread hands `accepted` to the coordinator (or answers each
+    /// `dropped` if the records could not be written). Returns without waiting for the fsync,
+    /// once one of [`WRITE_AHEADS_IN_FLIGHT_MAX`] places is free (backpressure).
+    fn write_ahead_then_forward(&self, records: Vec<Record>, accepted: Vec<Admitted>) {
         let archive = self
             .shared
             .archive
             .as_ref()
             .expect("records are made only for an archive");
-        let (written, durable) = bounded(1);
-        archive.send(ArchiveMessage::WriteAhead { records, written }).is_ok() && durable.recv().unwrap_or(false)
+        if self.shared.write_aheads.0.send(()).is_err() {
+            return drop_all(accepted);
+        }
+        let waiting = AwaitingRecords {
+            accepted,
+            submissions: self.shared.submissions.clone(),
+            place: self.shared.write_aheads.1.clone(),
+        };
+        let then: AfterWrite = Box::new(move |durable| waiting.release(durable));
+        // If the archiver has stopped, the message comes back and dropping it answers all.
+        let _ = archive.send(ArchiveMessage::WriteAhead { records, then });
     }
 
     /// Hands compact transactions straight to the coordinator, skipping the sentinel. Only for
@@ -702,15 +715,8 @@ impl NodeHandle {
         self.forward(accepted);
     }
 
-    fn forward(&self, accepted: Vec<(CompactTransaction, (u64, CompletionSender))>) {
-        if accepted.is_empty() {
-            return;
-        }
-        if let Err(crossbeam_channel::SendError(HostMessage::Calls(lost))) =
-            self.shared.submissions.send(HostMessage::Calls(accepted))
-        {
-            drop_all(lost);
-        }
+    fn forward(&self, accepted: Vec<Admitted>) {
+        forward_to(&self.shared.submissions, accepted);
     }
 
     /// Asks shard `shard` to read the UHS; the answer, on the returned channel, comes after every
@@ -806,7 +812,53 @@ impl NodeHandle {
 }
 
 /// Answers every transaction `dropped`: nothing of it was applied.
-fn drop_all(transactions: Vec<(CompactTransaction, (u64, CompletionSender))>) {
+/// A transaction the sentinel accepted, with where its completion goes.
+type Admitted = (CompactTransaction, (u64, CompletionSender));
+
+/// Write-ahead batches in the archiver's hands at once; a submitter past it waits. Enough to
+/// keep the archiver's rounds full while submitters sign and validate the next batches.
+const WRITE_AHEADS_IN_FLIGHT_MAX: usize = 64;
+
+/// Transactions whose records are being written ahead. Released, they go to the coordinator (or
+/// are answered `dropped`); dropped unreleased (a stopping archiver), each is answered
+/// `dropped`: every transaction gets exactly one completion. Either way its place is freed.
+struct AwaitingRecords {
+    accepted: Vec<Admitted>,
+    submissions: Sender<SubmissionMessage>,
+    place: Receiver<()>,
+}
+
+impl AwaitingRecords {
+    fn release(mut self, durable: bool) {
+        let accepted = std::mem::take(&mut self.accepted);
+        match durable {
+            true => forward_to(&self.submissions, accepted),
+            false => drop_all(accepted),
+        }
+    }
+}
+
+impl Drop for AwaitingRecords {
+    fn drop(&mut self) {
+        drop_all(std::mem::take(&mut self.accepted));
+        let freed = self.place.try_recv();
+        assert!(freed.is_ok(), "every write-ahead in flight holds a place");
+    }
+}
+
+/// Hands accepted transactions to the coordinator (waiting while its inbox is full); if it has
+/// stopped, answers each `dropped`.
+fn forward_to(submissions: &Sender<SubmissionMessage>, accepted: Vec<Admitted>) {
+    if accepted.is_empty() {
+        return;
+    }
+    if let Err(crossbeam_channel::SendError(HostMessage::Calls(lost))) = submissions.send(HostMessage::Calls(accepted))
+    {
+        drop_all(lost);
+    }
+}
+
+fn drop_all(transactions: Vec<Admitted>) {
     for (compact, (client_ref, reply)) in transactions {
         let _ = reply.send(Completion {
             client_ref,
@@ -918,5 +970,46 @@ mod tests {
             "{error:?}"
         );
         assert!(error.to_string().contains("created with 2 shards"), "{error}");
+    }
+
+    /// A write-ahead batch gets exactly one answer per transaction whatever happens to it:
+    /// durable, it reaches the coordinator; not written, or dropped unanswered by a stopping
+    /// archiver, each is answered `dropped`. Every way frees its place.
+    #[test]
+    fn transactions_waiting_for_their_records_are_forwarded_or_answered_dropped_once() {
+        let (submissions, coordinator) = bounded(4);
+        let places = bounded(WRITE_AHEADS_IN_FLIGHT_MAX);
+        let (reply, mut answers) = tokio::sync::mpsc::unbounded_channel();
+        let waiting = |txid: u8| {
+            places.0.send(()).unwrap();
+            let compact = CompactTransaction {
+                txid: Txid([txid; 32]),
+                spent: vec![],
+                created: vec![],
+                attestations: Default::default(),
+            };
+            AwaitingRecords {
+                accepted: vec![(compact, (u64::from(txid), reply.clone()))],
+                submissions: submissions.clone(),
+                place: places.1.clone(),
+            }
+        };
+        waiting(1).release(true);
+        match coordinator.try_recv() {
+            Ok(HostMessage::Calls(calls)) => assert_eq!(calls[0].0.txid, Txid([1; 32])),
+            _ => panic!("a durable batch goes to the coordinator"),
+        }
+        assert!(
+            answers.try_recv().is_err(),
+            "the coordinator answers it, not the write-ahead"
+        );
+        waiting(2).release(false);
+        drop(waiting(3));
+        for txid in [2, 3] {
+            let answer = answers.try_recv().expect("answered");
+            assert_eq!((answer.client_ref, answer.status), (txid, TxStatus::Dropped));
+        }
+        assert!(answers.try_recv().is_err() && coordinator.try_recv().is_err());
+        assert!(places.1.is_empty(), "every place is freed");
     }
 }
