@@ -301,7 +301,7 @@ fn up_options(args: UpArgs) -> anyhow::Result<UpOptions> {
 /// would share the cores the first group already uses). Returns the groups and the cores.
 fn default_coordinator_groups(shard_groups: usize) -> (usize, usize) {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    ((cores / 8).clamp(1, shard_groups.max(1)), cores)
+    (specie_coordinator::default_coordinators(shard_groups, cores), cores)
 }
 
 pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {

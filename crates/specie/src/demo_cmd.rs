@@ -64,6 +64,10 @@ pub struct DemoArgs {
     /// Number of shards.
     #[arg(long, default_value_t = 2)]
     pub shards: usize,
+    /// Coordinators of the embedded 2PC core, each on its own thread and log; batches go to
+    /// them in turn [default: one per 8 cores, at most one per shard].
+    #[arg(long, conflicts_with_all = ["cluster", "byzantine", "offline", "exchange"])]
+    pub coordinators: Option<usize>,
     /// Transactions in flight at once.
     #[arg(long, default_value_t = 4096)]
     pub window: usize,
@@ -203,6 +207,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         bad_signature_fraction: args.bad_signature_fraction,
         large_fraction: args.large_fraction,
         shards: args.shards,
+        coordinators: args.coordinators,
         window: args.window,
         seed: args.seed,
         data_dir: args.data_dir,

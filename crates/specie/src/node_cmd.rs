@@ -47,6 +47,12 @@ pub struct NodeArgs {
     /// Number of shards the UHS is split into. Only for a new data directory.
     #[arg(long)]
     pub shards: Option<usize>,
+    /// Coordinators (2PC shape), each on its own thread and log; batches go to them in turn.
+    /// May grow between starts, never shrink (a coordinator may hold transactions in flight
+    /// only it can finish). Kept in node.toml [default: what DIR has; for a new one, one per 8
+    /// cores, at most one per shard].
+    #[arg(long)]
+    pub coordinators: Option<usize>,
     /// Issuer x-only public key (hex) allowed to mint and redeem; repeat for several. Remembered
     /// in node.toml.
     #[arg(long = "issuer", value_name = "HEX")]
@@ -225,6 +231,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     };
     let mut options = NodeOptions::new(&args.data_dir);
     options.shards = args.shards;
+    options.coordinators = args.coordinators;
     options.hrp = args.hrp;
     options.issuers = args.issuers;
     options.offline_authority = args.offline_authority;

@@ -35,9 +35,13 @@ struct Node {
 }
 
 fn start(dir: &std::path::Path, issuer: &str, shape: &str) -> Node {
+    // 2PC runs two coordinators: each resumes its own dtxns after the kill.
+    let coordinators = if shape == "2pc" { "2" } else { "1" };
     let mut child = Command::new(env!("CARGO_BIN_EXE_specie"))
         .args([
             "node",
+            "--coordinators",
+            coordinators,
             "--shape",
             shape,
             "--listen",

@@ -16,7 +16,7 @@ pub const NETWORK_ID_BYTES: usize = 16;
 
 /// The most coordinator groups a cluster may have: a shard keeps each one's dtxns apart, under a
 /// 16-bit index ([`specie_shard::CoordinatorIndex`]).
-pub const COORDINATOR_GROUPS_MAX: usize = 64;
+pub const COORDINATOR_GROUPS_MAX: usize = specie_coordinator::COORDINATORS_MAX;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

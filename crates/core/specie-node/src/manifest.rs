@@ -27,10 +27,19 @@ pub struct NodeManifest {
     /// Absent in directories from before the atomizer shape: two-phase commit.
     #[serde(default)]
     pub shape: CoreShape,
+    /// Coordinators of the 2PC shape, each with its own log (`coordinator`, `coordinator-1`,
+    /// …); the shards keep their dtxns apart. May grow, never shrink: a coordinator's log may
+    /// hold dtxns in flight that only it can finish. Absent in directories from before: 1.
+    #[serde(default = "one")]
+    pub coordinators: usize,
     /// The keys the node banks and audits for (`[settings]`): kept from the start that first
     /// gave each, changed only by a start with `--reconfigure` or `--forget`.
     #[serde(default)]
     pub settings: KeptSettings,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// The online core's two deployment shapes (Hamilton §4 and §5).
@@ -83,6 +92,18 @@ pub enum NodeManifestError {
     },
     #[error("{path} was created {}the ledger of record; it cannot be reopened {} it (the ledger must hold every transaction from genesis)", if *.existing { "with " } else { "without " }, if *.existing { "without" } else { "with" })]
     LedgerChanged { path: String, existing: bool },
+    #[error("{path} runs {existing} coordinators; it cannot be reopened with {requested} (a coordinator's log may hold transactions in flight that only it can finish): start with --coordinators {existing} or more")]
+    CoordinatorsReduced {
+        path: String,
+        existing: usize,
+        requested: usize,
+    },
+    #[error("{path}: {requested} coordinators; {reason}")]
+    CoordinatorsRefused {
+        path: String,
+        requested: usize,
+        reason: String,
+    },
     #[error("{path} was created in the {existing} shape; it cannot be reopened in the {requested} shape (their logs differ)")]
     ShapeChanged {
         path: String,
@@ -127,6 +148,7 @@ impl NodeManifest {
                 issuers: vec![],
                 ledger_of_record: ledger_of_record.unwrap_or(true),
                 shape: shape.unwrap_or_default(),
+                coordinators: 1,
             },
             Err(source) => return Err(NodeManifestError::Read { path: shown, source }),
         };
@@ -209,6 +231,50 @@ impl NodeManifest {
         Ok(())
     }
 
+    /// Settles how many coordinators run: `requested` if given (more than before is fine,
+    /// fewer is refused), else what the directory has, or for a new one
+    /// [`specie_coordinator::default_coordinators`] for this machine. Stores a change.
+    pub fn settle_coordinators(
+        &mut self,
+        dir: &Path,
+        requested: Option<usize>,
+        created: bool,
+    ) -> Result<usize, NodeManifestError> {
+        let path = || dir.join(MANIFEST_FILE).display().to_string();
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let wanted = match (requested, self.shape) {
+            (Some(requested), _) => requested,
+            (None, CoreShape::TwoPhaseCommit) if created => {
+                specie_coordinator::default_coordinators(self.shards, cores)
+            }
+            (None, _) => self.coordinators,
+        };
+        let refused = |reason: String| NodeManifestError::CoordinatorsRefused {
+            path: path(),
+            requested: wanted,
+            reason,
+        };
+        let max = specie_coordinator::COORDINATORS_MAX;
+        if wanted == 0 || wanted > max {
+            return Err(refused(format!("use 1 to {max}")));
+        }
+        if self.shape == CoreShape::Atomizer && wanted > 1 {
+            return Err(refused("the atomizer shape has one orderer, the atomizer".into()));
+        }
+        if wanted < self.coordinators {
+            return Err(NodeManifestError::CoordinatorsReduced {
+                path: path(),
+                existing: self.coordinators,
+                requested: wanted,
+            });
+        }
+        if wanted != self.coordinators {
+            self.coordinators = wanted;
+            self.store(dir)?;
+        }
+        Ok(wanted)
+    }
+
     /// Refuses to reopen a directory with choices other than those it was created with.
     fn check_reopened(
         &self,
@@ -277,6 +343,51 @@ impl NodeManifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Coordinators may grow between starts and are kept; fewer is refused with the way out;
+    /// the atomizer shape has one; a directory from before them has one.
+    #[test]
+    fn coordinators_grow_are_kept_and_never_shrink() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut manifest = NodeManifest::load_or_create(dir.path(), Some(4), None, &[], None, None).unwrap();
+        assert_eq!(manifest.settle_coordinators(dir.path(), Some(2), true).unwrap(), 2);
+        let mut reopened = NodeManifest::load_or_create(dir.path(), None, None, &[], None, None).unwrap();
+        assert_eq!(reopened.coordinators, 2, "kept in node.toml");
+        assert_eq!(reopened.settle_coordinators(dir.path(), None, false).unwrap(), 2);
+        let error = reopened.settle_coordinators(dir.path(), Some(1), false).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                NodeManifestError::CoordinatorsReduced {
+                    existing: 2,
+                    requested: 1,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("--coordinators 2 or more"), "{error}");
+        assert_eq!(reopened.settle_coordinators(dir.path(), Some(3), false).unwrap(), 3);
+        for refused in [0, specie_coordinator::COORDINATORS_MAX + 1] {
+            assert!(matches!(
+                reopened.settle_coordinators(dir.path(), Some(refused), false),
+                Err(NodeManifestError::CoordinatorsRefused { .. })
+            ));
+        }
+        let atomizer = tempfile::tempdir().unwrap();
+        let mut manifest_a =
+            NodeManifest::load_or_create(atomizer.path(), None, None, &[], None, Some(CoreShape::Atomizer)).unwrap();
+        assert_eq!(manifest_a.settle_coordinators(atomizer.path(), None, true).unwrap(), 1);
+        assert!(manifest_a.settle_coordinators(atomizer.path(), Some(2), false).is_err());
+        let old = tempfile::tempdir().unwrap();
+        std::fs::write(
+            old.path().join(MANIFEST_FILE),
+            "format_version = 1\nshards = 2\nhrp = \"usd\"\nissuers = []\n",
+        )
+        .unwrap();
+        manifest = NodeManifest::load_or_create(old.path(), None, None, &[], None, None).unwrap();
+        assert_eq!(manifest.settle_coordinators(old.path(), None, false).unwrap(), 1);
+    }
 
     #[test]
     fn bad_options_are_refused_before_anything_is_written() {

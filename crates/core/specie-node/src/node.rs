@@ -18,7 +18,7 @@ use specie_transaction::{CompactTransaction, SpecieTransaction, Txid, UhsId};
 use specie_atomizer::{Atomizer, AtomizerConfig, AtomizerStateError, UhsShard, UhsShardStateError};
 use specie_coordinator::{Coordinator, CoordinatorState, CoordinatorStateError};
 use specie_host::{EmbeddedHost, HostMessage, RecoverError};
-use specie_shard::{Shard, ShardCall, ShardRead, ShardReply};
+use specie_shard::{CoordinatorIndex, Shard, ShardCall, ShardRead, ShardReply};
 
 use crate::archive::{AfterWrite, Archive, ArchiveError, ArchiveMessage, ArchiveOptions};
 use crate::endorsement::{Candidate, EndorsementGroup, EndorsementHandle, EndorsementOptions};
@@ -81,6 +81,10 @@ pub struct NodeOptions {
     /// The core's shape: two-phase commit, or an atomizer ordering every transaction into
     /// blocks. Applies only when the data directory is new (`None`: two-phase commit).
     pub shape: Option<CoreShape>,
+    /// Coordinators of the 2PC shape, each on its own thread and log; submissions go to them in
+    /// turn. `None`: what the directory has, or for a new one one per 8 cores (at most one per
+    /// shard). May grow between starts, never shrink. Kept in node.toml.
+    pub coordinators: Option<usize>,
     /// Whether the keys given replace those `node.toml` keeps, and which kept ones to drop
     /// (`crate::settings`). By default a key other than the kept one is refused.
     pub settings_change: crate::settings::SettingsChange,
@@ -103,6 +107,7 @@ impl NodeOptions {
             fsync: true,
             ledger_of_record: None,
             shape: None,
+            coordinators: None,
             settings_change: Default::default(),
             auditors: vec![],
             registration_authority: None,
@@ -206,8 +211,8 @@ fn open_archive(handle: &NodeHandle, options: ArchiveOptions) -> Result<Archive,
 /// Where the callers of each shard put their calls, in shard order.
 type Inboxes<C, T> = Vec<Sender<HostMessage<C, T>>>;
 
-/// The core's threads, its shards' inboxes and its submission channel.
-type StartedCore = (Vec<JoinHandle<()>>, ShardInboxes, Sender<SubmissionMessage>);
+/// The core's threads, its shards' inboxes and its orderers' submission channels.
+type StartedCore = (Vec<JoinHandle<()>>, ShardInboxes, Vec<Sender<SubmissionMessage>>);
 
 /// What starting the core, in either shape, needs.
 struct CoreStart<'a> {
@@ -270,34 +275,48 @@ impl CoreStart<'_> {
         Ok(inboxes)
     }
 
-    /// Two-phase commit: the shards and the coordinator, which first finishes every dtxn that
-    /// was in flight at the last stop.
-    fn two_phase_commit(self) -> Result<StartedCore, OpenError> {
-        let (answers_tx, answers_rx) = unbounded();
+    /// Two-phase commit: the shards and the coordinators, each of which first finishes every
+    /// dtxn that was in flight at the last stop.
+    fn two_phase_commit(self, coordinators: usize) -> Result<StartedCore, OpenError> {
+        let (answers, answers_rx): (Vec<_>, Vec<_>) = (0..coordinators).map(|_| unbounded()).unzip();
         let mut threads = vec![];
-        let wiring = |index| ShardWiring {
-            index,
-            coordinator: answers_tx.clone(),
-            answers: vec![],
-        };
+        let wiring = |index| ShardWiring::new(index, answers.clone());
         let inboxes = self.start_shards("shard", Shard::empty, wiring, &mut threads)?;
-        let config = self.options.coordinator_config(self.ranges.to_vec());
-        let wiring = OrdererWiring::<ShardCall>::new(inboxes.clone(), self.archive.clone(), self.watchtower.clone());
-        let coordinator = Coordinator::new(config, CoordinatorState::default());
-        let mut host = self.recover("coordinator".into(), "coordinator", coordinator, wiring)?;
-        let resumed = host.role().state().active().len();
-        if resumed > 0 {
-            tracing::info!(dtxns = resumed, "finishing dtxns that were in flight");
-            // Before anyone is served: a reader must never see a resumed dtxn land under its feet.
-            let finished = host.run_inputs_until(&answers_rx, |c| c.state().active().is_empty(), RESUME_LIMIT_MS);
-            if !finished {
-                return Err(OpenError::ResumeStalled {
-                    dtxns: host.role().state().active().len(),
-                    limit_ms: RESUME_LIMIT_MS,
-                });
+        let mut submissions = vec![];
+        for (index, answers_rx) in answers_rx.into_iter().enumerate() {
+            let coordinator_index = CoordinatorIndex::try_from(index).expect("at most COORDINATORS_MAX coordinators");
+            let wiring = OrdererWiring::<ShardCall>::new(
+                coordinator_index,
+                inboxes.clone(),
+                self.archive.clone(),
+                self.watchtower.clone(),
+            );
+            let config = self.options.coordinator_config(self.ranges.to_vec());
+            let coordinator = Coordinator::new(config, CoordinatorState::default());
+            // The first keeps the directory name of the days of one coordinator.
+            let (name, dir) = match index {
+                0 => ("coordinator".to_string(), "coordinator".to_string()),
+                _ => (format!("coordinator-{index}"), format!("coordinator-{index}")),
+            };
+            let mut host = self.recover(name.clone(), &dir, coordinator, wiring)?;
+            let resumed = host.role().state().active().len();
+            if resumed > 0 {
+                tracing::info!(
+                    coordinator = index,
+                    dtxns = resumed,
+                    "finishing dtxns that were in flight"
+                );
+                // Before anyone is served: a reader must never see a resumed dtxn land under its feet.
+                let finished = host.run_inputs_until(&answers_rx, |c| c.state().active().is_empty(), RESUME_LIMIT_MS);
+                if !finished {
+                    return Err(OpenError::ResumeStalled {
+                        dtxns: host.role().state().active().len(),
+                        limit_ms: RESUME_LIMIT_MS,
+                    });
+                }
             }
+            submissions.push(serve_orderer(&name, host, answers_rx, &mut threads)?);
         }
-        let submissions = serve_orderer("coordinator", host, answers_rx, &mut threads)?;
         Ok((threads, ShardInboxes::TwoPhaseCommit(inboxes), submissions))
     }
 
@@ -315,7 +334,8 @@ impl CoreStart<'_> {
         let mut config = AtomizerConfig::with_shards(self.ranges.to_vec());
         config.block_transactions_max = self.options.batch_transactions_max;
         config.queue_transactions_max = self.options.queue_transactions_max.max(config.block_transactions_max);
-        let wiring = OrdererWiring::<UhsShardCall>::new(inboxes.clone(), self.archive.clone(), self.watchtower.clone());
+        let wiring =
+            OrdererWiring::<UhsShardCall>::new(0, inboxes.clone(), self.archive.clone(), self.watchtower.clone());
         let mut host = self.recover("atomizer".into(), "atomizer", Atomizer::new(config), wiring)?;
         // Before anyone is served: a reader must see every block the atomizer made durable.
         if !host.run_inputs_until(&answers_rx, Atomizer::shards_caught_up, RESUME_LIMIT_MS) {
@@ -325,7 +345,7 @@ impl CoreStart<'_> {
             });
         }
         let submissions = serve_orderer("atomizer", host, answers_rx, &mut threads)?;
-        Ok((threads, ShardInboxes::Atomizer(inboxes), submissions))
+        Ok((threads, ShardInboxes::Atomizer(inboxes), vec![submissions]))
     }
 }
 
@@ -368,7 +388,10 @@ struct Shared {
     watchtower: Arc<Mutex<Watchtower>>,
     trusted: TrustedKeys,
     ranges: Vec<ShardRange>,
-    submissions: Sender<SubmissionMessage>,
+    /// The orderers' inboxes: the coordinators (batches go to them in turn), or the atomizer.
+    submissions: Vec<Sender<SubmissionMessage>>,
+    /// Which orderer the next batch goes to.
+    next_orderer: std::sync::atomic::AtomicUsize,
     shards: ShardInboxes,
     /// One place per write-ahead batch in the archiver's hands ([`WRITE_AHEADS_IN_FLIGHT_MAX`]).
     write_aheads: (Sender<()>, Receiver<()>),
@@ -396,6 +419,7 @@ impl EmbeddedNode {
     /// process is still letting go of is waited for, briefly.
     pub fn open(mut options: NodeOptions) -> Result<EmbeddedNode, OpenError> {
         let lock = specie_log::DirLock::acquire(&options.data_dir, specie_log::dir_lock::RESTART_WAIT_MS)?;
+        let created = !options.data_dir.join(crate::manifest::MANIFEST_FILE).exists();
         let mut manifest = NodeManifest::load_or_create(
             &options.data_dir,
             options.shards,
@@ -405,6 +429,7 @@ impl EmbeddedNode {
             options.shape,
         )?;
         manifest.keep_settings(&options.data_dir.clone(), &mut options)?;
+        manifest.settle_coordinators(&options.data_dir, options.coordinators, created)?;
         let issuers = IssuerKeys::from_hex(&manifest.issuers).map_err(OpenError::Issuers)?;
         let ranges = ShardRange::partition(manifest.shards)?;
         let log_options = specie_log::LogOptions {
@@ -429,7 +454,7 @@ impl EmbeddedNode {
             watchtower: watchtower.clone(),
         };
         let (mut threads, shard_inboxes, submissions_tx) = match manifest.shape {
-            CoreShape::TwoPhaseCommit => core.two_phase_commit()?,
+            CoreShape::TwoPhaseCommit => core.two_phase_commit(manifest.coordinators)?,
             CoreShape::Atomizer => core.atomizer()?,
         };
 
@@ -457,6 +482,7 @@ impl EmbeddedNode {
             trusted,
             ranges,
             submissions: submissions_tx,
+            next_orderer: Default::default(),
             shards: shard_inboxes,
             write_aheads: bounded(WRITE_AHEADS_IN_FLIGHT_MAX),
         };
@@ -487,7 +513,9 @@ impl EmbeddedNode {
     }
 
     fn stop(&mut self) {
-        let _ = self.handle.shared.submissions.send(HostMessage::Stop);
+        for submissions in &self.handle.shared.submissions {
+            let _ = submissions.send(HostMessage::Stop);
+        }
         if let Some((endorsement, _)) = &self.handle.shared.endorsement {
             endorsement.stop();
         }
@@ -689,7 +717,7 @@ impl NodeHandle {
         }
         let waiting = AwaitingRecords {
             accepted,
-            submissions: self.shared.submissions.clone(),
+            submissions: self.next_orderer().clone(),
             place: self.shared.write_aheads.1.clone(),
         };
         let then: AfterWrite = Box::new(move |durable| waiting.release(durable));
@@ -716,7 +744,19 @@ impl NodeHandle {
     }
 
     fn forward(&self, accepted: Vec<Admitted>) {
-        forward_to(&self.shared.submissions, accepted);
+        forward_to(self.next_orderer(), accepted);
+    }
+
+    /// The orderer the next batch goes to: the coordinators in turn (any coordinator may run
+    /// any transaction; two that conflict are both refused and the wallet retries, Hamilton
+    /// §4.1), or the atomizer.
+    fn next_orderer(&self) -> &Sender<SubmissionMessage> {
+        let submissions = &self.shared.submissions;
+        let turn = self
+            .shared
+            .next_orderer
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &submissions[turn % submissions.len()]
     }
 
     /// Asks shard `shard` to read the UHS; the answer, on the returned channel, comes after every

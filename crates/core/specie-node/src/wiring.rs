@@ -13,15 +13,17 @@ use specie_atomizer::{
 use specie_coordinator::{Coordinator, CoordinatorInput, CoordinatorReport, TxOutcome};
 use specie_host::{HostMessage, Wiring};
 use specie_role::Ticket;
-use specie_shard::{Shard, ShardCall, ShardCommand, ShardInput, ShardRead, ShardReply, ShardRequest, ShardResponse};
+use specie_shard::{
+    CoordinatorIndex, Shard, ShardCall, ShardCommand, ShardInput, ShardRead, ShardReply, ShardRequest, ShardResponse,
+};
 use specie_transaction::{CompactTransaction, Txid};
 
 use crate::archive::ArchiveMessage;
 
 /// Who waits for a shard's answer.
 pub enum ShardReplyTo {
-    /// The coordinator or the atomizer.
-    Orderer,
+    /// A coordinator (by index; the first is 0) or the atomizer (0).
+    Orderer(CoordinatorIndex),
     Reader(Sender<ShardReply>),
 }
 
@@ -72,8 +74,21 @@ impl ShardInboxes {
 
 pub struct ShardWiring {
     pub index: usize,
-    pub coordinator: Sender<Vec<CoordinatorInput>>,
-    pub answers: Vec<CoordinatorInput>,
+    /// Each coordinator's input channel, by coordinator index.
+    pub coordinators: Vec<Sender<Vec<CoordinatorInput>>>,
+    /// Answers of the current round, by coordinator index: one message each per round.
+    pub answers: Vec<Vec<CoordinatorInput>>,
+}
+
+impl ShardWiring {
+    pub fn new(index: usize, coordinators: Vec<Sender<Vec<CoordinatorInput>>>) -> ShardWiring {
+        let answers = coordinators.iter().map(|_| vec![]).collect();
+        ShardWiring {
+            index,
+            coordinators,
+            answers,
+        }
+    }
 }
 
 impl Wiring<Shard> for ShardWiring {
@@ -91,14 +106,14 @@ impl Wiring<Shard> for ShardWiring {
     fn reply(&mut self, reply_to: ShardReplyTo, reply: ShardReply) {
         match (reply_to, reply) {
             // Discarded needs no answer: the coordinator has already moved on.
-            (ShardReplyTo::Orderer, ShardReply::Response(ShardResponse::Discarded { .. })) => {}
-            (ShardReplyTo::Orderer, ShardReply::Response(response)) => {
-                self.answers.push(CoordinatorInput::ShardAnswer {
+            (ShardReplyTo::Orderer(_), ShardReply::Response(ShardResponse::Discarded { .. })) => {}
+            (ShardReplyTo::Orderer(coordinator), ShardReply::Response(response)) => {
+                self.answers[usize::from(coordinator)].push(CoordinatorInput::ShardAnswer {
                     shard: self.index,
                     response,
                 });
             }
-            (ShardReplyTo::Orderer, other) => unreachable!("the coordinator only sends requests, got {other:?}"),
+            (ShardReplyTo::Orderer(_), other) => unreachable!("a coordinator only sends requests, got {other:?}"),
             (ShardReplyTo::Reader(reader), reply) => {
                 let _ = reader.send(reply);
             }
@@ -110,9 +125,11 @@ impl Wiring<Shard> for ShardWiring {
     }
 
     fn flush(&mut self) {
-        if !self.answers.is_empty() {
-            // A closed channel means the coordinator is gone: the node is stopping.
-            let _ = self.coordinator.send(std::mem::take(&mut self.answers));
+        for (answers, coordinator) in self.answers.iter_mut().zip(&self.coordinators) {
+            if !answers.is_empty() {
+                // A closed channel means the coordinator is gone: the node is stopping.
+                let _ = coordinator.send(std::mem::take(answers));
+            }
         }
     }
 }
@@ -140,10 +157,12 @@ impl Wiring<UhsShard> for UhsShardWiring {
 
     fn reply(&mut self, reply_to: ShardReplyTo, reply: UhsShardReply) {
         match (reply_to, reply) {
-            (ShardReplyTo::Orderer, UhsShardReply::Answer(answer)) => self.answers.push(AtomizerInput::ShardAnswer {
-                shard: self.index,
-                answer,
-            }),
+            (ShardReplyTo::Orderer(_), UhsShardReply::Answer(answer)) => {
+                self.answers.push(AtomizerInput::ShardAnswer {
+                    shard: self.index,
+                    answer,
+                })
+            }
             (ShardReplyTo::Reader(reader), UhsShardReply::Read(reply)) => {
                 let _ = reader.send(reply);
             }
@@ -170,6 +189,9 @@ impl Wiring<UhsShard> for UhsShardWiring {
 /// The wiring of the role that orders transactions (the coordinator, or the atomizer), whose
 /// shard calls are `C`.
 pub struct OrdererWiring<C> {
+    /// Which coordinator this is (0 for the first, and for the atomizer): how shards tell
+    /// coordinators' dtxns apart and where they answer.
+    pub index: CoordinatorIndex,
     pub shards: Vec<Sender<HostMessage<C, ShardReplyTo>>>,
     /// Calls of the current round, per shard: one message per shard per round.
     pub calls: Vec<Vec<C>>,
@@ -184,12 +206,14 @@ pub struct OrdererWiring<C> {
 
 impl<C: Send> OrdererWiring<C> {
     pub fn new(
+        index: CoordinatorIndex,
         shards: Vec<Sender<HostMessage<C, ShardReplyTo>>>,
         archive: Option<Sender<ArchiveMessage>>,
         watchtower: Arc<Mutex<Watchtower>>,
     ) -> Self {
         let calls = shards.iter().map(|_| vec![]).collect();
         OrdererWiring {
+            index,
             shards,
             calls,
             archive,
@@ -228,7 +252,10 @@ impl<C: Send> OrdererWiring<C> {
         }
         for (shard, calls) in self.calls.iter_mut().enumerate() {
             if !calls.is_empty() {
-                let calls = calls.drain(..).map(|call| (call, ShardReplyTo::Orderer)).collect();
+                let calls = calls
+                    .drain(..)
+                    .map(|call| (call, ShardReplyTo::Orderer(self.index)))
+                    .collect();
                 let _ = self.shards[shard].send(HostMessage::Calls(calls));
             }
         }
@@ -244,9 +271,8 @@ impl Wiring<Coordinator> for OrdererWiring<ShardCall> {
     }
 
     fn send(&mut self, shard: usize, request: ShardRequest) {
-        // The embedded node runs one coordinator: index 0.
         self.calls[shard].push(ShardCall::Request(ShardCommand {
-            coordinator: 0,
+            coordinator: self.index,
             request,
         }));
     }

@@ -34,6 +34,8 @@ pub struct DemoOptions {
     pub bad_signature_fraction: f64,
     pub large_fraction: f64,
     pub shards: usize,
+    /// Coordinators of the embedded 2PC core (`None`: the node's default).
+    pub coordinators: Option<usize>,
     /// Transactions in flight at once.
     pub window: usize,
     pub seed: u64,
@@ -148,11 +150,13 @@ pub fn run(args: &DemoOptions) -> BenchResult<ExitCode> {
             options.issuers = vec![hex::encode(xonly_bytes(&issuer))];
             options.ledger_of_record = Some(args.ledger_of_record);
             options.shape = Some(args.shape);
+            options.coordinators = args.coordinators;
             let node = EmbeddedNode::open(options).step("cannot start the embedded node")?;
             let label = format!(
-                "embedded node ({}), {} shards, fsync on, ledger of record {}, data in {}",
+                "embedded node ({}), {} shards, {} coordinator(s), fsync on, ledger of record {}, data in {}",
                 args.shape,
                 args.shards,
+                node.handle().manifest().coordinators,
                 if args.ledger_of_record { "on" } else { "off" },
                 data_dir.display()
             );
