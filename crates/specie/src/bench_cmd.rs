@@ -301,9 +301,11 @@ pub struct OfflineBenchArgs {
 
 #[derive(Args, Debug)]
 pub struct ByzantineArgs {
-    /// Shards per authority (each its own host, log and thread).
-    #[arg(long, default_value_t = 2)]
-    pub shards: u32,
+    /// Shards per authority (each its own host, log and thread) [default: this machine's cores
+    /// divided among the 4 authorities, at least 2: each shard is one thread, so fewer would
+    /// leave cores idle].
+    #[arg(long)]
+    pub shards: Option<u32>,
     /// Transfer orders, one from each of as many funded accounts; then as many confirmations.
     #[arg(long, default_value_t = 20_000)]
     pub orders: usize,
@@ -395,7 +397,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchCommand::Cluster(args) => specie_bench::cluster::run(args.into())?,
         BenchCommand::Geo(args) => specie_bench::geo::run(args.into())?,
         BenchCommand::Byzantine(args) => specie_bench::byzantine::run(ByzantineOptions {
-            shards: args.shards,
+            shards: args.shards.unwrap_or_else(specie_bench::byzantine::default_shards),
             orders: args.orders,
             window: args.window,
             ceiling_seconds: args.ceiling_seconds,

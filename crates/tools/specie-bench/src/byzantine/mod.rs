@@ -34,6 +34,14 @@ use self::load::{measure_load, CommitteeSetup, LoadFigures, AUTHORITIES};
 use crate::error::{ensure_that, BenchResult};
 
 /// What `specie bench byzantine` runs (see its command-line help).
+/// Shards per authority unless told: the machine's cores divided among the authorities, at
+/// least 2. A shard is one thread (its host), so the committee can use every core only with
+/// at least one shard per core.
+pub fn default_shards() -> u32 {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    u32::try_from(cores.div_ceil(AUTHORITIES).max(2)).unwrap_or(u32::MAX)
+}
+
 #[derive(Clone, Debug)]
 pub struct ByzantineOptions {
     /// Shards per authority.
