@@ -34,37 +34,42 @@ pub enum BenchCommand {
     /// The cluster across three regions, as Hamilton ran it (§6), on this machine: the same swap
     /// load over loopback and with wide-area round trips injected, beside Hamilton's latency.
     ///
-    ///   The cluster: a fresh one (`specie cluster up` in --dir, or a temporary directory removed
-    ///     at the end unless --keep), --shard-groups shard groups and 1 coordinator group of 3
-    ///     replicas, fsync on. Replica i of every group is in region i; the sentinels and the load
-    ///     generator are in region 0.
+    ///   The clusters: two fresh ones of the same shape and limits, DIR/loopback and DIR/geo
+    ///     (`specie cluster up`; DIR is a temporary directory removed at the end unless --keep),
+    ///     each --shard-groups shard groups and 1 coordinator group of 3 replicas, fsync on.
+    ///     Replica i of every group is in region i; the sentinels and the load generator are in
+    ///     region 0.
     ///
     ///   The regions: for each replica and each other region, this process runs a TCP relay on
     ///     a fresh 127.0.0.1 port that forwards to the replica and holds every chunk of bytes for
     ///     half the round trip between the two regions, each way (latency, not a bandwidth cap:
     ///     bytes read 1 ms apart leave 1 ms apart). Each region gets a copy of the cluster file,
-    ///     DIR/cluster-region-R.toml, in which the other regions' replicas are at their relays for
-    ///     R; each member is started with its region's file. TLS names each peer by certificate,
-    ///     not address, so the relays are transparent. --rtt-ms sets the round trips
-    ///     r0-r1,r0-r2,r1-r2; the default is Hamilton's Virginia-Ohio 12 ms, Virginia-Oregon 62 ms,
-    ///     Ohio-Oregon 51 ms.
+    ///     DIR/geo/cluster-region-R.toml, in which the other regions' replicas are at their
+    ///     relays for R; the geo cluster is stopped as soon as it is up and each member restarted
+    ///     with its region's file. TLS names each peer by certificate, not address, so the relays
+    ///     are transparent. --rtt-ms sets the round trips r0-r1,r0-r2,r1-r2; the default is
+    ///     Hamilton's Virginia-Ohio 12 ms, Virginia-Oregon 62 ms, Ohio-Oregon 51 ms.
     ///
     ///   The runs: `specie bench cluster`'s closed loop (compact 2-in/2-out swaps straight to the
-    ///     coordinator group, --window in flight) for --seconds on the plain cluster (the
-    ///     baseline), then again after every member was restarted behind the relays. Each run's
-    ///     result.json and charts go to OUT/loopback and OUT/geo, the comparison to OUT/geo.json.
+    ///     coordinator group, --window in flight) for --seconds on the loopback cluster (the
+    ///     baseline), then on the geo cluster. Each run's result.json and charts go to
+    ///     OUT/loopback and OUT/geo, the comparison to OUT/geo.json.
     ///
-    ///   The window: a closed loop's throughput is window / latency (Little's law), so the window
-    ///     must cover the wide-area latency: by default 20 000 (what saturates the loopback
-    ///     cluster) plus 60 000 tx/s x 8 round trips of the longest round trip, i.e. 50 000 for
-    ///     Hamilton's. The same window is used in both runs.
+    ///   The window: a closed loop's throughput is window / latency (Little's law). The
+    ///     coordinators hold at most dtxns_in_flight_max x batch_transactions_max swaps in their
+    ///     dtxns (4 x 2000 by default; --dtxns-in-flight changes the first), and whatever is
+    ///     beyond only queues. The default window is that pipeline plus what 100 000 tx/s puts
+    ///     on the way during two of the longest round trips, at least 20 000: 21 000 with the
+    ///     defaults, 45 000 with --dtxns-in-flight 16. The same window is used in both runs.
     ///
     ///   Printed: mean and peak tx/s of each run and the geo/loopback ratio; p50 and p99 latency
     ///     beside Hamilton's p50 < 500 ms and p99 < 1 s; window / tx/s (what a closed loop's
     ///     latency is mostly made of); CPU of the cluster and of this process (which runs the load
-    ///     and the relays); which region each group's leader was in; what the relays carried.
+    ///     and the relays); which region each group's leader was in (it changes from run to run,
+    ///     and a coordinator leader far from the load costs latency); what the relays carried.
     ///
-    /// On 2 cores, the defaults take about 2 minutes. It exits non-zero if either run lost ids.
+    /// On 2 cores the defaults take about a minute. It exits non-zero if either run lost ids or
+    /// a member died; a member holding over 2 GiB of memory stops the run.
     #[command(verbatim_doc_comment)]
     Geo(GeoArgs),
     /// The Byzantine mode (FastPay): a committee of 4 authorities on durable hosts, fsync on.
@@ -584,11 +589,11 @@ impl From<ClusterBenchArgs> for ClusterBenchOptions {
 
 #[derive(Args, Debug)]
 pub struct GeoArgs {
-    /// Where to make the cluster (it must not hold one already) [default: a temporary directory,
-    /// removed at the end unless --keep].
+    /// Where to make the two clusters, DIR/loopback and DIR/geo (neither may exist) [default: a
+    /// temporary directory, removed at the end unless --keep].
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Keep the temporary directory (the cluster's data, logs, region files and results).
+    /// Keep the temporary directory (the clusters' data, logs, region files and results).
     #[arg(long)]
     pub keep: bool,
     /// Seconds of load in each run (loopback, then geo), after its preload.
@@ -598,23 +603,30 @@ pub struct GeoArgs {
     /// Virginia-Oregon, Ohio-Oregon).
     #[arg(long = "rtt-ms", value_name = "A,B,C", default_value = "12,62,51", value_parser = RoundTrips::from_str)]
     pub rtt_ms: RoundTrips,
-    /// Transactions in flight in both runs [default: 20 000 + 60 000 tx/s x 8 x the longest
-    /// round trip, rounded up to a thousand: 50 000 for the default round trips].
+    /// Transactions in flight in both runs [default: dtxns_in_flight_max x 2000 + 100 000 tx/s x
+    /// 2 x the longest round trip, rounded up to a thousand, at least 20 000: 21 000 with the
+    /// default limits and round trips].
     #[arg(long)]
     pub window: Option<usize>,
     /// Shard groups of the cluster (plus 1 coordinator group; 3 replicas each).
     #[arg(long, default_value_t = 2)]
     pub shard_groups: usize,
-    /// First port of the cluster [default: a free range].
+    /// First port of each cluster (they run one after the other) [default: a free range each].
     #[arg(long)]
     pub base_port: Option<u16>,
     /// Transactions per submission to the coordinator group.
     #[arg(long, default_value_t = 1000)]
     pub batch: usize,
-    /// The coordinator's pipeline depth, `limits.dtxns_in_flight_max` of the new cluster, in
-    /// both runs [default: the cluster's default].
+    /// The coordinator's pipeline depth: `limits.dtxns_in_flight_max` of both clusters (each is
+    /// restarted once with it) [default: the cluster's default, 4].
     #[arg(long, value_name = "N")]
     pub dtxns_in_flight: Option<u32>,
+    /// Put every group's leader in region R (0, 1 or 2) by rotating the group's replicas over
+    /// the regions: the leader is the one elected when the geo cluster first came up, which a
+    /// restart keeps [default: replica i in region i, wherever the leader is; `cluster up`
+    /// mostly elects replica 3, i.e. region 2, the farthest from the load].
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub leader_region: Option<u8>,
     /// Where each run's result.json and charts go, and geo.json [default: DIR/bench].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -635,6 +647,7 @@ impl From<GeoArgs> for GeoOptions {
             base_port: args.base_port,
             batch: args.batch,
             dtxns_in_flight: args.dtxns_in_flight,
+            leader_region: args.leader_region.map(usize::from),
             out: args.out,
             json: args.json,
         }

@@ -397,7 +397,16 @@ fn demo_runs_and_audits_in_both_shapes_of_the_core() {
 }
 
 fn demo_runs_and_audits(shape: &str) {
-    let mut args = vec!["demo", "--payments", "2000", "--wallets", "20", "--shape", shape, "--json"];
+    let mut args = vec![
+        "demo",
+        "--payments",
+        "2000",
+        "--wallets",
+        "20",
+        "--shape",
+        shape,
+        "--json",
+    ];
     if shape == "2pc" {
         // Two coordinators: batches alternate between them, and a double spend whose halves
         // reach different coordinators meets the shards' locks, which keep their dtxns apart.
