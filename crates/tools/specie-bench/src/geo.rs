@@ -106,6 +106,42 @@ extern "C" fn on_interrupt(_signal: libc::c_int) {
     INTERRUPTED.store(true, Ordering::Relaxed);
 }
 
+/// While it lives, SIGINT and SIGTERM only set [`INTERRUPTED`] (cleared at the start), so a
+/// bench that started a cluster stops it before exiting; dropped, the previous dispositions
+/// come back.
+pub(crate) struct CaughtInterrupts {
+    previous: [libc::sighandler_t; 2],
+}
+
+impl CaughtInterrupts {
+    pub(crate) fn start() -> CaughtInterrupts {
+        INTERRUPTED.store(false, Ordering::Relaxed);
+        let handler = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        let previous = unsafe {
+            [
+                libc::signal(libc::SIGINT, handler),
+                libc::signal(libc::SIGTERM, handler),
+            ]
+        };
+        CaughtInterrupts { previous }
+    }
+
+    pub(crate) fn interrupted(&self) -> bool {
+        INTERRUPTED.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for CaughtInterrupts {
+    fn drop(&mut self) {
+        // SAFETY: puts back the dispositions `signal` returned in `start`.
+        unsafe {
+            libc::signal(libc::SIGINT, self.previous[0]);
+            libc::signal(libc::SIGTERM, self.previous[1]);
+        }
+    }
+}
+
 /// One run's figures, as reported.
 struct RunReport {
     run: LoadRun,
@@ -238,23 +274,11 @@ pub fn run(options: GeoOptions) -> BenchResult<ExitCode> {
     let out = options.out.clone().unwrap_or_else(|| clusters.root.join("bench"));
     // With --json, stdout carries only the object: the progress goes to stderr meanwhile.
     let redirected = options.json.then(StdoutToStderr::start).transpose()?;
-    INTERRUPTED.store(false, Ordering::Relaxed);
-    let handler = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    let previous = unsafe {
-        [
-            libc::signal(libc::SIGINT, handler),
-            libc::signal(libc::SIGTERM, handler),
-        ]
-    };
+    let caught = CaughtInterrupts::start();
     let measured = measure(&options, &mut clusters, &out);
     let stopped = clusters.stop();
     drop(redirected);
-    // SAFETY: puts back the dispositions `signal` returned above.
-    unsafe {
-        libc::signal(libc::SIGINT, previous[0]);
-        libc::signal(libc::SIGTERM, previous[1]);
-    }
+    drop(caught);
     let measured = measured?;
     stopped?;
     let report = Report {

@@ -347,14 +347,28 @@ pub fn run(options: &ScaleOptions) -> BenchResult<()> {
 fn run_pinned(exe: &Path, options: &ScaleOptions, cores: usize) -> BenchResult<Point> {
     let work = tempfile::tempdir().step("cannot create a working directory")?;
     let plan = options.workload.plan(options, work.path());
+    // A run that starts a cluster stops it even on Ctrl-C: the interrupt reaches the measured
+    // child (same process group), not this process, and the tear-down below still runs.
+    let caught = (!plan.teardown.is_empty()).then(crate::geo::CaughtInterrupts::start);
     for args in &plan.setup {
-        run_to_end(exe, args, cores)?;
+        if let Err(error) = run_to_end(exe, args, cores) {
+            // A set-up that failed half-way (one member up) is torn down too.
+            for args in &plan.teardown {
+                let _ = run_to_end(exe, args, cores);
+            }
+            return Err(error);
+        }
     }
     let measured = measure_pinned(exe, &plan, cores);
     // Tear down whatever happened: a cluster left running would hold its ports and cores.
     let mut teardown = Ok(());
     for args in &plan.teardown {
         teardown = teardown.and(run_to_end(exe, args, cores).map(drop));
+    }
+    if caught.as_ref().is_some_and(|c| c.interrupted()) {
+        return Err(BenchError::Failed(
+            "interrupted; the cluster it started is stopped".into(),
+        ));
     }
     let (summary, threads, wall_s) = measured?;
     teardown?;
