@@ -117,6 +117,24 @@ pub const MANIFEST_FILE: &str = "node.toml";
 const NETWORK_ID_BYTES: usize = 16;
 const FORMAT_VERSION: u32 = 1;
 
+/// Refuses a coordinator count no directory may have: before anything is written for a new
+/// directory (`shape`: the one asked, or the directory's).
+pub fn check_coordinators(dir: &Path, requested: usize, shape: CoreShape) -> Result<(), NodeManifestError> {
+    let refused = |reason: String| NodeManifestError::CoordinatorsRefused {
+        path: dir.join(MANIFEST_FILE).display().to_string(),
+        requested,
+        reason,
+    };
+    let max = specie_coordinator::COORDINATORS_MAX;
+    if requested == 0 || requested > max {
+        return Err(refused(format!("use 1 to {max}")));
+    }
+    if shape == CoreShape::Atomizer && requested > 1 {
+        return Err(refused("the atomizer shape has one orderer, the atomizer".into()));
+    }
+    Ok(())
+}
+
 impl NodeManifest {
     /// Loads the manifest of `dir`, or creates it from the request if the directory is new.
     /// Issuers named in the request are added to those already trusted.
@@ -249,18 +267,7 @@ impl NodeManifest {
             }
             (None, _) => self.coordinators,
         };
-        let refused = |reason: String| NodeManifestError::CoordinatorsRefused {
-            path: path(),
-            requested: wanted,
-            reason,
-        };
-        let max = specie_coordinator::COORDINATORS_MAX;
-        if wanted == 0 || wanted > max {
-            return Err(refused(format!("use 1 to {max}")));
-        }
-        if self.shape == CoreShape::Atomizer && wanted > 1 {
-            return Err(refused("the atomizer shape has one orderer, the atomizer".into()));
-        }
+        check_coordinators(dir, wanted, self.shape)?;
         if wanted < self.coordinators {
             return Err(NodeManifestError::CoordinatorsReduced {
                 path: path(),

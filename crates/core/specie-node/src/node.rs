@@ -420,6 +420,10 @@ impl EmbeddedNode {
     pub fn open(mut options: NodeOptions) -> Result<EmbeddedNode, OpenError> {
         let lock = specie_log::DirLock::acquire(&options.data_dir, specie_log::dir_lock::RESTART_WAIT_MS)?;
         let created = !options.data_dir.join(crate::manifest::MANIFEST_FILE).exists();
+        if let Some(requested) = options.coordinators {
+            // Before node.toml is written: a refused start leaves no directory half made.
+            crate::manifest::check_coordinators(&options.data_dir, requested, options.shape.unwrap_or_default())?;
+        }
         let mut manifest = NodeManifest::load_or_create(
             &options.data_dir,
             options.shards,
