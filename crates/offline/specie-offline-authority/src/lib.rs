@@ -23,5 +23,5 @@ pub use messages::{
     AUTHORITY_ENCODING_VERSION, BINDINGS_PER_CALL_MAX, EVIDENCE_PER_ANSWER_MAX, KEYS_PER_IDENTITY_MAX,
     REVOCATIONS_PER_ANSWER_MAX, TOKENS_PER_FUNDING_MAX,
 };
-pub use role::{AuthorityKeys, OfflineAuthority, DEPOSITS_PER_BATCH};
+pub use role::{deposit_batches, AuthorityKeys, OfflineAuthority, DEPOSITS_PER_BATCH, DEPOSITS_PER_BATCH_MIN};
 pub use state::StateError;

@@ -1,6 +1,8 @@
 //! What the offline authority takes, makes durable, answers and reports, and the canonical bytes of
 //! its commands (what its log holds).
 
+use std::sync::Arc;
+
 use specie_codec::{put_u64, DecodeError, Reader};
 use specie_offline::{
     DoubleSpend, Instruction, Issuance, KeyBinding, KeyCertificate, KeyError, KeyStatus, Link, PublicKey,
@@ -80,7 +82,8 @@ pub enum Command {
     Fund { funding: Funding, issuances: Vec<Issuance> },
     /// A verified deposit: the chain, the owner's deposit statement, its instruction, and the
     /// tokens a re-issue would give (signed by the leader; kept only if the deposit is paid).
-    Deposit(Box<Deposit>),
+    /// Shared, not copied, with the state's record of deposits once applied.
+    Deposit(Arc<Deposit>),
     /// The next period begins: its issuing keys with their denominations (derived by the leader
     /// from the seed; the log keeps the public halves, so every replica knows them).
     Rotate { period: u32, keys: Vec<(PublicKey, u64)> },
@@ -455,7 +458,7 @@ impl Command {
                     issuances,
                 }
             }
-            COMMAND_DEPOSIT => Command::Deposit(Box::new(Deposit {
+            COMMAND_DEPOSIT => Command::Deposit(Arc::new(Deposit {
                 token: Token::decode_from(reader)?,
                 statement: SignedMove::decode_from(reader)?,
                 instruction: Instruction::decode_from(reader)?,

@@ -1,6 +1,7 @@
 //! The offline authority as a role: checks (and signatures) in `handle`, effects in `apply`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
 
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use rayon::prelude::*;
@@ -176,12 +177,35 @@ pub struct OfflineAuthority {
     queue: Vec<QueuedDeposit>,
 }
 
-/// Deposits whose signatures one batch equation checks: with one-hop tokens, 128 signatures and
-/// 257 points, past the size (190 points) where curve25519-dalek's multiscalar multiplication
-/// switches from Straus to Pippenger, which costs less per point (with 32 deposits, one-thread
-/// deposits ran 5-8% slower); a turn of a few hundred deposits still makes a few batches for the
-/// cores to share. A bad signature has every signature of its batch checked alone.
+/// The most deposits one batch equation checks: with one-hop tokens, 128 signatures and 257
+/// points, past the size (190 points) where curve25519-dalek's multiscalar multiplication switches
+/// from Straus to Pippenger, which costs less per point (with 32 deposits, one-thread deposits ran
+/// 5-8% slower). A bad signature has every signature of its batch checked alone.
 pub const DEPOSITS_PER_BATCH: usize = 64;
+/// The fewest deposits a batch is cut down to so that a turn gives every core a batch: smaller
+/// batches cost more per signature (each has its fixed costs), so a turn of fewer than this many
+/// per core leaves cores idle rather than cut it finer.
+pub const DEPOSITS_PER_BATCH_MIN: usize = 8;
+
+/// How many batches a turn of `queued` deposits is checked in on `threads` threads: at most
+/// [`DEPOSITS_PER_BATCH`] deposits each, and one batch per thread as long as each keeps
+/// [`DEPOSITS_PER_BATCH_MIN`] (so 256 deposits are 16 batches of 16 on 16 cores, not 4 of 64 that
+/// leave 12 cores idle); past one per thread, a multiple of the threads, so that they finish
+/// together. The turn is cut into batches of equal size, give or take one. Which batch a deposit
+/// falls in never changes its verdict: a batch accepts exactly what its members would alone.
+pub fn deposit_batches(queued: usize, threads: usize) -> usize {
+    assert!(threads >= 1, "at least the calling thread");
+    let needed = queued.div_ceil(DEPOSITS_PER_BATCH).max(1);
+    let shared = threads.min(queued / DEPOSITS_PER_BATCH_MIN);
+    let batches = needed.max(shared);
+    match batches > threads {
+        true => batches.div_ceil(threads) * threads,
+        false => batches,
+    }
+}
+
+/// The most queued deposits whose memory the queue keeps from one turn to the next.
+const QUEUE_CAPACITY_KEPT_MAX: usize = 4_096;
 
 /// One signature a deposit needs checked: an owner's, over a statement no table vouches for.
 struct SignatureCheck {
@@ -567,11 +591,6 @@ impl OfflineAuthority {
         Ok(())
     }
 
-    /// The turn's deposits, on every core: each one's statements hashed, its instruction checked,
-    /// its signatures checked in batches of [`DEPOSITS_PER_BATCH`] (one batch equation each), the
-    /// re-issue signed; deposits known already are not checked again. Then, in the order they
-    /// came: known deposits answered (or joined to the same deposit on its way), the others
-    /// proposed or refused.
     /// The refusal of a token past its key's deposit window, if it is.
     fn expired(&self, token: &Token) -> Option<Refusal> {
         let key = &token.issuance.issuing_key;
@@ -584,13 +603,25 @@ impl OfflineAuthority {
         }
     }
 
+    /// The turn's deposits, on every core: each one's statements hashed, its instruction checked,
+    /// its signatures checked in batches ([`deposit_batches`]: one batch equation each, one batch
+    /// per core or more), the re-issue or payout signed; deposits known already are not
+    /// checked again. A turn of one batch is checked on the calling thread (no other is woken).
+    /// Then, in the order they came: known deposits answered (or joined to the same deposit on
+    /// its way), the others proposed or refused.
     fn verify_queued(&mut self) {
-        let queued = std::mem::take(&mut self.queue);
-        let checked: Vec<Checked> = queued
-            .par_chunks(DEPOSITS_PER_BATCH)
-            .flat_map_iter(|chunk| self.check_chunk(chunk))
-            .collect();
-        for (queued, checked) in queued.into_iter().zip(checked) {
+        let mut queued = std::mem::take(&mut self.queue);
+        let batches = deposit_batches(queued.len(), rayon::current_num_threads());
+        let bound = |batch: usize| batch * queued.len() / batches;
+        let checked: Vec<Checked> = match batches {
+            1 => self.check_chunk(&queued),
+            _ => (0..batches)
+                .into_par_iter()
+                .flat_map_iter(|batch| self.check_chunk(&queued[bound(batch)..bound(batch + 1)]))
+                .collect(),
+        };
+        assert_eq!(checked.len(), queued.len(), "a verdict per queued deposit");
+        for (queued, checked) in queued.drain(..).zip(checked) {
             let ticket = queued.ticket;
             match checked {
                 Checked::Refused(refusal) => self.reply(ticket, Reply::Refused(refusal)),
@@ -615,9 +646,14 @@ impl OfflineAuthority {
                     }
                     let mut deposit = queued.deposit;
                     deposit.issuances = issuances;
-                    self.propose(Command::Deposit(Box::new(deposit)));
+                    self.propose(Command::Deposit(Arc::new(deposit)));
                 }
             }
+        }
+        // The next turn queues into the same memory, unless a burst made it large.
+        assert!(self.queue.is_empty(), "nothing is queued while a turn is checked");
+        if queued.capacity() <= QUEUE_CAPACITY_KEPT_MAX {
+            self.queue = queued;
         }
     }
 
@@ -1002,3 +1038,7 @@ impl Durable for OfflineAuthority {
         self.state.check()
     }
 }
+
+#[cfg(test)]
+#[path = "role_tests.rs"]
+mod tests;
