@@ -13,11 +13,20 @@
 //! 3. [`fn_length`]: no function in `crates/**/src` is longer than [`MAX_FN_LINES`] lines.
 //! 4. [`no_result_string_in_library_apis`]: no library function returns `Result<_, String>`.
 //! 5. [`no_anyhow_in_library_crates`]: no base, core, capability, infra or tools crate depends on `anyhow`.
+//! 6. [`the_house_map_is_true`]: every crate has one row in `docs/architecture.md`'s crate table
+//!    (tier, capability, bridge), the table agrees with the folders, and every dependency points to
+//!    the same tier or a lower one (foundation < format < role < infra < service < deployment <
+//!    tools < binary; testing crates apart).
+//! 7. [`capabilities_meet_only_through_bridges`]: a crate of one capability depends on another
+//!    capability's crate only if the table marks it `bridge` (deployment and tools crates, which
+//!    assemble every capability, are exempt).
+//! 8. [`doc_links_resolve`]: every relative link in `README.md` and `docs/` names a file that
+//!    exists, and a heading that exists for `#anchor` links.
 //!
 //! Only normal (and, for layering, build) dependencies count; dev-dependencies are free. Test code
 //! is exempt throughout: `tests/`, benches, `#[cfg(test)]` items and modules, and `#[test]` fns.
 //!
-//! Rules 1 and 2 must pass outright. Rules 3 to 5 are a ratchet: violations that predate them are
+//! Rules 1, 2, 6 and 8 must pass outright. Rules 3 to 5 and 7 are a ratchet: violations that predate them are
 //! listed in `allowlist.txt` (line-number free, sorted), and the tests fail both on a violation that
 //! is not listed and on a listed line that matches no violation any more, so the list only shrinks.
 //! `TIDY_BLESS=1 cargo test -p specie-tidy` rewrites the list to exactly today's violations, for a
@@ -38,6 +47,9 @@ use syn::{
     Attribute, Block, GenericArgument, ImplItem, Item, Meta, PathArguments, ReturnType, Signature, TraitItem, Type,
     UseTree, Visibility,
 };
+
+#[path = "tidy/map.rs"]
+mod map;
 
 /// The crates that hold a protocol role as a pure (sans-IO) state machine, besides every crate in
 /// `crates/base`. Their `src/` may not do I/O or read clocks: the drivers in other crates do that.
@@ -84,13 +96,15 @@ const MAX_FN_LINES: usize = 100;
 const FN_LENGTH: &str = "fn-length";
 const RESULT_STRING: &str = "result-string";
 const ANYHOW: &str = "anyhow";
+const CAPABILITY_EDGE: &str = "capability-edge";
 /// The rules that have an allowlist.
-const RATCHETED: &[&str] = &[FN_LENGTH, RESULT_STRING, ANYHOW];
+const RATCHETED: &[&str] = &[FN_LENGTH, RESULT_STRING, ANYHOW, CAPABILITY_EDGE];
 
 const ALLOWLIST: &str = "crates/testing/specie-tidy/allowlist.txt";
 const ALLOWLIST_HEADER: &str = "\
-# specie-tidy allowlist: violations of the ratcheted tidy rules (fn-length, result-string, anyhow)
-# that predate the rules, one per line as `RULE PATH [FN]`, sorted, without line numbers.
+# specie-tidy allowlist: violations of the ratcheted tidy rules (fn-length, result-string, anyhow,
+# capability-edge) that predate the rules, one per line as `RULE PATH [FN or DEPENDENCY]`, sorted,
+# without line numbers.
 #
 # This list must only shrink. tests/tidy.rs fails on a violation that is not listed here, and on a
 # line here that matches no violation any more: once the code is fixed, delete its line. Do not add
@@ -131,6 +145,45 @@ fn no_result_string_in_library_apis() {
 fn no_anyhow_in_library_crates() {
     let ws = workspace();
     check_ratchet(ANYHOW, anyhow_violations(&ws.crates));
+}
+
+#[test]
+fn the_house_map_is_true() {
+    let ws = workspace();
+    let (table, mut problems) = crate_table();
+    problems.extend(map::tier_violations(&ws.crates, &table));
+    assert_clean("house map", problems);
+}
+
+#[test]
+fn capabilities_meet_only_through_bridges() {
+    let ws = workspace();
+    let (table, _) = crate_table();
+    check_ratchet(
+        CAPABILITY_EDGE,
+        map::capability_edges(CAPABILITY_EDGE, &ws.crates, &table),
+    );
+}
+
+#[test]
+fn doc_links_resolve() {
+    let root = workspace_root();
+    let mut problems = Vec::new();
+    for doc in map::documents(&root) {
+        match std::fs::read_to_string(root.join(&doc)) {
+            Ok(text) => problems.extend(map::dangling_links(&root, &doc, &text)),
+            Err(e) => problems.push(format!("{doc}: {e}")),
+        }
+    }
+    assert_clean("doc links", problems);
+}
+
+/// The crate table of the architecture document, and what is wrong with its rows.
+fn crate_table() -> (BTreeMap<String, map::Entry>, Vec<String>) {
+    match std::fs::read_to_string(workspace_root().join(map::ARCHITECTURE)) {
+        Ok(text) => map::crate_table(&text),
+        Err(e) => (BTreeMap::new(), vec![format!("{}: {e}", map::ARCHITECTURE)]),
+    }
 }
 
 #[test]
@@ -1191,6 +1244,7 @@ fn bless(ws: &Workspace) {
             .into_iter()
             .chain(result_string_violations(&ws.crates, &ws.files))
             .chain(anyhow_violations(&ws.crates))
+            .chain(map::capability_edges(CAPABILITY_EDGE, &ws.crates, &crate_table().0))
             .map(|v| v.key)
             .collect();
         keys.sort();
