@@ -9,7 +9,7 @@ use specie_node::endorsement::EndorsementOptions;
 use specie_node::settings::{KeptSetting, SettingsChange};
 use specie_node::{CoreShape, NodeOptions};
 
-/// How the core orders transactions (docs/architecture.md, "Two shapes of the core").
+/// How the core orders transactions (docs/atomizer-shape.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ShapeArg {
     /// Two-phase commit across the shards (Hamilton §4): no global order, the most throughput.
