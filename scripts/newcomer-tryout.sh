@@ -7,7 +7,7 @@
 # command refuses with a message that says what to do, and nothing is lost (the balances are the
 # same, the wallet file is unchanged or still whole). At the end every unit minted is accounted
 # for. Run it in an empty directory, with `specie` on PATH: sh newcomer-tryout.sh
-# (`cargo test -p specie --test cli newcomer` runs it). On 127.0.0.1: the usd node on $PORT
+# (`cargo test -p specie --test specie cli::newcomer` runs it). On 127.0.0.1: the usd node on $PORT
 # (default 8470), the eur node on $EUR_PORT (8471), the exchange on $EXCHANGE_PORT (8480), the
 # offline authority on $OFFLINE_PORT (8490), the FastPay committee on $COMMITTEE_PORT (8495),
 # and on $BASE_PORT (8500) a second usd node: the

@@ -26,7 +26,8 @@ pub enum BenchCommand {
     /// durable logs, fsync on), without sentinels, as in Hamilton §6.1.
     Swap(SwapArgs),
     /// The same swap workload against PostgreSQL (a stored function over a table of UHS ids, fsync
-    /// on), beside specie's figure measured in the same run, as in Hamilton §6.1.
+    /// on), beside specie's figure measured in the same run, as in Hamilton §6.1. Needs a specie
+    /// built with `--features postgres`.
     Postgres(PostgresArgs),
     /// Closed- or open-loop swap load against a running cluster (`specie cluster up`), with
     /// optional leader kills: per-second throughput, latency histogram, JSON and SVG charts.

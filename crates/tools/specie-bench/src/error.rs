@@ -71,13 +71,17 @@ macro_rules! from_below {
 from_below! {
     std::io::Error => "I/O",
     serde_json::Error => "JSON",
-    tokio_postgres::Error => "PostgreSQL",
     specie_cluster::TopologyError => "the cluster file",
     specie_api::BackendError => "the backend",
     hdrhistogram::CreationError => "histogram",
     hdrhistogram::AdditionError => "histogram",
     hdrhistogram::RecordError => "histogram",
     std::num::ParseIntError => "a number",
+}
+
+#[cfg(feature = "postgres")]
+from_below! {
+    tokio_postgres::Error => "PostgreSQL",
 }
 
 /// Returns early with [`BenchError::Failed`].

@@ -3,6 +3,10 @@
 //! process, exactly as an operator would run them. The cluster is stopped and its directory
 //! deleted when the measurement ends or fails.
 
+// The measurement serves only `specie bench postgres`, which is built with the `postgres` feature;
+// without it only `free_port_range` (geo's) is used, and the rest stays compiled and unit-tested.
+#![cfg_attr(not(feature = "postgres"), allow(dead_code))]
+
 use std::net::TcpListener;
 use std::os::fd::AsFd as _;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,335 @@
+//! FastPay funding and redeem: valid ones pass and compact as specified, and every refusal has
+//! its own reason (the transaction is otherwise valid, and re-signed after the change).
+
+use crate::common;
+
+use common::*;
+use specie_fastpay::{AccountKey, CertificateError, OrderError, Recipient, VoteKind};
+use specie_sentinel::{
+    validate, validate_and_compact, FastpayErrorCode, InputErrorCode, IssuerKeys, OutputErrorCode, Sentinel,
+    TrustedKeys, TxErrorCode, ValidationError, WitnessErrorCode,
+};
+use specie_transaction::{
+    fastpay_funding_marker, fastpay_redeem_marker, FastpayFunding, FastpayRedeem, NonceMode, P2pkWitness,
+    SpecieTransaction,
+};
+
+fn fastpay_error(code: FastpayErrorCode) -> ValidationError {
+    ValidationError::Fastpay(code)
+}
+
+fn certificate_error(error: CertificateError) -> ValidationError {
+    fastpay_error(FastpayErrorCode::Certificate(error))
+}
+
+fn check_funding(funding: FastpayFunding) -> Result<(), ValidationError> {
+    validate(&SpecieTransaction::FastpayFunding(funding), &trusted())
+}
+
+fn check_redeem(redeem: FastpayRedeem) -> Result<(), ValidationError> {
+    validate(&SpecieTransaction::FastpayRedeem(redeem), &trusted())
+}
+
+/// Re-signs a funding after a test changed it, so that only the intended error remains.
+fn resign_funding(mut funding: FastpayFunding, owners: &[secp256k1::Keypair]) -> FastpayFunding {
+    funding.sign(owners, NonceMode::Deterministic).unwrap();
+    funding
+}
+
+#[test]
+fn a_valid_funding_spends_its_inputs_and_creates_its_change_and_marker() {
+    let funding = funding(30, &[(key(1), 50), (key(2), 5)], &[(key(1), 25)]);
+    let tx = SpecieTransaction::FastpayFunding(funding.clone());
+    let compact = validate_and_compact(&tx, &trusted()).unwrap();
+    assert_eq!(
+        compact.spent,
+        funding.inputs.iter().map(|input| input.uhs_id()).collect::<Vec<_>>()
+    );
+    let marker = fastpay_funding_marker(&funding.txid());
+    assert_eq!(compact.created, vec![tx.created_outputs()[0].uhs_id, marker]);
+    let claim = funding.claim();
+    assert_eq!(
+        (claim.committee_id, claim.account, claim.amount, claim.marker),
+        (committee().id(), account(&account_owner(0)), 30, marker)
+    );
+    // Funding everything: no change is fine.
+    assert_eq!(check_funding(common::funding(50, &[(key(1), 50)], &[])), Ok(()));
+}
+
+#[test]
+fn funding_refusals_follow_the_redeem_order_then_the_committee_checks() {
+    let owners = [key(1)];
+    let valid = funding(30, &[(key(1), 50)], &[(key(1), 20)]);
+    assert_eq!(check_funding(valid.clone()), Ok(()));
+
+    let no_inputs = FastpayFunding {
+        inputs: vec![],
+        witnesses: vec![],
+        ..valid.clone()
+    };
+    assert_eq!(
+        check_funding(no_inputs),
+        Err(ValidationError::Transaction(TxErrorCode::NoInputs))
+    );
+
+    let missing_witness = FastpayFunding {
+        witnesses: vec![],
+        ..valid.clone()
+    };
+    let error = check_funding(missing_witness).unwrap_err();
+    assert_eq!(error, ValidationError::Transaction(TxErrorCode::MissingWitness));
+    assert_eq!(error.code(), "missing_witness");
+
+    let mut duplicate = valid.clone();
+    duplicate.inputs.push(duplicate.inputs[0]);
+    duplicate.outputs[0].value += 50;
+    let duplicate = resign_funding(duplicate, &[key(1), key(1)]);
+    assert_eq!(
+        check_funding(duplicate).unwrap_err(),
+        ValidationError::Input {
+            index: 1,
+            code: InputErrorCode::Duplicate,
+            data_error: None
+        }
+    );
+
+    let mut zero_change = valid.clone();
+    zero_change.outputs[0].value = 0;
+    zero_change.amount = 50;
+    let error = check_funding(resign_funding(zero_change, &owners)).unwrap_err();
+    assert_eq!(
+        error,
+        ValidationError::Output {
+            index: 0,
+            code: OutputErrorCode::ZeroValue
+        }
+    );
+
+    let zero_amount = FastpayFunding {
+        amount: 0,
+        outputs: vec![pays(&key(1), 50)],
+        ..valid.clone()
+    };
+    let error = check_funding(resign_funding(zero_amount, &owners)).unwrap_err();
+    assert_eq!(error, fastpay_error(FastpayErrorCode::ZeroFundingAmount));
+    assert_eq!(error.code(), "zero_funding_amount");
+    assert_eq!(error.category(), "fastpay");
+    assert_eq!(error.to_string(), "funding amount is zero");
+
+    // Sums that do not add up: one unit too many, one too few, and an overflowing amount.
+    for amount in [31, 29] {
+        let unbalanced = FastpayFunding {
+            amount,
+            ..valid.clone()
+        };
+        assert_eq!(
+            check_funding(resign_funding(unbalanced, &owners)),
+            Err(ValidationError::Transaction(TxErrorCode::AsymmetricValues))
+        );
+    }
+    let overflowing = FastpayFunding {
+        amount: u64::MAX,
+        ..valid.clone()
+    };
+    assert_eq!(
+        check_funding(resign_funding(overflowing, &owners)),
+        Err(ValidationError::Transaction(TxErrorCode::ValueOverflow))
+    );
+
+    // The owners sign the txid: a witness by another key, or over other fields, is refused.
+    let mut by_other = valid.clone();
+    by_other.witnesses = vec![P2pkWitness::sign(&key(2), &valid.txid().0, NonceMode::Deterministic).to_witness()];
+    assert_eq!(
+        check_funding(by_other),
+        Err(ValidationError::Witness {
+            index: 0,
+            code: WitnessErrorCode::ProgramMismatch
+        })
+    );
+    let other_account = FastpayFunding {
+        account: account(&account_owner(1)),
+        ..valid.clone()
+    };
+    assert_eq!(
+        check_funding(other_account),
+        Err(ValidationError::Witness {
+            index: 0,
+            code: WitnessErrorCode::InvalidSignature
+        })
+    );
+}
+
+#[test]
+fn a_funding_needs_the_configured_committee_and_a_usable_account() {
+    let owners = [key(1)];
+    let valid = funding(30, &[(key(1), 50)], &[(key(1), 20)]);
+    let issuers_only = TrustedKeys::from(IssuerKeys::new([issuer().x_only_public_key().0]).unwrap());
+    let error = validate(&SpecieTransaction::FastpayFunding(valid.clone()), &issuers_only).unwrap_err();
+    assert_eq!(error, fastpay_error(FastpayErrorCode::NoCommittee));
+    assert_eq!(error.code(), "no_fastpay_committee");
+    assert_eq!(error.to_string(), "this node is configured with no FastPay committee");
+
+    let other_committee = FastpayFunding {
+        committee_id: committee_of(&authorities(4), 1).id(),
+        ..valid.clone()
+    };
+    let error = check_funding(resign_funding(other_committee, &owners)).unwrap_err();
+    assert_eq!(error, fastpay_error(FastpayErrorCode::FundingOtherCommittee));
+    assert_eq!(error.code(), "funding_other_committee");
+
+    // The identity point (weak) and a y coordinate with no point (invalid).
+    let mut weak = [0u8; 32];
+    weak[0] = 1;
+    let mut invalid = [0u8; 32];
+    invalid[0] = 2;
+    assert!(specie_fastpay::VerifyingKey::from_bytes(&invalid).is_err());
+    for bad in [weak, invalid] {
+        let unusable = FastpayFunding {
+            account: AccountKey(bad),
+            ..valid.clone()
+        };
+        let error = check_funding(resign_funding(unusable, &owners)).unwrap_err();
+        assert_eq!(error, fastpay_error(FastpayErrorCode::FundingInvalidAccount));
+        assert_eq!(error.code(), "funding_invalid_account");
+    }
+}
+
+#[test]
+fn a_valid_redeem_creates_the_certified_output_and_its_marker() {
+    let redeem = fastpay_redeem(&key(2), 10, 4);
+    let tx = SpecieTransaction::FastpayRedeem(redeem.clone());
+    let compact = validate_and_compact(&tx, &trusted()).unwrap();
+    assert!(compact.spent.is_empty());
+    let created = tx.created_outputs();
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].output, pays(&key(2), 10));
+    assert_eq!(created[0].outpoint.index, 0);
+    let marker = fastpay_redeem_marker(&account(&account_owner(0)), 4);
+    assert_eq!(compact.created, vec![created[0].uhs_id, marker]);
+
+    // A sentinel configured with the committee attests it.
+    let sentinel = Sentinel::new(trusted(), Some(key(0x04)));
+    let attested = sentinel.process(&tx).unwrap();
+    assert_eq!(attested.attestations.len(), 1);
+}
+
+#[test]
+fn redeem_refusals_each_name_their_reason() {
+    let (keys, committee) = (authorities(4), committee());
+    let to_bob = Recipient::Core(core_address(&key(2)));
+    let certified = |signers: &[u16]| certificate_by(&keys, &committee, signers, to_bob, 10, 0);
+    assert_eq!(check_redeem(FastpayRedeem::new(certified(&[0, 1, 2]))), Ok(()));
+    assert_eq!(check_redeem(FastpayRedeem::new(certified(&[0, 1, 2, 3]))), Ok(()));
+
+    // No committee configured.
+    let issuers_only = TrustedKeys::from(IssuerKeys::new([issuer().x_only_public_key().0]).unwrap());
+    let redeem = SpecieTransaction::FastpayRedeem(FastpayRedeem::new(certified(&[0, 1, 2])));
+    assert_eq!(
+        validate(&redeem, &issuers_only),
+        Err(fastpay_error(FastpayErrorCode::NoCommittee))
+    );
+
+    // Below quorum: 2 of 4.
+    let error = check_redeem(FastpayRedeem::new(certified(&[1, 3]))).unwrap_err();
+    assert_eq!(
+        error,
+        certificate_error(CertificateError::BelowQuorum { signers: 2, quorum: 3 })
+    );
+    assert_eq!(error.code(), "certificate_below_quorum");
+    assert_eq!(
+        error.to_string(),
+        "FastPay certificate refused: 2 distinct signers, below the quorum of 3"
+    );
+
+    // Prepare votes are final only from every member in round 0: a quorum of them is a lock, and
+    // prepare votes of a later round are never final, not even from every member. Commit votes
+    // of a quorum are final in any round.
+    let order = account_order(to_bob, 10, 0);
+    let votes =
+        |kind, round, signers: &[u16]| FastpayRedeem::new(votes_by(&keys, &committee, (kind, round), signers, &order));
+    assert_eq!(check_redeem(votes(VoteKind::Prepare, 0, &[0, 1, 2, 3])), Ok(()));
+    assert_eq!(check_redeem(votes(VoteKind::Commit, 1, &[1, 2, 3])), Ok(()));
+    let error = check_redeem(votes(VoteKind::Prepare, 0, &[0, 1, 2])).unwrap_err();
+    assert_eq!(
+        error,
+        certificate_error(CertificateError::BelowQuorum { signers: 3, quorum: 4 })
+    );
+    assert_eq!(error.code(), "certificate_below_quorum");
+    let error = check_redeem(votes(VoteKind::Prepare, 1, &[0, 1, 2, 3])).unwrap_err();
+    assert_eq!(error, certificate_error(CertificateError::NotFinal { round: 1 }));
+    assert_eq!(error.code(), "certificate_not_final");
+
+    // Wrong committee: a quorum of another committee (same keys, another epoch).
+    let other = committee_of(&keys, 1);
+    let foreign = certificate_by(&keys, &other, &[0, 1, 2], to_bob, 10, 0);
+    let error = check_redeem(FastpayRedeem::new(foreign.clone())).unwrap_err();
+    assert_eq!(error, certificate_error(CertificateError::WrongCommittee));
+    assert_eq!(error.code(), "certificate_wrong_committee");
+
+    // Forged: the other committee's votes relabelled with this committee's id.
+    let mut relabelled = foreign;
+    relabelled.committee_id = committee.id();
+    let error = check_redeem(FastpayRedeem::new(relabelled)).unwrap_err();
+    assert_eq!(
+        error,
+        certificate_error(CertificateError::BadSignature { authority: 0 })
+    );
+    assert_eq!(error.code(), "certificate_bad_signature");
+
+    // Forged: authority 3's vote presented as authority 1's.
+    let mut impersonated = certified(&[0, 1, 2]);
+    impersonated.signatures[1].1 = certified(&[3]).signatures[0].1;
+    assert_eq!(
+        check_redeem(FastpayRedeem::new(impersonated)),
+        Err(certificate_error(CertificateError::BadSignature { authority: 1 }))
+    );
+
+    // Forged: the amount raised after the quorum signed.
+    let mut raised = certified(&[0, 1, 2]);
+    raised.order.order.amount = 1_000;
+    let error = check_redeem(FastpayRedeem::new(raised)).unwrap_err();
+    assert_eq!(
+        error,
+        certificate_error(CertificateError::Order(OrderError::BadSignature))
+    );
+    assert_eq!(error.code(), "certificate_bad_owner_signature");
+
+    // A signer the committee does not have, and a repeated signer.
+    let mut unknown = certified(&[0, 1, 2]);
+    unknown.signatures[2].0 = 9;
+    assert_eq!(
+        check_redeem(FastpayRedeem::new(unknown)).unwrap_err().code(),
+        "certificate_unknown_authority"
+    );
+    let mut repeated = certified(&[0, 1, 2]);
+    repeated.signatures[1] = repeated.signatures[0];
+    assert_eq!(
+        check_redeem(FastpayRedeem::new(repeated)).unwrap_err().code(),
+        "certificate_repeated_signer"
+    );
+
+    // A zero amount is not an order at all.
+    let zero = certificate_by(&keys, &committee, &[0, 1, 2], to_bob, 0, 0);
+    assert_eq!(
+        check_redeem(FastpayRedeem::new(zero)),
+        Err(certificate_error(CertificateError::Order(OrderError::ZeroAmount)))
+    );
+}
+
+#[test]
+fn a_redeem_of_a_transfer_to_an_account_is_refused_before_its_signatures_are_checked() {
+    let (keys, committee) = (authorities(4), committee());
+    let to_account = Recipient::Account(account(&account_owner(1)));
+    let certificate = certificate_by(&keys, &committee, &[0, 1, 2], to_account, 10, 0);
+    assert_eq!(certificate.check(&committee), Ok(()), "a genuine certificate");
+    let error = check_redeem(FastpayRedeem::new(certificate.clone())).unwrap_err();
+    assert_eq!(error, fastpay_error(FastpayErrorCode::RedeemRecipientNotCore));
+    assert_eq!(error.code(), "redeem_recipient_not_core");
+    // Even with a forged quorum the reason given is the recipient.
+    let mut forged = certificate;
+    forged.signatures[0].1[0] ^= 1;
+    assert_eq!(
+        check_redeem(FastpayRedeem::new(forged)),
+        Err(fastpay_error(FastpayErrorCode::RedeemRecipientNotCore))
+    );
+}

@@ -1,0 +1,13 @@
+//! The integration tests of `specie-sentinel`, one module per area, linked as one test binary (a test
+//! binary per file made linking dominate the build). Run one area with
+//! `cargo test -p specie-sentinel --test specie-sentinel MODULE::`.
+
+mod common;
+
+mod anonymous;
+mod confidential;
+mod errors;
+mod fastpay;
+mod offline;
+mod proptests;
+mod sentinel;

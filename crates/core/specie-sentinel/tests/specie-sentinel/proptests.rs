@@ -1,0 +1,186 @@
+//! Property tests: honestly signed random transactions validate; a single corrupted byte of any
+//! signature or value is rejected; the parallel batch equals sequential validation.
+
+use crate::common;
+
+use common::*;
+use proptest::collection::vec;
+use proptest::prelude::*;
+use specie_sentinel::{validate, validate_and_compact, validate_batch, ValidationError, WitnessErrorCode};
+use specie_transaction::{SpecieTransaction, Transaction};
+
+/// Splits `total` into `parts` positive values (`parts` ≤ `total`).
+fn split(total: u64, cuts: &[u64]) -> Vec<u64> {
+    let mut points: Vec<u64> = cuts.iter().map(|cut| 1 + cut % (total - 1).max(1)).collect();
+    points.retain(|p| *p < total);
+    points.sort_unstable();
+    points.dedup();
+    let mut values = Vec::new();
+    let mut previous = 0;
+    for point in points.into_iter().chain([total]) {
+        values.push(point - previous);
+        previous = point;
+    }
+    values
+}
+
+/// A valid signed transfer: 1–4 inputs owned by keys from `owner_seeds`, outputs splitting the
+/// total among payees.
+fn valid_transfer_strategy() -> impl Strategy<Value = Transaction> {
+    (
+        vec((1u8..=250, 1u64..1_000_000_000), 1..4),
+        vec(any::<u64>(), 0..4),
+        1u8..=250,
+    )
+        .prop_map(|(inputs, cuts, payee)| {
+            let owners: Vec<_> = inputs.iter().map(|(seed, value)| (key(*seed), *value)).collect();
+            let total: u64 = inputs.iter().map(|(_, value)| value).sum();
+            let outputs: Vec<_> = split(total, &cuts)
+                .into_iter()
+                .map(|value| (key(payee), value))
+                .collect();
+            transfer(&owners, &outputs)
+        })
+}
+
+fn valid_specie_strategy() -> impl Strategy<Value = SpecieTransaction> {
+    prop_oneof![
+        valid_transfer_strategy().prop_map(SpecieTransaction::Transfer),
+        (vec((1u8..=250, 1u64..1_000_000), 1..4)).prop_map(|outputs| {
+            let outputs: Vec<_> = outputs.iter().map(|(seed, value)| (key(*seed), *value)).collect();
+            SpecieTransaction::Mint(mint(&outputs))
+        }),
+        (1u8..=250, 2u64..1_000_000, any::<u64>()).prop_map(|(seed, value, cut)| {
+            let amount = 1 + cut % value;
+            let change: Vec<_> = if amount == value {
+                vec![]
+            } else {
+                vec![(key(seed), value - amount)]
+            };
+            SpecieTransaction::Redeem(redeem(amount, &[(key(seed), value)], &change))
+        }),
+        (1u8..=250, 2u64..1_000_000, any::<u64>()).prop_map(|(seed, value, cut)| {
+            let amount = 1 + cut % value;
+            let change: Vec<_> = if amount == value {
+                vec![]
+            } else {
+                vec![(key(seed), value - amount)]
+            };
+            SpecieTransaction::FastpayFunding(funding(amount, &[(key(seed), value)], &change))
+        }),
+        (1u8..=250, 1u64..1_000_000, any::<u64>()).prop_map(|(seed, amount, sequence)| {
+            SpecieTransaction::FastpayRedeem(fastpay_redeem(&key(seed), amount, sequence))
+        }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn valid_signed_transactions_validate(tx in valid_specie_strategy()) {
+        prop_assert_eq!(validate(&tx, &trusted()), Ok(()));
+        let compact = validate_and_compact(&tx, &trusted()).unwrap();
+        prop_assert_eq!(compact.spent.len(), tx.inputs().len());
+        prop_assert_eq!(compact.created.len(), tx.outputs().len() + usize::from(tx.marker().is_some()));
+    }
+
+    #[test]
+    fn corrupted_witness_signature_is_rejected(tx in valid_transfer_strategy(),
+                                               which in any::<prop::sample::Index>(),
+                                               byte in 33usize..97, flip in 1u8..=255) {
+        let mut tx = tx;
+        let index = which.index(tx.witnesses.len());
+        tx.witnesses[index].0[byte] ^= flip;
+        prop_assert_eq!(
+            specie_sentinel::validate_transfer(&tx),
+            Err(ValidationError::Witness { index: index as u64, code: WitnessErrorCode::InvalidSignature })
+        );
+    }
+
+    #[test]
+    fn corrupted_value_is_rejected(tx in valid_transfer_strategy(), in_input in any::<bool>(),
+                                   which in any::<prop::sample::Index>(), byte in 0usize..8, flip in 1u8..=255) {
+        let mut tx = tx;
+        let mask = u64::from(flip) << (8 * byte);
+        if in_input {
+            let index = which.index(tx.inputs.len());
+            tx.inputs[index].data.value ^= mask;
+        } else {
+            let index = which.index(tx.outputs.len());
+            tx.outputs[index].value ^= mask;
+        }
+        prop_assert!(specie_sentinel::validate_transfer(&tx).is_err());
+    }
+
+    #[test]
+    fn corrupted_issuer_signature_or_amount_is_rejected(tx in valid_specie_strategy(), byte in 0usize..64, flip in 1u8..=255) {
+        let mut tx = tx;
+        match &mut tx {
+            SpecieTransaction::Transfer(_) => return Ok(()),
+            SpecieTransaction::Mint(mint) => mint.issuer_signature[byte] ^= flip,
+            SpecieTransaction::Redeem(redeem) => {
+                if byte < 8 {
+                    redeem.amount ^= u64::from(flip) << (8 * byte);
+                } else {
+                    redeem.issuer_signature[byte] ^= flip;
+                }
+            }
+            SpecieTransaction::FastpayFunding(funding) => {
+                if byte < 8 {
+                    funding.amount ^= u64::from(flip) << (8 * byte);
+                } else {
+                    funding.witnesses[0].0[33 + byte % 64] ^= flip;
+                }
+            }
+            SpecieTransaction::FastpayRedeem(redeem) => {
+                let mut certificate = redeem.certificate().clone();
+                match byte % 3 {
+                    0 => certificate.order.order.amount ^= u64::from(flip) << (8 * (byte % 8)),
+                    1 => certificate.order.signature[byte] ^= flip,
+                    _ => certificate.signatures[byte % 3].1[byte] ^= flip,
+                }
+                *redeem = specie_transaction::FastpayRedeem::new(certificate);
+            }
+            SpecieTransaction::OfflineFunding(_)
+            | SpecieTransaction::OfflinePayout(_)
+            | SpecieTransaction::Confidential(_)
+            | SpecieTransaction::Anonymous(_) => {
+                unreachable!("the strategy makes no offline or private transactions (their own tests cover them)")
+            }
+        }
+        prop_assert!(validate(&tx, &trusted()).is_err());
+    }
+
+    #[test]
+    fn batch_equals_sequential(txs in vec((valid_specie_strategy(), any::<bool>(), 0usize..97), 0..24)) {
+        let txs: Vec<SpecieTransaction> = txs
+            .into_iter()
+            .map(|(mut tx, corrupt, byte)| {
+                if corrupt {
+                    match &mut tx {
+                        SpecieTransaction::Transfer(t) => t.witnesses[0].0[byte] ^= 1,
+                        SpecieTransaction::Mint(m) => m.issuer_signature[byte % 64] ^= 1,
+                        SpecieTransaction::Redeem(r) => r.witnesses[0].0[byte] ^= 1,
+                        SpecieTransaction::FastpayFunding(f) => f.witnesses[0].0[byte] ^= 1,
+                        SpecieTransaction::FastpayRedeem(r) => {
+                            let mut certificate = r.certificate().clone();
+                            certificate.signatures[0].1[byte % 64] ^= 1;
+                            *r = specie_transaction::FastpayRedeem::new(certificate);
+                        }
+                        SpecieTransaction::OfflineFunding(_)
+                        | SpecieTransaction::OfflinePayout(_)
+                        | SpecieTransaction::Confidential(_)
+                        | SpecieTransaction::Anonymous(_) => {
+                            unreachable!("the strategy makes no offline or private transactions")
+                        }
+                    }
+                }
+                tx
+            })
+            .collect();
+        let trusted = trusted();
+        let sequential: Vec<_> = txs.iter().map(|tx| validate_and_compact(tx, &trusted)).collect();
+        prop_assert_eq!(validate_batch(&txs, &trusted), sequential);
+    }
+}

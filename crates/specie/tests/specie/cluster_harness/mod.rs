@@ -1,0 +1,324 @@
+//! Real `specie` processes for the cluster tests: run the binary, find free ports, read
+//! `cluster status`, confirm transactions in the core, kill a member, run the demo and check its
+//! audit, stop a cluster when a test ends; and what FastPay authorities hold
+//! ([`authority_state`]).
+#![allow(dead_code)] // each test module uses its own part of this
+
+pub mod authority_state;
+pub mod exchange_traders;
+pub mod offline_devices;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use specie_codec::Encode;
+use specie_transaction::SpecieTransaction;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_specie");
+
+pub fn specie(args: &[&str]) -> Output {
+    let output = Command::new(BIN).args(args).output().expect("run specie");
+    assert!(
+        output.status.success(),
+        "specie {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// A base port with `count` free consecutive ports above it.
+/// Tests of one binary run in parallel: each call starts its search elsewhere, so two tests do
+/// not both find the same ports free before either binds them. The ports are below Linux's
+/// ephemeral range (32768 and up), from which every outgoing connection of the machine takes a
+/// port: a port found free there can be taken by one before the cluster binds it.
+pub fn free_ports(count: u16) -> u16 {
+    static CALLS: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let start = 20_000 + (std::process::id() % 2_000) as u16 * 20 + call.wrapping_mul(1_009);
+    (0..200u16)
+        .map(|i| start.wrapping_add(i * 37) % 12_000 + 20_000)
+        .find(|base| (0..count).all(|p| std::net::TcpListener::bind(("127.0.0.1", base + p)).is_ok()))
+        .expect("free ports")
+}
+
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub group: String,
+    pub replica: u64,
+    pub pid: u32,
+    pub role: String,
+    pub applied: Option<u64>,
+}
+
+pub fn status(dir: &str) -> Vec<Row> {
+    let output = Command::new(BIN)
+        .args(["cluster", "status", "--dir", dir])
+        .output()
+        .expect("status");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .skip(1)
+        // The replicas' table ends at the first blank line (FastPay figures may follow).
+        .take_while(|line| !line.trim().is_empty())
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 9 || f[0].starts_with("sentinel") {
+                return None;
+            }
+            Some(Row {
+                group: f[0].to_string(),
+                replica: f[1].parse().ok()?,
+                pid: f[2].parse().unwrap_or(0),
+                role: f[3].to_string(),
+                applied: f[7].parse().ok(),
+            })
+        })
+        .collect()
+}
+
+/// The rows of `cluster status` for the replicas of `group`: (replica, role).
+pub fn group_roles(dir: &str, group: &str) -> Vec<(u64, String)> {
+    status(dir)
+        .into_iter()
+        .filter(|row| row.group == group)
+        .map(|row| (row.replica, row.role))
+        .collect()
+}
+
+/// `kill -9` of the cluster member `member` (its pid from DIR/pids).
+pub fn kill_9(dir: &str, member: &str) {
+    let pid = std::fs::read_to_string(Path::new(dir).join("pids").join(format!("{member}.pid"))).unwrap();
+    assert!(Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap()
+        .success());
+    // SIGKILL is delivered, not yet acted on: wait until the process is gone (or a zombie), so
+    // that whatever replaces it finds its port and its data directory's lock free.
+    let started = std::time::Instant::now();
+    let gone = || match std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    };
+    while !gone() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{member} survived SIGKILL for 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Each transaction's result object (`status`, `code`, …) as the sentinel answers its submission.
+pub fn submit_results(sentinel: &str, txs: &[SpecieTransaction]) -> Vec<serde_json::Value> {
+    let hexes: Vec<String> = txs.iter().map(|tx| hex::encode(tx.encode())).collect();
+    let body: serde_json::Value = ureq::post(&format!("{sentinel}/v1/transactions"))
+        .timeout(Duration::from_secs(60))
+        .send_json(serde_json::json!({ "transactions": hexes }))
+        .expect("submit")
+        .into_json()
+        .expect("json");
+    body["results"].as_array().expect("results").clone()
+}
+
+/// Each transaction's status as the sentinel answers its submission.
+pub fn post_transactions(sentinel: &str, txs: &[SpecieTransaction]) -> Vec<String> {
+    submit_results(sentinel, txs)
+        .iter()
+        .map(|r| r["status"].as_str().expect("status").to_string())
+        .collect()
+}
+
+/// Submits until every transaction is confirmed (a coordinator may answer busy at first).
+pub fn confirm_in_core(sentinel: &str, txs: &[SpecieTransaction]) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let statuses = post_transactions(sentinel, txs);
+        if statuses.iter().all(|s| s == "confirmed") {
+            return;
+        }
+        assert!(
+            statuses.iter().all(|s| s == "confirmed" || s == "busy") && Instant::now() < deadline,
+            "{statuses:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Starts `specie ARGS` in the background; its child and the URL it says it serves on (the
+/// first stderr line with "API on "). Its later output is drained.
+pub fn start_serving(args: &[&str]) -> (Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the specie binary runs");
+    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
+    let url = loop {
+        let line = lines.next().expect("the process says where it serves").unwrap();
+        if let Some(rest) = line.split("API on ").nth(1) {
+            break rest
+                .split(|c: char| c.is_whitespace() || c == ',')
+                .next()
+                .unwrap()
+                .to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
+}
+
+/// Runs `specie ARGS`, which must end within `limit` (it is killed and the test fails if not):
+/// its exit status and its stderr.
+pub fn run_to_exit(args: &[&str], limit: Duration) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the specie binary runs");
+    let mut stderr = child.stderr.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("specie {args:?} still ran after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, reader.join().expect("stderr read"))
+}
+
+pub fn start_demo(dir: &str, payments: &str, seed: &str) -> Child {
+    Command::new(BIN)
+        .args([
+            "demo",
+            "--cluster",
+            dir,
+            "--payments",
+            payments,
+            "--wallets",
+            "50",
+            "--window",
+            "1024",
+            "--seed",
+            seed,
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start demo")
+}
+
+pub fn finish_demo(demo: Child) -> serde_json::Value {
+    let output = demo.wait_with_output().expect("demo");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "demo failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).expect("one JSON object")
+}
+
+pub fn digest(sentinel: &str) -> serde_json::Value {
+    ureq::get(&format!("{sentinel}/v1/uhs/digest"))
+        .timeout(Duration::from_secs(30))
+        .call()
+        .expect("digest")
+        .into_json()
+        .unwrap()
+}
+
+pub fn assert_audit(summary: &serde_json::Value) {
+    assert_eq!(summary["audit_ok"], true, "{summary}");
+    assert!(summary["confirmed_payments"].as_u64().unwrap() > 100, "{summary}");
+    let checks = &summary["checks"];
+    assert_eq!(checks["replays"], checks["replays_rejected"], "{summary}");
+    assert_eq!(checks["conflict_pairs_with_two_winners"], 0, "{summary}");
+}
+
+/// A default cluster (2 shard groups and a coordinator group of 3 replicas each) with
+/// `sentinels` sentinels, started in a new temporary directory on free ports. Returns the
+/// directory (dropping it deletes the files), the cluster's directory inside it, its first port,
+/// and the guard that stops the cluster, even one that only half started.
+pub fn start_cluster(sentinels: u16) -> (tempfile::TempDir, String, u16, Down) {
+    start_cluster_with(sentinels, 1)
+}
+
+/// [`start_cluster`] with `coordinator_groups` coordinator groups of 3 replicas each. The
+/// sentinels' ports follow every replica's: `base + 3 × (2 + coordinator_groups)` onwards.
+pub fn start_cluster_with(sentinels: u16, coordinator_groups: u16) -> (tempfile::TempDir, String, u16, Down) {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("cluster").to_str().unwrap().to_string();
+    let base = free_ports(3 * (2 + coordinator_groups) + sentinels);
+    let guard = Down(dir.clone());
+    specie(&[
+        "cluster",
+        "up",
+        "--dir",
+        &dir,
+        "--base-port",
+        &base.to_string(),
+        "--sentinels",
+        &sentinels.to_string(),
+        "--coordinator-groups",
+        &coordinator_groups.to_string(),
+    ]);
+    (temp, dir, base, guard)
+}
+
+/// `specie cluster up --dir DIR --base-port BASE` with `more` options.
+pub fn cluster_up(dir: &str, base: &str, more: &[&str]) -> Output {
+    specie(&[&["cluster", "up", "--dir", dir, "--base-port", base][..], more].concat())
+}
+
+/// A cluster in `dir` on ports from `base`: a core of one replica per group and one sentinel, and
+/// the FastPay committee that `committee` (`cluster up` options: `--authorities`, …) describes.
+pub fn cluster_up_with_committee(dir: &str, base: u16, committee: &[&str]) {
+    let base = base.to_string();
+    let core = [
+        "cluster",
+        "up",
+        "--dir",
+        dir,
+        "--base-port",
+        &base,
+        "--replicas",
+        "1",
+        "--sentinels",
+        "1",
+    ];
+    specie(&[&core[..], committee].concat());
+}
+
+/// Stops the cluster in the directory when dropped, so a failing test leaves no processes.
+pub struct Down(pub String);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        if Path::new(&self.0).join("cluster.toml").exists() {
+            let _ = Command::new(BIN).args(["cluster", "down", "--dir", &self.0]).output();
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! The integration tests of `specie`, one module per area, linked as one test binary (a test
+//! binary per file made linking dominate the build). Run one area with
+//! `cargo test -p specie --test specie MODULE::`.
+
+mod cluster_harness;
+
+mod authorities;
+mod byzantine_authorities;
+mod cli;
+mod cluster;
+mod crash;
+mod exchange_cli;
+mod exchange_cluster;
+mod exchange_process;
+mod hostile;
+mod offline_authority;
+mod offline_cluster;
+mod ra;
+mod wallet_confidential;
+mod wallet_fastpay;
