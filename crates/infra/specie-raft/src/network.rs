@@ -8,10 +8,13 @@
 // only travel on failure paths.
 #![allow(clippy::result_large_err)]
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::Semaphore;
 
 use openraft::error::SnapshotMismatch;
 use openraft::error::{
@@ -128,13 +131,108 @@ impl RpcHandler {
     }
 }
 
+/// How many entries of an append-entries request of `entries` entries encoding to `bytes` to
+/// send at once so that a request holds at most about `append_bytes_max`; `None`: send it whole
+/// (it fits, or it is a single entry, which always goes alone whatever its size).
+pub(crate) fn entries_hint(entries: u64, bytes: usize, append_bytes_max: usize) -> Option<u64> {
+    if bytes <= append_bytes_max || entries <= 1 {
+        return None;
+    }
+    // Proportional to the bytes, assuming entries of even size; an uneven batch that still
+    // does not fit is cut again on the next try.
+    let fitting = (u128::from(entries) * append_bytes_max as u128 / bytes as u128) as u64;
+    let hint = fitting.clamp(1, entries - 1);
+    debug_assert!((1..entries).contains(&hint));
+    Some(hint)
+}
+
+/// The share of a peer's byte budget that a request of `bytes` holds: all of it for a request
+/// larger than the budget, which then goes alone.
+fn budget_share(bytes: usize, peer_bytes_in_flight_max: u32) -> u32 {
+    bytes.min(peer_bytes_in_flight_max as usize) as u32
+}
+
+/// How large an append to one peer may be: `append_bytes_max`, halved (down to one entry) each
+/// time an append is answered only after openraft gave up on it, and doubled back (up to
+/// `append_bytes_max`) by each large one answered in time. openraft's append time-out is fixed
+/// (`heartbeat_interval_ms`), so over a link too slow for `append_bytes_max` the requests shrink
+/// until they fit, and catch-up progresses; over a fast one nothing changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AppendSizing {
+    append_bytes_max: usize,
+    limit_bytes: usize,
+}
+
+impl AppendSizing {
+    pub(crate) fn new(append_bytes_max: usize) -> AppendSizing {
+        assert!(append_bytes_max > 0, "an append must hold a byte");
+        AppendSizing {
+            append_bytes_max,
+            limit_bytes: append_bytes_max,
+        }
+    }
+
+    pub(crate) fn limit_bytes(&self) -> usize {
+        self.limit_bytes
+    }
+
+    /// An append of `request_bytes` was answered, before openraft's time-out or not.
+    pub(crate) fn answered(&mut self, request_bytes: usize, in_time: bool) {
+        if !in_time {
+            self.limit_bytes = (self.limit_bytes.min(request_bytes) / 2).max(1);
+        } else if request_bytes.saturating_mul(2) >= self.limit_bytes {
+            // Only a request near the limit shows the limit fits; heartbeats show nothing.
+            self.limit_bytes = self.limit_bytes.saturating_mul(2).min(self.append_bytes_max);
+        }
+        debug_assert!((1..=self.append_bytes_max).contains(&self.limit_bytes));
+    }
+}
+
+/// What every openraft client of one peer (its replication and snapshot streams, in every
+/// term) shares: the budget of bytes sent and not yet answered, and the append size.
+pub(crate) struct PeerLink {
+    budget: Arc<Semaphore>,
+    sizing: parking_lot::Mutex<AppendSizing>,
+}
+
+/// The [`PeerLink`] of each peer.
+#[derive(Clone)]
+pub(crate) struct PeerLinks {
+    peer_bytes_in_flight_max: u32,
+    append_bytes_max: usize,
+    links: Arc<parking_lot::Mutex<BTreeMap<NodeId, Arc<PeerLink>>>>,
+}
+
+impl PeerLinks {
+    pub(crate) fn new(peer_bytes_in_flight_max: u32, append_bytes_max: usize) -> PeerLinks {
+        assert!(peer_bytes_in_flight_max > 0, "a peer's budget must hold a byte");
+        PeerLinks {
+            peer_bytes_in_flight_max,
+            append_bytes_max,
+            links: Arc::default(),
+        }
+    }
+
+    fn of(&self, target: NodeId) -> Arc<PeerLink> {
+        let mut links = self.links.lock();
+        let link = links.entry(target).or_insert_with(|| {
+            Arc::new(PeerLink {
+                budget: Arc::new(Semaphore::new(self.peer_bytes_in_flight_max as usize)),
+                sizing: parking_lot::Mutex::new(AppendSizing::new(self.append_bytes_max)),
+            })
+        });
+        Arc::clone(link)
+    }
+}
+
 /// openraft's view of the transport: one [`Peer`] per target.
 pub(crate) struct NetworkFactory {
     pub transport: Arc<dyn RaftTransport>,
     pub local: NodeId,
     pub backoff: Duration,
-    /// An append-entries request encoding to more than this is sent in smaller pieces.
-    pub request_bytes_max: usize,
+    pub links: PeerLinks,
+    /// How long a request holds its share of its peer's budget, waiting for an answer.
+    pub request_answer_wait: Duration,
 }
 
 impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
@@ -146,7 +244,9 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
             local: self.local,
             target,
             backoff: self.backoff,
-            request_bytes_max: self.request_bytes_max,
+            link: self.links.of(target),
+            peer_bytes_in_flight_max: self.links.peer_bytes_in_flight_max,
+            request_answer_wait: self.request_answer_wait,
         }
     }
 }
@@ -156,7 +256,10 @@ pub(crate) struct Peer {
     local: NodeId,
     target: NodeId,
     backoff: Duration,
-    request_bytes_max: usize,
+    /// Shared with every other client of `target`.
+    link: Arc<PeerLink>,
+    peer_bytes_in_flight_max: u32,
+    request_answer_wait: Duration,
 }
 
 type RpcResult<T, E = openraft::error::Infallible> = Result<T, RPCError<NodeId, EmptyNode, RaftError<NodeId, E>>>;
@@ -181,7 +284,16 @@ impl Peer {
             RequestKind::InstallSnapshot => RPCTypes::InstallSnapshot,
         };
         let timeout = option.hard_ttl();
-        let bytes = match tokio::time::timeout(timeout, self.transport.call(self.target, request)).await {
+        let sending = async {
+            match kind {
+                // Votes are small, and elections must not wait behind a catch-up.
+                RequestKind::Vote => self.transport.call(self.target, request).await,
+                RequestKind::AppendEntries | RequestKind::InstallSnapshot => {
+                    self.send_within_budget(kind, request, timeout).await
+                }
+            }
+        };
+        let bytes = match tokio::time::timeout(timeout, sending).await {
             Err(_) => {
                 return Err(RPCError::Timeout(Timeout {
                     action,
@@ -212,6 +324,61 @@ impl Peer {
     }
 }
 
+impl Peer {
+    /// Sends `request` once the peer's byte budget has room for it. It then holds its share
+    /// until its answer comes, or for `request_answer_wait` at most, even after openraft has
+    /// stopped waiting (openraft gives an append up after `heartbeat_interval_ms`): a request
+    /// once handed to the transport is on its way, and costs the peer memory until handled, so
+    /// retries of a request that does not fit in openraft's time-out cannot pile up.
+    /// An append's answer also tells the peer's [`AppendSizing`] whether it came within
+    /// `timeout`, openraft's.
+    async fn send_within_budget(
+        &self,
+        kind: RequestKind,
+        request: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, TransportError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let bytes = request.len();
+        let share = budget_share(bytes, self.peer_bytes_in_flight_max);
+        let permit = Arc::clone(&self.link.budget)
+            .acquire_many_owned(share)
+            .await
+            .map_err(|_closed| TransportError::Unreachable {
+                node: self.target,
+                reason: "peer budget closed".into(),
+            })?;
+        let (transport, target, wait) = (Arc::clone(&self.transport), self.target, self.request_answer_wait);
+        let link = Arc::clone(&self.link);
+        // A task of its own, so that openraft dropping this future does not drop the call.
+        let call = tokio::spawn(async move {
+            let answer = tokio::time::timeout(wait, transport.call(target, request)).await;
+            drop(permit);
+            let in_time = tokio::time::Instant::now() <= deadline;
+            match &answer {
+                _ if kind != RequestKind::AppendEntries => {}
+                Ok(Ok(_)) => link.sizing.lock().answered(bytes, in_time),
+                // A peer that is down says nothing about how large an append may be.
+                Ok(Err(TransportError::Unreachable { .. })) => {}
+                Ok(Err(TransportError::Lost { .. })) | Err(_) if !in_time => link.sizing.lock().answered(bytes, false),
+                Ok(Err(TransportError::Lost { .. })) | Err(_) => {}
+            }
+            answer
+        });
+        match call.await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_elapsed)) => Err(TransportError::Lost {
+                node: target,
+                reason: format!("no answer within {} ms", wait.as_millis()),
+            }),
+            Err(error) => Err(TransportError::Lost {
+                node: target,
+                reason: format!("call failed: {error}"),
+            }),
+        }
+    }
+}
+
 impl RaftNetwork<TypeConfig> for Peer {
     async fn append_entries(
         &mut self,
@@ -220,12 +387,12 @@ impl RaftNetwork<TypeConfig> for Peer {
     ) -> RpcResult<AppendEntriesResponse<NodeId>> {
         let entries = rpc.entries.len() as u64;
         let request = codec::encode_request(&RaftRequest::AppendEntries(rpc));
-        if request.len() > self.request_bytes_max && entries > 1 {
-            // openraft resends fewer entries at once, down to one (which always fits: an entry
-            // is bounded well below `request_bytes_max`).
-            return Err(RPCError::PayloadTooLarge(PayloadTooLarge::new_entries_hint(
-                entries / 2,
-            )));
+        let limit_bytes = self.link.sizing.lock().limit_bytes();
+        if let Some(hint) = entries_hint(entries, request.len(), limit_bytes) {
+            // openraft resends fewer entries at once, down to one (which always goes: an entry
+            // is bounded below `request_bytes_max`). Smaller requests cross a slow link within
+            // openraft's append time-out, so a lagging follower catches up.
+            return Err(RPCError::PayloadTooLarge(PayloadTooLarge::new_entries_hint(hint)));
         }
         match self.call(RequestKind::AppendEntries, request, &option).await? {
             RaftResponse::AppendEntries(resp) => Ok(resp),
@@ -259,5 +426,59 @@ impl RaftNetwork<TypeConfig> for Peer {
 
     fn backoff(&self) -> Backoff {
         Backoff::new(std::iter::repeat(self.backoff))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_append_is_cut_in_proportion_to_its_bytes() {
+        assert_eq!(entries_hint(64, 4 << 20, 4 << 20), None, "fits");
+        assert_eq!(entries_hint(1, 30 << 20, 4 << 20), None, "one entry goes alone");
+        assert_eq!(entries_hint(64, 32 << 20, 4 << 20), Some(8));
+        assert_eq!(entries_hint(2, 9 << 20, 4 << 20), Some(1));
+        assert_eq!(entries_hint(64, (4 << 20) + 1, 4 << 20), Some(63));
+    }
+
+    #[test]
+    fn a_request_holds_its_bytes_of_the_budget_and_at_most_all_of_it() {
+        assert_eq!(budget_share(1_000, 16 << 20), 1_000);
+        assert_eq!(budget_share(64 << 20, 16 << 20), 16 << 20);
+    }
+
+    #[test]
+    fn every_client_of_a_peer_shares_its_link() {
+        let links = PeerLinks::new(1_000, 4_000);
+        let first = links.of(2);
+        assert!(Arc::ptr_eq(&first, &links.of(2)));
+        assert!(!Arc::ptr_eq(&first, &links.of(3)));
+        assert_eq!(first.budget.available_permits(), 1_000);
+        assert_eq!(first.sizing.lock().limit_bytes(), 4_000);
+    }
+
+    #[test]
+    fn appends_shrink_when_late_and_grow_back_when_in_time() {
+        let mut sizing = AppendSizing::new(4 << 20);
+        sizing.answered(4 << 20, false);
+        assert_eq!(sizing.limit_bytes(), 2 << 20);
+        // A late answer to a smaller request halves from that request's size.
+        sizing.answered(1 << 20, false);
+        assert_eq!(sizing.limit_bytes(), 512 << 10);
+        // Heartbeats answered in time show nothing.
+        sizing.answered(100, true);
+        assert_eq!(sizing.limit_bytes(), 512 << 10);
+        sizing.answered(300 << 10, true);
+        assert_eq!(sizing.limit_bytes(), 1 << 20);
+        for _ in 0..10 {
+            let limit = sizing.limit_bytes();
+            sizing.answered(limit, true);
+        }
+        assert_eq!(sizing.limit_bytes(), 4 << 20, "never above append_bytes_max");
+        for _ in 0..40 {
+            sizing.answered(1, false);
+        }
+        assert_eq!(sizing.limit_bytes(), 1, "never below a byte: one entry still goes");
     }
 }

@@ -17,7 +17,7 @@ use specie_log::{DirLock, DirLockError, SyncMode};
 
 use crate::fsio;
 use crate::log_store::{LogCounters, LogOptions, LogStore};
-use crate::network::{NetworkFactory, RaftTransport, RpcHandler, SnapshotStream};
+use crate::network::{NetworkFactory, PeerLinks, RaftTransport, RpcHandler, SnapshotStream};
 use crate::state_machine::{ReplicatedStateMachine, StateMachineStore};
 use crate::types::{Batch, NodeId, TypeConfig};
 
@@ -55,6 +55,21 @@ pub struct ReplicaConfig {
     /// Largest request handed to the transport; larger append-entries requests are split.
     /// Must exceed one maximal batch and one snapshot chunk.
     pub request_bytes_max: usize,
+    /// An append-entries request of several entries that encodes to more than this is split
+    /// (a single entry goes alone, up to `request_bytes_max`). openraft gives an append up
+    /// after `heartbeat_interval_ms`, so a lagging follower catches up only if a request
+    /// crosses the link, and is written by the follower, within it: after an append answered
+    /// late, the appends to that peer are halved (down to one entry), and grow back to this
+    /// bound as they are answered in time.
+    pub append_bytes_max: usize,
+    /// Bytes of append-entries and snapshot requests sent to one peer and not yet answered,
+    /// at most (a larger request goes alone). A request openraft gave up on still counts until
+    /// answered or `request_answer_wait_ms_max` passes, since the network may still deliver it:
+    /// this bounds what a slow follower can be sent at once.
+    pub peer_bytes_in_flight_max: usize,
+    /// A request is forgotten after this long without an answer, freeing its share of
+    /// `peer_bytes_in_flight_max`. At least `install_snapshot_timeout_ms`.
+    pub request_answer_wait_ms_max: u64,
     /// Snapshots are sent in chunks of this size.
     pub snapshot_chunk_bytes: u64,
     /// Time-out for one snapshot chunk RPC.
@@ -81,6 +96,9 @@ impl Default for ReplicaConfig {
             batch_bytes_max: 16 * 1024 * 1024,
             append_entries_max: 64,
             request_bytes_max: 32 * 1024 * 1024,
+            append_bytes_max: 4 * 1024 * 1024,
+            peer_bytes_in_flight_max: 16 * 1024 * 1024,
+            request_answer_wait_ms_max: 5_000,
             snapshot_chunk_bytes: 4 * 1024 * 1024,
             install_snapshot_timeout_ms: 5_000,
             propose_timeout_ms: 10_000,
@@ -113,6 +131,17 @@ impl ReplicaConfig {
             || self.snapshot_chunk_bytes as usize + REQUEST_OVERHEAD_BYTES > self.request_bytes_max
         {
             return invalid("request_bytes_max must hold one snapshot chunk");
+        }
+        if self.append_bytes_max == 0 || self.append_bytes_max > self.request_bytes_max {
+            return invalid("append_bytes_max must be positive and at most request_bytes_max");
+        }
+        if self.peer_bytes_in_flight_max == 0 || u32::try_from(self.peer_bytes_in_flight_max).is_err() {
+            return invalid("peer_bytes_in_flight_max must be positive and under 4 GiB");
+        }
+        if self.request_answer_wait_ms_max < self.install_snapshot_timeout_ms.max(self.heartbeat_interval_ms) {
+            return invalid(
+                "request_answer_wait_ms_max must cover install_snapshot_timeout_ms and heartbeat_interval_ms",
+            );
         }
         if self.segment_bytes_max == 0 || self.propose_timeout_ms == 0 {
             return invalid("segment_bytes_max and propose_timeout_ms must be positive");
@@ -408,7 +437,9 @@ impl<S: ReplicatedStateMachine> Replica<S> {
             transport,
             local: id,
             backoff: Duration::from_millis(config.unreachable_backoff_ms),
-            request_bytes_max: config.request_bytes_max,
+            // `validate` checked that it fits.
+            links: PeerLinks::new(config.peer_bytes_in_flight_max as u32, config.append_bytes_max),
+            request_answer_wait: Duration::from_millis(config.request_answer_wait_ms_max),
         };
         let raft = Raft::new(id, Arc::new(raft_config), network, log_store, sm_store)
             .await

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
-use specie_faultnet::{FaultNetwork, LinkFaults};
+use specie_faultnet::{Carried, FaultNetwork, LinkFaults, LinkSpeed};
+use specie_log::SyncMode;
 use specie_raft::{
     Leadership, NodeId, ProposeError, Proposer, Replica, ReplicaConfig, ReplicaMetrics, ReplicatedStateMachine,
     SnapshotRefused,
@@ -543,4 +544,101 @@ async fn a_replica_directory_is_exclusive_and_bound_to_its_node_id() {
     .err()
     .expect("heartbeat above the election time-out is refused");
     assert!(matches!(err, specie_raft::StartError::InvalidConfig(_)), "{err}");
+}
+
+/// Entries of the slow-link test: 4 commands of 131 000 bytes, so that 64 of them (openraft's
+/// `append_entries_max`) just fit in one request of `request_bytes_max` (32 MiB).
+fn big_batch(n: u64) -> Vec<Vec<u8>> {
+    (0..4u64)
+        .map(|i| {
+            let mut command = vec![0u8; 131_000];
+            command[..16].copy_from_slice(&[n.to_le_bytes(), i.to_le_bytes()].concat());
+            command
+        })
+        .collect()
+}
+
+/// Stops a follower, has the leader commit `entries` [`big_batch`]es, then puts every link at
+/// `speed`, restarts the follower and waits (at most `within`) until it has applied them all,
+/// checking all along that it never had more than `peer_bytes_in_flight_max` of requests sent to
+/// it and unhandled. Returns how long the catch-up took and what the follower was sent.
+async fn catch_up_over(speed: LinkSpeed, entries: u64, within: Duration) -> (Duration, Carried) {
+    let config = ReplicaConfig {
+        heartbeat_interval_ms: 100,
+        segment_bytes_max: 64 << 20,
+        sync: SyncMode::None,
+        ..config()
+    };
+    let mut cluster = Cluster::start(3, config.clone(), 5).await;
+    cluster.propose(batch(0, 0)).await;
+    let leader = cluster.leader(Duration::from_secs(5)).await;
+    let follower = *cluster.members.iter().find(|&&id| id != leader).unwrap();
+    cluster.stop_replica(follower, true).await;
+    for n in 0..entries {
+        cluster.propose(big_batch(n)).await;
+    }
+    let last = cluster.replica(leader).metrics().last_log_index.expect("entries");
+    cluster.network.set_link_speed(Some(speed));
+    let started = Instant::now();
+    cluster.start_replica(follower).await;
+    loop {
+        let carried = cluster.network.carried(follower);
+        // Before the fix the follower held 56 MB after 0.2 s, and the pile kept growing.
+        assert!(
+            carried.in_flight_bytes_peak <= config.peer_bytes_in_flight_max as u64,
+            "the follower held {carried:?} after {:?}",
+            started.elapsed()
+        );
+        if cluster.replica(follower).metrics().applied_index >= Some(last) {
+            break;
+        }
+        assert!(
+            started.elapsed() < within,
+            "no catch-up in {within:?}: {:?}, {carried:?}",
+            cluster.replica(follower).metrics()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let took = started.elapsed();
+    assert_eq!(cluster.converged().await.count, 4 + entries * 4);
+    (took, cluster.network.carried(follower))
+}
+
+/// A follower that comes back 42 MB behind over links of 200 MB/s. The leader's catch-up
+/// requests must each fit in openraft's append time-out (the heartbeat interval, 100 ms), where
+/// the 32 MiB a request may hold takes 170 ms; and the appends the leader gave up on, which a
+/// real network still delivers, must not pile up at the follower (the geo bench's members ran
+/// out of memory so: docs/bench-cluster.md, "Geo-distributed run", problem 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_far_behind_catches_up_over_a_slow_link_with_bounded_bytes_in_flight() {
+    const ENTRIES: u64 = 80;
+    let speed = LinkSpeed {
+        latency_ms: 5,
+        bytes_per_ms: 200_000,
+    };
+    let (took, carried) = catch_up_over(speed, ENTRIES, Duration::from_secs(8)).await;
+    eprintln!("caught up in {took:?}: {carried:?}");
+    let backlog_bytes = ENTRIES * 4 * 131_000;
+    assert!(
+        carried.requests_bytes < 2 * backlog_bytes,
+        "{carried:?} sent to catch up on {backlog_bytes} bytes"
+    );
+}
+
+/// Over links of 20 MB/s even `append_bytes_max` (4 MiB, 210 ms) outlasts openraft's append
+/// time-out: the appends to the follower shrink until they fit, and catch-up still completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_catches_up_over_a_link_too_slow_for_the_largest_append() {
+    const ENTRIES: u64 = 16;
+    let speed = LinkSpeed {
+        latency_ms: 5,
+        bytes_per_ms: 20_000,
+    };
+    let (took, carried) = catch_up_over(speed, ENTRIES, Duration::from_secs(8)).await;
+    eprintln!("caught up in {took:?}: {carried:?}");
+    let backlog_bytes = ENTRIES * 4 * 131_000;
+    assert!(
+        carried.requests_bytes < 4 * backlog_bytes,
+        "{carried:?} sent to catch up on {backlog_bytes} bytes"
+    );
 }

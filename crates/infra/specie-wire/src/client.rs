@@ -425,6 +425,12 @@ async fn write_requests(
 }
 
 fn encode_request(encoder: &mut FrameEncoder, frame: &Frame, shared: &ConnShared) {
+    // A call that gave up (its deadline passed, or its caller dropped it) while its request
+    // waited in the queue has nobody to answer: it is not sent, so a peer that is slow to read
+    // is not also sent the retries' abandoned originals.
+    if !shared.pending().calls.contains_key(&frame.request_id) {
+        return;
+    }
     // Callers check the size before queueing, so this fails only if that check is wrong; the
     // caller then gets the error instead of waiting for its deadline.
     if let Err(error) = encoder.push_frame(frame) {

@@ -17,6 +17,11 @@ pub struct WireLimits {
     /// deadline). Server: handler invocations at once per connection (when full, the server
     /// stops reading that connection, which pushes back through TCP flow control).
     pub in_flight_max: usize,
+    /// Server: bytes of request payloads per connection whose handler has not finished, at most
+    /// (plus one request: a request larger than this is still served, alone). When it is
+    /// reached, the server stops reading that connection, as for `in_flight_max`, so a peer that
+    /// sends large requests faster than they are handled cannot grow our memory.
+    pub request_bytes_in_flight_max: usize,
     /// Server: authenticated connections served at once. Further connections get an error frame
     /// and are closed.
     pub connections_max: usize,
@@ -75,6 +80,7 @@ impl Default for WireLimits {
             // A dtxn of 10 000 compact transactions with a few ids each is well under 4 MiB.
             frame_bytes_max: 16 * 1024 * 1024,
             in_flight_max: 1024,
+            request_bytes_in_flight_max: 64 * 1024 * 1024,
             connections_max: 1024,
             handshakes_max: 64,
             handshake_timeout_ms: 2_000,
@@ -101,6 +107,7 @@ impl WireLimits {
                 frame_bytes_max: self.frame_bytes_max,
             }),
             at_least_one("in_flight_max", self.in_flight_max as u64),
+            at_least_one("request_bytes_in_flight_max", self.request_bytes_in_flight_max as u64),
             at_least_one("connections_max", self.connections_max as u64),
             at_least_one("handshakes_max", self.handshakes_max as u64),
             at_least_one("handshake_timeout_ms", self.handshake_timeout_ms),

@@ -7,8 +7,9 @@
 //! that peer may talk to this server at all, and hands back the handler for its requests.
 //!
 //! Per connection there is one task that reads and dispatches, the handler invocations it
-//! spawned (at most `in_flight_max`), and one writer task that batches answers into one write.
-//! When `in_flight_max` handlers are running the connection task stops reading, so a client that
+//! spawned (at most `in_flight_max`, holding at most `request_bytes_in_flight_max` of payload
+//! plus one request), and one writer task that batches answers into one write. When either
+//! bound is reached the connection task stops reading, so a client that
 //! sends faster than the handler serves fills its TCP window and is slowed down (backpressure)
 //! instead of growing our memory. A malformed frame closes only its own connection.
 
@@ -314,12 +315,12 @@ async fn serve_connection(
     let mut decoder = FrameDecoder::new(limits.frame_bytes_max);
     let mut chunk = vec![0u8; limits.read_chunk_bytes];
     let mut handlers: JoinSet<Result<Vec<u8>, String>> = JoinSet::new();
-    let mut request_ids: HashMap<tokio::task::Id, u64> = HashMap::new();
+    let mut requests = Requests::default();
     let mut reading = true;
 
     let ending = 'serve: loop {
         // Dispatch every complete frame already buffered, as long as a handler slot is free.
-        while reading && handlers.len() < limits.in_flight_max {
+        while reading && requests.has_room(&limits) {
             let frame = match decoder.next_frame() {
                 Ok(Some(frame)) => frame,
                 Ok(None) => break,
@@ -327,8 +328,9 @@ async fn serve_connection(
             };
             match frame.kind {
                 FrameKind::Request if frame.request_id != 0 => {
+                    let bytes = frame.payload.len();
                     let task = handlers.spawn(handler(frame.payload));
-                    request_ids.insert(task.id(), frame.request_id);
+                    requests.started(task.id(), frame.request_id, bytes);
                 }
                 FrameKind::Ping => {
                     let pong = Frame::new(FrameKind::Pong, frame.request_id, frame.payload);
@@ -347,12 +349,12 @@ async fn serve_connection(
             biased;
             () = signalled(&mut shutdown), if reading => reading = false,
             Some(joined) = handlers.join_next_with_id(), if !handlers.is_empty() => {
-                let answer = answer_frame(joined, &mut request_ids, limits.frame_bytes_max);
+                let answer = answer_frame(joined, &mut requests, limits.frame_bytes_max);
                 if answers.send(answer).await.is_err() {
                     break Ending::Broken("writer stopped".to_string());
                 }
             }
-            read = reader.read(&mut chunk), if reading && handlers.len() < limits.in_flight_max => match read {
+            read = reader.read(&mut chunk), if reading && requests.has_room(&limits) => match read {
                 // The peer finished sending; answer what it asked, then close.
                 Ok(0) => reading = false,
                 Ok(n) => decoder.feed(&chunk[..n]),
@@ -395,10 +397,41 @@ async fn serve_connection(
     }
 }
 
+/// The requests of one connection whose handlers run: their ids, and the bytes they hold.
+#[derive(Default)]
+struct Requests {
+    running: HashMap<tokio::task::Id, (u64, usize)>,
+    payload_bytes: usize,
+}
+
+impl Requests {
+    /// Whether another request may be read and dispatched: fewer than `in_flight_max` run, and
+    /// they hold less than `request_bytes_in_flight_max`. So the payloads held never exceed
+    /// that bound by more than one frame.
+    fn has_room(&self, limits: &WireLimits) -> bool {
+        self.running.len() < limits.in_flight_max && self.payload_bytes < limits.request_bytes_in_flight_max
+    }
+
+    fn started(&mut self, task: tokio::task::Id, request_id: u64, bytes: usize) {
+        self.running.insert(task, (request_id, bytes));
+        self.payload_bytes += bytes;
+    }
+
+    /// The finished task's request id (0 if unknown, which only a bug would cause).
+    fn finished(&mut self, task: tokio::task::Id) -> u64 {
+        let Some((request_id, bytes)) = self.running.remove(&task) else {
+            return 0;
+        };
+        debug_assert!(self.payload_bytes >= bytes, "payload bytes counted once");
+        self.payload_bytes -= bytes;
+        request_id
+    }
+}
+
 /// The frame answering a finished handler invocation.
 fn answer_frame(
     joined: Result<(tokio::task::Id, Result<Vec<u8>, String>), JoinError>,
-    request_ids: &mut HashMap<tokio::task::Id, u64>,
+    requests: &mut Requests,
     frame_bytes_max: usize,
 ) -> Frame {
     let (task_id, outcome) = match joined {
@@ -414,7 +447,7 @@ fn answer_frame(
     };
     // Every spawned task was recorded with its request id; 0 would only mark a bug, and the
     // client treats an unknown id as an answer nobody waits for.
-    let request_id = request_ids.remove(&task_id).unwrap_or(0);
+    let request_id = requests.finished(task_id);
     debug_assert_ne!(request_id, 0, "handler task without a request id");
     match outcome {
         Ok(payload) if HEADER_BYTES + payload.len() <= frame_bytes_max => {

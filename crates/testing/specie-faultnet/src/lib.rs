@@ -16,6 +16,11 @@
 //! A network without delay faults delivers at once, without a timer, so tests on a real clock
 //! run at full speed.
 //!
+//! A network can instead be given a [`LinkSpeed`]: then every directed link carries one message
+//! at a time at a fixed rate, so a large message takes longer and later ones queue behind it,
+//! and a request once sent is delivered and handled even if its caller stops waiting, as over
+//! TCP. What each node was sent, and held at once, is counted ([`Carried`]).
+//!
 //! Test-only, and outside specie-raft: it implements specie-raft's public transport trait like
 //! any other network (specie-cluster's TCP one does the same), so Raft's production API carries
 //! no fault injection.
@@ -68,6 +73,34 @@ impl LinkFaults {
     }
 }
 
+/// A link that takes time in proportion to what it carries. The dice do not apply on such a
+/// network; cut links and down nodes still do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkSpeed {
+    /// Time in flight after a message's last byte was put on the link.
+    pub latency_ms: u64,
+    /// What one directed link puts on the wire per millisecond; messages wait their turn.
+    pub bytes_per_ms: u64,
+}
+
+impl LinkSpeed {
+    /// How long `bytes` occupy the link.
+    fn transmission(&self, bytes: usize) -> Duration {
+        Duration::from_nanos((bytes as u64).saturating_mul(1_000_000) / self.bytes_per_ms)
+    }
+}
+
+/// Raft requests sent to one node over a network with a [`LinkSpeed`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Carried {
+    /// Bytes of every request sent, answered or not.
+    pub requests_bytes: u64,
+    /// Bytes of requests sent whose handling has not finished (on the link, or being handled).
+    pub in_flight_bytes: u64,
+    /// The most `in_flight_bytes` has been.
+    pub in_flight_bytes_peak: u64,
+}
+
 /// What the dice say about one message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fate {
@@ -111,6 +144,10 @@ struct State {
     /// Directed links that deliver nothing: `(from, to)`.
     cut: BTreeSet<(NodeId, NodeId)>,
     stats: FaultStats,
+    speed: Option<LinkSpeed>,
+    /// When each directed link `(from, to)` has put its last queued byte on the wire.
+    link_free_at: BTreeMap<(NodeId, NodeId), tokio::time::Instant>,
+    carried: BTreeMap<NodeId, Carried>,
 }
 
 /// The network; clone it freely (clones share the dice, the links and the handlers).
@@ -130,6 +167,9 @@ impl FaultNetwork {
                 handlers: BTreeMap::new(),
                 cut: BTreeSet::new(),
                 stats: FaultStats::default(),
+                speed: None,
+                link_free_at: BTreeMap::new(),
+                carried: BTreeMap::new(),
             })),
         }
     }
@@ -218,6 +258,80 @@ impl FaultNetwork {
         self.state.lock().stats
     }
 
+    /// From now on every link carries messages at `speed` (the dice no longer apply); `None`:
+    /// back to the dice.
+    pub fn set_link_speed(&self, speed: Option<LinkSpeed>) {
+        if let Some(speed) = speed {
+            assert!(
+                speed.bytes_per_ms > 0 && speed.latency_ms <= DELAY_MS_LIMIT,
+                "a link carries something and delays at most {DELAY_MS_LIMIT} ms: {speed:?}"
+            );
+        }
+        self.state.lock().speed = speed;
+    }
+
+    /// The requests sent to `node` over links with a [`LinkSpeed`].
+    pub fn carried(&self, node: NodeId) -> Carried {
+        self.state.lock().carried.get(&node).copied().unwrap_or_default()
+    }
+
+    /// Puts `bytes` on the link from `from` to `to` after what is queued on it: when they arrive.
+    fn transmit(&self, from: NodeId, to: NodeId, bytes: usize, speed: LinkSpeed) -> tokio::time::Instant {
+        let mut state = self.state.lock();
+        let now = tokio::time::Instant::now();
+        let free_at = state.link_free_at.entry((from, to)).or_insert(now);
+        let done = (*free_at).max(now) + speed.transmission(bytes);
+        *free_at = done;
+        done + Duration::from_millis(speed.latency_ms)
+    }
+
+    /// Counts a request of `bytes` to `to` as sent (`true`) or as handled (`false`).
+    fn count_request(&self, to: NodeId, bytes: usize, sent: bool) {
+        let mut state = self.state.lock();
+        let carried = state.carried.entry(to).or_default();
+        if sent {
+            carried.requests_bytes += bytes as u64;
+            carried.in_flight_bytes += bytes as u64;
+            carried.in_flight_bytes_peak = carried.in_flight_bytes_peak.max(carried.in_flight_bytes);
+        } else {
+            assert!(carried.in_flight_bytes >= bytes as u64, "a request handled twice");
+            carried.in_flight_bytes -= bytes as u64;
+        }
+    }
+
+    /// One Raft request and its reply over links with a [`LinkSpeed`]. The request is delivered
+    /// and handled by a task of its own, so a caller that gives up does not recall it.
+    async fn call_over_links(
+        &self,
+        from: NodeId,
+        to: NodeId,
+        request: Vec<u8>,
+        speed: LinkSpeed,
+    ) -> Result<Vec<u8>, TransportError> {
+        let bytes = request.len();
+        let arrival = self.transmit(from, to, bytes, speed);
+        self.count_request(to, bytes, true);
+        let network = self.clone();
+        let delivery = tokio::spawn(async move {
+            tokio::time::sleep_until(arrival).await;
+            let answer = match network.route(from, to) {
+                Ok(handler) => Ok(handler.handle(&request).await),
+                Err(reason) => Err(reason),
+            };
+            network.count_request(to, bytes, false);
+            answer
+        });
+        let unreachable = |reason: String| TransportError::Unreachable { node: to, reason };
+        let response = match delivery.await {
+            Ok(answer) => answer.map_err(|reason| unreachable(reason.into()))?,
+            Err(error) => return Err(unreachable(format!("delivery failed: {error}"))),
+        };
+        tokio::time::sleep_until(self.transmit(to, from, response.len(), speed)).await;
+        self.route(to, from)
+            .map_err(|reason| unreachable(format!("reply to node {from}: {reason}")))?;
+        Ok(response)
+    }
+
     /// Throws the dice for one message about to be sent: its delay, whether it is lost, and
     /// whether (and when) a copy follows it.
     pub fn fate(&self) -> Fate {
@@ -255,6 +369,10 @@ impl FaultNetwork {
     /// One Raft request from `from` to `to` and its reply, each through the dice and the links
     /// as they are when it arrives.
     async fn call(&self, from: NodeId, to: NodeId, request: Vec<u8>) -> Result<Vec<u8>, TransportError> {
+        let speed = self.state.lock().speed;
+        if let Some(speed) = speed {
+            return self.call_over_links(from, to, request, speed).await;
+        }
         let unreachable = |reason: String| TransportError::Unreachable { node: to, reason };
         let lost = |reason: &str| TransportError::Lost {
             node: to,
@@ -397,6 +515,34 @@ mod tests {
         assert!(fates(&network, 1_000)
             .iter()
             .all(|f| !f.dropped && f.duplicate_after.is_none()));
+    }
+
+    #[tokio::test]
+    async fn a_link_carries_one_message_after_another_at_its_speed() {
+        let network = FaultNetwork::reliable(0);
+        let speed = LinkSpeed {
+            latency_ms: 5,
+            bytes_per_ms: 100,
+        };
+        let sent = tokio::time::Instant::now();
+        let first = network.transmit(1, 2, 1_000, speed);
+        let second = network.transmit(1, 2, 500, speed);
+        assert!(first - sent >= Duration::from_millis(15) && first - sent < Duration::from_millis(16));
+        assert_eq!(second - first, Duration::from_millis(5), "queued behind the first");
+        let back = network.transmit(2, 1, 500, speed);
+        assert!(
+            back - sent < Duration::from_millis(11),
+            "each direction is a link of its own"
+        );
+        network.count_request(2, 1_000, true);
+        network.count_request(2, 500, true);
+        network.count_request(2, 1_000, false);
+        let expected = Carried {
+            requests_bytes: 1_500,
+            in_flight_bytes: 500,
+            in_flight_bytes_peak: 1_500,
+        };
+        assert_eq!(network.carried(2), expected);
     }
 
     #[test]
