@@ -1,6 +1,6 @@
 //! `specie audit …`: a passive auditor's tools. See docs/privacy.md, "The auditor's guide".
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -236,15 +236,7 @@ fn check_proof(bytes: &[u8], trusted_head: Option<&str>) -> anyhow::Result<ExitC
 
 fn keygen(out: &Path) -> anyhow::Result<ExitCode> {
     let seed: [u8; 32] = rand::random();
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options
-        .open(out)
-        .with_context(|| format!("cannot create {} (it must not exist yet)", out.display()))?;
-    writeln!(file, "{}", hex::encode(seed)).with_context(|| format!("cannot write {}", out.display()))?;
-    file.sync_all()?;
+    specie_log::secret::write_new(out, format!("{}\n", hex::encode(seed)).as_bytes())?;
     print_keys(&seed);
     eprintln!(
         "secret seed written to {}; the first line above is the public key for `specie node \
@@ -282,7 +274,7 @@ fn serve(
     let auditor = specie_auditor::ActiveAuditor::new(&seed, owners, refuse_over);
     let cosigning = hex::encode(auditor.public_key());
     let router = specie_api::cosign_api::router(auditor);
-    specie_api::http_server::serve_until_ctrl_c(listen, router, specie_api::HttpLimits::default(), |address| {
+    specie_service::server::serve_until_ctrl_c(listen, router, specie_service::HttpLimits::default(), |address| {
         eprintln!("active auditor {cosigning}: serving the co-signing API on http://{address}");
     })?;
     Ok(ExitCode::SUCCESS)

@@ -106,7 +106,7 @@ pub fn run(args: ByzantineArgs) -> anyhow::Result<ExitCode> {
             standalone::serve(&standalone::CommitteeServeOptions {
                 data_dir,
                 listen,
-                limits: specie_api::HttpLimits::default(),
+                limits: specie_service::HttpLimits::default(),
                 core: core.expect("clap requires --core unless --show-committee"),
                 authorities,
                 shards,

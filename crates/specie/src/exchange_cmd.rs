@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use specie_api::HttpLimits;
 use specie_exchange::AccountId;
 use specie_exchange_service::{Asset, ServeOptions};
+use specie_service::HttpLimits;
 
 use crate::exchange_trader_cmd::TraderArgs;
 

@@ -3,7 +3,7 @@
 //! another machine (`ssh signer specie issuer sign --key-file …`) or in a file only the signer
 //! can read. The protocol is `specie_wallet::ExternalSigner`'s.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -45,14 +45,7 @@ pub fn run(args: IssuerArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         IssuerCommand::Keygen { key_file } => {
             let keypair = secp256k1::Keypair::new_global(&mut rand::thread_rng());
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create_new(true);
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            let mut file = options
-                .open(&key_file)
-                .with_context(|| format!("cannot create {} (it must not exist yet)", key_file.display()))?;
-            file.write_all(hex::encode(keypair.secret_bytes()).as_bytes())?;
-            file.sync_all()?;
+            specie_log::secret::write_new(&key_file, hex::encode(keypair.secret_bytes()).as_bytes())?;
             println!("{}", hex::encode(xonly_bytes(&keypair)));
         }
         IssuerCommand::Key { key_file } => println!("{}", hex::encode(xonly_bytes(&read_key(&key_file)?))),

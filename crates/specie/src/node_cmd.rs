@@ -3,11 +3,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use specie_api::HttpLimits;
 use specie_codec::Decode;
 use specie_node::endorsement::EndorsementOptions;
 use specie_node::settings::{KeptSetting, SettingsChange};
 use specie_node::{CoreShape, NodeOptions};
+use specie_service::HttpLimits;
 
 /// How the core orders transactions (docs/atomizer-shape.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -159,7 +159,7 @@ pub fn run(args: OfflineArgs) -> anyhow::Result<ExitCode> {
             specie_offline_service::serve(specie_offline_service::ServeOptions {
                 data_dir,
                 listen,
-                limits: specie_api::HttpLimits::default(),
+                limits: specie_service::HttpLimits::default(),
                 snapshot_log_bytes,
                 bridge: specie_offline_service::Bridge {
                     core_url: core,

@@ -91,17 +91,10 @@ fn read_body_version(reader: &mut Reader<'_>, what: &'static str) -> Result<(), 
     }
 }
 
-/// Every error: `{"error": {...}}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorBody {
-    pub error: ErrorDetail,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorDetail {
-    /// What kind of error: `refused`, `not_leader`, `bad_body`, … (docs/api.md).
-    pub code: String,
-    pub message: String,
+/// FastPay's own fields of an error answer, beside the common ones (`code`, `message`,
+/// `leader_http`) of the one error body every specie API answers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusalFields {
     /// With `refused`: the role's refusal, by name (`OtherOrderPending`, `MissingEarlier`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<String>,
@@ -115,50 +108,40 @@ pub struct ErrorDetail {
     /// round above the one more than f authorities report).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<u32>,
-    /// With `not_leader`: the shard group's leader (its replica id and API), if known.
+    /// With `not_leader`: the shard group's leader (its replica id; `leader_http` is its API).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub leader_http: Option<String>,
     /// With `settled`: the slot's final certificate, canonical bytes in hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certificate: Option<String>,
 }
 
-impl ErrorDetail {
-    pub fn new(code: &str, message: impl Into<String>) -> ErrorDetail {
-        ErrorDetail {
-            code: code.to_string(),
-            message: message.into(),
-            refusal: None,
-            next_sequence: None,
-            round: None,
-            leader: None,
-            leader_http: None,
-            certificate: None,
-        }
-    }
+/// Every error: `{"error": {...}}`, the one shape of every specie API, with FastPay's fields.
+pub type ErrorBody = specie_service::ErrorBody<RefusalFields>;
+pub type ErrorDetail = specie_service::ErrorDetail<RefusalFields>;
 
-    /// A refusal of the authority's role, named as the enum names it.
-    pub fn refused(refusal: &Refusal) -> ErrorDetail {
-        let debug = format!("{refusal:?}");
-        let name: String = debug.chars().take_while(char::is_ascii_alphanumeric).collect();
-        let next_sequence = match refusal {
-            Refusal::MissingEarlier { next, .. } => Some(*next),
-            Refusal::WrongSequence { expected, .. } => Some(*expected),
-            Refusal::OtherOrderPending { sequence } => Some(*sequence),
-            _ => None,
-        };
-        let round = match refusal {
-            Refusal::RoundPassed { round } => Some(*round),
-            _ => None,
-        };
-        ErrorDetail {
+/// A refusal of the authority's role, named as the enum names it.
+pub fn refused_detail(refusal: &Refusal) -> ErrorDetail {
+    let debug = format!("{refusal:?}");
+    let name: String = debug.chars().take_while(char::is_ascii_alphanumeric).collect();
+    let next_sequence = match refusal {
+        Refusal::MissingEarlier { next, .. } => Some(*next),
+        Refusal::WrongSequence { expected, .. } => Some(*expected),
+        Refusal::OtherOrderPending { sequence } => Some(*sequence),
+        _ => None,
+    };
+    let round = match refusal {
+        Refusal::RoundPassed { round } => Some(*round),
+        _ => None,
+    };
+    ErrorDetail {
+        more: RefusalFields {
             refusal: Some(name),
             next_sequence,
             round,
-            ..ErrorDetail::new(CODE_REFUSED, refusal.to_string())
-        }
+            ..RefusalFields::default()
+        },
+        ..ErrorDetail::new(CODE_REFUSED, refusal.to_string())
     }
 }
 
@@ -245,29 +228,32 @@ mod tests {
 
     #[test]
     fn a_refusal_is_named_as_the_enum_names_it_with_the_sequence_a_client_needs() {
-        let detail = ErrorDetail::refused(&Refusal::MissingEarlier { next: 3, got: 5 });
-        assert_eq!(detail.refusal.as_deref(), Some("MissingEarlier"));
-        assert_eq!(detail.next_sequence, Some(3));
+        let detail = refused_detail(&Refusal::MissingEarlier { next: 3, got: 5 });
+        assert_eq!(detail.more.refusal.as_deref(), Some("MissingEarlier"));
+        assert_eq!(detail.more.next_sequence, Some(3));
         assert_eq!(detail.code, CODE_REFUSED);
-        let detail = ErrorDetail::refused(&Refusal::WrongSequence { expected: 2, got: 4 });
+        let detail = refused_detail(&Refusal::WrongSequence { expected: 2, got: 4 });
         assert_eq!(
-            (detail.refusal.as_deref(), detail.next_sequence),
+            (detail.more.refusal.as_deref(), detail.more.next_sequence),
             (Some("WrongSequence"), Some(2))
         );
-        let detail = ErrorDetail::refused(&Refusal::OtherOrderPending { sequence: 7 });
+        let detail = refused_detail(&Refusal::OtherOrderPending { sequence: 7 });
         assert_eq!(
-            (detail.refusal.as_deref(), detail.next_sequence),
+            (detail.more.refusal.as_deref(), detail.more.next_sequence),
             (Some("OtherOrderPending"), Some(7))
         );
-        let detail = ErrorDetail::refused(&Refusal::RoundPassed { round: 4 });
+        let detail = refused_detail(&Refusal::RoundPassed { round: 4 });
         assert_eq!(
-            (detail.refusal.as_deref(), detail.round),
+            (detail.more.refusal.as_deref(), detail.more.round),
             (Some("RoundPassed"), Some(4))
         );
-        let detail = ErrorDetail::refused(&Refusal::Busy);
-        assert_eq!((detail.refusal.as_deref(), detail.next_sequence), (Some("Busy"), None));
-        let detail = ErrorDetail::refused(&Refusal::Order(specie_fastpay::OrderError::BadSignature));
-        assert_eq!(detail.refusal.as_deref(), Some("Order"));
+        let detail = refused_detail(&Refusal::Busy);
+        assert_eq!(
+            (detail.more.refusal.as_deref(), detail.more.next_sequence),
+            (Some("Busy"), None)
+        );
+        let detail = refused_detail(&Refusal::Order(specie_fastpay::OrderError::BadSignature));
+        assert_eq!(detail.more.refusal.as_deref(), Some("Order"));
         let json = serde_json::to_string(&ErrorBody { error: detail.clone() }).unwrap();
         assert!(!json.contains("leader"), "absent fields are left out: {json}");
         assert_eq!(serde_json::from_str::<ErrorBody>(&json).unwrap().error, detail);

@@ -696,12 +696,12 @@ impl Endpoints {
             .and_then(|bytes| serde_json::from_slice::<ErrorBody>(&bytes).ok())
             .map(|body| body.error);
         let reply = match error {
-            Some(error) if error.code == CODE_SETTLED => settled(error.certificate.as_deref()),
+            Some(error) if error.code == CODE_SETTLED => settled(error.more.certificate.as_deref()),
             Some(error) if error.code == CODE_REFUSED => AuthorityReply::Refused {
-                refusal: error.refusal.unwrap_or_default(),
+                refusal: error.more.refusal.unwrap_or_default(),
                 message: error.message,
-                next_sequence: error.next_sequence,
-                round: error.round,
+                next_sequence: error.more.next_sequence,
+                round: error.more.round,
             },
             Some(error) if RETRY_ELSEWHERE.contains(&error.code.as_str()) => {
                 return Attempt::Elsewhere {

@@ -6,8 +6,6 @@
 //! for. Bodies are bounded; anything malformed gets a 4xx naming what is wrong; a replica that
 //! does not lead answers 503 `not_leader` with the leader's API, so clients retry there.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -26,17 +24,15 @@ use specie_fastpay::{
     decode_exact, AccountKey, AuthorityIndex, Certificate, Committee, RoundRequest, SignedOrder, SignedRoundRequest,
     CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
 };
+use specie_service::{ApiError, Pending};
 use specie_transaction::{SpecieTransaction, UhsId};
 
 use crate::http_api::{
-    AccountBody, ConfirmedBody, ErrorBody, ErrorDetail, FundedBody, InfoBody, PendingBody, Proposal, ACCOUNTS_PATH,
-    BODY_BYTES_MAX, CERTIFICATES_PATH, CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_SETTLED, CODE_STOPPING,
-    FUNDINGS_PATH, INFO_PATH, LOCKS_PATH, ORDERS_PATH, PROPOSALS_PATH, ROUND_CHANGES_PATH,
+    refused_detail, AccountBody, ConfirmedBody, ErrorDetail, FundedBody, InfoBody, PendingBody, Proposal,
+    RefusalFields, ACCOUNTS_PATH, BODY_BYTES_MAX, CERTIFICATES_PATH, CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN,
+    CODE_SETTLED, CODE_STOPPING, FUNDINGS_PATH, INFO_PATH, LOCKS_PATH, ORDERS_PATH, PROPOSALS_PATH, ROUND_CHANGES_PATH,
 };
 use crate::Call;
-
-/// A future the API awaits, boxed so that the service can sit behind `dyn`.
-pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Why a call got no answer from the authority shard.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,106 +71,82 @@ pub trait AuthorityService: Send + Sync + 'static {
 
 type Shared = State<Arc<dyn AuthorityService>>;
 
-/// An error answer: a status and `{"error": {...}}`.
-pub struct HttpError {
-    status: StatusCode,
-    /// Boxed: an error's detail is large, and every handler returns it.
-    detail: Box<ErrorDetail>,
+/// An error answer: a status and the one error body, with FastPay's fields.
+pub type HttpError = ApiError<RefusalFields>;
+
+fn http_error(status: StatusCode, code: &str, message: impl Into<String>) -> HttpError {
+    ApiError::of(status, ErrorDetail::new(code, message))
 }
 
-impl HttpError {
-    fn new(status: StatusCode, code: &str, message: impl Into<String>) -> HttpError {
-        HttpError {
-            status,
-            detail: Box::new(ErrorDetail::new(code, message)),
-        }
+fn body_error(rejection: BytesRejection) -> HttpError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return http_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("the request body exceeds {BODY_BYTES_MAX} bytes"),
+        );
     }
+    http_error(rejection.status(), "bad_body", rejection.body_text())
+}
 
-    fn body(rejection: BytesRejection) -> HttpError {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            return HttpError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                format!("the request body exceeds {BODY_BYTES_MAX} bytes"),
+fn undecodable(what: &str, error: DecodeError) -> HttpError {
+    http_error(
+        StatusCode::BAD_REQUEST,
+        "bad_body",
+        format!("the body is not a canonical {what}: {error}"),
+    )
+}
+
+fn refused(refusal: &Refusal) -> HttpError {
+    let status = match refusal {
+        Refusal::UnknownAccount => StatusCode::NOT_FOUND,
+        Refusal::WrongShard { .. } => StatusCode::MISDIRECTED_REQUEST,
+        Refusal::Busy | Refusal::ChannelFull { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::CONFLICT,
+    };
+    ApiError::of(status, refused_detail(refusal))
+}
+
+/// The slot is settled: its final certificate, for the client to use instead.
+fn settled(certificate: &Certificate) -> HttpError {
+    let mut bytes = vec![];
+    certificate.encode_to(&mut bytes);
+    let mut detail = ErrorDetail::new(CODE_SETTLED, "the account's slot is settled: its final certificate");
+    detail.more.certificate = Some(hex::encode(bytes));
+    ApiError::of(StatusCode::CONFLICT, detail)
+}
+
+/// The role answered a call with the wrong kind of reply: a bug.
+fn wrong_reply(reply: &Reply) -> HttpError {
+    tracing::error!(?reply, "the authority answered with the wrong kind of reply");
+    http_error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "the authority answered with the wrong kind of reply",
+    )
+}
+
+fn unavailable(error: Unavailable) -> HttpError {
+    match error {
+        Unavailable::NotLeader { leader, leader_http } => {
+            let mut detail = ErrorDetail::new(
+                CODE_NOT_LEADER,
+                "this replica does not lead its shard group: ask the leader",
             );
+            detail.more.leader = leader;
+            detail.leader_http = leader_http;
+            ApiError::of(StatusCode::SERVICE_UNAVAILABLE, detail)
         }
-        HttpError::new(rejection.status(), "bad_body", rejection.body_text())
-    }
-
-    fn undecodable(what: &str, error: DecodeError) -> HttpError {
-        HttpError::new(
-            StatusCode::BAD_REQUEST,
-            "bad_body",
-            format!("the body is not a canonical {what}: {error}"),
-        )
-    }
-
-    fn refused(refusal: &Refusal) -> HttpError {
-        let status = match refusal {
-            Refusal::UnknownAccount => StatusCode::NOT_FOUND,
-            Refusal::WrongShard { .. } => StatusCode::MISDIRECTED_REQUEST,
-            Refusal::Busy | Refusal::ChannelFull { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            _ => StatusCode::CONFLICT,
-        };
-        HttpError {
-            status,
-            detail: Box::new(ErrorDetail::refused(refusal)),
-        }
-    }
-
-    /// The slot is settled: its final certificate, for the client to use instead.
-    fn settled(certificate: &Certificate) -> HttpError {
-        let mut bytes = vec![];
-        certificate.encode_to(&mut bytes);
-        let mut detail = ErrorDetail::new(CODE_SETTLED, "the account's slot is settled: its final certificate");
-        detail.certificate = Some(hex::encode(bytes));
-        HttpError {
-            status: StatusCode::CONFLICT,
-            detail: Box::new(detail),
-        }
-    }
-
-    /// The role answered a call with the wrong kind of reply: a bug.
-    fn wrong_reply(reply: &Reply) -> HttpError {
-        tracing::error!(?reply, "the authority answered with the wrong kind of reply");
-        HttpError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "the authority answered with the wrong kind of reply",
-        )
-    }
-
-    fn call(error: Unavailable) -> HttpError {
-        match error {
-            Unavailable::NotLeader { leader, leader_http } => {
-                let mut detail = ErrorDetail::new(
-                    CODE_NOT_LEADER,
-                    "this replica does not lead its shard group: ask the leader",
-                );
-                detail.leader = leader;
-                detail.leader_http = leader_http;
-                HttpError {
-                    status: StatusCode::SERVICE_UNAVAILABLE,
-                    detail: Box::new(detail),
-                }
-            }
-            Unavailable::OutcomeUnknown => HttpError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                CODE_OUTCOME_UNKNOWN,
-                "the replica lost the lead meanwhile: send the same request again (it is idempotent)",
-            ),
-            Unavailable::Stopping => HttpError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                CODE_STOPPING,
-                "the replica is stopping",
-            ),
-        }
-    }
-}
-
-impl IntoResponse for HttpError {
-    fn into_response(self) -> Response {
-        (self.status, Json(ErrorBody { error: *self.detail })).into_response()
+        Unavailable::OutcomeUnknown => http_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            CODE_OUTCOME_UNKNOWN,
+            "the replica lost the lead meanwhile: send the same request again (it is idempotent)",
+        ),
+        Unavailable::Stopping => http_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            CODE_STOPPING,
+            "the replica is stopping",
+        ),
     }
 }
 
@@ -192,9 +164,9 @@ pub fn router(replica: Arc<dyn AuthorityService>) -> Router {
         .route(&format!("{ACCOUNTS_PATH}/{{account}}"), get(account))
         .route(FUNDINGS_PATH, post(funding))
         .route(INFO_PATH, get(info))
-        .fallback(|| async { HttpError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
+        .fallback(|| async { http_error(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
         .method_not_allowed_fallback(|| async {
-            HttpError::new(
+            http_error(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "method_not_allowed",
                 "wrong HTTP method for this endpoint; see docs/api.md",
@@ -207,50 +179,50 @@ pub fn router(replica: Arc<dyn AuthorityService>) -> Router {
 /// The answer to a call that yields a vote or a signed round change as its canonical bytes.
 fn signed_answer(answer: Result<Reply, Unavailable>) -> Result<Response, HttpError> {
     let mut bytes = vec![];
-    match answer.map_err(HttpError::call)? {
+    match answer.map_err(unavailable)? {
         Reply::Voted(vote) => vote.encode_to(&mut bytes),
         Reply::RoundChanged(change) => change.encode_to(&mut bytes),
-        Reply::Final(certificate) => return Err(HttpError::settled(&certificate)),
-        Reply::Refused(refusal) => return Err(HttpError::refused(&refusal)),
-        other => return Err(HttpError::wrong_reply(&other)),
+        Reply::Final(certificate) => return Err(settled(&certificate)),
+        Reply::Refused(refusal) => return Err(refused(&refusal)),
+        other => return Err(wrong_reply(&other)),
     }
     Ok(([(CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
 }
 
 async fn order(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
-    let bytes = body.map_err(HttpError::body)?;
+    let bytes = body.map_err(body_error)?;
     let order = decode_exact(
         "transfer order",
         &bytes,
         SIGNED_ORDER_BYTES_MAX,
         SignedOrder::decode_from,
     )
-    .map_err(|error| HttpError::undecodable("signed transfer order", error))?;
+    .map_err(|error| undecodable("signed transfer order", error))?;
     signed_answer(replica.call(Call::Transfer(order)).await)
 }
 
 async fn lock(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
-    let bytes = body.map_err(HttpError::body)?;
+    let bytes = body.map_err(body_error)?;
     let certificate = decode_exact("lock", &bytes, CERTIFICATE_BYTES_MAX, Certificate::decode_from)
-        .map_err(|error| HttpError::undecodable("certificate", error))?;
+        .map_err(|error| undecodable("certificate", error))?;
     signed_answer(replica.call(Call::Lock(certificate)).await)
 }
 
 async fn round_change(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
-    let bytes = body.map_err(HttpError::body)?;
+    let bytes = body.map_err(body_error)?;
     let request = decode_exact(
         "round request",
         &bytes,
         RoundRequest::SIGNED_BYTES,
         SignedRoundRequest::decode_from,
     )
-    .map_err(|error| HttpError::undecodable("signed round request", error))?;
+    .map_err(|error| undecodable("signed round request", error))?;
     signed_answer(replica.call(Call::RoundChange(request)).await)
 }
 
 async fn proposal(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
-    let bytes = body.map_err(HttpError::body)?;
-    let proposal = Proposal::decode(&bytes).map_err(|error| HttpError::undecodable("proposal", error))?;
+    let bytes = body.map_err(body_error)?;
+    let proposal = Proposal::decode(&bytes).map_err(|error| undecodable("proposal", error))?;
     let call = Call::Propose {
         order: proposal.order,
         round: proposal.round,
@@ -263,21 +235,17 @@ async fn certificate(
     State(replica): Shared,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<ConfirmedBody>, HttpError> {
-    let bytes = body.map_err(HttpError::body)?;
+    let bytes = body.map_err(body_error)?;
     let certificate = decode_exact("certificate", &bytes, CERTIFICATE_BYTES_MAX, Certificate::decode_from)
-        .map_err(|error| HttpError::undecodable("certificate", error))?;
-    match replica
-        .call(Call::Confirm(certificate))
-        .await
-        .map_err(HttpError::call)?
-    {
+        .map_err(|error| undecodable("certificate", error))?;
+    match replica.call(Call::Confirm(certificate)).await.map_err(unavailable)? {
         Reply::Confirmed { sender, sequence } => Ok(Json(ConfirmedBody {
             sender: hex::encode(sender.0),
             sequence,
         })),
-        Reply::Final(certificate) => Err(HttpError::settled(&certificate)),
-        Reply::Refused(refusal) => Err(HttpError::refused(&refusal)),
-        other => Err(HttpError::wrong_reply(&other)),
+        Reply::Final(certificate) => Err(settled(&certificate)),
+        Reply::Refused(refusal) => Err(refused(&refusal)),
+        other => Err(wrong_reply(&other)),
     }
 }
 
@@ -293,12 +261,12 @@ async fn account(
     query: Result<Query<AccountQuery>, QueryRejection>,
 ) -> Result<Json<AccountBody>, HttpError> {
     let Query(query) =
-        query.map_err(|rejection| HttpError::new(StatusCode::BAD_REQUEST, "bad_query", rejection.body_text()))?;
+        query.map_err(|rejection| http_error(StatusCode::BAD_REQUEST, "bad_query", rejection.body_text()))?;
     let key = hex::decode(&account)
         .ok()
         .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
         .ok_or_else(|| {
-            HttpError::new(
+            http_error(
                 StatusCode::BAD_REQUEST,
                 "bad_account",
                 "the account is not a 32-byte Ed25519 public key in hex",
@@ -308,7 +276,7 @@ async fn account(
         account: AccountKey(key),
         from_sequence: query.from_sequence.unwrap_or(0),
     };
-    match replica.call(call).await.map_err(HttpError::call)? {
+    match replica.call(call).await.map_err(unavailable)? {
         Reply::Account(state) => {
             let encoded = |encode: &dyn Fn(&mut Vec<u8>)| {
                 let mut bytes = vec![];
@@ -329,19 +297,18 @@ async fn account(
                     .collect(),
             }))
         }
-        Reply::Refused(refusal) => Err(HttpError::refused(&refusal)),
-        other => Err(HttpError::wrong_reply(&other)),
+        Reply::Refused(refusal) => Err(refused(&refusal)),
+        other => Err(wrong_reply(&other)),
     }
 }
 
 /// A funding is credited only once this replica has found its marker in the online core's UHS
 /// itself; the body only says which funding to look for.
 async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Json<FundedBody>, HttpError> {
-    let bytes = body.map_err(HttpError::body)?;
-    let transaction =
-        SpecieTransaction::decode_exact(&bytes).map_err(|error| HttpError::undecodable("transaction", error))?;
+    let bytes = body.map_err(body_error)?;
+    let transaction = SpecieTransaction::decode_exact(&bytes).map_err(|error| undecodable("transaction", error))?;
     let SpecieTransaction::FastpayFunding(funding) = transaction else {
-        return Err(HttpError::new(
+        return Err(http_error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "not_a_funding",
             "the transaction is not a FastPay funding (kind 0x03)",
@@ -350,7 +317,7 @@ async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) ->
     let claim = funding.claim();
     let committee_id = replica.committee().id();
     if claim.committee_id != committee_id {
-        return Err(HttpError::new(
+        return Err(http_error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "wrong_committee",
             format!(
@@ -363,13 +330,13 @@ async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) ->
     let place = replica.place();
     let owner = shard_of(&claim.account, place.shards);
     if owner != place.shard {
-        return Err(HttpError::refused(&Refusal::WrongShard { owner }));
+        return Err(refused(&Refusal::WrongShard { owner }));
     }
-    replica.ready().map_err(HttpError::call)?;
+    replica.ready().map_err(unavailable)?;
     match replica.in_core(claim.marker).await {
         Ok(true) => {}
         Ok(false) => {
-            return Err(HttpError::new(
+            return Err(http_error(
                 StatusCode::CONFLICT,
                 "funding_unconfirmed",
                 "the funding's marker is not in the online core's UHS: submit the funding to the core first, \
@@ -377,7 +344,7 @@ async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) ->
             ))
         }
         Err(error) => {
-            return Err(HttpError::new(
+            return Err(http_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "core_unavailable",
                 format!("cannot ask the online core: {error}"),
@@ -389,14 +356,14 @@ async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) ->
         account: claim.account,
         amount: claim.amount,
     };
-    match replica.call(Call::Fund(funding)).await.map_err(HttpError::call)? {
+    match replica.call(Call::Fund(funding)).await.map_err(unavailable)? {
         Reply::Funded { id } => Ok(Json(FundedBody {
             funded: hex::encode(id),
             account: hex::encode(claim.account.0),
             amount: claim.amount,
         })),
-        Reply::Refused(refusal) => Err(HttpError::refused(&refusal)),
-        other => Err(HttpError::wrong_reply(&other)),
+        Reply::Refused(refusal) => Err(refused(&refusal)),
+        other => Err(wrong_reply(&other)),
     }
 }
 

@@ -22,14 +22,14 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use specie_api::http_server::{Listening, ServeUntilError};
-use specie_api::HttpLimits;
 use specie_authority::{Reply, ShardIndex};
 use specie_fastpay::{AuthorityIndex, Committee, SigningKey};
 use specie_log::LogOptions;
+use specie_service::server::{Listening, ServeUntilError};
+use specie_service::{ApiError, HttpLimits, Pending};
 use specie_transaction::UhsId;
 
-use crate::http_server::{self, AuthorityService, Pending, ShardPlace, Unavailable};
+use crate::http_server::{self, AuthorityService, ShardPlace, Unavailable};
 use crate::{AuthorityAddresses, Behaviour, Call, EmbeddedCommittee, EmbeddedCommitteeOptions, StartError};
 
 /// Where a wallet learns the committee and the authority shards' paths.
@@ -185,14 +185,11 @@ fn committee_router(committee: &Arc<EmbeddedCommittee>, core: &str, encoded: Str
     router
         .route(COMMITTEE_PATH, get(move || async move { Json(body.clone()) }))
         .fallback(|| async {
-            let detail = crate::http_api::ErrorDetail::new(
+            ApiError::new(
+                axum::http::StatusCode::NOT_FOUND,
                 "not_found",
                 "no such endpoint: authority shards answer under /fastpay/AUTHORITY/SHARD (see GET \
                  /v1/fastpay/committee and docs/api.md)",
-            );
-            (
-                axum::http::StatusCode::NOT_FOUND,
-                Json(crate::http_api::ErrorBody { error: detail }),
             )
         })
 }

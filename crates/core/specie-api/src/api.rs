@@ -5,7 +5,6 @@ use std::time::Duration;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
@@ -13,6 +12,7 @@ use serde_json::json;
 use specie_archiver::{Block, BlockHeader, DisputeProof, LedgerEntry, LedgerHead};
 use specie_codec::Decode;
 use specie_codec::Encode;
+use specie_service::ApiError;
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
 
 use crate::status::{CompletionSender, NodeInfo, TxStatus};
@@ -101,45 +101,20 @@ pub fn router<B: Backend>(node: B) -> Router {
         .with_state(node)
 }
 
-pub struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
+/// A request body that is not the JSON asked for: too large, or not parsed.
+pub(crate) fn json_rejection(rejection: JsonRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("request body exceeds {BODY_BYTES_MAX} bytes"),
+        );
+    }
+    ApiError::new(StatusCode::BAD_REQUEST, "bad_json", rejection.body_text())
 }
 
-impl ApiError {
-    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn from_json(rejection: JsonRejection) -> Self {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            return ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                format!("request body exceeds {BODY_BYTES_MAX} bytes"),
-            );
-        }
-        ApiError::new(StatusCode::BAD_REQUEST, "bad_json", rejection.body_text())
-    }
-
-    fn stopping() -> Self {
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the node is stopping")
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(json!({"error": {"code": self.code, "message": self.message}})),
-        )
-            .into_response()
-    }
+fn stopping() -> ApiError {
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the node is stopping")
 }
 
 /// Runs a blocking backend call off the async workers.
@@ -148,9 +123,9 @@ async fn on_node<T: Send + 'static>(
 ) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(call)
         .await
-        .map_err(|_| ApiError::stopping())?
+        .map_err(|_| stopping())?
         .map_err(|error| match error {
-            BackendError::Stopping => ApiError::stopping(),
+            BackendError::Stopping => stopping(),
             BackendError::NoLedger => ApiError::new(StatusCode::NOT_FOUND, "no_ledger_of_record", error.to_string()),
             other => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", other.to_string()),
         })
@@ -223,7 +198,7 @@ async fn submit<B: Backend>(
     State(node): State<B>,
     body: Result<Json<SubmitRequest>, JsonRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let Json(request) = body.map_err(ApiError::from_json)?;
+    let Json(request) = body.map_err(json_rejection)?;
     if request.transactions.len() > SUBMIT_TRANSACTIONS_MAX {
         let message = format!(
             "{} transactions in one request; the limit is {SUBMIT_TRANSACTIONS_MAX}",
@@ -265,7 +240,7 @@ async fn submit<B: Backend>(
     let submitter = node.clone();
     tokio::task::spawn_blocking(move || submitter.submit(decoded, &reply))
         .await
-        .map_err(|_| ApiError::stopping())?;
+        .map_err(|_| stopping())?;
     let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
     let mut received = 0;
     while received < expected {
@@ -278,7 +253,7 @@ async fn submit<B: Backend>(
                 ));
                 received += 1;
             }
-            Ok(None) => return Err(ApiError::stopping()),
+            Ok(None) => return Err(stopping()),
             Err(_) => break,
         }
     }
@@ -347,7 +322,7 @@ async fn query<B: Backend>(
     State(node): State<B>,
     body: Result<Json<QueryRequest>, JsonRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let Json(request) = body.map_err(ApiError::from_json)?;
+    let Json(request) = body.map_err(json_rejection)?;
     if request.ids.len() > QUERY_IDS_MAX {
         let message = format!("{} ids in one query; the limit is {QUERY_IDS_MAX}", request.ids.len());
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "too_many", message));

@@ -21,7 +21,9 @@ use specie_auditor::ActiveAuditor;
 use specie_codec::Decode;
 use specie_transaction::{DecodeLimits, SpecieTransaction};
 
-use crate::api::ApiError;
+use specie_service::ApiError;
+
+use crate::api::json_rejection;
 
 /// Largest request body: a hex transaction at the decoder's limit, and the JSON around it.
 pub const COSIGN_BODY_BYTES_MAX: usize = 2 * DecodeLimits::TRANSACTION_BYTES_MAX_DEFAULT + 1024;
@@ -54,7 +56,7 @@ async fn cosign(
     State(auditor): State<Arc<ActiveAuditor>>,
     request: Result<Json<CosignRequest>, JsonRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Json(request) = request.map_err(ApiError::from_json)?;
+    let Json(request) = request.map_err(json_rejection)?;
     let bytes = hex::decode(request.transaction.trim())
         .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "bad_transaction", "the transaction is not hex"))?;
     let tx = SpecieTransaction::decode_exact(&bytes)

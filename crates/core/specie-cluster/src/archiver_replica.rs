@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use specie_archiver::{Archiver, ArchiverInput, ArchiverReply, ArchiverReport};
 use specie_host::{RoleCall, RoleMachine};
-use specie_offline_service::service::Unavailable;
+use specie_service::Unavailable;
 use specie_transaction::{Txid, UhsId};
 
 use crate::core_uhs::CoreUhs;

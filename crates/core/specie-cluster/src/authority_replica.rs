@@ -19,11 +19,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use specie_authority::{AuthorityConfig, AuthorityShard, Input, Message, Reply, Report, ShardIndex};
-use specie_committee::http_server::{Pending, ShardPlace, Unavailable};
+use specie_committee::http_server::{ShardPlace, Unavailable};
 use specie_committee::Call;
 use specie_fastpay::Committee;
 use specie_host::{CallError, Calls, Gather, HostStopped, ReplicatedHost, RoleMachine, Slot, Wiring};
 use specie_role::Ticket;
+use specie_service::Pending;
 use specie_transaction::UhsId;
 use specie_wire::InvalidWireLimits;
 use tokio::sync::mpsc;

@@ -2,14 +2,14 @@
 //! certificate and key, and a sentinel's attestation key. [`ensure_pki`] makes whatever is
 //! missing (what `specie cluster up` runs); the processes only read.
 
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use secp256k1::Keypair;
 use specie_codec::{Decode, Encode};
 use specie_fastpay::SigningKey;
+use specie_log::secret::SecretFileError;
 use specie_transaction::signing::xonly_bytes;
 use specie_wire::pki::{CertificateAuthority, PkiError, PROCESS_VALIDITY};
 use specie_wire::{TlsCredentials, TlsError, Transport};
@@ -23,6 +23,8 @@ pub const CA_KEY_FILE: &str = "ca.key";
 /// Why a process's credentials could not be read, checked or made.
 #[derive(Debug, thiserror::Error)]
 pub enum CredentialsError {
+    #[error(transparent)]
+    Secret(#[from] SecretFileError),
     #[error("cannot {action} {path}: {source}")]
     Io {
         action: &'static str,
@@ -292,17 +294,10 @@ fn read_seed(path: &Path) -> Result<[u8; 32], CredentialsError> {
         })
 }
 
-/// Writes `text` to a new file readable only by its owner, and syncs it.
+/// Writes `text` to a new file readable only by its owner, and syncs it
+/// ([`specie_log::secret::write_new`]).
 pub fn write_secret(path: &Path, text: &str) -> Result<(), CredentialsError> {
-    let mut file = std::fs::OpenOptions::new()
-        .create_new(true)
-        .write(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(io_error("create", path))?;
-    file.write_all(text.as_bytes()).map_err(io_error("write", path))?;
-    file.sync_all().map_err(io_error("flush", path))?;
-    Ok(())
+    Ok(specie_log::secret::write_new(path, text.as_bytes())?)
 }
 
 fn write_public(path: &Path, text: &str) -> Result<(), CredentialsError> {
@@ -387,20 +382,14 @@ pub fn save_endorser_keys(
     let path = endorser_keys_path(topology, name);
     let dir = path.parent().unwrap_or(Path::new("."));
     create_private_dir(dir)?;
-    let temporary = path.with_extension("key.new");
-    let _ = std::fs::remove_file(&temporary);
-    write_secret(&temporary, &hex::encode(keys.encode()))?;
-    if path.exists() && !refreshed {
-        return Err(CredentialsError::Io {
+    match specie_log::secret::write_atomically(&path, hex::encode(keys.encode()).as_bytes(), refreshed) {
+        Err(SecretFileError::Exists { path }) => Err(CredentialsError::Io {
             action: "keep (a share is there already)",
             path,
             source: std::io::Error::from(std::io::ErrorKind::AlreadyExists),
-        });
+        }),
+        written => Ok(written?),
     }
-    std::fs::rename(&temporary, &path).map_err(io_error("rename into place", &path))?;
-    std::fs::File::open(dir)
-        .and_then(|dir| dir.sync_all())
-        .map_err(io_error("sync", dir))
 }
 
 /// Makes every credential the topology needs that does not exist yet: the CA (unless the

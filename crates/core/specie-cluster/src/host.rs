@@ -433,11 +433,11 @@ pub async fn wait_for_stop_signal() {
 pub fn spawn_api(
     listener: tokio::net::TcpListener,
     router: axum::Router,
-    limits: specie_api::HttpLimits,
+    limits: specie_service::HttpLimits,
     what: &'static str,
 ) {
     tokio::spawn(async move {
-        let served = specie_api::http_server::serve(listener, router, limits, wait_for_stop_signal()).await;
+        let served = specie_service::server::serve(listener, router, limits, wait_for_stop_signal()).await;
         if let Err(error) = served {
             tracing::error!(%error, "the {what} API stopped");
         }

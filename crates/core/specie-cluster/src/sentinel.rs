@@ -607,7 +607,7 @@ pub async fn run(topology: Topology, name: String, compromised: bool) -> Result<
             source,
         })?;
     eprintln!("{name}: API on http://{}", sentinel.http);
-    specie_api::http_server::serve(
+    specie_service::server::serve(
         listener,
         specie_api::api::router(backend),
         topology.http,

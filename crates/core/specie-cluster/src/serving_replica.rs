@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use specie_host::{CallError, Calls, Gather, HostStopped, ReplicatedHost, RoleCall, RoleMachine, Slot, Wiring};
-use specie_offline_service::service::Unavailable;
 use specie_role::{Durable, Role, Ticket};
+use specie_service::Unavailable;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 

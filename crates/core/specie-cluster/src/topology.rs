@@ -3,9 +3,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use specie_api::http_server::HttpLimitError;
 use specie_committee::AuthorityAddresses;
 use specie_fastpay::{Committee, CommitteeError};
+use specie_service::server::HttpLimitError;
 use specie_shard::{ShardRange, ShardRangeError};
 
 use crate::identity::GroupRole;
@@ -79,7 +79,7 @@ pub struct Topology {
     pub limits: Limits,
     /// Limits of every sentinel's HTTP API: connections, header, body and idle time-outs.
     #[serde(default)]
-    pub http: specie_api::HttpLimits,
+    pub http: specie_service::HttpLimits,
     pub shard_groups: Vec<ShardGroup>,
     pub coordinator_groups: Vec<ReplicaGroup>,
     pub sentinels: Vec<Sentinel>,
@@ -1132,7 +1132,7 @@ impl Topology {
             pki_dir: dir.join("pki"),
             transport: TransportMode::default(),
             limits: Limits::default(),
-            http: specie_api::HttpLimits::default(),
+            http: specie_service::HttpLimits::default(),
             shard_groups,
             coordinator_groups,
             sentinels,

@@ -2,8 +2,8 @@
 
 use std::net::SocketAddr;
 
-use specie_api::http_server::{HttpLimitError, Listening, ServeUntilError};
-use specie_api::HttpLimits;
+use specie_service::server::{HttpLimitError, Listening, ServeUntilError};
+use specie_service::HttpLimits;
 
 use crate::{EmbeddedNode, NodeOptions, OpenError};
 

@@ -242,17 +242,6 @@ struct QueryResponse {
     present: Vec<bool>,
 }
 
-#[derive(Deserialize)]
-struct ErrorBody {
-    error: ErrorDetail,
-}
-
-#[derive(Deserialize)]
-struct ErrorDetail {
-    code: String,
-    message: String,
-}
-
 impl NodeClient {
     /// A client for the node at `url` (e.g. `http://127.0.0.1:8470`, or `https://…` for a node
     /// behind a TLS proxy), trusting the public roots and sending no credentials.
@@ -327,14 +316,14 @@ impl NodeClient {
         match error {
             ureq::Error::Status(status, response) => {
                 let body = read_limited(response).ok();
-                let detail = body.and_then(|body| serde_json::from_slice::<ErrorBody>(&body).ok());
+                let detail = body.and_then(|body| serde_json::from_slice::<specie_service::ErrorBody>(&body).ok());
                 match detail {
                     None if matches!(status, 401 | 403 | 407) => ClientError::NotAuthorized {
                         url: url.to_owned(),
                         status,
                         advice: self.auth_advice(),
                     },
-                    Some(ErrorBody { error }) => ClientError::Refused {
+                    Some(specie_service::ErrorBody { error }) => ClientError::Refused {
                         url: url.to_owned(),
                         status,
                         code: error.code,

@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use rand::rngs::StdRng;
-use specie_api::HttpLimits;
 use specie_confidential::{AuditorKey, AuditorSecret, Scalar};
 use specie_node::{EmbeddedNode, NodeOptions};
+use specie_service::HttpLimits;
 use specie_transaction::SpecieTransaction;
 
 use crate::session::{self, SessionError, Submitted};
@@ -35,7 +35,7 @@ pub(crate) fn start_node_with(dir: &Path, issuer: &Wallet, configure: impl FnOnc
     let node = EmbeddedNode::open(options).expect("node opens");
     let router = specie_api::api::router(node.handle());
     let (runtime, address) =
-        specie_api::http_server::serve_on_loopback(router, HttpLimits::default()).expect("serve on 127.0.0.1");
+        specie_service::server::serve_on_loopback(router, HttpLimits::default()).expect("serve on 127.0.0.1");
     Node {
         client: NodeClient::new(&format!("http://{address}")).unwrap(),
         _runtime: runtime,

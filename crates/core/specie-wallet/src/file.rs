@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -26,6 +26,7 @@ use secp256k1::XOnlyPublicKey;
 use serde::{Deserialize, Serialize};
 use specie_codec::{Decode, DecodeError, Encode};
 use specie_confidential::{Opening, Scalar};
+use specie_log::secret::SecretFileError;
 use specie_transaction::{Address, ConfidentialInput, OutPoint, Output, SpecieTransaction, Txid};
 use thiserror::Error;
 
@@ -198,6 +199,19 @@ pub enum WalletFileError {
 #[derive(Debug)]
 pub struct WalletLock {
     _file: fs::File,
+}
+
+/// How long a command waits for another one on the same wallet: longer than any one command
+/// takes (its node time-out is at most 120 s).
+pub const WALLET_LOCK_WAIT_MS: u64 = 150_000;
+
+/// Whether two paths name the same file (one wallet, however spelt), so that a command never
+/// waits for a lock it holds itself.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (fs::canonicalize(a), fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 impl WalletLock {
@@ -1296,52 +1310,19 @@ fn document_json(path: &Path, document: &WalletFile) -> Result<Vec<u8>, FileErro
     Ok(json)
 }
 
-/// Writes `bytes` to `path` so that a crash leaves either the old file or the new one, whole:
-/// a temporary file (0600) beside it, flushed, renamed over it (or, unless `replace`, only where
-/// no file is), and the directory flushed. For every file a wallet or device keeps.
+/// Writes `bytes` to `path` so that a crash leaves either the old file or the new one, whole
+/// (0600; unless `replace`, only where no file is): [`specie_log::secret::write_atomically`]. For
+/// every file a wallet or device keeps.
 pub fn write_file_atomically(path: &Path, bytes: &[u8], replace: bool) -> Result<(), FileError> {
-    let io = |action: &'static str| {
-        move |source: std::io::Error| FileError::Io {
-            action,
-            path: path.to_owned(),
+    specie_log::secret::write_atomically(path, bytes, replace).map_err(|error| match error {
+        SecretFileError::Exists { path } => FileError::Exists { path },
+        SecretFileError::Io { path, source } => FileError::Io {
+            action: "write",
+            path,
             source,
-        }
-    };
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    let contents = bytes;
-    // Same directory, so the rename cannot cross file systems and is atomic.
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".specie-wallet-").suffix(".tmp");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(fs::Permissions::from_mode(0o600));
-    }
-    let mut temp = builder
-        .tempfile_in(&directory)
-        .map_err(io("create a temporary file beside"))?;
-    temp.write_all(contents).map_err(io("write a temporary file beside"))?;
-    temp.as_file().sync_all().map_err(io("flush a temporary file beside"))?;
-    if replace {
-        temp.persist(path).map_err(|error| io("replace")(error.error))?;
-    } else {
-        temp.persist_noclobber(path).map_err(|error| {
-            if error.error.kind() == std::io::ErrorKind::AlreadyExists {
-                FileError::Exists { path: path.to_owned() }
-            } else {
-                io("create")(error.error)
-            }
-        })?;
-    }
-    // The rename is durable only once the directory entry is.
-    #[cfg(unix)]
-    fs::File::open(&directory)
-        .and_then(|dir| dir.sync_all())
-        .map_err(io("flush the directory of"))?;
-    Ok(())
+        },
+        SecretFileError::Bad { path } => unreachable!("{}: nothing is read", path.display()),
+    })
 }
 
 #[cfg(test)]

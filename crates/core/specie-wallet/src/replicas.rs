@@ -8,6 +8,7 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use serde_json::Value;
+use specie_service::{ErrorBody, ErrorDetail};
 
 /// Rounds over the replicas before a call gives up (an election takes well under a second).
 pub const REPLICA_ROUNDS_MAX: usize = 20;
@@ -118,17 +119,20 @@ impl ReplicaClient {
                 }),
             },
             Err(ureq::Error::Status(status, response)) => {
-                let body: Value = response.into_json().unwrap_or_default();
-                let message = body["error"]["message"].as_str().unwrap_or("refused").to_string();
-                let code = body["error"]["code"].as_str().unwrap_or_default().to_string();
-                match (status, code.as_str()) {
+                let error = match response.into_json::<ErrorBody>() {
+                    Ok(body) => body.error,
+                    Err(_) => ErrorDetail::new("", "refused"),
+                };
+                match (status, error.code.as_str()) {
                     (503, "not_leader" | "outcome_unknown") => Attempt::Elsewhere {
-                        leader_http: body["error"]["leader_http"]
-                            .as_str()
-                            .map(|http| format!("http://{http}")),
-                        why: message,
+                        leader_http: error.leader_http.map(|http| format!("http://{http}")),
+                        why: error.message,
                     },
-                    _ => Attempt::Failed(ReplicaError::Refused { status, code, message }),
+                    _ => Attempt::Failed(ReplicaError::Refused {
+                        status,
+                        code: error.code,
+                        message: error.message,
+                    }),
                 }
             }
             Err(error) => Attempt::Down(format!("{url}: {error}")),

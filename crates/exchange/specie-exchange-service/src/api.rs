@@ -27,7 +27,7 @@ use specie_transaction::SpecieTransaction;
 
 use std::sync::Arc;
 
-use specie_offline_service::api_error::{bad_request, error, unavailable, ApiError};
+use specie_service::ApiError;
 
 use crate::service::{CoreCheckError, ExchangeService};
 
@@ -48,7 +48,7 @@ pub fn router(exchange: Arc<dyn ExchangeService>) -> Router {
         .route("/v1/exchange/deposits", post(deposit))
         .route("/v1/exchange/withdrawals/{account}/{sequence}", get(withdrawal))
         .fallback(|| async {
-            error(
+            ApiError::new(
                 StatusCode::NOT_FOUND,
                 "not_found",
                 "no such endpoint; see docs/exchange.md",
@@ -62,15 +62,15 @@ async fn ask(
     exchange: &Exchange,
     input: impl FnOnce(u64) -> ExchangeInput + Send + 'static,
 ) -> Result<ExchangeReply, ApiError> {
-    match exchange.call(Box::new(input)).await.map_err(unavailable)? {
-        ExchangeReply::Dropped => Err(error(
+    match exchange.call(Box::new(input)).await.map_err(ApiError::from)? {
+        ExchangeReply::Dropped => Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "dropped",
             "the exchange lost the lead or stopped before the transactions were in a block: send them again",
         )),
         ExchangeReply::Busy {
             mempool_transactions_max,
-        } => Err(error(
+        } => Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "busy",
             format!("{mempool_transactions_max} transactions wait for a block already: send them again shortly"),
@@ -80,7 +80,7 @@ async fn ask(
 }
 
 fn unexpected(reply: ExchangeReply) -> ApiError {
-    error(
+    ApiError::new(
         StatusCode::INTERNAL_SERVER_ERROR,
         "internal",
         format!("unexpected answer {reply:?}"),
@@ -101,7 +101,11 @@ async fn summary(State(exchange): State<Exchange>) -> Result<Response, ApiError>
     let ExchangeReply::Summary { height, state_hash } =
         ask(&exchange, |ticket| ExchangeInput::Summary { ticket }).await?
     else {
-        return Err(error(StatusCode::INTERNAL_SERVER_ERROR, "internal", "no summary"));
+        return Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "no summary",
+        ));
     };
     Ok(Json(json!({
         "exchange": hex::encode(exchange.id()),
@@ -123,7 +127,7 @@ async fn transactions(
     Json(request): Json<TransactionsRequest>,
 ) -> Result<Response, ApiError> {
     if request.transactions.len() > TRANSACTIONS_PER_REQUEST_MAX {
-        return Err(bad_request(format!(
+        return Err(ApiError::bad_request(format!(
             "more than {TRANSACTIONS_PER_REQUEST_MAX} transactions"
         )));
     }
@@ -133,16 +137,17 @@ async fn transactions(
         .enumerate()
         .map(|(index, text)| {
             if text.len() > 2 * SIGNED_TRANSACTION_BYTES_MAX {
-                return Err(bad_request(format!("transaction {index}: too long")));
+                return Err(ApiError::bad_request(format!("transaction {index}: too long")));
             }
-            let bytes = hex::decode(text).map_err(|e| bad_request(format!("transaction {index}: not hex: {e}")))?;
+            let bytes =
+                hex::decode(text).map_err(|e| ApiError::bad_request(format!("transaction {index}: not hex: {e}")))?;
             specie_codec::decode_bounded(
                 "transaction",
                 &bytes,
                 SIGNED_TRANSACTION_BYTES_MAX,
                 SignedTransaction::decode_from,
             )
-            .map_err(|e| bad_request(format!("transaction {index}: {e}")))
+            .map_err(|e| ApiError::bad_request(format!("transaction {index}: {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     match ask(&exchange, move |ticket| ExchangeInput::Submit { ticket, transactions }).await? {
@@ -176,7 +181,11 @@ async fn account(State(exchange): State<Exchange>, Path(id): Path<u64>) -> Resul
             }))
             .into_response())
         }
-        ExchangeReply::Account(None) => Err(error(StatusCode::NOT_FOUND, "no_such_account", "no such account")),
+        ExchangeReply::Account(None) => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_such_account",
+            "no such account",
+        )),
         other => Err(unexpected(other)),
     }
 }
@@ -236,45 +245,56 @@ struct DepositRequest {
 /// here, never taken from the caller), to exactly the account and key it commits to.
 async fn deposit(State(exchange): State<Exchange>, Json(request): Json<DepositRequest>) -> Result<Response, ApiError> {
     let Some(asset) = exchange.asset_names().iter().position(|name| *name == request.asset) else {
-        return Err(bad_request(format!("asset: the exchange trades no {}", request.asset)));
+        return Err(ApiError::bad_request(format!(
+            "asset: the exchange trades no {}",
+            request.asset
+        )));
     };
     let limits = specie_transaction::limits::DecodeLimits::default();
     if request.transaction.len() > 2 * limits.transaction_bytes_max {
-        return Err(bad_request("transaction: too long"));
+        return Err(ApiError::bad_request("transaction: too long"));
     }
-    let bytes = hex::decode(&request.transaction).map_err(|e| bad_request(format!("transaction: not hex: {e}")))?;
+    let bytes =
+        hex::decode(&request.transaction).map_err(|e| ApiError::bad_request(format!("transaction: not hex: {e}")))?;
     let transaction = <SpecieTransaction as specie_codec::Decode>::decode_exact_with(&bytes, &limits)
-        .map_err(|e| bad_request(format!("transaction: {e}")))?;
+        .map_err(|e| ApiError::bad_request(format!("transaction: {e}")))?;
     let SpecieTransaction::OfflineFunding(funding) = transaction else {
-        return Err(bad_request("transaction: not a funding (kind 0x05)"));
+        return Err(ApiError::bad_request("transaction: not a funding (kind 0x05)"));
     };
     let key: [u8; 32] = hex::decode(&request.key)
         .ok()
         .and_then(|bytes| bytes.try_into().ok())
-        .ok_or_else(|| bad_request("key: not 32 bytes of hex"))?;
+        .ok_or_else(|| ApiError::bad_request("key: not 32 bytes of hex"))?;
     let bridge = exchange.bridge().verifying_key().to_bytes();
     let asset_index = u16::try_from(asset).expect("an exchange trades at most 64 assets");
     let deposit = deposit_from_core(&funding, &bridge, asset_index, request.account, key)
-        .map_err(|refusal| error(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string()))?;
-    let refund_to = Some(refund_address(&funding).map_err(|refusal| bad_request(format!("transaction: {refusal}")))?);
+        .map_err(|refusal| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string()))?;
+    let refund_to =
+        Some(refund_address(&funding).map_err(|refusal| ApiError::bad_request(format!("transaction: {refusal}")))?);
     let marker = deposit.marker;
     match exchange.in_core(asset, marker).await {
         Ok(true) => {}
         Ok(false) => {
-            return Err(error(
+            return Err(ApiError::new(
                 StatusCode::CONFLICT,
                 "funding_unconfirmed",
                 "the funding's marker is not in its core's UHS: submit it to the core first",
             ))
         }
         Err(CoreCheckError::NoCore) => {
-            return Err(error(
+            return Err(ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "no_core",
                 format!("no core configured for {}", request.asset),
             ))
         }
-        Err(reason) => return Err(error(StatusCode::BAD_GATEWAY, "core_unreachable", reason.to_string())),
+        Err(reason) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "core_unreachable",
+                reason.to_string(),
+            ))
+        }
     }
     let input = move |ticket| ExchangeInput::Deposit {
         ticket,
@@ -290,9 +310,11 @@ async fn deposit(State(exchange): State<Exchange>, Json(request): Json<DepositRe
                     .into_response(),
             )
         }
-        ExchangeReply::DepositRefused(refusal) => {
-            Err(error(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string()))
-        }
+        ExchangeReply::DepositRefused(refusal) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "refused",
+            refusal.to_string(),
+        )),
         other => Err(unexpected(other)),
     }
 }
@@ -329,9 +351,11 @@ async fn withdrawal(
                     .into_response(),
             )
         }
-        ExchangeReply::Withdrawal(None) => {
-            Err(error(StatusCode::NOT_FOUND, "no_such_withdrawal", "no such withdrawal"))
-        }
+        ExchangeReply::Withdrawal(None) => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_such_withdrawal",
+            "no such withdrawal",
+        )),
         other => Err(unexpected(other)),
     }
 }

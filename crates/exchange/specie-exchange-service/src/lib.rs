@@ -15,17 +15,17 @@ pub mod service;
 pub use api::router;
 pub use service::ExchangeService;
 
-use std::io::Write as _;
 use std::net::SocketAddr;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use ed25519_dalek::SigningKey;
 use sha2::{Digest, Sha256};
-use specie_api::HttpLimits;
 use specie_exchange::{ExchangeConfig, ExchangeInput, ExchangeReply, ExchangeRole, Ledger, RoleLimits};
 use specie_host::RoleThread;
+use specie_log::secret::SecretFileError;
 use specie_log::LogOptions;
+use specie_service::HttpLimits;
 
 /// Why the exchange could not be opened or served.
 #[derive(Debug, thiserror::Error)]
@@ -54,7 +54,7 @@ pub enum ExchangeServiceError {
     #[error(transparent)]
     Locked(#[from] specie_log::DirLockError),
     #[error(transparent)]
-    Http(#[from] specie_api::http_server::ServeUntilError),
+    Http(#[from] specie_service::server::ServeUntilError),
 }
 
 /// A currency the exchange trades, and the online core that mints it.
@@ -90,28 +90,17 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ExchangeServiceError + '_ {
     }
 }
 
-/// The exchange's seed in `data_dir` (created 0600, synced, on first start).
+/// The exchange's seed in `data_dir` (created 0600, synced, on first start:
+/// [`specie_log::secret::read_or_create`]).
 fn seed(data_dir: &Path) -> Result<[u8; 32], ExchangeServiceError> {
-    let path = data_dir.join("exchange.seed");
-    match std::fs::read_to_string(&path) {
-        Ok(text) => hex::decode(text.trim())
-            .ok()
-            .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
-            .ok_or(ExchangeServiceError::BadSeed { path }),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            let seed: [u8; 32] = rand::random();
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-                .map_err(io(&path))?;
-            file.write_all(hex::encode(seed).as_bytes()).map_err(io(&path))?;
-            file.sync_all().map_err(io(&path))?;
-            Ok(seed)
-        }
-        Err(error) => Err(io(&path)(error)),
-    }
+    specie_log::secret::read_or_create(&data_dir.join("exchange.seed")).map_err(|error| match error {
+        SecretFileError::Bad { path } => ExchangeServiceError::BadSeed { path },
+        SecretFileError::Io { path, source } => ExchangeServiceError::Io { path, source },
+        SecretFileError::Exists { path } => ExchangeServiceError::Io {
+            path,
+            source: std::io::ErrorKind::AlreadyExists.into(),
+        },
+    })
 }
 
 /// The exchange's identity and bridge key, derived from its secret seed: the same for every
@@ -229,7 +218,7 @@ pub fn bridge_key(data_dir: &Path) -> Result<[u8; 32], ExchangeServiceError> {
 /// the exchange and serves its API until Ctrl-C. A busy port fails before the data directory is
 /// created or locked; a directory another process serves is refused.
 pub fn serve(options: ServeOptions) -> Result<(), ExchangeServiceError> {
-    let listening = specie_api::http_server::Listening::bind(options.listen)?;
+    let listening = specie_service::server::Listening::bind(options.listen)?;
     let _lock = specie_log::DirLock::acquire(&options.data_dir, specie_log::dir_lock::RESTART_WAIT_MS)?;
     let exchange = ExchangeHandle::open(&options.data_dir, options.assets, options.block_interval_ms)?;
     let data_dir = options.data_dir.clone();

@@ -5,7 +5,8 @@
 use ed25519_dalek::SigningKey;
 use specie_exchange::{ExchangeReply, ExchangeRole};
 use specie_host::RoleCall;
-pub use specie_offline_service::service::{CoreCheckError, Pending, Unavailable};
+pub use specie_offline_service::service::CoreCheckError;
+use specie_service::{Pending, Unavailable};
 
 use crate::ExchangeHandle;
 

@@ -48,6 +48,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
+use crate::error::error_json;
+
 /// How long requests in progress may run on after shutdown begins; what is left is dropped.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// The longest any of the time-outs may be (a day): longer is surely a mistake.
@@ -310,10 +312,6 @@ fn is_per_connection(error: &io::Error) -> bool {
             | io::ErrorKind::Interrupted
             | io::ErrorKind::WouldBlock
     )
-}
-
-fn error_json(code: &str, message: &str) -> String {
-    serde_json::json!({"error": {"code": code, "message": message}}).to_string()
 }
 
 fn too_many_connections_response(connections_max: usize) -> Vec<u8> {

@@ -20,9 +20,9 @@ use specie_offline_authority::{
 
 use std::sync::Arc;
 
-use crate::api_error::{bad_request, error, unavailable, ApiError};
 use crate::service::{AuthorityService, CoreCheckError, EmbeddedAuthority};
 use crate::AuthorityHandle;
+use specie_service::ApiError;
 use specie_transaction::SpecieTransaction;
 
 /// The authority the API serves, however it is hosted.
@@ -65,7 +65,7 @@ pub fn service_router(authority: Authority) -> Router {
         .route("/v1/offline/books", get(books))
         .route("/v1/offline/evidence/{identity}", get(evidence))
         .fallback(|| async {
-            error(
+            ApiError::new(
                 StatusCode::NOT_FOUND,
                 "not_found",
                 "no such endpoint; see docs/offline-mode.md",
@@ -83,10 +83,11 @@ fn from_hex<T>(
     decode: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
 ) -> Result<T, ApiError> {
     if text.len() > 2 * bytes_max {
-        return Err(bad_request(format!("{what}: longer than {bytes_max} bytes")));
+        return Err(ApiError::bad_request(format!("{what}: longer than {bytes_max} bytes")));
     }
-    let bytes = hex::decode(text).map_err(|e| bad_request(format!("{what}: not hex: {e}")))?;
-    specie_offline::decode_exact(what, &bytes, bytes_max, decode).map_err(|e| bad_request(format!("{what}: {e}")))
+    let bytes = hex::decode(text).map_err(|e| ApiError::bad_request(format!("{what}: not hex: {e}")))?;
+    specie_offline::decode_exact(what, &bytes, bytes_max, decode)
+        .map_err(|e| ApiError::bad_request(format!("{what}: {e}")))
 }
 
 fn key_from_hex(what: &'static str, text: &str) -> Result<PublicKey, ApiError> {
@@ -94,7 +95,7 @@ fn key_from_hex(what: &'static str, text: &str) -> Result<PublicKey, ApiError> {
 }
 
 fn refused(refusal: &Refusal) -> ApiError {
-    error(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string())
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string())
 }
 
 /// The authority's answer, or 503 if it cannot give one here (stopping, or not the leader).
@@ -102,7 +103,7 @@ async fn ask(authority: &Authority, input: impl FnOnce(u64) -> Input + Send + 's
     match authority.call(Box::new(input)).await {
         Ok(Reply::Refused(refusal)) => Err(refused(&refusal)),
         Ok(reply) => Ok(reply),
-        Err(why) => Err(unavailable(why)),
+        Err(why) => Err(ApiError::from(why)),
     }
 }
 
@@ -113,7 +114,7 @@ fn operator_only(authority: &Authority, headers: &HeaderMap) -> Result<(), ApiEr
         .and_then(|value| value.strip_prefix("Bearer "));
     match token.is_some_and(|token| authority.is_operator(token)) {
         true => Ok(()),
-        false => Err(error(
+        false => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
             "registering and funding need the operator's bearer token",
@@ -122,7 +123,7 @@ fn operator_only(authority: &Authority, headers: &HeaderMap) -> Result<(), ApiEr
 }
 
 fn unexpected(reply: Reply) -> ApiError {
-    error(
+    ApiError::new(
         StatusCode::INTERNAL_SERVER_ERROR,
         "internal",
         format!("unexpected answer {reply:?}"),
@@ -219,7 +220,7 @@ async fn fund(
     Json(request): Json<FundRequest>,
 ) -> Result<Response, ApiError> {
     if !authority.operator_funding() {
-        return Err(error(
+        return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "operator_funding_off",
             "funding on the operator's word is off (start the authority with --allow-operator-funding for a \
@@ -228,7 +229,9 @@ async fn fund(
     }
     operator_only(&authority, &headers)?;
     if request.owners.len() > TOKENS_PER_FUNDING_MAX {
-        return Err(bad_request(format!("more than {TOKENS_PER_FUNDING_MAX} owners")));
+        return Err(ApiError::bad_request(format!(
+            "more than {TOKENS_PER_FUNDING_MAX} owners"
+        )));
     }
     let funding = Funding {
         id: from_hex("funding id", &request.id, 32, |reader| reader.read_array("funding id"))?,
@@ -264,7 +267,9 @@ async fn fund_from_core(
     Json(request): Json<FundFromCoreRequest>,
 ) -> Result<Response, ApiError> {
     if request.owners.len() > TOKENS_PER_FUNDING_MAX {
-        return Err(bad_request(format!("more than {TOKENS_PER_FUNDING_MAX} owners")));
+        return Err(ApiError::bad_request(format!(
+            "more than {TOKENS_PER_FUNDING_MAX} owners"
+        )));
     }
     let limits = specie_transaction::limits::DecodeLimits::default();
     let transaction = from_hex(
@@ -274,7 +279,7 @@ async fn fund_from_core(
         |reader| <SpecieTransaction as specie_codec::Decode>::decode_from(reader, &limits),
     )?;
     let SpecieTransaction::OfflineFunding(core) = transaction else {
-        return Err(bad_request("transaction: not an offline funding (kind 0x05)"));
+        return Err(ApiError::bad_request("transaction: not an offline funding (kind 0x05)"));
     };
     let owners = request
         .owners
@@ -283,12 +288,12 @@ async fn fund_from_core(
         .collect::<Result<Vec<_>, _>>()?;
     let funding = Funding::from_core(&core, &authority.bridge(), owners).map_err(|refusal| refused(&refusal))?;
     let Some(refund_to) = core.inputs.first().map(|input| input.data.witness_program_commitment) else {
-        return Err(bad_request("transaction: the funding spends no input"));
+        return Err(ApiError::bad_request("transaction: the funding spends no input"));
     };
     match authority.in_core(funding.id).await {
         Ok(true) => {}
         Ok(false) => {
-            return Err(error(
+            return Err(ApiError::new(
                 StatusCode::CONFLICT,
                 "funding_unconfirmed",
                 "the funding's marker is not in the online core's UHS: submit it to the core first, and send it \
@@ -296,13 +301,19 @@ async fn fund_from_core(
             ))
         }
         Err(CoreCheckError::NoCore) => {
-            return Err(error(
+            return Err(ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "no_core",
                 CoreCheckError::NoCore.to_string(),
             ))
         }
-        Err(reason) => return Err(error(StatusCode::BAD_GATEWAY, "core_unreachable", reason.to_string())),
+        Err(reason) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "core_unreachable",
+                reason.to_string(),
+            ))
+        }
     }
     let input = move |ticket| Input::FundOrRefund {
         ticket,
@@ -347,7 +358,9 @@ async fn certify(
     Json(request): Json<CertifyRequest>,
 ) -> Result<Response, ApiError> {
     if request.bindings.len() > BINDINGS_PER_CALL_MAX {
-        return Err(bad_request(format!("more than {BINDINGS_PER_CALL_MAX} bindings")));
+        return Err(ApiError::bad_request(format!(
+            "more than {BINDINGS_PER_CALL_MAX} bindings"
+        )));
     }
     let bindings = request
         .bindings

@@ -120,5 +120,10 @@ pub(crate) fn secret_file(path: &Path) -> Result<[u8; 32], OpenError> {
     specie_log::secret::read_or_create(path).map_err(|error| match error {
         specie_log::secret::SecretFileError::Io { path, source } => OpenError::Io { path, source },
         specie_log::secret::SecretFileError::Bad { path } => OpenError::BadSecret { path },
+        // Another process made the file between this read and write; opening again reads it.
+        specie_log::secret::SecretFileError::Exists { path } => OpenError::Io {
+            path,
+            source: std::io::ErrorKind::AlreadyExists.into(),
+        },
     })
 }

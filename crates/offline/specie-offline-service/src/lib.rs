@@ -10,7 +10,6 @@
 //! (docs/offline-format.md); every decoder is bounded.
 
 mod api;
-pub mod api_error;
 pub mod device;
 pub mod exchange;
 mod host;
@@ -22,10 +21,10 @@ pub use host::{log_report, AuthorityCall, AuthorityHandle, OpenError};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use specie_api::http_server::ServeUntilError;
-use specie_api::HttpLimits;
 use specie_offline::{Denominations, Lifecycle};
 use specie_offline_authority::AuthorityKeys;
+use specie_service::server::ServeUntilError;
+use specie_service::HttpLimits;
 
 /// Why the authority could not serve, or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -71,7 +70,7 @@ pub fn keys_from_seed(seed: &[u8; 32]) -> AuthorityKeys {
 /// the authority and serves its API until Ctrl-C. A busy port fails before the data directory is
 /// created or locked; a directory another process serves is refused.
 pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
-    let listening = specie_api::http_server::Listening::bind(options.listen)?;
+    let listening = specie_service::server::Listening::bind(options.listen)?;
     let _lock = specie_log::DirLock::acquire(&options.data_dir, specie_log::dir_lock::RESTART_WAIT_MS)?;
     let authority = AuthorityHandle::open(&options.data_dir, options.snapshot_log_bytes)?;
     let data_dir = options.data_dir.clone();

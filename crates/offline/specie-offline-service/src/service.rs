@@ -2,40 +2,11 @@
 //! host ([`EmbeddedAuthority`]), or a Raft group's replica in a cluster (`specie-cluster`), whose
 //! followers send callers to the leader.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use specie_offline_authority::Reply;
 
+use specie_service::{Pending, Unavailable};
+
 use crate::{AuthorityCall, AuthorityHandle, Bridge};
-
-/// A future the API awaits, boxed so the service can sit behind `dyn`.
-pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Why a call got no answer (from the offline authority or the exchange, however hosted).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Unavailable {
-    #[error("the service is stopping")]
-    Stopping,
-    /// This replica does not lead its group; the leader's HTTP API, if known.
-    #[error("this replica does not lead its group: ask the leader")]
-    NotLeader { leader_http: Option<String> },
-    /// The lead was lost while the call was in flight: the log decides. Every call is safe to
-    /// send again (a deposit or a funding sent again gets its first answer).
-    #[error("the lead was lost while the call was in flight: send it again")]
-    OutcomeUnknown,
-}
-
-impl Unavailable {
-    /// The API's error code for it (a 503 either way; `not_leader` comes with `leader_http`).
-    pub fn code(&self) -> &'static str {
-        match self {
-            Unavailable::Stopping => "stopping",
-            Unavailable::NotLeader { .. } => "not_leader",
-            Unavailable::OutcomeUnknown => "outcome_unknown",
-        }
-    }
-}
 
 /// Why the online core could not say whether a funding is confirmed.
 #[derive(Debug, thiserror::Error)]
