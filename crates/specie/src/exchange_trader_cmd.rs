@@ -1,23 +1,18 @@
 //! `specie exchange account|last-block|offer|cancel|pay`: a trader's account on the exchange,
 //! kept in the trader's core wallet file (`specie_wallet::exchange`), and the transactions it
-//! signs. Every command holds the wallet's lock, first finishes the deposits and withdrawals an
-//! earlier command left under way (`exchange_bridge_cmd`), and saves the next sequence number
-//! before a transaction leaves the process.
+//! signs. Every command opens a `specie_exchange_bridge::Trader`: it holds the wallet's lock,
+//! first finishes the deposits and withdrawals an earlier command left under way, and saves the
+//! next sequence number before a transaction leaves the process.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
-use specie_exchange::{AccountId, Operation, Transaction};
-use specie_exchange_service::client::{
-    account_id, limit_price_text, parse_limit_price, ExchangeClient, ExchangeInfo, TxFate,
-};
-use specie_wallet::exchange::ExchangeAccount;
-use specie_wallet::{Wallet, WalletFile, WalletLock};
-
-use crate::wallet_cmd::WALLET_LOCK_WAIT_MS;
+use specie_exchange::{AccountId, Operation};
+use specie_exchange_bridge::{Notice, Trader};
+use specie_exchange_service::client::{limit_price_text, parse_limit_price, ExchangeClient, TxFate};
+use specie_wallet::WalletFile;
 
 /// What every trader's command takes.
 #[derive(Args, Debug, Clone)]
@@ -31,174 +26,25 @@ pub struct TraderArgs {
     pub exchange: Option<String>,
 }
 
-/// A trader's wallet, locked, with its exchange account and a client of that exchange.
-pub struct Trader {
-    pub path: PathBuf,
-    pub wallet: Wallet,
-    _lock: WalletLock,
-    pub client: ExchangeClient,
-    pub info: ExchangeInfo,
+/// Tells the user, on stderr, what a trader's command is waiting for or finished on the way.
+pub fn tell(notice: Notice) {
+    eprintln!("{notice}");
 }
 
-impl Trader {
-    /// Locks and loads the wallet and reaches its exchange. With `open_account`, a wallet with
-    /// no exchange account gets one (a fresh key; the id follows from it) on the exchange of
-    /// `--exchange`. Then finishes what earlier commands left under way.
-    pub fn open(args: &TraderArgs, open_account: bool) -> anyhow::Result<Trader> {
-        let path = args.wallet.clone();
-        let lock = WalletLock::acquire(&path, WALLET_LOCK_WAIT_MS, || {
-            eprintln!("waiting for another command using {} to finish…", path.display())
-        })?;
-        let mut wallet = WalletFile::load(&path)?;
-        let urls = match (&args.exchange, wallet.exchange()) {
-            (Some(urls), _) => urls.clone(),
-            (None, Some(account)) => account.urls.clone(),
-            (None, None) => bail!(
-                "{} has no exchange account yet: make a first deposit with `specie exchange deposit --exchange URL …`",
-                path.display()
-            ),
-        };
-        let client = ExchangeClient::new(&urls);
-        let info = client.info()?;
-        match wallet.exchange_mut() {
-            Some(account) if account.exchange != info.exchange => bail!(
-                "the exchange at {urls} is not the one {}'s account is on (identity {}, not {})",
-                path.display(),
-                hex::encode(info.exchange),
-                hex::encode(account.exchange)
-            ),
-            Some(account) if account.bridge.is_some_and(|pinned| pinned != info.bridge) => bail!(
-                "the exchange at {urls} names bridge key {}, not the {} {}'s account pinned: deposits would be \
-                 paid to, and payouts checked against, another key; nothing was done",
-                hex::encode(info.bridge),
-                hex::encode(account.bridge.unwrap_or_default()),
-                path.display()
-            ),
-            Some(account) => {
-                account.urls = urls;
-                // A file from before the bridge key was kept: pinned now, by the exchange whose
-                // identity the account is on.
-                account.bridge.get_or_insert(info.bridge);
-            }
-            None if open_account => wallet.set_exchange(new_account(&client, &info, &urls)?),
-            None => bail!(
-                "{} has no exchange account yet: make a first deposit with `specie exchange deposit --exchange URL …`",
-                path.display()
-            ),
-        }
-        WalletFile::save(&path, &wallet)?;
-        let mut trader = Trader {
-            path,
-            wallet,
-            _lock: lock,
-            client,
-            info,
-        };
-        if let Err(error) = crate::exchange_bridge_cmd::finish_under_way(&mut trader) {
-            eprintln!("warning: what an earlier command left under way is not finished: {error:#}");
-        }
-        Ok(trader)
-    }
-
-    pub fn account(&self) -> &ExchangeAccount {
-        self.wallet.exchange().expect("a trader has an exchange account")
-    }
-
-    pub fn account_mut(&mut self) -> &mut ExchangeAccount {
-        self.wallet.exchange_mut().expect("a trader has an exchange account")
-    }
-
-    pub fn id(&self) -> AccountId {
-        self.account().account
-    }
-
-    pub fn key(&self) -> SigningKey {
-        SigningKey::from_bytes(&self.account().secret_key)
-    }
-
-    /// The exchange's bridge key, as the wallet pinned it ([`Trader::open`] checked the
-    /// exchange's answer against it).
-    pub fn bridge(&self) -> [u8; 32] {
-        self.account().bridge.unwrap_or(self.info.bridge)
-    }
-
-    pub fn save(&self) -> anyhow::Result<()> {
-        Ok(WalletFile::save(&self.path, &self.wallet)?)
-    }
-
-    /// A refusal's reason with asset numbers named (`asset 0` → `usd`).
-    pub fn in_words(&self, reason: &str) -> String {
-        name_assets(&self.info.assets, reason)
-    }
-
-    /// The sequence number to sign with: the wallet's next, or above the exchange's last used
-    /// one if that is further (a transaction sent from elsewhere, or a crash).
-    fn sequence(&self) -> anyhow::Result<u64> {
-        let state = self.client.account(self.id())?.with_context(|| {
-            format!(
-                "the exchange has no account {} yet: a first deposit opens it (`specie exchange deposit`)",
-                self.id()
-            )
-        })?;
-        Ok(self.account().next_sequence.max(state.last_sequence + 1))
-    }
-
-    /// Signs `operation` with the account's key and next sequence number, saves the wallet
-    /// (with `record`'s changes to it) and submits it; a refused transaction gives its sequence
-    /// number back. Returns the sequence used and its fate.
-    pub fn sign_and_submit(
-        &mut self,
-        operation: Operation,
-        record: impl FnOnce(&mut ExchangeAccount, u64, &[u8]),
-    ) -> anyhow::Result<(u64, TxFate)> {
-        let sequence = self.sequence()?;
-        let signed = Transaction {
-            account: self.id(),
-            sequence,
-            operation,
-        }
-        .sign(&self.info.exchange, &self.key());
-        let mut bytes = Vec::new();
-        signed.encode_to(&mut bytes);
-        let account = self.account_mut();
-        account.next_sequence = sequence + 1;
-        record(account, sequence, &bytes);
-        // Durable before it leaves the process: the sequence number is never signed twice.
-        self.save()?;
-        let fate = self.client.submit(&[signed])?.remove(0);
-        if let TxFate::Refused(_) = fate {
-            self.account_mut().next_sequence = sequence;
-            self.save()?;
-        }
-        Ok((sequence, fate))
-    }
-}
-
-/// A fresh account for this wallet: a random Ed25519 key, the id that key gives (checked to be
-/// free on the exchange, so a first deposit cannot be refused for it).
-fn new_account(client: &ExchangeClient, info: &ExchangeInfo, urls: &str) -> anyhow::Result<ExchangeAccount> {
-    for _ in 0..4 {
-        let secret: [u8; 32] = rand::random();
-        let id = account_id(&SigningKey::from_bytes(&secret).verifying_key().to_bytes());
-        if client.account(id)?.is_none() {
-            return Ok(ExchangeAccount {
-                exchange: info.exchange,
-                bridge: Some(info.bridge),
-                urls: urls.to_string(),
-                account: id,
-                secret_key: secret,
-                next_sequence: 1,
-                deposits: Vec::new(),
-                withdrawals: Vec::new(),
-            });
-        }
-    }
-    bail!("the exchange at {urls} has every account id tried taken: it answers wrongly")
+/// The trader's wallet, locked, and its exchange ([`Trader::open`]); with `open_account`, a
+/// wallet without an exchange account gets one.
+pub fn open_trader(args: &TraderArgs, open_account: bool) -> anyhow::Result<Trader> {
+    Ok(Trader::open(
+        &args.wallet,
+        args.exchange.as_deref(),
+        open_account,
+        tell,
+    )?)
 }
 
 /// `specie exchange account`: balances by asset, open offers, what is under way.
 pub fn account(args: &TraderArgs, json_out: bool) -> anyhow::Result<()> {
-    let trader = Trader::open(args, false)?;
+    let trader = open_trader(args, false)?;
     let id = trader.id();
     let state = trader.client.account(id)?;
     let offers = trader.client.offers(id)?;
@@ -340,7 +186,7 @@ pub fn offer(args: &TraderArgs, sell: &str, buy: &str, amount: u64, min_price: &
     if amount == 0 {
         bail!("--amount: an offer sells more than 0");
     }
-    let mut trader = Trader::open(args, false)?;
+    let mut trader = open_trader(args, false)?;
     let (sell_id, buy_id) = (trader.info.asset(sell)?, trader.info.asset(buy)?);
     if sell_id == buy_id {
         bail!("--sell and --buy: an offer sells one asset for another");
@@ -361,7 +207,7 @@ pub fn offer(args: &TraderArgs, sell: &str, buy: &str, amount: u64, min_price: &
 
 /// `specie exchange cancel`.
 pub fn cancel(args: &TraderArgs, offer: u64) -> anyhow::Result<()> {
-    let mut trader = Trader::open(args, false)?;
+    let mut trader = open_trader(args, false)?;
     let offers = trader.client.offers(trader.id())?;
     let Some(resting) = offers.iter().find(|o| o.sequence == offer) else {
         bail!("--offer {offer}: the account has no such resting offer (traded in full, cancelled, or never made); `specie exchange account` lists them");
@@ -382,7 +228,7 @@ pub fn pay(args: &TraderArgs, to: AccountId, asset: &str, amount: u64) -> anyhow
     if amount == 0 {
         bail!("--amount: a payment pays more than 0");
     }
-    let mut trader = Trader::open(args, false)?;
+    let mut trader = open_trader(args, false)?;
     let operation = Operation::Payment {
         to,
         asset: trader.info.asset(asset)?,
@@ -390,42 +236,4 @@ pub fn pay(args: &TraderArgs, to: AccountId, asset: &str, amount: u64) -> anyhow
     };
     let (_, fate) = trader.sign_and_submit(operation, |_, _, _| {})?;
     report(&trader, &format!("payment of {amount} {asset} to account {to}"), &fate)
-}
-
-/// `reason` with `asset N` replaced by the asset's name.
-fn name_assets(assets: &[String], reason: &str) -> String {
-    assets
-        .iter()
-        .enumerate()
-        .fold(format!("{reason} "), |text, (index, name)| {
-            text.replace(&format!("asset {index} "), &format!("{name} "))
-        })
-        .trim_end()
-        .to_string()
-}
-
-/// Whether two paths name the same file.
-pub fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn refusals_name_their_assets() {
-        let assets = ["usd".to_string(), "eur".to_string()];
-        assert_eq!(
-            name_assets(
-                &assets,
-                "the account's payments and offers take more of asset 1 than it has"
-            ),
-            "the account's payments and offers take more of eur than it has"
-        );
-        assert_eq!(name_assets(&assets, "no such payee"), "no such payee");
-    }
 }

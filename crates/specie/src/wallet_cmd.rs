@@ -15,14 +15,11 @@ use specie_wallet::session::{self, ImportReport, Submitted};
 use specie_wallet::{
     sync, AnonymousPaymentString, Balance, CoinState, ConfidentialPaymentString, ExternalSigner, NodeAccess,
     NodeClient, Outcome, Passphrase, PaymentString, PendingKind, Wallet, WalletError, WalletFile, WalletLock,
-    ANONYMOUS_PAYMENT_PREFIX, CONFIDENTIAL_PAYMENT_PREFIX, PASSPHRASE_ENV,
+    ANONYMOUS_PAYMENT_PREFIX, CONFIDENTIAL_PAYMENT_PREFIX, PASSPHRASE_ENV, WALLET_LOCK_WAIT_MS,
 };
 
 /// How long `send`, `mint` and `redeem` wait for the node by default, in milliseconds.
 const SUBMIT_TIMEOUT_MS_DEFAULT: u64 = 30_000;
-/// How long a command waits for another one on the same wallet: longer than any one command
-/// takes (its node time-out is at most 120 s).
-pub(crate) const WALLET_LOCK_WAIT_MS: u64 = 150_000;
 /// Exit status when a transaction was accepted but is not final yet (0 = done, 1 = failed).
 const EXIT_NOT_FINAL: u8 = 2;
 

@@ -74,8 +74,8 @@ pub use fastpay::{
     VerifiedTransfer, FASTPAY_ACCOUNTS_MAX,
 };
 pub use file::{
-    write_file_atomically, FileError, WalletFile, WalletFileError, WalletLock, ENCRYPTED_WALLET_FILE_BYTES_MAX,
-    WALLET_FORMAT, WALLET_FORMAT_VERSION,
+    same_file, write_file_atomically, FileError, WalletFile, WalletFileError, WalletLock,
+    ENCRYPTED_WALLET_FILE_BYTES_MAX, WALLET_FORMAT, WALLET_FORMAT_VERSION, WALLET_LOCK_WAIT_MS,
 };
 pub use notes::{
     parse_auditors, receive_confidential, ConfidentialPayment, Note, ReceivedNote, Shielded, Unshielded,
