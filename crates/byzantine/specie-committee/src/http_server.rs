@@ -24,7 +24,7 @@ use specie_fastpay::{
     decode_exact, AccountKey, AuthorityIndex, Certificate, Committee, RoundRequest, SignedOrder, SignedRoundRequest,
     CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
 };
-use specie_service::{ApiError, Pending};
+use specie_service::{ApiError, CoreCheckError, Pending};
 use specie_transaction::{SpecieTransaction, UhsId};
 
 use crate::http_api::{
@@ -66,7 +66,7 @@ pub trait AuthorityService: Send + Sync + 'static {
     /// The role's reply to `call`, once it is durable.
     fn call(&self, call: Call) -> Pending<'_, Result<Reply, Unavailable>>;
     /// Whether the UHS id `marker` is in the online core's UHS, asked of the core itself.
-    fn in_core(&self, marker: UhsId) -> Pending<'_, Result<bool, String>>;
+    fn in_core(&self, marker: UhsId) -> Pending<'_, Result<bool, CoreCheckError>>;
 }
 
 type Shared = State<Arc<dyn AuthorityService>>;
@@ -333,24 +333,7 @@ async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) ->
         return Err(refused(&Refusal::WrongShard { owner }));
     }
     replica.ready().map_err(unavailable)?;
-    match replica.in_core(claim.marker).await {
-        Ok(true) => {}
-        Ok(false) => {
-            return Err(http_error(
-                StatusCode::CONFLICT,
-                "funding_unconfirmed",
-                "the funding's marker is not in the online core's UHS: submit the funding to the core first, \
-                 and send it here once it is confirmed",
-            ))
-        }
-        Err(error) => {
-            return Err(http_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "core_unavailable",
-                format!("cannot ask the online core: {error}"),
-            ))
-        }
-    }
+    specie_service::funding_confirmed(replica.in_core(claim.marker).await)?;
     let funding = Funding {
         id: claim.marker.0,
         account: claim.account,

@@ -26,7 +26,7 @@ use specie_authority::{Reply, ShardIndex};
 use specie_fastpay::{AuthorityIndex, Committee, SigningKey};
 use specie_log::LogOptions;
 use specie_service::server::{Listening, ServeUntilError};
-use specie_service::{ApiError, HttpLimits, Pending};
+use specie_service::{ApiError, CoreCheckError, HttpLimits, Pending};
 use specie_transaction::UhsId;
 
 use crate::http_server::{self, AuthorityService, ShardPlace, Unavailable};
@@ -303,15 +303,15 @@ impl AuthorityService for EmbeddedShard {
         })
     }
 
-    fn in_core(&self, marker: UhsId) -> Pending<'_, Result<bool, String>> {
+    fn in_core(&self, marker: UhsId) -> Pending<'_, Result<bool, CoreCheckError>> {
         let core = self.core.clone();
         Box::pin(async move {
-            let asked = tokio::task::spawn_blocking(move || {
-                let client = specie_wallet::NodeClient::new(&core).map_err(|e| format!("{core}: {e}"))?;
-                let present = client.query_uhs(&[marker]).map_err(|e| format!("{core}: {e}"))?;
-                Ok(present.first().copied().unwrap_or(false))
-            });
-            asked.await.map_err(|e| e.to_string())?
+            tokio::task::spawn_blocking(move || specie_wallet::marker_in_core(&core, marker))
+                .await
+                .map_err(|error| CoreCheckError::Unreachable {
+                    at: "this process".into(),
+                    reason: error.to_string(),
+                })?
         })
     }
 }

@@ -24,7 +24,7 @@ use specie_committee::Call;
 use specie_fastpay::Committee;
 use specie_host::{CallError, Calls, Gather, HostStopped, ReplicatedHost, RoleMachine, Slot, Wiring};
 use specie_role::Ticket;
-use specie_service::Pending;
+use specie_service::{CoreCheckError, Pending};
 use specie_transaction::UhsId;
 use specie_wire::InvalidWireLimits;
 use tokio::sync::mpsc;
@@ -33,7 +33,7 @@ use tokio::task::JoinHandle;
 use crate::authority_tally::TalliedShard;
 use crate::core_uhs::CoreUhs;
 use crate::credentials::{self, CredentialsError};
-use crate::group_client::{GroupClient, GroupError};
+use crate::group_client::GroupClient;
 use crate::host::{
     replica_dir, serve_replica, spawn_api, wire_limits, Caller, Hosted, ReplicaError, RoleStatus, ServeError,
     ROLE_CALLS_QUEUED_MAX,
@@ -327,11 +327,6 @@ impl AuthorityReplica {
         }
     }
 
-    /// Whether `marker` is in the online core's UHS, asked of the shard group that owns it.
-    pub async fn in_core(&self, marker: UhsId) -> Result<bool, GroupError> {
-        self.core.contains(marker).await
-    }
-
     /// The HTTP API of the replica `leader` of this group, for a client sent elsewhere.
     pub fn http_of(&self, leader: Option<u64>) -> Option<SocketAddr> {
         let leader = leader?;
@@ -370,8 +365,8 @@ impl specie_committee::http_server::AuthorityService for AuthorityReplica {
         })
     }
 
-    fn in_core(&self, marker: UhsId) -> Pending<'_, Result<bool, String>> {
-        Box::pin(async move { AuthorityReplica::in_core(self, marker).await.map_err(|e| e.to_string()) })
+    fn in_core(&self, marker: UhsId) -> Pending<'_, Result<bool, CoreCheckError>> {
+        Box::pin(self.core.holds_marker(marker.0))
     }
 }
 

@@ -106,16 +106,13 @@ fn queries(ranges: &[ShardRange], ids: &[UhsId], ids_max: usize) -> Vec<(usize, 
 impl CoreUhs {
     /// Whether a funding's marker is in the UHS, as the services that credit fundings (the
     /// offline authority, the exchange) ask it.
-    pub async fn holds_marker(
-        &self,
-        marker: [u8; 32],
-    ) -> Result<bool, specie_offline_service::service::CoreCheckError> {
-        self.contains(UhsId(marker)).await.map_err(|error| {
-            specie_offline_service::service::CoreCheckError::Unreachable {
+    pub async fn holds_marker(&self, marker: [u8; 32]) -> Result<bool, specie_service::CoreCheckError> {
+        self.contains(UhsId(marker))
+            .await
+            .map_err(|error| specie_service::CoreCheckError::Unreachable {
                 at: "the cluster's shard groups".into(),
                 reason: error.to_string(),
-            }
-        })
+            })
     }
 }
 

@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use ed25519_dalek::SigningKey;
 use specie_exchange::{ExchangeConfig, ExchangeReply, ExchangeRole, Ledger, RoleLimits};
-use specie_exchange_service::service::{CoreCheckError, ExchangeService};
+use specie_exchange_service::service::ExchangeService;
 use specie_host::{RoleCall, RoleMachine};
-use specie_service::{Pending, Unavailable};
+use specie_service::{CoreCheckError, Pending, Unavailable};
 use specie_wire::InvalidWireLimits;
 
 use crate::core_uhs::CoreUhs;

@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use specie_host::RoleMachine;
 use specie_offline_authority::{OfflineAuthority, Reply};
-use specie_offline_service::service::{AuthorityService, CoreCheckError};
+use specie_offline_service::service::AuthorityService;
 use specie_offline_service::AuthorityCall;
-use specie_service::{Pending, Unavailable};
+use specie_service::{CoreCheckError, Pending, Unavailable};
 use specie_wire::InvalidWireLimits;
 
 use crate::core_uhs::CoreUhs;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use specie_codec::Encode;
+use specie_service::CoreCheckError;
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
 use thiserror::Error;
 
@@ -240,6 +241,19 @@ struct QueryRequest<'a> {
 #[derive(Deserialize)]
 struct QueryResponse {
     present: Vec<bool>,
+}
+
+/// Whether the core whose HTTP API is `core_url` holds the UHS id `marker`: the one check of a
+/// funding over HTTP, for the services that take value from the online core (blocking: async
+/// callers run it off their workers).
+pub fn marker_in_core(core_url: &str, marker: UhsId) -> Result<bool, CoreCheckError> {
+    let failed = |error: ClientError| CoreCheckError::Unreachable {
+        at: core_url.to_string(),
+        reason: error.to_string(),
+    };
+    let client = NodeClient::new(core_url).map_err(failed)?;
+    let present = client.query_uhs(&[marker]).map_err(failed)?;
+    Ok(present.first().copied().unwrap_or(false))
 }
 
 impl NodeClient {

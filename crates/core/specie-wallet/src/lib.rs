@@ -58,7 +58,7 @@ pub use anonymous_payment::{
     AnonymousPaymentString, AnonymousPaymentStringError, ANONYMOUS_PAYMENT_CHARS, ANONYMOUS_PAYMENT_PREFIX,
 };
 pub use client::{
-    BadSubmitResult, ClientError, Ledger, NodeAccess, NodeClient, NodeInfo, SubmitResult, SubmitStatus,
+    marker_in_core, BadSubmitResult, ClientError, Ledger, NodeAccess, NodeClient, NodeInfo, SubmitResult, SubmitStatus,
     AUTH_FILE_BYTES_MAX, CA_FILE_BYTES_MAX,
 };
 pub use confidential_payment::{

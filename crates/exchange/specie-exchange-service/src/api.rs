@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use specie_service::ApiError;
 
-use crate::service::{CoreCheckError, ExchangeService};
+use crate::service::ExchangeService;
 
 /// The exchange the API serves, however hosted.
 type Exchange = Arc<dyn ExchangeService>;
@@ -272,30 +272,7 @@ async fn deposit(State(exchange): State<Exchange>, Json(request): Json<DepositRe
     let refund_to =
         Some(refund_address(&funding).map_err(|refusal| ApiError::bad_request(format!("transaction: {refusal}")))?);
     let marker = deposit.marker;
-    match exchange.in_core(asset, marker).await {
-        Ok(true) => {}
-        Ok(false) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "funding_unconfirmed",
-                "the funding's marker is not in its core's UHS: submit it to the core first",
-            ))
-        }
-        Err(CoreCheckError::NoCore) => {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "no_core",
-                format!("no core configured for {}", request.asset),
-            ))
-        }
-        Err(reason) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_GATEWAY,
-                "core_unreachable",
-                reason.to_string(),
-            ))
-        }
-    }
+    specie_service::funding_confirmed(exchange.in_core(asset, marker).await)?;
     let input = move |ticket| ExchangeInput::Deposit {
         ticket,
         deposit,

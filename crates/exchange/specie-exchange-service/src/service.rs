@@ -5,8 +5,7 @@
 use ed25519_dalek::SigningKey;
 use specie_exchange::{ExchangeReply, ExchangeRole};
 use specie_host::RoleCall;
-pub use specie_offline_service::service::CoreCheckError;
-use specie_service::{Pending, Unavailable};
+use specie_service::{CoreCheckError, Pending, Unavailable};
 
 use crate::ExchangeHandle;
 
@@ -51,7 +50,7 @@ impl ExchangeService for ExchangeHandle {
 /// Whether the core whose HTTP API is `core_url` holds the UHS id `marker` (the lookup blocks, so
 /// it runs off the async workers).
 pub async fn marker_in_http_core(core_url: String, marker: [u8; 32]) -> Result<bool, CoreCheckError> {
-    tokio::task::spawn_blocking(move || specie_offline_service::service::marker_in_core(&core_url, marker))
+    tokio::task::spawn_blocking(move || specie_wallet::marker_in_core(&core_url, specie_transaction::UhsId(marker)))
         .await
         .map_err(|error| CoreCheckError::Unreachable {
             at: "the core lookup".into(),

@@ -1,6 +1,7 @@
 //! A service's call into its role, however hosted (on this process's embedded host, or on a Raft
 //! group's replica whose followers send callers to the leader): what the API awaits, and why a
-//! call got no answer.
+//! call got no answer. And the one answer of every service that takes value from the online core
+//! (the FastPay authorities, the offline authority, the exchange) to a funding it must find there.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -48,6 +49,37 @@ impl<X: Default> From<Unavailable> for ApiError<X> {
     }
 }
 
+/// Why a service could not learn whether the online core holds a funding's marker.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CoreCheckError {
+    #[error("started without a core for this currency, so it cannot check fundings")]
+    NoCore,
+    #[error("the online core at {at}: {reason}")]
+    Unreachable { at: String, reason: String },
+}
+
+/// The one answer to a funding check: go on if the core holds the funding's marker; else `409
+/// funding_unconfirmed` (submit it to the core first), `503 no_core`, or `502 core_unreachable`.
+pub fn funding_confirmed<X: Default>(held: Result<bool, CoreCheckError>) -> Result<(), ApiError<X>> {
+    let (status, code, message) = match held {
+        Ok(true) => return Ok(()),
+        Ok(false) => (
+            StatusCode::CONFLICT,
+            "funding_unconfirmed",
+            "the funding's marker is not in the online core's UHS: submit the funding to the core first, and \
+             send it here once it is confirmed"
+                .to_string(),
+        ),
+        Err(error @ CoreCheckError::NoCore) => (StatusCode::SERVICE_UNAVAILABLE, "no_core", error.to_string()),
+        Err(error @ CoreCheckError::Unreachable { .. }) => (
+            StatusCode::BAD_GATEWAY,
+            "core_unreachable",
+            format!("cannot ask the online core: {error}"),
+        ),
+    };
+    Err(ApiError::of(status, ErrorDetail::new(code, message)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +97,31 @@ mod tests {
         assert_eq!(
             (stopping.detail.code.as_str(), stopping.detail.leader_http),
             ("stopping", None)
+        );
+    }
+
+    #[test]
+    fn a_funding_goes_on_only_if_the_core_holds_it_and_each_other_case_has_its_answer() {
+        assert_eq!(funding_confirmed::<crate::NoMore>(Ok(true)), Ok(()));
+        let answer = |held| {
+            let error: ApiError = funding_confirmed(held).unwrap_err();
+            (error.status, error.detail.code)
+        };
+        assert_eq!(
+            answer(Ok(false)),
+            (StatusCode::CONFLICT, "funding_unconfirmed".to_string())
+        );
+        assert_eq!(
+            answer(Err(CoreCheckError::NoCore)),
+            (StatusCode::SERVICE_UNAVAILABLE, "no_core".to_string())
+        );
+        let down = CoreCheckError::Unreachable {
+            at: "http://127.0.0.1:1".into(),
+            reason: "refused".into(),
+        };
+        assert_eq!(
+            answer(Err(down)),
+            (StatusCode::BAD_GATEWAY, "core_unreachable".to_string())
         );
     }
 }

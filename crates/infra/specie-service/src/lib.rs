@@ -8,6 +8,6 @@ pub mod call;
 pub mod error;
 pub mod server;
 
-pub use call::{Pending, Unavailable};
+pub use call::{funding_confirmed, CoreCheckError, Pending, Unavailable};
 pub use error::{ApiError, ErrorBody, ErrorDetail, NoMore};
 pub use server::HttpLimits;

@@ -20,7 +20,7 @@ use specie_offline_authority::{
 
 use std::sync::Arc;
 
-use crate::service::{AuthorityService, CoreCheckError, EmbeddedAuthority};
+use crate::service::{AuthorityService, EmbeddedAuthority};
 use crate::AuthorityHandle;
 use specie_service::ApiError;
 use specie_transaction::SpecieTransaction;
@@ -290,31 +290,7 @@ async fn fund_from_core(
     let Some(refund_to) = core.inputs.first().map(|input| input.data.witness_program_commitment) else {
         return Err(ApiError::bad_request("transaction: the funding spends no input"));
     };
-    match authority.in_core(funding.id).await {
-        Ok(true) => {}
-        Ok(false) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "funding_unconfirmed",
-                "the funding's marker is not in the online core's UHS: submit it to the core first, and send it \
-                 here once it is confirmed",
-            ))
-        }
-        Err(CoreCheckError::NoCore) => {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "no_core",
-                CoreCheckError::NoCore.to_string(),
-            ))
-        }
-        Err(reason) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_GATEWAY,
-                "core_unreachable",
-                reason.to_string(),
-            ))
-        }
-    }
+    specie_service::funding_confirmed(authority.in_core(funding.id).await)?;
     let input = move |ticket| Input::FundOrRefund {
         ticket,
         funding,

@@ -3,19 +3,11 @@
 //! followers send callers to the leader.
 
 use specie_offline_authority::Reply;
+use specie_transaction::UhsId;
 
-use specie_service::{Pending, Unavailable};
+use specie_service::{CoreCheckError, Pending, Unavailable};
 
 use crate::{AuthorityCall, AuthorityHandle, Bridge};
-
-/// Why the online core could not say whether a funding is confirmed.
-#[derive(Debug, thiserror::Error)]
-pub enum CoreCheckError {
-    #[error("started without a core for this currency, so it cannot check fundings")]
-    NoCore,
-    #[error("the online core at {at}: {reason}")]
-    Unreachable { at: String, reason: String },
-}
 
 /// The authority as the API reaches it.
 pub trait AuthorityService: Send + Sync + 'static {
@@ -64,7 +56,7 @@ impl AuthorityService for EmbeddedAuthority {
         let core_url = self.bridge.core_url.clone();
         Box::pin(async move {
             let core_url = core_url.ok_or(CoreCheckError::NoCore)?;
-            tokio::task::spawn_blocking(move || marker_in_core(&core_url, marker))
+            tokio::task::spawn_blocking(move || specie_wallet::marker_in_core(&core_url, UhsId(marker)))
                 .await
                 .map_err(|e| CoreCheckError::Unreachable {
                     at: "this process".into(),
@@ -72,17 +64,6 @@ impl AuthorityService for EmbeddedAuthority {
                 })?
         })
     }
-}
-
-/// Whether the core at `core_url` holds the UHS id `marker`, asked with the wallets' node client.
-pub fn marker_in_core(core_url: &str, marker: [u8; 32]) -> Result<bool, CoreCheckError> {
-    let failed = |error: specie_wallet::ClientError| CoreCheckError::Unreachable {
-        at: core_url.to_string(),
-        reason: error.to_string(),
-    };
-    let client = specie_wallet::NodeClient::new(core_url).map_err(failed)?;
-    let present = client.query_uhs(&[specie_transaction::UhsId(marker)]).map_err(failed)?;
-    Ok(present.first().copied().unwrap_or(false))
 }
 
 #[cfg(test)]
