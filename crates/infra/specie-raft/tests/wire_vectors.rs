@@ -1,7 +1,7 @@
 //! The Raft RPC vectors of `docs/wire-protocol.md` (the blocks marked `<!-- vector: raft-… -->`):
 //! each is exactly what the codec writes for the RPC built here, and decodes back to it; the set
 //! of `raft-` names in the document must equal the set known here. The other vectors of that
-//! document are checked by `crates/core/specie-cluster/tests/wire_vectors.rs`. Also here, because it
+//! document are checked by `crates/deployment/specie-cluster/tests/wire_vectors.rs`. Also here, because it
 //! needs the codec to forge one: a replica refuses a snapshot chunk that skips ahead.
 //!
 //! The RPC codec is crate-private, and an integration test sees only the public API, so this

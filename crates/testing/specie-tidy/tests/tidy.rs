@@ -4,7 +4,7 @@
 //!
 //! 1. [`layering`]: crates live in `crates/base/*` (depend on no workspace crate), `crates/core/*`,
 //!    a capability folder (`crates/byzantine/*`, `crates/offline/*`, `crates/exchange/*`,
-//!    `crates/privacy/*`), `crates/infra/*`, `crates/tools/*` (workloads, benchmarks, the demo), `crates/testing/*` or the
+//!    `crates/privacy/*`), `crates/infra/*`, `crates/deployment/*`, `crates/tools/*` (workloads, benchmarks, the demo), `crates/testing/*` or the
 //!    binary `crates/specie`. Only `crates/testing` and the binary may depend on a testing crate, and
 //!    nothing depends on the binary.
 //! 2. [`pure_role_crates_do_no_io`]: the pure protocol-role crates ([`PURE_CRATES`] and every base
@@ -249,6 +249,8 @@ impl CrateKind {
             ["crates", "core", _] => CrateKind::Core,
             // The modes built on the online core live in one folder each, as the core does.
             ["crates", "byzantine" | "offline" | "exchange" | "privacy", _] => CrateKind::Core,
+            // Whole deployments (the embedded node, the cluster): library crates like the core's.
+            ["crates", "deployment", _] => CrateKind::Core,
             ["crates", "infra", _] => CrateKind::Infra,
             ["crates", "tools", _] => CrateKind::Tools,
             ["crates", "testing", _] => CrateKind::Testing,
@@ -1053,7 +1055,7 @@ fn layering_violations(crates: &[Krate]) -> Vec<String> {
             problems.push(format!(
                 "{manifest}:1: crate `{}` is in no layer folder; move it to crates/base/, crates/core/, a capability \
                  folder (crates/byzantine/, crates/offline/, crates/exchange/, crates/privacy/), crates/infra/, \
-                 crates/tools/ or crates/testing/ (only the binary lives at crates/specie)",
+                 crates/deployment/, crates/tools/ or crates/testing/ (only the binary lives at crates/specie)",
                 krate.name
             ));
         }

@@ -150,9 +150,7 @@ pub fn tier_violations(crates: &[Krate], table: &BTreeMap<String, Entry>) -> Vec
             ));
             continue;
         };
-        let in_folder = folder_capability(&krate.dir);
-        let deployment_of_core = entry.tier == Tier::Deployment && entry.capability.is_none();
-        if entry.capability.as_deref() != in_folder && !deployment_of_core {
+        if entry.capability.as_deref() != folder_capability(&krate.dir) {
             problems.push(format!(
                 "{ARCHITECTURE}:{}: `{}` lives in {} but the table says capability {:?}; make them agree",
                 entry.line, krate.name, krate.dir, entry.capability
@@ -414,7 +412,7 @@ mod self_checks {
                     &["specie-offline", "specie-transaction"],
                 ),
                 krate(
-                    "crates/core/specie-node",
+                    "crates/deployment/specie-node",
                     &["specie-offline-bridge", "specie-transaction"],
                 ),
                 krate("crates/testing/specie-sim", &["specie-node"]),
@@ -456,7 +454,10 @@ mod self_checks {
         let crates = [
             krate("crates/offline/specie-offline", &["specie-transaction", "specie-codec"]),
             krate("crates/offline/specie-offline-bridge", &["specie-transaction"]),
-            krate("crates/core/specie-node", &["specie-offline", "specie-transaction"]),
+            krate(
+                "crates/deployment/specie-node",
+                &["specie-offline", "specie-transaction"],
+            ),
         ];
         let found = capability_edges("capability-edge", &crates, &table);
         let keys: Vec<&str> = found.iter().map(|v| v.key.as_str()).collect();
