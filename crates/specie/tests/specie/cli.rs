@@ -10,6 +10,8 @@ use specie_transaction::{
     Txid,
 };
 
+use crate::cluster_harness::free_ports;
+
 // From /work/shared/vectors/opencbdc-format.md: the reference's zero-input "mint" shape.
 const MINT_TX_SER: &str = "00000000000000000200000000000000da24aa23a493b40070ab2b078e87302dc86244e5e75d702df5182cad469a33e76400000000000000da24aa23a493b40070ab2b078e87302dc86244e5e75d702df5182cad469a33e732000000000000000000000000000000";
 const MINT_TXID: &str = "2d549e9d8ea165428d8dce262f355b949a9a89482b0e86dd18aecf05ae65b95b";
@@ -1005,20 +1007,6 @@ const WALKTHROUGHS: [(&str, &[&str]); 10] = [
 
 /// How long one walkthrough may run (each takes a few seconds; its waits give up after 30 s).
 const WALKTHROUGH_LIMIT: std::time::Duration = std::time::Duration::from_secs(180);
-
-/// A base port with `count` free consecutive ports above it, below Linux's ephemeral range (a
-/// port found free there can be taken by an outgoing connection before a server binds it).
-fn free_ports(count: u16) -> u16 {
-    // Tests of this binary run at once: each call starts from its own place, so that two of
-    // them do not find the same free range before either binds it.
-    static CALLS: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let start = ((std::process::id() % 600) as u16 * 20).wrapping_add(call.wrapping_mul(3_001));
-    (0..1_000u16)
-        .map(|i| 20_000 + start.wrapping_add(i.wrapping_mul(37)) % 12_000)
-        .find(|base| (0..count).all(|p| std::net::TcpListener::bind(("127.0.0.1", base + p)).is_ok()))
-        .expect("free ports")
-}
 
 /// Sends `signal` to every process of the process group `group`.
 fn signal_group(group: u32, signal: &str) {

@@ -35,10 +35,11 @@ pub fn specie(args: &[&str]) -> Output {
 /// port: a port found free there can be taken by one before the cluster binds it.
 pub fn free_ports(count: u16) -> u16 {
     static CALLS: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let start = 20_000 + (std::process::id() % 2_000) as u16 * 20 + call.wrapping_mul(1_009);
-    (0..200u16)
-        .map(|i| start.wrapping_add(i * 37) % 12_000 + 20_000)
+    let call = u32::from(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    // In u32: every test of the binary calls this, and the offsets add up past u16.
+    let start = (std::process::id() % 2_000) * 20 + call * 1_009;
+    (0..1_000u32)
+        .map(|i| ((start + i * 37) % 12_000 + 20_000) as u16)
         .find(|base| (0..count).all(|p| std::net::TcpListener::bind(("127.0.0.1", base + p)).is_ok()))
         .expect("free ports")
 }
