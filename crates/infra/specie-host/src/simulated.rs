@@ -6,6 +6,12 @@
 //! handed back to the world, in order, to route, drop, delay or record. A crash loses the role's
 //! memory and keeps its log; a restart rebuilds the role from the log and checks it comes back
 //! exactly as it crashed.
+//!
+//! A world may also ask for more of a real host's behaviour: a slow fsync (proposals wait for
+//! their durability while the role keeps taking inputs, and a crash loses them), periodic
+//! snapshots that truncate the log, a check that every command reads back from its log bytes as
+//! itself, and a recovery at the moment of the crash, so the state a restart will find can be
+//! compared and audited while the role is down.
 
 use specie_role::{Durable, Round, Ticket};
 
@@ -25,16 +31,23 @@ pub enum SimEvent<R: Durable> {
     Report(R::Report),
 }
 
-/// Why a restarted role is not the role that crashed.
+/// Why a role's log does not rebuild the role that wrote it.
 #[derive(Debug, thiserror::Error)]
 pub enum SimRestartError<E: std::error::Error + 'static> {
     #[error("{role}: log record {index} is refused: {source}")]
     Record { role: String, index: usize, source: E },
+    #[error("{role}: command {index} of the log does not read back from its bytes as itself")]
+    RoundTrip { role: String, index: usize },
+    #[error("{role}: the snapshot is refused: {source}")]
+    Snapshot { role: String, source: E },
     #[error("{role}: the recovered state is inconsistent: {source}")]
     Inconsistent { role: String, source: E },
     #[error("{role}: restarted into a different state than it crashed in")]
     Diverged { role: String },
 }
+
+/// Whether a decoded command is the command that was encoded.
+type SameCommand<R> = fn(&<R as specie_role::Role>::Command, &<R as specie_role::Role>::Command) -> bool;
 
 /// One role, its durable log and how to build it afresh.
 pub struct SimHost<R: Durable> {
@@ -42,9 +55,24 @@ pub struct SimHost<R: Durable> {
     fresh: Box<dyn Fn() -> R>,
     /// `None` while crashed.
     role: Option<R>,
+    /// While crashed, after [`SimHost::recover`]: the role rebuilt from the log, following.
+    recovered: Option<R>,
+    /// The state as of the last snapshot (if any), and the commands applied since, encoded.
+    snapshot: Option<Vec<u8>>,
     log: Vec<Vec<u8>>,
     /// The replicated state at the moment of the crash, to compare the restart with.
     crashed_snapshot: Option<Vec<u8>>,
+    /// Snapshot (and truncate the log) once it holds this many commands; `None`: never.
+    snapshot_every: Option<usize>,
+    snapshots_taken: u64,
+    /// How long the proposals of the next turns wait for their fsync (0: at once).
+    durable_delay_ms: u64,
+    /// Proposals waiting for their fsync, in order, and when it completes.
+    pending: Vec<R::Command>,
+    durable_at_ms: Option<u64>,
+    same_command: Option<SameCommand<R>>,
+    /// The first command that did not read back as itself, until taken.
+    fault: Option<SimRestartError<R::StateError>>,
 }
 
 impl<R: Durable> SimHost<R> {
@@ -56,9 +84,25 @@ impl<R: Durable> SimHost<R> {
             name: name.into(),
             fresh: Box::new(fresh),
             role: Some(role),
+            recovered: None,
+            snapshot: None,
             log: Vec::new(),
             crashed_snapshot: None,
+            snapshot_every: None,
+            snapshots_taken: 0,
+            durable_delay_ms: 0,
+            pending: Vec::new(),
+            durable_at_ms: None,
+            same_command: None,
+            fault: None,
         }
+    }
+
+    /// Snapshots the state and truncates the log whenever it holds `commands` commands and
+    /// nothing waits for durability.
+    pub fn snapshot_every(mut self, commands: usize) -> Self {
+        self.snapshot_every = Some(commands);
+        self
     }
 
     /// The running role; `None` while crashed.
@@ -66,8 +110,39 @@ impl<R: Durable> SimHost<R> {
         self.role.as_ref()
     }
 
+    /// The running role, or while crashed the role [`SimHost::recover`] rebuilt.
+    pub fn state(&self) -> Option<&R> {
+        self.role.as_ref().or(self.recovered.as_ref())
+    }
+
     pub fn is_up(&self) -> bool {
         self.role.is_some()
+    }
+
+    /// How long the proposals of the following turns wait for their fsync (0: none).
+    pub fn set_durable_delay(&mut self, delay_ms: u64) {
+        self.durable_delay_ms = delay_ms;
+    }
+
+    /// Commands proposed and not yet durable.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// When the waiting proposals become durable, if any wait.
+    pub fn durable_at(&self) -> Option<u64> {
+        self.durable_at_ms
+    }
+
+    /// How many snapshots truncated the log so far.
+    pub fn snapshots_taken(&self) -> u64 {
+        self.snapshots_taken
+    }
+
+    /// Why a command did not read back from its log bytes as itself, once (see
+    /// [`SimHost::check_round_trip`]).
+    pub fn take_fault(&mut self) -> Option<SimRestartError<R::StateError>> {
+        self.fault.take()
     }
 
     /// Gives the role an input and settles it; a crashed role loses the input.
@@ -85,36 +160,39 @@ impl<R: Durable> SimHost<R> {
         for input in inputs {
             role.handle(now_ms, input);
         }
-        self.settle(now_ms)
+        self.settle(now_ms, self.durable_delay_ms, Vec::new())
     }
 
-    /// Fires the role's timer if its deadline has passed, and settles it.
+    /// Completes a due fsync, fires the role's timer if its deadline has passed, and settles it.
     pub fn tick(&mut self, now_ms: u64) -> Vec<SimEvent<R>> {
+        let mut events = Vec::new();
+        if self.role.is_none() {
+            return events;
+        }
+        if self.durable_at_ms.is_some_and(|at| at <= now_ms) {
+            self.make_durable(now_ms, &mut events);
+        }
         if let Some(role) = self.role.as_mut() {
             if role.poll_timeout().is_some_and(|deadline| deadline <= now_ms) {
                 role.handle_timeout(now_ms);
             }
         }
-        self.settle(now_ms)
+        self.settle(now_ms, self.durable_delay_ms, events)
     }
 
     /// Drains the role's outputs; a round's proposals are made durable, then applied, until a
-    /// round proposes nothing.
-    fn settle(&mut self, now_ms: u64) -> Vec<SimEvent<R>> {
-        let mut events = Vec::new();
-        let Some(role) = self.role.as_mut() else {
-            return events;
-        };
-        loop {
+    /// round proposes nothing, or join those waiting for a slow fsync. Then, if the log has
+    /// grown long enough and nothing waits, the state is snapshotted and the log truncated.
+    fn settle(&mut self, now_ms: u64, durable_delay_ms: u64, mut events: Vec<SimEvent<R>>) -> Vec<SimEvent<R>> {
+        while let Some(role) = self.role.as_mut() {
             let round = Round::take(role);
             let proposed = !round.proposals.is_empty();
-            for command in &round.proposals {
-                let bytes = R::encode_command(command);
-                self.log.push(bytes.clone());
-                events.push(SimEvent::Durable(bytes));
-            }
-            for command in &round.proposals {
-                role.apply(now_ms, command);
+            self.pending.extend(round.proposals);
+            let wait = proposed && (durable_delay_ms > 0 || self.durable_at_ms.is_some());
+            if wait {
+                self.durable_at_ms.get_or_insert(now_ms + durable_delay_ms.max(1));
+            } else if proposed {
+                self.make_durable(now_ms, &mut events);
             }
             events.extend(
                 round
@@ -129,27 +207,88 @@ impl<R: Durable> SimHost<R> {
                     .map(|(ticket, reply)| SimEvent::Reply { ticket, reply }),
             );
             events.extend(round.reports.into_iter().map(SimEvent::Report));
-            if !proposed {
-                return events;
+            if !proposed || wait {
+                break;
             }
+        }
+        let due = self.snapshot_every.is_some_and(|every| self.log.len() >= every);
+        if let Some(role) = self.role.as_ref().filter(|_| due && self.pending.is_empty()) {
+            self.snapshot = Some(role.snapshot());
+            self.log.clear();
+            self.snapshots_taken += 1;
+        }
+        events
+    }
+
+    /// The waiting proposals reach the log (their canonical bytes) and are then applied.
+    fn make_durable(&mut self, now_ms: u64, events: &mut Vec<SimEvent<R>>) {
+        self.durable_at_ms = None;
+        let Some(role) = self.role.as_mut() else {
+            return;
+        };
+        let commands = std::mem::take(&mut self.pending);
+        for command in &commands {
+            let bytes = R::encode_command(command);
+            if let Some(same) = self.same_command.filter(|_| self.fault.is_none()) {
+                let index = self.log.len();
+                self.fault = match role.decode_command(&bytes) {
+                    Ok(decoded) if same(&decoded, command) => None,
+                    Ok(_) => Some(SimRestartError::RoundTrip {
+                        role: self.name.clone(),
+                        index,
+                    }),
+                    Err(source) => Some(SimRestartError::Record {
+                        role: self.name.clone(),
+                        index,
+                        source,
+                    }),
+                };
+            }
+            self.log.push(bytes.clone());
+            events.push(SimEvent::Durable(bytes));
+        }
+        for command in &commands {
+            role.apply(now_ms, command);
         }
     }
 
-    /// Kills the role: its memory, timers and unsent outputs are gone; its log stays. False if
-    /// it was already down.
+    /// Kills the role: its memory, timers, unsent outputs and the proposals waiting for their
+    /// fsync are gone; its log stays. False if it was already down.
     pub fn crash(&mut self) -> bool {
         let Some(role) = self.role.take() else {
             return false;
         };
+        self.pending.clear();
+        self.durable_at_ms = None;
         self.crashed_snapshot = Some(role.snapshot());
         true
     }
 
-    /// Rebuilds the role from its log, checks it is the state it crashed in and consistent,
-    /// makes it lead and settles what it resumes.
-    pub fn restart(&mut self, now_ms: u64) -> Result<Vec<SimEvent<R>>, SimRestartError<R::StateError>> {
-        assert!(self.role.is_none(), "{}: restarted while running", self.name);
+    /// While crashed: rebuilds the role from its log now, as the restarted process will find it
+    /// (what replaying produced belongs to the previous life and is dropped), and checks it is
+    /// consistent. Returns whether it is the state it crashed in; the next restart resumes it
+    /// as it is, without comparing again.
+    pub fn recover(&mut self, now_ms: u64) -> Result<bool, SimRestartError<R::StateError>> {
+        assert!(self.role.is_none(), "{}: recovered while running", self.name);
+        let mut role = self.rebuild(now_ms)?;
+        drop(Round::take(&mut role));
+        let lossless = self
+            .crashed_snapshot
+            .take()
+            .is_none_or(|crashed| crashed == role.snapshot());
+        self.recovered = Some(role);
+        Ok(lossless)
+    }
+
+    /// The role as its snapshot and log rebuild it, checked consistent.
+    fn rebuild(&self, now_ms: u64) -> Result<R, SimRestartError<R::StateError>> {
         let mut role = (self.fresh)();
+        if let Some(snapshot) = &self.snapshot {
+            role.restore(snapshot).map_err(|source| SimRestartError::Snapshot {
+                role: self.name.clone(),
+                source,
+            })?;
+        }
         for (index, bytes) in self.log.iter().enumerate() {
             let command = role.decode_command(bytes).map_err(|source| SimRestartError::Record {
                 role: self.name.clone(),
@@ -163,6 +302,17 @@ impl<R: Durable> SimHost<R> {
                 role: self.name.clone(),
                 source,
             })?;
+        Ok(role)
+    }
+
+    /// Rebuilds the role from its log (unless [`SimHost::recover`] did), checks it is the state
+    /// it crashed in and consistent, makes it lead and settles what it resumes.
+    pub fn restart(&mut self, now_ms: u64) -> Result<Vec<SimEvent<R>>, SimRestartError<R::StateError>> {
+        assert!(self.role.is_none(), "{}: restarted while running", self.name);
+        let mut role = match self.recovered.take() {
+            Some(role) => role,
+            None => self.rebuild(now_ms)?,
+        };
         if self
             .crashed_snapshot
             .take()
@@ -174,6 +324,18 @@ impl<R: Durable> SimHost<R> {
         }
         role.lead(now_ms);
         self.role = Some(role);
-        Ok(self.settle(now_ms))
+        Ok(self.settle(now_ms, 0, Vec::new()))
+    }
+}
+
+impl<R: Durable> SimHost<R>
+where
+    R::Command: PartialEq,
+{
+    /// Checks that every command reads back from its log bytes as itself, when it becomes
+    /// durable; a command that does not is a fault ([`SimHost::take_fault`]).
+    pub fn check_round_trip(mut self) -> Self {
+        self.same_command = Some(|decoded, command| decoded == command);
+        self
     }
 }

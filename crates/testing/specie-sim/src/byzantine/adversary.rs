@@ -753,7 +753,7 @@ impl<R: ShardRole> World<R> {
         if let Input::RoundChange { ticket, .. } = &input {
             let ticket = *ticket;
             let host = self.host(authority, shard).expect("an honest shard");
-            let before = (host.role.snapshot(), host.pending());
+            let before = (host.role().snapshot(), host.pending());
             let outputs = self.handle_unchanged(authority, shard, input, before, "a forged round request")?;
             for (_, reply) in outputs.replies.iter().filter(|(t, _)| *t == ticket) {
                 if !matches!(reply, Reply::Refused(Refusal::RoundRequest(_))) {
@@ -770,10 +770,10 @@ impl<R: ShardRole> World<R> {
         };
         let (ticket, order) = (*ticket, certificate.order.clone());
         let host = self.host(authority, shard).expect("an honest shard");
-        let before = (host.role.snapshot(), host.pending());
+        let before = (host.role().snapshot(), host.pending());
         let (sender, sequence) = (order.order.sender, order.order.sequence);
         let confirmed_already = host
-            .role
+            .role()
             .shard()
             .account(&sender, sequence)
             .is_some_and(|state| state.confirmed.first().is_some_and(|c| c.order == order));
@@ -798,10 +798,10 @@ impl<R: ShardRole> World<R> {
         let authority = self.rng.gen_range(0..AUTHORITIES) as AuthorityIndex;
         let shards = self.options.shards;
         let shard = self.rng.gen_range(0..shards);
-        let Some(host) = self.host(authority, shard).filter(|h| h.up) else {
+        let Some(host) = self.host(authority, shard).filter(|h| h.up()) else {
             return Ok(());
         };
-        let before = (host.role.snapshot(), host.pending());
+        let before = (host.role().snapshot(), host.pending());
         let sibling = (shard + 1) % shards;
         // Accounts whose key prefix puts them on a chosen shard.
         let on = |shard: ShardIndex| {
@@ -853,7 +853,7 @@ impl<R: ShardRole> World<R> {
         let outputs = host.handle(now_ms, input, 0);
         let outputs = outputs.map_err(|e| self.host_violation(authority, shard, e))?;
         let host = self.host(authority, shard).expect("an honest shard");
-        if (host.role.snapshot(), host.pending()) != before || !outputs.applied.is_empty() {
+        if (host.role().snapshot(), host.pending()) != before || !outputs.applied.is_empty() {
             return Err(self.violation(format!("authority {authority} shard {shard}: {what} changed its state")));
         }
         Ok(outputs)

@@ -11,7 +11,7 @@ use specie_fastpay::{
 use specie_role::Ticket;
 
 use super::paying::expected_vote;
-use super::{Asked, ByzantineReport, ShardHost, ShardRole, World, AUTHORITIES};
+use super::{Asked, ByzantineReport, Shard, ShardRole, World, AUTHORITIES};
 use crate::world::Violation;
 
 /// Which checks run. All of them, except in the planted-bug test, which also shows that the
@@ -167,7 +167,7 @@ impl<R: ShardRole> World<R> {
             let order = &certificate.order.order;
             let key = (order.sender, order.sequence);
             let host = self.host(authority, shard).expect("an honest shard");
-            let Some(settled) = host.role.shard().account(&order.sender, order.sequence) else {
+            let Some(settled) = host.role().shard().account(&order.sender, order.sequence) else {
                 continue;
             };
             let Some(settled) = settled.confirmed.first() else {
@@ -374,7 +374,7 @@ impl<R: ShardRole> World<R> {
             }
             for (shard, host) in shards.iter().enumerate() {
                 if host.dirty {
-                    if let Err(error) = host.role.check_invariants() {
+                    if let Err(error) = host.role().check_invariants() {
                         return Err(self.violation(format!("authority {authority} shard {shard}: {error}")));
                     }
                 }
@@ -395,7 +395,7 @@ impl<R: ShardRole> World<R> {
         let mut agreed: Option<BTreeMap<AccountKey, FinalAccount>> = None;
         for (authority, shards) in self.honest() {
             for (shard, host) in shards.iter().enumerate() {
-                if let Err(error) = host.role.check_invariants() {
+                if let Err(error) = host.role().check_invariants() {
                     return Err(self.violation(format!("at the end, authority {authority} shard {shard}: {error}")));
                 }
             }
@@ -442,10 +442,10 @@ impl<R: ShardRole> World<R> {
     }
 
     /// Every account as one honest authority holds it, read page by page as a client would.
-    fn final_accounts(&self, shards: &[ShardHost<R>]) -> BTreeMap<AccountKey, FinalAccount> {
+    fn final_accounts(&self, shards: &[Shard<R>]) -> BTreeMap<AccountKey, FinalAccount> {
         let mut accounts = BTreeMap::new();
         for account in self.owners.keys() {
-            let shard = shards[self.shard_of(account) as usize].role.shard();
+            let shard = shards[self.shard_of(account) as usize].role().shard();
             let Some(first) = shard.account(account, 0) else {
                 continue;
             };
@@ -469,20 +469,20 @@ impl<R: ShardRole> World<R> {
     fn check_final_books(
         &self,
         authority: AuthorityIndex,
-        shards: &[ShardHost<R>],
+        shards: &[Shard<R>],
         accounts: &BTreeMap<AccountKey, FinalAccount>,
         funded: u128,
     ) -> Result<(), Violation> {
-        let shard_funded: u128 = shards.iter().map(|h| h.role.shard().funded()).sum();
-        let unacked: u128 = shards.iter().map(|h| h.role.shard().credits_unacked()).sum();
-        let redeemed: u128 = shards.iter().map(|h| h.role.shard().redeemed()).sum();
+        let shard_funded: u128 = shards.iter().map(|h| h.role().shard().funded()).sum();
+        let unacked: u128 = shards.iter().map(|h| h.role().shard().credits_unacked()).sum();
+        let redeemed: u128 = shards.iter().map(|h| h.role().shard().redeemed()).sum();
         let balances: i128 = accounts.values().map(|a| a.balance).sum();
-        let all_balances: i128 = shards.iter().map(|h| h.role.shard().balances()).sum();
+        let all_balances: i128 = shards.iter().map(|h| h.role().shard().balances()).sum();
         let redeems: u128 = self
             .owners
             .keys()
             .flat_map(|account| {
-                let shard = shards[self.shard_of(account) as usize].role.shard();
+                let shard = shards[self.shard_of(account) as usize].role().shard();
                 let state = shard.account(account, 0);
                 state.into_iter().flat_map(|s| s.confirmed)
             })
@@ -519,11 +519,11 @@ impl<R: ShardRole> World<R> {
 /// with equality once the channels are drained (`balances + unacked = funded − redeemed` holds
 /// exactly only when no credit is applied and still unacknowledged). A credit applied twice,
 /// or forged, breaks the first inequality; a credit acknowledged and never applied, the second.
-fn books_unbalanced<R: ShardRole>(shards: &[ShardHost<R>]) -> Option<String> {
-    let balances: i128 = shards.iter().map(|h| h.role.shard().balances()).sum();
-    let unacked: u128 = shards.iter().map(|h| h.role.shard().credits_unacked()).sum();
-    let funded: u128 = shards.iter().map(|h| h.role.shard().funded()).sum();
-    let redeemed: u128 = shards.iter().map(|h| h.role.shard().redeemed()).sum();
+fn books_unbalanced<R: ShardRole>(shards: &[Shard<R>]) -> Option<String> {
+    let balances: i128 = shards.iter().map(|h| h.role().shard().balances()).sum();
+    let unacked: u128 = shards.iter().map(|h| h.role().shard().credits_unacked()).sum();
+    let funded: u128 = shards.iter().map(|h| h.role().shard().funded()).sum();
+    let redeemed: u128 = shards.iter().map(|h| h.role().shard().redeemed()).sum();
     let books = funded as i128 - redeemed as i128;
     (balances > books || books > balances + unacked as i128).then(|| {
         format!(

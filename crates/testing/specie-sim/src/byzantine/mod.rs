@@ -2,9 +2,10 @@
 //! with a committee of 4 authorities (f = 1), each split into 2 or 3 shards running the real
 //! `specie-authority` role, under a seeded network and up to one Byzantine authority.
 //!
-//! Every honest shard is hosted as a process would host it (see `host`): each round's commands
-//! go through `encode_command` into the shard's own durable log and are read back with
-//! `decode_command` before they are applied, sometimes after an fsync delay during which the
+//! Every honest shard is hosted as a process would host it, by the project's simulated host
+//! (`specie_host::SimHost`; see `shard`): each round's commands go through `encode_command`
+//! into the shard's own durable log and are checked to read back as themselves with
+//! `decode_command` when they are applied, sometimes after an fsync delay during which the
 //! shard keeps taking inputs (so the role's in-flight paths run); the log is truncated behind
 //! occasional snapshots; a crash loses everything in memory, commands not yet durable included,
 //! and the restarted role is rebuilt with `restore` and a replay of the commands after the
@@ -48,10 +49,10 @@
 
 mod adversary;
 mod checks;
-mod host;
 mod paying;
 #[cfg(test)]
 mod planted;
+mod shard;
 mod users;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,13 +63,14 @@ use rand::{Rng, SeedableRng};
 use specie_authority::{AuthorityConfig, AuthorityShard, Input, Message, Reply, ShardIndex};
 use specie_committee::Call;
 use specie_fastpay::{deterministic_key, AccountKey, AuthorityIndex, Certificate, Committee, SignedOrder, SigningKey};
+use specie_host::SimHost;
 use specie_role::Ticket;
 use specie_transaction::hash::Sha256Writer;
 
 use crate::world::Violation;
 use adversary::{ByzantineAuthority, ByzantineUser};
 use checks::{Checks, Observed};
-use host::{BuildRole, HostError, Outputs, ShardHost, ShardRole};
+use shard::{BuildRole, HostError, Outputs, Shard, ShardRole};
 use users::{Auditor, Bridge, Client};
 
 /// The committee's size: 3f + 1 with f = 1.
@@ -336,7 +338,7 @@ struct World<R: ShardRole> {
     committee: Arc<Committee>,
     authority_keys: Vec<SigningKey>,
     /// Each authority's shards; `None` for the Byzantine one, which runs no role at all.
-    authorities: Vec<Option<Vec<ShardHost<R>>>>,
+    authorities: Vec<Option<Vec<Shard<R>>>>,
     network: Vec<Envelope>,
     tickets: BTreeMap<Ticket, (Party, Asked)>,
     next_ticket: Ticket,
@@ -386,7 +388,12 @@ impl<R: ShardRole> World<R> {
                                 channel_credits_max: options.channel_credits_max,
                             };
                             let key = authority_keys[authority].clone();
-                            ShardHost::start(build, config, key, options.snapshot_every_commands)
+                            let name = format!("authority {authority} shard {shard}");
+                            let fresh = move || build(config.clone(), key.clone());
+                            let host = SimHost::start(name, fresh)
+                                .snapshot_every(options.snapshot_every_commands)
+                                .check_round_trip();
+                            Shard::new(host)
                         })
                         .collect()
                 })
@@ -476,18 +483,18 @@ impl<R: ShardRole> World<R> {
             .is_some_and(|(index, _)| index == authority)
     }
 
-    fn honest(&self) -> impl Iterator<Item = (AuthorityIndex, &Vec<ShardHost<R>>)> {
+    fn honest(&self) -> impl Iterator<Item = (AuthorityIndex, &Vec<Shard<R>>)> {
         self.authorities
             .iter()
             .enumerate()
             .filter_map(|(index, shards)| Some((index as AuthorityIndex, shards.as_ref()?)))
     }
 
-    fn host(&self, authority: AuthorityIndex, shard: ShardIndex) -> Option<&ShardHost<R>> {
+    fn host(&self, authority: AuthorityIndex, shard: ShardIndex) -> Option<&Shard<R>> {
         self.authorities[usize::from(authority)].as_ref()?.get(shard as usize)
     }
 
-    fn host_mut(&mut self, authority: AuthorityIndex, shard: ShardIndex) -> Option<&mut ShardHost<R>> {
+    fn host_mut(&mut self, authority: AuthorityIndex, shard: ShardIndex) -> Option<&mut Shard<R>> {
         self.authorities[usize::from(authority)]
             .as_mut()?
             .get_mut(shard as usize)
@@ -719,7 +726,7 @@ impl<R: ShardRole> World<R> {
     ) -> Result<(), Violation> {
         let (now_ms, delay_ms) = (self.now_ms, self.durable_delay_ms());
         let host = self.host_mut(authority, shard).expect("an honest shard");
-        let waiting = host.up && host.pending() > 0;
+        let waiting = host.up() && host.pending() > 0;
         let outputs = host.handle(now_ms, input, delay_ms);
         self.report.inputs_before_durable += u64::from(waiting);
         let outputs = outputs.map_err(|e| self.host_violation(authority, shard, e))?;
@@ -828,8 +835,8 @@ impl<R: ShardRole> World<R> {
         let shards = self.honest().flat_map(|(_, shards)| {
             shards
                 .iter()
-                .flat_map(|h| match h.up {
-                    true => [h.role.poll_timeout(), h.durable_at_ms],
+                .flat_map(|h| match h.up() {
+                    true => [h.role().poll_timeout(), h.host.durable_at()],
                     false => [h.restart_at_ms, None],
                 })
                 .flatten()
@@ -854,7 +861,7 @@ impl<R: ShardRole> World<R> {
         let shard = self.rng.gen_range(0..self.options.shards);
         let restart_at_ms = self.now_ms + self.rng.gen_range(1..=self.options.faults.restart_ms_max);
         let now_ms = self.now_ms;
-        let Some(host) = self.host_mut(authority, shard).filter(|h| h.up) else {
+        let Some(host) = self.host_mut(authority, shard).filter(|h| h.up()) else {
             return Ok(());
         };
         let lossless = host
@@ -880,10 +887,10 @@ impl<R: ShardRole> World<R> {
     fn describe_unsettled(&self) -> String {
         let mut missing = Vec::new();
         for (authority, shards) in self.honest() {
-            if shards.iter().any(|h| !h.up || h.pending() > 0) {
+            if shards.iter().any(|h| !h.up() || h.pending() > 0) {
                 missing.push(format!("authority {authority} has a shard down or not yet durable"));
             }
-            if shards.iter().any(|h| h.role.shard().credits_unacked() > 0) {
+            if shards.iter().any(|h| h.role().shard().credits_unacked() > 0) {
                 missing.push(format!("authority {authority} has credits in flight"));
             }
             for (index, funding) in self.bridge.fundings.iter().enumerate() {
@@ -908,7 +915,7 @@ impl<R: ShardRole> World<R> {
                 .map(|(_, shards)| {
                     let shard = &shards[self.shard_of(account) as usize];
                     shard
-                        .role
+                        .role()
                         .shard()
                         .account(account, u64::MAX)
                         .map_or(0, |a| a.next_sequence)

@@ -8,7 +8,7 @@ use specie_fastpay::SigningKey;
 use specie_role::{Durable, Output, Role};
 
 use super::checks::Checks;
-use super::host::ShardRole;
+use super::shard::ShardRole;
 use super::{AuthorityBehaviour, ByzantineOptions, World};
 use crate::world::Violation;
 
