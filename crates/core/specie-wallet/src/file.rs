@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use specie_codec::{Decode, DecodeError, Encode};
 use specie_confidential::{Opening, Scalar};
 use specie_log::secret::SecretFileError;
+use specie_log::WaitLockError;
 use specie_transaction::{Address, ConfidentialInput, OutPoint, Output, SpecieTransaction, Txid};
 use thiserror::Error;
 
@@ -215,9 +216,6 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 impl WalletLock {
-    /// Pause between attempts while another command holds the lock.
-    const RETRY_MS: u64 = 20;
-
     /// The sidecar lock file of the wallet at `path`.
     pub fn lock_path(path: &Path) -> PathBuf {
         let mut name = path.as_os_str().to_owned();
@@ -229,46 +227,23 @@ impl WalletLock {
     /// once if it has to wait (to tell the user why nothing happens).
     pub fn acquire(path: &Path, wait_ms: u64, on_wait: impl FnOnce()) -> Result<WalletLock, FileError> {
         let lock = Self::lock_path(path);
-        let mut options = fs::OpenOptions::new();
-        options.create(true).truncate(false).write(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let file = options.open(&lock).map_err(|source| FileError::Io {
-            action: "open the lock file",
-            path: lock.clone(),
-            source,
-        })?;
-        let started = std::time::Instant::now();
-        let mut on_wait = Some(on_wait);
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(WalletLock { _file: file }),
-                Err(fs::TryLockError::WouldBlock) => {}
-                Err(fs::TryLockError::Error(source)) => {
-                    return Err(FileError::Io {
-                        action: "lock",
-                        path: lock,
-                        source,
-                    })
-                }
-            }
-            let waited_ms = started.elapsed().as_millis() as u64;
-            if waited_ms >= wait_ms {
-                return Err(FileError::Busy {
-                    path: path.to_owned(),
-                    lock,
-                    waited_ms,
-                });
-            }
-            if let Some(on_wait) = on_wait.take() {
-                on_wait();
-            }
-            std::thread::sleep(std::time::Duration::from_millis(
-                Self::RETRY_MS.min(wait_ms - waited_ms),
-            ));
+        match specie_log::wait_lock(&lock, wait_ms, on_wait) {
+            Ok(file) => Ok(WalletLock { _file: file }),
+            Err(WaitLockError::Open { path, source }) => Err(FileError::Io {
+                action: "open the lock file",
+                path,
+                source,
+            }),
+            Err(WaitLockError::Lock { path, source }) => Err(FileError::Io {
+                action: "lock",
+                path,
+                source,
+            }),
+            Err(WaitLockError::Busy { waited_ms, .. }) => Err(FileError::Busy {
+                path: path.to_owned(),
+                lock,
+                waited_ms,
+            }),
         }
     }
 }

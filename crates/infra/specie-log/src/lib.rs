@@ -7,6 +7,7 @@ pub mod frame;
 pub mod secret;
 pub mod segment;
 mod snapshot;
+pub mod wait_lock;
 
 use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 pub use dir_lock::{DirLock, DirLockError};
 pub use error::{Corruption, FrameDefect, LogError};
+pub use wait_lock::{wait_lock, WaitLockError};
 
 use error::io_error;
 
