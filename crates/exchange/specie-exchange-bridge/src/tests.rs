@@ -1,6 +1,9 @@
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
+
+use axum::http::{Method, Uri};
+use axum::response::IntoResponse;
+use specie_service::server::serve_on_loopback;
+use specie_service::{ApiError, HttpLimits};
 
 use specie_wallet::exchange::{ExchangeAccount, ExchangeWithdrawal};
 
@@ -13,54 +16,30 @@ type Seen = Arc<Mutex<Vec<String>>>;
 
 /// An exchange that answers its summary (`GET /v1/exchange`: identity [`EXCHANGE`], bridge key
 /// [`BRIDGE`], one asset `usd`) and refuses every other call (400), keeping each request line:
-/// enough to see which step a command takes, without a process.
-fn exchange() -> (String, Seen) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+/// enough to see which step a command takes, without a process. It serves while the returned
+/// runtime lives.
+fn exchange() -> (String, Seen, tokio::runtime::Runtime) {
     let seen = Seen::default();
     let kept = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let mut stream = stream.unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let (mut line, mut length) = (String::new(), 0);
-            reader.read_line(&mut line).unwrap();
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).unwrap();
-                if let Some(value) = header.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = value.trim().parse().unwrap();
-                }
-                if header.trim().is_empty() {
-                    break;
-                }
+    let router = axum::Router::new().fallback(move |method: Method, uri: Uri| {
+        let line = format!("{method} {uri}");
+        kept.lock().unwrap().push(line.clone());
+        async move {
+            match line.as_str() {
+                "GET /v1/exchange" => axum::Json(serde_json::json!({
+                    "exchange": hex::encode(EXCHANGE),
+                    "bridge": hex::encode(BRIDGE),
+                    "assets": ["usd"],
+                    "height": 0,
+                    "state_hash": hex::encode([0u8; 32]),
+                }))
+                .into_response(),
+                _ => ApiError::bad_request("refused by the test").into_response(),
             }
-            reader.read_exact(&mut vec![0; length]).unwrap();
-            let line = line.trim().trim_end_matches(" HTTP/1.1").to_string();
-            let (status, answer) = match line.as_str() {
-                "GET /v1/exchange" => (
-                    "200 OK",
-                    format!(
-                        r#"{{"exchange":"{}","bridge":"{}","assets":["usd"],"height":0,"state_hash":"{}"}}"#,
-                        hex::encode(EXCHANGE),
-                        hex::encode(BRIDGE),
-                        hex::encode([0u8; 32])
-                    ),
-                ),
-                _ => (
-                    "400 Bad Request",
-                    r#"{"code":"refused","message":"refused by the test"}"#.to_string(),
-                ),
-            };
-            kept.lock().unwrap().push(line);
-            let response = format!(
-                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
-            );
-            stream.write_all(response.as_bytes()).unwrap();
         }
     });
-    (url, seen)
+    let (runtime, address) = serve_on_loopback(router, HttpLimits::default()).unwrap();
+    (format!("http://{address}"), seen, runtime)
 }
 
 fn account(urls: &str) -> ExchangeAccount {
@@ -114,7 +93,7 @@ fn refusals_name_their_assets() {
 #[test]
 fn a_recorded_withdrawal_is_resumed_first_and_kept_until_finished() {
     let dir = tempfile::tempdir().unwrap();
-    let (url, seen) = exchange();
+    let (url, seen, _server) = exchange();
     let mut recorded = account(&url);
     recorded.withdrawals.push(ExchangeWithdrawal {
         asset: "usd".into(),
@@ -147,7 +126,7 @@ fn a_recorded_withdrawal_is_resumed_first_and_kept_until_finished() {
 #[test]
 fn an_exchange_other_than_the_wallets_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let (url, seen) = exchange();
+    let (url, seen, _server) = exchange();
     let mut elsewhere = account(&url);
     elsewhere.exchange = [0xee; 32];
     let path = wallet(dir.path(), Some(elsewhere));
@@ -183,7 +162,7 @@ fn a_wallet_without_an_account_is_refused_unless_a_deposit_opens_one() {
     let path = wallet(dir.path(), None);
     let error = Trader::open(&path, None, true, |_| {}).err().unwrap();
     assert!(matches!(error, ExchangeBridgeError::NoAccount { .. }), "{error}");
-    let (url, seen) = exchange();
+    let (url, seen, _server) = exchange();
     let error = Trader::open(&path, Some(&url), false, |_| {}).err().unwrap();
     assert!(matches!(error, ExchangeBridgeError::NoAccount { .. }), "{error}");
     assert_eq!(*seen.lock().unwrap(), ["GET /v1/exchange"]);

@@ -1,9 +1,11 @@
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
+
+use axum::http::{Method, Uri};
 
 use specie_offline_device::DeviceLimits;
 use specie_offline_service::device::{AuthorityClient, DeviceStore};
+use specie_service::server::serve_on_loopback;
+use specie_service::{ApiError, HttpLimits};
 use specie_wallet::session::Submitted;
 use specie_wallet::{Outcome, Settled};
 
@@ -14,42 +16,17 @@ use crate::fund::settled;
 type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
 /// An offline authority that refuses every call (400), keeping each request's line and body:
-/// enough to see which step a run takes first, without a process.
-fn refusing_authority() -> (AuthorityClient, Seen) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+/// enough to see which step a run takes first, without a process. It serves while the returned
+/// runtime lives.
+fn refusing_authority() -> (AuthorityClient, Seen, tokio::runtime::Runtime) {
     let seen = Seen::default();
     let kept = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let mut stream = stream.unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let (mut line, mut length) = (String::new(), 0);
-            reader.read_line(&mut line).unwrap();
-            loop {
-                let mut header = String::new();
-                reader.read_line(&mut header).unwrap();
-                if let Some(value) = header.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = value.trim().parse().unwrap();
-                }
-                if header.trim().is_empty() {
-                    break;
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            kept.lock()
-                .unwrap()
-                .push((line.trim().to_string(), String::from_utf8(body).unwrap()));
-            let answer = r#"{"code":"refused","message":"refused by the test"}"#;
-            let response = format!(
-                "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
-            );
-            stream.write_all(response.as_bytes()).unwrap();
-        }
+    let router = axum::Router::new().fallback(move |method: Method, uri: Uri, body: String| {
+        kept.lock().unwrap().push((format!("{method} {uri} HTTP/1.1"), body));
+        async { ApiError::bad_request("refused by the test") }
     });
-    (AuthorityClient::new(&url, None), seen)
+    let (runtime, address) = serve_on_loopback(router, HttpLimits::default()).unwrap();
+    (AuthorityClient::new(&format!("http://{address}"), None), seen, runtime)
 }
 
 /// A device in a file of its own in `dir`.
@@ -99,7 +76,7 @@ fn a_kept_funding_is_handed_in_first_and_nothing_new_is_paid() {
     let mut file = device(dir.path());
     let kept = funding_path(file.path());
     std::fs::write(&kept, KEPT).unwrap();
-    let (authority, seen) = refusing_authority();
+    let (authority, seen, _server) = refusing_authority();
     let wallet = dir.path().join("wallet.json");
     let mut notices = Vec::new();
     let error = fund_from_core(&mut file, &authority, &wallet, None, 500, &mut |n| notices.push(n)).unwrap_err();
@@ -127,7 +104,7 @@ fn a_kept_funding_is_handed_in_first_and_nothing_new_is_paid() {
 fn nothing_is_paid_before_the_authority_could_issue_the_funding() {
     let dir = tempfile::tempdir().unwrap();
     let mut file = device(dir.path());
-    let (authority, seen) = refusing_authority();
+    let (authority, seen, _server) = refusing_authority();
     let wallet = dir.path().join("wallet.json");
     assert!(fund_from_core(&mut file, &authority, &wallet, None, 500, &mut |_| {}).is_err());
     assert_eq!(seen.lock().unwrap()[0].0, "GET /v1/offline/keys HTTP/1.1");
