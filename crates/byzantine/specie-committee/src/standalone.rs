@@ -208,18 +208,18 @@ pub enum ReadCommitteeError {
 pub fn read_committee(url: &str) -> Result<(Committee, Vec<AuthorityAddresses>), ReadCommitteeError> {
     let url = url.trim_end_matches('/');
     let asked = format!("{url}{COMMITTEE_PATH}");
-    let body: CommitteeBody = ureq::get(&asked)
-        .timeout(Duration::from_secs(10))
-        .call()
-        .map_err(|e| ReadCommitteeError::Unreachable {
-            url: asked.clone(),
-            reason: e.to_string(),
-        })?
-        .into_json()
-        .map_err(|e| ReadCommitteeError::Malformed {
-            url: asked.clone(),
-            reason: e.to_string(),
-        })?;
+    let response =
+        ureq::get(&asked)
+            .timeout(Duration::from_secs(10))
+            .call()
+            .map_err(|e| ReadCommitteeError::Unreachable {
+                url: asked.clone(),
+                reason: e.to_string(),
+            })?;
+    let body: CommitteeBody = specie_wallet::json_limited(response).map_err(|e| ReadCommitteeError::Malformed {
+        url: asked.clone(),
+        reason: e.to_string(),
+    })?;
     committee_at(url, &body)
 }
 

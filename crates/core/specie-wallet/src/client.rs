@@ -718,6 +718,13 @@ fn tls_config(path: &Path) -> Result<Arc<rustls::ClientConfig>, ClientError> {
 
 /// Reads a body of at most [`RESPONSE_BYTES_MAX`] bytes; a longer one is an error rather than
 /// an unbounded allocation.
+/// The JSON body of `response`, refused past [`RESPONSE_BYTES_MAX`] bytes: what a client reads
+/// of any specie service, none of which answers that much (`ureq`'s `into_json` reads without a
+/// bound).
+pub fn json_limited<T: serde::de::DeserializeOwned>(response: ureq::Response) -> std::io::Result<T> {
+    serde_json::from_slice(&read_limited(response)?).map_err(std::io::Error::other)
+}
+
 fn read_limited(response: ureq::Response) -> std::io::Result<Vec<u8>> {
     read_limited_to(response, RESPONSE_BYTES_MAX)
 }

@@ -111,7 +111,7 @@ impl ReplicaClient {
             None => request.call(),
         };
         match response {
-            Ok(response) => match response.into_json() {
+            Ok(response) => match crate::json_limited(response) {
                 Ok(value) => Attempt::Answered(value),
                 Err(error) => Attempt::Failed(ReplicaError::BadAnswer {
                     url: url.to_string(),
@@ -119,7 +119,7 @@ impl ReplicaClient {
                 }),
             },
             Err(ureq::Error::Status(status, response)) => {
-                let error = match response.into_json::<ErrorBody>() {
+                let error = match crate::json_limited::<ErrorBody>(response) {
                     Ok(body) => body.error,
                     Err(_) => ErrorDetail::new("", "refused"),
                 };
