@@ -288,7 +288,10 @@ proptest! {
     #[test]
     fn replicas_agree_with_the_proposer_and_the_model_whatever_the_order(seed: u64) {
         let (kinds, dropped, _) = run_world(seed, 6, 40);
-        prop_assert!(kinds[1] > 0 && kinds[3] > 0, "offers and payments: {kinds:?}");
+        // Offers make up half the draws; a payment is a tenth and is refused whenever its payer
+        // holds none of the asset, so a short world may accept none (seed 3181385424801147936
+        // did). The long world below, on a fixed seed, holds every kind.
+        prop_assert!(kinds[1] > 0, "offers: {kinds:?}");
         prop_assert!(dropped > 0, "the screen dropped something");
     }
 }
