@@ -1,5 +1,5 @@
 //! Decodes arbitrary bytes as a `SpecieTransaction` (every kind: transfer, mint, redeem, FastPay
-//! funding and redeem, offline funding and payout, confidential, anonymous) and as a `CompactTransaction`. Decoding must never panic or allocate
+//! funding and redeem, bridge funding and payout, confidential, anonymous) and as a `CompactTransaction`. Decoding must never panic or allocate
 //! beyond the limits, and whatever decodes must re-encode to exactly the input bytes: specie has
 //! one encoding per value (docs/transaction-format.md).
 

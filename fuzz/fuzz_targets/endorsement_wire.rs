@@ -1,5 +1,5 @@
 //! Feeds arbitrary bytes to the endorsement protocol's wire decoders (docs/endorsement-format.md
-//! §7): the coordinator's messages (`CoordinatorMessage<[u8; 32]>`), the endorsers' answers
+//! §7): the aggregator's messages (`AggregatorMessage<[u8; 32]>`), the endorsers' answers
 //! (`EndorserMessage<RefusalCode>`), an endorser's key file (`EndorserKeys`) and the key
 //! generation and refresh ceremony's messages (`CeremonyMessage`). Nothing may panic; whatever
 //! decodes must re-encode to exactly the input (one encoding per value) and fit the decoder's
@@ -10,13 +10,13 @@
 use libfuzzer_sys::fuzz_target;
 use specie_codec::{Decode, Encode};
 use specie_endorsement::{
-    CeremonyMessage, CoordinatorMessage, EndorserKeys, EndorserMessage, MessageLimits, RefusalCode, ReplyLimits,
+    CeremonyMessage, AggregatorMessage, EndorserKeys, EndorserMessage, MessageLimits, RefusalCode, ReplyLimits,
 };
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(message) = CoordinatorMessage::<[u8; 32]>::decode_exact(data) {
-        assert_eq!(message.encode(), data, "one encoding per coordinator message");
-        assert!(data.len() <= CoordinatorMessage::<[u8; 32]>::encoded_bytes_max(&MessageLimits::default()));
+    if let Ok(message) = AggregatorMessage::<[u8; 32]>::decode_exact(data) {
+        assert_eq!(message.encode(), data, "one encoding per aggregator message");
+        assert!(data.len() <= AggregatorMessage::<[u8; 32]>::encoded_bytes_max(&MessageLimits::default()));
     }
     if let Ok(message) = EndorserMessage::<RefusalCode>::decode_exact(data) {
         assert_eq!(message.encode(), data, "one encoding per endorser message");

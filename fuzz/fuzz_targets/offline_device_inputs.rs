@@ -1,6 +1,6 @@
 //! Feeds arbitrary bytes to what a device reads from strangers and from disk: the device file
 //! (`Device::decode`), payment request and payment strings (`specie offline device pay` and
-//! `receive` take them from anyone), and the lines of a direct exchange (another device process
+//! `receive` take them from anyone), and the lines of a direct hand-over (another device process
 //! sends them over a local link). Nothing may panic; a device file that decodes must re-encode to
 //! exactly the input (it has one encoding); a string that parses must print back to a string that
 //! parses to the same thing.
@@ -10,7 +10,7 @@
 use libfuzzer_sys::fuzz_target;
 use specie_offline_device::Device;
 use specie_offline_service::device::{parse_payment, parse_request, payment_string, request_string};
-use specie_offline_service::exchange::decode_line;
+use specie_offline_service::hand_over::decode_line;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(device) = Device::decode(data) {

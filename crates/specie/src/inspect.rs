@@ -71,10 +71,10 @@ fn print_json(inspection: &Inspection) {
     let marker = inspection.mint_marker.map(|id| hex::encode(id.0));
     let redeem_marker = inspection.redeem_marker.map(|id| hex::encode(id.0));
     let fastpay_marker = inspection.fastpay_marker.map(|id| hex::encode(id.0));
-    let offline_marker = inspection.offline_marker.map(|id| hex::encode(id.0));
+    let bridge_marker = inspection.bridge_marker.map(|id| hex::encode(id.0));
     println!(
         "{}",
-        serde_json::json!({"kind": inspection.kind, "txid": inspection.txid.to_string(), "inputs": inputs, "outputs": outputs_json, "mint_marker": marker, "redeem_marker": redeem_marker, "fastpay_marker": fastpay_marker, "offline_marker": offline_marker, "verdict": verdict_json})
+        serde_json::json!({"kind": inspection.kind, "txid": inspection.txid.to_string(), "inputs": inputs, "outputs": outputs_json, "mint_marker": marker, "redeem_marker": redeem_marker, "fastpay_marker": fastpay_marker, "offline_marker": bridge_marker, "verdict": verdict_json})
     );
 }
 
@@ -96,7 +96,7 @@ fn print_text(inspection: &Inspection) {
     if let Some(marker) = &inspection.fastpay_marker {
         println!("fastpay marker {}", hex::encode(marker.0));
     }
-    if let Some(marker) = &inspection.offline_marker {
+    if let Some(marker) = &inspection.bridge_marker {
         println!("offline marker {}", hex::encode(marker.0));
     }
     match &inspection.verdict {

@@ -58,7 +58,7 @@ pub struct NodeArgs {
     #[arg(long = "issuer", value_name = "HEX")]
     pub issuers: Vec<String>,
     /// The offline authority's bridge key (hex, 32 bytes; `GET /v1/offline/keys` of the authority
-    /// shows it as `bridge`) this node banks for: offline fundings to it and payouts it signed
+    /// shows it as `bridge`) this node banks for: bridge fundings to it and payouts it signed
     /// are valid. Without it, both are refused (`no_offline_authority`). Kept in node.toml.
     #[arg(long, value_name = "HEX", value_parser = parse_key_hex)]
     pub offline_authority: Option<[u8; 32]>,

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use specie_offline::{EvidenceBundle, EVIDENCE_BUNDLE_BYTES_MAX};
+use specie_offline_service::device::{AuthorityClient, DeviceCommandError};
+use specie_offline_service::http_api::{KeyBooksBody, KeysBody};
 
 #[derive(Args)]
 pub struct OfflineArgs {
@@ -127,22 +129,12 @@ pub fn run(args: OfflineArgs) -> anyhow::Result<ExitCode> {
         OfflineCommand::Rotate {
             authority,
             operator_token_file,
-        } => key_change(
-            &authority,
-            &operator_token_file,
-            "/v1/offline/rotate",
-            serde_json::json!({}),
-        ),
+        } => key_change(&authority, &operator_token_file, |client| client.rotate()),
         OfflineCommand::RevokeKey {
             authority,
             operator_token_file,
             key,
-        } => key_change(
-            &authority,
-            &operator_token_file,
-            "/v1/offline/revoke-key",
-            serde_json::json!({ "key": key }),
-        ),
+        } => key_change(&authority, &operator_token_file, |client| client.revoke_key(&key)),
         OfflineCommand::Authority {
             data_dir,
             listen,
@@ -208,22 +200,21 @@ fn check_evidence(file: &std::path::Path) -> anyhow::Result<ExitCode> {
 /// Reads the books and checks them: funded − paid back = outstanding, and per key paid back ≤
 /// issued (value out never exceeds value in, key by key).
 fn audit(authority: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let books = specie_offline_service::device::AuthorityClient::new(authority, None).books()?;
-    let number = |value: &serde_json::Value| value.as_str().and_then(|text| text.parse::<u128>().ok());
+    let books = AuthorityClient::new(authority, None).books()?;
+    let number = |text: &str| text.parse::<u128>().ok();
     let (Some(funded), Some(defunded), Some(outstanding)) = (
-        number(&books["funded"]),
-        number(&books["defunded"]),
-        number(&books["outstanding"]),
+        number(&books.funded),
+        number(&books.defunded),
+        number(&books.outstanding),
     ) else {
-        anyhow::bail!("{authority} answered books without funded, defunded and outstanding: {books}");
+        anyhow::bail!("{authority} answered books whose funded, defunded or outstanding is not a number: {books:?}");
     };
-    let keys = books["by_key"].as_array().cloned().unwrap_or_default();
-    let over: Vec<&serde_json::Value> = keys
+    let over: Vec<&KeyBooksBody> = books
+        .by_key
         .iter()
-        .filter(|key| number(&key["paid"]) > number(&key["issued"]))
+        .filter(|key| number(&key.paid) > number(&key.issued))
         .collect();
-    let debts = books["debts"].as_array().cloned().unwrap_or_default();
-    let owed: u128 = debts.iter().filter_map(|debt| number(&debt["value"])).sum();
+    let owed: u128 = books.debts.iter().filter_map(|debt| number(&debt.value)).sum();
     let balanced = funded.checked_sub(defunded) == Some(outstanding);
     let ok = balanced && over.is_empty();
     if json {
@@ -238,26 +229,23 @@ fn audit(authority: &str, json: bool) -> anyhow::Result<ExitCode> {
             "outstanding in tokens  {outstanding}  (funded − paid back: {})",
             if balanced { "holds" } else { "DOES NOT HOLD" }
         );
-        for key in &keys {
+        for key in &books.by_key {
             println!(
                 "  denomination {:>6}: issued {}, paid back {} (key {})",
-                key["denomination"],
-                key["issued"].as_str().unwrap_or("?"),
-                key["paid"].as_str().unwrap_or("?"),
-                key["issuing_key"].as_str().unwrap_or("?")
+                key.denomination, key.issued, key.paid, key.issuing_key
             );
         }
         if !over.is_empty() {
             println!("{} keys paid back more than they issued", over.len());
         }
-        println!("double-spent value refused: {owed}, owed by {} identities", debts.len());
-        for debt in &debts {
+        println!(
+            "double-spent value refused: {owed}, owed by {} identities",
+            books.debts.len()
+        );
+        for debt in &books.debts {
             println!(
                 "  {} owes {} ({} double spends; evidence: GET /v1/offline/evidence/{})",
-                debt["identity"].as_str().unwrap_or("?"),
-                debt["value"].as_str().unwrap_or("?"),
-                debt["double_spends"],
-                debt["identity"].as_str().unwrap_or("?")
+                debt.identity, debt.value, debt.double_spends, debt.identity
             );
         }
         println!("audit {}", if ok { "OK" } else { "FAILED" });
@@ -269,16 +257,15 @@ fn audit(authority: &str, json: bool) -> anyhow::Result<ExitCode> {
 fn key_change(
     authority: &str,
     token_file: &std::path::Path,
-    path: &str,
-    body: serde_json::Value,
+    change: impl FnOnce(&AuthorityClient) -> Result<KeysBody, DeviceCommandError>,
 ) -> anyhow::Result<ExitCode> {
     let token = std::fs::read_to_string(token_file)
         .with_context(|| format!("cannot read the operator token {}", token_file.display()))?;
-    let client = specie_offline_service::device::AuthorityClient::new(authority, Some(token.trim().to_string()));
-    let answer = client.post(path, body)?;
+    let client = AuthorityClient::new(authority, Some(token.trim().to_string()));
+    let answer = change(&client)?;
     println!(
         "the authority is in period {} (tokens spendable {} periods after their key's, depositable {})",
-        answer["current_period"], answer["spend_periods"], answer["deposit_periods"]
+        answer.current_period, answer.spend_periods, answer.deposit_periods
     );
     Ok(ExitCode::SUCCESS)
 }

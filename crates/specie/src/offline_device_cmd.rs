@@ -11,7 +11,7 @@ use specie_offline_device::DeviceLimits;
 use specie_offline_service::device::{
     parse_payment, parse_request, payment_string, request_string, AuthorityClient, DeviceFile, DeviceStore,
 };
-use specie_offline_service::exchange;
+use specie_offline_service::hand_over;
 
 #[derive(Args)]
 pub struct DeviceArgs {
@@ -125,7 +125,7 @@ enum DeviceCommand {
         amount: u64,
     },
     /// Pay the device listening at --to what it asks, if at most --max; without exact change,
-    /// pay more and take the change back in the same exchange.
+    /// pay more and take the change back in the same hand-over.
     PayDirect {
         #[arg(long)]
         to: std::net::SocketAddr,
@@ -318,7 +318,7 @@ fn enrol(file: &mut DeviceFile, online: &Online, token_file: &Path, keys: usize)
     Ok(())
 }
 
-/// The payee's side of a direct exchange: listens, asks for `amount`, takes the payment.
+/// The payee's side of a direct hand-over: listens, asks for `amount`, takes the payment.
 fn receive_direct(
     file: &mut DeviceFile,
     listen: std::net::SocketAddr,
@@ -331,7 +331,7 @@ fn receive_direct(
     use std::io::Write;
     std::io::stdout().flush()?;
     let timeout = std::time::Duration::from_secs(timeout_s.max(1));
-    let done = exchange::receive_direct(file, &listener, amount, &ring, timeout, now_ms())?;
+    let done = hand_over::receive_direct(file, &listener, amount, &ring, timeout, now_ms())?;
     println!(
         "received {}{}; balance {}",
         done.received - done.paid,
@@ -341,11 +341,11 @@ fn receive_direct(
     Ok(())
 }
 
-/// The payer's side of a direct exchange: pays what the device at `to` asks, up to `max`.
+/// The payer's side of a direct hand-over: pays what the device at `to` asks, up to `max`.
 fn pay_direct(file: &mut DeviceFile, to: std::net::SocketAddr, max: u64, timeout_s: u64) -> anyhow::Result<()> {
     let ring = file.ring()?;
     let timeout = std::time::Duration::from_secs(timeout_s.max(1));
-    let done = exchange::pay_direct(file, to, max, &ring, timeout, now_ms())?;
+    let done = hand_over::pay_direct(file, to, max, &ring, timeout, now_ms())?;
     println!(
         "paid {}{}; balance {}",
         done.paid - done.received,
@@ -392,7 +392,7 @@ fn deposit(file: &mut DeviceFile, client: &AuthorityClient, defund_to: Option<&s
             kept += 1;
             continue;
         }
-        let tx = specie_transaction::SpecieTransaction::OfflinePayout(paid.payout.clone());
+        let tx = specie_transaction::SpecieTransaction::BridgePayout(paid.payout.clone());
         println!(
             "payout for the core: {}",
             hex::encode(specie_codec::Encode::encode(&tx))

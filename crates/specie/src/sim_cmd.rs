@@ -16,7 +16,7 @@ use specie_sim::{
 /// correct and Byzantine users), each under crashes, restarts, partitions and a network that
 /// drops, duplicates, delays and reorders messages; and offline cash (devices paying each other
 /// offline, cheaters spending copies, replays, late syncs, lost answers, authority crashes, and
-/// direct exchanges with change over a link that is cut, a side that vanishes, hostile messages);
+/// direct hand-overs with change over a link that is cut, a side that vanishes, hostile messages);
 /// and the exchange (blocks of offers cleared at one price per asset, replicas applying them
 /// shuffled and on one thread, proposer crashes, replicas restored from snapshots, hostile
 /// transactions, deposits handed in twice); and the atomizer (blocks ordered from shards'
@@ -73,12 +73,12 @@ struct Totals {
     cluster_confirmed: u64,
     byzantine_payments: u64,
     offline_payments: u64,
-    exchanges: u64,
-    exchanges_completed: u64,
-    exchanges_with_change: u64,
-    exchanges_cut: u64,
-    exchanges_vanished: u64,
-    exchanges_refused: u64,
+    hand_overs: u64,
+    hand_overs_completed: u64,
+    hand_overs_with_change: u64,
+    hand_overs_cut: u64,
+    hand_overs_vanished: u64,
+    hand_overs_refused: u64,
     exchange_blocks: u64,
     exchange_trades: u64,
     atomizer_blocks: u64,
@@ -113,12 +113,12 @@ pub fn run_sim(args: SimArgs) -> anyhow::Result<ExitCode> {
         t.cluster_confirmed,
         t.byzantine_payments,
         t.offline_payments,
-        t.exchanges,
-        t.exchanges_completed,
-        t.exchanges_with_change,
-        t.exchanges_cut,
-        t.exchanges_vanished,
-        t.exchanges_refused,
+        t.hand_overs,
+        t.hand_overs_completed,
+        t.hand_overs_with_change,
+        t.hand_overs_cut,
+        t.hand_overs_vanished,
+        t.hand_overs_refused,
         t.exchange_blocks,
         t.exchange_trades,
         t.atomizer_blocks,
@@ -262,12 +262,12 @@ fn offline_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
     let r = run_offline(options.clone())?;
     totals.offline_payments += r.payments;
     totals.crashes += r.crashes;
-    totals.exchanges += r.exchanges;
-    totals.exchanges_completed += r.exchanges_completed;
-    totals.exchanges_with_change += r.exchanges_with_change;
-    totals.exchanges_cut += r.exchanges_cut;
-    totals.exchanges_vanished += r.exchanges_vanished;
-    totals.exchanges_refused += r.exchanges_refused;
+    totals.hand_overs += r.hand_overs;
+    totals.hand_overs_completed += r.hand_overs_completed;
+    totals.hand_overs_with_change += r.hand_overs_with_change;
+    totals.hand_overs_cut += r.hand_overs_cut;
+    totals.hand_overs_vanished += r.hand_overs_vanished;
+    totals.hand_overs_refused += r.hand_overs_refused;
     Ok(format!(
         "offline cash: {} devices ({} cheating), {} payments offline, {} copies spent again, {} replays and {} revoked tokens refused by payees, {} deposits ({} sent again after a lost answer), {} double spends refused, {} owners named, {} direct exchanges ({} completed, {} with change, {} cut, {} with a side vanished, {} refused ({} not payable); {} hostile messages refused, {} lost payments refused late, {} tokens in limbo), {} authority crashes, trace {:016x}",
         options.devices,
@@ -280,13 +280,13 @@ fn offline_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
         r.deposits_resent,
         r.double_spends_refused,
         r.debtors,
-        r.exchanges,
-        r.exchanges_completed,
-        r.exchanges_with_change,
-        r.exchanges_cut,
-        r.exchanges_vanished,
-        r.exchanges_refused,
-        r.exchanges_not_payable,
+        r.hand_overs,
+        r.hand_overs_completed,
+        r.hand_overs_with_change,
+        r.hand_overs_cut,
+        r.hand_overs_vanished,
+        r.hand_overs_refused,
+        r.hand_overs_not_payable,
         r.hostile_refused,
         r.late_payments_refused,
         r.tokens_in_limbo,

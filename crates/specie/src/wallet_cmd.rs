@@ -1027,7 +1027,7 @@ fn describe(wallet: &Wallet, kind: &PendingKind, unit: &str) -> String {
         PendingKind::Redeem { amount } => format!("redeem of {amount} {unit}"),
         PendingKind::FastpayFunding { amount } => format!("funding of {amount} {unit} into a Byzantine-mode account"),
         PendingKind::FastpayRedeem { amount } => format!("{amount} {unit} back from a Byzantine-mode account"),
-        PendingKind::OfflineFunding { amount } => format!("funding of {amount} {unit} into offline cash"),
+        PendingKind::BridgeFunding { amount } => format!("funding of {amount} {unit} into offline cash"),
         PendingKind::Shield { amount } => format!("shielding of {amount} {unit}"),
         PendingKind::ConfidentialPayment { to, amount } => format!(
             "confidential payment of {amount} {unit} to {}",

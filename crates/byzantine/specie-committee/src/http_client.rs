@@ -13,8 +13,6 @@
 //! behind another authority's.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,20 +22,18 @@ use specie_fastpay::{
     decode_exact, AccountKey, AuthorityIndex, BrokenPromise, Certificate, Committee, SignedOrder, SignedRoundChange,
     SignedRoundRequest, SigningKey, Vote, CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX, SIGNED_ROUND_CHANGE_BYTES_MAX,
 };
+use specie_service::client::{Body, CallError, LeaderSearch, Replicas};
 use thiserror::Error;
 
 use crate::call::{Call, Heard};
 use crate::http_api::{
-    AccountBody, ConfirmedBody, ErrorBody, FundedBody, Proposal, ACCOUNTS_PATH, CERTIFICATES_PATH, CODE_NOT_LEADER,
-    CODE_OUTCOME_UNKNOWN, CODE_REFUSED, CODE_SETTLED, CODE_STOPPING, FUNDINGS_PATH, LOCKS_PATH, ORDERS_PATH,
-    PROPOSALS_PATH, ROUND_CHANGES_PATH,
+    AccountBody, ConfirmedBody, FundedBody, Proposal, RefusalFields, ACCOUNTS_PATH, CERTIFICATES_PATH, CODE_REFUSED,
+    CODE_SETTLED, FUNDINGS_PATH, LOCKS_PATH, ORDERS_PATH, PROPOSALS_PATH, ROUND_CHANGES_PATH,
 };
 use crate::payment::{Payment, PaymentError, PaymentOptions, Step};
 
 /// The largest vote a client reads (a vote is 135 bytes).
 const VOTE_BYTES_MAX: usize = 1024;
-/// The largest JSON answer a client reads: an account with 64 certificates of a large committee.
-const JSON_BYTES_MAX: u64 = 8 << 20;
 
 /// Where one authority's shards answer: per shard, the base URL of each replica of its group
 /// (`http://127.0.0.1:18501`).
@@ -250,17 +246,10 @@ pub enum FundWait {
     All,
 }
 
-/// The replicas of one authority shard and which of them leads, as far as the client knows.
-struct ShardEndpoints {
-    replicas: Vec<String>,
-    leader: AtomicUsize,
-}
-
 /// Everything the worker threads share.
 struct Endpoints {
-    authorities: Vec<Vec<ShardEndpoints>>,
-    agent: ureq::Agent,
-    request_timeout: Duration,
+    /// Per authority, per shard: the replicas of the shard's group.
+    authorities: Vec<Vec<Replicas>>,
     observer: Option<Sender<Observed>>,
 }
 
@@ -297,6 +286,22 @@ impl HttpCommittee {
         if options.workers_per_authority == 0 {
             return Err(HttpCommitteeError::NoWorkers);
         }
+        let agent = ureq::AgentBuilder::new()
+            .timeout(options.request_timeout)
+            .timeout_connect(options.request_timeout.min(Duration::from_secs(1)))
+            .max_idle_connections_per_host(options.workers_per_authority)
+            .build();
+        // One call, leader search included, within the request time-out; a group none of whose
+        // replicas can be reached is given up on at once: it is down, and waiting for it would
+        // only hold up this authority's other calls. Only the committee's listed replicas are
+        // asked.
+        let search = LeaderSearch {
+            rounds_max: u32::MAX,
+            pause: LEADER_SEARCH_PAUSE,
+            deadline: Some(options.request_timeout),
+            wait_while_down: false,
+            follow_unlisted: false,
+        };
         let mut authorities = vec![];
         for (authority, address) in addresses.into_iter().enumerate() {
             if address.shards.is_empty() || address.shards.iter().any(Vec::is_empty) {
@@ -308,22 +313,12 @@ impl HttpCommittee {
                 address
                     .shards
                     .into_iter()
-                    .map(|replicas| ShardEndpoints {
-                        replicas,
-                        leader: AtomicUsize::new(0),
-                    })
+                    .map(|replicas| Replicas::of(replicas, agent.clone(), search.clone()))
                     .collect(),
             );
         }
-        let agent = ureq::AgentBuilder::new()
-            .timeout(options.request_timeout)
-            .timeout_connect(options.request_timeout.min(Duration::from_secs(1)))
-            .max_idle_connections_per_host(options.workers_per_authority)
-            .build();
         let endpoints = Arc::new(Endpoints {
             authorities,
-            agent,
-            request_timeout: options.request_timeout,
             observer: options.observer,
         });
         let mut queues = vec![];
@@ -622,135 +617,47 @@ impl Endpoints {
         None
     }
 
-    /// One HTTP call to the shard's replica group, within the request time-out: starts at the
-    /// replica believed to lead, follows `not_leader` answers, passes over a replica it cannot
-    /// reach, and pauses after each round of replicas that gave no answer (an election). A group
-    /// none of whose replicas can be reached, one after another, is given up on at once: it is
-    /// down, and waiting for it would only hold up this authority's other calls.
-    fn call(&self, shard: &ShardEndpoints, call: HttpCall, parse: fn(Vec<u8>) -> AuthorityReply) -> AuthorityReply {
-        let deadline = Instant::now() + self.request_timeout;
-        let count = shard.replicas.len();
-        let mut last = String::from("no replica tried");
-        let mut misses = 0usize;
-        let mut unreachable = 0usize;
-        loop {
-            if unreachable >= count {
-                return AuthorityReply::Unavailable(last);
-            }
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            if remaining.is_zero() {
-                return AuthorityReply::Unavailable(last);
-            }
-            if misses > 0 && misses.is_multiple_of(count) {
-                std::thread::sleep(LEADER_SEARCH_PAUSE.min(remaining));
-            }
-            let index = shard.leader.load(Ordering::Relaxed) % count;
-            let url = format!("{}{}", shard.replicas[index], call.path());
-            match self.attempt(&call, &url, remaining) {
-                Attempt::Answered(Ok(bytes)) => return parse(bytes),
-                Attempt::Answered(Err(reply)) => return reply,
-                Attempt::Unreachable(why) => {
-                    shard.leader.store((index + 1) % count, Ordering::Relaxed);
-                    last = why;
-                    misses += 1;
-                    unreachable += 1;
-                }
-                Attempt::Elsewhere { leader_http, why } => {
-                    unreachable = 0;
-                    let hinted = leader_http.and_then(|http| {
-                        shard
-                            .replicas
-                            .iter()
-                            .position(|r| r.trim_start_matches("http://") == http)
-                    });
-                    shard
-                        .leader
-                        .store(hinted.unwrap_or((index + 1) % count), Ordering::Relaxed);
-                    last = why;
-                    misses += 1;
-                }
-            }
-        }
-    }
-
-    /// One request to one replica.
-    fn attempt(&self, call: &HttpCall, url: &str, timeout: Duration) -> Attempt {
-        let result = match call {
-            HttpCall::Get(_) => self.agent.get(url).timeout(timeout).call(),
-            HttpCall::Post(_, body) => self
-                .agent
-                .post(url)
-                .timeout(timeout)
-                .set("Content-Type", "application/octet-stream")
-                .send_bytes(body),
+    /// One HTTP call to the shard's replica group ([`Replicas`]: the leader search), and what
+    /// its answer amounts to.
+    fn call(&self, shard: &Replicas, call: HttpCall, parse: fn(Vec<u8>) -> AuthorityReply) -> AuthorityReply {
+        let answer = match &call {
+            HttpCall::Get(path) => shard.call::<RefusalFields>("GET", path, Body::Empty),
+            HttpCall::Post(path, bytes) => shard.call("POST", path, Body::Bytes(bytes)),
         };
-        let (status, response) = match result {
-            Ok(response) => {
-                return Attempt::Answered(read_body(response).map_err(|error| malformed("answer", error)));
+        match answer {
+            Ok(bytes) => parse(bytes),
+            Err(CallError::Refused { error, .. }) if error.code == CODE_SETTLED => {
+                settled(error.more.certificate.as_deref())
             }
-            Err(ureq::Error::Status(status, response)) => (status, response),
-            Err(error) => return Attempt::Unreachable(format!("{url}: {error}")),
-        };
-        let error = read_body(response)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<ErrorBody>(&bytes).ok())
-            .map(|body| body.error);
-        let reply = match error {
-            Some(error) if error.code == CODE_SETTLED => settled(error.more.certificate.as_deref()),
-            Some(error) if error.code == CODE_REFUSED => AuthorityReply::Refused {
+            Err(CallError::Refused { error, .. }) if error.code == CODE_REFUSED => AuthorityReply::Refused {
                 refusal: error.more.refusal.unwrap_or_default(),
                 message: error.message,
                 next_sequence: error.more.next_sequence,
                 round: error.more.round,
             },
-            Some(error) if RETRY_ELSEWHERE.contains(&error.code.as_str()) => {
-                return Attempt::Elsewhere {
-                    leader_http: error.leader_http,
-                    why: format!("{url}: {}", error.message),
-                }
+            Err(CallError::Refused { url, status, error }) if error.code.is_empty() => {
+                AuthorityReply::Unavailable(format!("{url}: {status} {}", error.message))
             }
-            Some(error) => AuthorityReply::Unavailable(format!("{url}: {status} {}: {}", error.code, error.message)),
-            None => AuthorityReply::Unavailable(format!("{url}: HTTP {status}")),
-        };
-        Attempt::Answered(Err(reply))
+            Err(CallError::Refused { url, status, error }) => {
+                AuthorityReply::Unavailable(format!("{url}: {status} {}: {}", error.code, error.message))
+            }
+            Err(CallError::BadAnswer { reason, .. }) => malformed("answer", reason),
+            Err(other) => AuthorityReply::Unavailable(other.to_string()),
+        }
     }
 }
 
-/// Answers after which the same request goes to (another) replica of the group: it did not lead,
-/// lost the lead meanwhile (every request is idempotent), or was stopping.
-const RETRY_ELSEWHERE: [&str; 3] = [CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_STOPPING];
-
 /// How long a client pauses after a round of replicas none of which led.
 const LEADER_SEARCH_PAUSE: Duration = Duration::from_millis(50);
-
-/// What one request to one replica came to.
-enum Attempt {
-    /// The body of a 200 answer, or the reply an error answer amounts to.
-    Answered(Result<Vec<u8>, AuthorityReply>),
-    /// Ask another replica (the leader, if the answer named it).
-    Elsewhere { leader_http: Option<String>, why: String },
-    /// No answer at all (refused, reset, timed out): ask another replica.
-    Unreachable(String),
-}
 
 enum HttpCall {
     Get(String),
     Post(String, Vec<u8>),
 }
 
-impl HttpCall {
-    fn path(&self) -> &str {
-        match self {
-            HttpCall::Get(path) | HttpCall::Post(path, _) => path,
-        }
-    }
-}
-
 /// Why an authority's answer could not be used.
 #[derive(Debug, Error)]
 enum MalformedAnswer {
-    #[error("cannot read the answer: {0}")]
-    Read(#[from] std::io::Error),
     #[error("not JSON of the expected shape: {0}")]
     Json(#[from] serde_json::Error),
     #[error("not hex: {0}")]
@@ -759,12 +666,6 @@ enum MalformedAnswer {
     Decode(#[from] specie_codec::DecodeError),
     #[error("no {0}")]
     Missing(&'static str),
-}
-
-fn read_body(response: ureq::Response) -> Result<Vec<u8>, MalformedAnswer> {
-    let mut bytes = vec![];
-    response.into_reader().take(JSON_BYTES_MAX).read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 fn malformed(what: &str, error: impl std::fmt::Display) -> AuthorityReply {
@@ -876,6 +777,7 @@ fn account_state(bytes: Vec<u8>) -> AuthorityReply {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http_api::{CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_STOPPING};
 
     fn refused(refusal: &str, next_sequence: Option<u64>) -> AuthorityReply {
         AuthorityReply::Refused {
@@ -924,5 +826,10 @@ mod tests {
         assert!(matches!(settled(None), AuthorityReply::Unavailable(why) if why.contains("no certificate")));
         assert!(matches!(settled(Some("zz")), AuthorityReply::Unavailable(_)));
         assert!(matches!(settled(Some("00")), AuthorityReply::Unavailable(_)));
+        // The answers with which the authorities' replicas send a client elsewhere are the ones
+        // the shared client follows.
+        for code in [CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_STOPPING] {
+            assert!(specie_service::client::ASK_ELSEWHERE.contains(&code), "{code}");
+        }
     }
 }

@@ -216,10 +216,11 @@ pub fn read_committee(url: &str) -> Result<(Committee, Vec<AuthorityAddresses>),
                 url: asked.clone(),
                 reason: e.to_string(),
             })?;
-    let body: CommitteeBody = specie_wallet::json_limited(response).map_err(|e| ReadCommitteeError::Malformed {
-        url: asked.clone(),
-        reason: e.to_string(),
-    })?;
+    let body: CommitteeBody =
+        specie_service::client::json_limited(response).map_err(|e| ReadCommitteeError::Malformed {
+            url: asked.clone(),
+            reason: e.to_string(),
+        })?;
     committee_at(url, &body)
 }
 

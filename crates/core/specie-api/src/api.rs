@@ -7,15 +7,19 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
-use serde_json::json;
 use specie_archiver::{Block, BlockHeader, DisputeProof, LedgerEntry, LedgerHead};
 use specie_codec::Decode;
 use specie_codec::Encode;
 use specie_service::ApiError;
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
 
-use crate::status::{CompletionSender, NodeInfo, TxStatus};
+use crate::http_api::{
+    BlockBody, DigestBody, DisputeBody, DisputeQuery, HeaderBody, LedgerEntryBody, LedgerHeadBody, NodeInfo,
+    PresentBody, QueryRequest, SubmitBody, SubmitRequest, SubmitResultBody, UhsIdBody, INFO_PATH, LEDGER_BLOCKS_PATH,
+    LEDGER_DISPUTES_PATH, LEDGER_PATH, LEDGER_TRANSACTIONS_PATH, TRANSACTIONS_PATH, UHS_DIGEST_PATH, UHS_PATH,
+    UHS_QUERY_PATH,
+};
+use crate::status::{CompletionSender, TxStatus};
 
 pub const BODY_BYTES_MAX: usize = 4 * 1024 * 1024;
 pub const SUBMIT_TRANSACTIONS_MAX: usize = 1000;
@@ -79,16 +83,19 @@ pub trait Backend: Clone + Send + Sync + 'static {
 
 pub fn router<B: Backend>(node: B) -> Router {
     Router::new()
-        .route("/v1/info", get(info::<B>))
-        .route("/v1/transactions", post(submit::<B>))
-        .route("/v1/uhs/query", post(query::<B>))
-        .route("/v1/uhs/digest", get(digest::<B>))
-        .route("/v1/uhs/{id}", get(query_one::<B>))
-        .route("/v1/ledger", get(ledger_head::<B>))
-        .route("/v1/ledger/blocks/{height}", get(ledger_block::<B>))
-        .route("/v1/ledger/transactions/{txid}", get(ledger_transaction::<B>))
-        .route("/v1/ledger/disputes/{txid}", get(ledger_dispute::<B>))
-        .route("/v1/transactions/{txid}", get(transaction_status::<B>))
+        .route(INFO_PATH, get(info::<B>))
+        .route(TRANSACTIONS_PATH, post(submit::<B>))
+        .route(UHS_QUERY_PATH, post(query::<B>))
+        .route(UHS_DIGEST_PATH, get(digest::<B>))
+        .route(&format!("{UHS_PATH}/{{id}}"), get(query_one::<B>))
+        .route(LEDGER_PATH, get(ledger_head::<B>))
+        .route(&format!("{LEDGER_BLOCKS_PATH}/{{height}}"), get(ledger_block::<B>))
+        .route(
+            &format!("{LEDGER_TRANSACTIONS_PATH}/{{txid}}"),
+            get(ledger_transaction::<B>),
+        )
+        .route(&format!("{LEDGER_DISPUTES_PATH}/{{txid}}"), get(ledger_dispute::<B>))
+        .route(&format!("{TRANSACTIONS_PATH}/{{txid}}"), get(transaction_status::<B>))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -131,33 +138,14 @@ async fn on_node<T: Send + 'static>(
         })
 }
 
-async fn info<B: Backend>(State(node): State<B>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn info<B: Backend>(State(node): State<B>) -> Result<Json<NodeInfo>, ApiError> {
     let mut info = on_node(move || node.info()).await?;
     // docs/api.md: keys are lowercase hex in responses too, whatever case a cluster file used.
     info.issuers.iter_mut().for_each(|key| key.make_ascii_lowercase());
-    Ok(Json(serde_json::to_value(info).expect("info serializes")))
+    Ok(Json(info))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SubmitRequest {
-    transactions: Vec<String>,
-    timeout_ms: Option<u64>,
-}
-
-#[derive(Serialize, Clone)]
-struct SubmitResult {
-    txid: Option<String>,
-    status: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    code: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    index: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<String>,
-}
-
-impl SubmitResult {
+impl SubmitResultBody {
     fn from_status(txid: String, status: &TxStatus) -> Self {
         let (name, message, index) = match status {
             TxStatus::Confirmed => ("confirmed", None, None),
@@ -184,9 +172,9 @@ impl SubmitResult {
             ),
         };
         let code = (!matches!(status, TxStatus::Confirmed)).then(|| status.code().to_string());
-        SubmitResult {
+        SubmitResultBody {
             txid: Some(txid),
-            status: name,
+            status: name.to_string(),
             code,
             index,
             message,
@@ -197,7 +185,7 @@ impl SubmitResult {
 async fn submit<B: Backend>(
     State(node): State<B>,
     body: Result<Json<SubmitRequest>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<SubmitBody>, ApiError> {
     let Json(request) = body.map_err(json_rejection)?;
     if request.transactions.len() > SUBMIT_TRANSACTIONS_MAX {
         let message = format!(
@@ -215,15 +203,15 @@ async fn submit<B: Backend>(
         .enumerate()
         .map(|(i, text)| decode_hex(text, &format!("transactions[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut results: Vec<Option<SubmitResult>> = vec![None; request.transactions.len()];
+    let mut results: Vec<Option<SubmitResultBody>> = vec![None; request.transactions.len()];
     let mut decoded = vec![];
     for (position, bytes) in bytes.iter().enumerate() {
         match SpecieTransaction::decode_exact(bytes) {
             Ok(tx) => decoded.push((position as u64, tx)),
             Err(e) => {
-                results[position] = Some(SubmitResult {
+                results[position] = Some(SubmitResultBody {
                     txid: None,
-                    status: "malformed",
+                    status: "malformed".into(),
                     code: Some("decode_error".into()),
                     index: None,
                     message: Some(format!("transactions[{position}] is hex but not a transaction: {e}")),
@@ -247,7 +235,7 @@ async fn submit<B: Backend>(
         match tokio::time::timeout_at(deadline, completions.recv()).await {
             Ok(Some(completion)) => {
                 let position = completion.client_ref as usize;
-                results[position] = Some(SubmitResult::from_status(
+                results[position] = Some(SubmitResultBody::from_status(
                     hex::encode(completion.txid.0),
                     &completion.status,
                 ));
@@ -260,22 +248,20 @@ async fn submit<B: Backend>(
     for (position, txid) in txids {
         if results[position].is_none() {
             let message = format!("not final after {timeout_ms} ms; query its outputs with /v1/uhs/query");
-            results[position] = Some(SubmitResult {
+            results[position] = Some(SubmitResultBody {
                 txid: Some(txid),
-                status: "pending",
+                status: "pending".into(),
                 code: Some("timeout".into()),
                 index: None,
                 message: Some(message),
             });
         }
     }
-    Ok(Json(json!({"results": results})))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct QueryRequest {
-    ids: Vec<String>,
+    let results = results
+        .into_iter()
+        .map(|result| result.expect("every transaction has a result: malformed, final or pending"))
+        .collect();
+    Ok(Json(SubmitBody { results }))
 }
 
 /// Decodes `field` as docs/api.md defines hex: lowercase, two digits (`0`-`9`, `a`-`f`) a byte,
@@ -321,7 +307,7 @@ fn parse_id(text: &str, field: &str) -> Result<UhsId, ApiError> {
 async fn query<B: Backend>(
     State(node): State<B>,
     body: Result<Json<QueryRequest>, JsonRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<PresentBody>, ApiError> {
     let Json(request) = body.map_err(json_rejection)?;
     if request.ids.len() > QUERY_IDS_MAX {
         let message = format!("{} ids in one query; the limit is {QUERY_IDS_MAX}", request.ids.len());
@@ -334,51 +320,54 @@ async fn query<B: Backend>(
         .map(|(i, text)| parse_id(text, &format!("ids[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
     let present = on_node(move || node.query_uhs(&ids)).await?;
-    Ok(Json(json!({"present": present})))
+    Ok(Json(PresentBody { present }))
 }
 
-async fn query_one<B: Backend>(
-    State(node): State<B>,
-    Path(id): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+async fn query_one<B: Backend>(State(node): State<B>, Path(id): Path<String>) -> Result<Json<UhsIdBody>, ApiError> {
     let uhs_id = parse_id(&id, "the id in the path")?;
     let present = on_node(move || node.query_uhs(&[uhs_id])).await?;
-    Ok(Json(json!({"id": hex::encode(uhs_id.0), "present": present[0]})))
+    Ok(Json(UhsIdBody {
+        id: hex::encode(uhs_id.0),
+        present: present[0],
+    }))
 }
 
-async fn digest<B: Backend>(State(node): State<B>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn digest<B: Backend>(State(node): State<B>) -> Result<Json<DigestBody>, ApiError> {
     let (ids, sha256) = on_node(move || node.uhs_digest()).await?;
-    Ok(Json(json!({"ids": ids, "sha256_sorted": hex::encode(sha256)})))
+    Ok(Json(DigestBody {
+        ids,
+        sha256_sorted: hex::encode(sha256),
+    }))
 }
 
-fn header_json(header: &BlockHeader) -> serde_json::Value {
-    json!({
-        "height": header.height,
-        "hash": hex::encode(header.hash()),
-        "previous": hex::encode(header.previous),
-        "records": header.records,
-        "records_root": hex::encode(header.records_root),
-        "txids_root": hex::encode(header.txids_root),
-        "encoded": hex::encode(header.encode()),
-    })
+fn header_body(header: &BlockHeader) -> HeaderBody {
+    HeaderBody {
+        height: header.height,
+        hash: hex::encode(header.hash()),
+        previous: hex::encode(header.previous),
+        records: header.records,
+        records_root: hex::encode(header.records_root),
+        txids_root: hex::encode(header.txids_root),
+        encoded: hex::encode(header.encode()),
+    }
 }
 
-async fn ledger_head<B: Backend>(State(node): State<B>) -> Result<Json<serde_json::Value>, ApiError> {
+async fn ledger_head<B: Backend>(State(node): State<B>) -> Result<Json<LedgerHeadBody>, ApiError> {
     let head = on_node(move || node.ledger_head()).await?;
-    Ok(Json(json!({
-        "height": head.height,
-        "head": head.head.as_ref().map(header_json),
-        "uhs_ids": head.uhs.0,
-        "uhs_sha256_sorted": hex::encode(head.uhs.1),
-        "waiting": head.waiting,
-        "undecided": head.undecided,
-    })))
+    Ok(Json(LedgerHeadBody {
+        height: head.height,
+        head: head.head.as_ref().map(header_body),
+        uhs_ids: head.uhs.0,
+        uhs_sha256_sorted: hex::encode(head.uhs.1),
+        waiting: head.waiting as u64,
+        undecided: head.undecided as u64,
+    }))
 }
 
 async fn ledger_block<B: Backend>(
     State(node): State<B>,
     Path(height): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<BlockBody>, ApiError> {
     let height: u64 = height.parse().ok().filter(|h| *h > 0).ok_or_else(|| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -393,18 +382,17 @@ async fn ledger_block<B: Backend>(
             format!("the ledger has no block {height} yet"),
         )
     })?;
-    let txids: Vec<String> = block.records.iter().map(|r| hex::encode(r.txid().0)).collect();
-    Ok(Json(json!({
-        "header": header_json(&block.header),
-        "txids": txids,
-        "encoded": hex::encode(block.encode()),
-    })))
+    Ok(Json(BlockBody {
+        header: header_body(&block.header),
+        txids: block.records.iter().map(|r| hex::encode(r.txid().0)).collect(),
+        encoded: hex::encode(block.encode()),
+    }))
 }
 
 async fn ledger_transaction<B: Backend>(
     State(node): State<B>,
     Path(txid): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<LedgerEntryBody>, ApiError> {
     let txid = Txid(parse_id(&txid, "the txid in the path")?.0);
     let reader = node.clone();
     let Some(entry) = on_node(move || reader.ledger_transaction(txid)).await? else {
@@ -420,19 +408,14 @@ async fn ledger_transaction<B: Backend>(
             ),
         ));
     };
-    Ok(Json(json!({
-        "txid": hex::encode(txid.0),
-        "height": entry.located.height,
-        "position": entry.located.position,
-        "header": header_json(&entry.header),
-        "record": hex::encode(entry.record.encode()),
-        "proof": hex::encode(entry.proof.encode()),
-    })))
-}
-
-#[derive(serde::Deserialize)]
-struct DisputeQuery {
-    height: Option<u64>,
+    Ok(Json(LedgerEntryBody {
+        txid: hex::encode(txid.0),
+        height: entry.located.height,
+        position: entry.located.position,
+        header: header_body(&entry.header),
+        record: hex::encode(entry.record.encode()),
+        proof: hex::encode(entry.proof.encode()),
+    }))
 }
 
 /// `GET /v1/ledger/disputes/{txid}?height=H`: the proof that the transaction is, or is not, in
@@ -441,7 +424,7 @@ async fn ledger_dispute<B: Backend>(
     State(node): State<B>,
     Path(txid): Path<String>,
     query: Result<axum::extract::Query<DisputeQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<DisputeBody>, ApiError> {
     let txid = Txid(parse_id(&txid, "the txid in the path")?.0);
     let axum::extract::Query(query) = query.map_err(|_| {
         ApiError::new(
@@ -462,15 +445,15 @@ async fn ledger_dispute<B: Backend>(
     let verdict = proof
         .check()
         .map_err(|error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", error.to_string()))?;
-    Ok(Json(json!({
-        "txid": hex::encode(txid.0),
-        "height": verdict.height,
-        "head": hex::encode(verdict.head),
-        "included": verdict.located.is_some(),
-        "block": verdict.located.map(|l| l.height),
-        "position": verdict.located.map(|l| l.position),
-        "proof": hex::encode(proof.encode()),
-    })))
+    Ok(Json(DisputeBody {
+        txid: hex::encode(txid.0),
+        height: verdict.height,
+        head: hex::encode(verdict.head),
+        included: verdict.located.is_some(),
+        block: verdict.located.map(|l| l.height),
+        position: verdict.located.map(|l| l.position),
+        proof: hex::encode(proof.encode()),
+    }))
 }
 
 /// `GET /v1/transactions/{txid}`: the watchtower's outcome of a transaction this node decided
@@ -478,7 +461,7 @@ async fn ledger_dispute<B: Backend>(
 async fn transaction_status<B: Backend>(
     State(node): State<B>,
     Path(txid): Path<String>,
-) -> Result<Json<SubmitResult>, ApiError> {
+) -> Result<Json<SubmitResultBody>, ApiError> {
     let txid = Txid(parse_id(&txid, "the txid in the path")?.0);
     let status = on_node(move || node.transaction_status(txid)).await?.ok_or_else(|| {
         ApiError::new(
@@ -490,5 +473,5 @@ async fn transaction_status<B: Backend>(
             ),
         )
     })?;
-    Ok(Json(SubmitResult::from_status(hex::encode(txid.0), &status)))
+    Ok(Json(SubmitResultBody::from_status(hex::encode(txid.0), &status)))
 }

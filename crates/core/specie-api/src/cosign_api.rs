@@ -16,7 +16,6 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{json, Value};
 use specie_auditor::ActiveAuditor;
 use specie_codec::Decode;
 use specie_transaction::{DecodeLimits, SpecieTransaction};
@@ -24,14 +23,15 @@ use specie_transaction::{DecodeLimits, SpecieTransaction};
 use specie_service::ApiError;
 
 use crate::api::json_rejection;
+use crate::http_api::{CosignBody, CosignInfoBody, CosignRequest, COSIGN_PATH, INFO_PATH};
 
 /// Largest request body: a hex transaction at the decoder's limit, and the JSON around it.
 pub const COSIGN_BODY_BYTES_MAX: usize = 2 * DecodeLimits::TRANSACTION_BYTES_MAX_DEFAULT + 1024;
 
 pub fn router(auditor: ActiveAuditor) -> Router {
     Router::new()
-        .route("/v1/info", get(info))
-        .route("/v1/cosign", post(cosign))
+        .route(INFO_PATH, get(info))
+        .route(COSIGN_PATH, post(cosign))
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -43,19 +43,16 @@ pub fn router(auditor: ActiveAuditor) -> Router {
         .with_state(Arc::new(auditor))
 }
 
-async fn info(State(auditor): State<Arc<ActiveAuditor>>) -> Json<Value> {
-    Json(json!({ "cosigning_key": hex::encode(auditor.public_key()) }))
-}
-
-#[derive(serde::Deserialize)]
-struct CosignRequest {
-    transaction: String,
+async fn info(State(auditor): State<Arc<ActiveAuditor>>) -> Json<CosignInfoBody> {
+    Json(CosignInfoBody {
+        cosigning_key: hex::encode(auditor.public_key()),
+    })
 }
 
 async fn cosign(
     State(auditor): State<Arc<ActiveAuditor>>,
     request: Result<Json<CosignRequest>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<CosignBody>, ApiError> {
     let Json(request) = request.map_err(json_rejection)?;
     let bytes = hex::decode(request.transaction.trim())
         .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "bad_transaction", "the transaction is not hex"))?;
@@ -67,10 +64,10 @@ async fn cosign(
         .await
         .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the review failed"))?;
     match verdict {
-        Ok(witness) => Ok(Json(json!({
-            "auditor": hex::encode(auditor.public_key()),
-            "witness": hex::encode(&witness.0),
-        }))),
+        Ok(witness) => Ok(Json(CosignBody {
+            auditor: hex::encode(auditor.public_key()),
+            witness: hex::encode(&witness.0),
+        })),
         Err(refusal) => Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             refusal.code(),

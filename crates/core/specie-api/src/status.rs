@@ -1,5 +1,5 @@
 //! What the API reports about transactions and the node: a transaction's final status, the
-//! completion that carries it to the caller, and the node's summary.
+//! completion that carries it to the caller.
 
 use specie_coordinator::TxResult;
 use specie_sentinel::ValidationError;
@@ -49,40 +49,6 @@ pub struct Completion {
 /// Where completions are delivered. Unbounded, so driver threads never block on a slow client;
 /// the number outstanding is bounded by the coordinator's queue limit.
 pub type CompletionSender = tokio::sync::mpsc::UnboundedSender<Completion>;
-
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct NodeInfo {
-    pub version: &'static str,
-    pub hrp: String,
-    /// The network's identity (16 bytes, hex): made when the node's data directory or the
-    /// cluster was created, never changed. Wallets remember it and refuse another network's
-    /// node. `None` for a cluster file from before it.
-    pub network_id: Option<String>,
-    pub shards: usize,
-    pub issuers: Vec<String>,
-    pub uhs_ids: u64,
-    /// The auditors with jurisdiction (Ristretto keys, hex): every confidential transaction must
-    /// give each of them its values.
-    pub auditors: Vec<String>,
-    /// The registration authority's key (its encoding, hex), if the node takes anonymous
-    /// transactions: what wallets enrol with and spend proofs verify under.
-    pub registration_authority: Option<String>,
-    /// The owner auditors with jurisdiction (their encodings, hex): every anonymous transaction
-    /// must give each of them every owner it names.
-    pub owner_auditors: Vec<String>,
-    /// The active auditors (x-only keys, hex): every private transaction must carry each one's
-    /// co-signature, appended after its own witnesses.
-    pub active_auditors: Vec<String>,
-    /// The endorsers' group key (x-only, hex), if every transaction needs their threshold
-    /// endorsement: what the ledger's endorsements verify under.
-    pub endorsement_group_key: Option<String>,
-    /// The offline authority's bridge key (Ed25519, hex) the core banks for, if any.
-    pub offline_authority: Option<String>,
-    /// The exchange's bridge key (Ed25519, hex) the core banks for, if any.
-    pub exchange: Option<String>,
-    /// How the core orders transactions: `2pc` (two-phase commit) or `atomizer` (blocks).
-    pub shape: &'static str,
-}
 
 impl From<TxResult> for TxStatus {
     fn from(result: TxResult) -> TxStatus {

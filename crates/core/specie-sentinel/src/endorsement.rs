@@ -82,7 +82,7 @@ impl Decode for Candidate {
 }
 
 /// An endorser's validation: the sentinel's checks, on the transaction it was sent (never on a
-/// digest the coordinator computed). A compromised endorser's accept everything: for
+/// digest the aggregator computed). A compromised endorser's accept everything: for
 /// demonstrations and fault tests of what fewer than k of them can do.
 pub struct SentinelChecks {
     pub trusted: TrustedKeys,

@@ -95,11 +95,11 @@ pub enum FastpayErrorCode {
     Certificate(CertificateError),
 }
 
-/// Why an offline funding or payout is refused (specie-only: the online core as the bank of a
+/// Why a bridge funding or payout is refused (specie-only: the online core as the bank of a
 /// bridge, the offline authority or the exchange, which share the two kinds; the codes keep
 /// the offline names they were given first, the sentences name both modes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum OfflineErrorCode {
+pub enum BridgeErrorCode {
     /// `zero_offline_amount`: a funding or payout must move at least 1 unit.
     ZeroAmount,
     /// `no_offline_authority`: this sentinel banks for no bridge (no offline authority, no
@@ -218,28 +218,28 @@ impl AnonymousErrorCode {
     }
 }
 
-impl OfflineErrorCode {
+impl BridgeErrorCode {
     pub fn code(self) -> &'static str {
         match self {
-            OfflineErrorCode::ZeroAmount => "zero_offline_amount",
-            OfflineErrorCode::NoAuthority => "no_offline_authority",
-            OfflineErrorCode::OtherAuthority => "other_offline_authority",
-            OfflineErrorCode::InvalidPayoutSignature => "invalid_payout_signature",
+            BridgeErrorCode::ZeroAmount => "zero_offline_amount",
+            BridgeErrorCode::NoAuthority => "no_offline_authority",
+            BridgeErrorCode::OtherAuthority => "other_offline_authority",
+            BridgeErrorCode::InvalidPayoutSignature => "invalid_payout_signature",
         }
     }
 
     fn describe(self) -> &'static str {
         match self {
-            OfflineErrorCode::ZeroAmount => {
+            BridgeErrorCode::ZeroAmount => {
                 "a funding or payout of zero (to or from a bridge: the offline authority or the exchange)"
             }
-            OfflineErrorCode::NoAuthority => {
+            BridgeErrorCode::NoAuthority => {
                 "this node banks for no bridge: neither an offline authority (`--offline-authority`) nor an exchange (`--exchange`)"
             }
-            OfflineErrorCode::OtherAuthority => {
+            BridgeErrorCode::OtherAuthority => {
                 "it names a bridge key this node does not bank for (neither its offline authority's nor its exchange's)"
             }
-            OfflineErrorCode::InvalidPayoutSignature => {
+            BridgeErrorCode::InvalidPayoutSignature => {
                 "the payout's signature does not verify under the bridge key it names (the offline authority's or the exchange's)"
             }
         }
@@ -413,7 +413,7 @@ pub enum ValidationError {
     #[error("{}", .0.describe())]
     Fastpay(FastpayErrorCode),
     #[error("{}", .0.describe())]
-    Offline(OfflineErrorCode),
+    Bridge(BridgeErrorCode),
     #[error("{}", .0.describe())]
     Confidential(ConfidentialErrorCode),
     #[error("{}", .0.describe())]
@@ -430,7 +430,7 @@ impl ValidationError {
             ValidationError::Witness { code, .. } => code.code(),
             ValidationError::Specie(code) => code.code(),
             ValidationError::Fastpay(code) => code.code(),
-            ValidationError::Offline(code) => code.code(),
+            ValidationError::Bridge(code) => code.code(),
             ValidationError::Confidential(code) => code.code(),
             ValidationError::Anonymous(code) => code.code(),
         }
@@ -445,7 +445,7 @@ impl ValidationError {
             ValidationError::Transaction(_)
             | ValidationError::Specie(_)
             | ValidationError::Fastpay(_)
-            | ValidationError::Offline(_)
+            | ValidationError::Bridge(_)
             | ValidationError::Confidential(_)
             | ValidationError::Anonymous(_) => None,
         }
@@ -453,7 +453,7 @@ impl ValidationError {
 
     /// Which of the reference's error groups this is: `tx`, `input`, `output`, `witness`,
     /// `specie` for the issuer and redeem errors the reference does not have, `fastpay` for
-    /// FastPay fundings and redeems, or `offline` for offline fundings and payouts.
+    /// FastPay fundings and redeems, or `offline` (the name it was given first) for bridge fundings and payouts.
     pub fn category(&self) -> &'static str {
         match self {
             ValidationError::Transaction(_) => "tx",
@@ -462,7 +462,7 @@ impl ValidationError {
             ValidationError::Witness { .. } => "witness",
             ValidationError::Specie(_) => "specie",
             ValidationError::Fastpay(_) => "fastpay",
-            ValidationError::Offline(_) => "offline",
+            ValidationError::Bridge(_) => "offline",
             ValidationError::Confidential(_) => "confidential",
             ValidationError::Anonymous(_) => "anonymous",
         }

@@ -9,7 +9,7 @@ use crate::{validate, TrustedKeys, ValidationError};
 #[derive(Debug)]
 pub struct Inspection {
     /// "transfer", "mint", "redeem", "fastpay_funding", "fastpay_redeem", "offline_funding" or
-    /// "offline_payout".
+    /// "offline_payout" (the stable names of bridge funding and payout).
     pub kind: &'static str,
     pub txid: Txid,
     /// The UHS id each input spends.
@@ -22,8 +22,8 @@ pub struct Inspection {
     pub redeem_marker: Option<UhsId>,
     /// A FastPay funding's or redeem's marker, which the shards also create.
     pub fastpay_marker: Option<UhsId>,
-    /// An offline funding's or payout's marker, which the shards also create.
-    pub offline_marker: Option<UhsId>,
+    /// A bridge funding's or payout's marker, which the shards also create.
+    pub bridge_marker: Option<UhsId>,
     pub verdict: Result<(), ValidationError>,
 }
 
@@ -42,9 +42,9 @@ pub fn inspect(hex_text: &str, trusted: &TrustedKeys) -> Result<Inspection, Unde
     let tx = SpecieTransaction::decode_exact(&bytes).map_err(Undecodable::NotATransaction)?;
     let txid = tx.txid();
     let kind = tx.kind_name();
-    let is_offline = matches!(
+    let is_bridge = matches!(
         tx,
-        SpecieTransaction::OfflineFunding(_) | SpecieTransaction::OfflinePayout(_)
+        SpecieTransaction::BridgeFunding(_) | SpecieTransaction::BridgePayout(_)
     );
     let is_fastpay = matches!(
         tx,
@@ -62,7 +62,7 @@ pub fn inspect(hex_text: &str, trusted: &TrustedKeys) -> Result<Inspection, Unde
         mint_marker: matches!(tx, SpecieTransaction::Mint(_)).then(|| mint_marker(&txid)),
         redeem_marker: matches!(tx, SpecieTransaction::Redeem(_)).then(|| redeem_marker(&txid)),
         fastpay_marker: tx.marker().filter(|_| is_fastpay),
-        offline_marker: tx.marker().filter(|_| is_offline),
+        bridge_marker: tx.marker().filter(|_| is_bridge),
         verdict: validate(&tx, trusted),
     })
 }

@@ -25,7 +25,7 @@ use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{CompactTransaction, NonceMode, SpecieTransaction, Transaction};
 
 pub use error::{
-    AnonymousErrorCode, FastpayErrorCode, InputErrorCode, OfflineErrorCode, OutputErrorCode, SpecieErrorCode,
+    AnonymousErrorCode, BridgeErrorCode, FastpayErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode,
     TxErrorCode, ValidationError, WitnessErrorCode,
 };
 pub use issuer::{IssuerKeys, IssuerKeysError};

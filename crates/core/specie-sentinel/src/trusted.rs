@@ -18,7 +18,7 @@ pub struct TrustedKeys {
     /// (`no_offline_authority`).
     pub offline_authority: Option<[u8; 32]>,
     /// The exchange's bridge key (Ed25519), if the node banks for the exchange: deposits to it
-    /// and withdrawals it signed travel as the same two kinds as offline fundings and payouts
+    /// and withdrawals it signed travel as the same two kinds as offline cash's: bridge fundings and payouts
     /// (docs/transaction-format.md §5.7–5.8), naming this key.
     pub exchange: Option<[u8; 32]>,
     /// The auditors with jurisdiction (Ristretto keys, compressed): every confidential

@@ -12,12 +12,12 @@ use secp256k1::XOnlyPublicKey;
 use specie_fastpay::{Committee, VerifyingKey};
 use specie_transaction::signing::{parse_xonly, schnorr_verify};
 use specie_transaction::{
-    ConfidentialTransaction, FastpayFunding, FastpayRedeem, Input, MintTransaction, OfflineFunding, OfflinePayout,
+    BridgeFunding, BridgePayout, ConfidentialTransaction, FastpayFunding, FastpayRedeem, Input, MintTransaction,
     OutPoint, Output, P2pkParseError, P2pkWitness, RedeemTransaction, SpecieTransaction, Transaction, Txid, Witness,
 };
 
 use crate::error::{
-    ConfidentialErrorCode, FastpayErrorCode, InputErrorCode, OfflineErrorCode, OutputErrorCode, SpecieErrorCode,
+    BridgeErrorCode, ConfidentialErrorCode, FastpayErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode,
     TxErrorCode, ValidationError, WitnessErrorCode,
 };
 use crate::issuer::IssuerKeys;
@@ -285,24 +285,24 @@ pub(crate) fn check_fastpay_redeem(redeem: &FastpayRedeem, trusted: &TrustedKeys
         .map_err(|error| fastpay(FastpayErrorCode::Certificate(error)))
 }
 
-fn offline(code: OfflineErrorCode) -> ValidationError {
-    ValidationError::Offline(code)
+fn bridge_error(code: BridgeErrorCode) -> ValidationError {
+    ValidationError::Bridge(code)
 }
 
 /// A configured bridge (the offline authority or the exchange), and that `named` is one.
 fn check_bridge(named: &[u8; 32], trusted: &TrustedKeys) -> Check {
     match () {
-        _ if !trusted.has_bridge() => Err(offline(OfflineErrorCode::NoAuthority)),
-        _ if !trusted.is_bridge(named) => Err(offline(OfflineErrorCode::OtherAuthority)),
+        _ if !trusted.has_bridge() => Err(bridge_error(BridgeErrorCode::NoAuthority)),
+        _ if !trusted.is_bridge(named) => Err(bridge_error(BridgeErrorCode::OtherAuthority)),
         _ => Ok(()),
     }
 }
 
-/// Offline funding: a FastPay funding's input, value and witness checks, then the configured
+/// Bridge funding: a FastPay funding's input, value and witness checks, then the configured
 /// authority. Whether the owners' digest matches the keys the tokens go to is the authority's
 /// check (the core never sees those keys).
-pub(crate) fn check_offline_funding(funding: &OfflineFunding, txid: &Txid, trusted: &TrustedKeys) -> Check {
-    let zero = offline(OfflineErrorCode::ZeroAmount);
+pub(crate) fn check_bridge_funding(funding: &BridgeFunding, txid: &Txid, trusted: &TrustedKeys) -> Check {
+    let zero = bridge_error(BridgeErrorCode::ZeroAmount);
     check_funding_value(
         &funding.inputs,
         &funding.outputs,
@@ -336,15 +336,15 @@ fn check_funding_value(
     check_witnesses(inputs, witnesses, txid)
 }
 
-/// Offline payout: the configured authority signed it, for at least 1 unit. That a token's
+/// Bridge payout: the configured bridge key signed it, for at least 1 unit. That a token's
 /// value comes back at most once is the shards' business: the payout's marker.
-pub(crate) fn check_offline_payout(payout: &OfflinePayout, trusted: &TrustedKeys) -> Check {
+pub(crate) fn check_bridge_payout(payout: &BridgePayout, trusted: &TrustedKeys) -> Check {
     check_bridge(&payout.authority, trusted)?;
     if payout.amount() < 1 {
-        return Err(offline(OfflineErrorCode::ZeroAmount));
+        return Err(bridge_error(BridgeErrorCode::ZeroAmount));
     }
     if !payout.signature_valid() {
-        return Err(offline(OfflineErrorCode::InvalidPayoutSignature));
+        return Err(bridge_error(BridgeErrorCode::InvalidPayoutSignature));
     }
     Ok(())
 }
@@ -437,8 +437,8 @@ pub(crate) fn check(tx: &SpecieTransaction, txid: &Txid, trusted: &TrustedKeys) 
         SpecieTransaction::Redeem(redeem) => check_redeem(redeem, txid, &trusted.issuers),
         SpecieTransaction::FastpayFunding(funding) => check_fastpay_funding(funding, txid, trusted),
         SpecieTransaction::FastpayRedeem(redeem) => check_fastpay_redeem(redeem, trusted),
-        SpecieTransaction::OfflineFunding(funding) => check_offline_funding(funding, txid, trusted),
-        SpecieTransaction::OfflinePayout(payout) => check_offline_payout(payout, trusted),
+        SpecieTransaction::BridgeFunding(funding) => check_bridge_funding(funding, txid, trusted),
+        SpecieTransaction::BridgePayout(payout) => check_bridge_payout(payout, trusted),
         SpecieTransaction::Confidential(tx) => check_confidential(tx, txid, trusted),
         SpecieTransaction::Anonymous(tx) => crate::anonymous::check_anonymous(tx, txid, trusted),
     }

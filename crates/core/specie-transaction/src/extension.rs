@@ -8,8 +8,8 @@
 //!
 //! * Extension transactions start with [`EXTENSION_HEADER`] = `0xFF 'S' 'P' 'C' 'E' 'X' 'T'`
 //!   (the 7-byte [`EXTENSION_MAGIC`]) then the version byte `0x01`, then a kind byte
-//!   (`0x01` mint, `0x02` redeem, `0x03` FastPay funding, `0x04` FastPay redeem, `0x05` offline
-//!   funding, `0x06` offline payout; the last two in module [`crate::offline`]). Read as the little-endian input count a reference transaction
+//!   (`0x01` mint, `0x02` redeem, `0x03` FastPay funding, `0x04` FastPay redeem, `0x05` bridge
+//!   funding, `0x06` bridge payout; the last two in module [`crate::bridge`]). Read as the little-endian input count a reference transaction
 //!   starts with, those 8 bytes are `0x01_54_58_45_43_50_53_FF` ≥ 2^56 (and the magic alone is
 //!   ≥ 2^54 whatever the version), a count no transaction can have, so the two formats never
 //!   collide. Detection compares all 7 magic bytes, not just the first one: `0xFF` alone is the
@@ -30,11 +30,11 @@
 //! txid can never be replayed as one over a transfer txid or another kind's.
 
 use crate::anonymous::AnonymousTransaction;
+use crate::bridge::{BridgeFunding, BridgePayout};
 use crate::confidential::ConfidentialTransaction;
 use crate::fastpay::{FastpayFunding, FastpayRedeem};
 use crate::hash::{sha256, Sha256Writer};
 use crate::limits::{DecodeLimits, INPUT_BYTES, OUTPUT_BYTES, SIGNATURE_BYTES, XONLY_PUBKEY_BYTES};
-use crate::offline::{OfflineFunding, OfflinePayout};
 use crate::signing::{schnorr_sign, sign_inputs, xonly_bytes, NonceMode, SignError};
 use crate::transaction::{
     outputs_uhs_ids, read_inputs, read_outputs, read_witnesses, uhs_id_for, Input, OutPoint, Output, Transaction,
@@ -58,10 +58,10 @@ pub const KIND_REDEEM: u8 = 0x02;
 pub const KIND_FASTPAY_FUND: u8 = 0x03;
 /// Kind byte of a FastPay redeem (a certified transfer to the core becomes a core output).
 pub const KIND_FASTPAY_REDEEM: u8 = 0x04;
-/// Kind byte of an offline funding (value leaves the core for the offline authority's tokens).
-pub const KIND_OFFLINE_FUND: u8 = 0x05;
-/// Kind byte of an offline payout (a deposited token's value becomes a core output).
-pub const KIND_OFFLINE_PAYOUT: u8 = 0x06;
+/// Kind byte of a bridge funding (value leaves the core for a bridge: offline cash, the exchange).
+pub const KIND_BRIDGE_FUND: u8 = 0x05;
+/// Kind byte of a bridge payout (value a bridge gives back becomes a core output).
+pub const KIND_BRIDGE_PAYOUT: u8 = 0x06;
 /// A confidential transaction (module [`crate::confidential`]).
 pub const KIND_CONFIDENTIAL: u8 = 0x07;
 /// An anonymous transaction: owners hidden behind commitments, values in clear or hidden
@@ -130,8 +130,8 @@ pub enum SpecieTransaction {
     Redeem(RedeemTransaction),
     FastpayFunding(FastpayFunding),
     FastpayRedeem(FastpayRedeem),
-    OfflineFunding(OfflineFunding),
-    OfflinePayout(OfflinePayout),
+    BridgeFunding(BridgeFunding),
+    BridgePayout(BridgePayout),
     /// Boxed: a confidential transaction's proofs make it several times larger than any other kind.
     Confidential(Box<ConfidentialTransaction>),
     /// Boxed, as a confidential transaction: its proofs dominate its size.
@@ -201,8 +201,8 @@ pub(crate) fn read_header(reader: &mut Reader<'_>, expected_kind: Option<u8>) ->
             | KIND_REDEEM
             | KIND_FASTPAY_FUND
             | KIND_FASTPAY_REDEEM
-            | KIND_OFFLINE_FUND
-            | KIND_OFFLINE_PAYOUT
+            | KIND_BRIDGE_FUND
+            | KIND_BRIDGE_PAYOUT
             | KIND_CONFIDENTIAL
             | KIND_ANONYMOUS
     );
@@ -346,8 +346,9 @@ impl SpecieTransaction {
             SpecieTransaction::Redeem(_) => "redeem",
             SpecieTransaction::FastpayFunding(_) => "fastpay_funding",
             SpecieTransaction::FastpayRedeem(_) => "fastpay_redeem",
-            SpecieTransaction::OfflineFunding(_) => "offline_funding",
-            SpecieTransaction::OfflinePayout(_) => "offline_payout",
+            // Stable names, kept from before these kinds were called bridge funding and payout.
+            SpecieTransaction::BridgeFunding(_) => "offline_funding",
+            SpecieTransaction::BridgePayout(_) => "offline_payout",
             SpecieTransaction::Confidential(_) => "confidential",
             SpecieTransaction::Anonymous(_) => "anonymous",
         }
@@ -360,8 +361,8 @@ impl SpecieTransaction {
             SpecieTransaction::Redeem(redeem) => redeem.txid(),
             SpecieTransaction::FastpayFunding(funding) => funding.txid(),
             SpecieTransaction::FastpayRedeem(redeem) => redeem.txid(),
-            SpecieTransaction::OfflineFunding(funding) => funding.txid(),
-            SpecieTransaction::OfflinePayout(payout) => payout.txid(),
+            SpecieTransaction::BridgeFunding(funding) => funding.txid(),
+            SpecieTransaction::BridgePayout(payout) => payout.txid(),
             SpecieTransaction::Confidential(tx) => tx.txid(),
             SpecieTransaction::Anonymous(tx) => tx.txid(),
         }
@@ -377,8 +378,8 @@ impl SpecieTransaction {
             SpecieTransaction::Redeem(redeem) => &redeem.outputs,
             SpecieTransaction::FastpayFunding(funding) => &funding.outputs,
             SpecieTransaction::FastpayRedeem(redeem) => redeem.outputs(),
-            SpecieTransaction::OfflineFunding(funding) => &funding.outputs,
-            SpecieTransaction::OfflinePayout(payout) => payout.outputs(),
+            SpecieTransaction::BridgeFunding(funding) => &funding.outputs,
+            SpecieTransaction::BridgePayout(payout) => payout.outputs(),
             SpecieTransaction::Confidential(tx) => &tx.transparent_outputs,
             SpecieTransaction::Anonymous(tx) => &tx.transparent_outputs,
         }
@@ -389,12 +390,12 @@ impl SpecieTransaction {
     pub fn inputs(&self) -> &[Input] {
         match self {
             SpecieTransaction::Transfer(tx) => &tx.inputs,
-            SpecieTransaction::Mint(_) | SpecieTransaction::FastpayRedeem(_) | SpecieTransaction::OfflinePayout(_) => {
+            SpecieTransaction::Mint(_) | SpecieTransaction::FastpayRedeem(_) | SpecieTransaction::BridgePayout(_) => {
                 &[]
             }
             SpecieTransaction::Redeem(redeem) => &redeem.inputs,
             SpecieTransaction::FastpayFunding(funding) => &funding.inputs,
-            SpecieTransaction::OfflineFunding(funding) => &funding.inputs,
+            SpecieTransaction::BridgeFunding(funding) => &funding.inputs,
             SpecieTransaction::Confidential(tx) => &tx.transparent_inputs,
             SpecieTransaction::Anonymous(tx) => &tx.transparent_inputs,
         }
@@ -413,8 +414,8 @@ impl SpecieTransaction {
             SpecieTransaction::Redeem(redeem) => Some(redeem_marker(&redeem.txid())),
             SpecieTransaction::FastpayFunding(funding) => Some(funding.marker()),
             SpecieTransaction::FastpayRedeem(redeem) => Some(redeem.marker()),
-            SpecieTransaction::OfflineFunding(funding) => Some(funding.marker()),
-            SpecieTransaction::OfflinePayout(payout) => Some(payout.marker()),
+            SpecieTransaction::BridgeFunding(funding) => Some(funding.marker()),
+            SpecieTransaction::BridgePayout(payout) => Some(payout.marker()),
         }
     }
 
@@ -488,8 +489,8 @@ impl Encode for SpecieTransaction {
             SpecieTransaction::Redeem(redeem) => redeem.encode_to(out),
             SpecieTransaction::FastpayFunding(funding) => funding.encode_to(out),
             SpecieTransaction::FastpayRedeem(redeem) => redeem.encode_to(out),
-            SpecieTransaction::OfflineFunding(funding) => funding.encode_to(out),
-            SpecieTransaction::OfflinePayout(payout) => payout.encode_to(out),
+            SpecieTransaction::BridgeFunding(funding) => funding.encode_to(out),
+            SpecieTransaction::BridgePayout(payout) => payout.encode_to(out),
             SpecieTransaction::Confidential(tx) => tx.encode_to(out),
             SpecieTransaction::Anonymous(tx) => tx.encode_to(out),
         }
@@ -536,10 +537,10 @@ impl Decode for SpecieTransaction {
                 reader, limits,
             )?)),
             KIND_FASTPAY_REDEEM => Ok(SpecieTransaction::FastpayRedeem(FastpayRedeem::decode_body(reader)?)),
-            KIND_OFFLINE_FUND => Ok(SpecieTransaction::OfflineFunding(OfflineFunding::decode_body(
+            KIND_BRIDGE_FUND => Ok(SpecieTransaction::BridgeFunding(BridgeFunding::decode_body(
                 reader, limits,
             )?)),
-            KIND_OFFLINE_PAYOUT => Ok(SpecieTransaction::OfflinePayout(OfflinePayout::decode_body(reader)?)),
+            KIND_BRIDGE_PAYOUT => Ok(SpecieTransaction::BridgePayout(BridgePayout::decode_body(reader)?)),
             KIND_CONFIDENTIAL => Ok(SpecieTransaction::from(ConfidentialTransaction::decode_body(
                 reader, limits,
             )?)),

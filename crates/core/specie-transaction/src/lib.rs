@@ -11,6 +11,7 @@
 //! * [`extension`]: [`SpecieTransaction`] with specie's mint and redeem.
 //! * [`fastpay`]: FastPay funding and redeem, the online core as FastPay's Primary, and the
 //!   markers that make each happen once.
+//! * [`bridge`]: bridge funding and payout (offline cash, the exchange) and their markers.
 //! * [`compact`]: compact transactions and sentinel attestations.
 //! * [`confidential`]: confidential transactions (values in Pedersen commitments, proofs by
 //!   `specie-confidential`).
@@ -20,6 +21,7 @@
 
 pub mod address;
 pub mod anonymous;
+pub mod bridge;
 
 pub mod compact;
 pub mod confidential;
@@ -27,7 +29,6 @@ pub mod extension;
 pub mod fastpay;
 pub mod hash;
 pub mod limits;
-pub mod offline;
 pub mod signing;
 pub mod transaction;
 
@@ -37,6 +38,9 @@ pub use anonymous::{
     AnonymousBuildError, AnonymousInput, AnonymousPlan, AnonymousSpend, AnonymousTransaction, AnonymousValue,
     AnonymousValues, CreatedAnonymousOutput,
 };
+pub use bridge::{
+    bridge_funding_marker, bridge_owners_digest, bridge_payout_marker, BridgeFunding, BridgePayout, BRIDGE_SERIAL_BYTES,
+};
 pub use compact::AttestationError;
 pub use confidential::{
     BuildError, ConfidentialInput, ConfidentialPlan, ConfidentialTransaction, CreatedConfidentialOutput,
@@ -44,10 +48,6 @@ pub use confidential::{
 pub use extension::{mint_marker, redeem_marker, CreatedOutput, MintTransaction, RedeemTransaction, SpecieTransaction};
 pub use fastpay::{fastpay_funding_marker, fastpay_redeem_marker, FastpayFunding, FastpayFundingClaim, FastpayRedeem};
 pub use limits::DecodeLimits;
-pub use offline::{
-    offline_funding_marker, offline_owners_digest, offline_payout_marker, OfflineFunding, OfflinePayout,
-    OFFLINE_SERIAL_BYTES,
-};
 pub use signing::{
     witness_program_commitment, witness_program_commitment_of, NonceMode, P2pkParseError, P2pkWitness, SignError,
 };

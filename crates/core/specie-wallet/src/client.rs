@@ -6,8 +6,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use specie_api::http_api::{
+    BlockBody, CosignBody, CosignRequest, DisputeBody, LedgerHeadBody, PresentBody, QueryRequest, SubmitBody,
+    SubmitRequest, SubmitResultBody, COSIGN_PATH, INFO_PATH, LEDGER_BLOCKS_PATH, LEDGER_DISPUTES_PATH, LEDGER_PATH,
+    TRANSACTIONS_PATH, UHS_QUERY_PATH,
+};
+pub use specie_api::NodeInfo;
 use specie_codec::Encode;
+use specie_service::client::read_limited;
 use specie_service::CoreCheckError;
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
 use thiserror::Error;
@@ -27,7 +34,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// timeout, and the answer still has to travel back.
 const SUBMIT_SLACK: Duration = Duration::from_secs(10);
 /// Largest response body read: 1000 results with messages, or 10000 booleans, fit easily.
-const RESPONSE_BYTES_MAX: u64 = 8 * 1024 * 1024;
+const RESPONSE_BYTES_MAX: u64 = specie_service::client::ANSWER_BYTES_MAX;
 /// A ledger block's answer: up to 10,000 records of a few kilobytes each, in hex.
 const BLOCK_RESPONSE_BYTES_MAX: u64 = 128 * 1024 * 1024;
 /// The largest `--node-auth-file`: an `Authorization` value is a line, not a document.
@@ -116,43 +123,6 @@ pub enum BadSubmitResult {
     UnknownStatus { status: String },
 }
 
-/// `GET /v1/info`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-pub struct NodeInfo {
-    pub version: String,
-    pub hrp: String,
-    /// The network's identity (hex); absent from older nodes and clusters.
-    #[serde(default)]
-    pub network_id: Option<String>,
-    pub shards: u64,
-    /// x-only public keys (hex) the node accepts mints and redeems from.
-    pub issuers: Vec<String>,
-    pub uhs_ids: u64,
-    /// Auditors with jurisdiction (hex Ristretto keys); absent from older nodes.
-    #[serde(default)]
-    pub auditors: Vec<String>,
-    #[serde(default)]
-    pub endorsement_group_key: Option<String>,
-    /// The registration authority's key (hex of its encoding), if the node takes anonymous
-    /// transactions; absent from older nodes.
-    #[serde(default)]
-    pub registration_authority: Option<String>,
-    /// Owner auditors with jurisdiction (hex of their encodings); absent from older nodes.
-    #[serde(default)]
-    pub owner_auditors: Vec<String>,
-    /// Active auditors whose co-signatures a private transaction needs (x-only keys, hex);
-    /// absent from older nodes.
-    #[serde(default)]
-    pub active_auditors: Vec<String>,
-}
-
-/// An active auditor's answer to `POST /v1/cosign`.
-#[derive(Deserialize)]
-struct CosignResponse {
-    auditor: String,
-    witness: String,
-}
-
 /// The fate of one submitted transaction, mirroring `docs/api.md`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SubmitStatus {
@@ -211,36 +181,6 @@ pub struct NodeClient {
     agent: ureq::Agent,
     /// For advice in errors; the auth file's contents live only in the agent's middleware.
     access: NodeAccess,
-}
-
-#[derive(Serialize)]
-struct SubmitRequest<'a> {
-    transactions: &'a [String],
-    timeout_ms: u64,
-}
-
-#[derive(Deserialize)]
-struct SubmitResponse {
-    results: Vec<RawResult>,
-}
-
-#[derive(Deserialize)]
-struct RawResult {
-    txid: Option<String>,
-    status: String,
-    code: Option<String>,
-    index: Option<u64>,
-    message: Option<String>,
-}
-
-#[derive(Serialize)]
-struct QueryRequest<'a> {
-    ids: &'a [String],
-}
-
-#[derive(Deserialize)]
-struct QueryResponse {
-    present: Vec<bool>,
 }
 
 /// Whether the core whose HTTP API is `core_url` holds the UHS id `marker`: the one check of a
@@ -329,7 +269,7 @@ impl NodeClient {
     fn transport_error(&self, url: &str, error: ureq::Error) -> ClientError {
         match error {
             ureq::Error::Status(status, response) => {
-                let body = read_limited(response).ok();
+                let body = read_limited(response, RESPONSE_BYTES_MAX).ok();
                 let detail = body.and_then(|body| serde_json::from_slice::<specie_service::ErrorBody>(&body).ok());
                 match detail {
                     None if matches!(status, 401 | 403 | 407) => ClientError::NotAuthorized {
@@ -449,7 +389,7 @@ impl NodeClient {
                 "it redirects to {to}, which this wallet does not follow; give that URL with --node"
             )));
         }
-        let body = read_limited_to(response, bytes_max).map_err(|error| bad(error.to_string()))?;
+        let body = read_limited(response, bytes_max).map_err(|error| bad(error.to_string()))?;
         serde_json::from_slice(&body).map_err(|error| bad(error.to_string()))
     }
 
@@ -465,21 +405,13 @@ impl NodeClient {
 
     /// `GET /v1/ledger`: the height of the node's ledger of record.
     pub fn ledger_height(&self) -> Result<u64, ClientError> {
-        #[derive(Deserialize)]
-        struct Head {
-            height: u64,
-        }
-        Ok(self.get::<Head>("/v1/ledger", RESPONSE_BYTES_MAX)?.height)
+        Ok(self.get::<LedgerHeadBody>(LEDGER_PATH, RESPONSE_BYTES_MAX)?.height)
     }
 
     /// `GET /v1/ledger/blocks/{height}`: the block's canonical encoding (to decode and check
     /// as `specie_archiver::Block`).
     pub fn ledger_block_bytes(&self, height: u64) -> Result<Vec<u8>, ClientError> {
-        #[derive(Deserialize)]
-        struct BlockBody {
-            encoded: String,
-        }
-        let path = format!("/v1/ledger/blocks/{height}");
+        let path = format!("{LEDGER_BLOCKS_PATH}/{height}");
         let body: BlockBody = self.get(&path, BLOCK_RESPONSE_BYTES_MAX)?;
         hex::decode(&body.encoded).map_err(|error| ClientError::BadResponse {
             url: self.endpoint(&path),
@@ -490,12 +422,8 @@ impl NodeClient {
     /// `GET /v1/ledger/disputes/{txid}?height=H`: the dispute proof's canonical encoding (to
     /// decode and check as `specie_archiver::DisputeProof`; the node's own verdict is not read).
     pub fn ledger_dispute_bytes(&self, txid: &Txid, height: Option<u64>) -> Result<Vec<u8>, ClientError> {
-        #[derive(Deserialize)]
-        struct DisputeBody {
-            proof: String,
-        }
         let query = height.map(|h| format!("?height={h}")).unwrap_or_default();
-        let path = format!("/v1/ledger/disputes/{}{query}", hex::encode(txid.0));
+        let path = format!("{LEDGER_DISPUTES_PATH}/{}{query}", hex::encode(txid.0));
         // A proof carries every header to its height: allow what blocks are allowed.
         let body: DisputeBody = self.get(&path, BLOCK_RESPONSE_BYTES_MAX)?;
         hex::decode(&body.proof).map_err(|error| ClientError::BadResponse {
@@ -506,7 +434,7 @@ impl NodeClient {
 
     /// `GET /v1/info`.
     pub fn info(&self) -> Result<NodeInfo, ClientError> {
-        self.get("/v1/info", RESPONSE_BYTES_MAX)
+        self.get(INFO_PATH, RESPONSE_BYTES_MAX)
     }
 
     /// `POST /v1/transactions`, in chunks of [`SUBMIT_TRANSACTIONS_MAX`]. `timeout_ms` is
@@ -516,21 +444,21 @@ impl NodeClient {
         transactions: &[SpecieTransaction],
         timeout_ms: u64,
     ) -> Result<Vec<SubmitResult>, ClientError> {
-        let url = self.endpoint("/v1/transactions");
+        let url = self.endpoint(TRANSACTIONS_PATH);
         let timeout_ms = timeout_ms.min(SUBMIT_TIMEOUT_MS_MAX);
         let mut results = Vec::with_capacity(transactions.len());
         for chunk in transactions.chunks(SUBMIT_TRANSACTIONS_MAX) {
-            let encoded: Vec<String> = chunk.iter().map(|tx| hex::encode(tx.encode())).collect();
+            let request = SubmitRequest {
+                transactions: chunk.iter().map(|tx| hex::encode(tx.encode())).collect(),
+                timeout_ms: Some(timeout_ms),
+            };
             let response = self
                 .agent
                 .post(&url)
                 .timeout(Duration::from_millis(timeout_ms) + SUBMIT_SLACK)
-                .send_json(SubmitRequest {
-                    transactions: &encoded,
-                    timeout_ms,
-                })
+                .send_json(request)
                 .map_err(|error| self.transport_error(&url, error))?;
-            let response: SubmitResponse = self.parse(&url, response)?;
+            let response: SubmitBody = self.parse(&url, response)?;
             if response.results.len() != chunk.len() {
                 return Err(ClientError::BadResponse {
                     url,
@@ -551,13 +479,16 @@ impl NodeClient {
     /// talks to the auditor, not to a node): its key and its co-signature of `tx`, a p2pk witness
     /// to append after the transaction's own.
     pub fn cosign(&self, tx: &SpecieTransaction) -> Result<([u8; 32], specie_transaction::Witness), ClientError> {
-        let url = self.endpoint("/v1/cosign");
+        let url = self.endpoint(COSIGN_PATH);
+        let request = CosignRequest {
+            transaction: hex::encode(tx.encode()),
+        };
         let response = self
             .agent
             .post(&url)
-            .send_json(serde_json::json!({ "transaction": hex::encode(tx.encode()) }))
+            .send_json(request)
             .map_err(|error| self.transport_error(&url, error))?;
-        let answer: CosignResponse = self.parse(&url, response)?;
+        let answer: CosignBody = self.parse(&url, response)?;
         let bad = |reason: &str| ClientError::BadResponse {
             url: url.clone(),
             reason: reason.to_owned(),
@@ -572,16 +503,18 @@ impl NodeClient {
 
     /// `POST /v1/uhs/query`, in chunks of [`QUERY_IDS_MAX`].
     pub fn query_uhs(&self, ids: &[UhsId]) -> Result<Vec<bool>, ClientError> {
-        let url = self.endpoint("/v1/uhs/query");
+        let url = self.endpoint(UHS_QUERY_PATH);
         let mut present = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(QUERY_IDS_MAX) {
-            let encoded: Vec<String> = chunk.iter().map(|id| hex::encode(id.0)).collect();
+            let request = QueryRequest {
+                ids: chunk.iter().map(|id| hex::encode(id.0)).collect(),
+            };
             let response = self
                 .agent
                 .post(&url)
-                .send_json(QueryRequest { ids: &encoded })
+                .send_json(request)
                 .map_err(|error| self.transport_error(&url, error))?;
-            let response: QueryResponse = self.parse(&url, response)?;
+            let response: PresentBody = self.parse(&url, response)?;
             if response.present.len() != chunk.len() {
                 return Err(ClientError::BadResponse {
                     url,
@@ -716,30 +649,6 @@ fn tls_config(path: &Path) -> Result<Arc<rustls::ClientConfig>, ClientError> {
     Ok(Arc::new(config))
 }
 
-/// Reads a body of at most [`RESPONSE_BYTES_MAX`] bytes; a longer one is an error rather than
-/// an unbounded allocation.
-/// The JSON body of `response`, refused past [`RESPONSE_BYTES_MAX`] bytes: what a client reads
-/// of any specie service, none of which answers that much (`ureq`'s `into_json` reads without a
-/// bound).
-pub fn json_limited<T: serde::de::DeserializeOwned>(response: ureq::Response) -> std::io::Result<T> {
-    serde_json::from_slice(&read_limited(response)?).map_err(std::io::Error::other)
-}
-
-fn read_limited(response: ureq::Response) -> std::io::Result<Vec<u8>> {
-    read_limited_to(response, RESPONSE_BYTES_MAX)
-}
-
-fn read_limited_to(response: ureq::Response, bytes_max: u64) -> std::io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    response.into_reader().take(bytes_max + 1).read_to_end(&mut body)?;
-    if body.len() as u64 > bytes_max {
-        return Err(std::io::Error::other(format!(
-            "the response is larger than {bytes_max} bytes"
-        )));
-    }
-    Ok(body)
-}
-
 fn parse_txid(text: &str) -> Result<Txid, BadSubmitResult> {
     let bytes = hex::decode(text).map_err(|_| BadSubmitResult::TxidNotHex { text: text.to_owned() })?;
     let array: [u8; 32] = bytes
@@ -748,7 +657,7 @@ fn parse_txid(text: &str) -> Result<Txid, BadSubmitResult> {
     Ok(Txid(array))
 }
 
-fn convert_result(raw: RawResult) -> Result<SubmitResult, BadSubmitResult> {
+fn convert_result(raw: SubmitResultBody) -> Result<SubmitResult, BadSubmitResult> {
     let txid = raw.txid.as_deref().map(parse_txid).transpose()?;
     let code = raw.code.unwrap_or_default();
     let message = raw.message.unwrap_or_default();
@@ -809,7 +718,7 @@ pub(crate) mod tests {
 
     #[test]
     fn statuses_mirror_the_api() {
-        let raw = |status: &str| RawResult {
+        let raw = |status: &str| SubmitResultBody {
             txid: Some("11".repeat(32)),
             status: status.to_owned(),
             code: Some("invalid_signature".to_owned()),

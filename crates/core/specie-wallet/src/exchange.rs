@@ -74,7 +74,7 @@ pub struct ExchangeDeposit {
     pub asset: String,
     /// The core the funding was sent to (asked again if the exchange has not seen it).
     pub node_url: String,
-    /// The funding (an `OfflineFunding`), exactly as sent.
+    /// The funding (a `BridgeFunding`), exactly as sent.
     pub transaction: SpecieTransaction,
     /// Its core refused it, and did not hold its marker when asked: kept (a wrong or lying node
     /// may have said so), asked about again by later commands, handed in if the core holds it.
@@ -191,7 +191,7 @@ impl ExchangeRecord {
                 let bytes = hex::decode(&d.transaction).map_err(|_| problem("deposit", "not hex"))?;
                 let transaction =
                     SpecieTransaction::decode_exact(&bytes).map_err(|e| problem("deposit", e.to_string()))?;
-                if !matches!(transaction, SpecieTransaction::OfflineFunding(_)) {
+                if !matches!(transaction, SpecieTransaction::BridgeFunding(_)) {
                     return Err(problem("deposit", "not a funding"));
                 }
                 Ok(ExchangeDeposit {
@@ -292,7 +292,7 @@ mod tests {
     fn refused_deposits_and_the_bridge_key_are_kept_and_old_files_load() {
         let mut rng = crate::testkit::rng(60);
         let mut wallet = crate::testkit::funded_wallet(&[100], &mut rng);
-        let transaction = wallet.build_offline_funding([2; 32], [3; 32], 60, &mut rng).unwrap();
+        let transaction = wallet.build_bridge_funding([2; 32], [3; 32], 60, &mut rng).unwrap();
         let mut refused = account();
         refused.deposits.push(ExchangeDeposit {
             asset: "usd".into(),

@@ -417,18 +417,47 @@ pub enum StateRecord {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum KindRecord {
-    Payment { to: String, amount: u64 },
-    Mint { total: u64 },
-    Redeem { amount: u64 },
-    FastpayFunding { amount: u64 },
-    FastpayRedeem { amount: u64 },
-    OfflineFunding { amount: u64 },
-    Shield { amount: u64 },
-    ConfidentialPayment { to: String, amount: u64 },
-    Unshield { amount: u64 },
-    Anonymise { amount: u64 },
-    AnonymousPayment { to: u64, amount: u64 },
-    LeaveAnonymous { amount: u64 },
+    Payment {
+        to: String,
+        amount: u64,
+    },
+    Mint {
+        total: u64,
+    },
+    Redeem {
+        amount: u64,
+    },
+    FastpayFunding {
+        amount: u64,
+    },
+    FastpayRedeem {
+        amount: u64,
+    },
+    /// Named as before the kind was called a bridge funding: wallet files keep their format.
+    #[serde(rename = "offline_funding")]
+    BridgeFunding {
+        amount: u64,
+    },
+    Shield {
+        amount: u64,
+    },
+    ConfidentialPayment {
+        to: String,
+        amount: u64,
+    },
+    Unshield {
+        amount: u64,
+    },
+    Anonymise {
+        amount: u64,
+    },
+    AnonymousPayment {
+        to: u64,
+        amount: u64,
+    },
+    LeaveAnonymous {
+        amount: u64,
+    },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -496,7 +525,7 @@ impl KindRecord {
             PendingKind::Redeem { amount } => KindRecord::Redeem { amount },
             PendingKind::FastpayFunding { amount } => KindRecord::FastpayFunding { amount },
             PendingKind::FastpayRedeem { amount } => KindRecord::FastpayRedeem { amount },
-            PendingKind::OfflineFunding { amount } => KindRecord::OfflineFunding { amount },
+            PendingKind::BridgeFunding { amount } => KindRecord::BridgeFunding { amount },
             PendingKind::Shield { amount } => KindRecord::Shield { amount },
             PendingKind::ConfidentialPayment { to, amount } => KindRecord::ConfidentialPayment {
                 to: wallet.format_address(&to),
@@ -1079,7 +1108,7 @@ impl PendingRecord {
             KindRecord::Redeem { amount } => PendingKind::Redeem { amount: *amount },
             KindRecord::FastpayFunding { amount } => PendingKind::FastpayFunding { amount: *amount },
             KindRecord::FastpayRedeem { amount } => PendingKind::FastpayRedeem { amount: *amount },
-            KindRecord::OfflineFunding { amount } => PendingKind::OfflineFunding { amount: *amount },
+            KindRecord::BridgeFunding { amount } => PendingKind::BridgeFunding { amount: *amount },
             KindRecord::Shield { amount } => PendingKind::Shield { amount: *amount },
             KindRecord::ConfidentialPayment { to, amount } => PendingKind::ConfidentialPayment {
                 to: wallet

@@ -37,7 +37,6 @@ mod file;
 mod notes;
 mod offline;
 mod payment;
-pub mod replicas;
 mod select;
 pub mod session;
 mod signer;
@@ -58,8 +57,8 @@ pub use anonymous_payment::{
     AnonymousPaymentString, AnonymousPaymentStringError, ANONYMOUS_PAYMENT_CHARS, ANONYMOUS_PAYMENT_PREFIX,
 };
 pub use client::{
-    json_limited, marker_in_core, BadSubmitResult, ClientError, Ledger, NodeAccess, NodeClient, NodeInfo, SubmitResult,
-    SubmitStatus, AUTH_FILE_BYTES_MAX, CA_FILE_BYTES_MAX,
+    marker_in_core, BadSubmitResult, ClientError, Ledger, NodeAccess, NodeClient, NodeInfo, SubmitResult, SubmitStatus,
+    AUTH_FILE_BYTES_MAX, CA_FILE_BYTES_MAX,
 };
 pub use confidential_payment::{
     ConfidentialPaymentString, ConfidentialPaymentStringError, CONFIDENTIAL_PAYMENT_CHARS, CONFIDENTIAL_PAYMENT_PREFIX,

@@ -1,18 +1,19 @@
-//! Coins moved into offline cash: an offline funding (docs/transaction-format.md §5.7) built
-//! from this wallet's coins, for the device keys that will hold the tokens. The device side
+//! Coins moved to a bridge (offline cash, the exchange): a bridge funding (docs/transaction-format.md
+//! §5.7) built from this wallet's coins, for the device keys that will hold the tokens (or an
+//! exchange deposit's commitment). The device side
 //! (keys, tokens) lives in the device file; this wallet only pays for it.
 
 use rand::{CryptoRng, RngCore};
-use specie_transaction::{NonceMode, OfflineFunding, SpecieTransaction};
+use specie_transaction::{BridgeFunding, NonceMode, SpecieTransaction};
 
 use crate::error::WalletError;
 use crate::wallet::{PendingKind, Spending, Wallet};
 
 impl Wallet {
-    /// Builds and signs a funding of `amount` from this wallet's coins to the offline authority
-    /// whose bridge key is `authority`, for the device keys whose digest is `owners_digest`;
+    /// Builds and signs a funding of `amount` from this wallet's coins to the bridge (e.g. the
+    /// offline authority) whose bridge key is `authority`, for the device keys whose digest is `owners_digest`;
     /// recorded as a pending core transaction (so `sync` resolves it after a crash).
-    pub fn build_offline_funding(
+    pub fn build_bridge_funding(
         &mut self,
         authority: [u8; 32],
         owners_digest: [u8; 32],
@@ -26,7 +27,7 @@ impl Wallet {
             change_key,
             ..
         } = self.spend(amount, rng)?;
-        let funding = OfflineFunding::new_signed(
+        let funding = BridgeFunding::new_signed(
             authority,
             owners_digest,
             amount,
@@ -39,8 +40,8 @@ impl Wallet {
         if let Some(key) = change_key {
             self.add_key(key);
         }
-        let tx = SpecieTransaction::OfflineFunding(funding);
-        self.record(tx.clone(), PendingKind::OfflineFunding { amount });
+        let tx = SpecieTransaction::BridgeFunding(funding);
+        self.record(tx.clone(), PendingKind::BridgeFunding { amount });
         Ok(tx)
     }
 }
@@ -51,13 +52,13 @@ mod tests {
     use specie_transaction::SpecieTransaction;
 
     #[test]
-    fn an_offline_funding_spends_coins_keeps_the_change_and_waits_as_pending() {
+    fn a_bridge_funding_spends_coins_keeps_the_change_and_waits_as_pending() {
         let mut rng = rng(7);
         let mut wallet = funded_wallet(&[300, 500], &mut rng);
         let before = wallet.balance();
-        let tx = wallet.build_offline_funding([5; 32], [6; 32], 650, &mut rng).unwrap();
-        let SpecieTransaction::OfflineFunding(funding) = &tx else {
-            panic!("an offline funding")
+        let tx = wallet.build_bridge_funding([5; 32], [6; 32], 650, &mut rng).unwrap();
+        let SpecieTransaction::BridgeFunding(funding) = &tx else {
+            panic!("a bridge funding")
         };
         assert_eq!(
             (funding.authority, funding.owners_digest, funding.amount),
@@ -69,9 +70,7 @@ mod tests {
         assert_eq!(wallet.pending().count(), 1);
         assert!(wallet.balance().spendable < before.spendable);
         assert!(
-            wallet
-                .build_offline_funding([5; 32], [6; 32], 10_000, &mut rng)
-                .is_err(),
+            wallet.build_bridge_funding([5; 32], [6; 32], 10_000, &mut rng).is_err(),
             "more than it has"
         );
     }

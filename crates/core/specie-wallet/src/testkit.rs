@@ -133,7 +133,7 @@ pub fn check_valid(tx: &SpecieTransaction, issuers: &[[u8; 32]]) -> Result<(), S
         SpecieTransaction::FastpayFunding(_) | SpecieTransaction::FastpayRedeem(_) => {
             Err("the memory ledger trusts no FastPay committee".into())
         }
-        SpecieTransaction::OfflineFunding(_) | SpecieTransaction::OfflinePayout(_) => {
+        SpecieTransaction::BridgeFunding(_) | SpecieTransaction::BridgePayout(_) => {
             Err("the memory ledger trusts no offline authority".into())
         }
         SpecieTransaction::Anonymous(_) => Err("the memory ledger trusts no registration authority".into()),

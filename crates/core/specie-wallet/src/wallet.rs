@@ -149,8 +149,8 @@ pub enum PendingKind {
     FastpayRedeem {
         amount: u64,
     },
-    /// Coins moved into offline cash (`crate::offline`).
-    OfflineFunding {
+    /// Coins moved to a bridge: into offline cash or to the exchange (`crate::offline`).
+    BridgeFunding {
         amount: u64,
     },
     /// Coins turned into a confidential note of this wallet (`crate::notes`).

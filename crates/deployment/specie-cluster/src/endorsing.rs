@@ -3,13 +3,13 @@
 //! FROST signature of k of the n sentinels, each having validated it itself.
 //!
 //! ```text
-//! wallet ─▶ sentinel S: validates ─▶ S's endorsement coordinator ⇄ k endorsers (sentinels, mutual TLS)
+//! wallet ─▶ sentinel S: validates ─▶ S's endorsement aggregator ⇄ k endorsers (sentinels, mutual TLS)
 //!                                      ─▶ coordinator group: attestation + endorsement verified ─▶ 2PC
 //! ```
 //!
 //! Every sentinel runs both roles of `specie-endorsement`: an [`Endorser`] serving the other
-//! sentinels on its `endorser` address ([`EndorserService`], [`serve_endorser`]), and a
-//! [`Coordinator`] for the transactions its own wallets submit ([`EndorsementClient`]). The
+//! sentinels on its `endorser` address ([`EndorserService`], [`serve_endorser`]), and an
+//! [`Aggregator`] for the transactions its own wallets submit ([`EndorsementClient`]). The
 //! roles are the same sans-IO state machines the embedded node and the simulator run; this
 //! module only moves their messages. A sentinel's endorser is its own first signer: it is reached
 //! in-process, the others over the wire.
@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use specie_codec::Encode;
 use specie_endorsement::{
-    BatchItem, Ceremony, CeremonyInput, CeremonyKind, CeremonyMessage, CeremonyReport, Coordinator, CoordinatorConfig,
-    CoordinatorId, CoordinatorInput, CoordinatorMessage, EndorseReply, Endorser, EndorserConfig, EndorserId,
-    EndorserInput, EndorserKeys, EndorserMessage, GroupKey, Hash, RefusalCode, Replies, Validator,
+    Aggregator, AggregatorConfig, AggregatorId, AggregatorInput, AggregatorMessage, BatchItem, Ceremony, CeremonyInput,
+    CeremonyKind, CeremonyMessage, CeremonyReport, EndorseReply, Endorser, EndorserConfig, EndorserId, EndorserInput,
+    EndorserKeys, EndorserMessage, GroupKey, Hash, RefusalCode, Replies, Validator,
 };
 use specie_role::{Role, Round};
 use specie_sentinel::endorsement::{Candidate, SentinelChecks};
@@ -36,9 +36,9 @@ use crate::identity::{authorize, Identity};
 use crate::protocol::{RoleRequest, RoleResponse};
 use crate::topology::Topology;
 
-/// Endorsement requests waiting for a sentinel's coordinator; beyond this submitters wait.
+/// Endorsement requests waiting for a sentinel's aggregator; beyond this submitters wait.
 const CALLS_QUEUED_MAX: usize = 1024;
-/// Endorsers' answers waiting for the coordinator.
+/// Endorsers' answers waiting for the aggregator.
 const ANSWERS_QUEUED_MAX: usize = 4096;
 /// A refusal reason that is not a valid code (never, for the sentinel's own codes).
 const FALLBACK_REFUSAL: &str = "invalid";
@@ -119,20 +119,20 @@ impl EndorserService {
         self.endorser.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Coordinator `from`'s request, answered (blocking: it validates a whole batch, so call it
+    /// Aggregator `from`'s request, answered (blocking: it validates a whole batch, so call it
     /// off the async workers). `None` if the endorser has nothing to say (it never happens for
-    /// a well-formed request; the coordinator times the round out).
+    /// a well-formed request; the aggregator times the round out).
     pub fn handle(
         &self,
-        from: CoordinatorId,
-        message: CoordinatorMessage<Candidate>,
+        from: AggregatorId,
+        message: AggregatorMessage<Candidate>,
     ) -> Option<EndorserMessage<RefusalCode>> {
         let verdicts = match &message {
-            CoordinatorMessage::Sign { items, .. } => self.prevalidate(items),
-            CoordinatorMessage::Commit { .. } => VecDeque::new(),
+            AggregatorMessage::Sign { items, .. } => self.prevalidate(items),
+            AggregatorMessage::Commit { .. } => VecDeque::new(),
         };
         let mut endorser = self.lock();
-        // Under the lock, so another coordinator's batch cannot slip its verdicts in between.
+        // Under the lock, so another aggregator's batch cannot slip its verdicts in between.
         endorser.validator_mut().verdicts = verdicts;
         let now_ms = self.started.elapsed().as_millis() as u64;
         if endorser.poll_timeout().is_some_and(|at| at <= now_ms) {
@@ -175,7 +175,7 @@ impl EndorserService {
     }
 }
 
-/// Sentinel `index` of the cluster file is endorser `index + 1`, and coordinator `index + 1`
+/// Sentinel `index` of the cluster file is endorser `index + 1`, and aggregator `index + 1`
 /// when it asks the others to sign.
 fn endorser_number(topology: &Topology, sentinel: &str) -> Option<u16> {
     let index = topology.sentinels.iter().position(|s| s.name == sentinel)?;
@@ -436,7 +436,7 @@ fn endorser_clients(
     Ok(clients)
 }
 
-/// How a sentinel's coordinator reaches an endorser.
+/// How a sentinel's aggregator reaches an endorser.
 #[derive(Clone)]
 enum EndorserLink {
     /// This sentinel's own endorser.
@@ -446,11 +446,11 @@ enum EndorserLink {
 
 impl EndorserLink {
     /// One round's request to the endorser; `None` when it did not answer usefully (the
-    /// coordinator times the round out and picks other endorsers).
+    /// aggregator times the round out and picks other endorsers).
     async fn call(
         &self,
-        me: CoordinatorId,
-        message: CoordinatorMessage<Candidate>,
+        me: AggregatorId,
+        message: AggregatorMessage<Candidate>,
         timeout: Duration,
     ) -> Option<EndorserMessage<RefusalCode>> {
         match self {
@@ -504,7 +504,7 @@ pub struct EndorsementClient {
 }
 
 impl EndorsementClient {
-    /// Starts sentinel `name`'s coordinator on the current runtime, with `local` as its own
+    /// Starts sentinel `name`'s aggregator on the current runtime, with `local` as its own
     /// endorser and the other sentinels' endorsers over the wire.
     pub fn start(
         topology: &Topology,
@@ -534,21 +534,21 @@ impl EndorsementClient {
             links.insert(id, link);
         }
         let public = local.lock().keys().public.clone();
-        let config = CoordinatorConfig {
+        let config = AggregatorConfig {
             batch_transactions_max: topology.limits.batch_transactions_max as usize,
             round_timeout_ms: topology.limits.request_timeout_ms,
-            ..CoordinatorConfig::default()
+            ..AggregatorConfig::default()
         };
         // Session ids from the clock: above every session an earlier run of this sentinel used.
         let first_session = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |since| since.as_nanos() as u64);
-        let mut coordinator = Coordinator::new(u32::from(me), public, config, first_session)?;
-        coordinator.lead(0);
-        let group_key = coordinator.group_key();
+        let mut aggregator = Aggregator::new(u32::from(me), public, config, first_session)?;
+        aggregator.lead(0);
+        let group_key = aggregator.group_key();
         let (calls, inbox) = mpsc::channel(CALLS_QUEUED_MAX);
         let timeout = Duration::from_millis(topology.limits.request_timeout_ms);
-        runtime.spawn(run_coordinator(coordinator, links, inbox, timeout));
+        runtime.spawn(run_aggregator(aggregator, links, inbox, timeout));
         Ok(EndorsementClient { calls, group_key })
     }
 
@@ -556,7 +556,7 @@ impl EndorsementClient {
         self.group_key
     }
 
-    /// Has the group endorse `candidates`: one reply each, in order; `None` if the coordinator
+    /// Has the group endorse `candidates`: one reply each, in order; `None` if the aggregator
     /// stopped.
     pub async fn endorse(&self, candidates: Vec<Candidate>) -> Option<Vec<Reply>> {
         let (reply, replies) = oneshot::channel();
@@ -565,18 +565,18 @@ impl EndorsementClient {
     }
 }
 
-/// Drives a sentinel's coordinator: takes submissions, sends each round's messages to the chosen
+/// Drives a sentinel's aggregator: takes submissions, sends each round's messages to the chosen
 /// endorsers (each call its own task, so a slow endorser delays no one), feeds their answers
 /// back, fires time-outs, and answers submitters. Ends when every client is gone.
-async fn run_coordinator(
-    mut coordinator: Coordinator<Candidate, RefusalCode>,
+async fn run_aggregator(
+    mut aggregator: Aggregator<Candidate, RefusalCode>,
     links: BTreeMap<EndorserId, EndorserLink>,
     mut calls: mpsc::Receiver<(Vec<Candidate>, oneshot::Sender<Vec<Reply>>)>,
     timeout: Duration,
 ) {
     let started = Instant::now();
     let now_ms = || started.elapsed().as_millis() as u64;
-    let me = coordinator.id();
+    let me = aggregator.id();
     let (answers, mut answered) = mpsc::channel::<(EndorserId, EndorserMessage<RefusalCode>)>(ANSWERS_QUEUED_MAX);
     let mut waiting: Replies<RefusalCode, oneshot::Sender<Vec<Reply>>> = Replies::default();
     let answer = |answered: Option<specie_endorsement::Answered<RefusalCode, oneshot::Sender<Vec<Reply>>>>| {
@@ -585,7 +585,7 @@ async fn run_coordinator(
         }
     };
     loop {
-        let round = Round::take(&mut coordinator);
+        let round = Round::take(&mut aggregator);
         for (ticket, reply) in round.replies {
             answer(waiting.answer(ticket, reply));
         }
@@ -602,7 +602,7 @@ async fn run_coordinator(
                 }
             });
         }
-        let wake = coordinator.poll_timeout().map_or(Duration::from_secs(3600), |at| {
+        let wake = aggregator.poll_timeout().map_or(Duration::from_secs(3600), |at| {
             Duration::from_millis(at.saturating_sub(now_ms()))
         });
         tokio::select! {
@@ -610,16 +610,16 @@ async fn run_coordinator(
                 let Some((candidates, reply)) = call else { return };
                 let (tickets, answered) = waiting.open(candidates.len(), reply);
                 for (ticket, item) in tickets.into_iter().zip(candidates) {
-                    coordinator.handle(now_ms(), CoordinatorInput::Submit { ticket, item });
+                    aggregator.handle(now_ms(), AggregatorInput::Submit { ticket, item });
                 }
                 answer(answered);
             }
             Some((from, message)) = answered.recv() => {
-                coordinator.handle(now_ms(), CoordinatorInput::FromEndorser { from, message });
+                aggregator.handle(now_ms(), AggregatorInput::FromEndorser { from, message });
             }
             () = tokio::time::sleep(wake) => {
-                if coordinator.poll_timeout().is_some_and(|at| at <= now_ms()) {
-                    coordinator.handle_timeout(now_ms());
+                if aggregator.poll_timeout().is_some_and(|at| at <= now_ms()) {
+                    aggregator.handle_timeout(now_ms());
                 }
             }
         }
@@ -647,17 +647,17 @@ mod tests {
 
     use super::*;
 
-    /// Runs one coordinator against `endorsers` in memory until every submission is answered.
+    /// Runs one aggregator against `endorsers` in memory until every submission is answered.
     fn endorse(endorsers: &[(EndorserId, EndorserService)], candidates: Vec<Candidate>) -> Vec<Reply> {
         let public = endorsers[0].1.lock().keys().public.clone();
-        let mut coordinator: Coordinator<Candidate, RefusalCode> =
-            Coordinator::new(7, public, CoordinatorConfig::default(), 1).unwrap();
-        coordinator.lead(0);
+        let mut aggregator: Aggregator<Candidate, RefusalCode> =
+            Aggregator::new(7, public, AggregatorConfig::default(), 1).unwrap();
+        aggregator.lead(0);
         let count = candidates.len();
         for (ticket, item) in candidates.into_iter().enumerate() {
-            coordinator.handle(
+            aggregator.handle(
                 0,
-                CoordinatorInput::Submit {
+                AggregatorInput::Submit {
                     ticket: ticket as u64,
                     item,
                 },
@@ -665,19 +665,19 @@ mod tests {
         }
         let mut replies = vec![None; count];
         for now_ms in (0..100).map(|step| step * 10) {
-            if coordinator.poll_timeout().is_some_and(|at| at <= now_ms) {
-                coordinator.handle_timeout(now_ms);
+            if aggregator.poll_timeout().is_some_and(|at| at <= now_ms) {
+                aggregator.handle_timeout(now_ms);
             }
-            let round = Round::take(&mut coordinator);
+            let round = Round::take(&mut aggregator);
             for (ticket, reply) in round.replies {
                 replies[ticket as usize] = Some(reply);
             }
             for (to, message) in round.sends {
                 let (_, service) = endorsers.iter().find(|(id, _)| *id == to).unwrap();
                 if let Some(answer) = service.handle(7, message) {
-                    coordinator.handle(
+                    aggregator.handle(
                         now_ms,
-                        CoordinatorInput::FromEndorser {
+                        AggregatorInput::FromEndorser {
                             from: to,
                             message: answer,
                         },

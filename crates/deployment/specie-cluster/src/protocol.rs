@@ -10,7 +10,7 @@ use specie_authority::{Credit, Message as AuthorityMessage, CREDITS_PER_MESSAGE_
 use specie_codec::{put_byte_vec, put_count, put_u64, put_vec, Decode, DecodeError, Encode, Reader};
 use specie_coordinator::TxResult;
 use specie_endorsement::{
-    CeremonyMessage, CoordinatorMessage, Endorsement, EndorserMessage, MessageLimits, RefusalCode, ReplyLimits,
+    AggregatorMessage, CeremonyMessage, Endorsement, EndorserMessage, MessageLimits, RefusalCode, ReplyLimits,
     BATCH_TRANSACTIONS_MAX, ENDORSEMENT_BYTES_MIN, ENDORSERS_MAX,
 };
 use specie_sentinel::endorsement::Candidate;
@@ -37,7 +37,7 @@ pub mod tag {
     pub const TAKEN: u8 = 10;
     /// A submission whose every transaction carries the sentinels' threshold endorsement.
     pub const SUBMIT_ENDORSED: u8 = 11;
-    /// Sentinel (coordinating an endorsement) → sentinel (an endorser): a round of FROST signing,
+    /// Sentinel (aggregating an endorsement) → sentinel (an endorser): a round of FROST signing,
     /// answered by the endorser's message under the same tag.
     pub const ENDORSE: u8 = 12;
     /// Sentinel → sentinel: a message of their key generation ceremony, answered `Taken`.
@@ -122,9 +122,9 @@ pub enum RoleRequest {
     /// an acknowledgement. Who sent it is the sender's certificate, never the message.
     Authority(AuthorityMessage),
     /// Sentinel → sentinel: a round of threshold endorsement, the batch's full transactions
-    /// included (each endorser validates them itself). Which coordinator asks is the sender's
+    /// included (each endorser validates them itself). Which aggregator asks is the sender's
     /// certificate, never the message.
-    Endorse(Box<CoordinatorMessage<Candidate>>),
+    Endorse(Box<AggregatorMessage<Candidate>>),
     /// Sentinel → sentinel: a message of the sentinels' key generation ceremony (round 2 carries
     /// a secret share, which the channel's TLS keeps secret). Who sent it is the certificate.
     Ceremony(Box<CeremonyMessage>),
@@ -522,7 +522,7 @@ impl RoleRequest {
             ),
             SHARD_IDS => RoleRequest::ShardIds,
             kind @ (SUBMIT | SUBMIT_ENDORSED) => RoleRequest::Submit(Submission::decode_body(&mut reader, kind)?),
-            ENDORSE => RoleRequest::Endorse(Box::new(CoordinatorMessage::decode_from(
+            ENDORSE => RoleRequest::Endorse(Box::new(AggregatorMessage::decode_from(
                 &mut reader,
                 &endorse_limits(),
             )?)),

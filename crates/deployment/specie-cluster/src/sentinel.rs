@@ -457,10 +457,10 @@ impl Backend for ClusterBackend {
     fn info(&self) -> Result<NodeInfo, BackendError> {
         let ids = self.inner.runtime.block_on(self.shard_ids())?;
         Ok(NodeInfo {
-            version: env!("CARGO_PKG_VERSION"),
+            version: env!("CARGO_PKG_VERSION").to_string(),
             hrp: self.inner.hrp.clone(),
             network_id: self.inner.network_id.clone(),
-            shards: self.inner.core.groups(),
+            shards: self.inner.core.groups() as u64,
             issuers: self.inner.issuers_hex.clone(),
             uhs_ids: ids.iter().map(|ids| ids.len() as u64).sum(),
             auditors: self.inner.trusted.auditors.iter().map(hex::encode).collect(),
@@ -473,7 +473,7 @@ impl Backend for ClusterBackend {
             endorsement_group_key: (self.inner.endorsement.as_ref()).map(|group| hex::encode(group.group_key().0)),
             offline_authority: self.inner.bridges.0.clone(),
             exchange: self.inner.bridges.1.clone(),
-            shape: self.inner.shape,
+            shape: self.inner.shape.to_string(),
         })
     }
 

@@ -37,7 +37,7 @@ pub struct Topology {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fastpay_committee: Option<FastpayCommitteeConfig>,
     /// The offline cash authority as a Raft group of this cluster (`[offline_authority]`): its
-    /// sentinels accept fundings to it and its payouts. Absent: every offline funding and payout
+    /// sentinels accept fundings to it and its payouts. Absent: every bridge funding and payout to it
     /// is invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offline_authority: Option<OfflineAuthorityConfig>,

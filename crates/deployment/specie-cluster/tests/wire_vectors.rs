@@ -21,7 +21,7 @@ use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission, SubmitOutc
 use specie_codec::{Decode, Encode};
 use specie_coordinator::{Applied, CommandLimits, CoordinatorCommand, CoordinatorState};
 use specie_endorsement::{
-    CeremonyMessage, Confirmation, CoordinatorMessage, Endorsement, EndorserMessage, GroupKey,
+    AggregatorMessage, CeremonyMessage, Confirmation, Endorsement, EndorserMessage, GroupKey,
     Refusal as EndorseRefusal, RefusalCode,
 };
 use specie_fastpay::AccountKey;
@@ -299,9 +299,7 @@ fn messages(doc: &BTreeMap<String, Vec<u8>>) -> Vec<Message> {
             ],
             ..submit_vector_message()
         })),
-        Message::Request(RoleRequest::Endorse(Box::new(CoordinatorMessage::Commit {
-            session: 7,
-        }))),
+        Message::Request(RoleRequest::Endorse(Box::new(AggregatorMessage::Commit { session: 7 }))),
         Message::Request(RoleRequest::Ceremony(Box::new(CeremonyMessage::Confirm(
             Confirmation {
                 transcript: [0x11; 32],

@@ -3,7 +3,7 @@
 //! over its batch, each endorser having validated every transaction of the batch itself.
 //!
 //! ```text
-//! submit ─▶ endorsement thread: coordinator ⇄ n endorsers (each a sentinel's checks) ─▶ replies
+//! submit ─▶ endorsement thread: aggregator ⇄ n endorsers (each a sentinel's checks) ─▶ replies
 //!        ─▶ the core's gate: the endorsement verifies under the group key ─▶ write ahead ─▶ 2PC
 //! ```
 //!
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use rayon::prelude::*;
 use specie_endorsement::{
-    deal, Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorMessage, EndorseReply, Endorser, EndorserConfig,
+    deal, Aggregator, AggregatorConfig, AggregatorInput, AggregatorMessage, EndorseReply, Endorser, EndorserConfig,
     EndorserId, EndorserInput, EndorserMessage, GroupKey, KeyError, Replies, Threshold,
 };
 use specie_role::{Role, Round, Ticket};
@@ -54,8 +54,8 @@ pub enum Call {
     Stop,
 }
 
-/// The one coordinator of the embedded group.
-const COORDINATOR: u32 = 1;
+/// The one aggregator of the embedded group.
+const AGGREGATOR: u32 = 1;
 
 /// The way into the endorsement thread.
 #[derive(Clone)]
@@ -92,24 +92,24 @@ pub type StartedGroup = (EndorsementGroup, EndorsementHandle, Receiver<Call>);
 
 /// The endorsement thread's roles and bookkeeping.
 pub struct EndorsementGroup {
-    coordinator: Coordinator<Candidate, ValidationError>,
+    aggregator: Aggregator<Candidate, ValidationError>,
     endorsers: Vec<(EndorserId, Endorser<SentinelChecks>)>,
     started: Instant,
     replies: Replies<ValidationError, Sender<Vec<Reply>>>,
 }
 
 impl EndorsementGroup {
-    /// Deals the group's shares and starts its coordinator and endorsers.
+    /// Deals the group's shares and starts its aggregator and endorsers.
     pub fn new(options: &EndorsementOptions, trusted: TrustedKeys) -> Result<StartedGroup, KeyError> {
         let threshold = Threshold::new(options.k, options.n)?;
         let (shares, public) = deal(threshold, options.seed)?;
-        let config = CoordinatorConfig {
+        let config = AggregatorConfig {
             batch_delay_ms: 1,
             round_timeout_ms: 2_000,
-            ..CoordinatorConfig::default()
+            ..AggregatorConfig::default()
         };
-        let mut coordinator = Coordinator::new(COORDINATOR, public, config, 1)?;
-        coordinator.lead(0);
+        let mut aggregator = Aggregator::new(AGGREGATOR, public, config, 1)?;
+        aggregator.lead(0);
         let endorsers = shares
             .into_iter()
             .map(|(id, keys)| {
@@ -131,11 +131,11 @@ impl EndorsementGroup {
         let (requests, inbox) = crossbeam_channel::bounded(1024);
         let handle = EndorsementHandle {
             requests,
-            group_key: coordinator.group_key(),
+            group_key: aggregator.group_key(),
             threshold,
         };
         let group = EndorsementGroup {
-            coordinator,
+            aggregator,
             endorsers,
             started: Instant::now(),
             replies: Replies::default(),
@@ -176,13 +176,13 @@ impl EndorsementGroup {
 
     fn next_timeout(&self) -> Option<u64> {
         let endorsers = self.endorsers.iter().filter_map(|(_, e)| e.poll_timeout());
-        self.coordinator.poll_timeout().into_iter().chain(endorsers).min()
+        self.aggregator.poll_timeout().into_iter().chain(endorsers).min()
     }
 
     fn fire_timeouts(&mut self) {
         let now = self.now_ms();
-        if self.coordinator.poll_timeout().is_some_and(|at| at <= now) {
-            self.coordinator.handle_timeout(now);
+        if self.aggregator.poll_timeout().is_some_and(|at| at <= now) {
+            self.aggregator.handle_timeout(now);
         }
         for (_, endorser) in &mut self.endorsers {
             if endorser.poll_timeout().is_some_and(|at| at <= now) {
@@ -195,18 +195,18 @@ impl EndorsementGroup {
         let now = self.now_ms();
         let (tickets, answered) = self.replies.open(candidates.len(), reply);
         for (ticket, item) in tickets.into_iter().zip(candidates) {
-            self.coordinator.handle(now, CoordinatorInput::Submit { ticket, item });
+            self.aggregator.handle(now, AggregatorInput::Submit { ticket, item });
         }
         if let Some((to, replies)) = answered {
             let _ = to.send(replies);
         }
     }
 
-    /// Delivers messages between the coordinator and the endorsers until none is left, with the
+    /// Delivers messages between the aggregator and the endorsers until none is left, with the
     /// endorsers of each round working in parallel.
     fn pump(&mut self) {
         loop {
-            let round = Round::take(&mut self.coordinator);
+            let round = Round::take(&mut self.aggregator);
             for (ticket, reply) in round.replies {
                 self.answer(ticket, reply);
             }
@@ -216,7 +216,7 @@ impl EndorsementGroup {
             if round.sends.is_empty() {
                 return;
             }
-            let mut inboxes: BTreeMap<EndorserId, Vec<CoordinatorMessage<Candidate>>> = BTreeMap::new();
+            let mut inboxes: BTreeMap<EndorserId, Vec<AggregatorMessage<Candidate>>> = BTreeMap::new();
             for (to, message) in round.sends {
                 inboxes.entry(to).or_default().push(message);
             }
@@ -227,7 +227,7 @@ impl EndorsementGroup {
                 .flat_map_iter(|(id, endorser)| {
                     for message in inboxes.get(id).into_iter().flatten() {
                         let input = EndorserInput {
-                            from: COORDINATOR,
+                            from: AGGREGATOR,
                             message: message.clone(),
                         };
                         endorser.handle(now, input);
@@ -240,8 +240,8 @@ impl EndorsementGroup {
                 })
                 .collect();
             for (from, message) in answers {
-                self.coordinator
-                    .handle(now, CoordinatorInput::FromEndorser { from, message });
+                self.aggregator
+                    .handle(now, AggregatorInput::FromEndorser { from, message });
             }
         }
     }

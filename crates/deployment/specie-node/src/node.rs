@@ -42,7 +42,7 @@ pub struct NodeOptions {
     /// committee for its life (committee changes are not built, and redeem markers name an
     /// account and sequence number, not a committee).
     pub fastpay_committee: Option<Committee>,
-    /// The offline authority's bridge key this node banks for: offline fundings to it and its
+    /// The offline authority's bridge key this node banks for: bridge fundings to it and its
     /// signed payouts are valid. `None`: both are invalid (`no_offline_authority`). Given at
     /// every start, like the committee.
     pub offline_authority: Option<[u8; 32]>,
@@ -808,10 +808,10 @@ impl NodeHandle {
         }
         let manifest = &self.shared.manifest;
         Ok(NodeInfo {
-            version: env!("CARGO_PKG_VERSION"),
+            version: env!("CARGO_PKG_VERSION").to_string(),
             hrp: manifest.hrp.clone(),
             network_id: Some(manifest.network_id.clone()),
-            shards: manifest.shards,
+            shards: manifest.shards as u64,
             issuers: manifest.issuers.clone(),
             uhs_ids,
             auditors: self.shared.trusted.auditors.iter().map(hex::encode).collect(),
@@ -832,7 +832,7 @@ impl NodeHandle {
             endorsement_group_key: self.endorsement_group_key().map(|key| hex::encode(key.0)),
             offline_authority: manifest.settings.offline_authority.clone(),
             exchange: manifest.settings.exchange.clone(),
-            shape: manifest.shape.name(),
+            shape: manifest.shape.name().to_string(),
         })
     }
 

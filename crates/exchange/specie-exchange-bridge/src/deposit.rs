@@ -39,7 +39,7 @@ pub fn deposit(
     let (tx, node_url) = {
         let (path, wallet) = core(trader, &mut other);
         check_currency(path, wallet, asset)?;
-        let tx = wallet.build_offline_funding(bridge, deposit_commitment(id, &key), amount, &mut rand::thread_rng())?;
+        let tx = wallet.build_bridge_funding(bridge, deposit_commitment(id, &key), amount, &mut rand::thread_rng())?;
         (tx, wallet.node_url().to_string())
     };
     trader.account_mut().deposits.push(ExchangeDeposit {

@@ -1,23 +1,10 @@
-//! The exchange's HTTP/JSON API. Binary values are hex of their canonical encodings, each
-//! length-checked before it is decoded with its bounded decoder; amounts are JSON numbers.
-//!
-//! | endpoint | what |
-//! |---|---|
-//! | `GET /v1/exchange` | identity, bridge key, assets, height, state hash |
-//! | `POST /v1/exchange/transactions` `{transactions: [hex]}` | answered once in a durable block: each one's fate |
-//! | `GET /v1/exchange/accounts/{id}` | key, last sequence, balances by asset |
-//! | `GET /v1/exchange/accounts/{id}/offers` | resting offers |
-//! | `GET /v1/exchange/blocks/last` | the last block's height, prices and trades |
-//! | `POST /v1/exchange/deposits` `{asset, transaction, account, key}` | a confirmed core funding, credited once (the exchange asks the core itself), or refunded to its first input's owner if it can never be credited (`{credited: false, refunded: {…, payout}}`) |
-//! | `GET /v1/exchange/withdrawals/{account}/{sequence}` | the payout for the core (hex), signed by the bridge key |
+//! The exchange's HTTP/JSON API: the routes of [`crate::http_api`]'s endpoints. Each binary
+//! value is length-checked before it is decoded with its bounded decoder.
 
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{json, Value};
 use specie_codec::Encode;
 use specie_exchange::{
     bridge_payout, deposit_from_core, refund_address, ExchangeInput, ExchangeReply, Fate, SignedTransaction,
@@ -29,6 +16,12 @@ use std::sync::Arc;
 
 use specie_service::ApiError;
 
+use crate::http_api::{
+    AccountBody, DepositBody, DepositRequest, FateBody, FatesBody, LastBlockBody, OfferBody, OffersBody, RefundBody,
+    SummaryBody, TradeBody, TransactionsRequest, WithdrawalBody, ACCOUNTS_PATH, CODE_NO_SUCH_ACCOUNT,
+    CODE_NO_SUCH_WITHDRAWAL, CODE_REFUSED, DEPOSITS_PATH, LAST_BLOCK_PATH, SUMMARY_PATH, TRANSACTIONS_PATH,
+    WITHDRAWALS_PATH,
+};
 use crate::service::ExchangeService;
 
 /// The exchange the API serves, however hosted.
@@ -40,13 +33,13 @@ const BODY_BYTES_MAX: usize = TRANSACTIONS_PER_REQUEST_MAX * (2 * SIGNED_TRANSAC
 
 pub fn router(exchange: Arc<dyn ExchangeService>) -> Router {
     Router::new()
-        .route("/v1/exchange", get(summary))
-        .route("/v1/exchange/transactions", post(transactions))
-        .route("/v1/exchange/accounts/{id}", get(account))
-        .route("/v1/exchange/accounts/{id}/offers", get(offers))
-        .route("/v1/exchange/blocks/last", get(last_block))
-        .route("/v1/exchange/deposits", post(deposit))
-        .route("/v1/exchange/withdrawals/{account}/{sequence}", get(withdrawal))
+        .route(SUMMARY_PATH, get(summary))
+        .route(TRANSACTIONS_PATH, post(transactions))
+        .route(&format!("{ACCOUNTS_PATH}/{{id}}"), get(account))
+        .route(&format!("{ACCOUNTS_PATH}/{{id}}/offers"), get(offers))
+        .route(LAST_BLOCK_PATH, get(last_block))
+        .route(DEPOSITS_PATH, post(deposit))
+        .route(&format!("{WITHDRAWALS_PATH}/{{account}}/{{sequence}}"), get(withdrawal))
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -97,7 +90,7 @@ fn hex_of(encode: impl FnOnce(&mut Vec<u8>)) -> String {
     hex::encode(bytes)
 }
 
-async fn summary(State(exchange): State<Exchange>) -> Result<Response, ApiError> {
+async fn summary(State(exchange): State<Exchange>) -> Result<Json<SummaryBody>, ApiError> {
     let ExchangeReply::Summary { height, state_hash } =
         ask(&exchange, |ticket| ExchangeInput::Summary { ticket }).await?
     else {
@@ -107,25 +100,19 @@ async fn summary(State(exchange): State<Exchange>) -> Result<Response, ApiError>
             "no summary",
         ));
     };
-    Ok(Json(json!({
-        "exchange": hex::encode(exchange.id()),
-        "bridge": hex::encode(exchange.bridge().verifying_key().to_bytes()),
-        "assets": exchange.asset_names(),
-        "height": height,
-        "state_hash": hex::encode(state_hash),
+    Ok(Json(SummaryBody {
+        exchange: hex::encode(exchange.id()),
+        bridge: hex::encode(exchange.bridge().verifying_key().to_bytes()),
+        assets: exchange.asset_names(),
+        height,
+        state_hash: hex::encode(state_hash),
     }))
-    .into_response())
-}
-
-#[derive(Deserialize)]
-struct TransactionsRequest {
-    transactions: Vec<String>,
 }
 
 async fn transactions(
     State(exchange): State<Exchange>,
     Json(request): Json<TransactionsRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<FatesBody>, ApiError> {
     if request.transactions.len() > TRANSACTIONS_PER_REQUEST_MAX {
         return Err(ApiError::bad_request(format!(
             "more than {TRANSACTIONS_PER_REQUEST_MAX} transactions"
@@ -152,98 +139,92 @@ async fn transactions(
         .collect::<Result<Vec<_>, _>>()?;
     match ask(&exchange, move |ticket| ExchangeInput::Submit { ticket, transactions }).await? {
         ExchangeReply::Settled(fates) => {
-            let fates: Vec<Value> = fates
+            let fates = fates
                 .iter()
                 .map(|fate| match fate {
-                    Fate::Included { height } => json!({"included": height}),
-                    Fate::Refused(refusal) => json!({"refused": refusal.to_string()}),
+                    Fate::Included { height } => FateBody::Included(*height),
+                    Fate::Refused(refusal) => FateBody::Refused(refusal.to_string()),
                 })
                 .collect();
-            Ok(Json(json!({"fates": fates})).into_response())
+            Ok(Json(FatesBody { fates }))
         }
         other => Err(unexpected(other)),
     }
 }
 
-async fn account(State(exchange): State<Exchange>, Path(id): Path<u64>) -> Result<Response, ApiError> {
+async fn account(State(exchange): State<Exchange>, Path(id): Path<u64>) -> Result<Json<AccountBody>, ApiError> {
     match ask(&exchange, move |ticket| ExchangeInput::Account { ticket, id }).await? {
         ExchangeReply::Account(Some(account)) => {
-            let balances: serde_json::Map<String, Value> = exchange
-                .asset_names()
-                .into_iter()
-                .zip(&account.balances)
-                .map(|(name, b)| (name, json!(b)))
-                .collect();
-            Ok(Json(json!({
-                "key": hex::encode(account.key),
-                "last_sequence": account.last_sequence,
-                "balances": balances,
+            let balances = exchange.asset_names().into_iter().zip(account.balances).collect();
+            Ok(Json(AccountBody {
+                key: hex::encode(account.key),
+                last_sequence: account.last_sequence,
+                balances,
             }))
-            .into_response())
         }
         ExchangeReply::Account(None) => Err(ApiError::new(
             StatusCode::NOT_FOUND,
-            "no_such_account",
+            CODE_NO_SUCH_ACCOUNT,
             "no such account",
         )),
         other => Err(unexpected(other)),
     }
 }
 
-async fn offers(State(exchange): State<Exchange>, Path(id): Path<u64>) -> Result<Response, ApiError> {
+async fn offers(State(exchange): State<Exchange>, Path(id): Path<u64>) -> Result<Json<OffersBody>, ApiError> {
     match ask(&exchange, move |ticket| ExchangeInput::Offers { ticket, account: id }).await? {
         ExchangeReply::Offers(offers) => {
             let names = exchange.asset_names();
             let name = |asset: u16| asset_name(&names, asset);
-            let offers: Vec<Value> = offers
+            let offers = offers
                 .iter()
-                .map(|((sell, buy), key, amount)| {
-                    json!({"sell": name(*sell), "buy": name(*buy), "limit": key.limit.0, "sequence": key.sequence, "amount": amount})
+                .map(|((sell, buy), key, amount)| OfferBody {
+                    sell: name(*sell),
+                    buy: name(*buy),
+                    limit: key.limit.0,
+                    sequence: key.sequence,
+                    amount: *amount,
                 })
                 .collect();
-            Ok(Json(json!({"offers": offers})).into_response())
+            Ok(Json(OffersBody { offers }))
         }
         other => Err(unexpected(other)),
     }
 }
 
-async fn last_block(State(exchange): State<Exchange>) -> Result<Response, ApiError> {
+async fn last_block(State(exchange): State<Exchange>) -> Result<Json<LastBlockBody>, ApiError> {
     match ask(&exchange, |ticket| ExchangeInput::LastBlock { ticket }).await? {
-        ExchangeReply::LastBlock(None) => Ok(Json(json!({"height": 0})).into_response()),
+        ExchangeReply::LastBlock(None) => Ok(Json(LastBlockBody::default())),
         ExchangeReply::LastBlock(Some(block)) => {
             let names = exchange.asset_names();
             let name = |asset: u16| asset_name(&names, asset);
-            let trades: Vec<Value> = block
+            let trades = block
                 .clearing
                 .trades
                 .iter()
-                .map(|t| json!({"sell": name(t.sell), "buy": name(t.buy), "amount": t.amount}))
+                .map(|t| TradeBody {
+                    sell: name(t.sell),
+                    buy: name(t.buy),
+                    amount: t.amount,
+                })
                 .collect();
-            let prices: Vec<u64> = block.clearing.prices.iter().map(|p| p.0).collect();
-            Ok(Json(json!({
-                "height": block.height,
-                "transactions": block.transactions.len(),
-                "prices": prices,
-                "trades": trades,
+            Ok(Json(LastBlockBody {
+                height: block.height,
+                transactions: block.transactions.len() as u64,
+                prices: block.clearing.prices.iter().map(|p| p.0).collect(),
+                trades,
             }))
-            .into_response())
         }
         other => Err(unexpected(other)),
     }
-}
-
-#[derive(Deserialize)]
-struct DepositRequest {
-    asset: String,
-    /// The core funding (hex of its core encoding), confirmed by the asset's core.
-    transaction: String,
-    account: u64,
-    key: String,
 }
 
 /// A core funding to the exchange, credited once its marker is found in its core's UHS (asked
 /// here, never taken from the caller), to exactly the account and key it commits to.
-async fn deposit(State(exchange): State<Exchange>, Json(request): Json<DepositRequest>) -> Result<Response, ApiError> {
+async fn deposit(
+    State(exchange): State<Exchange>,
+    Json(request): Json<DepositRequest>,
+) -> Result<Json<DepositBody>, ApiError> {
     let Some(asset) = exchange.asset_names().iter().position(|name| *name == request.asset) else {
         return Err(ApiError::bad_request(format!(
             "asset: the exchange trades no {}",
@@ -258,7 +239,7 @@ async fn deposit(State(exchange): State<Exchange>, Json(request): Json<DepositRe
         hex::decode(&request.transaction).map_err(|e| ApiError::bad_request(format!("transaction: not hex: {e}")))?;
     let transaction = <SpecieTransaction as specie_codec::Decode>::decode_exact_with(&bytes, &limits)
         .map_err(|e| ApiError::bad_request(format!("transaction: {e}")))?;
-    let SpecieTransaction::OfflineFunding(funding) = transaction else {
+    let SpecieTransaction::BridgeFunding(funding) = transaction else {
         return Err(ApiError::bad_request("transaction: not a funding (kind 0x05)"));
     };
     let key: [u8; 32] = hex::decode(&request.key)
@@ -268,7 +249,7 @@ async fn deposit(State(exchange): State<Exchange>, Json(request): Json<DepositRe
     let bridge = exchange.bridge().verifying_key().to_bytes();
     let asset_index = u16::try_from(asset).expect("an exchange trades at most 64 assets");
     let deposit = deposit_from_core(&funding, &bridge, asset_index, request.account, key)
-        .map_err(|refusal| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string()))?;
+        .map_err(|refusal| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, CODE_REFUSED, refusal.to_string()))?;
     let refund_to =
         Some(refund_address(&funding).map_err(|refusal| ApiError::bad_request(format!("transaction: {refusal}")))?);
     let marker = deposit.marker;
@@ -279,17 +260,20 @@ async fn deposit(State(exchange): State<Exchange>, Json(request): Json<DepositRe
         refund_to,
     };
     match ask(&exchange, input).await? {
-        ExchangeReply::Deposited => Ok(Json(json!({"credited": true})).into_response()),
+        ExchangeReply::Deposited => Ok(Json(DepositBody {
+            credited: true,
+            refunded: None,
+        })),
         ExchangeReply::Refunded { withdrawal, reason } => {
             let reason = reason.map_or_else(|| "refunded earlier".to_string(), |reason| reason.to_string());
-            Ok(
-                Json(json!({"credited": false, "refunded": refund_json(&exchange, &withdrawal, &reason)}))
-                    .into_response(),
-            )
+            Ok(Json(DepositBody {
+                credited: false,
+                refunded: Some(refund_body(&exchange, &withdrawal, reason)),
+            }))
         }
         ExchangeReply::DepositRefused(refusal) => Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
-            "refused",
+            CODE_REFUSED,
             refusal.to_string(),
         )),
         other => Err(unexpected(other)),
@@ -298,22 +282,22 @@ async fn deposit(State(exchange): State<Exchange>, Json(request): Json<DepositRe
 
 /// A refunded funding, as the deposit's answer gives it: why, the withdrawal it became (fetched
 /// again like any other), and its payout for the core, signed by the bridge key.
-fn refund_json(exchange: &Exchange, withdrawal: &Withdrawal, reason: &str) -> Value {
-    let payout = SpecieTransaction::OfflinePayout(bridge_payout(withdrawal, exchange.bridge()));
-    json!({
-        "reason": reason,
-        "account": withdrawal.account,
-        "sequence": withdrawal.sequence,
-        "amount": withdrawal.amount,
-        "address": hex::encode(withdrawal.address),
-        "payout": hex_of(|out| payout.encode_to(out)),
-    })
+fn refund_body(exchange: &Exchange, withdrawal: &Withdrawal, reason: String) -> RefundBody {
+    let payout = SpecieTransaction::BridgePayout(bridge_payout(withdrawal, exchange.bridge()));
+    RefundBody {
+        reason,
+        account: withdrawal.account,
+        sequence: withdrawal.sequence,
+        amount: withdrawal.amount,
+        address: hex::encode(withdrawal.address),
+        payout: hex_of(|out| payout.encode_to(out)),
+    }
 }
 
 async fn withdrawal(
     State(exchange): State<Exchange>,
     Path((account, sequence)): Path<(u64, u64)>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<WithdrawalBody>, ApiError> {
     match ask(&exchange, move |ticket| ExchangeInput::Withdrawal {
         ticket,
         account,
@@ -322,15 +306,15 @@ async fn withdrawal(
     .await?
     {
         ExchangeReply::Withdrawal(Some(withdrawal)) => {
-            let payout = SpecieTransaction::OfflinePayout(bridge_payout(&withdrawal, exchange.bridge()));
-            Ok(
-                Json(json!({"payout": hex_of(|out| payout.encode_to(out)), "amount": withdrawal.amount}))
-                    .into_response(),
-            )
+            let payout = SpecieTransaction::BridgePayout(bridge_payout(&withdrawal, exchange.bridge()));
+            Ok(Json(WithdrawalBody {
+                payout: hex_of(|out| payout.encode_to(out)),
+                amount: withdrawal.amount,
+            }))
         }
         ExchangeReply::Withdrawal(None) => Err(ApiError::new(
             StatusCode::NOT_FOUND,
-            "no_such_withdrawal",
+            CODE_NO_SUCH_WITHDRAWAL,
             "no such withdrawal",
         )),
         other => Err(unexpected(other)),

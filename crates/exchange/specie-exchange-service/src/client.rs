@@ -1,21 +1,28 @@
-//! A trader's client of the exchange's HTTP/JSON API (the endpoints in [`crate::router`]),
+//! A trader's client of the exchange's HTTP/JSON API (the bodies of [`crate::http_api`]),
 //! blocking. The exchange may be one process or a replicated group: `urls` lists its replicas,
 //! comma-separated; a replica that does not lead answers 503 `not_leader` with the leader's
-//! address and the call follows it (`specie_wallet::replicas::ReplicaClient`, which the offline
+//! address and the call follows it (`specie_service::client::Replicas`, which the offline
 //! authority's client shares). Errors carry the API's `{error: {code, message}}`.
 //!
-//! The answers are read by pure functions (`*_from` below), so what the client makes of an
-//! answer is tested without a server; beside them, the trader's conversions: a decimal limit
+//! The answers' bodies are read by pure functions (`*_from` below), so what the client makes of
+//! an answer is tested without a server; beside them, the trader's conversions: a decimal limit
 //! price to the exchange's Q32.32 [`LimitPrice`] and back, and an account's id from its key.
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 use specie_codec::{Decode, Encode};
 use specie_exchange::{AccountId, AssetId, LimitPrice, Operation, SignedTransaction, Withdrawal};
+use specie_service::client::{Body, CallError, LeaderSearch, Replicas};
 use specie_transaction::SpecieTransaction;
-use specie_wallet::replicas::{ReplicaClient, ReplicaError};
+
+use crate::http_api::{
+    AccountBody, DepositBody, DepositRequest, FateBody, FatesBody, LastBlockBody, OffersBody, SummaryBody,
+    TransactionsRequest, WithdrawalBody, ACCOUNTS_PATH, CODE_NO_SUCH_ACCOUNT, CODE_NO_SUCH_WITHDRAWAL, CODE_REFUSED,
+    DEPOSITS_PATH, LAST_BLOCK_PATH, SUMMARY_PATH, TRANSACTIONS_PATH, WITHDRAWALS_PATH,
+};
 
 /// How long one request may take: a submission is answered once its block is durable.
 pub const REQUEST_TIMEOUT_MS: u64 = 60_000;
@@ -148,7 +155,7 @@ impl ExchangeInfo {
 pub struct AccountState {
     pub key: [u8; 32],
     pub last_sequence: u64,
-    /// Unlocked balance per asset, by name, in the exchange's asset order.
+    /// Unlocked balance per asset, by name, in name order.
     pub balances: Vec<(String, u64)>,
 }
 
@@ -207,7 +214,7 @@ pub struct Refund {
 
 /// A client of one exchange (its replicas).
 pub struct ExchangeClient {
-    replicas: ReplicaClient,
+    replicas: Replicas,
 }
 
 fn bad(urls: &str, reason: impl Into<String>) -> ExchangeClientError {
@@ -217,8 +224,8 @@ fn bad(urls: &str, reason: impl Into<String>) -> ExchangeClientError {
     }
 }
 
-fn hex32(value: &Value) -> Option<[u8; 32]> {
-    hex::decode(value.as_str()?).ok()?.try_into().ok()
+fn hex32(text: &str) -> Option<[u8; 32]> {
+    hex::decode(text).ok()?.try_into().ok()
 }
 
 fn hex_of(transaction: &SignedTransaction) -> String {
@@ -231,7 +238,8 @@ impl ExchangeClient {
     /// `urls`: the exchange's replicas, comma-separated (`http://127.0.0.1:8480,…`).
     pub fn new(urls: &str) -> ExchangeClient {
         ExchangeClient {
-            replicas: ReplicaClient::new(urls, None).with_timeout(Duration::from_millis(REQUEST_TIMEOUT_MS)),
+            replicas: Replicas::new(urls, LeaderSearch::patient())
+                .with_request_timeout(Duration::from_millis(REQUEST_TIMEOUT_MS)),
         }
     }
 
@@ -239,60 +247,68 @@ impl ExchangeClient {
         self.replicas.urls()
     }
 
-    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, ExchangeClientError> {
+    fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ExchangeClientError> {
+        self.call("GET", path, Body::Empty)
+    }
+
+    fn post<T: DeserializeOwned>(&self, path: &str, request: &impl Serialize) -> Result<T, ExchangeClientError> {
+        let request = serde_json::to_value(request).expect("a request body serializes");
+        self.call("POST", path, Body::Json(&request))
+    }
+
+    fn call<T: DeserializeOwned>(&self, method: &str, path: &str, body: Body<'_>) -> Result<T, ExchangeClientError> {
         let urls = self.replicas.urls();
-        self.replicas.call(method, path, body).map_err(|error| match error {
-            ReplicaError::Refused { status, code, message } => ExchangeClientError::Api {
-                urls,
-                status,
-                code,
-                message,
-            },
-            ReplicaError::BadAnswer { reason, .. } => bad(&urls, reason),
-            other => ExchangeClientError::Unavailable {
-                urls,
-                reason: other.to_string(),
-            },
-        })
+        self.replicas
+            .call_json(method, path, body)
+            .map_err(|error: CallError| match error {
+                CallError::Refused { status, error, .. } => ExchangeClientError::Api {
+                    urls,
+                    status,
+                    code: error.code,
+                    message: error.message,
+                },
+                CallError::BadAnswer { reason, .. } => bad(&urls, reason),
+                other => ExchangeClientError::Unavailable {
+                    urls,
+                    reason: other.to_string(),
+                },
+            })
     }
 
     pub fn info(&self) -> Result<ExchangeInfo, ExchangeClientError> {
-        info_from(&self.call("GET", "/v1/exchange", None)?).ok_or_else(|| bad(&self.urls(), "no exchange summary"))
+        info_from(self.get(SUMMARY_PATH)?).ok_or_else(|| bad(&self.urls(), "no exchange summary"))
     }
 
     /// The account's state, or `None` if the exchange has no such account (yet).
     pub fn account(&self, id: AccountId) -> Result<Option<AccountState>, ExchangeClientError> {
-        match self.call("GET", &format!("/v1/exchange/accounts/{id}"), None) {
-            Ok(answer) => account_from(&answer)
+        match self.get(&format!("{ACCOUNTS_PATH}/{id}")) {
+            Ok(answer) => account_from(answer)
                 .map(Some)
                 .ok_or_else(|| bad(&self.urls(), "no account state")),
-            Err(error) if error.code() == Some("no_such_account") => Ok(None),
+            Err(error) if error.code() == Some(CODE_NO_SUCH_ACCOUNT) => Ok(None),
             Err(error) => Err(error),
         }
     }
 
     pub fn offers(&self, id: AccountId) -> Result<Vec<RestingOffer>, ExchangeClientError> {
-        offers_from(&self.call("GET", &format!("/v1/exchange/accounts/{id}/offers"), None)?)
-            .ok_or_else(|| bad(&self.urls(), "no offers list"))
+        Ok(offers_from(self.get(&format!("{ACCOUNTS_PATH}/{id}/offers"))?))
     }
 
     pub fn last_block(&self) -> Result<LastBlock, ExchangeClientError> {
-        last_block_from(&self.call("GET", "/v1/exchange/blocks/last", None)?)
-            .ok_or_else(|| bad(&self.urls(), "no block"))
+        Ok(last_block_from(self.get(LAST_BLOCK_PATH)?))
     }
 
     /// Submits `transactions` (at most [`TRANSACTIONS_PER_SUBMISSION_MAX`]); answered once
     /// they are in a durable block: each one's fate, in order.
     pub fn submit(&self, transactions: &[SignedTransaction]) -> Result<Vec<TxFate>, ExchangeClientError> {
-        let encoded: Vec<String> = transactions.iter().map(hex_of).collect();
-        let answer = self.call(
-            "POST",
-            "/v1/exchange/transactions",
-            Some(json!({"transactions": encoded})),
-        )?;
-        fates_from(&answer)
-            .filter(|fates| fates.len() == transactions.len())
-            .ok_or_else(|| bad(&self.urls(), "not one fate per transaction"))
+        let request = TransactionsRequest {
+            transactions: transactions.iter().map(hex_of).collect(),
+        };
+        let fates = fates_from(self.post(TRANSACTIONS_PATH, &request)?);
+        if fates.len() != transactions.len() {
+            return Err(bad(&self.urls(), "not one fate per transaction"));
+        }
+        Ok(fates)
     }
 
     /// Hands in a core funding to the exchange (`funding`), for `account` with `key`.
@@ -303,18 +319,16 @@ impl ExchangeClient {
         account: AccountId,
         key: &[u8; 32],
     ) -> Result<DepositAnswer, ExchangeClientError> {
-        let body = json!({
-            "asset": asset,
-            "transaction": hex::encode(funding.encode()),
-            "account": account,
-            "key": hex::encode(key),
-        });
-        match self.call("POST", "/v1/exchange/deposits", Some(body)) {
-            Ok(answer) => {
-                deposit_answer_from(&answer).ok_or_else(|| bad(&self.urls(), "neither credited nor refunded"))
-            }
+        let request = DepositRequest {
+            asset: asset.to_string(),
+            transaction: hex::encode(funding.encode()),
+            account,
+            key: hex::encode(key),
+        };
+        match self.post(DEPOSITS_PATH, &request) {
+            Ok(answer) => deposit_answer_from(answer).ok_or_else(|| bad(&self.urls(), "neither credited nor refunded")),
             Err(ExchangeClientError::Api { code, message, .. })
-                if code == "refused" && message == specie_exchange::DepositRefusal::AlreadyCredited.to_string() =>
+                if code == CODE_REFUSED && message == specie_exchange::DepositRefusal::AlreadyCredited.to_string() =>
             {
                 Ok(DepositAnswer::CreditedBefore)
             }
@@ -330,103 +344,79 @@ impl ExchangeClient {
         account: AccountId,
         sequence: u64,
     ) -> Result<Option<SpecieTransaction>, ExchangeClientError> {
-        match self.call("GET", &format!("/v1/exchange/withdrawals/{account}/{sequence}"), None) {
-            Ok(answer) => payout_from(&answer)
+        match self.get::<WithdrawalBody>(&format!("{WITHDRAWALS_PATH}/{account}/{sequence}")) {
+            Ok(answer) => payout_from(&answer.payout)
                 .map(Some)
                 .ok_or_else(|| bad(&self.urls(), "no payout")),
-            Err(error) if error.code() == Some("no_such_withdrawal") => Ok(None),
+            Err(error) if error.code() == Some(CODE_NO_SUCH_WITHDRAWAL) => Ok(None),
             Err(error) => Err(error),
         }
     }
 }
 
-/// The summary in an answer of `GET /v1/exchange`.
-pub fn info_from(answer: &Value) -> Option<ExchangeInfo> {
+/// The summary `GET /v1/exchange` answers, if its keys and hash are 32 bytes of hex.
+pub fn info_from(body: SummaryBody) -> Option<ExchangeInfo> {
     Some(ExchangeInfo {
-        exchange: hex32(&answer["exchange"])?,
-        bridge: hex32(&answer["bridge"])?,
-        assets: answer["assets"]
-            .as_array()?
-            .iter()
-            .map(|a| a.as_str().map(String::from))
-            .collect::<Option<_>>()?,
-        height: answer["height"].as_u64()?,
-        state_hash: hex32(&answer["state_hash"])?,
+        exchange: hex32(&body.exchange)?,
+        bridge: hex32(&body.bridge)?,
+        assets: body.assets,
+        height: body.height,
+        state_hash: hex32(&body.state_hash)?,
     })
 }
 
-pub fn account_from(answer: &Value) -> Option<AccountState> {
+pub fn account_from(body: AccountBody) -> Option<AccountState> {
     Some(AccountState {
-        key: hex32(&answer["key"])?,
-        last_sequence: answer["last_sequence"].as_u64()?,
-        balances: answer["balances"]
-            .as_object()?
-            .iter()
-            .map(|(name, balance)| Some((name.clone(), balance.as_u64()?)))
-            .collect::<Option<_>>()?,
+        key: hex32(&body.key)?,
+        last_sequence: body.last_sequence,
+        balances: body.balances.into_iter().collect(),
     })
 }
 
-pub fn offers_from(answer: &Value) -> Option<Vec<RestingOffer>> {
-    answer["offers"]
-        .as_array()?
-        .iter()
-        .map(|offer| {
-            Some(RestingOffer {
-                sell: offer["sell"].as_str()?.to_string(),
-                buy: offer["buy"].as_str()?.to_string(),
-                limit: LimitPrice(offer["limit"].as_u64()?),
-                sequence: offer["sequence"].as_u64()?,
-                amount: offer["amount"].as_u64()?,
-            })
+pub fn offers_from(body: OffersBody) -> Vec<RestingOffer> {
+    body.offers
+        .into_iter()
+        .map(|offer| RestingOffer {
+            sell: offer.sell,
+            buy: offer.buy,
+            limit: LimitPrice(offer.limit),
+            sequence: offer.sequence,
+            amount: offer.amount,
         })
         .collect()
 }
 
-pub fn last_block_from(answer: &Value) -> Option<LastBlock> {
-    let height = answer["height"].as_u64()?;
-    let list = |field: &str| answer[field].as_array().cloned().unwrap_or_default();
-    Some(LastBlock {
-        height,
-        transactions: answer["transactions"].as_u64().unwrap_or(0),
-        prices: list("prices").iter().map(Value::as_u64).collect::<Option<_>>()?,
-        trades: list("trades")
-            .iter()
-            .map(|t| {
-                Some((
-                    t["sell"].as_str()?.to_string(),
-                    t["buy"].as_str()?.to_string(),
-                    t["amount"].as_u64()?,
-                ))
-            })
-            .collect::<Option<_>>()?,
-    })
+pub fn last_block_from(body: LastBlockBody) -> LastBlock {
+    LastBlock {
+        height: body.height,
+        transactions: body.transactions,
+        prices: body.prices,
+        trades: body.trades.into_iter().map(|t| (t.sell, t.buy, t.amount)).collect(),
+    }
 }
 
-pub fn fates_from(answer: &Value) -> Option<Vec<TxFate>> {
-    answer["fates"]
-        .as_array()?
-        .iter()
-        .map(|fate| match (fate["included"].as_u64(), fate["refused"].as_str()) {
-            (Some(height), _) => Some(TxFate::Included { height }),
-            (None, Some(reason)) => Some(TxFate::Refused(reason.to_string())),
-            _ => None,
+pub fn fates_from(body: FatesBody) -> Vec<TxFate> {
+    body.fates
+        .into_iter()
+        .map(|fate| match fate {
+            FateBody::Included(height) => TxFate::Included { height },
+            FateBody::Refused(reason) => TxFate::Refused(reason),
         })
         .collect()
 }
 
-/// A deposit's answer (`{credited: true}`, or `{credited: false, refunded: {…}}`).
-pub fn deposit_answer_from(answer: &Value) -> Option<DepositAnswer> {
-    if answer["credited"].as_bool()? {
+/// A deposit's answer: credited, or refunded by a bridge payout.
+pub fn deposit_answer_from(body: DepositBody) -> Option<DepositAnswer> {
+    if body.credited {
         return Some(DepositAnswer::Credited);
     }
-    let refund = &answer["refunded"];
+    let refund = body.refunded?;
     Some(DepositAnswer::Refunded(Box::new(Refund {
-        reason: refund["reason"].as_str()?.to_string(),
-        account: refund["account"].as_u64()?,
-        sequence: refund["sequence"].as_u64()?,
-        amount: refund["amount"].as_u64()?,
-        payout: payout_from(refund)?,
+        payout: payout_from(&refund.payout)?,
+        reason: refund.reason,
+        account: refund.account,
+        sequence: refund.sequence,
+        amount: refund.amount,
     })))
 }
 
@@ -464,7 +454,7 @@ pub enum PayoutError {
 /// amount. Anything else cannot pay what is owed (the core pays a serial once), so taking the
 /// withdrawal or deposit as paid on it could lose it.
 pub fn check_payout(payout: &SpecieTransaction, bridge: &[u8; 32], owed: &Withdrawal) -> Result<(), PayoutError> {
-    let SpecieTransaction::OfflinePayout(payout) = payout else {
+    let SpecieTransaction::BridgePayout(payout) = payout else {
         return Err(PayoutError::NotAPayout);
     };
     if payout.authority != *bridge {
@@ -514,7 +504,7 @@ pub fn owed_by_withdrawal(transaction: &[u8]) -> Result<Withdrawal, PayoutError>
 /// What the refund of `funding` (a deposit of `asset`) is owed: the funding's amount, to its
 /// first input's owner, under the refund's id (docs: `specie_exchange::bridge`).
 pub fn owed_by_refund(asset: AssetId, funding: &SpecieTransaction) -> Result<Withdrawal, PayoutError> {
-    let SpecieTransaction::OfflineFunding(funding) = funding else {
+    let SpecieTransaction::BridgeFunding(funding) = funding else {
         return Err(PayoutError::NotAFunding);
     };
     let (account, sequence) = specie_exchange::refund_id(asset, &funding.marker().0);
@@ -527,11 +517,12 @@ pub fn owed_by_refund(asset: AssetId, funding: &SpecieTransaction) -> Result<Wit
     })
 }
 
-/// The payout in an answer of `GET /v1/exchange/withdrawals/…`: an offline payout only.
-pub fn payout_from(answer: &Value) -> Option<SpecieTransaction> {
-    let bytes = hex::decode(answer["payout"].as_str()?).ok()?;
+/// The payout (hex) in an answer of `GET /v1/exchange/withdrawals/…` or a refund: a bridge
+/// payout only.
+pub fn payout_from(hex_text: &str) -> Option<SpecieTransaction> {
+    let bytes = hex::decode(hex_text).ok()?;
     match SpecieTransaction::decode_exact(&bytes).ok()? {
-        payout @ SpecieTransaction::OfflinePayout(_) => Some(payout),
+        payout @ SpecieTransaction::BridgePayout(_) => Some(payout),
         _ => None,
     }
 }
@@ -539,6 +530,7 @@ pub fn payout_from(answer: &Value) -> Option<SpecieTransaction> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use specie_exchange::Transaction;
 
     #[test]
@@ -589,32 +581,38 @@ mod tests {
         assert_ne!(account_id(&[1; 32]), account_id(&[2; 32]));
     }
 
+    /// An answer's JSON as its body, if it has the body's shape.
+    fn read<T: DeserializeOwned>(answer: serde_json::Value) -> Option<T> {
+        serde_json::from_value(answer).ok()
+    }
+
     #[test]
     fn answers_are_read_or_refused() {
         let info = json!({"exchange": hex::encode([1u8; 32]), "bridge": hex::encode([2u8; 32]),
             "assets": ["usd", "eur"], "height": 4, "state_hash": hex::encode([3u8; 32])});
-        let info = info_from(&info).unwrap();
+        let info = read(info).and_then(info_from).unwrap();
         assert_eq!((info.asset("eur").unwrap(), info.asset_name(0)), (1, "usd"));
         assert!(info.asset("gbp").unwrap_err().to_string().contains("no asset \"gbp\""));
-        assert_eq!(info_from(&json!({"exchange": "zz"})), None);
-        let fates = fates_from(&json!({"fates": [{"included": 3}, {"refused": "no such payee"}]})).unwrap();
+        assert_eq!(read(json!({"exchange": "zz"})).and_then(info_from), None);
+        let bad_key = json!({"exchange": "zz", "bridge": "", "assets": [], "height": 0, "state_hash": ""});
+        assert_eq!(read(bad_key).and_then(info_from), None);
+        let fates = read(json!({"fates": [{"included": 3}, {"refused": "no such payee"}]})).map(fates_from);
         assert_eq!(
-            fates,
+            fates.unwrap(),
             vec![TxFate::Included { height: 3 }, TxFate::Refused("no such payee".into())]
         );
-        assert_eq!(fates_from(&json!({"fates": [{}]})), None);
-        let block = last_block_from(&json!({"height": 0})).unwrap();
+        assert_eq!(read::<FatesBody>(json!({"fates": [{}]})), None);
+        let block = last_block_from(read(json!({"height": 0})).unwrap());
         assert_eq!((block.height, block.trades.len()), (0, 0));
-        let offers = offers_from(
-            &json!({"offers": [{"sell": "usd", "buy": "eur", "limit": 1u64 << 32, "sequence": 2, "amount": 9}]}),
-        );
-        assert_eq!(offers.unwrap()[0].limit, LimitPrice(1 << 32));
-        assert_eq!(payout_from(&json!({"payout": "00"})), None);
+        let offers =
+            read(json!({"offers": [{"sell": "usd", "buy": "eur", "limit": 1u64 << 32, "sequence": 2, "amount": 9}]}));
+        assert_eq!(offers_from(offers.unwrap())[0].limit, LimitPrice(1 << 32));
+        assert_eq!(payout_from("00"), None);
         assert_eq!(
-            deposit_answer_from(&json!({"credited": true})),
+            read(json!({"credited": true})).and_then(deposit_answer_from),
             Some(DepositAnswer::Credited)
         );
-        assert_eq!(deposit_answer_from(&json!({"credited": false})), None);
+        assert_eq!(read(json!({"credited": false})).and_then(deposit_answer_from), None);
         let payout = specie_exchange::bridge_payout(
             &specie_exchange::Withdrawal {
                 account: 7,
@@ -625,11 +623,11 @@ mod tests {
             },
             &ed25519_dalek::SigningKey::from_bytes(&[6; 32]),
         );
-        let payout = SpecieTransaction::OfflinePayout(payout);
+        let payout = SpecieTransaction::BridgePayout(payout);
         let refunded = json!({"credited": false, "refunded": {"reason": "the account exists with another key",
             "account": 7, "sequence": specie_exchange::REFUND_SEQUENCE_BIT | 9, "amount": 40,
-            "payout": hex::encode(payout.encode())}});
-        let Some(DepositAnswer::Refunded(refund)) = deposit_answer_from(&refunded) else {
+            "address": hex::encode([5u8; 32]), "payout": hex::encode(payout.encode())}});
+        let Some(DepositAnswer::Refunded(refund)) = read(refunded).and_then(deposit_answer_from) else {
             panic!("a refund is read");
         };
         assert_eq!((refund.amount, refund.payout), (40, payout));
@@ -660,7 +658,7 @@ mod tests {
         assert_eq!((owed.account, owed.sequence, owed.amount), (7, 9, 40));
         let bridge_key = key.verifying_key().to_bytes();
         let paid = |withdrawal: &Withdrawal, by: &ed25519_dalek::SigningKey| {
-            SpecieTransaction::OfflinePayout(specie_exchange::bridge_payout(withdrawal, by))
+            SpecieTransaction::BridgePayout(specie_exchange::bridge_payout(withdrawal, by))
         };
         assert_eq!(check_payout(&paid(&owed, &key), &bridge_key, &owed), Ok(()));
         let other_key = ed25519_dalek::SigningKey::from_bytes(&[8; 32]);
@@ -680,12 +678,12 @@ mod tests {
             let error = check_payout(&paid(&other, &key), &bridge_key, &owed).unwrap_err();
             assert!(matches!(error, PayoutError::NotOwed { .. }), "{error}");
         }
-        let SpecieTransaction::OfflinePayout(mut forged) = paid(&owed, &key) else {
+        let SpecieTransaction::BridgePayout(mut forged) = paid(&owed, &key) else {
             unreachable!()
         };
         forged.signature[0] ^= 1;
         assert_eq!(
-            check_payout(&SpecieTransaction::OfflinePayout(forged), &bridge_key, &owed),
+            check_payout(&SpecieTransaction::BridgePayout(forged), &bridge_key, &owed),
             Err(PayoutError::BadSignature)
         );
         assert!(owed_by_withdrawal(&[1, 2, 3]).is_err());
@@ -708,7 +706,7 @@ mod tests {
         let id = payment.created_outputs()[0].uhs_id;
         wallet.import_payment(&payment, &[id]).unwrap();
         let bridge_key = bridge().verifying_key().to_bytes();
-        let funding = wallet.build_offline_funding(bridge_key, [2; 32], 60, &mut rng).unwrap();
+        let funding = wallet.build_bridge_funding(bridge_key, [2; 32], 60, &mut rng).unwrap();
         let owed = owed_by_refund(1, &funding).unwrap();
         assert_eq!(owed.amount, 60);
         assert_eq!(owed.address, address.witness_program_commitment());
@@ -716,7 +714,7 @@ mod tests {
             (owed.account, owed.sequence),
             specie_exchange::refund_id(1, &funding.marker().unwrap().0)
         );
-        let payout = SpecieTransaction::OfflinePayout(specie_exchange::bridge_payout(&owed, &bridge()));
+        let payout = SpecieTransaction::BridgePayout(specie_exchange::bridge_payout(&owed, &bridge()));
         assert_eq!(check_payout(&payout, &bridge_key, &owed), Ok(()));
         let other_asset = owed_by_refund(0, &funding).unwrap();
         assert!(check_payout(&payout, &bridge_key, &other_asset).is_err());

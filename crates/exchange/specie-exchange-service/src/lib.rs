@@ -10,6 +10,7 @@
 
 mod api;
 pub mod client;
+pub mod http_api;
 pub mod service;
 
 pub use api::router;

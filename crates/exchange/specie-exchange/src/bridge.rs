@@ -17,7 +17,7 @@
 
 use ed25519_dalek::SigningKey;
 use sha2::{Digest, Sha256};
-use specie_transaction::{OfflineFunding, OfflinePayout};
+use specie_transaction::{BridgeFunding, BridgePayout};
 
 use crate::ledger::{deposit_commitment, Deposit, DepositRefusal, Ledger};
 use crate::screen::Withdrawal;
@@ -42,7 +42,7 @@ pub enum BridgeRefusal {
 
 /// Where a refund of `funding` is paid on its core: the owner (witness program commitment) of
 /// its first input, whose key signed it. Confirmed fundings spend at least one input.
-pub fn refund_address(funding: &OfflineFunding) -> Result<[u8; 32], BridgeRefusal> {
+pub fn refund_address(funding: &BridgeFunding) -> Result<[u8; 32], BridgeRefusal> {
     funding
         .inputs
         .first()
@@ -143,7 +143,7 @@ impl Ledger {
 /// funding is the exchange's and commits to them. Whether the core confirmed it (its marker in
 /// that core's UHS) is the caller's check, made against the core itself.
 pub fn deposit_from_core(
-    funding: &OfflineFunding,
+    funding: &BridgeFunding,
     bridge: &[u8; 32],
     asset: AssetId,
     account: AccountId,
@@ -176,6 +176,6 @@ impl Withdrawal {
 
 /// The payout of `withdrawal` for the core of its asset, signed by the bridge key. Ed25519 is
 /// deterministic: every replica signs the same bytes, and presenting it twice pays once.
-pub fn payout(withdrawal: &Withdrawal, bridge: &SigningKey) -> OfflinePayout {
-    OfflinePayout::new_signed(bridge, withdrawal.serial(), withdrawal.address, withdrawal.amount)
+pub fn payout(withdrawal: &Withdrawal, bridge: &SigningKey) -> BridgePayout {
+    BridgePayout::new_signed(bridge, withdrawal.serial(), withdrawal.address, withdrawal.amount)
 }

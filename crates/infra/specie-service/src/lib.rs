@@ -2,10 +2,15 @@
 //! authorities, the offline authority, the exchange, the auditor's co-signing service) shares,
 //! with one home each: the bounded HTTP/1.1 server in front of each service's routes
 //! ([`server`]: connection, header, body and time limits, graceful stop), the one error answer
-//! ([`error`]), and what a call into a role may end in ([`call`]).
+//! ([`error`]), the one client that follows a replicated service's leader ([`client`]), what a
+//! call into a role may end in ([`call`]), and the seam where request metrics attach
+//! ([`observe`]). Each service keeps its request and answer bodies as types in its own
+//! `http_api` module, shared by its server and its client: the seam where API descriptions attach.
 
 pub mod call;
+pub mod client;
 pub mod error;
+pub mod observe;
 pub mod server;
 
 pub use call::{funding_confirmed, CoreCheckError, Pending, Unavailable};

@@ -255,6 +255,7 @@ pub async fn serve(
     limits
         .validate()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("invalid HTTP limits: {e}")))?;
+    let router = crate::observe::with_installed(router);
     let permits = Arc::new(Semaphore::new(limits.connections_max));
     let lingering = Arc::new(Semaphore::new(REFUSALS_LINGERING_MAX));
     let refusal = Bytes::from(too_many_connections_response(limits.connections_max));

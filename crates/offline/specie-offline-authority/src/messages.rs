@@ -10,7 +10,7 @@ use specie_offline::{
     TOKEN_BYTES_MAX,
 };
 use specie_role::Ticket;
-use specie_transaction::{offline_owners_digest, OfflineFunding, OfflinePayout};
+use specie_transaction::{bridge_owners_digest, BridgeFunding, BridgePayout};
 use thiserror::Error;
 
 /// The first byte of every command and snapshot of this role.
@@ -49,14 +49,14 @@ pub struct Funding {
 }
 
 impl Funding {
-    /// What a core offline funding (confirmed: its marker is in the UHS, which the bridge
+    /// What a core bridge funding (confirmed: its marker is in the UHS, which the bridge
     /// checks) entitles `owners` to: its amount, credited once under its marker, if it names
     /// this authority's `bridge` key and exactly these owners.
-    pub fn from_core(core: &OfflineFunding, bridge: &PublicKey, owners: Vec<PublicKey>) -> Result<Funding, Refusal> {
+    pub fn from_core(core: &BridgeFunding, bridge: &PublicKey, owners: Vec<PublicKey>) -> Result<Funding, Refusal> {
         if core.authority != *bridge {
             return Err(Refusal::FundingOtherAuthority);
         }
-        if offline_owners_digest(&owners) != core.owners_digest {
+        if bridge_owners_digest(&owners) != core.owners_digest {
             return Err(Refusal::FundingOwnersDigest);
         }
         Ok(Funding {
@@ -250,14 +250,14 @@ pub enum Reply {
     /// this payout for the core, signed by the bridge key (the same payout when asked again).
     Refunded {
         reason: Option<Refusal>,
-        payout: Box<OfflinePayout>,
+        payout: Box<BridgePayout>,
     },
     Deposited(DepositOutcome),
     /// A deposit defunded (the outcome), with the payout for the online core signed by the
     /// bridge key (the same payout for the same deposit sent again).
     PaidOut {
         outcome: DepositOutcome,
-        payout: Box<OfflinePayout>,
+        payout: Box<BridgePayout>,
     },
     Revocations {
         from: u64,

@@ -12,7 +12,7 @@ use specie_offline::{
     Lifecycle, Move, PublicKey, SignedKeyRing, SignedMove, Token, HOPS_MAX, REISSUE_OUTPUTS_MAX,
 };
 use specie_role::{Durable, Output, Role, Ticket};
-use specie_transaction::{witness_program_commitment, OfflinePayout};
+use specie_transaction::{witness_program_commitment, BridgePayout};
 
 use crate::messages::{
     refund_serial, Command, Deposit, DepositLink, DepositOutcome, Funding, Input, Refusal, Reply, Report,
@@ -172,7 +172,7 @@ pub struct OfflineAuthority {
     /// Deposits by link, from the moment they are queued until they are applied or refused.
     depositing: HashMap<DepositLink, Vec<Ticket>>,
     /// Payouts signed ahead for defunds on their way to the log, by link.
-    payouts: HashMap<DepositLink, OfflinePayout>,
+    payouts: HashMap<DepositLink, BridgePayout>,
     /// Deposits past their cheap checks, waiting for the turn's batch signature check.
     queue: Vec<QueuedDeposit>,
 }
@@ -230,7 +230,7 @@ enum Checked {
     Verified {
         link: DepositLink,
         issuances: Vec<Issuance>,
-        payout: Option<OfflinePayout>,
+        payout: Option<BridgePayout>,
     },
     /// A deposit known already, or on its way to the log (not checked again).
     Known {
@@ -536,8 +536,8 @@ impl OfflineAuthority {
 
     /// The payout refunding core funding `id`: `amount` to the core witness program commitment
     /// `address`, for the serial [`refund_serial`]`(id)`.
-    fn refund_payout(&self, id: &[u8; 32], amount: u64, address: [u8; 32]) -> OfflinePayout {
-        OfflinePayout::new_signed(&self.bridge, refund_serial(id), address, amount)
+    fn refund_payout(&self, id: &[u8; 32], amount: u64, address: [u8; 32]) -> BridgePayout {
+        BridgePayout::new_signed(&self.bridge, refund_serial(id), address, amount)
     }
 
     /// The seed's re-validation (001, §IV-E), with specie's changes, its lookups: the issuance is
@@ -879,12 +879,12 @@ impl OfflineAuthority {
     }
 
     /// The payout of `amount` to the core address of x-only key `address` for token `serial`.
-    fn payout(&self, serial: [u8; 16], address: [u8; 32], amount: u64) -> OfflinePayout {
-        OfflinePayout::new_signed(&self.bridge, serial, witness_program_commitment(&address), amount)
+    fn payout(&self, serial: [u8; 16], address: [u8; 32], amount: u64) -> BridgePayout {
+        BridgePayout::new_signed(&self.bridge, serial, witness_program_commitment(&address), amount)
     }
 
     /// For a defund, the payout it is answered with if paid, signed ahead.
-    fn payout_for(&self, deposit: &Deposit) -> Option<OfflinePayout> {
+    fn payout_for(&self, deposit: &Deposit) -> Option<BridgePayout> {
         let Instruction::Defund { address } = deposit.instruction else {
             return None;
         };

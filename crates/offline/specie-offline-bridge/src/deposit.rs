@@ -52,7 +52,7 @@ pub fn deposit_to_wallet(
         .partition(|paid| wallet.owns(&paid.payout.address()));
     let txs: Vec<SpecieTransaction> = ours
         .iter()
-        .map(|paid| SpecieTransaction::OfflinePayout(paid.payout.clone()))
+        .map(|paid| SpecieTransaction::BridgePayout(paid.payout.clone()))
         .collect();
     let results = match txs.is_empty() {
         true => Vec::new(),

@@ -7,7 +7,7 @@ use specie_codec::Encode;
 use specie_offline_service::device::{
     check_refund_payout, AuthorityClient, CoreFunded, DeviceCommandError, DeviceFile,
 };
-use specie_transaction::{offline_owners_digest, Txid};
+use specie_transaction::{bridge_owners_digest, Txid};
 use specie_wallet::session::{self, Submitted};
 use specie_wallet::{NodeClient, Outcome, PaidOutput, PaymentString, WalletFile};
 
@@ -52,9 +52,9 @@ pub fn fund_from_core(
     // Read after the device is saved: a wallet that keeps the device must keep its latest state.
     let mut wallet = WalletFile::load(wallet_path)?;
     let client = session::client_for(&mut wallet, node)?;
-    let tx = wallet.build_offline_funding(
+    let tx = wallet.build_bridge_funding(
         authority.bridge()?,
-        offline_owners_digest(&owners),
+        bridge_owners_digest(&owners),
         amount,
         &mut rand::thread_rng(),
     )?;

@@ -14,13 +14,13 @@
 //! §IV-C says, and, beyond the prototype, that the last hop gives it to the key and signs the nonce
 //! it offered for this very payment, so a replayed payment is refused.
 
-mod exchange;
 mod file;
+mod hand_over;
 mod limits;
 mod payments;
 
-pub use exchange::{ExchangeError, ExchangeMessage, Exchanged, PayeeExchange, PayerExchange, Step};
 pub use file::{DEVICE_FILE_BYTES_MAX, DEVICE_ITEMS_MAX, DEVICE_KEYS_MAX};
+pub use hand_over::{HandOverError, HandOverMessage, HandedOver, PayeeHandOver, PayerHandOver, Step};
 pub use limits::{DeviceError, DeviceLimits};
 pub use payments::{Deposit, PaymentRequest};
 

@@ -138,7 +138,7 @@ impl Device {
 
     /// The smallest amount of at least `amount`, within the per-payment limit, that this device
     /// can pay exactly: what a payer without exact change offers, taking the difference back as
-    /// change from the payee in the same exchange. `None` if there is none.
+    /// change from the payee in the same hand-over. `None` if there is none.
     pub fn smallest_payable_from(&self, amount: u64, ring: &KeyRing) -> Option<u64> {
         let values: Vec<u64> = self.payable_indices(ring).iter().map(|&i| self.held[i].value).collect();
         let bound = values.iter().sum::<u64>().min(self.limits.payment_max);

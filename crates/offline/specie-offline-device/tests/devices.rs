@@ -6,8 +6,8 @@ use specie_host::{SimEvent, SimHost};
 use specie_offline::{Denominations, KeyRing};
 use specie_offline_authority::{AuthorityKeys, DepositOutcome, Funding, Input, OfflineAuthority, Reply};
 use specie_offline_device::{
-    one_time_key, Device, DeviceError, DeviceLimits, ExchangeError, ExchangeMessage, Exchanged, PayeeExchange,
-    PayerExchange, Step,
+    one_time_key, Device, DeviceError, DeviceLimits, HandOverError, HandOverMessage, HandedOver, PayeeHandOver,
+    PayerHandOver, Step,
 };
 
 const HOUR_MS: u64 = 3_600_000;
@@ -281,21 +281,21 @@ fn a_device_file_round_trips_and_mutations_never_panic() {
     assert!(request_again.is_ok());
 }
 
-/// Runs one exchange in memory, the payee asking `amount` of a payer who agrees to pay at most
+/// Runs one hand-over in memory, the payee asking `amount` of a payer who agrees to pay at most
 /// `max`: each side's result, as its driver would see it.
-fn exchange(
+fn hand_over(
     ring: &KeyRing,
     payee: &mut Device,
     payer: &mut Device,
     amount: u64,
     max: u64,
-) -> (Result<Exchanged, ExchangeError>, Result<Exchanged, ExchangeError>) {
+) -> (Result<HandedOver, HandOverError>, Result<HandedOver, HandOverError>) {
     let mut nonces = (100u8..).map(|n| [n; 16]);
-    let (mut payee_side, first) = match PayeeExchange::start(payee, amount, nonces.next().unwrap(), 0) {
+    let (mut payee_side, first) = match PayeeHandOver::start(payee, amount, nonces.next().unwrap(), 0) {
         Ok(started) => started,
-        Err(error) => return (Err(error.clone()), Err(ExchangeError::Refused(error.to_string()))),
+        Err(error) => return (Err(error.clone()), Err(HandOverError::Refused(error.to_string()))),
     };
-    let mut payer_side = PayerExchange::new(max);
+    let mut payer_side = PayerHandOver::new(max);
     let (mut payee_result, mut payer_result) = (None, None);
     let mut to_payer = Some(first);
     let mut to_payee = None;
@@ -310,8 +310,8 @@ fn exchange(
                 Err(error) => {
                     payer_side.abandon(payer);
                     // A refusal is the last word: it is not answered.
-                    if !matches!(error, ExchangeError::Refused(_)) {
-                        to_payee = Some(ExchangeMessage::Refused(error.to_string()));
+                    if !matches!(error, HandOverError::Refused(_)) {
+                        to_payee = Some(HandOverMessage::Refused(error.to_string()));
                     }
                     payer_result = Some(Err(error));
                 }
@@ -327,8 +327,8 @@ fn exchange(
                 Err(error) => {
                     payee_side.abandon(payee);
                     // A refusal is the last word: it is not answered.
-                    if !matches!(error, ExchangeError::Refused(_)) {
-                        to_payer = Some(ExchangeMessage::Refused(error.to_string()));
+                    if !matches!(error, HandOverError::Refused(_)) {
+                        to_payer = Some(HandOverMessage::Refused(error.to_string()));
                     }
                     payee_result = Some(Err(error));
                 }
@@ -345,31 +345,31 @@ fn exchange(
 }
 
 #[test]
-fn a_payer_without_exact_change_pays_more_and_gets_the_change_in_the_same_exchange() {
+fn a_payer_without_exact_change_pays_more_and_gets_the_change_in_the_same_hand_over() {
     let mut world = World::new();
     let limits = DeviceLimits::default();
     let ring = world.ring.clone();
     let mut payer = world.device(1, limits, 8, 10); // one 10
     let mut payee = world.device(2, limits, 8, 7); // 5 + 2
-    let (payee_end, payer_end) = exchange(&ring, &mut payee, &mut payer, 3, 3);
-    assert_eq!(payee_end, Ok(Exchanged { received: 10, paid: 7 }));
-    assert_eq!(payer_end, Ok(Exchanged { received: 7, paid: 10 }));
+    let (payee_end, payer_end) = hand_over(&ring, &mut payee, &mut payer, 3, 3);
+    assert_eq!(payee_end, Ok(HandedOver { received: 10, paid: 7 }));
+    assert_eq!(payer_end, Ok(HandedOver { received: 7, paid: 10 }));
     assert_eq!((payer.balance(), payee.balance()), (7, 10), "3 moved");
 
     // Exact: no change.
-    let (payee_end, payer_end) = exchange(&ring, &mut payee, &mut payer, 5, 5);
+    let (payee_end, payer_end) = hand_over(&ring, &mut payee, &mut payer, 5, 5);
     assert_eq!(
         (payee_end, payer_end),
         (
-            Ok(Exchanged { received: 5, paid: 0 }),
-            Ok(Exchanged { received: 0, paid: 5 })
+            Ok(HandedOver { received: 5, paid: 0 }),
+            Ok(HandedOver { received: 0, paid: 5 })
         )
     );
     assert_eq!((payer.balance(), payee.balance()), (2, 15));
 }
 
 #[test]
-fn an_exchange_stops_cleanly_without_change_over_the_payers_maximum_or_out_of_turn() {
+fn a_hand_over_stops_cleanly_without_change_over_the_payers_maximum_or_out_of_turn() {
     let mut world = World::new();
     let limits = DeviceLimits::default();
     let ring = world.ring.clone();
@@ -377,23 +377,23 @@ fn an_exchange_stops_cleanly_without_change_over_the_payers_maximum_or_out_of_tu
     let mut payee = world.device(2, limits, 8, 0);
     let keys = payee.keys_left();
     // The payee cannot give 7 back: it says so before it takes anything.
-    let (payee_end, payer_end) = exchange(&ring, &mut payee, &mut payer, 3, 3);
-    assert_eq!(payee_end, Err(ExchangeError::NoChange { change: 7 }));
-    assert!(matches!(payer_end, Err(ExchangeError::Refused(why)) if why.contains("cannot pay 7 back")));
+    let (payee_end, payer_end) = hand_over(&ring, &mut payee, &mut payer, 3, 3);
+    assert_eq!(payee_end, Err(HandOverError::NoChange { change: 7 }));
+    assert!(matches!(payer_end, Err(HandOverError::Refused(why)) if why.contains("cannot pay 7 back")));
     assert_eq!((payer.balance(), payee.balance()), (10, 0), "nothing moved");
     assert_eq!(payee.keys_left(), keys, "the withdrawn request's key is kept");
 
     // More than the payer agreed to pay.
-    let (payee_end, payer_end) = exchange(&ring, &mut payee, &mut payer, 10, 9);
-    assert_eq!(payer_end, Err(ExchangeError::OverMax { asked: 10, max: 9 }));
-    assert!(matches!(payee_end, Err(ExchangeError::Refused(_))));
+    let (payee_end, payer_end) = hand_over(&ring, &mut payee, &mut payer, 10, 9);
+    assert_eq!(payer_end, Err(HandOverError::OverMax { asked: 10, max: 9 }));
+    assert!(matches!(payee_end, Err(HandOverError::Refused(_))));
     assert_eq!((payer.balance(), payee.balance()), (10, 0));
 
     // A payee that gets "done" before anything was paid.
-    let (mut side, _) = PayeeExchange::start(&mut payee, 4, [9; 16], 0).unwrap();
+    let (mut side, _) = PayeeHandOver::start(&mut payee, 4, [9; 16], 0).unwrap();
     assert_eq!(
-        side.on_message(&mut payee, ExchangeMessage::Done, &ring, [8; 16], 0),
-        Err(ExchangeError::OutOfTurn("done"))
+        side.on_message(&mut payee, HandOverMessage::Done, &ring, [8; 16], 0),
+        Err(HandOverError::OutOfTurn("done"))
     );
     side.abandon(&mut payee);
     assert_eq!(payee.keys_left(), keys);
@@ -407,15 +407,15 @@ fn a_payee_refuses_a_change_request_it_could_not_pay_before_it_takes_the_larger_
     let mut payer = world.device(1, limits, 8, 10); // one 10
     let mut payee = world.device(2, limits, 8, 7); // 5 + 2
     let keys = payee.keys_left();
-    let (mut side, _) = PayeeExchange::start(&mut payee, 3, [100; 16], 0).unwrap();
+    let (mut side, _) = PayeeHandOver::start(&mut payee, 3, [100; 16], 0).unwrap();
     // The payer offers 10 and asks 7 back, to a key whose certificate does not check: were the
     // payee to take the 10 first, it could not pay the change, and would keep all 10.
     let mut change = payer.request(7, [101; 16], 0).unwrap();
     change.certificate.signature[0] ^= 1;
-    let offer = ExchangeMessage::Change { offer: 10, change };
+    let offer = HandOverMessage::Change { offer: 10, change };
     let refused = side.on_message(&mut payee, offer, &ring, [102; 16], 0);
     assert!(
-        matches!(refused, Err(ExchangeError::Device(DeviceError::BadRequest(_)))),
+        matches!(refused, Err(HandOverError::Device(DeviceError::BadRequest(_)))),
         "{refused:?}"
     );
     side.abandon(&mut payee);

@@ -1,14 +1,10 @@
-//! The offline authority's HTTP/JSON API (docs/offline-mode.md, "The authority as a process").
-//! Binary values are hex of their canonical encodings; each is length-checked before it is
-//! decoded, and decoded with its bounded decoder.
+//! The offline authority's HTTP/JSON API: the routes of [`crate::http_api`]'s endpoints. Each
+//! binary value is length-checked before it is decoded, and decoded with its bounded decoder.
 
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{json, Value};
 use specie_codec::{DecodeError, Encode, Reader};
 use specie_offline::{
     EvidenceBundle, Instruction, KeyBinding, KeyStatus, PublicKey, SignedKeyRing, SignedMove, Token,
@@ -20,10 +16,17 @@ use specie_offline_authority::{
 
 use std::sync::Arc;
 
+use crate::http_api::{
+    BooksBody, CertifiedBody, CertifyRequest, DebtBody, DepositBody, DepositRequest, EvidenceBody, FundFromCoreRequest,
+    FundRequest, FundedBody, KeyBooksBody, KeysBody, OutcomeBody, RefundBody, RegisterRequest, RegisteredBody,
+    RevocationsBody, RevocationsQuery, RevokeKeyRequest, BOOKS_PATH, CERTIFY_PATH, CODE_REFUSED, DEPOSIT_PATH,
+    EVIDENCE_PATH, FUND_FROM_CORE_PATH, FUND_PATH, KEYS_PATH, REGISTER_PATH, REVOCATIONS_PATH, REVOKE_KEY_PATH,
+    ROTATE_PATH,
+};
 use crate::service::{AuthorityService, EmbeddedAuthority};
 use crate::AuthorityHandle;
 use specie_service::ApiError;
-use specie_transaction::SpecieTransaction;
+use specie_transaction::{BridgePayout, SpecieTransaction};
 
 /// The authority the API serves, however it is hosted.
 pub type Authority = Arc<dyn AuthorityService>;
@@ -53,17 +56,17 @@ pub fn router(authority: AuthorityHandle, bridge: Bridge) -> Router {
 /// The API of `authority`, however it is hosted.
 pub fn service_router(authority: Authority) -> Router {
     Router::new()
-        .route("/v1/offline/keys", get(keys))
-        .route("/v1/offline/rotate", post(rotate))
-        .route("/v1/offline/revoke-key", post(revoke_key))
-        .route("/v1/offline/register", post(register))
-        .route("/v1/offline/fund", post(fund))
-        .route("/v1/offline/fund-from-core", post(fund_from_core))
-        .route("/v1/offline/certify", post(certify))
-        .route("/v1/offline/deposit", post(deposit))
-        .route("/v1/offline/revocations", get(revocations))
-        .route("/v1/offline/books", get(books))
-        .route("/v1/offline/evidence/{identity}", get(evidence))
+        .route(KEYS_PATH, get(keys))
+        .route(ROTATE_PATH, post(rotate))
+        .route(REVOKE_KEY_PATH, post(revoke_key))
+        .route(REGISTER_PATH, post(register))
+        .route(FUND_PATH, post(fund))
+        .route(FUND_FROM_CORE_PATH, post(fund_from_core))
+        .route(CERTIFY_PATH, post(certify))
+        .route(DEPOSIT_PATH, post(deposit))
+        .route(REVOCATIONS_PATH, get(revocations))
+        .route(BOOKS_PATH, get(books))
+        .route(&format!("{EVIDENCE_PATH}/{{identity}}"), get(evidence))
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -95,7 +98,7 @@ fn key_from_hex(what: &'static str, text: &str) -> Result<PublicKey, ApiError> {
 }
 
 fn refused(refusal: &Refusal) -> ApiError {
-    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "refused", refusal.to_string())
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, CODE_REFUSED, refusal.to_string())
 }
 
 /// The authority's answer, or 503 if it cannot give one here (stopping, or not the leader).
@@ -130,23 +133,22 @@ fn unexpected(reply: Reply) -> ApiError {
     )
 }
 
-/// The key ring now, as JSON: signed (what devices take), and plain.
-fn keys_json(authority: &Authority, signed: &SignedKeyRing) -> Response {
+/// The key ring now: signed (what devices take), and plain.
+fn keys_body(authority: &Authority, signed: &SignedKeyRing) -> Json<KeysBody> {
     let ring = &signed.ring;
     let (mut bytes, mut signed_bytes) = (Vec::new(), Vec::new());
     ring.encode_to(&mut bytes);
     signed.encode_to(&mut signed_bytes);
     let lifecycle = ring.lifecycle();
-    Json(json!({
-        "signed_ring": hex::encode(signed_bytes),
-        "ring": hex::encode(bytes),
-        "fingerprint": hex::encode(ring.fingerprint()),
-        "bridge": hex::encode(authority.bridge()),
-        "current_period": lifecycle.current_period,
-        "spend_periods": lifecycle.spend_periods,
-        "deposit_periods": lifecycle.deposit_periods,
-    }))
-    .into_response()
+    Json(KeysBody {
+        signed_ring: hex::encode(signed_bytes),
+        ring: hex::encode(bytes),
+        fingerprint: hex::encode(ring.fingerprint()),
+        bridge: hex::encode(authority.bridge()),
+        current_period: lifecycle.current_period,
+        spend_periods: lifecycle.spend_periods,
+        deposit_periods: lifecycle.deposit_periods,
+    })
 }
 
 async fn ring(authority: &Authority) -> Result<SignedKeyRing, ApiError> {
@@ -156,23 +158,18 @@ async fn ring(authority: &Authority) -> Result<SignedKeyRing, ApiError> {
     }
 }
 
-async fn keys(State(authority): State<Authority>) -> Result<Response, ApiError> {
+async fn keys(State(authority): State<Authority>) -> Result<Json<KeysBody>, ApiError> {
     let ring = ring(&authority).await?;
-    Ok(keys_json(&authority, &ring))
+    Ok(keys_body(&authority, &ring))
 }
 
 /// (Operator) the next period begins; answered with the new ring.
-async fn rotate(State(authority): State<Authority>, headers: HeaderMap) -> Result<Response, ApiError> {
+async fn rotate(State(authority): State<Authority>, headers: HeaderMap) -> Result<Json<KeysBody>, ApiError> {
     operator_only(&authority, &headers)?;
     match ask(&authority, |ticket| Input::Rotate { ticket }).await? {
-        Reply::Keys(ring) => Ok(keys_json(&authority, &ring)),
+        Reply::Keys(ring) => Ok(keys_body(&authority, &ring)),
         other => Err(unexpected(other)),
     }
-}
-
-#[derive(Deserialize)]
-struct RevokeKeyRequest {
-    key: String,
 }
 
 /// (Operator) revokes an issuing key; answered with the new ring.
@@ -180,45 +177,33 @@ async fn revoke_key(
     State(authority): State<Authority>,
     headers: HeaderMap,
     Json(request): Json<RevokeKeyRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<KeysBody>, ApiError> {
     operator_only(&authority, &headers)?;
     let key = key_from_hex("key", &request.key)?;
     match ask(&authority, move |ticket| Input::RevokeKey { ticket, key }).await? {
-        Reply::Keys(ring) => Ok(keys_json(&authority, &ring)),
+        Reply::Keys(ring) => Ok(keys_body(&authority, &ring)),
         other => Err(unexpected(other)),
     }
-}
-
-#[derive(Deserialize)]
-struct RegisterRequest {
-    identity: String,
 }
 
 async fn register(
     State(authority): State<Authority>,
     headers: HeaderMap,
     Json(request): Json<RegisterRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<RegisteredBody>, ApiError> {
     operator_only(&authority, &headers)?;
     let identity = key_from_hex("identity", &request.identity)?;
     match ask(&authority, move |ticket| Input::Register { ticket, identity }).await? {
-        Reply::Registered => Ok(Json(json!({"registered": true})).into_response()),
+        Reply::Registered => Ok(Json(RegisteredBody { registered: true })),
         other => Err(unexpected(other)),
     }
-}
-
-#[derive(Deserialize)]
-struct FundRequest {
-    id: String,
-    amount: u64,
-    owners: Vec<String>,
 }
 
 async fn fund(
     State(authority): State<Authority>,
     headers: HeaderMap,
     Json(request): Json<FundRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<FundedBody>, ApiError> {
     if !authority.operator_funding() {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -243,17 +228,12 @@ async fn fund(
             .collect::<Result<_, _>>()?,
     };
     match ask(&authority, move |ticket| Input::Fund { ticket, funding }).await? {
-        Reply::Funded { issuances } => Ok(Json(json!({"issuances": issuances_hex(&issuances)})).into_response()),
+        Reply::Funded { issuances } => Ok(Json(FundedBody {
+            issuances: Some(issuances_hex(&issuances)),
+            refunded: None,
+        })),
         other => Err(unexpected(other)),
     }
-}
-
-#[derive(Deserialize)]
-struct FundFromCoreRequest {
-    /// The offline funding transaction (hex of its core encoding), confirmed by the core.
-    transaction: String,
-    /// The one-time keys that get the tokens, in the order their digest was taken.
-    owners: Vec<String>,
 }
 
 /// A funding the core confirmed: credited once its marker is found in the core's UHS (asked
@@ -265,7 +245,7 @@ struct FundFromCoreRequest {
 async fn fund_from_core(
     State(authority): State<Authority>,
     Json(request): Json<FundFromCoreRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<FundedBody>, ApiError> {
     if request.owners.len() > TOKENS_PER_FUNDING_MAX {
         return Err(ApiError::bad_request(format!(
             "more than {TOKENS_PER_FUNDING_MAX} owners"
@@ -278,7 +258,7 @@ async fn fund_from_core(
         limits.transaction_bytes_max,
         |reader| <SpecieTransaction as specie_codec::Decode>::decode_from(reader, &limits),
     )?;
-    let SpecieTransaction::OfflineFunding(core) = transaction else {
+    let SpecieTransaction::BridgeFunding(core) = transaction else {
         return Err(ApiError::bad_request("transaction: not an offline funding (kind 0x05)"));
     };
     let owners = request
@@ -297,17 +277,22 @@ async fn fund_from_core(
         refund_to,
     };
     match ask(&authority, input).await? {
-        Reply::Funded { issuances } => Ok(Json(json!({"issuances": issuances_hex(&issuances)})).into_response()),
+        Reply::Funded { issuances } => Ok(Json(FundedBody {
+            issuances: Some(issuances_hex(&issuances)),
+            refunded: None,
+        })),
         Reply::Refunded { reason, payout } => {
             let reason = reason.map_or_else(|| "refunded earlier".to_string(), |reason| reason.to_string());
-            let payout_hex = hex::encode(SpecieTransaction::OfflinePayout((*payout).clone()).encode());
-            Ok(Json(json!({"refunded": {
-                "reason": reason,
-                "amount": payout.amount(),
-                "address": hex::encode(payout.address()),
-                "payout": payout_hex,
-            }}))
-            .into_response())
+            let payout_hex = hex::encode(SpecieTransaction::BridgePayout((*payout).clone()).encode());
+            Ok(Json(FundedBody {
+                issuances: None,
+                refunded: Some(RefundBody {
+                    reason,
+                    amount: payout.amount(),
+                    address: hex::encode(payout.address()),
+                    payout: payout_hex,
+                }),
+            }))
         }
         other => Err(unexpected(other)),
     }
@@ -324,15 +309,10 @@ fn issuances_hex(issuances: &[specie_offline::Issuance]) -> Vec<String> {
         .collect()
 }
 
-#[derive(Deserialize)]
-struct CertifyRequest {
-    bindings: Vec<String>,
-}
-
 async fn certify(
     State(authority): State<Authority>,
     Json(request): Json<CertifyRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<CertifiedBody>, ApiError> {
     if request.bindings.len() > BINDINGS_PER_CALL_MAX {
         return Err(ApiError::bad_request(format!(
             "more than {BINDINGS_PER_CALL_MAX} bindings"
@@ -345,7 +325,7 @@ async fn certify(
         .collect::<Result<Vec<_>, _>>()?;
     match ask(&authority, move |ticket| Input::Certify { ticket, bindings }).await? {
         Reply::Certified { certificates } => {
-            let certificates: Vec<String> = certificates
+            let certificates = certificates
                 .iter()
                 .map(|certificate| {
                     let mut bytes = Vec::new();
@@ -353,23 +333,16 @@ async fn certify(
                     hex::encode(bytes)
                 })
                 .collect();
-            Ok(Json(json!({"certificates": certificates})).into_response())
+            Ok(Json(CertifiedBody { certificates }))
         }
         other => Err(unexpected(other)),
     }
 }
 
-#[derive(Deserialize)]
-struct DepositRequest {
-    token: String,
-    statement: String,
-    instruction: String,
-}
-
 async fn deposit(
     State(authority): State<Authority>,
     Json(request): Json<DepositRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<DepositBody>, ApiError> {
     let token = from_hex("token", &request.token, TOKEN_BYTES_MAX, Token::decode_from)?;
     let statement = from_hex(
         "statement",
@@ -390,91 +363,97 @@ async fn deposit(
         instruction,
     };
     match ask(&authority, input).await? {
-        Reply::Deposited(outcome) => Ok(Json(outcome_json(&outcome)).into_response()),
-        Reply::PaidOut { outcome, payout } => {
-            let mut answer = outcome_json(&outcome);
-            let payout = SpecieTransaction::OfflinePayout(*payout).encode();
-            answer["payout"] = Value::String(hex::encode(payout));
-            Ok(Json(answer).into_response())
-        }
+        Reply::Deposited(outcome) => Ok(Json(deposit_body(&outcome, None))),
+        Reply::PaidOut { outcome, payout } => Ok(Json(deposit_body(&outcome, Some(*payout)))),
         other => Err(unexpected(other)),
     }
 }
 
-/// A deposit's outcome as JSON (the same for a deposit sent again).
-pub fn outcome_json(outcome: &DepositOutcome) -> Value {
+/// A deposit's answer (the same for a deposit sent again): its outcome, and a defund's payout.
+pub fn deposit_body(outcome: &DepositOutcome, payout: Option<BridgePayout>) -> DepositBody {
+    DepositBody {
+        outcome: outcome_body(outcome),
+        payout: payout.map(|payout| hex::encode(SpecieTransaction::BridgePayout(payout).encode())),
+    }
+}
+
+fn outcome_body(outcome: &DepositOutcome) -> OutcomeBody {
     match outcome {
-        DepositOutcome::Reissued { issuances } => json!({"outcome": "reissued", "issuances": issuances_hex(issuances)}),
+        DepositOutcome::Reissued { issuances } => OutcomeBody::Reissued {
+            issuances: issuances_hex(issuances),
+        },
         DepositOutcome::Defunded {
             serial,
             address,
             amount,
-        } => json!({
-            "outcome": "defunded",
-            "serial": hex::encode(serial),
-            "address": hex::encode(address),
-            "amount": amount,
-        }),
-        DepositOutcome::DoubleSpent { serial, debtor, value } => json!({
-            "outcome": "double_spent",
-            "serial": hex::encode(serial),
-            "debtor": hex::encode(debtor),
-            "value": value,
-        }),
-        DepositOutcome::AlreadyDeposited => json!({"outcome": "already_deposited"}),
+        } => OutcomeBody::Defunded {
+            serial: hex::encode(serial),
+            address: hex::encode(address),
+            amount: *amount,
+        },
+        DepositOutcome::DoubleSpent { serial, debtor, value } => OutcomeBody::DoubleSpent {
+            serial: hex::encode(serial),
+            debtor: hex::encode(debtor),
+            value: *value,
+        },
+        DepositOutcome::AlreadyDeposited => OutcomeBody::AlreadyDeposited,
     }
-}
-
-#[derive(Deserialize)]
-struct RevocationsQuery {
-    #[serde(default)]
-    from: u64,
 }
 
 async fn revocations(
     State(authority): State<Authority>,
     Query(query): Query<RevocationsQuery>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<RevocationsBody>, ApiError> {
     let from = query.from;
     match ask(&authority, move |ticket| Input::Revocations { ticket, from }).await? {
         Reply::Revocations { from, serials } => {
-            let serials: Vec<String> = serials.iter().map(hex::encode).collect();
-            Ok(Json(json!({"from": from, "serials": serials})).into_response())
+            let serials = serials.iter().map(hex::encode).collect();
+            Ok(Json(RevocationsBody { from, serials }))
         }
         other => Err(unexpected(other)),
     }
 }
 
-async fn books(State(authority): State<Authority>) -> Result<Response, ApiError> {
+async fn books(State(authority): State<Authority>) -> Result<Json<BooksBody>, ApiError> {
     match ask(&authority, |ticket| Input::Books { ticket }).await? {
-        Reply::Books(books) => Ok(Json(json!({
-            "funded": books.funded.to_string(),
-            "defunded": books.defunded.to_string(),
-            "outstanding": books.outstanding.to_string(),
-            "expired": books.expired.to_string(),
-            "current_period": books.current_period,
-            "by_key": books.by_key.iter().map(|key| json!({
-                "issuing_key": hex::encode(key.issuing_key),
-                "denomination": key.denomination,
-                "period": key.period,
-                "status": key_status_name(key.status),
-                "issued": key.issued.to_string(),
-                "paid": key.paid.to_string(),
-            })).collect::<Vec<_>>(),
-            "debts": books.debts.iter().map(|debt| json!({
-                "identity": hex::encode(debt.identity),
-                "value": debt.value.to_string(),
-                "double_spends": debt.double_spends,
-            })).collect::<Vec<_>>(),
-        }))
-        .into_response()),
+        Reply::Books(books) => Ok(Json(BooksBody {
+            funded: books.funded.to_string(),
+            defunded: books.defunded.to_string(),
+            outstanding: books.outstanding.to_string(),
+            expired: books.expired.to_string(),
+            current_period: books.current_period,
+            by_key: books
+                .by_key
+                .iter()
+                .map(|key| KeyBooksBody {
+                    issuing_key: hex::encode(key.issuing_key),
+                    denomination: key.denomination,
+                    period: key.period,
+                    status: key_status_name(key.status).to_string(),
+                    issued: key.issued.to_string(),
+                    paid: key.paid.to_string(),
+                })
+                .collect(),
+            debts: books
+                .debts
+                .iter()
+                .map(|debt| DebtBody {
+                    identity: hex::encode(debt.identity),
+                    value: debt.value.to_string(),
+                    double_spends: debt.double_spends,
+                })
+                .collect(),
+        })),
         other => Err(unexpected(other)),
     }
 }
 
 /// The evidence against `identity`, as a bundle with the key ring (what `specie offline
 /// check-evidence` reads).
-async fn evidence(State(authority): State<Authority>, Path(identity): Path<String>) -> Result<Response, ApiError> {
+async fn evidence(
+    State(authority): State<Authority>,
+    Path(identity): Path<String>,
+) -> Result<Json<EvidenceBody>, ApiError> {
     let identity = key_from_hex("identity", &identity)?;
     match ask(&authority, move |ticket| Input::Evidence { ticket, identity }).await? {
         Reply::Evidence(double_spends) => {
@@ -484,8 +463,10 @@ async fn evidence(State(authority): State<Authority>, Path(identity): Path<Strin
             };
             let mut bytes = Vec::new();
             bundle.encode_to(&mut bytes);
-            let count = bundle.double_spends.len();
-            Ok(Json(json!({"double_spends": count, "bundle": hex::encode(bytes)})).into_response())
+            Ok(Json(EvidenceBody {
+                double_spends: bundle.double_spends.len() as u64,
+                bundle: hex::encode(bytes),
+            }))
         }
         other => Err(unexpected(other)),
     }

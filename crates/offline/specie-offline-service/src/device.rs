@@ -12,7 +12,14 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use crate::http_api::{
+    BooksBody, CertifiedBody, CertifyRequest, DepositBody, DepositRequest, FundFromCoreRequest, FundRequest,
+    FundedBody, KeysBody, OutcomeBody, RegisterRequest, RegisteredBody, RevocationsBody, RevokeKeyRequest, BOOKS_PATH,
+    CERTIFY_PATH, DEPOSIT_PATH, FUND_FROM_CORE_PATH, FUND_PATH, KEYS_PATH, REGISTER_PATH, REVOCATIONS_PATH,
+    REVOKE_KEY_PATH, ROTATE_PATH,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use specie_codec::{Decode, DecodeError, Reader};
 use specie_offline::{
     Denominations, Issuance, KeyCertificate, KeyError, KeyRing, Link, PublicKey, SignedKeyRing, Token,
@@ -20,8 +27,8 @@ use specie_offline::{
 };
 use specie_offline_authority::{refund_serial, TOKENS_PER_FUNDING_MAX};
 use specie_offline_device::{Deposit, Device, DeviceError, DeviceLimits, PaymentRequest};
-use specie_transaction::{witness_program_commitment, OfflinePayout, SpecieTransaction};
-use specie_wallet::replicas::ReplicaClient;
+use specie_service::client::{Body, CallError, LeaderSearch, Replicas};
+use specie_transaction::{witness_program_commitment, BridgePayout, SpecieTransaction};
 use specie_wallet::{write_file_atomically, FileError, WalletFile, WalletLock};
 
 /// What a payment request string starts with.
@@ -343,7 +350,7 @@ fn decoded<T>(
 fn funding_amount(transaction: &str) -> Option<u64> {
     let bytes = hex::decode(transaction).ok()?;
     match SpecieTransaction::decode_exact(&bytes).ok()? {
-        SpecieTransaction::OfflineFunding(funding) => Some(funding.amount),
+        SpecieTransaction::BridgeFunding(funding) => Some(funding.amount),
         _ => None,
     }
 }
@@ -395,14 +402,14 @@ pub struct Deposited {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PaidOut {
     pub link: Link,
-    pub payout: OfflinePayout,
+    pub payout: BridgePayout,
 }
 
 /// Checks that `payout` pays what `owed` says a defund is owed (the token's serial, the defund
 /// address's witness program commitment, the token's value), made by the bridge key `bridge`
 /// with a valid signature.
 pub fn check_deposit_payout(
-    payout: &OfflinePayout,
+    payout: &BridgePayout,
     bridge: &PublicKey,
     owed: ([u8; 16], [u8; 32], u64),
 ) -> Result<(), DeviceCommandError> {
@@ -425,13 +432,13 @@ pub fn check_refund_payout(payout: &SpecieTransaction, funding: &str) -> Result<
         what: "refunding the funding",
         reason: reason.to_string(),
     };
-    let SpecieTransaction::OfflinePayout(payout) = payout else {
+    let SpecieTransaction::BridgePayout(payout) = payout else {
         return Err(not_owed("not an offline payout"));
     };
     let funding = hex::decode(funding)
         .ok()
         .and_then(|bytes| SpecieTransaction::decode_exact(&bytes).ok());
-    let Some(SpecieTransaction::OfflineFunding(funding)) = funding else {
+    let Some(SpecieTransaction::BridgeFunding(funding)) = funding else {
         return Err(not_owed("the kept funding is not an offline funding"));
     };
     let Some(first) = funding.inputs.first() else {
@@ -451,7 +458,7 @@ pub fn check_refund_payout(payout: &SpecieTransaction, funding: &str) -> Result<
 
 fn check_payout(
     what: &'static str,
-    payout: &OfflinePayout,
+    payout: &BridgePayout,
     bridge: &PublicKey,
     serial: [u8; 16],
     address: [u8; 32],
@@ -484,9 +491,9 @@ fn check_payout(
 /// The offline authority's API, as a device and the operator call it. The authority may be one
 /// process or a cluster's Raft group: `url` may list the group's replicas, comma-separated; a
 /// replica that does not lead sends the call to the leader, and a replica that does not answer
-/// is passed over for the next ([`ReplicaClient`]).
+/// is passed over for the next ([`Replicas`]).
 pub struct AuthorityClient {
-    replicas: ReplicaClient,
+    replicas: Replicas,
     /// The only authority key whose signed key ring the client takes (none: any that verifies).
     trusted: Option<PublicKey>,
 }
@@ -494,7 +501,7 @@ pub struct AuthorityClient {
 impl AuthorityClient {
     pub fn new(url: &str, operator_token: Option<String>) -> AuthorityClient {
         AuthorityClient {
-            replicas: ReplicaClient::new(url, operator_token),
+            replicas: Replicas::new(url, LeaderSearch::patient()).with_bearer(operator_token),
             trusted: None,
         }
     }
@@ -508,17 +515,25 @@ impl AuthorityClient {
 
     /// One call, leader search included: every call is safe to send again (the authority answers
     /// a deposit or a funding sent again as it did the first time).
-    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, DeviceCommandError> {
+    fn call<T: DeserializeOwned>(&self, method: &str, path: &str, body: Body<'_>) -> Result<T, DeviceCommandError> {
         self.replicas
-            .call(method, path, body)
-            .map_err(|error| self.failed(error.to_string()))
+            .call_json(method, path, body)
+            .map_err(|error: CallError| self.failed(error.to_string()))
+    }
+
+    fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, DeviceCommandError> {
+        self.call("GET", path, Body::Empty)
+    }
+
+    fn post<T: DeserializeOwned>(&self, path: &str, request: &impl Serialize) -> Result<T, DeviceCommandError> {
+        let request = serde_json::to_value(request).expect("a request body serializes");
+        self.call("POST", path, Body::Json(&request))
     }
 
     /// The authority's key ring, signed by the authority the client trusts.
     pub fn signed_ring(&self) -> Result<SignedKeyRing, DeviceCommandError> {
-        let body = self.call("GET", "/v1/offline/keys", None)?;
-        let text = body["signed_ring"].as_str().unwrap_or_default();
-        let bytes = hex::decode(text).map_err(|e| self.failed(e.to_string()))?;
+        let body: KeysBody = self.get(KEYS_PATH)?;
+        let bytes = hex::decode(&body.signed_ring).map_err(|e| self.failed(e.to_string()))?;
         let ring = specie_codec::decode_bounded(
             "signed key ring",
             &bytes,
@@ -544,13 +559,13 @@ impl AuthorityClient {
     /// Registers the device's identity (operator) and certifies `keys` fresh one-time keys.
     pub fn enrol(&self, device: &mut Device, keys: usize) -> Result<(), DeviceCommandError> {
         let identity = hex::encode(device.identity());
-        self.call("POST", "/v1/offline/register", Some(json!({"identity": identity})))?;
+        let _: RegisteredBody = self.post(REGISTER_PATH, &RegisterRequest { identity })?;
         self.certify(device, keys)
     }
 
     /// Certifies `keys` fresh one-time keys of the device.
     pub fn certify(&self, device: &mut Device, keys: usize) -> Result<(), DeviceCommandError> {
-        let bindings: Vec<String> = device
+        let bindings = device
             .bindings(keys)
             .iter()
             .map(|binding| {
@@ -559,8 +574,9 @@ impl AuthorityClient {
                 hex::encode(bytes)
             })
             .collect();
-        let body = self.call("POST", "/v1/offline/certify", Some(json!({"bindings": bindings})))?;
-        let certificates = strings(&body["certificates"])
+        let body: CertifiedBody = self.post(CERTIFY_PATH, &CertifyRequest { bindings })?;
+        let certificates = body
+            .certificates
             .iter()
             .map(|hex_text| {
                 let bytes = hex::decode(hex_text).map_err(|e| self.failed(e.to_string()))?;
@@ -617,21 +633,24 @@ impl AuthorityClient {
         owners: &[PublicKey],
     ) -> Result<CoreFunded, DeviceCommandError> {
         let owners: Vec<String> = owners.iter().map(hex::encode).collect();
-        let body = json!({"transaction": transaction, "owners": owners});
-        let answer = self.call("POST", "/v1/offline/fund-from-core", Some(body))?;
-        if let Some(refunded) = answer.get("refunded") {
-            let reason = refunded["reason"].as_str().unwrap_or("no reason given").to_string();
-            let payout = hex::decode(refunded["payout"].as_str().unwrap_or_default())
+        let request = FundFromCoreRequest {
+            transaction: transaction.to_string(),
+            owners: owners.clone(),
+        };
+        let answer: FundedBody = self.post(FUND_FROM_CORE_PATH, &request)?;
+        if let Some(refunded) = answer.refunded {
+            let reason = refunded.reason;
+            let payout = hex::decode(&refunded.payout)
                 .ok()
                 .and_then(|bytes| SpecieTransaction::decode_exact(&bytes).ok())
-                .filter(|payout| matches!(payout, SpecieTransaction::OfflinePayout(_)))
+                .filter(|payout| matches!(payout, SpecieTransaction::BridgePayout(_)))
                 .ok_or_else(|| self.failed("a refund without a payout"))?;
             return Ok(CoreFunded::Refunded {
                 reason,
                 payout: Box::new(payout),
             });
         }
-        let issuances = self.issuances(&answer["issuances"])?;
+        let issuances = self.issuances(&answer.issuances.unwrap_or_default())?;
         let ring = self.ring()?;
         check_issued(&issuances, &owners, funding_amount(transaction), &ring)?;
         Ok(CoreFunded::Funded(device.receive_issued(&issuances, &ring)?))
@@ -640,17 +659,21 @@ impl AuthorityClient {
     /// Funds the device with `amount` on the operator's word (an authority started with
     /// `--allow-operator-funding`, a trial without a core); the tokens are checked and held.
     pub fn fund(&self, device: &mut Device, amount: u64, split: usize) -> Result<u64, DeviceCommandError> {
-        let owners: Vec<String> = device.funding_owners(split)?.iter().map(hex::encode).collect();
+        let owners = device.funding_owners(split)?.iter().map(hex::encode).collect();
         let mut id = [0u8; 32];
         rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut id);
-        let body = json!({"id": hex::encode(id), "amount": amount, "owners": owners});
-        let answer = self.call("POST", "/v1/offline/fund", Some(body))?;
-        let issuances = self.issuances(&answer["issuances"])?;
+        let request = FundRequest {
+            id: hex::encode(id),
+            amount,
+            owners,
+        };
+        let answer: FundedBody = self.post(FUND_PATH, &request)?;
+        let issuances = self.issuances(&answer.issuances.unwrap_or_default())?;
         Ok(device.receive_issued(&issuances, &self.ring()?)?)
     }
 
-    fn issuances(&self, value: &Value) -> Result<Vec<Issuance>, DeviceCommandError> {
-        strings(value)
+    fn issuances(&self, texts: &[String]) -> Result<Vec<Issuance>, DeviceCommandError> {
+        texts
             .iter()
             .map(|hex_text| {
                 let bytes = hex::decode(hex_text).map_err(|e| self.failed(e.to_string()))?;
@@ -672,12 +695,18 @@ impl AuthorityClient {
                 encode(&mut bytes);
                 hex::encode(bytes)
             };
-            let body = json!({
-                "token": hex_of(&|out| deposit.token.encode_to(out)),
-                "statement": hex_of(&|out| deposit.statement.encode_to(out)),
-                "instruction": hex_of(&|out| deposit.instruction.encode_to(out)),
-            });
-            let answer = self.call("POST", "/v1/offline/deposit", Some(body))?;
+            let request = DepositRequest {
+                token: hex_of(&|out| deposit.token.encode_to(out)),
+                statement: hex_of(&|out| deposit.statement.encode_to(out)),
+                instruction: hex_of(&|out| deposit.instruction.encode_to(out)),
+            };
+            let answer: serde_json::Value = self.post(DEPOSIT_PATH, &request)?;
+            let answer: DepositBody = serde_json::from_value(answer).map_err(|error| {
+                self.failed(format!(
+                    "an answer to a deposit that says neither how it was paid nor why it was refused ({error}); \
+                     the deposit is kept, to be sent again"
+                ))
+            })?;
             self.take_answer(device, &deposit, &answer, &signed, &mut deposited)?;
         }
         Ok(deposited)
@@ -689,22 +718,22 @@ impl AuthorityClient {
         &self,
         device: &mut Device,
         deposit: &Deposit,
-        answer: &Value,
+        answer: &DepositBody,
         signed: &SignedKeyRing,
         deposited: &mut Deposited,
     ) -> Result<(), DeviceCommandError> {
         let link = deposit.link();
-        match answer["outcome"].as_str() {
-            Some("reissued") => {
-                let issuances = self.issuances(&answer["issuances"])?;
+        match &answer.outcome {
+            OutcomeBody::Reissued { issuances } => {
+                let issuances = self.issuances(issuances)?;
                 if issuances.is_empty() {
                     return Err(self.failed("a deposit answered as re-issued with no tokens; it is kept"));
                 }
                 device.deposited(&link, &issuances, &signed.ring)?;
                 deposited.paid += deposit.value;
             }
-            Some("defunded") => {
-                let payout = self.payout(answer["payout"].as_str().unwrap_or_default())?;
+            OutcomeBody::Defunded { .. } => {
+                let payout = self.payout(answer.payout.as_deref().unwrap_or_default())?;
                 let owed = device
                     .owed_payout(&link)
                     .ok_or_else(|| self.failed("a deposit that is not a defund answered with a payout; it is kept"))?;
@@ -715,43 +744,43 @@ impl AuthorityClient {
             // Refused for good (another branch of the token was paid first, or its owner
             // deposited it before with another instruction): the authority's evidence names who
             // owes it.
-            Some("double_spent" | "already_deposited") => {
+            OutcomeBody::DoubleSpent { .. } | OutcomeBody::AlreadyDeposited => {
                 device.deposited(&link, &[], &signed.ring)?;
                 deposited.refused += deposit.value;
-            }
-            other => {
-                return Err(self.failed(format!(
-                    "an answer to a deposit that says neither how it was paid nor why it was refused \
-                     (outcome {other:?}); the deposit is kept, to be sent again"
-                )))
             }
         }
         Ok(())
     }
 
-    fn payout(&self, hex_text: &str) -> Result<OfflinePayout, DeviceCommandError> {
+    fn payout(&self, hex_text: &str) -> Result<BridgePayout, DeviceCommandError> {
         let bytes = hex::decode(hex_text).map_err(|e| self.failed(e.to_string()))?;
         match SpecieTransaction::decode_exact(&bytes) {
-            Ok(SpecieTransaction::OfflinePayout(payout)) => Ok(payout),
+            Ok(SpecieTransaction::BridgePayout(payout)) => Ok(payout),
             _ => Err(self.failed("a payout that is not an offline payout")),
         }
     }
 
-    /// An operator's POST of `body` to `path`, answered as JSON.
-    pub fn post(&self, path: &str, body: Value) -> Result<Value, DeviceCommandError> {
-        self.call("POST", path, Some(body))
+    /// (Operator) begins the next period; the new key ring.
+    pub fn rotate(&self) -> Result<KeysBody, DeviceCommandError> {
+        self.call("POST", ROTATE_PATH, Body::Empty)
     }
 
-    /// The authority's books (`GET /v1/offline/books`), as JSON.
-    pub fn books(&self) -> Result<Value, DeviceCommandError> {
-        self.call("GET", "/v1/offline/books", None)
+    /// (Operator) revokes the issuing key `key` (hex); the new key ring.
+    pub fn revoke_key(&self, key: &str) -> Result<KeysBody, DeviceCommandError> {
+        self.post(REVOKE_KEY_PATH, &RevokeKeyRequest { key: key.to_string() })
+    }
+
+    /// The authority's books.
+    pub fn books(&self) -> Result<BooksBody, DeviceCommandError> {
+        self.get(BOOKS_PATH)
     }
 
     /// Fetches the revocations the device has not seen.
     pub fn sync(&self, device: &mut Device, now_ms: u64) -> Result<usize, DeviceCommandError> {
         let from = device.revocations_seen();
-        let body = self.call("GET", &format!("/v1/offline/revocations?from={from}"), None)?;
-        let serials = strings(&body["serials"])
+        let body: RevocationsBody = self.get(&format!("{REVOCATIONS_PATH}?from={from}"))?;
+        let serials = body
+            .serials
             .iter()
             .map(|text| {
                 let bytes = hex::decode(text).map_err(|e| self.failed(e.to_string()))?;
@@ -761,18 +790,6 @@ impl AuthorityClient {
         device.synced(&serials, now_ms);
         Ok(serials.len())
     }
-}
-
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| item.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -795,7 +812,7 @@ mod tests {
         let trusted = key.verifying_key().to_bytes();
         let owed = ([1; 16], [2; 32], 20);
         let paying = |by: &SigningKey, serial, address: [u8; 32], amount| {
-            OfflinePayout::new_signed(by, serial, witness_program_commitment(&address), amount)
+            BridgePayout::new_signed(by, serial, witness_program_commitment(&address), amount)
         };
         check_deposit_payout(&paying(&key, [1; 16], [2; 32], 20), &trusted, owed).unwrap();
         for wrong in [
@@ -803,7 +820,7 @@ mod tests {
             paying(&key, [9; 16], [2; 32], 20),
             paying(&key, [1; 16], [3; 32], 20),
             paying(&key, [1; 16], [2; 32], 19),
-            OfflinePayout::new_signed(&key, [1; 16], [2; 32], 20), // the key, not its commitment
+            BridgePayout::new_signed(&key, [1; 16], [2; 32], 20), // the key, not its commitment
         ] {
             let error = check_deposit_payout(&wrong, &trusted, owed).unwrap_err();
             assert!(matches!(error, DeviceCommandError::NotOwed { .. }), "{error}");
@@ -832,13 +849,13 @@ mod tests {
         wallet.import_payment(&payment, &[id]).unwrap();
         let key = bridge();
         let funding = wallet
-            .build_offline_funding(key.verifying_key().to_bytes(), [7; 32], 60, &mut rng)
+            .build_bridge_funding(key.verifying_key().to_bytes(), [7; 32], 60, &mut rng)
             .unwrap();
         let kept = hex::encode(specie_codec::Encode::encode(&funding));
         let serial = refund_serial(&funding.marker().unwrap().0);
         let commitment = address.witness_program_commitment();
         let refund = |by: &SigningKey, serial, amount| {
-            SpecieTransaction::OfflinePayout(OfflinePayout::new_signed(by, serial, commitment, amount))
+            SpecieTransaction::BridgePayout(BridgePayout::new_signed(by, serial, commitment, amount))
         };
         check_refund_payout(&refund(&key, serial, 60), &kept).unwrap();
         for wrong in [
@@ -890,7 +907,7 @@ mod tests {
     }
 
     /// The authority's answer to `deposit`, as its API writes it.
-    fn answer(host: &mut specie_host::SimHost<OfflineAuthority>, deposit: &Deposit) -> Value {
+    fn answer(host: &mut specie_host::SimHost<OfflineAuthority>, deposit: &Deposit) -> DepositBody {
         let input = |ticket| Input::Deposit {
             ticket,
             token: Box::new(deposit.token.clone()),
@@ -898,13 +915,8 @@ mod tests {
             instruction: deposit.instruction.clone(),
         };
         match call(host, input) {
-            Reply::Deposited(outcome) => crate::api::outcome_json(&outcome),
-            Reply::PaidOut { outcome, payout } => {
-                let mut answer = crate::api::outcome_json(&outcome);
-                let payout = SpecieTransaction::OfflinePayout(*payout);
-                answer["payout"] = Value::String(hex::encode(specie_codec::Encode::encode(&payout)));
-                answer
-            }
+            Reply::Deposited(outcome) => crate::api::deposit_body(&outcome, None),
+            Reply::PaidOut { outcome, payout } => crate::api::deposit_body(&outcome, Some(*payout)),
             other => panic!("deposit: {other:?}"),
         }
     }
@@ -945,11 +957,21 @@ mod tests {
         let client = AuthorityClient::new("http://127.0.0.1:9", None); // never called here
         let deposits = device.deposit_all([0; 32], false);
         let mut deposited = Deposited::default();
+        // (Answers that are no deposit body at all are refused as they are read: `http_api`.)
+        let defunded = OutcomeBody::Defunded {
+            serial: "00".into(),
+            address: "00".into(),
+            amount: 20,
+        };
         for junk in [
-            json!({}),
-            json!({"outcome": "paid"}),
-            json!({"outcome": "reissued", "issuances": []}),
-            json!({"outcome": "defunded"}),
+            DepositBody {
+                outcome: OutcomeBody::Reissued { issuances: vec![] },
+                payout: None,
+            },
+            DepositBody {
+                outcome: defunded,
+                payout: None,
+            },
         ] {
             assert!(client
                 .take_answer(&mut device, &deposits[0], &junk, &signed, &mut deposited)

@@ -6,16 +6,18 @@
 //! and key ring; anyone may hand in an offline funding the online core confirmed (the authority
 //! checks the core itself); only the operator (the registrar) registers identities, with the
 //! bearer token in `DATA_DIR/operator.token` (created 0600 on first start; compared in constant
-//! time), and funds devices on its word only if started so, for trials without a core. Values travel as hex of their canonical encodings
-//! (docs/offline-format.md); every decoder is bounded.
+//! time), and funds devices on its word only if started so, for trials without a core. Values
+//! travel as hex of their canonical encodings (docs/offline-format.md; the bodies in
+//! [`http_api`]); every decoder is bounded.
 
 mod api;
 pub mod device;
-pub mod exchange;
+pub mod hand_over;
 mod host;
+pub mod http_api;
 pub mod service;
 
-pub use api::{router, service_router, Bridge};
+pub use api::{deposit_body, router, service_router, Bridge};
 pub use host::{log_report, AuthorityCall, AuthorityHandle, OpenError};
 
 use std::net::SocketAddr;

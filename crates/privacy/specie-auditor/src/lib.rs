@@ -296,8 +296,8 @@ fn clear_values(tx: &SpecieTransaction) -> (u64, u64) {
         SpecieTransaction::Mint(mint) => (mint.outputs.iter().map(|o| o.value).sum(), 0),
         SpecieTransaction::Redeem(redeem) => (0, redeem.amount),
         SpecieTransaction::FastpayFunding(funding) => (0, funding.amount),
-        SpecieTransaction::OfflineFunding(funding) => (0, funding.amount),
-        SpecieTransaction::FastpayRedeem(_) | SpecieTransaction::OfflinePayout(_) => {
+        SpecieTransaction::BridgeFunding(funding) => (0, funding.amount),
+        SpecieTransaction::FastpayRedeem(_) | SpecieTransaction::BridgePayout(_) => {
             (tx.outputs().iter().map(|o| o.value).sum(), 0)
         }
         SpecieTransaction::Transfer(_) | SpecieTransaction::Confidential(_) | SpecieTransaction::Anonymous(_) => (0, 0),

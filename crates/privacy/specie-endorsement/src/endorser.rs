@@ -1,8 +1,8 @@
 //! The endorser: one sentinel's part of the threshold signature. Pure and deterministic.
 //!
-//! It keeps, per (coordinator, session), the nonces it committed to in round 1 and uses them at
+//! It keeps, per (aggregator, session), the nonces it committed to in round 1 and uses them at
 //! most once: they are taken out of the session before signing, so no path signs with them
-//! twice. A repeated request is answered with the same bytes (the coordinator may have lost the
+//! twice. A repeated request is answered with the same bytes (the aggregator may have lost the
 //! answer); a second, different signing package in a signed session is refused, because two
 //! shares with one nonce and two challenges give away the endorser's secret share.
 
@@ -19,7 +19,7 @@ use specie_role::{Output, Role};
 
 use crate::keys::EndorserKeys;
 use crate::merkle::MerkleTree;
-use crate::messages::{BatchItem, CoordinatorId, CoordinatorMessage, EndorserMessage, Refusal, SessionId, Validator};
+use crate::messages::{AggregatorId, AggregatorMessage, BatchItem, EndorserMessage, Refusal, SessionId, Validator};
 use crate::wire::refusal_text;
 
 /// An endorser's limits.
@@ -44,25 +44,25 @@ impl Default for EndorserConfig {
     }
 }
 
-/// What an endorser receives: a coordinator's request, authenticated by the host.
+/// What an endorser receives: an aggregator's request, authenticated by the host.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EndorserInput<I> {
-    pub from: CoordinatorId,
-    pub message: CoordinatorMessage<I>,
+    pub from: AggregatorId,
+    pub message: AggregatorMessage<I>,
 }
 
 /// What the endorser tells its operator.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EndorserReport<R> {
-    /// It refused a coordinator's request (a refusal of a reused session points at a faulty or
-    /// malicious coordinator).
+    /// It refused an aggregator's request (a refusal of a reused session points at a faulty or
+    /// malicious aggregator).
     Refused {
-        from: CoordinatorId,
+        from: AggregatorId,
         session: SessionId,
         refusal: Refusal<R>,
     },
     /// A session was forgotten to make room (`sessions_max`) before it signed.
-    Evicted { from: CoordinatorId, session: SessionId },
+    Evicted { from: AggregatorId, session: SessionId },
 }
 
 struct Session {
@@ -82,9 +82,9 @@ pub struct Endorser<V: Validator> {
     /// Draws nonces. Seeded by the host from the operating system at every start: a replayed
     /// seed would replay nonces for new messages.
     rng: StdRng,
-    sessions: BTreeMap<(CoordinatorId, SessionId), Session>,
+    sessions: BTreeMap<(AggregatorId, SessionId), Session>,
     /// Sessions in the order they were opened, for eviction.
-    opened: VecDeque<(CoordinatorId, SessionId)>,
+    opened: VecDeque<(AggregatorId, SessionId)>,
     outputs: VecDeque<Output<Endorser<V>>>,
 }
 
@@ -127,11 +127,11 @@ impl<V: Validator> Endorser<V> {
         self.sessions.values().filter(|s| s.nonces.is_some()).count()
     }
 
-    fn send(&mut self, to: CoordinatorId, message: EndorserMessage<V::Reason>) {
+    fn send(&mut self, to: AggregatorId, message: EndorserMessage<V::Reason>) {
         self.outputs.push_back(Output::Send { to, message });
     }
 
-    fn refuse(&mut self, from: CoordinatorId, session: SessionId, refusal: Refusal<V::Reason>) {
+    fn refuse(&mut self, from: AggregatorId, session: SessionId, refusal: Refusal<V::Reason>) {
         self.outputs.push_back(Output::Report(EndorserReport::Refused {
             from,
             session,
@@ -140,7 +140,7 @@ impl<V: Validator> Endorser<V> {
         self.send(from, EndorserMessage::Refused { session, refusal });
     }
 
-    fn commit(&mut self, now_ms: u64, from: CoordinatorId, session: SessionId) {
+    fn commit(&mut self, now_ms: u64, from: AggregatorId, session: SessionId) {
         if let Some(open) = self.sessions.get(&(from, session)) {
             let commitments = open.commitments;
             return self.send(
@@ -184,7 +184,7 @@ impl<V: Validator> Endorser<V> {
     /// Checks a round-2 request against the session and the items; the share to send, or why not.
     fn sign(
         &mut self,
-        from: CoordinatorId,
+        from: AggregatorId,
         session: SessionId,
         items: &[V::Item],
         package: &SigningPackage,
@@ -231,7 +231,7 @@ impl<V: Validator> Endorser<V> {
 impl<V: Validator> Role for Endorser<V> {
     type Command = Infallible;
     type Input = EndorserInput<V::Item>;
-    type Peer = CoordinatorId;
+    type Peer = AggregatorId;
     type Message = EndorserMessage<V::Reason>;
     type Reply = Infallible;
     type Report = EndorserReport<V::Reason>;
@@ -244,8 +244,8 @@ impl<V: Validator> Role for Endorser<V> {
     fn handle(&mut self, now_ms: u64, input: Self::Input) {
         let from = input.from;
         match input.message {
-            CoordinatorMessage::Commit { session } => self.commit(now_ms, from, session),
-            CoordinatorMessage::Sign {
+            AggregatorMessage::Commit { session } => self.commit(now_ms, from, session),
+            AggregatorMessage::Sign {
                 session,
                 items,
                 package,

@@ -1,4 +1,4 @@
-//! What the coordinator and the endorsers say to each other, and what a validator plugs in.
+//! What the aggregator and the endorsers say to each other, and what a validator plugs in.
 //!
 //! These are typed values handed to the roles by their hosts, which decode and authenticate
 //! them (every internal connection is mutually authenticated, docs/wire-protocol.md §6); the
@@ -13,14 +13,14 @@ use frost_secp256k1_tr as frost;
 
 use crate::merkle::Hash;
 
-/// One signing attempt of one coordinator. A coordinator never reuses one; an endorser answers
+/// One signing attempt of one aggregator. An aggregator never reuses one; an endorser answers
 /// a repeated request within a session identically and refuses a different one.
 pub type SessionId = u64;
 
-/// Identifies a coordinator to an endorser (chosen by the deployment).
-pub type CoordinatorId = u32;
+/// Identifies an aggregator to an endorser (chosen by the deployment).
+pub type AggregatorId = u32;
 
-/// A transaction as a batch carries it: the coordinator only needs its digest.
+/// A transaction as a batch carries it: the aggregator only needs its digest.
 pub trait BatchItem: Clone + Debug {
     /// The 32-byte digest the batch's Merkle tree commits to. For the online core, the compact
     /// transaction's attestation message (docs/transaction-format.md §2).
@@ -40,8 +40,8 @@ pub trait Reason: Clone + Debug + PartialEq {}
 impl<T: Clone + Debug + PartialEq> Reason for T {}
 
 /// An endorser's validation of what it is asked to sign: the sentinel's transaction checks plug
-/// in here. It runs on the items the endorser received, never on digests the coordinator
-/// computed, so a coordinator cannot slip a transaction past it.
+/// in here. It runs on the items the endorser received, never on digests the aggregator
+/// computed, so an aggregator cannot slip a transaction past it.
 pub trait Validator {
     type Item: BatchItem;
     /// Why an item is refused (the sentinel's refusal reason).
@@ -51,9 +51,9 @@ pub trait Validator {
     fn validate(&mut self, item: &Self::Item) -> Result<(), Self::Reason>;
 }
 
-/// What a coordinator asks an endorser.
+/// What an aggregator asks an endorser.
 #[derive(Clone, Debug, PartialEq)]
-pub enum CoordinatorMessage<I> {
+pub enum AggregatorMessage<I> {
     /// Round 1: make fresh nonces for `session` and send their commitments.
     Commit { session: SessionId },
     /// Round 2: sign the batch `items`, whose batch message `package` carries together with the
@@ -65,7 +65,7 @@ pub enum CoordinatorMessage<I> {
     },
 }
 
-/// What an endorser answers a coordinator.
+/// What an endorser answers an aggregator.
 #[derive(Clone, Debug, PartialEq)]
 pub enum EndorserMessage<R> {
     /// Boxed: commitments are two points, ten times the other answers.

@@ -1,5 +1,5 @@
-//! A host's bookkeeping around a [`crate::Coordinator`]: callers hand over groups of
-//! transactions and wait for one reply each, while the coordinator answers ticket by ticket, in
+//! A host's bookkeeping around a [`crate::Aggregator`]: callers hand over groups of
+//! transactions and wait for one reply each, while the aggregator answers ticket by ticket, in
 //! whatever order its batches finish. Pure; the host says where a group's replies go (`To`: a
 //! channel, a callback) and sends them when [`Replies::answer`] returns them.
 
@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use specie_role::Ticket;
 
-use crate::coordinator::EndorseReply;
+use crate::aggregator::EndorseReply;
 
 /// One group's replies so far, how many are missing, and where they go.
 struct Group<R, To> {

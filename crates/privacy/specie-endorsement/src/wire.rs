@@ -1,5 +1,5 @@
 //! Byte encodings of what the roles say to each other and of an endorser's key material
-//! (docs/endorsement-format.md §7): the coordinator's and the endorsers' messages travel between
+//! (docs/endorsement-format.md §7): the aggregator's and the endorsers' messages travel between
 //! sentinels of a cluster, and a sentinel keeps its share in a file.
 //!
 //! Every byte decoded here may come from a faulty or hostile peer (mutual TLS authenticates it,
@@ -20,7 +20,7 @@ use specie_codec::{
 
 use crate::keys::{group_key, EndorserId, EndorserKeys, ENDORSERS_MAX};
 use crate::merkle::BATCH_TRANSACTIONS_MAX;
-use crate::messages::{CoordinatorMessage, EndorserMessage, Refusal};
+use crate::messages::{AggregatorMessage, EndorserMessage, Refusal};
 
 /// The version byte every protocol message starts with.
 pub const WIRE_VERSION: u8 = 1;
@@ -102,7 +102,7 @@ const MESSAGE_HEAD_BYTES: usize = 1 + 1 + U64_BYTES;
 /// A refused item's index in the batch.
 const INDEX_BYTES: usize = 4;
 
-/// The bounds a [`CoordinatorMessage`] is decoded within.
+/// The bounds an [`AggregatorMessage`] is decoded within.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MessageLimits<L> {
     /// The bounds of one batch item.
@@ -172,7 +172,7 @@ fn truncated(text: &str) -> &str {
 }
 
 /// Why a validator refused an item, as it travels: 1 to 64 bytes of `[a-z0-9_]` (a sentinel's
-/// `ValidationError::code()`), so a hostile endorser cannot make a coordinator log or store
+/// `ValidationError::code()`), so a hostile endorser cannot make an aggregator log or store
 /// arbitrary text.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RefusalCode(String);
@@ -284,15 +284,15 @@ fn read_signing_package(reader: &mut Reader<'_>, signers_max: u16) -> Result<Sig
     Ok(package)
 }
 
-impl<I: Encode> Encode for CoordinatorMessage<I> {
+impl<I: Encode> Encode for AggregatorMessage<I> {
     fn encode_to(&self, out: &mut Vec<u8>) {
         out.push(WIRE_VERSION);
         match self {
-            CoordinatorMessage::Commit { session } => {
+            AggregatorMessage::Commit { session } => {
                 out.push(TAG_COMMIT);
                 put_u64(out, *session);
             }
-            CoordinatorMessage::Sign {
+            AggregatorMessage::Sign {
                 session,
                 items,
                 package,
@@ -309,7 +309,7 @@ impl<I: Encode> Encode for CoordinatorMessage<I> {
     }
 }
 
-impl<I: Decode> Decode for CoordinatorMessage<I> {
+impl<I: Decode> Decode for AggregatorMessage<I> {
     type Limits = MessageLimits<I::Limits>;
     const WHAT: &'static str = "coordinator message";
 
@@ -324,14 +324,14 @@ impl<I: Decode> Decode for CoordinatorMessage<I> {
         }
         let session = reader.read_u64("coordinator message session")?;
         if tag == TAG_COMMIT {
-            return Ok(CoordinatorMessage::Commit { session });
+            return Ok(AggregatorMessage::Commit { session });
         }
         // Items are at least one byte each: read_vec checks the count against the bytes left.
         let items = reader.read_vec("batch items", u64::from(limits.batch_items()), 1, |reader| {
             I::decode_from(reader, &limits.items)
         })?;
         let package = read_signing_package(reader, limits.signers())?;
-        Ok(CoordinatorMessage::Sign {
+        Ok(AggregatorMessage::Sign {
             session,
             items,
             package,
@@ -586,7 +586,7 @@ impl Decode for EndorserKeys {
 
 /// Whether a share, its id and a public package belong together: a file holding another
 /// endorser's share, or another group's (or refresh period's) public package, would make an
-/// endorser whose every share fails the coordinator's check.
+/// endorser whose every share fails the aggregator's check.
 fn check_keys(keys: &EndorserKeys) -> Result<(), &'static str> {
     let (share, public) = (&keys.share, &keys.public);
     if *share.identifier() != keys.id.identifier() {

@@ -539,7 +539,7 @@ fn hostile_requests_to_an_endorser(topology: &Topology) {
     use specie_cluster::protocol::{tag, RoleRequest, RoleResponse};
     use specie_cluster::Identity;
     use specie_codec::Encode;
-    use specie_endorsement::{CoordinatorMessage, EndorserMessage};
+    use specie_endorsement::{AggregatorMessage, EndorserMessage};
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let honest = &topology.sentinels[1];
     let endorser = honest.endorser.expect("an endorser address").to_string();
@@ -549,7 +549,7 @@ fn hostile_requests_to_an_endorser(topology: &Topology) {
     let coordinator = client(&Identity::coordinator(&topology.coordinator_groups[0].name, 1));
     let refused = call(
         &coordinator,
-        RoleRequest::Endorse(Box::new(CoordinatorMessage::Commit { session: 1 })).encode(),
+        RoleRequest::Endorse(Box::new(AggregatorMessage::Commit { session: 1 })).encode(),
     );
     assert!(format!("{refused:?}").contains("not a sentinel"), "{refused:?}");
     let compromised = client(&Identity::sentinel("sentinel-0"));
@@ -564,7 +564,7 @@ fn hostile_requests_to_an_endorser(topology: &Topology) {
     }
     // A signing round with no signers is refused by the decoder; a well-formed request is
     // still answered.
-    let empty = CoordinatorMessage::Sign {
+    let empty = AggregatorMessage::Sign {
         session: u64::MAX,
         items: vec![],
         package: specie_endorsement::frost::SigningPackage::new(Default::default(), &[0; 32]),
@@ -573,7 +573,7 @@ fn hostile_requests_to_an_endorser(topology: &Topology) {
     assert!(format!("{answer:?}").contains("malformed"), "{answer:?}");
     let answer = call(
         &compromised,
-        RoleRequest::Endorse(Box::new(CoordinatorMessage::Commit { session: 42 })).encode(),
+        RoleRequest::Endorse(Box::new(AggregatorMessage::Commit { session: 42 })).encode(),
     );
     let commitments = RoleResponse::decode(&answer.unwrap()).unwrap();
     assert!(

@@ -25,7 +25,7 @@ use specie_codec::Encode;
 use specie_exchange::{deposit_commitment, Operation, Transaction};
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
-    witness_program_commitment, MintTransaction, NonceMode, OfflineFunding, Output, SpecieTransaction,
+    witness_program_commitment, BridgeFunding, MintTransaction, NonceMode, Output, SpecieTransaction,
 };
 
 fn start_exchange(data_dir: &str, cores: &[String; 2]) -> (Child, String) {
@@ -81,7 +81,7 @@ fn refund_of_an_uncreditable_funding(url: &str, core_url: &str, bridge: &[u8; 32
     ));
     confirm_in_core(core_url, std::slice::from_ref(&mint));
     let key = trader_key(2).verifying_key().to_bytes();
-    let funding = OfflineFunding::new_signed(
+    let funding = BridgeFunding::new_signed(
         *bridge,
         deposit_commitment(1, &key),
         300,
@@ -91,7 +91,7 @@ fn refund_of_an_uncreditable_funding(url: &str, core_url: &str, bridge: &[u8; 32
         NonceMode::Deterministic,
     )
     .unwrap();
-    let funding = SpecieTransaction::OfflineFunding(funding);
+    let funding = SpecieTransaction::BridgeFunding(funding);
     confirm_in_core(core_url, std::slice::from_ref(&funding));
     let body =
         json!({"asset": "usd", "transaction": hex::encode(funding.encode()), "account": 1, "key": hex::encode(key)});
@@ -194,7 +194,7 @@ fn the_exchange_process_loses_nothing_answered_to_kill_9_and_recovers_its_state_
     // Deposits: each credited once, after the exchange finds the funding in its core.
     deposit_all(&url, "usd", &usd_fundings);
     deposit_all(&url, "eur", &eur_fundings);
-    let wrong = json!({"asset": "usd", "transaction": hex::encode(SpecieTransaction::OfflineFunding(usd_fundings[0].clone()).encode()), "account": 2, "key": hex::encode(trader_key(2).verifying_key().to_bytes())});
+    let wrong = json!({"asset": "usd", "transaction": hex::encode(SpecieTransaction::BridgeFunding(usd_fundings[0].clone()).encode()), "account": 2, "key": hex::encode(trader_key(2).verifying_key().to_bytes())});
     let (status, refused) = post(&format!("{url}/v1/exchange/deposits"), wrong).unwrap_err();
     assert!(
         status == 422 && refused.to_string().contains("another account"),

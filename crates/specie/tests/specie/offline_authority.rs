@@ -541,9 +541,9 @@ fn a_core_wallet_funds_a_device_and_a_deposit_comes_back_to_a_core_wallet() {
         let mut wallet = specie_wallet::WalletFile::load(&alice_wallet).unwrap();
         let owners = [[9u8; 32]];
         let tx = wallet
-            .build_offline_funding(
+            .build_bridge_funding(
                 <[u8; 32]>::try_from(hex::decode(&bridge).unwrap()).unwrap(),
-                specie_transaction::offline_owners_digest(&owners),
+                specie_transaction::bridge_owners_digest(&owners),
                 100,
                 &mut rand::thread_rng(),
             )
@@ -582,7 +582,7 @@ fn refund_of_a_funding_to_uncertified_keys(url: &str, node_url: &str, funding_he
         "{answer}"
     );
     let payout = decode(refunded["payout"].as_str().unwrap()).unwrap();
-    let SpecieTransaction::OfflineFunding(paid) = &funding else {
+    let SpecieTransaction::BridgeFunding(paid) = &funding else {
         panic!("a funding");
     };
     assert_eq!(
@@ -612,10 +612,10 @@ fn refund_of_a_funding_to_uncertified_keys(url: &str, node_url: &str, funding_he
 }
 
 /// Two device processes pay each other directly over 127.0.0.1: the payer, holding a single 10,
-/// pays 3 by paying 10 and getting 7 back in the same exchange; a request above what the payer
+/// pays 3 by paying 10 and getting 7 back in the same hand-over; a request above what the payer
 /// agreed to is refused on both sides and moves nothing.
 #[test]
-fn two_device_processes_exchange_over_a_local_link_with_change() {
+fn two_device_processes_hand_over_cash_over_a_local_link_with_change() {
     let dir = tempfile::tempdir().unwrap();
     let (mut authority, url) = start(&dir.path().join("authority"));
     let token_file = dir.path().join("authority/operator.token");
@@ -626,7 +626,7 @@ fn two_device_processes_exchange_over_a_local_link_with_change() {
         device(file, &url, &["enrol", "--operator-token-file", token_file]).unwrap();
         device(file, &url, &["fund", "--operator-token-file", token_file, amount]).unwrap();
     }
-    let exchange = |amount: &str, max: &str| {
+    let hand_over = |amount: &str, max: &str| {
         let mut payee = Command::new(env!("CARGO_BIN_EXE_specie"))
             .args(["offline", "device", "--device", bob.to_str().unwrap(), "receive-direct"])
             .args(["--listen", "127.0.0.1:0", "--timeout-s", "20", amount])
@@ -648,14 +648,14 @@ fn two_device_processes_exchange_over_a_local_link_with_change() {
         };
         (received, paid)
     };
-    let (received, paid) = exchange("3", "3");
+    let (received, paid) = hand_over("3", "3");
     assert_eq!(paid.unwrap(), "paid 3 (got 7 change in the same exchange); balance 7");
     assert_eq!(
         received.unwrap(),
         "received 3 (gave 7 change in the same exchange); balance 10"
     );
 
-    let (received, paid) = exchange("5", "4");
+    let (received, paid) = hand_over("5", "4");
     assert!(paid.unwrap_err().contains("asked to pay 5, more than the 4 allowed"));
     assert!(received.unwrap_err().contains("the other device refused"));
     assert!(device(&alice, &url, &["balance"]).unwrap().starts_with("balance 7;"));

@@ -31,7 +31,7 @@
 //!   Checked: every replica at the proposer's state hash, the per-asset audit, every submission
 //!   answered with its transactions' fates, hostile transactions refused, deposits credited once.
 //! - [`run_privacy`] (`privacy`): the privacy capability. Threshold endorsement: the real FROST
-//!   coordinator and k of n endorsers, some compromised (they sign anything), endorsing
+//!   aggregator and k of n endorsers, some compromised (they sign anything), endorsing
 //!   authorised and forged transactions over a lossy network; checked: no forgery endorsed, every
 //!   endorsement verifies for its own transaction only, every authorised transaction endorsed once
 //!   the network stops dropping. The ledger of record: records written ahead, a model UHS that

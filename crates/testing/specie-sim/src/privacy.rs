@@ -1,6 +1,6 @@
 //! The privacy capability's world, its protocols under one seed:
 //!
-//! - threshold endorsement ([`endorsement`]): the real FROST `Coordinator` and k of n real
+//! - threshold endorsement ([`endorsement`]): the real FROST `Aggregator` and k of n real
 //!   `Endorser`s, some of them compromised (they sign anything) and some restarted (losing their
 //!   sessions), on a network that drops, duplicates, delays and reorders messages, endorsing a workload of authorised and forged
 //!   transactions. Checked: a forged transaction never gets an endorsement, every endorsement

@@ -26,7 +26,7 @@ use specie_log::LogOptions;
 use specie_node::{EmbeddedNode, NodeOptions};
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
-    witness_program_commitment, CreatedOutput, MintTransaction, NonceMode, OfflineFunding, Output, SpecieTransaction,
+    witness_program_commitment, BridgeFunding, CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction,
 };
 use specie_workload::exchange::{Market, MarketMix};
 
@@ -209,7 +209,7 @@ fn deposit(
             witness_program_commitment: output.output.witness_program_commitment,
             value: MINTED - DEPOSITED,
         };
-        let funding = OfflineFunding::new_signed(
+        let funding = BridgeFunding::new_signed(
             bridge_key,
             deposit_commitment(Market::account(index), &key),
             DEPOSITED,
@@ -223,7 +223,7 @@ fn deposit(
     }
     let txs: Vec<SpecieTransaction> = fundings
         .iter()
-        .map(|(f, _, _)| SpecieTransaction::OfflineFunding(f.clone()))
+        .map(|(f, _, _)| SpecieTransaction::BridgeFunding(f.clone()))
         .collect();
     if submit_all(&core.node.handle(), txs.clone())?
         .iter()
@@ -437,7 +437,7 @@ fn withdraw_all(venue: &Venue, traders: &[Trader], cores: &mut [Core]) -> BenchR
         let payout = bridge_payout(&withdrawal, &venue.bridge);
         cores[usize::from(withdrawal.asset)]
             .payouts
-            .push(SpecieTransaction::OfflinePayout(payout));
+            .push(SpecieTransaction::BridgePayout(payout));
     }
     for core in cores.iter() {
         let presented = present_twice(&core.node.handle(), &core.payouts, "a payout")?;

@@ -24,8 +24,8 @@ use specie_offline_device::{Deposit, DeviceError, DeviceLimits};
 use specie_offline_service::{AuthorityCall, AuthorityHandle};
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
-    offline_owners_digest, witness_program_commitment, MintTransaction, NonceMode, OfflineFunding, OfflinePayout,
-    Output, SpecieTransaction, UhsId,
+    bridge_owners_digest, witness_program_commitment, BridgeFunding, BridgePayout, MintTransaction, NonceMode, Output,
+    SpecieTransaction, UhsId,
 };
 use specie_workload::offline::{self, OfflineActor, PaymentChoice, PaymentEnd};
 
@@ -72,7 +72,7 @@ struct Tally {
     payout_value: u64,
     payout_replays_refused: u64,
     /// Payouts the authority signed, presented to the core at the end.
-    payouts: Vec<OfflinePayout>,
+    payouts: Vec<BridgePayout>,
     /// Times a device went online mid-run (its tokens at the hop limit).
     syncs: u64,
     /// Key periods the operator began during the run.
@@ -222,9 +222,9 @@ fn fund_from_core(
             .device
             .funding_owners(tokens)
             .step("a device has no keys to fund")?;
-        let funding = OfflineFunding::new_signed(
+        let funding = BridgeFunding::new_signed(
             authority.bridge(),
-            offline_owners_digest(&owners),
+            bridge_owners_digest(&owners),
             FUNDING_VALUE,
             vec![output.to_input()],
             vec![],
@@ -236,7 +236,7 @@ fn fund_from_core(
     }
     let txs = fundings
         .iter()
-        .map(|(funding, _)| SpecieTransaction::OfflineFunding(funding.clone()))
+        .map(|(funding, _)| SpecieTransaction::BridgeFunding(funding.clone()))
         .collect();
     let statuses = submit_all(core, txs)?;
     if statuses.iter().any(|s| *s != TxStatus::Confirmed) {
@@ -481,8 +481,8 @@ fn settle_deposits(
 }
 
 /// Presents every payout to the core, then each again: the second is refused (its marker).
-fn present_payouts(core: &NodeHandle, payouts: &[OfflinePayout], tally: &mut Tally) -> BenchResult<()> {
-    let txs: Vec<SpecieTransaction> = payouts.iter().cloned().map(SpecieTransaction::OfflinePayout).collect();
+fn present_payouts(core: &NodeHandle, payouts: &[BridgePayout], tally: &mut Tally) -> BenchResult<()> {
+    let txs: Vec<SpecieTransaction> = payouts.iter().cloned().map(SpecieTransaction::BridgePayout).collect();
     let presented = present_twice(core, &txs, "a payout")?;
     (
         tally.payouts_confirmed,
@@ -548,8 +548,8 @@ fn books(authority: &AuthorityHandle) -> BenchResult<Books> {
 }
 
 /// The value of the payout outputs the core holds.
-fn core_value(core: &NodeHandle, payouts: &[OfflinePayout]) -> BenchResult<u64> {
-    let txs: Vec<SpecieTransaction> = payouts.iter().cloned().map(SpecieTransaction::OfflinePayout).collect();
+fn core_value(core: &NodeHandle, payouts: &[BridgePayout]) -> BenchResult<u64> {
+    let txs: Vec<SpecieTransaction> = payouts.iter().cloned().map(SpecieTransaction::BridgePayout).collect();
     crate::demo_byzantine::value_held_by_core(core, &txs)
 }
 

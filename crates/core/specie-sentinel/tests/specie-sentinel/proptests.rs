@@ -142,8 +142,8 @@ proptest! {
                 }
                 *redeem = specie_transaction::FastpayRedeem::new(certificate);
             }
-            SpecieTransaction::OfflineFunding(_)
-            | SpecieTransaction::OfflinePayout(_)
+            SpecieTransaction::BridgeFunding(_)
+            | SpecieTransaction::BridgePayout(_)
             | SpecieTransaction::Confidential(_)
             | SpecieTransaction::Anonymous(_) => {
                 unreachable!("the strategy makes no offline or private transactions (their own tests cover them)")
@@ -168,8 +168,8 @@ proptest! {
                             certificate.signatures[0].1[byte % 64] ^= 1;
                             *r = specie_transaction::FastpayRedeem::new(certificate);
                         }
-                        SpecieTransaction::OfflineFunding(_)
-                        | SpecieTransaction::OfflinePayout(_)
+                        SpecieTransaction::BridgeFunding(_)
+                        | SpecieTransaction::BridgePayout(_)
                         | SpecieTransaction::Confidential(_)
                         | SpecieTransaction::Anonymous(_) => {
                             unreachable!("the strategy makes no offline or private transactions")

@@ -517,12 +517,12 @@ fn an_identity_holds_at_most_the_key_limit() {
 #[test]
 fn a_core_funding_credits_only_the_owners_it_names_and_only_here() {
     use specie_offline_authority::Funding;
-    use specie_transaction::{offline_owners_digest, OfflineFunding};
+    use specie_transaction::{bridge_owners_digest, BridgeFunding};
     let bridge = authority_keys().bridge.verifying_key().to_bytes();
     let owners = vec![[1; 32], [2; 32]];
-    let core = OfflineFunding {
+    let core = BridgeFunding {
         authority: bridge,
-        owners_digest: offline_owners_digest(&owners),
+        owners_digest: bridge_owners_digest(&owners),
         amount: 70,
         inputs: vec![],
         outputs: vec![],

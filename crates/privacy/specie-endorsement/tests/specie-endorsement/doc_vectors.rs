@@ -13,7 +13,7 @@ use common::wire_run::{wire_digest, wire_run};
 use sha2::{Digest, Sha256};
 use specie_codec::{Decode, DecodeError, Encode};
 use specie_endorsement::{
-    deal, group_key, sign_together, CeremonyMessage, CoordinatorMessage, Endorsement, EndorserId, EndorserMessage,
+    deal, group_key, sign_together, AggregatorMessage, CeremonyMessage, Endorsement, EndorserId, EndorserMessage,
     GroupKey, MerkleTree, RefusalCode, Threshold,
 };
 
@@ -143,13 +143,13 @@ fn each_documented_invalid_encoding_is_refused_as_documented() {
 }
 
 /// The wire scenario: a 2-of-3 group dealt from seed 2024, endorser nonce seeds `[id; 32]`; the
-/// coordinator batches wire digests 0 and 1 and asks endorsers 1 and 2; endorser 2 refuses
+/// aggregator batches wire digests 0 and 1 and asks endorsers 1 and 2; endorser 2 refuses
 /// digest 1 as `double_spend`. The messages are those to and from endorser 1, and endorser 2's
 /// refusal.
 fn generate_wire() -> Vec<(String, String)> {
     let run = wire_run(2024);
-    let commit = run.sent_to(1, |m| matches!(m, CoordinatorMessage::Commit { .. }));
-    let sign = run.sent_to(1, |m| matches!(m, CoordinatorMessage::Sign { .. }));
+    let commit = run.sent_to(1, |m| matches!(m, AggregatorMessage::Commit { .. }));
+    let sign = run.sent_to(1, |m| matches!(m, AggregatorMessage::Sign { .. }));
     let commitments = run.answered_by(1, |m| matches!(m, EndorserMessage::Commitments { .. }));
     let share = run.answered_by(1, |m| matches!(m, EndorserMessage::Share { .. }));
     let refused = run.answered_by(2, |m| matches!(m, EndorserMessage::Refused { .. }));
@@ -187,7 +187,7 @@ fn the_documented_wire_vectors_are_what_the_roles_send() {
     for (name, value) in &documented {
         let bytes = hex::decode(value).unwrap();
         let again = match name.as_str() {
-            "wire-commit" | "wire-sign" => CoordinatorMessage::<[u8; 32]>::decode_exact(&bytes).unwrap().encode(),
+            "wire-commit" | "wire-sign" => AggregatorMessage::<[u8; 32]>::decode_exact(&bytes).unwrap().encode(),
             "wire-commitments" | "wire-share" | "wire-refused-invalid" => {
                 EndorserMessage::<RefusalCode>::decode_exact(&bytes).unwrap().encode()
             }

@@ -1,5 +1,5 @@
-//! The endorser's and the coordinator's behaviour, one request at a time, and a seeded
-//! simulation of a coordinator with endorsers that stay silent, garble or censor on a network
+//! The endorser's and the aggregator's behaviour, one request at a time, and a seeded
+//! simulation of an aggregator with endorsers that stay silent, garble or censor on a network
 //! that drops and garbles messages.
 
 use crate::common;
@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use common::{Fault, NetFaults, TestEndorser, TestTx, TestValidator, World, INVALID};
 use specie_endorsement::frost;
 use specie_endorsement::{
-    deal, BatchItem, CoordinatorConfig, CoordinatorMessage, CoordinatorReport, EndorseReply, Endorser, EndorserConfig,
+    deal, AggregatorConfig, AggregatorMessage, AggregatorReport, BatchItem, EndorseReply, Endorser, EndorserConfig,
     EndorserId, EndorserInput, EndorserMessage, MerkleTree, Refusal, Threshold,
 };
 use specie_role::{Role, Round};
@@ -25,7 +25,7 @@ fn endorser(id: u16) -> (TestEndorser, frost::keys::PublicKeyPackage) {
     (endorser, public)
 }
 
-fn ask(endorser: &mut TestEndorser, message: CoordinatorMessage<TestTx>) -> EndorserMessage<&'static str> {
+fn ask(endorser: &mut TestEndorser, message: AggregatorMessage<TestTx>) -> EndorserMessage<&'static str> {
     endorser.handle(0, EndorserInput { from: 1, message });
     let mut sends = Round::take(endorser).sends;
     assert_eq!(sends.len(), 1);
@@ -51,20 +51,20 @@ fn package(items: &[TestTx], mine: frost::round1::SigningCommitments) -> frost::
 #[test]
 fn an_endorser_signs_once_per_session_and_repeats_itself_exactly() {
     let (mut e, _) = endorser(1);
-    let mine = commitments(ask(&mut e, CoordinatorMessage::Commit { session: 5 }));
+    let mine = commitments(ask(&mut e, AggregatorMessage::Commit { session: 5 }));
     assert_eq!(
-        commitments(ask(&mut e, CoordinatorMessage::Commit { session: 5 })),
+        commitments(ask(&mut e, AggregatorMessage::Commit { session: 5 })),
         mine,
         "same session, same nonces"
     );
     assert_ne!(
-        commitments(ask(&mut e, CoordinatorMessage::Commit { session: 6 })),
+        commitments(ask(&mut e, AggregatorMessage::Commit { session: 6 })),
         mine,
         "fresh nonces per session"
     );
     let items = vec![TestTx::valid(1), TestTx::valid(2)];
     let package = package(&items, mine);
-    let sign = CoordinatorMessage::Sign {
+    let sign = AggregatorMessage::Sign {
         session: 5,
         items: items.clone(),
         package: package.clone(),
@@ -80,7 +80,7 @@ fn an_endorser_signs_once_per_session_and_repeats_itself_exactly() {
     );
     // Another package in the same session (other items, hence another message): refused.
     let other_items = vec![TestTx::valid(3)];
-    let other = CoordinatorMessage::Sign {
+    let other = AggregatorMessage::Sign {
         session: 5,
         items: other_items.clone(),
         package: self::package(&other_items, mine),
@@ -102,7 +102,7 @@ fn an_endorser_signs_once_per_session_and_repeats_itself_exactly() {
 #[test]
 fn an_endorser_refuses_what_it_should_not_sign() {
     let (mut e, _) = endorser(1);
-    let mine = commitments(ask(&mut e, CoordinatorMessage::Commit { session: 1 }));
+    let mine = commitments(ask(&mut e, AggregatorMessage::Commit { session: 1 }));
     let items = vec![TestTx::valid(1), TestTx::invalid(2), TestTx::valid(3)];
     let refused = |refusal| EndorserMessage::Refused { session: 1, refusal };
     // A message that is not the items' batch message.
@@ -110,7 +110,7 @@ fn an_endorser_refuses_what_it_should_not_sign() {
     let ask_sign = |e: &mut TestEndorser, items: Vec<TestTx>, package| {
         ask(
             e,
-            CoordinatorMessage::Sign {
+            AggregatorMessage::Sign {
                 session: 1,
                 items,
                 package,
@@ -132,7 +132,7 @@ fn an_endorser_refuses_what_it_should_not_sign() {
     // A session it never opened.
     let unknown = ask(
         &mut e,
-        CoordinatorMessage::Sign {
+        AggregatorMessage::Sign {
             session: 9,
             items: items.clone(),
             package: package(&items, mine),
@@ -167,7 +167,7 @@ fn an_endorser_forgets_expired_and_evicted_sessions() {
             10 * session,
             EndorserInput {
                 from: 1,
-                message: CoordinatorMessage::Commit { session },
+                message: AggregatorMessage::Commit { session },
             },
         );
     }
@@ -180,13 +180,13 @@ fn an_endorser_forgets_expired_and_evicted_sessions() {
     assert_eq!(e.poll_timeout(), None);
 }
 
-fn config() -> CoordinatorConfig {
-    CoordinatorConfig {
+fn config() -> AggregatorConfig {
+    AggregatorConfig {
         batch_transactions_max: 10,
         batch_delay_ms: 5,
         round_timeout_ms: 50,
         attempts_max: 6,
-        ..CoordinatorConfig::default()
+        ..AggregatorConfig::default()
     }
 }
 
@@ -205,7 +205,7 @@ const CLEAN: NetFaults = NetFaults {
 /// Every ticket is answered; endorsements verify for their own transaction; invalid ones never
 /// get endorsed. Returns (endorsed, refused, failed).
 fn check_replies(world: &World, items: &BTreeMap<u64, TestTx>) -> (usize, usize, usize) {
-    let key = world.coordinator.group_key();
+    let key = world.aggregator.group_key();
     let mut counts = (0, 0, 0);
     for (ticket, item) in items {
         match world
@@ -248,7 +248,7 @@ fn submit_all(world: &mut World, items: &BTreeMap<u64, TestTx>, spacing_ms: u64)
 }
 
 #[test]
-fn a_coordinator_endorses_batches_and_drops_invalid_transactions() {
+fn an_aggregator_endorses_batches_and_drops_invalid_transactions() {
     let mut world = world(&[], CLEAN, 1);
     let items: BTreeMap<u64, TestTx> = (0..25)
         .map(|i| {
@@ -267,7 +267,7 @@ fn a_coordinator_endorses_batches_and_drops_invalid_transactions() {
     let batches = world
         .reports
         .iter()
-        .filter(|r| matches!(r, CoordinatorReport::Endorsed { .. }))
+        .filter(|r| matches!(r, AggregatorReport::Endorsed { .. }))
         .count();
     assert_eq!(batches, 3, "25 transactions in batches of at most 10");
     assert!(
@@ -280,7 +280,7 @@ fn a_coordinator_endorses_batches_and_drops_invalid_transactions() {
 fn a_partial_batch_waits_batch_delay_ms() {
     let mut world = world(&[], CLEAN, 2);
     world.submit(1, TestTx::valid(1));
-    assert_eq!(world.coordinator.poll_timeout(), Some(5));
+    assert_eq!(world.aggregator.poll_timeout(), Some(5));
     world.run(4);
     assert!(world.replies.is_empty());
     world.run(u64::MAX);
@@ -290,29 +290,29 @@ fn a_partial_batch_waits_batch_delay_ms() {
 #[test]
 fn a_full_queue_answers_busy() {
     let (_, public) = deal(Threshold::new(3, 5).unwrap(), 21).unwrap();
-    let config = CoordinatorConfig {
+    let config = AggregatorConfig {
         queue_transactions_max: 2,
         batch_transactions_max: 10,
-        ..CoordinatorConfig::default()
+        ..AggregatorConfig::default()
     };
-    let mut coordinator = common::TestCoordinator::new(1, public, config, 1).unwrap();
-    let submit = |c: &mut common::TestCoordinator, ticket| {
+    let mut aggregator = common::TestAggregator::new(1, public, config, 1).unwrap();
+    let submit = |c: &mut common::TestAggregator, ticket| {
         c.handle(
             0,
-            specie_endorsement::CoordinatorInput::Submit {
+            specie_endorsement::AggregatorInput::Submit {
                 ticket,
                 item: TestTx::valid(ticket),
             },
         );
         Round::take(c).replies
     };
-    assert_eq!(submit(&mut coordinator, 1), vec![(1, EndorseReply::NotLeading)]);
-    coordinator.lead(0);
-    assert!(submit(&mut coordinator, 2).is_empty());
-    assert!(submit(&mut coordinator, 3).is_empty());
-    assert_eq!(submit(&mut coordinator, 4), vec![(4, EndorseReply::Busy)]);
-    coordinator.follow();
-    let replies = Round::take(&mut coordinator).replies;
+    assert_eq!(submit(&mut aggregator, 1), vec![(1, EndorseReply::NotLeading)]);
+    aggregator.lead(0);
+    assert!(submit(&mut aggregator, 2).is_empty());
+    assert!(submit(&mut aggregator, 3).is_empty());
+    assert_eq!(submit(&mut aggregator, 4), vec![(4, EndorseReply::Busy)]);
+    aggregator.follow();
+    let replies = Round::take(&mut aggregator).replies;
     assert_eq!(
         replies,
         vec![(2, EndorseReply::NotLeading), (3, EndorseReply::NotLeading)]

@@ -7,17 +7,17 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use common::wire_run::{ask, wire_digest, wire_run, WireRun, COORDINATOR};
+use common::wire_run::{ask, wire_digest, wire_run, WireRun, AGGREGATOR};
 use proptest::prelude::*;
 use specie_codec::{Decode, DecodeError, Encode};
 use specie_endorsement::frost;
 use specie_endorsement::{
-    deal, refusal_text, signing_package_bytes_max, CoordinatorMessage, EndorserId, EndorserKeys, EndorserMessage, Hash,
+    deal, refusal_text, signing_package_bytes_max, AggregatorMessage, EndorserId, EndorserKeys, EndorserMessage, Hash,
     MerkleTree, MessageLimits, Refusal, RefusalCode, ReplyLimits, Threshold, COMMITMENTS_BYTES, KEY_PACKAGE_BYTES_MAX,
     PUBLIC_KEY_PACKAGE_BYTES_MAX, REFUSAL_TEXT_BYTES_MAX, SHARE_BYTES,
 };
 
-type Request = CoordinatorMessage<Hash>;
+type Request = AggregatorMessage<Hash>;
 type Answer = EndorserMessage<RefusalCode>;
 
 fn run() -> &'static WireRun {
@@ -26,7 +26,7 @@ fn run() -> &'static WireRun {
 }
 
 fn is_sign(message: &Request) -> bool {
-    matches!(message, CoordinatorMessage::Sign { .. })
+    matches!(message, AggregatorMessage::Sign { .. })
 }
 
 fn commitments_of(message: &Answer) -> frost::round1::SigningCommitments {
@@ -49,7 +49,7 @@ fn refusals() -> Vec<Answer> {
     let mut out = vec![first, unknown];
     let mut commit = |id: u16, session| {
         let e = endorsers.get_mut(&EndorserId(id)).unwrap();
-        commitments_of(&ask(e, CoordinatorMessage::Commit { session }))
+        commitments_of(&ask(e, AggregatorMessage::Commit { session }))
     };
     let (c1, c2) = (commit(1, 50), commit(2, 50));
     let c3s: Vec<_> = (50..55).map(|session| commit(3, session)).collect();
@@ -60,7 +60,7 @@ fn refusals() -> Vec<Answer> {
             .collect();
         frost::SigningPackage::new(map, message)
     };
-    let sign_as = |session, items: Vec<Hash>, package| CoordinatorMessage::Sign {
+    let sign_as = |session, items: Vec<Hash>, package| AggregatorMessage::Sign {
         session,
         items,
         package,
@@ -186,7 +186,7 @@ fn frost_sizes_are_what_the_caps_assume() {
         unreachable!()
     };
     assert_eq!(share.serialize().len(), SHARE_BYTES);
-    let CoordinatorMessage::Sign { package, .. } = run.sent_to(1, is_sign) else {
+    let AggregatorMessage::Sign { package, .. } = run.sent_to(1, is_sign) else {
         unreachable!()
     };
     assert_eq!(package.serialize().unwrap().len(), signing_package_bytes_max(2));
@@ -205,7 +205,7 @@ fn frost_sizes_are_what_the_caps_assume() {
         .collect();
     let package = frost::SigningPackage::new(map, &[9u8; 32]);
     assert_eq!(package.serialize().unwrap().len(), signing_package_bytes_max(64));
-    let sign = CoordinatorMessage::Sign {
+    let sign = AggregatorMessage::Sign {
         session: 1,
         items: vec![[1u8; 32]],
         package,
@@ -333,7 +333,7 @@ fn oversize_counts_and_lengths_are_refused_before_allocation() {
 
 #[test]
 fn versions_kinds_and_refusal_contents_are_checked() {
-    let commit = CoordinatorMessage::<Hash>::Commit { session: 9 };
+    let commit = AggregatorMessage::<Hash>::Commit { session: 9 };
     assert_eq!(commit.encode(), head(1, 1));
     assert!(matches!(
         Request::decode_exact(&head(2, 1)),
@@ -438,7 +438,7 @@ fn every_dealt_share_round_trips_and_mismatched_key_files_are_refused() {
         id_zero[1..3].copy_from_slice(&[0, 0]);
         assert!(EndorserKeys::decode_exact(&id_zero).is_err());
     }
-    let _ = COORDINATOR;
+    let _ = AGGREGATOR;
 }
 
 #[test]

@@ -13,7 +13,7 @@ use specie_codec::Encode;
 use specie_exchange::{deposit_commitment, LimitPrice, Operation, SignedTransaction, Transaction};
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
-    witness_program_commitment, MintTransaction, NonceMode, OfflineFunding, Output, SpecieTransaction,
+    witness_program_commitment, BridgeFunding, MintTransaction, NonceMode, Output, SpecieTransaction,
 };
 
 use super::{confirm_in_core, post_transactions};
@@ -47,7 +47,7 @@ pub fn issuer_hex(hrp: &str) -> String {
 
 /// In the core at `url`, `hrp`'s issuer mints 1,000,000 to a core key for each trader, which
 /// funds the exchange with it (confirmed): the fundings, in account order from 1.
-pub fn fund_exchange(url: &str, hrp: &str, bridge: &[u8; 32]) -> Vec<OfflineFunding> {
+pub fn fund_exchange(url: &str, hrp: &str, bridge: &[u8; 32]) -> Vec<BridgeFunding> {
     let owner = secp256k1::Keypair::from_seckey_slice(secp256k1::SECP256K1, &[hrp.as_bytes()[1]; 32]).unwrap();
     let outputs: Vec<Output> = (0..TRADERS)
         .map(|_| Output {
@@ -62,13 +62,13 @@ pub fn fund_exchange(url: &str, hrp: &str, bridge: &[u8; 32]) -> Vec<OfflineFund
         NonceMode::Deterministic,
     ));
     confirm_in_core(url, std::slice::from_ref(&mint));
-    let fundings: Vec<OfflineFunding> = mint
+    let fundings: Vec<BridgeFunding> = mint
         .created_outputs()
         .iter()
         .zip(1..)
         .map(|(output, account)| {
             let key = trader_key(account).verifying_key().to_bytes();
-            OfflineFunding::new_signed(
+            BridgeFunding::new_signed(
                 *bridge,
                 deposit_commitment(account, &key),
                 1_000_000,
@@ -80,20 +80,16 @@ pub fn fund_exchange(url: &str, hrp: &str, bridge: &[u8; 32]) -> Vec<OfflineFund
             .unwrap()
         })
         .collect();
-    let txs: Vec<SpecieTransaction> = fundings
-        .iter()
-        .cloned()
-        .map(SpecieTransaction::OfflineFunding)
-        .collect();
+    let txs: Vec<SpecieTransaction> = fundings.iter().cloned().map(SpecieTransaction::BridgeFunding).collect();
     confirm_in_core(url, &txs);
     fundings
 }
 
 /// Deposits each trader's funding of `asset` at the exchange `url`: credited once (a second
 /// time is refused).
-pub fn deposit_all(url: &str, asset: &str, fundings: &[OfflineFunding]) {
+pub fn deposit_all(url: &str, asset: &str, fundings: &[BridgeFunding]) {
     for (funding, account) in fundings.iter().zip(1..) {
-        let transaction = hex::encode(SpecieTransaction::OfflineFunding(funding.clone()).encode());
+        let transaction = hex::encode(SpecieTransaction::BridgeFunding(funding.clone()).encode());
         let key = hex::encode(trader_key(account).verifying_key().to_bytes());
         let body = json!({"asset": asset, "transaction": transaction, "account": account, "key": key});
         let credited = post(&format!("{url}/v1/exchange/deposits"), body.clone());

@@ -7,7 +7,7 @@
 //! authority crashes and restarts from its log (the simulator's host checks that the log rebuilds
 //! the crashed state).
 //!
-//! A share of the payments run as direct exchanges (`exchange`): the device crate's exchange
+//! A share of the payments run as direct hand-overs (`hand_over`): the device crate's hand-over
 //! state machines over a link the world carries, with change paid back, links cut, sides that
 //! vanish after taking a payment, and hostile messages; tokens signed over and never taken stay
 //! in limbo, known to the world, and outstanding at the authority.
@@ -28,11 +28,11 @@
 //! else owes anything, so every double spender whose branches reached the authority is named, with
 //! the right value, and no honest owner ever is.
 
-mod exchange;
+mod hand_over;
 #[cfg(test)]
 mod planted;
 #[cfg(test)]
-mod planted_exchange;
+mod planted_hand_over;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
@@ -91,10 +91,10 @@ pub struct OfflineOptions {
     /// issuing key.
     pub rotate_per_mille: u32,
     pub revoke_per_mille: u32,
-    /// Share of payments made as a direct exchange (the device crate's exchange state machines
-    /// over a link the world carries), and the chance that such an exchange meets a fault.
-    pub exchange_per_mille: u32,
-    pub exchange_fault_per_mille: u32,
+    /// Share of payments made as a direct hand-over (the device crate's hand-over state machines
+    /// over a link the world carries), and the chance that such a hand-over meets a fault.
+    pub hand_over_per_mille: u32,
+    pub hand_over_fault_per_mille: u32,
 }
 
 impl OfflineOptions {
@@ -117,8 +117,8 @@ impl OfflineOptions {
             keys_per_certification: 16,
             rotate_per_mille: rng.gen_range(0..=120),
             revoke_per_mille: rng.gen_range(0..=40),
-            exchange_per_mille: rng.gen_range(150..=450),
-            exchange_fault_per_mille: rng.gen_range(200..=600),
+            hand_over_per_mille: rng.gen_range(150..=450),
+            hand_over_fault_per_mille: rng.gen_range(200..=600),
         }
     }
 }
@@ -143,18 +143,18 @@ pub struct OfflineReport {
     pub keys_revoked: u64,
     /// Deposits refused because their key's deposit window had closed.
     pub expired_refused: u64,
-    /// Direct exchanges begun, and how they ended: completed (of them, with change paid back),
+    /// Direct hand-overs begun, and how they ended: completed (of them, with change paid back),
     /// cut on the link, a side vanished after taking a payment, or refused by a side (no change,
     /// not payable, over the payer's maximum, a hostile message).
-    pub exchanges: u64,
-    pub exchanges_completed: u64,
-    pub exchanges_with_change: u64,
-    pub exchanges_cut: u64,
-    pub exchanges_vanished: u64,
-    pub exchanges_refused: u64,
+    pub hand_overs: u64,
+    pub hand_overs_completed: u64,
+    pub hand_overs_with_change: u64,
+    pub hand_overs_cut: u64,
+    pub hand_overs_vanished: u64,
+    pub hand_overs_refused: u64,
     /// Of the refused, those whose amount could not be made: the payer has too little, or the
     /// payee cannot pay the change back.
-    pub exchanges_not_payable: u64,
+    pub hand_overs_not_payable: u64,
     /// Hostile messages (out of turn, garbage, duplicated) a side refused.
     pub hostile_refused: u64,
     /// Payments lost on the way (or refused as revoked), refused when they arrived late, and
@@ -194,9 +194,9 @@ struct World<R: OfflineRole> {
     deposit_nodes: HashMap<Link, Link>,
     funded: u128,
     defunded: u128,
-    /// Tokens signed over in an exchange and never taken (see `exchange`).
+    /// Tokens signed over in a hand-over and never taken (see `hand_over`).
     limbo: Vec<Token>,
-    sides: exchange::Sides,
+    sides: hand_over::Sides,
     next_ticket: u64,
     trace: DefaultHasher,
     report: OfflineReport,
@@ -223,15 +223,15 @@ fn run_offline_with<R: OfflineRole>(
     options: OfflineOptions,
     fresh: impl Fn() -> R + 'static,
 ) -> Result<OfflineReport, Violation> {
-    run_world(options, fresh, exchange::Sides::real())
+    run_world(options, fresh, hand_over::Sides::real())
 }
 
-/// Runs the world of `options.seed` with the authority `fresh` makes and the exchange sides
+/// Runs the world of `options.seed` with the authority `fresh` makes and the hand-over sides
 /// `sides` makes.
 fn run_world<R: OfflineRole>(
     options: OfflineOptions,
     fresh: impl Fn() -> R + 'static,
-    sides: exchange::Sides,
+    sides: hand_over::Sides,
 ) -> Result<OfflineReport, Violation> {
     let mut world = World {
         rng: StdRng::seed_from_u64(options.seed),
@@ -422,8 +422,8 @@ impl<R: OfflineRole> World<R> {
         } else if self.chance(sync) {
             let device = self.rng.gen_range(0..self.devices.len());
             self.sync(device)
-        } else if self.chance(self.options.exchange_per_mille) {
-            self.exchange()
+        } else if self.chance(self.options.hand_over_per_mille) {
+            self.hand_over()
         } else {
             self.pay()
         }
@@ -711,7 +711,7 @@ impl<R: OfflineRole> World<R> {
         reached
     }
 
-    /// The value of the tokens in limbo (signed over in an exchange, never taken) that stays
+    /// The value of the tokens in limbo (signed over in a hand-over, never taken) that stays
     /// outstanding: no deposit was ever made of one (nobody holds them), and a serial no deposit
     /// was paid for, of a key not yet expired, is still owed (once, however many branches of it
     /// are in limbo).

@@ -1,7 +1,7 @@
 //! Threshold endorsement under a lossy network and compromised endorsers. The network is this
 //! world's own version of the endorsement crate's test harness (a seeded queue of messages
 //! ordered by delivery time), with duplicates added and garbling left out: channels between the
-//! coordinator and its endorsers are authenticated, so a message is lost, late or repeated, never
+//! aggregator and its endorsers are authenticated, so a message is lost, late or repeated, never
 //! altered.
 
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use sha2::{Digest, Sha256};
 use specie_endorsement::{
-    deal, BatchItem, Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorMessage, EndorseReply, Endorsement,
+    deal, Aggregator, AggregatorConfig, AggregatorInput, AggregatorMessage, BatchItem, EndorseReply, Endorsement,
     Endorser, EndorserConfig, EndorserId, EndorserInput, EndorserMessage, GroupKey, Hash, Threshold, Validator,
 };
 use specie_role::{Role, Round, Ticket};
@@ -19,7 +19,7 @@ use specie_role::{Role, Round, Ticket};
 use super::{chance, violation, PrivacyOptions, PrivacyReport};
 use crate::Violation;
 
-const COORDINATOR: u32 = 1;
+const AGGREGATOR: u32 = 1;
 /// Rounds of submitting the unendorsed transactions again once the network stopped dropping.
 /// One is enough unless a batch mixing forgeries with authorised transactions runs out of
 /// attempts before the honest endorsers have refused every forgery out of it.
@@ -86,8 +86,8 @@ impl Validator for Sentinel {
 }
 
 enum Envelope {
-    ToEndorser(EndorserId, CoordinatorMessage<Candidate>),
-    ToCoordinator(EndorserId, EndorserMessage<&'static str>),
+    ToEndorser(EndorserId, AggregatorMessage<Candidate>),
+    ToAggregator(EndorserId, EndorserMessage<&'static str>),
 }
 
 /// What became of a transaction so far.
@@ -105,7 +105,7 @@ struct World<'a> {
     rng: StdRng,
     now_ms: u64,
     drop_per_mille: u32,
-    coordinator: Coordinator<Candidate, &'static str>,
+    aggregator: Aggregator<Candidate, &'static str>,
     endorsers: BTreeMap<EndorserId, Endorser<Sentinel>>,
     compromised: Vec<EndorserId>,
     /// (deliver at, sequence number) → message: equal times keep the order they were sent in.
@@ -135,16 +135,16 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
             (id, Endorser::new(keys, sentinel, EndorserConfig::default(), rng.gen()))
         })
         .collect();
-    let config = CoordinatorConfig {
+    let config = AggregatorConfig {
         batch_transactions_max: options.batch_transactions_max,
         batch_delay_ms: 5,
         round_timeout_ms: 50,
         attempts_max: 6,
-        ..CoordinatorConfig::default()
+        ..AggregatorConfig::default()
     };
-    let mut coordinator = Coordinator::new(COORDINATOR, public, config, 1)
-        .map_err(|e| violation(options, 0, format!("coordinator: {e}")))?;
-    coordinator.lead(0);
+    let mut aggregator = Aggregator::new(AGGREGATOR, public, config, 1)
+        .map_err(|e| violation(options, 0, format!("aggregator: {e}")))?;
+    aggregator.lead(0);
     let candidates: Vec<Candidate> = (0..options.endorsement_transactions)
         .map(|index| {
             let forged = chance(&mut rng, options.forged_per_mille);
@@ -158,7 +158,7 @@ pub(super) fn run(options: &PrivacyOptions, report: &mut PrivacyReport, trace: &
         rng,
         now_ms: 0,
         drop_per_mille: options.drop_per_mille,
-        coordinator,
+        aggregator,
         endorsers,
         compromised,
         in_flight: BTreeMap::new(),
@@ -233,9 +233,9 @@ impl World<'_> {
         self.next_ticket += 1;
         self.unanswered.insert(ticket, index);
         let item = self.candidates[index].clone();
-        self.coordinator
-            .handle(self.now_ms, CoordinatorInput::Submit { ticket, item });
-        self.drain_coordinator()
+        self.aggregator
+            .handle(self.now_ms, AggregatorInput::Submit { ticket, item });
+        self.drain_aggregator()
     }
 
     /// Sends one message: lost, or delivered once or twice, each copy after its own delay (so
@@ -258,8 +258,8 @@ impl World<'_> {
         }
     }
 
-    fn drain_coordinator(&mut self) -> Result<(), Violation> {
-        let round = Round::take(&mut self.coordinator);
+    fn drain_aggregator(&mut self) -> Result<(), Violation> {
+        let round = Round::take(&mut self.aggregator);
         for (to, message) in round.sends {
             self.post(|| Envelope::ToEndorser(to, message.clone()));
         }
@@ -269,17 +269,17 @@ impl World<'_> {
         Ok(())
     }
 
-    fn deliver_to_endorser(&mut self, id: EndorserId, message: CoordinatorMessage<Candidate>) {
+    fn deliver_to_endorser(&mut self, id: EndorserId, message: AggregatorMessage<Candidate>) {
         let endorser = self.endorsers.get_mut(&id).expect("a member of the group");
         endorser.handle(
             self.now_ms,
             EndorserInput {
-                from: COORDINATOR,
+                from: AGGREGATOR,
                 message,
             },
         );
         for (_, message) in Round::take(endorser).sends {
-            self.post(|| Envelope::ToCoordinator(id, message.clone()));
+            self.post(|| Envelope::ToAggregator(id, message.clone()));
         }
     }
 
@@ -289,7 +289,7 @@ impl World<'_> {
             let next_message = self.in_flight.keys().next().map(|(at, _)| *at);
             let endorser_timeouts = self.endorsers.values().filter_map(|e| e.poll_timeout());
             let next_timeout = self
-                .coordinator
+                .aggregator
                 .poll_timeout()
                 .into_iter()
                 .chain(endorser_timeouts)
@@ -305,17 +305,17 @@ impl World<'_> {
                 let (_, envelope) = self.in_flight.pop_first().expect("a message is due");
                 match envelope {
                     Envelope::ToEndorser(id, message) => self.deliver_to_endorser(id, message),
-                    Envelope::ToCoordinator(from, message) => {
-                        self.coordinator
-                            .handle(self.now_ms, CoordinatorInput::FromEndorser { from, message });
-                        self.drain_coordinator()?;
+                    Envelope::ToAggregator(from, message) => {
+                        self.aggregator
+                            .handle(self.now_ms, AggregatorInput::FromEndorser { from, message });
+                        self.drain_aggregator()?;
                     }
                 }
                 continue;
             }
-            if self.coordinator.poll_timeout().is_some_and(|t| t <= self.now_ms) {
-                self.coordinator.handle_timeout(self.now_ms);
-                self.drain_coordinator()?;
+            if self.aggregator.poll_timeout().is_some_and(|t| t <= self.now_ms) {
+                self.aggregator.handle_timeout(self.now_ms);
+                self.drain_aggregator()?;
             }
             let now = self.now_ms;
             for endorser in self.endorsers.values_mut() {
@@ -339,7 +339,7 @@ impl World<'_> {
                 if !candidate.is_authorised() {
                     return Err(self.violation(format!("forged transaction {index} was endorsed")));
                 }
-                if let Err(error) = endorsement.verify(&self.coordinator.group_key(), &candidate.digest()) {
+                if let Err(error) = endorsement.verify(&self.aggregator.group_key(), &candidate.digest()) {
                     return Err(self.violation(format!("transaction {index}'s endorsement does not verify: {error}")));
                 }
                 self.trace.update(endorsement.signature);
@@ -358,7 +358,7 @@ impl World<'_> {
                 self.trace.update(b"failed");
                 self.report.endorsement_failures += 1;
             }
-            other => return Err(self.violation(format!("unexpected answer {other:?} from a leading coordinator"))),
+            other => return Err(self.violation(format!("unexpected answer {other:?} from a leading aggregator"))),
         }
         Ok(())
     }
@@ -369,7 +369,7 @@ impl World<'_> {
         if !self.unanswered.is_empty() {
             return Err(self.violation(format!("{} submissions never answered", self.unanswered.len())));
         }
-        let key: GroupKey = self.coordinator.group_key();
+        let key: GroupKey = self.aggregator.group_key();
         let digests: Vec<Hash> = self.candidates.iter().map(BatchItem::digest).collect();
         for (index, fate) in self.fates.iter().enumerate() {
             let Fate::Endorsed(endorsement) = fate else {

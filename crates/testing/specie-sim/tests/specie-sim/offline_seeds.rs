@@ -1,7 +1,7 @@
 //! CI's share of the offline-cash simulation: devices paying each other offline in random
 //! topologies, cheaters keeping copies of what they pay, replays, late syncs, lost answers,
 //! authority crashes, and the key lifecycle (rotations, revocations, tokens expiring), direct
-//! exchanges with change (links cut, sides vanishing, hostile messages), with the authority's invariants checked after every step and, once every
+//! hand-overs with change (links cut, sides vanishing, hostile messages), with the authority's invariants checked after every step and, once every
 //! device has synced, conservation and debts exactly as the model says. `specie sim --seeds N`
 //! runs the long soak.
 
@@ -40,13 +40,13 @@ fn hundreds_of_offline_seeds_hold_every_invariant_and_exercise_every_fault() {
         t.rotations += r.rotations;
         t.keys_revoked += r.keys_revoked;
         t.expired_refused += r.expired_refused;
-        t.exchanges += r.exchanges;
-        t.exchanges_completed += r.exchanges_completed;
-        t.exchanges_with_change += r.exchanges_with_change;
-        t.exchanges_cut += r.exchanges_cut;
-        t.exchanges_vanished += r.exchanges_vanished;
-        t.exchanges_refused += r.exchanges_refused;
-        t.exchanges_not_payable += r.exchanges_not_payable;
+        t.hand_overs += r.hand_overs;
+        t.hand_overs_completed += r.hand_overs_completed;
+        t.hand_overs_with_change += r.hand_overs_with_change;
+        t.hand_overs_cut += r.hand_overs_cut;
+        t.hand_overs_vanished += r.hand_overs_vanished;
+        t.hand_overs_refused += r.hand_overs_refused;
+        t.hand_overs_not_payable += r.hand_overs_not_payable;
         t.hostile_refused += r.hostile_refused;
         t.late_payments_refused += r.late_payments_refused;
         t.tokens_in_limbo += r.tokens_in_limbo;
@@ -67,14 +67,14 @@ fn hundreds_of_offline_seeds_hold_every_invariant_and_exercise_every_fault() {
         ("key rotations", t.rotations),
         ("key revocations", t.keys_revoked),
         ("deposits refused past their key's deposit window", t.expired_refused),
-        ("direct exchanges completed", t.exchanges_completed),
-        ("direct exchanges with change", t.exchanges_with_change),
-        ("direct exchanges cut on the link", t.exchanges_cut),
-        ("direct exchanges where a side vanished", t.exchanges_vanished),
-        ("direct exchanges refused", t.exchanges_refused),
+        ("direct hand-overs completed", t.hand_overs_completed),
+        ("direct hand-overs with change", t.hand_overs_with_change),
+        ("direct hand-overs cut on the link", t.hand_overs_cut),
+        ("direct hand-overs where a side vanished", t.hand_overs_vanished),
+        ("direct hand-overs refused", t.hand_overs_refused),
         (
-            "direct exchanges of an amount that could not be made",
-            t.exchanges_not_payable,
+            "direct hand-overs of an amount that could not be made",
+            t.hand_overs_not_payable,
         ),
         ("hostile messages refused", t.hostile_refused),
         ("lost payments refused late", t.late_payments_refused),

@@ -1,5 +1,5 @@
 //! Shared by the integration tests: a test transaction, a validator, direct FROST signing, and a
-//! seeded network that runs a coordinator with endorsers, dropping and garbling messages.
+//! seeded network that runs an aggregator with endorsers, dropping and garbling messages.
 #![allow(dead_code)]
 
 pub mod ceremony_run;
@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use sha2::{Digest, Sha256};
 use specie_endorsement::frost;
 use specie_endorsement::{
-    BatchItem, Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorMessage, EndorseReply, Endorser,
+    Aggregator, AggregatorConfig, AggregatorInput, AggregatorMessage, BatchItem, EndorseReply, Endorser,
     EndorserConfig, EndorserId, EndorserInput, EndorserKeys, EndorserMessage, Hash, Validator,
 };
 use specie_role::{Role, Round, Ticket};
@@ -71,7 +71,7 @@ impl Validator for TestValidator {
     }
 }
 
-pub type TestCoordinator = Coordinator<TestTx, &'static str>;
+pub type TestAggregator = Aggregator<TestTx, &'static str>;
 pub type TestEndorser = Endorser<TestValidator>;
 
 /// How an endorser misbehaves in a simulation.
@@ -95,14 +95,14 @@ pub struct NetFaults {
 }
 
 enum Envelope {
-    ToEndorser(EndorserId, CoordinatorMessage<TestTx>),
-    ToCoordinator(EndorserId, EndorserMessage<&'static str>),
+    ToEndorser(EndorserId, AggregatorMessage<TestTx>),
+    ToAggregator(EndorserId, EndorserMessage<&'static str>),
 }
 
-/// A coordinator and its endorsers on a seeded, lossy network with a simulated clock.
+/// An aggregator and its endorsers on a seeded, lossy network with a simulated clock.
 pub struct World {
     pub now_ms: u64,
-    pub coordinator: TestCoordinator,
+    pub aggregator: TestAggregator,
     pub endorsers: BTreeMap<EndorserId, TestEndorser>,
     pub faults: BTreeMap<EndorserId, Fault>,
     pub net: NetFaults,
@@ -111,7 +111,7 @@ pub struct World {
     in_flight: BTreeMap<(u64, u64), Envelope>,
     sequence: u64,
     pub replies: BTreeMap<Ticket, EndorseReply<&'static str>>,
-    pub reports: Vec<specie_endorsement::CoordinatorReport<&'static str>>,
+    pub reports: Vec<specie_endorsement::AggregatorReport<&'static str>>,
     pub endorser_reports: Vec<specie_endorsement::EndorserReport<&'static str>>,
 }
 
@@ -119,13 +119,13 @@ impl World {
     pub fn new(
         keys: &BTreeMap<EndorserId, EndorserKeys>,
         public: &frost::keys::PublicKeyPackage,
-        config: CoordinatorConfig,
+        config: AggregatorConfig,
         faults: BTreeMap<EndorserId, Fault>,
         net: NetFaults,
         seed: u64,
     ) -> World {
-        let mut coordinator = TestCoordinator::new(7, public.clone(), config, 1).expect("a valid group");
-        coordinator.lead(0);
+        let mut aggregator = TestAggregator::new(7, public.clone(), config, 1).expect("a valid group");
+        aggregator.lead(0);
         let endorsers = keys
             .iter()
             .map(|(id, k)| {
@@ -145,7 +145,7 @@ impl World {
             .collect();
         World {
             now_ms: 0,
-            coordinator,
+            aggregator,
             endorsers,
             faults,
             net,
@@ -159,9 +159,9 @@ impl World {
     }
 
     pub fn submit(&mut self, ticket: Ticket, item: TestTx) {
-        self.coordinator
-            .handle(self.now_ms, CoordinatorInput::Submit { ticket, item });
-        self.drain_coordinator();
+        self.aggregator
+            .handle(self.now_ms, AggregatorInput::Submit { ticket, item });
+        self.drain_aggregator();
     }
 
     fn post(&mut self, envelope: Envelope) {
@@ -178,8 +178,8 @@ impl World {
         self.in_flight.insert((at, self.sequence), envelope);
     }
 
-    fn drain_coordinator(&mut self) {
-        let round = Round::take(&mut self.coordinator);
+    fn drain_aggregator(&mut self) {
+        let round = Round::take(&mut self.aggregator);
         for (to, message) in round.sends {
             self.post(Envelope::ToEndorser(to, message));
         }
@@ -192,7 +192,7 @@ impl World {
         self.reports.extend(round.reports);
     }
 
-    fn deliver_to_endorser(&mut self, id: EndorserId, message: CoordinatorMessage<TestTx>) {
+    fn deliver_to_endorser(&mut self, id: EndorserId, message: AggregatorMessage<TestTx>) {
         let fault = self.faults.get(&id).copied().unwrap_or(Fault::Honest);
         if fault == Fault::Silent {
             return;
@@ -209,7 +209,7 @@ impl World {
                 },
                 (_, message) => message,
             };
-            self.post(Envelope::ToCoordinator(id, message));
+            self.post(Envelope::ToAggregator(id, message));
         }
     }
 
@@ -219,7 +219,7 @@ impl World {
             let next_message = self.in_flight.keys().next().map(|(at, _)| *at);
             let endorser_timeouts = self.endorsers.values().filter_map(|e| e.poll_timeout());
             let next_timeout = self
-                .coordinator
+                .aggregator
                 .poll_timeout()
                 .into_iter()
                 .chain(endorser_timeouts)
@@ -236,17 +236,17 @@ impl World {
                 debug_assert_eq!(key.0, next);
                 match envelope {
                     Envelope::ToEndorser(id, message) => self.deliver_to_endorser(id, message),
-                    Envelope::ToCoordinator(from, message) => {
-                        self.coordinator
-                            .handle(self.now_ms, CoordinatorInput::FromEndorser { from, message });
-                        self.drain_coordinator();
+                    Envelope::ToAggregator(from, message) => {
+                        self.aggregator
+                            .handle(self.now_ms, AggregatorInput::FromEndorser { from, message });
+                        self.drain_aggregator();
                     }
                 }
                 continue;
             }
-            if self.coordinator.poll_timeout().is_some_and(|t| t <= self.now_ms) {
-                self.coordinator.handle_timeout(self.now_ms);
-                self.drain_coordinator();
+            if self.aggregator.poll_timeout().is_some_and(|t| t <= self.now_ms) {
+                self.aggregator.handle_timeout(self.now_ms);
+                self.drain_aggregator();
             }
             let now = self.now_ms;
             for endorser in self.endorsers.values_mut() {
@@ -271,17 +271,17 @@ pub fn random_share(rng: &mut StdRng) -> frost::round2::SignatureShare {
 /// a different session, a batch with a transaction removed.
 fn garble(envelope: Envelope, rng: &mut StdRng) -> Envelope {
     match envelope {
-        Envelope::ToCoordinator(from, EndorserMessage::Share { session, .. }) => Envelope::ToCoordinator(
+        Envelope::ToAggregator(from, EndorserMessage::Share { session, .. }) => Envelope::ToAggregator(
             from,
             EndorserMessage::Share {
                 session,
                 share: random_share(rng),
             },
         ),
-        Envelope::ToCoordinator(from, EndorserMessage::Commitments { session, .. }) => {
+        Envelope::ToAggregator(from, EndorserMessage::Commitments { session, .. }) => {
             let secret = frost::keys::SigningShare::deserialize(&[7u8; 32]).expect("a scalar");
             let (_, commitments) = frost::round1::commit(&secret, rng);
-            Envelope::ToCoordinator(
+            Envelope::ToAggregator(
                 from,
                 EndorserMessage::Commitments {
                     session,
@@ -291,7 +291,7 @@ fn garble(envelope: Envelope, rng: &mut StdRng) -> Envelope {
         }
         Envelope::ToEndorser(
             to,
-            CoordinatorMessage::Sign {
+            AggregatorMessage::Sign {
                 session,
                 mut items,
                 package,
@@ -300,16 +300,16 @@ fn garble(envelope: Envelope, rng: &mut StdRng) -> Envelope {
             items.pop();
             Envelope::ToEndorser(
                 to,
-                CoordinatorMessage::Sign {
+                AggregatorMessage::Sign {
                     session,
                     items,
                     package,
                 },
             )
         }
-        Envelope::ToEndorser(to, CoordinatorMessage::Commit { session }) => Envelope::ToEndorser(
+        Envelope::ToEndorser(to, AggregatorMessage::Commit { session }) => Envelope::ToEndorser(
             to,
-            CoordinatorMessage::Commit {
+            AggregatorMessage::Commit {
                 session: session + 1_000_000,
             },
         ),

@@ -6,12 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use sha2::{Digest, Sha256};
 use specie_endorsement::frost;
 use specie_endorsement::{
-    deal, Coordinator, CoordinatorConfig, CoordinatorInput, CoordinatorMessage, Endorser, EndorserConfig, EndorserId,
+    deal, Aggregator, AggregatorConfig, AggregatorInput, AggregatorMessage, Endorser, EndorserConfig, EndorserId,
     EndorserInput, EndorserKeys, EndorserMessage, Hash, RefusalCode, Threshold, Validator,
 };
 use specie_role::{Role, Round};
 
-pub const COORDINATOR: u32 = 7;
+pub const AGGREGATOR: u32 = 7;
 
 /// Refuses the digests in `refused` as `double_spend`.
 pub struct DigestValidator {
@@ -31,7 +31,7 @@ impl Validator for DigestValidator {
 }
 
 pub type WireEndorser = Endorser<DigestValidator>;
-pub type Sent = (EndorserId, CoordinatorMessage<Hash>);
+pub type Sent = (EndorserId, AggregatorMessage<Hash>);
 pub type Answered = (EndorserId, EndorserMessage<RefusalCode>);
 
 pub fn wire_digest(i: u8) -> Hash {
@@ -42,14 +42,14 @@ pub struct WireRun {
     pub keys: BTreeMap<EndorserId, EndorserKeys>,
     pub public: frost::keys::PublicKeyPackage,
     pub endorsers: BTreeMap<EndorserId, WireEndorser>,
-    /// Every coordinator message of both rounds, in order.
+    /// Every aggregator message of both rounds, in order.
     pub sent: Vec<Sent>,
     /// Every endorser answer of both rounds, in order.
     pub answered: Vec<Answered>,
 }
 
 impl WireRun {
-    pub fn sent_to(&self, id: u16, tag: fn(&CoordinatorMessage<Hash>) -> bool) -> CoordinatorMessage<Hash> {
+    pub fn sent_to(&self, id: u16, tag: fn(&AggregatorMessage<Hash>) -> bool) -> AggregatorMessage<Hash> {
         let found = self.sent.iter().find(|(to, m)| to.0 == id && tag(m));
         found.expect("sent in the run").1.clone()
     }
@@ -61,11 +61,11 @@ impl WireRun {
 }
 
 /// Asks `endorser` one thing and returns its one answer.
-pub fn ask(endorser: &mut WireEndorser, message: CoordinatorMessage<Hash>) -> EndorserMessage<RefusalCode> {
+pub fn ask(endorser: &mut WireEndorser, message: AggregatorMessage<Hash>) -> EndorserMessage<RefusalCode> {
     endorser.handle(
         0,
         EndorserInput {
-            from: COORDINATOR,
+            from: AGGREGATOR,
             message,
         },
     );
@@ -74,18 +74,18 @@ pub fn ask(endorser: &mut WireEndorser, message: CoordinatorMessage<Hash>) -> En
     sends.pop().expect("one answer").1
 }
 
-/// Dealer `seed`, endorser nonce seeds `[id; 32]`; the coordinator batches digests 0 and 1,
+/// Dealer `seed`, endorser nonce seeds `[id; 32]`; the aggregator batches digests 0 and 1,
 /// asks endorsers 1 and 2 (k = 2, no spares); endorser 1 signs, endorser 2 refuses digest 1.
 pub fn wire_run(seed: u64) -> WireRun {
     let (keys, public) = deal(Threshold::new(2, 3).expect("2 of 3"), seed).expect("dealt");
-    let config = CoordinatorConfig {
+    let config = AggregatorConfig {
         batch_transactions_max: 2,
         spare_endorsers: 0,
-        ..CoordinatorConfig::default()
+        ..AggregatorConfig::default()
     };
-    let mut coordinator: Coordinator<Hash, RefusalCode> =
-        Coordinator::new(COORDINATOR, public.clone(), config, 1).expect("a valid group");
-    coordinator.lead(0);
+    let mut aggregator: Aggregator<Hash, RefusalCode> =
+        Aggregator::new(AGGREGATOR, public.clone(), config, 1).expect("a valid group");
+    aggregator.lead(0);
     let mut endorsers: BTreeMap<EndorserId, WireEndorser> = keys
         .iter()
         .map(|(id, k)| {
@@ -105,9 +105,9 @@ pub fn wire_run(seed: u64) -> WireRun {
         .collect();
     for ticket in 0..2u64 {
         let item = wire_digest(ticket as u8);
-        coordinator.handle(0, CoordinatorInput::Submit { ticket, item });
+        aggregator.handle(0, AggregatorInput::Submit { ticket, item });
     }
-    let mut pending = Round::take(&mut coordinator).sends;
+    let mut pending = Round::take(&mut aggregator).sends;
     let (mut sent, mut answered) = (Vec::new(), Vec::new());
     for _round in 0..2 {
         let mut replies = Vec::new();
@@ -118,8 +118,8 @@ pub fn wire_run(seed: u64) -> WireRun {
         }
         for (from, message) in replies {
             answered.push((from, message.clone()));
-            coordinator.handle(0, CoordinatorInput::FromEndorser { from, message });
-            pending.extend(Round::take(&mut coordinator).sends);
+            aggregator.handle(0, AggregatorInput::FromEndorser { from, message });
+            pending.extend(Round::take(&mut aggregator).sends);
         }
     }
     WireRun {

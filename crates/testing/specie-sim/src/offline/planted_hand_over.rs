@@ -1,30 +1,30 @@
-//! The world catches planted bugs in a direct exchange's sides: a payee that reports more received
+//! The world catches planted bugs in a direct hand-over's sides: a payee that reports more received
 //! than it verified, and a payer that does not withdraw its change request when it abandons.
 
 use specie_offline::KeyRing;
 use specie_offline_authority::OfflineAuthority;
-use specie_offline_device::{Device, ExchangeError, ExchangeMessage, PayeeExchange, PayerExchange, Step};
+use specie_offline_device::{Device, HandOverError, HandOverMessage, PayeeHandOver, PayerHandOver, Step};
 
-use super::exchange::{ExchangeSide, Sides};
+use super::hand_over::{HandOverSide, Sides};
 use super::{authority_keys, run_world, OfflineOptions};
 use crate::world::Violation;
 
-/// The real payee, except that a finished exchange reports one more received than it took.
-struct Overstates(PayeeExchange);
+/// The real payee, except that a finished hand-over reports one more received than it took.
+struct Overstates(PayeeHandOver);
 
-impl ExchangeSide for Overstates {
+impl HandOverSide for Overstates {
     fn step(
         &mut self,
         device: &mut Device,
-        message: ExchangeMessage,
+        message: HandOverMessage,
         ring: &KeyRing,
         fresh_nonce: [u8; 16],
         now_ms: u64,
-    ) -> Result<Step, ExchangeError> {
+    ) -> Result<Step, HandOverError> {
         match self.0.on_message(device, message, ring, fresh_nonce, now_ms)? {
-            Step::Finish(last, mut exchanged) => {
-                exchanged.received += 1;
-                Ok(Step::Finish(last, exchanged))
+            Step::Finish(last, mut handed_over) => {
+                handed_over.received += 1;
+                Ok(Step::Finish(last, handed_over))
             }
             step => Ok(step),
         }
@@ -36,24 +36,24 @@ impl ExchangeSide for Overstates {
 }
 
 /// The real payer, except that it abandons without withdrawing its change request.
-struct KeepsItsRequest(PayerExchange);
+struct KeepsItsRequest(PayerHandOver);
 
-impl ExchangeSide for KeepsItsRequest {
+impl HandOverSide for KeepsItsRequest {
     fn step(
         &mut self,
         device: &mut Device,
-        message: ExchangeMessage,
+        message: HandOverMessage,
         ring: &KeyRing,
         fresh_nonce: [u8; 16],
         now_ms: u64,
-    ) -> Result<Step, ExchangeError> {
+    ) -> Result<Step, HandOverError> {
         self.0.on_message(device, message, ring, fresh_nonce, now_ms)
     }
 
     fn abandon(&self, _device: &mut Device) {}
 }
 
-/// The first violation over the first 40 seeds with these exchange sides.
+/// The first violation over the first 40 seeds with these hand-over sides.
 fn first_violation(sides: Sides) -> Option<Violation> {
     (0..40).find_map(|seed| {
         let authority = || OfflineAuthority::new(authority_keys());

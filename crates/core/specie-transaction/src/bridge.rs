@@ -1,30 +1,32 @@
-//! The online core as the offline authority's bank (docs/transaction-format.md §5.7–5.8): an
-//! *offline funding* moves value out of core circulation to the offline authority, which issues
-//! tokens for it to the one-time keys the funding names; an *offline payout* brings a deposited
-//! token's value back as a core output, signed by the authority's bridge key.
+//! The online core as a bridge's bank (docs/transaction-format.md §5.7–5.8). A bridge is a
+//! service that holds value outside core circulation under its own bridge key: the offline
+//! authority (offline cash) or the SPEEDEX exchange. A *bridge funding* moves value out of core
+//! circulation to the bridge, which issues it (as offline tokens to the one-time keys the funding
+//! names, or as an exchange deposit); a *bridge payout* brings value back (a deposited token's, a
+//! withdrawal's) as a core output, signed by the bridge key.
 //!
-//! * Offline funding (kind `0x05`): `header ‖ kind ‖ authority(32) ‖ owners_digest(32) ‖
+//! * Bridge funding (kind `0x05`): `header ‖ kind ‖ authority(32) ‖ owners_digest(32) ‖
 //!   amount(u64) ‖ vec<Input> ‖ vec<Output> (change) ‖ vec<Witness>`, txid = SHA-256(everything
-//!   but the witnesses), signed by every input owner. `authority` is the offline authority's
-//!   bridge key; `owners_digest` = [`offline_owners_digest`] of the one-time keys that get the
+//!   but the witnesses), signed by every input owner. `authority` is the bridge key (e.g.
+//!   the offline authority's); `owners_digest` = [`bridge_owners_digest`] of the one-time keys that get the
 //!   tokens, so nobody who sees the funding confirmed can claim its tokens for keys of their own.
-//!   It creates the change plus [`offline_funding_marker`]`(txid)`, which the authority finds in
+//!   It creates the change plus [`bridge_funding_marker`]`(txid)`, which the authority finds in
 //!   the UHS before issuing, once.
-//! * Offline payout (kind `0x06`): `header ‖ kind ‖ authority(32) ‖ serial(16) ‖ address(32) ‖
+//! * Bridge payout (kind `0x06`): `header ‖ kind ‖ authority(32) ‖ serial(16) ‖ address(32) ‖
 //!   amount(u64) ‖ signature(64)`; txid = SHA-256(all but the signature); the signature is the
 //!   authority's Ed25519 signature over `"specie/offline-payout/v1" ‖ txid`. It creates output 0
-//!   `{ address, amount }` and [`offline_payout_marker`]`(authority, serial)`: a token's value
+//!   `{ address, amount }` and [`bridge_payout_marker`]`(authority, serial)`: a token's value
 //!   comes back at most once, whoever presents the payout and however often.
 //!
 //! Markers are never spendable and never collide with other kinds' (module [`crate::fastpay`]
 //! explains why): the preimages are 25 + 32 = 57 bytes (funding, another domain than FastPay's
 //! 57-byte one) and 24 + 32 + 16 = 72 bytes (payout).
 //!
-//! The core trusts an offline authority less than an issuer: its payouts need its signature,
+//! The core trusts a bridge (e.g. an offline authority) less than an issuer: its payouts need its signature,
 //! but what it could pay out wrongly is only what was funded to it, as the supply audit shows
 //! (docs/offline-cash.md, "Trust").
 
-use crate::extension::{put_header, KIND_OFFLINE_FUND, KIND_OFFLINE_PAYOUT};
+use crate::extension::{put_header, KIND_BRIDGE_FUND, KIND_BRIDGE_PAYOUT};
 use crate::fastpay::{read_funding_body, FundingBody};
 use crate::hash::{sha256, Sha256Writer};
 use crate::limits::{DecodeLimits, HASH_BYTES, INPUT_BYTES, OUTPUT_BYTES};
@@ -36,38 +38,38 @@ use ed25519_dalek::{Signature, Signer, VerifyingKey};
 use secp256k1::Keypair;
 use specie_codec::{put_u64, put_vec, DecodeError, Encode, Reader};
 
-pub const OFFLINE_FUNDING_MARKER_DOMAIN: &[u8; 25] = b"specie/offline-funding/v1";
-pub const OFFLINE_PAYOUT_MARKER_DOMAIN: &[u8; 24] = b"specie/offline-payout/v1";
+pub const BRIDGE_FUNDING_MARKER_DOMAIN: &[u8; 25] = b"specie/offline-funding/v1";
+pub const BRIDGE_PAYOUT_MARKER_DOMAIN: &[u8; 24] = b"specie/offline-payout/v1";
 /// What the authority's payout signature signs before the txid (the marker's domain: a
 /// signature over a payout can be nothing else).
-pub const OFFLINE_PAYOUT_SIGNING_DOMAIN: &[u8; 24] = OFFLINE_PAYOUT_MARKER_DOMAIN;
-pub const OFFLINE_SERIAL_BYTES: usize = 16;
+pub const BRIDGE_PAYOUT_SIGNING_DOMAIN: &[u8; 24] = BRIDGE_PAYOUT_MARKER_DOMAIN;
+pub const BRIDGE_SERIAL_BYTES: usize = 16;
 /// A payout's encoding: header, kind, authority, serial, address, amount, signature.
-pub const OFFLINE_PAYOUT_BYTES: usize = 9 + 32 + OFFLINE_SERIAL_BYTES + 32 + 8 + 64;
+pub const BRIDGE_PAYOUT_BYTES: usize = 9 + 32 + BRIDGE_SERIAL_BYTES + 32 + 8 + 64;
 
-const _: () = assert!(OFFLINE_FUNDING_MARKER_DOMAIN.len() + HASH_BYTES != INPUT_BYTES);
-const _: () = assert!(OFFLINE_PAYOUT_MARKER_DOMAIN.len() + 32 + OFFLINE_SERIAL_BYTES == 72);
-const _: () = assert!(OFFLINE_PAYOUT_MARKER_DOMAIN.len() + 32 + OFFLINE_SERIAL_BYTES != INPUT_BYTES);
+const _: () = assert!(BRIDGE_FUNDING_MARKER_DOMAIN.len() + HASH_BYTES != INPUT_BYTES);
+const _: () = assert!(BRIDGE_PAYOUT_MARKER_DOMAIN.len() + 32 + BRIDGE_SERIAL_BYTES == 72);
+const _: () = assert!(BRIDGE_PAYOUT_MARKER_DOMAIN.len() + 32 + BRIDGE_SERIAL_BYTES != INPUT_BYTES);
 
 /// SHA-256("specie/offline-funding/v1" ‖ txid): what the authority looks for in the UHS.
-pub fn offline_funding_marker(txid: &Txid) -> UhsId {
+pub fn bridge_funding_marker(txid: &Txid) -> UhsId {
     let mut hasher = Sha256Writer::new();
-    hasher.update(OFFLINE_FUNDING_MARKER_DOMAIN);
+    hasher.update(BRIDGE_FUNDING_MARKER_DOMAIN);
     hasher.update(&txid.0);
     UhsId(hasher.finish())
 }
 
 /// SHA-256("specie/offline-payout/v1" ‖ authority ‖ serial): one payout per token serial.
-pub fn offline_payout_marker(authority: &[u8; 32], serial: &[u8; OFFLINE_SERIAL_BYTES]) -> UhsId {
+pub fn bridge_payout_marker(authority: &[u8; 32], serial: &[u8; BRIDGE_SERIAL_BYTES]) -> UhsId {
     let mut hasher = Sha256Writer::new();
-    hasher.update(OFFLINE_PAYOUT_MARKER_DOMAIN);
+    hasher.update(BRIDGE_PAYOUT_MARKER_DOMAIN);
     hasher.update(authority);
     hasher.update(serial);
     UhsId(hasher.finish())
 }
 
 /// SHA-256 of the one-time keys, concatenated in order, that a funding's tokens go to.
-pub fn offline_owners_digest(owners: &[[u8; 32]]) -> [u8; 32] {
+pub fn bridge_owners_digest(owners: &[[u8; 32]]) -> [u8; 32] {
     let mut hasher = Sha256Writer::new();
     for owner in owners {
         hasher.update(owner);
@@ -75,10 +77,10 @@ pub fn offline_owners_digest(owners: &[[u8; 32]]) -> [u8; 32] {
     hasher.finish()
 }
 
-/// Value leaves core circulation for the offline authority `authority`, which issues it as
-/// tokens to the keys whose digest is `owners_digest`.
+/// Value leaves core circulation for the bridge `authority` (e.g. the offline authority, which
+/// issues it as tokens to the keys whose digest is `owners_digest`).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub struct OfflineFunding {
+pub struct BridgeFunding {
     pub authority: [u8; 32],
     pub owners_digest: [u8; 32],
     pub amount: u64,
@@ -89,12 +91,12 @@ pub struct OfflineFunding {
     pub witnesses: Vec<Witness>,
 }
 
-impl OfflineFunding {
+impl BridgeFunding {
     fn txid_preimage(&self) -> Vec<u8> {
         let mut preimage = Vec::with_capacity(
             9 + 32 + 32 + 8 + 16 + self.inputs.len() * INPUT_BYTES + self.outputs.len() * OUTPUT_BYTES,
         );
-        put_header(&mut preimage, KIND_OFFLINE_FUND);
+        put_header(&mut preimage, KIND_BRIDGE_FUND);
         preimage.extend_from_slice(&self.authority);
         preimage.extend_from_slice(&self.owners_digest);
         put_u64(&mut preimage, self.amount);
@@ -108,7 +110,7 @@ impl OfflineFunding {
     }
 
     pub fn marker(&self) -> UhsId {
-        offline_funding_marker(&self.txid())
+        bridge_funding_marker(&self.txid())
     }
 
     /// Builds a funding and signs it by every input owner (`owners[i]` for input `i`).
@@ -121,7 +123,7 @@ impl OfflineFunding {
         owners: &[Keypair],
         mode: NonceMode,
     ) -> Result<Self, SignError> {
-        let mut funding = OfflineFunding {
+        let mut funding = BridgeFunding {
             authority,
             owners_digest,
             amount,
@@ -142,7 +144,7 @@ impl OfflineFunding {
             outputs,
             witnesses,
         } = read_funding_body(reader, limits)?;
-        Ok(OfflineFunding {
+        Ok(BridgeFunding {
             authority: destination,
             owners_digest: beneficiary,
             amount,
@@ -153,37 +155,32 @@ impl OfflineFunding {
     }
 }
 
-impl Encode for OfflineFunding {
+impl Encode for BridgeFunding {
     fn encode_to(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.txid_preimage());
         put_vec(out, &self.witnesses);
     }
 }
 
-/// A deposited token's value back to the core: `amount` to `address`, authorised by the offline
-/// authority's signature, at most once per token serial.
+/// Value back to the core from a bridge (e.g. a deposited token's): `amount` to `address`,
+/// authorised by the bridge key's signature, at most once per serial.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub struct OfflinePayout {
+pub struct BridgePayout {
     pub authority: [u8; 32],
-    pub serial: [u8; OFFLINE_SERIAL_BYTES],
+    pub serial: [u8; BRIDGE_SERIAL_BYTES],
     outputs: [Output; 1],
     pub signature: [u8; 64],
 }
 
-impl OfflinePayout {
+impl BridgePayout {
     /// A payout of `amount` to `address` (a witness program commitment) for the token `serial`,
     /// signed by the authority's bridge key (a `SigningKey`, or one expanded once:
     /// `specie_ed25519::ExpandedSigningKey`).
-    pub fn new_signed<K>(
-        bridge: &K,
-        serial: [u8; OFFLINE_SERIAL_BYTES],
-        address: [u8; 32],
-        amount: u64,
-    ) -> OfflinePayout
+    pub fn new_signed<K>(bridge: &K, serial: [u8; BRIDGE_SERIAL_BYTES], address: [u8; 32], amount: u64) -> BridgePayout
     where
         K: Signer<Signature> + Ed25519Keypair<VerifyingKey = VerifyingKey>,
     {
-        let mut payout = OfflinePayout {
+        let mut payout = BridgePayout {
             authority: bridge.verifying_key().to_bytes(),
             serial,
             outputs: [Output {
@@ -210,8 +207,8 @@ impl OfflinePayout {
     }
 
     fn txid_preimage(&self) -> Vec<u8> {
-        let mut preimage = Vec::with_capacity(OFFLINE_PAYOUT_BYTES - 64);
-        put_header(&mut preimage, KIND_OFFLINE_PAYOUT);
+        let mut preimage = Vec::with_capacity(BRIDGE_PAYOUT_BYTES - 64);
+        put_header(&mut preimage, KIND_BRIDGE_PAYOUT);
         preimage.extend_from_slice(&self.authority);
         preimage.extend_from_slice(&self.serial);
         preimage.extend_from_slice(&self.outputs[0].witness_program_commitment);
@@ -225,7 +222,7 @@ impl OfflinePayout {
 
     /// What the authority signs: the signing domain ‖ txid.
     pub fn signed_message(&self) -> Vec<u8> {
-        let mut message = OFFLINE_PAYOUT_SIGNING_DOMAIN.to_vec();
+        let mut message = BRIDGE_PAYOUT_SIGNING_DOMAIN.to_vec();
         message.extend_from_slice(&self.txid().0);
         message
     }
@@ -238,7 +235,7 @@ impl OfflinePayout {
     }
 
     pub fn marker(&self) -> UhsId {
-        offline_payout_marker(&self.authority, &self.serial)
+        bridge_payout_marker(&self.authority, &self.serial)
     }
 
     pub(crate) fn decode_body(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
@@ -247,7 +244,7 @@ impl OfflinePayout {
         let address = reader.read_array("payout address")?;
         let amount = reader.read_u64("payout amount")?;
         let signature = reader.read_array("payout signature")?;
-        Ok(OfflinePayout {
+        Ok(BridgePayout {
             authority,
             serial,
             outputs: [Output {
@@ -259,7 +256,7 @@ impl OfflinePayout {
     }
 }
 
-impl Encode for OfflinePayout {
+impl Encode for BridgePayout {
     fn encode_to(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.txid_preimage());
         out.extend_from_slice(&self.signature);

@@ -1,5 +1,7 @@
-//! The endorsement coordinator: gathers transactions into batches and has k endorsers sign each
-//! batch's Merkle root with FROST's two rounds. Pure and deterministic.
+//! The endorsement aggregator: gathers transactions into batches and has k endorsers sign each
+//! batch's Merkle root with FROST's two rounds. Pure and deterministic. (The FROST signature
+//! aggregator; not to be confused with the 2PC coordinator of `specie-coordinator`, which checks
+//! the signatures it produces.)
 //!
 //! One signing attempt is one session: round 1 asks k endorsers for nonce commitments, round 2
 //! sends them the batch and the signing package, and k shares aggregate into one BIP340
@@ -24,11 +26,11 @@ use specie_role::{Output, Role, Ticket};
 use crate::format::{Endorsement, GroupKey, SIGNATURE_BYTES};
 use crate::keys::{group_key, EndorserId, KeyError, Threshold};
 use crate::merkle::{MerkleTree, BATCH_TRANSACTIONS_MAX};
-use crate::messages::{BatchItem, CoordinatorId, CoordinatorMessage, EndorserMessage, Reason, Refusal, SessionId};
+use crate::messages::{AggregatorId, AggregatorMessage, BatchItem, EndorserMessage, Reason, Refusal, SessionId};
 
-/// A coordinator's limits.
+/// An aggregator's limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CoordinatorConfig {
+pub struct AggregatorConfig {
     /// The most transactions one batch (one signature) holds.
     pub batch_transactions_max: usize,
     /// How long the oldest queued transaction waits for its batch to fill, in milliseconds.
@@ -46,9 +48,9 @@ pub struct CoordinatorConfig {
     pub spare_endorsers: u16,
 }
 
-impl Default for CoordinatorConfig {
+impl Default for AggregatorConfig {
     fn default() -> Self {
-        CoordinatorConfig {
+        AggregatorConfig {
             batch_transactions_max: 1000,
             batch_delay_ms: 5,
             queue_transactions_max: 100_000,
@@ -60,9 +62,9 @@ impl Default for CoordinatorConfig {
     }
 }
 
-/// What a coordinator receives.
+/// What an aggregator receives.
 #[derive(Clone, Debug, PartialEq)]
-pub enum CoordinatorInput<I, R> {
+pub enum AggregatorInput<I, R> {
     /// A caller's transaction to endorse; answered on `ticket`.
     Submit { ticket: Ticket, item: I },
     /// An endorser's answer, authenticated by the host.
@@ -84,13 +86,13 @@ pub enum EndorseReply<R> {
     Busy,
     /// `attempts_max` attempts did not gather k valid shares.
     Failed,
-    /// This coordinator is not leading (or stopped leading before the batch was signed).
+    /// This aggregator is not leading (or stopped leading before the batch was signed).
     NotLeading,
 }
 
-/// What the coordinator tells its operator.
+/// What the aggregator tells its operator.
 #[derive(Clone, Debug, PartialEq)]
-pub enum CoordinatorReport<R> {
+pub enum AggregatorReport<R> {
     Endorsed {
         session: SessionId,
         transactions: usize,
@@ -170,13 +172,13 @@ impl<I: BatchItem, R> Batch<I, R> {
     }
 }
 
-/// The endorsement coordinator of one endorser group.
-pub struct Coordinator<I: BatchItem, R: Reason> {
-    id: CoordinatorId,
+/// The endorsement aggregator of one endorser group.
+pub struct Aggregator<I: BatchItem, R: Reason> {
+    id: AggregatorId,
     threshold: Threshold,
     public: PublicKeyPackage,
     group_key: GroupKey,
-    config: CoordinatorConfig,
+    config: AggregatorConfig,
     leading: bool,
     queue: VecDeque<(Ticket, I)>,
     /// When the oldest queued transaction arrived.
@@ -186,24 +188,24 @@ pub struct Coordinator<I: BatchItem, R: Reason> {
     next_session: SessionId,
     /// Where the next k-subset starts, so that load spreads over the group.
     rotation: u16,
-    outputs: VecDeque<Output<Coordinator<I, R>>>,
+    outputs: VecDeque<Output<Aggregator<I, R>>>,
 }
 
-impl<I: BatchItem, R: Reason> Coordinator<I, R> {
-    /// A coordinator for the group whose public shares are `public`. `first_session` must exceed
-    /// every session this coordinator id used before (a restarted coordinator starts above them,
+impl<I: BatchItem, R: Reason> Aggregator<I, R> {
+    /// An aggregator for the group whose public shares are `public`. `first_session` must exceed
+    /// every session this aggregator id used before (a restarted aggregator starts above them,
     /// e.g. from the host's clock), so endorsers never see one session id twice.
     pub fn new(
-        id: CoordinatorId,
+        id: AggregatorId,
         public: PublicKeyPackage,
-        config: CoordinatorConfig,
+        config: AggregatorConfig,
         first_session: SessionId,
-    ) -> Result<Coordinator<I, R>, KeyError> {
+    ) -> Result<Aggregator<I, R>, KeyError> {
         assert!(
             (1..=BATCH_TRANSACTIONS_MAX).contains(&config.batch_transactions_max)
                 && config.batches_in_flight_max >= 1
                 && config.attempts_max >= 1,
-            "coordinator limits out of range: {config:?}"
+            "aggregator limits out of range: {config:?}"
         );
         let k = *public
             .min_signers()
@@ -216,7 +218,7 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
         if !public.verifying_shares().keys().eq(expected.iter()) {
             return Err(KeyError::BadThreshold { k, n });
         }
-        Ok(Coordinator {
+        Ok(Aggregator {
             id,
             threshold,
             group_key: group_key(&public)?,
@@ -232,7 +234,7 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
         })
     }
 
-    pub fn id(&self) -> CoordinatorId {
+    pub fn id(&self) -> AggregatorId {
         self.id
     }
 
@@ -263,7 +265,7 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
         self.outputs.push_back(Output::Reply { ticket, reply });
     }
 
-    fn report(&mut self, report: CoordinatorReport<R>) {
+    fn report(&mut self, report: AggregatorReport<R>) {
         self.outputs.push_back(Output::Report(report));
     }
 
@@ -312,7 +314,7 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
         let session = self.next_session;
         self.next_session += 1;
         if batch.attempts >= self.config.attempts_max {
-            self.report(CoordinatorReport::Failed {
+            self.report(AggregatorReport::Failed {
                 session,
                 transactions: batch.items.len(),
             });
@@ -333,7 +335,7 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
         for &to in &batch.signers {
             self.outputs.push_back(Output::Send {
                 to,
-                message: CoordinatorMessage::Commit { session },
+                message: AggregatorMessage::Commit { session },
             });
         }
         self.batches.insert(session, batch);
@@ -364,7 +366,7 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
                         batch.invalid.entry(*index).or_default().insert(from, reason.clone());
                     }
                 }
-                self.report(CoordinatorReport::Refused {
+                self.report(AggregatorReport::Refused {
                     session,
                     endorser: from,
                     refusal,
@@ -398,7 +400,7 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
         }
         let silent = batch.silent();
         if !silent.is_empty() {
-            self.report(CoordinatorReport::Unresponsive {
+            self.report(AggregatorReport::Unresponsive {
                 session,
                 endorsers: silent.clone(),
             });
@@ -410,7 +412,7 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
                 let package = SigningPackage::new(commitments, &batch.tree.message());
                 batch.deadline_ms = now_ms.saturating_add(self.config.round_timeout_ms);
                 for &to in &batch.signers {
-                    let message = CoordinatorMessage::Sign {
+                    let message = AggregatorMessage::Sign {
                         session,
                         items: batch.items.clone(),
                         package: package.clone(),
@@ -443,7 +445,7 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
             Err(frost::Error::InvalidSignatureShare { culprits }) => {
                 let endorsers: Vec<_> = culprits.iter().filter_map(EndorserId::from_identifier).collect();
                 batch.suspects.extend(endorsers.iter().copied());
-                self.report(CoordinatorReport::BadShares { session, endorsers });
+                self.report(AggregatorReport::BadShares { session, endorsers });
                 self.retry(now_ms, batch);
             }
             Err(_) => {
@@ -479,7 +481,7 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
             self.reply(ticket, EndorseReply::Endorsed(endorsement));
         }
         let transactions = batch.items.len();
-        self.report(CoordinatorReport::Endorsed {
+        self.report(AggregatorReport::Endorsed {
             session,
             transactions,
             attempts: batch.attempts,
@@ -526,13 +528,13 @@ impl<I: BatchItem, R: Reason> Coordinator<I, R> {
     }
 }
 
-impl<I: BatchItem, R: Reason> Role for Coordinator<I, R> {
+impl<I: BatchItem, R: Reason> Role for Aggregator<I, R> {
     type Command = Infallible;
-    type Input = CoordinatorInput<I, R>;
+    type Input = AggregatorInput<I, R>;
     type Peer = EndorserId;
-    type Message = CoordinatorMessage<I>;
+    type Message = AggregatorMessage<I>;
     type Reply = EndorseReply<R>;
-    type Report = CoordinatorReport<R>;
+    type Report = AggregatorReport<R>;
 
     fn lead(&mut self, _now_ms: u64) {
         self.leading = true;
@@ -553,8 +555,8 @@ impl<I: BatchItem, R: Reason> Role for Coordinator<I, R> {
 
     fn handle(&mut self, now_ms: u64, input: Self::Input) {
         match input {
-            CoordinatorInput::Submit { ticket, item } => self.submit(now_ms, ticket, item),
-            CoordinatorInput::FromEndorser { from, message } => self.on_endorser(now_ms, from, message),
+            AggregatorInput::Submit { ticket, item } => self.submit(now_ms, ticket, item),
+            AggregatorInput::FromEndorser { from, message } => self.on_endorser(now_ms, from, message),
         }
         self.refill(now_ms);
     }

@@ -1,5 +1,5 @@
-//! A direct exchange between two device processes over a local TCP link (127.0.0.1 in tests; a
-//! phone would use NFC or Bluetooth): the device crate's exchange state machines, one message per
+//! A direct hand-over between two device processes over a local TCP link (127.0.0.1 in tests; a
+//! phone would use NFC or Bluetooth): the device crate's hand-over state machines, one message per
 //! line. The payee listens; the payer connects. Every line is bounded before it is read whole,
 //! every wait has a time-out, and the device file is saved before any message that its state
 //! change produced leaves the process.
@@ -12,7 +12,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use specie_offline::{KeyRing, TOKEN_BYTES_MAX};
-use specie_offline_device::{ExchangeError, ExchangeMessage, Exchanged, PayeeExchange, PayerExchange, Step};
+use specie_offline_device::{HandOverError, HandOverMessage, HandedOver, PayeeHandOver, PayerHandOver, Step};
 
 use crate::device::{
     parse_payment, parse_request, payment_string, request_string, DeviceCommandError, DeviceFile,
@@ -20,32 +20,32 @@ use crate::device::{
 };
 
 /// The longest line: a payment string of the most tokens, with room for the word before it.
-pub const EXCHANGE_LINE_BYTES_MAX: usize = 2 * (16 + 1 + TOKENS_PER_PAYMENT_MAX * TOKEN_BYTES_MAX) + 256;
+pub const HAND_OVER_LINE_BYTES_MAX: usize = 2 * (16 + 1 + TOKENS_PER_PAYMENT_MAX * TOKEN_BYTES_MAX) + 256;
 /// The longest a refusal's reason may be.
 const REASON_BYTES_MAX: usize = 512;
 
-/// Why a direct exchange failed.
+/// Why a direct hand-over failed.
 #[derive(Debug, thiserror::Error)]
 pub enum DirectError {
     #[error("the link to the other device: {0}")]
     Link(#[from] std::io::Error),
-    #[error("the other device sent a line longer than {EXCHANGE_LINE_BYTES_MAX} bytes")]
+    #[error("the other device sent a line longer than {HAND_OVER_LINE_BYTES_MAX} bytes")]
     LineTooLong,
     #[error("the other device sent something that is not an exchange message: {0}")]
     Garbled(String),
     #[error(transparent)]
-    Exchange(#[from] ExchangeError),
+    HandOver(#[from] HandOverError),
     #[error(transparent)]
     Device(#[from] DeviceCommandError),
 }
 
-fn encode(message: &ExchangeMessage) -> String {
+fn encode(message: &HandOverMessage) -> String {
     match message {
-        ExchangeMessage::Request(request) => format!("request {}", request_string(request)),
-        ExchangeMessage::Payment { nonce, tokens } => format!("pay {}", payment_string(nonce, tokens)),
-        ExchangeMessage::Change { offer, change } => format!("change {offer} {}", request_string(change)),
-        ExchangeMessage::Done => "done".into(),
-        ExchangeMessage::Refused(why) => {
+        HandOverMessage::Request(request) => format!("request {}", request_string(request)),
+        HandOverMessage::Payment { nonce, tokens } => format!("pay {}", payment_string(nonce, tokens)),
+        HandOverMessage::Change { offer, change } => format!("change {offer} {}", request_string(change)),
+        HandOverMessage::Done => "done".into(),
+        HandOverMessage::Refused(why) => {
             let mut why: String = why.chars().filter(|c| !c.is_control()).collect();
             why.truncate(why.floor_char_boundary(REASON_BYTES_MAX));
             format!("refused {why}")
@@ -53,16 +53,16 @@ fn encode(message: &ExchangeMessage) -> String {
     }
 }
 
-/// One line (without its newline) as an exchange message: what the other device sent, hostile until
+/// One line (without its newline) as a hand-over message: what the other device sent, hostile until
 /// checked.
-pub fn decode_line(line: &str) -> Result<ExchangeMessage, DirectError> {
+pub fn decode_line(line: &str) -> Result<HandOverMessage, DirectError> {
     let garbled = |why: String| DirectError::Garbled(why);
     let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
     match word {
-        "request" => Ok(ExchangeMessage::Request(parse_request(rest)?)),
+        "request" => Ok(HandOverMessage::Request(parse_request(rest)?)),
         "pay" => {
             let (nonce, tokens) = parse_payment(rest)?;
-            Ok(ExchangeMessage::Payment { nonce, tokens })
+            Ok(HandOverMessage::Payment { nonce, tokens })
         }
         "change" => {
             let (offer, request) = rest
@@ -71,13 +71,13 @@ pub fn decode_line(line: &str) -> Result<ExchangeMessage, DirectError> {
             let offer = offer
                 .parse()
                 .map_err(|_| garbled(format!("a change offer that is not an amount: {offer}")))?;
-            Ok(ExchangeMessage::Change {
+            Ok(HandOverMessage::Change {
                 offer,
                 change: parse_request(request)?,
             })
         }
-        "done" if rest.is_empty() => Ok(ExchangeMessage::Done),
-        "refused" => Ok(ExchangeMessage::Refused(rest.chars().take(REASON_BYTES_MAX).collect())),
+        "done" if rest.is_empty() => Ok(HandOverMessage::Done),
+        "refused" => Ok(HandOverMessage::Refused(rest.chars().take(REASON_BYTES_MAX).collect())),
         _ => Err(garbled(format!(
             "a line starting {:?}",
             word.chars().take(16).collect::<String>()
@@ -101,16 +101,16 @@ impl Link {
         })
     }
 
-    fn send(&mut self, message: &ExchangeMessage) -> Result<(), DirectError> {
+    fn send(&mut self, message: &HandOverMessage) -> Result<(), DirectError> {
         let mut line = encode(message);
         line.push('\n');
         self.writer.write_all(line.as_bytes())?;
         Ok(self.writer.flush()?)
     }
 
-    fn receive(&mut self) -> Result<ExchangeMessage, DirectError> {
+    fn receive(&mut self) -> Result<HandOverMessage, DirectError> {
         let mut line = Vec::new();
-        let limit = EXCHANGE_LINE_BYTES_MAX as u64 + 1;
+        let limit = HAND_OVER_LINE_BYTES_MAX as u64 + 1;
         (&mut self.reader).take(limit).read_until(b'\n', &mut line)?;
         if line.last() != Some(&b'\n') {
             return Err(match line.len() as u64 >= limit {
@@ -124,15 +124,15 @@ impl Link {
     }
 }
 
-/// A side of an exchange, whichever it is.
+/// A side of a hand-over, whichever it is.
 trait Side {
     fn step(
         &mut self,
         file: &mut DeviceFile,
-        message: ExchangeMessage,
+        message: HandOverMessage,
         ring: &KeyRing,
         now_ms: u64,
-    ) -> Result<Step, ExchangeError>;
+    ) -> Result<Step, HandOverError>;
     fn abandon(&self, file: &mut DeviceFile);
 }
 
@@ -142,37 +142,37 @@ fn fresh_nonce() -> [u8; 16] {
     nonce
 }
 
-impl Side for PayeeExchange {
+impl Side for PayeeHandOver {
     fn step(
         &mut self,
         file: &mut DeviceFile,
-        message: ExchangeMessage,
+        message: HandOverMessage,
         ring: &KeyRing,
         now_ms: u64,
-    ) -> Result<Step, ExchangeError> {
+    ) -> Result<Step, HandOverError> {
         self.on_message(&mut file.device, message, ring, fresh_nonce(), now_ms)
     }
     fn abandon(&self, file: &mut DeviceFile) {
-        PayeeExchange::abandon(self, &mut file.device)
+        PayeeHandOver::abandon(self, &mut file.device)
     }
 }
 
-impl Side for PayerExchange {
+impl Side for PayerHandOver {
     fn step(
         &mut self,
         file: &mut DeviceFile,
-        message: ExchangeMessage,
+        message: HandOverMessage,
         ring: &KeyRing,
         now_ms: u64,
-    ) -> Result<Step, ExchangeError> {
+    ) -> Result<Step, HandOverError> {
         self.on_message(&mut file.device, message, ring, fresh_nonce(), now_ms)
     }
     fn abandon(&self, file: &mut DeviceFile) {
-        PayerExchange::abandon(self, &mut file.device)
+        PayerHandOver::abandon(self, &mut file.device)
     }
 }
 
-/// Runs `side` until the exchange ends: each message from the other device is stepped, the file
+/// Runs `side` until the hand-over ends: each message from the other device is stepped, the file
 /// saved, then the answer sent. On any failure the side withdraws what it offered, tells the
 /// other device why (unless it was the one refusing), and saves.
 fn run(
@@ -181,7 +181,7 @@ fn run(
     link: &mut Link,
     ring: &KeyRing,
     now_ms: u64,
-) -> Result<Exchanged, DirectError> {
+) -> Result<HandedOver, DirectError> {
     loop {
         let stepped = link
             .receive()
@@ -191,21 +191,21 @@ fn run(
                 file.save()?;
                 link.send(&message)?;
             }
-            Ok(Step::Finish(last, exchanged)) => {
+            Ok(Step::Finish(last, handed_over)) => {
                 file.save()?;
                 if let Some(message) = last {
                     link.send(&message)?;
                 }
-                return Ok(exchanged);
+                return Ok(handed_over);
             }
             Err(error) => {
                 side.abandon(file);
                 file.save()?;
                 if !matches!(
                     error,
-                    DirectError::Exchange(ExchangeError::Refused(_)) | DirectError::Link(_)
+                    DirectError::HandOver(HandOverError::Refused(_)) | DirectError::Link(_)
                 ) {
-                    let _ = link.send(&ExchangeMessage::Refused(error.to_string()));
+                    let _ = link.send(&HandOverMessage::Refused(error.to_string()));
                 }
                 return Err(error);
             }
@@ -222,10 +222,10 @@ pub fn receive_direct(
     ring: &KeyRing,
     timeout: Duration,
     now_ms: u64,
-) -> Result<Exchanged, DirectError> {
+) -> Result<HandedOver, DirectError> {
     let (stream, _) = listener.accept()?;
     let mut link = Link::new(stream, timeout)?;
-    let (mut side, request) = PayeeExchange::start(&mut file.device, amount, fresh_nonce(), now_ms)?;
+    let (mut side, request) = PayeeHandOver::start(&mut file.device, amount, fresh_nonce(), now_ms)?;
     file.save()?;
     if let Err(error) = link.send(&request) {
         side.abandon(&mut file.device);
@@ -243,10 +243,10 @@ pub fn pay_direct(
     ring: &KeyRing,
     timeout: Duration,
     now_ms: u64,
-) -> Result<Exchanged, DirectError> {
+) -> Result<HandedOver, DirectError> {
     let stream = TcpStream::connect_timeout(&to, timeout)?;
     let mut link = Link::new(stream, timeout)?;
-    run(&mut PayerExchange::new(max), file, &mut link, ring, now_ms)
+    run(&mut PayerHandOver::new(max), file, &mut link, ring, now_ms)
 }
 
 #[cfg(test)]
@@ -255,11 +255,11 @@ mod tests {
 
     #[test]
     fn a_refusal_line_is_bounded_and_single_line() {
-        let message = ExchangeMessage::Refused(format!("a\nb{}", "x".repeat(4 * REASON_BYTES_MAX)));
+        let message = HandOverMessage::Refused(format!("a\nb{}", "x".repeat(4 * REASON_BYTES_MAX)));
         let line = encode(&message);
         assert!(!line.contains('\n'));
         assert!(line.len() <= "refused ".len() + REASON_BYTES_MAX);
-        assert!(matches!(decode_line(&line), Ok(ExchangeMessage::Refused(_))));
+        assert!(matches!(decode_line(&line), Ok(HandOverMessage::Refused(_))));
     }
 
     #[test]
@@ -274,6 +274,6 @@ mod tests {
         ] {
             assert!(decode_line(line).is_err(), "{line:?}");
         }
-        assert_eq!(decode_line("done").unwrap(), ExchangeMessage::Done);
+        assert_eq!(decode_line("done").unwrap(), HandOverMessage::Done);
     }
 }

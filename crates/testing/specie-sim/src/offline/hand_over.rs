@@ -1,22 +1,22 @@
-//! Direct exchanges in the offline world: a share of the payments run through the device crate's
-//! exchange state machines (`PayeeExchange`, `PayerExchange`), the world carrying their messages
+//! Direct hand-overs in the offline world: a share of the payments run through the device crate's
+//! hand-over state machines (`PayeeHandOver`, `PayerHandOver`), the world carrying their messages
 //! over a link it controls, as `specie-offline-service` carries them between two processes. The
 //! payee asks for an amount the payer may lack exact tokens for (change paid back in the same
-//! exchange) or cannot make at all; the payer agrees to a maximum, sometimes below it.
+//! hand-over) or cannot make at all; the payer agrees to a maximum, sometimes below it.
 //!
 //! Faults, seeded: the link is cut as a message is sent (it is lost; both sides abandon, as the
 //! real driver does on a closed connection); the receiver of a payment takes it with its device
 //! and vanishes; a hostile side sends, in place of its next message, one out of turn, garbage
 //! (foreign tokens, no tokens, a change offer that is not one, a request with a forged
-//! certificate, a refusal) or a message of the exchange again (its own, or the other side's).
+//! certificate, a refusal) or a message of the hand-over again (its own, or the other side's).
 //!
-//! Checked after every exchange: a message a side refuses leaves its balance as it was; each
+//! Checked after every hand-over: a message a side refuses leaves its balance as it was; each
 //! device's balance moved by exactly what it took minus what it paid; what a finished side
 //! reports is what it took and paid; value is conserved across the two devices except for the
 //! payments sent and never taken (lost in a cut link, or refused by a payee that knows a token
 //! revoked, the only reason an honest payment is refused here), which the world keeps as tokens in
 //! limbo; a payment lost on the link is refused if it arrives late; an abandoned side keeps no
-//! request open (its one-time keys come back); a completed exchange moves exactly the amount
+//! request open (its one-time keys come back); a completed hand-over moves exactly the amount
 //! asked, change included; an honest payee ends with nothing or the amount. At the end (in
 //! `check_end`): no token in limbo is ever deposited, and those whose serial nobody was paid for
 //! stay outstanding at the authority.
@@ -26,7 +26,7 @@ use std::hash::Hasher;
 use rand::Rng;
 use specie_offline::{KeyRing, Token};
 use specie_offline_device::{
-    Device, DeviceError, ExchangeError, ExchangeMessage, Exchanged, PayeeExchange, PayerExchange, PaymentRequest, Step,
+    Device, DeviceError, HandOverError, HandOverMessage, HandedOver, PayeeHandOver, PayerHandOver, PaymentRequest, Step,
 };
 
 use super::{OfflineRole, World};
@@ -34,62 +34,62 @@ use crate::world::Violation;
 
 const PAYEE: usize = 0;
 const PAYER: usize = 1;
-/// Messages after which an exchange that has not ended is a violation (an honest one sends 6).
+/// Messages after which a hand-over that has not ended is a violation (an honest one sends 6).
 const MESSAGES_MAX: usize = 16;
 
-/// One side of an exchange as the world drives it: the device crate's state machine, or a planted
+/// One side of a hand-over as the world drives it: the device crate's state machine, or a planted
 /// variant of it.
-pub(super) trait ExchangeSide {
+pub(super) trait HandOverSide {
     fn step(
         &mut self,
         device: &mut Device,
-        message: ExchangeMessage,
+        message: HandOverMessage,
         ring: &KeyRing,
         fresh_nonce: [u8; 16],
         now_ms: u64,
-    ) -> Result<Step, ExchangeError>;
+    ) -> Result<Step, HandOverError>;
     fn abandon(&self, device: &mut Device);
 }
 
-impl ExchangeSide for PayeeExchange {
+impl HandOverSide for PayeeHandOver {
     fn step(
         &mut self,
         device: &mut Device,
-        message: ExchangeMessage,
+        message: HandOverMessage,
         ring: &KeyRing,
         fresh_nonce: [u8; 16],
         now_ms: u64,
-    ) -> Result<Step, ExchangeError> {
+    ) -> Result<Step, HandOverError> {
         self.on_message(device, message, ring, fresh_nonce, now_ms)
     }
 
     fn abandon(&self, device: &mut Device) {
-        PayeeExchange::abandon(self, device);
+        PayeeHandOver::abandon(self, device);
     }
 }
 
-impl ExchangeSide for PayerExchange {
+impl HandOverSide for PayerHandOver {
     fn step(
         &mut self,
         device: &mut Device,
-        message: ExchangeMessage,
+        message: HandOverMessage,
         ring: &KeyRing,
         fresh_nonce: [u8; 16],
         now_ms: u64,
-    ) -> Result<Step, ExchangeError> {
+    ) -> Result<Step, HandOverError> {
         self.on_message(device, message, ring, fresh_nonce, now_ms)
     }
 
     fn abandon(&self, device: &mut Device) {
-        PayerExchange::abandon(self, device);
+        PayerHandOver::abandon(self, device);
     }
 }
 
-/// How the world makes the two sides of an exchange: the real state machines, or planted ones.
+/// How the world makes the two sides of a hand-over: the real state machines, or planted ones.
 #[derive(Clone, Copy)]
 pub(super) struct Sides {
-    pub payee: fn(PayeeExchange) -> Box<dyn ExchangeSide>,
-    pub payer: fn(PayerExchange) -> Box<dyn ExchangeSide>,
+    pub payee: fn(PayeeHandOver) -> Box<dyn HandOverSide>,
+    pub payer: fn(PayerHandOver) -> Box<dyn HandOverSide>,
 }
 
 impl Sides {
@@ -101,7 +101,7 @@ impl Sides {
     }
 }
 
-/// The fault planted in one exchange. Messages count from the payee's first request (0).
+/// The fault planted in one hand-over. Messages count from the payee's first request (0).
 #[derive(Clone, Copy, Debug)]
 enum Fault {
     None,
@@ -109,7 +109,7 @@ enum Fault {
     Cut {
         at: usize,
     },
-    /// The receiver of the exchange's payment number `payment` (0: the payer's, 1: the change)
+    /// The receiver of the hand-over's payment number `payment` (0: the payer's, 1: the change)
     /// takes it with its device and vanishes: it answers nothing, and the link closes.
     Vanish {
         payment: usize,
@@ -128,17 +128,17 @@ enum Hostile {
     OutOfTurn,
     /// One of five malformed messages.
     Garbage(u8),
-    /// A message of this exchange sent again: the receiver's own last one (`true`, an echo), or
+    /// A message of this hand-over sent again: the receiver's own last one (`true`, an echo), or
     /// the sender's.
     Duplicate(bool),
 }
 
-/// How one side's part in an exchange ended.
+/// How one side's part in a hand-over ended.
 #[derive(Debug)]
 enum End {
     Open,
-    Finished(Exchanged),
-    Refused(ExchangeError),
+    Finished(HandedOver),
+    Refused(HandOverError),
     /// The link closed under it (cut, the other side vanished or went silent): it abandoned.
     Closed,
     /// It took a payment and vanished.
@@ -153,8 +153,8 @@ struct Lost {
     value: u64,
 }
 
-/// One exchange under way, as the world sees it; arrays are indexed by side (payee, payer).
-struct Exchange {
+/// One hand-over under way, as the world sees it; arrays are indexed by side (payee, payer).
+struct HandOver {
     amount: u64,
     /// The payee's first request.
     request: PaymentRequest,
@@ -162,7 +162,7 @@ struct Exchange {
     hostile_sent: bool,
     cut: bool,
     devices: [usize; 2],
-    sides: [Box<dyn ExchangeSide>; 2],
+    sides: [Box<dyn HandOverSide>; 2],
     ends: [End; 2],
     balances: [u64; 2],
     keys: [usize; 2],
@@ -172,44 +172,44 @@ struct Exchange {
     sent: [u64; 2],
     payments: usize,
     /// Every message put on the link, with its sender.
-    log: Vec<(usize, ExchangeMessage)>,
+    log: Vec<(usize, HandOverMessage)>,
     lost: Vec<Lost>,
 }
 
-impl Exchange {
+impl HandOver {
     fn open(&self, side: usize) -> bool {
         matches!(self.ends[side], End::Open)
     }
 }
 
 /// What the link carries next: the sender and the message.
-type Next = Option<(usize, ExchangeMessage)>;
+type Next = Option<(usize, HandOverMessage)>;
 
 impl<R: OfflineRole> World<R> {
-    /// A payment as a direct exchange between two devices, over a link the world carries, with
-    /// this exchange's fault (if any); then the exchange's checks.
-    pub(super) fn exchange(&mut self) -> Result<(), Violation> {
+    /// A payment as a direct hand-over between two devices, over a link the world carries, with
+    /// this hand-over's fault (if any); then the hand-over's checks.
+    pub(super) fn hand_over(&mut self) -> Result<(), Violation> {
         let payer = self.rng.gen_range(0..self.devices.len());
         let mut payee = self.rng.gen_range(0..self.devices.len() - 1);
         if payee >= payer {
             payee += 1;
         }
-        let (amount, max) = self.exchange_terms(payer, payee);
-        let fault = self.exchange_fault();
+        let (amount, max) = self.hand_over_terms(payer, payee);
+        let fault = self.hand_over_fault();
         let nonce: [u8; 16] = self.rng.gen();
         let balances = [payee, payer].map(|d| self.devices[d].device.balance());
         let keys = [payee, payer].map(|d| self.devices[d].device.keys_left());
-        let (payee_side, first) = match PayeeExchange::start(&mut self.devices[payee].device, amount, nonce, self.step)
+        let (payee_side, first) = match PayeeHandOver::start(&mut self.devices[payee].device, amount, nonce, self.step)
         {
             Ok(started) => started,
             // No certified key left: it receives nothing until it syncs.
             Err(_) => return Ok(()),
         };
-        let ExchangeMessage::Request(request) = first else {
-            return Err(self.violation(format!("an exchange that starts with {first:?}")));
+        let HandOverMessage::Request(request) = first else {
+            return Err(self.violation(format!("a hand-over that starts with {first:?}")));
         };
-        self.report.exchanges += 1;
-        let mut x = Exchange {
+        self.report.hand_overs += 1;
+        let mut x = HandOver {
             amount,
             request,
             fault,
@@ -218,7 +218,7 @@ impl<R: OfflineRole> World<R> {
             devices: [payee, payer],
             sides: [
                 (self.sides.payee)(payee_side),
-                (self.sides.payer)(PayerExchange::new(max)),
+                (self.sides.payer)(PayerHandOver::new(max)),
             ],
             ends: [End::Open, End::Open],
             balances,
@@ -230,16 +230,16 @@ impl<R: OfflineRole> World<R> {
             log: Vec::new(),
             lost: Vec::new(),
         };
-        let mut next = Some((PAYEE, ExchangeMessage::Request(request)));
+        let mut next = Some((PAYEE, HandOverMessage::Request(request)));
         while let Some((from, message)) = next.take() {
             if x.log.len() >= MESSAGES_MAX {
-                return Err(self.violation(format!("an exchange still going after {MESSAGES_MAX} messages")));
+                return Err(self.violation(format!("a hand-over still going after {MESSAGES_MAX} messages")));
             }
             next = self.carry(&mut x, from, message)?;
         }
         self.close(&mut x)?;
-        self.check_exchange(&x)?;
-        self.count_exchange(&x);
+        self.check_hand_over(&x)?;
+        self.count_hand_over(&x);
         Ok(())
     }
 
@@ -247,7 +247,7 @@ impl<R: OfflineRole> World<R> {
     /// or that less one of the payee's (change it can give, unless the payer makes it otherwise),
     /// or a price up to one (change, often), or up to what the payer holds, or a little more (not
     /// payable); the most is sometimes below the amount.
-    fn exchange_terms(&mut self, payer: usize, payee: usize) -> (u64, u64) {
+    fn hand_over_terms(&mut self, payer: usize, payee: usize) -> (u64, u64) {
         let balance = self.devices[payer].device.balance();
         let pick = self.rng.gen_range(0..usize::MAX);
         let token = self.devices[payer].payable_value(pick).unwrap_or(1);
@@ -267,8 +267,8 @@ impl<R: OfflineRole> World<R> {
         (amount, max)
     }
 
-    fn exchange_fault(&mut self) -> Fault {
-        if !self.chance(self.options.exchange_fault_per_mille) {
+    fn hand_over_fault(&mut self) -> Fault {
+        if !self.chance(self.options.hand_over_fault_per_mille) {
             return Fault::None;
         }
         match self.rng.gen_range(0..3) {
@@ -294,11 +294,11 @@ impl<R: OfflineRole> World<R> {
 
     /// The link carries `message` from side `from`: lost, taken by a vanishing side, replaced by
     /// a hostile one, or handed to the other side, whose answer (if any) is returned.
-    fn carry(&mut self, x: &mut Exchange, from: usize, message: ExchangeMessage) -> Result<Next, Violation> {
+    fn carry(&mut self, x: &mut HandOver, from: usize, message: HandOverMessage) -> Result<Next, Violation> {
         let to = 1 - from;
         let index = x.log.len();
         if let Fault::Hostile { at, kind } = x.fault {
-            let replaceable = !matches!(message, ExchangeMessage::Payment { .. } | ExchangeMessage::Refused(_));
+            let replaceable = !matches!(message, HandOverMessage::Payment { .. } | HandOverMessage::Refused(_));
             if index >= at && !x.hostile_sent && replaceable && x.open(to) {
                 x.hostile_sent = true;
                 let hostile = self.hostile_message(x, from, &message, kind);
@@ -308,8 +308,8 @@ impl<R: OfflineRole> World<R> {
         }
         x.log.push((from, message.clone()));
         let payment = self.sent_payment(x, from, &message)?;
-        let lost = |x: &mut Exchange| {
-            if let (Some(value), ExchangeMessage::Payment { nonce, tokens }) = (payment, &message) {
+        let lost = |x: &mut HandOver| {
+            if let (Some(value), HandOverMessage::Payment { nonce, tokens }) = (payment, &message) {
                 x.lost.push(Lost {
                     to,
                     nonce: *nonce,
@@ -341,11 +341,11 @@ impl<R: OfflineRole> World<R> {
     /// (the tokens are the receiver's now, taken or not), the value sent, and a cheater's copies.
     fn sent_payment(
         &mut self,
-        x: &mut Exchange,
+        x: &mut HandOver,
         from: usize,
-        message: &ExchangeMessage,
+        message: &HandOverMessage,
     ) -> Result<Option<u64>, Violation> {
-        let ExchangeMessage::Payment { tokens, .. } = message else {
+        let HandOverMessage::Payment { tokens, .. } = message else {
             return Ok(None);
         };
         let receiver = x.devices[1 - from];
@@ -373,9 +373,9 @@ impl<R: OfflineRole> World<R> {
     /// Side `to` steps `message` (a payment worth `payment`, if one a state machine sent).
     fn take(
         &mut self,
-        x: &mut Exchange,
+        x: &mut HandOver,
         to: usize,
-        message: ExchangeMessage,
+        message: HandOverMessage,
         payment: Option<u64>,
     ) -> Result<Next, Violation> {
         let device = x.devices[to];
@@ -394,10 +394,10 @@ impl<R: OfflineRole> World<R> {
             Err(error) => {
                 // An honest payment: the only reason to refuse it here is a token this receiver
                 // knows revoked (every device has the same ring and hop limit).
-                let revoked = matches!(error, ExchangeError::Device(DeviceError::Revoked { .. }));
+                let revoked = matches!(error, HandOverError::Device(DeviceError::Revoked { .. }));
                 let why = error.to_string();
                 let answer = self.refused(x, to, balance, error)?;
-                if let (Some(value), ExchangeMessage::Payment { nonce, tokens }) = (payment, message) {
+                if let (Some(value), HandOverMessage::Payment { nonce, tokens }) = (payment, message) {
                     if !revoked {
                         return Err(self.violation(format!("device {device} refused an honest payment: {why}")));
                     }
@@ -411,15 +411,15 @@ impl<R: OfflineRole> World<R> {
                 return Ok(answer);
             }
         };
-        if let (Some(value), ExchangeMessage::Payment { tokens, .. }) = (payment, message) {
+        if let (Some(value), HandOverMessage::Payment { tokens, .. }) = (payment, message) {
             x.took[to] += value;
             x.took_count[to] += 1;
             self.paid.push((device, tokens));
         }
         Ok(match step {
             Step::Send(reply) => Some((to, reply)),
-            Step::Finish(last, exchanged) => {
-                x.ends[to] = End::Finished(exchanged);
+            Step::Finish(last, handed_over) => {
+                x.ends[to] = End::Finished(handed_over);
                 last.map(|last| (to, last))
             }
         })
@@ -428,7 +428,7 @@ impl<R: OfflineRole> World<R> {
     /// Side `to` refused a message with `error`: it abandons (withdrawing what it offered) and
     /// tells the other side why, unless it was refused itself. Its balance must be as it was
     /// before the message (`balance`).
-    fn refused(&mut self, x: &mut Exchange, to: usize, balance: u64, error: ExchangeError) -> Result<Next, Violation> {
+    fn refused(&mut self, x: &mut HandOver, to: usize, balance: u64, error: HandOverError) -> Result<Next, Violation> {
         let device = x.devices[to];
         x.sides[to].abandon(&mut self.devices[device].device);
         let after = self.devices[device].device.balance();
@@ -438,15 +438,15 @@ impl<R: OfflineRole> World<R> {
             )));
         }
         let answer = match &error {
-            ExchangeError::Refused(_) => None,
-            error => Some((to, ExchangeMessage::Refused(error.to_string()))),
+            HandOverError::Refused(_) => None,
+            error => Some((to, HandOverMessage::Refused(error.to_string()))),
         };
         x.ends[to] = End::Refused(error);
         Ok(answer)
     }
 
     /// A hostile message reaches side `to`: it must refuse it.
-    fn take_hostile(&mut self, x: &mut Exchange, to: usize, message: ExchangeMessage) -> Result<Next, Violation> {
+    fn take_hostile(&mut self, x: &mut HandOver, to: usize, message: HandOverMessage) -> Result<Next, Violation> {
         let device = x.devices[to];
         let balance = self.devices[device].device.balance();
         let fresh: [u8; 16] = self.rng.gen();
@@ -468,8 +468,8 @@ impl<R: OfflineRole> World<R> {
     }
 
     /// Side `to` takes the payment with its device, outside the protocol, and vanishes.
-    fn vanish(&mut self, x: &mut Exchange, to: usize, message: ExchangeMessage, value: u64) -> Result<Next, Violation> {
-        let ExchangeMessage::Payment { nonce, tokens } = message else {
+    fn vanish(&mut self, x: &mut HandOver, to: usize, message: HandOverMessage, value: u64) -> Result<Next, Violation> {
+        let HandOverMessage::Payment { nonce, tokens } = message else {
             return Err(self.violation("a vanishing side given no payment"));
         };
         let device = x.devices[to];
@@ -499,16 +499,16 @@ impl<R: OfflineRole> World<R> {
     /// The message a hostile side sends in place of `honest`.
     fn hostile_message(
         &mut self,
-        x: &Exchange,
+        x: &HandOver,
         from: usize,
-        honest: &ExchangeMessage,
+        honest: &HandOverMessage,
         kind: Hostile,
-    ) -> ExchangeMessage {
+    ) -> HandOverMessage {
         let to = 1 - from;
         // Done is expected exactly where the honest message is done.
         let out_of_turn = match honest {
-            ExchangeMessage::Done => ExchangeMessage::Request(x.request),
-            _ => ExchangeMessage::Done,
+            HandOverMessage::Done => HandOverMessage::Request(x.request),
+            _ => HandOverMessage::Done,
         };
         match kind {
             Hostile::OutOfTurn => out_of_turn,
@@ -520,8 +520,8 @@ impl<R: OfflineRole> World<R> {
             Hostile::Garbage(which) => {
                 // The request the receiver has open, as far as the link showed it.
                 let opened = x.log.iter().rev().find_map(|(by, message)| match message {
-                    ExchangeMessage::Request(request) if *by == to => Some(request.nonce),
-                    ExchangeMessage::Change { change, .. } if *by == to => Some(change.nonce),
+                    HandOverMessage::Request(request) if *by == to => Some(request.nonce),
+                    HandOverMessage::Change { change, .. } if *by == to => Some(change.nonce),
                     _ => None,
                 });
                 let nonce = opened.unwrap_or_else(|| self.rng.gen());
@@ -531,22 +531,22 @@ impl<R: OfflineRole> World<R> {
                             true => Vec::new(),
                             false => self.paid[self.rng.gen_range(0..self.paid.len())].1.clone(),
                         };
-                        ExchangeMessage::Payment { nonce, tokens }
+                        HandOverMessage::Payment { nonce, tokens }
                     }
-                    1 => ExchangeMessage::Payment { nonce, tokens: vec![] },
-                    2 => ExchangeMessage::Change {
+                    1 => HandOverMessage::Payment { nonce, tokens: vec![] },
+                    2 => HandOverMessage::Change {
                         offer: x.amount,
                         change: x.request,
                     },
                     3 => {
                         let mut forged = x.request;
-                        if let ExchangeMessage::Request(honest) = honest {
+                        if let HandOverMessage::Request(honest) = honest {
                             forged.amount = honest.amount;
                         }
                         forged.certificate.signature[0] ^= 1;
-                        ExchangeMessage::Request(forged)
+                        HandOverMessage::Request(forged)
                     }
-                    _ => ExchangeMessage::Refused("\u{0}\u{7f} no".into()),
+                    _ => HandOverMessage::Refused("\u{0}\u{7f} no".into()),
                 }
             }
         }
@@ -555,7 +555,7 @@ impl<R: OfflineRole> World<R> {
     /// The link closes: a side still waiting abandons. A payment lost on the way arrives late:
     /// its receiver must refuse it (the request it answered was withdrawn), and its tokens stay
     /// in limbo, known to the world.
-    fn close(&mut self, x: &mut Exchange) -> Result<(), Violation> {
+    fn close(&mut self, x: &mut HandOver) -> Result<(), Violation> {
         for side in [PAYEE, PAYER] {
             if x.open(side) {
                 x.sides[side].abandon(&mut self.devices[x.devices[side]].device);
@@ -570,7 +570,7 @@ impl<R: OfflineRole> World<R> {
                 .receive(&lost.nonce, &lost.tokens, &ring, self.step)
                 .is_ok()
             {
-                return Err(self.violation(format!("device {device} took a payment lost in the exchange, late")));
+                return Err(self.violation(format!("device {device} took a payment lost in the hand-over, late")));
             }
             self.report.late_payments_refused += 1;
             self.report.tokens_in_limbo += lost.tokens.len() as u64;
@@ -579,7 +579,7 @@ impl<R: OfflineRole> World<R> {
         Ok(())
     }
 
-    fn check_exchange(&self, x: &Exchange) -> Result<(), Violation> {
+    fn check_hand_over(&self, x: &HandOver) -> Result<(), Violation> {
         let mut moved = [0i128; 2];
         for side in [PAYEE, PAYER] {
             let device = &self.devices[x.devices[side]].device;
@@ -587,7 +587,7 @@ impl<R: OfflineRole> World<R> {
             let (took, sent) = (x.took[side], x.sent[side]);
             if moved[side] != i128::from(took) - i128::from(sent) {
                 return Err(self.violation(format!(
-                    "device {}'s balance moved by {} in an exchange where it took {took} and paid {sent}",
+                    "device {}'s balance moved by {} in a hand-over where it took {took} and paid {sent}",
                     x.devices[side], moved[side]
                 )));
             }
@@ -600,10 +600,10 @@ impl<R: OfflineRole> World<R> {
                     x.keys[side]
                 )));
             }
-            if let End::Finished(exchanged) = x.ends[side] {
-                if (exchanged.received, exchanged.paid) != (took, sent) {
+            if let End::Finished(handed_over) = x.ends[side] {
+                if (handed_over.received, handed_over.paid) != (took, sent) {
                     return Err(self.violation(format!(
-                        "device {} reports {exchanged:?}, having taken {took} and paid {sent}",
+                        "device {} reports {handed_over:?}, having taken {took} and paid {sent}",
                         x.devices[side]
                     )));
                 }
@@ -612,14 +612,14 @@ impl<R: OfflineRole> World<R> {
         let lost: u64 = x.lost.iter().map(|lost| lost.value).sum();
         if moved[PAYEE] + moved[PAYER] + i128::from(lost) != 0 {
             return Err(self.violation(format!(
-                "an exchange moved {} to the payee and {} to the payer, with {lost} lost",
+                "a hand-over moved {} to the payee and {} to the payer, with {lost} lost",
                 moved[PAYEE], moved[PAYER]
             )));
         }
         let amount = i128::from(x.amount);
         let completed = matches!(x.ends, [End::Finished(_), End::Finished(_)]);
         if completed && (moved[PAYEE], moved[PAYER]) != (amount, -amount) {
-            return Err(self.violation(format!("a completed exchange of {amount} moved {moved:?}")));
+            return Err(self.violation(format!("a completed hand-over of {amount} moved {moved:?}")));
         }
         if !matches!(x.ends[PAYEE], End::Vanished) && moved[PAYEE] != 0 && moved[PAYEE] != amount {
             return Err(self.violation(format!(
@@ -630,30 +630,30 @@ impl<R: OfflineRole> World<R> {
         Ok(())
     }
 
-    fn count_exchange(&mut self, x: &Exchange) {
+    fn count_hand_over(&mut self, x: &HandOver) {
         self.trace.write(format!("{:?}{:?}", x.fault, x.ends).as_bytes());
         let report = &mut self.report;
         match &x.ends {
             [End::Finished(payee), End::Finished(_)] => {
-                report.exchanges_completed += 1;
-                report.exchanges_with_change += u64::from(payee.paid > 0);
+                report.hand_overs_completed += 1;
+                report.hand_overs_with_change += u64::from(payee.paid > 0);
             }
-            _ if x.cut => report.exchanges_cut += 1,
-            [End::Vanished, _] | [_, End::Vanished] => report.exchanges_vanished += 1,
+            _ if x.cut => report.hand_overs_cut += 1,
+            [End::Vanished, _] | [_, End::Vanished] => report.hand_overs_vanished += 1,
             ends => {
-                report.exchanges_refused += 1;
+                report.hand_overs_refused += 1;
                 let not_payable = ends.iter().any(|end| {
                     matches!(
                         end,
                         End::Refused(
-                            ExchangeError::NoChange { .. }
-                                | ExchangeError::Device(
+                            HandOverError::NoChange { .. }
+                                | HandOverError::Device(
                                     DeviceError::NotEnough { .. } | DeviceError::NoExactChange { .. }
                                 )
                         )
                     )
                 });
-                report.exchanges_not_payable += u64::from(not_payable);
+                report.hand_overs_not_payable += u64::from(not_payable);
             }
         }
     }

@@ -1,7 +1,7 @@
-//! One exchange between two devices that can talk (a local link: 127.0.0.1, NFC, Bluetooth), as
+//! One hand-over between two devices that can talk (a local link: 127.0.0.1, NFC, Bluetooth), as
 //! two sans-IO state machines: the payee asks, the payer pays; a payer without exact change pays
 //! the smallest amount above it can make and asks for the difference back, which the payee pays
-//! in the same exchange. The driver carries [`ExchangeMessage`]s and hands each side its fresh
+//! in the same hand-over. The driver carries [`HandOverMessage`]s and hands each side its fresh
 //! nonces and the time.
 //!
 //! Who goes first when there is change: the payer pays the larger amount, then the payee pays
@@ -19,22 +19,22 @@ use crate::{Device, DeviceError, PaymentRequest};
 
 /// What one device sends the other.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ExchangeMessage {
+pub enum HandOverMessage {
     /// The payee asks for a payment (first, and again for the larger amount of a change).
     Request(PaymentRequest),
     /// Tokens paying the request of `nonce` (the payer's, or the payee's change).
     Payment { nonce: [u8; 16], tokens: Vec<Token> },
     /// The payer cannot make the amount exactly: it offers `offer` and asks for `change` back.
     Change { offer: u64, change: PaymentRequest },
-    /// The last word of the side that received last: the exchange is complete.
+    /// The last word of the side that received last: the hand-over is complete.
     Done,
     /// The sender gives up, saying why; nothing more comes.
     Refused(String),
 }
 
-/// How an exchange ended for one side.
+/// How a hand-over ended for one side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Exchanged {
+pub struct HandedOver {
     /// Value this device received (the payee's amount or offer; the payer's change).
     pub received: u64,
     /// Value this device paid.
@@ -45,15 +45,15 @@ pub struct Exchanged {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Step {
     /// Send this and wait for the next message.
-    Send(ExchangeMessage),
-    /// Send this (if any) and stop: the exchange is complete.
-    Finish(Option<ExchangeMessage>, Exchanged),
+    Send(HandOverMessage),
+    /// Send this (if any) and stop: the hand-over is complete.
+    Finish(Option<HandOverMessage>, HandedOver),
 }
 
-/// Why an exchange stopped short. The side has withdrawn what it offered; it sends
-/// [`ExchangeMessage::Refused`] with this error's message if the other side can still hear it.
+/// Why a hand-over stopped short. The side has withdrawn what it offered; it sends
+/// [`HandOverMessage::Refused`] with this error's message if the other side can still hear it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ExchangeError {
+pub enum HandOverError {
     #[error("{0}")]
     Device(#[from] DeviceError),
     #[error("the other device refused: {0}")]
@@ -68,13 +68,13 @@ pub enum ExchangeError {
     NoChange { change: u64 },
 }
 
-fn kind(message: &ExchangeMessage) -> &'static str {
+fn kind(message: &HandOverMessage) -> &'static str {
     match message {
-        ExchangeMessage::Request(_) => "a request",
-        ExchangeMessage::Payment { .. } => "a payment",
-        ExchangeMessage::Change { .. } => "a change offer",
-        ExchangeMessage::Done => "done",
-        ExchangeMessage::Refused(_) => "a refusal",
+        HandOverMessage::Request(_) => "a request",
+        HandOverMessage::Payment { .. } => "a payment",
+        HandOverMessage::Change { .. } => "a change offer",
+        HandOverMessage::Done => "done",
+        HandOverMessage::Refused(_) => "a refusal",
     }
 }
 
@@ -91,26 +91,26 @@ enum PayeeStage {
     ChangeGiven { received: u64, paid: u64 },
 }
 
-/// The payee's side of an exchange.
-pub struct PayeeExchange {
+/// The payee's side of a hand-over.
+pub struct PayeeHandOver {
     amount: u64,
     stage: PayeeStage,
 }
 
-impl PayeeExchange {
+impl PayeeHandOver {
     /// Starts by asking for `amount` (a fresh key, the caller's fresh `nonce`): send the request.
     pub fn start(
         device: &mut Device,
         amount: u64,
         nonce: [u8; 16],
         now_ms: u64,
-    ) -> Result<(PayeeExchange, ExchangeMessage), ExchangeError> {
+    ) -> Result<(PayeeHandOver, HandOverMessage), HandOverError> {
         let request = device.request(amount, nonce, now_ms)?;
-        let exchange = PayeeExchange {
+        let hand_over = PayeeHandOver {
             amount,
             stage: PayeeStage::Asked { nonce },
         };
-        Ok((exchange, ExchangeMessage::Request(request)))
+        Ok((hand_over, HandOverMessage::Request(request)))
     }
 
     /// Withdraws the open request (on any error, or if the link drops).
@@ -125,27 +125,27 @@ impl PayeeExchange {
     pub fn on_message(
         &mut self,
         device: &mut Device,
-        message: ExchangeMessage,
+        message: HandOverMessage,
         ring: &KeyRing,
         fresh_nonce: [u8; 16],
         now_ms: u64,
-    ) -> Result<Step, ExchangeError> {
+    ) -> Result<Step, HandOverError> {
         match (&self.stage, message) {
-            (_, ExchangeMessage::Refused(why)) => Err(ExchangeError::Refused(why)),
-            (PayeeStage::Asked { nonce }, ExchangeMessage::Payment { nonce: paid_at, tokens }) if *nonce == paid_at => {
+            (_, HandOverMessage::Refused(why)) => Err(HandOverError::Refused(why)),
+            (PayeeStage::Asked { nonce }, HandOverMessage::Payment { nonce: paid_at, tokens }) if *nonce == paid_at => {
                 let received = device.receive(nonce, &tokens, ring, now_ms)?;
                 Ok(Step::Finish(
-                    Some(ExchangeMessage::Done),
-                    Exchanged { received, paid: 0 },
+                    Some(HandOverMessage::Done),
+                    HandedOver { received, paid: 0 },
                 ))
             }
-            (PayeeStage::Asked { nonce }, ExchangeMessage::Change { offer, change }) => {
+            (PayeeStage::Asked { nonce }, HandOverMessage::Change { offer, change }) => {
                 let nonce = *nonce;
                 let back = offer
                     .checked_sub(self.amount)
                     .filter(|back| *back > 0 && change.amount == *back);
                 let Some(back) = back else {
-                    return Err(ExchangeError::BadChange {
+                    return Err(HandOverError::BadChange {
                         offer,
                         amount: self.amount,
                     });
@@ -156,7 +156,7 @@ impl PayeeExchange {
                 // back.
                 device.check_request(&change, ring)?;
                 if !device.can_pay_exactly(back, ring) {
-                    return Err(ExchangeError::NoChange { change: back });
+                    return Err(HandOverError::NoChange { change: back });
                 }
                 let request = device.request(offer, fresh_nonce, now_ms)?;
                 device.cancel_request(&nonce);
@@ -165,9 +165,9 @@ impl PayeeExchange {
                     offer,
                     change,
                 };
-                Ok(Step::Send(ExchangeMessage::Request(request)))
+                Ok(Step::Send(HandOverMessage::Request(request)))
             }
-            (PayeeStage::ChangeAsked { nonce, offer, change }, ExchangeMessage::Payment { nonce: paid_at, tokens })
+            (PayeeStage::ChangeAsked { nonce, offer, change }, HandOverMessage::Payment { nonce: paid_at, tokens })
                 if *nonce == paid_at =>
             {
                 let (nonce, offer, change) = (*nonce, *offer, *change);
@@ -178,19 +178,19 @@ impl PayeeExchange {
                     received,
                     paid: change.amount,
                 };
-                Ok(Step::Send(ExchangeMessage::Payment {
+                Ok(Step::Send(HandOverMessage::Payment {
                     nonce: change.nonce,
                     tokens,
                 }))
             }
-            (PayeeStage::ChangeGiven { received, paid }, ExchangeMessage::Done) => Ok(Step::Finish(
+            (PayeeStage::ChangeGiven { received, paid }, HandOverMessage::Done) => Ok(Step::Finish(
                 None,
-                Exchanged {
+                HandedOver {
                     received: *received,
                     paid: *paid,
                 },
             )),
-            (_, message) => Err(ExchangeError::OutOfTurn(kind(&message))),
+            (_, message) => Err(HandOverError::OutOfTurn(kind(&message))),
         }
     }
 }
@@ -213,15 +213,15 @@ enum PayerStage {
     },
 }
 
-/// The payer's side of an exchange: pays at most `max` (what its user agreed to).
-pub struct PayerExchange {
+/// The payer's side of a hand-over: pays at most `max` (what its user agreed to).
+pub struct PayerHandOver {
     max: u64,
     stage: PayerStage,
 }
 
-impl PayerExchange {
-    pub fn new(max: u64) -> PayerExchange {
-        PayerExchange {
+impl PayerHandOver {
+    pub fn new(max: u64) -> PayerHandOver {
+        PayerHandOver {
             max,
             stage: PayerStage::Start,
         }
@@ -241,16 +241,16 @@ impl PayerExchange {
     pub fn on_message(
         &mut self,
         device: &mut Device,
-        message: ExchangeMessage,
+        message: HandOverMessage,
         ring: &KeyRing,
         fresh_nonce: [u8; 16],
         now_ms: u64,
-    ) -> Result<Step, ExchangeError> {
+    ) -> Result<Step, HandOverError> {
         match (&self.stage, message) {
-            (_, ExchangeMessage::Refused(why)) => Err(ExchangeError::Refused(why)),
-            (PayerStage::Start, ExchangeMessage::Request(request)) => {
+            (_, HandOverMessage::Refused(why)) => Err(HandOverError::Refused(why)),
+            (PayerStage::Start, HandOverMessage::Request(request)) => {
                 if request.amount > self.max {
-                    return Err(ExchangeError::OverMax {
+                    return Err(HandOverError::OverMax {
                         asked: request.amount,
                         max: self.max,
                     });
@@ -258,7 +258,7 @@ impl PayerExchange {
                 match device.pay(&request, ring, now_ms) {
                     Ok(tokens) => {
                         self.stage = PayerStage::Paid { paid: request.amount };
-                        Ok(Step::Send(ExchangeMessage::Payment {
+                        Ok(Step::Send(HandOverMessage::Payment {
                             nonce: request.nonce,
                             tokens,
                         }))
@@ -269,35 +269,35 @@ impl PayerExchange {
                             .ok_or(DeviceError::NoExactChange { amount })?;
                         let change = device.request(offer - amount, fresh_nonce, now_ms)?;
                         self.stage = PayerStage::Offered { offer, change };
-                        Ok(Step::Send(ExchangeMessage::Change { offer, change }))
+                        Ok(Step::Send(HandOverMessage::Change { offer, change }))
                     }
                     Err(error) => Err(error.into()),
                 }
             }
-            (PayerStage::Offered { offer, change }, ExchangeMessage::Request(request)) if request.amount == *offer => {
+            (PayerStage::Offered { offer, change }, HandOverMessage::Request(request)) if request.amount == *offer => {
                 let (offer, change) = (*offer, *change);
                 let tokens = device.pay(&request, ring, now_ms)?;
                 self.stage = PayerStage::AwaitingChange { paid: offer, change };
-                Ok(Step::Send(ExchangeMessage::Payment {
+                Ok(Step::Send(HandOverMessage::Payment {
                     nonce: request.nonce,
                     tokens,
                 }))
             }
-            (PayerStage::Paid { paid }, ExchangeMessage::Done) => Ok(Step::Finish(
+            (PayerStage::Paid { paid }, HandOverMessage::Done) => Ok(Step::Finish(
                 None,
-                Exchanged {
+                HandedOver {
                     received: 0,
                     paid: *paid,
                 },
             )),
-            (PayerStage::AwaitingChange { paid, change }, ExchangeMessage::Payment { nonce, tokens })
+            (PayerStage::AwaitingChange { paid, change }, HandOverMessage::Payment { nonce, tokens })
                 if nonce == change.nonce =>
             {
                 let paid = *paid;
                 let received = device.receive(&nonce, &tokens, ring, now_ms)?;
-                Ok(Step::Finish(Some(ExchangeMessage::Done), Exchanged { received, paid }))
+                Ok(Step::Finish(Some(HandOverMessage::Done), HandedOver { received, paid }))
             }
-            (_, message) => Err(ExchangeError::OutOfTurn(kind(&message))),
+            (_, message) => Err(HandOverError::OutOfTurn(kind(&message))),
         }
     }
 }
