@@ -107,7 +107,7 @@ pub fn run(args: ByzantineArgs) -> anyhow::Result<ExitCode> {
                 data_dir,
                 listen,
                 limits: specie_service::HttpLimits::default(),
-                core: core.expect("clap requires --core unless --show-committee"),
+                core: specie_wallet::core_api(&core.expect("clap requires --core unless --show-committee")),
                 authorities,
                 shards,
             })?;

@@ -171,7 +171,7 @@ fn asset(text: &str) -> anyhow::Result<Asset> {
     let (name, url) = text.split_once('=').context("an asset is NAME=CORE-URL")?;
     Ok(Asset {
         name: name.to_string(),
-        core_url: Some(url.to_string()),
+        core: Some(specie_wallet::core_api(url)),
     })
 }
 

@@ -26,7 +26,7 @@ use specie_authority::{Reply, ShardIndex};
 use specie_fastpay::{AuthorityIndex, Committee, SigningKey};
 use specie_log::LogOptions;
 use specie_service::server::{Listening, ServeUntilError};
-use specie_service::{ApiError, CoreCheckError, HttpLimits, Pending};
+use specie_service::{ApiError, CoreApi, CoreCheckError, HttpLimits, Pending};
 use specie_transaction::UhsId;
 
 use crate::http_server::{self, AuthorityService, ShardPlace, Unavailable};
@@ -49,7 +49,7 @@ pub struct CommitteeServeOptions {
     pub listen: SocketAddr,
     pub limits: HttpLimits,
     /// The node whose UHS fundings are checked in.
-    pub core: String,
+    pub core: CoreApi,
     pub authorities: usize,
     pub shards: u32,
 }
@@ -160,7 +160,7 @@ pub fn serve(options: &CommitteeServeOptions) -> Result<(), CommitteeServeError>
 }
 
 /// Every authority shard's API under its path, and the committee's description.
-fn committee_router(committee: &Arc<EmbeddedCommittee>, core: &str, encoded: String) -> Router {
+fn committee_router(committee: &Arc<EmbeddedCommittee>, core: &CoreApi, encoded: String) -> Router {
     let mut router = Router::new();
     let mut paths = vec![];
     for authority in 0..committee.committee().size() {
@@ -171,7 +171,7 @@ fn committee_router(committee: &Arc<EmbeddedCommittee>, core: &str, encoded: Str
                 committee: committee.clone(),
                 authority: authority as AuthorityIndex,
                 shard,
-                core: core.to_string(),
+                core: core.clone(),
             });
             router = router.nest(&path, http_server::router(service));
             shards.push(path);
@@ -266,7 +266,7 @@ struct EmbeddedShard {
     committee: Arc<EmbeddedCommittee>,
     authority: AuthorityIndex,
     shard: ShardIndex,
-    core: String,
+    core: CoreApi,
 }
 
 impl AuthorityService for EmbeddedShard {
@@ -305,15 +305,7 @@ impl AuthorityService for EmbeddedShard {
     }
 
     fn in_core(&self, marker: UhsId) -> Pending<'_, Result<bool, CoreCheckError>> {
-        let core = self.core.clone();
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || specie_wallet::marker_in_core(&core, marker))
-                .await
-                .map_err(|error| CoreCheckError::Unreachable {
-                    at: "this process".into(),
-                    reason: error.to_string(),
-                })?
-        })
+        Box::pin(self.core.holds(marker.0))
     }
 }
 
@@ -347,7 +339,10 @@ mod tests {
             data_dir: dir.path().join("committee"),
             listen: "127.0.0.1:0".parse().unwrap(),
             limits: HttpLimits::default(),
-            core: "http://127.0.0.1:1".into(),
+            core: CoreApi {
+                url: "http://127.0.0.1:1".into(),
+                lookup: |_, _| Ok(false),
+            },
             authorities,
             shards,
         };

@@ -185,15 +185,23 @@ pub struct NodeClient {
 
 /// Whether the core whose HTTP API is `core_url` holds the UHS id `marker`: the one check of a
 /// funding over HTTP, for the services that take value from the online core (blocking: async
-/// callers run it off their workers).
-pub fn marker_in_core(core_url: &str, marker: UhsId) -> Result<bool, CoreCheckError> {
+/// callers run it off their workers). A [`specie_service::MarkerLookup`].
+pub fn marker_in_core(core_url: &str, marker: [u8; 32]) -> Result<bool, CoreCheckError> {
     let failed = |error: ClientError| CoreCheckError::Unreachable {
         at: core_url.to_string(),
         reason: error.to_string(),
     };
     let client = NodeClient::new(core_url).map_err(failed)?;
-    let present = client.query_uhs(&[marker]).map_err(failed)?;
+    let present = client.query_uhs(&[UhsId(marker)]).map_err(failed)?;
     Ok(present.first().copied().unwrap_or(false))
+}
+
+/// The core at `url`, as a service that takes value from it checks fundings there.
+pub fn core_api(url: &str) -> specie_service::CoreApi {
+    specie_service::CoreApi {
+        url: url.to_string(),
+        lookup: marker_in_core,
+    }
 }
 
 impl NodeClient {

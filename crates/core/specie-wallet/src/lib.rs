@@ -57,8 +57,8 @@ pub use anonymous_payment::{
     AnonymousPaymentString, AnonymousPaymentStringError, ANONYMOUS_PAYMENT_CHARS, ANONYMOUS_PAYMENT_PREFIX,
 };
 pub use client::{
-    marker_in_core, BadSubmitResult, ClientError, Ledger, NodeAccess, NodeClient, NodeInfo, SubmitResult, SubmitStatus,
-    AUTH_FILE_BYTES_MAX, CA_FILE_BYTES_MAX,
+    core_api, marker_in_core, BadSubmitResult, ClientError, Ledger, NodeAccess, NodeClient, NodeInfo, SubmitResult,
+    SubmitStatus, AUTH_FILE_BYTES_MAX, CA_FILE_BYTES_MAX,
 };
 pub use confidential_payment::{
     ConfidentialPaymentString, ConfidentialPaymentStringError, CONFIDENTIAL_PAYMENT_CHARS, CONFIDENTIAL_PAYMENT_PREFIX,

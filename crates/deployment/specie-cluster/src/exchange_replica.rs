@@ -99,7 +99,7 @@ impl ExchangeService for ExchangeReplica {
                 None => Err(CoreCheckError::NoCore),
                 // The cluster's own currency: its shards, over mutual TLS.
                 Some(None) => self.core.holds_marker(marker).await,
-                Some(Some(url)) => specie_exchange_service::service::marker_in_http_core(url, marker).await,
+                Some(Some(url)) => specie_wallet::core_api(&url).holds(marker).await,
             }
         })
     }

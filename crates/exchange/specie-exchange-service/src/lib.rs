@@ -26,7 +26,7 @@ use specie_exchange::{ExchangeConfig, ExchangeInput, ExchangeReply, ExchangeRole
 use specie_host::RoleThread;
 use specie_log::secret::SecretFileError;
 use specie_log::LogOptions;
-use specie_service::HttpLimits;
+use specie_service::{CoreApi, HttpLimits};
 
 /// Why the exchange could not be opened or served.
 #[derive(Debug, thiserror::Error)]
@@ -59,10 +59,11 @@ pub enum ExchangeServiceError {
 }
 
 /// A currency the exchange trades, and the online core that mints it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Asset {
     pub name: String,
-    pub core_url: Option<String>,
+    /// The core that mints it, where deposits are checked.
+    pub core: Option<CoreApi>,
 }
 
 /// What `specie exchange serve` runs with.

@@ -42,18 +42,7 @@ impl ExchangeService for ExchangeHandle {
     }
 
     fn in_core(&self, asset: usize, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>> {
-        let core_url = self.assets.get(asset).and_then(|a| a.core_url.clone());
-        Box::pin(async move { marker_in_http_core(core_url.ok_or(CoreCheckError::NoCore)?, marker).await })
+        let core = self.assets.get(asset).and_then(|a| a.core.clone());
+        Box::pin(async move { core.ok_or(CoreCheckError::NoCore)?.holds(marker).await })
     }
-}
-
-/// Whether the core whose HTTP API is `core_url` holds the UHS id `marker` (the lookup blocks, so
-/// it runs off the async workers).
-pub async fn marker_in_http_core(core_url: String, marker: [u8; 32]) -> Result<bool, CoreCheckError> {
-    tokio::task::spawn_blocking(move || specie_wallet::marker_in_core(&core_url, specie_transaction::UhsId(marker)))
-        .await
-        .map_err(|error| CoreCheckError::Unreachable {
-            at: "the core lookup".into(),
-            reason: error.to_string(),
-        })?
 }

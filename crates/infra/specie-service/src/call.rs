@@ -58,6 +58,33 @@ pub enum CoreCheckError {
     Unreachable { at: String, reason: String },
 }
 
+/// How a service asks one online core, over the core's HTTP API, whether a UHS id is in its
+/// UHS. The lookup itself is the core's client's (`specie_wallet::marker_in_core`), handed in by
+/// whoever starts the service, so a capability's service does not reach into the core's wallet.
+#[derive(Clone, Debug)]
+pub struct CoreApi {
+    /// The core's HTTP API (`http://127.0.0.1:8080`).
+    pub url: String,
+    /// Asks the core at the URL whether it holds the marker (blocking).
+    pub lookup: MarkerLookup,
+}
+
+/// A blocking lookup of a marker in the core whose HTTP API is at the URL.
+pub type MarkerLookup = fn(core_url: &str, marker: [u8; 32]) -> Result<bool, CoreCheckError>;
+
+impl CoreApi {
+    /// Whether the core holds `marker`, asked off the async workers.
+    pub async fn holds(&self, marker: [u8; 32]) -> Result<bool, CoreCheckError> {
+        let (url, lookup) = (self.url.clone(), self.lookup);
+        tokio::task::spawn_blocking(move || lookup(&url, marker))
+            .await
+            .map_err(|error| CoreCheckError::Unreachable {
+                at: self.url.clone(),
+                reason: format!("the lookup stopped: {error}"),
+            })?
+    }
+}
+
 /// The one answer to a funding check: go on if the core holds the funding's marker; else `409
 /// funding_unconfirmed` (submit it to the core first), `503 no_core`, or `502 core_unreachable`.
 pub fn funding_confirmed<X: Default>(held: Result<bool, CoreCheckError>) -> Result<(), ApiError<X>> {
@@ -123,5 +150,30 @@ mod tests {
             answer(Err(down)),
             (StatusCode::BAD_GATEWAY, "core_unreachable".to_string())
         );
+    }
+
+    #[tokio::test]
+    async fn a_core_is_asked_through_the_lookup_it_was_given_off_the_async_workers() {
+        fn holds_odd(url: &str, marker: [u8; 32]) -> Result<bool, CoreCheckError> {
+            match url {
+                "http://core" => Ok(marker[0] % 2 == 1),
+                _ => Err(CoreCheckError::Unreachable {
+                    at: url.to_string(),
+                    reason: "no such core".into(),
+                }),
+            }
+        }
+        let core = CoreApi {
+            url: "http://core".into(),
+            lookup: holds_odd,
+        };
+        assert_eq!(core.holds([1; 32]).await, Ok(true));
+        assert_eq!(core.holds([2; 32]).await, Ok(false));
+        let elsewhere = CoreApi {
+            url: "http://elsewhere".into(),
+            lookup: holds_odd,
+        };
+        let error = funding_confirmed::<crate::NoMore>(elsewhere.holds([1; 32]).await).unwrap_err();
+        assert_eq!(error.detail.code, "core_unreachable");
     }
 }

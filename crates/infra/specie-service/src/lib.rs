@@ -13,6 +13,6 @@ pub mod error;
 pub mod observe;
 pub mod server;
 
-pub use call::{funding_confirmed, CoreCheckError, Pending, Unavailable};
+pub use call::{funding_confirmed, CoreApi, CoreCheckError, MarkerLookup, Pending, Unavailable};
 pub use error::{ApiError, ErrorBody, ErrorDetail, NoMore};
 pub use server::HttpLimits;

@@ -25,7 +25,7 @@ use crate::http_api::{
 };
 use crate::service::{AuthorityService, EmbeddedAuthority};
 use crate::AuthorityHandle;
-use specie_service::ApiError;
+use specie_service::{ApiError, CoreApi};
 use specie_transaction::{BridgePayout, SpecieTransaction};
 
 /// The authority the API serves, however it is hosted.
@@ -39,7 +39,7 @@ const BODY_BYTES_MAX: usize = 2 * BINDINGS_PER_CALL_MAX * (KEY_BINDING_BYTES + 8
 pub struct Bridge {
     /// The online core's HTTP API (`specie node`, or a cluster's), asked whether a funding's
     /// marker is in the UHS: `POST /v1/offline/fund-from-core`.
-    pub core_url: Option<String>,
+    pub core: Option<CoreApi>,
     /// Whether the operator may fund devices on its word (`POST /v1/offline/fund`): value from
     /// nowhere, outside the platform's supply audit. For trials without a core only.
     pub operator_funding: bool,

@@ -3,7 +3,6 @@
 //! followers send callers to the leader.
 
 use specie_offline_authority::Reply;
-use specie_transaction::UhsId;
 
 use specie_service::{CoreCheckError, Pending, Unavailable};
 
@@ -53,16 +52,8 @@ impl AuthorityService for EmbeddedAuthority {
     }
 
     fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>> {
-        let core_url = self.bridge.core_url.clone();
-        Box::pin(async move {
-            let core_url = core_url.ok_or(CoreCheckError::NoCore)?;
-            tokio::task::spawn_blocking(move || specie_wallet::marker_in_core(&core_url, UhsId(marker)))
-                .await
-                .map_err(|e| CoreCheckError::Unreachable {
-                    at: "this process".into(),
-                    reason: e.to_string(),
-                })?
-        })
+        let core = self.bridge.core.clone();
+        Box::pin(async move { core.ok_or(CoreCheckError::NoCore)?.holds(marker).await })
     }
 }
 
