@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use specie_bench::demo::DemoOptions;
+use specie_demo::payments::DemoOptions;
 
 use crate::node_cmd::ShapeArg;
 
@@ -151,7 +151,7 @@ pub struct DemoArgs {
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let _scratch = Scratch::new()?;
     if args.privacy {
-        let options = specie_bench::demo_privacy::PrivacyDemoOptions {
+        let options = specie_demo::privacy::PrivacyDemoOptions {
             // The default 200 wallets suit the other modes; each confidential payment takes
             // milliseconds to prove, so the privacy demo's default is smaller.
             users: if args.wallets == 200 { 40 } else { args.wallets },
@@ -161,10 +161,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             json: args.json,
             shape: args.shape.into(),
         };
-        return Ok(specie_bench::demo_privacy::run(&options)?);
+        return Ok(specie_demo::privacy::run(&options)?);
     }
     if args.exchange {
-        let options = specie_bench::demo_exchange::ExchangeDemoOptions {
+        let options = specie_demo::exchange::ExchangeDemoOptions {
             traders: args.wallets,
             blocks: args.blocks,
             seed: args.seed,
@@ -172,10 +172,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             chart: args.chart,
             json: args.json,
         };
-        return Ok(specie_bench::demo_exchange::run(&options)?);
+        return Ok(specie_demo::exchange::run(&options)?);
     }
     if args.offline {
-        let options = specie_bench::demo_offline::OfflineDemoOptions {
+        let options = specie_demo::offline::OfflineDemoOptions {
             devices: args.wallets,
             payments: args.payments,
             cheater_fraction: args.cheater_fraction,
@@ -184,10 +184,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             data_dir: args.data_dir,
             json: args.json,
         };
-        return Ok(specie_bench::demo_offline::run(&options)?);
+        return Ok(specie_demo::offline::run(&options)?);
     }
     if args.byzantine {
-        let options = specie_bench::demo_byzantine::ByzantineDemoOptions {
+        let options = specie_demo::byzantine::ByzantineDemoOptions {
             accounts: args.wallets,
             payments: args.payments,
             shards: u32::try_from(args.shards)?,
@@ -198,7 +198,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             data_dir: args.data_dir,
             json: args.json,
         };
-        return Ok(specie_bench::demo_byzantine::run(&options)?);
+        return Ok(specie_demo::byzantine::run(&options)?);
     }
     let options = DemoOptions {
         wallets: args.wallets,
@@ -216,5 +216,5 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         ledger_of_record: !args.no_ledger_of_record,
         shape: args.shape.into(),
     };
-    Ok(specie_bench::demo::run(&options)?)
+    Ok(specie_demo::payments::run(&options)?)
 }

@@ -85,6 +85,7 @@ from_below! {
 }
 
 /// Returns early with [`BenchError::Failed`].
+#[macro_export]
 macro_rules! fail {
     ($($message:tt)*) => {
         return Err($crate::error::BenchError::Failed(format!($($message)*)))
@@ -92,6 +93,7 @@ macro_rules! fail {
 }
 
 /// Returns early with [`BenchError::Failed`] unless the condition holds.
+#[macro_export]
 macro_rules! ensure_that {
     ($condition:expr, $($message:tt)*) => {
         let holds: bool = $condition;
@@ -100,5 +102,3 @@ macro_rules! ensure_that {
         }
     };
 }
-
-pub(crate) use {ensure_that, fail};

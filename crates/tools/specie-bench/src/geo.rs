@@ -27,7 +27,8 @@ use specie_cluster::{operator, Limits, Shape, Topology};
 
 use crate::cluster::load::{run_load, LoadRun};
 use crate::cluster::{shape_text, ClusterBenchOptions, LoadMode};
-use crate::error::{ensure_that, fail, BenchResult, StepContext};
+use crate::error::{BenchResult, StepContext};
+use crate::{ensure_that, fail};
 
 use self::regions::{region_topology, Placement, LOAD_REGION, REGIONS};
 pub use self::regions::{RoundTrips, RoundTripsError};

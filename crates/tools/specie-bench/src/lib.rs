@@ -1,10 +1,7 @@
-//! specie's benchmarks and its demo: workloads from `specie-workload` run against an embedded node
-//! or a cluster, measured beside the ceilings that bound them.
+//! specie's benchmarks: workloads from `specie-workload` run against an embedded node or a
+//! cluster, measured beside the ceilings that bound them. (`specie demo` is `specie-demo`'s, which
+//! shares this crate's ceilings, errors and submission.)
 //!
-//! - [`demo`]: `specie demo`, a short run of the payment workload ending in the supply audit.
-//! - [`demo_byzantine`]: `specie demo --byzantine`, the Byzantine mode with the core as its Primary.
-//! - [`demo_privacy`]: `specie demo --privacy`, transparent and confidential payments, forgeries,
-//!   the passive auditor's reconstruction from the ledger of record and the supply audit.
 //! - [`swap`]: `specie bench validate | swap` against an embedded node (and, to weigh running
 //!   embedded mode through Raft, against one-replica Raft groups in the same process).
 //! - [`postgres`]: `specie bench postgres`, the PostgreSQL baseline of Hamilton §6.1 (a throwaway
@@ -30,20 +27,15 @@
 //!   cores: the curve, its efficiency against linear, the same-run ceiling, and the busiest
 //!   thread with its CPU per transaction (the serial stage and the cap it sets).
 //! - [`ceiling`]: what signing and verifying cost on all cores, the bound on every figure.
+//! - [`submit`]: transactions handed to an embedded core, every outcome awaited.
 
 mod cpu;
-mod error;
+pub mod error;
 
 pub mod byzantine;
 pub mod ceiling;
 pub mod cluster;
-pub mod demo;
-pub mod demo_byzantine;
-pub mod demo_exchange;
-pub mod demo_offline;
-pub mod demo_privacy;
 pub mod exchange;
-mod exchange_chart;
 pub mod geo;
 pub mod offline;
 mod one_replica;
@@ -51,6 +43,7 @@ pub mod postgres;
 pub mod privacy;
 mod replicated;
 pub mod scale;
+pub mod submit;
 pub mod swap;
 
 pub use error::{BenchError, BenchResult};

@@ -44,7 +44,8 @@ use specie_role::Ticket;
 
 use crate::ceiling::per_cpu_second;
 use crate::cpu::CpuClock;
-use crate::error::{ensure_that, BenchResult, StepContext};
+use crate::ensure_that;
+use crate::error::{BenchResult, StepContext};
 
 /// The prototype's authority: deposited tokens with 3-signature chains per second, one thread.
 const PROTOTYPE_TOKENS_PER_S: f64 = 5_143.0;

@@ -26,7 +26,8 @@ use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{CompactTransaction, Txid};
 use tokio::runtime::Runtime;
 
-use crate::error::{ensure_that, BenchResult, StepContext};
+use crate::ensure_that;
+use crate::error::{BenchResult, StepContext};
 use crate::swap::{check_swap_params, drive_swaps, SwapParams, SwapReport};
 
 /// As the cluster's default `raft_snapshot_entries`.

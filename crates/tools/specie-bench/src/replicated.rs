@@ -12,7 +12,8 @@ use std::os::fd::AsFd as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::error::{ensure_that, BenchResult, StepContext};
+use crate::ensure_that;
+use crate::error::{BenchResult, StepContext};
 
 /// The figures `bench postgres` reports for the replicated cluster.
 #[derive(Debug)]

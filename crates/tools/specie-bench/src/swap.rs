@@ -4,7 +4,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use crate::error::{ensure_that, BenchResult, StepContext};
+use crate::ensure_that;
+use crate::error::{BenchResult, StepContext};
 use rand::{Rng, SeedableRng};
 use specie_api::{CompletionSender, TxStatus};
 use specie_node::{EmbeddedNode, NodeOptions};

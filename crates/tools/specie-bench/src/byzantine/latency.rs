@@ -8,7 +8,8 @@ use hdrhistogram::Histogram;
 use specie_committee::{Behaviour, Pipeline};
 
 use super::load::{audit, CommitteeSetup, Owners};
-use crate::error::{ensure_that, fail, BenchResult};
+use crate::error::BenchResult;
+use crate::{ensure_that, fail};
 
 /// Fail rather than hang if no payment ends for this long.
 const STALL: Duration = Duration::from_secs(60);

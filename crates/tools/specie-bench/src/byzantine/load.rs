@@ -14,7 +14,8 @@ use specie_fastpay::{
 use specie_log::{LogOptions, SyncMode};
 
 use crate::cpu::{CpuClock, CpuUsed};
-use crate::error::{ensure_that, fail, BenchResult, StepContext};
+use crate::error::{BenchResult, StepContext};
+use crate::{ensure_that, fail};
 
 /// FastPay's smallest Byzantine-tolerant committee (f = 1), as the reference measures it.
 pub(crate) const AUTHORITIES: usize = 4;

@@ -31,7 +31,8 @@ use specie_committee::Behaviour;
 use self::ceilings::Ceilings;
 use self::latency::{measure_latency, Latency};
 use self::load::{measure_load, CommitteeSetup, LoadFigures, AUTHORITIES};
-use crate::error::{ensure_that, BenchResult};
+use crate::ensure_that;
+use crate::error::BenchResult;
 
 /// What `specie bench byzantine` runs (see its command-line help).
 /// Shards per authority unless told: the machine's cores divided among the authorities, at

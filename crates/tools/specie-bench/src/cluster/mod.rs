@@ -19,7 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::{ensure_that, fail, BenchError, BenchResult, StepContext};
+use crate::error::{BenchError, BenchResult, StepContext};
+use crate::{ensure_that, fail};
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -34,7 +34,8 @@ use super::{
     ms_since, verdict, Ceiling, ExchangeBenchOptions, PAPER_PAYMENTS_PER_S_PER_THREAD, TARGET_EXECUTION_RATIO,
 };
 use crate::cpu::CpuClock;
-use crate::error::{ensure_that, BenchResult, StepContext};
+use crate::ensure_that;
+use crate::error::{BenchResult, StepContext};
 
 /// Distinct signing keys: account `n` has key `n % KEYS` (deriving a million keys would take
 /// longer than the benchmark; the exchange verifies each transaction whatever its key).
@@ -358,7 +359,7 @@ impl Exec {
             let ((verdicts, effects), took) = Ms::time(|| screen(ledger, &transactions));
             ms.screen.add(took);
             if let Some(refusal) = verdicts.iter().flatten().next() {
-                crate::error::fail!("the screen refused a planned transaction: {refusal}");
+                crate::fail!("the screen refused a planned transaction: {refusal}");
             }
             let (supply, took) = Ms::time(|| supply_after(ledger, &effects));
             ms.supply_check.add(took);

@@ -8,7 +8,8 @@ use std::time::Duration;
 use specie_cluster::supervisor::Member;
 use specie_cluster::Topology;
 
-use crate::error::{fail, BenchResult};
+use crate::error::BenchResult;
+use crate::fail;
 
 /// Regions: replica `i` of every replicated group is in region `i`.
 pub(crate) const REGIONS: usize = 3;

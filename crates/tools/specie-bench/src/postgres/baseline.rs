@@ -13,7 +13,8 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use super::PostgresOptions;
-use crate::error::{ensure_that, fail, BenchError, BenchResult, StepContext};
+use crate::error::{BenchError, BenchResult, StepContext};
+use crate::{ensure_that, fail};
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -37,8 +37,9 @@ use specie_transaction::{
 use crate::ceiling::per_cpu_second;
 
 mod anonymous;
-use crate::demo_byzantine::submit_all;
-use crate::error::{fail, BenchResult, StepContext};
+use crate::error::{BenchResult, StepContext};
+use crate::fail;
+use crate::submit::submit_all;
 use anonymous::{AnonymousFigures, AnonymousPayments};
 
 pub struct PrivacyBenchOptions {

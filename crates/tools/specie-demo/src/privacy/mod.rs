@@ -40,11 +40,13 @@ use specie_transaction::{
     MintTransaction, NonceMode, Output, RedeemTransaction, SpecieTransaction, Transaction, Txid, UhsId,
 };
 
-use crate::demo_byzantine::{submit_all, value_in_uhs, wait_for_outcomes};
+use crate::byzantine::value_in_uhs;
+use specie_bench::submit::{submit_all, wait_for_outcomes};
 
 mod anonymous;
-use crate::error::{fail, BenchError, BenchResult, StepContext};
 use anonymous::{AnonymousHolder, AnonymousLevel, ANONYMOUS_FORGERIES};
+use specie_bench::error::{BenchError, BenchResult, StepContext};
+use specie_bench::fail;
 
 /// Minted to each user, in clear, as four coins.
 const COIN_VALUE: u64 = 25_000;
@@ -646,7 +648,7 @@ fn audit(
         .iter()
         .flat_map(|u| u.notes.iter().map(|n| (n.input.uhs_id(), n.opening.value)))
         .collect();
-    let ledger = crate::demo::check_ledger_of_record(core)?.step("the demo's core keeps a ledger of record")?;
+    let ledger = crate::payments::check_ledger_of_record(core)?.step("the demo's core keeps a ledger of record")?;
     let anonymous_notes: Vec<(UhsId, u64)> = users.iter().flat_map(|u| u.anonymous.held()).collect();
     let view = OwnerView {
         secret: level.owner_auditor.clone(),

@@ -29,8 +29,10 @@ use specie_transaction::{
 };
 use specie_workload::offline::{self, OfflineActor, PaymentChoice, PaymentEnd};
 
-use crate::demo_byzantine::{present_twice, submit_all};
-use crate::error::{fail, BenchError, BenchResult, StepContext};
+use crate::byzantine::present_twice;
+use specie_bench::error::{BenchError, BenchResult, StepContext};
+use specie_bench::fail;
+use specie_bench::submit::submit_all;
 
 /// Value minted to each user and moved whole into offline cash (8.00: tokens of 5, 2 and 1).
 const FUNDING_VALUE: u64 = 800;
@@ -550,7 +552,7 @@ fn books(authority: &AuthorityHandle) -> BenchResult<Books> {
 /// The value of the payout outputs the core holds.
 fn core_value(core: &NodeHandle, payouts: &[BridgePayout]) -> BenchResult<u64> {
     let txs: Vec<SpecieTransaction> = payouts.iter().cloned().map(SpecieTransaction::BridgePayout).collect();
-    crate::demo_byzantine::value_held_by_core(core, &txs)
+    crate::byzantine::value_held_by_core(core, &txs)
 }
 
 struct Audit {

@@ -13,7 +13,7 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use secp256k1::Keypair;
-use specie_api::{Completion, TxStatus};
+use specie_api::TxStatus;
 use specie_authority::Funding;
 use specie_committee::{AuthorityBooks, Behaviour, Call, EmbeddedCommittee, EmbeddedCommitteeOptions, Pipeline};
 use specie_fastpay::{
@@ -27,7 +27,9 @@ use specie_transaction::{
     SpecieTransaction, UhsId,
 };
 
-use crate::error::{fail, BenchError, BenchResult, StepContext};
+use specie_bench::error::{BenchError, BenchResult, StepContext};
+use specie_bench::fail;
+use specie_bench::submit::submit_all;
 
 /// Value minted to each user and moved whole into the Byzantine mode.
 const FUNDING_VALUE: u64 = 10_000;
@@ -143,29 +145,6 @@ fn make_users(args: &ByzantineDemoOptions, rng: &mut StdRng) -> Vec<User> {
             }
         })
         .collect()
-}
-
-/// Submits transactions to the core and waits for every outcome (the demos of every mode).
-pub(crate) fn submit_all(core: &NodeHandle, txs: Vec<SpecieTransaction>) -> BenchResult<Vec<TxStatus>> {
-    let count = txs.len();
-    let numbered = txs.into_iter().enumerate().map(|(n, tx)| (n as u64, tx)).collect();
-    wait_for_outcomes(count, |reply| core.submit(numbered, reply))
-}
-
-/// Runs `submit`, which hands `count` transactions numbered from 0 to the core, and waits for
-/// every outcome, in that order.
-pub(crate) fn wait_for_outcomes(
-    count: usize,
-    submit: impl FnOnce(&specie_api::CompletionSender),
-) -> BenchResult<Vec<TxStatus>> {
-    let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<Completion>();
-    submit(&reply);
-    let mut statuses = vec![TxStatus::Unknown; count];
-    for _ in 0..count {
-        let completion = completions.blocking_recv().step("the core stopped")?;
-        statuses[completion.client_ref as usize] = completion.status;
-    }
-    Ok(statuses)
 }
 
 /// Mints to every user's core key, moves each minted output whole into the user's Byzantine-mode

@@ -30,8 +30,10 @@ use specie_transaction::{
 };
 use specie_workload::exchange::{Market, MarketMix};
 
-use crate::demo_byzantine::{present_twice, submit_all, value_held_by_core};
-use crate::error::{fail, BenchError, BenchResult, StepContext};
+use crate::byzantine::{present_twice, value_held_by_core};
+use specie_bench::error::{BenchError, BenchResult, StepContext};
+use specie_bench::fail;
+use specie_bench::submit::submit_all;
 
 /// The currencies, each on its own core.
 const CURRENCIES: [&str; 3] = ["usd", "eur", "gbp"];
