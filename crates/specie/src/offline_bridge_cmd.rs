@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
+use specie_offline_bridge::device::{AuthorityClient, DeviceFile};
 use specie_offline_bridge::{FundedFromCore, Notice};
-use specie_offline_service::device::{AuthorityClient, DeviceFile};
 
 fn tell(notice: Notice) {
     eprintln!("{notice}");

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use specie_offline::{EvidenceBundle, EVIDENCE_BUNDLE_BYTES_MAX};
-use specie_offline_service::device::{AuthorityClient, DeviceCommandError};
+use specie_offline_bridge::device::{AuthorityClient, DeviceCommandError};
 use specie_offline_service::http_api::{KeyBooksBody, KeysBody};
 
 #[derive(Args)]

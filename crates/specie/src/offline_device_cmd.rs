@@ -7,11 +7,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use specie_offline::Denominations;
-use specie_offline_device::DeviceLimits;
-use specie_offline_service::device::{
+use specie_offline_bridge::device::{
     parse_payment, parse_request, payment_string, request_string, AuthorityClient, DeviceFile, DeviceStore,
 };
-use specie_offline_service::hand_over;
+use specie_offline_bridge::hand_over;
+use specie_offline_device::DeviceLimits;
 
 #[derive(Args)]
 pub struct DeviceArgs {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use specie_offline_service::device::{AuthorityClient, DeviceFile, PaidOut};
+use crate::device::{AuthorityClient, DeviceFile, PaidOut};
 use specie_transaction::SpecieTransaction;
 use specie_wallet::session;
 use specie_wallet::{PaidOutput, PaymentString, WalletFile};

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use specie_offline_service::device::DeviceCommandError;
+use crate::device::DeviceCommandError;
 use specie_wallet::session::SessionError;
 use specie_wallet::{ClientError, FileError, PaymentString, WalletError};
 

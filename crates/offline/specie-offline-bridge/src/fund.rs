@@ -2,11 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::device::{check_refund_payout, AuthorityClient, CoreFunded, DeviceCommandError, DeviceFile};
 use serde_json::json;
 use specie_codec::Encode;
-use specie_offline_service::device::{
-    check_refund_payout, AuthorityClient, CoreFunded, DeviceCommandError, DeviceFile,
-};
 use specie_transaction::{bridge_owners_digest, Txid};
 use specie_wallet::session::{self, Submitted};
 use specie_wallet::{NodeClient, Outcome, PaidOutput, PaymentString, WalletFile};

@@ -1,6 +1,9 @@
-//! Value between a core wallet and a device, through the online core: `specie offline device
-//! fund-from-core` (an offline funding, then tokens: [`fund_from_core`]) and `deposit --wallet`
-//! (payouts, then core coins in the wallet: [`deposit_to_wallet`]).
+//! Offline cash's wallet driver and its bridge to the core. A device as its owner keeps and
+//! drives it ([`device`]: its file, the authority's client, funding, certifying, depositing;
+//! [`hand_over`]: paying another device over a local link), and value between a core wallet and
+//! a device, through the online core: `specie offline device fund-from-core` (a bridge funding,
+//! then tokens: [`fund_from_core`]) and `deposit --wallet` (payouts, then core coins in the
+//! wallet: [`deposit_to_wallet`]).
 //!
 //! Before paying, [`fund_from_core`] checks that the authority could issue the funding (its
 //! amount makes at most `TOKENS_PER_FUNDING_MAX` tokens of the ring's denominations; the owners
@@ -17,13 +20,15 @@
 //! device until the wallet holds its coin (the authority answers it again with the same payout).
 
 mod deposit;
+pub mod device;
 mod error;
 mod fund;
+pub mod hand_over;
 
 use std::path::{Path, PathBuf};
 
+use crate::device::DeviceFile;
 use specie_offline::PublicKey;
-use specie_offline_service::device::DeviceFile;
 use specie_transaction::Txid;
 use specie_wallet::{WalletLock, WALLET_LOCK_WAIT_MS};
 

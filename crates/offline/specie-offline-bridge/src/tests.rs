@@ -2,8 +2,8 @@ use std::sync::{Arc, Mutex};
 
 use axum::http::{Method, Uri};
 
+use crate::device::{AuthorityClient, DeviceStore};
 use specie_offline_device::DeviceLimits;
-use specie_offline_service::device::{AuthorityClient, DeviceStore};
 use specie_service::server::serve_on_loopback;
 use specie_service::{ApiError, HttpLimits};
 use specie_wallet::session::Submitted;

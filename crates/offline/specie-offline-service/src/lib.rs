@@ -11,8 +11,6 @@
 //! [`http_api`]); every decoder is bounded.
 
 mod api;
-pub mod device;
-pub mod hand_over;
 mod host;
 pub mod http_api;
 pub mod service;

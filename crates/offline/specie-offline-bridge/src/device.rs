@@ -12,12 +12,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::http_api::{
-    BooksBody, CertifiedBody, CertifyRequest, DepositBody, DepositRequest, FundFromCoreRequest, FundRequest,
-    FundedBody, KeysBody, OutcomeBody, RegisterRequest, RegisteredBody, RevocationsBody, RevokeKeyRequest, BOOKS_PATH,
-    CERTIFY_PATH, DEPOSIT_PATH, FUND_FROM_CORE_PATH, FUND_PATH, KEYS_PATH, REGISTER_PATH, REVOCATIONS_PATH,
-    REVOKE_KEY_PATH, ROTATE_PATH,
-};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use specie_codec::{Decode, DecodeError, Reader};
@@ -27,6 +21,12 @@ use specie_offline::{
 };
 use specie_offline_authority::{refund_serial, TOKENS_PER_FUNDING_MAX};
 use specie_offline_device::{Deposit, Device, DeviceError, DeviceLimits, PaymentRequest};
+use specie_offline_service::http_api::{
+    BooksBody, CertifiedBody, CertifyRequest, DepositBody, DepositRequest, FundFromCoreRequest, FundRequest,
+    FundedBody, KeysBody, OutcomeBody, RegisterRequest, RegisteredBody, RevocationsBody, RevokeKeyRequest, BOOKS_PATH,
+    CERTIFY_PATH, DEPOSIT_PATH, FUND_FROM_CORE_PATH, FUND_PATH, KEYS_PATH, REGISTER_PATH, REVOCATIONS_PATH,
+    REVOKE_KEY_PATH, ROTATE_PATH,
+};
 use specie_service::client::{Body, CallError, LeaderSearch, Replicas};
 use specie_transaction::{witness_program_commitment, BridgePayout, SpecieTransaction};
 use specie_wallet::{write_file_atomically, FileError, WalletFile, WalletLock};
@@ -915,8 +915,8 @@ mod tests {
             instruction: deposit.instruction.clone(),
         };
         match call(host, input) {
-            Reply::Deposited(outcome) => crate::api::deposit_body(&outcome, None),
-            Reply::PaidOut { outcome, payout } => crate::api::deposit_body(&outcome, Some(*payout)),
+            Reply::Deposited(outcome) => specie_offline_service::deposit_body(&outcome, None),
+            Reply::PaidOut { outcome, payout } => specie_offline_service::deposit_body(&outcome, Some(*payout)),
             other => panic!("deposit: {other:?}"),
         }
     }
