@@ -324,7 +324,8 @@ impl Replicas {
                     error: Box::new(error),
                 }))
             }
-            Err(error) => Attempt::Down(format!("{url}: {error}")),
+            // ureq says which URL it could not reach.
+            Err(error) => Attempt::Down(error.to_string()),
         }
     }
 }
