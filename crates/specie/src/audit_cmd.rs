@@ -12,7 +12,7 @@ use specie_codec::{Decode, Encode};
 use specie_confidential::AuditorSecret;
 use specie_credential::{AuditDirectory, EnrolmentId};
 use specie_endorsement::GroupKey;
-use specie_transaction::Txid;
+use specie_transaction::{SpecieTransaction, Txid, Witness};
 use specie_wallet::NodeClient;
 
 #[derive(Args)]
@@ -273,11 +273,29 @@ fn serve(
         .transpose()?;
     let auditor = specie_auditor::ActiveAuditor::new(&seed, owners, refuse_over);
     let cosigning = hex::encode(auditor.public_key());
-    let router = specie_api::cosign_api::router(auditor);
+    let router = specie_api::cosign_api::router(std::sync::Arc::new(Cosigning(auditor)));
     specie_service::server::serve_until_ctrl_c(listen, router, specie_service::HttpLimits::default(), |address| {
         eprintln!("active auditor {cosigning}: serving the co-signing API on http://{address}");
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The privacy capability's active auditor, as the core's co-signing API reaches it.
+struct Cosigning(specie_auditor::ActiveAuditor);
+
+impl specie_api::cosign_api::Cosigner for Cosigning {
+    fn public_key(&self) -> [u8; 32] {
+        self.0.public_key()
+    }
+
+    fn review(&self, tx: &SpecieTransaction) -> Result<Witness, specie_api::cosign_api::CosignRefused> {
+        self.0
+            .review(tx)
+            .map_err(|refusal| specie_api::cosign_api::CosignRefused {
+                code: refusal.code(),
+                message: refusal.to_string(),
+            })
+    }
 }
 
 fn read_seed(path: &Path) -> anyhow::Result<[u8; 32]> {

@@ -8,6 +8,9 @@
 //!
 //! Anyone who can reach it can ask; it signs only what its policy passes, and its signature is
 //! only an approval (the transaction still needs its owners' signatures or spend proofs).
+//!
+//! The core declares what it needs of a co-signer ([`Cosigner`]); the privacy capability's active
+//! auditor (`specie_auditor::ActiveAuditor`) is one, handed in by `specie audit serve`.
 
 use std::sync::Arc;
 
@@ -16,9 +19,8 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use specie_auditor::ActiveAuditor;
 use specie_codec::Decode;
-use specie_transaction::{DecodeLimits, SpecieTransaction};
+use specie_transaction::{DecodeLimits, SpecieTransaction, Witness};
 
 use specie_service::ApiError;
 
@@ -28,7 +30,25 @@ use crate::http_api::{CosignBody, CosignInfoBody, CosignRequest, COSIGN_PATH, IN
 /// Largest request body: a hex transaction at the decoder's limit, and the JSON around it.
 pub const COSIGN_BODY_BYTES_MAX: usize = 2 * DecodeLimits::TRANSACTION_BYTES_MAX_DEFAULT + 1024;
 
-pub fn router(auditor: ActiveAuditor) -> Router {
+/// An active auditor, as the co-signing API reaches it.
+pub trait Cosigner: Send + Sync + 'static {
+    /// The co-signing key (x-only): what `specie node --active-auditor` takes.
+    fn public_key(&self) -> [u8; 32];
+    /// The p2pk witness to append after `tx`'s own, or why the policy refuses it.
+    fn review(&self, tx: &SpecieTransaction) -> Result<Witness, CosignRefused>;
+}
+
+/// A co-signer's refusal: a stable code (`not_private`, `invalid_proof`, `unreadable`,
+/// `unknown_owner`, `over_limit`) and a message for people.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CosignRefused {
+    pub code: &'static str,
+    pub message: String,
+}
+
+type Auditor = Arc<dyn Cosigner>;
+
+pub fn router(auditor: Auditor) -> Router {
     Router::new()
         .route(INFO_PATH, get(info))
         .route(COSIGN_PATH, post(cosign))
@@ -40,17 +60,17 @@ pub fn router(auditor: ActiveAuditor) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(COSIGN_BODY_BYTES_MAX))
-        .with_state(Arc::new(auditor))
+        .with_state(auditor)
 }
 
-async fn info(State(auditor): State<Arc<ActiveAuditor>>) -> Json<CosignInfoBody> {
+async fn info(State(auditor): State<Auditor>) -> Json<CosignInfoBody> {
     Json(CosignInfoBody {
         cosigning_key: hex::encode(auditor.public_key()),
     })
 }
 
 async fn cosign(
-    State(auditor): State<Arc<ActiveAuditor>>,
+    State(auditor): State<Auditor>,
     request: Result<Json<CosignRequest>, JsonRejection>,
 ) -> Result<Json<CosignBody>, ApiError> {
     let Json(request) = request.map_err(json_rejection)?;
@@ -70,8 +90,8 @@ async fn cosign(
         })),
         Err(refusal) => Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
-            refusal.code(),
-            refusal.to_string(),
+            refusal.code,
+            refusal.message,
         )),
     }
 }
