@@ -445,7 +445,7 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
             check_endorsements(&block, key, &mut summary);
         }
         previous = block.header.hash();
-        for audited in auditor.read(&block)? {
+        for audited in auditor.read(block.header.height, block.records.iter().map(|r| r.transaction()))? {
             summary.transactions += 1;
             summary.confidential += u64::from(audited.confidential);
             summary.anonymous += u64::from(audited.anonymous);

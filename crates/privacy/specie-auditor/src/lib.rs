@@ -17,7 +17,6 @@
 
 use std::collections::HashMap;
 
-use specie_archiver::Block;
 use specie_confidential::AuditorSecret;
 use specie_credential::{AuditDirectory, AuditorSecret as OwnerAuditorSecret, EnrolmentId};
 use specie_transaction::signing::{parse_xonly, schnorr_verify, P2pkWitness};
@@ -150,21 +149,26 @@ impl PassiveAuditor {
         (readable, unreadable)
     }
 
-    /// Reads the next block of the ledger: every transaction in it, as this auditor sees it.
-    pub fn read(&mut self, block: &Block) -> Result<Vec<Audited>, AuditReadError> {
-        if block.header.height != self.height + 1 {
+    /// Reads the next block of the ledger of record, block `height`'s transactions in order (the
+    /// caller has checked the block: its chain, its commitment to its records, its endorsements):
+    /// every transaction in it, as this auditor sees it.
+    pub fn read<'a>(
+        &mut self,
+        height: u64,
+        transactions: impl IntoIterator<Item = &'a SpecieTransaction>,
+    ) -> Result<Vec<Audited>, AuditReadError> {
+        if height != self.height + 1 {
             return Err(AuditReadError::OutOfOrder {
                 read: self.height,
-                got: block.header.height,
+                got: height,
             });
         }
-        let audited = block
-            .records
-            .iter()
+        let audited = transactions
+            .into_iter()
             .enumerate()
-            .map(|(position, record)| self.read_transaction(block.header.height, position as u32, record.transaction()))
+            .map(|(position, tx)| self.read_transaction(height, position as u32, tx))
             .collect();
-        self.height = block.header.height;
+        self.height = height;
         Ok(audited)
     }
 

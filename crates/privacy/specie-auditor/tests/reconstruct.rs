@@ -39,6 +39,14 @@ fn seal(ledger: &mut LedgerOfRecord, txs: &[SpecieTransaction]) -> Block {
     block
 }
 
+/// What a reader of the ledger hands the auditor: a block's height and its transactions.
+fn read_block(auditor: &mut PassiveAuditor, block: &Block) -> Result<Vec<Audited>, AuditReadError> {
+    auditor.read(
+        block.header.height,
+        block.records.iter().map(|record| record.transaction()),
+    )
+}
+
 #[test]
 fn a_passive_auditor_reconstructs_its_jurisdiction_and_only_it() {
     let mut rng = StdRng::seed_from_u64(7);
@@ -106,12 +114,12 @@ fn a_passive_auditor_reconstructs_its_jurisdiction_and_only_it() {
 
     let mut auditor = PassiveAuditor::new(ours, 100);
     assert_eq!(
-        auditor.read(&second),
+        read_block(&mut auditor, &second),
         Err(AuditReadError::OutOfOrder { read: 0, got: 2 })
     );
     let mut seen: Vec<Audited> = vec![];
     for block in [&first, &second, &third] {
-        seen.extend(auditor.read(block).unwrap());
+        seen.extend(read_block(&mut auditor, block).unwrap());
     }
     let values = |parties: &[specie_auditor::Party]| parties.iter().map(|p| p.value).collect::<Vec<_>>();
     assert_eq!(
@@ -223,7 +231,7 @@ fn a_passive_auditor_names_anonymous_owners_in_its_directory() {
     let mut named = PassiveAuditor::new(values.clone(), 1_000).with_owner_view(view);
     let mut blind = PassiveAuditor::new(values, 1_000);
     let read = |auditor: &mut PassiveAuditor| -> Vec<Audited> {
-        blocks.iter().flat_map(|b| auditor.read(b).unwrap()).collect()
+        blocks.iter().flat_map(|b| read_block(auditor, b).unwrap()).collect()
     };
     let (seen, unnamed) = (read(&mut named), read(&mut blind));
     let enter = &seen[1];

@@ -673,7 +673,7 @@ fn audit(
             }
         }
         for seen in auditor
-            .read(&block)
+            .read(block.header.height, block.records.iter().map(|r| r.transaction()))
             .map_err(|error| BenchError::Failed(error.to_string()))?
         {
             let unnamed = seen.outputs.iter().any(|p| p.owner == Owner::Unknown);
