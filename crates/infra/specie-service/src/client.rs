@@ -164,12 +164,6 @@ impl Replicas {
         self
     }
 
-    /// Answers read up to `bytes_max` bytes (default [`ANSWER_BYTES_MAX`]).
-    pub fn with_answer_bytes_max(mut self, bytes_max: u64) -> Replicas {
-        self.answer_bytes_max = bytes_max;
-        self
-    }
-
     /// The replicas' URLs, comma-separated (for messages).
     pub fn urls(&self) -> String {
         self.urls.join(",")
@@ -446,7 +440,8 @@ mod tests {
     #[test]
     fn answers_past_the_bound_are_refused_not_cut() {
         let (big, _, _big) = serve(StatusCode::OK, format!("\"{}\"", "x".repeat(2000)));
-        let replicas = patient(&format!("http://{big}")).with_answer_bytes_max(1000);
+        let mut replicas = patient(&format!("http://{big}"));
+        replicas.answer_bytes_max = 1000;
         let error = replicas.call::<NoMore>("GET", "/", Body::Empty).unwrap_err();
         assert!(
             matches!(&error, CallError::BadAnswer { reason, .. } if reason.contains("larger than 1000")),
