@@ -153,7 +153,7 @@ pub fn run(args: OfflineArgs) -> anyhow::Result<ExitCode> {
                 listen,
                 limits: specie_service::HttpLimits::default(),
                 snapshot_log_bytes,
-                bridge: specie_offline_service::Bridge {
+                core_link: specie_offline_service::CoreLink {
                     core: core.as_deref().map(specie_wallet::core_api),
                     operator_funding: allow_operator_funding,
                 },

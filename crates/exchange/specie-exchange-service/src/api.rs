@@ -7,8 +7,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use specie_codec::Encode;
 use specie_exchange::{
-    bridge_payout, deposit_from_core, refund_address, ExchangeInput, ExchangeReply, Fate, SignedTransaction,
-    Withdrawal, SIGNED_TRANSACTION_BYTES_MAX,
+    ExchangeInput, ExchangeReply, Fate, SignedTransaction, Withdrawal, SIGNED_TRANSACTION_BYTES_MAX,
 };
 use specie_transaction::SpecieTransaction;
 
@@ -16,6 +15,7 @@ use std::sync::Arc;
 
 use specie_service::ApiError;
 
+use crate::core_bridge::{bridge_payout, deposit_from_core, refund_address};
 use crate::http_api::{
     AccountBody, DepositBody, DepositRequest, FateBody, FatesBody, LastBlockBody, OfferBody, OffersBody, RefundBody,
     SummaryBody, TradeBody, TransactionsRequest, WithdrawalBody, ACCOUNTS_PATH, CODE_NO_SUCH_ACCOUNT,

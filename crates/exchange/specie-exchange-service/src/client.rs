@@ -446,7 +446,7 @@ pub enum PayoutError {
     #[error("the deposit kept in the wallet is not a core funding")]
     NotAFunding,
     #[error("the deposit cannot be refunded: {0}")]
-    NotRefundable(#[from] specie_exchange::BridgeRefusal),
+    NotRefundable(#[from] crate::core_bridge::BridgeRefusal),
 }
 
 /// Checks that `payout` is the exchange's payout of `owed`: made by `bridge` (the key the
@@ -513,7 +513,7 @@ pub fn owed_by_refund(asset: AssetId, funding: &SpecieTransaction) -> Result<Wit
         sequence,
         asset,
         amount: funding.amount,
-        address: specie_exchange::refund_address(funding)?,
+        address: crate::core_bridge::refund_address(funding)?,
     })
 }
 
@@ -613,7 +613,7 @@ mod tests {
             Some(DepositAnswer::Credited)
         );
         assert_eq!(read(json!({"credited": false})).and_then(deposit_answer_from), None);
-        let payout = specie_exchange::bridge_payout(
+        let payout = crate::core_bridge::bridge_payout(
             &specie_exchange::Withdrawal {
                 account: 7,
                 sequence: specie_exchange::REFUND_SEQUENCE_BIT | 9,
@@ -658,7 +658,7 @@ mod tests {
         assert_eq!((owed.account, owed.sequence, owed.amount), (7, 9, 40));
         let bridge_key = key.verifying_key().to_bytes();
         let paid = |withdrawal: &Withdrawal, by: &ed25519_dalek::SigningKey| {
-            SpecieTransaction::BridgePayout(specie_exchange::bridge_payout(withdrawal, by))
+            SpecieTransaction::BridgePayout(crate::core_bridge::bridge_payout(withdrawal, by))
         };
         assert_eq!(check_payout(&paid(&owed, &key), &bridge_key, &owed), Ok(()));
         let other_key = ed25519_dalek::SigningKey::from_bytes(&[8; 32]);
@@ -714,7 +714,7 @@ mod tests {
             (owed.account, owed.sequence),
             specie_exchange::refund_id(1, &funding.marker().unwrap().0)
         );
-        let payout = SpecieTransaction::BridgePayout(specie_exchange::bridge_payout(&owed, &bridge()));
+        let payout = SpecieTransaction::BridgePayout(crate::core_bridge::bridge_payout(&owed, &bridge()));
         assert_eq!(check_payout(&payout, &bridge_key, &owed), Ok(()));
         let other_asset = owed_by_refund(0, &funding).unwrap();
         assert!(check_payout(&payout, &bridge_key, &other_asset).is_err());

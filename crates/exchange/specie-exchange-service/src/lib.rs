@@ -10,6 +10,7 @@
 
 mod api;
 pub mod client;
+pub mod core_bridge;
 pub mod http_api;
 pub mod service;
 

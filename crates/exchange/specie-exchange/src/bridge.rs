@@ -1,8 +1,10 @@
 //! The exchange's bridge to the online cores, one core per asset (each currency's own core and
 //! issuer). Value comes in as a core *funding* to the exchange's bridge key whose owners' digest
-//! commits to the exchange account and its key ([`deposit_from_core`]); it goes out as a core
-//! *payout* the bridge key signs for a withdrawal executed in a block ([`payout`]): the same two
-//! kinds the offline authority uses (docs/transaction-format.md §5.7–5.8). Each funding is
+//! commits to the exchange account and its key; it goes out as a core *payout* the bridge key
+//! signs for a withdrawal executed in a block: the same two kinds the offline authority uses
+//! (docs/transaction-format.md §5.7–5.8). The conversions between the core's transactions and
+//! the exchange's deposits and withdrawals are the service's (`specie_exchange_service::
+//! core_bridge`); here, what the ledger keeps of them. Each funding is
 //! credited once (its marker, in the exchange's state); each withdrawal is paid once (its
 //! payout's marker, in the core's UHS, per bridge key and serial).
 //!
@@ -10,16 +12,14 @@
 //! another key holds, or to a key that is not one, or it would take the asset's total on the
 //! exchange past [`crate::ASSET_TOTAL_MAX`]) is not left out of every book: it is *refunded*
 //! ([`Ledger::deposit_or_refund`]), once per marker like a credit. The refund is a withdrawal of
-//! the funding's amount to the owner of the funding's first input ([`refund_address`]), kept
+//! the funding's amount to the owner of the funding's first input, kept
 //! among the withdrawals under an id no transaction's withdrawal can have ([`refund_id`]), so
 //! the bridge key's payout for it is served, paid once by the core, hashed into the state and
 //! counted in the audit (deposited and withdrawn alike) as every other withdrawal is.
 
-use ed25519_dalek::SigningKey;
 use sha2::{Digest, Sha256};
-use specie_transaction::{BridgeFunding, BridgePayout};
 
-use crate::ledger::{deposit_commitment, Deposit, DepositRefusal, Ledger};
+use crate::ledger::{Deposit, DepositRefusal, Ledger};
 use crate::screen::Withdrawal;
 use crate::state_hash::Touched;
 use crate::transaction::{AccountId, AssetId};
@@ -28,27 +28,6 @@ use crate::transaction::{AccountId, AssetId};
 /// refuses one that does), so a refund's id, and the serial of its payout, are never a
 /// transaction's withdrawal's.
 pub const REFUND_SEQUENCE_BIT: u64 = 1 << 63;
-
-/// Why a core funding cannot be credited to an account.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum BridgeRefusal {
-    #[error("the funding is made out to another bridge key than the exchange's")]
-    OtherBridge,
-    #[error("the funding commits to another account or key")]
-    OtherAccount,
-    #[error("the funding spends no input, so no one could be refunded")]
-    NoInput,
-}
-
-/// Where a refund of `funding` is paid on its core: the owner (witness program commitment) of
-/// its first input, whose key signed it. Confirmed fundings spend at least one input.
-pub fn refund_address(funding: &BridgeFunding) -> Result<[u8; 32], BridgeRefusal> {
-    funding
-        .inputs
-        .first()
-        .map(|input| input.data.witness_program_commitment)
-        .ok_or(BridgeRefusal::NoInput)
-}
 
 /// The id (account, sequence) the refund of funding `marker` of `asset` is kept under among the
 /// withdrawals: from SHA-256 of a domain, the asset and the marker, with
@@ -139,31 +118,6 @@ impl Ledger {
     }
 }
 
-/// The deposit a confirmed core funding of `asset` makes, for `account` with `key`, if the
-/// funding is the exchange's and commits to them. Whether the core confirmed it (its marker in
-/// that core's UHS) is the caller's check, made against the core itself.
-pub fn deposit_from_core(
-    funding: &BridgeFunding,
-    bridge: &[u8; 32],
-    asset: AssetId,
-    account: AccountId,
-    key: [u8; 32],
-) -> Result<Deposit, BridgeRefusal> {
-    if &funding.authority != bridge {
-        return Err(BridgeRefusal::OtherBridge);
-    }
-    if funding.owners_digest != deposit_commitment(account, &key) {
-        return Err(BridgeRefusal::OtherAccount);
-    }
-    Ok(Deposit {
-        asset,
-        marker: funding.marker().0,
-        account,
-        key,
-        amount: funding.amount,
-    })
-}
-
 impl Withdrawal {
     /// The payout's serial: the withdrawing transaction's account and sequence (little-endian).
     pub fn serial(&self) -> [u8; 16] {
@@ -172,10 +126,4 @@ impl Withdrawal {
         serial[8..].copy_from_slice(&self.sequence.to_le_bytes());
         serial
     }
-}
-
-/// The payout of `withdrawal` for the core of its asset, signed by the bridge key. Ed25519 is
-/// deterministic: every replica signs the same bytes, and presenting it twice pays once.
-pub fn payout(withdrawal: &Withdrawal, bridge: &SigningKey) -> BridgePayout {
-    BridgePayout::new_signed(bridge, withdrawal.serial(), withdrawal.address, withdrawal.amount)
 }

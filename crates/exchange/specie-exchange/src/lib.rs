@@ -23,9 +23,7 @@ pub mod state_hash;
 pub mod transaction;
 
 pub use block::{Block, BlockError, Executed, BLOCK_VERSION};
-pub use bridge::{
-    deposit_from_core, payout as bridge_payout, refund_address, refund_id, BridgeRefusal, Credit, REFUND_SEQUENCE_BIT,
-};
+pub use bridge::{refund_id, Credit, REFUND_SEQUENCE_BIT};
 pub use ledger::{
     deposit_commitment, Account, AssetTotals, Deposit, DepositRefusal, ExchangeConfig, Ledger, LedgerError, OfferKey,
     Pair, ACCOUNT_SHARDS, ASSET_TOTAL_MAX,

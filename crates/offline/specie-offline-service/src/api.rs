@@ -36,7 +36,7 @@ const BODY_BYTES_MAX: usize = 2 * BINDINGS_PER_CALL_MAX * (KEY_BINDING_BYTES + 8
 
 /// How the authority learns that value left the online core for it.
 #[derive(Clone, Debug, Default)]
-pub struct Bridge {
+pub struct CoreLink {
     /// The online core's HTTP API (`specie node`, or a cluster's), asked whether a funding's
     /// marker is in the UHS: `POST /v1/offline/fund-from-core`.
     pub core: Option<CoreApi>,
@@ -46,10 +46,10 @@ pub struct Bridge {
 }
 
 /// The API of the authority on this process's embedded host.
-pub fn router(authority: AuthorityHandle, bridge: Bridge) -> Router {
+pub fn router(authority: AuthorityHandle, core_link: CoreLink) -> Router {
     service_router(Arc::new(EmbeddedAuthority {
         handle: authority,
-        bridge,
+        core_link,
     }))
 }
 

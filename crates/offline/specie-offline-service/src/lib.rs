@@ -15,7 +15,7 @@ mod host;
 pub mod http_api;
 pub mod service;
 
-pub use api::{deposit_body, router, service_router, Bridge};
+pub use api::{deposit_body, router, service_router, CoreLink};
 pub use host::{log_report, AuthorityCall, AuthorityHandle, OpenError};
 
 use std::net::SocketAddr;
@@ -46,7 +46,7 @@ pub struct ServeOptions {
     pub limits: HttpLimits,
     /// The log's size after which the authority writes a snapshot.
     pub snapshot_log_bytes: u64,
-    pub bridge: Bridge,
+    pub core_link: CoreLink,
 }
 
 /// The authority's keys, from the secret seed in `data_dir` (created on first start, 0600).
@@ -75,7 +75,7 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
     let authority = AuthorityHandle::open(&options.data_dir, options.snapshot_log_bytes)?;
     let data_dir = options.data_dir.clone();
     let served = listening.serve_until_ctrl_c(
-        router(authority.clone(), options.bridge.clone()),
+        router(authority.clone(), options.core_link.clone()),
         options.limits,
         |local| {
             eprintln!(

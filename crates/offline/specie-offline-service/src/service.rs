@@ -6,7 +6,7 @@ use specie_offline_authority::Reply;
 
 use specie_service::{CoreCheckError, Pending, Unavailable};
 
-use crate::{AuthorityCall, AuthorityHandle, Bridge};
+use crate::{AuthorityCall, AuthorityHandle, CoreLink};
 
 /// The authority as the API reaches it.
 pub trait AuthorityService: Send + Sync + 'static {
@@ -31,7 +31,7 @@ pub fn token_matches(expected: &str, given: &str) -> bool {
 /// The authority on this process's embedded host, checking fundings with the core's HTTP API.
 pub struct EmbeddedAuthority {
     pub handle: AuthorityHandle,
-    pub bridge: Bridge,
+    pub core_link: CoreLink,
 }
 
 impl AuthorityService for EmbeddedAuthority {
@@ -48,11 +48,11 @@ impl AuthorityService for EmbeddedAuthority {
     }
 
     fn operator_funding(&self) -> bool {
-        self.bridge.operator_funding
+        self.core_link.operator_funding
     }
 
     fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>> {
-        let core = self.bridge.core.clone();
+        let core = self.core_link.core.clone();
         Box::pin(async move { core.ok_or(CoreCheckError::NoCore)?.holds(marker).await })
     }
 }

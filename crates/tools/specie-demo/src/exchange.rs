@@ -18,9 +18,10 @@ use rand::{Rng, SeedableRng};
 use secp256k1::Keypair;
 use specie_api::TxStatus;
 use specie_exchange::{
-    bridge_payout, deposit_commitment, deposit_from_core, Account, AssetId, ExchangeConfig, ExchangeInput,
-    ExchangeReply, ExchangeRole, Fate, Ledger, Operation, RoleLimits, SignedTransaction, Transaction, Valuation,
+    deposit_commitment, Account, AssetId, ExchangeConfig, ExchangeInput, ExchangeReply, ExchangeRole, Fate, Ledger,
+    Operation, RoleLimits, SignedTransaction, Transaction, Valuation,
 };
+use specie_exchange_service::core_bridge::{bridge_payout, deposit_from_core};
 use specie_host::{RoleCall, RoleThread};
 use specie_log::LogOptions;
 use specie_node::{EmbeddedNode, NodeOptions};
