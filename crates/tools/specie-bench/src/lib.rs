@@ -1,6 +1,6 @@
 //! specie's benchmarks: workloads from `specie-workload` run against an embedded node or a
-//! cluster, measured beside the ceilings that bound them. (`specie demo` is `specie-demo`'s, which
-//! shares this crate's ceilings, errors and submission.)
+//! cluster, measured beside the ceilings that bound them (`specie-measure`, which `specie demo`
+//! shares).
 //!
 //! - [`swap`]: `specie bench validate | swap` against an embedded node (and, to weigh running
 //!   embedded mode through Raft, against one-replica Raft groups in the same process).
@@ -26,14 +26,8 @@
 //! - [`scale`]: `specie bench scale`, one workload at 1, 2, 4, … cores, each run pinned to its
 //!   cores: the curve, its efficiency against linear, the same-run ceiling, and the busiest
 //!   thread with its CPU per transaction (the serial stage and the cap it sets).
-//! - [`ceiling`]: what signing and verifying cost on all cores, the bound on every figure.
-//! - [`submit`]: transactions handed to an embedded core, every outcome awaited.
-
-mod cpu;
-pub mod error;
 
 pub mod byzantine;
-pub mod ceiling;
 pub mod cluster;
 pub mod exchange;
 pub mod geo;
@@ -43,7 +37,7 @@ pub mod postgres;
 pub mod privacy;
 mod replicated;
 pub mod scale;
-pub mod submit;
 pub mod swap;
 
-pub use error::{BenchError, BenchResult};
+pub use specie_measure::{ceiling, ensure_that, error, fail, BenchError, BenchResult};
+use specie_measure::{cpu, submit};

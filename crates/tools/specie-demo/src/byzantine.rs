@@ -27,9 +27,9 @@ use specie_transaction::{
     SpecieTransaction, UhsId,
 };
 
-use specie_bench::error::{BenchError, BenchResult, StepContext};
-use specie_bench::fail;
-use specie_bench::submit::submit_all;
+use specie_measure::error::{BenchError, BenchResult, StepContext};
+use specie_measure::fail;
+use specie_measure::submit::submit_all;
 
 /// Value minted to each user and moved whole into the Byzantine mode.
 const FUNDING_VALUE: u64 = 10_000;

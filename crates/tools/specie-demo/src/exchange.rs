@@ -32,9 +32,9 @@ use specie_transaction::{
 use specie_workload::exchange::{Market, MarketMix};
 
 use crate::byzantine::{present_twice, value_held_by_core};
-use specie_bench::error::{BenchError, BenchResult, StepContext};
-use specie_bench::fail;
-use specie_bench::submit::submit_all;
+use specie_measure::error::{BenchError, BenchResult, StepContext};
+use specie_measure::fail;
+use specie_measure::submit::submit_all;
 
 /// The currencies, each on its own core.
 const CURRENCIES: [&str; 3] = ["usd", "eur", "gbp"];

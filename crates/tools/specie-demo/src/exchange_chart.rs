@@ -6,7 +6,7 @@ use std::path::Path;
 
 use specie_exchange::Valuation;
 
-use specie_bench::error::BenchResult;
+use specie_measure::error::BenchResult;
 
 /// What one block contributes to the chart.
 pub trait BlockPoint {

@@ -1,5 +1,5 @@
 //! `specie demo`: each mode's short run on embedded nodes, ending in the platform-wide supply
-//! audit. The figures each prints stand beside the same-run ceiling (`specie_bench::ceiling`).
+//! audit. The figures each prints stand beside the same-run ceiling (`specie_measure::ceiling`).
 //!
 //! - [`payments`]: `specie demo`, the payment workload through an embedded node (or a cluster),
 //!   double spends, conflicting spends and forgeries mixed in, then the supply audit.

@@ -30,9 +30,9 @@ use specie_transaction::{
 use specie_workload::offline::{self, OfflineActor, PaymentChoice, PaymentEnd};
 
 use crate::byzantine::present_twice;
-use specie_bench::error::{BenchError, BenchResult, StepContext};
-use specie_bench::fail;
-use specie_bench::submit::submit_all;
+use specie_measure::error::{BenchError, BenchResult, StepContext};
+use specie_measure::fail;
+use specie_measure::submit::submit_all;
 
 /// Value minted to each user and moved whole into offline cash (8.00: tokens of 5, 2 and 1).
 const FUNDING_VALUE: u64 = 800;

@@ -22,9 +22,9 @@ use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
 use specie_workload::{Outcome, PaymentMix, PaymentWorkload, Planned, Sent, SupplyAudit};
 
-use specie_bench::ceiling;
-use specie_bench::error::{BenchError, BenchResult, StepContext};
-use specie_bench::{ensure_that, fail};
+use specie_measure::ceiling;
+use specie_measure::error::{BenchError, BenchResult, StepContext};
+use specie_measure::{ensure_that, fail};
 
 /// What `specie demo` runs (see its command-line help).
 #[derive(Clone, Debug)]

@@ -22,8 +22,8 @@ use specie_transaction::{
 };
 
 use super::{count_forgery, expect_confirmed, Known, Tally, User};
-use specie_bench::error::{BenchError, BenchResult};
-use specie_bench::submit::submit_all;
+use specie_measure::error::{BenchError, BenchResult};
+use specie_measure::submit::submit_all;
 
 /// The ways a forger tries to spend anonymous notes; every one must be refused.
 pub const ANONYMOUS_FORGERIES: [&str; 2] = ["spend with another RA's credential", "lifted spend proof"];

@@ -41,12 +41,12 @@ use specie_transaction::{
 };
 
 use crate::byzantine::value_in_uhs;
-use specie_bench::submit::{submit_all, wait_for_outcomes};
+use specie_measure::submit::{submit_all, wait_for_outcomes};
 
 mod anonymous;
 use anonymous::{AnonymousHolder, AnonymousLevel, ANONYMOUS_FORGERIES};
-use specie_bench::error::{BenchError, BenchResult, StepContext};
-use specie_bench::fail;
+use specie_measure::error::{BenchError, BenchResult, StepContext};
+use specie_measure::fail;
 
 /// Minted to each user, in clear, as four coins.
 const COIN_VALUE: u64 = 25_000;

@@ -18,14 +18,14 @@ fn cpu_time(who: libc::c_int) -> Duration {
 /// CPU time used so far by this process (every thread, those ended included) and by the
 /// calling thread alone.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct CpuClock {
+pub struct CpuClock {
     process: Duration,
     this_thread: Duration,
 }
 
 /// CPU seconds used between two readings of a [`CpuClock`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) struct CpuUsed {
+pub struct CpuUsed {
     pub process_s: f64,
     /// The calling thread's part of `process_s`.
     pub this_thread_s: f64,

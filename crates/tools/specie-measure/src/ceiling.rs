@@ -63,7 +63,7 @@ fn run_for(duration: Duration, mut batch: impl FnMut() -> usize) -> f64 {
 const CPU_CHUNK: usize = 64;
 
 /// Runs `operation` until this thread has used `duration` of CPU time; operations per CPU second.
-pub(crate) fn per_cpu_second(duration: Duration, mut operation: impl FnMut()) -> f64 {
+pub fn per_cpu_second(duration: Duration, mut operation: impl FnMut()) -> f64 {
     operation(); // warm up
     let started = CpuClock::this_thread();
     let mut operations = 0usize;
