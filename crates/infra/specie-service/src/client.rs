@@ -120,7 +120,6 @@ pub struct Replicas {
     search: LeaderSearch,
     /// One request's limit (none: the agent's, or the search's deadline).
     request_timeout: Option<Duration>,
-    answer_bytes_max: u64,
     leader: AtomicUsize,
 }
 
@@ -147,7 +146,6 @@ impl Replicas {
             bearer: None,
             search,
             request_timeout: None,
-            answer_bytes_max: ANSWER_BYTES_MAX,
             leader: AtomicUsize::new(0),
         }
     }
@@ -295,14 +293,14 @@ impl Replicas {
         match response {
             Ok(response) => {
                 Attempt::Answered(
-                    read_limited(response, self.answer_bytes_max).map_err(|error| CallError::BadAnswer {
+                    read_limited(response, ANSWER_BYTES_MAX).map_err(|error| CallError::BadAnswer {
                         url: url.to_string(),
                         reason: error.to_string(),
                     }),
                 )
             }
             Err(ureq::Error::Status(status, response)) => {
-                let error = read_limited(response, self.answer_bytes_max)
+                let error = read_limited(response, ANSWER_BYTES_MAX)
                     .ok()
                     .and_then(|bytes| serde_json::from_slice::<ErrorBody<X>>(&bytes).ok())
                     .map_or_else(|| ErrorDetail::new("", format!("HTTP {status}")), |body| body.error);
@@ -439,12 +437,13 @@ mod tests {
 
     #[test]
     fn answers_past_the_bound_are_refused_not_cut() {
-        let (big, _, _big) = serve(StatusCode::OK, format!("\"{}\"", "x".repeat(2000)));
-        let mut replicas = patient(&format!("http://{big}"));
-        replicas.answer_bytes_max = 1000;
-        let error = replicas.call::<NoMore>("GET", "/", Body::Empty).unwrap_err();
+        let (big, _, _big) = serve(StatusCode::OK, "x".repeat(ANSWER_BYTES_MAX as usize + 1));
+        let error = patient(&format!("http://{big}"))
+            .call::<NoMore>("GET", "/", Body::Empty)
+            .unwrap_err();
+        let bound = format!("larger than {ANSWER_BYTES_MAX}");
         assert!(
-            matches!(&error, CallError::BadAnswer { reason, .. } if reason.contains("larger than 1000")),
+            matches!(&error, CallError::BadAnswer { reason, .. } if reason.contains(&bound)),
             "{error:?}"
         );
     }

@@ -28,6 +28,7 @@ use specie_offline_service::http_api::{
     REVOKE_KEY_PATH, ROTATE_PATH,
 };
 use specie_service::client::{Body, CallError, LeaderSearch, Replicas};
+use specie_service::NoMore;
 use specie_transaction::{witness_program_commitment, BridgePayout, SpecieTransaction};
 use specie_wallet::{write_file_atomically, FileError, WalletFile, WalletLock};
 
@@ -526,8 +527,16 @@ impl AuthorityClient {
     }
 
     fn post<T: DeserializeOwned>(&self, path: &str, request: &impl Serialize) -> Result<T, DeviceCommandError> {
+        let answer = self.post_bytes(path, request)?;
+        serde_json::from_slice(&answer).map_err(|error| self.failed(format!("not JSON of the expected shape: {error}")))
+    }
+
+    /// The answer to a POST of `request`, as bytes, for a caller that reads it its own way.
+    fn post_bytes(&self, path: &str, request: &impl Serialize) -> Result<Vec<u8>, DeviceCommandError> {
         let request = serde_json::to_value(request).expect("a request body serializes");
-        self.call("POST", path, Body::Json(&request))
+        self.replicas
+            .call::<NoMore>("POST", path, Body::Json(&request))
+            .map_err(|error| self.failed(error.to_string()))
     }
 
     /// The authority's key ring, signed by the authority the client trusts.
@@ -700,8 +709,8 @@ impl AuthorityClient {
                 statement: hex_of(&|out| deposit.statement.encode_to(out)),
                 instruction: hex_of(&|out| deposit.instruction.encode_to(out)),
             };
-            let answer: serde_json::Value = self.post(DEPOSIT_PATH, &request)?;
-            let answer: DepositBody = serde_json::from_value(answer).map_err(|error| {
+            let answer = self.post_bytes(DEPOSIT_PATH, &request)?;
+            let answer: DepositBody = serde_json::from_slice(&answer).map_err(|error| {
                 self.failed(format!(
                     "an answer to a deposit that says neither how it was paid nor why it was refused ({error}); \
                      the deposit is kept, to be sent again"
