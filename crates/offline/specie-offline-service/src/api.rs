@@ -120,7 +120,7 @@ fn operator_only(authority: &Authority, headers: &HeaderMap) -> Result<(), ApiEr
         false => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "registering and funding need the operator's bearer token",
+            "registering, funding, rotating and revoking keys need the operator's bearer token (the authority's DATA_DIR/operator.token)",
         )),
     }
 }
