@@ -206,7 +206,7 @@ pub enum ScaleWorkloadArg {
     Swap,
     /// `specie bench validate`: the sentinel's validation of 2-in/2-out transactions.
     Validate,
-    /// `specie cluster up` (ports from 38470) then `specie bench cluster`: the replicated
+    /// `specie cluster up` (on a free range of ports, or --base-port) then `specie bench cluster`: the replicated
     /// cluster, 3-way Raft with fsync, closed-loop swaps; every member's threads counted.
     Cluster,
     /// `specie bench byzantine`: a FastPay committee of 4 authorities (--payments orders).
@@ -238,6 +238,9 @@ pub struct ScaleArgs {
     /// Also write the curve as an SVG chart to this file.
     #[arg(long, value_name = "FILE")]
     pub chart: Option<PathBuf>,
+    /// (--workload cluster) First port of the cluster each run starts [default: a free range].
+    #[arg(long)]
+    pub base_port: Option<u16>,
 }
 
 #[derive(Args, Debug)]
@@ -383,6 +386,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             let mut options = ScaleOptions::new(workload, args.cores, args.payments, args.seconds);
             options.json = args.json;
             options.chart = args.chart;
+            options.base_port = args.base_port;
             specie_bench::scale::run(&options)?;
             ExitCode::SUCCESS
         }

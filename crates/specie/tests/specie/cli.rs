@@ -301,6 +301,8 @@ fn help_describes_the_commands() {
 /// ports are free again afterwards (no timing is asserted).
 #[test]
 fn bench_scale_runs_a_cluster_reads_its_members_threads_and_stops_it() {
+    // A default cluster's processes, one port each, with room to spare.
+    let base_port = free_ports(20);
     let output = specie(&[
         "bench",
         "scale",
@@ -310,6 +312,8 @@ fn bench_scale_runs_a_cluster_reads_its_members_threads_and_stops_it() {
         "1",
         "--seconds",
         "1",
+        "--base-port",
+        &base_port.to_string(),
         "--json",
     ]);
     assert_exit(&output, 0);
@@ -328,7 +332,7 @@ fn bench_scale_runs_a_cluster_reads_its_members_threads_and_stops_it() {
         );
     }
     // Torn down: the cluster's first port can be bound again.
-    std::net::TcpListener::bind("127.0.0.1:38470").expect("the scale run's cluster stopped");
+    std::net::TcpListener::bind(("127.0.0.1", base_port)).expect("the scale run's cluster stopped");
 }
 
 /// `specie bench exchange` teaches its figures and runs at a toy size: every clearing valid, the

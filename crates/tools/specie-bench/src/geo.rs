@@ -447,7 +447,7 @@ fn set_dtxns_in_flight(dir: &Path, path: &Path, depth: u32) -> BenchResult<()> {
 }
 
 /// Processes of a local cluster of `shape`: its replicas and sentinels (one port each).
-fn shape_processes(shape: &Shape) -> usize {
+pub(crate) fn shape_processes(shape: &Shape) -> usize {
     (shape.shard_groups + shape.coordinator_groups) * shape.replicas + shape.sentinels
 }
 

@@ -64,10 +64,6 @@ struct Plan {
     ceiling: Option<&'static str>,
 }
 
-/// The first port of a cluster `bench scale` starts (its own range, away from the default
-/// 18470 of `specie cluster up`, so a cluster the operator runs is never touched).
-const CLUSTER_BASE_PORT: u16 = 38_470;
-
 impl ScaleWorkload {
     pub fn name(self) -> &'static str {
         match self {
@@ -178,6 +174,15 @@ impl ScaleWorkload {
     }
 }
 
+/// The first port of the cluster a run starts: the one asked for, or a free range as large as a
+/// default cluster's processes (past 18470, `specie cluster up`'s default, if none is found).
+fn cluster_base_port(options: &ScaleOptions) -> u16 {
+    let processes = crate::geo::shape_processes(&specie_cluster::Shape::default());
+    options
+        .base_port
+        .unwrap_or_else(|| crate::replicated::free_port_range(processes).unwrap_or(38_470))
+}
+
 /// A fresh cluster in `work`, swaps against it, then it stops.
 fn cluster_plan(options: &ScaleOptions, work: &Path) -> Plan {
     let dir = work.join("cluster");
@@ -191,7 +196,7 @@ fn cluster_plan(options: &ScaleOptions, work: &Path) -> Plan {
             "--dir",
             &dir_text,
             "--base-port",
-            &CLUSTER_BASE_PORT.to_string(),
+            &cluster_base_port(options).to_string(),
         ])],
         measured: args(&[
             "bench",
@@ -226,6 +231,10 @@ pub struct ScaleOptions {
     pub json: bool,
     /// Where to write the curve as SVG.
     pub chart: Option<PathBuf>,
+    /// First port of the cluster a cluster run starts; none: a free range, found as
+    /// `specie bench geo` and `replicated` find theirs (a fixed port could be an ephemeral port
+    /// another program's connection holds).
+    pub base_port: Option<u16>,
 }
 
 impl ScaleOptions {
@@ -237,6 +246,7 @@ impl ScaleOptions {
             seconds,
             json: false,
             chart: None,
+            base_port: None,
         }
     }
 }
