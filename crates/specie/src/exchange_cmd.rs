@@ -204,6 +204,7 @@ pub fn run(args: ExchangeArgs) -> anyhow::Result<ExitCode> {
                 assets,
                 limits: HttpLimits::default(),
                 block_interval_ms: block_interval_ms.max(1),
+                core_format: &specie_wallet::CORE_FORMAT,
             })?;
         }
         ExchangeCommand::BridgeKey { data_dir } => {

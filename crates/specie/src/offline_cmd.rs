@@ -154,6 +154,7 @@ pub fn run(args: OfflineArgs) -> anyhow::Result<ExitCode> {
                 limits: specie_service::HttpLimits::default(),
                 snapshot_log_bytes,
                 core_link: specie_offline_service::CoreLink {
+                    format: &specie_wallet::CORE_FORMAT,
                     core: core.as_deref().map(specie_wallet::core_api),
                     operator_funding: allow_operator_funding,
                 },

@@ -19,13 +19,12 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use specie_authority::ShardIndex;
 use specie_authority::{shard_of, Funding, Refusal, Reply};
-use specie_codec::{Decode, DecodeError};
+use specie_codec::DecodeError;
 use specie_fastpay::{
     decode_exact, AccountKey, AuthorityIndex, Certificate, Committee, RoundRequest, SignedOrder, SignedRoundRequest,
     CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
 };
-use specie_service::{ApiError, CoreCheckError, Pending};
-use specie_transaction::{SpecieTransaction, UhsId};
+use specie_service::{ApiError, CoreCheckError, CoreTransactions, NotAFunding, Pending};
 
 use crate::http_api::{
     refused_detail, AccountBody, ConfirmedBody, ErrorDetail, FundedBody, InfoBody, PendingBody, Proposal,
@@ -66,7 +65,9 @@ pub trait AuthorityService: Send + Sync + 'static {
     /// The role's reply to `call`, once it is durable.
     fn call(&self, call: Call) -> Pending<'_, Result<Reply, Unavailable>>;
     /// Whether the UHS id `marker` is in the online core's UHS, asked of the core itself.
-    fn in_core(&self, marker: UhsId) -> Pending<'_, Result<bool, CoreCheckError>>;
+    fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>>;
+    /// The online core's transaction format: a funding is read by it.
+    fn core_format(&self) -> &'static dyn CoreTransactions;
 }
 
 type Shared = State<Arc<dyn AuthorityService>>;
@@ -306,15 +307,22 @@ async fn account(
 /// itself; the body only says which funding to look for.
 async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Json<FundedBody>, HttpError> {
     let bytes = body.map_err(body_error)?;
-    let transaction = SpecieTransaction::decode_exact(&bytes).map_err(|error| undecodable("transaction", error))?;
-    let SpecieTransaction::FastpayFunding(funding) = transaction else {
-        return Err(http_error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "not_a_funding",
-            "the transaction is not a FastPay funding (kind 0x03)",
-        ));
-    };
-    let claim = funding.claim();
+    let claim = replica
+        .core_format()
+        .fastpay_funding(&bytes)
+        .map_err(|error| match error {
+            NotAFunding::Undecodable { reason } => http_error(
+                StatusCode::BAD_REQUEST,
+                "bad_body",
+                format!("the body is not a canonical transaction: {reason}"),
+            ),
+            NotAFunding::OtherKind { .. } => http_error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "not_a_funding",
+                "the transaction is not a FastPay funding (kind 0x03)",
+            ),
+        })?;
+    let account = AccountKey(claim.account);
     let committee_id = replica.committee().id();
     if claim.committee_id != committee_id {
         return Err(http_error(
@@ -328,21 +336,21 @@ async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) ->
         ));
     }
     let place = replica.place();
-    let owner = shard_of(&claim.account, place.shards);
+    let owner = shard_of(&account, place.shards);
     if owner != place.shard {
         return Err(refused(&Refusal::WrongShard { owner }));
     }
     replica.ready().map_err(unavailable)?;
     specie_service::funding_confirmed(replica.in_core(claim.marker).await)?;
     let funding = Funding {
-        id: claim.marker.0,
-        account: claim.account,
+        id: claim.marker,
+        account,
         amount: claim.amount,
     };
     match replica.call(Call::Fund(funding)).await.map_err(unavailable)? {
         Reply::Funded { id } => Ok(Json(FundedBody {
             funded: hex::encode(id),
-            account: hex::encode(claim.account.0),
+            account: hex::encode(claim.account),
             amount: claim.amount,
         })),
         Reply::Refused(refusal) => Err(refused(&refusal)),

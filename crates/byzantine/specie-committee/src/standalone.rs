@@ -26,8 +26,7 @@ use specie_authority::{Reply, ShardIndex};
 use specie_fastpay::{AuthorityIndex, Committee, SigningKey};
 use specie_log::LogOptions;
 use specie_service::server::{Listening, ServeUntilError};
-use specie_service::{ApiError, CoreApi, CoreCheckError, HttpLimits, Pending};
-use specie_transaction::UhsId;
+use specie_service::{ApiError, CoreApi, CoreCheckError, CoreTransactions, HttpLimits, Pending};
 
 use crate::http_server::{self, AuthorityService, ShardPlace, Unavailable};
 use crate::{AuthorityAddresses, Behaviour, Call, EmbeddedCommittee, EmbeddedCommitteeOptions, StartError};
@@ -50,6 +49,8 @@ pub struct CommitteeServeOptions {
     pub limits: HttpLimits,
     /// The node whose UHS fundings are checked in.
     pub core: CoreApi,
+    /// Its transaction format, through which a funding is read (`specie_wallet::CORE_FORMAT`).
+    pub core_format: &'static dyn CoreTransactions,
     pub authorities: usize,
     pub shards: u32,
 }
@@ -140,7 +141,7 @@ pub fn serve(options: &CommitteeServeOptions) -> Result<(), CommitteeServeError>
         channel_credits_max: 100_000,
     };
     let committee = Arc::new(EmbeddedCommittee::start(&committee_options, &keys, 0)?);
-    let router = committee_router(&committee, &options.core, committee_hex(&keys));
+    let router = committee_router(&committee, options, committee_hex(&keys));
     let data_dir = options.data_dir.clone();
     let served = listening.serve_until_ctrl_c(router, options.limits, |local| {
         eprintln!(
@@ -160,7 +161,7 @@ pub fn serve(options: &CommitteeServeOptions) -> Result<(), CommitteeServeError>
 }
 
 /// Every authority shard's API under its path, and the committee's description.
-fn committee_router(committee: &Arc<EmbeddedCommittee>, core: &CoreApi, encoded: String) -> Router {
+fn committee_router(committee: &Arc<EmbeddedCommittee>, options: &CommitteeServeOptions, encoded: String) -> Router {
     let mut router = Router::new();
     let mut paths = vec![];
     for authority in 0..committee.committee().size() {
@@ -171,7 +172,8 @@ fn committee_router(committee: &Arc<EmbeddedCommittee>, core: &CoreApi, encoded:
                 committee: committee.clone(),
                 authority: authority as AuthorityIndex,
                 shard,
-                core: core.clone(),
+                core: options.core.clone(),
+                core_format: options.core_format,
             });
             router = router.nest(&path, http_server::router(service));
             shards.push(path);
@@ -267,6 +269,7 @@ struct EmbeddedShard {
     authority: AuthorityIndex,
     shard: ShardIndex,
     core: CoreApi,
+    core_format: &'static dyn CoreTransactions,
 }
 
 impl AuthorityService for EmbeddedShard {
@@ -304,8 +307,12 @@ impl AuthorityService for EmbeddedShard {
         })
     }
 
-    fn in_core(&self, marker: UhsId) -> Pending<'_, Result<bool, CoreCheckError>> {
-        Box::pin(self.core.holds(marker.0))
+    fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>> {
+        Box::pin(self.core.holds(marker))
+    }
+
+    fn core_format(&self) -> &'static dyn CoreTransactions {
+        self.core_format
     }
 }
 
@@ -343,6 +350,7 @@ mod tests {
                 url: "http://127.0.0.1:1".into(),
                 lookup: |_, _| Ok(false),
             },
+            core_format: &specie_wallet::CORE_FORMAT,
             authorities,
             shards,
         };

@@ -8,10 +8,10 @@
 //! * Bridge funding (kind `0x05`): `header ‖ kind ‖ authority(32) ‖ owners_digest(32) ‖
 //!   amount(u64) ‖ vec<Input> ‖ vec<Output> (change) ‖ vec<Witness>`, txid = SHA-256(everything
 //!   but the witnesses), signed by every input owner. `authority` is the bridge key (e.g.
-//!   the offline authority's); `owners_digest` = [`bridge_owners_digest`] of the one-time keys that get the
-//!   tokens, so nobody who sees the funding confirmed can claim its tokens for keys of their own.
-//!   It creates the change plus [`bridge_funding_marker`]`(txid)`, which the authority finds in
-//!   the UHS before issuing, once.
+//!   the offline authority's); `owners_digest` is what the bridge commits the value to, carried
+//!   but never read by the core (the offline authority's: the digest of the one-time keys that
+//!   get the tokens, `specie_offline::funding_owners_digest`). It creates the change plus
+//!   [`bridge_funding_marker`]`(txid)`, which the authority finds in the UHS before issuing, once.
 //! * Bridge payout (kind `0x06`): `header ‖ kind ‖ authority(32) ‖ serial(16) ‖ address(32) ‖
 //!   amount(u64) ‖ signature(64)`; txid = SHA-256(all but the signature); the signature is the
 //!   authority's Ed25519 signature over `"specie/offline-payout/v1" ‖ txid`. It creates output 0
@@ -66,15 +66,6 @@ pub fn bridge_payout_marker(authority: &[u8; 32], serial: &[u8; BRIDGE_SERIAL_BY
     hasher.update(authority);
     hasher.update(serial);
     UhsId(hasher.finish())
-}
-
-/// SHA-256 of the one-time keys, concatenated in order, that a funding's tokens go to.
-pub fn bridge_owners_digest(owners: &[[u8; 32]]) -> [u8; 32] {
-    let mut hasher = Sha256Writer::new();
-    for owner in owners {
-        hasher.update(owner);
-    }
-    hasher.finish()
 }
 
 /// Value leaves core circulation for the bridge `authority` (e.g. the offline authority, which

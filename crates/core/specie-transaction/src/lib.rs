@@ -38,9 +38,7 @@ pub use anonymous::{
     AnonymousBuildError, AnonymousInput, AnonymousPlan, AnonymousSpend, AnonymousTransaction, AnonymousValue,
     AnonymousValues, CreatedAnonymousOutput,
 };
-pub use bridge::{
-    bridge_funding_marker, bridge_owners_digest, bridge_payout_marker, BridgeFunding, BridgePayout, BRIDGE_SERIAL_BYTES,
-};
+pub use bridge::{bridge_funding_marker, bridge_payout_marker, BridgeFunding, BridgePayout, BRIDGE_SERIAL_BYTES};
 pub use compact::AttestationError;
 pub use confidential::{
     BuildError, ConfidentialInput, ConfidentialPlan, ConfidentialTransaction, CreatedConfidentialOutput,

@@ -28,6 +28,7 @@ mod anonymous;
 mod anonymous_payment;
 mod client;
 mod confidential_payment;
+mod core_format;
 mod envelope;
 mod error;
 pub mod exchange;
@@ -63,6 +64,7 @@ pub use client::{
 pub use confidential_payment::{
     ConfidentialPaymentString, ConfidentialPaymentStringError, CONFIDENTIAL_PAYMENT_CHARS, CONFIDENTIAL_PAYMENT_PREFIX,
 };
+pub use core_format::{CoreFormat, CORE_FORMAT};
 pub use envelope::{
     Passphrase, PassphraseError, ENCRYPTED_WALLET_FORMAT, ENCRYPTED_WALLET_VERSION, PASSPHRASE_ENV,
     PASSPHRASE_FILE_BYTES_MAX,

@@ -17,7 +17,7 @@ use ed25519_dalek::SigningKey;
 use specie_exchange::{ExchangeConfig, ExchangeReply, ExchangeRole, Ledger, RoleLimits};
 use specie_exchange_service::service::ExchangeService;
 use specie_host::{RoleCall, RoleMachine};
-use specie_service::{CoreCheckError, Pending, Unavailable};
+use specie_service::{CoreCheckError, CoreTransactions, Pending, Unavailable};
 use specie_wire::InvalidWireLimits;
 
 use crate::core_uhs::CoreUhs;
@@ -90,6 +90,10 @@ impl ExchangeService for ExchangeReplica {
 
     fn asset_names(&self) -> Vec<String> {
         self.config.assets.iter().map(|a| a.name.clone()).collect()
+    }
+
+    fn core_format(&self) -> &'static dyn CoreTransactions {
+        &specie_wallet::CORE_FORMAT
     }
 
     fn in_core(&self, asset: usize, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>> {

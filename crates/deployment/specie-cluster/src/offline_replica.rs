@@ -12,11 +12,12 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use ed25519_dalek::SigningKey;
 use specie_host::RoleMachine;
 use specie_offline_authority::{OfflineAuthority, Reply};
 use specie_offline_service::service::AuthorityService;
 use specie_offline_service::AuthorityCall;
-use specie_service::{CoreCheckError, Pending, Unavailable};
+use specie_service::{CoreCheckError, CoreTransactions, Pending, Unavailable};
 use specie_wire::InvalidWireLimits;
 
 use crate::core_uhs::CoreUhs;
@@ -68,7 +69,8 @@ pub enum OfflineReplicaError {
 /// A running offline authority replica: the role's host and what its HTTP API needs.
 pub struct OfflineReplica {
     serving: ServingReplica<OfflineAuthority>,
-    bridge: [u8; 32],
+    /// The bridge key, the role's: it signs the payouts the API answers with.
+    bridge: SigningKey,
     operator_token: String,
     core: CoreUhs,
 }
@@ -78,8 +80,12 @@ impl AuthorityService for OfflineReplica {
         Box::pin(self.serving.ask(call))
     }
 
-    fn bridge(&self) -> [u8; 32] {
-        self.bridge
+    fn bridge_key(&self) -> &SigningKey {
+        &self.bridge
+    }
+
+    fn core_format(&self) -> &'static dyn CoreTransactions {
+        &specie_wallet::CORE_FORMAT
     }
 
     fn is_operator(&self, token: &str) -> bool {
@@ -107,7 +113,7 @@ pub async fn run(topology: Topology, id: u64) -> Result<(), OfflineReplicaError>
     };
     let me = Identity::offline(OFFLINE_AUTHORITY_GROUP, id);
     let (keys, operator_token) = credentials::offline_authority(&topology)?;
-    let bridge = keys.bridge.verifying_key().to_bytes();
+    let bridge = keys.bridge.clone();
     let transport = credentials::transport(&topology, &me)?;
     let core = CoreUhs::new(&topology, &wire_limits(&topology), &transport)?;
     let listener = tokio::net::TcpListener::bind(http)

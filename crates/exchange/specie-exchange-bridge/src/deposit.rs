@@ -2,13 +2,15 @@
 
 use std::path::Path;
 
+use specie_codec::Encode;
 use specie_exchange::{deposit_commitment, AccountId};
-use specie_exchange_service::client::{check_payout, owed_by_refund, DepositAnswer, Refund};
+use specie_exchange_service::client::{DepositAnswer, Refund};
 use specie_transaction::{SpecieTransaction, Txid};
 use specie_wallet::exchange::ExchangeDeposit;
 use specie_wallet::session::{self, Submitted};
 use specie_wallet::{NodeClient, Outcome, PaidOutput, PaymentString, SubmitStatus, Wallet};
 
+use crate::payout::{check_payout, owed_by_refund};
 use crate::{
     check_currency, check_room, core, open_other, ExchangeBridgeError, Notice, Trader, CORE_SUBMIT_TIMEOUT_MS,
 };
@@ -71,10 +73,10 @@ pub fn deposit(
     }
     let index = trader.account().deposits.len() - 1;
     if let DepositAnswer::Refunded(refund) = hand_in(trader, index)? {
-        check_refund(trader, index, &refund)?;
+        let payout = check_refund(trader, index, &refund)?;
         let (path, wallet) = core(trader, &mut other);
         let shown = path.to_path_buf();
-        let back = take_refund(path, wallet, &refund)?;
+        let back = take_refund(path, wallet, &payout)?;
         trader.account_mut().deposits.remove(index);
         trader.save()?;
         return Err(ExchangeBridgeError::DepositRefunded {
@@ -98,9 +100,13 @@ pub(crate) fn mark_refused(trader: &mut Trader, txid: Txid) {
 }
 
 /// Checks that `refund` is the refund of deposit `index`: the pinned bridge key's payout of the
-/// funding's amount to its first input's owner, under the refund's id. Anything else is not
-/// taken back, and the deposit is kept.
-pub(crate) fn check_refund(trader: &Trader, index: usize, refund: &Refund) -> Result<(), ExchangeBridgeError> {
+/// funding's amount to its first input's owner, under the refund's id; and returns the payout.
+/// Anything else is not taken back, and the deposit is kept.
+pub(crate) fn check_refund(
+    trader: &Trader,
+    index: usize,
+    refund: &Refund,
+) -> Result<SpecieTransaction, ExchangeBridgeError> {
     let deposit = &trader.account().deposits[index];
     let owed = owed_by_refund(trader.info.asset(&deposit.asset)?, &deposit.transaction)?;
     check_payout(&refund.payout, &trader.bridge(), &owed).map_err(|source| ExchangeBridgeError::NotItsRefund {
@@ -129,7 +135,7 @@ fn hand_in(trader: &mut Trader, index: usize) -> Result<DepositAnswer, ExchangeB
     let key = trader.key().verifying_key().to_bytes();
     let answer = trader
         .client
-        .deposit(&deposit.asset, &deposit.transaction, trader.id(), &key)
+        .deposit(&deposit.asset, &deposit.transaction.encode(), trader.id(), &key)
         .map_err(ExchangeBridgeError::NotHandedIn)?;
     if matches!(answer, DepositAnswer::Credited | DepositAnswer::CreditedBefore) {
         trader.account_mut().deposits.remove(index);
@@ -156,20 +162,20 @@ const KEPT_REFUND: &str =
 /// Takes a refunded funding back into `wallet` (the core wallet that paid it): the refund's
 /// payout presented to the core (which pays it once, however often presented), then its coin
 /// imported. Returns the value made spendable.
-fn take_refund(path: &Path, wallet: &mut Wallet, refund: &Refund) -> Result<u64, ExchangeBridgeError> {
+fn take_refund(path: &Path, wallet: &mut Wallet, payout: &SpecieTransaction) -> Result<u64, ExchangeBridgeError> {
     let node = session::client_for(wallet, None).map_err(|source| ExchangeBridgeError::CoreNotReached {
         kept: KEPT_REFUND,
         source,
     })?;
     let status = node
-        .submit(std::slice::from_ref(&refund.payout), CORE_SUBMIT_TIMEOUT_MS)
+        .submit(std::slice::from_ref(payout), CORE_SUBMIT_TIMEOUT_MS)
         .map_err(|source| ExchangeBridgeError::RefundNotTaken {
             kept: KEPT_REFUND,
             source,
         })?
         .remove(0)
         .status;
-    let report = session::import(path, wallet, &node, &payout_payment(&refund.payout).to_string())?;
+    let report = session::import(path, wallet, &node, &payout_payment(payout).to_string())?;
     if report.imported.spendable == 0 && report.imported.already_known == 0 {
         return Err(ExchangeBridgeError::RefundNotPaid {
             reason: status.reason().to_string(),
@@ -183,12 +189,12 @@ fn take_refund(path: &Path, wallet: &mut Wallet, refund: &Refund) -> Result<u64,
 /// the funding; otherwise presented to the core, with the payment string the paying wallet
 /// imports (`specie wallet import`).
 fn finish_refund(trader: &mut Trader, index: usize, refund: &Refund) -> Result<(), ExchangeBridgeError> {
-    check_refund(trader, index, refund)?;
+    let payout = check_refund(trader, index, refund)?;
     let deposit = trader.account().deposits[index].clone();
-    let payment = payout_payment(&refund.payout);
+    let payment = payout_payment(&payout);
     let (amount, asset, reason) = (refund.amount, deposit.asset.clone(), refund.reason.clone());
     if trader.wallet.hrp() == deposit.asset && trader.wallet.receivable_outputs(&payment).is_ok() {
-        let back = take_refund(&trader.path.clone(), &mut trader.wallet, refund)?;
+        let back = take_refund(&trader.path.clone(), &mut trader.wallet, &payout)?;
         trader.notify(Notice::EarlierRefunded {
             amount,
             asset,
@@ -198,7 +204,7 @@ fn finish_refund(trader: &mut Trader, index: usize, refund: &Refund) -> Result<(
     } else {
         let node = deposit_node(trader, &deposit)?;
         let status = node
-            .submit(std::slice::from_ref(&refund.payout), CORE_SUBMIT_TIMEOUT_MS)?
+            .submit(std::slice::from_ref(&payout), CORE_SUBMIT_TIMEOUT_MS)?
             .remove(0)
             .status;
         let created: Vec<_> = payment.created_outputs().iter().map(|created| created.uhs_id).collect();

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use specie_codec::DecodeError;
-use specie_exchange_service::client::{ExchangeClientError, PayoutError};
+use specie_exchange_service::client::ExchangeClientError;
+
+use crate::payout::PayoutError;
 use specie_transaction::Txid;
 use specie_wallet::session::SessionError;
 use specie_wallet::{ClientError, FileError, WalletError};

@@ -27,6 +27,7 @@
 
 mod deposit;
 mod error;
+mod payout;
 pub(crate) mod trader;
 mod withdraw;
 
@@ -37,6 +38,7 @@ use specie_wallet::{PaymentString, Wallet, WalletFile, WalletLock, WALLET_LOCK_W
 
 pub use deposit::{deposit, Deposited};
 pub use error::{chain, ExchangeBridgeError, KEPT_REFUSED};
+pub use payout::{check_payout, owed_by_refund, owed_by_withdrawal, PayoutError};
 pub use trader::{name_assets, Trader};
 pub use withdraw::{finish_under_way, withdraw, Withdrawn};
 

@@ -4,12 +4,13 @@
 use std::path::{Path, PathBuf};
 
 use specie_exchange::Operation;
-use specie_exchange_service::client::{check_payout, owed_by_withdrawal, TxFate};
+use specie_exchange_service::client::TxFate;
 use specie_wallet::exchange::ExchangeWithdrawal;
 use specie_wallet::session;
 use specie_wallet::WalletFile;
 
 use crate::deposit::{core_holds, deposit_node, finish_deposit, payout_payment};
+use crate::payout::{check_payout, owed_by_withdrawal};
 use crate::{
     check_currency, check_room, core, open_other, ExchangeBridgeError, Notice, OtherWallet, Trader,
     CORE_SUBMIT_TIMEOUT_MS,
@@ -98,10 +99,11 @@ fn pay_out(trader: &mut Trader, other: &mut Option<OtherWallet>, index: usize) -
     // Only the payout of this very withdrawal, by the pinned bridge key, pays it (an older one
     // of this wallet's would be "already known" to the import below).
     let owed = owed_by_withdrawal(&withdrawal.transaction)?;
-    check_payout(&payout, &trader.bridge(), &owed).map_err(|source| ExchangeBridgeError::NotThisWithdrawal {
-        kept,
-        source: Box::new(source),
-    })?;
+    let payout =
+        check_payout(&payout, &trader.bridge(), &owed).map_err(|source| ExchangeBridgeError::NotThisWithdrawal {
+            kept,
+            source: Box::new(source),
+        })?;
     let (path, wallet) = core(trader, other);
     let node =
         session::client_for(wallet, None).map_err(|source| ExchangeBridgeError::CoreNotReached { kept, source })?;

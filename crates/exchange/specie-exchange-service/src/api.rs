@@ -5,15 +5,13 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use specie_codec::Encode;
 use specie_exchange::{
     ExchangeInput, ExchangeReply, Fate, SignedTransaction, Withdrawal, SIGNED_TRANSACTION_BYTES_MAX,
 };
-use specie_transaction::SpecieTransaction;
 
 use std::sync::Arc;
 
-use specie_service::ApiError;
+use specie_service::{ApiError, NotAFunding};
 
 use crate::core_bridge::{bridge_payout, deposit_from_core, refund_address};
 use crate::http_api::{
@@ -82,12 +80,6 @@ fn unexpected(reply: ExchangeReply) -> ApiError {
 
 fn asset_name(names: &[String], asset: u16) -> String {
     names.get(usize::from(asset)).map_or("?", String::as_str).to_string()
-}
-
-fn hex_of(encode: impl FnOnce(&mut Vec<u8>)) -> String {
-    let mut bytes = Vec::new();
-    encode(&mut bytes);
-    hex::encode(bytes)
 }
 
 async fn summary(State(exchange): State<Exchange>) -> Result<Json<SummaryBody>, ApiError> {
@@ -231,17 +223,16 @@ async fn deposit(
             request.asset
         )));
     };
-    let limits = specie_transaction::limits::DecodeLimits::default();
-    if request.transaction.len() > 2 * limits.transaction_bytes_max {
+    let core = exchange.core_format();
+    if request.transaction.len() > 2 * core.transaction_bytes_max() {
         return Err(ApiError::bad_request("transaction: too long"));
     }
     let bytes =
         hex::decode(&request.transaction).map_err(|e| ApiError::bad_request(format!("transaction: not hex: {e}")))?;
-    let transaction = <SpecieTransaction as specie_codec::Decode>::decode_exact_with(&bytes, &limits)
-        .map_err(|e| ApiError::bad_request(format!("transaction: {e}")))?;
-    let SpecieTransaction::BridgeFunding(funding) = transaction else {
-        return Err(ApiError::bad_request("transaction: not a funding (kind 0x05)"));
-    };
+    let funding = core.bridge_funding(&bytes).map_err(|error| match error {
+        NotAFunding::Undecodable { reason } => ApiError::bad_request(format!("transaction: {reason}")),
+        NotAFunding::OtherKind { .. } => ApiError::bad_request("transaction: not a funding (kind 0x05)"),
+    })?;
     let key: [u8; 32] = hex::decode(&request.key)
         .ok()
         .and_then(|bytes| bytes.try_into().ok())
@@ -283,14 +274,14 @@ async fn deposit(
 /// A refunded funding, as the deposit's answer gives it: why, the withdrawal it became (fetched
 /// again like any other), and its payout for the core, signed by the bridge key.
 fn refund_body(exchange: &Exchange, withdrawal: &Withdrawal, reason: String) -> RefundBody {
-    let payout = SpecieTransaction::BridgePayout(bridge_payout(withdrawal, exchange.bridge()));
+    let payout = bridge_payout(exchange.core_format(), withdrawal, exchange.bridge());
     RefundBody {
         reason,
         account: withdrawal.account,
         sequence: withdrawal.sequence,
         amount: withdrawal.amount,
         address: hex::encode(withdrawal.address),
-        payout: hex_of(|out| payout.encode_to(out)),
+        payout: hex::encode(payout),
     }
 }
 
@@ -306,9 +297,9 @@ async fn withdrawal(
     .await?
     {
         ExchangeReply::Withdrawal(Some(withdrawal)) => {
-            let payout = SpecieTransaction::BridgePayout(bridge_payout(&withdrawal, exchange.bridge()));
+            let payout = bridge_payout(exchange.core_format(), &withdrawal, exchange.bridge());
             Ok(Json(WithdrawalBody {
-                payout: hex_of(|out| payout.encode_to(out)),
+                payout: hex::encode(payout),
                 amount: withdrawal.amount,
             }))
         }

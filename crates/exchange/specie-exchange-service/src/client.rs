@@ -13,10 +13,9 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use specie_codec::{Decode, Encode};
-use specie_exchange::{AccountId, AssetId, LimitPrice, Operation, SignedTransaction, Withdrawal};
+
+use specie_exchange::{AccountId, AssetId, LimitPrice, SignedTransaction};
 use specie_service::client::{Body, CallError, LeaderSearch, Replicas};
-use specie_transaction::SpecieTransaction;
 
 use crate::http_api::{
     AccountBody, DepositBody, DepositRequest, FateBody, FatesBody, LastBlockBody, OffersBody, SummaryBody,
@@ -209,7 +208,8 @@ pub struct Refund {
     pub account: AccountId,
     pub sequence: u64,
     pub amount: u64,
-    pub payout: SpecieTransaction,
+    /// The payout's bytes, as served: a core bridge payout if the exchange is honest.
+    pub payout: Vec<u8>,
 }
 
 /// A client of one exchange (its replicas).
@@ -311,17 +311,18 @@ impl ExchangeClient {
         Ok(fates)
     }
 
-    /// Hands in a core funding to the exchange (`funding`), for `account` with `key`.
+    /// Hands in a core funding to the exchange (`funding`, its encoding), for `account` with
+    /// `key`.
     pub fn deposit(
         &self,
         asset: &str,
-        funding: &SpecieTransaction,
+        funding: &[u8],
         account: AccountId,
         key: &[u8; 32],
     ) -> Result<DepositAnswer, ExchangeClientError> {
         let request = DepositRequest {
             asset: asset.to_string(),
-            transaction: hex::encode(funding.encode()),
+            transaction: hex::encode(funding),
             account,
             key: hex::encode(key),
         };
@@ -337,13 +338,9 @@ impl ExchangeClient {
         }
     }
 
-    /// The core payout of the withdrawal made by `account`'s transaction `sequence`, signed by
-    /// the exchange's bridge key, or `None` if no such withdrawal was executed.
-    pub fn withdrawal(
-        &self,
-        account: AccountId,
-        sequence: u64,
-    ) -> Result<Option<SpecieTransaction>, ExchangeClientError> {
+    /// The core payout (its bytes) of the withdrawal made by `account`'s transaction `sequence`,
+    /// signed by the exchange's bridge key, or `None` if no such withdrawal was executed.
+    pub fn withdrawal(&self, account: AccountId, sequence: u64) -> Result<Option<Vec<u8>>, ExchangeClientError> {
         match self.get::<WithdrawalBody>(&format!("{WITHDRAWALS_PATH}/{account}/{sequence}")) {
             Ok(answer) => payout_from(&answer.payout)
                 .map(Some)
@@ -420,118 +417,16 @@ pub fn deposit_answer_from(body: DepositBody) -> Option<DepositAnswer> {
     })))
 }
 
-/// Why a payout the exchange served is not the one the trader is owed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PayoutError {
-    #[error("the payout is not an offline payout")]
-    NotAPayout,
-    #[error("the payout is made by bridge key {found}, not by the exchange's {expected}")]
-    OtherBridge { expected: String, found: String },
-    #[error("the payout's signature does not verify")]
-    BadSignature,
-    #[error(
-        "the payout pays {found_amount} to {found_address} for serial {found_serial}, not the {amount} to \
-         {address} for serial {serial} owed"
-    )]
-    NotOwed {
-        amount: u64,
-        address: String,
-        serial: String,
-        found_amount: u64,
-        found_address: String,
-        found_serial: String,
-    },
-    #[error("the withdrawal kept in the wallet does not decode as one: {0}")]
-    NotAWithdrawal(String),
-    #[error("the deposit kept in the wallet is not a core funding")]
-    NotAFunding,
-    #[error("the deposit cannot be refunded: {0}")]
-    NotRefundable(#[from] crate::core_bridge::BridgeRefusal),
-}
-
-/// Checks that `payout` is the exchange's payout of `owed`: made by `bridge` (the key the
-/// wallet pinned), validly signed, for `owed`'s serial (its account and sequence), address and
-/// amount. Anything else cannot pay what is owed (the core pays a serial once), so taking the
-/// withdrawal or deposit as paid on it could lose it.
-pub fn check_payout(payout: &SpecieTransaction, bridge: &[u8; 32], owed: &Withdrawal) -> Result<(), PayoutError> {
-    let SpecieTransaction::BridgePayout(payout) = payout else {
-        return Err(PayoutError::NotAPayout);
-    };
-    if payout.authority != *bridge {
-        return Err(PayoutError::OtherBridge {
-            expected: hex::encode(bridge),
-            found: hex::encode(payout.authority),
-        });
-    }
-    if !payout.signature_valid() {
-        return Err(PayoutError::BadSignature);
-    }
-    if (payout.serial, payout.address(), payout.amount()) != (owed.serial(), owed.address, owed.amount) {
-        return Err(PayoutError::NotOwed {
-            amount: owed.amount,
-            address: hex::encode(owed.address),
-            serial: hex::encode(owed.serial()),
-            found_amount: payout.amount(),
-            found_address: hex::encode(payout.address()),
-            found_serial: hex::encode(payout.serial),
-        });
-    }
-    Ok(())
-}
-
-/// What the withdrawal signed as `transaction` (its canonical bytes, as the wallet keeps them)
-/// is owed: its account, sequence, asset, amount and core address.
-pub fn owed_by_withdrawal(transaction: &[u8]) -> Result<Withdrawal, PayoutError> {
-    let signed = specie_codec::decode_bounded(
-        "exchange transaction",
-        transaction,
-        specie_exchange::SIGNED_TRANSACTION_BYTES_MAX,
-        SignedTransaction::decode_from,
-    )
-    .map_err(|error| PayoutError::NotAWithdrawal(error.to_string()))?;
-    let Operation::Withdraw { asset, amount, address } = signed.transaction.operation else {
-        return Err(PayoutError::NotAWithdrawal("another operation".into()));
-    };
-    Ok(Withdrawal {
-        account: signed.transaction.account,
-        sequence: signed.transaction.sequence,
-        asset,
-        amount,
-        address,
-    })
-}
-
-/// What the refund of `funding` (a deposit of `asset`) is owed: the funding's amount, to its
-/// first input's owner, under the refund's id (docs: `specie_exchange::bridge`).
-pub fn owed_by_refund(asset: AssetId, funding: &SpecieTransaction) -> Result<Withdrawal, PayoutError> {
-    let SpecieTransaction::BridgeFunding(funding) = funding else {
-        return Err(PayoutError::NotAFunding);
-    };
-    let (account, sequence) = specie_exchange::refund_id(asset, &funding.marker().0);
-    Ok(Withdrawal {
-        account,
-        sequence,
-        asset,
-        amount: funding.amount,
-        address: crate::core_bridge::refund_address(funding)?,
-    })
-}
-
-/// The payout (hex) in an answer of `GET /v1/exchange/withdrawals/…` or a refund: a bridge
-/// payout only.
-pub fn payout_from(hex_text: &str) -> Option<SpecieTransaction> {
-    let bytes = hex::decode(hex_text).ok()?;
-    match SpecieTransaction::decode_exact(&bytes).ok()? {
-        payout @ SpecieTransaction::BridgePayout(_) => Some(payout),
-        _ => None,
-    }
+/// The payout's bytes (hex) in an answer of `GET /v1/exchange/withdrawals/…` or a refund: a
+/// core transaction the wallet's bridge checks against what is owed before it takes it.
+pub fn payout_from(hex_text: &str) -> Option<Vec<u8>> {
+    hex::decode(hex_text).ok().filter(|bytes| !bytes.is_empty())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-    use specie_exchange::Transaction;
 
     #[test]
     fn decimal_prices_convert_to_q32_32_rounded_up() {
@@ -607,13 +502,18 @@ mod tests {
         let offers =
             read(json!({"offers": [{"sell": "usd", "buy": "eur", "limit": 1u64 << 32, "sequence": 2, "amount": 9}]}));
         assert_eq!(offers_from(offers.unwrap())[0].limit, LimitPrice(1 << 32));
-        assert_eq!(payout_from("00"), None);
+        // Bytes only: whether they are the payout owed is the wallet's bridge's check.
+        assert_eq!(
+            (payout_from(""), payout_from("zz"), payout_from("00")),
+            (None, None, Some(vec![0]))
+        );
         assert_eq!(
             read(json!({"credited": true})).and_then(deposit_answer_from),
             Some(DepositAnswer::Credited)
         );
         assert_eq!(read(json!({"credited": false})).and_then(deposit_answer_from), None);
         let payout = crate::core_bridge::bridge_payout(
+            &specie_wallet::CORE_FORMAT,
             &specie_exchange::Withdrawal {
                 account: 7,
                 sequence: specie_exchange::REFUND_SEQUENCE_BIT | 9,
@@ -623,101 +523,12 @@ mod tests {
             },
             &ed25519_dalek::SigningKey::from_bytes(&[6; 32]),
         );
-        let payout = SpecieTransaction::BridgePayout(payout);
         let refunded = json!({"credited": false, "refunded": {"reason": "the account exists with another key",
             "account": 7, "sequence": specie_exchange::REFUND_SEQUENCE_BIT | 9, "amount": 40,
-            "address": hex::encode([5u8; 32]), "payout": hex::encode(payout.encode())}});
+            "address": hex::encode([5u8; 32]), "payout": hex::encode(&payout)}});
         let Some(DepositAnswer::Refunded(refund)) = read(refunded).and_then(deposit_answer_from) else {
             panic!("a refund is read");
         };
         assert_eq!((refund.amount, refund.payout), (40, payout));
-    }
-
-    fn bridge() -> ed25519_dalek::SigningKey {
-        ed25519_dalek::SigningKey::from_bytes(&[6; 32])
-    }
-
-    /// A withdrawal's payout is taken only if it is the one owed: the pinned bridge key's, validly
-    /// signed, for the withdrawal's serial, address and amount.
-    #[test]
-    fn a_payout_is_checked_against_what_is_owed() {
-        let key = bridge();
-        let mut bytes = Vec::new();
-        Transaction {
-            account: 7,
-            sequence: 9,
-            operation: Operation::Withdraw {
-                asset: 1,
-                amount: 40,
-                address: [5; 32],
-            },
-        }
-        .sign(&[1; 32], &key)
-        .encode_to(&mut bytes);
-        let owed = owed_by_withdrawal(&bytes).unwrap();
-        assert_eq!((owed.account, owed.sequence, owed.amount), (7, 9, 40));
-        let bridge_key = key.verifying_key().to_bytes();
-        let paid = |withdrawal: &Withdrawal, by: &ed25519_dalek::SigningKey| {
-            SpecieTransaction::BridgePayout(crate::core_bridge::bridge_payout(withdrawal, by))
-        };
-        assert_eq!(check_payout(&paid(&owed, &key), &bridge_key, &owed), Ok(()));
-        let other_key = ed25519_dalek::SigningKey::from_bytes(&[8; 32]);
-        assert!(matches!(
-            check_payout(&paid(&owed, &other_key), &bridge_key, &owed),
-            Err(PayoutError::OtherBridge { .. })
-        ));
-        // An older payout of the same account (another sequence), or another amount: not owed.
-        for other in [
-            Withdrawal { sequence: 8, ..owed },
-            Withdrawal { amount: 41, ..owed },
-            Withdrawal {
-                address: [4; 32],
-                ..owed
-            },
-        ] {
-            let error = check_payout(&paid(&other, &key), &bridge_key, &owed).unwrap_err();
-            assert!(matches!(error, PayoutError::NotOwed { .. }), "{error}");
-        }
-        let SpecieTransaction::BridgePayout(mut forged) = paid(&owed, &key) else {
-            unreachable!()
-        };
-        forged.signature[0] ^= 1;
-        assert_eq!(
-            check_payout(&SpecieTransaction::BridgePayout(forged), &bridge_key, &owed),
-            Err(PayoutError::BadSignature)
-        );
-        assert!(owed_by_withdrawal(&[1, 2, 3]).is_err());
-    }
-
-    /// A refund is owed the funding's amount, to its first input's owner, under the refund id.
-    #[test]
-    fn a_refund_is_owed_to_the_fundings_first_input() {
-        let mut rng = rand::thread_rng();
-        let mut wallet = specie_wallet::Wallet::new("usd", false, &mut rng).unwrap();
-        let address = wallet.latest_address().unwrap();
-        let output = specie_transaction::Output {
-            witness_program_commitment: address.witness_program_commitment(),
-            value: 100,
-        };
-        let payment = specie_wallet::PaymentString::new(
-            specie_transaction::Txid([3; 32]),
-            vec![specie_wallet::PaidOutput { index: 0, output }],
-        );
-        let id = payment.created_outputs()[0].uhs_id;
-        wallet.import_payment(&payment, &[id]).unwrap();
-        let bridge_key = bridge().verifying_key().to_bytes();
-        let funding = wallet.build_bridge_funding(bridge_key, [2; 32], 60, &mut rng).unwrap();
-        let owed = owed_by_refund(1, &funding).unwrap();
-        assert_eq!(owed.amount, 60);
-        assert_eq!(owed.address, address.witness_program_commitment());
-        assert_eq!(
-            (owed.account, owed.sequence),
-            specie_exchange::refund_id(1, &funding.marker().unwrap().0)
-        );
-        let payout = SpecieTransaction::BridgePayout(crate::core_bridge::bridge_payout(&owed, &bridge()));
-        assert_eq!(check_payout(&payout, &bridge_key, &owed), Ok(()));
-        let other_asset = owed_by_refund(0, &funding).unwrap();
-        assert!(check_payout(&payout, &bridge_key, &other_asset).is_err());
-        assert_eq!(owed_by_refund(1, &payout), Err(PayoutError::NotAFunding));
     }
 }

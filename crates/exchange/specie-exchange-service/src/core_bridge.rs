@@ -1,11 +1,12 @@
 //! The exchange's side of its bridge to the online cores: a core funding to the bridge key as a
 //! deposit ([`deposit_from_core`]), where its refund goes ([`refund_address`]), and a withdrawal
-//! as the core payout the bridge key signs ([`bridge_payout`]). The core's transactions stop here:
-//! the exchange's role keeps deposits and withdrawals (`specie_exchange::bridge`).
+//! as the core payout the bridge key signs ([`bridge_payout`]). The core's own code reads and
+//! writes its transactions ([`CoreTransactions`], handed in by whoever starts the exchange); the
+//! exchange's role keeps deposits and withdrawals (`specie_exchange::bridge`).
 
 use ed25519_dalek::SigningKey;
 use specie_exchange::{deposit_commitment, AccountId, AssetId, Deposit, Withdrawal};
-use specie_transaction::{BridgeFunding, BridgePayout};
+use specie_service::{BridgeFundingTerms, CoreTransactions, PayTo};
 
 /// Why a core funding cannot be credited to an account.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -20,19 +21,15 @@ pub enum BridgeRefusal {
 
 /// Where a refund of `funding` is paid on its core: the owner (witness program commitment) of
 /// its first input, whose key signed it. Confirmed fundings spend at least one input.
-pub fn refund_address(funding: &BridgeFunding) -> Result<[u8; 32], BridgeRefusal> {
-    funding
-        .inputs
-        .first()
-        .map(|input| input.data.witness_program_commitment)
-        .ok_or(BridgeRefusal::NoInput)
+pub fn refund_address(funding: &BridgeFundingTerms) -> Result<[u8; 32], BridgeRefusal> {
+    funding.refund_to.ok_or(BridgeRefusal::NoInput)
 }
 
 /// The deposit a confirmed core funding of `asset` makes, for `account` with `key`, if the
 /// funding is the exchange's and commits to them. Whether the core confirmed it (its marker in
 /// that core's UHS) is the caller's check, made against the core itself.
 pub fn deposit_from_core(
-    funding: &BridgeFunding,
+    funding: &BridgeFundingTerms,
     bridge: &[u8; 32],
     asset: AssetId,
     account: AccountId,
@@ -46,15 +43,21 @@ pub fn deposit_from_core(
     }
     Ok(Deposit {
         asset,
-        marker: funding.marker().0,
+        marker: funding.marker,
         account,
         key,
         amount: funding.amount,
     })
 }
 
-/// The payout of `withdrawal` for the core of its asset, signed by the bridge key. Ed25519 is
-/// deterministic: every replica signs the same bytes, and presenting it twice pays once.
-pub fn bridge_payout(withdrawal: &Withdrawal, bridge: &SigningKey) -> BridgePayout {
-    BridgePayout::new_signed(bridge, withdrawal.serial(), withdrawal.address, withdrawal.amount)
+/// The encoded payout of `withdrawal` for the core of its asset, signed by the bridge key.
+/// Ed25519 is deterministic: every replica signs the same bytes, and presenting it twice pays
+/// once.
+pub fn bridge_payout(core: &dyn CoreTransactions, withdrawal: &Withdrawal, bridge: &SigningKey) -> Vec<u8> {
+    core.bridge_payout(
+        bridge,
+        withdrawal.serial(),
+        PayTo::Commitment(withdrawal.address),
+        withdrawal.amount,
+    )
 }

@@ -27,7 +27,7 @@ use specie_exchange::{ExchangeConfig, ExchangeInput, ExchangeReply, ExchangeRole
 use specie_host::RoleThread;
 use specie_log::secret::SecretFileError;
 use specie_log::LogOptions;
-use specie_service::{CoreApi, HttpLimits};
+use specie_service::{CoreApi, CoreTransactions, HttpLimits};
 
 /// Why the exchange could not be opened or served.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +75,9 @@ pub struct ServeOptions {
     pub assets: Vec<Asset>,
     pub limits: HttpLimits,
     pub block_interval_ms: u64,
+    /// The online core's transaction format, through which the exchange reads a deposit's core
+    /// funding and signs the payouts it makes (`specie_wallet::CORE_FORMAT`).
+    pub core_format: &'static dyn CoreTransactions,
 }
 
 /// The running exchange.
@@ -84,6 +87,7 @@ pub struct ExchangeHandle {
     pub id: [u8; 32],
     pub bridge: SigningKey,
     pub assets: Vec<Asset>,
+    pub core_format: &'static dyn CoreTransactions,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ExchangeServiceError + '_ {
@@ -162,6 +166,7 @@ impl ExchangeHandle {
         data_dir: &Path,
         assets: Vec<Asset>,
         block_interval_ms: u64,
+        core_format: &'static dyn CoreTransactions,
     ) -> Result<ExchangeHandle, ExchangeServiceError> {
         std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
         std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700)).map_err(io(data_dir))?;
@@ -193,6 +198,7 @@ impl ExchangeHandle {
             id,
             bridge,
             assets,
+            core_format,
         })
     }
 
@@ -223,7 +229,12 @@ pub fn bridge_key(data_dir: &Path) -> Result<[u8; 32], ExchangeServiceError> {
 pub fn serve(options: ServeOptions) -> Result<(), ExchangeServiceError> {
     let listening = specie_service::server::Listening::bind(options.listen)?;
     let _lock = specie_log::DirLock::acquire(&options.data_dir, specie_log::dir_lock::RESTART_WAIT_MS)?;
-    let exchange = ExchangeHandle::open(&options.data_dir, options.assets, options.block_interval_ms)?;
+    let exchange = ExchangeHandle::open(
+        &options.data_dir,
+        options.assets,
+        options.block_interval_ms,
+        options.core_format,
+    )?;
     let data_dir = options.data_dir.clone();
     let served = listening.serve_until_ctrl_c(router(std::sync::Arc::new(exchange.clone())), options.limits, |local| {
         eprintln!(

@@ -5,7 +5,7 @@
 use ed25519_dalek::SigningKey;
 use specie_exchange::{ExchangeReply, ExchangeRole};
 use specie_host::RoleCall;
-use specie_service::{CoreCheckError, Pending, Unavailable};
+use specie_service::{CoreCheckError, CoreTransactions, Pending, Unavailable};
 
 use crate::ExchangeHandle;
 
@@ -19,6 +19,8 @@ pub trait ExchangeService: Send + Sync + 'static {
     fn bridge(&self) -> &SigningKey;
     /// The assets' names, in asset order.
     fn asset_names(&self) -> Vec<String>;
+    /// The online core's transaction format: deposits' fundings are read, payouts signed, by it.
+    fn core_format(&self) -> &'static dyn CoreTransactions;
     /// Whether the UHS id `marker` is in the UHS of the core that mints asset `asset`, asked of
     /// that core itself.
     fn in_core(&self, asset: usize, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>>;
@@ -39,6 +41,10 @@ impl ExchangeService for ExchangeHandle {
 
     fn asset_names(&self) -> Vec<String> {
         self.assets.iter().map(|a| a.name.clone()).collect()
+    }
+
+    fn core_format(&self) -> &'static dyn CoreTransactions {
+        self.core_format
     }
 
     fn in_core(&self, asset: usize, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>> {

@@ -13,6 +13,11 @@
 //! leader in `handle` and travels in the command, so replaying the log signs nothing, and the
 //! hosts of `specie-host` run it embedded over the local log, replicated over Raft, or under the
 //! simulator.
+//!
+//! It never reads or writes the online core's transactions: a core funding reaches it as its
+//! terms ([`Funding::from_core`]), and value paid back to the core (a defund, a refund) is
+//! answered as the payout's terms, which the authority's service signs with the bridge key
+//! through the core's format (`specie_service::CoreTransactions`).
 
 mod messages;
 mod role;

@@ -5,12 +5,11 @@ use std::sync::Arc;
 
 use specie_codec::{put_u64, DecodeError, Reader};
 use specie_offline::{
-    DoubleSpend, Instruction, Issuance, KeyBinding, KeyCertificate, KeyError, KeyStatus, Link, PublicKey,
-    SignedKeyRing, SignedMove, Token, DENOMINATIONS_MAX, ISSUANCE_BYTES, KEY_BINDING_BYTES, REISSUE_OUTPUTS_MAX,
-    TOKEN_BYTES_MAX,
+    funding_owners_digest, DoubleSpend, Instruction, Issuance, KeyBinding, KeyCertificate, KeyError, KeyStatus, Link,
+    PublicKey, SignedKeyRing, SignedMove, Token, DENOMINATIONS_MAX, ISSUANCE_BYTES, KEY_BINDING_BYTES,
+    REISSUE_OUTPUTS_MAX, TOKEN_BYTES_MAX,
 };
 use specie_role::Ticket;
-use specie_transaction::{bridge_owners_digest, BridgeFunding, BridgePayout};
 use thiserror::Error;
 
 /// The first byte of every command and snapshot of this role.
@@ -50,18 +49,28 @@ pub struct Funding {
 
 impl Funding {
     /// What a core bridge funding (confirmed: its marker is in the UHS, which the bridge
-    /// checks) entitles `owners` to: its amount, credited once under its marker, if it names
-    /// this authority's `bridge` key and exactly these owners.
-    pub fn from_core(core: &BridgeFunding, bridge: &PublicKey, owners: Vec<PublicKey>) -> Result<Funding, Refusal> {
-        if core.authority != *bridge {
+    /// checks) entitles `owners` to, from the terms the core's format reads out of it (the role
+    /// never reads core transactions): the bridge key it is made out to (`authority`), what it
+    /// commits to (`owners_digest`), its `amount`, and its `marker`. Its amount is credited once
+    /// under its marker, if it names this authority's `bridge` key and exactly these owners
+    /// ([`funding_owners_digest`]).
+    pub fn from_core(
+        authority: &PublicKey,
+        owners_digest: &[u8; 32],
+        amount: u64,
+        marker: [u8; 32],
+        bridge: &PublicKey,
+        owners: Vec<PublicKey>,
+    ) -> Result<Funding, Refusal> {
+        if authority != bridge {
             return Err(Refusal::FundingOtherAuthority);
         }
-        if bridge_owners_digest(&owners) != core.owners_digest {
+        if funding_owners_digest(&owners) != *owners_digest {
             return Err(Refusal::FundingOwnersDigest);
         }
         Ok(Funding {
-            id: core.marker().0,
-            amount: core.amount,
+            id: marker,
+            amount,
             owners,
         })
     }
@@ -181,8 +190,9 @@ pub enum Input {
 pub enum DepositOutcome {
     /// Paid: these fresh tokens replace it.
     Reissued { issuances: Vec<Issuance> },
-    /// Paid: the value goes back to the online core, to `address` (an x-only key). Answered
-    /// with the signed payout ([`Reply::PaidOut`]) that the core accepts once per serial.
+    /// Paid: the value goes back to the online core, to `address` (an x-only key), by the
+    /// bridge key's payout of `amount` for `serial` (the token's), which the core accepts once
+    /// per serial. The authority's service signs it (the role does not write core transactions).
     Defunded {
         serial: [u8; 16],
         address: [u8; 32],
@@ -247,18 +257,17 @@ pub enum Reply {
         issuances: Vec<Issuance>,
     },
     /// The funding could never be issued (`reason`; unknown when refunded earlier): refunded by
-    /// this payout for the core, signed by the bridge key (the same payout when asked again).
+    /// the bridge key's payout of `amount` to `to` (a core witness program commitment: the
+    /// funding's first input's owner) for `serial` ([`refund_serial`] of the funding's id), which
+    /// the authority's service signs (the same terms when asked again).
     Refunded {
         reason: Option<Refusal>,
-        payout: Box<BridgePayout>,
+        serial: [u8; 16],
+        to: [u8; 32],
+        amount: u64,
     },
+    /// A deposit's outcome; a defund's carries the terms of its payout to the online core.
     Deposited(DepositOutcome),
-    /// A deposit defunded (the outcome), with the payout for the online core signed by the
-    /// bridge key (the same payout for the same deposit sent again).
-    PaidOut {
-        outcome: DepositOutcome,
-        payout: Box<BridgePayout>,
-    },
     Revocations {
         from: u64,
         serials: Vec<[u8; 16]>,

@@ -12,7 +12,6 @@ use specie_offline::{
     Lifecycle, Move, PublicKey, SignedKeyRing, SignedMove, Token, HOPS_MAX, REISSUE_OUTPUTS_MAX,
 };
 use specie_role::{Durable, Output, Role, Ticket};
-use specie_transaction::{witness_program_commitment, BridgePayout};
 
 use crate::messages::{
     refund_serial, Command, Deposit, DepositLink, DepositOutcome, Funding, Input, Refusal, Reply, Report,
@@ -22,14 +21,16 @@ use crate::messages::{
 use crate::state::{derive_serial, AuthorityState, StateError};
 
 /// The authority's secret keys, all derived from its seed: per period, one issuing key per
-/// denomination and a certifying key; and the bridge key that signs payouts for the core.
+/// denomination and a certifying key; and the bridge key, which signs the key ring here and the
+/// payouts for the core in the authority's service.
 pub struct AuthorityKeys {
     seed: [u8; 32],
     pub denominations: Denominations,
     /// The windows, and the period the authority starts in (later ones come from its log).
     pub lifecycle: Lifecycle,
-    /// Signs payouts for the online core (docs/transaction-format.md §5.8); the core banks for
-    /// its public key (`specie node --offline-authority`).
+    /// Signs the published key ring, and (in the authority's service, through the core's format)
+    /// the payouts for the online core (docs/transaction-format.md §5.8); the core banks for its
+    /// public key (`specie node --offline-authority`).
     pub bridge: SigningKey,
 }
 
@@ -143,8 +144,6 @@ fn derive_key(seed: &[u8; 32], kind: &str, n: u64) -> SigningKey {
 /// fundings from the online core, and takes deposits back, naming whoever spent a token twice.
 pub struct OfflineAuthority {
     keys: AuthorityKeys,
-    /// `keys.bridge` expanded once: it signs every defund's payout.
-    bridge: ExpandedSigningKey,
     /// The current period's secret keys, and the ring of every live period.
     current: PeriodKeys,
     ring: KeyRing,
@@ -171,8 +170,6 @@ pub struct OfflineAuthority {
     refunding: HashMap<[u8; 32], (Refusal, Vec<Ticket>)>,
     /// Deposits by link, from the moment they are queued until they are applied or refused.
     depositing: HashMap<DepositLink, Vec<Ticket>>,
-    /// Payouts signed ahead for defunds on their way to the log, by link.
-    payouts: HashMap<DepositLink, BridgePayout>,
     /// Deposits past their cheap checks, waiting for the turn's batch signature check.
     queue: Vec<QueuedDeposit>,
 }
@@ -224,13 +221,10 @@ struct QueuedDeposit {
 
 /// What the parallel phase made of a queued deposit.
 enum Checked {
-    /// Its signatures hold: its link and the re-issue's tokens, signed; or, for a defund, the
-    /// payout it will be answered with if it is paid (signed here, on every core, not on the
-    /// role's thread).
+    /// Its signatures hold: its link and the re-issue's tokens, signed (none for a defund).
     Verified {
         link: DepositLink,
         issuances: Vec<Issuance>,
-        payout: Option<BridgePayout>,
     },
     /// A deposit known already, or on its way to the log (not checked again).
     Known {
@@ -304,7 +298,6 @@ impl OfflineAuthority {
             .map(|(i, value)| (*value, i))
             .collect();
         OfflineAuthority {
-            bridge: ExpandedSigningKey::new(&keys.bridge),
             keys,
             current,
             ring,
@@ -322,7 +315,6 @@ impl OfflineAuthority {
             funding: HashMap::new(),
             refunding: HashMap::new(),
             depositing: HashMap::new(),
-            payouts: HashMap::new(),
             queue: Vec::new(),
         }
     }
@@ -468,9 +460,15 @@ impl OfflineAuthority {
             self.reply(ticket, Reply::Funded { issuances });
             return Ok(());
         }
-        if let Some(&(amount, address)) = self.state.refunds.get(&funding.id) {
-            let payout = Box::new(self.refund_payout(&funding.id, amount, address));
-            self.reply(ticket, Reply::Refunded { reason: None, payout });
+        if let Some(&(amount, to)) = self.state.refunds.get(&funding.id) {
+            let serial = refund_serial(&funding.id);
+            let refunded = Reply::Refunded {
+                reason: None,
+                serial,
+                to,
+                amount,
+            };
+            self.reply(ticket, refunded);
             return Ok(());
         }
         if let Some((known, tickets)) = self.funding.get_mut(&funding.id) {
@@ -532,12 +530,6 @@ impl OfflineAuthority {
             .enumerate()
             .map(|(i, (value, owner))| self.issuance(*value, b"fund", &funding.id, i, *owner))
             .collect())
-    }
-
-    /// The payout refunding core funding `id`: `amount` to the core witness program commitment
-    /// `address`, for the serial [`refund_serial`]`(id)`.
-    fn refund_payout(&self, id: &[u8; 32], amount: u64, address: [u8; 32]) -> BridgePayout {
-        BridgePayout::new_signed(&self.bridge, refund_serial(id), address, amount)
     }
 
     /// The seed's re-validation (001, §IV-E), with specie's changes, its lookups: the issuance is
@@ -605,7 +597,7 @@ impl OfflineAuthority {
 
     /// The turn's deposits, on every core: each one's statements hashed, its instruction checked,
     /// its signatures checked in batches ([`deposit_batches`]: one batch equation each, one batch
-    /// per core or more), the re-issue or payout signed; deposits known already are not
+    /// per core or more), the re-issue signed; deposits known already are not
     /// checked again. A turn of one batch is checked on the calling thread (no other is woken).
     /// Then, in the order they came: known deposits answered (or joined to the same deposit on
     /// its way), the others proposed or refused.
@@ -635,15 +627,8 @@ impl OfflineAuthority {
                     let refusal = self.expired(&queued.deposit.token).expect("just checked");
                     self.reply(ticket, Reply::Refused(refusal));
                 }
-                Checked::Verified {
-                    link,
-                    issuances,
-                    payout,
-                } => {
+                Checked::Verified { link, issuances } => {
                     self.depositing.insert(link, vec![ticket]);
-                    if let Some(payout) = payout {
-                        self.payouts.insert(link, payout);
-                    }
                     let mut deposit = queued.deposit;
                     deposit.issuances = issuances;
                     self.propose(Command::Deposit(Arc::new(deposit)));
@@ -683,7 +668,6 @@ impl OfflineAuthority {
                 Ok(()) => Checked::Verified {
                     link,
                     issuances: self.reissue(&chunk[i].deposit.instruction, &link),
-                    payout: self.payout_for(&chunk[i].deposit),
                 },
                 Err(statement) => Checked::Refused(Refusal::BadSignature { statement }),
             });
@@ -695,7 +679,7 @@ impl OfflineAuthority {
     /// same deposit on its way to the log; false if the deposit is new.
     fn joins(&mut self, ticket: Ticket, link: &DepositLink) -> bool {
         if let Some(outcome) = self.state.outcomes.get(link) {
-            let reply = self.deposit_reply(link, outcome.clone());
+            let reply = Reply::Deposited(outcome.clone());
             self.reply(ticket, reply);
             return true;
         }
@@ -835,61 +819,29 @@ impl OfflineAuthority {
                 if self.leading {
                     self.report_double_spend(&deposit.token.issuance.serial, &outcome);
                 }
-                let tickets = self.depositing.remove(&link).unwrap_or_default();
-                if tickets.is_empty() {
-                    self.payouts.remove(&link);
-                } else {
-                    let reply = self.deposit_reply(&link, outcome);
-                    for ticket in tickets {
-                        self.reply(ticket, reply.clone());
-                    }
+                for ticket in self.depositing.remove(&link).unwrap_or_default() {
+                    self.reply(ticket, Reply::Deposited(outcome.clone()));
                 }
             }
             Command::Refund { id, amount, address } => {
                 if let Some((reason, tickets)) = self.refunding.remove(id) {
-                    let payout = Box::new(self.refund_payout(id, *amount, *address));
+                    let (serial, to, amount) = (refund_serial(id), *address, *amount);
                     for ticket in tickets {
-                        let (reason, payout) = (Some(reason.clone()), payout.clone());
-                        self.reply(ticket, Reply::Refunded { reason, payout });
+                        let reason = Some(reason.clone());
+                        self.reply(
+                            ticket,
+                            Reply::Refunded {
+                                reason,
+                                serial,
+                                to,
+                                amount,
+                            },
+                        );
                     }
                 }
             }
             Command::Rotate { .. } | Command::RevokeKey { .. } => self.keys_changed(),
         }
-    }
-
-    /// A deposit's answer: a defund's comes with its payout for the core, signed now (Ed25519
-    /// signing is deterministic: the same deposit sent again gets the same payout).
-    fn deposit_reply(&mut self, link: &DepositLink, outcome: DepositOutcome) -> Reply {
-        let signed = self.payouts.remove(link);
-        let DepositOutcome::Defunded {
-            serial,
-            address,
-            amount,
-        } = outcome
-        else {
-            return Reply::Deposited(outcome);
-        };
-        let payout = signed.unwrap_or_else(|| self.payout(serial, address, amount));
-        debug_assert_eq!((payout.serial, payout.amount()), (serial, amount));
-        Reply::PaidOut {
-            outcome,
-            payout: Box::new(payout),
-        }
-    }
-
-    /// The payout of `amount` to the core address of x-only key `address` for token `serial`.
-    fn payout(&self, serial: [u8; 16], address: [u8; 32], amount: u64) -> BridgePayout {
-        BridgePayout::new_signed(&self.bridge, serial, witness_program_commitment(&address), amount)
-    }
-
-    /// For a defund, the payout it is answered with if paid, signed ahead.
-    fn payout_for(&self, deposit: &Deposit) -> Option<BridgePayout> {
-        let Instruction::Defund { address } = deposit.instruction else {
-            return None;
-        };
-        let issuance = &deposit.token.issuance;
-        Some(self.payout(issuance.serial, address, self.state.denomination(&issuance.issuing_key)))
     }
 
     fn report_double_spend(&mut self, serial: &[u8; 16], outcome: &DepositOutcome) {
@@ -928,7 +880,6 @@ impl Role for OfflineAuthority {
         self.funding.clear();
         self.refunding.clear();
         self.depositing.clear();
-        self.payouts.clear();
         self.queue.clear();
         self.key_changes_in_flight = 0;
         self.key_changes_waiting.clear();

@@ -311,13 +311,7 @@ fn bad_deposits_among_good_ones_are_refused_each_for_its_fault() {
             Case::Mismatched => Reply::Refused(Refusal::InstructionMismatch),
             _ => {
                 assert!(
-                    matches!(
-                        reply,
-                        Reply::PaidOut {
-                            outcome: DepositOutcome::Defunded { .. },
-                            ..
-                        }
-                    ),
+                    matches!(reply, Reply::Deposited(DepositOutcome::Defunded { .. })),
                     "{reply:?}"
                 );
                 assert!(matches!(instruction, Instruction::Defund { .. }));

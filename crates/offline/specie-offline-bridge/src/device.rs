@@ -878,9 +878,13 @@ mod tests {
         assert!(check_refund_payout(&refund(&key, serial, 60), "00").is_err());
     }
 
+    /// The keys of the authority the device's tests run.
+    fn keys() -> AuthorityKeys {
+        AuthorityKeys::deterministic("device-answers", Denominations::default(), 1)
+    }
+
     /// An authority on the simulator's host, and a device of it holding `amount`.
     fn world(amount: u64) -> (specie_host::SimHost<OfflineAuthority>, AuthorityKeys, Device) {
-        let keys = || AuthorityKeys::deterministic("device-answers", Denominations::default(), 1);
         let mut host = specie_host::SimHost::start("offline-authority", move || OfflineAuthority::new(keys()));
         let mut device = Device::new([1; 32], DeviceLimits::default(), 0);
         let identity = device.identity();
@@ -915,7 +919,8 @@ mod tests {
             .expect("an answer")
     }
 
-    /// The authority's answer to `deposit`, as its API writes it.
+    /// The authority's answer to `deposit`, as its API writes it (a defund's payout signed by its
+    /// bridge key through the core's format).
     fn answer(host: &mut specie_host::SimHost<OfflineAuthority>, deposit: &Deposit) -> DepositBody {
         let input = |ticket| Input::Deposit {
             ticket,
@@ -924,8 +929,9 @@ mod tests {
             instruction: deposit.instruction.clone(),
         };
         match call(host, input) {
-            Reply::Deposited(outcome) => specie_offline_service::deposit_body(&outcome, None),
-            Reply::PaidOut { outcome, payout } => specie_offline_service::deposit_body(&outcome, Some(*payout)),
+            Reply::Deposited(outcome) => {
+                specie_offline_service::deposit_body(&outcome, &specie_wallet::CORE_FORMAT, &keys().bridge)
+            }
             other => panic!("deposit: {other:?}"),
         }
     }

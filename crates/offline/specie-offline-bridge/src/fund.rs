@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use crate::device::{check_refund_payout, AuthorityClient, CoreFunded, DeviceCommandError, DeviceFile};
 use serde_json::json;
 use specie_codec::Encode;
-use specie_transaction::{bridge_owners_digest, Txid};
+use specie_offline::funding_owners_digest;
+use specie_transaction::Txid;
 use specie_wallet::session::{self, Submitted};
 use specie_wallet::{NodeClient, Outcome, PaidOutput, PaymentString, WalletFile};
 
@@ -52,7 +53,7 @@ pub fn fund_from_core(
     let client = session::client_for(&mut wallet, node)?;
     let tx = wallet.build_bridge_funding(
         authority.bridge()?,
-        bridge_owners_digest(&owners),
+        funding_owners_digest(&owners),
         amount,
         &mut rand::thread_rng(),
     )?;

@@ -5,7 +5,8 @@ use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use specie_codec::{DecodeError, Encode, Reader};
+use ed25519_dalek::SigningKey;
+use specie_codec::{DecodeError, Reader};
 use specie_offline::{
     EvidenceBundle, Instruction, KeyBinding, KeyStatus, PublicKey, SignedKeyRing, SignedMove, Token,
     INSTRUCTION_BYTES_MAX, KEY_BINDING_BYTES, SIGNED_MOVE_BYTES_MAX, TOKEN_BYTES_MAX,
@@ -25,8 +26,7 @@ use crate::http_api::{
 };
 use crate::service::{AuthorityService, EmbeddedAuthority};
 use crate::AuthorityHandle;
-use specie_service::{ApiError, CoreApi};
-use specie_transaction::{BridgePayout, SpecieTransaction};
+use specie_service::{ApiError, CoreApi, CoreTransactions, NotAFunding, PayTo};
 
 /// The authority the API serves, however it is hosted.
 pub type Authority = Arc<dyn AuthorityService>;
@@ -34,9 +34,13 @@ pub type Authority = Arc<dyn AuthorityService>;
 /// Largest request body: a certification of the most keys, in hex, with room for JSON.
 const BODY_BYTES_MAX: usize = 2 * BINDINGS_PER_CALL_MAX * (KEY_BINDING_BYTES + 8) + 4_096;
 
-/// How the authority learns that value left the online core for it.
-#[derive(Clone, Debug, Default)]
+/// How the authority learns that value left the online core for it, and pays value back.
+#[derive(Clone, Debug)]
 pub struct CoreLink {
+    /// The online core's transaction format (`specie_wallet::CORE_FORMAT`, handed in by whoever
+    /// starts the service): it reads the fundings posted to `POST /v1/offline/fund-from-core` and
+    /// writes the payouts the API answers with, so the service never reads core transactions.
+    pub format: &'static dyn CoreTransactions,
     /// The online core's HTTP API (`specie node`, or a cluster's), asked whether a funding's
     /// marker is in the UHS: `POST /v1/offline/fund-from-core`.
     pub core: Option<CoreApi>,
@@ -45,7 +49,8 @@ pub struct CoreLink {
     pub operator_funding: bool,
 }
 
-/// The API of the authority on this process's embedded host.
+/// The API of the authority on this process's embedded host (whose bridge key signs the payouts
+/// it answers with).
 pub fn router(authority: AuthorityHandle, core_link: CoreLink) -> Router {
     service_router(Arc::new(EmbeddedAuthority {
         handle: authority,
@@ -251,23 +256,33 @@ async fn fund_from_core(
             "more than {TOKENS_PER_FUNDING_MAX} owners"
         )));
     }
-    let limits = specie_transaction::limits::DecodeLimits::default();
-    let transaction = from_hex(
-        "transaction",
-        &request.transaction,
-        limits.transaction_bytes_max,
-        |reader| <SpecieTransaction as specie_codec::Decode>::decode_from(reader, &limits),
-    )?;
-    let SpecieTransaction::BridgeFunding(core) = transaction else {
-        return Err(ApiError::bad_request("transaction: not an offline funding (kind 0x05)"));
-    };
+    // Decoded without a length check of its own: the body limit keeps the hex far below the
+    // core's largest transaction, and the format refuses anything larger.
+    let bytes =
+        hex::decode(&request.transaction).map_err(|e| ApiError::bad_request(format!("transaction: not hex: {e}")))?;
+    let core = authority
+        .core_format()
+        .bridge_funding(&bytes)
+        .map_err(|error| match error {
+            NotAFunding::Undecodable { reason } => ApiError::bad_request(format!("transaction: {reason}")),
+            NotAFunding::OtherKind { .. } => ApiError::bad_request("transaction: not an offline funding (kind 0x05)"),
+        })?;
     let owners = request
         .owners
         .iter()
         .map(|owner| key_from_hex("owner", owner))
         .collect::<Result<Vec<_>, _>>()?;
-    let funding = Funding::from_core(&core, &authority.bridge(), owners).map_err(|refusal| refused(&refusal))?;
-    let Some(refund_to) = core.inputs.first().map(|input| input.data.witness_program_commitment) else {
+    let bridge = authority.bridge();
+    let funding = Funding::from_core(
+        &core.authority,
+        &core.owners_digest,
+        core.amount,
+        core.marker,
+        &bridge,
+        owners,
+    )
+    .map_err(|refusal| refused(&refusal))?;
+    let Some(refund_to) = core.refund_to else {
         return Err(ApiError::bad_request("transaction: the funding spends no input"));
     };
     specie_service::funding_confirmed(authority.in_core(funding.id).await)?;
@@ -281,16 +296,22 @@ async fn fund_from_core(
             issuances: Some(issuances_hex(&issuances)),
             refunded: None,
         })),
-        Reply::Refunded { reason, payout } => {
+        Reply::Refunded {
+            reason,
+            serial,
+            to,
+            amount,
+        } => {
             let reason = reason.map_or_else(|| "refunded earlier".to_string(), |reason| reason.to_string());
-            let payout_hex = hex::encode(SpecieTransaction::BridgePayout((*payout).clone()).encode());
+            let (format, bridge) = (authority.core_format(), authority.bridge_key());
+            let payout = format.bridge_payout(bridge, serial, PayTo::Commitment(to), amount);
             Ok(Json(FundedBody {
                 issuances: None,
                 refunded: Some(RefundBody {
                     reason,
-                    amount: payout.amount(),
-                    address: hex::encode(payout.address()),
-                    payout: payout_hex,
+                    amount,
+                    address: hex::encode(to),
+                    payout: hex::encode(payout),
                 }),
             }))
         }
@@ -363,17 +384,35 @@ async fn deposit(
         instruction,
     };
     match ask(&authority, input).await? {
-        Reply::Deposited(outcome) => Ok(Json(deposit_body(&outcome, None))),
-        Reply::PaidOut { outcome, payout } => Ok(Json(deposit_body(&outcome, Some(*payout)))),
+        Reply::Deposited(outcome) => Ok(Json(deposit_body(
+            &outcome,
+            authority.core_format(),
+            authority.bridge_key(),
+        ))),
         other => Err(unexpected(other)),
     }
 }
 
-/// A deposit's answer (the same for a deposit sent again): its outcome, and a defund's payout.
-pub fn deposit_body(outcome: &DepositOutcome, payout: Option<BridgePayout>) -> DepositBody {
+/// A deposit's answer (the same for a deposit sent again): its outcome, and a defund's payout
+/// for the core, written by `format` and signed by the `bridge` key (Ed25519 signing is
+/// deterministic: the same deposit gets the same payout).
+pub fn deposit_body(outcome: &DepositOutcome, format: &dyn CoreTransactions, bridge: &SigningKey) -> DepositBody {
+    let payout = match *outcome {
+        DepositOutcome::Defunded {
+            serial,
+            address,
+            amount,
+        } => Some(hex::encode(format.bridge_payout(
+            bridge,
+            serial,
+            PayTo::Key(address),
+            amount,
+        ))),
+        _ => None,
+    };
     DepositBody {
         outcome: outcome_body(outcome),
-        payout: payout.map(|payout| hex::encode(SpecieTransaction::BridgePayout(payout).encode())),
+        payout,
     }
 }
 

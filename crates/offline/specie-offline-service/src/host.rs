@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use ed25519_dalek::SigningKey;
 use specie_host::{RecoverError, RoleCall, RoleThread, RoleThreadError};
 use specie_log::LogOptions;
 use specie_offline_authority::{Input, OfflineAuthority, Reply, Report, StateError};
@@ -45,8 +46,9 @@ pub fn log_report(report: &Report) {
 #[derive(Clone)]
 pub struct AuthorityHandle {
     role: RoleThread<OfflineAuthority>,
-    /// The bridge key's public half: what the core banks for.
-    bridge: [u8; 32],
+    /// The bridge key: its public half is what the core banks for; it signs the payouts the API
+    /// answers with.
+    bridge: Arc<SigningKey>,
     operator_token: Arc<String>,
 }
 
@@ -57,7 +59,7 @@ impl AuthorityHandle {
         create_private_dir(data_dir)?;
         let keys = crate::authority_keys(data_dir)?;
         let operator_token = hex::encode(secret_file(&data_dir.join("operator.token"))?);
-        let bridge = keys.bridge.verifying_key().to_bytes();
+        let bridge = Arc::new(keys.bridge.clone());
         let role = RoleThread::start(
             "offline-authority",
             OfflineAuthority::new(keys),
@@ -91,7 +93,12 @@ impl AuthorityHandle {
 
     /// The public key the core must bank for (`specie node --offline-authority`).
     pub fn bridge(&self) -> [u8; 32] {
-        self.bridge
+        self.bridge.verifying_key().to_bytes()
+    }
+
+    /// The bridge key, which signs the payouts for the core that the API answers with.
+    pub fn bridge_key(&self) -> &SigningKey {
+        &self.bridge
     }
 
     /// Whether `token` is the operator's, compared in constant time.

@@ -2,9 +2,10 @@
 //! host ([`EmbeddedAuthority`]), or a Raft group's replica in a cluster (`specie-cluster`), whose
 //! followers send callers to the leader.
 
+use ed25519_dalek::SigningKey;
 use specie_offline_authority::Reply;
 
-use specie_service::{CoreCheckError, Pending, Unavailable};
+use specie_service::{CoreCheckError, CoreTransactions, Pending, Unavailable};
 
 use crate::{AuthorityCall, AuthorityHandle, CoreLink};
 
@@ -13,7 +14,15 @@ pub trait AuthorityService: Send + Sync + 'static {
     /// The authority's answer to the call, once it is durable.
     fn call(&self, call: AuthorityCall) -> Pending<'_, Result<Reply, Unavailable>>;
     /// The bridge key's public half: what the core banks for.
-    fn bridge(&self) -> [u8; 32];
+    fn bridge(&self) -> [u8; 32] {
+        self.bridge_key().verifying_key().to_bytes()
+    }
+    /// The bridge key, the role's: it signs the payouts the API answers with (a defund's, a
+    /// refund's), which the role answers as terms.
+    fn bridge_key(&self) -> &SigningKey;
+    /// The online core's transaction format: it reads the fundings posted to the API and writes
+    /// the payouts the API answers with.
+    fn core_format(&self) -> &'static dyn CoreTransactions;
     /// Whether `token` is the operator's bearer token.
     fn is_operator(&self, token: &str) -> bool;
     /// Whether the operator may fund devices on its word (trials without a core only).
@@ -39,8 +48,12 @@ impl AuthorityService for EmbeddedAuthority {
         Box::pin(async move { self.handle.call(call).await.ok_or(Unavailable::Stopping) })
     }
 
-    fn bridge(&self) -> [u8; 32] {
-        self.handle.bridge()
+    fn bridge_key(&self) -> &SigningKey {
+        self.handle.bridge_key()
+    }
+
+    fn core_format(&self) -> &'static dyn CoreTransactions {
+        self.core_link.format
     }
 
     fn is_operator(&self, token: &str) -> bool {

@@ -35,6 +35,7 @@ pub use ed25519_dalek::{SigningKey, VerifyingKey};
 /// Decodes exactly one value from all of some bytes, refusing more than a bound up front.
 pub use specie_codec::decode_bounded as decode_exact;
 
+use sha2::{Digest, Sha256};
 use specie_codec::{DecodeError, Reader};
 
 /// The first byte of every encoding in this crate.
@@ -50,9 +51,44 @@ fn read_version(reader: &mut Reader<'_>, what: &'static str) -> Result<(), Decod
     reader.read_version(what, ENCODING_VERSION)
 }
 
+/// What a core bridge funding commits its tokens to (its `owners_digest`, which the core carries
+/// but never reads): SHA-256 of the one-time keys that get the tokens, concatenated in order. The
+/// authority issues a funding only to exactly these keys, so whoever sees the funding confirmed
+/// cannot claim its tokens for keys of their own.
+pub fn funding_owners_digest(owners: &[PublicKey]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    for owner in owners {
+        hasher.update(owner);
+    }
+    hasher.finalize().into()
+}
+
 /// A signing key derived from a label and a number: for demos, simulations and tests, where
 /// every run must produce the same keys (docs/offline-format.md, "Deterministic keys"). Never for
 /// real issuing, certifying, identity or one-time keys: anyone can derive these.
 pub fn deterministic_key(label: &str, n: u64) -> SigningKey {
     specie_ed25519::deterministic_key(b"specie/offline/deterministic-key/", label, n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The digest a core funding carries is SHA-256 over the keys' bytes, concatenated in order
+    /// (the bytes the core's bridge fundings have carried since the offline bridge's first one).
+    #[test]
+    fn a_fundings_owners_digest_is_sha256_of_the_keys_in_order() {
+        assert_eq!(
+            funding_owners_digest(&[]),
+            hex_array("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        );
+        let (a, b) = ([1; 32], [2; 32]);
+        let concatenated: [u8; 32] = Sha256::digest([a, b].concat()).into();
+        assert_eq!(funding_owners_digest(&[a, b]), concatenated);
+        assert_ne!(funding_owners_digest(&[b, a]), concatenated, "the order counts");
+    }
+
+    fn hex_array(text: &str) -> [u8; 32] {
+        hex::decode(text).unwrap().try_into().unwrap()
+    }
 }

@@ -543,7 +543,7 @@ fn a_core_wallet_funds_a_device_and_a_deposit_comes_back_to_a_core_wallet() {
         let tx = wallet
             .build_bridge_funding(
                 <[u8; 32]>::try_from(hex::decode(&bridge).unwrap()).unwrap(),
-                specie_transaction::bridge_owners_digest(&owners),
+                specie_offline::funding_owners_digest(&owners),
                 100,
                 &mut rand::thread_rng(),
             )

@@ -41,6 +41,7 @@ use specie_offline_authority::{
     TOKENS_PER_FUNDING_MAX,
 };
 use specie_role::Ticket;
+use specie_transaction::{witness_program_commitment, BridgePayout};
 
 use crate::ceiling::per_cpu_second;
 use crate::cpu::CpuClock;
@@ -261,6 +262,29 @@ fn bench_keys() -> AuthorityKeys {
     AuthorityKeys::deterministic("bench-offline", Denominations::default(), 1)
 }
 
+/// The payouts of a turn's defunds, signed by the `bridge` key on every core of the pool. The
+/// role answers a defund with its payout's terms and the authority's service signs the payout
+/// (the role signed it itself, in its parallel phase, before); the bench signs them here, in the
+/// turn, so that a defund measures the same work as before: its checks and one signature.
+fn sign_payouts(bridge: &SigningKey, replies: &[(Ticket, Reply)]) -> Vec<BridgePayout> {
+    replies
+        .par_iter()
+        .filter_map(|(_, reply)| match *reply {
+            Reply::Deposited(DepositOutcome::Defunded {
+                serial,
+                address,
+                amount,
+            }) => Some(BridgePayout::new_signed(
+                bridge,
+                serial,
+                witness_program_commitment(&address),
+                amount,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The authority's answers to one turn's `inputs`, by ticket, on the simulator's host (every
 /// command encoded for its log, as a durable host would).
 fn drive(host: &mut SimHost<OfflineAuthority>, inputs: Vec<Input>) -> Vec<(Ticket, Reply)> {
@@ -415,21 +439,26 @@ impl Setup {
                     .collect()
             })
             .collect();
+        let bridge = (self.keys)().bridge;
         let (started, cpu) = (Instant::now(), CpuClock::now());
-        let mut paid = 0usize;
+        let (mut paid, mut payouts) = (0usize, 0usize);
         for inputs in turns {
-            paid += drive(&mut authority, inputs)
+            let replies = drive(&mut authority, inputs);
+            paid += replies
                 .iter()
                 .filter(|(_, reply)| {
                     matches!(
                         reply,
-                        Reply::Deposited(DepositOutcome::Reissued { .. }) | Reply::PaidOut { .. }
+                        Reply::Deposited(DepositOutcome::Reissued { .. } | DepositOutcome::Defunded { .. })
                     )
                 })
                 .count();
+            payouts += sign_payouts(&bridge, &replies).len();
         }
         let (seconds, cpu_s) = (started.elapsed().as_secs_f64(), cpu.used().process_s);
         ensure_that!(paid == deposits.len(), "{paid} of {} deposits paid", deposits.len());
+        let defunds = if reissue { 0 } else { paid };
+        ensure_that!(payouts == defunds, "{payouts} payouts signed for {defunds} defunds");
         let role = authority.role().step("the authority is running")?;
         specie_role::Durable::check_invariants(role).step("the authority's books")?;
         Ok(Run {

@@ -17,6 +17,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use secp256k1::Keypair;
 use specie_api::TxStatus;
+use specie_codec::{Decode, Encode};
 use specie_exchange::{
     deposit_commitment, Account, AssetId, ExchangeConfig, ExchangeInput, ExchangeReply, ExchangeRole, Fate, Ledger,
     Operation, RoleLimits, SignedTransaction, Transaction, Valuation,
@@ -25,10 +26,12 @@ use specie_exchange_service::core_bridge::{bridge_payout, deposit_from_core};
 use specie_host::{RoleCall, RoleThread};
 use specie_log::LogOptions;
 use specie_node::{EmbeddedNode, NodeOptions};
+use specie_service::CoreTransactions;
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
     witness_program_commitment, BridgeFunding, CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction,
 };
+use specie_wallet::CORE_FORMAT;
 use specie_workload::exchange::{Market, MarketMix};
 
 use crate::byzantine::{present_twice, value_held_by_core};
@@ -241,8 +244,12 @@ fn deposit(
         if !present {
             fail!("a funding's marker is not in its core's UHS");
         }
+        // Read as the exchange's service reads it: through the core's format.
+        let terms = CORE_FORMAT
+            .bridge_funding(&SpecieTransaction::BridgeFunding(funding).encode())
+            .step("a funding the core's format does not read")?;
         let deposit =
-            deposit_from_core(&funding, &bridge_key, asset, account, key).step("a funding the exchange refuses")?;
+            deposit_from_core(&terms, &bridge_key, asset, account, key).step("a funding the exchange refuses")?;
         calls.push(Box::new(move |ticket| ExchangeInput::Deposit {
             ticket,
             deposit,
@@ -437,10 +444,9 @@ fn withdraw_all(venue: &Venue, traders: &[Trader], cores: &mut [Core]) -> BenchR
         let Some(ExchangeReply::Withdrawal(Some(withdrawal))) = reply else {
             fail!("a withdrawal was not recorded: {reply:?}");
         };
-        let payout = bridge_payout(&withdrawal, &venue.bridge);
-        cores[usize::from(withdrawal.asset)]
-            .payouts
-            .push(SpecieTransaction::BridgePayout(payout));
+        let payout = bridge_payout(&CORE_FORMAT, &withdrawal, &venue.bridge);
+        let payout = SpecieTransaction::decode_exact(&payout).step("a payout the core's format does not read")?;
+        cores[usize::from(withdrawal.asset)].payouts.push(payout);
     }
     for core in cores.iter() {
         let presented = present_twice(&core.node.handle(), &core.payouts, "a payout")?;

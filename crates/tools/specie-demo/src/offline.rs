@@ -18,14 +18,14 @@ use secp256k1::Keypair;
 use sha2::{Digest, Sha256};
 use specie_api::TxStatus;
 use specie_node::{EmbeddedNode, NodeHandle, NodeOptions};
-use specie_offline::{Denominations, EvidenceBundle, KeyRing, PublicKey};
+use specie_offline::{funding_owners_digest, Denominations, EvidenceBundle, KeyRing, PublicKey};
 use specie_offline_authority::{Books, DepositOutcome, Funding, Input, Refusal, Reply};
 use specie_offline_device::{Deposit, DeviceError, DeviceLimits};
 use specie_offline_service::{AuthorityCall, AuthorityHandle};
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
-    bridge_owners_digest, witness_program_commitment, BridgeFunding, BridgePayout, MintTransaction, NonceMode, Output,
-    SpecieTransaction, UhsId,
+    witness_program_commitment, BridgeFunding, BridgePayout, MintTransaction, NonceMode, Output, SpecieTransaction,
+    UhsId,
 };
 use specie_workload::offline::{self, OfflineActor, PaymentChoice, PaymentEnd};
 
@@ -226,7 +226,7 @@ fn fund_from_core(
             .step("a device has no keys to fund")?;
         let funding = BridgeFunding::new_signed(
             authority.bridge(),
-            bridge_owners_digest(&owners),
+            funding_owners_digest(&owners),
             FUNDING_VALUE,
             vec![output.to_input()],
             vec![],
@@ -251,8 +251,16 @@ fn fund_from_core(
         if !present {
             fail!("a funding's marker is not in the core's UHS");
         }
-        let funding =
-            Funding::from_core(&funding, &authority.bridge(), owners).step("a funding the authority refuses")?;
+        let (bridge, marker) = (authority.bridge(), funding.marker().0);
+        let funding = Funding::from_core(
+            &funding.authority,
+            &funding.owners_digest,
+            funding.amount,
+            marker,
+            &bridge,
+            owners,
+        )
+        .step("a funding the authority refuses")?;
         calls.push(Box::new(move |ticket| Input::Fund { ticket, funding }));
     }
     for (actor, reply) in users.actors.iter_mut().zip(ask_together(authority, calls)?) {
@@ -461,9 +469,18 @@ fn settle_deposits(
                     tally.reissued += 1;
                     issuances
                 }
-                Reply::PaidOut { payout, .. } => {
+                Reply::Deposited(DepositOutcome::Defunded {
+                    serial,
+                    address,
+                    amount,
+                }) => {
+                    // Signed as the authority's service signs it: by the bridge key, to the
+                    // address's witness program.
                     tally.defunded += 1;
-                    tally.payouts.push(*payout);
+                    let to = witness_program_commitment(&address);
+                    tally
+                        .payouts
+                        .push(BridgePayout::new_signed(authority.bridge_key(), serial, to, amount));
                     Vec::new()
                 }
                 Reply::Deposited(DepositOutcome::DoubleSpent { debtor, value, .. }) => {

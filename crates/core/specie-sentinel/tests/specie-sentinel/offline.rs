@@ -11,8 +11,7 @@ use specie_sentinel::{
     validate, validate_and_compact, BridgeErrorCode, TrustedKeys, TxErrorCode, ValidationError, WitnessErrorCode,
 };
 use specie_transaction::{
-    bridge_funding_marker, bridge_owners_digest, bridge_payout_marker, BridgeFunding, BridgePayout, NonceMode,
-    SpecieTransaction,
+    bridge_funding_marker, bridge_payout_marker, BridgeFunding, BridgePayout, NonceMode, SpecieTransaction,
 };
 
 fn bridge() -> ed25519_dalek::SigningKey {
@@ -23,8 +22,12 @@ fn banking() -> TrustedKeys {
     trusted().with_offline_authority(Some(bridge().verifying_key().to_bytes()))
 }
 
-fn owners() -> Vec<[u8; 32]> {
-    (0..3u8).map(|n| [n + 1; 32]).collect()
+/// What the funding commits its value to: the bridge's own digest, which the core never reads
+/// (the offline bridge's digest of the keys `[1; 32]`, `[2; 32]`, `[3; 32]`, which the documented
+/// vectors were made with).
+fn owners_digest() -> [u8; 32] {
+    let digest = hex::decode("8a2e491356cfdb05a1d13785e0794d7cd163f91af79a146c976b1d2ac643b679").expect("hex");
+    digest.try_into().expect("32 bytes")
 }
 
 fn bridge_funding(
@@ -35,7 +38,7 @@ fn bridge_funding(
     let signers: Vec<secp256k1::Keypair> = inputs.iter().map(|(owner, _)| *owner).collect();
     BridgeFunding::new_signed(
         bridge().verifying_key().to_bytes(),
-        bridge_owners_digest(&owners()),
+        owners_digest(),
         amount,
         inputs
             .iter()

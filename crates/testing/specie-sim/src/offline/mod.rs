@@ -41,7 +41,7 @@ use std::hash::{DefaultHasher, Hasher};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use specie_host::{SimEvent, SimHost};
-use specie_offline::{Denominations, KeyRing, KeyStatus, Lifecycle, Link, PublicKey};
+use specie_offline::{Denominations, Instruction, KeyRing, KeyStatus, Lifecycle, Link, PublicKey};
 use specie_offline_authority::{
     AuthorityKeys, Command, DepositOutcome, Input, OfflineAuthority, Refusal, Reply, Report,
 };
@@ -580,6 +580,29 @@ impl<R: OfflineRole> World<R> {
         Ok(())
     }
 
+    /// A defund's payout terms are its deposit's: the token's serial, the instruction's address,
+    /// the token's value (while its key is in the ring); and only a defund is paid out.
+    fn check_defund(&self, deposit: &Deposit, outcome: &DepositOutcome) -> Result<(), Violation> {
+        let wanted = match deposit.instruction {
+            Instruction::Defund { address } => Some(address),
+            _ => None,
+        };
+        let DepositOutcome::Defunded {
+            serial,
+            address,
+            amount,
+        } = *outcome
+        else {
+            return Ok(());
+        };
+        let issuance = &deposit.token.issuance;
+        let value = self.ring.issuing_key(&issuance.issuing_key).map(|(value, _)| value);
+        if wanted != Some(address) || serial != issuance.serial || value.is_some_and(|value| value != amount) {
+            return Err(self.violation(format!("a payout that does not match its deposit: {outcome:?}")));
+        }
+        Ok(())
+    }
+
     fn deposit(&mut self, device: usize, deposit: Deposit, lost: bool) -> Result<(), Violation> {
         let parent = *deposit.token.links().last().expect("an issuance link");
         let link = deposit.link();
@@ -593,14 +616,8 @@ impl<R: OfflineRole> World<R> {
             return Ok(());
         };
         let outcome = match reply {
-            Reply::Deposited(outcome) => outcome,
-            Reply::PaidOut { outcome, payout } => {
-                let DepositOutcome::Defunded { serial, amount, .. } = outcome else {
-                    return Err(self.violation(format!("a payout for {outcome:?}")));
-                };
-                if (payout.serial, payout.amount()) != (serial, amount) || !payout.signature_valid() {
-                    return Err(self.violation(format!("a payout that does not match its deposit: {payout:?}")));
-                }
+            Reply::Deposited(outcome) => {
+                self.check_defund(&deposit, &outcome)?;
                 outcome
             }
             Reply::Refused(Refusal::Expired { .. }) => {
