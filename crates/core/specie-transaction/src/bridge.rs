@@ -27,11 +27,10 @@
 //! (docs/offline-cash.md, "Trust").
 
 use crate::extension::{put_header, KIND_BRIDGE_FUND, KIND_BRIDGE_PAYOUT};
-use crate::fastpay::{read_funding_body, FundingBody};
 use crate::hash::{sha256, Sha256Writer};
 use crate::limits::{DecodeLimits, HASH_BYTES, INPUT_BYTES, OUTPUT_BYTES};
 use crate::signing::{sign_inputs, NonceMode, SignError};
-use crate::transaction::{Input, Output, Witness};
+use crate::transaction::{read_inputs, read_outputs, read_witnesses, Input, Output, Witness};
 use crate::{Txid, UhsId};
 use ed25519_dalek::ed25519::signature::Keypair as Ed25519Keypair;
 use ed25519_dalek::{Signature, Signer, VerifyingKey};
@@ -84,16 +83,14 @@ pub struct BridgeFunding {
 
 impl BridgeFunding {
     fn txid_preimage(&self) -> Vec<u8> {
-        let mut preimage = Vec::with_capacity(
-            9 + 32 + 32 + 8 + 16 + self.inputs.len() * INPUT_BYTES + self.outputs.len() * OUTPUT_BYTES,
-        );
-        put_header(&mut preimage, KIND_BRIDGE_FUND);
-        preimage.extend_from_slice(&self.authority);
-        preimage.extend_from_slice(&self.owners_digest);
-        put_u64(&mut preimage, self.amount);
-        put_vec(&mut preimage, &self.inputs);
-        put_vec(&mut preimage, &self.outputs);
-        preimage
+        funding_preimage(
+            KIND_BRIDGE_FUND,
+            &self.authority,
+            &self.owners_digest,
+            self.amount,
+            &self.inputs,
+            &self.outputs,
+        )
     }
 
     pub fn txid(&self) -> Txid {
@@ -252,4 +249,49 @@ impl Encode for BridgePayout {
         out.extend_from_slice(&self.txid_preimage());
         out.extend_from_slice(&self.signature);
     }
+}
+
+/// A funding's fields after its kind, whichever mode it funds (FastPay's and offline cash's
+/// fundings are laid out alike): the mode's 32-byte destination and beneficiary, the amount,
+/// inputs, change and witnesses.
+pub(crate) struct FundingBody {
+    pub destination: [u8; 32],
+    pub beneficiary: [u8; 32],
+    pub amount: u64,
+    pub inputs: Vec<Input>,
+    pub outputs: Vec<Output>,
+    pub witnesses: Vec<Witness>,
+}
+
+/// A funding's signed part, whichever mode it funds: header ‖ kind ‖ destination ‖ beneficiary ‖
+/// u64le(amount) ‖ ser(vec<Input>) ‖ ser(vec<Output>) (the txid preimage; the encoding adds the
+/// witnesses).
+pub(crate) fn funding_preimage(
+    kind: u8,
+    destination: &[u8; 32],
+    beneficiary: &[u8; 32],
+    amount: u64,
+    inputs: &[Input],
+    outputs: &[Output],
+) -> Vec<u8> {
+    let mut preimage =
+        Vec::with_capacity(9 + 32 + 32 + 8 + 16 + inputs.len() * INPUT_BYTES + outputs.len() * OUTPUT_BYTES);
+    put_header(&mut preimage, kind);
+    preimage.extend_from_slice(destination);
+    preimage.extend_from_slice(beneficiary);
+    put_u64(&mut preimage, amount);
+    put_vec(&mut preimage, inputs);
+    put_vec(&mut preimage, outputs);
+    preimage
+}
+
+pub(crate) fn read_funding_body(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<FundingBody, DecodeError> {
+    Ok(FundingBody {
+        destination: reader.read_array("funding destination")?,
+        beneficiary: reader.read_array("funding beneficiary")?,
+        amount: reader.read_u64("funding amount")?,
+        inputs: read_inputs(reader, limits)?,
+        outputs: read_outputs(reader, limits)?,
+        witnesses: read_witnesses(reader, limits)?,
+    })
 }

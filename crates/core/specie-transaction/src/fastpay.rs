@@ -21,14 +21,15 @@
 //! spendable id, or two markers of different kinds equal, would be a SHA-256 collision between
 //! inputs of different lengths.
 
+use crate::bridge::{funding_preimage, read_funding_body, FundingBody};
 use crate::extension::{put_header, read_header, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM};
 use crate::hash::{sha256, Sha256Writer};
-use crate::limits::{DecodeLimits, HASH_BYTES, INPUT_BYTES, OUTPUT_BYTES};
+use crate::limits::{DecodeLimits, HASH_BYTES, INPUT_BYTES};
 use crate::signing::{sign_inputs, NonceMode, SignError};
-use crate::transaction::{read_inputs, read_outputs, read_witnesses, Input, Output, Witness};
+use crate::transaction::{Input, Output, Witness};
 use crate::{Txid, UhsId};
 use secp256k1::Keypair;
-use specie_codec::{put_u64, put_vec, Decode, DecodeError, Encode, Reader};
+use specie_codec::{put_vec, Decode, DecodeError, Encode, Reader};
 use specie_fastpay::{AccountKey, Certificate, CoreAddress, Recipient, CERTIFICATE_BYTES_MAX};
 
 /// Domain separator of the funding marker (25 bytes; see the module docs for why its length
@@ -100,16 +101,14 @@ impl FastpayFunding {
     /// The signed part: header ‖ kind ‖ committee_id ‖ account ‖ u64le(amount) ‖ ser(vec<Input>)
     /// ‖ ser(vec<Output>).
     fn txid_preimage(&self) -> Vec<u8> {
-        let mut preimage = Vec::with_capacity(
-            9 + 32 + 32 + 8 + 16 + self.inputs.len() * INPUT_BYTES + self.outputs.len() * OUTPUT_BYTES,
-        );
-        put_header(&mut preimage, KIND_FASTPAY_FUND);
-        preimage.extend_from_slice(&self.committee_id);
-        preimage.extend_from_slice(&self.account.0);
-        put_u64(&mut preimage, self.amount);
-        put_vec(&mut preimage, &self.inputs);
-        put_vec(&mut preimage, &self.outputs);
-        preimage
+        funding_preimage(
+            KIND_FASTPAY_FUND,
+            &self.committee_id,
+            &self.account.0,
+            self.amount,
+            &self.inputs,
+            &self.outputs,
+        )
     }
 
     pub fn txid(&self) -> Txid {
@@ -178,29 +177,6 @@ impl FastpayFunding {
             witnesses,
         })
     }
-}
-
-/// A funding's fields after its kind, whichever mode it funds (FastPay's and offline cash's
-/// fundings are laid out alike): the mode's 32-byte destination and beneficiary, the amount,
-/// inputs, change and witnesses.
-pub(crate) struct FundingBody {
-    pub destination: [u8; 32],
-    pub beneficiary: [u8; 32],
-    pub amount: u64,
-    pub inputs: Vec<Input>,
-    pub outputs: Vec<Output>,
-    pub witnesses: Vec<Witness>,
-}
-
-pub(crate) fn read_funding_body(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<FundingBody, DecodeError> {
-    Ok(FundingBody {
-        destination: reader.read_array("funding destination")?,
-        beneficiary: reader.read_array("funding beneficiary")?,
-        amount: reader.read_u64("funding amount")?,
-        inputs: read_inputs(reader, limits)?,
-        outputs: read_outputs(reader, limits)?,
-        witnesses: read_witnesses(reader, limits)?,
-    })
 }
 
 impl Encode for FastpayFunding {

@@ -12,7 +12,9 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use specie_offline::{KeyRing, TOKEN_BYTES_MAX};
-use specie_offline_device::{HandOverError, HandOverMessage, HandedOver, PayeeHandOver, PayerHandOver, Step};
+use specie_offline_device::{
+    HandOverError, HandOverMessage, HandOverSide, HandedOver, PayeeHandOver, PayerHandOver, Step,
+};
 
 use crate::device::{
     parse_payment, parse_request, payment_string, request_string, DeviceCommandError, DeviceFile,
@@ -124,59 +126,17 @@ impl Link {
     }
 }
 
-/// A side of a hand-over, whichever it is.
-trait Side {
-    fn step(
-        &mut self,
-        file: &mut DeviceFile,
-        message: HandOverMessage,
-        ring: &KeyRing,
-        now_ms: u64,
-    ) -> Result<Step, HandOverError>;
-    fn abandon(&self, file: &mut DeviceFile);
-}
-
 fn fresh_nonce() -> [u8; 16] {
     let mut nonce = [0u8; 16];
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut nonce);
     nonce
 }
 
-impl Side for PayeeHandOver {
-    fn step(
-        &mut self,
-        file: &mut DeviceFile,
-        message: HandOverMessage,
-        ring: &KeyRing,
-        now_ms: u64,
-    ) -> Result<Step, HandOverError> {
-        self.on_message(&mut file.device, message, ring, fresh_nonce(), now_ms)
-    }
-    fn abandon(&self, file: &mut DeviceFile) {
-        PayeeHandOver::abandon(self, &mut file.device)
-    }
-}
-
-impl Side for PayerHandOver {
-    fn step(
-        &mut self,
-        file: &mut DeviceFile,
-        message: HandOverMessage,
-        ring: &KeyRing,
-        now_ms: u64,
-    ) -> Result<Step, HandOverError> {
-        self.on_message(&mut file.device, message, ring, fresh_nonce(), now_ms)
-    }
-    fn abandon(&self, file: &mut DeviceFile) {
-        PayerHandOver::abandon(self, &mut file.device)
-    }
-}
-
 /// Runs `side` until the hand-over ends: each message from the other device is stepped, the file
 /// saved, then the answer sent. On any failure the side withdraws what it offered, tells the
 /// other device why (unless it was the one refusing), and saves.
 fn run(
-    side: &mut dyn Side,
+    side: &mut dyn HandOverSide,
     file: &mut DeviceFile,
     link: &mut Link,
     ring: &KeyRing,
@@ -185,7 +145,7 @@ fn run(
     loop {
         let stepped = link
             .receive()
-            .and_then(|message| Ok(side.step(file, message, ring, now_ms)?));
+            .and_then(|message| Ok(side.on_message(&mut file.device, message, ring, fresh_nonce(), now_ms)?));
         match stepped {
             Ok(Step::Send(message)) => {
                 file.save()?;
@@ -199,7 +159,7 @@ fn run(
                 return Ok(handed_over);
             }
             Err(error) => {
-                side.abandon(file);
+                side.abandon(&mut file.device);
                 file.save()?;
                 if !matches!(
                     error,

@@ -91,6 +91,25 @@ enum PayeeStage {
     ChangeGiven { received: u64, paid: u64 },
 }
 
+/// Either side of a hand-over, for a driver that runs both alike (the device bridge over its
+/// local link, the simulator): each message from the other device stepped, and what this side
+/// offered withdrawn when the hand-over fails.
+pub trait HandOverSide {
+    /// Withdraws what this side has open (on any error, or if the link drops).
+    fn abandon(&self, device: &mut Device);
+
+    /// This side's step on the other device's `message`; `fresh_nonce` is used if this side must
+    /// ask for a payment (again, or for change).
+    fn on_message(
+        &mut self,
+        device: &mut Device,
+        message: HandOverMessage,
+        ring: &KeyRing,
+        fresh_nonce: [u8; 16],
+        now_ms: u64,
+    ) -> Result<Step, HandOverError>;
+}
+
 /// The payee's side of a hand-over.
 pub struct PayeeHandOver {
     amount: u64,
@@ -112,9 +131,11 @@ impl PayeeHandOver {
         };
         Ok((hand_over, HandOverMessage::Request(request)))
     }
+}
 
+impl HandOverSide for PayeeHandOver {
     /// Withdraws the open request (on any error, or if the link drops).
-    pub fn abandon(&self, device: &mut Device) {
+    fn abandon(&self, device: &mut Device) {
         match self.stage {
             PayeeStage::Asked { nonce } | PayeeStage::ChangeAsked { nonce, .. } => device.cancel_request(&nonce),
             PayeeStage::ChangeGiven { .. } => {}
@@ -122,7 +143,7 @@ impl PayeeHandOver {
     }
 
     /// The payer's next message; `fresh_nonce` is used if the payee must ask again.
-    pub fn on_message(
+    fn on_message(
         &mut self,
         device: &mut Device,
         message: HandOverMessage,
@@ -226,9 +247,11 @@ impl PayerHandOver {
             stage: PayerStage::Start,
         }
     }
+}
 
+impl HandOverSide for PayerHandOver {
     /// Withdraws the change request, if one is open (on any error, or if the link drops).
-    pub fn abandon(&self, device: &mut Device) {
+    fn abandon(&self, device: &mut Device) {
         match &self.stage {
             PayerStage::Offered { change, .. } | PayerStage::AwaitingChange { change, .. } => {
                 device.cancel_request(&change.nonce)
@@ -238,7 +261,7 @@ impl PayerHandOver {
     }
 
     /// The payee's next message; `fresh_nonce` is the change request's, if one is needed.
-    pub fn on_message(
+    fn on_message(
         &mut self,
         device: &mut Device,
         message: HandOverMessage,

@@ -20,7 +20,7 @@ mod limits;
 mod payments;
 
 pub use file::{DEVICE_FILE_BYTES_MAX, DEVICE_ITEMS_MAX, DEVICE_KEYS_MAX};
-pub use hand_over::{HandOverError, HandOverMessage, HandedOver, PayeeHandOver, PayerHandOver, Step};
+pub use hand_over::{HandOverError, HandOverMessage, HandOverSide, HandedOver, PayeeHandOver, PayerHandOver, Step};
 pub use limits::{DeviceError, DeviceLimits};
 pub use payments::{Deposit, PaymentRequest};
 

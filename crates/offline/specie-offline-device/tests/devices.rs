@@ -6,8 +6,8 @@ use specie_host::{SimEvent, SimHost};
 use specie_offline::{Denominations, KeyRing};
 use specie_offline_authority::{AuthorityKeys, DepositOutcome, Funding, Input, OfflineAuthority, Reply};
 use specie_offline_device::{
-    one_time_key, Device, DeviceError, DeviceLimits, HandOverError, HandOverMessage, HandedOver, PayeeHandOver,
-    PayerHandOver, Step,
+    one_time_key, Device, DeviceError, DeviceLimits, HandOverError, HandOverMessage, HandOverSide, HandedOver,
+    PayeeHandOver, PayerHandOver, Step,
 };
 
 const HOUR_MS: u64 = 3_600_000;

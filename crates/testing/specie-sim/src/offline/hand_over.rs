@@ -24,9 +24,10 @@
 use std::hash::Hasher;
 
 use rand::Rng;
-use specie_offline::{KeyRing, Token};
+use specie_offline::Token;
 use specie_offline_device::{
-    Device, DeviceError, HandOverError, HandOverMessage, HandedOver, PayeeHandOver, PayerHandOver, PaymentRequest, Step,
+    DeviceError, HandOverError, HandOverMessage, HandOverSide, HandedOver, PayeeHandOver, PayerHandOver,
+    PaymentRequest, Step,
 };
 
 use super::{OfflineRole, World};
@@ -36,54 +37,6 @@ const PAYEE: usize = 0;
 const PAYER: usize = 1;
 /// Messages after which a hand-over that has not ended is a violation (an honest one sends 6).
 const MESSAGES_MAX: usize = 16;
-
-/// One side of a hand-over as the world drives it: the device crate's state machine, or a planted
-/// variant of it.
-pub(super) trait HandOverSide {
-    fn step(
-        &mut self,
-        device: &mut Device,
-        message: HandOverMessage,
-        ring: &KeyRing,
-        fresh_nonce: [u8; 16],
-        now_ms: u64,
-    ) -> Result<Step, HandOverError>;
-    fn abandon(&self, device: &mut Device);
-}
-
-impl HandOverSide for PayeeHandOver {
-    fn step(
-        &mut self,
-        device: &mut Device,
-        message: HandOverMessage,
-        ring: &KeyRing,
-        fresh_nonce: [u8; 16],
-        now_ms: u64,
-    ) -> Result<Step, HandOverError> {
-        self.on_message(device, message, ring, fresh_nonce, now_ms)
-    }
-
-    fn abandon(&self, device: &mut Device) {
-        PayeeHandOver::abandon(self, device);
-    }
-}
-
-impl HandOverSide for PayerHandOver {
-    fn step(
-        &mut self,
-        device: &mut Device,
-        message: HandOverMessage,
-        ring: &KeyRing,
-        fresh_nonce: [u8; 16],
-        now_ms: u64,
-    ) -> Result<Step, HandOverError> {
-        self.on_message(device, message, ring, fresh_nonce, now_ms)
-    }
-
-    fn abandon(&self, device: &mut Device) {
-        PayerHandOver::abandon(self, device);
-    }
-}
 
 /// How the world makes the two sides of a hand-over: the real state machines, or planted ones.
 #[derive(Clone, Copy)]
@@ -382,7 +335,7 @@ impl<R: OfflineRole> World<R> {
         let balance = self.devices[device].device.balance();
         let fresh: [u8; 16] = self.rng.gen();
         let ring = self.ring.clone();
-        let stepped = x.sides[to].step(
+        let stepped = x.sides[to].on_message(
             &mut self.devices[device].device,
             message.clone(),
             &ring,
@@ -451,7 +404,7 @@ impl<R: OfflineRole> World<R> {
         let balance = self.devices[device].device.balance();
         let fresh: [u8; 16] = self.rng.gen();
         let ring = self.ring.clone();
-        let stepped = x.sides[to].step(
+        let stepped = x.sides[to].on_message(
             &mut self.devices[device].device,
             message.clone(),
             &ring,

@@ -3,9 +3,9 @@
 
 use specie_offline::KeyRing;
 use specie_offline_authority::OfflineAuthority;
-use specie_offline_device::{Device, HandOverError, HandOverMessage, PayeeHandOver, PayerHandOver, Step};
+use specie_offline_device::{Device, HandOverError, HandOverMessage, HandOverSide, PayeeHandOver, PayerHandOver, Step};
 
-use super::hand_over::{HandOverSide, Sides};
+use super::hand_over::Sides;
 use super::{authority_keys, run_world, OfflineOptions};
 use crate::world::Violation;
 
@@ -13,7 +13,7 @@ use crate::world::Violation;
 struct Overstates(PayeeHandOver);
 
 impl HandOverSide for Overstates {
-    fn step(
+    fn on_message(
         &mut self,
         device: &mut Device,
         message: HandOverMessage,
@@ -39,7 +39,7 @@ impl HandOverSide for Overstates {
 struct KeepsItsRequest(PayerHandOver);
 
 impl HandOverSide for KeepsItsRequest {
-    fn step(
+    fn on_message(
         &mut self,
         device: &mut Device,
         message: HandOverMessage,
