@@ -41,7 +41,8 @@ use specie_offline_authority::{
     TOKENS_PER_FUNDING_MAX,
 };
 use specie_role::Ticket;
-use specie_transaction::{witness_program_commitment, BridgePayout};
+use specie_service::{CoreTransactions, PayTo};
+use specie_wallet::CORE_FORMAT;
 
 use crate::ceiling::per_cpu_second;
 use crate::cpu::CpuClock;
@@ -262,11 +263,12 @@ fn bench_keys() -> AuthorityKeys {
     AuthorityKeys::deterministic("bench-offline", Denominations::default(), 1)
 }
 
-/// The payouts of a turn's defunds, signed by the `bridge` key on every core of the pool. The
-/// role answers a defund with its payout's terms and the authority's service signs the payout
-/// (the role signed it itself, in its parallel phase, before); the bench signs them here, in the
-/// turn, so that a defund measures the same work as before: its checks and one signature.
-fn sign_payouts(bridge: &SigningKey, replies: &[(Ticket, Reply)]) -> Vec<BridgePayout> {
+/// The payouts of a turn's defunds, signed by the `bridge` key on every core of the pool, as the
+/// authority's service signs them (through the core's format). The role answers a defund with its
+/// payout's terms (it signed the payout itself, in its parallel phase, before); the bench signs
+/// them here, in the turn, so that a defund measures the same work as before: its checks and one
+/// signature.
+fn sign_payouts(bridge: &SigningKey, replies: &[(Ticket, Reply)]) -> Vec<Vec<u8>> {
     replies
         .par_iter()
         .filter_map(|(_, reply)| match *reply {
@@ -274,12 +276,7 @@ fn sign_payouts(bridge: &SigningKey, replies: &[(Ticket, Reply)]) -> Vec<BridgeP
                 serial,
                 address,
                 amount,
-            }) => Some(BridgePayout::new_signed(
-                bridge,
-                serial,
-                witness_program_commitment(&address),
-                amount,
-            )),
+            }) => Some(CORE_FORMAT.bridge_payout(bridge, serial, PayTo::Key(address), amount)),
             _ => None,
         })
         .collect()

@@ -17,16 +17,18 @@ use rand::{Rng, SeedableRng};
 use secp256k1::Keypair;
 use sha2::{Digest, Sha256};
 use specie_api::TxStatus;
+use specie_codec::Decode;
 use specie_node::{EmbeddedNode, NodeHandle, NodeOptions};
 use specie_offline::{funding_owners_digest, Denominations, EvidenceBundle, KeyRing, PublicKey};
 use specie_offline_authority::{Books, DepositOutcome, Funding, Input, Refusal, Reply};
 use specie_offline_device::{Deposit, DeviceError, DeviceLimits};
 use specie_offline_service::{AuthorityCall, AuthorityHandle};
+use specie_service::{CoreTransactions, PayTo};
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
-    witness_program_commitment, BridgeFunding, BridgePayout, MintTransaction, NonceMode, Output, SpecieTransaction,
-    UhsId,
+    witness_program_commitment, BridgeFunding, MintTransaction, NonceMode, Output, SpecieTransaction, UhsId,
 };
+use specie_wallet::CORE_FORMAT;
 use specie_workload::offline::{self, OfflineActor, PaymentChoice, PaymentEnd};
 
 use crate::byzantine::present_twice;
@@ -74,7 +76,7 @@ struct Tally {
     payout_value: u64,
     payout_replays_refused: u64,
     /// Payouts the authority signed, presented to the core at the end.
-    payouts: Vec<BridgePayout>,
+    payouts: Vec<SpecieTransaction>,
     /// Times a device went online mid-run (its tokens at the hop limit).
     syncs: u64,
     /// Key periods the operator began during the run.
@@ -474,13 +476,13 @@ fn settle_deposits(
                     address,
                     amount,
                 }) => {
-                    // Signed as the authority's service signs it: by the bridge key, to the
-                    // address's witness program.
+                    // Signed as the authority's service signs it: through the core's format, by
+                    // the bridge key, to the address.
                     tally.defunded += 1;
-                    let to = witness_program_commitment(&address);
+                    let payout = CORE_FORMAT.bridge_payout(authority.bridge_key(), serial, PayTo::Key(address), amount);
                     tally
                         .payouts
-                        .push(BridgePayout::new_signed(authority.bridge_key(), serial, to, amount));
+                        .push(SpecieTransaction::decode_exact(&payout).step("a payout the core's format wrote")?);
                     Vec::new()
                 }
                 Reply::Deposited(DepositOutcome::DoubleSpent { debtor, value, .. }) => {
@@ -500,9 +502,8 @@ fn settle_deposits(
 }
 
 /// Presents every payout to the core, then each again: the second is refused (its marker).
-fn present_payouts(core: &NodeHandle, payouts: &[BridgePayout], tally: &mut Tally) -> BenchResult<()> {
-    let txs: Vec<SpecieTransaction> = payouts.iter().cloned().map(SpecieTransaction::BridgePayout).collect();
-    let presented = present_twice(core, &txs, "a payout")?;
+fn present_payouts(core: &NodeHandle, payouts: &[SpecieTransaction], tally: &mut Tally) -> BenchResult<()> {
+    let presented = present_twice(core, payouts, "a payout")?;
     (
         tally.payouts_confirmed,
         tally.payout_value,
@@ -567,9 +568,8 @@ fn books(authority: &AuthorityHandle) -> BenchResult<Books> {
 }
 
 /// The value of the payout outputs the core holds.
-fn core_value(core: &NodeHandle, payouts: &[BridgePayout]) -> BenchResult<u64> {
-    let txs: Vec<SpecieTransaction> = payouts.iter().cloned().map(SpecieTransaction::BridgePayout).collect();
-    crate::byzantine::value_held_by_core(core, &txs)
+fn core_value(core: &NodeHandle, payouts: &[SpecieTransaction]) -> BenchResult<u64> {
+    crate::byzantine::value_held_by_core(core, payouts)
 }
 
 struct Audit {
