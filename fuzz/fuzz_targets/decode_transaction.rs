@@ -1,5 +1,6 @@
 //! Decodes arbitrary bytes as a `SpecieTransaction` (every kind: transfer, mint, redeem, FastPay
-//! funding and redeem, bridge funding and payout, confidential, anonymous) and as a `CompactTransaction`. Decoding must never panic or allocate
+//! funding and redeem (installed, as a deployment installs them), bridge funding and payout,
+//! confidential, anonymous) and as a `CompactTransaction`. Decoding must never panic or allocate
 //! beyond the limits, and whatever decodes must re-encode to exactly the input bytes: specie has
 //! one encoding per value (docs/transaction-format.md).
 
@@ -10,6 +11,7 @@ use specie_transaction::{CompactTransaction, SpecieTransaction};
 use specie_codec::{Decode, Encode};
 
 fuzz_target!(|bytes: &[u8]| {
+    specie_fastpay_primary::install();
     if let Ok(tx) = SpecieTransaction::decode_exact(bytes) {
         assert_eq!(
             tx.encode(),

@@ -108,7 +108,6 @@ pub fn run(args: ByzantineArgs) -> anyhow::Result<ExitCode> {
                 listen,
                 limits: specie_service::HttpLimits::default(),
                 core: specie_wallet::core_api(&core.expect("clap requires --core unless --show-committee")),
-                core_format: &specie_wallet::CORE_FORMAT,
                 authorities,
                 shards,
             })?;

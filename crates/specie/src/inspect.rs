@@ -39,7 +39,9 @@ pub fn run(args: TxArgs) -> anyhow::Result<ExitCode> {
     let TxCommand::Inspect(args) = args.command;
     let issuers = IssuerKeys::from_hex(&args.issuers).context("an --issuer key is not a valid x-only public key")?;
     // No FastPay committee: a FastPay funding or redeem gets the verdict `no_fastpay_committee`.
-    let inspection = match inspect(&args.hex, &TrustedKeys::from(issuers)) {
+    let no_committee = specie_fastpay_primary::FastpayRules { committee: None };
+    let trusted = TrustedKeys::from(issuers).with_capability(std::sync::Arc::new(no_committee));
+    let inspection = match inspect(&args.hex, &trusted) {
         Ok(inspection) => inspection,
         Err(error) => return report_undecodable(args.json, &error.to_string()),
     };
@@ -70,7 +72,7 @@ fn print_json(inspection: &Inspection) {
         .collect();
     let marker = inspection.mint_marker.map(|id| hex::encode(id.0));
     let redeem_marker = inspection.redeem_marker.map(|id| hex::encode(id.0));
-    let fastpay_marker = inspection.fastpay_marker.map(|id| hex::encode(id.0));
+    let fastpay_marker = inspection.capability_marker.map(|id| hex::encode(id.0));
     let bridge_marker = inspection.bridge_marker.map(|id| hex::encode(id.0));
     println!(
         "{}",
@@ -93,7 +95,7 @@ fn print_text(inspection: &Inspection) {
     if let Some(marker) = &inspection.redeem_marker {
         println!("redeem marker {}", hex::encode(marker.0));
     }
-    if let Some(marker) = &inspection.fastpay_marker {
+    if let Some(marker) = &inspection.capability_marker {
         println!("fastpay marker {}", hex::encode(marker.0));
     }
     if let Some(marker) = &inspection.bridge_marker {

@@ -10,9 +10,11 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use specie_committee::{AuthorityAddresses, HttpCommittee, HttpCommitteeOptions};
 use specie_fastpay::{decode_exact, AccountKey, Certificate, Committee, Recipient, CERTIFICATE_BYTES_MAX};
-use specie_fastpay_wallet::{self as driver, Announced, PayOutcome};
+use specie_fastpay_wallet::{
+    self as driver, verify_certificate, Announced, CommitteeSource, FastpayWallet, PayOutcome,
+};
 use specie_wallet::session::{self, Submitted};
-use specie_wallet::{verify_certificate, CommitteeSource, Outcome, Wallet, WalletFile};
+use specie_wallet::{Outcome, Wallet, WalletFile};
 
 /// Exit status when something was accepted but is not final yet.
 const EXIT_NOT_FINAL: u8 = 2;
@@ -130,7 +132,8 @@ impl Source {
         if let Some(source) = given {
             return Ok(source.clone());
         }
-        match wallet.fastpay().and_then(|book| book.source()) {
+        let book = wallet.fastpay()?;
+        match book.as_ref().and_then(|book| book.source()) {
             Some(CommitteeSource::ClusterFile(path)) => Ok(Source::ClusterFile(PathBuf::from(path))),
             Some(CommitteeSource::Url(url)) => Ok(Source::Url(url.to_string())),
             None => bail!(
@@ -194,8 +197,11 @@ fn choose_account(path: &Path, wallet: &mut Wallet, named: Option<&str>, make: b
     if let Some(text) = named {
         return parse_account(text);
     }
-    if let Some(first) = wallet.fastpay().and_then(|book| book.accounts().first()) {
-        return Ok(first.key());
+    if let Some(first) = wallet
+        .fastpay()?
+        .and_then(|book| book.accounts().first().map(|a| a.key()))
+    {
+        return Ok(first);
     }
     if !make {
         bail!("this wallet has no Byzantine-mode account yet; fund one with `specie wallet fastpay fund AMOUNT`");
@@ -351,7 +357,7 @@ fn report_presented(presented: &[driver::Presented], unit: &str) -> Option<ExitC
 
 fn accounts(path: &Path, wallet: &mut Wallet, given: Option<&Source>, new: bool) -> Result<ExitCode> {
     if new {
-        if wallet.fastpay().is_none() {
+        if wallet.fastpay()?.is_none() {
             let source = Source::of(wallet, given)?;
             let (committee, _) = source.read()?;
             wallet.fastpay_use_committee(&committee, source.remembered())?;
@@ -361,7 +367,11 @@ fn accounts(path: &Path, wallet: &mut Wallet, given: Option<&Source>, new: bool)
         println!("{}", account_hex(&key));
         return Ok(ExitCode::SUCCESS);
     }
-    for account in wallet.fastpay().map(|book| book.accounts()).unwrap_or_default() {
+    let accounts = wallet
+        .fastpay()?
+        .map(|book| book.accounts().to_vec())
+        .unwrap_or_default();
+    for account in accounts {
         println!("{}", account_hex(&account.key()));
     }
     Ok(ExitCode::SUCCESS)
@@ -369,7 +379,7 @@ fn accounts(path: &Path, wallet: &mut Wallet, given: Option<&Source>, new: bool)
 
 fn history(wallet: &Wallet) -> Result<ExitCode> {
     let unit = wallet.hrp();
-    let Some(book) = wallet.fastpay() else {
+    let Some(book) = wallet.fastpay()? else {
         println!("no Byzantine-mode accounts");
         return Ok(ExitCode::SUCCESS);
     };
@@ -429,7 +439,7 @@ fn history(wallet: &Wallet) -> Result<ExitCode> {
 fn balance(wallet: &Wallet, authorities: &HttpCommittee) -> Result<ExitCode> {
     let unit = wallet.hrp();
     let accounts = wallet
-        .fastpay()
+        .fastpay()?
         .map(|book| book.accounts().to_vec())
         .unwrap_or_default();
     for account in &accounts {
@@ -458,7 +468,7 @@ fn sync(
     let unit = wallet.hrp().to_owned();
     let mut code = ExitCode::SUCCESS;
     let keys: Vec<AccountKey> = wallet
-        .fastpay()
+        .fastpay()?
         .map(|book| book.accounts().iter().map(|a| a.key()).collect())
         .unwrap_or_default();
     for key in keys {
@@ -527,7 +537,7 @@ fn forget_refused(path: &Path, wallet: &mut Wallet, yes: bool) -> Result<ExitCod
              lost: run `specie wallet fastpay sync` first (it asks the core again), then add --yes"
         );
     }
-    let (count, value) = wallet.fastpay_forget_refused();
+    let (count, value) = wallet.fastpay_forget_refused()?;
     WalletFile::save(path, wallet)?;
     println!("forgot {count} refused fundings ({value} {})", wallet.hrp());
     Ok(ExitCode::SUCCESS)
@@ -557,7 +567,7 @@ fn verify(path: &Path, given: Option<&Source>, text: &str) -> Result<ExitCode> {
     let committee = match given {
         Some(source) => source.read()?.0,
         None => WalletFile::load(path)?
-            .fastpay()
+            .fastpay()?
             .map(|book| book.committee().clone())
             .ok_or_else(|| {
                 anyhow!("no committee to check against: give --cluster-file DIR/cluster.toml or --committee-url URL")

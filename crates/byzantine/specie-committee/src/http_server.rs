@@ -19,12 +19,14 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use specie_authority::ShardIndex;
 use specie_authority::{shard_of, Funding, Refusal, Reply};
+use specie_codec::Decode;
 use specie_codec::DecodeError;
 use specie_fastpay::{
     decode_exact, AccountKey, AuthorityIndex, Certificate, Committee, RoundRequest, SignedOrder, SignedRoundRequest,
     CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
 };
-use specie_service::{ApiError, CoreCheckError, CoreTransactions, NotAFunding, Pending};
+use specie_fastpay_primary::FastpayFunding;
+use specie_service::{ApiError, CoreCheckError, Pending};
 
 use crate::http_api::{
     refused_detail, AccountBody, ConfirmedBody, ErrorDetail, FundedBody, InfoBody, PendingBody, Proposal,
@@ -66,8 +68,6 @@ pub trait AuthorityService: Send + Sync + 'static {
     fn call(&self, call: Call) -> Pending<'_, Result<Reply, Unavailable>>;
     /// Whether the UHS id `marker` is in the online core's UHS, asked of the core itself.
     fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>>;
-    /// The online core's transaction format: a funding is read by it.
-    fn core_format(&self) -> &'static dyn CoreTransactions;
 }
 
 type Shared = State<Arc<dyn AuthorityService>>;
@@ -307,22 +307,21 @@ async fn account(
 /// itself; the body only says which funding to look for.
 async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Json<FundedBody>, HttpError> {
     let bytes = body.map_err(body_error)?;
-    let claim = replica
-        .core_format()
-        .fastpay_funding(&bytes)
+    let claim = FastpayFunding::decode_exact(&bytes)
         .map_err(|error| match error {
-            NotAFunding::Undecodable { reason } => http_error(
-                StatusCode::BAD_REQUEST,
-                "bad_body",
-                format!("the body is not a canonical transaction: {reason}"),
-            ),
-            NotAFunding::OtherKind { .. } => http_error(
+            DecodeError::UnknownKind { .. } => http_error(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "not_a_funding",
                 "the transaction is not a FastPay funding (kind 0x03)",
             ),
-        })?;
-    let account = AccountKey(claim.account);
+            error => http_error(
+                StatusCode::BAD_REQUEST,
+                "bad_body",
+                format!("the body is not a canonical transaction: {error}"),
+            ),
+        })?
+        .claim();
+    let account = claim.account;
     let committee_id = replica.committee().id();
     if claim.committee_id != committee_id {
         return Err(http_error(
@@ -341,16 +340,16 @@ async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) ->
         return Err(refused(&Refusal::WrongShard { owner }));
     }
     replica.ready().map_err(unavailable)?;
-    specie_service::funding_confirmed(replica.in_core(claim.marker).await)?;
+    specie_service::funding_confirmed(replica.in_core(claim.marker.0).await)?;
     let funding = Funding {
-        id: claim.marker,
+        id: claim.marker.0,
         account,
         amount: claim.amount,
     };
     match replica.call(Call::Fund(funding)).await.map_err(unavailable)? {
         Reply::Funded { id } => Ok(Json(FundedBody {
             funded: hex::encode(id),
-            account: hex::encode(claim.account),
+            account: hex::encode(claim.account.0),
             amount: claim.amount,
         })),
         Reply::Refused(refusal) => Err(refused(&refusal)),

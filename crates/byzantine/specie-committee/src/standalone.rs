@@ -26,7 +26,7 @@ use specie_authority::{Reply, ShardIndex};
 use specie_fastpay::{AuthorityIndex, Committee, SigningKey};
 use specie_log::LogOptions;
 use specie_service::server::{Listening, ServeUntilError};
-use specie_service::{ApiError, CoreApi, CoreCheckError, CoreTransactions, HttpLimits, Pending};
+use specie_service::{ApiError, CoreApi, CoreCheckError, HttpLimits, Pending};
 
 use crate::http_server::{self, AuthorityService, ShardPlace, Unavailable};
 use crate::{AuthorityAddresses, Behaviour, Call, EmbeddedCommittee, EmbeddedCommitteeOptions, StartError};
@@ -49,8 +49,6 @@ pub struct CommitteeServeOptions {
     pub limits: HttpLimits,
     /// The node whose UHS fundings are checked in.
     pub core: CoreApi,
-    /// Its transaction format, through which a funding is read (`specie_wallet::CORE_FORMAT`).
-    pub core_format: &'static dyn CoreTransactions,
     pub authorities: usize,
     pub shards: u32,
 }
@@ -173,7 +171,6 @@ fn committee_router(committee: &Arc<EmbeddedCommittee>, options: &CommitteeServe
                 authority: authority as AuthorityIndex,
                 shard,
                 core: options.core.clone(),
-                core_format: options.core_format,
             });
             router = router.nest(&path, http_server::router(service));
             shards.push(path);
@@ -269,7 +266,6 @@ struct EmbeddedShard {
     authority: AuthorityIndex,
     shard: ShardIndex,
     core: CoreApi,
-    core_format: &'static dyn CoreTransactions,
 }
 
 impl AuthorityService for EmbeddedShard {
@@ -310,10 +306,6 @@ impl AuthorityService for EmbeddedShard {
     fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>> {
         Box::pin(self.core.holds(marker))
     }
-
-    fn core_format(&self) -> &'static dyn CoreTransactions {
-        self.core_format
-    }
 }
 
 #[cfg(test)]
@@ -350,7 +342,6 @@ mod tests {
                 url: "http://127.0.0.1:1".into(),
                 lookup: |_, _| Ok(false),
             },
-            core_format: &specie_wallet::CORE_FORMAT,
             authorities,
             shards,
         };

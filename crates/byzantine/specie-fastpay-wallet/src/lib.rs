@@ -1,7 +1,9 @@
 //! A wallet's Byzantine-mode (FastPay) accounts, driven against the online core and the
-//! committee's authorities (`docs/byzantine-mode.md`). The bookkeeping and the file are
-//! `specie_wallet`'s (`FastpayBook`); this crate keeps the order of saving and talking that
-//! keeps money safe, as `specie_wallet::session` does for core transactions:
+//! committee's authorities (`docs/byzantine-mode.md`). The bookkeeping ([`FastpayBook`], the
+//! `fastpay_*` operations of [`FastpayWallet`]) and its part of the wallet file ([`section`],
+//! the wallet's [`specie_wallet::Section::Fastpay`], which the core carries unread) are this
+//! crate's; so is the order of saving and talking that keeps money safe, as
+//! `specie_wallet::session` does for core transactions:
 //!
 //! * **An order is saved before it is sent**, and until it is certified every attempt sends that
 //!   same order, never a new one for its sequence number ([`pay`] finishes a pending order
@@ -26,6 +28,11 @@
 //! The authorities are behind the [`Authorities`] trait: [`HttpCommittee`] for processes, a
 //! fake in the tests. The caller holds the wallet's lock throughout.
 
+mod book;
+pub mod section;
+#[cfg(test)]
+mod testkit;
+
 use std::path::Path;
 
 use specie_authority::AccountState;
@@ -36,10 +43,14 @@ use specie_fastpay::{AccountKey, AuthorityIndex, Certificate, Committee, Recipie
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
 use specie_wallet::session::{self, SessionError as CoreSessionError, Submitted};
 use specie_wallet::{
-    ClientError, FastpayError, FileError, Ledger, NodeClient, Outcome, PaidOutput, PaymentString, Wallet, WalletError,
-    WalletFile,
+    ClientError, FileError, Ledger, NodeClient, Outcome, PaidOutput, PaymentString, Wallet, WalletError, WalletFile,
 };
 use thiserror::Error;
+
+pub use book::{
+    verify_certificate, CommitteeSource, FastpayAccount, FastpayBook, FastpayError, FastpayWallet, FundingRecord,
+    SentTransfer, VerifiedTransfer, FASTPAY_ACCOUNTS_MAX,
+};
 
 /// How a payment to the authorities ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -228,7 +239,7 @@ pub fn recover(
 }
 
 fn next_sequence(wallet: &Wallet, account: &AccountKey) -> Result<u64, FastpayError> {
-    let book = wallet.fastpay().ok_or(FastpayError::NoCommittee)?;
+    let book = wallet.fastpay_book()?;
     let state = book
         .account(account)
         .ok_or_else(|| FastpayError::UnknownAccount(hex(account)))?;
@@ -247,7 +258,10 @@ pub fn finish_pending(
     authorities: &impl Authorities,
     account: &AccountKey,
 ) -> Result<Option<PayOutcome>, SessionError> {
-    let Some(state) = wallet.fastpay().and_then(|book| book.account(account)) else {
+    let Some(book) = wallet.fastpay()? else {
+        return Ok(None);
+    };
+    let Some(state) = book.account(account) else {
         return Ok(None);
     };
     if state.pending().is_empty() {
@@ -287,10 +301,8 @@ pub fn pay(
     let order = wallet.fastpay_sign_order(account, recipient, amount, memo)?;
     // Durable before any authority can vote on it (module docs).
     WalletFile::save(path, wallet).map_err(SessionError::NotSent)?;
-    let owner = wallet
-        .fastpay()
-        .and_then(|book| book.account(account))
-        .map(|state| state.owner());
+    let book = wallet.fastpay_book()?;
+    let owner = book.account(account).map(|state| state.owner());
     let outcome = authorities.pay_orders(owner.expect("the account just signed an order"), vec![order]);
     if let PayOutcome::Settled(certificate) | PayOutcome::Certified { certificate, .. } = &outcome {
         wallet.fastpay_on_certified(certificate.clone())?;
@@ -392,7 +404,7 @@ pub fn announce_fundings<L: Ledger + ?Sized>(
     authorities: &impl Authorities,
 ) -> Result<Vec<(AccountKey, Txid, Announced)>, SessionError> {
     let waiting: Vec<(AccountKey, SpecieTransaction)> = wallet
-        .fastpay()
+        .fastpay()?
         .map(|book| {
             book.accounts()
                 .iter()
@@ -401,7 +413,7 @@ pub fn announce_fundings<L: Ledger + ?Sized>(
                         .fundings()
                         .iter()
                         .filter(|record| !record.credited)
-                        .map(|record| (account.key(), SpecieTransaction::FastpayFunding(record.funding.clone())))
+                        .map(|record| (account.key(), SpecieTransaction::from(record.funding.clone())))
                 })
                 .collect()
         })
@@ -442,7 +454,7 @@ pub fn present_redeems(
     timeout_ms: u64,
 ) -> Result<Vec<Presented>, SessionError> {
     let due: Vec<(AccountKey, u64, u64)> = wallet
-        .fastpay()
+        .fastpay()?
         .map(|book| {
             book.accounts()
                 .iter()
@@ -493,7 +505,7 @@ pub fn check_redeems<L: Ledger + ?Sized>(
     wallet: &mut Wallet,
     node: &L,
 ) -> Result<RedeemsChecked, SessionError> {
-    let to_check = wallet.fastpay_redeems_to_check();
+    let to_check = wallet.fastpay_redeems_to_check()?;
     let mut checked = RedeemsChecked::default();
     if to_check.is_empty() {
         return Ok(checked);
@@ -687,6 +699,8 @@ mod tests {
 
     /// A wallet file with one Byzantine-mode account of the fake committee.
     fn wallet_file(dir: &Path, authorities: &FakeAuthorities) -> (std::path::PathBuf, Wallet, AccountKey) {
+        // The wallet's pending fundings and redeems are FastPay's kinds.
+        specie_fastpay_primary::install();
         let mut rng = rand::thread_rng();
         let mut wallet = Wallet::new("usd", false, &mut rng).unwrap();
         let address = wallet.latest_address().unwrap();
@@ -704,7 +718,13 @@ mod tests {
     }
 
     fn pending_of(wallet: &Wallet, account: &AccountKey) -> Vec<SignedOrder> {
-        wallet.fastpay().unwrap().account(account).unwrap().pending().to_vec()
+        state_of(wallet, account).pending().to_vec()
+    }
+
+    /// The account as the wallet's section holds it.
+    fn state_of(wallet: &Wallet, account: &AccountKey) -> FastpayAccount {
+        let book = wallet.fastpay_book().unwrap();
+        book.account(account).expect("one of the wallet's accounts").clone()
     }
 
     #[test]
@@ -735,7 +755,7 @@ mod tests {
         );
         assert_eq!(authorities.sent.borrow()[2], vec![first]);
         let reloaded = WalletFile::load(&path).unwrap();
-        let state = reloaded.fastpay().unwrap().account(&account).unwrap();
+        let state = state_of(&reloaded, &account);
         assert_eq!((state.next_sequence(), state.pending().len()), (1, 0));
     }
 
@@ -863,14 +883,14 @@ mod tests {
         let report = announce_fundings(&path, &mut wallet, &core, &authorities).unwrap();
         assert_eq!(report, vec![(account, tx.txid(), Announced::Refused)]);
         let on_disk = WalletFile::load(&path).unwrap();
-        let record = &on_disk.fastpay().unwrap().account(&account).unwrap().fundings()[0];
+        let record = &state_of(&on_disk, &account).fundings()[0].clone();
         assert!(record.refused && !record.credited && record.funding.txid() == tx.txid());
 
         core.held.borrow_mut().insert(tx.marker().unwrap());
         let report = announce_fundings(&path, &mut wallet, &core, &authorities).unwrap();
         assert_eq!(report, vec![(account, tx.txid(), Announced::Sent { credited_by: 4 })]);
         let on_disk = WalletFile::load(&path).unwrap();
-        let record = &on_disk.fastpay().unwrap().account(&account).unwrap().fundings()[0];
+        let record = &state_of(&on_disk, &account).fundings()[0].clone();
         assert!(record.credited && !record.refused);
     }
 
@@ -888,7 +908,7 @@ mod tests {
         let core = FakeCore::default();
         let checked = check_redeems(&path, &mut wallet, &core).unwrap();
         assert_eq!(checked.again, vec![(account, 0)]);
-        let sent = &wallet.fastpay().unwrap().account(&account).unwrap().sent()[0];
+        let sent = &state_of(&wallet, &account).sent()[0].clone();
         assert!(sent.redeem_due().is_some(), "presented again by present_redeems");
         assert_eq!(wallet.build_fastpay_redeem(&account, 0).unwrap(), redeem);
         wallet.on_rejected(&redeem.txid()).unwrap(); // refused once more, wrongly
@@ -899,7 +919,7 @@ mod tests {
         let checked = check_redeems(&path, &mut wallet, &core).unwrap();
         assert_eq!((checked.held, checked.restored, checked.again.len()), (1, 30, 0));
         let on_disk = WalletFile::load(&path).unwrap();
-        assert!(on_disk.fastpay().unwrap().account(&account).unwrap().sent()[0].redeemed);
+        assert!(state_of(&on_disk, &account).sent()[0].redeemed);
         assert_eq!(on_disk.balance().spendable, 30);
         assert_eq!(
             check_redeems(&path, &mut wallet, &core).unwrap(),

@@ -1,14 +1,16 @@
 //! Validation errors: the reference's error enums (mit-dci/opencbdc-tx,
 //! `src/uhs/transaction/validation.hpp`: `tx_error_code`, `input_error_code`,
 //! `output_error_code`, `witness_error_code`, combined there as the variant `tx_error`), with the
-//! reference's names, plus specie's issuer checks and its FastPay funding and redeem checks.
+//! reference's names, plus specie's issuer checks, its bridges' and the private kinds', and
+//! whatever the rules of a capability's kinds refuse ([`CapabilityError`]).
 //!
 //! [`ValidationError::code`] is a stable snake_case string for machines (APIs, metrics): the
 //! reference's enumerator name, which is unique across its four enums, or a specie-only name.
 //! `Display` is a sentence for people and names the offending input/output where there is one.
 
-use specie_fastpay::{CertificateError, OrderError};
 use thiserror::Error;
+
+pub use crate::capability::CapabilityError;
 
 /// The reference's `tx_error_code`: whole-transaction errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -72,27 +74,6 @@ pub enum SpecieErrorCode {
     /// none that verifies under the endorsers' group key (fewer than k signed, another key set
     /// signed, or the endorsement is another transaction's).
     NotEndorsed,
-}
-
-/// Why a FastPay funding or redeem is refused (specie-only: the online core as FastPay's Primary).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FastpayErrorCode {
-    /// `zero_funding_amount`: a funding must move at least 1 unit.
-    ZeroFundingAmount,
-    /// `no_fastpay_committee`: this sentinel is configured with no FastPay committee, so it
-    /// accepts neither fundings nor redeems.
-    NoCommittee,
-    /// `funding_other_committee`: the funding names a committee other than the configured one
-    /// (its value would be credited by nobody).
-    FundingOtherCommittee,
-    /// `funding_invalid_account`: the account is not a usable Ed25519 key (invalid or weak), so
-    /// nobody could ever spend what the funding moves there.
-    FundingInvalidAccount,
-    /// `redeem_recipient_not_core`: the certified order pays a Byzantine-mode account, not the
-    /// online core.
-    RedeemRecipientNotCore,
-    /// The certificate does not check against the configured committee (`certificate_*`).
-    Certificate(CertificateError),
 }
 
 /// Why a bridge funding or payout is refused (specie-only: the online core as the bank of a
@@ -337,51 +318,6 @@ impl SpecieErrorCode {
     }
 }
 
-impl FastpayErrorCode {
-    pub fn code(self) -> &'static str {
-        match self {
-            FastpayErrorCode::ZeroFundingAmount => "zero_funding_amount",
-            FastpayErrorCode::NoCommittee => "no_fastpay_committee",
-            FastpayErrorCode::FundingOtherCommittee => "funding_other_committee",
-            FastpayErrorCode::FundingInvalidAccount => "funding_invalid_account",
-            FastpayErrorCode::RedeemRecipientNotCore => "redeem_recipient_not_core",
-            FastpayErrorCode::Certificate(error) => certificate_code(error),
-        }
-    }
-
-    fn describe(self) -> String {
-        match self {
-            FastpayErrorCode::ZeroFundingAmount => "funding amount is zero".into(),
-            FastpayErrorCode::NoCommittee => "this node is configured with no FastPay committee".into(),
-            FastpayErrorCode::FundingOtherCommittee => {
-                "the funding names a FastPay committee other than the configured one".into()
-            }
-            FastpayErrorCode::FundingInvalidAccount => {
-                "the funded account is not a valid (non-weak) Ed25519 public key".into()
-            }
-            FastpayErrorCode::RedeemRecipientNotCore => {
-                "the certified order pays a Byzantine-mode account, not the online core".into()
-            }
-            FastpayErrorCode::Certificate(error) => format!("FastPay certificate refused: {error}"),
-        }
-    }
-}
-
-fn certificate_code(error: CertificateError) -> &'static str {
-    match error {
-        CertificateError::WrongCommittee => "certificate_wrong_committee",
-        CertificateError::NotFinal { .. } => "certificate_not_final",
-        CertificateError::NotALock => "certificate_not_a_lock",
-        CertificateError::BelowQuorum { .. } => "certificate_below_quorum",
-        CertificateError::RepeatedSigner { .. } => "certificate_repeated_signer",
-        CertificateError::Unsorted => "certificate_unsorted",
-        CertificateError::UnknownAuthority { .. } => "certificate_unknown_authority",
-        CertificateError::BadSignature { .. } => "certificate_bad_signature",
-        CertificateError::Order(OrderError::BadSignature) => "certificate_bad_owner_signature",
-        CertificateError::Order(_) => "certificate_invalid_order",
-    }
-}
-
 fn describe_input(code: InputErrorCode, data_error: Option<OutputErrorCode>) -> &'static str {
     match (code, data_error) {
         (InputErrorCode::Duplicate, _) => "spends the same outpoint as an earlier input",
@@ -391,9 +327,9 @@ fn describe_input(code: InputErrorCode, data_error: Option<OutputErrorCode>) -> 
 }
 
 /// Why a transaction failed transaction-local validation (the reference's `tx_error`, plus
-/// specie's issuer and FastPay errors). Indices are positions in the transaction's input, output or witness
-/// list; witness `i` belongs to input `i`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Error)]
+/// specie's issuer, bridge and private kinds' errors, and the capability kinds' own). Indices are
+/// positions in the transaction's input, output or witness list; witness `i` belongs to input `i`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Error)]
 pub enum ValidationError {
     #[error("{}", .0.describe())]
     Transaction(TxErrorCode),
@@ -411,13 +347,14 @@ pub enum ValidationError {
     #[error("{}", .0.describe())]
     Specie(SpecieErrorCode),
     #[error("{}", .0.describe())]
-    Fastpay(FastpayErrorCode),
-    #[error("{}", .0.describe())]
     Bridge(BridgeErrorCode),
     #[error("{}", .0.describe())]
     Confidential(ConfidentialErrorCode),
     #[error("{}", .0.describe())]
     Anonymous(AnonymousErrorCode),
+    /// A capability kind's rules refused it (FastPay's funding and redeem: category `fastpay`).
+    #[error("{}", .0.message)]
+    Capability(CapabilityError),
 }
 
 impl ValidationError {
@@ -429,10 +366,10 @@ impl ValidationError {
             ValidationError::Output { code, .. } => code.code(),
             ValidationError::Witness { code, .. } => code.code(),
             ValidationError::Specie(code) => code.code(),
-            ValidationError::Fastpay(code) => code.code(),
             ValidationError::Bridge(code) => code.code(),
             ValidationError::Confidential(code) => code.code(),
             ValidationError::Anonymous(code) => code.code(),
+            ValidationError::Capability(error) => error.code,
         }
     }
 
@@ -444,16 +381,16 @@ impl ValidationError {
             | ValidationError::Witness { index, .. } => Some(*index),
             ValidationError::Transaction(_)
             | ValidationError::Specie(_)
-            | ValidationError::Fastpay(_)
             | ValidationError::Bridge(_)
             | ValidationError::Confidential(_)
-            | ValidationError::Anonymous(_) => None,
+            | ValidationError::Anonymous(_)
+            | ValidationError::Capability(_) => None,
         }
     }
 
     /// Which of the reference's error groups this is: `tx`, `input`, `output`, `witness`,
-    /// `specie` for the issuer and redeem errors the reference does not have, `fastpay` for
-    /// FastPay fundings and redeems, or `offline` (the name it was given first) for bridge fundings and payouts.
+    /// `specie` for the issuer and redeem errors the reference does not have, a capability's own
+    /// (`fastpay` for FastPay fundings and redeems), or `offline` (the name it was given first) for bridge fundings and payouts.
     pub fn category(&self) -> &'static str {
         match self {
             ValidationError::Transaction(_) => "tx",
@@ -461,10 +398,10 @@ impl ValidationError {
             ValidationError::Output { .. } => "output",
             ValidationError::Witness { .. } => "witness",
             ValidationError::Specie(_) => "specie",
-            ValidationError::Fastpay(_) => "fastpay",
             ValidationError::Bridge(_) => "offline",
             ValidationError::Confidential(_) => "confidential",
             ValidationError::Anonymous(_) => "anonymous",
+            ValidationError::Capability(error) => error.category,
         }
     }
 }

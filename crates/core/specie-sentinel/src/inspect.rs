@@ -8,8 +8,9 @@ use crate::{validate, TrustedKeys, ValidationError};
 /// A decoded transaction as an operator reads it.
 #[derive(Debug)]
 pub struct Inspection {
-    /// "transfer", "mint", "redeem", "fastpay_funding", "fastpay_redeem", "offline_funding" or
-    /// "offline_payout" (the stable names of bridge funding and payout).
+    /// "transfer", "mint", "redeem", "offline_funding" or "offline_payout" (the stable names of
+    /// bridge funding and payout), "confidential", "anonymous", or a capability kind's name
+    /// ("fastpay_funding", "fastpay_redeem").
     pub kind: &'static str,
     pub txid: Txid,
     /// The UHS id each input spends.
@@ -20,8 +21,8 @@ pub struct Inspection {
     pub mint_marker: Option<UhsId>,
     /// A redeem's marker, which the shards also create.
     pub redeem_marker: Option<UhsId>,
-    /// A FastPay funding's or redeem's marker, which the shards also create.
-    pub fastpay_marker: Option<UhsId>,
+    /// A capability kind's marker (a FastPay funding's or redeem's), which the shards also create.
+    pub capability_marker: Option<UhsId>,
     /// A bridge funding's or payout's marker, which the shards also create.
     pub bridge_marker: Option<UhsId>,
     pub verdict: Result<(), ValidationError>,
@@ -46,10 +47,7 @@ pub fn inspect(hex_text: &str, trusted: &TrustedKeys) -> Result<Inspection, Unde
         tx,
         SpecieTransaction::BridgeFunding(_) | SpecieTransaction::BridgePayout(_)
     );
-    let is_fastpay = matches!(
-        tx,
-        SpecieTransaction::FastpayFunding(_) | SpecieTransaction::FastpayRedeem(_)
-    );
+    let is_capability = matches!(tx, SpecieTransaction::Capability(_));
     Ok(Inspection {
         kind,
         txid,
@@ -61,7 +59,7 @@ pub fn inspect(hex_text: &str, trusted: &TrustedKeys) -> Result<Inspection, Unde
             .collect(),
         mint_marker: matches!(tx, SpecieTransaction::Mint(_)).then(|| mint_marker(&txid)),
         redeem_marker: matches!(tx, SpecieTransaction::Redeem(_)).then(|| redeem_marker(&txid)),
-        fastpay_marker: tx.marker().filter(|_| is_fastpay),
+        capability_marker: tx.marker().filter(|_| is_capability),
         bridge_marker: tx.marker().filter(|_| is_bridge),
         verdict: validate(&tx, trusted),
     })

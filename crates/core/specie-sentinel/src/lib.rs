@@ -4,14 +4,17 @@
 //! Transfers are checked exactly as the reference implementation checks them
 //! (mit-dci/opencbdc-tx `src/uhs/transaction/validation.cpp`, `check_tx`), in the same order,
 //! first failure wins, with the reference's error names ([`error`]). specie's issuer-signed mint
-//! and redeem, and its FastPay funding and redeem, add their own checks after the reference's
-//! (see `docs/transaction-format.md` §6), against the keys the sentinel trusts ([`TrustedKeys`]).
+//! and redeem, its bridges' and private kinds, add their own checks after the reference's
+//! (see `docs/transaction-format.md` §6), against the keys the sentinel trusts ([`TrustedKeys`]);
+//! the kinds a capability adds are judged by the rules it hands in ([`capability`]), which
+//! compose the same [`checks`].
 //!
 //! Batches are validated in parallel on rayon's pool; signature verification dominates (tens of
 //! microseconds per input), so work is cut into chunks of many transactions to make the
 //! per-task cost of the pool negligible.
 
 mod anonymous;
+pub mod capability;
 pub mod endorsement;
 pub mod error;
 pub mod inspect;
@@ -24,10 +27,17 @@ use secp256k1::Keypair;
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{CompactTransaction, NonceMode, SpecieTransaction, Transaction};
 
+pub use capability::{CapabilityError, CapabilityRules, CapabilityRulesSet};
 pub use error::{
-    AnonymousErrorCode, BridgeErrorCode, FastpayErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode,
-    TxErrorCode, ValidationError, WitnessErrorCode,
+    AnonymousErrorCode, BridgeErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode,
+    ValidationError, WitnessErrorCode,
 };
+
+/// The reference's checks, for the rules of a capability's kinds to compose (module
+/// [`capability`]): a funding's inputs, change and witnesses as every funding has them.
+pub mod checks {
+    pub use crate::validate::check_funding_value;
+}
 pub use issuer::{IssuerKeys, IssuerKeysError};
 pub use trusted::TrustedKeys;
 
@@ -44,7 +54,7 @@ pub fn validate_transfer(tx: &Transaction) -> Result<(), ValidationError> {
 }
 
 /// Validates any specie transaction; mints and redeems must be signed by a key in
-/// `trusted.issuers`, FastPay fundings and redeems need `trusted.fastpay_committee`.
+/// `trusted.issuers`, a capability's kinds need its rules in `trusted.capabilities`.
 pub fn validate(tx: &SpecieTransaction, trusted: &TrustedKeys) -> Result<(), ValidationError> {
     validate::check(tx, &tx.txid(), trusted)
 }
@@ -86,7 +96,8 @@ pub fn validate_batch(
 /// confidential and anonymous transactions) are verified together in one batch (a third of the
 /// cost each), and so are the anonymous transactions' spend proofs (their pairings folded into
 /// one); if a batch fails, one by one, so each transaction gets exactly the verdict
-/// [`validate_and_compact`] gives it.
+/// [`validate_and_compact`] gives it. A capability's kinds go to its rules together
+/// ([`CapabilityRules::check_batch`]).
 fn validate_chunk(
     chunk: &[SpecieTransaction],
     trusted: &TrustedKeys,
@@ -94,6 +105,7 @@ fn validate_chunk(
     let mut verdicts = Vec::with_capacity(chunk.len());
     let mut proofs = vec![];
     let mut spends = vec![];
+    let mut kinds = vec![];
     for (position, tx) in chunk.iter().enumerate() {
         let txid = tx.txid();
         let verdict = match tx {
@@ -109,9 +121,33 @@ fn validate_chunk(
                     }
                     spends.push((position, &**anonymous, txid));
                 }),
+            SpecieTransaction::Capability(capability) => {
+                if let Some(rules) = trusted.capabilities.for_kind(capability.kind()) {
+                    // Judged below, together with the task's others of the same rules.
+                    kinds.push((position, rules, &**capability, txid));
+                    verdicts.push(Ok(CompactTransaction::default()));
+                    continue;
+                }
+                validate::check(tx, &txid, trusted)
+            }
             _ => validate::check(tx, &txid, trusted),
         };
         verdicts.push(verdict.map(|()| tx.compact()));
+    }
+    for rules in trusted.capabilities.iter() {
+        let (positions, batch): (Vec<usize>, Vec<_>) = kinds
+            .iter()
+            .filter(|(_, of, _, _)| std::sync::Arc::ptr_eq(of, rules))
+            .map(|(position, _, tx, txid)| (*position, (*tx, *txid)))
+            .unzip();
+        if batch.is_empty() {
+            continue;
+        }
+        let judged = rules.check_batch(&batch);
+        assert_eq!(judged.len(), batch.len(), "one verdict per transaction");
+        for ((position, verdict), (tx, _)) in positions.into_iter().zip(judged).zip(batch) {
+            verdicts[position] = verdict.map(|()| tx.compact());
+        }
     }
     if !proofs.is_empty() {
         let batch: Vec<(&specie_confidential::ConfidentialTransfer, [u8; 32])> =

@@ -1,18 +1,20 @@
 //! What a sentinel trusts beyond the reference's rules.
 
 use specie_credential::{AuditorKey as OwnerAuditorKey, RaPublicKey};
-use specie_fastpay::Committee;
 
+use crate::capability::{CapabilityRules, CapabilityRulesSet};
 use crate::issuer::IssuerKeys;
+use std::sync::Arc;
 
 /// The keys a sentinel validates specie's extension transactions against: the issuer keys that
-/// may sign mints and redeems, and the FastPay committee (if the node is a FastPay Primary)
-/// whose certificates it redeems and to which it lets value be funded. Without a committee,
-/// every FastPay funding and redeem is invalid (`no_fastpay_committee`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// may sign mints and redeems, the bridges', the privacy levels', and the rules of the kinds
+/// capabilities add (FastPay's funding and redeem, with the committee the node is a Primary of).
+/// A capability kind without rules here is invalid (`kind_not_accepted`).
+#[derive(Clone, Debug, Default)]
 pub struct TrustedKeys {
     pub issuers: IssuerKeys,
-    pub fastpay_committee: Option<Committee>,
+    /// The rules of the capability kinds this node accepts.
+    pub capabilities: CapabilityRulesSet,
     /// The offline authority's bridge key (Ed25519), if the node banks for offline cash: offline
     /// fundings must name it and payouts must carry its signature. Without it, both are invalid
     /// (`no_offline_authority`).
@@ -37,16 +39,24 @@ pub struct TrustedKeys {
 }
 
 impl TrustedKeys {
-    pub fn new(issuers: IssuerKeys, fastpay_committee: Option<Committee>) -> Self {
+    pub fn new(issuers: IssuerKeys) -> Self {
         TrustedKeys {
             issuers,
-            fastpay_committee,
+            capabilities: CapabilityRulesSet::default(),
             offline_authority: None,
             exchange: None,
             auditors: vec![],
             registration_authority: None,
             owner_auditors: vec![],
             active_auditors: vec![],
+        }
+    }
+
+    /// These keys, accepting the kinds `rules` judge too.
+    pub fn with_capability(self, rules: Arc<dyn CapabilityRules>) -> Self {
+        TrustedKeys {
+            capabilities: self.capabilities.with(rules),
+            ..self
         }
     }
 
@@ -98,9 +108,9 @@ impl TrustedKeys {
     }
 }
 
-/// Issuers only, no FastPay committee.
+/// Issuers only: no bridge, no private kinds, no capability kinds.
 impl From<IssuerKeys> for TrustedKeys {
     fn from(issuers: IssuerKeys) -> Self {
-        TrustedKeys::new(issuers, None)
+        TrustedKeys::new(issuers)
     }
 }

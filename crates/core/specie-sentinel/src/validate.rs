@@ -9,16 +9,15 @@
 use std::collections::BTreeSet;
 
 use secp256k1::XOnlyPublicKey;
-use specie_fastpay::{Committee, VerifyingKey};
 use specie_transaction::signing::{parse_xonly, schnorr_verify};
 use specie_transaction::{
-    BridgeFunding, BridgePayout, ConfidentialTransaction, FastpayFunding, FastpayRedeem, Input, MintTransaction,
-    OutPoint, Output, P2pkParseError, P2pkWitness, RedeemTransaction, SpecieTransaction, Transaction, Txid, Witness,
+    BridgeFunding, BridgePayout, ConfidentialTransaction, Input, MintTransaction, OutPoint, Output, P2pkParseError,
+    P2pkWitness, RedeemTransaction, SpecieTransaction, Transaction, Txid, Witness,
 };
 
 use crate::error::{
-    BridgeErrorCode, ConfidentialErrorCode, FastpayErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode,
-    TxErrorCode, ValidationError, WitnessErrorCode,
+    BridgeErrorCode, ConfidentialErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode,
+    ValidationError, WitnessErrorCode,
 };
 use crate::issuer::IssuerKeys;
 use crate::trusted::TrustedKeys;
@@ -235,56 +234,6 @@ pub(crate) fn check_redeem(redeem: &RedeemTransaction, txid: &Txid, issuers: &Is
     check_issuer(issuers, &redeem.issuer_pubkey, &redeem.issuer_signature, txid)
 }
 
-fn fastpay(code: FastpayErrorCode) -> ValidationError {
-    ValidationError::Fastpay(code)
-}
-
-fn configured_committee(trusted: &TrustedKeys) -> Result<&Committee, ValidationError> {
-    trusted
-        .fastpay_committee
-        .as_ref()
-        .ok_or(fastpay(FastpayErrorCode::NoCommittee))
-}
-
-/// Funding: the redeem's checks with `zero_funding_amount` in place of `zero_redeem_amount`
-/// and no issuer; then, after the reference-style checks as always, the FastPay ones: a
-/// committee is configured, the funding names it, and the account is a key someone can sign
-/// with (otherwise the value would be credited by nobody, or spendable by nobody).
-pub(crate) fn check_fastpay_funding(funding: &FastpayFunding, txid: &Txid, trusted: &TrustedKeys) -> Check {
-    let zero = fastpay(FastpayErrorCode::ZeroFundingAmount);
-    check_funding_value(
-        &funding.inputs,
-        &funding.outputs,
-        &funding.witnesses,
-        funding.amount,
-        zero,
-        txid,
-    )?;
-    let committee = configured_committee(trusted)?;
-    if funding.committee_id != committee.id() {
-        return Err(fastpay(FastpayErrorCode::FundingOtherCommittee));
-    }
-    match VerifyingKey::from_bytes(&funding.account.0) {
-        Ok(key) if !key.is_weak() => Ok(()),
-        _ => Err(fastpay(FastpayErrorCode::FundingInvalidAccount)),
-    }
-}
-
-/// FastPay redeem: a committee is configured, the certified order pays the core, and the
-/// certificate checks against the committee (quorum, owner's and authorities' signatures, the
-/// order's fields, which include amount ≥ 1). That it is redeemed at most once is the
-/// shards' business: its marker.
-pub(crate) fn check_fastpay_redeem(redeem: &FastpayRedeem, trusted: &TrustedKeys) -> Check {
-    let committee = configured_committee(trusted)?;
-    if redeem.recipient().is_none() {
-        return Err(fastpay(FastpayErrorCode::RedeemRecipientNotCore));
-    }
-    redeem
-        .certificate()
-        .check(committee)
-        .map_err(|error| fastpay(FastpayErrorCode::Certificate(error)))
-}
-
 fn bridge_error(code: BridgeErrorCode) -> ValidationError {
     ValidationError::Bridge(code)
 }
@@ -298,7 +247,7 @@ fn check_bridge(named: &[u8; 32], trusted: &TrustedKeys) -> Check {
     }
 }
 
-/// Bridge funding: a FastPay funding's input, value and witness checks, then the configured
+/// Bridge funding: a funding's input, value and witness checks, then the configured
 /// authority. Whether the owners' digest matches the keys the tokens go to is the authority's
 /// check (the core never sees those keys).
 pub(crate) fn check_bridge_funding(funding: &BridgeFunding, txid: &Txid, trusted: &TrustedKeys) -> Check {
@@ -315,8 +264,8 @@ pub(crate) fn check_bridge_funding(funding: &BridgeFunding, txid: &Txid, trusted
 }
 
 /// A funding's inputs, change and witnesses, in the redeem's order of checks, with `zero` for an
-/// amount of nothing: whichever mode it funds.
-fn check_funding_value(
+/// amount of nothing: whichever mode it funds (a bridge, or a capability's own kind).
+pub fn check_funding_value(
     inputs: &[Input],
     outputs: &[Output],
     witnesses: &[Witness],
@@ -435,11 +384,13 @@ pub(crate) fn check(tx: &SpecieTransaction, txid: &Txid, trusted: &TrustedKeys) 
         SpecieTransaction::Transfer(transfer) => check_transfer(transfer, txid),
         SpecieTransaction::Mint(mint) => check_mint(mint, txid, &trusted.issuers),
         SpecieTransaction::Redeem(redeem) => check_redeem(redeem, txid, &trusted.issuers),
-        SpecieTransaction::FastpayFunding(funding) => check_fastpay_funding(funding, txid, trusted),
-        SpecieTransaction::FastpayRedeem(redeem) => check_fastpay_redeem(redeem, trusted),
         SpecieTransaction::BridgeFunding(funding) => check_bridge_funding(funding, txid, trusted),
         SpecieTransaction::BridgePayout(payout) => check_bridge_payout(payout, trusted),
         SpecieTransaction::Confidential(tx) => check_confidential(tx, txid, trusted),
         SpecieTransaction::Anonymous(tx) => crate::anonymous::check_anonymous(tx, txid, trusted),
+        SpecieTransaction::Capability(tx) => match trusted.capabilities.for_kind(tx.kind()) {
+            Some(rules) => rules.check(&**tx, txid),
+            None => Err(crate::capability::not_accepted(&**tx)),
+        },
     }
 }

@@ -18,9 +18,10 @@
 //!   `{ address, amount }` and [`bridge_payout_marker`]`(authority, serial)`: a token's value
 //!   comes back at most once, whoever presents the payout and however often.
 //!
-//! Markers are never spendable and never collide with other kinds' (module [`crate::fastpay`]
-//! explains why): the preimages are 25 + 32 = 57 bytes (funding, another domain than FastPay's
-//! 57-byte one) and 24 + 32 + 16 = 72 bytes (payout).
+//! Markers are never spendable and never collide with other kinds' (docs/transaction-format.md
+//! §5 explains why: a marker's preimage is never an encoded input's 80 bytes): the preimages are
+//! 25 + 32 = 57 bytes (funding, another domain than FastPay's 57-byte one) and 24 + 32 + 16 = 72
+//! bytes (payout).
 //!
 //! The core trusts a bridge (e.g. an offline authority) less than an issuer: its payouts need its signature,
 //! but what it could pay out wrongly is only what was funded to it, as the supply audit shows
@@ -254,7 +255,7 @@ impl Encode for BridgePayout {
 /// A funding's fields after its kind, whichever mode it funds (FastPay's and offline cash's
 /// fundings are laid out alike): the mode's 32-byte destination and beneficiary, the amount,
 /// inputs, change and witnesses.
-pub(crate) struct FundingBody {
+pub struct FundingBody {
     pub destination: [u8; 32],
     pub beneficiary: [u8; 32],
     pub amount: u64,
@@ -266,7 +267,7 @@ pub(crate) struct FundingBody {
 /// A funding's signed part, whichever mode it funds: header ‖ kind ‖ destination ‖ beneficiary ‖
 /// u64le(amount) ‖ ser(vec<Input>) ‖ ser(vec<Output>) (the txid preimage; the encoding adds the
 /// witnesses).
-pub(crate) fn funding_preimage(
+pub fn funding_preimage(
     kind: u8,
     destination: &[u8; 32],
     beneficiary: &[u8; 32],
@@ -285,7 +286,7 @@ pub(crate) fn funding_preimage(
     preimage
 }
 
-pub(crate) fn read_funding_body(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<FundingBody, DecodeError> {
+pub fn read_funding_body(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<FundingBody, DecodeError> {
     Ok(FundingBody {
         destination: reader.read_array("funding destination")?,
         beneficiary: reader.read_array("funding beneficiary")?,

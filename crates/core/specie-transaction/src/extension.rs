@@ -31,14 +31,13 @@
 
 use crate::anonymous::AnonymousTransaction;
 use crate::bridge::{BridgeFunding, BridgePayout};
+use crate::capability::{self, CapabilityTransaction};
 use crate::confidential::ConfidentialTransaction;
-use crate::fastpay::{FastpayFunding, FastpayRedeem};
 use crate::hash::{sha256, Sha256Writer};
 use crate::limits::{DecodeLimits, INPUT_BYTES, OUTPUT_BYTES, SIGNATURE_BYTES, XONLY_PUBKEY_BYTES};
 use crate::signing::{schnorr_sign, sign_inputs, xonly_bytes, NonceMode, SignError};
 use crate::transaction::{
-    outputs_uhs_ids, read_inputs, read_outputs, read_witnesses, uhs_id_for, Input, OutPoint, Output, Transaction,
-    Witness,
+    read_inputs, read_outputs, read_witnesses, uhs_id_for, Input, OutPoint, Output, Transaction, Witness,
 };
 use crate::{CompactTransaction, Txid, UhsId};
 use secp256k1::Keypair;
@@ -54,10 +53,8 @@ pub const EXTENSION_HEADER: [u8; 8] = [0xFF, b'S', b'P', b'C', b'E', b'X', b'T',
 pub const KIND_MINT: u8 = 0x01;
 /// Kind byte of a redeem.
 pub const KIND_REDEEM: u8 = 0x02;
-/// Kind byte of a FastPay funding (value leaves the core for a Byzantine-mode account).
-pub const KIND_FASTPAY_FUND: u8 = 0x03;
-/// Kind byte of a FastPay redeem (a certified transfer to the core becomes a core output).
-pub const KIND_FASTPAY_REDEEM: u8 = 0x04;
+// 0x03 and 0x04 are FastPay's funding and redeem, defined by its bridge crate
+// (`specie-fastpay-primary`) and decoded where a deployment installs them (crate::capability).
 /// Kind byte of a bridge funding (value leaves the core for a bridge: offline cash, the exchange).
 pub const KIND_BRIDGE_FUND: u8 = 0x05;
 /// Kind byte of a bridge payout (value a bridge gives back becomes a core output).
@@ -128,14 +125,14 @@ pub enum SpecieTransaction {
     Transfer(Transaction),
     Mint(MintTransaction),
     Redeem(RedeemTransaction),
-    FastpayFunding(FastpayFunding),
-    FastpayRedeem(FastpayRedeem),
     BridgeFunding(BridgeFunding),
     BridgePayout(BridgePayout),
     /// Boxed: a confidential transaction's proofs make it several times larger than any other kind.
     Confidential(Box<ConfidentialTransaction>),
     /// Boxed, as a confidential transaction: its proofs dominate its size.
     Anonymous(Box<AnonymousTransaction>),
+    /// A kind a capability adds (module [`crate::capability`]): FastPay's funding and redeem.
+    Capability(Box<dyn CapabilityTransaction>),
 }
 
 /// An output a transaction creates, with what a wallet needs to spend it later.
@@ -171,13 +168,23 @@ fn created_outputs(txid: Txid, outputs: &[Output]) -> Vec<CreatedOutput> {
         .collect()
 }
 
-pub(crate) fn put_header(out: &mut Vec<u8>, kind: u8) {
+/// Writes the extension header and `kind`.
+pub fn put_header(out: &mut Vec<u8>, kind: u8) {
     out.extend_from_slice(&EXTENSION_HEADER);
     out.push(kind);
 }
 
-/// Reads and checks header and kind; `expected_kind` is `None` when any known kind is fine.
-pub(crate) fn read_header(reader: &mut Reader<'_>, expected_kind: Option<u8>) -> Result<u8, DecodeError> {
+/// Whether `kind` is one of the core's own kinds, decoded without anything installed.
+pub(crate) fn is_core_kind(kind: u8) -> bool {
+    matches!(
+        kind,
+        KIND_MINT | KIND_REDEEM | KIND_BRIDGE_FUND | KIND_BRIDGE_PAYOUT | KIND_CONFIDENTIAL | KIND_ANONYMOUS
+    )
+}
+
+/// Reads and checks header and kind; `expected_kind` is `None` when any known kind (the core's
+/// own and those installed in this process) is fine.
+pub fn read_header(reader: &mut Reader<'_>, expected_kind: Option<u8>) -> Result<u8, DecodeError> {
     let magic: [u8; 7] = reader.read_array("extension magic")?;
     if magic != EXTENSION_MAGIC {
         return Err(DecodeError::BadMagic {
@@ -195,18 +202,11 @@ pub(crate) fn read_header(reader: &mut Reader<'_>, expected_kind: Option<u8>) ->
         });
     }
     let kind = reader.read_u8("extension kind")?;
-    let known = matches!(
-        kind,
-        KIND_MINT
-            | KIND_REDEEM
-            | KIND_FASTPAY_FUND
-            | KIND_FASTPAY_REDEEM
-            | KIND_BRIDGE_FUND
-            | KIND_BRIDGE_PAYOUT
-            | KIND_CONFIDENTIAL
-            | KIND_ANONYMOUS
-    );
-    if !known || expected_kind.is_some_and(|expected| expected != kind) {
+    let known = match expected_kind {
+        Some(expected) => kind == expected,
+        None => is_core_kind(kind) || capability::installed(kind).is_some(),
+    };
+    if !known {
         return Err(DecodeError::UnknownKind {
             what: "extension transaction kind",
             kind,
@@ -344,13 +344,12 @@ impl SpecieTransaction {
             SpecieTransaction::Transfer(_) => "transfer",
             SpecieTransaction::Mint(_) => "mint",
             SpecieTransaction::Redeem(_) => "redeem",
-            SpecieTransaction::FastpayFunding(_) => "fastpay_funding",
-            SpecieTransaction::FastpayRedeem(_) => "fastpay_redeem",
             // Stable names, kept from before these kinds were called bridge funding and payout.
             SpecieTransaction::BridgeFunding(_) => "offline_funding",
             SpecieTransaction::BridgePayout(_) => "offline_payout",
             SpecieTransaction::Confidential(_) => "confidential",
             SpecieTransaction::Anonymous(_) => "anonymous",
+            SpecieTransaction::Capability(tx) => tx.kind_name(),
         }
     }
 
@@ -359,12 +358,11 @@ impl SpecieTransaction {
             SpecieTransaction::Transfer(tx) => tx.txid(),
             SpecieTransaction::Mint(mint) => mint.txid(),
             SpecieTransaction::Redeem(redeem) => redeem.txid(),
-            SpecieTransaction::FastpayFunding(funding) => funding.txid(),
-            SpecieTransaction::FastpayRedeem(redeem) => redeem.txid(),
             SpecieTransaction::BridgeFunding(funding) => funding.txid(),
             SpecieTransaction::BridgePayout(payout) => payout.txid(),
             SpecieTransaction::Confidential(tx) => tx.txid(),
             SpecieTransaction::Anonymous(tx) => tx.txid(),
+            SpecieTransaction::Capability(tx) => tx.txid(),
         }
     }
 
@@ -376,12 +374,11 @@ impl SpecieTransaction {
             SpecieTransaction::Transfer(tx) => &tx.outputs,
             SpecieTransaction::Mint(mint) => &mint.outputs,
             SpecieTransaction::Redeem(redeem) => &redeem.outputs,
-            SpecieTransaction::FastpayFunding(funding) => &funding.outputs,
-            SpecieTransaction::FastpayRedeem(redeem) => redeem.outputs(),
             SpecieTransaction::BridgeFunding(funding) => &funding.outputs,
             SpecieTransaction::BridgePayout(payout) => payout.outputs(),
             SpecieTransaction::Confidential(tx) => &tx.transparent_outputs,
             SpecieTransaction::Anonymous(tx) => &tx.transparent_outputs,
+            SpecieTransaction::Capability(tx) => tx.outputs(),
         }
     }
 
@@ -390,21 +387,18 @@ impl SpecieTransaction {
     pub fn inputs(&self) -> &[Input] {
         match self {
             SpecieTransaction::Transfer(tx) => &tx.inputs,
-            SpecieTransaction::Mint(_) | SpecieTransaction::FastpayRedeem(_) | SpecieTransaction::BridgePayout(_) => {
-                &[]
-            }
+            SpecieTransaction::Mint(_) | SpecieTransaction::BridgePayout(_) => &[],
             SpecieTransaction::Redeem(redeem) => &redeem.inputs,
-            SpecieTransaction::FastpayFunding(funding) => &funding.inputs,
             SpecieTransaction::BridgeFunding(funding) => &funding.inputs,
             SpecieTransaction::Confidential(tx) => &tx.transparent_inputs,
             SpecieTransaction::Anonymous(tx) => &tx.transparent_inputs,
+            SpecieTransaction::Capability(tx) => tx.inputs(),
         }
     }
 
     /// The value-less, unspendable id this transaction creates after its outputs, if its kind
-    /// has one: a mint's [`mint_marker`], a redeem's [`redeem_marker`], a funding's
-    /// [`fastpay_funding_marker`](crate::fastpay::fastpay_funding_marker), a FastPay redeem's
-    /// [`fastpay_redeem_marker`](crate::fastpay::fastpay_redeem_marker).
+    /// has one: a mint's [`mint_marker`], a redeem's [`redeem_marker`], a bridge funding's or
+    /// payout's, or a capability kind's own.
     pub fn marker(&self) -> Option<UhsId> {
         match self {
             SpecieTransaction::Transfer(_) | SpecieTransaction::Confidential(_) | SpecieTransaction::Anonymous(_) => {
@@ -412,10 +406,9 @@ impl SpecieTransaction {
             }
             SpecieTransaction::Mint(mint) => Some(mint_marker(&mint.txid())),
             SpecieTransaction::Redeem(redeem) => Some(redeem_marker(&redeem.txid())),
-            SpecieTransaction::FastpayFunding(funding) => Some(funding.marker()),
-            SpecieTransaction::FastpayRedeem(redeem) => Some(redeem.marker()),
             SpecieTransaction::BridgeFunding(funding) => Some(funding.marker()),
             SpecieTransaction::BridgePayout(payout) => Some(payout.marker()),
+            SpecieTransaction::Capability(tx) => tx.marker(),
         }
     }
 
@@ -432,6 +425,7 @@ impl SpecieTransaction {
         let private_ids = match self {
             SpecieTransaction::Confidential(tx) => Some(tx.uhs_ids()),
             SpecieTransaction::Anonymous(tx) => Some(tx.uhs_ids()),
+            SpecieTransaction::Capability(tx) => return tx.compact(),
             _ => None,
         };
         if let Some((spent, created)) = private_ids {
@@ -442,14 +436,31 @@ impl SpecieTransaction {
                 attestations: Default::default(),
             };
         }
-        let spent: Vec<UhsId> = self.inputs().iter().map(Input::uhs_id).collect();
-        let mut created = outputs_uhs_ids(&txid, self.outputs());
-        created.extend(self.marker());
-        CompactTransaction {
-            txid,
-            spent,
-            created,
-            attestations: Default::default(),
+        capability::compact_of(txid, self.inputs(), self.outputs(), self.marker())
+    }
+
+    /// What this transaction does to the core's circulating supply (see
+    /// [`Circulation`](crate::capability::Circulation)): a mint and a bridge payout bring value
+    /// in, a redeem and a bridge funding take it out, a transfer and the private kinds move it.
+    pub fn circulation(&self) -> capability::Circulation {
+        let created = || self.outputs().iter().map(|output| output.value).sum();
+        let (entered, left) = match self {
+            SpecieTransaction::Mint(_) | SpecieTransaction::BridgePayout(_) => (created(), 0),
+            SpecieTransaction::Redeem(redeem) => (0, redeem.amount),
+            SpecieTransaction::BridgeFunding(funding) => (0, funding.amount),
+            SpecieTransaction::Transfer(_) | SpecieTransaction::Confidential(_) | SpecieTransaction::Anonymous(_) => {
+                (0, 0)
+            }
+            SpecieTransaction::Capability(tx) => return tx.circulation(),
+        };
+        capability::Circulation { entered, left }
+    }
+
+    /// This transaction as a capability kind's type `T`, if it is one.
+    pub fn capability<T: CapabilityTransaction>(&self) -> Option<&T> {
+        match self {
+            SpecieTransaction::Capability(tx) => tx.downcast_ref::<T>(),
+            _ => None,
         }
     }
 
@@ -487,12 +498,11 @@ impl Encode for SpecieTransaction {
             SpecieTransaction::Transfer(tx) => tx.encode_to(out),
             SpecieTransaction::Mint(mint) => mint.encode_to(out),
             SpecieTransaction::Redeem(redeem) => redeem.encode_to(out),
-            SpecieTransaction::FastpayFunding(funding) => funding.encode_to(out),
-            SpecieTransaction::FastpayRedeem(redeem) => redeem.encode_to(out),
             SpecieTransaction::BridgeFunding(funding) => funding.encode_to(out),
             SpecieTransaction::BridgePayout(payout) => payout.encode_to(out),
             SpecieTransaction::Confidential(tx) => tx.encode_to(out),
             SpecieTransaction::Anonymous(tx) => tx.encode_to(out),
+            SpecieTransaction::Capability(tx) => tx.encode_to(out),
         }
     }
 }
@@ -533,10 +543,6 @@ impl Decode for SpecieTransaction {
             KIND_REDEEM => Ok(SpecieTransaction::Redeem(RedeemTransaction::decode_body(
                 reader, limits,
             )?)),
-            KIND_FASTPAY_FUND => Ok(SpecieTransaction::FastpayFunding(FastpayFunding::decode_body(
-                reader, limits,
-            )?)),
-            KIND_FASTPAY_REDEEM => Ok(SpecieTransaction::FastpayRedeem(FastpayRedeem::decode_body(reader)?)),
             KIND_BRIDGE_FUND => Ok(SpecieTransaction::BridgeFunding(BridgeFunding::decode_body(
                 reader, limits,
             )?)),
@@ -547,10 +553,13 @@ impl Decode for SpecieTransaction {
             KIND_ANONYMOUS => Ok(SpecieTransaction::from(AnonymousTransaction::decode_body(
                 reader, limits,
             )?)),
-            kind => Err(DecodeError::UnknownKind {
-                what: "extension transaction kind",
-                kind,
-            }),
+            kind => match capability::installed(kind) {
+                Some(decoder) => Ok(SpecieTransaction::Capability(decoder.decode_body(reader, limits)?)),
+                None => Err(DecodeError::UnknownKind {
+                    what: "extension transaction kind",
+                    kind,
+                }),
+            },
         }
     }
     fn encoded_bytes_max(limits: &DecodeLimits) -> usize {

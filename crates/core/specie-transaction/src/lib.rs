@@ -1,6 +1,6 @@
 //! specie's transactions: the Hamilton / OpenCBDC reference format, byte for byte, plus
-//! specie's issuer-signed mint and redeem and the online core's side of FastPay funding and
-//! redeem.
+//! specie's issuer-signed mint and redeem, and the seam where capabilities add kinds of their
+//! own.
 //!
 //! * The byte encoding and its bounded reader live in the base crate `specie-codec`.
 //! * [`limits`]: format sizes and the [`DecodeLimits`] every decoder enforces.
@@ -9,8 +9,8 @@
 //! * [`signing`]: commitments, pay-to-pubkey witnesses, BIP-340 signing.
 //! * [`address`]: bech32 (BIP-173) pay-to-pubkey addresses.
 //! * [`extension`]: [`SpecieTransaction`] with specie's mint and redeem.
-//! * [`fastpay`]: FastPay funding and redeem, the online core as FastPay's Primary, and the
-//!   markers that make each happen once.
+//! * [`capability`]: kinds a capability adds (FastPay's funding and redeem, in
+//!   `specie-fastpay-primary`), decoded once a deployment installs them.
 //! * [`bridge`]: bridge funding and payout (offline cash, the exchange) and their markers.
 //! * [`compact`]: compact transactions and sentinel attestations.
 //! * [`confidential`]: confidential transactions (values in Pedersen commitments, proofs by
@@ -23,10 +23,10 @@ pub mod address;
 pub mod anonymous;
 pub mod bridge;
 
+pub mod capability;
 pub mod compact;
 pub mod confidential;
 pub mod extension;
-pub mod fastpay;
 pub mod hash;
 pub mod limits;
 pub mod signing;
@@ -39,12 +39,12 @@ pub use anonymous::{
     AnonymousValues, CreatedAnonymousOutput,
 };
 pub use bridge::{bridge_funding_marker, bridge_payout_marker, BridgeFunding, BridgePayout, BRIDGE_SERIAL_BYTES};
+pub use capability::{CapabilityKind, CapabilityTransaction, Circulation};
 pub use compact::AttestationError;
 pub use confidential::{
     BuildError, ConfidentialInput, ConfidentialPlan, ConfidentialTransaction, CreatedConfidentialOutput,
 };
 pub use extension::{mint_marker, redeem_marker, CreatedOutput, MintTransaction, RedeemTransaction, SpecieTransaction};
-pub use fastpay::{fastpay_funding_marker, fastpay_redeem_marker, FastpayFunding, FastpayFundingClaim, FastpayRedeem};
 pub use limits::DecodeLimits;
 pub use signing::{
     witness_program_commitment, witness_program_commitment_of, NonceMode, P2pkParseError, P2pkWitness, SignError,

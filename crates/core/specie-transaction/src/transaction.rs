@@ -229,19 +229,19 @@ impl Decode for Witness {
 }
 
 /// Reads `vec<Input>` under `limits.inputs_max`.
-pub(crate) fn read_inputs(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Vec<Input>, DecodeError> {
+pub fn read_inputs(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Vec<Input>, DecodeError> {
     reader.read_vec("inputs", limits.inputs_max, INPUT_BYTES, |r| Input::decode_from(r, &()))
 }
 
 /// Reads `vec<Output>` under `limits.outputs_max`.
-pub(crate) fn read_outputs(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Vec<Output>, DecodeError> {
+pub fn read_outputs(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Vec<Output>, DecodeError> {
     reader.read_vec("outputs", limits.outputs_max, OUTPUT_BYTES, |r| {
         Output::decode_from(r, &())
     })
 }
 
 /// Reads `vec<Witness>` under `limits.witnesses_max` and `limits.witness_bytes_max`.
-pub(crate) fn read_witnesses(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Vec<Witness>, DecodeError> {
+pub fn read_witnesses(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Vec<Witness>, DecodeError> {
     reader.read_vec("witnesses", limits.witnesses_max, WITNESS_BYTES_MIN, |r| {
         Witness::decode_from(r, limits)
     })

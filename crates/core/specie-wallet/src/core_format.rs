@@ -1,11 +1,11 @@
 //! The online core's transaction format as a capability's service needs it
-//! ([`specie_service::CoreTransactions`]): handed to the FastPay authorities, the offline authority
-//! and the exchange by whoever starts them, so the capabilities' services never read the core's
-//! transactions themselves.
+//! ([`specie_service::CoreTransactions`]): handed to the offline authority and the exchange by
+//! whoever starts them, so the capabilities' services never read the core's transactions
+//! themselves.
 
 use specie_codec::{Decode, Encode};
-use specie_service::{BridgeFundingTerms, CoreTransactions, FastpayFundingTerms, NotAFunding, PayTo};
-use specie_transaction::extension::{KIND_BRIDGE_FUND, KIND_FASTPAY_FUND};
+use specie_service::{BridgeFundingTerms, CoreTransactions, NotAFunding, PayTo};
+use specie_transaction::extension::KIND_BRIDGE_FUND;
 use specie_transaction::{witness_program_commitment, BridgePayout, DecodeLimits, SpecieTransaction};
 
 /// The online core's transaction format ([`CORE_FORMAT`]).
@@ -45,22 +45,6 @@ impl CoreTransactions for CoreFormat {
         })
     }
 
-    fn fastpay_funding(&self, bytes: &[u8]) -> Result<FastpayFundingTerms, NotAFunding> {
-        let SpecieTransaction::FastpayFunding(funding) = decoded(bytes)? else {
-            return Err(NotAFunding::OtherKind {
-                wanted: "FastPay funding",
-                wanted_kind: KIND_FASTPAY_FUND,
-            });
-        };
-        let claim = funding.claim();
-        Ok(FastpayFundingTerms {
-            committee_id: claim.committee_id,
-            account: claim.account.0,
-            amount: claim.amount,
-            marker: claim.marker.0,
-        })
-    }
-
     fn bridge_payout(&self, bridge: &ed25519_dalek::SigningKey, serial: [u8; 16], to: PayTo, amount: u64) -> Vec<u8> {
         let address = match to {
             PayTo::Commitment(commitment) => commitment,
@@ -73,7 +57,7 @@ impl CoreTransactions for CoreFormat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use specie_transaction::{BridgeFunding, FastpayFunding, Input, NonceMode, OutPoint, Output, Txid};
+    use specie_transaction::{BridgeFunding, Input, NonceMode, OutPoint, Output, Txid};
 
     fn input_of(owner: &secp256k1::Keypair) -> Input {
         Input {
@@ -106,40 +90,6 @@ mod tests {
     }
 
     #[test]
-    fn a_fastpay_funding_reads_as_its_terms() {
-        let owner = secp256k1::Keypair::from_seckey_slice(secp256k1::SECP256K1, &[8; 32]).unwrap();
-        let account = specie_fastpay::AccountKey([4; 32]);
-        let input = input_of(&owner);
-        let funding = FastpayFunding::new_signed(
-            [1; 32],
-            account,
-            10,
-            vec![input],
-            vec![],
-            &[owner],
-            NonceMode::Deterministic,
-        )
-        .unwrap();
-        let bytes = SpecieTransaction::FastpayFunding(funding.clone()).encode();
-        assert_eq!(
-            CORE_FORMAT.fastpay_funding(&bytes),
-            Ok(FastpayFundingTerms {
-                committee_id: [1; 32],
-                account: [4; 32],
-                amount: 10,
-                marker: funding.marker().0,
-            })
-        );
-        assert!(matches!(
-            CORE_FORMAT.bridge_funding(&bytes),
-            Err(NotAFunding::OtherKind {
-                wanted_kind: KIND_BRIDGE_FUND,
-                ..
-            })
-        ));
-    }
-
-    #[test]
     fn a_bridge_funding_reads_as_its_terms_and_nothing_else_does() {
         let funding = funding();
         let refund_to = funding.inputs[0].data.witness_program_commitment;
@@ -154,10 +104,16 @@ mod tests {
                 refund_to: Some(refund_to),
             })
         );
+        let payout = CORE_FORMAT.bridge_payout(
+            &ed25519_dalek::SigningKey::from_bytes(&[9; 32]),
+            [6; 16],
+            PayTo::Key([5; 32]),
+            1,
+        );
         assert!(matches!(
-            CORE_FORMAT.fastpay_funding(&bytes),
+            CORE_FORMAT.bridge_funding(&payout),
             Err(NotAFunding::OtherKind {
-                wanted_kind: KIND_FASTPAY_FUND,
+                wanted_kind: KIND_BRIDGE_FUND,
                 ..
             })
         ));

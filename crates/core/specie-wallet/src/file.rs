@@ -9,7 +9,8 @@
 //! of the keys, every stored transaction must decode and hash to its txid, and every pending
 //! coin must point at a stored transaction (or be an import waiting for `sync`). The `spends`
 //! and `creates` lists of a pending transaction are derived from its bytes and written only for
-//! people reading the file; loading recomputes them.
+//! people reading the file; loading recomputes them. A capability's section ([`Section`], e.g.
+//! `fastpay`) is kept as it is: its capability checks it when it reads it.
 //!
 //! A wallet file may be encrypted under a passphrase (`crate::envelope`): [`WalletFile::load`]
 //! and [`WalletFile::save`] handle both kinds. What a file is, and the key that opens it, are
@@ -36,10 +37,9 @@ use crate::client::NodeAccess;
 use crate::confidential_payment::ConfidentialPaymentString;
 use crate::envelope::{self, KdfCost, OpenError, Passphrase, Seal, PASSPHRASE_ENV};
 use crate::exchange::ExchangeRecord;
-use crate::fastpay_file::FastpayRecord;
 use crate::notes::Note;
 use crate::signer::IssuerSigner;
-use crate::wallet::{Coin, CoinState, PendingKind, PendingTx, Wallet, WalletKey};
+use crate::wallet::{Coin, CoinState, PendingKind, PendingTx, Section, Wallet, WalletKey};
 use crate::WalletError;
 use specie_credential::{Credential, EnrolmentChallenge, Identity, RaPublicKey, Textual, UserSecret};
 
@@ -168,9 +168,6 @@ pub enum WalletFileError {
     SpentByUnknown { txid: Txid, index: u64, spender: Txid },
     #[error("coin {txid}:{index} appears twice")]
     DuplicateCoin { txid: Txid, index: u64 },
-    /// Something in the Byzantine-mode section (`fastpay`) does not decode or add up.
-    #[error("fastpay: {what}: {problem}")]
-    Fastpay { what: String, problem: String },
     /// A note's opening does not decode or does not open its commitment. Names the note only:
     /// the opening is secret.
     #[error("note {txid}:{index} has an opening that does not decode or does not match its commitment")]
@@ -273,9 +270,10 @@ pub struct WalletFile {
     pub keys: Vec<KeyRecord>,
     pub coins: Vec<CoinRecord>,
     pub pending: Vec<PendingRecord>,
-    /// Byzantine-mode accounts (version 2); absent while the wallet has none.
+    /// Byzantine-mode accounts (version 2); absent while the wallet has none. The capability's
+    /// section ([`Section::Fastpay`]): kept as it is, read and checked by `specie-fastpay-wallet`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fastpay: Option<FastpayRecord>,
+    pub fastpay: Option<serde_json::Value>,
     /// An offline-cash device (hex of its canonical encoding); absent while the wallet has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offline_device: Option<String>,
@@ -609,7 +607,7 @@ impl WalletFile {
                         .collect(),
                 })
                 .collect(),
-            fastpay: wallet.fastpay().map(FastpayRecord::from_book),
+            fastpay: wallet.section(Section::Fastpay).cloned(),
             offline_device: wallet.offline_device().map(hex::encode),
             exchange: wallet.exchange().map(ExchangeRecord::from_account),
             notes: wallet
@@ -688,9 +686,7 @@ impl WalletFile {
         });
         wallet.network_id = self.network_id.clone();
         self.restore_keys(&mut wallet)?;
-        if let Some(record) = &self.fastpay {
-            wallet.fastpay = Some(record.to_book()?);
-        }
+        wallet.set_section(Section::Fastpay, self.fastpay.clone());
         if let Some(text) = &self.offline_device {
             let bytes = hex::decode(text).map_err(|_| WalletFileError::NotHex {
                 what: "offline device".into(),
@@ -1372,6 +1368,29 @@ mod tests {
         }
         // No temporary files are left behind.
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// A capability's section is carried as it is, unread: whatever it holds (even what its
+    /// capability would refuse) loads and saves unchanged, and a wallet without one writes none.
+    #[test]
+    fn a_capability_section_is_carried_unread() {
+        let mut rng = rng(21);
+        let mut wallet = funded_wallet(&[3], &mut rng);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wallet.json");
+        WalletFile::create(&path, &wallet).unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        assert!(json.get(Section::Fastpay.name()).is_none());
+
+        let section = serde_json::json!({"committee": {"epoch": 1, "members": ["zz"]}, "accounts": [7]});
+        wallet.set_section(Section::Fastpay, Some(section.clone()));
+        WalletFile::save(&path, &wallet).unwrap();
+        let mut loaded = WalletFile::load(&path).unwrap();
+        assert_eq!(loaded.section(Section::Fastpay), Some(&section));
+        let json: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        assert_eq!(json["fastpay"], section);
+        loaded.set_section(Section::Fastpay, None);
+        assert_eq!(loaded.section(Section::Fastpay), None);
     }
 
     #[test]

@@ -17,8 +17,11 @@
 //!   (§3.7: the recipient cannot discover them from the ledger).
 //! * Confidential notes ([`Note`], docs/privacy.md): shield coins into notes, pay from notes
 //!   with a [`ConfidentialPaymentString`] (`specie-cpay1…`) for the payee, unshield.
-//! * Byzantine-mode (FastPay) accounts live in the same file ([`FastpayBook`]): their keys,
-//!   the signed order not yet certified (saved before it is sent), certificates and fundings.
+//! * A capability's part of the wallet (Byzantine-mode accounts, `specie-fastpay-wallet`) lives
+//!   in the same file as a [`Section`]: JSON the core carries unread, which the capability's
+//!   driver reads, checks and writes back ([`Wallet::section`], [`Wallet::set_section`]). A
+//!   capability builds its own core transactions from this wallet's coins with
+//!   [`Wallet::build_spend`] and records others with [`Wallet::record_pending`].
 //! * [`NodeClient`] speaks the node's HTTP API (`docs/api.md`), over HTTPS too, with the
 //!   [`NodeAccess`] a wallet keeps (a private CA, an `Authorization` header); [`sync()`]
 //!   resolves pending transactions by asking which UHS ids exist, resubmitting where that is
@@ -32,8 +35,6 @@ mod core_format;
 mod envelope;
 mod error;
 pub mod exchange;
-mod fastpay;
-mod fastpay_file;
 mod file;
 mod notes;
 mod offline;
@@ -70,10 +71,6 @@ pub use envelope::{
     PASSPHRASE_FILE_BYTES_MAX,
 };
 pub use error::WalletError;
-pub use fastpay::{
-    verify_certificate, CommitteeSource, FastpayAccount, FastpayBook, FastpayError, FundingRecord, SentTransfer,
-    VerifiedTransfer, FASTPAY_ACCOUNTS_MAX,
-};
 pub use file::{
     same_file, write_file_atomically, FileError, WalletFile, WalletFileError, WalletLock,
     ENCRYPTED_WALLET_FILE_BYTES_MAX, WALLET_FORMAT, WALLET_FORMAT_VERSION, WALLET_LOCK_WAIT_MS,
@@ -87,6 +84,6 @@ pub use select::{select_coins, Selection, SelectionError};
 pub use signer::{ExternalSigner, SIGNER_TIMEOUT_MS};
 pub use sync::{resolve_by_presence, settle, sync, Outcome, SyncError, SyncReport};
 pub use wallet::{
-    Balance, Coin, CoinState, Imported, Minted, Payment, PendingKind, PendingTx, Redeemed, SentPayment, Settled,
-    Wallet, DEFAULT_NODE_URL, PENDING_TRANSACTIONS_MAX, SENT_KEPT_MAX,
+    Balance, Coin, CoinState, Imported, Minted, Payment, PendingKind, PendingTx, Redeemed, Section, SentPayment,
+    Settled, Wallet, DEFAULT_NODE_URL, PENDING_TRANSACTIONS_MAX, SENT_KEPT_MAX,
 };

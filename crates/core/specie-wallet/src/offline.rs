@@ -7,7 +7,7 @@ use rand::{CryptoRng, RngCore};
 use specie_transaction::{BridgeFunding, NonceMode, SpecieTransaction};
 
 use crate::error::WalletError;
-use crate::wallet::{PendingKind, Spending, Wallet};
+use crate::wallet::{PendingKind, Wallet};
 
 impl Wallet {
     /// Builds and signs a funding of `amount` from this wallet's coins to the bridge (e.g. the
@@ -20,29 +20,23 @@ impl Wallet {
         amount: u64,
         rng: &mut (impl RngCore + CryptoRng),
     ) -> Result<SpecieTransaction, WalletError> {
-        let Spending {
-            inputs,
-            owners,
-            change_output,
-            change_key,
-            ..
-        } = self.spend(amount, rng)?;
-        let funding = BridgeFunding::new_signed(
-            authority,
-            owners_digest,
+        self.build_spend(
             amount,
-            inputs,
-            change_output,
-            &owners,
-            NonceMode::Randomized,
+            PendingKind::BridgeFunding { amount },
+            rng,
+            |inputs, change, owners| {
+                BridgeFunding::new_signed(
+                    authority,
+                    owners_digest,
+                    amount,
+                    inputs,
+                    change,
+                    owners,
+                    NonceMode::Randomized,
+                )
+                .map(SpecieTransaction::BridgeFunding)
+            },
         )
-        .map_err(WalletError::Sign)?;
-        if let Some(key) = change_key {
-            self.add_key(key);
-        }
-        let tx = SpecieTransaction::BridgeFunding(funding);
-        self.record(tx.clone(), PendingKind::BridgeFunding { amount });
-        Ok(tx)
     }
 }
 

@@ -86,8 +86,8 @@ fn check_inputs_outputs(inputs: &[Input], outputs: &[Output]) -> Result<(u128, u
 /// The sentinel's transaction-local checks, plus a canonical-encoding round trip.
 pub fn check_valid(tx: &SpecieTransaction, issuers: &[[u8; 32]]) -> Result<(), String> {
     let issuer_keys = specie_sentinel::IssuerKeys::from_bytes(issuers).map_err(|error| error.to_string())?;
-    // No FastPay committee: the memory ledger refuses FastPay fundings and redeems, as a node
-    // configured without one does.
+    // No capability's keys: the memory ledger refuses a capability's kinds (a FastPay funding or
+    // redeem), as a node configured without them does.
     let trusted = specie_sentinel::TrustedKeys::from(issuer_keys);
     specie_sentinel::validate(tx, &trusted).map_err(|error| format!("sentinel: {error}"))?;
     let decoded = SpecieTransaction::decode_exact(&tx.encode()).map_err(|error| error.to_string())?;
@@ -130,9 +130,7 @@ pub fn check_valid(tx: &SpecieTransaction, issuers: &[[u8; 32]]) -> Result<(), S
             check_witnesses(&redeem.inputs, &redeem.witnesses, &txid)?;
             check_issuer(&redeem.issuer_pubkey, &redeem.issuer_signature, &txid, issuers)
         }
-        SpecieTransaction::FastpayFunding(_) | SpecieTransaction::FastpayRedeem(_) => {
-            Err("the memory ledger trusts no FastPay committee".into())
-        }
+        SpecieTransaction::Capability(_) => Err("the memory ledger trusts no capability's kinds".into()),
         SpecieTransaction::BridgeFunding(_) | SpecieTransaction::BridgePayout(_) => {
             Err("the memory ledger trusts no offline authority".into())
         }

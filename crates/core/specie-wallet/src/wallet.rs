@@ -141,7 +141,7 @@ pub enum PendingKind {
     Redeem {
         amount: u64,
     },
-    /// Coins moved into a Byzantine-mode account (`crate::fastpay`).
+    /// Coins moved into a Byzantine-mode account (`specie-fastpay-wallet`).
     FastpayFunding {
         amount: u64,
     },
@@ -291,6 +291,24 @@ pub struct Imported {
     pub not_ours: usize,
 }
 
+/// A capability's part of the wallet, kept in the wallet file under its own name and carried
+/// unread by the core: the capability's driver reads it (checking it), changes it and writes it
+/// back. A section the wallet does not hold is absent from the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Section {
+    /// Byzantine-mode (FastPay) accounts (`specie-fastpay-wallet`), format version 2 on.
+    Fastpay,
+}
+
+impl Section {
+    /// The section's field in the wallet file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::Fastpay => "fastpay",
+        }
+    }
+}
+
 /// See [`Wallet::spend`].
 pub(crate) struct Spending {
     pub inputs: Vec<Input>,
@@ -321,8 +339,8 @@ pub struct Wallet {
     pub(crate) network_seen: Option<String>,
     /// The user vouched for this command's node (`sync --accept-node`); not saved.
     pub(crate) node_accepted: bool,
-    /// Byzantine-mode accounts, once the wallet has a committee.
-    pub(crate) fastpay: Option<crate::fastpay::FastpayBook>,
+    /// The capabilities' parts of the wallet, as their JSON: carried unread ([`Section`]).
+    pub(crate) sections: BTreeMap<Section, serde_json::Value>,
     /// An offline-cash device kept in this wallet: its canonical encoding, which the offline
     /// crates read and write (docs/offline-format.md); the wallet only keeps it.
     pub(crate) offline_device: Option<Vec<u8>>,
@@ -414,7 +432,7 @@ impl Wallet {
             network_id: None,
             network_seen: None,
             node_accepted: false,
-            fastpay: None,
+            sections: BTreeMap::new(),
             offline_device: None,
             exchange: None,
             notes: BTreeMap::new(),
@@ -450,6 +468,20 @@ impl Wallet {
     /// Keeps `account` in this wallet, replacing any before it.
     pub fn set_exchange(&mut self, account: crate::exchange::ExchangeAccount) {
         self.exchange = Some(account);
+    }
+
+    /// The JSON of capability section `section`, if this wallet holds one (read and checked by
+    /// the capability that owns it, never by the core).
+    pub fn section(&self, section: Section) -> Option<&serde_json::Value> {
+        self.sections.get(&section)
+    }
+
+    /// Keeps `value` as capability section `section`, replacing any before it; `None` drops it.
+    pub fn set_section(&mut self, section: Section, value: Option<serde_json::Value>) {
+        match value {
+            Some(value) => self.sections.insert(section, value),
+            None => self.sections.remove(&section),
+        };
     }
 
     pub(crate) fn add_key(&mut self, key: WalletKey) {
@@ -655,6 +687,48 @@ impl Wallet {
             .ok_or(WalletError::UnknownTransaction(txid))?;
         pending.tx = tx;
         Ok(())
+    }
+
+    /// Builds a transaction that takes exactly `amount` out of this wallet's coins, for a kind the
+    /// wallet does not know (a capability's funding): `build` gets the inputs chosen, the change
+    /// output (none, or one to a fresh key of this wallet) and the inputs' owners' keypairs
+    /// (`owners[i]` signs input `i`), and returns the signed transaction. The wallet then keeps
+    /// the change key and records the transaction as pending of `kind` (its inputs
+    /// `PendingSpend`, its change `PendingReceive`), like its own transfers, and returns it.
+    /// Nothing changes if `build` fails.
+    pub fn build_spend<T>(
+        &mut self,
+        amount: u64,
+        kind: PendingKind,
+        rng: &mut (impl RngCore + CryptoRng),
+        build: impl FnOnce(Vec<Input>, Vec<Output>, &[Keypair]) -> Result<T, specie_transaction::SignError>,
+    ) -> Result<T, WalletError>
+    where
+        T: Into<SpecieTransaction> + Clone,
+    {
+        let Spending {
+            inputs,
+            owners,
+            change_output,
+            change_key,
+            ..
+        } = self.spend(amount, rng)?;
+        let built = build(inputs, change_output, &owners).map_err(WalletError::Sign)?;
+        if let Some(key) = change_key {
+            self.add_key(key);
+        }
+        self.record(built.clone().into(), kind);
+        Ok(built)
+    }
+
+    /// Records `tx`, built elsewhere (a capability's redeem paying this wallet), as pending of
+    /// `kind`: whatever it spends of this wallet's coins becomes `PendingSpend`, its outputs to
+    /// this wallet's keys `PendingReceive`, until [`Wallet::on_confirmed`] or
+    /// [`Wallet::on_rejected`]. Refused when the wallet already waits for
+    /// [`PENDING_TRANSACTIONS_MAX`] transactions.
+    pub fn record_pending(&mut self, tx: SpecieTransaction, kind: PendingKind) -> Result<Txid, WalletError> {
+        self.check_pending_room()?;
+        Ok(self.record(tx, kind))
     }
 
     /// Records a built transaction: its inputs become `PendingSpend`, its outputs that pay this
@@ -1292,6 +1366,33 @@ impl Wallet {
 mod tests {
     use super::*;
     use crate::testkit::{check_valid, funded_wallet, rng};
+
+    /// A capability's spend changes nothing while its transaction fails to build; built, it is
+    /// pending like the wallet's own, its change this wallet's. A transaction built elsewhere is
+    /// recorded the same way, while there is room.
+    #[test]
+    fn a_capabilitys_spend_is_recorded_only_once_built() {
+        let mut rng = rng(30);
+        let mut wallet = funded_wallet(&[70, 50], &mut rng);
+        let before = (wallet.balance(), wallet.addresses().len());
+        let kind = PendingKind::BridgeFunding { amount: 100 };
+        let failed = wallet.build_spend(100, kind, &mut rng, |_, _, _| {
+            Err::<SpecieTransaction, _>(specie_transaction::SignError::KeyMismatch { index: 0 })
+        });
+        assert!(matches!(failed, Err(WalletError::Sign(_))), "{failed:?}");
+        assert_eq!((wallet.balance(), wallet.addresses().len()), before);
+        assert_eq!(wallet.pending().count(), 0);
+
+        let tx = wallet.build_bridge_funding([5; 32], [6; 32], 100, &mut rng).unwrap();
+        assert_eq!(wallet.pending_tx(&tx.txid()).map(|pending| pending.kind), Some(kind));
+        assert_eq!(wallet.addresses().len(), before.1 + 1, "the change key is kept");
+        assert_eq!((wallet.balance().spendable, wallet.balance().pending_in), (0, 20));
+
+        let mut other = funded_wallet(&[10], &mut rng);
+        let txid = other.record_pending(tx.clone(), kind).unwrap();
+        assert_eq!(txid, tx.txid());
+        assert!(other.pending_tx(&txid).is_some());
+    }
 
     #[test]
     fn exact_payment_has_no_change() {

@@ -24,7 +24,7 @@ use specie_committee::Call;
 use specie_fastpay::Committee;
 use specie_host::{CallError, Calls, Gather, HostStopped, ReplicatedHost, RoleMachine, Slot, Wiring};
 use specie_role::Ticket;
-use specie_service::{CoreCheckError, CoreTransactions, Pending};
+use specie_service::{CoreCheckError, Pending};
 use specie_wire::InvalidWireLimits;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -366,10 +366,6 @@ impl specie_committee::http_server::AuthorityService for AuthorityReplica {
 
     fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>> {
         Box::pin(self.core.holds_marker(marker))
-    }
-
-    fn core_format(&self) -> &'static dyn CoreTransactions {
-        &specie_wallet::CORE_FORMAT
     }
 }
 

@@ -699,7 +699,7 @@ mod tests {
     fn group_and_mints(compromised: bool) -> (Vec<(EndorserId, EndorserService)>, Candidate, Candidate) {
         let issuer = keypair_from_secret(&[3; 32]).unwrap();
         let issuers = IssuerKeys::from_hex(&[hex::encode(xonly_bytes(&issuer))]).unwrap();
-        let trusted = TrustedKeys::new(issuers, None);
+        let trusted = TrustedKeys::new(issuers);
         let (keys, _) = deal(Threshold::new(2, 2).unwrap(), 5).unwrap();
         let endorsers = keys
             .into_iter()

@@ -190,7 +190,13 @@ fn trusted_keys(topology: &Topology) -> Result<TrustedKeys, SentinelError> {
         .map(FastpayCommitteeConfig::committee)
         .transpose()
         .map_err(SentinelError::FastpayCommittee)?;
-    let trusted = TrustedKeys::new(issuers, fastpay_committee)
+    // The capabilities' kinds a sentinel decodes, and the rules it judges them by.
+    specie_fastpay_primary::install();
+    let fastpay = specie_fastpay_primary::FastpayRules {
+        committee: fastpay_committee,
+    };
+    let trusted = TrustedKeys::new(issuers)
+        .with_capability(Arc::new(fastpay))
         .with_offline_authority(topology.offline_authority.as_ref().and_then(|o| o.bridge_key()))
         .with_exchange(topology.exchange.as_ref().and_then(|e| e.bridge_key()));
     match &topology.privacy {

@@ -11,6 +11,7 @@ use specie_codec::Encode;
 use specie_coordinator::CoordinatorConfig;
 use specie_endorsement::{BatchItem, EndorseReply, Endorsement, EndorsementVerifier, GroupKey};
 use specie_fastpay::Committee;
+use specie_fastpay_primary::FastpayRules;
 use specie_sentinel::{IssuerKeys, IssuerKeysError, SpecieErrorCode, TrustedKeys, ValidationError};
 use specie_shard::{ShardRange, ShardRangeError, ShardStateError};
 use specie_transaction::{CompactTransaction, SpecieTransaction, Txid, UhsId};
@@ -462,7 +463,13 @@ impl EmbeddedNode {
             CoreShape::Atomizer => core.atomizer()?,
         };
 
-        let trusted = TrustedKeys::new(issuers, options.fastpay_committee.clone())
+        // The capabilities' kinds this node decodes, and the rules it judges them by.
+        specie_fastpay_primary::install();
+        let fastpay = FastpayRules {
+            committee: options.fastpay_committee.clone(),
+        };
+        let trusted = TrustedKeys::new(issuers)
+            .with_capability(Arc::new(fastpay))
             .with_offline_authority(options.offline_authority)
             .with_exchange(options.exchange)
             .with_auditors(options.auditors.clone())
@@ -612,7 +619,9 @@ impl NodeHandle {
                 EndorseReply::Refused { reasons } => TxStatus::Invalid(
                     reasons
                         .first()
-                        .map_or(ValidationError::Specie(SpecieErrorCode::NotEndorsed), |(_, r)| *r),
+                        .map_or(ValidationError::Specie(SpecieErrorCode::NotEndorsed), |(_, r)| {
+                            r.clone()
+                        }),
                 ),
                 EndorseReply::Busy => TxStatus::Busy,
                 EndorseReply::Failed | EndorseReply::NotLeading => TxStatus::Dropped,

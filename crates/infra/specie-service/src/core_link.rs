@@ -1,8 +1,8 @@
 //! What a capability's service needs of the online core's transactions, declared here and handed
 //! in by whoever starts the service (`specie_wallet::CORE_FORMAT`), so that no capability's
-//! service reads or writes the core's transaction format itself: the FastPay authorities read a
-//! FastPay funding, the offline authority and the exchange read a bridge funding and sign the
-//! bridge payouts that pay value back into the core.
+//! service reads or writes the core's transaction format itself: the offline authority and the
+//! exchange read a bridge funding and sign the bridge payouts that pay value back into the core.
+//! (FastPay's authorities read their own kind, a FastPay funding, with `specie-fastpay-primary`.)
 
 /// A bridge funding (the core's kind `0x05`): value that left the core for a bridge key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,18 +19,6 @@ pub struct BridgeFundingTerms {
     /// Where a refund goes: the owner (witness program commitment) of the funding's first input,
     /// whose key signed it; none if it spends no input (no confirmed funding does).
     pub refund_to: Option<[u8; 32]>,
-}
-
-/// A FastPay funding (the core's kind `0x03`): value that left the core for a FastPay account.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FastpayFundingTerms {
-    /// The committee whose authorities credit it.
-    pub committee_id: [u8; 32],
-    /// The FastPay account (its Ed25519 key) credited.
-    pub account: [u8; 32],
-    pub amount: u64,
-    /// The UHS id the core creates when it confirms the funding.
-    pub marker: [u8; 32],
 }
 
 /// Whom a bridge payout pays on the core.
@@ -58,8 +46,6 @@ pub trait CoreTransactions: Send + Sync + std::fmt::Debug + 'static {
     fn transaction_bytes_max(&self) -> usize;
     /// The terms of the bridge funding whose encoding is `bytes` (all of them).
     fn bridge_funding(&self, bytes: &[u8]) -> Result<BridgeFundingTerms, NotAFunding>;
-    /// The terms of the FastPay funding whose encoding is `bytes` (all of them).
-    fn fastpay_funding(&self, bytes: &[u8]) -> Result<FastpayFundingTerms, NotAFunding>;
     /// The encoded bridge payout (the core's kind `0x06`) of `amount` to `to` under `serial`,
     /// signed by the bridge key `bridge`: what the core takes, once per serial. Ed25519 signing
     /// is deterministic, so the same payout asked again is the same bytes.

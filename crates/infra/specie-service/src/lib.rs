@@ -16,6 +16,6 @@ pub mod observe;
 pub mod server;
 
 pub use call::{funding_confirmed, CoreApi, CoreCheckError, MarkerLookup, Pending, Unavailable};
-pub use core_link::{BridgeFundingTerms, CoreTransactions, FastpayFundingTerms, NotAFunding, PayTo};
+pub use core_link::{BridgeFundingTerms, CoreTransactions, NotAFunding, PayTo};
 pub use error::{ApiError, ErrorBody, ErrorDetail, NoMore};
 pub use server::HttpLimits;

@@ -294,16 +294,8 @@ fn anonymous_outputs(tx: &AnonymousTransaction, values: &AuditorSecret, owners: 
 
 /// Value a transaction brings into or takes out of the outputs it spends and creates, in clear:
 /// a mint's outputs come from nowhere; a redeem, funding or payout moves value to or from
-/// another mode or out of circulation.
+/// another mode or out of circulation (whatever kind says so: its circulation).
 fn clear_values(tx: &SpecieTransaction) -> (u64, u64) {
-    match tx {
-        SpecieTransaction::Mint(mint) => (mint.outputs.iter().map(|o| o.value).sum(), 0),
-        SpecieTransaction::Redeem(redeem) => (0, redeem.amount),
-        SpecieTransaction::FastpayFunding(funding) => (0, funding.amount),
-        SpecieTransaction::BridgeFunding(funding) => (0, funding.amount),
-        SpecieTransaction::FastpayRedeem(_) | SpecieTransaction::BridgePayout(_) => {
-            (tx.outputs().iter().map(|o| o.value).sum(), 0)
-        }
-        SpecieTransaction::Transfer(_) | SpecieTransaction::Confidential(_) | SpecieTransaction::Anonymous(_) => (0, 0),
-    }
+    let circulation = tx.circulation();
+    (circulation.entered, circulation.left)
 }

@@ -27,7 +27,8 @@ use specie_fastpay::{
     deterministic_key, AccountKey, AuthorityIndex, Certificate, Committee, Recipient, SignedOrder, SigningKey,
     TransferOrder,
 };
-use specie_transaction::{FastpayFunding, SpecieTransaction};
+use specie_fastpay_primary::FastpayFunding;
+use specie_transaction::SpecieTransaction;
 
 use crate::cluster_harness;
 
@@ -57,11 +58,7 @@ fn fund(dir: &str, topology: &Topology, client: &HttpCommittee, accounts: &[&Acc
     let sentinel = format!("http://{}", topology.sentinels[0].http);
     let keys: Vec<AccountKey> = accounts.iter().map(|a| a.key).collect();
     let (mint, fundings) = mint_and_sign_fundings(dir, topology, client.committee().id(), &keys, FUNDING);
-    let txs: Vec<SpecieTransaction> = fundings
-        .iter()
-        .cloned()
-        .map(SpecieTransaction::FastpayFunding)
-        .collect();
+    let txs: Vec<SpecieTransaction> = fundings.iter().cloned().map(SpecieTransaction::from).collect();
     // An authority takes a funding only once it is in the core: before, it is refused.
     let early = client.fund(accounts[0].key, txs[0].encode(), FundWait::All);
     assert!(
@@ -131,7 +128,7 @@ fn check_bad_input(topology: &Topology, mint: &SpecieTransaction, fundings: &[Fa
     );
     let mut other_committee = fundings[0].clone();
     other_committee.committee_id = [7; 32];
-    let bytes = SpecieTransaction::FastpayFunding(other_committee).encode();
+    let bytes = SpecieTransaction::from(other_committee).encode();
     assert_eq!(
         answer(&format!("{api}/v1/fastpay/fundings"), Some(&bytes)),
         (422, "wrong_committee".into())
@@ -140,7 +137,7 @@ fn check_bad_input(topology: &Topology, mint: &SpecieTransaction, fundings: &[Fa
         .iter()
         .find(|f| shard_of(&f.account, 2) != 0)
         .expect("an account of shard 1");
-    let bytes = SpecieTransaction::FastpayFunding(elsewhere.clone()).encode();
+    let bytes = SpecieTransaction::from(elsewhere.clone()).encode();
     assert_eq!(
         answer(&format!("{api}/v1/fastpay/fundings"), Some(&bytes)),
         (421, "refused WrongShard".into())

@@ -48,6 +48,7 @@ use specie_fastpay::{
     RoundRequest, SignedOrder, SignedRoundRequest, SignedVote, SigningKey, TransferOrder, Vote, VoteKind,
     VoteStatement, CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
 };
+use specie_fastpay_primary::FastpayFunding;
 use specie_transaction::SpecieTransaction;
 
 use crate::cluster_harness;
@@ -470,9 +471,8 @@ impl Liar {
 
     /// Says it credited any funding, without asking the core.
     fn answer_funding(&self, body: &[u8]) -> Response {
-        match SpecieTransaction::decode_exact(body) {
-            Ok(SpecieTransaction::FastpayFunding(funding)) => {
-                let claim = funding.claim();
+        match FastpayFunding::decode_exact(body).map(|funding| funding.claim()) {
+            Ok(claim) => {
                 self.tell("a funding credited unchecked");
                 Json(FundedBody {
                     funded: hex::encode(claim.marker.0),
@@ -582,7 +582,7 @@ impl Account {
 fn fund(dir: &str, topology: &Topology, client: &HttpCommittee, accounts: &[Account]) {
     let keys: Vec<AccountKey> = accounts.iter().map(|a| a.key).collect();
     let (_, fundings) = mint_and_sign_fundings(dir, topology, client.committee().id(), &keys, FUNDING);
-    let fundings: Vec<SpecieTransaction> = fundings.into_iter().map(SpecieTransaction::FastpayFunding).collect();
+    let fundings: Vec<SpecieTransaction> = fundings.into_iter().map(SpecieTransaction::from).collect();
     confirm_in_core(&format!("http://{}", topology.sentinels[0].http), &fundings);
     for (account, funding) in accounts.iter().zip(&fundings) {
         let replies = client.fund(account.key, funding.encode(), FundWait::All);

@@ -19,12 +19,12 @@ use specie_committee::{AuthorityBooks, Behaviour, Call, EmbeddedCommittee, Embed
 use specie_fastpay::{
     deterministic_key, AccountKey, AuthorityIndex, CoreAddress, Recipient, SignedOrder, SigningKey, TransferOrder,
 };
+use specie_fastpay_primary::{FastpayFunding, FastpayRedeem};
 use specie_log::LogOptions;
 use specie_node::{EmbeddedNode, NodeHandle, NodeOptions};
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
-    witness_program_commitment, CreatedOutput, FastpayFunding, FastpayRedeem, MintTransaction, NonceMode, Output,
-    SpecieTransaction, UhsId,
+    witness_program_commitment, CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction, UhsId,
 };
 
 use specie_measure::error::{BenchError, BenchResult, StepContext};
@@ -186,14 +186,7 @@ fn fund_from_core(
         })
         .collect::<Result<_, _>>()
         .step("cannot sign a funding")?;
-    let statuses = submit_all(
-        core,
-        fundings
-            .iter()
-            .cloned()
-            .map(SpecieTransaction::FastpayFunding)
-            .collect(),
-    )?;
+    let statuses = submit_all(core, fundings.iter().cloned().map(SpecieTransaction::from).collect())?;
     if statuses.iter().any(|s| *s != TxStatus::Confirmed) {
         fail!("a funding was not confirmed: {statuses:?}");
     }
@@ -385,7 +378,7 @@ fn refusal_reason(error: &specie_committee::PaymentError) -> String {
 
 /// Presents every certified redeem to the core, then presents each again: the second is refused.
 fn redeem_to_core(core: &NodeHandle, redeems: &[FastpayRedeem], tally: &mut Tally) -> BenchResult<()> {
-    let txs: Vec<SpecieTransaction> = redeems.iter().cloned().map(SpecieTransaction::FastpayRedeem).collect();
+    let txs: Vec<SpecieTransaction> = redeems.iter().cloned().map(SpecieTransaction::from).collect();
     let presented = present_twice(core, &txs, "a certified redeem")?;
     (tally.redeemed, tally.redeemed_value, tally.replays_refused) =
         (presented.confirmed, presented.value, presented.replays_refused);
@@ -424,7 +417,7 @@ pub(crate) fn present_twice(core: &NodeHandle, txs: &[SpecieTransaction], what: 
 
 /// The value of the outputs the redeems created that the core still holds.
 fn core_value(core: &NodeHandle, redeems: &[FastpayRedeem]) -> BenchResult<u64> {
-    let txs: Vec<SpecieTransaction> = redeems.iter().cloned().map(SpecieTransaction::FastpayRedeem).collect();
+    let txs: Vec<SpecieTransaction> = redeems.iter().cloned().map(SpecieTransaction::from).collect();
     value_held_by_core(core, &txs)
 }
 

@@ -5,9 +5,9 @@
 mod common;
 
 mod anonymous;
+mod capability;
 mod confidential;
 mod errors;
-mod fastpay;
 mod offline;
 mod proptests;
 mod sentinel;

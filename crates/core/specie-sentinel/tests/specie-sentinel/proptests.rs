@@ -59,18 +59,6 @@ fn valid_specie_strategy() -> impl Strategy<Value = SpecieTransaction> {
             };
             SpecieTransaction::Redeem(redeem(amount, &[(key(seed), value)], &change))
         }),
-        (1u8..=250, 2u64..1_000_000, any::<u64>()).prop_map(|(seed, value, cut)| {
-            let amount = 1 + cut % value;
-            let change: Vec<_> = if amount == value {
-                vec![]
-            } else {
-                vec![(key(seed), value - amount)]
-            };
-            SpecieTransaction::FastpayFunding(funding(amount, &[(key(seed), value)], &change))
-        }),
-        (1u8..=250, 1u64..1_000_000, any::<u64>()).prop_map(|(seed, amount, sequence)| {
-            SpecieTransaction::FastpayRedeem(fastpay_redeem(&key(seed), amount, sequence))
-        }),
     ]
 }
 
@@ -126,27 +114,12 @@ proptest! {
                     redeem.issuer_signature[byte] ^= flip;
                 }
             }
-            SpecieTransaction::FastpayFunding(funding) => {
-                if byte < 8 {
-                    funding.amount ^= u64::from(flip) << (8 * byte);
-                } else {
-                    funding.witnesses[0].0[33 + byte % 64] ^= flip;
-                }
-            }
-            SpecieTransaction::FastpayRedeem(redeem) => {
-                let mut certificate = redeem.certificate().clone();
-                match byte % 3 {
-                    0 => certificate.order.order.amount ^= u64::from(flip) << (8 * (byte % 8)),
-                    1 => certificate.order.signature[byte] ^= flip,
-                    _ => certificate.signatures[byte % 3].1[byte] ^= flip,
-                }
-                *redeem = specie_transaction::FastpayRedeem::new(certificate);
-            }
             SpecieTransaction::BridgeFunding(_)
             | SpecieTransaction::BridgePayout(_)
             | SpecieTransaction::Confidential(_)
-            | SpecieTransaction::Anonymous(_) => {
-                unreachable!("the strategy makes no offline or private transactions (their own tests cover them)")
+            | SpecieTransaction::Anonymous(_)
+            | SpecieTransaction::Capability(_) => {
+                unreachable!("the strategy makes no offline, private or capability transactions (tested elsewhere)")
             }
         }
         prop_assert!(validate(&tx, &trusted()).is_err());
@@ -162,17 +135,12 @@ proptest! {
                         SpecieTransaction::Transfer(t) => t.witnesses[0].0[byte] ^= 1,
                         SpecieTransaction::Mint(m) => m.issuer_signature[byte % 64] ^= 1,
                         SpecieTransaction::Redeem(r) => r.witnesses[0].0[byte] ^= 1,
-                        SpecieTransaction::FastpayFunding(f) => f.witnesses[0].0[byte] ^= 1,
-                        SpecieTransaction::FastpayRedeem(r) => {
-                            let mut certificate = r.certificate().clone();
-                            certificate.signatures[0].1[byte % 64] ^= 1;
-                            *r = specie_transaction::FastpayRedeem::new(certificate);
-                        }
                         SpecieTransaction::BridgeFunding(_)
                         | SpecieTransaction::BridgePayout(_)
                         | SpecieTransaction::Confidential(_)
-                        | SpecieTransaction::Anonymous(_) => {
-                            unreachable!("the strategy makes no offline or private transactions")
+                        | SpecieTransaction::Anonymous(_)
+                        | SpecieTransaction::Capability(_) => {
+                            unreachable!("the strategy makes no offline, private or capability transactions")
                         }
                     }
                 }

@@ -49,33 +49,6 @@ fn documented_transactions_validate_and_compact_as_documented() {
 }
 
 #[test]
-fn documented_fastpay_transactions_validate_and_compact_as_documented() {
-    let v = documented_vectors();
-    let committee_bytes = hex::decode(&v["fastpay_committee_ser"]).unwrap();
-    let committee = specie_fastpay::decode_exact(
-        "committee",
-        &committee_bytes,
-        1 << 16,
-        specie_fastpay::Committee::decode_from,
-    )
-    .unwrap();
-    let trusted = TrustedKeys::new(IssuerKeys::empty(), Some(committee));
-    for name in ["fastpay_funding", "fastpay_redeem"] {
-        let bytes = hex::decode(&v[&format!("{name}_ser")]).unwrap();
-        let tx = SpecieTransaction::decode_exact(&bytes).unwrap();
-        let compact = validate_and_compact(&tx, &trusted).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(
-            hex::encode(compact.encode()),
-            v[&format!("{name}_compact_ser")],
-            "{name}"
-        );
-        // Without the committee configured, both are refused.
-        let verdict = validate(&tx, &TrustedKeys::default()).map_err(|e| e.code());
-        assert_eq!(verdict, Err("no_fastpay_committee"), "{name}");
-    }
-}
-
-#[test]
 fn sentinel_attests_only_with_a_key() {
     let tx = SpecieTransaction::Transfer(valid_transfer());
     let silent = Sentinel::new(trusted(), None);

@@ -6,6 +6,7 @@ mod common;
 
 mod anonymous;
 mod bip340;
+mod capability;
 mod extension_vectors;
 mod proptests;
 mod reference_vectors;

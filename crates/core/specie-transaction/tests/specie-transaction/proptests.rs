@@ -8,11 +8,10 @@ use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use specie_codec::DecodeError;
 use specie_codec::{Decode, Encode};
-use specie_fastpay::{AccountKey, Certificate, CoreAddress, Recipient, SignedOrder, TransferOrder};
-use specie_transaction::extension::{EXTENSION_HEADER, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM, KIND_MINT, KIND_REDEEM};
+use specie_transaction::extension::{EXTENSION_HEADER, KIND_BRIDGE_FUND, KIND_BRIDGE_PAYOUT, KIND_MINT, KIND_REDEEM};
 use specie_transaction::{
-    CompactTransaction, DecodeLimits, FastpayFunding, FastpayRedeem, Input, MintTransaction, OutPoint, Output,
-    RedeemTransaction, SpecieTransaction, Transaction, Txid, UhsId, Witness,
+    CompactTransaction, DecodeLimits, Input, MintTransaction, OutPoint, Output, RedeemTransaction, SpecieTransaction,
+    Transaction, Txid, UhsId, Witness,
 };
 
 fn hash() -> impl Strategy<Value = [u8; 32]> {
@@ -84,75 +83,11 @@ fn redeem() -> impl Strategy<Value = RedeemTransaction> {
     })
 }
 
-fn signature() -> impl Strategy<Value = [u8; 64]> {
-    (hash(), hash()).prop_map(|(a, b)| {
-        let mut signature = [0u8; 64];
-        signature[..32].copy_from_slice(&a);
-        signature[32..].copy_from_slice(&b);
-        signature
-    })
-}
-
-fn funding() -> impl Strategy<Value = FastpayFunding> {
-    (hash(), hash(), any::<u64>(), transaction()).prop_map(|(committee_id, account, amount, tx)| FastpayFunding {
-        committee_id,
-        account: AccountKey(account),
-        amount,
-        inputs: tx.inputs,
-        outputs: tx.outputs,
-        witnesses: tx.witnesses,
-    })
-}
-
-/// Certificates of any shape the encoding allows: either recipient, any memo up to the limit,
-/// and strictly increasing signers (the one canonical order).
-fn fastpay_redeem() -> impl Strategy<Value = FastpayRedeem> {
-    let order = (
-        hash(),
-        any::<bool>(),
-        hash(),
-        any::<u64>(),
-        any::<u64>(),
-        vec(any::<u8>(), 0..=specie_fastpay::MEMO_BYTES_MAX),
-    )
-        .prop_map(|(sender, to_core, to, amount, sequence, memo)| TransferOrder {
-            sender: AccountKey(sender),
-            recipient: if to_core {
-                Recipient::Core(CoreAddress(to))
-            } else {
-                Recipient::Account(AccountKey(to))
-            },
-            amount,
-            sequence,
-            memo,
-        });
-    let signers = proptest::collection::btree_set(any::<u16>(), 0..6);
-    (order, signature(), hash(), any::<u32>(), signers, signature()).prop_map(
-        |(order, owner_signature, committee_id, round, signers, authority_signature)| {
-            FastpayRedeem::new(Certificate {
-                kind: specie_fastpay::VoteKind::Prepare,
-                order: SignedOrder {
-                    order,
-                    signature: owner_signature,
-                },
-                committee_id,
-                round,
-                signatures: signers
-                    .into_iter()
-                    .map(|signer| (signer, authority_signature))
-                    .collect(),
-            })
-        },
-    )
-}
-
 fn specie_transaction() -> impl Strategy<Value = SpecieTransaction> {
     prop_oneof![
         transaction().prop_map(SpecieTransaction::Transfer),
         mint().prop_map(SpecieTransaction::Mint),
         redeem().prop_map(SpecieTransaction::Redeem),
-        funding().prop_map(SpecieTransaction::FastpayFunding),
-        fastpay_redeem().prop_map(SpecieTransaction::FastpayRedeem),
     ]
 }
 
@@ -191,8 +126,6 @@ fn check_all(bytes: &[u8]) {
     check_canonical::<Transaction>(bytes);
     check_canonical::<MintTransaction>(bytes);
     check_canonical::<RedeemTransaction>(bytes);
-    check_canonical::<FastpayFunding>(bytes);
-    check_canonical::<FastpayRedeem>(bytes);
     check_canonical::<CompactTransaction>(bytes);
 }
 
@@ -247,7 +180,7 @@ proptest! {
 
     #[test]
     fn extension_prefixed_bytes_never_panic(kind in prop_oneof![Just(KIND_MINT), Just(KIND_REDEEM),
-                                                                Just(KIND_FASTPAY_FUND), Just(KIND_FASTPAY_REDEEM), any::<u8>()],
+                                                                Just(KIND_BRIDGE_FUND), Just(KIND_BRIDGE_PAYOUT), any::<u8>()],
                                              body in vec(any::<u8>(), 0..400)) {
         let mut bytes = EXTENSION_HEADER.to_vec();
         bytes.push(kind);

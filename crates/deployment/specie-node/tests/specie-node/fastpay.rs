@@ -13,12 +13,13 @@ use specie_fastpay::{
     deterministic_key, AccountKey, Certificate, Committee, CoreAddress, Recipient, SignedOrder, SigningKey,
     TransferOrder,
 };
+use specie_fastpay_primary::{fastpay_redeem_marker, FastpayFunding, FastpayRedeem};
 use specie_node::{EmbeddedNode, NodeOptions};
 use specie_service::HttpLimits;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
 use specie_transaction::{
-    fastpay_redeem_marker, witness_program_commitment, CreatedOutput, FastpayFunding, FastpayRedeem, MintTransaction,
-    NonceMode, Output, SpecieTransaction, Transaction, UhsId,
+    witness_program_commitment, CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction, Transaction,
+    UhsId,
 };
 
 /// A running node with a FastPay committee, and its API. Fields drop in order: the server
@@ -182,7 +183,7 @@ fn fund_then_redeem_exactly_once_through_the_api() {
     .unwrap();
     let claim = funding.claim();
     assert_eq!((claim.account, claim.amount), (account, 60));
-    let funding = SpecieTransaction::FastpayFunding(funding);
+    let funding = SpecieTransaction::from(funding);
     let change = funding.created_outputs()[0];
     assert_eq!(server.present(&[change.uhs_id, claim.marker]), vec![false, false]);
     confirmed(&server.submit(&funding));
@@ -196,7 +197,7 @@ fn fund_then_redeem_exactly_once_through_the_api() {
     // The account's transfer 0 pays 25 to bob's core address; a quorum certifies it.
     let to_bob = Recipient::Core(CoreAddress(pay_to(&bob, 1).witness_program_commitment));
     let certificate = authorities.certify(&owner, to_bob, 25, 0, &[0, 1, 2]);
-    let redeem = SpecieTransaction::FastpayRedeem(FastpayRedeem::new(certificate));
+    let redeem = SpecieTransaction::from(FastpayRedeem::new(certificate));
     let redeemed: CreatedOutput = redeem.created_outputs()[0];
     assert_eq!(redeemed.output, pay_to(&bob, 25));
     let marker = fastpay_redeem_marker(&account, 0);
@@ -231,33 +232,33 @@ fn fund_then_redeem_exactly_once_through_the_api() {
     // Another quorum's certificate of the same order, and a certificate of another order for the
     // same (sender, sequence): both refused.
     let other_quorum = authorities.certify(&owner, to_bob, 25, 0, &[1, 2, 3]);
-    let other_quorum = SpecieTransaction::FastpayRedeem(FastpayRedeem::new(other_quorum));
+    let other_quorum = SpecieTransaction::from(FastpayRedeem::new(other_quorum));
     assert_eq!(other_quorum.txid(), redeem.txid());
     refused(&server.submit(&other_quorum), "rejected", "output_already_exists");
     let to_carol = Recipient::Core(CoreAddress(pay_to(&carol, 1).witness_program_commitment));
     let conflicting = authorities.certify(&owner, to_carol, 35, 0, &[0, 1, 2]);
-    let conflicting = SpecieTransaction::FastpayRedeem(FastpayRedeem::new(conflicting));
+    let conflicting = SpecieTransaction::from(FastpayRedeem::new(conflicting));
     assert_ne!(conflicting.txid(), redeem.txid());
     refused(&server.submit(&conflicting), "rejected", "output_already_exists");
     assert!(!server.present(&[conflicting.created_outputs()[0].uhs_id])[0]);
 
     // The account's next transfer redeems; a certificate below quorum is invalid.
     let next = authorities.certify(&owner, to_bob, 5, 1, &[0, 2, 3]);
-    confirmed(&server.submit(&SpecieTransaction::FastpayRedeem(FastpayRedeem::new(next))));
+    confirmed(&server.submit(&SpecieTransaction::from(FastpayRedeem::new(next))));
     let below_quorum = authorities.certify(&owner, to_bob, 5, 2, &[0, 3]);
-    let result = server.submit(&SpecieTransaction::FastpayRedeem(FastpayRedeem::new(below_quorum)));
+    let result = server.submit(&SpecieTransaction::from(FastpayRedeem::new(below_quorum)));
     refused(&result, "invalid", "certificate_below_quorum");
     // Prepare votes: a quorum of them is only a lock, and a later round's are never final.
     let order = Authorities::order(&owner, to_bob, 5, 2);
     let lock = authorities.signing.lock_certificate(0, &order, &[0, 1, 2]);
-    let result = server.submit(&SpecieTransaction::FastpayRedeem(FastpayRedeem::new(lock)));
+    let result = server.submit(&SpecieTransaction::from(FastpayRedeem::new(lock)));
     refused(&result, "invalid", "certificate_below_quorum");
     let round_one = authorities.signing.lock_certificate(1, &order, &[0, 1, 2, 3]);
-    let result = server.submit(&SpecieTransaction::FastpayRedeem(FastpayRedeem::new(round_one)));
+    let result = server.submit(&SpecieTransaction::from(FastpayRedeem::new(round_one)));
     refused(&result, "invalid", "certificate_not_final");
     // Every authority's round-0 vote is final: the fast path.
     let fast = authorities.signing.final_certificate(&order);
-    confirmed(&server.submit(&SpecieTransaction::FastpayRedeem(FastpayRedeem::new(fast))));
+    confirmed(&server.submit(&SpecieTransaction::from(FastpayRedeem::new(fast))));
     server.stop();
 }
 
@@ -282,11 +283,11 @@ fn a_node_without_a_committee_refuses_fundings_and_redeems() {
         NonceMode::Randomized,
     )
     .unwrap();
-    let result = server.submit(&SpecieTransaction::FastpayFunding(funding));
+    let result = server.submit(&SpecieTransaction::from(funding));
     refused(&result, "invalid", "no_fastpay_committee");
     let to_bob = Recipient::Core(CoreAddress(pay_to(&bob, 1).witness_program_commitment));
     let certificate = authorities.certify(&owner, to_bob, 25, 0, &[0, 1, 2]);
-    let result = server.submit(&SpecieTransaction::FastpayRedeem(FastpayRedeem::new(certificate)));
+    let result = server.submit(&SpecieTransaction::from(FastpayRedeem::new(certificate)));
     refused(&result, "invalid", "no_fastpay_committee");
     server.stop();
 }

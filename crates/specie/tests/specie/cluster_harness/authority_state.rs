@@ -9,10 +9,9 @@ use specie_cluster::Topology;
 use specie_committee::http_client::Request;
 use specie_committee::{AuthorityReply, HttpCommittee};
 use specie_fastpay::{AccountKey, AuthorityIndex, Certificate};
+use specie_fastpay_primary::FastpayFunding;
 use specie_transaction::signing::xonly_bytes;
-use specie_transaction::{
-    witness_program_commitment, FastpayFunding, MintTransaction, NonceMode, Output, SpecieTransaction,
-};
+use specie_transaction::{witness_program_commitment, MintTransaction, NonceMode, Output, SpecieTransaction};
 
 /// Every authority shard's status figures, by group name, as its leader reports them (a shard
 /// that does not answer is left out).

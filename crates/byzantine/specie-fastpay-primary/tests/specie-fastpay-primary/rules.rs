@@ -1,21 +1,33 @@
-//! FastPay funding and redeem: valid ones pass and compact as specified, and every refusal has
-//! its own reason (the transaction is otherwise valid, and re-signed after the change).
+//! FastPay funding and redeem under `FastpayRules` in a sentinel: valid ones pass and compact as
+//! specified, and every refusal has its own reason (the transaction is otherwise valid, and
+//! re-signed after the change). Moved from `specie-sentinel`'s tests with FastPay's kinds.
 
 use crate::common;
 
 use common::*;
 use specie_fastpay::{AccountKey, CertificateError, OrderError, Recipient, VoteKind};
+use specie_fastpay_primary::{
+    fastpay_funding_marker, fastpay_redeem_marker, FastpayErrorCode, FastpayFunding, FastpayRedeem,
+};
 use specie_sentinel::{
-    validate, validate_and_compact, FastpayErrorCode, InputErrorCode, IssuerKeys, OutputErrorCode, Sentinel,
-    TrustedKeys, TxErrorCode, ValidationError, WitnessErrorCode,
+    validate, validate_and_compact, CapabilityError, InputErrorCode, OutputErrorCode, Sentinel, TxErrorCode,
+    ValidationError, WitnessErrorCode,
 };
-use specie_transaction::{
-    fastpay_funding_marker, fastpay_redeem_marker, FastpayFunding, FastpayRedeem, NonceMode, P2pkWitness,
-    SpecieTransaction,
-};
+use specie_transaction::{NonceMode, P2pkWitness, SpecieTransaction};
 
 fn fastpay_error(code: FastpayErrorCode) -> ValidationError {
-    ValidationError::Fastpay(code)
+    code.into_error()
+}
+
+/// The refusal of a node with no rules for FastPay's kinds at all.
+fn not_accepted(kind_name: &str) -> ValidationError {
+    ValidationError::Capability(CapabilityError {
+        category: "specie",
+        code: "kind_not_accepted",
+        message: format!(
+            "this node accepts no {kind_name} transactions (its configuration names no keys for that mode)"
+        ),
+    })
 }
 
 fn certificate_error(error: CertificateError) -> ValidationError {
@@ -23,11 +35,11 @@ fn certificate_error(error: CertificateError) -> ValidationError {
 }
 
 fn check_funding(funding: FastpayFunding) -> Result<(), ValidationError> {
-    validate(&SpecieTransaction::FastpayFunding(funding), &trusted())
+    validate(&SpecieTransaction::from(funding), &trusted())
 }
 
 fn check_redeem(redeem: FastpayRedeem) -> Result<(), ValidationError> {
-    validate(&SpecieTransaction::FastpayRedeem(redeem), &trusted())
+    validate(&SpecieTransaction::from(redeem), &trusted())
 }
 
 /// Re-signs a funding after a test changed it, so that only the intended error remains.
@@ -39,7 +51,7 @@ fn resign_funding(mut funding: FastpayFunding, owners: &[secp256k1::Keypair]) ->
 #[test]
 fn a_valid_funding_spends_its_inputs_and_creates_its_change_and_marker() {
     let funding = funding(30, &[(key(1), 50), (key(2), 5)], &[(key(1), 25)]);
-    let tx = SpecieTransaction::FastpayFunding(funding.clone());
+    let tx = SpecieTransaction::from(funding.clone());
     let compact = validate_and_compact(&tx, &trusted()).unwrap();
     assert_eq!(
         compact.spent,
@@ -115,7 +127,12 @@ fn funding_refusals_follow_the_redeem_order_then_the_committee_checks() {
     assert_eq!(error.code(), "zero_funding_amount");
     assert_eq!(error.category(), "fastpay");
     assert_eq!(error.to_string(), "funding amount is zero");
+}
 
+#[test]
+fn funding_sums_and_owner_signatures_are_checked() {
+    let owners = [key(1)];
+    let valid = funding(30, &[(key(1), 50)], &[(key(1), 20)]);
     // Sums that do not add up: one unit too many, one too few, and an overflowing amount.
     for amount in [31, 29] {
         let unbalanced = FastpayFunding {
@@ -163,11 +180,17 @@ fn funding_refusals_follow_the_redeem_order_then_the_committee_checks() {
 fn a_funding_needs_the_configured_committee_and_a_usable_account() {
     let owners = [key(1)];
     let valid = funding(30, &[(key(1), 50)], &[(key(1), 20)]);
-    let issuers_only = TrustedKeys::from(IssuerKeys::new([issuer().x_only_public_key().0]).unwrap());
-    let error = validate(&SpecieTransaction::FastpayFunding(valid.clone()), &issuers_only).unwrap_err();
+    // FastPay's rules without a committee: the node is no FastPay Primary.
+    let tx = SpecieTransaction::from(valid.clone());
+    let error = validate(&tx, &trusted_with(None)).unwrap_err();
     assert_eq!(error, fastpay_error(FastpayErrorCode::NoCommittee));
     assert_eq!(error.code(), "no_fastpay_committee");
+    assert_eq!(error.category(), "fastpay");
     assert_eq!(error.to_string(), "this node is configured with no FastPay committee");
+    // No FastPay rules at all: the kind is not accepted.
+    let error = validate(&tx, &issuers_only()).unwrap_err();
+    assert_eq!(error, not_accepted("fastpay_funding"));
+    assert_eq!((error.code(), error.category()), ("kind_not_accepted", "specie"));
 
     let other_committee = FastpayFunding {
         committee_id: committee_of(&authorities(4), 1).id(),
@@ -197,7 +220,7 @@ fn a_funding_needs_the_configured_committee_and_a_usable_account() {
 #[test]
 fn a_valid_redeem_creates_the_certified_output_and_its_marker() {
     let redeem = fastpay_redeem(&key(2), 10, 4);
-    let tx = SpecieTransaction::FastpayRedeem(redeem.clone());
+    let tx = SpecieTransaction::from(redeem.clone());
     let compact = validate_and_compact(&tx, &trusted()).unwrap();
     assert!(compact.spent.is_empty());
     let created = tx.created_outputs();
@@ -221,13 +244,13 @@ fn redeem_refusals_each_name_their_reason() {
     assert_eq!(check_redeem(FastpayRedeem::new(certified(&[0, 1, 2]))), Ok(()));
     assert_eq!(check_redeem(FastpayRedeem::new(certified(&[0, 1, 2, 3]))), Ok(()));
 
-    // No committee configured.
-    let issuers_only = TrustedKeys::from(IssuerKeys::new([issuer().x_only_public_key().0]).unwrap());
-    let redeem = SpecieTransaction::FastpayRedeem(FastpayRedeem::new(certified(&[0, 1, 2])));
+    // No committee configured; no FastPay rules at all.
+    let redeem = SpecieTransaction::from(FastpayRedeem::new(certified(&[0, 1, 2])));
     assert_eq!(
-        validate(&redeem, &issuers_only),
+        validate(&redeem, &trusted_with(None)),
         Err(fastpay_error(FastpayErrorCode::NoCommittee))
     );
+    assert_eq!(validate(&redeem, &issuers_only()), Err(not_accepted("fastpay_redeem")));
 
     // Below quorum: 2 of 4.
     let error = check_redeem(FastpayRedeem::new(certified(&[1, 3]))).unwrap_err();
@@ -275,7 +298,13 @@ fn redeem_refusals_each_name_their_reason() {
         certificate_error(CertificateError::BadSignature { authority: 0 })
     );
     assert_eq!(error.code(), "certificate_bad_signature");
+}
 
+#[test]
+fn forged_and_malformed_certificates_are_refused_with_their_reason() {
+    let (keys, committee) = (authorities(4), committee());
+    let to_bob = Recipient::Core(core_address(&key(2)));
+    let certified = |signers: &[u16]| certificate_by(&keys, &committee, signers, to_bob, 10, 0);
     // Forged: authority 3's vote presented as authority 1's.
     let mut impersonated = certified(&[0, 1, 2]);
     impersonated.signatures[1].1 = certified(&[3]).signatures[0].1;

@@ -1,6 +1,8 @@
 //! Byzantine-mode (FastPay) accounts in the wallet: the bookkeeping only, no I/O
-//! (`docs/byzantine-mode.md`; the driver that talks to the core and the authorities is
-//! `specie-fastpay-wallet`).
+//! (`docs/byzantine-mode.md`; the driver that talks to the core and the authorities is this
+//! crate's root). The book lives in the wallet's [`Section::Fastpay`], which the core carries
+//! unread; [`FastpayWallet`] reads it (checking it, `crate::section`), changes it and writes it
+//! back.
 //!
 //! An account is an Ed25519 key whose public half is its address at every authority. What the
 //! wallet must never lose or get wrong:
@@ -10,15 +12,15 @@
 //!   (FastPay then needs recovery rounds), so a signed order is saved before it is sent, and
 //!   until it is certified every attempt sends *that* order again, never a new one. A wallet
 //!   restored from an older copy learns it back from the authorities (FastPay §4.4,
-//!   [`Wallet::fastpay_adopt_pending`]).
+//!   [`FastpayWallet::fastpay_adopt_pending`]).
 //! * **Its certificates**: the proof of every payment it made, and for a transfer back to the
-//!   core what the core needs to create the output ([`Wallet::build_fastpay_redeem`]).
+//!   core what the core needs to create the output ([`FastpayWallet::build_fastpay_redeem`]).
 //! * **Fundings the core confirmed that the authorities have not credited yet**: the core took
 //!   the coins; the funding's bytes are what makes the authorities credit the account. A funding
 //!   the core refused, or whose marker it did not hold when asked, is *marked* refused, never
 //!   dropped on its word ([`FundingRecord::refused`]): the next `fastpay sync` asks again and
 //!   announces it if the core holds it after all; only the user drops it
-//!   ([`Wallet::fastpay_forget_refused`]), as with the core's missing coins.
+//!   ([`FastpayWallet::fastpay_forget_refused`]), as with the core's missing coins.
 //! * **Redeems until the core holds them**: a certified transfer back to the core whose redeem
 //!   the core refused (or a node said so) is presented again, the same bytes, until the core
 //!   holds the redeem's marker ([`SentTransfer::redeemed`]); the core pays a certificate once.
@@ -28,11 +30,10 @@ use specie_fastpay::{
     AccountKey, Certificate, CertificateError, Committee, CoreAddress, Recipient, SignedOrder, SigningKey,
     TransferOrder, MEMO_BYTES_MAX,
 };
-use specie_transaction::{Address, FastpayFunding, FastpayRedeem, NonceMode, SpecieTransaction, Txid};
+use specie_fastpay_primary::{FastpayFunding, FastpayRedeem};
+use specie_transaction::{Address, NonceMode, SpecieTransaction, Txid};
+use specie_wallet::{PendingKind, Section, Wallet, WalletError};
 use thiserror::Error;
-
-use crate::error::WalletError;
-use crate::wallet::{PendingKind, Spending, Wallet};
 
 /// Byzantine-mode accounts a wallet may hold: each is checked and listed by every command, and a
 /// handful is what a person uses.
@@ -82,6 +83,15 @@ pub enum FastpayError {
     NoRedeem { account: String, sequence: u64 },
     #[error(transparent)]
     Wallet(#[from] WalletError),
+    /// The wallet file's Byzantine-mode section (`fastpay`) does not decode or add up. The core
+    /// loads the rest of the wallet without reading it; the accounts are usable again once the
+    /// section is restored.
+    #[error(
+        "this wallet's Byzantine-mode accounts are not usable (fastpay: {what}: {problem}); nothing was \
+         changed. If the wallet file was cut short or edited, restore it from your backup: the accounts' keys \
+         and certificates are only in wallet files"
+    )]
+    Section { what: String, problem: String },
 }
 
 /// A certified transfer this wallet made.
@@ -153,6 +163,7 @@ impl FastpayAccount {
         }
     }
 
+    /// The account's address at every authority: its owner's public key.
     pub fn key(&self) -> AccountKey {
         self.key
     }
@@ -175,10 +186,12 @@ impl FastpayAccount {
         &self.pending
     }
 
+    /// The account's certified transfers, sequence number 0 first.
     pub fn sent(&self) -> &[SentTransfer] {
         &self.sent
     }
 
+    /// The fundings this wallet built into the account and still keeps.
     pub fn fundings(&self) -> &[FundingRecord] {
         &self.fundings
     }
@@ -222,14 +235,17 @@ pub struct FastpayBook {
 }
 
 impl FastpayBook {
+    /// The committee every account of this wallet belongs to.
     pub fn committee(&self) -> &Committee {
         &self.committee
     }
 
+    /// The cluster file that named the authorities' addresses, if that is where they came from.
     pub fn cluster_file(&self) -> Option<&str> {
         self.cluster_file.as_deref()
     }
 
+    /// The standalone committee's API that named them, if that is where they came from.
     pub fn committee_url(&self) -> Option<&str> {
         self.committee_url.as_deref()
     }
@@ -249,12 +265,21 @@ impl FastpayBook {
         self.committee_url = url;
     }
 
+    /// The accounts, in the order they were made.
     pub fn accounts(&self) -> &[FastpayAccount] {
         &self.accounts
     }
 
+    /// The account `key`, if it is one of this wallet's.
     pub fn account(&self, key: &AccountKey) -> Option<&FastpayAccount> {
         self.accounts.iter().find(|a| a.key == *key)
+    }
+
+    fn account_mut(&mut self, key: &AccountKey) -> Result<&mut FastpayAccount, FastpayError> {
+        self.accounts
+            .iter_mut()
+            .find(|a| a.key == *key)
+            .ok_or_else(|| FastpayError::UnknownAccount(hex_key(key)))
     }
 }
 
@@ -297,145 +322,239 @@ fn mismatch(expected: &Committee, found: &Committee) -> FastpayError {
     }
 }
 
-impl Wallet {
-    pub fn fastpay(&self) -> Option<&FastpayBook> {
-        self.fastpay.as_ref()
-    }
+/// The book held in `wallet`'s [`Section::Fastpay`], checked (`crate::section`); `None` while
+/// the wallet has no committee.
+fn read(wallet: &Wallet) -> Result<Option<FastpayBook>, FastpayError> {
+    wallet
+        .section(Section::Fastpay)
+        .map(FastpayBook::from_section)
+        .transpose()
+}
 
-    fn book(&self) -> Result<&FastpayBook, FastpayError> {
-        self.fastpay.as_ref().ok_or(FastpayError::NoCommittee)
-    }
+/// Keeps `book` as `wallet`'s [`Section::Fastpay`].
+fn write(wallet: &mut Wallet, book: &FastpayBook) {
+    wallet.set_section(Section::Fastpay, Some(book.to_section()));
+}
 
-    fn account_mut(&mut self, key: &AccountKey) -> Result<&mut FastpayAccount, FastpayError> {
-        let book = self.fastpay.as_mut().ok_or(FastpayError::NoCommittee)?;
-        book.accounts
-            .iter_mut()
-            .find(|a| a.key == *key)
-            .ok_or_else(|| FastpayError::UnknownAccount(hex_key(key)))
+/// Reads the book (none yet: [`FastpayError::NoCommittee`]), lets `change` change it and the
+/// wallet, and writes it back; on an error the section is left as it was.
+fn change<T>(
+    wallet: &mut Wallet,
+    change: impl FnOnce(&mut FastpayBook, &mut Wallet) -> Result<T, FastpayError>,
+) -> Result<T, FastpayError> {
+    let mut book = read(wallet)?.ok_or(FastpayError::NoCommittee)?;
+    let result = change(&mut book, wallet)?;
+    write(wallet, &book);
+    Ok(result)
+}
+
+/// A wallet's Byzantine-mode accounts (module docs): each method reads the book from the
+/// wallet's [`Section::Fastpay`] (checking it, [`FastpayError::Section`] if it does not add
+/// up), changes it and writes it back. Implemented for [`Wallet`].
+pub trait FastpayWallet {
+    /// The wallet's Byzantine-mode accounts, checked; `None` while it has no committee.
+    fn fastpay(&self) -> Result<Option<FastpayBook>, FastpayError>;
+
+    /// The wallet's Byzantine-mode accounts, checked; [`FastpayError::NoCommittee`] while it
+    /// has no committee.
+    fn fastpay_book(&self) -> Result<FastpayBook, FastpayError> {
+        self.fastpay()?.ok_or(FastpayError::NoCommittee)
     }
 
     /// Makes `committee` this wallet's (first use), or checks that it is already; remembers
     /// where its authorities' addresses came from when given.
-    pub fn fastpay_use_committee(
+    fn fastpay_use_committee(
         &mut self,
         committee: &Committee,
         source: Option<CommitteeSource<'_>>,
-    ) -> Result<(), FastpayError> {
-        let book = match &mut self.fastpay {
-            Some(book) if book.committee != *committee => return Err(mismatch(&book.committee, committee)),
-            Some(book) => book,
-            None => self.fastpay.insert(FastpayBook {
-                committee: committee.clone(),
-                cluster_file: None,
-                committee_url: None,
-                accounts: Vec::new(),
-            }),
-        };
-        if let Some(source) = source {
-            book.remember(source);
-        }
-        Ok(())
-    }
+    ) -> Result<(), FastpayError>;
 
     /// A new Byzantine-mode account.
-    pub fn fastpay_new_account(&mut self, rng: &mut (impl RngCore + CryptoRng)) -> Result<AccountKey, FastpayError> {
-        let book = self.fastpay.as_mut().ok_or(FastpayError::NoCommittee)?;
-        if book.accounts.len() >= FASTPAY_ACCOUNTS_MAX {
-            return Err(FastpayError::TooManyAccounts);
-        }
-        let mut secret = [0u8; 32];
-        rng.fill_bytes(&mut secret);
-        let account = FastpayAccount::from_owner(SigningKey::from_bytes(&secret));
-        let key = account.key;
-        book.accounts.push(account);
-        Ok(key)
-    }
+    fn fastpay_new_account(&mut self, rng: &mut (impl RngCore + CryptoRng)) -> Result<AccountKey, FastpayError>;
 
     /// Builds and signs a funding of `amount` from this wallet's coins into `account`, recorded
     /// both as a pending core transaction and in the account (so that the authorities can be
     /// told of it once the core confirms it, even after a crash).
-    pub fn build_fastpay_funding(
+    fn build_fastpay_funding(
+        &mut self,
+        account: &AccountKey,
+        amount: u64,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<SpecieTransaction, FastpayError>;
+
+    /// A quorum of authorities credited the funding `txid`.
+    fn fastpay_on_credited(&mut self, account: &AccountKey, txid: &Txid) -> Result<(), FastpayError>;
+
+    /// The core refused the funding `txid`, or does not hold its marker: marked refused, kept
+    /// (module docs). Returns whether it was not marked before.
+    fn fastpay_mark_refused(&mut self, account: &AccountKey, txid: &Txid) -> Result<bool, FastpayError>;
+
+    /// The core holds the marker of the refused funding `txid` after all: announced again.
+    /// Returns whether it was marked refused.
+    fn fastpay_restore_refused(&mut self, account: &AccountKey, txid: &Txid) -> Result<bool, FastpayError>;
+
+    /// Drops every funding marked refused, for good (`specie wallet fastpay forget-refused`):
+    /// the user says the core never took them. Returns how many, and their value.
+    fn fastpay_forget_refused(&mut self) -> Result<(usize, u64), FastpayError>;
+
+    /// Signs the account's next order and records it as pending. The caller saves the wallet
+    /// *before* sending it (module docs). Refused while another order is pending.
+    fn fastpay_sign_order(
+        &mut self,
+        account: &AccountKey,
+        recipient: Recipient,
+        amount: u64,
+        memo: Vec<u8>,
+    ) -> Result<SignedOrder, FastpayError>;
+
+    /// Orders signed by this account's owner that an authority reports pending at the account's
+    /// next sequence number (a wallet restored from an older copy, or another copy of it, signed
+    /// them): kept, so that they are finished rather than contradicted. Returns how many were
+    /// new; anything else (another sequence number, another signer) is ignored.
+    fn fastpay_adopt_pending(&mut self, account: &AccountKey, orders: &[SignedOrder]) -> Result<usize, FastpayError>;
+
+    /// A final certificate of this account's transfer at its next sequence number (one this
+    /// wallet sent, or learned from the authorities): the sequence moves on and the pending
+    /// orders are done. A certificate for an earlier number is already known and changes nothing.
+    fn fastpay_on_certified(&mut self, certificate: Certificate) -> Result<bool, FastpayError>;
+
+    /// A fresh core address of this wallet, as the recipient of a transfer back to the core.
+    fn fastpay_redeem_recipient(&mut self, rng: &mut (impl RngCore + CryptoRng)) -> Result<Recipient, FastpayError>;
+
+    /// Builds the FastPay redeem of the account's certified transfer `sequence` back to the core
+    /// and records it as a pending core transaction creating this wallet's output.
+    fn build_fastpay_redeem(&mut self, account: &AccountKey, sequence: u64) -> Result<SpecieTransaction, FastpayError>;
+
+    /// The redeems built and not known to be held by the core, that the core's pending
+    /// machinery no longer waits for (confirmed since, or dropped as refused): (account,
+    /// sequence, the redeem), for `fastpay sync` to ask the core about.
+    fn fastpay_redeems_to_check(&self) -> Result<Vec<(AccountKey, u64, SpecieTransaction)>, FastpayError>;
+
+    /// The core holds the marker of the redeem of the account's transfer `sequence`: done.
+    fn fastpay_on_redeemed(&mut self, account: &AccountKey, sequence: u64) -> Result<(), FastpayError>;
+
+    /// The core does not hold the redeem of the account's transfer `sequence`, and this wallet no
+    /// longer waits for it (its pending transaction was dropped as refused): due again, so that
+    /// the next [`FastpayWallet::build_fastpay_redeem`] presents it once more. Returns whether
+    /// it was.
+    fn fastpay_redeem_again(&mut self, account: &AccountKey, sequence: u64) -> Result<bool, FastpayError>;
+}
+
+impl FastpayWallet for Wallet {
+    fn fastpay(&self) -> Result<Option<FastpayBook>, FastpayError> {
+        read(self)
+    }
+
+    fn fastpay_use_committee(
+        &mut self,
+        committee: &Committee,
+        source: Option<CommitteeSource<'_>>,
+    ) -> Result<(), FastpayError> {
+        let mut book = match read(self)? {
+            Some(book) if book.committee != *committee => return Err(mismatch(&book.committee, committee)),
+            Some(book) => book,
+            None => FastpayBook {
+                committee: committee.clone(),
+                cluster_file: None,
+                committee_url: None,
+                accounts: Vec::new(),
+            },
+        };
+        if let Some(source) = source {
+            book.remember(source);
+        }
+        write(self, &book);
+        Ok(())
+    }
+
+    fn fastpay_new_account(&mut self, rng: &mut (impl RngCore + CryptoRng)) -> Result<AccountKey, FastpayError> {
+        change(self, |book, _| {
+            if book.accounts.len() >= FASTPAY_ACCOUNTS_MAX {
+                return Err(FastpayError::TooManyAccounts);
+            }
+            let mut secret = [0u8; 32];
+            rng.fill_bytes(&mut secret);
+            let account = FastpayAccount::from_owner(SigningKey::from_bytes(&secret));
+            let key = account.key;
+            book.accounts.push(account);
+            Ok(key)
+        })
+    }
+
+    fn build_fastpay_funding(
         &mut self,
         account: &AccountKey,
         amount: u64,
         rng: &mut (impl RngCore + CryptoRng),
     ) -> Result<SpecieTransaction, FastpayError> {
-        let committee_id = self.book()?.committee.id();
-        if self.book()?.account(account).is_none() {
-            return Err(FastpayError::UnknownAccount(hex_key(account)));
-        }
-        let Spending {
-            inputs,
-            owners,
-            change_output,
-            change_key,
-            ..
-        } = self.spend(amount, rng)?;
-        let funding = FastpayFunding::new_signed(
-            committee_id,
-            *account,
-            amount,
-            inputs,
-            change_output,
-            &owners,
-            NonceMode::Randomized,
-        )
-        .map_err(WalletError::Sign)?;
-        if let Some(key) = change_key {
-            self.add_key(key);
-        }
-        let tx = SpecieTransaction::FastpayFunding(funding.clone());
-        self.record(tx.clone(), PendingKind::FastpayFunding { amount });
-        self.account_mut(account)?.fundings.push(FundingRecord {
-            funding,
-            credited: false,
-            refused: false,
-        });
-        Ok(tx)
+        change(self, |book, wallet| {
+            let committee_id = book.committee.id();
+            let state = book.account_mut(account)?;
+            let kind = PendingKind::FastpayFunding { amount };
+            let funding = wallet.build_spend(amount, kind, rng, |inputs, change, owners| {
+                FastpayFunding::new_signed(
+                    committee_id,
+                    *account,
+                    amount,
+                    inputs,
+                    change,
+                    owners,
+                    NonceMode::Randomized,
+                )
+            })?;
+            state.fundings.push(FundingRecord {
+                funding: funding.clone(),
+                credited: false,
+                refused: false,
+            });
+            Ok(SpecieTransaction::from(funding))
+        })
     }
 
-    /// A quorum of authorities credited the funding `txid`.
-    pub fn fastpay_on_credited(&mut self, account: &AccountKey, txid: &Txid) -> Result<(), FastpayError> {
-        for record in &mut self.account_mut(account)?.fundings {
-            if record.funding.txid() == *txid {
-                record.credited = true;
-                record.refused = false;
+    fn fastpay_on_credited(&mut self, account: &AccountKey, txid: &Txid) -> Result<(), FastpayError> {
+        change(self, |book, _| {
+            for record in &mut book.account_mut(account)?.fundings {
+                if record.funding.txid() == *txid {
+                    record.credited = true;
+                    record.refused = false;
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
-    /// The core refused the funding `txid`, or does not hold its marker: marked refused, kept
-    /// (module docs). Returns whether it was not marked before.
-    pub fn fastpay_mark_refused(&mut self, account: &AccountKey, txid: &Txid) -> Result<bool, FastpayError> {
-        let mut newly = false;
-        for record in &mut self.account_mut(account)?.fundings {
-            if record.funding.txid() == *txid && !record.credited && !record.refused {
-                record.refused = true;
-                newly = true;
+    fn fastpay_mark_refused(&mut self, account: &AccountKey, txid: &Txid) -> Result<bool, FastpayError> {
+        change(self, |book, _| {
+            let mut newly = false;
+            for record in &mut book.account_mut(account)?.fundings {
+                if record.funding.txid() == *txid && !record.credited && !record.refused {
+                    record.refused = true;
+                    newly = true;
+                }
             }
-        }
-        Ok(newly)
+            Ok(newly)
+        })
     }
 
-    /// The core holds the marker of the refused funding `txid` after all: announced again.
-    /// Returns whether it was marked refused.
-    pub fn fastpay_restore_refused(&mut self, account: &AccountKey, txid: &Txid) -> Result<bool, FastpayError> {
-        let mut restored = false;
-        for record in &mut self.account_mut(account)?.fundings {
-            if record.funding.txid() == *txid && record.refused {
-                record.refused = false;
-                restored = true;
+    fn fastpay_restore_refused(&mut self, account: &AccountKey, txid: &Txid) -> Result<bool, FastpayError> {
+        change(self, |book, _| {
+            let mut restored = false;
+            for record in &mut book.account_mut(account)?.fundings {
+                if record.funding.txid() == *txid && record.refused {
+                    record.refused = false;
+                    restored = true;
+                }
             }
-        }
-        Ok(restored)
+            Ok(restored)
+        })
     }
 
-    /// Drops every funding marked refused, for good (`specie wallet fastpay forget-refused`):
-    /// the user says the core never took them. Returns how many, and their value.
-    pub fn fastpay_forget_refused(&mut self) -> (usize, u64) {
+    fn fastpay_forget_refused(&mut self) -> Result<(usize, u64), FastpayError> {
+        let Some(mut book) = read(self)? else {
+            return Ok((0, 0));
+        };
         let mut forgotten = (0usize, 0u64);
-        for account in self.fastpay.iter_mut().flat_map(|book| book.accounts.iter_mut()) {
+        for account in &mut book.accounts {
             account.fundings.retain(|record| {
                 !record.refused || {
                     forgotten.0 += 1;
@@ -444,12 +563,11 @@ impl Wallet {
                 }
             });
         }
-        forgotten
+        write(self, &book);
+        Ok(forgotten)
     }
 
-    /// Signs the account's next order and records it as pending. The caller saves the wallet
-    /// *before* sending it (module docs). Refused while another order is pending.
-    pub fn fastpay_sign_order(
+    fn fastpay_sign_order(
         &mut self,
         account: &AccountKey,
         recipient: Recipient,
@@ -462,122 +580,95 @@ impl Wallet {
         if memo.len() > MEMO_BYTES_MAX {
             return Err(FastpayError::MemoTooLong { bytes: memo.len() });
         }
-        let state = self.account_mut(account)?;
-        if !state.pending.is_empty() {
-            return Err(FastpayError::OrderPending {
-                account: hex_key(account),
-                sequence: state.next_sequence,
-            });
-        }
-        let order = TransferOrder {
-            sender: *account,
-            recipient,
-            amount,
-            sequence: state.next_sequence,
-            memo,
-        }
-        .sign(&state.owner);
-        state.pending.push(order.clone());
-        Ok(order)
-    }
-
-    /// Orders signed by this account's owner that an authority reports pending at the account's
-    /// next sequence number (a wallet restored from an older copy, or another copy of it, signed
-    /// them): kept, so that they are finished rather than contradicted. Returns how many were
-    /// new; anything else (another sequence number, another signer) is ignored.
-    pub fn fastpay_adopt_pending(
-        &mut self,
-        account: &AccountKey,
-        orders: &[SignedOrder],
-    ) -> Result<usize, FastpayError> {
-        let state = self.account_mut(account)?;
-        let mut adopted = 0;
-        for order in orders {
-            let fits = order.order.sender == *account && order.order.sequence == state.next_sequence;
-            if fits && order.check().is_ok() && !state.pending.contains(order) {
-                state.pending.push(order.clone());
-                adopted += 1;
+        change(self, |book, _| {
+            let state = book.account_mut(account)?;
+            if !state.pending.is_empty() {
+                return Err(FastpayError::OrderPending {
+                    account: hex_key(account),
+                    sequence: state.next_sequence,
+                });
             }
-        }
-        Ok(adopted)
+            let order = TransferOrder {
+                sender: *account,
+                recipient,
+                amount,
+                sequence: state.next_sequence,
+                memo,
+            }
+            .sign(&state.owner);
+            state.pending.push(order.clone());
+            Ok(order)
+        })
     }
 
-    /// A final certificate of this account's transfer at its next sequence number (one this
-    /// wallet sent, or learned from the authorities): the sequence moves on and the pending
-    /// orders are done. A certificate for an earlier number is already known and changes nothing.
-    pub fn fastpay_on_certified(&mut self, certificate: Certificate) -> Result<bool, FastpayError> {
-        let committee = self.book()?.committee.clone();
-        certificate.check(&committee)?;
-        let order = &certificate.order.order;
-        let (sender, sequence) = (order.sender, order.sequence);
-        let not_ours = |why| FastpayError::NotOurs {
-            sender: hex_key(&sender),
-            sequence,
-            why,
-        };
-        let state = self.account_mut(&sender).map_err(|_| not_ours("holds no key for"))?;
-        if sequence < state.next_sequence {
-            return Ok(false);
-        }
-        if sequence > state.next_sequence {
-            return Err(not_ours("has not seen the earlier transfers of; sync first"));
-        }
-        state.next_sequence += 1;
-        state.pending.clear();
-        state.sent.push(SentTransfer {
-            certificate,
-            redeem_txid: None,
-            redeemed: false,
-        });
-        Ok(true)
+    fn fastpay_adopt_pending(&mut self, account: &AccountKey, orders: &[SignedOrder]) -> Result<usize, FastpayError> {
+        change(self, |book, _| {
+            let state = book.account_mut(account)?;
+            let mut adopted = 0;
+            for order in orders {
+                let fits = order.order.sender == *account && order.order.sequence == state.next_sequence;
+                if fits && order.check().is_ok() && !state.pending.contains(order) {
+                    state.pending.push(order.clone());
+                    adopted += 1;
+                }
+            }
+            Ok(adopted)
+        })
     }
 
-    /// A fresh core address of this wallet, as the recipient of a transfer back to the core.
-    pub fn fastpay_redeem_recipient(
-        &mut self,
-        rng: &mut (impl RngCore + CryptoRng),
-    ) -> Result<Recipient, FastpayError> {
+    fn fastpay_on_certified(&mut self, certificate: Certificate) -> Result<bool, FastpayError> {
+        change(self, |book, _| {
+            certificate.check(&book.committee)?;
+            let order = &certificate.order.order;
+            let (sender, sequence) = (order.sender, order.sequence);
+            let not_ours = |why| FastpayError::NotOurs {
+                sender: hex_key(&sender),
+                sequence,
+                why,
+            };
+            let state = book.account_mut(&sender).map_err(|_| not_ours("holds no key for"))?;
+            if sequence < state.next_sequence {
+                return Ok(false);
+            }
+            if sequence > state.next_sequence {
+                return Err(not_ours("has not seen the earlier transfers of; sync first"));
+            }
+            state.next_sequence += 1;
+            state.pending.clear();
+            state.sent.push(SentTransfer {
+                certificate,
+                redeem_txid: None,
+                redeemed: false,
+            });
+            Ok(true)
+        })
+    }
+
+    fn fastpay_redeem_recipient(&mut self, rng: &mut (impl RngCore + CryptoRng)) -> Result<Recipient, FastpayError> {
         let address: Address = self.new_address(rng)?;
         Ok(Recipient::Core(CoreAddress(address.witness_program_commitment())))
     }
 
-    /// Builds the FastPay redeem of the account's certified transfer `sequence` back to the core
-    /// and records it as a pending core transaction creating this wallet's output.
-    pub fn build_fastpay_redeem(
-        &mut self,
-        account: &AccountKey,
-        sequence: u64,
-    ) -> Result<SpecieTransaction, FastpayError> {
-        let no_redeem = || FastpayError::NoRedeem {
-            account: hex_key(account),
-            sequence,
-        };
-        let state = self.account_mut(account)?;
-        let sent = state
-            .sent
-            .iter()
-            .find(|s| s.certificate.order.order.sequence == sequence && s.redeem_due().is_some())
-            .ok_or_else(no_redeem)?;
-        let redeem = FastpayRedeem::new(sent.certificate.clone());
-        let amount = sent.certificate.order.order.amount;
-        let tx = SpecieTransaction::FastpayRedeem(redeem);
-        let txid = tx.txid();
-        self.check_pending_room()?;
-        self.record(tx.clone(), PendingKind::FastpayRedeem { amount });
-        for sent in &mut self.account_mut(account)?.sent {
-            if sent.certificate.order.order.sequence == sequence {
-                sent.redeem_txid = Some(txid);
-            }
-        }
-        Ok(tx)
+    fn build_fastpay_redeem(&mut self, account: &AccountKey, sequence: u64) -> Result<SpecieTransaction, FastpayError> {
+        change(self, |book, wallet| {
+            let no_redeem = || FastpayError::NoRedeem {
+                account: hex_key(account),
+                sequence,
+            };
+            let sent = (book.account_mut(account)?.sent.iter_mut())
+                .find(|s| s.certificate.order.order.sequence == sequence && s.redeem_due().is_some())
+                .ok_or_else(no_redeem)?;
+            let amount = sent.certificate.order.order.amount;
+            let tx = SpecieTransaction::from(FastpayRedeem::new(sent.certificate.clone()));
+            let txid = wallet.record_pending(tx.clone(), PendingKind::FastpayRedeem { amount })?;
+            sent.redeem_txid = Some(txid);
+            Ok(tx)
+        })
     }
 
-    /// The redeems built and not known to be held by the core, that the core's pending
-    /// machinery no longer waits for (confirmed since, or dropped as refused): (account,
-    /// sequence, the redeem), for `fastpay sync` to ask the core about.
-    pub fn fastpay_redeems_to_check(&self) -> Vec<(AccountKey, u64, SpecieTransaction)> {
-        let Some(book) = &self.fastpay else {
-            return Vec::new();
+    fn fastpay_redeems_to_check(&self) -> Result<Vec<(AccountKey, u64, SpecieTransaction)>, FastpayError> {
+        let Some(book) = read(self)? else {
+            return Ok(Vec::new());
         };
         let mut found = Vec::new();
         for account in &book.accounts {
@@ -586,42 +677,41 @@ impl Wallet {
                 if sent.redeemed || self.pending_tx(&txid).is_some() {
                     continue;
                 }
-                let redeem = SpecieTransaction::FastpayRedeem(FastpayRedeem::new(sent.certificate.clone()));
+                let redeem = SpecieTransaction::from(FastpayRedeem::new(sent.certificate.clone()));
                 found.push((account.key, sent.certificate.order.order.sequence, redeem));
             }
         }
-        found
+        Ok(found)
     }
 
-    /// The core holds the marker of the redeem of the account's transfer `sequence`: done.
-    pub fn fastpay_on_redeemed(&mut self, account: &AccountKey, sequence: u64) -> Result<(), FastpayError> {
-        for sent in &mut self.account_mut(account)?.sent {
-            if sent.certificate.order.order.sequence == sequence && sent.redeem_txid.is_some() {
-                sent.redeemed = true;
+    fn fastpay_on_redeemed(&mut self, account: &AccountKey, sequence: u64) -> Result<(), FastpayError> {
+        change(self, |book, _| {
+            for sent in &mut book.account_mut(account)?.sent {
+                if sent.certificate.order.order.sequence == sequence && sent.redeem_txid.is_some() {
+                    sent.redeemed = true;
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
-    /// The core does not hold the redeem of the account's transfer `sequence`, and this wallet no
-    /// longer waits for it (its pending transaction was dropped as refused): due again, so that
-    /// the next [`Wallet::build_fastpay_redeem`] presents it once more. Returns whether it was.
-    pub fn fastpay_redeem_again(&mut self, account: &AccountKey, sequence: u64) -> Result<bool, FastpayError> {
+    fn fastpay_redeem_again(&mut self, account: &AccountKey, sequence: u64) -> Result<bool, FastpayError> {
+        let unknown = || FastpayError::UnknownAccount(hex_key(account));
+        let mut book = read(self)?.ok_or_else(unknown)?;
         let waiting = |txid: &Txid| self.pending_tx(txid).is_some();
-        let Some(state) = self.fastpay.as_ref().and_then(|book| book.account(account)) else {
-            return Err(FastpayError::UnknownAccount(hex_key(account)));
-        };
+        let state = book.account_mut(account)?;
         let due = state.sent.iter().any(|sent| {
             sent.certificate.order.order.sequence == sequence
                 && !sent.redeemed
                 && sent.redeem_txid.is_some_and(|txid| !waiting(&txid))
         });
         if due {
-            for sent in &mut self.account_mut(account)?.sent {
+            for sent in &mut state.sent {
                 if sent.certificate.order.order.sequence == sequence {
                     sent.redeem_txid = None;
                 }
             }
+            write(self, &book);
         }
         Ok(due)
     }
@@ -633,6 +723,11 @@ mod tests {
     use crate::testkit::{funded_wallet, rng};
     use specie_fastpay::deterministic_key;
     use specie_fastpay::test_support::SigningCommittee;
+    use specie_wallet::Wallet;
+
+    fn book(wallet: &Wallet) -> FastpayBook {
+        wallet.fastpay().unwrap().unwrap()
+    }
 
     fn committee() -> (Committee, SigningCommittee) {
         let signing = SigningCommittee::deterministic(4, 1);
@@ -665,15 +760,13 @@ mod tests {
             matches!(error, FastpayError::OrderPending { sequence: 0, .. }),
             "{error}"
         );
-        assert_eq!(
-            wallet.fastpay().unwrap().accounts()[0].pending(),
-            std::slice::from_ref(&order)
-        );
+        assert_eq!(book(&wallet).accounts()[0].pending(), std::slice::from_ref(&order));
 
         let certificate = certify(&committee, &keys, order);
         assert!(wallet.fastpay_on_certified(certificate.clone()).unwrap());
         assert!(!wallet.fastpay_on_certified(certificate).unwrap(), "known already");
-        let state = &wallet.fastpay().unwrap().accounts()[0];
+        let snapshot = book(&wallet);
+        let state = &snapshot.accounts()[0];
         assert_eq!((state.next_sequence(), state.pending().len()), (1, 0));
         assert_eq!(state.local_balance(), -5);
         let next = wallet
@@ -710,7 +803,7 @@ mod tests {
             "3 of 4 prepares are a lock, not final"
         );
         assert!(wallet.fastpay_on_certified(short).is_err());
-        assert_eq!(wallet.fastpay().unwrap().accounts()[0].next_sequence(), 0);
+        assert_eq!(book(&wallet).accounts()[0].next_sequence(), 0);
     }
 
     #[test]
@@ -720,7 +813,7 @@ mod tests {
         let mut wallet = funded_wallet(&[100], &mut rng);
         wallet.fastpay_use_committee(&committee, None).unwrap();
         let account = wallet.fastpay_new_account(&mut rng).unwrap();
-        let owner = wallet.fastpay().unwrap().accounts()[0].owner.clone();
+        let owner = book(&wallet).accounts()[0].owner.clone();
         let mine = |sequence, amount| {
             TransferOrder {
                 sender: account,
@@ -737,7 +830,7 @@ mod tests {
             .fastpay_adopt_pending(&account, &[mine(0, 3), mine(0, 3), mine(1, 4), forged])
             .unwrap();
         assert_eq!(adopted, 1);
-        assert_eq!(wallet.fastpay().unwrap().accounts()[0].pending(), &[mine(0, 3)]);
+        assert_eq!(book(&wallet).accounts()[0].pending(), &[mine(0, 3)]);
     }
 
     /// A funding the core refused (or a node said it does not hold) is marked, never dropped:
@@ -754,7 +847,8 @@ mod tests {
         wallet.on_rejected(&tx.txid()).unwrap();
         assert!(wallet.fastpay_mark_refused(&account, &tx.txid()).unwrap());
         assert!(!wallet.fastpay_mark_refused(&account, &tx.txid()).unwrap(), "once");
-        let record = &wallet.fastpay().unwrap().accounts()[0].fundings()[0];
+        let snapshot = book(&wallet);
+        let record = &snapshot.accounts()[0].fundings()[0];
         assert!(record.refused && !record.credited);
         assert_eq!(record.funding.txid(), tx.txid(), "the signed funding is kept");
         // The core holds it after all: announced and credited like any other.
@@ -764,14 +858,14 @@ mod tests {
             !wallet.fastpay_mark_refused(&account, &tx.txid()).unwrap(),
             "credited stays credited"
         );
-        assert_eq!(wallet.fastpay_forget_refused(), (0, 0));
-        assert_eq!(wallet.fastpay().unwrap().accounts()[0].local_balance(), 60);
+        assert_eq!(wallet.fastpay_forget_refused().unwrap(), (0, 0));
+        assert_eq!(book(&wallet).accounts()[0].local_balance(), 60);
 
         let second = wallet.build_fastpay_funding(&account, 40, &mut rng).unwrap();
         wallet.on_rejected(&second.txid()).unwrap();
         wallet.fastpay_mark_refused(&account, &second.txid()).unwrap();
-        assert_eq!(wallet.fastpay_forget_refused(), (1, 40));
-        assert_eq!(wallet.fastpay().unwrap().accounts()[0].fundings().len(), 1);
+        assert_eq!(wallet.fastpay_forget_refused().unwrap(), (1, 40));
+        assert_eq!(book(&wallet).accounts()[0].fundings().len(), 1);
     }
 
     /// A redeem whose pending transaction the core's machinery dropped (refused, on a node's
@@ -788,12 +882,12 @@ mod tests {
         wallet.fastpay_on_certified(certify(&committee, &keys, order)).unwrap();
         let redeem = wallet.build_fastpay_redeem(&account, 0).unwrap();
         assert!(
-            wallet.fastpay_redeems_to_check().is_empty(),
+            wallet.fastpay_redeems_to_check().unwrap().is_empty(),
             "still pending in the core wallet"
         );
         assert!(!wallet.fastpay_redeem_again(&account, 0).unwrap(), "pending: not due");
         wallet.on_rejected(&redeem.txid()).unwrap();
-        let to_check = wallet.fastpay_redeems_to_check();
+        let to_check = wallet.fastpay_redeems_to_check().unwrap();
         assert_eq!(to_check.len(), 1);
         assert_eq!((to_check[0].0, to_check[0].1), (account, 0));
         assert_eq!(to_check[0].2, redeem, "the same redeem");
@@ -803,17 +897,17 @@ mod tests {
         wallet.on_confirmed(&again.txid()).unwrap();
         assert_eq!(wallet.balance().spendable, 130);
         assert_eq!(
-            wallet.fastpay_redeems_to_check().len(),
+            wallet.fastpay_redeems_to_check().unwrap().len(),
             1,
             "confirmed: the core is asked once"
         );
         wallet.fastpay_on_redeemed(&account, 0).unwrap();
-        assert!(wallet.fastpay_redeems_to_check().is_empty());
+        assert!(wallet.fastpay_redeems_to_check().unwrap().is_empty());
         assert!(
             !wallet.fastpay_redeem_again(&account, 0).unwrap(),
             "redeemed: never again"
         );
-        assert!(wallet.fastpay().unwrap().accounts()[0].sent()[0].redeemed);
+        assert!(book(&wallet).accounts()[0].sent()[0].redeemed);
     }
 
     #[test]
@@ -824,9 +918,7 @@ mod tests {
         wallet.fastpay_use_committee(&committee, None).unwrap();
         let account = wallet.fastpay_new_account(&mut rng).unwrap();
         let tx = wallet.build_fastpay_funding(&account, 100, &mut rng).unwrap();
-        let SpecieTransaction::FastpayFunding(funding) = &tx else {
-            panic!()
-        };
+        let funding = tx.capability::<FastpayFunding>().expect("a FastPay funding");
         assert_eq!(
             (funding.amount, funding.account, funding.committee_id),
             (100, account, committee.id())
@@ -839,7 +931,7 @@ mod tests {
             .contains(&funding.marker()));
         wallet.on_confirmed(&tx.txid()).unwrap();
         wallet.fastpay_on_credited(&account, &tx.txid()).unwrap();
-        assert_eq!(wallet.fastpay().unwrap().accounts()[0].local_balance(), 100);
+        assert_eq!(book(&wallet).accounts()[0].local_balance(), 100);
 
         let recipient = wallet.fastpay_redeem_recipient(&mut rng).unwrap();
         let order = wallet.fastpay_sign_order(&account, recipient, 30, vec![]).unwrap();

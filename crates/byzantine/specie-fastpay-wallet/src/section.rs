@@ -1,21 +1,41 @@
 //! The wallet file's Byzantine-mode section (`fastpay`, format version 2): hex for every key,
 //! order, certificate and transaction, in their canonical encodings (`docs/byzantine-format.md`).
 //!
-//! Checked on load like the rest of the file: the committee's keys and id, each account's key
-//! against its secret, every pending order signed by its account's owner for its next sequence
-//! number, every certificate final for the committee and the account's own transfers 0, 1, …
-//! in order, every funding a funding of this committee into its account.
+//! The core keeps the section as it is ([`specie_wallet::Section::Fastpay`]); it is checked each
+//! time it is read ([`FastpayBook::from_section`]), as the core checks the rest of the file on
+//! load: the committee's keys and id, each account's key against its secret, every pending
+//! order signed by its account's owner for its next sequence number, every certificate final
+//! for the committee and the account's own transfers 0, 1, … in order, every funding a funding
+//! of this committee into its account.
 
 use serde::{Deserialize, Serialize};
 use specie_codec::{Decode, Encode};
 use specie_fastpay::{
     decode_exact, Certificate, Committee, SignedOrder, SigningKey, CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
 };
+use specie_fastpay_primary::FastpayFunding;
 use specie_transaction::{SpecieTransaction, Txid};
 
-use crate::fastpay::{FastpayAccount, FastpayBook, FundingRecord, SentTransfer};
-use crate::file::WalletFileError;
+use crate::book::{FastpayAccount, FastpayBook, FastpayError, FundingRecord, SentTransfer};
 
+impl FastpayBook {
+    /// The book whose section (the wallet file's `fastpay`) is `section`, every part checked
+    /// (module docs); [`FastpayError::Section`] says which part is wrong.
+    pub fn from_section(section: &serde_json::Value) -> Result<FastpayBook, FastpayError> {
+        let record = FastpayRecord::deserialize(section).map_err(|error| problem("fastpay", error))?;
+        // The fundings are kept as core transactions, of FastPay's kind.
+        specie_fastpay_primary::install();
+        record.to_book()
+    }
+
+    /// The section (the wallet file's `fastpay`) that holds this book.
+    pub fn to_section(&self) -> serde_json::Value {
+        serde_json::to_value(FastpayRecord::from_book(self))
+            .expect("a FastPay record is plain strings, numbers and lists, which JSON always holds")
+    }
+}
+
+/// The wallet file's `fastpay` section, as written.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FastpayRecord {
     pub committee: CommitteeRecord,
@@ -27,6 +47,7 @@ pub struct FastpayRecord {
     pub accounts: Vec<FastpayAccountRecord>,
 }
 
+/// The committee: its epoch and members, and its id for people reading the file.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CommitteeRecord {
     pub epoch: u64,
@@ -36,6 +57,7 @@ pub struct CommitteeRecord {
     pub id: String,
 }
 
+/// One account: its owner's key, its pending orders, certificates and fundings.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FastpayAccountRecord {
     /// The owner's Ed25519 secret key, hex.
@@ -50,6 +72,7 @@ pub struct FastpayAccountRecord {
     pub fundings: Vec<FundingFileRecord>,
 }
 
+/// One certified transfer of an account, and its redeem back to the core if one was built.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SentRecord {
     /// For reading only.
@@ -65,6 +88,7 @@ pub struct SentRecord {
     pub redeemed: bool,
 }
 
+/// One funding of an account, as submitted to the core.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FundingFileRecord {
     /// For reading only.
@@ -85,20 +109,20 @@ fn is_false(value: &bool) -> bool {
     !value
 }
 
-fn problem(what: impl Into<String>, problem: impl std::fmt::Display) -> WalletFileError {
-    WalletFileError::Fastpay {
+fn problem(what: impl Into<String>, problem: impl std::fmt::Display) -> FastpayError {
+    FastpayError::Section {
         what: what.into(),
         problem: problem.to_string(),
     }
 }
 
-fn bytes_of(text: &str, what: &str) -> Result<Vec<u8>, WalletFileError> {
+fn bytes_of(text: &str, what: &str) -> Result<Vec<u8>, FastpayError> {
     hex::decode(text).map_err(|_| problem(what, "not hex"))
 }
 
 /// The redeem txid of certified transfer `index`, if one was built; a transfer marked redeemed
 /// must have one.
-fn redeem_txid_of(record: &SentRecord, index: usize, what: &str) -> Result<Option<Txid>, WalletFileError> {
+fn redeem_txid_of(record: &SentRecord, index: usize, what: &str) -> Result<Option<Txid>, FastpayError> {
     let txid = match &record.redeem_txid {
         Some(text) => Some(Txid(
             hex::decode(text)
@@ -123,7 +147,8 @@ fn redeem_txid_of(record: &SentRecord, index: usize, what: &str) -> Result<Optio
 }
 
 impl FastpayRecord {
-    pub(crate) fn from_book(book: &FastpayBook) -> FastpayRecord {
+    /// The record of `book`.
+    pub fn from_book(book: &FastpayBook) -> FastpayRecord {
         let committee = book.committee();
         FastpayRecord {
             committee: CommitteeRecord {
@@ -137,7 +162,9 @@ impl FastpayRecord {
         }
     }
 
-    pub(crate) fn to_book(&self) -> Result<FastpayBook, WalletFileError> {
+    /// The book, every part checked (module docs). FastPay's kinds must be installed
+    /// (`specie_fastpay_primary::install`): the fundings are core transactions.
+    pub fn to_book(&self) -> Result<FastpayBook, FastpayError> {
         let members = self
             .committee
             .members
@@ -206,7 +233,7 @@ impl FastpayAccountRecord {
                 .map(|record| FundingFileRecord {
                     txid: record.funding.txid().to_string(),
                     amount: record.funding.amount,
-                    transaction: hex::encode(SpecieTransaction::FastpayFunding(record.funding.clone()).encode()),
+                    transaction: hex::encode(SpecieTransaction::from(record.funding.clone()).encode()),
                     credited: record.credited,
                     refused: record.refused,
                 })
@@ -215,7 +242,7 @@ impl FastpayAccountRecord {
     }
 
     /// The account, every part checked (module docs); errors say what, the caller says where.
-    fn to_account(&self, committee: &Committee, what: &str) -> Result<FastpayAccount, WalletFileError> {
+    fn to_account(&self, committee: &Committee, what: &str) -> Result<FastpayAccount, FastpayError> {
         let secret: [u8; 32] = hex::decode(&self.secret_key)
             .ok()
             .and_then(|bytes| bytes.try_into().ok())
@@ -279,8 +306,10 @@ impl FastpayAccountRecord {
             let bytes =
                 hex::decode(&record.transaction).map_err(|_| problem(what, format!("funding {index} is not hex")))?;
             let funding = match SpecieTransaction::decode_exact(&bytes) {
-                Ok(SpecieTransaction::FastpayFunding(funding)) => funding,
-                Ok(_) => return Err(problem(what, format!("funding {index} is another kind of transaction"))),
+                Ok(tx) => match tx.capability::<FastpayFunding>() {
+                    Some(funding) => funding.clone(),
+                    None => return Err(problem(what, format!("funding {index} is another kind of transaction"))),
+                },
                 Err(error) => return Err(problem(what, format!("funding {index}: {error}"))),
             };
             if funding.account != account.key || funding.committee_id != committee.id() {
@@ -306,9 +335,14 @@ mod tests {
     use specie_fastpay::test_support::SigningCommittee;
     use specie_fastpay::{AccountKey, Recipient};
 
-    use crate::file::{FileError, WalletFile, WALLET_FORMAT_VERSION};
+    use specie_wallet::{Wallet, WalletFile, WALLET_FORMAT_VERSION};
+
+    use crate::book::{CommitteeSource, FastpayBook, FastpayError, FastpayWallet};
     use crate::testkit::{funded_wallet, rng};
-    use crate::wallet::Wallet;
+
+    fn book(wallet: &Wallet) -> FastpayBook {
+        wallet.fastpay().unwrap().expect("a wallet with a committee")
+    }
 
     /// A wallet with every part of the section: a credited funding, a certified transfer back to
     /// the core with its redeem built, and an order signed and not certified yet.
@@ -318,7 +352,7 @@ mod tests {
         wallet
             .fastpay_use_committee(
                 &signing.committee,
-                Some(crate::fastpay::CommitteeSource::ClusterFile("/tmp/cluster.toml")),
+                Some(CommitteeSource::ClusterFile("/tmp/cluster.toml")),
             )
             .unwrap();
         let account = wallet.fastpay_new_account(&mut rng).unwrap();
@@ -345,7 +379,7 @@ mod tests {
         let path = dir.path().join("wallet.json");
         WalletFile::create(&path, &wallet).unwrap();
         let loaded = WalletFile::load(&path).unwrap();
-        let (book, again) = (wallet.fastpay().unwrap(), loaded.fastpay().unwrap());
+        let (book, again) = (book(&wallet), book(&loaded));
         assert_eq!(again.committee(), book.committee());
         assert_eq!(again.cluster_file(), Some("/tmp/cluster.toml"));
         assert_eq!(again.accounts().len(), 2);
@@ -388,11 +422,9 @@ mod tests {
         wallet.fastpay_on_redeemed(&account, 0).unwrap();
         WalletFile::save(&path, &wallet).unwrap();
         let loaded = WalletFile::load(&path).unwrap();
-        let state = loaded.fastpay().unwrap().account(&account).unwrap();
-        assert_eq!(
-            state.fundings(),
-            wallet.fastpay().unwrap().account(&account).unwrap().fundings()
-        );
+        let loaded_book = book(&loaded);
+        let state = loaded_book.account(&account).unwrap();
+        assert_eq!(state.fundings(), book(&wallet).account(&account).unwrap().fundings());
         assert!(state.fundings()[1].refused && !state.fundings()[0].refused);
         assert!(state.sent()[0].redeemed);
     }
@@ -410,7 +442,7 @@ mod tests {
         fs::write(&path, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
         let loaded = WalletFile::load(&path).unwrap();
         assert_eq!(loaded.balance(), wallet.balance());
-        assert!(loaded.fastpay().is_none());
+        assert!(loaded.fastpay().unwrap().is_none());
         WalletFile::save(&path, &loaded).unwrap();
         let saved: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
         assert_eq!(saved["version"], WALLET_FORMAT_VERSION);
@@ -420,19 +452,13 @@ mod tests {
     fn a_crash_after_saving_an_order_leaves_that_order_to_send_and_no_other() {
         let signing = SigningCommittee::deterministic(4, 1);
         let (wallet, account) = busy_wallet(&signing, 50);
-        let signed = wallet.fastpay().unwrap().account(&account).unwrap().pending()[0].clone();
+        let signed = book(&wallet).account(&account).unwrap().pending()[0].clone();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("wallet.json");
         WalletFile::create(&path, &wallet).unwrap();
         drop(wallet); // the process dies before sending
         let mut restarted = WalletFile::load(&path).unwrap();
-        let pending = restarted
-            .fastpay()
-            .unwrap()
-            .account(&account)
-            .unwrap()
-            .pending()
-            .to_vec();
+        let pending = book(&restarted).account(&account).unwrap().pending().to_vec();
         assert_eq!(pending, vec![signed.clone()], "the same order, byte for byte");
         assert!(restarted
             .fastpay_sign_order(&account, Recipient::Account(AccountKey([8; 32])), 7, vec![])
@@ -440,15 +466,11 @@ mod tests {
         restarted
             .fastpay_on_certified(signing.final_certificate(&signed))
             .unwrap();
-        assert!(restarted
-            .fastpay()
-            .unwrap()
-            .account(&account)
-            .unwrap()
-            .pending()
-            .is_empty());
+        assert!(book(&restarted).account(&account).unwrap().pending().is_empty());
     }
 
+    /// The core loads a wallet whose section is damaged (it does not read it); the section is
+    /// refused, saying which part is wrong, when the accounts are read, and nothing changes.
     #[test]
     fn a_damaged_section_is_explained() {
         let signing = SigningCommittee::deterministic(4, 1);
@@ -459,9 +481,17 @@ mod tests {
             let mut json = serde_json::to_value(WalletFile::from_wallet(&wallet)).unwrap();
             edit(&mut json);
             fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
-            let error = WalletFile::load(&path).unwrap_err();
-            assert!(matches!(error, FileError::Inconsistent { .. }), "{error:?}");
+            let mut loaded = WalletFile::load(&path).unwrap();
+            let error = loaded.fastpay().unwrap_err();
+            assert!(matches!(error, FastpayError::Section { .. }), "{error:?}");
             assert!(error.to_string().contains(expected), "{error}");
+            let section = loaded.section(specie_wallet::Section::Fastpay).cloned();
+            assert!(loaded.fastpay_new_account(&mut rng(55)).is_err());
+            assert_eq!(
+                loaded.section(specie_wallet::Section::Fastpay),
+                section.as_ref(),
+                "unchanged"
+            );
         };
         // An order signed by someone else, or for another sequence number, is not this wallet's.
         let other = busy_wallet(&SigningCommittee::deterministic(4, 2), 52).0;
@@ -488,6 +518,10 @@ mod tests {
         fails(
             &|json| json["fastpay"]["accounts"][1]["account"] = "11".repeat(32).into(),
             "not the secret key's public key",
+        );
+        fails(
+            &|json| json["fastpay"]["accounts"] = "none".into(),
+            "fastpay: fastpay: invalid type",
         );
     }
 }

@@ -1,4 +1,4 @@
-//! The online core as FastPay's Primary (seed 002 §4.3): a *funding* moves value out of core
+//! FastPay's two core transactions (seed 002 §4.3): a *funding* moves value out of core
 //! circulation into one Byzantine-mode account, and a *FastPay redeem* brings a certified
 //! transfer to `Recipient::Core` back as a core output. The full specification with test
 //! vectors is `docs/transaction-format.md` §5.4–5.6; the rules in brief:
@@ -21,16 +21,24 @@
 //! spendable id, or two markers of different kinds equal, would be a SHA-256 collision between
 //! inputs of different lengths.
 
-use crate::bridge::{funding_preimage, read_funding_body, FundingBody};
-use crate::extension::{put_header, read_header, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM};
-use crate::hash::{sha256, Sha256Writer};
-use crate::limits::{DecodeLimits, HASH_BYTES, INPUT_BYTES};
-use crate::signing::{sign_inputs, NonceMode, SignError};
-use crate::transaction::{Input, Output, Witness};
-use crate::{Txid, UhsId};
+use std::any::Any;
+
 use secp256k1::Keypair;
 use specie_codec::{put_vec, Decode, DecodeError, Encode, Reader};
 use specie_fastpay::{AccountKey, Certificate, CoreAddress, Recipient, CERTIFICATE_BYTES_MAX};
+use specie_transaction::bridge::{funding_preimage, read_funding_body, FundingBody};
+use specie_transaction::extension::{put_header, read_header, MINT_MARKER_DOMAIN};
+use specie_transaction::hash::{sha256, Sha256Writer};
+use specie_transaction::limits::{DecodeLimits, HASH_BYTES, INPUT_BYTES};
+use specie_transaction::signing::{sign_inputs, NonceMode, SignError};
+use specie_transaction::{
+    CapabilityKind, CapabilityTransaction, Circulation, Input, Output, SpecieTransaction, Txid, UhsId, Witness,
+};
+
+/// Kind byte of a FastPay funding (value leaves the core for a Byzantine-mode account).
+pub const KIND_FASTPAY_FUND: u8 = 0x03;
+/// Kind byte of a FastPay redeem (a certified transfer to the core becomes a core output).
+pub const KIND_FASTPAY_REDEEM: u8 = 0x04;
 
 /// Domain separator of the funding marker (25 bytes; see the module docs for why its length
 /// matters).
@@ -48,8 +56,8 @@ const _: () = assert!(FASTPAY_FUNDING_MARKER_PREIMAGE_BYTES == 57);
 const _: () = assert!(FASTPAY_REDEEM_MARKER_PREIMAGE_BYTES == 64);
 const _: () = assert!(FASTPAY_FUNDING_MARKER_PREIMAGE_BYTES != INPUT_BYTES);
 const _: () = assert!(FASTPAY_REDEEM_MARKER_PREIMAGE_BYTES != INPUT_BYTES);
-const _: () = assert!(crate::extension::MINT_MARKER_DOMAIN.len() + HASH_BYTES != FASTPAY_FUNDING_MARKER_PREIMAGE_BYTES);
-const _: () = assert!(crate::extension::MINT_MARKER_DOMAIN.len() + HASH_BYTES != FASTPAY_REDEEM_MARKER_PREIMAGE_BYTES);
+const _: () = assert!(MINT_MARKER_DOMAIN.len() + HASH_BYTES != FASTPAY_FUNDING_MARKER_PREIMAGE_BYTES);
+const _: () = assert!(MINT_MARKER_DOMAIN.len() + HASH_BYTES != FASTPAY_REDEEM_MARKER_PREIMAGE_BYTES);
 
 /// The proof of a funding that FastPay authorities look for in the UHS:
 /// SHA-256("specie/fastpay-funding/v1" ‖ txid).
@@ -159,7 +167,7 @@ impl FastpayFunding {
         Ok(())
     }
 
-    pub(crate) fn decode_body(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Self, DecodeError> {
+    fn decode_body(reader: &mut Reader<'_>, limits: &DecodeLimits) -> Result<Self, DecodeError> {
         let FundingBody {
             destination,
             beneficiary,
@@ -245,7 +253,7 @@ impl FastpayRedeem {
 
     /// Reads the certificate from at most [`CERTIFICATE_BYTES_MAX`] bytes, so that no
     /// certificate can make the decoder read past the largest one a committee can sign.
-    pub(crate) fn decode_body(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+    fn decode_body(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let rest = reader.peek_rest();
         let mut bounded = Reader::new(&rest[..rest.len().min(CERTIFICATE_BYTES_MAX)]);
         let certificate = Certificate::decode_from(&mut bounded)?;
@@ -285,12 +293,138 @@ impl Decode for FastpayRedeem {
     }
 }
 
+/// The decoder of kind `0x03`.
+#[derive(Debug)]
+pub struct FundingKind;
+
+/// The decoder of kind `0x04`.
+#[derive(Debug)]
+pub struct RedeemKind;
+
+impl CapabilityKind for FundingKind {
+    fn kind(&self) -> u8 {
+        KIND_FASTPAY_FUND
+    }
+    fn name(&self) -> &'static str {
+        "fastpay_funding"
+    }
+    fn decode_body(
+        &self,
+        reader: &mut Reader<'_>,
+        limits: &DecodeLimits,
+    ) -> Result<Box<dyn CapabilityTransaction>, DecodeError> {
+        Ok(Box::new(FastpayFunding::decode_body(reader, limits)?))
+    }
+}
+
+impl CapabilityKind for RedeemKind {
+    fn kind(&self) -> u8 {
+        KIND_FASTPAY_REDEEM
+    }
+    fn name(&self) -> &'static str {
+        "fastpay_redeem"
+    }
+    fn decode_body(
+        &self,
+        reader: &mut Reader<'_>,
+        _limits: &DecodeLimits,
+    ) -> Result<Box<dyn CapabilityTransaction>, DecodeError> {
+        Ok(Box::new(FastpayRedeem::decode_body(reader)?))
+    }
+}
+
+impl CapabilityTransaction for FastpayFunding {
+    fn kind(&self) -> u8 {
+        KIND_FASTPAY_FUND
+    }
+    fn kind_name(&self) -> &'static str {
+        FundingKind.name()
+    }
+    fn txid(&self) -> Txid {
+        FastpayFunding::txid(self)
+    }
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        Encode::encode_to(self, out)
+    }
+    fn inputs(&self) -> &[Input] {
+        &self.inputs
+    }
+    fn outputs(&self) -> &[Output] {
+        &self.outputs
+    }
+    fn marker(&self) -> Option<UhsId> {
+        Some(FastpayFunding::marker(self))
+    }
+    /// The amount leaves core circulation for the account.
+    fn circulation(&self) -> Circulation {
+        Circulation {
+            entered: 0,
+            left: self.amount,
+        }
+    }
+    fn clone_box(&self) -> Box<dyn CapabilityTransaction> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl CapabilityTransaction for FastpayRedeem {
+    fn kind(&self) -> u8 {
+        KIND_FASTPAY_REDEEM
+    }
+    fn kind_name(&self) -> &'static str {
+        RedeemKind.name()
+    }
+    fn txid(&self) -> Txid {
+        FastpayRedeem::txid(self)
+    }
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        Encode::encode_to(self, out)
+    }
+    fn inputs(&self) -> &[Input] {
+        &[]
+    }
+    fn outputs(&self) -> &[Output] {
+        FastpayRedeem::outputs(self)
+    }
+    fn marker(&self) -> Option<UhsId> {
+        Some(FastpayRedeem::marker(self))
+    }
+    /// The certified amount comes back into core circulation.
+    fn circulation(&self) -> Circulation {
+        Circulation {
+            entered: self.outputs.iter().map(|output| output.value).sum(),
+            left: 0,
+        }
+    }
+    fn clone_box(&self) -> Box<dyn CapabilityTransaction> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl From<FastpayFunding> for SpecieTransaction {
+    fn from(funding: FastpayFunding) -> SpecieTransaction {
+        SpecieTransaction::Capability(Box::new(funding))
+    }
+}
+
+impl From<FastpayRedeem> for SpecieTransaction {
+    fn from(redeem: FastpayRedeem) -> SpecieTransaction {
+        SpecieTransaction::Capability(Box::new(redeem))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::extension::{SpecieTransaction, EXTENSION_HEADER, MINT_MARKER_DOMAIN};
-    use crate::mint_marker;
     use specie_fastpay::{SignedOrder, TransferOrder};
+    use specie_transaction::extension::EXTENSION_HEADER;
+    use specie_transaction::mint_marker;
 
     fn certificate(recipient: Recipient, amount: u64, signers: &[u16]) -> Certificate {
         Certificate {
@@ -342,8 +476,8 @@ mod tests {
         let by_last = FastpayRedeem::new(certificate(Recipient::Core(address), 10, &[1, 2, 3]));
         assert_eq!(by_first.txid(), by_last.txid());
         let (first, last) = (
-            SpecieTransaction::FastpayRedeem(by_first.clone()),
-            SpecieTransaction::FastpayRedeem(by_last),
+            SpecieTransaction::from(by_first.clone()),
+            SpecieTransaction::from(by_last),
         );
         assert_eq!(first.compact().created, last.compact().created);
         assert_eq!(
@@ -368,7 +502,7 @@ mod tests {
         // A certificate that pays an account creates nothing but its marker (and is invalid).
         let to_account = FastpayRedeem::new(certificate(Recipient::Account(AccountKey([4; 32])), 10, &[0]));
         assert_eq!(to_account.recipient(), None);
-        let to_account = SpecieTransaction::FastpayRedeem(to_account);
+        let to_account = SpecieTransaction::from(to_account);
         assert!(to_account.outputs().is_empty());
         assert_eq!(to_account.compact().created, vec![to_account.marker().unwrap()]);
     }
@@ -413,7 +547,7 @@ mod tests {
         ] {
             assert_ne!(changed.txid(), funding.txid());
         }
-        let tx = SpecieTransaction::FastpayFunding(funding.clone());
+        let tx = SpecieTransaction::from(funding.clone());
         let compact = tx.compact();
         assert_eq!(compact.spent, vec![Input::default().uhs_id()]);
         assert_eq!(compact.created.last(), Some(&claim.marker));
@@ -422,6 +556,7 @@ mod tests {
 
     #[test]
     fn decoders_refuse_the_other_kinds_and_the_largest_certificate_still_decodes() {
+        crate::install();
         let redeem = FastpayRedeem::new(certificate(Recipient::Core(CoreAddress([8; 32])), 10, &[0, 1, 2]));
         let bytes = redeem.encode();
         assert_eq!(FastpayRedeem::decode_exact(&bytes), Ok(redeem.clone()));
@@ -450,7 +585,7 @@ mod tests {
         assert_eq!(bytes.len(), EXTENSION_HEADER.len() + 1 + CERTIFICATE_BYTES_MAX);
         assert_eq!(
             SpecieTransaction::decode_exact(&bytes),
-            Ok(SpecieTransaction::FastpayRedeem(largest))
+            Ok(SpecieTransaction::from(largest))
         );
     }
 }

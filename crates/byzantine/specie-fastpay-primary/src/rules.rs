@@ -1,0 +1,152 @@
+//! What a sentinel checks of FastPay's funding and redeem, against the committee the node is a
+//! Primary of (`docs/transaction-format.md` §6). The codes are category `fastpay`.
+
+use specie_fastpay::{CertificateError, Committee, OrderError, VerifyingKey};
+use specie_sentinel::checks::check_funding_value;
+use specie_sentinel::{CapabilityError, CapabilityRules, ValidationError};
+use specie_transaction::{CapabilityTransaction, Txid};
+
+use crate::transaction::{FastpayFunding, FastpayRedeem, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM};
+
+/// Why a FastPay funding or redeem is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FastpayErrorCode {
+    /// `zero_funding_amount`: a funding must move at least 1 unit.
+    ZeroFundingAmount,
+    /// `no_fastpay_committee`: this sentinel is configured with no FastPay committee, so it
+    /// accepts neither fundings nor redeems.
+    NoCommittee,
+    /// `funding_other_committee`: the funding names a committee other than the configured one
+    /// (its value would be credited by nobody).
+    FundingOtherCommittee,
+    /// `funding_invalid_account`: the account is not a usable Ed25519 key (invalid or weak), so
+    /// nobody could ever spend what the funding moves there.
+    FundingInvalidAccount,
+    /// `redeem_recipient_not_core`: the certified order pays a Byzantine-mode account, not the
+    /// online core.
+    RedeemRecipientNotCore,
+    /// The certificate does not check against the configured committee (`certificate_*`).
+    Certificate(CertificateError),
+}
+
+impl FastpayErrorCode {
+    pub fn code(self) -> &'static str {
+        match self {
+            FastpayErrorCode::ZeroFundingAmount => "zero_funding_amount",
+            FastpayErrorCode::NoCommittee => "no_fastpay_committee",
+            FastpayErrorCode::FundingOtherCommittee => "funding_other_committee",
+            FastpayErrorCode::FundingInvalidAccount => "funding_invalid_account",
+            FastpayErrorCode::RedeemRecipientNotCore => "redeem_recipient_not_core",
+            FastpayErrorCode::Certificate(error) => certificate_code(error),
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            FastpayErrorCode::ZeroFundingAmount => "funding amount is zero".into(),
+            FastpayErrorCode::NoCommittee => "this node is configured with no FastPay committee".into(),
+            FastpayErrorCode::FundingOtherCommittee => {
+                "the funding names a FastPay committee other than the configured one".into()
+            }
+            FastpayErrorCode::FundingInvalidAccount => {
+                "the funded account is not a valid (non-weak) Ed25519 public key".into()
+            }
+            FastpayErrorCode::RedeemRecipientNotCore => {
+                "the certified order pays a Byzantine-mode account, not the online core".into()
+            }
+            FastpayErrorCode::Certificate(error) => format!("FastPay certificate refused: {error}"),
+        }
+    }
+
+    /// The sentinel's error for this code.
+    pub fn into_error(self) -> ValidationError {
+        ValidationError::Capability(CapabilityError {
+            category: "fastpay",
+            code: self.code(),
+            message: self.describe(),
+        })
+    }
+}
+
+fn certificate_code(error: CertificateError) -> &'static str {
+    match error {
+        CertificateError::WrongCommittee => "certificate_wrong_committee",
+        CertificateError::NotFinal { .. } => "certificate_not_final",
+        CertificateError::NotALock => "certificate_not_a_lock",
+        CertificateError::BelowQuorum { .. } => "certificate_below_quorum",
+        CertificateError::RepeatedSigner { .. } => "certificate_repeated_signer",
+        CertificateError::Unsorted => "certificate_unsorted",
+        CertificateError::UnknownAuthority { .. } => "certificate_unknown_authority",
+        CertificateError::BadSignature { .. } => "certificate_bad_signature",
+        CertificateError::Order(OrderError::BadSignature) => "certificate_bad_owner_signature",
+        CertificateError::Order(_) => "certificate_invalid_order",
+    }
+}
+
+/// The rules of a node that is the Primary of `committee`, or of none (then every FastPay
+/// funding and redeem is refused as `no_fastpay_committee`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FastpayRules {
+    pub committee: Option<Committee>,
+}
+
+impl FastpayRules {
+    fn committee(&self) -> Result<&Committee, ValidationError> {
+        self.committee
+            .as_ref()
+            .ok_or_else(|| FastpayErrorCode::NoCommittee.into_error())
+    }
+
+    /// Funding: the redeem's checks with `zero_funding_amount` in place of `zero_redeem_amount`
+    /// and no issuer; then, after the reference-style checks as always, the FastPay ones: a
+    /// committee is configured, the funding names it, and the account is a key someone can
+    /// sign with (otherwise the value would be credited by nobody, or spendable by nobody).
+    fn check_funding(&self, funding: &FastpayFunding, txid: &Txid) -> Result<(), ValidationError> {
+        check_funding_value(
+            &funding.inputs,
+            &funding.outputs,
+            &funding.witnesses,
+            funding.amount,
+            FastpayErrorCode::ZeroFundingAmount.into_error(),
+            txid,
+        )?;
+        if funding.committee_id != self.committee()?.id() {
+            return Err(FastpayErrorCode::FundingOtherCommittee.into_error());
+        }
+        match VerifyingKey::from_bytes(&funding.account.0) {
+            Ok(key) if !key.is_weak() => Ok(()),
+            _ => Err(FastpayErrorCode::FundingInvalidAccount.into_error()),
+        }
+    }
+
+    /// FastPay redeem: a committee is configured, the certified order pays the core, and the
+    /// certificate checks against the committee (quorum, owner's and authorities' signatures,
+    /// the order's fields, which include amount ≥ 1). That it is redeemed at most once is the
+    /// shards' business: its marker.
+    fn check_redeem(&self, redeem: &FastpayRedeem) -> Result<(), ValidationError> {
+        let committee = self.committee()?;
+        if redeem.recipient().is_none() {
+            return Err(FastpayErrorCode::RedeemRecipientNotCore.into_error());
+        }
+        redeem
+            .certificate()
+            .check(committee)
+            .map_err(|error| FastpayErrorCode::Certificate(error).into_error())
+    }
+}
+
+impl CapabilityRules for FastpayRules {
+    fn kinds(&self) -> &'static [u8] {
+        &[KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM]
+    }
+
+    fn check(&self, tx: &dyn CapabilityTransaction, txid: &Txid) -> Result<(), ValidationError> {
+        if let Some(funding) = tx.downcast_ref::<FastpayFunding>() {
+            return self.check_funding(funding, txid);
+        }
+        if let Some(redeem) = tx.downcast_ref::<FastpayRedeem>() {
+            return self.check_redeem(redeem);
+        }
+        unreachable!("FastPay's rules are asked only about its kinds, got {}", tx.kind_name())
+    }
+}
