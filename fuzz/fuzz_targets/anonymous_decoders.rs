@@ -14,7 +14,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use specie_codec::{Decode, Encode};
-use specie_transaction::{AnonymousInput, AnonymousTransaction, AnonymousValue, SpecieTransaction};
+use specie_transaction::SpecieTransaction;
+use specie_private_transactions::{AnonymousInput, AnonymousTransaction, AnonymousValue};
 
 fn check_transaction(tx: AnonymousTransaction, bytes: &[u8]) {
     assert_eq!(tx.encode(), bytes, "what decodes re-encodes to its input");
@@ -38,6 +39,7 @@ fn check_transaction(tx: AnonymousTransaction, bytes: &[u8]) {
 }
 
 fuzz_target!(|data: &[u8]| {
+    specie_private_transactions::install();
     if let Ok(tx) = AnonymousTransaction::decode_exact(data) {
         check_transaction(tx, data);
     }

@@ -12,6 +12,7 @@ use specie_codec::{Decode, Encode};
 
 fuzz_target!(|bytes: &[u8]| {
     specie_fastpay_primary::install();
+    specie_private_transactions::install();
     if let Ok(tx) = SpecieTransaction::decode_exact(bytes) {
         assert_eq!(
             tx.encode(),
@@ -22,9 +23,11 @@ fuzz_target!(|bytes: &[u8]| {
         // output created, then the kind's marker (mint, FastPay funding and redeem), last.
         // A confidential or anonymous transaction also spends and creates confidential or
         // anonymous outputs, after the transparent ones.
-        let (private_spent, private_created) = match &tx {
-            SpecieTransaction::Confidential(c) => (c.confidential_inputs.len(), c.created_confidential_outputs().len()),
-            SpecieTransaction::Anonymous(a) => (a.anonymous_inputs.len(), a.created_anonymous_outputs().len()),
+        let confidential = tx.capability::<specie_private_transactions::ConfidentialTransaction>();
+        let anonymous = tx.capability::<specie_private_transactions::AnonymousTransaction>();
+        let (private_spent, private_created) = match (confidential, anonymous) {
+            (Some(c), _) => (c.confidential_inputs.len(), c.created_confidential_outputs().len()),
+            (_, Some(a)) => (a.anonymous_inputs.len(), a.created_anonymous_outputs().len()),
             _ => (0, 0),
         };
         let compact = tx.compact();

@@ -18,6 +18,9 @@ use specie_merkle::InclusionProof;
 use specie_role::Durable;
 
 fuzz_target!(|data: &[u8]| {
+    // Every kind a deployment installs, as the binary does.
+    specie_fastpay_primary::install();
+    specie_private_transactions::install();
     if let Ok(record) = Record::decode_exact_with(data, &RecordLimits::default()) {
         assert_eq!(record.encode(), data, "a record has one encoding");
     }

@@ -118,6 +118,10 @@ fn parse_in_memory(data: &[u8]) -> Option<serde_json::Value> {
 }
 
 fuzz_target!(|data: &[u8]| {
+    // Every kind a deployment installs, as the binary does.
+    specie_fastpay_primary::install();
+    specie_private_transactions::install();
+    specie_privacy_wallet::install();
     let in_memory = parse_in_memory(data);
     if too_costly(data) {
         return;

@@ -1,4 +1,5 @@
-//! Feeds arbitrary text to the wallet's payment-string decoders (`specie_wallet`): the
+//! Feeds arbitrary text to the wallet's payment-string decoders (`specie_wallet`, and
+//! `specie_privacy_wallet` for the private ones): the
 //! transparent `specie-pay1…`, the confidential `specie-cpay1…` and the anonymous `specie-apay1…`
 //! strings, which a payee pastes from anyone; and to the enrolment's texts (`specie_credential`:
 //! challenge, request, credential), which the wallet and the RA paste from each other. Nothing
@@ -9,7 +10,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use specie_credential::{Credential, EnrolmentChallenge, EnrolmentRequest, Textual};
-use specie_wallet::{AnonymousPaymentString, ConfidentialPaymentString, PaymentString};
+use specie_privacy_wallet::{AnonymousPaymentString, ConfidentialPaymentString};
+use specie_wallet::PaymentString;
 
 fn canonical_text<T: Textual + PartialEq + std::fmt::Debug>(text: &str) {
     if let Ok(value) = T::from_text(text) {

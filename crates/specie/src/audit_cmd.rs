@@ -475,13 +475,16 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
 fn invalid_anonymous(block: &Block, authority: Option<&specie_credential::RaPublicKey>) -> u64 {
     let mut invalid = 0;
     for record in &block.records {
-        let specie_transaction::SpecieTransaction::Anonymous(tx) = record.transaction() else {
+        let Some(tx) = record
+            .transaction()
+            .capability::<specie_private_transactions::AnonymousTransaction>()
+        else {
             continue;
         };
         let context = tx.context();
         let values_hold = match &tx.values {
-            specie_transaction::AnonymousValues::Hidden(proof) => proof.verify(&context).is_ok(),
-            specie_transaction::AnonymousValues::Clear(_) => true,
+            specie_private_transactions::AnonymousValues::Hidden(proof) => proof.verify(&context).is_ok(),
+            specie_private_transactions::AnonymousValues::Clear(_) => true,
         };
         // The node is not trusted to keep the audits' shape either: checked with them.
         let audits_hold = tx.owner_audits_hold(&context);
@@ -507,12 +510,13 @@ fn invalid_anonymous(block: &Block, authority: Option<&specie_credential::RaPubl
 }
 
 fn invalid_proofs(block: &Block) -> u64 {
-    let confidential: Vec<(&specie_transaction::ConfidentialTransaction, [u8; 32])> = block
+    let confidential: Vec<(&specie_private_transactions::ConfidentialTransaction, [u8; 32])> = block
         .records
         .iter()
-        .filter_map(|record| match record.transaction() {
-            specie_transaction::SpecieTransaction::Confidential(tx) => Some((tx.as_ref(), tx.context())),
-            _ => None,
+        .filter_map(|record| {
+            (record.transaction())
+                .capability::<specie_private_transactions::ConfidentialTransaction>()
+                .map(|tx| (tx, tx.context()))
         })
         .collect();
     let batch: Vec<_> = confidential.iter().map(|(tx, context)| (&tx.proof, *context)).collect();

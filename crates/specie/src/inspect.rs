@@ -38,9 +38,14 @@ pub struct InspectArgs {
 pub fn run(args: TxArgs) -> anyhow::Result<ExitCode> {
     let TxCommand::Inspect(args) = args.command;
     let issuers = IssuerKeys::from_hex(&args.issuers).context("an --issuer key is not a valid x-only public key")?;
-    // No FastPay committee: a FastPay funding or redeem gets the verdict `no_fastpay_committee`.
+    // No FastPay committee: a FastPay funding or redeem gets the verdict `no_fastpay_committee`;
+    // no registration authority: an anonymous transaction gets `no_registration_authority`; no
+    // auditor with jurisdiction: a confidential transaction is judged by its proofs alone.
     let no_committee = specie_fastpay_primary::FastpayRules { committee: None };
-    let trusted = TrustedKeys::from(issuers).with_capability(std::sync::Arc::new(no_committee));
+    let no_privacy_keys = specie_private_transactions::PrivacyRules::default();
+    let trusted = TrustedKeys::from(issuers)
+        .with_capability(std::sync::Arc::new(no_committee))
+        .with_capability(std::sync::Arc::new(no_privacy_keys));
     let inspection = match inspect(&args.hex, &trusted) {
         Ok(inspection) => inspection,
         Err(error) => return report_undecodable(args.json, &error.to_string()),

@@ -96,8 +96,11 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The transaction kinds the capabilities add, which every command may read (a wallet's
-    // pending FastPay funding, a block of the ledger of record, a transaction to inspect).
-    specie_fastpay_primary::install();
+    // pending FastPay funding, a block of the ledger of record, a transaction to inspect), and
+    // their parts of wallet files (Byzantine-mode accounts; the privacy levels' notes and
+    // identity), read and checked when a wallet loads.
+    specie_fastpay_wallet::install();
+    specie_privacy_wallet::install();
     // Everything that talks TLS must ignore SIGPIPE (Rust's default): rustls writes with
     // `writev`, which raises it on a connection the peer has reset, and its default action
     // would kill a replica, a sentinel, the demo or a benchmark in the middle of its work.

@@ -7,9 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use specie_credential::EnrolmentId;
+use specie_privacy_wallet::session;
+use specie_privacy_wallet::{AnonymousPaymentString, AnonymousPolicy, AnonymousWallet};
 use specie_transaction::SpecieTransaction;
-use specie_wallet::session;
-use specie_wallet::{AnonymousPaymentString, AnonymousPolicy, Wallet};
+use specie_wallet::Wallet;
 
 use crate::wallet_cmd::{client_for, load, print_balance, submit_and_report, Built, LevelMove};
 

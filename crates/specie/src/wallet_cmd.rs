@@ -10,12 +10,16 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use specie_privacy_wallet::session as privacy_session;
+use specie_privacy_wallet::{
+    AnonymousPaymentString, AnonymousWallet, ConfidentialPaymentString, ConfidentialWallet, ANONYMOUS_PAYMENT_PREFIX,
+    CONFIDENTIAL_PAYMENT_PREFIX,
+};
 use specie_transaction::{Address, SpecieTransaction, Txid};
 use specie_wallet::session::{self, ImportReport, Submitted};
 use specie_wallet::{
-    sync, AnonymousPaymentString, Balance, CoinState, ConfidentialPaymentString, ExternalSigner, NodeAccess,
-    NodeClient, Outcome, Passphrase, PaymentString, PendingKind, Wallet, WalletError, WalletFile, WalletLock,
-    ANONYMOUS_PAYMENT_PREFIX, CONFIDENTIAL_PAYMENT_PREFIX, PASSPHRASE_ENV, WALLET_LOCK_WAIT_MS,
+    sync, Balance, CoinState, ExternalSigner, NodeAccess, NodeClient, Outcome, Passphrase, PaymentString, PendingKind,
+    Wallet, WalletError, WalletFile, WalletLock, PASSPHRASE_ENV, WALLET_LOCK_WAIT_MS,
 };
 
 /// How long `send`, `mint` and `redeem` wait for the node by default, in milliseconds.
@@ -780,9 +784,9 @@ fn send_confidential(
     let mut wallet = load(path)?;
     let client = client_for(&mut wallet, node)?;
     let to = wallet.parse_address(address)?;
-    let auditors = session::auditors_for(&client, &args.auditors)?;
+    let auditors = privacy_session::auditors_for(&client, &args.auditors)?;
     let (tx, payment) = wallet.build_confidential_payment(&to, amount, &auditors, &mut rand::thread_rng())?;
-    let tx = session::cosign(&mut wallet, &client, tx, &args.cosigners.cosigners)?;
+    let tx = privacy_session::cosign(&mut wallet, &client, tx, &args.cosigners.cosigners)?;
     let built = Built::ConfidentialPayment {
         to,
         amount,
@@ -795,9 +799,9 @@ fn send_confidential(
 fn shield(path: &Path, node: Option<&str>, amount: u64, args: &AuditorArgs, timeout_ms: u64) -> Result<ExitCode> {
     let mut wallet = load(path)?;
     let client = client_for(&mut wallet, node)?;
-    let auditors = session::auditors_for(&client, &args.auditors)?;
+    let auditors = privacy_session::auditors_for(&client, &args.auditors)?;
     let (tx, shielded) = wallet.build_shield(amount, &auditors, &mut rand::thread_rng())?;
-    let tx = session::cosign(&mut wallet, &client, tx, &args.cosigners.cosigners)?;
+    let tx = privacy_session::cosign(&mut wallet, &client, tx, &args.cosigners.cosigners)?;
     let built = Built::Shield {
         amount,
         change: shielded.change,
@@ -808,9 +812,9 @@ fn shield(path: &Path, node: Option<&str>, amount: u64, args: &AuditorArgs, time
 fn unshield(path: &Path, node: Option<&str>, amount: u64, args: &AuditorArgs, timeout_ms: u64) -> Result<ExitCode> {
     let mut wallet = load(path)?;
     let client = client_for(&mut wallet, node)?;
-    let auditors = session::auditors_for(&client, &args.auditors)?;
+    let auditors = privacy_session::auditors_for(&client, &args.auditors)?;
     let (tx, unshielded) = wallet.build_unshield(amount, &auditors, &mut rand::thread_rng())?;
-    let tx = session::cosign(&mut wallet, &client, tx, &args.cosigners.cosigners)?;
+    let tx = privacy_session::cosign(&mut wallet, &client, tx, &args.cosigners.cosigners)?;
     let built = Built::Unshield {
         amount,
         change: unshielded.change,
@@ -828,9 +832,9 @@ fn receive(path: &Path, node: Option<&str>, text: &str) -> Result<ExitCode> {
     let client = client_for(&mut wallet, node)?;
     let unit = wallet.hrp().to_owned();
     let received = if anonymous {
-        session::receive_anonymous(path, &mut wallet, &client, text)?
+        privacy_session::receive_anonymous(path, &mut wallet, &client, text)?
     } else {
-        session::receive_confidential(path, &mut wallet, &client, text)?
+        privacy_session::receive_confidential(path, &mut wallet, &client, text)?
     };
     if received.already_known {
         println!("this note is already in this wallet: nothing added");

@@ -132,7 +132,7 @@ impl Source {
         if let Some(source) = given {
             return Ok(source.clone());
         }
-        let book = wallet.fastpay()?;
+        let book = wallet.fastpay();
         match book.as_ref().and_then(|book| book.source()) {
             Some(CommitteeSource::ClusterFile(path)) => Ok(Source::ClusterFile(PathBuf::from(path))),
             Some(CommitteeSource::Url(url)) => Ok(Source::Url(url.to_string())),
@@ -198,7 +198,7 @@ fn choose_account(path: &Path, wallet: &mut Wallet, named: Option<&str>, make: b
         return parse_account(text);
     }
     if let Some(first) = wallet
-        .fastpay()?
+        .fastpay()
         .and_then(|book| book.accounts().first().map(|a| a.key()))
     {
         return Ok(first);
@@ -357,7 +357,7 @@ fn report_presented(presented: &[driver::Presented], unit: &str) -> Option<ExitC
 
 fn accounts(path: &Path, wallet: &mut Wallet, given: Option<&Source>, new: bool) -> Result<ExitCode> {
     if new {
-        if wallet.fastpay()?.is_none() {
+        if wallet.fastpay().is_none() {
             let source = Source::of(wallet, given)?;
             let (committee, _) = source.read()?;
             wallet.fastpay_use_committee(&committee, source.remembered())?;
@@ -368,7 +368,7 @@ fn accounts(path: &Path, wallet: &mut Wallet, given: Option<&Source>, new: bool)
         return Ok(ExitCode::SUCCESS);
     }
     let accounts = wallet
-        .fastpay()?
+        .fastpay()
         .map(|book| book.accounts().to_vec())
         .unwrap_or_default();
     for account in accounts {
@@ -379,7 +379,7 @@ fn accounts(path: &Path, wallet: &mut Wallet, given: Option<&Source>, new: bool)
 
 fn history(wallet: &Wallet) -> Result<ExitCode> {
     let unit = wallet.hrp();
-    let Some(book) = wallet.fastpay()? else {
+    let Some(book) = wallet.fastpay() else {
         println!("no Byzantine-mode accounts");
         return Ok(ExitCode::SUCCESS);
     };
@@ -439,7 +439,7 @@ fn history(wallet: &Wallet) -> Result<ExitCode> {
 fn balance(wallet: &Wallet, authorities: &HttpCommittee) -> Result<ExitCode> {
     let unit = wallet.hrp();
     let accounts = wallet
-        .fastpay()?
+        .fastpay()
         .map(|book| book.accounts().to_vec())
         .unwrap_or_default();
     for account in &accounts {
@@ -468,7 +468,7 @@ fn sync(
     let unit = wallet.hrp().to_owned();
     let mut code = ExitCode::SUCCESS;
     let keys: Vec<AccountKey> = wallet
-        .fastpay()?
+        .fastpay()
         .map(|book| book.accounts().iter().map(|a| a.key()).collect())
         .unwrap_or_default();
     for key in keys {
@@ -567,7 +567,7 @@ fn verify(path: &Path, given: Option<&Source>, text: &str) -> Result<ExitCode> {
     let committee = match given {
         Some(source) => source.read()?.0,
         None => WalletFile::load(path)?
-            .fastpay()?
+            .fastpay()
             .map(|book| book.committee().clone())
             .ok_or_else(|| {
                 anyhow!("no committee to check against: give --cluster-file DIR/cluster.toml or --committee-url URL")

@@ -1,8 +1,8 @@
 //! Byzantine-mode (FastPay) accounts in the wallet: the bookkeeping only, no I/O
 //! (`docs/byzantine-mode.md`; the driver that talks to the core and the authorities is this
-//! crate's root). The book lives in the wallet's [`Section::Fastpay`], which the core carries
-//! unread; [`FastpayWallet`] reads it (checking it, `crate::section`), changes it and writes it
-//! back.
+//! crate's root). The book is the wallet's Byzantine-mode part (a `specie_wallet::WalletPart`,
+//! the file's `fastpay` section, checked on load by `crate::section`); [`FastpayWallet`] reads
+//! and changes it.
 //!
 //! An account is an Ed25519 key whose public half is its address at every authority. What the
 //! wallet must never lose or get wrong:
@@ -32,7 +32,7 @@ use specie_fastpay::{
 };
 use specie_fastpay_primary::{FastpayFunding, FastpayRedeem};
 use specie_transaction::{Address, NonceMode, SpecieTransaction, Txid};
-use specie_wallet::{PendingKind, Section, Wallet, WalletError};
+use specie_wallet::{PendingKind, Wallet, WalletError};
 use thiserror::Error;
 
 /// Byzantine-mode accounts a wallet may hold: each is checked and listed by every command, and a
@@ -83,13 +83,11 @@ pub enum FastpayError {
     NoRedeem { account: String, sequence: u64 },
     #[error(transparent)]
     Wallet(#[from] WalletError),
-    /// The wallet file's Byzantine-mode section (`fastpay`) does not decode or add up. The core
-    /// loads the rest of the wallet without reading it; the accounts are usable again once the
-    /// section is restored.
+    /// The wallet file's Byzantine-mode section (`fastpay`) does not decode or add up: the file
+    /// is refused when it loads, changing nothing.
     #[error(
-        "this wallet's Byzantine-mode accounts are not usable (fastpay: {what}: {problem}); nothing was \
-         changed. If the wallet file was cut short or edited, restore it from your backup: the accounts' keys \
-         and certificates are only in wallet files"
+        "fastpay: {what}: {problem}. If the wallet file was cut short or edited, restore it from your backup: \
+         the Byzantine-mode accounts' keys and certificates are only in wallet files"
     )]
     Section { what: String, problem: String },
 }
@@ -322,43 +320,39 @@ fn mismatch(expected: &Committee, found: &Committee) -> FastpayError {
     }
 }
 
-/// The book held in `wallet`'s [`Section::Fastpay`], checked (`crate::section`); `None` while
-/// the wallet has no committee.
-fn read(wallet: &Wallet) -> Result<Option<FastpayBook>, FastpayError> {
-    wallet
-        .section(Section::Fastpay)
-        .map(FastpayBook::from_section)
-        .transpose()
+/// The book `wallet` holds ([`FastpayBook`] is its Byzantine-mode part), as a copy to change;
+/// `None` while the wallet has no committee.
+fn read(wallet: &Wallet) -> Option<FastpayBook> {
+    wallet.part::<FastpayBook>().cloned()
 }
 
-/// Keeps `book` as `wallet`'s [`Section::Fastpay`].
-fn write(wallet: &mut Wallet, book: &FastpayBook) {
-    wallet.set_section(Section::Fastpay, Some(book.to_section()));
+/// Keeps `book` as `wallet`'s Byzantine-mode part.
+fn write(wallet: &mut Wallet, book: FastpayBook) {
+    wallet.insert_part(Box::new(book));
 }
 
-/// Reads the book (none yet: [`FastpayError::NoCommittee`]), lets `change` change it and the
-/// wallet, and writes it back; on an error the section is left as it was.
+/// Copies the book (none yet: [`FastpayError::NoCommittee`]), lets `change` change it and the
+/// wallet, and keeps it; on an error the book is left as it was.
 fn change<T>(
     wallet: &mut Wallet,
     change: impl FnOnce(&mut FastpayBook, &mut Wallet) -> Result<T, FastpayError>,
 ) -> Result<T, FastpayError> {
-    let mut book = read(wallet)?.ok_or(FastpayError::NoCommittee)?;
+    let mut book = read(wallet).ok_or(FastpayError::NoCommittee)?;
     let result = change(&mut book, wallet)?;
-    write(wallet, &book);
+    write(wallet, book);
     Ok(result)
 }
 
-/// A wallet's Byzantine-mode accounts (module docs): each method reads the book from the
-/// wallet's [`Section::Fastpay`] (checking it, [`FastpayError::Section`] if it does not add
-/// up), changes it and writes it back. Implemented for [`Wallet`].
+/// A wallet's Byzantine-mode accounts (module docs), kept in its [`FastpayBook`] part, which
+/// was checked when the wallet file was loaded (`crate::section`). Implemented for [`Wallet`].
 pub trait FastpayWallet {
-    /// The wallet's Byzantine-mode accounts, checked; `None` while it has no committee.
-    fn fastpay(&self) -> Result<Option<FastpayBook>, FastpayError>;
+    /// The wallet's Byzantine-mode accounts; `None` while it has no committee.
+    fn fastpay(&self) -> Option<&FastpayBook>;
 
-    /// The wallet's Byzantine-mode accounts, checked; [`FastpayError::NoCommittee`] while it
-    /// has no committee.
-    fn fastpay_book(&self) -> Result<FastpayBook, FastpayError> {
-        self.fastpay()?.ok_or(FastpayError::NoCommittee)
+    /// The wallet's Byzantine-mode accounts; [`FastpayError::NoCommittee`] while it has no
+    /// committee.
+    fn fastpay_book(&self) -> Result<&FastpayBook, FastpayError> {
+        self.fastpay().ok_or(FastpayError::NoCommittee)
     }
 
     /// Makes `committee` this wallet's (first use), or checks that it is already; remembers
@@ -441,8 +435,8 @@ pub trait FastpayWallet {
 }
 
 impl FastpayWallet for Wallet {
-    fn fastpay(&self) -> Result<Option<FastpayBook>, FastpayError> {
-        read(self)
+    fn fastpay(&self) -> Option<&FastpayBook> {
+        self.part::<FastpayBook>()
     }
 
     fn fastpay_use_committee(
@@ -450,7 +444,7 @@ impl FastpayWallet for Wallet {
         committee: &Committee,
         source: Option<CommitteeSource<'_>>,
     ) -> Result<(), FastpayError> {
-        let mut book = match read(self)? {
+        let mut book = match read(self) {
             Some(book) if book.committee != *committee => return Err(mismatch(&book.committee, committee)),
             Some(book) => book,
             None => FastpayBook {
@@ -463,7 +457,7 @@ impl FastpayWallet for Wallet {
         if let Some(source) = source {
             book.remember(source);
         }
-        write(self, &book);
+        write(self, book);
         Ok(())
     }
 
@@ -550,7 +544,7 @@ impl FastpayWallet for Wallet {
     }
 
     fn fastpay_forget_refused(&mut self) -> Result<(usize, u64), FastpayError> {
-        let Some(mut book) = read(self)? else {
+        let Some(mut book) = read(self) else {
             return Ok((0, 0));
         };
         let mut forgotten = (0usize, 0u64);
@@ -563,7 +557,7 @@ impl FastpayWallet for Wallet {
                 }
             });
         }
-        write(self, &book);
+        write(self, book);
         Ok(forgotten)
     }
 
@@ -667,7 +661,7 @@ impl FastpayWallet for Wallet {
     }
 
     fn fastpay_redeems_to_check(&self) -> Result<Vec<(AccountKey, u64, SpecieTransaction)>, FastpayError> {
-        let Some(book) = read(self)? else {
+        let Some(book) = self.part::<FastpayBook>() else {
             return Ok(Vec::new());
         };
         let mut found = Vec::new();
@@ -697,7 +691,7 @@ impl FastpayWallet for Wallet {
 
     fn fastpay_redeem_again(&mut self, account: &AccountKey, sequence: u64) -> Result<bool, FastpayError> {
         let unknown = || FastpayError::UnknownAccount(hex_key(account));
-        let mut book = read(self)?.ok_or_else(unknown)?;
+        let mut book = read(self).ok_or_else(unknown)?;
         let waiting = |txid: &Txid| self.pending_tx(txid).is_some();
         let state = book.account_mut(account)?;
         let due = state.sent.iter().any(|sent| {
@@ -711,7 +705,7 @@ impl FastpayWallet for Wallet {
                     sent.redeem_txid = None;
                 }
             }
-            write(self, &book);
+            write(self, book);
         }
         Ok(due)
     }
@@ -726,7 +720,7 @@ mod tests {
     use specie_wallet::Wallet;
 
     fn book(wallet: &Wallet) -> FastpayBook {
-        wallet.fastpay().unwrap().unwrap()
+        wallet.fastpay().unwrap().clone()
     }
 
     fn committee() -> (Committee, SigningCommittee) {

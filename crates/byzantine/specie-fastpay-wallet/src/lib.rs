@@ -1,8 +1,8 @@
 //! A wallet's Byzantine-mode (FastPay) accounts, driven against the online core and the
 //! committee's authorities (`docs/byzantine-mode.md`). The bookkeeping ([`FastpayBook`], the
-//! `fastpay_*` operations of [`FastpayWallet`]) and its part of the wallet file ([`section`],
-//! the wallet's [`specie_wallet::Section::Fastpay`], which the core carries unread) are this
-//! crate's; so is the order of saving and talking that keeps money safe, as
+//! `fastpay_*` operations of [`FastpayWallet`]) and its part of the wallet ([`FastpayPart`], a
+//! `specie_wallet::WalletPart` kept in the file's `fastpay` section, [`section`], loaded and
+//! checked once [`install`] installed it) are this crate's; so is the order of saving and talking that keeps money safe, as
 //! `specie_wallet::session` does for core transactions:
 //!
 //! * **An order is saved before it is sent**, and until it is certified every attempt sends that
@@ -51,6 +51,15 @@ pub use book::{
     verify_certificate, CommitteeSource, FastpayAccount, FastpayBook, FastpayError, FastpayWallet, FundingRecord,
     SentTransfer, VerifiedTransfer, FASTPAY_ACCOUNTS_MAX,
 };
+pub use section::{FastpayPart, FASTPAY_PART};
+
+/// Makes this process read and write the Byzantine-mode part of wallet files ([`FastpayPart`])
+/// and decode FastPay's core transactions (`specie_fastpay_primary::install`). Idempotent; call
+/// it before loading a wallet file.
+pub fn install() {
+    specie_fastpay_primary::install();
+    specie_wallet::install_part(&FastpayPart);
+}
 
 /// How a payment to the authorities ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -258,7 +267,7 @@ pub fn finish_pending(
     authorities: &impl Authorities,
     account: &AccountKey,
 ) -> Result<Option<PayOutcome>, SessionError> {
-    let Some(book) = wallet.fastpay()? else {
+    let Some(book) = wallet.fastpay() else {
         return Ok(None);
     };
     let Some(state) = book.account(account) else {
@@ -404,7 +413,7 @@ pub fn announce_fundings<L: Ledger + ?Sized>(
     authorities: &impl Authorities,
 ) -> Result<Vec<(AccountKey, Txid, Announced)>, SessionError> {
     let waiting: Vec<(AccountKey, SpecieTransaction)> = wallet
-        .fastpay()?
+        .fastpay()
         .map(|book| {
             book.accounts()
                 .iter()
@@ -454,7 +463,7 @@ pub fn present_redeems(
     timeout_ms: u64,
 ) -> Result<Vec<Presented>, SessionError> {
     let due: Vec<(AccountKey, u64, u64)> = wallet
-        .fastpay()?
+        .fastpay()
         .map(|book| {
             book.accounts()
                 .iter()
@@ -700,7 +709,7 @@ mod tests {
     /// A wallet file with one Byzantine-mode account of the fake committee.
     fn wallet_file(dir: &Path, authorities: &FakeAuthorities) -> (std::path::PathBuf, Wallet, AccountKey) {
         // The wallet's pending fundings and redeems are FastPay's kinds.
-        specie_fastpay_primary::install();
+        crate::install();
         let mut rng = rand::thread_rng();
         let mut wallet = Wallet::new("usd", false, &mut rng).unwrap();
         let address = wallet.latest_address().unwrap();

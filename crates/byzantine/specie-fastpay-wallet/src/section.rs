@@ -1,30 +1,96 @@
 //! The wallet file's Byzantine-mode section (`fastpay`, format version 2): hex for every key,
 //! order, certificate and transaction, in their canonical encodings (`docs/byzantine-format.md`).
 //!
-//! The core keeps the section as it is ([`specie_wallet::Section::Fastpay`]); it is checked each
-//! time it is read ([`FastpayBook::from_section`]), as the core checks the rest of the file on
-//! load: the committee's keys and id, each account's key against its secret, every pending
+//! The book is the wallet's Byzantine-mode part ([`FastpayPart`], installed with
+//! [`crate::install`]), read from the section when the file loads and checked
+//! ([`FastpayBook::from_section`]) as the core checks the rest of the file: the committee's keys
+//! and id, each account's key against its secret, every pending
 //! order signed by its account's owner for its next sequence number, every certificate final
 //! for the committee and the account's own transfers 0, 1, … in order, every funding a funding
 //! of this committee into its account.
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use specie_codec::{Decode, Encode};
 use specie_fastpay::{
     decode_exact, Certificate, Committee, SignedOrder, SigningKey, CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
 };
 use specie_fastpay_primary::FastpayFunding;
-use specie_transaction::{SpecieTransaction, Txid};
+use specie_transaction::{OutPoint, SpecieTransaction, Txid, UhsId};
+use specie_wallet::{Settled, Wallet, WalletFileError, WalletPart, WalletPartKind};
 
 use crate::book::{FastpayAccount, FastpayBook, FastpayError, FundingRecord, SentTransfer};
+
+/// The part's name, and its field in the wallet file.
+pub const FASTPAY_PART: &str = "fastpay";
+
+/// Reads the book from a wallet file's `fastpay` section ([`crate::install`] installs it).
+#[derive(Debug)]
+pub struct FastpayPart;
+
+impl WalletPartKind for FastpayPart {
+    fn name(&self) -> &'static str {
+        FASTPAY_PART
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        &[FASTPAY_PART]
+    }
+
+    fn load(&self, fields: &Map<String, Value>, _wallet: &Wallet) -> Result<Box<dyn WalletPart>, WalletFileError> {
+        let section = fields.get(FASTPAY_PART).unwrap_or(&Value::Null);
+        let book = FastpayBook::from_section(section).map_err(|error| WalletFileError::Part(Box::new(error)))?;
+        Ok(Box::new(book))
+    }
+}
+
+/// The book moves no core money: nothing of the core's life cycle touches it (its fundings and
+/// redeems are the core wallet's pending transactions like any other).
+impl WalletPart for FastpayBook {
+    fn name(&self) -> &'static str {
+        FASTPAY_PART
+    }
+    fn settle(&mut self, _txid: &Txid, _confirmed: bool, _settled: &mut Settled) {}
+    fn spendable(&self) -> Vec<(OutPoint, UhsId, u64)> {
+        Vec::new()
+    }
+    fn missing(&self) -> Vec<(OutPoint, UhsId, u64)> {
+        Vec::new()
+    }
+    fn mark_missing(&mut self, _outpoints: &[OutPoint]) -> u64 {
+        0
+    }
+    fn restore_missing(&mut self, _outpoints: &[OutPoint]) -> u64 {
+        0
+    }
+    fn forget_missing(&mut self) -> (usize, u64) {
+        (0, 0)
+    }
+    fn holds_any(&self) -> bool {
+        false
+    }
+    fn payment_string_for(&self, _txid: &Txid) -> Option<String> {
+        None
+    }
+    fn to_fields(&self) -> Map<String, Value> {
+        Map::from_iter([(FASTPAY_PART.to_owned(), self.to_section())])
+    }
+    fn clone_box(&self) -> Box<dyn WalletPart> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
 
 impl FastpayBook {
     /// The book whose section (the wallet file's `fastpay`) is `section`, every part checked
     /// (module docs); [`FastpayError::Section`] says which part is wrong.
     pub fn from_section(section: &serde_json::Value) -> Result<FastpayBook, FastpayError> {
         let record = FastpayRecord::deserialize(section).map_err(|error| problem("fastpay", error))?;
-        // The fundings are kept as core transactions, of FastPay's kind.
-        specie_fastpay_primary::install();
         record.to_book()
     }
 
@@ -337,11 +403,11 @@ mod tests {
 
     use specie_wallet::{Wallet, WalletFile, WALLET_FORMAT_VERSION};
 
-    use crate::book::{CommitteeSource, FastpayBook, FastpayError, FastpayWallet};
+    use crate::book::{CommitteeSource, FastpayBook, FastpayWallet};
     use crate::testkit::{funded_wallet, rng};
 
     fn book(wallet: &Wallet) -> FastpayBook {
-        wallet.fastpay().unwrap().expect("a wallet with a committee")
+        wallet.fastpay().expect("a wallet with a committee").clone()
     }
 
     /// A wallet with every part of the section: a credited funding, a certified transfer back to
@@ -442,7 +508,7 @@ mod tests {
         fs::write(&path, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
         let loaded = WalletFile::load(&path).unwrap();
         assert_eq!(loaded.balance(), wallet.balance());
-        assert!(loaded.fastpay().unwrap().is_none());
+        assert!(loaded.fastpay().is_none());
         WalletFile::save(&path, &loaded).unwrap();
         let saved: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
         assert_eq!(saved["version"], WALLET_FORMAT_VERSION);
@@ -469,8 +535,8 @@ mod tests {
         assert!(book(&restarted).account(&account).unwrap().pending().is_empty());
     }
 
-    /// The core loads a wallet whose section is damaged (it does not read it); the section is
-    /// refused, saying which part is wrong, when the accounts are read, and nothing changes.
+    /// A wallet whose section is damaged does not load; the error says which part is wrong, and
+    /// the file is left as it was.
     #[test]
     fn a_damaged_section_is_explained() {
         let signing = SigningCommittee::deterministic(4, 1);
@@ -480,18 +546,12 @@ mod tests {
         let fails = |edit: &dyn Fn(&mut serde_json::Value), expected: &str| {
             let mut json = serde_json::to_value(WalletFile::from_wallet(&wallet)).unwrap();
             edit(&mut json);
-            fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
-            let mut loaded = WalletFile::load(&path).unwrap();
-            let error = loaded.fastpay().unwrap_err();
-            assert!(matches!(error, FastpayError::Section { .. }), "{error:?}");
+            let written = serde_json::to_vec(&json).unwrap();
+            fs::write(&path, &written).unwrap();
+            let error = WalletFile::load(&path).unwrap_err();
             assert!(error.to_string().contains(expected), "{error}");
-            let section = loaded.section(specie_wallet::Section::Fastpay).cloned();
-            assert!(loaded.fastpay_new_account(&mut rng(55)).is_err());
-            assert_eq!(
-                loaded.section(specie_wallet::Section::Fastpay),
-                section.as_ref(),
-                "unchanged"
-            );
+            assert!(error.to_string().contains("restore it from your backup"), "{error}");
+            assert_eq!(fs::read(&path).unwrap(), written, "unchanged");
         };
         // An order signed by someone else, or for another sequence number, is not this wallet's.
         let other = busy_wallet(&SigningCommittee::deterministic(4, 2), 52).0;

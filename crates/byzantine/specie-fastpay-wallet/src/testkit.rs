@@ -7,7 +7,7 @@ use specie_wallet::{PaidOutput, PaymentString, Wallet};
 
 pub fn rng(seed: u64) -> StdRng {
     // Every test that reads a wallet's fundings decodes FastPay's kinds.
-    specie_fastpay_primary::install();
+    crate::install();
     StdRng::seed_from_u64(seed)
 }
 

@@ -93,112 +93,6 @@ pub enum BridgeErrorCode {
     InvalidPayoutSignature,
 }
 
-/// Why a confidential transaction is refused (specie-only: Fabric CBDC's confidential level).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ConfidentialErrorCode {
-    /// `confidential_public_in_mismatch`: the proof's `public_in` is not the transparent inputs' total.
-    PublicInMismatch,
-    /// `confidential_public_out_mismatch`: the proof's `public_out` is not the transparent outputs' total.
-    PublicOutMismatch,
-    /// `confidential_input_mismatch`: the proof's input commitments are not the spent outputs'.
-    InputCommitmentMismatch,
-    /// `confidential_owner_count`: the owners listed are not one per output the proof commits to.
-    OwnerCount,
-    /// `auditor_missing`: an auditor with jurisdiction cannot read the values.
-    AuditorMissing,
-    /// `invalid_confidential_proof`: a range, balance or auditor-validity proof fails.
-    InvalidProof,
-    /// `active_auditor_missing`: a private transaction lacks the co-signature of an active
-    /// auditor with jurisdiction.
-    ActiveAuditorMissing,
-    /// `invalid_cosignature`: an active auditor's co-signature is not its signature of the txid.
-    InvalidCosignature,
-}
-
-impl ConfidentialErrorCode {
-    pub fn code(self) -> &'static str {
-        match self {
-            ConfidentialErrorCode::PublicInMismatch => "confidential_public_in_mismatch",
-            ConfidentialErrorCode::PublicOutMismatch => "confidential_public_out_mismatch",
-            ConfidentialErrorCode::InputCommitmentMismatch => "confidential_input_mismatch",
-            ConfidentialErrorCode::OwnerCount => "confidential_owner_count",
-            ConfidentialErrorCode::AuditorMissing => "auditor_missing",
-            ConfidentialErrorCode::InvalidProof => "invalid_confidential_proof",
-            ConfidentialErrorCode::ActiveAuditorMissing => "active_auditor_missing",
-            ConfidentialErrorCode::InvalidCosignature => "invalid_cosignature",
-        }
-    }
-
-    fn describe(self) -> &'static str {
-        match self {
-            ConfidentialErrorCode::PublicInMismatch => {
-                "the proof's clear input value is not the total of the transparent inputs"
-            }
-            ConfidentialErrorCode::PublicOutMismatch => {
-                "the proof's clear output value is not the total of the transparent outputs"
-            }
-            ConfidentialErrorCode::InputCommitmentMismatch => {
-                "the proof's input commitments are not those of the confidential outputs spent"
-            }
-            ConfidentialErrorCode::OwnerCount => "there is not one owner per confidential output",
-            ConfidentialErrorCode::AuditorMissing => "an auditor with jurisdiction is not given the values",
-            ConfidentialErrorCode::InvalidProof => "the confidential transfer's proofs do not verify",
-            ConfidentialErrorCode::ActiveAuditorMissing => "an active auditor with jurisdiction has not co-signed it",
-            ConfidentialErrorCode::InvalidCosignature => "an active auditor's co-signature does not verify",
-        }
-    }
-}
-
-/// Why an anonymous transaction is refused (specie-only: Fabric CBDC's anonymous level).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AnonymousErrorCode {
-    /// `no_registration_authority`: the node trusts no registration authority, so it takes no
-    /// anonymous transaction.
-    NoRegistrationAuthority,
-    /// `anonymous_spend_proof_count`: there is not one spend proof per anonymous input.
-    SpendProofCount,
-    /// `anonymous_owner_count`: there is not one value per anonymous output.
-    OwnerCount,
-    /// `anonymous_zero_value`: an anonymous output's clear value is zero.
-    ZeroValue,
-    /// `anonymous_hidden_input_in_clear`: values in clear cannot spend a hidden value.
-    HiddenInputInClear,
-    /// `owner_auditor_missing`: an owner auditor with jurisdiction cannot read an owner.
-    OwnerAuditorMissing,
-    /// `invalid_owner_audit`: an owner's ciphertext is not proven to be the committed owner.
-    InvalidOwnerAudit,
-    /// `invalid_spend_proof`: a spend is not authorised by a credential for the committed owner.
-    InvalidSpendProof,
-}
-
-impl AnonymousErrorCode {
-    pub fn code(self) -> &'static str {
-        match self {
-            AnonymousErrorCode::NoRegistrationAuthority => "no_registration_authority",
-            AnonymousErrorCode::SpendProofCount => "anonymous_spend_proof_count",
-            AnonymousErrorCode::OwnerCount => "anonymous_owner_count",
-            AnonymousErrorCode::ZeroValue => "anonymous_zero_value",
-            AnonymousErrorCode::HiddenInputInClear => "anonymous_hidden_input_in_clear",
-            AnonymousErrorCode::OwnerAuditorMissing => "owner_auditor_missing",
-            AnonymousErrorCode::InvalidOwnerAudit => "invalid_owner_audit",
-            AnonymousErrorCode::InvalidSpendProof => "invalid_spend_proof",
-        }
-    }
-
-    fn describe(self) -> &'static str {
-        match self {
-            AnonymousErrorCode::NoRegistrationAuthority => "this node trusts no registration authority",
-            AnonymousErrorCode::SpendProofCount => "there is not one spend proof per anonymous input",
-            AnonymousErrorCode::OwnerCount => "there is not one value per anonymous output",
-            AnonymousErrorCode::ZeroValue => "an anonymous output's value is zero",
-            AnonymousErrorCode::HiddenInputInClear => "a transaction with values in clear spends a hidden value",
-            AnonymousErrorCode::OwnerAuditorMissing => "an owner auditor with jurisdiction is not given the owners",
-            AnonymousErrorCode::InvalidOwnerAudit => "an owner audit does not verify",
-            AnonymousErrorCode::InvalidSpendProof => "a spend proof does not verify under the registration authority",
-        }
-    }
-}
-
 impl BridgeErrorCode {
     pub fn code(self) -> &'static str {
         match self {
@@ -348,11 +242,8 @@ pub enum ValidationError {
     Specie(SpecieErrorCode),
     #[error("{}", .0.describe())]
     Bridge(BridgeErrorCode),
-    #[error("{}", .0.describe())]
-    Confidential(ConfidentialErrorCode),
-    #[error("{}", .0.describe())]
-    Anonymous(AnonymousErrorCode),
-    /// A capability kind's rules refused it (FastPay's funding and redeem: category `fastpay`).
+    /// A capability kind's rules refused it (FastPay's funding and redeem: category `fastpay`;
+    /// the private kinds: `confidential`, `anonymous`).
     #[error("{}", .0.message)]
     Capability(CapabilityError),
 }
@@ -367,8 +258,6 @@ impl ValidationError {
             ValidationError::Witness { code, .. } => code.code(),
             ValidationError::Specie(code) => code.code(),
             ValidationError::Bridge(code) => code.code(),
-            ValidationError::Confidential(code) => code.code(),
-            ValidationError::Anonymous(code) => code.code(),
             ValidationError::Capability(error) => error.code,
         }
     }
@@ -382,8 +271,6 @@ impl ValidationError {
             ValidationError::Transaction(_)
             | ValidationError::Specie(_)
             | ValidationError::Bridge(_)
-            | ValidationError::Confidential(_)
-            | ValidationError::Anonymous(_)
             | ValidationError::Capability(_) => None,
         }
     }
@@ -399,8 +286,6 @@ impl ValidationError {
             ValidationError::Witness { .. } => "witness",
             ValidationError::Specie(_) => "specie",
             ValidationError::Bridge(_) => "offline",
-            ValidationError::Confidential(_) => "confidential",
-            ValidationError::Anonymous(_) => "anonymous",
             ValidationError::Capability(error) => error.category,
         }
     }

@@ -13,7 +13,6 @@
 //! microseconds per input), so work is cut into chunks of many transactions to make the
 //! per-task cost of the pool negligible.
 
-mod anonymous;
 pub mod capability;
 pub mod endorsement;
 pub mod error;
@@ -29,14 +28,17 @@ use specie_transaction::{CompactTransaction, NonceMode, SpecieTransaction, Trans
 
 pub use capability::{CapabilityError, CapabilityRules, CapabilityRulesSet};
 pub use error::{
-    AnonymousErrorCode, BridgeErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode,
-    ValidationError, WitnessErrorCode,
+    BridgeErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError, WitnessErrorCode,
 };
 
 /// The reference's checks, for the rules of a capability's kinds to compose (module
-/// [`capability`]): a funding's inputs, change and witnesses as every funding has them.
+/// [`capability`]): a funding's inputs, change and witnesses as every funding has them; the
+/// structure, value and witness checks a transfer is made of.
 pub mod checks {
-    pub use crate::validate::check_funding_value;
+    pub use crate::validate::{
+        check_distinct_prevouts, check_funding_value, check_inputs_structure, check_outputs_value,
+        check_owner_witnesses, check_witness, total,
+    };
 }
 pub use issuer::{IssuerKeys, IssuerKeysError};
 pub use trusted::TrustedKeys;
@@ -92,47 +94,27 @@ pub fn validate_batch(
     results
 }
 
-/// Validates and compacts one task's transactions. The confidential transfers' proofs (of
-/// confidential and anonymous transactions) are verified together in one batch (a third of the
-/// cost each), and so are the anonymous transactions' spend proofs (their pairings folded into
-/// one); if a batch fails, one by one, so each transaction gets exactly the verdict
-/// [`validate_and_compact`] gives it. A capability's kinds go to its rules together
-/// ([`CapabilityRules::check_batch`]).
+/// Validates and compacts one task's transactions. A capability's kinds go to its rules
+/// together ([`CapabilityRules::check_batch`]), so that their costly proofs can be verified in
+/// batches (the private kinds'); each transaction gets exactly the verdict
+/// [`validate_and_compact`] gives it.
 fn validate_chunk(
     chunk: &[SpecieTransaction],
     trusted: &TrustedKeys,
 ) -> Vec<Result<CompactTransaction, ValidationError>> {
     let mut verdicts = Vec::with_capacity(chunk.len());
-    let mut proofs = vec![];
-    let mut spends = vec![];
     let mut kinds = vec![];
     for (position, tx) in chunk.iter().enumerate() {
         let txid = tx.txid();
-        let verdict = match tx {
-            SpecieTransaction::Confidential(confidential) => {
-                validate::check_confidential_but_proofs(confidential, &txid, trusted).inspect(|()| {
-                    proofs.push((position, &confidential.proof, confidential.context()));
-                })
+        if let SpecieTransaction::Capability(capability) = tx {
+            if let Some(rules) = trusted.capabilities.for_kind(capability.kind()) {
+                // Judged below, together with the task's others of the same rules.
+                kinds.push((position, rules, &**capability, txid));
+                verdicts.push(Ok(CompactTransaction::default()));
+                continue;
             }
-            SpecieTransaction::Anonymous(anonymous) => anonymous::check_anonymous_but_proofs(anonymous, &txid, trusted)
-                .map(|context| {
-                    if let specie_transaction::AnonymousValues::Hidden(proof) = &anonymous.values {
-                        proofs.push((position, proof, context));
-                    }
-                    spends.push((position, &**anonymous, txid));
-                }),
-            SpecieTransaction::Capability(capability) => {
-                if let Some(rules) = trusted.capabilities.for_kind(capability.kind()) {
-                    // Judged below, together with the task's others of the same rules.
-                    kinds.push((position, rules, &**capability, txid));
-                    verdicts.push(Ok(CompactTransaction::default()));
-                    continue;
-                }
-                validate::check(tx, &txid, trusted)
-            }
-            _ => validate::check(tx, &txid, trusted),
-        };
-        verdicts.push(verdict.map(|()| tx.compact()));
+        }
+        verdicts.push(validate::check(tx, &txid, trusted).map(|()| tx.compact()));
     }
     for rules in trusted.capabilities.iter() {
         let (positions, batch): (Vec<usize>, Vec<_>) = kinds
@@ -147,33 +129,6 @@ fn validate_chunk(
         assert_eq!(judged.len(), batch.len(), "one verdict per transaction");
         for ((position, verdict), (tx, _)) in positions.into_iter().zip(judged).zip(batch) {
             verdicts[position] = verdict.map(|()| tx.compact());
-        }
-    }
-    if !proofs.is_empty() {
-        let batch: Vec<(&specie_confidential::ConfidentialTransfer, [u8; 32])> =
-            proofs.iter().map(|(_, proof, context)| (*proof, *context)).collect();
-        if specie_confidential::verify_batch(&batch).is_err() {
-            for (position, proof, context) in proofs {
-                if proof.verify(&context).is_err() {
-                    verdicts[position] = Err(validate::invalid_proof());
-                }
-            }
-        }
-    }
-    if let (Some(authority), false) = (&trusted.registration_authority, spends.is_empty()) {
-        let items: Vec<specie_credential::SpendItem<'_>> = spends
-            .iter()
-            .flat_map(|(_, tx, txid)| anonymous::spend_items(tx, txid))
-            .collect();
-        if specie_credential::verify_batch(authority, &items).is_err() {
-            for (position, tx, txid) in &spends {
-                if let Err(error) = anonymous::spend_proofs_hold(tx, txid, trusted) {
-                    // A transaction whose values' proof also failed keeps that first verdict.
-                    if verdicts[*position].is_ok() {
-                        verdicts[*position] = Err(error);
-                    }
-                }
-            }
         }
     }
     verdicts

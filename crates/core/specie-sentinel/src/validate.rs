@@ -11,13 +11,12 @@ use std::collections::BTreeSet;
 use secp256k1::XOnlyPublicKey;
 use specie_transaction::signing::{parse_xonly, schnorr_verify};
 use specie_transaction::{
-    BridgeFunding, BridgePayout, ConfidentialTransaction, Input, MintTransaction, OutPoint, Output, P2pkParseError,
-    P2pkWitness, RedeemTransaction, SpecieTransaction, Transaction, Txid, Witness,
+    BridgeFunding, BridgePayout, Input, MintTransaction, OutPoint, Output, P2pkParseError, P2pkWitness,
+    RedeemTransaction, SpecieTransaction, Transaction, Txid, Witness,
 };
 
 use crate::error::{
-    BridgeErrorCode, ConfidentialErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode,
-    ValidationError, WitnessErrorCode,
+    BridgeErrorCode, InputErrorCode, OutputErrorCode, SpecieErrorCode, TxErrorCode, ValidationError, WitnessErrorCode,
 };
 use crate::issuer::IssuerKeys;
 use crate::trusted::TrustedKeys;
@@ -72,7 +71,7 @@ fn check_output_value(output: &Output) -> Result<(), OutputErrorCode> {
 }
 
 /// `check_input_structure` for every input.
-pub(crate) fn check_inputs_structure(inputs: &[Input]) -> Check {
+pub fn check_inputs_structure(inputs: &[Input]) -> Check {
     for (index, input) in inputs.iter().enumerate() {
         if let Err(data_error) = check_output_value(&input.data) {
             return Err(ValidationError::Input {
@@ -86,7 +85,7 @@ pub(crate) fn check_inputs_structure(inputs: &[Input]) -> Check {
 }
 
 /// `check_output_value` for every output.
-pub(crate) fn check_outputs_value(outputs: &[Output]) -> Check {
+pub fn check_outputs_value(outputs: &[Output]) -> Check {
     for (index, output) in outputs.iter().enumerate() {
         if let Err(code) = check_output_value(output) {
             return Err(ValidationError::Output {
@@ -103,7 +102,7 @@ fn overflow() -> ValidationError {
 }
 
 /// Sums values as `check_in_out_set` does: overflow is an error, not a wrap.
-pub(crate) fn total(mut values: impl Iterator<Item = u64>) -> Result<u64, ValidationError> {
+pub fn total(mut values: impl Iterator<Item = u64>) -> Result<u64, ValidationError> {
     values.try_fold(0u64, |sum, value| sum.checked_add(value).ok_or_else(overflow))
 }
 
@@ -119,7 +118,7 @@ fn check_in_out_set(inputs: &[Input], outputs: &[Output], redeemed: u64) -> Chec
 }
 
 /// `check_witness` → `check_p2pk_witness` for witness `index`, over `txid`.
-fn check_witness(owner: &[u8; 32], witness: &Witness, txid: &Txid) -> Result<(), WitnessErrorCode> {
+pub fn check_witness(owner: &[u8; 32], witness: &Witness, txid: &Txid) -> Result<(), WitnessErrorCode> {
     let p2pk = P2pkWitness::parse(witness).map_err(|error| match error {
         P2pkParseError::MissingProgramType => WitnessErrorCode::MissingWitnessProgramType,
         P2pkParseError::UnknownProgramType(_) => WitnessErrorCode::UnknownWitnessProgramType,
@@ -143,7 +142,7 @@ fn check_witnesses(inputs: &[Input], witnesses: &[Witness], txid: &Txid) -> Chec
 }
 
 /// Witness `i` is the p2pk witness of `owners[i]` over the txid.
-pub(crate) fn check_owner_witnesses(owners: &[[u8; 32]], witnesses: &[Witness], txid: &Txid) -> Check {
+pub fn check_owner_witnesses(owners: &[[u8; 32]], witnesses: &[Witness], txid: &Txid) -> Check {
     // check_witness_count ran first, so the lists pair up exactly.
     assert_eq!(owners.len(), witnesses.len(), "witness count checked before witnesses");
     for (index, (owner, witness)) in owners.iter().zip(witnesses).enumerate() {
@@ -153,33 +152,6 @@ pub(crate) fn check_owner_witnesses(owners: &[[u8; 32]], witnesses: &[Witness], 
         })?;
     }
     Ok(())
-}
-
-/// The witnesses of a private transaction's `signers` (its own), once the active auditors'
-/// co-signatures that follow them check out: one p2pk witness of each active auditor, in the
-/// trusted order, over the txid. Witnesses are outside the txid, so auditors co-sign a
-/// transaction already signed, and their signatures change nothing else.
-pub(crate) fn own_witnesses<'a>(
-    witnesses: &'a [Witness],
-    signers: usize,
-    txid: &Txid,
-    trusted: &TrustedKeys,
-) -> Result<&'a [Witness], ValidationError> {
-    let active = &trusted.active_auditors;
-    if witnesses.len() == signers && !active.is_empty() {
-        return Err(confidential(ConfidentialErrorCode::ActiveAuditorMissing));
-    }
-    if witnesses.len() != signers + active.len() {
-        return Err(ValidationError::Transaction(TxErrorCode::MissingWitness));
-    }
-    let (own, cosignatures) = witnesses.split_at(signers);
-    for (auditor, cosignature) in active.iter().zip(cosignatures) {
-        let program = specie_transaction::witness_program_commitment(auditor);
-        if check_witness(&program, cosignature, txid).is_err() {
-            return Err(confidential(ConfidentialErrorCode::InvalidCosignature));
-        }
-    }
-    Ok(own)
 }
 
 /// The issuer checks shared by mint and redeem: configured key, then signature over the txid.
@@ -298,37 +270,8 @@ pub(crate) fn check_bridge_payout(payout: &BridgePayout, trusted: &TrustedKeys) 
     Ok(())
 }
 
-pub(crate) fn confidential(code: ConfidentialErrorCode) -> ValidationError {
-    ValidationError::Confidential(code)
-}
-
-/// Confidential: the transfer's structure checks over both input lists (the transparent
-/// inputs first), the clear values against the proof's, the spent commitments, the auditors
-/// with jurisdiction, the witnesses. The proofs, the costliest, are left to the caller, who
-/// may verify many transactions' together.
-pub(crate) fn check_confidential_but_proofs(tx: &ConfidentialTransaction, txid: &Txid, trusted: &TrustedKeys) -> Check {
-    let inputs = tx.transparent_inputs.len() + tx.confidential_inputs.len();
-    if inputs == 0 {
-        return Err(ValidationError::Transaction(TxErrorCode::NoInputs));
-    }
-    if tx.transparent_outputs.is_empty() && tx.owners.is_empty() {
-        return Err(ValidationError::Transaction(TxErrorCode::NoOutputs));
-    }
-    let own = own_witnesses(&tx.witnesses, inputs, txid, trusted)?;
-    let prevouts = tx
-        .transparent_inputs
-        .iter()
-        .map(|i| &i.prevout)
-        .chain(tx.confidential_inputs.iter().map(|i| &i.prevout));
-    check_distinct_prevouts(prevouts)?;
-    check_inputs_structure(&tx.transparent_inputs)?;
-    check_outputs_value(&tx.transparent_outputs)?;
-    check_confidential_statement(tx, trusted)?;
-    check_owner_witnesses(&tx.input_owners(), own, txid)
-}
-
 /// No output spent twice by one transaction (its inputs of every list, in order).
-pub(crate) fn check_distinct_prevouts<'a>(prevouts: impl Iterator<Item = &'a OutPoint>) -> Check {
+pub fn check_distinct_prevouts<'a>(prevouts: impl Iterator<Item = &'a OutPoint>) -> Check {
     let mut seen: BTreeSet<&OutPoint> = BTreeSet::new();
     for (index, prevout) in prevouts.enumerate() {
         if !seen.insert(prevout) {
@@ -342,42 +285,6 @@ pub(crate) fn check_distinct_prevouts<'a>(prevouts: impl Iterator<Item = &'a Out
     Ok(())
 }
 
-/// Every check of a confidential transaction, the proofs last.
-pub(crate) fn check_confidential(tx: &ConfidentialTransaction, txid: &Txid, trusted: &TrustedKeys) -> Check {
-    check_confidential_but_proofs(tx, txid, trusted)?;
-    tx.proof.verify(&tx.context()).map_err(|_| invalid_proof())
-}
-
-pub(crate) fn invalid_proof() -> ValidationError {
-    confidential(ConfidentialErrorCode::InvalidProof)
-}
-
-/// What the proof states against the transaction: clear values, spent commitments, one owner
-/// per output, every auditor with jurisdiction addressed.
-fn check_confidential_statement(tx: &ConfidentialTransaction, trusted: &TrustedKeys) -> Check {
-    let public_in = total(tx.transparent_inputs.iter().map(|i| i.data.value))?;
-    if tx.proof.public_in() != public_in {
-        return Err(confidential(ConfidentialErrorCode::PublicInMismatch));
-    }
-    let public_out = total(tx.transparent_outputs.iter().map(|o| o.value))?;
-    if tx.proof.public_out() != public_out {
-        return Err(confidential(ConfidentialErrorCode::PublicOutMismatch));
-    }
-    let spent = tx.confidential_inputs.iter().map(|i| i.commitment);
-    let stated = tx.proof.input_commitments().iter().map(|c| c.to_bytes());
-    if tx.proof.input_commitments().len() != tx.confidential_inputs.len() || !spent.eq(stated) {
-        return Err(confidential(ConfidentialErrorCode::InputCommitmentMismatch));
-    }
-    if tx.proof.output_commitments().len() != tx.owners.len() {
-        return Err(confidential(ConfidentialErrorCode::OwnerCount));
-    }
-    let addressed: Vec<[u8; 32]> = tx.proof.auditors().iter().map(|a| a.to_bytes()).collect();
-    if !trusted.auditors.iter().all(|a| addressed.contains(a)) {
-        return Err(confidential(ConfidentialErrorCode::AuditorMissing));
-    }
-    Ok(())
-}
-
 /// Validates any transaction whose txid is already known.
 pub(crate) fn check(tx: &SpecieTransaction, txid: &Txid, trusted: &TrustedKeys) -> Check {
     match tx {
@@ -386,8 +293,6 @@ pub(crate) fn check(tx: &SpecieTransaction, txid: &Txid, trusted: &TrustedKeys) 
         SpecieTransaction::Redeem(redeem) => check_redeem(redeem, txid, &trusted.issuers),
         SpecieTransaction::BridgeFunding(funding) => check_bridge_funding(funding, txid, trusted),
         SpecieTransaction::BridgePayout(payout) => check_bridge_payout(payout, trusted),
-        SpecieTransaction::Confidential(tx) => check_confidential(tx, txid, trusted),
-        SpecieTransaction::Anonymous(tx) => crate::anonymous::check_anonymous(tx, txid, trusted),
         SpecieTransaction::Capability(tx) => match trusted.capabilities.for_kind(tx.kind()) {
             Some(rules) => rules.check(&**tx, txid),
             None => Err(crate::capability::not_accepted(&**tx)),

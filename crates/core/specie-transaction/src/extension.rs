@@ -1,15 +1,19 @@
-//! specie's extension to the reference format: issuer-signed mint and redeem, and the online
-//! core's side of FastPay funding and redeem (module [`crate::fastpay`]).
+//! specie's extension to the reference format: issuer-signed mint and redeem, bridge funding and
+//! payout, and the kinds capabilities add (module [`crate::capability`]).
 //!
 //! The reference mints with an unauthorised zero-input transaction and has no redeem. specie
-//! adds transaction kinds of its own (mint and redeem signed by a configured issuer key; FastPay
-//! funding and redeem) and keeps transfers byte-for-byte the reference's. The full specification with test vectors is
-//! `docs/transaction-format.md`; the rules in brief:
+//! adds transaction kinds of its own (mint and redeem signed by a configured issuer key; bridge
+//! funding and payout), carries those capabilities add (FastPay's funding and redeem, the privacy
+//! levels' confidential and anonymous transactions), and keeps transfers byte-for-byte the
+//! reference's. The full specification with test vectors is `docs/transaction-format.md`; the
+//! rules in brief:
 //!
 //! * Extension transactions start with [`EXTENSION_HEADER`] = `0xFF 'S' 'P' 'C' 'E' 'X' 'T'`
 //!   (the 7-byte [`EXTENSION_MAGIC`]) then the version byte `0x01`, then a kind byte
 //!   (`0x01` mint, `0x02` redeem, `0x03` FastPay funding, `0x04` FastPay redeem, `0x05` bridge
-//!   funding, `0x06` bridge payout; the last two in module [`crate::bridge`]). Read as the little-endian input count a reference transaction
+//!   funding, `0x06` bridge payout, `0x07` confidential, `0x08` anonymous; `0x05` and `0x06` in
+//!   module [`crate::bridge`], `0x03`, `0x04`, `0x07` and `0x08` in their capabilities' crates,
+//!   decoded once installed). Read as the little-endian input count a reference transaction
 //!   starts with, those 8 bytes are `0x01_54_58_45_43_50_53_FF` ≥ 2^56 (and the magic alone is
 //!   ≥ 2^54 whatever the version), a count no transaction can have, so the two formats never
 //!   collide. Detection compares all 7 magic bytes, not just the first one: `0xFF` alone is the
@@ -29,10 +33,8 @@
 //! Because every txid preimage starts with the header and kind, a signature over an extension
 //! txid can never be replayed as one over a transfer txid or another kind's.
 
-use crate::anonymous::AnonymousTransaction;
 use crate::bridge::{BridgeFunding, BridgePayout};
 use crate::capability::{self, CapabilityTransaction};
-use crate::confidential::ConfidentialTransaction;
 use crate::hash::{sha256, Sha256Writer};
 use crate::limits::{DecodeLimits, INPUT_BYTES, OUTPUT_BYTES, SIGNATURE_BYTES, XONLY_PUBKEY_BYTES};
 use crate::signing::{schnorr_sign, sign_inputs, xonly_bytes, NonceMode, SignError};
@@ -59,11 +61,8 @@ pub const KIND_REDEEM: u8 = 0x02;
 pub const KIND_BRIDGE_FUND: u8 = 0x05;
 /// Kind byte of a bridge payout (value a bridge gives back becomes a core output).
 pub const KIND_BRIDGE_PAYOUT: u8 = 0x06;
-/// A confidential transaction (module [`crate::confidential`]).
-pub const KIND_CONFIDENTIAL: u8 = 0x07;
-/// An anonymous transaction: owners hidden behind commitments, values in clear or hidden
-/// ([`crate::anonymous`]).
-pub const KIND_ANONYMOUS: u8 = 0x08;
+// 0x07 and 0x08 are the privacy levels' confidential and anonymous transactions, defined by
+// their bridge crate (`specie-private-transactions`).
 /// Bytes in a mint nonce.
 pub const MINT_NONCE_BYTES: usize = 32;
 /// Domain separator of the mint marker id. The preimage is 21 + 32 = 53 bytes, while every
@@ -127,11 +126,8 @@ pub enum SpecieTransaction {
     Redeem(RedeemTransaction),
     BridgeFunding(BridgeFunding),
     BridgePayout(BridgePayout),
-    /// Boxed: a confidential transaction's proofs make it several times larger than any other kind.
-    Confidential(Box<ConfidentialTransaction>),
-    /// Boxed, as a confidential transaction: its proofs dominate its size.
-    Anonymous(Box<AnonymousTransaction>),
-    /// A kind a capability adds (module [`crate::capability`]): FastPay's funding and redeem.
+    /// A kind a capability adds (module [`crate::capability`]): FastPay's funding and redeem,
+    /// the privacy levels' confidential and anonymous transactions.
     Capability(Box<dyn CapabilityTransaction>),
 }
 
@@ -176,10 +172,7 @@ pub fn put_header(out: &mut Vec<u8>, kind: u8) {
 
 /// Whether `kind` is one of the core's own kinds, decoded without anything installed.
 pub(crate) fn is_core_kind(kind: u8) -> bool {
-    matches!(
-        kind,
-        KIND_MINT | KIND_REDEEM | KIND_BRIDGE_FUND | KIND_BRIDGE_PAYOUT | KIND_CONFIDENTIAL | KIND_ANONYMOUS
-    )
+    matches!(kind, KIND_MINT | KIND_REDEEM | KIND_BRIDGE_FUND | KIND_BRIDGE_PAYOUT)
 }
 
 /// Reads and checks header and kind; `expected_kind` is `None` when any known kind (the core's
@@ -325,18 +318,6 @@ impl RedeemTransaction {
     }
 }
 
-impl From<ConfidentialTransaction> for SpecieTransaction {
-    fn from(tx: ConfidentialTransaction) -> SpecieTransaction {
-        SpecieTransaction::Confidential(Box::new(tx))
-    }
-}
-
-impl From<AnonymousTransaction> for SpecieTransaction {
-    fn from(tx: AnonymousTransaction) -> SpecieTransaction {
-        SpecieTransaction::Anonymous(Box::new(tx))
-    }
-}
-
 impl SpecieTransaction {
     /// The kind's stable name, as APIs, the inspector and auditors print it.
     pub fn kind_name(&self) -> &'static str {
@@ -347,8 +328,6 @@ impl SpecieTransaction {
             // Stable names, kept from before these kinds were called bridge funding and payout.
             SpecieTransaction::BridgeFunding(_) => "offline_funding",
             SpecieTransaction::BridgePayout(_) => "offline_payout",
-            SpecieTransaction::Confidential(_) => "confidential",
-            SpecieTransaction::Anonymous(_) => "anonymous",
             SpecieTransaction::Capability(tx) => tx.kind_name(),
         }
     }
@@ -360,8 +339,6 @@ impl SpecieTransaction {
             SpecieTransaction::Redeem(redeem) => redeem.txid(),
             SpecieTransaction::BridgeFunding(funding) => funding.txid(),
             SpecieTransaction::BridgePayout(payout) => payout.txid(),
-            SpecieTransaction::Confidential(tx) => tx.txid(),
-            SpecieTransaction::Anonymous(tx) => tx.txid(),
             SpecieTransaction::Capability(tx) => tx.txid(),
         }
     }
@@ -376,8 +353,6 @@ impl SpecieTransaction {
             SpecieTransaction::Redeem(redeem) => &redeem.outputs,
             SpecieTransaction::BridgeFunding(funding) => &funding.outputs,
             SpecieTransaction::BridgePayout(payout) => payout.outputs(),
-            SpecieTransaction::Confidential(tx) => &tx.transparent_outputs,
-            SpecieTransaction::Anonymous(tx) => &tx.transparent_outputs,
             SpecieTransaction::Capability(tx) => tx.outputs(),
         }
     }
@@ -390,8 +365,6 @@ impl SpecieTransaction {
             SpecieTransaction::Mint(_) | SpecieTransaction::BridgePayout(_) => &[],
             SpecieTransaction::Redeem(redeem) => &redeem.inputs,
             SpecieTransaction::BridgeFunding(funding) => &funding.inputs,
-            SpecieTransaction::Confidential(tx) => &tx.transparent_inputs,
-            SpecieTransaction::Anonymous(tx) => &tx.transparent_inputs,
             SpecieTransaction::Capability(tx) => tx.inputs(),
         }
     }
@@ -401,9 +374,7 @@ impl SpecieTransaction {
     /// payout's, or a capability kind's own.
     pub fn marker(&self) -> Option<UhsId> {
         match self {
-            SpecieTransaction::Transfer(_) | SpecieTransaction::Confidential(_) | SpecieTransaction::Anonymous(_) => {
-                None
-            }
+            SpecieTransaction::Transfer(_) => None,
             SpecieTransaction::Mint(mint) => Some(mint_marker(&mint.txid())),
             SpecieTransaction::Redeem(redeem) => Some(redeem_marker(&redeem.txid())),
             SpecieTransaction::BridgeFunding(funding) => Some(funding.marker()),
@@ -419,24 +390,13 @@ impl SpecieTransaction {
 
     /// The compact transaction (no attestations). Does not validate: call a sentinel first.
     /// It spends the inputs' UHS ids and creates the outputs' UHS ids, then the kind's
-    /// [`marker`](SpecieTransaction::marker), if any, last.
+    /// [`marker`](SpecieTransaction::marker), if any, last; a capability's kind says its own
+    /// (the private kinds also spend and create outputs hidden in commitments).
     pub fn compact(&self) -> CompactTransaction {
-        let txid = self.txid();
-        let private_ids = match self {
-            SpecieTransaction::Confidential(tx) => Some(tx.uhs_ids()),
-            SpecieTransaction::Anonymous(tx) => Some(tx.uhs_ids()),
-            SpecieTransaction::Capability(tx) => return tx.compact(),
-            _ => None,
-        };
-        if let Some((spent, created)) = private_ids {
-            return CompactTransaction {
-                txid,
-                spent,
-                created,
-                attestations: Default::default(),
-            };
+        match self {
+            SpecieTransaction::Capability(tx) => tx.compact(),
+            _ => capability::compact_of(self.txid(), self.inputs(), self.outputs(), self.marker()),
         }
-        capability::compact_of(txid, self.inputs(), self.outputs(), self.marker())
     }
 
     /// What this transaction does to the core's circulating supply (see
@@ -448,9 +408,7 @@ impl SpecieTransaction {
             SpecieTransaction::Mint(_) | SpecieTransaction::BridgePayout(_) => (created(), 0),
             SpecieTransaction::Redeem(redeem) => (0, redeem.amount),
             SpecieTransaction::BridgeFunding(funding) => (0, funding.amount),
-            SpecieTransaction::Transfer(_) | SpecieTransaction::Confidential(_) | SpecieTransaction::Anonymous(_) => {
-                (0, 0)
-            }
+            SpecieTransaction::Transfer(_) => (0, 0),
             SpecieTransaction::Capability(tx) => return tx.circulation(),
         };
         capability::Circulation { entered, left }
@@ -500,8 +458,6 @@ impl Encode for SpecieTransaction {
             SpecieTransaction::Redeem(redeem) => redeem.encode_to(out),
             SpecieTransaction::BridgeFunding(funding) => funding.encode_to(out),
             SpecieTransaction::BridgePayout(payout) => payout.encode_to(out),
-            SpecieTransaction::Confidential(tx) => tx.encode_to(out),
-            SpecieTransaction::Anonymous(tx) => tx.encode_to(out),
             SpecieTransaction::Capability(tx) => tx.encode_to(out),
         }
     }
@@ -547,12 +503,6 @@ impl Decode for SpecieTransaction {
                 reader, limits,
             )?)),
             KIND_BRIDGE_PAYOUT => Ok(SpecieTransaction::BridgePayout(BridgePayout::decode_body(reader)?)),
-            KIND_CONFIDENTIAL => Ok(SpecieTransaction::from(ConfidentialTransaction::decode_body(
-                reader, limits,
-            )?)),
-            KIND_ANONYMOUS => Ok(SpecieTransaction::from(AnonymousTransaction::decode_body(
-                reader, limits,
-            )?)),
             kind => match capability::installed(kind) {
                 Some(decoder) => Ok(SpecieTransaction::Capability(decoder.decode_body(reader, limits)?)),
                 None => Err(DecodeError::UnknownKind {
@@ -598,9 +548,10 @@ mod tests {
 
     #[test]
     fn header_errors_are_typed() {
-        // The first kind not defined (0x08 is now the anonymous transaction).
+        // The first kind not defined (0x08 is the anonymous transaction, which nothing here
+        // installs, and 0x09 no one's).
         let mut bytes = EXTENSION_HEADER.to_vec();
-        bytes.push(KIND_ANONYMOUS + 1);
+        bytes.push(0x09);
         assert_eq!(
             SpecieTransaction::decode_exact(&bytes),
             Err(DecodeError::UnknownKind {

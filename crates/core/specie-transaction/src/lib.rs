@@ -10,22 +10,19 @@
 //! * [`address`]: bech32 (BIP-173) pay-to-pubkey addresses.
 //! * [`extension`]: [`SpecieTransaction`] with specie's mint and redeem.
 //! * [`capability`]: kinds a capability adds (FastPay's funding and redeem, in
-//!   `specie-fastpay-primary`), decoded once a deployment installs them.
+//!   `specie-fastpay-primary`; the privacy levels' confidential and anonymous transactions, in
+//!   `specie-private-transactions`), decoded once a deployment installs them.
 //! * [`bridge`]: bridge funding and payout (offline cash, the exchange) and their markers.
 //! * [`compact`]: compact transactions and sentinel attestations.
-//! * [`confidential`]: confidential transactions (values in Pedersen commitments, proofs by
-//!   `specie-confidential`).
 //!
 //! The byte-level specification with test vectors is `docs/transaction-format.md`.
 //! Nothing here panics on any input; decoding allocates at most a small multiple of the input.
 
 pub mod address;
-pub mod anonymous;
 pub mod bridge;
 
 pub mod capability;
 pub mod compact;
-pub mod confidential;
 pub mod extension;
 pub mod hash;
 pub mod limits;
@@ -34,16 +31,9 @@ pub mod transaction;
 
 pub use address::{Address, AddressError, DEFAULT_HRP};
 
-pub use anonymous::{
-    AnonymousBuildError, AnonymousInput, AnonymousPlan, AnonymousSpend, AnonymousTransaction, AnonymousValue,
-    AnonymousValues, CreatedAnonymousOutput,
-};
 pub use bridge::{bridge_funding_marker, bridge_payout_marker, BridgeFunding, BridgePayout, BRIDGE_SERIAL_BYTES};
 pub use capability::{CapabilityKind, CapabilityTransaction, Circulation};
 pub use compact::AttestationError;
-pub use confidential::{
-    BuildError, ConfidentialInput, ConfidentialPlan, ConfidentialTransaction, CreatedConfidentialOutput,
-};
 pub use extension::{mint_marker, redeem_marker, CreatedOutput, MintTransaction, RedeemTransaction, SpecieTransaction};
 pub use limits::DecodeLimits;
 pub use signing::{

@@ -94,60 +94,6 @@ pub enum WalletError {
     )]
     NotAddressedToThisWallet { outputs: usize, addresses: usize },
 
-    #[error("{}", insufficient_notes_message(*confidential, *needed, unit))]
-    InsufficientNotes {
-        confidential: u64,
-        needed: u64,
-        unit: String,
-    },
-
-    #[error("cannot make the confidential transaction: {0}")]
-    Confidential(#[from] specie_transaction::BuildError),
-
-    #[error("{text:?} is not an auditor key (64 hex digits of a Ristretto point, as `GET /v1/info` lists them)")]
-    BadAuditor { text: String },
-
-    #[error(
-        "this confidential payment is not addressed to this wallet: its output pays none of this wallet's \
-         {addresses} addresses"
-    )]
-    ConfidentialNotOurs { addresses: usize },
-
-    #[error(
-        "the node does not hold output {txid}:{index} with the value and blinding this string states: the string \
-         was altered or names another output, or the payment is not confirmed (yet); nothing was added"
-    )]
-    NoteNotAtNode { txid: Txid, index: u64 },
-
-    #[error(
-        "this wallet is not enrolled: `specie wallet enrol <CHALLENGE>` answers the registration authority's challenge"
-    )]
-    NotEnrolled,
-
-    #[error("this wallet is already enrolled, as id {enrolment_id}; a wallet holds one identity")]
-    AlreadyEnrolled { enrolment_id: u64 },
-
-    #[error("this wallet answered no enrolment challenge: `specie wallet enrol <CHALLENGE>` first")]
-    NotEnrolling,
-
-    #[error(
-        "the credential is not the registration authority's signature for this wallet's enrolment; nothing was kept"
-    )]
-    CredentialRefused,
-
-    #[error("this anonymous payment pays another enrolment id than this wallet's")]
-    AnonymousNotOurs,
-
-    #[error(
-        "this wallet holds {available} {unit} spendable in anonymous notes that can pay this way, but this needs \
-         {needed} {unit}; `specie wallet anonymise` turns coins into anonymous notes (notes with hidden values pay \
-         only with --hide-values)"
-    )]
-    InsufficientAnonymousNotes { available: u64, needed: u64, unit: String },
-
-    #[error("cannot make the anonymous transaction: {0}")]
-    Anonymous(#[from] specie_transaction::AnonymousBuildError),
-
     #[error("transaction {0} is not pending in this wallet")]
     UnknownTransaction(Txid),
 
@@ -170,16 +116,10 @@ fn insufficient_message(spendable: u64, pending_in: u64, needed: u64, unit: &str
     message
 }
 
-fn insufficient_notes_message(confidential: u64, needed: u64, unit: &str) -> String {
-    format!(
-        "this wallet holds {confidential} {unit} spendable in confidential notes but this needs {needed} {unit}; \
-         `specie wallet shield` turns coins into notes, and `specie wallet sync` settles notes still pending"
-    )
-}
-
 impl WalletError {
-    /// Why coins or notes could not be chosen; `insufficient` says it for the kind chosen from.
-    pub(crate) fn from_selection(
+    /// Why coins (or a capability's notes) could not be chosen ([`crate::select_coins`]);
+    /// `insufficient` says it for the kind chosen from.
+    pub fn from_selection(
         error: crate::select::SelectionError,
         unit: String,
         insufficient: impl FnOnce() -> WalletError,

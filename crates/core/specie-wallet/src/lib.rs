@@ -15,29 +15,27 @@
 //!   (Argon2id and XChaCha20-Poly1305, `envelope`).
 //! * [`PaymentString`] (`specie-pay1…`) carries the output preimages from sender to recipient
 //!   (§3.7: the recipient cannot discover them from the ledger).
-//! * Confidential notes ([`Note`], docs/privacy.md): shield coins into notes, pay from notes
-//!   with a [`ConfidentialPaymentString`] (`specie-cpay1…`) for the payee, unshield.
-//! * A capability's part of the wallet (Byzantine-mode accounts, `specie-fastpay-wallet`) lives
-//!   in the same file as a [`Section`]: JSON the core carries unread, which the capability's
-//!   driver reads, checks and writes back ([`Wallet::section`], [`Wallet::set_section`]). A
-//!   capability builds its own core transactions from this wallet's coins with
-//!   [`Wallet::build_spend`] and records others with [`Wallet::record_pending`].
+//! * A capability's state in the wallet (the privacy levels' notes and identity,
+//!   `specie-privacy-wallet`; Byzantine-mode accounts, `specie-fastpay-wallet`) is a
+//!   [`WalletPart`]: the core calls its hooks when a pending transaction is resolved, at `sync`
+//!   and when missing outputs are forgotten, and its [`WalletPartKind`], installed per process
+//!   ([`install_part`]), loads and checks its fields of the wallet file; fields of no installed
+//!   part are carried unread. A capability spends this wallet's coins with [`Wallet::spend`] (or
+//!   [`Wallet::build_spend`]), keeps keys of its own with [`WalletKey`], and records core
+//!   transactions built elsewhere with [`Wallet::record_pending`].
 //! * [`NodeClient`] speaks the node's HTTP API (`docs/api.md`), over HTTPS too, with the
 //!   [`NodeAccess`] a wallet keeps (a private CA, an `Authorization` header); [`sync()`]
 //!   resolves pending transactions by asking which UHS ids exist, resubmitting where that is
 //!   safe.
 
-mod anonymous;
-mod anonymous_payment;
 mod client;
-mod confidential_payment;
 mod core_format;
 mod envelope;
 mod error;
 pub mod exchange;
 mod file;
-mod notes;
 mod offline;
+pub mod part;
 mod payment;
 mod select;
 pub mod session;
@@ -46,24 +44,13 @@ mod sync;
 mod wallet;
 
 #[cfg(test)]
-mod anonymous_tests;
-#[cfg(test)]
-mod confidential_tests;
-#[cfg(test)]
 mod scenario_tests;
 #[cfg(test)]
 mod testkit;
 
-pub use anonymous::{receive_anonymous, AnonymousNote, AnonymousPayment, AnonymousPolicy};
-pub use anonymous_payment::{
-    AnonymousPaymentString, AnonymousPaymentStringError, ANONYMOUS_PAYMENT_CHARS, ANONYMOUS_PAYMENT_PREFIX,
-};
 pub use client::{
     core_api, marker_in_core, BadSubmitResult, ClientError, Ledger, NodeAccess, NodeClient, NodeInfo, SubmitResult,
     SubmitStatus, AUTH_FILE_BYTES_MAX, CA_FILE_BYTES_MAX,
-};
-pub use confidential_payment::{
-    ConfidentialPaymentString, ConfidentialPaymentStringError, CONFIDENTIAL_PAYMENT_CHARS, CONFIDENTIAL_PAYMENT_PREFIX,
 };
 pub use core_format::{CoreFormat, CORE_FORMAT};
 pub use envelope::{
@@ -72,18 +59,19 @@ pub use envelope::{
 };
 pub use error::WalletError;
 pub use file::{
-    same_file, write_file_atomically, FileError, WalletFile, WalletFileError, WalletLock,
-    ENCRYPTED_WALLET_FILE_BYTES_MAX, WALLET_FORMAT, WALLET_FORMAT_VERSION, WALLET_LOCK_WAIT_MS,
+    hex32 as file_hex32, same_file, txid_from as file_txid, write_file_atomically, FileError, StateRecord, WalletFile,
+    WalletFileError, WalletLock, ENCRYPTED_WALLET_FILE_BYTES_MAX, WALLET_FORMAT, WALLET_FORMAT_VERSION,
+    WALLET_LOCK_WAIT_MS,
 };
-pub use notes::{
-    parse_auditors, receive_confidential, ConfidentialPayment, Note, ReceivedNote, Shielded, Unshielded,
-    NOTE_INPUTS_MAX,
+pub use part::{install_part, installed_parts, WalletPart, WalletPartKind};
+pub use payment::{
+    checksum_with, strip_prefix_ignore_case, PaidOutput, PaymentString, PaymentStringError, CHECKSUM_BYTES,
+    PAYMENT_STRING_PREFIX,
 };
-pub use payment::{PaidOutput, PaymentString, PaymentStringError, PAYMENT_STRING_PREFIX};
 pub use select::{select_coins, Selection, SelectionError};
 pub use signer::{ExternalSigner, SIGNER_TIMEOUT_MS};
 pub use sync::{resolve_by_presence, settle, sync, Outcome, SyncError, SyncReport};
 pub use wallet::{
-    Balance, Coin, CoinState, Imported, Minted, Payment, PendingKind, PendingTx, Redeemed, Section, SentPayment,
-    Settled, Wallet, DEFAULT_NODE_URL, PENDING_TRANSACTIONS_MAX, SENT_KEPT_MAX,
+    Balance, Coin, CoinState, Imported, Minted, Payment, PendingKind, PendingTx, Redeemed, SentPayment, Settled,
+    Spending, Wallet, WalletKey, DEFAULT_NODE_URL, PENDING_TRANSACTIONS_MAX, SENT_KEPT_MAX,
 };

@@ -30,7 +30,8 @@ pub const PAYMENT_STRING_PREFIX: &str = "specie-pay1";
 pub const PAYMENT_STRING_VERSION: u8 = 1;
 /// Most outputs one payment string may carry: a transaction's output limit.
 pub const PAYMENT_OUTPUTS_MAX: u64 = specie_transaction::DecodeLimits::OUTPUTS_MAX_DEFAULT;
-pub(crate) const CHECKSUM_BYTES: usize = 4;
+/// Bytes of every payment string's checksum (a capability's strings use the same: [`checksum_with`]).
+pub const CHECKSUM_BYTES: usize = 4;
 const ENTRY_BYTES: usize = 8 + 32 + 8;
 const HEADER_BYTES: usize = 1 + 32 + 8;
 /// The longest string accepted: the prefix plus hex of the largest possible payload. Checked
@@ -212,7 +213,7 @@ fn checksum(payload: &[u8]) -> [u8; CHECKSUM_BYTES] {
 
 /// The first bytes of SHA-256(`prefix` ‖ `payload`): the prefix is hashed in so that a string of
 /// one kind can never pass as another kind with a valid checksum.
-pub(crate) fn checksum_with(prefix: &str, payload: &[u8]) -> [u8; CHECKSUM_BYTES] {
+pub fn checksum_with(prefix: &str, payload: &[u8]) -> [u8; CHECKSUM_BYTES] {
     let mut preimage = Vec::with_capacity(prefix.len() + payload.len());
     preimage.extend_from_slice(prefix.as_bytes());
     preimage.extend_from_slice(payload);
@@ -222,7 +223,8 @@ pub(crate) fn checksum_with(prefix: &str, payload: &[u8]) -> [u8; CHECKSUM_BYTES
     out
 }
 
-pub(crate) fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+/// `text` after `prefix`, if it starts with it in any letter case (payment strings are read so).
+pub fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     let head = text.get(..prefix.len())?;
     head.eq_ignore_ascii_case(prefix).then(|| &text[prefix.len()..])
 }

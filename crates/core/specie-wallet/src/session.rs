@@ -12,12 +12,9 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
 
-use specie_confidential::AuditorKey;
-
 use crate::{
-    parse_auditors, settle, ClientError, ConfidentialPaymentString, ConfidentialPaymentStringError, FileError,
-    Imported, NodeAccess, NodeClient, Outcome, PaymentString, PaymentStringError, ReceivedNote, SubmitStatus,
-    SyncError, Wallet, WalletError, WalletFile,
+    settle, ClientError, FileError, Imported, NodeAccess, NodeClient, Outcome, PaymentString, PaymentStringError,
+    SubmitStatus, SyncError, Wallet, WalletError, WalletFile,
 };
 
 /// Why a wallet command could not do its work.
@@ -33,27 +30,6 @@ pub enum SessionError {
     Sync(#[from] SyncError),
     #[error(transparent)]
     PaymentString(#[from] PaymentStringError),
-    #[error(transparent)]
-    ConfidentialPaymentString(#[from] ConfidentialPaymentStringError),
-    #[error(transparent)]
-    AnonymousPaymentString(#[from] crate::AnonymousPaymentStringError),
-    #[error("the enrolment text is not usable: {0}")]
-    EnrolmentText(#[from] specie_credential::TextError),
-    #[error("the node at {url} takes no anonymous transactions (it names no registration authority in /v1/info)")]
-    NoRegistrationAuthority { url: String },
-    #[error(
-        "the node at {url} requires the co-signature of active auditor {auditor}, and no --cosigner gave it; \
-         pass the URL of that auditor's `specie audit serve`"
-    )]
-    CosignerMissing { url: String, auditor: String },
-    #[error("the co-signer at {url} answered for auditor {auditor}, whom the node does not require")]
-    CosignerNotRequired { url: String, auditor: String },
-    #[error("the node at {url} lists a key that does not decode as {what}: {text}")]
-    BadNodeKey {
-        url: String,
-        what: &'static str,
-        text: String,
-    },
     /// Saving the pending transaction failed, so it was not sent.
     #[error("the transaction was not sent: {0}")]
     NotSent(#[source] FileError),
@@ -209,163 +185,6 @@ pub fn import(path: &Path, wallet: &mut Wallet, client: &NodeClient, text: &str)
     let imported = wallet.import_payment(&payment, &confirmed)?;
     WalletFile::save(path, wallet)?;
     Ok(ImportReport { imported, node_error })
-}
-
-/// The auditors a confidential transaction must be readable by: `overrides` if any were given
-/// (`--auditor`), else those the node lists in `GET /v1/info` (a node refuses a confidential
-/// transaction that leaves one of its auditors out).
-pub fn auditors_for(client: &NodeClient, overrides: &[String]) -> Result<Vec<AuditorKey>, SessionError> {
-    if !overrides.is_empty() {
-        return Ok(parse_auditors(overrides)?);
-    }
-    Ok(parse_auditors(&client.info()?.auditors)?)
-}
-
-/// Receives the confidential payment string `text` (see [`crate::receive_confidential`]) and
-/// saves the wallet if it gained a note.
-pub fn receive_confidential(
-    path: &Path,
-    wallet: &mut Wallet,
-    client: &NodeClient,
-    text: &str,
-) -> Result<ReceivedNote, SessionError> {
-    let payment = ConfidentialPaymentString::parse(text)?;
-    let received = crate::receive_confidential(wallet, client, &payment)?;
-    if !received.already_known {
-        WalletFile::save(path, wallet)?;
-    }
-    Ok(received)
-}
-
-/// The registration authority the node at `client` trusts: what a wallet enrols with.
-pub fn registration_authority(client: &NodeClient) -> Result<specie_credential::RaPublicKey, SessionError> {
-    let url = client.url().to_string();
-    let text = client
-        .info()?
-        .registration_authority
-        .ok_or(SessionError::NoRegistrationAuthority { url: url.clone() })?;
-    decode_node_key(&url, "a registration authority key", &text)
-}
-
-fn decode_node_key<T: specie_codec::Decode<Limits = ()>>(
-    url: &str,
-    what: &'static str,
-    text: &str,
-) -> Result<T, SessionError> {
-    hex::decode(text)
-        .ok()
-        .and_then(|bytes| T::decode_exact(&bytes).ok())
-        .ok_or_else(|| SessionError::BadNodeKey {
-            url: url.to_owned(),
-            what,
-            text: text.chars().take(24).collect(),
-        })
-}
-
-/// The node's policy for anonymous transactions: its value and owner auditors (`GET /v1/info`).
-pub fn anonymous_policy(client: &NodeClient, hide_values: bool) -> Result<crate::AnonymousPolicy, SessionError> {
-    let info = client.info()?;
-    let url = client.url().to_string();
-    let owner_auditors = info
-        .owner_auditors
-        .iter()
-        .map(|text| decode_node_key(&url, "an owner auditor key", text))
-        .collect::<Result<Vec<specie_credential::AuditorKey>, _>>()?;
-    Ok(crate::AnonymousPolicy {
-        value_auditors: parse_auditors(&info.auditors)?,
-        owner_auditors,
-        hide_values,
-    })
-}
-
-/// Answers the RA's challenge `text` for the RA the node trusts, saves the wallet (so the secret
-/// is durable before the request leaves), and returns the request text for the RA.
-pub fn begin_enrolment(
-    path: &Path,
-    wallet: &mut Wallet,
-    client: &NodeClient,
-    text: &str,
-    rng: &mut (impl rand::RngCore + rand::CryptoRng),
-) -> Result<String, SessionError> {
-    use specie_credential::Textual;
-    let challenge = specie_credential::EnrolmentChallenge::from_text(text)?;
-    let authority = registration_authority(client)?;
-    let request = wallet.begin_enrolment(authority, challenge, rng)?;
-    WalletFile::save(path, wallet)?;
-    Ok(request.to_text())
-}
-
-/// Keeps the RA's credential `text` as this wallet's identity, and saves the wallet.
-pub fn finish_enrolment(
-    path: &Path,
-    wallet: &mut Wallet,
-    text: &str,
-) -> Result<specie_credential::EnrolmentId, SessionError> {
-    use specie_credential::Textual;
-    let credential = specie_credential::Credential::from_text(text)?;
-    let id = wallet.finish_enrolment(credential)?;
-    WalletFile::save(path, wallet)?;
-    Ok(id)
-}
-
-/// Receives the anonymous payment string `text` (see [`crate::receive_anonymous`]) and saves the
-/// wallet if it gained a note.
-pub fn receive_anonymous(
-    path: &Path,
-    wallet: &mut Wallet,
-    client: &NodeClient,
-    text: &str,
-) -> Result<ReceivedNote, SessionError> {
-    let payment = crate::AnonymousPaymentString::parse(text)?;
-    let received = crate::receive_anonymous(wallet, client, &payment)?;
-    if !received.already_known {
-        WalletFile::save(path, wallet)?;
-    }
-    Ok(received)
-}
-
-/// Has every active auditor the node requires co-sign `tx` through `cosigners` (their services'
-/// URLs, any order), appends the co-signatures in the node's order after the transaction's own
-/// witnesses, and records the co-signed transaction as the pending one. The node checks them.
-pub fn cosign(
-    wallet: &mut Wallet,
-    client: &NodeClient,
-    mut tx: SpecieTransaction,
-    cosigners: &[String],
-) -> Result<SpecieTransaction, SessionError> {
-    let required = client.info()?.active_auditors;
-    if required.is_empty() && cosigners.is_empty() {
-        return Ok(tx);
-    }
-    let mut given = Vec::with_capacity(cosigners.len());
-    for url in cosigners {
-        let (auditor, witness) = NodeClient::new(url)?.cosign(&tx)?;
-        let auditor = hex::encode(auditor);
-        if !required.iter().any(|key| key.eq_ignore_ascii_case(&auditor)) {
-            return Err(SessionError::CosignerNotRequired {
-                url: url.clone(),
-                auditor,
-            });
-        }
-        given.push((auditor, witness));
-    }
-    let mut cosignatures = Vec::with_capacity(required.len());
-    for key in &required {
-        let found = given.iter().find(|(auditor, _)| auditor.eq_ignore_ascii_case(key));
-        let (_, witness) = found.ok_or_else(|| SessionError::CosignerMissing {
-            url: client.url().to_string(),
-            auditor: key.clone(),
-        })?;
-        cosignatures.push(witness.clone());
-    }
-    match &mut tx {
-        SpecieTransaction::Confidential(private) => private.witnesses.extend(cosignatures),
-        SpecieTransaction::Anonymous(private) => private.witnesses.extend(cosignatures),
-        // Only private transactions are co-signed; the node checks nothing else.
-        _ => return Ok(tx),
-    }
-    wallet.replace_pending_transaction(tx.clone())?;
-    Ok(tx)
 }
 
 #[cfg(test)]

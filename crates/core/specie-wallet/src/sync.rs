@@ -112,22 +112,14 @@ impl SyncReport {
     }
 }
 
-/// Marks missing the spendable notes (confidential and anonymous) whose UHS ids the node no
-/// longer holds (spent from another copy of this wallet); asked after the pending transactions
+/// Marks missing the spendable notes of the wallet's parts (`crate::part`: confidential and
+/// anonymous ones) whose UHS ids the node no longer holds (spent from another copy of this wallet); asked after the pending transactions
 /// are resolved, so that a note this wallet's own confirmed transaction spent is already gone.
 fn mark_missing_notes<L: Ledger + ?Sized>(
     wallet: &mut Wallet,
     ledger: &L,
 ) -> Result<Vec<(OutPoint, u64)>, ClientError> {
-    let confidential = wallet
-        .notes()
-        .filter(|note| note.state == CoinState::Spendable)
-        .map(|note| (note.outpoint(), note.uhs_id(), note.value()));
-    let anonymous = wallet
-        .anonymous_notes()
-        .filter(|note| note.state == CoinState::Spendable)
-        .map(|note| (note.outpoint(), note.uhs_id(), note.value()));
-    let spendable: Vec<(OutPoint, UhsId, u64)> = confidential.chain(anonymous).collect();
+    let spendable: Vec<(OutPoint, UhsId, u64)> = wallet.spendable_in_parts();
     if spendable.is_empty() {
         return Ok(Vec::new());
     }
@@ -140,8 +132,7 @@ fn mark_missing_notes<L: Ledger + ?Sized>(
         .map(|((outpoint, _, value), _)| (*outpoint, *value))
         .collect();
     let outpoints: Vec<OutPoint> = vanished.iter().map(|(outpoint, _)| *outpoint).collect();
-    wallet.mark_missing_notes(&outpoints);
-    wallet.mark_missing_anonymous_notes(&outpoints);
+    wallet.mark_missing_in_parts(&outpoints);
     Ok(vanished)
 }
 

@@ -42,9 +42,11 @@ pub const OUTPUTS_MAX: usize = DecodeLimits::OUTPUTS_MAX_DEFAULT as usize;
 /// about 2^-128, so needing more than a few means the RNG is broken (e.g. returns zeros).
 const KEY_DRAW_ATTEMPTS: usize = 8;
 
-/// One signing key and the address it receives at.
+/// One signing key and the address it receives at. A capability's driver draws one
+/// ([`WalletKey::random`]) for an output of its own and keeps it ([`Wallet::add_key`]) once the
+/// transaction paying it is built; its secret never leaves the wallet.
 #[derive(Clone)]
-pub(crate) struct WalletKey {
+pub struct WalletKey {
     pub(crate) secret: [u8; 32],
     pub(crate) keypair: Keypair,
     pub(crate) pubkey: XOnlyPublicKey,
@@ -63,7 +65,8 @@ impl WalletKey {
         })
     }
 
-    pub(crate) fn random(rng: &mut (impl RngCore + CryptoRng)) -> Result<Self, WalletError> {
+    /// A fresh key from `rng`.
+    pub fn random(rng: &mut (impl RngCore + CryptoRng)) -> Result<Self, WalletError> {
         for _ in 0..KEY_DRAW_ATTEMPTS {
             let mut secret = [0u8; 32];
             rng.fill_bytes(&mut secret);
@@ -74,6 +77,13 @@ impl WalletKey {
         Err(WalletError::BrokenRng {
             attempts: KEY_DRAW_ATTEMPTS,
         })
+    }
+}
+
+impl WalletKey {
+    /// The witness program commitment that outputs to this key carry.
+    pub fn commitment(&self) -> Hash32 {
+        self.commitment
     }
 }
 
@@ -153,7 +163,7 @@ pub enum PendingKind {
     BridgeFunding {
         amount: u64,
     },
-    /// Coins turned into a confidential note of this wallet (`crate::notes`).
+    /// Coins turned into a confidential note of this wallet (`specie-privacy-wallet`).
     Shield {
         amount: u64,
     },
@@ -166,7 +176,7 @@ pub enum PendingKind {
     Unshield {
         amount: u64,
     },
-    /// Coins turned into an anonymous note of this wallet (`crate::anonymous`).
+    /// Coins turned into an anonymous note of this wallet (`specie-privacy-wallet`).
     Anonymise {
         amount: u64,
     },
@@ -291,31 +301,17 @@ pub struct Imported {
     pub not_ours: usize,
 }
 
-/// A capability's part of the wallet, kept in the wallet file under its own name and carried
-/// unread by the core: the capability's driver reads it (checking it), changes it and writes it
-/// back. A section the wallet does not hold is absent from the file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Section {
-    /// Byzantine-mode (FastPay) accounts (`specie-fastpay-wallet`), format version 2 on.
-    Fastpay,
-}
-
-impl Section {
-    /// The section's field in the wallet file.
-    pub fn name(self) -> &'static str {
-        match self {
-            Section::Fastpay => "fastpay",
-        }
-    }
-}
-
-/// See [`Wallet::spend`].
-pub(crate) struct Spending {
+/// What a transaction taking an amount out of the wallet's coins spends ([`Wallet::spend`]).
+pub struct Spending {
+    /// The coins chosen, as inputs.
     pub inputs: Vec<Input>,
+    /// Their owners' keypairs: `owners[i]` signs input `i`.
     pub owners: Vec<Keypair>,
+    /// The excess over the amount, returned to this wallet.
     pub change: u64,
     /// No output, or the change's.
     pub change_output: Vec<Output>,
+    /// The change output's key: keep it ([`Wallet::add_key`]) once the transaction is built.
     pub change_key: Option<WalletKey>,
 }
 
@@ -339,29 +335,30 @@ pub struct Wallet {
     pub(crate) network_seen: Option<String>,
     /// The user vouched for this command's node (`sync --accept-node`); not saved.
     pub(crate) node_accepted: bool,
-    /// The capabilities' parts of the wallet, as their JSON: carried unread ([`Section`]).
-    pub(crate) sections: BTreeMap<Section, serde_json::Value>,
+    /// The capabilities' parts of the wallet, by name (`crate::part`).
+    pub(crate) parts: BTreeMap<&'static str, Box<dyn crate::part::WalletPart>>,
+    /// Top-level fields of the wallet file that no installed part owns: written back unchanged.
+    pub(crate) unread: Unread,
     /// An offline-cash device kept in this wallet: its canonical encoding, which the offline
     /// crates read and write (docs/offline-format.md); the wallet only keeps it.
     pub(crate) offline_device: Option<Vec<u8>>,
     /// The trader's exchange account, once it has one.
     pub(crate) exchange: Option<crate::exchange::ExchangeAccount>,
-    /// Confidential outputs this wallet can spend, with their openings (`crate::notes`).
-    pub(crate) notes: BTreeMap<OutPoint, crate::notes::Note>,
-    /// The enrolled identity of the anonymous level, and an enrolment under way.
-    pub(crate) identity: Option<crate::anonymous::EnrolledIdentity>,
-    pub(crate) enrolling: Option<crate::anonymous::Enrolling>,
-    /// Anonymous outputs this wallet can spend (`crate::anonymous`).
-    pub(crate) anonymous_notes: BTreeMap<OutPoint, crate::anonymous::AnonymousNote>,
-    /// The payee's string of each pending anonymous payment.
-    pub(crate) sent_anonymous: BTreeMap<Txid, crate::anonymous_payment::AnonymousPaymentString>,
-    /// The payee's string of each pending confidential payment, kept until the payment is
-    /// resolved so that `sync` can hand it over if the first answer came too late.
-    pub(crate) sent_confidential: BTreeMap<Txid, crate::confidential_payment::ConfidentialPaymentString>,
     /// The payee's strings of confirmed payments, newest last, at most [`SENT_KEPT_MAX`]: the
     /// payee cannot receive without one, so a string the terminal lost (a closed pipe, a closed
     /// window) can be shown again (`specie wallet sent`).
     pub(crate) sent: std::collections::VecDeque<SentPayment>,
+}
+
+/// A wallet file's fields that no installed part owns, carried unread. Its `Debug` names the
+/// fields only: they may hold a capability's secrets (a seed, an opening).
+#[derive(Clone, Default)]
+pub(crate) struct Unread(pub(crate) serde_json::Map<String, serde_json::Value>);
+
+impl fmt::Debug for Unread {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
 }
 
 /// How many confirmed payments' strings a wallet keeps (the oldest go first): enough for any
@@ -432,15 +429,10 @@ impl Wallet {
             network_id: None,
             network_seen: None,
             node_accepted: false,
-            sections: BTreeMap::new(),
             offline_device: None,
             exchange: None,
-            notes: BTreeMap::new(),
-            sent_confidential: BTreeMap::new(),
-            identity: None,
-            enrolling: None,
-            anonymous_notes: BTreeMap::new(),
-            sent_anonymous: BTreeMap::new(),
+            parts: BTreeMap::new(),
+            unread: Unread::default(),
             sent: std::collections::VecDeque::new(),
         })
     }
@@ -470,21 +462,8 @@ impl Wallet {
         self.exchange = Some(account);
     }
 
-    /// The JSON of capability section `section`, if this wallet holds one (read and checked by
-    /// the capability that owns it, never by the core).
-    pub fn section(&self, section: Section) -> Option<&serde_json::Value> {
-        self.sections.get(&section)
-    }
-
-    /// Keeps `value` as capability section `section`, replacing any before it; `None` drops it.
-    pub fn set_section(&mut self, section: Section, value: Option<serde_json::Value>) {
-        match value {
-            Some(value) => self.sections.insert(section, value),
-            None => self.sections.remove(&section),
-        };
-    }
-
-    pub(crate) fn add_key(&mut self, key: WalletKey) {
+    /// Keeps `key` (drawn with [`WalletKey::random`]): outputs to it are this wallet's.
+    pub fn add_key(&mut self, key: WalletKey) {
         self.key_by_commitment.insert(key.commitment, self.keys.len());
         self.keys.push(key);
     }
@@ -591,7 +570,16 @@ impl Wallet {
         self.key_by_commitment.get(&commitment).map(|&index| &self.keys[index])
     }
 
-    pub(crate) fn check_pending_room(&self) -> Result<(), WalletError> {
+    /// The keypair of this wallet's key whose outputs carry `commitment`, if it has one: what
+    /// signs for an output of a capability's (a note) that this wallet owns.
+    pub fn keypair_for_commitment(&self, commitment: &Hash32) -> Option<Keypair> {
+        self.key_by_commitment
+            .get(commitment)
+            .map(|&index| self.keys[index].keypair)
+    }
+
+    /// Refuses another transaction while [`PENDING_TRANSACTIONS_MAX`] wait for the node.
+    pub fn check_pending_room(&self) -> Result<(), WalletError> {
         if self.pending.len() >= PENDING_TRANSACTIONS_MAX {
             return Err(WalletError::TooManyPending {
                 pending: self.pending.len(),
@@ -640,8 +628,9 @@ impl Wallet {
 
     /// What a transaction that takes exactly `amount` out of this wallet's coins spends: coins
     /// covering it, their owners' keys, and any excess as change to a fresh key (add it with
-    /// [`Wallet::add_key`] once the transaction is signed).
-    pub(crate) fn spend(&self, amount: u64, rng: &mut (impl RngCore + CryptoRng)) -> Result<Spending, WalletError> {
+    /// [`Wallet::add_key`] once the transaction is signed). Nothing changes in the wallet;
+    /// record the built transaction with [`Wallet::record_pending`].
+    pub fn spend(&self, amount: u64, rng: &mut (impl RngCore + CryptoRng)) -> Result<Spending, WalletError> {
         self.check_pending_room()?;
         let (coins, total) = self.select(amount)?;
         let owners = self.keypairs_for(&coins)?;
@@ -1029,12 +1018,8 @@ impl Wallet {
 
     /// The node applied `txid`: its inputs are gone for good and its outputs exist.
     pub fn on_confirmed(&mut self, txid: &Txid) -> Result<Settled, WalletError> {
-        let strings = [
-            self.payment_string_for(txid).map(|payment| payment.encode()),
-            self.confidential_payment_string_for(txid)
-                .map(|payment| payment.encode()),
-            self.anonymous_payment_string_for(txid).map(|payment| payment.encode()),
-        ];
+        let mut strings = vec![self.payment_string_for(txid).map(|payment| payment.encode())];
+        strings.extend(self.parts.values().map(|part| part.payment_string_for(txid)));
         let pending = self
             .pending
             .remove(txid)
@@ -1066,8 +1051,9 @@ impl Wallet {
             }
             _ => true,
         });
-        self.settle_notes(txid, true, &mut settled);
-        self.settle_anonymous_notes(txid, true, &mut settled);
+        for part in self.parts.values_mut() {
+            part.settle(txid, true, &mut settled);
+        }
         Ok(settled)
     }
 
@@ -1090,8 +1076,9 @@ impl Wallet {
             }
             _ => true,
         });
-        self.settle_notes(txid, false, &mut settled);
-        self.settle_anonymous_notes(txid, false, &mut settled);
+        for part in self.parts.values_mut() {
+            part.settle(txid, false, &mut settled);
+        }
         Ok(settled)
     }
 
@@ -1111,7 +1098,26 @@ impl Wallet {
     /// this wallet, or the node is not the one the wallet thinks): they keep their preimages, so
     /// a later `sync` can restore them. Returns the value marked.
     pub fn mark_missing_coins(&mut self, outpoints: &[OutPoint]) -> u64 {
-        crate::notes::mark_missing(&mut self.coins, outpoints)
+        let mut marked = 0u64;
+        for outpoint in outpoints {
+            if let Some(coin) = (self.coins.get_mut(outpoint)).filter(|coin| coin.state == CoinState::Spendable) {
+                coin.state = CoinState::Missing;
+                marked = marked.saturating_add(coin.value());
+            }
+        }
+        marked
+    }
+
+    /// Marks missing the spendable outputs of the wallet's parts at `outpoints` (the node no
+    /// longer holds them). Returns the value marked.
+    pub fn mark_missing_in_parts(&mut self, outpoints: &[OutPoint]) -> u64 {
+        (self.parts.values_mut()).fold(0u64, |marked, part| marked.saturating_add(part.mark_missing(outpoints)))
+    }
+
+    /// The spendable outputs of the wallet's parts (outpoint, UHS id, value), for `sync` to ask
+    /// the node about.
+    pub fn spendable_in_parts(&self) -> Vec<(OutPoint, UhsId, u64)> {
+        self.parts.values().flat_map(|part| part.spendable()).collect()
     }
 
     /// Every missing coin and note (of any level): outpoint, UHS id and value, for `sync` to ask
@@ -1120,23 +1126,24 @@ impl Wallet {
         let coins = (self.coins.values())
             .filter(|coin| coin.state == CoinState::Missing)
             .map(|coin| (coin.outpoint, coin.uhs_id(), coin.value()));
-        let notes = (self.notes.values())
-            .filter(|note| note.state == CoinState::Missing)
-            .map(|note| (note.outpoint(), note.uhs_id(), note.value()));
-        let anonymous = (self.anonymous_notes.values())
-            .filter(|note| note.state == CoinState::Missing)
-            .map(|note| (note.outpoint(), note.uhs_id(), note.value()));
-        coins.chain(notes).chain(anonymous).collect()
+        let parts = self.parts.values().flat_map(|part| part.missing());
+        coins.chain(parts).collect()
     }
 
     /// Makes the missing coins and notes at `outpoints` spendable again (the node holds them
     /// after all). Returns the value restored.
     pub fn restore_missing(&mut self, outpoints: &[OutPoint]) -> u64 {
-        use crate::notes::restore_missing;
-        let coins = restore_missing(&mut self.coins, outpoints);
-        let notes = restore_missing(&mut self.notes, outpoints);
-        let anonymous = restore_missing(&mut self.anonymous_notes, outpoints);
-        coins.saturating_add(notes).saturating_add(anonymous)
+        let mut restored = 0u64;
+        for outpoint in outpoints {
+            if let Some(coin) = (self.coins.get_mut(outpoint)).filter(|coin| coin.state == CoinState::Missing) {
+                coin.state = CoinState::Spendable;
+                restored = restored.saturating_add(coin.value());
+            }
+        }
+        for part in self.parts.values_mut() {
+            restored = restored.saturating_add(part.restore_missing(outpoints));
+        }
+        restored
     }
 
     /// Drops every missing coin and note for good (`specie wallet forget-missing`): the user
@@ -1153,18 +1160,11 @@ impl Wallet {
                 false
             }
         });
-        self.notes.retain(|_, note| {
-            note.state != CoinState::Missing || {
-                count(note.value());
-                false
-            }
-        });
-        self.anonymous_notes.retain(|_, note| {
-            note.state != CoinState::Missing || {
-                count(note.value());
-                false
-            }
-        });
+        for part in self.parts.values_mut() {
+            let (count, value) = part.forget_missing();
+            forgotten.0 += count;
+            forgotten.1 = forgotten.1.saturating_add(value);
+        }
         forgotten
     }
 
@@ -1213,8 +1213,7 @@ impl Wallet {
         let held = |state: &CoinState| !matches!(state, CoinState::PendingReceive { .. });
         !self.pending.is_empty()
             || self.coins.values().any(|coin| held(&coin.state))
-            || self.notes.values().any(|note| held(&note.state))
-            || self.anonymous_notes.values().any(|note| held(&note.state))
+            || self.parts.values().any(|part| part.holds_any())
     }
 
     /// Checks that the node at `url`, which serves currency `hrp` on network `network_id`, is

@@ -10,6 +10,7 @@ use std::time::Duration;
 use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
 use specie_archiver::{Block, DisputeProof, LedgerEntry, LedgerHead, LedgerRead, LedgerReply, Record};
 use specie_endorsement::{CeremonyKind, EndorseReply, Endorsement};
+use specie_private_transactions::PrivacyRules;
 use specie_sentinel::endorsement::Candidate;
 use specie_sentinel::{IssuerKeys, IssuerKeysError, SpecieErrorCode, TrustedKeys, ValidationError};
 use specie_transaction::{CompactTransaction, SpecieTransaction, Txid, UhsId};
@@ -63,6 +64,8 @@ struct Inner {
     bridges: (Option<String>, Option<String>),
     issuers_hex: Vec<String>,
     trusted: TrustedKeys,
+    /// The private kinds' keys, as `trusted` holds them, served at `/v1/info`.
+    privacy: PrivacyRules,
     /// `2pc` or `atomizer`: how the cluster's core orders transactions.
     shape: &'static str,
     /// The coordinator groups (2PC), or the atomizer group (the atomizer shape).
@@ -134,6 +137,7 @@ impl ClusterBackend {
                 ),
                 issuers_hex: topology.issuers.clone(),
                 trusted,
+                privacy: privacy_rules(topology)?,
                 shape: topology.shape_name(),
                 ordering_groups,
                 core: CoreUhs::new(topology, &limits, &transport)?,
@@ -192,16 +196,24 @@ fn trusted_keys(topology: &Topology) -> Result<TrustedKeys, SentinelError> {
         .map_err(SentinelError::FastpayCommittee)?;
     // The capabilities' kinds a sentinel decodes, and the rules it judges them by.
     specie_fastpay_primary::install();
+    specie_private_transactions::install();
     let fastpay = specie_fastpay_primary::FastpayRules {
         committee: fastpay_committee,
     };
     let trusted = TrustedKeys::new(issuers)
         .with_capability(Arc::new(fastpay))
+        .with_capability(Arc::new(privacy_rules(topology)?))
         .with_offline_authority(topology.offline_authority.as_ref().and_then(|o| o.bridge_key()))
         .with_exchange(topology.exchange.as_ref().and_then(|e| e.bridge_key()));
+    Ok(trusted)
+}
+
+/// What the sentinels of `topology` require of private transactions (none of them accepted
+/// without a `[privacy]` section but confidential ones addressing no auditor).
+fn privacy_rules(topology: &Topology) -> Result<PrivacyRules, SentinelError> {
     match &topology.privacy {
-        Some(privacy) => privacy.apply(trusted).map_err(SentinelError::Privacy),
-        None => Ok(trusted),
+        Some(privacy) => privacy.rules().map_err(SentinelError::Privacy),
+        None => Ok(PrivacyRules::default()),
     }
 }
 
@@ -469,13 +481,13 @@ impl Backend for ClusterBackend {
             shards: self.inner.core.groups() as u64,
             issuers: self.inner.issuers_hex.clone(),
             uhs_ids: ids.iter().map(|ids| ids.len() as u64).sum(),
-            auditors: self.inner.trusted.auditors.iter().map(hex::encode).collect(),
-            registration_authority: (self.inner.trusted.registration_authority.as_ref())
+            auditors: self.inner.privacy.auditors.iter().map(hex::encode).collect(),
+            registration_authority: (self.inner.privacy.registration_authority.as_ref())
                 .map(|key| hex::encode(specie_codec::Encode::encode(key))),
-            owner_auditors: (self.inner.trusted.owner_auditors.iter())
+            owner_auditors: (self.inner.privacy.owner_auditors().iter())
                 .map(|key| hex::encode(specie_codec::Encode::encode(key)))
                 .collect(),
-            active_auditors: self.inner.trusted.active_auditors.iter().map(hex::encode).collect(),
+            active_auditors: self.inner.privacy.active_auditors.iter().map(hex::encode).collect(),
             endorsement_group_key: (self.inner.endorsement.as_ref()).map(|group| hex::encode(group.group_key().0)),
             offline_authority: self.inner.bridges.0.clone(),
             exchange: self.inner.bridges.1.clone(),

@@ -107,8 +107,9 @@ pub struct PrivacyConfig {
 }
 
 impl PrivacyConfig {
-    /// `keys` requiring what this section says, or the first key that does not decode.
-    pub fn apply(&self, keys: specie_sentinel::TrustedKeys) -> Result<specie_sentinel::TrustedKeys, InvalidTopology> {
+    /// The sentinels' rules for the private kinds this section says, or the first key that does
+    /// not decode.
+    pub fn rules(&self) -> Result<specie_private_transactions::PrivacyRules, InvalidTopology> {
         let bad = |field: &'static str, key: &str| InvalidTopology::PrivacyKey {
             field,
             key: key.chars().take(24).collect(),
@@ -153,10 +154,12 @@ impl PrivacyConfig {
             .iter()
             .map(|key| xonly_hex(key).ok_or_else(|| bad("active_auditors", key)))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(keys
-            .with_auditors(auditors)
-            .with_anonymity(authority, owner_auditors)
-            .with_active_auditors(active_auditors))
+        Ok(specie_private_transactions::PrivacyRules::new(
+            auditors,
+            authority,
+            owner_auditors,
+            active_auditors,
+        ))
     }
 }
 
@@ -1320,7 +1323,7 @@ impl Topology {
             exchange.validate(&self.hrp)?;
         }
         if let Some(privacy) = &self.privacy {
-            privacy.apply(specie_sentinel::TrustedKeys::default())?;
+            privacy.rules()?;
         }
         if let Some(endorsement) = &self.endorsement {
             endorsement.validate(&self.sentinels)?;
@@ -1511,12 +1514,16 @@ mod tests {
         let path = dir.path().join("cluster.toml");
         std::fs::write(&path, topology.to_toml()).unwrap();
         assert_eq!(Topology::load(&path).unwrap(), topology);
-        let trusted = good.apply(specie_sentinel::TrustedKeys::default()).unwrap();
+        let rules = good.rules().unwrap();
         assert_eq!(
-            (trusted.auditors, trusted.registration_authority, trusted.owner_auditors),
-            (vec![value.to_bytes()], Some(ra), vec![owner])
+            (
+                rules.auditors.clone(),
+                rules.registration_authority.clone(),
+                rules.owner_auditors()
+            ),
+            (vec![value.to_bytes()], Some(ra), &[owner][..])
         );
-        let field = |config: PrivacyConfig| match config.apply(specie_sentinel::TrustedKeys::default()) {
+        let field = |config: PrivacyConfig| match config.rules() {
             Err(InvalidTopology::PrivacyKey { field, .. }) => field,
             other => panic!("{other:?}"),
         };

@@ -12,6 +12,7 @@ use specie_coordinator::CoordinatorConfig;
 use specie_endorsement::{BatchItem, EndorseReply, Endorsement, EndorsementVerifier, GroupKey};
 use specie_fastpay::Committee;
 use specie_fastpay_primary::FastpayRules;
+use specie_private_transactions::PrivacyRules;
 use specie_sentinel::{IssuerKeys, IssuerKeysError, SpecieErrorCode, TrustedKeys, ValidationError};
 use specie_shard::{ShardRange, ShardRangeError, ShardStateError};
 use specie_transaction::{CompactTransaction, SpecieTransaction, Txid, UhsId};
@@ -378,6 +379,28 @@ fn spawn(name: String, run: impl FnOnce() + Send + 'static) -> Result<JoinHandle
         .map_err(|source| OpenError::Thread { name, source })
 }
 
+/// What this node's sentinel trusts: `issuers`, the bridges and the capabilities' kinds, whose
+/// decoders it installs (the private kinds' keys also returned, for `info` to list).
+fn trusted_keys(issuers: IssuerKeys, options: &NodeOptions) -> (TrustedKeys, Arc<PrivacyRules>) {
+    specie_fastpay_primary::install();
+    specie_private_transactions::install();
+    let fastpay = FastpayRules {
+        committee: options.fastpay_committee.clone(),
+    };
+    let privacy = Arc::new(PrivacyRules::new(
+        options.auditors.clone(),
+        options.registration_authority.clone(),
+        options.owner_auditors.clone(),
+        options.active_auditors.clone(),
+    ));
+    let trusted = TrustedKeys::new(issuers)
+        .with_capability(Arc::new(fastpay))
+        .with_capability(privacy.clone())
+        .with_offline_authority(options.offline_authority)
+        .with_exchange(options.exchange);
+    (trusted, privacy)
+}
+
 struct Shared {
     manifest: NodeManifest,
     /// The endorsement group, and the core's check of what it signs, if the node requires
@@ -388,6 +411,8 @@ struct Shared {
     /// Recent outcomes, for clients that lost theirs (Hamilton's watchtower).
     watchtower: Arc<Mutex<Watchtower>>,
     trusted: TrustedKeys,
+    /// The private kinds' keys, as `trusted` holds them, for `info` to list.
+    privacy: Arc<PrivacyRules>,
     ranges: Vec<ShardRange>,
     /// The orderers' inboxes: the coordinators (batches go to them in turn), or the atomizer.
     submissions: Vec<Sender<SubmissionMessage>>,
@@ -463,18 +488,7 @@ impl EmbeddedNode {
             CoreShape::Atomizer => core.atomizer()?,
         };
 
-        // The capabilities' kinds this node decodes, and the rules it judges them by.
-        specie_fastpay_primary::install();
-        let fastpay = FastpayRules {
-            committee: options.fastpay_committee.clone(),
-        };
-        let trusted = TrustedKeys::new(issuers)
-            .with_capability(Arc::new(fastpay))
-            .with_offline_authority(options.offline_authority)
-            .with_exchange(options.exchange)
-            .with_auditors(options.auditors.clone())
-            .with_anonymity(options.registration_authority.clone(), options.owner_auditors.clone())
-            .with_active_auditors(options.active_auditors.clone());
+        let (trusted, privacy) = trusted_keys(issuers, &options);
         let endorsement = match &options.endorsement {
             Some(endorsement_options) => {
                 let (group, handle, inbox) = EndorsementGroup::new(endorsement_options, trusted.clone())?;
@@ -491,6 +505,7 @@ impl EmbeddedNode {
             watchtower,
             manifest,
             trusted,
+            privacy,
             ranges,
             submissions: submissions_tx,
             next_orderer: Default::default(),
@@ -823,19 +838,11 @@ impl NodeHandle {
             shards: manifest.shards as u64,
             issuers: manifest.issuers.clone(),
             uhs_ids,
-            auditors: self.shared.trusted.auditors.iter().map(hex::encode).collect(),
-            active_auditors: self.shared.trusted.active_auditors.iter().map(hex::encode).collect(),
-            registration_authority: self
-                .shared
-                .trusted
-                .registration_authority
-                .as_ref()
+            auditors: self.shared.privacy.auditors.iter().map(hex::encode).collect(),
+            active_auditors: self.shared.privacy.active_auditors.iter().map(hex::encode).collect(),
+            registration_authority: (self.shared.privacy.registration_authority.as_ref())
                 .map(|key| hex::encode(key.encode())),
-            owner_auditors: self
-                .shared
-                .trusted
-                .owner_auditors
-                .iter()
+            owner_auditors: (self.shared.privacy.owner_auditors().iter())
                 .map(|key| hex::encode(key.encode()))
                 .collect(),
             endorsement_group_key: self.endorsement_group_key().map(|key| hex::encode(key.0)),

@@ -15,8 +15,9 @@
 //! - no output is worth more than its limit, if it has one.
 
 use secp256k1::Keypair;
+use specie_private_transactions::{AnonymousTransaction, AnonymousValues, ConfidentialTransaction};
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
-use specie_transaction::{AnonymousTransaction, AnonymousValues, NonceMode, P2pkWitness, SpecieTransaction, Witness};
+use specie_transaction::{NonceMode, P2pkWitness, SpecieTransaction, Witness};
 
 use crate::{anonymous_outputs, AuditorSecret, Owner, OwnerView};
 
@@ -76,16 +77,16 @@ impl ActiveAuditor {
 
     /// Reviews `tx` and, if it passes, returns the co-signature to append to its witnesses.
     pub fn review(&self, tx: &SpecieTransaction) -> Result<Witness, CosignRefusal> {
-        let values: Vec<u64> = match tx {
-            SpecieTransaction::Confidential(tx) => {
-                tx.proof
-                    .verify(&tx.context())
-                    .map_err(|_| CosignRefusal::InvalidProof)?;
-                let hidden = tx.proof.audit(&self.values).map_err(|_| CosignRefusal::Unreadable)?;
-                tx.transparent_outputs.iter().map(|o| o.value).chain(hidden).collect()
-            }
-            SpecieTransaction::Anonymous(tx) => self.review_anonymous(tx)?,
-            _ => return Err(CosignRefusal::NotPrivate),
+        let values: Vec<u64> = if let Some(tx) = tx.capability::<ConfidentialTransaction>() {
+            tx.proof
+                .verify(&tx.context())
+                .map_err(|_| CosignRefusal::InvalidProof)?;
+            let hidden = tx.proof.audit(&self.values).map_err(|_| CosignRefusal::Unreadable)?;
+            tx.transparent_outputs.iter().map(|o| o.value).chain(hidden).collect()
+        } else if let Some(tx) = tx.capability::<AnonymousTransaction>() {
+            self.review_anonymous(tx)?
+        } else {
+            return Err(CosignRefusal::NotPrivate);
         };
         if let (Some(limit), Some(&value)) = (self.limit, values.iter().max()) {
             if value > limit {
@@ -143,8 +144,9 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::SeedableRng;
     use specie_credential::{AuditDirectory, EnrolmentId, OwnerOpening, RegistrationAuthority};
+    use specie_private_transactions::AnonymousPlan;
     use specie_transaction::signing::{keypair_from_secret, parse_xonly, schnorr_verify, xonly_bytes};
-    use specie_transaction::{witness_program_commitment, AnonymousPlan, MintTransaction, Output};
+    use specie_transaction::{witness_program_commitment, MintTransaction, Output};
 
     use super::*;
 
@@ -220,12 +222,10 @@ mod tests {
             NonceMode::Deterministic,
         ));
         assert_eq!(auditor.review(&mint), Err(CosignRefusal::NotPrivate));
-        let SpecieTransaction::Anonymous(mut tampered) = tx else {
-            unreachable!()
-        };
+        let mut tampered = tx.capability::<AnonymousTransaction>().unwrap().clone();
         tampered.owner_audits.clear();
         assert_eq!(
-            auditor.review(&SpecieTransaction::from(*tampered)),
+            auditor.review(&SpecieTransaction::from(tampered)),
             Err(CosignRefusal::UnknownOwner),
             "no audit addressed to it: it cannot name the owner"
         );

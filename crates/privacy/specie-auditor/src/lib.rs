@@ -19,8 +19,9 @@ use std::collections::HashMap;
 
 use specie_confidential::AuditorSecret;
 use specie_credential::{AuditDirectory, AuditorSecret as OwnerAuditorSecret, EnrolmentId};
+use specie_private_transactions::{AnonymousTransaction, AnonymousValues, ConfidentialTransaction};
 use specie_transaction::signing::{parse_xonly, schnorr_verify, P2pkWitness};
-use specie_transaction::{AnonymousTransaction, AnonymousValues, SpecieTransaction, Txid, UhsId};
+use specie_transaction::{SpecieTransaction, Txid, UhsId};
 
 /// Who owns an output, as far as the auditor can tell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,14 +193,15 @@ impl PassiveAuditor {
                 value: Some(o.value),
             })
             .collect();
-        if let SpecieTransaction::Confidential(confidential) = tx {
+        if let Some(confidential) = tx.capability::<ConfidentialTransaction>() {
             let values = confidential.proof.audit(&self.secret).ok();
             outputs.extend(confidential.owners.iter().enumerate().map(|(i, owner)| Party {
                 owner: Owner::Key(*owner),
                 value: values.as_ref().and_then(|v| v.get(i).copied()),
             }));
         }
-        if let SpecieTransaction::Anonymous(anonymous) = tx {
+        let anonymous = tx.capability::<AnonymousTransaction>();
+        if let Some(anonymous) = anonymous {
             outputs.extend(self.anonymous_outputs(anonymous));
         }
         // The created ids are the outputs' in order, then the kind's marker (which no one owns).
@@ -213,12 +215,9 @@ impl PassiveAuditor {
             position,
             txid: compact.txid,
             kind: tx.kind_name(),
-            confidential: match tx {
-                SpecieTransaction::Confidential(_) => true,
-                SpecieTransaction::Anonymous(anonymous) => anonymous.values.clear().is_none(),
-                _ => false,
-            },
-            anonymous: matches!(tx, SpecieTransaction::Anonymous(_)),
+            confidential: tx.capability::<ConfidentialTransaction>().is_some()
+                || anonymous.is_some_and(|anonymous| anonymous.values.clear().is_none()),
+            anonymous: anonymous.is_some(),
             inputs,
             outputs,
             clear_in,
@@ -234,13 +233,15 @@ impl PassiveAuditor {
 /// verify. A co-signature that does not verify is not listed:
 /// the sentinels refused such a transaction, so one in the ledger means the node let it in.
 fn cosigners(tx: &SpecieTransaction, txid: &Txid) -> Vec<[u8; 32]> {
-    let (witnesses, own) = match tx {
-        SpecieTransaction::Confidential(tx) => (
+    let (witnesses, own) = if let Some(tx) = tx.capability::<ConfidentialTransaction>() {
+        (
             &tx.witnesses,
             tx.transparent_inputs.len() + tx.confidential_inputs.len(),
-        ),
-        SpecieTransaction::Anonymous(tx) => (&tx.witnesses, tx.transparent_inputs.len()),
-        _ => return vec![],
+        )
+    } else if let Some(tx) = tx.capability::<AnonymousTransaction>() {
+        (&tx.witnesses, tx.transparent_inputs.len())
+    } else {
+        return vec![];
     };
     let verifies = |p2pk: &P2pkWitness| {
         parse_xonly(&p2pk.pubkey).is_some_and(|key| schnorr_verify(&key, &txid.0, &p2pk.signature))

@@ -13,11 +13,9 @@ use specie_credential::{
     AuditDirectory, AuditorSecret as OwnerAuditorSecret, EnrolmentId, Identity, Jurisdiction, OwnerOpening,
     RegistrationAuthority, UserSecret,
 };
+use specie_private_transactions::{AnonymousPlan, AnonymousSpend, ConfidentialPlan};
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
-use specie_transaction::{
-    witness_program_commitment, AnonymousPlan, AnonymousSpend, ConfidentialPlan, MintTransaction, NonceMode, Output,
-    SpecieTransaction,
-};
+use specie_transaction::{witness_program_commitment, MintTransaction, NonceMode, Output, SpecieTransaction};
 
 fn key(byte: u8) -> Keypair {
     keypair_from_secret(&[byte; 32]).unwrap()

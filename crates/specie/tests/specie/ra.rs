@@ -20,10 +20,9 @@ use specie_credential::{
     AuditorKey, Credential, EnrolmentChallenge, EnrolmentId, Identity, Jurisdiction, OwnerOpening, RaPublicKey,
     Textual, UserSecret,
 };
+use specie_private_transactions::AnonymousPlan;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
-use specie_transaction::{
-    witness_program_commitment, AnonymousPlan, MintTransaction, NonceMode, Output, SpecieTransaction,
-};
+use specie_transaction::{witness_program_commitment, MintTransaction, NonceMode, Output, SpecieTransaction};
 
 /// A finished `specie` process: its exit code, stdout and stderr.
 struct Run {

@@ -90,7 +90,7 @@ fn sent_line(history: &str, sequence: u64) -> String {
 fn fund_pay_verify_redeem_and_finish_a_pending_order_after_a_crash_and_a_restore() {
     let started = Instant::now();
     // The wallets this test reads hold FastPay fundings and redeems.
-    specie_fastpay_primary::install();
+    specie_fastpay_wallet::install();
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("cluster").to_str().unwrap().to_string();
     let _down = Down(dir.clone());
@@ -140,7 +140,7 @@ fn fund_pay_verify_redeem_and_finish_a_pending_order_after_a_crash_and_a_restore
     // A crash after saving an order and before sending it: `sync` sends that order.
     let payee = AccountKey(hex::decode(&bob_account).unwrap().try_into().unwrap());
     let mut loaded = WalletFile::load(&alice).unwrap();
-    let account = loaded.fastpay().unwrap().unwrap().accounts()[0].key();
+    let account = loaded.fastpay().unwrap().accounts()[0].key();
     let saved = loaded
         .fastpay_sign_order(&account, Recipient::Account(payee), 7, vec![])
         .unwrap();
@@ -179,7 +179,7 @@ fn fund_pay_verify_redeem_and_finish_a_pending_order_after_a_crash_and_a_restore
     let recipient = loaded.fastpay_redeem_recipient(&mut rand::thread_rng()).unwrap();
     let order = loaded.fastpay_sign_order(&account, recipient, 5, vec![]).unwrap();
     WalletFile::save(&alice, &loaded).unwrap();
-    let owner = loaded.fastpay().unwrap().unwrap().accounts()[0].owner().clone();
+    let owner = loaded.fastpay().unwrap().accounts()[0].owner().clone();
     let certificate = client.pay_orders(&owner, vec![order]).unwrap().certificate;
     loaded.fastpay_on_certified(certificate).unwrap();
     let redeem = loaded.build_fastpay_redeem(&account, 5).unwrap();

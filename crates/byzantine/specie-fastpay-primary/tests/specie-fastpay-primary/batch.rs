@@ -160,10 +160,7 @@ proptest! {
             SpecieTransaction::Capability(_) => {
                 tx = corrupt_fastpay(&tx, byte, flip).expect("the strategy's capability kinds are FastPay's");
             }
-            SpecieTransaction::BridgeFunding(_)
-            | SpecieTransaction::BridgePayout(_)
-            | SpecieTransaction::Confidential(_)
-            | SpecieTransaction::Anonymous(_) => {
+            SpecieTransaction::BridgeFunding(_) | SpecieTransaction::BridgePayout(_) => {
                 unreachable!("the strategy makes no offline or private transactions")
             }
         }

@@ -4,9 +4,7 @@
 
 mod common;
 
-mod anonymous;
 mod capability;
-mod confidential;
 mod errors;
 mod offline;
 mod proptests;

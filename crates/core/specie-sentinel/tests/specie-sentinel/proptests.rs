@@ -114,12 +114,8 @@ proptest! {
                     redeem.issuer_signature[byte] ^= flip;
                 }
             }
-            SpecieTransaction::BridgeFunding(_)
-            | SpecieTransaction::BridgePayout(_)
-            | SpecieTransaction::Confidential(_)
-            | SpecieTransaction::Anonymous(_)
-            | SpecieTransaction::Capability(_) => {
-                unreachable!("the strategy makes no offline, private or capability transactions (tested elsewhere)")
+            SpecieTransaction::BridgeFunding(_) | SpecieTransaction::BridgePayout(_) | SpecieTransaction::Capability(_) => {
+                unreachable!("the strategy makes no offline or capability transactions (tested elsewhere)")
             }
         }
         prop_assert!(validate(&tx, &trusted()).is_err());
@@ -137,10 +133,8 @@ proptest! {
                         SpecieTransaction::Redeem(r) => r.witnesses[0].0[byte] ^= 1,
                         SpecieTransaction::BridgeFunding(_)
                         | SpecieTransaction::BridgePayout(_)
-                        | SpecieTransaction::Confidential(_)
-                        | SpecieTransaction::Anonymous(_)
                         | SpecieTransaction::Capability(_) => {
-                            unreachable!("the strategy makes no offline, private or capability transactions")
+                            unreachable!("the strategy makes no offline or capability transactions")
                         }
                     }
                 }

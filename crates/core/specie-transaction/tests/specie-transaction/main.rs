@@ -4,7 +4,6 @@
 
 mod common;
 
-mod anonymous;
 mod bip340;
 mod capability;
 mod extension_vectors;

@@ -12,10 +12,9 @@ use specie_credential::{
     AuditorSecret as OwnerAuditorSecret, EnrolmentId, Identity, Jurisdiction, OwnerOpening, RaPublicKey,
     RegistrationAuthority, UserSecret,
 };
+use specie_private_transactions::{AnonymousPlan, AnonymousSpend, AnonymousTransaction, PrivacyRules};
 use specie_sentinel::TrustedKeys;
-use specie_transaction::{
-    AnonymousPlan, AnonymousSpend, AnonymousTransaction, CreatedOutput, NonceMode, SpecieTransaction,
-};
+use specie_transaction::{CreatedOutput, NonceMode, SpecieTransaction};
 
 use crate::ceiling::per_cpu_second;
 
@@ -133,16 +132,20 @@ impl AnonymousPayments {
     }
 
     /// The primitives and the sentinel's validation, as the transparent and confidential levels
-    /// are measured beside them.
-    pub fn measure(&self, trusted: &TrustedKeys, measure: Duration) -> AnonymousFigures {
-        let trusted = trusted
-            .clone()
-            .with_anonymity(Some(self.authority.clone()), vec![self.owner_auditor.public()]);
+    /// are measured beside them: by a sentinel trusting `issuers` and, for the private kinds,
+    /// the value `auditors`, this level's registration authority and owner auditor.
+    pub fn measure(&self, issuers: &TrustedKeys, auditors: Vec<[u8; 32]>, measure: Duration) -> AnonymousFigures {
+        let rules = PrivacyRules::new(
+            auditors,
+            Some(self.authority.clone()),
+            vec![self.owner_auditor.public()],
+            vec![],
+        );
+        let trusted = issuers.clone().with_capability(std::sync::Arc::new(rules));
         let first = |txs: &[SpecieTransaction]| -> AnonymousTransaction {
-            match &txs[0] {
-                SpecieTransaction::Anonymous(tx) => (**tx).clone(),
-                _ => unreachable!("anonymous payments"),
-            }
+            (txs[0].capability::<AnonymousTransaction>())
+                .expect("anonymous payments")
+                .clone()
         };
         let clear = first(&self.clear);
         let txid = clear.txid();

@@ -27,11 +27,11 @@ use specie_archiver::{LedgerLimits, LedgerOfRecord, Record};
 use specie_codec::Encode;
 use specie_confidential::{AuditorSecret, ConfidentialTransfer};
 use specie_node::{CoreShape, EmbeddedNode, NodeHandle, NodeOptions};
+use specie_private_transactions::{ConfidentialPlan, ConfidentialTransaction, PrivacyRules};
 use specie_sentinel::{IssuerKeys, TrustedKeys};
 use specie_transaction::signing::{schnorr_sign, schnorr_verify, xonly_bytes};
 use specie_transaction::{
-    witness_program_commitment, ConfidentialPlan, ConfidentialTransaction, CreatedOutput, MintTransaction, NonceMode,
-    Output, SpecieTransaction, Transaction,
+    witness_program_commitment, CreatedOutput, MintTransaction, NonceMode, Output, SpecieTransaction, Transaction,
 };
 
 use crate::ceiling::per_cpu_second;
@@ -210,8 +210,10 @@ pub fn run(options: &PrivacyBenchOptions) -> BenchResult<ExitCode> {
         .collect();
     let confidential: Vec<SpecieTransaction> = pays.iter().map(|(tx, _)| SpecieTransaction::from(tx.clone())).collect();
 
-    let trusted = TrustedKeys::from(IssuerKeys::from_hex(&[hex::encode(xonly_bytes(&issuer))]).step("issuer key")?)
-        .with_auditors(vec![auditor.public().to_bytes()]);
+    let issuers = TrustedKeys::from(IssuerKeys::from_hex(&[hex::encode(xonly_bytes(&issuer))]).step("issuer key")?);
+    let auditors = vec![auditor.public().to_bytes()];
+    let privacy = PrivacyRules::new(auditors.clone(), None, vec![], vec![]);
+    let trusted = issuers.clone().with_capability(std::sync::Arc::new(privacy));
     let figures = Figures {
         bip340_verify_per_cpu_s: bip340_per_cpu_s(measure),
         transfer_proofs_verify_per_cpu_s: {
@@ -243,7 +245,7 @@ pub fn run(options: &PrivacyBenchOptions) -> BenchResult<ExitCode> {
         end_to_end_confidential_tps: 0.0,
         end_to_end_atomizer_transparent_tps: 0.0,
         end_to_end_atomizer_confidential_tps: 0.0,
-        anonymous: anonymous.measure(&trusted, measure),
+        anonymous: anonymous.measure(&issuers, auditors, measure),
         end_to_end_anonymous_tps: 0.0,
         end_to_end_anonymous_confidential_tps: 0.0,
         end_to_end_atomizer_anonymous_tps: 0.0,

@@ -16,10 +16,8 @@ use specie_credential::{
     RegistrationAuthority, UserSecret,
 };
 use specie_node::NodeHandle;
-use specie_transaction::{
-    AnonymousPlan, AnonymousSpend, AnonymousTransaction, AnonymousValue, CreatedOutput, NonceMode, SpecieTransaction,
-    UhsId,
-};
+use specie_private_transactions::{AnonymousPlan, AnonymousSpend, AnonymousTransaction, AnonymousValue};
+use specie_transaction::{CreatedOutput, NonceMode, SpecieTransaction, UhsId};
 
 use super::{count_forgery, expect_confirmed, Known, Tally, User};
 use specie_measure::error::{BenchError, BenchResult};
@@ -246,10 +244,8 @@ impl AnonymousLevel {
         // A genuine spend proof lifted from an anonymous payment on the ledger of record.
         let lifted = tally.known.keys().find_map(|txid| {
             let entry = core.ledger_transaction(*txid).ok().flatten()?;
-            match entry.record.transaction() {
-                SpecieTransaction::Anonymous(tx) => tx.spend_proofs.first().cloned(),
-                _ => None,
-            }
+            (entry.record.transaction().capability::<AnonymousTransaction>())
+                .and_then(|tx| tx.spend_proofs.first().cloned())
         });
         if let Some(proof) = lifted {
             let mut theft = forged[0].clone();

@@ -33,11 +33,12 @@ use specie_credential::AuditDirectory;
 use specie_endorsement::Endorsement;
 use specie_node::endorsement::EndorsementOptions;
 use specie_node::{EmbeddedNode, NodeHandle, NodeOptions};
+use specie_private_transactions::{ConfidentialInput, ConfidentialPlan, ConfidentialTransaction};
 use specie_transaction::signing::schnorr_sign;
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{
-    witness_program_commitment, ConfidentialInput, ConfidentialPlan, ConfidentialTransaction, CreatedOutput,
-    MintTransaction, NonceMode, Output, RedeemTransaction, SpecieTransaction, Transaction, Txid, UhsId,
+    witness_program_commitment, CreatedOutput, MintTransaction, NonceMode, Output, RedeemTransaction,
+    SpecieTransaction, Transaction, Txid, UhsId,
 };
 
 use crate::byzantine::value_in_uhs;
@@ -466,10 +467,16 @@ fn forge(
     let mut bytes = specie_codec::Encode::encode(&SpecieTransaction::from(tx));
     let at = bytes.len() - 200;
     bytes[at] ^= 0x01;
-    match <SpecieTransaction as specie_codec::Decode>::decode_exact(&bytes) {
-        Ok(SpecieTransaction::Confidential(mut tampered)) => {
+    let decoded = <SpecieTransaction as specie_codec::Decode>::decode_exact(&bytes);
+    match decoded
+        .as_ref()
+        .ok()
+        .and_then(|tx| tx.capability::<ConfidentialTransaction>())
+    {
+        Some(tampered) => {
+            let mut tampered = tampered.clone();
             resign(&mut tampered)?;
-            forged.push(*tampered);
+            forged.push(tampered);
         }
         // Not even a transaction any more: refused before any sentinel sees it.
         _ => count_forgery(tally, "undecodable"),

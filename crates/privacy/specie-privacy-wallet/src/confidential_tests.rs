@@ -11,9 +11,12 @@ use specie_node::{EmbeddedNode, NodeOptions};
 use specie_service::HttpLimits;
 use specie_transaction::SpecieTransaction;
 
-use crate::session::{self, SessionError, Submitted};
+use specie_wallet::session::{self as core_session, Submitted};
+use specie_wallet::{sync, NodeClient, Outcome, Wallet, WalletFile};
+
+use crate::session::{self, PrivacySessionError};
 use crate::testkit::rng;
-use crate::{sync, ConfidentialPaymentString, NodeClient, Outcome, SyncError, Wallet, WalletError, WalletFile};
+use crate::{ConfidentialPaymentString, ConfidentialWallet, PrivacyError};
 
 /// A node serving its API on a loopback port. Fields drop in order: the server stops first.
 pub(crate) struct Node {
@@ -70,13 +73,13 @@ impl Holder {
     ) -> (Outcome, T) {
         let mut wallet = self.load();
         let (tx, built) = build(&mut wallet);
-        match session::submit(&self.path, &mut wallet, &node.client, &tx, TIMEOUT_MS).unwrap() {
+        match core_session::submit(&self.path, &mut wallet, &node.client, &tx, TIMEOUT_MS).unwrap() {
             Submitted::Settled(outcome) => (outcome, built),
             Submitted::Unknown(error) => panic!("the node did not answer: {error}"),
         }
     }
 
-    fn receive(&self, node: &Node, text: &str) -> Result<crate::ReceivedNote, SessionError> {
+    fn receive(&self, node: &Node, text: &str) -> Result<crate::ReceivedNote, PrivacySessionError> {
         session::receive_confidential(&self.path, &mut self.load(), &node.client, text)
     }
 
@@ -95,11 +98,11 @@ pub(crate) fn confirmed(outcome: &Outcome) -> bool {
 }
 
 pub(crate) fn is_refused_as(
-    result: Result<crate::ReceivedNote, SessionError>,
-    expected: fn(&WalletError) -> bool,
+    result: Result<crate::ReceivedNote, PrivacySessionError>,
+    expected: fn(&PrivacyError) -> bool,
 ) -> bool {
     match result {
-        Err(SessionError::Sync(SyncError::Wallet(error))) => expected(&error),
+        Err(PrivacySessionError::Privacy(error)) => expected(&error),
         _ => false,
     }
 }
@@ -110,7 +113,7 @@ pub(crate) fn fund(node: &Node, issuer: &Holder, holder: &Holder, amount: u64, r
     let (outcome, minted) = issuer.submit(node, |wallet| wallet.build_mint(&[(to, amount)], rng).unwrap());
     assert!(confirmed(&outcome), "{outcome:?}");
     let text = minted.payment_string.unwrap().encode();
-    session::import(&holder.path, &mut holder.load(), &node.client, &text).unwrap();
+    core_session::import(&holder.path, &mut holder.load(), &node.client, &text).unwrap();
 }
 
 #[test]
@@ -141,9 +144,9 @@ fn shield_pay_receive_pay_back_and_unshield_against_a_node() {
     });
     assert!(confirmed(&outcome), "{outcome:?}");
     assert_eq!(alice.holdings(), (400, 350));
-    let SpecieTransaction::Confidential(confidential) = tx else {
-        panic!("a confidential payment is a confidential transaction")
-    };
+    let confidential = (tx.capability::<specie_private_transactions::ConfidentialTransaction>())
+        .expect("a confidential payment is a confidential transaction")
+        .clone();
     let mut audited = confidential.proof.audit(&auditor).unwrap();
     audited.sort_unstable();
     assert_eq!(audited, vec![250, 350], "the auditor reads both outputs");
@@ -183,7 +186,7 @@ fn shield_pay_receive_pay_back_and_unshield_against_a_node() {
 
 /// Every altered string is refused by `receive`, and the wallet gains nothing.
 fn refuse_tampered(node: &Node, bob: &Holder, alice: &Holder, genuine: &ConfidentialPaymentString) {
-    let not_at_node = |error: &WalletError| matches!(error, WalletError::NoteNotAtNode { .. });
+    let not_at_node = |error: &PrivacyError| matches!(error, PrivacyError::NoteNotAtNode { .. });
     let mut more = *genuine;
     more.opening.value += 1;
     assert!(is_refused_as(bob.receive(node, &more.encode()), not_at_node));
@@ -196,7 +199,7 @@ fn refuse_tampered(node: &Node, bob: &Holder, alice: &Holder, genuine: &Confiden
     claimed.index = if genuine.index == 0 { 1 } else { 0 };
     assert!(is_refused_as(bob.receive(node, &claimed.encode()), not_at_node));
     // The genuine string is not Alice's to receive: its output pays Bob.
-    let not_ours = |error: &WalletError| matches!(error, WalletError::ConfidentialNotOurs { .. });
+    let not_ours = |error: &PrivacyError| matches!(error, PrivacyError::ConfidentialNotOurs { .. });
     assert!(is_refused_as(alice.receive(node, &genuine.encode()), not_ours));
     assert_eq!(bob.load().confidential_balance().spendable, 0);
 }
@@ -219,6 +222,6 @@ fn a_node_refuses_a_confidential_transaction_hidden_from_its_auditor() {
     assert_eq!(alice.holdings(), (500, 0));
     assert!(matches!(
         session::auditors_for(&node.client, &["00".to_owned()]),
-        Err(SessionError::Wallet(WalletError::BadAuditor { .. }))
+        Err(PrivacySessionError::Privacy(PrivacyError::BadAuditor { .. }))
     ));
 }

@@ -10,9 +10,12 @@ use specie_credential::{
 };
 
 use crate::confidential_tests::{confirmed, fund, is_refused_as, start_node_with, Holder, Node};
-use crate::session::{self, SessionError};
+use specie_wallet::session as core_session;
+use specie_wallet::{sync, Outcome};
+
+use crate::session::{self, PrivacySessionError};
 use crate::testkit::rng;
-use crate::{sync, AnonymousPaymentString, Outcome, WalletError};
+use crate::{AnonymousPaymentString, AnonymousWallet, PrivacyError};
 
 /// Enrols `holder` as `id`: the RA's challenge, the wallet's request, the RA's credential.
 fn enrol(ra: &mut RegistrationAuthority, node: &Node, holder: &Holder, id: u64, rng: &mut StdRng) {
@@ -62,7 +65,7 @@ fn enrol_enter_pay_in_clear_pay_back_hidden_against_a_node() {
     // Not enrolled yet: nothing anonymous can be built.
     assert!(matches!(
         alice.load().build_anonymise(10, &clear, &mut rng),
-        Err(WalletError::NotEnrolled)
+        Err(PrivacyError::NotEnrolled)
     ));
     enrol(&mut ra, &node, &alice, 1, &mut rng);
     enrol(&mut ra, &node, &bob, 2, &mut rng);
@@ -108,7 +111,7 @@ fn enrol_enter_pay_in_clear_pay_back_hidden_against_a_node() {
         .build_anonymous_payment(EnrolmentId(2), 400, &clear, &mut rng)
         .unwrap_err();
     assert!(
-        matches!(error, WalletError::InsufficientAnonymousNotes { available: 350, .. }),
+        matches!(error, PrivacyError::InsufficientAnonymousNotes { available: 350, .. }),
         "{error}"
     );
     let (outcome, _) = alice.submit(&node, |w| {
@@ -131,7 +134,7 @@ fn enrol_enter_pay_in_clear_pay_back_hidden_against_a_node() {
         .build_leave_anonymous(50, None, &clear, &mut rng)
         .unwrap_err();
     assert!(
-        matches!(error, WalletError::InsufficientAnonymousNotes { available: 0, .. }),
+        matches!(error, PrivacyError::InsufficientAnonymousNotes { available: 0, .. }),
         "{error}"
     );
     let (outcome, _) = bob.submit(&node, |w| {
@@ -170,7 +173,7 @@ fn enrol_enter_pay_in_clear_pay_back_hidden_against_a_node() {
     assert!(confirmed(&outcome), "{outcome:?}");
     assert_eq!(change, 60, "Bob's 100 note pays 40");
     assert_eq!(bob.load().coins().count(), 0, "the coin is Alice's, not Bob's");
-    session::import(&alice.path, &mut alice.load(), &node.client, &payment_string.encode()).unwrap();
+    core_session::import(&alice.path, &mut alice.load(), &node.client, &payment_string.encode()).unwrap();
     assert_eq!((holdings(&alice), holdings(&bob)), ((490, 0), (0, 110)));
 }
 
@@ -179,18 +182,18 @@ fn refuse_tampered(node: &Node, alice: &Holder, bob: &Holder, genuine: &Anonymou
     let receive = |holder: &Holder, payment: &AnonymousPaymentString| {
         session::receive_anonymous(&holder.path, &mut holder.load(), &node.client, &payment.encode())
     };
-    let not_at_node = |error: &WalletError| matches!(error, WalletError::NoteNotAtNode { .. });
+    let not_at_node = |error: &PrivacyError| matches!(error, PrivacyError::NoteNotAtNode { .. });
     let mut more = *genuine;
     more.value += 1;
     assert!(is_refused_as(receive(bob, &more), not_at_node));
     let mut other = *genuine;
     other.index ^= 1;
     assert!(is_refused_as(receive(bob, &other), not_at_node));
-    let not_ours = |error: &WalletError| matches!(error, WalletError::AnonymousNotOurs);
+    let not_ours = |error: &PrivacyError| matches!(error, PrivacyError::AnonymousNotOurs);
     assert!(is_refused_as(receive(alice, genuine), not_ours));
     assert!(matches!(
         session::receive_anonymous(&bob.path, &mut bob.load(), &node.client, "specie-apay1zz"),
-        Err(SessionError::AnonymousPaymentString(_))
+        Err(PrivacySessionError::AnonymousPaymentString(_))
     ));
     assert_eq!(bob.load().anonymous_balance().spendable, 0);
 }
@@ -206,7 +209,7 @@ fn a_node_without_a_registration_authority_refuses_enrolment_and_anonymous_trans
     let challenge = ra.challenge(EnrolmentId(1), Jurisdiction(1), &mut rng).to_text();
     assert!(matches!(
         session::begin_enrolment(&alice.path, &mut alice.load(), &node.client, &challenge, &mut rng),
-        Err(SessionError::NoRegistrationAuthority { .. })
+        Err(PrivacySessionError::NoRegistrationAuthority { .. })
     ));
     // Enrolled with an RA the node does not trust: its entry is refused and rolled back.
     fund(&node, &issuer, &alice, 300, &mut rng);
@@ -219,7 +222,7 @@ fn a_node_without_a_registration_authority_refuses_enrolment_and_anonymous_trans
         )
         .unwrap();
     wallet.finish_enrolment(ra.enrol(&request, &mut rng).unwrap()).unwrap();
-    crate::WalletFile::save(&alice.path, &wallet).unwrap();
+    specie_wallet::WalletFile::save(&alice.path, &wallet).unwrap();
     let policy = session::anonymous_policy(&node.client, false).unwrap();
     let (outcome, _) = alice.submit(&node, |w| w.build_anonymise(100, &policy, &mut rng).unwrap());
     assert!(

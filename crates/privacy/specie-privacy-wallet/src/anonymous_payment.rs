@@ -23,12 +23,13 @@ use std::fmt;
 use specie_codec::{put_u64, Decode, DecodeError, Encode, Reader};
 use specie_confidential::{Opening, Scalar};
 use specie_credential::{EnrolmentId, OwnerOpening, OWNER_OPENING_BYTES};
-use specie_transaction::anonymous::anonymous_uhs_id;
-use specie_transaction::{AnonymousInput, AnonymousValue, OutPoint, Txid, UhsId};
+use specie_private_transactions::anonymous::anonymous_uhs_id;
+use specie_private_transactions::{AnonymousInput, AnonymousValue};
+use specie_transaction::{OutPoint, Txid, UhsId};
 use thiserror::Error;
 
 use crate::confidential_payment::CONFIDENTIAL_OUTPUT_INDEX_LIMIT;
-use crate::payment::{checksum_with, strip_prefix_ignore_case, CHECKSUM_BYTES};
+use specie_wallet::{checksum_with, strip_prefix_ignore_case, CHECKSUM_BYTES};
 
 pub const ANONYMOUS_PAYMENT_PREFIX: &str = "specie-apay1";
 pub const ANONYMOUS_PAYMENT_VERSION: u8 = 1;

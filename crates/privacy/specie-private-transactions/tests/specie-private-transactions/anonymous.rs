@@ -1,4 +1,5 @@
-//! Anonymous transactions (kind 0x08) at the sentinel, in both value modes: entering from ordinary
+//! Anonymous transactions (kind 0x08) at the sentinel (moved from `specie-sentinel`'s tests), in
+//! both value modes: entering from ordinary
 //! outputs, paying anonymously and leaving to an ordinary output are valid; every forgery is
 //! refused with its code: a spend without a credential (another RA's), a spend proof for another
 //! transaction or replayed into a new one, a malleated owner commitment, an unbalanced clear
@@ -7,17 +8,19 @@
 
 use crate::common;
 
-use common::{key, owned_input, pays, trusted};
+use common::{issuers_only, key, owned_input, pays, trusted, trusted_with};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use specie_credential::{
-    AuditDirectory, AuditorSecret, EnrolmentId, Identity, Jurisdiction, OwnerAudit, OwnerOpening, RaPublicKey,
-    RegistrationAuthority, UserSecret,
+    AuditDirectory, AuditorKey, AuditorSecret, EnrolmentId, Identity, Jurisdiction, OwnerAudit, OwnerOpening,
+    RaPublicKey, RegistrationAuthority, UserSecret,
 };
-use specie_sentinel::{validate, validate_batch, TrustedKeys};
-use specie_transaction::{
-    AnonymousPlan, AnonymousSpend, AnonymousTransaction, AnonymousValue, AnonymousValues, NonceMode, SpecieTransaction,
+use specie_private_transactions::{
+    AnonymousErrorCode, AnonymousPlan, AnonymousSpend, AnonymousTransaction, AnonymousValue, AnonymousValues,
+    PrivacyRules,
 };
+use specie_sentinel::{validate, validate_batch, CapabilityError, TrustedKeys, ValidationError};
+use specie_transaction::{NonceMode, SpecieTransaction};
 
 const ALICE: EnrolmentId = EnrolmentId(11);
 const BOB: EnrolmentId = EnrolmentId(12);
@@ -42,10 +45,20 @@ fn value_auditor() -> specie_confidential::AuditorSecret {
     specie_confidential::AuditorSecret::from_seed(&[0xa1; 32])
 }
 
+/// The privacy rules: the value auditor, `authority`, the owner auditors `owner_auditors` and
+/// the active auditors `active`.
+fn rules(authority: &RaPublicKey, owner_auditors: Vec<AuditorKey>, active: Vec<[u8; 32]>) -> TrustedKeys {
+    trusted_with(PrivacyRules::new(
+        vec![value_auditor().public().to_bytes()],
+        Some(authority.clone()),
+        owner_auditors,
+        active,
+    ))
+}
+
+/// The value auditor, `authority` and the owner auditor; no active auditor.
 fn policy(authority: &RaPublicKey) -> TrustedKeys {
-    trusted()
-        .with_auditors(vec![value_auditor().public().to_bytes()])
-        .with_anonymity(Some(authority.clone()), vec![owner_auditor().public()])
+    rules(authority, vec![owner_auditor().public()], vec![])
 }
 
 fn code(tx: &AnonymousTransaction, trusted: &TrustedKeys) -> Option<&'static str> {
@@ -175,6 +188,18 @@ fn a_spend_without_a_credential_of_the_trusted_authority_is_refused() {
     // A node that trusts no RA takes no anonymous transaction at all.
     let (entered, _) = enter(&mut w, false);
     assert_eq!(code(&entered, &trusted()), Some("no_registration_authority"));
+    let refusal = validate(&SpecieTransaction::from(entered.clone()), &trusted()).unwrap_err();
+    assert_eq!(refusal, AnonymousErrorCode::NoRegistrationAuthority.into_error());
+    assert_eq!(
+        refusal,
+        ValidationError::Capability(CapabilityError {
+            category: "anonymous",
+            code: "no_registration_authority",
+            message: "this node trusts no registration authority".to_owned(),
+        })
+    );
+    // Nor does a node without privacy rules: the kind is not accepted.
+    assert_eq!(code(&entered, &issuers_only()), Some("kind_not_accepted"));
 }
 
 #[test]
@@ -226,7 +251,7 @@ fn a_malleated_owner_commitment_is_refused() {
     let (unaudited, _) = plan
         .prove_and_sign(&[], Some(&w.alice), &w.authority, NonceMode::Deterministic, &mut w.rng)
         .unwrap();
-    let no_owner_auditors = trusted.clone().with_anonymity(Some(w.authority.clone()), vec![]);
+    let no_owner_auditors = rules(&w.authority, vec![], vec![]);
     assert_eq!(code(&unaudited, &no_owner_auditors), None);
     let mut renamed = unaudited.clone();
     renamed.anonymous_inputs[0].owner = unaudited.owners[0];
@@ -287,7 +312,7 @@ fn every_owner_auditor_must_be_given_every_owner() {
     assert_eq!(code(&hidden_payer, &trusted), Some("owner_auditor_missing"));
     // Another auditor's key in its place.
     let other = AuditorSecret::from_seed(&[0xb2; 32]).public();
-    let strict = trusted.clone().with_anonymity(Some(w.authority.clone()), vec![other]);
+    let strict = rules(&w.authority, vec![other], vec![]);
     assert_eq!(code(&entered, &strict), Some("owner_auditor_missing"));
 }
 
@@ -302,14 +327,10 @@ fn a_batch_gives_each_transaction_its_own_verdict() {
         txs.push(SpecieTransaction::from(entered));
         txs.push(SpecieTransaction::from(paid));
     }
-    let SpecieTransaction::Anonymous(good) = txs[3].clone() else {
-        unreachable!()
-    };
-    let mut replayed = txs[1].clone();
-    if let SpecieTransaction::Anonymous(tx) = &mut replayed {
-        tx.spend_proofs = good.spend_proofs.clone();
-    }
-    txs.push(replayed);
+    let good = txs[3].capability::<AnonymousTransaction>().unwrap().clone();
+    let mut replayed = txs[1].capability::<AnonymousTransaction>().unwrap().clone();
+    replayed.spend_proofs = good.spend_proofs.clone();
+    txs.push(SpecieTransaction::from(replayed));
     let alone: Vec<Option<&str>> = txs
         .iter()
         .map(|tx| validate(tx, &trusted).err().map(|e| e.code()))
@@ -329,7 +350,11 @@ fn an_active_auditor_must_co_sign_every_private_transaction() {
     use specie_transaction::P2pkWitness;
     let mut w = world();
     let auditor = key(0x71);
-    let trusted = policy(&w.authority).with_active_auditors(vec![xonly_bytes(&auditor)]);
+    let trusted = rules(
+        &w.authority,
+        vec![owner_auditor().public()],
+        vec![xonly_bytes(&auditor)],
+    );
     let (entered, spend) = enter(&mut w, true);
     let (paid, _) = pay(&mut w, spend, true);
     for tx in [entered, paid] {

@@ -3,11 +3,11 @@
 //! the wallet must keep its opening (value and blinding): without it the note cannot be spent
 //! (the proof needs it) and its value is unknown even to its owner.
 //!
-//! * [`Wallet::build_shield`]: transparent coins → one note of this wallet (change in clear).
-//! * [`Wallet::build_confidential_payment`]: notes → a note for the payee and a change note,
+//! * [`ConfidentialWallet::build_shield`]: transparent coins → one note of this wallet (change in clear).
+//! * [`ConfidentialWallet::build_confidential_payment`]: notes → a note for the payee and a change note,
 //!   two in and two out whenever the wallet holds two notes, so that an observer cannot tell
 //!   payments apart by their shape. The payee needs the [`ConfidentialPaymentString`].
-//! * [`Wallet::build_unshield`]: notes → a transparent coin (and a change note, which a
+//! * [`ConfidentialWallet::build_unshield`]: notes → a transparent coin (and a change note, which a
 //!   confidential transaction must have, of value 0 when nothing is left).
 //! * [`receive_confidential`]: accepts a payee's note only once the node holds its UHS id,
 //!   which commits to the owner and the opening's commitment.
@@ -15,23 +15,21 @@
 //! Notes follow the coins' life cycle ([`CoinState`]): inputs are `PendingSpend` and new notes
 //! `PendingReceive` until the transaction is resolved.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use rand::{CryptoRng, Rng, RngCore};
 use secp256k1::Keypair;
 use specie_confidential::{AuditorKey, Opening};
-use specie_transaction::{
-    Address, ConfidentialInput, ConfidentialPlan, ConfidentialTransaction, NonceMode, OutPoint, Output,
-    SpecieTransaction, Txid, UhsId,
+use specie_private_transactions::{ConfidentialInput, ConfidentialPlan, ConfidentialTransaction};
+use specie_transaction::{Address, NonceMode, OutPoint, Output, SpecieTransaction, Txid, UhsId};
+
+use specie_wallet::{
+    select_coins, Balance, CoinState, Ledger, PendingKind, SelectionError, Wallet, WalletError, WalletKey,
 };
 
-use crate::client::Ledger;
 use crate::confidential_payment::ConfidentialPaymentString;
-use crate::error::WalletError;
-use crate::select::select_coins;
-use crate::sync::SyncError;
-use crate::wallet::{Balance, CoinState, PendingKind, Settled, Wallet, WalletKey};
+use crate::error::PrivacyError;
+use crate::part::{balance_of, privacy, privacy_mut, HeldNote};
 
 /// Notes one confidential transaction may spend: the proof's limit.
 pub const NOTE_INPUTS_MAX: usize = specie_confidential::INPUTS_MAX;
@@ -70,7 +68,7 @@ impl fmt::Debug for Note {
     }
 }
 
-/// A shielding built by [`Wallet::build_shield`].
+/// A shielding built by [`ConfidentialWallet::build_shield`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Shielded {
     pub txid: Txid,
@@ -79,7 +77,7 @@ pub struct Shielded {
     pub change: u64,
 }
 
-/// A confidential payment built by [`Wallet::build_confidential_payment`].
+/// A confidential payment built by [`ConfidentialWallet::build_confidential_payment`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfidentialPayment {
     pub txid: Txid,
@@ -92,7 +90,7 @@ pub struct ConfidentialPayment {
     pub payment_string: ConfidentialPaymentString,
 }
 
-/// An unshielding built by [`Wallet::build_unshield`].
+/// An unshielding built by [`ConfidentialWallet::build_unshield`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unshielded {
     pub txid: Txid,
@@ -110,13 +108,13 @@ pub struct ReceivedNote {
 }
 
 /// Parses auditor keys given as hex (as `GET /v1/info` lists them and `--auditor` takes them).
-pub fn parse_auditors(keys: &[String]) -> Result<Vec<AuditorKey>, WalletError> {
+pub fn parse_auditors(keys: &[String]) -> Result<Vec<AuditorKey>, PrivacyError> {
     keys.iter()
         .map(|text| {
             let bytes: Option<[u8; 32]> = hex::decode(text.trim()).ok().and_then(|bytes| bytes.try_into().ok());
             bytes
                 .and_then(AuditorKey::from_bytes)
-                .ok_or_else(|| WalletError::BadAuditor { text: text.clone() })
+                .ok_or_else(|| PrivacyError::BadAuditor { text: text.clone() })
         })
         .collect()
 }
@@ -129,36 +127,93 @@ pub fn receive_confidential<L: Ledger + ?Sized>(
     wallet: &mut Wallet,
     ledger: &L,
     payment: &ConfidentialPaymentString,
-) -> Result<ReceivedNote, SyncError> {
+) -> Result<ReceivedNote, PrivacyError> {
     wallet.check_confidential_payment(payment)?;
     let present = ledger.query_uhs(&[payment.uhs_id()])?;
-    Ok(wallet.accept_note(payment, present.first().copied().unwrap_or(false))?)
+    wallet.accept_note(payment, present.first().copied().unwrap_or(false))
 }
 
-impl Wallet {
-    pub fn notes(&self) -> impl Iterator<Item = &Note> {
-        self.notes.values()
-    }
+/// The confidential level of a wallet (docs/privacy.md): its notes, kept in the wallet's
+/// [`crate::PrivacyPart`], and the transactions that shield coins into notes, pay from notes and
+/// unshield them.
+pub trait ConfidentialWallet {
+    /// The confidential notes, by outpoint.
+    fn notes(&self) -> impl Iterator<Item = &Note>;
 
     /// The notes' values by state, as [`Wallet::balance`] sums the coins.
-    pub fn confidential_balance(&self) -> Balance {
-        balance_of(self.notes.values())
-    }
+    fn confidential_balance(&self) -> Balance;
 
     /// Builds a shielding: `amount` of this wallet's coins into one note of a fresh key of this
     /// wallet, readable by `auditors`, any excess back as a transparent coin.
-    pub fn build_shield(
+    fn build_shield(
         &mut self,
         amount: u64,
         auditors: &[AuditorKey],
         rng: &mut (impl RngCore + CryptoRng),
-    ) -> Result<(SpecieTransaction, Shielded), WalletError> {
+    ) -> Result<(SpecieTransaction, Shielded), PrivacyError>;
+
+    /// Builds a confidential payment of `amount` to `to` from this wallet's notes, with the
+    /// change as a note of a fresh key; the two outputs in random order, so that their position
+    /// tells nothing.
+    fn build_confidential_payment(
+        &mut self,
+        to: &Address,
+        amount: u64,
+        auditors: &[AuditorKey],
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(SpecieTransaction, ConfidentialPayment), PrivacyError>;
+
+    /// Builds an unshielding: `amount` of this wallet's notes back into a transparent coin of a
+    /// fresh key, the rest as a change note (of value 0 if nothing is left: a confidential
+    /// transaction has at least one confidential output).
+    fn build_unshield(
+        &mut self,
+        amount: u64,
+        auditors: &[AuditorKey],
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(SpecieTransaction, Unshielded), PrivacyError>;
+
+    /// The payee's string of pending confidential payment `txid`, for the CLI to hand over
+    /// once `sync` learns the payment was confirmed.
+    fn confidential_payment_string_for(&self, txid: &Txid) -> Option<ConfidentialPaymentString>;
+
+    /// Refuses a payment whose output pays none of this wallet's keys.
+    fn check_confidential_payment(&self, payment: &ConfidentialPaymentString) -> Result<(), PrivacyError>;
+
+    /// Keeps the note of `payment` as spendable, if `present_at_node` (the caller asked the node
+    /// for its UHS id); a note already held is not added twice.
+    fn accept_note(
+        &mut self,
+        payment: &ConfidentialPaymentString,
+        present_at_node: bool,
+    ) -> Result<ReceivedNote, PrivacyError>;
+
+    /// Marks missing the spendable notes the node no longer holds (spent from another copy of
+    /// this wallet); a later `sync` restores any the node shows again. Returns their value.
+    fn mark_missing_notes(&mut self, outpoints: &[OutPoint]) -> u64;
+}
+
+impl ConfidentialWallet for Wallet {
+    fn notes(&self) -> impl Iterator<Item = &Note> {
+        privacy(self).into_iter().flat_map(|part| part.notes.values())
+    }
+
+    fn confidential_balance(&self) -> Balance {
+        balance_of(self.notes())
+    }
+
+    fn build_shield(
+        &mut self,
+        amount: u64,
+        auditors: &[AuditorKey],
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(SpecieTransaction, Shielded), PrivacyError> {
         let spending = self.spend(amount, rng)?;
         let note_key = WalletKey::random(rng)?;
         let plan = ConfidentialPlan {
             transparent_inputs: spending.inputs,
             confidential_inputs: vec![],
-            outputs: vec![(note_key.commitment, amount)],
+            outputs: vec![(note_key.commitment(), amount)],
             transparent_outputs: spending.change_output,
             auditors: auditors.to_vec(),
         };
@@ -167,26 +222,23 @@ impl Wallet {
         if let Some(key) = spending.change_key {
             self.add_key(key);
         }
-        let (tx, txid) = self.record_confidential(tx, &openings, PendingKind::Shield { amount });
+        let (tx, txid) = record_confidential(self, tx, &openings, PendingKind::Shield { amount })?;
         let change = spending.change;
         Ok((tx, Shielded { txid, amount, change }))
     }
 
-    /// Builds a confidential payment of `amount` to `to` from this wallet's notes, with the
-    /// change as a note of a fresh key; the two outputs in random order, so that their position
-    /// tells nothing.
-    pub fn build_confidential_payment(
+    fn build_confidential_payment(
         &mut self,
         to: &Address,
         amount: u64,
         auditors: &[AuditorKey],
         rng: &mut (impl RngCore + CryptoRng),
-    ) -> Result<(SpecieTransaction, ConfidentialPayment), WalletError> {
+    ) -> Result<(SpecieTransaction, ConfidentialPayment), PrivacyError> {
         self.check_pending_room()?;
-        let (notes, total) = self.select_notes(amount)?;
+        let (notes, total) = select_notes(self, amount)?;
         let change_key = WalletKey::random(rng)?;
         let payee = (to.witness_program_commitment(), amount);
-        let mut outputs = vec![payee, (change_key.commitment, total - amount)];
+        let mut outputs = vec![payee, (change_key.commitment(), total - amount)];
         if rng.gen_bool(0.5) {
             outputs.swap(0, 1);
         }
@@ -198,7 +250,7 @@ impl Wallet {
             transparent_outputs: vec![],
             auditors: auditors.to_vec(),
         };
-        let (tx, openings) = plan.prove_and_sign(&self.keypairs_for_notes(&notes)?, NonceMode::Randomized, rng)?;
+        let (tx, openings) = plan.prove_and_sign(&keypairs_for_notes(self, &notes)?, NonceMode::Randomized, rng)?;
         self.add_key(change_key);
         let created = tx.created_confidential_outputs()[payee_position];
         let payment_string = ConfidentialPaymentString {
@@ -208,8 +260,8 @@ impl Wallet {
             opening: openings[payee_position],
         };
         let kind = PendingKind::ConfidentialPayment { to: *to, amount };
-        let (tx, txid) = self.record_confidential(tx, &openings, kind);
-        self.sent_confidential.insert(txid, payment_string);
+        let (tx, txid) = record_confidential(self, tx, &openings, kind)?;
+        privacy_mut(self).sent_confidential.insert(txid, payment_string);
         let payment = ConfidentialPayment {
             txid,
             to: *to,
@@ -221,158 +273,62 @@ impl Wallet {
         Ok((tx, payment))
     }
 
-    /// Builds an unshielding: `amount` of this wallet's notes back into a transparent coin of a
-    /// fresh key, the rest as a change note (of value 0 if nothing is left: a confidential
-    /// transaction has at least one confidential output).
-    pub fn build_unshield(
+    fn build_unshield(
         &mut self,
         amount: u64,
         auditors: &[AuditorKey],
         rng: &mut (impl RngCore + CryptoRng),
-    ) -> Result<(SpecieTransaction, Unshielded), WalletError> {
+    ) -> Result<(SpecieTransaction, Unshielded), PrivacyError> {
         self.check_pending_room()?;
-        let (notes, total) = self.select_notes(amount)?;
+        let (notes, total) = select_notes(self, amount)?;
         let coin_key = WalletKey::random(rng)?;
         let change_key = WalletKey::random(rng)?;
         let plan = ConfidentialPlan {
             transparent_inputs: vec![],
             confidential_inputs: notes.iter().map(|note| (note.input, note.opening)).collect(),
-            outputs: vec![(change_key.commitment, total - amount)],
+            outputs: vec![(change_key.commitment(), total - amount)],
             transparent_outputs: vec![Output {
-                witness_program_commitment: coin_key.commitment,
+                witness_program_commitment: coin_key.commitment(),
                 value: amount,
             }],
             auditors: auditors.to_vec(),
         };
-        let (tx, openings) = plan.prove_and_sign(&self.keypairs_for_notes(&notes)?, NonceMode::Randomized, rng)?;
+        let (tx, openings) = plan.prove_and_sign(&keypairs_for_notes(self, &notes)?, NonceMode::Randomized, rng)?;
         self.add_key(coin_key);
         self.add_key(change_key);
-        let (tx, txid) = self.record_confidential(tx, &openings, PendingKind::Unshield { amount });
+        let (tx, txid) = record_confidential(self, tx, &openings, PendingKind::Unshield { amount })?;
         let change = total - amount;
         Ok((tx, Unshielded { txid, amount, change }))
     }
 
-    /// Spendable notes worth at least `amount`: the fewest that cover it, then, if that is one
-    /// and the wallet holds another, the smallest other one too, so that payments keep the
-    /// common two-in shape (and small notes get merged rather than pile up).
-    fn select_notes(&self, amount: u64) -> Result<(Vec<Note>, u64), WalletError> {
-        if amount == 0 {
-            return Err(WalletError::ZeroAmount);
-        }
-        let candidates: Vec<Note> = self
-            .notes
-            .values()
-            .filter(|note| note.state == CoinState::Spendable && note.value() > 0)
-            .copied()
-            .collect();
-        let values: Vec<u64> = candidates.iter().map(Note::value).collect();
-        let unit = self.hrp.clone();
-        let selection = select_coins(&values, amount, NOTE_INPUTS_MAX).map_err(|error| {
-            WalletError::from_selection(error, unit, || WalletError::InsufficientNotes {
-                confidential: self.confidential_balance().spendable,
-                needed: amount,
-                unit: self.hrp.clone(),
-            })
-        })?;
-        let mut chosen = selection.chosen;
-        let mut total = selection.total;
-        if chosen.len() == 1 {
-            let other = (0..candidates.len())
-                .filter(|index| !chosen.contains(index))
-                .min_by_key(|&index| values[index]);
-            if let Some(index) = other.filter(|&index| total.checked_add(values[index]).is_some()) {
-                chosen.push(index);
-                total += values[index];
-            }
-        }
-        Ok((chosen.iter().map(|&index| candidates[index]).collect(), total))
+    fn confidential_payment_string_for(&self, txid: &Txid) -> Option<ConfidentialPaymentString> {
+        privacy(self)?.sent_confidential.get(txid).copied()
     }
 
-    fn keypairs_for_notes(&self, notes: &[Note]) -> Result<Vec<Keypair>, WalletError> {
-        notes
-            .iter()
-            .enumerate()
-            .map(|(index, note)| {
-                self.key_by_commitment
-                    .get(&note.input.owner)
-                    .map(|&key| self.keys[key].keypair)
-                    .ok_or(WalletError::Sign(specie_transaction::SignError::KeyMismatch { index }))
-            })
-            .collect()
-    }
-
-    /// Records a built confidential transaction: its notes become `PendingSpend`, its
-    /// confidential outputs that pay this wallet new `PendingReceive` notes (value-0 change
-    /// is not kept: it can pay nothing), and its transparent side is recorded as for any
-    /// transaction.
-    fn record_confidential(
-        &mut self,
-        tx: ConfidentialTransaction,
-        openings: &[Opening],
-        kind: PendingKind,
-    ) -> (SpecieTransaction, Txid) {
-        let txid = tx.txid();
-        for input in &tx.confidential_inputs {
-            if let Some(note) = self.notes.get_mut(&input.prevout) {
-                debug_assert_eq!(note.state, CoinState::Spendable, "only spendable notes are selected");
-                note.state = CoinState::PendingSpend { txid };
-            }
-        }
-        for (created, opening) in tx.created_confidential_outputs().iter().zip(openings) {
-            if self.owns(&created.owner) && opening.value > 0 {
-                let note = Note {
-                    input: created.to_input(),
-                    opening: *opening,
-                    state: CoinState::PendingReceive { txid },
-                };
-                self.notes.insert(created.outpoint, note);
-            }
-        }
-        let tx = SpecieTransaction::from(tx);
-        self.record(tx.clone(), kind);
-        (tx, txid)
-    }
-
-    /// Applies the fate of `txid` to the notes, as `on_confirmed` and `on_rejected` do to the
-    /// coins; the payee's string is no longer needed once the transaction is resolved.
-    pub(crate) fn settle_notes(&mut self, txid: &Txid, confirmed: bool, settled: &mut Settled) {
-        self.sent_confidential.remove(txid);
-        settle(&mut self.notes, txid, confirmed, settled);
-    }
-
-    /// The payee's string of pending confidential payment `txid`, for the CLI to hand over
-    /// once `sync` learns the payment was confirmed.
-    pub fn confidential_payment_string_for(&self, txid: &Txid) -> Option<ConfidentialPaymentString> {
-        self.sent_confidential.get(txid).copied()
-    }
-
-    /// Refuses a payment whose output pays none of this wallet's keys.
-    pub fn check_confidential_payment(&self, payment: &ConfidentialPaymentString) -> Result<(), WalletError> {
+    fn check_confidential_payment(&self, payment: &ConfidentialPaymentString) -> Result<(), PrivacyError> {
         if !self.owns(&payment.owner) {
-            return Err(WalletError::ConfidentialNotOurs {
-                addresses: self.keys.len(),
+            return Err(PrivacyError::ConfidentialNotOurs {
+                addresses: self.addresses().len(),
             });
         }
         Ok(())
     }
 
-    /// Keeps the note of `payment` as spendable, if `present_at_node` (the caller asked the node
-    /// for its UHS id); a note already held is not added twice.
-    pub fn accept_note(
+    fn accept_note(
         &mut self,
         payment: &ConfidentialPaymentString,
         present_at_node: bool,
-    ) -> Result<ReceivedNote, WalletError> {
+    ) -> Result<ReceivedNote, PrivacyError> {
         self.check_confidential_payment(payment)?;
         let value = payment.opening.value;
-        if self.notes.contains_key(&payment.outpoint()) {
+        if privacy(self).is_some_and(|part| part.notes.contains_key(&payment.outpoint())) {
             return Ok(ReceivedNote {
                 value,
                 already_known: true,
             });
         }
         if !present_at_node {
-            return Err(WalletError::NoteNotAtNode {
+            return Err(PrivacyError::NoteNotAtNode {
                 txid: payment.txid,
                 index: payment.index,
             });
@@ -382,37 +338,108 @@ impl Wallet {
             opening: payment.opening,
             state: CoinState::Spendable,
         };
-        self.notes.insert(payment.outpoint(), note);
+        privacy_mut(self).notes.insert(payment.outpoint(), note);
         Ok(ReceivedNote {
             value,
             already_known: false,
         })
     }
 
-    /// Marks missing the spendable notes the node no longer holds (spent from another copy of
-    /// this wallet); a later `sync` restores any the node shows again. Returns their value.
-    pub fn mark_missing_notes(&mut self, outpoints: &[OutPoint]) -> u64 {
-        mark_missing(&mut self.notes, outpoints)
+    fn mark_missing_notes(&mut self, outpoints: &[OutPoint]) -> u64 {
+        match self.part_mut::<crate::PrivacyPart>() {
+            Some(part) => crate::part::mark_missing(&mut part.notes, outpoints),
+            None => 0,
+        }
     }
 }
 
-/// A note of either private level (confidential or anonymous): what the coins' life cycle needs.
-pub(crate) trait HeldNote {
-    fn value(&self) -> u64;
-    fn state(&self) -> CoinState;
-    fn set_state(&mut self, state: CoinState);
+/// Spendable notes worth at least `amount`: the fewest that cover it, then, if that is one and
+/// the wallet holds another, the smallest other one too, so that payments keep the common
+/// two-in shape (and small notes get merged rather than pile up).
+fn select_notes(wallet: &Wallet, amount: u64) -> Result<(Vec<Note>, u64), PrivacyError> {
+    if amount == 0 {
+        return Err(WalletError::ZeroAmount.into());
+    }
+    let candidates: Vec<Note> = (wallet.notes())
+        .filter(|note| note.state == CoinState::Spendable && note.value() > 0)
+        .copied()
+        .collect();
+    let values: Vec<u64> = candidates.iter().map(Note::value).collect();
+    let unit = wallet.hrp().to_owned();
+    let selection = select_coins(&values, amount, NOTE_INPUTS_MAX).map_err(|error| match error {
+        SelectionError::Insufficient { .. } => PrivacyError::InsufficientNotes {
+            confidential: wallet.confidential_balance().spendable,
+            needed: amount,
+            unit: wallet.hrp().to_owned(),
+        },
+        other => WalletError::from_selection(other, unit, || unreachable!("not an insufficiency")).into(),
+    })?;
+    let (chosen, total) = second_input(selection.chosen, selection.total, &values);
+    Ok((chosen.iter().map(|&index| candidates[index]).collect(), total))
 }
 
-impl HeldNote for crate::wallet::Coin {
-    fn value(&self) -> u64 {
-        self.output.value
+/// `chosen` (worth `total`) and, if it is one note and there is another, the smallest other one
+/// of `values` too, while the sum fits.
+pub(crate) fn second_input(mut chosen: Vec<usize>, mut total: u64, values: &[u64]) -> (Vec<usize>, u64) {
+    if chosen.len() == 1 {
+        let other = (0..values.len())
+            .filter(|index| !chosen.contains(index))
+            .min_by_key(|&index| values[index]);
+        if let Some(index) = other.filter(|&index| total.checked_add(values[index]).is_some()) {
+            chosen.push(index);
+            total += values[index];
+        }
     }
-    fn state(&self) -> CoinState {
-        self.state
+    (chosen, total)
+}
+
+fn keypairs_for_notes(wallet: &Wallet, notes: &[Note]) -> Result<Vec<Keypair>, PrivacyError> {
+    notes
+        .iter()
+        .enumerate()
+        .map(|(index, note)| {
+            (wallet.keypair_for_commitment(&note.input.owner))
+                .ok_or(WalletError::Sign(specie_transaction::SignError::KeyMismatch { index }).into())
+        })
+        .collect()
+}
+
+/// Records a built confidential transaction: its notes become `PendingSpend`, its confidential
+/// outputs that pay this wallet new `PendingReceive` notes (value-0 change is not kept: it can
+/// pay nothing), and its transparent side is recorded as for any transaction.
+fn record_confidential(
+    wallet: &mut Wallet,
+    tx: ConfidentialTransaction,
+    openings: &[Opening],
+    kind: PendingKind,
+) -> Result<(SpecieTransaction, Txid), PrivacyError> {
+    let txid = tx.txid();
+    // Checked before the notes change: then nothing changes if it is refused.
+    wallet.check_pending_room()?;
+    let ours: Vec<bool> = (tx.created_confidential_outputs().iter())
+        .map(|created| wallet.owns(&created.owner))
+        .collect();
+    let part = privacy_mut(wallet);
+    for input in &tx.confidential_inputs {
+        if let Some(note) = part.notes.get_mut(&input.prevout) {
+            debug_assert_eq!(note.state, CoinState::Spendable, "only spendable notes are selected");
+            note.state = CoinState::PendingSpend { txid };
+        }
     }
-    fn set_state(&mut self, state: CoinState) {
-        self.state = state;
+    let created = tx.created_confidential_outputs();
+    for ((created, opening), ours) in created.iter().zip(openings).zip(ours) {
+        if ours && opening.value > 0 {
+            let note = Note {
+                input: created.to_input(),
+                opening: *opening,
+                state: CoinState::PendingReceive { txid },
+            };
+            part.notes.insert(created.outpoint, note);
+        }
     }
+    let tx = SpecieTransaction::from(tx);
+    wallet.record_pending(tx.clone(), kind)?;
+    Ok((tx, txid))
 }
 
 impl HeldNote for Note {
@@ -425,86 +452,16 @@ impl HeldNote for Note {
     fn set_state(&mut self, state: CoinState) {
         self.state = state;
     }
-}
-
-/// The notes' values by state.
-pub(crate) fn balance_of<'a, N: HeldNote + 'a>(notes: impl Iterator<Item = &'a N>) -> Balance {
-    let mut balance = Balance::default();
-    for note in notes {
-        let bucket = match note.state() {
-            CoinState::Spendable => &mut balance.spendable,
-            CoinState::PendingSpend { .. } => &mut balance.pending_out,
-            CoinState::PendingReceive { .. } => &mut balance.pending_in,
-            CoinState::Missing => &mut balance.missing,
-        };
-        *bucket = bucket.saturating_add(note.value());
+    fn uhs_id(&self) -> UhsId {
+        self.input.uhs_id()
     }
-    balance
-}
-
-/// Applies the fate of `txid` to `notes`, as `on_confirmed` and `on_rejected` do to the coins.
-pub(crate) fn settle<N: HeldNote>(
-    notes: &mut BTreeMap<OutPoint, N>,
-    txid: &Txid,
-    confirmed: bool,
-    settled: &mut Settled,
-) {
-    notes.retain(|_, note| match note.state() {
-        CoinState::PendingSpend { txid: spender } if spender == *txid => {
-            if confirmed {
-                settled.spent = settled.spent.saturating_add(note.value());
-                return false;
-            }
-            note.set_state(CoinState::Spendable);
-            settled.released = settled.released.saturating_add(note.value());
-            true
-        }
-        CoinState::PendingReceive { txid: creator } if creator == *txid => {
-            if confirmed {
-                note.set_state(CoinState::Spendable);
-                settled.received = settled.received.saturating_add(note.value());
-                return true;
-            }
-            settled.dropped = settled.dropped.saturating_add(note.value());
-            false
-        }
-        _ => true,
-    });
-}
-
-/// Removes the spendable notes at `outpoints` (the node no longer holds them). Returns the value removed.
-/// Marks the spendable ones of `outpoints` missing ([`CoinState::Missing`]); returns their value.
-pub(crate) fn mark_missing<N: HeldNote>(held: &mut BTreeMap<OutPoint, N>, outpoints: &[OutPoint]) -> u64 {
-    let mut marked = 0u64;
-    for outpoint in outpoints {
-        if let Some(note) = held
-            .get_mut(outpoint)
-            .filter(|note| note.state() == CoinState::Spendable)
-        {
-            note.set_state(CoinState::Missing);
-            marked = marked.saturating_add(note.value());
-        }
-    }
-    marked
-}
-
-/// Makes the missing ones of `outpoints` spendable again; returns their value.
-pub(crate) fn restore_missing<N: HeldNote>(held: &mut BTreeMap<OutPoint, N>, outpoints: &[OutPoint]) -> u64 {
-    let mut restored = 0u64;
-    for outpoint in outpoints {
-        if let Some(note) = held.get_mut(outpoint).filter(|note| note.state() == CoinState::Missing) {
-            note.set_state(CoinState::Spendable);
-            restored = restored.saturating_add(note.value());
-        }
-    }
-    restored
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testkit::{check_valid, funded_wallet, rng, MemoryLedger};
-    use crate::{Ledger, SubmitStatus, WalletFile};
+    use specie_wallet::{Ledger, SubmitStatus, WalletFile};
 
     fn confirm(wallet: &mut Wallet, ledger: &MemoryLedger, tx: &SpecieTransaction) {
         let status = ledger.submit(std::slice::from_ref(tx), 1000).unwrap().remove(0).status;
@@ -538,7 +495,7 @@ mod tests {
         assert!(alice.confidential_payment_string_for(&payment.txid).is_none());
         assert!(matches!(
             alice.build_confidential_payment(&to, 301, &[], &mut rng),
-            Err(WalletError::InsufficientNotes {
+            Err(PrivacyError::InsufficientNotes {
                 confidential: 300,
                 needed: 301,
                 ..
@@ -558,9 +515,8 @@ mod tests {
         let to = Wallet::new("usd", false, &mut rng).unwrap().latest_address().unwrap();
         let (tx, payment) = alice.build_confidential_payment(&to, 150, &[], &mut rng).unwrap();
         check_valid(&tx, &[]).unwrap();
-        let SpecieTransaction::Confidential(confidential) = &tx else {
-            panic!("a confidential payment is a confidential transaction")
-        };
+        let confidential =
+            (tx.capability::<ConfidentialTransaction>()).expect("a confidential payment is a confidential transaction");
         assert_eq!(
             (confidential.confidential_inputs.len(), confidential.owners.len()),
             (2, 2)

@@ -34,12 +34,14 @@ use specie_credential::{
     OWNER_AUDIT_BYTES, OWNER_COMMITMENT_BYTES,
 };
 
-use crate::extension::{put_header, read_header, KIND_ANONYMOUS};
-use crate::hash::{sha256, Sha256Writer};
-use crate::limits::{DecodeLimits, OUT_POINT_BYTES};
-use crate::signing::{NonceMode, P2pkWitness, SignError};
-use crate::transaction::{read_inputs, read_outputs, read_witnesses, uhs_id_for, Input, OutPoint, Output, Witness};
-use crate::{Txid, UhsId};
+use specie_transaction::extension::{put_header, read_header};
+use specie_transaction::hash::{sha256, Sha256Writer};
+use specie_transaction::limits::{DecodeLimits, OUT_POINT_BYTES};
+use specie_transaction::signing::{NonceMode, P2pkWitness, SignError};
+use specie_transaction::transaction::{read_inputs, read_outputs, read_witnesses};
+use specie_transaction::{uhs_id_for, Input, OutPoint, Output, Txid, UhsId, Witness};
+
+use crate::KIND_ANONYMOUS;
 
 pub const ANONYMOUS_OUTPUT_DOMAIN: &[u8; 26] = b"specie/anonymous-output/v1";
 pub const ANONYMOUS_CONTEXT_DOMAIN: &[u8; 27] = b"specie/anonymous-context/v1";

@@ -23,11 +23,12 @@ use std::str::FromStr;
 
 use specie_codec::{put_u64, DecodeError, Encode, Reader};
 use specie_confidential::{Opening, Scalar};
-use specie_transaction::confidential::confidential_uhs_id;
-use specie_transaction::{ConfidentialInput, DecodeLimits, OutPoint, Txid, UhsId};
+use specie_private_transactions::confidential::confidential_uhs_id;
+use specie_private_transactions::ConfidentialInput;
+use specie_transaction::{DecodeLimits, OutPoint, Txid, UhsId};
 use thiserror::Error;
 
-use crate::payment::{checksum_with, strip_prefix_ignore_case, CHECKSUM_BYTES};
+use specie_wallet::{checksum_with, strip_prefix_ignore_case, CHECKSUM_BYTES};
 
 /// Every confidential payment string starts with this.
 pub const CONFIDENTIAL_PAYMENT_PREFIX: &str = "specie-cpay1";
@@ -315,9 +316,9 @@ mod tests {
 
     #[test]
     fn a_transparent_payment_string_is_not_a_confidential_one() {
-        let transparent = crate::PaymentString::new(
+        let transparent = specie_wallet::PaymentString::new(
             Txid([7; 32]),
-            vec![crate::PaidOutput {
+            vec![specie_wallet::PaidOutput {
                 index: 0,
                 output: specie_transaction::Output {
                     witness_program_commitment: [9; 32],

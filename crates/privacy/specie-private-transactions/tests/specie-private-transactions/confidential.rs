@@ -1,16 +1,18 @@
-//! Confidential transactions at the sentinel: shielding ordinary outputs, paying confidentially
-//! and unshielding are valid; every forgery is refused with its code: a wrong clear value, a proof
-//! for another transaction, a proof replayed into a new one, a malleated commitment, an auditor
-//! left out, a bad witness, a tampered proof.
+//! Confidential transactions at the sentinel (moved from `specie-sentinel`'s tests): shielding
+//! ordinary outputs, paying confidentially and unshielding are valid; every forgery is refused
+//! with its code: a wrong clear value, a proof for another transaction, a proof replayed into a
+//! new one, a malleated commitment, an auditor left out, a bad witness, a tampered proof. The
+//! batch path verifies the proofs together and gives each transaction the verdict it gets alone.
 
 use crate::common;
 
-use common::{key, owned_input, pays, trusted};
+use common::{issuers_only, key, owned_input, pays, trusted, trusted_with};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use specie_confidential::{AuditorKey, AuditorSecret, Opening};
-use specie_sentinel::{validate, TrustedKeys};
-use specie_transaction::{ConfidentialPlan, ConfidentialTransaction, NonceMode, SpecieTransaction};
+use specie_private_transactions::{ConfidentialErrorCode, ConfidentialPlan, ConfidentialTransaction, PrivacyRules};
+use specie_sentinel::{validate, CapabilityError, TrustedKeys, ValidationError};
+use specie_transaction::{NonceMode, SpecieTransaction};
 
 fn owner(key: &secp256k1::Keypair) -> [u8; 32] {
     pays(key, 1).witness_program_commitment
@@ -20,8 +22,18 @@ fn auditor() -> AuditorSecret {
     AuditorSecret::from_seed(&[0xa1; 32])
 }
 
+/// The privacy rules with the auditor of seed `a1`×32 and the active auditors `active`.
+fn with_auditor_and_active(active: Vec<[u8; 32]>) -> TrustedKeys {
+    trusted_with(PrivacyRules::new(
+        vec![auditor().public().to_bytes()],
+        None,
+        vec![],
+        active,
+    ))
+}
+
 fn with_auditor() -> TrustedKeys {
-    trusted().with_auditors(vec![auditor().public().to_bytes()])
+    with_auditor_and_active(vec![])
 }
 
 fn auditors() -> Vec<AuditorKey> {
@@ -66,6 +78,7 @@ fn pay_and_unshield(rng: &mut StdRng) -> (ConfidentialTransaction, ConfidentialP
 
 #[test]
 fn shielding_paying_and_unshielding_are_valid_and_the_auditor_reads_the_values() {
+    specie_private_transactions::install();
     let mut rng = StdRng::seed_from_u64(1);
     let (shielded, openings) = shield(&mut rng);
     assert_eq!(code(&shielded, &with_auditor()), None);
@@ -100,6 +113,18 @@ fn a_clear_value_that_does_not_match_the_proof_is_refused() {
         code(&shielded, &with_auditor()),
         Some("confidential_public_in_mismatch")
     );
+    // The whole refusal: a capability error of category `confidential`, with its sentence.
+    let refusal = validate(&SpecieTransaction::from(shielded), &with_auditor()).unwrap_err();
+    assert_eq!(refusal, ConfidentialErrorCode::PublicInMismatch.into_error());
+    assert_eq!(
+        refusal,
+        ValidationError::Capability(CapabilityError {
+            category: "confidential",
+            code: "confidential_public_in_mismatch",
+            message: "the proof's clear input value is not the total of the transparent inputs".to_owned(),
+        })
+    );
+    assert_eq!(refusal.category(), "confidential");
     let (mut paid, _) = pay_and_unshield(&mut rng);
     paid.transparent_outputs[0].value += 1;
     paid.sign(&[key(2)], NonceMode::Deterministic).unwrap();
@@ -153,10 +178,13 @@ fn leaving_out_an_auditor_with_jurisdiction_is_refused() {
     assert_eq!(code(&tx, &with_auditor()), Some("auditor_missing"));
     // Where no auditor has jurisdiction, it is valid.
     assert_eq!(code(&tx, &trusted()), None);
+    // Where the node has no privacy rules at all, the kind is not accepted.
+    assert_eq!(code(&tx, &issuers_only()), Some("kind_not_accepted"));
 }
 
 #[test]
 fn a_bad_witness_or_a_tampered_proof_is_refused() {
+    specie_private_transactions::install();
     let mut rng = StdRng::seed_from_u64(6);
     let (paid, _) = pay_and_unshield(&mut rng);
     let mut stolen = paid.clone();
@@ -172,20 +200,28 @@ fn a_bad_witness_or_a_tampered_proof_is_refused() {
     // Flip bytes across the proof's encoding: it either no longer decodes or no longer verifies.
     let tx = SpecieTransaction::from(paid.clone());
     let bytes = specie_codec::Encode::encode(&tx);
+    let decode = |bytes: &[u8]| <SpecieTransaction as specie_codec::Decode>::decode_exact(bytes);
+    assert_eq!(
+        decode(&bytes).unwrap().capability::<ConfidentialTransaction>(),
+        Some(&paid)
+    );
     let proof_bytes = specie_codec::Encode::encode(&paid.proof);
     let start = bytes.windows(proof_bytes.len()).position(|w| w == proof_bytes).unwrap();
     for offset in (0..proof_bytes.len()).step_by(37) {
         let mut tampered = bytes.clone();
         tampered[start + offset] ^= 0x40;
-        if let Ok(SpecieTransaction::Confidential(mut forged)) =
-            <SpecieTransaction as specie_codec::Decode>::decode_exact(&tampered)
-        {
-            forged.sign(&[key(2)], NonceMode::Deterministic).unwrap();
-            assert!(
-                code(&forged, &with_auditor()).is_some(),
-                "byte {offset} of the proof flipped"
-            );
-        }
+        let Ok(decoded) = decode(&tampered) else {
+            continue;
+        };
+        let mut forged = decoded
+            .capability::<ConfidentialTransaction>()
+            .expect("a flipped proof byte leaves the kind")
+            .clone();
+        forged.sign(&[key(2)], NonceMode::Deterministic).unwrap();
+        assert!(
+            code(&forged, &with_auditor()).is_some(),
+            "byte {offset} of the proof flipped"
+        );
     }
 }
 
@@ -221,12 +257,37 @@ fn a_batch_verifies_proofs_together_and_gives_each_transaction_its_own_verdict()
 }
 
 #[test]
+fn one_bad_proof_fails_the_batch_and_only_its_transaction_is_refused() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let mut txs: Vec<SpecieTransaction> = (0..6)
+        .map(|_| SpecieTransaction::from(pay_and_unshield(&mut rng).0))
+        .collect();
+    // Carol's 70 paid to mallory under the proof made for carol: every check but the proof holds.
+    let mut redirected = pay_and_unshield(&mut rng).0;
+    redirected.owners[0] = owner(&key(9));
+    redirected.sign(&[key(2)], NonceMode::Deterministic).unwrap();
+    txs.insert(3, SpecieTransaction::from(redirected));
+    let trusted = with_auditor();
+    let batch = specie_sentinel::validate_batch(&txs, &trusted);
+    let sequential: Vec<_> = txs
+        .iter()
+        .map(|tx| specie_sentinel::validate_and_compact(tx, &trusted))
+        .collect();
+    assert_eq!(batch, sequential);
+    let codes: Vec<Option<&str>> = batch.iter().map(|v| v.as_ref().err().map(|e| e.code())).collect();
+    let mut expected = vec![None; 7];
+    expected[3] = Some("invalid_confidential_proof");
+    assert_eq!(codes, expected);
+    assert_eq!(batch[3], Err(ConfidentialErrorCode::InvalidProof.into_error()));
+}
+
+#[test]
 fn an_active_auditor_must_co_sign_a_confidential_transaction() {
     use specie_transaction::signing::xonly_bytes;
     use specie_transaction::P2pkWitness;
     let mut rng = StdRng::seed_from_u64(9);
     let auditor = key(0x71);
-    let trusted = with_auditor().with_active_auditors(vec![xonly_bytes(&auditor)]);
+    let trusted = with_auditor_and_active(vec![xonly_bytes(&auditor)]);
     let (shielded, _) = shield(&mut rng);
     assert_eq!(code(&shielded, &trusted), Some("active_auditor_missing"));
     let mut cosigned = shielded.clone();
