@@ -45,8 +45,8 @@ mod wallet;
 
 #[cfg(test)]
 mod scenario_tests;
-#[cfg(test)]
-mod testkit;
+#[cfg(any(test, feature = "testing"))]
+pub mod testkit;
 
 pub use client::{
     core_api, marker_in_core, BadSubmitResult, ClientError, Ledger, NodeAccess, NodeClient, NodeInfo, SubmitResult,

@@ -1,5 +1,6 @@
 //! Test helpers: seeded RNGs, funded wallets, an independent validity check, and an in-memory
-//! ledger that behaves like the node's API.
+//! ledger that behaves like the node's API. The capabilities' wallet drivers test with them too
+//! (feature `testing`), handing in their kinds' checks ([`CapabilityCheck`]).
 //!
 //! The validity check asks the real sentinel (`specie_sentinel::validate`), and also applies
 //! the transaction-local rules as the reference format notes list them, read independently of
@@ -84,12 +85,33 @@ fn check_inputs_outputs(inputs: &[Input], outputs: &[Output]) -> Result<(u128, u
     Ok((in_total, out_total))
 }
 
-/// The sentinel's transaction-local checks, plus a canonical-encoding round trip.
+/// What a capability's tests have the memory ledger and [`check_valid_with`] accept of its
+/// kinds: the rules a node judges them by, and an independent reading of what a wallet's
+/// transaction of those kinds must pass (the second reading every kind gets here).
+#[derive(Clone)]
+pub struct CapabilityCheck {
+    pub rules: std::sync::Arc<dyn specie_sentinel::CapabilityRules>,
+    pub independent: fn(&dyn specie_transaction::CapabilityTransaction) -> Result<(), String>,
+}
+
+/// The sentinel's transaction-local checks, plus a canonical-encoding round trip. No
+/// capability's keys: a capability's kinds are refused, as a node configured without them
+/// refuses them.
 pub fn check_valid(tx: &SpecieTransaction, issuers: &[[u8; 32]]) -> Result<(), String> {
+    check_valid_with(tx, issuers, None)
+}
+
+/// [`check_valid`], accepting the kinds `capability` judges.
+pub fn check_valid_with(
+    tx: &SpecieTransaction,
+    issuers: &[[u8; 32]],
+    capability: Option<&CapabilityCheck>,
+) -> Result<(), String> {
     let issuer_keys = specie_sentinel::IssuerKeys::from_bytes(issuers).map_err(|error| error.to_string())?;
-    // No capability's keys: the memory ledger refuses a capability's kinds (a FastPay funding or
-    // redeem), as a node configured without them does.
-    let trusted = specie_sentinel::TrustedKeys::from(issuer_keys);
+    let mut trusted = specie_sentinel::TrustedKeys::from(issuer_keys);
+    if let Some(capability) = capability {
+        trusted = trusted.with_capability(capability.rules.clone());
+    }
     specie_sentinel::validate(tx, &trusted).map_err(|error| format!("sentinel: {error}"))?;
     let decoded = SpecieTransaction::decode_exact(&tx.encode()).map_err(|error| error.to_string())?;
     if &decoded != tx {
@@ -134,7 +156,10 @@ pub fn check_valid(tx: &SpecieTransaction, issuers: &[[u8; 32]]) -> Result<(), S
         SpecieTransaction::BridgeFunding(_) | SpecieTransaction::BridgePayout(_) => {
             Err("the memory ledger trusts no offline authority".into())
         }
-        SpecieTransaction::Capability(_) => Err("the memory ledger trusts no capability's kinds".into()),
+        SpecieTransaction::Capability(kind) => match capability {
+            Some(capability) => (capability.independent)(&**kind),
+            None => Err("the memory ledger trusts no capability's kinds".into()),
+        },
     }
 }
 
@@ -166,6 +191,8 @@ pub enum Mode {
 pub struct MemoryLedger {
     pub uhs: RefCell<HashSet<UhsId>>,
     pub issuers: Vec<[u8; 32]>,
+    /// The capability kinds it accepts, if any.
+    pub capability: Option<CapabilityCheck>,
     pub mode: Cell<Mode>,
     pub submissions: Cell<usize>,
 }
@@ -175,14 +202,23 @@ impl MemoryLedger {
         MemoryLedger {
             uhs: RefCell::new(HashSet::new()),
             issuers,
+            capability: None,
             mode: Cell::new(Mode::Normal),
             submissions: Cell::new(0),
         }
     }
 
+    /// A ledger that also accepts the kinds `capability` judges.
+    pub fn with_capability(issuers: Vec<[u8; 32]>, capability: CapabilityCheck) -> Self {
+        MemoryLedger {
+            capability: Some(capability),
+            ..MemoryLedger::new(issuers)
+        }
+    }
+
     /// Applies `tx` as the shards would; the status the node would report.
     pub fn apply(&self, tx: &SpecieTransaction) -> SubmitStatus {
-        if let Err(message) = check_valid(tx, &self.issuers) {
+        if let Err(message) = check_valid_with(tx, &self.issuers, self.capability.as_ref()) {
             return SubmitStatus::Invalid {
                 code: "invalid".into(),
                 index: None,

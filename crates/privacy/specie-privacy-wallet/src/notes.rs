@@ -460,7 +460,8 @@ impl HeldNote for Note {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testkit::{check_valid, funded_wallet, rng, MemoryLedger};
+    use crate::testkit::{check_valid, funded_wallet, memory_ledger, rng};
+    use specie_wallet::testkit::MemoryLedger;
     use specie_wallet::{Ledger, SubmitStatus, WalletFile};
 
     fn confirm(wallet: &mut Wallet, ledger: &MemoryLedger, tx: &SpecieTransaction) {
@@ -471,7 +472,7 @@ mod tests {
 
     /// The ledger holds the coins `funded_wallet` made up, as if they had been confirmed.
     fn ledger_for(wallet: &Wallet) -> MemoryLedger {
-        let ledger = MemoryLedger::new(vec![]);
+        let ledger = memory_ledger(vec![]);
         ledger.uhs.borrow_mut().extend(wallet.coins().map(|coin| coin.uhs_id()));
         ledger
     }

@@ -1,237 +1,52 @@
-//! Test helpers (as the core wallet's own, with the confidential kind validated): seeded RNGs,
-//! funded wallets, an independent validity check, and an in-memory ledger that behaves like the
-//! node's API.
-//!
-//! The validity check asks the real sentinel (`specie_sentinel::validate`), and also applies
-//! the transaction-local rules as the reference format notes list them, read independently of
-//! both the sentinel's and the wallet's code: a wallet bug has to fool two readings of the rules.
+//! Test helpers: the core wallet's (`specie_wallet::testkit`), with the privacy part installed
+//! and the confidential kind accepted: by the sentinel's rules with no auditors and no RA (as a
+//! node started so judges it), and by an independent reading of its witnesses and proofs.
 
-use std::cell::{Cell, RefCell};
-use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
 use rand::rngs::StdRng;
-use rand::SeedableRng;
-use specie_codec::{Decode, Encode};
-use specie_private_transactions::ConfidentialTransaction;
-use specie_transaction::signing::{parse_xonly, schnorr_verify};
-use specie_transaction::{mint_marker, Input, Output, P2pkWitness, SpecieTransaction, Txid, UhsId, Witness};
+use specie_private_transactions::{ConfidentialTransaction, PrivacyRules};
+use specie_transaction::{CapabilityTransaction, SpecieTransaction};
+use specie_wallet::testkit::CapabilityCheck;
 
-use specie_wallet::{ClientError, Ledger, PaidOutput, PaymentString, SubmitResult, SubmitStatus, Wallet};
+pub use specie_wallet::testkit::funded_wallet;
 
 /// A seeded rng; every test starts with one, so this is also where the privacy part and the
 /// private kinds are installed, as the binary installs them, for wallet files that hold them.
 pub fn rng(seed: u64) -> StdRng {
     crate::install();
-    StdRng::seed_from_u64(seed)
+    specie_wallet::testkit::rng(seed)
 }
 
-/// A wallet whose first address holds spendable coins of `values` (as if received and
-/// confirmed from some earlier transaction).
-pub fn funded_wallet(values: &[u64], rng: &mut StdRng) -> Wallet {
-    let mut wallet = Wallet::new("usd", false, rng).unwrap();
-    if values.is_empty() {
-        return wallet;
-    }
-    let commitment = wallet.latest_address().unwrap().witness_program_commitment();
-    let mut txid = [0u8; 32];
-    rand::RngCore::fill_bytes(rng, &mut txid);
-    let payment = PaymentString::new(
-        Txid(txid),
-        values
-            .iter()
-            .enumerate()
-            .map(|(index, &value)| PaidOutput {
-                index: index as u64,
-                output: Output {
-                    witness_program_commitment: commitment,
-                    value,
-                },
-            })
-            .collect(),
-    );
-    wallet.import_payment(&payment, &payment.uhs_ids()).unwrap();
-    wallet
-}
-
-fn check_witnesses(inputs: &[Input], witnesses: &[Witness], txid: &Txid) -> Result<(), String> {
-    if witnesses.len() != inputs.len() {
+/// A confidential transaction's witnesses are one per input, and its proofs verify; no other
+/// capability kind is accepted (the anonymous one needs a registration authority).
+fn confidential_holds(tx: &dyn CapabilityTransaction) -> Result<(), String> {
+    let Some(confidential) = tx.downcast_ref::<ConfidentialTransaction>() else {
+        return Err("the memory ledger trusts no capability's kinds but confidential ones".into());
+    };
+    if confidential.witnesses.len() != confidential.input_owners().len() {
         return Err("missing_witness".into());
     }
-    for (index, (input, witness)) in inputs.iter().zip(witnesses).enumerate() {
-        let parsed = P2pkWitness::parse(witness).map_err(|error| format!("input {index}: {error}"))?;
-        if parsed.program_commitment() != input.data.witness_program_commitment {
-            return Err(format!("input {index}: witness program does not match"));
-        }
-        let pubkey = parse_xonly(&parsed.pubkey).ok_or(format!("input {index}: bad pubkey"))?;
-        if !schnorr_verify(&pubkey, &txid.0, &parsed.signature) {
-            return Err(format!("input {index}: invalid_signature"));
-        }
-    }
-    Ok(())
+    confidential
+        .proof
+        .verify(&confidential.context())
+        .map_err(|error| format!("proof: {error}"))
 }
 
-fn check_inputs_outputs(inputs: &[Input], outputs: &[Output]) -> Result<(u128, u128), String> {
-    let outpoints: BTreeSet<_> = inputs.iter().map(|input| input.prevout).collect();
-    if outpoints.len() != inputs.len() {
-        return Err("duplicate outpoint".into());
+fn confidential() -> CapabilityCheck {
+    CapabilityCheck {
+        rules: Arc::new(PrivacyRules::default()),
+        independent: confidential_holds,
     }
-    if inputs.iter().any(|input| input.data.value == 0) {
-        return Err("zero-value input".into());
-    }
-    if outputs.iter().any(|output| output.value == 0) {
-        return Err("zero-value output".into());
-    }
-    let in_total = inputs.iter().map(|input| u128::from(input.data.value)).sum();
-    let out_total = outputs.iter().map(|output| u128::from(output.value)).sum();
-    Ok((in_total, out_total))
 }
 
-/// The sentinel's transaction-local checks, plus a canonical-encoding round trip.
+/// `specie_wallet::testkit::check_valid`, accepting confidential transactions.
 pub fn check_valid(tx: &SpecieTransaction, issuers: &[[u8; 32]]) -> Result<(), String> {
-    let issuer_keys = specie_sentinel::IssuerKeys::from_bytes(issuers).map_err(|error| error.to_string())?;
-    // The privacy levels' rules with no auditors and no RA (confidential transactions only, as
-    // a node started so judges them); no other capability's: the memory ledger refuses a FastPay
-    // funding or redeem, as a node configured without them does.
-    let privacy = std::sync::Arc::new(specie_private_transactions::PrivacyRules::default());
-    let trusted = specie_sentinel::TrustedKeys::from(issuer_keys).with_capability(privacy);
-    specie_sentinel::validate(tx, &trusted).map_err(|error| format!("sentinel: {error}"))?;
-    let decoded = SpecieTransaction::decode_exact(&tx.encode()).map_err(|error| error.to_string())?;
-    if &decoded != tx {
-        return Err("does not survive an encode/decode round trip".into());
-    }
-    let txid = tx.txid();
-    match tx {
-        SpecieTransaction::Transfer(transfer) => {
-            if transfer.inputs.is_empty() {
-                return Err("no_inputs".into());
-            }
-            if transfer.outputs.is_empty() {
-                return Err("no_outputs".into());
-            }
-            let (in_total, out_total) = check_inputs_outputs(&transfer.inputs, &transfer.outputs)?;
-            if in_total > u128::from(u64::MAX) || in_total != out_total {
-                return Err("asymmetric_values".into());
-            }
-            check_witnesses(&transfer.inputs, &transfer.witnesses, &txid)
-        }
-        SpecieTransaction::Mint(mint) => {
-            if mint.outputs.is_empty() {
-                return Err("no_outputs".into());
-            }
-            check_inputs_outputs(&[], &mint.outputs)?;
-            check_issuer(&mint.issuer_pubkey, &mint.issuer_signature, &txid, issuers)
-        }
-        SpecieTransaction::Redeem(redeem) => {
-            if redeem.inputs.is_empty() {
-                return Err("no_inputs".into());
-            }
-            if redeem.amount == 0 {
-                return Err("zero redeem amount".into());
-            }
-            let (in_total, out_total) = check_inputs_outputs(&redeem.inputs, &redeem.outputs)?;
-            if in_total != out_total + u128::from(redeem.amount) {
-                return Err("asymmetric_values".into());
-            }
-            check_witnesses(&redeem.inputs, &redeem.witnesses, &txid)?;
-            check_issuer(&redeem.issuer_pubkey, &redeem.issuer_signature, &txid, issuers)
-        }
-        SpecieTransaction::BridgeFunding(_) | SpecieTransaction::BridgePayout(_) => {
-            Err("the memory ledger trusts no offline authority".into())
-        }
-        SpecieTransaction::Capability(capability) => {
-            let Some(confidential) = capability.downcast_ref::<ConfidentialTransaction>() else {
-                return Err("the memory ledger trusts no capability's kinds but confidential ones".into());
-            };
-            if confidential.witnesses.len() != confidential.input_owners().len() {
-                return Err("missing_witness".into());
-            }
-            confidential
-                .proof
-                .verify(&confidential.context())
-                .map_err(|error| format!("proof: {error}"))
-        }
-    }
+    specie_wallet::testkit::check_valid_with(tx, issuers, Some(&confidential()))
 }
 
-fn check_issuer(pubkey: &[u8; 32], signature: &[u8; 64], txid: &Txid, issuers: &[[u8; 32]]) -> Result<(), String> {
-    if !issuers.contains(pubkey) {
-        return Err("unknown issuer".into());
-    }
-    let key = parse_xonly(pubkey).ok_or("bad issuer key")?;
-    if !schnorr_verify(&key, &txid.0, signature) {
-        return Err("invalid issuer signature".into());
-    }
-    Ok(())
-}
-
-/// A UHS in memory with the node's submit and query semantics.
-pub struct MemoryLedger {
-    pub uhs: RefCell<HashSet<UhsId>>,
-    pub issuers: Vec<[u8; 32]>,
-    pub submissions: Cell<usize>,
-}
-
-impl MemoryLedger {
-    pub fn new(issuers: Vec<[u8; 32]>) -> Self {
-        MemoryLedger {
-            uhs: RefCell::new(HashSet::new()),
-            issuers,
-            submissions: Cell::new(0),
-        }
-    }
-
-    /// Applies `tx` as the shards would; the status the node would report.
-    pub fn apply(&self, tx: &SpecieTransaction) -> SubmitStatus {
-        if let Err(message) = check_valid(tx, &self.issuers) {
-            return SubmitStatus::Invalid {
-                code: "invalid".into(),
-                index: None,
-                message,
-            };
-        }
-        let compact = tx.compact();
-        let mut uhs = self.uhs.borrow_mut();
-        if !compact.spent.iter().all(|id| uhs.contains(id)) {
-            return SubmitStatus::Rejected {
-                code: "input_spent_or_unknown".into(),
-                message: "an input is spent or unknown".into(),
-            };
-        }
-        if compact.created.iter().any(|id| uhs.contains(id)) {
-            return SubmitStatus::Rejected {
-                code: "output_already_exists".into(),
-                message: "an output already exists".into(),
-            };
-        }
-        for id in &compact.spent {
-            uhs.remove(id);
-        }
-        uhs.extend(compact.created.iter().copied());
-        debug_assert!(match tx {
-            SpecieTransaction::Mint(_) => uhs.contains(&mint_marker(&tx.txid())),
-            _ => true,
-        });
-        SubmitStatus::Confirmed
-    }
-}
-
-impl Ledger for MemoryLedger {
-    fn submit(&self, transactions: &[SpecieTransaction], _timeout_ms: u64) -> Result<Vec<SubmitResult>, ClientError> {
-        self.submissions.set(self.submissions.get() + transactions.len());
-        Ok(transactions
-            .iter()
-            .map(|tx| {
-                let status = self.apply(tx);
-                SubmitResult {
-                    txid: Some(tx.txid()),
-                    status,
-                }
-            })
-            .collect())
-    }
-
-    fn query_uhs(&self, ids: &[UhsId]) -> Result<Vec<bool>, ClientError> {
-        let uhs = self.uhs.borrow();
-        Ok(ids.iter().map(|id| uhs.contains(id)).collect())
-    }
+/// An in-memory ledger (`specie_wallet::testkit::MemoryLedger`) that accepts confidential
+/// transactions.
+pub fn memory_ledger(issuers: Vec<[u8; 32]>) -> specie_wallet::testkit::MemoryLedger {
+    specie_wallet::testkit::MemoryLedger::with_capability(issuers, confidential())
 }
