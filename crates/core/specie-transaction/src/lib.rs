@@ -27,6 +27,8 @@ pub mod extension;
 pub mod hash;
 pub mod limits;
 pub mod signing;
+#[cfg(any(test, feature = "testing"))]
+pub mod test_support;
 pub mod transaction;
 
 pub use address::{Address, AddressError, DEFAULT_HRP};

@@ -178,6 +178,37 @@ fn doc_links_resolve() {
     assert_clean("doc links", problems);
 }
 
+/// A crate's `testing` feature: test support (builders, test kits) that only tests compile.
+const TESTING_FEATURE: &str = "testing";
+
+/// Code behind a crate's `testing` feature counts as test code here, so no normal dependency may
+/// enable it: the release binary carries no test support.
+#[test]
+fn no_normal_dependency_enables_testing() {
+    let ws = workspace();
+    let mut problems = Vec::new();
+    for krate in &ws.crates {
+        let path = workspace_root().join(krate.manifest());
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        let table: toml::Table = text
+            .parse()
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        let Some(deps) = table.get("dependencies").and_then(|d| d.as_table()) else {
+            continue;
+        };
+        for (name, spec) in deps {
+            let features = spec.get("features").and_then(|f| f.as_array()).into_iter().flatten();
+            if features.filter_map(|f| f.as_str()).any(|f| f == TESTING_FEATURE) {
+                problems.push(format!(
+                    "{}/Cargo.toml: [dependencies] {name} enables `{TESTING_FEATURE}`; test support belongs in [dev-dependencies]",
+                    krate.dir
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// The crate table of the architecture document, and what is wrong with its rows.
 fn crate_table() -> (BTreeMap<String, map::Entry>, Vec<String>) {
     match std::fs::read_to_string(workspace_root().join(map::ARCHITECTURE)) {
@@ -860,14 +891,24 @@ fn item_attrs(item: &Item) -> &[Attribute] {
     }
 }
 
-/// `#[cfg(test)]`, or a `cfg(all(...))` that requires `test`.
+/// `#[cfg(test)]`, `#[cfg(feature = "testing")]` (test support, which only dev-dependencies
+/// enable: [`no_normal_dependency_enables_testing`]), a `cfg(all(...))` that requires one of
+/// them, or a `cfg(any(...))` whose every alternative does.
 fn is_cfg_test(attr: &Attribute) -> bool {
     fn requires_test(meta: &Meta) -> bool {
+        let parts = |list: &syn::MetaList| list.parse_args_with(Punctuated::<Meta, syn::Token![,]>::parse_terminated);
         match meta {
             Meta::Path(path) => path.is_ident("test"),
-            Meta::List(list) if list.path.is_ident("all") => list
-                .parse_args_with(Punctuated::<Meta, syn::Token![,]>::parse_terminated)
-                .is_ok_and(|metas| metas.iter().any(requires_test)),
+            Meta::NameValue(pair) => {
+                pair.path.is_ident("feature")
+                    && matches!(&pair.value, syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(value), .. }) if value.value() == TESTING_FEATURE)
+            }
+            Meta::List(list) if list.path.is_ident("all") => {
+                parts(list).is_ok_and(|metas| metas.iter().any(requires_test))
+            }
+            Meta::List(list) if list.path.is_ident("any") => {
+                parts(list).is_ok_and(|metas| !metas.is_empty() && metas.iter().all(requires_test))
+            }
             _ => false,
         }
     }

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::collections::BTreeMap;
 
-use common::{key, pays, Vectors};
+use common::{key, pays, vectors, Vectors};
 use secp256k1::Keypair;
 use specie_codec::{Decode, Encode};
 use specie_fastpay::test_support::SigningCommittee;
@@ -102,7 +102,7 @@ fn fastpay_vectors(v: &mut BTreeMap<String, String>, alice: &Keypair, bob: &Keyp
 
 #[test]
 fn document_fastpay_vectors_match_the_code() {
-    let v = Vectors::documented();
+    let v = vectors();
     let computed = computed(&v);
     // Collect every difference so that one run shows the whole block to paste into the doc.
     let wrong: Vec<String> = computed
@@ -124,7 +124,7 @@ fn document_fastpay_vectors_match_the_code() {
 
 #[test]
 fn documented_fastpay_bytes_decode_and_hash_as_specified() {
-    let v = Vectors::documented();
+    let v = vectors();
 
     // Funding: txid and marker from their definitions.
     let funding_bytes = v.bytes("fastpay_funding_ser");
@@ -222,7 +222,7 @@ fn documented_committee(v: &Vectors) -> Committee {
 
 #[test]
 fn documented_fastpay_transactions_validate_and_compact_as_documented() {
-    let v = Vectors::documented();
+    let v = vectors();
     let committee = documented_committee(&v);
     let trusted = TrustedKeys::new(IssuerKeys::empty()).with_capability(std::sync::Arc::new(FastpayRules {
         committee: Some(committee),

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use common::{key, pays, Vectors};
+use common::{key, pays, vectors, Vectors};
 use secp256k1::Keypair;
 use specie_codec::{Decode, Encode};
 use specie_credential::{
@@ -239,7 +239,7 @@ fn documented_funding_change(v: &Vectors, alice: &Keypair, alice_change: Created
 
 #[test]
 fn document_vectors_match_the_code() {
-    let v = Vectors::documented();
+    let v = vectors();
     let computed = computed(&v);
     // Collect every difference so that one run shows the whole block to paste into the doc.
     let wrong: Vec<String> = computed
@@ -261,7 +261,7 @@ fn document_vectors_match_the_code() {
 
 #[test]
 fn documented_confidential_bytes_decode_and_verify_and_the_auditor_reads_them() {
-    let v = Vectors::documented();
+    let v = vectors();
     let bytes = v.bytes("confidential_ser");
     let specie = SpecieTransaction::decode_exact(&bytes).unwrap();
     let tx = specie
@@ -453,7 +453,7 @@ fn documented_anonymous(v: &Vectors, name: &str) -> AnonymousTransaction {
 
 #[test]
 fn documented_anonymous_bytes_decode_hash_and_verify_as_specified() {
-    let v = Vectors::documented();
+    let v = vectors();
     let enter = documented_anonymous(&v, "anonymous_enter");
     let pay = documented_anonymous(&v, "anonymous_pay");
     let hidden = documented_anonymous(&v, "anonymous_hidden");
