@@ -84,11 +84,8 @@ pub enum FastpayError {
     #[error(transparent)]
     Wallet(#[from] WalletError),
     /// The wallet file's Byzantine-mode section (`fastpay`) does not decode or add up: the file
-    /// is refused when it loads, changing nothing.
-    #[error(
-        "fastpay: {what}: {problem}. If the wallet file was cut short or edited, restore it from your backup: \
-         the Byzantine-mode accounts' keys and certificates are only in wallet files"
-    )]
+    /// is refused when it loads, changing nothing (the file's error says what to do).
+    #[error("fastpay: {what}: {problem}")]
     Section { what: String, problem: String },
 }
 
