@@ -164,3 +164,88 @@ impl Vectors {
             .unwrap_or_else(|_| panic!("vector {key} is not 32 bytes"))
     }
 }
+
+/// proptest strategies of the format's parts, arbitrary (for decoders) or honestly signed (for
+/// validation).
+pub mod strategies {
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    use super::{key, transfer};
+    use crate::{Input, OutPoint, Output, Transaction, Txid, Witness};
+
+    pub fn hash() -> impl Strategy<Value = [u8; 32]> {
+        any::<[u8; 32]>()
+    }
+
+    pub fn output() -> impl Strategy<Value = Output> {
+        (hash(), any::<u64>()).prop_map(|(witness_program_commitment, value)| Output {
+            witness_program_commitment,
+            value,
+        })
+    }
+
+    pub fn input() -> impl Strategy<Value = Input> {
+        (hash(), any::<u64>(), output()).prop_map(|(txid, index, data)| Input {
+            prevout: OutPoint {
+                txid: Txid(txid),
+                index,
+            },
+            data,
+        })
+    }
+
+    /// Empty and short witnesses, p2pk-sized ones, and longer ones.
+    pub fn witness() -> impl Strategy<Value = Witness> {
+        prop_oneof![
+            vec(any::<u8>(), 0..4),
+            vec(any::<u8>(), 97..=97),
+            vec(any::<u8>(), 0..200)
+        ]
+        .prop_map(Witness)
+    }
+
+    /// 64 arbitrary bytes.
+    pub fn signature() -> impl Strategy<Value = [u8; 64]> {
+        (hash(), hash()).prop_map(|(a, b)| {
+            let mut signature = [0u8; 64];
+            signature[..32].copy_from_slice(&a);
+            signature[32..].copy_from_slice(&b);
+            signature
+        })
+    }
+
+    /// Splits `total` into positive values at the cut points.
+    pub fn split(total: u64, cuts: &[u64]) -> Vec<u64> {
+        let mut points: Vec<u64> = cuts.iter().map(|cut| 1 + cut % (total - 1).max(1)).collect();
+        points.retain(|p| *p < total);
+        points.sort_unstable();
+        points.dedup();
+        let mut values = Vec::new();
+        let mut previous = 0;
+        for point in points.into_iter().chain([total]) {
+            values.push(point - previous);
+            previous = point;
+        }
+        values
+    }
+
+    /// A valid signed transfer: 1–4 inputs owned by keys from seeds 1..=250, outputs splitting
+    /// the total among one payee's outputs.
+    pub fn valid_transfer() -> impl Strategy<Value = Transaction> {
+        (
+            vec((1u8..=250, 1u64..1_000_000_000), 1..4),
+            vec(any::<u64>(), 0..4),
+            1u8..=250,
+        )
+            .prop_map(|(inputs, cuts, payee)| {
+                let owners: Vec<_> = inputs.iter().map(|(seed, value)| (key(*seed), *value)).collect();
+                let total: u64 = inputs.iter().map(|(_, value)| value).sum();
+                let outputs: Vec<_> = split(total, &cuts)
+                    .into_iter()
+                    .map(|value| (key(payee), value))
+                    .collect();
+                transfer(&owners, &outputs)
+            })
+    }
+}

@@ -10,40 +10,8 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use specie_fastpay_primary::{FastpayFunding, FastpayRedeem};
 use specie_sentinel::{validate, validate_and_compact, validate_batch};
-use specie_transaction::{CompactTransaction, SpecieTransaction, Transaction};
-
-/// Splits `total` into positive values at the cut points.
-fn split(total: u64, cuts: &[u64]) -> Vec<u64> {
-    let mut points: Vec<u64> = cuts.iter().map(|cut| 1 + cut % (total - 1).max(1)).collect();
-    points.retain(|p| *p < total);
-    points.sort_unstable();
-    points.dedup();
-    let mut values = Vec::new();
-    let mut previous = 0;
-    for point in points.into_iter().chain([total]) {
-        values.push(point - previous);
-        previous = point;
-    }
-    values
-}
-
-/// A valid signed transfer: 1–3 inputs, outputs splitting the total to one payee.
-fn valid_transfer_strategy() -> impl Strategy<Value = Transaction> {
-    (
-        vec((1u8..=250, 1u64..1_000_000_000), 1..4),
-        vec(any::<u64>(), 0..4),
-        1u8..=250,
-    )
-        .prop_map(|(inputs, cuts, payee)| {
-            let owners: Vec<_> = inputs.iter().map(|(seed, value)| (key(*seed), *value)).collect();
-            let total: u64 = inputs.iter().map(|(_, value)| value).sum();
-            let outputs: Vec<_> = split(total, &cuts)
-                .into_iter()
-                .map(|value| (key(payee), value))
-                .collect();
-            transfer(&owners, &outputs)
-        })
-}
+use specie_transaction::test_support::strategies;
+use specie_transaction::{CompactTransaction, SpecieTransaction};
 
 /// `amount` of `value` (1 ≤ amount ≤ value), and the change, if any.
 fn amount_and_change(seed: u8, value: u64, cut: u64) -> (u64, Vec<(secp256k1::Keypair, u64)>) {
@@ -58,7 +26,7 @@ fn amount_and_change(seed: u8, value: u64, cut: u64) -> (u64, Vec<(secp256k1::Ke
 
 fn valid_specie_strategy() -> impl Strategy<Value = SpecieTransaction> {
     prop_oneof![
-        valid_transfer_strategy().prop_map(SpecieTransaction::Transfer),
+        strategies::valid_transfer().prop_map(SpecieTransaction::Transfer),
         (vec((1u8..=250, 1u64..1_000_000), 1..4)).prop_map(|outputs| {
             let outputs: Vec<_> = outputs.iter().map(|(seed, value)| (key(*seed), *value)).collect();
             SpecieTransaction::Mint(mint(&outputs))

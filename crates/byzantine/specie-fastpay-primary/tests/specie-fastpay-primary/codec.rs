@@ -8,46 +8,8 @@ use specie_codec::{Decode, Encode};
 use specie_fastpay::{AccountKey, Certificate, CoreAddress, Recipient, SignedOrder, TransferOrder};
 use specie_fastpay_primary::{FastpayFunding, FastpayRedeem, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM};
 use specie_transaction::extension::EXTENSION_HEADER;
-use specie_transaction::{DecodeLimits, Input, OutPoint, Output, SpecieTransaction, Txid, Witness};
-
-fn hash() -> impl Strategy<Value = [u8; 32]> {
-    any::<[u8; 32]>()
-}
-
-fn output() -> impl Strategy<Value = Output> {
-    (hash(), any::<u64>()).prop_map(|(witness_program_commitment, value)| Output {
-        witness_program_commitment,
-        value,
-    })
-}
-
-fn input() -> impl Strategy<Value = Input> {
-    (hash(), any::<u64>(), output()).prop_map(|(txid, index, data)| Input {
-        prevout: OutPoint {
-            txid: Txid(txid),
-            index,
-        },
-        data,
-    })
-}
-
-fn witness() -> impl Strategy<Value = Witness> {
-    prop_oneof![
-        vec(any::<u8>(), 0..4),
-        vec(any::<u8>(), 97..=97),
-        vec(any::<u8>(), 0..200)
-    ]
-    .prop_map(Witness)
-}
-
-fn signature() -> impl Strategy<Value = [u8; 64]> {
-    (hash(), hash()).prop_map(|(a, b)| {
-        let mut signature = [0u8; 64];
-        signature[..32].copy_from_slice(&a);
-        signature[32..].copy_from_slice(&b);
-        signature
-    })
-}
+use specie_transaction::test_support::strategies::{hash, input, output, signature, witness};
+use specie_transaction::{DecodeLimits, SpecieTransaction};
 
 fn funding() -> impl Strategy<Value = FastpayFunding> {
     (

@@ -7,45 +7,12 @@ use common::*;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use specie_sentinel::{validate, validate_and_compact, validate_batch, ValidationError, WitnessErrorCode};
-use specie_transaction::{SpecieTransaction, Transaction};
-
-/// Splits `total` into `parts` positive values (`parts` ≤ `total`).
-fn split(total: u64, cuts: &[u64]) -> Vec<u64> {
-    let mut points: Vec<u64> = cuts.iter().map(|cut| 1 + cut % (total - 1).max(1)).collect();
-    points.retain(|p| *p < total);
-    points.sort_unstable();
-    points.dedup();
-    let mut values = Vec::new();
-    let mut previous = 0;
-    for point in points.into_iter().chain([total]) {
-        values.push(point - previous);
-        previous = point;
-    }
-    values
-}
-
-/// A valid signed transfer: 1–4 inputs owned by keys from `owner_seeds`, outputs splitting the
-/// total among payees.
-fn valid_transfer_strategy() -> impl Strategy<Value = Transaction> {
-    (
-        vec((1u8..=250, 1u64..1_000_000_000), 1..4),
-        vec(any::<u64>(), 0..4),
-        1u8..=250,
-    )
-        .prop_map(|(inputs, cuts, payee)| {
-            let owners: Vec<_> = inputs.iter().map(|(seed, value)| (key(*seed), *value)).collect();
-            let total: u64 = inputs.iter().map(|(_, value)| value).sum();
-            let outputs: Vec<_> = split(total, &cuts)
-                .into_iter()
-                .map(|value| (key(payee), value))
-                .collect();
-            transfer(&owners, &outputs)
-        })
-}
+use specie_transaction::test_support::strategies;
+use specie_transaction::SpecieTransaction;
 
 fn valid_specie_strategy() -> impl Strategy<Value = SpecieTransaction> {
     prop_oneof![
-        valid_transfer_strategy().prop_map(SpecieTransaction::Transfer),
+        strategies::valid_transfer().prop_map(SpecieTransaction::Transfer),
         (vec((1u8..=250, 1u64..1_000_000), 1..4)).prop_map(|outputs| {
             let outputs: Vec<_> = outputs.iter().map(|(seed, value)| (key(*seed), *value)).collect();
             SpecieTransaction::Mint(mint(&outputs))
@@ -74,7 +41,7 @@ proptest! {
     }
 
     #[test]
-    fn corrupted_witness_signature_is_rejected(tx in valid_transfer_strategy(),
+    fn corrupted_witness_signature_is_rejected(tx in strategies::valid_transfer(),
                                                which in any::<prop::sample::Index>(),
                                                byte in 33usize..97, flip in 1u8..=255) {
         let mut tx = tx;
@@ -87,7 +54,7 @@ proptest! {
     }
 
     #[test]
-    fn corrupted_value_is_rejected(tx in valid_transfer_strategy(), in_input in any::<bool>(),
+    fn corrupted_value_is_rejected(tx in strategies::valid_transfer(), in_input in any::<bool>(),
                                    which in any::<prop::sample::Index>(), byte in 0usize..8, flip in 1u8..=255) {
         let mut tx = tx;
         let mask = u64::from(flip) << (8 * byte);

@@ -9,40 +9,10 @@ use proptest::prelude::*;
 use specie_codec::DecodeError;
 use specie_codec::{Decode, Encode};
 use specie_transaction::extension::{EXTENSION_HEADER, KIND_BRIDGE_FUND, KIND_BRIDGE_PAYOUT, KIND_MINT, KIND_REDEEM};
+use specie_transaction::test_support::strategies::{hash, input, output, witness};
 use specie_transaction::{
-    CompactTransaction, DecodeLimits, Input, MintTransaction, OutPoint, Output, RedeemTransaction, SpecieTransaction,
-    Transaction, Txid, UhsId, Witness,
+    CompactTransaction, DecodeLimits, MintTransaction, RedeemTransaction, SpecieTransaction, Transaction, Txid, UhsId,
 };
-
-fn hash() -> impl Strategy<Value = [u8; 32]> {
-    any::<[u8; 32]>()
-}
-
-fn output() -> impl Strategy<Value = Output> {
-    (hash(), any::<u64>()).prop_map(|(witness_program_commitment, value)| Output {
-        witness_program_commitment,
-        value,
-    })
-}
-
-fn input() -> impl Strategy<Value = Input> {
-    (hash(), any::<u64>(), output()).prop_map(|(txid, index, data)| Input {
-        prevout: OutPoint {
-            txid: Txid(txid),
-            index,
-        },
-        data,
-    })
-}
-
-fn witness() -> impl Strategy<Value = Witness> {
-    prop_oneof![
-        vec(any::<u8>(), 0..4),
-        vec(any::<u8>(), 97..=97),
-        vec(any::<u8>(), 0..200)
-    ]
-    .prop_map(Witness)
-}
 
 fn transaction() -> impl Strategy<Value = Transaction> {
     (vec(input(), 0..6), vec(output(), 0..6), vec(witness(), 0..6)).prop_map(|(inputs, outputs, witnesses)| {
