@@ -64,8 +64,8 @@ struct Inner {
     bridges: (Option<String>, Option<String>),
     issuers_hex: Vec<String>,
     trusted: TrustedKeys,
-    /// The private kinds' keys, as `trusted` holds them, served at `/v1/info`.
-    privacy: PrivacyRules,
+    /// The private kinds' rules, the same `trusted` holds, whose keys `/v1/info` lists.
+    privacy: Arc<PrivacyRules>,
     /// `2pc` or `atomizer`: how the cluster's core orders transactions.
     shape: &'static str,
     /// The coordinator groups (2PC), or the atomizer group (the atomizer shape).
@@ -121,7 +121,8 @@ impl ClusterBackend {
             .map(|(role, group, replicas)| GroupClient::new(*role, group, replicas, &limits, &transport))
             .collect::<Result<Vec<_>, InvalidWireLimits>>()?;
         let archiver = GroupClient::archiver(topology, &limits, &transport)?;
-        let trusted = trusted_keys(topology)?;
+        let privacy = Arc::new(privacy_rules(topology)?);
+        let trusted = trusted_keys_with(topology, privacy.clone())?;
         let endorsement = match endorser {
             Some(local) => Some(EndorsementClient::start(topology, name, local, &transport, &runtime)?),
             None => None,
@@ -137,7 +138,7 @@ impl ClusterBackend {
                 ),
                 issuers_hex: topology.issuers.clone(),
                 trusted,
-                privacy: privacy_rules(topology)?,
+                privacy,
                 shape: topology.shape_name(),
                 ordering_groups,
                 core: CoreUhs::new(topology, &limits, &transport)?,
@@ -187,6 +188,11 @@ fn core_unavailable(error: &GroupError) -> BackendError {
 
 /// What the sentinels of `topology` trust: its issuers, the groups it banks for, its privacy keys.
 fn trusted_keys(topology: &Topology) -> Result<TrustedKeys, SentinelError> {
+    trusted_keys_with(topology, Arc::new(privacy_rules(topology)?))
+}
+
+/// [`trusted_keys`], with `privacy`'s rules for the private kinds (which `/v1/info` lists).
+fn trusted_keys_with(topology: &Topology, privacy: Arc<PrivacyRules>) -> Result<TrustedKeys, SentinelError> {
     let issuers = IssuerKeys::from_hex(&topology.issuers).map_err(SentinelError::Issuers)?;
     let fastpay_committee = topology
         .fastpay_committee
@@ -202,7 +208,7 @@ fn trusted_keys(topology: &Topology) -> Result<TrustedKeys, SentinelError> {
     };
     let trusted = TrustedKeys::new(issuers)
         .with_capability(Arc::new(fastpay))
-        .with_capability(Arc::new(privacy_rules(topology)?))
+        .with_capability(privacy)
         .with_offline_authority(topology.offline_authority.as_ref().and_then(|o| o.bridge_key()))
         .with_exchange(topology.exchange.as_ref().and_then(|e| e.bridge_key()));
     Ok(trusted)

@@ -39,7 +39,7 @@ use specie_transaction::hash::{sha256, Sha256Writer};
 use specie_transaction::limits::{DecodeLimits, OUT_POINT_BYTES};
 use specie_transaction::signing::{NonceMode, P2pkWitness, SignError};
 use specie_transaction::transaction::{read_inputs, read_outputs, read_witnesses};
-use specie_transaction::{uhs_id_for, Input, OutPoint, Output, Txid, UhsId, Witness};
+use specie_transaction::{Input, OutPoint, Output, Txid, UhsId, Witness};
 
 use crate::KIND_ANONYMOUS;
 
@@ -354,21 +354,20 @@ impl AnonymousTransaction {
     /// The UHS ids it spends (transparent inputs, then anonymous) and creates (transparent
     /// outputs, then anonymous).
     pub fn uhs_ids(&self) -> (Vec<UhsId>, Vec<UhsId>) {
-        let txid = self.txid();
-        let spent = self
-            .transparent_inputs
-            .iter()
-            .map(Input::uhs_id)
-            .chain(self.anonymous_inputs.iter().map(AnonymousInput::uhs_id))
-            .collect();
-        let mut created: Vec<UhsId> = self
-            .transparent_outputs
-            .iter()
-            .enumerate()
-            .map(|(index, output)| uhs_id_for(&txid, index as u64, output))
-            .collect();
-        created.extend(self.created_anonymous_outputs_of(txid).iter().map(|c| c.uhs_id));
-        (spent, created)
+        self.uhs_ids_of(self.txid())
+    }
+
+    /// [`Self::uhs_ids`] for this transaction's txid, already hashed.
+    pub(crate) fn uhs_ids_of(&self, txid: Txid) -> (Vec<UhsId>, Vec<UhsId>) {
+        let spent = self.anonymous_inputs.iter().map(AnonymousInput::uhs_id);
+        let created = self.created_anonymous_outputs_of(txid).into_iter().map(|c| c.uhs_id);
+        crate::kinds::private_uhs_ids(
+            &txid,
+            &self.transparent_inputs,
+            spent,
+            &self.transparent_outputs,
+            created,
+        )
     }
 
     /// Whether the owner audits have the canonical shape (the same number for every anonymous

@@ -34,7 +34,7 @@ use specie_transaction::hash::{sha256, Sha256Writer};
 use specie_transaction::limits::{DecodeLimits, OUT_POINT_BYTES};
 use specie_transaction::signing::{NonceMode, P2pkWitness, SignError};
 use specie_transaction::transaction::{read_inputs, read_outputs, read_witnesses};
-use specie_transaction::{uhs_id_for, Input, OutPoint, Output, Txid, UhsId, Witness};
+use specie_transaction::{Input, OutPoint, Output, Txid, UhsId, Witness};
 
 use crate::KIND_CONFIDENTIAL;
 
@@ -182,7 +182,11 @@ impl ConfidentialTransaction {
     /// proof's commitments; a transaction with a count mismatch is invalid (the sentinel says
     /// so) and lists only the pairs it has.
     pub fn created_confidential_outputs(&self) -> Vec<CreatedConfidentialOutput> {
-        let txid = self.txid();
+        self.created_confidential_outputs_of(self.txid())
+    }
+
+    /// [`Self::created_confidential_outputs`] for this transaction's txid, already hashed.
+    fn created_confidential_outputs_of(&self, txid: Txid) -> Vec<CreatedConfidentialOutput> {
         let first = self.transparent_outputs.len() as u64;
         self.owners
             .iter()
@@ -206,21 +210,20 @@ impl ConfidentialTransaction {
     /// The UHS ids it spends (transparent inputs, then confidential) and creates (transparent
     /// outputs, then confidential).
     pub fn uhs_ids(&self) -> (Vec<UhsId>, Vec<UhsId>) {
-        let txid = self.txid();
-        let spent = self
-            .transparent_inputs
-            .iter()
-            .map(Input::uhs_id)
-            .chain(self.confidential_inputs.iter().map(ConfidentialInput::uhs_id))
-            .collect();
-        let mut created: Vec<UhsId> = self
-            .transparent_outputs
-            .iter()
-            .enumerate()
-            .map(|(index, output)| uhs_id_for(&txid, index as u64, output))
-            .collect();
-        created.extend(self.created_confidential_outputs().iter().map(|c| c.uhs_id));
-        (spent, created)
+        self.uhs_ids_of(self.txid())
+    }
+
+    /// [`Self::uhs_ids`] for this transaction's txid, already hashed.
+    pub(crate) fn uhs_ids_of(&self, txid: Txid) -> (Vec<UhsId>, Vec<UhsId>) {
+        let spent = self.confidential_inputs.iter().map(ConfidentialInput::uhs_id);
+        let created = self.created_confidential_outputs_of(txid).into_iter().map(|c| c.uhs_id);
+        crate::kinds::private_uhs_ids(
+            &txid,
+            &self.transparent_inputs,
+            spent,
+            &self.transparent_outputs,
+            created,
+        )
     }
 
     /// The owner commitment each witness must match, in witness order.

@@ -8,7 +8,7 @@ use std::any::Any;
 
 use specie_codec::{DecodeError, Encode, Reader};
 use specie_transaction::{
-    CapabilityKind, CapabilityTransaction, Circulation, CompactTransaction, DecodeLimits, Input, Output,
+    uhs_id_for, CapabilityKind, CapabilityTransaction, Circulation, CompactTransaction, DecodeLimits, Input, Output,
     SpecieTransaction, Txid, UhsId,
 };
 
@@ -56,8 +56,30 @@ impl CapabilityKind for AnonymousKind {
     }
 }
 
-/// The compact transaction of ids spent and created, in the kinds' order.
-fn compact((spent, created): (Vec<UhsId>, Vec<UhsId>), txid: Txid) -> CompactTransaction {
+/// The ids a private transaction spends (its transparent inputs', then its private inputs') and
+/// creates (its transparent outputs', then its private outputs'), for its txid.
+pub(crate) fn private_uhs_ids(
+    txid: &Txid,
+    transparent_inputs: &[Input],
+    private_spent: impl Iterator<Item = UhsId>,
+    transparent_outputs: &[Output],
+    private_created: impl Iterator<Item = UhsId>,
+) -> (Vec<UhsId>, Vec<UhsId>) {
+    let spent = transparent_inputs
+        .iter()
+        .map(Input::uhs_id)
+        .chain(private_spent)
+        .collect();
+    let created = (transparent_outputs.iter().enumerate())
+        .map(|(index, output)| uhs_id_for(txid, index as u64, output))
+        .chain(private_created)
+        .collect();
+    (spent, created)
+}
+
+/// The compact transaction of a private kind, its txid (which hashes the proofs) hashed once.
+fn compact(txid: Txid, uhs_ids_of: impl FnOnce(Txid) -> (Vec<UhsId>, Vec<UhsId>)) -> CompactTransaction {
+    let (spent, created) = uhs_ids_of(txid);
     CompactTransaction {
         txid,
         spent,
@@ -66,88 +88,54 @@ fn compact((spent, created): (Vec<UhsId>, Vec<UhsId>), txid: Txid) -> CompactTra
     }
 }
 
-impl CapabilityTransaction for ConfidentialTransaction {
-    fn kind(&self) -> u8 {
-        KIND_CONFIDENTIAL
-    }
-    fn kind_name(&self) -> &'static str {
-        ConfidentialKind.name()
-    }
-    fn txid(&self) -> Txid {
-        ConfidentialTransaction::txid(self)
-    }
-    fn encode_to(&self, out: &mut Vec<u8>) {
-        Encode::encode_to(self, out)
-    }
-    fn inputs(&self) -> &[Input] {
-        &self.transparent_inputs
-    }
-    fn outputs(&self) -> &[Output] {
-        &self.transparent_outputs
-    }
-    fn marker(&self) -> Option<UhsId> {
-        None
-    }
-    /// Transparent inputs, then confidential; transparent outputs, then confidential.
-    fn compact(&self) -> CompactTransaction {
-        compact(self.uhs_ids(), ConfidentialTransaction::txid(self))
-    }
-    fn circulation(&self) -> Circulation {
-        Circulation::default()
-    }
-    fn clone_box(&self) -> Box<dyn CapabilityTransaction> {
-        Box::new(self.clone())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+/// What the core needs of a private kind: its transparent inputs and outputs, no marker, its own
+/// compact transaction (its private outputs after the transparent ones), no change to the
+/// circulating supply. The two kinds differ only in their types, bytes and names.
+macro_rules! private_capability_transaction {
+    ($tx:ty, $kind:expr, $decoder:expr) => {
+        impl CapabilityTransaction for $tx {
+            fn kind(&self) -> u8 {
+                $kind
+            }
+            fn kind_name(&self) -> &'static str {
+                $decoder.name()
+            }
+            fn txid(&self) -> Txid {
+                <$tx>::txid(self)
+            }
+            fn encode_to(&self, out: &mut Vec<u8>) {
+                Encode::encode_to(self, out)
+            }
+            fn inputs(&self) -> &[Input] {
+                &self.transparent_inputs
+            }
+            fn outputs(&self) -> &[Output] {
+                &self.transparent_outputs
+            }
+            fn marker(&self) -> Option<UhsId> {
+                None
+            }
+            fn compact(&self) -> CompactTransaction {
+                compact(<$tx>::txid(self), |txid| self.uhs_ids_of(txid))
+            }
+            fn circulation(&self) -> Circulation {
+                Circulation::default()
+            }
+            fn clone_box(&self) -> Box<dyn CapabilityTransaction> {
+                Box::new(self.clone())
+            }
+            fn as_any(&self) -> &dyn Any {
+                self
+            }
+        }
+
+        impl From<$tx> for SpecieTransaction {
+            fn from(tx: $tx) -> SpecieTransaction {
+                SpecieTransaction::Capability(Box::new(tx))
+            }
+        }
+    };
 }
 
-impl CapabilityTransaction for AnonymousTransaction {
-    fn kind(&self) -> u8 {
-        KIND_ANONYMOUS
-    }
-    fn kind_name(&self) -> &'static str {
-        AnonymousKind.name()
-    }
-    fn txid(&self) -> Txid {
-        AnonymousTransaction::txid(self)
-    }
-    fn encode_to(&self, out: &mut Vec<u8>) {
-        Encode::encode_to(self, out)
-    }
-    fn inputs(&self) -> &[Input] {
-        &self.transparent_inputs
-    }
-    fn outputs(&self) -> &[Output] {
-        &self.transparent_outputs
-    }
-    fn marker(&self) -> Option<UhsId> {
-        None
-    }
-    /// Transparent inputs, then anonymous; transparent outputs, then anonymous.
-    fn compact(&self) -> CompactTransaction {
-        compact(self.uhs_ids(), AnonymousTransaction::txid(self))
-    }
-    fn circulation(&self) -> Circulation {
-        Circulation::default()
-    }
-    fn clone_box(&self) -> Box<dyn CapabilityTransaction> {
-        Box::new(self.clone())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-impl From<ConfidentialTransaction> for SpecieTransaction {
-    fn from(tx: ConfidentialTransaction) -> SpecieTransaction {
-        SpecieTransaction::Capability(Box::new(tx))
-    }
-}
-
-impl From<AnonymousTransaction> for SpecieTransaction {
-    fn from(tx: AnonymousTransaction) -> SpecieTransaction {
-        SpecieTransaction::Capability(Box::new(tx))
-    }
-}
+private_capability_transaction!(ConfidentialTransaction, KIND_CONFIDENTIAL, ConfidentialKind);
+private_capability_transaction!(AnonymousTransaction, KIND_ANONYMOUS, AnonymousKind);
