@@ -20,9 +20,14 @@ fn offline_roles(dir: &str) -> Vec<(u64, String)> {
     group_roles(dir, specie_cluster::OFFLINE_AUTHORITY_GROUP)
 }
 
-/// Each offline replica's books (funded, defunded, outstanding) from `cluster status`.
+/// Each offline replica's books (funded, defunded, outstanding) from `cluster status`. Its exit
+/// status is not asked: a replica just restarted is listed DOWN (status fails) until it learns
+/// its leader, which the caller waits out.
 fn replica_books(dir: &str) -> Vec<Vec<String>> {
-    let out = specie(&["cluster", "status", "--dir", dir]);
+    let out = std::process::Command::new(cluster_harness::BIN)
+        .args(["cluster", "status", "--dir", dir])
+        .output()
+        .expect("run specie");
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .skip_while(|line| !line.starts_with("offline authority"))
