@@ -4,7 +4,7 @@
 # auction clears both offers at one price, and bob withdraws the usd he bought into a usd
 # wallet of his, paid by the cluster's core.
 # Run it in an empty directory, with `specie` on PATH: sh exchange-cluster.sh
-# The cluster listens on consecutive ports from $BASE_PORT (default 18470; it takes 6), the eur
+# The cluster listens on consecutive ports from $BASE_PORT (default 18470; it takes 9), the eur
 # node on 127.0.0.1:$EUR_PORT (8471).
 set -eu
 BASE_PORT=${BASE_PORT:-18470}

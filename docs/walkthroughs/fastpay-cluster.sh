@@ -4,7 +4,7 @@
 # bob's account 120 with a certificate that bob checks offline, and bob redeems 100 of it back
 # into the core.
 # Run it in an empty directory, with `specie` on PATH: sh fastpay-cluster.sh
-# The cluster listens on consecutive ports from $BASE_PORT (default 18470; it takes 12).
+# The cluster listens on consecutive ports from $BASE_PORT (default 18470; it takes 15).
 set -eu
 BASE_PORT=${BASE_PORT:-18470}
 

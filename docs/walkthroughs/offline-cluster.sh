@@ -4,7 +4,7 @@
 # (`specie wallet offline …`): alice funds hers from her coins, pays bob's device 200 with no
 # network, and bob deposits the tokens back into his coins.
 # Run it in an empty directory, with `specie` on PATH: sh offline-cluster.sh
-# The cluster listens on consecutive ports from $BASE_PORT (default 18470; it takes 6).
+# The cluster listens on consecutive ports from $BASE_PORT (default 18470; it takes 9).
 set -eu
 BASE_PORT=${BASE_PORT:-18470}
 

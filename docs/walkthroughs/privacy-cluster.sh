@@ -4,7 +4,7 @@
 # pays bob 250 confidentially, then, both enrolled by a registration authority (RA), 120
 # anonymously; the auditor reads both from the ledger.
 # Run it in an empty directory, with `specie` on PATH: sh privacy-cluster.sh
-# The cluster listens on consecutive ports from $BASE_PORT (default 18470; it takes 5).
+# The cluster listens on consecutive ports from $BASE_PORT (default 18470; it takes 9).
 set -eu
 BASE_PORT=${BASE_PORT:-18470}
 

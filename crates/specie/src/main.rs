@@ -34,6 +34,18 @@ mod wallet_fastpay_cmd;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How log lines are written to stderr: `text` for people, `json` (one object per event,
+    /// with its fields) for a log pipeline. The processes `specie cluster up` starts inherit it.
+    #[arg(long, global = true, env = LOG_FORMAT_VARIABLE, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+const LOG_FORMAT_VARIABLE: &str = "SPECIE_LOG_FORMAT";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -95,6 +107,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.log_format == LogFormat::Json {
+        // Before any thread starts: the processes this one starts (a cluster's) log alike.
+        std::env::set_var(LOG_FORMAT_VARIABLE, "json");
+    }
     // The transaction kinds the capabilities add, which every command may read (a wallet's
     // pending FastPay funding, a block of the ledger of record, a transaction to inspect), and
     // their parts of wallet files (Byzantine-mode accounts; the privacy levels' notes and
@@ -120,7 +136,7 @@ fn main() -> ExitCode {
     let _ = rayon::ThreadPoolBuilder::new()
         .thread_name(|index| format!("rayon-{index}"))
         .build_global();
-    init_logging(&cli.command);
+    init_logging(&cli.command, cli.log_format);
     let result = match cli.command {
         Command::Demo(args) => demo_cmd::run(args),
         Command::Node(args) => node_cmd::run(args),
@@ -173,7 +189,7 @@ fn describe(error: &anyhow::Error) -> String {
 
 /// Logs go to stderr: as `RUST_LOG` says, or else warnings (refused peers and requests, lost
 /// leaders, …) from the long-running roles, whose stderr is their log file.
-fn init_logging(command: &Command) {
+fn init_logging(command: &Command, format: LogFormat) {
     use std::io::IsTerminal;
     let filter = match std::env::var("RUST_LOG") {
         Ok(directives) => tracing_subscriber::EnvFilter::new(directives),
@@ -196,11 +212,13 @@ fn init_logging(command: &Command) {
         }
         Err(_) => return,
     };
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => logs.json().with_current_span(true).init(),
+    }
 }
 
 /// The commands that keep SIGPIPE ignored get `EPIPE` on a closed stdout instead, on which

@@ -186,6 +186,7 @@ async fn submit<B: Backend>(
     State(node): State<B>,
     body: Result<Json<SubmitRequest>, JsonRejection>,
 ) -> Result<Json<SubmitBody>, ApiError> {
+    let arrived = std::time::Instant::now();
     let Json(request) = body.map_err(json_rejection)?;
     if request.transactions.len() > SUBMIT_TRANSACTIONS_MAX {
         let message = format!(
@@ -257,11 +258,26 @@ async fn submit<B: Backend>(
             });
         }
     }
-    let results = results
+    let results: Vec<SubmitResultBody> = results
         .into_iter()
         .map(|result| result.expect("every transaction has a result: malformed, final or pending"))
         .collect();
+    count_outcomes(&results);
+    specie_metrics::transactions::submission_answered(arrived.elapsed());
     Ok(Json(SubmitBody { results }))
+}
+
+/// `specie_transactions_finished_total`, by outcome and code, one increment per pair.
+fn count_outcomes(results: &[SubmitResultBody]) {
+    let mut counts: std::collections::BTreeMap<(&str, &str), u64> = std::collections::BTreeMap::new();
+    for result in results {
+        *counts
+            .entry((&result.status, result.code.as_deref().unwrap_or("")))
+            .or_default() += 1;
+    }
+    for ((outcome, code), count) in counts {
+        specie_metrics::transactions::finished(outcome, code, count);
+    }
 }
 
 /// Decodes `field` as docs/api.md defines hex: lowercase, two digits (`0`-`9`, `a`-`f`) a byte,

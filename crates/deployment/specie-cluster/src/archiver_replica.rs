@@ -9,6 +9,7 @@
 //! question whether a submission is written ahead (tag 18), without which they order nothing.
 //! Its leader decides every record from the UHS, read from the shard groups over the cluster's
 //! mutual TLS ([`specie_archiver::Archiver`]'s evidence): the outcomes only make records ready.
+use specie_metrics::role::RoleFamily;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +44,15 @@ impl RoleStatus for ArchiverMachine {
             "waiting": head.waiting,
             "undecided": head.undecided,
         }})
+    }
+
+    fn role_gauges(&self) -> Vec<(RoleFamily, f64)> {
+        let head = self.role().head();
+        vec![
+            (RoleFamily::LedgerHeight, head.height as f64),
+            (RoleFamily::LedgerWaiting, head.waiting as f64),
+            (RoleFamily::LedgerUndecided, head.undecided as f64),
+        ]
     }
 }
 

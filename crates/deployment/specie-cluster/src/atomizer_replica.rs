@@ -4,6 +4,7 @@
 //! attestations hold into the next block (durable in the group's Raft log before any shard sees
 //! it), and streams each shard group its share of every block, in order. A new leader first
 //! brings every shard group to its last block.
+use specie_metrics::role::RoleFamily;
 
 use specie_atomizer::{Atomizer, AtomizerConfig, AtomizerInput, AtomizerReport, ShardAnswer, ShardMessage};
 use specie_coordinator::TxOutcome;
@@ -28,6 +29,14 @@ impl RoleStatus for AtomizerMachine {
             "admitted": atomizer.admitted(),
             "shards_caught_up": atomizer.shards_caught_up(),
         }})
+    }
+
+    fn role_gauges(&self) -> Vec<(RoleFamily, f64)> {
+        let atomizer = self.role();
+        vec![
+            (RoleFamily::AtomizerHeight, atomizer.height() as f64),
+            (RoleFamily::AtomizerAdmitted, atomizer.admitted() as f64),
+        ]
     }
 }
 

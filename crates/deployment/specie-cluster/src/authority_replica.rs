@@ -10,6 +10,7 @@
 //! clients' API ([`specie_committee::http_server`]). It reaches the other shards of its authority to send
 //! credits, and the online core's shard groups to find a funding's marker in the UHS before
 //! crediting it: it takes no one's word for a funding.
+use specie_metrics::role::RoleFamily;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -68,6 +69,20 @@ impl RoleStatus for AuthorityMachine {
             "funded": wide(i128::try_from(shard.funded()).unwrap_or(i128::MAX)),
             "redeemed": wide(i128::try_from(shard.redeemed()).unwrap_or(i128::MAX)),
         }})
+    }
+
+    fn role_gauges(&self) -> Vec<(RoleFamily, f64)> {
+        let tallied = self.role();
+        let (shard, counts) = (tallied.shard(), tallied.counts());
+        vec![
+            (RoleFamily::FastpayAccounts, counts.accounts as f64),
+            (RoleFamily::FastpayVotes, counts.votes as f64),
+            (RoleFamily::FastpayConfirmed, counts.confirmed as f64),
+            (RoleFamily::FastpayBalances, shard.balances() as f64),
+            (RoleFamily::FastpayFunded, shard.funded() as f64),
+            (RoleFamily::FastpayRedeemed, shard.redeemed() as f64),
+            (RoleFamily::FastpayCreditsUnacked, shard.credits_unacked() as f64),
+        ]
     }
 }
 

@@ -9,6 +9,7 @@
 //! (`specie_exchange_service::router`); a replica that does not lead answers 503 `not_leader`
 //! with the leader's API. It checks each deposit's marker itself: in this cluster's shards over
 //! mutual TLS for the cluster's own currency, and over HTTP in the core of every other currency.
+use specie_metrics::role::RoleFamily;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -40,6 +41,15 @@ impl RoleStatus for ExchangeMachine {
             "accounts": ledger.account_count(),
             "offers": ledger.offer_count(),
         }})
+    }
+
+    fn role_gauges(&self) -> Vec<(RoleFamily, f64)> {
+        let ledger = self.role().ledger();
+        vec![
+            (RoleFamily::ExchangeHeight, ledger.height() as f64),
+            (RoleFamily::ExchangeAccounts, ledger.account_count() as f64),
+            (RoleFamily::ExchangeOffers, ledger.offer_count() as f64),
+        ]
     }
 }
 

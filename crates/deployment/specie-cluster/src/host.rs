@@ -150,6 +150,12 @@ pub trait RoleStatus {
     fn role_status(&self) -> serde_json::Value {
         serde_json::json!({})
     }
+
+    /// What the role holds, as its mode's metric families (read at every scrape, under the
+    /// same lock: quick too).
+    fn role_gauges(&self) -> Vec<(specie_metrics::role::RoleFamily, f64)> {
+        vec![]
+    }
 }
 
 impl RoleStatus for specie_host::RoleMachine<specie_shard::Shard> {}
@@ -251,7 +257,7 @@ where
     else {
         return Err(ReplicaError::NotAReplica { identity: me });
     };
-    let Some(address) = replicas.iter().find(|r| r.id == id).map(|r| r.address) else {
+    let Some((address, metrics)) = replicas.iter().find(|r| r.id == id).map(|r| (r.address, r.metrics)) else {
         return Err(ReplicaError::NoSuchReplica { group, id });
     };
     let limits = wire_limits(topology);
@@ -260,6 +266,9 @@ where
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|source| ReplicaError::Listen { address, source })?;
+    if let Some(metrics) = metrics {
+        serve_metrics(metrics, topology.http).await?;
+    }
     let (stop_tx, stop_rx) = watch::channel(false);
     let counters: Arc<ServerCounters> = Arc::default();
     let admit = admit_members(
@@ -300,6 +309,7 @@ where
         snapshots: Some(SnapshotPlan::every(topology.limits.raft_snapshot_entries)),
         ..Hosted::new(group.clone(), replica)
     });
+    observe(&shared);
     let (role_host, host) = start_host(shared.clone());
     let _ = hosted.set((shared.clone(), role_host));
     tracing::info!(%me, %address, "replica serving");
@@ -391,6 +401,7 @@ where
                 // Decided on the tag alone: a refused request is never decoded.
                 if let Err(refusal) = authorize(&topology, &me, peer, request_tag) {
                     counters.requests_refused.fetch_add(1, Ordering::Relaxed);
+                    specie_metrics::wire::authorization_refused(peer.role_label());
                     tracing::warn!(%peer, request = tag::name(request_tag), "request refused: not authorised");
                     return Err(format!("not authorised: {refusal}"));
                 }
@@ -417,6 +428,72 @@ where
             Ok(response.encode())
         }
     })
+}
+
+/// Serves only what the template adds to every port (`/metrics`, `/livez`, `/readyz`) on
+/// `address`: a replica whose role has no HTTP API of its own.
+async fn serve_metrics(address: std::net::SocketAddr, limits: specie_service::HttpLimits) -> Result<(), ReplicaError> {
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|source| ReplicaError::Listen { address, source })?;
+    spawn_api(listener, axum::Router::new(), limits, "metrics");
+    Ok(())
+}
+
+/// A replica behind less than this many committed entries is caught up (ready).
+pub const READY_APPLY_LAG_ENTRIES_MAX: u64 = 1_000;
+
+/// Makes the replica seen: its Raft view and its wire server's counters read at every scrape,
+/// its leader changes counted, and the process ready only while its group has a leader and it
+/// has applied what it knows committed (within [`READY_APPLY_LAG_ENTRIES_MAX`]).
+fn observe<S: ReplicatedStateMachine + RoleStatus>(hosted: &Arc<Hosted<S>>) {
+    let replica = hosted.replica.clone();
+    specie_metrics::role::watch(move || replica.with_state(RoleStatus::role_gauges));
+    let replica = hosted.replica.clone();
+    specie_metrics::raft::watch(move || {
+        let m = replica.metrics();
+        specie_metrics::raft::RaftView {
+            term: m.term,
+            is_leader: m.role == Role::Leader,
+            leader: m.leader,
+            commit_index: m.commit_index,
+            applied_index: m.applied_index,
+            last_log_index: m.last_log_index,
+            snapshot_index: m.snapshot_index,
+            log_appends: m.log_appends,
+            log_syncs: m.log_syncs,
+            replication_lag: replica.replication_lag(),
+        }
+    });
+    let refused = hosted.refused.clone();
+    specie_metrics::wire::watch(move || refused.snapshot().to_vec());
+    let mut leadership = hosted.replica.leadership();
+    let replica = hosted.replica.clone();
+    tokio::spawn(async move {
+        let mut leader = replica.leader();
+        while leadership.changed().await.is_ok() {
+            let now = replica.leader();
+            if now != leader {
+                specie_metrics::raft::leader_changed();
+                leader = now;
+            }
+        }
+    });
+    let replica = hosted.replica.clone();
+    let group = hosted.group.clone();
+    specie_service::health::add_check("raft", move || {
+        let m = replica.metrics();
+        if m.leader.is_none() {
+            return Err(specie_service::health::NotReady(format!("group {group} has no leader")));
+        }
+        let lag = m.commit_index.unwrap_or(0).saturating_sub(m.applied_index.unwrap_or(0));
+        if lag > READY_APPLY_LAG_ENTRIES_MAX {
+            return Err(specie_service::health::NotReady(format!(
+                "{lag} committed entries not applied yet (ready within {READY_APPLY_LAG_ENTRIES_MAX})"
+            )));
+        }
+        Ok(())
+    });
 }
 
 pub async fn wait_for_stop_signal() {

@@ -43,7 +43,7 @@ pub enum GroupRole {
 }
 
 impl GroupRole {
-    fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             GroupRole::Shard => "shard",
             GroupRole::Coordinator => "coordinator",
@@ -83,6 +83,15 @@ impl fmt::Display for Identity {
 }
 
 impl Identity {
+    /// The role this identity acts in, as metrics label it (`shard`, …, `sentinel`, `operator`).
+    pub fn role_label(&self) -> &'static str {
+        match self {
+            Identity::Replica { role, .. } => role.label(),
+            Identity::Sentinel { .. } => "sentinel",
+            Identity::Operator => "operator",
+        }
+    }
+
     pub fn shard(group: &str, id: u64) -> Identity {
         Identity::Replica {
             role: GroupRole::Shard,

@@ -8,6 +8,7 @@
 //! (`specie_offline_service::service_router`); a replica that does not lead answers 503
 //! `not_leader` with the leader's API. It checks each funding's marker in the online core's UHS
 //! itself, over the cluster's mutual TLS, as the FastPay authorities do.
+use specie_metrics::role::RoleFamily;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -42,6 +43,19 @@ impl RoleStatus for OfflineMachine {
             "current_period": books.current_period,
             "debtors": books.debts.len(),
         }})
+    }
+
+    fn role_gauges(&self) -> Vec<(RoleFamily, f64)> {
+        let books = self.role().books();
+        let double_spent: u128 = books.debts.iter().map(|debt| debt.value).sum();
+        vec![
+            (RoleFamily::OfflineFunded, books.funded as f64),
+            (RoleFamily::OfflineDefunded, books.defunded as f64),
+            (RoleFamily::OfflineOutstanding, books.outstanding as f64),
+            (RoleFamily::OfflineExpired, books.expired as f64),
+            (RoleFamily::OfflineDoubleSpent, double_spent as f64),
+            (RoleFamily::OfflineDebtors, books.debts.len() as f64),
+        ]
     }
 }
 

@@ -18,6 +18,9 @@ use crate::{GroupBridges, GroupRole, InvalidTopology, Shape, Topology, TopologyE
 pub const TOPOLOGY_FILE: &str = "cluster.toml";
 /// The demo's issuer key for a cluster made by `cluster up` (secret, mode 0600).
 pub const ISSUER_KEY_FILE: &str = "issuer.key";
+/// Every process's metrics endpoint, as Prometheus's file-based service discovery reads it
+/// (`file_sd_configs`), rewritten by every `specie cluster up`.
+pub const TARGETS_FILE: &str = "prometheus-targets.json";
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -417,6 +420,7 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
             topology.pki_dir.display()
         );
     }
+    write_scrape_targets(dir, &topology)?;
     // Idempotent: starts only what is not running, so it also restarts a member that died.
     let is_stopped = |m: &Member| !read_pid(dir, &m.name).is_some_and(is_alive);
     let mut started_count = 0;
@@ -495,8 +499,29 @@ fn died_at_start(dir: &Path, name: &str) -> SupervisorError {
     }
 }
 
+/// [`TARGETS_FILE`]: one target group per process, labelled with its role, group and replica.
+fn write_scrape_targets(dir: &Path, topology: &Topology) -> Result<(), SupervisorError> {
+    let groups: Vec<serde_json::Value> = (topology.scrape_targets().into_iter())
+        .map(|target| {
+            serde_json::json!({
+                "targets": [target.address.to_string()],
+                "labels": {"role": target.role, "group": target.group, "replica": target.replica},
+            })
+        })
+        .collect();
+    let path = dir.join(TARGETS_FILE);
+    let text = serde_json::to_string_pretty(&groups).expect("JSON values serialise");
+    std::fs::write(&path, text + "\n").map_err(io(format!("cannot write {}", path.display())))
+}
+
 /// Where each service of the cluster `up` started listens, and the commands that reach them.
 fn print_where_to_reach(dir: &Path, topology: &Topology) {
+    println!(
+        "  metrics: {} processes answer /metrics, /livez and /readyz; Prometheus scrapes them from {} \
+         (file_sd_configs; see docs/operator-guide.md, \"Metrics and health\")",
+        topology.scrape_targets().len(),
+        dir.join(TARGETS_FILE).display()
+    );
     for sentinel in &topology.sentinels {
         println!("  {}: http://{}", sentinel.name, sentinel.http);
     }

@@ -333,6 +333,7 @@ impl AuthorityReplica {
         Replica {
             id: self.id,
             address: self.address,
+            metrics: None,
         }
     }
 }
@@ -717,6 +718,20 @@ pub struct Replica {
     pub id: u64,
     /// Where the replica serves other roles and its Raft peers (framed binary protocol).
     pub address: SocketAddr,
+    /// Where it answers `/metrics`, `/livez` and `/readyz` over HTTP (a replica with an HTTP API
+    /// answers them there instead, and has none). Absent: it serves no metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<SocketAddr>,
+}
+
+/// One process Prometheus scrapes, and the labels that name it (`replica` is empty for a
+/// sentinel).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScrapeTarget {
+    pub address: SocketAddr,
+    pub role: String,
+    pub group: String,
+    pub replica: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -874,8 +889,28 @@ impl LocalPorts {
             .map(|id| Replica {
                 id,
                 address: self.next(),
+                metrics: None,
             })
             .collect()
+    }
+
+    /// A FastPay committee of `members` in `shape`: every authority's shards' replicas.
+    fn committee(&mut self, shape: &CommitteeShape, members: Vec<String>) -> FastpayCommitteeConfig {
+        FastpayCommitteeConfig {
+            epoch: 1,
+            members,
+            credit_retransmit_ms: default_credit_retransmit_ms(),
+            channel_credits_max: default_channel_credits_max(),
+            authorities: (0..shape.authorities)
+                .map(|_| AuthorityProcesses {
+                    shards: (0..shape.shards)
+                        .map(|_| AuthorityShardGroup {
+                            replicas: self.serving_replicas(shape.replicas),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
     }
 
     /// `count` replicas, ids from 1, each with a wire address and then an HTTP address.
@@ -1080,21 +1115,7 @@ impl Topology {
                 endorser: shape.endorsement_threshold.map(|_| ports.next()),
             })
             .collect();
-        let fastpay_committee = shape.committee.map(|committee| FastpayCommitteeConfig {
-            epoch: 1,
-            members: authority_keys,
-            credit_retransmit_ms: default_credit_retransmit_ms(),
-            channel_credits_max: default_channel_credits_max(),
-            authorities: (0..committee.authorities)
-                .map(|_| AuthorityProcesses {
-                    shards: (0..committee.shards)
-                        .map(|_| AuthorityShardGroup {
-                            replicas: ports.serving_replicas(committee.replicas),
-                        })
-                        .collect(),
-                })
-                .collect(),
-        });
+        let fastpay_committee = (shape.committee.as_ref()).map(|committee| ports.committee(committee, authority_keys));
         let offline_authority = bridges.offline.map(|bridge| OfflineAuthorityConfig {
             bridge,
             replicas: ports.serving_replicas(shape.offline_replicas),
@@ -1116,7 +1137,11 @@ impl Topology {
             (shape.ledger_replicas > 0).then(|| LedgerOfRecordConfig::new(ports.replicas(shape.ledger_replicas)));
         let atomizer =
             (shape.atomizer_replicas > 0).then(|| AtomizerGroupConfig::new(ports.replicas(shape.atomizer_replicas)));
-        let topology = Topology {
+        let endorsement = (shape.endorsement_threshold).map(|threshold| EndorsementConfig {
+            threshold,
+            group_key: None,
+        });
+        let mut topology = Topology {
             format_version: FORMAT_VERSION,
             hrp: hrp.into(),
             network_id: Some(hex::encode(rand::random::<[u8; NETWORK_ID_BYTES]>())),
@@ -1125,10 +1150,7 @@ impl Topology {
             offline_authority,
             exchange,
             privacy: None,
-            endorsement: (shape.endorsement_threshold).map(|threshold| EndorsementConfig {
-                threshold,
-                group_key: None,
-            }),
+            endorsement,
             ledger_of_record,
             atomizer,
             data_dir: dir.join("data"),
@@ -1140,6 +1162,10 @@ impl Topology {
             coordinator_groups,
             sentinels,
         };
+        // Last, so that the ports of every other address stay where earlier versions put them.
+        for replica in topology.replicas_without_http() {
+            replica.metrics = Some(ports.next());
+        }
         topology.validate()?;
         Ok(topology)
     }
@@ -1224,6 +1250,57 @@ impl Topology {
 
     /// The HTTP API of every replica that serves one (FastPay authorities, the offline
     /// authority, the exchange).
+    /// The replicas of the groups with no HTTP API of their own (shards, coordinators, the
+    /// archivers and the atomizer), which serve their metrics on a port of their own.
+    fn replicas_without_http(&mut self) -> impl Iterator<Item = &mut Replica> {
+        let shard = self.shard_groups.iter_mut().flat_map(|g| g.replicas.iter_mut());
+        let coordinator = self.coordinator_groups.iter_mut().flat_map(|g| g.replicas.iter_mut());
+        let ledger = self.ledger_of_record.iter_mut().flat_map(|l| l.replicas.iter_mut());
+        let atomizer = self.atomizer.iter_mut().flat_map(|a| a.replicas.iter_mut());
+        shard.chain(coordinator).chain(ledger).chain(atomizer)
+    }
+
+    /// Every process Prometheus scrapes, with the labels that name it: replicas at their
+    /// metrics port or their HTTP API, sentinels at theirs. Written by `specie cluster up` as a
+    /// Prometheus file-based service discovery file ([`crate::supervisor::TARGETS_FILE`]).
+    pub fn scrape_targets(&self) -> Vec<ScrapeTarget> {
+        let target = |address: SocketAddr, role: &str, group: &str, replica: String| ScrapeTarget {
+            address,
+            role: role.to_string(),
+            group: group.to_string(),
+            replica,
+        };
+        let mut targets = vec![];
+        for (role, group, replicas) in self.replica_groups() {
+            for replica in replicas {
+                if let Some(address) = replica.metrics {
+                    targets.push(target(address, role.label(), &group, replica.id.to_string()));
+                }
+            }
+        }
+        let serving = (self.authority_groups().into_iter())
+            .map(|g| (GroupRole::Authority, g.name, g.replicas))
+            .chain((self.offline_authority.iter()).map(|o| {
+                (
+                    GroupRole::Offline,
+                    OFFLINE_AUTHORITY_GROUP.to_string(),
+                    o.replicas.clone(),
+                )
+            }))
+            .chain(
+                (self.exchange.iter()).map(|e| (GroupRole::Exchange, EXCHANGE_GROUP.to_string(), e.replicas.clone())),
+            );
+        for (role, group, replicas) in serving {
+            for replica in replicas {
+                targets.push(target(replica.http, role.label(), &group, replica.id.to_string()));
+            }
+        }
+        for sentinel in &self.sentinels {
+            targets.push(target(sentinel.http, "sentinel", &sentinel.name, String::new()));
+        }
+        targets
+    }
+
     fn serving_http(&self) -> Vec<SocketAddr> {
         self.authority_groups()
             .into_iter()
@@ -1366,10 +1443,10 @@ impl Topology {
                 if replica.id == 0 || !ids.insert(replica.id) {
                     return Err(InvalidTopology::ReplicaIds { group: name.clone() });
                 }
-                if !addresses.insert(replica.address) {
-                    return Err(InvalidTopology::AddressTwice {
-                        address: replica.address,
-                    });
+                for address in std::iter::once(replica.address).chain(replica.metrics) {
+                    if !addresses.insert(address) {
+                        return Err(InvalidTopology::AddressTwice { address });
+                    }
                 }
             }
         }

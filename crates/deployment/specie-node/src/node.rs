@@ -577,7 +577,9 @@ impl NodeHandle {
             return self.submit_through_endorsers(endorsement, txs, reply);
         }
         let (refs, txs): (Vec<u64>, Vec<SpecieTransaction>) = txs.into_iter().unzip();
+        let started = std::time::Instant::now();
         let verdicts = specie_sentinel::validate_batch(&txs, &self.shared.trusted);
+        specie_metrics::transactions::validated(txs.len(), started.elapsed());
         let mut accepted = Vec::with_capacity(txs.len());
         let mut records = vec![];
         let mut refused = vec![];

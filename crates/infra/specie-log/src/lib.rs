@@ -39,16 +39,17 @@ pub enum SyncMode {
 }
 
 impl SyncMode {
+    /// Every batch's sync, timed (`specie_log_fsync_duration_seconds`).
     pub fn sync_data(self, file: &File) -> std::io::Result<()> {
         match self {
-            SyncMode::Fsync => file.sync_data(),
+            SyncMode::Fsync => timed(|| file.sync_data()),
             SyncMode::None => Ok(()),
         }
     }
 
     pub fn sync_all(self, file: &File) -> std::io::Result<()> {
         match self {
-            SyncMode::Fsync => file.sync_all(),
+            SyncMode::Fsync => timed(|| file.sync_all()),
             SyncMode::None => Ok(()),
         }
     }
@@ -60,6 +61,13 @@ impl SyncMode {
             SyncMode::None => Ok(()),
         }
     }
+}
+
+fn timed(sync: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<()> {
+    let started = std::time::Instant::now();
+    let synced = sync();
+    specie_metrics::log::synced(started.elapsed());
+    synced
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

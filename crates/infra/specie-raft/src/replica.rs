@@ -576,6 +576,24 @@ impl<S: ReplicatedStateMachine> Replica<S> {
         }
     }
 
+    /// On the leader: for each follower, how many entries of the leader's log it has not
+    /// acknowledged (its whole log if it acknowledged none). Empty on a follower.
+    pub fn replication_lag(&self) -> Vec<(NodeId, u64)> {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        let Some(replication) = &m.replication else {
+            return vec![];
+        };
+        let last = m.last_log_index.map_or(0, |index| index + 1);
+        (replication.iter())
+            .filter(|(follower, _)| **follower != self.id)
+            .map(|(follower, matched)| {
+                let acknowledged = matched.map_or(0, |log_id| log_id.index + 1);
+                (*follower, last.saturating_sub(acknowledged))
+            })
+            .collect()
+    }
+
     /// Waits until this replica has applied the entry at `index`; false on time-out.
     pub async fn wait_applied(&self, index: u64, timeout: Duration) -> bool {
         let mut metrics = self.raft.metrics();

@@ -4,14 +4,16 @@
 //! ([`server`]: connection, header, body and time limits, graceful stop), the one error answer
 //! ([`error`]), the one client that follows a replicated service's leader ([`client`]), what a
 //! call into a role may end in ([`call`]), what a capability's service needs of the online core's
-//! transactions ([`core_link`]), and the seam where request metrics attach
-//! ([`observe`]). Each service keeps its request and answer bodies as types in its own
+//! transactions ([`core_link`]), and what every port answers besides its service's routes
+//! ([`observe`]: `/metrics`, `/livez`, `/readyz`, each request counted and timed; readiness
+//! from [`health`]). Each service keeps its request and answer bodies as types in its own
 //! `http_api` module, shared by its server and its client: the seam where API descriptions attach.
 
 pub mod call;
 pub mod client;
 pub mod core_link;
 pub mod error;
+pub mod health;
 pub mod observe;
 pub mod server;
 

@@ -1,122 +1,175 @@
-//! The seam where a process's request metrics attach: every HTTP service's routes are served
-//! through [`crate::server::serve`], which reports each answered request to the process's
-//! [`RequestObserver`] if one is installed. A request is named by its route's template
-//! (`/v1/uhs/{id}`), never by its path, so whatever counts requests keeps a bounded set of names
-//! however many ids callers send.
+//! What the template adds to every router it serves ([`crate::server::serve`]), so every
+//! process's every port has them, once:
 //!
-//! (The API descriptions attach at the other seam of the template: each service's `http_api`
-//! module, where every request and answer body is a type.)
+//! - `GET /metrics`: the process's Prometheus metrics (`specie_metrics::exposition`);
+//! - `GET /livez` and `GET /readyz`: 200 or 503 with a JSON reason ([`crate::health`]);
+//! - each answered request counted in `specie_http_requests_total` and timed in
+//!   `specie_http_request_duration_seconds`, named by its route's template (`/v1/uhs/{id}`),
+//!   never by its path, so however many ids callers send the set of names stays bounded.
+//!   Requests no route matches are not counted: their answer names no route.
 
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request};
-use axum::http::{Method, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::Response;
-use axum::Router;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
 
-/// Sees every answered request of every service the process serves.
-pub trait RequestObserver: Send + Sync + 'static {
-    /// `method` on `route` (a route's template) was answered with `status` after `elapsed`.
-    fn answered(&self, method: &Method, route: &str, status: StatusCode, elapsed: Duration);
+/// The paths the template serves on every port.
+pub const METRICS_PATH: &str = "/metrics";
+pub const LIVEZ_PATH: &str = "/livez";
+pub const READYZ_PATH: &str = "/readyz";
+
+/// `/livez` and `/readyz`'s answer.
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct HealthBody {
+    /// `live`, `ready` or `not_ready`.
+    pub status: String,
+    /// Each readiness check that does not hold, with why (empty when ready, and for `/livez`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_ready: Vec<NotReadyBody>,
 }
 
-static INSTALLED: OnceLock<Arc<dyn RequestObserver>> = OnceLock::new();
-
-/// Makes `observer` the process's: every router served from now on reports to it. Once per
-/// process; a second observer is refused and handed back.
-pub fn install(observer: Arc<dyn RequestObserver>) -> Result<(), Arc<dyn RequestObserver>> {
-    INSTALLED.set(observer)
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct NotReadyBody {
+    pub check: String,
+    pub reason: String,
 }
 
-/// `router` as [`crate::server::serve`] serves it: reporting to the installed observer, if any.
-pub(crate) fn with_installed(router: Router) -> Router {
-    match INSTALLED.get() {
-        Some(observer) => observed(router, observer.clone()),
-        None => router,
+/// `router` with the operations routes, each of its routes counted and timed.
+pub(crate) fn with_operations(router: Router) -> Router {
+    let router = if router.has_routes() {
+        router.route_layer(middleware::from_fn(count_and_time))
+    } else {
+        router
+    };
+    router
+        .route(METRICS_PATH, get(metrics))
+        .route(LIVEZ_PATH, get(livez))
+        .route(READYZ_PATH, get(readyz))
+}
+
+async fn count_and_time(request: Request, next: Next) -> Response {
+    if !specie_metrics::enabled() {
+        return next.run(request).await;
     }
+    let started = Instant::now();
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(String::new, |path| path.as_str().to_string());
+    let response = next.run(request).await;
+    specie_metrics::http::answered(method.as_str(), &route, response.status().as_u16(), started.elapsed());
+    response
 }
 
-/// `router`, each of whose routes reports its answered requests to `observer` (requests no route
-/// matches are not reported: the fallback's answer names no route).
-pub fn observed(router: Router, observer: Arc<dyn RequestObserver>) -> Router {
-    if !router.has_routes() {
-        return router;
-    }
-    router.route_layer(middleware::from_fn(move |request: Request, next: Next| {
-        let observer = observer.clone();
-        async move {
-            let started = Instant::now();
-            let method = request.method().clone();
-            let route = request
-                .extensions()
-                .get::<MatchedPath>()
-                .map_or_else(String::new, |path| path.as_str().to_string());
-            let response: Response = next.run(request).await;
-            observer.answered(&method, &route, response.status(), started.elapsed());
-            response
-        }
-    }))
+async fn metrics() -> Response {
+    (
+        [(header::CONTENT_TYPE, specie_metrics::CONTENT_TYPE)],
+        specie_metrics::exposition(),
+    )
+        .into_response()
+}
+
+async fn livez() -> Json<HealthBody> {
+    Json(HealthBody {
+        status: "live".to_string(),
+        not_ready: vec![],
+    })
+}
+
+async fn readyz() -> (StatusCode, Json<HealthBody>) {
+    let not_ready: Vec<NotReadyBody> = crate::health::readiness()
+        .into_iter()
+        .filter_map(|(check, verdict)| {
+            verdict.map(|reason| NotReadyBody {
+                check: check.to_string(),
+                reason: reason.0,
+            })
+        })
+        .collect();
+    let (code, status) = if not_ready.is_empty() {
+        (StatusCode::OK, "ready")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not_ready")
+    };
+    let status = status.to_string();
+    (code, Json(HealthBody { status, not_ready }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
 
-    use axum::routing::get;
-
-    #[derive(Default)]
-    struct Seen(Mutex<Vec<(Method, String, u16)>>);
-
-    impl RequestObserver for Seen {
-        fn answered(&self, method: &Method, route: &str, status: StatusCode, _elapsed: Duration) {
-            self.0
-                .lock()
-                .unwrap()
-                .push((method.clone(), route.to_string(), status.as_u16()));
+    fn get_text(address: std::net::SocketAddr, path: &str) -> (u16, String) {
+        match ureq::get(&format!("http://{address}{path}")).call() {
+            Ok(answer) => (answer.status(), answer.into_string().unwrap()),
+            Err(ureq::Error::Status(code, answer)) => (code, answer.into_string().unwrap()),
+            Err(error) => panic!("{path}: {error}"),
         }
     }
 
+    /// Every served router gets the operations routes; its requests are counted by route
+    /// template; readiness follows the checks added, and a stop makes the process not ready.
     #[test]
-    fn requests_are_seen_by_route_template_not_by_path() {
-        let seen = Arc::new(Seen::default());
-        let router = Router::new()
-            .route("/v1/uhs/{id}", get(|| async { "present" }))
-            .route("/v1/refuse", get(|| async { StatusCode::CONFLICT }));
-        let router = observed(router, seen.clone());
-        // A router of a fallback only (a test's stub) has no route to observe, and is served as it is.
-        let _stub = observed(Router::new().fallback(|| async { "stub" }), seen.clone());
+    fn every_served_router_has_metrics_and_health() {
+        let router = Router::new().route("/v1/uhs/{id}", get(|| async { "present" }));
         let (_runtime, address) = crate::server::serve_on_loopback(router, crate::HttpLimits::default()).unwrap();
-        for path in ["/v1/uhs/00", "/v1/uhs/ff", "/v1/refuse", "/nowhere"] {
+        for path in ["/v1/uhs/00", "/v1/uhs/ff", "/nowhere"] {
             let _ = ureq::get(&format!("http://{address}{path}")).call();
         }
-        let seen = seen.0.lock().unwrap().clone();
-        assert_eq!(
-            seen,
-            [
-                (Method::GET, "/v1/uhs/{id}".to_string(), 200),
-                (Method::GET, "/v1/uhs/{id}".to_string(), 200),
-                (Method::GET, "/v1/refuse".to_string(), 409),
-            ]
-        );
-    }
-
-    #[test]
-    fn an_installed_observer_sees_what_every_served_router_answers() {
-        let seen = Arc::new(Seen::default());
-        assert!(install(seen.clone()).is_ok());
-        assert!(install(Arc::new(Seen::default())).is_err(), "one observer per process");
-        // Served as every service is (`server::serve`), without being wrapped by hand.
-        let router = Router::new().route("/v1/probe/{n}", get(|| async { "ok" }));
-        let (_runtime, address) = crate::server::serve_on_loopback(router, crate::HttpLimits::default()).unwrap();
-        ureq::get(&format!("http://{address}/v1/probe/7")).call().unwrap();
-        // Other tests' routers report here too; this one's request is among what was seen.
-        let seen = seen.0.lock().unwrap().clone();
+        let (code, text) = get_text(address, METRICS_PATH);
+        assert_eq!(code, 200);
+        let line = "specie_http_requests_total{route=\"/v1/uhs/{id}\",method=\"GET\",status=\"200\"} ";
+        let count: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix(line))
+            .unwrap_or_else(|| panic!("{text}"))
+            .parse()
+            .unwrap();
+        assert!(count >= 2, "{text}");
         assert!(
-            seen.contains(&(Method::GET, "/v1/probe/{n}".to_string(), 200)),
-            "{seen:?}"
+            !text.contains("/v1/uhs/00") && !text.contains("/nowhere"),
+            "paths are never labels: {text}"
         );
+
+        assert_eq!(get_text(address, LIVEZ_PATH), (200, r#"{"status":"live"}"#.to_string()));
+        let holds = Arc::new(AtomicBool::new(true));
+        let read = holds.clone();
+        crate::health::add_check("test_leader", move || {
+            if read.load(Ordering::Relaxed) {
+                Ok(())
+            } else {
+                Err(crate::health::NotReady("no leader".to_string()))
+            }
+        });
+        // Other tests of this process stop servers, which marks the process draining, so only
+        // this check's own line is asserted until the drain below.
+        let test_leader = |body: &HealthBody| {
+            body.not_ready
+                .iter()
+                .find(|n| n.check == "test_leader")
+                .map(|n| n.reason.clone())
+        };
+        let (_, body) = get_text(address, READYZ_PATH);
+        assert_eq!(test_leader(&serde_json::from_str(&body).unwrap()), None, "{body}");
+        holds.store(false, Ordering::Relaxed);
+        let (code, body) = get_text(address, READYZ_PATH);
+        assert_eq!(code, 503);
+        let body: HealthBody = serde_json::from_str(&body).unwrap();
+        assert_eq!(body.status, "not_ready");
+        assert_eq!(test_leader(&body).as_deref(), Some("no leader"));
+        holds.store(true, Ordering::Relaxed);
+        crate::health::set_draining();
+        let (code, body) = get_text(address, READYZ_PATH);
+        assert_eq!(code, 503);
+        assert!(body.contains("draining"), "{body}");
+        assert_eq!(get_text(address, LIVEZ_PATH).0, 200, "a draining process is still live");
     }
 }

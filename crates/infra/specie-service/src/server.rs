@@ -255,7 +255,7 @@ pub async fn serve(
     limits
         .validate()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("invalid HTTP limits: {e}")))?;
-    let router = crate::observe::with_installed(router);
+    let router = crate::observe::with_operations(router);
     let permits = Arc::new(Semaphore::new(limits.connections_max));
     let lingering = Arc::new(Semaphore::new(REFUSALS_LINGERING_MAX));
     let refusal = Bytes::from(too_many_connections_response(limits.connections_max));
@@ -291,6 +291,7 @@ pub async fn serve(
             },
         }
     }
+    crate::health::set_draining();
     drop(listener);
     let _ = stop.send(true);
     let drained = tokio::time::timeout(SHUTDOWN_GRACE, async { while tasks.join_next().await.is_some() {} }).await;

@@ -258,7 +258,7 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
     let _down = Down(dir.clone());
     let (topology, client, observed) = start(
         &dir,
-        free_ports(4 + 16),
+        free_ports(4 + 3 + 16),
         &["--authorities", "--authority-shards", "2"],
         Duration::from_secs(5),
     );
@@ -522,7 +522,7 @@ fn an_authority_shard_of_three_replicas_fails_over_without_a_second_vote() {
         "3",
     ];
     // A request may wait out an election: up to 2 election time-outs, slower on a loaded machine.
-    let (topology, client, _observed) = start(&dir, free_ports(4 + 12), &committee, Duration::from_secs(15));
+    let (topology, client, _observed) = start(&dir, free_ports(4 + 3 + 12), &committee, Duration::from_secs(15));
     let mut accounts: Vec<Account> = (0..)
         .map(|n| owner_account(1000 + n))
         .filter(|a| shard_of(&a.key, 2) == 0)

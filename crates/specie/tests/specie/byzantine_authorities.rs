@@ -651,7 +651,7 @@ fn one_byzantine_authority_process_neither_breaks_safety_nor_holds_up_honest_pay
     let _down = Down(dir.clone());
     let shards = SHARDS.to_string();
     let committee = ["--authorities", "--authority-shards", &shards];
-    cluster_up_with_committee(&dir, free_ports(4 + 4 * SHARDS as u16 * 2), &committee);
+    cluster_up_with_committee(&dir, free_ports(4 + 3 + 4 * SHARDS as u16 * 2), &committee);
     let topology = Topology::load(&Path::new(&dir).join("cluster.toml")).unwrap();
     let config = topology.fastpay_committee.clone().unwrap();
     let committee = Arc::new(config.committee().unwrap());

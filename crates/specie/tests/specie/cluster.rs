@@ -18,7 +18,9 @@ use specie_cluster::Topology;
 
 use crate::cluster_harness;
 
-use cluster_harness::{assert_audit, digest, finish_demo, specie, start_cluster_with, start_demo, status, Row, BIN};
+use cluster_harness::{
+    assert_audit, digest, finish_demo, specie, start_cluster_with, start_demo, status, wire_client, Row, BIN,
+};
 /// A new leader must be reported within this: four times the longest election time-out (2 s).
 /// Measured in this debug-build test with the demo loading the machine: 3.1–3.8 s before issue
 /// 8's hosts and 3.1–4.2 s after, with one CI run at 5.3 s, so a 5 s bound only measured noise.
@@ -317,7 +319,7 @@ fn one_compromised_sentinel_of_a_two_of_three_group_gets_no_forgery_committed() 
     use cluster_harness::offline_devices::{core_wallet, line_starting, wallet_address, wallet_balance};
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("cluster").to_str().unwrap().to_string();
-    let base = cluster_harness::free_ports(12).to_string();
+    let base = cluster_harness::free_ports(12 + 1).to_string();
     let _down = cluster_harness::Down(dir.clone());
     let up = || {
         let shape = [
@@ -591,7 +593,7 @@ fn hostile_requests_to_an_endorser(topology: &Topology) {
 fn the_ledger_of_record_survives_its_leader_and_lost_reports_and_replays_to_the_uhs() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("cluster").to_str().unwrap().to_string();
-    let base = cluster_harness::free_ports(10).to_string();
+    let base = cluster_harness::free_ports(10 + 3).to_string();
     let _down = cluster_harness::Down(dir.clone());
     let up = || {
         cluster_harness::cluster_up(
@@ -790,7 +792,7 @@ fn hostile_requests_to_the_archiver(topology: &Topology) {
 fn the_atomizer_shape_orders_the_demo_through_a_leader_kill_and_replays_to_the_uhs() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("cluster").to_str().unwrap().to_string();
-    let base = cluster_harness::free_ports(14).to_string();
+    let base = cluster_harness::free_ports(14 + 5).to_string();
     let _down = cluster_harness::Down(dir.clone());
     let up = || {
         cluster_harness::cluster_up(
@@ -921,18 +923,6 @@ fn hostile_requests_to_an_atomizer_shard(topology: &Topology) {
     }
 }
 
-/// A wire client holding `me`'s certificate, to the process `server` listening at `address`.
-fn wire_client(
-    topology: &Topology,
-    me: &specie_cluster::Identity,
-    address: &str,
-    server: &specie_cluster::Identity,
-) -> specie_wire::Client {
-    let transport = specie_cluster::credentials::transport(topology, me).unwrap();
-    let limits = specie_wire::WireLimits::default();
-    specie_wire::Client::new(address.to_string(), server.to_string(), limits, transport).unwrap()
-}
-
 /// `cluster up` on an existing cluster starts it as it is, or refuses a flag that asks for
 /// another topology (nothing silently ignored); a process that dies at start (here: its port is
 /// another cluster's) is reported at once with its log's last lines, not after a minute's wait;
@@ -946,7 +936,7 @@ fn cluster_up_refuses_to_reshape_and_reports_a_process_that_dies_at_start() {
         cluster_harness::Down(a.to_string()),
         cluster_harness::Down(b.to_string()),
     );
-    let base = cluster_harness::free_ports(4).to_string();
+    let base = cluster_harness::free_ports(4 + 1).to_string();
     let small = ["--replicas", "1", "--sentinels", "1", "--shard-groups", "1"];
     cluster_harness::cluster_up(a, &base, &small);
     let limit = Duration::from_secs(60);

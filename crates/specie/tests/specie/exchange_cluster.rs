@@ -60,8 +60,9 @@ fn an_exchange_group_survives_losing_its_leader_and_its_replicas_agree() {
     let _down = Down(dir.clone());
     // Two shard groups, a coordinator and a sentinel (one port each), three exchange replicas
     // (two each), then the eur core.
-    let base = free_ports(4 + 6 + 1);
-    let eur_listen = format!("127.0.0.1:{}", base + 10);
+    // The core's 4 ports, the exchange's 6, the core replicas' 3 metrics ports, then eur's.
+    let base = free_ports(4 + 6 + 3 + 1);
+    let eur_listen = format!("127.0.0.1:{}", base + 13);
     let eur_asset = format!("eur=http://{eur_listen}");
     specie(&[
         "cluster",

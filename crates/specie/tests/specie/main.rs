@@ -13,6 +13,7 @@ mod exchange_cli;
 mod exchange_cluster;
 mod exchange_process;
 mod hostile;
+mod observability;
 mod offline_authority;
 mod offline_cluster;
 mod ra;

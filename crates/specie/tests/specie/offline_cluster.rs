@@ -48,7 +48,7 @@ fn an_offline_authority_group_survives_losing_its_leader_and_settles_through_the
         .find_map(|line| line.strip_prefix("issuer public key: "))
         .unwrap()
         .to_string();
-    let base = free_ports(4 + 6).to_string();
+    let base = free_ports(4 + 3 + 6).to_string();
     specie(&[
         "cluster",
         "up",

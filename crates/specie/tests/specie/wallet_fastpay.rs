@@ -94,7 +94,11 @@ fn fund_pay_verify_redeem_and_finish_a_pending_order_after_a_crash_and_a_restore
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("cluster").to_str().unwrap().to_string();
     let _down = Down(dir.clone());
-    cluster_up_with_committee(&dir, free_ports(4 + 8), &["--authorities", "--authority-shards", "1"]);
+    cluster_up_with_committee(
+        &dir,
+        free_ports(4 + 8 + 3),
+        &["--authorities", "--authority-shards", "1"],
+    );
     let cluster_file = Path::new(&dir).join("cluster.toml");
     let cluster = cluster_file.to_str().unwrap();
     let topology = Topology::load(&cluster_file).unwrap();

@@ -272,7 +272,7 @@ pub fn start_cluster(sentinels: u16) -> (tempfile::TempDir, String, u16, Down) {
 pub fn start_cluster_with(sentinels: u16, coordinator_groups: u16) -> (tempfile::TempDir, String, u16, Down) {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("cluster").to_str().unwrap().to_string();
-    let base = free_ports(3 * (2 + coordinator_groups) + sentinels);
+    let base = free_ports(2 * 3 * (2 + coordinator_groups) + sentinels);
     let guard = Down(dir.clone());
     specie(&[
         "cluster",
@@ -322,4 +322,16 @@ impl Drop for Down {
             let _ = Command::new(BIN).args(["cluster", "down", "--dir", &self.0]).output();
         }
     }
+}
+
+/// A wire client holding `me`'s certificate, to the process `server` listening at `address`.
+pub fn wire_client(
+    topology: &specie_cluster::Topology,
+    me: &specie_cluster::Identity,
+    address: &str,
+    server: &specie_cluster::Identity,
+) -> specie_wire::Client {
+    let transport = specie_cluster::credentials::transport(topology, me).unwrap();
+    let limits = specie_wire::WireLimits::default();
+    specie_wire::Client::new(address.to_string(), server.to_string(), limits, transport).unwrap()
 }
