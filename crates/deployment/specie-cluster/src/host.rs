@@ -266,6 +266,7 @@ where
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|source| ReplicaError::Listen { address, source })?;
+    let started = ready_once_started::<S>(group.clone());
     if let Some(metrics) = metrics {
         serve_metrics(metrics, topology.http).await?;
     }
@@ -310,6 +311,7 @@ where
         ..Hosted::new(group.clone(), replica)
     });
     observe(&shared);
+    let _ = started.set(shared.replica.clone());
     let (role_host, host) = start_host(shared.clone());
     let _ = hosted.set((shared.clone(), role_host));
     tracing::info!(%me, %address, "replica serving");
@@ -443,9 +445,8 @@ async fn serve_metrics(address: std::net::SocketAddr, limits: specie_service::Ht
 /// A replica behind less than this many committed entries is caught up (ready).
 pub const READY_APPLY_LAG_ENTRIES_MAX: u64 = 1_000;
 
-/// Makes the replica seen: its Raft view and its wire server's counters read at every scrape,
-/// its leader changes counted, and the process ready only while its group has a leader and it
-/// has applied what it knows committed (within [`READY_APPLY_LAG_ENTRIES_MAX`]).
+/// Makes the replica seen: its role's state, its Raft view and its wire server's counters read
+/// at every scrape, its leader changes counted.
 fn observe<S: ReplicatedStateMachine + RoleStatus>(hosted: &Arc<Hosted<S>>) {
     let replica = hosted.replica.clone();
     specie_metrics::role::watch(move || replica.with_state(RoleStatus::role_gauges));
@@ -479,21 +480,32 @@ fn observe<S: ReplicatedStateMachine + RoleStatus>(hosted: &Arc<Hosted<S>>) {
             }
         }
     });
-    let replica = hosted.replica.clone();
-    let group = hosted.group.clone();
+}
+
+/// Adds the replica's readiness check: not ready while it opens its log (until the replica is
+/// set in the cell returned), then only while its group has a leader and it has applied what it
+/// knows committed (within [`READY_APPLY_LAG_ENTRIES_MAX`]).
+fn ready_once_started<S: ReplicatedStateMachine>(group: String) -> Arc<OnceLock<Arc<Replica<S>>>> {
+    let started: Arc<OnceLock<Arc<Replica<S>>>> = Arc::default();
+    let replica = started.clone();
     specie_service::health::add_check("raft", move || {
+        let not_ready = |reason: String| Err(specie_service::health::NotReady(reason));
+        let Some(replica) = replica.get() else {
+            return not_ready("starting: the replica is opening its log".to_string());
+        };
         let m = replica.metrics();
         if m.leader.is_none() {
-            return Err(specie_service::health::NotReady(format!("group {group} has no leader")));
+            return not_ready(format!("group {group} has no leader"));
         }
         let lag = m.commit_index.unwrap_or(0).saturating_sub(m.applied_index.unwrap_or(0));
         if lag > READY_APPLY_LAG_ENTRIES_MAX {
-            return Err(specie_service::health::NotReady(format!(
+            return not_ready(format!(
                 "{lag} committed entries not applied yet (ready within {READY_APPLY_LAG_ENTRIES_MAX})"
-            )));
+            ));
         }
         Ok(())
     });
+    started
 }
 
 pub async fn wait_for_stop_signal() {

@@ -1701,6 +1701,36 @@ mod tests {
         let mut twice = local.clone();
         twice.ledger_of_record.as_mut().unwrap().replicas[1].address = local.shard_groups[0].replicas[0].address;
         assert!(matches!(twice.validate(), Err(InvalidTopology::AddressTwice { .. })));
+        // A metrics port is an address like any other: used once, and in the scrape targets.
+        let archiver_metrics = local.ledger_of_record.as_ref().unwrap().replicas[0].metrics.unwrap();
+        let mut twice = local.clone();
+        twice.shard_groups[0].replicas[0].metrics = Some(archiver_metrics);
+        assert_eq!(
+            twice.validate(),
+            Err(InvalidTopology::AddressTwice {
+                address: archiver_metrics
+            })
+        );
+        let targets = local.scrape_targets();
+        let archiver = targets.iter().find(|t| t.address == archiver_metrics).unwrap();
+        assert_eq!(
+            (
+                archiver.role.as_str(),
+                archiver.group.as_str(),
+                archiver.replica.as_str()
+            ),
+            ("archiver", "archiver", "1")
+        );
+        let plain = local
+            .replica_groups()
+            .iter()
+            .map(|(_, _, replicas)| replicas.len())
+            .sum::<usize>();
+        assert_eq!(
+            targets.len(),
+            plain + local.sentinels.len(),
+            "every replica and sentinel, once"
+        );
     }
 
     /// One shape at a time: an `[atomizer]` group replaces the coordinator groups, survives the
