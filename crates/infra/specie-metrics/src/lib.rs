@@ -1,8 +1,8 @@
 //! The process's Prometheus metrics, one home. Every family specie records is defined here, once
 //! (its name `specie_<subsystem>_<what>_<unit>`, its help, its buckets), and recorded through the
-//! functions of its subsystem's module ([`http`], [`transactions`], [`log`], [`raft`], [`wire`]),
-//! so a name has one meaning and the dashboards and alert rules (`ops/`) can be checked against
-//! the one list ([`exposition`] of a fresh process names every family).
+//! functions of its subsystem's module ([`http`], [`transactions`], [`log`], [`raft`], [`wire`],
+//! [`role`]), so a name has one meaning and the dashboards and alert rules (`ops/`) are checked
+//! against the one list, [`FAMILIES_EXPOSED`].
 //!
 //! - **Cost.** Counters are atomics. A histogram takes a lock per observation, so the data
 //!   plane observes once per batch (a validated batch, a group commit, an answered request),
@@ -11,10 +11,10 @@
 //!   codes, peer roles, replica ids of one group. Nothing a caller sends becomes a label.
 //! - **Off.** `SPECIE_METRICS=off` in a process's environment makes every recording function
 //!   return at once (the families stay, at zero): how the cost of metrics is measured, back to
-//!   back (`docs/operator-guide.md`, "Metrics").
+//!   back (`docs/figures.md`, "What metrics cost").
 //! - **Scrape-time views.** What a process already knows (a Raft replica's term and indexes,
-//!   its wire server's counters) is read when scraped ([`raft::watch`], [`wire::watch`]), not
-//!   copied on every change.
+//!   its wire server's counters, its role's state) is read when scraped ([`raft::watch`],
+//!   [`wire::watch`], [`role::watch`]), not copied on every change.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::LazyLock;
