@@ -14,7 +14,7 @@ pub mod transaction;
 pub use rules::{FastpayErrorCode, FastpayRules};
 pub use transaction::{
     fastpay_funding_marker, fastpay_redeem_marker, FastpayFunding, FastpayFundingClaim, FastpayRedeem, FundingKind,
-    RedeemKind, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM,
+    RedeemKind, COMMITTEE_ROLE, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM,
 };
 
 /// Makes this process decode FastPay's funding and redeem (idempotent).

@@ -32,7 +32,8 @@ use specie_transaction::hash::{sha256, Sha256Writer};
 use specie_transaction::limits::{DecodeLimits, HASH_BYTES, INPUT_BYTES};
 use specie_transaction::signing::{sign_inputs, NonceMode, SignError};
 use specie_transaction::{
-    CapabilityKind, CapabilityTransaction, Circulation, Input, Output, SpecieTransaction, Txid, UhsId, Witness,
+    CapabilityKind, CapabilityTransaction, Circulation, Counterparty, Input, Output, SpecieTransaction, Txid, UhsId,
+    Witness,
 };
 
 /// Kind byte of a FastPay funding (value leaves the core for a Byzantine-mode account).
@@ -355,12 +356,9 @@ impl CapabilityTransaction for FastpayFunding {
     fn marker(&self) -> Option<UhsId> {
         Some(FastpayFunding::marker(self))
     }
-    /// The amount leaves core circulation for the account.
+    /// The amount leaves core circulation for the committee's account.
     fn circulation(&self) -> Circulation {
-        Circulation {
-            entered: 0,
-            left: self.amount,
-        }
+        Circulation::left(committee(self.committee_id), self.amount)
     }
     fn clone_box(&self) -> Box<dyn CapabilityTransaction> {
         Box::new(self.clone())
@@ -392,18 +390,27 @@ impl CapabilityTransaction for FastpayRedeem {
     fn marker(&self) -> Option<UhsId> {
         Some(FastpayRedeem::marker(self))
     }
-    /// The certified amount comes back into core circulation.
+    /// The certified amount comes back into core circulation from the committee.
     fn circulation(&self) -> Circulation {
-        Circulation {
-            entered: self.outputs.iter().map(|output| output.value).sum(),
-            left: 0,
-        }
+        let value = self.outputs.iter().map(|output| output.value).sum();
+        Circulation::entered(committee(self.certificate.committee_id), value)
     }
     fn clone_box(&self) -> Box<dyn CapabilityTransaction> {
         Box::new(self.clone())
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+/// The supply report's role for a FastPay committee: value held in the Byzantine mode, by
+/// committee id.
+pub const COMMITTEE_ROLE: &str = "fastpay_committee";
+
+fn committee(id: [u8; 32]) -> Counterparty {
+    Counterparty {
+        role: COMMITTEE_ROLE,
+        key: id,
     }
 }
 

@@ -7,7 +7,7 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use specie_archiver::{Block, BlockHeader, DisputeProof, LedgerEntry, LedgerHead};
+use specie_archiver::{Block, BlockHeader, DisputeProof, LedgerEntry, LedgerHead, SupplyCut};
 use specie_codec::Decode;
 use specie_codec::Encode;
 use specie_service::ApiError;
@@ -15,9 +15,9 @@ use specie_transaction::{SpecieTransaction, Txid, UhsId};
 
 use crate::http_api::{
     BlockBody, DigestBody, DisputeBody, DisputeQuery, HeaderBody, LedgerEntryBody, LedgerHeadBody, NodeInfo,
-    PresentBody, QueryRequest, SubmitBody, SubmitRequest, SubmitResultBody, UhsIdBody, INFO_PATH, LEDGER_BLOCKS_PATH,
-    LEDGER_DISPUTES_PATH, LEDGER_PATH, LEDGER_TRANSACTIONS_PATH, TRANSACTIONS_PATH, UHS_DIGEST_PATH, UHS_PATH,
-    UHS_QUERY_PATH,
+    PresentBody, QueryRequest, SubmitBody, SubmitRequest, SubmitResultBody, SupplyBody, UhsIdBody, INFO_PATH,
+    LEDGER_BLOCKS_PATH, LEDGER_DISPUTES_PATH, LEDGER_PATH, LEDGER_TRANSACTIONS_PATH, SUPPLY_PATH, TRANSACTIONS_PATH,
+    UHS_DIGEST_PATH, UHS_PATH, UHS_QUERY_PATH,
 };
 use crate::status::{CompletionSender, TxStatus};
 
@@ -62,6 +62,10 @@ pub trait Backend: Clone + Send + Sync + 'static {
     fn ledger_head(&self) -> Result<LedgerHead, BackendError> {
         Err(BackendError::NoLedger)
     }
+    /// The supply at the ledger of record's head, if this backend keeps one.
+    fn ledger_supply(&self) -> Result<SupplyCut, BackendError> {
+        Err(BackendError::NoLedger)
+    }
     /// Block `height` of the ledger of record; `None` past the head.
     fn ledger_block(&self, _height: u64) -> Result<Option<Block>, BackendError> {
         Err(BackendError::NoLedger)
@@ -89,6 +93,7 @@ pub fn router<B: Backend>(node: B) -> Router {
         .route(UHS_DIGEST_PATH, get(digest::<B>))
         .route(&format!("{UHS_PATH}/{{id}}"), get(query_one::<B>))
         .route(LEDGER_PATH, get(ledger_head::<B>))
+        .route(SUPPLY_PATH, get(supply::<B>))
         .route(&format!("{LEDGER_BLOCKS_PATH}/{{height}}"), get(ledger_block::<B>))
         .route(
             &format!("{LEDGER_TRANSACTIONS_PATH}/{{txid}}"),
@@ -370,14 +375,23 @@ fn header_body(header: &BlockHeader) -> HeaderBody {
 
 async fn ledger_head<B: Backend>(State(node): State<B>) -> Result<Json<LedgerHeadBody>, ApiError> {
     let head = on_node(move || node.ledger_head()).await?;
-    Ok(Json(LedgerHeadBody {
+    Ok(Json(ledger_head_body(&head)))
+}
+
+pub(crate) fn ledger_head_body(head: &LedgerHead) -> LedgerHeadBody {
+    LedgerHeadBody {
         height: head.height,
         head: head.head.as_ref().map(header_body),
         uhs_ids: head.uhs.0,
         uhs_sha256_sorted: hex::encode(head.uhs.1),
         waiting: head.waiting as u64,
         undecided: head.undecided as u64,
-    }))
+    }
+}
+
+async fn supply<B: Backend>(State(node): State<B>) -> Result<Json<SupplyBody>, ApiError> {
+    let cut = on_node(move || node.ledger_supply()).await?;
+    Ok(Json(crate::supply::supply_body(&cut)))
 }
 
 async fn ledger_block<B: Backend>(

@@ -15,6 +15,7 @@
 //! | `GET /v1/ledger/blocks/{height}` | | [`BlockBody`] |
 //! | `GET /v1/ledger/transactions/{txid}` | | [`LedgerEntryBody`] |
 //! | `GET /v1/ledger/disputes/{txid}?height=H` | | [`DisputeBody`] |
+//! | `GET /v1/supply` | | [`SupplyBody`]: the supply at the ledger's head |
 //!
 //! An active auditor's co-signing service (`specie audit serve`) answers `GET /v1/info` with
 //! [`CosignInfoBody`] and `POST /v1/cosign` ([`CosignRequest`]) with [`CosignBody`].
@@ -35,6 +36,8 @@ pub const LEDGER_BLOCKS_PATH: &str = "/v1/ledger/blocks";
 pub const LEDGER_TRANSACTIONS_PATH: &str = "/v1/ledger/transactions";
 /// Followed by `/{txid}`, and `?height=H` for a height other than the head.
 pub const LEDGER_DISPUTES_PATH: &str = "/v1/ledger/disputes";
+/// The supply at the ledger of record's head (`crate::supply`).
+pub const SUPPLY_PATH: &str = "/v1/supply";
 /// The active auditor's service: `POST` a transaction to co-sign.
 pub const COSIGN_PATH: &str = "/v1/cosign";
 
@@ -168,6 +171,51 @@ pub struct LedgerHeadBody {
     /// Confirmed transactions waiting for a block.
     pub waiting: u64,
     pub undecided: u64,
+}
+
+/// `GET /v1/supply`: what the ledger of record's blocks, up to its head, did to the circulating
+/// supply (`specie_archiver::Supply`), and whether its three tallies agree. Amounts are decimal
+/// strings of the smallest unit (they may pass 2^64).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SupplyBody {
+    /// The cut: the ledger's head, with the UHS its blocks replay to.
+    pub ledger: LedgerHeadBody,
+    /// Per issuer key: what it minted and redeemed.
+    pub issuers: Vec<IssuerSupplyBody>,
+    /// Σ minted − Σ redeemed.
+    pub issued: String,
+    /// Per mode the core funded (by its key's role and key): what left the core to it and what
+    /// came back.
+    pub modes: Vec<ModeFlowBody>,
+    /// The value of the unspent transparent outputs.
+    pub core_outputs: String,
+    /// The value in confidential and anonymous notes, from their public inputs and outputs.
+    pub hidden_notes: String,
+    /// `issued` = `core_outputs` + `hidden_notes` + Σ modes' `held`, and none is negative.
+    pub balanced: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuerSupplyBody {
+    /// The issuer's x-only key (hex).
+    pub key: String,
+    pub minted: String,
+    pub redeemed: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModeFlowBody {
+    /// What the key is: `bridge` (an offline authority's or an exchange's key),
+    /// `fastpay_committee` (a FastPay committee's id).
+    pub role: String,
+    /// The key or id (hex).
+    pub key: String,
+    /// Value that left the core to the mode (its fundings).
+    pub funded: String,
+    /// Value that came back (its payouts, redeemed certificates).
+    pub returned: String,
+    /// `funded` − `returned`: what the mode should hold.
+    pub held: String,
 }
 
 /// `GET /v1/ledger/blocks/{height}`.

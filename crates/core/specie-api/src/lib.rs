@@ -7,6 +7,7 @@ pub mod api;
 pub mod cosign_api;
 pub mod http_api;
 mod status;
+pub mod supply;
 mod watchtower;
 
 pub use api::{Backend, BackendError};

@@ -247,13 +247,7 @@ impl Archiver {
     }
 
     pub fn head(&self) -> LedgerHead {
-        LedgerHead {
-            height: self.ledger.height(),
-            head: self.ledger.head().copied(),
-            uhs: self.ledger.uhs_digest(),
-            waiting: self.ledger.waiting(),
-            undecided: self.undecided.len(),
-        }
+        LedgerHead::of(&self.ledger, self.undecided.len())
     }
 
     fn reply(&mut self, ticket: Ticket, reply: ArchiverReply) {
@@ -280,6 +274,10 @@ impl Archiver {
                 });
                 LedgerReply::Dispute(proof.unwrap_or_else(|never| match never {}).map(Box::new))
             }
+            LedgerRead::Supply => LedgerReply::Supply(Box::new(crate::query::SupplyCut {
+                head: self.head(),
+                supply: self.ledger.supply().clone(),
+            })),
         }
     }
 

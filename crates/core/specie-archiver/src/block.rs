@@ -17,7 +17,7 @@ pub const BLOCK_DOMAIN: &[u8] = b"specie/ledger-of-record/block/v1";
 
 /// 2: the header commits to the block's txids in ascending order too (`txids_root`).
 const HEADER_VERSION: u8 = 2;
-const HEADER_BYTES: usize = 1 + 8 + 32 + 4 + 32 + 32;
+pub(crate) const HEADER_BYTES: usize = 1 + 8 + 32 + 4 + 32 + 32;
 
 /// What a block commits to: its height, the header before it, and its records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,6 +10,7 @@ use crate::block::{Block, BlockError, BlockHeader};
 use crate::dispute::{BlockAbsence, DisputeProof, Finding, SortedTxids};
 use crate::query::LedgerEntry;
 use crate::record::Record;
+use crate::supply::Supply;
 
 /// How much the ledger holds back and seals at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +60,8 @@ pub struct LedgerOfRecord {
     located: HashMap<Txid, Located>,
     waiting: VecDeque<Record>,
     waiting_ids: HashSet<Txid>,
+    /// What the blocks did to the circulating supply.
+    supply: Supply,
 }
 
 impl LedgerOfRecord {
@@ -72,6 +75,7 @@ impl LedgerOfRecord {
             located: HashMap::new(),
             waiting: VecDeque::new(),
             waiting_ids: HashSet::new(),
+            supply: Supply::default(),
         }
     }
 
@@ -138,6 +142,11 @@ impl LedgerOfRecord {
             .iter()
             .map(|sorted| BlockAbsence::of(sorted, txid))
             .collect()
+    }
+
+    /// What the blocks up to the head did to the circulating supply.
+    pub fn supply(&self) -> &Supply {
+        &self.supply
     }
 
     pub fn waiting(&self) -> usize {
@@ -251,6 +260,7 @@ impl LedgerOfRecord {
                 let inserted = self.uhs.insert(*id);
                 assert!(inserted, "checked: every created id is new");
             }
+            self.supply.add(record.transaction());
             let position = u32::try_from(position).expect("a block holds fewer than 2^32 records");
             self.located.insert(record.txid(), Located { height, position });
         }

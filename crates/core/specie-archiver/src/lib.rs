@@ -22,6 +22,7 @@ mod ledger;
 mod query;
 mod reconcile;
 mod record;
+mod supply;
 
 pub use archiver::{
     put_outcomes, read_outcomes, Archiver, ArchiverCommand, ArchiverConfig, ArchiverInput, ArchiverReply,
@@ -32,6 +33,7 @@ pub use block::{
 };
 pub use dispute::{BlockAbsence, DisputeError, DisputeLimits, DisputeProof, Finding, SortedTxids, TxidLeaf, Verdict};
 pub use ledger::{LedgerLimits, LedgerOfRecord, Located, Offered};
-pub use query::{LedgerEntry, LedgerHead, LedgerRead, LedgerReply, LedgerReplyLimits, FAILURE_BYTES_MAX};
+pub use query::{LedgerEntry, LedgerHead, LedgerRead, LedgerReply, LedgerReplyLimits, SupplyCut, FAILURE_BYTES_MAX};
 pub use reconcile::{committed, created_ids};
 pub use record::{Record, RecordError, RecordLimits};
+pub use supply::{CounterpartyFlow, Flow, Supply, COUNTERPARTIES_MAX};

@@ -8,6 +8,7 @@ use crate::block::{Block, BlockHeader, BlockLimits, RECORDS_DOMAIN};
 use crate::dispute::{DisputeLimits, DisputeProof};
 use crate::ledger::Located;
 use crate::record::Record;
+use crate::supply::Supply;
 
 /// The ledger's head and how far it is behind the core.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,6 +21,27 @@ pub struct LedgerHead {
     pub waiting: usize,
     /// Written-ahead transactions whose outcome is not known yet.
     pub undecided: usize,
+}
+
+impl LedgerHead {
+    /// `ledger`'s head, with `undecided` written-ahead records its host holds.
+    pub fn of(ledger: &crate::ledger::LedgerOfRecord, undecided: usize) -> LedgerHead {
+        LedgerHead {
+            height: ledger.height(),
+            head: ledger.head().copied(),
+            uhs: ledger.uhs_digest(),
+            waiting: ledger.waiting(),
+            undecided,
+        }
+    }
+}
+
+/// The supply at one cut of the ledger: its head (with the UHS the blocks replay to) and what
+/// those blocks did to the circulating supply, read at the same moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SupplyCut {
+    pub head: LedgerHead,
+    pub supply: Supply,
 }
 
 /// A transaction's place in the ledger, with what anyone needs to check it: the record (whose
@@ -70,6 +92,8 @@ pub enum LedgerRead {
     Transaction(Txid),
     /// The dispute proof of a txid at a height (`None`: the head).
     Dispute(Txid, Option<u64>),
+    /// The head and the supply at it.
+    Supply,
 }
 
 /// A ledger of record's answer to a [`LedgerRead`].
@@ -80,6 +104,7 @@ pub enum LedgerReply {
     Transaction(Option<Box<LedgerEntry>>),
     /// `None`: the height is beyond the head.
     Dispute(Option<Box<DisputeProof>>),
+    Supply(Box<SupplyCut>),
     /// The ledger could not read what it holds (a host's disk); the text says why.
     Failed(String),
 }
@@ -89,10 +114,12 @@ const READ_BLOCK: u8 = 2;
 const READ_TRANSACTION: u8 = 3;
 const READ_DISPUTE: u8 = 4;
 const REPLY_FAILED: u8 = 5;
+const READ_SUPPLY: u8 = 6;
 /// A failure's text is cut to this many bytes on the wire.
 pub const FAILURE_BYTES_MAX: usize = 1024;
 
-/// `0x01` (head) | `0x02 ‖ height` | `0x03 ‖ txid` | `0x04 ‖ txid ‖ 0x00 | 0x01 ‖ height`.
+/// `0x01` (head) | `0x02 ‖ height` | `0x03 ‖ txid` | `0x04 ‖ txid ‖ 0x00 | 0x01 ‖ height` |
+/// `0x06` (supply).
 impl Encode for LedgerRead {
     fn encode_to(&self, out: &mut Vec<u8>) {
         match self {
@@ -110,6 +137,7 @@ impl Encode for LedgerRead {
                 out.extend_from_slice(&txid.0);
                 put_option(out, height.as_ref(), |out, height| put_u64(out, *height));
             }
+            LedgerRead::Supply => out.push(READ_SUPPLY),
         }
     }
 }
@@ -127,6 +155,7 @@ impl Decode for LedgerRead {
                 let txid = Txid(reader.read_array("txid")?);
                 LedgerRead::Dispute(txid, read_option(reader, "height", |r| r.read_u64("height"))?)
             }
+            READ_SUPPLY => LedgerRead::Supply,
             kind => {
                 return Err(DecodeError::UnknownKind {
                     what: "ledger read",
@@ -166,8 +195,9 @@ fn read_option<T>(
     }
 }
 
-/// The reply's kind is its read's (`0x01`–`0x04`), or `0x05` for a failure; then:
+/// The reply's kind is its read's (`0x01`–`0x04`, `0x06`), or `0x05` for a failure; then:
 /// head: `height ‖ 0x00 | 0x01 ‖ header ‖ uhs count ‖ uhs digest ‖ waiting ‖ undecided`;
+/// supply: the head, then the supply (`Supply`'s encoding);
 /// block, transaction, dispute: `0x00` (none) or `0x01 ‖ value`, where a transaction is
 /// `height ‖ position (u32) ‖ header ‖ record ‖ proof`; failure: the text as a byte vector.
 impl Encode for LedgerReply {
@@ -175,12 +205,12 @@ impl Encode for LedgerReply {
         match self {
             LedgerReply::Head(head) => {
                 out.push(READ_HEAD);
-                put_u64(out, head.height);
-                put_option(out, head.head.as_ref(), |out, header| header.encode_to(out));
-                put_u64(out, head.uhs.0);
-                out.extend_from_slice(&head.uhs.1);
-                put_count(out, head.waiting);
-                put_count(out, head.undecided);
+                put_head(out, head);
+            }
+            LedgerReply::Supply(cut) => {
+                out.push(READ_SUPPLY);
+                put_head(out, &cut.head);
+                cut.supply.encode_to(out);
             }
             LedgerReply::Block(block) => {
                 out.push(READ_BLOCK);
@@ -225,24 +255,11 @@ impl Decode for LedgerReply {
 
     fn decode_from(reader: &mut Reader<'_>, limits: &LedgerReplyLimits) -> Result<Self, DecodeError> {
         Ok(match reader.read_u8("ledger reply")? {
-            READ_HEAD => {
-                let height = reader.read_u64("height")?;
-                let head = read_option(reader, "head", |r| BlockHeader::decode_from(r, &()))?;
-                // The head is the header at the height: present exactly when there is a block.
-                if head.map_or(0, |header| header.height) != height {
-                    return Err(DecodeError::NonCanonical {
-                        what: "ledger head",
-                        reason: "the head's header is not at the ledger's height",
-                    });
-                }
-                LedgerReply::Head(LedgerHead {
-                    height,
-                    head,
-                    uhs: (reader.read_u64("uhs count")?, reader.read_array("uhs digest")?),
-                    waiting: read_usize(reader, "waiting")?,
-                    undecided: read_usize(reader, "undecided")?,
-                })
-            }
+            READ_HEAD => LedgerReply::Head(read_head(reader)?),
+            READ_SUPPLY => LedgerReply::Supply(Box::new(SupplyCut {
+                head: read_head(reader)?,
+                supply: Supply::decode_from(reader)?,
+            })),
             READ_BLOCK => LedgerReply::Block(read_option(reader, "block", |r| Block::decode_from(r, &limits.block))?),
             READ_TRANSACTION => LedgerReply::Transaction(read_option(reader, "entry", |r| {
                 let located = Located {
@@ -278,8 +295,42 @@ impl Decode for LedgerReply {
     }
 
     fn encoded_bytes_max(limits: &LedgerReplyLimits) -> usize {
-        1 + Block::encoded_bytes_max(&limits.block).max(DisputeProof::encoded_bytes_max(&limits.dispute))
+        1 + Block::encoded_bytes_max(&limits.block)
+            .max(DisputeProof::encoded_bytes_max(&limits.dispute))
+            .max(HEAD_BYTES_MAX + Supply::encoded_bytes_max())
     }
+}
+
+/// A head's encoding: `height ‖ 0x00 | 0x01 ‖ header ‖ uhs count ‖ uhs digest ‖ waiting ‖
+/// undecided`.
+fn put_head(out: &mut Vec<u8>, head: &LedgerHead) {
+    put_u64(out, head.height);
+    put_option(out, head.head.as_ref(), |out, header| header.encode_to(out));
+    put_u64(out, head.uhs.0);
+    out.extend_from_slice(&head.uhs.1);
+    put_count(out, head.waiting);
+    put_count(out, head.undecided);
+}
+
+const HEAD_BYTES_MAX: usize = 8 + 1 + crate::block::HEADER_BYTES + 8 + 32 + 8 + 8;
+
+fn read_head(reader: &mut Reader<'_>) -> Result<LedgerHead, DecodeError> {
+    let height = reader.read_u64("height")?;
+    let head = read_option(reader, "head", |r| BlockHeader::decode_from(r, &()))?;
+    // The head is the header at the height: present exactly when there is a block.
+    if head.map_or(0, |header| header.height) != height {
+        return Err(DecodeError::NonCanonical {
+            what: "ledger head",
+            reason: "the head's header is not at the ledger's height",
+        });
+    }
+    Ok(LedgerHead {
+        height,
+        head,
+        uhs: (reader.read_u64("uhs count")?, reader.read_array("uhs digest")?),
+        waiting: read_usize(reader, "waiting")?,
+        undecided: read_usize(reader, "undecided")?,
+    })
 }
 
 fn read_usize(reader: &mut Reader<'_>, what: &'static str) -> Result<usize, DecodeError> {

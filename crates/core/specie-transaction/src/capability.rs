@@ -28,12 +28,58 @@ use crate::transaction::{outputs_uhs_ids, Input, Output};
 use crate::{CompactTransaction, Txid, UhsId};
 
 /// What a transaction does to the core's circulating supply: the value it brings into the
-/// core's circulation from elsewhere (a certified FastPay transfer redeemed) and the value it
-/// takes out (a funding of another mode). The platform's supply audit adds these up.
+/// core's circulation (a mint, a certified FastPay transfer redeemed, a bridge's payout) and the
+/// value it takes out (a redeem, a funding of another mode), with whom; and the transparent value
+/// it moves into notes whose values are hidden and back out (the private kinds). The supply
+/// report adds these up per counterparty (docs/operator-guide.md, "The supply report").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Circulation {
     pub entered: u64,
     pub left: u64,
+    /// Whose value entered or left: the issuer that minted or redeemed, the mode that was
+    /// funded or paid back. `None` when nothing entered or left.
+    pub counterparty: Option<Counterparty>,
+    /// Transparent value spent into hidden notes (a private kind's public inputs).
+    pub hidden_in: u64,
+    /// Transparent value created out of hidden notes (a private kind's public outputs).
+    pub hidden_out: u64,
+}
+
+/// Who is on the other side of value entering or leaving core circulation: `role` names what
+/// `key` is ([`Counterparty::ISSUER`], [`Counterparty::BRIDGE`], or a capability's own, such as
+/// FastPay's `fastpay_committee`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Counterparty {
+    pub role: &'static str,
+    pub key: [u8; 32],
+}
+
+impl Counterparty {
+    /// An issuer's key: what it mints enters circulation, what it redeems leaves.
+    pub const ISSUER: &'static str = "issuer";
+    /// A bridge's key (the offline authority's, the exchange's): fundings leave circulation
+    /// to it, its payouts come back.
+    pub const BRIDGE: &'static str = "bridge";
+}
+
+impl Circulation {
+    /// `value` entered circulation from `counterparty`.
+    pub fn entered(counterparty: Counterparty, value: u64) -> Circulation {
+        Circulation {
+            entered: value,
+            counterparty: Some(counterparty),
+            ..Circulation::default()
+        }
+    }
+
+    /// `value` left circulation to `counterparty`.
+    pub fn left(counterparty: Counterparty, value: u64) -> Circulation {
+        Circulation {
+            left: value,
+            counterparty: Some(counterparty),
+            ..Circulation::default()
+        }
+    }
 }
 
 /// A transaction of a kind a capability adds. Object safe: the core holds it boxed.

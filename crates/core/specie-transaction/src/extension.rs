@@ -401,17 +401,27 @@ impl SpecieTransaction {
 
     /// What this transaction does to the core's circulating supply (see
     /// [`Circulation`](crate::capability::Circulation)): a mint and a bridge payout bring value
-    /// in, a redeem and a bridge funding take it out, a transfer and the private kinds move it.
+    /// in, a redeem and a bridge funding take it out, a transfer moves it; a capability's kinds
+    /// say for themselves.
     pub fn circulation(&self) -> capability::Circulation {
+        use capability::{Circulation, Counterparty};
         let created = || self.outputs().iter().map(|output| output.value).sum();
-        let (entered, left) = match self {
-            SpecieTransaction::Mint(_) | SpecieTransaction::BridgePayout(_) => (created(), 0),
-            SpecieTransaction::Redeem(redeem) => (0, redeem.amount),
-            SpecieTransaction::BridgeFunding(funding) => (0, funding.amount),
-            SpecieTransaction::Transfer(_) => (0, 0),
-            SpecieTransaction::Capability(tx) => return tx.circulation(),
+        let issuer = |key: &[u8; 32]| Counterparty {
+            role: Counterparty::ISSUER,
+            key: *key,
         };
-        capability::Circulation { entered, left }
+        let bridge = |key: &[u8; 32]| Counterparty {
+            role: Counterparty::BRIDGE,
+            key: *key,
+        };
+        match self {
+            SpecieTransaction::Mint(mint) => Circulation::entered(issuer(&mint.issuer_pubkey), created()),
+            SpecieTransaction::Redeem(redeem) => Circulation::left(issuer(&redeem.issuer_pubkey), redeem.amount),
+            SpecieTransaction::BridgePayout(payout) => Circulation::entered(bridge(&payout.authority), created()),
+            SpecieTransaction::BridgeFunding(funding) => Circulation::left(bridge(&funding.authority), funding.amount),
+            SpecieTransaction::Transfer(_) => Circulation::default(),
+            SpecieTransaction::Capability(tx) => tx.circulation(),
+        }
     }
 
     /// This transaction as a capability kind's type `T`, if it is one.

@@ -34,7 +34,7 @@ pub mod transaction;
 pub use address::{Address, AddressError, DEFAULT_HRP};
 
 pub use bridge::{bridge_funding_marker, bridge_payout_marker, BridgeFunding, BridgePayout, BRIDGE_SERIAL_BYTES};
-pub use capability::{CapabilityKind, CapabilityTransaction, Circulation};
+pub use capability::{CapabilityKind, CapabilityTransaction, Circulation, Counterparty};
 pub use compact::AttestationError;
 pub use extension::{mint_marker, redeem_marker, CreatedOutput, MintTransaction, RedeemTransaction, SpecieTransaction};
 pub use limits::DecodeLimits;

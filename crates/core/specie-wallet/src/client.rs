@@ -445,6 +445,11 @@ impl NodeClient {
         self.get(INFO_PATH, RESPONSE_BYTES_MAX)
     }
 
+    /// `GET /v1/supply`: the supply at the ledger of record's head.
+    pub fn supply(&self) -> Result<specie_api::http_api::SupplyBody, ClientError> {
+        self.get(specie_api::http_api::SUPPLY_PATH, RESPONSE_BYTES_MAX)
+    }
+
     /// `POST /v1/transactions`, in chunks of [`SUBMIT_TRANSACTIONS_MAX`]. `timeout_ms` is
     /// capped at [`SUBMIT_TIMEOUT_MS_MAX`], as the node caps it.
     pub fn submit(

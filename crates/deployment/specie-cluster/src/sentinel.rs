@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
-use specie_archiver::{Block, DisputeProof, LedgerEntry, LedgerHead, LedgerRead, LedgerReply, Record};
+use specie_archiver::{Block, DisputeProof, LedgerEntry, LedgerHead, LedgerRead, LedgerReply, Record, SupplyCut};
 use specie_endorsement::{CeremonyKind, EndorseReply, Endorsement};
 use specie_private_transactions::PrivacyRules;
 use specie_sentinel::endorsement::Candidate;
@@ -519,6 +519,13 @@ impl Backend for ClusterBackend {
     fn ledger_head(&self) -> Result<LedgerHead, BackendError> {
         match self.ledger_read(LedgerRead::Head)? {
             LedgerReply::Head(head) => Ok(head),
+            other => Err(wrong_ledger_reply(&other)),
+        }
+    }
+
+    fn ledger_supply(&self) -> Result<SupplyCut, BackendError> {
+        match self.ledger_read(LedgerRead::Supply)? {
+            LedgerReply::Supply(cut) => Ok(*cut),
             other => Err(wrong_ledger_reply(&other)),
         }
     }

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use specie_archiver::{
     Archiver, ArchiverCommand, ArchiverConfig, ArchiverStateError, LedgerHead, LedgerRead, LedgerReply, Record,
+    SupplyCut,
 };
 use specie_atomizer::{attested_ids_digest, AttestRequest, ShardAnswer, ShardBlock, ShardMessage};
 use specie_authority::{Credit, Message as AuthorityMessage};
@@ -84,6 +85,9 @@ impl Message {
                 RoleResponse::Taken => "role-taken-response",
                 RoleResponse::Endorser(_) => "role-endorser-response",
                 RoleResponse::ArchiveBusy => "role-archive-busy-response",
+                RoleResponse::Ledger(reply) if matches!(**reply, LedgerReply::Supply(_)) => {
+                    "role-ledger-supply-response"
+                }
                 RoleResponse::Ledger(_) => "role-ledger-response",
                 RoleResponse::AtomizerShard(_) => "role-atomizer-shard-response",
                 RoleResponse::WrittenAhead(_) => "role-written-ahead-response",
@@ -390,6 +394,12 @@ fn messages(doc: &BTreeMap<String, Vec<u8>>) -> Vec<Message> {
         Message::Response(RoleResponse::WrittenAhead(vec![true, false])),
         Message::Response(RoleResponse::ArchiveBusy),
         Message::Response(RoleResponse::Ledger(Box::new(LedgerReply::Head(ledger_head())))),
+        Message::Response(RoleResponse::Ledger(Box::new(LedgerReply::Supply(Box::new(
+            SupplyCut {
+                head: ledger_head(),
+                supply: archiver_state().ledger().supply().clone(),
+            },
+        ))))),
         // The atomizer shape's (§5.2, §5.3): a round to shard 0 of 2, which owns the ids of
         // alice's payment to bob below 0x80 (the two it creates), and its answers.
         Message::Request(RoleRequest::AtomizerShard(vec![

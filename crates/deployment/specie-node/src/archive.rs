@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use specie_archiver::{
     Block, BlockLimits, LedgerEntry, LedgerHead, LedgerLimits, LedgerOfRecord, LedgerRead, LedgerReply, Located,
-    Offered, Record,
+    Offered, Record, SupplyCut,
 };
 use specie_codec::{put_vec, Decode, DecodeError, Encode};
 use specie_log::{Log, LogError, LogOptions, SyncMode};
@@ -376,15 +376,17 @@ impl Archive {
         Ok(())
     }
 
+    fn head(&self) -> LedgerHead {
+        LedgerHead::of(&self.ledger, self.undecided.len())
+    }
+
     fn read(&self, read: LedgerRead) -> LedgerReply {
         match read {
-            LedgerRead::Head => LedgerReply::Head(LedgerHead {
-                height: self.ledger.height(),
-                head: self.ledger.head().copied(),
-                uhs: self.ledger.uhs_digest(),
-                waiting: self.ledger.waiting(),
-                undecided: self.undecided.len(),
-            }),
+            LedgerRead::Head => LedgerReply::Head(self.head()),
+            LedgerRead::Supply => LedgerReply::Supply(Box::new(SupplyCut {
+                head: self.head(),
+                supply: self.ledger.supply().clone(),
+            })),
             LedgerRead::Block(height) => match self.block(height) {
                 Ok(block) => LedgerReply::Block(block),
                 Err(error) => LedgerReply::Failed(error.to_string()),

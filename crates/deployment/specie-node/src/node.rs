@@ -6,7 +6,7 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use specie_api::{
     Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus, Watchtower, WATCHTOWER_CAPACITY_DEFAULT,
 };
-use specie_archiver::{Block, DisputeProof, LedgerEntry, LedgerHead, Record};
+use specie_archiver::{Block, DisputeProof, LedgerEntry, LedgerHead, Record, SupplyCut};
 use specie_codec::Encode;
 use specie_coordinator::CoordinatorConfig;
 use specie_endorsement::{BatchItem, EndorseReply, Endorsement, EndorsementVerifier, GroupKey};
@@ -954,6 +954,14 @@ impl NodeHandle {
         }
     }
 
+    /// The supply at the ledger of record's head (see `specie_archiver::Supply`).
+    pub fn ledger_supply(&self) -> Result<SupplyCut, BackendError> {
+        match self.ask_archive(LedgerRead::Supply)? {
+            LedgerReply::Supply(cut) => Ok(*cut),
+            other => unreachable!("the archiver answers a supply read with a supply, not {other:?}"),
+        }
+    }
+
     pub fn ledger_block(&self, height: u64) -> Result<Option<Block>, BackendError> {
         match self.ask_archive(LedgerRead::Block(height))? {
             LedgerReply::Block(block) => Ok(block),
@@ -996,6 +1004,9 @@ impl Backend for NodeHandle {
     }
     fn ledger_block(&self, height: u64) -> Result<Option<Block>, BackendError> {
         NodeHandle::ledger_block(self, height)
+    }
+    fn ledger_supply(&self) -> Result<SupplyCut, BackendError> {
+        NodeHandle::ledger_supply(self)
     }
     fn ledger_transaction(&self, txid: Txid) -> Result<Option<LedgerEntry>, BackendError> {
         NodeHandle::ledger_transaction(self, txid)

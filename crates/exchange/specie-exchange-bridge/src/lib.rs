@@ -28,6 +28,7 @@
 mod deposit;
 mod error;
 mod payout;
+pub mod supply;
 pub(crate) mod trader;
 mod withdraw;
 

@@ -15,10 +15,10 @@ use specie_service::{ApiError, NotAFunding};
 
 use crate::core_bridge::{bridge_payout, deposit_from_core, refund_address};
 use crate::http_api::{
-    AccountBody, DepositBody, DepositRequest, FateBody, FatesBody, LastBlockBody, OfferBody, OffersBody, RefundBody,
-    SummaryBody, TradeBody, TransactionsRequest, WithdrawalBody, ACCOUNTS_PATH, CODE_NO_SUCH_ACCOUNT,
-    CODE_NO_SUCH_WITHDRAWAL, CODE_REFUSED, DEPOSITS_PATH, LAST_BLOCK_PATH, SUMMARY_PATH, TRANSACTIONS_PATH,
-    WITHDRAWALS_PATH,
+    AccountBody, DepositBody, DepositRequest, ExchangeSupplyBody, FateBody, FatesBody, LastBlockBody, OfferBody,
+    OffersBody, RefundBody, SummaryBody, TradeBody, TransactionsRequest, WithdrawalBody, ACCOUNTS_PATH,
+    CODE_NO_SUCH_ACCOUNT, CODE_NO_SUCH_WITHDRAWAL, CODE_REFUSED, DEPOSITS_PATH, LAST_BLOCK_PATH, SUMMARY_PATH,
+    SUPPLY_PATH, TRANSACTIONS_PATH, WITHDRAWALS_PATH,
 };
 use crate::service::ExchangeService;
 
@@ -38,6 +38,7 @@ pub fn router(exchange: Arc<dyn ExchangeService>) -> Router {
         .route(LAST_BLOCK_PATH, get(last_block))
         .route(DEPOSITS_PATH, post(deposit))
         .route(&format!("{WITHDRAWALS_PATH}/{{account}}/{{sequence}}"), get(withdrawal))
+        .route(SUPPLY_PATH, get(supply))
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -99,6 +100,21 @@ async fn summary(State(exchange): State<Exchange>) -> Result<Json<SummaryBody>, 
         height,
         state_hash: hex::encode(state_hash),
     }))
+}
+
+async fn supply(State(exchange): State<Exchange>) -> Result<Json<ExchangeSupplyBody>, ApiError> {
+    match ask(&exchange, |ticket| ExchangeInput::Holdings { ticket }).await? {
+        ExchangeReply::Holdings { height, holdings } => {
+            let bridge = exchange.bridge().verifying_key().to_bytes();
+            Ok(Json(ExchangeSupplyBody::new(
+                bridge,
+                height,
+                &exchange.asset_names(),
+                &holdings,
+            )))
+        }
+        other => Err(unexpected(other)),
+    }
 }
 
 async fn transactions(

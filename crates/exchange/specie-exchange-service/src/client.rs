@@ -294,6 +294,11 @@ impl ExchangeClient {
         Ok(offers_from(self.get(&format!("{ACCOUNTS_PATH}/{id}/offers"))?))
     }
 
+    /// Per asset, what the exchange holds (`GET /v1/exchange/supply`).
+    pub fn supply(&self) -> Result<crate::http_api::ExchangeSupplyBody, ExchangeClientError> {
+        self.get(crate::http_api::SUPPLY_PATH)
+    }
+
     pub fn last_block(&self) -> Result<LastBlock, ExchangeClientError> {
         Ok(last_block_from(self.get(LAST_BLOCK_PATH)?))
     }

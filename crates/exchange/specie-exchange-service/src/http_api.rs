@@ -12,6 +12,7 @@
 //! | `GET /v1/exchange/blocks/last` | | [`LastBlockBody`] |
 //! | `POST /v1/exchange/deposits` | [`DepositRequest`] | [`DepositBody`]: a confirmed core funding, credited once (the exchange asks the core itself), or refunded to its first input's owner if it can never be credited |
 //! | `GET /v1/exchange/withdrawals/{account}/{sequence}` | | [`WithdrawalBody`], or 404 `no_such_withdrawal` |
+//! | `GET /v1/exchange/supply` | | [`ExchangeSupplyBody`]: per asset, what the exchange holds (`specie audit supply`) |
 
 use std::collections::BTreeMap;
 
@@ -25,6 +26,7 @@ pub const LAST_BLOCK_PATH: &str = "/v1/exchange/blocks/last";
 pub const DEPOSITS_PATH: &str = "/v1/exchange/deposits";
 /// Followed by `/{account}/{sequence}`.
 pub const WITHDRAWALS_PATH: &str = "/v1/exchange/withdrawals";
+pub const SUPPLY_PATH: &str = "/v1/exchange/supply";
 
 /// The error code of an account the exchange does not have (yet).
 pub const CODE_NO_SUCH_ACCOUNT: &str = "no_such_account";
@@ -32,6 +34,51 @@ pub const CODE_NO_SUCH_ACCOUNT: &str = "no_such_account";
 pub const CODE_NO_SUCH_WITHDRAWAL: &str = "no_such_withdrawal";
 /// The error code of a refused transaction or deposit; the message says why.
 pub const CODE_REFUSED: &str = "refused";
+
+/// `GET /v1/exchange/supply`: per asset, what came in from its core, went back, and where the
+/// rest is, after block `height`. Amounts are decimal strings (they may pass 2^64).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExchangeSupplyBody {
+    /// The bridge key its cores know it by (hex).
+    pub bridge: String,
+    pub height: u64,
+    pub assets: Vec<AssetSupplyBody>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssetSupplyBody {
+    pub name: String,
+    pub deposited: String,
+    pub withdrawn: String,
+    /// Unlocked balances over every account.
+    pub balances: String,
+    /// In resting offers.
+    pub locked: String,
+    /// The auctioneer's commission and rounding, burned.
+    pub burned: String,
+}
+
+impl ExchangeSupplyBody {
+    /// The body of `holdings` (per asset, in asset order, named by `names`).
+    pub fn new(bridge: [u8; 32], height: u64, names: &[String], holdings: &[specie_exchange::AssetHoldings]) -> Self {
+        ExchangeSupplyBody {
+            bridge: hex::encode(bridge),
+            height,
+            assets: names
+                .iter()
+                .zip(holdings)
+                .map(|(name, held)| AssetSupplyBody {
+                    name: name.clone(),
+                    deposited: held.totals.deposited.to_string(),
+                    withdrawn: held.totals.withdrawn.to_string(),
+                    balances: held.balances.to_string(),
+                    locked: held.locked.to_string(),
+                    burned: held.totals.burned.to_string(),
+                })
+                .collect(),
+        }
+    }
+}
 
 /// `GET /v1/exchange`: who the exchange is and where it stands.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -353,27 +353,39 @@ impl Ledger {
         self.credited.contains(&(asset, *marker))
     }
 
-    /// Per asset: unlocked balances + locked in offers + burned = deposited − withdrawn, exactly.
-    pub fn audit(&self) -> Result<(), LedgerError> {
+    /// Per asset: what came in and went out through the cores, and where the rest is.
+    pub fn holdings(&self) -> Vec<AssetHoldings> {
         let assets = self.config.assets;
-        let mut balances = vec![0u128; assets];
+        let mut holdings: Vec<AssetHoldings> = self
+            .totals
+            .iter()
+            .map(|totals| AssetHoldings {
+                totals: *totals,
+                balances: 0,
+                locked: 0,
+            })
+            .collect();
         for (_, account) in self.accounts() {
             for (asset, balance) in account.balances.iter().enumerate() {
-                balances[asset] += u128::from(*balance);
+                holdings[asset].balances += u128::from(*balance);
             }
         }
-        let mut locked = vec![0u128; assets];
         for (&(sell, _), book) in &self.books {
-            locked[usize::from(sell)] += book.values().map(|amount| u128::from(*amount)).sum::<u128>();
+            holdings[usize::from(sell)].locked += book.values().map(|amount| u128::from(*amount)).sum::<u128>();
         }
-        for asset in 0..assets {
-            let totals = self.totals[asset];
-            let held = balances[asset] + locked[asset] + totals.burned;
-            if Some(held) != totals.deposited.checked_sub(totals.withdrawn) {
+        debug_assert_eq!(holdings.len(), assets);
+        holdings
+    }
+
+    /// Per asset: unlocked balances + locked in offers + burned = deposited − withdrawn, exactly.
+    pub fn audit(&self) -> Result<(), LedgerError> {
+        for (asset, held) in self.holdings().iter().enumerate() {
+            if !held.balanced() {
+                let totals = held.totals;
                 return Err(LedgerError::Unbalanced {
                     asset: asset as AssetId,
-                    balances: balances[asset],
-                    locked: locked[asset],
+                    balances: held.balances,
+                    locked: held.locked,
                     burned: totals.burned,
                     deposited: totals.deposited,
                     withdrawn: totals.withdrawn,
@@ -381,6 +393,28 @@ impl Ledger {
             }
         }
         Ok(())
+    }
+}
+
+/// One asset's place on the exchange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AssetHoldings {
+    pub totals: AssetTotals,
+    /// Unlocked balances, over every account.
+    pub balances: u128,
+    /// Offered for sale in resting offers.
+    pub locked: u128,
+}
+
+impl AssetHoldings {
+    /// What the exchange holds of the asset: balances, offers and the burned commission.
+    pub fn held(&self) -> u128 {
+        self.balances + self.locked + self.totals.burned
+    }
+
+    /// Whether it holds exactly what was deposited and not withdrawn.
+    pub fn balanced(&self) -> bool {
+        Some(self.held()) == self.totals.deposited.checked_sub(self.totals.withdrawn)
     }
 }
 

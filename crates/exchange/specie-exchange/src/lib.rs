@@ -25,8 +25,8 @@ pub mod transaction;
 pub use block::{Block, BlockError, Executed, BLOCK_VERSION};
 pub use bridge::{refund_id, Credit, REFUND_SEQUENCE_BIT};
 pub use ledger::{
-    deposit_commitment, Account, AssetTotals, Deposit, DepositRefusal, ExchangeConfig, Ledger, LedgerError, OfferKey,
-    Pair, ACCOUNT_SHARDS, ASSET_TOTAL_MAX,
+    deposit_commitment, Account, AssetHoldings, AssetTotals, Deposit, DepositRefusal, ExchangeConfig, Ledger,
+    LedgerError, OfferKey, Pair, ACCOUNT_SHARDS, ASSET_TOTAL_MAX,
 };
 pub use role::{
     ExchangeCommand, ExchangeInput, ExchangeReply, ExchangeReport, ExchangeRole, ExchangeStateError, Fate, RoleLimits,

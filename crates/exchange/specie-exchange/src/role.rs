@@ -65,6 +65,10 @@ pub enum ExchangeInput {
     Summary {
         ticket: Ticket,
     },
+    /// Per asset, what came in, went out and is held, now (the supply report's).
+    Holdings {
+        ticket: Ticket,
+    },
     /// An account's resting offers.
     Offers {
         ticket: Ticket,
@@ -131,6 +135,10 @@ pub enum ExchangeReply {
     Summary {
         height: u64,
         state_hash: [u8; 32],
+    },
+    Holdings {
+        height: u64,
+        holdings: Vec<crate::ledger::AssetHoldings>,
     },
     LastBlock(Option<Box<Block>>),
     Deposited,
@@ -455,6 +463,10 @@ impl Role for ExchangeRole {
             ExchangeInput::Summary { ticket } => {
                 let (height, state_hash) = (self.ledger.height(), self.ledger.state_hash());
                 self.reply(ticket, ExchangeReply::Summary { height, state_hash });
+            }
+            ExchangeInput::Holdings { ticket } => {
+                let (height, holdings) = (self.ledger.height(), self.ledger.holdings());
+                self.reply(ticket, ExchangeReply::Holdings { height, holdings });
             }
             ExchangeInput::Offers { ticket, account } => {
                 let offers = self.ledger.offers_of(account);

@@ -88,6 +88,8 @@ pub const FAMILIES_EXPOSED: &[(&str, &str)] = &[
     ("specie_ledger_height", "gauge"),
     ("specie_ledger_records_waiting", "gauge"),
     ("specie_ledger_records_undecided", "gauge"),
+    ("specie_ledger_supply_issued_value", "gauge"),
+    ("specie_ledger_supply_balanced", "gauge"),
     ("specie_atomizer_height", "gauge"),
     ("specie_atomizer_admitted_total", "counter"),
 ];

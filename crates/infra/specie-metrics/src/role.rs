@@ -74,6 +74,16 @@ role_families! {
         "Written-ahead transactions whose outcome is not known yet",
         false
     ),
+    LedgerSupplyIssued => (
+        "specie_ledger_supply_issued_value",
+        "Minted minus redeemed, per the ledger of record up to its head",
+        false
+    ),
+    LedgerSupplyBalanced => (
+        "specie_ledger_supply_balanced",
+        "1 while the ledger's supply tallies agree (issued = core outputs + hidden notes + held by modes), else 0",
+        false
+    ),
     AtomizerHeight => ("specie_atomizer_height", "Blocks the atomizer has ordered", false),
     AtomizerAdmitted => ("specie_atomizer_admitted", "Transactions the atomizer has admitted", true),
 }

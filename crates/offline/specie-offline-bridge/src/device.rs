@@ -784,6 +784,14 @@ impl AuthorityClient {
         self.get(BOOKS_PATH)
     }
 
+    /// The authority's books as the supply report reads them, under the bridge key the core
+    /// knows it by.
+    pub fn mode_books(&self) -> Result<specie_api::supply::ModeBooks, DeviceCommandError> {
+        let keys: KeysBody = self.get(KEYS_PATH)?;
+        let name = format!("the offline authority at {}", self.replicas.urls());
+        Ok(crate::supply::mode_books(&self.books()?, name, &keys.bridge))
+    }
+
     /// Fetches the revocations the device has not seen.
     pub fn sync(&self, device: &mut Device, now_ms: u64) -> Result<usize, DeviceCommandError> {
         let from = device.revocations_seen();

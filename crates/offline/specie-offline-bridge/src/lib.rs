@@ -24,6 +24,7 @@ pub mod device;
 mod error;
 mod fund;
 pub mod hand_over;
+pub mod supply;
 
 use std::path::{Path, PathBuf};
 

@@ -455,35 +455,40 @@ async fn revocations(
 
 async fn books(State(authority): State<Authority>) -> Result<Json<BooksBody>, ApiError> {
     match ask(&authority, |ticket| Input::Books { ticket }).await? {
-        Reply::Books(books) => Ok(Json(BooksBody {
-            funded: books.funded.to_string(),
-            defunded: books.defunded.to_string(),
-            outstanding: books.outstanding.to_string(),
-            expired: books.expired.to_string(),
-            current_period: books.current_period,
-            by_key: books
-                .by_key
-                .iter()
-                .map(|key| KeyBooksBody {
-                    issuing_key: hex::encode(key.issuing_key),
-                    denomination: key.denomination,
-                    period: key.period,
-                    status: key_status_name(key.status).to_string(),
-                    issued: key.issued.to_string(),
-                    paid: key.paid.to_string(),
-                })
-                .collect(),
-            debts: books
-                .debts
-                .iter()
-                .map(|debt| DebtBody {
-                    identity: hex::encode(debt.identity),
-                    value: debt.value.to_string(),
-                    double_spends: debt.double_spends,
-                })
-                .collect(),
-        })),
+        Reply::Books(books) => Ok(Json(books_body(&books))),
         other => Err(unexpected(other)),
+    }
+}
+
+/// The books as `GET /v1/offline/books` answers them.
+pub fn books_body(books: &specie_offline_authority::Books) -> BooksBody {
+    BooksBody {
+        funded: books.funded.to_string(),
+        defunded: books.defunded.to_string(),
+        outstanding: books.outstanding.to_string(),
+        expired: books.expired.to_string(),
+        current_period: books.current_period,
+        by_key: books
+            .by_key
+            .iter()
+            .map(|key| KeyBooksBody {
+                issuing_key: hex::encode(key.issuing_key),
+                denomination: key.denomination,
+                period: key.period,
+                status: key_status_name(key.status).to_string(),
+                issued: key.issued.to_string(),
+                paid: key.paid.to_string(),
+            })
+            .collect(),
+        debts: books
+            .debts
+            .iter()
+            .map(|debt| DebtBody {
+                identity: hex::encode(debt.identity),
+                value: debt.value.to_string(),
+                double_spends: debt.double_spends,
+            })
+            .collect(),
     }
 }
 

@@ -15,7 +15,7 @@ mod host;
 pub mod http_api;
 pub mod service;
 
-pub use api::{deposit_body, router, service_router, CoreLink};
+pub use api::{books_body, deposit_body, router, service_router, CoreLink};
 pub use host::{log_report, AuthorityCall, AuthorityHandle, OpenError};
 
 use std::net::SocketAddr;

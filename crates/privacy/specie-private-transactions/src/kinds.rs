@@ -118,8 +118,15 @@ macro_rules! private_capability_transaction {
             fn compact(&self) -> CompactTransaction {
                 compact(<$tx>::txid(self), |txid| self.uhs_ids_of(txid))
             }
+            /// Nothing enters or leaves circulation: the public inputs go into notes whose
+            /// values are hidden, and the public outputs come out of them.
             fn circulation(&self) -> Circulation {
-                Circulation::default()
+                let sum = |values: &[Output]| values.iter().map(|output| output.value).sum();
+                Circulation {
+                    hidden_in: self.transparent_inputs.iter().map(|input| input.data.value).sum(),
+                    hidden_out: sum(&self.transparent_outputs),
+                    ..Circulation::default()
+                }
             }
             fn clone_box(&self) -> Box<dyn CapabilityTransaction> {
                 Box::new(self.clone())

@@ -441,6 +441,13 @@ fn demo_runs_and_audits(shape: &str) {
     assert_eq!(summary["audit_ok"], true, "{summary}");
     assert_eq!(summary["shape"], shape, "{summary}");
     assert_eq!(summary["ledger_of_record_replays_to_uhs"], true, "{summary}");
+    let issued = summary["minted"].as_u64().unwrap() - summary["redeemed"].as_u64().unwrap();
+    let report = assert_supply_report(&summary["supply"], issued, &summary);
+    assert_eq!(
+        report["supply"]["core_outputs"],
+        summary["wallet_balances"].as_u64().unwrap().to_string(),
+        "{summary}"
+    );
 
     let checks = &summary["checks"];
     let count = |key: &str| {
@@ -484,6 +491,38 @@ fn demo_privacy_refuses_every_forgery_and_the_auditor_agrees_with_the_wallets() 
     assert!(count("ledger_records_endorsed") > 0, "{summary}");
     assert_eq!(count("ledger_records_unendorsed"), 0, "{summary}");
     assert_eq!(summary["audit_ok"], true, "{summary}");
+    let report = assert_supply_report(&summary["supply"], count("minted") - count("redeemed"), &summary);
+    let hidden = count("confidential_held") + count("anonymous_held");
+    assert!(hidden > 0, "the demo ends with value in hidden notes: {summary}");
+    assert_eq!(report["supply"]["hidden_notes"], hidden.to_string(), "{summary}");
+    assert_eq!(
+        report["supply"]["core_outputs"],
+        count("transparent_held").to_string(),
+        "{summary}"
+    );
+}
+
+/// A demo's supply report (`supply` in its JSON, what `specie audit supply` prints): it holds,
+/// it agrees with the demo's own audit, and it counts `issued` as minted − redeemed. Returns the
+/// report.
+fn assert_supply_report<'a>(supply: &'a Value, issued: u64, summary: &Value) -> &'a Value {
+    assert_eq!(supply["agrees_with_demo"], true, "{summary}");
+    let report = &supply["report"];
+    assert_eq!(report["ok"], true, "{summary}");
+    assert_eq!(report["supply"]["balanced"], true, "{summary}");
+    assert_eq!(report["supply"]["issued"], issued.to_string(), "{summary}");
+    assert!(report["supply"]["ledger"]["height"].as_u64().unwrap() > 0, "{summary}");
+    report
+}
+
+/// The report's one mode row: its role, and what the ledger says the mode holds (funded − returned).
+fn single_mode_row(report: &Value, role: &str, summary: &Value) -> (u64, Value) {
+    let rows = report["modes"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{summary}");
+    assert_eq!(rows[0]["role"], role, "{summary}");
+    assert_eq!(rows[0]["agrees"], true, "{summary}");
+    let held: u64 = rows[0]["core_says"].as_str().unwrap().parse().unwrap();
+    (held, rows[0]["books"].clone())
 }
 
 #[test]
@@ -807,6 +846,10 @@ fn demo_byzantine_funds_from_the_core_pays_redeems_once_and_audits() {
         24 * 10_000,
         "{summary}"
     );
+    let report = assert_supply_report(&audit["supply"], 24 * 10_000, &summary);
+    let (held, books) = single_mode_row(report, "fastpay_committee", &summary);
+    assert_eq!(held as i64, audit["byzantine_held"].as_i64().unwrap(), "{summary}");
+    assert_eq!(books["holds"], held, "{summary}");
     let p50 = summary["to_settlement_ms"]["p50"].as_f64().unwrap();
     assert!(
         p50 > 0.0 && summary["to_settlement_ms"]["p99"].as_f64().unwrap() >= p50,
@@ -847,6 +890,17 @@ fn demo_offline_funds_from_the_core_names_the_cheaters_pays_out_once_and_audits(
         audit["core_spendable"].as_u64().unwrap() + outstanding,
         16 * 800,
         "{summary}"
+    );
+    let report = assert_supply_report(&audit["supply"], 16 * 800, &summary);
+    let (held, books) = single_mode_row(report, "bridge", &summary);
+    assert_eq!(
+        (held, books["holds"].as_u64()),
+        (outstanding, Some(outstanding)),
+        "{summary}"
+    );
+    assert!(
+        books["notes"][0][1].as_u64().unwrap() > 0,
+        "the double-spent value refused is named: {summary}"
     );
     assert_eq!(summary["payments"], 1500, "{summary}");
     assert!(
@@ -992,6 +1046,10 @@ fn demo_exchange_trades_three_currencies_withdraws_everything_and_audits() {
     for currency in currencies {
         assert_eq!(currency["ok"], true, "{summary}");
         assert_eq!(currency["on_exchange"], currency["burned"], "{summary}");
+        let minted: u64 = currency["minted"].as_str().unwrap().parse().unwrap();
+        let report = assert_supply_report(&currency["supply"], minted, &summary);
+        let (held, _) = single_mode_row(report, "bridge", &summary);
+        assert_eq!(held.to_string(), currency["on_exchange"].as_str().unwrap(), "{summary}");
     }
     let svg = std::fs::read_to_string(&chart).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("polyline"), "{svg}");

@@ -308,6 +308,32 @@ fn prometheus_scrapes_every_process_of_a_cluster_and_sees_a_leader_killed() {
     let build = prometheus.query("specie_build_info");
     assert_eq!(build.len(), targets.len(), "{build:?}");
 
+    // The supply: the ledger's tallies agree, in Prometheus and in `specie audit supply`, which
+    // finds the offline authority's books empty (nothing was funded to it).
+    wait_for("the ledger's supply in Prometheus", Duration::from_secs(30), || {
+        let issued = prometheus.value("max(specie_ledger_supply_issued_value)");
+        (issued > 0.0 && prometheus.value("min(specie_ledger_supply_balanced)") == 1.0).then_some(())
+    });
+    let offline = targets.iter().find(|t| t["labels"]["role"] == "offline").unwrap()["targets"][0]
+        .as_str()
+        .unwrap();
+    let audited = specie(&[
+        "audit",
+        "supply",
+        "--node",
+        &sentinel,
+        "--offline",
+        &format!("http://{offline}"),
+        "--json",
+    ]);
+    let report: Value = serde_json::from_slice(&audited.stdout).unwrap();
+    assert_eq!(
+        (&report["ok"], &report["supply"]["balanced"]),
+        (&true.into(), &true.into()),
+        "{report}"
+    );
+    assert_eq!(report["unfunded"][0]["holds"], 0, "{report}");
+
     // A request the authorisation table refuses: the operator's certificate asking a shard to
     // prepare a batch. Counted by the caller's role.
     let topology = specie_cluster::Topology::load(&Path::new(&dir).join("cluster.toml")).unwrap();

@@ -32,6 +32,7 @@ fn replica_books(dir: &str) -> Vec<Vec<String>> {
         .lines()
         .skip_while(|line| !line.starts_with("offline authority"))
         .skip(1)
+        .take_while(|line| !line.trim().is_empty())
         .map(|line| line.split_whitespace().skip(2).take(3).map(str::to_string).collect())
         .collect()
 }
@@ -48,7 +49,8 @@ fn an_offline_authority_group_survives_losing_its_leader_and_settles_through_the
         .find_map(|line| line.strip_prefix("issuer public key: "))
         .unwrap()
         .to_string();
-    let base = free_ports(4 + 3 + 6).to_string();
+    // Core 4, offline 3 (wire + HTTP), the archiver's wire and metrics ports, and spare.
+    let base = free_ports(4 + 3 + 6 + 4).to_string();
     specie(&[
         "cluster",
         "up",
@@ -61,6 +63,8 @@ fn an_offline_authority_group_survives_losing_its_leader_and_settles_through_the
         "--sentinels",
         "1",
         "--offline",
+        "--ledger-of-record",
+        "1",
         "--issuer",
         &issuer,
     ]);
@@ -162,4 +166,25 @@ fn an_offline_authority_group_survives_losing_its_leader_and_settles_through_the
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+
+    // The platform's supply report agrees with the authority's audit: of the 1,000 minted, the
+    // ledger of record says 700 went to the authority's bridge key and 500 came back, and the
+    // authority's books hold the 200 outstanding.
+    let report: Value =
+        serde_json::from_str(&run(&["audit", "supply", "--node", &sentinel, "--offline", &urls, "--json"]).unwrap())
+            .unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["supply"]["issued"], "1000", "{report}");
+    assert_eq!(report["supply"]["core_outputs"], "800", "{report}");
+    let row = &report["modes"][0];
+    assert_eq!(
+        (&row["role"], &row["key"], &row["core_says"], &row["books"]["holds"]),
+        (
+            &"bridge".into(),
+            &Value::from(bridge.as_str()),
+            &"200".into(),
+            &200.into()
+        ),
+        "{report}"
+    );
 }

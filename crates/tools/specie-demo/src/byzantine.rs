@@ -3,6 +3,10 @@
 //! across shards (some owners equivocating), redeems back to the core (each presented twice),
 //! then the platform-wide audit.
 
+use crate::supply::{DemoFigures, SupplyCheck};
+use specie_api::http_api::SupplyBody;
+use specie_api::supply::ModeBooks;
+use specie_fastpay_primary::COMMITTEE_ROLE;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -119,14 +123,22 @@ pub fn run(args: &ByzantineDemoOptions) -> BenchResult<ExitCode> {
     redeem_to_core(&core, &redeems, &mut tally)?;
     let elapsed = started.elapsed();
     let reports = committee.reports();
+    let committee_id = committee.committee().id();
     let books: Vec<AuthorityBooks> = committee
         .stop()
         .iter()
         .map(|shards| AuthorityBooks::of(shards))
         .collect();
     let core_value = core_value(&core, &redeems)?;
+    let ledger = crate::payments::check_ledger_of_record(&core)?.step("the demo's core keeps a ledger of record")?;
     node.shutdown();
-    let audit = Audit::check(args, &books, core_value, &tally, reports.len());
+    let mut audit = Audit::check(args, &books, core_value, &tally, reports.len());
+    let figures = DemoFigures::new(&issuer, audit.minted.into(), 0, core_value.into(), 0);
+    let honest = usize::from(BYZANTINE_AUTHORITY == 0);
+    let committee_books = fastpay_books(honest, &books[honest], committee_id, &ledger.supply);
+    let supply = SupplyCheck::new(None, ledger.supply, vec![committee_books], &figures);
+    audit.ok = audit.ok && supply.ok();
+    audit.supply = Some(supply);
     report(args, &tally, &audit, elapsed);
     Ok(if audit.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -450,7 +462,40 @@ struct Audit {
     books_balanced: bool,
     authorities_agree: bool,
     replays_refused: bool,
+    /// The supply report at the end, set beside this audit.
+    supply: Option<SupplyCheck>,
     ok: bool,
+}
+
+/// An authority's books as the supply report reads them: the committee holds its accounts'
+/// balances, the credits moving between its shards, and what it certified to the core that
+/// the core has not redeemed yet (`returned` on the ledger's cut).
+fn fastpay_books(index: usize, books: &AuthorityBooks, committee_id: [u8; 32], cut: &SupplyBody) -> ModeBooks {
+    let key = hex::encode(committee_id);
+    let returned: Option<u128> = cut
+        .modes
+        .iter()
+        .find(|flow| flow.role == COMMITTEE_ROLE && flow.key == key)
+        .map_or(Some(0), |flow| flow.returned.parse().ok());
+    let balances = u128::try_from(books.balances).ok();
+    let redeeming = returned.and_then(|returned| books.redeemed.checked_sub(returned));
+    let parts = vec![
+        ("account balances".to_string(), balances.unwrap_or(0)),
+        ("credits between shards".to_string(), books.in_flight),
+        (
+            "certified to the core, not yet redeemed there".to_string(),
+            redeeming.unwrap_or(0),
+        ),
+    ];
+    ModeBooks {
+        name: format!("FastPay authority {index}"),
+        role: COMMITTEE_ROLE.to_string(),
+        key,
+        holds: parts.iter().map(|(_, value)| value).sum(),
+        parts,
+        notes: vec![],
+        balanced: books.balanced() && balances.is_some() && redeeming.is_some(),
+    }
 }
 
 impl Audit {
@@ -479,6 +524,7 @@ impl Audit {
             books_balanced,
             authorities_agree,
             replays_refused,
+            supply: None,
             ok: sums && books_balanced && authorities_agree && replays_refused && reports == 0,
         }
     }
@@ -516,6 +562,7 @@ fn report(args: &ByzantineDemoOptions, tally: &Tally, audit: &Audit, elapsed: Du
             "books_balanced": audit.books_balanced,
             "authorities_agree": audit.authorities_agree,
             "replays_refused": audit.replays_refused,
+            "supply": audit.supply.as_ref().map(SupplyCheck::json),
             "ok": audit.ok,
         },
     });
@@ -542,6 +589,9 @@ fn report(args: &ByzantineDemoOptions, tally: &Tally, audit: &Audit, elapsed: Du
         "redeemed to the core: {} ({} units); the same certificates presented again: {} refused",
         tally.redeemed, tally.redeemed_value, tally.replays_refused
     );
+    if let Some(supply) = &audit.supply {
+        supply.print();
+    }
     println!(
         "audit {}: minted {} = core spendable {} + held in the Byzantine mode {}; books balanced: {}; authorities agree: {}",
         if audit.ok { "OK" } else { "FAILED" },

@@ -7,6 +7,8 @@
 //! ends it: minted = what the core holds + what the exchange holds, exactly, and the exchange
 //! holds nothing but the commission it burned.
 
+use crate::supply::{DemoFigures, SupplyCheck};
+use specie_exchange_service::http_api::ExchangeSupplyBody;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -65,6 +67,7 @@ struct Venue {
 /// One core per currency, and what was submitted to it.
 struct Core {
     node: EmbeddedNode,
+    issuer: Keypair,
     fundings: Vec<SpecieTransaction>,
     payouts: Vec<SpecieTransaction>,
 }
@@ -120,7 +123,8 @@ pub fn run(args: &ExchangeDemoOptions) -> BenchResult<ExitCode> {
     let withdrawn = withdraw_all(&venue, &traders, &mut cores)?;
     let elapsed = started.elapsed();
     let role = venue.role.stop().step("the exchange stopped early")?;
-    let audit = audit(&cores, role.ledger(), args.traders)?;
+    let bridge = venue.bridge.verifying_key().to_bytes();
+    let audit = audit(&cores, role.ledger(), bridge, args.traders)?;
     cores.into_iter().for_each(|core| core.node.shutdown());
     crate::exchange_chart::write(&args.chart, &figures, &CURRENCIES)?;
     report(args, &figures, &audit, withdrawn, elapsed);
@@ -193,6 +197,7 @@ fn open_core(
     }
     let core = Core {
         node,
+        issuer,
         fundings: Vec::new(),
         payouts: Vec::new(),
     };
@@ -464,26 +469,44 @@ struct CurrencyAudit {
     core: u128,
     on_exchange: u128,
     burned: u128,
+    /// The currency's core's supply report, set beside this audit.
+    supply: SupplyCheck,
     ok: bool,
 }
 
-fn audit(cores: &[Core], ledger: &Ledger, traders: usize) -> BenchResult<Vec<CurrencyAudit>> {
+fn audit(cores: &[Core], ledger: &Ledger, bridge: [u8; 32], traders: usize) -> BenchResult<Vec<CurrencyAudit>> {
     let ledger_ok = ledger.audit().is_ok();
+    let names: Vec<String> = CURRENCIES.iter().map(|name| name.to_string()).collect();
+    let books = ExchangeSupplyBody::new(bridge, ledger.height(), &names, &ledger.holdings());
     cores
         .iter()
         .zip(ledger.totals())
-        .map(|(core, totals)| {
+        .zip(CURRENCIES)
+        .map(|((core, totals), name)| {
             let txs: Vec<SpecieTransaction> = core.fundings.iter().chain(&core.payouts).cloned().collect();
-            let held = u128::from(value_held_by_core(&core.node.handle(), &txs)?);
+            let handle = core.node.handle();
+            let held = u128::from(value_held_by_core(&handle, &txs)?);
             let on_exchange = totals.deposited - totals.withdrawn;
             let minted = traders as u128 * u128::from(MINTED);
+            let cut =
+                crate::payments::check_ledger_of_record(&handle)?.step("the demo's cores keep a ledger of record")?;
+            let figures = DemoFigures::new(&core.issuer, minted, 0, held, 0);
+            let supply = SupplyCheck::new(
+                None,
+                cut.supply,
+                specie_exchange_bridge::supply::mode_books(&books, name)
+                    .into_iter()
+                    .collect(),
+                &figures,
+            );
             Ok(CurrencyAudit {
                 minted,
                 core: held,
                 on_exchange,
                 burned: totals.burned,
                 // Nothing rests and every balance was withdrawn: only the commission stays.
-                ok: ledger_ok && minted == held + on_exchange && on_exchange == totals.burned,
+                ok: ledger_ok && minted == held + on_exchange && on_exchange == totals.burned && supply.ok(),
+                supply,
             })
         })
         .collect()
@@ -505,7 +528,7 @@ fn report(
         .zip(CURRENCIES)
         .map(|(a, name)| {
             serde_json::json!({"currency": name, "minted": a.minted.to_string(), "core": a.core.to_string(),
-                "on_exchange": a.on_exchange.to_string(), "burned": a.burned.to_string(), "ok": a.ok})
+                "on_exchange": a.on_exchange.to_string(), "burned": a.burned.to_string(), "supply": a.supply.json(), "ok": a.ok})
         })
         .collect();
     if args.json {
@@ -533,6 +556,10 @@ fn report(
             a.burned,
             if a.ok { "OK" } else { "MISMATCH" }
         );
+    }
+    for (a, name) in audit.iter().zip(CURRENCIES) {
+        println!("{name}'s core:");
+        a.supply.print();
     }
     println!("chart: {}", args.chart.display());
     println!("audit: {}", if ok { "OK" } else { "FAILED" });

@@ -18,3 +18,4 @@ mod exchange_chart;
 pub mod offline;
 pub mod payments;
 pub mod privacy;
+mod supply;

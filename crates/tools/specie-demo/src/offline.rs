@@ -5,6 +5,8 @@
 //! presented to the core twice, the double spenders named with evidence anyone can check, then
 //! the platform-wide supply audit.
 
+use crate::supply::{DemoFigures, SupplyCheck};
+use specie_offline_service::books_body;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -128,9 +130,16 @@ pub fn run(args: &OfflineDemoOptions) -> BenchResult<ExitCode> {
     let elapsed = started.elapsed();
     let books = books(&authority)?;
     let core_value = core_value(&core, &payouts)?;
+    let ledger = crate::payments::check_ledger_of_record(&core)?.step("the demo's core keeps a ledger of record")?;
     authority.stop();
     node.shutdown();
-    let audit = Audit::check(args, &users, &books, core_value, &tally);
+    let mut audit = Audit::check(args, &users, &books, core_value, &tally);
+    let figures = DemoFigures::new(&issuer, audit.minted.into(), 0, core_value.into(), 0);
+    let bridge = hex::encode(authority.bridge());
+    let mode_books =
+        specie_offline_bridge::supply::mode_books(&books_body(&books), "the offline authority".into(), &bridge);
+    audit.supply = Some(SupplyCheck::new(None, ledger.supply, vec![mode_books], &figures));
+    audit.ok = audit.ok && audit.supply.as_ref().is_some_and(SupplyCheck::ok);
     let kept = args.data_dir.is_some();
     report(args, &tally, &audit, elapsed, evidence_file.filter(|_| kept).as_deref());
     Ok(if audit.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
@@ -582,6 +591,8 @@ struct Audit {
     /// Every device that got a copy accepted is named (no honest one is: checked with the
     /// evidence).
     double_spenders_named: bool,
+    /// The supply report at the end, set beside this audit.
+    supply: Option<SupplyCheck>,
     ok: bool,
 }
 
@@ -610,6 +621,7 @@ impl Audit {
             books_balanced,
             replays_refused,
             double_spenders_named,
+            supply: None,
             ok: sums && devices_hold == books.outstanding && books_balanced && replays_refused && double_spenders_named,
         }
     }
@@ -646,6 +658,7 @@ fn report(args: &OfflineDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
             "books_balanced": audit.books_balanced,
             "replays_refused": audit.replays_refused,
             "double_spenders_named": audit.double_spenders_named,
+            "supply": audit.supply.as_ref().map(SupplyCheck::json),
             "ok": audit.ok,
         },
     });
@@ -687,6 +700,9 @@ fn report(args: &OfflineDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
             "check the evidence yourself: specie offline check-evidence {}",
             path.display()
         );
+    }
+    if let Some(supply) = &audit.supply {
+        supply.print();
     }
     println!(
         "audit {}: minted {} = core spendable {} + offline outstanding {}; devices hold {}; books balanced: {}",

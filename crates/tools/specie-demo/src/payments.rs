@@ -8,11 +8,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::supply::{DemoFigures, SupplyCheck};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rayon::prelude::*;
 use secp256k1::Keypair;
+use specie_api::http_api::SupplyBody;
+use specie_api::supply::supply_body;
 use specie_api::{Backend, Completion, NodeInfo, TxStatus};
 use specie_cluster::sentinel::ClusterBackend;
 use specie_cluster::Topology;
@@ -84,6 +87,8 @@ struct Measured {
     audit: SupplyAudit,
     info: NodeInfo,
     ledger: Option<LedgerCheck>,
+    /// The supply report at the ledger's last cut (with a ledger of record).
+    supply: Option<SupplyCheck>,
 }
 
 pub fn run(args: &DemoOptions) -> BenchResult<ExitCode> {
@@ -137,7 +142,7 @@ pub fn run(args: &DemoOptions) -> BenchResult<ExitCode> {
                 topology.shard_groups.len(),
                 topology.shape_name()
             );
-            run_with(args, &backend, issuer, rng, &label, || {})
+            run_with(args, &backend, (issuer, true), rng, &label, || {})
         }
         None => {
             let temp = tempfile::Builder::new()
@@ -161,16 +166,19 @@ pub fn run(args: &DemoOptions) -> BenchResult<ExitCode> {
                 if args.ledger_of_record { "on" } else { "off" },
                 data_dir.display()
             );
-            run_with(args, &node.handle(), issuer, rng, &label, move || node.shutdown())
+            run_with(args, &node.handle(), (issuer, false), rng, &label, move || {
+                node.shutdown()
+            })
         }
     }
 }
 
-/// The workload and the audit, against any backend: the embedded node or a cluster's sentinels.
+/// The workload and the audit, against any backend: the embedded node or a cluster's sentinels
+/// (`shared`: others may use its ledger too).
 fn run_with<B: Backend>(
     args: &DemoOptions,
     backend: &B,
-    issuer: Keypair,
+    (issuer, shared): (Keypair, bool),
     rng: StdRng,
     label: &str,
     finish: impl FnOnce(),
@@ -184,6 +192,10 @@ fn run_with<B: Backend>(
         unknown: vec![],
     };
     let (reply, mut completions) = tokio::sync::mpsc::unbounded_channel::<Completion>();
+    let before = match shared {
+        true => backend.ledger_supply().ok().map(|cut| supply_body(&cut)),
+        false => None,
+    };
 
     // 1. Mint COINS_PER_WALLET coins to every wallet.
     let mints = demo.workload.plan_mints(COINS_PER_WALLET, COIN_VALUE, MINT_OUTPUTS_MAX);
@@ -220,16 +232,31 @@ fn run_with<B: Backend>(
     let info = backend.info()?;
     let ledger = check_ledger_of_record(backend)?;
     finish();
+    let audit = demo.workload.audit(held_present, spent_present);
+    let supply = ledger.as_ref().map(|ledger| {
+        let figures = DemoFigures::new(
+            &issuer,
+            audit.minted.into(),
+            audit.redeemed.into(),
+            audit.wallet_balances.into(),
+            0,
+        );
+        SupplyCheck::new(before.as_ref(), ledger.supply.clone(), vec![], &figures)
+    });
     let measured = Measured {
         planned,
         elapsed,
-        audit: demo.workload.audit(held_present, spent_present),
+        audit,
         info,
         ledger,
+        supply,
     };
     demo.report(args, label, &measured);
     Ok(
-        if measured.audit.ok() && measured.ledger.as_ref().is_none_or(|l| l.replays_to_uhs) {
+        if measured.audit.ok()
+            && measured.ledger.as_ref().is_none_or(|l| l.replays_to_uhs)
+            && measured.supply.as_ref().is_none_or(SupplyCheck::ok)
+        {
             ExitCode::SUCCESS
         } else {
             ExitCode::FAILURE
@@ -237,10 +264,13 @@ fn run_with<B: Backend>(
     )
 }
 
-/// The ledger of record, checked against the shards once it has sealed everything.
+/// The ledger of record, checked against the shards once it has sealed everything, and the
+/// supply at that cut.
 pub(crate) struct LedgerCheck {
     pub(crate) blocks: u64,
     pub(crate) replays_to_uhs: bool,
+    /// `GET /v1/supply`'s body at the same head.
+    pub(crate) supply: SupplyBody,
 }
 
 /// How long the archiver may take to seal what was confirmed last (it seals every 100–200 ms)
@@ -249,19 +279,21 @@ pub(crate) struct LedgerCheck {
 const LEDGER_SETTLE_MS_MAX: u64 = 90_000;
 
 /// `None` if the backend keeps no ledger of record; otherwise whether its blocks replay to
-/// exactly the UHS the shards hold, once nothing waits for a block.
+/// exactly the UHS the shards hold, once nothing waits for a block, and the supply then.
 pub(crate) fn check_ledger_of_record<B: Backend>(backend: &B) -> BenchResult<Option<LedgerCheck>> {
     let deadline = Instant::now() + Duration::from_millis(LEDGER_SETTLE_MS_MAX);
     loop {
-        let head = match backend.ledger_head() {
-            Ok(head) => head,
+        let cut = match backend.ledger_supply() {
+            Ok(cut) => cut,
             Err(specie_api::BackendError::NoLedger) => return Ok(None),
             Err(error) => return Err(error.into()),
         };
+        let head = &cut.head;
         if head.waiting == 0 && head.undecided == 0 {
             return Ok(Some(LedgerCheck {
                 blocks: head.height,
                 replays_to_uhs: head.uhs == backend.uhs_digest()?,
+                supply: supply_body(&cut),
             }));
         }
         if Instant::now() > deadline {
@@ -486,6 +518,7 @@ impl Demo {
                 "ledger_of_record_blocks": measured.ledger.as_ref().map(|l| l.blocks),
                 "ledger_of_record_replays_to_uhs": measured.ledger.as_ref().map(|l| l.replays_to_uhs),
                 "audit_ok": audit.ok(),
+                "supply": measured.supply.as_ref().map(SupplyCheck::json),
             });
             println!("{summary}");
             return;
@@ -510,6 +543,9 @@ impl Demo {
             );
         }
         self.report_audit(audit);
+        if let Some(supply) = &measured.supply {
+            supply.print();
+        }
     }
 
     fn report_audit(&self, audit: &SupplyAudit) {

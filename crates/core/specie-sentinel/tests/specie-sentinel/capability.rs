@@ -73,7 +73,7 @@ impl CapabilityTransaction for Voucher {
     fn circulation(&self) -> Circulation {
         Circulation {
             entered: self.amount(),
-            left: 0,
+            ..Circulation::default()
         }
     }
     fn clone_box(&self) -> Box<dyn CapabilityTransaction> {

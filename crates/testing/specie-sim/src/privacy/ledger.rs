@@ -327,6 +327,15 @@ impl World<'_> {
                     model.0
                 )));
             }
+            if !ledger.supply().balanced() {
+                return Err(self.violation(format!(
+                    "after recovery {what}'s supply tallies disagree: {:?}",
+                    ledger.supply()
+                )));
+            }
+        }
+        if replayed.supply() != self.archiver.ledger.supply() {
+            return Err(self.violation("the recovered ledger's supply is not a replay's from genesis".to_string()));
         }
         Ok(())
     }

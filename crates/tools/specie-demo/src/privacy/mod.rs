@@ -15,6 +15,7 @@
 //!   value in the UHS (by the wallets' openings, and again by the auditor's reading);
 //! - the ledger replays to exactly the UHS.
 
+use crate::supply::{DemoFigures, SupplyCheck};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -156,7 +157,7 @@ pub fn run(args: &PrivacyDemoOptions) -> BenchResult<ExitCode> {
         &users,
         (&auditor, &level),
         &tally,
-        args.users as u64 * COINS_PER_USER as u64 * COIN_VALUE,
+        (&issuer, args.users as u64 * COINS_PER_USER as u64 * COIN_VALUE),
     )?;
     node.shutdown();
     report(args, &tally, &audit, elapsed);
@@ -615,6 +616,7 @@ struct Audit {
     ledger_replays_to_uhs: bool,
     forgeries_refused: bool,
     honest_refused: u64,
+    supply: SupplyCheck,
 }
 
 impl Audit {
@@ -637,6 +639,7 @@ impl Audit {
             && self.honest_refused == 0
             && self.unendorsed_records == 0
             && self.forged_endorsements > 0
+            && self.supply.ok()
     }
 }
 
@@ -645,7 +648,7 @@ fn audit(
     users: &[User],
     (secret, level): (&AuditorSecret, &AnonymousLevel),
     tally: &Tally,
-    minted: u64,
+    (issuer, minted): (&Keypair, u64),
 ) -> BenchResult<Audit> {
     let coins: Vec<(UhsId, u64)> = users
         .iter()
@@ -702,12 +705,23 @@ fn audit(
         }
     }
     let (auditor_held, auditor_unreadable) = auditor.holdings();
+    let transparent_held = value_in_uhs(core, &coins)?;
+    let confidential_held = value_in_uhs(core, &notes)?;
+    let anonymous_held = value_in_uhs(core, &anonymous_notes)?;
+    let hidden = u128::from(confidential_held) + u128::from(anonymous_held);
+    let figures = DemoFigures::new(
+        issuer,
+        minted.into(),
+        tally.redeemed.into(),
+        transparent_held.into(),
+        hidden,
+    );
     Ok(Audit {
         minted,
         redeemed: tally.redeemed,
-        transparent_held: value_in_uhs(core, &coins)?,
-        confidential_held: value_in_uhs(core, &notes)?,
-        anonymous_held: value_in_uhs(core, &anonymous_notes)?,
+        transparent_held,
+        confidential_held,
+        anonymous_held,
         auditor_held,
         auditor_unreadable,
         reconstructed,
@@ -720,6 +734,7 @@ fn audit(
         ledger_replays_to_uhs: ledger.replays_to_uhs,
         forgeries_refused: tally.forged > 0 && tally.forged == tally.forged_refused,
         honest_refused: tally.refused_honest,
+        supply: SupplyCheck::new(None, ledger.supply, vec![], &figures),
     })
 }
 
@@ -754,6 +769,7 @@ fn json_summary(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed
         "forged_endorsements": audit.forged_endorsements,
         "ledger_records_endorsed": audit.endorsed_records,
         "ledger_records_unendorsed": audit.unendorsed_records,
+        "supply": audit.supply.json(),
         "audit_ok": audit.ok(),
     })
 }
@@ -827,6 +843,7 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
         audit.endorsed_records + audit.unendorsed_records,
         mark(audit.unendorsed_records == 0 && audit.forged_endorsements > 0)
     );
+    audit.supply.print();
     println!(
         "  audit        {}",
         if audit.ok() {
