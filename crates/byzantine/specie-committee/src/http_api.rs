@@ -93,7 +93,7 @@ fn read_body_version(reader: &mut Reader<'_>, what: &'static str) -> Result<(), 
 
 /// FastPay's own fields of an error answer, beside the common ones (`code`, `message`,
 /// `leader_http`) of the one error body every specie API answers.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RefusalFields {
     /// With `refused`: the role's refusal, by name (`OtherOrderPending`, `MissingEarlier`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,7 +146,7 @@ pub fn refused_detail(refusal: &Refusal) -> ErrorDetail {
 }
 
 /// A certificate settled at this authority.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ConfirmedBody {
     /// The payer's account key, hex.
     pub sender: String,
@@ -155,7 +155,7 @@ pub struct ConfirmedBody {
 }
 
 /// An account as this authority knows it (FastPay §4.4).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AccountBody {
     /// May be negative for a while (docs/byzantine-mode.md, "Negative balances").
     pub balance: i128,
@@ -167,14 +167,14 @@ pub struct AccountBody {
     pub confirmed: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PendingBody {
     pub order: String,
     pub vote: String,
 }
 
 /// A funding credited (or credited before: the same answer).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FundedBody {
     /// The funding's marker in the online core's UHS (hex): its id at every authority.
     pub funded: String,
@@ -182,7 +182,7 @@ pub struct FundedBody {
     pub amount: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct InfoBody {
     pub authority: u16,
     pub shard: u32,

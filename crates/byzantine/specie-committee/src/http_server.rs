@@ -26,7 +26,7 @@ use specie_fastpay::{
     CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
 };
 use specie_fastpay_primary::FastpayFunding;
-use specie_service::{ApiError, CoreCheckError, Pending};
+use specie_service::{ApiDoc, ApiError, CoreCheckError, Param, Pending};
 
 use crate::http_api::{
     refused_detail, AccountBody, ConfirmedBody, ErrorDetail, FundedBody, InfoBody, PendingBody, Proposal,
@@ -149,6 +149,43 @@ fn unavailable(error: Unavailable) -> HttpError {
             "the replica is stopping",
         ),
     }
+}
+
+/// One authority shard's API as an OpenAPI document, served at the root (a cluster's
+/// authority replica).
+pub fn openapi() -> ApiDoc {
+    describe(
+        ApiDoc::new(
+            "specie FastPay authority shard",
+            "One shard of one FastPay authority (docs/byzantine-mode.md, docs/api.md). Orders, \
+             certificates, locks, round changes, proposals and fundings travel as their canonical encodings.",
+        ),
+        "",
+    )
+}
+
+/// `doc` with one authority shard's operations under `prefix` (empty at the root).
+pub fn describe(doc: ApiDoc, prefix: &str) -> ApiDoc {
+    let at = |path: &str| format!("{prefix}{path}");
+    doc.path_parameter("account", Param::Hex32)
+        .post_bytes_for_bytes(&at(ORDERS_PATH), "Sign a transfer order: this authority's vote")
+        .post_bytes::<ConfirmedBody>(&at(CERTIFICATES_PATH), "Confirm a certificate")
+        .post_bytes_for_bytes(
+            &at(LOCKS_PATH),
+            "Vote on a lock (a quorum of prepare votes) in a later round",
+        )
+        .post_bytes_for_bytes(
+            &at(ROUND_CHANGES_PATH),
+            "Move an account's pending order to a later round",
+        )
+        .post_bytes_for_bytes(&at(PROPOSALS_PATH), "A round's proposal, with its justification")
+        .get_with_query::<AccountBody>(
+            &at(&format!("{ACCOUNTS_PATH}/{{account}}")),
+            "An account's balance, next sequence and pending order",
+            &[("from_sequence", "also list the certificates from this sequence")],
+        )
+        .post_bytes::<FundedBody>(&at(FUNDINGS_PATH), "Credit a confirmed core funding (kind 0x03) once")
+        .get::<InfoBody>(&at(INFO_PATH), "Which authority and shard this is")
 }
 
 /// The API's routes, on `replica`.

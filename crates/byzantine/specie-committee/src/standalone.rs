@@ -26,6 +26,7 @@ use specie_authority::{Reply, ShardIndex};
 use specie_fastpay::{AuthorityIndex, Committee, SigningKey};
 use specie_log::LogOptions;
 use specie_service::server::{Listening, ServeUntilError};
+use specie_service::ApiDoc;
 use specie_service::{ApiError, CoreApi, CoreCheckError, HttpLimits, Pending};
 
 use crate::http_server::{self, AuthorityService, ShardPlace, Unavailable};
@@ -69,7 +70,7 @@ pub enum CommitteeServeError {
 }
 
 /// `GET /v1/fastpay/committee`: the committee, and each authority's shards' paths on this port.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CommitteeBody {
     /// The committee's canonical encoding, hex (what `specie node --fastpay-committee` takes).
@@ -161,6 +162,12 @@ pub fn serve(options: &CommitteeServeOptions) -> Result<(), CommitteeServeError>
 /// Every authority shard's API under its path, and the committee's description.
 fn committee_router(committee: &Arc<EmbeddedCommittee>, options: &CommitteeServeOptions, encoded: String) -> Router {
     let mut router = Router::new();
+    let mut doc = ApiDoc::new(
+        "specie FastPay committee",
+        "A standalone FastPay committee (`specie byzantine committee`): the committee, then each authority \
+         shard's API under /fastpay/AUTHORITY/SHARD (docs/byzantine-mode.md, docs/api.md).",
+    )
+    .get::<CommitteeBody>(COMMITTEE_PATH, "The committee and where each authority shard answers");
     let mut paths = vec![];
     for authority in 0..committee.committee().size() {
         let mut shards = vec![];
@@ -173,6 +180,7 @@ fn committee_router(committee: &Arc<EmbeddedCommittee>, options: &CommitteeServe
                 core: options.core.clone(),
             });
             router = router.nest(&path, http_server::router(service));
+            doc = http_server::describe(doc, &path);
             shards.push(path);
         }
         paths.push(shards);
@@ -183,6 +191,7 @@ fn committee_router(committee: &Arc<EmbeddedCommittee>, options: &CommitteeServe
     };
     router
         .route(COMMITTEE_PATH, get(move || async move { Json(body.clone()) }))
+        .merge(doc.router())
         .fallback(|| async {
             ApiError::new(
                 axum::http::StatusCode::NOT_FOUND,

@@ -10,7 +10,7 @@ use axum::{Json, Router};
 use specie_archiver::{Block, BlockHeader, DisputeProof, LedgerEntry, LedgerHead, SupplyCut};
 use specie_codec::Decode;
 use specie_codec::Encode;
-use specie_service::ApiError;
+use specie_service::{ApiDoc, ApiError, Param};
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
 
 use crate::http_api::{
@@ -101,6 +101,7 @@ pub fn router<B: Backend>(node: B) -> Router {
         )
         .route(&format!("{LEDGER_DISPUTES_PATH}/{{txid}}"), get(ledger_dispute::<B>))
         .route(&format!("{TRANSACTIONS_PATH}/{{txid}}"), get(transaction_status::<B>))
+        .merge(openapi().router())
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -111,6 +112,45 @@ pub fn router<B: Backend>(node: B) -> Router {
         })
         .layer(DefaultBodyLimit::max(BODY_BYTES_MAX))
         .with_state(node)
+}
+
+/// The node's API (and a sentinel's) as an OpenAPI document: what `GET /openapi.json` serves.
+pub fn openapi() -> ApiDoc {
+    let id = |path: &str, name: &str| format!("{path}/{{{name}}}");
+    ApiDoc::new(
+        "specie node",
+        "The online core's API, served by an embedded node and by a cluster's sentinels (docs/api.md).",
+    )
+    .path_parameter("txid", Param::Hex32)
+    .path_parameter("id", Param::Hex32)
+    .path_parameter("height", Param::Number)
+    .get::<NodeInfo>(INFO_PATH, "The node: its version, shape, keys and limits")
+    .post::<SubmitRequest, SubmitBody>(
+        TRANSACTIONS_PATH,
+        "Submit transactions; each answers final or timed out",
+    )
+    .get::<SubmitResultBody>(
+        &id(TRANSACTIONS_PATH, "txid"),
+        "The watchtower's recent outcome of a transaction",
+    )
+    .post::<QueryRequest, PresentBody>(UHS_QUERY_PATH, "Whether each UHS id is unspent")
+    .get::<UhsIdBody>(&id(UHS_PATH, "id"), "Whether one UHS id is unspent")
+    .get::<DigestBody>(UHS_DIGEST_PATH, "The UHS's size and SHA-256 over its sorted ids")
+    .get::<LedgerHeadBody>(LEDGER_PATH, "The ledger of record's head")
+    .get::<SupplyBody>(
+        SUPPLY_PATH,
+        "The supply at the ledger's head (docs/operator-guide.md, \"The supply report\")",
+    )
+    .get::<BlockBody>(&id(LEDGER_BLOCKS_PATH, "height"), "A block of the ledger of record")
+    .get::<LedgerEntryBody>(
+        &id(LEDGER_TRANSACTIONS_PATH, "txid"),
+        "A transaction's place in the ledger, with its proof",
+    )
+    .get_with_query::<DisputeBody>(
+        &id(LEDGER_DISPUTES_PATH, "txid"),
+        "The proof that a transaction is, or is not, in the ledger up to a height",
+        &[("height", "the height (default: the head)")],
+    )
 }
 
 /// A request body that is not the JSON asked for: too large, or not parsed.

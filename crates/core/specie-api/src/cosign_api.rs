@@ -22,7 +22,7 @@ use axum::{Json, Router};
 use specie_codec::Decode;
 use specie_transaction::{DecodeLimits, SpecieTransaction, Witness};
 
-use specie_service::ApiError;
+use specie_service::{ApiDoc, ApiError};
 
 use crate::api::json_rejection;
 use crate::http_api::{CosignBody, CosignInfoBody, CosignRequest, COSIGN_PATH, INFO_PATH};
@@ -48,10 +48,21 @@ pub struct CosignRefused {
 
 type Auditor = Arc<dyn Cosigner>;
 
+/// The co-signing service's API as an OpenAPI document.
+pub fn openapi() -> ApiDoc {
+    ApiDoc::new(
+        "specie active auditor",
+        "An active auditor's co-signing service, `specie audit serve` (docs/privacy.md, \"The auditor's guide\").",
+    )
+    .get::<CosignInfoBody>(INFO_PATH, "The auditor's keys")
+    .post::<CosignRequest, CosignBody>(COSIGN_PATH, "Review a private transaction and co-sign it, or refuse")
+}
+
 pub fn router(auditor: Auditor) -> Router {
     Router::new()
         .route(INFO_PATH, get(info))
         .route(COSIGN_PATH, post(cosign))
+        .merge(openapi().router())
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,

@@ -43,7 +43,7 @@ pub const COSIGN_PATH: &str = "/v1/cosign";
 
 /// `GET /v1/info`: the node and the network it belongs to. Fields a node of an older version
 /// leaves out read as absent.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NodeInfo {
     pub version: String,
     pub hrp: String,
@@ -88,7 +88,7 @@ pub struct NodeInfo {
 }
 
 /// `POST /v1/transactions`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitRequest {
     /// Transactions (hex of each one's canonical encoding), at most 1000.
@@ -99,7 +99,7 @@ pub struct SubmitRequest {
 }
 
 /// The answer to [`SubmitRequest`]: one result per transaction, in order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SubmitBody {
     pub results: Vec<SubmitResultBody>,
 }
@@ -107,7 +107,7 @@ pub struct SubmitBody {
 /// The fate of one transaction: `status` is `confirmed`, `invalid`, `rejected`, `malformed`,
 /// `busy`, `dropped` or `pending`; every status but `confirmed` comes with a stable `code` and a
 /// `message`, and `invalid` with the `index` of the input or output at fault, if one is.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SubmitResultBody {
     /// Absent (null) when the node could not decode the transaction.
     pub txid: Option<String>,
@@ -121,7 +121,7 @@ pub struct SubmitResultBody {
 }
 
 /// `POST /v1/uhs/query`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueryRequest {
     /// UHS ids (hex, 32 bytes each), at most 10,000.
@@ -129,27 +129,27 @@ pub struct QueryRequest {
 }
 
 /// The answer to [`QueryRequest`]: whether each id is in the UHS, in order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PresentBody {
     pub present: Vec<bool>,
 }
 
 /// `GET /v1/uhs/{id}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct UhsIdBody {
     pub id: String,
     pub present: bool,
 }
 
 /// `GET /v1/uhs/digest`: how many ids the UHS holds, and SHA-256 over them in ascending order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DigestBody {
     pub ids: u64,
     pub sha256_sorted: String,
 }
 
 /// A block's header, its fields and its canonical encoding.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HeaderBody {
     pub height: u64,
     pub hash: String,
@@ -161,7 +161,7 @@ pub struct HeaderBody {
 }
 
 /// `GET /v1/ledger`: the ledger of record's head, the UHS it leaves, and what waits for a block.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LedgerHeadBody {
     pub height: u64,
     /// `None` before the first block.
@@ -176,7 +176,7 @@ pub struct LedgerHeadBody {
 /// `GET /v1/supply`: what the ledger of record's blocks, up to its head, did to the circulating
 /// supply (`specie_archiver::Supply`), and whether its three tallies agree. Amounts are decimal
 /// strings of the smallest unit (they may pass 2^64).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SupplyBody {
     /// The cut: the ledger's head, with the UHS its blocks replay to.
     pub ledger: LedgerHeadBody,
@@ -195,7 +195,7 @@ pub struct SupplyBody {
     pub balanced: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct IssuerSupplyBody {
     /// The issuer's x-only key (hex).
     pub key: String,
@@ -203,7 +203,7 @@ pub struct IssuerSupplyBody {
     pub redeemed: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ModeFlowBody {
     /// What the key is: `bridge` (an offline authority's or an exchange's key),
     /// `fastpay_committee` (a FastPay committee's id).
@@ -219,7 +219,7 @@ pub struct ModeFlowBody {
 }
 
 /// `GET /v1/ledger/blocks/{height}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BlockBody {
     pub header: HeaderBody,
     pub txids: Vec<String>,
@@ -228,7 +228,7 @@ pub struct BlockBody {
 }
 
 /// `GET /v1/ledger/transactions/{txid}`: where the transaction is, its record and the proof.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LedgerEntryBody {
     pub txid: String,
     pub height: u64,
@@ -239,14 +239,14 @@ pub struct LedgerEntryBody {
 }
 
 /// The query of `GET /v1/ledger/disputes/{txid}`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DisputeQuery {
     pub height: Option<u64>,
 }
 
 /// The proof that a transaction is, or is not, in the ledger up to `height`, which anyone checks
 /// with the headers alone, and the node's own reading of it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DisputeBody {
     pub txid: String,
     pub height: u64,
@@ -259,21 +259,21 @@ pub struct DisputeBody {
 }
 
 /// The active auditor's `GET /v1/info`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CosignInfoBody {
     /// The key `specie node --active-auditor` takes (x-only, hex).
     pub cosigning_key: String,
 }
 
 /// `POST /v1/cosign`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CosignRequest {
     /// The transaction to co-sign (hex of its canonical encoding).
     pub transaction: String,
 }
 
 /// The answer to [`CosignRequest`]: the p2pk witness to append after the transaction's own.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CosignBody {
     pub auditor: String,
     pub witness: String,

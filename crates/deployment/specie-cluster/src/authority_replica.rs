@@ -463,7 +463,8 @@ pub async fn run(topology: Topology, group: String, id: u64) -> Result<(), Autho
         machine,
         move |hosted| {
             let (replica, task) = AuthorityReplica::start(hosted, parts);
-            let router = specie_committee::http_server::router(replica.clone());
+            let router = specie_committee::http_server::router(replica.clone())
+                .merge(specie_committee::http_server::openapi().router());
             eprintln!("{} replica {id}: FastPay API on http://{http}", replica.group.name);
             spawn_api(listener, router, http_limits, "FastPay");
             (replica, task)

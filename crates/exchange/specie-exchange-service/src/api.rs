@@ -11,7 +11,7 @@ use specie_exchange::{
 
 use std::sync::Arc;
 
-use specie_service::{ApiError, NotAFunding};
+use specie_service::{ApiDoc, ApiError, NotAFunding, Param};
 
 use crate::core_bridge::{bridge_payout, deposit_from_core, refund_address};
 use crate::http_api::{
@@ -29,6 +29,32 @@ type Exchange = Arc<dyn ExchangeService>;
 const TRANSACTIONS_PER_REQUEST_MAX: usize = 10_000;
 const BODY_BYTES_MAX: usize = TRANSACTIONS_PER_REQUEST_MAX * (2 * SIGNED_TRANSACTION_BYTES_MAX + 4) + 4_096;
 
+/// The exchange's API as an OpenAPI document: what `GET /openapi.json` serves.
+pub fn openapi() -> ApiDoc {
+    let account = format!("{ACCOUNTS_PATH}/{{id}}");
+    ApiDoc::new(
+        "specie exchange",
+        "The SPEEDEX exchange between specie's currencies (docs/exchange.md).",
+    )
+    .path_parameter("id", Param::Number)
+    .path_parameter("account", Param::Number)
+    .path_parameter("sequence", Param::Number)
+    .get::<SummaryBody>(SUMMARY_PATH, "The exchange: identity, bridge key, assets, height")
+    .post::<TransactionsRequest, FatesBody>(TRANSACTIONS_PATH, "Signed transactions for the next blocks")
+    .get::<AccountBody>(&account, "An account's balances and sequence")
+    .get::<OffersBody>(&format!("{account}/offers"), "An account's resting offers")
+    .get::<LastBlockBody>(LAST_BLOCK_PATH, "The last block: prices, trades, state hash")
+    .post::<DepositRequest, DepositBody>(
+        DEPOSITS_PATH,
+        "Hand in a confirmed core funding: credited once, or refunded",
+    )
+    .get::<WithdrawalBody>(
+        &format!("{WITHDRAWALS_PATH}/{{account}}/{{sequence}}"),
+        "A withdrawal and its payout",
+    )
+    .get::<ExchangeSupplyBody>(SUPPLY_PATH, "Per asset, what the exchange holds (the supply report's)")
+}
+
 pub fn router(exchange: Arc<dyn ExchangeService>) -> Router {
     Router::new()
         .route(SUMMARY_PATH, get(summary))
@@ -39,6 +65,7 @@ pub fn router(exchange: Arc<dyn ExchangeService>) -> Router {
         .route(DEPOSITS_PATH, post(deposit))
         .route(&format!("{WITHDRAWALS_PATH}/{{account}}/{{sequence}}"), get(withdrawal))
         .route(SUPPLY_PATH, get(supply))
+        .merge(openapi().router())
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,

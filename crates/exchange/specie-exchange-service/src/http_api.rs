@@ -37,7 +37,7 @@ pub const CODE_REFUSED: &str = "refused";
 
 /// `GET /v1/exchange/supply`: per asset, what came in from its core, went back, and where the
 /// rest is, after block `height`. Amounts are decimal strings (they may pass 2^64).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ExchangeSupplyBody {
     /// The bridge key its cores know it by (hex).
     pub bridge: String,
@@ -45,7 +45,7 @@ pub struct ExchangeSupplyBody {
     pub assets: Vec<AssetSupplyBody>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AssetSupplyBody {
     pub name: String,
     pub deposited: String,
@@ -81,7 +81,7 @@ impl ExchangeSupplyBody {
 }
 
 /// `GET /v1/exchange`: who the exchange is and where it stands.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SummaryBody {
     /// The exchange's identity (hex, 32 bytes).
     pub exchange: String,
@@ -95,20 +95,20 @@ pub struct SummaryBody {
 }
 
 /// `POST /v1/exchange/transactions`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TransactionsRequest {
     /// Signed exchange transactions (hex of each one's canonical encoding).
     pub transactions: Vec<String>,
 }
 
 /// The answer to [`TransactionsRequest`]: one fate per transaction, in order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FatesBody {
     pub fates: Vec<FateBody>,
 }
 
 /// `{"included": height}` or `{"refused": why}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FateBody {
     Included(u64),
@@ -116,7 +116,7 @@ pub enum FateBody {
 }
 
 /// `GET /v1/exchange/accounts/{id}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AccountBody {
     /// The account's key (hex, 32 bytes).
     pub key: String,
@@ -126,13 +126,13 @@ pub struct AccountBody {
 }
 
 /// `GET /v1/exchange/accounts/{id}/offers`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OffersBody {
     pub offers: Vec<OfferBody>,
 }
 
 /// One resting offer; its id is the sequence number of the transaction that made it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OfferBody {
     pub sell: String,
     pub buy: String,
@@ -144,7 +144,7 @@ pub struct OfferBody {
 }
 
 /// `GET /v1/exchange/blocks/last`: height 0 and nothing else before the first block.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LastBlockBody {
     pub height: u64,
     #[serde(default)]
@@ -157,7 +157,7 @@ pub struct LastBlockBody {
     pub trades: Vec<TradeBody>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TradeBody {
     pub sell: String,
     pub buy: String,
@@ -165,7 +165,7 @@ pub struct TradeBody {
 }
 
 /// `POST /v1/exchange/deposits`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DepositRequest {
     pub asset: String,
     /// The core funding (hex of its core encoding), confirmed by the asset's core.
@@ -176,7 +176,7 @@ pub struct DepositRequest {
 }
 
 /// The answer to [`DepositRequest`]: credited, or refunded instead.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DepositBody {
     pub credited: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -185,7 +185,7 @@ pub struct DepositBody {
 
 /// A funding refunded: why, the withdrawal it became (fetched again like any other), and its
 /// payout for the core, signed by the bridge key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RefundBody {
     pub reason: String,
     pub account: u64,
@@ -198,7 +198,7 @@ pub struct RefundBody {
 }
 
 /// `GET /v1/exchange/withdrawals/{account}/{sequence}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WithdrawalBody {
     /// The bridge payout (hex of its core encoding), signed by the bridge key.
     pub payout: String,

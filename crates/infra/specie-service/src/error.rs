@@ -94,6 +94,47 @@ pub fn error_json(code: &str, message: &str) -> String {
     serde_json::to_string(&body).expect("an error body serializes")
 }
 
+/// The longest text of an extractor's rejection kept in the error body it becomes.
+const REJECTION_TEXT_BYTES_MAX: usize = 1024;
+
+/// Middleware: an error answer that is not the one error body (the text/plain rejection of a
+/// path, query or body extractor: a path segment that is not a number, JSON sent without its
+/// content type) becomes one, its text the message, its code named by its status. Every service
+/// answers errors in one shape however its handlers extract their input.
+pub async fn uniform_errors(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let text = axum::body::to_bytes(response.into_body(), REJECTION_TEXT_BYTES_MAX)
+        .await
+        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string())
+        .unwrap_or_default();
+    let (code, hint) = match status {
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+            "unsupported_media_type",
+            "send the body as JSON with `Content-Type: application/json`",
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => ("body_too_large", "send less in one request"),
+        StatusCode::UNPROCESSABLE_ENTITY => ("bad_json", "the body is JSON but not the request asked for"),
+        StatusCode::NOT_FOUND => ("not_found", "no such endpoint or resource"),
+        StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", "wrong HTTP method for this endpoint"),
+        _ if status.is_server_error() => ("internal", "the service failed to answer"),
+        _ => ("bad_request", "the request cannot be what was meant"),
+    };
+    let message = match text.is_empty() {
+        true => format!("{hint}; see the service's GET /openapi.json"),
+        false => format!("{text} ({hint}; see the service's GET /openapi.json)"),
+    };
+    ApiError::new(status, code, message).into_response()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

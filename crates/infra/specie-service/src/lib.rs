@@ -15,9 +15,11 @@ pub mod core_link;
 pub mod error;
 pub mod health;
 pub mod observe;
+pub mod openapi;
 pub mod server;
 
 pub use call::{funding_confirmed, CoreApi, CoreCheckError, MarkerLookup, Pending, Unavailable};
 pub use core_link::{BridgeFundingTerms, CoreTransactions, NotAFunding, PayTo};
 pub use error::{ApiError, ErrorBody, ErrorDetail, NoMore};
+pub use openapi::{ApiDoc, Param};
 pub use server::HttpLimits;

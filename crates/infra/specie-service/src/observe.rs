@@ -24,7 +24,7 @@ pub const LIVEZ_PATH: &str = "/livez";
 pub const READYZ_PATH: &str = "/readyz";
 
 /// `/livez` and `/readyz`'s answer.
-#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct HealthBody {
     /// `live`, `ready` or `not_ready`.
     pub status: String,
@@ -33,13 +33,14 @@ pub struct HealthBody {
     pub not_ready: Vec<NotReadyBody>,
 }
 
-#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct NotReadyBody {
     pub check: String,
     pub reason: String,
 }
 
-/// `router` with the operations routes, each of its routes counted and timed.
+/// `router` with the operations routes, each of its routes counted and timed, and every error
+/// answered as the one error body.
 pub(crate) fn with_operations(router: Router) -> Router {
     let router = if router.has_routes() {
         router.route_layer(middleware::from_fn(count_and_time))
@@ -50,6 +51,7 @@ pub(crate) fn with_operations(router: Router) -> Router {
         .route(METRICS_PATH, get(metrics))
         .route(LIVEZ_PATH, get(livez))
         .route(READYZ_PATH, get(readyz))
+        .layer(middleware::from_fn(crate::error::uniform_errors))
 }
 
 async fn count_and_time(request: Request, next: Next) -> Response {
@@ -113,6 +115,21 @@ mod tests {
             Err(ureq::Error::Status(code, answer)) => (code, answer.into_string().unwrap()),
             Err(error) => panic!("{path}: {error}"),
         }
+    }
+
+    /// An extractor's text/plain rejection (here a path segment that is not a number) reaches
+    /// the caller as the one error body; a success passes untouched.
+    #[test]
+    fn an_extractors_rejection_is_answered_as_the_one_error_body() {
+        let number = |axum::extract::Path(id): axum::extract::Path<u64>| async move { id.to_string() };
+        let router = Router::new().route("/v1/things/{id}", get(number));
+        let (_runtime, address) = crate::server::serve_on_loopback(router, crate::HttpLimits::default()).unwrap();
+        let (code, text) = get_text(address, "/v1/things/-1");
+        assert_eq!(code, 400, "{text}");
+        let body: crate::ErrorBody = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(body.error.code, "bad_request");
+        assert!(body.error.message.contains("Invalid URL"), "{text}");
+        assert_eq!(get_text(address, "/v1/things/7"), (200, "7".to_string()));
     }
 
     /// Every served router gets the operations routes; its requests are counted by route

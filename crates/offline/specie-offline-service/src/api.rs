@@ -26,7 +26,7 @@ use crate::http_api::{
 };
 use crate::service::{AuthorityService, EmbeddedAuthority};
 use crate::AuthorityHandle;
-use specie_service::{ApiError, CoreApi, CoreTransactions, NotAFunding, PayTo};
+use specie_service::{ApiDoc, ApiError, CoreApi, CoreTransactions, NotAFunding, Param, PayTo};
 
 /// The authority the API serves, however it is hosted.
 pub type Authority = Arc<dyn AuthorityService>;
@@ -58,6 +58,37 @@ pub fn router(authority: AuthorityHandle, core_link: CoreLink) -> Router {
     }))
 }
 
+/// The offline authority's API as an OpenAPI document: what `GET /openapi.json` serves.
+pub fn openapi() -> ApiDoc {
+    ApiDoc::new(
+        "specie offline authority",
+        "Offline cash's authority: key rings, enrolment, funding, deposits, books (docs/offline-mode.md). \
+         Operator calls need the operator's bearer token.",
+    )
+    .path_parameter("identity", Param::Hex32)
+    .get::<KeysBody>(KEYS_PATH, "The signed key ring and the bridge key")
+    .post_empty::<KeysBody>(ROTATE_PATH, "(Operator) begin the next period")
+    .post::<RevokeKeyRequest, KeysBody>(REVOKE_KEY_PATH, "(Operator) revoke an issuing key")
+    .post::<RegisterRequest, RegisteredBody>(REGISTER_PATH, "(Operator) register a device's identity")
+    .post::<FundRequest, FundedBody>(FUND_PATH, "(Operator) issue tokens without a core funding")
+    .post::<FundFromCoreRequest, FundedBody>(FUND_FROM_CORE_PATH, "Issue tokens for a confirmed core funding")
+    .post::<CertifyRequest, CertifiedBody>(CERTIFY_PATH, "Certify a device's one-time keys")
+    .post::<DepositRequest, DepositBody>(
+        DEPOSIT_PATH,
+        "Deposit tokens: re-issue them, or pay them back to the core",
+    )
+    .get_with_query::<RevocationsBody>(
+        REVOCATIONS_PATH,
+        "Revoked serials",
+        &[("from", "the first revocation to list")],
+    )
+    .get::<BooksBody>(BOOKS_PATH, "The books: funded, paid back, outstanding, debts")
+    .get::<EvidenceBody>(
+        &format!("{EVIDENCE_PATH}/{{identity}}"),
+        "The evidence against a double spender",
+    )
+}
+
 /// The API of `authority`, however it is hosted.
 pub fn service_router(authority: Authority) -> Router {
     Router::new()
@@ -72,6 +103,7 @@ pub fn service_router(authority: Authority) -> Router {
         .route(REVOCATIONS_PATH, get(revocations))
         .route(BOOKS_PATH, get(books))
         .route(&format!("{EVIDENCE_PATH}/{{identity}}"), get(evidence))
+        .merge(openapi().router())
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,

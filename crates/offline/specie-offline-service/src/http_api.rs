@@ -38,7 +38,7 @@ pub const EVIDENCE_PATH: &str = "/v1/offline/evidence";
 pub const CODE_REFUSED: &str = "refused";
 
 /// The key ring now: signed (what devices take), and plain.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct KeysBody {
     pub signed_ring: String,
     pub ring: String,
@@ -50,25 +50,25 @@ pub struct KeysBody {
     pub deposit_periods: u32,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RevokeKeyRequest {
     /// The issuing key to revoke (hex, 32 bytes).
     pub key: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RegisterRequest {
     /// The device's identity (hex, 32 bytes).
     pub identity: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RegisteredBody {
     pub registered: bool,
 }
 
 /// A funding on the operator's word (an authority started with `--allow-operator-funding`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FundRequest {
     /// The funding's id (hex, 32 bytes): a funding is issued once per id.
     pub id: String,
@@ -77,7 +77,7 @@ pub struct FundRequest {
     pub owners: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FundFromCoreRequest {
     /// The bridge funding transaction (hex of its core encoding), confirmed by the core.
     pub transaction: String,
@@ -87,7 +87,7 @@ pub struct FundFromCoreRequest {
 
 /// A funding's answer: the tokens issued, or (a funding from the core whose owners could never
 /// be issued tokens) its refund.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FundedBody {
     /// The issuances (hex of each).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,7 +98,7 @@ pub struct FundedBody {
 
 /// A refunded funding: why, and the payout that pays it back to its first input's owner,
 /// signed by the bridge key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RefundBody {
     pub reason: String,
     pub amount: u64,
@@ -108,19 +108,19 @@ pub struct RefundBody {
     pub payout: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CertifyRequest {
     /// Key bindings (hex of each).
     pub bindings: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CertifiedBody {
     /// Key certificates (hex of each), one per binding, in order.
     pub certificates: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DepositRequest {
     pub token: String,
     pub statement: String,
@@ -128,7 +128,7 @@ pub struct DepositRequest {
 }
 
 /// A deposit's outcome (the same for a deposit sent again), and for a defund its payout.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DepositBody {
     #[serde(flatten)]
     pub outcome: OutcomeBody,
@@ -138,7 +138,7 @@ pub struct DepositBody {
 }
 
 /// `{"outcome": "reissued", "issuances": [...]}` and so on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum OutcomeBody {
     /// Paid: these fresh tokens (hex issuances) replace it.
@@ -156,13 +156,13 @@ pub enum OutcomeBody {
 }
 
 /// The query of `GET /v1/offline/revocations`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RevocationsQuery {
     #[serde(default)]
     pub from: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RevocationsBody {
     pub from: u64,
     /// Revoked serials (hex, 16 bytes each).
@@ -171,7 +171,7 @@ pub struct RevocationsBody {
 
 /// The authority's books: what the supply audit and `specie offline audit` read. Sums are
 /// decimal strings (u128).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BooksBody {
     pub by_key: Vec<KeyBooksBody>,
     pub current_period: u32,
@@ -182,7 +182,7 @@ pub struct BooksBody {
     pub outstanding: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct KeyBooksBody {
     pub denomination: u64,
     pub issued: String,
@@ -193,7 +193,7 @@ pub struct KeyBooksBody {
     pub status: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DebtBody {
     pub double_spends: u64,
     pub identity: String,
@@ -202,7 +202,7 @@ pub struct DebtBody {
 
 /// The evidence against one identity, as a bundle with the key ring (what `specie offline
 /// check-evidence` reads).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct EvidenceBody {
     pub bundle: String,
     pub double_spends: u64,

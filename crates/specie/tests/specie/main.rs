@@ -4,6 +4,7 @@
 
 mod cluster_harness;
 
+mod api_fuzz;
 mod authorities;
 mod byzantine_authorities;
 mod cli;
