@@ -13,6 +13,7 @@ use specie_codec::{Decode, Encode};
 use specie_confidential::AuditorSecret;
 use specie_credential::{AuditDirectory, EnrolmentId};
 use specie_endorsement::GroupKey;
+use specie_fastpay_wallet::supply::CommitteeTotals;
 use specie_transaction::{SpecieTransaction, Txid, Witness};
 use specie_wallet::NodeClient;
 
@@ -134,7 +135,7 @@ enum AuditCommand {
     /// in flight while the platform is busy (read again for --settle-ms), a loss once it is quiet.
     /// Exits 1 if any of it fails. Example, a cluster with every mode:
     /// specie audit supply --node http://127.0.0.1:8470 --offline http://127.0.0.1:8490
-    /// --exchange http://127.0.0.1:8480
+    /// --exchange http://127.0.0.1:8480 --fastpay-shard http://127.0.0.1:8500
     Supply {
         /// The node's (or a cluster sentinel's) API.
         #[arg(long, default_value = "http://127.0.0.1:8470")]
@@ -150,6 +151,11 @@ enum AuditCommand {
         /// (`hrp` in `GET /v1/info`), if the exchange trades an asset of that name.
         #[arg(long, value_name = "NAME", requires = "exchange")]
         asset: Option<String>,
+        /// One shard of one FastPay authority (its replicas' APIs, comma-separated); give it once
+        /// per shard of that authority: the committee's books are that authority's, summed.
+        /// Served by a cluster's authority replicas (`GET /v1/fastpay/books`).
+        #[arg(long = "fastpay-shard", value_name = "URL")]
+        fastpay_shards: Vec<String>,
         /// While a mode's books differ from the ledger, read everything again for up to this
         /// long (value in flight settles within a block or two when the platform is quiet).
         #[arg(long, default_value_t = 5000)]
@@ -221,6 +227,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             offline,
             exchange,
             asset,
+            fastpay_shards,
             settle_ms,
             json,
         } => {
@@ -229,6 +236,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
                 offline,
                 exchange,
                 asset,
+                fastpay_shards,
             };
             supply(&sources, settle_ms, json)
         }
@@ -245,6 +253,7 @@ struct SupplySources {
     offline: Option<String>,
     exchange: Option<String>,
     asset: Option<String>,
+    fastpay_shards: Vec<String>,
 }
 
 impl SupplySources {
@@ -276,12 +285,53 @@ impl SupplySources {
             };
             books.push(exchange_books);
         }
+        let shards = self.fastpay_books()?;
         // The cut last: a mode credits a funding only once the core confirmed it, so what the
         // modes hold was read no later than the ledger that must account for it.
         let cut = node
             .supply()
             .with_context(|| format!("cannot read the supply at {}", self.node))?;
+        if let Some((authority, committee_id, totals)) = shards {
+            let name = format!("FastPay authority {authority}");
+            books.push(specie_fastpay_wallet::supply::mode_books(
+                name,
+                committee_id,
+                &totals,
+                &cut,
+            ));
+        }
         Ok(SupplyReport::reconcile(cut, books))
+    }
+
+    /// One authority's books over every shard named: its index, the committee's id and the sums.
+    fn fastpay_books(&self) -> anyhow::Result<Option<(u16, String, CommitteeTotals)>> {
+        let Some(first_url) = self.fastpay_shards.first() else {
+            return Ok(None);
+        };
+        let mut shards = Vec::new();
+        for url in &self.fastpay_shards {
+            let books = specie_fastpay_wallet::supply::read_shard_books(url)
+                .with_context(|| format!("cannot read the FastPay shard's books at {url}"))?;
+            shards.push(books);
+        }
+        let first = &shards[0];
+        let mut seen: Vec<u32> = shards.iter().map(|books| books.shard).collect();
+        seen.sort_unstable();
+        let every_shard = seen == (0..first.shards).collect::<Vec<_>>();
+        let one_authority =
+            (shards.iter()).all(|b| b.authority == first.authority && b.committee_id == first.committee_id);
+        if !(every_shard && one_authority) {
+            anyhow::bail!(
+                "--fastpay-shard must name each of one authority's {} shards once (from {first_url}: authority {}); \
+                 got shards {seen:?} of authorities {:?}",
+                first.shards,
+                first.authority,
+                shards.iter().map(|b| b.authority).collect::<Vec<_>>()
+            );
+        }
+        let totals = CommitteeTotals::of_shards(&shards)
+            .with_context(|| format!("the FastPay books at {first_url} hold a figure that is not a number"))?;
+        Ok(Some((first.authority, first.committee_id.clone(), totals)))
     }
 }
 

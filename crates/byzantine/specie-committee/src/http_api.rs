@@ -29,6 +29,8 @@ pub const LOCKS_PATH: &str = "/v1/fastpay/locks";
 pub const ROUND_CHANGES_PATH: &str = "/v1/fastpay/round-changes";
 /// POST a [`Proposal`]; 200 answers the authority's prepare `Vote` of that round (bytes).
 pub const PROPOSALS_PATH: &str = "/v1/fastpay/proposals";
+/// One authority shard's books (the supply report's, `specie audit supply --fastpay-shard`).
+pub const BOOKS_PATH: &str = "/v1/fastpay/books";
 
 /// The largest request body an authority reads: a funding transaction with many inputs, or a
 /// certificate of the largest committee, fits easily.
@@ -191,6 +193,24 @@ pub struct InfoBody {
     pub leader: bool,
     pub committee_id: String,
     pub epoch: u64,
+}
+
+/// `GET /v1/fastpay/books`: one authority shard's books, as its replica has applied them.
+/// Values are decimal strings (they may pass 2^53).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ShardBooksBody {
+    pub authority: u16,
+    pub shard: u32,
+    pub shards: u32,
+    pub committee_id: String,
+    /// The sum of the shard's accounts' balances.
+    pub balances: String,
+    /// Value credited to the authority's other shards and not yet acknowledged by them.
+    pub credits_unacked: String,
+    /// Value funded into this shard from the core.
+    pub funded: String,
+    /// Value certified out of this shard to the core (redeems).
+    pub redeemed: String,
 }
 
 #[cfg(test)]

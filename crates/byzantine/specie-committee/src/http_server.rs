@@ -30,8 +30,9 @@ use specie_service::{ApiDoc, ApiError, CoreCheckError, Param, Pending};
 
 use crate::http_api::{
     refused_detail, AccountBody, ConfirmedBody, ErrorDetail, FundedBody, InfoBody, PendingBody, Proposal,
-    RefusalFields, ACCOUNTS_PATH, BODY_BYTES_MAX, CERTIFICATES_PATH, CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN,
-    CODE_SETTLED, CODE_STOPPING, FUNDINGS_PATH, INFO_PATH, LOCKS_PATH, ORDERS_PATH, PROPOSALS_PATH, ROUND_CHANGES_PATH,
+    RefusalFields, ShardBooksBody, ACCOUNTS_PATH, BODY_BYTES_MAX, BOOKS_PATH, CERTIFICATES_PATH, CODE_NOT_LEADER,
+    CODE_OUTCOME_UNKNOWN, CODE_SETTLED, CODE_STOPPING, FUNDINGS_PATH, INFO_PATH, LOCKS_PATH, ORDERS_PATH,
+    PROPOSALS_PATH, ROUND_CHANGES_PATH,
 };
 use crate::Call;
 
@@ -68,6 +69,11 @@ pub trait AuthorityService: Send + Sync + 'static {
     fn call(&self, call: Call) -> Pending<'_, Result<Reply, Unavailable>>;
     /// Whether the UHS id `marker` is in the online core's UHS, asked of the core itself.
     fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>>;
+    /// This shard's books as applied, if its host reads them (a cluster's replica does; a
+    /// standalone committee's shards, on role threads, do not yet).
+    fn books(&self) -> Option<ShardBooksBody> {
+        None
+    }
 }
 
 type Shared = State<Arc<dyn AuthorityService>>;
@@ -186,6 +192,10 @@ pub fn describe(doc: ApiDoc, prefix: &str) -> ApiDoc {
         )
         .post_bytes::<FundedBody>(&at(FUNDINGS_PATH), "Credit a confirmed core funding (kind 0x03) once")
         .get::<InfoBody>(&at(INFO_PATH), "Which authority and shard this is")
+        .get::<ShardBooksBody>(
+            &at(BOOKS_PATH),
+            "This shard's books: balances, credits moving, funded, redeemed",
+        )
 }
 
 /// The API's routes, on `replica`.
@@ -202,6 +212,7 @@ pub fn router(replica: Arc<dyn AuthorityService>) -> Router {
         .route(&format!("{ACCOUNTS_PATH}/{{account}}"), get(account))
         .route(FUNDINGS_PATH, post(funding))
         .route(INFO_PATH, get(info))
+        .route(BOOKS_PATH, get(books))
         .fallback(|| async { http_error(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
         .method_not_allowed_fallback(|| async {
             http_error(
@@ -392,6 +403,17 @@ async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) ->
         Reply::Refused(refusal) => Err(refused(&refusal)),
         other => Err(wrong_reply(&other)),
     }
+}
+
+async fn books(State(replica): Shared) -> Result<Json<ShardBooksBody>, HttpError> {
+    replica.books().map(Json).ok_or_else(|| {
+        http_error(
+            StatusCode::NOT_FOUND,
+            "no_books",
+            "this host does not serve its shards' books (a standalone committee): run the committee in a cluster \
+             (`specie cluster up --authorities`) to audit it over HTTP",
+        )
+    })
 }
 
 async fn info(State(replica): Shared) -> Json<InfoBody> {

@@ -30,6 +30,7 @@
 
 mod book;
 pub mod section;
+pub mod supply;
 #[cfg(test)]
 mod testkit;
 

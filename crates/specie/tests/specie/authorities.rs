@@ -229,6 +229,35 @@ fn start(
     (topology, client, observed)
 }
 
+/// The platform's supply report agrees with the committee's books: everything minted was funded
+/// into the committee, and authority 0's shards, read over HTTP, hold exactly that.
+fn check_supply(topology: &Topology) {
+    let sentinel = format!("http://{}", topology.sentinels[0].http);
+    let shards: Vec<String> = topology.fastpay_committee.as_ref().unwrap().http_addresses()[0]
+        .shards
+        .iter()
+        .map(|replicas| replicas.join(","))
+        .collect();
+    let mut args = vec!["audit", "supply", "--node", &sentinel, "--json"];
+    for urls in &shards {
+        args.extend(["--fastpay-shard", urls.as_str()]);
+    }
+    let report: serde_json::Value = serde_json::from_slice(&specie(&args).stdout).unwrap();
+    let funded = ((ACCOUNTS as u64 + 1) * FUNDING).to_string();
+    assert_eq!(
+        (&report["ok"], &report["supply"]["issued"]),
+        (&true.into(), &funded.as_str().into()),
+        "{report}"
+    );
+    let row = &report["modes"][0];
+    assert_eq!(
+        (&row["role"], &row["core_says"], &row["agrees"]),
+        (&"fastpay_committee".into(), &funded.as_str().into(), &true.into()),
+        "{report}"
+    );
+    assert_eq!(row["books"]["holds"].to_string(), funded, "{report}");
+}
+
 fn owner_account(n: u64) -> Account {
     let owner = deterministic_key("authorities-test-owner", n);
     Account {
@@ -258,8 +287,10 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
     let _down = Down(dir.clone());
     let (topology, client, observed) = start(
         &dir,
-        free_ports(4 + 3 + 16),
-        &["--authorities", "--authority-shards", "2"],
+        // Core 4, sentinel 3, authorities 4 × 2 shards × (wire + HTTP), one archiver (wire and
+        // metrics), and spare.
+        free_ports(4 + 3 + 16 + 4),
+        &["--authorities", "--authority-shards", "2", "--ledger-of-record", "1"],
         Duration::from_secs(5),
     );
     let mut accounts: Vec<Account> = (0..ACCOUNTS as u64).map(owner_account).collect();
@@ -337,6 +368,7 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
     check_settled_everywhere(&histories, &ledger.settled);
     check_restarted_shard(&client, &histories[usize::from(RESTARTED.0)], &observations, &owners);
     check_books(&topology, 4 * 2, (ACCOUNTS as u64 + 1) * FUNDING);
+    check_supply(&topology);
 
     // An owner who signs two orders and splits the committee gets the account back: the recovery
     // round goes over the HTTP API (round changes, a proposal, a lock, commits).

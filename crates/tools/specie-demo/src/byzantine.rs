@@ -4,9 +4,7 @@
 //! then the platform-wide audit.
 
 use crate::supply::{DemoFigures, SupplyCheck};
-use specie_api::http_api::SupplyBody;
-use specie_api::supply::ModeBooks;
-use specie_fastpay_primary::COMMITTEE_ROLE;
+use specie_fastpay_wallet::supply::{mode_books, CommitteeTotals};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -135,7 +133,14 @@ pub fn run(args: &ByzantineDemoOptions) -> BenchResult<ExitCode> {
     let mut audit = Audit::check(args, &books, core_value, &tally, reports.len());
     let figures = DemoFigures::new(&issuer, audit.minted.into(), 0, core_value.into(), 0);
     let honest = usize::from(BYZANTINE_AUTHORITY == 0);
-    let committee_books = fastpay_books(honest, &books[honest], committee_id, &ledger.supply);
+    let totals = CommitteeTotals {
+        balances: books[honest].balances,
+        moving: books[honest].in_flight,
+        funded: books[honest].funded,
+        redeemed: books[honest].redeemed,
+    };
+    let name = format!("FastPay authority {honest}");
+    let committee_books = mode_books(name, hex::encode(committee_id), &totals, &ledger.supply);
     let supply = SupplyCheck::new(None, ledger.supply, vec![committee_books], &figures);
     audit.ok = audit.ok && supply.ok();
     audit.supply = Some(supply);
@@ -465,37 +470,6 @@ struct Audit {
     /// The supply report at the end, set beside this audit.
     supply: Option<SupplyCheck>,
     ok: bool,
-}
-
-/// An authority's books as the supply report reads them: the committee holds its accounts'
-/// balances, the credits moving between its shards, and what it certified to the core that
-/// the core has not redeemed yet (`returned` on the ledger's cut).
-fn fastpay_books(index: usize, books: &AuthorityBooks, committee_id: [u8; 32], cut: &SupplyBody) -> ModeBooks {
-    let key = hex::encode(committee_id);
-    let returned: Option<u128> = cut
-        .modes
-        .iter()
-        .find(|flow| flow.role == COMMITTEE_ROLE && flow.key == key)
-        .map_or(Some(0), |flow| flow.returned.parse().ok());
-    let balances = u128::try_from(books.balances).ok();
-    let redeeming = returned.and_then(|returned| books.redeemed.checked_sub(returned));
-    let parts = vec![
-        ("account balances".to_string(), balances.unwrap_or(0)),
-        ("credits between shards".to_string(), books.in_flight),
-        (
-            "certified to the core, not yet redeemed there".to_string(),
-            redeeming.unwrap_or(0),
-        ),
-    ];
-    ModeBooks {
-        name: format!("FastPay authority {index}"),
-        role: COMMITTEE_ROLE.to_string(),
-        key,
-        holds: parts.iter().map(|(_, value)| value).sum(),
-        parts,
-        notes: vec![],
-        balanced: books.balanced() && balances.is_some() && redeeming.is_some(),
-    }
 }
 
 impl Audit {
