@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::cluster_harness::{free_ports, specie, BIN};
 
 /// Each service's fuzzing time, coverage phase and random phase together.
-const FUZZ_SECONDS: &str = "12";
+const FUZZ_SECONDS: &str = "8";
 /// What Schemathesis checks: no 5xx, and status, content type and body as documented.
 const CHECKS: &str = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance";
 
