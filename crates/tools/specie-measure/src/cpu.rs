@@ -51,12 +51,15 @@ impl CpuClock {
         cpu_time(libc::RUSAGE_THREAD)
     }
 
-    /// What was used since `self` (read on the same thread).
+    /// What was used since `self` (read on the same thread). The thread is read first here,
+    /// as [`CpuClock::now`] reads it last, so the thread's interval lies within the process's
+    /// and its part never exceeds the whole.
     pub fn used(&self) -> CpuUsed {
-        let now = CpuClock::now();
+        let this_thread = cpu_time(libc::RUSAGE_THREAD);
+        let process = cpu_time(libc::RUSAGE_SELF);
         CpuUsed {
-            process_s: now.process.saturating_sub(self.process).as_secs_f64(),
-            this_thread_s: now.this_thread.saturating_sub(self.this_thread).as_secs_f64(),
+            process_s: process.saturating_sub(self.process).as_secs_f64(),
+            this_thread_s: this_thread.saturating_sub(self.this_thread).as_secs_f64(),
         }
     }
 }
