@@ -152,7 +152,9 @@ proptest! {
         for (n, record) in prefix.iter().enumerate().filter(|(n, _)| n % 2 == 1) {
             if let SpecieTransaction::Transfer(transfer) = record.transaction() {
                 let mut twin = transfer.clone();
+                // Never a commitment `output` makes ([owner; 32]), so never the original again.
                 twin.outputs[0].witness_program_commitment = [0xEE; 32];
+                twin.outputs[0].witness_program_commitment[0] = 0x11;
                 twin.outputs[0].value = n as u64;
                 let twin = SpecieTransaction::Transfer(twin);
                 pending.push((Record::new(twin.clone(), &twin.compact()).unwrap(), false));
