@@ -56,8 +56,10 @@ fn wait_live(url: &str) {
 }
 
 /// Runs Schemathesis against `url`'s document; returns its report if it found a failure.
-fn fuzz(st: &str, url: &str, headers: &[String]) -> Option<String> {
+fn fuzz(st: &str, url: &str, headers: &[String], scratch: &std::path::Path) -> Option<String> {
     let mut command = Command::new(st);
+    // Its cache of crashes (`.schemathesis/`) goes to the test's scratch folder, not the tree.
+    command.current_dir(scratch);
     command.args([
         "run",
         &format!("{url}/openapi.json"),
@@ -191,7 +193,7 @@ fn every_service_answers_a_schema_driven_fuzzer_as_its_document_says() {
         ("the FastPay committee", 4, &vec![]),
         ("the active auditor", 5, &vec![]),
     ] {
-        if let Some(report) = fuzz(&st, &url(n), headers) {
+        if let Some(report) = fuzz(&st, &url(n), headers, temp.path()) {
             failures.push(format!("{name} at {}:\n{report}", url(n)));
         }
     }

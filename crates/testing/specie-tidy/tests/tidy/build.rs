@@ -3,8 +3,8 @@
 //!
 //! - Every library sets `[lib] doctest = false`: the workspace has no doc tests, and rustdoc
 //!   still parses every library to find none (49 of them took 2.5 minutes). Examples live in
-//!   tests, so a doc comment's code fences are ```` ```text ````: a Rust fence would be a doc
-//!   test that never runs.
+//!   tests, so a doc comment's code fences name a language other than Rust (```` ```text ````,
+//!   ```` ```json ````): a Rust fence would be a doc test that never runs.
 //! - Every package that runs only inside the compiler (proc macros, build scripts and what they
 //!   use) is built at `opt-level = 0` by a named `[profile.dev.package.NAME]` entry in the root
 //!   `Cargo.toml`; otherwise the `"*"` entry builds it at opt-level 2 (syn took 40 s of
@@ -46,8 +46,8 @@ fn build_diet_doc_tests_are_off_and_doc_fences_are_text() {
         let text = std::fs::read_to_string(root.join(&file.path)).unwrap_or_default();
         problems.extend(rust_doc_fences(&text).into_iter().map(|line| {
             format!(
-                "{}:{line}: a doc comment's code fence is a doc test that never runs (doctest = false); \
-                 write ```text, or move the example into a test",
+                "{}:{line}: a doc comment's Rust code fence is a doc test that never runs (doctest = \
+                 false); name its language (```text), or move the example into a test",
                 file.path
             )
         }));
@@ -55,8 +55,8 @@ fn build_diet_doc_tests_are_off_and_doc_fences_are_text() {
     assert_clean("doc tests", problems);
 }
 
-/// The lines of doc-comment code fences that rustdoc would take for Rust: an opening ```` ``` ````
-/// that does not say `text`.
+/// The lines of doc-comment code fences that rustdoc would take for Rust: an opening fence with
+/// no language, or with `rust` or one of rustdoc's test attributes.
 fn rust_doc_fences(source: &str) -> Vec<usize> {
     let mut open = false;
     let mut found = Vec::new();
@@ -68,12 +68,23 @@ fn rust_doc_fences(source: &str) -> Vec<usize> {
         let Some(info) = doc.trim_start().strip_prefix("```") else {
             continue;
         };
-        if !open && info.trim() != "text" {
+        if !open && is_rust(info) {
             found.push(index + 1);
         }
         open = !open;
     }
     found
+}
+
+/// Whether rustdoc reads a code fence with this info string as a Rust doc test.
+fn is_rust(info: &str) -> bool {
+    const RUSTDOC_ATTRIBUTES: &[&str] = &["rust", "ignore", "should_panic", "no_run", "compile_fail"];
+    let mut tokens = info
+        .split([',', ' '])
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .peekable();
+    tokens.peek().is_none() || tokens.any(|t| RUSTDOC_ATTRIBUTES.contains(&t) || t.starts_with("edition"))
 }
 
 #[test]
@@ -201,6 +212,7 @@ fn host_only(metadata: &Value) -> BTreeSet<String> {
 
 #[test]
 fn a_rust_fence_in_a_doc_comment_is_found_and_a_text_fence_is_not() {
-    let source = "//! ```text\n//! a ─▶ b\n//! ```\n/// ```\n/// let x = 1;\n/// ```\n/// ```rust\n/// ```\n";
-    assert_eq!(rust_doc_fences(source), vec![4, 7]);
+    let source = "//! ```text\n//! a ─▶ b\n//! ```\n/// ```\n/// let x = 1;\n/// ```\n/// ```rust\n/// ```\n\
+                  //! ```json\n//! {}\n//! ```\n/// ```no_run\n/// ```\n";
+    assert_eq!(rust_doc_fences(source), vec![4, 7, 12]);
 }
