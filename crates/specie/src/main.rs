@@ -40,7 +40,7 @@ struct Cli {
     log_format: LogFormat,
 }
 
-const LOG_FORMAT_VARIABLE: &str = "SPECIE_LOG_FORMAT";
+use specie_service::announce::LOG_FORMAT_VARIABLE;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum LogFormat {
@@ -208,7 +208,7 @@ fn init_logging(command: &Command, format: LogFormat) {
             ) || matches!(command, Command::Offline(args) if !args.prints_only())
                 || matches!(command, Command::Byzantine(args) if !args.prints_only()) =>
         {
-            tracing_subscriber::EnvFilter::new("warn")
+            tracing_subscriber::EnvFilter::new(format!("warn,{}=info", specie_service::announce::START_LOG))
         }
         Err(_) => return,
     };

@@ -308,6 +308,12 @@ async fn submit<B: Backend>(
         .map(|result| result.expect("every transaction has a result: malformed, final or pending"))
         .collect();
     count_outcomes(&results);
+    for result in &results {
+        if let Some(txid) = &result.txid {
+            let code = result.code.as_deref().unwrap_or("");
+            tracing::debug!(target: specie_transaction::TRANSACTION_LOG, txid = txid.as_str(), status = result.status.as_str(), code, "answered");
+        }
+    }
     specie_metrics::transactions::submission_answered(arrived.elapsed());
     Ok(Json(SubmitBody { results }))
 }

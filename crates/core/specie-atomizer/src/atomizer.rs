@@ -7,7 +7,7 @@ use specie_codec::{Decode, Encode};
 use specie_coordinator::{SubmitError, TxOutcome, TxResult};
 use specie_role::{Durable, Output, Role, Ticket};
 use specie_shard::{ShardRange, Vote};
-use specie_transaction::{CompactTransaction, DecodeLimits, UhsId};
+use specie_transaction::{CompactTransaction, DecodeLimits, UhsId, TRANSACTION_LOG};
 
 use crate::block::{AtomizerBlock, AtomizerLimits, AtomizerSnapshotError, AtomizerState};
 use crate::shard::{attested_ids_digest, AttestRequest, ShardAnswer, ShardMessage};
@@ -190,6 +190,7 @@ impl Atomizer {
     }
 
     fn outcome(&mut self, ticket: Option<Ticket>, tx: &CompactTransaction, result: TxResult) {
+        tracing::debug!(target: TRANSACTION_LOG, txid = %tx.txid, outcome = ?result, "settled");
         let outcome = TxOutcome { txid: tx.txid, result };
         self.outputs.push_back(match ticket {
             Some(ticket) => Output::Reply { ticket, reply: outcome },

@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use specie_shard::{DtxnId, ShardRange, ShardRequest, ShardResponse, ShardTx, Vote};
-use specie_transaction::{CompactTransaction, DecodeLimits, Txid};
+use specie_transaction::{CompactTransaction, DecodeLimits, Txid, TRANSACTION_LOG};
 
 use crate::state::{Applied, CoordinatorCommand, CoordinatorState, InvariantViolation};
 
@@ -73,6 +73,20 @@ pub enum CoordinatorOutput {
         shard: usize,
         response: ShardResponse,
     },
+    /// Every shard acknowledged a dtxn's commit: its size and its phases' times, for metrics.
+    Finished(DtxnTimes),
+}
+
+/// A finished dtxn's size and how long its phases took, by the coordinator's clock (ms).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct DtxnTimes {
+    pub transactions: usize,
+    /// Prepares sent to the last vote in; `None` when this leader took the dtxn over decided.
+    pub prepare_ms: Option<u64>,
+    /// The last vote in to the decision applied (made durable through Raft); `None` likewise.
+    pub decide_ms: Option<u64>,
+    /// Commits sent to the last acknowledgement in.
+    pub commit_ms: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
@@ -131,6 +145,11 @@ struct Flight {
     votes: Vec<Vote>,
     tags: Option<Vec<Tag>>,
     sent_ms: u64,
+    /// When this leader sent the prepares and when the last vote came in (`None` for a dtxn it
+    /// took over in its commit phase), and when it sent the commits: the phases' times.
+    prepare_sent_ms: Option<u64>,
+    votes_in_ms: Option<u64>,
+    commit_sent_ms: u64,
 }
 
 struct Queued {
@@ -238,6 +257,14 @@ impl Coordinator {
         self.leader.as_ref().map_or(0, |l| l.queue.len())
     }
 
+    /// Dtxns this leader has proposed and not finished: applied and active, or proposed and not
+    /// yet applied (0 while following).
+    pub fn dtxns_in_flight(&self) -> usize {
+        let Some(leader) = self.leader.as_ref() else { return 0 };
+        let unapplied = leader.next_proposal.saturating_sub(self.state.next_dtxn());
+        (self.state.active().len()).saturating_add(usize::try_from(unapplied).unwrap_or(usize::MAX))
+    }
+
     /// Takes the lead: every dtxn in the durable state resumes from the start of its last phase.
     /// Call only once the state holds every command the log has committed.
     pub fn become_leader(&mut self, now_ms: u64) {
@@ -278,6 +305,7 @@ impl Coordinator {
 
     /// Queues a refused submission's outcome, for hosts that learn it only from the outputs.
     pub(crate) fn refuse(&mut self, tag: Tag, txid: Txid, error: SubmitError) {
+        tracing::debug!(target: TRANSACTION_LOG, %txid, ?error, "refused");
         self.outputs.push_back(CoordinatorOutput::Outcome {
             tag: Some(tag),
             txid,
@@ -489,11 +517,11 @@ impl Coordinator {
                         .push_back(CoordinatorOutput::ShardRefused { shard, response });
                     return;
                 }
-                record_votes(&mut self.outputs, dtxn, flight, participant, phase, votes)
+                record_votes(&mut self.outputs, dtxn, flight, (participant, phase), votes, now_ms)
             }
             // Stale while committing: the shard committed and was already told to discard.
             (ShardResponse::Committed { .. } | ShardResponse::Stale { .. }, Phase::Committing) => {
-                record_committed(&mut self.outputs, dtxn, flight, participant)
+                record_committed(&mut self.outputs, dtxn, flight, participant, now_ms)
             }
             (ShardResponse::Refused { .. }, _) => {
                 tracing::warn!(shard, ?response, "a shard refused a request");
@@ -517,12 +545,7 @@ impl Coordinator {
     /// when only an input can make progress.
     pub fn deadline_ms(&self) -> Option<u64> {
         let leader = self.leader.as_ref()?;
-        let unapplied = leader.next_proposal.saturating_sub(self.state.next_dtxn());
-        let in_flight = self
-            .state
-            .active()
-            .len()
-            .saturating_add(usize::try_from(unapplied).unwrap_or(usize::MAX));
+        let in_flight = self.dtxns_in_flight();
         let cut = leader
             .queue
             .front()
@@ -545,9 +568,9 @@ fn record_votes(
     outputs: &mut VecDeque<CoordinatorOutput>,
     dtxn: DtxnId,
     flight: &mut Flight,
-    participant: usize,
-    phase: Phase,
+    (participant, phase): (usize, Phase),
     votes: &[Vote],
+    now_ms: u64,
 ) -> bool {
     if phase != Phase::Preparing || !flight.waiting.remove(&participant) {
         return false;
@@ -563,6 +586,7 @@ fn record_votes(
     }
     if flight.waiting.is_empty() {
         flight.phase = Phase::Deciding;
+        flight.votes_in_ms = Some(now_ms);
         let outcomes = flight.votes.clone();
         outputs.push_back(CoordinatorOutput::Propose(CoordinatorCommand::Commit {
             dtxn,
@@ -580,6 +604,7 @@ fn record_committed(
     dtxn: DtxnId,
     flight: &mut Flight,
     participant: usize,
+    now_ms: u64,
 ) -> bool {
     if !flight.waiting.remove(&participant) || !flight.waiting.is_empty() {
         return false;
@@ -593,6 +618,7 @@ fn record_committed(
             TxResult::Rejected(*vote)
         };
         let tag = tags.as_ref().and_then(|t| t.get(i).copied());
+        tracing::debug!(target: TRANSACTION_LOG, %txid, dtxn, index = i, outcome = ?result, "settled");
         outputs.push_back(CoordinatorOutput::Outcome {
             tag,
             txid: *txid,
@@ -601,6 +627,13 @@ fn record_committed(
     }
     outputs.push_back(CoordinatorOutput::Propose(CoordinatorCommand::Finish {
         dtxns: vec![dtxn],
+    }));
+    let voting = flight.prepare_sent_ms.zip(flight.votes_in_ms);
+    outputs.push_back(CoordinatorOutput::Finished(DtxnTimes {
+        transactions: flight.txids.len(),
+        prepare_ms: voting.map(|(sent, voted)| voted.saturating_sub(sent)),
+        decide_ms: voting.map(|(_, voted)| flight.commit_sent_ms.saturating_sub(voted)),
+        commit_ms: now_ms.saturating_sub(flight.commit_sent_ms),
     }));
     true
 }
@@ -658,6 +691,9 @@ fn plan_flight(shards: &[ShardRange], txs: &[CompactTransaction], tags: Option<V
         votes: vec![Vote::Yes; txs.len()],
         tags,
         sent_ms: now_ms,
+        prepare_sent_ms: None,
+        votes_in_ms: None,
+        commit_sent_ms: now_ms,
     }
 }
 
@@ -684,6 +720,11 @@ fn phase_request(dtxn: DtxnId, flight: &Flight, participant: usize) -> ShardRequ
 fn send_phase(outputs: &mut VecDeque<CoordinatorOutput>, dtxn: DtxnId, flight: &mut Flight, phase: Phase, now_ms: u64) {
     flight.phase = phase;
     flight.sent_ms = now_ms;
+    match phase {
+        Phase::Preparing => flight.prepare_sent_ms = Some(now_ms),
+        Phase::Committing => flight.commit_sent_ms = now_ms,
+        Phase::Deciding | Phase::Finishing => unreachable!("no requests are sent while {phase:?}"),
+    }
     flight.waiting = (0..flight.participants.len()).collect();
     for participant in 0..flight.participants.len() {
         let request = phase_request(dtxn, flight, participant);
@@ -956,7 +997,15 @@ mod tests {
                     txid: Txid([1; 32]),
                     result: TxResult::Rejected(Vote::InputMissing)
                 },
-                CoordinatorOutput::Propose(CoordinatorCommand::Finish { dtxns: vec![0] })
+                CoordinatorOutput::Propose(CoordinatorCommand::Finish { dtxns: vec![0] }),
+                // Prepares sent at 10, the last vote at 20, the decision applied (and the
+                // commits sent) at 20, the last acknowledgement at 30.
+                CoordinatorOutput::Finished(DtxnTimes {
+                    transactions: 1,
+                    prepare_ms: Some(10),
+                    decide_ms: Some(0),
+                    commit_ms: 10,
+                }),
             ]
         );
         // Finished: later answers for dtxn 0 are late, not forged.

@@ -18,7 +18,7 @@ mod role;
 mod state;
 
 pub use codec::CommandLimits;
-pub use engine::{Coordinator, CoordinatorConfig, CoordinatorOutput, SubmitError, Tag, TxResult};
+pub use engine::{Coordinator, CoordinatorConfig, CoordinatorOutput, DtxnTimes, SubmitError, Tag, TxResult};
 pub use role::{CoordinatorInput, CoordinatorReport, CoordinatorStateError, TxOutcome};
 pub use specie_shard::DtxnId;
 pub use state::{ActiveDtxn, Applied, CoordinatorCommand, CoordinatorState, InvariantViolation};

@@ -6,7 +6,7 @@ use specie_shard::{ShardRequest, ShardResponse};
 use specie_transaction::{CompactTransaction, Txid};
 
 use crate::codec::CommandLimits;
-use crate::engine::{Coordinator, CoordinatorOutput, TxResult};
+use crate::engine::{Coordinator, CoordinatorOutput, DtxnTimes, TxResult};
 use crate::state::{CoordinatorCommand, CoordinatorState, InvariantViolation};
 
 /// What callers and shards hand the coordinator.
@@ -33,6 +33,8 @@ pub enum CoordinatorReport {
     /// A transaction accepted by an earlier leader (or before a restart) reached its outcome;
     /// no caller here waits for it, its client learns it from the UHS.
     Settled(TxOutcome),
+    /// A dtxn finished: its size and its phases' times, for the host's metrics.
+    Finished(DtxnTimes),
 }
 
 impl Coordinator {
@@ -101,6 +103,7 @@ impl Role for Coordinator {
             CoordinatorOutput::ShardRefused { shard, response } => {
                 Output::Report(CoordinatorReport::ShardRefused { shard, response })
             }
+            CoordinatorOutput::Finished(times) => Output::Report(CoordinatorReport::Finished(times)),
         })
     }
 

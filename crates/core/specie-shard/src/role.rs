@@ -8,7 +8,7 @@ use std::convert::Infallible;
 
 use specie_codec::{Decode, DecodeError, Encode};
 use specie_role::{Durable, Output, Role, Ticket};
-use specie_transaction::UhsId;
+use specie_transaction::{UhsId, TRANSACTION_LOG};
 
 use crate::{
     CoordinatorIndex, ShardInvariantViolation, ShardRange, ShardRequest, ShardResponse, ShardState, ShardStats,
@@ -202,6 +202,7 @@ impl Role for Shard {
         if !self.leading {
             return;
         }
+        tracing::debug!(target: TRANSACTION_LOG, coordinator = command.coordinator, ?response, "answered");
         let ticket = self
             .proposed
             .pop_front()

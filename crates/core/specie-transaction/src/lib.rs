@@ -33,6 +33,14 @@ pub mod transaction;
 
 pub use address::{Address, AddressError, DEFAULT_HRP};
 
+/// The `tracing` target of the lines that follow one transaction through the core: the API's
+/// answer for each txid (node or sentinel), the coordinator's outcome (txid, and the dtxn and
+/// index it had there), each shard's answer to a dtxn (dtxn and coordinator: shards never see a
+/// txid), the atomizer's outcome (txid and block). At debug level, so off by default; an
+/// operator turns it on with `RUST_LOG=warn,specie::txn=debug` (and `--log-format json` for a
+/// log pipeline).
+pub const TRANSACTION_LOG: &str = "specie::txn";
+
 pub use bridge::{bridge_funding_marker, bridge_payout_marker, BridgeFunding, BridgePayout, BRIDGE_SERIAL_BYTES};
 pub use capability::{CapabilityKind, CapabilityTransaction, Circulation, Counterparty};
 pub use compact::AttestationError;

@@ -161,7 +161,6 @@ impl ArchiverReplica {
 
 fn log_report(report: &ArchiverReport) {
     tracing::warn!(%report, "archiver");
-    eprintln!("{report}");
 }
 
 /// Runs replica `id` of the archiver group until stopped.

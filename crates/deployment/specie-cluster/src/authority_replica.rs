@@ -145,7 +145,7 @@ impl EvidenceLocker {
                 evidence.encode_to(&mut bytes);
                 let path = self.file_path("equivocation", "evidence");
                 std::fs::write(&path, bytes)?;
-                eprintln!("{name}: conflicting signatures; evidence in {}", path.display());
+                tracing::error!(authority = %name, evidence = %path.display(), "conflicting signatures");
                 Ok(())
             }
             Report::ConflictingCertificates(certificates) => {
@@ -153,10 +153,7 @@ impl EvidenceLocker {
                 certificates.iter().for_each(|c| c.encode_to(&mut bytes));
                 let path = self.file_path("conflict", "certificates");
                 std::fs::write(&path, bytes)?;
-                eprintln!(
-                    "{name}: two final certificates for one slot; both in {}",
-                    path.display()
-                );
+                tracing::error!(authority = %name, certificates = %path.display(), "two final certificates for one slot");
                 Ok(())
             }
             Report::ChannelViolation { from, reason } => {
@@ -483,7 +480,10 @@ pub async fn run(topology: Topology, group: String, id: u64) -> Result<(), Autho
             let (replica, task) = AuthorityReplica::start(hosted, parts);
             let router = specie_committee::http_server::router(replica.clone())
                 .merge(specie_committee::http_server::openapi().router());
-            eprintln!("{} replica {id}: FastPay API on http://{http}", replica.group.name);
+            specie_service::announce::announce(format_args!(
+                "{} replica {id}: FastPay API on http://{http}",
+                replica.group.name
+            ));
             spawn_api(listener, router, http_limits, "FastPay");
             (replica, task)
         },

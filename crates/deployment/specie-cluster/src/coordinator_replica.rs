@@ -62,15 +62,21 @@ impl OrderingRole for Coordinator {
     }
 
     fn log_report(report: CoordinatorReport) {
-        if let CoordinatorReport::ShardRefused { shard, response } = report {
-            tracing::error!(shard, ?response, "a shard refused a request: protocol bug");
+        match report {
+            CoordinatorReport::ShardRefused { shard, response } => {
+                tracing::error!(shard, ?response, "a shard refused a request: protocol bug");
+            }
+            CoordinatorReport::Finished(t) => {
+                specie_metrics::coordinator::dtxn_finished(t.transactions, t.prepare_ms, t.decide_ms, t.commit_ms);
+            }
+            CoordinatorReport::Settled(_) => {}
         }
     }
 
     fn settled(report: &CoordinatorReport) -> Option<&TxOutcome> {
         match report {
             CoordinatorReport::Settled(outcome) => Some(outcome),
-            CoordinatorReport::ShardRefused { .. } => None,
+            CoordinatorReport::ShardRefused { .. } | CoordinatorReport::Finished(_) => None,
         }
     }
 }

@@ -167,7 +167,9 @@ pub async fn run(topology: Topology, id: u64) -> Result<(), ExchangeReplicaError
                 core,
             });
             let router = specie_exchange_service::router(replica.clone());
-            eprintln!("{EXCHANGE_GROUP} replica {id}: exchange API on http://{http}");
+            specie_service::announce::announce(format_args!(
+                "{EXCHANGE_GROUP} replica {id}: exchange API on http://{http}"
+            ));
             spawn_api(listener, router, http_limits, "exchange");
             (replica, task)
         },

@@ -159,7 +159,20 @@ pub trait RoleStatus {
 }
 
 impl RoleStatus for specie_host::RoleMachine<specie_shard::Shard> {}
-impl RoleStatus for specie_host::RoleMachine<specie_coordinator::Coordinator> {}
+impl RoleStatus for specie_host::RoleMachine<specie_coordinator::Coordinator> {
+    /// The leader's queue and dtxns in flight against their limits (0 on a follower).
+    fn role_gauges(&self) -> Vec<(specie_metrics::role::RoleFamily, f64)> {
+        use specie_metrics::role::RoleFamily;
+        let coordinator = self.role();
+        let config = coordinator.config();
+        vec![
+            (RoleFamily::CoordinatorQueue, coordinator.queued() as f64),
+            (RoleFamily::CoordinatorQueueMax, config.queue_transactions_max as f64),
+            (RoleFamily::CoordinatorInFlight, coordinator.dtxns_in_flight() as f64),
+            (RoleFamily::CoordinatorInFlightMax, config.dtxns_in_flight_max as f64),
+        ]
+    }
+}
 
 /// A running replica, shared by the request handlers.
 pub struct Hosted<S: ReplicatedStateMachine> {
@@ -315,7 +328,7 @@ where
     let (role_host, host) = start_host(shared.clone());
     let _ = hosted.set((shared.clone(), role_host));
     tracing::info!(%me, %address, "replica serving");
-    eprintln!("{group} replica {id}: serving on {address} as {me}");
+    specie_service::announce::announce(format_args!("{group} replica {id}: serving on {address} as {me}"));
 
     // A replica whose Raft core or role host stopped must not linger half alive: it exits with
     // an error, and its supervisor (or operator) restarts it from its durable state.
@@ -361,6 +374,7 @@ where
                 Some(Arc::new(identity))
             }
         };
+        specie_metrics::wire::handshake_admitted(caller.as_deref().map_or("unauthenticated", Identity::role_label));
         Ok(request_handler(
             caller,
             topology.clone(),

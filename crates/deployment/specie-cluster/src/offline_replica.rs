@@ -150,7 +150,9 @@ pub async fn run(topology: Topology, id: u64) -> Result<(), OfflineReplicaError>
                 core,
             });
             let router = specie_offline_service::service_router(replica.clone());
-            eprintln!("{OFFLINE_AUTHORITY_GROUP} replica {id}: offline authority API on http://{http}");
+            specie_service::announce::announce(format_args!(
+                "{OFFLINE_AUTHORITY_GROUP} replica {id}: offline authority API on http://{http}"
+            ));
             spawn_api(listener, router, http_limits, "offline authority");
             (replica, task)
         },

@@ -600,19 +600,19 @@ async fn start_endorser(
             } else {
                 "key generation"
             };
-            eprintln!("{name}: {what} with the other sentinels on {address}…");
+            specie_service::announce::announce(format_args!("{name}: {what} with the other sentinels on {address}…"));
             let transport = credentials::transport(topology, &me)?;
             let keys = endorsing::generate_keys(topology, name, inbox, kind, &transport).await?;
             credentials::save_endorser_keys(topology, name, &keys, refreshing)?;
             if refreshing {
                 let _ = std::fs::remove_file(&refresh);
             }
-            eprintln!("{name}: group key {}", hex::encode(keys.group_key().0));
+            specie_service::announce::announce(format_args!("{name}: group key {}", hex::encode(keys.group_key().0)));
             keys
         }
     };
     let service = Arc::new(EndorserService::new(keys, trusted_keys(topology)?, compromised));
-    eprintln!("{name}: endorser {} on {address}", service.id().0);
+    specie_service::announce::announce(format_args!("{name}: endorser {} on {address}", service.id().0));
     server.serve(service.clone());
     Ok(service)
 }
@@ -639,7 +639,7 @@ pub async fn run(topology: Topology, name: String, compromised: bool) -> Result<
             address: sentinel.http,
             source,
         })?;
-    eprintln!("{name}: API on http://{}", sentinel.http);
+    specie_service::announce::announce(format_args!("{name}: API on http://{}", sentinel.http));
     specie_service::server::serve(
         listener,
         specie_api::api::router(backend),

@@ -282,8 +282,14 @@ impl Wiring<Coordinator> for OrdererWiring<ShardCall> {
     }
 
     fn report(&mut self, report: CoordinatorReport) {
-        if let CoordinatorReport::ShardRefused { shard, response } = report {
-            tracing::error!(shard, ?response, "shard refused a request: protocol bug");
+        match report {
+            CoordinatorReport::ShardRefused { shard, response } => {
+                tracing::error!(shard, ?response, "shard refused a request: protocol bug");
+            }
+            CoordinatorReport::Finished(t) => {
+                specie_metrics::coordinator::dtxn_finished(t.transactions, t.prepare_ms, t.decide_ms, t.commit_ms);
+            }
+            CoordinatorReport::Settled(_) => {}
         }
     }
 

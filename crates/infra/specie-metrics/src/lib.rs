@@ -1,7 +1,7 @@
 //! The process's Prometheus metrics, one home. Every family specie records is defined here, once
 //! (its name `specie_<subsystem>_<what>_<unit>`, its help, its buckets), and recorded through the
-//! functions of its subsystem's module ([`http`], [`transactions`], [`log`], [`raft`], [`wire`],
-//! [`role`]), so a name has one meaning and the dashboards and alert rules (`ops/`) are checked
+//! functions of its subsystem's module ([`http`], [`transactions`], [`coordinator`], [`log`],
+//! [`raft`], [`wire`], [`role`]), so a name has one meaning and the dashboards and alert rules (`ops/`) are checked
 //! against the one list, [`FAMILIES_EXPOSED`].
 //!
 //! - **Cost.** Counters are atomics. A histogram takes a lock per observation, so the data
@@ -28,6 +28,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
+pub mod coordinator;
 pub mod http;
 pub mod log;
 pub mod raft;
@@ -54,6 +55,8 @@ pub const FAMILIES_EXPOSED: &[(&str, &str)] = &[
     ("specie_transactions_validation_duration_seconds", "histogram"),
     ("specie_transactions_validation_batch_size", "histogram"),
     ("specie_transactions_submit_duration_seconds", "histogram"),
+    ("specie_coordinator_dtxn_size", "histogram"),
+    ("specie_coordinator_phase_duration_seconds", "histogram"),
     ("specie_log_fsync_duration_seconds", "histogram"),
     ("specie_raft_leader_changes_total", "counter"),
     ("specie_raft_term", "gauge"),
@@ -64,11 +67,13 @@ pub const FAMILIES_EXPOSED: &[(&str, &str)] = &[
     ("specie_raft_applied_index", "gauge"),
     ("specie_raft_last_log_index", "gauge"),
     ("specie_raft_snapshot_index", "gauge"),
+    ("specie_raft_snapshot_duration_seconds", "histogram"),
     ("specie_raft_log_appends_total", "counter"),
     ("specie_raft_log_syncs_total", "counter"),
     ("specie_raft_replication_lag_entries", "gauge"),
     ("specie_wire_authorization_refused_total", "counter"),
     ("specie_wire_server_events_total", "counter"),
+    ("specie_wire_handshakes_total", "counter"),
     ("specie_fastpay_accounts", "gauge"),
     ("specie_fastpay_votes_total", "counter"),
     ("specie_fastpay_confirmed_total", "counter"),
@@ -90,6 +95,10 @@ pub const FAMILIES_EXPOSED: &[(&str, &str)] = &[
     ("specie_ledger_records_undecided", "gauge"),
     ("specie_ledger_supply_issued_value", "gauge"),
     ("specie_ledger_supply_balanced", "gauge"),
+    ("specie_coordinator_queue_transactions", "gauge"),
+    ("specie_coordinator_queue_transactions_max", "gauge"),
+    ("specie_coordinator_dtxns_in_flight", "gauge"),
+    ("specie_coordinator_dtxns_in_flight_max", "gauge"),
     ("specie_atomizer_height", "gauge"),
     ("specie_atomizer_admitted_total", "counter"),
 ];
@@ -103,6 +112,7 @@ struct Families {
     on: AtomicBool,
     http: http::Families,
     transactions: transactions::Families,
+    coordinator: coordinator::Families,
     log: log::Families,
     raft: raft::Families,
     wire: wire::Families,
@@ -119,6 +129,7 @@ static FAMILIES: LazyLock<Families> = LazyLock::new(|| {
     Families {
         http: http::Families::register(&mut registry),
         transactions: transactions::Families::register(&mut registry),
+        coordinator: coordinator::Families::register(&mut registry),
         log: log::Families::register(&mut registry),
         raft: raft::Families::register(&mut registry),
         wire: wire::Families::register(&mut registry),
@@ -192,8 +203,10 @@ mod tests {
         transactions::validated(10, std::time::Duration::from_millis(2));
         transactions::finished("invalid", "bad_signature", 1);
         transactions::submission_answered(std::time::Duration::from_millis(9));
+        coordinator::dtxn_finished(4, Some(1), None, 2);
         log::synced(std::time::Duration::from_micros(700));
         raft::leader_changed();
+        raft::snapshot_step(raft::SnapshotStep::Write, std::time::Duration::from_millis(4));
         raft::watch(|| raft::RaftView {
             is_leader: true,
             leader: Some(1),
@@ -205,6 +218,7 @@ mod tests {
             ..raft::RaftView::default()
         });
         wire::authorization_refused("sentinel");
+        wire::handshake_admitted("coordinator");
         wire::watch(|| vec![("requests_refused", 2)]);
         role::watch(|| role::RoleFamily::ALL.iter().map(|family| (*family, 1.0)).collect());
         let text = exposition();

@@ -11,24 +11,54 @@ use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-use crate::{add_collector, recording};
+use crate::{add_collector, latency_family, recording, LatencyFamily};
 
 pub(crate) struct Families {
     leader_changes: Counter,
+    snapshot: LatencyFamily<1>,
 }
 
 impl Families {
     pub(crate) fn register(registry: &mut Registry) -> Families {
         let families = Families {
             leader_changes: Counter::default(),
+            snapshot: latency_family(),
         };
         registry.register(
             "specie_raft_leader_changes",
             "Times this replica saw its group's leader change (to another replica or to none)",
             families.leader_changes.clone(),
         );
+        registry.register(
+            "specie_raft_snapshot_duration_seconds",
+            "Time one snapshot step took: encode (the state to bytes, on the apply path), write \
+             (the bytes to disk) or install (a snapshot from the leader, restored and written)",
+            families.snapshot.clone(),
+        );
         families
     }
+}
+
+/// The snapshot steps timed, [`snapshot_step`]'s labels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapshotStep {
+    Encode,
+    Write,
+    Install,
+}
+
+/// One snapshot step took `took`.
+pub fn snapshot_step(step: SnapshotStep, took: std::time::Duration) {
+    let Some(all) = recording() else { return };
+    let step = match step {
+        SnapshotStep::Encode => "encode",
+        SnapshotStep::Write => "write",
+        SnapshotStep::Install => "install",
+    };
+    all.raft
+        .snapshot
+        .get_or_create(&[("step", step.to_string())])
+        .observe(took.as_secs_f64());
 }
 
 /// This replica saw its group's leader change.

@@ -84,6 +84,26 @@ role_families! {
         "1 while the ledger's supply tallies agree (issued = core outputs + hidden notes + held by modes), else 0",
         false
     ),
+    CoordinatorQueue => (
+        "specie_coordinator_queue_transactions",
+        "Transactions a coordinator leader holds, not yet cut into a dtxn",
+        false
+    ),
+    CoordinatorQueueMax => (
+        "specie_coordinator_queue_transactions_max",
+        "The most a coordinator leader queues before it answers busy",
+        false
+    ),
+    CoordinatorInFlight => (
+        "specie_coordinator_dtxns_in_flight",
+        "Dtxns a coordinator leader has proposed and not finished",
+        false
+    ),
+    CoordinatorInFlightMax => (
+        "specie_coordinator_dtxns_in_flight_max",
+        "The most dtxns a coordinator leader keeps in flight",
+        false
+    ),
     AtomizerHeight => ("specie_atomizer_height", "Blocks the atomizer has ordered", false),
     AtomizerAdmitted => ("specie_atomizer_admitted", "Transactions the atomizer has admitted", true),
 }

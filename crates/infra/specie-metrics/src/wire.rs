@@ -13,18 +13,27 @@ use crate::{add_collector, recording, CounterFamily};
 
 pub(crate) struct Families {
     authorization_refused: CounterFamily<1>,
+    handshakes: CounterFamily<1>,
 }
 
 impl Families {
     pub(crate) fn register(registry: &mut Registry) -> Families {
         let families = Families {
             authorization_refused: CounterFamily::default(),
+            handshakes: CounterFamily::default(),
         };
         registry.register(
             "specie_wire_authorization_refused",
             "Requests refused by the authorisation table before they were decoded, by the \
              calling peer's role",
             families.authorization_refused.clone(),
+        );
+        registry.register(
+            "specie_wire_handshakes",
+            "Connections whose peer passed the handshake (mutual TLS) and was admitted as a member \
+             of the cluster, by its role (`unauthenticated` when the transport authenticates no \
+             one); failed handshakes are in specie_wire_server_events_total",
+            families.handshakes.clone(),
         );
         families
     }
@@ -36,6 +45,15 @@ pub fn authorization_refused(peer_role: &str) {
     let families = &all.wire;
     families
         .authorization_refused
+        .get_or_create(&[("peer_role", peer_role.to_string())])
+        .inc();
+}
+
+/// A peer of `peer_role` passed the handshake and was admitted.
+pub fn handshake_admitted(peer_role: &str) {
+    let Some(all) = recording() else { return };
+    all.wire
+        .handshakes
         .get_or_create(&[("peer_role", peer_role.to_string())])
         .inc();
 }

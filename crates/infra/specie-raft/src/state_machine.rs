@@ -10,6 +10,7 @@
 use std::io::{self, Cursor};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use openraft::storage::RaftStateMachine;
 use openraft::{AnyError, EntryPayload, RaftSnapshotBuilder, Snapshot, StorageIOError};
@@ -17,6 +18,7 @@ use parking_lot::Mutex;
 
 use crate::codec::{self, Reader};
 use specie_log::{DirLock, SyncMode};
+use specie_metrics::raft::SnapshotStep;
 
 use crate::fsio;
 use crate::types::{Entry, LogId, NodeId, Responses, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
@@ -190,11 +192,13 @@ pub(crate) struct SnapshotBuilder {
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
         let signature = self.snapshot.meta.signature();
+        let started = Instant::now();
         self.slot
             .clone()
             .replace_off_runtime(self.snapshot.clone())
             .await
             .map_err(|e| StorageIOError::write_snapshot(Some(signature), AnyError::new(&e)))?;
+        specie_metrics::raft::snapshot_step(SnapshotStep::Write, started.elapsed());
         Ok(Snapshot {
             meta: self.snapshot.meta.clone(),
             snapshot: Box::new(Cursor::new(self.snapshot.data.to_vec())),
@@ -239,7 +243,9 @@ impl<S: ReplicatedStateMachine> RaftStateMachine<TypeConfig> for StateMachineSto
     async fn get_snapshot_builder(&mut self) -> SnapshotBuilder {
         // The state is encoded here, on the apply path, so the snapshot is the exact state as of
         // `applied`; writing it out happens later on the builder's own task.
+        let started = Instant::now();
         let data = self.state.lock().snapshot();
+        specie_metrics::raft::snapshot_step(SnapshotStep::Encode, started.elapsed());
         let build = self.builds.fetch_add(1, Ordering::Relaxed);
         let snapshot_id = match self.applied {
             Some(l) => format!("{}-{}-{}-{build}", l.leader_id.term, l.leader_id.node_id, l.index),
@@ -267,6 +273,7 @@ impl<S: ReplicatedStateMachine> RaftStateMachine<TypeConfig> for StateMachineSto
         meta: &SnapshotMeta,
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> Result<(), StorageError> {
+        let started = Instant::now();
         let data = Arc::new(snapshot.into_inner());
         let signature = meta.signature();
         self.state
@@ -284,6 +291,7 @@ impl<S: ReplicatedStateMachine> RaftStateMachine<TypeConfig> for StateMachineSto
             .replace_off_runtime(stored)
             .await
             .map_err(|e| StorageIOError::write_snapshot(Some(signature), AnyError::new(&e)))?;
+        specie_metrics::raft::snapshot_step(SnapshotStep::Install, started.elapsed());
         Ok(())
     }
 

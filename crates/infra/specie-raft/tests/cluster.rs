@@ -431,6 +431,18 @@ async fn a_partitioned_replica_catches_up_by_snapshot_through_a_lossy_network() 
         cluster.network.stats().dropped > 0,
         "the fault injection dropped messages"
     );
+    // Every step was timed: the leader encoded and wrote snapshots, the cut-off one installed.
+    let scrape = specie_metrics::exposition();
+    for step in ["encode", "write", "install"] {
+        let count = (scrape.lines())
+            .find_map(|line| {
+                line.strip_prefix(&format!(
+                    "specie_raft_snapshot_duration_seconds_count{{step=\"{step}\"}} "
+                ))
+            })
+            .and_then(|count| count.parse::<u64>().ok());
+        assert!(count.is_some_and(|count| count > 0), "no {step} timed: {scrape}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

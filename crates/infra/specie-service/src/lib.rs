@@ -9,6 +9,7 @@
 //! from [`health`]). Each service keeps its request and answer bodies as types in its own
 //! `http_api` module, shared by its server and its client: the seam where API descriptions attach.
 
+pub mod announce;
 pub mod call;
 pub mod client;
 pub mod core_link;

@@ -378,6 +378,10 @@ impl World {
                 SimEvent::Report(CoordinatorReport::ShardRefused { shard, response }) => {
                     return Err(self.violation(format!("shard {shard} refused: {response:?}")));
                 }
+                SimEvent::Report(CoordinatorReport::Finished(times)) if times.transactions == 0 => {
+                    return Err(self.violation(format!("an empty dtxn finished: {times:?}")));
+                }
+                SimEvent::Report(CoordinatorReport::Finished(_)) => {}
             }
         }
         Ok(())

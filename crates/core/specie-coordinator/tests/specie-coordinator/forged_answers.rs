@@ -155,7 +155,7 @@ impl World {
                         prop_assert!(self.outcomes.insert(tag, TxResult::Dropped).is_none(), "two outcomes");
                     }
                 }
-                CoordinatorOutput::ShardRefused { .. } => {}
+                CoordinatorOutput::ShardRefused { .. } | CoordinatorOutput::Finished(_) => {}
             }
         }
         Ok(())

@@ -81,6 +81,7 @@ impl World {
                 CoordinatorOutput::ShardRefused { shard, response } => {
                     panic!("shard {shard} refused: {response:?}")
                 }
+                CoordinatorOutput::Finished(times) => assert!(times.transactions > 0, "{times:?}"),
             }
         }
     }
