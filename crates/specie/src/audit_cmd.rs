@@ -175,6 +175,13 @@ enum AuditCommand {
     },
 }
 
+impl AuditArgs {
+    /// Whether this runs until stopped (the active auditor's API), rather than printing.
+    pub fn serves(&self) -> bool {
+        matches!(self.command, AuditCommand::Serve { .. })
+    }
+}
+
 pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         AuditCommand::Keygen { out } => keygen(&out),
@@ -443,7 +450,9 @@ fn serve(
     let cosigning = hex::encode(auditor.public_key());
     let router = specie_api::cosign_api::router(std::sync::Arc::new(Cosigning(auditor)));
     specie_service::server::serve_until_ctrl_c(listen, router, specie_service::HttpLimits::default(), |address| {
-        eprintln!("active auditor {cosigning}: serving the co-signing API on http://{address}");
+        specie_service::announce::announce(format_args!(
+            "active auditor {cosigning}: serving the co-signing API on http://{address}"
+        ));
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -189,6 +189,13 @@ pub struct Movement {
     core_wallet: Option<PathBuf>,
 }
 
+impl ExchangeArgs {
+    /// Whether this runs until stopped (the exchange), rather than acting as a trader.
+    pub fn serves(&self) -> bool {
+        matches!(self.command, ExchangeCommand::Serve { .. })
+    }
+}
+
 pub fn run(args: ExchangeArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         ExchangeCommand::Serve {

@@ -124,8 +124,9 @@ fn main() -> ExitCode {
     // … | head` ends quietly instead of panicking on a closed pipe.
     if matches!(
         cli.command,
-        Command::Tx(_) | Command::Sim(_) | Command::Audit(_) | Command::Ra(_) | Command::Issuer(_)
-    ) || matches!(&cli.command, Command::Offline(args) if args.prints_only())
+        Command::Tx(_) | Command::Sim(_) | Command::Ra(_) | Command::Issuer(_)
+    ) || matches!(&cli.command, Command::Audit(args) if !args.serves())
+        || matches!(&cli.command, Command::Offline(args) if args.prints_only())
         || matches!(&cli.command, Command::Byzantine(args) if args.prints_only())
     {
         reset_sigpipe();
@@ -206,7 +207,9 @@ fn init_logging(command: &Command, format: LogFormat) {
                     | Command::Archiver(_)
                     | Command::Atomizer(_)
             ) || matches!(command, Command::Offline(args) if !args.prints_only())
-                || matches!(command, Command::Byzantine(args) if !args.prints_only()) =>
+                || matches!(command, Command::Byzantine(args) if !args.prints_only())
+                || matches!(command, Command::Exchange(args) if args.serves())
+                || matches!(command, Command::Audit(args) if args.serves()) =>
         {
             tracing_subscriber::EnvFilter::new(format!("warn,{}=info", specie_service::announce::START_LOG))
         }

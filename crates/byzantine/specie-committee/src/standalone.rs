@@ -143,19 +143,19 @@ pub fn serve(options: &CommitteeServeOptions) -> Result<(), CommitteeServeError>
     let router = committee_router(&committee, options, committee_hex(&keys));
     let data_dir = options.data_dir.clone();
     let served = listening.serve_until_ctrl_c(router, options.limits, |local| {
-        eprintln!(
+        specie_service::announce::announce(format_args!(
             "specie byzantine committee: {} authorities × {} shard(s), committee {}, data in {}, API on http://{local} (Ctrl-C to stop)",
             options.authorities,
             options.shards,
             hex::encode(committee.committee().id()),
             data_dir.display()
-        );
+        ));
     });
     if let Ok(committee) = Arc::try_unwrap(committee) {
         committee.stop();
     }
     served?;
-    eprintln!("specie byzantine committee: stopped");
+    specie_service::announce::announce(format_args!("specie byzantine committee: stopped"));
     Ok(())
 }
 

@@ -43,26 +43,28 @@ pub fn serve(options: NodeOptions, listen: SocketAddr, limits: HttpLimits) -> Re
     let handle = node.handle();
     let manifest = handle.manifest().clone();
     if manifest.issuers.is_empty() {
-        eprintln!("warning: no issuer key configured, so nothing can be minted; restart with --issuer <HEX>");
+        specie_service::announce::announce(format_args!(
+            "warning: no issuer key configured, so nothing can be minted; restart with --issuer <HEX>"
+        ));
     }
     // Everything the node accepts follows from these: shown at every start (docs/operator-guide.md).
     if !manifest.issuers.is_empty() {
-        eprintln!("specie node: issuers: {}", manifest.issuers.join(", "));
+        specie_service::announce::announce(format_args!("specie node: issuers: {}", manifest.issuers.join(", ")));
     }
     for line in manifest.settings.describe() {
-        eprintln!("specie node: {line}");
+        specie_service::announce::announce(format_args!("specie node: {line}"));
     }
     let router = specie_api::api::router(handle);
     listening.serve_until_ctrl_c(router, limits, |local| {
-        eprintln!(
+        specie_service::announce::announce(format_args!(
             "specie node: currency {}, network {}, {} shards, data in {}, API on http://{local} (Ctrl-C to stop)",
             manifest.hrp,
             manifest.network_id,
             manifest.shards,
             data_dir.display(),
-        );
+        ));
     })?;
     node.shutdown();
-    eprintln!("specie node: stopped");
+    specie_service::announce::announce(format_args!("specie node: stopped"));
     Ok(())
 }

@@ -237,12 +237,13 @@ pub fn serve(options: ServeOptions) -> Result<(), ExchangeServiceError> {
     )?;
     let data_dir = options.data_dir.clone();
     let served = listening.serve_until_ctrl_c(router(std::sync::Arc::new(exchange.clone())), options.limits, |local| {
-        eprintln!(
+        specie_service::announce::announce(format_args!(
             "specie exchange: data in {}, API on http://{local} (Ctrl-C to stop)",
             data_dir.display()
-        );
+        ));
     });
     exchange.role.stop();
     served?;
+    specie_service::announce::announce(format_args!("specie exchange: stopped"));
     Ok(())
 }

@@ -78,15 +78,15 @@ pub fn serve(options: ServeOptions) -> Result<(), ServeError> {
         router(authority.clone(), options.core_link.clone()),
         options.limits,
         |local| {
-            eprintln!(
+            specie_service::announce::announce(format_args!(
                 "specie offline authority: data in {}, API on http://{local}, operator token in {} (Ctrl-C to stop)",
                 data_dir.display(),
                 data_dir.join("operator.token").display()
-            );
+            ));
         },
     );
     authority.stop();
     served?;
-    eprintln!("specie offline authority: stopped");
+    specie_service::announce::announce(format_args!("specie offline authority: stopped"));
     Ok(())
 }

@@ -471,3 +471,86 @@ fn prometheus_scrapes_every_process_of_a_cluster_and_sees_a_leader_killed() {
         (readyz(&address).0 == 200).then_some(())
     });
 }
+
+/// Under `--log-format json` a standalone service's stderr is JSON lines from its start to its
+/// stop after Ctrl-C: its settings, where it serves and its stop are `specie::start` events.
+#[test]
+fn a_standalone_service_logs_json_lines_from_start_to_ctrl_c() {
+    use std::io::Read;
+    let temp = tempfile::tempdir().unwrap();
+    let dir = |name: &str| temp.path().join(name).to_str().unwrap().to_string();
+    let issuer = secp256k1::Keypair::new_global(&mut rand::thread_rng());
+    let issuer = hex::encode(specie_transaction::signing::xonly_bytes(&issuer));
+    let services: [(&str, Vec<String>); 2] = [
+        (
+            "specie node: stopped",
+            [
+                "node",
+                "--listen",
+                "127.0.0.1:0",
+                "--issuer",
+                &issuer,
+                "--data-dir",
+                &dir("node"),
+            ]
+            .map(String::from)
+            .to_vec(),
+        ),
+        (
+            "specie exchange: stopped",
+            [
+                "exchange",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--data-dir",
+                &dir("exchange"),
+            ]
+            .into_iter()
+            .chain(["--asset", "usd=http://127.0.0.1:9", "--asset", "eur=http://127.0.0.1:9"])
+            .map(String::from)
+            .collect(),
+        ),
+    ];
+    for (expected, args) in services {
+        let mut child = Command::new(crate::cluster_harness::BIN)
+            .args(["--log-format", "json"])
+            .args(&args)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let mut text = String::new();
+        let mut buffer = [0u8; 4096];
+        wait_for("the service to say where it serves", Duration::from_secs(30), || {
+            let read = stderr.read(&mut buffer).unwrap();
+            assert!(read > 0, "{args:?} ended early: {text}");
+            text.push_str(std::str::from_utf8(&buffer[..read]).unwrap());
+            text.contains("API on http://").then_some(())
+        });
+        let interrupted = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(interrupted.success());
+        stderr.read_to_string(&mut text).unwrap();
+        assert!(child.wait().unwrap().success(), "{args:?}: {text}");
+        let events: Vec<Value> = (text.lines())
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {line}")))
+            .collect();
+        assert!(
+            events
+                .iter()
+                .all(|event| event["target"] == specie_service::announce::START_LOG),
+            "{text}"
+        );
+        let said = |part: &str| {
+            events
+                .iter()
+                .any(|e| e["fields"]["message"].as_str().is_some_and(|m| m.contains(part)))
+        };
+        assert!(said(expected) && said("API on http://"), "{args:?}: {text}");
+    }
+}
