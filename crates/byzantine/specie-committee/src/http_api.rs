@@ -122,10 +122,15 @@ pub struct RefusalFields {
 pub type ErrorBody = specie_service::ErrorBody<RefusalFields>;
 pub type ErrorDetail = specie_service::ErrorDetail<RefusalFields>;
 
+/// A refusal's name (its variant's, `WrongSequence`): the `refusal` of an error body.
+pub fn refusal_name(refusal: &Refusal) -> String {
+    let debug = format!("{refusal:?}");
+    debug.chars().take_while(char::is_ascii_alphanumeric).collect()
+}
+
 /// A refusal of the authority's role, named as the enum names it.
 pub fn refused_detail(refusal: &Refusal) -> ErrorDetail {
-    let debug = format!("{refusal:?}");
-    let name: String = debug.chars().take_while(char::is_ascii_alphanumeric).collect();
+    let name = refusal_name(refusal);
     let next_sequence = match refusal {
         Refusal::MissingEarlier { next, .. } => Some(*next),
         Refusal::WrongSequence { expected, .. } => Some(*expected),

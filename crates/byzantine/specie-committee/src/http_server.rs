@@ -29,9 +29,9 @@ use specie_fastpay_primary::FastpayFunding;
 use specie_service::{ApiDoc, ApiError, CoreCheckError, Param, Pending};
 
 use crate::http_api::{
-    refused_detail, AccountBody, ConfirmedBody, ErrorDetail, FundedBody, InfoBody, PendingBody, Proposal,
+    refusal_name, refused_detail, AccountBody, ConfirmedBody, ErrorDetail, FundedBody, InfoBody, PendingBody, Proposal,
     RefusalFields, ShardBooksBody, ACCOUNTS_PATH, BODY_BYTES_MAX, BOOKS_PATH, CERTIFICATES_PATH, CODE_NOT_LEADER,
-    CODE_OUTCOME_UNKNOWN, CODE_SETTLED, CODE_STOPPING, FUNDINGS_PATH, INFO_PATH, LOCKS_PATH, ORDERS_PATH,
+    CODE_OUTCOME_UNKNOWN, CODE_REFUSED, CODE_SETTLED, CODE_STOPPING, FUNDINGS_PATH, INFO_PATH, LOCKS_PATH, ORDERS_PATH,
     PROPOSALS_PATH, ROUND_CHANGES_PATH,
 };
 use crate::Call;
@@ -131,6 +131,34 @@ fn wrong_reply(reply: &Reply) -> HttpError {
         "internal",
         "the authority answered with the wrong kind of reply",
     )
+}
+
+/// The API's code for a call that got no answer.
+fn unavailable_code(error: &Unavailable) -> &'static str {
+    match error {
+        Unavailable::NotLeader { .. } => CODE_NOT_LEADER,
+        Unavailable::OutcomeUnknown => CODE_OUTCOME_UNKNOWN,
+        Unavailable::Stopping => CODE_STOPPING,
+    }
+}
+
+/// Hands `call` (named `name` in the metrics) to the role, and records how long its answer took
+/// and, if it was not granted, why (`specie_metrics::fastpay`).
+async fn timed(replica: &dyn AuthorityService, name: &'static str, call: Call) -> Result<Reply, Unavailable> {
+    let started = std::time::Instant::now();
+    let answer = replica.call(call).await;
+    let refusal;
+    let refused = match &answer {
+        Ok(Reply::Refused(why)) => {
+            refusal = refusal_name(why);
+            Some((CODE_REFUSED, refusal.as_str()))
+        }
+        Ok(Reply::Final(_)) => Some((CODE_SETTLED, "")),
+        Ok(_) => None,
+        Err(error) => Some((unavailable_code(error), "")),
+    };
+    specie_metrics::fastpay::answered(name, refused, started.elapsed());
+    answer
 }
 
 fn unavailable(error: Unavailable) -> HttpError {
@@ -247,14 +275,14 @@ async fn order(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> R
         SignedOrder::decode_from,
     )
     .map_err(|error| undecodable("signed transfer order", error))?;
-    signed_answer(replica.call(Call::Transfer(order)).await)
+    signed_answer(timed(&*replica, "order", Call::Transfer(order)).await)
 }
 
 async fn lock(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
     let bytes = body.map_err(body_error)?;
     let certificate = decode_exact("lock", &bytes, CERTIFICATE_BYTES_MAX, Certificate::decode_from)
         .map_err(|error| undecodable("certificate", error))?;
-    signed_answer(replica.call(Call::Lock(certificate)).await)
+    signed_answer(timed(&*replica, "lock", Call::Lock(certificate)).await)
 }
 
 async fn round_change(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
@@ -266,7 +294,7 @@ async fn round_change(State(replica): Shared, body: Result<Bytes, BytesRejection
         SignedRoundRequest::decode_from,
     )
     .map_err(|error| undecodable("signed round request", error))?;
-    signed_answer(replica.call(Call::RoundChange(request)).await)
+    signed_answer(timed(&*replica, "round_change", Call::RoundChange(request)).await)
 }
 
 async fn proposal(State(replica): Shared, body: Result<Bytes, BytesRejection>) -> Result<Response, HttpError> {
@@ -277,7 +305,7 @@ async fn proposal(State(replica): Shared, body: Result<Bytes, BytesRejection>) -
         round: proposal.round,
         justification: Box::new(proposal.justification),
     };
-    signed_answer(replica.call(call).await)
+    signed_answer(timed(&*replica, "proposal", call).await)
 }
 
 async fn certificate(
@@ -287,7 +315,10 @@ async fn certificate(
     let bytes = body.map_err(body_error)?;
     let certificate = decode_exact("certificate", &bytes, CERTIFICATE_BYTES_MAX, Certificate::decode_from)
         .map_err(|error| undecodable("certificate", error))?;
-    match replica.call(Call::Confirm(certificate)).await.map_err(unavailable)? {
+    match timed(&*replica, "certificate", Call::Confirm(certificate))
+        .await
+        .map_err(unavailable)?
+    {
         Reply::Confirmed { sender, sequence } => Ok(Json(ConfirmedBody {
             sender: hex::encode(sender.0),
             sequence,
@@ -394,7 +425,10 @@ async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) ->
         account,
         amount: claim.amount,
     };
-    match replica.call(Call::Fund(funding)).await.map_err(unavailable)? {
+    match timed(&*replica, "funding", Call::Fund(funding))
+        .await
+        .map_err(unavailable)?
+    {
         Reply::Funded { id } => Ok(Json(FundedBody {
             funded: hex::encode(id),
             account: hex::encode(claim.account.0),

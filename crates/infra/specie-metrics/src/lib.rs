@@ -1,8 +1,8 @@
 //! The process's Prometheus metrics, one home. Every family specie records is defined here, once
 //! (its name `specie_<subsystem>_<what>_<unit>`, its help, its buckets), and recorded through the
-//! functions of its subsystem's module ([`http`], [`transactions`], [`coordinator`], [`log`],
-//! [`raft`], [`wire`], [`role`]), so a name has one meaning and the dashboards and alert rules (`ops/`) are checked
-//! against the one list, [`FAMILIES_EXPOSED`].
+//! functions of its subsystem's module ([`http`], [`transactions`], [`coordinator`],
+//! [`fastpay`], [`log`], [`raft`], [`wire`], [`role`]), so a name has one meaning and the
+//! dashboards and alert rules (`ops/`) are checked against the one list, [`FAMILIES_EXPOSED`].
 //!
 //! - **Cost.** Counters are atomics. A histogram takes a lock per observation, so the data
 //!   plane observes once per batch (a validated batch, a group commit, an answered request),
@@ -29,6 +29,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 pub mod coordinator;
+pub mod fastpay;
 pub mod http;
 pub mod log;
 pub mod raft;
@@ -75,6 +76,8 @@ pub const FAMILIES_EXPOSED: &[(&str, &str)] = &[
     ("specie_wire_server_events_total", "counter"),
     ("specie_wire_handshakes_total", "counter"),
     ("specie_fastpay_accounts", "gauge"),
+    ("specie_fastpay_call_duration_seconds", "histogram"),
+    ("specie_fastpay_refusals_total", "counter"),
     ("specie_fastpay_votes_total", "counter"),
     ("specie_fastpay_confirmed_total", "counter"),
     ("specie_fastpay_balances_value", "gauge"),
@@ -113,6 +116,7 @@ struct Families {
     http: http::Families,
     transactions: transactions::Families,
     coordinator: coordinator::Families,
+    fastpay: fastpay::Families,
     log: log::Families,
     raft: raft::Families,
     wire: wire::Families,
@@ -130,6 +134,7 @@ static FAMILIES: LazyLock<Families> = LazyLock::new(|| {
         http: http::Families::register(&mut registry),
         transactions: transactions::Families::register(&mut registry),
         coordinator: coordinator::Families::register(&mut registry),
+        fastpay: fastpay::Families::register(&mut registry),
         log: log::Families::register(&mut registry),
         raft: raft::Families::register(&mut registry),
         wire: wire::Families::register(&mut registry),
@@ -204,6 +209,11 @@ mod tests {
         transactions::finished("invalid", "bad_signature", 1);
         transactions::submission_answered(std::time::Duration::from_millis(9));
         coordinator::dtxn_finished(4, Some(1), None, 2);
+        fastpay::answered(
+            "order",
+            Some(("refused", "WrongSequence")),
+            std::time::Duration::from_millis(2),
+        );
         log::synced(std::time::Duration::from_micros(700));
         raft::leader_changed();
         raft::snapshot_step(raft::SnapshotStep::Write, std::time::Duration::from_millis(4));

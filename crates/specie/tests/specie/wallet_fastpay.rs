@@ -200,6 +200,35 @@ fn fund_pay_verify_redeem_and_finish_a_pending_order_after_a_crash_and_a_restore
     let out = ok(&alice, &["fastpay", "sync"]);
     assert!(!out.contains("presenting it again"), "{out}");
 
+    // An order beyond the account's balance is refused, and each shard's metrics show its
+    // votes, confirmations and fundings timed and that refusal counted by its name.
+    let broke = specie_fastpay::TransferOrder {
+        sender: account,
+        recipient: Recipient::Account(payee),
+        amount: 1 << 40,
+        sequence: 6,
+        memo: vec![],
+    }
+    .sign(&owner);
+    let refused = client.ask(0, Request::Transfer(broke));
+    assert!(format!("{refused:?}").contains("InsufficientBalance"), "{refused:?}");
+    let scraped: String = (topology.authority_groups().iter())
+        .flat_map(|group| group.replicas.iter())
+        .map(|replica| {
+            let url = format!("http://{}/metrics", replica.http);
+            ureq::get(&url).call().unwrap().into_string().unwrap()
+        })
+        .collect();
+    for call in ["order", "certificate", "funding"] {
+        let timed = format!("specie_fastpay_call_duration_seconds_count{{call=\"{call}\"}}");
+        assert!(
+            scraped.lines().any(|line| line.starts_with(&timed)),
+            "no {timed}: {scraped}"
+        );
+    }
+    let counted = "specie_fastpay_refusals_total{call=\"order\",code=\"refused\",refusal=\"InsufficientBalance\"} 1";
+    assert!(scraped.lines().any(|line| line.starts_with(counted)), "{scraped}");
+
     // Refused fundings are dropped only on the user's word.
     let (code, out) = wallet(&alice, &["fastpay", "forget-refused"]);
     assert_ne!(code, 0, "{out}");
