@@ -258,6 +258,8 @@ pub struct ComputeReport {
     pub lp_used: bool,
     /// The quality of the returned clearing.
     pub quality: Quality,
+    /// How long it took, by the clock its time budget is kept by (microseconds).
+    pub took_us: u64,
 }
 
 /// [`compute`] with Tâtonnement's first instance started from `start` (the previous block's
@@ -292,6 +294,19 @@ pub fn compute_with_report_from(
     start: &[Valuation],
 ) -> (Clearing, ComputeReport) {
     let started = Instant::now();
+    let (clearing, mut report) = clear(assets, supply, params, start, started);
+    report.took_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    (clearing, report)
+}
+
+/// [`compute_with_report_from`] but for `took_us`, its budget counted from `started`.
+fn clear(
+    assets: usize,
+    supply: &[PairSupply],
+    params: &ClearingParams,
+    start: &[Valuation],
+    started: Instant,
+) -> (Clearing, ComputeReport) {
     let mut report = ComputeReport::default();
     if assets > ASSETS_MAX {
         return (

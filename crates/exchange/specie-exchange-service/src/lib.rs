@@ -211,9 +211,19 @@ impl ExchangeHandle {
     }
 }
 
-/// What the operator must see of the role's reports (a committed block that does not apply).
+/// The role's reports: a block cleared goes to the metrics; a committed block that does not
+/// apply is logged as the error it is.
 pub fn log_report(report: &specie_exchange::ExchangeReport) {
-    eprintln!("exchange: {report:?}");
+    match report {
+        specie_exchange::ExchangeReport::Cleared(cleared) => specie_metrics::exchange::block_cleared(
+            cleared.transactions,
+            std::time::Duration::from_micros(cleared.clearing.took_us),
+            cleared.trades.iter().map(|trade| (trade.sell, trade.amount)),
+        ),
+        specie_exchange::ExchangeReport::BlockRefused { height, error } => {
+            tracing::error!(height, %error, "exchange: a committed block does not apply");
+        }
+    }
 }
 
 /// The bridge key of the exchange in `data_dir` (created with its seed if new): what each

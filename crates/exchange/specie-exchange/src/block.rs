@@ -178,8 +178,11 @@ impl Ledger {
     /// Assembles the next block from `candidates`, changing nothing: those whose signature
     /// verifies and that pass the screen (the refused ones are returned with their refusal, for
     /// their senders), cleared once at the prices the clearing computes for the books the block
-    /// leaves. Apply it with [`Ledger::apply`] like any replica.
-    pub fn assemble(&self, candidates: Vec<SignedTransaction>) -> (Block, Vec<(SignedTransaction, Refusal)>) {
+    /// leaves, with how that clearing went. Apply it with [`Ledger::apply`] like any replica.
+    pub fn assemble(
+        &self,
+        candidates: Vec<SignedTransaction>,
+    ) -> (Block, Vec<(SignedTransaction, Refusal)>, specie_clearing::ComputeReport) {
         let max = self.config.block_transactions_max;
         let valid = signatures_valid(self, &candidates);
         let mut refused = Vec::new();
@@ -201,7 +204,8 @@ impl Ledger {
         }
         let supply = self.supply_after(&effects);
         let (assets, params) = (self.config.assets, &self.config.clearing);
-        let clearing = specie_clearing::compute_from(assets, &supply, params, &self.previous_prices.0);
+        let (clearing, report) =
+            specie_clearing::compute_with_report_from(assets, &supply, params, &self.previous_prices.0);
         let checked = specie_clearing::check(self.config.assets, &supply, &self.config.clearing, &clearing);
         assert_eq!(checked, Ok(()), "the clearing's own result passes its check");
         let block = Block {
@@ -210,12 +214,12 @@ impl Ledger {
             transactions,
             clearing,
         };
-        (block, refused)
+        (block, refused, report)
     }
 
     /// [`Ledger::assemble`] then [`Ledger::apply`]: what a lone proposer does.
     pub fn propose(&mut self, candidates: Vec<SignedTransaction>) -> (Block, Executed) {
-        let (block, _) = self.assemble(candidates);
+        let (block, _, _) = self.assemble(candidates);
         let executed = self.apply(&block).expect("an assembled block applies");
         (block, executed)
     }

@@ -29,7 +29,8 @@ pub use ledger::{
     LedgerError, OfferKey, Pair, ACCOUNT_SHARDS, ASSET_TOTAL_MAX,
 };
 pub use role::{
-    ExchangeCommand, ExchangeInput, ExchangeReply, ExchangeReport, ExchangeRole, ExchangeStateError, Fate, RoleLimits,
+    Cleared, ExchangeCommand, ExchangeInput, ExchangeReply, ExchangeReport, ExchangeRole, ExchangeStateError, Fate,
+    RoleLimits,
 };
 pub use screen::{Effects, Refusal, Withdrawal};
 pub use specie_clearing::{payout, Clearing, ClearingParams, LimitPrice, PairTrade, Valuation, ASSETS_MAX};

@@ -152,11 +152,31 @@ pub enum ExchangeReply {
     Withdrawal(Option<Withdrawal>),
 }
 
-/// What the operator must see: a committed block that does not apply is a bug (only the leader
-/// proposes, and it proposes only what it assembled from this very state).
+/// What the operator must see.
 #[derive(Debug)]
 pub enum ExchangeReport {
+    /// A committed block that does not apply: a bug (only the leader proposes, and it proposes
+    /// only what it assembled from this very state).
     BlockRefused { height: u64, error: BlockError },
+    /// A block this leader assembled is durable and applied: what its metrics count.
+    Cleared(Cleared),
+}
+
+/// A block a leader assembled, once applied: its size, its trades and how its clearing went.
+#[derive(Debug)]
+pub struct Cleared {
+    pub height: u64,
+    pub transactions: usize,
+    /// The clearing's trades, each pair's amount in units of the asset sold.
+    pub trades: Vec<specie_clearing::PairTrade>,
+    pub clearing: specie_clearing::ComputeReport,
+}
+
+/// The block a leader proposed and has not applied yet.
+struct InFlight {
+    height: u64,
+    transactions: Vec<SignedTransaction>,
+    clearing: specie_clearing::ComputeReport,
 }
 
 /// A submission waiting for its transactions' fates.
@@ -204,8 +224,8 @@ pub struct ExchangeRole {
     /// Who waits for each transaction of the mempool and of the block in flight.
     waiters: HashMap<SignedTransaction, Waiters>,
     waiting: HashMap<Ticket, Waiting>,
-    /// The transactions of the block in flight (proposed, not yet applied).
-    in_flight: Option<Vec<SignedTransaction>>,
+    /// The block in flight (proposed, not yet applied).
+    in_flight: Option<InFlight>,
     recent: Recent,
     next_block_ms: Option<u64>,
     last_block: Option<Box<Block>>,
@@ -233,10 +253,21 @@ impl ExchangeRole {
     }
 
     fn apply_block(&mut self, now_ms: u64, block: &Block) {
-        let in_flight = self.in_flight.take().unwrap_or_default();
+        let (in_flight, clearing) = self
+            .in_flight
+            .take()
+            .map_or_else(Default::default, |f| (f.transactions, Some((f.height, f.clearing))));
         match self.ledger.apply(block) {
             Ok(_) => {
                 let height = block.height;
+                if let Some((_, clearing)) = clearing.filter(|(proposed, _)| *proposed == height) {
+                    self.outputs.push_back(Output::Report(ExchangeReport::Cleared(Cleared {
+                        height,
+                        transactions: block.transactions.len(),
+                        trades: block.clearing.trades.clone(),
+                        clearing,
+                    })));
+                }
                 for transaction in in_flight {
                     for (ticket, index) in self.waiters.remove(&transaction).unwrap_or_default() {
                         self.settle(ticket, index, Fate::Included { height });
@@ -391,13 +422,17 @@ impl ExchangeRole {
     /// Assembles a block from the mempool and proposes it; refuses at once what the screen drops.
     fn assemble(&mut self) {
         let pool = std::mem::take(&mut self.mempool);
-        let (block, refused) = self.ledger.assemble(pool);
+        let (block, refused, clearing) = self.ledger.assemble(pool);
         for (transaction, refusal) in refused {
             for (ticket, index) in self.waiters.remove(&transaction).unwrap_or_default() {
                 self.settle(ticket, index, Fate::Refused(refusal));
             }
         }
-        self.in_flight = Some(block.transactions.clone());
+        self.in_flight = Some(InFlight {
+            height: block.height,
+            transactions: block.transactions.clone(),
+            clearing,
+        });
         self.outputs.push_back(Output::Propose(ExchangeCommand::Block(block)));
     }
 
@@ -408,6 +443,7 @@ impl ExchangeRole {
         let proposed: std::collections::HashSet<Ticket> = self
             .in_flight
             .take()
+            .map(|flight| flight.transactions)
             .unwrap_or_default()
             .iter()
             .filter_map(|transaction| self.waiters.get(transaction))

@@ -1,8 +1,9 @@
 //! The process's Prometheus metrics, one home. Every family specie records is defined here, once
 //! (its name `specie_<subsystem>_<what>_<unit>`, its help, its buckets), and recorded through the
 //! functions of its subsystem's module ([`http`], [`transactions`], [`coordinator`],
-//! [`fastpay`], [`log`], [`raft`], [`wire`], [`role`]), so a name has one meaning and the
-//! dashboards and alert rules (`ops/`) are checked against the one list, [`FAMILIES_EXPOSED`].
+//! [`fastpay`], [`exchange`], [`log`], [`raft`], [`wire`], [`role`]), so a name has one meaning
+//! and the dashboards and alert rules (`ops/`) are checked against the one list,
+//! [`FAMILIES_EXPOSED`].
 //!
 //! - **Cost.** Counters are atomics. A histogram takes a lock per observation, so the data
 //!   plane observes once per batch (a validated batch, a group commit, an answered request),
@@ -29,6 +30,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 pub mod coordinator;
+pub mod exchange;
 pub mod fastpay;
 pub mod http;
 pub mod log;
@@ -91,6 +93,9 @@ pub const FAMILIES_EXPOSED: &[(&str, &str)] = &[
     ("specie_offline_double_spent_value", "gauge"),
     ("specie_offline_debtors", "gauge"),
     ("specie_exchange_height", "gauge"),
+    ("specie_exchange_block_size", "histogram"),
+    ("specie_exchange_clearing_duration_seconds", "histogram"),
+    ("specie_exchange_traded_value_total", "counter"),
     ("specie_exchange_accounts", "gauge"),
     ("specie_exchange_offers", "gauge"),
     ("specie_ledger_height", "gauge"),
@@ -117,6 +122,7 @@ struct Families {
     transactions: transactions::Families,
     coordinator: coordinator::Families,
     fastpay: fastpay::Families,
+    exchange: exchange::Families,
     log: log::Families,
     raft: raft::Families,
     wire: wire::Families,
@@ -135,6 +141,7 @@ static FAMILIES: LazyLock<Families> = LazyLock::new(|| {
         transactions: transactions::Families::register(&mut registry),
         coordinator: coordinator::Families::register(&mut registry),
         fastpay: fastpay::Families::register(&mut registry),
+        exchange: exchange::Families::register(&mut registry),
         log: log::Families::register(&mut registry),
         raft: raft::Families::register(&mut registry),
         wire: wire::Families::register(&mut registry),
@@ -209,6 +216,7 @@ mod tests {
         transactions::finished("invalid", "bad_signature", 1);
         transactions::submission_answered(std::time::Duration::from_millis(9));
         coordinator::dtxn_finished(4, Some(1), None, 2);
+        exchange::block_cleared(3, std::time::Duration::from_millis(20), [(0, 5), (1, 7)].into_iter());
         fastpay::answered(
             "order",
             Some(("refused", "WrongSequence")),

@@ -218,6 +218,25 @@ fn the_exchange_process_loses_nothing_answered_to_kill_9_and_recovers_its_state_
     assert_included_kept(&url, &load.join().unwrap());
     let traded = get(&format!("{url}/v1/exchange/blocks/last"));
     assert!(traded["height"].as_u64().unwrap() > 0, "{traded}");
+    // The restarted exchange's metrics: the blocks it cleared under load, their clearing
+    // timed, and the value they traded per asset.
+    let metrics = ureq::get(&format!("{url}/metrics"))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    let sum = |family: &str| -> f64 {
+        (metrics.lines())
+            .filter(|line| line.starts_with(family))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    assert!(sum("specie_exchange_block_size_count") > 0.0, "{metrics}");
+    assert!(
+        sum("specie_exchange_clearing_duration_seconds_count") > 0.0,
+        "{metrics}"
+    );
+    assert!(sum("specie_exchange_traded_value_total{asset=") > 0.0, "{metrics}");
 
     // A quiet kill -9 and restart: the identical state hash.
     let before = summary(&url);

@@ -195,6 +195,8 @@ const MOVING_UNDER_LOAD: &[&str] = &[
     "max(specie_raft_applied_index{group=\"archiver\"})",
     "sum(specie_raft_log_appends_total)",
     "sum(specie_raft_log_syncs_total)",
+    "sum(specie_fastpay_call_duration_seconds_count{call=\"order\"})",
+    "sum(specie_fastpay_refusals_total{refusal=\"UnknownAccount\"})",
 ];
 
 #[test]
@@ -330,8 +332,27 @@ fn prometheus_scrapes_every_process_of_a_cluster_and_sees_a_leader_killed() {
     follow_in_the_logs(Path::new(&dir), &txid);
     let paid = payment(sent);
     specie(&["wallet", "--wallet", &wallet("bob.json"), "import", &paid]);
+    // An order from an account no one funded: each authority shard times the call and counts
+    // its refusal.
+    let stranger = specie_fastpay::deterministic_key("observability", 1);
+    let order = specie_fastpay::TransferOrder {
+        sender: specie_fastpay::AccountKey(stranger.verifying_key().to_bytes()),
+        recipient: specie_fastpay::Recipient::Account(specie_fastpay::AccountKey([7; 32])),
+        amount: 1,
+        sequence: 0,
+        memo: vec![],
+    }
+    .sign(&stranger);
+    let mut bytes = vec![];
+    order.encode_to(&mut bytes);
     for target in &targets {
         let role = target["labels"]["role"].as_str().unwrap();
+        if role == "authority" {
+            let address = target["targets"][0].as_str().unwrap();
+            let refused =
+                ureq::post(&format!("http://{address}{}", specie_committee::http_api::ORDERS_PATH)).send_bytes(&bytes);
+            assert!(matches!(refused, Err(ureq::Error::Status(404, _))), "{refused:?}");
+        }
         let info = match role {
             "authority" => "/v1/fastpay/info",
             "offline" => "/v1/offline/keys",
@@ -406,9 +427,15 @@ fn prometheus_scrapes_every_process_of_a_cluster_and_sees_a_leader_killed() {
     .collect();
     // (The atomizer's families come from the atomizer shape, another cluster. Snapshots come
     // every `raft_snapshot_entries` (1,000) entries, more than this run makes: specie-raft's
-    // snapshot test checks their timings.)
+    // snapshot test checks their timings. The exchange's traded value appears with its first
+    // trade, and this cluster trades nothing: `exchange_process` checks it.)
     let here = (specie_metrics::FAMILIES_EXPOSED.iter()).filter(|(family, _)| {
-        !family.starts_with("specie_atomizer_") && *family != "specie_raft_snapshot_duration_seconds"
+        !family.starts_with("specie_atomizer_")
+            && ![
+                "specie_raft_snapshot_duration_seconds",
+                "specie_exchange_traded_value_total",
+            ]
+            .contains(family)
     });
     for (family, kind) in here {
         let name = match *kind {

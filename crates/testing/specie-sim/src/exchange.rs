@@ -70,6 +70,8 @@ impl ExchangeOptions {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExchangeReport {
     pub blocks: u64,
+    /// Blocks the proposer reported cleared once applied (each checked against its block).
+    pub cleared: u64,
     pub included: u64,
     pub refused: u64,
     pub offers_traded: u64,
@@ -96,6 +98,8 @@ struct World {
     next_marker: u64,
     report: ExchangeReport,
     trace: DefaultHasher,
+    /// The last block made durable, as proposed: its height, size and trades.
+    durable_block: Option<(u64, usize, Vec<specie_exchange::PairTrade>)>,
 }
 
 fn key(trader: usize) -> SigningKey {
@@ -138,6 +142,7 @@ pub fn run_exchange(options: ExchangeOptions) -> Result<ExchangeReport, Violatio
         next_ticket: 1,
         next_marker: 1,
         report: ExchangeReport::default(),
+        durable_block: None,
         trace: DefaultHasher::new(),
         config,
         options,
@@ -317,11 +322,26 @@ impl World {
                     self.replicate(command)?;
                 }
                 SimEvent::Reply { ticket, reply } => replies.push((ticket, reply)),
+                SimEvent::Report(specie_exchange::ExchangeReport::Cleared(cleared)) => self.cleared(&cleared)?,
                 SimEvent::Report(report) => return Err(self.violation(format!("the proposer reported {report:?}"))),
                 SimEvent::Send { to, .. } => match to {},
             }
         }
         Ok(replies)
+    }
+
+    /// The proposer's report of a block it cleared must describe the block just made durable.
+    fn cleared(&mut self, cleared: &specie_exchange::Cleared) -> Result<(), Violation> {
+        let reported = (cleared.height, cleared.transactions, cleared.trades.clone());
+        if self.durable_block.as_ref() != Some(&reported) {
+            let durable = self.durable_block.as_ref().map(|(height, size, _)| (height, size));
+            return Err(self.violation(format!(
+                "the proposer reported block {} of {} transactions cleared; the last durable block is {durable:?}",
+                cleared.height, cleared.transactions
+            )));
+        }
+        self.report.cleared += 1;
+        Ok(())
     }
 
     /// Every replica applies `command`, the first on one thread, every block's transactions
@@ -330,6 +350,8 @@ impl World {
         let mut command = command;
         if let ExchangeCommand::Block(block) = &mut command {
             self.report.blocks += 1;
+            let trades = block.clearing.trades.clone();
+            self.durable_block = Some((block.height, block.transactions.len(), trades));
             if self.options.inflate_trades {
                 block
                     .clearing

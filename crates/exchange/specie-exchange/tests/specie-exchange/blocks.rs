@@ -440,7 +440,7 @@ fn a_block_with_one_bad_signature_among_many_is_refused_at_it() {
         assert_eq!(error, BlockError::Signature { index: first });
         assert_eq!(replica, before, "a refused block changes nothing");
         // A proposer drops exactly the bad ones.
-        let (proposed, refused) = before.assemble(tampered.transactions.clone());
+        let (proposed, refused, _) = before.assemble(tampered.transactions.clone());
         assert_eq!(proposed.transactions.len(), 300 - bad.len());
         assert!(refused.iter().all(|(_, refusal)| *refusal == Refusal::Signature));
     }

@@ -345,13 +345,15 @@ fn submit(ticket: u64, transactions: Vec<specie_exchange::SignedTransaction>) ->
     ExchangeInput::Submit { ticket, transactions }
 }
 
-/// Drains the role's outputs: its proposals and its replies (no reports, no sends).
+/// Drains the role's outputs: its proposals and its replies (no sends, and no reports but the
+/// metrics' of a block it cleared).
 fn outputs(role: &mut ExchangeRole) -> (Vec<specie_exchange::ExchangeCommand>, Vec<(u64, ExchangeReply)>) {
     let (mut proposals, mut replies) = (Vec::new(), Vec::new());
     while let Some(output) = role.poll_output() {
         match output {
             specie_role::Output::Propose(command) => proposals.push(command),
             specie_role::Output::Reply { ticket, reply } => replies.push((ticket, reply)),
+            specie_role::Output::Report(specie_exchange::ExchangeReport::Cleared(_)) => {}
             _ => panic!("a report or a send"),
         }
     }
@@ -391,6 +393,16 @@ fn a_transaction_sent_twice_in_one_submission_or_two_is_executed_once_and_answer
         })
         .collect();
     assert_eq!(blocks, vec![1], "one block, holding the transaction once");
+    // The leader reports the block it cleared once it is applied: for its metrics.
+    let cleared: Vec<(u64, usize)> = (events.iter())
+        .filter_map(|event| match event {
+            SimEvent::Report(specie_exchange::ExchangeReport::Cleared(cleared)) => {
+                Some((cleared.height, cleared.transactions))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cleared, vec![(1, 1)]);
     let (included, refused) = (Fate::Included { height: 1 }, Fate::Refused(Refusal::Overdraft(0)));
     let mut settled = replies(events);
     settled.sort_by_key(|(ticket, _)| *ticket);
@@ -484,7 +496,13 @@ fn a_committed_block_that_does_not_apply_gives_its_transactions_to_the_next() {
     role.apply(101, &specie_exchange::ExchangeCommand::Block(broken));
     let mut reports = 0;
     while let Some(output) = role.poll_output() {
-        assert!(matches!(output, specie_role::Output::Report(_)), "only a report");
+        assert!(
+            matches!(
+                output,
+                specie_role::Output::Report(specie_exchange::ExchangeReport::BlockRefused { .. })
+            ),
+            "only the refusal, and no block cleared"
+        );
         reports += 1;
     }
     assert_eq!(reports, 1, "the operator sees it; nobody is answered yet");

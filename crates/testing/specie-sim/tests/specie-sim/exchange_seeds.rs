@@ -15,6 +15,7 @@ fn exchange_seeds_hold_every_invariant_and_exercise_every_fault() {
     for seed in 0..CI_SEEDS {
         let r = run_exchange(ExchangeOptions::from_seed(seed)).unwrap_or_else(|violation| panic!("{violation}"));
         t.blocks += r.blocks;
+        t.cleared += r.cleared;
         t.included += r.included;
         t.refused += r.refused;
         t.offers_traded += r.offers_traded;
@@ -24,6 +25,8 @@ fn exchange_seeds_hold_every_invariant_and_exercise_every_fault() {
         t.replicas_restored += r.replicas_restored;
     }
     assert!(t.blocks > 0 && t.included > 0 && t.refused > 0, "{t:?}");
+    // A block in flight when its proposer crashed is applied without its report.
+    assert!(t.cleared > 0 && t.cleared <= t.blocks, "{t:?}");
     assert!(t.offers_traded > 0, "offers traded: {t:?}");
     assert!(t.hostile_refused > 0 && t.deposits > 0, "{t:?}");
     assert!(t.crashes > 0 && t.replicas_restored > 0, "{t:?}");
