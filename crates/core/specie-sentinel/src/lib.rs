@@ -82,56 +82,103 @@ pub fn validate_batch(
     txs: &[SpecieTransaction],
     trusted: &TrustedKeys,
 ) -> Vec<Result<CompactTransaction, ValidationError>> {
-    let chunk = batch_chunk_transactions(txs.len(), rayon::current_num_threads());
-    let results: Vec<_> = txs
-        .par_chunks(chunk)
-        .map(|chunk| validate_chunk(chunk, trusted))
-        .collect::<Vec<_>>()
-        .into_iter()
-        .flatten()
-        .collect();
-    assert_eq!(results.len(), txs.len(), "one verdict per transaction");
-    results
+    validate_batch_timed(txs, trusted).0
 }
 
-/// Validates and compacts one task's transactions. A capability's kinds go to its rules
-/// together ([`CapabilityRules::check_batch`]), so that their costly proofs can be verified in
-/// batches (the private kinds'); each transaction gets exactly the verdict
-/// [`validate_and_compact`] gives it.
+/// How long checking a batch took, per kind (its stable name: `transfer`, `confidential`, …):
+/// transactions checked and the time the cores spent on them, summed over the parallel tasks.
+/// What the privacy levels' proofs cost, told apart; the operator's metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KindTimes(Vec<(&'static str, u64, std::time::Duration)>);
+
+impl KindTimes {
+    fn add(&mut self, kind: &'static str, transactions: u64, took: std::time::Duration) {
+        match self.0.iter_mut().find(|(name, _, _)| *name == kind) {
+            Some((_, count, total)) => {
+                *count += transactions;
+                *total += took;
+            }
+            None => self.0.push((kind, transactions, took)),
+        }
+    }
+
+    fn merge(mut self, other: KindTimes) -> KindTimes {
+        for (kind, transactions, took) in other.0 {
+            self.add(kind, transactions, took);
+        }
+        self
+    }
+
+    /// Each kind checked: its name, its transactions, and the time spent on them.
+    pub fn kinds(&self) -> &[(&'static str, u64, std::time::Duration)] {
+        &self.0
+    }
+}
+
+/// [`validate_batch`], also timing the checks per kind ([`KindTimes`]).
+pub fn validate_batch_timed(
+    txs: &[SpecieTransaction],
+    trusted: &TrustedKeys,
+) -> (Vec<Result<CompactTransaction, ValidationError>>, KindTimes) {
+    let chunk = batch_chunk_transactions(txs.len(), rayon::current_num_threads());
+    let chunks: Vec<_> = txs
+        .par_chunks(chunk)
+        .map(|chunk| validate_chunk(chunk, trusted))
+        .collect();
+    let mut results = Vec::with_capacity(txs.len());
+    let mut times = KindTimes::default();
+    for (verdicts, chunk_times) in chunks {
+        results.extend(verdicts);
+        times = times.merge(chunk_times);
+    }
+    assert_eq!(results.len(), txs.len(), "one verdict per transaction");
+    (results, times)
+}
+
+/// Validates and compacts one task's transactions, timing each kind's checks. A capability's
+/// kinds go to its rules a kind at a time ([`CapabilityRules::check_batch`]), so that their
+/// costly proofs are verified in batches (the private kinds') and timed apart; each
+/// transaction gets exactly the verdict [`validate_and_compact`] gives it.
 fn validate_chunk(
     chunk: &[SpecieTransaction],
     trusted: &TrustedKeys,
-) -> Vec<Result<CompactTransaction, ValidationError>> {
+) -> (Vec<Result<CompactTransaction, ValidationError>>, KindTimes) {
     let mut verdicts = Vec::with_capacity(chunk.len());
-    let mut kinds = vec![];
+    let mut times = KindTimes::default();
+    let mut capability_kinds = vec![];
     for (position, tx) in chunk.iter().enumerate() {
         let txid = tx.txid();
         if let SpecieTransaction::Capability(capability) = tx {
             if let Some(rules) = trusted.capabilities.for_kind(capability.kind()) {
-                // Judged below, together with the task's others of the same rules.
-                kinds.push((position, rules, &**capability, txid));
+                // Judged below, together with the task's others of the same kind.
+                capability_kinds.push((position, rules, &**capability, txid));
                 verdicts.push(Ok(CompactTransaction::default()));
                 continue;
             }
         }
-        verdicts.push(validate::check(tx, &txid, trusted).map(|()| tx.compact()));
+        let started = std::time::Instant::now();
+        let verdict = validate::check(tx, &txid, trusted);
+        times.add(tx.kind_name(), 1, started.elapsed());
+        verdicts.push(verdict.map(|()| tx.compact()));
     }
-    for rules in trusted.capabilities.iter() {
-        let (positions, batch): (Vec<usize>, Vec<_>) = kinds
-            .iter()
-            .filter(|(_, of, _, _)| std::sync::Arc::ptr_eq(of, rules))
-            .map(|(position, _, tx, txid)| (*position, (*tx, *txid)))
+    while let Some(&(_, rules, first, _)) = capability_kinds.first() {
+        let kind = first.kind();
+        let (of_kind, others) = capability_kinds
+            .into_iter()
+            .partition(|(_, _, tx, _)| tx.kind() == kind);
+        capability_kinds = others;
+        let (positions, batch): (Vec<usize>, Vec<_>) = (of_kind.into_iter())
+            .map(|(position, _, tx, txid)| (position, (tx, txid)))
             .unzip();
-        if batch.is_empty() {
-            continue;
-        }
+        let started = std::time::Instant::now();
         let judged = rules.check_batch(&batch);
+        times.add(first.kind_name(), batch.len() as u64, started.elapsed());
         assert_eq!(judged.len(), batch.len(), "one verdict per transaction");
         for ((position, verdict), (tx, _)) in positions.into_iter().zip(judged).zip(batch) {
             verdicts[position] = verdict.map(|()| tx.compact());
         }
     }
-    verdicts
+    (verdicts, times)
 }
 
 /// A sentinel: the keys it trusts and, optionally, a key to attest what it validates.

@@ -443,12 +443,12 @@ impl Backend for ClusterBackend {
     fn submit(&self, txs: Vec<(u64, SpecieTransaction)>, reply: &CompletionSender) {
         let (refs, txs): (Vec<u64>, Vec<SpecieTransaction>) = txs.into_iter().unzip();
         let started = std::time::Instant::now();
-        let verdicts = if self.inner.compromised {
-            txs.iter().map(|tx| Ok(tx.compact())).collect()
+        let (verdicts, kinds) = if self.inner.compromised {
+            (txs.iter().map(|tx| Ok(tx.compact())).collect(), Default::default())
         } else {
-            specie_sentinel::validate_batch(&txs, &self.inner.trusted)
+            specie_sentinel::validate_batch_timed(&txs, &self.inner.trusted)
         };
-        specie_metrics::transactions::validated(txs.len(), started.elapsed());
+        specie_metrics::transactions::validated(txs.len(), started.elapsed(), kinds.kinds());
         let mut accepted = vec![];
         for ((client_ref, tx), verdict) in refs.into_iter().zip(txs).zip(verdicts) {
             match verdict {

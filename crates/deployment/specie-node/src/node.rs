@@ -578,8 +578,8 @@ impl NodeHandle {
         }
         let (refs, txs): (Vec<u64>, Vec<SpecieTransaction>) = txs.into_iter().unzip();
         let started = std::time::Instant::now();
-        let verdicts = specie_sentinel::validate_batch(&txs, &self.shared.trusted);
-        specie_metrics::transactions::validated(txs.len(), started.elapsed());
+        let (verdicts, kinds) = specie_sentinel::validate_batch_timed(&txs, &self.shared.trusted);
+        specie_metrics::transactions::validated(txs.len(), started.elapsed(), kinds.kinds());
         let mut accepted = Vec::with_capacity(txs.len());
         let mut records = vec![];
         let mut refused = vec![];

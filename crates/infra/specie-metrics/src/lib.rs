@@ -58,6 +58,8 @@ pub const FAMILIES_EXPOSED: &[(&str, &str)] = &[
     ("specie_transactions_validation_duration_seconds", "histogram"),
     ("specie_transactions_validation_batch_size", "histogram"),
     ("specie_transactions_submit_duration_seconds", "histogram"),
+    ("specie_transactions_verified_total", "counter"),
+    ("specie_transactions_verification_seconds_total", "counter"),
     ("specie_coordinator_dtxn_size", "histogram"),
     ("specie_coordinator_phase_duration_seconds", "histogram"),
     ("specie_log_fsync_duration_seconds", "histogram"),
@@ -212,7 +214,8 @@ mod tests {
     #[test]
     fn a_scrape_shows_exactly_the_listed_families() {
         http::answered("GET", "/v1/info", 200, std::time::Duration::from_millis(3));
-        transactions::validated(10, std::time::Duration::from_millis(2));
+        let kinds = [("confidential", 3, std::time::Duration::from_millis(6))];
+        transactions::validated(10, std::time::Duration::from_millis(2), &kinds);
         transactions::finished("invalid", "bad_signature", 1);
         transactions::submission_answered(std::time::Duration::from_millis(9));
         coordinator::dtxn_finished(4, Some(1), None, 2);

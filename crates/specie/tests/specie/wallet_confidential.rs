@@ -532,6 +532,23 @@ fn a_cluster_sentinel_takes_private_payments_under_its_privacy_section() {
     assert_eq!(wallet_balance(&alice, "spendable:"), 130);
     assert_eq!(wallet_balance(&bob, "anonymous spendable:"), 120);
     assert_eq!(wallet_balance(&bob, "spendable:"), 100);
+    // The sentinel's metrics time each privacy level's checks apart: the mint in clear, the
+    // anonymous and confidential transactions with their proofs.
+    let metrics = ureq::get(&format!("{url}/metrics"))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    for kind in ["mint", "anonymous", "confidential"] {
+        let value = |family: &str| -> f64 {
+            let series = format!("{family}{{kind=\"{kind}\"}} ");
+            (metrics.lines())
+                .find_map(|line| line.strip_prefix(&series)?.parse().ok())
+                .unwrap_or_else(|| panic!("no {series}: {metrics}"))
+        };
+        assert!(value("specie_transactions_verified_total") >= 1.0, "{kind}");
+        assert!(value("specie_transactions_verification_seconds_total") > 0.0, "{kind}");
+    }
 }
 
 /// The issuer key kept apart from the wallet: `specie issuer sign` signs each mint and redeem

@@ -14,8 +14,8 @@ use common::*;
 use specie_codec::{Decode, DecodeError, Reader};
 use specie_sentinel::inspect::inspect;
 use specie_sentinel::{
-    batch_chunk_transactions, validate, validate_and_compact, validate_batch, CapabilityError, CapabilityRules,
-    TrustedKeys, ValidationError,
+    batch_chunk_transactions, validate, validate_and_compact, validate_batch, validate_batch_timed, CapabilityError,
+    CapabilityRules, TrustedKeys, ValidationError,
 };
 use specie_transaction::extension::put_header;
 use specie_transaction::hash::sha256;
@@ -285,8 +285,13 @@ fn a_batch_hands_the_vouchers_to_check_batch_and_each_verdict_lands_in_place() {
 fn a_large_mixed_batch_equals_validating_one_by_one() {
     let (trusted, rules) = with_rules();
     let txs = mixed_batch(300);
-    let batch = validate_batch(&txs, &trusted);
+    let (batch, times) = validate_batch_timed(&txs, &trusted);
     let batches = rules.batches();
+    // Timed per kind, every transaction counted once under its kind's name.
+    let mut kinds: Vec<(&str, u64)> = times.kinds().iter().map(|(kind, count, _)| (*kind, *count)).collect();
+    kinds.sort();
+    assert_eq!(kinds, vec![("test_voucher", 100), ("transfer", 200)]);
+    assert!(times.kinds().iter().all(|(_, _, took)| !took.is_zero()), "{times:?}");
     let sequential: Vec<Result<CompactTransaction, ValidationError>> =
         txs.iter().map(|tx| validate_and_compact(tx, &trusted)).collect();
     assert_eq!(batch, sequential);
