@@ -446,13 +446,19 @@ where
     })
 }
 
-/// Serves only what the template adds to every port (`/metrics`, `/livez`, `/readyz`) on
-/// `address`: a replica whose role has no HTTP API of its own.
+/// Serves only what the template adds to every port (`/metrics`, `/livez`, `/readyz`, and
+/// `/openapi.json` describing them) on `address`: a replica whose role has no HTTP API of its
+/// own.
 async fn serve_metrics(address: std::net::SocketAddr, limits: specie_service::HttpLimits) -> Result<(), ReplicaError> {
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|source| ReplicaError::Listen { address, source })?;
-    spawn_api(listener, axum::Router::new(), limits, "metrics");
+    let doc = specie_service::ApiDoc::new(
+        "specie replica operations",
+        "A cluster replica whose role has no HTTP API of its own (a shard, a coordinator, an \
+         archiver): its metrics and health only (docs/operator-guide.md, \"Metrics and health\").",
+    );
+    spawn_api(listener, doc.router(), limits, "metrics");
     Ok(())
 }
 

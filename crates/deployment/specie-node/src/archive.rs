@@ -25,6 +25,7 @@ use specie_archiver::{
 };
 use specie_codec::{put_vec, Decode, DecodeError, Encode};
 use specie_log::{Log, LogError, LogOptions, SyncMode};
+use specie_metrics::role::{Published, RoleFamily};
 use specie_transaction::{Txid, UhsId};
 
 /// How the archiver keeps its files and cuts its blocks.
@@ -238,8 +239,23 @@ impl Archive {
         &self.ledger
     }
 
-    /// Runs until `Stop` or until every sender is gone.
-    pub fn run(mut self, inbox: Receiver<ArchiveMessage>) {
+    /// The ledger's families for the metrics: its height, what waits for a block, what is
+    /// undecided, and its supply tallies.
+    fn gauges(&self) -> [(RoleFamily, f64); 5] {
+        let supply = self.ledger.supply();
+        [
+            (RoleFamily::LedgerHeight, self.ledger.height() as f64),
+            (RoleFamily::LedgerWaiting, self.ledger.waiting() as f64),
+            (RoleFamily::LedgerUndecided, self.undecided.len() as f64),
+            (RoleFamily::LedgerSupplyIssued, supply.issued() as f64),
+            (RoleFamily::LedgerSupplyBalanced, f64::from(u8::from(supply.balanced()))),
+        ]
+    }
+
+    /// Runs until `Stop` or until every sender is gone, publishing its gauges to `published`
+    /// after every round.
+    pub fn run(mut self, inbox: Receiver<ArchiveMessage>, published: &Published) {
+        published.publish(&self.gauges());
         let interval = Duration::from_millis(self.options.seal_interval_ms);
         let mut last_seal = Instant::now();
         loop {
@@ -274,6 +290,7 @@ impl Archive {
             for (read, reply) in reads {
                 let _ = reply.send(self.read(read));
             }
+            published.publish(&self.gauges());
             if stop {
                 return;
             }

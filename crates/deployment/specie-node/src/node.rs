@@ -408,6 +408,8 @@ struct Shared {
     endorsement: Option<(EndorsementHandle, Mutex<EndorsementVerifier>)>,
     /// The archiver's inbox, if the node keeps the ledger of record.
     archive: Option<Sender<ArchiveMessage>>,
+    /// What the archiver last published of the ledger's metric families (none without it).
+    ledger_gauges: specie_metrics::role::Published,
     /// Recent outcomes, for clients that lost theirs (Hamilton's watchtower).
     watchtower: Arc<Mutex<Watchtower>>,
     trusted: TrustedKeys,
@@ -502,6 +504,7 @@ impl EmbeddedNode {
         let shared = Shared {
             endorsement,
             archive: archive_tx,
+            ledger_gauges: Default::default(),
             watchtower,
             manifest,
             trusted,
@@ -523,8 +526,9 @@ impl EmbeddedNode {
         };
         if node.handle.shared.manifest.ledger_of_record {
             let archive = open_archive(&node.handle, archive_options)?;
+            let published = node.handle.shared.ledger_gauges.clone();
             node.threads
-                .push(spawn("archiver".into(), move || archive.run(archive_rx))?);
+                .push(spawn("archiver".into(), move || archive.run(archive_rx, &published))?);
         }
         Ok(node)
     }
@@ -564,6 +568,12 @@ impl Drop for EmbeddedNode {
 impl NodeHandle {
     pub fn manifest(&self) -> &NodeManifest {
         &self.shared.manifest
+    }
+
+    /// What the node's roles hold, as their metric families: the ledger of record's, as its
+    /// thread last published them (none without the ledger).
+    pub fn role_gauges(&self) -> Vec<(specie_metrics::role::RoleFamily, f64)> {
+        self.shared.ledger_gauges.read()
     }
 
     /// Validates `txs` in parallel on all cores (the sentinel), answers invalid ones at once, and

@@ -54,6 +54,9 @@ pub fn serve(options: NodeOptions, listen: SocketAddr, limits: HttpLimits) -> Re
     for line in manifest.settings.describe() {
         specie_service::announce::announce(format_args!("specie node: {line}"));
     }
+    // One node per process: its roles' families join every scrape of its `/metrics`.
+    let gauges = handle.clone();
+    specie_metrics::role::watch(move || gauges.role_gauges());
     let router = specie_api::api::router(handle);
     listening.serve_until_ctrl_c(router, limits, |local| {
         specie_service::announce::announce(format_args!(

@@ -108,6 +108,26 @@ role_families! {
     AtomizerAdmitted => ("specie_atomizer_admitted", "Transactions the atomizer has admitted", true),
 }
 
+/// What a role's thread last published of its families, where no other thread may read the
+/// role's state (the embedded node's threads own theirs): the thread publishes after each
+/// round of its work, and a scrape ([`watch`]) reads the copy.
+#[derive(Clone, Debug, Default)]
+pub struct Published(std::sync::Arc<parking_lot::Mutex<Vec<(RoleFamily, f64)>>>);
+
+impl Published {
+    /// Replaces what was published with `gauges` (no allocation once the first is in).
+    pub fn publish(&self, gauges: &[(RoleFamily, f64)]) {
+        let mut held = self.0.lock();
+        held.clear();
+        held.extend_from_slice(gauges);
+    }
+
+    /// What was published last.
+    pub fn read(&self) -> Vec<(RoleFamily, f64)> {
+        self.0.lock().clone()
+    }
+}
+
 /// From now on every scrape reads `read` (what the role holds now) for its families.
 pub fn watch(read: impl Fn() -> Vec<(RoleFamily, f64)> + Send + Sync + 'static) {
     add_collector(Box::new(View(Box::new(read))));

@@ -390,6 +390,28 @@ fn kill_9_under_load(shape: &str) {
     }
     check_in_ledger(&again.url, &mint.txid());
     check_disputes_by_cli(&again.url, &ledger.confirmed_txids[0]);
+    // The node's metrics carry its ledger's families: the height the blocks replayed to, and
+    // supply tallies that agree.
+    let head: serde_json::Value = ureq::get(&format!("{}/v1/ledger", again.url))
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
+    let height = head["height"].as_u64().unwrap_or_else(|| panic!("{head}"));
+    assert!(height > 0, "{head}");
+    let metrics = ureq::get(&format!("{}/metrics", again.url))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    let gauge = |name: &str| -> f64 {
+        (metrics.lines())
+            .find_map(|line| line.strip_prefix(&format!("{name} "))?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name}: {metrics}"))
+    };
+    assert_eq!(gauge("specie_ledger_height"), height as f64);
+    assert_eq!(gauge("specie_ledger_supply_balanced"), 1.0);
+    assert!(gauge("specie_ledger_supply_issued_value") > 0.0);
     again.child.kill().unwrap();
     again.child.wait().unwrap();
 }

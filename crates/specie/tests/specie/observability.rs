@@ -282,6 +282,13 @@ fn prometheus_scrapes_every_process_of_a_cluster_and_sees_a_leader_killed() {
         let address = target["targets"][0].as_str().unwrap();
         let (code, body) = readyz(address);
         assert_eq!((code, &body["status"]), (200, &Value::from("ready")), "{target}");
+        // Every port describes itself, a metrics-only port too.
+        let doc: Value = ureq::get(&format!("http://{address}/openapi.json"))
+            .call()
+            .unwrap()
+            .into_json()
+            .unwrap();
+        assert!(doc["paths"]["/readyz"].is_object(), "{target}: {doc}");
     }
 
     // Load: the demo's payments (it runs the sentinel's part itself, into the shards and
