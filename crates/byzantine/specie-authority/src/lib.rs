@@ -15,7 +15,7 @@ mod role;
 mod state;
 
 pub use messages::{
-    AccountState, Command, Credit, Funding, Input, Message, Refusal, Reply, Report, ShardIndex,
+    AccountState, Command, Credit, Funding, Input, Message, Refusal, Reply, Report, ShardBooks, ShardIndex,
     CERTIFICATES_PER_ANSWER_MAX, CREDITS_PER_MESSAGE_MAX,
 };
 pub use role::{shard_of, AuthorityConfig, AuthorityShard};

@@ -77,6 +77,10 @@ pub enum Input {
         ticket: Ticket,
         funding: Funding,
     },
+    /// This shard's books (what the supply report reads): answered at once.
+    Books {
+        ticket: Ticket,
+    },
     /// Credits from shard `from`, the first numbered `first_sequence` in that channel.
     Credits {
         from: ShardIndex,
@@ -164,6 +168,17 @@ pub enum Reply {
     /// The slot asked about is settled here with this final certificate.
     Final(Box<Certificate>),
     Refused(Refusal),
+    Books(ShardBooks),
+}
+
+/// A shard's books: the value in its accounts, what moved in from and out to the core, and
+/// what is on its way to the other shards of its authority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShardBooks {
+    pub balances: i128,
+    pub funded: u128,
+    pub redeemed: u128,
+    pub credits_unacked: u128,
 }
 
 /// Why a client's order or certificate is refused, in FastPay's order of checks.

@@ -9,7 +9,7 @@ use specie_fastpay::{
 use specie_role::{Durable, Output, Role, Ticket};
 
 use crate::messages::{
-    AccountState, Command, Credit, Funding, Input, Message, Refusal, Reply, Report, ShardIndex,
+    AccountState, Command, Credit, Funding, Input, Message, Refusal, Reply, Report, ShardBooks, ShardIndex,
     CERTIFICATES_PER_ANSWER_MAX, CREDITS_PER_MESSAGE_MAX,
 };
 use crate::state::{check_votable, hex_id, Settled, ShardState, StateError};
@@ -106,6 +106,16 @@ impl AuthorityShard {
 
     pub fn config(&self) -> &AuthorityConfig {
         &self.config
+    }
+
+    /// Its books, as the supply report reads them.
+    pub fn books(&self) -> ShardBooks {
+        ShardBooks {
+            balances: self.balances(),
+            funded: self.funded(),
+            redeemed: self.redeemed(),
+            credits_unacked: self.credits_unacked(),
+        }
     }
 
     /// The sum of this shard's balances (for the supply audit).
@@ -331,6 +341,7 @@ impl AuthorityShard {
                 self.reply(ticket, reply);
                 return;
             }
+            Input::Books { ticket } => return self.reply(ticket, Reply::Books(self.books())),
             Input::Credits {
                 from,
                 first_sequence,

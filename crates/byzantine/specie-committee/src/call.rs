@@ -1,7 +1,7 @@
 //! What a client asks one authority, whatever carries it (channels to embedded shards, HTTP to
 //! authority processes), and what a payment makes of the answer.
 
-use specie_authority::{Funding, Input, Refusal, Reply};
+use specie_authority::{shard_of, Funding, Input, Refusal, Reply, ShardIndex};
 use specie_fastpay::{
     AccountKey, Certificate, Justification, SignedOrder, SignedRoundChange, SignedRoundRequest, Vote,
 };
@@ -30,17 +30,31 @@ pub enum Call {
         from_sequence: u64,
     },
     Fund(Funding),
+    /// Shard `shard`'s books (the supply report's).
+    Books {
+        shard: ShardIndex,
+    },
 }
 
 impl Call {
-    /// The account whose shard answers this call.
-    pub fn account(&self) -> AccountKey {
+    /// The account whose shard answers this call; none for a shard's books.
+    pub fn account(&self) -> Option<AccountKey> {
         match self {
-            Call::Transfer(order) | Call::Propose { order, .. } => order.order.sender,
-            Call::Confirm(certificate) | Call::Lock(certificate) => certificate.order.order.sender,
-            Call::RoundChange(request) => request.request.account,
-            Call::Account { account, .. } => *account,
-            Call::Fund(funding) => funding.account,
+            Call::Transfer(order) | Call::Propose { order, .. } => Some(order.order.sender),
+            Call::Confirm(certificate) | Call::Lock(certificate) => Some(certificate.order.order.sender),
+            Call::RoundChange(request) => Some(request.request.account),
+            Call::Account { account, .. } => Some(*account),
+            Call::Fund(funding) => Some(funding.account),
+            Call::Books { .. } => None,
+        }
+    }
+
+    /// The shard of `shards` that answers this call: its account's, or the one named.
+    pub fn shard(&self, shards: u32) -> ShardIndex {
+        match (self, self.account()) {
+            (_, Some(account)) => shard_of(&account, shards),
+            (Call::Books { shard }, None) => *shard,
+            (_, None) => unreachable!("only a books call names no account"),
         }
     }
 
@@ -67,6 +81,7 @@ impl Call {
                 from_sequence,
             },
             Call::Fund(funding) => Input::Fund { ticket, funding },
+            Call::Books { .. } => Input::Books { ticket },
         }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
-use specie_authority::{shard_of, AuthorityConfig, AuthorityShard, Input, Message, Reply, Report, ShardIndex};
+use specie_authority::{AuthorityConfig, AuthorityShard, Input, Message, Reply, Report, ShardIndex};
 use specie_fastpay::{AuthorityIndex, Committee, SigningKey};
 use specie_host::{EmbeddedHost, HostMessage, RecoverError, Wiring};
 use specie_log::LogOptions;
@@ -196,10 +196,13 @@ impl EmbeddedCommittee {
 
     /// Sends `call` to `authority`'s shard for its account; the answer goes to `reply_to`.
     pub fn call(&self, authority: AuthorityIndex, call: Call, tag: u64, reply_to: &Sender<Answer>) {
-        let shard = shard_of(&call.account(), self.shards);
+        let shard = call.shard(self.shards);
         let message = HostMessage::Calls(vec![(call, (tag, reply_to.clone()))]);
-        // A stopped shard drops the call: the caller sees no answer, as from a dead authority.
-        let _ = self.calls[usize::from(authority)][shard as usize].send(message);
+        // A stopped shard (or one that does not exist) drops the call: the caller sees no
+        // answer, as from a dead authority.
+        if let Some(inbox) = self.calls[usize::from(authority)].get(shard as usize) {
+            let _ = inbox.send(message);
+        }
     }
 
     /// Sends `call` to every authority.

@@ -135,6 +135,7 @@ impl Request {
             })),
             Call::Account { account, from_sequence } => Request::Account { account, from_sequence },
             Call::Fund(funding) => unreachable!("a payment never funds: {funding:?}"),
+            Call::Books { shard } => unreachable!("a payment never reads shard {shard}'s books"),
         }
     }
 }

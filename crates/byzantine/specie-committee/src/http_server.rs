@@ -69,11 +69,6 @@ pub trait AuthorityService: Send + Sync + 'static {
     fn call(&self, call: Call) -> Pending<'_, Result<Reply, Unavailable>>;
     /// Whether the UHS id `marker` is in the online core's UHS, asked of the core itself.
     fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>>;
-    /// This shard's books as applied, if its host reads them (a cluster's replica does; a
-    /// standalone committee's shards, on role threads, do not yet).
-    fn books(&self) -> Option<ShardBooksBody> {
-        None
-    }
 }
 
 type Shared = State<Arc<dyn AuthorityService>>;
@@ -439,15 +434,26 @@ async fn funding(State(replica): Shared, body: Result<Bytes, BytesRejection>) ->
     }
 }
 
+/// The shard's books, as its role answers them (a replica's once it leads).
 async fn books(State(replica): Shared) -> Result<Json<ShardBooksBody>, HttpError> {
-    replica.books().map(Json).ok_or_else(|| {
-        http_error(
-            StatusCode::NOT_FOUND,
-            "no_books",
-            "this host does not serve its shards' books (a standalone committee): run the committee in a cluster \
-             (`specie cluster up --authorities`) to audit it over HTTP",
-        )
-    })
+    let place = replica.place();
+    match replica
+        .call(Call::Books { shard: place.shard })
+        .await
+        .map_err(unavailable)?
+    {
+        Reply::Books(books) => Ok(Json(ShardBooksBody {
+            authority: place.authority,
+            shard: place.shard,
+            shards: place.shards,
+            committee_id: hex::encode(replica.committee().id()),
+            balances: books.balances.to_string(),
+            credits_unacked: books.credits_unacked.to_string(),
+            funded: books.funded.to_string(),
+            redeemed: books.redeemed.to_string(),
+        })),
+        other => Err(wrong_reply(&other)),
+    }
 }
 
 async fn info(State(replica): Shared) -> Json<InfoBody> {

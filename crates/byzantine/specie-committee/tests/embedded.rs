@@ -92,8 +92,28 @@ fn run_payments(faulty: Behaviour) {
     }
     // Let the stragglers (the fourth authority's confirmations, cross-shard credits) finish.
     std::thread::sleep(Duration::from_millis(300));
+    // Each running shard answers its books (what a standalone committee's API serves): what
+    // the shards hold once stopped.
+    let (asked, answers) = crossbeam_channel::unbounded();
+    for shard in 0..committee.shards() {
+        committee.call(0, Call::Books { shard }, u64::from(shard), &asked);
+    }
+    let mut live: Vec<(u64, specie_authority::ShardBooks)> = (0..committee.shards())
+        .map(|_| {
+            let answer = answers.recv_timeout(Duration::from_secs(10)).expect("books");
+            match answer.reply {
+                Reply::Books(books) => (answer.tag, books),
+                other => panic!("{other:?}"),
+            }
+        })
+        .collect();
+    live.sort_by_key(|(tag, _)| *tag);
     let reports = committee.reports();
     let authorities = committee.stop();
+    let stopped: Vec<(u64, specie_authority::ShardBooks)> = (authorities[0].iter().enumerate())
+        .map(|(shard, role)| (shard as u64, role.books()))
+        .collect();
+    assert_eq!(live, stopped);
     for (authority, shards) in authorities.iter().enumerate() {
         let books = AuthorityBooks::of(shards);
         assert!(books.balanced(), "authority {authority}: {books:?}");

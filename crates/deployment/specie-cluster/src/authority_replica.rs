@@ -379,24 +379,6 @@ impl specie_committee::http_server::AuthorityService for AuthorityReplica {
     fn in_core(&self, marker: [u8; 32]) -> Pending<'_, Result<bool, CoreCheckError>> {
         Box::pin(self.core.holds_marker(marker))
     }
-
-    fn books(&self) -> Option<specie_committee::http_api::ShardBooksBody> {
-        let committee_id = hex::encode(self.committee.id());
-        Some(self.hosted.replica.with_state(|machine: &AuthorityMachine| {
-            let shard = machine.role().shard();
-            let config = shard.config();
-            specie_committee::http_api::ShardBooksBody {
-                authority: config.authority,
-                shard: config.shard,
-                shards: config.shards,
-                committee_id,
-                balances: shard.balances().to_string(),
-                credits_unacked: shard.credits_unacked().to_string(),
-                funded: shard.funded().to_string(),
-                redeemed: shard.redeemed().to_string(),
-            }
-        }))
-    }
 }
 
 impl AuthorityReplica {

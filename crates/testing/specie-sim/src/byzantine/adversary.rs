@@ -281,9 +281,10 @@ impl<R: ShardRole> World<R> {
                 AuthorityBehaviour::Withholds => None,
                 _ => Some((ticket, Reply::Funded { id: funding.id })),
             },
-            // Honest shards send channel messages to their own authority's shards only.
-            Input::Credits { .. } | Input::CreditAck { .. } => {
-                return Err(self.violation("a channel message reached the Byzantine authority"));
+            // Honest shards send channel messages to their own authority's shards only, and
+            // no client of this world reads books.
+            Input::Credits { .. } | Input::CreditAck { .. } | Input::Books { .. } => {
+                return Err(self.violation("a channel message or a books read reached the Byzantine authority"));
             }
         };
         if let Some((ticket, reply)) = answer {

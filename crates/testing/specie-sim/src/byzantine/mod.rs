@@ -941,7 +941,8 @@ fn input_ticket(input: &Input) -> Ticket {
         | Input::Propose { ticket, .. }
         | Input::Lock { ticket, .. }
         | Input::Account { ticket, .. }
-        | Input::Fund { ticket, .. } => *ticket,
+        | Input::Fund { ticket, .. }
+        | Input::Books { ticket } => *ticket,
         Input::Credits { .. } | Input::CreditAck { .. } => u64::MAX,
     }
 }

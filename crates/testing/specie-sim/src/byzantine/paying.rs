@@ -48,6 +48,7 @@ fn call_slot(call: &Call) -> (AccountKey, u64) {
         Call::RoundChange(request) => (request.request.account, request.request.sequence),
         Call::Account { account, from_sequence } => (*account, *from_sequence),
         Call::Fund(funding) => (funding.account, 0),
+        Call::Books { shard } => unreachable!("a payment never reads shard {shard}'s books"),
     }
 }
 
@@ -143,7 +144,7 @@ impl<R: ShardRole> World<R> {
         let Some((call, attempt, missing)) = paying.payment.unanswered_call() else {
             return;
         };
-        let account = call.account();
+        let account = call.account().expect("a payment's calls name its account");
         for authority in missing {
             let call = call.clone();
             self.request(party, authority, &account, Asked::Payment { payment, attempt, call });
