@@ -6,6 +6,7 @@
 pub mod api;
 pub mod cosign_api;
 pub mod http_api;
+pub mod observe;
 mod status;
 pub mod supply;
 mod watchtower;

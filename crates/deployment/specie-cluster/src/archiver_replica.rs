@@ -49,15 +49,7 @@ impl RoleStatus for ArchiverMachine {
     /// Read without the head's UHS digest, which sorts the whole UHS.
     fn role_gauges(&self) -> Vec<(RoleFamily, f64)> {
         let role = self.role();
-        let ledger = role.ledger();
-        let supply = ledger.supply();
-        vec![
-            (RoleFamily::LedgerHeight, ledger.height() as f64),
-            (RoleFamily::LedgerWaiting, ledger.waiting() as f64),
-            (RoleFamily::LedgerUndecided, role.undecided() as f64),
-            (RoleFamily::LedgerSupplyIssued, supply.issued() as f64),
-            (RoleFamily::LedgerSupplyBalanced, f64::from(u8::from(supply.balanced()))),
-        ]
+        specie_api::observe::ledger_gauges(role.ledger(), role.undecided()).to_vec()
     }
 }
 

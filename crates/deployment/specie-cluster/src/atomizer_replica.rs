@@ -32,11 +32,7 @@ impl RoleStatus for AtomizerMachine {
     }
 
     fn role_gauges(&self) -> Vec<(RoleFamily, f64)> {
-        let atomizer = self.role();
-        vec![
-            (RoleFamily::AtomizerHeight, atomizer.height() as f64),
-            (RoleFamily::AtomizerAdmitted, atomizer.admitted() as f64),
-        ]
+        specie_api::observe::atomizer_gauges(self.role()).to_vec()
     }
 }
 

@@ -62,15 +62,7 @@ impl OrderingRole for Coordinator {
     }
 
     fn log_report(report: CoordinatorReport) {
-        match report {
-            CoordinatorReport::ShardRefused { shard, response } => {
-                tracing::error!(shard, ?response, "a shard refused a request: protocol bug");
-            }
-            CoordinatorReport::Finished(t) => {
-                specie_metrics::coordinator::dtxn_finished(t.transactions, t.prepare_ms, t.decide_ms, t.commit_ms);
-            }
-            CoordinatorReport::Settled(_) => {}
-        }
+        specie_api::observe::coordinator_reported(&report);
     }
 
     fn settled(report: &CoordinatorReport) -> Option<&TxOutcome> {

@@ -162,15 +162,7 @@ impl RoleStatus for specie_host::RoleMachine<specie_shard::Shard> {}
 impl RoleStatus for specie_host::RoleMachine<specie_coordinator::Coordinator> {
     /// The leader's queue and dtxns in flight against their limits (0 on a follower).
     fn role_gauges(&self) -> Vec<(specie_metrics::role::RoleFamily, f64)> {
-        use specie_metrics::role::RoleFamily;
-        let coordinator = self.role();
-        let config = coordinator.config();
-        vec![
-            (RoleFamily::CoordinatorQueue, coordinator.queued() as f64),
-            (RoleFamily::CoordinatorQueueMax, config.queue_transactions_max as f64),
-            (RoleFamily::CoordinatorInFlight, coordinator.dtxns_in_flight() as f64),
-            (RoleFamily::CoordinatorInFlightMax, config.dtxns_in_flight_max as f64),
-        ]
+        specie_api::observe::coordinator_gauges(self.role()).to_vec()
     }
 }
 

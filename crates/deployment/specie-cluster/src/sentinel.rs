@@ -446,7 +446,7 @@ impl Backend for ClusterBackend {
         let (verdicts, kinds) = if self.inner.compromised {
             (txs.iter().map(|tx| Ok(tx.compact())).collect(), Default::default())
         } else {
-            specie_sentinel::validate_batch_timed(&txs, &self.inner.trusted)
+            specie_sentinel::validate_batch_timed(&txs, &self.inner.trusted, &|| started.elapsed())
         };
         specie_metrics::transactions::validated(txs.len(), started.elapsed(), kinds.kinds());
         let mut accepted = vec![];

@@ -239,17 +239,9 @@ impl Archive {
         &self.ledger
     }
 
-    /// The ledger's families for the metrics: its height, what waits for a block, what is
-    /// undecided, and its supply tallies.
+    /// The ledger's families for the metrics.
     fn gauges(&self) -> [(RoleFamily, f64); 5] {
-        let supply = self.ledger.supply();
-        [
-            (RoleFamily::LedgerHeight, self.ledger.height() as f64),
-            (RoleFamily::LedgerWaiting, self.ledger.waiting() as f64),
-            (RoleFamily::LedgerUndecided, self.undecided.len() as f64),
-            (RoleFamily::LedgerSupplyIssued, supply.issued() as f64),
-            (RoleFamily::LedgerSupplyBalanced, f64::from(u8::from(supply.balanced()))),
-        ]
+        specie_api::observe::ledger_gauges(&self.ledger, self.undecided.len())
     }
 
     /// Runs until `Stop` or until every sender is gone, publishing its gauges to `published`

@@ -22,6 +22,8 @@ use specie_coordinator::{Coordinator, CoordinatorState, CoordinatorStateError};
 use specie_host::{EmbeddedHost, HostMessage, RecoverError};
 use specie_shard::{CoordinatorIndex, Shard, ShardCall, ShardRead, ShardReply};
 
+use specie_metrics::role::{Published, RoleFamily};
+
 use crate::archive::{AfterWrite, Archive, ArchiveError, ArchiveMessage, ArchiveOptions};
 use crate::endorsement::{Candidate, EndorsementGroup, EndorsementHandle, EndorsementOptions};
 use crate::manifest::CoreShape;
@@ -213,8 +215,14 @@ fn open_archive(handle: &NodeHandle, options: ArchiveOptions) -> Result<Archive,
 /// Where the callers of each shard put their calls, in shard order.
 type Inboxes<C, T> = Vec<Sender<HostMessage<C, T>>>;
 
-/// The core's threads, its shards' inboxes and its orderers' submission channels.
-type StartedCore = (Vec<JoinHandle<()>>, ShardInboxes, Vec<Sender<SubmissionMessage>>);
+/// The core's threads, its shards' inboxes, its orderers' submission channels and what they
+/// publish of their metric families.
+type StartedCore = (
+    Vec<JoinHandle<()>>,
+    ShardInboxes,
+    Vec<Sender<SubmissionMessage>>,
+    Vec<Published>,
+);
 
 /// What starting the core, in either shape, needs.
 struct CoreStart<'a> {
@@ -284,7 +292,7 @@ impl CoreStart<'_> {
         let mut threads = vec![];
         let wiring = |index| ShardWiring::new(index, answers.clone());
         let inboxes = self.start_shards("shard", Shard::empty, wiring, &mut threads)?;
-        let mut submissions = vec![];
+        let (mut submissions, mut gauges) = (vec![], vec![]);
         for (index, answers_rx) in answers_rx.into_iter().enumerate() {
             let coordinator_index = CoordinatorIndex::try_from(index).expect("at most COORDINATORS_MAX coordinators");
             let wiring = OrdererWiring::<ShardCall>::new(
@@ -293,6 +301,7 @@ impl CoreStart<'_> {
                 self.archive.clone(),
                 self.watchtower.clone(),
             );
+            gauges.push(wiring.gauges.clone());
             let config = self.options.coordinator_config(self.ranges.to_vec());
             let coordinator = Coordinator::new(config, CoordinatorState::default());
             // The first keeps the directory name of the days of one coordinator.
@@ -319,7 +328,7 @@ impl CoreStart<'_> {
             }
             submissions.push(serve_orderer(&name, host, answers_rx, &mut threads)?);
         }
-        Ok((threads, ShardInboxes::TwoPhaseCommit(inboxes), submissions))
+        Ok((threads, ShardInboxes::TwoPhaseCommit(inboxes), submissions, gauges))
     }
 
     /// The atomizer shape: the shards and the atomizer, which first brings every shard up to
@@ -338,6 +347,7 @@ impl CoreStart<'_> {
         config.queue_transactions_max = self.options.queue_transactions_max.max(config.block_transactions_max);
         let wiring =
             OrdererWiring::<UhsShardCall>::new(0, inboxes.clone(), self.archive.clone(), self.watchtower.clone());
+        let gauges = vec![wiring.gauges.clone()];
         let mut host = self.recover("atomizer".into(), "atomizer", Atomizer::new(config), wiring)?;
         // Before anyone is served: a reader must see every block the atomizer made durable.
         if !host.run_inputs_until(&answers_rx, Atomizer::shards_caught_up, RESUME_LIMIT_MS) {
@@ -347,7 +357,7 @@ impl CoreStart<'_> {
             });
         }
         let submissions = serve_orderer("atomizer", host, answers_rx, &mut threads)?;
-        Ok((threads, ShardInboxes::Atomizer(inboxes), vec![submissions]))
+        Ok((threads, ShardInboxes::Atomizer(inboxes), vec![submissions], gauges))
     }
 }
 
@@ -409,7 +419,9 @@ struct Shared {
     /// The archiver's inbox, if the node keeps the ledger of record.
     archive: Option<Sender<ArchiveMessage>>,
     /// What the archiver last published of the ledger's metric families (none without it).
-    ledger_gauges: specie_metrics::role::Published,
+    ledger_gauges: Published,
+    /// What each orderer (each coordinator, or the atomizer) last published of its families.
+    orderer_gauges: Vec<Published>,
     /// Recent outcomes, for clients that lost theirs (Hamilton's watchtower).
     watchtower: Arc<Mutex<Watchtower>>,
     trusted: TrustedKeys,
@@ -485,7 +497,7 @@ impl EmbeddedNode {
             archive: archive_tx.clone(),
             watchtower: watchtower.clone(),
         };
-        let (mut threads, shard_inboxes, submissions_tx) = match manifest.shape {
+        let (mut threads, shard_inboxes, submissions_tx, orderer_gauges) = match manifest.shape {
             CoreShape::TwoPhaseCommit => core.two_phase_commit(manifest.coordinators)?,
             CoreShape::Atomizer => core.atomizer()?,
         };
@@ -505,6 +517,7 @@ impl EmbeddedNode {
             endorsement,
             archive: archive_tx,
             ledger_gauges: Default::default(),
+            orderer_gauges,
             watchtower,
             manifest,
             trusted,
@@ -570,10 +583,19 @@ impl NodeHandle {
         &self.shared.manifest
     }
 
-    /// What the node's roles hold, as their metric families: the ledger of record's, as its
-    /// thread last published them (none without the ledger).
-    pub fn role_gauges(&self) -> Vec<(specie_metrics::role::RoleFamily, f64)> {
-        self.shared.ledger_gauges.read()
+    /// What the node's roles hold, as their metric families, as their threads last published
+    /// them: the orderers' (summed over the coordinators: the node's queue and dtxns in flight
+    /// beside its limits) and the ledger of record's (none without it).
+    pub fn role_gauges(&self) -> Vec<(RoleFamily, f64)> {
+        let mut gauges: Vec<(RoleFamily, f64)> = vec![];
+        for (family, value) in self.shared.orderer_gauges.iter().flat_map(Published::read) {
+            match gauges.iter_mut().find(|(seen, _)| *seen == family) {
+                Some((_, sum)) => *sum += value,
+                None => gauges.push((family, value)),
+            }
+        }
+        gauges.extend(self.shared.ledger_gauges.read());
+        gauges
     }
 
     /// Validates `txs` in parallel on all cores (the sentinel), answers invalid ones at once, and
@@ -588,7 +610,8 @@ impl NodeHandle {
         }
         let (refs, txs): (Vec<u64>, Vec<SpecieTransaction>) = txs.into_iter().unzip();
         let started = std::time::Instant::now();
-        let (verdicts, kinds) = specie_sentinel::validate_batch_timed(&txs, &self.shared.trusted);
+        let clock = || started.elapsed();
+        let (verdicts, kinds) = specie_sentinel::validate_batch_timed(&txs, &self.shared.trusted, &clock);
         specie_metrics::transactions::validated(txs.len(), started.elapsed(), kinds.kinds());
         let mut accepted = Vec::with_capacity(txs.len());
         let mut records = vec![];

@@ -202,6 +202,8 @@ pub struct OrdererWiring<C> {
     /// Outcomes of the current round: one message to the archiver and one lock of the
     /// watchtower per round.
     pub decided: Vec<(Txid, TxStatus)>,
+    /// The orderer's metric families, published after each turn.
+    pub gauges: specie_metrics::role::Published,
 }
 
 impl<C: Send> OrdererWiring<C> {
@@ -219,6 +221,7 @@ impl<C: Send> OrdererWiring<C> {
             archive,
             watchtower,
             decided: vec![],
+            gauges: Default::default(),
         }
     }
 
@@ -282,19 +285,16 @@ impl Wiring<Coordinator> for OrdererWiring<ShardCall> {
     }
 
     fn report(&mut self, report: CoordinatorReport) {
-        match report {
-            CoordinatorReport::ShardRefused { shard, response } => {
-                tracing::error!(shard, ?response, "shard refused a request: protocol bug");
-            }
-            CoordinatorReport::Finished(t) => {
-                specie_metrics::coordinator::dtxn_finished(t.transactions, t.prepare_ms, t.decide_ms, t.commit_ms);
-            }
-            CoordinatorReport::Settled(_) => {}
-        }
+        specie_api::observe::coordinator_reported(&report);
     }
 
     fn flush(&mut self) {
         self.hand_on();
+    }
+
+    fn observe(&mut self, coordinator: &Coordinator) {
+        self.gauges
+            .publish(&specie_api::observe::coordinator_gauges(coordinator));
     }
 }
 
@@ -323,5 +323,9 @@ impl Wiring<Atomizer> for OrdererWiring<UhsShardCall> {
 
     fn flush(&mut self) {
         self.hand_on();
+    }
+
+    fn observe(&mut self, atomizer: &Atomizer) {
+        self.gauges.publish(&specie_api::observe::atomizer_gauges(atomizer));
     }
 }

@@ -35,6 +35,9 @@ pub trait Wiring<R: Durable> {
     fn report(&mut self, report: R::Report);
     /// The end of a round: hand on whatever `send` and `reply` batched.
     fn flush(&mut self) {}
+    /// After each turn of an embedded host, on the role's own thread: read what the host's
+    /// owner shows of the role's state (its metrics' gauges). Keep it quick.
+    fn observe(&mut self, _role: &R) {}
 }
 
 /// The callers a host's role has not answered yet, by ticket. Ordered, so that callers left
@@ -246,6 +249,7 @@ impl<R: Durable, W: Wiring<R>> EmbeddedHost<R, W> {
             stop |= !self.take_message(Some(message));
         }
         self.settle();
+        self.wiring.observe(&self.role);
         stop
     }
 

@@ -390,8 +390,9 @@ fn kill_9_under_load(shape: &str) {
     }
     check_in_ledger(&again.url, &mint.txid());
     check_disputes_by_cli(&again.url, &ledger.confirmed_txids[0]);
-    // The node's metrics carry its ledger's families: the height the blocks replayed to, and
-    // supply tallies that agree.
+    // The node's metrics carry its roles' families: the height the ledger's blocks replayed
+    // to, supply tallies that agree, and its orderer's (the coordinators' limits, summed; the
+    // atomizer's height).
     let head: serde_json::Value = ureq::get(&format!("{}/v1/ledger", again.url))
         .call()
         .unwrap()
@@ -412,6 +413,13 @@ fn kill_9_under_load(shape: &str) {
     assert_eq!(gauge("specie_ledger_height"), height as f64);
     assert_eq!(gauge("specie_ledger_supply_balanced"), 1.0);
     assert!(gauge("specie_ledger_supply_issued_value") > 0.0);
+    if shape == "2pc" {
+        assert!(gauge("specie_coordinator_queue_transactions_max") > 0.0);
+        assert!(gauge("specie_coordinator_dtxns_in_flight_max") > 0.0);
+        assert_eq!(gauge("specie_coordinator_dtxns_in_flight"), 0.0, "idle");
+    } else {
+        assert!(gauge("specie_atomizer_height") > 0.0);
+    }
     again.child.kill().unwrap();
     again.child.wait().unwrap();
 }
