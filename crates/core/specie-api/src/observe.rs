@@ -4,7 +4,7 @@
 //! thread after each turn).
 
 use specie_archiver::LedgerOfRecord;
-use specie_atomizer::Atomizer;
+use specie_atomizer::{Atomizer, AtomizerReport};
 use specie_coordinator::{Coordinator, CoordinatorReport};
 use specie_metrics::role::RoleFamily;
 
@@ -52,5 +52,32 @@ pub fn coordinator_reported(report: &CoordinatorReport) {
             specie_metrics::coordinator::dtxn_finished(t.transactions, t.prepare_ms, t.decide_ms, t.commit_ms);
         }
         CoordinatorReport::Settled(_) => {}
+    }
+}
+
+/// What an atomizer's report means to its operator: its rounds' and blocks' times go to the
+/// metrics, a shard that misbehaves or falls out of the window is logged as an error; an
+/// earlier leader's block settling is its host's business (logged at debug).
+pub fn atomizer_reported(report: &AtomizerReport) {
+    match report {
+        AtomizerReport::Attested { took_ms, .. } => specie_metrics::atomizer::attested(*took_ms),
+        AtomizerReport::Finished {
+            transactions,
+            order_ms,
+            confirm_ms,
+        } => specie_metrics::atomizer::block_finished(*transactions, *order_ms, *confirm_ms),
+        AtomizerReport::Settled(outcome) => tracing::debug!(?outcome, "an earlier leader's transaction settled"),
+        AtomizerReport::ShardMisbehaved { shard, answer } => {
+            tracing::error!(
+                shard,
+                ?answer,
+                "a shard answered what no correct shard answers; dropped"
+            );
+        }
+        AtomizerReport::ShardTooFarBehind { shard, height } => tracing::error!(
+            shard,
+            height,
+            "a shard needs a block older than the atomizer's window: restore it from a snapshot"
+        ),
     }
 }

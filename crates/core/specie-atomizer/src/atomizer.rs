@@ -66,6 +66,17 @@ pub enum AtomizerReport {
     ShardMisbehaved { shard: usize, answer: ShardAnswer },
     /// A shard needs a block the window no longer holds: it must be restored from a snapshot.
     ShardTooFarBehind { shard: usize, height: u64 },
+    /// A round of attestations is in: its transactions, and how long the shards took from its
+    /// first asking (milliseconds, by the atomizer's clock).
+    Attested { transactions: usize, took_ms: u64 },
+    /// A block this leader proposed is confirmed to its callers, every shard having applied it:
+    /// its transactions, the time from its proposal to its being durable (`order_ms`) and from
+    /// then to the last shard's applying it (`confirm_ms`).
+    Finished {
+        transactions: usize,
+        order_ms: u64,
+        confirm_ms: u64,
+    },
 }
 
 /// A transaction and who waits for its outcome (`None`: an earlier leader's caller).
@@ -86,13 +97,26 @@ struct AttestRound {
     /// Per shard, the digest of the ids asked, which its answer must name.
     asked_digests: Vec<[u8; 32]>,
     answers: Vec<Option<(u64, Vec<bool>)>>,
+    /// When it was last asked (resends move it) and when it was first asked.
     sent_ms: u64,
+    cut_ms: u64,
+}
+
+/// A durable block of this leader's, whose callers are told once every shard has applied it.
+struct Confirming {
+    height: u64,
+    callers: Vec<Caller>,
+    /// When it was applied here, and how long it took from its proposal to that.
+    applied_ms: u64,
+    order_ms: u64,
 }
 
 /// Transactions whose attestations held, for a block not yet proposed or not yet durable.
 #[derive(Default)]
 struct Pending {
     height: u64,
+    /// When it was proposed (once it is).
+    proposed_ms: u64,
     tickets: Vec<Option<Ticket>>,
     txs: Vec<CompactTransaction>,
     spent: HashSet<UhsId>,
@@ -134,7 +158,7 @@ pub struct Atomizer {
     proposed: Option<Pending>,
     /// Durable blocks' callers, told once every shard has applied the block: a transaction
     /// reported confirmed is then visible to every read of the UHS, as in two-phase commit.
-    confirming: VecDeque<(u64, Vec<Caller>)>,
+    confirming: VecDeque<Confirming>,
     shards: Vec<ShardProgress>,
     outputs: VecDeque<Output<Self>>,
 }
@@ -244,6 +268,7 @@ impl Atomizer {
             asked_digests,
             answers,
             sent_ms: self.now_ms,
+            cut_ms: self.now_ms,
         };
         self.ask(round, &attest);
         self.rounds.insert(round, attest);
@@ -275,6 +300,10 @@ impl Atomizer {
             .all(|(a, ids)| a.is_some() || ids.is_empty())
         {
             let attest = self.rounds.remove(&round).expect("the round was just found");
+            self.outputs.push_back(Output::Report(AtomizerReport::Attested {
+                transactions: attest.txs.len(),
+                took_ms: self.now_ms.saturating_sub(attest.cut_ms),
+            }));
             self.resolve(attest);
         }
     }
@@ -369,6 +398,7 @@ impl Atomizer {
             pending.created.retain(|id| !self.building.created.contains(id));
         }
         pending.height = height;
+        pending.proposed_ms = self.now_ms;
         self.outputs.push_back(Output::Propose(AtomizerBlock {
             height,
             txs: pending.txs.clone(),
@@ -474,12 +504,20 @@ impl Atomizer {
             .map(|s| if s.known { s.acked } else { 0 })
             .min()
             .unwrap_or(0);
-        while let Some((height, _)) = self.confirming.front() {
-            if *height > applied_everywhere && !everyone {
+        while let Some(front) = self.confirming.front() {
+            let applied = front.height <= applied_everywhere;
+            if !applied && !everyone {
                 return;
             }
-            let (_, txs) = self.confirming.pop_front().expect("a block to confirm");
-            for (ticket, tx) in txs {
+            let confirming = self.confirming.pop_front().expect("a block to confirm");
+            if applied {
+                self.outputs.push_back(Output::Report(AtomizerReport::Finished {
+                    transactions: confirming.callers.len(),
+                    order_ms: confirming.order_ms,
+                    confirm_ms: self.now_ms.saturating_sub(confirming.applied_ms),
+                }));
+            }
+            for (ticket, tx) in confirming.callers {
                 self.outcome(ticket, &tx, TxResult::Confirmed);
             }
         }
@@ -568,8 +606,12 @@ impl Role for Atomizer {
         self.state.apply(block);
         match self.proposed.take() {
             Some(proposed) if proposed.height == block.height => {
-                let txs = proposed.tickets.into_iter().zip(proposed.txs).collect();
-                self.confirming.push_back((block.height, txs));
+                self.confirming.push_back(Confirming {
+                    height: block.height,
+                    callers: proposed.tickets.into_iter().zip(proposed.txs).collect(),
+                    applied_ms: now_ms,
+                    order_ms: now_ms.saturating_sub(proposed.proposed_ms),
+                });
             }
             other => {
                 self.proposed = other;

@@ -63,29 +63,15 @@ impl OrderingRole for Atomizer {
     }
 
     fn log_report(report: AtomizerReport) {
-        match report {
-            // A block of an earlier leader, whose callers heard "dropped" or nothing: reported
-            // to the ledger of record by the replica's wiring.
-            AtomizerReport::Settled(outcome) => tracing::debug!(?outcome, "an earlier leader's transaction settled"),
-            AtomizerReport::ShardMisbehaved { shard, answer } => {
-                tracing::error!(
-                    shard,
-                    ?answer,
-                    "a shard group answered what no correct shard answers; dropped"
-                );
-            }
-            AtomizerReport::ShardTooFarBehind { shard, height } => tracing::error!(
-                shard,
-                height,
-                "a shard group needs a block older than the atomizer's window: restore it from a snapshot"
-            ),
-        }
+        // A block of an earlier leader settling (its callers heard "dropped" or nothing) is
+        // reported to the ledger of record by the replica's wiring (`settled`).
+        specie_api::observe::atomizer_reported(&report);
     }
 
     fn settled(report: &AtomizerReport) -> Option<&TxOutcome> {
         match report {
             AtomizerReport::Settled(outcome) => Some(outcome),
-            AtomizerReport::ShardMisbehaved { .. } | AtomizerReport::ShardTooFarBehind { .. } => None,
+            _ => None,
         }
     }
 }

@@ -1,8 +1,8 @@
 //! The process's Prometheus metrics, one home. Every family specie records is defined here, once
 //! (its name `specie_<subsystem>_<what>_<unit>`, its help, its buckets), and recorded through the
 //! functions of its subsystem's module ([`http`], [`transactions`], [`coordinator`],
-//! [`fastpay`], [`exchange`], [`log`], [`raft`], [`wire`], [`role`]), so a name has one meaning
-//! and the dashboards and alert rules (`ops/`) are checked against the one list,
+//! [`atomizer`], [`fastpay`], [`exchange`], [`log`], [`raft`], [`wire`], [`role`]), so a name has
+//! one meaning and the dashboards and alert rules (`ops/`) are checked against the one list,
 //! [`FAMILIES_EXPOSED`].
 //!
 //! - **Cost.** Counters are atomics. A histogram takes a lock per observation, so the data
@@ -29,6 +29,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
+pub mod atomizer;
 pub mod coordinator;
 pub mod exchange;
 pub mod fastpay;
@@ -111,6 +112,8 @@ pub const FAMILIES_EXPOSED: &[(&str, &str)] = &[
     ("specie_coordinator_dtxns_in_flight_max", "gauge"),
     ("specie_atomizer_height", "gauge"),
     ("specie_atomizer_admitted_total", "counter"),
+    ("specie_atomizer_block_size", "histogram"),
+    ("specie_atomizer_phase_duration_seconds", "histogram"),
 ];
 
 /// Labels as (name, value) pairs, the values from bounded sets (see the module's doc).
@@ -123,6 +126,7 @@ struct Families {
     http: http::Families,
     transactions: transactions::Families,
     coordinator: coordinator::Families,
+    atomizer: atomizer::Families,
     fastpay: fastpay::Families,
     exchange: exchange::Families,
     log: log::Families,
@@ -142,6 +146,7 @@ static FAMILIES: LazyLock<Families> = LazyLock::new(|| {
         http: http::Families::register(&mut registry),
         transactions: transactions::Families::register(&mut registry),
         coordinator: coordinator::Families::register(&mut registry),
+        atomizer: atomizer::Families::register(&mut registry),
         fastpay: fastpay::Families::register(&mut registry),
         exchange: exchange::Families::register(&mut registry),
         log: log::Families::register(&mut registry),
@@ -219,6 +224,8 @@ mod tests {
         transactions::finished("invalid", "bad_signature", 1);
         transactions::submission_answered(std::time::Duration::from_millis(9));
         coordinator::dtxn_finished(4, Some(1), None, 2);
+        atomizer::attested(3);
+        atomizer::block_finished(7, 4, 2);
         exchange::block_cleared(3, std::time::Duration::from_millis(20), [(0, 5), (1, 7)].into_iter());
         fastpay::answered(
             "order",

@@ -309,6 +309,29 @@ fn kill_9_under_load(shape: &str) {
         .collect();
 
     std::thread::sleep(Duration::from_millis(1500));
+    // Under load the node's metrics time its orderer's stages: two-phase commit's phases, or
+    // the atomizer's rounds and blocks.
+    let metrics = ureq::get(&format!("{}/metrics", node.url))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    let stages = match shape {
+        "2pc" => [
+            "specie_coordinator_phase_duration_seconds_count{phase=\"commit\"}",
+            "specie_coordinator_dtxn_size_count",
+        ],
+        _ => [
+            "specie_atomizer_phase_duration_seconds_count{phase=\"confirm\"}",
+            "specie_atomizer_block_size_count",
+        ],
+    };
+    for stage in stages {
+        let count: f64 = (metrics.lines())
+            .find_map(|line| line.strip_prefix(stage)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {stage}: {metrics}"));
+        assert!(count > 0.0, "{stage} {count}");
+    }
     node.child.kill().expect("SIGKILL the node");
     node.child.wait().unwrap();
     stop.store(true, Ordering::Relaxed);

@@ -120,6 +120,10 @@ pub struct AtomizerWorldReport {
     pub resends: u64,
     pub misbehaving_answers: u64,
     pub too_far_behind: u64,
+    /// The leader's reports of its rounds attested and its blocks confirmed (for its metrics).
+    pub rounds_attested: u64,
+    pub blocks_finished: u64,
+    pub transactions_finished: u64,
     pub healed_confirmed: u64,
     pub atomizer_crashes: u64,
     pub shard_crashes: u64,
@@ -465,6 +469,11 @@ impl World {
                 SimEvent::Reply { ticket, reply } => self.on_outcome(ticket, reply)?,
                 SimEvent::Report(AtomizerReport::ShardMisbehaved { .. }) => self.report.misbehaving_answers += 1,
                 SimEvent::Report(AtomizerReport::ShardTooFarBehind { .. }) => self.report.too_far_behind += 1,
+                SimEvent::Report(AtomizerReport::Attested { .. }) => self.report.rounds_attested += 1,
+                SimEvent::Report(AtomizerReport::Finished { transactions, .. }) => {
+                    self.report.blocks_finished += 1;
+                    self.report.transactions_finished += transactions as u64;
+                }
                 SimEvent::Report(AtomizerReport::Settled(outcome)) => {
                     return Err(self.violation(format!("an outcome for no caller, with no lead lost: {outcome:?}")))
                 }

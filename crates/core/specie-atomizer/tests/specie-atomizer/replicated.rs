@@ -33,8 +33,15 @@ impl Wiring<Atomizer> for ToShards {
         slot.fill(outcome);
     }
     fn report(&mut self, report: AtomizerReport) {
-        // A new leader reports the blocks it applied from its predecessor as settled.
-        assert!(matches!(report, AtomizerReport::Settled(_)), "{report:?}");
+        // A new leader reports the blocks it applied from its predecessor as settled; every
+        // leader, its rounds' and blocks' times.
+        assert!(
+            matches!(
+                report,
+                AtomizerReport::Settled(_) | AtomizerReport::Attested { .. } | AtomizerReport::Finished { .. }
+            ),
+            "{report:?}"
+        );
     }
 }
 

@@ -37,6 +37,9 @@ fn atomizer_seeds_hold_every_invariant_and_exercise_every_fault() {
         t.shard_crashes += r.shard_crashes;
         t.messages_dropped += r.messages_dropped;
         t.messages_duplicated += r.messages_duplicated;
+        t.rounds_attested += r.rounds_attested;
+        t.blocks_finished += r.blocks_finished;
+        t.transactions_finished += r.transactions_finished;
     }
     assert!(
         t.submitted > 0 && t.blocks > 0 && t.confirmed > 0 && t.rejected > 0,
@@ -50,6 +53,11 @@ fn atomizer_seeds_hold_every_invariant_and_exercise_every_fault() {
         "{t:?}"
     );
     assert!(t.messages_dropped > 0 && t.messages_duplicated > 0, "{t:?}");
+    // The leader reports its rounds and the blocks it confirmed (a block whose leader crashed
+    // before every shard applied it is not reported).
+    assert!(t.rounds_attested > 0, "{t:?}");
+    assert!(t.blocks_finished > 0 && t.blocks_finished <= t.blocks, "{t:?}");
+    assert!(t.transactions_finished > 0, "{t:?}");
 }
 
 #[test]
