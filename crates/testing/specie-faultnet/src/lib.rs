@@ -517,7 +517,9 @@ mod tests {
             .all(|f| !f.dropped && f.duplicate_after.is_none()));
     }
 
-    #[tokio::test]
+    /// On a paused clock: the times are the link's alone, not the machine's (a loaded CI
+    /// machine once took more than a millisecond between two lines).
+    #[tokio::test(start_paused = true)]
     async fn a_link_carries_one_message_after_another_at_its_speed() {
         let network = FaultNetwork::reliable(0);
         let speed = LinkSpeed {
@@ -527,11 +529,16 @@ mod tests {
         let sent = tokio::time::Instant::now();
         let first = network.transmit(1, 2, 1_000, speed);
         let second = network.transmit(1, 2, 500, speed);
-        assert!(first - sent >= Duration::from_millis(15) && first - sent < Duration::from_millis(16));
+        assert_eq!(
+            first - sent,
+            Duration::from_millis(15),
+            "10 ms on the wire, 5 ms latency"
+        );
         assert_eq!(second - first, Duration::from_millis(5), "queued behind the first");
         let back = network.transmit(2, 1, 500, speed);
-        assert!(
-            back - sent < Duration::from_millis(11),
+        assert_eq!(
+            back - sent,
+            Duration::from_millis(10),
             "each direction is a link of its own"
         );
         network.count_request(2, 1_000, true);
