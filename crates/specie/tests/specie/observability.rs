@@ -141,18 +141,14 @@ fn follow_in_the_logs(dir: &Path, txid: &str) {
             .filter(|event: &Value| event["target"] == specie_transaction::TRANSACTION_LOG)
             .collect()
     };
-    let of_the_tx = |event: &&Value| event["fields"]["txid"] == txid;
-    let answered = events("sentinel-0");
-    let answered = answered
-        .iter()
-        .find(of_the_tx)
-        .expect("the sentinel's line for the txid");
+    let line_of_the_tx = |process: &str| -> Value {
+        (events(process).into_iter())
+            .find(|event| event["fields"]["txid"] == txid)
+            .unwrap_or_else(|| panic!("no line of {process} for the txid"))
+    };
+    let answered = line_of_the_tx("sentinel-0");
     assert_eq!(answered["fields"]["status"], "confirmed", "{answered}");
-    let settled = events("coordinator-0-1");
-    let settled = settled
-        .iter()
-        .find(of_the_tx)
-        .expect("the coordinator's line for the txid");
+    let settled = line_of_the_tx("coordinator-0-1");
     assert_eq!(settled["fields"]["outcome"], "Confirmed", "{settled}");
     let dtxn = settled["fields"]["dtxn"].as_u64().expect("the dtxn");
     let shard = events("shard-0-1");
