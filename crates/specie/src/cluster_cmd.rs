@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
+use specie_cluster::membership;
 use specie_cluster::supervisor::{self, UpOptions};
 use specie_cluster::{role_process, CommitteeShape, ExchangeAsset, ExchangeShape, Shape};
 
@@ -37,6 +38,43 @@ pub enum ClusterCommand {
     /// what an attacker learned of fewer than k old shares is worthless afterwards. Every
     /// sentinel must take part.
     RefreshEndorsement(DirArgs),
+    /// Add a replica to a running group (one change at a time, under load): a new id the group
+    /// never had, a certificate from the cluster's CA, a line in cluster.toml (every process
+    /// follows it), the process started on this host on free ports, added as a learner and
+    /// promoted to voter once caught up. Prints the new replica's id.
+    AddReplica(GroupArgs),
+    /// Remove a replica from its group for good: the group's leader commits the new membership
+    /// (a leader removing itself steps down), then the process is stopped and its id retired in
+    /// cluster.toml, never to be used again. Its data directory is kept.
+    RemoveReplica(MemberArgs),
+    /// Rebuild a lost, wiped or dead replica under a new id: add-replica, then remove-replica of
+    /// the old one, so the group never has fewer voters than before. A replica whose directory
+    /// was lost must be replaced, never restarted: it would vote having forgotten its votes.
+    ReplaceReplica(MemberArgs),
+    /// Compare each shard group's replicas: the size of the UHS each holds itself and SHA-256
+    /// over its sorted ids (what `GET /v1/uhs/digest` sums up for the whole cluster). Waits up to
+    /// 10 s for followers still applying; exits 2 if a group's replicas still differ. Run it
+    /// with no transactions in flight, e.g. after replacing a replica.
+    Digests(DirArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct GroupArgs {
+    #[command(flatten)]
+    pub dir: DirArgs,
+    /// The group, as `cluster status` names it (shard-0, coordinator-0, offline-authority,
+    /// exchange, archiver, atomizer, authority-0-shard-0, …).
+    #[arg(long)]
+    pub group: String,
+}
+
+#[derive(Args, Debug)]
+pub struct MemberArgs {
+    #[command(flatten)]
+    pub group: GroupArgs,
+    /// The replica's id in its group (the `replica` column of `cluster status`).
+    #[arg(long)]
+    pub replica: u64,
 }
 
 #[derive(Args, Debug)]
@@ -321,6 +359,25 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
         }
         ClusterCommand::RefreshEndorsement(args) => {
             supervisor::refresh_endorsement(&args.dir)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::AddReplica(args) => {
+            let id = membership::add_replica(&args.dir.dir, &args.group)?;
+            println!("{id}");
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::RemoveReplica(args) => {
+            membership::remove_replica(&args.group.dir.dir, &args.group.group, args.replica)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Digests(args) => Ok(if membership::digests(&args.dir)? {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(2)
+        }),
+        ClusterCommand::ReplaceReplica(args) => {
+            let id = membership::replace_replica(&args.group.dir.dir, &args.group.group, args.replica)?;
+            println!("{id}");
             Ok(ExitCode::SUCCESS)
         }
     }

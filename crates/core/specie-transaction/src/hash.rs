@@ -27,6 +27,19 @@ impl Sha256Writer {
     }
 }
 
+/// How many UHS ids `sorted` holds, and SHA-256 over them in the order given (ascending, for
+/// `GET /v1/uhs/digest`): equal digests mean equal sets, so replicas and restarts compare
+/// without shipping the set.
+pub fn uhs_digest<'a>(sorted: impl IntoIterator<Item = &'a crate::UhsId>) -> (u64, Hash32) {
+    let mut hasher = Sha256Writer::new();
+    let mut count = 0u64;
+    for id in sorted {
+        hasher.update(&id.0);
+        count += 1;
+    }
+    (count, hasher.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -341,7 +341,8 @@ impl AuthorityReplica {
     /// The HTTP API of the replica `leader` of this group, for a client sent elsewhere.
     pub fn http_of(&self, leader: Option<u64>) -> Option<SocketAddr> {
         let leader = leader?;
-        self.group.replicas.iter().find(|r| r.id == leader).map(|r| r.http)
+        let followed = crate::live::followed().and_then(|topology| topology.http_of(&self.group.name, leader));
+        followed.or_else(|| self.group.replicas.iter().find(|r| r.id == leader).map(|r| r.http))
     }
 }
 

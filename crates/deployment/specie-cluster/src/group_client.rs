@@ -4,11 +4,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
+
 use specie_codec::{DecodeError, Encode};
 use specie_wire::{Client, InvalidWireLimits, Transport, WireError, WireLimits};
 use tokio::time::Instant;
 
 use crate::identity::{GroupRole, Identity};
+use crate::live;
 use crate::protocol::{RoleRequest, RoleResponse};
 use crate::topology::{Replica, Topology, ARCHIVER_GROUP};
 
@@ -62,13 +65,24 @@ pub fn replica_client(
     )
 }
 
-/// A client for one replica group. Cheap to clone.
+/// A client for one replica group. Cheap to clone. In a process that follows its cluster file
+/// ([`crate::live`]), it follows the group's membership: replicas added are called, replicas
+/// removed are not.
 #[derive(Clone)]
 pub struct GroupClient {
     name: String,
-    replicas: Arc<Vec<(u64, Client)>>,
-    /// Index into `replicas` of the replica believed to lead.
+    role: GroupRole,
+    limits: WireLimits,
+    transport: Transport,
+    members: Arc<Mutex<Members>>,
+    /// Index into the replicas of the replica believed to lead.
     leader: Arc<AtomicUsize>,
+}
+
+/// The clients for the group's replicas, as of a generation of the followed cluster file.
+struct Members {
+    generation: u64,
+    replicas: Arc<Vec<(u64, Client)>>,
 }
 
 impl GroupClient {
@@ -86,9 +100,46 @@ impl GroupClient {
             .collect::<Result<Vec<_>, InvalidWireLimits>>()?;
         Ok(GroupClient {
             name: name.to_string(),
-            replicas: Arc::new(clients),
+            role,
+            limits: limits.clone(),
+            transport: transport.clone(),
+            members: Arc::new(Mutex::new(Members {
+                generation: live::generation(),
+                replicas: Arc::new(clients),
+            })),
             leader: Arc::new(AtomicUsize::new(0)),
         })
+    }
+
+    /// The group's replicas now: rebuilt (keeping the clients of replicas still there) when the
+    /// followed cluster file changed the membership.
+    fn replicas(&self) -> Arc<Vec<(u64, Client)>> {
+        let mut members = self.members.lock();
+        let generation = live::generation();
+        if members.generation != generation {
+            members.generation = generation;
+            if let Some(topology) = live::followed() {
+                let groups = topology.replica_groups();
+                let listed = (groups.iter())
+                    .find(|(role, name, _)| *role == self.role && *name == self.name)
+                    .map(|(_, _, replicas)| replicas.clone());
+                if let Some(listed) = listed.filter(|listed| !listed.is_empty()) {
+                    let rebuilt: Vec<(u64, Client)> = (listed.iter())
+                        .filter_map(|replica| {
+                            let kept = members.replicas.iter().find(|(id, _)| *id == replica.id);
+                            let client = match kept {
+                                Some((_, client)) => client.clone(),
+                                None => replica_client(self.role, &self.name, replica, &self.limits, &self.transport)
+                                    .ok()?,
+                            };
+                            Some((replica.id, client))
+                        })
+                        .collect();
+                    members.replicas = Arc::new(rebuilt);
+                }
+            }
+        }
+        members.replicas.clone()
     }
 
     /// A client for the topology's archiver group, if it keeps a ledger of record.
@@ -129,17 +180,18 @@ impl GroupClient {
         let mut last = String::from("no attempt");
         let mut attempts = 0usize;
         while Instant::now() < deadline {
-            let index = self.leader.load(Ordering::Relaxed) % self.replicas.len();
-            let (id, client) = &self.replicas[index];
+            let replicas = self.replicas();
+            let index = self.leader.load(Ordering::Relaxed) % replicas.len();
+            let (id, client) = &replicas[index];
             let attempt_deadline = deadline.min(Instant::now() + timeout / 2);
             match client.call_by(bytes.clone(), attempt_deadline).await {
                 Ok(reply) => match RoleResponse::decode(&reply) {
                     Ok(RoleResponse::NotLeader(hint)) => {
                         last = format!("replica {id} is not the leader");
                         let next = hint
-                            .and_then(|h| self.replicas.iter().position(|(rid, _)| *rid == h))
+                            .and_then(|h| replicas.iter().position(|(rid, _)| *rid == h))
                             .filter(|next| *next != index)
-                            .unwrap_or((index + 1) % self.replicas.len());
+                            .unwrap_or((index + 1) % replicas.len());
                         self.leader.store(next, Ordering::Relaxed);
                         if hint.is_none() {
                             tokio::time::sleep(Duration::from_millis(LEADER_SEARCH_PAUSE_MS)).await;
@@ -161,9 +213,9 @@ impl GroupClient {
                         });
                     }
                     last = format!("replica {id}: {error}");
-                    self.leader.store((index + 1) % self.replicas.len(), Ordering::Relaxed);
+                    self.leader.store((index + 1) % replicas.len(), Ordering::Relaxed);
                     attempts += 1;
-                    if attempts.is_multiple_of(self.replicas.len()) {
+                    if attempts.is_multiple_of(replicas.len()) {
                         tokio::time::sleep(Duration::from_millis(LEADER_SEARCH_PAUSE_MS)).await;
                     }
                 }
@@ -183,8 +235,9 @@ impl GroupClient {
         request: &RoleRequest,
         timeout: Duration,
     ) -> Result<RoleResponse, ReplicaCallError> {
+        let replicas = self.replicas();
         let (_, client) =
-            self.replicas
+            replicas
                 .iter()
                 .find(|(rid, _)| *rid == id)
                 .ok_or_else(|| ReplicaCallError::NoSuchReplica {

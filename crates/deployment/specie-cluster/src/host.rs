@@ -1,7 +1,6 @@
 //! What every replica process does whatever its role: open its Raft replica in its own data
 //! directory, serve Raft RPCs, role requests and status on its address, and stop on a signal.
 
-use std::collections::BTreeSet;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,14 +10,17 @@ use std::time::Duration;
 
 use specie_codec::Encode;
 use specie_host::{CallError, GatherAnswer, HostStopped, Slot, SnapshotPlan};
-use specie_raft::{Leadership, Replica, ReplicaConfig, ReplicatedStateMachine, Role, StartError};
+use specie_raft::{
+    Leadership, MembershipError, Replica, ReplicaConfig, ReplicatedStateMachine, Role, Start, StartError,
+};
 use specie_wire::{handler_fn, Admit, Handler, InvalidWireLimits, Peer, ServerCounters, ServerSetup, WireLimits};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinError, JoinHandle};
 
 use crate::credentials::{self, CredentialsError};
 use crate::identity::{authorize, Identity};
-use crate::protocol::{tag, RoleRequest, RoleResponse};
+use crate::live;
+use crate::protocol::{tag, MembershipChange, RoleRequest, RoleResponse};
 use crate::raft_transport::WireRaftTransport;
 use crate::topology::{Replica as ReplicaAddress, Topology, UnknownGroup};
 
@@ -151,6 +153,13 @@ pub trait RoleStatus {
         serde_json::json!({})
     }
 
+    /// What the role's replicated state is, as a size and a digest that equal states share
+    /// (`cluster digests`); `None` for a role that keeps none. Read under the same lock, on an
+    /// operator's request only: it may take time in proportion to the state.
+    fn replica_digest(&self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// What the role holds, as its mode's metric families (read at every scrape, under the
     /// same lock: quick too).
     fn role_gauges(&self) -> Vec<(specie_metrics::role::RoleFamily, f64)> {
@@ -158,7 +167,17 @@ pub trait RoleStatus {
     }
 }
 
-impl RoleStatus for specie_host::RoleMachine<specie_shard::Shard> {}
+/// A shard's UHS as `GET /v1/uhs/digest` sums it up, for its range alone.
+pub fn uhs_digest_json(sorted: &[specie_transaction::UhsId]) -> serde_json::Value {
+    let (ids, sha256) = specie_transaction::hash::uhs_digest(sorted);
+    serde_json::json!({ "ids": ids, "sha256_sorted": hex::encode(sha256) })
+}
+
+impl RoleStatus for specie_host::RoleMachine<specie_shard::Shard> {
+    fn replica_digest(&self) -> Option<serde_json::Value> {
+        Some(uhs_digest_json(&self.role().state().sorted_ids()))
+    }
+}
 impl RoleStatus for specie_host::RoleMachine<specie_coordinator::Coordinator> {
     /// The leader's queue and dtxns in flight against their limits (0 on a follower).
     fn role_gauges(&self) -> Vec<(specie_metrics::role::RoleFamily, f64)> {
@@ -210,10 +229,14 @@ impl<S: ReplicatedStateMachine> Hosted<S> {
             .into_iter()
             .map(|(name, count)| (name.to_string(), count.into()))
             .collect();
+        let lag: serde_json::Map<String, serde_json::Value> = (self.replica.replication_lag().into_iter())
+            .map(|(node, behind)| (node.to_string(), behind.into()))
+            .collect();
         let mut status = serde_json::json!({
             "group": self.group, "replica": m.id, "role": role, "leader": m.leader, "term": m.term,
             "commit_index": m.commit_index, "applied_index": m.applied_index, "last_log_index": m.last_log_index,
             "snapshot_index": m.snapshot_index, "purged_index": m.purged_index, "refused": refused,
+            "membership": membership_json(&self.replica.membership()), "replication_lag": lag,
         });
         if let (Some(map), serde_json::Value::Object(more)) = (status.as_object_mut(), extra) {
             map.extend(more);
@@ -291,15 +314,14 @@ where
     };
     let server = tokio::spawn(specie_wire::serve(listener, admit, setup, stop_rx));
 
-    let members: BTreeSet<u64> = replicas.iter().map(|r| r.id).collect();
     let timeout = Duration::from_millis(topology.limits.request_timeout_ms);
-    let raft_transport = WireRaftTransport::new(group_role, &group, replicas, id, &limits, transport, timeout)?;
+    let raft_transport = WireRaftTransport::new(group_role, &group, topology, limits, transport, timeout);
     let dir = replica_dir(topology, &group, id);
     let replica = Replica::start(
         replica_config(topology),
         &dir,
         id,
-        &members,
+        Start::Prepared,
         raft_transport,
         state_machine,
     )
@@ -360,7 +382,7 @@ where
             None => None,
             Some(name) => {
                 let identity = Identity::parse(name).ok_or_else(|| format!("'{name}' is not a specie identity"))?;
-                if !identity.is_member_of(&topology) {
+                if !identity.is_member_of(&live::current(&topology)) {
                     return Err(format!("{identity} is not a member of this cluster"));
                 }
                 Some(Arc::new(identity))
@@ -406,6 +428,12 @@ where
                 return Err(ServeError::Refused(refuse(&counters, &caller, "empty request")).to_string());
             };
             if let Some(peer) = &caller {
+                let topology = live::current(&topology);
+                // A replica removed from its group since it connected is a member no more.
+                if !peer.is_member_of(&topology) {
+                    counters.requests_refused.fetch_add(1, Ordering::Relaxed);
+                    return Err(format!("{peer} is no longer a member of this cluster"));
+                }
                 // Decided on the tag alone: a refused request is never decoded.
                 if let Err(refusal) = authorize(&topology, &me, peer, request_tag) {
                     counters.requests_refused.fetch_add(1, Ordering::Relaxed);
@@ -429,12 +457,57 @@ where
             let response = match request {
                 RoleRequest::Raft(rpc) => RoleResponse::Raft(hosted.replica.rpc_handler().handle(&rpc).await),
                 RoleRequest::Status => hosted.status(hosted.replica.with_state(RoleStatus::role_status)),
+                RoleRequest::Membership(change) => change_membership(&hosted, change)
+                    .await
+                    .map_err(|error| error.to_string())?,
+                RoleRequest::ReplicaDigest => match hosted.replica.with_state(RoleStatus::replica_digest) {
+                    Some(digest) => RoleResponse::Status(digest.to_string()),
+                    None => {
+                        return Err(
+                            ServeError::Refused(refuse(&counters, &caller, "this role keeps no digest")).to_string(),
+                        )
+                    }
+                },
                 other => role(role_host, caller, other)
                     .await
                     .map_err(|error| error.to_string())?,
             };
             Ok(response.encode())
         }
+    })
+}
+
+/// A learner is promoted once within this many entries of its leader's log.
+pub const PROMOTE_LAG_ENTRIES_MAX: u64 = 64;
+
+/// One step of a membership change, on this replica (which must lead): the group's membership
+/// afterwards, as JSON.
+async fn change_membership<S: ReplicatedStateMachine>(
+    hosted: &Hosted<S>,
+    change: MembershipChange,
+) -> Result<RoleResponse, ServeError> {
+    let replica = &hosted.replica;
+    let changed = match change {
+        MembershipChange::AddLearner(id) => replica.add_learner(id).await,
+        MembershipChange::Promote(id) => replica.promote(id, PROMOTE_LAG_ENTRIES_MAX).await,
+        MembershipChange::Remove(id) => replica.remove(id).await,
+    };
+    match changed {
+        Ok(membership) => {
+            tracing::info!(group = %hosted.group, ?change, ?membership, "membership changed");
+            Ok(RoleResponse::Status(membership_json(&membership).to_string()))
+        }
+        Err(MembershipError::NotLeader { leader }) => Ok(RoleResponse::NotLeader(leader)),
+        Err(refused) => {
+            tracing::warn!(group = %hosted.group, ?change, %refused, "membership change refused");
+            Err(ServeError::Refused(format!("membership change: {refused}")))
+        }
+    }
+}
+
+fn membership_json(membership: &specie_raft::Membership) -> serde_json::Value {
+    serde_json::json!({
+        "voters": membership.voters, "learners": membership.learners, "changing": membership.changing,
     })
 }
 

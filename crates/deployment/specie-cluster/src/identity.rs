@@ -380,6 +380,9 @@ fn replica_allows(topology: &Topology, me: &Identity, role: GroupRole, group: &s
             }
         }
         tag::STATUS => true,
+        // Who belongs to a group, and what each replica holds, are the operator's business.
+        tag::MEMBERSHIP => *peer == Identity::Operator,
+        tag::REPLICA_DIGEST => role == GroupRole::Shard && *peer == Identity::Operator,
         _ => false,
     }
 }
@@ -535,6 +538,12 @@ mod tests {
         }
         assert!(authorize(&endorsing, &coordinator, &sentinel, tag::ENDORSE).is_err());
         assert_eq!(allowed(&shard, tag::STATUS).len(), all.len());
+        // Membership changes and each replica's own digest come from the operator alone.
+        for me in [&shard, &coordinator] {
+            assert_eq!(allowed(me, tag::MEMBERSHIP), vec![operator.to_string()]);
+        }
+        assert_eq!(allowed(&shard, tag::REPLICA_DIGEST), vec![operator.to_string()]);
+        assert!(allowed(&coordinator, tag::REPLICA_DIGEST).is_empty());
         assert!(allowed(&shard, 0xee).is_empty());
         for credits in [tag::CREDITS, tag::CREDIT_ACK] {
             assert!(allowed(&shard, credits).is_empty());
@@ -740,6 +749,7 @@ mod tests {
                 let expected: Vec<&Identity> = match tag {
                     tag::RAFT => vec![&group_peer],
                     tag::STATUS => everyone.to_vec(),
+                    tag::MEMBERSHIP => vec![&Identity::Operator],
                     _ => vec![],
                 };
                 assert_eq!(allowed, expected, "{name}: tag {tag} ({})", tag::name(tag));
@@ -788,6 +798,7 @@ mod tests {
                 tag::RAFT => vec![&group_peer],
                 tag::CREDITS | tag::CREDIT_ACK => vec![&sibling, &sibling_replica],
                 tag::STATUS => everyone.to_vec(),
+                tag::MEMBERSHIP => vec![&Identity::Operator],
                 _ => vec![],
             };
             assert_eq!(allowed, expected, "tag {tag} ({})", tag::name(tag));

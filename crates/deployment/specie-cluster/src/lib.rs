@@ -12,6 +12,8 @@
 //! - [`group_client`]: leader discovery and fail-over for calls to a replica group.
 //! - [`supervisor`] / [`role_process`]: `specie cluster up | status | down` (processes, pid files,
 //!   logs) and the entry points of the processes it starts.
+//! - [`membership`] / [`live`]: `specie cluster add-replica | remove-replica | replace-replica |
+//!   digests`, and how every running process follows the cluster file's membership.
 //! - [`identity`] / [`credentials`]: who each process is (its certificate's name), what each role
 //!   may ask of each other role, and the PKI files that prove it.
 
@@ -27,6 +29,8 @@ pub mod exchange_replica;
 pub mod group_client;
 mod host;
 pub mod identity;
+pub mod live;
+pub mod membership;
 pub mod offline_replica;
 pub mod operator;
 pub mod ordering_replica;

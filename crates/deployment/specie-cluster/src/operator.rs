@@ -8,7 +8,7 @@ use specie_wire::InvalidWireLimits;
 use crate::credentials::{self, CredentialsError};
 use crate::group_client::{GroupClient, ReplicaCallError};
 use crate::host::wire_limits;
-use crate::identity::Identity;
+use crate::identity::{GroupRole, Identity};
 use crate::protocol::{RoleRequest, RoleResponse};
 use crate::topology::Topology;
 
@@ -76,4 +76,36 @@ pub async fn replica_statuses(
         }
     }
     Ok(statuses)
+}
+
+/// What every replica of every group whose role keeps a digest (the shards: their UHS) says of
+/// its own state, asked one by one; a group whose role keeps none is not asked.
+pub async fn replica_digests(topology: &Topology, timeout: Duration) -> Result<Vec<ReplicaStatus>, OperatorError> {
+    let transport = credentials::transport(topology, &Identity::Operator)?;
+    let limits = wire_limits(topology);
+    let mut digests = vec![];
+    for (role, name, replicas) in topology.replica_groups() {
+        if role != GroupRole::Shard {
+            continue;
+        }
+        let client = GroupClient::new(role, &name, &replicas, &limits, &transport)?;
+        for replica in &replicas {
+            let digest = match client
+                .call_replica(replica.id, &RoleRequest::ReplicaDigest, timeout)
+                .await
+            {
+                Ok(RoleResponse::Status(json)) => serde_json::from_str(&json).map_err(StatusError::NotJson),
+                Ok(other) => Err(StatusError::UnexpectedAnswer {
+                    answer: format!("{other:?}"),
+                }),
+                Err(error) => Err(error.into()),
+            };
+            digests.push(ReplicaStatus {
+                group: name.clone(),
+                id: replica.id,
+                status: digest,
+            });
+        }
+    }
+    Ok(digests)
 }

@@ -58,6 +58,12 @@ pub mod tag {
     /// submission's transactions are written ahead, by txid and compact digest; answered under
     /// the same tag, one flag each. Nothing reaches the core the ledger of record did not take.
     pub const WRITTEN_AHEAD: u8 = 18;
+    /// Operator → a group's leader: one step of a membership change; answered `STATUS` with
+    /// the group's membership afterwards, or `NOT_LEADER`.
+    pub const MEMBERSHIP: u8 = 19;
+    /// Operator → any shard replica: the digest of the UHS it holds itself (not its leader's),
+    /// answered `STATUS`; what shows that a group's replicas agree.
+    pub const REPLICA_DIGEST: u8 = 20;
 
     /// For log lines and refusals.
     pub fn name(tag: u8) -> &'static str {
@@ -80,13 +86,16 @@ pub mod tag {
             LEDGER_READ => "ledger read",
             ATOMIZER_SHARD => "atomizer to shard",
             WRITTEN_AHEAD => "written-ahead question",
+            MEMBERSHIP => "membership change",
+            REPLICA_DIGEST => "replica digest",
             _ => "unknown request",
         }
     }
 }
 use tag::{
-    ARCHIVE_OUTCOMES, ARCHIVE_WRITE, ATOMIZER_SHARD, CEREMONY, CREDITS, CREDIT_ACK, ENDORSE, LEDGER_READ, NOT_LEADER,
-    RAFT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT, SUBMIT_ENDORSED, TAKEN, WRITTEN_AHEAD,
+    ARCHIVE_OUTCOMES, ARCHIVE_WRITE, ATOMIZER_SHARD, CEREMONY, CREDITS, CREDIT_ACK, ENDORSE, LEDGER_READ, MEMBERSHIP,
+    NOT_LEADER, RAFT, REPLICA_DIGEST, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT, SUBMIT_ENDORSED, TAKEN,
+    WRITTEN_AHEAD,
 };
 
 /// The smallest record: its transaction's three counts, its attestations' count and its
@@ -141,6 +150,31 @@ pub enum RoleRequest {
     /// Ordering group leader → archiver group leader: `(txid, compact digest)` of each
     /// transaction of a submission, before it is ordered.
     WrittenAhead(Vec<(Txid, [u8; 32])>),
+    /// Operator → a group's leader: one step of a membership change.
+    Membership(MembershipChange),
+    /// Operator → any shard replica: its own UHS's size and digest.
+    ReplicaDigest,
+}
+
+/// One step of a membership change (docs/operator-guide.md, "Changing a group's replicas").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MembershipChange {
+    /// Add replica `id` as a learner: it receives the log and does not vote.
+    AddLearner(u64),
+    /// Make learner `id` a voter, once it has caught up.
+    Promote(u64),
+    /// Remove replica `id`, voter or learner, for good.
+    Remove(u64),
+}
+
+impl MembershipChange {
+    fn code(self) -> (u8, u64) {
+        match self {
+            MembershipChange::AddLearner(id) => (1, id),
+            MembershipChange::Promote(id) => (2, id),
+            MembershipChange::Remove(id) => (3, id),
+        }
+    }
 }
 
 /// Compact transactions a sentinel validated, with its BIP-340 signature over all of them
@@ -463,6 +497,13 @@ impl Encode for RoleRequest {
                 }
             }
             RoleRequest::Status => out.push(STATUS),
+            RoleRequest::Membership(change) => {
+                let (kind, id) = change.code();
+                out.push(MEMBERSHIP);
+                out.push(kind);
+                put_u64(out, id);
+            }
+            RoleRequest::ReplicaDigest => out.push(REPLICA_DIGEST),
             RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence,
                 credits,
@@ -501,6 +542,8 @@ impl RoleRequest {
             RoleRequest::AtomizerShard(_) => ATOMIZER_SHARD,
             RoleRequest::WrittenAhead(_) => WRITTEN_AHEAD,
             RoleRequest::Status => STATUS,
+            RoleRequest::Membership(_) => MEMBERSHIP,
+            RoleRequest::ReplicaDigest => REPLICA_DIGEST,
             RoleRequest::Authority(AuthorityMessage::Credits { .. }) => CREDITS,
             RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => CREDIT_ACK,
         })
@@ -551,6 +594,22 @@ impl RoleRequest {
                 |r| Ok((Txid(r.read_array("txid")?), r.read_array("compact digest")?)),
             )?),
             STATUS => RoleRequest::Status,
+            MEMBERSHIP => {
+                let kind = reader.read_u8("membership change")?;
+                let id = reader.read_u64("replica id")?;
+                RoleRequest::Membership(match kind {
+                    1 => MembershipChange::AddLearner(id),
+                    2 => MembershipChange::Promote(id),
+                    3 => MembershipChange::Remove(id),
+                    kind => {
+                        return Err(DecodeError::UnknownKind {
+                            what: "membership change",
+                            kind,
+                        })
+                    }
+                })
+            }
+            REPLICA_DIGEST => RoleRequest::ReplicaDigest,
             CREDITS => RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence: reader.read_u64("first credit sequence")?,
                 credits: reader.read_vec("credits", CREDITS_PER_MESSAGE_MAX as u64, CREDIT_BYTES, |r| {
@@ -739,6 +798,10 @@ mod tests {
                 endorsements: vec![],
             }),
             RoleRequest::Status,
+            RoleRequest::Membership(MembershipChange::AddLearner(4)),
+            RoleRequest::Membership(MembershipChange::Promote(4)),
+            RoleRequest::Membership(MembershipChange::Remove(1)),
+            RoleRequest::ReplicaDigest,
             RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence: 7,
                 credits: vec![Credit {

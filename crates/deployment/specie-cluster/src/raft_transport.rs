@@ -4,47 +4,73 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use specie_codec::Encode;
 use specie_raft::{NodeId, RaftTransport, RpcFuture, TransportError};
-use specie_wire::{Client, InvalidWireLimits, Transport, WireError, WireLimits};
+use specie_wire::{Client, Transport, WireError, WireLimits};
 
 use crate::group_client::replica_client;
 use crate::identity::GroupRole;
+use crate::live;
 use crate::protocol::{RoleRequest, RoleResponse};
-use crate::topology::Replica;
+use crate::topology::Topology;
 
+/// Clients for the other replicas of one group, made as Raft first calls each: a replica added
+/// to the group since this one started is found in the cluster file as this process follows it
+/// ([`crate::live`]).
 pub struct WireRaftTransport {
-    peers: BTreeMap<NodeId, Client>,
+    role: GroupRole,
+    group: String,
+    topology: Arc<Topology>,
+    limits: WireLimits,
+    transport: Transport,
+    peers: Mutex<BTreeMap<NodeId, Client>>,
     timeout: Duration,
 }
 
 impl WireRaftTransport {
-    /// Clients for the other replicas of `group`, each expecting the peer's certificate to name it.
+    /// A transport for a replica of `group`, each peer expected to prove, by its certificate,
+    /// that it is the replica it is called as.
     pub fn new(
         role: GroupRole,
         group: &str,
-        replicas: &[Replica],
-        local: NodeId,
-        limits: &WireLimits,
+        topology: &Topology,
+        limits: WireLimits,
         transport: Transport,
         timeout: Duration,
-    ) -> Result<Arc<Self>, InvalidWireLimits> {
-        let peers = replicas
-            .iter()
-            .filter(|r| r.id != local)
-            .map(|r| Ok((r.id, replica_client(role, group, r, limits, &transport)?)))
-            .collect::<Result<_, InvalidWireLimits>>()?;
-        Ok(Arc::new(WireRaftTransport { peers, timeout }))
+    ) -> Arc<Self> {
+        Arc::new(WireRaftTransport {
+            role,
+            group: group.to_string(),
+            topology: Arc::new(topology.clone()),
+            limits,
+            transport,
+            peers: Mutex::default(),
+            timeout,
+        })
+    }
+
+    fn client(&self, target: NodeId) -> Result<Client, TransportError> {
+        if let Some(client) = self.peers.lock().get(&target) {
+            return Ok(client.clone());
+        }
+        let unreachable = |reason: String| TransportError::Unreachable { node: target, reason };
+        let topology = live::current(&self.topology);
+        let groups = topology.replica_groups();
+        let replica = (groups.iter())
+            .find(|(role, name, _)| *role == self.role && *name == self.group)
+            .and_then(|(_, _, replicas)| replicas.iter().find(|r| r.id == target))
+            .ok_or_else(|| unreachable("not a member of this group in the cluster file".into()))?;
+        let client = replica_client(self.role, &self.group, replica, &self.limits, &self.transport)
+            .map_err(|error| unreachable(error.to_string()))?;
+        Ok(self.peers.lock().entry(target).or_insert(client).clone())
     }
 }
 
 impl RaftTransport for WireRaftTransport {
     fn call(&self, target: NodeId, request: Vec<u8>) -> RpcFuture<'_> {
         Box::pin(async move {
-            let client = self.peers.get(&target).ok_or_else(|| TransportError::Unreachable {
-                node: target,
-                reason: "not a member of this group".into(),
-            })?;
+            let client = self.client(target)?;
             let reply = client
                 .call(RoleRequest::Raft(request).encode(), self.timeout)
                 .await

@@ -34,77 +34,99 @@ pub enum RoleProcessError {
     Archiver(#[from] ArchiverReplicaError),
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, RoleProcessError> {
-    tokio::runtime::Builder::new_multi_thread()
+/// Loads the cluster file, and runs `role` on its topology on a two-thread runtime, following
+/// the file's membership changes ([`crate::live`]).
+fn run_role<F, E>(
+    cluster: &Path,
+    role: impl FnOnce(Topology) -> F,
+    error: impl FnOnce(E) -> RoleProcessError,
+) -> Result<(), RoleProcessError>
+where
+    F: std::future::Future<Output = Result<(), E>>,
+{
+    let topology = Topology::load(cluster)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(RoleProcessError::Runtime)
+        .map_err(RoleProcessError::Runtime)?;
+    runtime.block_on(async {
+        crate::live::follow(cluster.to_path_buf(), &topology);
+        role(topology).await.map_err(error)
+    })
 }
 
 /// Runs replica `replica` of shard group `group` of the cluster in the file `cluster`.
 pub fn run_shard(cluster: &Path, group: String, replica: u64) -> Result<(), RoleProcessError> {
-    let topology = Topology::load(cluster)?;
-    runtime()?
-        .block_on(shard_replica::run(topology, group, replica))
-        .map_err(RoleProcessError::Replica)
+    run_role(
+        cluster,
+        |topology| shard_replica::run(topology, group, replica),
+        RoleProcessError::Replica,
+    )
 }
 
 /// Runs replica `replica` of coordinator group `group` of the cluster in the file `cluster`.
 pub fn run_coordinator(cluster: &Path, group: String, replica: u64) -> Result<(), RoleProcessError> {
-    let topology = Topology::load(cluster)?;
-    runtime()?
-        .block_on(coordinator_replica::run(topology, group, replica))
-        .map_err(RoleProcessError::Replica)
+    run_role(
+        cluster,
+        |topology| coordinator_replica::run(topology, group, replica),
+        RoleProcessError::Replica,
+    )
 }
 
 /// Runs replica `replica` of the atomizer group (the atomizer shape) of the cluster in the file
 /// `cluster`.
 pub fn run_atomizer(cluster: &Path, replica: u64) -> Result<(), RoleProcessError> {
-    let topology = Topology::load(cluster)?;
-    runtime()?
-        .block_on(atomizer_replica::run(topology, replica))
-        .map_err(RoleProcessError::Replica)
+    run_role(
+        cluster,
+        |topology| atomizer_replica::run(topology, replica),
+        RoleProcessError::Replica,
+    )
 }
 
 /// Runs the sentinel `name` of the cluster in the file `cluster`.
 pub fn run_sentinel(cluster: &Path, name: String, compromised: bool) -> Result<(), RoleProcessError> {
-    let topology = Topology::load(cluster)?;
-    runtime()?
-        .block_on(sentinel::run(topology, name, compromised))
-        .map_err(RoleProcessError::Sentinel)
+    run_role(
+        cluster,
+        |topology| sentinel::run(topology, name, compromised),
+        RoleProcessError::Sentinel,
+    )
 }
 
 /// Runs replica `replica` of FastPay authority shard group `group` of the cluster in the file
 /// `cluster`.
 pub fn run_authority(cluster: &Path, group: String, replica: u64) -> Result<(), RoleProcessError> {
-    let topology = Topology::load(cluster)?;
-    runtime()?
-        .block_on(authority_replica::run(topology, group, replica))
-        .map_err(RoleProcessError::Authority)
+    run_role(
+        cluster,
+        |topology| authority_replica::run(topology, group, replica),
+        RoleProcessError::Authority,
+    )
 }
 
 /// Runs replica `replica` of the offline authority's group of the cluster in the file `cluster`.
 pub fn run_offline_authority(cluster: &Path, replica: u64) -> Result<(), RoleProcessError> {
-    let topology = Topology::load(cluster)?;
-    runtime()?
-        .block_on(offline_replica::run(topology, replica))
-        .map_err(RoleProcessError::Offline)
+    run_role(
+        cluster,
+        |topology| offline_replica::run(topology, replica),
+        RoleProcessError::Offline,
+    )
 }
 
 /// Runs replica `replica` of the exchange's group of the cluster in the file `cluster`.
 pub fn run_exchange(cluster: &Path, replica: u64) -> Result<(), RoleProcessError> {
-    let topology = Topology::load(cluster)?;
-    runtime()?
-        .block_on(exchange_replica::run(topology, replica))
-        .map_err(RoleProcessError::Exchange)
+    run_role(
+        cluster,
+        |topology| exchange_replica::run(topology, replica),
+        RoleProcessError::Exchange,
+    )
 }
 
 /// Runs replica `replica` of the archiver group (the ledger of record) of the cluster in the
 /// file `cluster`.
 pub fn run_archiver(cluster: &Path, replica: u64) -> Result<(), RoleProcessError> {
-    let topology = Topology::load(cluster)?;
-    runtime()?
-        .block_on(archiver_replica::run(topology, replica))
-        .map_err(RoleProcessError::Archiver)
+    run_role(
+        cluster,
+        |topology| archiver_replica::run(topology, replica),
+        RoleProcessError::Archiver,
+    )
 }

@@ -507,13 +507,7 @@ impl Backend for ClusterBackend {
         // Shard groups own ascending ranges, so their sorted ids concatenate into one sorted list:
         // the same digest the embedded node computes for the same set.
         let ids = self.inner.runtime.block_on(self.shard_ids())?;
-        let mut hasher = specie_transaction::hash::Sha256Writer::new();
-        let mut count = 0u64;
-        for id in ids.iter().flatten() {
-            hasher.update(&id.0);
-            count += 1;
-        }
-        Ok((count, hasher.finish()))
+        Ok(specie_transaction::hash::uhs_digest(ids.iter().flatten()))
     }
 
     fn ledger_head(&self) -> Result<LedgerHead, BackendError> {

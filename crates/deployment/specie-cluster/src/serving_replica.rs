@@ -84,10 +84,13 @@ impl<R: ServedRole> ServingReplica<R> {
     }
 
     fn not_leader(&self, leader: Option<u64>) -> Unavailable {
-        let leader_http = leader
-            .and_then(|leader| self.http.iter().find(|(id, _)| *id == leader))
-            .map(|(_, http)| http.to_string());
-        Unavailable::NotLeader { leader_http }
+        let leader_http = leader.and_then(|leader| {
+            let followed = crate::live::followed().and_then(|topology| topology.http_of(&self.hosted.group, leader));
+            followed.or_else(|| self.http.iter().find(|(id, _)| *id == leader).map(|(_, http)| *http))
+        });
+        Unavailable::NotLeader {
+            leader_http: leader_http.map(|http| http.to_string()),
+        }
     }
 
     /// The role's answer to `call`, once what it changed is committed.

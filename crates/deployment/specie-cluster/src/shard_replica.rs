@@ -37,6 +37,10 @@ impl RoleStatus for RoleMachine<UhsShard> {
     fn role_status(&self) -> serde_json::Value {
         serde_json::json!({ "uhs_shard": { "height": self.role().height() } })
     }
+
+    fn replica_digest(&self) -> Option<serde_json::Value> {
+        Some(crate::host::uhs_digest_json(&self.role().sorted_ids()))
+    }
 }
 
 /// A shard role of either shape: what a [`ShardReplica`] needs of it beyond the role contract.

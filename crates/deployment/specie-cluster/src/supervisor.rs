@@ -82,6 +82,14 @@ pub enum SupervisorError {
     NoEndorsementGroup,
     #[error("the sentinels hold shares of different group keys ({keys:?}): remove every sentinel's endorser.key and run `cluster up` again")]
     GroupKeysDiffer { keys: Vec<String> },
+    #[error("no group named '{group}' in this cluster; its groups: {groups}")]
+    UnknownGroup { group: String, groups: String },
+    #[error("group {group} has no replica {id}; its replicas: {ids:?}")]
+    NoSuchReplica { group: String, id: u64, ids: Vec<u64> },
+    #[error("another membership change runs on this cluster: {0} (one change at a time; wait for it, or for its process to exit)")]
+    ChangeRunning(#[source] specie_log::DirLockError),
+    #[error("group {group}: {reason}")]
+    Membership { group: String, reason: String },
     #[error("only {leaders} of {groups} groups have a leader after {waited_s} s; see {logs}")]
     NoLeaders {
         leaders: usize,
@@ -91,12 +99,12 @@ pub enum SupervisorError {
     },
 }
 
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SupervisorError {
+pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SupervisorError {
     let what = what.into();
     move |source| SupervisorError::Io { what, source }
 }
 
-fn credentials(what: &'static str) -> impl FnOnce(CredentialsError) -> SupervisorError {
+pub(crate) fn credentials(what: &'static str) -> impl FnOnce(CredentialsError) -> SupervisorError {
     move |source| SupervisorError::Credentials {
         what,
         source: Box::new(source),
@@ -421,6 +429,7 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
         );
     }
     write_scrape_targets(dir, &topology)?;
+    crate::membership::prepare_founders(&topology)?;
     // Idempotent: starts only what is not running, so it also restarts a member that died.
     let is_stopped = |m: &Member| !read_pid(dir, &m.name).is_some_and(is_alive);
     let mut started_count = 0;
@@ -456,8 +465,12 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
         if let Some(&(name, _)) = spawned.iter().find(|(_, pid)| !is_alive(*pid)) {
             return Err(died_at_start(dir, name));
         }
-        let (leaders, groups) = leaders_elected(&topology)?;
-        if leaders == groups {
+        let (leaders, groups, answered) = leaders_elected(&topology)?;
+        // Every replica started must answer too: one that dies after its group elected
+        // (a directory refused at start) is reported, not left for `status` to find.
+        let replicas_answer = (spawned.iter())
+            .all(|(name, _)| answered.contains(*name) || topology.sentinels.iter().any(|s| s.name == *name));
+        if leaders == groups && replicas_answer {
             break;
         }
         if started.elapsed() > START_TIMEOUT {
@@ -477,7 +490,7 @@ pub fn up(options: &UpOptions) -> Result<(), SupervisorError> {
 
 /// A process `up` started that exited before its group had a leader, with the end of its log
 /// (where it says why: a busy port, a locked directory, a bad file).
-fn died_at_start(dir: &Path, name: &str) -> SupervisorError {
+pub(crate) fn died_at_start(dir: &Path, name: &str) -> SupervisorError {
     let log = dir.join("logs").join(format!("{name}.log"));
     let text = std::fs::File::open(&log)
         .and_then(|file| {
@@ -500,7 +513,7 @@ fn died_at_start(dir: &Path, name: &str) -> SupervisorError {
 }
 
 /// [`TARGETS_FILE`]: one target group per process, labelled with its role, group and replica.
-fn write_scrape_targets(dir: &Path, topology: &Topology) -> Result<(), SupervisorError> {
+pub(crate) fn write_scrape_targets(dir: &Path, topology: &Topology) -> Result<(), SupervisorError> {
     let groups: Vec<serde_json::Value> = (topology.scrape_targets().into_iter())
         .map(|target| {
             serde_json::json!({
@@ -579,11 +592,16 @@ fn replica_statuses(topology: &Topology) -> Result<Vec<ReplicaStatus>, Superviso
         .map_err(SupervisorError::Status)
 }
 
-fn leaders_elected(topology: &Topology) -> Result<(usize, usize), SupervisorError> {
+/// How many groups have a leader, of how many, and which replicas (`group-id`) answered.
+fn leaders_elected(topology: &Topology) -> Result<(usize, usize, BTreeSet<String>), SupervisorError> {
     let statuses = replica_statuses(topology)?;
     let groups: BTreeSet<&String> = statuses.iter().map(|s| &s.group).collect();
     let leading: BTreeSet<&String> = statuses.iter().filter(|s| s.is_leader()).map(|s| &s.group).collect();
-    Ok((leading.len(), groups.len()))
+    let answered = (statuses.iter())
+        .filter(|s| s.status.is_ok())
+        .map(|s| format!("{}-{}", s.group, s.id))
+        .collect();
+    Ok((leading.len(), groups.len(), answered))
 }
 
 /// How long the sentinels have for their key generation ceremony.
@@ -891,7 +909,7 @@ pub fn down(dir: &Path) -> Result<(), SupervisorError> {
 }
 
 /// Stops `members` that run (SIGTERM, then SIGKILL after `STOP_TIMEOUT`); how many ran.
-fn stop(dir: &Path, members: &[Member]) -> usize {
+pub(crate) fn stop(dir: &Path, members: &[Member]) -> usize {
     let running: Vec<(&str, u32)> = members
         .iter()
         .filter_map(|m| {

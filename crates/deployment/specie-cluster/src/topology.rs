@@ -32,6 +32,10 @@ pub struct Topology {
     /// x-only issuer public keys (hex) allowed to mint and redeem.
     #[serde(default)]
     pub issuers: Vec<String>,
+    /// Replicas removed from their groups (certificate names, e.g. `2.shard-0.shard.specie`):
+    /// their ids are never given again, and they are refused as members.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retired: Vec<String>,
     /// The FastPay committee the cluster is the Primary of: its sentinels accept fundings to it
     /// and redeems of its certificates. Absent: every FastPay funding and redeem is invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -695,6 +699,12 @@ impl FastpayCommitteeConfig {
     }
 }
 
+/// A group's replica list, of whichever kind the group has.
+enum ReplicaList<'a> {
+    Plain(&'a mut Vec<Replica>),
+    Serving(&'a mut Vec<AuthorityReplica>),
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShardGroup {
@@ -783,6 +793,10 @@ pub enum InvalidTopology {
     BadNetworkId { id: String },
     #[error("issuer '{issuer}' is not a 32-byte x-only public key in hex")]
     BadIssuer { issuer: String },
+    #[error("retired '{name}' is not a replica's certificate name (like 2.shard-0.shard.specie)")]
+    RetiredNotAReplica { name: String },
+    #[error("{identity} is listed in its group and as retired: a removed replica's id is never used again; give the replica a new id")]
+    RetiredMember { identity: String },
     #[error("fastpay_committee.members[{index}] '{member}' is not a 32-byte Ed25519 public key in hex")]
     FastpayMemberNotHex { index: usize, member: String },
     #[error("fastpay_committee: {0}")]
@@ -1146,6 +1160,7 @@ impl Topology {
             hrp: hrp.into(),
             network_id: Some(hex::encode(rand::random::<[u8; NETWORK_ID_BYTES]>())),
             issuers,
+            retired: vec![],
             fastpay_committee,
             offline_authority,
             exchange,
@@ -1421,13 +1436,133 @@ impl Topology {
         self.validate_names_and_addresses()
     }
 
+    /// `self` with the groups' replica lists and the retired replicas of `other`, for the
+    /// groups both have: what a running process takes from its re-read cluster file
+    /// ([`crate::live`]).
+    pub fn with_membership_of(&self, other: &Topology) -> Topology {
+        let mut merged = self.clone();
+        merged.retired = other.retired.clone();
+        for group in &mut merged.shard_groups {
+            if let Some(new) = other.shard_groups.iter().find(|g| g.name == group.name) {
+                group.replicas = new.replicas.clone();
+            }
+        }
+        for group in &mut merged.coordinator_groups {
+            if let Some(new) = other.coordinator_groups.iter().find(|g| g.name == group.name) {
+                group.replicas = new.replicas.clone();
+            }
+        }
+        if let (Some(mine), Some(new)) = (&mut merged.fastpay_committee, &other.fastpay_committee) {
+            for (authority, new_authority) in mine.authorities.iter_mut().zip(&new.authorities) {
+                for (shard, new_shard) in authority.shards.iter_mut().zip(&new_authority.shards) {
+                    shard.replicas = new_shard.replicas.clone();
+                }
+            }
+        }
+        if let (Some(mine), Some(new)) = (&mut merged.offline_authority, &other.offline_authority) {
+            mine.replicas = new.replicas.clone();
+        }
+        if let (Some(mine), Some(new)) = (&mut merged.exchange, &other.exchange) {
+            mine.replicas = new.replicas.clone();
+        }
+        if let (Some(mine), Some(new)) = (&mut merged.ledger_of_record, &other.ledger_of_record) {
+            mine.replicas = new.replicas.clone();
+        }
+        if let (Some(mine), Some(new)) = (&mut merged.atomizer, &other.atomizer) {
+            mine.replicas = new.replicas.clone();
+        }
+        merged
+    }
+
+    /// Appends a replica to `group`: `plain` to a group without an HTTP API of its own,
+    /// `serving` to one with (FastPay authority shards, the offline authority, the exchange).
+    /// False if there is no such group.
+    pub fn add_replica(&mut self, group: &str, plain: Replica, serving: AuthorityReplica) -> bool {
+        match self.replica_lists(group) {
+            Some(ReplicaList::Plain(list)) => list.push(plain),
+            Some(ReplicaList::Serving(list)) => list.push(serving),
+            None => return false,
+        }
+        true
+    }
+
+    /// Takes replica `id` out of `group`'s list; false if it was not there.
+    pub fn remove_replica(&mut self, group: &str, id: u64) -> bool {
+        let before_after = match self.replica_lists(group) {
+            Some(ReplicaList::Plain(list)) => (list.len(), {
+                list.retain(|r| r.id != id);
+                list.len()
+            }),
+            Some(ReplicaList::Serving(list)) => (list.len(), {
+                list.retain(|r| r.id != id);
+                list.len()
+            }),
+            None => return false,
+        };
+        before_after.0 != before_after.1
+    }
+
+    fn replica_lists(&mut self, group: &str) -> Option<ReplicaList<'_>> {
+        if let Some(place) = self.authority_place(group) {
+            let committee = self.fastpay_committee.as_mut()?;
+            let shard = &mut committee.authorities[usize::from(place.authority)].shards[place.shard as usize];
+            return Some(ReplicaList::Serving(&mut shard.replicas));
+        }
+        let list = match group {
+            OFFLINE_AUTHORITY_GROUP => ReplicaList::Serving(&mut self.offline_authority.as_mut()?.replicas),
+            EXCHANGE_GROUP => ReplicaList::Serving(&mut self.exchange.as_mut()?.replicas),
+            ARCHIVER_GROUP => ReplicaList::Plain(&mut self.ledger_of_record.as_mut()?.replicas),
+            ATOMIZER_GROUP => ReplicaList::Plain(&mut self.atomizer.as_mut()?.replicas),
+            _ => {
+                if let Some(g) = self.shard_groups.iter_mut().find(|g| g.name == group) {
+                    ReplicaList::Plain(&mut g.replicas)
+                } else {
+                    ReplicaList::Plain(&mut self.coordinator_groups.iter_mut().find(|g| g.name == group)?.replicas)
+                }
+            }
+        };
+        Some(list)
+    }
+
+    /// The HTTP API of replica `id` of `group` (a group whose replicas serve one): where a
+    /// replica that does not lead sends its callers.
+    pub fn http_of(&self, group: &str, id: u64) -> Option<SocketAddr> {
+        let topology = self;
+        let replicas = if let Some(place) = topology.authority_place(group) {
+            let committee = topology.fastpay_committee.as_ref()?;
+            &committee.authorities[usize::from(place.authority)].shards[place.shard as usize].replicas
+        } else {
+            match group {
+                OFFLINE_AUTHORITY_GROUP => &topology.offline_authority.as_ref()?.replicas,
+                EXCHANGE_GROUP => &topology.exchange.as_ref()?.replicas,
+                _ => return None,
+            }
+        };
+        replicas.iter().find(|r| r.id == id).map(|r| r.http)
+    }
+
+    /// Whether `identity` was removed from its group ([`Topology::retired`]).
+    pub fn is_retired(&self, identity: &crate::Identity) -> bool {
+        let name = identity.to_string();
+        self.retired.contains(&name)
+    }
+
     /// Group and sentinel names are DNS labels used once; replica ids are unique per group;
-    /// every address is used once.
+    /// every address is used once; a retired replica is no member.
     fn validate_names_and_addresses(&self) -> Result<(), InvalidTopology> {
         let mut names = BTreeSet::new();
         let mut addresses = BTreeSet::new();
         let groups = self.replica_groups();
-        for (_, name, replicas) in &groups {
+        if let Some(retired) = self
+            .retired
+            .iter()
+            .find(|r| !matches!(crate::Identity::parse(r), Some(crate::Identity::Replica { .. })))
+        {
+            return Err(InvalidTopology::RetiredNotAReplica {
+                name: retired.chars().take(80).collect(),
+            });
+        }
+        for (role, name, replicas) in &groups {
             dns_label(name)?;
             if !names.insert(name.clone()) {
                 return Err(InvalidTopology::GroupNameTwice { name: name.clone() });
@@ -1442,6 +1577,16 @@ impl Topology {
             for replica in replicas {
                 if replica.id == 0 || !ids.insert(replica.id) {
                     return Err(InvalidTopology::ReplicaIds { group: name.clone() });
+                }
+                let identity = crate::Identity::Replica {
+                    role: *role,
+                    group: name.clone(),
+                    id: replica.id,
+                };
+                if self.is_retired(&identity) {
+                    return Err(InvalidTopology::RetiredMember {
+                        identity: identity.to_string(),
+                    });
                 }
                 for address in std::iter::once(replica.address).chain(replica.metrics) {
                     if !addresses.insert(address) {

@@ -18,7 +18,7 @@ use specie_archiver::{
 };
 use specie_atomizer::{attested_ids_digest, AttestRequest, ShardAnswer, ShardBlock, ShardMessage};
 use specie_authority::{Credit, Message as AuthorityMessage};
-use specie_cluster::protocol::{RoleRequest, RoleResponse, Submission, SubmitOutcome};
+use specie_cluster::protocol::{MembershipChange, RoleRequest, RoleResponse, Submission, SubmitOutcome};
 use specie_codec::{Decode, Encode};
 use specie_coordinator::{Applied, CommandLimits, CoordinatorCommand, CoordinatorState};
 use specie_endorsement::{
@@ -70,6 +70,10 @@ impl Message {
                 RoleRequest::AtomizerShard(_) => "role-atomizer-shard-request",
                 RoleRequest::WrittenAhead(_) => "role-written-ahead-request",
                 RoleRequest::Status => "role-status-request",
+                RoleRequest::Membership(MembershipChange::AddLearner(_)) => "role-membership-add-learner-request",
+                RoleRequest::Membership(MembershipChange::Promote(_)) => "role-membership-promote-request",
+                RoleRequest::Membership(MembershipChange::Remove(_)) => "role-membership-remove-request",
+                RoleRequest::ReplicaDigest => "role-replica-digest-request",
                 RoleRequest::Authority(AuthorityMessage::Credits { .. }) => "role-credits-request",
                 RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => "role-credit-ack-request",
             },
@@ -324,6 +328,10 @@ fn messages(doc: &BTreeMap<String, Vec<u8>>) -> Vec<Message> {
             SubmitOutcome::Busy,
         ])),
         Message::Request(RoleRequest::Status),
+        Message::Request(RoleRequest::Membership(MembershipChange::AddLearner(4))),
+        Message::Request(RoleRequest::Membership(MembershipChange::Promote(4))),
+        Message::Request(RoleRequest::Membership(MembershipChange::Remove(1))),
+        Message::Request(RoleRequest::ReplicaDigest),
         Message::Response(RoleResponse::Status(r#"{"role":"leader"}"#.into())),
         Message::Response(RoleResponse::NotLeader(Some(2))),
         Message::Response(RoleResponse::NotLeader(None)),

@@ -890,19 +890,15 @@ impl NodeHandle {
     /// SHA-256 over every UHS id in ascending order, and their count: equal digests mean equal
     /// sets, so replicas and restarts can be compared without shipping the set.
     pub fn uhs_digest(&self) -> Result<(u64, [u8; 32]), BackendError> {
-        let mut hasher = specie_transaction::hash::Sha256Writer::new();
-        let mut count = 0u64;
         // Shards own ascending ranges, so concatenating their sorted ids is globally sorted.
+        let mut all = vec![];
         for shard in 0..self.shared.shards.len() {
             let Ok(ShardReply::SortedIds(ids)) = self.ask(shard, ShardRead::SortedIds)?.recv() else {
                 return Err(BackendError::Stopping);
             };
-            for id in ids {
-                hasher.update(&id.0);
-                count += 1;
-            }
+            all.push(ids);
         }
-        Ok((count, hasher.finish()))
+        Ok(specie_transaction::hash::uhs_digest(all.iter().flatten()))
     }
 }
 

@@ -43,7 +43,10 @@ pub mod fuzzing {
 }
 
 pub use network::{RaftTransport, RpcFuture, RpcHandler, TransportError};
-pub use replica::{Leadership, ProposeError, Replica, ReplicaConfig, ReplicaMetrics, Role, StartError};
+pub use replica::{
+    prepare, Leadership, Membership, MembershipError, Origin, PrepareError, ProposeError, Replica, ReplicaConfig,
+    ReplicaMetrics, Role, Start, StartError,
+};
 pub use runtime::seed_thread_rng;
 pub use state_machine::{Proposer, ReplicatedStateMachine, SnapshotRefused};
 pub use types::NodeId;

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use openraft::error::{ClientWriteError, InitializeError, RaftError};
-use openraft::{Config, EmptyNode, Raft, RaftMetrics, ServerState, SnapshotPolicy};
+use openraft::error::{ChangeMembershipError, ClientWriteError, InitializeError, RaftError};
+use openraft::{ChangeMembers, Config, EmptyNode, Raft, RaftMetrics, ServerState, SnapshotPolicy};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -172,6 +172,14 @@ pub enum StartError {
     InvalidConfig(String),
     #[error("node {id} is not among the group's members {members:?}")]
     NotAMember { id: NodeId, members: BTreeSet<NodeId> },
+    /// [`Start::Prepared`] found no replica in the directory.
+    #[error(
+        "{dir} holds no replica (node {id}): it was wiped, or never prepared. A replica that lost its \
+         log and votes must not vote again under its old id (it could elect a leader that lacks \
+         committed entries); rebuild it under a new id instead (docs/operator-guide.md, \
+         \"Replacing a replica\")"
+    )]
+    Wiped { dir: String, id: NodeId },
     /// Another replica (another process, or an instance of this one that has not let go within
     /// `lock_wait_ms`) holds the directory.
     #[error(transparent)]
@@ -197,6 +205,34 @@ pub enum ProposeError {
     #[error("batch of {commands} commands, {bytes} bytes exceeds batch_commands_max or batch_bytes_max")]
     BatchTooLarge { commands: usize, bytes: usize },
     /// The replica has stopped (shut down, or a fatal storage error); the outcome is unknown.
+    #[error("replica stopped: {0}")]
+    Stopped(String),
+}
+
+/// Who belongs to a group, as one replica knows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Membership {
+    pub voters: BTreeSet<NodeId>,
+    /// Members that receive the log but do not vote: replicas being added.
+    pub learners: BTreeSet<NodeId>,
+    /// A change is under way: the group is in a joint configuration, or its newest membership
+    /// is not committed yet.
+    pub changing: bool,
+}
+
+/// Why a membership change was not made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MembershipError {
+    #[error("not the leader (leader: {leader:?})")]
+    NotLeader { leader: Option<NodeId> },
+    /// One change at a time: another is under way (or a learner waits to be promoted).
+    #[error("another membership change is under way: {0}")]
+    InProgress(String),
+    #[error("{0}")]
+    Refused(String),
+    /// No outcome within the propose time-out: the change may still complete.
+    #[error("no outcome within the propose time-out; the change may still complete")]
+    Timeout,
     #[error("replica stopped: {0}")]
     Stopped(String),
 }
@@ -351,8 +387,122 @@ pub struct Replica<S> {
     shut_down: AtomicBool,
 }
 
-/// The stores a replica opened in its directory, and the lock that keeps it theirs.
-type OpenedStores<S> = (LogStore, StateMachineStore<S>, Weak<DirLock>);
+/// The stores a replica opened in its directory, the lock that keeps it theirs, and how the
+/// replica came to be.
+type OpenedStores<S> = (LogStore, StateMachineStore<S>, Weak<DirLock>, Origin);
+
+/// How [`Replica::start`] treats its directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// A pristine directory founds a group of these members (the same set on every founding
+    /// replica); a directory that holds the replica restarts it. For hosts that make their
+    /// directories as they start them: tests, simulations, benchmarks, one-process nodes.
+    Found(BTreeSet<NodeId>),
+    /// The directory must hold the replica [`prepare`] made there (or one that ran since). A
+    /// directory without it is refused with [`StartError::Wiped`]: a replica that lost its log
+    /// and its votes must never vote again under its old id.
+    Prepared,
+}
+
+/// How a replica came to be, as its directory records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// One of the members a group was founded with (empty in directories from before origins
+    /// were recorded: those replicas have run, so they never found again).
+    Founding(BTreeSet<NodeId>),
+    /// Added to a group that runs: it waits, as a learner, for the leader to add it, and votes
+    /// only once promoted.
+    Joining,
+}
+
+const ORIGIN_FOUNDING: u8 = 0;
+const ORIGIN_JOINING: u8 = 1;
+/// The most members a founding record lists (far above any group's size).
+const FOUNDING_MEMBERS_MAX: usize = 1024;
+
+fn encode_identity(id: NodeId, origin: &Origin) -> Vec<u8> {
+    let mut body = id.to_le_bytes().to_vec();
+    match origin {
+        Origin::Founding(members) => {
+            body.push(ORIGIN_FOUNDING);
+            body.extend_from_slice(&(members.len() as u32).to_le_bytes());
+            members.iter().for_each(|m| body.extend_from_slice(&m.to_le_bytes()));
+        }
+        Origin::Joining => body.push(ORIGIN_JOINING),
+    }
+    body
+}
+
+fn decode_identity(body: &[u8]) -> Option<(NodeId, Origin)> {
+    let id = NodeId::from_le_bytes(body.get(..8)?.try_into().ok()?);
+    let rest = &body[8..];
+    let origin = match rest.split_first() {
+        // Written before origins were recorded.
+        None => Origin::Founding(BTreeSet::new()),
+        Some((&ORIGIN_JOINING, [])) => Origin::Joining,
+        Some((&ORIGIN_FOUNDING, rest)) => {
+            let count = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+            let ids = &rest[4..];
+            if count > FOUNDING_MEMBERS_MAX || ids.len() != count * 8 {
+                return None;
+            }
+            Origin::Founding(
+                ids.chunks_exact(8)
+                    .map(|c| NodeId::from_le_bytes(c.try_into().expect("8")))
+                    .collect(),
+            )
+        }
+        Some(_) => return None,
+    };
+    Some((id, origin))
+}
+
+/// Why [`prepare`] did not make the replica.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    #[error("{dir} already holds node {held}, not node {id}")]
+    OtherReplica { dir: String, held: NodeId, id: NodeId },
+    #[error("a founding replica must be among the members it founds with")]
+    NotAMember,
+    #[error(transparent)]
+    Locked(#[from] DirLockError),
+    #[error("preparing the replica directory: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Makes `dir` replica `id`'s directory, to be started with [`Start::Prepared`]: a founding
+/// member of a new group, or one joining a group that runs. Returns false, changing nothing, if
+/// `dir` already holds replica `id` (a cluster made before); refuses a directory of another
+/// replica, or one a running replica holds.
+pub fn prepare(dir: &Path, id: NodeId, origin: &Origin, sync: SyncMode) -> Result<bool, PrepareError> {
+    if let Origin::Founding(members) = origin {
+        if !members.contains(&id) {
+            return Err(PrepareError::NotAMember);
+        }
+    }
+    let _lock = DirLock::acquire(dir, 0)?;
+    match read_identity(dir)? {
+        Some((held, _)) if held != id => Err(PrepareError::OtherReplica {
+            dir: dir.display().to_string(),
+            held,
+            id,
+        }),
+        Some(_) => Ok(false),
+        None => {
+            fsio::write_record(dir, "identity", IDENTITY_MAGIC, &encode_identity(id, origin), sync)?;
+            Ok(true)
+        }
+    }
+}
+
+fn read_identity(dir: &Path) -> io::Result<Option<(NodeId, Origin)>> {
+    let Some(body) = fsio::read_record(dir, "identity", IDENTITY_MAGIC)? else {
+        return Ok(None);
+    };
+    decode_identity(&body)
+        .map(Some)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "identity: malformed record"))
+}
 
 /// Locks `dir` for replica `id` (waiting up to `lock_wait_ms`), checks that it is `id`'s (or makes
 /// it so), and recovers the log and the state machine from it. Blocking: it may wait for the
@@ -360,6 +510,7 @@ type OpenedStores<S> = (LogStore, StateMachineStore<S>, Weak<DirLock>);
 fn open_stores<S: ReplicatedStateMachine>(
     dir: &Path,
     id: NodeId,
+    start: Start,
     lock_wait_ms: u64,
     log_options: LogOptions,
     sync: SyncMode,
@@ -367,18 +518,28 @@ fn open_stores<S: ReplicatedStateMachine>(
 ) -> Result<OpenedStores<S>, StartError> {
     let lock = Arc::new(DirLock::acquire(dir, lock_wait_ms)?);
     // A directory holds one replica's log and votes for good: reusing it under another id
-    // would let one vote count twice.
-    match fsio::read_record(dir, "identity", IDENTITY_MAGIC)? {
-        Some(stored) if stored != id.to_le_bytes() => {
+    // would let one vote count twice, and a replica whose directory is gone must not vote again.
+    let origin = match (read_identity(dir)?, start) {
+        (Some((stored, _)), _) if stored != id => {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("{} belongs to another replica than node {id}", dir.display()),
+                format!("{} belongs to node {stored}, not node {id}", dir.display()),
             )
             .into())
         }
-        Some(_) => {}
-        None => fsio::write_record(dir, "identity", IDENTITY_MAGIC, &id.to_le_bytes(), sync)?,
-    }
+        (Some((_, origin)), _) => origin,
+        (None, Start::Prepared) => {
+            return Err(StartError::Wiped {
+                dir: dir.display().to_string(),
+                id,
+            })
+        }
+        (None, Start::Found(members)) => {
+            let origin = Origin::Founding(members);
+            fsio::write_record(dir, "identity", IDENTITY_MAGIC, &encode_identity(id, &origin), sync)?;
+            origin
+        }
+    };
     let (log_store, recovered) = LogStore::open(lock.clone(), log_options)?;
     if recovered.torn_tail_bytes > 0 || recovered.segments_deleted > 0 {
         tracing::warn!(
@@ -389,28 +550,31 @@ fn open_stores<S: ReplicatedStateMachine>(
         );
     }
     let sm_store = StateMachineStore::open(lock.clone(), sync, state_machine)?;
-    Ok((log_store, sm_store, Arc::downgrade(&lock)))
+    Ok((log_store, sm_store, Arc::downgrade(&lock), origin))
 }
 
 impl<S: ReplicatedStateMachine> Replica<S> {
-    /// Opens (or creates) the replica in `dir` and starts it. `members` is the group, the same
-    /// set on every replica; a fresh group elects a leader among them by itself. `state_machine`
-    /// must be the role's initial state: the replica restores its snapshot into it, if there is
-    /// one, and replays the log after it. Must be called within a tokio runtime.
+    /// Opens the replica in `dir` (see [`Start`]) and starts it. A founding member proposes the
+    /// group's first membership and a fresh group elects a leader among its founders by itself;
+    /// a joining one waits for the leader to add it. `state_machine` must be the role's initial
+    /// state: the replica restores its snapshot into it, if there is one, and replays the log
+    /// after it. Must be called within a tokio runtime.
     pub async fn start(
         config: ReplicaConfig,
         dir: &Path,
         id: NodeId,
-        members: &BTreeSet<NodeId>,
+        start: Start,
         transport: Arc<dyn RaftTransport>,
         state_machine: S,
     ) -> Result<Replica<S>, StartError> {
         let raft_config = config.validate()?;
-        if !members.contains(&id) {
-            return Err(StartError::NotAMember {
-                id,
-                members: members.clone(),
-            });
+        if let Start::Found(members) = &start {
+            if !members.contains(&id) {
+                return Err(StartError::NotAMember {
+                    id,
+                    members: members.clone(),
+                });
+            }
         }
         let log_options = LogOptions {
             segment_bytes_max: config.segment_bytes_max,
@@ -420,10 +584,10 @@ impl<S: ReplicatedStateMachine> Replica<S> {
         let dir = dir.to_path_buf();
         let lock_wait_ms = config.lock_wait_ms;
         let sync = config.sync;
-        let open = move || open_stores(&dir, id, lock_wait_ms, log_options, sync, state_machine);
+        let open = move || open_stores(&dir, id, start, lock_wait_ms, log_options, sync, state_machine);
         // Taking the lock may wait, and recovery reads the whole log: off the async workers,
         // except without syncs (benchmarks, and simulations that need no I/O beside the tasks).
-        let (log_store, sm_store, dir_lock) = match sync {
+        let (log_store, sm_store, dir_lock, origin) = match sync {
             SyncMode::None => open()?,
             SyncMode::Fsync => tokio::task::spawn_blocking(open)
                 .await
@@ -444,13 +608,18 @@ impl<S: ReplicatedStateMachine> Replica<S> {
         let raft = Raft::new(id, Arc::new(raft_config), network, log_store, sm_store)
             .await
             .map_err(|e| StartError::Raft(e.to_string()))?;
-        // Every member of a fresh group proposes the same initial membership; openraft accepts
-        // it only on a pristine replica, so on a restart the refusal is expected.
-        match raft.initialize(members.clone()).await {
-            Ok(()) | Err(RaftError::APIError(InitializeError::NotAllowed(_))) => {}
-            Err(error) => {
-                let _ = raft.shutdown().await;
-                return Err(StartError::Raft(error.to_string()));
+        // Every founder of a fresh group proposes the same initial membership; openraft accepts
+        // it only on a pristine replica, so on a restart the refusal is expected. A joining
+        // replica proposes nothing: the leader's log tells it the membership.
+        if let Origin::Founding(members) = origin {
+            if !members.is_empty() {
+                match raft.initialize(members).await {
+                    Ok(()) | Err(RaftError::APIError(InitializeError::NotAllowed(_))) => {}
+                    Err(error) => {
+                        let _ = raft.shutdown().await;
+                        return Err(StartError::Raft(error.to_string()));
+                    }
+                }
             }
         }
 
@@ -639,6 +808,163 @@ impl<S: ReplicatedStateMachine> Replica<S> {
             .snapshot()
             .await
             .map_err(|e| ProposeError::Stopped(e.to_string()))
+    }
+
+    /// The group's membership as this replica knows it.
+    pub fn membership(&self) -> Membership {
+        self.membership_view().0
+    }
+
+    /// The membership, whether its newest entry is committed, and whether the group is between
+    /// two configurations (a change left half done when its leader went: asking for the same
+    /// change again completes it).
+    fn membership_view(&self) -> (Membership, bool, bool) {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        let stored = &m.membership_config;
+        let membership = stored.membership();
+        let committed = self.committed.load(Ordering::Acquire);
+        let uncommitted = stored.log_id().is_some_and(|log_id| log_id.index >= committed);
+        let configs = membership.get_joint_config();
+        let joint = configs.len() > 1;
+        let view = Membership {
+            voters: configs.last().cloned().unwrap_or_default(),
+            learners: membership.learner_ids().collect(),
+            changing: joint || uncommitted,
+        };
+        (view, uncommitted, joint)
+    }
+
+    /// On the leader: adds replica `id` as a learner. It receives the log (the transport must
+    /// reach it) but does not vote until [`Replica::promote`]. Refused while another change is
+    /// under way, including an earlier learner not yet promoted, and for an id the group knows.
+    /// Adding a learner the group already has changes nothing, so a lost answer can be asked
+    /// again; like [`Replica::promote`] of a voter and [`Replica::remove`] of a stranger.
+    pub async fn add_learner(&self, id: NodeId) -> Result<Membership, MembershipError> {
+        let (now, uncommitted, joint) = self.membership_view();
+        self.leading()?;
+        if now.learners.contains(&id) {
+            return Ok(now);
+        }
+        if uncommitted || joint {
+            return Err(MembershipError::InProgress(
+                "another change is under way, or was left half done: ask for it again to complete it".into(),
+            ));
+        }
+        if let Some(learner) = now.learners.first() {
+            return Err(MembershipError::InProgress(format!(
+                "learner {learner} waits to be promoted or removed"
+            )));
+        }
+        if now.voters.contains(&id) {
+            return Err(MembershipError::Refused(format!("node {id} is already a voter")));
+        }
+        let change = self.raft.add_learner(id, EmptyNode {}, false);
+        self.change(change).await
+    }
+
+    /// On the leader: makes learner `id` a voter, once it is within `lag_max` entries of the
+    /// leader's log (a learner far behind would stall commits the moment it counts). Completes
+    /// a promotion left half done.
+    pub async fn promote(&self, id: NodeId, lag_max: u64) -> Result<Membership, MembershipError> {
+        let (now, uncommitted, joint) = self.membership_view();
+        self.leading()?;
+        if uncommitted {
+            return Err(MembershipError::InProgress(
+                "the newest membership is not committed yet".into(),
+            ));
+        }
+        if now.voters.contains(&id) && !joint {
+            return Ok(now);
+        }
+        if !now.learners.contains(&id) && !now.voters.contains(&id) {
+            return Err(MembershipError::Refused(format!(
+                "node {id} is not a learner of this group"
+            )));
+        }
+        if !joint {
+            let lag = (self.replication_lag().into_iter())
+                .find(|(node, _)| *node == id)
+                .map(|(_, lag)| lag);
+            match lag {
+                Some(lag) if lag <= lag_max => {}
+                lag => {
+                    return Err(MembershipError::Refused(format!(
+                        "learner {id} is {} entries behind the leader; it is promoted within {lag_max}",
+                        lag.map_or("an unknown number of".to_string(), |l| l.to_string())
+                    )))
+                }
+            }
+        }
+        let change = self
+            .raft
+            .change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false);
+        self.change(change).await
+    }
+
+    /// On the leader: removes voter or learner `id` from the group for good (ids are never
+    /// reused). Removing the leader itself is allowed: it steps down once the change commits.
+    /// Refused if it would leave no voter, or while another change is under way; a stranger is
+    /// removed already; a removal left half done is completed.
+    pub async fn remove(&self, id: NodeId) -> Result<Membership, MembershipError> {
+        let (now, uncommitted, joint) = self.membership_view();
+        self.leading()?;
+        if uncommitted {
+            return Err(MembershipError::InProgress(
+                "the newest membership is not committed yet".into(),
+            ));
+        }
+        let changes = if now.learners.contains(&id) {
+            ChangeMembers::RemoveNodes(BTreeSet::from([id]))
+        } else if now.voters.contains(&id) {
+            if now.voters.len() == 1 {
+                return Err(MembershipError::Refused(format!("node {id} is the group's last voter")));
+            }
+            ChangeMembers::RemoveVoters(BTreeSet::from([id]))
+        } else if joint {
+            // Already out of the newest configuration: the same change again leaves the joint one.
+            ChangeMembers::RemoveVoters(BTreeSet::from([id]))
+        } else {
+            return Ok(now);
+        };
+        let change = self.raft.change_membership(changes, false);
+        self.change(change).await
+    }
+
+    fn leading(&self) -> Result<(), MembershipError> {
+        if self.is_leader() {
+            Ok(())
+        } else {
+            Err(MembershipError::NotLeader { leader: self.leader() })
+        }
+    }
+
+    async fn change(
+        &self,
+        change: impl Future<
+            Output = Result<
+                openraft::raft::ClientWriteResponse<TypeConfig>,
+                RaftError<NodeId, ClientWriteError<NodeId, EmptyNode>>,
+            >,
+        >,
+    ) -> Result<Membership, MembershipError> {
+        let timeout = Duration::from_millis(self.config.propose_timeout_ms);
+        match tokio::time::timeout(timeout, change).await {
+            Err(_) => Err(MembershipError::Timeout),
+            Ok(Ok(_)) => Ok(self.membership()),
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward)))) => {
+                Err(MembershipError::NotLeader {
+                    leader: forward.leader_id,
+                })
+            }
+            Ok(Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(error)))) => match error {
+                ChangeMembershipError::InProgress(in_progress) => {
+                    Err(MembershipError::InProgress(in_progress.to_string()))
+                }
+                other => Err(MembershipError::Refused(other.to_string())),
+            },
+            Ok(Err(RaftError::Fatal(fatal))) => Err(MembershipError::Stopped(fatal.to_string())),
+        }
     }
 
     /// Stops the replica and waits until its directory is released, so it can be reopened at

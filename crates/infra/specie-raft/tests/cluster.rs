@@ -10,8 +10,8 @@ use sha2::{Digest, Sha256};
 use specie_faultnet::{Carried, FaultNetwork, LinkFaults, LinkSpeed};
 use specie_log::SyncMode;
 use specie_raft::{
-    Leadership, NodeId, ProposeError, Proposer, Replica, ReplicaConfig, ReplicaMetrics, ReplicatedStateMachine,
-    SnapshotRefused,
+    Leadership, Membership, MembershipError, NodeId, ProposeError, Proposer, Replica, ReplicaConfig, ReplicaMetrics,
+    ReplicatedStateMachine, SnapshotRefused, Start,
 };
 
 /// A deterministic test role: counts commands and chains a hash over them, so two replicas are
@@ -106,18 +106,28 @@ impl Cluster {
     }
 
     async fn start_replica(&mut self, id: NodeId) {
+        self.start_as(id, Start::Found(self.members.clone()))
+            .await
+            .expect("replica starts");
+    }
+
+    async fn start_as(&mut self, id: NodeId, start: Start) -> Result<(), specie_raft::StartError> {
+        let dir = self
+            .dirs
+            .entry(id)
+            .or_insert_with(|| self._root.path().join(format!("replica-{id}")));
         let replica = Replica::start(
             self.config.clone(),
-            &self.dirs[&id],
+            dir,
             id,
-            &self.members,
+            start,
             self.network.transport(id),
             Chain::default(),
         )
-        .await
-        .expect("replica starts");
+        .await?;
         self.network.register(id, replica.rpc_handler());
         self.replicas.insert(id, Arc::new(replica));
+        Ok(())
     }
 
     /// Stops a replica, gracefully or as a crash would (dropped with whatever is in flight).
@@ -209,6 +219,37 @@ impl Cluster {
             assert_eq!(state, &first, "replica {id} diverged");
         }
         first
+    }
+}
+
+/// One step of a membership change.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    AddLearner(NodeId),
+    /// The learner, and the lag it is promoted within.
+    Promote(NodeId, u64),
+    Remove(NodeId),
+}
+
+impl Cluster {
+    /// Takes `step` to whoever leads, following elections (this machine may be slow enough for
+    /// one at any time).
+    async fn step(&self, step: Step) -> Result<Membership, MembershipError> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let leader = self.replica(self.leader(Duration::from_secs(5)).await);
+            let answer = match step {
+                Step::AddLearner(id) => leader.add_learner(id).await,
+                Step::Promote(id, lag_max) => leader.promote(id, lag_max).await,
+                Step::Remove(id) => leader.remove(id).await,
+            };
+            match answer {
+                Err(MembershipError::NotLeader { .. }) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                answer => return answer,
+            }
+        }
     }
 }
 
@@ -525,7 +566,17 @@ async fn a_replica_directory_is_exclusive_and_bound_to_its_node_id() {
     };
     let start = |id: NodeId| {
         let (config, dir, transport) = (quick.clone(), root.path().to_path_buf(), network.transport(id));
-        async move { Replica::start(config, &dir, id, &BTreeSet::from([id]), transport, Chain::default()).await }
+        async move {
+            Replica::start(
+                config,
+                &dir,
+                id,
+                Start::Found(BTreeSet::from([id])),
+                transport,
+                Chain::default(),
+            )
+            .await
+        }
     };
     let running = start(1).await.expect("fresh directory");
     let err = start(1)
@@ -537,7 +588,7 @@ async fn a_replica_directory_is_exclusive_and_bound_to_its_node_id() {
     assert!(err.to_string().contains(&holder), "{err}");
     running.shutdown().await;
     let err = start(2).await.err().expect("another node id is refused");
-    assert!(err.to_string().contains("another replica"), "{err}");
+    assert!(err.to_string().contains("belongs to node 1, not node 2"), "{err}");
     start(1).await.expect("the owner reopens it").shutdown().await;
 
     let bad = ReplicaConfig {
@@ -548,7 +599,7 @@ async fn a_replica_directory_is_exclusive_and_bound_to_its_node_id() {
         bad,
         root.path(),
         1,
-        &BTreeSet::from([1]),
+        Start::Found(BTreeSet::from([1])),
         network.transport(1),
         Chain::default(),
     )
@@ -556,6 +607,102 @@ async fn a_replica_directory_is_exclusive_and_bound_to_its_node_id() {
     .err()
     .expect("heartbeat above the election time-out is refused");
     assert!(matches!(err, specie_raft::StartError::InvalidConfig(_)), "{err}");
+}
+
+/// etcd's procedure, one change at a time, with writes between the steps: a replica joins as a
+/// learner and is promoted once caught up, the leader removes itself and steps down, a second
+/// change while one is under way is refused, every step asked twice changes nothing more, a
+/// wiped replica is refused under its old id, and nothing committed is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_join_leave_and_a_wiped_one_is_refused_with_nothing_committed_lost() {
+    let mut cluster = Cluster::start(3, config(), 41).await;
+    for n in 0..20 {
+        cluster.propose(batch(7, n)).await;
+    }
+
+    // Replica 4 joins: prepared to join, it founds nothing and waits as a learner.
+    let dir4 = cluster._root.path().join("replica-4");
+    assert!(specie_raft::prepare(&dir4, 4, &specie_raft::Origin::Joining, SyncMode::Fsync).unwrap());
+    assert!(!specie_raft::prepare(&dir4, 4, &specie_raft::Origin::Joining, SyncMode::Fsync).unwrap());
+    cluster
+        .start_as(4, Start::Prepared)
+        .await
+        .expect("a prepared joiner starts");
+    let refused = cluster.step(Step::Promote(4, 64)).await.unwrap_err();
+    assert!(refused.to_string().contains("not a learner"), "{refused}");
+    let added = cluster.step(Step::AddLearner(4)).await.expect("learner added");
+    assert_eq!(added.learners, BTreeSet::from([4]));
+    assert_eq!(cluster.step(Step::AddLearner(4)).await.unwrap(), added, "asked twice");
+    let busy = cluster.step(Step::AddLearner(5)).await.unwrap_err();
+    assert!(matches!(busy, MembershipError::InProgress(_)), "{busy}");
+    for n in 20..40 {
+        cluster.propose(batch(7, n)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let promoted = loop {
+        match cluster.step(Step::Promote(4, 8)).await {
+            Ok(membership) => break membership,
+            Err(MembershipError::Refused(why)) if Instant::now() < deadline => {
+                assert!(why.contains("behind"), "{why}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(error) => panic!("promote: {error}"),
+        }
+    };
+    assert_eq!(promoted.voters, BTreeSet::from([1, 2, 3, 4]));
+    assert!(promoted.learners.is_empty());
+    assert_eq!(
+        cluster.step(Step::Promote(4, 8)).await.unwrap(),
+        promoted,
+        "asked twice"
+    );
+
+    // The leader removes itself: it steps down once the change commits, and the others elect.
+    let leader = cluster.leader(Duration::from_secs(5)).await;
+    let removed = cluster.step(Step::Remove(leader)).await.expect("leader removed");
+    assert_eq!(removed.voters.len(), 3);
+    assert!(!removed.voters.contains(&leader));
+    cluster.stop_replica(leader, true).await;
+    for n in 40..60 {
+        cluster.propose(batch(7, n)).await;
+    }
+    let new_leader = cluster.leader(Duration::from_secs(5)).await;
+    assert_ne!(new_leader, leader);
+    assert_eq!(
+        cluster.step(Step::Remove(leader)).await.unwrap(),
+        removed,
+        "a stranger is removed"
+    );
+    assert_eq!(cluster.step(Step::Remove(99)).await.unwrap(), removed);
+
+    // A voter whose directory is lost is refused under its old id, before it can vote.
+    let wiped = *removed
+        .voters
+        .iter()
+        .find(|&&id| id != 4)
+        .expect("a founder still voting");
+    cluster.stop_replica(wiped, false).await;
+    std::fs::remove_dir_all(&cluster.dirs[&wiped]).unwrap();
+    let error = cluster.start_as(wiped, Start::Prepared).await.unwrap_err();
+    assert!(
+        matches!(error, specie_raft::StartError::Wiped { id, .. } if id == wiped),
+        "{error}"
+    );
+    // The joiner restarts from its directory, a voter now, and catches up with the others.
+    cluster.stop_replica(4, true).await;
+    cluster
+        .start_as(4, Start::Prepared)
+        .await
+        .expect("a joined replica restarts");
+    for n in 60..80 {
+        cluster.propose(batch(7, n)).await;
+    }
+    let state = cluster.converged().await;
+    assert_eq!(
+        state.count,
+        4 * 80,
+        "every committed command applied once, on every replica"
+    );
 }
 
 /// Entries of the slow-link test: 4 commands of 131 000 bytes, so that 64 of them (openraft's

@@ -317,7 +317,7 @@ async fn a_snapshot_chunk_that_skips_ahead_is_refused() {
         specie_raft::ReplicaConfig::default(),
         dir.path(),
         2,
-        &members,
+        specie_raft::Start::Found(members.clone()),
         network.transport(2),
         Nothing,
     )

@@ -5,6 +5,8 @@
 //! the load follows the group's `not_leader` answers to the new leader, nothing answered is lost,
 //! the restarted replica catches up to the identical height and state hash, the trader's CLI
 //! finds the leader among the replicas' URLs, and a withdrawal is paid by the cluster's core once.
+//! The killed replica is then replaced under load (`cluster replace-replica`): nothing answered
+//! is lost and the three replicas agree.
 
 use crate::cluster_harness;
 
@@ -109,10 +111,10 @@ fn an_exchange_group_survives_losing_its_leader_and_its_replicas_agree() {
     deposit_all(&url, "eur", &eur_fundings);
 
     // Load over every replica's API, and kill -9 the leader in the middle of it.
-    let urls: Vec<String> = exchange.replicas.iter().map(|r| format!("http://{}", r.http)).collect();
+    let urls_at_start: Vec<String> = exchange.replicas.iter().map(|r| format!("http://{}", r.http)).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let load = {
-        let (urls, stop) = (Arc::new(Mutex::new(urls)), stop.clone());
+        let (urls, stop) = (Arc::new(Mutex::new(urls_at_start.clone())), stop.clone());
         std::thread::spawn(move || run_load(urls, id, stop))
     };
     std::thread::sleep(Duration::from_millis(1_500));
@@ -152,8 +154,61 @@ fn an_exchange_group_survives_losing_its_leader_and_its_replicas_agree() {
         std::thread::sleep(Duration::from_millis(300));
     }
 
-    // The trader's CLI, given every replica's API, finds the leader (the first URL may be a
-    // follower, or the replica that was killed).
+    // The replica that was killed is replaced under load: a new one joins and catches up, the
+    // old id is retired, the load follows, nothing answered is lost, and three replicas agree.
+    let urls = Arc::new(Mutex::new(urls_at_start.clone()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = {
+        let (urls, stop) = (urls.clone(), stop.clone());
+        std::thread::spawn(move || run_load(urls, id, stop))
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let group = specie_cluster::EXCHANGE_GROUP;
+    let replaced = specie(&[
+        "cluster",
+        "replace-replica",
+        "--dir",
+        &dir,
+        "--group",
+        group,
+        "--replica",
+        &old_leader.to_string(),
+    ]);
+    let new_id: u64 = String::from_utf8_lossy(&replaced.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let topology = Topology::load(&Path::new(&dir).join("cluster.toml")).unwrap();
+    let new_replica = topology
+        .exchange
+        .as_ref()
+        .unwrap()
+        .replicas
+        .iter()
+        .find(|r| r.id == new_id)
+        .unwrap();
+    urls.lock().unwrap().push(format!("http://{}", new_replica.http));
+    std::thread::sleep(Duration::from_millis(1_000));
+    stop.store(true, Ordering::Relaxed);
+    let url = leader_url(&dir, &topology);
+    assert_included_kept(&url, &load.join().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ledgers = replica_ledgers(&dir);
+        if ledgers.len() == 3 && ledgers.iter().all(|l| *l == ledgers[0]) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replicas disagree after the replacement: {ledgers:?}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+
+    // The trader's CLI, given every replica's API as the cluster started, finds the leader (the
+    // first URL may be a follower, or the replica that was replaced).
     let cli = specie(&["exchange", "last-block", "--exchange", &exchange.http_urls(), "--json"]);
     let last: serde_json::Value = serde_json::from_slice(&cli.stdout).unwrap();
     assert_eq!(last["height"].as_u64(), Some(summary(&url).1), "{last}");

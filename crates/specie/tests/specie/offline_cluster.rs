@@ -167,6 +167,45 @@ fn an_offline_authority_group_survives_losing_its_leader_and_settles_through_the
         std::thread::sleep(Duration::from_millis(200));
     }
 
+    // The group's leader is replaced (a new replica joins and catches up, the old id is
+    // retired); devices given the replicas' URLs as the cluster started still find a leader,
+    // and every replica, the new one included, holds the same books.
+    let leader = offline_roles(&dir)
+        .into_iter()
+        .find(|(_, role)| role == "leader")
+        .expect("a leader")
+        .0;
+    let group = specie_cluster::OFFLINE_AUTHORITY_GROUP;
+    specie(&[
+        "cluster",
+        "replace-replica",
+        "--dir",
+        &dir,
+        "--group",
+        group,
+        "--replica",
+        &leader.to_string(),
+    ]);
+    let more = temp.path().join("more");
+    std::fs::create_dir_all(&more).unwrap();
+    let (carol, _) = enrolled_devices(&more, &urls, token_file);
+    let request = device(&carol, &urls, &["request", "200"]).unwrap();
+    let paid = device(&alice, &urls, &["pay", &request]).unwrap();
+    device(&carol, &urls, &["receive", &paid]).unwrap();
+    let started = Instant::now();
+    loop {
+        let books = replica_books(&dir);
+        let ids: Vec<u64> = offline_roles(&dir).into_iter().map(|(id, _)| id).collect();
+        if books.len() == 3 && books.iter().all(|b| *b == expected) && !ids.contains(&leader) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "replicas disagree after the replacement: {books:?} of {ids:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
     // The platform's supply report agrees with the authority's audit: of the 1,000 minted, the
     // ledger of record says 700 went to the authority's bridge key and 500 came back, and the
     // authority's books hold the 200 outstanding.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use specie_host::{CallError, Gather, ReplicatedHost, RoleMachine, Slot, Wiring};
-use specie_raft::{NodeId, Replica, ReplicaConfig};
+use specie_raft::{NodeId, Replica, ReplicaConfig, Start};
 use specie_role::Durable;
 use tokio::sync::mpsc;
 
@@ -59,7 +59,7 @@ where
                 config.clone(),
                 &dir.path().join(format!("replica-{id}")),
                 id,
-                &members,
+                Start::Found(members.clone()),
                 network.transport(id),
                 RoleMachine::new(role()),
             )

@@ -584,7 +584,7 @@ mod tests {
             ReplicaConfig::default(),
             dir.path(),
             1,
-            &BTreeSet::from([1]),
+            specie_raft::Start::Found(BTreeSet::from([1])),
             network.transport(1),
             Nothing,
         )

@@ -34,7 +34,7 @@
 //! transactions ahead ([`ledger_link`]). Checked once at rest: none of those applied, and every
 //! outcome the ordering group reported to the archiver is what the UHS did.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +51,7 @@ use specie_cluster::{Caller, Hosted, Identity};
 use specie_coordinator::{Coordinator, CoordinatorConfig};
 use specie_faultnet::FaultNetwork;
 use specie_host::HostStopped;
-use specie_raft::{NodeId, Replica, ReplicaConfig, ReplicatedStateMachine};
+use specie_raft::{NodeId, Replica, ReplicaConfig, ReplicatedStateMachine, Start};
 use specie_shard::{ShardRange, Vote};
 use specie_transaction::hash::Sha256Writer;
 use specie_transaction::signing::{keypair_from_secret, xonly_bytes};
@@ -63,6 +63,7 @@ use crate::replication::{run_seeded, sim_replica_config, ReplicationFaults};
 use crate::world::Violation;
 
 mod ledger_link;
+mod membership;
 mod shape;
 
 use ledger_link::SimLedger;
@@ -113,6 +114,9 @@ pub struct ClusterOptions {
     /// rounds reach them as the first group's), as before shards kept each coordinator's dtxns
     /// apart. With two or more groups the world must report it.
     pub shards_confuse_coordinators: bool,
+    /// A membership change begins (a replica added to a group, removed, or replaced), when none
+    /// is under way.
+    pub membership_per_mille: u32,
 }
 
 impl ClusterOptions {
@@ -135,6 +139,8 @@ impl ClusterOptions {
                 full_restart_per_mille: rng.gen_range(0..5),
                 partition_per_mille: rng.gen_range(0..15),
                 heal_per_mille: 50,
+                membership_per_mille: 0,
+                wipe_per_mille: 0,
             },
             mix: CompactMix {
                 mint_per_mille: 150,
@@ -148,6 +154,7 @@ impl ClusterOptions {
             // Drawn apart, so that the rest of a seed's options stay what they were.
             ordering_groups: StdRng::seed_from_u64(seed ^ 0xC00_4D5).gen_range(1..=4),
             shards_confuse_coordinators: false,
+            membership_per_mille: StdRng::seed_from_u64(seed ^ 0x3E3B_E125).gen_range(0..30),
         }
     }
 
@@ -183,6 +190,9 @@ pub struct ClusterReport {
     pub crashes: u64,
     pub full_restarts: u64,
     pub partitions: u64,
+    /// Replicas that joined a group (caught up and voting) and that left one.
+    pub joined: u64,
+    pub left: u64,
     pub messages_dropped: u64,
     pub messages_duplicated: u64,
     /// Elections after the first, summed over groups.
@@ -286,7 +296,15 @@ struct World<R: SimShape> {
     sentinel: secp256k1::Keypair,
     config: ReplicaConfig,
     ranges: Vec<ShardRange>,
-    members: BTreeSet<NodeId>,
+    /// Each group's replicas as the world runs them: voters, and a learner being added.
+    members: Vec<BTreeSet<NodeId>>,
+    /// The id each group's next replica gets: ids are never reused.
+    next_id: Vec<NodeId>,
+    /// The steps of the change under way, and whether a leader is taking one.
+    plan: VecDeque<(GroupIndex, crate::replication::membership::Step)>,
+    change_in_flight: bool,
+    change_answers_tx: tokio::sync::mpsc::UnboundedSender<membership::GroupStepOutcome>,
+    change_answers: tokio::sync::mpsc::UnboundedReceiver<membership::GroupStepOutcome>,
     root: PathBuf,
     /// One Raft network per group, and one for role calls.
     networks: Vec<FaultNetwork>,
@@ -355,13 +373,19 @@ impl<R: SimShape> World<R> {
         assert!(options.ordering_groups >= 1, "at least one ordering group");
         let groups = options.shard_groups + options.ordering_groups;
         let (answers_tx, answers) = tokio::sync::mpsc::unbounded_channel();
+        let (change_answers_tx, change_answers) = tokio::sync::mpsc::unbounded_channel();
         World {
+            next_id: vec![options.replicas + 1; groups],
+            plan: VecDeque::new(),
+            change_in_flight: false,
+            change_answers_tx,
+            change_answers,
             rng: StdRng::seed_from_u64(options.seed),
             sentinel: keypair_from_secret(&[0x5e; 32]).expect("a valid secret key"),
             config: sim_replica_config(options.snapshot_every_entries),
             ordering,
             ranges,
-            members: (1..=options.replicas).collect(),
+            members: vec![(1..=options.replicas).collect(); groups],
             root,
             networks: (0..groups)
                 .map(|g| FaultNetwork::new(options.seed ^ (0x6E70 + g as u64), options.faults.link()))
@@ -390,6 +414,11 @@ impl<R: SimShape> World<R> {
             },
             options,
         }
+    }
+
+    /// Where replica `id` of `group` keeps its files.
+    fn dir(&self, group: GroupIndex, id: NodeId) -> PathBuf {
+        self.root.join(format!("group-{group}-replica-{id}"))
     }
 
     /// Which ordering group `group` is, if it is one.
@@ -449,13 +478,13 @@ impl<R: SimShape> World<R> {
         id: NodeId,
         machine: S,
     ) -> Result<Replica<S>, Violation> {
-        let dir = self.root.join(format!("group-{group}-replica-{id}"));
+        let dir = self.dir(group, id);
         let network = &self.networks[group];
         let replica = Replica::start(
             self.config.clone(),
             &dir,
             id,
-            &self.members,
+            Start::Prepared,
             network.transport(id),
             machine,
         )
@@ -678,14 +707,14 @@ impl<R: SimShape> World<R> {
 
     async fn step(&mut self) -> Result<(), Violation> {
         let faults = self.options.faults.clone();
-        let quorum = self.members.len() / 2 + 1;
         for group in self.groups() {
+            let quorum = self.members[group].len() / 2 + 1;
             if roll(&mut self.rng, faults.full_restart_per_mille) {
                 for id in self.running(group) {
                     self.crash(group, id).await;
                 }
                 self.report.full_restarts += 1;
-                for id in self.members.clone() {
+                for id in self.members[group].clone() {
                     self.start(group, id).await?;
                 }
             }
@@ -694,16 +723,16 @@ impl<R: SimShape> World<R> {
                 let id = self.victim(group, &running);
                 self.crash(group, id).await;
             }
-            for id in self.members.clone() {
+            for id in self.members[group].clone() {
                 if !self.running(group).contains(&id) && roll(&mut self.rng, faults.restart_per_mille) {
                     self.start(group, id).await?;
                 }
             }
             let partitioned = self.networks[group].is_partitioned();
             if !partitioned && roll(&mut self.rng, faults.partition_per_mille) {
-                let ids: Vec<NodeId> = self.members.iter().copied().collect();
+                let ids: Vec<NodeId> = self.members[group].iter().copied().collect();
                 let victim = self.victim(group, &ids);
-                self.networks[group].isolate(victim, self.members.iter().copied());
+                self.networks[group].isolate(victim, ids.iter().copied());
                 self.report.partitions += 1;
                 self.record("partition", &[group as u64, victim]);
             } else if partitioned && roll(&mut self.rng, faults.heal_per_mille) {
@@ -711,6 +740,8 @@ impl<R: SimShape> World<R> {
                 self.record("heal", &[group as u64]);
             }
         }
+        self.plan_change();
+        self.advance_change().await?;
         for _ in 0..self.rng.gen_range(0..=self.options.submissions_per_step_max) {
             self.submit();
         }
@@ -750,7 +781,11 @@ impl<R: SimShape> World<R> {
 
     async fn run(&mut self) -> Result<ClusterReport, Violation> {
         for group in self.groups() {
-            for id in self.members.clone() {
+            // As `cluster up` makes a new group's directories: each founder knows the founders.
+            let founding = specie_raft::Origin::Founding(self.members[group].clone());
+            for id in self.members[group].clone() {
+                specie_raft::prepare(&self.dir(group, id), id, &founding, specie_log::SyncMode::None)
+                    .map_err(|e| self.violation(format!("preparing group {group} replica {id}: {e}")))?;
                 self.start(group, id).await?;
             }
         }
@@ -836,6 +871,9 @@ impl<R: SimShape> World<R> {
                 ));
             }
         }
+        if !self.changes_done() {
+            parts.push(format!("membership change under way: {:?}", self.plan));
+        }
         parts.join("; ")
     }
 
@@ -845,7 +883,7 @@ impl<R: SimShape> World<R> {
             network.make_reliable();
         }
         for group in self.groups() {
-            for id in self.members.clone() {
+            for id in self.members[group].clone() {
                 if !self.running(group).contains(&id) {
                     self.start(group, id).await?;
                 }
@@ -855,7 +893,9 @@ impl<R: SimShape> World<R> {
         loop {
             tokio::time::sleep(Duration::from_millis(self.options.step_ms)).await;
             self.collect_answers()?;
-            if self.at_rest() {
+            // The change under way completes.
+            self.advance_change().await?;
+            if self.at_rest() && self.changes_done() {
                 break;
             }
             if tokio::time::Instant::now() > deadline {

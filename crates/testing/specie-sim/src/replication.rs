@@ -24,7 +24,7 @@
 //! outcome, every replica converges on the history, and the history holds every acknowledged
 //! command exactly once.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,11 +34,13 @@ use rand::{Rng, SeedableRng};
 use specie_faultnet::{FaultNetwork, LinkFaults};
 use specie_log::SyncMode;
 use specie_raft::{
-    NodeId, ProposeError, Proposer, Replica, ReplicaConfig, ReplicatedStateMachine, Role, SnapshotRefused,
+    NodeId, ProposeError, Proposer, Replica, ReplicaConfig, ReplicatedStateMachine, Role, SnapshotRefused, Start,
 };
 use specie_transaction::hash::Sha256Writer;
 
 use crate::world::Violation;
+
+pub(crate) mod membership;
 
 /// Fault rates in parts per thousand, per message or per step.
 #[derive(Clone, Debug)]
@@ -53,6 +55,11 @@ pub struct ReplicationFaults {
     pub full_restart_per_mille: u32,
     pub partition_per_mille: u32,
     pub heal_per_mille: u32,
+    /// A membership change begins (a replica added, removed or replaced), when none is under way.
+    pub membership_per_mille: u32,
+    /// A replica loses its directory (its disk dies): it is refused under its old id and
+    /// replaced under a new one.
+    pub wipe_per_mille: u32,
 }
 
 impl ReplicationFaults {
@@ -79,6 +86,9 @@ pub struct ReplicationOptions {
     pub faults: ReplicationFaults,
     /// Virtual time allowed, once faults stop, for the group to converge.
     pub settle_ms_max: u64,
+    /// The planted bug: a replica whose directory was lost restarts under its old id as if it
+    /// founded the group, and votes having forgotten its votes and its log.
+    pub planted_wiped_rejoin: bool,
 }
 
 impl ReplicationOptions {
@@ -100,8 +110,11 @@ impl ReplicationOptions {
                 full_restart_per_mille: rng.gen_range(0..6),
                 partition_per_mille: rng.gen_range(0..20),
                 heal_per_mille: 50,
+                membership_per_mille: rng.gen_range(0..40),
+                wipe_per_mille: rng.gen_range(0..8),
             },
             settle_ms_max: 60_000,
+            planted_wiped_rejoin: false,
         }
     }
 }
@@ -117,6 +130,11 @@ pub struct ReplicationReport {
     pub crashes: u64,
     pub full_restarts: u64,
     pub partitions: u64,
+    /// Replicas that joined (caught up and voting) and that left the group.
+    pub joined: u64,
+    pub left: u64,
+    /// Replicas whose directory was lost, each refused under its old id.
+    pub wiped: u64,
     pub messages_dropped: u64,
     pub messages_duplicated: u64,
     /// Highest term reached: how many elections the faults caused.
@@ -198,7 +216,18 @@ struct World {
     rng: StdRng,
     network: FaultNetwork,
     config: ReplicaConfig,
+    root: PathBuf,
+    /// The replicas of the group as the world runs it: voters, and a learner being added.
     members: BTreeSet<NodeId>,
+    /// Members whose directory was lost, refused under their id, waiting to be replaced.
+    wiped: BTreeSet<NodeId>,
+    /// The id the next replica to join gets: ids are never reused.
+    next_id: NodeId,
+    /// The steps of the change under way.
+    plan: VecDeque<membership::Step>,
+    change_in_flight: bool,
+    change_answers_tx: tokio::sync::mpsc::UnboundedSender<membership::StepOutcome>,
+    change_answers: tokio::sync::mpsc::UnboundedReceiver<membership::StepOutcome>,
     dirs: BTreeMap<NodeId, PathBuf>,
     running: BTreeMap<NodeId, Arc<Replica<History>>>,
     outcomes_tx: tokio::sync::mpsc::UnboundedSender<Outcome>,
@@ -245,14 +274,22 @@ impl World {
     fn new(options: ReplicationOptions, root: PathBuf) -> World {
         let members: BTreeSet<NodeId> = (1..=options.replicas).collect();
         let (outcomes_tx, outcomes) = tokio::sync::mpsc::unbounded_channel();
+        let (change_answers_tx, change_answers) = tokio::sync::mpsc::unbounded_channel();
         let network = FaultNetwork::new(options.seed ^ 0x4E45_5457, options.faults.link());
         World {
+            next_id: options.replicas + 1,
+            wiped: BTreeSet::new(),
+            plan: VecDeque::new(),
+            change_in_flight: false,
+            change_answers_tx,
+            change_answers,
             rng: StdRng::seed_from_u64(options.seed),
             config: sim_replica_config(options.snapshot_every_entries),
             dirs: members
                 .iter()
                 .map(|&id| (id, root.join(format!("replica-{id}"))))
                 .collect(),
+            root,
             members,
             network,
             running: BTreeMap::new(),
@@ -290,16 +327,21 @@ impl World {
     }
 
     async fn start(&mut self, id: NodeId) -> Result<(), Violation> {
+        self.open(id, self.start_mode())
+            .await
+            .map_err(|e| self.violation(format!("replica {id} does not start from its directory: {e}")))
+    }
+
+    async fn open(&mut self, id: NodeId, start: Start) -> Result<(), specie_raft::StartError> {
         let replica = Replica::start(
             self.config.clone(),
             &self.dirs[&id],
             id,
-            &self.members,
+            start,
             self.network.transport(id),
             History::default(),
         )
-        .await
-        .map_err(|e| self.violation(format!("replica {id} does not start from its directory: {e}")))?;
+        .await?;
         self.network.register(id, replica.rpc_handler());
         self.running.insert(id, Arc::new(replica));
         self.record("start", &[id]);
@@ -374,9 +416,14 @@ impl World {
             }
             self.report.full_restarts += 1;
             for id in self.members.clone() {
-                self.start(id).await?;
+                if !self.wiped.contains(&id) {
+                    self.start(id).await?;
+                }
             }
         }
+        self.wipe().await?;
+        self.plan_change();
+        self.advance_change().await?;
         // Crash only while a quorum would stay up, so the group can always make progress.
         if self.running.len() > quorum && roll(&mut self.rng, faults.crash_per_mille) {
             let ids: Vec<NodeId> = self.running.keys().copied().collect();
@@ -387,7 +434,7 @@ impl World {
             .members
             .iter()
             .copied()
-            .filter(|id| !self.running.contains_key(id))
+            .filter(|id| !self.running.contains_key(id) && !self.wiped.contains(id))
             .collect();
         for id in down {
             if roll(&mut self.rng, faults.restart_per_mille) {
@@ -492,7 +539,11 @@ impl World {
     }
 
     async fn run(&mut self) -> Result<ReplicationReport, Violation> {
+        // As `cluster up` makes a new group's directories: each founder knows the founders.
+        let founding = specie_raft::Origin::Founding(self.members.clone());
         for id in self.members.clone() {
+            specie_raft::prepare(&self.dirs[&id], id, &founding, SyncMode::None)
+                .map_err(|e| self.violation(format!("preparing replica {id}: {e}")))?;
             self.start(id).await?;
         }
         for step in 0..self.options.steps {
@@ -518,7 +569,7 @@ impl World {
         self.step = self.options.steps;
         self.network.make_reliable();
         for id in self.members.clone() {
-            if !self.running.contains_key(&id) {
+            if !self.running.contains_key(&id) && !self.wiped.contains(&id) {
                 self.start(id).await?;
             }
         }
@@ -528,11 +579,15 @@ impl World {
             tokio::time::sleep(Duration::from_millis(self.options.step_ms)).await;
             self.collect_outcomes()?;
             self.check()?;
+            // The change under way (a wiped replica's replacement above all) completes.
+            self.advance_change().await?;
             if tokio::time::Instant::now() > deadline {
                 return Err(self.violation(format!(
-                    "no convergence {} ms after faults stopped: {} proposals without outcome, final command {final_command:?}, replicas {:?}",
+                    "no convergence {} ms after faults stopped: {} proposals without outcome, final command {final_command:?}, membership change {:?} (answer awaited: {}), replicas {:?}",
                     self.options.settle_ms_max,
                     self.in_flight.len(),
+                    self.plan,
+                    self.change_in_flight,
                     self.running.values().map(|r| r.metrics()).collect::<Vec<_>>()
                 )));
             }
@@ -551,7 +606,7 @@ impl World {
                 final_command = None;
                 continue;
             }
-            if !self.in_flight.is_empty() {
+            if !self.in_flight.is_empty() || !self.changes_done() {
                 continue;
             }
             let converged = self

@@ -20,7 +20,9 @@ use specie_cluster::shard_replica::{shard_machine, ShardReplica};
 use specie_cluster::{Caller, Hosted, Identity};
 use specie_host::SnapshotPlan;
 use specie_node::NodeOptions;
-use specie_raft::{NodeId, RaftTransport, Replica, ReplicaConfig, ReplicatedStateMachine, RpcFuture, TransportError};
+use specie_raft::{
+    NodeId, RaftTransport, Replica, ReplicaConfig, ReplicatedStateMachine, RpcFuture, Start, TransportError,
+};
 use specie_shard::{ShardRange, ShardRequest};
 use specie_transaction::signing::xonly_bytes;
 use specie_transaction::{CompactTransaction, Txid};
@@ -76,7 +78,7 @@ async fn one_replica<S: ReplicatedStateMachine>(
         config,
         &dir.join(group),
         1,
-        &BTreeSet::from([1]),
+        Start::Found(BTreeSet::from([1])),
         Arc::new(NoPeers),
         machine,
     )

@@ -113,7 +113,8 @@ pub fn run(args: &DemoOptions) -> BenchResult<ExitCode> {
     let mut rng = StdRng::seed_from_u64(args.seed);
     match &args.cluster {
         Some(dir) => {
-            let topology = Topology::load(&dir.join(specie_cluster::supervisor::TOPOLOGY_FILE))?;
+            let topology_file = dir.join(specie_cluster::supervisor::TOPOLOGY_FILE);
+            let topology = Topology::load(&topology_file)?;
             let key_path = dir.join(specie_cluster::supervisor::ISSUER_KEY_FILE);
             let secret = std::fs::read_to_string(&key_path).with_step(|| {
                 format!(
@@ -127,7 +128,12 @@ pub fn run(args: &DemoOptions) -> BenchResult<ExitCode> {
                 .worker_threads(2)
                 .enable_all()
                 .build()?;
-            // The demo validates and submits in process, as the cluster's first sentinel.
+            // The demo validates and submits in process, as the cluster's first sentinel, and
+            // follows the cluster file's membership changes as a sentinel does.
+            {
+                let _runtime = runtime.enter();
+                specie_cluster::live::follow(topology_file.clone(), &topology);
+            }
             let backend = ClusterBackend::new(&topology, runtime.handle().clone(), &topology.sentinels[0].name)
                 .step("cannot reach the cluster")?;
             let replicas = topology.shard_groups[0].replicas.len();

@@ -1,7 +1,7 @@
 //! CI's share of the whole-cluster simulation: shard groups and one to four coordinator groups of
 //! real Raft replicas running the cluster's roles, under crashes (leaders especially), whole-group
-//! restarts, partitions and a network that drops, duplicates, delays and reorders. `specie sim
-//! --seeds N` runs the long soak.
+//! restarts, partitions, membership changes (replicas added, removed and replaced) and a network
+//! that drops, duplicates, delays and reorders. `specie sim --seeds N` runs the long soak.
 
 use specie_sim::{run_cluster, ClusterOptions};
 
@@ -9,6 +9,7 @@ use specie_sim::{run_cluster, ClusterOptions};
 fn a_hundred_cluster_seeds_hold_every_invariant() {
     let (mut confirmed, mut unknown, mut rejected, mut crashes, mut elections, mut full_restarts) = (0, 0, 0, 0, 0, 0);
     let mut confirmed_by_groups = [0u64; 4];
+    let (mut joined, mut left) = (0, 0);
     for seed in 0..100 {
         let options = ClusterOptions::from_seed(seed);
         let groups = options.ordering_groups;
@@ -20,6 +21,7 @@ fn a_hundred_cluster_seeds_hold_every_invariant() {
         crashes += report.crashes;
         elections += report.elections;
         full_restarts += report.full_restarts;
+        (joined, left) = (joined + report.joined, left + report.left);
     }
     // The runs must exercise failover, restarts, attacks and unknown outcomes.
     assert!(confirmed > 5_000, "only {confirmed} transactions confirmed");
@@ -30,6 +32,10 @@ fn a_hundred_cluster_seeds_hold_every_invariant() {
         "{crashes} crashes, {elections} elections"
     );
     assert!(full_restarts > 10, "only {full_restarts} whole-group restarts");
+    assert!(
+        joined > 30 && left > 30,
+        "{joined} replicas joined a group, {left} left one"
+    );
     assert!(
         confirmed_by_groups.iter().all(|&c| c > 500),
         "confirmed with 1, 2, 3 and 4 coordinator groups: {confirmed_by_groups:?}"
