@@ -9,8 +9,9 @@ use specie_sim::{
 
 /// Deterministic simulation, nine worlds per seed: the 2PC protocol (shards and coordinator over
 /// modelled replicated logs, thousands of steps), the replication layer (real Raft replicas of
-/// one group, with snapshots and whole-group restarts), the whole cluster (shard groups and a
-/// coordinator group of real Raft replicas running the cluster's roles; and the same in the
+/// one group, with snapshots, whole-group restarts, replicas added, removed and replaced, and
+/// lost directories), the whole cluster (shard groups and a coordinator group of real Raft
+/// replicas running the cluster's roles, their members changing; and the same in the
 /// atomizer's shape, an atomizer group over UHS shard groups), and the Byzantine mode
 /// (a FastPay committee of 4 sharded authorities, one of them Byzantine in most seeds, with
 /// correct and Byzantine users), each under crashes, restarts, partitions and a network that
@@ -186,7 +187,7 @@ fn replication_world(seed: u64, totals: &mut Totals) -> Result<String, Violation
     totals.crashes += r.crashes;
     totals.steps += r.steps;
     Ok(format!(
-        "raft group of {}, {} steps ({} ms virtual), {} proposed, {} acknowledged, {} unknown, {} applied, term {}, {} crashes, {} whole-group restarts, {} partitions, {}",
+        "raft group of {}, {} steps ({} ms virtual), {} proposed, {} acknowledged, {} unknown, {} applied, term {}, {} crashes, {} whole-group restarts, {} partitions, {} replicas joined, {} left, {} wiped (each refused under its old id), {}",
         options.replicas,
         r.steps,
         r.virtual_ms,
@@ -198,6 +199,9 @@ fn replication_world(seed: u64, totals: &mut Totals) -> Result<String, Violation
         r.crashes,
         r.full_restarts,
         r.partitions,
+        r.joined,
+        r.left,
+        r.wiped,
         network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
     ))
 }
@@ -238,7 +242,7 @@ fn shaped_cluster_world(seed: u64, options: ClusterOptions, totals: &mut Totals)
         ),
     };
     Ok(format!(
-        "cluster of {} shard group(s) + {ordering}, {} replicas each, {} steps, {} submitted, {} confirmed, {} rejected, {} unknown ({} applied), {} elections, {} crashes, {} whole-group restarts, {} partitions, {}{}",
+        "cluster of {} shard group(s) + {ordering}, {} replicas each at first, {} steps, {} submitted, {} confirmed, {} rejected, {} unknown ({} applied), {} elections, {} crashes, {} whole-group restarts, {} partitions, {} replicas joined a group, {} left one, {}{}",
         options.shard_groups,
         options.replicas,
         r.steps,
@@ -251,6 +255,8 @@ fn shaped_cluster_world(seed: u64, options: ClusterOptions, totals: &mut Totals)
         r.crashes,
         r.full_restarts,
         r.partitions,
+        r.joined,
+        r.left,
         ledger_of_record,
         network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
     ))

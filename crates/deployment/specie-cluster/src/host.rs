@@ -538,6 +538,7 @@ fn observe<S: ReplicatedStateMachine + RoleStatus>(hosted: &Arc<Hosted<S>>) {
     let replica = hosted.replica.clone();
     specie_metrics::raft::watch(move || {
         let m = replica.metrics();
+        let membership = replica.membership();
         specie_metrics::raft::RaftView {
             term: m.term,
             is_leader: m.role == Role::Leader,
@@ -549,6 +550,9 @@ fn observe<S: ReplicatedStateMachine + RoleStatus>(hosted: &Arc<Hosted<S>>) {
             log_appends: m.log_appends,
             log_syncs: m.log_syncs,
             replication_lag: replica.replication_lag(),
+            voters: membership.voters.len() as u64,
+            learners: membership.learners.len() as u64,
+            membership_changing: membership.changing,
         }
     });
     let refused = hosted.refused.clone();

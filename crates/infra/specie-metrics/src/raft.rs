@@ -85,6 +85,11 @@ pub struct RaftView {
     pub log_syncs: u64,
     /// On the leader: for each follower, the entries it lacks of the leader's log.
     pub replication_lag: Vec<(u64, u64)>,
+    /// The group's voters and learners as this replica knows them, and whether a membership
+    /// change is under way (docs/operator-guide.md, "Changing a group's replicas").
+    pub voters: u64,
+    pub learners: u64,
+    pub membership_changing: bool,
 }
 
 /// From now on every scrape reads `view` for the replica's families.
@@ -162,6 +167,24 @@ impl Collector for View {
             "Newest entry the replica's snapshot covers",
             view.snapshot_index,
         )?;
+        gauge(
+            e,
+            "specie_raft_voters",
+            "Voters of the group, as this replica knows its membership",
+            Some(view.voters),
+        )?;
+        gauge(
+            e,
+            "specie_raft_learners",
+            "Learners of the group (replicas being added, not voting yet)",
+            Some(view.learners),
+        )?;
+        gauge(
+            e,
+            "specie_raft_membership_changing",
+            "1 while a membership change is under way (a joint configuration, or not committed)",
+            Some(view.membership_changing.into()),
+        )?;
         counter(
             e,
             "specie_raft_log_appends",
@@ -203,11 +226,16 @@ mod tests {
             applied_index: Some(40),
             last_log_index: Some(41),
             replication_lag: vec![(1, 0), (3, 7)],
+            voters: 3,
+            learners: 1,
             ..RaftView::default()
         });
         let text = crate::exposition();
         assert!(text.contains("specie_raft_term 3\n"), "{text}");
         assert!(text.contains("specie_raft_leader_id 2\n"), "{text}");
+        assert!(text.contains("specie_raft_voters 3\n"), "{text}");
+        assert!(text.contains("specie_raft_learners 1\n"), "{text}");
+        assert!(text.contains("specie_raft_membership_changing 0\n"), "{text}");
         assert!(
             text.contains("specie_raft_replication_lag_entries{follower=\"3\"} 7\n"),
             "{text}"

@@ -123,6 +123,20 @@ fn groups_change_members_under_load_and_lose_nothing() {
     );
     let leader = leader_of(dir, "coordinator-0");
     assert_ne!(leader, coordinator_leader, "another replica leads");
+    // The new shard replica serves its metrics: a group of three voters, no learner.
+    let added = &topology.shard_groups[0].replicas.iter().find(|r| r.id == new).unwrap();
+    let metrics = ureq::get(&format!("http://{}/metrics", added.metrics.unwrap()))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    for line in [
+        "specie_raft_voters 3\n",
+        "specie_raft_learners 0\n",
+        "specie_raft_membership_changing 0\n",
+    ] {
+        assert!(metrics.contains(line), "{line} not in {metrics}");
+    }
     let digests = specie(&["cluster", "digests", "--dir", dir]);
     let digests = String::from_utf8_lossy(&digests.stdout);
     assert!(
