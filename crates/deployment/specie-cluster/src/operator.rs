@@ -51,61 +51,46 @@ pub async fn replica_statuses(
     group: Option<&str>,
     timeout: Duration,
 ) -> Result<Vec<ReplicaStatus>, OperatorError> {
+    let wanted = |_: GroupRole, name: &str| group.is_none_or(|wanted| wanted == name);
+    ask_every_replica(topology, wanted, &RoleRequest::Status, timeout).await
+}
+
+/// What every replica of every group whose role keeps a digest (the shards: their UHS) says of
+/// its own state, asked one by one; a group whose role keeps none is not asked.
+pub async fn replica_digests(topology: &Topology, timeout: Duration) -> Result<Vec<ReplicaStatus>, OperatorError> {
+    let wanted = |role: GroupRole, _: &str| role == GroupRole::Shard;
+    ask_every_replica(topology, wanted, &RoleRequest::ReplicaDigest, timeout).await
+}
+
+/// `request` (answered with JSON) asked of every replica of the groups `wanted` picks, one by one.
+async fn ask_every_replica(
+    topology: &Topology,
+    wanted: impl Fn(GroupRole, &str) -> bool,
+    request: &RoleRequest,
+    timeout: Duration,
+) -> Result<Vec<ReplicaStatus>, OperatorError> {
     let transport = credentials::transport(topology, &Identity::Operator)?;
     let limits = wire_limits(topology);
-    let groups = topology.replica_groups();
-    let groups = groups
-        .iter()
-        .filter(|(_, name, _)| group.is_none_or(|wanted| wanted == name.as_str()));
-    let mut statuses = vec![];
-    for (role, name, replicas) in groups {
-        let client = GroupClient::new(*role, name, replicas, &limits, &transport)?;
-        for replica in replicas {
-            let status = match client.call_replica(replica.id, &RoleRequest::Status, timeout).await {
+    let mut answers = vec![];
+    for (role, name, replicas) in topology.replica_groups() {
+        if !wanted(role, &name) {
+            continue;
+        }
+        let client = GroupClient::new(role, &name, &replicas, &limits, &transport)?;
+        for replica in &replicas {
+            let status = match client.call_replica(replica.id, request, timeout).await {
                 Ok(RoleResponse::Status(json)) => serde_json::from_str(&json).map_err(StatusError::NotJson),
                 Ok(other) => Err(StatusError::UnexpectedAnswer {
                     answer: format!("{other:?}"),
                 }),
                 Err(error) => Err(error.into()),
             };
-            statuses.push(ReplicaStatus {
+            answers.push(ReplicaStatus {
                 group: name.clone(),
                 id: replica.id,
                 status,
             });
         }
     }
-    Ok(statuses)
-}
-
-/// What every replica of every group whose role keeps a digest (the shards: their UHS) says of
-/// its own state, asked one by one; a group whose role keeps none is not asked.
-pub async fn replica_digests(topology: &Topology, timeout: Duration) -> Result<Vec<ReplicaStatus>, OperatorError> {
-    let transport = credentials::transport(topology, &Identity::Operator)?;
-    let limits = wire_limits(topology);
-    let mut digests = vec![];
-    for (role, name, replicas) in topology.replica_groups() {
-        if role != GroupRole::Shard {
-            continue;
-        }
-        let client = GroupClient::new(role, &name, &replicas, &limits, &transport)?;
-        for replica in &replicas {
-            let digest = match client
-                .call_replica(replica.id, &RoleRequest::ReplicaDigest, timeout)
-                .await
-            {
-                Ok(RoleResponse::Status(json)) => serde_json::from_str(&json).map_err(StatusError::NotJson),
-                Ok(other) => Err(StatusError::UnexpectedAnswer {
-                    answer: format!("{other:?}"),
-                }),
-                Err(error) => Err(error.into()),
-            };
-            digests.push(ReplicaStatus {
-                group: name.clone(),
-                id: replica.id,
-                status: digest,
-            });
-        }
-    }
-    Ok(digests)
+    Ok(answers)
 }

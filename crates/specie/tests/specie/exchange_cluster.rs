@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use cluster_harness::exchange_traders::{
     assert_included_kept, deposit_all, fund_exchange, height, issuer_hex, run_load, summary, withdraw_once,
 };
-use cluster_harness::{free_ports, group_roles, kill_9, specie, start_serving, Down};
+use cluster_harness::{free_ports, group_roles, kill_9, replace_replica, specie, start_serving, Down};
 use specie_cluster::Topology;
 
 /// The exchange group's rows of `cluster status`: (replica, role).
@@ -164,22 +164,7 @@ fn an_exchange_group_survives_losing_its_leader_and_its_replicas_agree() {
     };
     std::thread::sleep(Duration::from_millis(500));
     let group = specie_cluster::EXCHANGE_GROUP;
-    let replaced = specie(&[
-        "cluster",
-        "replace-replica",
-        "--dir",
-        &dir,
-        "--group",
-        group,
-        "--replica",
-        &old_leader.to_string(),
-    ]);
-    let new_id: u64 = String::from_utf8_lossy(&replaced.stdout)
-        .lines()
-        .last()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let new_id = replace_replica(&dir, group, old_leader);
     let topology = Topology::load(&Path::new(&dir).join("cluster.toml")).unwrap();
     let new_replica = topology
         .exchange

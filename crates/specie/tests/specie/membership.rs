@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use specie_cluster::Topology;
 
-use crate::cluster_harness::{self, assert_audit, finish_demo, specie, start_cluster, start_demo, status, BIN};
+use crate::cluster_harness::{
+    self, assert_audit, finish_demo, replace_replica, specie, start_cluster, start_demo, status, BIN,
+};
 
 /// The replica of `group` that leads, once one does.
 fn leader_of(dir: &str, group: &str) -> u64 {
@@ -33,12 +35,6 @@ fn listed(dir: &str, group: &str) -> Vec<u64> {
     replicas.iter().map(|r| r.id).collect()
 }
 
-/// The new replica's id, the last line `add-replica` and `replace-replica` print.
-fn printed_id(output: &std::process::Output) -> u64 {
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    stdout.lines().last().and_then(|l| l.parse().ok()).expect("an id")
-}
-
 #[test]
 fn groups_change_members_under_load_and_lose_nothing() {
     let (_temp, dir, _base, _down) = start_cluster(1);
@@ -48,17 +44,7 @@ fn groups_change_members_under_load_and_lose_nothing() {
 
     // The shard group's leader is replaced: a new replica joins, then the old leader leaves.
     let old = leader_of(dir, "shard-0");
-    let replaced = specie(&[
-        "cluster",
-        "replace-replica",
-        "--dir",
-        dir,
-        "--group",
-        "shard-0",
-        "--replica",
-        &old.to_string(),
-    ]);
-    let new = printed_id(&replaced);
+    let new = replace_replica(dir, "shard-0", old);
     assert_eq!(new, 4, "ids are never reused: the next after 1, 2, 3");
 
     // A second change while one runs is refused, and the running one completes.
@@ -166,17 +152,7 @@ fn groups_change_members_under_load_and_lose_nothing() {
         said.contains("holds no replica") && said.contains("rebuild it under a new id"),
         "{said}"
     );
-    let replaced = specie(&[
-        "cluster",
-        "replace-replica",
-        "--dir",
-        dir,
-        "--group",
-        "shard-1",
-        "--replica",
-        &follower.replica.to_string(),
-    ]);
-    assert_eq!(printed_id(&replaced), 4);
+    assert_eq!(replace_replica(dir, "shard-1", follower.replica), 4);
     specie(&["cluster", "up", "--dir", dir]);
     let summary = finish_demo(start_demo(dir, "2000", "4"));
     assert_audit(&summary);

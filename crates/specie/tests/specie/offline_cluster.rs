@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cluster_harness::offline_devices::{core_wallet as wallet, device, enrolled_devices, minted_wallet, run};
-use cluster_harness::{free_ports, group_roles, kill_9, specie, Down};
+use cluster_harness::{free_ports, group_roles, kill_9, replace_replica, specie, Down};
 use serde_json::Value;
 use specie_cluster::Topology;
 
@@ -176,16 +176,7 @@ fn an_offline_authority_group_survives_losing_its_leader_and_settles_through_the
         .expect("a leader")
         .0;
     let group = specie_cluster::OFFLINE_AUTHORITY_GROUP;
-    specie(&[
-        "cluster",
-        "replace-replica",
-        "--dir",
-        &dir,
-        "--group",
-        group,
-        "--replica",
-        &leader.to_string(),
-    ]);
+    replace_replica(&dir, group, leader);
     let more = temp.path().join("more");
     std::fs::create_dir_all(&more).unwrap();
     let (carol, _) = enrolled_devices(&more, &urls, token_file);

@@ -88,6 +88,28 @@ pub fn group_roles(dir: &str, group: &str) -> Vec<(u64, String)> {
         .collect()
 }
 
+/// `specie cluster replace-replica` of replica `replica` of `group`: the new replica's id.
+pub fn replace_replica(dir: &str, group: &str, replica: u64) -> u64 {
+    let replica = replica.to_string();
+    let args = [
+        "cluster",
+        "replace-replica",
+        "--dir",
+        dir,
+        "--group",
+        group,
+        "--replica",
+        &replica,
+    ];
+    let output = specie(&args);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout
+        .lines()
+        .last()
+        .and_then(|line| line.parse().ok())
+        .expect("the new replica's id")
+}
+
 /// `kill -9` of the cluster member `member` (its pid from DIR/pids).
 pub fn kill_9(dir: &str, member: &str) {
     let pid = std::fs::read_to_string(Path::new(dir).join("pids").join(format!("{member}.pid"))).unwrap();
