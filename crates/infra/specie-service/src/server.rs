@@ -142,6 +142,8 @@ impl HttpLimits {
 pub enum ServeUntilError {
     #[error("cannot start a runtime: {0}")]
     Runtime(#[source] io::Error),
+    #[error("cannot listen for Ctrl-C: {0}")]
+    Signal(#[source] io::Error),
     #[error(
         "cannot listen on {listen}: {source}{}",
         if source.kind() == io::ErrorKind::AddrInUse {
@@ -217,10 +219,18 @@ impl Listening {
             listener,
             local,
         } = self;
+        // Listen for Ctrl-C before saying where it serves: whoever reads that line may send it
+        // at once, and a SIGINT before the handler exists would kill the process mid-start.
+        let interrupt = {
+            let _entered = runtime.enter();
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+                .map_err(ServeUntilError::Signal)?
+        };
         started(local);
         runtime
-            .block_on(serve(listener, router, limits, async {
-                let _ = tokio::signal::ctrl_c().await;
+            .block_on(serve(listener, router, limits, async move {
+                let mut interrupt = interrupt;
+                interrupt.recv().await;
             }))
             .map_err(ServeUntilError::Server)
     }
