@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use parking_lot::RwLock;
 
 use specie_codec::{DecodeError, Encode};
 use specie_wire::{Client, InvalidWireLimits, Transport, WireError, WireLimits};
@@ -74,7 +74,7 @@ pub struct GroupClient {
     role: GroupRole,
     limits: WireLimits,
     transport: Transport,
-    members: Arc<Mutex<Members>>,
+    members: Arc<RwLock<Members>>,
     /// Index into the replicas of the replica believed to lead.
     leader: Arc<AtomicUsize>,
 }
@@ -103,7 +103,7 @@ impl GroupClient {
             role,
             limits: limits.clone(),
             transport: transport.clone(),
-            members: Arc::new(Mutex::new(Members {
+            members: Arc::new(RwLock::new(Members {
                 generation: live::generation(),
                 replicas: Arc::new(clients),
             })),
@@ -114,8 +114,15 @@ impl GroupClient {
     /// The group's replicas now: rebuilt (keeping the clients of replicas still there) when the
     /// followed cluster file changed the membership.
     fn replicas(&self) -> Arc<Vec<(u64, Client)>> {
-        let mut members = self.members.lock();
         let generation = live::generation();
+        {
+            // Every call passes here: a shared read while the membership is unchanged.
+            let members = self.members.read();
+            if members.generation == generation {
+                return members.replicas.clone();
+            }
+        }
+        let mut members = self.members.write();
         if members.generation != generation {
             members.generation = generation;
             if let Some(topology) = live::followed() {

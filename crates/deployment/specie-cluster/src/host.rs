@@ -378,6 +378,9 @@ where
 {
     let topology = Arc::new(topology);
     Arc::new(move |peer: &Peer| {
+        // The membership this admission was decided on; requests check it again only once the
+        // followed file has changed it.
+        let admitted_at = live::generation();
         let caller: Caller = match &peer.name {
             None => None,
             Some(name) => {
@@ -391,6 +394,7 @@ where
         specie_metrics::wire::handshake_admitted(caller.as_deref().map_or("unauthenticated", Identity::role_label));
         Ok(request_handler(
             caller,
+            admitted_at,
             topology.clone(),
             me.clone(),
             hosted.clone(),
@@ -402,6 +406,7 @@ where
 
 fn request_handler<S, T, F, Fut>(
     caller: Caller,
+    admitted_at: u64,
     topology: Arc<Topology>,
     me: Arc<Identity>,
     hosted: Arc<OnceLock<Running<S, T>>>,
@@ -414,8 +419,11 @@ where
     F: Fn(Arc<T>, Caller, RoleRequest) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<RoleResponse, ServeError>> + Send + 'static,
 {
+    // The newest membership this connection's peer was found a member of.
+    let member_at = Arc::new(std::sync::atomic::AtomicU64::new(admitted_at));
     handler_fn(move |bytes: Vec<u8>| {
-        let (caller, topology, me, hosted, counters, role) = (
+        let (member_at, caller, topology, me, hosted, counters, role) = (
+            member_at.clone(),
             caller.clone(),
             topology.clone(),
             me.clone(),
@@ -428,11 +436,15 @@ where
                 return Err(ServeError::Refused(refuse(&counters, &caller, "empty request")).to_string());
             };
             if let Some(peer) = &caller {
-                let topology = live::current(&topology);
-                // A replica removed from its group since it connected is a member no more.
-                if !peer.is_member_of(&topology) {
-                    counters.requests_refused.fetch_add(1, Ordering::Relaxed);
-                    return Err(format!("{peer} is no longer a member of this cluster"));
+                // A replica removed from its group since it connected is a member no more: asked
+                // again once per membership change, not per request.
+                let generation = live::generation();
+                if member_at.load(Ordering::Acquire) != generation {
+                    if !peer.is_member_of(&live::current(&topology)) {
+                        counters.requests_refused.fetch_add(1, Ordering::Relaxed);
+                        return Err(format!("{peer} is no longer a member of this cluster"));
+                    }
+                    member_at.store(generation, Ordering::Release);
                 }
                 // Decided on the tag alone: a refused request is never decoded.
                 if let Err(refusal) = authorize(&topology, &me, peer, request_tag) {

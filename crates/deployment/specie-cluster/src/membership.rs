@@ -28,6 +28,15 @@ use crate::protocol::{MembershipChange, RoleRequest, RoleResponse};
 use crate::supervisor::{self, io, Member, SupervisorError};
 use crate::topology::{AuthorityReplica, Replica, Topology};
 
+/// Prints a step of a change, never failing it: a closed stdout (`… | head`) must not stop a
+/// change half done (a learner left unpromoted), so what cannot be printed is dropped.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 /// How long a new replica has to catch up with its group before it is promoted.
 const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long one step (a call to the group's leader) may take, leader search included.
@@ -171,7 +180,7 @@ fn add(dir: &Path, group: &str) -> Result<u64, SupervisorError> {
         .find(|m| m.name == format!("{group}-{id}"))
         .expect("the member just listed");
     let pid = supervisor::spawn_member(dir, &member)?;
-    println!("{group}: started replica {id} ({identity}, pid {pid}) as a learner; catching up…");
+    say!("{group}: started replica {id} ({identity}, pid {pid}) as a learner; catching up…");
     // Every process re-reads the file within RELOAD_CHECK_MS; the leader must know where the
     // learner listens before it sends it the log (it would retry until then anyway).
     std::thread::sleep(Duration::from_millis(4 * RELOAD_CHECK_MS));
@@ -201,7 +210,7 @@ fn add(dir: &Path, group: &str) -> Result<u64, SupervisorError> {
             Err(_) => std::thread::sleep(Duration::from_millis(250)),
         }
     }
-    println!(
+    say!(
         "{group}: replica {id} caught up and votes ({:.1} s)",
         started.elapsed().as_secs_f64()
     );
@@ -218,7 +227,7 @@ fn remove(dir: &Path, group: &str, id: u64) -> Result<(), SupervisorError> {
         return Err(membership_error(group, format!("replica {id} is its only replica")));
     }
     let membership = step(&topology, group, MembershipChange::Remove(id))?;
-    println!("{group}: replica {id} removed; the group is now {membership}");
+    say!("{group}: replica {id} removed; the group is now {membership}");
     let name = format!("{group}-{id}");
     let stopped = supervisor::stop(dir, &[Member { name, args: vec![] }]);
     unlist(dir, group, id)?;
@@ -227,7 +236,7 @@ fn remove(dir: &Path, group: &str, id: u64) -> Result<(), SupervisorError> {
         group: group.to_string(),
         id,
     };
-    println!(
+    say!(
         "{group}: {identity} retired{}; its data stays in {} (delete it when you no longer need it)",
         if stopped > 0 { " and stopped" } else { "" },
         replica_dir(&topology, group, id).display()

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use parking_lot::RwLock;
 use specie_codec::Encode;
 use specie_raft::{NodeId, RaftTransport, RpcFuture, TransportError};
 use specie_wire::{Client, Transport, WireError, WireLimits};
@@ -24,7 +24,7 @@ pub struct WireRaftTransport {
     topology: Arc<Topology>,
     limits: WireLimits,
     transport: Transport,
-    peers: Mutex<BTreeMap<NodeId, Client>>,
+    peers: RwLock<BTreeMap<NodeId, Client>>,
     timeout: Duration,
 }
 
@@ -45,13 +45,13 @@ impl WireRaftTransport {
             topology: Arc::new(topology.clone()),
             limits,
             transport,
-            peers: Mutex::default(),
+            peers: RwLock::default(),
             timeout,
         })
     }
 
     fn client(&self, target: NodeId) -> Result<Client, TransportError> {
-        if let Some(client) = self.peers.lock().get(&target) {
+        if let Some(client) = self.peers.read().get(&target) {
             return Ok(client.clone());
         }
         let unreachable = |reason: String| TransportError::Unreachable { node: target, reason };
@@ -63,7 +63,7 @@ impl WireRaftTransport {
             .ok_or_else(|| unreachable("not a member of this group in the cluster file".into()))?;
         let client = replica_client(self.role, &self.group, replica, &self.limits, &self.transport)
             .map_err(|error| unreachable(error.to_string()))?;
-        Ok(self.peers.lock().entry(target).or_insert(client).clone())
+        Ok(self.peers.write().entry(target).or_insert(client).clone())
     }
 }
 

@@ -1527,14 +1527,13 @@ impl Topology {
     /// The HTTP API of replica `id` of `group` (a group whose replicas serve one): where a
     /// replica that does not lead sends its callers.
     pub fn http_of(&self, group: &str, id: u64) -> Option<SocketAddr> {
-        let topology = self;
-        let replicas = if let Some(place) = topology.authority_place(group) {
-            let committee = topology.fastpay_committee.as_ref()?;
+        let replicas = if let Some(place) = self.authority_place(group) {
+            let committee = self.fastpay_committee.as_ref()?;
             &committee.authorities[usize::from(place.authority)].shards[place.shard as usize].replicas
         } else {
             match group {
-                OFFLINE_AUTHORITY_GROUP => &topology.offline_authority.as_ref()?.replicas,
-                EXCHANGE_GROUP => &topology.exchange.as_ref()?.replicas,
+                OFFLINE_AUTHORITY_GROUP => &self.offline_authority.as_ref()?.replicas,
+                EXCHANGE_GROUP => &self.exchange.as_ref()?.replicas,
                 _ => return None,
             }
         };
