@@ -125,4 +125,19 @@ ev += u32(1) + u16(2) + fields + change_signature
 ev += orders["transfer"] + bytes([PREPARE]) + u32(0) + v["vote[2]"][-64:]
 assert ev == v["evidence"]
 
+# Committee record (§3.1): epoch 2 hands seat 3 to deterministic_key("authority", 4), endorsed by
+# seats 0, 1, 2 of epoch 1 over domain || version || epoch 1's id || epoch 2's committee.
+def pub(secret): return Ed25519PrivateKey.from_private_bytes(secret).public_key().public_bytes(*raw)
+members2 = [pub(seed("authority", a)) for a in (0, 1, 2, 4)]
+committee2 = VERSION + u64(2) + u32(4) + b"".join(members2)
+record_signing = b"specie/fastpay/committee-record/v1" + VERSION + cid + committee2
+assert record_signing == v["committee_record_signing_bytes"]
+record = v["committee_record"]
+head = VERSION + cid + committee2 + u32(3)
+assert record.startswith(head) and len(record) == len(head) + 3 * 66
+for i, a in enumerate((0, 1, 2)):
+    entry = record[len(head) + 66 * i:len(head) + 66 * (i + 1)]
+    assert entry[:2] == u16(a), a
+    signed_by(seed("authority", a), record_signing, entry[2:])
+
 print("all vectors independently checked;", {k: len(b) for k, b in v.items() if not k.startswith(("authority", "account"))})

@@ -1,14 +1,15 @@
 //! Feeds arbitrary bytes to every decoder of FastPay's signed vocabulary (`specie_fastpay`, the
-//! formats of `docs/byzantine-format.md`): committee, signed transfer order, vote, certificate,
-//! evidence, signed round request, signed round change and justification, each through
-//! `decode_exact`, and the authorities' HTTP body for proposals. Every input goes to all nine
-//! decoders.
+//! formats of `docs/byzantine-format.md`): committee, committee record, signed transfer order,
+//! vote, certificate, evidence, signed round request, signed round change and justification,
+//! each through `decode_exact`, and the authorities' HTTP body for proposals. Every input goes
+//! to all ten decoders.
 //!
 //! Nothing may panic; whatever decodes must re-encode to exactly the input (each format has one
 //! encoding); and the checks a verifier then makes (`SignedOrder::check`, `Vote::check`,
 //! `Certificate::check` and `check_lock`, `DoubleVote::check`, `BrokenPromise::check`,
 //! `Evidence::convicted`,
-//! `SignedRoundRequest::check`, `Justification::check`) must not panic either. The
+//! `SignedRoundRequest::check`, `Justification::check`, `CommitteeRecord::check`) must not
+//! panic either. The
 //! verifier's committee and order are the vectors' (epoch 1, `deterministic_key("authority", 0..4)`;
 //! the transfer order), so inputs grown from the vectors reach the signature checks.
 
@@ -20,8 +21,9 @@ use libfuzzer_sys::fuzz_target;
 use specie_codec::{DecodeError, Reader};
 use specie_committee::http_api::Proposal;
 use specie_fastpay::{
-    deterministic_key, AccountKey, Allowed, Certificate, Committee, DoubleVote, Evidence, Justification, Recipient,
-    SignedOrder, SignedRoundChange, SignedRoundRequest, TransferOrder, Vote, VoteKind, VoteStatement,
+    deterministic_key, AccountKey, Allowed, Certificate, Committee, CommitteeChain, CommitteeRecord, DoubleVote,
+    Evidence, Justification, Recipient, SignedOrder, SignedRoundChange, SignedRoundRequest, TransferOrder, Vote,
+    VoteKind, VoteStatement,
 };
 
 /// Above the largest encoding any decoder but the justification's accepts (an evidence file of
@@ -72,6 +74,29 @@ fuzz_target!(|data: &[u8]| {
     if let Some(decoded) = decode_canonical("committee", data, Committee::decode_from, Committee::encode_to) {
         let (n, f, q) = (decoded.size(), decoded.fault_tolerance(), decoded.quorum());
         assert!(3 * f < n && q <= n - f && 2 * q > n + f, "quorum arithmetic for n={n}");
+    }
+
+    if let Some(record) = decode_canonical(
+        "committee record",
+        data,
+        CommitteeRecord::decode_from,
+        CommitteeRecord::encode_to,
+    ) {
+        let mut chain = CommitteeChain::new(committee.clone());
+        if record.check(committee).is_ok() {
+            // A record that checks extends the chain, once, to the next epoch of the same seats.
+            assert_eq!(chain.extend(record.clone()), Ok(true));
+            assert_eq!(chain.extend(record.clone()), Ok(false));
+            assert_eq!(chain.current().epoch(), committee.epoch() + 1);
+            assert_eq!(chain.current().size(), committee.size());
+            assert!(record.signatures.len() >= committee.quorum());
+        } else {
+            assert_ne!(
+                chain.extend(record),
+                Ok(true),
+                "an unchecked record never extends a chain"
+            );
+        }
     }
 
     if let Some(order) = decode_canonical("signed order", data, SignedOrder::decode_from, SignedOrder::encode_to) {

@@ -2,8 +2,9 @@
 
 use specie_codec::{put_u32, put_u64, DecodeError, Reader};
 use specie_fastpay::{
-    AccountKey, Certificate, CertificateError, Evidence, Justification, JustificationError, OrderError,
-    RoundRequestError, SignedOrder, SignedRoundChange, SignedRoundRequest, Vote, SIGNATURE_BYTES,
+    AccountKey, Certificate, CertificateError, CommitteeRecord, Evidence, Justification, JustificationError,
+    OrderError, RecordError, RoundRequestError, SignedOrder, SignedRoundChange, SignedRoundRequest, Vote,
+    SIGNATURE_BYTES,
 };
 use specie_role::Ticket;
 use thiserror::Error;
@@ -15,6 +16,8 @@ pub type ShardIndex = u32;
 pub const CREDITS_PER_MESSAGE_MAX: usize = 1024;
 /// Most certificates one account-state answer carries; a client asks again from where it ended.
 pub const CERTIFICATES_PER_ANSWER_MAX: usize = 64;
+/// Most committee records one answer carries; a client asks again from the last epoch it got.
+pub const RECORDS_PER_ANSWER_MAX: usize = 16;
 
 /// Value moved into this shard's account by a funding from the online core, identified by the
 /// core's id for it so that it is credited once.
@@ -81,6 +84,17 @@ pub enum Input {
     Books {
         ticket: Ticket,
     },
+    /// The next epoch's committee: entered once checked against the current one (anyone may
+    /// bring it, since a quorum of the current seats signed it). Answered with the epoch.
+    EnterEpoch {
+        ticket: Ticket,
+        record: Box<CommitteeRecord>,
+    },
+    /// The committee records of the epochs after `after`: how a client learns of a new epoch.
+    Epochs {
+        ticket: Ticket,
+        after: u64,
+    },
     /// Credits from shard `from`, the first numbered `first_sequence` in that channel.
     Credits {
         from: ShardIndex,
@@ -137,6 +151,11 @@ pub enum Command {
         to: ShardIndex,
         through: u64,
     },
+    /// The committee of the next epoch (checked): from now on this shard votes, if its key
+    /// holds its seat, only in that committee's name.
+    EnterEpoch {
+        record: Box<CommitteeRecord>,
+    },
 }
 
 /// An account as this shard knows it (FastPay §4.4).
@@ -169,6 +188,12 @@ pub enum Reply {
     Final(Box<Certificate>),
     Refused(Refusal),
     Books(ShardBooks),
+    /// The shard is in this epoch (the record brought is applied, or was already).
+    Epoch {
+        epoch: u64,
+    },
+    /// Records of the epochs after the one asked about, oldest first.
+    Epochs(Vec<CommitteeRecord>),
 }
 
 /// A shard's books: the value in its accounts, what moved in from and out to the core, and
@@ -218,6 +243,10 @@ pub enum Refusal {
     RoundRequest(#[from] RoundRequestError),
     #[error("invalid justification: {0}")]
     Justification(#[from] JustificationError),
+    #[error("this authority's key does not hold its seat in epoch {epoch}: it votes no more (an authority replaced, or one not yet handed its seat)")]
+    NotSeated { epoch: u64 },
+    #[error("invalid committee record: {0}")]
+    Record(#[from] RecordError),
 }
 
 /// What an authority shard sends to another shard of the same authority.
@@ -268,6 +297,7 @@ const COMMAND_ACKED: u8 = 5;
 const COMMAND_PREPARE: u8 = 6;
 const COMMAND_LOCK: u8 = 7;
 const COMMAND_ENTER_ROUND: u8 = 8;
+const COMMAND_ENTER_EPOCH: u8 = 9;
 
 const CREDIT_BYTES: usize = 32 + 8 + 32 + 8;
 
@@ -375,6 +405,10 @@ impl Command {
                 put_u64(&mut out, *sequence);
                 put_u32(&mut out, *round);
             }
+            Command::EnterEpoch { record } => {
+                out.push(COMMAND_ENTER_EPOCH);
+                record.encode_to(&mut out);
+            }
         }
         out
     }
@@ -414,6 +448,9 @@ impl Command {
                 account: AccountKey(reader.read_array("round account")?),
                 sequence: reader.read_u64("round sequence")?,
                 round: reader.read_u32("round")?,
+            },
+            COMMAND_ENTER_EPOCH => Command::EnterEpoch {
+                record: Box::new(CommitteeRecord::decode_from(&mut reader)?),
             },
             kind => {
                 return Err(DecodeError::UnknownKind {

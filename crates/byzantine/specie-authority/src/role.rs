@@ -3,14 +3,14 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use specie_fastpay::{
-    AccountKey, AuthorityIndex, BrokenPromise, Certificate, Committee, DoubleVote, Evidence, SignedOrder, SigningKey,
-    Vote, VoteKind, VoteStatement,
+    AccountKey, AuthorityIndex, BrokenPromise, Certificate, CertificateError, Committee, CommitteeChain,
+    CommitteeRecord, DoubleVote, Evidence, SignedOrder, SigningKey, Vote, VoteKind, VoteStatement,
 };
 use specie_role::{Durable, Output, Role, Ticket};
 
 use crate::messages::{
     AccountState, Command, Credit, Funding, Input, Message, Refusal, Reply, Report, ShardBooks, ShardIndex,
-    CERTIFICATES_PER_ANSWER_MAX, CREDITS_PER_MESSAGE_MAX,
+    CERTIFICATES_PER_ANSWER_MAX, CREDITS_PER_MESSAGE_MAX, RECORDS_PER_ANSWER_MAX,
 };
 use crate::state::{check_votable, hex_id, Settled, ShardState, StateError};
 
@@ -22,6 +22,8 @@ const DEFERRED_PER_ACCOUNT_MAX: usize = 16;
 /// Who this shard is and its limits.
 #[derive(Clone, Debug)]
 pub struct AuthorityConfig {
+    /// The committee of the first epoch; later ones come as checked records
+    /// ([`Input::EnterEpoch`]) and live in the shard's durable state.
     pub committee: Committee,
     pub authority: AuthorityIndex,
     pub shard: ShardIndex,
@@ -46,11 +48,23 @@ pub fn shard_of(account: &AccountKey, shards: u32) -> ShardIndex {
     (prefix % u64::from(shards.max(1))) as ShardIndex
 }
 
+fn holds_seat(chain: &CommitteeChain, seat: AuthorityIndex, key: &SigningKey) -> bool {
+    chain.current().key(seat).map(|k| k.to_bytes()) == Some(key.verifying_key().to_bytes())
+}
+
 /// One shard of one FastPay authority.
 pub struct AuthorityShard {
     config: AuthorityConfig,
     key: SigningKey,
     state: ShardState,
+    /// The first committee and `state.records`: the current epoch's committee signs new votes,
+    /// any epoch's certifies.
+    chain: CommitteeChain,
+    /// Whether `key` holds seat `config.authority` in the current epoch: a shard votes only
+    /// then (a replaced authority's shard votes no more; a new one only once handed its seat).
+    seated: bool,
+    /// The epoch record proposed and not yet applied, with the tickets waiting for it.
+    epoch_in_flight: Option<(u64, Vec<Ticket>)>,
     leading: bool,
     outputs: VecDeque<Output<AuthorityShard>>,
     /// Tickets waiting for a proposed vote, confirmation or funding to be applied.
@@ -77,17 +91,23 @@ pub struct AuthorityShard {
 }
 
 impl AuthorityShard {
+    /// A shard in the first epoch. Its key holds its seat there, or (an authority that joins in
+    /// a later epoch) it votes only once [`AuthorityShard::take_over`] hands it the seat.
     pub fn new(config: AuthorityConfig, key: SigningKey) -> AuthorityShard {
         assert!(config.shard < config.shards, "shard index within the shard count");
-        assert_eq!(
-            config.committee.key(config.authority).map(|k| k.to_bytes()),
-            Some(key.verifying_key().to_bytes()),
-            "the signing key is this authority's committee key"
+        assert!(
+            usize::from(config.authority) < config.committee.size(),
+            "the seat is in the committee"
         );
+        let chain = CommitteeChain::new(config.committee.clone());
+        let seated = holds_seat(&chain, config.authority, &key);
         AuthorityShard {
             config,
             key,
             state: ShardState::default(),
+            chain,
+            seated,
+            epoch_in_flight: None,
             leading: false,
             outputs: VecDeque::new(),
             votes_in_flight: HashMap::new(),
@@ -104,8 +124,55 @@ impl AuthorityShard {
         }
     }
 
+    /// A shard of an authority that takes over a seat in a later epoch, from the state of the
+    /// seat's previous holder (its snapshot, taken once it applied the epoch that replaced it):
+    /// the accounts, the open slots and the promises that go with them, the channels and the
+    /// committee records. Checked before it votes: the records form a chain from the first
+    /// committee in which `key` now holds the seat, every certificate it confirmed is final
+    /// under its own epoch's committee, and the books balance. Every open slot's vote is then
+    /// signed again with `key` in the current committee's name.
+    pub fn take_over(config: AuthorityConfig, key: SigningKey, hand_over: &[u8]) -> Result<AuthorityShard, StateError> {
+        let mut shard = AuthorityShard::new(config, key);
+        shard.restore(hand_over)?;
+        if !shard.seated {
+            return Err(StateError::Inconsistent(format!(
+                "this key does not hold seat {} in epoch {}: the hand-over is of another seat or of an epoch before the one that appoints this key",
+                shard.config.authority,
+                shard.chain.current().epoch()
+            )));
+        }
+        for account in shard.state.accounts.values() {
+            for certificate in &account.confirmed {
+                let committee = shard.chain.committee(&certificate.committee_id);
+                let committee = committee.ok_or(CertificateError::WrongCommittee);
+                if let Err(error) = committee.and_then(|committee| certificate.check(committee)) {
+                    return Err(StateError::Inconsistent(format!(
+                        "the hand-over holds a certificate that is not final: {error}"
+                    )));
+                }
+            }
+        }
+        shard.state.check()?;
+        Ok(shard)
+    }
+
     pub fn config(&self) -> &AuthorityConfig {
         &self.config
+    }
+
+    /// The committee of the current epoch.
+    pub fn committee(&self) -> &Committee {
+        self.chain.current()
+    }
+
+    /// Every epoch this shard knows, from the first.
+    pub fn chain(&self) -> &CommitteeChain {
+        &self.chain
+    }
+
+    /// Whether this shard's key holds its seat in the current epoch (it votes only then).
+    pub fn seated(&self) -> bool {
+        self.seated
     }
 
     /// Its books, as the supply report reads them.
@@ -159,7 +226,7 @@ impl AuthorityShard {
     pub fn account(&self, account: &AccountKey, from_sequence: u64) -> Option<AccountState> {
         let state = self.state.accounts.get(account)?;
         let statement = |order: &SignedOrder| VoteStatement {
-            committee_id: self.config.committee.id(),
+            committee_id: self.committee().id(),
             kind: VoteKind::Prepare,
             round: 0,
             order_digest: order.order.digest(),
@@ -197,7 +264,7 @@ impl AuthorityShard {
         Vote {
             authority: self.config.authority,
             statement: VoteStatement {
-                committee_id: self.config.committee.id(),
+                committee_id: self.committee().id(),
                 kind: VoteKind::Prepare,
                 round: 0,
                 order_digest: order.order.digest(),
@@ -244,7 +311,8 @@ impl AuthorityShard {
         // Otherwise the order is refused below (the sequence number has moved on).
         if let Some(certificate) = account.confirmed.get(order.order.sequence as usize) {
             let own = certificate.signatures.iter().find(|(a, _)| *a == self.config.authority);
-            let fast = (certificate.kind, certificate.round) == (VoteKind::Prepare, 0);
+            let fast = (certificate.kind, certificate.round) == (VoteKind::Prepare, 0)
+                && certificate.committee_id == self.committee().id();
             if let (true, true, Some(&(_, signature))) = (fast, certificate.order == order, own) {
                 self.reply(ticket, Reply::Voted(self.vote_for(&order, signature)));
                 return Ok(());
@@ -303,8 +371,74 @@ impl AuthorityShard {
         }
     }
 
+    /// The committee of the epoch a certificate names: any epoch of the chain, since a
+    /// certificate stays final after its committee's epoch ends.
+    fn committee_of(&self, certificate: &Certificate) -> Result<&Committee, CertificateError> {
+        self.chain
+            .committee(&certificate.committee_id)
+            .ok_or(CertificateError::WrongCommittee)
+    }
+
+    /// The input asks this shard to sign something (a vote, a round change, a commit vote).
+    fn asks_to_sign(input: &Input) -> Option<Ticket> {
+        match input {
+            Input::Transfer { ticket, .. }
+            | Input::RoundChange { ticket, .. }
+            | Input::Propose { ticket, .. }
+            | Input::Lock { ticket, .. } => Some(*ticket),
+            _ => None,
+        }
+    }
+
+    /// A record of the next epoch: checked against the current committee, made durable, then
+    /// answered. One at a time; a record already applied is answered at once.
+    fn enter_epoch(&mut self, ticket: Ticket, record: Box<CommitteeRecord>) -> Result<(), Refusal> {
+        if let Some(known) = self.chain.committee(&record.next.id()) {
+            let epoch = known.epoch();
+            self.reply(ticket, Reply::Epoch { epoch });
+            return Ok(());
+        }
+        if let Some((epoch, tickets)) = &mut self.epoch_in_flight {
+            if *epoch == record.next.epoch() {
+                tickets.push(ticket);
+                return Ok(());
+            }
+            return Err(Refusal::Busy);
+        }
+        record.check(self.committee())?;
+        self.epoch_in_flight = Some((record.next.epoch(), vec![ticket]));
+        self.outputs.push_back(Output::Propose(Command::EnterEpoch { record }));
+        Ok(())
+    }
+
+    fn apply_epoch(&mut self, record: &CommitteeRecord) {
+        match self.chain.extend(record.clone()) {
+            Ok(true) => {
+                self.state.records.push(record.clone());
+                self.seated = holds_seat(&self.chain, self.config.authority, &self.key);
+                if self.seated {
+                    self.state.sign_open_slots(&self.key, self.chain.current().id());
+                }
+            }
+            Ok(false) => {}
+            // Checked when proposed against the same state: a record that no longer follows
+            // (a replica replaying a log another leader wrote) changes nothing.
+            Err(_) => {}
+        }
+        let epoch = self.committee().epoch();
+        if let Some((_, tickets)) = self.epoch_in_flight.take() {
+            for ticket in tickets {
+                self.reply(ticket, Reply::Epoch { epoch });
+            }
+        }
+    }
+
     /// Judges a request now, or defers it while its account is changing.
     fn judge(&mut self, input: Input) {
+        if let (false, Some(ticket)) = (self.seated, Self::asks_to_sign(&input)) {
+            let epoch = self.committee().epoch();
+            return self.refuse(ticket, Refusal::NotSeated { epoch });
+        }
         if let Some((account, ticket)) = Self::recovery_account(&input) {
             if self.account_changing(&account) || self.votes_in_flight.contains_key(&account) {
                 if let Err(refusal) = self.defer(account, input) {
@@ -342,6 +476,12 @@ impl AuthorityShard {
                 return;
             }
             Input::Books { ticket } => return self.reply(ticket, Reply::Books(self.books())),
+            Input::EnterEpoch { ticket, record } => (ticket, self.enter_epoch(ticket, record)),
+            Input::Epochs { ticket, after } => {
+                let records = self.chain.records_after(after);
+                let records = records.iter().take(RECORDS_PER_ANSWER_MAX).cloned().collect();
+                return self.reply(ticket, Reply::Epochs(records));
+            }
             Input::Credits {
                 from,
                 first_sequence,
@@ -380,7 +520,7 @@ impl AuthorityShard {
             return;
         }
         let evidence = Evidence {
-            committee: self.config.committee.clone(),
+            committee: self.committee().clone(),
             double_votes,
             broken_promises,
         };
@@ -401,7 +541,7 @@ impl AuthorityShard {
             self.reply(ticket, Reply::Confirmed { sender, sequence });
             return Ok(());
         }
-        certificate.check(&self.config.committee)?;
+        certificate.check(self.committee_of(&certificate)?)?;
         if let Some(known) = confirmed {
             self.report_conflict(known.clone(), certificate);
             return Err(Refusal::ConflictingCertificate { sequence });
@@ -643,6 +783,7 @@ impl Role for AuthorityShard {
         self.confirms_in_flight.clear();
         self.fundings_in_flight.clear();
         self.slot_in_flight.clear();
+        self.epoch_in_flight = None;
         self.deferred.clear();
         self.credits_proposed.clear();
         self.acks_proposed.clear();
@@ -672,6 +813,7 @@ impl Role for AuthorityShard {
             }
             Command::Acked { to, through } => self.state.acked(*to, *through),
             Command::Prepare { .. } | Command::Lock { .. } | Command::EnterRound { .. } => self.apply_slot(command),
+            Command::EnterEpoch { record } => self.apply_epoch(record),
         }
     }
 
@@ -727,7 +869,20 @@ impl Durable for AuthorityShard {
     }
 
     fn restore(&mut self, snapshot: &[u8]) -> Result<(), StateError> {
-        self.state = ShardState::decode(snapshot)?;
+        let state = ShardState::decode(snapshot)?;
+        let mut chain = CommitteeChain::new(self.config.committee.clone());
+        for record in &state.records {
+            chain
+                .extend(record.clone())
+                .map_err(|error| StateError::Inconsistent(format!("the snapshot's committee records: {error}")))?;
+        }
+        self.state = state;
+        self.chain = chain;
+        self.seated = holds_seat(&self.chain, self.config.authority, &self.key);
+        if self.seated {
+            // The same bytes for a shard that signed them itself; a hand-over's, in this key.
+            self.state.sign_open_slots(&self.key, self.chain.current().id());
+        }
         Ok(())
     }
 

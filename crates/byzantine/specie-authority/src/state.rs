@@ -3,7 +3,10 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use specie_codec::{put_u32, put_u64, DecodeError, Reader};
-use specie_fastpay::{AccountKey, Certificate, Recipient, SignedOrder, SIGNATURE_BYTES};
+use specie_fastpay::{
+    AccountKey, Certificate, CommitteeRecord, Recipient, SignedOrder, SigningKey, VoteKind, VoteStatement,
+    CHAIN_RECORDS_MAX, SIGNATURE_BYTES,
+};
 use thiserror::Error;
 
 use crate::messages::{Credit, Funding, Refusal, ShardIndex};
@@ -70,6 +73,9 @@ pub(crate) struct ShardState {
     pub credited_in: u128,
     pub credited_out: u128,
     pub redeemed: u128,
+    /// The committee records of every epoch after the first (`AuthorityConfig::committee`),
+    /// oldest first, each checked against the one before when it was applied.
+    pub records: Vec<CommitteeRecord>,
 }
 
 /// Where a confirmed certificate's value goes.
@@ -80,6 +86,34 @@ pub(crate) enum Settled {
 }
 
 impl ShardState {
+    /// Signs every vote of every open slot again under `committee_id` with `key`: what an epoch
+    /// change carries over (the round-0 prepare, a recovery round's prepare, the commit vote on a
+    /// lock), now in the name of the new epoch's committee and of whoever holds the seat. The
+    /// choices stay the ones made durable; only the signatures change, and Ed25519 signing is
+    /// deterministic, so signing again gives the same bytes.
+    pub fn sign_open_slots(&mut self, key: &SigningKey, committee_id: [u8; 32]) {
+        let sign = |kind, round, order: &SignedOrder| {
+            VoteStatement {
+                committee_id,
+                kind,
+                round,
+                order_digest: order.order.digest(),
+            }
+            .sign(key)
+        };
+        for account in self.accounts.values_mut() {
+            if let Some((order, signature)) = &mut account.pending {
+                *signature = sign(VoteKind::Prepare, 0, order);
+            }
+            if let Some((round, order, signature)) = &mut account.prepared {
+                *signature = sign(VoteKind::Prepare, *round, order);
+            }
+            if let Some((certificate, signature)) = &mut account.lock {
+                *signature = sign(VoteKind::Commit, certificate.round, &certificate.order);
+            }
+        }
+    }
+
     /// Records this shard's vote; refuses if the account moved on since the vote was signed.
     pub fn vote(&mut self, order: &SignedOrder, signature: [u8; SIGNATURE_BYTES]) -> Result<(), Refusal> {
         let account = self
@@ -343,6 +377,14 @@ impl ShardState {
         for total in [self.funded, self.credited_in, self.credited_out, self.redeemed] {
             out.extend_from_slice(&total.to_le_bytes());
         }
+        // Absent while the shard is in its first epoch, so snapshots written before epochs
+        // existed read unchanged (and a present count is never 0: one encoding per state).
+        if !self.records.is_empty() {
+            put_u32(out, self.records.len() as u32);
+            for record in &self.records {
+                record.encode_to(out);
+            }
+        }
     }
 
     /// Reads a snapshot written by [`ShardState::encode_to`]; a snapshot is the shard's own,
@@ -435,9 +477,25 @@ impl ShardState {
             *total = u128::from_le_bytes(reader.read_array("snapshot total")?);
         }
         [state.funded, state.credited_in, state.credited_out, state.redeemed] = totals;
+        state.records = decode_records(&mut reader)?;
         reader.finish()?;
         Ok(state)
     }
+}
+
+/// The committee records at a snapshot's end: absent in the first epoch, never an empty count.
+fn decode_records(reader: &mut Reader<'_>) -> Result<Vec<CommitteeRecord>, DecodeError> {
+    if reader.remaining() == 0 {
+        return Ok(Vec::new());
+    }
+    let count = reader.read_u32_count("snapshot epochs", CHAIN_RECORDS_MAX as u64, 100)?;
+    if count == 0 {
+        return Err(DecodeError::NonCanonical {
+            what: "snapshot epochs",
+            reason: "a shard in its first epoch writes no epoch count",
+        });
+    }
+    (0..count).map(|_| CommitteeRecord::decode_from(reader)).collect()
 }
 
 /// Map keys in a snapshot are strictly ascending: one encoding per state.

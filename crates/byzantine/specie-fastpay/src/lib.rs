@@ -10,6 +10,7 @@
 
 mod certificate;
 mod committee;
+mod epoch;
 mod evidence;
 mod order;
 mod rounds;
@@ -18,6 +19,7 @@ pub mod test_support;
 
 pub use certificate::{Certificate, CertificateError, Vote, VoteError, VoteKind, VoteStatement, CERTIFICATE_BYTES_MAX};
 pub use committee::{AuthorityIndex, Committee, CommitteeError, COMMITTEE_BYTES_MAX, COMMITTEE_MEMBERS_MAX};
+pub use epoch::{CommitteeChain, CommitteeRecord, RecordError, CHAIN_RECORDS_MAX, COMMITTEE_RECORD_BYTES_MAX};
 pub use evidence::{BrokenPromise, DoubleVote, Evidence, EvidenceError, SignedVote, EVIDENCE_VERSION};
 pub use order::{
     AccountKey, CoreAddress, OrderError, Recipient, SignedOrder, TransferOrder, MEMO_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,

@@ -305,6 +305,20 @@ impl Justification {
         sequence: u64,
         round: u32,
     ) -> Result<Allowed, JustificationError> {
+        let only = |id: &[u8; 32]| (*id == committee.id()).then_some(committee);
+        self.check_in(committee, &only, account, sequence, round)
+    }
+
+    /// [`Justification::check`] where a reported lock may be of an earlier epoch of the same
+    /// seats (`lock_committee` finds a committee by id): locks carry over an epoch change.
+    pub fn check_in<'c>(
+        &self,
+        committee: &'c Committee,
+        lock_committee: &dyn Fn(&[u8; 32]) -> Option<&'c Committee>,
+        account: &AccountKey,
+        sequence: u64,
+        round: u32,
+    ) -> Result<Allowed, JustificationError> {
         if round == 0 {
             return Err(JustificationError::RoundZero);
         }
@@ -322,7 +336,7 @@ impl Justification {
             });
         }
         for signed in &self.changes {
-            signed.check(committee, account, sequence, round)?;
+            signed.check_in(committee, lock_committee, account, sequence, round)?;
         }
         Ok(self.allowed(committee))
     }
@@ -404,6 +418,19 @@ impl SignedRoundChange {
         sequence: u64,
         round: u32,
     ) -> Result<(), JustificationError> {
+        let only = |id: &[u8; 32]| (*id == committee.id()).then_some(committee);
+        self.check_in(committee, &only, account, sequence, round)
+    }
+
+    /// [`SignedRoundChange::check`] with the lock's committee found by `lock_committee`.
+    pub fn check_in<'c>(
+        &self,
+        committee: &'c Committee,
+        lock_committee: &dyn Fn(&[u8; 32]) -> Option<&'c Committee>,
+        account: &AccountKey,
+        sequence: u64,
+        round: u32,
+    ) -> Result<(), JustificationError> {
         let signed = self;
         let authority = signed.authority;
         let key: &VerifyingKey = committee
@@ -432,8 +459,13 @@ impl SignedRoundChange {
                 if order.sender != *account || order.sequence != sequence {
                     return Err(bad_lock("another slot".into()));
                 }
+                let lock_committee = lock_committee(&certificate.committee_id)
+                    .ok_or_else(|| bad_lock(CertificateError::WrongCommittee.to_string()))?;
+                if lock_committee.size() != committee.size() {
+                    return Err(bad_lock("a committee of other seats".into()));
+                }
                 certificate
-                    .check_lock(committee)
+                    .check_lock(lock_committee)
                     .map_err(|error: CertificateError| bad_lock(error.to_string()))
             }
             _ => Err(JustificationError::LockUnproven { authority }),

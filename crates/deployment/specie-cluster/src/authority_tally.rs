@@ -69,7 +69,8 @@ impl TalliedShard {
             | Command::Acked { .. }
             | Command::Prepare { .. }
             | Command::Lock { .. }
-            | Command::EnterRound { .. } => vec![],
+            | Command::EnterRound { .. }
+            | Command::EnterEpoch { .. } => vec![],
         }
     }
 }

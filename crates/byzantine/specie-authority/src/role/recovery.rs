@@ -15,7 +15,7 @@ use crate::state::{check_enterable, check_lockable, check_preparable, Account};
 impl AuthorityShard {
     fn signed_vote(&self, kind: VoteKind, round: u32, order: &SignedOrder) -> Vote {
         let statement = VoteStatement {
-            committee_id: self.config.committee.id(),
+            committee_id: self.committee().id(),
             kind,
             round,
             order_digest: order.order.digest(),
@@ -59,7 +59,7 @@ impl AuthorityShard {
     }
 
     pub(super) fn round_change(&mut self, ticket: Ticket, request: &SignedRoundRequest) -> Result<(), Refusal> {
-        request.check(&self.config.committee)?;
+        request.check(self.committee())?;
         let RoundRequest {
             account,
             sequence,
@@ -72,7 +72,7 @@ impl AuthorityShard {
         let state = self.slot(&account);
         check_enterable(state, round)?;
         let change = RoundChange {
-            committee_id: self.config.committee.id(),
+            committee_id: self.committee().id(),
             account,
             sequence,
             round,
@@ -104,7 +104,8 @@ impl AuthorityShard {
         }
         let state = self.slot(&account);
         check_preparable(state, &order, round)?;
-        let allowed = justification.check(&self.config.committee, &account, sequence, round)?;
+        let chain = &self.chain;
+        let allowed = justification.check_in(chain.current(), &|id| chain.committee(id), &account, sequence, round)?;
         self.convict_broken_promises(&account, justification);
         let state = self.slot(&account);
         let digest = order.order.digest();
@@ -156,7 +157,7 @@ impl AuthorityShard {
         }
         let state = self.slot(&account);
         check_lockable(state, &certificate)?;
-        certificate.check_lock(&self.config.committee)?;
+        certificate.check_lock(self.committee_of(&certificate)?)?;
         let vote = self.signed_vote(VoteKind::Commit, certificate.round, &certificate.order);
         let command = Command::Lock {
             certificate,

@@ -5,4 +5,5 @@
 mod committee;
 mod durability;
 mod encodings;
+mod epochs;
 mod replicated;

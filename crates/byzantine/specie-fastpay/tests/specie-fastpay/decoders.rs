@@ -9,8 +9,8 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::Value;
 use specie_fastpay::{
-    decode_exact, Certificate, Committee, Evidence, Justification, RoundRequest, SignedOrder, SignedRoundChange,
-    SignedRoundRequest, Vote, ENCODING_VERSION,
+    decode_exact, Certificate, Committee, CommitteeRecord, Evidence, Justification, RoundRequest, SignedOrder,
+    SignedRoundChange, SignedRoundRequest, Vote, ENCODING_VERSION,
 };
 use specie_vectors::{decode_canonical, mutate, single_byte_changes, Mutation};
 
@@ -19,7 +19,7 @@ const INPUT_BYTES_MAX: usize = 1 << 16;
 
 /// The stored vectors that are whole encodings, each a seed for mutation, with the decoder
 /// that accepts it.
-const SEEDS: [(&str, Decoder); 14] = [
+const SEEDS: [(&str, Decoder); 15] = [
     ("committee", Decoder::Committee),
     ("transfer_signed_order", Decoder::SignedOrder),
     ("redeem_signed_order", Decoder::SignedOrder),
@@ -33,6 +33,7 @@ const SEEDS: [(&str, Decoder); 14] = [
     ("signed_round_change[0]", Decoder::SignedRoundChange),
     ("signed_round_change[2]", Decoder::SignedRoundChange),
     ("justification", Decoder::Justification),
+    ("committee_record", Decoder::CommitteeRecord),
     ("transfer_order", Decoder::None),
 ];
 
@@ -46,6 +47,7 @@ enum Decoder {
     SignedRoundRequest,
     SignedRoundChange,
     Justification,
+    CommitteeRecord,
     /// An unsigned transfer order: no decoder here takes it whole.
     None,
 }
@@ -135,6 +137,15 @@ fn feed_every_decoder(bytes: &[u8]) -> Result<Vec<Decoder>, TestCaseError> {
             let _ = justification.check(committee(), &change.account, change.sequence, change.round);
         }
         accepted.push(Decoder::Justification);
+    }
+    if let Some(record) = decode_canonical(
+        bytes,
+        INPUT_BYTES_MAX,
+        CommitteeRecord::decode_from,
+        CommitteeRecord::encode_to,
+    )? {
+        let _ = record.check(committee());
+        accepted.push(Decoder::CommitteeRecord);
     }
     Ok(accepted)
 }

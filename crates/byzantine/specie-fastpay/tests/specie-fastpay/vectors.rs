@@ -14,8 +14,9 @@ use serde_json::Value;
 use specie_codec::{DecodeError, Reader};
 use specie_fastpay::{
     decode_exact, deterministic_key, AccountKey, Allowed, BrokenPromise, Certificate, CertificateError, Committee,
-    CoreAddress, DoubleVote, Evidence, Justification, Recipient, RoundChange, RoundRequest, SignedOrder,
-    SignedRoundChange, SignedRoundRequest, SigningKey, TransferOrder, Vote, VoteKind, VoteStatement,
+    CommitteeChain, CommitteeRecord, CoreAddress, DoubleVote, Evidence, Justification, Recipient, RoundChange,
+    RoundRequest, SignedOrder, SignedRoundChange, SignedRoundRequest, SigningKey, TransferOrder, Vote, VoteKind,
+    VoteStatement,
 };
 use specie_vectors::{assert_file_matches, encoded, read_or_write, stored_bytes, vectors_text, Vector};
 
@@ -47,6 +48,8 @@ struct Scenario {
     lock: Certificate,
     round_request: SignedRoundRequest,
     justification: Justification,
+    /// Epoch 2: seat 3 handed to `deterministic_key("authority", 4)`, endorsed by seats 0, 1, 2.
+    record: CommitteeRecord,
 }
 
 fn votes_for(
@@ -120,7 +123,14 @@ fn scenario() -> Scenario {
         round: 2,
     }
     .sign(&owner);
+    let mut members = committee.members().to_vec();
+    members[3] = deterministic_key("authority", 4).verifying_key().to_bytes();
+    let mut record = CommitteeRecord::propose(&committee, members).unwrap();
+    for seat in [2u16, 0, 1] {
+        record.endorse(seat, &authorities[usize::from(seat)]);
+    }
     Scenario {
+        record,
         lock,
         round_request,
         justification,
@@ -292,6 +302,16 @@ fn vectors(s: &Scenario) -> Vec<Vector> {
         "signed_round_change[0..3] for round 2: the lock decides, only transfer may be prepared".into(),
         &encoded(|o| s.justification.encode_to(o)),
     );
+    put(
+        "committee_record_signing_bytes".into(),
+        "what seats of epoch 1 sign to endorse epoch 2: \"specie/fastpay/committee-record/v1\" || 02 || committee_id (epoch 1's) || the committee of epoch 2 (seat 3's key now deterministic_key(\"authority\", 4))".into(),
+        &s.record.signing_bytes(),
+    );
+    put(
+        "committee_record".into(),
+        "epoch 2's record: 02 || previous committee_id || epoch 2's committee || 3 signatures (seats 0, 1, 2 of epoch 1, sorted)".into(),
+        &encoded(|o| s.record.encode_to(o)),
+    );
     vectors
 }
 
@@ -368,6 +388,25 @@ fn the_stored_vectors_decode_re_encode_and_verify() {
     assert_eq!(committee, s.committee);
     assert_eq!(committee.id().to_vec(), stored_bytes(stored, "committee_id"));
     assert_eq!((committee.quorum(), committee.fault_tolerance()), (3, 1));
+
+    let record = round_trip(
+        stored,
+        "committee_record",
+        CommitteeRecord::decode_from,
+        CommitteeRecord::encode_to,
+    );
+    assert_eq!(
+        record.signing_bytes(),
+        stored_bytes(stored, "committee_record_signing_bytes")
+    );
+    assert_eq!(record.replaced_seats(&committee), vec![3]);
+    let mut chain = CommitteeChain::new(committee.clone());
+    assert_eq!(
+        chain.extend(record.clone()),
+        Ok(true),
+        "a quorum of epoch 1 endorsed epoch 2"
+    );
+    assert_eq!(chain.current().epoch(), 2);
 
     let mut orders = Vec::new();
     for name in ["transfer", "redeem"] {

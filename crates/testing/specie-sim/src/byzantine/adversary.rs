@@ -282,9 +282,14 @@ impl<R: ShardRole> World<R> {
                 _ => Some((ticket, Reply::Funded { id: funding.id })),
             },
             // Honest shards send channel messages to their own authority's shards only, and
-            // no client of this world reads books.
-            Input::Credits { .. } | Input::CreditAck { .. } | Input::Books { .. } => {
-                return Err(self.violation("a channel message or a books read reached the Byzantine authority"));
+            // no client of this world reads books or changes epochs.
+            Input::Credits { .. }
+            | Input::CreditAck { .. }
+            | Input::Books { .. }
+            | Input::EnterEpoch { .. }
+            | Input::Epochs { .. } => {
+                return Err(self
+                    .violation("a channel message, a books read or an epoch change reached the Byzantine authority"));
             }
         };
         if let Some((ticket, reply)) = answer {

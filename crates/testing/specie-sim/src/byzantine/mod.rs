@@ -942,7 +942,9 @@ fn input_ticket(input: &Input) -> Ticket {
         | Input::Lock { ticket, .. }
         | Input::Account { ticket, .. }
         | Input::Fund { ticket, .. }
-        | Input::Books { ticket } => *ticket,
+        | Input::Books { ticket }
+        | Input::EnterEpoch { ticket, .. }
+        | Input::Epochs { ticket, .. } => *ticket,
         Input::Credits { .. } | Input::CreditAck { .. } => u64::MAX,
     }
 }
