@@ -410,8 +410,19 @@ fn byzantine_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> 
         Some((index, behaviour)) => format!("authority {index} Byzantine ({behaviour:?})"),
         None => "every authority honest".to_string(),
     };
+    let epoch = match (&options.epoch_change, r.epoch_stall_ms) {
+        (None, _) => "one epoch".to_string(),
+        (Some(change), stall) => format!(
+            "epoch change at {} ms replacing seat {} (first payment of the new epoch {}, {} payers learned it, {} forged records refused)",
+            change.at_ms,
+            change.seat,
+            stall.map_or("none after it".to_string(), |ms| format!("{ms} ms after the record")),
+            r.epochs_learned,
+            r.forged_records_refused
+        ),
+    };
     Ok(format!(
-        "byzantine mode: {BYZANTINE_AUTHORITIES} authorities × {} shards, {byzantine_authority}, {} correct + {} Byzantine users, {} steps ({} ms virtual), {} payments settled everywhere ({} redeems), {} fundings, {} equivocations ({} split slots recovered), {} Byzantine certificates, {} final by commit votes ({} in a recovery round), {} double votes and {} broken promises held as evidence, {} forged votes and {} false answers ignored, {} forged certificates and {} forged round requests refused, {} replays, {} forged credits refused by the transport, {} malformed channel messages ({} reported), {} catch-ups, {} inputs taken before earlier commands were durable, {} crashes, {} snapshots, {}",
+        "byzantine mode: {BYZANTINE_AUTHORITIES} authorities × {} shards, {byzantine_authority}, {epoch}, {} correct + {} Byzantine users, {} steps ({} ms virtual), {} payments settled everywhere ({} redeems), {} fundings, {} equivocations ({} split slots recovered), {} Byzantine certificates, {} final by commit votes ({} in a recovery round), {} double votes and {} broken promises held as evidence, {} forged votes and {} false answers ignored, {} forged certificates and {} forged round requests refused, {} replays, {} forged credits refused by the transport, {} malformed channel messages ({} reported), {} catch-ups, {} inputs taken before earlier commands were durable, {} crashes, {} snapshots, {}",
         options.shards,
         options.correct_users,
         options.byzantine_users,

@@ -671,6 +671,11 @@ impl AuthorityShard {
         let Some(((_, vote), tickets)) = self.votes_in_flight.remove(&order.order.sender) else {
             return;
         };
+        if applied.is_ok() && self.seated && vote.statement.committee_id != self.committee().id() {
+            // Signed before an epoch change that was applied first: the kept vote is signed
+            // again in the new committee's name (the answer, in the old one's, is still true).
+            self.state.sign_open_slots(&self.key, self.chain.current().id());
+        }
         let reply = match applied {
             Ok(()) => Reply::Voted(vote),
             Err(refusal) => Reply::Refused(refusal),
@@ -771,6 +776,11 @@ impl Role for AuthorityShard {
     fn lead(&mut self, now_ms: u64) {
         self.leading = true;
         self.now_ms = now_ms;
+        if self.seated && !self.state.records.is_empty() {
+            // A vote another leader signed before an epoch change it did not see applied first
+            // is kept in the old committee's name: a new leader signs the open slots again.
+            self.state.sign_open_slots(&self.key, self.chain.current().id());
+        }
         // Whatever was sent before a crash may be lost: resend every unacknowledged credit.
         if self.state.outbox.values().any(|o| !o.unacked.is_empty()) {
             self.retransmit_at_ms = Some(now_ms);

@@ -153,6 +153,9 @@ enum Phase {
 #[derive(Debug)]
 pub struct Payment {
     committee: Arc<Committee>,
+    /// Committees of earlier epochs of the same seats, whose locks a round change may report
+    /// (locks carry over an epoch change).
+    earlier: Vec<Committee>,
     /// The payer's key, for the round requests only the account's owner may make.
     owner: SigningKey,
     options: PaymentOptions,
@@ -203,6 +206,7 @@ impl Payment {
         let call = Call::Transfer(order.clone());
         let payment = Payment {
             committee,
+            earlier: Vec::new(),
             owner: owner.clone(),
             options,
             orders,
@@ -228,6 +232,29 @@ impl Payment {
 
     pub fn order(&self) -> &SignedOrder {
         &self.orders[0]
+    }
+
+    /// Tells the payment the committees of the epochs before its own: a lock of one of them,
+    /// reported in a round change, binds the slot as one of the current epoch does.
+    pub fn with_earlier_epochs(mut self, earlier: Vec<Committee>) -> Payment {
+        self.earlier = earlier;
+        self
+    }
+
+    /// The committee of a lock a round change reports: this epoch's or an earlier one's.
+    fn lock_committee(&self, id: &[u8; 32]) -> Option<&Committee> {
+        let earlier = self.earlier.iter().filter(|c| c.size() == self.committee.size());
+        std::iter::once(&*self.committee).chain(earlier).find(|c| c.id() == *id)
+    }
+
+    /// Every order the payer gave the payment for its slot, the one it wants first.
+    pub fn orders(&self) -> &[SignedOrder] {
+        &self.orders
+    }
+
+    /// The committee whose votes this payment counts.
+    pub fn committee(&self) -> &Arc<Committee> {
+        &self.committee
     }
 
     /// The final certificate, once there is one (the payee may trust the payment from here).
@@ -471,15 +498,19 @@ impl Payment {
 
     fn on_round_change(&mut self, now_ms: u64, authority: AuthorityIndex, change: SignedRoundChange) -> Step {
         let (account, sequence) = self.slot();
-        let Phase::ChangeRound { changes } = &mut self.phase else {
+        if !matches!(self.phase, Phase::ChangeRound { .. }) {
             return self.refuse(now_ms, authority, "a round change out of turn".into(), false);
-        };
+        }
         if change.authority != authority {
             return Step::Wait;
         }
-        if let Err(error) = change.check(&self.committee, &account, sequence, self.round) {
+        let locks = |id: &[u8; 32]| self.lock_committee(id);
+        if let Err(error) = change.check_in(&self.committee, &locks, &account, sequence, self.round) {
             return self.refuse(now_ms, authority, format!("invalid round change: {error}"), false);
         }
+        let Phase::ChangeRound { changes } = &mut self.phase else {
+            unreachable!("checked above");
+        };
         let contradicting = self.promised.iter().filter(|(vote, _)| {
             let statement = &vote.statement;
             vote.authority == authority
@@ -506,7 +537,8 @@ impl Payment {
         let justification = Justification {
             changes: changes.values().cloned().collect(),
         };
-        let allowed = match justification.check(&self.committee, &account, sequence, self.round) {
+        let locks = |id: &[u8; 32]| self.lock_committee(id);
+        let allowed = match justification.check_in(&self.committee, &locks, &account, sequence, self.round) {
             Ok(allowed) => allowed,
             Err(error) => unreachable!("each round change was checked: {error}"),
         };

@@ -140,11 +140,17 @@ impl AuthorityShard {
     /// Round changes of a checked justification that the votes in the locks this shard knows of
     /// for the slot (its own, and those the justification carries) contradict: a signer that
     /// prepared an order in round 0 and reports another, or nothing. The decide rule tolerates
-    /// such lies from up to f authorities; they are still kept as evidence.
+    /// such lies from up to f authorities; they are still kept as evidence (within one epoch).
     fn convict_broken_promises(&mut self, account: &AccountKey, justification: &Justification) {
         let own = self.slot(account).lock.as_ref().map(|(certificate, _)| certificate);
         let carried = justification.changes.iter().filter_map(|c| c.lock_certificate.as_ref());
-        let locks: Vec<&Certificate> = own.into_iter().chain(carried).collect();
+        // Evidence names one committee: a lock of an earlier epoch convicts no one here.
+        let current = self.committee().id();
+        let locks: Vec<&Certificate> = own
+            .into_iter()
+            .chain(carried)
+            .filter(|lock| lock.committee_id == current)
+            .collect();
         let broken = BrokenPromise::find(&justification.changes, &locks);
         self.report_evidence(Vec::new(), broken);
     }

@@ -91,6 +91,13 @@ pub(super) struct ByzantineUser {
 }
 
 impl ByzantineUser {
+    /// Drops the votes kept towards certificates: they are of an epoch that has ended.
+    pub fn forget_votes(&mut self) {
+        for (_, votes) in &mut self.orders {
+            votes.clear();
+        }
+    }
+
     pub fn new(key: SigningKey) -> ByzantineUser {
         ByzantineUser {
             account: AccountKey(key.verifying_key().to_bytes()),
@@ -134,13 +141,30 @@ fn remember<T>(rng: &mut impl Rng, kept: &mut Vec<T>, item: T) {
 }
 
 impl<R: ShardRole> World<R> {
+    /// A record of a next epoch that hands every seat to the adversary's key... signed by it
+    /// alone, below the quorum: no payer may take it.
+    fn forged_record(&self) -> specie_fastpay::CommitteeRecord {
+        let adversary = self.adversary.as_ref().expect("a Byzantine authority");
+        let key = &self.authority_keys[usize::from(adversary.index)];
+        let current = self.committee();
+        let mut members = current.members().to_vec();
+        for (seat, member) in members.iter_mut().enumerate() {
+            *member = specie_fastpay::deterministic_key("sim-forged-authority", seat as u64)
+                .verifying_key()
+                .to_bytes();
+        }
+        let mut record = specie_fastpay::CommitteeRecord::propose(current, members).expect("distinct keys");
+        record.endorse(adversary.index, key);
+        record
+    }
+
     /// The Byzantine authority's valid vote on any order, in any phase of any round: it signs
     /// whatever it is sent.
     fn byzantine_vote(&self, kind: VoteKind, round: u32, order: &TransferOrder) -> Vote {
         let adversary = self.adversary.as_ref().expect("a Byzantine authority");
         let statement = VoteStatement {
             kind,
-            committee_id: self.committee.id(),
+            committee_id: self.committee().id(),
             round,
             order_digest: order.digest(),
         };
@@ -281,13 +305,15 @@ impl<R: ShardRole> World<R> {
                 AuthorityBehaviour::Withholds => None,
                 _ => Some((ticket, Reply::Funded { id: funding.id })),
             },
-            // Honest shards send channel messages to their own authority's shards only, and
-            // no client of this world reads books or changes epochs.
-            Input::Credits { .. }
-            | Input::CreditAck { .. }
-            | Input::Books { .. }
-            | Input::EnterEpoch { .. }
-            | Input::Epochs { .. } => {
+            // A payer asking for epochs: nothing, or a record it forged (signed by itself only).
+            Input::Epochs { ticket, .. } => match behaviour {
+                AuthorityBehaviour::Withholds => None,
+                _ => Some((ticket, Reply::Epochs(vec![self.forged_record()]))),
+            },
+            // Honest shards send channel messages to their own authority's shards only, no
+            // client of this world reads books, and the operator hands records to honest
+            // shards only.
+            Input::Credits { .. } | Input::CreditAck { .. } | Input::Books { .. } | Input::EnterEpoch { .. } => {
                 return Err(self
                     .violation("a channel message, a books read or an epoch change reached the Byzantine authority"));
             }
@@ -338,7 +364,7 @@ impl<R: ShardRole> World<R> {
             false => Some(seen[self.rng.gen_range(0..seen.len())]),
         };
         let change = RoundChange {
-            committee_id: self.committee.id(),
+            committee_id: self.committee().id(),
             account,
             sequence,
             round,
@@ -572,8 +598,10 @@ impl<R: ShardRole> World<R> {
         vote: &Vote,
         certify: bool,
     ) -> Result<(), Violation> {
-        let expected = expected_vote(self.committee.id(), &Asked::Transfer(order.clone())).expect("a vote");
-        if vote.authority != authority || vote.check(&self.committee, &expected).is_err() {
+        // Votes count towards the user's certificates in the epoch it knows of.
+        let committee = self.view(Party::ByzantineUser(i));
+        let expected = expected_vote(committee.id(), &Asked::Transfer(order.clone())).expect("a vote");
+        if vote.authority != authority || vote.check(&committee, &expected).is_err() {
             // (The payment counts the forged votes it is answered with.)
             if self.is_byzantine(authority) && certify {
                 self.report.forged_votes_ignored += 1;
@@ -581,7 +609,7 @@ impl<R: ShardRole> World<R> {
             return Ok(());
         }
         self.try_to_frame(i, order, vote)?;
-        let size = self.committee.size();
+        let size = committee.size();
         let user = &mut self.byzantine_users[i];
         let Some((_, votes)) = user.orders.iter_mut().find(|(o, _)| o == order) else {
             return Ok(());
@@ -594,7 +622,7 @@ impl<R: ShardRole> World<R> {
             return Ok(());
         }
         let certificate = Certificate::from_votes(order.clone(), votes);
-        if let Err(error) = certificate.check(&self.committee) {
+        if let Err(error) = certificate.check(&committee) {
             return Err(self.violation(format!(
                 "Byzantine user {i}'s fast certificate, of checked votes, is invalid: {error}"
             )));
@@ -639,7 +667,9 @@ impl<R: ShardRole> World<R> {
         let user = &self.byzantine_users[i];
         let other = user.orders.iter().find_map(|(other, votes)| {
             let conflicting = other.order.sequence == order.order.sequence && other != order;
-            let theirs = votes.iter().find(|v| v.authority == vote.authority);
+            let theirs = votes
+                .iter()
+                .find(|v| v.authority == vote.authority && v.statement.committee_id == vote.statement.committee_id);
             theirs
                 .filter(|_| conflicting)
                 .map(|v| (other.order.clone(), v.signature))
@@ -664,7 +694,10 @@ impl<R: ShardRole> World<R> {
         };
         self.report.double_votes += 1;
         let context = format!("Byzantine user {i}'s two votes of authority {}", vote.authority);
-        self.check_evidence(self.evidence(vec![double_vote], Vec::new()), &context)
+        let committee = self
+            .committee_named(&vote.statement.committee_id)
+            .expect("a checked vote");
+        self.check_evidence(self.evidence(committee, vec![double_vote], Vec::new()), &context)
     }
 
     /// A certificate no honest authority may accept, made from a real one: below the quorum,
@@ -675,7 +708,7 @@ impl<R: ShardRole> World<R> {
             return;
         };
         match self.rng.gen_range(0..8) {
-            0 => forged.signatures.truncate(self.committee.quorum() - 1),
+            0 => forged.signatures.truncate(self.committee().quorum() - 1),
             1 => {
                 let user = &self.byzantine_users[i];
                 forged.order = TransferOrder {
@@ -700,7 +733,7 @@ impl<R: ShardRole> World<R> {
             // A lock passed off as final: a quorum of prepares (or commits relabelled).
             _ => {
                 forged.kind = VoteKind::Prepare;
-                forged.signatures.truncate(self.committee.quorum());
+                forged.signatures.truncate(self.committee().quorum());
             }
         }
         let authority = self.rng.gen_range(0..AUTHORITIES) as AuthorityIndex;
@@ -721,7 +754,7 @@ impl<R: ShardRole> World<R> {
         let user = &self.byzantine_users[i];
         let other_committee = self.rng.gen_bool(0.5);
         let mut request = RoundRequest {
-            committee_id: self.committee.id(),
+            committee_id: self.committee().id(),
             account: user.account,
             sequence: self.rng.gen_range(0..4),
             round: self.rng.gen_range(1..1_000),

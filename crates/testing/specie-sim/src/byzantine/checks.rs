@@ -95,6 +95,7 @@ impl<R: ShardRole> World<R> {
     /// order at one (account, sequence), whatever the Byzantine parties do (f = 1). Two of one
     /// phase and round would hold evidence, which must not convict an honest authority.
     pub(super) fn observe_certificate(&mut self, certificate: &Certificate) -> Result<(), Violation> {
+        self.observe_epoch_certificate(certificate)?;
         let order = &certificate.order.order;
         let key = (order.sender, order.sequence);
         self.observed.certified.insert(order.digest());
@@ -120,7 +121,10 @@ impl<R: ShardRole> World<R> {
             key.1
         );
         if !double_votes.is_empty() {
-            self.check_evidence(self.evidence(double_votes, Vec::new()), &context)?;
+            let committee = self
+                .committee_named(&certificate.committee_id)
+                .expect("an observed final certificate");
+            self.check_evidence(self.evidence(committee, double_votes, Vec::new()), &context)?;
         }
         Err(self.violation(format!(
             "{context}: safety broken (kinds and rounds {:?})",
@@ -131,9 +135,15 @@ impl<R: ShardRole> World<R> {
         )))
     }
 
-    pub(super) fn evidence(&self, double_votes: Vec<DoubleVote>, broken_promises: Vec<BrokenPromise>) -> Evidence {
+    /// Evidence against members of `committee` (the epoch whose votes it holds).
+    pub(super) fn evidence(
+        &self,
+        committee: &specie_fastpay::Committee,
+        double_votes: Vec<DoubleVote>,
+        broken_promises: Vec<BrokenPromise>,
+    ) -> Evidence {
         Evidence {
-            committee: (*self.committee).clone(),
+            committee: committee.clone(),
             double_votes,
             broken_promises,
         }
@@ -226,7 +236,14 @@ impl<R: ShardRole> World<R> {
                     round,
                     ..
                 } = request.request;
-                let checked = change.check(&self.committee, &account, sequence, round);
+                // A round change of the epoch the request names, reporting a lock of any epoch.
+                let chain = &self.chain;
+                let checked = match chain.committee(&change.change.committee_id) {
+                    Some(committee) => change.check_in(committee, &|id| chain.committee(id), &account, sequence, round),
+                    None => Err(specie_fastpay::JustificationError::OtherSlot {
+                        authority: change.authority,
+                    }),
+                };
                 match checked {
                     Ok(()) if change.authority == authority => Ok(()),
                     Ok(()) => Err(self.violation(format!(
@@ -238,7 +255,7 @@ impl<R: ShardRole> World<R> {
                     ))),
                 }
             }
-            Reply::Final(certificate) => match certificate.check(&self.committee) {
+            Reply::Final(certificate) => match self.check_final(certificate) {
                 Ok(()) => Ok(()),
                 Err(error) => Err(self.violation(format!(
                     "honest authority {authority} answered with a final certificate that is not: {error}"
@@ -255,7 +272,13 @@ impl<R: ShardRole> World<R> {
         asked: Option<Asked>,
         vote: &Vote,
     ) -> Result<(), Violation> {
-        let Some(expected) = asked.and_then(|asked| expected_vote(self.committee.id(), &asked)) else {
+        // Signed in the name of the committee of the epoch the shard is in.
+        let Some(committee) = self.committee_named(&vote.statement.committee_id).cloned() else {
+            return Err(self.violation(format!(
+                "honest authority {authority} voted in the name of a committee of no epoch"
+            )));
+        };
+        let Some(expected) = asked.and_then(|asked| expected_vote(committee.id(), &asked)) else {
             return Err(self.violation(format!(
                 "authority {authority} voted on ticket {ticket}, which asked for no vote"
             )));
@@ -263,7 +286,7 @@ impl<R: ShardRole> World<R> {
         if vote.authority != authority {
             return Err(self.violation(format!("authority {authority} voted as authority {}", vote.authority)));
         }
-        if let Err(error) = vote.check(&self.committee, &vote.statement) {
+        if let Err(error) = vote.check(&committee, &vote.statement) {
             return Err(self.violation(format!(
                 "honest authority {authority} sent an invalid vote ({:?} round {}): {error}",
                 vote.statement.kind, vote.statement.round

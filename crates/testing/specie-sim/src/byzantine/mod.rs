@@ -49,6 +49,7 @@
 
 mod adversary;
 mod checks;
+mod epochs;
 mod paying;
 #[cfg(test)]
 mod planted;
@@ -56,13 +57,14 @@ mod shard;
 mod users;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use specie_authority::{AuthorityConfig, AuthorityShard, Input, Message, Reply, ShardIndex};
 use specie_committee::Call;
-use specie_fastpay::{deterministic_key, AccountKey, AuthorityIndex, Certificate, Committee, SignedOrder, SigningKey};
+use specie_fastpay::{
+    deterministic_key, AccountKey, AuthorityIndex, Certificate, Committee, CommitteeChain, SignedOrder, SigningKey,
+};
 use specie_host::SimHost;
 use specie_role::Ticket;
 use specie_transaction::hash::Sha256Writer;
@@ -70,6 +72,8 @@ use specie_transaction::hash::Sha256Writer;
 use crate::world::Violation;
 use adversary::{ByzantineAuthority, ByzantineUser};
 use checks::{Checks, Observed};
+pub use epochs::EpochChange;
+use epochs::EpochProgress;
 use shard::{BuildRole, HostError, Outputs, Shard, ShardRole};
 use users::{Auditor, Bridge, Client};
 
@@ -155,6 +159,10 @@ pub struct ByzantineOptions {
     /// certificate confirmed by a quorum within this much virtual time: an owner who
     /// equivocated regains its account within bounded time.
     pub recovery_ms_max: u64,
+    /// A committee epoch change replacing one honest seat's key, in some seeds.
+    pub epoch_change: Option<EpochChange>,
+    /// The first payment certified in the new epoch comes at most this long after its record.
+    pub epoch_stall_ms_max: u64,
 }
 
 impl ByzantineOptions {
@@ -165,8 +173,22 @@ impl ByzantineOptions {
             let behaviour = AuthorityBehaviour::ALL[rng.gen_range(0..AuthorityBehaviour::ALL.len())];
             (rng.gen_range(0..AUTHORITIES) as AuthorityIndex, behaviour)
         });
+        let faults_ms_min = rng.gen_range(1_000..4_000);
+        // Drawn apart, so that the seeds from before epochs existed run as they did.
+        let mut epoch_rng = StdRng::seed_from_u64(seed ^ 0xE90C_4C4A);
+        let epoch_change = epoch_rng.gen_bool(0.5).then(|| EpochChange {
+            at_ms: epoch_rng.gen_range(100..faults_ms_min / 2),
+            seat: loop {
+                let seat = epoch_rng.gen_range(0..AUTHORITIES) as AuthorityIndex;
+                if byzantine_authority.is_none_or(|(index, _)| index != seat) {
+                    break seat;
+                }
+            },
+        });
         ByzantineOptions {
             seed,
+            epoch_change,
+            epoch_stall_ms_max: 2_000,
             shards: rng.gen_range(2..=3),
             correct_users: rng.gen_range(3..=6),
             payments: rng.gen_range(8..=24),
@@ -189,7 +211,7 @@ impl ByzantineOptions {
                 true => rng.gen_range(1..=3),
                 false => 10_000,
             },
-            faults_ms_min: rng.gen_range(1_000..4_000),
+            faults_ms_min,
             faults_ms_max: 20_000,
             pay_per_mille: rng.gen_range(200..800),
             settle_ms_max: 30_000,
@@ -253,6 +275,15 @@ pub struct ByzantineReport {
     pub snapshots: u64,
     pub messages_dropped: u64,
     pub messages_duplicated: u64,
+    /// Committee epochs published (0 or 1), payers that learned one, records a Byzantine
+    /// authority forged that payers refused, and answers waited out because an authority and
+    /// a party were in different epochs.
+    pub epoch_changes: u64,
+    pub epochs_learned: u64,
+    pub forged_records_refused: u64,
+    pub epoch_lag_answers: u64,
+    /// How long after the record the first payment of the new epoch was certified.
+    pub epoch_stall_ms: Option<u64>,
     /// SHA-256 over every event of the run: equal digests mean identical runs.
     pub trace_digest: [u8; 32],
 }
@@ -270,6 +301,8 @@ enum Party {
     Bridge,
     Auditor,
     ByzantineAuthority,
+    /// Publishes committee epochs.
+    Operator,
 }
 
 /// What a request asked, kept by ticket to interpret the answer.
@@ -295,6 +328,12 @@ enum Asked {
     /// A forged certificate or round request: an honest authority must refuse it and stay
     /// unchanged.
     Forged,
+    /// The records of the epochs after `after`.
+    Epochs {
+        after: u64,
+    },
+    /// The operator's record of the next epoch.
+    EnterEpoch,
 }
 
 #[derive(Clone, Debug)]
@@ -335,7 +374,16 @@ struct World<R: ShardRole> {
     settle_by_ms: u64,
     /// When faults stopped, once they have.
     healed_at_ms: Option<u64>,
-    committee: Arc<Committee>,
+    /// Every published epoch: what the world's checks trust.
+    chain: CommitteeChain,
+    /// The epochs each payer has learned, where it has learned any beyond the first.
+    views: BTreeMap<Party, CommitteeChain>,
+    epoch: EpochProgress,
+    /// The successor's key, once epoch 2 is published, and when it was.
+    next_key: Option<SigningKey>,
+    epoch_published_ms: Option<u64>,
+    /// How the world builds a shard's role (for the successor's shards too).
+    build: BuildRole<R>,
     authority_keys: Vec<SigningKey>,
     /// Each authority's shards; `None` for the Byzantine one, which runs no role at all.
     authorities: Vec<Option<Vec<Shard<R>>>>,
@@ -432,7 +480,12 @@ impl<R: ShardRole> World<R> {
             faults_on: true,
             settle_by_ms: u64::MAX,
             healed_at_ms: None,
-            committee: Arc::new(committee),
+            chain: CommitteeChain::new(committee),
+            views: BTreeMap::new(),
+            epoch: EpochProgress::default(),
+            next_key: None,
+            epoch_published_ms: None,
+            build,
             authority_keys,
             authorities,
             network: Vec::new(),
@@ -527,6 +580,7 @@ impl<R: ShardRole> World<R> {
                 self.inject_faults()?;
             }
             self.restart_due()?;
+            self.advance_epoch()?;
             self.wake_parties()?;
             self.fire_timers()?;
             if !self.deliver_one()? {
@@ -629,6 +683,8 @@ impl<R: ShardRole> World<R> {
                 from_sequence,
             }),
             Asked::Forged => unreachable!("forged certificates are sent with `send_input`"),
+            Asked::Epochs { after } => Box::new(move |ticket| Input::Epochs { ticket, after }),
+            Asked::EnterEpoch => unreachable!("the operator hands records to shards directly"),
         };
         self.send_input(party, authority, account, asked, make);
     }
@@ -780,12 +836,18 @@ impl<R: ShardRole> World<R> {
         let Some((party, asked)) = self.tickets.get(&ticket).cloned() else {
             return Err(self.violation(format!("authority {authority} answered ticket {ticket}, never issued")));
         };
+        if let Asked::Epochs { .. } = asked {
+            return self.epochs_received(party, authority, reply);
+        }
+        if self.epoch_lag(party, authority, &reply) {
+            return Ok(());
+        }
         match party {
             Party::Client(i) => self.client_receives(i, authority, asked, reply),
             Party::Bridge => self.bridge_receives(authority, asked, reply),
             Party::Auditor => self.reader_receives(party, authority, asked, reply),
             Party::ByzantineUser(i) => self.byzantine_user_receives(i, authority, asked, reply),
-            Party::ByzantineAuthority => Ok(()),
+            Party::ByzantineAuthority | Party::Operator => Ok(()),
         }
     }
 
@@ -886,6 +948,9 @@ impl<R: ShardRole> World<R> {
 
     fn describe_unsettled(&self) -> String {
         let mut missing = Vec::new();
+        if !self.epoch_settled() {
+            missing.push("the epoch change is not over (the seat handed over, every shard in it)".to_string());
+        }
         for (authority, shards) in self.honest() {
             if shards.iter().any(|h| !h.up() || h.pending() > 0) {
                 missing.push(format!("authority {authority} has a shard down or not yet durable"));
@@ -910,23 +975,24 @@ impl<R: ShardRole> World<R> {
             }
         }
         for account in self.owners.keys() {
-            let sequences: BTreeSet<u64> = self
+            let at: BTreeMap<AuthorityIndex, u64> = self
                 .honest()
-                .map(|(_, shards)| {
+                .map(|(authority, shards)| {
                     let shard = &shards[self.shard_of(account) as usize];
-                    shard
-                        .role()
-                        .shard()
-                        .account(account, u64::MAX)
-                        .map_or(0, |a| a.next_sequence)
+                    let next = shard.role().shard().account(account, u64::MAX);
+                    (authority, next.map_or(0, |a| a.next_sequence))
                 })
                 .collect();
+            let sequences: BTreeSet<u64> = at.values().copied().collect();
             let client_done = match self.owners[account] {
                 Party::Client(i) => self.clients[i].certificates.len() as u64,
                 _ => 0,
             };
             if sequences.len() > 1 || sequences.iter().any(|&s| s < client_done) {
-                missing.push(format!("account {:?} is at sequences {sequences:?}", &account.0[..4]));
+                missing.push(format!(
+                    "account {:?} is at sequences {at:?} (by authority)",
+                    &account.0[..4]
+                ));
             }
         }
         missing.join("; ")

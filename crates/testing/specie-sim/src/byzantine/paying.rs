@@ -86,7 +86,7 @@ impl<R: ShardRole> World<R> {
         }
     }
 
-    fn paying(&mut self, party: Party) -> &mut Option<Paying> {
+    pub(super) fn paying(&mut self, party: Party) -> &mut Option<Paying> {
         match party {
             Party::Client(i) => &mut self.clients[i].paying,
             Party::ByzantineUser(i) => &mut self.byzantine_users[i].paying,
@@ -113,7 +113,9 @@ impl<R: ShardRole> World<R> {
             Party::ByzantineUser(i) => self.byzantine_users[i].key.clone(),
             _ => unreachable!("only users pay"),
         };
-        let (payment, step) = Payment::with_orders(self.committee.clone(), &owner, orders, options, self.now_ms);
+        let committee = self.view(party);
+        let (payment, step) = Payment::with_orders(committee, &owner, orders, options, self.now_ms);
+        let payment = payment.with_earlier_epochs(self.earlier_epochs(party));
         let (account, sequence) = (payment.order().order.sender, payment.order().order.sequence);
         *self.paying(party) = Some(Paying { id, payment });
         let prefix = u64::from_le_bytes(account.0[..8].try_into().expect("8 bytes"));
@@ -199,7 +201,7 @@ impl<R: ShardRole> World<R> {
     }
 
     fn payment_certified(&mut self, party: Party, paying: Paying, certificate: Certificate) -> Result<(), Violation> {
-        if let Err(error) = certificate.check(&self.committee) {
+        if let Err(error) = self.check_final(&certificate) {
             return Err(self.violation(format!(
                 "{party:?}'s payment {} yielded an invalid final certificate: {error}",
                 paying.id
@@ -238,9 +240,20 @@ impl<R: ShardRole> World<R> {
                     attempt,
                     call: call.clone(),
                 };
-                let expected = expected_vote(self.committee.id(), &asked);
+                let committee = self
+                    .paying(party)
+                    .as_ref()
+                    .expect("current")
+                    .payment
+                    .committee()
+                    .clone();
+                let expected = expected_vote(committee.id(), &asked);
                 let valid = vote.authority == authority
-                    && expected.is_some_and(|expected| vote.check(&self.committee, &expected).is_ok());
+                    && expected.is_some_and(|expected| vote.check(&committee, &expected).is_ok());
+                if !valid && self.committee_named(&vote.statement.committee_id).is_some() {
+                    // A vote of another epoch: the payer asks which.
+                    self.learn_epochs(party, authority);
+                }
                 // An honest authority's votes were checked as they left it.
                 self.report.forged_votes_ignored += u64::from(!honest && !valid);
                 Heard::Vote(vote)
@@ -261,6 +274,9 @@ impl<R: ShardRole> World<R> {
             }
         };
         let now_ms = self.now_ms;
+        if self.print_trace {
+            eprintln!("TRACE {party:?} hears from {authority} on payment {payment}: {heard:?}");
+        }
         let paying = self.paying(party).as_mut().expect("current");
         let held = paying.payment.broken_promises().len();
         let step = paying.payment.on_answer(now_ms, authority, attempt, heard);
@@ -269,7 +285,14 @@ impl<R: ShardRole> World<R> {
             // What a payer holds against an authority must convict it, and never an honest one.
             self.report.broken_promises += fresh.len() as u64;
             let context = format!("a payer's evidence against authority {authority}");
-            self.check_evidence(self.evidence(Vec::new(), fresh), &context)?;
+            let committee = self
+                .paying(party)
+                .as_ref()
+                .expect("current")
+                .payment
+                .committee()
+                .clone();
+            self.check_evidence(self.evidence(&committee, Vec::new(), fresh), &context)?;
         }
         self.follow_step(party, step)
     }

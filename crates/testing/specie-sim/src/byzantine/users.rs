@@ -213,7 +213,7 @@ impl<R: ShardRole> World<R> {
 
     /// An authority confirmed the user's certificate for `sequence`.
     pub(super) fn confirmed_by(&mut self, party: Party, authority: AuthorityIndex, sequence: u64) {
-        let quorum = self.committee.quorum();
+        let quorum = self.committee().quorum();
         let (_, confirming) = self.confirming(party);
         let Some(done) = confirming.get_mut(&sequence) else {
             return;
@@ -436,7 +436,7 @@ impl<R: ShardRole> World<R> {
             {
                 continue;
             } else {
-                certificate.check(&self.committee).map_err(|e| e.to_string())
+                self.check_final(&certificate).map_err(|e| e.to_string())
             };
             match verdict {
                 Ok(()) => self.learn_certificate(certificate)?,
