@@ -111,10 +111,13 @@ pub enum Input {
 /// What the shard makes durable before acting on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
-    /// This shard's vote on `order`, signed before it is made durable and sent only after.
+    /// This shard's vote on `order`, signed before it is made durable and sent only after, in
+    /// the name of the committee of epoch `epoch`, the one current when it was signed (`None`:
+    /// a log record from before epochs existed, signed in the first epoch).
     Vote {
         order: SignedOrder,
         signature: [u8; SIGNATURE_BYTES],
+        epoch: Option<u64>,
     },
     /// A checked certificate: debit the sender, credit the recipient here or through a channel.
     Confirm {
@@ -123,16 +126,19 @@ pub enum Command {
     Fund {
         funding: Funding,
     },
-    /// This shard's prepare vote in recovery round `round` (≥ 1).
+    /// This shard's prepare vote in recovery round `round` (≥ 1), signed in epoch `epoch`.
     Prepare {
         order: SignedOrder,
         round: u32,
         signature: [u8; SIGNATURE_BYTES],
+        epoch: Option<u64>,
     },
-    /// This shard locks the certificate's order at its round; `signature` is its commit vote.
+    /// This shard locks the certificate's order at its round; `signature` is its commit vote,
+    /// signed in epoch `epoch`.
     Lock {
         certificate: Certificate,
         signature: [u8; SIGNATURE_BYTES],
+        epoch: Option<u64>,
     },
     /// This shard acts in no round below `round` for the account's slot at `sequence`.
     EnterRound {
@@ -298,6 +304,11 @@ const COMMAND_PREPARE: u8 = 6;
 const COMMAND_LOCK: u8 = 7;
 const COMMAND_ENTER_ROUND: u8 = 8;
 const COMMAND_ENTER_EPOCH: u8 = 9;
+/// The signing commands with the epoch they were signed in. Logs written before epochs hold
+/// kinds 1, 6 and 7 (read back with no epoch: signed in the first).
+const COMMAND_VOTE_IN_EPOCH: u8 = 10;
+const COMMAND_PREPARE_IN_EPOCH: u8 = 11;
+const COMMAND_LOCK_IN_EPOCH: u8 = 12;
 
 const CREDIT_BYTES: usize = 32 + 8 + 32 + 8;
 
@@ -352,8 +363,18 @@ impl Command {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         match self {
-            Command::Vote { order, signature } => {
-                out.push(COMMAND_VOTE);
+            Command::Vote {
+                order,
+                signature,
+                epoch,
+            } => {
+                match epoch {
+                    None => out.push(COMMAND_VOTE),
+                    Some(epoch) => {
+                        out.push(COMMAND_VOTE_IN_EPOCH);
+                        put_u64(&mut out, *epoch);
+                    }
+                }
                 order.encode_to(&mut out);
                 out.extend_from_slice(signature);
             }
@@ -384,14 +405,31 @@ impl Command {
                 order,
                 round,
                 signature,
+                epoch,
             } => {
-                out.push(COMMAND_PREPARE);
+                match epoch {
+                    None => out.push(COMMAND_PREPARE),
+                    Some(epoch) => {
+                        out.push(COMMAND_PREPARE_IN_EPOCH);
+                        put_u64(&mut out, *epoch);
+                    }
+                }
                 order.encode_to(&mut out);
                 put_u32(&mut out, *round);
                 out.extend_from_slice(signature);
             }
-            Command::Lock { certificate, signature } => {
-                out.push(COMMAND_LOCK);
+            Command::Lock {
+                certificate,
+                signature,
+                epoch,
+            } => {
+                match epoch {
+                    None => out.push(COMMAND_LOCK),
+                    Some(epoch) => {
+                        out.push(COMMAND_LOCK_IN_EPOCH);
+                        put_u64(&mut out, *epoch);
+                    }
+                }
                 certificate.encode_to(&mut out);
                 out.extend_from_slice(signature);
             }
@@ -415,10 +453,18 @@ impl Command {
 
     pub fn decode(bytes: &[u8]) -> Result<Command, DecodeError> {
         let mut reader = Reader::new(bytes);
-        let command = match reader.read_u8("authority command kind")? {
-            COMMAND_VOTE => Command::Vote {
+        let kind = reader.read_u8("authority command kind")?;
+        let epoch = match kind {
+            COMMAND_VOTE_IN_EPOCH | COMMAND_PREPARE_IN_EPOCH | COMMAND_LOCK_IN_EPOCH => {
+                Some(reader.read_u64("command epoch")?)
+            }
+            _ => None,
+        };
+        let command = match kind {
+            COMMAND_VOTE | COMMAND_VOTE_IN_EPOCH => Command::Vote {
                 order: SignedOrder::decode_from(&mut reader)?,
                 signature: reader.read_array("vote signature")?,
+                epoch,
             },
             COMMAND_CONFIRM => Command::Confirm {
                 certificate: Certificate::decode_from(&mut reader)?,
@@ -435,14 +481,16 @@ impl Command {
                 to: reader.read_u32("ack channel")?,
                 through: reader.read_u64("ack through")?,
             },
-            COMMAND_PREPARE => Command::Prepare {
+            COMMAND_PREPARE | COMMAND_PREPARE_IN_EPOCH => Command::Prepare {
                 order: SignedOrder::decode_from(&mut reader)?,
                 round: reader.read_u32("prepare round")?,
                 signature: reader.read_array("prepare signature")?,
+                epoch,
             },
-            COMMAND_LOCK => Command::Lock {
+            COMMAND_LOCK | COMMAND_LOCK_IN_EPOCH => Command::Lock {
                 certificate: Certificate::decode_from(&mut reader)?,
                 signature: reader.read_array("commit signature")?,
+                epoch,
             },
             COMMAND_ENTER_ROUND => Command::EnterRound {
                 account: AccountKey(reader.read_array("round account")?),

@@ -4,7 +4,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use specie_fastpay::{
     AccountKey, AuthorityIndex, BrokenPromise, Certificate, CertificateError, Committee, CommitteeChain,
-    CommitteeRecord, DoubleVote, Evidence, SignedOrder, SigningKey, Vote, VoteKind, VoteStatement,
+    CommitteeRecord, DoubleVote, Evidence, RecordError, SignedOrder, SigningKey, Vote, VoteKind, VoteStatement,
+    CHAIN_RECORDS_MAX,
 };
 use specie_role::{Durable, Output, Role, Ticket};
 
@@ -48,8 +49,29 @@ pub fn shard_of(account: &AccountKey, shards: u32) -> ShardIndex {
     (prefix % u64::from(shards.max(1))) as ShardIndex
 }
 
-fn holds_seat(chain: &CommitteeChain, seat: AuthorityIndex, key: &SigningKey) -> bool {
-    chain.current().key(seat).map(|k| k.to_bytes()) == Some(key.verifying_key().to_bytes())
+/// The epochs of a chain, oldest first.
+fn epochs(chain: &CommitteeChain) -> impl DoubleEndedIterator<Item = &Committee> {
+    std::iter::once(chain.first()).chain(chain.records().iter().map(|record| &record.next))
+}
+
+/// The epoch from which `key` holds `seat` without a gap up to the current one; `None` if it
+/// does not hold it now.
+fn appointed_at(chain: &CommitteeChain, seat: AuthorityIndex, key: &SigningKey) -> Option<u64> {
+    let key = key.verifying_key().to_bytes();
+    let holds = |committee: &&Committee| committee.members().get(usize::from(seat)) == Some(&key);
+    let run: Vec<&Committee> = epochs(chain).rev().take_while(holds).collect();
+    run.last().map(|committee| committee.epoch())
+}
+
+/// Whether `key` holds `seat` now, as its holder since the first epoch, or since the epoch in
+/// which it was handed the seat's state (`holder_since`). A key appointed later that was never
+/// handed the state, or one that held the seat before and was replaced, does not.
+fn holds_seat(chain: &CommitteeChain, seat: AuthorityIndex, key: &SigningKey, holder_since: Option<u64>) -> bool {
+    match appointed_at(chain, seat, key) {
+        None => false,
+        Some(since) if since == chain.first().epoch() => true,
+        Some(since) => holder_since == Some(since),
+    }
 }
 
 /// One shard of one FastPay authority.
@@ -63,8 +85,9 @@ pub struct AuthorityShard {
     /// Whether `key` holds seat `config.authority` in the current epoch: a shard votes only
     /// then (a replaced authority's shard votes no more; a new one only once handed its seat).
     seated: bool,
-    /// The epoch record proposed and not yet applied, with the tickets waiting for it.
-    epoch_in_flight: Option<(u64, Vec<Ticket>)>,
+    /// The id of the next epoch's committee proposed and not yet applied, with the tickets
+    /// waiting for it.
+    epoch_in_flight: Option<([u8; 32], Vec<Ticket>)>,
     leading: bool,
     outputs: VecDeque<Output<AuthorityShard>>,
     /// Tickets waiting for a proposed vote, confirmation or funding to be applied.
@@ -100,7 +123,7 @@ impl AuthorityShard {
             "the seat is in the committee"
         );
         let chain = CommitteeChain::new(config.committee.clone());
-        let seated = holds_seat(&chain, config.authority, &key);
+        let seated = holds_seat(&chain, config.authority, &key, None);
         AuthorityShard {
             config,
             key,
@@ -134,6 +157,13 @@ impl AuthorityShard {
     pub fn take_over(config: AuthorityConfig, key: SigningKey, hand_over: &[u8]) -> Result<AuthorityShard, StateError> {
         let mut shard = AuthorityShard::new(config, key);
         shard.restore(hand_over)?;
+        shard.state.holder_since = appointed_at(&shard.chain, shard.config.authority, &shard.key);
+        shard.seated = holds_seat(
+            &shard.chain,
+            shard.config.authority,
+            &shard.key,
+            shard.state.holder_since,
+        );
         if !shard.seated {
             return Err(StateError::Inconsistent(format!(
                 "this key does not hold seat {} in epoch {}: the hand-over is of another seat or of an epoch before the one that appoints this key",
@@ -143,16 +173,24 @@ impl AuthorityShard {
         }
         for account in shard.state.accounts.values() {
             for certificate in &account.confirmed {
-                let committee = shard.chain.committee(&certificate.committee_id);
-                let committee = committee.ok_or(CertificateError::WrongCommittee);
-                if let Err(error) = committee.and_then(|committee| certificate.check(committee)) {
+                let checked = shard.committee_of(certificate).and_then(|c| certificate.check(c));
+                if let Err(error) = checked {
                     return Err(StateError::Inconsistent(format!(
                         "the hand-over holds a certificate that is not final: {error}"
                     )));
                 }
             }
+            if let Some((lock, _)) = &account.lock {
+                if let Err(error) = shard.committee_of(lock).and_then(|c| lock.check_lock(c)) {
+                    return Err(StateError::Inconsistent(format!(
+                        "the hand-over holds a lock that is not one: {error}"
+                    )));
+                }
+            }
         }
         shard.state.check()?;
+        // The seat's votes, from now on in this key's name.
+        shard.state.sign_open_slots(&shard.key, shard.chain.current().id());
         Ok(shard)
     }
 
@@ -234,14 +272,18 @@ impl AuthorityShard {
         Some(AccountState {
             balance: state.balance,
             next_sequence: state.next_sequence,
-            pending: state.pending.as_ref().map(|(order, signature)| {
-                let vote = Vote {
-                    authority: self.config.authority,
-                    statement: statement(order),
-                    signature: *signature,
-                };
-                (order.clone(), vote)
-            }),
+            pending: state
+                .pending
+                .as_ref()
+                .filter(|_| self.seated)
+                .map(|(order, signature)| {
+                    let vote = Vote {
+                        authority: self.config.authority,
+                        statement: statement(order),
+                        signature: *signature,
+                    };
+                    (order.clone(), vote)
+                }),
             confirmed: state
                 .confirmed
                 .iter()
@@ -317,6 +359,11 @@ impl AuthorityShard {
                 self.reply(ticket, Reply::Voted(self.vote_for(&order, signature)));
                 return Ok(());
             }
+            if certificate.order == order && certificate.committee_id != self.committee().id() {
+                // Settled in an earlier epoch: the payer that asks again gets the certificate.
+                self.reply(ticket, Reply::Final(Box::new(certificate.clone())));
+                return Ok(());
+            }
         }
         check_votable(account, &order)?;
         if let Some((_, signature)) = &account.pending {
@@ -329,6 +376,7 @@ impl AuthorityShard {
         self.outputs.push_back(Output::Propose(Command::Vote {
             order: order.clone(),
             signature: vote.signature,
+            epoch: Some(self.committee().epoch()),
         }));
         self.votes_in_flight.insert(sender, ((order, vote), vec![ticket]));
         Ok(())
@@ -398,38 +446,70 @@ impl AuthorityShard {
             self.reply(ticket, Reply::Epoch { epoch });
             return Ok(());
         }
-        if let Some((epoch, tickets)) = &mut self.epoch_in_flight {
-            if *epoch == record.next.epoch() {
+        if let Some((id, tickets)) = &mut self.epoch_in_flight {
+            if *id == record.next.id() {
                 tickets.push(ticket);
                 return Ok(());
             }
             return Err(Refusal::Busy);
         }
+        if self.chain.records().len() >= CHAIN_RECORDS_MAX {
+            return Err(Refusal::Record(RecordError::ChainFull));
+        }
         record.check(self.committee())?;
-        self.epoch_in_flight = Some((record.next.epoch(), vec![ticket]));
+        self.epoch_in_flight = Some((record.next.id(), vec![ticket]));
         self.outputs.push_back(Output::Propose(Command::EnterEpoch { record }));
         Ok(())
     }
 
     fn apply_epoch(&mut self, record: &CommitteeRecord) {
-        match self.chain.extend(record.clone()) {
-            Ok(true) => {
-                self.state.records.push(record.clone());
-                self.seated = holds_seat(&self.chain, self.config.authority, &self.key);
-                if self.seated {
-                    self.state.sign_open_slots(&self.key, self.chain.current().id());
+        // Checked when proposed, against the same state on every replica; a record that no
+        // longer follows (proposed twice by two leaders) changes nothing and is answered so.
+        let reply = match self.chain.extend(record.clone()) {
+            Ok(added) => {
+                if added {
+                    self.state.records.push(record.clone());
+                    self.seated = self.holds_seat();
+                    if self.seated {
+                        self.state.sign_open_slots(&self.key, self.chain.current().id());
+                    }
+                }
+                Reply::Epoch {
+                    epoch: self.committee().epoch(),
                 }
             }
-            Ok(false) => {}
-            // Checked when proposed against the same state: a record that no longer follows
-            // (a replica replaying a log another leader wrote) changes nothing.
-            Err(_) => {}
-        }
-        let epoch = self.committee().epoch();
+            Err(error) => Reply::Refused(Refusal::Record(error)),
+        };
         if let Some((_, tickets)) = self.epoch_in_flight.take() {
             for ticket in tickets {
-                self.reply(ticket, Reply::Epoch { epoch });
+                self.reply(ticket, reply.clone());
             }
+        }
+    }
+
+    /// Whether this shard's key holds its seat now: as the seat's first holder, or from the
+    /// epoch it was handed the seat's state.
+    fn holds_seat(&self) -> bool {
+        holds_seat(&self.chain, self.config.authority, &self.key, self.state.holder_since)
+    }
+
+    /// The signature to keep for a vote signed in `signed_in` (an epoch, or the first), applied
+    /// now: the same if no epoch change was applied in between, else signed again in the
+    /// current committee's name. Deterministic, so every replica keeps the same bytes.
+    pub(super) fn kept_signature(
+        &self,
+        signed_in: Option<u64>,
+        statement: VoteStatement,
+        signature: [u8; 64],
+    ) -> [u8; 64] {
+        let current = self.committee();
+        match signed_in.unwrap_or(self.chain.first().epoch()) == current.epoch() {
+            true => signature,
+            false => VoteStatement {
+                committee_id: current.id(),
+                ..statement
+            }
+            .sign(&self.key),
         }
     }
 
@@ -508,19 +588,41 @@ impl AuthorityShard {
     /// Two final certificates of one slot: the operator must know, and whatever they prove by
     /// themselves is kept as evidence.
     fn report_conflict(&mut self, known: Certificate, other: Certificate) {
-        let double_votes = DoubleVote::from_certificates(&known, &other);
+        // Double votes are two signatures of one committee's member: certificates of two epochs
+        // hold none.
+        let committee = match known.committee_id == other.committee_id {
+            true => self.committee_of(&known).ok().cloned(),
+            false => None,
+        };
+        let double_votes = match committee {
+            Some(_) => DoubleVote::from_certificates(&known, &other),
+            None => Vec::new(),
+        };
         let conflict = Report::ConflictingCertificates(Box::new([known, other]));
         self.outputs.push_back(Output::Report(conflict));
-        self.report_evidence(double_votes, Vec::new());
+        if let Some(committee) = committee {
+            self.report_evidence_of(committee, double_votes, Vec::new());
+        }
     }
 
     /// Reports evidence if it convicts anyone.
     pub(super) fn report_evidence(&mut self, double_votes: Vec<DoubleVote>, broken_promises: Vec<BrokenPromise>) {
+        let committee = self.committee().clone();
+        self.report_evidence_of(committee, double_votes, broken_promises);
+    }
+
+    /// Reports evidence against members of `committee` if it convicts anyone.
+    fn report_evidence_of(
+        &mut self,
+        committee: Committee,
+        double_votes: Vec<DoubleVote>,
+        broken_promises: Vec<BrokenPromise>,
+    ) {
         if double_votes.is_empty() && broken_promises.is_empty() {
             return;
         }
         let evidence = Evidence {
-            committee: self.committee().clone(),
+            committee,
             double_votes,
             broken_promises,
         };
@@ -664,20 +766,26 @@ impl AuthorityShard {
         }
     }
 
-    fn apply_vote(&mut self, order: &SignedOrder, signature: [u8; 64]) {
-        let applied = self.state.vote(order, signature);
-        // Only the leader that signed the vote has callers waiting, and the vote it built then:
-        // a replaying or following replica builds no reply (and hashes nothing more).
-        let Some(((_, vote), tickets)) = self.votes_in_flight.remove(&order.order.sender) else {
+    fn apply_vote(&mut self, order: &SignedOrder, signature: [u8; 64], signed_in: Option<u64>) {
+        // A vote signed before the epoch that replaced this key was applied is neither kept nor
+        // answered: it never leaves, so the seat's successor need not know of it.
+        let applied = match self.seated {
+            false => Err(Refusal::NotSeated {
+                epoch: self.committee().epoch(),
+            }),
+            true => {
+                let statement = self.vote_for(order, signature).statement;
+                let signature = self.kept_signature(signed_in, statement, signature);
+                self.state.vote(order, signature).map(|()| signature)
+            }
+        };
+        // Only the leader that signed the vote has callers waiting: a replaying or following
+        // replica builds no reply (and hashes nothing more).
+        let Some((_, tickets)) = self.votes_in_flight.remove(&order.order.sender) else {
             return;
         };
-        if applied.is_ok() && self.seated && vote.statement.committee_id != self.committee().id() {
-            // Signed before an epoch change that was applied first: the kept vote is signed
-            // again in the new committee's name (the answer, in the old one's, is still true).
-            self.state.sign_open_slots(&self.key, self.chain.current().id());
-        }
         let reply = match applied {
-            Ok(()) => Reply::Voted(vote),
+            Ok(kept) => Reply::Voted(self.vote_for(order, kept)),
             Err(refusal) => Reply::Refused(refusal),
         };
         for ticket in tickets {
@@ -776,11 +884,6 @@ impl Role for AuthorityShard {
     fn lead(&mut self, now_ms: u64) {
         self.leading = true;
         self.now_ms = now_ms;
-        if self.seated && !self.state.records.is_empty() {
-            // A vote another leader signed before an epoch change it did not see applied first
-            // is kept in the old committee's name: a new leader signs the open slots again.
-            self.state.sign_open_slots(&self.key, self.chain.current().id());
-        }
         // Whatever was sent before a crash may be lost: resend every unacknowledged credit.
         if self.state.outbox.values().any(|o| !o.unacked.is_empty()) {
             self.retransmit_at_ms = Some(now_ms);
@@ -810,7 +913,11 @@ impl Role for AuthorityShard {
     fn apply(&mut self, now_ms: u64, command: &Command) {
         self.now_ms = self.now_ms.max(now_ms);
         match command {
-            Command::Vote { order, signature } => self.apply_vote(order, *signature),
+            Command::Vote {
+                order,
+                signature,
+                epoch,
+            } => self.apply_vote(order, *signature, *epoch),
             Command::Confirm { certificate } => self.apply_confirm(certificate),
             Command::Fund { funding } => self.apply_fund(funding),
             Command::Credit {
@@ -888,11 +995,7 @@ impl Durable for AuthorityShard {
         }
         self.state = state;
         self.chain = chain;
-        self.seated = holds_seat(&self.chain, self.config.authority, &self.key);
-        if self.seated {
-            // The same bytes for a shard that signed them itself; a hand-over's, in this key.
-            self.state.sign_open_slots(&self.key, self.chain.current().id());
-        }
+        self.seated = self.holds_seat();
         Ok(())
     }
 

@@ -76,6 +76,10 @@ pub(crate) struct ShardState {
     /// The committee records of every epoch after the first (`AuthorityConfig::committee`),
     /// oldest first, each checked against the one before when it was applied.
     pub records: Vec<CommitteeRecord>,
+    /// The epoch from which this state's key holds its seat by a hand-over (`take_over`); `None`
+    /// for the seat's first holder. A key that holds the seat only from a later epoch, without
+    /// a hand-over, never votes: it would vote without the seat's promises.
+    pub holder_since: Option<u64>,
 }
 
 /// Where a confirmed certificate's value goes.
@@ -384,6 +388,9 @@ impl ShardState {
             for record in &self.records {
                 record.encode_to(out);
             }
+            if let Some(epoch) = self.holder_since {
+                put_u64(out, epoch);
+            }
         }
     }
 
@@ -477,18 +484,32 @@ impl ShardState {
             *total = u128::from_le_bytes(reader.read_array("snapshot total")?);
         }
         [state.funded, state.credited_in, state.credited_out, state.redeemed] = totals;
-        state.records = decode_records(&mut reader)?;
+        (state.records, state.holder_since) = decode_epochs(&mut reader)?;
         reader.finish()?;
         Ok(state)
     }
 }
 
-/// The committee records at a snapshot's end: absent in the first epoch, never an empty count.
-fn decode_records(reader: &mut Reader<'_>) -> Result<Vec<CommitteeRecord>, DecodeError> {
+/// The fewest bytes a committee record takes: version, previous id, a committee of one key
+/// (13 + 32), and a signature count.
+const RECORD_BYTES_MIN: usize = 1 + 32 + 13 + 32 + 4;
+
+/// The committee records at a snapshot's end (absent in the first epoch, never an empty
+/// count), then the epoch of the hand-over, if the state was handed over.
+fn decode_epochs(reader: &mut Reader<'_>) -> Result<(Vec<CommitteeRecord>, Option<u64>), DecodeError> {
     if reader.remaining() == 0 {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
-    let count = reader.read_u32_count("snapshot epochs", CHAIN_RECORDS_MAX as u64, 100)?;
+    let records = decode_records(reader)?;
+    let holder_since = match reader.remaining() {
+        0 => None,
+        _ => Some(reader.read_u64("snapshot holder since")?),
+    };
+    Ok((records, holder_since))
+}
+
+fn decode_records(reader: &mut Reader<'_>) -> Result<Vec<CommitteeRecord>, DecodeError> {
+    let count = reader.read_u32_count("snapshot epochs", CHAIN_RECORDS_MAX as u64, RECORD_BYTES_MIN)?;
     if count == 0 {
         return Err(DecodeError::NonCanonical {
             what: "snapshot epochs",

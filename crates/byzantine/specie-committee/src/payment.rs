@@ -243,8 +243,9 @@ impl Payment {
 
     /// The committee of a lock a round change reports: this epoch's or an earlier one's.
     fn lock_committee(&self, id: &[u8; 32]) -> Option<&Committee> {
-        let earlier = self.earlier.iter().filter(|c| c.size() == self.committee.size());
-        std::iter::once(&*self.committee).chain(earlier).find(|c| c.id() == *id)
+        std::iter::once(&*self.committee)
+            .chain(&self.earlier)
+            .find(|c| c.id() == *id)
     }
 
     /// Every order the payer gave the payment for its slot, the one it wants first.

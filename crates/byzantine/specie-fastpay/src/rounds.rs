@@ -295,6 +295,11 @@ pub enum JustificationError {
     BadLock { authority: AuthorityIndex, reason: String },
 }
 
+/// The lookup of lock committees that knows one committee only: locks of one epoch.
+fn only<'c>(committee: &'c Committee) -> impl Fn(&[u8; 32]) -> Option<&'c Committee> + 'c {
+    move |id: &[u8; 32]| (*id == committee.id()).then_some(committee)
+}
+
 impl Justification {
     /// Checks the justification for `round` of (`account`, `sequence`) and says which orders
     /// the round may prepare.
@@ -305,8 +310,7 @@ impl Justification {
         sequence: u64,
         round: u32,
     ) -> Result<Allowed, JustificationError> {
-        let only = |id: &[u8; 32]| (*id == committee.id()).then_some(committee);
-        self.check_in(committee, &only, account, sequence, round)
+        self.check_in(committee, &only(committee), account, sequence, round)
     }
 
     /// [`Justification::check`] where a reported lock may be of an earlier epoch of the same
@@ -418,8 +422,7 @@ impl SignedRoundChange {
         sequence: u64,
         round: u32,
     ) -> Result<(), JustificationError> {
-        let only = |id: &[u8; 32]| (*id == committee.id()).then_some(committee);
-        self.check_in(committee, &only, account, sequence, round)
+        self.check_in(committee, &only(committee), account, sequence, round)
     }
 
     /// [`SignedRoundChange::check`] with the lock's committee found by `lock_committee`.

@@ -13,13 +13,18 @@ use crate::messages::{Command, Refusal, Reply};
 use crate::state::{check_enterable, check_lockable, check_preparable, Account};
 
 impl AuthorityShard {
-    fn signed_vote(&self, kind: VoteKind, round: u32, order: &SignedOrder) -> Vote {
-        let statement = VoteStatement {
+    /// What this shard signs to vote `kind` in `round` for `order`, in the current epoch.
+    fn statement(&self, kind: VoteKind, round: u32, order: &SignedOrder) -> VoteStatement {
+        VoteStatement {
             committee_id: self.committee().id(),
             kind,
             round,
             order_digest: order.order.digest(),
-        };
+        }
+    }
+
+    fn signed_vote(&self, kind: VoteKind, round: u32, order: &SignedOrder) -> Vote {
+        let statement = self.statement(kind, round, order);
         Vote {
             authority: self.config.authority,
             statement,
@@ -132,6 +137,7 @@ impl AuthorityShard {
             order,
             round,
             signature: vote.signature,
+            epoch: Some(self.committee().epoch()),
         };
         self.propose_slot(account, ticket, command, Reply::Voted(vote));
         Ok(())
@@ -168,6 +174,7 @@ impl AuthorityShard {
         let command = Command::Lock {
             certificate,
             signature: vote.signature,
+            epoch: Some(self.committee().epoch()),
         };
         self.propose_slot(account, ticket, command, Reply::Voted(vote));
         Ok(())
@@ -175,14 +182,35 @@ impl AuthorityShard {
 
     /// Applies a recovery command and answers whoever waits for it.
     pub(super) fn apply_slot(&mut self, command: &Command) {
+        // A vote signed before the epoch that replaced this key was applied is neither kept
+        // nor answered; one signed before another epoch change is kept signed again.
+        let not_seated = Refusal::NotSeated {
+            epoch: self.committee().epoch(),
+        };
         let (account, applied) = match command {
+            Command::Prepare { order, .. }
+            | Command::Lock {
+                certificate: Certificate { order, .. },
+                ..
+            } if !self.seated => (order.order.sender, Err(not_seated)),
             Command::Prepare {
                 order,
                 round,
                 signature,
-            } => (order.order.sender, self.state.prepare(order, *round, *signature)),
-            Command::Lock { certificate, signature } => {
-                (certificate.order.order.sender, self.state.lock(certificate, *signature))
+                epoch,
+            } => {
+                let statement = self.statement(VoteKind::Prepare, *round, order);
+                let signature = self.kept_signature(*epoch, statement, *signature);
+                (order.order.sender, self.state.prepare(order, *round, signature))
+            }
+            Command::Lock {
+                certificate,
+                signature,
+                epoch,
+            } => {
+                let statement = self.statement(VoteKind::Commit, certificate.round, &certificate.order);
+                let signature = self.kept_signature(*epoch, statement, *signature);
+                (certificate.order.order.sender, self.state.lock(certificate, signature))
             }
             Command::EnterRound {
                 account,

@@ -61,17 +61,26 @@ fn signature() -> impl Strategy<Value = [u8; 64]> {
 
 fn command() -> impl Strategy<Value = Command> {
     prop_oneof![
-        (order(), any::<[u8; 32]>()).prop_map(|(order, s)| Command::Vote {
+        // Signing commands with the epoch they were signed in, or none (a log from before epochs).
+        (order(), any::<[u8; 32]>(), any::<Option<u64>>()).prop_map(|(order, s, epoch)| Command::Vote {
             order,
-            signature: [s, s].concat().try_into().unwrap()
+            signature: [s, s].concat().try_into().unwrap(),
+            epoch,
         }),
         certificate().prop_map(|certificate| Command::Confirm { certificate }),
-        (order(), any::<u32>(), signature()).prop_map(|(order, round, signature)| Command::Prepare {
-            order,
-            round,
-            signature
+        (order(), any::<u32>(), signature(), any::<Option<u64>>()).prop_map(|(order, round, signature, epoch)| {
+            Command::Prepare {
+                order,
+                round,
+                signature,
+                epoch,
+            }
         }),
-        (certificate(), signature()).prop_map(|(certificate, signature)| Command::Lock { certificate, signature }),
+        (certificate(), signature(), any::<Option<u64>>()).prop_map(|(certificate, signature, epoch)| Command::Lock {
+            certificate,
+            signature,
+            epoch
+        }),
         (any::<[u8; 32]>(), any::<u64>(), any::<u32>()).prop_map(|(account, sequence, round)| Command::EnterRound {
             account: AccountKey(account),
             sequence,

@@ -49,6 +49,36 @@ impl Driven {
         reply.expect("answered")
     }
 
+    /// Hands the shard every input before any of its proposals is applied (as a leader whose
+    /// log is slow to commit), then applies them in order; returns the replies in input order.
+    fn call_together(&mut self, inputs: Vec<Box<dyn FnOnce(u64) -> Input>>) -> Vec<Reply> {
+        let mut tickets = Vec::new();
+        for input in inputs {
+            self.next_ticket += 1;
+            tickets.push(self.next_ticket);
+            self.shard.handle(0, input(self.next_ticket));
+        }
+        let mut proposals = Vec::new();
+        let mut replies = std::collections::BTreeMap::new();
+        while let Some(output) = self.shard.poll_output() {
+            match output {
+                Output::Propose(command) => proposals.push(command),
+                Output::Reply { ticket, reply } => drop(replies.insert(ticket, reply)),
+                _ => {}
+            }
+        }
+        for command in proposals {
+            self.log.push(AuthorityShard::encode_command(&command));
+            self.shard.apply(0, &command);
+            while let Some(output) = self.shard.poll_output() {
+                if let Output::Reply { ticket, reply } = output {
+                    replies.insert(ticket, reply);
+                }
+            }
+        }
+        tickets.iter().map(|t| replies.remove(t).expect("answered")).collect()
+    }
+
     /// A fresh shard of the same seat and key that replays this one's log: a restart.
     fn replayed(&self, config: AuthorityConfig, key: SigningKey) -> AuthorityShard {
         let mut replayed = AuthorityShard::new(config, key);
@@ -172,11 +202,11 @@ fn an_open_slot_carries_over_an_epoch_and_old_certificates_stay_final() {
         Reply::Confirmed { sequence: 1, .. }
     ));
     // A fast certificate of epoch 1 is no vote of epoch 2: an order confirmed in epoch 1 is
-    // not answered with a vote signed for it then.
-    assert!(matches!(
+    // answered with its certificate, not with a vote signed for it then.
+    assert_eq!(
         shard.call(transfer(paid.clone())),
-        Reply::Refused(Refusal::WrongSequence { .. })
-    ));
+        Reply::Final(Box::new(first.final_certificate(&paid)))
+    );
 
     // A restart, from the log or from a snapshot, is in epoch 2 with the same state.
     let replayed = shard.replayed(config(&first, 2), first.keys[2].clone());
@@ -216,11 +246,19 @@ fn a_replaced_authority_stops_voting_and_its_successor_keeps_its_promises() {
     );
     let hand_over = leaver.shard.snapshot();
     assert!(AuthorityShard::take_over(config(&first, 2), successor_key.clone(), &hand_over).is_err());
-    // A shard of the new key that was not handed the seat's state does not vote either.
+    // A shard of the new key that was not handed the seat's state does not vote either, not
+    // even once someone brings it the record of the epoch that appoints its key: it would vote
+    // without the seat's promises.
     let mut empty = Driven::new(AuthorityShard::new(config(&first, 3), successor_key.clone()));
     assert_eq!(
         empty.call(transfer(open.clone())),
         Reply::Refused(Refusal::NotSeated { epoch: 1 })
+    );
+    assert_eq!(empty.call(enter(&record)), Reply::Epoch { epoch: 2 });
+    assert!(!empty.shard.seated());
+    assert_eq!(
+        empty.call(transfer(other.clone())),
+        Reply::Refused(Refusal::NotSeated { epoch: 2 })
     );
 
     let mut successor = Driven::new(AuthorityShard::take_over(config(&first, 3), successor_key, &hand_over).unwrap());
@@ -236,6 +274,15 @@ fn a_replaced_authority_stops_voting_and_its_successor_keeps_its_promises() {
         successor.call(transfer(other)),
         Reply::Refused(Refusal::OtherOrderPending { sequence: 0 })
     );
+    // Its own snapshot, as its data directory keeps it, restarts it seated (the hand-over is
+    // recorded in it); the same snapshot under the old key is not seated.
+    let own = successor.shard.snapshot();
+    let mut restarted = AuthorityShard::new(config(&first, 3), deterministic_key("authority", 4));
+    restarted.restore(&own).unwrap();
+    assert!(restarted.seated());
+    let mut old_key = AuthorityShard::new(config(&first, 3), first.keys[3].clone());
+    old_key.restore(&own).unwrap();
+    assert!(!old_key.seated());
     // Its books are the seat's: the funding is known, answered again, not credited twice.
     assert_eq!(
         successor.call(|ticket| Input::Fund {
@@ -330,5 +377,56 @@ fn a_lock_of_the_old_epoch_binds_the_recovery_rounds_of_the_new_one() {
     assert_eq!(
         shard.call(propose(a.clone(), 2, justification)),
         Reply::Voted(second.vote(2, VoteKind::Prepare, 2, &a))
+    );
+}
+
+#[test]
+fn a_vote_signed_before_an_epoch_applied_first_is_kept_in_the_new_epoch_or_not_at_all() {
+    let first = SigningCommittee::deterministic(4, 1);
+    let (record, second) = epoch_two(&first, &[0, 1, 2]);
+    let open = order(0, 2);
+    let funded = |seat: u16, key: SigningKey| {
+        let mut shard = Driven::new(AuthorityShard::new(config(&first, seat), key));
+        shard.call(|ticket| Input::Fund {
+            ticket,
+            funding: funding(),
+        });
+        shard
+    };
+    let together = |record: &CommitteeRecord, order: &SignedOrder| -> Vec<Box<dyn FnOnce(u64) -> Input>> {
+        let (record, order) = (Box::new(record.clone()), order.clone());
+        vec![
+            Box::new(move |ticket| Input::EnterEpoch { ticket, record }),
+            Box::new(move |ticket| Input::Transfer { ticket, order }),
+        ]
+    };
+
+    // A continuing seat: the vote, signed in epoch 1 and applied after epoch 2, is kept signed
+    // again in epoch 2's name, on every replica alike (a replay of the log gives the same state).
+    let mut shard = funded(2, first.keys[2].clone());
+    let replies = shard.call_together(together(&record, &open));
+    assert_eq!(replies[0], Reply::Epoch { epoch: 2 });
+    assert_eq!(replies[1], Reply::Voted(second.vote(2, VoteKind::Prepare, 0, &open)));
+    let transfer = |order: SignedOrder| move |ticket| Input::Transfer { ticket, order };
+    assert_eq!(
+        shard.call(transfer(open.clone())),
+        Reply::Voted(second.vote(2, VoteKind::Prepare, 0, &open))
+    );
+    let replayed = shard.replayed(config(&first, 2), first.keys[2].clone());
+    assert_eq!(replayed.snapshot(), shard.shard.snapshot());
+
+    // The replaced seat: the vote is neither kept nor answered, so its successor need not know
+    // of it and may vote for another order.
+    let mut leaver = funded(3, first.keys[3].clone());
+    let replies = leaver.call_together(together(&record, &open));
+    assert_eq!(replies[0], Reply::Epoch { epoch: 2 });
+    assert_eq!(replies[1], Reply::Refused(Refusal::NotSeated { epoch: 2 }));
+    let successor_key = deterministic_key("authority", 4);
+    let mut successor =
+        Driven::new(AuthorityShard::take_over(config(&first, 3), successor_key, &leaver.shard.snapshot()).unwrap());
+    let other = order(0, 3);
+    assert_eq!(
+        successor.call(transfer(other.clone())),
+        Reply::Voted(second.vote(3, VoteKind::Prepare, 0, &other))
     );
 }

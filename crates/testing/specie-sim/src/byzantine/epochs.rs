@@ -73,6 +73,14 @@ impl<R: ShardRole> World<R> {
             .unwrap_or_else(|| CommitteeChain::new(self.chain.first().clone()))
     }
 
+    /// Whether `party` knows the committee of this id (of any epoch it learned).
+    pub(super) fn knows_committee(&self, party: Party, id: &[u8; 32]) -> bool {
+        match self.views.get(&party) {
+            Some(chain) => chain.committee(id).is_some(),
+            None => self.chain.first().id() == *id,
+        }
+    }
+
     /// The committee whose votes `party` counts now.
     pub(super) fn view(&self, party: Party) -> std::sync::Arc<Committee> {
         match self.views.get(&party) {
@@ -177,14 +185,17 @@ impl<R: ShardRole> World<R> {
                 return Err(self.violation(format!("seat {seat}'s old key still votes in epoch 2")));
             }
             let config: AuthorityConfig = leaver.config().clone();
-            let hand_over = leaver.snapshot();
-            if let Err(error) = AuthorityShard::take_over(config.clone(), key.clone(), &hand_over) {
-                return Err(self.violation(format!("seat {seat} shard {index}: the hand-over is refused: {error}")));
-            }
+            let successor = match AuthorityShard::take_over(config.clone(), key.clone(), &leaver.snapshot()) {
+                Ok(successor) => successor.snapshot(),
+                Err(error) => {
+                    return Err(self.violation(format!("seat {seat} shard {index}: the hand-over is refused: {error}")))
+                }
+            };
+            // The successor's first state, as its data directory would hold it.
             let (build, key) = (self.build, key.clone());
             let fresh = move || {
                 let mut role = build(config.clone(), key.clone());
-                role.restore(&hand_over).expect("checked by take_over");
+                role.restore(&successor).expect("the successor's own snapshot");
                 role
             };
             let host = SimHost::start(format!("authority {seat} shard {index} (epoch 2)"), fresh)

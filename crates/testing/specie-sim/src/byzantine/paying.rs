@@ -94,6 +94,12 @@ impl<R: ShardRole> World<R> {
         }
     }
 
+    /// The committee whose votes the party's current payment counts.
+    fn payment_committee(&mut self, party: Party) -> std::sync::Arc<specie_fastpay::Committee> {
+        let paying = self.paying(party).as_ref().expect("a payment in progress");
+        paying.payment.committee().clone()
+    }
+
     /// When some payment's time-out is due next.
     pub(super) fn payment_timeouts(&self) -> impl Iterator<Item = u64> + '_ {
         let clients = self.clients.iter().map(|c| &c.paying);
@@ -240,18 +246,13 @@ impl<R: ShardRole> World<R> {
                     attempt,
                     call: call.clone(),
                 };
-                let committee = self
-                    .paying(party)
-                    .as_ref()
-                    .expect("current")
-                    .payment
-                    .committee()
-                    .clone();
+                let committee = self.payment_committee(party);
                 let expected = expected_vote(committee.id(), &asked);
                 let valid = vote.authority == authority
                     && expected.is_some_and(|expected| vote.check(&committee, &expected).is_ok());
-                if !valid && self.committee_named(&vote.statement.committee_id).is_some() {
-                    // A vote of another epoch: the payer asks which.
+                if !valid && !self.knows_committee(party, &vote.statement.committee_id) {
+                    // A vote in the name of a committee the payer does not know: it asks for
+                    // the epochs after its own (a liar's answer is checked, and refused).
                     self.learn_epochs(party, authority);
                 }
                 // An honest authority's votes were checked as they left it.
@@ -285,13 +286,7 @@ impl<R: ShardRole> World<R> {
             // What a payer holds against an authority must convict it, and never an honest one.
             self.report.broken_promises += fresh.len() as u64;
             let context = format!("a payer's evidence against authority {authority}");
-            let committee = self
-                .paying(party)
-                .as_ref()
-                .expect("current")
-                .payment
-                .committee()
-                .clone();
+            let committee = self.payment_committee(party);
             self.check_evidence(self.evidence(&committee, Vec::new(), fresh), &context)?;
         }
         self.follow_step(party, step)
