@@ -49,17 +49,12 @@ pub fn shard_of(account: &AccountKey, shards: u32) -> ShardIndex {
     (prefix % u64::from(shards.max(1))) as ShardIndex
 }
 
-/// The epochs of a chain, oldest first.
-fn epochs(chain: &CommitteeChain) -> impl DoubleEndedIterator<Item = &Committee> {
-    std::iter::once(chain.first()).chain(chain.records().iter().map(|record| &record.next))
-}
-
 /// The epoch from which `key` holds `seat` without a gap up to the current one; `None` if it
 /// does not hold it now.
 fn appointed_at(chain: &CommitteeChain, seat: AuthorityIndex, key: &SigningKey) -> Option<u64> {
     let key = key.verifying_key().to_bytes();
     let holds = |committee: &&Committee| committee.members().get(usize::from(seat)) == Some(&key);
-    let run: Vec<&Committee> = epochs(chain).rev().take_while(holds).collect();
+    let run: Vec<&Committee> = chain.committees().rev().take_while(holds).collect();
     run.last().map(|committee| committee.epoch())
 }
 
@@ -496,20 +491,17 @@ impl AuthorityShard {
     /// The signature to keep for a vote signed in `signed_in` (an epoch, or the first), applied
     /// now: the same if no epoch change was applied in between, else signed again in the
     /// current committee's name. Deterministic, so every replica keeps the same bytes.
+    /// `statement` (what it signs, in the current epoch) is built only then: the usual case
+    /// hashes nothing more.
     pub(super) fn kept_signature(
         &self,
         signed_in: Option<u64>,
-        statement: VoteStatement,
+        statement: impl FnOnce() -> VoteStatement,
         signature: [u8; 64],
     ) -> [u8; 64] {
-        let current = self.committee();
-        match signed_in.unwrap_or(self.chain.first().epoch()) == current.epoch() {
+        match signed_in.unwrap_or(self.chain.first().epoch()) == self.committee().epoch() {
             true => signature,
-            false => VoteStatement {
-                committee_id: current.id(),
-                ..statement
-            }
-            .sign(&self.key),
+            false => statement().sign(&self.key),
         }
     }
 
@@ -774,7 +766,7 @@ impl AuthorityShard {
                 epoch: self.committee().epoch(),
             }),
             true => {
-                let statement = self.vote_for(order, signature).statement;
+                let statement = || self.vote_for(order, signature).statement;
                 let signature = self.kept_signature(signed_in, statement, signature);
                 self.state.vote(order, signature).map(|()| signature)
             }

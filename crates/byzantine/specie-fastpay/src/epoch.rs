@@ -227,10 +227,14 @@ impl CommitteeChain {
         &self.records
     }
 
+    /// The committee of every epoch, oldest first.
+    pub fn committees(&self) -> impl DoubleEndedIterator<Item = &Committee> {
+        std::iter::once(&self.first).chain(self.records.iter().map(|record| &record.next))
+    }
+
     /// The committee of this id, of any epoch of the chain (newest first: the usual case).
     pub fn committee(&self, id: &[u8; 32]) -> Option<&Committee> {
-        let later = self.records.iter().rev().map(|record| &record.next);
-        later.chain(std::iter::once(&self.first)).find(|c| c.id() == *id)
+        self.committees().rev().find(|c| c.id() == *id)
     }
 
     /// Appends `record` if it is the next epoch; `Ok(false)` if the chain holds it already.

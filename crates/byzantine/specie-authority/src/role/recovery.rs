@@ -199,7 +199,7 @@ impl AuthorityShard {
                 signature,
                 epoch,
             } => {
-                let statement = self.statement(VoteKind::Prepare, *round, order);
+                let statement = || self.statement(VoteKind::Prepare, *round, order);
                 let signature = self.kept_signature(*epoch, statement, *signature);
                 (order.order.sender, self.state.prepare(order, *round, signature))
             }
@@ -208,7 +208,7 @@ impl AuthorityShard {
                 signature,
                 epoch,
             } => {
-                let statement = self.statement(VoteKind::Commit, certificate.round, &certificate.order);
+                let statement = || self.statement(VoteKind::Commit, certificate.round, &certificate.order);
                 let signature = self.kept_signature(*epoch, statement, *signature);
                 (certificate.order.order.sender, self.state.lock(certificate, signature))
             }

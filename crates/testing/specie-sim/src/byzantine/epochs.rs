@@ -92,8 +92,7 @@ impl<R: ShardRole> World<R> {
     /// The committees of the epochs before the one `party` pays in.
     pub(super) fn earlier_epochs(&self, party: Party) -> Vec<Committee> {
         let chain = self.view_chain(party);
-        let mut earlier = vec![chain.first().clone()];
-        earlier.extend(chain.records().iter().map(|record| record.next.clone()));
+        let mut earlier: Vec<Committee> = chain.committees().cloned().collect();
         earlier.pop();
         earlier
     }
