@@ -56,6 +56,24 @@ pub enum ClusterCommand {
     /// 10 s for followers still applying; exits 2 if a group's replicas still differ. Run it
     /// with no transactions in flight, e.g. after replacing a replica.
     Digests(DirArgs),
+    /// Move the FastPay committee to its next epoch with a new key for one authority (a key
+    /// that may have leaked, a machine retired), with payments going on: the epoch's committee
+    /// record, signed by a quorum of the current seats, is appended to cluster.toml (sentinels
+    /// and clients follow it); every authority shard enters the epoch, the authority's own
+    /// shards hand their state over to its new key and vote no more; its processes restart with
+    /// the new key on the same data, and the old key is deleted. Payers hear of the epoch from
+    /// the authorities and pay again in its name. Interrupted, run it again: it takes up where
+    /// it stopped. Prints the new epoch.
+    RotateAuthority(RotateArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RotateArgs {
+    #[command(flatten)]
+    pub dir: DirArgs,
+    /// The authority (its seat in the committee, 0 first) that gets a new key.
+    #[arg(long)]
+    pub authority: u16,
 }
 
 #[derive(Args, Debug)]
@@ -375,6 +393,11 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
         } else {
             ExitCode::from(2)
         }),
+        ClusterCommand::RotateAuthority(args) => {
+            let epoch = specie_cluster::rotation::rotate_authority(&args.dir.dir, args.authority)?;
+            println!("{epoch}");
+            Ok(ExitCode::SUCCESS)
+        }
         ClusterCommand::ReplaceReplica(args) => {
             let id = membership::replace_replica(&args.group.dir.dir, &args.group.group, args.replica)?;
             println!("{id}");

@@ -41,7 +41,7 @@ pub fn run(args: TxArgs) -> anyhow::Result<ExitCode> {
     // No FastPay committee: a FastPay funding or redeem gets the verdict `no_fastpay_committee`;
     // no registration authority: an anonymous transaction gets `no_registration_authority`; no
     // auditor with jurisdiction: a confidential transaction is judged by its proofs alone.
-    let no_committee = specie_fastpay_primary::FastpayRules { committee: None };
+    let no_committee = specie_fastpay_primary::FastpayRules::none();
     let no_privacy_keys = specie_private_transactions::PrivacyRules::default();
     let trusted = TrustedKeys::from(issuers)
         .with_capability(std::sync::Arc::new(no_committee))

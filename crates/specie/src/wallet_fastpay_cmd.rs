@@ -168,6 +168,16 @@ fn read_cluster(path: &Path) -> Result<(Committee, Vec<AuthorityAddresses>)> {
             path.display()
         )
     })?;
+    let chain = config.chain()?;
+    if let Some(record) = chain.records().last() {
+        bail!(
+            "{}: the FastPay committee is in epoch {} (`specie cluster rotate-authority`), and this wallet \
+             knows only its first epoch's committee yet, so it would be refused the new epoch's certificates; \
+             nothing was signed. Pay with an epoch-aware client (docs/byzantine-mode.md, \"Committee epochs\")",
+            path.display(),
+            record.next.epoch()
+        );
+    }
     let committee = config.committee()?;
     let addresses = config.http_addresses();
     Ok((committee, addresses))
@@ -184,9 +194,12 @@ fn connect(path: &Path, wallet: &mut Wallet, given: Option<&Source>) -> Result<H
     }
     wallet.fastpay_use_committee(&committee, source.remembered())?;
     WalletFile::save(path, wallet)?;
+    // The wallet checks certificates against its first epoch's committee: a payment that meets
+    // a later epoch fails with nothing certified rather than settle in a form it would refuse.
     let options = HttpCommitteeOptions {
         request_timeout: Duration::from_secs(5),
         payment_timeout: Duration::from_secs(30),
+        follow_epochs: false,
         ..HttpCommitteeOptions::default()
     };
     Ok(HttpCommittee::new(Arc::new(committee), addresses, options)?)

@@ -16,7 +16,7 @@ mod state;
 
 pub use messages::{
     AccountState, Command, Credit, Funding, Input, Message, Refusal, Reply, Report, ShardBooks, ShardIndex,
-    CERTIFICATES_PER_ANSWER_MAX, CREDITS_PER_MESSAGE_MAX,
+    CERTIFICATES_PER_ANSWER_MAX, CREDITS_PER_MESSAGE_MAX, RECORDS_PER_ANSWER_MAX,
 };
 pub use role::{shard_of, AuthorityConfig, AuthorityShard};
 pub use state::StateError;

@@ -162,6 +162,12 @@ pub enum Command {
     EnterEpoch {
         record: Box<CommitteeRecord>,
     },
+    /// This log, the seat's state, is handed to the key that holds the seat in epoch `epoch`
+    /// (proposed by the previous holder once its key was replaced): replicas that run on it
+    /// with that key vote from now on.
+    HandOver {
+        epoch: u64,
+    },
 }
 
 /// An account as this shard knows it (FastPay §4.4).
@@ -309,6 +315,7 @@ const COMMAND_ENTER_EPOCH: u8 = 9;
 const COMMAND_VOTE_IN_EPOCH: u8 = 10;
 const COMMAND_PREPARE_IN_EPOCH: u8 = 11;
 const COMMAND_LOCK_IN_EPOCH: u8 = 12;
+const COMMAND_HAND_OVER: u8 = 13;
 
 const CREDIT_BYTES: usize = 32 + 8 + 32 + 8;
 
@@ -447,6 +454,10 @@ impl Command {
                 out.push(COMMAND_ENTER_EPOCH);
                 record.encode_to(&mut out);
             }
+            Command::HandOver { epoch } => {
+                out.push(COMMAND_HAND_OVER);
+                put_u64(&mut out, *epoch);
+            }
         }
         out
     }
@@ -499,6 +510,9 @@ impl Command {
             },
             COMMAND_ENTER_EPOCH => Command::EnterEpoch {
                 record: Box::new(CommitteeRecord::decode_from(&mut reader)?),
+            },
+            COMMAND_HAND_OVER => Command::HandOver {
+                epoch: reader.read_u64("hand-over epoch")?,
             },
             kind => {
                 return Err(DecodeError::UnknownKind {

@@ -83,6 +83,9 @@ pub struct AuthorityShard {
     /// The id of the next epoch's committee proposed and not yet applied, with the tickets
     /// waiting for it.
     epoch_in_flight: Option<([u8; 32], Vec<Ticket>)>,
+    /// The hand-over proposed and not yet applied, with the tickets of the records waiting for
+    /// it (a record that replaces this shard's key is answered once its log is handed over).
+    hand_over_in_flight: Option<Vec<Ticket>>,
     leading: bool,
     outputs: VecDeque<Output<AuthorityShard>>,
     /// Tickets waiting for a proposed vote, confirmation or funding to be applied.
@@ -126,6 +129,7 @@ impl AuthorityShard {
             chain,
             seated,
             epoch_in_flight: None,
+            hand_over_in_flight: None,
             leading: false,
             outputs: VecDeque::new(),
             votes_in_flight: HashMap::new(),
@@ -438,7 +442,9 @@ impl AuthorityShard {
     fn enter_epoch(&mut self, ticket: Ticket, record: Box<CommitteeRecord>) -> Result<(), Refusal> {
         if let Some(known) = self.chain.committee(&record.next.id()) {
             let epoch = known.epoch();
-            self.reply(ticket, Reply::Epoch { epoch });
+            if !self.hand_over_if_due(vec![ticket]) {
+                self.reply(ticket, Reply::Epoch { epoch });
+            }
             return Ok(());
         }
         if let Some((id, tickets)) = &mut self.epoch_in_flight {
@@ -475,10 +481,16 @@ impl AuthorityShard {
             }
             Err(error) => Reply::Refused(Refusal::Record(error)),
         };
-        if let Some((_, tickets)) = self.epoch_in_flight.take() {
-            for ticket in tickets {
-                self.reply(ticket, reply.clone());
-            }
+        let tickets = self
+            .epoch_in_flight
+            .take()
+            .map(|(_, tickets)| tickets)
+            .unwrap_or_default();
+        if matches!(reply, Reply::Epoch { .. }) && self.hand_over_if_due(tickets.clone()) {
+            return;
+        }
+        for ticket in tickets {
+            self.reply(ticket, reply.clone());
         }
     }
 
@@ -486,6 +498,59 @@ impl AuthorityShard {
     /// epoch it was handed the seat's state.
     fn holds_seat(&self) -> bool {
         holds_seat(&self.chain, self.config.authority, &self.key, self.state.holder_since)
+    }
+
+    /// Whether this log is the state of a seat whose key the current epoch replaced, not yet
+    /// handed over: this shard's key held the seat in the epoch before (as its holder), and
+    /// holds it no more.
+    fn hand_over_due(&self) -> bool {
+        let current = self.chain.current().epoch();
+        if self.seated || self.state.holder_since == Some(current) {
+            return false;
+        }
+        let key = self.key.verifying_key().to_bytes();
+        let seat = usize::from(self.config.authority);
+        let holds = |committee: &&Committee| committee.members().get(seat) == Some(&key);
+        let run: Vec<&Committee> = self.chain.committees().rev().skip(1).take_while(holds).collect();
+        match run.last() {
+            None => false,
+            Some(since) if since.epoch() == self.chain.first().epoch() => true,
+            Some(since) => self.state.holder_since == Some(since.epoch()),
+        }
+    }
+
+    /// The previous holder of a seat hands its log over to the seat's new key: the leader
+    /// proposes it (once) when the epoch that replaced its key is applied, when it takes the
+    /// lead, or when the record is brought again; `tickets` are answered once it is applied,
+    /// so an operator who hears the epoch entered knows the log is handed over. A shard that
+    /// runs on this log with the new key then votes, with every promise the seat made; a new
+    /// key with a log of its own (never the seat's) is never handed one. Returns whether the
+    /// hand-over is on its way.
+    fn hand_over_if_due(&mut self, tickets: Vec<Ticket>) -> bool {
+        if !(self.leading && self.hand_over_due()) {
+            return false;
+        }
+        let epoch = self.chain.current().epoch();
+        let waiting = self.hand_over_in_flight.get_or_insert_with(Vec::new);
+        if waiting.is_empty() {
+            self.outputs.push_back(Output::Propose(Command::HandOver { epoch }));
+        }
+        waiting.extend(tickets);
+        true
+    }
+
+    fn apply_hand_over(&mut self, epoch: u64) {
+        let current = self.chain.current().epoch();
+        if epoch == current && self.state.holder_since != Some(epoch) {
+            self.state.holder_since = Some(epoch);
+            self.seated = self.holds_seat();
+            if self.seated {
+                self.state.sign_open_slots(&self.key, self.chain.current().id());
+            }
+        }
+        for ticket in self.hand_over_in_flight.take().unwrap_or_default() {
+            self.reply(ticket, Reply::Epoch { epoch: current });
+        }
     }
 
     /// The signature to keep for a vote signed in `signed_in` (an epoch, or the first), applied
@@ -880,6 +945,7 @@ impl Role for AuthorityShard {
         if self.state.outbox.values().any(|o| !o.unacked.is_empty()) {
             self.retransmit_at_ms = Some(now_ms);
         }
+        self.hand_over_if_due(Vec::new());
     }
 
     fn follow(&mut self) {
@@ -889,6 +955,7 @@ impl Role for AuthorityShard {
         self.fundings_in_flight.clear();
         self.slot_in_flight.clear();
         self.epoch_in_flight = None;
+        self.hand_over_in_flight = None;
         self.deferred.clear();
         self.credits_proposed.clear();
         self.acks_proposed.clear();
@@ -923,6 +990,7 @@ impl Role for AuthorityShard {
             Command::Acked { to, through } => self.state.acked(*to, *through),
             Command::Prepare { .. } | Command::Lock { .. } | Command::EnterRound { .. } => self.apply_slot(command),
             Command::EnterEpoch { record } => self.apply_epoch(record),
+            Command::HandOver { epoch } => self.apply_hand_over(*epoch),
         }
     }
 
@@ -988,6 +1056,11 @@ impl Durable for AuthorityShard {
         self.state = state;
         self.chain = chain;
         self.seated = self.holds_seat();
+        // A log handed over in this epoch, taken by its previous holder: the open slots' votes
+        // in this key's name (signing is deterministic: the same bytes if they are already).
+        if self.seated && self.state.holder_since == Some(self.chain.current().epoch()) {
+            self.state.sign_open_slots(&self.key, self.chain.current().id());
+        }
         Ok(())
     }
 

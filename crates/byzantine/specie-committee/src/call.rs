@@ -3,7 +3,7 @@
 
 use specie_authority::{shard_of, Funding, Input, Refusal, Reply, ShardIndex};
 use specie_fastpay::{
-    AccountKey, Certificate, Justification, SignedOrder, SignedRoundChange, SignedRoundRequest, Vote,
+    AccountKey, Certificate, CommitteeRecord, Justification, SignedOrder, SignedRoundChange, SignedRoundRequest, Vote,
 };
 use specie_role::Ticket;
 
@@ -34,6 +34,16 @@ pub enum Call {
     Books {
         shard: ShardIndex,
     },
+    /// Shard `shard` enters the epoch this record makes (checked against its current one).
+    EnterEpoch {
+        shard: ShardIndex,
+        record: Box<CommitteeRecord>,
+    },
+    /// The records shard `shard` holds of the epochs after `after`.
+    Epochs {
+        shard: ShardIndex,
+        after: u64,
+    },
 }
 
 impl Call {
@@ -45,7 +55,7 @@ impl Call {
             Call::RoundChange(request) => Some(request.request.account),
             Call::Account { account, .. } => Some(*account),
             Call::Fund(funding) => Some(funding.account),
-            Call::Books { .. } => None,
+            Call::Books { .. } | Call::EnterEpoch { .. } | Call::Epochs { .. } => None,
         }
     }
 
@@ -53,8 +63,8 @@ impl Call {
     pub fn shard(&self, shards: u32) -> ShardIndex {
         match (self, self.account()) {
             (_, Some(account)) => shard_of(&account, shards),
-            (Call::Books { shard }, None) => *shard,
-            (_, None) => unreachable!("only a books call names no account"),
+            (Call::Books { shard } | Call::EnterEpoch { shard, .. } | Call::Epochs { shard, .. }, None) => *shard,
+            (_, None) => unreachable!("only a call about a whole shard names no account"),
         }
     }
 
@@ -82,6 +92,8 @@ impl Call {
             },
             Call::Fund(funding) => Input::Fund { ticket, funding },
             Call::Books { .. } => Input::Books { ticket },
+            Call::EnterEpoch { record, .. } => Input::EnterEpoch { ticket, record },
+            Call::Epochs { after, .. } => Input::Epochs { ticket, after },
         }
     }
 }

@@ -29,6 +29,10 @@ pub const LOCKS_PATH: &str = "/v1/fastpay/locks";
 pub const ROUND_CHANGES_PATH: &str = "/v1/fastpay/round-changes";
 /// POST a [`Proposal`]; 200 answers the authority's prepare `Vote` of that round (bytes).
 pub const PROPOSALS_PATH: &str = "/v1/fastpay/proposals";
+/// GET `EPOCHS_PATH?after=N`: the committee records this shard holds of the epochs after N
+/// ([`EpochsBody`]); POST a `CommitteeRecord` (bytes): the shard enters that epoch once it
+/// checks against its current one ([`EpochBody`]).
+pub const EPOCHS_PATH: &str = "/v1/fastpay/epochs";
 /// One authority shard's books (the supply report's, `specie audit supply --fastpay-shard`).
 pub const BOOKS_PATH: &str = "/v1/fastpay/books";
 
@@ -187,6 +191,19 @@ pub struct FundedBody {
     pub funded: String,
     pub account: String,
     pub amount: u64,
+}
+
+/// The epoch a shard is in, once it applied the record posted (or had before).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct EpochBody {
+    pub epoch: u64,
+}
+
+/// Committee records, oldest first, canonical bytes in hex (docs/byzantine-format.md §3.1; at
+/// most 16: ask again after the last one's epoch).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct EpochsBody {
+    pub records: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -13,22 +13,24 @@
 //! behind another authority's.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, unbounded, Sender, TrySendError};
-use specie_authority::{shard_of, AccountState};
+use specie_authority::{shard_of, AccountState, ShardIndex, RECORDS_PER_ANSWER_MAX};
 use specie_fastpay::{
-    decode_exact, AccountKey, AuthorityIndex, BrokenPromise, Certificate, Committee, SignedOrder, SignedRoundChange,
-    SignedRoundRequest, SigningKey, Vote, CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX, SIGNED_ROUND_CHANGE_BYTES_MAX,
+    decode_exact, AccountKey, AuthorityIndex, BrokenPromise, Certificate, Committee, CommitteeChain, CommitteeRecord,
+    RecordError, SignedOrder, SignedRoundChange, SignedRoundRequest, SigningKey, Vote, CERTIFICATE_BYTES_MAX,
+    SIGNED_ORDER_BYTES_MAX, SIGNED_ROUND_CHANGE_BYTES_MAX,
 };
 use specie_service::client::{Body, CallError, LeaderSearch, Replicas};
 use thiserror::Error;
 
 use crate::call::{Call, Heard};
 use crate::http_api::{
-    AccountBody, ConfirmedBody, FundedBody, Proposal, RefusalFields, ACCOUNTS_PATH, CERTIFICATES_PATH, CODE_REFUSED,
-    CODE_SETTLED, FUNDINGS_PATH, LOCKS_PATH, ORDERS_PATH, PROPOSALS_PATH, ROUND_CHANGES_PATH,
+    AccountBody, ConfirmedBody, EpochBody, EpochsBody, FundedBody, Proposal, RefusalFields, ACCOUNTS_PATH,
+    CERTIFICATES_PATH, CODE_REFUSED, CODE_SETTLED, EPOCHS_PATH, FUNDINGS_PATH, LOCKS_PATH, ORDERS_PATH, PROPOSALS_PATH,
+    ROUND_CHANGES_PATH,
 };
 use crate::payment::{Payment, PaymentError, PaymentOptions, Step};
 
@@ -55,6 +57,10 @@ pub struct HttpCommitteeOptions {
     pub queued_per_authority_max: usize,
     /// Every answer any authority gives, late ones included (for audits and tests).
     pub observer: Option<Sender<Observed>>,
+    /// Whether a payment that hears of a later epoch learns it and pays again in its name (a
+    /// client that can hold certificates of any epoch); else such answers count against the
+    /// payment, which fails with nothing certified (a client that knows only its first epoch).
+    pub follow_epochs: bool,
 }
 
 impl Default for HttpCommitteeOptions {
@@ -65,6 +71,7 @@ impl Default for HttpCommitteeOptions {
             workers_per_authority: 8,
             queued_per_authority_max: 4096,
             observer: None,
+            follow_epochs: true,
         }
     }
 }
@@ -101,11 +108,30 @@ pub enum Request {
         account: AccountKey,
         transaction: Arc<Vec<u8>>,
     },
+    /// Shard `shard` enters the epoch of this record.
+    EnterEpoch {
+        shard: ShardIndex,
+        record: Box<CommitteeRecord>,
+    },
+    /// The records shard `shard` holds of the epochs after `after`.
+    Epochs {
+        shard: ShardIndex,
+        after: u64,
+    },
 }
 
 impl Request {
+    /// The shard of `shards` that answers: its account's, or the one named.
+    fn shard(&self, shards: u32) -> ShardIndex {
+        match self {
+            Request::EnterEpoch { shard, .. } | Request::Epochs { shard, .. } => *shard,
+            _ => shard_of(&self.account(), shards),
+        }
+    }
+
     fn account(&self) -> AccountKey {
         match self {
+            Request::EnterEpoch { .. } | Request::Epochs { .. } => AccountKey([0; 32]),
             Request::Transfer(order) => order.order.sender,
             Request::Lock(certificate) => certificate.order.order.sender,
             Request::RoundChange(request) => request.request.account,
@@ -135,7 +161,9 @@ impl Request {
             })),
             Call::Account { account, from_sequence } => Request::Account { account, from_sequence },
             Call::Fund(funding) => unreachable!("a payment never funds: {funding:?}"),
-            Call::Books { shard } => unreachable!("a payment never reads shard {shard}'s books"),
+            Call::Books { .. } | Call::EnterEpoch { .. } | Call::Epochs { .. } => {
+                unreachable!("a payment asks about its account only: {call:?}")
+            }
         }
     }
 }
@@ -155,6 +183,13 @@ pub enum AuthorityReply {
     Funded {
         id: [u8; 32],
     },
+    /// The shard is in this epoch.
+    Epoch {
+        epoch: u64,
+    },
+    /// Records of the epochs after the one asked about, oldest first (unchecked: the caller
+    /// checks each against the epoch before).
+    Epochs(Vec<CommitteeRecord>),
     /// The authority's role refused: `refusal` names why (`OtherOrderPending`, …).
     Refused {
         refusal: String,
@@ -247,6 +282,50 @@ pub enum FundWait {
     All,
 }
 
+/// In which epoch an authority answered a payment's call.
+enum AnswerEpoch {
+    /// The payment's (or the answer names no committee): the payment weighs it.
+    Payment,
+    /// In the name of a committee of an earlier epoch: the authority has not entered the
+    /// payment's yet.
+    Earlier(u64),
+    /// In the name of a committee this client does not know (a later epoch's, or a forgery), or
+    /// a refusal to sign from a seat replaced.
+    LaterOrReplaced,
+}
+
+/// The epochs a client knows, and the current one's committee shared with its payments.
+struct Epochs {
+    chain: CommitteeChain,
+    current: Arc<Committee>,
+}
+
+impl Epochs {
+    fn new(first: &Committee) -> Epochs {
+        Epochs {
+            chain: CommitteeChain::new(first.clone()),
+            current: Arc::new(first.clone()),
+        }
+    }
+
+    fn learn(&mut self, records: Vec<CommitteeRecord>) -> Result<bool, RecordError> {
+        let before = self.chain.current().epoch();
+        for record in records {
+            if record.next.epoch() <= self.chain.current().epoch() {
+                continue;
+            }
+            self.chain.extend(record)?;
+            self.current = Arc::new(self.chain.current().clone());
+        }
+        Ok(self.chain.current().epoch() > before)
+    }
+
+    /// The committees before the current one, newest first.
+    fn earlier(&self) -> Vec<Committee> {
+        self.chain.committees().rev().skip(1).cloned().collect()
+    }
+}
+
 /// Everything the worker threads share.
 struct Endpoints {
     /// Per authority, per shard: the replicas of the shard's group.
@@ -265,10 +344,14 @@ type Answers = Sender<(AuthorityIndex, u32, AuthorityReply)>;
 /// threads end when the last clone is dropped.
 #[derive(Clone)]
 pub struct HttpCommittee {
+    /// The first epoch's committee: the committee's identity (fundings name it).
     committee: Arc<Committee>,
+    /// Every epoch the client knows: new orders go to the current one's committee.
+    epochs: Arc<RwLock<Epochs>>,
     endpoints: Arc<Endpoints>,
     queues: Arc<Vec<Sender<Job>>>,
     payment_timeout: Duration,
+    follow_epochs: bool,
 }
 
 impl HttpCommittee {
@@ -340,15 +423,66 @@ impl HttpCommittee {
             queues.push(jobs);
         }
         Ok(HttpCommittee {
+            epochs: Arc::new(RwLock::new(Epochs::new(&committee))),
             committee,
             endpoints,
             queues: Arc::new(queues),
             payment_timeout: options.payment_timeout,
+            follow_epochs: options.follow_epochs,
         })
     }
 
+    /// The first epoch's committee (the committee's identity; fundings name it).
     pub fn committee(&self) -> &Arc<Committee> {
         &self.committee
+    }
+
+    /// The committee of the latest epoch this client knows: new orders are paid in its name.
+    pub fn current(&self) -> Arc<Committee> {
+        self.epochs.read().expect("not poisoned").current.clone()
+    }
+
+    /// Every epoch this client knows, from the first.
+    pub fn chain(&self) -> CommitteeChain {
+        self.epochs.read().expect("not poisoned").chain.clone()
+    }
+
+    /// Takes in records of later epochs (from the cluster file, or an authority), each checked
+    /// against the epoch before; returns whether the current epoch moved. A record of an epoch
+    /// known already is skipped; the first that does not follow is refused, and those before it
+    /// are kept.
+    pub fn learn(&self, records: Vec<CommitteeRecord>) -> Result<bool, RecordError> {
+        self.epochs.write().expect("not poisoned").learn(records)
+    }
+
+    /// Whether this client knows an epoch after `payment`'s: already (another payment learned
+    /// it), or once `authority` (its shard of the payer's account; asked once per epoch) gives
+    /// the records after the current one. A Byzantine authority's forged record is refused (it
+    /// does not follow the epoch before).
+    fn later_epoch_known(
+        &self,
+        payment: &Payment,
+        authority: AuthorityIndex,
+        asked: &mut BTreeSet<(u64, AuthorityIndex)>,
+    ) -> bool {
+        let epoch = payment.committee().epoch();
+        if self.current().epoch() > epoch {
+            return true;
+        }
+        if !asked.insert((epoch, authority)) {
+            return false;
+        }
+        let shards = self.endpoints.authorities[usize::from(authority)].len() as u32;
+        let request = Request::Epochs {
+            shard: shard_of(&payment.order().order.sender, shards),
+            after: epoch,
+        };
+        if let AuthorityReply::Epochs(records) = self.endpoints.execute(authority, &request) {
+            if let Err(error) = self.learn(records) {
+                tracing::warn!(authority, %error, "an authority's committee record does not follow: ignored");
+            }
+        }
+        self.current().epoch() > epoch
     }
 
     /// Queues `request` for `authority`; its answer goes to `answers`.
@@ -385,12 +519,14 @@ impl HttpCommittee {
         let started = Instant::now();
         let now_ms = || started.elapsed().as_millis() as u64;
         let deadline = started + self.payment_timeout;
-        let (answers_tx, answers) = unbounded();
         // Calls queued for each authority: one far behind the others is silent.
         let backlogs = self.queues.iter().map(|queue| queue.len() as u64);
         let options = PaymentOptions::default().given_backlogs(backlogs);
-        let (mut payment, mut step) = Payment::with_orders(self.committee.clone(), owner, orders, options, 0);
+        let (mut payment, mut step) = self.start_payment(owner, orders, options);
         let mut certified = None;
+        // Per epoch, the authorities asked for later ones (once each).
+        let mut asked = BTreeSet::new();
+        let (mut answers_tx, mut answers) = unbounded();
         loop {
             match step {
                 Step::Wait => {}
@@ -421,7 +557,30 @@ impl HttpCommittee {
                 .poll_timeout()
                 .map_or(deadline, |ms| deadline.min(started + Duration::from_millis(ms)));
             step = match answers.recv_deadline(wake) {
-                Ok((authority, attempt, reply)) => payment.on_answer(now_ms(), authority, attempt, Heard::from(reply)),
+                Ok((authority, attempt, reply)) => match self.answer_epoch(&payment, &reply) {
+                    AnswerEpoch::Payment => payment.on_answer(now_ms(), authority, attempt, Heard::from(reply)),
+                    AnswerEpoch::LaterOrReplaced if !self.follow_epochs => {
+                        payment.on_answer(now_ms(), authority, attempt, Heard::from(reply))
+                    }
+                    AnswerEpoch::LaterOrReplaced if self.later_epoch_known(&payment, authority, &mut asked) => {
+                        // Paid again in the new epoch's name, with the same orders (the
+                        // authorities carried their votes over); answers to the old epoch's
+                        // calls go to a channel no longer read.
+                        (answers_tx, answers) = unbounded();
+                        (payment, step) = self.start_payment(owner, payment.orders().to_vec(), options);
+                        continue;
+                    }
+                    AnswerEpoch::Earlier(behind) => {
+                        if asked.insert((behind, authority)) {
+                            self.bring_along(authority, payment.order().order.sender, behind);
+                        }
+                        Step::Wait
+                    }
+                    // A seat replaced and not yet handed over, or an answer in the name of a
+                    // committee no record leads to: silence for this payment, which the other
+                    // authorities settle (or which is asked again at its next retry).
+                    AnswerEpoch::LaterOrReplaced => Step::Wait,
+                },
                 Err(_) if Instant::now() < deadline => payment.handle_timeout(now_ms()),
                 Err(_) => {
                     return Err(PayError::TimedOut {
@@ -430,6 +589,63 @@ impl HttpCommittee {
                     })
                 }
             };
+        }
+    }
+
+    /// A payment of `orders` in the name of the current epoch's committee, with the earlier
+    /// epochs' for the locks it may be told of.
+    fn start_payment(&self, owner: &SigningKey, orders: Vec<SignedOrder>, options: PaymentOptions) -> (Payment, Step) {
+        let (current, earlier) = {
+            let epochs = self.epochs.read().expect("not poisoned");
+            (epochs.current.clone(), epochs.earlier())
+        };
+        let (payment, step) = Payment::with_orders(current, owner, orders, options, 0);
+        (payment.with_earlier_epochs(earlier), step)
+    }
+
+    /// In which epoch an authority answered, as against the payment's.
+    fn answer_epoch(&self, payment: &Payment, reply: &AuthorityReply) -> AnswerEpoch {
+        let id = match reply {
+            AuthorityReply::Voted(vote) => vote.statement.committee_id,
+            AuthorityReply::RoundChanged(change) => change.change.committee_id,
+            AuthorityReply::Refused { refusal, .. } if refusal == "NotSeated" => return AnswerEpoch::LaterOrReplaced,
+            _ => return AnswerEpoch::Payment,
+        };
+        let epoch = payment.committee().epoch();
+        match self.epochs.read().expect("not poisoned").chain.committee(&id) {
+            Some(committee) if committee.epoch() == epoch => AnswerEpoch::Payment,
+            Some(committee) if committee.epoch() < epoch => AnswerEpoch::Earlier(committee.epoch()),
+            _ => AnswerEpoch::LaterOrReplaced,
+        }
+    }
+
+    /// On a thread of its own: brings `authority` (its shard of `account`) the records of the
+    /// epochs after `behind`, oldest first (anyone may: a quorum of each epoch's seats signed
+    /// the next), so that it votes in the current epoch's name again.
+    fn bring_along(&self, authority: AuthorityIndex, account: AccountKey, behind: u64) {
+        let records: Vec<CommitteeRecord> = self.chain().records_after(behind).to_vec();
+        let endpoints = self.endpoints.clone();
+        let shards = endpoints.authorities[usize::from(authority)].len() as u32;
+        let shard = shard_of(&account, shards);
+        let spawned = std::thread::Builder::new()
+            .name(format!("fastpay-epoch-a{authority}"))
+            .spawn(move || {
+                for record in records {
+                    let reply = endpoints.execute(
+                        authority,
+                        &Request::EnterEpoch {
+                            shard,
+                            record: Box::new(record),
+                        },
+                    );
+                    if !matches!(reply, AuthorityReply::Epoch { .. }) {
+                        tracing::debug!(authority, ?reply, "an authority did not take a committee record");
+                        return;
+                    }
+                }
+            });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "cannot start a thread to bring an authority into the current epoch");
         }
     }
 
@@ -446,7 +662,7 @@ impl HttpCommittee {
         answers: &Answers,
     ) {
         let (endpoints, answers, fallback) = (self.endpoints.clone(), answers.clone(), answers.clone());
-        let committee = self.committee.clone();
+        let chain = self.chain();
         let order = payment.order().order.clone();
         let sources: Vec<AuthorityIndex> = (0..self.committee.size() as AuthorityIndex)
             .filter(|a| *a != lagging)
@@ -454,7 +670,7 @@ impl HttpCommittee {
         let spawned = std::thread::Builder::new()
             .name(format!("fastpay-catch-up-a{lagging}"))
             .spawn(move || {
-                let history = endpoints.history(&committee, &sources, order.sender, from_sequence, order.sequence);
+                let history = endpoints.history(&chain, &sources, order.sender, from_sequence, order.sequence);
                 let Some(mut earlier) = history else {
                     let reply = AuthorityReply::Unavailable("no authority had the certificates it lacks".into());
                     let _ = answers.send((lagging, attempt, reply));
@@ -528,7 +744,10 @@ impl Endpoints {
         let Some(shards) = self.authorities.get(usize::from(authority)) else {
             return AuthorityReply::Unavailable(format!("no authority {authority}"));
         };
-        let shard = &shards[shard_of(&request.account(), shards.len() as u32) as usize];
+        let shard = match shards.get(request.shard(shards.len() as u32) as usize) {
+            Some(shard) => shard,
+            None => return AuthorityReply::Unavailable(format!("authority {authority} has no such shard")),
+        };
         let reply = match request {
             Request::Confirm(certificates) => {
                 let mut last = AuthorityReply::Unavailable("no certificate to confirm".into());
@@ -572,6 +791,14 @@ impl Endpoints {
                 HttpCall::Post(FUNDINGS_PATH.into(), transaction.to_vec()),
                 funded,
             ),
+            Request::EnterEpoch { record, .. } => {
+                let mut body = vec![];
+                record.encode_to(&mut body);
+                self.call(shard, HttpCall::Post(EPOCHS_PATH.into(), body), entered)
+            }
+            Request::Epochs { after, .. } => {
+                self.call(shard, HttpCall::Get(format!("{EPOCHS_PATH}?after={after}")), epochs)
+            }
         };
         self.observe(authority, request, &reply);
         reply
@@ -579,12 +806,12 @@ impl Endpoints {
 
     /// The payer's certificates from `from_sequence` up to `below`, from the first of `sources`
     /// that has them all. A source is believed only as far as its certificates prove: each must
-    /// be final for `committee` and the payer's next sequence number, or a lying source (asked
+    /// be final for its epoch's committee of `chain` and the payer's next sequence number, or a lying source (asked
     /// first, say) would have the lagging authority sent certificates it refuses, and a payment
     /// that needs that authority would fail.
     fn history(
         &self,
-        committee: &Committee,
+        chain: &CommitteeChain,
         sources: &[AuthorityIndex],
         account: AccountKey,
         from_sequence: u64,
@@ -607,7 +834,10 @@ impl Endpoints {
                 for certificate in state.confirmed.into_iter().take(needed) {
                     let expected = (account, from_sequence + certificates.len() as u64);
                     let order = &certificate.order.order;
-                    if (order.sender, order.sequence) != expected || certificate.check(committee).is_err() {
+                    let final_in_its_epoch = chain
+                        .committee(&certificate.committee_id)
+                        .is_some_and(|committee| certificate.check(committee).is_ok());
+                    if (order.sender, order.sequence) != expected || !final_in_its_epoch {
                         continue 'source;
                     }
                     certificates.push(certificate);
@@ -735,6 +965,31 @@ fn funded(bytes: Vec<u8>) -> AuthorityReply {
     match id {
         Some(id) => AuthorityReply::Funded { id },
         None => malformed("funding answer", "no 32-byte hex id"),
+    }
+}
+
+fn entered(bytes: Vec<u8>) -> AuthorityReply {
+    match serde_json::from_slice::<EpochBody>(&bytes) {
+        Ok(body) => AuthorityReply::Epoch { epoch: body.epoch },
+        Err(error) => malformed("epoch answer", error),
+    }
+}
+
+fn epochs(bytes: Vec<u8>) -> AuthorityReply {
+    let parse = || -> Result<Vec<CommitteeRecord>, MalformedAnswer> {
+        let body: EpochsBody = serde_json::from_slice(&bytes)?;
+        if body.records.len() > RECORDS_PER_ANSWER_MAX {
+            return Err(MalformedAnswer::Missing("answer within the records limit"));
+        }
+        Ok(body
+            .records
+            .iter()
+            .map(|text| CommitteeRecord::from_hex(text))
+            .collect::<Result<_, _>>()?)
+    };
+    match parse() {
+        Ok(records) => AuthorityReply::Epochs(records),
+        Err(error) => malformed("records answer", error),
     }
 }
 

@@ -22,17 +22,17 @@ use specie_authority::{shard_of, Funding, Refusal, Reply};
 use specie_codec::Decode;
 use specie_codec::DecodeError;
 use specie_fastpay::{
-    decode_exact, AccountKey, AuthorityIndex, Certificate, Committee, RoundRequest, SignedOrder, SignedRoundRequest,
-    CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
+    decode_exact, AccountKey, AuthorityIndex, Certificate, Committee, CommitteeRecord, RoundRequest, SignedOrder,
+    SignedRoundRequest, CERTIFICATE_BYTES_MAX, COMMITTEE_RECORD_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
 };
 use specie_fastpay_primary::FastpayFunding;
 use specie_service::{ApiDoc, ApiError, CoreCheckError, Param, Pending};
 
 use crate::http_api::{
-    refusal_name, refused_detail, AccountBody, ConfirmedBody, ErrorDetail, FundedBody, InfoBody, PendingBody, Proposal,
-    RefusalFields, ShardBooksBody, ACCOUNTS_PATH, BODY_BYTES_MAX, BOOKS_PATH, CERTIFICATES_PATH, CODE_NOT_LEADER,
-    CODE_OUTCOME_UNKNOWN, CODE_REFUSED, CODE_SETTLED, CODE_STOPPING, FUNDINGS_PATH, INFO_PATH, LOCKS_PATH, ORDERS_PATH,
-    PROPOSALS_PATH, ROUND_CHANGES_PATH,
+    refusal_name, refused_detail, AccountBody, ConfirmedBody, EpochBody, EpochsBody, ErrorDetail, FundedBody, InfoBody,
+    PendingBody, Proposal, RefusalFields, ShardBooksBody, ACCOUNTS_PATH, BODY_BYTES_MAX, BOOKS_PATH, CERTIFICATES_PATH,
+    CODE_NOT_LEADER, CODE_OUTCOME_UNKNOWN, CODE_REFUSED, CODE_SETTLED, CODE_STOPPING, EPOCHS_PATH, FUNDINGS_PATH,
+    INFO_PATH, LOCKS_PATH, ORDERS_PATH, PROPOSALS_PATH, ROUND_CHANGES_PATH,
 };
 use crate::Call;
 
@@ -219,6 +219,15 @@ pub fn describe(doc: ApiDoc, prefix: &str) -> ApiDoc {
             &at(BOOKS_PATH),
             "This shard's books: balances, credits moving, funded, redeemed",
         )
+        .get_with_query::<EpochsBody>(
+            &at(EPOCHS_PATH),
+            "The committee records of the epochs after `after` (16 at most per answer)",
+            &[("after", "the epoch the client knows (1 for the first)")],
+        )
+        .post_bytes::<EpochBody>(
+            &at(EPOCHS_PATH),
+            "Enter the epoch this committee record makes (checked against the current committee)",
+        )
 }
 
 /// The API's routes, on `replica`.
@@ -236,6 +245,7 @@ pub fn router(replica: Arc<dyn AuthorityService>) -> Router {
         .route(FUNDINGS_PATH, post(funding))
         .route(INFO_PATH, get(info))
         .route(BOOKS_PATH, get(books))
+        .route(EPOCHS_PATH, get(epochs).post(enter_epoch))
         .fallback(|| async { http_error(StatusCode::NOT_FOUND, "not_found", "no such endpoint; see docs/api.md") })
         .method_not_allowed_fallback(|| async {
             http_error(
@@ -452,6 +462,56 @@ async fn books(State(replica): Shared) -> Result<Json<ShardBooksBody>, HttpError
             funded: books.funded.to_string(),
             redeemed: books.redeemed.to_string(),
         })),
+        other => Err(wrong_reply(&other)),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EpochsQuery {
+    after: u64,
+}
+
+/// The records this shard holds of the epochs after `after`, as its role answers them.
+async fn epochs(
+    State(replica): Shared,
+    query: Result<Query<EpochsQuery>, QueryRejection>,
+) -> Result<Json<EpochsBody>, HttpError> {
+    let Query(query) =
+        query.map_err(|rejection| http_error(StatusCode::BAD_REQUEST, "bad_query", rejection.body_text()))?;
+    let call = Call::Epochs {
+        shard: replica.place().shard,
+        after: query.after,
+    };
+    match timed(&*replica, "epochs", call).await.map_err(unavailable)? {
+        Reply::Epochs(records) => Ok(Json(EpochsBody {
+            records: records.iter().map(CommitteeRecord::to_hex).collect(),
+        })),
+        Reply::Refused(refusal) => Err(refused(&refusal)),
+        other => Err(wrong_reply(&other)),
+    }
+}
+
+/// A committee record brought to this shard: entered once checked and durable.
+async fn enter_epoch(
+    State(replica): Shared,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<EpochBody>, HttpError> {
+    let bytes = body.map_err(body_error)?;
+    let record = decode_exact(
+        "committee record",
+        &bytes,
+        COMMITTEE_RECORD_BYTES_MAX,
+        CommitteeRecord::decode_from,
+    )
+    .map_err(|error| undecodable("committee record", error))?;
+    let call = Call::EnterEpoch {
+        shard: replica.place().shard,
+        record: Box::new(record),
+    };
+    match timed(&*replica, "enter_epoch", call).await.map_err(unavailable)? {
+        Reply::Epoch { epoch } => Ok(Json(EpochBody { epoch })),
+        Reply::Refused(refusal) => Err(refused(&refusal)),
         other => Err(wrong_reply(&other)),
     }
 }

@@ -1,7 +1,9 @@
 //! What a sentinel checks of FastPay's funding and redeem, against the committee the node is a
 //! Primary of (`docs/transaction-format.md` §6). The codes are category `fastpay`.
 
-use specie_fastpay::{CertificateError, Committee, OrderError, VerifyingKey};
+use std::sync::{Arc, RwLock};
+
+use specie_fastpay::{CertificateError, CommitteeChain, CommitteeRecord, OrderError, RecordError, VerifyingKey};
 use specie_sentinel::checks::check_funding_value;
 use specie_sentinel::{CapabilityError, CapabilityRules, ValidationError};
 use specie_transaction::{CapabilityTransaction, Txid};
@@ -83,18 +85,56 @@ fn certificate_code(error: CertificateError) -> &'static str {
     }
 }
 
-/// The rules of a node that is the Primary of `committee`, or of none (then every FastPay
-/// funding and redeem is refused as `no_fastpay_committee`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The rules of a node that is the Primary of a committee, or of none (then every FastPay
+/// funding and redeem is refused as `no_fastpay_committee`). The committee's epochs are shared
+/// by every clone: one that learns a later epoch ([`FastpayRules::learn`]) teaches them all.
+#[derive(Clone, Debug, Default)]
 pub struct FastpayRules {
-    pub committee: Option<Committee>,
+    chain: Option<Arc<RwLock<CommitteeChain>>>,
 }
 
 impl FastpayRules {
-    fn committee(&self) -> Result<&Committee, ValidationError> {
-        self.committee
-            .as_ref()
-            .ok_or_else(|| FastpayErrorCode::NoCommittee.into_error())
+    /// A node that is the Primary of no committee.
+    pub fn none() -> FastpayRules {
+        FastpayRules::default()
+    }
+
+    /// A node that is the Primary of the committee whose epochs are `chain`: fundings name its
+    /// first committee (the committee's identity), a redeem's certificate is checked against
+    /// the committee of the epoch it names.
+    pub fn of(chain: CommitteeChain) -> FastpayRules {
+        FastpayRules {
+            chain: Some(Arc::new(RwLock::new(chain))),
+        }
+    }
+
+    /// Takes in committee records of later epochs (a record of an epoch known is skipped),
+    /// each checked against the epoch before; returns whether the current epoch moved. Nothing
+    /// to learn for a node of no committee.
+    pub fn learn(&self, records: impl IntoIterator<Item = CommitteeRecord>) -> Result<bool, RecordError> {
+        let Some(chain) = &self.chain else {
+            return Ok(false);
+        };
+        let mut chain = chain.write().expect("not poisoned");
+        let before = chain.current().epoch();
+        for record in records {
+            if record.next.epoch() > chain.current().epoch() {
+                chain.extend(record)?;
+            }
+        }
+        Ok(chain.current().epoch() > before)
+    }
+
+    /// The epoch of the committee's latest record this node knows (none: no committee).
+    pub fn epoch(&self) -> Option<u64> {
+        Some(self.chain.as_ref()?.read().expect("not poisoned").current().epoch())
+    }
+
+    fn chain(&self) -> Result<std::sync::RwLockReadGuard<'_, CommitteeChain>, ValidationError> {
+        match &self.chain {
+            Some(chain) => Ok(chain.read().expect("not poisoned")),
+            None => Err(FastpayErrorCode::NoCommittee.into_error()),
+        }
     }
 
     /// Funding: the redeem's checks with `zero_funding_amount` in place of `zero_redeem_amount`
@@ -110,7 +150,7 @@ impl FastpayRules {
             FastpayErrorCode::ZeroFundingAmount.into_error(),
             txid,
         )?;
-        if funding.committee_id != self.committee()?.id() {
+        if funding.committee_id != self.chain()?.first().id() {
             return Err(FastpayErrorCode::FundingOtherCommittee.into_error());
         }
         match VerifyingKey::from_bytes(&funding.account.0) {
@@ -120,17 +160,19 @@ impl FastpayRules {
     }
 
     /// FastPay redeem: a committee is configured, the certified order pays the core, and the
-    /// certificate checks against the committee (quorum, owner's and authorities' signatures,
+    /// certificate checks against the committee of its epoch (quorum, owner's and authorities' signatures,
     /// the order's fields, which include amount ≥ 1). That it is redeemed at most once is the
     /// shards' business: its marker.
     fn check_redeem(&self, redeem: &FastpayRedeem) -> Result<(), ValidationError> {
-        let committee = self.committee()?;
+        let chain = self.chain()?;
         if redeem.recipient().is_none() {
             return Err(FastpayErrorCode::RedeemRecipientNotCore.into_error());
         }
-        redeem
-            .certificate()
-            .check(committee)
+        let certificate = redeem.certificate();
+        chain
+            .committee(&certificate.committee_id)
+            .ok_or(CertificateError::WrongCommittee)
+            .and_then(|committee| certificate.check(committee))
             .map_err(|error| FastpayErrorCode::Certificate(error).into_error())
     }
 }

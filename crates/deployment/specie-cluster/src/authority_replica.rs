@@ -68,6 +68,7 @@ impl RoleStatus for AuthorityMachine {
             "credits_unacked": wide(unacked), "balances": wide(shard.balances()),
             "funded": wide(i128::try_from(shard.funded()).unwrap_or(i128::MAX)),
             "redeemed": wide(i128::try_from(shard.redeemed()).unwrap_or(i128::MAX)),
+            "epoch": shard.committee().epoch(), "seated": shard.seated(),
         }})
     }
 
@@ -82,6 +83,8 @@ impl RoleStatus for AuthorityMachine {
             (RoleFamily::FastpayFunded, shard.funded() as f64),
             (RoleFamily::FastpayRedeemed, shard.redeemed() as f64),
             (RoleFamily::FastpayCreditsUnacked, shard.credits_unacked() as f64),
+            (RoleFamily::FastpayEpoch, shard.committee().epoch() as f64),
+            (RoleFamily::FastpaySeated, f64::from(u8::from(shard.seated()))),
         ]
     }
 }

@@ -70,7 +70,8 @@ impl TalliedShard {
             | Command::Prepare { .. }
             | Command::Lock { .. }
             | Command::EnterRound { .. }
-            | Command::EnterEpoch { .. } => vec![],
+            | Command::EnterEpoch { .. }
+            | Command::HandOver { .. } => vec![],
         }
     }
 }

@@ -53,8 +53,11 @@ pub enum CredentialsError {
     AttestationKeyMismatch { path: PathBuf, sentinel: String },
     #[error("{path} does not hold a 32-byte secret (key or seed) in hex")]
     BadAuthorityKey { path: PathBuf },
-    #[error("{path} does not match fastpay_committee.members[{authority}] in the cluster file")]
-    AuthorityKeyMismatch { path: PathBuf, authority: u16 },
+    #[error(
+        "{path} is not seat {authority}'s key in the committee's current epoch {epoch} (fastpay_committee.members, \
+         or the last of fastpay_committee.records, in the cluster file)"
+    )]
+    AuthorityKeyMismatch { path: PathBuf, authority: u16, epoch: u64 },
     #[error("{path}: its bridge key does not match offline_authority.bridge in the cluster file")]
     OfflineBridgeMismatch { path: PathBuf },
     #[error("{path}: its bridge key does not match exchange.bridge in the cluster file")]
@@ -196,12 +199,17 @@ pub fn attestation_key(topology: &Topology, name: &str) -> Result<Keypair, Crede
 pub fn authority_key(topology: &Topology, authority: u16) -> Result<SigningKey, CredentialsError> {
     let path = authority_key_path(&topology.pki_dir, authority);
     let key = SigningKey::from_bytes(&read_seed(&path)?);
-    let listed = topology
-        .fastpay_committee
+    // The seat's key in the committee's current epoch: the first one's members, or the last
+    // record's (`specie cluster rotate-authority` writes the record and the key together).
+    let current = (topology.fastpay_committee.as_ref())
+        .and_then(|committee| committee.chain().ok())
+        .map(|chain| chain.current().clone());
+    let listed = current
         .as_ref()
-        .and_then(|committee| committee.members.get(usize::from(authority)));
-    if listed.map(|member| member.to_ascii_lowercase()) != Some(hex::encode(key.verifying_key().to_bytes())) {
-        return Err(CredentialsError::AuthorityKeyMismatch { path, authority });
+        .and_then(|committee| committee.members().get(usize::from(authority)).copied());
+    if listed != Some(key.verifying_key().to_bytes()) {
+        let epoch = current.map_or(0, |committee| committee.epoch());
+        return Err(CredentialsError::AuthorityKeyMismatch { path, authority, epoch });
     }
     Ok(key)
 }

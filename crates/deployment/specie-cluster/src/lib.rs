@@ -37,6 +37,7 @@ pub mod ordering_replica;
 pub mod protocol;
 mod raft_transport;
 pub mod role_process;
+pub mod rotation;
 pub mod sentinel;
 mod serving_replica;
 pub mod shard_replica;

@@ -1,8 +1,10 @@
 //! The cluster file as a running process follows it. A membership change (`specie cluster
 //! add-replica`, `remove-replica`, `replace-replica`) rewrites the file, and every process of the
 //! cluster re-reads it within [`RELOAD_CHECK_MS`]: who is a member (admission, authorisation),
-//! where each replica listens (Raft peers, group clients). Only the groups' replica lists and the
-//! retired identities are taken from a re-read file; anything else changed in it takes effect when
+//! where each replica listens (Raft peers, group clients). Likewise the FastPay committee's records
+//! of later epochs (`specie cluster rotate-authority`): sentinels check redeems of the new epoch.
+//! Only the groups' replica lists, the retired identities and the committee records are taken
+//! from a re-read file; anything else changed in it takes effect when
 //! the process restarts, and a warning says so.
 
 use std::path::PathBuf;
@@ -82,6 +84,12 @@ pub fn current(started: &Arc<Topology>) -> Arc<Topology> {
 /// The followed file's topology, if this process follows one.
 pub fn followed() -> Option<Arc<Topology>> {
     LIVE.get().map(|live| live.topology.borrow().clone())
+}
+
+/// Every change this process takes from its cluster file, as it happens (none: it follows no
+/// file).
+pub fn subscribe() -> Option<watch::Receiver<Arc<Topology>>> {
+    LIVE.get().map(|live| live.topology.clone())
 }
 
 /// Changes at each membership change this process takes from its cluster file.

@@ -95,7 +95,7 @@ pub(crate) fn prepare_founders(topology: &Topology) -> Result<(), SupervisorErro
     Ok(())
 }
 
-fn change_lock(dir: &Path) -> Result<DirLock, SupervisorError> {
+pub(crate) fn change_lock(dir: &Path) -> Result<DirLock, SupervisorError> {
     supervisor::load(dir)?;
     DirLock::acquire(&dir.join("membership-change"), 0).map_err(SupervisorError::ChangeRunning)
 }
@@ -304,7 +304,7 @@ fn list_replica(topology: &mut Topology, group: &str, id: u64, addresses: Vec<So
 }
 
 /// Writes the file whole and renames it into place, so a process re-reading it never sees half.
-fn write_topology(dir: &Path, path: &Path, topology: &Topology) -> Result<(), SupervisorError> {
+pub(crate) fn write_topology(dir: &Path, path: &Path, topology: &Topology) -> Result<(), SupervisorError> {
     let temporary = path.with_extension("toml.new");
     std::fs::write(&temporary, topology.to_toml()).map_err(io(format!("cannot write {}", temporary.display())))?;
     std::fs::rename(&temporary, path).map_err(io(format!("cannot replace {}", path.display())))?;

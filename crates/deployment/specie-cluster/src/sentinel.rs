@@ -10,6 +10,7 @@ use std::time::Duration;
 use specie_api::{Backend, BackendError, Completion, CompletionSender, NodeInfo, TxStatus};
 use specie_archiver::{Block, DisputeProof, LedgerEntry, LedgerHead, LedgerRead, LedgerReply, Record, SupplyCut};
 use specie_endorsement::{CeremonyKind, EndorseReply, Endorsement};
+use specie_fastpay_primary::FastpayRules;
 use specie_private_transactions::PrivacyRules;
 use specie_sentinel::endorsement::Candidate;
 use specie_sentinel::{IssuerKeys, IssuerKeysError, SpecieErrorCode, TrustedKeys, ValidationError};
@@ -194,24 +195,50 @@ fn trusted_keys(topology: &Topology) -> Result<TrustedKeys, SentinelError> {
 /// [`trusted_keys`], with `privacy`'s rules for the private kinds (which `/v1/info` lists).
 fn trusted_keys_with(topology: &Topology, privacy: Arc<PrivacyRules>) -> Result<TrustedKeys, SentinelError> {
     let issuers = IssuerKeys::from_hex(&topology.issuers).map_err(SentinelError::Issuers)?;
-    let fastpay_committee = topology
+    let fastpay_chain = topology
         .fastpay_committee
         .as_ref()
-        .map(FastpayCommitteeConfig::committee)
+        .map(FastpayCommitteeConfig::chain)
         .transpose()
         .map_err(SentinelError::FastpayCommittee)?;
     // The capabilities' kinds a sentinel decodes, and the rules it judges them by.
     specie_fastpay_primary::install();
     specie_private_transactions::install();
-    let fastpay = specie_fastpay_primary::FastpayRules {
-        committee: fastpay_committee,
-    };
+    let fastpay = fastpay_chain.map_or_else(FastpayRules::none, FastpayRules::of);
+    follow_epochs(&fastpay);
     let trusted = TrustedKeys::new(issuers)
         .with_capability(Arc::new(fastpay))
         .with_capability(privacy)
         .with_offline_authority(topology.offline_authority.as_ref().and_then(|o| o.bridge_key()))
         .with_exchange(topology.exchange.as_ref().and_then(|e| e.bridge_key()));
     Ok(trusted)
+}
+
+/// Has `fastpay` learn the committee's later epochs as the cluster file gains their records
+/// (`specie cluster rotate-authority`), in a process that follows its file.
+fn follow_epochs(fastpay: &FastpayRules) {
+    let (Some(mut changes), Ok(runtime)) = (crate::live::subscribe(), tokio::runtime::Handle::try_current()) else {
+        return;
+    };
+    let fastpay = fastpay.clone();
+    runtime.spawn(async move {
+        loop {
+            let records = (changes.borrow_and_update().fastpay_committee.as_ref())
+                .map(|committee| committee.chain().map(|chain| chain.records().to_vec()));
+            match records {
+                Some(Ok(records)) => match fastpay.learn(records) {
+                    Ok(true) => tracing::info!(epoch = ?fastpay.epoch(), "the FastPay committee entered a new epoch"),
+                    Ok(false) => {}
+                    Err(error) => tracing::warn!(%error, "a FastPay committee record in the cluster file does not follow this sentinel's epochs: ignored"),
+                },
+                Some(Err(error)) => tracing::warn!(%error, "the cluster file's FastPay committee records: ignored"),
+                None => {}
+            }
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    });
 }
 
 /// What the sentinels of `topology` require of private transactions (none of them accepted

@@ -90,6 +90,8 @@ pub enum SupervisorError {
     ChangeRunning(#[source] specie_log::DirLockError),
     #[error("group {group}: {reason}")]
     Membership { group: String, reason: String },
+    #[error("rotating FastPay authority {authority}: {reason}")]
+    Rotation { authority: u16, reason: String },
     #[error("only {leaders} of {groups} groups have a leader after {waited_s} s; see {logs}")]
     NoLeaders {
         leaders: usize,
@@ -873,14 +875,16 @@ fn print_authority_figures(topology: &Topology, statuses: &[ReplicaStatus]) {
     }
     println!();
     println!(
-        "{:<20} {:>7} {:>9} {:>9} {:>9} {:>14} {:>14}",
-        "fastpay shard", "replica", "accounts", "votes", "confirmed", "credits unacked", "funded"
+        "{:<20} {:>7} {:>5} {:>6} {:>9} {:>9} {:>9} {:>14} {:>14}",
+        "fastpay shard", "replica", "epoch", "seated", "accounts", "votes", "confirmed", "credits unacked", "funded"
     );
     for (ReplicaStatus { group, id, .. }, s) in answered {
         let authority = &s["authority"];
         let show = |v: &serde_json::Value| if v.is_null() { "-".to_string() } else { v.to_string() };
         println!(
-            "{group:<20} {id:>7} {:>9} {:>9} {:>9} {:>14} {:>14}",
+            "{group:<20} {id:>7} {:>5} {:>6} {:>9} {:>9} {:>9} {:>14} {:>14}",
+            show(&authority["epoch"]),
+            show(&authority["seated"]),
             show(&authority["accounts"]),
             show(&authority["votes"]),
             show(&authority["confirmed"]),

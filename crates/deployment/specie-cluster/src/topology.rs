@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use specie_committee::AuthorityAddresses;
-use specie_fastpay::{Committee, CommitteeError};
+use specie_fastpay::{Committee, CommitteeChain, CommitteeError, CommitteeRecord};
 use specie_service::server::HttpLimitError;
 use specie_shard::{ShardRange, ShardRangeError};
 
@@ -290,6 +290,11 @@ pub struct FastpayCommitteeConfig {
     /// cluster is only its Primary.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub authorities: Vec<AuthorityProcesses>,
+    /// The committee records of the epochs after the first (`members` are epoch `epoch`'s),
+    /// oldest first, canonical bytes in hex (docs/byzantine-format.md §3.1): each is checked
+    /// against the epoch before. `specie cluster rotate-authority` appends them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub records: Vec<String>,
 }
 
 fn default_credit_retransmit_ms() -> u64 {
@@ -646,6 +651,23 @@ impl FastpayCommitteeConfig {
         Committee::new(self.epoch, members).map_err(InvalidTopology::FastpayCommittee)
     }
 
+    /// The first committee and every later epoch's, each record checked against the epoch
+    /// before.
+    pub fn chain(&self) -> Result<CommitteeChain, InvalidTopology> {
+        let mut chain = CommitteeChain::new(self.committee()?);
+        for (index, text) in self.records.iter().enumerate() {
+            let record = CommitteeRecord::from_hex(text).map_err(|error| InvalidTopology::FastpayRecord {
+                index,
+                reason: error.to_string(),
+            })?;
+            chain.extend(record).map_err(|error| InvalidTopology::FastpayRecord {
+                index,
+                reason: error.to_string(),
+            })?;
+        }
+        Ok(chain)
+    }
+
     /// Every authority shard group, by authority then shard.
     pub fn groups(&self) -> Vec<AuthorityGroup> {
         let mut groups = vec![];
@@ -801,6 +823,8 @@ pub enum InvalidTopology {
     FastpayMemberNotHex { index: usize, member: String },
     #[error("fastpay_committee: {0}")]
     FastpayCommittee(#[source] CommitteeError),
+    #[error("fastpay_committee.records[{index}]: {reason} (records are appended by `specie cluster rotate-authority`; restore the file's last good copy)")]
+    FastpayRecord { index: usize, reason: String },
     #[error("sentinel '{sentinel}': attestation_key is not a 32-byte x-only public key in hex")]
     BadAttestationKey { sentinel: String },
     #[error("{sentinels} sentinels need as many attestation keys, got {keys}")]
@@ -924,6 +948,7 @@ impl LocalPorts {
                         .collect(),
                 })
                 .collect(),
+            records: vec![],
         }
     }
 
@@ -1403,7 +1428,7 @@ impl Topology {
             return Err(InvalidTopology::BadIssuer { issuer: issuer.clone() });
         }
         if let Some(committee) = &self.fastpay_committee {
-            committee.committee()?;
+            committee.chain()?;
             committee.validate_processes(self.transport)?;
         }
         if let Some(offline) = &self.offline_authority {
@@ -1453,6 +1478,7 @@ impl Topology {
             }
         }
         if let (Some(mine), Some(new)) = (&mut merged.fastpay_committee, &other.fastpay_committee) {
+            mine.records = new.records.clone();
             for (authority, new_authority) in mine.authorities.iter_mut().zip(&new.authorities) {
                 for (shard, new_shard) in authority.shards.iter_mut().zip(&new_authority.shards) {
                     shard.replicas = new_shard.replicas.clone();
@@ -1996,15 +2022,45 @@ mod tests {
             credit_retransmit_ms: 100,
             channel_credits_max: 10,
             authorities: vec![],
+            records: vec![],
         };
         topology.fastpay_committee = Some(config.clone());
         assert_eq!(topology.validate(), Ok(()));
-        assert_eq!(config.committee().unwrap(), Committee::new(2, keys).unwrap());
+        assert_eq!(config.committee().unwrap(), Committee::new(2, keys.clone()).unwrap());
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cluster.toml");
         std::fs::write(&path, topology.to_toml()).unwrap();
         assert!(topology.to_toml().contains("[fastpay_committee]"));
         assert_eq!(Topology::load(&path).unwrap(), topology);
+
+        // A later epoch's record: kept through the file, and the chain it makes checked; a
+        // record that does not follow (below quorum, or not hex) makes the file invalid.
+        let first = config.committee().unwrap();
+        let mut members = keys.clone();
+        members[1] = specie_fastpay::deterministic_key("authority", 9)
+            .verifying_key()
+            .to_bytes();
+        let mut record = CommitteeRecord::propose(&first, members).unwrap();
+        for seat in [0, 2] {
+            record.endorse(seat, &specie_fastpay::deterministic_key("authority", u64::from(seat)));
+        }
+        let short = record.to_hex();
+        record.endorse(3, &specie_fastpay::deterministic_key("authority", 3));
+        let committee = topology.fastpay_committee.as_mut().unwrap();
+        committee.records = vec![record.to_hex()];
+        assert_eq!(topology.validate(), Ok(()));
+        std::fs::write(&path, topology.to_toml()).unwrap();
+        let loaded = Topology::load(&path).unwrap();
+        let chain = loaded.fastpay_committee.as_ref().unwrap().chain().unwrap();
+        assert_eq!((chain.first(), chain.current().epoch()), (&first, 3));
+        for (bad, why) in [(short, "below"), ("zz".to_string(), "hex")] {
+            topology.fastpay_committee.as_mut().unwrap().records = vec![bad];
+            let error = topology.validate().unwrap_err().to_string();
+            assert!(
+                error.starts_with("fastpay_committee.records[0]") && error.contains(why),
+                "{error}"
+            );
+        }
     }
 
     fn committee_topology() -> Topology {
@@ -2220,6 +2276,7 @@ mod tests {
             credit_retransmit_ms: 100,
             channel_credits_max: 10,
             authorities: vec![],
+            records: vec![],
         });
         assert_eq!(
             committee.validate(),
@@ -2234,6 +2291,7 @@ mod tests {
             credit_retransmit_ms: 100,
             channel_credits_max: 10,
             authorities: vec![],
+            records: vec![],
         });
         assert_eq!(
             committee.validate().unwrap_err().to_string(),

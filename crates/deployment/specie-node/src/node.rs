@@ -10,7 +10,7 @@ use specie_archiver::{Block, DisputeProof, LedgerEntry, LedgerHead, Record, Supp
 use specie_codec::Encode;
 use specie_coordinator::CoordinatorConfig;
 use specie_endorsement::{BatchItem, EndorseReply, Endorsement, EndorsementVerifier, GroupKey};
-use specie_fastpay::Committee;
+use specie_fastpay::{Committee, CommitteeChain};
 use specie_fastpay_primary::FastpayRules;
 use specie_private_transactions::PrivacyRules;
 use specie_sentinel::{IssuerKeys, IssuerKeysError, SpecieErrorCode, TrustedKeys, ValidationError};
@@ -394,9 +394,9 @@ fn spawn(name: String, run: impl FnOnce() + Send + 'static) -> Result<JoinHandle
 fn trusted_keys(issuers: IssuerKeys, options: &NodeOptions) -> (TrustedKeys, Arc<PrivacyRules>) {
     specie_fastpay_primary::install();
     specie_private_transactions::install();
-    let fastpay = FastpayRules {
-        committee: options.fastpay_committee.clone(),
-    };
+    let fastpay = (options.fastpay_committee.clone()).map_or_else(FastpayRules::none, |committee| {
+        FastpayRules::of(CommitteeChain::new(committee))
+    });
     let privacy = Arc::new(PrivacyRules::new(
         options.auditors.clone(),
         options.registration_authority.clone(),

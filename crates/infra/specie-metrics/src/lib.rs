@@ -92,6 +92,8 @@ pub const FAMILIES_EXPOSED: &[(&str, &str)] = &[
     ("specie_fastpay_funded_value_total", "counter"),
     ("specie_fastpay_redeemed_value_total", "counter"),
     ("specie_fastpay_credits_unacked_value", "gauge"),
+    ("specie_fastpay_epoch", "gauge"),
+    ("specie_fastpay_seated", "gauge"),
     ("specie_offline_funded_value_total", "counter"),
     ("specie_offline_defunded_value_total", "counter"),
     ("specie_offline_outstanding_value", "gauge"),

@@ -41,6 +41,12 @@ role_families! {
     FastpayBalances => ("specie_fastpay_balances_value", "Value in this shard's accounts", false),
     FastpayFunded => ("specie_fastpay_funded_value", "Value funded into this shard from the core", true),
     FastpayRedeemed => ("specie_fastpay_redeemed_value", "Value redeemed from this shard to the core", true),
+    FastpayEpoch => ("specie_fastpay_epoch", "The committee epoch this authority shard is in", false),
+    FastpaySeated => (
+        "specie_fastpay_seated",
+        "1 if this shard's key holds its seat in the current epoch (it votes), else 0 (replaced, or not yet handed the seat)",
+        false
+    ),
     FastpayCreditsUnacked => (
         "specie_fastpay_credits_unacked_value",
         "Value credited to other shards and not yet acknowledged by them",

@@ -149,6 +149,8 @@ fn check_bad_input(topology: &Topology, mint: &SpecieTransaction, fundings: &[Fa
 #[derive(Default)]
 struct Ledger {
     settled: Vec<Certificate>,
+    /// When each payment of `settled` settled, in order.
+    settled_at: Vec<Instant>,
     failed: Vec<String>,
 }
 
@@ -177,7 +179,9 @@ fn pay_until(
         match client.pay(&account.owner, order.clone()) {
             Ok(settlement) => {
                 account.next_sequence += 1;
-                ledger.lock().unwrap().settled.push(settlement.certificate);
+                let mut ledger = ledger.lock().unwrap();
+                ledger.settled.push(settlement.certificate);
+                ledger.settled_at.push(Instant::now());
             }
             Err(error) => {
                 let certificate = match &error {
@@ -229,9 +233,8 @@ fn start(
     (topology, client, observed)
 }
 
-/// The platform's supply report agrees with the committee's books: everything minted was funded
-/// into the committee, and authority 0's shards, read over HTTP, hold exactly that.
-fn check_supply(topology: &Topology) {
+/// The platform's supply report, with authority 0's shards read over HTTP.
+fn supply_report(topology: &Topology) -> serde_json::Value {
     let sentinel = format!("http://{}", topology.sentinels[0].http);
     let shards: Vec<String> = topology.fastpay_committee.as_ref().unwrap().http_addresses()[0]
         .shards
@@ -242,7 +245,13 @@ fn check_supply(topology: &Topology) {
     for urls in &shards {
         args.extend(["--fastpay-shard", urls.as_str()]);
     }
-    let report: serde_json::Value = serde_json::from_slice(&specie(&args).stdout).unwrap();
+    serde_json::from_slice(&specie(&args).stdout).unwrap()
+}
+
+/// The platform's supply report agrees with the committee's books: everything minted was funded
+/// into the committee, and authority 0's shards, read over HTTP, hold exactly that.
+fn check_supply(topology: &Topology) {
+    let report = supply_report(topology);
     let funded = ((ACCOUNTS as u64 + 1) * FUNDING).to_string();
     assert_eq!(
         (&report["ok"], &report["supply"]["issued"]),
@@ -611,4 +620,182 @@ fn an_authority_shard_of_three_replicas_fails_over_without_a_second_vote() {
         .pay(&accounts[0].owner, pending)
         .expect("the pending payment settles");
     check_books(&topology, 2, accounts.len() as u64 * FUNDING);
+}
+
+/// The authority whose key is rotated.
+const ROTATED: AuthorityIndex = 2;
+/// The longest payments may stop while a committee changes epoch with real processes (one
+/// machine, debug build, payers at full speed).
+const EPOCH_STALL_MS_MAX: u128 = 2_000;
+
+/// The committee moves from epoch 1 to 2 with a new key for one authority (`specie cluster
+/// rotate-authority`) while payers pay: no payment fails (a payer that hears of the epoch learns
+/// its record and pays again in its name), payments after it are certified in epoch 2's name
+/// with the rotated seat voting under its new key on the data the old key left (a vote it gave
+/// in epoch 1 for an order still open is given again, and a conflicting order refused), the
+/// books and the platform's supply audit hold, and the core takes a redeem certified in epoch 2
+/// (its sentinels follow the cluster file's records).
+#[test]
+fn a_committee_rotates_an_authority_key_under_load_and_the_audit_holds() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("cluster").to_str().unwrap().to_string();
+    let _down = Down(dir.clone());
+    let (topology, client, observed) = start(
+        &dir,
+        free_ports(4 + 3 + 16 + 4),
+        &["--authorities", "--authority-shards", "2", "--ledger-of-record", "1"],
+        Duration::from_secs(5),
+    );
+    let mut accounts: Vec<Account> = (100..100 + ACCOUNTS as u64).map(owner_account).collect();
+    let keys: Vec<AccountKey> = accounts.iter().map(|a| a.key).collect();
+    let mut probe = owner_account(200);
+    let funded: Vec<&Account> = accounts.iter().chain([&probe]).collect();
+    fund(&dir, &topology, &client, &funded);
+    // An order the rotated seat votes for in epoch 1 and that stays open across the change.
+    let open = order(&probe, keys[0], 7, b"open across the epochs");
+    assert!(matches!(
+        client.ask(ROTATED, Request::Transfer(open.clone())),
+        AuthorityReply::Voted(_)
+    ));
+
+    let ledger = Mutex::new(Ledger::default());
+    let stop = AtomicBool::new(false);
+    let rotated = std::thread::scope(|scope| {
+        for chunk in accounts.chunks_mut(ACCOUNTS / PAYERS) {
+            let (client, keys, ledger, stop) = (&client, &keys, &ledger, &stop);
+            scope.spawn(move || pay_until(client, chunk, keys, ledger, stop));
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        let before = ledger.lock().unwrap().settled.len();
+        let rotating = Instant::now();
+        let output = specie(&["cluster", "rotate-authority", "--dir", &dir, "--authority", "2"]);
+        let rotated = Instant::now();
+        // Load goes on until payments settle in epoch 2 with the rotated seat voting again.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !observed.try_iter().any(|o| {
+            o.authority == ROTATED
+                && matches!(&o.reply, AuthorityReply::Voted(v) if v.statement.committee_id != client.committee().id())
+        }) {
+            assert!(
+                Instant::now() < deadline,
+                "the rotated seat voted on nothing in epoch 2"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_secs(1));
+        stop.store(true, Ordering::Relaxed);
+        (before, output, rotating, rotated)
+    });
+    let (before, output, rotating, rotated) = rotated;
+    assert_eq!(String::from_utf8_lossy(&output.stdout).lines().last(), Some("2"));
+    let ledger = ledger.into_inner().unwrap();
+    assert!(ledger.failed.is_empty(), "payments failed: {:?}", ledger.failed);
+    let epoch_two = client.current();
+    assert_eq!(
+        epoch_two.epoch(),
+        2,
+        "the client learned the epoch from the authorities"
+    );
+    let in_epoch_two = ledger
+        .settled
+        .iter()
+        .filter(|c| c.committee_id == epoch_two.id())
+        .count();
+    assert!(
+        before > 10 && in_epoch_two > 10,
+        "settled {before} before, {in_epoch_two} in epoch 2"
+    );
+    // The stall bound: while the command ran, payments never stopped for longer than
+    // EPOCH_STALL_MS_MAX (docs/byzantine-mode.md, "The stall bound").
+    let during: Vec<Instant> = ledger.settled_at.iter().copied().filter(|at| *at >= rotating).collect();
+    let longest_ms = std::iter::once(rotating)
+        .chain(during.iter().copied().filter(|at| *at <= rotated))
+        .chain(during.iter().copied().find(|at| *at > rotated))
+        .collect::<Vec<_>>()
+        .windows(2)
+        .map(|pair| (pair[1] - pair[0]).as_millis())
+        .max()
+        .unwrap_or(u128::MAX);
+    eprintln!(
+        "rotation: {} ms; longest pause between settlements {longest_ms} ms; {before} settled before, {in_epoch_two} in epoch 2",
+        (rotated - rotating).as_millis()
+    );
+    assert!(longest_ms < EPOCH_STALL_MS_MAX, "payments stalled {longest_ms} ms");
+
+    // The file holds the record, the seat's key file the new key (the old one is gone), and a
+    // client reading the file alone starts in epoch 2.
+    let reloaded = Topology::load(&Path::new(&dir).join("cluster.toml")).unwrap();
+    let chain = reloaded.fastpay_committee.as_ref().unwrap().chain().unwrap();
+    assert_eq!(chain.current(), &*epoch_two);
+    let key = specie_cluster::credentials::authority_key(&reloaded, ROTATED).unwrap();
+    assert_eq!(
+        epoch_two.members()[usize::from(ROTATED)],
+        key.verifying_key().to_bytes()
+    );
+    assert_ne!(
+        client.committee().members()[usize::from(ROTATED)],
+        key.verifying_key().to_bytes()
+    );
+    let pki = &reloaded.pki_dir;
+    assert!(!pki.join(format!("authority-{ROTATED}.fastpay.key.next")).exists());
+
+    // The seat's promise of epoch 1 holds under the new key: the same order gets its vote, now
+    // in epoch 2's name; another order for the slot is refused; the open payment settles.
+    let voted = client.ask(ROTATED, Request::Transfer(open.clone()));
+    assert!(
+        matches!(&voted, AuthorityReply::Voted(v) if v.statement.committee_id == epoch_two.id() && v.authority == ROTATED),
+        "{voted:?}"
+    );
+    let conflicting = order(&probe, keys[1], 7, b"conflicting");
+    assert!(matches!(
+        client.ask(ROTATED, Request::Transfer(conflicting)),
+        AuthorityReply::Refused { refusal, .. } if refusal == "OtherOrderPending"
+    ));
+    let settled = client
+        .pay(&probe.owner, open)
+        .expect("the open payment settles in epoch 2");
+    assert_eq!(settled.certificate.check(&epoch_two), Ok(()));
+    probe.next_sequence += 1;
+
+    check_books(&topology, 4 * 2, (ACCOUNTS as u64 + 1) * FUNDING);
+    check_supply(&topology);
+
+    // A redeem certified in epoch 2: the core takes it (its sentinels follow the records), and
+    // the audit still agrees with the committee's books.
+    let redeem = TransferOrder {
+        sender: probe.key,
+        recipient: Recipient::Core(specie_fastpay::CoreAddress([7; 32])),
+        amount: 1_000,
+        sequence: probe.next_sequence,
+        memo: Vec::new(),
+    }
+    .sign(&probe.owner);
+    let certificate = client
+        .pay(&probe.owner, redeem)
+        .expect("the redeem is certified")
+        .certificate;
+    assert_eq!(certificate.committee_id, epoch_two.id());
+    let sentinel = format!("http://{}", topology.sentinels[0].http);
+    let tx = SpecieTransaction::from(specie_fastpay_primary::FastpayRedeem::new(certificate));
+    confirm_in_core(&sentinel, &[tx]);
+    let report = supply_report(&topology);
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["modes"][0]["agrees"], true, "{report}");
+
+    // The wallet knows only the first epoch yet: it says so and signs nothing.
+    let wallet = temp.path().join("wallet.json");
+    let wallet = wallet.to_str().unwrap();
+    let sentinel = format!("http://{}", topology.sentinels[0].http);
+    specie(&["wallet", "--wallet", wallet, "create", "--node", &sentinel]);
+    let cluster_file = format!("{dir}/cluster.toml");
+    let refused = std::process::Command::new(cluster_harness::BIN)
+        .args(["wallet", "--wallet", wallet, "fastpay", "--cluster-file", &cluster_file])
+        .args(["accounts", "--new"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("the FastPay committee is in epoch 2"),
+        "{stderr}"
+    );
 }

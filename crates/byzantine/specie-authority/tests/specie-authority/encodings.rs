@@ -101,6 +101,7 @@ fn command() -> impl Strategy<Value = Command> {
             }
         ),
         (any::<u32>(), any::<u64>()).prop_map(|(to, through)| Command::Acked { to, through }),
+        any::<u64>().prop_map(|epoch| Command::HandOver { epoch }),
     ]
 }
 

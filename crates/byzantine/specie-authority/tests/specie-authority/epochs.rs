@@ -58,23 +58,23 @@ impl Driven {
             tickets.push(self.next_ticket);
             self.shard.handle(0, input(self.next_ticket));
         }
-        let mut proposals = Vec::new();
+        let mut proposals = std::collections::VecDeque::new();
         let mut replies = std::collections::BTreeMap::new();
-        while let Some(output) = self.shard.poll_output() {
-            match output {
-                Output::Propose(command) => proposals.push(command),
-                Output::Reply { ticket, reply } => drop(replies.insert(ticket, reply)),
-                _ => {}
-            }
-        }
-        for command in proposals {
-            self.log.push(AuthorityShard::encode_command(&command));
-            self.shard.apply(0, &command);
-            while let Some(output) = self.shard.poll_output() {
-                if let Output::Reply { ticket, reply } = output {
-                    replies.insert(ticket, reply);
+        let mut drain = |shard: &mut AuthorityShard, proposals: &mut std::collections::VecDeque<Command>| {
+            while let Some(output) = shard.poll_output() {
+                match output {
+                    Output::Propose(command) => proposals.push_back(command),
+                    Output::Reply { ticket, reply } => drop(replies.insert(ticket, reply)),
+                    _ => {}
                 }
             }
+        };
+        drain(&mut self.shard, &mut proposals);
+        // Applied in order, with what applying them proposes in turn (a hand-over).
+        while let Some(command) = proposals.pop_front() {
+            self.log.push(AuthorityShard::encode_command(&command));
+            self.shard.apply(0, &command);
+            drain(&mut self.shard, &mut proposals);
         }
         tickets.iter().map(|t| replies.remove(t).expect("answered")).collect()
     }
@@ -246,6 +246,37 @@ fn a_replaced_authority_stops_voting_and_its_successor_keeps_its_promises() {
     );
     let hand_over = leaver.shard.snapshot();
     assert!(AuthorityShard::take_over(config(&first, 2), successor_key.clone(), &hand_over).is_err());
+
+    // Its leader handed the log over as soon as it applied the epoch. The same log run with the
+    // new key (the seat's replicas restarted with it) votes, with the seat's promises; so does
+    // the log's snapshot. The log cut before the hand-over does not.
+    let handed = leaver
+        .log
+        .last()
+        .map(|bytes| leaver.shard.decode_command(bytes).unwrap());
+    assert_eq!(handed, Some(Command::HandOver { epoch: 2 }));
+    let mut rekeyed = Driven::new(leaver.replayed(config(&first, 3), successor_key.clone()));
+    assert!(rekeyed.shard.seated());
+    assert_eq!(
+        rekeyed.call(transfer(open.clone())),
+        Reply::Voted(second.vote(3, VoteKind::Prepare, 0, &open))
+    );
+    assert_eq!(
+        rekeyed.call(transfer(other.clone())),
+        Reply::Refused(Refusal::OtherOrderPending { sequence: 0 })
+    );
+    let mut restored = Driven::new(AuthorityShard::new(config(&first, 3), successor_key.clone()));
+    restored.shard.restore(&hand_over).unwrap();
+    assert_eq!(
+        restored.call(transfer(open.clone())),
+        Reply::Voted(second.vote(3, VoteKind::Prepare, 0, &open))
+    );
+    let cut = Driven {
+        shard: AuthorityShard::new(config(&first, 3), first.keys[3].clone()),
+        log: leaver.log[..leaver.log.len() - 1].to_vec(),
+        next_ticket: 0,
+    };
+    assert!(!cut.replayed(config(&first, 3), successor_key.clone()).seated());
     // A shard of the new key that was not handed the seat's state does not vote either, not
     // even once someone brings it the record of the epoch that appoints its key: it would vote
     // without the seat's promises.

@@ -362,3 +362,38 @@ fn a_redeem_of_a_transfer_to_an_account_is_refused_before_its_signatures_are_che
         Err(fastpay_error(FastpayErrorCode::RedeemRecipientNotCore))
     );
 }
+
+#[test]
+fn a_redeem_certified_in_a_later_epoch_is_taken_once_the_rules_learn_its_record() {
+    use specie_fastpay::{deterministic_key, CommitteeChain, CommitteeRecord};
+    use specie_fastpay_primary::FastpayRules;
+    let first = committee();
+    let mut keys = authorities(4);
+    keys[3] = deterministic_key("authority", 9);
+    let next = committee_of(&keys, first.epoch() + 1);
+    let mut record = CommitteeRecord::propose(&first, next.members().to_vec()).unwrap();
+    for seat in 0..3 {
+        record.endorse(seat, &authorities(4)[usize::from(seat)]);
+    }
+    let rules = FastpayRules::of(CommitteeChain::new(first));
+    let trusted = issuers_only().with_capability(std::sync::Arc::new(rules.clone()));
+    // Certified by epoch 1's committee, with the new key of seat 3 among the signers.
+    let payee = key(2);
+    let certificate = certificate_by(&keys, &next, &[1, 2, 3], Recipient::Core(core_address(&payee)), 10, 4);
+    let redeem = SpecieTransaction::from(FastpayRedeem::new(certificate));
+    assert_eq!(
+        validate(&redeem, &trusted),
+        Err(certificate_error(CertificateError::WrongCommittee)),
+        "an epoch this node has not learned"
+    );
+    assert_eq!(rules.learn(vec![record.clone()]), Ok(true));
+    assert_eq!(rules.learn(vec![record]), Ok(false), "an epoch known is skipped");
+    assert_eq!(
+        validate(&redeem, &trusted),
+        Ok(()),
+        "every clone of the rules learned it"
+    );
+    // A certificate of the first epoch stays final.
+    let earlier = SpecieTransaction::from(fastpay_redeem(&payee, 10, 5));
+    assert_eq!(validate(&earlier, &trusted), Ok(()));
+}

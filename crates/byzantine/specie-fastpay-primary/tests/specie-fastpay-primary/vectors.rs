@@ -224,11 +224,11 @@ fn documented_committee(v: &Vectors) -> Committee {
 fn documented_fastpay_transactions_validate_and_compact_as_documented() {
     let v = vectors();
     let committee = documented_committee(&v);
-    let trusted = TrustedKeys::new(IssuerKeys::empty()).with_capability(std::sync::Arc::new(FastpayRules {
-        committee: Some(committee),
-    }));
+    let trusted = TrustedKeys::new(IssuerKeys::empty()).with_capability(std::sync::Arc::new(FastpayRules::of(
+        specie_fastpay::CommitteeChain::new(committee),
+    )));
     let without_committee =
-        TrustedKeys::new(IssuerKeys::empty()).with_capability(std::sync::Arc::new(FastpayRules { committee: None }));
+        TrustedKeys::new(IssuerKeys::empty()).with_capability(std::sync::Arc::new(FastpayRules::none()));
     for name in ["fastpay_funding", "fastpay_redeem"] {
         let bytes = hex::decode(v.get(&format!("{name}_ser"))).unwrap();
         let tx = SpecieTransaction::decode_exact(&bytes).unwrap();

@@ -30,7 +30,10 @@ pub fn issuers_only() -> TrustedKeys {
 
 /// The issuer, and FastPay's rules with `committee` (none: the node is no FastPay Primary).
 pub fn trusted_with(committee: Option<Committee>) -> TrustedKeys {
-    issuers_only().with_capability(Arc::new(FastpayRules { committee }))
+    let rules = committee.map_or_else(FastpayRules::none, |c| {
+        FastpayRules::of(specie_fastpay::CommitteeChain::new(c))
+    });
+    issuers_only().with_capability(Arc::new(rules))
 }
 
 /// The issuer, and FastPay's rules with the committee of [`authorities`]`(4)`.
