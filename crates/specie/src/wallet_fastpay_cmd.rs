@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use specie_committee::{AuthorityAddresses, HttpCommittee, HttpCommitteeOptions};
-use specie_fastpay::{decode_exact, AccountKey, Certificate, Committee, Recipient, CERTIFICATE_BYTES_MAX};
+use specie_fastpay::{decode_exact, AccountKey, Certificate, CommitteeChain, Recipient, CERTIFICATE_BYTES_MAX};
 use specie_fastpay_wallet::{
     self as driver, verify_certificate, Announced, CommitteeSource, FastpayWallet, PayOutcome,
 };
@@ -150,17 +150,21 @@ impl Source {
         }
     }
 
-    /// The committee and the authorities' addresses.
-    fn read(&self) -> Result<(Committee, Vec<AuthorityAddresses>)> {
+    /// The committee's epochs and the authorities' addresses.
+    fn read(&self) -> Result<(CommitteeChain, Vec<AuthorityAddresses>)> {
         match self {
             Source::ClusterFile(path) => read_cluster(path),
-            Source::Url(url) => Ok(specie_committee::standalone::read_committee(url)?),
+            Source::Url(url) => {
+                let (committee, addresses) = specie_committee::standalone::read_committee(url)?;
+                Ok((CommitteeChain::new(committee), addresses))
+            }
         }
     }
 }
 
-/// The committee and the authorities' addresses from a cluster file.
-fn read_cluster(path: &Path) -> Result<(Committee, Vec<AuthorityAddresses>)> {
+/// The committee's epochs (its first, and the records of later ones) and the authorities'
+/// addresses from a cluster file.
+fn read_cluster(path: &Path) -> Result<(CommitteeChain, Vec<AuthorityAddresses>)> {
     let topology = specie_cluster::Topology::load(path).with_context(|| format!("reading {}", path.display()))?;
     let config = topology.fastpay_committee.ok_or_else(|| {
         anyhow!(
@@ -169,40 +173,37 @@ fn read_cluster(path: &Path) -> Result<(Committee, Vec<AuthorityAddresses>)> {
         )
     })?;
     let chain = config.chain()?;
-    if let Some(record) = chain.records().last() {
-        bail!(
-            "{}: the FastPay committee is in epoch {} (`specie cluster rotate-authority`), and this wallet \
-             knows only its first epoch's committee yet, so it would be refused the new epoch's certificates; \
-             nothing was signed. Pay with an epoch-aware client (docs/byzantine-mode.md, \"Committee epochs\")",
-            path.display(),
-            record.next.epoch()
-        );
-    }
-    let committee = config.committee()?;
     let addresses = config.http_addresses();
-    Ok((committee, addresses))
+    Ok((chain, addresses))
 }
 
 /// A client of the wallet's committee (checked to be the source's), saving the source.
 fn connect(path: &Path, wallet: &mut Wallet, given: Option<&Source>) -> Result<HttpCommittee> {
     let source = Source::of(wallet, given)?;
-    let (committee, addresses) = source.read()?;
+    let (chain, addresses) = source.read()?;
     if addresses.is_empty() {
         bail!(
             "the committee's source lists no authority processes ([[fastpay_committee.authorities]] of a cluster file)"
         );
     }
-    wallet.fastpay_use_committee(&committee, source.remembered())?;
+    use_committee(wallet, &chain, &source)?;
     WalletFile::save(path, wallet)?;
-    // The wallet checks certificates against its first epoch's committee: a payment that meets
-    // a later epoch fails with nothing certified rather than settle in a form it would refuse.
     let options = HttpCommitteeOptions {
         request_timeout: Duration::from_secs(5),
         payment_timeout: Duration::from_secs(30),
-        follow_epochs: false,
         ..HttpCommitteeOptions::default()
     };
-    Ok(HttpCommittee::new(Arc::new(committee), addresses, options)?)
+    let client = HttpCommittee::new(Arc::new(chain.first().clone()), addresses, options)?;
+    client.learn(chain.records().to_vec())?;
+    Ok(client)
+}
+
+/// Makes the source's committee the wallet's (first use), or checks that it is already, and
+/// takes in the later epochs the source knows.
+fn use_committee(wallet: &mut Wallet, chain: &CommitteeChain, source: &Source) -> Result<()> {
+    wallet.fastpay_use_committee(chain.first(), source.remembered())?;
+    wallet.fastpay_learn_epochs(chain)?;
+    Ok(())
 }
 
 /// The account named, else the first (made now if `make` and there is none).
@@ -372,8 +373,8 @@ fn accounts(path: &Path, wallet: &mut Wallet, given: Option<&Source>, new: bool)
     if new {
         if wallet.fastpay().is_none() {
             let source = Source::of(wallet, given)?;
-            let (committee, _) = source.read()?;
-            wallet.fastpay_use_committee(&committee, source.remembered())?;
+            let (chain, _) = source.read()?;
+            use_committee(wallet, &chain, &source)?;
         }
         let key = wallet.fastpay_new_account(&mut rand::thread_rng())?;
         WalletFile::save(path, wallet)?;
@@ -577,14 +578,19 @@ fn read_certificate(text: &str) -> Result<Certificate> {
 }
 
 fn verify(path: &Path, given: Option<&Source>, text: &str) -> Result<ExitCode> {
-    let committee = match given {
+    // The wallet's committee, with the later epochs its source (given now, or remembered) knows.
+    let chain = match given {
         Some(source) => source.read()?.0,
-        None => WalletFile::load(path)?
-            .fastpay()
-            .map(|book| book.committee().clone())
-            .ok_or_else(|| {
-                anyhow!("no committee to check against: give --cluster-file DIR/cluster.toml or --committee-url URL")
-            })?,
+        None => {
+            let mut wallet = WalletFile::load(path)?;
+            if wallet.fastpay().is_none() {
+                bail!("no committee to check against: give --cluster-file DIR/cluster.toml or --committee-url URL");
+            }
+            if let Ok((chain, _)) = Source::of(&wallet, None).and_then(|source| source.read()) {
+                wallet.fastpay_learn_epochs(&chain)?;
+            }
+            wallet.fastpay().expect("checked").chain().clone()
+        }
     };
     let certificate = match read_certificate(text) {
         Ok(certificate) => certificate,
@@ -593,7 +599,7 @@ fn verify(path: &Path, given: Option<&Source>, text: &str) -> Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    match verify_certificate(&committee, &certificate) {
+    match verify_certificate(&chain, &certificate) {
         Ok(transfer) => {
             let recipient = match transfer.recipient {
                 Recipient::Account(key) => format!("account {}", account_hex(&key)),
@@ -601,8 +607,8 @@ fn verify(path: &Path, given: Option<&Source>, text: &str) -> Result<ExitCode> {
             };
             println!(
                 "valid: final for committee epoch {} ({})",
-                committee.epoch(),
-                hex::encode(committee.id())
+                transfer.epoch,
+                hex::encode(certificate.committee_id)
             );
             println!("amount:    {}", transfer.amount);
             println!("sender:    {}", account_hex(&transfer.sender));

@@ -57,10 +57,6 @@ pub struct HttpCommitteeOptions {
     pub queued_per_authority_max: usize,
     /// Every answer any authority gives, late ones included (for audits and tests).
     pub observer: Option<Sender<Observed>>,
-    /// Whether a payment that hears of a later epoch learns it and pays again in its name (a
-    /// client that can hold certificates of any epoch); else such answers count against the
-    /// payment, which fails with nothing certified (a client that knows only its first epoch).
-    pub follow_epochs: bool,
 }
 
 impl Default for HttpCommitteeOptions {
@@ -71,7 +67,6 @@ impl Default for HttpCommitteeOptions {
             workers_per_authority: 8,
             queued_per_authority_max: 4096,
             observer: None,
-            follow_epochs: true,
         }
     }
 }
@@ -351,7 +346,6 @@ pub struct HttpCommittee {
     endpoints: Arc<Endpoints>,
     queues: Arc<Vec<Sender<Job>>>,
     payment_timeout: Duration,
-    follow_epochs: bool,
 }
 
 impl HttpCommittee {
@@ -428,7 +422,6 @@ impl HttpCommittee {
             endpoints,
             queues: Arc::new(queues),
             payment_timeout: options.payment_timeout,
-            follow_epochs: options.follow_epochs,
         })
     }
 
@@ -559,9 +552,6 @@ impl HttpCommittee {
             step = match answers.recv_deadline(wake) {
                 Ok((authority, attempt, reply)) => match self.answer_epoch(&payment, &reply) {
                     AnswerEpoch::Payment => payment.on_answer(now_ms(), authority, attempt, Heard::from(reply)),
-                    AnswerEpoch::LaterOrReplaced if !self.follow_epochs => {
-                        payment.on_answer(now_ms(), authority, attempt, Heard::from(reply))
-                    }
                     AnswerEpoch::LaterOrReplaced if self.later_epoch_known(&payment, authority, &mut asked) => {
                         // Paid again in the new epoch's name, with the same orders (the
                         // authorities carried their votes over); answers to the old epoch's

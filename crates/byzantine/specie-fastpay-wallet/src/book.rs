@@ -27,8 +27,8 @@
 
 use rand::{CryptoRng, RngCore};
 use specie_fastpay::{
-    AccountKey, Certificate, CertificateError, Committee, CoreAddress, Recipient, SignedOrder, SigningKey,
-    TransferOrder, MEMO_BYTES_MAX,
+    AccountKey, Certificate, CertificateError, Committee, CommitteeChain, CoreAddress, Recipient, RecordError,
+    SignedOrder, SigningKey, TransferOrder, MEMO_BYTES_MAX,
 };
 use specie_fastpay_primary::{FastpayFunding, FastpayRedeem};
 use specie_transaction::{Address, NonceMode, SpecieTransaction, Txid};
@@ -73,6 +73,11 @@ pub enum FastpayError {
     MemoTooLong { bytes: usize },
     #[error("the certificate is not valid for this wallet's committee: {0}")]
     Certificate(#[from] CertificateError),
+    #[error(
+        "a record of the committee's epochs does not follow the epochs this wallet knows: {0} (the cluster file \
+         or an authority gave a record no quorum of the committee signed; nothing was changed)"
+    )]
+    Epochs(#[from] RecordError),
     #[error("the certificate is for account {sender}'s transfer {sequence}, which this wallet {why}")]
     NotOurs {
         sender: String,
@@ -218,10 +223,13 @@ pub enum CommitteeSource<'a> {
     Url(&'a str),
 }
 
-/// The Byzantine-mode part of a wallet: one committee and its accounts.
+/// The Byzantine-mode part of a wallet: one committee, the epochs it knows of it, and its
+/// accounts.
 #[derive(Clone, Debug)]
 pub struct FastpayBook {
-    pub(crate) committee: Committee,
+    /// The committee's epochs from its first (its identity: what the accounts belong to, what
+    /// fundings name); a certificate is checked against the committee of the epoch it names.
+    pub(crate) chain: CommitteeChain,
     /// The cluster file that names the authorities' addresses, saved like the node's URL.
     pub(crate) cluster_file: Option<String>,
     /// Or the standalone committee's API that names them (one of the two at most).
@@ -230,9 +238,14 @@ pub struct FastpayBook {
 }
 
 impl FastpayBook {
-    /// The committee every account of this wallet belongs to.
+    /// The committee every account of this wallet belongs to (its first epoch's).
     pub fn committee(&self) -> &Committee {
-        &self.committee
+        self.chain.first()
+    }
+
+    /// Every epoch of the committee this wallet knows, from the first.
+    pub fn chain(&self) -> &CommitteeChain {
+        &self.chain
     }
 
     /// The cluster file that named the authorities' addresses, if that is where they came from.
@@ -278,25 +291,37 @@ impl FastpayBook {
     }
 }
 
+/// Whether `certificate` is final under the committee of its own epoch, of `chain`.
+pub(crate) fn check_in(chain: &CommitteeChain, certificate: &Certificate) -> Result<(), CertificateError> {
+    let committee = chain
+        .committee(&certificate.committee_id)
+        .ok_or(CertificateError::WrongCommittee)?;
+    certificate.check(committee)
+}
+
 /// What a payee learns from a certificate it was handed, checked offline against the committee.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VerifiedTransfer {
+    /// The epoch whose committee certified it.
+    pub epoch: u64,
     pub sender: AccountKey,
     pub recipient: Recipient,
     pub amount: u64,
     pub sequence: u64,
 }
 
-/// Checks `certificate` against `committee` with no one else asked: final (every member's
-/// prepare in round 0, or a quorum's commits), every signature valid, the order well formed and
-/// signed by its sender. A valid certificate is a payment that settles (it cannot be undone).
+/// Checks `certificate` against the committee of the epoch it names, of `chain`, with no one else
+/// asked: final (every member's prepare in round 0, or a quorum's commits), every signature valid,
+/// the order well formed and signed by its sender. A valid certificate is a payment that settles
+/// (it cannot be undone).
 pub fn verify_certificate(
-    committee: &Committee,
+    chain: &CommitteeChain,
     certificate: &Certificate,
 ) -> Result<VerifiedTransfer, CertificateError> {
-    certificate.check(committee)?;
+    check_in(chain, certificate)?;
     let order = &certificate.order.order;
     Ok(VerifiedTransfer {
+        epoch: chain.committee(&certificate.committee_id).map_or(0, Committee::epoch),
         sender: order.sender,
         recipient: order.recipient,
         amount: order.amount,
@@ -359,6 +384,10 @@ pub trait FastpayWallet {
         committee: &Committee,
         source: Option<CommitteeSource<'_>>,
     ) -> Result<(), FastpayError>;
+
+    /// Takes in the later epochs of `chain` (the same committee's: the same first epoch), each
+    /// record checked against the epoch before. Returns whether the wallet learned one.
+    fn fastpay_learn_epochs(&mut self, chain: &CommitteeChain) -> Result<bool, FastpayError>;
 
     /// A new Byzantine-mode account.
     fn fastpay_new_account(&mut self, rng: &mut (impl RngCore + CryptoRng)) -> Result<AccountKey, FastpayError>;
@@ -442,10 +471,10 @@ impl FastpayWallet for Wallet {
         source: Option<CommitteeSource<'_>>,
     ) -> Result<(), FastpayError> {
         let mut book = match read(self) {
-            Some(book) if book.committee != *committee => return Err(mismatch(&book.committee, committee)),
+            Some(book) if book.committee() != committee => return Err(mismatch(book.committee(), committee)),
             Some(book) => book,
             None => FastpayBook {
-                committee: committee.clone(),
+                chain: CommitteeChain::new(committee.clone()),
                 cluster_file: None,
                 committee_url: None,
                 accounts: Vec::new(),
@@ -456,6 +485,19 @@ impl FastpayWallet for Wallet {
         }
         write(self, book);
         Ok(())
+    }
+
+    fn fastpay_learn_epochs(&mut self, chain: &CommitteeChain) -> Result<bool, FastpayError> {
+        change(self, |book, _| {
+            if book.committee() != chain.first() {
+                return Err(mismatch(book.committee(), chain.first()));
+            }
+            let known = book.chain.current().epoch();
+            for record in chain.records_after(known) {
+                book.chain.extend(record.clone())?;
+            }
+            Ok(book.chain.current().epoch() > known)
+        })
     }
 
     fn fastpay_new_account(&mut self, rng: &mut (impl RngCore + CryptoRng)) -> Result<AccountKey, FastpayError> {
@@ -479,7 +521,7 @@ impl FastpayWallet for Wallet {
         rng: &mut (impl RngCore + CryptoRng),
     ) -> Result<SpecieTransaction, FastpayError> {
         change(self, |book, wallet| {
-            let committee_id = book.committee.id();
+            let committee_id = book.committee().id();
             let state = book.account_mut(account)?;
             let kind = PendingKind::FastpayFunding { amount };
             let funding = wallet.build_spend(amount, kind, rng, |inputs, change, owners| {
@@ -609,7 +651,7 @@ impl FastpayWallet for Wallet {
 
     fn fastpay_on_certified(&mut self, certificate: Certificate) -> Result<bool, FastpayError> {
         change(self, |book, _| {
-            certificate.check(&book.committee)?;
+            check_in(&book.chain, &certificate)?;
             let order = &certificate.order.order;
             let (sender, sequence) = (order.sender, order.sequence);
             let not_ours = |why| FastpayError::NotOurs {
@@ -784,17 +826,71 @@ mod tests {
             .unwrap();
         let forged = certify(&other, &other_keys, order.clone());
         assert!(matches!(
-            verify_certificate(&committee, &forged),
+            verify_certificate(&CommitteeChain::new(committee.clone()), &forged),
             Err(CertificateError::WrongCommittee)
         ));
         let mut short = certify(&committee, &keys, order);
         short.signatures.pop();
         assert!(
-            verify_certificate(&committee, &short).is_err(),
+            verify_certificate(&CommitteeChain::new(committee.clone()), &short).is_err(),
             "3 of 4 prepares are a lock, not final"
         );
         assert!(wallet.fastpay_on_certified(short).is_err());
         assert_eq!(book(&wallet).accounts()[0].next_sequence(), 0);
+    }
+
+    #[test]
+    fn certificates_of_a_later_epoch_count_once_the_wallet_learns_its_record_and_survive_a_reload() {
+        let mut rng = rng(44);
+        let (committee, keys) = committee();
+        let mut wallet = funded_wallet(&[100], &mut rng);
+        wallet.fastpay_use_committee(&committee, None).unwrap();
+        let account = wallet.fastpay_new_account(&mut rng).unwrap();
+        // Epoch 2: seat 3 gets a new key, signed by seats 0 to 2.
+        let mut next_keys = keys.keys.clone();
+        next_keys[3] = deterministic_key("authority", 9);
+        let next = SigningCommittee::new(2, next_keys);
+        let mut record =
+            specie_fastpay::CommitteeRecord::propose(&committee, next.committee.members().to_vec()).unwrap();
+        for seat in 0..3 {
+            record.endorse(seat, &keys.keys[usize::from(seat)]);
+        }
+        let first = wallet
+            .fastpay_sign_order(&account, Recipient::Account(account), 1, vec![])
+            .unwrap();
+        assert!(wallet.fastpay_on_certified(certify(&committee, &keys, first)).unwrap());
+        let order = wallet
+            .fastpay_sign_order(&account, Recipient::Account(account), 2, vec![])
+            .unwrap();
+        let in_epoch_two = next.final_certificate(&order);
+        assert!(
+            wallet.fastpay_on_certified(in_epoch_two.clone()).is_err(),
+            "an epoch the wallet does not know"
+        );
+        // Another committee's epochs teach nothing.
+        let other = SigningCommittee::new(1, (0..4).map(|n| deterministic_key("other", n)).collect());
+        assert!(matches!(
+            wallet.fastpay_learn_epochs(&CommitteeChain::new(other.committee.clone())),
+            Err(FastpayError::CommitteeMismatch { .. })
+        ));
+        let mut chain = CommitteeChain::new(committee.clone());
+        chain.extend(record).unwrap();
+        assert!(wallet.fastpay_learn_epochs(&chain).unwrap());
+        assert!(!wallet.fastpay_learn_epochs(&chain).unwrap(), "known already");
+        assert!(wallet.fastpay_on_certified(in_epoch_two.clone()).unwrap());
+        assert_eq!(
+            verify_certificate(book(&wallet).chain(), &in_epoch_two).map(|v| v.epoch),
+            Ok(2)
+        );
+        // The wallet file keeps the epochs: both certificates load back, checked.
+        let reloaded = FastpayBook::from_section(&book(&wallet).to_section()).unwrap();
+        assert_eq!(reloaded.chain(), book(&wallet).chain());
+        assert_eq!(reloaded.accounts()[0].sent().len(), 2);
+        assert_eq!(
+            reloaded.committee(),
+            &committee,
+            "the first epoch's stays the wallet's committee"
+        );
     }
 
     #[test]

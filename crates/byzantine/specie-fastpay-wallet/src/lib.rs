@@ -40,7 +40,9 @@ use specie_authority::AccountState;
 use specie_codec::{Decode, Encode};
 use specie_committee::http_client::Request;
 use specie_committee::{AuthorityReply, FundWait, HttpCommittee, PayError, PaymentError};
-use specie_fastpay::{AccountKey, AuthorityIndex, Certificate, Committee, Recipient, SignedOrder, SigningKey};
+use specie_fastpay::{
+    AccountKey, AuthorityIndex, Certificate, Committee, CommitteeChain, Recipient, SignedOrder, SigningKey,
+};
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
 use specie_wallet::session::{self, SessionError as CoreSessionError, Submitted};
 use specie_wallet::{
@@ -76,7 +78,11 @@ pub enum PayOutcome {
 
 /// The committee's authorities as this crate needs them.
 pub trait Authorities {
+    /// The committee's first epoch's (its identity).
     fn committee(&self) -> &Committee;
+    /// Every epoch of the committee the client knows now (it learns later ones from the
+    /// authorities as it pays).
+    fn chain(&self) -> CommitteeChain;
     /// Settles one of `orders`, all signed by one owner for one sequence number (normally one).
     fn pay_orders(&self, owner: &SigningKey, orders: Vec<SignedOrder>) -> PayOutcome;
     /// What each authority that answers says about `account`, certificates from `from_sequence`.
@@ -88,6 +94,10 @@ pub trait Authorities {
 impl Authorities for HttpCommittee {
     fn committee(&self) -> &Committee {
         HttpCommittee::committee(self)
+    }
+
+    fn chain(&self) -> CommitteeChain {
+        HttpCommittee::chain(self)
     }
 
     fn pay_orders(&self, owner: &SigningKey, orders: Vec<SignedOrder>) -> PayOutcome {
@@ -220,6 +230,7 @@ pub fn recover(
     account: &AccountKey,
 ) -> Result<Recovered, SessionError> {
     let mut recovered = Recovered::default();
+    wallet.fastpay_learn_epochs(&authorities.chain())?;
     loop {
         let next = next_sequence(wallet, account)?;
         let states = authorities.account_states(*account, next);
@@ -280,6 +291,7 @@ pub fn finish_pending(
     let outcome = authorities.pay_orders(state.owner(), state.pending().to_vec());
     match &outcome {
         PayOutcome::Settled(certificate) | PayOutcome::Certified { certificate, .. } => {
+            wallet.fastpay_learn_epochs(&authorities.chain())?;
             wallet.fastpay_on_certified(certificate.clone())?;
             WalletFile::save(path, wallet)?;
         }
@@ -315,6 +327,8 @@ pub fn pay(
     let owner = book.account(account).map(|state| state.owner());
     let outcome = authorities.pay_orders(owner.expect("the account just signed an order"), vec![order]);
     if let PayOutcome::Settled(certificate) | PayOutcome::Certified { certificate, .. } = &outcome {
+        // The certificate is of the epoch the client paid in, which it may have learned now.
+        wallet.fastpay_learn_epochs(&authorities.chain())?;
         wallet.fastpay_on_certified(certificate.clone())?;
         WalletFile::save(path, wallet)?;
     }
@@ -665,6 +679,10 @@ mod tests {
     impl Authorities for FakeAuthorities {
         fn committee(&self) -> &Committee {
             &self.signing.committee
+        }
+
+        fn chain(&self) -> CommitteeChain {
+            CommitteeChain::new(self.signing.committee.clone())
         }
 
         fn pay_orders(&self, _owner: &SigningKey, orders: Vec<SignedOrder>) -> PayOutcome {

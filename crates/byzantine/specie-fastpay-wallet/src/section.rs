@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use specie_codec::{Decode, Encode};
 use specie_fastpay::{
-    decode_exact, Certificate, Committee, SignedOrder, SigningKey, CERTIFICATE_BYTES_MAX, SIGNED_ORDER_BYTES_MAX,
+    decode_exact, Certificate, Committee, CommitteeChain, SignedOrder, SigningKey, CERTIFICATE_BYTES_MAX,
+    SIGNED_ORDER_BYTES_MAX,
 };
 use specie_fastpay_primary::FastpayFunding;
 use specie_transaction::{OutPoint, SpecieTransaction, Txid, UhsId};
@@ -110,6 +111,11 @@ pub struct FastpayRecord {
     /// Or the standalone committee's API naming them, as given with `--committee-url`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub committee_url: Option<String>,
+    /// The committee records of its epochs after the first, oldest first, canonical bytes in
+    /// hex (docs/byzantine-format.md §3.1): learned from the cluster file or the authorities,
+    /// each checked against the epoch before on load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub epochs: Vec<String>,
     pub accounts: Vec<FastpayAccountRecord>,
 }
 
@@ -224,6 +230,12 @@ impl FastpayRecord {
             },
             cluster_file: book.cluster_file().map(str::to_owned),
             committee_url: book.committee_url().map(str::to_owned),
+            epochs: book
+                .chain()
+                .records()
+                .iter()
+                .map(specie_fastpay::CommitteeRecord::to_hex)
+                .collect(),
             accounts: book.accounts().iter().map(FastpayAccountRecord::from_account).collect(),
         }
     }
@@ -246,9 +258,16 @@ impl FastpayRecord {
         if hex::encode(committee.id()) != self.committee.id.to_ascii_lowercase() {
             return Err(problem("committee", "its id does not match its epoch and members"));
         }
+        let mut chain = CommitteeChain::new(committee);
+        for (index, text) in self.epochs.iter().enumerate() {
+            let what = format!("committee epoch record {index}");
+            let record =
+                specie_fastpay::CommitteeRecord::from_hex(text).map_err(|error| problem(what.clone(), error))?;
+            chain.extend(record).map_err(|error| problem(what.clone(), error))?;
+        }
         let mut accounts: Vec<FastpayAccount> = Vec::with_capacity(self.accounts.len());
         for (index, record) in self.accounts.iter().enumerate() {
-            let account = record.to_account(&committee, &format!("account {index} ({})", record.account))?;
+            let account = record.to_account(&chain, &format!("account {index} ({})", record.account))?;
             if accounts.iter().any(|a| a.key == account.key) {
                 return Err(problem(format!("account {index}"), "appears twice"));
             }
@@ -258,7 +277,7 @@ impl FastpayRecord {
             return Err(problem("fastpay", "names both a cluster file and a committee URL"));
         }
         Ok(FastpayBook {
-            committee,
+            chain,
             cluster_file: self.cluster_file.clone(),
             committee_url: self.committee_url.clone(),
             accounts,
@@ -308,7 +327,7 @@ impl FastpayAccountRecord {
     }
 
     /// The account, every part checked (module docs); errors say what, the caller says where.
-    fn to_account(&self, committee: &Committee, what: &str) -> Result<FastpayAccount, FastpayError> {
+    fn to_account(&self, chain: &CommitteeChain, what: &str) -> Result<FastpayAccount, FastpayError> {
         let secret: [u8; 32] = hex::decode(&self.secret_key)
             .ok()
             .and_then(|bytes| bytes.try_into().ok())
@@ -341,8 +360,7 @@ impl FastpayAccountRecord {
                 .map_err(|_| problem(what, format!("certificate {index} is not hex")))?;
             let certificate = decode_exact("certificate", &bytes, CERTIFICATE_BYTES_MAX, Certificate::decode_from)
                 .map_err(|error| problem(what, format!("certificate {index}: {error}")))?;
-            certificate
-                .check(committee)
+            crate::book::check_in(chain, &certificate)
                 .map_err(|error| problem(what, format!("certificate {index}: {error}")))?;
             let order = &certificate.order.order;
             if order.sender != account.key || order.sequence != index as u64 {
@@ -378,7 +396,7 @@ impl FastpayAccountRecord {
                 },
                 Err(error) => return Err(problem(what, format!("funding {index}: {error}"))),
             };
-            if funding.account != account.key || funding.committee_id != committee.id() {
+            if funding.account != account.key || funding.committee_id != chain.first().id() {
                 return Err(problem(
                     what,
                     format!("funding {index} funds another account or committee"),

@@ -229,6 +229,25 @@ fn fund_pay_verify_redeem_and_finish_a_pending_order_after_a_crash_and_a_restore
     let counted = "specie_fastpay_refusals_total{call=\"order\",code=\"refused\",refusal=\"InsufficientBalance\"} 1";
     assert!(scraped.lines().any(|line| line.starts_with(counted)), "{scraped}");
 
+    // The committee moves to epoch 2 (authority 1 gets a new key): the wallet learns it from
+    // the cluster file, pays and redeems in its name; the payee's wallet checks the new epoch's
+    // certificate; both wallets load back with certificates of both epochs.
+    let rotated = cluster_harness::specie(&["cluster", "rotate-authority", "--dir", &dir, "--authority", "1"]);
+    assert_eq!(String::from_utf8_lossy(&rotated.stdout).lines().last(), Some("2"));
+    let out = ok(&alice, &["fastpay", "pay", &bob_account, "3"]);
+    let certificate = out.lines().last().unwrap().trim().to_string();
+    let verified = ok(&bob, &["fastpay", "verify", &certificate]);
+    assert!(
+        verified.contains("final for committee epoch 2") && verified.contains("amount:    3"),
+        "{verified}"
+    );
+    let out = ok(&alice, &["fastpay", "redeem", "4"]);
+    assert!(out.contains("redeemed: 4 usd back in the core"), "{out}");
+    let out = ok(&bob, &["fastpay", "balance"]);
+    assert!(out.lines().next().unwrap().ends_with(" 150 usd"), "{out}");
+    let loaded = WalletFile::load(&alice).unwrap();
+    assert_eq!(loaded.fastpay().unwrap().chain().current().epoch(), 2);
+
     // Refused fundings are dropped only on the user's word.
     let (code, out) = wallet(&alice, &["fastpay", "forget-refused"]);
     assert_ne!(code, 0, "{out}");
