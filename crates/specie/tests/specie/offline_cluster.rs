@@ -8,6 +8,7 @@
 use crate::cluster_harness;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use cluster_harness::offline_devices::{core_wallet as wallet, device, enrolled_devices, minted_wallet, run};
@@ -168,15 +169,45 @@ fn an_offline_authority_group_survives_losing_its_leader_and_settles_through_the
     }
 
     // The group's leader is replaced (a new replica joins and catches up, the old id is
-    // retired); devices given the replicas' URLs as the cluster started still find a leader,
-    // and every replica, the new one included, holds the same books.
+    // retired) while Alice's device funds itself from the core, 1 at a time, without pause:
+    // every funding it was told of is in the books; devices given the replicas' URLs as the
+    // cluster started still find a leader, and every replica, the new one included, holds the
+    // same books.
     let leader = offline_roles(&dir)
         .into_iter()
         .find(|(_, role)| role == "leader")
         .expect("a leader")
         .0;
     let group = specie_cluster::OFFLINE_AUTHORITY_GROUP;
-    replace_replica(&dir, group, leader);
+    let stop = AtomicBool::new(false);
+    let (told, failed) = std::thread::scope(|scope| {
+        let load = scope.spawn(|| {
+            let (mut told, mut failed) = (0u64, vec![]);
+            let args = ["fund-from-core", "--wallet", alice_wallet.to_str().unwrap(), "1"];
+            while !stop.load(Ordering::Relaxed) {
+                match device(&alice, &urls, &args) {
+                    Ok(out) if out.starts_with("funded 1 from the core") => told += 1,
+                    Ok(out) | Err(out) => failed.push(out),
+                }
+            }
+            (told, failed)
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        replace_replica(&dir, group, leader);
+        std::thread::sleep(Duration::from_millis(500));
+        stop.store(true, Ordering::Relaxed);
+        load.join().unwrap()
+    });
+    eprintln!("during the replacement: {told} fundings told, {} failed", failed.len());
+    assert!(told >= 3, "too little load: {told} fundings, failures {failed:?}");
+    // A funding cut off mid-way is finished by the device's next sync, never lost.
+    device(&alice, &urls, &["sync"]).unwrap();
+    let audit: Value =
+        serde_json::from_str(&run(&["offline", "audit", "--authority", &urls, "--json"]).unwrap()).unwrap();
+    assert_eq!(audit["ok"], true, "{audit}");
+    let funded: u64 = audit["books"]["funded"].as_str().unwrap().parse().unwrap();
+    assert!(funded >= 700 + told, "{funded} funded, {told} fundings told: {audit}");
+    let expected = vec![funded.to_string(), "500".to_string(), (funded - 500).to_string()];
     let more = temp.path().join("more");
     std::fs::create_dir_all(&more).unwrap();
     let (carol, _) = enrolled_devices(&more, &urls, token_file);
@@ -198,22 +229,27 @@ fn an_offline_authority_group_survives_losing_its_leader_and_settles_through_the
     }
 
     // The platform's supply report agrees with the authority's audit: of the 1,000 minted, the
-    // ledger of record says 700 went to the authority's bridge key and 500 came back, and the
-    // authority's books hold the 200 outstanding.
+    // ledger of record says `funded` went to the authority's bridge key and 500 came back, and
+    // the authority's books hold the rest outstanding.
     let report: Value =
         serde_json::from_str(&run(&["audit", "supply", "--node", &sentinel, "--offline", &urls, "--json"]).unwrap())
             .unwrap();
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(report["supply"]["issued"], "1000", "{report}");
-    assert_eq!(report["supply"]["core_outputs"], "800", "{report}");
+    let outstanding = funded - 500;
+    assert_eq!(
+        report["supply"]["core_outputs"],
+        (1000 - outstanding).to_string(),
+        "{report}"
+    );
     let row = &report["modes"][0];
     assert_eq!(
         (&row["role"], &row["key"], &row["core_says"], &row["books"]["holds"]),
         (
             &"bridge".into(),
             &Value::from(bridge.as_str()),
-            &"200".into(),
-            &200.into()
+            &outstanding.to_string().into(),
+            &outstanding.into()
         ),
         "{report}"
     );
