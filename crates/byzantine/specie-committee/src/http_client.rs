@@ -304,15 +304,11 @@ impl Epochs {
     }
 
     fn learn(&mut self, records: Vec<CommitteeRecord>) -> Result<bool, RecordError> {
-        let before = self.chain.current().epoch();
-        for record in records {
-            if record.next.epoch() <= self.chain.current().epoch() {
-                continue;
-            }
-            self.chain.extend(record)?;
+        let learned = self.chain.learn(records);
+        if self.chain.current().epoch() > self.current.epoch() {
             self.current = Arc::new(self.chain.current().clone());
         }
-        Ok(self.chain.current().epoch() > before)
+        learned
     }
 
     /// The committees before the current one, newest first.

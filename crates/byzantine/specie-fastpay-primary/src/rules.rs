@@ -115,14 +115,7 @@ impl FastpayRules {
         let Some(chain) = &self.chain else {
             return Ok(false);
         };
-        let mut chain = chain.write().expect("not poisoned");
-        let before = chain.current().epoch();
-        for record in records {
-            if record.next.epoch() > chain.current().epoch() {
-                chain.extend(record)?;
-            }
-        }
-        Ok(chain.current().epoch() > before)
+        chain.write().expect("not poisoned").learn(records)
     }
 
     /// The epoch of the committee's latest record this node knows (none: no committee).

@@ -492,11 +492,7 @@ impl FastpayWallet for Wallet {
             if book.committee() != chain.first() {
                 return Err(mismatch(book.committee(), chain.first()));
             }
-            let known = book.chain.current().epoch();
-            for record in chain.records_after(known) {
-                book.chain.extend(record.clone())?;
-            }
-            Ok(book.chain.current().epoch() > known)
+            Ok(book.chain.learn(chain.records().iter().cloned())?)
         })
     }
 

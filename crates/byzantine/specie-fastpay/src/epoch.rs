@@ -250,6 +250,20 @@ impl CommitteeChain {
         Ok(true)
     }
 
+    /// Takes in records of later epochs, oldest first (what a cluster file or an authority
+    /// gives): a record of an epoch the chain has is skipped, each other is appended if it
+    /// follows. Returns whether the current epoch moved; at the first that does not follow, its
+    /// error, the records before it kept.
+    pub fn learn(&mut self, records: impl IntoIterator<Item = CommitteeRecord>) -> Result<bool, RecordError> {
+        let before = self.current().epoch();
+        for record in records {
+            if record.next.epoch() > self.current().epoch() {
+                self.extend(record)?;
+            }
+        }
+        Ok(self.current().epoch() > before)
+    }
+
     /// The records after epoch `epoch`, oldest first: what a verifier that knows `epoch` needs.
     pub fn records_after(&self, epoch: u64) -> &[CommitteeRecord] {
         let from = self.records.partition_point(|record| record.next.epoch() <= epoch);

@@ -233,6 +233,18 @@ fn start(
     (topology, client, observed)
 }
 
+/// [`start`] with 4 authorities × 2 shards beside a core with the ledger of record.
+fn start_four_by_two(dir: &str) -> (Topology, HttpCommittee, crossbeam_channel::Receiver<Observed>) {
+    start(
+        dir,
+        // Core 4, sentinel 3, authorities 4 × 2 shards × (wire + HTTP), one archiver (wire and
+        // metrics), and spare.
+        free_ports(4 + 3 + 16 + 4),
+        &["--authorities", "--authority-shards", "2", "--ledger-of-record", "1"],
+        Duration::from_secs(5),
+    )
+}
+
 /// The platform's supply report, with authority 0's shards read over HTTP.
 fn supply_report(topology: &Topology) -> serde_json::Value {
     let sentinel = format!("http://{}", topology.sentinels[0].http);
@@ -294,14 +306,7 @@ fn authority_processes_survive_kill_9_and_settle_with_one_authority_gone() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("cluster").to_str().unwrap().to_string();
     let _down = Down(dir.clone());
-    let (topology, client, observed) = start(
-        &dir,
-        // Core 4, sentinel 3, authorities 4 × 2 shards × (wire + HTTP), one archiver (wire and
-        // metrics), and spare.
-        free_ports(4 + 3 + 16 + 4),
-        &["--authorities", "--authority-shards", "2", "--ledger-of-record", "1"],
-        Duration::from_secs(5),
-    );
+    let (topology, client, observed) = start_four_by_two(&dir);
     let mut accounts: Vec<Account> = (0..ACCOUNTS as u64).map(owner_account).collect();
     let keys: Vec<AccountKey> = accounts.iter().map(|a| a.key).collect();
     assert!(keys.iter().any(|k| shard_of(k, 2) == 0) && keys.iter().any(|k| shard_of(k, 2) == 1));
@@ -640,12 +645,7 @@ fn a_committee_rotates_an_authority_key_under_load_and_the_audit_holds() {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("cluster").to_str().unwrap().to_string();
     let _down = Down(dir.clone());
-    let (topology, client, observed) = start(
-        &dir,
-        free_ports(4 + 3 + 16 + 4),
-        &["--authorities", "--authority-shards", "2", "--ledger-of-record", "1"],
-        Duration::from_secs(5),
-    );
+    let (topology, client, observed) = start_four_by_two(&dir);
     let mut accounts: Vec<Account> = (100..100 + ACCOUNTS as u64).map(owner_account).collect();
     let keys: Vec<AccountKey> = accounts.iter().map(|a| a.key).collect();
     let mut probe = owner_account(200);
