@@ -298,20 +298,21 @@ impl SupplySources {
         let cut = node
             .supply()
             .with_context(|| format!("cannot read the supply at {}", self.node))?;
-        if let Some((authority, committee_id, totals)) = shards {
-            let name = format!("FastPay authority {authority}");
+        if let Some(shards) = shards {
+            let name = format!("FastPay authority {}", shards.authority);
             books.push(specie_fastpay_wallet::supply::mode_books(
                 name,
-                committee_id,
-                &totals,
+                shards.committee_id,
+                shards.later_ids,
+                &shards.totals,
                 &cut,
             ));
         }
         Ok(SupplyReport::reconcile(cut, books))
     }
 
-    /// One authority's books over every shard named: its index, the committee's id and the sums.
-    fn fastpay_books(&self) -> anyhow::Result<Option<(u16, String, CommitteeTotals)>> {
+    /// One authority's books over every shard named.
+    fn fastpay_books(&self) -> anyhow::Result<Option<FastpayShards>> {
         let Some(first_url) = self.fastpay_shards.first() else {
             return Ok(None);
         };
@@ -338,8 +339,25 @@ impl SupplySources {
         }
         let totals = CommitteeTotals::of_shards(&shards)
             .with_context(|| format!("the FastPay books at {first_url} hold a figure that is not a number"))?;
-        Ok(Some((first.authority, first.committee_id.clone(), totals)))
+        let later_ids = specie_fastpay_wallet::supply::later_committee_ids(first_url, &first.committee_id)
+            .with_context(|| format!("cannot read the FastPay committee's epochs at {first_url}"))?;
+        Ok(Some(FastpayShards {
+            authority: first.authority,
+            committee_id: first.committee_id.clone(),
+            later_ids,
+            totals,
+        }))
     }
+}
+
+/// One FastPay authority's books over its shards, as `--fastpay-shard` reads them.
+struct FastpayShards {
+    authority: u16,
+    /// The committee's id (its first epoch's, hex).
+    committee_id: String,
+    /// The committee ids of its later epochs (hex).
+    later_ids: Vec<String>,
+    totals: CommitteeTotals,
 }
 
 /// Reads the report, again while it fails and --settle-ms lasts, and prints it.

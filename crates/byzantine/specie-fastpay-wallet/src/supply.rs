@@ -4,7 +4,8 @@
 
 use specie_api::http_api::SupplyBody;
 use specie_api::supply::ModeBooks;
-use specie_committee::http_api::{ShardBooksBody, BOOKS_PATH};
+use specie_committee::http_api::{EpochsBody, ShardBooksBody, BOOKS_PATH, EPOCHS_PATH};
+use specie_fastpay::{CommitteeRecord, CHAIN_RECORDS_MAX};
 use specie_fastpay_primary::COMMITTEE_ROLE;
 use specie_service::client::{Body, CallError, LeaderSearch, Replicas};
 
@@ -40,15 +41,21 @@ impl CommitteeTotals {
     }
 }
 
-/// The committee `committee_id` (hex) holds its accounts' balances, the credits moving between
-/// its shards, and what it certified to the core that the core has not redeemed yet (what `cut`
-/// says came back from it).
-pub fn mode_books(name: String, committee_id: String, totals: &CommitteeTotals, cut: &SupplyBody) -> ModeBooks {
-    let returned: Option<u128> = cut
-        .modes
-        .iter()
-        .find(|flow| flow.role == COMMITTEE_ROLE && flow.key == committee_id)
-        .map_or(Some(0), |flow| flow.returned.parse().ok());
+/// The committee `committee_id` (hex, its first epoch's: what fundings name) holds its accounts'
+/// balances, the credits moving between its shards, and what it certified to the core that the
+/// core has not redeemed yet (what `cut` says came back from it, under its id or, for
+/// certificates of later epochs, under `later_ids`, those epochs' committee ids).
+pub fn mode_books(
+    name: String,
+    committee_id: String,
+    later_ids: Vec<String>,
+    totals: &CommitteeTotals,
+    cut: &SupplyBody,
+) -> ModeBooks {
+    let ours = |key: &String| *key == committee_id || later_ids.contains(key);
+    let returned: Option<u128> = (cut.modes.iter())
+        .filter(|flow| flow.role == COMMITTEE_ROLE && ours(&flow.key))
+        .try_fold(0u128, |sum, flow| sum.checked_add(flow.returned.parse().ok()?));
     let balances = u128::try_from(totals.balances).ok();
     let redeeming = returned.and_then(|returned| totals.redeemed.checked_sub(returned));
     let parts = vec![
@@ -63,10 +70,45 @@ pub fn mode_books(name: String, committee_id: String, totals: &CommitteeTotals, 
         name,
         role: COMMITTEE_ROLE.to_string(),
         key: committee_id,
+        also_keys: later_ids,
         holds: parts.iter().map(|(_, value)| value).sum(),
         parts,
         notes: vec![],
         balanced: totals.balanced() && balances.is_some() && redeeming.is_some(),
+    }
+}
+
+/// The committee ids of the epochs after the first, from one authority shard (`GET
+/// /v1/fastpay/epochs`, `urls` its replicas comma-separated): each record must follow the one
+/// before by id from `first_id` (hex), or the answer is refused. A record's signatures are not
+/// checked here (the reader knows the first committee by id only): an id only merges into the
+/// committee's row flows the core's ledger holds, which its sentinels accepted against the
+/// committee's own epochs.
+pub fn later_committee_ids(urls: &str, first_id: &str) -> Result<Vec<String>, CallError> {
+    let replicas = Replicas::new(urls, LeaderSearch::patient());
+    let mut ids: Vec<String> = vec![];
+    let mut after = 0;
+    loop {
+        let body: EpochsBody = replicas.call_json("GET", &format!("{EPOCHS_PATH}?after={after}"), Body::Empty)?;
+        if body.records.is_empty() || ids.len() > CHAIN_RECORDS_MAX {
+            return Ok(ids);
+        }
+        for text in &body.records {
+            let record = CommitteeRecord::from_hex(text).map_err(|error| bad_records(urls, error.to_string()))?;
+            let previous = ids.last().map_or(first_id, String::as_str);
+            if hex::encode(record.previous_id) != previous || record.next.epoch() <= after {
+                return Err(bad_records(urls, "a record does not follow the one before".into()));
+            }
+            after = record.next.epoch();
+            ids.push(hex::encode(record.next.id()));
+        }
+    }
+}
+
+fn bad_records(urls: &str, reason: String) -> CallError {
+    CallError::BadAnswer {
+        url: format!("{urls}{EPOCHS_PATH}"),
+        reason,
     }
 }
 

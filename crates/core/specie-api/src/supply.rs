@@ -60,6 +60,10 @@ pub struct ModeBooks {
     /// The role and key (hex) the core's ledger knows the mode by (see [`ModeFlowBody`]).
     pub role: String,
     pub key: String,
+    /// Other keys the ledger knows the same mode by, whose flows count in its row: a FastPay
+    /// committee's later epochs (a redeem is certified in its epoch's committee's name).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also_keys: Vec<String>,
     /// Everything it holds: balances, tokens, offers, burned commission, value in flight
     /// inside the mode.
     pub holds: u128,
@@ -85,6 +89,33 @@ pub struct ModeRow {
     pub agrees: bool,
 }
 
+/// The ledger's flows with those of a mode's other keys ([`ModeBooks::also_keys`]) added to its
+/// own key's, in the ledger's order.
+fn merged_flows(flows: &[ModeFlowBody], books: &[ModeBooks]) -> Vec<ModeFlowBody> {
+    let own_key = |flow: &ModeFlowBody| {
+        let of = books
+            .iter()
+            .find(|b| b.role == flow.role && b.also_keys.contains(&flow.key));
+        of.map_or_else(|| flow.key.clone(), |b| b.key.clone())
+    };
+    let mut merged: Vec<ModeFlowBody> = Vec::new();
+    for flow in flows {
+        let key = own_key(flow);
+        let Some(row) = merged.iter_mut().find(|m| m.role == flow.role && m.key == key) else {
+            merged.push(ModeFlowBody { key, ..flow.clone() });
+            continue;
+        };
+        let add = |a: &str, b: &str| match (a.parse::<i128>(), b.parse::<i128>()) {
+            (Ok(a), Ok(b)) => a.saturating_add(b).to_string(),
+            _ => i128::MIN.to_string(),
+        };
+        row.funded = add(&row.funded, &flow.funded);
+        row.returned = add(&row.returned, &flow.returned);
+        row.held = add(&row.held, &flow.held);
+    }
+    merged
+}
+
 /// The report: the cut, a row per mode, and the verdict.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SupplyReport {
@@ -99,9 +130,9 @@ impl SupplyReport {
     /// Sets the cut against the modes' books. A mode the ledger funded but whose books were
     /// not given is shown unchecked (it does not fail the report).
     pub fn reconcile(supply: SupplyBody, books: Vec<ModeBooks>) -> SupplyReport {
+        let flows = merged_flows(&supply.modes, &books);
         let mut books: Vec<Option<ModeBooks>> = books.into_iter().map(Some).collect();
-        let modes: Vec<ModeRow> = supply
-            .modes
+        let modes: Vec<ModeRow> = flows
             .iter()
             .map(|flow| {
                 let theirs = books
@@ -243,6 +274,7 @@ mod tests {
             name: "offline authority".into(),
             role: "bridge".into(),
             key: key.into(),
+            also_keys: vec![],
             holds,
             parts: vec![("tokens outstanding".into(), holds)],
             notes: vec![],
@@ -263,5 +295,30 @@ mod tests {
         let stranger = SupplyReport::reconcile(body(true, "30"), vec![books("cd", 1, true)]);
         assert!(!stranger.ok);
         assert!(stranger.lines().last().is_some_and(|line| line.ends_with("FAILED")));
+    }
+
+    #[test]
+    fn the_flows_of_a_modes_other_keys_count_in_its_row() {
+        // 30 funded under "ab"; 12 came back under "ef", the same mode's later key.
+        let mut supply = body(true, "30");
+        supply.modes.push(ModeFlowBody {
+            role: "bridge".into(),
+            key: "ef".into(),
+            funded: "0".into(),
+            returned: "12".into(),
+            held: "-12".into(),
+        });
+        let mut ours = books("ab", 18, true);
+        ours.also_keys = vec!["ef".into()];
+        let report = SupplyReport::reconcile(supply.clone(), vec![ours]);
+        assert!(report.ok, "{:?}", report.modes);
+        assert_eq!(report.modes.len(), 1);
+        assert_eq!(
+            (report.modes[0].key.as_str(), report.modes[0].core_says.as_str()),
+            ("ab", "18")
+        );
+        // Without the other key the row says 30, and the 12 stand apart, unchecked.
+        let apart = SupplyReport::reconcile(supply, vec![books("ab", 18, true)]);
+        assert!(!apart.ok && apart.modes.len() == 2);
     }
 }

@@ -26,6 +26,7 @@ pub fn mode_books(supply: &ExchangeSupplyBody, asset: &str) -> Option<ModeBooks>
         name: format!("the exchange ({asset})"),
         role: Counterparty::BRIDGE.to_string(),
         key: supply.bridge.clone(),
+        also_keys: vec![],
         holds,
         parts: parts
             .iter()

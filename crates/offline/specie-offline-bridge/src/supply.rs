@@ -29,6 +29,7 @@ pub fn mode_books(books: &BooksBody, name: String, bridge: &str) -> ModeBooks {
         name,
         role: Counterparty::BRIDGE.to_string(),
         key: bridge.to_string(),
+        also_keys: vec![],
         holds,
         parts: vec![("tokens outstanding".to_string(), holds)],
         notes: vec![("double-spent value refused".to_string(), double_spent)],

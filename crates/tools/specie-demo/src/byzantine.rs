@@ -140,7 +140,7 @@ pub fn run(args: &ByzantineDemoOptions) -> BenchResult<ExitCode> {
         redeemed: books[honest].redeemed,
     };
     let name = format!("FastPay authority {honest}");
-    let committee_books = mode_books(name, hex::encode(committee_id), &totals, &ledger.supply);
+    let committee_books = mode_books(name, hex::encode(committee_id), vec![], &totals, &ledger.supply);
     let supply = SupplyCheck::new(None, ledger.supply, vec![committee_books], &figures);
     audit.ok = audit.ok && supply.ok();
     audit.supply = Some(supply);
