@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use secp256k1::Keypair;
 use specie_codec::{Decode, Encode};
-use specie_fastpay::SigningKey;
+use specie_fastpay::{Committee, SigningKey};
 use specie_log::secret::SecretFileError;
 use specie_transaction::signing::xonly_bytes;
 use specie_wire::pki::{CertificateAuthority, PkiError, PROCESS_VALIDITY};
@@ -55,7 +55,8 @@ pub enum CredentialsError {
     BadAuthorityKey { path: PathBuf },
     #[error(
         "{path} is not seat {authority}'s key in the committee's current epoch {epoch} (fastpay_committee.members, \
-         or the last of fastpay_committee.records, in the cluster file)"
+         or the last of fastpay_committee.records, in the cluster file); if `specie cluster rotate-authority` was \
+         interrupted, run it again"
     )]
     AuthorityKeyMismatch { path: PathBuf, authority: u16, epoch: u64 },
     #[error("{path}: its bridge key does not match offline_authority.bridge in the cluster file")]
@@ -124,6 +125,12 @@ pub fn key_path(pki_dir: &Path, identity: &Identity) -> PathBuf {
 /// of the authority signs with it).
 pub fn authority_key_path(pki_dir: &Path, authority: u16) -> PathBuf {
     pki_dir.join(format!("authority-{authority}.fastpay.key"))
+}
+
+/// Authority `authority`'s next key while `specie cluster rotate-authority` runs and its shards
+/// are not handed over to it yet.
+pub fn authority_next_key_path(pki_dir: &Path, authority: u16) -> PathBuf {
+    pki_dir.join(format!("authority-{authority}.fastpay.key.next"))
 }
 
 pub fn attestation_key_path(pki_dir: &Path, sentinel: &str) -> PathBuf {
@@ -200,18 +207,19 @@ pub fn authority_key(topology: &Topology, authority: u16) -> Result<SigningKey, 
     let path = authority_key_path(&topology.pki_dir, authority);
     let key = SigningKey::from_bytes(&read_seed(&path)?);
     // The seat's key in the committee's current epoch: the first one's members, or the last
-    // record's (`specie cluster rotate-authority` writes the record and the key together).
-    let current = (topology.fastpay_committee.as_ref())
-        .and_then(|committee| committee.chain().ok())
-        .map(|chain| chain.current().clone());
-    let listed = current
-        .as_ref()
-        .and_then(|committee| committee.members().get(usize::from(authority)).copied());
-    if listed != Some(key.verifying_key().to_bytes()) {
-        let epoch = current.map_or(0, |committee| committee.epoch());
-        return Err(CredentialsError::AuthorityKeyMismatch { path, authority, epoch });
+    // record's. While a rotation of the seat has not handed its shards over (its next key kept
+    // beside this one), the epoch before's: they must run to be handed over.
+    let chain = (topology.fastpay_committee.as_ref()).and_then(|committee| committee.chain().ok());
+    let committees: Vec<&Committee> = chain.iter().flat_map(|chain| chain.committees().rev()).collect();
+    let rotating = authority_next_key_path(&topology.pki_dir, authority).exists();
+    let holds = |committee: &&Committee| {
+        committee.members().get(usize::from(authority)) == Some(&key.verifying_key().to_bytes())
+    };
+    if committees.iter().take(if rotating { 2 } else { 1 }).any(holds) {
+        return Ok(key);
     }
-    Ok(key)
+    let epoch = committees.first().map_or(0, |committee| committee.epoch());
+    Err(CredentialsError::AuthorityKeyMismatch { path, authority, epoch })
 }
 
 /// A new signing key for FastPay authority `authority`, its secret written to the PKI

@@ -17,7 +17,9 @@
 //!
 //! Payments go on meanwhile at the other seats (a quorum of n − 1 ≥ 2f + 1): a client that hears
 //! of the new epoch learns its record and pays again in its name. Interrupted, the command is
-//! run again: with the next key kept and its record published, it takes up at step 3.
+//! run again: with the next key kept (`.next`) and its record published, it takes up at step 3
+//! (the seat's processes may start with the old key meanwhile, to be handed over); once the
+//! seat's shards are handed over (`.next` renamed `.ready`), at step 4.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,9 +27,9 @@ use std::time::{Duration, Instant};
 
 use specie_committee::http_client::Request;
 use specie_committee::{AuthorityReply, HttpCommittee, HttpCommitteeOptions};
-use specie_fastpay::{AuthorityIndex, Committee, CommitteeRecord, SigningKey};
+use specie_fastpay::{AuthorityIndex, Committee, CommitteeChain, CommitteeRecord, SigningKey};
 
-use crate::credentials::{self, authority_key_path};
+use crate::credentials::{self, authority_key_path, authority_next_key_path};
 use crate::membership::{change_lock, write_topology};
 use crate::supervisor::{self, io, Member, SupervisorError};
 use crate::topology::{authority_group_name, FastpayCommitteeConfig, Topology};
@@ -54,10 +56,11 @@ fn rotation_error(authority: AuthorityIndex, reason: impl Into<String>) -> Super
     }
 }
 
-/// The seat's next key, kept until the rotation is done.
-fn next_key_path(pki_dir: &Path, authority: AuthorityIndex) -> PathBuf {
+/// The seat's next key once its shards are handed over to it: only the restart with it is
+/// left (`.next` renamed).
+fn ready_key_path(pki_dir: &Path, authority: AuthorityIndex) -> PathBuf {
     let mut path = authority_key_path(pki_dir, authority).into_os_string();
-    path.push(".next");
+    path.push(".ready");
     PathBuf::from(path)
 }
 
@@ -70,7 +73,16 @@ pub fn rotate_authority(dir: &Path, authority: AuthorityIndex) -> Result<u64, Su
     let chain = config
         .chain()
         .map_err(|error| rotation_error(authority, error.to_string()))?;
-    let next_path = next_key_path(&topology.pki_dir, authority);
+    let next_path = authority_next_key_path(&topology.pki_dir, authority);
+    let ready_path = ready_key_path(&topology.pki_dir, authority);
+    if let Some(record) = resumed(&ready_path, &chain, authority)? {
+        say!(
+            "authority {authority}: taking up the rotation to epoch {}: its shards are handed over; restarting them with {}",
+            record.next.epoch(),
+            ready_path.display()
+        );
+        return finish(dir, &path, &topology, authority, &record);
+    }
     let record = match resumed(&next_path, &chain, authority)? {
         Some(record) => {
             say!(
@@ -81,7 +93,7 @@ pub fn rotate_authority(dir: &Path, authority: AuthorityIndex) -> Result<u64, Su
             record
         }
         None => {
-            let record = publish(dir, &path, &mut topology, &config, authority, &next_path)?;
+            let record = publish(dir, &path, &mut topology, &chain, authority, &next_path)?;
             say!(
                 "authority {authority}: epoch {} published in {} (seat {authority}'s new key {})",
                 record.next.epoch(),
@@ -91,16 +103,43 @@ pub fn rotate_authority(dir: &Path, authority: AuthorityIndex) -> Result<u64, Su
             record
         }
     };
-    let first = Arc::new(
-        config
-            .committee()
-            .map_err(|error| rotation_error(authority, error.to_string()))?,
-    );
-    let client = HttpCommittee::new(first, config.http_addresses(), HttpCommitteeOptions::default())
+    enter_everywhere(&client(&config, authority)?, &config, authority, &record)?;
+    // The seat's logs are handed over: from here on only the restart with the new key is left,
+    // which a second run takes up even if the seat's processes are stopped by then.
+    std::fs::rename(&next_path, &ready_path).map_err(io(format!("cannot rename {}", next_path.display())))?;
+    finish(dir, &path, &topology, authority, &record)
+}
+
+/// A client of the committee's authorities, for the operator's calls.
+fn client(config: &FastpayCommitteeConfig, authority: AuthorityIndex) -> Result<HttpCommittee, SupervisorError> {
+    let first = config
+        .committee()
         .map_err(|error| rotation_error(authority, error.to_string()))?;
-    enter_everywhere(&client, &config, authority, &record)?;
-    restart_with_next_key(dir, &path, &topology, authority, &next_path)?;
-    wait_until_leading(&client, &config, authority, record.next.epoch())?;
+    HttpCommittee::new(
+        Arc::new(first),
+        config.http_addresses(),
+        HttpCommitteeOptions::default(),
+    )
+    .map_err(|error| rotation_error(authority, error.to_string()))
+}
+
+/// Step 4: the seat's processes restarted with the ready key, and each shard leading again.
+fn finish(
+    dir: &Path,
+    path: &Path,
+    topology: &Topology,
+    authority: AuthorityIndex,
+    record: &CommitteeRecord,
+) -> Result<u64, SupervisorError> {
+    let config = committee_config(topology, authority)?;
+    restart_with_next_key(
+        dir,
+        path,
+        topology,
+        authority,
+        &ready_key_path(&topology.pki_dir, authority),
+    )?;
+    wait_until_leading(&client(config, authority)?, config, authority, record.next.epoch())?;
     say!(
         "authority {authority}: runs with its new key in epoch {}; the old key is deleted",
         record.next.epoch()
@@ -139,7 +178,7 @@ fn committee_config(
 /// is dropped: it was never appointed).
 fn resumed(
     next_path: &Path,
-    chain: &specie_fastpay::CommitteeChain,
+    chain: &CommitteeChain,
     authority: AuthorityIndex,
 ) -> Result<Option<CommitteeRecord>, SupervisorError> {
     if !next_path.exists() {
@@ -171,13 +210,10 @@ fn publish(
     dir: &Path,
     path: &Path,
     topology: &mut Topology,
-    config: &FastpayCommitteeConfig,
+    chain: &CommitteeChain,
     authority: AuthorityIndex,
     next_path: &Path,
 ) -> Result<CommitteeRecord, SupervisorError> {
-    let chain = config
-        .chain()
-        .map_err(|error| rotation_error(authority, error.to_string()))?;
     let current: &Committee = chain.current();
     let next = SigningKey::from_bytes(&rand::random::<[u8; 32]>());
     let mut members = current.members().to_vec();
@@ -244,7 +280,9 @@ fn enter_everywhere(
             return Err(rotation_error(
                 authority,
                 format!(
-                    "{} did not enter epoch {epoch} in {} s ({reply:?}); the record is published: run the command again",
+                    "{} did not enter epoch {epoch} in {} s ({reply:?}); the record is published: if its processes are \
+                     down, `specie cluster up` starts them (with the seat's old key, until the rotation ends), then run \
+                     this command again",
                     group_name(seat, shard),
                     STEP_TIMEOUT.as_secs()
                 ),
