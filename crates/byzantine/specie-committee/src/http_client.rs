@@ -118,15 +118,8 @@ pub enum Request {
 impl Request {
     /// The shard of `shards` that answers: its account's, or the one named.
     fn shard(&self, shards: u32) -> ShardIndex {
-        match self {
-            Request::EnterEpoch { shard, .. } | Request::Epochs { shard, .. } => *shard,
-            _ => shard_of(&self.account(), shards),
-        }
-    }
-
-    fn account(&self) -> AccountKey {
-        match self {
-            Request::EnterEpoch { .. } | Request::Epochs { .. } => AccountKey([0; 32]),
+        let account = match self {
+            Request::EnterEpoch { shard, .. } | Request::Epochs { shard, .. } => return *shard,
             Request::Transfer(order) => order.order.sender,
             Request::Lock(certificate) => certificate.order.order.sender,
             Request::RoundChange(request) => request.request.account,
@@ -135,7 +128,8 @@ impl Request {
                 .first()
                 .map_or(AccountKey([0; 32]), |c| c.order.order.sender),
             Request::Account { account, .. } | Request::Fund { account, .. } => *account,
-        }
+        };
+        shard_of(&account, shards)
     }
 
     /// The request that carries a payment's call.
@@ -558,7 +552,9 @@ impl HttpCommittee {
                     }
                     AnswerEpoch::Earlier(behind) => {
                         if asked.insert((behind, authority)) {
-                            self.bring_along(authority, payment.order().order.sender, behind);
+                            let (call, attempt) = payment.current_call();
+                            let then = (Request::of_payment(call.clone()), attempt);
+                            self.bring_along(authority, payment.order().order.sender, behind, then, &answers_tx);
                         }
                         Step::Wait
                     }
@@ -597,6 +593,9 @@ impl HttpCommittee {
             AuthorityReply::Refused { refusal, .. } if refusal == "NotSeated" => return AnswerEpoch::LaterOrReplaced,
             _ => return AnswerEpoch::Payment,
         };
+        if id == payment.committee().id() {
+            return AnswerEpoch::Payment;
+        }
         let epoch = payment.committee().epoch();
         match self.epochs.read().expect("not poisoned").chain.committee(&id) {
             Some(committee) if committee.epoch() == epoch => AnswerEpoch::Payment,
@@ -607,8 +606,17 @@ impl HttpCommittee {
 
     /// On a thread of its own: brings `authority` (its shard of `account`) the records of the
     /// epochs after `behind`, oldest first (anyone may: a quorum of each epoch's seats signed
-    /// the next), so that it votes in the current epoch's name again.
-    fn bring_along(&self, authority: AuthorityIndex, account: AccountKey, behind: u64) {
+    /// the next), so that it votes in the current epoch's name again; then sends it the
+    /// payment's call `then` again (under its attempt), whose answer counts for the payment.
+    fn bring_along(
+        &self,
+        authority: AuthorityIndex,
+        account: AccountKey,
+        behind: u64,
+        (then, attempt): (Request, u32),
+        answers: &Answers,
+    ) {
+        let answers = answers.clone();
         let records: Vec<CommitteeRecord> = self.chain().records_after(behind).to_vec();
         let endpoints = self.endpoints.clone();
         let shards = endpoints.authorities[usize::from(authority)].len() as u32;
@@ -629,6 +637,7 @@ impl HttpCommittee {
                         return;
                     }
                 }
+                let _ = answers.send((authority, attempt, endpoints.execute(authority, &then)));
             });
         if let Err(error) = spawned {
             tracing::warn!(%error, "cannot start a thread to bring an authority into the current epoch");

@@ -236,6 +236,12 @@ impl Payment {
 
     /// Tells the payment the committees of the epochs before its own: a lock of one of them,
     /// reported in a round change, binds the slot as one of the current epoch does.
+    /// The call of the current attempt and the attempt's number: what an authority brought up
+    /// to date is sent again.
+    pub fn current_call(&self) -> (&Call, u32) {
+        (&self.call, self.attempt)
+    }
+
     pub fn with_earlier_epochs(mut self, earlier: Vec<Committee>) -> Payment {
         self.earlier = earlier;
         self
