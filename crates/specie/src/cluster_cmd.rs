@@ -59,7 +59,8 @@ pub enum ClusterCommand {
     /// Move the FastPay committee to its next epoch with a new key for one authority (a key
     /// that may have leaked, a machine retired), with payments going on: the epoch's committee
     /// record, signed by a quorum of the current seats, is appended to cluster.toml (sentinels
-    /// and clients follow it); every authority shard enters the epoch, the authority's own
+    /// and clients follow it) and kept in the ledger through the core (which keeps one record
+    /// per epoch); every authority shard enters the epoch, the authority's own
     /// shards hand their state over to its new key and vote no more; its processes restart with
     /// the new key on the same data, and the old key is deleted. Payers hear of the epoch from
     /// the authorities and pay again in its name. Interrupted, run it again: it takes up where

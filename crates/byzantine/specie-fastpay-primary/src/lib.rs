@@ -3,7 +3,8 @@
 //!
 //! * [`transaction`]: [`FastpayFunding`] (kind `0x03`) moves value out of core circulation into
 //!   a Byzantine-mode account; [`FastpayRedeem`] (kind `0x04`) brings a certified transfer to
-//!   the core back as a core output; their markers make each happen once.
+//!   the core back as a core output; their markers make each happen once. [`FastpayEpoch`]
+//!   (kind `0x09`) keeps the committee's record of its next epoch in the ledger.
 //! * [`rules`]: [`FastpayRules`], what a sentinel checks of them against the committee.
 //!
 //! A process decodes these kinds once it calls [`install`] (the deployments do, at start).
@@ -13,11 +14,12 @@ pub mod transaction;
 
 pub use rules::{FastpayErrorCode, FastpayRules};
 pub use transaction::{
-    fastpay_funding_marker, fastpay_redeem_marker, FastpayFunding, FastpayFundingClaim, FastpayRedeem, FundingKind,
-    RedeemKind, COMMITTEE_ROLE, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM,
+    fastpay_epoch_marker, fastpay_funding_marker, fastpay_redeem_marker, EpochKind, FastpayEpoch, FastpayFunding,
+    FastpayFundingClaim, FastpayRedeem, FundingKind, RedeemKind, COMMITTEE_ROLE, KIND_FASTPAY_EPOCH, KIND_FASTPAY_FUND,
+    KIND_FASTPAY_REDEEM,
 };
 
-/// Makes this process decode FastPay's funding and redeem (idempotent).
+/// Makes this process decode FastPay's funding, redeem and epoch (idempotent).
 pub fn install() {
-    specie_transaction::capability::install(&[&FundingKind, &RedeemKind]);
+    specie_transaction::capability::install(&[&FundingKind, &RedeemKind, &EpochKind]);
 }

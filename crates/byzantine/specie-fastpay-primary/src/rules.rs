@@ -1,4 +1,4 @@
-//! What a sentinel checks of FastPay's funding and redeem, against the committee the node is a
+//! What a sentinel checks of FastPay's funding, redeem and epoch, against the committee the node is a
 //! Primary of (`docs/transaction-format.md` §6). The codes are category `fastpay`.
 
 use std::sync::{Arc, RwLock};
@@ -8,7 +8,9 @@ use specie_sentinel::checks::check_funding_value;
 use specie_sentinel::{CapabilityError, CapabilityRules, ValidationError};
 use specie_transaction::{CapabilityTransaction, Txid};
 
-use crate::transaction::{FastpayFunding, FastpayRedeem, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM};
+use crate::transaction::{
+    FastpayEpoch, FastpayFunding, FastpayRedeem, KIND_FASTPAY_EPOCH, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM,
+};
 
 /// Why a FastPay funding or redeem is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -29,6 +31,15 @@ pub enum FastpayErrorCode {
     RedeemRecipientNotCore,
     /// The certificate does not check against the configured committee (`certificate_*`).
     Certificate(CertificateError),
+    /// `epoch_unknown_previous`: the record follows a committee this node does not know (yet):
+    /// records are published in order, each after the one before.
+    EpochUnknownPrevious,
+    /// `epoch_record_invalid`: the record is not its previous epoch's successor (not endorsed by
+    /// a quorum of it, wrong epoch number or seat count).
+    EpochRecordInvalid,
+    /// `epoch_conflicts`: this node knows another successor of the record's previous committee:
+    /// the committee endorsed two next epochs.
+    EpochConflicts,
 }
 
 impl FastpayErrorCode {
@@ -40,6 +51,9 @@ impl FastpayErrorCode {
             FastpayErrorCode::FundingInvalidAccount => "funding_invalid_account",
             FastpayErrorCode::RedeemRecipientNotCore => "redeem_recipient_not_core",
             FastpayErrorCode::Certificate(error) => certificate_code(error),
+            FastpayErrorCode::EpochUnknownPrevious => "epoch_unknown_previous",
+            FastpayErrorCode::EpochRecordInvalid => "epoch_record_invalid",
+            FastpayErrorCode::EpochConflicts => "epoch_conflicts",
         }
     }
 
@@ -57,15 +71,26 @@ impl FastpayErrorCode {
                 "the certified order pays a Byzantine-mode account, not the online core".into()
             }
             FastpayErrorCode::Certificate(error) => format!("FastPay certificate refused: {error}"),
+            FastpayErrorCode::EpochUnknownPrevious => {
+                "the record follows a committee this node does not know: publish the epochs in order".into()
+            }
+            FastpayErrorCode::EpochRecordInvalid => "the committee record does not follow its previous epoch".into(),
+            FastpayErrorCode::EpochConflicts => {
+                "this node knows another record of the same epoch: the committee endorsed two".into()
+            }
         }
     }
 
     /// The sentinel's error for this code.
     pub fn into_error(self) -> ValidationError {
+        self.error_with(self.describe())
+    }
+
+    fn error_with(self, message: String) -> ValidationError {
         ValidationError::Capability(CapabilityError {
             category: "fastpay",
             code: self.code(),
-            message: self.describe(),
+            message,
         })
     }
 }
@@ -170,9 +195,41 @@ impl FastpayRules {
     }
 }
 
+impl FastpayRules {
+    /// Epoch: the record follows a committee of the chain this node knows, as its next epoch
+    /// (a quorum of it endorses the record), and is that committee's only successor this node
+    /// knows. A record of the epoch after the newest one known is learned at once: it is
+    /// authentic whether or not the ledger takes it. That the ledger holds one successor per
+    /// committee is the shards' business: the marker.
+    fn check_epoch(&self, epoch: &FastpayEpoch) -> Result<(), ValidationError> {
+        let record = &epoch.record;
+        let learns = {
+            let chain = self.chain()?;
+            let previous = chain
+                .committee(&record.previous_id)
+                .ok_or_else(|| FastpayErrorCode::EpochUnknownPrevious.into_error())?;
+            record.check(previous).map_err(|error| {
+                let code = FastpayErrorCode::EpochRecordInvalid;
+                code.error_with(format!("{}: {error}", code.describe()))
+            })?;
+            let known = chain.committees().find(|c| c.epoch() == record.next.epoch());
+            if known.is_some_and(|known| known.id() != record.next.id()) {
+                return Err(FastpayErrorCode::EpochConflicts.into_error());
+            }
+            known.is_none()
+        };
+        if learns {
+            // Checked above against the newest epoch; a record learned meanwhile by another
+            // validation is the same one or conflicts, which the next check reports.
+            let _ = self.learn([record.clone()]);
+        }
+        Ok(())
+    }
+}
+
 impl CapabilityRules for FastpayRules {
     fn kinds(&self) -> &'static [u8] {
-        &[KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM]
+        &[KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM, KIND_FASTPAY_EPOCH]
     }
 
     fn check(&self, tx: &dyn CapabilityTransaction, txid: &Txid) -> Result<(), ValidationError> {
@@ -181,6 +238,9 @@ impl CapabilityRules for FastpayRules {
         }
         if let Some(redeem) = tx.downcast_ref::<FastpayRedeem>() {
             return self.check_redeem(redeem);
+        }
+        if let Some(epoch) = tx.downcast_ref::<FastpayEpoch>() {
+            return self.check_epoch(epoch);
         }
         unreachable!("FastPay's rules are asked only about its kinds, got {}", tx.kind_name())
     }

@@ -15,9 +15,15 @@
 //!   account's transfer forever, whichever certificate carries it and even after the output is
 //!   spent (FastPay's redeem log, `redeemed^x(σ)`).
 //!
+//! * FastPay committee epoch (kind `0x09`): `header ‖ kind ‖ record` (the canonical encoding of
+//!   `specie_fastpay::CommitteeRecord`), txid = SHA-256(header ‖ kind ‖ previous id ‖ next
+//!   committee). No value: it keeps the committee's record of an epoch in the ledger, and its
+//!   marker [`fastpay_epoch_marker`]`(previous id)` lets the ledger hold one successor of each
+//!   committee, so two records of one epoch can never both be published.
+//!
 //! **Markers are never spendable.** Spending a UHS id means presenting an input whose 80-byte
 //! encoding hashes to it; the marker preimages are 25 + 32 = 57 bytes (funding) and
-//! 24 + 32 + 8 = 64 bytes (redeem), and the mint marker's is 53, so a marker equal to a
+//! 24 + 32 + 8 = 64 bytes (redeem), 30 + 32 = 62 bytes (epoch), and the mint marker's is 53, so a marker equal to a
 //! spendable id, or two markers of different kinds equal, would be a SHA-256 collision between
 //! inputs of different lengths.
 
@@ -25,7 +31,9 @@ use std::any::Any;
 
 use secp256k1::Keypair;
 use specie_codec::{put_vec, Decode, DecodeError, Encode, Reader};
-use specie_fastpay::{AccountKey, Certificate, CoreAddress, Recipient, CERTIFICATE_BYTES_MAX};
+use specie_fastpay::{
+    AccountKey, Certificate, CommitteeRecord, CoreAddress, Recipient, CERTIFICATE_BYTES_MAX, COMMITTEE_RECORD_BYTES_MAX,
+};
 use specie_transaction::bridge::{funding_preimage, read_funding_body, FundingBody};
 use specie_transaction::extension::{put_header, read_header, MINT_MARKER_DOMAIN};
 use specie_transaction::hash::{sha256, Sha256Writer};
@@ -40,21 +48,30 @@ use specie_transaction::{
 pub const KIND_FASTPAY_FUND: u8 = 0x03;
 /// Kind byte of a FastPay redeem (a certified transfer to the core becomes a core output).
 pub const KIND_FASTPAY_REDEEM: u8 = 0x04;
+/// Kind byte of a FastPay committee epoch (the signed record of the committee's next epoch,
+/// kept in the ledger).
+pub const KIND_FASTPAY_EPOCH: u8 = 0x09;
 
 /// Domain separator of the funding marker (25 bytes; see the module docs for why its length
 /// matters).
 pub const FASTPAY_FUNDING_MARKER_DOMAIN: &[u8; 25] = b"specie/fastpay-funding/v1";
 /// Domain separator of the FastPay redeem marker (24 bytes).
 pub const FASTPAY_REDEEM_MARKER_DOMAIN: &[u8; 24] = b"specie/fastpay-redeem/v1";
+/// Domain separator of the epoch marker (30 bytes).
+pub const FASTPAY_EPOCH_MARKER_DOMAIN: &[u8; 30] = b"specie/fastpay-epoch-record/v1";
 /// Bytes hashed into a funding marker: domain ‖ txid.
 pub const FASTPAY_FUNDING_MARKER_PREIMAGE_BYTES: usize = FASTPAY_FUNDING_MARKER_DOMAIN.len() + HASH_BYTES;
 /// Bytes hashed into a FastPay redeem marker: domain ‖ sender ‖ u64le(sequence).
 pub const FASTPAY_REDEEM_MARKER_PREIMAGE_BYTES: usize = FASTPAY_REDEEM_MARKER_DOMAIN.len() + HASH_BYTES + 8;
+/// Bytes hashed into an epoch marker: domain ‖ previous committee id.
+pub const FASTPAY_EPOCH_MARKER_PREIMAGE_BYTES: usize = FASTPAY_EPOCH_MARKER_DOMAIN.len() + HASH_BYTES;
 
 // A marker is unspendable only while its preimage cannot be an encoded input (80 bytes), and the
 // kinds of marker stay apart only while their preimage lengths differ (the mint marker's is 53).
 const _: () = assert!(FASTPAY_FUNDING_MARKER_PREIMAGE_BYTES == 57);
 const _: () = assert!(FASTPAY_REDEEM_MARKER_PREIMAGE_BYTES == 64);
+const _: () = assert!(FASTPAY_EPOCH_MARKER_PREIMAGE_BYTES == 62);
+const _: () = assert!(FASTPAY_EPOCH_MARKER_PREIMAGE_BYTES != INPUT_BYTES);
 const _: () = assert!(FASTPAY_FUNDING_MARKER_PREIMAGE_BYTES != INPUT_BYTES);
 const _: () = assert!(FASTPAY_REDEEM_MARKER_PREIMAGE_BYTES != INPUT_BYTES);
 const _: () = assert!(MINT_MARKER_DOMAIN.len() + HASH_BYTES != FASTPAY_FUNDING_MARKER_PREIMAGE_BYTES);
@@ -76,6 +93,15 @@ pub fn fastpay_redeem_marker(sender: &AccountKey, sequence: u64) -> UhsId {
     hasher.update(FASTPAY_REDEEM_MARKER_DOMAIN);
     hasher.update(&sender.0);
     hasher.update(&sequence.to_le_bytes());
+    UhsId(hasher.finish())
+}
+
+/// The ledger's one successor of the committee `previous_id`:
+/// SHA-256("specie/fastpay-epoch-record/v1" ‖ previous id).
+pub fn fastpay_epoch_marker(previous_id: &[u8; 32]) -> UhsId {
+    let mut hasher = Sha256Writer::new();
+    hasher.update(FASTPAY_EPOCH_MARKER_DOMAIN);
+    hasher.update(previous_id);
     UhsId(hasher.finish())
 }
 
@@ -270,6 +296,58 @@ impl Encode for FastpayRedeem {
     }
 }
 
+/// The committee's record of its next epoch, kept in the ledger: it moves no value, spends
+/// nothing, and creates only [`fastpay_epoch_marker`]`(previous id)`, so the ledger holds at most
+/// one successor of each committee. The sentinel checks the record against the epoch before.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct FastpayEpoch {
+    pub record: CommitteeRecord,
+}
+
+impl FastpayEpoch {
+    /// SHA-256(header ‖ kind ‖ previous id ‖ next committee): one txid per record, whichever
+    /// quorum endorsed it.
+    pub fn txid(&self) -> Txid {
+        let mut preimage = Vec::with_capacity(9 + 32 + 13 + 32 * self.record.next.size());
+        put_header(&mut preimage, KIND_FASTPAY_EPOCH);
+        preimage.extend_from_slice(&self.record.previous_id);
+        self.record.next.encode_to(&mut preimage);
+        Txid(sha256(&preimage))
+    }
+
+    pub fn marker(&self) -> UhsId {
+        fastpay_epoch_marker(&self.record.previous_id)
+    }
+
+    /// Reads the record from at most [`COMMITTEE_RECORD_BYTES_MAX`] bytes.
+    fn decode_body(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let rest = reader.peek_rest();
+        let mut bounded = Reader::new(&rest[..rest.len().min(COMMITTEE_RECORD_BYTES_MAX)]);
+        let record = CommitteeRecord::decode_from(&mut bounded)?;
+        reader.read_bytes("fastpay epoch record", bounded.offset())?;
+        Ok(FastpayEpoch { record })
+    }
+}
+
+impl Encode for FastpayEpoch {
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        put_header(out, KIND_FASTPAY_EPOCH);
+        self.record.encode_to(out);
+    }
+}
+
+impl Decode for FastpayEpoch {
+    type Limits = DecodeLimits;
+    const WHAT: &'static str = "fastpay epoch transaction";
+    fn decode_from(reader: &mut Reader<'_>, _limits: &DecodeLimits) -> Result<Self, DecodeError> {
+        read_header(reader, Some(KIND_FASTPAY_EPOCH))?;
+        Self::decode_body(reader)
+    }
+    fn encoded_bytes_max(limits: &DecodeLimits) -> usize {
+        limits.transaction_bytes_max
+    }
+}
+
 impl Decode for FastpayFunding {
     type Limits = DecodeLimits;
     const WHAT: &'static str = "fastpay funding transaction";
@@ -301,6 +379,60 @@ pub struct FundingKind;
 /// The decoder of kind `0x04`.
 #[derive(Debug)]
 pub struct RedeemKind;
+
+/// The decoder of kind `0x09`.
+#[derive(Debug)]
+pub struct EpochKind;
+
+impl CapabilityKind for EpochKind {
+    fn kind(&self) -> u8 {
+        KIND_FASTPAY_EPOCH
+    }
+    fn name(&self) -> &'static str {
+        "fastpay_epoch"
+    }
+    fn decode_body(
+        &self,
+        reader: &mut Reader<'_>,
+        _limits: &DecodeLimits,
+    ) -> Result<Box<dyn CapabilityTransaction>, DecodeError> {
+        Ok(Box::new(FastpayEpoch::decode_body(reader)?))
+    }
+}
+
+impl CapabilityTransaction for FastpayEpoch {
+    fn kind(&self) -> u8 {
+        KIND_FASTPAY_EPOCH
+    }
+    fn kind_name(&self) -> &'static str {
+        EpochKind.name()
+    }
+    fn txid(&self) -> Txid {
+        FastpayEpoch::txid(self)
+    }
+    fn encode_to(&self, out: &mut Vec<u8>) {
+        Encode::encode_to(self, out)
+    }
+    fn inputs(&self) -> &[Input] {
+        &[]
+    }
+    fn outputs(&self) -> &[Output] {
+        &[]
+    }
+    fn marker(&self) -> Option<UhsId> {
+        Some(FastpayEpoch::marker(self))
+    }
+    /// No value moves: circulation is unchanged.
+    fn circulation(&self) -> Circulation {
+        Circulation::default()
+    }
+    fn clone_box(&self) -> Box<dyn CapabilityTransaction> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
 
 impl CapabilityKind for FundingKind {
     fn kind(&self) -> u8 {
@@ -426,6 +558,12 @@ impl From<FastpayRedeem> for SpecieTransaction {
     }
 }
 
+impl From<FastpayEpoch> for SpecieTransaction {
+    fn from(epoch: FastpayEpoch) -> SpecieTransaction {
+        SpecieTransaction::Capability(Box::new(epoch))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,8 +596,9 @@ mod tests {
             MINT_MARKER_DOMAIN.len() + 32,
             FASTPAY_FUNDING_MARKER_PREIMAGE_BYTES,
             FASTPAY_REDEEM_MARKER_PREIMAGE_BYTES,
+            FASTPAY_EPOCH_MARKER_PREIMAGE_BYTES,
         ];
-        assert_eq!(lengths, [53, 57, 64]);
+        assert_eq!(lengths, [53, 57, 64, 62]);
         assert!(!lengths.contains(&INPUT_BYTES));
         let txid = Txid([9; 32]);
         let mut preimage = FASTPAY_FUNDING_MARKER_DOMAIN.to_vec();
@@ -594,5 +733,30 @@ mod tests {
             SpecieTransaction::decode_exact(&bytes),
             Ok(SpecieTransaction::from(largest))
         );
+
+        // The largest committee record (every seat of the largest committee endorsing) too,
+        // within the transaction limit; one byte cut is refused.
+        let members = (0..specie_fastpay::COMMITTEE_MEMBERS_MAX as u64)
+            .map(|n| {
+                specie_fastpay::deterministic_key("authority", n)
+                    .verifying_key()
+                    .to_bytes()
+            })
+            .collect::<Vec<_>>();
+        let first = specie_fastpay::Committee::new(0, members.clone()).unwrap();
+        let mut record = CommitteeRecord::propose(&first, members).unwrap();
+        record.signatures = (0..specie_fastpay::COMMITTEE_MEMBERS_MAX as u16)
+            .map(|seat| (seat, [3; 64]))
+            .collect();
+        let largest = FastpayEpoch { record };
+        let bytes = largest.encode();
+        assert_eq!(COMMITTEE_RECORD_BYTES_MAX, 25_138);
+        assert_eq!(bytes.len(), EXTENSION_HEADER.len() + 1 + COMMITTEE_RECORD_BYTES_MAX);
+        assert!(bytes.len() <= DecodeLimits::default().transaction_bytes_max);
+        assert_eq!(
+            SpecieTransaction::decode_exact(&bytes),
+            Ok(SpecieTransaction::from(largest))
+        );
+        assert!(SpecieTransaction::decode_exact(&bytes[..bytes.len() - 1]).is_err());
     }
 }

@@ -6,7 +6,10 @@
 //! 2. The committee record of the next epoch (the same seats, that seat's key replaced) is signed
 //!    by every seat whose key this cluster holds, a quorum at least, and appended to the cluster
 //!    file's `fastpay_committee.records`: the publication. Sentinels follow the file, so they
-//!    check redeems of the new epoch at once; wallets and clients read it from there.
+//!    check redeems of the new epoch at once; wallets and clients read it from there. The
+//!    record is then kept in the ledger, through the core, as a FastPay epoch transaction
+//!    (docs/transaction-format.md §5.11): its marker lets the ledger hold one successor of each
+//!    committee, so no two records of one epoch can both be published.
 //! 3. Every shard of the other authorities is brought the record and enters the epoch, then
 //!    the replaced seat's, which answer only once their log is handed over to the seat's new key
 //!    (the leader proposes the hand-over as it applies the record): from then on they vote no
@@ -28,6 +31,9 @@ use std::time::{Duration, Instant};
 use specie_committee::http_client::Request;
 use specie_committee::{AuthorityReply, HttpCommittee, HttpCommitteeOptions};
 use specie_fastpay::{AuthorityIndex, Committee, CommitteeChain, CommitteeRecord, SigningKey};
+use specie_fastpay_primary::FastpayEpoch;
+use specie_transaction::SpecieTransaction;
+use specie_wallet::{NodeClient, SubmitStatus};
 
 use crate::credentials::{self, authority_key_path, authority_next_key_path};
 use crate::membership::{change_lock, write_topology};
@@ -103,6 +109,7 @@ pub fn rotate_authority(dir: &Path, authority: AuthorityIndex) -> Result<u64, Su
             record
         }
     };
+    keep_in_ledger(&topology, authority, &record)?;
     enter_everywhere(&client(&config, authority)?, &config, authority, &record)?;
     // The seat's logs are handed over: from here on only the restart with the new key is left,
     // which a second run takes up even if the seat's processes are stopped by then.
@@ -242,6 +249,85 @@ fn publish(
     committee.records.push(record.to_hex());
     write_topology(dir, path, topology)?;
     Ok(record)
+}
+
+/// How long one submission of the epoch transaction waits to be final.
+const SUBMIT_TIMEOUT_MS: u64 = 10_000;
+
+/// Keeps the record in the ledger: a FastPay epoch transaction submitted through the core's
+/// sentinels (each in turn while one is busy or down) until it is final, before any authority
+/// enters the epoch. Run again, it finds the ledger holding the record: the marker of its
+/// previous committee is present, and this cluster file, the one writer of the chain, holds no
+/// other successor. A sentinel that knows another successor refuses it (`epoch_conflicts`):
+/// the committee endorsed two next epochs, which no rotation from this file does; that and
+/// every other refusal stops the rotation before any authority enters the epoch.
+fn keep_in_ledger(
+    topology: &Topology,
+    authority: AuthorityIndex,
+    record: &CommitteeRecord,
+) -> Result<(), SupervisorError> {
+    let epoch = record.next.epoch();
+    let tx = SpecieTransaction::from(FastpayEpoch { record: record.clone() });
+    let marker = tx.marker().expect("an epoch transaction has a marker");
+    let started = Instant::now();
+    let mut last = String::from("this cluster has no sentinel");
+    let mut waited = false;
+    loop {
+        for sentinel in &topology.sentinels {
+            let url = format!("http://{}", sentinel.http);
+            let client = NodeClient::new(&url).map_err(|error| rotation_error(authority, error.to_string()))?;
+            let status = match client.submit(std::slice::from_ref(&tx), SUBMIT_TIMEOUT_MS) {
+                Ok(results) => results.into_iter().next().map(|result| result.status),
+                Err(error) => {
+                    last = format!("{url}: {error}");
+                    continue;
+                }
+            };
+            match status {
+                Some(SubmitStatus::Confirmed) => {
+                    say!(
+                        "epoch {epoch}: kept in the ledger (transaction {})",
+                        hex::encode(tx.txid().0)
+                    );
+                    return Ok(());
+                }
+                Some(SubmitStatus::Invalid { code, message, .. } | SubmitStatus::Malformed { code, message }) => {
+                    return Err(rotation_error(
+                        authority,
+                        format!("the core refuses the record of epoch {epoch} ({code}: {message})"),
+                    ));
+                }
+                Some(SubmitStatus::Rejected { code, message }) => {
+                    if client.query_uhs(&[marker]).is_ok_and(|present| present == [true]) {
+                        say!("epoch {epoch}: the ledger holds its record already");
+                        return Ok(());
+                    }
+                    last = format!("{url}: {message} ({code})");
+                }
+                Some(other) => last = format!("{url}: {}", other.reason()),
+                None => last = format!("{url}: no result"),
+            }
+        }
+        if !waited {
+            say!(
+                "epoch {epoch}: the core does not take the record yet ({last}); trying for {} s",
+                STEP_TIMEOUT.as_secs()
+            );
+            waited = true;
+        }
+        if started.elapsed() > STEP_TIMEOUT {
+            return Err(rotation_error(
+                authority,
+                format!(
+                    "the core did not keep the record of epoch {epoch} in {} s (last: {last}); the record is published \
+                     in the cluster file: once the sentinels answer (`specie cluster up` starts them), run this command \
+                     again",
+                    STEP_TIMEOUT.as_secs()
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 /// Brings every shard of every authority the record, each until it answers that it is in the

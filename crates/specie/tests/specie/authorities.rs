@@ -739,6 +739,56 @@ fn a_committee_rotates_an_authority_key_under_load_and_the_audit_holds() {
     let pki = &reloaded.pki_dir;
     assert!(!pki.join(format!("authority-{ROTATED}.fastpay.key.next")).exists());
 
+    // The ledger of record keeps the record, as a FastPay epoch transaction, and no other
+    // successor of epoch 1's committee: a rival record endorsed by the same quorum of epoch 1
+    // (seat 2 given another key) is refused.
+    let sentinel = format!("http://{}", topology.sentinels[0].http);
+    let record = chain.records().last().unwrap().clone();
+    let kept = SpecieTransaction::from(specie_fastpay_primary::FastpayEpoch { record: record.clone() });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let entry = loop {
+        let url = format!("{sentinel}/v1/ledger/transactions/{}", hex::encode(kept.txid().0));
+        if let Ok(response) = ureq::get(&url).call() {
+            break response.into_json::<serde_json::Value>().unwrap();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the ledger of record does not hold epoch 2's record"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        entry["record"].as_str().unwrap().contains(&hex::encode(kept.encode())),
+        "{entry}"
+    );
+    let mut rival = specie_fastpay::CommitteeRecord::propose(chain.first(), {
+        let mut members = chain.first().members().to_vec();
+        members[usize::from(ROTATED)] = [9; 32];
+        members
+    })
+    .unwrap();
+    for seat in (0..4).filter(|seat| *seat != ROTATED) {
+        rival.endorse(
+            seat,
+            &specie_cluster::credentials::authority_key(&reloaded, seat).unwrap(),
+        );
+    }
+    assert_eq!(
+        rival.check(chain.first()),
+        Ok(()),
+        "a quorum of epoch 1 endorses the rival"
+    );
+    let rival = SpecieTransaction::from(specie_fastpay_primary::FastpayEpoch { record: rival });
+    // The sentinels know epoch 2 and refuse the rival; the same record again passes them and
+    // is refused by the shards, whose UHS holds the marker of epoch 1's one successor.
+    let results = cluster_harness::submit_results(&sentinel, &[rival, kept]);
+    assert_eq!(
+        (&results[0]["status"], &results[0]["code"]),
+        (&"invalid".into(), &"epoch_conflicts".into()),
+        "{results:?}"
+    );
+    assert_eq!(results[1]["status"], "rejected", "{results:?}");
+
     // The seat's promise of epoch 1 holds under the new key: the same order gets its vote, now
     // in epoch 2's name; another order for the slot is refused; the open payment settles.
     let voted = client.ask(ROTATED, Request::Transfer(open.clone()));
@@ -775,7 +825,6 @@ fn a_committee_rotates_an_authority_key_under_load_and_the_audit_holds() {
         .expect("the redeem is certified")
         .certificate;
     assert_eq!(certificate.committee_id, epoch_two.id());
-    let sentinel = format!("http://{}", topology.sentinels[0].http);
     let tx = SpecieTransaction::from(specie_fastpay_primary::FastpayRedeem::new(certificate));
     confirm_in_core(&sentinel, &[tx]);
     // Once the ledger of record holds the redeem: the committee's one row counts it as

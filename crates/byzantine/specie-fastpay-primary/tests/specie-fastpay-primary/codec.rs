@@ -1,12 +1,16 @@
-//! Property tests of FastPay's two kinds in the core's format (moved from `specie-transaction`'s
+//! Property tests of FastPay's kinds in the core's format (moved from `specie-transaction`'s
 //! tests): decode ∘ encode = id, once installed; hostile bytes never panic and, when they
 //! decode, re-encode to themselves (one encoding per value).
 
 use proptest::collection::vec;
 use proptest::prelude::*;
 use specie_codec::{Decode, Encode};
-use specie_fastpay::{AccountKey, Certificate, CoreAddress, Recipient, SignedOrder, TransferOrder};
-use specie_fastpay_primary::{FastpayFunding, FastpayRedeem, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM};
+use specie_fastpay::{
+    AccountKey, Certificate, Committee, CommitteeRecord, CoreAddress, Recipient, SignedOrder, TransferOrder,
+};
+use specie_fastpay_primary::{
+    FastpayEpoch, FastpayFunding, FastpayRedeem, KIND_FASTPAY_EPOCH, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM,
+};
 use specie_transaction::extension::EXTENSION_HEADER;
 use specie_transaction::test_support::strategies::{hash, input, output, signature, witness};
 use specie_transaction::{DecodeLimits, SpecieTransaction};
@@ -74,10 +78,35 @@ fn fastpay_redeem() -> impl Strategy<Value = FastpayRedeem> {
     )
 }
 
+/// Records of any shape the encoding allows: distinct valid member keys, strictly increasing
+/// seats (not necessarily valid endorsements: the decoder does not check them).
+fn fastpay_epoch() -> impl Strategy<Value = FastpayEpoch> {
+    let members = proptest::collection::btree_set(any::<u64>(), 1..6).prop_map(|seeds| {
+        (seeds.into_iter())
+            .map(|n| {
+                specie_fastpay::deterministic_key("proptest", n)
+                    .verifying_key()
+                    .to_bytes()
+            })
+            .collect::<Vec<_>>()
+    });
+    let seats = proptest::collection::btree_set(any::<u16>(), 0..6);
+    (hash(), any::<u64>(), members, seats, signature()).prop_map(|(previous_id, epoch, members, seats, signature)| {
+        FastpayEpoch {
+            record: CommitteeRecord {
+                previous_id,
+                next: Committee::new(epoch, members).expect("distinct valid keys"),
+                signatures: seats.into_iter().map(|seat| (seat, signature)).collect(),
+            },
+        }
+    })
+}
+
 fn fastpay_transaction() -> impl Strategy<Value = SpecieTransaction> {
     prop_oneof![
         funding().prop_map(SpecieTransaction::from),
         fastpay_redeem().prop_map(SpecieTransaction::from),
+        fastpay_epoch().prop_map(SpecieTransaction::from),
     ]
 }
 
@@ -93,6 +122,7 @@ fn check_all(bytes: &[u8]) {
     check_canonical::<SpecieTransaction>(bytes);
     check_canonical::<FastpayFunding>(bytes);
     check_canonical::<FastpayRedeem>(bytes);
+    check_canonical::<FastpayEpoch>(bytes);
 }
 
 /// The same bytes decode as the kind's own type and as a core transaction, to the same value.
@@ -115,6 +145,7 @@ proptest! {
         let bytes = tx.encode();
         prop_assert_eq!(SpecieTransaction::decode_exact(&bytes), Ok(tx.clone()));
         prop_assert!(decodes_as::<FastpayFunding>(&tx, &bytes) && decodes_as::<FastpayRedeem>(&tx, &bytes));
+        prop_assert!(decodes_as::<FastpayEpoch>(&tx, &bytes));
         prop_assert!(SpecieTransaction::is_extension_encoding(&bytes));
         // Trailing bytes are refused.
         let mut longer = bytes.clone();
@@ -138,7 +169,7 @@ proptest! {
 
     #[test]
     fn extension_prefixed_bytes_never_panic(kind in prop_oneof![Just(KIND_FASTPAY_FUND), Just(KIND_FASTPAY_REDEEM),
-                                                                any::<u8>()],
+                                                                Just(KIND_FASTPAY_EPOCH), any::<u8>()],
                                              body in vec(any::<u8>(), 0..400)) {
         let mut bytes = EXTENSION_HEADER.to_vec();
         bytes.push(kind);

@@ -397,3 +397,69 @@ fn a_redeem_certified_in_a_later_epoch_is_taken_once_the_rules_learn_its_record(
     let earlier = SpecieTransaction::from(fastpay_redeem(&payee, 10, 5));
     assert_eq!(validate(&earlier, &trusted), Ok(()));
 }
+
+#[test]
+fn an_epoch_record_is_kept_once_per_committee_and_checked_against_its_previous_epoch() {
+    use specie_fastpay::{deterministic_key, CommitteeChain, CommitteeRecord, RecordError};
+    use specie_fastpay_primary::{fastpay_epoch_marker, FastpayEpoch, FastpayRules};
+    let first = committee();
+    let old = authorities(4);
+    let record_to = |seat3: u64, signers: &[u16]| {
+        let mut members = first.members().to_vec();
+        members[3] = deterministic_key("authority", seat3).verifying_key().to_bytes();
+        let mut record = CommitteeRecord::propose(&first, members).unwrap();
+        for &seat in signers {
+            record.endorse(seat, &old[usize::from(seat)]);
+        }
+        record
+    };
+    let rules = FastpayRules::of(CommitteeChain::new(first.clone()));
+    let trusted = issuers_only().with_capability(std::sync::Arc::new(rules.clone()));
+    let epoch = |record: &CommitteeRecord| SpecieTransaction::from(FastpayEpoch { record: record.clone() });
+
+    // Below a quorum of epoch 1's seats: refused, with the record's own reason; nothing learned.
+    let record = record_to(9, &[0, 1]);
+    let invalid = FastpayErrorCode::EpochRecordInvalid;
+    assert!(matches!(
+        validate(&epoch(&record), &trusted),
+        Err(ValidationError::Capability(CapabilityError { code, message, .. }))
+            if code == invalid.code() && message.contains(&RecordError::BelowQuorum { signers: 2, quorum: 3 }.to_string())
+    ));
+    assert_eq!(rules.epoch(), Some(first.epoch()));
+
+    // Endorsed by a quorum: it spends nothing, moves no value, creates only the marker of its
+    // previous committee, and the rules learn the epoch.
+    let record = record_to(9, &[0, 1, 3]);
+    let tx = epoch(&record);
+    let compact = validate_and_compact(&tx, &trusted).unwrap();
+    assert!(compact.spent.is_empty());
+    assert_eq!(compact.created, vec![fastpay_epoch_marker(&first.id())]);
+    assert_eq!(tx.circulation(), Default::default());
+    assert_eq!(rules.epoch(), Some(first.epoch() + 1));
+    // The same record again, endorsed by another quorum: the same txid and marker, still valid.
+    let again = epoch(&record_to(9, &[1, 2, 3]));
+    assert_eq!(again.txid(), tx.txid());
+    assert_eq!(validate(&again, &trusted), Ok(()));
+
+    // Another successor of the first committee: the same marker (the shards keep one), and
+    // refused here since this node knows the other.
+    let rival = epoch(&record_to(10, &[0, 1, 2]));
+    assert_ne!(rival.txid(), tx.txid());
+    assert_eq!(rival.compact().created, compact.created);
+    assert_eq!(
+        validate(&rival, &trusted),
+        Err(fastpay_error(FastpayErrorCode::EpochConflicts))
+    );
+
+    // A record that follows a committee this node has not heard of.
+    let mut beyond = record_to(9, &[0, 1, 2]);
+    beyond.previous_id = [7; 32];
+    assert_eq!(
+        validate(&epoch(&beyond), &trusted),
+        Err(fastpay_error(FastpayErrorCode::EpochUnknownPrevious))
+    );
+    // A node of no committee takes no record, and one without FastPay's rules none either.
+    let none = issuers_only().with_capability(std::sync::Arc::new(FastpayRules::none()));
+    assert_eq!(validate(&tx, &none), Err(fastpay_error(FastpayErrorCode::NoCommittee)));
+    assert_eq!(validate(&tx, &issuers_only()), Err(not_accepted("fastpay_epoch")));
+}

@@ -11,8 +11,11 @@ use common::{key, pays, vectors, Vectors};
 use secp256k1::Keypair;
 use specie_codec::{Decode, Encode};
 use specie_fastpay::test_support::SigningCommittee;
-use specie_fastpay::{AccountKey, Committee, CoreAddress, Recipient, TransferOrder};
-use specie_fastpay_primary::{FastpayFunding, FastpayRedeem, FastpayRules, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM};
+use specie_fastpay::{AccountKey, Committee, CommitteeRecord, CoreAddress, Recipient, TransferOrder};
+use specie_fastpay_primary::{
+    FastpayEpoch, FastpayFunding, FastpayRedeem, FastpayRules, KIND_FASTPAY_EPOCH, KIND_FASTPAY_FUND,
+    KIND_FASTPAY_REDEEM,
+};
 use specie_sentinel::{validate, validate_and_compact, IssuerKeys, TrustedKeys};
 use specie_transaction::extension::EXTENSION_HEADER;
 use specie_transaction::hash::sha256;
@@ -98,6 +101,22 @@ fn fastpay_vectors(v: &mut BTreeMap<String, String>, alice: &Keypair, bob: &Keyp
     put("fastpay_redeem_uhs_id[0]", &redeem.created_outputs()[0].uhs_id.0);
     put("fastpay_redeem_marker", &redeem.marker().unwrap().0);
     put("fastpay_redeem_compact_ser", &redeem.compact().encode());
+
+    // Epoch: the committee's epoch 1 hands seat 3 to deterministic_key("authority", 4), endorsed
+    // by seats 0, 1 and 2 of epoch 0, and is kept in the ledger.
+    let mut members = committee.members().to_vec();
+    members[3] = specie_fastpay::deterministic_key("authority", 4)
+        .verifying_key()
+        .to_bytes();
+    let mut record = CommitteeRecord::propose(committee, members).unwrap();
+    for seat in 0..3u16 {
+        record.endorse(seat, &signing.keys[usize::from(seat)]);
+    }
+    let epoch = SpecieTransaction::from(FastpayEpoch { record });
+    put("fastpay_epoch_ser", &epoch.encode());
+    put("fastpay_epoch_txid", &epoch.txid().0);
+    put("fastpay_epoch_marker", &epoch.marker().unwrap().0);
+    put("fastpay_epoch_compact_ser", &epoch.compact().encode());
 }
 
 #[test]
@@ -207,6 +226,29 @@ fn documented_fastpay_bytes_decode_and_hash_as_specified() {
     let compact = CompactTransaction::decode_exact(&v.bytes("fastpay_redeem_compact_ser")).unwrap();
     assert!(compact.spent.is_empty());
     assert_eq!(compact.created, vec![output_id, UhsId(v.hash("fastpay_redeem_marker"))]);
+
+    // Epoch: the record follows the documented committee; txid and marker from their
+    // definitions; it creates the marker alone.
+    let epoch_bytes = v.bytes("fastpay_epoch_ser");
+    let decoded = SpecieTransaction::decode_exact(&epoch_bytes).unwrap();
+    let epoch = decoded
+        .capability::<FastpayEpoch>()
+        .expect("fastpay_epoch_ser is an epoch");
+    assert_eq!(FastpayEpoch::decode_exact(&epoch_bytes).as_ref(), Ok(epoch));
+    assert_eq!(epoch.record.check(&committee), Ok(()));
+    assert_eq!(epoch.record.replaced_seats(&committee), vec![3]);
+    let mut preimage = EXTENSION_HEADER.to_vec();
+    preimage.push(KIND_FASTPAY_EPOCH);
+    preimage.extend_from_slice(&committee.id());
+    epoch.record.next.encode_to(&mut preimage);
+    assert_eq!(sha256(&preimage), v.hash("fastpay_epoch_txid"));
+    let mut marker_preimage = b"specie/fastpay-epoch-record/v1".to_vec();
+    marker_preimage.extend_from_slice(&committee.id());
+    assert_eq!(marker_preimage.len(), 62);
+    assert_eq!(sha256(&marker_preimage), v.hash("fastpay_epoch_marker"));
+    let compact = CompactTransaction::decode_exact(&v.bytes("fastpay_epoch_compact_ser")).unwrap();
+    assert!(compact.spent.is_empty());
+    assert_eq!(compact.created, vec![UhsId(v.hash("fastpay_epoch_marker"))]);
 }
 
 /// The committee of the documented vectors.
@@ -229,7 +271,7 @@ fn documented_fastpay_transactions_validate_and_compact_as_documented() {
     )));
     let without_committee =
         TrustedKeys::new(IssuerKeys::empty()).with_capability(std::sync::Arc::new(FastpayRules::none()));
-    for name in ["fastpay_funding", "fastpay_redeem"] {
+    for name in ["fastpay_funding", "fastpay_redeem", "fastpay_epoch"] {
         let bytes = hex::decode(v.get(&format!("{name}_ser"))).unwrap();
         let tx = SpecieTransaction::decode_exact(&bytes).unwrap();
         assert_eq!(tx.kind_name(), name);

@@ -143,7 +143,7 @@ fn remember<T>(rng: &mut impl Rng, kept: &mut Vec<T>, item: T) {
 impl<R: ShardRole> World<R> {
     /// A record of a next epoch that hands every seat to the adversary's key... signed by it
     /// alone, below the quorum: no payer may take it.
-    fn forged_record(&self) -> specie_fastpay::CommitteeRecord {
+    pub(super) fn forged_record(&self) -> specie_fastpay::CommitteeRecord {
         let adversary = self.adversary.as_ref().expect("a Byzantine authority");
         let key = &self.authority_keys[usize::from(adversary.index)];
         let current = self.committee();

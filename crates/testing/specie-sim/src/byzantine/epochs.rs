@@ -1,6 +1,8 @@
 //! A committee epoch change in the middle of the run (docs/byzantine-mode.md, "Committee
 //! epochs"): at a time the seed picks, an operator endorses epoch 2, in which one honest seat's
-//! key is replaced, with the keys of every honest seat (a quorum), and hands the record to every
+//! key is replaced, with the keys of every honest seat (a quorum), publishes it through the core
+//! (the Primary's sentinel rules take the epoch transaction, its ledger the marker, and a
+//! Byzantine authority's forged record is refused), and hands the record to every
 //! honest shard over a reliable operator's channel (again after a crash, until each applied it).
 //! Once every shard of the replaced seat runs in epoch 2 with nothing waiting to be durable, its
 //! state is handed over: each shard is replaced by the successor's, built with
@@ -25,6 +27,15 @@ use specie_role::Durable;
 use super::shard::{Shard, ShardRole};
 use super::{Asked, Party, World, AUTHORITIES};
 use crate::world::Violation;
+
+/// Why the core does not keep an epoch's record.
+#[derive(Debug, thiserror::Error)]
+enum CoreRefusal {
+    #[error("its sentinel refuses it: {0}")]
+    Sentinel(specie_sentinel::ValidationError),
+    #[error("the ledger holds a successor of that committee")]
+    MarkerExists,
+}
 
 /// The epoch change a seed makes, if any.
 #[derive(Clone, Debug)]
@@ -115,7 +126,7 @@ impl<R: ShardRole> World<R> {
             return Ok(());
         }
         if self.epoch.record.is_none() {
-            self.publish_record(&change);
+            self.publish_record(&change)?;
         }
         let record = self.epoch.record.clone().expect("published");
         let next_epoch = record.next.epoch();
@@ -144,7 +155,11 @@ impl<R: ShardRole> World<R> {
         }
     }
 
-    fn publish_record(&mut self, change: &EpochChange) {
+    /// Endorses epoch 2 with every honest seat's key and publishes it through the core before
+    /// any authority enters it: the Primary's sentinel rules take the epoch transaction and its
+    /// ledger keeps the marker of the committee it follows. A Byzantine authority publishes its
+    /// forged record first; the core must refuse it, and take the honest one.
+    fn publish_record(&mut self, change: &EpochChange) -> Result<(), Violation> {
         let next_key = specie_fastpay::deterministic_key("sim-authority-next", self.options.seed);
         let first = self.chain.current().clone();
         let mut members = first.members().to_vec();
@@ -155,14 +170,37 @@ impl<R: ShardRole> World<R> {
                 record.endorse(seat, &self.authority_keys[usize::from(seat)]);
             }
         }
+        if self.adversary.is_some() && self.keep_in_core(self.forged_record()).is_ok() {
+            return Err(self.violation("the core kept a record endorsed by the Byzantine authority alone"));
+        }
+        if let Err(refusal) = self.keep_in_core(record.clone()) {
+            return Err(self.violation(format!("the core refused epoch 2's record: {refusal}")));
+        }
         self.chain
             .extend(record.clone())
             .expect("endorsed by every honest seat, a quorum");
+        if self.primary.epoch() != Some(self.chain.current().epoch()) {
+            return Err(self.violation("the core's sentinel did not learn the epoch it kept"));
+        }
         self.next_key = Some(next_key);
         self.epoch.record = Some(record);
         self.epoch_published_ms = Some(self.now_ms);
         self.report.epoch_changes += 1;
         self.record("epoch-published", &[self.committee().epoch(), u64::from(change.seat)]);
+        Ok(())
+    }
+
+    /// The core's side of publishing `record`: its sentinel's verdict on the epoch transaction,
+    /// then the shards', which refuse a second successor of one committee (its marker exists).
+    fn keep_in_core(&mut self, record: CommitteeRecord) -> Result<(), CoreRefusal> {
+        let tx = specie_transaction::SpecieTransaction::from(specie_fastpay_primary::FastpayEpoch { record });
+        let rules = specie_sentinel::TrustedKeys::default().with_capability(std::sync::Arc::new(self.primary.clone()));
+        let compact = specie_sentinel::validate_and_compact(&tx, &rules).map_err(CoreRefusal::Sentinel)?;
+        if !compact.spent.is_empty() || compact.created.iter().any(|id| self.primary_markers.contains(id)) {
+            return Err(CoreRefusal::MarkerExists);
+        }
+        self.primary_markers.extend(compact.created);
+        Ok(())
     }
 
     /// Replaces the seat's shards by the successor's, built from their snapshots, once every

@@ -376,6 +376,10 @@ struct World<R: ShardRole> {
     healed_at_ms: Option<u64>,
     /// Every published epoch: what the world's checks trust.
     chain: CommitteeChain,
+    /// The online core as the committee's Primary: a sentinel's rules for the epoch
+    /// transaction, and the markers its ledger holds (one successor per committee).
+    primary: specie_fastpay_primary::FastpayRules,
+    primary_markers: BTreeSet<specie_transaction::UhsId>,
     /// The epochs each payer has learned, where it has learned any beyond the first.
     views: BTreeMap<Party, CommitteeChain>,
     epoch: EpochProgress,
@@ -480,6 +484,8 @@ impl<R: ShardRole> World<R> {
             faults_on: true,
             settle_by_ms: u64::MAX,
             healed_at_ms: None,
+            primary: specie_fastpay_primary::FastpayRules::of(CommitteeChain::new(committee.clone())),
+            primary_markers: BTreeSet::new(),
             chain: CommitteeChain::new(committee),
             views: BTreeMap::new(),
             epoch: EpochProgress::default(),
