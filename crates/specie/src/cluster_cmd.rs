@@ -66,6 +66,42 @@ pub enum ClusterCommand {
     /// the authorities and pay again in its name. Interrupted, run it again: it takes up where
     /// it stopped. Prints the new epoch.
     RotateAuthority(RotateArgs),
+    /// Run one process of the cluster in the foreground, on this host: the member NAME of
+    /// DIR/cluster.toml (a replica as `<group>-<replica>`, e.g. shard-0-1 or
+    /// authority-2-shard-0-1, or a sentinel, e.g. sentinel-0), binding the addresses the file
+    /// gives it and logging to stderr, as a service manager (systemd) or a container runs it.
+    /// Each host holds the same cluster.toml, at the same path, and only that member's
+    /// credentials (`specie cluster credentials`) in the file's pki_dir. `cluster up` is the
+    /// one-host way to start them all; run a member with one or the other, not both
+    Run(RunArgs),
+    /// Copy what one member of the cluster needs of its PKI, and nothing more, into a directory
+    /// to take to that member's host (its pki_dir there): the CA certificate, its certificate
+    /// and key, and its role's secrets (a sentinel's attestation key, an authority's seat key,
+    /// the offline authority's and the exchange's seeds). NAME `operator`: what `cluster status`
+    /// and `cluster digests` need. Prints each file written
+    Credentials(CredentialsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub dir: DirArgs,
+    /// The member to run, as `cluster status` lists it: `<group>-<replica>` or a sentinel's name.
+    #[arg(long)]
+    pub name: String,
+}
+
+#[derive(Args, Debug)]
+pub struct CredentialsArgs {
+    #[command(flatten)]
+    pub dir: DirArgs,
+    /// The member whose credentials to copy (`<group>-<replica>`, a sentinel's name), or
+    /// `operator`.
+    #[arg(long)]
+    pub name: String,
+    /// Where to copy them (made private if new; files already there must be the same).
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -397,6 +433,13 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
         ClusterCommand::RotateAuthority(args) => {
             let epoch = specie_cluster::rotation::rotate_authority(&args.dir.dir, args.authority)?;
             println!("{epoch}");
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Run(args) => Err(specie_cluster::hosts::run(&args.dir.dir, &args.name).into()),
+        ClusterCommand::Credentials(args) => {
+            for path in specie_cluster::hosts::export_credentials(&args.dir.dir, &args.name, &args.out)? {
+                println!("{}", path.display());
+            }
             Ok(ExitCode::SUCCESS)
         }
         ClusterCommand::ReplaceReplica(args) => {

@@ -316,11 +316,11 @@ pub fn write_secret(path: &Path, text: &str) -> Result<(), CredentialsError> {
     Ok(specie_log::secret::write_new(path, text.as_bytes())?)
 }
 
-fn write_public(path: &Path, text: &str) -> Result<(), CredentialsError> {
+pub(crate) fn write_public(path: &Path, text: &str) -> Result<(), CredentialsError> {
     std::fs::write(path, text).map_err(io_error("write", path))
 }
 
-fn create_private_dir(dir: &Path) -> Result<(), CredentialsError> {
+pub(crate) fn create_private_dir(dir: &Path) -> Result<(), CredentialsError> {
     std::fs::create_dir_all(dir).map_err(io_error("create", dir))?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io_error("make private", dir))?;
     Ok(())

@@ -28,6 +28,7 @@ pub mod endorsing;
 pub mod exchange_replica;
 pub mod group_client;
 mod host;
+pub mod hosts;
 pub mod identity;
 pub mod live;
 pub mod membership;

@@ -90,6 +90,14 @@ pub enum SupervisorError {
     ChangeRunning(#[source] specie_log::DirLockError),
     #[error("group {group}: {reason}")]
     Membership { group: String, reason: String },
+    #[error("this cluster has no member named '{name}' (nor is it `operator`); its members: {names}")]
+    UnknownMember { name: String, names: String },
+    #[error(
+        "{} exists and differs from {}: give an empty directory, or remove it if it is stale",
+        path.display(),
+        from.display()
+    )]
+    CredentialsDiffer { path: PathBuf, from: PathBuf },
     #[error("rotating FastPay authority {authority}: {reason}")]
     Rotation { authority: u16, reason: String },
     #[error("only {leaders} of {groups} groups have a leader after {waited_s} s; see {logs}")]
@@ -236,6 +244,7 @@ impl UpOptions {
 }
 
 /// One process of the cluster: its name, and the arguments that start it.
+#[derive(Clone, Debug)]
 pub struct Member {
     pub name: String,
     pub args: Vec<String>,
@@ -658,6 +667,9 @@ const LOG_TAIL_LINES: usize = 8;
 const NOT_OURS: &str = "the process this directory started is not running; another process answers on its port: \
                         another cluster? `specie cluster up` restarts this one's";
 
+/// Why `status`, in a directory that started nothing, does not count an answering sentinel.
+const NOT_THIS_NETWORK: &str = "it answers, but not with this cluster's network_id: another cluster on its address?";
+
 pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
     let (_, topology) = load(dir)?;
     let mut healthy = true;
@@ -665,6 +677,11 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
         "{:<20} {:>7} {:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  health",
         "group", "replica", "pid", "role", "term", "leader", "commit", "applied", "refused"
     );
+    // A directory that started processes (`cluster up`) counts only the answers of its own; one
+    // that started none (an operator's host, members run by `cluster run` on their hosts)
+    // counts every answer: over mutual TLS, only a holder of this cluster's certificates can.
+    let started_here = dir.join("pids").read_dir().is_ok_and(|mut pids| pids.next().is_some());
+    let ours = |name: &str| !started_here || read_pid(dir, name).is_some_and(is_alive);
     let statuses = replica_statuses(&topology)?;
     for ReplicaStatus { group, id, status } in &statuses {
         let (group, id) = (group.as_str(), *id);
@@ -673,7 +690,7 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
         match status {
             // An answer on its address from a process this directory did not start (another
             // cluster on the same ports) says nothing about this cluster.
-            Ok(_) if !pid.is_some_and(is_alive) => {
+            Ok(_) if !ours(&format!("{group}-{id}")) => {
                 healthy = false;
                 println!(
                     "{group:<20} {id:>7} {pid_text:>8} {:>10} {:>6} {:>9} {:>9} {:>9} {:>8}  DOWN ({NOT_OURS})",
@@ -704,28 +721,7 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
             }
         }
     }
-    let answers = |address: &std::net::SocketAddr| {
-        std::net::TcpStream::connect_timeout(address, Duration::from_millis(500)).is_ok()
-    };
-    for sentinel in &topology.sentinels {
-        let ours = read_pid(dir, &sentinel.name).is_some_and(is_alive);
-        let up = answers(&sentinel.http);
-        healthy &= up && ours;
-        let health = match (up, ours) {
-            (true, true) => "ok".to_string(),
-            (true, false) => format!("DOWN ({NOT_OURS})"),
-            (false, _) => "DOWN".to_string(),
-        };
-        print!("{:<20} http://{:<22} {health}", sentinel.name, sentinel.http);
-        match sentinel.endorser.filter(|_| topology.endorsement.is_some()) {
-            Some(endorser) => {
-                let up = answers(&endorser);
-                healthy &= up;
-                println!("  endorser {endorser} {}", if up { "ok" } else { "DOWN" });
-            }
-            None => println!(),
-        }
-    }
+    healthy &= print_sentinels(dir, &topology, started_here);
     if let Some(endorsement) = &topology.endorsement {
         println!(
             "endorsement: {} of {} sentinels sign each transaction; group key {}",
@@ -743,6 +739,48 @@ pub fn status(dir: &Path) -> Result<bool, SupervisorError> {
     print_ledger_figures(&statuses);
     print_atomizer_figures(&statuses);
     Ok(healthy)
+}
+
+/// `status`'s line per sentinel (and its endorser's address); returns whether each is up and
+/// this cluster's: one this directory started, alive; or, started elsewhere, serving the
+/// cluster's network id (sentinels answer over plain HTTP, unlike the replicas' mutual TLS).
+fn print_sentinels(dir: &Path, topology: &Topology, started_here: bool) -> bool {
+    let mut healthy = true;
+    let answers = |address: &std::net::SocketAddr| {
+        std::net::TcpStream::connect_timeout(address, Duration::from_millis(500)).is_ok()
+    };
+    // Started elsewhere, a sentinel is this cluster's if it serves the cluster's network id.
+    let serves_ours = |sentinel: &crate::topology::Sentinel| {
+        let Some(network_id) = &topology.network_id else {
+            return true;
+        };
+        let info = specie_wallet::NodeClient::new(&format!("http://{}", sentinel.http)).and_then(|node| node.info());
+        info.is_ok_and(|info| info.network_id.as_ref() == Some(network_id))
+    };
+    for sentinel in &topology.sentinels {
+        let up = answers(&sentinel.http);
+        let not_ours = match started_here {
+            true => !read_pid(dir, &sentinel.name).is_some_and(is_alive),
+            false => up && !serves_ours(sentinel),
+        };
+        let not_ours = not_ours.then_some(if started_here { NOT_OURS } else { NOT_THIS_NETWORK });
+        healthy &= up && not_ours.is_none();
+        let health = match (up, not_ours) {
+            (false, _) => "DOWN".to_string(),
+            (true, None) => "ok".to_string(),
+            (true, Some(why)) => format!("DOWN ({why})"),
+        };
+        print!("{:<20} http://{:<22} {health}", sentinel.name, sentinel.http);
+        match sentinel.endorser.filter(|_| topology.endorsement.is_some()) {
+            Some(endorser) => {
+                let up = answers(&endorser);
+                healthy &= up;
+                println!("  endorser {endorser} {}", if up { "ok" } else { "DOWN" });
+            }
+            None => println!(),
+        }
+    }
+    healthy
 }
 
 /// The atomizer shape: the atomizer replicas' block height and the height each shard replica

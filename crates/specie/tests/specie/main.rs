@@ -14,6 +14,7 @@ mod exchange_cli;
 mod exchange_cluster;
 mod exchange_process;
 mod hostile;
+mod hosts;
 mod membership;
 mod observability;
 mod offline_authority;

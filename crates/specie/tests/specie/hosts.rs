@@ -1,0 +1,215 @@
+//! One process per host (issue 37, item 1), on 127.0.0.1: every member of a cluster is started
+//! by `specie cluster run` from a directory of its own, as its own host would hold it (the
+//! cluster file, and only the credentials `specie cluster credentials` copied for it); the
+//! operator's directory holds only the operator's. `cluster status` from there sees every member
+//! healthy, and the demo, run where the sentinel's credentials are, ends in the audit.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::cluster_harness;
+
+use cluster_harness::{assert_audit, finish_demo, free_ports, specie, start_demo, Down, BIN};
+
+/// The members' processes, killed when the test ends however it ends.
+struct Members(Vec<Child>);
+
+impl Drop for Members {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `host`, as the member `name`'s host would hold the cluster: the cluster file, its pki_dir
+/// pointing at the credentials copied for `name` alone. Returns the file names copied.
+fn make_host(cluster: &str, host: &Path, name: &str) -> BTreeSet<String> {
+    let pki = host.join("pki");
+    let output = specie(&[
+        "cluster",
+        "credentials",
+        "--dir",
+        cluster,
+        "--name",
+        name,
+        "--out",
+        pki.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(Path::new(cluster).join("cluster.toml")).unwrap();
+    let mut file = specie_cluster::Topology::load(&Path::new(cluster).join("cluster.toml")).unwrap();
+    file.pki_dir = pki.clone();
+    assert_ne!(file.to_toml(), text);
+    std::fs::write(host.join("cluster.toml"), file.to_toml()).unwrap();
+    let listed: Vec<String> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let copied: BTreeSet<String> = std::fs::read_dir(&pki)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(listed.len(), copied.len(), "{listed:?}");
+    copied
+}
+
+#[test]
+fn every_member_runs_from_its_own_host_directory_with_its_own_credentials_only() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster = root.path().join("cluster");
+    let cluster = cluster.to_str().unwrap();
+    let _down = Down(cluster.to_string());
+    let base = free_ports(40).to_string();
+    // Made on one host, then stopped: its file and PKI are what an operator distributes.
+    specie(&[
+        "cluster",
+        "up",
+        "--dir",
+        cluster,
+        "--base-port",
+        &base,
+        "--replicas",
+        "1",
+        "--sentinels",
+        "1",
+        "--authorities",
+        "--authority-shards",
+        "1",
+        "--offline",
+        "1",
+        "--ledger-of-record",
+        "1",
+    ]);
+    specie(&["cluster", "down", "--dir", cluster]);
+    let path = Path::new(cluster).join("cluster.toml");
+    let topology = specie_cluster::Topology::load(&path).unwrap();
+    let members = specie_cluster::supervisor::members(&path, &topology);
+    assert_eq!(members.len(), 10);
+
+    let hosts = root.path().join("hosts");
+    let mut running = Members(vec![]);
+    for member in &members {
+        let host = hosts.join(&member.name);
+        let copied = make_host(cluster, &host, &member.name);
+        // The CA's key never leaves the operator's host; another member's files never come.
+        assert!(copied.contains("ca.crt") && !copied.contains("ca.key"), "{copied:?}");
+        let secrets = match member.name.as_str() {
+            "sentinel-0" => vec!["sentinel-0.sentinel.specie.attestation.key"],
+            "offline-authority-1" => vec!["offline-authority.seed", "offline-operator.token"],
+            name if name.starts_with("authority-") => vec![&name[..11]],
+            _ => vec![],
+        };
+        assert_eq!(copied.len(), 3 + secrets.len(), "{}: {copied:?}", member.name);
+        for secret in secrets {
+            assert!(
+                copied.iter().any(|file| file.starts_with(secret)),
+                "{}: {copied:?}",
+                member.name
+            );
+        }
+        let log = std::fs::File::create(host.join("log")).unwrap();
+        let child = Command::new(BIN)
+            .args([
+                "cluster",
+                "run",
+                "--dir",
+                host.to_str().unwrap(),
+                "--name",
+                &member.name,
+            ])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        running.0.push(child);
+    }
+    let operator = hosts.join("operator");
+    assert_eq!(make_host(cluster, &operator, "operator").len(), 3);
+    let operator = operator.to_str().unwrap();
+
+    // The operator's host sees every member healthy, with nothing of theirs.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = Command::new(BIN)
+            .args(["cluster", "status", "--dir", operator])
+            .output()
+            .unwrap();
+        if status.status.success() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", String::from_utf8_lossy(&status.stdout));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
+    // Payments through the members, ending in the audit (the demo submits as the sentinel does,
+    // so it runs where the sentinel's credentials are, with the issuer's key).
+    let sentinel_host = hosts.join("sentinel-0");
+    std::fs::copy(Path::new(cluster).join("issuer.key"), sentinel_host.join("issuer.key")).unwrap();
+    assert_audit(&finish_demo(start_demo(sentinel_host.to_str().unwrap(), "400", "37")));
+
+    // A cluster file naming another network: its sentinel's address answers, but not as
+    // this network's, and `status` says so.
+    let other = root.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let mut file = specie_cluster::Topology::load(&Path::new(operator).join("cluster.toml")).unwrap();
+    file.network_id = Some("00".repeat(16));
+    std::fs::write(other.join("cluster.toml"), file.to_toml()).unwrap();
+    let status = Command::new(BIN)
+        .args(["cluster", "status", "--dir", other.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&status.stdout);
+    assert_eq!(status.status.code(), Some(2), "{shown}");
+    assert!(shown.contains("not with this cluster's network_id"), "{shown}");
+
+    // Mistakes: a member that is not in the file is named with the list of those that are;
+    // a second `run` of a running member cannot take its address; credentials are never
+    // written over different ones.
+    let (code, stderr) = cluster_harness::run_to_exit(
+        &["cluster", "run", "--dir", operator, "--name", "shard-9-1"],
+        Duration::from_secs(30),
+    );
+    assert!(!code.success());
+    assert!(
+        stderr.contains("no member named 'shard-9-1'") && stderr.contains("sentinel-0"),
+        "{stderr}"
+    );
+    let shard_host = hosts.join("shard-0-1");
+    let (code, stderr) = cluster_harness::run_to_exit(
+        &[
+            "cluster",
+            "run",
+            "--dir",
+            shard_host.to_str().unwrap(),
+            "--name",
+            "shard-0-1",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(!code.success() && stderr.contains("Address already in use"), "{stderr}");
+    let stale = root.path().join("stale");
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::write(stale.join("ca.crt"), "an old CA").unwrap();
+    let (code, stderr) = cluster_harness::run_to_exit(
+        &[
+            "cluster",
+            "credentials",
+            "--dir",
+            cluster,
+            "--name",
+            "shard-1-1",
+            "--out",
+            stale.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        !code.success() && stderr.contains("ca.crt exists and differs"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(stale.join("ca.crt")).unwrap(), "an old CA");
+}
