@@ -19,6 +19,11 @@ use crate::topology::{Replica, Topology, ARCHIVER_GROUP};
 /// hammered; bounded by the caller's deadline.
 const LEADER_SEARCH_PAUSE_MS: u64 = 50;
 
+/// An idempotent call gives one replica at most this share of its time: a replica cut off by the
+/// network answers nothing (no reset, no refusal) until the attempt's deadline, and the call must
+/// have time left for the others.
+const ATTEMPTS_PER_CALL_MIN: u32 = 4;
+
 #[derive(Debug, thiserror::Error)]
 pub enum GroupError {
     #[error("group {group}: no leader answered within {timeout_ms} ms (last error: {last})")]
@@ -186,21 +191,25 @@ impl GroupClient {
         let bytes = request.encode();
         let mut last = String::from("no attempt");
         let mut attempts = 0usize;
+        // Replicas that did not answer in this call: a follower's hint that names one of them
+        // (it has not heard of a newer leader yet) is not followed back into the silence.
+        let mut silent: Vec<u64> = vec![];
         while Instant::now() < deadline {
             let replicas = self.replicas();
             let index = self.leader.load(Ordering::Relaxed) % replicas.len();
             let (id, client) = &replicas[index];
-            let attempt_deadline = deadline.min(Instant::now() + timeout / 2);
+            let attempt_deadline = deadline.min(Instant::now() + timeout / ATTEMPTS_PER_CALL_MIN);
             match client.call_by(bytes.clone(), attempt_deadline).await {
                 Ok(reply) => match RoleResponse::decode(&reply) {
                     Ok(RoleResponse::NotLeader(hint)) => {
                         last = format!("replica {id} is not the leader");
-                        let next = hint
+                        let followed = hint
+                            .filter(|h| !silent.contains(h))
                             .and_then(|h| replicas.iter().position(|(rid, _)| *rid == h))
-                            .filter(|next| *next != index)
-                            .unwrap_or((index + 1) % replicas.len());
-                        self.leader.store(next, Ordering::Relaxed);
-                        if hint.is_none() {
+                            .filter(|next| *next != index);
+                        self.leader
+                            .store(followed.unwrap_or((index + 1) % replicas.len()), Ordering::Relaxed);
+                        if followed.is_none() {
                             tokio::time::sleep(Duration::from_millis(LEADER_SEARCH_PAUSE_MS)).await;
                         }
                     }
@@ -220,6 +229,7 @@ impl GroupClient {
                         });
                     }
                     last = format!("replica {id}: {error}");
+                    silent.push(*id);
                     self.leader.store((index + 1) % replicas.len(), Ordering::Relaxed);
                     attempts += 1;
                     if attempts.is_multiple_of(replicas.len()) {

@@ -4,14 +4,13 @@
 //! operator's directory holds only the operator's. `cluster status` from there sees every member
 //! healthy, and the demo, run where the sentinel's credentials are, ends in the audit.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::cluster_harness;
 
-use cluster_harness::{assert_audit, finish_demo, free_ports, specie, start_demo, Down, BIN};
+use cluster_harness::{assert_audit, finish_demo, free_ports, make_host, specie, start_demo, Down, BIN};
 
 /// The members' processes, killed when the test ends however it ends.
 struct Members(Vec<Child>);
@@ -23,38 +22,6 @@ impl Drop for Members {
             let _ = child.wait();
         }
     }
-}
-
-/// `host`, as the member `name`'s host would hold the cluster: the cluster file, its pki_dir
-/// pointing at the credentials copied for `name` alone. Returns the file names copied.
-fn make_host(cluster: &str, host: &Path, name: &str) -> BTreeSet<String> {
-    let pki = host.join("pki");
-    let output = specie(&[
-        "cluster",
-        "credentials",
-        "--dir",
-        cluster,
-        "--name",
-        name,
-        "--out",
-        pki.to_str().unwrap(),
-    ]);
-    let text = std::fs::read_to_string(Path::new(cluster).join("cluster.toml")).unwrap();
-    let mut file = specie_cluster::Topology::load(&Path::new(cluster).join("cluster.toml")).unwrap();
-    file.pki_dir = pki.clone();
-    assert_ne!(file.to_toml(), text);
-    std::fs::write(host.join("cluster.toml"), file.to_toml()).unwrap();
-    let listed: Vec<String> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
-    let copied: BTreeSet<String> = std::fs::read_dir(&pki)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
-        .collect();
-    assert_eq!(listed.len(), copied.len(), "{listed:?}");
-    copied
 }
 
 #[test]

@@ -16,6 +16,7 @@ mod exchange_process;
 mod hostile;
 mod hosts;
 mod membership;
+mod netns;
 mod observability;
 mod offline_authority;
 mod offline_cluster;

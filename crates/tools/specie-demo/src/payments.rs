@@ -57,6 +57,10 @@ pub struct DemoOptions {
 
 const COIN_VALUE: u64 = 1_000;
 const COINS_PER_WALLET: usize = 64;
+/// How many times mints not applied are sent (a group failing over drops what it was given),
+/// and the pause before each new round.
+const MINT_ROUNDS_MAX: usize = 5;
+const MINT_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
 const MINT_OUTPUTS_MAX: usize = 500;
 const SUBMIT_BATCH_MAX: usize = 512;
 /// How long the UHS must say the same about transactions with unknown outcomes before it is
@@ -203,11 +207,19 @@ fn run_with<B: Backend>(
         false => None,
     };
 
-    // 1. Mint COINS_PER_WALLET coins to every wallet.
-    let mints = demo.workload.plan_mints(COINS_PER_WALLET, COIN_VALUE, MINT_OUTPUTS_MAX);
-    demo.submit(backend, mints, &issuer, &reply);
-    demo.settle_all(&mut completions)?;
-    demo.resolve_unknown(backend)?;
+    // 1. Mint COINS_PER_WALLET coins to every wallet; a mint not applied while a group fails
+    // over (busy, dropped) is sent again, a few times.
+    let mut mints = demo.workload.plan_mints(COINS_PER_WALLET, COIN_VALUE, MINT_OUTPUTS_MAX);
+    for _ in 0..MINT_ROUNDS_MAX {
+        demo.submit(backend, mints, &issuer, &reply);
+        demo.settle_all(&mut completions)?;
+        demo.resolve_unknown(backend)?;
+        mints = demo.workload.take_unminted();
+        if mints.is_empty() {
+            break;
+        }
+        std::thread::sleep(MINT_RETRY_PAUSE);
+    }
     if demo.workload.minted() != (args.wallets * COINS_PER_WALLET) as u64 * COIN_VALUE {
         fail!("minting failed: {:?}", demo.rejected);
     }

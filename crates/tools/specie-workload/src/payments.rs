@@ -99,6 +99,8 @@ pub struct PaymentWorkload {
     pairs: HashMap<u64, Vec<(bool, Vec<CreatedOutput>, usize)>>,
     next_pair: u64,
     minted: u64,
+    /// Mints not applied and safe to send again (busy, dropped), as plans.
+    unminted: Vec<Planned>,
     redeemed: u64,
     confirmed: u64,
     confirmed_payments: u64,
@@ -125,6 +127,7 @@ impl PaymentWorkload {
             pairs: HashMap::new(),
             next_pair: 0,
             minted: 0,
+            unminted: vec![],
             redeemed: 0,
             confirmed: 0,
             confirmed_payments: 0,
@@ -369,6 +372,13 @@ impl PaymentWorkload {
                 if confirmed {
                     self.minted += sent.outputs.iter().map(|(_, c)| c.output.value).sum::<u64>();
                     self.credit(&sent.outputs);
+                } else if matches!(outcome, Outcome::Busy | Outcome::Dropped) {
+                    self.unminted.push(Planned {
+                        kind: Kind::Mint,
+                        sender: 0,
+                        inputs: vec![],
+                        outputs: sent.outputs.iter().map(|(owner, c)| (*owner, c.output.value)).collect(),
+                    });
                 }
             }
             Kind::Redeem { amount } => {
@@ -441,6 +451,12 @@ impl PaymentWorkload {
         for (owner, coin) in outputs {
             self.wallets[*owner].coins.push(*coin);
         }
+    }
+
+    /// The mints settled as not applied and safe to send again (busy or dropped: a group
+    /// failing over), to plan again; taken once.
+    pub fn take_unminted(&mut self) -> Vec<Planned> {
+        std::mem::take(&mut self.unminted)
     }
 
     pub fn minted(&self) -> u64 {
@@ -548,6 +564,30 @@ mod tests {
             audit.redeemed > 0 && audit.checks.forged > 0 && audit.checks.replays + audit.checks.conflict_pairs > 0
         );
         assert!(workload.confirmed_payments() > 0);
+    }
+
+    #[test]
+    fn a_mint_not_applied_is_planned_again_and_one_refused_is_not() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let issuer = Keypair::new_global(&mut rng);
+        let mut workload = PaymentWorkload::new(3, rng);
+        let plans = workload.plan_mints(2, 10, 2);
+        let planned: Vec<Vec<(usize, u64)>> = plans.iter().map(|plan| plan.outputs.clone()).collect();
+        let outcomes = [Outcome::Dropped, Outcome::Confirmed, Outcome::Invalid];
+        for (plan, outcome) in plans.into_iter().zip(outcomes) {
+            let (sent, _) = workload.sign(plan, &issuer, [1; 32]);
+            workload.settle(sent, outcome);
+        }
+        let again = workload.take_unminted();
+        assert_eq!(
+            again.iter().map(|plan| plan.outputs.clone()).collect::<Vec<_>>(),
+            vec![planned[0].clone()]
+        );
+        assert!(again
+            .iter()
+            .all(|plan| plan.kind == Kind::Mint && plan.inputs.is_empty()));
+        assert!(workload.take_unminted().is_empty(), "taken once");
+        assert_eq!(workload.minted(), 20);
     }
 
     #[test]

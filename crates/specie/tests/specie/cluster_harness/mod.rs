@@ -8,6 +8,7 @@ pub mod authority_state;
 pub mod exchange_traders;
 pub mod offline_devices;
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -356,4 +357,36 @@ pub fn wire_client(
     let transport = specie_cluster::credentials::transport(topology, me).unwrap();
     let limits = specie_wire::WireLimits::default();
     specie_wire::Client::new(address.to_string(), server.to_string(), limits, transport).unwrap()
+}
+
+/// `host`, as the member `name`'s host would hold the cluster: the cluster file, its pki_dir
+/// pointing at the credentials copied for `name` alone. Returns the file names copied.
+pub fn make_host(cluster: &str, host: &Path, name: &str) -> BTreeSet<String> {
+    let pki = host.join("pki");
+    let output = specie(&[
+        "cluster",
+        "credentials",
+        "--dir",
+        cluster,
+        "--name",
+        name,
+        "--out",
+        pki.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(Path::new(cluster).join("cluster.toml")).unwrap();
+    let mut file = specie_cluster::Topology::load(&Path::new(cluster).join("cluster.toml")).unwrap();
+    file.pki_dir = pki.clone();
+    assert_ne!(file.to_toml(), text);
+    std::fs::write(host.join("cluster.toml"), file.to_toml()).unwrap();
+    let listed: Vec<String> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let copied: BTreeSet<String> = std::fs::read_dir(&pki)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(listed.len(), copied.len(), "{listed:?}");
+    copied
 }
