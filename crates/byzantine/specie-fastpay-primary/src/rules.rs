@@ -12,7 +12,7 @@ use crate::transaction::{
     FastpayEpoch, FastpayFunding, FastpayRedeem, KIND_FASTPAY_EPOCH, KIND_FASTPAY_FUND, KIND_FASTPAY_REDEEM,
 };
 
-/// Why a FastPay funding or redeem is refused.
+/// Why a FastPay funding, redeem or epoch is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FastpayErrorCode {
     /// `zero_funding_amount`: a funding must move at least 1 unit.

@@ -192,19 +192,30 @@ impl GroupClient {
         let mut last = String::from("no attempt");
         let mut attempts = 0usize;
         // Replicas that did not answer in this call: a follower's hint that names one of them
-        // (it has not heard of a newer leader yet) is not followed back into the silence.
+        // (it may not have heard of a newer leader yet) is passed over once, so that another
+        // replica is asked before going back into the silence; a leader only slow is asked again
+        // at the next hint to it.
         let mut silent: Vec<u64> = vec![];
         while Instant::now() < deadline {
             let replicas = self.replicas();
             let index = self.leader.load(Ordering::Relaxed) % replicas.len();
             let (id, client) = &replicas[index];
-            let attempt_deadline = deadline.min(Instant::now() + timeout / ATTEMPTS_PER_CALL_MIN);
+            // A call that must not run twice is not sent elsewhere after silence: it keeps the
+            // half it always had.
+            let share = if idempotent { ATTEMPTS_PER_CALL_MIN } else { 2 };
+            let attempt_deadline = deadline.min(Instant::now() + timeout / share);
             match client.call_by(bytes.clone(), attempt_deadline).await {
                 Ok(reply) => match RoleResponse::decode(&reply) {
                     Ok(RoleResponse::NotLeader(hint)) => {
                         last = format!("replica {id} is not the leader");
+                        let hint = match hint.and_then(|h| silent.iter().position(|s| *s == h)) {
+                            Some(at) => {
+                                silent.swap_remove(at);
+                                None
+                            }
+                            None => hint,
+                        };
                         let followed = hint
-                            .filter(|h| !silent.contains(h))
                             .and_then(|h| replicas.iter().position(|(rid, _)| *rid == h))
                             .filter(|next| *next != index);
                         self.leader

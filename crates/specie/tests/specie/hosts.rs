@@ -6,11 +6,11 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::cluster_harness;
 
-use cluster_harness::{assert_audit, finish_demo, free_ports, make_host, specie, start_demo, Down, BIN};
+use cluster_harness::{assert_audit, finish_demo, free_ports, make_host, specie, start_demo, wait_healthy, Down, BIN};
 
 /// The members' processes, killed when the test ends however it ends.
 struct Members(Vec<Child>);
@@ -99,18 +99,7 @@ fn every_member_runs_from_its_own_host_directory_with_its_own_credentials_only()
     let operator = operator.to_str().unwrap();
 
     // The operator's host sees every member healthy, with nothing of theirs.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let status = Command::new(BIN)
-            .args(["cluster", "status", "--dir", operator])
-            .output()
-            .unwrap();
-        if status.status.success() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{}", String::from_utf8_lossy(&status.stdout));
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    wait_healthy(operator);
 
     // Payments through the members, ending in the audit (the demo submits as the sentinel does,
     // so it runs where the sentinel's credentials are, with the issuer's key).

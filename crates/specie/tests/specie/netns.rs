@@ -17,7 +17,9 @@ use specie_cluster::Topology;
 
 use crate::cluster_harness;
 
-use cluster_harness::{assert_audit, finish_demo, free_ports, make_host, specie, start_demo, status, Down, BIN};
+use cluster_harness::{
+    assert_audit, finish_demo, free_ports, make_host, specie, start_demo, status, wait_healthy, Down, BIN,
+};
 
 /// Runs `ip ARGS`; panics with its stderr if it fails.
 fn ip(args: &[&str]) {
@@ -190,22 +192,6 @@ fn relocate(topology: &mut Topology, address_of: impl Fn(&str) -> IpAddr) {
     }
     for sentinel in &mut topology.sentinels {
         at(&mut sentinel.http, &sentinel.name.clone());
-    }
-}
-
-/// Waits until `cluster status` from `operator` says every member is healthy.
-fn wait_healthy(operator: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let output = Command::new(BIN)
-            .args(["cluster", "status", "--dir", operator])
-            .output()
-            .unwrap();
-        if output.status.success() {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{}", String::from_utf8_lossy(&output.stdout));
-        std::thread::sleep(Duration::from_millis(500));
     }
 }
 

@@ -390,3 +390,19 @@ pub fn make_host(cluster: &str, host: &Path, name: &str) -> BTreeSet<String> {
     assert_eq!(listed.len(), copied.len(), "{listed:?}");
     copied
 }
+
+/// Waits until `cluster status` from `operator` says every member is healthy.
+pub fn wait_healthy(operator: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let output = Command::new(BIN)
+            .args(["cluster", "status", "--dir", operator])
+            .output()
+            .unwrap();
+        if output.status.success() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{}", String::from_utf8_lossy(&output.stdout));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
