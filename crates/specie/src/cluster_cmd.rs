@@ -437,7 +437,11 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
         }
         ClusterCommand::Run(args) => Err(specie_cluster::hosts::run(&args.dir.dir, &args.name).into()),
         ClusterCommand::Credentials(args) => {
-            for path in specie_cluster::hosts::export_credentials(&args.dir.dir, &args.name, &args.out)? {
+            let written = specie_cluster::hosts::export_credentials(&args.dir.dir, &args.name, &args.out)?;
+            if written.is_empty() {
+                eprintln!("{} holds {}'s credentials already", args.out.display(), args.name);
+            }
+            for path in written {
                 println!("{}", path.display());
             }
             Ok(ExitCode::SUCCESS)

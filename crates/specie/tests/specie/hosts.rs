@@ -96,6 +96,24 @@ fn every_member_runs_from_its_own_host_directory_with_its_own_credentials_only()
     }
     let operator = hosts.join("operator");
     assert_eq!(make_host(cluster, &operator, "operator").len(), 3);
+    // Again: nothing to write, and it says so.
+    let (code, stderr) = cluster_harness::run_to_exit(
+        &[
+            "cluster",
+            "credentials",
+            "--dir",
+            cluster,
+            "--name",
+            "operator",
+            "--out",
+            operator.join("pki").to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        code.success() && stderr.contains("holds operator's credentials already"),
+        "{stderr}"
+    );
     let operator = operator.to_str().unwrap();
 
     // The operator's host sees every member healthy, with nothing of theirs.
