@@ -24,6 +24,12 @@ impl Drop for Members {
     }
 }
 
+/// `specie cluster credentials` of `name` into `out`, run to its end: its status and stderr.
+fn credentials(cluster: &str, name: &str, out: &str) -> (std::process::ExitStatus, String) {
+    let args = ["cluster", "credentials", "--dir", cluster, "--name", name, "--out", out];
+    cluster_harness::run_to_exit(&args, Duration::from_secs(30))
+}
+
 #[test]
 fn every_member_runs_from_its_own_host_directory_with_its_own_credentials_only() {
     let root = tempfile::tempdir().unwrap();
@@ -32,13 +38,7 @@ fn every_member_runs_from_its_own_host_directory_with_its_own_credentials_only()
     let _down = Down(cluster.to_string());
     let base = free_ports(40).to_string();
     // Made on one host, then stopped: its file and PKI are what an operator distributes.
-    specie(&[
-        "cluster",
-        "up",
-        "--dir",
-        cluster,
-        "--base-port",
-        &base,
+    let more = [
         "--replicas",
         "1",
         "--sentinels",
@@ -46,11 +46,9 @@ fn every_member_runs_from_its_own_host_directory_with_its_own_credentials_only()
         "--authorities",
         "--authority-shards",
         "1",
-        "--offline",
-        "1",
-        "--ledger-of-record",
-        "1",
-    ]);
+    ];
+    let modes = ["--offline", "1", "--ledger-of-record", "1"];
+    cluster_harness::cluster_up(cluster, &base, &[&more[..], &modes].concat());
     specie(&["cluster", "down", "--dir", cluster]);
     let path = Path::new(cluster).join("cluster.toml");
     let topology = specie_cluster::Topology::load(&path).unwrap();
@@ -97,19 +95,7 @@ fn every_member_runs_from_its_own_host_directory_with_its_own_credentials_only()
     let operator = hosts.join("operator");
     assert_eq!(make_host(cluster, &operator, "operator").len(), 3);
     // Again: nothing to write, and it says so.
-    let (code, stderr) = cluster_harness::run_to_exit(
-        &[
-            "cluster",
-            "credentials",
-            "--dir",
-            cluster,
-            "--name",
-            "operator",
-            "--out",
-            operator.join("pki").to_str().unwrap(),
-        ],
-        Duration::from_secs(30),
-    );
+    let (code, stderr) = credentials(cluster, "operator", operator.join("pki").to_str().unwrap());
     assert!(
         code.success() && stderr.contains("holds operator's credentials already"),
         "{stderr}"
@@ -168,19 +154,7 @@ fn every_member_runs_from_its_own_host_directory_with_its_own_credentials_only()
     let stale = root.path().join("stale");
     std::fs::create_dir(&stale).unwrap();
     std::fs::write(stale.join("ca.crt"), "an old CA").unwrap();
-    let (code, stderr) = cluster_harness::run_to_exit(
-        &[
-            "cluster",
-            "credentials",
-            "--dir",
-            cluster,
-            "--name",
-            "shard-1-1",
-            "--out",
-            stale.to_str().unwrap(),
-        ],
-        Duration::from_secs(30),
-    );
+    let (code, stderr) = credentials(cluster, "shard-1-1", stale.to_str().unwrap());
     assert!(
         !code.success() && stderr.contains("ca.crt exists and differs"),
         "{stderr}"

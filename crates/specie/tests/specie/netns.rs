@@ -176,16 +176,14 @@ impl Drop for Running {
 /// ports it had.
 fn relocate(topology: &mut Topology, address_of: impl Fn(&str) -> IpAddr) {
     let at = |address: &mut SocketAddr, member: &str| address.set_ip(address_of(member));
-    for group in &mut topology.shard_groups {
-        for replica in &mut group.replicas {
-            let member = format!("{}-{}", group.name, replica.id);
-            at(&mut replica.address, &member);
-            replica.metrics.iter_mut().for_each(|m| at(m, &member));
-        }
-    }
-    for group in &mut topology.coordinator_groups {
-        for replica in &mut group.replicas {
-            let member = format!("{}-{}", group.name, replica.id);
+    let shards = topology.shard_groups.iter_mut().map(|g| (&g.name, &mut g.replicas));
+    let coordinators = topology
+        .coordinator_groups
+        .iter_mut()
+        .map(|g| (&g.name, &mut g.replicas));
+    for (group, replicas) in shards.chain(coordinators) {
+        for replica in replicas {
+            let member = format!("{group}-{}", replica.id);
             at(&mut replica.address, &member);
             replica.metrics.iter_mut().for_each(|m| at(m, &member));
         }
