@@ -18,12 +18,11 @@ use crate::topology::{authority_group_name, Topology};
 pub const OPERATOR: &str = "operator";
 
 /// The member of the cluster in `dir` called `name`, or an error listing every name.
-fn member(dir: &Path, name: &str) -> Result<(Topology, Member, Identity), SupervisorError> {
+fn member(dir: &Path, name: &str) -> Result<(Topology, Member), SupervisorError> {
     let (path, topology) = supervisor::load(dir)?;
-    let members = supervisor::members(&path, &topology);
-    let found = members.iter().find(|member| member.name == name).cloned();
-    match found.zip(identity(&topology, name)) {
-        Some((member, identity)) => Ok((topology, member, identity)),
+    let mut members = supervisor::members(&path, &topology);
+    match members.iter().position(|member| member.name == name) {
+        Some(at) => Ok((topology, members.swap_remove(at))),
         None => Err(SupervisorError::UnknownMember {
             name: name.to_string(),
             names: members.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", "),
@@ -31,32 +30,12 @@ fn member(dir: &Path, name: &str) -> Result<(Topology, Member, Identity), Superv
     }
 }
 
-/// The identity of the member called `name` (`<group>-<replica>` or a sentinel's name), or the
-/// operator's.
-fn identity(topology: &Topology, name: &str) -> Option<Identity> {
-    if name == OPERATOR {
-        return Some(Identity::Operator);
-    }
-    if topology.sentinels.iter().any(|sentinel| sentinel.name == name) {
-        return Some(Identity::sentinel(name));
-    }
-    let groups = topology.replica_groups().into_iter();
-    groups
-        .flat_map(|(role, group, replicas)| {
-            replicas
-                .into_iter()
-                .map(move |replica| (format!("{group}-{}", replica.id), role, group.clone(), replica.id))
-        })
-        .find(|(member, ..)| member == name)
-        .map(|(_, role, group, id)| Identity::Replica { role, group, id })
-}
-
 /// `specie cluster run`: runs the member called `name` in this process's place (`exec`), in the
 /// foreground, logging to stderr; it binds the addresses the cluster file gives it. Returns
 /// only if it cannot start.
 pub fn run(dir: &Path, name: &str) -> SupervisorError {
     use std::os::unix::process::CommandExt;
-    let (_, member, _) = match member(dir, name) {
+    let (_, member) = match member(dir, name) {
         Ok(found) => found,
         Err(error) => return error,
     };
@@ -119,8 +98,8 @@ pub fn export_credentials(dir: &Path, name: &str, out: &Path) -> Result<Vec<Path
         let (_, topology) = supervisor::load(dir)?;
         (topology, Identity::Operator)
     } else {
-        let (topology, _, identity) = member(dir, name)?;
-        (topology, identity)
+        let (topology, member) = member(dir, name)?;
+        (topology, member.identity)
     };
     credentials::create_private_dir(out).map_err(supervisor::credentials("cannot make the credentials' directory"))?;
     let mut written = vec![];

@@ -228,14 +228,18 @@ fn remove(dir: &Path, group: &str, id: u64) -> Result<(), SupervisorError> {
     }
     let membership = step(&topology, group, MembershipChange::Remove(id))?;
     say!("{group}: replica {id} removed; the group is now {membership}");
-    let name = format!("{group}-{id}");
-    let stopped = supervisor::stop(dir, &[Member { name, args: vec![] }]);
-    unlist(dir, group, id)?;
     let identity = Identity::Replica {
         role,
         group: group.to_string(),
         id,
     };
+    let member = Member {
+        name: format!("{group}-{id}"),
+        identity: identity.clone(),
+        args: vec![],
+    };
+    let stopped = supervisor::stop(dir, &[member]);
+    unlist(dir, group, id)?;
     say!(
         "{group}: {identity} retired{}; its data stays in {} (delete it when you no longer need it)",
         if stopped > 0 { " and stopped" } else { "" },

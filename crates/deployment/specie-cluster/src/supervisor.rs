@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use specie_transaction::signing::xonly_bytes;
 
 use crate::credentials::{self, CredentialsError};
+use crate::identity::Identity;
 use crate::operator::{self, OperatorError, ReplicaStatus};
 use crate::{GroupBridges, GroupRole, InvalidTopology, Shape, Topology, TopologyError};
 
@@ -247,6 +248,8 @@ impl UpOptions {
 #[derive(Clone, Debug)]
 pub struct Member {
     pub name: String,
+    /// Who it is to its peers (its certificate's name).
+    pub identity: Identity,
     pub args: Vec<String>,
 }
 
@@ -267,6 +270,11 @@ pub fn members(topology_path: &Path, topology: &Topology) -> Vec<Member> {
         for replica in replicas {
             members.push(Member {
                 name: format!("{group}-{}", replica.id),
+                identity: Identity::Replica {
+                    role,
+                    group: group.clone(),
+                    id: replica.id,
+                },
                 args: vec![
                     command.into(),
                     "--cluster".into(),
@@ -282,6 +290,7 @@ pub fn members(topology_path: &Path, topology: &Topology) -> Vec<Member> {
     for sentinel in &topology.sentinels {
         members.push(Member {
             name: sentinel.name.clone(),
+            identity: Identity::sentinel(&sentinel.name),
             args: vec![
                 "sentinel".into(),
                 "--cluster".into(),
