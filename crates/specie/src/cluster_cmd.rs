@@ -80,6 +80,22 @@ pub enum ClusterCommand {
     /// the offline authority's and the exchange's seeds). NAME `operator`: what `cluster status`
     /// and `cluster digests` need. Prints each file written
     Credentials(CredentialsArgs),
+    /// Restart the cluster's processes one at a time, each answering /readyz before the next
+    /// stops, group by group with each group's leader last, then the sentinels: how a cluster
+    /// takes a new build while it serves (install the build, run `cluster restart` with it:
+    /// every process comes back as the program that runs this command). Refuses to begin while
+    /// a process is not ready; stops at the first that is not ready again within 60 s. With
+    /// --name, only that member. Processes started on other hosts are restarted there
+    Restart(RestartArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RestartArgs {
+    #[command(flatten)]
+    pub dir: DirArgs,
+    /// Only this member (`<group>-<replica>` or a sentinel's name), once the others are ready.
+    #[arg(long)]
+    pub name: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -433,6 +449,11 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
         ClusterCommand::RotateAuthority(args) => {
             let epoch = specie_cluster::rotation::rotate_authority(&args.dir.dir, args.authority)?;
             println!("{epoch}");
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Restart(args) => {
+            let restarted = specie_cluster::rolling::restart(&args.dir.dir, args.name.as_deref())?;
+            println!("restarted {restarted} processes, one at a time; each was ready before the next stopped");
             Ok(ExitCode::SUCCESS)
         }
         ClusterCommand::Run(args) => Err(specie_cluster::hosts::run(&args.dir.dir, &args.name).into()),

@@ -14,6 +14,7 @@
 //!   logs) and the entry points of the processes it starts.
 //! - [`membership`] / [`live`]: `specie cluster add-replica | remove-replica | replace-replica |
 //!   digests`, and how every running process follows the cluster file's membership.
+//! - [`rolling`]: `specie cluster restart`, one process at a time (how a cluster takes a new build).
 //! - [`identity`] / [`credentials`]: who each process is (its certificate's name), what each role
 //!   may ask of each other role, and the PKI files that prove it.
 
@@ -38,6 +39,7 @@ pub mod ordering_replica;
 pub mod protocol;
 mod raft_transport;
 pub mod role_process;
+pub mod rolling;
 pub mod rotation;
 pub mod sentinel;
 mod serving_replica;

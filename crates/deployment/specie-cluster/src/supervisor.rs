@@ -101,6 +101,29 @@ pub enum SupervisorError {
     CredentialsDiffer { path: PathBuf, from: PathBuf },
     #[error("rotating FastPay authority {authority}: {reason}")]
     Rotation { authority: u16, reason: String },
+    #[error(
+        "not every process is ready, so no process was restarted (stopping one beside another that is down \
+         could leave a group without its majority):\n  {}\nBring them back first (`specie cluster status`, \
+         `specie cluster up`), then restart",
+        not_ready.join("\n  ")
+    )]
+    NotWhole { not_ready: Vec<String> },
+    #[error(
+        "{name} was not started from {} (it has no pid file there): restart it where it runs (its \
+         service manager, `specie cluster run`), one process at a time, each ready before the next",
+        dir.display()
+    )]
+    NotStartedHere { name: String, dir: PathBuf },
+    #[error(
+        "{name} restarted but is not ready after {waited_s} s ({last}); the restart stopped there. See {}",
+        log.display()
+    )]
+    NotReadyAgain {
+        name: String,
+        waited_s: u64,
+        last: String,
+        log: PathBuf,
+    },
     #[error("only {leaders} of {groups} groups have a leader after {waited_s} s; see {logs}")]
     NoLeaders {
         leaders: usize,

@@ -43,3 +43,31 @@ pub fn readiness() -> Vec<(&'static str, Option<NotReady>)> {
         .chain(checks.into_iter().map(|(name, check)| (name, check().err())))
         .collect()
 }
+
+/// What a process's `/readyz` said, as a caller that waits for it sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Probe {
+    Ready,
+    /// It answered 503 (the body names the checks that do not hold) or something else.
+    NotReady(String),
+    /// It did not answer HTTP: not started yet, stopped, or the wrong address.
+    Unreachable(String),
+}
+
+/// The largest `/readyz` answer a probe reads.
+const PROBE_BYTES_MAX: u64 = 64 << 10;
+
+/// Asks `GET http://{address}/readyz` once, within `timeout`.
+pub fn probe(address: std::net::SocketAddr, timeout: std::time::Duration) -> Probe {
+    let url = format!("http://{address}{}", crate::observe::READYZ_PATH);
+    let body = |response: ureq::Response| {
+        let bytes = crate::client::read_limited(response, PROBE_BYTES_MAX).unwrap_or_default();
+        String::from_utf8_lossy(&bytes).trim().to_string()
+    };
+    match ureq::get(&url).timeout(timeout).call() {
+        Ok(response) if response.status() == 200 => Probe::Ready,
+        Ok(response) => Probe::NotReady(body(response)),
+        Err(ureq::Error::Status(code, response)) => Probe::NotReady(format!("{code} {}", body(response))),
+        Err(error) => Probe::Unreachable(error.to_string()),
+    }
+}

@@ -11,6 +11,7 @@
 //!   global connection limits, batched answers and graceful shutdown.
 //! * [`transport`]: mutual TLS 1.3 (each process proves its identity with a certificate from the
 //!   cluster's CA), or insecure plaintext for measuring what TLS costs.
+//! * [`version`]: which protocol versions a build speaks, agreed in the TLS handshake.
 //! * [`WireLimits`]: every bound, named with its unit.
 //!
 //! The format and semantics are specified in `docs/wire-protocol.md`.
@@ -22,6 +23,7 @@ mod limits;
 pub mod pki;
 pub mod server;
 pub mod transport;
+pub mod version;
 
 pub use client::Client;
 pub use error::WireError;

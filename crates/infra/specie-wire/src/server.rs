@@ -64,7 +64,7 @@ pub struct ServerCounters {
     pub handshakes_failed: AtomicU64,
     /// Connections closed unread because `handshakes_max` handshakes were already under way.
     pub handshakes_over_limit: AtomicU64,
-    /// Authenticated peers that [`Admit`] refused.
+    /// Authenticated peers that [`Admit`] refused, or that speak no protocol version in common.
     pub peers_refused: AtomicU64,
     /// Authenticated connections refused because `connections_max` were being served.
     pub connections_over_limit: AtomicU64,
@@ -216,7 +216,7 @@ async fn authenticate_and_serve(
     )
     .await;
     drop(handshake_slot);
-    let (reader, mut writer, peer) = match handshake {
+    let (reader, mut writer, peer, agreed) = match handshake {
         Ok(Ok(established)) => established,
         Ok(Err(error)) => {
             setup.counters.handshakes_failed.fetch_add(1, Ordering::Relaxed);
@@ -233,6 +233,12 @@ async fn authenticate_and_serve(
             return;
         }
     };
+    if let Err(incompatible) = agreed {
+        setup.counters.peers_refused.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(%peer, reason = %incompatible, "connection refused: no protocol version in common");
+        refuse(&mut writer, &incompatible.to_string(), limits).await;
+        return;
+    }
     let handler = match admit(&peer) {
         Ok(handler) => handler,
         Err(reason) => {

@@ -5,7 +5,9 @@
 //! (`docs/wire-protocol.md`, "Authentication"). The server learns the client's identity from the
 //! client certificate, verified against the CA, before it reads a single frame; the client checks
 //! that the server's certificate names the process it meant to reach, so a certificate of one
-//! role cannot impersonate another.
+//! role cannot impersonate another. In the same handshake the two agree on the version of
+//! specie's protocol they speak (ALPN, [`crate::version`]); the server turns away a peer with no
+//! version in common, with a message naming both.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -17,6 +19,8 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+
+use crate::version::{alpn_id, End, Incompatible, Negotiated, ProtocolVersions, PROTOCOL};
 
 /// How a process's connections are secured. Cheap to clone.
 #[derive(Clone)]
@@ -53,7 +57,14 @@ pub enum TlsError {
 pub struct TlsCredentials {
     /// This process's own identity, as its certificate names it.
     name: String,
+    /// The protocol versions this process speaks.
+    versions: ProtocolVersions,
+    /// What the server answers a client that offers no version it speaks (no ALPN): the
+    /// handshake completes, so that the refusal can say why in a frame.
     server: Arc<ServerConfig>,
+    /// One configuration per version this process speaks, each selecting that version's
+    /// identifier; all share `server`'s session cache, so sessions resume whichever is chosen.
+    server_by_version: Vec<(u16, Arc<ServerConfig>)>,
     client: Arc<ClientConfig>,
 }
 
@@ -70,8 +81,20 @@ fn invalid(what: &str, reason: impl fmt::Display) -> TlsError {
 
 impl TlsCredentials {
     /// Builds credentials from PEM text: the CA certificate(s) peers must chain to, this
-    /// process's certificate chain (leaf first) and its private key.
+    /// process's certificate chain (leaf first) and its private key. It speaks this build's
+    /// protocol versions, [`PROTOCOL`].
     pub fn from_pem(ca_pem: &[u8], chain_pem: &[u8], key_pem: &[u8]) -> Result<TlsCredentials, TlsError> {
+        TlsCredentials::speaking(ca_pem, chain_pem, key_pem, PROTOCOL)
+    }
+
+    /// [`TlsCredentials::from_pem`] for a process that speaks `versions`: what a build of
+    /// another release would speak, to test upgrades against.
+    pub fn speaking(
+        ca_pem: &[u8],
+        chain_pem: &[u8],
+        key_pem: &[u8],
+        versions: ProtocolVersions,
+    ) -> Result<TlsCredentials, TlsError> {
         let mut roots = RootCertStore::empty();
         for ca in CertificateDer::pem_slice_iter(ca_pem) {
             let ca = ca.map_err(|e| invalid("CA certificate", e))?;
@@ -104,15 +127,21 @@ impl TlsCredentials {
             .with_client_cert_verifier(verifier)
             .with_single_cert(chain.clone(), key.clone_key())
             .map_err(|e| invalid("certificate and key", e))?;
-        let client = ClientConfig::builder_with_provider(provider())
+        let mut client = ClientConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(|e| invalid("TLS configuration", e))?
             .with_root_certificates(roots)
             .with_client_auth_cert(chain, key)
             .map_err(|e| invalid("certificate and key", e))?;
+        client.alpn_protocols = versions.alpn_ids();
+        let server_by_version = (versions.oldest..=versions.newest)
+            .map(|version| (version, Arc::new(selecting(&server, version))))
+            .collect();
         Ok(TlsCredentials {
             name,
+            versions,
             server: Arc::new(server),
+            server_by_version,
             client: Arc::new(client),
         })
     }
@@ -121,6 +150,13 @@ impl TlsCredentials {
     pub fn name(&self) -> &str {
         &self.name
     }
+}
+
+/// `base` selecting the identifier of `version`.
+fn selecting(base: &ServerConfig, version: u16) -> ServerConfig {
+    let mut config = base.clone();
+    config.alpn_protocols = vec![alpn_id(version)];
+    config
 }
 
 /// The identity a certificate carries: its first DNS subject alternative name. Only called on
@@ -152,20 +188,43 @@ impl fmt::Display for Peer {
 pub(crate) type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
 pub(crate) type WriteHalf = Box<dyn AsyncWrite + Send + Unpin>;
 
-/// Server side: runs the handshake (the caller bounds it in time) and says who connected.
-pub(crate) async fn accept(
-    transport: &Transport,
-    stream: TcpStream,
-    addr: SocketAddr,
-) -> std::io::Result<(ReadHalf, WriteHalf, Peer)> {
+/// What the server's handshake established: the connection, who is on the other end, and
+/// whether the two speak a common version (always, on the plaintext transport, which agrees on
+/// nothing). An incompatible peer has completed the handshake only so that it can be told why
+/// it is refused.
+pub(crate) type Accepted = (ReadHalf, WriteHalf, Peer, Result<(), Incompatible>);
+
+/// Server side: runs the handshake (the caller bounds it in time), agrees on a protocol version
+/// and says who connected.
+pub(crate) async fn accept(transport: &Transport, stream: TcpStream, addr: SocketAddr) -> std::io::Result<Accepted> {
     match transport {
         Transport::InsecurePlaintext => {
             let (read, write) = stream.into_split();
-            Ok((Box::new(read), Box::new(write), Peer { addr, name: None }))
+            Ok((Box::new(read), Box::new(write), Peer { addr, name: None }, Ok(())))
         }
         Transport::MutualTls(credentials) => {
-            let acceptor = tokio_rustls::TlsAcceptor::from(credentials.server.clone());
-            let tls = acceptor.accept(stream).await?;
+            let start = tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream).await?;
+            let negotiated = credentials.versions.negotiate(start.client_hello().alpn());
+            let (config, agreed) = match negotiated {
+                Negotiated::Agreed(version) => {
+                    let (_, config) = credentials
+                        .server_by_version
+                        .iter()
+                        .find(|(each, _)| *each == version)
+                        .expect("agreed on a version this process speaks");
+                    (config.clone(), Ok(()))
+                }
+                // Select the newest identifier it offered, so that its handshake completes and
+                // the refusal reaches it as a frame it reads.
+                Negotiated::Incompatible(incompatible) => match incompatible.theirs {
+                    Some(theirs) => (
+                        Arc::new(selecting(&credentials.server, theirs.newest)),
+                        Err(incompatible),
+                    ),
+                    None => (credentials.server.clone(), Err(incompatible)),
+                },
+            };
+            let tls = start.into_stream(config).await?;
             // rustls completed the handshake only with a client certificate that chains to the CA
             // and is within its validity period; its name is therefore the peer's identity.
             let name = tls
@@ -181,7 +240,7 @@ pub(crate) async fn accept(
                     )
                 })?;
             let (read, write) = tokio::io::split(tls);
-            Ok((Box::new(read), Box::new(write), Peer { addr, name: Some(name) }))
+            Ok((Box::new(read), Box::new(write), Peer { addr, name: Some(name) }, agreed))
         }
     }
 }
@@ -206,6 +265,16 @@ pub(crate) async fn connect(
             })?;
             let connector = tokio_rustls::TlsConnector::from(credentials.client.clone());
             let tls = connector.connect(server_name, stream).await?;
+            // rustls accepts only an identifier this client offered; a server that selected none
+            // speaks no version of ours.
+            if tls.get_ref().1.alpn_protocol().is_none() {
+                let refused = Incompatible {
+                    refused_by: End::Client,
+                    ours: credentials.versions,
+                    theirs: None,
+                };
+                return Err(std::io::Error::new(std::io::ErrorKind::Unsupported, refused));
+            }
             let (read, write) = tokio::io::split(tls);
             Ok((Box::new(read), Box::new(write)))
         }

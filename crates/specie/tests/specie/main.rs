@@ -21,5 +21,6 @@ mod observability;
 mod offline_authority;
 mod offline_cluster;
 mod ra;
+mod upgrade;
 mod wallet_confidential;
 mod wallet_fastpay;

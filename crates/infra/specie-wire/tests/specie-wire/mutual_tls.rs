@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use specie_wire::pki::{CertificateAuthority, Issued, PROCESS_VALIDITY};
+use specie_wire::version::{ProtocolVersions, PROTOCOL};
 use specie_wire::{
     handler_fn, serve, Admit, Client, Peer, ServerCounters, ServerSetup, TlsCredentials, Transport, WireError,
     WireLimits,
@@ -20,11 +21,17 @@ const CLIENT: &str = "1.coordinator-0.coordinator.specie";
 const TIMEOUT: Duration = Duration::from_secs(5);
 
 fn credentials(ca: &CertificateAuthority, issued: &Issued) -> Transport {
+    speaking(ca, issued, PROTOCOL)
+}
+
+/// Credentials of a build that speaks `versions` of the protocol.
+fn speaking(ca: &CertificateAuthority, issued: &Issued, versions: ProtocolVersions) -> Transport {
     Transport::MutualTls(Arc::new(
-        TlsCredentials::from_pem(
+        TlsCredentials::speaking(
             ca.cert_pem().as_bytes(),
             issued.cert_pem.as_bytes(),
             issued.key_pem.as_bytes(),
+            versions,
         )
         .unwrap(),
     ))
@@ -40,6 +47,15 @@ struct Server {
 
 /// A TLS echo server that admits only `allowed` (by certificate name).
 async fn start(ca: &CertificateAuthority, allowed: &'static str, limits: WireLimits) -> Server {
+    start_speaking(ca, allowed, limits, PROTOCOL).await
+}
+
+async fn start_speaking(
+    ca: &CertificateAuthority,
+    allowed: &'static str,
+    limits: WireLimits,
+    versions: ProtocolVersions,
+) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let counters = Arc::new(ServerCounters::default());
@@ -54,7 +70,7 @@ async fn start(ca: &CertificateAuthority, allowed: &'static str, limits: WireLim
     });
     let setup = ServerSetup {
         limits,
-        transport: credentials(ca, &ca.issue(SERVER, PROCESS_VALIDITY).unwrap()),
+        transport: speaking(ca, &ca.issue(SERVER, PROCESS_VALIDITY).unwrap(), versions),
         counters: counters.clone(),
     };
     let (shutdown, signal) = watch::channel(false);
@@ -220,4 +236,125 @@ async fn silent_strangers_are_cut_off_and_cannot_hold_more_than_their_slots() {
         credentials(&ca, &ca.issue(CLIENT, PROCESS_VALIDITY).unwrap()),
     );
     assert_eq!(honest.call(b"hello".to_vec(), TIMEOUT).await.unwrap(), b"hello");
+}
+
+fn versions(oldest: u16, newest: u16) -> ProtocolVersions {
+    ProtocolVersions { oldest, newest }
+}
+
+fn refusal(answer: Result<Vec<u8>, WireError>) -> String {
+    match answer {
+        Err(WireError::ConnectionLost { reason, .. }) => reason,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// A rolling upgrade's view of the handshake: a build speaking versions 2 to 3 talks with
+/// builds that still speak 2 or already speak 3, and turns away those that speak only older or
+/// only newer versions, each told both sides' versions, before any request.
+#[tokio::test]
+async fn peers_agree_on_a_common_version_or_are_refused_with_both_named() {
+    let ca = CertificateAuthority::generate().unwrap();
+    let server = start_speaking(&ca, CLIENT, WireLimits::default(), versions(2, 3)).await;
+    let issued = ca.issue(CLIENT, PROCESS_VALIDITY).unwrap();
+    for compatible in [versions(1, 2), versions(3, 4), versions(2, 3)] {
+        let peer = client(&server, SERVER, speaking(&ca, &issued, compatible));
+        assert_eq!(peer.call(b"hi".to_vec(), TIMEOUT).await.unwrap(), b"hi", "{compatible}");
+    }
+    for (incompatible, named) in [(versions(1, 1), "version 1"), (versions(4, 5), "versions 4 to 5")] {
+        let peer = client(&server, SERVER, speaking(&ca, &issued, incompatible));
+        let reason = refusal(peer.call(b"hi".to_vec(), TIMEOUT).await);
+        assert!(
+            reason.contains("the server speaks specie protocol versions 2 to 3")
+                && reason.contains(&format!("the client speaks {named}")),
+            "{reason}"
+        );
+    }
+    assert_eq!(server.counters.peers_refused.load(Ordering::Relaxed), 2);
+    assert_eq!(server.admitted.lock().unwrap().len(), 3);
+}
+
+/// TLS configurations of a build from before versions were agreed: no ALPN at all.
+fn unversioned(ca: &CertificateAuthority, issued: &Issued) -> (rustls::ClientConfig, rustls::ServerConfig) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(ca.cert_pem().as_bytes()).unwrap())
+        .unwrap();
+    let roots = Arc::new(roots);
+    let chain = vec![CertificateDer::from_pem_slice(issued.cert_pem.as_bytes()).unwrap()];
+    let key = PrivateKeyDer::from_pem_slice(issued.key_pem.as_bytes()).unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots.clone())
+        .with_client_auth_cert(chain.clone(), key.clone_key())
+        .unwrap();
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
+        .build()
+        .unwrap();
+    let server = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)
+        .unwrap();
+    (client, server)
+}
+
+#[tokio::test]
+async fn a_build_that_names_no_version_is_refused_either_way() {
+    let ca = CertificateAuthority::generate().unwrap();
+    // An old client: the server completes the handshake only to say why it will not serve it.
+    let server = start(&ca, CLIENT, WireLimits::default()).await;
+    let (old_client, _) = unversioned(&ca, &ca.issue(CLIENT, PROCESS_VALIDITY).unwrap());
+    let stream = TcpStream::connect(server.addr).await.unwrap();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(old_client));
+    let mut tls = connector.connect(SERVER.try_into().unwrap(), stream).await.unwrap();
+    let mut said = vec![];
+    tokio::time::timeout(TIMEOUT, tls.read_to_end(&mut said))
+        .await
+        .unwrap()
+        .ok();
+    let said = String::from_utf8_lossy(&said);
+    assert!(
+        said.contains(&format!(
+            "the server speaks specie protocol {PROTOCOL}, the client names no version"
+        )),
+        "{said}"
+    );
+    assert_eq!(server.counters.peers_refused.load(Ordering::Relaxed), 1);
+    assert!(server.admitted.lock().unwrap().is_empty());
+
+    // An old server: the client refuses it before sending a request.
+    let (_, old_server) = unversioned(&ca, &ca.issue(SERVER, PROCESS_VALIDITY).unwrap());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(old_server));
+    let requests = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut tls = acceptor.accept(stream).await.unwrap();
+        let mut read = vec![];
+        tls.read_to_end(&mut read).await.ok();
+        read
+    });
+    let transport = credentials(&ca, &ca.issue(CLIENT, PROCESS_VALIDITY).unwrap());
+    let limits = WireLimits::default();
+    let answer = Client::new(addr.to_string(), SERVER, limits, transport)
+        .unwrap()
+        .call(b"x".to_vec(), TIMEOUT)
+        .await;
+    let message = format!("{answer:?}");
+    assert!(
+        message.contains(&format!(
+            "the client speaks specie protocol {PROTOCOL}, the server names no version"
+        )),
+        "{message}"
+    );
+    assert!(
+        requests.await.unwrap().is_empty(),
+        "a request reached a server of no version"
+    );
 }

@@ -1,0 +1,155 @@
+//! `specie cluster restart`: every process of a cluster stopped and started again, one at a
+//! time, each ready (`/readyz`) before the next stops. It is how a cluster takes a new build
+//! while it serves: install the build, run `cluster restart` with it, and every process comes
+//! back as that build (`spawn_member` starts the running program). No group ever misses more than
+//! one replica, and a replica that leads goes last in its group, so each group holds a majority
+//! and elects at most once. Two builds meet on the wire while it runs: they agree on a protocol
+//! version in the handshake, or refuse each other naming both (`specie_wire::version`).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use specie_service::health::{probe, Probe};
+
+use crate::identity::Identity;
+use crate::operator;
+use crate::supervisor::{self, died_at_start, io, is_alive, read_pid, Member, SupervisorError};
+use crate::topology::Topology;
+
+/// How long a restarted process has to be ready again.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one `/readyz` may take to answer.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(1000);
+const PROBE_PAUSE: Duration = Duration::from_millis(100);
+
+/// Restarts the cluster's processes (or only `only`) one at a time, as the running program,
+/// each ready before the next stops. Refuses to begin while another process is not ready:
+/// stopping a replica beside one that is down could leave its group without a majority.
+/// Returns how many processes it restarted.
+pub fn restart(dir: &Path, only: Option<&str>) -> Result<usize, SupervisorError> {
+    let (path, topology) = supervisor::load(dir)?;
+    let everyone = supervisor::members(&path, &topology);
+    if let Some(name) = only {
+        if !everyone.iter().any(|m| m.name == name) {
+            let names: Vec<&str> = everyone.iter().map(|m| m.name.as_str()).collect();
+            return Err(SupervisorError::UnknownMember {
+                name: name.to_string(),
+                names: names.join(", "),
+            });
+        }
+    }
+    let addresses = readiness_addresses(&topology);
+    let not_ready: Vec<String> = (everyone.iter())
+        .filter(|m| Some(m.name.as_str()) != only)
+        .filter_map(|m| match readiness(&addresses, &m.name) {
+            Probe::Ready => None,
+            Probe::NotReady(why) | Probe::Unreachable(why) => Some(format!("{}: {why}", m.name)),
+        })
+        .collect();
+    if !not_ready.is_empty() {
+        return Err(SupervisorError::NotWhole { not_ready });
+    }
+    let order = restart_order(&topology, everyone)?;
+    let mut restarted = 0;
+    for member in order.iter().filter(|m| only.is_none_or(|name| name == m.name)) {
+        // A member that died here has its pid file still, and is started again.
+        if read_pid(dir, &member.name).is_none() {
+            return Err(SupervisorError::NotStartedHere {
+                name: member.name.clone(),
+                dir: dir.to_path_buf(),
+            });
+        }
+        let started = Instant::now();
+        supervisor::stop(dir, std::slice::from_ref(member));
+        let pid = supervisor::spawn_member(dir, member)?;
+        wait_ready(dir, member, &addresses, pid)?;
+        println!(
+            "{:<28} restarted (pid {pid}), ready again in {:.1} s",
+            member.name,
+            started.elapsed().as_secs_f64()
+        );
+        restarted += 1;
+    }
+    Ok(restarted)
+}
+
+/// Where each member answers `/readyz`, by member name.
+fn readiness_addresses(topology: &Topology) -> BTreeMap<String, SocketAddr> {
+    (topology.scrape_targets().into_iter())
+        .map(|target| {
+            let name = match target.replica.is_empty() {
+                true => target.group,
+                false => format!("{}-{}", target.group, target.replica),
+            };
+            (name, target.address)
+        })
+        .collect()
+}
+
+fn readiness(addresses: &BTreeMap<String, SocketAddr>, name: &str) -> Probe {
+    match addresses.get(name) {
+        Some(address) => probe(*address, PROBE_TIMEOUT),
+        None => Probe::Unreachable(
+            "the cluster file gives it no HTTP address (add `metrics = \"IP:PORT\"` to its entry)".to_string(),
+        ),
+    }
+}
+
+/// Every member, each group's replicas together with its leader last, the sentinels after every
+/// group.
+fn restart_order(topology: &Topology, everyone: Vec<Member>) -> Result<Vec<Member>, SupervisorError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(io("cannot start a runtime"))?;
+    let statuses = runtime
+        .block_on(operator::replica_statuses(topology, None, PROBE_TIMEOUT))
+        .map_err(SupervisorError::Status)?;
+    let leads = |member: &Member| match &member.identity {
+        Identity::Replica { group, id, .. } => statuses
+            .iter()
+            .any(|s| &s.group == group && s.id == *id && s.is_leader()),
+        _ => false,
+    };
+    let group_of = |member: &Member| match &member.identity {
+        Identity::Replica { group, .. } => Some(group.clone()),
+        _ => None,
+    };
+    let mut order = everyone;
+    // Group by group (by name), followers before the leader; sentinels (no group) last.
+    order.sort_by_key(|member| (group_of(member).is_none(), group_of(member), leads(member)));
+    Ok(order)
+}
+
+/// Waits until `member`, just started as `pid`, answers `/readyz` with 200.
+fn wait_ready(
+    dir: &Path,
+    member: &Member,
+    addresses: &BTreeMap<String, SocketAddr>,
+    pid: u32,
+) -> Result<(), SupervisorError> {
+    let started = Instant::now();
+    loop {
+        let answer = readiness(addresses, &member.name);
+        if answer == Probe::Ready {
+            return Ok(());
+        }
+        if !is_alive(pid) {
+            return Err(died_at_start(dir, &member.name));
+        }
+        if started.elapsed() > READY_TIMEOUT {
+            let (Probe::NotReady(last) | Probe::Unreachable(last)) = answer else {
+                unreachable!("ready returned above")
+            };
+            return Err(SupervisorError::NotReadyAgain {
+                name: member.name.clone(),
+                waited_s: READY_TIMEOUT.as_secs(),
+                last,
+                log: dir.join("logs").join(format!("{}.log", member.name)),
+            });
+        }
+        std::thread::sleep(PROBE_PAUSE);
+    }
+}
