@@ -87,6 +87,42 @@ pub enum ClusterCommand {
     /// a process is not ready; stops at the first that is not ready again within 60 s. With
     /// --name, only that member. Processes started on other hosts are restarted there
     Restart(RestartArgs),
+    /// Write every group's state at one consistent cut to --out (a new or empty directory):
+    /// each group's leader gives its applied state when no group is applying anything, checked
+    /// before and after; the sentinels this directory started are held (stopped, then started
+    /// again) meanwhile so that a moment comes, and transactions in flight finish. Writes
+    /// GROUP.state per group, a copy of cluster.toml, and manifest.json (sizes, SHA-256, the
+    /// applied index of each) last. Holds no keys: keep the PKI's backup apart
+    Backup(BackupArgs),
+    /// Build a new cluster in --dir (new or empty) from a backup: the backup's cluster file
+    /// with this directory's data and PKI, the PKI copied from --pki (default: the backed-up
+    /// cluster's pki_dir), its groups founded afresh, each replica starting from its group's
+    /// state (copied into DIR/restored-from). Then `cluster up --dir DIR` starts it on the
+    /// backup's addresses (edit DIR/cluster.toml first to move it), serving the same UHS and
+    /// ledger of record as at the cut. The issuer's key is not the cluster's: copy it yourself
+    Restore(RestoreArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BackupArgs {
+    #[command(flatten)]
+    pub dir: DirArgs,
+    /// Where to write the backup (a new or empty directory).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct RestoreArgs {
+    /// The backup (a directory `cluster backup --out` wrote).
+    #[arg(long)]
+    pub from: PathBuf,
+    /// The new cluster's directory (new or empty).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// The cluster's PKI (its ca.crt, certificates and keys), if not at the backed-up cluster's pki_dir.
+    #[arg(long)]
+    pub pki: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -277,6 +313,19 @@ pub fn run_authority(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn print_manifest(manifest: &specie_cluster::backup::Manifest) {
+    println!(
+        "{:<24} {:>7} {:>9} {:>12}  sha256",
+        "group", "replica", "applied", "bytes"
+    );
+    for group in &manifest.groups {
+        println!(
+            "{:<24} {:>7} {:>9} {:>12}  {}",
+            group.group, group.replica, group.applied_index, group.bytes, group.sha256
+        );
+    }
+}
+
 /// A group a cluster has one of has one name: `--group` must be it.
 fn check_single_group(args: &ReplicaArgs, name: &str, what: &str) -> anyhow::Result<()> {
     if args.group != name {
@@ -449,6 +498,29 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
         ClusterCommand::RotateAuthority(args) => {
             let epoch = specie_cluster::rotation::rotate_authority(&args.dir.dir, args.authority)?;
             println!("{epoch}");
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Backup(args) => {
+            let taken = specie_cluster::backup::backup(&args.dir.dir, &args.out)?;
+            print_manifest(&taken.manifest);
+            println!(
+                "backed up {} groups into {}; {} sentinels held for {:.1} s",
+                taken.manifest.groups.len(),
+                args.out.display(),
+                taken.sentinels_held,
+                taken.held_for.as_secs_f64()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Restore(args) => {
+            let manifest = specie_cluster::backup::restore(&args.from, &args.dir, args.pki.as_deref())?;
+            print_manifest(&manifest);
+            println!(
+                "restored {} groups into {}; start it with `specie cluster up --dir {}`",
+                manifest.groups.len(),
+                args.dir.display(),
+                args.dir.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         ClusterCommand::Restart(args) => {

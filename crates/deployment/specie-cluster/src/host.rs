@@ -82,6 +82,8 @@ pub enum ReplicaError {
     },
     #[error("the cluster file has no [atomizer] group: it runs the 2PC shape (`specie cluster up --shape atomizer` makes a cluster of the atomizer shape)")]
     NoAtomizer,
+    #[error(transparent)]
+    Seed(#[from] crate::backup::SeedError),
     #[error("{me}: its role host ended")]
     HostEnded { me: Identity },
     #[error(transparent)]
@@ -141,6 +143,11 @@ pub fn replica_config(topology: &Topology) -> ReplicaConfig {
     }
 }
 
+/// The most bytes of a replica's state in one answer to a backup (`RoleRequest::ReplicaSnapshot`):
+/// small enough that a state of any size goes in a modest frame, large enough that a gigabyte is a
+/// thousand round trips.
+pub const STATE_CHUNK_BYTES_MAX: usize = 1 << 20;
+
 /// Where a replica keeps its files.
 pub fn replica_dir(topology: &Topology, group: &str, id: u64) -> PathBuf {
     topology.data_dir.join(format!("{group}-{id}"))
@@ -194,6 +201,9 @@ pub struct Hosted<S: ReplicatedStateMachine> {
     pub refused: Arc<ServerCounters>,
     /// When the role's host has this replica snapshot; `None`: Raft's own policy.
     pub snapshots: Option<SnapshotPlan>,
+    /// The state a backup is reading in chunks, and the applied index it is of
+    /// ([`Hosted::state_chunk`]).
+    pub backup_state: std::sync::Mutex<Option<(u64, Arc<Vec<u8>>)>>,
 }
 
 impl<S: ReplicatedStateMachine> Hosted<S> {
@@ -203,6 +213,30 @@ impl<S: ReplicatedStateMachine> Hosted<S> {
             replica: Arc::new(replica),
             refused: Arc::default(),
             snapshots: None,
+            backup_state: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Bytes `offset..` (at most `chunk_bytes_max`) of the replica's whole applied state, with the
+    /// applied index and length of the state they are cut from. The state is encoded at offset 0
+    /// and kept for the chunks that follow while nothing more is applied; the last chunk lets it
+    /// go. A state that changed between chunks shows in their applied indexes.
+    pub fn state_chunk(&self, offset: u64, chunk_bytes_max: usize) -> RoleResponse {
+        let applied_index = self.replica.metrics().applied_index.unwrap_or(0);
+        let mut kept = self.backup_state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = match &*kept {
+            Some((at, state)) if *at == applied_index && offset > 0 => state.clone(),
+            _ => Arc::new(self.replica.with_state(|state| state.snapshot())),
+        };
+        let total_bytes = state.len() as u64;
+        let start = offset.min(total_bytes) as usize;
+        let end = start.saturating_add(chunk_bytes_max).min(state.len());
+        let chunk = state[start..end].to_vec();
+        *kept = (end < state.len()).then_some((applied_index, state));
+        RoleResponse::Snapshot {
+            applied_index,
+            total_bytes,
+            chunk,
         }
     }
 
@@ -317,6 +351,7 @@ where
     let timeout = Duration::from_millis(topology.limits.request_timeout_ms);
     let raft_transport = WireRaftTransport::new(group_role, &group, topology, limits, transport, timeout);
     let dir = replica_dir(topology, &group, id);
+    let state_machine = crate::backup::seeded(topology, &group, state_machine)?;
     let replica = Replica::start(
         replica_config(topology),
         &dir,
@@ -472,6 +507,11 @@ where
                 RoleRequest::Membership(change) => change_membership(&hosted, change)
                     .await
                     .map_err(|error| error.to_string())?,
+                RoleRequest::ReplicaSnapshot { offset } => {
+                    // At most half a frame, leaving room for everything around it.
+                    let chunk_bytes_max = STATE_CHUNK_BYTES_MAX.min(topology.limits.frame_bytes_max as usize / 2);
+                    hosted.state_chunk(offset, chunk_bytes_max)
+                }
                 RoleRequest::ReplicaDigest => match hosted.replica.with_state(RoleStatus::replica_digest) {
                     Some(digest) => RoleResponse::Status(digest.to_string()),
                     None => {

@@ -383,6 +383,7 @@ fn replica_allows(topology: &Topology, me: &Identity, role: GroupRole, group: &s
         // Who belongs to a group, and what each replica holds, are the operator's business.
         tag::MEMBERSHIP => *peer == Identity::Operator,
         tag::REPLICA_DIGEST => role == GroupRole::Shard && *peer == Identity::Operator,
+        tag::REPLICA_SNAPSHOT => *peer == Identity::Operator,
         _ => false,
     }
 }
@@ -544,6 +545,9 @@ mod tests {
         }
         assert_eq!(allowed(&shard, tag::REPLICA_DIGEST), vec![operator.to_string()]);
         assert!(allowed(&coordinator, tag::REPLICA_DIGEST).is_empty());
+        for me in [&shard, &coordinator] {
+            assert_eq!(allowed(me, tag::REPLICA_SNAPSHOT), vec![operator.to_string()]);
+        }
         assert!(allowed(&shard, 0xee).is_empty());
         for credits in [tag::CREDITS, tag::CREDIT_ACK] {
             assert!(allowed(&shard, credits).is_empty());
@@ -749,7 +753,7 @@ mod tests {
                 let expected: Vec<&Identity> = match tag {
                     tag::RAFT => vec![&group_peer],
                     tag::STATUS => everyone.to_vec(),
-                    tag::MEMBERSHIP => vec![&Identity::Operator],
+                    tag::MEMBERSHIP | tag::REPLICA_SNAPSHOT => vec![&Identity::Operator],
                     _ => vec![],
                 };
                 assert_eq!(allowed, expected, "{name}: tag {tag} ({})", tag::name(tag));
@@ -798,7 +802,7 @@ mod tests {
                 tag::RAFT => vec![&group_peer],
                 tag::CREDITS | tag::CREDIT_ACK => vec![&sibling, &sibling_replica],
                 tag::STATUS => everyone.to_vec(),
-                tag::MEMBERSHIP => vec![&Identity::Operator],
+                tag::MEMBERSHIP | tag::REPLICA_SNAPSHOT => vec![&Identity::Operator],
                 _ => vec![],
             };
             assert_eq!(allowed, expected, "tag {tag} ({})", tag::name(tag));

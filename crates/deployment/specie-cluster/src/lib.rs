@@ -14,6 +14,7 @@
 //!   logs) and the entry points of the processes it starts.
 //! - [`membership`] / [`live`]: `specie cluster add-replica | remove-replica | replace-replica |
 //!   digests`, and how every running process follows the cluster file's membership.
+//! - [`backup`]: `specie cluster backup | restore`, every group's state at one cut.
 //! - [`rolling`]: `specie cluster restart`, one process at a time (how a cluster takes a new build).
 //! - [`identity`] / [`credentials`]: who each process is (its certificate's name), what each role
 //!   may ask of each other role, and the PKI files that prove it.
@@ -22,6 +23,7 @@ pub mod archiver_replica;
 pub mod atomizer_replica;
 pub mod authority_replica;
 pub mod authority_tally;
+pub mod backup;
 pub mod coordinator_replica;
 mod core_uhs;
 pub mod credentials;

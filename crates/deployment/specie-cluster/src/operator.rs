@@ -28,6 +28,8 @@ pub enum StatusError {
     Call(#[from] ReplicaCallError),
     #[error("unexpected answer {answer}")]
     UnexpectedAnswer { answer: String },
+    #[error("its state changed while it was read ({reason})")]
+    StateMoved { reason: String },
     #[error("the status is not JSON: {0}")]
     NotJson(#[source] serde_json::Error),
 }
@@ -60,6 +62,59 @@ pub async fn replica_statuses(
 pub async fn replica_digests(topology: &Topology, timeout: Duration) -> Result<Vec<ReplicaStatus>, OperatorError> {
     let wanted = |role: GroupRole, _: &str| role == GroupRole::Shard;
     ask_every_replica(topology, wanted, &RoleRequest::ReplicaDigest, timeout).await
+}
+
+/// The whole applied state of the replica `leaders` names in each group (its role's snapshot
+/// encoding), with the applied index it is of, by group, read in chunks, one group after another.
+pub async fn replica_states(
+    topology: &Topology,
+    leaders: &std::collections::BTreeMap<String, u64>,
+    timeout: Duration,
+) -> Result<Vec<(String, Result<(u64, Vec<u8>), StatusError>)>, OperatorError> {
+    let transport = credentials::transport(topology, &Identity::Operator)?;
+    let limits = wire_limits(topology);
+    let mut states = vec![];
+    for (role, name, replicas) in topology.replica_groups() {
+        let Some(&leader) = leaders.get(&name) else { continue };
+        let client = GroupClient::new(role, &name, &replicas, &limits, &transport)?;
+        states.push((name, read_state(&client, leader, timeout).await));
+    }
+    Ok(states)
+}
+
+/// One replica's state, chunk by chunk; refused if it changed between chunks. Grows by the
+/// chunks that arrived, never by the length the replica claims.
+async fn read_state(client: &GroupClient, id: u64, timeout: Duration) -> Result<(u64, Vec<u8>), StatusError> {
+    let mut state = Vec::new();
+    let mut first_applied = None;
+    loop {
+        let request = RoleRequest::ReplicaSnapshot {
+            offset: state.len() as u64,
+        };
+        let (applied_index, total_bytes, chunk) = match client.call_replica(id, &request, timeout).await? {
+            RoleResponse::Snapshot {
+                applied_index,
+                total_bytes,
+                chunk,
+            } => (applied_index, total_bytes, chunk),
+            other => {
+                return Err(StatusError::UnexpectedAnswer {
+                    answer: format!("{other:?}").chars().take(200).collect(),
+                })
+            }
+        };
+        let first = *first_applied.get_or_insert(applied_index);
+        let read = (state.len() + chunk.len()) as u64;
+        if first != applied_index || read > total_bytes || (chunk.is_empty() && read < total_bytes) {
+            return Err(StatusError::StateMoved {
+                reason: format!("at applied index {first} then {applied_index}, {read} of {total_bytes} bytes read"),
+            });
+        }
+        state.extend_from_slice(&chunk);
+        if read == total_bytes {
+            return Ok((applied_index, state));
+        }
+    }
 }
 
 /// `request` (answered with JSON) asked of every replica of the groups `wanted` picks, one by one.

@@ -64,6 +64,9 @@ pub mod tag {
     /// Operator → any shard replica: the digest of the UHS it holds itself (not its leader's),
     /// answered `STATUS`; what shows that a group's replicas agree.
     pub const REPLICA_DIGEST: u8 = 20;
+    /// Operator → a group's replica: the whole state it has applied, in its role's snapshot
+    /// encoding, answered under the same tag (`cluster backup`).
+    pub const REPLICA_SNAPSHOT: u8 = 21;
 
     /// For log lines and refusals.
     pub fn name(tag: u8) -> &'static str {
@@ -88,14 +91,15 @@ pub mod tag {
             WRITTEN_AHEAD => "written-ahead question",
             MEMBERSHIP => "membership change",
             REPLICA_DIGEST => "replica digest",
+            REPLICA_SNAPSHOT => "replica snapshot",
             _ => "unknown request",
         }
     }
 }
 use tag::{
     ARCHIVE_OUTCOMES, ARCHIVE_WRITE, ATOMIZER_SHARD, CEREMONY, CREDITS, CREDIT_ACK, ENDORSE, LEDGER_READ, MEMBERSHIP,
-    NOT_LEADER, RAFT, REPLICA_DIGEST, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT, SUBMIT_ENDORSED, TAKEN,
-    WRITTEN_AHEAD,
+    NOT_LEADER, RAFT, REPLICA_DIGEST, REPLICA_SNAPSHOT, SHARD_BATCH, SHARD_IDS, SHARD_QUERY, STATUS, SUBMIT,
+    SUBMIT_ENDORSED, TAKEN, WRITTEN_AHEAD,
 };
 
 /// The smallest record: its transaction's three counts, its attestations' count and its
@@ -154,6 +158,8 @@ pub enum RoleRequest {
     Membership(MembershipChange),
     /// Operator → any shard replica: its own UHS's size and digest.
     ReplicaDigest,
+    /// The replica's whole applied state from byte `offset` on, as much as one answer holds.
+    ReplicaSnapshot { offset: u64 },
 }
 
 /// One step of a membership change (docs/operator-guide.md, "Changing a group's replicas").
@@ -370,6 +376,13 @@ pub enum RoleResponse {
     AtomizerShard(Vec<ShardAnswer>),
     /// Whether each transaction asked is written ahead and undecided, in order.
     WrittenAhead(Vec<bool>),
+    /// Part of a replica's whole applied state (its role's snapshot encoding): the bytes from
+    /// the offset asked, of a state `total_bytes` long, as it was at `applied_index`.
+    Snapshot {
+        applied_index: u64,
+        total_bytes: u64,
+        chunk: Vec<u8>,
+    },
 }
 
 /// What an endorsement round may carry: a batch of at most `BATCH_ITEMS_MAX` transactions
@@ -504,6 +517,10 @@ impl Encode for RoleRequest {
                 put_u64(out, id);
             }
             RoleRequest::ReplicaDigest => out.push(REPLICA_DIGEST),
+            RoleRequest::ReplicaSnapshot { offset } => {
+                out.push(REPLICA_SNAPSHOT);
+                put_u64(out, *offset);
+            }
             RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence,
                 credits,
@@ -544,6 +561,7 @@ impl RoleRequest {
             RoleRequest::Status => STATUS,
             RoleRequest::Membership(_) => MEMBERSHIP,
             RoleRequest::ReplicaDigest => REPLICA_DIGEST,
+            RoleRequest::ReplicaSnapshot { .. } => REPLICA_SNAPSHOT,
             RoleRequest::Authority(AuthorityMessage::Credits { .. }) => CREDITS,
             RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => CREDIT_ACK,
         })
@@ -610,6 +628,9 @@ impl RoleRequest {
                 })
             }
             REPLICA_DIGEST => RoleRequest::ReplicaDigest,
+            REPLICA_SNAPSHOT => RoleRequest::ReplicaSnapshot {
+                offset: reader.read_u64("snapshot offset")?,
+            },
             CREDITS => RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence: reader.read_u64("first credit sequence")?,
                 credits: reader.read_vec("credits", CREDITS_PER_MESSAGE_MAX as u64, CREDIT_BYTES, |r| {
@@ -683,6 +704,16 @@ impl Encode for RoleResponse {
                 out.push(WRITTEN_AHEAD);
                 put_flags(out, written);
             }
+            RoleResponse::Snapshot {
+                applied_index,
+                total_bytes,
+                chunk,
+            } => {
+                out.push(REPLICA_SNAPSHOT);
+                put_u64(out, *applied_index);
+                put_u64(out, *total_bytes);
+                put_byte_vec(out, chunk);
+            }
         }
     }
 }
@@ -738,6 +769,12 @@ impl RoleResponse {
                 &LedgerReplyLimits::default(),
             )?)),
             WRITTEN_AHEAD => RoleResponse::WrittenAhead(read_flags(&mut reader, "written-ahead flags")?),
+            REPLICA_SNAPSHOT => RoleResponse::Snapshot {
+                applied_index: reader.read_u64("applied index")?,
+                total_bytes: reader.read_u64("snapshot length")?,
+                // Bounded by the frame it arrived in (`frame_bytes_max`).
+                chunk: read_bytes_vec(&mut reader, "snapshot chunk")?,
+            },
             ATOMIZER_SHARD => {
                 let limits = ShardMessageLimits::default();
                 RoleResponse::AtomizerShard(reader.read_vec(
@@ -802,6 +839,8 @@ mod tests {
             RoleRequest::Membership(MembershipChange::Promote(4)),
             RoleRequest::Membership(MembershipChange::Remove(1)),
             RoleRequest::ReplicaDigest,
+            RoleRequest::ReplicaSnapshot { offset: 0 },
+            RoleRequest::ReplicaSnapshot { offset: 1 << 40 },
             RoleRequest::Authority(AuthorityMessage::Credits {
                 first_sequence: 7,
                 credits: vec![Credit {
@@ -854,6 +893,16 @@ mod tests {
             RoleResponse::Ledger(Box::new(LedgerReply::Failed("a disk".into()))),
             RoleResponse::AtomizerShard(shard_answers()),
             RoleResponse::WrittenAhead(vec![true, false]),
+            RoleResponse::Snapshot {
+                applied_index: 9,
+                total_bytes: 10,
+                chunk: vec![1, 2, 3],
+            },
+            RoleResponse::Snapshot {
+                applied_index: 0,
+                total_bytes: 0,
+                chunk: vec![],
+            },
         ];
         for response in responses {
             assert_eq!(RoleResponse::decode(&response.encode()).unwrap(), response);

@@ -76,7 +76,7 @@ pub fn restart(dir: &Path, only: Option<&str>) -> Result<usize, SupervisorError>
 }
 
 /// Where each member answers `/readyz`, by member name.
-fn readiness_addresses(topology: &Topology) -> BTreeMap<String, SocketAddr> {
+pub(crate) fn readiness_addresses(topology: &Topology) -> BTreeMap<String, SocketAddr> {
     (topology.scrape_targets().into_iter())
         .map(|target| {
             let name = match target.replica.is_empty() {
@@ -124,7 +124,7 @@ fn restart_order(topology: &Topology, everyone: Vec<Member>) -> Result<Vec<Membe
 }
 
 /// Waits until `member`, just started as `pid`, answers `/readyz` with 200.
-fn wait_ready(
+pub(crate) fn wait_ready(
     dir: &Path,
     member: &Member,
     addresses: &BTreeMap<String, SocketAddr>,

@@ -124,6 +124,9 @@ pub enum SupervisorError {
         last: String,
         log: PathBuf,
     },
+    /// A backup that cannot be taken or restored; the reason says what to do.
+    #[error("{reason}")]
+    Backup { reason: String },
     #[error("only {leaders} of {groups} groups have a leader after {waited_s} s; see {logs}")]
     NoLeaders {
         leaders: usize,

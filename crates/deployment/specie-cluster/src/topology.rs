@@ -36,6 +36,11 @@ pub struct Topology {
     /// their ids are never given again, and they are refused as members.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retired: Vec<String>,
+    /// Set by `cluster restore`: the backup this cluster was built from. Each replica starts
+    /// from its group's state there (`<dir>/<group>.state`, checked against
+    /// `<dir>/manifest.json`) before its own log and snapshots, and refuses to start without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_from: Option<PathBuf>,
     /// The FastPay committee the cluster is the Primary of: its sentinels accept fundings to it
     /// and redeems of its certificates. Absent: every FastPay funding and redeem is invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1186,6 +1191,7 @@ impl Topology {
             network_id: Some(hex::encode(rand::random::<[u8; NETWORK_ID_BYTES]>())),
             issuers,
             retired: vec![],
+            restored_from: None,
             fastpay_committee,
             offline_authority,
             exchange,

@@ -74,6 +74,7 @@ impl Message {
                 RoleRequest::Membership(MembershipChange::Promote(_)) => "role-membership-promote-request",
                 RoleRequest::Membership(MembershipChange::Remove(_)) => "role-membership-remove-request",
                 RoleRequest::ReplicaDigest => "role-replica-digest-request",
+                RoleRequest::ReplicaSnapshot { .. } => "role-replica-snapshot-request",
                 RoleRequest::Authority(AuthorityMessage::Credits { .. }) => "role-credits-request",
                 RoleRequest::Authority(AuthorityMessage::CreditAck { .. }) => "role-credit-ack-request",
             },
@@ -95,6 +96,7 @@ impl Message {
                 RoleResponse::Ledger(_) => "role-ledger-response",
                 RoleResponse::AtomizerShard(_) => "role-atomizer-shard-response",
                 RoleResponse::WrittenAhead(_) => "role-written-ahead-response",
+                RoleResponse::Snapshot { .. } => "role-replica-snapshot-response",
             },
             Message::Shard(request) => match request {
                 ShardRequest::Prepare { .. } => "shard-prepare",
@@ -332,6 +334,12 @@ fn messages(doc: &BTreeMap<String, Vec<u8>>) -> Vec<Message> {
         Message::Request(RoleRequest::Membership(MembershipChange::Promote(4))),
         Message::Request(RoleRequest::Membership(MembershipChange::Remove(1))),
         Message::Request(RoleRequest::ReplicaDigest),
+        Message::Request(RoleRequest::ReplicaSnapshot { offset: 4 }),
+        Message::Response(RoleResponse::Snapshot {
+            applied_index: 96,
+            total_bytes: 8,
+            chunk: vec![0xde, 0xad, 0xbe, 0xef],
+        }),
         Message::Response(RoleResponse::Status(r#"{"role":"leader"}"#.into())),
         Message::Response(RoleResponse::NotLeader(Some(2))),
         Message::Response(RoleResponse::NotLeader(None)),

@@ -6,6 +6,7 @@ mod cluster_harness;
 
 mod api_fuzz;
 mod authorities;
+mod backup;
 mod byzantine_authorities;
 mod cli;
 mod cluster;
