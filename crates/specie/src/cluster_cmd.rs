@@ -101,6 +101,41 @@ pub enum ClusterCommand {
     /// backup's addresses (edit DIR/cluster.toml first to move it), serving the same UHS and
     /// ledger of record as at the cut. The issuer's key is not the cluster's: copy it yourself
     Restore(RestoreArgs),
+    /// Write the cluster as container deployments into --out: a Compose file (--target
+    /// compose) or Kubernetes objects (--target kubernetes: per member a StatefulSet with a
+    /// volume of its own and readiness from /readyz, and a Service whose cluster IP is its
+    /// address; the cluster file as a ConfigMap), the cluster file as containers read it
+    /// (founding = true, for their first start on empty volumes) and credentials.sh, which puts
+    /// each member's credentials, and nothing more, in pki/<member> (and a Secret). Every
+    /// member's address in cluster.toml must be the one it will have. No key is written
+    Package(PackageArgs),
+    /// Exit 0 if member NAME answers /readyz with 200, else 1 with its reason: a health check
+    /// for a container or a service manager
+    Ready(RunTargetArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PackageArgs {
+    #[command(flatten)]
+    pub dir: DirArgs,
+    /// compose or kubernetes.
+    #[arg(long, value_parser = ["compose", "kubernetes"])]
+    pub target: String,
+    /// Where to write the files (made if missing; files of the same names are replaced).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The container image (the repository's Containerfile builds it).
+    #[arg(long, default_value = specie_cluster::packaging::DEFAULT_IMAGE)]
+    pub image: String,
+}
+
+#[derive(Args, Debug)]
+pub struct RunTargetArgs {
+    #[command(flatten)]
+    pub dir: DirArgs,
+    /// The member, as `cluster status` lists it.
+    #[arg(long)]
+    pub name: String,
 }
 
 #[derive(Args, Debug)]
@@ -141,6 +176,11 @@ pub struct RunArgs {
     /// The member to run, as `cluster status` lists it: `<group>-<replica>` or a sentinel's name.
     #[arg(long)]
     pub name: String,
+    /// Bind 0.0.0.0 (or ::) on the ports the file gives the member, not the file's address
+    /// itself: for a container that peers reach at an address that is not its own (a Kubernetes
+    /// service's cluster IP). Peers still use the file's addresses.
+    #[arg(long)]
+    pub listen_any: bool,
 }
 
 #[derive(Args, Debug)]
@@ -311,6 +351,54 @@ pub fn run_coordinator(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
 pub fn run_authority(args: ReplicaArgs) -> anyhow::Result<ExitCode> {
     role_process::run_authority(&args.cluster, args.group, args.replica)?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn backup(args: &BackupArgs) -> anyhow::Result<ExitCode> {
+    let taken = specie_cluster::backup::backup(&args.dir.dir, &args.out)?;
+    print_manifest(&taken.manifest);
+    println!(
+        "backed up {} groups into {}; {} sentinels held for {:.1} s",
+        taken.manifest.groups.len(),
+        args.out.display(),
+        taken.sentinels_held,
+        taken.held_for.as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn restore(args: &RestoreArgs) -> anyhow::Result<ExitCode> {
+    let manifest = specie_cluster::backup::restore(&args.from, &args.dir, args.pki.as_deref())?;
+    print_manifest(&manifest);
+    println!(
+        "restored {} groups into {}; start it with `specie cluster up --dir {}`",
+        manifest.groups.len(),
+        args.dir.display(),
+        args.dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn package(args: &PackageArgs) -> anyhow::Result<ExitCode> {
+    use specie_cluster::packaging::{package, Target};
+    let target = match args.target.as_str() {
+        "compose" => Target::Compose,
+        _ => Target::Kubernetes,
+    };
+    for path in package(&args.dir.dir, &args.out, target, &args.image)? {
+        println!("{}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ready(args: &RunTargetArgs) -> anyhow::Result<ExitCode> {
+    use specie_service::health::Probe;
+    match specie_cluster::hosts::ready(&args.dir.dir, &args.name)? {
+        Probe::Ready => Ok(ExitCode::SUCCESS),
+        Probe::NotReady(why) | Probe::Unreachable(why) => {
+            eprintln!("{} is not ready: {why}", args.name);
+            Ok(ExitCode::from(1))
+        }
+    }
 }
 
 fn print_manifest(manifest: &specie_cluster::backup::Manifest) {
@@ -500,35 +588,16 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
             println!("{epoch}");
             Ok(ExitCode::SUCCESS)
         }
-        ClusterCommand::Backup(args) => {
-            let taken = specie_cluster::backup::backup(&args.dir.dir, &args.out)?;
-            print_manifest(&taken.manifest);
-            println!(
-                "backed up {} groups into {}; {} sentinels held for {:.1} s",
-                taken.manifest.groups.len(),
-                args.out.display(),
-                taken.sentinels_held,
-                taken.held_for.as_secs_f64()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        ClusterCommand::Restore(args) => {
-            let manifest = specie_cluster::backup::restore(&args.from, &args.dir, args.pki.as_deref())?;
-            print_manifest(&manifest);
-            println!(
-                "restored {} groups into {}; start it with `specie cluster up --dir {}`",
-                manifest.groups.len(),
-                args.dir.display(),
-                args.dir.display()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        ClusterCommand::Backup(args) => backup(&args),
+        ClusterCommand::Restore(args) => restore(&args),
+        ClusterCommand::Package(args) => package(&args),
+        ClusterCommand::Ready(args) => ready(&args),
         ClusterCommand::Restart(args) => {
             let restarted = specie_cluster::rolling::restart(&args.dir.dir, args.name.as_deref())?;
             println!("restarted {restarted} processes, one at a time; each was ready before the next stopped");
             Ok(ExitCode::SUCCESS)
         }
-        ClusterCommand::Run(args) => Err(specie_cluster::hosts::run(&args.dir.dir, &args.name).into()),
+        ClusterCommand::Run(args) => Err(specie_cluster::hosts::run(&args.dir.dir, &args.name, args.listen_any).into()),
         ClusterCommand::Credentials(args) => {
             let written = specie_cluster::hosts::export_credentials(&args.dir.dir, &args.name, &args.out)?;
             if written.is_empty() {

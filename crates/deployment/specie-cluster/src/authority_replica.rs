@@ -453,7 +453,7 @@ pub async fn run(topology: Topology, group: String, id: u64) -> Result<(), Autho
         channel_credits_max: committee_config.channel_credits_max as usize,
     };
     let machine = RoleMachine::new(TalliedShard::new(AuthorityShard::new(config, key)));
-    let listener = tokio::net::TcpListener::bind(http)
+    let listener = tokio::net::TcpListener::bind(crate::host::listen_address(http))
         .await
         .map_err(|source| AuthorityReplicaError::Listen { address: http, source })?;
     let http_limits = topology.http;

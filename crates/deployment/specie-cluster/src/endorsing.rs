@@ -257,7 +257,7 @@ pub async fn serve_endorser(
 ) -> Result<(), std::io::Error> {
     let transport = credentials::transport(&topology, &me).map_err(std::io::Error::other)?;
     let limits = wire_limits(&topology);
-    let listener = tokio::net::TcpListener::bind(address).await?;
+    let listener = tokio::net::TcpListener::bind(crate::host::listen_address(address)).await?;
     let counters: Arc<ServerCounters> = Arc::default();
     let admit = admit_sentinels(Arc::new(topology), Arc::new(me), server, counters.clone());
     let setup = ServerSetup {

@@ -140,7 +140,7 @@ pub async fn run(topology: Topology, id: u64) -> Result<(), ExchangeReplicaError
     let (exchange_id, bridge) = credentials::exchange_keys(&topology)?;
     let transport = credentials::transport(&topology, &me)?;
     let core = CoreUhs::new(&topology, &wire_limits(&topology), &transport)?;
-    let listener = tokio::net::TcpListener::bind(http)
+    let listener = tokio::net::TcpListener::bind(crate::host::listen_address(http))
         .await
         .map_err(|source| ExchangeReplicaError::Listen { address: http, source })?;
     let ledger = Ledger::genesis(exchange_config(&topology, &config, exchange_id), vec![])

@@ -84,6 +84,13 @@ pub enum ReplicaError {
     NoAtomizer,
     #[error(transparent)]
     Seed(#[from] crate::backup::SeedError),
+    #[error("cannot make replica {id} of {group} a founder: {source}")]
+    Found {
+        group: String,
+        id: u64,
+        #[source]
+        source: specie_raft::PrepareError,
+    },
     #[error("{me}: its role host ended")]
     HostEnded { me: Identity },
     #[error(transparent)]
@@ -140,6 +147,21 @@ pub fn replica_config(topology: &Topology) -> ReplicaConfig {
         // The role's host decides when each replica snapshots (specie_host::SnapshotPlan).
         snapshot_every_entries: 0,
         ..ReplicaConfig::default()
+    }
+}
+
+/// Set to `1` in the environment of a member's process (by `cluster run --listen-any`), it binds
+/// the unspecified address (0.0.0.0 or ::) on each port the cluster file gives the member,
+/// instead of the file's address: for a container that peers reach at an address that is not
+/// its own (a Kubernetes service's cluster IP). Peers still reach it at the file's address.
+pub const LISTEN_ANY_ENV: &str = "SPECIE_LISTEN_ANY";
+
+/// Where a member's process binds `address` of the cluster file ([`LISTEN_ANY_ENV`]).
+pub fn listen_address(address: SocketAddr) -> SocketAddr {
+    match std::env::var_os(LISTEN_ANY_ENV).is_some_and(|value| value == "1") {
+        true if address.is_ipv4() => SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, address.port())),
+        true => SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, address.port())),
+        false => address,
     }
 }
 
@@ -325,7 +347,7 @@ where
     let limits = wire_limits(topology);
     let transport = credentials::transport(topology, &me)?;
     let hosted: Arc<OnceLock<Running<S, T>>> = Arc::new(OnceLock::new());
-    let listener = tokio::net::TcpListener::bind(address)
+    let listener = tokio::net::TcpListener::bind(listen_address(address))
         .await
         .map_err(|source| ReplicaError::Listen { address, source })?;
     let started = ready_once_started::<S>(group.clone());
@@ -351,7 +373,7 @@ where
     let timeout = Duration::from_millis(topology.limits.request_timeout_ms);
     let raft_transport = WireRaftTransport::new(group_role, &group, topology, limits, transport, timeout);
     let dir = replica_dir(topology, &group, id);
-    let state_machine = crate::backup::seeded(topology, &group, state_machine)?;
+    let state_machine = first_state(topology, &group, replicas, id, state_machine)?;
     let replica = Replica::start(
         replica_config(topology),
         &dir,
@@ -394,6 +416,41 @@ where
         Some(Ok(Err(stopped))) => Err(stopped.into()),
         Some(Err(panicked)) => Err(ReplicaError::HostFailed { me, source: panicked }),
     }
+}
+
+/// The state a replica starts from before its own log and snapshots: its group's state in the
+/// backup a restored cluster was built from, or the role's initial state. With
+/// `Topology::founding` on, a replica whose directory holds none first becomes a founder.
+fn first_state<S: ReplicatedStateMachine>(
+    topology: &Topology,
+    group: &str,
+    replicas: &[ReplicaAddress],
+    id: u64,
+    state_machine: S,
+) -> Result<S, ReplicaError> {
+    if topology.founding {
+        found_if_new(topology, group, replicas, id)?;
+    }
+    Ok(crate::backup::seeded(topology, group, state_machine)?)
+}
+
+/// With `Topology::founding` on: a replica whose directory holds none is a founder of its group
+/// with the replicas the file lists, starting on a host of its own.
+fn found_if_new(topology: &Topology, group: &str, replicas: &[ReplicaAddress], id: u64) -> Result<(), ReplicaError> {
+    tracing::warn!(
+        "the cluster file has `founding = true`: remove it once every member has started, or a replica whose \
+         directory is lost would found its group again under its old id"
+    );
+    let ids: Vec<u64> = replicas.iter().map(|r| r.id).collect();
+    let made = crate::membership::prepare_founder(topology, group, &ids, id).map_err(|source| ReplicaError::Found {
+        group: group.to_string(),
+        id,
+        source,
+    })?;
+    if made {
+        tracing::info!(group, id, founders = ?ids, "prepared a new directory: this replica founds its group");
+    }
+    Ok(())
 }
 
 /// Admits members of the topology (and, on an insecure plaintext transport, anyone), and gives
@@ -567,7 +624,7 @@ fn membership_json(membership: &specie_raft::Membership) -> serde_json::Value {
 /// `/openapi.json` describing them) on `address`: a replica whose role has no HTTP API of its
 /// own.
 async fn serve_metrics(address: std::net::SocketAddr, limits: specie_service::HttpLimits) -> Result<(), ReplicaError> {
-    let listener = tokio::net::TcpListener::bind(address)
+    let listener = tokio::net::TcpListener::bind(listen_address(address))
         .await
         .map_err(|source| ReplicaError::Listen { address, source })?;
     let doc = specie_service::ApiDoc::new(

@@ -33,7 +33,7 @@ fn member(dir: &Path, name: &str) -> Result<(Topology, Member), SupervisorError>
 /// `specie cluster run`: runs the member called `name` in this process's place (`exec`), in the
 /// foreground, logging to stderr; it binds the addresses the cluster file gives it. Returns
 /// only if it cannot start.
-pub fn run(dir: &Path, name: &str) -> SupervisorError {
+pub fn run(dir: &Path, name: &str, listen_any: bool) -> SupervisorError {
     use std::os::unix::process::CommandExt;
     let (_, member) = match member(dir, name) {
         Ok(found) => found,
@@ -43,8 +43,22 @@ pub fn run(dir: &Path, name: &str) -> SupervisorError {
         Ok(program) => program,
         Err(source) => return io("cannot find the running program")(source),
     };
-    let error = std::process::Command::new(program).args(&member.args).exec();
+    let mut command = std::process::Command::new(program);
+    if listen_any {
+        command.env(crate::host::LISTEN_ANY_ENV, "1");
+    }
+    let error = command.args(&member.args).exec();
     io(format!("cannot start {name}"))(error)
+}
+
+/// `specie cluster ready`: what member `name`'s `/readyz` says (for a container's or a service
+/// manager's health check).
+pub fn ready(dir: &Path, name: &str) -> Result<specie_service::health::Probe, SupervisorError> {
+    let (topology, _) = member(dir, name)?;
+    Ok(crate::rolling::readiness(
+        &crate::rolling::readiness_addresses(&topology),
+        name,
+    ))
 }
 
 /// The files of the cluster's PKI the process of `identity` reads: the CA certificate, its own

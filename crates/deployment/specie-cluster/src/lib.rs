@@ -15,6 +15,7 @@
 //! - [`membership`] / [`live`]: `specie cluster add-replica | remove-replica | replace-replica |
 //!   digests`, and how every running process follows the cluster file's membership.
 //! - [`backup`]: `specie cluster backup | restore`, every group's state at one cut.
+//! - [`packaging`]: `specie cluster package`, the cluster as Compose or Kubernetes files.
 //! - [`rolling`]: `specie cluster restart`, one process at a time (how a cluster takes a new build).
 //! - [`identity`] / [`credentials`]: who each process is (its certificate's name), what each role
 //!   may ask of each other role, and the PKI files that prove it.
@@ -38,6 +39,7 @@ pub mod membership;
 pub mod offline_replica;
 pub mod operator;
 pub mod ordering_replica;
+pub mod packaging;
 pub mod protocol;
 mod raft_transport;
 pub mod role_process;

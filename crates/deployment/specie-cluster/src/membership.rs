@@ -76,23 +76,34 @@ pub fn replace_replica(dir: &Path, group: &str, id: u64) -> Result<u64, Supervis
 /// without one lost it: that replica is left to be refused at start, and replaced.
 pub(crate) fn prepare_founders(topology: &Topology) -> Result<(), SupervisorError> {
     for (_, group, replicas) in topology.replica_groups() {
-        let dirs: Vec<_> = replicas
-            .iter()
-            .map(|r| (r.id, replica_dir(topology, &group, r.id)))
-            .collect();
-        if dirs.iter().any(|(_, dir)| dir.exists()) {
+        let ids: Vec<u64> = replicas.iter().map(|r| r.id).collect();
+        if ids.iter().any(|id| replica_dir(topology, &group, *id).exists()) {
             continue;
         }
-        let founders = replicas.iter().map(|r| r.id).collect();
-        let origin = Origin::Founding(founders);
-        for (id, dir) in dirs {
-            specie_raft::prepare(&dir, id, &origin, SyncMode::Fsync).map_err(|error| SupervisorError::Membership {
+        for id in &ids {
+            prepare_founder(topology, &group, &ids, *id).map_err(|error| SupervisorError::Membership {
                 group: group.clone(),
-                reason: format!("cannot prepare {}: {error}", dir.display()),
+                reason: format!(
+                    "cannot prepare {}: {error}",
+                    replica_dir(topology, &group, *id).display()
+                ),
             })?;
         }
     }
     Ok(())
+}
+
+/// Makes replica `id`'s directory that of a founder of `group` with `ids`, unless it holds the
+/// replica already (then nothing changes): `cluster up`'s founders, and with
+/// `Topology::founding` each replica on its own host. True if it made the directory.
+pub(crate) fn prepare_founder(
+    topology: &Topology,
+    group: &str,
+    ids: &[u64],
+    id: u64,
+) -> Result<bool, specie_raft::PrepareError> {
+    let origin = Origin::Founding(ids.iter().copied().collect());
+    specie_raft::prepare(&replica_dir(topology, group, id), id, &origin, SyncMode::Fsync)
 }
 
 pub(crate) fn change_lock(dir: &Path) -> Result<DirLock, SupervisorError> {

@@ -130,7 +130,7 @@ pub async fn run(topology: Topology, id: u64) -> Result<(), OfflineReplicaError>
     let bridge = keys.bridge.clone();
     let transport = credentials::transport(&topology, &me)?;
     let core = CoreUhs::new(&topology, &wire_limits(&topology), &transport)?;
-    let listener = tokio::net::TcpListener::bind(http)
+    let listener = tokio::net::TcpListener::bind(crate::host::listen_address(http))
         .await
         .map_err(|source| OfflineReplicaError::Listen { address: http, source })?;
     let http_limits = topology.http;

@@ -88,7 +88,7 @@ pub(crate) fn readiness_addresses(topology: &Topology) -> BTreeMap<String, Socke
         .collect()
 }
 
-fn readiness(addresses: &BTreeMap<String, SocketAddr>, name: &str) -> Probe {
+pub(crate) fn readiness(addresses: &BTreeMap<String, SocketAddr>, name: &str) -> Probe {
     match addresses.get(name) {
         Some(address) => probe(*address, PROBE_TIMEOUT),
         None => Probe::Unreachable(

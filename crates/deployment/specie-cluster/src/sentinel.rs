@@ -654,7 +654,7 @@ pub async fn run(topology: Topology, name: String, compromised: bool) -> Result<
         tracing::warn!(sentinel = %name, "compromised: this sentinel validates nothing and endorses everything");
     }
     let backend = ClusterBackend::with_endorser(&topology, runtime, &name, endorser, compromised)?;
-    let listener = tokio::net::TcpListener::bind(sentinel.http)
+    let listener = tokio::net::TcpListener::bind(crate::host::listen_address(sentinel.http))
         .await
         .map_err(|source| SentinelError::Listen {
             address: sentinel.http,

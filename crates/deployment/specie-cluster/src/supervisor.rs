@@ -124,6 +124,9 @@ pub enum SupervisorError {
         last: String,
         log: PathBuf,
     },
+    /// A cluster that cannot be packaged as it is; the reason says what to change.
+    #[error("cannot package the cluster: {reason}")]
+    Packaging { reason: String },
     /// A backup that cannot be taken or restored; the reason says what to do.
     #[error("{reason}")]
     Backup { reason: String },

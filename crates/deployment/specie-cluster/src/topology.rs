@@ -36,6 +36,14 @@ pub struct Topology {
     /// their ids are never given again, and they are refused as members.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retired: Vec<String>,
+    /// The cluster's first start, on hosts of their own: while `true`, a replica of a group
+    /// that finds no replica in its directory (a new host, a new container volume) prepares one
+    /// and founds the group with the others listed here, as `cluster up` does on one host. Turn
+    /// it off once every member has started: afterwards a replica whose directory is lost must
+    /// be replaced, and with it on, it would found again under its old id, having forgotten its
+    /// votes. Every process warns at start while it is on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub founding: bool,
     /// Set by `cluster restore`: the backup this cluster was built from. Each replica starts
     /// from its group's state there (`<dir>/<group>.state`, checked against
     /// `<dir>/manifest.json`) before its own log and snapshots, and refuses to start without it.
@@ -1191,6 +1199,7 @@ impl Topology {
             network_id: Some(hex::encode(rand::random::<[u8; NETWORK_ID_BYTES]>())),
             issuers,
             retired: vec![],
+            founding: false,
             restored_from: None,
             fastpay_committee,
             offline_authority,

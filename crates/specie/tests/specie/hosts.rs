@@ -1,8 +1,10 @@
 //! One process per host (issue 37, item 1), on 127.0.0.1: every member of a cluster is started
 //! by `specie cluster run` from a directory of its own, as its own host would hold it (the
-//! cluster file, and only the credentials `specie cluster credentials` copied for it); the
-//! operator's directory holds only the operator's. `cluster status` from there sees every member
-//! healthy, and the demo, run where the sentinel's credentials are, ends in the audit.
+//! cluster file, only the credentials `specie cluster credentials` copied for it, and an empty
+//! data directory, the file saying `founding = true`); the operator's directory holds only the
+//! operator's. `cluster status` from there sees every member healthy, and the demo, run where
+//! the sentinel's credentials are, ends in the audit. Once founding is off, a replica whose
+//! directory is lost is refused under its old id.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -76,6 +78,11 @@ fn every_member_runs_from_its_own_host_directory_with_its_own_credentials_only()
                 member.name
             );
         }
+        // A host of its own: its data on its own disk, empty, founding its group.
+        let file = host.join("cluster.toml");
+        let mut own = specie_cluster::Topology::load(&file).unwrap();
+        (own.data_dir, own.founding) = (host.join("data"), true);
+        std::fs::write(&file, own.to_toml()).unwrap();
         let log = std::fs::File::create(host.join("log")).unwrap();
         let child = Command::new(BIN)
             .args([
@@ -160,4 +167,30 @@ fn every_member_runs_from_its_own_host_directory_with_its_own_credentials_only()
         "{stderr}"
     );
     assert_eq!(std::fs::read_to_string(stale.join("ca.crt")).unwrap(), "an old CA");
+
+    // Founding over, a replica whose directory is lost does not found again under its old id.
+    let at = members.iter().position(|m| m.name == "shard-0-1").unwrap();
+    running.0[at].kill().unwrap();
+    running.0[at].wait().unwrap();
+    let file = shard_host.join("cluster.toml");
+    let mut own = specie_cluster::Topology::load(&file).unwrap();
+    own.founding = false;
+    std::fs::write(&file, own.to_toml()).unwrap();
+    assert!(!own.to_toml().contains("founding"));
+    std::fs::remove_dir_all(shard_host.join("data")).unwrap();
+    let (code, stderr) = cluster_harness::run_to_exit(
+        &[
+            "cluster",
+            "run",
+            "--dir",
+            shard_host.to_str().unwrap(),
+            "--name",
+            "shard-0-1",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        !code.success() && stderr.contains("holds no replica (node 1)"),
+        "{stderr}"
+    );
 }

@@ -33,7 +33,7 @@ fn ip(args: &[&str]) {
 
 /// A bridge in this namespace and one namespace per host on it, each with one address; all of
 /// it removed when dropped.
-struct Net {
+pub struct Net {
     tag: u32,
     /// The /24 the hosts' addresses are in: `prefix.(host + 1)`; this namespace is `prefix.254`.
     prefix: [u8; 3],
@@ -42,8 +42,10 @@ struct Net {
 
 impl Net {
     /// `None` when this machine cannot make namespaces (not root, no `ip`).
-    fn new(hosts: usize) -> Option<Net> {
-        let tag = std::process::id() % 10_000;
+    pub fn new(hosts: usize) -> Option<Net> {
+        // Distinct for each net of this test binary: two tests may make theirs at once.
+        static NETS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let tag = std::process::id() % 1_000 * 10 + NETS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 10;
         let can = Command::new("ip")
             .args(["netns", "add", &format!("spc{tag}probe")])
             .output()
@@ -88,7 +90,7 @@ impl Net {
         format!("spc{}br", self.tag)
     }
 
-    fn namespace(&self, host: usize) -> String {
+    pub fn namespace(&self, host: usize) -> String {
         format!("spc{}n{host}", self.tag)
     }
 
@@ -102,7 +104,7 @@ impl Net {
     }
 
     /// Host `host`'s address (`253`: this namespace's, on the bridge).
-    fn address(&self, host: usize) -> IpAddr {
+    pub fn address(&self, host: usize) -> IpAddr {
         let [a, b, c] = self.prefix;
         IpAddr::V4(Ipv4Addr::new(a, b, c, host as u8 + 1))
     }
@@ -174,7 +176,7 @@ impl Drop for Running {
 
 /// Gives every member of the topology the address of its host (its index in `members`), on the
 /// ports it had.
-fn relocate(topology: &mut Topology, address_of: impl Fn(&str) -> IpAddr) {
+pub fn relocate(topology: &mut Topology, address_of: impl Fn(&str) -> IpAddr) {
     let at = |address: &mut SocketAddr, member: &str| address.set_ip(address_of(member));
     let shards = topology.shard_groups.iter_mut().map(|g| (&g.name, &mut g.replicas));
     let coordinators = topology
