@@ -8,24 +8,12 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cluster_harness::{free_ports, specie, BIN};
+use crate::cluster_harness::{free_ports, specie, Children, BIN};
 
 /// Each service's fuzzing time, coverage phase and random phase together.
 const FUZZ_SECONDS: &str = "8";
 /// What Schemathesis checks: no 5xx, and status, content type and body as documented.
 const CHECKS: &str = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance";
-
-/// Kills the services when the test ends, however it ends.
-struct Services(Vec<Child>);
-
-impl Drop for Services {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
 
 fn schemathesis() -> String {
     let found = Command::new("st").arg("--version").output();
@@ -91,7 +79,7 @@ fn every_service_answers_a_schema_driven_fuzzer_as_its_document_says() {
     let listen = |n: u16| format!("127.0.0.1:{}", base + n);
     let key = dir("auditor.key");
     specie(&["audit", "keygen", "--out", &key]);
-    let mut services = Services(Vec::new());
+    let mut services = Children(Vec::new());
     let mut run = |args: Vec<String>, log: &str| {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         services.0.push(start(&args, &temp.path().join(log)));

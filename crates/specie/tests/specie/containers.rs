@@ -11,12 +11,14 @@
 //! Like `netns::`, it needs root and `ip`; without them it says it skipped, except under CI.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use specie_cluster::Topology;
 
-use crate::cluster_harness::{assert_audit, finish_demo, free_ports, make_host, specie, start_demo, wait_healthy, BIN};
+use crate::cluster_harness::{
+    assert_audit, finish_demo, free_ports, make_host, specie, start_demo, wait_healthy, Children, BIN,
+};
 use crate::netns::{relocate, Net};
 
 /// Where the container's paths are mounted from, on this host.
@@ -86,18 +88,6 @@ fn contained(namespace: &str, script: &str) -> Command {
     command
 }
 
-/// The services' processes, killed when the test ends however it ends.
-struct Services(Vec<Child>);
-
-impl Drop for Services {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 /// The mount points of the image's paths, made here if missing (and removed afterwards).
 struct MountPoints(Vec<PathBuf>);
 
@@ -126,14 +116,7 @@ impl Drop for MountPoints {
 
 #[test]
 fn the_packaged_compose_deployment_runs_with_each_service_contained() {
-    let Some(net) = Net::new(7) else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs the container test: it needs root and `ip`"
-        );
-        eprintln!("skipped: making network namespaces needs root and `ip` (iproute2)");
-        return;
-    };
+    let Some(net) = Net::or_skip(7) else { return };
     let _points = MountPoints::make();
     let root = tempfile::tempdir().unwrap();
     let cluster = root.path().join("cluster");
@@ -186,7 +169,7 @@ fn the_packaged_compose_deployment_runs_with_each_service_contained() {
 
     let compose: Value = serde_json::from_str(&std::fs::read_to_string(project.join("compose.yaml")).unwrap()).unwrap();
     let volumes = root.path().join("volumes");
-    let mut services = Services(vec![]);
+    let mut services = Children(vec![]);
     let mut checks = vec![];
     for (name, service) in compose["services"].as_object().unwrap() {
         let host = names.iter().position(|n| n == name).unwrap();

@@ -7,24 +7,14 @@
 //! directory is lost is refused under its old id.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::cluster_harness;
 
-use cluster_harness::{assert_audit, finish_demo, free_ports, make_host, specie, start_demo, wait_healthy, Down, BIN};
-
-/// The members' processes, killed when the test ends however it ends.
-struct Members(Vec<Child>);
-
-impl Drop for Members {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
+use cluster_harness::{
+    assert_audit, finish_demo, free_ports, make_host, specie, start_demo, wait_healthy, Children, Down, BIN,
+};
 
 /// `specie cluster credentials` of `name` into `out`, run to its end: its status and stderr.
 fn credentials(cluster: &str, name: &str, out: &str) -> (std::process::ExitStatus, String) {
@@ -58,7 +48,7 @@ fn every_member_runs_from_its_own_host_directory_with_its_own_credentials_only()
     assert_eq!(members.len(), 10);
 
     let hosts = root.path().join("hosts");
-    let mut running = Members(vec![]);
+    let mut running = Children(vec![]);
     for member in &members {
         let host = hosts.join(&member.name);
         let copied = make_host(cluster, &host, &member.name);
@@ -146,17 +136,12 @@ fn every_member_runs_from_its_own_host_directory_with_its_own_credentials_only()
         "{stderr}"
     );
     let shard_host = hosts.join("shard-0-1");
-    let (code, stderr) = cluster_harness::run_to_exit(
-        &[
-            "cluster",
-            "run",
-            "--dir",
-            shard_host.to_str().unwrap(),
-            "--name",
-            "shard-0-1",
-        ],
-        Duration::from_secs(30),
-    );
+    let shard_dir = shard_host.to_str().unwrap();
+    let run_shard = || {
+        let args = ["cluster", "run", "--dir", shard_dir, "--name", "shard-0-1"];
+        cluster_harness::run_to_exit(&args, Duration::from_secs(30))
+    };
+    let (code, stderr) = run_shard();
     assert!(!code.success() && stderr.contains("Address already in use"), "{stderr}");
     let stale = root.path().join("stale");
     std::fs::create_dir(&stale).unwrap();
@@ -178,17 +163,7 @@ fn every_member_runs_from_its_own_host_directory_with_its_own_credentials_only()
     std::fs::write(&file, own.to_toml()).unwrap();
     assert!(!own.to_toml().contains("founding"));
     std::fs::remove_dir_all(shard_host.join("data")).unwrap();
-    let (code, stderr) = cluster_harness::run_to_exit(
-        &[
-            "cluster",
-            "run",
-            "--dir",
-            shard_host.to_str().unwrap(),
-            "--name",
-            "shard-0-1",
-        ],
-        Duration::from_secs(30),
-    );
+    let (code, stderr) = run_shard();
     assert!(
         !code.success() && stderr.contains("holds no replica (node 1)"),
         "{stderr}"

@@ -86,6 +86,20 @@ impl Net {
         Some(net)
     }
 
+    /// [`Net::new`], or `None` having said the test is skipped; under CI (`CI` set), where the
+    /// namespace tests must run, it fails instead.
+    pub fn or_skip(hosts: usize) -> Option<Net> {
+        let net = Net::new(hosts);
+        if net.is_none() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI runs the namespace tests: they need root and `ip`"
+            );
+            eprintln!("skipped: making network namespaces needs root and `ip` (iproute2)");
+        }
+        net
+    }
+
     fn bridge(&self) -> String {
         format!("spc{}br", self.tag)
     }
@@ -213,14 +227,7 @@ fn leader(operator: &str, group: &str) -> String {
 #[test]
 fn a_cluster_across_namespaces_survives_partitions_and_restarts_with_the_audit_and_digests() {
     // One shard group and one coordinator group of 3 replicas, and a sentinel: 7 hosts.
-    let Some(net) = Net::new(7) else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs the network-namespace test: it needs root and `ip`"
-        );
-        eprintln!("skipped: making network namespaces needs root and `ip` (iproute2)");
-        return;
-    };
+    let Some(net) = Net::or_skip(7) else { return };
     let root = tempfile::tempdir().unwrap();
     let cluster = root.path().join("cluster");
     let cluster = cluster.to_str().unwrap();

@@ -336,6 +336,18 @@ pub fn cluster_up_with_committee(dir: &str, base: u16, committee: &[&str]) {
     specie(&[&core[..], committee].concat());
 }
 
+/// Processes a test started, killed when it ends however it ends.
+pub struct Children(pub Vec<std::process::Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Stops the cluster in the directory when dropped, so a failing test leaves no processes.
 pub struct Down(pub String);
 
