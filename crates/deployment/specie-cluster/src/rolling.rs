@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use specie_service::health::{probe, Probe};
@@ -52,8 +54,16 @@ pub fn restart(dir: &Path, only: Option<&str>) -> Result<usize, SupervisorError>
         return Err(SupervisorError::NotWhole { not_ready });
     }
     let order = restart_order(&topology, everyone)?;
+    let stop = stop_requested();
     let mut restarted = 0;
     for member in order.iter().filter(|m| only.is_none_or(|name| name == m.name)) {
+        if stop.load(Ordering::Relaxed) {
+            return Err(SupervisorError::Interrupted {
+                what: format!(
+                    "the restart, after {restarted} processes (each ready again); the others run as they were"
+                ),
+            });
+        }
         // A member that died here has its pid file still, and is started again.
         if read_pid(dir, &member.name).is_none() {
             return Err(SupervisorError::NotStartedHere {
@@ -73,6 +83,36 @@ pub fn restart(dir: &Path, only: Option<&str>) -> Result<usize, SupervisorError>
         restarted += 1;
     }
     Ok(restarted)
+}
+
+/// Set once Ctrl-C or SIGTERM arrives, which from now on no longer end this process: a member
+/// stopped for a restart is always started again before the caller looks at the flag.
+fn stop_requested() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let set = flag.clone();
+    let (registered, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            return;
+        };
+        runtime.block_on(async {
+            let stopped = crate::host::wait_for_stop_signal();
+            tokio::pin!(stopped);
+            // Polled once, its handlers are in place.
+            let already = tokio::select! {
+                biased;
+                () = &mut stopped => true,
+                () = std::future::ready(()) => false,
+            };
+            let _ = registered.send(());
+            if !already {
+                stopped.await;
+            }
+        });
+        set.store(true, Ordering::Relaxed);
+    });
+    let _ = wait.recv_timeout(Duration::from_secs(1));
+    flag
 }
 
 /// Where each member answers `/readyz`, by member name.

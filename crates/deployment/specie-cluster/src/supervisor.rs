@@ -124,6 +124,8 @@ pub enum SupervisorError {
         last: String,
         log: PathBuf,
     },
+    #[error("interrupted: {what}")]
+    Interrupted { what: String },
     /// A cluster that cannot be packaged as it is; the reason says what to change.
     #[error("cannot package the cluster: {reason}")]
     Packaging { reason: String },
