@@ -84,8 +84,9 @@ pub enum ClusterCommand {
     /// stops, group by group with each group's leader last, then the sentinels: how a cluster
     /// takes a new build while it serves (install the build, run `cluster restart` with it:
     /// every process comes back as the program that runs this command). Refuses to begin while
-    /// a process is not ready; stops at the first that is not ready again within 60 s. With
-    /// --name, only that member. Processes started on other hosts are restarted there
+    /// a process is not ready, and before each stop checks the others of its group again;
+    /// stops at the first that is not ready again within 60 s. With --name, only that member.
+    /// Only members this directory started: one started on another host is restarted there
     Restart(RestartArgs),
     /// Write every group's state at one consistent cut to --out (a new or empty directory):
     /// each group's leader gives its applied state when no group is applying anything, checked

@@ -19,6 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -29,7 +30,7 @@ use crate::membership::write_topology;
 use crate::operator::{self, ReplicaStatus, StatusError};
 use crate::rolling;
 use crate::supervisor::{self, io, is_alive, read_pid, Member, SupervisorError, TOPOLOGY_FILE};
-use crate::topology::Topology;
+use crate::topology::{RestoredFrom, Topology};
 
 /// The file that lists a backup's states; written last, so a backup without it is incomplete.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -92,10 +93,23 @@ pub(crate) fn seeded<S: ReplicatedStateMachine>(
     group: &str,
     mut state: S,
 ) -> Result<S, SeedError> {
-    let Some(dir) = &topology.restored_from else {
+    let Some(restored) = &topology.restored_from else {
         return Ok(state);
     };
+    let dir = &restored.dir;
     let bytes = read_state(dir, group)?;
+    let sha256 = hex::encode(specie_transaction::hash::sha256(&bytes));
+    if restored.sha256.get(group) != Some(&sha256) {
+        return Err(SeedError::Damaged {
+            dir: dir.clone(),
+            reason: format!(
+                "{group}'s state there has SHA-256 {sha256}, and the cluster file's restored_from lists {}: \
+                 it is another backup's. Every replica of a group must start from the same state: copy the \
+                 one the cluster was restored from",
+                restored.sha256.get(group).map_or("none", String::as_str)
+            ),
+        });
+    }
     state.restore(&bytes).map_err(|refused| SeedError::Damaged {
         dir: dir.clone(),
         reason: format!("{group}'s state is refused by its role: {refused}"),
@@ -167,25 +181,40 @@ fn read_state(dir: &Path, group: &str) -> Result<Vec<u8>, SeedError> {
     Ok(bytes)
 }
 
-/// Each group's leader, and its commit and applied index, if every group has a leader that has
-/// applied everything it knows committed; otherwise which groups do not.
-fn quiet_positions(statuses: &[ReplicaStatus]) -> Result<BTreeMap<String, (u64, u64)>, Vec<String>> {
+/// Where a group stood: its leader, the leader's term, and the index it had applied.
+type Position = (u64, u64, u64);
+
+/// Each group's position, if every group has a leader of the newest term any of its replicas
+/// reports (an old leader cut off from its group may still think it leads) that has applied
+/// everything it knows committed; otherwise each group that has not, and why.
+fn quiet_positions(statuses: &[ReplicaStatus]) -> Result<BTreeMap<String, Position>, Vec<String>> {
     let mut positions = BTreeMap::new();
     let groups: std::collections::BTreeSet<&String> = statuses.iter().map(|s| &s.group).collect();
     let mut moving = vec![];
     for group in groups {
-        let leader = (statuses.iter()).find(|s| &s.group == group && s.is_leader());
-        let position = leader.and_then(|s| {
-            let status = s.status.as_ref().ok()?;
-            let (commit, applied) = (status["commit_index"].as_u64()?, status["applied_index"].as_u64()?);
-            (commit == applied).then_some((s.id, applied))
-        });
-        match position {
-            Some(position) => {
-                positions.insert(group.clone(), position);
+        let answers: Vec<(u64, &serde_json::Value)> = (statuses.iter())
+            .filter(|s| &s.group == group)
+            .filter_map(|s| Some((s.id, s.status.as_ref().ok()?)))
+            .collect();
+        let newest_term = answers.iter().filter_map(|(_, s)| s["term"].as_u64()).max();
+        let leader = (answers.iter())
+            .find(|(_, s)| s["role"] == "leader" && s["term"].as_u64() == newest_term)
+            .map(|(id, s)| (*id, *s));
+        let why = match leader {
+            None if answers.is_empty() => "no replica answered".to_string(),
+            None => "it has no leader of its newest term".to_string(),
+            Some((id, status)) => {
+                let index = |name: &str| status[name].as_u64();
+                match (index("commit_index"), index("applied_index"), newest_term) {
+                    (Some(commit), Some(applied), Some(term)) if commit == applied => {
+                        positions.insert(group.clone(), (id, term, applied));
+                        continue;
+                    }
+                    (commit, applied, _) => format!("its leader applies (committed {commit:?}, applied {applied:?})"),
+                }
             }
-            None => moving.push(group.clone()),
-        }
+        };
+        moving.push(format!("{group}: {why}"));
     }
     match moving.is_empty() {
         true => Ok(positions),
@@ -193,10 +222,10 @@ fn quiet_positions(statuses: &[ReplicaStatus]) -> Result<BTreeMap<String, (u64, 
     }
 }
 
-type Cut = (BTreeMap<String, (u64, u64)>, Vec<(String, Vec<u8>)>);
+type Cut = (BTreeMap<String, Position>, Vec<(String, Vec<u8>)>);
 
 /// Every group's state at one moment when none applied anything (see the module's doc).
-async fn take_cut(topology: &Topology) -> Result<Cut, SupervisorError> {
+async fn take_cut(topology: &Topology, stop: &AtomicBool) -> Result<Cut, SupervisorError> {
     let statuses = || async {
         operator::replica_statuses(topology, None, CALL_TIMEOUT)
             .await
@@ -208,7 +237,7 @@ async fn take_cut(topology: &Topology) -> Result<Cut, SupervisorError> {
             Ok(before) => {
                 let leaders = before
                     .iter()
-                    .map(|(group, (leader, _))| (group.clone(), *leader))
+                    .map(|(group, (leader, _, _))| (group.clone(), *leader))
                     .collect();
                 let states = operator::replica_states(topology, &leaders, CALL_TIMEOUT)
                     .await
@@ -217,8 +246,8 @@ async fn take_cut(topology: &Topology) -> Result<Cut, SupervisorError> {
                 let mut moved = vec![];
                 for (group, state) in states {
                     match state {
-                        Ok((applied, state)) if before[&group].1 == applied => read.push((group, state)),
-                        Ok(_) | Err(StatusError::StateMoved { .. }) => moved.push(group),
+                        Ok((applied, state)) if before[&group].2 == applied => read.push((group, state)),
+                        Ok(_) | Err(StatusError::StateMoved { .. }) => moved.push(format!("{group}: it moved")),
                         Err(error) => {
                             return Err(SupervisorError::Backup {
                                 reason: format!("no backup taken: {group}'s leader did not give its state: {error}"),
@@ -231,7 +260,7 @@ async fn take_cut(topology: &Topology) -> Result<Cut, SupervisorError> {
                     Ok(after) if after == before => return Ok((before, read)),
                     Ok(after) => (before.keys())
                         .filter(|group| after.get(*group) != before.get(*group))
-                        .cloned()
+                        .map(|group| format!("{group}: it moved"))
                         .collect(),
                     Err(moving) => moving,
                 }
@@ -241,32 +270,31 @@ async fn take_cut(topology: &Topology) -> Result<Cut, SupervisorError> {
         if started.elapsed() > QUIET_TIMEOUT {
             return Err(SupervisorError::Backup {
                 reason: format!(
-                    "no backup taken: no moment in {} s when every group had applied all it committed and stood \
-                     still ({} kept moving): stop what submits to the cluster (sentinels started on other \
-                     hosts, the load), then run it again",
+                    "no backup taken: no moment in {} s when every group had a leader that had applied all it \
+                     committed and stood still ({}). A group without a leader needs its replicas back \
+                     (`cluster status`); one that kept moving, that nothing submits to the cluster (sentinels \
+                     started on other hosts, the load): then run it again",
                     QUIET_TIMEOUT.as_secs(),
-                    moving.join(", ")
+                    moving.join("; ")
                 ),
+            });
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Err(SupervisorError::Interrupted {
+                what: "no backup taken".to_string(),
             });
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
-/// [`take_cut`], given up at Ctrl-C or SIGTERM (the caller then starts the sentinels again).
-fn take_cut_unless_stopped(topology: &Topology) -> Result<Cut, SupervisorError> {
+/// [`take_cut`] on a runtime of its own.
+fn take_cut_blocking(topology: &Topology, stop: &AtomicBool) -> Result<Cut, SupervisorError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(io("cannot start a runtime"))?;
-    runtime.block_on(async {
-        tokio::select! {
-            cut = take_cut(topology) => cut,
-            () = crate::host::wait_for_stop_signal() => Err(SupervisorError::Backup {
-                reason: "interrupted: no backup taken; the sentinels it held were started again".to_string(),
-            }),
-        }
-    })
+    runtime.block_on(take_cut(topology, stop))
 }
 
 /// What `backup` did.
@@ -287,19 +315,49 @@ pub fn backup(dir: &Path, out: &Path) -> Result<Taken, SupervisorError> {
         .filter(|m| matches!(m.identity, Identity::Sentinel { .. }))
         .filter(|m| read_pid(dir, &m.name).is_some_and(is_alive))
         .collect();
+    // From here Ctrl-C and SIGTERM no longer end the process: it gives the sentinels back first.
+    let stop = rolling::stop_requested();
     let held = Instant::now();
     supervisor::stop(dir, &paused);
-    let cut = take_cut_unless_stopped(&topology);
-    for member in &paused {
-        let pid = supervisor::spawn_member(dir, member)?;
-        rolling::wait_ready(dir, member, &rolling::readiness_addresses(&topology), pid)?;
-    }
+    let cut = take_cut_blocking(&topology, &stop);
+    let addresses = rolling::readiness_addresses(&topology);
+    let not_back: Vec<String> = (paused.iter())
+        .filter_map(|member| {
+            let back =
+                supervisor::spawn_member(dir, member).and_then(|pid| rolling::wait_ready(dir, member, &addresses, pid));
+            back.err().map(|error| error.to_string())
+        })
+        .collect();
     let held_for = held.elapsed();
-    let (positions, states) = cut?;
+    let written = cut.and_then(|cut| write_backup(&path, out, cut));
+    match (written, not_back.is_empty()) {
+        (Ok(manifest), true) => Ok(Taken {
+            manifest,
+            sentinels_held: paused.len(),
+            held_for,
+        }),
+        (written, _) => Err(SupervisorError::Backup {
+            reason: format!(
+                "{}{}",
+                match written {
+                    Ok(_) => format!("the backup is written to {}, but ", out.display()),
+                    Err(error) => format!("{error}; and "),
+                },
+                match not_back.is_empty() {
+                    true => "every sentinel is back".to_string(),
+                    false => format!("not every sentinel held came back: {}", not_back.join("; ")),
+                }
+            ),
+        }),
+    }
+}
+
+/// Writes the cut into `out`: each group's state, the cluster file, the manifest last.
+fn write_backup(path: &Path, out: &Path, (positions, states): Cut) -> Result<Manifest, SupervisorError> {
     let mut groups = vec![];
     for (group, state) in states {
         write_synced(&state_file(out, &group), &state)?;
-        let (replica, applied_index) = positions[&group];
+        let (replica, _, applied_index) = positions[&group];
         groups.push(GroupState {
             group,
             replica,
@@ -308,8 +366,8 @@ pub fn backup(dir: &Path, out: &Path) -> Result<Taken, SupervisorError> {
             sha256: hex::encode(specie_transaction::hash::sha256(&state)),
         });
     }
-    let copy = out.join(TOPOLOGY_FILE);
-    std::fs::copy(&path, &copy).map_err(io(format!("cannot write {}", copy.display())))?;
+    let file = std::fs::read(path).map_err(io(format!("cannot read {}", path.display())))?;
+    write_synced(&out.join(TOPOLOGY_FILE), &file)?;
     let taken_at_unix_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_millis() as u64);
@@ -320,11 +378,7 @@ pub fn backup(dir: &Path, out: &Path) -> Result<Taken, SupervisorError> {
     };
     let text = serde_json::to_string_pretty(&manifest).expect("a manifest serialises");
     write_synced(&out.join(MANIFEST_FILE), (text + "\n").as_bytes())?;
-    Ok(Taken {
-        manifest,
-        sentinels_held: paused.len(),
-        held_for,
-    })
+    Ok(manifest)
 }
 
 /// `bytes` in a new file at `path` (readable by its owner alone), on disk before it is named.
@@ -388,16 +442,31 @@ pub fn restore(from: &Path, dir: &Path, pki: Option<&Path>) -> Result<Manifest, 
     let mut topology = backed_up.clone();
     topology.data_dir = dir.join("data");
     topology.pki_dir = dir.join("pki");
-    topology.restored_from = Some(seeds);
+    topology.restored_from = Some(RestoredFrom {
+        dir: seeds,
+        sha256: (manifest.groups.iter())
+            .map(|g| (g.group.clone(), g.sha256.clone()))
+            .collect(),
+    });
     copy_files(pki.unwrap_or(&backed_up.pki_dir), &topology.pki_dir)?;
-    for sentinel in &topology.sentinels {
+    // The sentinels' shares of the endorsement group key: without them the sentinels would make
+    // a new group key, under which the restored ledger's endorsements do not verify.
+    for sentinel in topology.sentinels.iter().filter(|_| topology.endorsement.is_some()) {
         let share = crate::credentials::endorser_keys_path(&backed_up, &sentinel.name);
-        if share.exists() {
-            copy_file(
-                &share,
-                &crate::credentials::endorser_keys_path(&topology, &sentinel.name),
-            )?;
+        if !share.exists() {
+            return Err(SupervisorError::Backup {
+                reason: format!(
+                    "{}'s share of the endorsement group key is not at {}: put it there (the backed-up \
+                     cluster's data directory) and restore again",
+                    sentinel.name,
+                    share.display()
+                ),
+            });
         }
+        copy_file(
+            &share,
+            &crate::credentials::endorser_keys_path(&topology, &sentinel.name),
+        )?;
     }
     write_topology(&dir, &dir.join(TOPOLOGY_FILE), &topology)?;
     Ok(manifest)

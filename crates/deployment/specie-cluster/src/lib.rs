@@ -57,6 +57,6 @@ pub use topology::{
     authority_group_name, AtomizerGroupConfig, AuthorityGroup, AuthorityPlace, AuthorityProcesses, AuthorityReplica,
     AuthorityShardGroup, CommitteeShape, EndorsementConfig, ExchangeAsset, ExchangeGroupConfig, ExchangeShape,
     FastpayCommitteeConfig, GroupBridges, InvalidTopology, LedgerOfRecordConfig, Limits, OfflineAuthorityConfig,
-    PrivacyConfig, Replica, ReplicaGroup, Sentinel, Shape, ShardGroup, Topology, TopologyError, TransportMode,
-    UnknownGroup, ARCHIVER_GROUP, ATOMIZER_GROUP, EXCHANGE_GROUP, OFFLINE_AUTHORITY_GROUP,
+    PrivacyConfig, Replica, ReplicaGroup, RestoredFrom, Sentinel, Shape, ShardGroup, Topology, TopologyError,
+    TransportMode, UnknownGroup, ARCHIVER_GROUP, ATOMIZER_GROUP, EXCHANGE_GROUP, OFFLINE_AUTHORITY_GROUP,
 };

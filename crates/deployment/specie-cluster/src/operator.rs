@@ -82,6 +82,9 @@ pub async fn replica_states(
     Ok(states)
 }
 
+/// The largest state a backup reads of one group (the operator's memory holds it whole).
+pub const STATE_BYTES_MAX: u64 = 64 << 30;
+
 /// One replica's state, chunk by chunk; refused if it changed between chunks. Grows by the
 /// chunks that arrived, never by the length the replica claims.
 async fn read_state(client: &GroupClient, id: u64, timeout: Duration) -> Result<(u64, Vec<u8>), StatusError> {
@@ -105,9 +108,18 @@ async fn read_state(client: &GroupClient, id: u64, timeout: Duration) -> Result<
         };
         let first = *first_applied.get_or_insert(applied_index);
         let read = (state.len() + chunk.len()) as u64;
-        if first != applied_index || read > total_bytes || (chunk.is_empty() && read < total_bytes) {
+        if first != applied_index {
             return Err(StatusError::StateMoved {
-                reason: format!("at applied index {first} then {applied_index}, {read} of {total_bytes} bytes read"),
+                reason: format!("at applied index {first} then {applied_index}"),
+            });
+        }
+        if read > total_bytes.min(STATE_BYTES_MAX) || (chunk.is_empty() && read < total_bytes) {
+            return Err(StatusError::UnexpectedAnswer {
+                answer: format!(
+                    "a chunk of {} bytes at byte {} of a state of {total_bytes} (at most {STATE_BYTES_MAX} read)",
+                    chunk.len(),
+                    state.len()
+                ),
             });
         }
         state.extend_from_slice(&chunk);

@@ -227,7 +227,15 @@ fn kubernetes(endpoints: &[Endpoint], image: &str, toml: &str) -> Value {
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": {"name": endpoint.name, "labels": labels},
-            "spec": {"clusterIP": endpoint.ip.to_string(), "selector": labels, "ports": service_ports},
+            // Replicas reach each other through their Services before any is ready (a replica is
+            // ready once its group has a leader, which needs the others): route to pods that are
+            // not ready too.
+            "spec": {
+                "clusterIP": endpoint.ip.to_string(),
+                "selector": labels,
+                "ports": service_ports,
+                "publishNotReadyAddresses": true,
+            },
         }));
         let pod = json!({
             "metadata": {"labels": labels},
@@ -249,7 +257,7 @@ fn kubernetes(endpoints: &[Endpoint], image: &str, toml: &str) -> Value {
                 }],
                 "volumes": [
                     {"name": "config", "configMap": {"name": "specie-cluster"}},
-                    {"name": "pki", "secret": {"secretName": format!("specie-pki-{}", endpoint.name), "defaultMode": 0o400}},
+                    {"name": "pki", "secret": {"secretName": format!("specie-pki-{}", endpoint.name), "defaultMode": 0o440}},
                 ],
             },
         });
@@ -273,11 +281,13 @@ fn kubernetes(endpoints: &[Endpoint], image: &str, toml: &str) -> Value {
 }
 
 /// What puts each member's credentials where its container reads them, and nothing more:
-/// `cluster credentials` into `pki/<member>`, and for Kubernetes a Secret of each.
+/// `cluster credentials` into `pki/<member>`, owned by the image's user for Compose's bind
+/// mounts (so it runs as root), and for Kubernetes a Secret of each (readable by the pod's
+/// `fsGroup`).
 fn credentials_script(endpoints: &[Endpoint], target: Target) -> String {
     let names: Vec<&str> = endpoints.iter().map(|e| e.name.as_str()).collect();
     let secret = match target {
-        Target::Compose => "",
+        Target::Compose => "\n  chown -R 10001:10001 \"pki/$member\"",
         Target::Kubernetes => {
             "\n  kubectl create secret generic \"specie-pki-$member\" --from-file=\"pki/$member\" --dry-run=client -o yaml \
              | kubectl apply -f -"
@@ -293,7 +303,7 @@ fn credentials_script(endpoints: &[Endpoint], target: Target) -> String {
          specie cluster credentials --dir \"$DIR\" --name \"$member\" --out \"pki/$member\"{secret}\n\
          done\n",
         match target {
-            Target::Compose => "",
+            Target::Compose => ", owned by the image's user (uid 10001: run it as root)",
             Target::Kubernetes => ", then a Secret specie-pki-<member> of each",
         },
         names.join(" ")

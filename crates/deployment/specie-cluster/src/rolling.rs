@@ -43,20 +43,27 @@ pub fn restart(dir: &Path, only: Option<&str>) -> Result<usize, SupervisorError>
         }
     }
     let addresses = readiness_addresses(&topology);
-    let not_ready: Vec<String> = (everyone.iter())
-        .filter(|m| Some(m.name.as_str()) != only)
-        .filter_map(|m| match readiness(&addresses, &m.name) {
-            Probe::Ready => None,
-            Probe::NotReady(why) | Probe::Unreachable(why) => Some(format!("{}: {why}", m.name)),
-        })
+    let others: Vec<&Member> = everyone.iter().filter(|m| Some(m.name.as_str()) != only).collect();
+    refuse_unless_ready(&addresses, &others, 0)?;
+    let order = restart_order(&topology, everyone.clone())?;
+    let chosen: Vec<&Member> = order
+        .iter()
+        .filter(|m| only.is_none_or(|name| name == m.name))
         .collect();
-    if !not_ready.is_empty() {
-        return Err(SupervisorError::NotWhole { not_ready });
+    // A member that died here has its pid file still, and is started again.
+    let elsewhere: Vec<String> = (chosen.iter())
+        .filter(|m| read_pid(dir, &m.name).is_none())
+        .map(|m| m.name.clone())
+        .collect();
+    if !elsewhere.is_empty() {
+        return Err(SupervisorError::NotStartedHere {
+            names: elsewhere,
+            dir: dir.to_path_buf(),
+        });
     }
-    let order = restart_order(&topology, everyone)?;
     let stop = stop_requested();
     let mut restarted = 0;
-    for member in order.iter().filter(|m| only.is_none_or(|name| name == m.name)) {
+    for member in chosen {
         if stop.load(Ordering::Relaxed) {
             return Err(SupervisorError::Interrupted {
                 what: format!(
@@ -64,13 +71,12 @@ pub fn restart(dir: &Path, only: Option<&str>) -> Result<usize, SupervisorError>
                 ),
             });
         }
-        // A member that died here has its pid file still, and is started again.
-        if read_pid(dir, &member.name).is_none() {
-            return Err(SupervisorError::NotStartedHere {
-                name: member.name.clone(),
-                dir: dir.to_path_buf(),
-            });
-        }
+        // Its group's other replicas are ready now, not only when the restart began.
+        let group = group_of(member);
+        let siblings: Vec<&Member> = (everyone.iter())
+            .filter(|m| m.name != member.name && group.is_some() && group_of(m) == group)
+            .collect();
+        refuse_unless_ready(&addresses, &siblings, restarted)?;
         let started = Instant::now();
         supervisor::stop(dir, std::slice::from_ref(member));
         let pid = supervisor::spawn_member(dir, member)?;
@@ -85,9 +91,35 @@ pub fn restart(dir: &Path, only: Option<&str>) -> Result<usize, SupervisorError>
     Ok(restarted)
 }
 
+/// The replica group `member` belongs to; `None` for a sentinel.
+fn group_of(member: &Member) -> Option<&str> {
+    match &member.identity {
+        Identity::Replica { group, .. } => Some(group),
+        _ => None,
+    }
+}
+
+/// Refuses, naming each, unless every one of `members` answers `/readyz` with 200.
+fn refuse_unless_ready(
+    addresses: &BTreeMap<String, SocketAddr>,
+    members: &[&Member],
+    restarted: usize,
+) -> Result<(), SupervisorError> {
+    let not_ready: Vec<String> = (members.iter())
+        .filter_map(|m| match readiness(addresses, &m.name) {
+            Probe::Ready => None,
+            Probe::NotReady(why) | Probe::Unreachable(why) => Some(format!("{}: {why}", m.name)),
+        })
+        .collect();
+    match not_ready.is_empty() {
+        true => Ok(()),
+        false => Err(SupervisorError::NotWhole { not_ready, restarted }),
+    }
+}
+
 /// Set once Ctrl-C or SIGTERM arrives, which from now on no longer end this process: a member
 /// stopped for a restart is always started again before the caller looks at the flag.
-fn stop_requested() -> Arc<AtomicBool> {
+pub(crate) fn stop_requested() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let set = flag.clone();
     let (registered, wait) = std::sync::mpsc::channel();
@@ -153,13 +185,15 @@ fn restart_order(topology: &Topology, everyone: Vec<Member>) -> Result<Vec<Membe
             .any(|s| &s.group == group && s.id == *id && s.is_leader()),
         _ => false,
     };
-    let group_of = |member: &Member| match &member.identity {
-        Identity::Replica { group, .. } => Some(group.clone()),
-        _ => None,
-    };
     let mut order = everyone;
     // Group by group (by name), followers before the leader; sentinels (no group) last.
-    order.sort_by_key(|member| (group_of(member).is_none(), group_of(member), leads(member)));
+    order.sort_by_key(|member| {
+        (
+            group_of(member).is_none(),
+            group_of(member).map(str::to_string),
+            leads(member),
+        )
+    });
     Ok(order)
 }
 

@@ -102,18 +102,20 @@ pub enum SupervisorError {
     #[error("rotating FastPay authority {authority}: {reason}")]
     Rotation { authority: u16, reason: String },
     #[error(
-        "not every process is ready, so no process was restarted (stopping one beside another that is down \
-         could leave a group without its majority):\n  {}\nBring them back first (`specie cluster status`, \
-         `specie cluster up`), then restart",
+        "not every process is ready, so the restart stopped there ({restarted} restarted before, each ready \
+         again; stopping one beside another that is down could leave a group without its majority):\n  {}\n\
+         Bring them back first (`specie cluster status`, `specie cluster up`), then restart",
         not_ready.join("\n  ")
     )]
-    NotWhole { not_ready: Vec<String> },
+    NotWhole { not_ready: Vec<String>, restarted: usize },
     #[error(
-        "{name} was not started from {} (it has no pid file there): restart it where it runs (its \
-         service manager, `specie cluster run`), one process at a time, each ready before the next",
+        "{} not started from {} (no pid file there), so nothing was restarted: restart a member where it runs \
+         (its service manager, `specie cluster run`), one at a time, each ready before the next; or name \
+         this host's members with --name",
+        names.join(", "),
         dir.display()
     )]
-    NotStartedHere { name: String, dir: PathBuf },
+    NotStartedHere { names: Vec<String>, dir: PathBuf },
     #[error(
         "{name} restarted but is not ready after {waited_s} s ({last}); the restart stopped there. See {}",
         log.display()

@@ -44,11 +44,10 @@ pub struct Topology {
     /// votes. Every process warns at start while it is on.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub founding: bool,
-    /// Set by `cluster restore`: the backup this cluster was built from. Each replica starts
-    /// from its group's state there (`<dir>/<group>.state`, checked against
-    /// `<dir>/manifest.json`) before its own log and snapshots, and refuses to start without it.
+    /// Set by `cluster restore`: the states this cluster was built from. Each replica starts from
+    /// its group's state there before its own log and snapshots, and refuses to start without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restored_from: Option<PathBuf>,
+    pub restored_from: Option<RestoredFrom>,
     /// The FastPay committee the cluster is the Primary of: its sentinels accept fundings to it
     /// and redeems of its certificates. Absent: every FastPay funding and redeem is invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -777,6 +776,17 @@ pub struct ScrapeTarget {
     pub role: String,
     pub group: String,
     pub replica: String,
+}
+
+/// Where a restored cluster's groups start from (`cluster restore`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestoredFrom {
+    /// The backup's states, `<dir>/<group>.state`, and its `manifest.json`.
+    pub dir: PathBuf,
+    /// Each group's state's SHA-256 (hex), as the backup's manifest gave it: every replica checks
+    /// its copy against this, so that all of a group's replicas, on any host, start from one state.
+    pub sha256: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,7 +20,7 @@ use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
-use crate::version::{alpn_id, End, Incompatible, Negotiated, ProtocolVersions, PROTOCOL};
+use crate::version::{alpn_id, End, Incompatible, Negotiated, ProtocolVersions, PROTOCOL, UNNAMED};
 
 /// How a process's connections are secured. Cheap to clone.
 #[derive(Clone)]
@@ -206,6 +206,8 @@ pub(crate) async fn accept(transport: &Transport, stream: TcpStream, addr: Socke
             let start = tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream).await?;
             let negotiated = credentials.versions.negotiate(start.client_hello().alpn());
             let (config, agreed) = match negotiated {
+                // A client that offered no identifier is answered without one.
+                Negotiated::Agreed(_) if start.client_hello().alpn().is_none() => (credentials.server.clone(), Ok(())),
                 Negotiated::Agreed(version) => {
                     let (_, config) = credentials
                         .server_by_version
@@ -266,12 +268,15 @@ pub(crate) async fn connect(
             let connector = tokio_rustls::TlsConnector::from(credentials.client.clone());
             let tls = connector.connect(server_name, stream).await?;
             // rustls accepts only an identifier this client offered; a server that selected none
-            // speaks no version of ours.
-            if tls.get_ref().1.alpn_protocol().is_none() {
+            // is a build from before versions were agreed, which speaks version 1.
+            if tls.get_ref().1.alpn_protocol().is_none() && !credentials.versions.contains(UNNAMED) {
                 let refused = Incompatible {
                     refused_by: End::Client,
                     ours: credentials.versions,
-                    theirs: None,
+                    theirs: Some(ProtocolVersions {
+                        oldest: UNNAMED,
+                        newest: UNNAMED,
+                    }),
                 };
                 return Err(std::io::Error::new(std::io::ErrorKind::Unsupported, refused));
             }

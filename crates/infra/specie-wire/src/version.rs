@@ -43,17 +43,13 @@ impl ProtocolVersions {
     }
 
     /// What a server speaking `self` makes of what a client offered: the ALPN identifiers of its
-    /// ClientHello, `None` if it sent no ALPN extension (a build from before versions were
-    /// agreed, or not specie at all).
+    /// ClientHello, `None` if it sent no ALPN extension. A client that offers none is a build from
+    /// before versions were agreed, which speaks version 1 ([`UNNAMED`]).
     pub fn negotiate<'a>(&self, offered: Option<impl Iterator<Item = &'a [u8]>>) -> Negotiated {
-        let Some(offered) = offered else {
-            return Negotiated::Incompatible(Incompatible {
-                refused_by: End::Server,
-                ours: *self,
-                theirs: None,
-            });
+        let versions: Vec<u16> = match offered {
+            Some(offered) => offered.take(OFFERED_MAX).filter_map(parse_alpn_id).collect(),
+            None => vec![UNNAMED],
         };
-        let versions: Vec<u16> = offered.take(OFFERED_MAX).filter_map(parse_alpn_id).collect();
         if let Some(&agreed) = versions.iter().filter(|v| self.contains(**v)).max() {
             return Negotiated::Agreed(agreed);
         }
@@ -68,6 +64,10 @@ impl ProtocolVersions {
         })
     }
 }
+
+/// The version of a peer that names none in its handshake: builds from before versions were
+/// agreed speak version 1, so that a cluster of them can be upgraded one process at a time.
+pub const UNNAMED: u16 = 1;
 
 impl fmt::Display for ProtocolVersions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -108,8 +108,8 @@ pub enum Negotiated {
 /// to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Incompatible {
-    /// Which end found it out: the server, from the client's offer, or the client, from a
-    /// server that chose no version.
+    /// Which end found it out: the server, from the client's offer, or the client, from what
+    /// the server chose.
     pub refused_by: End,
     /// What the end that refused speaks.
     pub ours: ProtocolVersions,
@@ -213,11 +213,14 @@ mod tests {
             panic!("h2 agreed")
         };
         assert_eq!(none.theirs, None);
+        // A build from before versions were agreed speaks version 1.
         let silent = range.negotiate(None::<std::iter::Empty<&[u8]>>);
-        assert!(matches!(
-            silent,
-            Negotiated::Incompatible(Incompatible { theirs: None, .. })
-        ));
+        let unnamed = ProtocolVersions { oldest: 1, newest: 1 };
+        assert!(matches!(silent, Negotiated::Incompatible(Incompatible { theirs: Some(v), .. }) if v == unnamed));
+        assert_eq!(
+            PROTOCOL.negotiate(None::<std::iter::Empty<&[u8]>>),
+            Negotiated::Agreed(1)
+        );
         assert!(matches!(offer(&PROTOCOL.alpn_ids()), Negotiated::Agreed(v) if v == PROTOCOL.newest));
     }
 

@@ -1,17 +1,90 @@
-//! Backup and restore: `specie cluster backup` under the demo's load and once idle, the cluster
-//! gone, and `specie cluster restore` into fresh directories. The cut taken under load restores
+//! Backup and restore: `specie cluster backup` under load (mints posted to the sentinel's HTTP
+//! API, as wallets submit) and once idle, the cluster gone, and `specie cluster restore` into
+//! fresh directories. The cut taken under load restores
 //! to a cluster whose supply report balances and whose replicas agree; the idle one to a cluster
 //! serving the same UHS digest and ledger head as the original did, which then takes payments
 //! and passes the demo's audit.
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use specie_codec::Encode;
 
 use serde_json::Value;
 
 use crate::cluster_harness::{
     assert_audit, cluster_up, digest, finish_demo, free_ports, specie, start_demo, Down, BIN,
 };
+
+/// Mints of 1 signed by the cluster's issuer, posted to the sentinel's HTTP API in batches of 50
+/// from a thread of their own, as wallets would; a refused connection (the sentinel held) is
+/// tried again.
+struct MintLoad {
+    stop: Arc<AtomicBool>,
+    confirmed: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl MintLoad {
+    fn start(sentinel: &str, issuer_secret: &str) -> MintLoad {
+        use specie_transaction::signing::{xonly_bytes, NonceMode};
+        use specie_transaction::{witness_program_commitment, MintTransaction, Output, SpecieTransaction};
+        let issuer = secp256k1::Keypair::from_seckey_str_global(issuer_secret).unwrap();
+        let owner = witness_program_commitment(&xonly_bytes(&issuer));
+        let (stop, confirmed) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+        let (done, count, url) = (stop.clone(), confirmed.clone(), format!("{sentinel}/v1/transactions"));
+        let thread = std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let hexes: Vec<String> = (0..50)
+                    .map(|_| {
+                        let output = Output {
+                            witness_program_commitment: owner,
+                            value: 1,
+                        };
+                        let mint =
+                            MintTransaction::new_signed(rand::random(), vec![output], &issuer, NonceMode::Randomized);
+                        hex::encode(SpecieTransaction::Mint(mint).encode())
+                    })
+                    .collect();
+                let answer = ureq::post(&url)
+                    .timeout(std::time::Duration::from_secs(30))
+                    .send_json(serde_json::json!({ "transactions": hexes }));
+                match answer.ok().and_then(|a| a.into_json::<Value>().ok()) {
+                    Some(body) => {
+                        let results = body["results"].as_array().cloned().unwrap_or_default();
+                        let ok = results.iter().filter(|r| r["status"] == "confirmed").count();
+                        count.fetch_add(ok as u64, Ordering::Relaxed);
+                    }
+                    None => std::thread::sleep(std::time::Duration::from_millis(50)),
+                }
+            }
+        });
+        MintLoad {
+            stop,
+            confirmed,
+            thread: Some(thread),
+        }
+    }
+
+    fn confirmed(&self) -> u64 {
+        self.confirmed.load(Ordering::Relaxed)
+    }
+
+    /// Stops it; how many mints were confirmed in all.
+    fn stop(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap();
+        self.confirmed()
+    }
+}
+
+impl Drop for MintLoad {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
 
 fn supply(sentinel: &str) -> Value {
     ureq::get(&format!("{sentinel}/v1/supply"))
@@ -49,15 +122,27 @@ fn a_backup_restores_to_a_cluster_serving_the_same_digest_and_ledger() {
     let topology = specie_cluster::Topology::load(&original.join("cluster.toml")).unwrap();
     let sentinel = format!("http://{}", topology.sentinels[0].http);
 
-    // Under load: the sentinel is held while the cut is taken; the demo goes on after it.
-    let demo = start_demo(dir, "6000", "7");
+    // The demo's payments first: a ledger of record of a few MiB, read in chunks below.
+    assert_audit(&finish_demo(start_demo(dir, "6000", "7")));
+    // Under load through the sentinel: it is held while the cut is taken, and the load goes on
+    // after it.
+    let issuer = std::fs::read_to_string(original.join("issuer.key")).unwrap();
+    let load = MintLoad::start(&sentinel, issuer.trim());
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let under_load = temp.path().join("under-load");
+    let before = load.confirmed();
     let backed_up = specie(&["cluster", "backup", "--dir", dir, "--out", under_load.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&backed_up.stdout);
     assert!(said.contains("backed up 4 groups into"), "{said}");
     eprintln!("{said}");
-    assert_audit(&finish_demo(demo));
+    let during = load.confirmed();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let confirmed = load.stop();
+    eprintln!("mints confirmed: {before} before the backup, {during} when it ended, {confirmed} in all");
+    assert!(
+        before > 0 && confirmed > during,
+        "the load did not go on: {before} {during} {confirmed}"
+    );
 
     // The ledger of record's state is read in more than one chunk (1 MiB each).
     let manifest: Value = serde_json::from_slice(&std::fs::read(under_load.join("manifest.json")).unwrap()).unwrap();
@@ -103,6 +188,28 @@ fn a_backup_restores_to_a_cluster_serving_the_same_digest_and_ledger() {
     let demo = start_demo(restored_dir.to_str().unwrap(), "1000", "8");
     assert_audit(&finish_demo(demo));
     drop(restored);
+
+    // Its replicas start from the states the cluster file names, and from no other backup's.
+    for entry in std::fs::read_dir(&under_load).unwrap() {
+        let from = entry.unwrap().path();
+        std::fs::copy(
+            &from,
+            restored_dir.join("restored-from").join(from.file_name().unwrap()),
+        )
+        .unwrap();
+    }
+    let refused = Command::new(BIN)
+        .args(["cluster", "up", "--dir", restored_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success(),
+        "{}",
+        String::from_utf8_lossy(&refused.stdout)
+    );
+    assert!(said.contains("it is another backup's"), "{said}");
+    specie(&["cluster", "down", "--dir", restored_dir.to_str().unwrap()]);
 
     // A damaged backup is refused before anything is made.
     let state = std::fs::read_dir(&idle)

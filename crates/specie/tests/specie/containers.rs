@@ -1,7 +1,8 @@
 //! The Compose deployment `specie cluster package` writes, run as Compose would run it, without a
 //! container engine: each service in a network namespace of its own with the address the file
 //! gives it, in a mount namespace of its own with exactly the file's mounts (read-only where it
-//! says so; a new, empty directory for each named volume), running the file's command. The
+//! says so; a new, empty directory for each named volume), running the file's command as the
+//! image's unprivileged user. The
 //! members' credentials come from the `credentials.sh` written beside it. Every member founds
 //! or joins its group on its empty volume, each service's health check passes, and the demo's
 //! payments end in the audit. The sentinel runs with `--listen-any`, as every member does in the
@@ -21,6 +22,9 @@ use crate::cluster_harness::{
 };
 use crate::netns::{relocate, Net};
 
+/// The image's user (the `Containerfile`'s `specie`).
+const UID: u32 = 10001;
+
 /// Where the container's paths are mounted from, on this host.
 struct Mounts {
     /// `(source, target, read_only)`, each source a path here.
@@ -36,9 +40,11 @@ impl Mounts {
             let (source, target) = (volume["source"].as_str().unwrap(), volume["target"].as_str().unwrap());
             let source = match volume["type"].as_str().unwrap() {
                 "bind" => project.join(source),
+                // A new named volume takes the owner of the image's directory: its user's.
                 "volume" => {
                     let dir = volumes.join(source);
                     std::fs::create_dir_all(&dir).unwrap();
+                    std::os::unix::fs::chown(&dir, Some(UID), Some(UID)).unwrap();
                     dir
                 }
                 other => panic!("volume type {other}"),
@@ -48,8 +54,8 @@ impl Mounts {
         Mounts { binds }
     }
 
-    /// A shell script that makes the mounts in a new mount namespace, then runs `command`.
-    /// A file is mounted over an empty file in a tmpfs made over its directory.
+    /// A shell script that makes the mounts in a new mount namespace, then runs `command` as the
+    /// image's user. A file is mounted over an empty file in a tmpfs made over its directory.
     fn script(&self, command: &[String]) -> String {
         let mut lines = vec!["set -e".to_string()];
         for (source, target, read_only) in &self.binds {
@@ -64,7 +70,10 @@ impl Mounts {
             }
         }
         let quoted: Vec<String> = command.iter().map(|a| format!("'{a}'")).collect();
-        lines.push(format!("exec {BIN} {}", quoted.join(" ")));
+        lines.push(format!(
+            "exec setpriv --reuid {UID} --regid {UID} --clear-groups {BIN} {}",
+            quoted.join(" ")
+        ));
         lines.join("\n")
     }
 }

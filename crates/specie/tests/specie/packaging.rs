@@ -175,6 +175,8 @@ fn the_kubernetes_example_is_what_package_writes_and_holds_together() {
         let service = objects[&("Service".to_string(), name.clone())];
         let set = objects[&("StatefulSet".to_string(), name.clone())];
         assert_eq!(service["spec"]["clusterIP"], ip.to_string());
+        // Peers reach a replica before it is ready: it is ready once its group has a leader.
+        assert_eq!(service["spec"]["publishNotReadyAddresses"], true);
         let spec = &set["spec"];
         assert_eq!(
             (spec["replicas"].as_u64(), spec["serviceName"].as_str()),
@@ -234,6 +236,9 @@ fn the_kubernetes_example_is_what_package_writes_and_holds_together() {
             .unwrap();
         assert_eq!(secret["secret"]["secretName"], format!("specie-pki-{name}"));
         assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+        // The Secret's files belong to root; the pod's group reads them.
+        let mode = secret["secret"]["defaultMode"].as_u64().unwrap();
+        assert_eq!((mode & 0o040, mode & 0o007), (0o040, 0), "{mode:o}");
     }
     assert_eq!(objects.len(), 1 + 2 * members.len());
 }

@@ -304,57 +304,79 @@ fn unversioned(ca: &CertificateAuthority, issued: &Issued) -> (rustls::ClientCon
     (client, server)
 }
 
-#[tokio::test]
-async fn a_build_that_names_no_version_is_refused_either_way() {
-    let ca = CertificateAuthority::generate().unwrap();
-    // An old client: the server completes the handshake only to say why it will not serve it.
-    let server = start(&ca, CLIENT, WireLimits::default()).await;
-    let (old_client, _) = unversioned(&ca, &ca.issue(CLIENT, PROCESS_VALIDITY).unwrap());
+/// What a client of a build from before versions were agreed (no ALPN) reads from `server`
+/// after its handshake: nothing (the server keeps the connection for its frames) or a refusal.
+async fn unversioned_client_reads(ca: &CertificateAuthority, server: &Server) -> String {
+    let (old_client, _) = unversioned(ca, &ca.issue(CLIENT, PROCESS_VALIDITY).unwrap());
     let stream = TcpStream::connect(server.addr).await.unwrap();
     let connector = tokio_rustls::TlsConnector::from(Arc::new(old_client));
     let mut tls = connector.connect(SERVER.try_into().unwrap(), stream).await.unwrap();
     let mut said = vec![];
-    tokio::time::timeout(TIMEOUT, tls.read_to_end(&mut said))
-        .await
-        .unwrap()
-        .ok();
-    let said = String::from_utf8_lossy(&said);
-    assert!(
-        said.contains(&format!(
-            "the server speaks specie protocol {PROTOCOL}, the client names no version"
-        )),
-        "{said}"
-    );
-    assert_eq!(server.counters.peers_refused.load(Ordering::Relaxed), 1);
-    assert!(server.admitted.lock().unwrap().is_empty());
+    let _ = tokio::time::timeout(Duration::from_millis(500), tls.read_to_end(&mut said)).await;
+    String::from_utf8_lossy(&said).into_owned()
+}
 
-    // An old server: the client refuses it before sending a request.
-    let (_, old_server) = unversioned(&ca, &ca.issue(SERVER, PROCESS_VALIDITY).unwrap());
+/// A server of a build from before versions were agreed, and the bytes the first client that
+/// connects sends it.
+async fn unversioned_server(ca: &CertificateAuthority) -> (SocketAddr, tokio::task::JoinHandle<Vec<u8>>) {
+    let (_, old_server) = unversioned(ca, &ca.issue(SERVER, PROCESS_VALIDITY).unwrap());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(old_server));
-    let requests = tokio::spawn(async move {
+    let received = tokio::spawn(async move {
         let (stream, _) = listener.accept().await.unwrap();
         let mut tls = acceptor.accept(stream).await.unwrap();
         let mut read = vec![];
-        tls.read_to_end(&mut read).await.ok();
+        let _ = tokio::time::timeout(Duration::from_secs(2), tls.read_to_end(&mut read)).await;
         read
     });
-    let transport = credentials(&ca, &ca.issue(CLIENT, PROCESS_VALIDITY).unwrap());
-    let limits = WireLimits::default();
-    let answer = Client::new(addr.to_string(), SERVER, limits, transport)
-        .unwrap()
-        .call(b"x".to_vec(), TIMEOUT)
-        .await;
+    (addr, received)
+}
+
+/// A build that names no version in its handshake predates versions, and speaks version 1: it is
+/// served by, and served, a build that speaks version 1, and refused, both named, by one that
+/// does not.
+#[tokio::test]
+async fn a_build_that_names_no_version_speaks_version_1() {
+    let ca = CertificateAuthority::generate().unwrap();
+    let current = start(&ca, CLIENT, WireLimits::default()).await;
+    assert_eq!(unversioned_client_reads(&ca, &current).await, "");
+    wait_for("the old client admitted", || {
+        current.admitted.lock().unwrap().len() == 1
+    })
+    .await;
+    assert_eq!(current.counters.peers_refused.load(Ordering::Relaxed), 0);
+
+    let newer = start_speaking(&ca, CLIENT, WireLimits::default(), versions(2, 3)).await;
+    let said = unversioned_client_reads(&ca, &newer).await;
+    assert!(
+        said.contains("the server speaks specie protocol versions 2 to 3, the client speaks version 1"),
+        "{said}"
+    );
+    assert_eq!(newer.counters.peers_refused.load(Ordering::Relaxed), 1);
+    assert!(newer.admitted.lock().unwrap().is_empty());
+
+    let issued = ca.issue(CLIENT, PROCESS_VALIDITY).unwrap();
+    let call = |addr: SocketAddr, transport: Transport| async move {
+        let client = Client::new(addr.to_string(), SERVER, WireLimits::default(), transport).unwrap();
+        client.call(b"x".to_vec(), Duration::from_millis(300)).await
+    };
+    let (addr, received) = unversioned_server(&ca).await;
+    let _ = call(addr, speaking(&ca, &issued, PROTOCOL)).await;
+    assert!(
+        !received.await.unwrap().is_empty(),
+        "a version-1 client sends to an old server"
+    );
+
+    let (addr, received) = unversioned_server(&ca).await;
+    let answer = call(addr, speaking(&ca, &issued, versions(2, 2))).await;
     let message = format!("{answer:?}");
     assert!(
-        message.contains(&format!(
-            "the client speaks specie protocol {PROTOCOL}, the server names no version"
-        )),
+        message.contains("the client speaks specie protocol version 2, the server speaks version 1"),
         "{message}"
     );
     assert!(
-        requests.await.unwrap().is_empty(),
-        "a request reached a server of no version"
+        received.await.unwrap().is_empty(),
+        "a request reached a server of no common version"
     );
 }
