@@ -22,6 +22,8 @@ use crate::topology::Topology;
 
 /// How long a restarted process has to be ready again.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a restart that is about to begin waits for processes that are not ready.
+const NOT_READY_WAIT: Duration = Duration::from_secs(5);
 /// How long one `/readyz` may take to answer.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(1000);
 const PROBE_PAUSE: Duration = Duration::from_millis(100);
@@ -44,7 +46,7 @@ pub fn restart(dir: &Path, only: Option<&str>) -> Result<usize, SupervisorError>
     }
     let addresses = readiness_addresses(&topology);
     let others: Vec<&Member> = everyone.iter().filter(|m| Some(m.name.as_str()) != only).collect();
-    refuse_unless_ready(&addresses, &others, 0)?;
+    wait_until_ready(&addresses, &others, 0, NOT_READY_WAIT)?;
     let order = restart_order(&topology, everyone.clone())?;
     let chosen: Vec<&Member> = order
         .iter()
@@ -71,12 +73,13 @@ pub fn restart(dir: &Path, only: Option<&str>) -> Result<usize, SupervisorError>
                 ),
             });
         }
-        // Its group's other replicas are ready now, not only when the restart began.
+        // Its group's other replicas are ready now, not only when the restart began (one just
+        // restarted may be applying what it missed).
         let group = group_of(member);
         let siblings: Vec<&Member> = (everyone.iter())
             .filter(|m| m.name != member.name && group.is_some() && group_of(m) == group)
             .collect();
-        refuse_unless_ready(&addresses, &siblings, restarted)?;
+        wait_until_ready(&addresses, &siblings, restarted, READY_TIMEOUT)?;
         let started = Instant::now();
         supervisor::stop(dir, std::slice::from_ref(member));
         let pid = supervisor::spawn_member(dir, member)?;
@@ -99,21 +102,30 @@ fn group_of(member: &Member) -> Option<&str> {
     }
 }
 
-/// Refuses, naming each, unless every one of `members` answers `/readyz` with 200.
-fn refuse_unless_ready(
+/// Waits until every one of `members` answers `/readyz` with 200 (a replica that just came back
+/// may fall behind for a moment while it applies what it missed); refuses, naming each that is
+/// not, after `wait`.
+fn wait_until_ready(
     addresses: &BTreeMap<String, SocketAddr>,
     members: &[&Member],
     restarted: usize,
+    wait: Duration,
 ) -> Result<(), SupervisorError> {
-    let not_ready: Vec<String> = (members.iter())
-        .filter_map(|m| match readiness(addresses, &m.name) {
-            Probe::Ready => None,
-            Probe::NotReady(why) | Probe::Unreachable(why) => Some(format!("{}: {why}", m.name)),
-        })
-        .collect();
-    match not_ready.is_empty() {
-        true => Ok(()),
-        false => Err(SupervisorError::NotWhole { not_ready, restarted }),
+    let started = Instant::now();
+    loop {
+        let not_ready: Vec<String> = (members.iter())
+            .filter_map(|m| match readiness(addresses, &m.name) {
+                Probe::Ready => None,
+                Probe::NotReady(why) | Probe::Unreachable(why) => Some(format!("{}: {why}", m.name)),
+            })
+            .collect();
+        if not_ready.is_empty() {
+            return Ok(());
+        }
+        if started.elapsed() >= wait {
+            return Err(SupervisorError::NotWhole { not_ready, restarted });
+        }
+        std::thread::sleep(PROBE_PAUSE);
     }
 }
 

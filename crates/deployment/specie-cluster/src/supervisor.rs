@@ -102,9 +102,10 @@ pub enum SupervisorError {
     #[error("rotating FastPay authority {authority}: {reason}")]
     Rotation { authority: u16, reason: String },
     #[error(
-        "not every process is ready, so the restart stopped there ({restarted} restarted before, each ready \
-         again; stopping one beside another that is down could leave a group without its majority):\n  {}\n\
-         Bring them back first (`specie cluster status`, `specie cluster up`), then restart",
+        "not every process is ready, and did not become so, so the restart stopped there ({restarted} \
+         restarted before, each ready again; stopping one beside another that is down could leave a group \
+         without its majority):\n  {}\nBring them back first (`specie cluster status`, `specie cluster up`), \
+         then restart",
         not_ready.join("\n  ")
     )]
     NotWhole { not_ready: Vec<String>, restarted: usize },

@@ -7,84 +7,12 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-
-use specie_codec::Encode;
 
 use serde_json::Value;
 
 use crate::cluster_harness::{
-    assert_audit, cluster_up, digest, finish_demo, free_ports, specie, start_demo, Down, BIN,
+    assert_audit, cluster_up, digest, finish_demo, free_ports, specie, start_demo, Down, MintLoad, BIN,
 };
-
-/// Mints of 1 signed by the cluster's issuer, posted to the sentinel's HTTP API in batches of 50
-/// from a thread of their own, as wallets would; a refused connection (the sentinel held) is
-/// tried again.
-struct MintLoad {
-    stop: Arc<AtomicBool>,
-    confirmed: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl MintLoad {
-    fn start(sentinel: &str, issuer_secret: &str) -> MintLoad {
-        use specie_transaction::signing::{xonly_bytes, NonceMode};
-        use specie_transaction::{witness_program_commitment, MintTransaction, Output, SpecieTransaction};
-        let issuer = secp256k1::Keypair::from_seckey_str_global(issuer_secret).unwrap();
-        let owner = witness_program_commitment(&xonly_bytes(&issuer));
-        let (stop, confirmed) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
-        let (done, count, url) = (stop.clone(), confirmed.clone(), format!("{sentinel}/v1/transactions"));
-        let thread = std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                let hexes: Vec<String> = (0..50)
-                    .map(|_| {
-                        let output = Output {
-                            witness_program_commitment: owner,
-                            value: 1,
-                        };
-                        let mint =
-                            MintTransaction::new_signed(rand::random(), vec![output], &issuer, NonceMode::Randomized);
-                        hex::encode(SpecieTransaction::Mint(mint).encode())
-                    })
-                    .collect();
-                let answer = ureq::post(&url)
-                    .timeout(std::time::Duration::from_secs(30))
-                    .send_json(serde_json::json!({ "transactions": hexes }));
-                match answer.ok().and_then(|a| a.into_json::<Value>().ok()) {
-                    Some(body) => {
-                        let results = body["results"].as_array().cloned().unwrap_or_default();
-                        let ok = results.iter().filter(|r| r["status"] == "confirmed").count();
-                        count.fetch_add(ok as u64, Ordering::Relaxed);
-                    }
-                    None => std::thread::sleep(std::time::Duration::from_millis(50)),
-                }
-            }
-        });
-        MintLoad {
-            stop,
-            confirmed,
-            thread: Some(thread),
-        }
-    }
-
-    fn confirmed(&self) -> u64 {
-        self.confirmed.load(Ordering::Relaxed)
-    }
-
-    /// Stops it; how many mints were confirmed in all.
-    fn stop(mut self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.take().unwrap().join().unwrap();
-        self.confirmed()
-    }
-}
-
-impl Drop for MintLoad {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
 
 fn supply(sentinel: &str) -> Value {
     ureq::get(&format!("{sentinel}/v1/supply"))
@@ -126,8 +54,7 @@ fn a_backup_restores_to_a_cluster_serving_the_same_digest_and_ledger() {
     assert_audit(&finish_demo(start_demo(dir, "6000", "7")));
     // Under load through the sentinel: it is held while the cut is taken, and the load goes on
     // after it.
-    let issuer = std::fs::read_to_string(original.join("issuer.key")).unwrap();
-    let load = MintLoad::start(&sentinel, issuer.trim());
+    let load = MintLoad::start(&sentinel, &original);
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let under_load = temp.path().join("under-load");
     let before = load.confirmed();

@@ -1,7 +1,8 @@
 //! A cluster upgraded while it serves: `specie cluster restart` under the demo's load restarts
 //! every process, one at a time, and nothing confirmed is lost (the demo's audit; every shard
-//! group's replicas hold the same UHS). A restart that could cost a group its majority is
-//! refused before it stops anything. Versions agreed in the handshake are the wire's tests
+//! group's replicas hold the same UHS); again under wallets' load through a sentinel, which
+//! restarts too (every confirmed mint in the UHS). A restart that could cost a group its
+//! majority is refused before it stops anything. Versions agreed in the handshake are the wire's tests
 //! (`specie-wire`, `mutual_tls::peers_agree_on_a_common_version_or_are_refused_with_both_named`).
 
 use std::collections::BTreeMap;
@@ -9,7 +10,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::cluster_harness::{assert_audit, finish_demo, kill_9, specie, start_cluster, start_demo, status, BIN};
+use crate::cluster_harness::{
+    assert_audit, digest, finish_demo, kill_9, specie, start_cluster, start_demo, status, MintLoad, BIN,
+};
+use specie_cluster::Topology;
 
 /// Every member's pid, by name, from the cluster's pid files.
 fn pids(dir: &str) -> BTreeMap<String, String> {
@@ -79,6 +83,31 @@ fn a_rolling_restart_under_load_loses_nothing() {
         digests.contains("every group's replicas hold the same UHS"),
         "{digests}"
     );
+
+    // Again under wallets' load, mints posted to a sentinel's HTTP API, which restarts too: the
+    // load goes on, and every mint confirmed is in the UHS (each adds two ids, its output and its
+    // marker; none is spent).
+    let sentinel = format!(
+        "http://{}",
+        Topology::load(&Path::new(dir).join("cluster.toml")).unwrap().sentinels[0].http
+    );
+    let ids = |digest: serde_json::Value| digest["ids"].as_u64().unwrap();
+    let ids_before = ids(digest(&sentinel));
+    let load = MintLoad::start(&sentinel, Path::new(dir));
+    std::thread::sleep(Duration::from_millis(1000));
+    specie(&["cluster", "restart", "--dir", dir]);
+    let during = load.confirmed();
+    std::thread::sleep(Duration::from_millis(1000));
+    let confirmed = load.stop();
+    assert!(
+        during > 0 && confirmed > during,
+        "the load did not go on: {during} {confirmed}"
+    );
+    let ids_after = ids(digest(&sentinel));
+    let more = ids_after - ids_before;
+    eprintln!("mints confirmed: {during} by the restart's end, {confirmed} in all; {more} ids more in the UHS");
+    assert!(more >= 2 * confirmed, "{confirmed} mints confirmed, {more} ids more");
+    let after = pids(dir);
 
     // One replica down: restarting another of its group is refused, and nothing is stopped.
     kill_9(dir, "shard-0-1");

@@ -336,6 +336,79 @@ pub fn cluster_up_with_committee(dir: &str, base: u16, committee: &[&str]) {
     specie(&[&core[..], committee].concat());
 }
 
+/// Mints of 1 signed by the cluster's issuer, posted to the sentinel's HTTP API in batches of 50
+/// from a thread of their own, as wallets would; a refused connection (the sentinel held) is
+/// tried again.
+pub struct MintLoad {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    confirmed: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl MintLoad {
+    /// Posts to `sentinel` mints by the issuer of the cluster in `cluster_dir` (its `issuer.key`).
+    pub fn start(sentinel: &str, cluster_dir: &Path) -> MintLoad {
+        use specie_transaction::signing::{xonly_bytes, NonceMode};
+        use specie_transaction::{witness_program_commitment, MintTransaction, Output, SpecieTransaction};
+        let issuer_secret = std::fs::read_to_string(cluster_dir.join("issuer.key")).unwrap();
+        let issuer = secp256k1::Keypair::from_seckey_str_global(issuer_secret.trim()).unwrap();
+        let owner = witness_program_commitment(&xonly_bytes(&issuer));
+        let (stop, confirmed) = (
+            std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)),
+        );
+        let (done, count, url) = (stop.clone(), confirmed.clone(), format!("{sentinel}/v1/transactions"));
+        let thread = std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let hexes: Vec<String> = (0..50)
+                    .map(|_| {
+                        let output = Output {
+                            witness_program_commitment: owner,
+                            value: 1,
+                        };
+                        let mint =
+                            MintTransaction::new_signed(rand::random(), vec![output], &issuer, NonceMode::Randomized);
+                        hex::encode(specie_codec::Encode::encode(&SpecieTransaction::Mint(mint)))
+                    })
+                    .collect();
+                let answer = ureq::post(&url)
+                    .timeout(std::time::Duration::from_secs(30))
+                    .send_json(serde_json::json!({ "transactions": hexes }));
+                match answer.ok().and_then(|a| a.into_json::<serde_json::Value>().ok()) {
+                    Some(body) => {
+                        let results = body["results"].as_array().cloned().unwrap_or_default();
+                        let ok = results.iter().filter(|r| r["status"] == "confirmed").count();
+                        count.fetch_add(ok as u64, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    None => std::thread::sleep(std::time::Duration::from_millis(50)),
+                }
+            }
+        });
+        MintLoad {
+            stop,
+            confirmed,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn confirmed(&self) -> u64 {
+        self.confirmed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Stops it; how many mints were confirmed in all.
+    pub fn stop(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap();
+        self.confirmed()
+    }
+}
+
+impl Drop for MintLoad {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Processes a test started, killed when it ends however it ends.
 pub struct Children(pub Vec<std::process::Child>);
 
