@@ -17,10 +17,8 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 use specie_cluster::Topology;
 
-use crate::cluster_harness::{
-    assert_audit, finish_demo, free_ports, make_host, specie, start_demo, wait_healthy, Children, BIN,
-};
-use crate::netns::{relocate, Net};
+use crate::cluster_harness::{assert_audit, finish_demo, make_host, specie, start_demo, wait_healthy, Children, BIN};
+use crate::netns::{made_and_stopped, relocate, Net};
 
 /// The image's user (the `Containerfile`'s `specie`).
 const UID: u32 = 10001;
@@ -130,19 +128,7 @@ fn the_packaged_compose_deployment_runs_with_each_service_contained() {
     let root = tempfile::tempdir().unwrap();
     let cluster = root.path().join("cluster");
     let cluster = cluster.to_str().unwrap();
-    let shape = [
-        "--replicas",
-        "3",
-        "--sentinels",
-        "1",
-        "--shard-groups",
-        "1",
-        "--coordinator-groups",
-        "1",
-    ];
-    let base = free_ports(20).to_string();
-    specie(&[&["cluster", "up", "--dir", cluster, "--base-port", &base][..], &shape].concat());
-    specie(&["cluster", "down", "--dir", cluster]);
+    made_and_stopped(cluster);
     // The operator gives each member the address it will have on the Compose network.
     let path = Path::new(cluster).join("cluster.toml");
     let mut topology = Topology::load(&path).unwrap();

@@ -209,6 +209,25 @@ pub fn relocate(topology: &mut Topology, address_of: impl Fn(&str) -> IpAddr) {
     }
 }
 
+/// Makes the cluster of the namespace tests in `cluster` (one shard group and one coordinator
+/// group of 3 replicas, and a sentinel: 7 members), then stops it: its file and PKI are what an
+/// operator distributes to the hosts.
+pub fn made_and_stopped(cluster: &str) {
+    let base = free_ports(20).to_string();
+    let shape = [
+        "--replicas",
+        "3",
+        "--sentinels",
+        "1",
+        "--shard-groups",
+        "1",
+        "--coordinator-groups",
+        "1",
+    ];
+    specie(&[&["cluster", "up", "--dir", cluster, "--base-port", &base][..], &shape].concat());
+    specie(&["cluster", "down", "--dir", cluster]);
+}
+
 /// The member leading `group`, as the operator sees it.
 fn leader(operator: &str, group: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -232,19 +251,7 @@ fn a_cluster_across_namespaces_survives_partitions_and_restarts_with_the_audit_a
     let cluster = root.path().join("cluster");
     let cluster = cluster.to_str().unwrap();
     let _down = Down(cluster.to_string());
-    let base = free_ports(20).to_string();
-    let shape = [
-        "--replicas",
-        "3",
-        "--sentinels",
-        "1",
-        "--shard-groups",
-        "1",
-        "--coordinator-groups",
-        "1",
-    ];
-    specie(&[&["cluster", "up", "--dir", cluster, "--base-port", &base][..], &shape].concat());
-    specie(&["cluster", "down", "--dir", cluster]);
+    made_and_stopped(cluster);
     let path = Path::new(cluster).join("cluster.toml");
     let mut topology = Topology::load(&path).unwrap();
     let names: Vec<String> = specie_cluster::supervisor::members(&path, &topology)
