@@ -204,10 +204,11 @@ pub(crate) async fn accept(transport: &Transport, stream: TcpStream, addr: Socke
         }
         Transport::MutualTls(credentials) => {
             let start = tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream).await?;
+            let offered = start.client_hello().alpn().is_some();
             let negotiated = credentials.versions.negotiate(start.client_hello().alpn());
             let (config, agreed) = match negotiated {
                 // A client that offered no identifier is answered without one.
-                Negotiated::Agreed(_) if start.client_hello().alpn().is_none() => (credentials.server.clone(), Ok(())),
+                Negotiated::Agreed(_) if !offered => (credentials.server.clone(), Ok(())),
                 Negotiated::Agreed(version) => {
                     let (_, config) = credentials
                         .server_by_version
