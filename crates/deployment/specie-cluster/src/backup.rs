@@ -309,6 +309,7 @@ pub struct Taken {
 /// directory) with the cluster file, the manifest last.
 pub fn backup(dir: &Path, out: &Path) -> Result<Taken, SupervisorError> {
     let (path, topology) = supervisor::load(dir)?;
+    let _change = crate::membership::change_lock(dir)?;
     refuse_unless_empty(out)?;
     std::fs::create_dir_all(out).map_err(io(format!("cannot create {}", out.display())))?;
     let paused: Vec<Member> = (supervisor::members(&path, &topology).into_iter())

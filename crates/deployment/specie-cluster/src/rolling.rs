@@ -16,8 +16,7 @@ use std::time::{Duration, Instant};
 use specie_service::health::{probe, Probe};
 
 use crate::identity::Identity;
-use crate::operator;
-use crate::supervisor::{self, died_at_start, io, is_alive, read_pid, Member, SupervisorError};
+use crate::supervisor::{self, died_at_start, is_alive, read_pid, Member, SupervisorError};
 use crate::topology::Topology;
 
 /// How long a restarted process has to be ready again.
@@ -34,6 +33,9 @@ const PROBE_PAUSE: Duration = Duration::from_millis(100);
 /// Returns how many processes it restarted.
 pub fn restart(dir: &Path, only: Option<&str>) -> Result<usize, SupervisorError> {
     let (path, topology) = supervisor::load(dir)?;
+    // One change at a time: a second restart, a backup or a membership change beside this one
+    // could stop a second replica of a group.
+    let _change = crate::membership::change_lock(dir)?;
     let everyone = supervisor::members(&path, &topology);
     if let Some(name) = only {
         if !everyone.iter().any(|m| m.name == name) {
@@ -184,13 +186,7 @@ pub(crate) fn readiness(addresses: &BTreeMap<String, SocketAddr>, name: &str) ->
 /// Every member, each group's replicas together with its leader last, the sentinels after every
 /// group.
 fn restart_order(topology: &Topology, everyone: Vec<Member>) -> Result<Vec<Member>, SupervisorError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(io("cannot start a runtime"))?;
-    let statuses = runtime
-        .block_on(operator::replica_statuses(topology, None, PROBE_TIMEOUT))
-        .map_err(SupervisorError::Status)?;
+    let statuses = supervisor::replica_statuses(topology)?;
     let leads = |member: &Member| match &member.identity {
         Identity::Replica { group, id, .. } => statuses
             .iter()

@@ -87,7 +87,10 @@ pub enum SupervisorError {
     UnknownGroup { group: String, groups: String },
     #[error("group {group} has no replica {id}; its replicas: {ids:?}")]
     NoSuchReplica { group: String, id: u64, ids: Vec<u64> },
-    #[error("another membership change runs on this cluster: {0} (one change at a time; wait for it, or for its process to exit)")]
+    #[error(
+        "another membership change runs on this cluster, or a restart or a backup: {0} (one at a time; wait for \
+         it, or for its process to exit)"
+    )]
     ChangeRunning(#[source] specie_log::DirLockError),
     #[error("group {group}: {reason}")]
     Membership { group: String, reason: String },
@@ -636,7 +639,7 @@ fn print_where_to_reach(dir: &Path, topology: &Topology) {
     println!("status:   specie cluster status --dir {}", dir.display());
 }
 
-fn replica_statuses(topology: &Topology) -> Result<Vec<ReplicaStatus>, SupervisorError> {
+pub(crate) fn replica_statuses(topology: &Topology) -> Result<Vec<ReplicaStatus>, SupervisorError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
