@@ -81,7 +81,17 @@ fn a_backup_restores_to_a_cluster_serving_the_same_digest_and_ledger() {
         .unwrap();
     assert!(archiver["bytes"].as_u64().unwrap() > 1 << 20, "{manifest}");
 
-    // Idle: what the cluster serves now is what the restored one must serve.
+    // Idle: what the cluster serves now is what the restored one must serve. The load's last
+    // records are still being decided by the ledger of record for a moment: wait until nothing
+    // is, so that the cluster serves the same before the backup as after it.
+    let settled = std::time::Instant::now();
+    while supply(&sentinel)["ledger"]["undecided"] != 0 || supply(&sentinel)["ledger"]["waiting"] != 0 {
+        assert!(
+            settled.elapsed() < std::time::Duration::from_secs(90),
+            "the ledger never settled"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
     let idle = temp.path().join("idle");
     specie(&["cluster", "backup", "--dir", dir, "--out", idle.to_str().unwrap()]);
     let (uhs, at_cut) = (digest(&sentinel), supply(&sentinel));
