@@ -32,12 +32,21 @@ pub mod kind {
     pub const SPEND_PROOF: u8 = 0x08;
     pub const OWNER_AUDIT: u8 = 0x09;
     pub const OWNER_OPENING: u8 = 0x0a;
+    // The unlinkable level's (`crate::unlinkable`).
+    pub const TOKEN: u8 = 0x0b;
+    pub const TOKEN_OPENING: u8 = 0x0c;
+    pub const SERIAL_NUMBER: u8 = 0x0d;
+    pub const CERTIFIER_GROUP: u8 = 0x0e;
+    pub const CERTIFIER_SECRET: u8 = 0x0f;
+    pub const CERTIFICATE_SHARE: u8 = 0x10;
+    pub const CERTIFICATE: u8 = 0x11;
+    pub const UNLINKABLE_TRANSFER: u8 = 0x12;
 }
 
-const HEADER_BYTES: usize = 2;
+pub(crate) const HEADER_BYTES: usize = 2;
 const CHALLENGE_FIELDS_BYTES: usize = 8 + 4 + 32;
 const CIPHERTEXT_FIELDS_BYTES: usize = 3 * G1_BYTES;
-const LINK_BYTES: usize = CIPHERTEXT_FIELDS_BYTES + 2 * G1_BYTES + SCALAR_BYTES;
+pub(crate) const LINK_BYTES: usize = CIPHERTEXT_FIELDS_BYTES + 2 * G1_BYTES + SCALAR_BYTES;
 
 pub const RA_PUBLIC_KEY_BYTES: usize = HEADER_BYTES + G2_BYTES;
 pub const ENROLMENT_CHALLENGE_BYTES: usize = HEADER_BYTES + CHALLENGE_FIELDS_BYTES;
@@ -51,13 +60,7 @@ pub const OWNER_OPENING_BYTES: usize = HEADER_BYTES + 8 + SCALAR_BYTES;
 
 /// A spend proof's size with `auditors` ciphertexts.
 pub const fn spend_proof_bytes(auditors: usize) -> usize {
-    HEADER_BYTES
-        + 3 * G1_BYTES
-        + SIGNATURE_RESPONSES * SCALAR_BYTES
-        + G1_BYTES
-        + SCALAR_BYTES
-        + 1
-        + auditors * LINK_BYTES
+    HEADER_BYTES + SIGNATURE_PROOF_BYTES + G1_BYTES + SCALAR_BYTES + 1 + auditors * LINK_BYTES
 }
 
 /// The largest spend proof (with [`AUDITORS_MAX`] auditors).
@@ -220,7 +223,7 @@ impl Encode for AuditorKey {
     }
 }
 
-fn read_auditor_key(reader: &mut Reader<'_>) -> Result<AuditorKey, DecodeError> {
+pub(crate) fn read_auditor_key(reader: &mut Reader<'_>) -> Result<AuditorKey, DecodeError> {
     Ok(AuditorKey::from_point(read_g1(reader, "auditor key")?))
 }
 
@@ -262,14 +265,14 @@ fixed_size_decode!(
     }
 );
 
-fn put_link(out: &mut Vec<u8>, link: &CiphertextLink) {
+pub(crate) fn put_link(out: &mut Vec<u8>, link: &CiphertextLink) {
     put_ciphertext_fields(out, &link.ciphertext);
     put(out, &link.ephemeral_nonce);
     put(out, &link.masked_nonce);
     put(out, &link.ephemeral_response);
 }
 
-fn read_link(reader: &mut Reader<'_>) -> Result<CiphertextLink, DecodeError> {
+pub(crate) fn read_link(reader: &mut Reader<'_>) -> Result<CiphertextLink, DecodeError> {
     Ok(CiphertextLink {
         ciphertext: read_ciphertext_fields(reader)?,
         ephemeral_nonce: read_g1(reader, "link ephemeral nonce")?,
@@ -304,12 +307,7 @@ impl Encode for SpendProof {
     fn encode_to(&self, out: &mut Vec<u8>) {
         out.reserve(spend_proof_bytes(self.auditors.len()));
         put_header(out, kind::SPEND_PROOF);
-        put(out, &self.signature.A_bar);
-        put(out, &self.signature.B_bar);
-        put(out, &self.signature.T);
-        // Our prover always makes full responses; an absent one encodes as none and will not decode.
-        let responses = self.signature.sc_resp.as_ref().map(|r| r.0.as_slice()).unwrap_or(&[]);
-        responses.iter().for_each(|response| put(out, response));
+        put_signature_proof(out, &self.signature);
         put(out, &self.owner_nonce);
         put(out, &self.blinding_response);
         out.push(self.auditors.len() as u8);
@@ -317,7 +315,19 @@ impl Encode for SpendProof {
     }
 }
 
-fn read_signature_proof(
+pub(crate) fn put_signature_proof(out: &mut Vec<u8>, signature: &PoKOfSignature23G1Proof<crate::group::Pairing>) {
+    put(out, &signature.A_bar);
+    put(out, &signature.B_bar);
+    put(out, &signature.T);
+    // Our prover always makes full responses; an absent one encodes as none and will not decode.
+    let responses = signature.sc_resp.as_ref().map(|r| r.0.as_slice()).unwrap_or(&[]);
+    responses.iter().for_each(|response| put(out, response));
+}
+
+/// A BBS proof of knowledge's encoding: `Ā`, `B̄`, `T` and the five responses.
+pub(crate) const SIGNATURE_PROOF_BYTES: usize = 3 * G1_BYTES + SIGNATURE_RESPONSES * SCALAR_BYTES;
+
+pub(crate) fn read_signature_proof(
     reader: &mut Reader<'_>,
 ) -> Result<PoKOfSignature23G1Proof<crate::group::Pairing>, DecodeError> {
     let a_bar: G1Affine = read_g1(reader, "signature proof A_bar")?;

@@ -133,7 +133,7 @@ pub(crate) fn put<P: CanonicalSerialize>(out: &mut Vec<u8>, value: &P) {
 /// Reads `len` bytes as `T`, refusing what the library refuses (off the curve, outside the
 /// prime-order subgroup, a scalar at least the order) and whatever does not re-encode to the same
 /// bytes, so that every element has exactly one encoding.
-fn read_canonical<T: CanonicalSerialize + CanonicalDeserialize>(
+pub(crate) fn read_canonical<T: CanonicalSerialize + CanonicalDeserialize>(
     reader: &mut Reader<'_>,
     what: &'static str,
     len: usize,

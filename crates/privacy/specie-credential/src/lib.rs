@@ -21,6 +21,7 @@ mod group;
 mod owner;
 mod spend;
 mod text;
+pub mod unlinkable;
 
 pub use authority::{
     Credential, EnrolmentChallenge, EnrolmentId, EnrolmentRequest, Identity, Jurisdiction, RaPublicKey,

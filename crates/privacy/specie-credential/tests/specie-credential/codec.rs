@@ -12,6 +12,10 @@ use specie_credential::{
     OwnerAudit, OwnerCiphertext, OwnerCommitment, OwnerOpening, RaPublicKey, RegistrationAuthority, SpendProof,
     UserSecret, SPEND_PROOF_BYTES_MAX,
 };
+use specie_credential::unlinkable::{
+    deal_certifiers, Certificate, CertificateShare, CertifierGroup, CertifierSecret, PublicAmounts, SerialNumber,
+    SpentToken, Token, TokenOpening, TransferPlan, UnlinkableKeys, UnlinkableTransfer,
+};
 use specie_vectors::{decode_canonical, mutate, mutation};
 
 /// One encoding of every kind, made from a seed.
@@ -46,7 +50,47 @@ fn encodings(seed: u64, auditors: usize) -> Vec<Vec<u8>> {
         out.push(proof.auditor_ciphertexts()[0].encode());
         out.push(OwnerAudit::prove(&opening, *key, &[1; 32], &mut rng).encode());
     }
+    out.extend(unlinkable_encodings(&identity, &ra.public_key(), &keys, &mut rng));
     out
+}
+
+/// One encoding of every kind of the unlinkable level (docs/unlinkable-format.md §3).
+fn unlinkable_encodings(
+    identity: &Identity,
+    authority: &RaPublicKey,
+    auditors: &[AuditorKey],
+    rng: &mut StdRng,
+) -> Vec<Vec<u8>> {
+    let (group, certifiers) = deal_certifiers(2, 2, rng).unwrap();
+    let keys = UnlinkableKeys {
+        authority,
+        certifiers: &group,
+    };
+    let opening = TokenOpening::random(identity.enrolment_id(), 7, rng);
+    let token = opening.token();
+    let shares: Vec<CertificateShare> = certifiers.iter().map(|c| c.certify(&token)).collect();
+    let certificate = opening.certificate(&group, &shares).unwrap();
+    let outputs = [TokenOpening::random(EnrolmentId(3), 7, rng)];
+    let plan = TransferPlan {
+        inputs: &[SpentToken {
+            opening: &opening,
+            certificate: &certificate,
+        }],
+        outputs: &outputs,
+        amounts: PublicAmounts::default(),
+        auditors,
+    };
+    let transfer = identity.prove_unlinkable(&keys, &plan, &[2; 32], rng).unwrap();
+    vec![
+        token.encode(),
+        opening.encode(),
+        opening.serial_number(identity).unwrap().encode(),
+        group.encode(),
+        certifiers[0].encode(),
+        shares[0].encode(),
+        certificate.encode(),
+        transfer.encode(),
+    ]
 }
 
 fn canonical<T: Decode<Limits = ()> + Encode>(bytes: &[u8]) -> Result<bool, TestCaseError> {
@@ -72,6 +116,14 @@ fn decode_all(bytes: &[u8]) -> Result<usize, TestCaseError> {
         canonical::<OwnerCiphertext>(bytes)?,
         canonical::<OwnerAudit>(bytes)?,
         canonical::<SpendProof>(bytes)?,
+        canonical::<Token>(bytes)?,
+        canonical::<TokenOpening>(bytes)?,
+        canonical::<SerialNumber>(bytes)?,
+        canonical::<CertifierGroup>(bytes)?,
+        canonical::<CertifierSecret>(bytes)?,
+        canonical::<CertificateShare>(bytes)?,
+        canonical::<Certificate>(bytes)?,
+        canonical::<UnlinkableTransfer>(bytes)?,
     ];
     Ok(accepted.iter().filter(|a| **a).count())
 }
@@ -141,7 +193,7 @@ proptest! {
     }
 
     #[test]
-    fn random_bytes_with_a_valid_header_never_panic(kind in 1u8..=10, mut bytes in prop::collection::vec(any::<u8>(), 0..1600)) {
+    fn random_bytes_with_a_valid_header_never_panic(kind in 1u8..=0x12, mut bytes in prop::collection::vec(any::<u8>(), 0..4000)) {
         bytes.splice(0..0, [1, kind]);
         decode_all(&bytes)?;
     }

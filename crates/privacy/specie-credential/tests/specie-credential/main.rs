@@ -4,4 +4,5 @@
 
 mod codec;
 mod credential;
+mod unlinkable_vectors;
 mod vectors;
