@@ -9,7 +9,7 @@
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use bulletproofs_plus_plus::prelude::Proof as RangeProof;
 use coconut_crypto::setup::{PublicKey, SecretKey};
-use coconut_crypto::{BlindSignature, Signature, SignaturePoK};
+use coconut_crypto::{BlindSignature, Signature};
 use specie_codec::{Decode, DecodeError, Encode, Reader};
 
 use crate::codec::{
@@ -27,7 +27,8 @@ use crate::unlinkable::token::{
     Certificate, CertificateShare, CertifierGroup, CertifierSecret, SerialNumber, Token, TokenOpening,
 };
 use crate::unlinkable::transfer::{
-    range_values, PublicAmounts, UnlinkableInput, UnlinkableOutput, UnlinkableTransfer, OUTPUT_RESPONSES,
+    range_values, PublicAmounts, TokenShowing, UnlinkableInput, UnlinkableOutput, UnlinkableTransfer, OUTPUT_RESPONSES,
+    OUTPUT_ROWS, TOKEN_RESPONSES,
 };
 use crate::unlinkable::{CERTIFIERS_MAX, INPUTS_MAX, OUTPUTS_MAX};
 use crate::{EnrolmentId, AUDITORS_MAX};
@@ -47,19 +48,8 @@ pub const fn certifier_group_bytes(members: usize) -> usize {
     HEADER_BYTES + 2 + 1 + (1 + members) * PS_KEY_BYTES
 }
 
-/// Coconut's proof of knowledge of a signature on three hidden messages, in the library's
-/// canonical encoding: the Schnorr commitment (G2), the response count (u64, 4) and four
-/// responses, the committed message indices (two u64, 0 and 3), `k` (G2), the randomised
-/// signature (two G1 points).
-const TOKEN_PROOF_BYTES: usize = G2_BYTES + 8 + (TOKEN_MESSAGES + 1) * SCALAR_BYTES + 16 + G2_BYTES + 2 * G1_BYTES;
-const TOKEN_PROOF_FIXED: [(usize, u64); 3] = [
-    (G2_BYTES, TOKEN_MESSAGES as u64 + 1),
-    (G2_BYTES + 8 + (TOKEN_MESSAGES + 1) * SCALAR_BYTES, 0),
-    (
-        G2_BYTES + 8 + (TOKEN_MESSAGES + 1) * SCALAR_BYTES + 8,
-        TOKEN_MESSAGES as u64,
-    ),
-];
+/// A token showing: `h'`, `s'`, `k`, `k`'s nonce, four responses.
+const TOKEN_SHOWING_BYTES: usize = 2 * G1_BYTES + 2 * G2_BYTES + TOKEN_RESPONSES * SCALAR_BYTES;
 
 /// Bulletproofs++ over `n` values (a power of two) in base 16 for 64 bits, the library's
 /// canonical encoding: the base (u16), four G1 commitments, then the norm argument's vectors `X`
@@ -74,8 +64,9 @@ fn range_proof_shape(values: usize) -> (usize, [(usize, u64); 4]) {
     (n + 8 + SCALAR_BYTES, [(x, rounds), (r, rounds), (l, 1), (n, 1)])
 }
 
-const INPUT_BYTES_MIN: usize = G1_BYTES + SIGNATURE_PROOF_BYTES + TOKEN_PROOF_BYTES;
-const OUTPUT_BYTES_MIN: usize = TOKEN_FIELDS_BYTES + G1_BYTES + OUTPUT_RESPONSES * SCALAR_BYTES;
+const INPUT_BYTES_MIN: usize = G1_BYTES + SIGNATURE_PROOF_BYTES + TOKEN_SHOWING_BYTES + G1_BYTES;
+const OUTPUT_BYTES_MIN: usize =
+    TOKEN_FIELDS_BYTES + G1_BYTES + OUTPUT_ROWS * G1_BYTES + OUTPUT_RESPONSES * SCALAR_BYTES;
 
 /// An unlinkable transfer's size.
 pub fn unlinkable_transfer_bytes(inputs: usize, outputs: usize, auditors: usize) -> usize {
@@ -84,7 +75,6 @@ pub fn unlinkable_transfer_bytes(inputs: usize, outputs: usize, auditors: usize)
         + 1
         + auditors * G1_BYTES
         + 2
-        + SCALAR_BYTES
         + inputs * (INPUT_BYTES_MIN + auditors * LINK_BYTES)
         + outputs * (OUTPUT_BYTES_MIN + auditors * LINK_BYTES)
         + range_proof_shape(range_values(outputs.max(1))).0
@@ -122,6 +112,32 @@ fn read_library<T: CanonicalSerialize + CanonicalDeserialize>(
         return Err(non_canonical(what, "does not re-encode to the same bytes"));
     }
     Ok(value)
+}
+
+fn put_token_showing(out: &mut Vec<u8>, showing: &TokenShowing) {
+    showing.randomized.iter().for_each(|p| put(out, p));
+    put(out, &showing.k);
+    put(out, &showing.nonce);
+    showing.responses.iter().for_each(|z| put(out, z));
+}
+
+fn read_token_showing(reader: &mut Reader<'_>) -> Result<TokenShowing, DecodeError> {
+    let randomized = [
+        read_g1(reader, "token showing h'")?,
+        read_g1(reader, "token showing s'")?,
+    ];
+    let k = read_g2(reader, "token showing k")?;
+    let nonce = read_g2(reader, "token showing nonce")?;
+    let mut responses = [crate::group::Scalar::from(0u8); TOKEN_RESPONSES];
+    for response in responses.iter_mut() {
+        *response = read_scalar(reader, "token showing response")?;
+    }
+    Ok(TokenShowing {
+        randomized,
+        k,
+        nonce,
+        responses,
+    })
 }
 
 fn put_token_fields(out: &mut Vec<u8>, token: &Token) {
@@ -370,16 +386,17 @@ impl Encode for UnlinkableTransfer {
             .for_each(|key| out.extend_from_slice(&key.to_bytes()));
         out.push(self.inputs.len() as u8);
         out.push(self.outputs.len() as u8);
-        put(out, &self.challenge);
         for input in &self.inputs {
             out.extend_from_slice(&input.serial.0);
             put_signature_proof(out, &input.credential);
-            put(out, &input.token);
+            put_token_showing(out, &input.token);
+            put(out, &input.serial_nonce);
             input.auditors.iter().for_each(|link| put_link(out, link));
         }
         for output in &self.outputs {
             put_token_fields(out, &output.token);
             put(out, &output.range_commitment);
+            output.nonces.iter().for_each(|n| put(out, n));
             output.responses.iter().for_each(|z| put(out, z));
             output.auditors.iter().for_each(|link| put_link(out, link));
         }
@@ -413,7 +430,6 @@ impl Decode for UnlinkableTransfer {
                 reason: "a transfer creates at least one output".into(),
             });
         }
-        let challenge = read_scalar(reader, "challenge")?;
         let links = |reader: &mut Reader<'_>| {
             (0..auditor_count)
                 .map(|_| read_link(reader))
@@ -424,12 +440,8 @@ impl Decode for UnlinkableTransfer {
             inputs.push(UnlinkableInput {
                 serial: read_serial(reader)?,
                 credential: read_signature_proof(reader)?,
-                token: read_library::<SignaturePoK<Pairing>>(
-                    reader,
-                    "token proof",
-                    TOKEN_PROOF_BYTES,
-                    &TOKEN_PROOF_FIXED,
-                )?,
+                token: read_token_showing(reader)?,
+                serial_nonce: read_g1(reader, "serial number nonce")?,
                 auditors: links(reader)?,
             });
         }
@@ -437,6 +449,10 @@ impl Decode for UnlinkableTransfer {
         for _ in 0..output_count {
             let token = read_token_fields(reader)?;
             let range_commitment = read_g1(reader, "range commitment")?;
+            let mut nonces = [G1::default(); OUTPUT_ROWS];
+            for nonce in nonces.iter_mut() {
+                *nonce = read_g1(reader, "output nonce")?;
+            }
             let mut responses = [crate::group::Scalar::from(0u8); OUTPUT_RESPONSES];
             for response in responses.iter_mut() {
                 *response = read_scalar(reader, "output response")?;
@@ -444,6 +460,7 @@ impl Decode for UnlinkableTransfer {
             outputs.push(UnlinkableOutput {
                 token,
                 range_commitment,
+                nonces,
                 responses,
                 auditors: links(reader)?,
             });
@@ -459,7 +476,6 @@ impl Decode for UnlinkableTransfer {
             inputs,
             outputs,
             range,
-            challenge,
         })
     }
 

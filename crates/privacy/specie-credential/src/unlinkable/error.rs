@@ -62,8 +62,8 @@ pub enum UnlinkableVerifyError {
     Auditors,
     #[error("auditor ciphertext {index} does not encrypt the party it names")]
     AuditorLink { index: usize },
-    #[error("the proof's challenge does not match its statement (a wrong serial number, an unbalanced transfer, another transaction's proof, or a changed byte)")]
-    Challenge,
-    #[error("the pairing equations of the batch do not hold (a token never certified, or a forged credential)")]
-    Pairing,
+    #[error("the values do not balance: inputs and issued differ from outputs and redeemed")]
+    Unbalanced,
+    #[error("the proof's equations do not hold for this statement (a wrong serial number, a token never certified, a forged credential, another transaction's proof, or a changed byte)")]
+    Equations,
 }

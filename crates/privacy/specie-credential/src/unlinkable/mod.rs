@@ -16,11 +16,13 @@
 //! jurisdiction)`), groups, transcript and encodings, which is why it lives in this crate.
 //! Format and protocols: `docs/unlinkable-format.md`.
 
+mod batch;
 mod codec;
 mod error;
 mod group;
 mod token;
 mod transfer;
+mod verify;
 
 #[cfg(test)]
 mod tests;
@@ -34,9 +36,10 @@ pub use token::{
     deal_certifiers, Certificate, CertificateShare, CertifierGroup, CertifierSecret, SerialNumber, Token, TokenOpening,
 };
 pub use transfer::{
-    verify_unlinkable_batch, PublicAmounts, SpentToken, TransferPlan, UnlinkableKeys, UnlinkableTransfer,
-    DOMAIN_UNLINKABLE, DOMAIN_UNLINKABLE_BATCH,
+    PublicAmounts, SpentToken, TransferPlan, UnlinkableKeys, UnlinkableTransfer, DOMAIN_UNLINKABLE,
+    DOMAIN_UNLINKABLE_BATCH,
 };
+pub use verify::verify_unlinkable_batch;
 
 /// Inputs one unlinkable transfer may spend.
 pub const INPUTS_MAX: usize = 4;

@@ -6,6 +6,9 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use specie_codec::{Decode, Encode};
 
+use ark_ec::AffineRepr;
+
+use crate::group::G1;
 use crate::unlinkable::*;
 use crate::*;
 
@@ -177,19 +180,25 @@ fn forgeries_are_refused() {
     let proof = w.pay(&alice, std::slice::from_ref(&a), std::slice::from_ref(&out), &MESSAGE);
     assert_eq!(w.verify(&proof, &MESSAGE), Ok(()));
 
-    // A proof lifted into another transaction.
-    assert_eq!(w.verify(&proof, &OTHER_MESSAGE), Err(UnlinkableVerifyError::Challenge));
+    // A proof lifted into another transaction: its range proof is bound to the message (and so
+    // is its challenge, which the wrong serial number below shows).
+    assert_eq!(w.verify(&proof, &OTHER_MESSAGE), Err(UnlinkableVerifyError::Range));
 
     // A wrong serial number (another token's).
     let other = w.issue(w.alice.enrolment_id(), 5);
     let mut wrong_serial = proof.clone();
     wrong_serial.inputs[0].serial = other.0.serial_number(&alice).unwrap();
-    assert_eq!(w.verify(&wrong_serial, &MESSAGE), Err(UnlinkableVerifyError::Challenge));
+    assert_eq!(w.verify(&wrong_serial, &MESSAGE), Err(UnlinkableVerifyError::Equations));
+
+    // A degenerate randomised certificate (the identity makes the pairing equation trivial).
+    let mut degenerate = proof.clone();
+    degenerate.inputs[0].token.randomized = [G1::zero(); 2];
+    assert_eq!(w.verify(&degenerate, &MESSAGE), Err(UnlinkableVerifyError::Token { index: 0 }));
 
     // A balance that does not hold: more redeemed (or issued) than the proof balances.
     let mut unbalanced = proof.clone();
     unbalanced.amounts.issued = 1;
-    assert_eq!(w.verify(&unbalanced, &MESSAGE), Err(UnlinkableVerifyError::Challenge));
+    assert_eq!(w.verify(&unbalanced, &MESSAGE), Err(UnlinkableVerifyError::Unbalanced));
 
     // Another transfer's range proof.
     let out2 = TokenOpening::random(w.bob.enrolment_id(), 5, &mut w.rng);
@@ -378,7 +387,7 @@ fn a_batch_names_the_failing_transfer() {
     let items: Vec<(&UnlinkableTransfer, &[u8; 32])> = proofs.iter().map(|p| (p, &MESSAGE)).collect();
     assert_eq!(verify_unlinkable_batch(&keys, &items), Ok(()));
     let mut bad = proofs[1].clone();
-    bad.inputs[0].token = proofs[2].inputs[0].token.clone();
+    bad.inputs[0].token = proofs[2].inputs[0].token;
     let items = [(&proofs[0], &MESSAGE), (&bad, &MESSAGE), (&proofs[2], &MESSAGE)];
     assert_eq!(verify_unlinkable_batch(&keys, &items).unwrap_err().0, 1);
 }

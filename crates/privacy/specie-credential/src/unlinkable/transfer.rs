@@ -17,26 +17,26 @@
 //! their nonces and the challenge. The pairing equations (two per input: the credential's and the
 //! certificate's) are folded by one randomised pairing check per batch.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use ark_ec::{AffineRepr, CurveGroup, VariableBaseMSM};
-use ark_ff::{PrimeField, UniformRand, Zero};
+use ark_ff::{UniformRand, Zero};
+use ark_serialize::CanonicalDeserialize;
 use bbs_plus::proof_23_ietf::{PoKOfSignature23G1Proof, PoKOfSignature23G1Protocol};
 use bulletproofs_plus_plus::prelude::{Proof as RangeProof, Prover as RangeProver};
 use coconut_crypto::{CommitMessage, SignaturePoK, SignaturePoKGenerator};
-use dock_crypto_utils::randomized_pairing_check::RandomizedPairingChecker;
 use dock_crypto_utils::signature::MessageOrBlinding;
 use dock_crypto_utils::transcript::{new_merlin_transcript, Transcript as _};
 use rand_core::{CryptoRng, RngCore};
-use sha2::{Digest, Sha512};
 
 use crate::authority::{Identity, RaPublicKey};
-use crate::group::{compressed, generators, Pairing, Scalar, Transcript, G1};
+use crate::group::{compressed, generators, Pairing, Scalar, Transcript, G1, G1_BYTES, G2, G2_BYTES, SCALAR_BYTES};
 use crate::owner::{AuditorKey, CiphertextLink, CiphertextLinkProver, OwnerCiphertext};
 use crate::spend::check_auditors;
-use crate::unlinkable::error::{UnlinkableProveError, UnlinkableVerifyError};
+use crate::unlinkable::error::UnlinkableProveError;
 use crate::unlinkable::group::{
     token_base, unlinkable_generators, MESSAGE_OWNER, MESSAGE_SERIAL, MESSAGE_VALUE, RANGE_BASE, RANGE_BITS,
+    TOKEN_MESSAGES,
 };
 use crate::unlinkable::token::{Certificate, CertifierGroup, SerialNumber, Token, TokenOpening};
 use crate::unlinkable::{INPUTS_MAX, OUTPUTS_MAX};
@@ -46,10 +46,6 @@ pub const DOMAIN_UNLINKABLE: &[u8] = b"specie/unlinkable/transfer/v1";
 /// Prefix of the batch's pairing-check randomness.
 pub const DOMAIN_UNLINKABLE_BATCH: &[u8] = b"specie/unlinkable/batch/v1";
 const RANGE_LABEL: &[u8] = b"specie/unlinkable/range/v1";
-
-/// The credential attributes a spend uses (the anonymous level's order).
-const ATTRIBUTE_SECRET: usize = 0;
-const ATTRIBUTE_OWNER: usize = 1;
 
 /// An output's responses: `t, eid, v, r, o_eid, o_v, o_r, γ`.
 pub(crate) const OUTPUT_RESPONSES: usize = 8;
@@ -101,31 +97,78 @@ pub struct UnlinkableTransfer {
     pub(crate) inputs: Vec<UnlinkableInput>,
     pub(crate) outputs: Vec<UnlinkableOutput>,
     pub(crate) range: RangeProof<G1>,
-    pub(crate) challenge: Scalar,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct UnlinkableInput {
     pub serial: SerialNumber,
     pub credential: PoKOfSignature23G1Proof<Pairing>,
-    pub token: SignaturePoK<Pairing>,
+    pub token: TokenShowing,
+    pub serial_nonce: G1,
     pub auditors: Vec<CiphertextLink>,
 }
+
+/// Coconut's proof of knowledge of a certificate, as its fields: the randomised signature
+/// `(h', s')`, `k = Σ_j m_j·β̃_j + r'·g̃`, the Schnorr nonce of `k` and the responses for
+/// `eid, v, r, r'`. The library's proof type keeps them private; these are what its verifier
+/// reads, so that a batch can fold its checks (`verify.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TokenShowing {
+    pub randomized: [G1; 2],
+    pub k: G2,
+    pub nonce: G2,
+    pub responses: [Scalar; TOKEN_RESPONSES],
+}
+
+/// Responses of a token showing: the three messages, then `k`'s blinding.
+pub(crate) const TOKEN_RESPONSES: usize = TOKEN_MESSAGES + 1;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct UnlinkableOutput {
     pub token: Token,
     pub range_commitment: G1,
+    pub nonces: [G1; OUTPUT_ROWS],
     pub responses: [Scalar; OUTPUT_RESPONSES],
     pub auditors: Vec<CiphertextLink>,
 }
 
-fn msm(bases: &[G1], scalars: &[Scalar]) -> G1 {
+/// The rows an output proves: `cm`, the three per-message commitments, the range commitment.
+pub(crate) const OUTPUT_ROWS: usize = 5;
+
+impl TokenShowing {
+    /// The fields of the library's proof, read from its canonical encoding (commitment, response
+    /// count and responses, message indices, `k`, `h'`, `s'`; docs/unlinkable-format.md §3).
+    fn of(proof: &SignaturePoK<Pairing>) -> TokenShowing {
+        let bytes = compressed(proof);
+        let read = |range: std::ops::Range<usize>| &bytes[range];
+        let g2 = |at: usize| G2::deserialize_compressed(read(at..at + G2_BYTES)).expect("the library's own encoding");
+        let g1 = |at: usize| G1::deserialize_compressed(read(at..at + G1_BYTES)).expect("the library's own encoding");
+        let scalar = |at: usize| {
+            Scalar::deserialize_compressed(read(at..at + SCALAR_BYTES)).expect("the library's own encoding")
+        };
+        let responses_at = G2_BYTES + 8;
+        let k_at = responses_at + TOKEN_RESPONSES * SCALAR_BYTES + 16;
+        let sig_at = k_at + G2_BYTES;
+        assert_eq!(
+            bytes.len(),
+            sig_at + 2 * G1_BYTES,
+            "Coconut's proof of three hidden messages"
+        );
+        TokenShowing {
+            randomized: [g1(sig_at), g1(sig_at + G1_BYTES)],
+            k: g2(k_at),
+            nonce: g2(0),
+            responses: std::array::from_fn(|i| scalar(responses_at + i * SCALAR_BYTES)),
+        }
+    }
+}
+
+pub(crate) fn msm(bases: &[G1], scalars: &[Scalar]) -> G1 {
     <Pairing as ark_ec::pairing::Pairing>::G1::msm_unchecked(bases, scalars).into_affine()
 }
 
 /// The bases of an output's five rows, and which responses each row uses, and its target.
-fn output_rows(token: &Token, range_commitment: &G1) -> [(Vec<G1>, Vec<usize>, G1); 5] {
+pub(crate) fn output_rows(token: &Token, range_commitment: &G1) -> [(Vec<G1>, Vec<usize>, G1); OUTPUT_ROWS] {
     let u = unlinkable_generators();
     let (g, h) = (u.token.g, &u.token.h);
     let base = token_base(&token.commitment);
@@ -159,16 +202,7 @@ fn output_rows(token: &Token, range_commitment: &G1) -> [(Vec<G1>, Vec<usize>, G
     ]
 }
 
-/// A row's nonce from the responses: `Σ z_i·B_i − c·X`.
-fn recomputed_nonce(bases: &[G1], responses: &[Scalar], challenge: &Scalar, target: &G1) -> G1 {
-    let mut all_bases = bases.to_vec();
-    all_bases.push(*target);
-    let mut scalars = responses.to_vec();
-    scalars.push(-*challenge);
-    msm(&all_bases, &scalars)
-}
-
-fn statement_transcript(
+pub(crate) fn statement_transcript(
     keys: &UnlinkableKeys<'_>,
     message: &[u8; 32],
     proof_shape: (&PublicAmounts, &[AuditorKey], usize, usize),
@@ -200,7 +234,7 @@ struct OutputProver {
     value: u64,
     witnesses: [Scalar; OUTPUT_RESPONSES],
     blindings: [Scalar; OUTPUT_RESPONSES],
-    nonces: [G1; 5],
+    nonces: [G1; OUTPUT_ROWS],
     links: Vec<CiphertextLinkProver>,
 }
 
@@ -282,10 +316,13 @@ impl Identity {
                     .credential
                     .gen_proof(&challenge)
                     .map_err(|e| UnlinkableProveError::Library(format!("{e:?}")))?,
-                token: prover
-                    .token
-                    .gen_proof(&challenge)
-                    .map_err(|e| UnlinkableProveError::Library(format!("{e:?}")))?,
+                token: TokenShowing::of(
+                    &prover
+                        .token
+                        .gen_proof(&challenge)
+                        .map_err(|e| UnlinkableProveError::Library(format!("{e:?}")))?,
+                ),
+                serial_nonce: prover.serial_nonce,
                 auditors: prover.links.into_iter().map(|link| link.finish(&challenge)).collect(),
             });
         }
@@ -298,7 +335,6 @@ impl Identity {
                 .map(|prover| prover.finish(&challenge))
                 .collect(),
             range,
-            challenge,
         })
     }
 
@@ -412,20 +448,26 @@ impl OutputProver {
         UnlinkableOutput {
             token: self.token,
             range_commitment: self.range_commitment,
+            nonces: self.nonces,
             responses,
             auditors: self.links.into_iter().map(|link| link.finish(challenge)).collect(),
         }
     }
 }
 
-fn absorb_output(transcript: &mut Transcript, token: &Token, range_commitment: &G1, nonces: &[G1; 5]) {
+pub(crate) fn absorb_output(
+    transcript: &mut Transcript,
+    token: &Token,
+    range_commitment: &G1,
+    nonces: &[G1; OUTPUT_ROWS],
+) {
     transcript.point(&token.commitment);
     token.messages.iter().for_each(|c| transcript.point(c));
     transcript.point(range_commitment);
     nonces.iter().for_each(|n| transcript.point(n));
 }
 
-fn range_transcript(message: &[u8; 32]) -> impl dock_crypto_utils::transcript::Transcript + Clone {
+pub(crate) fn range_transcript(message: &[u8; 32]) -> impl dock_crypto_utils::transcript::Transcript + Clone {
     let mut transcript = new_merlin_transcript(b"specie/unlinkable");
     transcript.append_message(b"label", RANGE_LABEL);
     transcript.append_message(b"message", message);
@@ -461,7 +503,7 @@ pub(crate) fn range_values(outputs: usize) -> usize {
     outputs.next_power_of_two()
 }
 
-fn range_commitments(outputs: impl ExactSizeIterator<Item = G1>) -> Vec<G1> {
+pub(crate) fn range_commitments(outputs: impl ExactSizeIterator<Item = G1>) -> Vec<G1> {
     let padded = range_values(outputs.len());
     let mut commitments: Vec<G1> = outputs.collect();
     commitments.resize(padded, G1::zero());
@@ -500,164 +542,4 @@ impl UnlinkableTransfer {
                 .collect(),
         )
     }
-
-    /// Verifies the transfer for `message` under `keys`.
-    pub fn verify(&self, keys: &UnlinkableKeys<'_>, message: &[u8; 32]) -> Result<(), UnlinkableVerifyError> {
-        verify_unlinkable_batch(keys, &[(self, message)]).map_err(|(_, error)| error)
-    }
-
-    /// Everything but the pairings, which go into `pairings`.
-    fn verify_except_pairings(
-        &self,
-        keys: &UnlinkableKeys<'_>,
-        message: &[u8; 32],
-        pairings: &mut RandomizedPairingChecker<Pairing>,
-    ) -> Result<(), UnlinkableVerifyError> {
-        self.check_shape()?;
-        let g = generators();
-        let u = unlinkable_generators();
-        let c = self.challenge;
-        let mut transcript = statement_transcript(
-            keys,
-            message,
-            (&self.amounts, &self.auditors, self.inputs.len(), self.outputs.len()),
-        );
-        let mut value_balance = -c * (Scalar::from(self.amounts.redeemed) - Scalar::from(self.amounts.issued));
-        let authority = keys.authority.bbs();
-        for (index, input) in self.inputs.iter().enumerate() {
-            let credential = &input.credential;
-            if credential.A_bar.is_zero() {
-                return Err(UnlinkableVerifyError::Credential { index });
-            }
-            credential
-                .verify_schnorr_proofs(&BTreeMap::new(), &c, g.bbs.g1, g.bbs.h.clone(), None)
-                .map_err(|_| UnlinkableVerifyError::Credential { index })?;
-            let no_revealed = BTreeSet::new();
-            let secret_response = *credential
-                .get_resp_for_message(ATTRIBUTE_SECRET, &no_revealed)
-                .map_err(|_| UnlinkableVerifyError::Credential { index })?;
-            let owner_response = *credential
-                .get_resp_for_message(ATTRIBUTE_OWNER, &no_revealed)
-                .map_err(|_| UnlinkableVerifyError::Credential { index })?;
-            input
-                .token
-                .verify_with_randomized_pairing_checker(
-                    &c,
-                    std::iter::empty(),
-                    &keys.certifiers.key,
-                    &u.token,
-                    pairings,
-                )
-                .map_err(|_| UnlinkableVerifyError::Token { index })?;
-            let token_response = |m: usize| {
-                input
-                    .token
-                    .response_for_message(m, std::iter::empty())
-                    .copied()
-                    .map_err(|_| UnlinkableVerifyError::Token { index })
-            };
-            if token_response(MESSAGE_OWNER)? != owner_response {
-                return Err(UnlinkableVerifyError::Owner { index });
-            }
-            value_balance += token_response(MESSAGE_VALUE)?;
-            let serial_nonce = msm(
-                &[input.serial.1, u.serial],
-                &[secret_response + token_response(MESSAGE_SERIAL)?, -c],
-            );
-            pairings.add_sources(&credential.A_bar, authority.0, &credential.B_bar, g.bbs.g2);
-            transcript.point(&input.serial.1);
-            credential
-                .challenge_contribution(&BTreeMap::new(), &g.bbs, transcript.writer())
-                .expect("writing into a hash cannot fail");
-            input
-                .token
-                .challenge_contribution(transcript.writer(), &keys.certifiers.key, &u.token)
-                .expect("writing into a hash cannot fail");
-            transcript.point(&serial_nonce);
-            self.check_links(&input.auditors, owner_response, &mut transcript)?;
-        }
-        for output in &self.outputs {
-            let nonces = output_rows(&output.token, &output.range_commitment).map(|(bases, indices, target)| {
-                let responses: Vec<Scalar> = indices.iter().map(|&i| output.responses[i]).collect();
-                recomputed_nonce(&bases, &responses, &c, &target)
-            });
-            value_balance -= output.responses[R_VALUE];
-            absorb_output(&mut transcript, &output.token, &output.range_commitment, &nonces);
-            self.check_links(&output.auditors, output.responses[R_OWNER], &mut transcript)?;
-        }
-        if !value_balance.is_zero() || transcript.challenge() != c {
-            return Err(UnlinkableVerifyError::Challenge);
-        }
-        let commitments = range_commitments(self.outputs.iter().map(|o| o.range_commitment));
-        self.range
-            .verify(
-                RANGE_BITS,
-                &commitments,
-                &u.range[commitments.len() - 1],
-                &mut range_transcript(message),
-            )
-            .map_err(|_| UnlinkableVerifyError::Range)
-    }
-
-    fn check_shape(&self) -> Result<(), UnlinkableVerifyError> {
-        if self.outputs.is_empty() || self.outputs.len() > OUTPUTS_MAX || self.inputs.len() > INPUTS_MAX {
-            return Err(UnlinkableVerifyError::Shape);
-        }
-        check_auditors(&self.auditors).map_err(|_| UnlinkableVerifyError::Auditors)?;
-        let mut serials: Vec<&SerialNumber> = self.serial_numbers().collect();
-        serials.sort();
-        if serials.windows(2).any(|pair| pair[0] == pair[1]) {
-            return Err(UnlinkableVerifyError::RepeatedSerialNumber);
-        }
-        Ok(())
-    }
-
-    /// Each party's ciphertexts: one per auditor, in the transfer's auditor order.
-    fn check_links(
-        &self,
-        links: &[CiphertextLink],
-        owner_response: Scalar,
-        transcript: &mut Transcript,
-    ) -> Result<(), UnlinkableVerifyError> {
-        if links.len() != self.auditors.len() {
-            return Err(UnlinkableVerifyError::Auditors);
-        }
-        for (index, (link, auditor)) in links.iter().zip(&self.auditors).enumerate() {
-            if link.ciphertext.auditor != *auditor || !link.holds(owner_response, &self.challenge) {
-                return Err(UnlinkableVerifyError::AuditorLink { index });
-            }
-            link.absorb(transcript);
-        }
-        Ok(())
-    }
-}
-
-/// Verifies several transfers under one pair of keys; on failure, the index of a failing transfer
-/// and why. The pairing equations of the whole batch are folded into one randomised check whose
-/// randomness is hashed from every challenge; if it fails, each transfer is rechecked alone.
-pub fn verify_unlinkable_batch(
-    keys: &UnlinkableKeys<'_>,
-    items: &[(&UnlinkableTransfer, &[u8; 32])],
-) -> Result<(), (usize, UnlinkableVerifyError)> {
-    let mut seed = Sha512::new();
-    seed.update(DOMAIN_UNLINKABLE_BATCH);
-    items
-        .iter()
-        .for_each(|(proof, _)| seed.update(compressed(&proof.challenge)));
-    let random = Scalar::from_le_bytes_mod_order(&seed.finalize()[..16]);
-    let mut pairings = RandomizedPairingChecker::<Pairing>::new(random, true);
-    for (index, (proof, message)) in items.iter().enumerate() {
-        proof
-            .verify_except_pairings(keys, message, &mut pairings)
-            .map_err(|error| (index, error))?;
-    }
-    if pairings.verify() {
-        return Ok(());
-    }
-    if items.len() > 1 {
-        for (index, item) in items.iter().enumerate() {
-            verify_unlinkable_batch(keys, std::slice::from_ref(item)).map_err(|(_, error)| (index, error))?;
-        }
-    }
-    Err((0, UnlinkableVerifyError::Pairing))
 }

@@ -7,14 +7,14 @@ use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use specie_codec::{Decode, DecodeError, Encode, Reader};
+use specie_credential::unlinkable::{
+    deal_certifiers, Certificate, CertificateShare, CertifierGroup, CertifierSecret, PublicAmounts, SerialNumber,
+    SpentToken, Token, TokenOpening, TransferPlan, UnlinkableKeys, UnlinkableTransfer,
+};
 use specie_credential::{
     AuditorKey, AuditorSecret, Credential, EnrolmentChallenge, EnrolmentId, EnrolmentRequest, Identity, Jurisdiction,
     OwnerAudit, OwnerCiphertext, OwnerCommitment, OwnerOpening, RaPublicKey, RegistrationAuthority, SpendProof,
     UserSecret, SPEND_PROOF_BYTES_MAX,
-};
-use specie_credential::unlinkable::{
-    deal_certifiers, Certificate, CertificateShare, CertifierGroup, CertifierSecret, PublicAmounts, SerialNumber,
-    SpentToken, Token, TokenOpening, TransferPlan, UnlinkableKeys, UnlinkableTransfer,
 };
 use specie_vectors::{decode_canonical, mutate, mutation};
 
