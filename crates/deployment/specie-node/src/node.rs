@@ -70,6 +70,10 @@ pub struct NodeOptions {
     /// The owner auditors with jurisdiction: every anonymous transaction must give each of them
     /// every owner it names. Kept in node.toml.
     pub owner_auditors: Vec<specie_credential::AuditorKey>,
+    /// The certifier group whose certificates unlinkable spends prove (docs/unlinkable-format.md).
+    /// `None`: every unlinkable transaction is refused (`no_certifiers`). Not kept in node.toml yet:
+    /// give it at every start.
+    pub certifiers: Option<specie_credential::unlinkable::CertifierGroup>,
     /// The active auditors (x-only BIP-340 keys): every private transaction must carry each
     /// one's co-signature. Kept in node.toml.
     pub active_auditors: Vec<[u8; 32]>,
@@ -116,6 +120,7 @@ impl NodeOptions {
             auditors: vec![],
             registration_authority: None,
             owner_auditors: vec![],
+            certifiers: None,
             active_auditors: vec![],
             endorsement: None,
         }
@@ -397,12 +402,14 @@ fn trusted_keys(issuers: IssuerKeys, options: &NodeOptions) -> (TrustedKeys, Arc
     let fastpay = (options.fastpay_committee.clone()).map_or_else(FastpayRules::none, |committee| {
         FastpayRules::of(CommitteeChain::new(committee))
     });
-    let privacy = Arc::new(PrivacyRules::new(
+    let mut privacy = PrivacyRules::new(
         options.auditors.clone(),
         options.registration_authority.clone(),
         options.owner_auditors.clone(),
         options.active_auditors.clone(),
-    ));
+    );
+    privacy.certifiers = options.certifiers.clone();
+    let privacy = Arc::new(privacy);
     let trusted = TrustedKeys::new(issuers)
         .with_capability(Arc::new(fastpay))
         .with_capability(privacy.clone())

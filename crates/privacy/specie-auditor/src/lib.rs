@@ -12,6 +12,12 @@
 //!   jurisdiction (and each spend proof the payer's), proven to be the committed owner. An
 //!   auditor given its owner key and the directory of ids it oversees names those owners.
 //!
+//! - Every unlinkable transaction carries each spender's and each payee's enrolment id encrypted
+//!   to the owner auditors with jurisdiction, proven; the auditor names them the same way. Its
+//!   token values are hidden from every auditor (docs/unlinkable-format.md §8), but what enters
+//!   and leaves the level is in clear, so the auditor knows the level's total exactly
+//!   ([`PassiveAuditor::unlinkable_pool`]), which [`PassiveAuditor::holdings`] counts.
+//!
 //! Pure: the caller fetches the blocks (`GET /v1/ledger/blocks/{height}`) and hands them over in
 //! order. Nothing here reads a clock, a file or a socket.
 
@@ -19,7 +25,9 @@ use std::collections::HashMap;
 
 use specie_confidential::AuditorSecret;
 use specie_credential::{AuditDirectory, AuditorSecret as OwnerAuditorSecret, EnrolmentId};
-use specie_private_transactions::{AnonymousTransaction, AnonymousValues, ConfidentialTransaction};
+use specie_private_transactions::{
+    AnonymousTransaction, AnonymousValues, ConfidentialTransaction, UnlinkableTransaction,
+};
 use specie_transaction::signing::{parse_xonly, schnorr_verify, P2pkWitness};
 use specie_transaction::{SpecieTransaction, Txid, UhsId};
 
@@ -65,6 +73,9 @@ pub struct Audited {
     pub confidential: bool,
     /// Owners hidden (anonymous).
     pub anonymous: bool,
+    /// Inputs spent by serial number and values hidden from auditors (unlinkable): the parties
+    /// are named, the values are `None`.
+    pub unlinkable: bool,
     /// Who paid: the outputs spent.
     pub inputs: Vec<Party>,
     /// Who was paid: the outputs created, transparent first.
@@ -107,6 +118,7 @@ pub struct PassiveAuditor {
     owners: Option<OwnerView>,
     flag_over: u64,
     unspent: HashMap<UhsId, Party>,
+    unlinkable_pool: u64,
     height: u64,
 }
 
@@ -125,6 +137,7 @@ impl PassiveAuditor {
             owners: None,
             flag_over,
             unspent: HashMap::new(),
+            unlinkable_pool: 0,
             height: 0,
         }
     }
@@ -142,12 +155,19 @@ impl PassiveAuditor {
         self.height
     }
 
-    /// The value of every unspent output the auditor has read, and how many it cannot read
-    /// (another jurisdiction's): with nothing unreadable, the money in circulation.
+    /// The value of every unspent output the auditor has read and of the unlinkable level, and
+    /// how many outputs it cannot read (another jurisdiction's): with nothing unreadable, the
+    /// money in circulation.
     pub fn holdings(&self) -> (u64, usize) {
-        let readable = self.unspent.values().filter_map(|p| p.value).sum();
+        let readable: u64 = self.unspent.values().filter_map(|p| p.value).sum();
         let unreadable = self.unspent.values().filter(|p| p.value.is_none()).count();
-        (readable, unreadable)
+        (readable + self.unlinkable_pool, unreadable)
+    }
+
+    /// The value inside the unlinkable level: what entered it in clear less what left. Its
+    /// tokens' values are hidden, their total is not.
+    pub fn unlinkable_pool(&self) -> u64 {
+        self.unlinkable_pool
     }
 
     /// Reads the next block of the ledger of record, block `height`'s transactions in order (the
@@ -175,7 +195,7 @@ impl PassiveAuditor {
 
     fn read_transaction(&mut self, height: u64, position: u32, tx: &SpecieTransaction) -> Audited {
         let compact = tx.compact();
-        let inputs: Vec<Party> = compact
+        let mut inputs: Vec<Party> = compact
             .spent
             .iter()
             .map(|id| {
@@ -205,8 +225,20 @@ impl PassiveAuditor {
             outputs.extend(self.anonymous_outputs(anonymous));
         }
         // The created ids are the outputs' in order, then the kind's marker (which no one owns).
+        // An unlinkable transaction's tokens and serial numbers are never spent by id: the
+        // auditor keeps their total instead.
         for (id, party) in compact.created.iter().zip(&outputs) {
             self.unspent.insert(*id, *party);
+        }
+        let unlinkable = tx.capability::<UnlinkableTransaction>();
+        if let Some(unlinkable) = unlinkable {
+            let (spenders, payees) = self.unlinkable_parties(unlinkable);
+            inputs.extend(spenders);
+            outputs.extend(payees);
+            let amounts = unlinkable.proof.amounts();
+            // The sentinels checked the transfer balanced, so the level never gives out more than
+            // entered it; should it (k certifiers compromised), the pool reads empty rather than wrap.
+            self.unlinkable_pool = (self.unlinkable_pool + amounts.issued).saturating_sub(amounts.redeemed);
         }
         let (clear_in, clear_out) = clear_values(tx);
         let flagged = outputs.iter().any(|p| p.value.is_some_and(|v| v > self.flag_over));
@@ -218,6 +250,7 @@ impl PassiveAuditor {
             confidential: tx.capability::<ConfidentialTransaction>().is_some()
                 || anonymous.is_some_and(|anonymous| anonymous.values.clear().is_none()),
             anonymous: anonymous.is_some(),
+            unlinkable: unlinkable.is_some(),
             inputs,
             outputs,
             clear_in,
@@ -240,6 +273,8 @@ fn cosigners(tx: &SpecieTransaction, txid: &Txid) -> Vec<[u8; 32]> {
         )
     } else if let Some(tx) = tx.capability::<AnonymousTransaction>() {
         (&tx.witnesses, tx.transparent_inputs.len())
+    } else if let Some(tx) = tx.capability::<UnlinkableTransaction>() {
+        (&tx.witnesses, tx.transparent_inputs.len())
     } else {
         return vec![];
     };
@@ -256,6 +291,30 @@ fn cosigners(tx: &SpecieTransaction, txid: &Txid) -> Vec<[u8; 32]> {
 impl PassiveAuditor {
     fn anonymous_outputs(&self, tx: &AnonymousTransaction) -> Vec<Party> {
         anonymous_outputs(tx, &self.secret, self.owners.as_ref())
+    }
+
+    /// An unlinkable transaction's spenders (one per serial number) and payees (one per token),
+    /// named from the ciphertexts addressed to this auditor's owner key; values unknown.
+    fn unlinkable_parties(&self, tx: &UnlinkableTransaction) -> (Vec<Party>, Vec<Party>) {
+        let party = |ciphertext: Option<&specie_credential::OwnerCiphertext>| Party {
+            owner: self
+                .owners
+                .as_ref()
+                .zip(ciphertext)
+                .and_then(|(view, ciphertext)| view.directory.identify(&view.secret, ciphertext).ok())
+                .map_or(Owner::Unknown, Owner::Enrolled),
+            value: None,
+        };
+        let (spenders, payees) = match &self.owners {
+            Some(view) => tx.proof.party_ciphertexts(&view.secret.public()),
+            None => (vec![], vec![]),
+        };
+        let named = |count: usize, ciphertexts: &[specie_credential::OwnerCiphertext]| -> Vec<Party> {
+            (0..count).map(|i| party(ciphertexts.get(i))).collect()
+        };
+        let serials = tx.proof.serial_numbers().count();
+        let tokens = tx.proof.output_tokens().count();
+        (named(serials, &spenders), named(tokens, &payees))
     }
 }
 

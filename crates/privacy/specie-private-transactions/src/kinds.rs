@@ -1,4 +1,4 @@
-//! The two kinds as the core carries them (`specie_transaction::capability`): their decoders,
+//! The private kinds as the core carries them (`specie_transaction::capability`): their decoders,
 //! and what the core needs of each transaction. Both spend and create outputs hidden in
 //! commitments besides the transparent ones, so each says its own compact transaction; neither
 //! changes the circulating supply (values only move between the transparent and the private
@@ -14,7 +14,8 @@ use specie_transaction::{
 
 use crate::anonymous::AnonymousTransaction;
 use crate::confidential::ConfidentialTransaction;
-use crate::{KIND_ANONYMOUS, KIND_CONFIDENTIAL};
+use crate::unlinkable::UnlinkableTransaction;
+use crate::{KIND_ANONYMOUS, KIND_CONFIDENTIAL, KIND_UNLINKABLE};
 
 /// The decoder of kind `0x07`.
 #[derive(Debug)]
@@ -23,6 +24,26 @@ pub struct ConfidentialKind;
 /// The decoder of kind `0x08`.
 #[derive(Debug)]
 pub struct AnonymousKind;
+
+/// The decoder of kind `0x0a`.
+#[derive(Debug)]
+pub struct UnlinkableKind;
+
+impl CapabilityKind for UnlinkableKind {
+    fn kind(&self) -> u8 {
+        KIND_UNLINKABLE
+    }
+    fn name(&self) -> &'static str {
+        "unlinkable"
+    }
+    fn decode_body(
+        &self,
+        reader: &mut Reader<'_>,
+        limits: &DecodeLimits,
+    ) -> Result<Box<dyn CapabilityTransaction>, DecodeError> {
+        Ok(Box::new(UnlinkableTransaction::decode_body(reader, limits)?))
+    }
+}
 
 impl CapabilityKind for ConfidentialKind {
     fn kind(&self) -> u8 {
@@ -146,3 +167,4 @@ macro_rules! private_capability_transaction {
 
 private_capability_transaction!(ConfidentialTransaction, KIND_CONFIDENTIAL, ConfidentialKind);
 private_capability_transaction!(AnonymousTransaction, KIND_ANONYMOUS, AnonymousKind);
+private_capability_transaction!(UnlinkableTransaction, KIND_UNLINKABLE, UnlinkableKind);

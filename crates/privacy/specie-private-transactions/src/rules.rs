@@ -7,6 +7,7 @@
 //! by one only when a batch fails, so that each transaction gets exactly its own verdict. The
 //! codes are categories `confidential` and `anonymous`.
 
+use specie_credential::unlinkable::CertifierGroup;
 use specie_credential::{AuditorKey as OwnerAuditorKey, RaPublicKey, SpendItem};
 use specie_sentinel::checks::{
     check_distinct_prevouts, check_inputs_structure, check_outputs_value, check_owner_witnesses, check_witness, total,
@@ -16,7 +17,12 @@ use specie_transaction::{witness_program_commitment, CapabilityTransaction, Txid
 
 use crate::anonymous::{AnonymousTransaction, AnonymousValue, AnonymousValues};
 use crate::confidential::ConfidentialTransaction;
-use crate::{KIND_ANONYMOUS, KIND_CONFIDENTIAL};
+use crate::unlinkable::UnlinkableTransaction;
+use crate::{KIND_ANONYMOUS, KIND_CONFIDENTIAL, KIND_UNLINKABLE};
+
+mod unlinkable;
+
+pub use unlinkable::UnlinkableErrorCode;
 
 /// Why a confidential transaction is refused (specie-only: Fabric CBDC's confidential level).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -162,6 +168,9 @@ pub struct PrivacyRules {
     /// after its own witnesses, one p2pk witness of each over its txid: their co-signatures,
     /// given before submission (docs/privacy.md, "Active auditors").
     pub active_auditors: Vec<[u8; 32]>,
+    /// The certifier group whose certificates unlinkable spends prove. Without it, every
+    /// unlinkable transaction is invalid (`no_certifiers`).
+    pub certifiers: Option<CertifierGroup>,
 }
 
 impl PrivacyRules {
@@ -180,7 +189,14 @@ impl PrivacyRules {
             registration_authority,
             owner_auditors,
             active_auditors,
+            certifiers: None,
         }
+    }
+
+    /// These rules, trusting `certifiers` for unlinkable transactions.
+    pub fn with_certifiers(mut self, certifiers: CertifierGroup) -> Self {
+        self.certifiers = Some(certifiers);
+        self
     }
 
     /// The owner auditors, in their canonical (ascending) order.
@@ -191,7 +207,7 @@ impl PrivacyRules {
 
 impl CapabilityRules for PrivacyRules {
     fn kinds(&self) -> &'static [u8] {
-        &[KIND_CONFIDENTIAL, KIND_ANONYMOUS]
+        &[KIND_CONFIDENTIAL, KIND_ANONYMOUS, KIND_UNLINKABLE]
     }
 
     fn check(&self, tx: &dyn CapabilityTransaction, txid: &Txid) -> Result<(), ValidationError> {
@@ -201,6 +217,9 @@ impl CapabilityRules for PrivacyRules {
         if let Some(anonymous) = tx.downcast_ref::<AnonymousTransaction>() {
             return check_anonymous(anonymous, txid, self);
         }
+        if let Some(unlinkable) = tx.downcast_ref::<UnlinkableTransaction>() {
+            return unlinkable::check_unlinkable(unlinkable, txid, self);
+        }
         unreachable!(
             "the privacy rules are asked only about their kinds, got {}",
             tx.kind_name()
@@ -209,12 +228,13 @@ impl CapabilityRules for PrivacyRules {
 
     /// The confidential transfers' proofs (of confidential and anonymous transactions) are
     /// verified together in one batch (a third of the cost each), and so are the anonymous
-    /// transactions' spend proofs (their pairings folded into one); if a batch fails, one by
+    /// transactions' spend proofs (their pairings folded into one) and the unlinkable transfers; if a batch fails, one by
     /// one, so each transaction gets exactly the verdict [`CapabilityRules::check`] gives it.
     fn check_batch(&self, txs: &[(&dyn CapabilityTransaction, Txid)]) -> Vec<Result<(), ValidationError>> {
         let mut verdicts = Vec::with_capacity(txs.len());
         let mut proofs = vec![];
         let mut spends = vec![];
+        let mut unlinkable_proofs = vec![];
         for (position, (tx, txid)) in txs.iter().enumerate() {
             let verdict = if let Some(confidential) = tx.downcast_ref::<ConfidentialTransaction>() {
                 check_confidential_but_proofs(confidential, txid, self).inspect(|()| {
@@ -227,6 +247,9 @@ impl CapabilityRules for PrivacyRules {
                     }
                     spends.push((position, anonymous, *txid));
                 })
+            } else if let Some(tx) = tx.downcast_ref::<UnlinkableTransaction>() {
+                unlinkable::check_unlinkable_but_proof(tx, txid, self)
+                    .map(|context| unlinkable_proofs.push((position, tx, context)))
             } else {
                 self.check(*tx, txid)
             };
@@ -234,6 +257,7 @@ impl CapabilityRules for PrivacyRules {
         }
         self.verify_transfers(proofs, &mut verdicts);
         self.verify_spends(&spends, &mut verdicts);
+        unlinkable::verify_proofs(self, &unlinkable_proofs, &mut verdicts);
         verdicts
     }
 }

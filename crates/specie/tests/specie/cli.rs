@@ -492,7 +492,26 @@ fn demo_privacy_refuses_every_forgery_and_the_auditor_agrees_with_the_wallets() 
     assert_eq!(count("ledger_records_unendorsed"), 0, "{summary}");
     assert_eq!(summary["audit_ok"], true, "{summary}");
     let report = assert_supply_report(&summary["supply"], count("minted") - count("redeemed"), &summary);
-    let hidden = count("confidential_held") + count("anonymous_held");
+    // The unlinkable level: payments made, every forgery of its own kinds refused with its code,
+    // and the auditor's total of the level (what entered less what left) the wallets' tokens.
+    assert!(
+        count("unlinkable_transactions") > 8,
+        "8 entries and unlinkable payments after them: {summary}"
+    );
+    assert!(count("unlinkable_held") > 0, "{summary}");
+    for code in [
+        "invalid_unlinkable_proof",
+        "output_already_exists",
+        "unlinkable_redeemed_mismatch",
+        "certification_refused_not_in_ledger",
+    ] {
+        assert!(
+            summary["forgery_codes"][code].as_u64().unwrap_or(0) > 0,
+            "no {code} refusal: {summary}"
+        );
+    }
+    assert_eq!(count("auditor_unlinkable"), count("unlinkable_held"), "{summary}");
+    let hidden = count("confidential_held") + count("anonymous_held") + count("unlinkable_held");
     assert!(hidden > 0, "the demo ends with value in hidden notes: {summary}");
     assert_eq!(report["supply"]["hidden_notes"], hidden.to_string(), "{summary}");
     assert_eq!(

@@ -193,7 +193,10 @@ fn forgeries_are_refused() {
     // A degenerate randomised certificate (the identity makes the pairing equation trivial).
     let mut degenerate = proof.clone();
     degenerate.inputs[0].token.randomized = [G1::zero(); 2];
-    assert_eq!(w.verify(&degenerate, &MESSAGE), Err(UnlinkableVerifyError::Token { index: 0 }));
+    assert_eq!(
+        w.verify(&degenerate, &MESSAGE),
+        Err(UnlinkableVerifyError::Token { index: 0 })
+    );
 
     // A balance that does not hold: more redeemed (or issued) than the proof balances.
     let mut unbalanced = proof.clone();

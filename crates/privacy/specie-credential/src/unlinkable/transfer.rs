@@ -525,6 +525,11 @@ impl UnlinkableTransfer {
         self.amounts
     }
 
+    /// The auditors it addresses, ascending.
+    pub fn auditors(&self) -> &[AuditorKey] {
+        &self.auditors
+    }
+
     /// For `auditor`, the ciphertexts of each input's owner (the spender) and of each output's
     /// (the payees), in order; empty if the transfer does not address that auditor.
     pub fn party_ciphertexts(&self, auditor: &AuditorKey) -> (Vec<OwnerCiphertext>, Vec<OwnerCiphertext>) {

@@ -9,4 +9,5 @@ mod common;
 mod anonymous;
 mod codec;
 mod confidential;
+mod unlinkable;
 mod vectors;

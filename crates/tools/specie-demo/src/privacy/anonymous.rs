@@ -41,6 +41,11 @@ pub struct AnonymousHolder {
 }
 
 impl AnonymousHolder {
+    /// The identity the registration authority enrolled, which the unlinkable level spends with too.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
     /// The notes' UHS ids and values, for the supply audit.
     pub fn held(&self) -> impl Iterator<Item = (UhsId, u64)> + '_ {
         self.notes.iter().map(|note| (note.spend.input.uhs_id(), note.value))

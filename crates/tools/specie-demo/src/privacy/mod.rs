@@ -46,13 +46,16 @@ use crate::byzantine::value_in_uhs;
 use specie_measure::submit::{submit_all, wait_for_outcomes};
 
 mod anonymous;
+mod unlinkable;
 use anonymous::{AnonymousHolder, AnonymousLevel, ANONYMOUS_FORGERIES};
 use specie_measure::error::{BenchError, BenchResult, StepContext};
 use specie_measure::fail;
+use unlinkable::{KnownUnlinkable, TokenHolder, UnlinkableLevel, UNLINKABLE_FORGERIES};
 
-/// Minted to each user, in clear, as four coins.
+/// Minted to each user, in clear, as six coins: two shielded, one into the anonymous level, one
+/// into the unlinkable level, the rest for transparent payments (and the forger's reserve).
 const COIN_VALUE: u64 = 25_000;
-const COINS_PER_USER: usize = 4;
+const COINS_PER_USER: usize = 6;
 /// Coins each user shields (the rest stays transparent).
 const SHIELDED_COINS: usize = 2;
 
@@ -79,6 +82,9 @@ struct User {
     coins: Vec<CreatedOutput>,
     notes: Vec<Note>,
     anonymous: AnonymousHolder,
+    unlinkable: TokenHolder,
+    /// Coins set aside (the forger's, for a forgery that needs one).
+    reserve: Vec<CreatedOutput>,
 }
 
 /// A confidential payment as its payer and payee know it: what the auditor must reconstruct.
@@ -95,6 +101,10 @@ struct Tally {
     anonymous: u64,
     /// Value that entered the anonymous level from coins.
     anonymous_entered: u64,
+    unlinkable: u64,
+    /// Value that entered the unlinkable level from coins, and the entries' txids.
+    unlinkable_entered: u64,
+    unlinkable_entries: Vec<Txid>,
     shielded_value: u64,
     unshielded_value: u64,
     redeemed: u64,
@@ -105,6 +115,7 @@ struct Tally {
     forged_endorsements: u64,
     refused_honest: u64,
     known: HashMap<Txid, Known>,
+    known_unlinkable: HashMap<Txid, KnownUnlinkable>,
 }
 
 pub fn run(args: &PrivacyDemoOptions) -> BenchResult<ExitCode> {
@@ -119,6 +130,7 @@ pub fn run(args: &PrivacyDemoOptions) -> BenchResult<ExitCode> {
     let issuer = Keypair::new_global(&mut rng);
     let auditor = AuditorSecret::random(&mut rng);
     let (level, holders) = AnonymousLevel::enrol(args.users, auditor.public(), &mut rng);
+    let unlinkable = UnlinkableLevel::deal(&level, &mut rng)?;
     let mut options = NodeOptions::new(root.join("core"));
     options.issuers = vec![hex::encode(xonly_bytes(&issuer))];
     options.ledger_of_record = Some(true);
@@ -126,6 +138,7 @@ pub fn run(args: &PrivacyDemoOptions) -> BenchResult<ExitCode> {
     options.auditors = vec![auditor.public().to_bytes()];
     options.registration_authority = Some(level.authority.clone());
     options.owner_auditors = vec![level.owner_auditor.public()];
+    options.certifiers = Some(unlinkable.group.clone());
     options.endorsement = Some(EndorsementOptions {
         k: ENDORSERS_K,
         n: ENDORSERS_N,
@@ -141,12 +154,15 @@ pub fn run(args: &PrivacyDemoOptions) -> BenchResult<ExitCode> {
     let mut tally = Tally::default();
     shield(&core, &mut users, &auditor, &mut tally, &mut rng)?;
     level.enter(&core, &mut users, &mut tally, &mut rng)?;
+    unlinkable.enter(&core, &mut users, &mut tally, &mut rng)?;
     progress.inc(1);
     for _ in 0..args.rounds {
         pay_round(&core, &mut users, &auditor, &mut tally, &mut rng)?;
         level.pay_round(&core, &mut users, &mut tally, &mut rng)?;
+        unlinkable.pay_round(&core, &mut users, &mut tally, &mut rng)?;
         forge(&core, &users, &auditor, &mut tally, &mut rng)?;
         level.forge(&core, &users, &mut tally, &mut rng)?;
+        unlinkable.forge(&core, &users, &mut tally, &mut rng)?;
         progress.inc(1);
     }
     unshield_and_redeem(&core, &mut users, &issuer, &auditor, &mut tally, &mut rng)?;
@@ -225,6 +241,8 @@ fn mint(
             coins: coins.to_vec(),
             notes: vec![],
             anonymous,
+            unlinkable: TokenHolder::default(),
+            reserve: vec![],
         })
         .collect())
 }
@@ -603,6 +621,9 @@ struct Audit {
     transparent_held: u64,
     confidential_held: u64,
     anonymous_held: u64,
+    unlinkable_held: u64,
+    /// The unlinkable level's total as the auditor reads it (what entered less what left).
+    auditor_unlinkable: u64,
     auditor_held: u64,
     auditor_unreadable: usize,
     reconstructed: u64,
@@ -622,8 +643,9 @@ struct Audit {
 impl Audit {
     fn supply_ok(&self) -> bool {
         let circulating = self.minted - self.redeemed;
-        self.transparent_held + self.confidential_held + self.anonymous_held == circulating
+        self.transparent_held + self.confidential_held + self.anonymous_held + self.unlinkable_held == circulating
             && self.auditor_held == circulating
+            && self.auditor_unlinkable == self.unlinkable_held
             && self.auditor_unreadable == 0
     }
 
@@ -652,7 +674,7 @@ fn audit(
 ) -> BenchResult<Audit> {
     let coins: Vec<(UhsId, u64)> = users
         .iter()
-        .flat_map(|u| u.coins.iter().map(|c| (c.uhs_id, c.output.value)))
+        .flat_map(|u| u.coins.iter().chain(&u.reserve).map(|c| (c.uhs_id, c.output.value)))
         .collect();
     let notes: Vec<(UhsId, u64)> = users
         .iter()
@@ -687,20 +709,12 @@ fn audit(
             .map_err(|error| BenchError::Failed(error.to_string()))?
         {
             let unnamed = seen.outputs.iter().any(|p| p.owner == Owner::Unknown);
-            if (seen.confidential && !seen.readable()) || (seen.anonymous && unnamed) {
+            if (seen.confidential && !seen.readable()) || ((seen.anonymous || seen.unlinkable) && unnamed) {
                 unreadable += 1;
             }
-            let Some(known) = tally.known.get(&seen.txid) else {
-                continue;
-            };
-            reconstructed += 1;
-            let outputs: Vec<(Owner, u64)> = seen
-                .outputs
-                .iter()
-                .map(|p| (p.owner, p.value.unwrap_or(u64::MAX)))
-                .collect();
-            if seen.inputs.first().map(|p| p.owner) != Some(known.payer) || outputs != known.outputs {
-                mismatches += 1;
+            if let Some(agrees) = agrees_with_wallets(&seen, tally) {
+                reconstructed += 1;
+                mismatches += u64::from(!agrees);
             }
         }
     }
@@ -708,7 +722,11 @@ fn audit(
     let transparent_held = value_in_uhs(core, &coins)?;
     let confidential_held = value_in_uhs(core, &notes)?;
     let anonymous_held = value_in_uhs(core, &anonymous_notes)?;
-    let hidden = u128::from(confidential_held) + u128::from(anonymous_held);
+    let mut unlinkable_held = 0;
+    for user in users {
+        unlinkable_held += user.unlinkable.unspent_value(core, user.anonymous.identity())?;
+    }
+    let hidden = u128::from(confidential_held) + u128::from(anonymous_held) + u128::from(unlinkable_held);
     let figures = DemoFigures::new(
         issuer,
         minted.into(),
@@ -722,6 +740,8 @@ fn audit(
         transparent_held,
         confidential_held,
         anonymous_held,
+        unlinkable_held,
+        auditor_unlinkable: auditor.unlinkable_pool(),
         auditor_held,
         auditor_unreadable,
         reconstructed,
@@ -738,6 +758,24 @@ fn audit(
     })
 }
 
+/// Whether the auditor's reading of a payment the wallets know names the same payer and payees
+/// (and, but for unlinkable payments, whose values are hidden from it, the same values); `None`
+/// for a transaction the wallets did not record as a private payment.
+fn agrees_with_wallets(seen: &specie_auditor::Audited, tally: &Tally) -> Option<bool> {
+    let payer = seen.inputs.first().map(|p| p.owner);
+    if let Some(known) = tally.known_unlinkable.get(&seen.txid) {
+        let payees: Vec<Owner> = seen.outputs.iter().map(|p| p.owner).collect();
+        return Some(payer == Some(known.payer) && payees == known.payees);
+    }
+    let known = tally.known.get(&seen.txid)?;
+    let outputs: Vec<(Owner, u64)> = seen
+        .outputs
+        .iter()
+        .map(|p| (p.owner, p.value.unwrap_or(u64::MAX)))
+        .collect();
+    Some(payer == Some(known.payer) && outputs == known.outputs)
+}
+
 /// The demo's figures as one JSON object (`--json`).
 fn json_summary(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Duration) -> serde_json::Value {
     serde_json::json!({
@@ -749,6 +787,8 @@ fn json_summary(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed
         "confidential_transactions": tally.confidential,
         "anonymous_transactions": tally.anonymous,
         "anonymous_entered": tally.anonymous_entered,
+        "unlinkable_transactions": tally.unlinkable,
+        "unlinkable_entered": tally.unlinkable_entered,
         "shielded_value": tally.shielded_value,
         "unshielded_value": tally.unshielded_value,
         "forgeries": tally.forged,
@@ -762,6 +802,8 @@ fn json_summary(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed
         "transparent_held": audit.transparent_held,
         "confidential_held": audit.confidential_held,
         "anonymous_held": audit.anonymous_held,
+        "unlinkable_held": audit.unlinkable_held,
+        "auditor_unlinkable": audit.auditor_unlinkable,
         "auditor_held": audit.auditor_held,
         "ledger_blocks": audit.ledger_blocks,
         "ledger_replays_to_uhs": audit.ledger_replays_to_uhs,
@@ -790,13 +832,16 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
     );
     println!(
         "  payments     {} transparent, {} confidential transactions ({} shielded in clear, {} unshielded), \
-         {} anonymous transactions ({} entered from coins; values in clear for half the users, hidden for the rest)",
+         {} anonymous transactions ({} entered from coins; values in clear for half the users, hidden for the rest), \
+         {} unlinkable transactions ({} entered from coins; spent by serial number, tokens certified by 2 of 3 certifiers)",
         tally.transparent,
         tally.confidential,
         tally.shielded_value,
         tally.unshielded_value,
         tally.anonymous,
-        tally.anonymous_entered
+        tally.anonymous_entered,
+        tally.unlinkable,
+        tally.unlinkable_entered
     );
     let codes: Vec<String> = tally.forged_codes.iter().map(|(k, v)| format!("{k}: {v}")).collect();
     println!(
@@ -805,6 +850,7 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
         FORGERIES
             .iter()
             .chain(&ANONYMOUS_FORGERIES)
+            .chain(&UNLINKABLE_FORGERIES)
             .copied()
             .collect::<Vec<_>>()
             .join(", "),
@@ -813,7 +859,7 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
         mark(audit.forgeries_refused)
     );
     println!(
-        "  auditor      reconstructed {} confidential and anonymous payments from the ledger (owners by enrolment id): {} differ from the wallets, {} unreadable  [{}]",
+        "  auditor      reconstructed {} confidential, anonymous and unlinkable payments from the ledger (owners by enrolment id; unlinkable values hidden, their total exact): {} differ from the wallets, {} unreadable  [{}]",
         audit.reconstructed,
         audit.reconstructed_mismatches,
         audit.unreadable_payments,
@@ -825,14 +871,16 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
         mark(audit.ledger_replays_to_uhs)
     );
     println!(
-        "  supply       minted {} - redeemed {} = {}; wallets hold {} in clear + {} confidential + {} anonymous; the auditor reads {}  [{}]",
+        "  supply       minted {} - redeemed {} = {}; wallets hold {} in clear + {} confidential + {} anonymous + {} unlinkable; the auditor reads {} (the unlinkable level's {} by what entered and left it)  [{}]",
         audit.minted,
         audit.redeemed,
         audit.minted - audit.redeemed,
         audit.transparent_held,
         audit.confidential_held,
         audit.anonymous_held,
+        audit.unlinkable_held,
         audit.auditor_held,
+        audit.auditor_unlinkable,
         mark(audit.supply_ok())
     );
     println!(
@@ -847,7 +895,7 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
     println!(
         "  audit        {}",
         if audit.ok() {
-            "OK: no money was created or destroyed, and the auditor sees every confidential and anonymous payment"
+            "OK: no money was created or destroyed, and the auditor sees every confidential, anonymous and unlinkable payment"
         } else {
             "FAILED"
         }
