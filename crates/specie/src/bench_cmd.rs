@@ -173,21 +173,26 @@ pub enum BenchCommand {
     /// The defaults take about 1-2 minutes in release on 2 cores and about 1 GiB of memory.
     #[command(verbatim_doc_comment)]
     Exchange(ExchangeBenchArgs),
-    /// The privacy levels (transparent and confidential), beside the primitives measured in the
-    /// same run.
+    /// The privacy levels (transparent, confidential, anonymous, anonymous and confidential,
+    /// unlinkable), beside the primitives measured in the same run and the paper's Table 2.
     ///
     ///   Primitives, per CPU second of one core: a BIP-340 verification; a confidential
     ///     2-output transfer's proofs (range, balance, auditor validity) verified alone and in
-    ///     batches of 32; a wallet proving and signing a 2-in/2-out confidential transaction.
+    ///     batches of 32; a wallet proving and signing a 2-in/2-out confidential transaction;
+    ///     the anonymous spend proof and the unlinkable transfer proof alone and in batches.
     ///   Sentinel validation of 2-in/2-out transactions of each level, on one core (CPU time)
     ///     and on all cores (wall clock), and what one costs in BIP-340 verifications.
+    ///   The four levels beside the paper's Table 2 (ms of one core per validation, alone and
+    ///     in the sentinel's batches) and the targets.
     ///   The ledger of record: confirmed 2-in/2-out records sealed, applied, encoded and
     ///     appended with one fsync per block of 1000.
     ///   End to end: --payments 2-in/2-out payments of each level submitted to an embedded node
     ///     (fsync on, ledger of record on, one auditor), from submission to confirmation.
     ///
-    /// Targets (issue 12): confidential verification <= 5 ms on one core and proving <= 20 ms
-    /// (the Go reference, fabric-token-sdk: ~90 ms and ~175 ms). About 30 s on 2 cores.
+    /// Targets: confidential verification <= 5 ms on one core and proving <= 20 ms (issue 12;
+    /// the Go reference, fabric-token-sdk: ~90 ms and ~175 ms); validation per core <= 2 ms
+    /// anonymous, <= 7 ms anonymous and confidential, <= 10 ms unlinkable, unlinkable proving
+    /// <= 100 ms (issue 38; the paper: 4.2, 13.6 and 19.7 ms). About 2 minutes on 2 cores.
     #[command(verbatim_doc_comment)]
     Privacy(PrivacyBenchArgs),
     /// One workload at 1, 2, 4, … cores (up to this machine's), each run a fresh process pinned

@@ -363,11 +363,11 @@ fn privacy_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
     let r = run_privacy(options.clone())?;
     totals.crashes += r.crashes;
     totals.endorsed += r.endorsed;
-    totals.forgeries_refused += r.forged_refused + r.archiver_forgeries_refused;
+    totals.forgeries_refused += r.forged_refused + r.archiver_forgeries_refused + r.uncertified_refused;
     totals.ledger_reconciled += r.reconciled + r.archiver_settled_committed + r.archiver_settled_not_committed;
     totals.crashes += r.archiver_crashes;
     Ok(format!(
-        "privacy: {}-of-{} endorsers ({} compromised), {} endorsed, {} forgeries refused, {} failed and submitted again once healed, {} endorser restarts; key generation: {}; ledger of record: {} committed, {} refused, {} lost in a crash, {} blocks, {} crashes, {} records reconciled by the UHS; replicated archiver: {} committed, {} refused, {} forged compact forms refused at the ledger's gate, {} outcomes lost, {} + {} decided by the UHS in {} rounds, {} blocks, {} leader crashes, {}",
+        "privacy: {}-of-{} endorsers ({} compromised), {} endorsed, {} forgeries refused, {} failed and submitted again once healed, {} endorser restarts; key generation: {}; ledger of record: {} committed, {} refused, {} lost in a crash, {} blocks, {} crashes, {} records reconciled by the UHS; replicated archiver: {} committed, {} refused, {} forged compact forms refused at the ledger's gate, {} outcomes lost, {} + {} decided by the UHS in {} rounds, {} blocks, {} leader crashes; unlinkable: {} tokens certified ({} retries), {} certifications of tokens not in the ledger refused, {} second spends met their serial number, {}",
         options.threshold,
         options.endorsers,
         options.compromised,
@@ -395,6 +395,10 @@ fn privacy_world(seed: u64, totals: &mut Totals) -> Result<String, Violation> {
         r.archiver_evidence_rounds,
         r.archiver_blocks,
         r.archiver_crashes,
+        r.certificates,
+        r.certification_retries,
+        r.uncertified_refused,
+        r.double_spends_refused,
         network_and_trace(r.messages_dropped, r.messages_duplicated, &r.trace_digest)
     ))
 }

@@ -59,6 +59,8 @@ pub enum VerifyError {
 pub enum BatchError {
     #[error("spend proof {index} of the batch: {source}")]
     Proof { index: usize, source: VerifyError },
+    #[error("owner audit {index} of the batch: {source}")]
+    Audit { index: usize, source: VerifyError },
 }
 
 /// Why an auditor could not read a ciphertext.

@@ -252,6 +252,25 @@ impl CiphertextLink {
         absorb_link(transcript, &self.ciphertext, &self.ephemeral_nonce, &self.masked_nonce);
     }
 
+    /// Both rows, with the shared enrolment-id response `eid_response`, into a batch's checks.
+    pub fn rows_into(&self, checks: &mut crate::batch::Checks, eid_response: Scalar, challenge: &Scalar) {
+        let g = generators();
+        let one = Scalar::from(1u8);
+        let c = self.ciphertext;
+        checks.g1_row(
+            &[(g.auditor, self.ephemeral_response)],
+            &[(c.ephemeral, -*challenge), (self.ephemeral_nonce, -one)],
+        );
+        checks.g1_row(
+            &[(g.owner_id, eid_response)],
+            &[
+                (c.auditor.1, self.ephemeral_response),
+                (c.masked, -*challenge),
+                (self.masked_nonce, -one),
+            ],
+        );
+    }
+
     /// Both rows hold with the shared enrolment-id response `eid_response`.
     pub fn holds(&self, eid_response: Scalar, challenge: &Scalar) -> bool {
         let g = generators();
@@ -324,11 +343,29 @@ impl OwnerAudit {
         &self.link.ciphertext
     }
 
-    pub fn verify(&self, owner: &OwnerCommitment, context: &[u8; 32]) -> Result<(), VerifyError> {
-        let g = generators();
+    pub(crate) fn challenge(&self, owner: &OwnerCommitment, context: &[u8; 32]) -> Scalar {
         let mut transcript = owner_audit_challenge(owner, context, &self.owner_nonce);
         self.link.absorb(&mut transcript);
-        let challenge = transcript.challenge();
+        transcript.challenge()
+    }
+
+    /// The audit's rows into a batch's checks (`crate::spend::verify_batch_with_audits`).
+    pub(crate) fn rows_into(&self, checks: &mut crate::batch::Checks, owner: &OwnerCommitment, challenge: Scalar) {
+        let g = generators();
+        checks.g1_row(
+            &[
+                (g.owner_id, self.eid_response),
+                (g.owner_blinding, self.blinding_response),
+            ],
+            &[(owner.0, -challenge), (self.owner_nonce, -Scalar::from(1u8))],
+        );
+        self.link.rows_into(checks, self.eid_response, &challenge);
+    }
+
+    /// Verifies the audit alone, naming the row that fails.
+    pub fn verify(&self, owner: &OwnerCommitment, context: &[u8; 32]) -> Result<(), VerifyError> {
+        let g = generators();
+        let challenge = self.challenge(owner, context);
         let owner_row = SchnorrResponse::<G1>(vec![self.eid_response, self.blinding_response]);
         if owner_row
             .is_valid(&[g.owner_id, g.owner_blinding], &owner.0, &self.owner_nonce, &challenge)

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use ark_ec::pairing::Pairing as _;
-use ark_ec::{AffineRepr, CurveGroup, VariableBaseMSM};
+use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::{PrimeField, UniformRand, Zero};
 use bbs_plus::proof_23_ietf::{PoKOfSignature23G1Proof, PoKOfSignature23G1Protocol};
 use bbs_plus::setup::PreparedPublicKeyG2;
@@ -23,9 +23,13 @@ use schnorr_pok::{SchnorrCommitment, SchnorrResponse};
 use sha2::{Digest, Sha512};
 
 use crate::authority::{Identity, RaPublicKey};
+use crate::batch::Checks;
 use crate::error::{BatchError, ProveError, VerifyError};
 use crate::group::{compressed, generators, Pairing, Scalar, Transcript, ATTRIBUTE_ENROLMENT_ID, G1};
-use crate::owner::{AuditorKey, CiphertextLink, CiphertextLinkProver, OwnerCiphertext, OwnerCommitment, OwnerOpening};
+use crate::owner::{
+    AuditorKey, CiphertextLink, CiphertextLinkProver, OwnerAudit, OwnerCiphertext, OwnerCommitment, OwnerOpening,
+};
+
 use crate::AUDITORS_MAX;
 
 /// Prefix of the spend proof's challenge.
@@ -161,8 +165,8 @@ impl SpendProof {
         transcript.challenge()
     }
 
-    /// Everything but the pairing equation `e(Ā, pk) = e(B̄, g2)`, which [`SpendProof::verify`]
-    /// checks alone and [`verify_batch`] folds across proofs. Returns the challenge.
+    /// Everything but the pairing equation `e(Ā, pk) = e(B̄, g2)`, row by row. Returns the
+    /// challenge.
     fn verify_except_pairing(
         &self,
         authority: &RaPublicKey,
@@ -195,8 +199,21 @@ impl SpendProof {
         Ok(challenge)
     }
 
-    /// Verifies the proof for this owner commitment and message under the RA's key.
+    /// Verifies the proof for this owner commitment and message under the RA's key (a batch of
+    /// one; if it fails, checked row by row to say why).
     pub fn verify(
+        &self,
+        authority: &RaPublicKey,
+        owner: &OwnerCommitment,
+        message: &[u8; 32],
+    ) -> Result<(), VerifyError> {
+        verify_batch(authority, &[(self, owner, message)]).map_err(|error| match error {
+            BatchError::Proof { source, .. } | BatchError::Audit { source, .. } => source,
+        })
+    }
+
+    /// The proof checked row by row, each equation on its own: what names a failure.
+    fn verify_alone(
         &self,
         authority: &RaPublicKey,
         owner: &OwnerCommitment,
@@ -219,54 +236,107 @@ fn signature_pairing_holds(a_bar: &G1, b_bar: &G1, authority: PreparedPublicKeyG
 
 /// One item of a batch: the proof, the owner commitment of the output it spends, and the message.
 pub type SpendItem<'a> = (&'a SpendProof, &'a OwnerCommitment, &'a [u8; 32]);
+/// An owner audit with the owner commitment and the context it is proven for.
+pub type AuditItem<'a> = (&'a OwnerAudit, &'a OwnerCommitment, &'a [u8; 32]);
 
-/// Verifies several spend proofs under one RA key. The Schnorr rows are checked one by one (cheap
-/// multi-scalar multiplications); the pairing equations, which dominate, are folded into one:
-/// `e(Σ ρ_i·Ā_i, pk) = e(Σ ρ_i·B̄_i, g2)` with 128-bit weights `ρ_i` hashed from every challenge, so
-/// a prover cannot choose proofs whose errors cancel. On failure the pairings are rechecked one by
-/// one to name the culprit.
+/// Verifies several spend proofs under one RA key ([`verify_batch_with_audits`] without audits).
 pub fn verify_batch(authority: &RaPublicKey, items: &[SpendItem<'_>]) -> Result<(), BatchError> {
-    let mut challenges = Vec::with_capacity(items.len());
-    for (index, (proof, owner, message)) in items.iter().enumerate() {
-        let challenge = proof
-            .verify_except_pairing(authority, owner, message)
-            .map_err(|source| BatchError::Proof { index, source })?;
-        challenges.push(challenge);
-    }
-    if items.is_empty() {
-        return Ok(());
-    }
-    let weights = batch_weights(&challenges);
-    let a_bars: Vec<G1> = items.iter().map(|(proof, _, _)| proof.signature.A_bar).collect();
-    let b_bars: Vec<G1> = items.iter().map(|(proof, _, _)| proof.signature.B_bar).collect();
-    let a_sum = <Pairing as ark_ec::pairing::Pairing>::G1::msm_unchecked(&a_bars, &weights).into_affine();
-    let b_sum = <Pairing as ark_ec::pairing::Pairing>::G1::msm_unchecked(&b_bars, &weights).into_affine();
-    let prepared = PreparedPublicKeyG2::from(authority.bbs());
-    if signature_pairing_holds(&a_sum, &b_sum, prepared.clone()) {
-        return Ok(());
-    }
-    let index = items
-        .iter()
-        .position(|(proof, _, _)| {
-            !signature_pairing_holds(&proof.signature.A_bar, &proof.signature.B_bar, prepared.clone())
-        })
-        .unwrap_or(0);
-    Err(BatchError::Proof {
-        index,
-        source: VerifyError::Signature,
-    })
+    verify_batch_with_audits(authority, items, &[])
 }
 
-/// ρ_i = first 16 bytes of SHA-512(domain ‖ c_1 ‖ … ‖ c_n ‖ i), little-endian.
-fn batch_weights(challenges: &[Scalar]) -> Vec<Scalar> {
+impl SpendProof {
+    /// The proof's rows and pairing into a batch's checks; what is not an equation (the
+    /// auditors' order, a degenerate `Ā`, the response count) is checked here.
+    fn rows_into(
+        &self,
+        checks: &mut Checks,
+        authority: &RaPublicKey,
+        owner: &OwnerCommitment,
+        c: Scalar,
+    ) -> Result<(), VerifyError> {
+        let g = generators();
+        let keys: Vec<AuditorKey> = self.auditors.iter().map(|link| link.ciphertext.auditor).collect();
+        check_auditors(&keys)?;
+        let z = match &self.signature.sc_resp {
+            Some(responses) if responses.0.len() == SIGNATURE_RESPONSES && !self.signature.A_bar.is_zero() => {
+                &responses.0
+            }
+            _ => return Err(VerifyError::Signature),
+        };
+        let one = Scalar::from(1u8);
+        let (a_bar, b_bar) = (self.signature.A_bar, self.signature.B_bar);
+        // Σ z_i·b_i + c·g1 = T over (h_1, h_2, h_3, Ā, B̄), and e(Ā, pk) = e(B̄, g2).
+        checks.g1_row(
+            &[
+                (g.bbs.h[0], z[0]),
+                (g.bbs.h[1], z[1]),
+                (g.bbs.h[2], z[2]),
+                (g.bbs.g1, c),
+            ],
+            &[(a_bar, z[3]), (b_bar, z[4]), (self.signature.T, -one)],
+        );
+        checks.pairing((a_bar, authority.0, true), (b_bar, g.bbs.g2));
+        let eid_response = z[ATTRIBUTE_ENROLMENT_ID];
+        checks.g1_row(
+            &[(g.owner_id, eid_response), (g.owner_blinding, self.blinding_response)],
+            &[(owner.0, -c), (self.owner_nonce, -one)],
+        );
+        self.auditors
+            .iter()
+            .for_each(|link| link.rows_into(checks, eid_response, &c));
+        Ok(())
+    }
+}
+
+/// Verifies spend proofs under one RA key and owner audits together, the way a sentinel checks
+/// a batch of anonymous transactions: every Schnorr row of every proof in one multi-scalar
+/// multiplication, every pairing (all against the RA key and `g2`) in one two-pairing product,
+/// weighted by the powers of one scalar hashed from every challenge. If the batch fails, each
+/// proof is checked alone to name the first that fails, and why.
+pub fn verify_batch_with_audits(
+    authority: &RaPublicKey,
+    spends: &[SpendItem<'_>],
+    audits: &[AuditItem<'_>],
+) -> Result<(), BatchError> {
+    if spends.is_empty() && audits.is_empty() {
+        return Ok(());
+    }
+    let spend_challenges: Vec<Scalar> = (spends.iter())
+        .map(|(proof, owner, message)| proof.challenge(authority, owner, message))
+        .collect();
+    let audit_challenges: Vec<Scalar> = (audits.iter())
+        .map(|(audit, owner, context)| audit.challenge(owner, context))
+        .collect();
     let mut seed = Sha512::new();
     seed.update(DOMAIN_BATCH_WEIGHTS);
-    challenges.iter().for_each(|c| seed.update(compressed(c)));
-    (0..challenges.len() as u64)
-        .map(|index| {
-            let mut hash = seed.clone();
-            hash.update(index.to_le_bytes());
-            Scalar::from_le_bytes_mod_order(&hash.finalize()[..16])
-        })
-        .collect()
+    spend_challenges
+        .iter()
+        .chain(&audit_challenges)
+        .for_each(|c| seed.update(compressed(c)));
+    let mut checks = Checks::new(Scalar::from_le_bytes_mod_order(&seed.finalize()));
+    for (index, ((proof, owner, _), c)) in spends.iter().zip(spend_challenges).enumerate() {
+        proof
+            .rows_into(&mut checks, authority, owner, c)
+            .map_err(|source| BatchError::Proof { index, source })?;
+    }
+    for ((audit, owner, _), c) in audits.iter().zip(audit_challenges) {
+        audit.rows_into(&mut checks, owner, c);
+    }
+    if checks.hold() {
+        return Ok(());
+    }
+    for (index, (proof, owner, message)) in spends.iter().enumerate() {
+        proof
+            .verify_alone(authority, owner, message)
+            .map_err(|source| BatchError::Proof { index, source })?;
+    }
+    for (index, (audit, owner, context)) in audits.iter().enumerate() {
+        audit
+            .verify(owner, context)
+            .map_err(|source| BatchError::Audit { index, source })?;
+    }
+    Err(BatchError::Proof {
+        index: 0,
+        source: VerifyError::Signature,
+    })
 }

@@ -3,12 +3,14 @@
 //! statement (clear values balanced; hidden ones the confidential transfer's, every auditor with
 //! jurisdiction addressed), the owner audits, the active auditors' co-signatures, the witnesses;
 //! then the costly proofs, which [`PrivacyRules`] verifies for a whole parallel task at once
-//! (the confidential transfers in one batch, the spend proofs' pairings folded into one), one
-//! by one only when a batch fails, so that each transaction gets exactly its own verdict. The
-//! codes are categories `confidential` and `anonymous`.
+//! (the confidential transfers in one batch; the owner audits and spend proofs in another, every
+//! Schnorr row in one multi-scalar multiplication and every pairing in one product; the
+//! unlinkable transfers in a third, [`unlinkable`]), one by one only when a batch fails, so that
+//! each transaction gets exactly its own verdict. The codes are categories `confidential`,
+//! `anonymous` and `unlinkable`.
 
 use specie_credential::unlinkable::CertifierGroup;
-use specie_credential::{AuditorKey as OwnerAuditorKey, RaPublicKey, SpendItem};
+use specie_credential::{AuditItem, AuditorKey as OwnerAuditorKey, RaPublicKey, SpendItem};
 use specie_sentinel::checks::{
     check_distinct_prevouts, check_inputs_structure, check_outputs_value, check_owner_witnesses, check_witness, total,
 };
@@ -245,7 +247,7 @@ impl CapabilityRules for PrivacyRules {
                     if let AnonymousValues::Hidden(proof) = &anonymous.values {
                         proofs.push((position, proof, context));
                     }
-                    spends.push((position, anonymous, *txid));
+                    spends.push((position, anonymous, *txid, context));
                 })
             } else if let Some(tx) = tx.downcast_ref::<UnlinkableTransaction>() {
                 unlinkable::check_unlinkable_but_proof(tx, txid, self)
@@ -283,11 +285,11 @@ impl PrivacyRules {
         }
     }
 
-    /// The spend proofs of the anonymous transactions that passed every other check, in one
-    /// batch; a transaction whose values' proof failed keeps that first verdict.
+    /// The spend proofs and owner audits of the anonymous transactions that passed every other
+    /// check, in one batch; a transaction whose values' proof failed keeps that first verdict.
     fn verify_spends(
         &self,
-        spends: &[(usize, &AnonymousTransaction, Txid)],
+        spends: &[(usize, &AnonymousTransaction, Txid, [u8; 32])],
         verdicts: &mut [Result<(), ValidationError>],
     ) {
         let Some(authority) = &self.registration_authority else {
@@ -296,10 +298,15 @@ impl PrivacyRules {
         if spends.is_empty() {
             return;
         }
-        let items: Vec<SpendItem<'_>> = spends.iter().flat_map(|(_, tx, txid)| spend_items(tx, txid)).collect();
-        if specie_credential::verify_batch(authority, &items).is_err() {
-            for (position, tx, txid) in spends {
-                if let Err(error) = spend_proofs_hold(tx, txid, self) {
+        let items: Vec<SpendItem<'_>> = (spends.iter())
+            .flat_map(|(_, tx, txid, _)| spend_items(tx, txid))
+            .collect();
+        let audits: Vec<AuditItem<'_>> = (spends.iter())
+            .flat_map(|(_, tx, _, context)| audit_items(tx, context))
+            .collect();
+        if specie_credential::verify_batch_with_audits(authority, &items, &audits).is_err() {
+            for (position, tx, txid, context) in spends {
+                if let Err(error) = anonymous_proofs_hold(tx, txid, context, self) {
                     if verdicts[*position].is_ok() {
                         verdicts[*position] = Err(error);
                     }
@@ -442,7 +449,7 @@ fn check_anonymous_but_proofs(
         AnonymousValues::Hidden(_) => check_hidden_statement(tx, rules)?,
     }
     let context = tx.context();
-    check_owner_audits(tx, &context, rules)?;
+    check_owner_audits(tx, rules)?;
     let owners: Vec<[u8; 32]> = tx
         .transparent_inputs
         .iter()
@@ -519,13 +526,10 @@ fn check_hidden_statement(tx: &AnonymousTransaction, rules: &PrivacyRules) -> Re
     Ok(())
 }
 
-/// Output-major, one audit per owner auditor in the trusted (ascending) order, each proven for
-/// its output and this transaction; and every spend proof names the same auditors.
-fn check_owner_audits(
-    tx: &AnonymousTransaction,
-    context: &[u8; 32],
-    rules: &PrivacyRules,
-) -> Result<(), ValidationError> {
+/// The owner audits' shape: one per owner and owner auditor with jurisdiction, in the
+/// auditors' order, and each spend proof's ciphertexts addressed to exactly those auditors. The
+/// audits' proofs are verified with the spend proofs, in batches ([`anonymous_proofs_hold`]).
+fn check_owner_audits(tx: &AnonymousTransaction, rules: &PrivacyRules) -> Result<(), ValidationError> {
     let auditors = &rules.owner_auditors;
     if tx.owner_audits.len() != tx.owners.len() * auditors.len() {
         return Err(anonymous(AnonymousErrorCode::OwnerAuditorMissing));
@@ -539,15 +543,14 @@ fn check_owner_audits(
     if auditors.is_empty() {
         return Ok(());
     }
-    for (owner, audits) in tx.owners.iter().zip(tx.owner_audits.chunks(auditors.len())) {
-        for (audit, auditor) in audits.iter().zip(auditors) {
-            if audit.ciphertext().auditor() != *auditor {
-                return Err(anonymous(AnonymousErrorCode::OwnerAuditorMissing));
-            }
-            if audit.verify(owner, context).is_err() {
-                return Err(anonymous(AnonymousErrorCode::InvalidOwnerAudit));
-            }
-        }
+    let misaddressed = (tx.owner_audits.chunks(auditors.len())).any(|audits| {
+        audits
+            .iter()
+            .zip(auditors)
+            .any(|(audit, auditor)| audit.ciphertext().auditor() != *auditor)
+    });
+    if misaddressed {
+        return Err(anonymous(AnonymousErrorCode::OwnerAuditorMissing));
     }
     Ok(())
 }
@@ -561,21 +564,45 @@ fn spend_items<'a>(tx: &'a AnonymousTransaction, txid: &'a Txid) -> Vec<SpendIte
         .collect()
 }
 
-/// Every check of an anonymous transaction, the proofs last.
-fn check_anonymous(tx: &AnonymousTransaction, txid: &Txid, rules: &PrivacyRules) -> Result<(), ValidationError> {
-    check_anonymous_but_proofs(tx, txid, rules)?;
-    if let AnonymousValues::Hidden(proof) = &tx.values {
-        proof.verify(&tx.context()).map_err(|_| invalid_proof())?;
-    }
-    spend_proofs_hold(tx, txid, rules)
+/// The owner audits of one transaction, each with its owner and the context, for a batch.
+fn audit_items<'a>(tx: &'a AnonymousTransaction, context: &'a [u8; 32]) -> Vec<AuditItem<'a>> {
+    let per_owner = tx.owner_audits.len().checked_div(tx.owners.len()).unwrap_or(0);
+    (tx.owners.iter())
+        .zip(tx.owner_audits.chunks(per_owner.max(1)))
+        .flat_map(|(owner, audits)| audits.iter().map(move |audit| (audit, owner, context)))
+        .collect()
 }
 
-/// The transaction's spend proofs verify under the trusted RA (checked configured before).
-fn spend_proofs_hold(tx: &AnonymousTransaction, txid: &Txid, rules: &PrivacyRules) -> Result<(), ValidationError> {
+/// Every check of an anonymous transaction, the proofs last.
+fn check_anonymous(tx: &AnonymousTransaction, txid: &Txid, rules: &PrivacyRules) -> Result<(), ValidationError> {
+    let context = check_anonymous_but_proofs(tx, txid, rules)?;
+    if let AnonymousValues::Hidden(proof) = &tx.values {
+        proof.verify(&context).map_err(|_| invalid_proof())?;
+    }
+    anonymous_proofs_hold(tx, txid, &context, rules)
+}
+
+/// The transaction's owner audits and spend proofs (under the trusted RA, checked configured
+/// before) verify, together; an audit that fails is named before a spend proof.
+fn anonymous_proofs_hold(
+    tx: &AnonymousTransaction,
+    txid: &Txid,
+    context: &[u8; 32],
+    rules: &PrivacyRules,
+) -> Result<(), ValidationError> {
     let authority = rules
         .registration_authority
         .as_ref()
         .ok_or(anonymous(AnonymousErrorCode::NoRegistrationAuthority))?;
-    specie_credential::verify_batch(authority, &spend_items(tx, txid))
-        .map_err(|_| anonymous(AnonymousErrorCode::InvalidSpendProof))
+    let audits = audit_items(tx, context);
+    if specie_credential::verify_batch_with_audits(authority, &spend_items(tx, txid), &audits).is_ok() {
+        return Ok(());
+    }
+    if audits
+        .iter()
+        .any(|(audit, owner, context)| audit.verify(owner, context).is_err())
+    {
+        return Err(anonymous(AnonymousErrorCode::InvalidOwnerAudit));
+    }
+    Err(anonymous(AnonymousErrorCode::InvalidSpendProof))
 }

@@ -29,10 +29,16 @@
 //!   blocks chain and hold only committed transactions, each once, and none is lost in a
 //!   restart; once settled: nothing undecided or waiting, the ledger replays to the model UHS,
 //!   every committed transaction is in exactly one block, and a replica restored from the role's
-//!   snapshot has the same head.
+//!   snapshot has the same head;
+//! - the unlinkable level's certification and serial numbers ([`certification`]): a certifier
+//!   group with fewer than k compromised certifiers, answers dropped and duplicated, a forger
+//!   asking for tokens the ledger never held, spends tried twice. Checked: no certificate for a
+//!   token not in the ledger, every certificate verifies, every token in the ledger certified
+//!   once healed, and every second spend meets its serial number's id.
 
 mod archiver;
 mod ceremony;
+mod certification;
 mod endorsement;
 mod ledger;
 
@@ -196,6 +202,14 @@ pub struct PrivacyReport {
     pub ceremonies_finished: u64,
     /// Ceremonies with an equivocating participant that no honest participant finished.
     pub ceremonies_caught_equivocating: u64,
+    /// Unlinkable tokens certified (each once).
+    pub certificates: u64,
+    /// Certification attempts that gathered too few shares through the lossy network.
+    pub certification_retries: u64,
+    /// Certification requests for tokens the ledger never held, refused.
+    pub uncertified_refused: u64,
+    /// Second spends of a token, refused as a serial number's id that exists.
+    pub double_spends_refused: u64,
     pub trace_digest: [u8; 32],
 }
 
@@ -206,6 +220,7 @@ pub fn run_privacy(options: PrivacyOptions) -> Result<PrivacyReport, Violation> 
     ceremony::run(&options, &mut report, &mut trace)?;
     ledger::run(&options, &mut report, &mut trace)?;
     archiver::run(&options, &mut report, &mut trace)?;
+    certification::run(&options, &mut report, &mut trace)?;
     report.trace_digest = trace.finalize().into();
     Ok(report)
 }

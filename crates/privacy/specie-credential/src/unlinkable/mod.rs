@@ -16,7 +16,6 @@
 //! jurisdiction)`), groups, transcript and encodings, which is why it lives in this crate.
 //! Format and protocols: `docs/unlinkable-format.md`.
 
-mod batch;
 mod codec;
 mod error;
 mod group;

@@ -14,10 +14,10 @@ use ark_serialize::CanonicalSerialize;
 use bbs_plus::proof_23_ietf::PoKOfSignature23G1Protocol;
 use sha2::{Digest, Sha512};
 
+use crate::batch::{g2_sum, Checks};
 use crate::group::{compressed, generators, Scalar};
 use crate::owner::CiphertextLink;
 use crate::spend::check_auditors;
-use crate::unlinkable::batch::{g2_sum, Checks};
 use crate::unlinkable::error::UnlinkableVerifyError;
 use crate::unlinkable::group::{
     token_base, unlinkable_generators, MESSAGE_OWNER, MESSAGE_SERIAL, MESSAGE_VALUE, RANGE_BITS,
@@ -103,7 +103,7 @@ impl UnlinkableTransfer {
         let mut balance = Scalar::zero();
         for (index, input) in self.inputs.iter().enumerate() {
             let (owner, value) = self.check_input(keys, index, c, checks)?;
-            self.check_links(&input.auditors, owner, &c)?;
+            self.check_links(&input.auditors, owner, &c, checks)?;
             balance += value;
         }
         let u = unlinkable_generators();
@@ -132,7 +132,7 @@ impl UnlinkableTransfer {
                 &[(output.range_commitment, -c), (n[4], -Scalar::from(1u8))],
             );
             balance -= z[2];
-            self.check_links(&output.auditors, z[1], &c)?;
+            self.check_links(&output.auditors, z[1], &c, checks)?;
         }
         let net_out = Scalar::from(self.amounts.redeemed) - Scalar::from(self.amounts.issued);
         if balance != c * net_out {
@@ -226,15 +226,22 @@ impl UnlinkableTransfer {
     }
 
     /// A party's ciphertexts: one per auditor, in the transfer's auditor order, each encrypting
-    /// the enrolment id whose response is `owner`.
-    fn check_links(&self, links: &[CiphertextLink], owner: Scalar, c: &Scalar) -> Result<(), UnlinkableVerifyError> {
+    /// the enrolment id whose response is `owner` (its rows into `checks`).
+    fn check_links(
+        &self,
+        links: &[CiphertextLink],
+        owner: Scalar,
+        c: &Scalar,
+        checks: &mut Checks,
+    ) -> Result<(), UnlinkableVerifyError> {
         if links.len() != self.auditors.len() {
             return Err(UnlinkableVerifyError::Auditors);
         }
         for (index, (link, auditor)) in links.iter().zip(&self.auditors).enumerate() {
-            if link.ciphertext.auditor != *auditor || !link.holds(owner, c) {
+            if link.ciphertext.auditor != *auditor {
                 return Err(UnlinkableVerifyError::AuditorLink { index });
             }
+            link.rows_into(checks, owner, c);
         }
         Ok(())
     }

@@ -214,10 +214,10 @@ fn a_spend_proof_for_another_transaction_or_replayed_is_refused() {
     replayed.spend_proofs = paid.spend_proofs.clone();
     assert_eq!(code(&replayed, &trusted), Some("invalid_spend_proof"));
     // The same transaction with its change sent elsewhere: every proof bound to the old context
-    // fails, the owner audits first.
+    // fails, the values' proof first (then the owner audits, then the spend proofs).
     let mut redirected = paid.clone();
     redirected.transparent_outputs = vec![pays(&key(9), 30)];
-    assert_eq!(code(&redirected, &trusted), Some("invalid_owner_audit"));
+    assert_eq!(code(&redirected, &trusted), Some("invalid_confidential_proof"));
     // With the audits made afresh for the new context, the values' proof still fails.
     let context = redirected.context();
     redirected.owner_audits = vec![OwnerAudit::prove(
@@ -227,6 +227,12 @@ fn a_spend_proof_for_another_transaction_or_replayed_is_refused() {
         &mut w.rng,
     )];
     assert_eq!(code(&redirected, &trusted), Some("invalid_confidential_proof"));
+    // A payment in clear redirected: no values' proof, so its owner audits fail first.
+    let (_, spend) = enter(&mut w, false);
+    let (paid_in_clear, _) = pay(&mut w, spend, false);
+    let mut redirected = paid_in_clear.clone();
+    redirected.transparent_outputs = vec![pays(&key(9), 30)];
+    assert_eq!(code(&redirected, &trusted), Some("invalid_owner_audit"));
 }
 
 #[test]

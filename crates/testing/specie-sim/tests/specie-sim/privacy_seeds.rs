@@ -4,7 +4,8 @@
 //! the ordering leader's gate, with forging sentinels and ordering leaders that die before
 //! reporting. A seed replays bit for bit, and planted bugs (a restart that does not reconcile the
 //! records written ahead; a leader's driver that hands back no evidence; an ordering leader that
-//! skips the gate) are caught.
+//! skips the gate) are caught. The unlinkable level's certification: no certificate for a token
+//! the ledger never held, and every second spend meets its serial number.
 //! `specie sim --world privacy --seeds N` runs the long soak.
 
 use specie_sim::{run_privacy, PrivacyOptions, PrivacyReport};
@@ -39,7 +40,15 @@ fn privacy_seeds_hold_every_invariant_and_exercise_every_fault() {
         t.archiver_evidence_rounds += r.archiver_evidence_rounds;
         t.archiver_blocks += r.archiver_blocks;
         t.archiver_crashes += r.archiver_crashes;
+        t.certificates += r.certificates;
+        t.certification_retries += r.certification_retries;
+        t.uncertified_refused += r.uncertified_refused;
+        t.double_spends_refused += r.double_spends_refused;
     }
+    assert!(
+        t.certificates > 0 && t.certification_retries > 0 && t.uncertified_refused > 0 && t.double_spends_refused > 0,
+        "tokens certified (after retries), forged requests refused, second spends met: {t:?}"
+    );
     assert!(t.endorsed > 0 && t.forged_refused > 0, "{t:?}");
     assert!(
         t.endorsement_failures > 0 && t.resubmitted > 0,

@@ -25,7 +25,7 @@ const BOB: EnrolmentId = EnrolmentId(2);
 pub struct AnonymousPayments {
     pub authority: RaPublicKey,
     pub owner_auditor: OwnerAuditorSecret,
-    alice: Identity,
+    pub(super) alice: Identity,
     /// Entries of two coins each into two anonymous notes, in clear then hidden.
     pub entries: Vec<SpecieTransaction>,
     /// 2-in/2-out anonymous payments spending those notes: values in clear, then hidden.

@@ -11,8 +11,11 @@
 //!   appended with one fsync per block.
 //! - The anonymous level, in clear and hidden ([`anonymous`]): the spend proof alone and in
 //!   batches, proving in the wallet, and the sentinel's validation.
+//! - The unlinkable level ([`unlinkable`]): the transfer proof alone and in batches, proving in
+//!   the wallet, a certifier's share, and the sentinel's validation.
+//! - The four levels' validation beside the paper's Table 2 and issue 38's targets.
 //! - End to end on an embedded node (fsync on, ledger of record on): 2-in/2-out payments per
-//!   second, transparent, confidential, anonymous, and anonymous and confidential, from
+//!   second, transparent, confidential, anonymous, anonymous and confidential, and unlinkable, from
 //!   submission to confirmation.
 
 use std::process::ExitCode;
@@ -37,10 +40,12 @@ use specie_transaction::{
 use crate::ceiling::per_cpu_second;
 
 mod anonymous;
+mod unlinkable;
 use crate::error::{BenchResult, StepContext};
 use crate::fail;
 use crate::submit::submit_all;
 use anonymous::{AnonymousFigures, AnonymousPayments};
+use unlinkable::{UnlinkableFigures, UnlinkablePayments};
 
 pub struct PrivacyBenchOptions {
     /// How long each per-second figure is measured.
@@ -74,6 +79,10 @@ struct Figures {
     end_to_end_anonymous_confidential_tps: f64,
     end_to_end_atomizer_anonymous_tps: f64,
     end_to_end_atomizer_anonymous_confidential_tps: f64,
+    #[serde(flatten)]
+    unlinkable: UnlinkableFigures,
+    end_to_end_unlinkable_tps: f64,
+    end_to_end_atomizer_unlinkable_tps: f64,
     cores: usize,
 }
 
@@ -184,17 +193,19 @@ pub fn run(options: &PrivacyBenchOptions) -> BenchResult<ExitCode> {
     let payments = options.payments.max(1);
     if !options.json {
         eprintln!(
-            "proving {payments} shieldings, {payments} confidential payments, {} anonymous entries and {payments} anonymous payments of each kind for the runs (not measured)...",
+            "proving {payments} shieldings, {payments} confidential payments, {} anonymous entries and {payments} anonymous payments of each kind, {payments} unlinkable entries and payments for the runs (not measured)...",
             2 * payments
         );
     }
     // Coins for the end-to-end runs: 2 per transparent payment, 2 per shielding, 2 per
-    // anonymous entry (one entry per anonymous payment).
-    let mints = mint(&issuer, &alice, 8 * payments, &mut rng);
+    // anonymous entry (one entry per anonymous payment), 2 per unlinkable entry.
+    let mints = mint(&issuer, &alice, 10 * payments, &mut rng);
     let coins: Vec<CreatedOutput> = mints.iter().flat_map(SpecieTransaction::created_outputs).collect();
     let (for_transfers, rest) = coins.split_at(2 * payments);
-    let (for_shields, for_anonymous) = rest.split_at(2 * payments);
+    let (for_shields, rest) = rest.split_at(2 * payments);
+    let (for_anonymous, for_unlinkable) = rest.split_at(4 * payments);
     let anonymous = AnonymousPayments::prove(for_anonymous, &alice, auditor.public(), &mut rng);
+    let unlinkable = UnlinkablePayments::prove(for_unlinkable, &alice, &anonymous, &mut rng);
     let shields = prove(
         for_shields
             .chunks(2)
@@ -222,15 +233,7 @@ pub fn run(options: &PrivacyBenchOptions) -> BenchResult<ExitCode> {
             per_cpu_second(measure, || tx.proof.verify(&context).expect("valid"))
         },
         transfer_proofs_batch32_verify_per_cpu_s: batch_verify_per_cpu_s(&pays, measure),
-        confidential_prove_ms: {
-            let plan = pay_plans(&shields[..1], owner(&bob), &alice, &auditor).remove(0);
-            let mut prove_rng = StdRng::seed_from_u64(1);
-            1000.0
-                / per_cpu_second(measure, || {
-                    plan.prove_and_sign(&[alice, alice], NonceMode::Randomized, &mut prove_rng)
-                        .expect("proves");
-                })
-        },
+        confidential_prove_ms: confidential_prove_ms(&shields[..1], (&alice, &bob), &auditor, measure),
         transparent_validate_per_cpu_s: per_cpu_second(measure, || {
             specie_sentinel::validate(&transfers[0], &trusted).expect("valid")
         }),
@@ -250,6 +253,9 @@ pub fn run(options: &PrivacyBenchOptions) -> BenchResult<ExitCode> {
         end_to_end_anonymous_confidential_tps: 0.0,
         end_to_end_atomizer_anonymous_tps: 0.0,
         end_to_end_atomizer_anonymous_confidential_tps: 0.0,
+        unlinkable: unlinkable.measure(&issuers, &anonymous, measure),
+        end_to_end_unlinkable_tps: 0.0,
+        end_to_end_atomizer_unlinkable_tps: 0.0,
         cores: rayon::current_num_threads(),
     };
     let mut figures = Figures {
@@ -264,10 +270,27 @@ pub fn run(options: &PrivacyBenchOptions) -> BenchResult<ExitCode> {
         transfers,
         confidential,
         anonymous,
+        unlinkable,
     };
     payments.run_both_shapes(&mut figures)?;
     report(&figures, options.json);
     Ok(ExitCode::SUCCESS)
+}
+
+/// A 2-in/2-out confidential payment of `shields`' notes from `alice` to `bob`, proven and signed.
+fn confidential_prove_ms(
+    shields: &[(ConfidentialTransaction, Vec<specie_confidential::Opening>)],
+    (alice, bob): (&Keypair, &Keypair),
+    auditor: &AuditorSecret,
+    measure: Duration,
+) -> f64 {
+    let plan = pay_plans(shields, owner(bob), alice, auditor).remove(0);
+    let mut prove_rng = StdRng::seed_from_u64(1);
+    1000.0
+        / per_cpu_second(measure, || {
+            plan.prove_and_sign(&[*alice, *alice], NonceMode::Randomized, &mut prove_rng)
+                .expect("proves");
+        })
 }
 
 fn bip340_per_cpu_s(measure: Duration) -> f64 {
@@ -356,6 +379,7 @@ struct EndToEnd {
     transfers: Vec<SpecieTransaction>,
     confidential: Vec<SpecieTransaction>,
     anonymous: AnonymousPayments,
+    unlinkable: UnlinkablePayments,
 }
 
 impl EndToEnd {
@@ -366,20 +390,23 @@ impl EndToEnd {
             figures.end_to_end_confidential_tps,
             figures.end_to_end_anonymous_tps,
             figures.end_to_end_anonymous_confidential_tps,
+            figures.end_to_end_unlinkable_tps,
         ] = self.run(CoreShape::TwoPhaseCommit)?;
         [
             figures.end_to_end_atomizer_transparent_tps,
             figures.end_to_end_atomizer_confidential_tps,
             figures.end_to_end_atomizer_anonymous_tps,
             figures.end_to_end_atomizer_anonymous_confidential_tps,
+            figures.end_to_end_atomizer_unlinkable_tps,
         ] = self.run(CoreShape::Atomizer)?;
         Ok(())
     }
 
     /// On a fresh embedded node of `shape` with the ledger of record: the transparent payments,
     /// then the confidential ones (after their notes were shielded, not measured), then the
-    /// anonymous ones in clear and hidden (after their entries, not measured).
-    fn run(&self, shape: CoreShape) -> BenchResult<[f64; 4]> {
+    /// anonymous ones in clear and hidden (after their entries, not measured), then the
+    /// unlinkable ones (after theirs).
+    fn run(&self, shape: CoreShape) -> BenchResult<[f64; 5]> {
         let dir = tempfile::tempdir()?;
         let mut options = NodeOptions::new(dir.path());
         options.issuers = vec![hex::encode(xonly_bytes(&self.issuer))];
@@ -388,6 +415,7 @@ impl EndToEnd {
         options.auditors = vec![self.auditor.public().to_bytes()];
         options.registration_authority = Some(self.anonymous.authority.clone());
         options.owner_auditors = vec![self.anonymous.owner_auditor.public()];
+        options.certifiers = Some(self.unlinkable.group.clone());
         let node = EmbeddedNode::open(options).step("cannot start the embedded node")?;
         let core = node.handle();
         submit_measured(&core, self.mints.clone(), "mint")?;
@@ -398,8 +426,10 @@ impl EndToEnd {
         let anonymous = submit_measured(&core, self.anonymous.clear.clone(), "anonymous")?;
         let anonymous_confidential =
             submit_measured(&core, self.anonymous.hidden.clone(), "anonymous and confidential")?;
+        submit_measured(&core, self.unlinkable.entries.clone(), "unlinkable entry")?;
+        let unlinkable = submit_measured(&core, self.unlinkable.payments.clone(), "unlinkable")?;
         node.shutdown();
-        Ok([transparent, confidential, anonymous, anonymous_confidential])
+        Ok([transparent, confidential, anonymous, anonymous_confidential, unlinkable])
     }
 }
 
@@ -453,23 +483,78 @@ fn report(figures: &Figures, json: bool) {
         f.bip340_verify_per_cpu_s / f.anonymous.anonymous_validate_per_cpu_s,
         f.bip340_verify_per_cpu_s / f.anonymous.anonymous_confidential_validate_per_cpu_s
     );
+    f.unlinkable.print();
+    print_table_2(f);
     println!("  end to end (embedded node, fsync on, ledger on), payments/s");
     println!(
-        "    2pc shape       {:>8.0} transparent, {:>8.0} confidential, {:>8.0} anonymous, {:>8.0} anonymous and confidential",
+        "    2pc shape       {:>8.0} transparent, {:>8.0} confidential, {:>8.0} anonymous, {:>8.0} anonymous and confidential, {:>8.0} unlinkable",
         f.end_to_end_transparent_tps,
         f.end_to_end_confidential_tps,
         f.end_to_end_anonymous_tps,
-        f.end_to_end_anonymous_confidential_tps
+        f.end_to_end_anonymous_confidential_tps,
+        f.end_to_end_unlinkable_tps
     );
     println!(
-        "    atomizer shape  {:>8.0} transparent, {:>8.0} confidential, {:>8.0} anonymous, {:>8.0} anonymous and confidential   ({:.2}x, {:.2}x, {:.2}x, {:.2}x of 2pc)",
+        "    atomizer shape  {:>8.0} transparent, {:>8.0} confidential, {:>8.0} anonymous, {:>8.0} anonymous and confidential, {:>8.0} unlinkable   ({:.2}x, {:.2}x, {:.2}x, {:.2}x, {:.2}x of 2pc)",
         f.end_to_end_atomizer_transparent_tps,
         f.end_to_end_atomizer_confidential_tps,
         f.end_to_end_atomizer_anonymous_tps,
         f.end_to_end_atomizer_anonymous_confidential_tps,
+        f.end_to_end_atomizer_unlinkable_tps,
         f.end_to_end_atomizer_transparent_tps / f.end_to_end_transparent_tps,
         f.end_to_end_atomizer_confidential_tps / f.end_to_end_confidential_tps,
         f.end_to_end_atomizer_anonymous_tps / f.end_to_end_anonymous_tps,
-        f.end_to_end_atomizer_anonymous_confidential_tps / f.end_to_end_anonymous_confidential_tps
+        f.end_to_end_atomizer_anonymous_confidential_tps / f.end_to_end_anonymous_confidential_tps,
+        f.end_to_end_atomizer_unlinkable_tps / f.end_to_end_unlinkable_tps
     );
+}
+
+/// The paper's Table 2 (execution latency of one transaction's proofs, ms) and issue 38's
+/// targets per level, against this run's validation of one 2-in/2-out transaction on one core:
+/// alone, and in the sentinel's batches (all cores' rate divided by the cores).
+fn print_table_2(f: &Figures) {
+    let per_core_batched = |all_cores_per_s: f64| 1000.0 * f.cores as f64 / all_cores_per_s;
+    let rows = [
+        (
+            "transparent (no privacy)",
+            f.transparent_validate_per_cpu_s,
+            f.transparent_validate_all_cores_per_s,
+            0.3,
+            None,
+        ),
+        (
+            "anonymous",
+            f.anonymous.anonymous_validate_per_cpu_s,
+            f.anonymous.anonymous_validate_all_cores_per_s,
+            4.2,
+            Some(2.0),
+        ),
+        (
+            "anonymous and confidential",
+            f.anonymous.anonymous_confidential_validate_per_cpu_s,
+            f.anonymous.anonymous_confidential_validate_all_cores_per_s,
+            13.6,
+            Some(7.0),
+        ),
+        (
+            "unlinkable",
+            f.unlinkable.unlinkable_validate_per_cpu_s,
+            f.unlinkable.unlinkable_validate_all_cores_per_s,
+            19.7,
+            Some(10.0),
+        ),
+    ];
+    println!("  the four levels beside the paper's Table 2: validating one 2-in/2-out transaction, ms of one core");
+    println!("    level                          alone   batched   paper   target   batched/target   paper/batched");
+    for (level, alone_per_s, all_cores_per_s, paper_ms, target_ms) in rows {
+        let batched = per_core_batched(all_cores_per_s);
+        let target = target_ms.map_or("     -".to_string(), |t: f64| format!("{t:>6.1}"));
+        let ratio = target_ms.map_or("        -".to_string(), |t| format!("{:>9.2}", batched / t));
+        println!(
+            "    {level:<28} {:>7.2} {:>9.2} {paper_ms:>7.1}   {target}   {ratio}        {:>8.1}x",
+            1000.0 / alone_per_s,
+            batched,
+            paper_ms / batched
+        );
+    }
 }
