@@ -544,9 +544,12 @@ struct Summary {
     /// something no honest sentinel accepted.
     invalid_proofs: u64,
     confidential: u64,
-    /// Anonymous transactions, and those with an owner this auditor cannot name.
+    /// Anonymous and unlinkable transactions, and those with an owner this auditor cannot name.
     anonymous: u64,
+    unlinkable: u64,
     unnamed: u64,
+    /// The value inside the unlinkable level: what entered it in clear less what left.
+    unlinkable_pool: u64,
     unreadable: u64,
     flagged: u64,
     minted: u64,
@@ -644,9 +647,14 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
             summary.transactions += 1;
             summary.confidential += u64::from(audited.confidential);
             summary.anonymous += u64::from(audited.anonymous);
-            let unnamed = audited.outputs.iter().any(|p| p.owner == Owner::Unknown);
-            summary.unnamed += u64::from(audited.anonymous && unnamed);
-            summary.unreadable += u64::from(!audited.readable());
+            summary.unlinkable += u64::from(audited.unlinkable);
+            let unknown = |parties: &[specie_auditor::Party]| parties.iter().any(|p| p.owner == Owner::Unknown);
+            let unnamed = (audited.anonymous && unknown(&audited.outputs))
+                || (audited.unlinkable && (unknown(&audited.inputs) || unknown(&audited.outputs)));
+            summary.unnamed += u64::from(unnamed);
+            // An unlinkable transaction's token values are hidden from every auditor (its total
+            // is counted below), not another jurisdiction's.
+            summary.unreadable += u64::from(!audited.readable() && !audited.unlinkable);
             summary.flagged += u64::from(audited.flagged);
             summary.minted += audited.clear_in;
             summary.taken_out += audited.clear_out;
@@ -655,6 +663,7 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
             }
         }
     }
+    summary.unlinkable_pool = auditor.unlinkable_pool();
     print_summary(&summary, height, json);
     Ok(if summary.invalid_proofs == 0 && summary.unendorsed == 0 {
         ExitCode::SUCCESS
@@ -756,6 +765,7 @@ fn print_audited(audited: &Audited, json: bool) {
             "kind": audited.kind,
             "confidential": audited.confidential,
             "anonymous": audited.anonymous,
+            "unlinkable": audited.unlinkable,
             "inputs": parties(&audited.inputs),
             "outputs": parties(&audited.outputs),
             "clear_in": audited.clear_in,
@@ -800,6 +810,8 @@ fn print_summary(summary: &Summary, height: u64, json: bool) {
                 "transactions": summary.transactions,
                 "confidential": summary.confidential,
                 "anonymous": summary.anonymous,
+                "unlinkable": summary.unlinkable,
+                "unlinkable_pool": summary.unlinkable_pool,
                 "unnamed": summary.unnamed,
                 "unreadable": summary.unreadable,
                 "flagged": summary.flagged,
@@ -814,13 +826,15 @@ fn print_summary(summary: &Summary, height: u64, json: bool) {
         return;
     }
     println!(
-        "{} blocks, {} transactions ({} confidential, {} anonymous, {} with owners not in the directory, {} with values \
-         of another jurisdiction, {} with invalid proofs), {} flagged; {} came in and {} went out in clear; {} records \
-         endorsed under the group key, {} not",
+        "{} blocks, {} transactions ({} confidential, {} anonymous, {} unlinkable holding {} in all, {} with owners not \
+         in the directory, {} with values of another jurisdiction, {} with invalid proofs), {} flagged; {} came in and {} \
+         went out in clear; {} records endorsed under the group key, {} not",
         height,
         summary.transactions,
         summary.confidential,
         summary.anonymous,
+        summary.unlinkable,
+        summary.unlinkable_pool,
         summary.unnamed,
         summary.unreadable,
         summary.invalid_proofs,

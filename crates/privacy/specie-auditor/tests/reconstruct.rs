@@ -260,3 +260,120 @@ fn a_passive_auditor_names_anonymous_owners_in_its_directory() {
     );
     assert_eq!(named.holdings(), (100, 0));
 }
+
+/// Alice's coin of 100 enters the unlinkable level as a token, she pays bob 60 unlinkably, and
+/// bob leaves the level with 25 to an ordinary output. The auditor with the owner key names every
+/// spender and payee; no auditor reads a token's value, but every one knows the level's total.
+#[test]
+fn a_passive_auditor_names_unlinkable_parties_and_knows_the_levels_total() {
+    use specie_credential::unlinkable::{deal_certifiers, CertificateShare, SpentToken, TokenOpening, UnlinkableKeys};
+    use specie_private_transactions::UnlinkableBuild;
+
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut ra = RegistrationAuthority::from_seed(&[0x53; 32]);
+    let alice = enrol(&mut ra, 31, &mut rng);
+    let bob = enrol(&mut ra, 32, &mut rng);
+    let owners = OwnerAuditorSecret::from_seed(&[0xa3; 32]);
+    let (group, certifiers) = deal_certifiers(2, 3, &mut rng).unwrap();
+    let authority = ra.public_key();
+    let keys = UnlinkableKeys {
+        authority: &authority,
+        certifiers: &group,
+    };
+    let alice_key = key(1);
+    let mint = SpecieTransaction::Mint(MintTransaction::new_signed(
+        [9; 32],
+        vec![Output {
+            witness_program_commitment: owner(&alice_key),
+            value: 100,
+        }],
+        &key(8),
+        NonceMode::Deterministic,
+    ));
+    let certify = |opening: &TokenOpening| {
+        let shares: Vec<CertificateShare> = certifiers[..2].iter().map(|c| c.certify(&opening.token())).collect();
+        opening.certificate(&group, &shares).unwrap()
+    };
+    let base = |spent, outputs| UnlinkableBuild {
+        transparent_inputs: vec![],
+        spent,
+        outputs,
+        transparent_outputs: vec![],
+        owner_auditors: vec![owners.public()],
+    };
+    let token = TokenOpening::random(EnrolmentId(31), 100, &mut rng);
+    let enter = UnlinkableBuild {
+        transparent_inputs: vec![mint.created_outputs()[0].to_input()],
+        ..base(vec![], vec![token.clone()])
+    }
+    .prove_and_sign(&[alice_key], &alice, &keys, NonceMode::Deterministic, &mut rng)
+    .unwrap();
+    let certificate = certify(&token);
+    let to_bob = TokenOpening::random(EnrolmentId(32), 60, &mut rng);
+    let pay = base(
+        vec![SpentToken {
+            opening: &token,
+            certificate: &certificate,
+        }],
+        vec![to_bob.clone(), TokenOpening::random(EnrolmentId(31), 40, &mut rng)],
+    )
+    .prove_and_sign(&[], &alice, &keys, NonceMode::Deterministic, &mut rng)
+    .unwrap();
+    let bobs = certify(&to_bob);
+    let leave = UnlinkableBuild {
+        transparent_outputs: vec![Output {
+            witness_program_commitment: owner(&key(2)),
+            value: 25,
+        }],
+        ..base(
+            vec![SpentToken {
+                opening: &to_bob,
+                certificate: &bobs,
+            }],
+            vec![TokenOpening::random(EnrolmentId(32), 35, &mut rng)],
+        )
+    }
+    .prove_and_sign(&[], &bob, &keys, NonceMode::Deterministic, &mut rng)
+    .unwrap();
+
+    let mut ledger = LedgerOfRecord::new(LedgerLimits::default());
+    let blocks = [
+        seal(&mut ledger, &[mint]),
+        seal(&mut ledger, &[SpecieTransaction::from(enter)]),
+        seal(
+            &mut ledger,
+            &[SpecieTransaction::from(pay), SpecieTransaction::from(leave)],
+        ),
+    ];
+    let view = OwnerView {
+        secret: owners,
+        directory: AuditDirectory::new(ra.enrolled().map(|(id, _)| id)),
+    };
+    let mut auditor = PassiveAuditor::new(AuditorSecret::from_seed(&[0xa1; 32]), 1_000).with_owner_view(view);
+    let seen: Vec<Audited> = blocks
+        .iter()
+        .flat_map(|b| read_block(&mut auditor, b).unwrap())
+        .collect();
+    let (enter, pay, leave) = (&seen[1], &seen[2], &seen[3]);
+    assert!(enter.unlinkable && !enter.anonymous && !enter.readable());
+    assert_eq!(enter.inputs[0].owner, Owner::Key(owner(&alice_key)));
+    assert_eq!(enter.outputs[0].owner, Owner::Enrolled(EnrolmentId(31)));
+    assert_eq!(enter.outputs[0].value, None, "no auditor reads a token's value");
+    let owners_of = |parties: &[specie_auditor::Party]| parties.iter().map(|p| p.owner).collect::<Vec<_>>();
+    assert_eq!(owners_of(&pay.inputs), vec![Owner::Enrolled(EnrolmentId(31))]);
+    assert_eq!(
+        owners_of(&pay.outputs),
+        vec![Owner::Enrolled(EnrolmentId(32)), Owner::Enrolled(EnrolmentId(31))]
+    );
+    assert_eq!(owners_of(&leave.inputs), vec![Owner::Enrolled(EnrolmentId(32))]);
+    assert_eq!(
+        leave.outputs[0],
+        specie_auditor::Party {
+            owner: Owner::Key(owner(&key(2))),
+            value: Some(25)
+        }
+    );
+    // 100 entered, 25 left: 75 in the level; with the 25 coin, all 100 minted are accounted for.
+    assert_eq!(auditor.unlinkable_pool(), 75);
+    assert_eq!(auditor.holdings(), (100, 0));
+}

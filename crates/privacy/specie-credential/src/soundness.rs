@@ -23,7 +23,8 @@ struct World {
     bob: Identity,
 }
 
-fn enrol(ra: &mut RegistrationAuthority, id: u64, rng: &mut StdRng) -> Identity {
+/// An honest enrolment of `id` (jurisdiction 56) with a fresh secret; the unlinkable tests use it too.
+pub(crate) fn enrol(ra: &mut RegistrationAuthority, id: u64, rng: &mut StdRng) -> Identity {
     let secret = UserSecret::random(rng);
     let challenge = ra.challenge(EnrolmentId(id), Jurisdiction(56), rng);
     let request = secret.enrolment_request(&ra.public_key(), &challenge, rng);

@@ -37,7 +37,7 @@ use specie_credential::{
 use specie_transaction::extension::{put_header, read_header};
 use specie_transaction::hash::{sha256, Sha256Writer};
 use specie_transaction::limits::{DecodeLimits, OUT_POINT_BYTES};
-use specie_transaction::signing::{NonceMode, P2pkWitness, SignError};
+use specie_transaction::signing::{NonceMode, SignError};
 use specie_transaction::transaction::{read_inputs, read_outputs, read_witnesses};
 use specie_transaction::{Input, OutPoint, Output, Txid, UhsId, Witness};
 
@@ -599,26 +599,7 @@ impl AnonymousPlan {
 impl AnonymousTransaction {
     /// Signs the txid with `keys[i]` for transparent input `i`, replacing the witnesses.
     pub fn sign_transparent(&mut self, keys: &[Keypair], mode: NonceMode) -> Result<(), SignError> {
-        if keys.len() != self.transparent_inputs.len() {
-            return Err(SignError::KeypairCount {
-                keypairs: keys.len(),
-                inputs: self.transparent_inputs.len(),
-            });
-        }
-        let txid = self.txid();
-        self.witnesses = self
-            .transparent_inputs
-            .iter()
-            .zip(keys)
-            .enumerate()
-            .map(|(index, (input, key))| {
-                let witness = P2pkWitness::sign(key, &txid.0, mode);
-                if witness.program_commitment() != input.data.witness_program_commitment {
-                    return Err(SignError::KeyMismatch { index });
-                }
-                Ok(witness.to_witness())
-            })
-            .collect::<Result<_, _>>()?;
+        self.witnesses = crate::kinds::sign_transparent_inputs(&self.transparent_inputs, keys, &self.txid(), mode)?;
         Ok(())
     }
 }

@@ -98,6 +98,32 @@ pub(crate) fn private_uhs_ids(
     (spent, created)
 }
 
+/// One p2pk witness per transparent input, `keys[i]` signing `txid` for input `i` (each key
+/// checked to own its input): what the private kinds' own witnesses are.
+pub(crate) fn sign_transparent_inputs(
+    inputs: &[Input],
+    keys: &[secp256k1::Keypair],
+    txid: &Txid,
+    mode: specie_transaction::NonceMode,
+) -> Result<Vec<specie_transaction::Witness>, specie_transaction::signing::SignError> {
+    use specie_transaction::signing::{P2pkWitness, SignError};
+    if keys.len() != inputs.len() {
+        return Err(SignError::KeypairCount {
+            keypairs: keys.len(),
+            inputs: inputs.len(),
+        });
+    }
+    (inputs.iter().zip(keys).enumerate())
+        .map(|(index, (input, key))| {
+            let witness = P2pkWitness::sign(key, &txid.0, mode);
+            if witness.program_commitment() != input.data.witness_program_commitment {
+                return Err(SignError::KeyMismatch { index });
+            }
+            Ok(witness.to_witness())
+        })
+        .collect()
+}
+
 /// The compact transaction of a private kind, its txid (which hashes the proofs) hashed once.
 fn compact(txid: Txid, uhs_ids_of: impl FnOnce(Txid) -> (Vec<UhsId>, Vec<UhsId>)) -> CompactTransaction {
     let (spent, created) = uhs_ids_of(txid);

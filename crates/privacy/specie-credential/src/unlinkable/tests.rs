@@ -9,6 +9,7 @@ use specie_codec::{Decode, Encode};
 use ark_ec::AffineRepr;
 
 use crate::group::G1;
+use crate::soundness::enrol;
 use crate::unlinkable::*;
 use crate::*;
 
@@ -22,14 +23,6 @@ struct World {
     certifiers: Vec<CertifierSecret>,
     alice: Identity,
     bob: Identity,
-}
-
-fn enrol(ra: &mut RegistrationAuthority, id: u64, rng: &mut StdRng) -> Identity {
-    let secret = UserSecret::random(rng);
-    let challenge = ra.challenge(EnrolmentId(id), Jurisdiction(56), rng);
-    let request = secret.enrolment_request(&ra.public_key(), &challenge, rng);
-    let credential = ra.enrol(&request, rng).expect("an honest enrolment");
-    Identity::new(secret, credential, &ra.public_key()).expect("an honest credential")
 }
 
 fn world(seed: u64) -> World {
