@@ -120,6 +120,10 @@ pub struct PrivacyConfig {
     /// each one's co-signature.
     #[serde(default)]
     pub active_auditors: Vec<String>,
+    /// The certifier group whose certificates unlinkable spends prove (its encoding,
+    /// docs/unlinkable-format.md §3); only beside a registration authority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certifiers: Option<String>,
 }
 
 impl PrivacyConfig {
@@ -170,12 +174,21 @@ impl PrivacyConfig {
             .iter()
             .map(|key| xonly_hex(key).ok_or_else(|| bad("active_auditors", key)))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(specie_private_transactions::PrivacyRules::new(
-            auditors,
-            authority,
-            owner_auditors,
-            active_auditors,
-        ))
+        let certifiers = self
+            .certifiers
+            .as_ref()
+            .map(|group| {
+                specie_credential::unlinkable::CertifierGroup::decode_exact(&decode("certifiers", group)?)
+                    .map_err(|_| bad("certifiers", group))
+            })
+            .transpose()?;
+        if certifiers.is_some() && authority.is_none() {
+            return Err(bad("certifiers", "only beside a registration_authority"));
+        }
+        let mut rules =
+            specie_private_transactions::PrivacyRules::new(auditors, authority, owner_auditors, active_auditors);
+        rules.certifiers = certifiers;
+        Ok(rules)
     }
 }
 
@@ -1774,11 +1787,14 @@ mod tests {
         let ra = specie_credential::RegistrationAuthority::from_seed(&[1; 32]).public_key();
         let owner = specie_credential::AuditorSecret::from_seed(&[2; 32]).public();
         let value = specie_confidential::AuditorSecret::from_seed(&[3; 32]).public();
+        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(4);
+        let (certifiers, _) = specie_credential::unlinkable::deal_certifiers(2, 3, &mut rng).unwrap();
         let good = PrivacyConfig {
             auditors: vec![hex::encode(value.to_bytes())],
             registration_authority: Some(hex::encode(ra.encode())),
             owner_auditors: vec![hex::encode(owner.encode())],
             active_auditors: test_keys(1),
+            certifiers: Some(hex::encode(certifiers.encode())),
         };
         topology.privacy = Some(good.clone());
         assert_eq!(topology.validate(), Ok(()));
@@ -1795,6 +1811,7 @@ mod tests {
             ),
             (vec![value.to_bytes()], Some(ra), &[owner][..])
         );
+        assert_eq!(rules.certifiers, Some(certifiers));
         let field = |config: PrivacyConfig| match config.rules() {
             Err(InvalidTopology::PrivacyKey { field, .. }) => field,
             other => panic!("{other:?}"),
@@ -1822,6 +1839,21 @@ mod tests {
             ..good.clone()
         };
         assert_eq!(field(no_ra), "owner_auditors", "owner auditors only beside an RA");
+        let certifiers_without_ra = PrivacyConfig {
+            registration_authority: None,
+            owner_auditors: vec![],
+            ..good.clone()
+        };
+        assert_eq!(
+            field(certifiers_without_ra),
+            "certifiers",
+            "certifiers only beside an RA"
+        );
+        let certifiers_bad = PrivacyConfig {
+            certifiers: Some("00".into()),
+            ..good.clone()
+        };
+        assert_eq!(field(certifiers_bad), "certifiers");
         assert_eq!(
             field(PrivacyConfig {
                 active_auditors: vec![not_a_point],

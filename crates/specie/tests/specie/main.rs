@@ -24,6 +24,7 @@ mod offline_authority;
 mod offline_cluster;
 mod packaging;
 mod ra;
+mod unlinkable;
 mod upgrade;
 mod wallet_confidential;
 mod wallet_fastpay;

@@ -493,6 +493,7 @@ fn a_cluster_sentinel_takes_private_payments_under_its_privacy_section() {
         registration_authority: Some(ra(&ra_dir, &["init"])),
         owner_auditors: vec![owner_auditor],
         active_auditors: vec![],
+        certifiers: None,
     });
     std::fs::write(&file, topology.to_toml()).unwrap();
     cluster_harness::specie(&["cluster", "up", "--dir", &dir, "--base-port", &base.to_string()]);
