@@ -154,6 +154,19 @@ fn a_passive_auditor_reconstructs_its_jurisdiction_and_only_it() {
     assert!(!pay.flagged);
 }
 
+/// A mint of one coin of 100 to `to`, by issuer key 8.
+fn mint_100(to: &Keypair) -> SpecieTransaction {
+    SpecieTransaction::Mint(MintTransaction::new_signed(
+        [9; 32],
+        vec![Output {
+            witness_program_commitment: owner(to),
+            value: 100,
+        }],
+        &key(8),
+        NonceMode::Deterministic,
+    ))
+}
+
 fn enrol(ra: &mut RegistrationAuthority, id: u64, rng: &mut StdRng) -> Identity {
     let secret = UserSecret::from_seed(&[id as u8; 32]);
     let challenge = ra.challenge(EnrolmentId(id), Jurisdiction(1), rng);
@@ -174,15 +187,7 @@ fn a_passive_auditor_names_anonymous_owners_in_its_directory() {
     let values = AuditorSecret::from_seed(&[0xa1; 32]);
     let owners = OwnerAuditorSecret::from_seed(&[0xa1; 32]);
     let alice_key = key(1);
-    let mint = SpecieTransaction::Mint(MintTransaction::new_signed(
-        [9; 32],
-        vec![Output {
-            witness_program_commitment: owner(&alice_key),
-            value: 100,
-        }],
-        &key(8),
-        NonceMode::Deterministic,
-    ));
+    let mint = mint_100(&alice_key);
     let base = AnonymousPlan {
         transparent_inputs: vec![],
         anonymous_inputs: vec![],
@@ -281,15 +286,7 @@ fn a_passive_auditor_names_unlinkable_parties_and_knows_the_levels_total() {
         certifiers: &group,
     };
     let alice_key = key(1);
-    let mint = SpecieTransaction::Mint(MintTransaction::new_signed(
-        [9; 32],
-        vec![Output {
-            witness_program_commitment: owner(&alice_key),
-            value: 100,
-        }],
-        &key(8),
-        NonceMode::Deterministic,
-    ));
+    let mint = mint_100(&alice_key);
     let certify = |opening: &TokenOpening| {
         let shares: Vec<CertificateShare> = certifiers[..2].iter().map(|c| c.certify(&opening.token())).collect();
         opening.certificate(&group, &shares).unwrap()

@@ -15,7 +15,7 @@ use specie_sentinel::checks::{
     check_distinct_prevouts, check_inputs_structure, check_outputs_value, check_owner_witnesses, check_witness, total,
 };
 use specie_sentinel::{CapabilityError, CapabilityRules, TxErrorCode, ValidationError};
-use specie_transaction::{witness_program_commitment, CapabilityTransaction, Txid, Witness};
+use specie_transaction::{witness_program_commitment, CapabilityTransaction, Input, Txid, Witness};
 
 use crate::anonymous::{AnonymousTransaction, AnonymousValue, AnonymousValues};
 use crate::confidential::ConfidentialTransaction;
@@ -412,6 +412,13 @@ fn check_confidential_statement(tx: &ConfidentialTransaction, rules: &PrivacyRul
     Ok(())
 }
 
+/// The private kinds' own witnesses over their transparent inputs, one p2pk witness each, signing
+/// the txid.
+fn check_transparent_witnesses(inputs: &[Input], own: &[Witness], txid: &Txid) -> Result<(), ValidationError> {
+    let owners: Vec<[u8; 32]> = inputs.iter().map(|i| i.data.witness_program_commitment).collect();
+    check_owner_witnesses(&owners, own, txid)
+}
+
 fn anonymous(code: AnonymousErrorCode) -> ValidationError {
     code.into_error()
 }
@@ -450,12 +457,7 @@ fn check_anonymous_but_proofs(
     }
     let context = tx.context();
     check_owner_audits(tx, rules)?;
-    let owners: Vec<[u8; 32]> = tx
-        .transparent_inputs
-        .iter()
-        .map(|i| i.data.witness_program_commitment)
-        .collect();
-    check_owner_witnesses(&owners, own, txid)?;
+    check_transparent_witnesses(&tx.transparent_inputs, own, txid)?;
     Ok(context)
 }
 

@@ -5,13 +5,11 @@
 //! then the proof, verified for a whole parallel task in one batch. Category `unlinkable`.
 
 use specie_credential::unlinkable::{verify_unlinkable_batch, UnlinkableKeys};
-use specie_sentinel::checks::{
-    check_distinct_prevouts, check_inputs_structure, check_outputs_value, check_owner_witnesses, total,
-};
+use specie_sentinel::checks::{check_distinct_prevouts, check_inputs_structure, check_outputs_value, total};
 use specie_sentinel::{TxErrorCode, ValidationError};
 use specie_transaction::Txid;
 
-use super::{anonymous, own_witnesses, refusal, AnonymousErrorCode, PrivacyRules};
+use super::{anonymous, check_transparent_witnesses, own_witnesses, refusal, AnonymousErrorCode, PrivacyRules};
 use crate::unlinkable::UnlinkableTransaction;
 
 /// Why an unlinkable transaction is refused.
@@ -93,12 +91,7 @@ pub(super) fn check_unlinkable_but_proof(
     if tx.proof.auditors() != rules.owner_auditors() {
         return Err(UnlinkableErrorCode::OwnerAuditors.into_error());
     }
-    let owners: Vec<[u8; 32]> = tx
-        .transparent_inputs
-        .iter()
-        .map(|i| i.data.witness_program_commitment)
-        .collect();
-    check_owner_witnesses(&owners, own, txid)?;
+    check_transparent_witnesses(&tx.transparent_inputs, own, txid)?;
     Ok(tx.context())
 }
 
