@@ -126,6 +126,13 @@ pub fn run(args: &PrivacyDemoOptions) -> BenchResult<ExitCode> {
     }
     let temp = tempfile::Builder::new().prefix("specie-demo-privacy-").tempdir()?;
     let root = args.data_dir.clone().unwrap_or_else(|| temp.path().to_path_buf());
+    // The run is made from its seed: a core left by an earlier run already holds its mints.
+    if std::fs::read_dir(root.join("core")).is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(BenchError::InvalidOptions(format!(
+            "{} already holds a demo's core (an earlier run with this --data-dir); give an empty or new directory, or remove it",
+            root.display()
+        )));
+    }
     let mut rng = StdRng::seed_from_u64(args.seed);
     let issuer = Keypair::new_global(&mut rng);
     let auditor = AuditorSecret::random(&mut rng);
