@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod audit_cmd;
 mod bench_cmd;
 mod byzantine_cmd;
+mod certifier_cmd;
 mod cluster_cmd;
 mod demo_cmd;
 mod exchange_bridge_cmd;
@@ -23,6 +24,7 @@ mod sim_cmd;
 mod wallet_anonymous_cmd;
 mod wallet_cmd;
 mod wallet_fastpay_cmd;
+mod wallet_unlinkable_cmd;
 
 /// specie: a transaction platform for central bank digital currency.
 ///
@@ -100,6 +102,9 @@ enum Command {
     /// The registration authority of the anonymous privacy level: after KYC, open an
     /// enrolment, check the wallet's answer, sign its credential; list the enrolled ids.
     Ra(ra_cmd::RaArgs),
+    /// The certifiers of the unlinkable privacy level: deal a k-of-n group, and serve one
+    /// member's certification of tokens the ledger holds.
+    Certifier(certifier_cmd::CertifierArgs),
     /// The issuer key apart from any wallet: make one, show its public key, and sign as the
     /// issuer for a wallet created with `--issuer-signer` (the reference external signer).
     Issuer(issuer_cmd::IssuerArgs),
@@ -160,6 +165,7 @@ fn main() -> ExitCode {
         Command::Offline(args) => offline_cmd::run(args),
         Command::Audit(args) => audit_cmd::run(args),
         Command::Ra(args) => ra_cmd::run(args),
+        Command::Certifier(args) => certifier_cmd::run(args),
     };
     match result {
         Ok(code) => code,
@@ -209,7 +215,8 @@ fn init_logging(command: &Command, format: LogFormat) {
             ) || matches!(command, Command::Offline(args) if !args.prints_only())
                 || matches!(command, Command::Byzantine(args) if !args.prints_only())
                 || matches!(command, Command::Exchange(args) if args.serves())
-                || matches!(command, Command::Audit(args) if args.serves()) =>
+                || matches!(command, Command::Audit(args) if args.serves())
+                || matches!(command, Command::Certifier(args) if args.serves()) =>
         {
             tracing_subscriber::EnvFilter::new(format!("warn,{}=info", specie_service::announce::START_LOG))
         }

@@ -88,6 +88,17 @@ pub struct NodeArgs {
         requires = "registration_authority"
     )]
     pub owner_auditors: Vec<specie_credential::AuditorKey>,
+    /// The certifier group of the unlinkable level (hex, as `specie certifier deal` prints it
+    /// and writes to group.hex): unlinkable transactions must prove certificates of k of its
+    /// members. Without it the node refuses every unlinkable transaction (`no_certifiers`).
+    /// Kept in node.toml.
+    #[arg(
+        long,
+        value_name = "HEX",
+        value_parser = parse_certifier_group,
+        requires = "registration_authority"
+    )]
+    pub certifiers: Option<Box<specie_credential::unlinkable::CertifierGroup>>,
     /// An active auditor (its co-signing key, hex: what follows `co-signing key:` in `specie
     /// audit keygen`'s output); repeat for several, in order. Every confidential or anonymous
     /// transaction must carry each one's co-signature after its own witnesses (the auditor's
@@ -102,8 +113,8 @@ pub struct NodeArgs {
     #[arg(long, value_name = "HEX", value_parser = parse_fastpay_committee)]
     pub fastpay_committee: Option<specie_fastpay::Committee>,
     /// Replace the keys node.toml keeps with those given here (--offline-authority, --exchange,
-    /// --auditor, --registration-authority, --owner-auditor, --active-auditor, --endorsement,
-    /// --fastpay-committee).
+    /// --auditor, --registration-authority, --owner-auditor, --certifiers, --active-auditor,
+    /// --endorsement, --fastpay-committee).
     /// Without it a key other than the kept one is refused, and a key not given is kept: a
     /// restart without a flag never changes what the node accepts.
     #[arg(long)]
@@ -196,7 +207,7 @@ fn parse_setting(text: &str) -> Result<KeptSetting, String> {
 }
 
 /// `K-of-N`, with 2 ≤ K ≤ N ≤ 64 (a group of one is no threshold).
-fn parse_threshold(text: &str) -> Result<(u16, u16), String> {
+pub(crate) fn parse_threshold(text: &str) -> Result<(u16, u16), String> {
     let (k, n) = text
         .split_once("-of-")
         .ok_or_else(|| format!("'{text}' is not K-of-N (e.g. 3-of-4)"))?;
@@ -248,6 +259,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<ExitCode> {
     );
     options.registration_authority = args.registration_authority.map(|key| *key);
     options.owner_auditors = owner_auditors;
+    options.certifiers = args.certifiers.map(|group| *group);
     options.active_auditors = args.active_auditors;
     options.fastpay_committee = args.fastpay_committee;
     options.batch_transactions_max = args.batch_transactions_max;
@@ -298,6 +310,14 @@ fn parse_ra_key(text: &str) -> Result<Box<specie_credential::RaPublicKey>, Strin
     specie_credential::RaPublicKey::decode_exact(&bytes)
         .map(Box::new)
         .map_err(|error| format!("not a registration authority's public key (`specie ra key` prints it): {error}"))
+}
+
+/// A certifier group: hex of its canonical encoding (`specie certifier deal`'s group.hex).
+fn parse_certifier_group(text: &str) -> Result<Box<specie_credential::unlinkable::CertifierGroup>, String> {
+    let bytes = hex::decode(text.trim()).map_err(|error| format!("not hex: {error}"))?;
+    specie_credential::unlinkable::CertifierGroup::decode_exact(&bytes)
+        .map(Box::new)
+        .map_err(|error| format!("not a certifier group (`specie certifier deal` writes one to group.hex): {error}"))
 }
 
 /// An owner auditor's key: hex of its canonical encoding (on the second line of `specie audit key`).

@@ -12,8 +12,8 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use specie_privacy_wallet::session as privacy_session;
 use specie_privacy_wallet::{
-    AnonymousPaymentString, AnonymousWallet, ConfidentialPaymentString, ConfidentialWallet, ANONYMOUS_PAYMENT_PREFIX,
-    CONFIDENTIAL_PAYMENT_PREFIX,
+    AnonymousPaymentString, AnonymousWallet, ConfidentialPaymentString, ConfidentialWallet, UnlinkableWallet,
+    ANONYMOUS_PAYMENT_PREFIX, CONFIDENTIAL_PAYMENT_PREFIX,
 };
 use specie_transaction::{Address, SpecieTransaction, Txid};
 use specie_wallet::session::{self, ImportReport, Submitted};
@@ -23,9 +23,9 @@ use specie_wallet::{
 };
 
 /// How long `send`, `mint` and `redeem` wait for the node by default, in milliseconds.
-const SUBMIT_TIMEOUT_MS_DEFAULT: u64 = 30_000;
+pub(crate) const SUBMIT_TIMEOUT_MS_DEFAULT: u64 = 30_000;
 /// Exit status when a transaction was accepted but is not final yet (0 = done, 1 = failed).
-const EXIT_NOT_FINAL: u8 = 2;
+pub(crate) const EXIT_NOT_FINAL: u8 = 2;
 
 /// Hold and move money: keys, addresses, balance, payments, and (issuer) mint and redeem.
 ///
@@ -178,16 +178,20 @@ pub enum WalletCommand {
         timeout_ms: u64,
     },
 
-    /// Receive a confidential or anonymous payment: check the payer's `specie-cpay1…` or
-    /// `specie-apay1…` string with the node and keep its note.
+    /// Receive a confidential, anonymous or unlinkable payment: check the payer's
+    /// `specie-cpay1…`, `specie-apay1…` or `specie-upay1…` string with the node and keep its note
+    /// (or token).
     ///
     /// The note is kept only if it pays this wallet and the node holds it with exactly the
     /// value and blinding the string states; anything else is refused and nothing is added.
-    /// Receiving the same string twice adds it once. A `specie-pay1…` string is imported as
-    /// `import` does.
+    /// Receiving the same string twice adds it once. An unlinkable token can pay once the
+    /// certifiers (--certifier) certified it. A `specie-pay1…` string is imported as `import`
+    /// does.
     Receive {
-        /// The `specie-cpay1…` or `specie-apay1…` string the payer gave you.
+        /// The `specie-cpay1…`, `specie-apay1…` or `specie-upay1…` string the payer gave you.
         payment: String,
+        #[command(flatten)]
+        certifiers: crate::wallet_unlinkable_cmd::CertifierArgs,
     },
 
     /// Enrol for anonymous payments: answer the registration authority's challenge, then keep
@@ -247,6 +251,42 @@ pub enum WalletCommand {
         /// How long to wait for the node to make the payment final, in milliseconds (max 120000).
         #[arg(long, default_value_t = SUBMIT_TIMEOUT_MS_DEFAULT)]
         timeout_ms: u64,
+    },
+
+    /// Move AMOUNT of this wallet's coins into an unlinkable token of its own (enrolled
+    /// wallets; the value entering is public). Once certified (--certifier), the token pays
+    /// unlinkably: a spend reveals a serial number, never the token, so no one but the owner
+    /// auditors can link a payment to the one that created its money.
+    EnterUnlinkable(crate::wallet_unlinkable_cmd::UnlinkableMove),
+
+    /// Pay AMOUNT unlinkably to the enrolled user ID from this wallet's certified tokens; the
+    /// change comes back as a token (certified through --certifier). Prints the `specie-upay1…`
+    /// string the payee needs (`specie wallet receive <STRING> --certifier URL …`).
+    SendUnlinkable {
+        /// The payee's enrolment id.
+        #[arg(long = "to-id", value_name = "ID")]
+        to_id: u64,
+        #[command(flatten)]
+        moved: crate::wallet_unlinkable_cmd::UnlinkableMove,
+    },
+
+    /// Turn AMOUNT of this wallet's certified tokens back into a transparent coin, of its own or,
+    /// with --to, of another wallet's address (the rest stays a token): the coin's value and
+    /// owner are public from then on.
+    LeaveUnlinkable {
+        #[command(flatten)]
+        moved: crate::wallet_unlinkable_cmd::UnlinkableMove,
+        /// Pay the coin to this address instead of to a fresh address of this wallet.
+        #[arg(long, value_name = "ADDRESS")]
+        to: Option<String>,
+    },
+
+    /// Ask the certifiers (at least k of the node's k-of-n group) to certify every confirmed
+    /// unlinkable token of this wallet that has no certificate yet. Each certifier answers only
+    /// for a token the ledger holds. Exit status 2: some token still waits.
+    Certify {
+        #[command(flatten)]
+        certifiers: crate::wallet_unlinkable_cmd::CertifierArgs,
     },
 
     /// Receive a payment: check a sender's payment string with the node and add its money.
@@ -391,7 +431,7 @@ pub struct LevelMove {
 }
 
 /// The active auditors a private transaction is sent to for co-signing before submission.
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct CosignerArgs {
     /// The URL of an active auditor's co-signing service (`specie audit serve`), repeatable:
     /// one for each active auditor the node requires (`/v1/info`, `active_auditors`).
@@ -440,7 +480,13 @@ pub fn run(args: WalletArgs) -> Result<ExitCode> {
             auditors,
             timeout_ms,
         } => unshield(path, node, amount, &auditors, timeout_ms),
-        WalletCommand::Receive { payment } => receive(path, node, &payment),
+        WalletCommand::Receive { payment, certifiers } => receive(path, node, &payment, &certifiers.certifiers),
+        WalletCommand::EnterUnlinkable(moved) => crate::wallet_unlinkable_cmd::enter(path, node, &moved),
+        WalletCommand::SendUnlinkable { to_id, moved } => crate::wallet_unlinkable_cmd::send(path, node, to_id, &moved),
+        WalletCommand::LeaveUnlinkable { moved, to } => {
+            crate::wallet_unlinkable_cmd::leave(path, node, &moved, to.as_deref())
+        }
+        WalletCommand::Certify { certifiers } => crate::wallet_unlinkable_cmd::certify(path, node, &certifiers),
         WalletCommand::Enrol { challenge, credential } => {
             crate::wallet_anonymous_cmd::enrol(path, node, challenge.as_deref(), credential.as_deref())
         }
@@ -532,6 +578,28 @@ pub(crate) fn print_balance(wallet: &Wallet) {
         if anonymous.pending_out > 0 {
             println!("anonymous pending out:    {} {unit}", anonymous.pending_out);
         }
+        print_unlinkable_balance(wallet, unit);
+    }
+}
+
+fn print_unlinkable_balance(wallet: &Wallet, unit: &str) {
+    let unlinkable = wallet.unlinkable_balance();
+    if unlinkable == Balance::default() {
+        return;
+    }
+    let uncertified: u64 = (wallet.uncertified_tokens().iter()).fold(0, |sum, t| sum.saturating_add(t.value()));
+    println!(
+        "unlinkable spendable:     {} {unit} (in tokens)",
+        unlinkable.spendable - uncertified
+    );
+    if uncertified > 0 {
+        println!("unlinkable uncertified:   {uncertified} {unit} (`specie wallet certify` makes it spendable)");
+    }
+    if unlinkable.pending_in > 0 {
+        println!("unlinkable pending in:    {} {unit}", unlinkable.pending_in);
+    }
+    if unlinkable.pending_out > 0 {
+        println!("unlinkable pending out:   {} {unit}", unlinkable.pending_out);
     }
 }
 
@@ -547,7 +615,7 @@ fn print_confidential_payment_string(payment: &ConfidentialPaymentString) {
 }
 
 /// Tells the sender how to hand over a payment, with the exact command the recipient runs.
-fn print_payment_string(payment: &PaymentString) {
+pub(crate) fn print_payment_string(payment: &PaymentString) {
     let text = payment.encode();
     println!("The recipient needs this payment string to receive the money; send it to them:");
     println!("  {text}");
@@ -721,6 +789,7 @@ pub(crate) enum Built {
         change: u64,
         payment_string: AnonymousPaymentString,
     },
+    Unlinkable(crate::wallet_unlinkable_cmd::Moved),
 }
 
 fn send(path: &Path, node: Option<&str>, address: &str, amount: u64, timeout_ms: u64) -> Result<ExitCode> {
@@ -822,14 +891,18 @@ fn unshield(path: &Path, node: Option<&str>, amount: u64, args: &AuditorArgs, ti
     submit_and_report(path, &mut wallet, &client, tx, built, timeout_ms)
 }
 
-fn receive(path: &Path, node: Option<&str>, text: &str) -> Result<ExitCode> {
+fn receive(path: &Path, node: Option<&str>, text: &str, certifiers: &[String]) -> Result<ExitCode> {
     let lowercase = text.trim().to_ascii_lowercase();
     let anonymous = lowercase.starts_with(ANONYMOUS_PAYMENT_PREFIX);
-    if !anonymous && !lowercase.starts_with(CONFIDENTIAL_PAYMENT_PREFIX) {
+    let unlinkable = lowercase.starts_with(specie_privacy_wallet::UNLINKABLE_PAYMENT_PREFIX);
+    if !anonymous && !unlinkable && !lowercase.starts_with(CONFIDENTIAL_PAYMENT_PREFIX) {
         return import(path, node, text);
     }
     let mut wallet = load(path)?;
     let client = client_for(&mut wallet, node)?;
+    if unlinkable {
+        return crate::wallet_unlinkable_cmd::receive(path, &mut wallet, &client, text, certifiers);
+    }
     let unit = wallet.hrp().to_owned();
     let received = if anonymous {
         privacy_session::receive_anonymous(path, &mut wallet, &client, text)?
@@ -989,6 +1062,7 @@ fn report_built(wallet: &Wallet, built: &Built, unit: &str) {
                 crate::wallet_anonymous_cmd::print_payment_string(payment_string);
             }
         }
+        Built::Unlinkable(moved) => crate::wallet_unlinkable_cmd::report(wallet, moved, unit),
     }
     print_balance(wallet);
 }
@@ -1043,6 +1117,11 @@ fn describe(wallet: &Wallet, kind: &PendingKind, unit: &str) -> String {
         PendingKind::AnonymousPayment { to, amount } => {
             format!("anonymous payment of {amount} {unit} to enrolment id {to}")
         }
+        PendingKind::EnterUnlinkable { amount } => format!("entry of {amount} {unit} into the unlinkable level"),
+        PendingKind::LeaveUnlinkable { amount } => format!("exit of {amount} {unit} from the unlinkable level"),
+        PendingKind::UnlinkablePayment { to, amount } => {
+            format!("unlinkable payment of {amount} {unit} to enrolment id {to}")
+        }
     }
 }
 
@@ -1072,6 +1151,10 @@ fn sync_command(path: &Path, node: Option<&str>, accept_node: bool) -> Result<Ex
         .pending()
         .filter_map(|pending| Some((pending.txid, wallet.anonymous_payment_string_for(&pending.txid)?)))
         .collect();
+    let unlinkable_strings: Vec<(Txid, specie_privacy_wallet::UnlinkablePaymentString)> = wallet
+        .pending()
+        .filter_map(|pending| Some((pending.txid, wallet.unlinkable_payment_string_for(&pending.txid)?)))
+        .collect();
     let abandoned: Vec<Txid> = (wallet.pending())
         .filter(|pending| pending.abandoned)
         .map(|pending| pending.txid)
@@ -1100,6 +1183,9 @@ fn sync_command(path: &Path, node: Option<&str>, accept_node: bool) -> Result<Ex
                 }
                 if let Some((_, payment)) = anonymous_strings.iter().find(|(pending, _)| pending == txid) {
                     crate::wallet_anonymous_cmd::print_payment_string(payment);
+                }
+                if let Some((_, payment)) = unlinkable_strings.iter().find(|(pending, _)| pending == txid) {
+                    crate::wallet_unlinkable_cmd::print_payment_string(payment);
                 }
             }
             Outcome::Rejected { reason, .. } => {

@@ -40,6 +40,8 @@ pub const LEDGER_DISPUTES_PATH: &str = "/v1/ledger/disputes";
 pub const SUPPLY_PATH: &str = "/v1/supply";
 /// The active auditor's service: `POST` a transaction to co-sign.
 pub const COSIGN_PATH: &str = "/v1/cosign";
+/// A certifier's `POST` (`specie certifier serve`).
+pub const CERTIFY_PATH: &str = "/v1/certify";
 
 /// `GET /v1/info`: the node and the network it belongs to. Fields a node of an older version
 /// leaves out read as absent.
@@ -82,6 +84,10 @@ pub struct NodeInfo {
     /// The exchange's bridge key (Ed25519, hex) the core banks for, if any.
     #[serde(default)]
     pub exchange: Option<String>,
+    /// The unlinkable level's certifier group (its encoding, hex), if the node takes unlinkable
+    /// transactions: what their certificates verify under.
+    #[serde(default)]
+    pub certifiers: Option<String>,
     /// How the core orders transactions: `2pc` (two-phase commit) or `atomizer` (blocks).
     #[serde(default)]
     pub shape: String,
@@ -277,6 +283,35 @@ pub struct CosignRequest {
 pub struct CosignBody {
     pub auditor: String,
     pub witness: String,
+}
+
+/// A certifier's `GET /v1/info`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CertifierInfoBody {
+    /// Its place in the group (1-based), as its shares name it.
+    pub certifier: u16,
+    /// The group it belongs to (its encoding, hex): what `specie node --certifiers` takes.
+    pub group: String,
+}
+
+/// `POST /v1/certify`: certify the token at output `index` of transaction `txid`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CertifyRequest {
+    /// The transaction that created the token (hex).
+    pub txid: String,
+    /// The token's output index in it.
+    pub index: u64,
+    /// The token (hex of its canonical encoding).
+    pub token: String,
+}
+
+/// The answer to [`CertifyRequest`]: this certifier's blind share of the token's certificate.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CertifyBody {
+    pub certifier: u16,
+    /// The share (hex of its canonical encoding).
+    pub share: String,
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! server and the wallet's client share ([`http_api`]). The bounded server in front is `specie_service::server`.
 
 pub mod api;
+pub mod certify_api;
 pub mod cosign_api;
 pub mod http_api;
 pub mod observe;

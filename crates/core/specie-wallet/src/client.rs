@@ -8,15 +8,15 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use specie_api::http_api::{
-    BlockBody, CosignBody, CosignRequest, DisputeBody, LedgerHeadBody, PresentBody, QueryRequest, SubmitBody,
-    SubmitRequest, SubmitResultBody, COSIGN_PATH, INFO_PATH, LEDGER_BLOCKS_PATH, LEDGER_DISPUTES_PATH, LEDGER_PATH,
-    TRANSACTIONS_PATH, UHS_QUERY_PATH,
+    BlockBody, CertifyBody, CertifyRequest, CosignBody, CosignRequest, DisputeBody, LedgerHeadBody, PresentBody,
+    QueryRequest, SubmitBody, SubmitRequest, SubmitResultBody, CERTIFY_PATH, COSIGN_PATH, INFO_PATH,
+    LEDGER_BLOCKS_PATH, LEDGER_DISPUTES_PATH, LEDGER_PATH, TRANSACTIONS_PATH, UHS_QUERY_PATH,
 };
 pub use specie_api::NodeInfo;
 use specie_codec::Encode;
 use specie_service::client::read_limited;
 use specie_service::CoreCheckError;
-use specie_transaction::{SpecieTransaction, Txid, UhsId};
+use specie_transaction::{OutPoint, SpecieTransaction, Txid, UhsId};
 use thiserror::Error;
 
 /// Transactions in one `POST /v1/transactions` (the API's limit).
@@ -512,6 +512,29 @@ impl NodeClient {
             .ok_or_else(|| bad("its auditor key is not 32 bytes of hex"))?;
         let witness = hex::decode(&answer.witness).map_err(|_| bad("its witness is not hex"))?;
         Ok((auditor, specie_transaction::Witness(witness)))
+    }
+
+    /// `POST /v1/certify` to a certifier's service (`specie certifier serve`; this client then
+    /// talks to the certifier, not to a node): which certifier answered, and its share of the
+    /// certificate of `token` (its encoding) at `outpoint` (the caller decodes and checks it).
+    pub fn certify(&self, outpoint: &OutPoint, token: &[u8]) -> Result<(u16, Vec<u8>), ClientError> {
+        let url = self.endpoint(CERTIFY_PATH);
+        let request = CertifyRequest {
+            txid: hex::encode(outpoint.txid.0),
+            index: outpoint.index,
+            token: hex::encode(token),
+        };
+        let response = self
+            .agent
+            .post(&url)
+            .send_json(request)
+            .map_err(|error| self.transport_error(&url, error))?;
+        let answer: CertifyBody = self.parse(&url, response)?;
+        let share = hex::decode(&answer.share).map_err(|_| ClientError::BadResponse {
+            url: url.clone(),
+            reason: "its share is not hex".to_owned(),
+        })?;
+        Ok((answer.certifier, share))
     }
 
     /// `POST /v1/uhs/query`, in chunks of [`QUERY_IDS_MAX`].

@@ -381,6 +381,16 @@ pub enum KindRecord {
     LeaveAnonymous {
         amount: u64,
     },
+    EnterUnlinkable {
+        amount: u64,
+    },
+    UnlinkablePayment {
+        to: u64,
+        amount: u64,
+    },
+    LeaveUnlinkable {
+        amount: u64,
+    },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -460,6 +470,9 @@ impl KindRecord {
             PendingKind::Anonymise { amount } => KindRecord::Anonymise { amount },
             PendingKind::AnonymousPayment { to, amount } => KindRecord::AnonymousPayment { to, amount },
             PendingKind::LeaveAnonymous { amount } => KindRecord::LeaveAnonymous { amount },
+            PendingKind::EnterUnlinkable { amount } => KindRecord::EnterUnlinkable { amount },
+            PendingKind::UnlinkablePayment { to, amount } => KindRecord::UnlinkablePayment { to, amount },
+            PendingKind::LeaveUnlinkable { amount } => KindRecord::LeaveUnlinkable { amount },
         }
     }
 }
@@ -942,6 +955,12 @@ impl PendingRecord {
                 to: *to,
                 amount: *amount,
             },
+            KindRecord::EnterUnlinkable { amount } => PendingKind::EnterUnlinkable { amount: *amount },
+            KindRecord::UnlinkablePayment { to, amount } => PendingKind::UnlinkablePayment {
+                to: *to,
+                amount: *amount,
+            },
+            KindRecord::LeaveUnlinkable { amount } => PendingKind::LeaveUnlinkable { amount: *amount },
         };
         Ok(PendingTx {
             txid,

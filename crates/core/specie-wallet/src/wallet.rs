@@ -189,6 +189,19 @@ pub enum PendingKind {
     LeaveAnonymous {
         amount: u64,
     },
+    /// Coins turned into an unlinkable token of this wallet (`specie-privacy-wallet`).
+    EnterUnlinkable {
+        amount: u64,
+    },
+    /// Unlinkable tokens paid to enrolment id `to`.
+    UnlinkablePayment {
+        to: u64,
+        amount: u64,
+    },
+    /// Unlinkable tokens turned back into a transparent coin of this wallet.
+    LeaveUnlinkable {
+        amount: u64,
+    },
 }
 
 /// A transaction this wallet built and has not seen resolved.

@@ -526,6 +526,8 @@ impl Backend for ClusterBackend {
             endorsement_group_key: (self.inner.endorsement.as_ref()).map(|group| hex::encode(group.group_key().0)),
             offline_authority: self.inner.bridges.0.clone(),
             exchange: self.inner.bridges.1.clone(),
+            certifiers: (self.inner.privacy.certifiers.as_ref())
+                .map(|group| hex::encode(specie_codec::Encode::encode(group))),
             shape: self.inner.shape.to_string(),
         })
     }

@@ -71,8 +71,7 @@ pub struct NodeOptions {
     /// every owner it names. Kept in node.toml.
     pub owner_auditors: Vec<specie_credential::AuditorKey>,
     /// The certifier group whose certificates unlinkable spends prove (docs/unlinkable-format.md).
-    /// `None`: every unlinkable transaction is refused (`no_certifiers`). Not kept in node.toml yet:
-    /// give it at every start.
+    /// `None`: every unlinkable transaction is refused (`no_certifiers`). Kept in node.toml.
     pub certifiers: Option<specie_credential::unlinkable::CertifierGroup>,
     /// The active auditors (x-only BIP-340 keys): every private transaction must carry each
     /// one's co-signature. Kept in node.toml.
@@ -890,6 +889,7 @@ impl NodeHandle {
             endorsement_group_key: self.endorsement_group_key().map(|key| hex::encode(key.0)),
             offline_authority: manifest.settings.offline_authority.clone(),
             exchange: manifest.settings.exchange.clone(),
+            certifiers: manifest.settings.certifiers.clone(),
             shape: manifest.shape.name().to_string(),
         })
     }

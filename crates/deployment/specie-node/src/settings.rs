@@ -25,11 +25,12 @@ pub enum KeptSetting {
     ActiveAuditors,
     Endorsement,
     FastpayCommittee,
+    Certifiers,
 }
 
 impl KeptSetting {
     /// Every setting, in the order the start banner shows them.
-    pub const ALL: [KeptSetting; 9] = [
+    pub const ALL: [KeptSetting; 10] = [
         KeptSetting::Issuers,
         KeptSetting::OfflineAuthority,
         KeptSetting::Exchange,
@@ -39,6 +40,7 @@ impl KeptSetting {
         KeptSetting::ActiveAuditors,
         KeptSetting::Endorsement,
         KeptSetting::FastpayCommittee,
+        KeptSetting::Certifiers,
     ];
 
     /// The setting `name` names ([`KeptSetting::name`]).
@@ -58,6 +60,7 @@ impl KeptSetting {
             KeptSetting::ActiveAuditors => "active-auditors",
             KeptSetting::Endorsement => "endorsement",
             KeptSetting::FastpayCommittee => "fastpay-committee",
+            KeptSetting::Certifiers => "certifiers",
         }
     }
 }
@@ -92,6 +95,9 @@ pub struct KeptSettings {
     /// The FastPay committee this node is the Primary of: its canonical encoding, hex.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fastpay_committee: Option<String>,
+    /// The unlinkable level's certifier group (its encoding, hex).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certifiers: Option<String>,
 }
 
 /// Threshold endorsement as kept: `k` of `n` endorsers, shares dealt from `seed`.
@@ -201,6 +207,7 @@ impl KeptSettings {
                 .fastpay_committee
                 .as_ref()
                 .map(specie_fastpay::Committee::to_hex),
+            certifiers: (options.certifiers.as_ref()).map(|group| hex::encode(group.encode())),
         }
     }
 
@@ -273,6 +280,14 @@ impl KeptSettings {
                 change,
                 None,
             )?,
+            certifiers: settle(
+                S::Certifiers,
+                &self.certifiers,
+                &given.certifiers,
+                given.certifiers.is_some(),
+                change,
+                None,
+            )?,
         })
     }
 
@@ -311,6 +326,9 @@ impl KeptSettings {
         });
         options.fastpay_committee = (self.fastpay_committee.as_deref())
             .map(|text| fastpay_committee(KeptSetting::FastpayCommittee, text))
+            .transpose()?;
+        options.certifiers = (self.certifiers.as_deref())
+            .map(|text| decoded(KeptSetting::Certifiers, text))
             .transpose()?;
         Ok(())
     }
@@ -357,6 +375,14 @@ impl KeptSettings {
                 },
             );
             add(KeptSetting::FastpayCommittee, shown);
+        }
+        if let Some(text) = &self.certifiers {
+            let shown = decoded::<specie_credential::unlinkable::CertifierGroup>(KeptSetting::Certifiers, text)
+                .map_or_else(
+                    |_| "does not decode".to_string(),
+                    |group| format!("{} of {}", group.threshold(), group.members()),
+                );
+            add(KeptSetting::Certifiers, shown);
         }
         lines
     }

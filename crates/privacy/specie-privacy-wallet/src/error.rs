@@ -71,6 +71,37 @@ pub enum PrivacyError {
 
     #[error("cannot make the anonymous transaction: {0}")]
     Anonymous(#[from] specie_private_transactions::AnonymousBuildError),
+
+    #[error(
+        "this wallet holds {available} {unit} in certified unlinkable tokens, but this needs {needed} {unit}{}; \
+         `specie wallet enter-unlinkable` turns coins into tokens",
+        uncertified_hint(*uncertified)
+    )]
+    InsufficientTokens {
+        available: u64,
+        needed: u64,
+        unit: String,
+        uncertified: usize,
+    },
+
+    #[error("this wallet holds no such unlinkable token")]
+    NoSuchToken,
+
+    #[error("the certificate does not certify this token under the node's certifier group; nothing was kept")]
+    CertificateRefused,
+
+    #[error("cannot make the unlinkable transaction: {0}")]
+    Unlinkable(#[from] specie_private_transactions::UnlinkableBuildError),
+}
+
+fn uncertified_hint(uncertified: usize) -> String {
+    match uncertified {
+        0 => String::new(),
+        n => format!(
+            " ({n} confirmed token(s) still wait for their certificate: `specie wallet certify --certifier URL …` \
+             asks the certifiers)"
+        ),
+    }
 }
 
 fn insufficient_notes_message(confidential: u64, needed: u64, unit: &str) -> String {

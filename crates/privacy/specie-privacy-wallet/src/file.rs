@@ -10,8 +10,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use specie_codec::{Decode, Encode};
 use specie_confidential::{Opening, Scalar};
+use specie_credential::unlinkable::Certificate;
 use specie_credential::{Credential, EnrolmentChallenge, Identity, RaPublicKey, Textual, UserSecret};
-use specie_private_transactions::{AnonymousTransaction, ConfidentialInput, ConfidentialTransaction};
+use specie_private_transactions::{
+    AnonymousTransaction, ConfidentialInput, ConfidentialTransaction, UnlinkableTransaction,
+};
 use specie_transaction::{OutPoint, Txid};
 use specie_wallet::{
     file_hex32 as hex32, file_txid as txid_from, CoinState, StateRecord, Wallet, WalletFileError, WalletPart,
@@ -24,6 +27,8 @@ use crate::anonymous_payment::AnonymousPaymentString;
 use crate::confidential_payment::ConfidentialPaymentString;
 use crate::notes::Note;
 use crate::part::{PrivacyPart, PRIVACY_PART};
+use crate::unlinkable::UnlinkableToken;
+use crate::unlinkable_payment::UnlinkablePaymentString;
 
 /// What is wrong in the privacy part of a wallet file (the core's `WalletFileError::Part`). No
 /// variant carries a secret: an opening, a seed or a payment string.
@@ -38,6 +43,11 @@ pub enum PrivacyFileError {
     BadIdentity { what: &'static str },
     #[error("anonymous note {txid}:{index} does not decode, or does not pay this wallet's enrolment id")]
     BadAnonymousNote { txid: Txid, index: u64 },
+    #[error(
+        "unlinkable token {txid}:{index} or its certificate does not decode, or it does not pay this wallet's \
+         enrolment id"
+    )]
+    BadUnlinkableToken { txid: Txid, index: u64 },
     /// A field does not have the shape of its records.
     #[error("its notes or identity do not have the wallet file's shape: {0}")]
     Shape(String),
@@ -70,6 +80,12 @@ struct PrivacyFields {
     /// The payee's string of each pending anonymous payment (version 4).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     sent_anonymous: Vec<SentConfidentialRecord>,
+    /// Unlinkable tokens, each its `specie-upay1…` string, certificate and state.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    unlinkable_tokens: Vec<UnlinkableTokenRecord>,
+    /// The payee's string of each pending unlinkable payment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    sent_unlinkable: Vec<SentConfidentialRecord>,
 }
 
 /// The top-level fields the part owns.
@@ -80,6 +96,8 @@ const FIELDS: &[&str] = &[
     "enrolling",
     "anonymous_notes",
     "sent_anonymous",
+    "unlinkable_tokens",
+    "sent_unlinkable",
 ];
 
 /// The wallet's enrolled identity. `secret_seed` is as secret as a key: with it and the
@@ -109,6 +127,17 @@ pub struct EnrollingRecord {
 pub struct AnonymousNoteRecord {
     /// The note's `specie-apay1…` string: as secret as the note's value.
     pub payment_string: String,
+    pub state: StateRecord,
+}
+
+/// An unlinkable token.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UnlinkableTokenRecord {
+    /// The token's `specie-upay1…` string: as secret as its value.
+    pub payment_string: String,
+    /// The certifiers' combined certificate (hex of its encoding), once given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<String>,
     pub state: StateRecord,
 }
 
@@ -156,11 +185,14 @@ impl WalletPartKind for PrivacyKind {
         let mut part = PrivacyPart::default();
         fields.restore_notes(&mut part, wallet)?;
         fields.restore_anonymous(&mut part, wallet)?;
+        fields.restore_unlinkable(&mut part, wallet)?;
         Ok(Box::new(part))
     }
 
     fn payment_string_decodes(&self, text: &str) -> bool {
-        ConfidentialPaymentString::parse(text).is_ok() || AnonymousPaymentString::parse(text).is_ok()
+        ConfidentialPaymentString::parse(text).is_ok()
+            || AnonymousPaymentString::parse(text).is_ok()
+            || UnlinkablePaymentString::parse(text).is_ok()
     }
 }
 
@@ -193,6 +225,16 @@ pub(crate) fn to_fields(part: &PrivacyPart) -> Map<String, Value> {
             })
             .collect(),
         sent_anonymous: (part.sent_anonymous.iter())
+            .map(|(txid, payment)| sent(txid, payment.encode()))
+            .collect(),
+        unlinkable_tokens: (part.unlinkable_tokens.values())
+            .map(|token| UnlinkableTokenRecord {
+                payment_string: token.payment.encode(),
+                certificate: token.certificate.as_ref().map(|c| hex::encode(c.encode())),
+                state: StateRecord::from(token.state),
+            })
+            .collect(),
+        sent_unlinkable: (part.sent_unlinkable.iter())
             .map(|(txid, payment)| sent(txid, payment.encode()))
             .collect(),
     };
@@ -258,6 +300,70 @@ impl PrivacyFields {
             part.sent_anonymous.insert(txid, payment);
         }
         Ok(())
+    }
+}
+
+impl PrivacyFields {
+    /// The unlinkable tokens (each paying the wallet's id, and if being spent, by one of its
+    /// pending transactions, which reveals the token's serial number) and the strings of pending
+    /// unlinkable payments.
+    fn restore_unlinkable(&self, part: &mut PrivacyPart, wallet: &Wallet) -> Result<(), WalletFileError> {
+        for record in &self.unlinkable_tokens {
+            let token = record.to_token(part.identity.as_ref().map(|e| &e.identity), wallet)?;
+            let outpoint = token.payment.outpoint();
+            if part.unlinkable_tokens.insert(outpoint, token).is_some() {
+                return Err(WalletFileError::DuplicateCoin {
+                    txid: outpoint.txid,
+                    index: outpoint.index,
+                });
+            }
+        }
+        for record in &self.sent_unlinkable {
+            let txid = txid_from(&record.txid, "sent unlinkable payment txid")?;
+            let payment = UnlinkablePaymentString::parse(&record.payment_string)
+                .map_err(|_| WalletFileError::BadSentPayment { txid })?;
+            part.sent_unlinkable.insert(txid, payment);
+        }
+        Ok(())
+    }
+}
+
+impl UnlinkableTokenRecord {
+    fn to_token(&self, ours: Option<&Identity>, wallet: &Wallet) -> Result<UnlinkableToken, WalletFileError> {
+        let payment =
+            UnlinkablePaymentString::parse(&self.payment_string).map_err(|_| PrivacyFileError::BadIdentity {
+                what: "unlinkable token",
+            })?;
+        let bad = || -> WalletFileError {
+            PrivacyFileError::BadUnlinkableToken {
+                txid: payment.txid,
+                index: payment.index,
+            }
+            .into()
+        };
+        let serial = ours
+            .and_then(|identity| payment.opening.serial_number(identity))
+            .ok_or_else(bad)?;
+        let certificate = match &self.certificate {
+            None => None,
+            Some(text) => Some(
+                (hex::decode(text).ok())
+                    .and_then(|bytes| Certificate::decode_exact(&bytes).ok())
+                    .ok_or_else(bad)?,
+            ),
+        };
+        let spends = |txid: &Txid| {
+            wallet.pending_tx(txid).is_some_and(|pending| {
+                (pending.tx.capability::<UnlinkableTransaction>())
+                    .is_some_and(|tx| tx.proof.serial_numbers().any(|spent| *spent == serial))
+            })
+        };
+        let state = note_state(&self.state, "unlinkable token state txid", spends, |_| bad())?;
+        Ok(UnlinkableToken {
+            payment,
+            certificate,
+            state,
+        })
     }
 }
 

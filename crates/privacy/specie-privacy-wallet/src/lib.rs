@@ -9,6 +9,9 @@
 //! * The anonymous level ([`AnonymousNote`], [`AnonymousWallet`]): enrol with the registration
 //!   authority, anonymise coins, pay an enrolment id with an [`AnonymousPaymentString`]
 //!   (`specie-apay1…`), leave the level; [`receive_anonymous`].
+//! * The unlinkable level ([`UnlinkableToken`], [`UnlinkableWallet`]), with the same identity:
+//!   enter with coins, have tokens certified, pay an enrolment id with an
+//!   [`UnlinkablePaymentString`] (`specie-upay1…`), leave the level; [`receive_unlinkable`].
 //! * [`session`]: what the command line does around a wallet file for them (the node's
 //!   auditors and RA, receiving, enrolling, the active auditors' co-signatures).
 //!
@@ -24,6 +27,8 @@ mod file;
 mod notes;
 mod part;
 pub mod session;
+mod unlinkable;
+mod unlinkable_payment;
 
 #[cfg(test)]
 mod anonymous_tests;
@@ -51,6 +56,10 @@ pub use notes::{
     Unshielded, NOTE_INPUTS_MAX,
 };
 pub use part::{PrivacyPart, PRIVACY_PART};
+pub use unlinkable::{receive_unlinkable, UnlinkablePayment, UnlinkablePolicy, UnlinkableToken, UnlinkableWallet};
+pub use unlinkable_payment::{
+    UnlinkablePaymentString, UnlinkablePaymentStringError, UNLINKABLE_PAYMENT_CHARS, UNLINKABLE_PAYMENT_PREFIX,
+};
 
 /// Makes this process read and write the privacy levels' part of wallet files and decode their
 /// transactions (`specie_private_transactions::install`). Idempotent; call it before loading a

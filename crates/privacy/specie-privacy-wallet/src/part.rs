@@ -12,6 +12,8 @@ use crate::anonymous::{AnonymousNote, EnrolledIdentity, Enrolling};
 use crate::anonymous_payment::AnonymousPaymentString;
 use crate::confidential_payment::ConfidentialPaymentString;
 use crate::notes::Note;
+use crate::unlinkable::UnlinkableToken;
+use crate::unlinkable_payment::UnlinkablePaymentString;
 
 /// The part's name, and the name of its kind.
 pub const PRIVACY_PART: &str = "privacy";
@@ -33,6 +35,10 @@ pub struct PrivacyPart {
     pub(crate) anonymous_notes: BTreeMap<OutPoint, AnonymousNote>,
     /// The payee's string of each pending anonymous payment.
     pub(crate) sent_anonymous: BTreeMap<Txid, AnonymousPaymentString>,
+    /// Unlinkable tokens this wallet holds (spendable once certified).
+    pub(crate) unlinkable_tokens: BTreeMap<OutPoint, UnlinkableToken>,
+    /// The payee's string of each pending unlinkable payment.
+    pub(crate) sent_unlinkable: BTreeMap<Txid, UnlinkablePaymentString>,
 }
 
 /// The privacy part of `wallet`, if it holds one.
@@ -156,6 +162,8 @@ impl WalletPart for PrivacyPart {
         settle(&mut self.notes, txid, confirmed, settled);
         self.sent_anonymous.remove(txid);
         settle(&mut self.anonymous_notes, txid, confirmed, settled);
+        self.sent_unlinkable.remove(txid);
+        settle(&mut self.unlinkable_tokens, txid, confirmed, settled);
     }
 
     fn spendable(&self) -> Vec<(OutPoint, UhsId, u64)> {
@@ -190,12 +198,15 @@ impl WalletPart for PrivacyPart {
     /// A note waiting with no pending transaction of the wallet's own is an import.
     fn holds_any(&self) -> bool {
         let held = |state: CoinState| !matches!(state, CoinState::PendingReceive { .. });
-        self.notes.values().any(|note| held(note.state)) || self.anonymous_notes.values().any(|note| held(note.state))
+        self.notes.values().any(|note| held(note.state))
+            || self.anonymous_notes.values().any(|note| held(note.state))
+            || self.unlinkable_tokens.values().any(|token| held(token.state))
     }
 
     fn payment_string_for(&self, txid: &Txid) -> Option<String> {
         let confidential = self.sent_confidential.get(txid).map(ConfidentialPaymentString::encode);
-        confidential.or_else(|| self.sent_anonymous.get(txid).map(AnonymousPaymentString::encode))
+        (confidential.or_else(|| self.sent_anonymous.get(txid).map(AnonymousPaymentString::encode)))
+            .or_else(|| self.sent_unlinkable.get(txid).map(UnlinkablePaymentString::encode))
     }
 
     fn to_fields(&self) -> Map<String, Value> {

@@ -8,14 +8,19 @@ use std::path::Path;
 
 use specie_confidential::AuditorKey;
 use specie_credential::{Credential, EnrolmentChallenge, EnrolmentId, RaPublicKey, Textual};
-use specie_private_transactions::{AnonymousTransaction, ConfidentialTransaction};
+use specie_private_transactions::{AnonymousTransaction, ConfidentialTransaction, UnlinkableTransaction};
 use specie_transaction::SpecieTransaction;
 use specie_wallet::session::SessionError;
 use specie_wallet::{ClientError, FileError, NodeClient, Wallet, WalletError, WalletFile};
 
+use specie_codec::{Decode, Encode};
+use specie_credential::unlinkable::CertificateShare;
+use specie_transaction::OutPoint;
+
 use crate::{
     parse_auditors, AnonymousPaymentString, AnonymousPaymentStringError, AnonymousPolicy, AnonymousWallet,
-    ConfidentialPaymentString, ConfidentialPaymentStringError, PrivacyError, ReceivedNote,
+    ConfidentialPaymentString, ConfidentialPaymentStringError, PrivacyError, ReceivedNote, UnlinkablePaymentString,
+    UnlinkablePolicy, UnlinkableWallet,
 };
 
 /// Why a private wallet command could not do its work.
@@ -42,6 +47,13 @@ pub enum PrivacySessionError {
     CosignerMissing { url: String, auditor: String },
     #[error("the co-signer at {url} answered for auditor {auditor}, whom the node does not require")]
     CosignerNotRequired { url: String, auditor: String },
+    #[error(transparent)]
+    UnlinkablePaymentString(#[from] crate::UnlinkablePaymentStringError),
+    #[error(
+        "the node at {url} takes no unlinkable transactions (it names no certifier group in /v1/info; its operator \
+         starts it with --certifiers)"
+    )]
+    NoCertifiers { url: String },
     #[error("the node at {url} lists a key that does not decode as {what}: {text}")]
     BadNodeKey {
         url: String,
@@ -217,10 +229,97 @@ pub fn cosign(
         let mut private = private.clone();
         private.witnesses.extend(cosignatures);
         private.into()
+    } else if let Some(private) = tx.capability::<UnlinkableTransaction>() {
+        let mut private = private.clone();
+        private.witnesses.extend(cosignatures);
+        private.into()
     } else {
         // Only private transactions are co-signed; the node checks nothing else.
         return Ok(tx);
     };
     wallet.replace_pending_transaction(tx.clone())?;
     Ok(tx)
+}
+
+/// The node's policy for unlinkable transactions: its certifier group and owner auditors
+/// (`GET /v1/info`).
+pub fn unlinkable_policy(client: &NodeClient) -> Result<UnlinkablePolicy, PrivacySessionError> {
+    let url = client.url().to_string();
+    let certifiers = (client.info()?.certifiers).ok_or(PrivacySessionError::NoCertifiers { url: url.clone() })?;
+    let certifiers = decode_node_key(&url, "a certifier group", &certifiers)?;
+    let owner_auditors = anonymous_policy(client, true)?.owner_auditors;
+    Ok(UnlinkablePolicy {
+        certifiers,
+        owner_auditors,
+    })
+}
+
+/// Receives the unlinkable payment string `text` (see [`crate::receive_unlinkable`]) and saves
+/// the wallet if it gained a token.
+pub fn receive_unlinkable(
+    path: &Path,
+    wallet: &mut Wallet,
+    client: &NodeClient,
+    text: &str,
+) -> Result<ReceivedNote, PrivacySessionError> {
+    let payment = UnlinkablePaymentString::parse(text)?;
+    let received = crate::receive_unlinkable(wallet, client, &payment)?;
+    if !received.already_known {
+        WalletFile::save(path, wallet)?;
+    }
+    Ok(received)
+}
+
+/// What asking the certifiers did.
+#[derive(Debug, Default)]
+pub struct Certified {
+    /// Value of the tokens certified now.
+    pub certified: Vec<u64>,
+    /// The tokens still uncertified, each with what the certifiers answered.
+    pub waiting: Vec<(OutPoint, Vec<String>)>,
+}
+
+/// Asks the certifiers at `urls` (their `specie certifier serve`) to certify every confirmed
+/// token of this wallet that has no certificate yet; keeps each certificate once `k` of them
+/// gave valid shares, and saves the wallet if any was kept. A certifier that refuses or cannot
+/// be reached only costs its share.
+pub fn certify_tokens(
+    path: &Path,
+    wallet: &mut Wallet,
+    policy: &UnlinkablePolicy,
+    urls: &[String],
+) -> Result<Certified, PrivacySessionError> {
+    let certifiers = urls
+        .iter()
+        .map(|url| NodeClient::new(url))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut report = Certified::default();
+    for payment in wallet.uncertified_tokens() {
+        let (outpoint, token) = (payment.outpoint(), payment.token().encode());
+        let mut shares = Vec::with_capacity(certifiers.len());
+        let mut answers = vec![];
+        for (url, certifier) in urls.iter().zip(&certifiers) {
+            match certifier.certify(&outpoint, &token) {
+                Ok((_, bytes)) => match CertificateShare::decode_exact(&bytes) {
+                    Ok(share) => shares.push(share),
+                    Err(error) => answers.push(format!("{url}: its share does not decode ({error})")),
+                },
+                Err(error) => answers.push(format!("{url}: {error}")),
+            }
+        }
+        match payment.opening.certificate(&policy.certifiers, &shares) {
+            Ok(certificate) => {
+                wallet.keep_certificate(&outpoint, certificate, &policy.certifiers)?;
+                report.certified.push(payment.value());
+            }
+            Err(error) => {
+                answers.push(error.to_string());
+                report.waiting.push((outpoint, answers));
+            }
+        }
+    }
+    if !report.certified.is_empty() {
+        WalletFile::save(path, wallet)?;
+    }
+    Ok(report)
 }

@@ -620,3 +620,192 @@ fn an_issuer_key_kept_apart_signs_mints_and_redeems_through_an_external_signer()
     node.kill().unwrap();
     node.wait().unwrap();
 }
+
+/// The unlinkable level with the CLI only, against `specie node --certifiers` and two members of
+/// a 2-of-3 certifier group (`specie certifier deal`, `specie certifier serve`): Alice's coins
+/// enter the level, her token waits until two certifiers certified it (one is not enough), she
+/// pays Bob unlinkably, Bob receives the `specie-upay1…` string (once, however often; not Alice),
+/// has it certified and leaves the level with part of it. The certifiers refuse a token the
+/// ledger does not hold and what does not decode; a certifier pointed at a node of another
+/// group refuses to start; the auditor counts the level and its total exactly.
+#[test]
+fn enter_pay_receive_and_leave_unlinkably_with_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    let (issuer, alice, bob, auditor_key, ra_dir, group_dir) = (
+        path("issuer.json"),
+        path("alice.json"),
+        path("bob.json"),
+        path("auditor.key"),
+        path("ra"),
+        path("certifiers"),
+    );
+    let issuer_key = issuer_wallet(&issuer);
+    let keys = run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
+    let owner_auditor = line_starting(&keys, "owner auditor key: ").replace("owner auditor key: ", "");
+    let ra_key = ra(&ra_dir, &["init"]);
+    let group = run(&[
+        "certifier",
+        "deal",
+        "--group",
+        "2-of-3",
+        "--out",
+        group_dir.to_str().unwrap(),
+    ])
+    .unwrap();
+    let group = group.trim().to_string();
+    assert_eq!(
+        std::fs::read_to_string(group_dir.join("group.hex")).unwrap().trim(),
+        group
+    );
+    let again = run(&[
+        "certifier",
+        "deal",
+        "--group",
+        "2-of-3",
+        "--out",
+        group_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        again.unwrap_err().contains("does not exist yet"),
+        "a group is never overwritten"
+    );
+    let (mut node, url) = start_serving(&[
+        "node",
+        "--listen",
+        "127.0.0.1:0",
+        "--issuer",
+        &issuer_key,
+        "--registration-authority",
+        &ra_key,
+        "--owner-auditor",
+        &owner_auditor,
+        "--certifiers",
+        &group,
+        "--data-dir",
+        path("node").to_str().unwrap(),
+    ]);
+    let secret = |i: u8| group_dir.join(format!("certifier-{i}.secret"));
+    let serve = |i: u8, node: &str| {
+        let secret = secret(i);
+        start_serving(&[
+            "certifier",
+            "serve",
+            "--secret",
+            secret.to_str().unwrap(),
+            "--node",
+            node,
+            "--listen",
+            "127.0.0.1:0",
+        ])
+    };
+    let (mut first, first_url) = serve(1, &url);
+    let (mut second, second_url) = serve(2, &url);
+
+    // A member pointed at a node that trusts no certifier group refuses to start.
+    let (mut plain, plain_url) = start_serving(&[
+        "node",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        path("plain").to_str().unwrap(),
+    ]);
+    let secret3 = secret(3);
+    let refused = run(&[
+        "certifier",
+        "serve",
+        "--secret",
+        secret3.to_str().unwrap(),
+        "--node",
+        &plain_url,
+    ]);
+    assert!(refused.unwrap_err().contains("takes no unlinkable transactions"));
+
+    for (wallet, id) in [(&alice, "7"), (&bob, "8")] {
+        create_and_enrol(wallet, &url, &ra_dir, id);
+    }
+    let minted = core_wallet(
+        &issuer,
+        &["--node", &url, "mint", "1000", "--to", &wallet_address(&alice)],
+    );
+    core_wallet(&alice, &["import", &line_starting(&minted, "specie-pay1")]);
+    core_wallet(&alice, &["enter-unlinkable", "--amount", "600"]);
+    assert_eq!(wallet_balance(&alice, "unlinkable uncertified:"), 600);
+    let alice_arg = alice.to_str().unwrap();
+    let early = run(&[
+        "wallet",
+        "--wallet",
+        alice_arg,
+        "send-unlinkable",
+        "--to-id",
+        "8",
+        "--amount",
+        "10",
+    ]);
+    assert!(
+        early.unwrap_err().contains("wait for their certificate"),
+        "an uncertified token cannot pay"
+    );
+    let one = run(&["wallet", "--wallet", alice_arg, "certify", "--certifier", &first_url]);
+    assert!(one.is_err(), "one share of a 2-of-3 group certifies nothing");
+    let both = ["--certifier", first_url.as_str(), "--certifier", second_url.as_str()];
+    core_wallet(&alice, &[&["certify"][..], &both].concat());
+    assert_eq!(wallet_balance(&alice, "unlinkable spendable:"), 600);
+    assert_eq!(wallet_balance(&alice, "spendable:"), 400);
+
+    let sent = core_wallet(
+        &alice,
+        &[&["send-unlinkable", "--to-id", "8", "--amount", "250"][..], &both].concat(),
+    );
+    let payment = line_starting(&sent, "specie-upay1");
+    assert_eq!(
+        wallet_balance(&alice, "unlinkable spendable:"),
+        350,
+        "the change came back certified"
+    );
+    let not_hers = run(&["wallet", "--wallet", alice_arg, "receive", &payment]);
+    assert!(
+        not_hers.unwrap_err().contains("another enrolment id"),
+        "a payment to id 8 is not alice's"
+    );
+    core_wallet(&bob, &[&["receive", &payment][..], &both].concat());
+    core_wallet(&bob, &[&["receive", &payment][..], &both].concat());
+    assert_eq!(wallet_balance(&bob, "unlinkable spendable:"), 250, "received once");
+    core_wallet(&bob, &[&["leave-unlinkable", "--amount", "100"][..], &both].concat());
+    assert_eq!(wallet_balance(&bob, "unlinkable spendable:"), 150);
+    assert_eq!(wallet_balance(&bob, "spendable:"), 100);
+
+    // A certifier answers only for tokens the ledger holds, and refuses what does not decode.
+    let post = |token: String| {
+        let body = serde_json::json!({"txid": "00".repeat(32), "index": 0, "token": token});
+        match ureq::post(&format!("{first_url}/v1/certify")).send_json(body) {
+            Err(ureq::Error::Status(code, response)) => (code, response.into_string().unwrap()),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    };
+    use specie_codec::Encode;
+    let stranger = specie_credential::unlinkable::TokenOpening::random(
+        specie_credential::EnrolmentId(8),
+        5,
+        &mut rand::thread_rng(),
+    );
+    let (code, body) = post(hex::encode(stranger.token().encode()));
+    assert_eq!(code, 422, "{body}");
+    assert!(body.contains("not_in_ledger"), "{body}");
+    let (code, body) = post("00ff".into());
+    assert_eq!((code, body.contains("bad_token")), (400, true), "{body}");
+
+    // The auditor counts the three unlinkable transactions and the 500 still in the level.
+    let shown = audit_show(&url, &auditor_key, &[]).unwrap();
+    let last: serde_json::Value = serde_json::from_str(shown.trim().lines().last().unwrap()).unwrap();
+    let summary = &last["summary"];
+    assert_eq!(
+        (summary["unlinkable"].as_u64(), summary["unlinkable_pool"].as_u64()),
+        (Some(3), Some(500)),
+        "{summary}"
+    );
+    for child in [&mut node, &mut first, &mut second, &mut plain] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}

@@ -469,3 +469,16 @@ fn every_changed_byte_is_refused() {
         }
     }
 }
+
+#[test]
+fn a_certifier_secret_belongs_to_its_group_at_its_index_only() {
+    let w = world(9);
+    for certifier in &w.certifiers {
+        assert!(certifier.belongs_to(&w.group));
+    }
+    let (other, _) = deal_certifiers(3, 4, &mut StdRng::seed_from_u64(10)).unwrap();
+    assert!(!w.certifiers[0].belongs_to(&other), "another group's member");
+    let mut moved = w.certifiers[0].clone();
+    moved.index = 2;
+    assert!(!moved.belongs_to(&w.group), "another member's place");
+}

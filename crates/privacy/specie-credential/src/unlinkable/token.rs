@@ -268,9 +268,23 @@ impl Certificate {
     }
 }
 
+impl CertificateShare {
+    /// The certifier (1-based) that made it.
+    pub fn certifier(&self) -> u16 {
+        self.certifier
+    }
+}
+
 impl CertifierSecret {
     pub fn index(&self) -> u16 {
         self.index
+    }
+
+    /// Whether this is the secret of certifier `index` of `group` (its public key is the
+    /// group's member key at that index).
+    pub fn belongs_to(&self, group: &CertifierGroup) -> bool {
+        let public = PublicKey::new(&self.key, &unlinkable_generators().token);
+        group.member(self.index) == Some(&public)
     }
 
     /// Blind-signs a token. The caller (the certification service) answers only for tokens that
