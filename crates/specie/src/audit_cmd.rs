@@ -81,6 +81,11 @@ enum AuditCommand {
         /// node's own (`/v1/info`); give it to trust the node for less.
         #[arg(long, value_name = "HEX")]
         registration_authority: Option<String>,
+        /// The certifier group (hex, as `specie certifier deal` writes it to group.hex) every
+        /// unlinkable transfer proof must verify under (exit 1 if one does not). Default: the
+        /// node's own (`/v1/info`); give it to trust the node for less.
+        #[arg(long, value_name = "HEX")]
+        certifiers: Option<String>,
     },
     /// Serve as an active auditor: review every private transaction a wallet sends before it
     /// is submitted (`specie wallet … --cosigner URL`), and co-sign it if this auditor can read
@@ -204,6 +209,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
             group_key,
             directory,
             registration_authority,
+            certifiers,
         } => {
             let options = ShowOptions {
                 flag_over,
@@ -212,6 +218,7 @@ pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
                 group_key,
                 directory,
                 registration_authority,
+                certifiers,
             };
             show(&node, &key, &options)
         }
@@ -567,6 +574,7 @@ struct ShowOptions {
     group_key: Option<String>,
     directory: Option<PathBuf>,
     registration_authority: Option<String>,
+    certifiers: Option<String>,
 }
 
 /// The registration authority anonymous spend proofs are checked against: the one given, or the
@@ -621,6 +629,7 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
         });
     }
     let authority = registration_authority(&client, options.registration_authority.as_deref())?;
+    let certifiers = certifier_group(&client, options.certifiers.as_deref())?;
     let height = client.ledger_height()?;
     let limits = BlockLimits::default();
     let mut summary = Summary::default();
@@ -638,7 +647,9 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
             block.commits_to_records(),
             "block {h}'s header does not commit to its records"
         );
-        summary.invalid_proofs += invalid_proofs(&block) + invalid_anonymous(&block, authority.as_ref());
+        summary.invalid_proofs += invalid_proofs(&block)
+            + invalid_anonymous(&block, authority.as_ref())
+            + invalid_unlinkable(&block, authority.as_ref(), certifiers.as_ref());
         if let Some(key) = &group_key {
             check_endorsements(&block, key, &mut summary);
         }
@@ -706,6 +717,61 @@ fn invalid_anonymous(block: &Block, authority: Option<&specie_credential::RaPubl
             eprintln!(
                 "INVALID PROOF in block {}: anonymous transaction {txid}",
                 block.header.height
+            );
+            invalid += 1;
+        }
+    }
+    invalid
+}
+
+/// The certifier group unlinkable proofs are checked against: the one given, or the node's.
+fn certifier_group(
+    client: &NodeClient,
+    given: Option<&str>,
+) -> anyhow::Result<Option<specie_credential::unlinkable::CertifierGroup>> {
+    let parse = |text: &str| {
+        let bytes = hex::decode(text.trim()).ok()?;
+        specie_credential::unlinkable::CertifierGroup::decode_exact(&bytes).ok()
+    };
+    match given {
+        Some(text) => parse(text).map(Some).ok_or_else(|| {
+            anyhow::anyhow!("--certifiers is not a certifier group in hex (`specie certifier deal` writes group.hex)")
+        }),
+        None => Ok(client.info()?.certifiers.as_deref().and_then(parse)),
+    }
+}
+
+/// Unlinkable transactions of `block` whose transfer proofs fail, verified together (one by one
+/// only if the batch fails). Without the RA and the certifier group none can be checked: each
+/// counts as invalid.
+fn invalid_unlinkable(
+    block: &Block,
+    authority: Option<&specie_credential::RaPublicKey>,
+    certifiers: Option<&specie_credential::unlinkable::CertifierGroup>,
+) -> u64 {
+    use specie_private_transactions::UnlinkableTransaction;
+    let txs: Vec<(&UnlinkableTransaction, [u8; 32])> = (block.records.iter())
+        .filter_map(|record| record.transaction().capability::<UnlinkableTransaction>())
+        .map(|tx| (tx, tx.context()))
+        .collect();
+    let keys = authority
+        .zip(certifiers)
+        .map(|(authority, certifiers)| specie_credential::unlinkable::UnlinkableKeys { authority, certifiers });
+    let batch: Vec<_> = txs.iter().map(|(tx, context)| (&tx.proof, context)).collect();
+    if batch.is_empty()
+        || keys
+            .as_ref()
+            .is_some_and(|keys| specie_credential::unlinkable::verify_unlinkable_batch(keys, &batch).is_ok())
+    {
+        return 0;
+    }
+    let mut invalid = 0;
+    for (tx, context) in &txs {
+        if keys.as_ref().is_none_or(|keys| tx.proof.verify(keys, context).is_err()) {
+            eprintln!(
+                "INVALID PROOF in block {}: unlinkable transaction {}",
+                block.header.height,
+                tx.txid()
             );
             invalid += 1;
         }

@@ -626,8 +626,9 @@ fn an_issuer_key_kept_apart_signs_mints_and_redeems_through_an_external_signer()
 /// enter the level, her token waits until two certifiers certified it (one is not enough), she
 /// pays Bob unlinkably, Bob receives the `specie-upay1…` string (once, however often; not Alice),
 /// has it certified and leaves the level with part of it. The certifiers refuse a token the
-/// ledger does not hold and what does not decode; a certifier pointed at a node of another
-/// group refuses to start; the auditor counts the level and its total exactly.
+/// ledger does not hold and what does not decode; a certifier pointed at a node that takes no
+/// unlinkable transactions refuses to start; the auditor counts the level and its total exactly
+/// and verifies every transfer proof under the group (and none under another).
 #[test]
 fn enter_pay_receive_and_leave_unlinkably_with_the_cli() {
     let dir = tempfile::tempdir().unwrap();
@@ -804,6 +805,23 @@ fn enter_pay_receive_and_leave_unlinkably_with_the_cli() {
         (Some(3), Some(500)),
         "{summary}"
     );
+    assert_eq!(
+        summary["invalid_proofs"], 0,
+        "every transfer proof verifies under the node's group"
+    );
+    // Pinned to another group (a node lying about its certifiers), the proofs do not verify.
+    let other_dir = path("other-certifiers");
+    let other = run(&[
+        "certifier",
+        "deal",
+        "--group",
+        "2-of-3",
+        "--out",
+        other_dir.to_str().unwrap(),
+    ])
+    .unwrap();
+    let refused = audit_show(&url, &auditor_key, &["--certifiers", other.trim()]).unwrap_err();
+    assert!(refused.contains("INVALID PROOF"), "{refused}");
     for child in [&mut node, &mut first, &mut second, &mut plain] {
         child.kill().unwrap();
         child.wait().unwrap();
