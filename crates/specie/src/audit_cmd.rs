@@ -621,13 +621,16 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
     let client = NodeClient::new(node)?;
     let group_key = group_key(&client, options.group_key.as_deref())?;
     let seed = read_seed(key)?;
-    let mut auditor = PassiveAuditor::new(AuditorSecret::from_seed(&seed), flag_over);
-    if let Some(directory) = &options.directory {
-        auditor = auditor.with_owner_view(OwnerView {
-            secret: specie_credential::AuditorSecret::from_seed(&seed),
-            directory: read_directory(directory)?,
-        });
-    }
+    // The owner key reads unlinkable values with or without a directory; only naming owners
+    // needs the ids.
+    let directory = match &options.directory {
+        Some(directory) => read_directory(directory)?,
+        None => AuditDirectory::default(),
+    };
+    let mut auditor = PassiveAuditor::new(AuditorSecret::from_seed(&seed), flag_over).with_owner_view(OwnerView {
+        secret: specie_credential::AuditorSecret::from_seed(&seed),
+        directory,
+    });
     let authority = registration_authority(&client, options.registration_authority.as_deref())?;
     let certifiers = certifier_group(&client, options.certifiers.as_deref())?;
     let height = client.ledger_height()?;
@@ -663,8 +666,8 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
             let unnamed = (audited.anonymous && unknown(&audited.outputs))
                 || (audited.unlinkable && (unknown(&audited.inputs) || unknown(&audited.outputs)));
             summary.unnamed += u64::from(unnamed);
-            // An unlinkable transaction's token values are hidden from every auditor (its total
-            // is counted below), not another jurisdiction's.
+            // An unlinkable transaction never names what its spent tokens held (the level's total
+            // is counted below): that is not another jurisdiction's value.
             summary.unreadable += u64::from(!audited.readable() && !audited.unlinkable);
             summary.flagged += u64::from(audited.flagged);
             summary.minted += audited.clear_in;

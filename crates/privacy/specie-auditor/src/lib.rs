@@ -12,9 +12,10 @@
 //!   jurisdiction (and each spend proof the payer's), proven to be the committed owner. An
 //!   auditor given its owner key and the directory of ids it oversees names those owners.
 //!
-//! - Every unlinkable transaction carries each spender's and each payee's enrolment id encrypted
-//!   to the owner auditors with jurisdiction, proven; the auditor names them the same way. Its
-//!   token values are hidden from every auditor (docs/unlinkable-format.md §8), but what enters
+//! - Every unlinkable transaction carries each spender's and each payee's enrolment id, and each
+//!   new token's value, encrypted to the owner auditors with jurisdiction, proven; the auditor
+//!   names the parties the same way and reads what each payee got with its owner key. A spent
+//!   token's value is not repeated (the spend does not say which token it was), but what enters
 //!   and leaves the level is in clear, so the auditor knows the level's total exactly
 //!   ([`PassiveAuditor::unlinkable_pool`]), which [`PassiveAuditor::holdings`] counts.
 //!
@@ -73,8 +74,8 @@ pub struct Audited {
     pub confidential: bool,
     /// Owners hidden (anonymous).
     pub anonymous: bool,
-    /// Inputs spent by serial number and values hidden from auditors (unlinkable): the parties
-    /// are named, the values are `None`.
+    /// Inputs spent by serial number (unlinkable): the parties are named, the new tokens' values
+    /// read with the owner key, the spent ones' `None`.
     pub unlinkable: bool,
     /// Who paid: the outputs spent.
     pub inputs: Vec<Party>,
@@ -294,27 +295,34 @@ impl PassiveAuditor {
     }
 
     /// An unlinkable transaction's spenders (one per serial number) and payees (one per token),
-    /// named from the ciphertexts addressed to this auditor's owner key; values unknown.
+    /// named from the ciphertexts addressed to this auditor's owner key; each payee's value read
+    /// with it, the spent tokens' unknown.
     fn unlinkable_parties(&self, tx: &UnlinkableTransaction) -> (Vec<Party>, Vec<Party>) {
-        let party = |ciphertext: Option<&specie_credential::OwnerCiphertext>| Party {
-            owner: self
-                .owners
-                .as_ref()
-                .zip(ciphertext)
+        let owner = |ciphertext: Option<&specie_credential::OwnerCiphertext>| {
+            (self.owners.as_ref().zip(ciphertext))
                 .and_then(|(view, ciphertext)| view.directory.identify(&view.secret, ciphertext).ok())
-                .map_or(Owner::Unknown, Owner::Enrolled),
+                .map_or(Owner::Unknown, Owner::Enrolled)
+        };
+        let (spenders, payees, values) = match &self.owners {
+            Some(view) => {
+                let (spenders, payees) = tx.proof.party_ciphertexts(&view.secret.public());
+                (spenders, payees, tx.proof.value_ciphertexts(&view.secret.public()))
+            }
+            None => (vec![], vec![], vec![]),
+        };
+        let value = |i: usize| {
+            let view = self.owners.as_ref()?;
+            view.secret.read_value(values.get(i)?).ok()
+        };
+        let spenders = (0..tx.proof.serial_numbers().count()).map(|i| Party {
+            owner: owner(spenders.get(i)),
             value: None,
-        };
-        let (spenders, payees) = match &self.owners {
-            Some(view) => tx.proof.party_ciphertexts(&view.secret.public()),
-            None => (vec![], vec![]),
-        };
-        let named = |count: usize, ciphertexts: &[specie_credential::OwnerCiphertext]| -> Vec<Party> {
-            (0..count).map(|i| party(ciphertexts.get(i))).collect()
-        };
-        let serials = tx.proof.serial_numbers().count();
-        let tokens = tx.proof.output_tokens().count();
-        (named(serials, &spenders), named(tokens, &payees))
+        });
+        let payees = (0..tx.proof.output_tokens().count()).map(|i| Party {
+            owner: owner(payees.get(i)),
+            value: value(i),
+        });
+        (spenders.collect(), payees.collect())
     }
 }
 

@@ -268,9 +268,10 @@ fn a_passive_auditor_names_anonymous_owners_in_its_directory() {
 
 /// Alice's coin of 100 enters the unlinkable level as a token, she pays bob 60 unlinkably, and
 /// bob leaves the level with 25 to an ordinary output. The auditor with the owner key names every
-/// spender and payee; no auditor reads a token's value, but every one knows the level's total.
+/// spender and payee and reads every new token's value (a spent token's is not repeated); every
+/// auditor knows the level's total.
 #[test]
-fn a_passive_auditor_names_unlinkable_parties_and_knows_the_levels_total() {
+fn a_passive_auditor_names_unlinkable_parties_reads_their_values_and_knows_the_levels_total() {
     use specie_credential::unlinkable::{deal_certifiers, CertificateShare, SpentToken, TokenOpening, UnlinkableKeys};
     use specie_private_transactions::UnlinkableBuild;
 
@@ -352,17 +353,21 @@ fn a_passive_auditor_names_unlinkable_parties_and_knows_the_levels_total() {
         .flat_map(|b| read_block(&mut auditor, b).unwrap())
         .collect();
     let (enter, pay, leave) = (&seen[1], &seen[2], &seen[3]);
-    assert!(enter.unlinkable && !enter.anonymous && !enter.readable());
+    assert!(enter.unlinkable && !enter.anonymous && enter.readable());
     assert_eq!(enter.inputs[0].owner, Owner::Key(owner(&alice_key)));
     assert_eq!(enter.outputs[0].owner, Owner::Enrolled(EnrolmentId(31)));
-    assert_eq!(enter.outputs[0].value, None, "no auditor reads a token's value");
-    let owners_of = |parties: &[specie_auditor::Party]| parties.iter().map(|p| p.owner).collect::<Vec<_>>();
-    assert_eq!(owners_of(&pay.inputs), vec![Owner::Enrolled(EnrolmentId(31))]);
+    assert_eq!(enter.outputs[0].value, Some(100), "the owner key reads a token's value");
+    let parties = |parties: &[specie_auditor::Party]| parties.iter().map(|p| (p.owner, p.value)).collect::<Vec<_>>();
+    assert_eq!(parties(&pay.inputs), vec![(Owner::Enrolled(EnrolmentId(31)), None)]);
     assert_eq!(
-        owners_of(&pay.outputs),
-        vec![Owner::Enrolled(EnrolmentId(32)), Owner::Enrolled(EnrolmentId(31))]
+        parties(&pay.outputs),
+        vec![
+            (Owner::Enrolled(EnrolmentId(32)), Some(60)),
+            (Owner::Enrolled(EnrolmentId(31)), Some(40))
+        ]
     );
-    assert_eq!(owners_of(&leave.inputs), vec![Owner::Enrolled(EnrolmentId(32))]);
+    assert_eq!(parties(&leave.inputs), vec![(Owner::Enrolled(EnrolmentId(32)), None)]);
+    assert_eq!(leave.outputs[1].value, Some(35), "bob's change");
     assert_eq!(
         leave.outputs[0],
         specie_auditor::Party {

@@ -40,7 +40,8 @@ pub mod kind {
     pub const CERTIFIER_SECRET: u8 = 0x0f;
     pub const CERTIFICATE_SHARE: u8 = 0x10;
     pub const CERTIFICATE: u8 = 0x11;
-    pub const UNLINKABLE_TRANSFER: u8 = 0x12;
+    /// 0x12 was the transfer before its value ciphertexts (never released).
+    pub const UNLINKABLE_TRANSFER: u8 = 0x13;
 }
 
 pub(crate) const HEADER_BYTES: usize = 2;

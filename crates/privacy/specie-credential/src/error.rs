@@ -70,4 +70,9 @@ pub enum AuditError {
     NotAddressedToThisAuditor,
     #[error("the owner is not in the auditor's directory")]
     UnknownOwner,
+    #[error(
+        "the value's halves do not decrypt to 32-bit numbers: its payer encrypted something else (the proof binds \
+         the halves to the value only modulo the group order)"
+    )]
+    UnreadableValue,
 }

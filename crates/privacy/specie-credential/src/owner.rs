@@ -137,13 +137,18 @@ impl AuditorSecret {
 
     /// The owner's tag, if the ciphertext is addressed to this auditor.
     pub fn decrypt(&self, ciphertext: &OwnerCiphertext) -> Result<AuditTag, AuditError> {
-        if ciphertext.auditor != self.public() {
-            return Err(AuditError::NotAddressedToThisAuditor);
-        }
-        let tag = (ciphertext.masked.into_group() - ciphertext.ephemeral * self.0).into_affine();
+        let tag = self.decrypt_point(ciphertext)?;
         let mut out = [0u8; G1_BYTES];
         out.copy_from_slice(&compressed(&tag));
         Ok(AuditTag(out))
+    }
+
+    /// `m·G_id` of a ciphertext of `m` addressed to this auditor.
+    pub(crate) fn decrypt_point(&self, ciphertext: &OwnerCiphertext) -> Result<G1, AuditError> {
+        if ciphertext.auditor != self.public() {
+            return Err(AuditError::NotAddressedToThisAuditor);
+        }
+        Ok((ciphertext.masked.into_group() - ciphertext.ephemeral * self.0).into_affine())
     }
 }
 
@@ -209,19 +214,30 @@ impl CiphertextLinkProver {
         eid_blinding: Scalar,
         rng: &mut (impl RngCore + CryptoRng),
     ) -> CiphertextLinkProver {
+        Self::for_scalar(auditor, enrolment_id.scalar(), eid_blinding, rng)
+    }
+
+    /// The rows for any scalar `message` (an owner's id, or a value's half) under the same
+    /// generator `G_id`, its blinding `message_blinding` shared with the enclosing protocol.
+    pub fn for_scalar(
+        auditor: AuditorKey,
+        message: Scalar,
+        message_blinding: Scalar,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> CiphertextLinkProver {
         let g = generators();
         let ephemeral_secret = Scalar::rand(rng);
         let ciphertext = OwnerCiphertext {
             auditor,
             ephemeral: (g.auditor * ephemeral_secret).into_affine(),
-            masked: (g.owner_id * enrolment_id.scalar() + auditor.1 * ephemeral_secret).into_affine(),
+            masked: (g.owner_id * message + auditor.1 * ephemeral_secret).into_affine(),
         };
         let ephemeral_blinding = Scalar::rand(rng);
         CiphertextLinkProver {
             ciphertext,
             ephemeral_secret,
             ephemeral_row: SchnorrCommitment::new(&[g.auditor], vec![ephemeral_blinding]),
-            masked_row: SchnorrCommitment::new(&[g.owner_id, auditor.1], vec![eid_blinding, ephemeral_blinding]),
+            masked_row: SchnorrCommitment::new(&[g.owner_id, auditor.1], vec![message_blinding, ephemeral_blinding]),
         }
     }
 

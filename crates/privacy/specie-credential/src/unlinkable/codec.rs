@@ -66,7 +66,9 @@ fn range_proof_shape(values: usize) -> (usize, [(usize, u64); 4]) {
 
 const INPUT_BYTES_MIN: usize = G1_BYTES + SIGNATURE_PROOF_BYTES + TOKEN_SHOWING_BYTES + G1_BYTES;
 const OUTPUT_BYTES_MIN: usize =
-    TOKEN_FIELDS_BYTES + G1_BYTES + OUTPUT_ROWS * G1_BYTES + OUTPUT_RESPONSES * SCALAR_BYTES;
+    TOKEN_FIELDS_BYTES + G1_BYTES + OUTPUT_ROWS * G1_BYTES + (OUTPUT_RESPONSES + 2) * SCALAR_BYTES;
+/// Per auditor, an output's links: its owner's, then its value's two halves'.
+const OUTPUT_LINKS: usize = 3;
 
 /// An unlinkable transfer's size.
 pub fn unlinkable_transfer_bytes(inputs: usize, outputs: usize, auditors: usize) -> usize {
@@ -76,7 +78,7 @@ pub fn unlinkable_transfer_bytes(inputs: usize, outputs: usize, auditors: usize)
         + auditors * G1_BYTES
         + 2
         + inputs * (INPUT_BYTES_MIN + auditors * LINK_BYTES)
-        + outputs * (OUTPUT_BYTES_MIN + auditors * LINK_BYTES)
+        + outputs * (OUTPUT_BYTES_MIN + auditors * OUTPUT_LINKS * LINK_BYTES)
         + range_proof_shape(range_values(outputs.max(1))).0
 }
 
@@ -399,6 +401,8 @@ impl Encode for UnlinkableTransfer {
             output.nonces.iter().for_each(|n| put(out, n));
             output.responses.iter().for_each(|z| put(out, z));
             output.auditors.iter().for_each(|link| put_link(out, link));
+            output.value_responses.iter().for_each(|z| put(out, z));
+            output.values.iter().flatten().for_each(|link| put_link(out, link));
         }
         put(out, &self.range);
     }
@@ -423,7 +427,11 @@ impl Decode for UnlinkableTransfer {
         }
         let link_bytes = auditor_count * LINK_BYTES;
         let input_count = reader.read_u8_count("inputs", INPUTS_MAX as u64, INPUT_BYTES_MIN + link_bytes)?;
-        let output_count = reader.read_u8_count("outputs", OUTPUTS_MAX as u64, OUTPUT_BYTES_MIN + link_bytes)?;
+        let output_count = reader.read_u8_count(
+            "outputs",
+            OUTPUTS_MAX as u64,
+            OUTPUT_BYTES_MIN + OUTPUT_LINKS * link_bytes,
+        )?;
         if output_count == 0 {
             return Err(DecodeError::Invalid {
                 what: "outputs",
@@ -457,12 +465,22 @@ impl Decode for UnlinkableTransfer {
             for response in responses.iter_mut() {
                 *response = read_scalar(reader, "output response")?;
             }
+            let auditors = links(reader)?;
+            let value_responses = [
+                read_scalar(reader, "value half response")?,
+                read_scalar(reader, "value half response")?,
+            ];
+            let values = (0..auditor_count)
+                .map(|_| Ok([read_link(reader)?, read_link(reader)?]))
+                .collect::<Result<Vec<_>, DecodeError>>()?;
             outputs.push(UnlinkableOutput {
                 token,
                 range_commitment,
                 nonces,
                 responses,
-                auditors: links(reader)?,
+                auditors,
+                value_responses,
+                values,
             });
         }
         let (range_bytes, range_fixed) = range_proof_shape(range_values(output_count));

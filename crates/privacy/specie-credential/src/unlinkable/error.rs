@@ -62,6 +62,8 @@ pub enum UnlinkableVerifyError {
     Auditors,
     #[error("auditor ciphertext {index} does not encrypt the party it names")]
     AuditorLink { index: usize },
+    #[error("output {index}'s value ciphertexts are not one pair per auditor of halves that make its value")]
+    ValueHalves { index: usize },
     #[error("the values do not balance: inputs and issued differ from outputs and redeemed")]
     Unbalanced,
     #[error("the proof's equations do not hold for this statement (a wrong serial number, a token never certified, a forged credential, another transaction's proof, or a changed byte)")]

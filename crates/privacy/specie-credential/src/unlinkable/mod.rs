@@ -16,6 +16,7 @@
 //! jurisdiction)`), groups, transcript and encodings, which is why it lives in this crate.
 //! Format and protocols: `docs/unlinkable-format.md`.
 
+mod audit;
 mod codec;
 mod error;
 mod group;
@@ -26,6 +27,7 @@ mod verify;
 #[cfg(test)]
 mod tests;
 
+pub use audit::ValueCiphertext;
 pub use codec::*;
 pub use error::{CertifyError, UnlinkableProveError, UnlinkableVerifyError};
 pub use group::{

@@ -326,16 +326,20 @@ fn certificates_need_threshold_valid_shares() {
 }
 
 #[test]
-fn auditors_read_every_party() {
+fn auditors_read_every_party_and_every_output_value() {
     let mut w = world(5);
     let auditor = AuditorSecret::random(&mut w.rng);
-    let a = w.issue(w.alice.enrolment_id(), 8);
+    let (to_bob, change) = ((1u64 << 33) + 7, u64::MAX - (1 << 33) - 7);
+    let a = w.issue(w.alice.enrolment_id(), u64::MAX);
     let authority = w.ra.public_key();
     let keys = UnlinkableKeys {
         authority: &authority,
         certifiers: &w.group,
     };
-    let out = TokenOpening::random(w.bob.enrolment_id(), 8, &mut w.rng);
+    let outputs = [
+        TokenOpening::random(w.bob.enrolment_id(), to_bob, &mut w.rng),
+        TokenOpening::random(w.alice.enrolment_id(), change, &mut w.rng),
+    ];
     let spent = [SpentToken {
         opening: &a.0,
         certificate: &a.1,
@@ -346,7 +350,7 @@ fn auditors_read_every_party() {
             &keys,
             &TransferPlan {
                 inputs: &spent,
-                outputs: &[out],
+                outputs: &outputs,
                 amounts: PublicAmounts::default(),
                 auditors: &[auditor.public()],
             },
@@ -359,10 +363,35 @@ fn auditors_read_every_party() {
     let (spenders, payees) = proof.party_ciphertexts(&auditor.public());
     assert_eq!(directory.identify(&auditor, &spenders[0]), Ok(w.alice.enrolment_id()));
     assert_eq!(directory.identify(&auditor, &payees[0]), Ok(w.bob.enrolment_id()));
-    // A ciphertext swapped between parties no longer matches the proof.
+    let values: Vec<_> = (proof.value_ciphertexts(&auditor.public()).iter())
+        .map(|ciphertext| auditor.read_value(ciphertext))
+        .collect();
+    assert_eq!(values, [Ok(to_bob), Ok(change)]);
+    let stranger = AuditorSecret::random(&mut w.rng);
+    assert!(proof.value_ciphertexts(&stranger.public()).is_empty());
+    // A ciphertext swapped between parties, halves swapped, or values swapped between outputs no
+    // longer match the proof.
     let mut swapped = proof.clone();
     std::mem::swap(&mut swapped.inputs[0].auditors[0], &mut swapped.outputs[0].auditors[0]);
-    assert!(proof.verify(&keys, &MESSAGE).is_ok() && swapped.verify(&keys, &MESSAGE).is_err());
+    let mut halves = proof.clone();
+    halves.outputs[0].values[0].swap(0, 1);
+    let mut values = proof.clone();
+    let first = values.outputs[0].values[0].clone();
+    values.outputs[0].values[0] = std::mem::replace(&mut values.outputs[1].values[0], first);
+    assert!(proof.verify(&keys, &MESSAGE).is_ok());
+    for forged in [swapped, halves, values] {
+        assert!(forged.verify(&keys, &MESSAGE).is_err());
+    }
+    // Halves that are not 32-bit numbers (a dishonest payer's) are unreadable, never misread.
+    let too_big = crate::owner::CiphertextLinkProver::for_scalar(
+        auditor.public(),
+        crate::group::Scalar::from(1u64 << 40),
+        crate::group::Scalar::from(1u8),
+        &mut w.rng,
+    );
+    let mut unreadable = proof.value_ciphertexts(&auditor.public())[0];
+    unreadable.halves[1] = too_big.ciphertext;
+    assert_eq!(auditor.read_value(&unreadable), Err(AuditError::UnreadableValue));
 }
 
 #[test]

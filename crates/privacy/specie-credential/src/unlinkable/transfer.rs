@@ -11,7 +11,8 @@
 //! * the values balance (Π_Bal): `Σ v_in + issued = Σ v_out + redeemed`, because the value
 //!   blindings of inputs and outputs sum to the same, so the responses must too;
 //!
-//! and, for each auditor, that its ciphertexts encrypt each input's and output's owner.
+//! and, for each auditor, that its ciphertexts encrypt each input's and output's owner and each
+//! output's value, in two 32-bit halves (`audit.rs`).
 //!
 //! The proof carries the challenge and the responses of its own rows; the verifier recomputes
 //! their nonces and the challenge. The pairing equations (two per input: the credential's and the
@@ -20,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use ark_ec::{AffineRepr, CurveGroup, VariableBaseMSM};
-use ark_ff::{UniformRand, Zero};
+use ark_ff::{Field, UniformRand, Zero};
 use ark_serialize::CanonicalDeserialize;
 use bbs_plus::proof_23_ietf::{PoKOfSignature23G1Proof, PoKOfSignature23G1Protocol};
 use bulletproofs_plus_plus::prelude::{Proof as RangeProof, Prover as RangeProver};
@@ -33,6 +34,7 @@ use crate::authority::{Identity, RaPublicKey};
 use crate::group::{compressed, generators, Pairing, Scalar, Transcript, G1, G1_BYTES, G2, G2_BYTES, SCALAR_BYTES};
 use crate::owner::{AuditorKey, CiphertextLink, CiphertextLinkProver, OwnerCiphertext};
 use crate::spend::check_auditors;
+use crate::unlinkable::audit::{halves, high_weight, ValueCiphertext};
 use crate::unlinkable::error::UnlinkableProveError;
 use crate::unlinkable::group::{
     token_base, unlinkable_generators, MESSAGE_OWNER, MESSAGE_SERIAL, MESSAGE_VALUE, RANGE_BASE, RANGE_BITS,
@@ -42,7 +44,7 @@ use crate::unlinkable::token::{Certificate, CertifierGroup, SerialNumber, Token,
 use crate::unlinkable::{INPUTS_MAX, OUTPUTS_MAX};
 
 /// Prefix of the transfer's challenge.
-pub const DOMAIN_UNLINKABLE: &[u8] = b"specie/unlinkable/transfer/v1";
+pub const DOMAIN_UNLINKABLE: &[u8] = b"specie/unlinkable/transfer/v2";
 /// Prefix of the batch's pairing-check randomness.
 pub const DOMAIN_UNLINKABLE_BATCH: &[u8] = b"specie/unlinkable/batch/v1";
 const RANGE_LABEL: &[u8] = b"specie/unlinkable/range/v1";
@@ -130,6 +132,10 @@ pub(crate) struct UnlinkableOutput {
     pub nonces: [G1; OUTPUT_ROWS],
     pub responses: [Scalar; OUTPUT_RESPONSES],
     pub auditors: Vec<CiphertextLink>,
+    /// The responses for the value's low and high halves.
+    pub value_responses: [Scalar; 2],
+    /// Per auditor, the ciphertexts of the value's halves.
+    pub values: Vec<[CiphertextLink; 2]>,
 }
 
 /// The rows an output proves: `cm`, the three per-message commitments, the range commitment.
@@ -236,6 +242,9 @@ struct OutputProver {
     blindings: [Scalar; OUTPUT_RESPONSES],
     nonces: [G1; OUTPUT_ROWS],
     links: Vec<CiphertextLinkProver>,
+    value_witnesses: [Scalar; 2],
+    value_blindings: [Scalar; 2],
+    value_links: Vec<[CiphertextLinkProver; 2]>,
 }
 
 impl Identity {
@@ -304,6 +313,11 @@ impl Identity {
         for prover in &output_provers {
             absorb_output(&mut transcript, &prover.token, &prover.range_commitment, &prover.nonces);
             prover.links.iter().for_each(|link| link.absorb(&mut transcript));
+            prover
+                .value_links
+                .iter()
+                .flatten()
+                .for_each(|link| link.absorb(&mut transcript));
         }
         let challenge = transcript.challenge();
 
@@ -428,6 +442,20 @@ impl OutputProver {
             .iter()
             .map(|key| CiphertextLinkProver::new(*key, opening.owner, blindings[R_OWNER], rng))
             .collect();
+        // The halves' blindings sum as the halves do, so their responses must too.
+        let value_witnesses = halves(opening.value).map(Scalar::from);
+        let low_blinding = Scalar::rand(rng);
+        let high_blinding =
+            (value_blinding - low_blinding) * high_weight().inverse().expect("2^32 is not zero in the field");
+        let value_blindings = [low_blinding, high_blinding];
+        let value_links = auditors
+            .iter()
+            .map(|key| {
+                [0, 1].map(|half| {
+                    CiphertextLinkProver::for_scalar(*key, value_witnesses[half], value_blindings[half], rng)
+                })
+            })
+            .collect();
         OutputProver {
             token,
             range_commitment,
@@ -437,6 +465,9 @@ impl OutputProver {
             blindings,
             nonces,
             links,
+            value_witnesses,
+            value_blindings,
+            value_links,
         }
     }
 
@@ -445,12 +476,17 @@ impl OutputProver {
         for (response, witness) in responses.iter_mut().zip(&self.witnesses) {
             *response += *witness * challenge;
         }
+        let value_responses = [0, 1].map(|half| self.value_blindings[half] + self.value_witnesses[half] * challenge);
         UnlinkableOutput {
             token: self.token,
             range_commitment: self.range_commitment,
             nonces: self.nonces,
             responses,
             auditors: self.links.into_iter().map(|link| link.finish(challenge)).collect(),
+            value_responses,
+            values: (self.value_links.into_iter())
+                .map(|pair| pair.map(|link| link.finish(challenge)))
+                .collect(),
         }
     }
 }
@@ -528,6 +564,19 @@ impl UnlinkableTransfer {
     /// The auditors it addresses, ascending.
     pub fn auditors(&self) -> &[AuditorKey] {
         &self.auditors
+    }
+
+    /// For `auditor`, each output's value encrypted in halves; empty if the transfer does not
+    /// address that auditor. [`crate::AuditorSecret::read_value`] reads them.
+    pub fn value_ciphertexts(&self, auditor: &AuditorKey) -> Vec<ValueCiphertext> {
+        let Some(position) = self.auditors.iter().position(|key| key == auditor) else {
+            return Vec::new();
+        };
+        (self.outputs.iter())
+            .map(|output| ValueCiphertext {
+                halves: output.values[position].clone().map(|link| link.ciphertext),
+            })
+            .collect()
     }
 
     /// For `auditor`, the ciphertexts of each input's owner (the spender) and of each output's

@@ -18,14 +18,15 @@ use crate::batch::{g2_sum, Checks};
 use crate::group::{compressed, generators, Scalar};
 use crate::owner::CiphertextLink;
 use crate::spend::check_auditors;
+use crate::unlinkable::audit::high_weight;
 use crate::unlinkable::error::UnlinkableVerifyError;
 use crate::unlinkable::group::{
     token_base, unlinkable_generators, MESSAGE_OWNER, MESSAGE_SERIAL, MESSAGE_VALUE, RANGE_BITS,
 };
 use crate::unlinkable::token::SerialNumber;
 use crate::unlinkable::transfer::{
-    absorb_output, range_commitments, range_transcript, statement_transcript, UnlinkableKeys, UnlinkableTransfer,
-    DOMAIN_UNLINKABLE_BATCH,
+    absorb_output, range_commitments, range_transcript, statement_transcript, UnlinkableKeys, UnlinkableOutput,
+    UnlinkableTransfer, DOMAIN_UNLINKABLE_BATCH,
 };
 use crate::unlinkable::{INPUTS_MAX, OUTPUTS_MAX};
 
@@ -88,6 +89,11 @@ impl UnlinkableTransfer {
         for output in &self.outputs {
             absorb_output(&mut transcript, &output.token, &output.range_commitment, &output.nonces);
             output.auditors.iter().for_each(|link| link.absorb(&mut transcript));
+            output
+                .values
+                .iter()
+                .flatten()
+                .for_each(|link| link.absorb(&mut transcript));
         }
         transcript.challenge()
     }
@@ -109,7 +115,7 @@ impl UnlinkableTransfer {
         let u = unlinkable_generators();
         let (range_g, range_h) = u.range[0].get_pedersen_commitment_key();
         let (g, h) = (u.token.g, &u.token.h);
-        for output in &self.outputs {
+        for (index, output) in self.outputs.iter().enumerate() {
             let z = &output.responses;
             let (t, n) = (&output.token, &output.nonces);
             let base = token_base(&t.commitment);
@@ -133,6 +139,7 @@ impl UnlinkableTransfer {
             );
             balance -= z[2];
             self.check_links(&output.auditors, z[1], &c, checks)?;
+            self.check_value_links(index, output, &c, checks)?;
         }
         let net_out = Scalar::from(self.amounts.redeemed) - Scalar::from(self.amounts.issued);
         if balance != c * net_out {
@@ -221,6 +228,29 @@ impl UnlinkableTransfer {
         serials.sort();
         if serials.windows(2).any(|pair| pair[0] == pair[1]) {
             return Err(UnlinkableVerifyError::RepeatedSerialNumber);
+        }
+        Ok(())
+    }
+
+    /// An output's value ciphertexts: per auditor, its halves, whose responses make the value's
+    /// (`z_v = z_lo + 2^32·z_hi`, so `v = v_lo + 2^32·v_hi`).
+    fn check_value_links(
+        &self,
+        index: usize,
+        output: &UnlinkableOutput,
+        c: &Scalar,
+        checks: &mut Checks,
+    ) -> Result<(), UnlinkableVerifyError> {
+        let [low, high] = output.value_responses;
+        if output.values.len() != self.auditors.len() || output.responses[2] != low + high * high_weight() {
+            return Err(UnlinkableVerifyError::ValueHalves { index });
+        }
+        for (pair, auditor) in output.values.iter().zip(&self.auditors) {
+            if pair.iter().any(|link| link.ciphertext.auditor != *auditor) {
+                return Err(UnlinkableVerifyError::ValueHalves { index });
+            }
+            pair[0].rows_into(checks, low, c);
+            pair[1].rows_into(checks, high, c);
         }
         Ok(())
     }

@@ -16,7 +16,9 @@ use rand::SeedableRng;
 use serde_json::Value;
 use specie_codec::{Decode, Encode};
 use specie_credential::unlinkable::*;
-use specie_credential::{EnrolmentId, Identity, Jurisdiction, RaPublicKey, RegistrationAuthority, UserSecret};
+use specie_credential::{
+    AuditorSecret, EnrolmentId, Identity, Jurisdiction, RaPublicKey, RegistrationAuthority, UserSecret,
+};
 use specie_vectors::{assert_file_matches, read_or_write, stored_bytes, vectors_text, Vector};
 
 const FILE: &str = "docs/unlinkable-vectors.json";
@@ -26,6 +28,7 @@ const OWNER: EnrolmentId = EnrolmentId(0x0102_0304_0506_0708);
 const PAYEE: EnrolmentId = EnrolmentId(9);
 const RA_SEED: [u8; 32] = [0x0a; 32];
 const USER_SEED: [u8; 32] = [0x05; 32];
+const AUDITOR_SEED: [u8; 32] = [0x0d; 32];
 
 fn path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../..").join(FILE)
@@ -87,7 +90,7 @@ fn vectors() -> Vec<Vector> {
                 }],
                 outputs: &outputs,
                 amounts: PublicAmounts::default(),
-                auditors: &[],
+                auditors: &[AuditorSecret::from_seed(&AUDITOR_SEED).public()],
             },
             &MESSAGE,
             &mut rng,
@@ -142,12 +145,13 @@ fn vectors() -> Vec<Vector> {
         vector("message", "the transaction digest both proofs are bound to", &MESSAGE),
         vector(
             "issue",
-            "no input, 1000 issued, the token as output (kind 0x12)",
+            "no input, 1000 issued, the token as output (kind 0x13)",
             &issue.encode(),
         ),
         vector(
             "transfer",
-            "the token spent into 600 and 400 (kind 0x12)",
+            "the token spent into 600 and 400, parties and values encrypted to the owner auditor of seed \
+             0x0d…0d (kind 0x13)",
             &transfer.encode(),
         ),
     ]
@@ -193,4 +197,9 @@ fn the_stored_vectors_decode_certify_and_verify() {
     }
     let transfer = UnlinkableTransfer::decode_exact(&bytes("transfer")).unwrap();
     assert_eq!(transfer.serial_numbers().collect::<Vec<_>>(), vec![&serial]);
+    let auditor = AuditorSecret::from_seed(&AUDITOR_SEED);
+    let values: Vec<u64> = (transfer.value_ciphertexts(&auditor.public()).iter())
+        .map(|ciphertext| auditor.read_value(ciphertext).unwrap())
+        .collect();
+    assert_eq!(values, [600, 400]);
 }

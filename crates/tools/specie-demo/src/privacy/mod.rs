@@ -766,20 +766,18 @@ fn audit(
 }
 
 /// Whether the auditor's reading of a payment the wallets know names the same payer and payees
-/// (and, but for unlinkable payments, whose values are hidden from it, the same values); `None`
-/// for a transaction the wallets did not record as a private payment.
+/// with the same values; `None` for a transaction the wallets did not record as a private payment.
 fn agrees_with_wallets(seen: &specie_auditor::Audited, tally: &Tally) -> Option<bool> {
     let payer = seen.inputs.first().map(|p| p.owner);
-    if let Some(known) = tally.known_unlinkable.get(&seen.txid) {
-        let payees: Vec<Owner> = seen.outputs.iter().map(|p| p.owner).collect();
-        return Some(payer == Some(known.payer) && payees == known.payees);
-    }
-    let known = tally.known.get(&seen.txid)?;
     let outputs: Vec<(Owner, u64)> = seen
         .outputs
         .iter()
         .map(|p| (p.owner, p.value.unwrap_or(u64::MAX)))
         .collect();
+    if let Some(known) = tally.known_unlinkable.get(&seen.txid) {
+        return Some(payer == Some(known.payer) && outputs == known.payees);
+    }
+    let known = tally.known.get(&seen.txid)?;
     Some(payer == Some(known.payer) && outputs == known.outputs)
 }
 
@@ -866,7 +864,7 @@ fn report(args: &PrivacyDemoOptions, tally: &Tally, audit: &Audit, elapsed: Dura
         mark(audit.forgeries_refused)
     );
     println!(
-        "  auditor      reconstructed {} confidential, anonymous and unlinkable payments from the ledger (owners by enrolment id; unlinkable values hidden, their total exact): {} differ from the wallets, {} unreadable  [{}]",
+        "  auditor      reconstructed {} confidential, anonymous and unlinkable payments from the ledger (owners by enrolment id, every new token's value, the level's total exact): {} differ from the wallets, {} unreadable  [{}]",
         audit.reconstructed,
         audit.reconstructed_mismatches,
         audit.unreadable_payments,

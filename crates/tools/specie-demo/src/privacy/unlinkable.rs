@@ -4,7 +4,8 @@
 //! holding a token pays a random other user unlinkably: the spend reveals the token's serial
 //! number, never the token, and the payee and the payer (for the change) have their new tokens
 //! certified. The forger tries every forgery of the level; the owner auditor names every spender
-//! and payee; the level's total is exact because what enters and leaves it is in clear.
+//! and payee and reads what each payee got; the level's total is exact because what enters and
+//! leaves it is in clear.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -56,10 +57,10 @@ pub struct TokenHolder {
     spent: Vec<HeldToken>,
 }
 
-/// An unlinkable payment as its payer and payees know it: what the auditor must name.
+/// An unlinkable payment as its payer and payees know it: what the auditor must name and read.
 pub struct KnownUnlinkable {
     pub payer: Owner,
-    pub payees: Vec<Owner>,
+    pub payees: Vec<(Owner, u64)>,
 }
 
 /// The certifiers, and the keys every proof of the level is made and checked under.
@@ -219,6 +220,7 @@ impl UnlinkableLevel {
             tally.unlinkable += 1;
             let created = tx.created_tokens();
             let [to_payee, change] = [outputs[0].clone(), outputs[1].clone()];
+            let (paid, kept_value) = (to_payee.value(), change.value());
             let received = self.certify(core, created[0], to_payee)?;
             users[payee].unlinkable.tokens.push(received);
             let kept = self.certify(core, created[1], change)?;
@@ -229,8 +231,8 @@ impl UnlinkableLevel {
                 KnownUnlinkable {
                     payer: Owner::Enrolled(users[payer].anonymous.id),
                     payees: vec![
-                        Owner::Enrolled(users[payee].anonymous.id),
-                        Owner::Enrolled(users[payer].anonymous.id),
+                        (Owner::Enrolled(users[payee].anonymous.id), paid),
+                        (Owner::Enrolled(users[payer].anonymous.id), kept_value),
                     ],
                 },
             );
