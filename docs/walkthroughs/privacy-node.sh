@@ -2,7 +2,9 @@
 # Private payments on one node, read by an auditor. Confidential: alice pays bob 250 with the
 # value hidden from everyone but bob and the auditor. Anonymous: alice and bob are enrolled by a
 # registration authority (RA), and alice pays bob's enrolment id 120 with neither of them named
-# on the ledger; the auditor names them.
+# on the ledger; the auditor names them. Unlinkable: alice pays bob 20 from a token certified by
+# two of three certifiers, the spend revealing a serial number instead of the token; the auditor
+# names them and reads the value.
 # Run it in an empty directory, with `specie` on PATH: sh privacy-node.sh
 # The node listens on 127.0.0.1:$PORT (default 8470).
 set -eu
@@ -49,15 +51,29 @@ specie audit keygen --out auditor.key
 AUDITOR=$(specie audit key --key auditor.key | sed -n 1p)
 OWNER_AUDITOR=$(specie audit key --key auditor.key | sed -n 's/^owner auditor key: //p')
 RA=$(specie ra init --dir ./ra)
+CERTIFIERS=$(specie certifier deal --group 2-of-3 --out ./certifiers)
 
 # 2. The node: every confidential transaction must encrypt its values to the auditor, every
-#    anonymous one its owners too, and anonymous spends are proven with the RA's credentials.
-#    It keeps these keys in node.toml, and the ledger of record the auditor reads.
+#    anonymous one its owners too, anonymous spends are proven with the RA's credentials, and
+#    unlinkable ones with certificates of the certifier group. It keeps these keys in node.toml,
+#    and the ledger of record the auditor reads.
 specie node --data-dir ./node-data --listen "127.0.0.1:$PORT" --issuer "$ISSUER" \
     --auditor "$AUDITOR" --registration-authority "$RA" --owner-auditor "$OWNER_AUDITOR" \
-    >node.log 2>&1 &
+    --certifiers "$CERTIFIERS" >node.log 2>&1 &
 PIDS="$PIDS $!"
 wait_for $! specie wallet --wallet issuer.json sync
+
+# Two of the three certifiers, each beside the node whose ledger it asks, on a free port its log
+# names.
+CERTIFIER_ARGS=
+for MEMBER in 1 2; do
+    specie certifier serve --secret "./certifiers/certifier-$MEMBER.secret" --node "$NODE" \
+        --listen 127.0.0.1:0 >"certifier-$MEMBER.log" 2>&1 &
+    PIDS="$PIDS $!"
+    wait_for $! grep -q 'API on http' "certifier-$MEMBER.log"
+    URL=$(sed -n 's/.*API on \(http:[^ ]*\).*/\1/p' "certifier-$MEMBER.log" | head -n 1)
+    CERTIFIER_ARGS="$CERTIFIER_ARGS --certifier $URL"
+done
 
 # 3. Alice's and bob's wallets, and 1000 for alice.
 ALICE=$(specie wallet --wallet alice.json --node "$NODE" create | sed -n 's/^address: //p')
@@ -92,11 +108,20 @@ PAYMENT=$(specie wallet --wallet alice.json send-anonymous --to-id 8 --amount 12
     sed -n 's/^  \(specie-apay1[^ ]*\)$/\1/p')
 specie wallet --wallet bob.json receive "$PAYMENT"
 
-# 7. The balances.
+# 7. Unlinkable: alice turns 50 of her coins into a token, which the certifiers certify once the
+#    ledger holds it, and pays 20 of it to enrolment id 8: the spend shows a serial number, not
+#    the token. Bob receives the specie-upay1… string and has his token certified.
+specie wallet --wallet alice.json enter-unlinkable --amount 50 $CERTIFIER_ARGS
+PAYMENT=$(specie wallet --wallet alice.json send-unlinkable --to-id 8 --amount 20 $CERTIFIER_ARGS |
+    sed -n 's/^  \(specie-upay1[^ ]*\)$/\1/p')
+specie wallet --wallet bob.json receive "$PAYMENT" $CERTIFIER_ARGS
+
+# 8. The balances.
 check "bob's confidential notes" "$(specie wallet --wallet bob.json balance | sed -n 's/^confidential spendable: *\([0-9]*\) .*/\1/p')" "250"
 check "bob's anonymous notes" "$(specie wallet --wallet bob.json balance | sed -n 's/^anonymous spendable: *\([0-9]*\) .*/\1/p')" "120"
+check "bob's unlinkable tokens" "$(specie wallet --wallet bob.json balance | sed -n 's/^unlinkable spendable: *\([0-9]*\) .*/\1/p')" "20"
 
-# 8. The auditor reads the ledger of record from genesis, checks every proof again, decrypts
+# 9. The auditor reads the ledger of record from genesis, checks every proof again, decrypts
 #    the values and names the anonymous owners among the enrolled ids the RA lists. Blocks are
 #    cut every 100 ms: wait (at most 30 s) until the anonymous payment is in one, shown as
 #    `id:7:300 -> id:8:120 id:7:180` (id 7 spent 300: 120 to id 8, 180 back; outputs in random

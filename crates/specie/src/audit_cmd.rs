@@ -77,10 +77,12 @@ enum AuditCommand {
         #[arg(long, value_name = "FILE")]
         directory: Option<PathBuf>,
         /// The registration authority's public key (hex, as `specie ra key` prints it) that
-        /// every anonymous spend proof must verify under (exit 1 if one does not). Default: the
-        /// node's own (`/v1/info`); give it to trust the node for less.
+        /// every anonymous spend proof must verify under (exit 1 if one does not); repeat it for
+        /// each of the RA's keys since genesis (`specie ra rotate` moves to a new one). Default:
+        /// the node's own and the former ones it lists (`/v1/info`); give them to trust the node
+        /// for less.
         #[arg(long, value_name = "HEX")]
-        registration_authority: Option<String>,
+        registration_authority: Vec<String>,
         /// The certifier group (hex, as `specie certifier deal` writes it to group.hex) every
         /// unlinkable transfer proof must verify under (exit 1 if one does not). Default: the
         /// node's own (`/v1/info`); give it to trust the node for less.
@@ -573,26 +575,38 @@ struct ShowOptions {
     json: bool,
     group_key: Option<String>,
     directory: Option<PathBuf>,
-    registration_authority: Option<String>,
+    registration_authority: Vec<String>,
     certifiers: Option<String>,
 }
 
-/// The registration authority anonymous spend proofs are checked against: the one given, or the
-/// node's; without either they cannot be (and count as invalid).
-fn registration_authority(
+/// The registration authority's keys anonymous and unlinkable proofs are checked against: those
+/// given, or the node's current and former ones; without any they cannot be checked.
+fn registration_authorities(
     client: &NodeClient,
-    given: Option<&str>,
-) -> anyhow::Result<Option<specie_credential::RaPublicKey>> {
+    given: &[String],
+) -> anyhow::Result<Vec<specie_credential::RaPublicKey>> {
     let parse = |text: &str| {
-        let bytes = hex::decode(text).ok()?;
+        let bytes = hex::decode(text.trim()).ok()?;
         specie_credential::RaPublicKey::decode_exact(&bytes).ok()
     };
-    match given {
-        Some(text) => parse(text).map(Some).ok_or_else(|| {
-            anyhow::anyhow!("--registration-authority is not an RA public key in hex (`specie ra key` prints it)")
-        }),
-        None => Ok(client.info()?.registration_authority.as_deref().and_then(parse)),
+    if !given.is_empty() {
+        return given
+            .iter()
+            .map(|text| {
+                parse(text).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--registration-authority is not an RA public key in hex (`specie ra key` prints it)"
+                    )
+                })
+            })
+            .collect();
     }
+    let info = client.info()?;
+    let keys = info
+        .registration_authority
+        .iter()
+        .chain(&info.former_registration_authorities);
+    Ok(keys.filter_map(|text| parse(text)).collect())
 }
 
 /// The endorsement group key records are checked against: the one given, or the node's.
@@ -631,7 +645,7 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
         secret: specie_credential::AuditorSecret::from_seed(&seed),
         directory,
     });
-    let authority = registration_authority(&client, options.registration_authority.as_deref())?;
+    let authorities = registration_authorities(&client, &options.registration_authority)?;
     let certifiers = certifier_group(&client, options.certifiers.as_deref())?;
     let height = client.ledger_height()?;
     let limits = BlockLimits::default();
@@ -651,8 +665,8 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
             "block {h}'s header does not commit to its records"
         );
         summary.invalid_proofs += invalid_proofs(&block)
-            + invalid_anonymous(&block, authority.as_ref())
-            + invalid_unlinkable(&block, authority.as_ref(), certifiers.as_ref());
+            + invalid_anonymous(&block, &authorities)
+            + invalid_unlinkable(&block, &authorities, certifiers.as_ref());
         if let Some(key) = &group_key {
             check_endorsements(&block, key, &mut summary);
         }
@@ -689,8 +703,8 @@ fn show(node: &str, key: &Path, options: &ShowOptions) -> anyhow::Result<ExitCod
 /// Confidential transactions of `block` whose proofs fail, verified together (one by one only
 /// if the batch fails), each reported.
 /// Anonymous transactions of `block` whose proofs fail: the values' transfer (hidden values),
-/// every owner audit, and (if the RA is known) every spend proof.
-fn invalid_anonymous(block: &Block, authority: Option<&specie_credential::RaPublicKey>) -> u64 {
+/// every owner audit, and (if an RA key is known) every spend proof, under one of `authorities`.
+fn invalid_anonymous(block: &Block, authorities: &[specie_credential::RaPublicKey]) -> u64 {
     let mut invalid = 0;
     for record in &block.records {
         let Some(tx) = record
@@ -707,15 +721,14 @@ fn invalid_anonymous(block: &Block, authority: Option<&specie_credential::RaPubl
         // The node is not trusted to keep the audits' shape either: checked with them.
         let audits_hold = tx.owner_audits_hold(&context);
         let txid = tx.txid();
-        let spends_hold = authority.is_none_or(|authority| {
-            let items: Vec<specie_credential::SpendItem<'_>> = tx
-                .spend_proofs
-                .iter()
-                .zip(&tx.anonymous_inputs)
-                .map(|(proof, input)| (proof, &input.owner, &txid.0))
-                .collect();
-            specie_credential::verify_batch(authority, &items).is_ok()
-        });
+        let items: Vec<specie_credential::SpendItem<'_>> = tx
+            .spend_proofs
+            .iter()
+            .zip(&tx.anonymous_inputs)
+            .map(|(proof, input)| (proof, &input.owner, &txid.0))
+            .collect();
+        let spends_hold = authorities.is_empty()
+            || (authorities.iter()).any(|authority| specie_credential::verify_batch(authority, &items).is_ok());
         if !(values_hold && audits_hold && spends_hold) {
             eprintln!(
                 "INVALID PROOF in block {}: anonymous transaction {txid}",
@@ -744,33 +757,38 @@ fn certifier_group(
     }
 }
 
-/// Unlinkable transactions of `block` whose transfer proofs fail, verified together (one by one
-/// only if the batch fails). Without the RA and the certifier group none can be checked: each
-/// counts as invalid.
+/// Unlinkable transactions of `block` whose transfer proofs fail under every RA key of
+/// `authorities` with `certifiers`, verified together under the first key (one by one only if the
+/// batch fails). Without an RA key and the certifier group none can be checked: each counts as
+/// invalid.
 fn invalid_unlinkable(
     block: &Block,
-    authority: Option<&specie_credential::RaPublicKey>,
+    authorities: &[specie_credential::RaPublicKey],
     certifiers: Option<&specie_credential::unlinkable::CertifierGroup>,
 ) -> u64 {
+    use specie_credential::unlinkable::{verify_unlinkable_batch, UnlinkableKeys};
     use specie_private_transactions::UnlinkableTransaction;
     let txs: Vec<(&UnlinkableTransaction, [u8; 32])> = (block.records.iter())
         .filter_map(|record| record.transaction().capability::<UnlinkableTransaction>())
         .map(|tx| (tx, tx.context()))
         .collect();
-    let keys = authority
-        .zip(certifiers)
-        .map(|(authority, certifiers)| specie_credential::unlinkable::UnlinkableKeys { authority, certifiers });
+    let keys: Vec<UnlinkableKeys<'_>> = match certifiers {
+        Some(certifiers) => (authorities.iter())
+            .map(|authority| UnlinkableKeys { authority, certifiers })
+            .collect(),
+        None => vec![],
+    };
     let batch: Vec<_> = txs.iter().map(|(tx, context)| (&tx.proof, context)).collect();
     if batch.is_empty()
         || keys
-            .as_ref()
-            .is_some_and(|keys| specie_credential::unlinkable::verify_unlinkable_batch(keys, &batch).is_ok())
+            .first()
+            .is_some_and(|keys| verify_unlinkable_batch(keys, &batch).is_ok())
     {
         return 0;
     }
     let mut invalid = 0;
     for (tx, context) in &txs {
-        if keys.as_ref().is_none_or(|keys| tx.proof.verify(keys, context).is_err()) {
+        if !keys.iter().any(|keys| tx.proof.verify(keys, context).is_ok()) {
             eprintln!(
                 "INVALID PROOF in block {}: unlinkable transaction {}",
                 block.header.height,

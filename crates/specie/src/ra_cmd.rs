@@ -25,6 +25,15 @@ The flow, for a person KYC (done by you, out of band) mapped to enrolment id 7:
 Every node that takes anonymous transactions runs with
 `specie node --registration-authority <THE RA'S PUBLIC KEY>`.
 
+To revoke, for enrolment 9:
+  specie ra revoke --id 9              # no credential is issued for 9 again
+  specie ra rotate --out ./epoch-1     # the next key; a fresh credential for every other id,
+                                       # one file each, to hand back (`specie wallet enrol
+                                       # --credential`); prints the new key for
+                                       # `specie node --reconfigure --registration-authority`
+Once the nodes take the new key, id 9's credential (of the old key) no longer verifies: its
+anonymous notes and unlinkable tokens cannot be spent.
+
 Nothing the RA printed is lost: its state (DIR/state.json) is replaced atomically and synced
 before a challenge or a credential is printed, and one command at a time holds DIR/lock.
 
@@ -74,8 +83,27 @@ enum RaCommand {
         /// The `specie-enrol-request1…` text, or `-` to read it from standard input.
         request: String,
     },
+    /// Revoke enrolment N: no credential is issued for it again and its challenges are refused.
+    /// Its credential already out stays valid until `specie ra rotate` moves to a new key and
+    /// the nodes take it.
+    Revoke {
+        /// The enrolment id to revoke.
+        #[arg(long)]
+        id: u64,
+    },
+    /// Move to the RA's next key (derived from the same secret seed) and sign a fresh credential
+    /// under it for every enrolment not revoked, written to OUT/<id>.credential (durable in the
+    /// state before any is written). Prints the new public key: run every node with `specie
+    /// node --reconfigure --registration-authority <KEY>`, and hand each credential back to its
+    /// wallet (`specie wallet enrol --credential <TEXT>`). From then on every credential of an
+    /// earlier key, the revoked ones' among them, is refused.
+    Rotate {
+        /// A directory to create for the credentials (it must not exist yet).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Print the enrolled ids, one per line: the directory (`specie audit show --directory
-    /// FILE`) of an auditor who oversees them.
+    /// FILE`) of an auditor who oversees them (revoked ids too: their past payments are named).
     List {
         /// Only the enrolments of this jurisdiction.
         #[arg(long)]
@@ -99,6 +127,8 @@ pub fn run(args: RaArgs) -> anyhow::Result<ExitCode> {
         RaCommand::Challenge { id, jurisdiction } => challenge(dir, EnrolmentId(id), Jurisdiction(jurisdiction))?,
         RaCommand::Enrol { request } => enrol(dir, &request)?,
         RaCommand::List { jurisdiction, json } => list(dir, jurisdiction.map(Jurisdiction), json)?,
+        RaCommand::Revoke { id } => revoke(dir, EnrolmentId(id))?,
+        RaCommand::Rotate { out } => rotate(dir, &out)?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -185,6 +215,51 @@ fn enrol(dir: &Path, text: &str) -> anyhow::Result<()> {
     eprintln!(
         "enrolment {} signed (jurisdiction {}): hand the credential above back to its wallet",
         credential.enrolment_id.0, credential.jurisdiction.0
+    );
+    Ok(())
+}
+
+fn revoke(dir: &Path, id: EnrolmentId) -> anyhow::Result<()> {
+    let mut store = open_locked(dir)?;
+    if store.revoke(id)? {
+        eprintln!(
+            "enrolment {} revoked: no credential is issued for it again. Its credential stays valid until `specie \
+             ra rotate` moves to a new key and the nodes take it",
+            id.0
+        );
+    } else {
+        eprintln!("enrolment {} was revoked already", id.0);
+    }
+    Ok(())
+}
+
+fn rotate(dir: &Path, out: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir(out).with_context(|| {
+        format!(
+            "cannot create {} (give a directory that does not exist yet, so no credential is overwritten)",
+            out.display()
+        )
+    })?;
+    let mut store = open_locked(dir)?;
+    let credentials = store.rotate(&mut OsRng)?;
+    for credential in &credentials {
+        let path = out.join(format!("{}.credential", credential.enrolment_id.0));
+        std::fs::write(&path, format!("{}\n", credential.to_text())).with_context(|| {
+            format!(
+                "cannot write {} (run `specie ra rotate` again to reissue)",
+                path.display()
+            )
+        })?;
+    }
+    println!("{}", key_hex(&store.public_key()));
+    eprintln!(
+        "the RA moved to key epoch {}: its public key is above, for `specie node --reconfigure \
+         --registration-authority`; {} credentials (every enrolment but the {} revoked) are in {}, one per id, to \
+         hand back for `specie wallet enrol --credential`",
+        store.epoch(),
+        credentials.len(),
+        store.revoked().count(),
+        out.display()
     );
     Ok(())
 }

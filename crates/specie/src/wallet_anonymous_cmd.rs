@@ -17,6 +17,16 @@ use crate::wallet_cmd::{client_for, load, print_balance, submit_and_report, Buil
 /// Answers the RA's challenge (printing the request for the RA), or keeps its credential.
 pub fn enrol(path: &Path, node: Option<&str>, challenge: Option<&str>, credential: Option<&str>) -> Result<ExitCode> {
     let mut wallet = load(path)?;
+    if let Some(text) = credential.filter(|_| wallet.enrolment_id().is_some()) {
+        let client = client_for(&mut wallet, node)?;
+        let id = session::renew_credential(path, &mut wallet, &client, text)?;
+        println!(
+            "credential of id {} renewed under the registration authority the node trusts now",
+            id.0
+        );
+        print_balance(&wallet);
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(text) = credential {
         let id = session::finish_enrolment(path, &mut wallet, text)?;
         println!(

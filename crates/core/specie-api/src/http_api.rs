@@ -66,6 +66,10 @@ pub struct NodeInfo {
     /// transactions: what wallets enrol with and spend proofs verify under.
     #[serde(default)]
     pub registration_authority: Option<String>,
+    /// The registration authority's earlier keys (oldest first), which the ledger's earlier
+    /// anonymous and unlinkable proofs verify under; none takes new transactions.
+    #[serde(default)]
+    pub former_registration_authorities: Vec<String>,
     /// The owner auditors with jurisdiction (their encodings, hex): every anonymous transaction
     /// must give each of them every owner it names.
     #[serde(default)]

@@ -519,6 +519,8 @@ impl Backend for ClusterBackend {
             auditors: self.inner.privacy.auditors.iter().map(hex::encode).collect(),
             registration_authority: (self.inner.privacy.registration_authority.as_ref())
                 .map(|key| hex::encode(specie_codec::Encode::encode(key))),
+            // A cluster's file names one RA; its operator keeps earlier keys for auditors.
+            former_registration_authorities: vec![],
             owner_auditors: (self.inner.privacy.owner_auditors().iter())
                 .map(|key| hex::encode(specie_codec::Encode::encode(key)))
                 .collect(),

@@ -883,6 +883,7 @@ impl NodeHandle {
             active_auditors: self.shared.privacy.active_auditors.iter().map(hex::encode).collect(),
             registration_authority: (self.shared.privacy.registration_authority.as_ref())
                 .map(|key| hex::encode(key.encode())),
+            former_registration_authorities: manifest.settings.former_registration_authorities.clone(),
             owner_auditors: (self.shared.privacy.owner_auditors().iter())
                 .map(|key| hex::encode(key.encode()))
                 .collect(),

@@ -86,6 +86,11 @@ pub struct KeptSettings {
     pub auditors: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registration_authority: Option<String>,
+    /// The registration authority's keys this node took before (oldest first): the ledger's
+    /// earlier anonymous and unlinkable proofs verify under them. Never taken for new
+    /// transactions; kept whenever a start replaces or forgets the key (`specie ra rotate`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub former_registration_authorities: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub owner_auditors: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -192,6 +197,7 @@ impl KeptSettings {
             exchange: options.exchange.map(hex::encode),
             auditors: options.auditors.iter().map(hex::encode).collect(),
             registration_authority: (options.registration_authority.as_ref()).map(|key| hex::encode(key.encode())),
+            former_registration_authorities: vec![],
             owner_auditors: options
                 .owner_auditors
                 .iter()
@@ -215,6 +221,14 @@ impl KeptSettings {
     pub fn merge(&self, options: &NodeOptions, change: &SettingsChange) -> Result<KeptSettings, SettingsError> {
         use KeptSetting as S;
         let given = KeptSettings::given(options);
+        let registration_authority = settle(
+            S::RegistrationAuthority,
+            &self.registration_authority,
+            &given.registration_authority,
+            given.registration_authority.is_some(),
+            change,
+            None,
+        )?;
         Ok(KeptSettings {
             offline_authority: settle(
                 S::OfflineAuthority,
@@ -240,14 +254,8 @@ impl KeptSettings {
                 change,
                 vec![],
             )?,
-            registration_authority: settle(
-                S::RegistrationAuthority,
-                &self.registration_authority,
-                &given.registration_authority,
-                given.registration_authority.is_some(),
-                change,
-                None,
-            )?,
+            registration_authority: registration_authority.clone(),
+            former_registration_authorities: self.former_authorities(registration_authority.as_deref()),
             owner_auditors: settle(
                 S::OwnerAuditors,
                 &self.owner_auditors,
@@ -289,6 +297,19 @@ impl KeptSettings {
                 None,
             )?,
         })
+    }
+
+    /// The former registration authorities once `current` is the key: the kept one joins them if
+    /// it is replaced or forgotten; one taken again leaves them.
+    fn former_authorities(&self, current: Option<&str>) -> Vec<String> {
+        let mut former = self.former_registration_authorities.clone();
+        if let Some(kept) = (self.registration_authority.as_ref()).filter(|kept| Some(kept.as_str()) != current) {
+            if !former.contains(kept) {
+                former.push(kept.clone());
+            }
+        }
+        former.retain(|key| Some(key.as_str()) != current);
+        former
     }
 
     /// Puts the settings into `options`, decoding every key (a hand-edited `node.toml` is
@@ -466,6 +487,47 @@ mod tests {
             forget: vec![KeptSetting::Auditors],
         };
         assert!(kept.merge(&bare, &forget).unwrap().auditors.is_empty());
+    }
+
+    #[test]
+    fn a_replaced_registration_authority_is_kept_as_a_former_one() {
+        let ra = |byte: u8| Some(hex::encode([byte; 8]));
+        let kept = KeptSettings {
+            registration_authority: ra(1),
+            ..KeptSettings::default()
+        };
+        let reconfigure = SettingsChange {
+            reconfigure: true,
+            forget: vec![],
+        };
+        // Merged as hex: a stand-in for a key is enough here.
+        assert_eq!(
+            kept.former_authorities(None),
+            vec![ra(1).unwrap()],
+            "a forgotten key stays a former one"
+        );
+        assert_eq!(kept.former_authorities(ra(2).as_deref()), vec![ra(1).unwrap()]);
+        assert!(
+            kept.former_authorities(ra(1).as_deref()).is_empty(),
+            "the same key is not former"
+        );
+        let rotated = KeptSettings {
+            registration_authority: ra(2),
+            former_registration_authorities: vec![ra(1).unwrap()],
+            ..KeptSettings::default()
+        };
+        assert_eq!(
+            rotated.former_authorities(ra(3).as_deref()),
+            vec![ra(1).unwrap(), ra(2).unwrap()]
+        );
+        assert_eq!(
+            rotated.former_authorities(ra(1).as_deref()),
+            vec![ra(2).unwrap()],
+            "taken again"
+        );
+        // Through a restart without the flag, the former keys stay.
+        let bare = NodeOptions::new("unused");
+        assert_eq!(rotated.merge(&bare, &reconfigure).unwrap(), rotated);
     }
 
     #[test]

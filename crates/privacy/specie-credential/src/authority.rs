@@ -26,6 +26,8 @@ pub const DOMAIN_ENROL: &[u8] = b"specie/credential/enrol/v1";
 /// Salt of `RegistrationAuthority::from_seed` and `UserSecret::from_seed` (hashed to a scalar
 /// with the draft's hash_to_field over SHA-256).
 pub const DOMAIN_KEY_SEED: &[u8] = b"specie/credential/key-seed/v1";
+/// Label the RA key of an epoch after the first is derived from, with the seed and the epoch.
+pub const DOMAIN_KEY_EPOCH: &[u8] = b"specie/credential/ra-epoch/v1";
 
 /// The unique enrolment identifier the RA assigns to a physical identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -205,6 +207,22 @@ impl RegistrationAuthority {
         RegistrationAuthority::from_secret(scalar_from_seed(seed))
     }
 
+    /// The RA's key of `epoch` from the same seed: epoch 0 is [`Self::from_seed`]'s; each later
+    /// one is derived from the seed and the epoch ([`DOMAIN_KEY_EPOCH`]). Moving to a new epoch
+    /// (and re-issuing every credential but the revoked ones) is how the RA revokes: a credential
+    /// of an earlier epoch does not verify under the new key.
+    pub fn from_seed_epoch(seed: &[u8; 32], epoch: u64) -> RegistrationAuthority {
+        if epoch == 0 {
+            return RegistrationAuthority::from_seed(seed);
+        }
+        let mut input = seed.to_vec();
+        input.extend_from_slice(&epoch.to_le_bytes());
+        RegistrationAuthority::from_secret(dock_crypto_utils::hashing_utils::hash_to_field::<Scalar, Sha256>(
+            DOMAIN_KEY_EPOCH,
+            &input,
+        ))
+    }
+
     fn from_secret(secret: Scalar) -> RegistrationAuthority {
         let secret = SecretKey(secret);
         let public = PublicKeyG2::generate_using_secret_key_and_bbs23_params(&secret, &generators().bbs);
@@ -303,11 +321,38 @@ impl RegistrationAuthority {
         request: &EnrolmentRequest,
         rng: &mut (impl RngCore + CryptoRng),
     ) -> Result<Signature23G1<Pairing>, EnrolError> {
-        let enrolment_id = request.challenge.enrolment_id.scalar();
-        let jurisdiction = request.challenge.jurisdiction.scalar();
+        let challenge = &request.challenge;
+        self.sign_key(&request.user_key, challenge.enrolment_id, challenge.jurisdiction, rng)
+    }
+
+    fn sign_key(
+        &self,
+        user_key: &UserPublicKey,
+        enrolment_id: EnrolmentId,
+        jurisdiction: Jurisdiction,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<Signature23G1<Pairing>, EnrolError> {
+        let (enrolment_id, jurisdiction) = (enrolment_id.scalar(), jurisdiction.scalar());
         let known: BTreeMap<usize, &Scalar> = [(1, &enrolment_id), (2, &jurisdiction)].into_iter().collect();
-        Signature23G1::new_with_committed_messages(rng, &request.user_key.0, known, &self.secret, &generators().bbs)
+        Signature23G1::new_with_committed_messages(rng, &user_key.0, known, &self.secret, &generators().bbs)
             .map_err(|e| EnrolError::Signing(format!("{e:?}")))
+    }
+
+    /// A fresh credential for an enrolment this RA (of an earlier epoch) signed: the same key,
+    /// id and jurisdiction under this RA's key, with no new challenge (the key was proven when
+    /// it enrolled). Refused for an id this RA has not recorded with that key.
+    pub fn reissue(
+        &self,
+        enrolment_id: EnrolmentId,
+        jurisdiction: Jurisdiction,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<Credential, EnrolError> {
+        let user_key = (self.enrolled.get(&enrolment_id)).ok_or(EnrolError::NoChallenge { enrolment_id })?;
+        Ok(Credential {
+            enrolment_id,
+            jurisdiction,
+            signature: self.sign_key(user_key, enrolment_id, jurisdiction, rng)?,
+        })
     }
 }
 

@@ -26,7 +26,7 @@ pub mod unlinkable;
 
 pub use authority::{
     Credential, EnrolmentChallenge, EnrolmentId, EnrolmentRequest, Identity, Jurisdiction, RaPublicKey,
-    RegistrationAuthority, UserPublicKey, UserSecret, DOMAIN_ENROL, DOMAIN_KEY_SEED,
+    RegistrationAuthority, UserPublicKey, UserSecret, DOMAIN_ENROL, DOMAIN_KEY_EPOCH, DOMAIN_KEY_SEED,
 };
 pub use codec::*;
 pub use error::{AuditError, BatchError, CredentialError, EnrolError, ProveError, VerifyError};

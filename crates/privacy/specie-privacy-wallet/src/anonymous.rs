@@ -142,6 +142,11 @@ pub trait AnonymousWallet {
     /// and the enrolment this wallet answered.
     fn finish_enrolment(&mut self, credential: Credential) -> Result<EnrolmentId, PrivacyError>;
 
+    /// Replaces the credential of this enrolled wallet with `credential`, which the RA re-issued
+    /// under its key `authority` (after a rotation, `specie ra rotate`): the same secret and id.
+    fn renew_credential(&mut self, credential: Credential, authority: RaPublicKey)
+        -> Result<EnrolmentId, PrivacyError>;
+
     /// This wallet's enrolment id, once enrolled.
     fn enrolment_id(&self) -> Option<EnrolmentId>;
 
@@ -248,6 +253,26 @@ impl AnonymousWallet for Wallet {
         part.identity = Some(enrolled);
         part.enrolling = None;
         Ok(enrolment_id)
+    }
+
+    fn renew_credential(
+        &mut self,
+        credential: Credential,
+        authority: RaPublicKey,
+    ) -> Result<EnrolmentId, PrivacyError> {
+        let enrolled = enrolled(self)?;
+        if credential.enrolment_id != enrolled.identity.enrolment_id() {
+            return Err(PrivacyError::RenewalRefused);
+        }
+        let identity = Identity::new(UserSecret::from_seed(&enrolled.seed), credential, &authority)
+            .map_err(|_| PrivacyError::RenewalRefused)?;
+        let renewed = EnrolledIdentity {
+            seed: enrolled.seed,
+            identity,
+            authority,
+        };
+        privacy_mut(self).identity = Some(renewed);
+        Ok(enrolled_id_of(self))
     }
 
     fn enrolment_id(&self) -> Option<EnrolmentId> {
@@ -417,6 +442,10 @@ impl AnonymousWallet for Wallet {
             None => 0,
         }
     }
+}
+
+fn enrolled_id_of(wallet: &Wallet) -> EnrolmentId {
+    wallet.enrolment_id().expect("enrolled")
 }
 
 fn enrolled(wallet: &Wallet) -> Result<&EnrolledIdentity, PrivacyError> {

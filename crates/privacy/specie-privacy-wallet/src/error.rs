@@ -59,6 +59,13 @@ pub enum PrivacyError {
     )]
     CredentialRefused,
 
+    #[error(
+        "the credential is not the registration authority's signature for this wallet's secret and id under the key \
+         the node trusts; after `specie ra rotate` the node must take the new key first (`specie node --reconfigure \
+         --registration-authority`); nothing was changed"
+    )]
+    RenewalRefused,
+
     #[error("this anonymous payment pays another enrolment id than this wallet's")]
     AnonymousNotOurs,
 

@@ -171,6 +171,21 @@ pub fn finish_enrolment(path: &Path, wallet: &mut Wallet, text: &str) -> Result<
     Ok(id)
 }
 
+/// Replaces this enrolled wallet's credential with `text`, which the RA re-issued after moving to
+/// a new key; the key is the one the node at `client` trusts now. Saves the wallet.
+pub fn renew_credential(
+    path: &Path,
+    wallet: &mut Wallet,
+    client: &NodeClient,
+    text: &str,
+) -> Result<EnrolmentId, PrivacySessionError> {
+    let credential = Credential::from_text(text)?;
+    let authority = registration_authority(client)?;
+    let id = wallet.renew_credential(credential, authority)?;
+    WalletFile::save(path, wallet)?;
+    Ok(id)
+}
+
 /// Receives the anonymous payment string `text` (see [`crate::receive_anonymous`]) and saves the
 /// wallet if it gained a note.
 pub fn receive_anonymous(

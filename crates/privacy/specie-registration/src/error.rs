@@ -117,6 +117,16 @@ pub enum RegistrationError {
     /// The RA refused the request (the state is unchanged).
     #[error("enrolment refused: {}", explain(.0))]
     Refused(EnrolError),
+    #[error("enrolment {} is not enrolled with this RA: nothing to revoke", id.0)]
+    NotEnrolled { id: EnrolmentId },
+    #[error(
+        "enrolment {} is revoked: this RA issues it no credential again (a person who must come back is enrolled \
+         under a new id)",
+        id.0
+    )]
+    Revoked { id: EnrolmentId },
+    #[error("the RA's key epochs are exhausted")]
+    EpochsExhausted,
 }
 
 /// What is wrong with a state file that parses as JSON.

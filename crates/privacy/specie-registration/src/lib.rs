@@ -64,6 +64,8 @@ pub struct Challenged {
 pub struct RegistrationStore {
     dir: PathBuf,
     authority: RegistrationAuthority,
+    /// The key's epoch (`RegistrationAuthority::from_seed_epoch`).
+    epoch: u64,
     enrolled: BTreeMap<EnrolmentId, Enrolment>,
     /// Held while the state may change (challenge, enrol); `None` when opened for reading.
     lock: Option<File>,
@@ -103,6 +105,7 @@ impl RegistrationStore {
         let store = RegistrationStore {
             dir: dir.to_path_buf(),
             authority: RegistrationAuthority::from_seed(&seed),
+            epoch: 0,
             enrolled: BTreeMap::new(),
             lock: Some(lock),
         };
@@ -132,9 +135,9 @@ impl RegistrationStore {
     }
 
     fn load(dir: &Path, lock: Option<File>) -> Result<RegistrationStore, RegistrationError> {
-        let mut authority = RegistrationAuthority::from_seed(&read_seed(dir)?);
         let path = dir.join(STATE);
         let state = read_state_file(dir)?.ok_or_else(|| RegistrationError::StateMissing { path: path.clone() })?;
+        let mut authority = RegistrationAuthority::from_seed_epoch(&read_seed(dir)?, state.epoch);
         let restored = restore(&state, &authority.public_key().encode())
             .map_err(|defect| RegistrationError::Damaged { path, defect })?;
         authority.restore(
@@ -149,6 +152,7 @@ impl RegistrationStore {
         Ok(RegistrationStore {
             dir: dir.to_path_buf(),
             authority,
+            epoch: state.epoch,
             enrolled,
             lock,
         })
@@ -174,6 +178,7 @@ impl RegistrationStore {
         rng: &mut (impl RngCore + CryptoRng),
     ) -> Result<Challenged, RegistrationError> {
         self.check_writable()?;
+        self.check_not_revoked(id)?;
         let enrolled = self.enrolled.get(&id).map(|e| e.jurisdiction);
         if let Some(enrolled) = enrolled.filter(|enrolled| *enrolled != jurisdiction) {
             return Err(RegistrationError::JurisdictionMismatch { id, enrolled });
@@ -197,19 +202,77 @@ impl RegistrationStore {
         rng: &mut (impl RngCore + CryptoRng),
     ) -> Result<Credential, RegistrationError> {
         self.check_writable()?;
+        self.check_not_revoked(request.challenge().enrolment_id)?;
         let credential = self.authority.enrol(request, rng).map_err(RegistrationError::Refused)?;
         let enrolment = Enrolment {
             jurisdiction: credential.jurisdiction,
             request: request.to_text(),
+            revoked: false,
         };
         self.enrolled.insert(credential.enrolment_id, enrolment);
         self.commit()?;
         Ok(credential)
     }
 
-    /// The enrolments signed, by ascending id, with their jurisdictions.
+    /// The enrolments signed, revoked ones included (an auditor names their past payments), by
+    /// ascending id, with their jurisdictions.
     pub fn enrolled(&self) -> impl Iterator<Item = (EnrolmentId, Jurisdiction)> + '_ {
         self.enrolled.iter().map(|(id, e)| (*id, e.jurisdiction))
+    }
+
+    /// The enrolments revoked, by ascending id.
+    pub fn revoked(&self) -> impl Iterator<Item = EnrolmentId> + '_ {
+        (self.enrolled.iter()).filter(|(_, e)| e.revoked).map(|(id, _)| *id)
+    }
+
+    /// The key's epoch: 0 until the first [`rotate`](Self::rotate).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Revokes enrolment `id`, durably: no credential is issued for it again, and its challenges
+    /// are refused. Its credentials already out stay valid until [`rotate`](Self::rotate).
+    /// Returns false if it was revoked already.
+    pub fn revoke(&mut self, id: EnrolmentId) -> Result<bool, RegistrationError> {
+        self.check_writable()?;
+        let enrolment = self
+            .enrolled
+            .get_mut(&id)
+            .ok_or(RegistrationError::NotEnrolled { id })?;
+        if enrolment.revoked {
+            return Ok(false);
+        }
+        enrolment.revoked = true;
+        self.commit()?;
+        Ok(true)
+    }
+
+    /// Moves to the next epoch's key and signs a fresh credential under it for every enrolment
+    /// not revoked (same key, id and jurisdiction), durably before they are returned. The nodes
+    /// then take the new key (`specie node --reconfigure --registration-authority`): credentials
+    /// of earlier epochs, the revoked ones' among them, no longer verify. Challenges still open
+    /// must be answered again (an answer is bound to the RA's key).
+    pub fn rotate(&mut self, rng: &mut (impl RngCore + CryptoRng)) -> Result<Vec<Credential>, RegistrationError> {
+        self.check_writable()?;
+        let epoch = self.epoch.checked_add(1).ok_or(RegistrationError::EpochsExhausted)?;
+        let mut authority = RegistrationAuthority::from_seed_epoch(&read_seed(&self.dir)?, epoch);
+        authority.restore(self.authority.pending().cloned(), self.authority.enrolled());
+        let mut credentials = Vec::new();
+        for (id, enrolment) in self.enrolled.iter().filter(|(_, e)| !e.revoked) {
+            let credential =
+                (authority.reissue(*id, enrolment.jurisdiction, rng)).map_err(RegistrationError::Refused)?;
+            credentials.push(credential);
+        }
+        (self.authority, self.epoch) = (authority, epoch);
+        self.commit()?;
+        Ok(credentials)
+    }
+
+    fn check_not_revoked(&self, id: EnrolmentId) -> Result<(), RegistrationError> {
+        match self.enrolled.get(&id) {
+            Some(enrolment) if enrolment.revoked => Err(RegistrationError::Revoked { id }),
+            _ => Ok(()),
+        }
     }
 
     /// The challenges issued and not yet answered, by ascending id.
@@ -240,6 +303,7 @@ impl RegistrationStore {
             format: STATE_FORMAT.to_string(),
             version: STATE_VERSION,
             public_key: hex::encode(self.authority.public_key().encode()),
+            epoch: self.epoch,
             pending: self.authority.pending().map(Textual::to_text).collect(),
             enrolled: self
                 .enrolled
@@ -248,6 +312,7 @@ impl RegistrationStore {
                     id: id.0,
                     jurisdiction: e.jurisdiction.0,
                     request: e.request.clone(),
+                    revoked: e.revoked,
                 })
                 .collect(),
         };
@@ -262,9 +327,10 @@ impl RegistrationStore {
     }
 }
 
-/// The public key of the RA in `dir`, from its seed alone.
+/// The public key of the RA in `dir`: its seed's, of the epoch its state names.
 pub fn public_key(dir: &Path) -> Result<RaPublicKey, RegistrationError> {
-    Ok(RegistrationAuthority::from_seed(&read_seed(dir)?).public_key())
+    let epoch = read_state_file(dir)?.map_or(0, |state| state.epoch);
+    Ok(RegistrationAuthority::from_seed_epoch(&read_seed(dir)?, epoch).public_key())
 }
 
 /// The permission bits (`mode & 0o777`) of `dir/secret` if others than its owner may use it;

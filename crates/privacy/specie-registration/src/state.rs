@@ -19,6 +19,9 @@ pub(crate) struct StateFile {
     pub version: u32,
     /// The RA's public key (hex of its encoding): a state is only ever used with its own seed.
     pub public_key: String,
+    /// The key's epoch: how often the RA moved to a new key to revoke (0 before the first).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoch: u64,
     /// The challenges issued and not yet answered (`specie-enrol-challenge1…`).
     pub pending: Vec<String>,
     /// The enrolments signed, by ascending id.
@@ -32,6 +35,13 @@ pub(crate) struct EnrolmentRecord {
     pub jurisdiction: u32,
     /// The request the RA signed for (`specie-enrol-request1…`): it holds the user's key.
     pub request: String,
+    /// Revoked: no credential of this or a later epoch is issued for it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub revoked: bool,
+}
+
+fn is_zero(epoch: &u64) -> bool {
+    *epoch == 0
 }
 
 /// An enrolment the RA signed: its jurisdiction and the request (as text) it signed for.
@@ -39,6 +49,7 @@ pub(crate) struct EnrolmentRecord {
 pub(crate) struct Enrolment {
     pub jurisdiction: Jurisdiction,
     pub request: String,
+    pub revoked: bool,
 }
 
 /// What a state file holds, checked.
@@ -95,6 +106,7 @@ pub(crate) fn restore(state: &StateFile, public_key: &[u8]) -> Result<Restored, 
         let enrolment = Enrolment {
             jurisdiction,
             request: record.request.clone(),
+            revoked: record.revoked,
         };
         if enrolled.insert(id, (request.user_key(), enrolment)).is_some() {
             return Err(StateDefect::Twice { id: record.id });

@@ -291,3 +291,57 @@ fn a_second_command_waits_for_the_lock_then_gives_up_and_readers_never_change_it
     drop(holder);
     waiter.join().unwrap().unwrap();
 }
+
+#[test]
+fn a_revoked_enrolment_gets_no_credential_and_a_rotation_leaves_it_out() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("ra");
+    let mut rng = StdRng::seed_from_u64(3);
+    let mut store = enrolled_ra(&dir);
+    let eight = store.challenge(EnrolmentId(8), Jurisdiction(2), &mut rng).unwrap();
+    store
+        .enrol(&request(2, &store.public_key(), &eight.challenge), &mut rng)
+        .unwrap();
+    let old_key = store.public_key();
+    assert!(store.revoke(EnrolmentId(8)).unwrap());
+    assert!(!store.revoke(EnrolmentId(8)).unwrap(), "revoked already");
+    assert!(matches!(
+        store.revoke(EnrolmentId(99)),
+        Err(RegistrationError::NotEnrolled { .. })
+    ));
+    // No challenge for a revoked id, and its enrolled key gets no fresh credential either.
+    assert!(matches!(
+        store.challenge(EnrolmentId(8), Jurisdiction(2), &mut rng),
+        Err(RegistrationError::Revoked { .. })
+    ));
+    assert!(matches!(
+        store.enrol(&request(2, &old_key, &eight.challenge), &mut rng),
+        Err(RegistrationError::Revoked { .. })
+    ));
+
+    // The rotation: a new key, a credential for 7 only, durable, and 7's user holds it.
+    let credentials = store.rotate(&mut rng).unwrap();
+    let new_key = store.public_key();
+    assert_ne!(new_key, old_key);
+    assert_eq!(store.epoch(), 1);
+    assert_eq!(
+        credentials.iter().map(|c| c.enrolment_id).collect::<Vec<_>>(),
+        [EnrolmentId(7)]
+    );
+    let secret = UserSecret::from_seed(&[1; 32]);
+    assert!(credentials[0].verify(&secret, &new_key).is_ok());
+    assert!(
+        credentials[0].verify(&secret, &old_key).is_err(),
+        "bound to the new key"
+    );
+    drop(store);
+    let reopened = locked(&dir);
+    assert_eq!((reopened.public_key(), reopened.epoch()), (new_key.clone(), 1));
+    assert_eq!(public_key(&dir).unwrap(), new_key, "`specie ra key` prints the new key");
+    assert_eq!(reopened.revoked().collect::<Vec<_>>(), [EnrolmentId(8)]);
+    assert_eq!(
+        reopened.enrolled().count(),
+        2,
+        "the auditor's directory keeps revoked ids"
+    );
+}

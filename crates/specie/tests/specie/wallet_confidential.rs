@@ -827,3 +827,139 @@ fn enter_pay_receive_and_leave_unlinkably_with_the_cli() {
         child.wait().unwrap();
     }
 }
+
+/// Revocation with the CLI: the RA revokes enrolment 9 and moves to its next key (`specie ra
+/// revoke`, `specie ra rotate`), the node takes it (`--reconfigure --registration-authority`,
+/// keeping the old key as a former one), and from then on Bob (9) cannot spend his anonymous
+/// note, and Alice (7) can only once her wallet holds the re-issued credential. The auditor
+/// still finds every proof valid, those made under the old key included.
+#[test]
+fn a_revoked_enrolment_cannot_spend_once_the_ra_moves_to_its_next_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    let (issuer, alice, bob, auditor_key, ra_dir) = (
+        path("issuer.json"),
+        path("alice.json"),
+        path("bob.json"),
+        path("auditor.key"),
+        path("ra"),
+    );
+    let issuer_key = issuer_wallet(&issuer);
+    let keys = run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
+    let owner_auditor = line_starting(&keys, "owner auditor key: ").replace("owner auditor key: ", "");
+    let ra_key = ra(&ra_dir, &["init"]);
+    let node_dir = path("node");
+    let node_args = |extra: &[&str]| {
+        let mut args = vec![
+            "node",
+            "--listen",
+            "127.0.0.1:0",
+            "--issuer",
+            &issuer_key,
+            "--owner-auditor",
+            &owner_auditor,
+            "--data-dir",
+            node_dir.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        args.into_iter().map(str::to_string).collect::<Vec<_>>()
+    };
+    let start = |args: Vec<String>| start_serving(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let (mut node, url) = start(node_args(&["--registration-authority", &ra_key]));
+    for (wallet, id) in [(&alice, "7"), (&bob, "9")] {
+        create_and_enrol(wallet, &url, &ra_dir, id);
+        let minted = core_wallet(
+            &issuer,
+            &["--node", &url, "mint", "500", "--to", &wallet_address(wallet)],
+        );
+        core_wallet(wallet, &["import", &line_starting(&minted, "specie-pay1")]);
+        core_wallet(wallet, &["anonymise", "--amount", "300"]);
+    }
+
+    ra(&ra_dir, &["revoke", "--id", "9"]);
+    let again = run(&["ra", "--dir", ra_dir.to_str().unwrap(), "challenge", "--id", "9"]);
+    assert!(
+        again.unwrap_err().contains("revoked"),
+        "no new challenge for a revoked id"
+    );
+    let epoch = path("epoch-1");
+    let new_key = ra(&ra_dir, &["rotate", "--out", epoch.to_str().unwrap()]);
+    assert_ne!(new_key, ra_key);
+    assert_eq!(ra(&ra_dir, &["key"]), new_key);
+    assert!(!epoch.join("9.credential").exists(), "no credential for the revoked id");
+    let renewed = std::fs::read_to_string(epoch.join("7.credential")).unwrap();
+
+    // Before the node takes the new key, a wallet cannot take the new credential.
+    let early = run(&[
+        "wallet",
+        "--wallet",
+        alice.to_str().unwrap(),
+        "enrol",
+        "--credential",
+        renewed.trim(),
+    ]);
+    assert!(
+        early.unwrap_err().contains("--reconfigure"),
+        "the node still trusts the old key"
+    );
+    node.kill().unwrap();
+    node.wait().unwrap();
+    let refused = run(&node_args(&["--registration-authority", &new_key])
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>());
+    assert!(
+        refused.unwrap_err().contains("--reconfigure"),
+        "a new RA key needs --reconfigure"
+    );
+    let (mut node, url) = start(node_args(&["--registration-authority", &new_key, "--reconfigure"]));
+    let info: serde_json::Value = ureq::get(&format!("{url}/v1/info"))
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
+    assert_eq!(info["former_registration_authorities"], serde_json::json!([ra_key]));
+
+    let send = |wallet: &Path, to: &str| {
+        let wallet = wallet.to_str().unwrap();
+        run(&[
+            "wallet",
+            "--wallet",
+            wallet,
+            "--node",
+            &url,
+            "send-anonymous",
+            "--to-id",
+            to,
+            "--amount",
+            "50",
+        ])
+    };
+    let refused = send(&bob, "7").unwrap_err();
+    assert!(
+        refused.contains("invalid_spend_proof"),
+        "the revoked id's old credential: {refused}"
+    );
+    assert_eq!(
+        wallet_balance(&bob, "anonymous spendable:"),
+        300,
+        "the refused spend cost nothing"
+    );
+    let refused = send(&alice, "9").unwrap_err();
+    assert!(
+        refused.contains("invalid_spend_proof"),
+        "alice's old credential too: {refused}"
+    );
+    let renew = core_wallet(&alice, &["--node", &url, "enrol", "--credential", renewed.trim()]);
+    assert!(renew.contains("renewed"), "{renew}");
+    send(&alice, "9").expect("alice pays with the renewed credential");
+    assert_eq!(wallet_balance(&alice, "anonymous spendable:"), 250);
+
+    // The auditor checks every proof under the node's current and former keys.
+    let shown = audit_show(&url, &auditor_key, &[]).unwrap();
+    let last: serde_json::Value = serde_json::from_str(shown.trim().lines().last().unwrap()).unwrap();
+    assert_eq!(last["summary"]["invalid_proofs"], 0, "{shown}");
+    assert_eq!(last["summary"]["anonymous"], 3, "{shown}");
+    node.kill().unwrap();
+    node.wait().unwrap();
+}
