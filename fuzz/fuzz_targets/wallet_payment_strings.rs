@@ -1,7 +1,7 @@
 //! Feeds arbitrary text to the wallet's payment-string decoders (`specie_wallet`, and
 //! `specie_privacy_wallet` for the private ones): the
-//! transparent `specie-pay1…`, the confidential `specie-cpay1…` and the anonymous `specie-apay1…`
-//! strings, which a payee pastes from anyone; and to the enrolment's texts (`specie_credential`:
+//! transparent `specie-pay1…`, the confidential `specie-cpay1…`, the anonymous `specie-apay1…` and
+//! the unlinkable `specie-upay1…` strings, which a payee pastes from anyone; and to the enrolment's texts (`specie_credential`:
 //! challenge, request, credential), which the wallet and the RA paste from each other. Nothing
 //! may panic; whatever parses must encode back to one canonical string that parses to the same
 //! value (the prefix's case is the only freedom of the payment strings).
@@ -10,7 +10,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use specie_credential::{Credential, EnrolmentChallenge, EnrolmentRequest, Textual};
-use specie_privacy_wallet::{AnonymousPaymentString, ConfidentialPaymentString};
+use specie_privacy_wallet::{AnonymousPaymentString, ConfidentialPaymentString, UnlinkablePaymentString};
 use specie_wallet::PaymentString;
 
 fn canonical_text<T: Textual + PartialEq + std::fmt::Debug>(text: &str) {
@@ -40,6 +40,13 @@ fuzz_target!(|data: &[u8]| {
         let again = AnonymousPaymentString::parse(&canonical).expect("its own encoding parses");
         assert_eq!(again, payment);
         assert_eq!(again.uhs_id(), payment.to_input().uhs_id());
+    }
+    if let Ok(payment) = UnlinkablePaymentString::parse(text) {
+        let canonical = payment.encode();
+        assert_eq!(canonical, text.trim().to_ascii_lowercase(), "one string per token");
+        let again = UnlinkablePaymentString::parse(&canonical).expect("its own encoding parses");
+        assert_eq!(again.uhs_id(), payment.uhs_id());
+        assert_eq!(again, payment);
     }
     canonical_text::<EnrolmentChallenge>(text);
     canonical_text::<EnrolmentRequest>(text);
