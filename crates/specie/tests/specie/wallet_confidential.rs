@@ -309,23 +309,62 @@ fn create_and_enrol(wallet: &Path, url: &str, ra_dir: &Path, id: &str) -> String
     core_wallet(wallet, &["enrol", "--credential", &ra(ra_dir, &["enrol", &request])])
 }
 
+/// What the enrolled-payment tests start from, in a fresh temporary directory: the issuer's wallet
+/// and key, an auditor's seed file and its three keys, an RA, and where Alice's and Bob's wallets go.
+struct Enrolled {
+    dir: tempfile::TempDir,
+    issuer: std::path::PathBuf,
+    alice: std::path::PathBuf,
+    bob: std::path::PathBuf,
+    auditor_key: std::path::PathBuf,
+    ra_dir: std::path::PathBuf,
+    issuer_key: String,
+    value_auditor: String,
+    owner_auditor: String,
+    cosigning_key: String,
+    ra_key: String,
+}
+
+impl Enrolled {
+    fn new() -> Enrolled {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        let (issuer, auditor_key, ra_dir) = (path("issuer.json"), path("auditor.key"), path("ra"));
+        let issuer_key = issuer_wallet(&issuer);
+        let keys = run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
+        let labelled = |label: &str| line_starting(&keys, label).replace(label, "");
+        Enrolled {
+            alice: path("alice.json"),
+            bob: path("bob.json"),
+            value_auditor: keys.lines().next().unwrap().trim().to_string(),
+            owner_auditor: labelled("owner auditor key: "),
+            cosigning_key: labelled("co-signing key: "),
+            ra_key: ra(&ra_dir, &["init"]),
+            issuer,
+            auditor_key,
+            ra_dir,
+            issuer_key,
+            dir,
+        }
+    }
+}
+
 #[test]
 fn enrol_and_pay_anonymously_with_the_cli_and_the_auditor_names_the_parties() {
-    let dir = tempfile::tempdir().unwrap();
+    let Enrolled {
+        dir,
+        issuer,
+        alice,
+        bob,
+        auditor_key,
+        ra_dir,
+        issuer_key,
+        value_auditor,
+        owner_auditor,
+        cosigning_key,
+        ra_key,
+    } = Enrolled::new();
     let path = |name: &str| dir.path().join(name);
-    let (issuer, alice, bob, auditor_key, ra_dir) = (
-        path("issuer.json"),
-        path("alice.json"),
-        path("bob.json"),
-        path("auditor.key"),
-        path("ra"),
-    );
-    let issuer_key = issuer_wallet(&issuer);
-    let keys = run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
-    let value_auditor = keys.lines().next().unwrap().trim().to_string();
-    let owner_auditor = line_starting(&keys, "owner auditor key: ").replace("owner auditor key: ", "");
-    let cosigning_key = line_starting(&keys, "co-signing key: ").replace("co-signing key: ", "");
-    let ra_key = ra(&ra_dir, &["init"]);
     let (mut node, url) = start_serving(&[
         "node",
         "--listen",
@@ -631,20 +670,20 @@ fn an_issuer_key_kept_apart_signs_mints_and_redeems_through_an_external_signer()
 /// and verifies every transfer proof under the group (and none under another).
 #[test]
 fn enter_pay_receive_and_leave_unlinkably_with_the_cli() {
-    let dir = tempfile::tempdir().unwrap();
+    let Enrolled {
+        dir,
+        issuer,
+        alice,
+        bob,
+        auditor_key,
+        ra_dir,
+        issuer_key,
+        owner_auditor,
+        ra_key,
+        ..
+    } = Enrolled::new();
     let path = |name: &str| dir.path().join(name);
-    let (issuer, alice, bob, auditor_key, ra_dir, group_dir) = (
-        path("issuer.json"),
-        path("alice.json"),
-        path("bob.json"),
-        path("auditor.key"),
-        path("ra"),
-        path("certifiers"),
-    );
-    let issuer_key = issuer_wallet(&issuer);
-    let keys = run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
-    let owner_auditor = line_starting(&keys, "owner auditor key: ").replace("owner auditor key: ", "");
-    let ra_key = ra(&ra_dir, &["init"]);
+    let group_dir = path("certifiers");
     let group = run(&[
         "certifier",
         "deal",
@@ -835,19 +874,19 @@ fn enter_pay_receive_and_leave_unlinkably_with_the_cli() {
 /// still finds every proof valid, those made under the old key included.
 #[test]
 fn a_revoked_enrolment_cannot_spend_once_the_ra_moves_to_its_next_key() {
-    let dir = tempfile::tempdir().unwrap();
+    let Enrolled {
+        dir,
+        issuer,
+        alice,
+        bob,
+        auditor_key,
+        ra_dir,
+        issuer_key,
+        owner_auditor,
+        ra_key,
+        ..
+    } = Enrolled::new();
     let path = |name: &str| dir.path().join(name);
-    let (issuer, alice, bob, auditor_key, ra_dir) = (
-        path("issuer.json"),
-        path("alice.json"),
-        path("bob.json"),
-        path("auditor.key"),
-        path("ra"),
-    );
-    let issuer_key = issuer_wallet(&issuer);
-    let keys = run(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]).unwrap();
-    let owner_auditor = line_starting(&keys, "owner auditor key: ").replace("owner auditor key: ", "");
-    let ra_key = ra(&ra_dir, &["init"]);
     let node_dir = path("node");
     let node_args = |extra: &[&str]| {
         let mut args = vec![
