@@ -601,6 +601,13 @@ fn print_unlinkable_balance(wallet: &Wallet, unit: &str) {
     if unlinkable.pending_out > 0 {
         println!("unlinkable pending out:   {} {unit}", unlinkable.pending_out);
     }
+    if unlinkable.missing > 0 {
+        println!(
+            "unlinkable missing:       {} {unit} (spent from another copy of this wallet; `specie wallet \
+             forget-missing` drops it)",
+            unlinkable.missing
+        );
+    }
 }
 
 /// Tells the payer how to hand over a confidential payment. The string reveals the value to

@@ -33,6 +33,13 @@ pub trait WalletPart: Any + Send + Sync + Debug {
     fn settle(&mut self, txid: &Txid, confirmed: bool, settled: &mut Settled);
     /// The part's spendable outputs (outpoint, UHS id, value), for `sync` to ask the node about.
     fn spendable(&self) -> Vec<(OutPoint, UhsId, u64)>;
+    /// The part's spendable outputs that are never spent by their own id (unlinkable tokens:
+    /// a spend creates a marker instead), each with the id its spend creates: `sync` marks
+    /// missing those whose marker the node holds (spent from another copy of this wallet). Such
+    /// an output is never restored: a marker is never removed.
+    fn spent_markers(&self) -> Vec<(OutPoint, UhsId, u64)> {
+        Vec::new()
+    }
     /// The part's outputs marked missing (outpoint, UHS id, value).
     fn missing(&self) -> Vec<(OutPoint, UhsId, u64)>;
     /// Marks missing the spendable ones of `outpoints` (the node no longer holds them); returns

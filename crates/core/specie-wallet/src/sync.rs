@@ -113,22 +113,26 @@ impl SyncReport {
 }
 
 /// Marks missing the spendable notes of the wallet's parts (`crate::part`: confidential and
-/// anonymous ones) whose UHS ids the node no longer holds (spent from another copy of this wallet); asked after the pending transactions
-/// are resolved, so that a note this wallet's own confirmed transaction spent is already gone.
+/// anonymous ones) whose UHS ids the node no longer holds, and the tokens whose spend's marker it
+/// holds (spent from another copy of this wallet); asked after the pending transactions are
+/// resolved, so that a note this wallet's own confirmed transaction spent is already gone.
 fn mark_missing_notes<L: Ledger + ?Sized>(
     wallet: &mut Wallet,
     ledger: &L,
 ) -> Result<Vec<(OutPoint, u64)>, ClientError> {
     let spendable: Vec<(OutPoint, UhsId, u64)> = wallet.spendable_in_parts();
-    if spendable.is_empty() {
+    let markers: Vec<(OutPoint, UhsId, u64)> = wallet.spent_markers_in_parts();
+    if spendable.is_empty() && markers.is_empty() {
         return Ok(Vec::new());
     }
-    let ids: Vec<UhsId> = spendable.iter().map(|(_, id, _)| *id).collect();
+    let ids: Vec<UhsId> = spendable.iter().chain(&markers).map(|(_, id, _)| *id).collect();
     let present = ledger.query_uhs(&ids)?;
-    let vanished: Vec<(OutPoint, u64)> = spendable
-        .iter()
-        .zip(present)
-        .filter(|(_, present)| !present)
+    // An output is gone when its id is, or when its spend's marker is there.
+    let gone = (present.iter().take(spendable.len()).map(|present| !present))
+        .chain(present.iter().skip(spendable.len()).copied());
+    let vanished: Vec<(OutPoint, u64)> = (spendable.iter().chain(&markers))
+        .zip(gone)
+        .filter(|(_, gone)| *gone)
         .map(|((outpoint, _, value), _)| (*outpoint, *value))
         .collect();
     let outpoints: Vec<OutPoint> = vanished.iter().map(|(outpoint, _)| *outpoint).collect();

@@ -1133,6 +1133,12 @@ impl Wallet {
         self.parts.values().flat_map(|part| part.spendable()).collect()
     }
 
+    /// The parts' spendable outputs spent by a marker instead of their id, each with its marker
+    /// ([`WalletPart::spent_markers`]).
+    pub fn spent_markers_in_parts(&self) -> Vec<(OutPoint, UhsId, u64)> {
+        self.parts.values().flat_map(|part| part.spent_markers()).collect()
+    }
+
     /// Every missing coin and note (of any level): outpoint, UHS id and value, for `sync` to ask
     /// the node about.
     pub fn missing(&self) -> Vec<(OutPoint, UhsId, u64)> {

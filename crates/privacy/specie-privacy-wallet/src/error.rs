@@ -66,8 +66,14 @@ pub enum PrivacyError {
     )]
     RenewalRefused,
 
-    #[error("this anonymous payment pays another enrolment id than this wallet's")]
+    #[error("this payment pays another enrolment id than this wallet's")]
     AnonymousNotOurs,
+
+    #[error(
+        "unlinkable token {txid}:{index} was spent already (the node holds its serial number): from another copy of \
+         this wallet, or a string received before; nothing was added"
+    )]
+    TokenSpent { txid: Txid, index: u64 },
 
     #[error(
         "this wallet holds {available} {unit} spendable in anonymous notes that can pay this way, but this needs \

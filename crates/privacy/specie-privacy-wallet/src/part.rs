@@ -5,6 +5,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
+use specie_private_transactions::unlinkable::serial_uhs_id;
 use specie_transaction::{OutPoint, Txid, UhsId};
 use specie_wallet::{Balance, CoinState, Settled, Wallet, WalletPart};
 
@@ -178,9 +179,24 @@ impl WalletPart for PrivacyPart {
         missing
     }
 
+    /// A token's marker is its serial number's id, which only the wallet's identity computes.
+    fn spent_markers(&self) -> Vec<(OutPoint, UhsId, u64)> {
+        let Some(enrolled) = &self.identity else {
+            return Vec::new();
+        };
+        (self.unlinkable_tokens.iter())
+            .filter(|(_, token)| token.state == CoinState::Spendable)
+            .filter_map(|(outpoint, token)| {
+                let serial = token.payment.opening.serial_number(&enrolled.identity)?;
+                Some((*outpoint, serial_uhs_id(&serial), token.value()))
+            })
+            .collect()
+    }
+
     fn mark_missing(&mut self, outpoints: &[OutPoint]) -> u64 {
         let notes = mark_missing(&mut self.notes, outpoints);
-        notes.saturating_add(mark_missing(&mut self.anonymous_notes, outpoints))
+        let anonymous = mark_missing(&mut self.anonymous_notes, outpoints);
+        (notes.saturating_add(anonymous)).saturating_add(mark_missing(&mut self.unlinkable_tokens, outpoints))
     }
 
     fn restore_missing(&mut self, outpoints: &[OutPoint]) -> u64 {
@@ -192,6 +208,7 @@ impl WalletPart for PrivacyPart {
         let mut forgotten = (0usize, 0u64);
         forget(&mut self.notes, &mut forgotten);
         forget(&mut self.anonymous_notes, &mut forgotten);
+        forget(&mut self.unlinkable_tokens, &mut forgotten);
         forgotten
     }
 

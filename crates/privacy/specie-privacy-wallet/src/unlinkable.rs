@@ -17,6 +17,7 @@ use specie_credential::unlinkable::{
     Certificate, CertifierGroup, SpentToken, TokenOpening, UnlinkableKeys, INPUTS_MAX,
 };
 use specie_credential::{AuditorKey as OwnerAuditorKey, EnrolmentId};
+use specie_private_transactions::unlinkable::serial_uhs_id;
 use specie_private_transactions::{UnlinkableBuild, UnlinkableTransaction};
 use specie_transaction::{Address, NonceMode, OutPoint, Output, SpecieTransaction, Txid, UhsId};
 use specie_wallet::{
@@ -83,8 +84,8 @@ pub struct UnlinkablePayment {
 }
 
 /// Checks the payee's token of `payment` against the node and keeps it (uncertified): refused
-/// unless it pays this wallet's enrolment id and the node holds its UHS id. Receiving it twice
-/// adds it once.
+/// unless it pays this wallet's enrolment id, the node holds its UHS id and not its serial
+/// number's (a token spent already). Receiving it twice adds it once.
 pub fn receive_unlinkable<L: Ledger + ?Sized>(
     wallet: &mut Wallet,
     ledger: &L,
@@ -98,9 +99,19 @@ pub fn receive_unlinkable<L: Ledger + ?Sized>(
             already_known: true,
         });
     }
-    let present = ledger.query_uhs(&[payment.uhs_id()])?;
+    let identity = &(privacy(wallet).and_then(|part| part.identity.as_ref())).ok_or(PrivacyError::NotEnrolled)?;
+    let serial = (payment.opening.serial_number(&identity.identity)).ok_or(PrivacyError::AnonymousNotOurs)?;
+    // The token must be in the ledger, and its serial number not: a token this wallet spent
+    // (from another copy of the file) would otherwise look spendable forever.
+    let present = ledger.query_uhs(&[payment.uhs_id(), serial_uhs_id(&serial)])?;
     if present.first() != Some(&true) {
         return Err(PrivacyError::NoteNotAtNode {
+            txid: payment.txid,
+            index: payment.index,
+        });
+    }
+    if present.get(1) != Some(&false) {
+        return Err(PrivacyError::TokenSpent {
             txid: payment.txid,
             index: payment.index,
         });

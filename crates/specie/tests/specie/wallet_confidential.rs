@@ -284,6 +284,24 @@ fn audited_of_kind(shown: &str, kind: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The summary of `specie audit show --node URL --key KEY --json` and all it printed, once
+/// `ready` holds of the summary (the node cuts a block every 100 ms: the last payment may not be
+/// in one yet), or after 30 s.
+fn audit_summary(url: &str, key: &Path, ready: impl Fn(&serde_json::Value) -> bool) -> (serde_json::Value, String) {
+    let read = || {
+        let shown = audit_show(url, key, &[]).unwrap();
+        let last: serde_json::Value = serde_json::from_str(shown.trim().lines().last().unwrap()).unwrap();
+        (last["summary"].clone(), shown)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let (mut summary, mut shown) = read();
+    while !ready(&summary) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        (summary, shown) = read();
+    }
+    (summary, shown)
+}
+
 /// `specie audit show --node URL --key KEY --json EXTRA`: its stdout, or its stderr if it failed.
 fn audit_show(url: &str, key: &Path, extra: &[&str]) -> Result<String, String> {
     let args = ["audit", "show", "--node", url, "--key", key.to_str().unwrap(), "--json"];
@@ -811,9 +829,23 @@ fn enter_pay_receive_and_leave_unlinkably_with_the_cli() {
     core_wallet(&bob, &[&["receive", &payment][..], &both].concat());
     core_wallet(&bob, &[&["receive", &payment][..], &both].concat());
     assert_eq!(wallet_balance(&bob, "unlinkable spendable:"), 250, "received once");
+    let copy = path("bob-copy.json");
+    std::fs::copy(&bob, &copy).unwrap();
     core_wallet(&bob, &[&["leave-unlinkable", "--amount", "100"][..], &both].concat());
+    // The copy from before learns at its next sync that its token was spent: its serial number is
+    // in the ledger. It is marked missing, not spendable.
+    core_wallet(&copy, &["sync"]);
+    assert_eq!(wallet_balance(&copy, "unlinkable missing:"), 250);
+    assert_eq!(wallet_balance(&copy, "unlinkable spendable:"), 0);
     assert_eq!(wallet_balance(&bob, "unlinkable spendable:"), 150);
     assert_eq!(wallet_balance(&bob, "spendable:"), 100);
+    // The spent token's string again (a copy of the wallet from before): refused, nothing added.
+    let spent = run(&["wallet", "--wallet", bob.to_str().unwrap(), "receive", &payment]);
+    assert!(
+        spent.unwrap_err().contains("spent already"),
+        "its serial number is in the ledger"
+    );
+    assert_eq!(wallet_balance(&bob, "unlinkable spendable:"), 150);
 
     // A certifier answers only for tokens the ledger holds, and refuses what does not decode.
     let post = |token: String| {
@@ -836,9 +868,7 @@ fn enter_pay_receive_and_leave_unlinkably_with_the_cli() {
     assert_eq!((code, body.contains("bad_token")), (400, true), "{body}");
 
     // The auditor counts the three unlinkable transactions and the 500 still in the level.
-    let shown = audit_show(&url, &auditor_key, &[]).unwrap();
-    let last: serde_json::Value = serde_json::from_str(shown.trim().lines().last().unwrap()).unwrap();
-    let summary = &last["summary"];
+    let (summary, shown) = audit_summary(&url, &auditor_key, |summary| summary["unlinkable"] == 3);
     assert_eq!(
         (summary["unlinkable"].as_u64(), summary["unlinkable_pool"].as_u64()),
         (Some(3), Some(500)),
@@ -848,6 +878,15 @@ fn enter_pay_receive_and_leave_unlinkably_with_the_cli() {
         summary["invalid_proofs"], 0,
         "every transfer proof verifies under the node's group"
     );
+    // With the owner key it reads every new token (600; 250 and 350; 150) beside the coins in
+    // clear (alice's 400 of change, bob's 100).
+    let mut values: Vec<u64> = audited_of_kind(&shown, "unlinkable")
+        .iter()
+        .flat_map(|line| line["outputs"].as_array().unwrap().clone())
+        .filter_map(|output| output["value"].as_u64())
+        .collect();
+    values.sort();
+    assert_eq!(values, [100, 150, 250, 350, 400, 600], "{shown}");
     // Pinned to another group (a node lying about its certifiers), the proofs do not verify.
     let other_dir = path("other-certifiers");
     let other = run(&[
@@ -995,10 +1034,12 @@ fn a_revoked_enrolment_cannot_spend_once_the_ra_moves_to_its_next_key() {
     assert_eq!(wallet_balance(&alice, "anonymous spendable:"), 250);
 
     // The auditor checks every proof under the node's current and former keys.
-    let shown = audit_show(&url, &auditor_key, &[]).unwrap();
-    let last: serde_json::Value = serde_json::from_str(shown.trim().lines().last().unwrap()).unwrap();
-    assert_eq!(last["summary"]["invalid_proofs"], 0, "{shown}");
-    assert_eq!(last["summary"]["anonymous"], 3, "{shown}");
+    let (summary, shown) = audit_summary(&url, &auditor_key, |summary| summary["anonymous"] == 3);
+    assert_eq!(
+        (summary["anonymous"].as_u64(), summary["invalid_proofs"].as_u64()),
+        (Some(3), Some(0)),
+        "{shown}"
+    );
     node.kill().unwrap();
     node.wait().unwrap();
 }

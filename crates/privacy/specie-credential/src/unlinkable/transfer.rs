@@ -292,33 +292,7 @@ impl Identity {
             .collect();
 
         let mut transcript = statement_transcript(keys, message, (&amounts, auditors, inputs.len(), outputs.len()));
-        let g = generators();
-        for prover in &provers {
-            transcript.point(&prover.serial.1);
-            prover
-                .credential
-                .challenge_contribution(&BTreeMap::new(), &g.bbs, transcript.writer())
-                .expect("writing into a hash cannot fail");
-            prover
-                .token
-                .challenge_contribution(
-                    transcript.writer(),
-                    &keys.certifiers.key,
-                    &unlinkable_generators().token,
-                )
-                .expect("writing into a hash cannot fail");
-            transcript.point(&prover.serial_nonce);
-            prover.links.iter().for_each(|link| link.absorb(&mut transcript));
-        }
-        for prover in &output_provers {
-            absorb_output(&mut transcript, &prover.token, &prover.range_commitment, &prover.nonces);
-            prover.links.iter().for_each(|link| link.absorb(&mut transcript));
-            prover
-                .value_links
-                .iter()
-                .flatten()
-                .for_each(|link| link.absorb(&mut transcript));
-        }
+        absorb_provers(&mut transcript, keys, &provers, &output_provers);
         let challenge = transcript.challenge();
 
         let range = prove_range(&output_provers, message, rng)?;
@@ -406,6 +380,42 @@ impl Identity {
             serial_nonce: (serial.1 * (secret_blinding + serial_blinding)).into_affine(),
             links,
         })
+    }
+}
+
+/// What the provers' nonces add to the transcript, in the order the verifier reads them back.
+fn absorb_provers(
+    transcript: &mut Transcript,
+    keys: &UnlinkableKeys<'_>,
+    inputs: &[InputProver],
+    outputs: &[OutputProver],
+) {
+    let g = generators();
+    for prover in inputs {
+        transcript.point(&prover.serial.1);
+        prover
+            .credential
+            .challenge_contribution(&BTreeMap::new(), &g.bbs, transcript.writer())
+            .expect("writing into a hash cannot fail");
+        prover
+            .token
+            .challenge_contribution(
+                transcript.writer(),
+                &keys.certifiers.key,
+                &unlinkable_generators().token,
+            )
+            .expect("writing into a hash cannot fail");
+        transcript.point(&prover.serial_nonce);
+        prover.links.iter().for_each(|link| link.absorb(transcript));
+    }
+    for prover in outputs {
+        absorb_output(transcript, &prover.token, &prover.range_commitment, &prover.nonces);
+        prover.links.iter().for_each(|link| link.absorb(transcript));
+        prover
+            .value_links
+            .iter()
+            .flatten()
+            .for_each(|link| link.absorb(transcript));
     }
 }
 
