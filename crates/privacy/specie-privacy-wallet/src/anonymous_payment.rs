@@ -29,13 +29,14 @@ use specie_transaction::{OutPoint, Txid, UhsId};
 use thiserror::Error;
 
 use crate::confidential_payment::CONFIDENTIAL_OUTPUT_INDEX_LIMIT;
-use specie_wallet::{checksum_with, strip_prefix_ignore_case, CHECKSUM_BYTES};
+use crate::fixed_string::{self, Gate};
+use specie_wallet::CHECKSUM_BYTES;
 
 pub const ANONYMOUS_PAYMENT_PREFIX: &str = "specie-apay1";
 pub const ANONYMOUS_PAYMENT_VERSION: u8 = 1;
 const PAYLOAD_BYTES: usize = 1 + 32 + 8 + OWNER_OPENING_BYTES + 8 + 1 + 32;
 /// The exact length of every string.
-pub const ANONYMOUS_PAYMENT_CHARS: usize = ANONYMOUS_PAYMENT_PREFIX.len() + 2 * (PAYLOAD_BYTES + CHECKSUM_BYTES);
+pub const ANONYMOUS_PAYMENT_CHARS: usize = fixed_string::chars(ANONYMOUS_PAYMENT_PREFIX, PAYLOAD_BYTES);
 
 /// Where an anonymous output paid to someone is, and what opens it.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -83,6 +84,17 @@ pub enum AnonymousPaymentStringError {
     BadValueBlinding,
     #[error("the anonymous payment string pays 0, which is no payment")]
     ZeroValue,
+}
+
+impl From<Gate> for AnonymousPaymentStringError {
+    fn from(gate: Gate) -> Self {
+        match gate {
+            Gate::MissingPrefix => Self::MissingPrefix,
+            Gate::WrongLength { chars, expected } => Self::WrongLength { chars, expected },
+            Gate::NotHex => Self::NotHex,
+            Gate::BadChecksum => Self::BadChecksum,
+        }
+    }
 }
 
 impl AnonymousPaymentString {
@@ -140,31 +152,17 @@ impl AnonymousPaymentString {
 
     /// The `specie-apay1…` string.
     pub fn encode(&self) -> String {
-        let mut bytes = self.payload();
-        let checksum = checksum_with(ANONYMOUS_PAYMENT_PREFIX, &bytes);
-        bytes.extend_from_slice(&checksum);
-        format!("{ANONYMOUS_PAYMENT_PREFIX}{}", hex::encode(bytes))
+        fixed_string::encode(ANONYMOUS_PAYMENT_PREFIX, self.payload())
     }
 
     /// Parses a string (surrounding whitespace and upper-case hex tolerated). Fixed size: the
     /// length is checked before anything is decoded.
     pub fn parse(text: &str) -> Result<Self, AnonymousPaymentStringError> {
-        let text = text.trim();
-        let body = strip_prefix_ignore_case(text, ANONYMOUS_PAYMENT_PREFIX)
-            .ok_or(AnonymousPaymentStringError::MissingPrefix)?;
-        let chars = text.chars().count();
-        if chars != ANONYMOUS_PAYMENT_CHARS {
-            return Err(AnonymousPaymentStringError::WrongLength {
-                chars,
-                expected: ANONYMOUS_PAYMENT_CHARS,
-            });
-        }
-        let bytes = hex::decode(body).map_err(|_| AnonymousPaymentStringError::NotHex)?;
-        let (payload, found) = bytes.split_at(bytes.len() - CHECKSUM_BYTES);
-        if checksum_with(ANONYMOUS_PAYMENT_PREFIX, payload) != found {
-            return Err(AnonymousPaymentStringError::BadChecksum);
-        }
-        Self::decode_payload(payload)
+        Self::decode_payload(&fixed_string::open(
+            text,
+            ANONYMOUS_PAYMENT_PREFIX,
+            ANONYMOUS_PAYMENT_CHARS,
+        )?)
     }
 
     fn decode_payload(payload: &[u8]) -> Result<Self, AnonymousPaymentStringError> {
@@ -267,9 +265,7 @@ mod tests {
         );
         let mut payload = sample(false).payload();
         *payload.last_mut().unwrap() = 1; // a blinding in clear
-        let checksum = checksum_with(ANONYMOUS_PAYMENT_PREFIX, &payload);
-        payload.extend_from_slice(&checksum);
-        let forged = format!("{ANONYMOUS_PAYMENT_PREFIX}{}", hex::encode(payload));
+        let forged = fixed_string::encode(ANONYMOUS_PAYMENT_PREFIX, payload);
         assert_eq!(
             AnonymousPaymentString::parse(&forged),
             Err(AnonymousPaymentStringError::BadValueBlinding)

@@ -24,6 +24,7 @@ mod anonymous_payment;
 mod confidential_payment;
 mod error;
 mod file;
+mod fixed_string;
 mod notes;
 mod part;
 pub mod session;

@@ -27,13 +27,13 @@ use specie_transaction::{OutPoint, Txid, UhsId};
 use thiserror::Error;
 
 use crate::confidential_payment::CONFIDENTIAL_OUTPUT_INDEX_LIMIT;
-use specie_wallet::{checksum_with, strip_prefix_ignore_case, CHECKSUM_BYTES};
+use crate::fixed_string::{self, Gate};
 
 pub const UNLINKABLE_PAYMENT_PREFIX: &str = "specie-upay1";
 pub const UNLINKABLE_PAYMENT_VERSION: u8 = 1;
 const PAYLOAD_BYTES: usize = 1 + 32 + 8 + TOKEN_OPENING_BYTES;
 /// The exact length of every string.
-pub const UNLINKABLE_PAYMENT_CHARS: usize = UNLINKABLE_PAYMENT_PREFIX.len() + 2 * (PAYLOAD_BYTES + CHECKSUM_BYTES);
+pub const UNLINKABLE_PAYMENT_CHARS: usize = fixed_string::chars(UNLINKABLE_PAYMENT_PREFIX, PAYLOAD_BYTES);
 
 /// Where an unlinkable token paid to someone is, and what opens it.
 #[derive(Clone, PartialEq, Eq)]
@@ -78,6 +78,17 @@ pub enum UnlinkablePaymentStringError {
     ZeroValue,
 }
 
+impl From<Gate> for UnlinkablePaymentStringError {
+    fn from(gate: Gate) -> Self {
+        match gate {
+            Gate::MissingPrefix => Self::MissingPrefix,
+            Gate::WrongLength { chars, expected } => Self::WrongLength { chars, expected },
+            Gate::NotHex => Self::NotHex,
+            Gate::BadChecksum => Self::BadChecksum,
+        }
+    }
+}
+
 impl UnlinkablePaymentString {
     pub fn outpoint(&self) -> OutPoint {
         OutPoint {
@@ -105,7 +116,7 @@ impl UnlinkablePaymentString {
     }
 
     fn payload(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(PAYLOAD_BYTES + CHECKSUM_BYTES);
+        let mut bytes = Vec::with_capacity(PAYLOAD_BYTES + specie_wallet::CHECKSUM_BYTES);
         bytes.push(UNLINKABLE_PAYMENT_VERSION);
         self.txid.encode_to(&mut bytes);
         put_u64(&mut bytes, self.index);
@@ -115,31 +126,14 @@ impl UnlinkablePaymentString {
 
     /// The `specie-upay1…` string.
     pub fn encode(&self) -> String {
-        let mut bytes = self.payload();
-        let checksum = checksum_with(UNLINKABLE_PAYMENT_PREFIX, &bytes);
-        bytes.extend_from_slice(&checksum);
-        format!("{UNLINKABLE_PAYMENT_PREFIX}{}", hex::encode(bytes))
+        fixed_string::encode(UNLINKABLE_PAYMENT_PREFIX, self.payload())
     }
 
     /// Parses a string (surrounding whitespace and upper-case hex tolerated). Fixed size: the
     /// length is checked before anything is decoded.
     pub fn parse(text: &str) -> Result<Self, UnlinkablePaymentStringError> {
-        let text = text.trim();
-        let body = strip_prefix_ignore_case(text, UNLINKABLE_PAYMENT_PREFIX)
-            .ok_or(UnlinkablePaymentStringError::MissingPrefix)?;
-        let chars = text.chars().count();
-        if chars != UNLINKABLE_PAYMENT_CHARS {
-            return Err(UnlinkablePaymentStringError::WrongLength {
-                chars,
-                expected: UNLINKABLE_PAYMENT_CHARS,
-            });
-        }
-        let bytes = hex::decode(body).map_err(|_| UnlinkablePaymentStringError::NotHex)?;
-        let (payload, found) = bytes.split_at(bytes.len() - CHECKSUM_BYTES);
-        if checksum_with(UNLINKABLE_PAYMENT_PREFIX, payload) != found {
-            return Err(UnlinkablePaymentStringError::BadChecksum);
-        }
-        let mut reader = Reader::new(payload);
+        let payload = fixed_string::open(text, UNLINKABLE_PAYMENT_PREFIX, UNLINKABLE_PAYMENT_CHARS)?;
+        let mut reader = Reader::new(&payload);
         let version = reader.read_u8("unlinkable payment version")?;
         if version != UNLINKABLE_PAYMENT_VERSION {
             return Err(UnlinkablePaymentStringError::UnsupportedVersion {
