@@ -9,6 +9,7 @@ mod bench_cmd;
 mod byzantine_cmd;
 mod certifier_cmd;
 mod cluster_cmd;
+mod console_cmd;
 mod demo_cmd;
 mod exchange_bridge_cmd;
 mod exchange_cmd;
@@ -108,6 +109,9 @@ enum Command {
     /// The issuer key apart from any wallet: make one, show its public key, and sign as the
     /// issuer for a wallet created with `--issuer-signer` (the reference external signer).
     Issuer(issuer_cmd::IssuerArgs),
+    /// The console in the browser: the operator's view of a cluster or a node (groups, charts,
+    /// supply, ledger, committee, offline, exchange, auditors) and a wallet for every mode.
+    Console(console_cmd::ConsoleArgs),
 }
 
 fn main() -> ExitCode {
@@ -166,6 +170,7 @@ fn main() -> ExitCode {
         Command::Audit(args) => audit_cmd::run(args),
         Command::Ra(args) => ra_cmd::run(args),
         Command::Certifier(args) => certifier_cmd::run(args),
+        Command::Console(args) => console_cmd::run(args),
     };
     match result {
         Ok(code) => code,
@@ -216,7 +221,8 @@ fn init_logging(command: &Command, format: LogFormat) {
                 || matches!(command, Command::Byzantine(args) if !args.prints_only())
                 || matches!(command, Command::Exchange(args) if args.serves())
                 || matches!(command, Command::Audit(args) if args.serves())
-                || matches!(command, Command::Certifier(args) if args.serves()) =>
+                || matches!(command, Command::Certifier(args) if args.serves())
+                || matches!(command, Command::Console(_)) =>
         {
             tracing_subscriber::EnvFilter::new(format!("warn,{}=info", specie_service::announce::START_LOG))
         }

@@ -100,16 +100,17 @@ const REJECTION_TEXT_BYTES_MAX: usize = 1024;
 /// Middleware: an error answer that is not the one error body (the text/plain rejection of a
 /// path, query or body extractor: a path segment that is not a number, JSON sent without its
 /// content type) becomes one, its text the message, its code named by its status. Every service
-/// answers errors in one shape however its handlers extract their input.
+/// answers errors in one shape however its handlers extract their input; a page made for people
+/// (`text/html`, the console's) is kept as it is.
 pub async fn uniform_errors(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let response = next.run(request).await;
     let status = response.status();
-    let is_json = response
+    let deliberate = response
         .headers()
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        .is_some_and(|value| value.starts_with("application/json") || value.starts_with("text/html"));
+    if !(status.is_client_error() || status.is_server_error()) || deliberate {
         return response;
     }
     let text = axum::body::to_bytes(response.into_body(), REJECTION_TEXT_BYTES_MAX)

@@ -10,6 +10,7 @@ mod backup;
 mod byzantine_authorities;
 mod cli;
 mod cluster;
+mod console;
 mod containers;
 mod crash;
 mod exchange_cli;

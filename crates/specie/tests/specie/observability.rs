@@ -13,40 +13,9 @@ use crate::cluster_harness::{
     assert_audit, finish_demo, free_ports, kill_9, specie, start_demo, status, wire_client, Down,
 };
 
-/// `prometheus` and `promtool`: on PATH, or installed from Debian's package when this runs as
-/// root on a machine with apt (the test setup a fresh CI machine needs); otherwise the test
-/// fails and says what to install.
+/// `prometheus` (and `promtool`, in the same package).
 fn prometheus_installed() -> PathBuf {
-    let found = || {
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-            .map(|dir| dir.join("prometheus"))
-            .find(|path| path.is_file())
-    };
-    if let Some(path) = found() {
-        return path;
-    }
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout == b"0\n");
-    assert!(
-        root && Path::new("/usr/bin/apt-get").exists(),
-        "this test needs Prometheus: `apt-get install prometheus` (Debian's package), then run it again"
-    );
-    eprintln!("installing Debian's prometheus package for the metrics test…");
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "--no-install-recommends", "prometheus"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !install() {
-        let _ = Command::new("apt-get")
-            .args(["update", "-q"])
-            .stdout(Stdio::null())
-            .status();
-        assert!(install(), "apt-get install prometheus failed");
-    }
-    found().expect("prometheus on PATH after its installation")
+    crate::cluster_harness::debian_program("prometheus", "prometheus")
 }
 
 /// A Prometheus scraping the targets in `targets` every 500 ms, its data under `dir`.

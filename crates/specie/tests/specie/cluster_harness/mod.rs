@@ -174,8 +174,45 @@ pub fn confirm_in_core(sentinel: &str, txs: &[SpecieTransaction]) {
     }
 }
 
+/// `program`: on PATH, or installed from Debian's `package` when this runs as root on a machine
+/// with apt (the test setup a fresh CI machine needs); otherwise the test fails and says what to
+/// install.
+pub fn debian_program(program: &str, package: &str) -> std::path::PathBuf {
+    let found = || {
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|dir| dir.join(program))
+            .find(|path| path.is_file())
+    };
+    if let Some(path) = found() {
+        return path;
+    }
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout == b"0\n");
+    assert!(
+        root && Path::new("/usr/bin/apt-get").exists(),
+        "this test needs {program}: `apt-get install {package}` (Debian's package), then run it again"
+    );
+    eprintln!("installing Debian's {package} package for this test…");
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", "--no-install-recommends", package])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !install() {
+        let _ = Command::new("apt-get")
+            .args(["update", "-q"])
+            .stdout(Stdio::null())
+            .status();
+        assert!(install(), "apt-get install {package} failed");
+    }
+    found().unwrap_or_else(|| panic!("{program} on PATH after installing {package}"))
+}
+
 /// Starts `specie ARGS` in the background; its child and the URL it says it serves on (the
-/// first stderr line with "API on "). Its later output is drained.
+/// first stderr line with "API on ", or "console on " for `specie console`). Its later output
+/// is drained.
 pub fn start_serving(args: &[&str]) -> (Child, String) {
     use std::io::{BufRead, BufReader};
     let mut child = Command::new(BIN)
@@ -188,7 +225,7 @@ pub fn start_serving(args: &[&str]) -> (Child, String) {
     let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
     let url = loop {
         let line = lines.next().expect("the process says where it serves").unwrap();
-        if let Some(rest) = line.split("API on ").nth(1) {
+        if let Some(rest) = (line.split("API on ").nth(1)).or_else(|| line.split("console on ").nth(1)) {
             break rest
                 .split(|c: char| c.is_whitespace() || c == ',')
                 .next()

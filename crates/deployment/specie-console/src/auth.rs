@@ -1,0 +1,336 @@
+//! Who is at the browser: a session per visitor (an unguessable id in an HttpOnly, SameSite=Strict
+//! cookie), a CSRF token per session that every form carries back, and the operator's login.
+//!
+//! - A session is made at the first page a visitor sees, so that even the login form carries a
+//!   CSRF token. At most [`SESSIONS_MAX`] are kept (the oldest go first) for at most
+//!   [`SESSION_LIFETIME`]; logging in replaces the session's id (no fixation).
+//! - A post is taken only with its session's CSRF token, compared in constant time, and only
+//!   from this console's own pages: a browser's `Origin` (when sent) must name the host the
+//!   request was sent to, and `Sec-Fetch-Site` (when sent) must not be another site.
+//! - The operator's login compares the token in constant time; after [`LOGIN_FAILURES_MAX`]
+//!   failures within a minute every login is refused for the rest of that minute.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::http::HeaderMap;
+use rand::RngCore as _;
+use subtle::ConstantTimeEq as _;
+
+/// The operator's login token, in the cluster's PKI directory.
+pub const OPERATOR_TOKEN_FILE: &str = "console.token";
+/// The session cookie's name.
+pub const COOKIE: &str = "specie_console";
+const SESSIONS_MAX: usize = 4096;
+const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
+const LOGIN_FAILURES_MAX: usize = 5;
+const LOGIN_FAILURE_WINDOW: Duration = Duration::from_secs(60);
+
+/// One visitor's session as a page sees it.
+#[derive(Clone, Debug)]
+pub struct Visitor {
+    pub id: String,
+    pub csrf: String,
+    pub operator: bool,
+    /// Made by this request: its cookie must be set.
+    pub new: bool,
+}
+
+struct Session {
+    csrf: String,
+    operator: bool,
+    made: Instant,
+}
+
+#[derive(Default)]
+pub struct Sessions {
+    inner: Mutex<SessionsInner>,
+}
+
+#[derive(Default)]
+struct SessionsInner {
+    by_id: HashMap<String, Session>,
+    order: VecDeque<String>,
+    login_failures: VecDeque<Instant>,
+}
+
+/// Why a post was not taken.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// No session, a wrong CSRF token, or a post from another site.
+    Forged,
+    /// The wallets need the operator's login.
+    NotOperator,
+    /// Too many failed logins lately.
+    Throttled,
+    /// A wrong token.
+    WrongToken,
+}
+
+fn random_hex() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+fn cookie_session(headers: &HeaderMap) -> Option<String> {
+    let cookies = headers.get_all(axum::http::header::COOKIE);
+    cookies
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_string())
+}
+
+/// Whether a post comes from this console's own pages, as far as the browser says.
+fn same_origin(headers: &HeaderMap) -> bool {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = header("sec-fetch-site") {
+        if !matches!(site, "same-origin" | "none") {
+            return false;
+        }
+    }
+    match (header("origin"), header("host")) {
+        (Some(origin), Some(host)) => {
+            origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"))
+                == Some(host)
+        }
+        (Some(_), None) => false,
+        (None, _) => true,
+    }
+}
+
+fn equal(a: &str, b: &str) -> bool {
+    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+impl Sessions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SessionsInner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The visitor's session, or a new one.
+    pub fn visit(&self, headers: &HeaderMap) -> Visitor {
+        let mut inner = self.lock();
+        if let Some(id) = cookie_session(headers) {
+            if let Some(session) = inner.by_id.get(&id).filter(|s| s.made.elapsed() < SESSION_LIFETIME) {
+                return Visitor {
+                    csrf: session.csrf.clone(),
+                    operator: session.operator,
+                    id,
+                    new: false,
+                };
+            }
+        }
+        inner.open(false)
+    }
+
+    /// The session of a post that carries `csrf`, if it is one of this console's own forms.
+    pub fn check_post(&self, headers: &HeaderMap, csrf: &str) -> Result<Visitor, Refused> {
+        if !same_origin(headers) {
+            return Err(Refused::Forged);
+        }
+        let id = cookie_session(headers).ok_or(Refused::Forged)?;
+        let inner = self.lock();
+        let session = (inner.by_id.get(&id))
+            .filter(|s| s.made.elapsed() < SESSION_LIFETIME)
+            .ok_or(Refused::Forged)?;
+        if !equal(&session.csrf, csrf) {
+            return Err(Refused::Forged);
+        }
+        Ok(Visitor {
+            csrf: session.csrf.clone(),
+            operator: session.operator,
+            id,
+            new: false,
+        })
+    }
+
+    /// Logs `visitor` in as the operator if `given` is the token: a new session (new id and
+    /// CSRF token) replaces the old.
+    pub fn log_in(&self, visitor: &Visitor, given: &str, token: &str) -> Result<Visitor, Refused> {
+        let mut inner = self.lock();
+        let now = Instant::now();
+        while inner
+            .login_failures
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > LOGIN_FAILURE_WINDOW)
+        {
+            inner.login_failures.pop_front();
+        }
+        if inner.login_failures.len() >= LOGIN_FAILURES_MAX {
+            return Err(Refused::Throttled);
+        }
+        if !equal(given.trim(), token) {
+            inner.login_failures.push_back(now);
+            return Err(Refused::WrongToken);
+        }
+        inner.by_id.remove(&visitor.id);
+        Ok(inner.open(true))
+    }
+
+    /// Ends `visitor`'s session; the next page opens a new one.
+    pub fn log_out(&self, visitor: &Visitor) {
+        self.lock().by_id.remove(&visitor.id);
+    }
+}
+
+impl SessionsInner {
+    fn open(&mut self, operator: bool) -> Visitor {
+        while self.by_id.len() >= SESSIONS_MAX || self.order.len() >= 2 * SESSIONS_MAX {
+            let Some(oldest) = self.order.pop_front() else { break };
+            self.by_id.remove(&oldest);
+        }
+        let id = random_hex();
+        let csrf = random_hex();
+        self.by_id.insert(
+            id.clone(),
+            Session {
+                csrf: csrf.clone(),
+                operator,
+                made: Instant::now(),
+            },
+        );
+        self.order.push_back(id.clone());
+        Visitor {
+            id,
+            csrf,
+            operator,
+            new: true,
+        }
+    }
+}
+
+/// Why the operator's token file could not be read or made.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {reason}")]
+pub struct TokenFileError {
+    path: String,
+    reason: String,
+}
+
+/// The token in `dir/console.token`, made (0600, 32 random bytes as hex) if the file is not there.
+pub fn operator_token(dir: &Path) -> Result<String, TokenFileError> {
+    let path = dir.join(OPERATOR_TOKEN_FILE);
+    let failed = |reason: String| TokenFileError {
+        path: path.display().to_string(),
+        reason,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let token = text.trim().to_string();
+            if token.len() < 32 {
+                return Err(failed(
+                    "the token is shorter than 32 characters: delete the file and start the console again to make a new one"
+                        .into(),
+                ));
+            }
+            Ok(token)
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let token = random_hex();
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .map_err(|error| failed(format!("cannot create it: {error}")))?;
+            writeln!(file, "{token}")
+                .and_then(|()| file.sync_all())
+                .map_err(|error| failed(format!("cannot write it: {error}")))?;
+            Ok(token)
+        }
+        Err(error) => Err(failed(format!("cannot read it: {error}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, value.parse().unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn a_post_needs_its_session_token_and_this_origin() {
+        let sessions = Sessions::default();
+        let visitor = sessions.visit(&HeaderMap::new());
+        assert!(visitor.new);
+        let cookie = format!("{COOKIE}={}", visitor.id);
+        let ours = headers(&[
+            ("cookie", &cookie),
+            ("host", "127.0.0.1:8480"),
+            ("origin", "http://127.0.0.1:8480"),
+        ]);
+        assert_eq!(sessions.check_post(&ours, &visitor.csrf).unwrap().id, visitor.id);
+        assert_eq!(sessions.check_post(&ours, "00").unwrap_err(), Refused::Forged);
+        let elsewhere = headers(&[
+            ("cookie", &cookie),
+            ("host", "127.0.0.1:8480"),
+            ("origin", "http://evil.test"),
+        ]);
+        assert_eq!(
+            sessions.check_post(&elsewhere, &visitor.csrf).unwrap_err(),
+            Refused::Forged
+        );
+        let cross = headers(&[("cookie", &cookie), ("sec-fetch-site", "cross-site")]);
+        assert_eq!(sessions.check_post(&cross, &visitor.csrf).unwrap_err(), Refused::Forged);
+        let stranger = headers(&[("cookie", &format!("{COOKIE}={}", random_hex()))]);
+        assert_eq!(
+            sessions.check_post(&stranger, &visitor.csrf).unwrap_err(),
+            Refused::Forged
+        );
+        // The same page seen again keeps the session.
+        assert_eq!(sessions.visit(&ours).id, visitor.id);
+    }
+
+    #[test]
+    fn logging_in_replaces_the_session_and_failures_are_throttled() {
+        let sessions = Sessions::default();
+        let token = random_hex();
+        let visitor = sessions.visit(&HeaderMap::new());
+        let operator = sessions.log_in(&visitor, &format!(" {token}\n"), &token).unwrap();
+        assert!(operator.operator && operator.id != visitor.id && operator.csrf != visitor.csrf);
+        let old = headers(&[("cookie", &format!("{COOKIE}={}", visitor.id))]);
+        assert!(sessions.visit(&old).new, "the session before the login is gone");
+        for _ in 0..LOGIN_FAILURES_MAX {
+            assert_eq!(
+                sessions.log_in(&visitor, "guess", &token).unwrap_err(),
+                Refused::WrongToken
+            );
+        }
+        assert_eq!(
+            sessions.log_in(&visitor, &token, &token).unwrap_err(),
+            Refused::Throttled
+        );
+    }
+
+    #[test]
+    fn the_token_file_is_made_once_and_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let token = operator_token(dir.path()).unwrap();
+        assert_eq!(token.len(), 64);
+        assert_eq!(operator_token(dir.path()).unwrap(), token);
+        let mode = std::fs::metadata(dir.path().join(OPERATOR_TOKEN_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        std::fs::write(dir.path().join(OPERATOR_TOKEN_FILE), "short\n").unwrap();
+        assert!(operator_token(dir.path()).unwrap_err().to_string().contains("shorter"));
+    }
+}

@@ -1,0 +1,430 @@
+//! The browser's wallet: each action is one run of the `specie` program's own command on a wallet
+//! file of this host (`specie wallet …`, `specie exchange …`), so the browser does exactly what
+//! the command line does: the same checks, the wallet file's lock, the same crash safety, the
+//! same sentences when something is wrong. Keys stay in the file, on this machine.
+//!
+//! Every value from a form is checked against a narrow pattern before it becomes an argument,
+//! options are passed as `--name=value` and positionals after `--`, so no value can be taken for
+//! an option; the process gets no shell.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt as _;
+
+/// The longest an action may run before it is stopped (a payment waits up to 30 s for the node,
+/// a FastPay payment asks every authority).
+const ACTION_TIMEOUT: Duration = Duration::from_secs(150);
+/// The most output an action's page shows.
+const OUTPUT_BYTES_MAX: u64 = 64 * 1024;
+/// The longest wallet name.
+const NAME_CHARS_MAX: usize = 32;
+/// The longest payment string the wallet takes from a form.
+const PAYMENT_CHARS_MAX: usize = 16 * 1024;
+
+/// Where the wallet's commands reach the platform.
+pub struct Endpoints {
+    /// The core's API (a sentinel's, or the node's).
+    pub node: String,
+    /// The exchange's replicas, comma-separated, if the platform has one.
+    pub exchange: Option<String>,
+    /// The cluster file, which names the FastPay committee (for a cluster).
+    pub cluster_file: Option<PathBuf>,
+    /// The offline authority, if the platform has one.
+    pub offline: Option<OfflineAuthority>,
+}
+
+/// What a device needs of the offline authority.
+pub struct OfflineAuthority {
+    /// Its replicas' APIs, comma-separated.
+    pub urls: String,
+    /// Its bridge key (hex): the device takes key rings signed by it only.
+    pub key: String,
+    /// The operator's token file (enrolling a device is the operator's).
+    pub operator_token: PathBuf,
+}
+
+impl Endpoints {
+    /// `specie wallet --wallet=PATH --node=URL MODE-OPTIONS… COMMAND…`.
+    fn wallet(&self, path: &Path, command: &[&str]) -> Vec<String> {
+        let mut args = vec![
+            "wallet".to_string(),
+            format!("--wallet={}", path.display()),
+            format!("--node={}", self.node),
+        ];
+        match command.first() {
+            Some(&"fastpay") => {
+                args.push("fastpay".into());
+                args.extend(
+                    self.cluster_file
+                        .iter()
+                        .map(|f| format!("--cluster-file={}", f.display())),
+                );
+                args.extend(command[1..].iter().map(|s| s.to_string()));
+            }
+            Some(&"offline") => {
+                args.push("offline".into());
+                if let Some(offline) = &self.offline {
+                    args.push(format!("--authority={}", offline.urls));
+                    args.push(format!("--authority-key={}", offline.key));
+                }
+                args.extend(command[1..].iter().map(|s| s.to_string()));
+            }
+            _ => args.extend(command.iter().map(|s| s.to_string())),
+        }
+        args
+    }
+
+    /// `specie exchange COMMAND --wallet=PATH --exchange=URLS OPTIONS…`.
+    fn exchange(&self, path: &Path, command: &[&str]) -> Result<Vec<String>, BadField> {
+        let urls = self.exchange.as_ref().ok_or(BadField {
+            field: "exchange",
+            why: "this platform has no exchange (start the cluster with --exchange)",
+        })?;
+        let (name, options) = command.split_first().ok_or(BadField {
+            field: "action",
+            why: "not an action of this console's wallet: reload the page",
+        })?;
+        let mut args = vec![
+            "exchange".to_string(),
+            name.to_string(),
+            format!("--wallet={}", path.display()),
+            format!("--exchange={urls}"),
+        ];
+        args.extend(options.iter().map(|s| s.to_string()));
+        Ok(args)
+    }
+}
+
+/// What an action printed, and whether it succeeded.
+#[derive(Debug)]
+pub struct Outcome {
+    pub ok: bool,
+    /// The command, as a person would type it (for the page, and to repeat it by hand).
+    pub command: String,
+    pub output: String,
+}
+
+/// A value a form gave that the wallet does not take, with what to type instead.
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {why}")]
+pub struct BadField {
+    pub field: &'static str,
+    pub why: &'static str,
+}
+
+/// The wallets the console keeps, as `DIR/NAME.json`.
+pub fn names(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return vec![];
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter_map(|file| file.strip_suffix(".json").map(str::to_string))
+        .filter(|name| check_name(name).is_ok())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A wallet's name: 1 to 32 lowercase letters, digits, `-` or `_`.
+pub fn check_name(name: &str) -> Result<(), BadField> {
+    let fine = !name.is_empty()
+        && name.len() <= NAME_CHARS_MAX
+        && (name.bytes()).all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+    fine.then_some(()).ok_or(BadField {
+        field: "wallet name",
+        why: "use 1 to 32 lowercase letters, digits, - or _ (e.g. alice)",
+    })
+}
+
+fn field<'a>(form: &'a HashMap<String, String>, name: &'static str) -> Result<&'a str, BadField> {
+    form.get(name)
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+        .ok_or(BadField {
+            field: name,
+            why: "this field is empty: fill it in",
+        })
+}
+
+fn amount(form: &HashMap<String, String>, name: &'static str) -> Result<String, BadField> {
+    let text = field(form, name)?;
+    match text.parse::<u64>() {
+        Ok(value) if value >= 1 => Ok(value.to_string()),
+        _ => Err(BadField {
+            field: name,
+            why: "a whole number of the currency's smallest unit, at least 1 (e.g. 250)",
+        }),
+    }
+}
+
+fn matching(
+    form: &HashMap<String, String>,
+    name: &'static str,
+    chars_max: usize,
+    allowed: fn(u8) -> bool,
+    why: &'static str,
+) -> Result<String, BadField> {
+    let text = field(form, name)?;
+    let fine = text.len() <= chars_max && text.bytes().all(allowed) && !text.starts_with('-');
+    fine.then(|| text.to_string()).ok_or(BadField { field: name, why })
+}
+
+fn address(form: &HashMap<String, String>) -> Result<String, BadField> {
+    matching(
+        form,
+        "to",
+        200,
+        |b| b.is_ascii_lowercase() || b.is_ascii_digit(),
+        "an address, like usd1q… (copy it from the payee's wallet)",
+    )
+}
+
+fn payment(form: &HashMap<String, String>) -> Result<String, BadField> {
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || b == b'-';
+    matching(
+        form,
+        "payment",
+        PAYMENT_CHARS_MAX,
+        allowed,
+        "a payment string, like specie-pay1… (paste it whole, nothing around it)",
+    )
+}
+
+fn account(form: &HashMap<String, String>) -> Result<String, BadField> {
+    let text = matching(
+        form,
+        "to",
+        64,
+        |b| b.is_ascii_hexdigit(),
+        "the payee's FastPay account: 64 hex digits",
+    )?;
+    (text.len() == 64).then_some(text).ok_or(BadField {
+        field: "to",
+        why: "the payee's FastPay account: 64 hex digits",
+    })
+}
+
+fn asset(form: &HashMap<String, String>, name: &'static str) -> Result<String, BadField> {
+    matching(
+        form,
+        name,
+        16,
+        |b| b.is_ascii_lowercase(),
+        "an asset's name, in lowercase letters (e.g. usd)",
+    )
+}
+
+/// The arguments of the command `action` names, after `specie`, for the wallet at `path`.
+pub fn arguments(
+    action: &str,
+    form: &HashMap<String, String>,
+    path: &Path,
+    endpoints: &Endpoints,
+) -> Result<Vec<String>, BadField> {
+    let wallet = |command: &[&str]| endpoints.wallet(path, command);
+    let exchange = |command: &[&str]| endpoints.exchange(path, command);
+    Ok(match action {
+        "create" => wallet(&["create"]),
+        "sync" => wallet(&["sync"]),
+        "address" => wallet(&["address"]),
+        "send" => wallet(&[
+            "send",
+            &format!("--to={}", address(form)?),
+            &format!("--amount={}", amount(form, "amount")?),
+        ]),
+        "send-confidential" => wallet(&[
+            "send",
+            "--confidential",
+            &format!("--to={}", address(form)?),
+            &format!("--amount={}", amount(form, "amount")?),
+        ]),
+        "import" => wallet(&["import", "--", &payment(form)?]),
+        "receive" => wallet(&["receive", "--", &payment(form)?]),
+        "shield" => wallet(&["shield", &format!("--amount={}", amount(form, "amount")?)]),
+        "fastpay-account" => wallet(&["fastpay", "accounts", "--new"]),
+        "fastpay-fund" => wallet(&["fastpay", "fund", "--", &amount(form, "amount")?]),
+        "fastpay-pay" => wallet(&["fastpay", "pay", "--", &account(form)?, &amount(form, "amount")?]),
+        "fastpay-sync" => wallet(&["fastpay", "sync"]),
+        "offline-create" => wallet(&["offline", "create"]),
+        "offline-enrol" => {
+            let offline = endpoints.offline.as_ref().ok_or(BadField {
+                field: "offline",
+                why: "this platform has no offline authority (start the cluster with --offline)",
+            })?;
+            let token = format!("--operator-token-file={}", offline.operator_token.display());
+            wallet(&["offline", "enrol", &token])
+        }
+        "offline-fund" => wallet(&["offline", "fund-from-core", "--", &amount(form, "amount")?]),
+        "exchange-deposit" => exchange(&[
+            "deposit",
+            &format!("--asset={}", asset(form, "asset")?),
+            &format!("--amount={}", amount(form, "amount")?),
+        ])?,
+        "exchange-offer" => {
+            let price = matching(
+                form,
+                "min_price",
+                32,
+                |b| b.is_ascii_digit() || b == b'.',
+                "a decimal number, like 0.95",
+            )?;
+            exchange(&[
+                "offer",
+                &format!("--sell={}", asset(form, "sell")?),
+                &format!("--buy={}", asset(form, "buy")?),
+                &format!("--amount={}", amount(form, "amount")?),
+                &format!("--min-price={price}"),
+            ])?
+        }
+        "exchange-cancel" => exchange(&["cancel", &format!("--offer={}", amount(form, "offer")?)])?,
+        _ => {
+            return Err(BadField {
+                field: "action",
+                why: "not an action of this console's wallet: reload the page",
+            })
+        }
+    })
+}
+
+/// What the wallet page shows of each mode, read-only commands run side by side.
+pub fn balance_commands(path: &Path, endpoints: &Endpoints) -> Vec<(&'static str, Vec<String>)> {
+    let mut commands = vec![
+        ("Core and private levels", endpoints.wallet(path, &["balance"])),
+        (
+            "Byzantine mode (FastPay)",
+            endpoints.wallet(path, &["fastpay", "balance"]),
+        ),
+        ("Offline device", endpoints.wallet(path, &["offline", "balance"])),
+    ];
+    if let Ok(account) = endpoints.exchange(path, &["account"]) {
+        commands.push(("Exchange", account));
+    }
+    commands
+}
+
+/// What a pipe gives, up to [`OUTPUT_BYTES_MAX`] (lossy UTF-8).
+async fn read_all(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> String {
+    let mut bytes = vec![];
+    if let Some(pipe) = pipe {
+        let _ = pipe.take(OUTPUT_BYTES_MAX).read_to_end(&mut bytes).await;
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Runs `specie ARGS`, for at most [`ACTION_TIMEOUT`].
+pub async fn run(program: &Path, args: Vec<String>) -> Outcome {
+    let command = format!("specie {}", args.join(" "));
+    let mut child = match tokio::process::Command::new(program)
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(error) => {
+            return Outcome {
+                ok: false,
+                command,
+                output: format!("cannot run {}: {error}", program.display()),
+            }
+        }
+    };
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let finished = tokio::time::timeout(ACTION_TIMEOUT, async {
+        tokio::join!(read_all(stdout), read_all(stderr), child.wait())
+    })
+    .await;
+    match finished {
+        Ok((out, err, Ok(status))) => Outcome {
+            ok: status.success(),
+            command,
+            output: format!("{out}{err}").trim_end().to_string(),
+        },
+        Ok((_, _, Err(error))) => Outcome {
+            ok: false,
+            command,
+            output: format!("the command failed to run: {error}"),
+        },
+        Err(_) => Outcome {
+            ok: false,
+            command,
+            output: format!(
+                "stopped after {} s without an answer: run `specie wallet sync` (the Sync button) to learn what happened",
+                ACTION_TIMEOUT.as_secs()
+            ),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn endpoints() -> Endpoints {
+        Endpoints {
+            node: "http://127.0.0.1:8470".into(),
+            exchange: None,
+            cluster_file: None,
+            offline: None,
+        }
+    }
+
+    #[test]
+    fn values_become_arguments_only_in_their_narrow_shapes() {
+        let path = Path::new("/w/alice.json");
+        let args = arguments(
+            "send",
+            &form(&[("to", "usd1qxyz"), ("amount", "250")]),
+            path,
+            &endpoints(),
+        )
+        .unwrap();
+        assert_eq!(
+            args,
+            [
+                "wallet",
+                "--wallet=/w/alice.json",
+                "--node=http://127.0.0.1:8470",
+                "send",
+                "--to=usd1qxyz",
+                "--amount=250"
+            ]
+        );
+        for (action, pairs) in [
+            ("send", vec![("to", "--node=http://evil"), ("amount", "1")]),
+            ("send", vec![("to", "usd1q"), ("amount", "-5")]),
+            ("send", vec![("to", "usd1q"), ("amount", "0")]),
+            ("send", vec![("to", "usd1q x"), ("amount", "1")]),
+            ("import", vec![("payment", "-h")]),
+            ("import", vec![("payment", "specie-pay1 ; rm")]),
+            ("fastpay-pay", vec![("to", "ab"), ("amount", "1")]),
+            ("exchange-offer", vec![("sell", "usd")]),
+            ("rm", vec![]),
+        ] {
+            assert!(
+                arguments(action, &form(&pairs), path, &endpoints()).is_err(),
+                "{action} {pairs:?}"
+            );
+        }
+        let positional = arguments("import", &form(&[("payment", "specie-pay1abc")]), path, &endpoints()).unwrap();
+        assert_eq!(positional[positional.len() - 2..], ["--", "specie-pay1abc"]);
+    }
+
+    #[test]
+    fn wallet_names_are_narrow() {
+        assert!(check_name("alice-2").is_ok());
+        for bad in ["", "../x", "Alice", "a/b", &"a".repeat(33)] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+}
