@@ -150,15 +150,19 @@ fn field<'a>(form: &'a HashMap<String, String>, name: &'static str) -> Result<&'
         })
 }
 
-fn amount(form: &HashMap<String, String>, name: &'static str) -> Result<String, BadField> {
+fn amount_value(form: &HashMap<String, String>, name: &'static str) -> Result<u64, BadField> {
     let text = field(form, name)?;
     match text.parse::<u64>() {
-        Ok(value) if value >= 1 => Ok(value.to_string()),
+        Ok(value) if value >= 1 => Ok(value),
         _ => Err(BadField {
             field: name,
             why: "a whole number of the currency's smallest unit, at least 1 (e.g. 250)",
         }),
     }
+}
+
+fn amount(form: &HashMap<String, String>, name: &'static str) -> Result<String, BadField> {
+    amount_value(form, name).map(|value| value.to_string())
 }
 
 fn matching(
@@ -216,6 +220,14 @@ fn asset(form: &HashMap<String, String>, name: &'static str) -> Result<String, B
         |b| b.is_ascii_lowercase(),
         "an asset's name, in lowercase letters (e.g. usd)",
     )
+}
+
+/// The amount a payee asks for with a new receiving address, if the form gives one.
+pub fn requested_amount(form: &HashMap<String, String>) -> Result<Option<u64>, BadField> {
+    match form.get("amount").map(|a| a.trim()).filter(|a| !a.is_empty()) {
+        None => Ok(None),
+        Some(_) => amount_value(form, "amount").map(Some),
+    }
 }
 
 /// The arguments of the command `action` names, after `specie`, for the wallet at `path`.
@@ -418,6 +430,94 @@ mod tests {
         }
         let positional = arguments("import", &form(&[("payment", "specie-pay1abc")]), path, &endpoints()).unwrap();
         assert_eq!(positional[positional.len() - 2..], ["--", "specie-pay1abc"]);
+    }
+
+    /// The options the console itself writes; a form's values only ever follow their `=`.
+    const OURS: [&str; 16] = [
+        "--wallet",
+        "--node",
+        "--to",
+        "--amount",
+        "--confidential",
+        "--new",
+        "--cluster-file",
+        "--authority",
+        "--authority-key",
+        "--operator-token-file",
+        "--exchange",
+        "--asset",
+        "--sell",
+        "--buy",
+        "--min-price",
+        "--offer",
+    ];
+    const ACTIONS: [&str; 20] = [
+        "create",
+        "sync",
+        "address",
+        "send",
+        "send-confidential",
+        "import",
+        "receive",
+        "shield",
+        "fastpay-account",
+        "fastpay-fund",
+        "fastpay-pay",
+        "fastpay-sync",
+        "offline-create",
+        "offline-enrol",
+        "offline-fund",
+        "exchange-deposit",
+        "exchange-offer",
+        "exchange-cancel",
+        "rm",
+        "--help",
+    ];
+
+    /// What a hostile form might hold: options, option-like words, shell, numbers, keys.
+    fn hostile_value() -> impl proptest::strategy::Strategy<Value = String> {
+        proptest::prop_oneof![
+            "-{1,2}[a-z0-9-]{0,10}",
+            "--[a-z-]{1,12}=[a-z0-9:/.]{0,16}",
+            "[ -~]{0,16}",
+            "[0-9]{1,4}",
+            "[0-9a-f]{64}",
+            "specie-[a-z]{0,5}1[0-9a-z]{0,20}",
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_form_value_becomes_an_option_or_a_command(
+            action in proptest::sample::select(&ACTIONS[..]),
+            values in proptest::collection::vec(hostile_value(), 8),
+        ) {
+            let names = ["to", "amount", "payment", "asset", "sell", "buy", "min_price", "offer"];
+            let form: HashMap<String, String> = names.iter().map(|n| n.to_string()).zip(values).collect();
+            let endpoints = Endpoints {
+                exchange: Some("http://127.0.0.1:8480".into()),
+                cluster_file: Some("/c/cluster.toml".into()),
+                offline: Some(OfflineAuthority {
+                    urls: "http://127.0.0.1:8490".into(),
+                    key: "ab".repeat(32),
+                    operator_token: "/c/t".into(),
+                }),
+                ..endpoints()
+            };
+            let Ok(args) = arguments(action, &form, Path::new("/w/a.json"), &endpoints) else { return Ok(()) };
+            let positional = args.iter().position(|a| a == "--").unwrap_or(args.len());
+            for arg in &args[..positional] {
+                if arg.starts_with('-') {
+                    let name = arg.split_once('=').map_or(arg.as_str(), |(name, _)| name);
+                    proptest::prop_assert!(OURS.contains(&name), "{arg} in {args:?}");
+                } else {
+                    proptest::prop_assert!(arg.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "a command word {arg}");
+                }
+            }
+            for arg in args.get(positional + 1..).unwrap_or_default() {
+                proptest::prop_assert!(!arg.starts_with('-') && !arg.contains(char::is_whitespace), "{arg}");
+            }
+        }
     }
 
     #[test]

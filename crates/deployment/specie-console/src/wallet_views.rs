@@ -82,16 +82,29 @@ fn address_in(output: &str) -> Option<&str> {
     shaped.then_some(address)
 }
 
-fn outcome_markup(outcome: &Outcome, receiving: bool) -> Markup {
+/// The payment request a receiving address is shown as: `specie:ADDRESS`, with `?amount=N` if
+/// the payee asks for an amount.
+fn payment_request(address: &str, amount: Option<u64>) -> String {
+    match amount {
+        Some(amount) => format!("specie:{address}?amount={amount}"),
+        None => format!("specie:{address}"),
+    }
+}
+
+/// What an action printed; for a receiving action (`receiving` holds the amount asked for, if
+/// any) the address and a QR code of the payment request.
+fn outcome_markup(outcome: &Outcome, receiving: Option<Option<u64>>) -> Markup {
     html! {
         div class="outcome" {
             @if outcome.ok { (notice("ok", "Done.")) } @else { (notice("error", "Not done: the wallet says why below.")) }
             pre aria-label="What the wallet printed" { (outcome.output) }
             p class="muted" { "Ran " code { (outcome.command) } }
-            @if let Some(address) = address_in(&outcome.output).filter(|_| receiving && outcome.ok) {
+            @if let (Some(address), Some(amount), true) = (address_in(&outcome.output), receiving, outcome.ok) {
+                @let request = payment_request(address, amount);
                 h2 { "Receive" }
                 p { "Give the payer this address: " code id="address" { (address) } }
-                (pages::qr(&format!("specie:{address}"), &format!("A QR code of the address {address}")))
+                p { "or this payment request: " code id="request" { (request) } }
+                (pages::qr(&request, &format!("A QR code of the payment request {request}")))
             }
         }
     }
@@ -122,7 +135,7 @@ pub async fn create(State(console): Shared, headers: HeaderMap, Form(form): Form
             } else {
                 let args = wallet::arguments("create", &form, &path, &endpoints);
                 match args {
-                    Ok(args) => outcome_markup(&wallet::run(&console.config.program, args).await, true),
+                    Ok(args) => outcome_markup(&wallet::run(&console.config.program, args).await, Some(None)),
                     Err(bad) => notice("error", &bad.to_string()),
                 }
             }
@@ -157,9 +170,18 @@ pub async fn act(
         (_, Err(why)) => Some(notice("error", &format!("cannot reach the platform: {why}"))),
         (Ok(name), Ok(endpoints)) => Some({
             let action = form.get("action").map_or("", String::as_str);
-            match wallet::arguments(action, &form, &wallet_path(&console, name), &endpoints) {
-                Ok(args) => outcome_markup(&wallet::run(&console.config.program, args).await, action == "address"),
-                Err(bad) => notice("error", &format!("Not done: {bad}.")),
+            let receiving = match action {
+                "address" => wallet::requested_amount(&form).map(Some),
+                _ => Ok(None),
+            };
+            match (
+                receiving,
+                wallet::arguments(action, &form, &wallet_path(&console, name), &endpoints),
+            ) {
+                (Ok(receiving), Ok(args)) => {
+                    outcome_markup(&wallet::run(&console.config.program, args).await, receiving)
+                }
+                (Err(bad), _) | (_, Err(bad)) => notice("error", &format!("Not done: {bad}.")),
             }
         }),
     };
@@ -217,7 +239,7 @@ fn action_form(visitor: &Visitor, wallet: &str, action: &str, fields: &[(&str, &
             (pages::csrf(visitor))
             input type="hidden" name="action" value=(action);
             @for (name, label) in fields {
-                label { (label) input type="text" name=(name) required autocomplete="off"; }
+                label { (label) input type="text" name=(name) required[!label.ends_with("(optional)")] autocomplete="off"; }
             }
             button type="submit" { (button) }
         }
@@ -229,7 +251,7 @@ fn action_forms(visitor: &Visitor, wallet: &str, exchange: bool) -> Markup {
         |action: &str, fields: &[(&str, &str)], button: &str| action_form(visitor, wallet, action, fields, button);
     html! {
         h2 { "Online core" }
-        (form("address", &[], "New receiving address (with its QR code)"))
+        (form("address", &[("amount", "Amount to ask for (optional)")], "New receiving address (with its QR code)"))
         (form("send", &[("to", "Payee's address"), ("amount", "Amount")], "Send"))
         (form("import", &[("payment", "Payment string from the payer (specie-pay1…)")], "Receive a payment"))
         (form("sync", &[], "Sync with the node"))
@@ -265,5 +287,7 @@ mod tests {
         assert_eq!(address_in(created), Some("usd1qxyz9"));
         assert_eq!(address_in("usd1qabc\n"), Some("usd1qabc"));
         assert_eq!(address_in("error: the node did not answer"), None);
+        assert_eq!(payment_request("usd1qa", Some(250)), "specie:usd1qa?amount=250");
+        assert_eq!(payment_request("usd1qa", None), "specie:usd1qa");
     }
 }

@@ -145,12 +145,13 @@ try {
   await shot('wallets');
   const injected = await page.request.post(`${base}/wallets/alice`, { form: { action: 'send', to: '--node=http://evil', amount: '1', csrf } });
   assert.match(await injected.text(), /an address, like usd1q/, 'a value shaped like an option is refused');
-  const addressOf = async (name) => {
-    await act(name, 'address');
-    await page.getByRole('img', { name: /A QR code of the address/ }).waitFor();
+  const addressOf = async (name, amount = '') => {
+    await act(name, 'address', { 'Amount to ask for (optional)': amount });
+    await page.getByRole('img', { name: /A QR code of the payment request specie:/ }).waitFor();
     return (await page.locator('#address').innerText()).trim();
   };
-  const alice = await addressOf('alice');
+  const alice = await addressOf('alice', 2000);
+  assert.equal(await page.locator('#request').innerText(), `specie:${alice}?amount=2000`);
   await shot('receive');
   const minted = specie('wallet', `--wallet=${env.USD_ISSUER}`, `--node=${env.SENTINEL}`, 'mint', '2000', `--to=${alice}`);
   await act('alice', 'import', { 'Payment string from the payer (specie-pay1…)': paymentString(minted, 'specie-pay1') });
