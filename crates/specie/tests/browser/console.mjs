@@ -204,13 +204,13 @@ try {
   const offer = { 'Sell asset': 'usd', 'Buy asset': 'eur', 'Amount to sell': 150, 'Minimum price (e.g. 0.95)': '0.5' };
   await act('alice', 'exchange-offer', offer);
   await eventually("alice's offer traded for eur", async () => /eur: [1-9]/.test((await balances('alice'))['Exchange']));
+  await view('/exchange', 'Exchange');
+  await shot('exchange');
   const resting = await act('alice', 'exchange-offer', { ...offer, 'Amount to sell': 10, 'Minimum price (e.g. 0.95)': '1000' });
   const offerId = resting.match(/offer (\d+)/)[1];
   assert.match((await balances('alice'))['Exchange'], new RegExp(`offer ${offerId}:`));
   await act('alice', 'exchange-cancel', { 'Offer id': offerId });
   assert.doesNotMatch((await balances('alice'))['Exchange'], new RegExp(`offer ${offerId}:`));
-  await view('/exchange', 'Exchange');
-  await shot('exchange');
   await balances('alice');
   await shot('wallet');
 

@@ -6,8 +6,9 @@
 //! operator's login, forged, tampered and cross-site posts refused, and the browser's wallet
 //! paying in every mode, each payment seen by the payee (and the core payment in the ledger
 //! view), an exchange offer trading and another cancelled, the auditor's flags, and a leader
-//! change after a kill. With `SPECIE_CONSOLE_SCREENSHOTS=DIR` it saves each view there (how
-//! docs/console/*.png are made).
+//! change after a kill. With `SPECIE_CONSOLE_SCREENSHOTS=DIR` (relative to the workspace) it
+//! saves each view there: `SPECIE_CONSOLE_SCREENSHOTS=docs/console cargo test -p specie --test
+//! specie console::` makes docs/console/*.png.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -118,9 +119,12 @@ fn the_console_shows_every_view_and_its_wallet_pays_in_every_mode_in_a_real_brow
         .env("EUR_NODE", &eur_url)
         .env("EUR_ISSUER", &eur_issuer);
     if let Some(screenshots) = std::env::var_os("SPECIE_CONSOLE_SCREENSHOTS") {
+        // A relative path is the workspace's (tests run in crates/specie).
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let screenshots = std::fs::canonicalize(root.join(screenshots));
         script.env(
             "SCREENSHOTS",
-            std::fs::canonicalize(screenshots).expect("SPECIE_CONSOLE_SCREENSHOTS exists"),
+            screenshots.expect("SPECIE_CONSOLE_SCREENSHOTS names a directory that exists"),
         );
     }
     let out = script.output().expect("node runs");
