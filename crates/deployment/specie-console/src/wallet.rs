@@ -22,7 +22,7 @@ const OUTPUT_BYTES_MAX: u64 = 64 * 1024;
 /// The longest wallet name.
 const NAME_CHARS_MAX: usize = 32;
 /// The longest payment string the wallet takes from a form.
-const PAYMENT_CHARS_MAX: usize = 16 * 1024;
+const PAYMENT_CHARS_MAX: usize = 32 * 1024;
 
 /// Where the wallet's commands reach the platform.
 pub struct Endpoints {
@@ -187,15 +187,15 @@ fn address(form: &HashMap<String, String>) -> Result<String, BadField> {
     )
 }
 
-fn payment(form: &HashMap<String, String>) -> Result<String, BadField> {
-    let allowed = |b: u8| b.is_ascii_alphanumeric() || b == b'-';
-    matching(
-        form,
-        "payment",
-        PAYMENT_CHARS_MAX,
-        allowed,
-        "a payment string, like specie-pay1… (paste it whole, nothing around it)",
-    )
+/// A payment string or an offline payment request: `specie-…1` then letters, digits (an
+/// offline one's `:` and hex).
+fn payment(form: &HashMap<String, String>, name: &'static str) -> Result<String, BadField> {
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b':';
+    let why = "a payment string, like specie-pay1… (paste it whole, nothing around it)";
+    let text = matching(form, name, PAYMENT_CHARS_MAX, allowed, why)?;
+    text.starts_with("specie-")
+        .then_some(text)
+        .ok_or(BadField { field: name, why })
 }
 
 fn account(form: &HashMap<String, String>) -> Result<String, BadField> {
@@ -254,8 +254,8 @@ pub fn arguments(
             &format!("--to={}", address(form)?),
             &format!("--amount={}", amount(form, "amount")?),
         ]),
-        "import" => wallet(&["import", "--", &payment(form)?]),
-        "receive" => wallet(&["receive", "--", &payment(form)?]),
+        "import" => wallet(&["import", "--", &payment(form, "payment")?]),
+        "receive" => wallet(&["receive", "--", &payment(form, "payment")?]),
         "shield" => wallet(&["shield", &format!("--amount={}", amount(form, "amount")?)]),
         "fastpay-account" => wallet(&["fastpay", "accounts", "--new"]),
         "fastpay-fund" => wallet(&["fastpay", "fund", "--", &amount(form, "amount")?]),
@@ -271,6 +271,9 @@ pub fn arguments(
             wallet(&["offline", "enrol", &token])
         }
         "offline-fund" => wallet(&["offline", "fund-from-core", "--", &amount(form, "amount")?]),
+        "offline-request" => wallet(&["offline", "request", "--", &amount(form, "amount")?]),
+        "offline-pay" => wallet(&["offline", "pay", "--", &payment(form, "request")?]),
+        "offline-receive" => wallet(&["offline", "receive", "--", &payment(form, "payment")?]),
         "exchange-deposit" => exchange(&[
             "deposit",
             &format!("--asset={}", asset(form, "asset")?),
@@ -451,7 +454,10 @@ mod tests {
         "--min-price",
         "--offer",
     ];
-    const ACTIONS: [&str; 20] = [
+    const ACTIONS: [&str; 23] = [
+        "offline-request",
+        "offline-pay",
+        "offline-receive",
         "create",
         "sync",
         "address",
@@ -490,9 +496,9 @@ mod tests {
         #[test]
         fn no_form_value_becomes_an_option_or_a_command(
             action in proptest::sample::select(&ACTIONS[..]),
-            values in proptest::collection::vec(hostile_value(), 8),
+            values in proptest::collection::vec(hostile_value(), 9),
         ) {
-            let names = ["to", "amount", "payment", "asset", "sell", "buy", "min_price", "offer"];
+            let names = ["to", "amount", "payment", "asset", "sell", "buy", "min_price", "offer", "request"];
             let form: HashMap<String, String> = names.iter().map(|n| n.to_string()).zip(values).collect();
             let endpoints = Endpoints {
                 exchange: Some("http://127.0.0.1:8480".into()),

@@ -268,6 +268,9 @@ fn action_forms(visitor: &Visitor, wallet: &str, exchange: bool) -> Markup {
         (form("offline-create", &[], "Create this wallet's offline device"))
         (form("offline-enrol", &[], "Enrol the device at the offline authority (operator)"))
         (form("offline-fund", &[("amount", "Amount")], "Fund the device from core coins"))
+        (form("offline-request", &[("amount", "Amount")], "Ask to be paid (a payment request for the payer's device)"))
+        (form("offline-pay", &[("request", "Payment request from the payee (specie-offline-request1:…)")], "Pay the request from the device"))
+        (form("offline-receive", &[("payment", "Offline payment from the payer (specie-offline-pay1:…)")], "Take the payment into the device"))
         @if exchange {
             h2 { "Exchange" }
             (form("exchange-deposit", &[("asset", "Asset (e.g. usd)"), ("amount", "Amount")], "Deposit into the exchange"))

@@ -183,13 +183,19 @@ try {
   await act('alice', 'fastpay-pay', { "Payee's account (64 hex digits)": bobAccount, Amount: 70 });
   await eventually("bob's FastPay balance", async () => /\b70 usd/.test((await balances('bob'))['Byzantine mode (FastPay)']));
 
-  step('offline: a device funded from core coins holds its tokens');
-  await act('alice', 'offline-create');
-  await act('alice', 'offline-enrol');
-  await act('alice', 'offline-fund', { Amount: 100 });
-  assert.match((await balances('alice'))['Offline device'], /balance 100; \d+ tokens/);
+  step('offline: a device funded from core coins holds its tokens and pays another device');
+  for (const name of ['alice', 'bob']) {
+    await act(name, 'offline-create');
+    await act(name, 'offline-enrol');
+  }
+  await act('alice', 'offline-fund', { Amount: 150 });
+  assert.match((await balances('alice'))['Offline device'], /balance 150; 2 tokens/);
+  const request = paymentString(await act('bob', 'offline-request', { Amount: 50 }), 'specie-offline-request1:');
+  const offlinePayment = await act('alice', 'offline-pay', { 'Payment request from the payee (specie-offline-request1:…)': request });
+  await act('bob', 'offline-receive', { 'Offline payment from the payer (specie-offline-pay1:…)': paymentString(offlinePayment, 'specie-offline-pay1:') });
+  assert.match((await balances('bob'))['Offline device'], /balance 50; 1 tokens/);
   await view('/offline', 'Offline authority');
-  await page.getByText(/Funded 100/).waitFor();
+  await page.getByText(/Funded 150/).waitFor();
   await shot('offline');
 
   step('exchange: an offer placed in the browser trades; another is cancelled');
