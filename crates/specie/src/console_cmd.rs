@@ -60,6 +60,8 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
     let (source, token_dir, wallets_default) = match (&args.dir, &args.node) {
         (Some(dir), _) => {
             let (_, topology) = specie_cluster::supervisor::load(dir)?;
+            // Absolute: the wallets remember the cluster file's path.
+            let dir = std::fs::canonicalize(dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
             let source = Source::Cluster { dir: dir.clone() };
             (source, topology.pki_dir.clone(), dir.join("console-wallets"))
         }

@@ -81,8 +81,9 @@ pub struct CreateArgs {
     #[arg(long, value_name = "HEX", requires = "issuer_signer")]
     issuer_key: Option<String>,
     /// The currency's address prefix (bech32 human-readable part); the node's must match.
-    #[arg(long, default_value = "usd")]
-    hrp: String,
+    /// [default: the currency of the node at --node, if it answers; else usd]
+    #[arg(long)]
+    hrp: Option<String>,
     /// Encrypt the wallet file under the passphrase (--passphrase-file or
     /// SPECIE_WALLET_PASSPHRASE); every command on it then needs the passphrase.
     #[arg(long)]
@@ -683,6 +684,7 @@ fn create(path: &Path, node: Option<&str>, access: &NodeAccess, args: &CreateArg
     } else {
         None
     };
+    let hrp = &currency(hrp.as_deref(), node, access);
     let mut wallet = match &args.issuer_signer {
         Some(command) => {
             let signer = issuer_signer(command, args.issuer_key.as_deref())?;
@@ -717,6 +719,28 @@ fn create(path: &Path, node: Option<&str>, access: &NodeAccess, args: &CreateArg
         path.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The currency a new wallet is for: `--hrp`, else the node's (a wallet of another currency than
+/// its node's could pay nothing), else `usd` when no node answers (an issuer's wallet is made
+/// before its node), said on stderr.
+fn currency(given: Option<&str>, node: Option<&str>, access: &NodeAccess) -> String {
+    if let Some(hrp) = given {
+        return hrp.to_string();
+    }
+    const DEFAULT: &str = "usd";
+    let Some(url) = node else {
+        return DEFAULT.to_string();
+    };
+    match NodeClient::with_access(url, access).and_then(|client| client.info()) {
+        Ok(info) => info.hrp,
+        Err(_) => {
+            eprintln!(
+                "the node at {url} did not answer: the wallet is for {DEFAULT} (give --hrp for another currency)"
+            );
+            DEFAULT.to_string()
+        }
+    }
 }
 
 fn encrypt(path: &Path) -> Result<ExitCode> {

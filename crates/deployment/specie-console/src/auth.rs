@@ -2,7 +2,9 @@
 //! cookie), a CSRF token per session that every form carries back, and the operator's login.
 //!
 //! - A session is made at the first page a visitor sees, so that even the login form carries a
-//!   CSRF token. At most [`SESSIONS_MAX`] are kept (the oldest go first) for at most
+//!   CSRF token. At most [`SESSIONS_MAX`] visitors' sessions are kept (the oldest go first),
+//!   and apart from them at most [`OPERATOR_SESSIONS_MAX`] logged in, so that a flood of
+//!   strangers' visits cannot push the operator's session out; each lasts at most
 //!   [`SESSION_LIFETIME`]; logging in replaces the session's id (no fixation).
 //! - A post is taken only with its session's CSRF token, compared in constant time, and only
 //!   from this console's own pages: a browser's `Origin` (when sent) must name the host the
@@ -26,6 +28,7 @@ pub const OPERATOR_TOKEN_FILE: &str = "console.token";
 /// The session cookie's name.
 pub const COOKIE: &str = "specie_console";
 const SESSIONS_MAX: usize = 4096;
+const OPERATOR_SESSIONS_MAX: usize = 64;
 const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
 const LOGIN_FAILURES_MAX: usize = 5;
 const LOGIN_FAILURE_WINDOW: Duration = Duration::from_secs(60);
@@ -54,7 +57,9 @@ pub struct Sessions {
 #[derive(Default)]
 struct SessionsInner {
     by_id: HashMap<String, Session>,
+    /// Visitors' sessions, oldest first; and the operator's, apart.
     order: VecDeque<String>,
+    operator_order: VecDeque<String>,
     login_failures: VecDeque<Instant>,
 }
 
@@ -185,8 +190,14 @@ impl Sessions {
 
 impl SessionsInner {
     fn open(&mut self, operator: bool) -> Visitor {
-        while self.by_id.len() >= SESSIONS_MAX || self.order.len() >= 2 * SESSIONS_MAX {
-            let Some(oldest) = self.order.pop_front() else { break };
+        let (order, max) = match operator {
+            true => (&mut self.operator_order, OPERATOR_SESSIONS_MAX),
+            false => (&mut self.order, SESSIONS_MAX),
+        };
+        // Ids of sessions already ended may linger in the order: drop them as the order grows.
+        order.retain(|id| self.by_id.contains_key(id));
+        while order.len() >= max {
+            let Some(oldest) = order.pop_front() else { break };
             self.by_id.remove(&oldest);
         }
         let id = random_hex();
@@ -199,7 +210,7 @@ impl SessionsInner {
                 made: Instant::now(),
             },
         );
-        self.order.push_back(id.clone());
+        order.push_back(id.clone());
         Visitor {
             id,
             csrf,
@@ -315,6 +326,29 @@ mod tests {
         assert_eq!(
             sessions.log_in(&visitor, &token, &token).unwrap_err(),
             Refused::Throttled
+        );
+    }
+
+    #[test]
+    fn strangers_visits_never_push_the_operators_session_out() {
+        let sessions = Sessions::default();
+        let token = random_hex();
+        let visitor = sessions.visit(&HeaderMap::new());
+        let operator = sessions.log_in(&visitor, &token, &token).unwrap();
+        let mut first = None;
+        for _ in 0..SESSIONS_MAX + 10 {
+            let stranger = sessions.visit(&HeaderMap::new());
+            first.get_or_insert(stranger.id);
+        }
+        let seen = |id: &str| headers(&[("cookie", &format!("{COOKIE}={id}"))]);
+        assert!(
+            !sessions.visit(&seen(&operator.id)).new,
+            "the operator is still logged in"
+        );
+        assert!(sessions.visit(&seen(&operator.id)).operator);
+        assert!(
+            sessions.visit(&seen(&first.unwrap())).new,
+            "the oldest stranger's session went"
         );
     }
 

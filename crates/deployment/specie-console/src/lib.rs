@@ -41,8 +41,8 @@ mod wallet_views;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use auth::OPERATOR_TOKEN_FILE;
-pub use routes::{router, CONTENT_SECURITY_POLICY};
+pub use auth::{operator_token, TokenFileError, OPERATOR_TOKEN_FILE};
+pub use routes::router;
 pub use source::{Source, SourceError};
 
 /// What the console serves, and from where.
@@ -79,11 +79,3 @@ impl Console {
         })
     }
 }
-
-/// The operator's login token for a cluster in `pki_dir`: read from [`OPERATOR_TOKEN_FILE`], or
-/// made there (0600) if it is not there yet.
-pub fn operator_token(pki_dir: &std::path::Path) -> Result<String, auth::TokenFileError> {
-    auth::operator_token(pki_dir)
-}
-
-pub use auth::TokenFileError;

@@ -18,9 +18,18 @@ use crate::{chart, Console};
 /// How many of the newest blocks the ledger view lists.
 const BLOCKS_SHOWN: u64 = 10;
 
+/// A live view, refreshing itself.
 fn page(console: &Console, headers: &HeaderMap, title: &str, here: &str, body: Markup) -> Response {
     let visitor = console.sessions.visit(headers);
     respond(StatusCode::OK, &visitor, layout(title, here, &visitor, true, body))
+}
+
+/// A view that does not refresh itself: reading it costs the platform more than a status (the
+/// ledger's head sorts the whole UHS it replays to: an operator's tool, not for every 5 s).
+fn still_page(console: &Console, headers: &HeaderMap, title: &str, here: &str, body: Markup) -> Response {
+    let visitor = console.sessions.visit(headers);
+    let body = html! { (body) p { a href=(here) { "Read again" } } };
+    respond(StatusCode::OK, &visitor, layout(title, here, &visitor, false, body))
 }
 
 /// The lag of each replica behind its leader, from the leaders' `replication_lag`.
@@ -121,7 +130,7 @@ pub async fn supply(State(console): Shared, headers: HeaderMap) -> Response {
         Some(Err(why)) => unavailable("The supply report", &why),
         None => unavailable("The supply report", "the read failed"),
     };
-    page(&console, &headers, "Supply", "/supply", body)
+    still_page(&console, &headers, "Supply", "/supply", body)
 }
 
 fn supply_body(supply: &Value) -> Markup {
@@ -164,7 +173,7 @@ pub async fn ledger(State(console): Shared, headers: HeaderMap, q: Query<HashMap
     let txid = query(&q, "txid").map(str::to_string);
     let read = blocking(move || ledger_read(&source, txid.as_deref())).await;
     let body = read.unwrap_or_else(|| unavailable("The ledger of record", "the read failed"));
-    page(&console, &headers, "Ledger of record", "/ledger", body)
+    still_page(&console, &headers, "Ledger of record", "/ledger", body)
 }
 
 fn ledger_read(source: &Source, txid: Option<&str>) -> Markup {

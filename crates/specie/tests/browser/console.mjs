@@ -200,7 +200,8 @@ try {
 
   step('exchange: an offer placed in the browser trades; another is cancelled');
   const trader = `${env.WORK}/trader-eur.json`;
-  specie('wallet', `--wallet=${trader}`, `--node=${env.EUR_NODE}`, 'create', '--hrp=eur');
+  // No --hrp: a new wallet takes its node's currency (eur).
+  assert.match(specie('wallet', `--wallet=${trader}`, `--node=${env.EUR_NODE}`, 'create'), /for currency "eur"/);
   const eurAddress = specie('wallet', `--wallet=${trader}`, 'address').trim();
   const eurMint = specie('wallet', `--wallet=${env.EUR_ISSUER}`, 'mint', '1000', `--to=${eurAddress}`);
   specie('wallet', `--wallet=${trader}`, 'import', paymentString(eurMint, 'specie-pay1'));
