@@ -9,14 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use specie_console::{ConsoleConfig, Source, OPERATOR_TOKEN_FILE};
 
-/// Serve the console in the browser: every group and replica with its leader, term, lag and
-/// health; throughput and latency charts; the supply and the audit's verdict; the ledger of
-/// record with inclusion proofs; the FastPay committee; the offline authority's books and named
-/// double spenders; the exchange's last block; an auditor's flags; and wallets for every mode
-/// (operator only). Pages are rendered by specie itself, with no script and no network access.
-/// Serves until Ctrl-C.
-///
-/// Example: specie cluster up --dir ./c --authorities --offline --exchange && specie console --dir ./c
+/// `specie console`'s options (its help is the command's, in main.rs).
 #[derive(Args, Debug)]
 pub struct ConsoleArgs {
     /// The cluster's directory (`specie cluster up --dir`): the console reads its topology and

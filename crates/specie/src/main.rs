@@ -111,6 +111,8 @@ enum Command {
     Issuer(issuer_cmd::IssuerArgs),
     /// The console in the browser: the operator's view of a cluster or a node (groups, charts,
     /// supply, ledger, committee, offline, exchange, auditors) and a wallet for every mode.
+    /// Example: `specie console --dir ./c`, then open http://127.0.0.1:8495 and log in as the
+    /// operator with the token in ./c/pki/console.token (docs/console.md). Serves until Ctrl-C
     Console(console_cmd::ConsoleArgs),
 }
 

@@ -31,6 +31,7 @@ mod auth;
 mod chart;
 mod fetch;
 mod pages;
+mod program;
 mod routes;
 mod sampler;
 mod source;

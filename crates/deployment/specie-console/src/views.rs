@@ -122,15 +122,82 @@ pub async fn charts(State(console): Shared, headers: HeaderMap) -> Response {
     page(&console, &headers, "Throughput and latency", "/charts", body)
 }
 
+/// `specie audit supply --json` against every mode's books the platform has.
+fn supply_audit(source: &Source) -> Result<Vec<String>, ReadError> {
+    let node = source.wallet_node()?.ok_or(ReadError::NoSentinel)?;
+    let mut args: Vec<String> = ["audit", "supply", "--json", "--settle-ms=2000"]
+        .map(String::from)
+        .into();
+    args.push(format!("--node={node}"));
+    if let Some(topology) = source.topology()? {
+        args.extend(
+            topology
+                .offline_authority
+                .map(|o| format!("--offline={}", o.http_urls())),
+        );
+        args.extend(topology.exchange.map(|e| format!("--exchange={}", e.http_urls())));
+        // The committee's books are one authority's, summed over its shards.
+        let first = (topology.fastpay_committee.iter()).flat_map(|c| c.http_addresses().into_iter().take(1));
+        args.extend(
+            first
+                .flat_map(|a| a.shards)
+                .map(|shard| format!("--fastpay-shard={}", shard.join(","))),
+        );
+    }
+    Ok(args)
+}
+
 pub async fn supply(State(console): Shared, headers: HeaderMap) -> Response {
-    let source = console.config.source.clone();
-    let supply = blocking(move || source.api_json("/v1/supply")).await;
-    let body = match supply {
-        Some(Ok(supply)) => supply_body(&supply),
-        Some(Err(why)) => unavailable("The supply report", &why),
-        None => unavailable("The supply report", "the read failed"),
+    let body = match supply_audit(&console.config.source) {
+        Ok(args) => {
+            let outcome = crate::program::run(&console.config.program, args).await;
+            let report = (outcome.output.lines())
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .find(|value| value.get("supply").is_some());
+            match report {
+                Some(report) => html! { (audit_body(&report)) (supply_body(&report["supply"])) },
+                None => html! { (notice("error", "The supply audit did not run:")) pre { (outcome.output) } },
+            }
+        }
+        Err(why) => unavailable("The supply report", &why),
     };
     still_page(&console, &headers, "Supply", "/supply", body)
+}
+
+/// The platform-wide audit's verdict, and each mode's books beside what the core says it holds.
+fn audit_body(report: &Value) -> Markup {
+    let rows = (report["modes"].as_array().into_iter().flatten())
+        .map(|m| {
+            let parts = (m["books"]["parts"].as_array().into_iter().flatten())
+                .map(|p| format!("{} {}", p[0].as_str().unwrap_or("?"), p[1]))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let agrees = match m["agrees"].as_bool() {
+                Some(true) => html! { span class="ok-text" { "yes" } },
+                _ => html! { span class="bad-text" { "NO" } },
+            };
+            vec![
+                field(&m["books"]["name"]),
+                field(&m["core_says"]),
+                field(&m["books"]["holds"]),
+                field(&m["difference"]),
+                agrees,
+                cell(parts),
+            ]
+        })
+        .collect();
+    html! {
+        @if report["ok"].as_bool() == Some(true) {
+            (notice("ok", "The audit's verdict: balanced. The ledger's supply balances (issued = core outputs + hidden notes + what every mode holds) and every mode's own books agree with what the core says it holds."))
+        } @else {
+            (notice("error", "The audit's verdict: NOT balanced. See which mode below; `specie audit supply` gives the same report, and docs/operator-guide.md, \"The supply report\", what to do."))
+        }
+        (table("Each mode's books beside the core", &["books", "the core says it holds", "its books hold", "difference", "agrees", "made of"], rows))
+        @if let Some(unfunded) = report["unfunded"].as_array().filter(|u| !u.is_empty()) {
+            h2 { "Held by a key the core never funded" }
+            (json(&Value::Array(unfunded.clone())))
+        }
+    }
 }
 
 fn supply_body(supply: &Value) -> Markup {
@@ -156,11 +223,8 @@ fn supply_body(supply: &Value) -> Markup {
         })
         .collect();
     html! {
-        @if balanced {
-            (notice("ok", "The audit's verdict: balanced. Issued = core outputs + hidden notes + what every mode holds, none negative."))
-        } @else {
-            (notice("error", "The audit's verdict: NOT balanced. Run `specie audit supply` for the whole report, and see docs/operator-guide.md, \"The supply report\"."))
-        }
+        h2 { "The ledger's supply" }
+        p { "The ledger's own balance: " @if balanced { span class="ok-text" { "balanced" } } @else { span class="bad-text" { "NOT balanced" } } }
         p { "At ledger height " (field(&supply["ledger"]["height"])) ". Issued " strong { (field(&supply["issued"])) }
             "; in core outputs " (field(&supply["core_outputs"])) "; in hidden notes " (field(&supply["hidden_notes"])) "." }
         (table("Per issuer", &["issuer key", "minted", "redeemed"], issuers))
@@ -446,7 +510,7 @@ async fn auditor_findings(console: &Console, key: &std::path::Path) -> Markup {
         "--flagged-only".to_string(),
         "--json".to_string(),
     ];
-    let outcome = crate::wallet::run(&console.config.program, args).await;
+    let outcome = crate::program::run(&console.config.program, args).await;
     let lines: Vec<Value> = (outcome.output.lines())
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();

@@ -9,16 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
 
-use tokio::io::AsyncReadExt as _;
-
-/// The longest an action may run before it is stopped (a payment waits up to 30 s for the node,
-/// a FastPay payment asks every authority).
-const ACTION_TIMEOUT: Duration = Duration::from_secs(150);
-/// The most output an action's page shows.
-const OUTPUT_BYTES_MAX: u64 = 64 * 1024;
 /// The longest wallet name.
 const NAME_CHARS_MAX: usize = 32;
 /// The longest payment string the wallet takes from a form.
@@ -96,15 +87,6 @@ impl Endpoints {
         args.extend(options.iter().map(|s| s.to_string()));
         Ok(args)
     }
-}
-
-/// What an action printed, and whether it succeeded.
-#[derive(Debug)]
-pub struct Outcome {
-    pub ok: bool,
-    /// The command, as a person would type it (for the page, and to repeat it by hand).
-    pub command: String,
-    pub output: String,
 }
 
 /// A value a form gave that the wallet does not take, with what to type instead.
@@ -319,62 +301,6 @@ pub fn balance_commands(path: &Path, endpoints: &Endpoints) -> Vec<(&'static str
         commands.push(("Exchange", account));
     }
     commands
-}
-
-/// What a pipe gives, up to [`OUTPUT_BYTES_MAX`] (lossy UTF-8).
-async fn read_all(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> String {
-    let mut bytes = vec![];
-    if let Some(pipe) = pipe {
-        let _ = pipe.take(OUTPUT_BYTES_MAX).read_to_end(&mut bytes).await;
-    }
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
-/// Runs `specie ARGS`, for at most [`ACTION_TIMEOUT`].
-pub async fn run(program: &Path, args: Vec<String>) -> Outcome {
-    let command = format!("specie {}", args.join(" "));
-    let mut child = match tokio::process::Command::new(program)
-        .args(&args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(error) => {
-            return Outcome {
-                ok: false,
-                command,
-                output: format!("cannot run {}: {error}", program.display()),
-            }
-        }
-    };
-    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    let finished = tokio::time::timeout(ACTION_TIMEOUT, async {
-        tokio::join!(read_all(stdout), read_all(stderr), child.wait())
-    })
-    .await;
-    match finished {
-        Ok((out, err, Ok(status))) => Outcome {
-            ok: status.success(),
-            command,
-            output: format!("{out}{err}").trim_end().to_string(),
-        },
-        Ok((_, _, Err(error))) => Outcome {
-            ok: false,
-            command,
-            output: format!("the command failed to run: {error}"),
-        },
-        Err(_) => Outcome {
-            ok: false,
-            command,
-            output: format!(
-                "stopped after {} s without an answer: run `specie wallet sync` (the Sync button) to learn what happened",
-                ACTION_TIMEOUT.as_secs()
-            ),
-        },
-    }
 }
 
 #[cfg(test)]

@@ -11,9 +11,10 @@ use maud::{html, Markup};
 
 use crate::auth::{Refused, Visitor};
 use crate::pages::{self, layout, notice};
+use crate::program::Outcome;
 use crate::routes::{csrf_of, refused, respond, wallet_name, Shared};
 use crate::source::ReadError;
-use crate::wallet::{self, Endpoints, Outcome};
+use crate::wallet::{self, Endpoints};
 use crate::Console;
 
 fn endpoints(console: &Console) -> Result<Endpoints, ReadError> {
@@ -135,7 +136,7 @@ pub async fn create(State(console): Shared, headers: HeaderMap, Form(form): Form
             } else {
                 let args = wallet::arguments("create", &form, &path, &endpoints);
                 match args {
-                    Ok(args) => outcome_markup(&wallet::run(&console.config.program, args).await, Some(None)),
+                    Ok(args) => outcome_markup(&crate::program::run(&console.config.program, args).await, Some(None)),
                     Err(bad) => notice("error", &bad.to_string()),
                 }
             }
@@ -179,7 +180,7 @@ pub async fn act(
                 wallet::arguments(action, &form, &wallet_path(&console, name), &endpoints),
             ) {
                 (Ok(receiving), Ok(args)) => {
-                    outcome_markup(&wallet::run(&console.config.program, args).await, receiving)
+                    outcome_markup(&crate::program::run(&console.config.program, args).await, receiving)
                 }
                 (Err(bad), _) | (_, Err(bad)) => notice("error", &format!("Not done: {bad}.")),
             }
@@ -213,7 +214,7 @@ async fn wallet_page(console: &Console, visitor: &Visitor, name: &str, outcome: 
     // One after another: each takes the wallet file's lock.
     let mut balances = vec![];
     for (mode, args) in wallet::balance_commands(&path, &endpoints) {
-        balances.push((mode, wallet::run(&console.config.program, args).await));
+        balances.push((mode, crate::program::run(&console.config.program, args).await));
     }
     let body = html! {
         @if let Some(outcome) = outcome { (outcome) }
