@@ -155,7 +155,11 @@ pub async fn supply(State(console): Shared, headers: HeaderMap) -> Response {
                 .filter_map(|line| serde_json::from_str::<Value>(line).ok())
                 .find(|value| value.get("supply").is_some());
             match report {
-                Some(report) => html! { (audit_body(&report)) (supply_body(&report["supply"])) },
+                Some(report) => html! {
+                    (audit_body(&report))
+                    p class="muted" { "The same report from the command line: " code id="audit-command" { (outcome.command) } }
+                    (supply_body(&report["supply"]))
+                },
                 None => html! { (notice("error", "The supply audit did not run:")) pre { (outcome.output) } },
             }
         }
