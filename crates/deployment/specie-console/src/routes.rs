@@ -30,6 +30,7 @@ pub fn router(config: ConsoleConfig) -> Router {
     crate::sampler::start(&console);
     Router::new()
         .route("/", get(views::groups))
+        .route("/start-stopped", post(views::start_stopped))
         .route("/charts", get(views::charts))
         .route("/supply", get(views::supply))
         .route("/ledger", get(views::ledger))

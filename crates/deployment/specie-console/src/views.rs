@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Query, State};
+use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use maud::{html, Markup};
@@ -82,10 +82,67 @@ fn replica_rows(members: &[Member]) -> Vec<Vec<Markup>> {
 }
 
 pub async fn groups(State(console): Shared, headers: HeaderMap) -> Response {
+    let visitor = console.sessions.visit(&headers);
+    groups_page(&console, &visitor, None).await
+}
+
+/// The cluster directory, if this host started the cluster's members from it (`cluster up`
+/// wrote their pids there): only then may the console start what is not running.
+fn started_here(source: &Source) -> Option<&std::path::Path> {
+    match source {
+        Source::Cluster { dir } => {
+            let pids = dir.join("pids").read_dir().ok()?;
+            pids.into_iter().next().is_some().then_some(dir.as_path())
+        }
+        Source::Node { .. } => None,
+    }
+}
+
+/// The operator's one action on the cluster: start the members of this host that are not
+/// running (`specie cluster up`, which starts nothing else and waits for every group's leader).
+pub async fn start_stopped(
+    State(console): Shared,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    let visitor = match console.sessions.check_post(&headers, crate::routes::csrf_of(&form)) {
+        Ok(visitor) if visitor.operator => visitor,
+        Ok(_) => return crate::routes::refused(&console, &headers, crate::auth::Refused::NotOperator),
+        Err(why) => return crate::routes::refused(&console, &headers, why),
+    };
+    let outcome = match started_here(&console.config.source) {
+        Some(dir) => {
+            let args = vec!["cluster".into(), "up".into(), format!("--dir={}", dir.display())];
+            let outcome = crate::program::run(&console.config.program, args).await;
+            html! {
+                @if outcome.ok { (notice("ok", "Every member of this host runs again.")) }
+                @else { (notice("error", "Not every member started: `specie cluster up` says why below.")) }
+                pre { (outcome.output) }
+            }
+        }
+        None => notice(
+            "error",
+            "This console's host did not start the cluster's members: start them where they run.",
+        ),
+    };
+    groups_page(&console, &visitor, Some(outcome)).await
+}
+
+async fn groups_page(console: &Console, visitor: &crate::auth::Visitor, outcome: Option<Markup>) -> Response {
     let members = console.config.source.replicas().await;
     let source = console.config.source.clone();
     let endpoints = blocking(move || source.endpoints()).await;
+    let down = members.as_ref().is_ok_and(|m| m.iter().any(|m| m.status.is_err()));
+    // A post's answer does not refresh itself: reloading it would ask again for the post.
+    let refresh = outcome.is_none();
     let body = html! {
+        @if let Some(outcome) = outcome { (outcome) }
+        @if visitor.operator && down && started_here(&console.config.source).is_some() {
+            form class="action" method="post" action="/start-stopped" {
+                (pages::csrf(visitor))
+                button type="submit" { "Start the members that are not running" }
+            }
+        }
         @match &members {
             Ok(members) if members.is_empty() => p { "An embedded node: every role in one process." },
             Ok(members) => {
@@ -107,7 +164,11 @@ pub async fn groups(State(console): Shared, headers: HeaderMap) -> Response {
             None => (unavailable("The sentinels", "the read failed")),
         }
     };
-    page(&console, &headers, "Groups and replicas", "/", body)
+    respond(
+        StatusCode::OK,
+        visitor,
+        layout("Groups and replicas", "/", visitor, refresh, body),
+    )
 }
 
 pub async fn charts(State(console): Shared, headers: HeaderMap) -> Response {

@@ -254,6 +254,14 @@ try {
   });
   await shot('groups');
 
+  step('the operator starts the killed member again from the browser; it rejoins as a follower');
+  await page.getByRole('button', { name: 'Start the members that are not running' }).click();
+  await page.getByText('Every member of this host runs again.').waitFor({ timeout: 90000 });
+  await eventually('the restarted replica follows', async () => {
+    const back = (await shardRows()).find((cells) => cells[1] === killed);
+    return back && back[2] === 'follower' && back[8] === 'ok';
+  });
+
   assert.deepEqual(problems.filter((p) => !/status of 40[13]/.test(p)), [], 'no page broke its policy or failed to load');
   console.log('every check passed');
 } catch (error) {
