@@ -23,9 +23,15 @@ pub struct ConsoleArgs {
     /// would otherwise cross the network in clear (put a TLS proxy in front instead).
     #[arg(long, default_value = "127.0.0.1:8495")]
     listen: SocketAddr,
-    /// Serve on a non-loopback --listen address (behind a TLS-terminating proxy only).
-    #[arg(long)]
+    /// Serve on a non-loopback --listen address (behind a TLS-terminating proxy only; give
+    /// --origin).
+    #[arg(long, requires = "origin")]
     remote: bool,
+    /// The origin browsers reach the console at through a proxy, e.g.
+    /// https://console.bank.example: forms from it are accepted, requests naming it answered,
+    /// and with https:// the session cookie is sent over HTTPS only.
+    #[arg(long, value_name = "URL")]
+    origin: Option<String>,
     /// Where the browser's wallets are kept [default: DIR/console-wallets with --dir, else
     /// ./console-wallets].
     #[arg(long)]
@@ -48,6 +54,16 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
             "--listen {} is not a loopback address: the operator's token would cross the network in clear. \
              Serve on 127.0.0.1 behind a TLS-terminating proxy, and add --remote if the proxy must reach another address",
             args.listen
+        );
+    }
+    if let Some(origin) = &args.origin {
+        let host = (origin
+            .strip_prefix("https://")
+            .or_else(|| origin.strip_prefix("http://")))
+        .unwrap_or("");
+        anyhow::ensure!(
+            !host.is_empty() && !host.contains(['/', '?', '#', ' ']),
+            "--origin {origin}: give a scheme and a host only, like https://console.bank.example"
         );
     }
     let (source, token_dir, wallets_default) = match (&args.dir, &args.node) {
@@ -78,6 +94,8 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         sample_interval_ms: args.sample_interval_ms,
         auditor_key: args.auditor_key,
         flag_over: args.flag_over,
+        listen: listening.local_addr(),
+        origin: args.origin,
     });
     listening.serve_until_ctrl_c(router, specie_service::HttpLimits::default(), |address| {
         specie_service::announce::announce(format_args!(

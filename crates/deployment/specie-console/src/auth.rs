@@ -1,16 +1,18 @@
 //! Who is at the browser: a session per visitor (an unguessable id in an HttpOnly, SameSite=Strict
 //! cookie), a CSRF token per session that every form carries back, and the operator's login.
 //!
-//! - A session is made at the first page a visitor sees, so that even the login form carries a
-//!   CSRF token. At most [`SESSIONS_MAX`] visitors' sessions are kept (the oldest go first),
-//!   and apart from them at most [`OPERATOR_SESSIONS_MAX`] logged in, so that a flood of
-//!   strangers' visits cannot push the operator's session out; each lasts at most
-//!   [`SESSION_LIFETIME`]; logging in replaces the session's id (no fixation).
+//! - A session is made only by the login page, so that its form carries a CSRF token; every
+//!   other page reads the visitor's session if there is one and never sets a cookie (so a link
+//!   or a forged form from another site cannot replace the operator's cookie). At most
+//!   [`SESSIONS_MAX`] visitors' sessions are kept (the oldest go first), and apart from them at
+//!   most [`OPERATOR_SESSIONS_MAX`] logged in, so that strangers cannot push the operator's
+//!   session out; each lasts at most [`SESSION_LIFETIME`]; logging in replaces the session's
+//!   id (no fixation).
 //! - A post is taken only with its session's CSRF token, compared in constant time, and only
-//!   from this console's own pages: a browser's `Origin` (when sent) must name the host the
-//!   request was sent to, and `Sec-Fetch-Site` (when sent) must not be another site.
-//! - The operator's login compares the token in constant time; after [`LOGIN_FAILURES_MAX`]
-//!   failures within a minute every login is refused for the rest of that minute.
+//!   from this console's own pages: a browser's `Origin` (when sent) must be the console's
+//!   origin, and `Sec-Fetch-Site` (when sent) must not be another site.
+//! - The operator's login compares the token (256 bits: guessing is hopeless) in constant time;
+//!   a wrong one is answered after [`LOGIN_FAILURE_DELAY`], and never locks anyone out.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Write as _;
@@ -30,8 +32,8 @@ pub const COOKIE: &str = "specie_console";
 const SESSIONS_MAX: usize = 4096;
 const OPERATOR_SESSIONS_MAX: usize = 64;
 const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
-const LOGIN_FAILURES_MAX: usize = 5;
-const LOGIN_FAILURE_WINDOW: Duration = Duration::from_secs(60);
+/// How long a wrong token's answer waits.
+pub const LOGIN_FAILURE_DELAY: Duration = Duration::from_secs(1);
 
 /// One visitor's session as a page sees it.
 #[derive(Clone, Debug)]
@@ -41,6 +43,8 @@ pub struct Visitor {
     pub operator: bool,
     /// Made by this request: its cookie must be set.
     pub new: bool,
+    /// Its cookie is for HTTPS only (the console's origin is https://).
+    pub secure: bool,
 }
 
 struct Session {
@@ -52,6 +56,9 @@ struct Session {
 #[derive(Default)]
 pub struct Sessions {
     inner: Mutex<SessionsInner>,
+    /// The origin browsers reach the console at, when it is not the one they name in `Host`
+    /// (behind a proxy): e.g. `https://console.bank.example`.
+    origin: Option<String>,
 }
 
 #[derive(Default)]
@@ -60,7 +67,6 @@ struct SessionsInner {
     /// Visitors' sessions, oldest first; and the operator's, apart.
     order: VecDeque<String>,
     operator_order: VecDeque<String>,
-    login_failures: VecDeque<Instant>,
 }
 
 /// Why a post was not taken.
@@ -70,8 +76,6 @@ pub enum Refused {
     Forged,
     /// The wallets need the operator's login.
     NotOperator,
-    /// Too many failed logins lately.
-    Throttled,
     /// A wrong token.
     WrongToken,
 }
@@ -93,8 +97,9 @@ fn cookie_session(headers: &HeaderMap) -> Option<String> {
         .map(|(_, value)| value.to_string())
 }
 
-/// Whether a post comes from this console's own pages, as far as the browser says.
-fn same_origin(headers: &HeaderMap) -> bool {
+/// Whether a post comes from this console's own pages, as far as the browser says: its
+/// `Origin` is the configured `origin`, or the host the request was sent to.
+fn same_origin(headers: &HeaderMap, origin: Option<&str>) -> bool {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(site) = header("sec-fetch-site") {
         if !matches!(site, "same-origin" | "none") {
@@ -102,11 +107,9 @@ fn same_origin(headers: &HeaderMap) -> bool {
         }
     }
     match (header("origin"), header("host")) {
-        (Some(origin), Some(host)) => {
-            origin
-                .strip_prefix("http://")
-                .or_else(|| origin.strip_prefix("https://"))
-                == Some(host)
+        (Some(sent), _) if Some(sent) == origin => true,
+        (Some(sent), Some(host)) => {
+            sent.strip_prefix("http://").or_else(|| sent.strip_prefix("https://")) == Some(host)
         }
         (Some(_), None) => false,
         (None, _) => true,
@@ -118,68 +121,67 @@ fn equal(a: &str, b: &str) -> bool {
 }
 
 impl Sessions {
+    /// Sessions of a console that browsers reach at `origin` (None: the address they name).
+    pub fn new(origin: Option<String>) -> Sessions {
+        Sessions {
+            inner: Mutex::default(),
+            origin,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, SessionsInner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The visitor's session, or a new one.
+    /// The visitor's session, or a stranger without one (no cookie is set for it).
     pub fn visit(&self, headers: &HeaderMap) -> Visitor {
-        let mut inner = self.lock();
-        if let Some(id) = cookie_session(headers) {
-            if let Some(session) = inner.by_id.get(&id).filter(|s| s.made.elapsed() < SESSION_LIFETIME) {
-                return Visitor {
-                    csrf: session.csrf.clone(),
-                    operator: session.operator,
-                    id,
-                    new: false,
-                };
-            }
-        }
-        inner.open(false)
+        self.session(headers).unwrap_or(Visitor {
+            id: String::new(),
+            csrf: String::new(),
+            operator: false,
+            new: false,
+            secure: false,
+        })
     }
 
-    /// The session of a post that carries `csrf`, if it is one of this console's own forms.
-    pub fn check_post(&self, headers: &HeaderMap, csrf: &str) -> Result<Visitor, Refused> {
-        if !same_origin(headers) {
-            return Err(Refused::Forged);
-        }
-        let id = cookie_session(headers).ok_or(Refused::Forged)?;
+    /// The visitor's session, or a new one (the login page: its form needs a CSRF token).
+    pub fn visit_to_log_in(&self, headers: &HeaderMap) -> Visitor {
+        let secure = self.origin.as_deref().is_some_and(|o| o.starts_with("https://"));
+        self.session(headers).unwrap_or_else(|| self.lock().open(false, secure))
+    }
+
+    fn session(&self, headers: &HeaderMap) -> Option<Visitor> {
+        let id = cookie_session(headers)?;
         let inner = self.lock();
-        let session = (inner.by_id.get(&id))
-            .filter(|s| s.made.elapsed() < SESSION_LIFETIME)
-            .ok_or(Refused::Forged)?;
-        if !equal(&session.csrf, csrf) {
-            return Err(Refused::Forged);
-        }
-        Ok(Visitor {
+        let session = inner.by_id.get(&id).filter(|s| s.made.elapsed() < SESSION_LIFETIME)?;
+        Some(Visitor {
             csrf: session.csrf.clone(),
             operator: session.operator,
             id,
             new: false,
+            secure: false,
         })
+    }
+
+    /// The session of a post that carries `csrf`, if it is one of this console's own forms.
+    pub fn check_post(&self, headers: &HeaderMap, csrf: &str) -> Result<Visitor, Refused> {
+        if !same_origin(headers, self.origin.as_deref()) {
+            return Err(Refused::Forged);
+        }
+        let visitor = self.session(headers).ok_or(Refused::Forged)?;
+        equal(&visitor.csrf, csrf).then_some(visitor).ok_or(Refused::Forged)
     }
 
     /// Logs `visitor` in as the operator if `given` is the token: a new session (new id and
     /// CSRF token) replaces the old.
     pub fn log_in(&self, visitor: &Visitor, given: &str, token: &str) -> Result<Visitor, Refused> {
-        let mut inner = self.lock();
-        let now = Instant::now();
-        while inner
-            .login_failures
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > LOGIN_FAILURE_WINDOW)
-        {
-            inner.login_failures.pop_front();
-        }
-        if inner.login_failures.len() >= LOGIN_FAILURES_MAX {
-            return Err(Refused::Throttled);
-        }
         if !equal(given.trim(), token) {
-            inner.login_failures.push_back(now);
             return Err(Refused::WrongToken);
         }
+        let secure = self.origin.as_deref().is_some_and(|o| o.starts_with("https://"));
+        let mut inner = self.lock();
         inner.by_id.remove(&visitor.id);
-        Ok(inner.open(true))
+        Ok(inner.open(true, secure))
     }
 
     /// Ends `visitor`'s session; the next page opens a new one.
@@ -189,7 +191,7 @@ impl Sessions {
 }
 
 impl SessionsInner {
-    fn open(&mut self, operator: bool) -> Visitor {
+    fn open(&mut self, operator: bool, secure: bool) -> Visitor {
         let (order, max) = match operator {
             true => (&mut self.operator_order, OPERATOR_SESSIONS_MAX),
             false => (&mut self.order, SESSIONS_MAX),
@@ -216,6 +218,7 @@ impl SessionsInner {
             csrf,
             operator,
             new: true,
+            secure,
         }
     }
 }
@@ -278,7 +281,7 @@ mod tests {
     #[test]
     fn a_post_needs_its_session_token_and_this_origin() {
         let sessions = Sessions::default();
-        let visitor = sessions.visit(&HeaderMap::new());
+        let visitor = sessions.visit_to_log_in(&HeaderMap::new());
         assert!(visitor.new);
         let cookie = format!("{COOKIE}={}", visitor.id);
         let ours = headers(&[
@@ -288,6 +291,7 @@ mod tests {
         ]);
         assert_eq!(sessions.check_post(&ours, &visitor.csrf).unwrap().id, visitor.id);
         assert_eq!(sessions.check_post(&ours, "00").unwrap_err(), Refused::Forged);
+        assert_eq!(sessions.check_post(&ours, "").unwrap_err(), Refused::Forged);
         let elsewhere = headers(&[
             ("cookie", &cookie),
             ("host", "127.0.0.1:8480"),
@@ -309,23 +313,53 @@ mod tests {
     }
 
     #[test]
-    fn logging_in_replaces_the_session_and_failures_are_throttled() {
+    fn behind_a_proxy_the_configured_origin_is_the_consoles() {
+        let sessions = Sessions::new(Some("https://console.bank.example".into()));
+        let visitor = sessions.visit_to_log_in(&HeaderMap::new());
+        assert!(visitor.secure, "an https origin's cookie is Secure");
+        let cookie = format!("{COOKIE}={}", visitor.id);
+        let proxied = |origin: &str| headers(&[("cookie", &cookie), ("host", "127.0.0.1:8495"), ("origin", origin)]);
+        assert!(sessions
+            .check_post(&proxied("https://console.bank.example"), &visitor.csrf)
+            .is_ok());
+        assert!(sessions
+            .check_post(&proxied("http://127.0.0.1:8495"), &visitor.csrf)
+            .is_ok());
+        assert_eq!(
+            sessions
+                .check_post(&proxied("https://evil.example"), &visitor.csrf)
+                .unwrap_err(),
+            Refused::Forged
+        );
+    }
+
+    #[test]
+    fn only_the_login_page_makes_a_session() {
+        let sessions = Sessions::default();
+        let stranger = sessions.visit(&HeaderMap::new());
+        assert!(!stranger.new && stranger.id.is_empty() && !stranger.operator);
+        // A stranger's empty token is no session's.
+        assert_eq!(sessions.check_post(&HeaderMap::new(), "").unwrap_err(), Refused::Forged);
+        assert_eq!(sessions.lock().by_id.len(), 0);
+    }
+
+    #[test]
+    fn logging_in_replaces_the_session_and_wrong_tokens_lock_no_one_out() {
         let sessions = Sessions::default();
         let token = random_hex();
-        let visitor = sessions.visit(&HeaderMap::new());
-        let operator = sessions.log_in(&visitor, &format!(" {token}\n"), &token).unwrap();
-        assert!(operator.operator && operator.id != visitor.id && operator.csrf != visitor.csrf);
-        let old = headers(&[("cookie", &format!("{COOKIE}={}", visitor.id))]);
-        assert!(sessions.visit(&old).new, "the session before the login is gone");
-        for _ in 0..LOGIN_FAILURES_MAX {
+        let visitor = sessions.visit_to_log_in(&HeaderMap::new());
+        for _ in 0..100 {
             assert_eq!(
                 sessions.log_in(&visitor, "guess", &token).unwrap_err(),
                 Refused::WrongToken
             );
         }
-        assert_eq!(
-            sessions.log_in(&visitor, &token, &token).unwrap_err(),
-            Refused::Throttled
+        let operator = sessions.log_in(&visitor, &format!(" {token}\n"), &token).unwrap();
+        assert!(operator.operator && operator.id != visitor.id && operator.csrf != visitor.csrf);
+        let old = headers(&[("cookie", &format!("{COOKIE}={}", visitor.id))]);
+        assert!(
+            sessions.visit(&old).id.is_empty(),
+            "the session before the login is gone"
         );
     }
 
@@ -333,21 +367,20 @@ mod tests {
     fn strangers_visits_never_push_the_operators_session_out() {
         let sessions = Sessions::default();
         let token = random_hex();
-        let visitor = sessions.visit(&HeaderMap::new());
+        let visitor = sessions.visit_to_log_in(&HeaderMap::new());
         let operator = sessions.log_in(&visitor, &token, &token).unwrap();
         let mut first = None;
         for _ in 0..SESSIONS_MAX + 10 {
-            let stranger = sessions.visit(&HeaderMap::new());
+            let stranger = sessions.visit_to_log_in(&HeaderMap::new());
             first.get_or_insert(stranger.id);
         }
         let seen = |id: &str| headers(&[("cookie", &format!("{COOKIE}={id}"))]);
         assert!(
-            !sessions.visit(&seen(&operator.id)).new,
+            sessions.visit(&seen(&operator.id)).operator,
             "the operator is still logged in"
         );
-        assert!(sessions.visit(&seen(&operator.id)).operator);
         assert!(
-            sessions.visit(&seen(&first.unwrap())).new,
+            sessions.visit(&seen(&first.unwrap())).id.is_empty(),
             "the oldest stranger's session went"
         );
     }

@@ -62,6 +62,11 @@ pub struct ConsoleConfig {
     pub auditor_key: Option<PathBuf>,
     /// The auditor flags a transaction with an output over this value (smallest units).
     pub flag_over: u64,
+    /// The address the console listens on: requests must name it (or `origin`'s host), so that
+    /// a page of another site rebinding its name to this address gets nothing.
+    pub listen: std::net::SocketAddr,
+    /// The origin browsers reach the console at through a proxy (`https://console.example`).
+    pub origin: Option<String>,
 }
 
 /// The shared state of one console.
@@ -69,14 +74,22 @@ pub(crate) struct Console {
     pub config: ConsoleConfig,
     pub sessions: auth::Sessions,
     pub samples: sampler::Samples,
+    /// The reads that cost the platform more than a status (every replica asked, the ledger's
+    /// head, an audit run as a process), a few at a time whoever asks: a flood of page views
+    /// waits here instead of multiplying the work upstream.
+    pub heavy_reads: tokio::sync::Semaphore,
 }
+
+/// How many heavy reads run at once.
+const HEAVY_READS_MAX: usize = 2;
 
 impl Console {
     pub fn new(config: ConsoleConfig) -> Arc<Console> {
         Arc::new(Console {
+            sessions: auth::Sessions::new(config.origin.clone()),
             config,
-            sessions: auth::Sessions::default(),
             samples: sampler::Samples::default(),
+            heavy_reads: tokio::sync::Semaphore::new(HEAVY_READS_MAX),
         })
     }
 }

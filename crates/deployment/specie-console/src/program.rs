@@ -22,24 +22,32 @@ pub struct Outcome {
     pub output: String,
 }
 
-/// What a pipe gives, up to [`OUTPUT_BYTES_MAX`] (lossy UTF-8).
-async fn read_all(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> String {
+/// What a pipe gives, up to `bytes_max` (lossy UTF-8); the rest is read and dropped, so that the
+/// command never fails on a pipe closed under it.
+async fn read_all(pipe: Option<impl tokio::io::AsyncRead + Unpin>, bytes_max: u64) -> String {
     let mut bytes = vec![];
-    if let Some(pipe) = pipe {
-        let _ = pipe.take(OUTPUT_BYTES_MAX).read_to_end(&mut bytes).await;
+    if let Some(mut pipe) = pipe {
+        let _ = (&mut pipe).take(bytes_max).read_to_end(&mut bytes).await;
+        let _ = tokio::io::copy(&mut pipe, &mut tokio::io::sink()).await;
     }
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Runs `specie ARGS`, for at most [`ACTION_TIMEOUT`].
+/// Runs `specie ARGS`; shows at most [`OUTPUT_BYTES_MAX`] of what it prints.
 pub async fn run(program: &Path, args: Vec<String>) -> Outcome {
+    run_showing(program, args, OUTPUT_BYTES_MAX).await
+}
+
+/// Runs `specie ARGS`, waiting for it at most [`ACTION_TIMEOUT`]. The command runs to its end
+/// whatever happens to the page that asked for it (the browser gone, the wait over): stopping
+/// a wallet's command halfway could leave a payment made and its string never shown.
+pub async fn run_showing(program: &Path, args: Vec<String>, bytes_max: u64) -> Outcome {
     let command = format!("specie {}", args.join(" "));
     let mut child = match tokio::process::Command::new(program)
         .args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
     {
         Ok(child) => child,
@@ -52,28 +60,21 @@ pub async fn run(program: &Path, args: Vec<String>) -> Outcome {
         }
     };
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    let finished = tokio::time::timeout(ACTION_TIMEOUT, async {
-        tokio::join!(read_all(stdout), read_all(stderr), child.wait())
-    })
-    .await;
-    match finished {
-        Ok((out, err, Ok(status))) => Outcome {
-            ok: status.success(),
-            command,
-            output: format!("{out}{err}").trim_end().to_string(),
-        },
-        Ok((_, _, Err(error))) => Outcome {
-            ok: false,
-            command,
-            output: format!("the command failed to run: {error}"),
-        },
-        Err(_) => Outcome {
-            ok: false,
-            command,
-            output: format!(
-                "stopped after {} s without an answer: run `specie wallet sync` (the Sync button) to learn what happened",
+    let to_the_end =
+        tokio::spawn(
+            async move { tokio::join!(read_all(stdout, bytes_max), read_all(stderr, bytes_max), child.wait()) },
+        );
+    let (ok, output) = match tokio::time::timeout(ACTION_TIMEOUT, to_the_end).await {
+        Ok(Ok((out, err, Ok(status)))) => (status.success(), format!("{out}{err}").trim_end().to_string()),
+        Ok(Ok((_, _, Err(error)))) => (false, format!("the command failed to run: {error}")),
+        Ok(Err(error)) => (false, format!("the command's task failed: {error}")),
+        Err(_) => (
+            false,
+            format!(
+                "no answer after {} s; the command goes on. Run Sync (`specie wallet sync`) in a while to learn how it ended",
                 ACTION_TIMEOUT.as_secs()
             ),
-        },
-    }
+        ),
+    };
+    Outcome { ok, command, output }
 }

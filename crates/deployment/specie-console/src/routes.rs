@@ -9,14 +9,17 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use maud::{html, Markup};
+use maud::{html, Markup, DOCTYPE};
 
 use crate::auth::{Refused, Visitor, COOKIE};
 use crate::pages::{self, layout, notice};
 use crate::{views, wallet_views, Console, ConsoleConfig};
 
-/// The largest form the console takes (a payment string is the largest field).
-const FORM_BYTES_MAX: usize = 64 * 1024;
+/// The largest form the console takes from anyone (the login, a wallet's name).
+const FORM_BYTES_MAX: usize = 16 * 1024;
+/// The largest form a wallet's action takes (an offline payment of the most tokens, each with
+/// the most hops, is the largest field); read only once the operator's session is seen.
+const WALLET_FORM_BYTES_MAX: usize = crate::wallet::PAYMENT_CHARS_MAX + 16 * 1024;
 
 /// What every page forbids: any script, any inline style, any other origin, being framed.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
@@ -28,6 +31,12 @@ pub type Shared = State<Arc<Console>>;
 pub fn router(config: ConsoleConfig) -> Router {
     let console = Console::new(config);
     crate::sampler::start(&console);
+    // The wallets are the operator's: anyone else is turned away before a body is read.
+    let wallets = Router::new()
+        .route("/wallets", get(wallet_views::list).post(wallet_views::create))
+        .route("/wallets/{name}", get(wallet_views::show).post(wallet_views::act))
+        .route_layer(axum::middleware::from_fn_with_state(console.clone(), operator_only))
+        .layer(DefaultBodyLimit::max(WALLET_FORM_BYTES_MAX));
     Router::new()
         .route("/", get(views::groups))
         .route("/start-stopped", post(views::start_stopped))
@@ -40,14 +49,59 @@ pub fn router(config: ConsoleConfig) -> Router {
         .route("/auditors", get(views::auditors))
         .route("/login", get(login_page).post(log_in))
         .route("/logout", post(log_out))
-        .route("/wallets", get(wallet_views::list).post(wallet_views::create))
-        .route("/wallets/{name}", get(wallet_views::show).post(wallet_views::act))
         .route("/console.css", get(stylesheet))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(FORM_BYTES_MAX))
+        .merge(wallets)
+        .layer(axum::middleware::from_fn_with_state(console.clone(), named_host))
         .layer(axum::middleware::map_response(security_headers))
         .with_state(console)
+}
+
+async fn operator_only(
+    State(console): Shared,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match console.sessions.visit(request.headers()).operator {
+        true => next.run(request).await,
+        false => refused(&console, request.headers(), Refused::NotOperator),
+    }
+}
+
+/// The `Host` values the console answers: its listening address and the loopback names of its
+/// port, and the configured origin's host.
+fn hosts(config: &ConsoleConfig) -> Vec<String> {
+    let port = config.listen.port();
+    let mut hosts = vec![
+        config.listen.to_string(),
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+    ];
+    let origin_host = (config.origin.as_deref())
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, host)| host);
+    hosts.extend(origin_host.map(str::to_string));
+    hosts
+}
+
+/// Answers only requests that name this console in `Host`: a page of another site whose name
+/// was rebound to this address (DNS rebinding) names its own, and gets 421.
+async fn named_host(State(console): Shared, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
+    if host.is_some_and(|host| hosts(&console.config).iter().any(|h| h.eq_ignore_ascii_case(host))) {
+        return next.run(request).await;
+    }
+    let text = "This console answers only at its own address (the one it printed when it started, or --origin).";
+    let page = html! { (DOCTYPE) html lang="en" { head { title { "Wrong address" } } body { p { (text) } } } };
+    (
+        StatusCode::MISDIRECTED_REQUEST,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        page.into_string(),
+    )
+        .into_response()
 }
 
 async fn security_headers(mut response: Response) -> Response {
@@ -76,7 +130,8 @@ pub fn respond(status: StatusCode, visitor: &Visitor, page: Markup) -> Response 
     )
         .into_response();
     if visitor.new {
-        let cookie = format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", visitor.id);
+        let secure = if visitor.secure { "; Secure" } else { "" };
+        let cookie = format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/{secure}", visitor.id);
         if let Ok(value) = HeaderValue::from_str(&cookie) {
             response.headers_mut().insert(header::SET_COOKIE, value);
         }
@@ -97,10 +152,6 @@ pub fn refused(console: &Console, headers: &HeaderMap, why: Refused) -> Response
             StatusCode::UNAUTHORIZED,
             "Only the operator may do this: log in with the operator's token first.",
         ),
-        Refused::Throttled => (
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too many wrong tokens in the last minute: wait a minute, then try again.",
-        ),
         Refused::WrongToken => (
             StatusCode::UNAUTHORIZED,
             "That is not the operator's token: copy it whole from console.token in the cluster's PKI directory.",
@@ -119,7 +170,7 @@ pub fn csrf_of(form: &HashMap<String, String>) -> &str {
 }
 
 async fn login_page(State(console): Shared, headers: HeaderMap) -> Response {
-    let visitor = console.sessions.visit(&headers);
+    let visitor = console.sessions.visit_to_log_in(&headers);
     let body = html! {
         @if visitor.operator {
             (notice("ok", "You are logged in as the operator."))
@@ -156,7 +207,11 @@ async fn log_in(State(console): Shared, headers: HeaderMap, Form(form): Form<Has
                 layout("Operator login", "/login", &operator, false, body),
             )
         }
-        Err(why) => refused(&console, &headers, why),
+        Err(why) => {
+            // A wrong token waits: a guesser gets one try a second per connection.
+            tokio::time::sleep(crate::auth::LOGIN_FAILURE_DELAY).await;
+            refused(&console, &headers, why)
+        }
     }
 }
 

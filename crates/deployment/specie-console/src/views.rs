@@ -15,6 +15,12 @@ use crate::routes::{blocking, query, respond, Shared};
 use crate::source::{Member, ReadError, Source};
 use crate::{chart, Console};
 
+/// The most of an auditor's reading the console takes in.
+const AUDIT_OUTPUT_BYTES_MAX: u64 = 16 << 20;
+
+/// How many flagged transactions the auditors' view lists.
+const FLAGGED_SHOWN: usize = 500;
+
 /// How many of the newest blocks the ledger view lists.
 const BLOCKS_SHOWN: u64 = 10;
 
@@ -129,9 +135,11 @@ pub async fn start_stopped(
 }
 
 async fn groups_page(console: &Console, visitor: &crate::auth::Visitor, outcome: Option<Markup>) -> Response {
+    let permit = console.heavy_reads.acquire().await;
     let members = console.config.source.replicas().await;
     let source = console.config.source.clone();
     let endpoints = blocking(move || source.endpoints()).await;
+    drop(permit);
     let down = members.as_ref().is_ok_and(|m| m.iter().any(|m| m.status.is_err()));
     // A post's answer does not refresh itself: reloading it would ask again for the post.
     let refresh = outcome.is_none();
@@ -209,7 +217,12 @@ fn supply_audit(source: &Source) -> Result<Vec<String>, ReadError> {
 }
 
 pub async fn supply(State(console): Shared, headers: HeaderMap) -> Response {
-    let body = match supply_audit(&console.config.source) {
+    let _permit = console.heavy_reads.acquire().await;
+    let source = console.config.source.clone();
+    let args = blocking(move || supply_audit(&source))
+        .await
+        .unwrap_or(Err(ReadError::NoSentinel));
+    let body = match args {
         Ok(args) => {
             let outcome = crate::program::run(&console.config.program, args).await;
             let report = (outcome.output.lines())
@@ -298,6 +311,7 @@ fn supply_body(supply: &Value) -> Markup {
 }
 
 pub async fn ledger(State(console): Shared, headers: HeaderMap, q: Query<HashMap<String, String>>) -> Response {
+    let _permit = console.heavy_reads.acquire().await;
     let source = console.config.source.clone();
     let txid = query(&q, "txid").map(str::to_string);
     let read = blocking(move || ledger_read(&source, txid.as_deref())).await;
@@ -355,7 +369,7 @@ fn block_row(block: &Value) -> Vec<Markup> {
         field(&header["records"]),
         html! {
             @for txid in txids.iter().take(5).filter_map(|t| t.as_str()) {
-                a href=(format!("/ledger?txid={txid}")) { code { (&txid[..16.min(txid.len())]) "…" } } " "
+                a href=(format!("/ledger?txid={txid}")) { code { (txid.chars().take(16).collect::<String>()) "…" } } " "
             }
             @if txids.len() > 5 { span class="muted" { "and " (txids.len() - 5) " more" } }
         },
@@ -374,7 +388,8 @@ fn leaders_figures<'a>(members: &'a [Member], key: &str) -> Vec<(&'a Member, &'a
 
 pub async fn committee(State(console): Shared, headers: HeaderMap) -> Response {
     let members = console.config.source.replicas().await;
-    let topology = console.config.source.topology();
+    let source = console.config.source.clone();
+    let topology = blocking(move || source.topology()).await.unwrap_or(Ok(None));
     let body = match (members, topology) {
         (Ok(members), Ok(Some(topology))) if topology.fastpay_committee.is_some() => {
             let rows = leaders_figures(&members, "authority")
@@ -410,7 +425,8 @@ pub async fn committee(State(console): Shared, headers: HeaderMap) -> Response {
 }
 
 pub async fn offline(State(console): Shared, headers: HeaderMap, q: Query<HashMap<String, String>>) -> Response {
-    let topology = console.config.source.topology();
+    let source = console.config.source.clone();
+    let topology = blocking(move || source.topology()).await.unwrap_or(Ok(None));
     let evidence = query(&q, "evidence").map(str::to_string);
     let body = match topology {
         Ok(Some(topology)) => match topology.offline_authority {
@@ -483,7 +499,8 @@ fn offline_read(urls: &str, evidence: Option<&str>) -> Markup {
 }
 
 pub async fn exchange(State(console): Shared, headers: HeaderMap) -> Response {
-    let topology = console.config.source.topology();
+    let source = console.config.source.clone();
+    let topology = blocking(move || source.topology()).await.unwrap_or(Ok(None));
     let body = match topology {
         Ok(Some(topology)) => match topology.exchange {
             Some(exchange) => {
@@ -563,6 +580,7 @@ pub async fn auditors(State(console): Shared, headers: HeaderMap) -> Response {
 }
 
 async fn auditor_findings(console: &Console, key: &std::path::Path) -> Markup {
+    let _permit = console.heavy_reads.acquire().await;
     let Ok(Some(node)) = console.config.source.wallet_node() else {
         return unavailable("The ledger", "no sentinel in the cluster file");
     };
@@ -575,19 +593,32 @@ async fn auditor_findings(console: &Console, key: &std::path::Path) -> Markup {
         "--flagged-only".to_string(),
         "--json".to_string(),
     ];
-    let outcome = crate::program::run(&console.config.program, args).await;
+    // One line per flagged transaction: room for many more than a page shows.
+    let outcome = crate::program::run_showing(&console.config.program, args, AUDIT_OUTPUT_BYTES_MAX).await;
     let lines: Vec<Value> = (outcome.output.lines())
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    let Some((summary, flagged)) = lines.split_last() else {
-        return html! { (notice("error", "The auditor could not read the ledger:")) pre { (outcome.output) } };
+    let Some((summary, flagged)) = lines
+        .split_last()
+        .filter(|(summary, _)| summary.get("summary").is_some())
+    else {
+        let tail: String = outcome
+            .output
+            .chars()
+            .rev()
+            .take(4096)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        return html! { (notice("error", "The auditor could not read the ledger:")) pre { (tail) } };
     };
     let party = |p: &Value| {
         let owner: String = p["owner"].as_str().unwrap_or("?").chars().take(20).collect();
         format!("{owner}… {}", p["value"].as_u64().map_or("?".into(), |v| v.to_string()))
     };
-    let rows = flagged
-        .iter()
+    // The newest first, at most FLAGGED_SHOWN of them (the summary counts them all).
+    let rows = (flagged.iter().rev().take(FLAGGED_SHOWN))
         .map(|t| {
             let txid = t["txid"].as_str().unwrap_or("?");
             let parties = |side: &str| (t[side].as_array().into_iter().flatten()).map(party).collect::<Vec<_>>().join(", ");
@@ -604,6 +635,7 @@ async fn auditor_findings(console: &Console, key: &std::path::Path) -> Markup {
         @if !outcome.ok { (notice("error", "The auditor found proofs that do not hold or records not endorsed: see the summary.")) }
         p { "Transactions with an output over " (console.config.flag_over) ", as the auditor reads them (" code { (outcome.command) } ")." }
         (table("Flagged transactions", &["height", "transaction", "kind", "paid by", "paid to"], rows))
+        @if flagged.len() > FLAGGED_SHOWN { p class="muted" { "The newest " (FLAGGED_SHOWN) " of " (flagged.len()) " shown." } }
         h2 { "Summary" }
         (json(summary.get("summary").unwrap_or(summary)))
         p { a href="/auditors" { "Read again" } }

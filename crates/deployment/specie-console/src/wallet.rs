@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 
 /// The longest wallet name.
 const NAME_CHARS_MAX: usize = 32;
-/// The longest payment string the wallet takes from a form.
-const PAYMENT_CHARS_MAX: usize = 32 * 1024;
+/// The longest payment string the wallet takes from a form: an offline payment of the most
+/// tokens, each with the most hops, in hex after its prefix (the longest of any mode's).
+pub const PAYMENT_CHARS_MAX: usize = specie_offline_bridge::device::PAYMENT_PREFIX.len()
+    + 2 * (16 + 1 + specie_offline_bridge::device::TOKENS_PER_PAYMENT_MAX * specie_offline::TOKEN_BYTES_MAX);
 
 /// Where the wallet's commands reach the platform.
 pub struct Endpoints {

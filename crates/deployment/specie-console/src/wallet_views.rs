@@ -17,8 +17,15 @@ use crate::source::ReadError;
 use crate::wallet::{self, Endpoints};
 use crate::Console;
 
-fn endpoints(console: &Console) -> Result<Endpoints, ReadError> {
-    let source = &console.config.source;
+/// Where the wallet's commands reach the platform (the cluster file read off the runtime).
+async fn endpoints(console: &Console) -> Result<Endpoints, ReadError> {
+    let source = console.config.source.clone();
+    crate::routes::blocking(move || endpoints_of(&source))
+        .await
+        .unwrap_or(Err(ReadError::NoSentinel))
+}
+
+fn endpoints_of(source: &crate::Source) -> Result<Endpoints, ReadError> {
     let node = source.wallet_node()?.ok_or(ReadError::NoSentinel)?;
     let topology = source.topology()?;
     Ok(Endpoints {
@@ -118,7 +125,7 @@ pub async fn create(State(console): Shared, headers: HeaderMap, Form(form): Form
         Err(why) => return refused(&console, &headers, why),
     };
     let name = form.get("name").map_or("", |n| n.trim());
-    let done = match (wallet::check_name(name), endpoints(&console)) {
+    let done = match (wallet::check_name(name), endpoints(&console).await) {
         (Err(bad), _) => notice("error", &bad.to_string()),
         (_, Err(why)) => notice("error", &format!("cannot reach the platform: {why}")),
         (Ok(()), Ok(endpoints)) => {
@@ -164,7 +171,7 @@ pub async fn act(
         Ok(_) => return not_operator(&console, &headers),
         Err(why) => return refused(&console, &headers, why),
     };
-    let done = match (wallet_name(&name), endpoints(&console)) {
+    let done = match (wallet_name(&name), endpoints(&console).await) {
         // The page says there is no such wallet; nothing runs.
         (Err(_), _) => None,
         (Ok(name), _) if !wallet_path(&console, name).exists() => None,
@@ -207,7 +214,7 @@ async fn wallet_page(console: &Console, visitor: &Visitor, name: &str, outcome: 
             "There is no wallet named {name} here: create it on the Wallets page."
         ));
     }
-    let endpoints = match endpoints(console) {
+    let endpoints = match endpoints(console).await {
         Ok(endpoints) => endpoints,
         Err(why) => return missing(format!("cannot reach the platform: {why}")),
     };

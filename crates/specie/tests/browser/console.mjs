@@ -9,6 +9,7 @@
 import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import assert from 'node:assert/strict';
 
 const env = process.env;
@@ -114,6 +115,8 @@ try {
   step('the wallets need the login; a forged or cross-site post is refused');
   assert.equal((await page.goto(`${base}/wallets`)).status(), 401);
   let refused = await page.request.post(`${base}/wallets`, { form: { name: 'mallory', csrf: 'forged' } });
+  assert.equal(refused.status(), 401, "a stranger's post to the wallets, turned away before its body is read");
+  refused = await page.request.post(`${base}/logout`, { form: { csrf: 'forged' } });
   assert.equal(refused.status(), 403, 'a post without its session token');
   await page.goto(`${base}/login`);
   await page.getByLabel('Operator token').fill('not the token');
@@ -134,6 +137,13 @@ try {
   assert.equal(refused.status(), 404, 'an action on a wallet that is not there');
   await page.goto(`${base}/wallets`);
   assert.ok(!(await page.getByRole('link', { name: 'mallory' }).count()), 'no refused post made a wallet');
+  assert.equal((await page.goto(`${base}/wallets`)).status(), 200, 'a refused post did not log the operator out');
+  const rebound = await new Promise((done, fail) => {
+    const { hostname, port } = new URL(base);
+    const headers = { Host: `rebound.example:${port}` };
+    http.get({ host: hostname, port, path: '/', headers }, (answer) => done(answer.statusCode)).on('error', fail);
+  });
+  assert.equal(rebound, 421, 'a request naming another host (DNS rebinding) gets nothing');
 
   step('two wallets in the browser; the issuer mints to one, which receives it');
   for (const name of ['alice', 'bob']) {
