@@ -241,6 +241,29 @@ pub fn arguments(
         "import" => wallet(&["import", "--", &payment(form, "payment")?]),
         "receive" => wallet(&["receive", "--", &payment(form, "payment")?]),
         "shield" => wallet(&["shield", &format!("--amount={}", amount(form, "amount")?)]),
+        "enrol" => wallet(&["enrol", "--", &payment(form, "challenge")?]),
+        "enrol-credential" => wallet(&["enrol", &format!("--credential={}", payment(form, "credential")?)]),
+        "anonymise" => wallet(&[
+            "anonymise",
+            "--hide-values",
+            &format!("--amount={}", amount(form, "amount")?),
+        ]),
+        "send-anonymous" => {
+            let id = matching(
+                form,
+                "to_id",
+                20,
+                |b| b.is_ascii_digit(),
+                "the payee's enrolment id, a whole number (e.g. 8)",
+            )?;
+            let to_id = format!("--to-id={id}");
+            wallet(&[
+                "send-anonymous",
+                "--hide-values",
+                &to_id,
+                &format!("--amount={}", amount(form, "amount")?),
+            ])
+        }
         "fastpay-account" => wallet(&["fastpay", "accounts", "--new"]),
         "fastpay-fund" => wallet(&["fastpay", "fund", "--", &amount(form, "amount")?]),
         "fastpay-pay" => wallet(&["fastpay", "pay", "--", &account(form)?, &amount(form, "amount")?]),
@@ -364,7 +387,10 @@ mod tests {
     }
 
     /// The options the console itself writes; a form's values only ever follow their `=`.
-    const OURS: [&str; 16] = [
+    const OURS: [&str; 19] = [
+        "--credential",
+        "--hide-values",
+        "--to-id",
         "--wallet",
         "--node",
         "--to",
@@ -382,7 +408,11 @@ mod tests {
         "--min-price",
         "--offer",
     ];
-    const ACTIONS: [&str; 23] = [
+    const ACTIONS: [&str; 27] = [
+        "enrol",
+        "enrol-credential",
+        "anonymise",
+        "send-anonymous",
         "offline-request",
         "offline-pay",
         "offline-receive",
@@ -424,9 +454,12 @@ mod tests {
         #[test]
         fn no_form_value_becomes_an_option_or_a_command(
             action in proptest::sample::select(&ACTIONS[..]),
-            values in proptest::collection::vec(hostile_value(), 9),
+            values in proptest::collection::vec(hostile_value(), 12),
         ) {
-            let names = ["to", "amount", "payment", "asset", "sell", "buy", "min_price", "offer", "request"];
+            let names = [
+                "to", "amount", "payment", "asset", "sell", "buy", "min_price", "offer", "request", "challenge", "credential",
+                "to_id",
+            ];
             let form: HashMap<String, String> = names.iter().map(|n| n.to_string()).zip(values).collect();
             let endpoints = Endpoints {
                 exchange: Some("http://127.0.0.1:8480".into()),

@@ -267,6 +267,12 @@ fn action_forms(visitor: &Visitor, wallet: &str, exchange: bool) -> Markup {
         (form("shield", &[("amount", "Amount")], "Shield coins into a confidential note"))
         (form("send-confidential", &[("to", "Payee's address"), ("amount", "Amount")], "Send confidentially"))
         (form("receive", &[("payment", "Private payment string (specie-cpay1…, specie-apay1…, specie-upay1…)")], "Receive a private payment"))
+        h2 { "Anonymous payments" }
+        p { "Enrolment: the registration authority gives a challenge; this wallet answers it with a request; the authority signs a credential for it." }
+        (form("enrol", &[("challenge", "The registration authority's challenge (specie-enrol-challenge1…)")], "Answer the challenge"))
+        (form("enrol-credential", &[("credential", "The registration authority's credential (specie-credential1…)")], "Finish the enrolment"))
+        (form("anonymise", &[("amount", "Amount")], "Turn coins into an anonymous note (values hidden)"))
+        (form("send-anonymous", &[("to_id", "Payee's enrolment id"), ("amount", "Amount")], "Pay anonymously (values hidden)"))
         h2 { "Byzantine mode (FastPay)" }
         (form("fastpay-account", &[], "Make a FastPay account"))
         (form("fastpay-fund", &[("amount", "Amount")], "Fund the account from core coins"))

@@ -186,6 +186,18 @@ try {
   await act('bob', 'receive', { 'Private payment string (specie-cpay1…, specie-apay1…, specie-upay1…)': paymentString(hidden, 'specie-cpay1') });
   assert.match((await balances('bob'))['Core and private levels'], /^confidential spendable:\s+120 usd/m);
 
+  step('anonymous: both enrol at the registration authority from the browser; an anonymous payment is received');
+  for (const [name, id] of [['alice', 7], ['bob', 8]]) {
+    const challenge = specie('ra', '--dir', env.RA_DIR, 'challenge', '--id', String(id)).trim();
+    const answered = await act(name, 'enrol', { "The registration authority's challenge (specie-enrol-challenge1…)": challenge });
+    const credential = specie('ra', '--dir', env.RA_DIR, 'enrol', paymentString(answered, 'specie-enrol-request1')).trim();
+    await act(name, 'enrol-credential', { "The registration authority's credential (specie-credential1…)": credential });
+  }
+  await act('alice', 'anonymise', { Amount: 300 });
+  const anonymous = await act('alice', 'send-anonymous', { "Payee's enrolment id": 8, Amount: 120 });
+  await act('bob', 'receive', { 'Private payment string (specie-cpay1…, specie-apay1…, specie-upay1…)': paymentString(anonymous, 'specie-apay1') });
+  assert.match((await balances('bob'))['Core and private levels'], /^anonymous spendable:\s+120 usd/m);
+
   step('FastPay: fund an account, pay another account, the payee sees it');
   await act('alice', 'fastpay-account');
   const bobAccount = (await act('bob', 'fastpay-account')).match(/[0-9a-f]{64}/)[0];

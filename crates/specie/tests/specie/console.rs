@@ -77,12 +77,37 @@ fn the_console_shows_every_view_and_its_wallet_pays_in_every_mode_in_a_real_brow
     let usd_issuer = temp.path().join("usd-issuer.json");
     let usd_key = issuer_wallet(&usd_issuer, "http://127.0.0.1:9", "usd");
     #[rustfmt::skip]
-    specie(&[
+    let up = [
         "cluster", "up", "--dir", &dir_text, "--base-port", &base.to_string(), "--shard-groups", "1",
         "--replicas", "3", "--sentinels", "1", "--authorities", "4", "--authority-replicas", "1",
         "--offline", "1", "--exchange", "1", "--exchange-asset", &format!("eur={eur_url}"),
         "--ledger-of-record", "1", "--issuer", &usd_key,
-    ]);
+    ];
+    specie(&up);
+    // The privacy levels: an auditor (the console's) and a registration authority, in the
+    // cluster file's [privacy] section, taken at the next start.
+    specie(&["cluster", "down", "--dir", &dir_text]);
+    let auditor_key = temp.path().join("auditor.key");
+    specie(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]);
+    let keys = String::from_utf8(specie(&["audit", "key", "--key", auditor_key.to_str().unwrap()]).stdout).unwrap();
+    let auditor = keys.lines().next().unwrap().trim();
+    let owner_auditor = keys
+        .lines()
+        .find_map(|l| l.strip_prefix("owner auditor key: "))
+        .unwrap()
+        .trim();
+    let ra_dir = temp.path().join("ra");
+    let ra = String::from_utf8(specie(&["ra", "init", "--dir", ra_dir.to_str().unwrap()]).stdout).unwrap();
+    let privacy = format!(
+        "\n[privacy]\nauditors = [\"{auditor}\"]\nregistration_authority = \"{}\"\nowner_auditors = [\"{owner_auditor}\"]\n",
+        ra.trim()
+    );
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join("cluster.toml"))
+        .unwrap();
+    std::io::Write::write_all(&mut file, privacy.as_bytes()).unwrap();
+    specie(&up);
     let topology = specie_cluster::Topology::load(&dir.join("cluster.toml")).unwrap();
     let exchange = topology.exchange.as_ref().unwrap();
     let eur_issuer = temp.path().join("eur-issuer.json");
@@ -93,8 +118,6 @@ fn the_console_shows_every_view_and_its_wallet_pays_in_every_mode_in_a_real_brow
         "node", "--listen", &eur_listen, "--hrp", "eur", "--issuer", &eur_key,
         "--exchange", &exchange.bridge, "--data-dir", eur_data.to_str().unwrap(),
     ]);
-    let auditor_key = temp.path().join("auditor.key");
-    specie(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]);
     #[rustfmt::skip]
     let (console, url) = start_serving(&[
         "console", "--dir", &dir_text, "--listen", &console_listen, "--auditor-key",
@@ -117,7 +140,8 @@ fn the_console_shows_every_view_and_its_wallet_pays_in_every_mode_in_a_real_brow
         .env("EXCHANGE", exchange.http_urls())
         .env("USD_ISSUER", &usd_issuer)
         .env("EUR_NODE", &eur_url)
-        .env("EUR_ISSUER", &eur_issuer);
+        .env("EUR_ISSUER", &eur_issuer)
+        .env("RA_DIR", &ra_dir);
     if let Some(screenshots) = std::env::var_os("SPECIE_CONSOLE_SCREENSHOTS") {
         // A relative path is the workspace's (tests run in crates/specie).
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
