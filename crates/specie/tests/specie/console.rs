@@ -77,16 +77,16 @@ fn the_console_shows_every_view_and_its_wallet_pays_in_every_mode_in_a_real_brow
     let usd_issuer = temp.path().join("usd-issuer.json");
     let usd_key = issuer_wallet(&usd_issuer, "http://127.0.0.1:9", "usd");
     #[rustfmt::skip]
-    let up = [
+    specie(&[
         "cluster", "up", "--dir", &dir_text, "--base-port", &base.to_string(), "--shard-groups", "1",
         "--replicas", "3", "--sentinels", "1", "--authorities", "4", "--authority-replicas", "1",
         "--offline", "1", "--exchange", "1", "--exchange-asset", &format!("eur={eur_url}"),
         "--ledger-of-record", "1", "--issuer", &usd_key,
-    ];
-    specie(&up);
+    ]);
     // The privacy levels: an auditor (the console's) and a registration authority, in the
-    // cluster file's [privacy] section, taken at the next start.
-    specie(&["cluster", "down", "--dir", &dir_text]);
+    // cluster file's [privacy] section, which the sentinel takes when it restarts. Only the
+    // sentinel restarts (its port free for a moment): a whole cluster stopped and started again
+    // would leave its ports free long enough for another test's cluster to take them.
     let auditor_key = temp.path().join("auditor.key");
     specie(&["audit", "keygen", "--out", auditor_key.to_str().unwrap()]);
     let keys = String::from_utf8(specie(&["audit", "key", "--key", auditor_key.to_str().unwrap()]).stdout).unwrap();
@@ -107,7 +107,7 @@ fn the_console_shows_every_view_and_its_wallet_pays_in_every_mode_in_a_real_brow
         .open(dir.join("cluster.toml"))
         .unwrap();
     std::io::Write::write_all(&mut file, privacy.as_bytes()).unwrap();
-    specie(&up);
+    specie(&["cluster", "restart", "--dir", &dir_text, "--name", "sentinel-0"]);
     let topology = specie_cluster::Topology::load(&dir.join("cluster.toml")).unwrap();
     let exchange = topology.exchange.as_ref().unwrap();
     let eur_issuer = temp.path().join("eur-issuer.json");
