@@ -78,6 +78,8 @@ pub(crate) struct Console {
     /// head, an audit run as a process), a few at a time whoever asks: a flood of page views
     /// waits here instead of multiplying the work upstream.
     pub heavy_reads: tokio::sync::Semaphore,
+    /// The `Host` values the console answers (from `config`, made once).
+    pub hosts: Vec<String>,
 }
 
 /// How many heavy reads run at once.
@@ -87,6 +89,7 @@ impl Console {
     pub fn new(config: ConsoleConfig) -> Arc<Console> {
         Arc::new(Console {
             sessions: auth::Sessions::new(config.origin.clone()),
+            hosts: routes::hosts(&config),
             config,
             samples: sampler::Samples::default(),
             heavy_reads: tokio::sync::Semaphore::new(HEAVY_READS_MAX),

@@ -72,7 +72,7 @@ async fn operator_only(
 
 /// The `Host` values the console answers: its listening address and the loopback names of its
 /// port, and the configured origin's host.
-fn hosts(config: &ConsoleConfig) -> Vec<String> {
+pub fn hosts(config: &ConsoleConfig) -> Vec<String> {
     let port = config.listen.port();
     let mut hosts = vec![
         config.listen.to_string(),
@@ -91,7 +91,7 @@ fn hosts(config: &ConsoleConfig) -> Vec<String> {
 /// was rebound to this address (DNS rebinding) names its own, and gets 421.
 async fn named_host(State(console): Shared, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok());
-    if host.is_some_and(|host| hosts(&console.config).iter().any(|h| h.eq_ignore_ascii_case(host))) {
+    if host.is_some_and(|host| console.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))) {
         return next.run(request).await;
     }
     let text = "This console answers only at its own address (the one it printed when it started, or --origin).";
